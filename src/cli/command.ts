@@ -1,0 +1,50 @@
+export * as Command from "./command"
+
+// What every command shares: flag parsing with usage errors, the exit codes of DESIGN §6, and writing to the
+// standard streams. Machine-readable output goes to stdout; everything else to stderr.
+
+import { parseArgs, type ParseArgsConfig } from "node:util"
+import { Effect, Schema } from "effect"
+
+export const EXIT = {
+  ok: 0,
+  modelError: 1,
+  usage: 2,
+  operational: 3,
+  declined: 4,
+  cancelled: 130,
+} as const
+
+export class UsageError extends Schema.TaggedError<UsageError>()("Command.UsageError", {
+  command: Schema.String,
+  message: Schema.String,
+}) {}
+
+/** A failure of the command itself, with the exit code it ends with. */
+export class Exit extends Schema.TaggedError<Exit>()("Command.Exit", {
+  code: Schema.Number,
+  message: Schema.String,
+}) {}
+
+export type Options = NonNullable<ParseArgsConfig["options"]>
+
+/** Parses `args` strictly: an unknown flag or a missing value is a usage error naming the command. */
+export const parse = <const O extends Options>(command: string, args: ReadonlyArray<string>, options: O) =>
+  Effect.try({
+    try: () =>
+      parseArgs({
+        args: [...args],
+        options: { ...options, help: { type: "boolean", short: "h" } } as O & { help: { type: "boolean"; short: "h" } },
+        allowPositionals: true,
+        strict: true,
+      }),
+    catch: (cause) => new UsageError({ command, message: cause instanceof Error ? cause.message : String(cause) }),
+  })
+
+export const stdout = (text: string): void => {
+  process.stdout.write(text)
+}
+
+export const stderr = (text: string): void => {
+  process.stderr.write(text)
+}

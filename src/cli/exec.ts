@@ -1,0 +1,114 @@
+export * as ExecCommand from "./exec"
+
+// `core exec NAME --input JSON`: settles one call in a Location and prints its settlement (DESIGN §5, §6).
+// Exit codes: 0 success, 1 model-visible error, 2 usage, 3 operational, 4 declined, 130 cancelled.
+
+import { randomUUID } from "node:crypto"
+import { Effect } from "effect"
+import { Json } from "../json/json"
+import { Location } from "../location/location"
+import { Settler } from "../settlement/settler"
+import { Settlement } from "../settlement/settlement"
+import { Command } from "./command"
+import { Diagnostics } from "./diagnostics"
+import { ProgressLine } from "./progress"
+import { Runtime } from "./runtime"
+
+export const HELP = `Usage: core exec NAME --input JSON [options]
+
+Settle one tool call in a Location and print its settlement JSON on stdout.
+
+Options:
+  --input JSON      the call's input, a JSON object ("-" reads it from stdin)
+  --location DIR    the Location (default: the current directory)
+  --agent ID        the agent making the call (default: build)
+  --session ID      session id (default: a fresh id)
+  --message ID      assistant message id (default: a fresh id)
+  --call ID         tool call id (default: a fresh id); a recorded (session, call) replays without running
+  --yes             approve permission asks once without prompting
+  -h, --help        show this help
+
+Exit codes: 0 success, 1 model-visible error, 2 usage error, 3 operational failure, 4 declined, 130 cancelled.
+`
+
+const OPTIONS = {
+  input: { type: "string" },
+  location: { type: "string" },
+  agent: { type: "string" },
+  session: { type: "string" },
+  message: { type: "string" },
+  call: { type: "string" },
+  yes: { type: "boolean" },
+} as const
+
+const usage = (message: string) => new Command.UsageError({ command: "exec", message })
+
+const readInput = (raw: string | undefined) =>
+  Effect.gen(function* () {
+    if (raw === undefined) return yield* usage("--input JSON is required (use --input - to read it from stdin)")
+    const text = raw === "-" ? yield* Effect.promise(() => Bun.stdin.text()) : raw
+    const parsed = Json.parseStrict(text)
+    if (!parsed.ok) return yield* usage(`--input is not valid JSON: ${parsed.problem.message}`)
+    const value = parsed.value
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      return yield* usage(`--input must be a JSON object, not ${Array.isArray(value) ? "an array" : value === null ? "null" : typeof value}`)
+    }
+    return value
+  })
+
+export const exitCodeOf = (settlement: Settlement.Info): number => {
+  switch (settlement.status) {
+    case "success":
+      return Command.EXIT.ok
+    case "error":
+      return Command.EXIT.modelError
+    case "declined":
+      return Command.EXIT.declined
+    case "cancelled":
+      return Command.EXIT.cancelled
+  }
+}
+
+export const run = (args: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const { values, positionals } = yield* Command.parse("exec", args, OPTIONS)
+    if (values.help) {
+      Command.stdout(HELP)
+      return Command.EXIT.ok
+    }
+    const [name, ...extra] = positionals
+    if (name === undefined) return yield* usage("NAME is required: core exec NAME --input JSON")
+    if (extra.length > 0) return yield* usage(`unexpected argument "${extra[0]}"`)
+    const input = yield* readInput(values.input)
+    const directory = yield* Location.check(values.location ?? ".").pipe(
+      Effect.mapError((error) => usage(error.message)),
+    )
+    const environment = Runtime.environment()
+    const progress = ProgressLine.make(process.stderr)
+
+    return yield* Effect.gen(function* () {
+      yield* Diagnostics.report
+      const settler = yield* Settler.Service
+      const turn = yield* settler.materialize()
+      const call: Settler.Call = {
+        sessionID: values.session ?? `ses_${randomUUID()}`,
+        agent: values.agent ?? "build",
+        assistantMessageID: values.message ?? `msg_${randomUUID()}`,
+        toolCallID: values.call ?? `call_${randomUUID()}`,
+        name,
+        input,
+      }
+      const { settlement } = yield* turn.settle(call, { onProgress: (update) => Effect.sync(() => progress.show(update)) }).pipe(
+        Effect.onInterrupt(() =>
+          Effect.sync(() => {
+            progress.clear()
+            const cancelled = Settlement.runnerOutcome(name, call.toolCallID, "cancelled")
+            Command.stdout(`${JSON.stringify(cancelled, null, 2)}\n`)
+          }),
+        ),
+      )
+      progress.clear()
+      Command.stdout(`${JSON.stringify(settlement, null, 2)}\n`)
+      return exitCodeOf(settlement)
+    }).pipe(Effect.provide(Runtime.settlingLayer(environment, directory)))
+  })

@@ -1,0 +1,92 @@
+// The `core` executable: dispatches a command, turns its outcome into an exit code (DESIGN §6), and turns
+// SIGINT/SIGTERM into interruption of the running command (which cancels a call and records it).
+
+import { Cause, Effect, Exit, Fiber } from "effect"
+import packageJson from "../../package.json" with { type: "json" }
+import { Command } from "./command"
+import { ExecCommand } from "./exec"
+import { OutputCommand } from "./output"
+import { ToolsCommand } from "./tools"
+
+const HELP = `core ${packageJson.version}: a tool runtime for AI agents
+
+Usage:
+  core exec NAME --input JSON [--location DIR] [--agent ID] [--session ID] [--message ID] [--call ID] [--yes]
+  core tools [--location DIR] [--agent ID] [--json]
+  core output ID
+  core --version | --help | COMMAND --help
+
+Commands:
+  exec     settle one tool call and print its settlement JSON
+  tools    list the tools a model would be offered
+  output   print a managed output (the full output behind a bounded preview)
+
+Environment:
+  CORE_DATA_DIR   managed outputs and the settlement store (default ~/.local/share/core)
+  CORE_HOME       application tools in $CORE_HOME/tools/*.ts (default ~/.config/core)
+`
+
+type Run = (args: ReadonlyArray<string>) => Effect.Effect<number, unknown>
+
+const COMMANDS: Readonly<Record<string, Run>> = {
+  exec: ExecCommand.run,
+  tools: ToolsCommand.run,
+  output: OutputCommand.run,
+}
+
+const messageOf = (error: unknown): string =>
+  typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
+
+/** The exit code and what to say on stderr for a command that did not complete normally. */
+const failureOf = (cause: Cause.Cause<unknown>): { code: number; message: string } => {
+  if (Cause.hasInterruptsOnly(cause)) return { code: Command.EXIT.cancelled, message: "" }
+  const error = Cause.findError(cause)
+  if (error._tag === "Success") {
+    const failure = error.success
+    if (failure instanceof Command.UsageError) {
+      return {
+        code: Command.EXIT.usage,
+        message: `core ${failure.command}: ${failure.message}\nRun 'core ${failure.command} --help' for usage.`,
+      }
+    }
+    if (failure instanceof Command.Exit) return { code: failure.code, message: `core: ${failure.message}` }
+    const inner = typeof failure === "object" && failure !== null && "cause" in failure ? failure.cause : undefined
+    const detail = inner === undefined ? "" : `\n${inner instanceof Error ? (inner.stack ?? inner.message) : messageOf(inner)}`
+    return { code: Command.EXIT.operational, message: `core: ${messageOf(failure)}${detail}` }
+  }
+  return { code: Command.EXIT.operational, message: `core: operational failure:\n${Cause.pretty(cause)}` }
+}
+
+const main = async (argv: ReadonlyArray<string>): Promise<number> => {
+  const [command, ...rest] = argv
+  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+    Command.stdout(HELP)
+    return command === undefined ? Command.EXIT.usage : Command.EXIT.ok
+  }
+  if (command === "--version" || command === "-v") {
+    Command.stdout(`${packageJson.version}\n`)
+    return Command.EXIT.ok
+  }
+  const run = COMMANDS[command]
+  if (run === undefined) {
+    Command.stderr(`core: unknown command "${command}"\nRun 'core --help' for usage.\n`)
+    return Command.EXIT.usage
+  }
+  const fiber = Effect.runFork(run(rest))
+  const interrupt = () => {
+    Effect.runFork(Fiber.interrupt(fiber))
+  }
+  process.on("SIGINT", interrupt)
+  process.on("SIGTERM", interrupt)
+  const exit = await Effect.runPromise(Fiber.await(fiber))
+  process.off("SIGINT", interrupt)
+  process.off("SIGTERM", interrupt)
+  if (Exit.isSuccess(exit)) return exit.value
+  const { code, message } = failureOf(exit.cause)
+  if (message !== "") Command.stderr(`${message}\n`)
+  return code
+}
+
+const code = await main(process.argv.slice(2))
+await new Promise<void>((resolve) => process.stdout.write("", () => resolve()))
+process.exit(code)

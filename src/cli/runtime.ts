@@ -1,0 +1,40 @@
+export * as Runtime from "./runtime"
+
+// Composes the layers a command runs on, from the environment: `$CORE_DATA_DIR` (managed outputs, the SQLite
+// store) and `$CORE_HOME` (application tools). The only place the CLI wires services together.
+
+import { homedir } from "node:os"
+import { join, resolve } from "node:path"
+import { Layer } from "effect"
+import { Application } from "../location/application"
+import { Location } from "../location/location"
+import { ManagedOutputs } from "../output/managed"
+import { Output } from "../output/output"
+import { Settler } from "../settlement/settler"
+import { SqliteStore } from "../store/sqlite"
+
+export interface Environment {
+  readonly dataDir: string
+  readonly home: string
+}
+
+export const environment = (env: Record<string, string | undefined> = process.env): Environment => ({
+  dataDir: resolve(env.CORE_DATA_DIR || join(homedir(), ".local/share/core")),
+  home: resolve(env.CORE_HOME || join(homedir(), ".config/core")),
+})
+
+export const outputsLayer = (environment: Environment) =>
+  ManagedOutputs.layer({ directory: join(environment.dataDir, "outputs") })
+
+/** A Location's catalog: application tools and the Location's own, without any settlement machinery. */
+export const catalogLayer = (environment: Environment, directory: string) =>
+  Location.layer(directory).pipe(Layer.provideMerge(Application.layer(environment.home)))
+
+/** Everything needed to settle calls in a Location, with the durable store and managed outputs. */
+export const settlingLayer = (environment: Environment, directory: string) =>
+  Settler.layer.pipe(
+    Layer.provideMerge(catalogLayer(environment, directory)),
+    Layer.provideMerge(Output.layer()),
+    Layer.provideMerge(outputsLayer(environment)),
+    Layer.provideMerge(SqliteStore.layer(join(environment.dataDir, "core.db"))),
+  )

@@ -1,0 +1,41 @@
+export * as Json from "./json"
+
+// Parsing JSON a person or program typed, with errors that say where: strict JSON for inputs. Uses the
+// runtime's JSON.parse on the happy path and jsonc-parser (which reports offsets) to explain a failure.
+
+import { parse as parseTolerant, printParseErrorCode, type ParseError } from "jsonc-parser"
+
+export interface SyntaxProblem {
+  readonly message: string
+  readonly offset: number
+  readonly line: number
+  readonly column: number
+}
+
+export type Parsed = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly problem: SyntaxProblem }
+
+const position = (text: string, offset: number) => {
+  const before = text.slice(0, offset)
+  const line = before.split("\n").length
+  return { line, column: offset - before.lastIndexOf("\n") }
+}
+
+const describeCode = (error: ParseError): string =>
+  printParseErrorCode(error.error)
+    .replace(/([a-z])([A-Z])/g, "$1 $2")
+    .toLowerCase()
+
+/** Parses strict JSON; on failure, says what is wrong and at which line and column. */
+export const parseStrict = (text: string): Parsed => {
+  try {
+    return { ok: true, value: JSON.parse(text) }
+  } catch {
+    const errors: Array<ParseError> = []
+    parseTolerant(text, errors, { allowTrailingComma: false, disallowComments: true, allowEmptyContent: false })
+    const first = errors[0]
+    const offset = first?.offset ?? 0
+    const { line, column } = position(text, offset)
+    const what = first === undefined ? "invalid JSON" : describeCode(first)
+    return { ok: false, problem: { message: `${what} at line ${line}, column ${column}`, offset, line, column } }
+  }
+}

@@ -1,0 +1,128 @@
+export * as Discovery from "./discovery"
+
+// Loads `<dir>/tools/*.ts` into a registry (DESIGN §4): the default export under the file's base name, every
+// other exported tool `x` under `<base>_<x>`. Each file is checked (syntax, imports) and loaded on its own; one
+// that fails becomes a diagnostic naming the file and the reason, and never hides the others.
+
+import { readdirSync } from "node:fs"
+import { isBuiltin } from "node:module"
+import { basename, dirname, join } from "node:path"
+import { Effect, Scope } from "effect"
+import type { Registry } from "../registry/registry"
+import { Modules } from "../sdk/modules"
+import type { Tool } from "../tool/tool"
+import * as Internal from "../tool/internal"
+
+export interface Diagnostic {
+  readonly file: string
+  readonly message: string
+}
+
+export interface Loaded {
+  readonly file: string
+  readonly names: ReadonlyArray<string>
+}
+
+export interface Result {
+  readonly loaded: ReadonlyArray<Loaded>
+  readonly diagnostics: ReadonlyArray<Diagnostic>
+}
+
+/** Files that live beside tools without being tools. */
+const IGNORED = /\.(test|spec|d)\.ts$/
+
+/** The tool files of a directory's `tools/` folder, sorted; none when it has no such folder. */
+export const toolFiles = (directory: string): ReadonlyArray<string> => {
+  const folder = join(directory, "tools")
+  let names: Array<string>
+  try {
+    names = readdirSync(folder, { withFileTypes: true })
+      .filter((entry) => (entry.isFile() || entry.isSymbolicLink()) && entry.name.endsWith(".ts"))
+      .map((entry) => entry.name)
+  } catch {
+    return []
+  }
+  return names
+    .filter((name) => !IGNORED.test(name))
+    .sort()
+    .map((name) => join(folder, name))
+}
+
+const transpiler = new Bun.Transpiler({ loader: "ts" })
+
+const message = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+/** Why an import is not allowed in a tool file, or undefined when it is. */
+const importProblem = (specifier: string, file: string): string | undefined => {
+  if (specifier.startsWith(".") || specifier.startsWith("/")) return undefined
+  if (specifier.startsWith("node:") || specifier.startsWith("bun:") || specifier === "bun" || isBuiltin(specifier)) {
+    return undefined
+  }
+  if (Modules.isServed(specifier)) return undefined
+  if (specifier.startsWith("@core/")) {
+    return `imports "${specifier}", which is not public; tools may import only "${Modules.SDK_SPECIFIER}" from core`
+  }
+  if (specifier === "effect" || specifier.startsWith("effect/")) {
+    return (
+      `imports "${specifier}", which this core does not serve to tools; use "effect" or a top-level module ` +
+      `such as "effect/Schema" (internal modules would break the identity of tools and schemas)`
+    )
+  }
+  try {
+    Bun.resolveSync(specifier, dirname(file))
+    return undefined
+  } catch {
+    return `imports "${specifier}", which cannot be found from ${dirname(file)}; install it there (npm install ${specifier})`
+  }
+}
+
+/** The `name: tool` record a module contributes, named after its file. */
+export const recordOf = (file: string, exports: Record<string, unknown>): Record<string, Tool.Any> => {
+  const base = basename(file, ".ts")
+  const record: Record<string, Tool.Any> = {}
+  for (const [exportName, value] of Object.entries(exports)) {
+    if (!Internal.has(value)) continue
+    record[exportName === "default" ? base : `${base}_${exportName}`] = value as Tool.Any
+  }
+  return record
+}
+
+const loadFile = Effect.fnUntraced(function* (file: string, tools: Registry.Tools) {
+  const source = yield* Effect.tryPromise({
+    try: () => Bun.file(file).text(),
+    catch: (cause) => `cannot be read: ${message(cause)}`,
+  })
+  const imports = yield* Effect.try({
+    try: () => transpiler.scanImports(source),
+    catch: (cause) => `syntax error: ${message(cause)}`,
+  })
+  for (const { path } of imports) {
+    const problem = importProblem(path, file)
+    if (problem !== undefined) return yield* Effect.fail(problem)
+  }
+  const exports = yield* Effect.tryPromise({
+    try: () => import(file) as Promise<Record<string, unknown>>,
+    catch: (cause) => `failed to load: ${message(cause)}`,
+  })
+  const record = recordOf(file, exports)
+  const names = Object.keys(record)
+  if (names.length === 0) {
+    return yield* Effect.fail("exports no tool; export a value made with Tool.make (the default export is named after the file)")
+  }
+  yield* tools.register(record).pipe(Effect.mapError((error) => error.message))
+  return names
+})
+
+/** Loads every tool file of `directory/tools` into the current Scope through `tools`. */
+export const load = Effect.fn("Discovery.load")(function* (directory: string, tools: Registry.Tools) {
+  Modules.install()
+  const scope = yield* Scope.Scope
+  const loaded: Array<Loaded> = []
+  const diagnostics: Array<Diagnostic> = []
+  for (const file of toolFiles(directory)) {
+    const result = yield* Effect.result(loadFile(file, tools).pipe(Scope.provide(scope)))
+    if (result._tag === "Success") loaded.push({ file, names: result.success })
+    else diagnostics.push({ file, message: result.failure })
+  }
+  return { loaded, diagnostics } satisfies Result
+})

@@ -1,0 +1,53 @@
+export * as Location from "./location"
+
+// A Location: an absolute working directory with its own registry, settler and discovered `tools/*.ts`, over
+// the process-wide application placement. The layer checks the directory, loads its tools into the layer's
+// scope (so closing the Location removes them) and keeps the load diagnostics.
+
+import { statSync } from "node:fs"
+import { resolve } from "node:path"
+import { Context, Effect, Layer, Schema } from "effect"
+import { Registry } from "../registry/registry"
+import { Discovery } from "./discovery"
+
+export class LocationError extends Schema.TaggedError<LocationError>()("Location.LocationError", {
+  directory: Schema.String,
+  message: Schema.String,
+}) {}
+
+export interface Interface {
+  readonly directory: string
+  readonly diagnostics: ReadonlyArray<Discovery.Diagnostic>
+}
+
+export class Service extends Context.Service<Service, Interface>()("core/Location") {}
+
+/** The absolute directory, or a LocationError when it is missing or not a directory. */
+export const check = (directory: string): Effect.Effect<string, LocationError> =>
+  Effect.suspend(() => {
+    const absolute = resolve(directory)
+    let isDirectory = false
+    try {
+      isDirectory = statSync(absolute).isDirectory()
+    } catch {
+      return Effect.fail(new LocationError({ directory: absolute, message: `Location ${absolute} does not exist` }))
+    }
+    return isDirectory
+      ? Effect.succeed(absolute)
+      : Effect.fail(new LocationError({ directory: absolute, message: `Location ${absolute} is not a directory` }))
+  })
+
+const discovered = (directory: string) =>
+  Layer.effect(
+    Service,
+    Effect.gen(function* () {
+      const absolute = yield* check(directory)
+      const registry = yield* Registry.Service
+      const { diagnostics } = yield* Discovery.load(absolute, registry.tools)
+      return Service.of({ directory: absolute, diagnostics })
+    }),
+  )
+
+/** A Location at `directory`: its registry (over the application placement) with its discovered tools. */
+export const layer = (directory: string): Layer.Layer<Service | Registry.Service, LocationError, Registry.Application> =>
+  discovered(directory).pipe(Layer.provideMerge(Registry.layer))

@@ -1,0 +1,142 @@
+export * as ManagedOutputs from "./managed"
+
+// Managed outputs on disk: the complete output of a call whose model-facing form was bounded, kept under
+// `<data dir>/outputs/<id>`, written atomically (temp file + rename), looked up by id, and swept after the
+// retention period. This is the platform edge for output files; it never decides what to bound.
+
+import { randomBytes } from "node:crypto"
+import { mkdirSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs"
+import { join } from "node:path"
+import { Context, Effect, Layer, Schema } from "effect"
+
+export const DEFAULT_RETENTION_DAYS = 7
+const DAY_MS = 24 * 60 * 60 * 1000
+const ID_PATTERN = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}$/
+
+export class RetentionError extends Schema.TaggedError<RetentionError>()("ManagedOutputs.RetentionError", {
+  path: Schema.String,
+  message: Schema.String,
+}) {}
+
+export class NotFound extends Schema.TaggedError<NotFound>()("ManagedOutputs.NotFound", {
+  id: Schema.String,
+  reason: Schema.Literals(["invalid_id", "unknown", "expired"]),
+  message: Schema.String,
+}) {}
+
+export interface Reference {
+  readonly id: string
+  readonly bytes: number
+  readonly path: string
+}
+
+export interface Interface {
+  readonly directory: string
+  /** Keeps `data` in full and returns where it went. Fails (never silently) when it cannot be kept. */
+  readonly write: (data: string | Uint8Array) => Effect.Effect<Reference, RetentionError>
+  /** Finds a kept output by id. */
+  readonly open: (id: string) => Effect.Effect<Reference, NotFound>
+  /** Deletes outputs older than the retention period; answers how many were removed. */
+  readonly sweep: Effect.Effect<number>
+}
+
+export class Service extends Context.Service<Service, Interface>()("core/ManagedOutputs") {}
+
+export interface Options {
+  /** The outputs directory (usually `<data dir>/outputs`). */
+  readonly directory: string
+  readonly retentionDays?: number
+}
+
+const osMessage = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+const newID = (): string => `out_${Date.now().toString(36)}_${randomBytes(8).toString("hex")}`
+
+export const layer = (options: Options): Layer.Layer<Service> =>
+  Layer.sync(Service, () => {
+    const directory = options.directory
+    const retentionMs = (options.retentionDays ?? DEFAULT_RETENTION_DAYS) * DAY_MS
+
+    const write = Effect.fn("ManagedOutputs.write")(function* (data: string | Uint8Array) {
+      const id = newID()
+      const path = join(directory, id)
+      const temporary = join(directory, `.${id}.tmp`)
+      const bytes = yield* Effect.tryPromise({
+        try: async () => {
+          mkdirSync(directory, { recursive: true })
+          const written = await Bun.write(temporary, data)
+          renameSync(temporary, path)
+          return written
+        },
+        catch: (cause) => {
+          try {
+            unlinkSync(temporary)
+          } catch {
+            // nothing was left behind
+          }
+          return new RetentionError({
+            path: directory,
+            message: `Could not keep the full output in ${directory}: ${osMessage(cause)}`,
+          })
+        },
+      })
+      return { id, bytes, path }
+    })
+
+    const open = Effect.fn("ManagedOutputs.open")(function* (id: string) {
+      if (!ID_PATTERN.test(id)) {
+        return yield* new NotFound({ id, reason: "invalid_id", message: `"${id}" is not a managed output id` })
+      }
+      const path = join(directory, id)
+      const stats = statOrUndefined(path)
+      if (stats === undefined) {
+        return yield* new NotFound({
+          id,
+          reason: "unknown",
+          message: `No managed output ${id} in ${directory} (it may have been swept or kept by another data directory)`,
+        })
+      }
+      if (Date.now() - stats.mtimeMs > retentionMs) {
+        removeQuietly(path)
+        return yield* new NotFound({ id, reason: "expired", message: `Managed output ${id} has expired` })
+      }
+      return { id, bytes: stats.size, path }
+    })
+
+    const sweep = Effect.sync(() => {
+      let names: Array<string>
+      try {
+        names = readdirSync(directory)
+      } catch {
+        return 0
+      }
+      const cutoff = Date.now() - retentionMs
+      let removed = 0
+      for (const name of names) {
+        if (!ID_PATTERN.test(name) && !name.endsWith(".tmp")) continue
+        const stats = statOrUndefined(join(directory, name))
+        if (stats !== undefined && stats.mtimeMs < cutoff && removeQuietly(join(directory, name))) removed++
+      }
+      return removed
+    }).pipe(Effect.withSpan("ManagedOutputs.sweep"))
+
+    return Service.of({ directory, write, open, sweep })
+  })
+
+const statOrUndefined = (path: string) => {
+  try {
+    const stats = statSync(path)
+    return stats.isFile() ? stats : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const removeQuietly = (path: string): boolean => {
+  try {
+    unlinkSync(path)
+    return true
+  } catch {
+    return false
+  }
+}

@@ -1,0 +1,129 @@
+export * as Output from "./output"
+
+// The one generic bounding boundary (DESIGN §2 law 10): turns a call's projected output into what goes back to
+// the model. Oversized text and structured output are kept in full as managed outputs and replaced by previews;
+// media stays inline up to the media limit. If keeping fails, bounding fails: never a lossy success.
+
+import { Context, Effect, Layer, Schema } from "effect"
+import type { Tool } from "../tool/tool"
+import { Bound } from "./bound"
+import { ManagedOutputs } from "./managed"
+
+export const DEFAULT_MAX_MEDIA_BYTES = 5 * 1024 * 1024
+
+/** A model-facing part as it appears in a settlement (DESIGN §5). */
+export const Part = Schema.Union([
+  Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
+  Schema.Struct({
+    type: Schema.Literal("file"),
+    mime: Schema.String,
+    uri: Schema.String,
+    name: Schema.optionalKey(Schema.String),
+  }),
+])
+export type Part = typeof Part.Type
+
+/** A reference to a managed output. */
+export const Ref = Schema.Struct({ id: Schema.String, bytes: Schema.Number })
+export type Ref = typeof Ref.Type
+
+export interface Limits extends Bound.Limits {
+  readonly maxMediaBytes: number
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  maxLines: Bound.DEFAULT_MAX_LINES,
+  maxBytes: Bound.DEFAULT_MAX_BYTES,
+  maxMediaBytes: DEFAULT_MAX_MEDIA_BYTES,
+}
+
+export interface Projected {
+  readonly content: ReadonlyArray<Tool.Content>
+  readonly structured: unknown
+}
+
+export interface Bounded {
+  readonly content: ReadonlyArray<Part>
+  readonly structured: unknown
+  readonly outputs: ReadonlyArray<Ref>
+}
+
+export interface Interface {
+  readonly limits: Limits
+  readonly bound: (projected: Projected) => Effect.Effect<Bounded, ManagedOutputs.RetentionError>
+}
+
+export class Service extends Context.Service<Service, Interface>()("core/Output") {}
+
+export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never, ManagedOutputs.Service> =>
+  Layer.effect(
+    Service,
+    Effect.gen(function* () {
+      const managed = yield* ManagedOutputs.Service
+      const resolved: Limits = {
+        maxLines: Math.max(Bound.MIN_MAX_LINES, limits.maxLines ?? DEFAULT_LIMITS.maxLines),
+        maxBytes: Math.max(Bound.MIN_MAX_BYTES, limits.maxBytes ?? DEFAULT_LIMITS.maxBytes),
+        maxMediaBytes: limits.maxMediaBytes ?? DEFAULT_LIMITS.maxMediaBytes,
+      }
+
+      const bound = Effect.fn("Output.bound")(function* (projected: Projected) {
+        const outputs: Array<Ref> = []
+        const keep = Effect.fnUntraced(function* (data: string | Uint8Array) {
+          const reference = yield* managed.write(data)
+          outputs.push({ id: reference.id, bytes: reference.bytes })
+          return reference
+        })
+
+        // All text parts share one budget: they are joined, and bounded as one text when too large together.
+        const texts = projected.content.filter((part) => part.type === "text")
+        const fullText = texts.length === 1 ? texts[0]!.text : texts.map((part) => part.text).join("\n")
+        let textPreview: { readonly full: string; readonly preview: string } | undefined
+        if (Bound.exceeds(fullText, resolved)) {
+          const reference = yield* keep(fullText)
+          textPreview = { full: fullText, preview: Bound.preview(fullText, resolved, reference) }
+        }
+
+        const content: Array<Part> = []
+        let textPlaced = false
+        for (const part of projected.content) {
+          if (part.type === "text") {
+            if (textPreview === undefined) content.push({ type: "text", text: part.text })
+            else if (!textPlaced) content.push({ type: "text", text: textPreview.preview })
+            textPlaced = true
+            continue
+          }
+          const size = base64Size(part.data)
+          if (size <= resolved.maxMediaBytes) {
+            const name = part.name === undefined ? {} : { name: part.name }
+            content.push({ type: "file", mime: part.mime, uri: `data:${part.mime};base64,${part.data}`, ...name })
+          } else {
+            const reference = yield* keep(Buffer.from(part.data, "base64"))
+            content.push({
+              type: "text",
+              text:
+                `[${part.name ?? "file"} (${part.mime}, ${size} bytes) is larger than the inline media limit of ` +
+                `${resolved.maxMediaBytes} bytes; it is kept as ${reference.id} at ${reference.path}.]`,
+            })
+          }
+        }
+
+        let structured = projected.structured
+        if (structured !== null && structured !== undefined) {
+          const text = typeof structured === "string" ? structured : JSON.stringify(structured, null, 2)
+          if (Bound.exceeds(text, resolved)) {
+            // The same text as the content needs no second copy.
+            if (textPreview !== undefined && textPreview.full === text) structured = textPreview.preview
+            else structured = Bound.preview(text, resolved, yield* keep(text))
+          }
+        }
+        return { content, structured: structured ?? null, outputs }
+      })
+
+      return Service.of({ limits: resolved, bound })
+    }),
+  )
+
+const base64Size = (data: string): number => {
+  const padding = data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0
+  return Math.floor((data.length * 3) / 4) - padding
+}

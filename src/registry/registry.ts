@@ -1,0 +1,188 @@
+export * as Registry from "./registry"
+
+// Scoped tool registries (DESIGN §2 laws 4–7): the process placement (application tools) and a Location
+// placement layered over it, the registration-only `Tools` view, and `capture`, which freezes the effective
+// catalog of one turn and answers, per call, whether the advertised registration is still the effective one.
+// Settling calls is not done here (see ../settlement).
+
+import { Context, Effect, Layer, Schema, Scope } from "effect"
+import { Rule } from "../permission/rule"
+import { Definition } from "../tool/definition"
+import * as Internal from "../tool/internal"
+import { ToolName } from "../tool/name"
+import type { Tool } from "../tool/tool"
+import { Placement } from "./placement"
+
+export class RegistrationError extends Schema.TaggedError<RegistrationError>()("Registry.RegistrationError", {
+  reason: Schema.Literals(["invalid_record", "invalid_name", "not_a_tool", "scope_closed"]),
+  name: Schema.optionalKey(Schema.String),
+  message: Schema.String,
+}) {}
+
+/** The narrow registration-only view handed to whoever contributes tools. */
+export interface Tools {
+  /**
+   * Registers every `name: tool` of the record into the current Scope, atomically: one invalid name or value
+   * fails the whole call and changes nothing. Closing the Scope removes exactly this registration.
+   */
+  readonly register: (
+    record: Readonly<Record<string, Tool.Any>>,
+  ) => Effect.Effect<void, RegistrationError, Scope.Scope>
+}
+
+/** What a catalog says about one name of a call. */
+export type Resolution =
+  | { readonly _tag: "Found"; readonly name: string; readonly tool: Tool.Any }
+  | { readonly _tag: "Stale"; readonly name: string }
+  | { readonly _tag: "Unknown"; readonly name: string; readonly suggestions: ReadonlyArray<string> }
+
+/** The effective catalog captured for one turn. */
+export interface Catalog {
+  readonly definitions: ReadonlyArray<Definition.Definition>
+  readonly resolve: (name: string) => Resolution
+}
+
+const makeTools = (placement: Placement.Table): Tools => ({
+  register: Effect.fn("Registry.register")(function* (record: Readonly<Record<string, Tool.Any>>) {
+    if (typeof record !== "object" || record === null || Array.isArray(record)) {
+      return yield* new RegistrationError({ reason: "invalid_record", message: "register expects a { name: tool } record" })
+    }
+    // Copy now: mutating the record after this call changes nothing.
+    const entries: Array<Placement.Entry> = []
+    for (const [name, tool] of Object.entries(record)) {
+      const problem = ToolName.problem(name)
+      if (problem !== undefined) {
+        return yield* new RegistrationError({ reason: "invalid_name", name, message: `Invalid tool name: ${problem}` })
+      }
+      if (!Internal.has(tool)) {
+        return yield* new RegistrationError({
+          reason: "not_a_tool",
+          name,
+          message: `"${name}" is not a tool made by Tool.make`,
+        })
+      }
+      entries.push({ name, tool })
+    }
+    const scope = yield* Scope.Scope
+    if (scope.state._tag === "Closed") {
+      return yield* new RegistrationError({ reason: "scope_closed", message: "cannot register into a closed scope" })
+    }
+    placement.add(entries)
+    yield* Scope.addFinalizer(scope, Effect.sync(() => placement.remove(entries)))
+  }),
+})
+
+export interface ApplicationInterface {
+  readonly tools: Tools
+  readonly placement: Placement.Table
+}
+
+/** The process placement: application tools shared by every Location. */
+export class Application extends Context.Service<Application, ApplicationInterface>()("core/Registry/Application") {}
+
+export const applicationLayer: Layer.Layer<Application> = Layer.sync(Application, () => {
+  const placement = new Placement.Table()
+  return Application.of({ tools: makeTools(placement), placement })
+})
+
+export interface Interface {
+  /** Registers into this Location's placement. */
+  readonly tools: Tools
+  /** Captures the effective catalog, hiding tools whose permission action the rules wholly deny. */
+  readonly capture: (rules?: Rule.Ruleset) => Catalog
+}
+
+/** A Location's registry: its own placement over the application placement. */
+export class Service extends Context.Service<Service, Interface>()("core/Registry") {}
+
+export const layer: Layer.Layer<Service, never, Application> = Layer.effect(
+  Service,
+  Effect.gen(function* () {
+    const application = (yield* Application).placement
+    const location = new Placement.Table()
+    const effective = (name: string) => location.top(name) ?? application.top(name)
+
+    let cached: { app: number; loc: number; rules: Rule.Ruleset | undefined; catalog: Catalog } | undefined
+
+    const build = (rules: Rule.Ruleset | undefined): Catalog => {
+      const advertised = new Map<string, Placement.Entry>()
+      const definitions: Array<Definition.Definition> = []
+      for (const name of mergeSorted(location.names(), application.names())) {
+        const entry = effective(name)!
+        if (rules !== undefined && Rule.isWhollyDenied(rules, Rule.actionOf(name))) continue
+        advertised.set(name, entry)
+        definitions.push(Definition.of(entry.tool, name))
+      }
+      Object.freeze(definitions)
+      return {
+        definitions,
+        resolve: (name) => {
+          const entry = advertised.get(name)
+          if (entry === undefined) return { _tag: "Unknown", name, suggestions: nearest(name, advertised.keys()) }
+          if (effective(name) !== entry) return { _tag: "Stale", name }
+          return { _tag: "Found", name, tool: entry.tool }
+        },
+      }
+    }
+
+    const capture = (rules?: Rule.Ruleset): Catalog => {
+      if (
+        cached !== undefined &&
+        cached.app === application.version &&
+        cached.loc === location.version &&
+        cached.rules === rules
+      ) {
+        return cached.catalog
+      }
+      const catalog = build(rules)
+      cached = { app: application.version, loc: location.version, rules, catalog }
+      return catalog
+    }
+
+    return Service.of({ tools: makeTools(location), capture })
+  }),
+)
+
+const mergeSorted = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): Array<string> => {
+  const out: Array<string> = []
+  let i = 0
+  let j = 0
+  while (i < a.length || j < b.length) {
+    if (j >= b.length || (i < a.length && a[i]! < b[j]!)) out.push(a[i++]!)
+    else if (i >= a.length || b[j]! < a[i]!) out.push(b[j++]!)
+    else {
+      out.push(a[i++]!)
+      j++
+    }
+  }
+  return out
+}
+
+const MAX_SUGGESTIONS = 3
+
+/** Up to three advertised names closest to `name` (edit distance, then prefix), for an "unknown tool" error. */
+export const nearest = (name: string, names: Iterable<string>): ReadonlyArray<string> => {
+  const lower = name.toLowerCase()
+  const scored: Array<{ name: string; score: number }> = []
+  for (const candidate of names) {
+    const other = candidate.toLowerCase()
+    const distance = editDistance(lower, other)
+    const related = other.includes(lower) || lower.includes(other)
+    const limit = Math.max(2, Math.floor(Math.max(lower.length, other.length) / 3))
+    if (distance <= limit || related) scored.push({ name: candidate, score: related ? Math.min(distance, 1) : distance })
+  }
+  scored.sort((x, y) => x.score - y.score || x.name.localeCompare(y.name))
+  return scored.slice(0, MAX_SUGGESTIONS).map((entry) => entry.name)
+}
+
+const editDistance = (a: string, b: string): number => {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    previous = current
+  }
+  return previous[b.length]!
+}

@@ -1,0 +1,3 @@
+// `@core/tool`: what tool authors import. A curated surface, named export by export; nothing internal leaks.
+
+export { Tool } from "../tool/tool"

@@ -1,0 +1,65 @@
+export * as Modules from "./modules"
+
+// Serves `effect`, its modules and `@core/tool` to tool files loaded at run time, from the runtime's own copies,
+// so tool values, schemas and Tool.Failure are the very instances the runtime checks, with or without a
+// node_modules beside the tool. Installs a Bun plugin once per process. Modules load lazily: the `effect`
+// barrel hands out namespaces that evaluate their module on first use, which keeps a cold start cold.
+
+import { EFFECT_MODULES } from "./effect-modules"
+import * as Sdk from "./index"
+
+export const SDK_SPECIFIER = "@core/tool"
+
+/** What the `effect` barrel re-exports from `effect/Function` besides its namespaces. */
+const FUNCTION_REEXPORTS = ["absurd", "cast", "flow", "hole", "identity", "pipe"] as const
+
+/** A stand-in for a module namespace that evaluates the module when it is first looked into. */
+const lazyNamespace = (load: () => object): object => {
+  let namespace: object | undefined
+  const real = () => (namespace ??= load())
+  return new Proxy(Object.create(null) as object, {
+    get: (_, key) => Reflect.get(real(), key),
+    has: (_, key) => Reflect.has(real(), key),
+    ownKeys: () => Reflect.ownKeys(real()),
+    getOwnPropertyDescriptor: (_, key) => {
+      const descriptor = Reflect.getOwnPropertyDescriptor(real(), key)
+      return descriptor === undefined ? undefined : { ...descriptor, configurable: true }
+    },
+  })
+}
+
+/** The served `effect` barrel: every `effect/<Module>` namespace by name, plus the Function re-exports. */
+export const barrel = (): Record<string, unknown> => {
+  const exports: Record<string, unknown> = {}
+  for (const [specifier, load] of Object.entries(EFFECT_MODULES)) {
+    const name = specifier.slice("effect/".length)
+    if (specifier.startsWith("effect/") && /^[A-Z]/.test(name)) exports[name] = lazyNamespace(load)
+  }
+  const functions = EFFECT_MODULES["effect/Function"]!() as Record<string, unknown>
+  for (const name of FUNCTION_REEXPORTS) exports[name] = functions[name]
+  return exports
+}
+
+const loaders: Readonly<Record<string, () => object>> = {
+  ...EFFECT_MODULES,
+  effect: barrel,
+  [SDK_SPECIFIER]: () => Sdk,
+}
+
+/** Whether a bare specifier is one the runtime serves itself. */
+export const isServed = (specifier: string): boolean => Object.hasOwn(loaders, specifier)
+
+let installed = false
+
+export const install = (): void => {
+  if (installed) return
+  installed = true
+  Bun.plugin({
+    name: "core-modules",
+    setup(build) {
+      for (const [specifier, load] of Object.entries(loaders)) {
+        build.module(specifier, () => ({ exports: load() as Record<string, unknown>, loader: "object" }))
+      }
+    },
+  })
+}

@@ -1,0 +1,53 @@
+export * as Settlement from "./settlement"
+
+// The settlement: the outcome of one tool call as hosts, scripts and the store see it (DESIGN §5, a contract).
+// One Effect schema is the source of the JSON shape, its decoding from the store and its documentation.
+
+import { Schema } from "effect"
+import { Output } from "../output/output"
+
+export const ErrorKind = Schema.Literals([
+  "failure",
+  "unknown",
+  "invalid_input",
+  "invalid_output",
+  "stale",
+  "denied",
+  "interrupted",
+])
+export type ErrorKind = typeof ErrorKind.Type
+
+export const Status = Schema.Literals(["success", "error", "declined", "cancelled"])
+export type Status = typeof Status.Type
+
+export const Info = Schema.Struct({
+  tool: Schema.String,
+  callID: Schema.String,
+  status: Status,
+  content: Schema.Array(Output.Part),
+  structured: Schema.Json,
+  error: Schema.optionalKey(Schema.Struct({ kind: ErrorKind, message: Schema.String })),
+  outputs: Schema.Array(Output.Ref),
+})
+export type Info = typeof Info.Type
+
+/** A model-visible error settlement: the message is also the one text part the model reads. */
+export const error = (tool: string, callID: string, kind: ErrorKind, message: string): Info => ({
+  tool,
+  callID,
+  status: "error",
+  content: [{ type: "text", text: message }],
+  structured: null,
+  error: { kind, message },
+  outputs: [],
+})
+
+/** A runner outcome (declined or cancelled): not a tool result, nothing for the model beyond a short note. */
+export const runnerOutcome = (tool: string, callID: string, status: "declined" | "cancelled"): Info => ({
+  tool,
+  callID,
+  status,
+  content: [{ type: "text", text: status === "cancelled" ? "The call was cancelled." : "The call was declined." }],
+  structured: null,
+  outputs: [],
+})

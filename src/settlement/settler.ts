@@ -1,0 +1,244 @@
+export * as Settler from "./settler"
+
+// Settles tool calls through a captured catalog: resolve → decode → execute → encode → project → bound →
+// persist (DESIGN §2 laws 2, 6–8, 10, 12). Model-visible outcomes become settlements; defects and storage
+// failures stay operational and are never turned into a result. Interruption records `cancelled`.
+
+import { Cause, Context, Deferred, Effect, Exit, Layer, Schema, SchemaIssue } from "effect"
+import { Output } from "../output/output"
+import type { Rule } from "../permission/rule"
+import { Registry } from "../registry/registry"
+import { Store } from "../store/store"
+import type { Definition } from "../tool/definition"
+import * as Internal from "../tool/internal"
+import { Tool } from "../tool/tool"
+import { Settlement } from "./settlement"
+
+/** A failure that is not a tool result: a broken store, an output that could not be kept, an unexpected error. */
+export class OperationalError extends Schema.TaggedError<OperationalError>()("Settler.OperationalError", {
+  message: Schema.String,
+  cause: Schema.Defect(),
+}) {}
+
+export interface Call {
+  readonly sessionID: string
+  readonly agent: string
+  readonly assistantMessageID: string
+  readonly toolCallID: string
+  readonly name: string
+  readonly input: unknown
+}
+
+export interface Options {
+  /** Receives the tool's `context.progress` updates. */
+  readonly onProgress?: (update: Tool.Progress) => Effect.Effect<void>
+}
+
+export interface Settled {
+  readonly settlement: Settlement.Info
+  /** True when the call was already recorded and nothing ran. */
+  readonly replayed: boolean
+}
+
+export interface Materialization {
+  readonly definitions: ReadonlyArray<Definition.Definition>
+  readonly settle: (call: Call, options?: Options) => Effect.Effect<Settled, OperationalError>
+}
+
+export interface Interface {
+  /** Captures this turn's catalog; `rules` hide tools whose action they wholly deny. */
+  readonly materialize: (rules?: Rule.Ruleset) => Effect.Effect<Materialization>
+}
+
+export class Service extends Context.Service<Service, Interface>()("core/Settler") {}
+
+const PARSE_OPTIONS = { errors: "all", reportInput: true } as const
+const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1()
+
+const describeIssues = (error: unknown): string => {
+  if (!Schema.isSchemaError(error)) return String(error)
+  return issueFormatter(error.issue)
+    .issues.map((issue) => `- ${issue.path === undefined || issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")}: ${issue.message}`)
+    .join("\n")
+}
+
+const ContentArray = Schema.Array(
+  Schema.Union([
+    Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
+    Schema.Struct({
+      type: Schema.Literal("file"),
+      data: Schema.String,
+      mime: Schema.String,
+      name: Schema.optionalKey(Schema.String),
+    }),
+  ]),
+)
+const decodeContent = Schema.decodeUnknownExit(ContentArray)
+
+const defaultProjection = (encoded: unknown): ReadonlyArray<Tool.Content> => [
+  {
+    type: "text",
+    text: typeof encoded === "string" ? encoded : encoded === undefined ? "" : JSON.stringify(encoded, null, 2),
+  },
+]
+
+const operational = (message: string) => (cause: unknown) => new OperationalError({ message, cause })
+
+export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service | Output.Service> = Layer.effect(
+  Service,
+  Effect.gen(function* () {
+    const registry = yield* Registry.Service
+    const store = yield* Store.Service
+    const output = yield* Output.Service
+    const running = new Map<string, Deferred.Deferred<Settled, OperationalError>>()
+
+    const record = (call: Call, settlement: Settlement.Info) =>
+      store.complete(call, settlement).pipe(
+        Effect.mapError(operational(`Could not record the settlement of ${call.name} (${call.toolCallID})`)),
+        Effect.as<Settled>({ settlement, replayed: false }),
+      )
+
+    const recordError = (call: Call, kind: Settlement.ErrorKind, message: string) =>
+      record(call, Settlement.error(call.name, call.toolCallID, kind, message))
+
+    const run: (
+      catalog: Registry.Catalog,
+      call: Call,
+      options: Options | undefined,
+    ) => Effect.Effect<Settled, OperationalError> = Effect.fnUntraced(function* (catalog, call, options) {
+      const known = yield* store.lookup(call).pipe(Effect.mapError(operational("Could not read the settlement store")))
+      if (known?.state === "settled") return { settlement: known.settlement, replayed: true }
+      if (known?.state === "started") {
+        const settled = yield* recordError(
+          call,
+          "interrupted",
+          `core stopped while ${known.tool} (${call.toolCallID}) was running; it may or may not have taken effect. ` +
+            `Check its effects before calling it again with a new call id.`,
+        )
+        return { ...settled, replayed: true }
+      }
+
+      const resolution = catalog.resolve(call.name)
+      if (resolution._tag === "Unknown") {
+        const hint = resolution.suggestions.length === 0 ? "" : ` Did you mean ${resolution.suggestions.join(", ")}?`
+        return yield* recordError(call, "unknown", `Unknown tool "${call.name}".${hint}`)
+      }
+      if (resolution._tag === "Stale") {
+        return yield* recordError(
+          call,
+          "stale",
+          `The tool "${call.name}" changed since this turn's tool list was made; nothing ran. Use the current tool list.`,
+        )
+      }
+      // Captured: from here on, registry changes do not affect this call.
+      const tool = Internal.get(resolution.tool)!
+
+      const decoded = yield* Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, PARSE_OPTIONS))
+      if (Exit.isFailure(decoded)) {
+        const error = Cause.findError(decoded.cause)
+        if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
+        return yield* recordError(
+          call,
+          "invalid_input",
+          `Invalid input for ${call.name}:\n${describeIssues(error.success)}\nFix the input to match the tool's ` +
+            `input schema and call it again.`,
+        )
+      }
+
+      const fresh = yield* store.begin(call, call.name).pipe(Effect.mapError(operational("Could not record the call")))
+      if (!fresh) return yield* Effect.suspend(() => run(catalog, call, options))
+
+      const context: Tool.Context = {
+        sessionID: call.sessionID,
+        agent: call.agent,
+        assistantMessageID: call.assistantMessageID,
+        toolCallID: call.toolCallID,
+        progress: (update) => (options?.onProgress === undefined ? Effect.void : options.onProgress(update)),
+      }
+      const executed = yield* Effect.exit(Effect.suspend(() => tool.execute(decoded.value, context)))
+      if (Exit.isFailure(executed)) {
+        if (Cause.hasInterruptsOnly(executed.cause)) {
+          return yield* record(call, Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"))
+        }
+        const error = Cause.findError(executed.cause)
+        if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
+        if (error.success instanceof Tool.Failure) return yield* recordError(call, "failure", error.success.message)
+        return yield* new OperationalError({
+          message: `${call.name} failed with an unexpected error (only Tool.Failure is model-visible)`,
+          cause: error.success,
+        })
+      }
+
+      const encoded = yield* Effect.exit(Schema.encodeEffect(tool.outputJson)(executed.value, PARSE_OPTIONS))
+      if (Exit.isFailure(encoded)) {
+        const error = Cause.findError(encoded.cause)
+        if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
+        return yield* recordError(
+          call,
+          "invalid_output",
+          `${call.name} produced output that does not match its output schema, so it was not returned:\n` +
+            `${describeIssues(error.success)}\nThis is a defect in the tool, not in the input.`,
+        )
+      }
+
+      const projected = tool.toModelOutput === undefined ? undefined : tool.toModelOutput(encoded.value)
+      const content =
+        projected === undefined
+          ? Exit.succeed(defaultProjection(encoded.value))
+          : decodeContent(typeof projected === "string" ? [{ type: "text", text: projected }] : projected)
+      if (Exit.isFailure(content)) {
+        return yield* recordError(
+          call,
+          "invalid_output",
+          `${call.name}'s toModelOutput returned parts that are not text or file content; this is a defect in the tool.`,
+        )
+      }
+
+      const bounded = yield* output
+        .bound({ content: content.value, structured: encoded.value ?? null })
+        .pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
+      return yield* record(call, {
+        tool: call.name,
+        callID: call.toolCallID,
+        status: "success",
+        content: bounded.content,
+        structured: bounded.structured as Schema.Json,
+        outputs: bounded.outputs,
+      })
+    })
+
+    const settleThrough = (catalog: Registry.Catalog) =>
+      Effect.fn("Settler.settle")(function* (call: Call, options?: Options) {
+        const key = JSON.stringify([call.sessionID, call.toolCallID])
+        const joined = running.get(key)
+        if (joined !== undefined) return yield* Deferred.await(joined)
+        const done = yield* Deferred.make<Settled, OperationalError>()
+        running.set(key, done)
+        return yield* run(catalog, call, options).pipe(
+          // An interrupted call is recorded as cancelled (unless it settled first), so a retry replays that.
+          Effect.onInterrupt(() =>
+            store.lookup(call).pipe(
+              Effect.flatMap((known) =>
+                known?.state === "settled"
+                  ? Effect.void
+                  : store.complete(call, Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled")),
+              ),
+              Effect.ignore,
+            ),
+          ),
+          Effect.onExit((exit) =>
+            Effect.sync(() => {
+              running.delete(key)
+            }).pipe(Effect.andThen(Deferred.done(done, exit))),
+          ),
+        )
+      })
+
+    const materialize = Effect.fn("Settler.materialize")(function* (rules?: Rule.Ruleset) {
+      const catalog = registry.capture(rules)
+      return { definitions: catalog.definitions, settle: settleThrough(catalog) }
+    })
+
+    return Service.of({ materialize })
+  }),
+)

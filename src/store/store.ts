@@ -1,0 +1,53 @@
+export * as Store from "./store"
+
+// Settlement persistence keyed by (sessionID, toolCallID): a durable intent before a call executes and the
+// settlement once it is known (DESIGN §2 law 12). The interface and an in-memory layer live here; the durable
+// bun:sqlite layer is ./sqlite. Both pass the same contract tests.
+
+import { Context, Effect, Layer, Schema } from "effect"
+import type { Settlement } from "../settlement/settlement"
+
+export class StoreError extends Schema.TaggedError<StoreError>()("Store.StoreError", {
+  reason: Schema.Literals(["open", "corrupt", "newer_version", "io"]),
+  path: Schema.String,
+  message: Schema.String,
+}) {}
+
+export interface Key {
+  readonly sessionID: string
+  readonly toolCallID: string
+}
+
+export type Record =
+  | { readonly state: "started"; readonly tool: string }
+  | { readonly state: "settled"; readonly settlement: Settlement.Info }
+
+export interface Interface {
+  readonly lookup: (key: Key) => Effect.Effect<Record | undefined, StoreError>
+  /** Records that a call is about to execute. Answers false (and records nothing) if the call is already known. */
+  readonly begin: (key: Key, tool: string) => Effect.Effect<boolean, StoreError>
+  /** Records the settlement of a call, whether or not it was begun. */
+  readonly complete: (key: Key, settlement: Settlement.Info) => Effect.Effect<void, StoreError>
+}
+
+export class Service extends Context.Service<Service, Interface>()("core/Store") {}
+
+const keyOf = (key: Key) => JSON.stringify([key.sessionID, key.toolCallID])
+
+/** Keeps records in memory for the life of the layer: tests, benchmarks and throwaway runs. */
+export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
+  const records = new Map<string, Record>()
+  return Service.of({
+    lookup: (key) => Effect.sync(() => records.get(keyOf(key))),
+    begin: (key, tool) =>
+      Effect.sync(() => {
+        if (records.has(keyOf(key))) return false
+        records.set(keyOf(key), { state: "started", tool })
+        return true
+      }),
+    complete: (key, settlement) =>
+      Effect.sync(() => {
+        records.set(keyOf(key), { state: "settled", settlement })
+      }),
+  })
+})

@@ -1,0 +1,50 @@
+export * as Definition from "./definition"
+
+// Derives what a model is offered for one registered name: description plus input and output JSON Schema,
+// computed from the tool's Effect schemas once per (tool, name) and then reused, so a name yields the identical
+// definition object every turn.
+
+import { Schema } from "effect"
+import * as Internal from "./internal"
+import type { Tool } from "./tool"
+
+export type JsonSchema = { readonly [key: string]: unknown }
+
+export interface Definition {
+  readonly name: string
+  readonly description: string
+  readonly inputSchema: JsonSchema
+  readonly outputSchema: JsonSchema
+}
+
+/** JSON Schema (draft 2020-12) for an Effect schema; named shared parts go to `$defs`. */
+export const jsonSchema = (schema: Tool.Codec): JsonSchema => {
+  const document = Schema.toJsonSchemaDocument(schema)
+  const defs = document.definitions
+  const root = document.schema as JsonSchema
+  return Object.keys(defs).length === 0 ? root : { ...root, $defs: defs }
+}
+
+/** The cached definition of `tool` under `name`. The tool must have been made by `Tool.make`. */
+export const of = (tool: Tool.Any, name: string): Definition => {
+  const record = Internal.get(tool)
+  if (record === undefined) throw new TypeError("Definition.of: not a tool made by Tool.make")
+  const cached = record.definitions.get(name) as Definition | undefined
+  if (cached !== undefined) return cached
+  const definition: Definition = deepFreeze({
+    name,
+    description: record.description,
+    inputSchema: jsonSchema(record.input),
+    outputSchema: jsonSchema(record.output),
+  })
+  record.definitions.set(name, definition)
+  return definition
+}
+
+const deepFreeze = <A>(value: A): A => {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key])
+  }
+  return value
+}

@@ -1,0 +1,52 @@
+// The private side of a tool value: its executor, schemas and derived definitions, keyed by the tool object.
+// Only the registry and the settlement pipeline read this; the tool author's surface (`@core/tool`) never exports it.
+
+import { Schema } from "effect"
+import type { Effect } from "effect"
+import type { Content, Context, Failure } from "./tool"
+
+export type Executor = (input: unknown, context: Context) => Effect.Effect<unknown, Failure>
+export type Projector = (output: unknown) => string | ReadonlyArray<Content>
+
+export interface Record {
+  readonly description: string
+  readonly input: Schema.Codec<unknown, unknown, never, never>
+  readonly output: Schema.Codec<unknown, unknown, never, never>
+  readonly execute: Executor
+  readonly toModelOutput: Projector | undefined
+  /** The JSON codecs the runtime decodes input with and encodes output with (what the JSON Schemas describe). */
+  readonly inputJson: Schema.Codec<unknown, unknown, never, never>
+  readonly outputJson: Schema.Codec<unknown, unknown, never, never>
+  /** Definitions derived for this tool, one per registered name (see ./definition). */
+  readonly definitions: Map<string, unknown>
+}
+
+export const ToolProto: object = Object.freeze(
+  Object.create(null, {
+    [Symbol.toStringTag]: { value: "Tool" },
+    toJSON: { value: () => "<Tool>" },
+  }),
+)
+
+const records = new WeakMap<object, Record>()
+
+export const remember = (
+  tool: object,
+  record: Omit<Record, "definitions" | "inputJson" | "outputJson">,
+): void => {
+  records.set(
+    tool,
+    Object.freeze({
+      ...record,
+      inputJson: Schema.toCodecJson(record.input) as Schema.Codec<unknown, unknown, never, never>,
+      outputJson: Schema.toCodecJson(record.output) as Schema.Codec<unknown, unknown, never, never>,
+      definitions: new Map(),
+    }),
+  )
+}
+
+export const has = (value: unknown): boolean => typeof value === "object" && value !== null && records.has(value)
+
+/** The private record of a tool, or undefined for a value not made by `Tool.make`. */
+export const get = (value: unknown): Record | undefined =>
+  typeof value === "object" && value !== null ? records.get(value) : undefined

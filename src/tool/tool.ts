@@ -1,0 +1,80 @@
+export * as Tool from "./tool"
+
+// The one opaque tool value. `make` is the only way to create one; the executor and schemas live in a private
+// side table (./internal) so a tool value exposes nothing and cannot be forged, cloned or re-pointed.
+// This module must not know about names, registries or settlement.
+
+import { Effect, Schema } from "effect"
+import * as Internal from "./internal"
+
+/** A model-facing part: text, or a file (base64 data) such as an image. */
+export type Content =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "file"; readonly data: string; readonly mime: string; readonly name?: string }
+
+/** A live update a running tool reports (a host may show it; the model never sees it). */
+export interface Progress {
+  readonly message: string
+  readonly metadata?: Readonly<Record<string, unknown>>
+}
+
+/** What every call sees: the ids exactly as the runner supplied them, and a progress reporter. No services. */
+export interface Context {
+  readonly sessionID: string
+  readonly agent: string
+  readonly assistantMessageID: string
+  readonly toolCallID: string
+  readonly progress: (update: Progress) => Effect.Effect<void>
+}
+
+/** The expected, model-visible failure of a tool. */
+export class Failure extends Schema.TaggedError<Failure>()("Tool.Failure", {
+  message: Schema.String,
+}) {}
+
+/** A schema usable as a tool codec: no services needed to decode or encode. */
+export type Codec = Schema.Codec<any, any, never, never>
+
+export interface Config<I extends Codec, O extends Codec> {
+  readonly description: string
+  readonly input: I
+  readonly output: O
+  readonly execute: (input: I["Type"], context: Context) => Effect.Effect<O["Type"], Failure>
+  /** Projects the *encoded* output into model-facing parts. Default: a string becomes one text part, else JSON. */
+  readonly toModelOutput?: (output: O["Encoded"]) => string | ReadonlyArray<Content>
+}
+
+declare const ToolBrand: unique symbol
+
+/** The opaque tool value. It has no public fields and no intrinsic name. */
+export interface Tool<in out I extends Codec = Codec, in out O extends Codec = Codec> {
+  readonly [ToolBrand]: { readonly input: I; readonly output: O }
+}
+
+/** Any tool, whatever its schemas. */
+export type Any = Tool<any, any>
+
+export const make = <I extends Codec, O extends Codec>(config: Config<I, O>): Tool<I, O> => {
+  if (typeof config !== "object" || config === null) throw new TypeError("Tool.make expects a config object")
+  if (typeof config.description !== "string" || config.description.trim() === "") {
+    throw new TypeError("Tool.make: `description` must be a non-empty string")
+  }
+  if (!Schema.isSchema(config.input)) throw new TypeError("Tool.make: `input` must be an Effect Schema")
+  if (!Schema.isSchema(config.output)) throw new TypeError("Tool.make: `output` must be an Effect Schema")
+  if (typeof config.execute !== "function") throw new TypeError("Tool.make: `execute` must be a function")
+  if (config.toModelOutput !== undefined && typeof config.toModelOutput !== "function") {
+    throw new TypeError("Tool.make: `toModelOutput` must be a function when given")
+  }
+  const tool = Object.freeze(Object.create(Internal.ToolProto)) as Tool<I, O>
+  Internal.remember(tool, {
+    description: config.description,
+    input: config.input,
+    output: config.output,
+    execute: config.execute as Internal.Executor,
+    toModelOutput: config.toModelOutput as Internal.Projector | undefined,
+  })
+  return tool
+}
+
+/** True only for values made by `Tool.make` in this runtime. */
+export const isTool = (value: unknown): value is Any => Internal.has(value)
