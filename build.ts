@@ -1,12 +1,13 @@
-// Builds the single `dist/core` executable from src/cli/main.ts (flags per DESIGN §10): bytecode for a fast
+// Builds the single `dist/core` executable (or `--outfile PATH`) from src/cli/main.ts (flags per DESIGN §10): bytecode for a fast
 // cold start; no autoloading of the workspace's bunfig.toml or .env when the binary runs elsewhere.
 
 import { mkdirSync } from "node:fs"
-import { join } from "node:path"
+import { dirname, join, resolve } from "node:path"
 
 const root = import.meta.dir
-const outfile = join(root, "dist", "core")
-mkdirSync(join(root, "dist"), { recursive: true })
+const outfileFlag = process.argv.indexOf("--outfile")
+const outfile = outfileFlag === -1 ? join(root, "dist", "core") : resolve(process.argv[outfileFlag + 1]!)
+mkdirSync(dirname(outfile), { recursive: true })
 
 const args = [
   "build",

@@ -31,17 +31,30 @@ const lazyNamespace = (load: () => object): object => {
 /** The served `effect` barrel: every `effect/<Module>` namespace by name, plus the Function re-exports. */
 export const barrel = (): Record<string, unknown> => {
   const exports: Record<string, unknown> = {}
-  for (const [specifier, load] of Object.entries(EFFECT_MODULES)) {
+  for (const [specifier, load] of Object.entries(effectModules)) {
     const name = specifier.slice("effect/".length)
     if (specifier.startsWith("effect/") && /^[A-Z]/.test(name)) exports[name] = lazyNamespace(load)
   }
-  const functions = EFFECT_MODULES["effect/Function"]!() as Record<string, unknown>
+  const functions = effectModules["effect/Function"]!() as Record<string, unknown>
   for (const name of FUNCTION_REEXPORTS) exports[name] = functions[name]
   return exports
 }
 
+/**
+ * In the compiled binary each loader is a bundled `require`. Run from source, a bare `require("effect/X")` would
+ * be answered by this very plugin (and recurse), so it loads the module by its resolved path instead: the
+ * module cache then hands back the instance the runtime already uses.
+ */
+const COMPILED = import.meta.path.startsWith("/$bunfs/")
+
+const effectModules: Readonly<Record<string, () => object>> = COMPILED
+  ? EFFECT_MODULES
+  : Object.fromEntries(
+      Object.keys(EFFECT_MODULES).map((specifier) => [specifier, () => require(Bun.resolveSync(specifier, import.meta.dir))]),
+    )
+
 const loaders: Readonly<Record<string, () => object>> = {
-  ...EFFECT_MODULES,
+  ...effectModules,
   effect: barrel,
   [SDK_SPECIFIER]: () => Sdk,
 }

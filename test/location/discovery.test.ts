@@ -1,0 +1,134 @@
+import { describe, expect, test } from "bun:test"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect, Schema } from "effect"
+import { Discovery } from "../../src/location/discovery"
+import { Registry } from "../../src/registry/registry"
+import { Settler } from "../../src/settlement/settler"
+import { Tool } from "../../src/tool/tool"
+import * as Kernel from "../support/kernel"
+import { tempDir } from "../support/temp"
+
+const TOOL = (body = `Effect.succeed(input.text)`) => `
+import { Tool } from "@core/tool"
+import { Effect, Schema } from "effect"
+export default Tool.make({
+  description: "echo",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => ${body},
+})
+`
+
+/** A Location directory whose tools/ holds the given files. */
+const location = (files: Record<string, string>) => {
+  const directory = tempDir()
+  mkdirSync(join(directory, "tools"))
+  for (const [name, source] of Object.entries(files)) writeFileSync(join(directory, "tools", name), source)
+  return directory
+}
+
+const load = (directory: string) =>
+  Effect.gen(function* () {
+    const registry = yield* Registry.Service
+    const result = yield* Discovery.load(directory, registry.tools)
+    return { ...result, names: registry.capture().definitions.map((definition) => definition.name) }
+  })
+
+describe("Discovery", () => {
+  test("names the default export after the file and other exported tools <base>_<export>; ignores the rest", async () => {
+    const directory = location({
+      "echo.ts": TOOL(),
+      "git.ts": `
+import { Tool } from "@core/tool"
+import { Effect, Schema } from "effect"
+const make = (what: string) => Tool.make({ description: what, input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed(what) })
+export const status = make("status")
+export const log = make("log")
+export const notATool = { description: "looks like one" }
+export const VERSION = 3
+`,
+    })
+    const result = await Kernel.run(load(directory))
+    expect(result.names).toEqual(["echo", "git_log", "git_status"])
+    expect(result.diagnostics).toEqual([])
+    expect(result.loaded.map((loaded) => [...loaded.names].sort())).toEqual([["echo"], ["git_log", "git_status"]])
+  })
+
+  test("tools load without a node_modules nearby and share the runtime's Effect and Tool instances", async () => {
+    const directory = location({
+      "fail.ts": `
+import { Tool } from "@core/tool"
+import { Effect, Schema } from "effect"
+import * as Option from "effect/Option"
+export default Tool.make({
+  description: "fails",
+  input: Schema.Struct({ n: Schema.NumberFromString }),
+  output: Schema.String,
+  execute: (input) => Option.isSome(Option.some(input.n)) ? Effect.fail(new Tool.Failure({ message: "n=" + input.n })) : Effect.succeed(""),
+})
+`,
+    })
+    const settlement = await Kernel.run(
+      Effect.gen(function* () {
+        yield* load(directory)
+        const turn = yield* (yield* Settler.Service).materialize()
+        return (yield* turn.settle(Kernel.call("fail", { n: "4" }))).settlement
+      }),
+    )
+    // Decoding used the runtime's Schema (NumberFromString ran) and the Failure was recognised as Tool.Failure.
+    expect(settlement.error).toEqual({ kind: "failure", message: "n=4" })
+  })
+
+  test("each broken file becomes a diagnostic naming the file and reason while the others still load", async () => {
+    const directory = location({
+      "good.ts": TOOL(),
+      "syntax.ts": "export default Tool.make({ description: ",
+      "internal.ts": `import { x } from "@core/internal"\nexport default x`,
+      "deep.ts": `import * as E from "effect/internal/effect"\nexport default E`,
+      "missing.ts": `import leftPad from "left-pad-that-is-not-installed"\nexport default leftPad`,
+      "9lives.ts": TOOL(),
+      "throws.ts": `throw new Error("exploded at import")`,
+      "empty.ts": "export const value = 1",
+      "helper.test.ts": "this is not even typescript (((",
+      "types.d.ts": "export type X = number",
+    })
+    const result = await Kernel.run(load(directory))
+    expect(result.names).toEqual(["good"])
+    const byFile = Object.fromEntries(result.diagnostics.map((diagnostic) => [diagnostic.file.split("/").pop(), diagnostic.message]))
+    expect(Object.keys(byFile).sort()).toEqual(["9lives.ts", "deep.ts", "empty.ts", "internal.ts", "missing.ts", "syntax.ts", "throws.ts"])
+    expect(byFile["syntax.ts"]).toMatch(/^syntax error/)
+    expect(byFile["internal.ts"]).toContain('"@core/internal", which is not public')
+    expect(byFile["deep.ts"]).toContain('"effect/internal/effect"')
+    expect(byFile["missing.ts"]).toContain("left-pad-that-is-not-installed")
+    expect(byFile["9lives.ts"]).toContain("must start with a letter")
+    expect(byFile["throws.ts"]).toContain("exploded at import")
+    expect(byFile["empty.ts"]).toContain("exports no tool")
+    for (const diagnostic of result.diagnostics) expect(diagnostic.file.startsWith(join(directory, "tools"))).toBe(true)
+  })
+
+  test("a file whose exports include an invalid derived name registers none of its tools", async () => {
+    const directory = location({
+      "multi.ts": `
+import { Tool } from "@core/tool"
+import { Effect, Schema } from "effect"
+const make = () => Tool.make({ description: "d", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("") })
+export const fine = make()
+export const ${"x".repeat(64)} = make()
+`,
+    })
+    const result = await Kernel.run(load(directory))
+    expect(result.names).toEqual([])
+    expect(result.diagnostics[0]!.message).toContain("limit is 64")
+  })
+
+  test("a directory without tools/ loads nothing and reports nothing", async () => {
+    const result = await Kernel.run(load(tempDir()))
+    expect(result).toMatchObject({ names: [], diagnostics: [], loaded: [] })
+  })
+
+  test("recordOf keeps only values made by Tool.make", () => {
+    const tool = Tool.make({ description: "d", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("") })
+    expect(Object.keys(Discovery.recordOf("/x/tools/box.ts", { default: tool, extra: tool, other: {}, n: 1 }))).toEqual(["box", "box_extra"])
+  })
+})

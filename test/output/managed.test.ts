@@ -1,0 +1,108 @@
+import { describe, expect, test } from "bun:test"
+import { existsSync, readdirSync, utimesSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect } from "effect"
+import { ManagedOutputs } from "../../src/output/managed"
+import { tempDir } from "../support/temp"
+
+const withOutputs = <A, E>(directory: string, program: Effect.Effect<A, E, ManagedOutputs.Service>, retentionDays?: number) =>
+  Effect.runPromise(
+    program.pipe(Effect.provide(ManagedOutputs.layer({ directory, ...(retentionDays === undefined ? {} : { retentionDays }) }))),
+  )
+
+describe("ManagedOutputs", () => {
+  test("keeps text and bytes in full under a fresh id and finds them again", async () => {
+    const directory = join(tempDir(), "outputs")
+    const [text, bytes] = await withOutputs(
+      directory,
+      Effect.gen(function* () {
+        const managed = yield* ManagedOutputs.Service
+        const text = yield* managed.write("héllo\nworld")
+        const bytes = yield* managed.write(new Uint8Array([0, 1, 2, 255]))
+        return [yield* managed.open(text.id), yield* managed.open(bytes.id)]
+      }),
+    )
+    expect(text!.bytes).toBe(Buffer.byteLength("héllo\nworld"))
+    expect(await Bun.file(text!.path).text()).toBe("héllo\nworld")
+    expect([...new Uint8Array(await Bun.file(bytes!.path).arrayBuffer())]).toEqual([0, 1, 2, 255])
+    expect(text!.id).not.toBe(bytes!.id)
+    // Written atomically: no temporary file is left behind.
+    expect(readdirSync(directory).filter((name) => name.endsWith(".tmp"))).toEqual([])
+  })
+
+  test("fails with RetentionError naming the path and the OS error when the directory cannot be made", async () => {
+    const root = tempDir()
+    writeFileSync(join(root, "outputs"), "a file where the directory should be")
+    const error = await withOutputs(
+      join(root, "outputs"),
+      Effect.gen(function* () {
+        return yield* (yield* ManagedOutputs.Service).write("data").pipe(Effect.flip)
+      }),
+    )
+    expect(error).toBeInstanceOf(ManagedOutputs.RetentionError)
+    expect(error.path).toBe(join(root, "outputs"))
+    expect(error.message).toContain(join(root, "outputs"))
+    expect(error.message).toMatch(/EEXIST|ENOTDIR|exists|not a directory/i)
+  })
+
+  test("refuses ids that are not output ids, so a lookup cannot escape the directory", async () => {
+    const directory = tempDir()
+    for (const id of ["../core.db", "out_x/../../etc/passwd", "", "out_abc"]) {
+      const error = await withOutputs(
+        directory,
+        Effect.gen(function* () {
+          return yield* (yield* ManagedOutputs.Service).open(id).pipe(Effect.flip)
+        }),
+      )
+      expect(error.reason).toBe("invalid_id")
+    }
+  })
+
+  test("an unknown id and an expired output are not found, and say so", async () => {
+    const directory = tempDir()
+    const result = await withOutputs(
+      directory,
+      Effect.gen(function* () {
+        const managed = yield* ManagedOutputs.Service
+        const unknown = yield* managed.open("out_zzzzzzzz_0000000000000000").pipe(Effect.flip)
+        const kept = yield* managed.write("old")
+        const old = new Date(Date.now() - 8 * 24 * 60 * 60 * 1000)
+        utimesSync(kept.path, old, old)
+        const expired = yield* managed.open(kept.id).pipe(Effect.flip)
+        return { unknown, expired, path: kept.path }
+      }),
+    )
+    expect(result.unknown.reason).toBe("unknown")
+    expect(result.expired.reason).toBe("expired")
+    expect(existsSync(result.path)).toBe(false)
+  })
+
+  test("the sweep removes only outputs past the retention period", async () => {
+    const directory = tempDir()
+    const result = await withOutputs(
+      directory,
+      Effect.gen(function* () {
+        const managed = yield* ManagedOutputs.Service
+        const fresh = yield* managed.write("fresh")
+        const stale = yield* managed.write("stale")
+        const old = new Date(Date.now() - 3 * 24 * 60 * 60 * 1000)
+        utimesSync(stale.path, old, old)
+        writeFileSync(join(directory, "notes.txt"), "not ours")
+        utimesSync(join(directory, "notes.txt"), old, old)
+        return { removed: yield* managed.sweep, fresh, stale }
+      }),
+      2,
+    )
+    expect(result.removed).toBe(1)
+    expect(existsSync(result.fresh.path)).toBe(true)
+    expect(existsSync(result.stale.path)).toBe(false)
+    expect(existsSync(join(directory, "notes.txt"))).toBe(true)
+  })
+
+  test("sweeping a directory that does not exist yet removes nothing", async () => {
+    const removed = await withOutputs(join(tempDir(), "missing"), Effect.gen(function* () {
+      return yield* (yield* ManagedOutputs.Service).sweep
+    }))
+    expect(removed).toBe(0)
+  })
+})

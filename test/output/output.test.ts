@@ -1,0 +1,111 @@
+import { describe, expect, test } from "bun:test"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect, Layer } from "effect"
+import { Bound } from "../../src/output/bound"
+import { ManagedOutputs } from "../../src/output/managed"
+import { Output } from "../../src/output/output"
+import { tempDir } from "../support/temp"
+
+const bound = (projected: Output.Projected, limits: Partial<Output.Limits> = {}, directory = join(tempDir(), "outputs")) =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const output = yield* Output.Service
+      return yield* output.bound(projected)
+    }).pipe(
+      Effect.provide(Output.layer(limits).pipe(Layer.provideMerge(ManagedOutputs.layer({ directory })))),
+      Effect.result,
+    ),
+  )
+
+const small = { maxLines: 20, maxBytes: 1_024 }
+
+describe("Output.bound", () => {
+  test("an output within the bound passes through untouched with no managed output", async () => {
+    const result = await bound({ content: [{ type: "text", text: "hi" }], structured: { a: 1 } })
+    expect(result._tag === "Success" && result.success).toEqual({
+      content: [{ type: "text", text: "hi" }],
+      structured: { a: 1 },
+      outputs: [],
+    })
+  })
+
+  test("oversized text is kept in full and replaced by a preview within the bound", async () => {
+    const directory = join(tempDir(), "outputs")
+    const text = Array.from({ length: 500 }, (_, index) => `row ${index}`).join("\n")
+    const result = await bound({ content: [{ type: "text", text }], structured: null }, small, directory)
+    if (result._tag !== "Success") throw result.failure
+    const { content, outputs } = result.success
+    expect(outputs).toEqual([{ id: expect.stringMatching(/^out_/), bytes: Buffer.byteLength(text) }])
+    expect(await Bun.file(join(directory, outputs[0]!.id)).text()).toBe(text)
+    expect(content).toHaveLength(1)
+    const preview = (content[0] as { text: string }).text
+    expect(Bound.exceeds(preview, small)).toBe(false)
+    expect(preview).toContain(outputs[0]!.id)
+  })
+
+  test("several text parts share one budget and become one preview; file parts keep their place", async () => {
+    const file = { type: "file" as const, data: Buffer.from("png").toString("base64"), mime: "image/png" }
+    const result = await bound(
+      { content: [{ type: "text", text: "a\n".repeat(300) }, file, { type: "text", text: "b\n".repeat(300) }], structured: null },
+      small,
+    )
+    if (result._tag !== "Success") throw result.failure
+    expect(result.success.content.map((part) => part.type)).toEqual(["text", "file"])
+    expect(result.success.outputs).toHaveLength(1)
+  })
+
+  test("oversized structured output is bounded too, as a preview of its JSON kept in full", async () => {
+    const directory = join(tempDir(), "outputs")
+    const structured = { rows: Array.from({ length: 400 }, (_, index) => ({ index })) }
+    const result = await bound({ content: [{ type: "text", text: "400 rows" }], structured }, small, directory)
+    if (result._tag !== "Success") throw result.failure
+    expect(result.success.content).toEqual([{ type: "text", text: "400 rows" }])
+    expect(result.success.outputs).toHaveLength(1)
+    expect(typeof result.success.structured).toBe("string")
+    expect(Bound.exceeds(result.success.structured as string, small)).toBe(false)
+    const kept = await Bun.file(join(directory, result.success.outputs[0]!.id)).text()
+    expect(JSON.parse(kept)).toEqual(structured)
+  })
+
+  test("a string output shown as its own text is kept once and previewed identically in both places", async () => {
+    const text = "z\n".repeat(5_000)
+    const result = await bound({ content: [{ type: "text", text }], structured: text }, small)
+    if (result._tag !== "Success") throw result.failure
+    expect(result.success.outputs).toHaveLength(1)
+    expect(result.success.structured).toBe((result.success.content[0] as { text: string }).text)
+  })
+
+  test("media stays inline up to the media limit and is kept as a managed output beyond it", async () => {
+    const directory = join(tempDir(), "outputs")
+    const data = Buffer.alloc(3_000, 7).toString("base64")
+    const inline = await bound({ content: [{ type: "file", data, mime: "image/png", name: "a.png" }], structured: null }, { maxMediaBytes: 3_000 }, directory)
+    if (inline._tag !== "Success") throw inline.failure
+    expect(inline.success.content).toEqual([{ type: "file", mime: "image/png", uri: `data:image/png;base64,${data}`, name: "a.png" }])
+    const kept = await bound({ content: [{ type: "file", data, mime: "image/png", name: "a.png" }], structured: null }, { maxMediaBytes: 2_999 }, directory)
+    if (kept._tag !== "Success") throw kept.failure
+    expect(kept.success.content[0]).toMatchObject({ type: "text" })
+    expect((kept.success.content[0] as { text: string }).text).toContain("inline media limit")
+    const id = kept.success.outputs[0]!.id
+    expect(kept.success.outputs[0]!.bytes).toBe(3_000)
+    expect(Buffer.from(await Bun.file(join(directory, id)).arrayBuffer()).equals(Buffer.alloc(3_000, 7))).toBe(true)
+  })
+
+  test("when the full output cannot be kept, bounding fails rather than returning a lossy success", async () => {
+    const root = tempDir()
+    writeFileSync(join(root, "outputs"), "")
+    const result = await bound({ content: [{ type: "text", text: "x".repeat(5_000) }], structured: null }, small, join(root, "outputs"))
+    expect(result._tag).toBe("Failure")
+    expect(result._tag === "Failure" && result.failure).toBeInstanceOf(ManagedOutputs.RetentionError)
+  })
+
+  test("limits below the minimum are raised so a preview always fits its marker", async () => {
+    const result = await Effect.runPromise(
+      Effect.gen(function* () {
+        return (yield* Output.Service).limits
+      }).pipe(Effect.provide(Output.layer({ maxLines: 1, maxBytes: 10 }).pipe(Layer.provide(ManagedOutputs.layer({ directory: tempDir() }))))),
+    )
+    expect(result.maxLines).toBe(Bound.MIN_MAX_LINES)
+    expect(result.maxBytes).toBe(Bound.MIN_MAX_BYTES)
+  })
+})

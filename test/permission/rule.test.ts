@@ -1,0 +1,61 @@
+import { describe, expect, test } from "bun:test"
+import { Rule } from "../../src/permission/rule"
+
+describe("Rule", () => {
+  test("wildcards match over the whole string: * any run, ? one character", () => {
+    expect(Rule.matches("*", "anything at all")).toBe(true)
+    expect(Rule.matches("git *", "git status")).toBe(true)
+    expect(Rule.matches("git", "git status")).toBe(false)
+    expect(Rule.matches("src/*.ts", "src/a.ts")).toBe(true)
+    expect(Rule.matches("src/*.ts", "lib/src/a.ts")).toBe(false)
+    expect(Rule.matches("file?.txt", "file1.txt")).toBe(true)
+    expect(Rule.matches("file?.txt", "file10.txt")).toBe(false)
+    expect(Rule.matches("a.b", "axb")).toBe(false)
+    expect(Rule.matches("(x)+[y]", "(x)+[y]")).toBe(true)
+  })
+
+  test('a trailing " *" also matches the bare command', () => {
+    expect(Rule.matches("ls *", "ls")).toBe(true)
+    expect(Rule.matches("ls *", "ls -la")).toBe(true)
+    expect(Rule.matches("ls *", "lsof")).toBe(false)
+  })
+
+  test("backslashes are normalised to slashes on both sides", () => {
+    expect(Rule.matches("C:\\work\\*", "C:/work/a.ts")).toBe(true)
+    expect(Rule.matches("C:/work/*", "C:\\work\\a.ts")).toBe(true)
+  })
+
+  test("the last matching rule wins and no match means ask", () => {
+    const rules: Rule.Ruleset = [
+      { action: "*", resource: "*", effect: "allow" },
+      { action: "bash", resource: "*", effect: "ask" },
+      { action: "bash", resource: "git status", effect: "allow" },
+      { action: "bash", resource: "rm *", effect: "deny" },
+    ]
+    expect(Rule.evaluate(rules, "read", "a.ts")).toBe("allow")
+    expect(Rule.evaluate(rules, "bash", "git status")).toBe("allow")
+    expect(Rule.evaluate(rules, "bash", "git push")).toBe("ask")
+    expect(Rule.evaluate(rules, "bash", "rm -rf /")).toBe("deny")
+    expect(Rule.evaluate([], "read", "a.ts")).toBe("ask")
+  })
+
+  test("edit, write and apply_patch share the edit action", () => {
+    expect(["edit", "write", "apply_patch", "read"].map(Rule.actionOf)).toEqual(["edit", "edit", "edit", "read"])
+  })
+
+  test("an action is wholly denied only when its last rule denies every resource", () => {
+    expect(Rule.isWhollyDenied([{ action: "edit", resource: "*", effect: "deny" }], "edit")).toBe(true)
+    expect(Rule.isWhollyDenied([{ action: "*", resource: "*", effect: "deny" }], "edit")).toBe(true)
+    expect(Rule.isWhollyDenied([{ action: "edit", resource: "src/*", effect: "deny" }], "edit")).toBe(false)
+    expect(
+      Rule.isWhollyDenied(
+        [
+          { action: "edit", resource: "*", effect: "deny" },
+          { action: "edit", resource: "docs/*", effect: "allow" },
+        ],
+        "edit",
+      ),
+    ).toBe(false)
+    expect(Rule.isWhollyDenied([], "edit")).toBe(false)
+  })
+})

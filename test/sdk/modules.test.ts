@@ -1,0 +1,37 @@
+import { describe, expect, test } from "bun:test"
+import { join } from "node:path"
+import * as Effect from "effect"
+import { EFFECT_MODULES } from "../../src/sdk/effect-modules"
+import { expectedSpecifiers, render } from "../../src/sdk/generate"
+import { Modules } from "../../src/sdk/modules"
+
+const EFFECT_ROOT = join(import.meta.dir, "../../node_modules/effect")
+
+describe("Modules", () => {
+  test("the generated module table matches the installed effect package (run `bun run generate` if not)", async () => {
+    const current = await Bun.file(join(import.meta.dir, "../../src/sdk/effect-modules.ts")).text()
+    expect(current).toBe(render(expectedSpecifiers(EFFECT_ROOT)))
+    expect(Object.keys(EFFECT_MODULES)).toContain("effect/Schema")
+  })
+
+  test("the served effect barrel has every export of the real one, resolving to the same instances", () => {
+    const barrel = Modules.barrel()
+    expect(Object.keys(barrel).sort()).toEqual(Object.keys(Effect).sort())
+    const schema = barrel.Schema as typeof Effect.Schema
+    expect(schema.Struct).toBe(Effect.Schema.Struct)
+    expect(schema.String).toBe(Effect.Schema.String)
+    expect((barrel.Effect as typeof Effect.Effect).succeed).toBe(Effect.Effect.succeed)
+    expect(barrel.pipe).toBe(Effect.pipe)
+    expect("Struct" in schema).toBe(true)
+    expect(Object.keys(barrel.Option as object)).toEqual(Object.keys(Effect.Option))
+  })
+
+  test("serves effect, its modules and @core/tool, and nothing internal", () => {
+    expect(Modules.isServed("effect")).toBe(true)
+    expect(Modules.isServed("effect/Stream")).toBe(true)
+    expect(Modules.isServed("effect/http")).toBe(true)
+    expect(Modules.isServed("@core/tool")).toBe(true)
+    expect(Modules.isServed("effect/internal/effect")).toBe(false)
+    expect(Modules.isServed("@core/internal")).toBe(false)
+  })
+})

@@ -1,0 +1,467 @@
+import { describe, expect, test } from "bun:test"
+import { Deferred, Effect, Fiber, Schema } from "effect"
+import { Output } from "../../src/output/output"
+import { Registry } from "../../src/registry/registry"
+import { Settler } from "../../src/settlement/settler"
+import { Store } from "../../src/store/store"
+import { Tool } from "../../src/tool/tool"
+import * as Kernel from "../support/kernel"
+
+const settleOnce = (name: string, input: unknown, overrides: Partial<Settler.Call> = {}) =>
+  Effect.gen(function* () {
+    const turn = yield* (yield* Settler.Service).materialize()
+    return (yield* turn.settle(Kernel.call(name, input, overrides))).settlement
+  })
+
+const register = (record: Record<string, Tool.Any>) =>
+  Effect.gen(function* () {
+    yield* (yield* Registry.Service).tools.register(record)
+  })
+
+describe("Settler: codec boundary", () => {
+  test("execute sees the decoded input; structured and toModelOutput see the encoded output", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        const seen: Array<unknown> = []
+        const projected: Array<unknown> = []
+        yield* register({
+          shift: Tool.make({
+            description: "adds a day",
+            input: Schema.Struct({ when: Schema.Date, count: Schema.NumberFromString }),
+            output: Schema.Struct({ next: Schema.Date }),
+            execute: (input) =>
+              Effect.sync(() => {
+                seen.push(input)
+                return { next: new Date(input.when.getTime() + 86_400_000 * input.count) }
+              }),
+            toModelOutput: (output) => {
+              projected.push(output)
+              return `next: ${output.next}`
+            },
+          }),
+        })
+        const settlement = yield* settleOnce("shift", { when: "2026-01-01T00:00:00.000Z", count: "2" })
+        expect(seen[0]).toEqual({ when: new Date("2026-01-01T00:00:00.000Z"), count: 2 })
+        expect(projected[0]).toEqual({ next: "2026-01-03T00:00:00.000Z" })
+        expect(settlement).toEqual({
+          tool: "shift",
+          callID: expect.any(String),
+          status: "success",
+          content: [{ type: "text", text: "next: 2026-01-03T00:00:00.000Z" }],
+          structured: { next: "2026-01-03T00:00:00.000Z" },
+          outputs: [],
+        })
+      }),
+    ))
+
+  test("invalid input never invokes the tool and names each path, the expectation and what came", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        let ran = false
+        yield* register({
+          weather: Tool.make({
+            description: "w",
+            input: Schema.Struct({ city: Schema.String, days: Schema.optionalKey(Schema.Finite) }),
+            output: Schema.String,
+            execute: () => Effect.sync(() => ((ran = true), "sunny")),
+          }),
+        })
+        const settlement = yield* settleOnce("weather", { city: 42, days: "three" })
+        expect(ran).toBe(false)
+        expect(settlement.status).toBe("error")
+        expect(settlement.error?.kind).toBe("invalid_input")
+        expect(settlement.error?.message).toContain("city: Expected string, got 42")
+        expect(settlement.error?.message).toContain('days: Expected number, got "three"')
+        expect(settlement.content).toEqual([{ type: "text", text: settlement.error!.message }])
+        const missing = yield* settleOnce("weather", {})
+        expect(missing.error?.message).toContain("city: Missing key")
+      }),
+    ))
+
+  test("invalid output never produces a success", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        yield* register({
+          liar: Tool.make({
+            description: "returns the wrong shape",
+            input: Schema.Struct({}),
+            output: Schema.Struct({ count: Schema.Finite }),
+            execute: () => Effect.succeed({ count: "many" } as never),
+          }),
+        })
+        const settlement = yield* settleOnce("liar", {})
+        expect(settlement.status).toBe("error")
+        expect(settlement.error?.kind).toBe("invalid_output")
+        expect(settlement.error?.message).toContain("count")
+        expect(settlement.structured).toBeNull()
+      }),
+    ))
+
+  test("toModelOutput returning something that is not content is an invalid output", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        yield* register({
+          odd: Tool.make({
+            description: "bad projection",
+            input: Schema.Struct({}),
+            output: Schema.String,
+            execute: () => Effect.succeed("x"),
+            toModelOutput: () => [{ type: "video" }] as never,
+          }),
+        })
+        expect((yield* settleOnce("odd", {})).error?.kind).toBe("invalid_output")
+      }),
+    ))
+
+  test("non-string output without toModelOutput is shown to the model as JSON", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        yield* register({
+          pair: Tool.make({
+            description: "p",
+            input: Schema.Struct({}),
+            output: Schema.Struct({ a: Schema.Finite }),
+            execute: () => Effect.succeed({ a: 1 }),
+          }),
+        })
+        const settlement = yield* settleOnce("pair", {})
+        expect(settlement.content).toEqual([{ type: "text", text: '{\n  "a": 1\n}' }])
+        expect(settlement.structured).toEqual({ a: 1 })
+      }),
+    ))
+
+  test("file content goes out as a data URI", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        const png = Buffer.from([0x89, 0x50, 0x4e, 0x47]).toString("base64")
+        yield* register({
+          image: Tool.make({
+            description: "i",
+            input: Schema.Struct({}),
+            output: Schema.String,
+            execute: () => Effect.succeed(png),
+            toModelOutput: (data) => [
+              { type: "text", text: "an image" },
+              { type: "file", data, mime: "image/png", name: "dot.png" },
+            ],
+          }),
+        })
+        const settlement = yield* settleOnce("image", {})
+        expect(settlement.content).toEqual([
+          { type: "text", text: "an image" },
+          { type: "file", mime: "image/png", uri: `data:image/png;base64,${png}`, name: "dot.png" },
+        ])
+      }),
+    ))
+})
+
+describe("Settler: context", () => {
+  test("every call gets the runner's ids exactly and a working progress reporter, nothing else", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        let context: Tool.Context | undefined
+        yield* register({
+          probe: Tool.make({
+            description: "p",
+            input: Schema.Struct({}),
+            output: Schema.String,
+            execute: (_, ctx) =>
+              Effect.gen(function* () {
+                context = ctx
+                yield* ctx.progress({ message: "half way", metadata: { done: 1 } })
+                return "ok"
+              }),
+          }),
+        })
+        const updates: Array<Tool.Progress> = []
+        const turn = yield* (yield* Settler.Service).materialize()
+        yield* turn.settle(
+          { sessionID: "ses_1", agent: "plan", assistantMessageID: "msg_1", toolCallID: "call_1", name: "probe", input: {} },
+          { onProgress: (update) => Effect.sync(() => updates.push(update)) },
+        )
+        expect(Object.keys(context!).sort()).toEqual(["agent", "assistantMessageID", "progress", "sessionID", "toolCallID"])
+        expect(context).toMatchObject({ sessionID: "ses_1", agent: "plan", assistantMessageID: "msg_1", toolCallID: "call_1" })
+        expect(updates).toEqual([{ message: "half way", metadata: { done: 1 } }])
+      }),
+    ))
+})
+
+describe("Settler: failure semantics", () => {
+  test("Tool.Failure becomes a model-visible failure", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        yield* register({
+          nope: Tool.make({
+            description: "n",
+            input: Schema.Struct({}),
+            output: Schema.String,
+            execute: () => Effect.fail(new Tool.Failure({ message: "No such city: Atlantis" })),
+          }),
+        })
+        const settlement = yield* settleOnce("nope", {})
+        expect(settlement.status).toBe("error")
+        expect(settlement.error).toEqual({ kind: "failure", message: "No such city: Atlantis" })
+      }),
+    ))
+
+  test("a defect is an operational failure, never a result, and leaves the call unsettled", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        yield* register({
+          boom: Tool.make({
+            description: "b",
+            input: Schema.Struct({}),
+            output: Schema.String,
+            execute: () => Effect.die(new Error("kaboom")),
+          }),
+          thrower: Tool.make({
+            description: "t",
+            input: Schema.Struct({}),
+            output: Schema.String,
+            execute: () => {
+              throw new Error("thrown synchronously")
+            },
+          }),
+        })
+        const store = yield* Store.Service
+        for (const name of ["boom", "thrower"]) {
+          const call = Kernel.call(name, {})
+          const turn = yield* (yield* Settler.Service).materialize()
+          const exit = yield* Effect.exit(turn.settle(call))
+          expect(exit._tag).toBe("Failure")
+          expect(String(exit._tag === "Failure" && exit.cause)).toMatch(/kaboom|thrown synchronously/)
+          expect(yield* store.lookup(call)).toEqual({ state: "started", tool: name })
+        }
+      }),
+    ))
+
+  test("an error other than Tool.Failure is operational, not model-visible", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        yield* register({
+          sloppy: Tool.make({
+            description: "s",
+            input: Schema.Struct({}),
+            output: Schema.String,
+            execute: () => Effect.fail(new Error("raw error") as never),
+          }),
+        })
+        const turn = yield* (yield* Settler.Service).materialize()
+        const error = yield* turn.settle(Kernel.call("sloppy", {})).pipe(Effect.flip)
+        expect(error).toBeInstanceOf(Settler.OperationalError)
+        expect(error.message).toContain("unexpected error")
+      }),
+    ))
+
+  test("interrupting a running call cancels it, is not a tool result, and is recorded as cancelled", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        const started = yield* Deferred.make<void>()
+        yield* register({
+          slow: Tool.make({
+            description: "s",
+            input: Schema.Struct({}),
+            output: Schema.String,
+            execute: () => Deferred.succeed(started, undefined).pipe(Effect.andThen(Effect.never)),
+          }),
+        })
+        const call = Kernel.call("slow", {})
+        const turn = yield* (yield* Settler.Service).materialize()
+        const fiber = yield* Effect.forkChild(turn.settle(call))
+        yield* Deferred.await(started)
+        yield* Fiber.interrupt(fiber)
+        const exit = yield* Fiber.await(fiber)
+        expect(exit._tag).toBe("Failure")
+        const recorded = yield* (yield* Store.Service).lookup(call)
+        expect(recorded?.state === "settled" && recorded.settlement.status).toBe("cancelled")
+        // A retry replays the cancellation; the tool does not run again.
+        const replay = yield* turn.settle(call)
+        expect(replay).toMatchObject({ replayed: true, settlement: { status: "cancelled" } })
+      }),
+    ))
+
+  test("a tool that interrupts itself settles as cancelled", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        yield* register({
+          quit: Tool.make({ description: "q", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.interrupt }),
+        })
+        expect((yield* settleOnce("quit", {})).status).toBe("cancelled")
+      }),
+    ))
+})
+
+describe("Settler: stale, unknown and captured execution", () => {
+  test("a call whose registration was replaced is rejected as stale without running anything", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        let runs = 0
+        const tool = Tool.make({
+          description: "t",
+          input: Schema.Struct({}),
+          output: Schema.String,
+          execute: () => Effect.sync(() => String(++runs)),
+        })
+        yield* register({ t: tool })
+        const turn = yield* (yield* Settler.Service).materialize()
+        yield* register({ t: tool })
+        const { settlement } = yield* turn.settle(Kernel.call("t", {}))
+        expect(settlement.error?.kind).toBe("stale")
+        expect(runs).toBe(0)
+      }),
+    ))
+
+  test("an unknown name lists the nearest advertised names", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        yield* register({
+          weather: Tool.make({ description: "w", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("") }),
+        })
+        const settlement = yield* settleOnce("wether", {})
+        expect(settlement.error).toEqual({ kind: "unknown", message: 'Unknown tool "wether". Did you mean weather?' })
+      }),
+    ))
+
+  test("a running call is unaffected by re-registration of its name", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        const started = yield* Deferred.make<void>()
+        const proceed = yield* Deferred.make<void>()
+        const first = Tool.make({
+          description: "v1",
+          input: Schema.Struct({}),
+          output: Schema.String,
+          execute: () =>
+            Deferred.succeed(started, undefined).pipe(Effect.andThen(Deferred.await(proceed)), Effect.as("from v1")),
+        })
+        yield* register({ t: first })
+        const turn = yield* (yield* Settler.Service).materialize()
+        const fiber = yield* Effect.forkChild(turn.settle(Kernel.call("t", {})))
+        yield* Deferred.await(started)
+        yield* register({
+          t: Tool.make({ description: "v2", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("from v2") }),
+        })
+        yield* Deferred.succeed(proceed, undefined)
+        const { settlement } = yield* Fiber.join(fiber)
+        expect(settlement).toMatchObject({ status: "success", structured: "from v1" })
+      }),
+    ))
+})
+
+describe("Settler: at most once", () => {
+  test("settling a recorded call replays the record and runs nothing", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        let runs = 0
+        yield* register({
+          once: Tool.make({ description: "o", input: Schema.Struct({}), output: Schema.Finite, execute: () => Effect.sync(() => ++runs) }),
+        })
+        const turn = yield* (yield* Settler.Service).materialize()
+        const call = Kernel.call("once", {})
+        const first = yield* turn.settle(call)
+        const second = yield* turn.settle(call)
+        expect(runs).toBe(1)
+        expect(first.replayed).toBe(false)
+        expect(second).toEqual({ settlement: first.settlement, replayed: true })
+        // Even from a later turn, and with different input, the record is what comes back.
+        const later = yield* (yield* Settler.Service).materialize()
+        expect((yield* later.settle({ ...call, input: { other: true } })).settlement).toEqual(first.settlement)
+        expect(runs).toBe(1)
+      }),
+    ))
+
+  test("error settlements are recorded too", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        const turn = yield* (yield* Settler.Service).materialize()
+        const call = Kernel.call("missing", {})
+        yield* turn.settle(call)
+        const recorded = yield* (yield* Store.Service).lookup(call)
+        expect(recorded?.state === "settled" && recorded.settlement.error?.kind).toBe("unknown")
+      }),
+    ))
+
+  test("a call found started but never settled replays as interrupted and never runs again", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        let runs = 0
+        yield* register({
+          effectful: Tool.make({ description: "e", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.sync(() => String(++runs)) }),
+        })
+        const call = Kernel.call("effectful", {})
+        yield* (yield* Store.Service).begin(call, "effectful") // as if core died mid-call
+        const { settlement, replayed } = yield* (yield* (yield* Settler.Service).materialize()).settle(call)
+        expect(runs).toBe(0)
+        expect(replayed).toBe(true)
+        expect(settlement.error?.kind).toBe("interrupted")
+        expect(settlement.error?.message).toContain("may or may not have taken effect")
+      }),
+    ))
+
+  test("a concurrent duplicate joins the running call instead of running again", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        let runs = 0
+        const proceed = yield* Deferred.make<void>()
+        yield* register({
+          slow: Tool.make({
+            description: "s",
+            input: Schema.Struct({}),
+            output: Schema.Finite,
+            execute: () => Effect.sync(() => ++runs).pipe(Effect.tap(() => Deferred.await(proceed))),
+          }),
+        })
+        const turn = yield* (yield* Settler.Service).materialize()
+        const call = Kernel.call("slow", {})
+        const a = yield* Effect.forkChild(turn.settle(call))
+        yield* Effect.yieldNow
+        const b = yield* Effect.forkChild(turn.settle(call))
+        yield* Effect.yieldNow
+        yield* Deferred.succeed(proceed, undefined)
+        const [first, second] = [yield* Fiber.join(a), yield* Fiber.join(b)]
+        expect(runs).toBe(1)
+        expect(second.settlement).toEqual(first.settlement)
+      }),
+    ))
+
+  test("recording is durable across restarts with the SQLite store", async () => {
+    const dataDir = (await import("../support/temp")).tempDir()
+    let runs = 0
+    const tool = Tool.make({ description: "d", input: Schema.Struct({}), output: Schema.Finite, execute: () => Effect.sync(() => ++runs) })
+    const call = Kernel.call("durable", {})
+    const once = Effect.gen(function* () {
+      yield* register({ durable: tool })
+      return yield* (yield* (yield* Settler.Service).materialize()).settle(call)
+    })
+    const first = await Kernel.run(once, { dataDir, durable: true })
+    const second = await Kernel.run(once, { dataDir, durable: true })
+    expect(runs).toBe(1)
+    expect(second).toEqual({ settlement: first.settlement, replayed: true })
+  })
+})
+
+describe("Settler: bounding", () => {
+  test("an oversized output is kept in full and replaced by a bounded preview with its reference", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        const lines = Array.from({ length: 10_000 }, (_, index) => `line ${index + 1}`)
+        yield* register({
+          big: Tool.make({ description: "b", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed(lines.join("\n")) }),
+        })
+        const settlement = yield* settleOnce("big", {})
+        const output = yield* Output.Service
+        expect(settlement.status).toBe("success")
+        expect(settlement.outputs).toHaveLength(1)
+        const [reference] = settlement.outputs
+        expect(reference!.bytes).toBe(Buffer.byteLength(lines.join("\n")))
+        const text = (settlement.content[0] as { text: string }).text
+        expect(text.split("\n").length).toBeLessThanOrEqual(output.limits.maxLines)
+        expect(text).toStartWith("line 1\n")
+        expect(text).toEndWith("line 10000")
+        expect(text).toContain(reference!.id)
+        // The string output's structured form shares the same preview and the same managed output.
+        expect(settlement.structured).toBe(text)
+      }),
+      { limits: { maxLines: 100, maxBytes: 4_096 } },
+    ))
+})

@@ -1,0 +1,122 @@
+import { Database } from "bun:sqlite"
+import { describe, expect, test } from "bun:test"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect, Layer } from "effect"
+import { Settlement } from "../../src/settlement/settlement"
+import { SqliteStore } from "../../src/store/sqlite"
+import { Store } from "../../src/store/store"
+import { tempDir } from "../support/temp"
+
+const settlement = (callID: string): Settlement.Info => ({
+  tool: "echo",
+  callID,
+  status: "success",
+  content: [{ type: "text", text: "hi" }],
+  structured: { nested: [1, "two", null] },
+  outputs: [{ id: "out_abc12345_0123456789abcdef", bytes: 12 }],
+})
+
+const implementations: ReadonlyArray<[string, () => Layer.Layer<Store.Service, Store.StoreError>]> = [
+  ["memory", () => Store.layerMemory],
+  ["sqlite", () => SqliteStore.layer(join(tempDir(), "core.db"))],
+]
+
+const use = <A, E>(layer: Layer.Layer<Store.Service, Store.StoreError>, program: Effect.Effect<A, E, Store.Service>) =>
+  Effect.runPromise(program.pipe(Effect.provide(layer)))
+
+for (const [name, make] of implementations) {
+  describe(`Store contract (${name})`, () => {
+    test("an unknown call has no record", () =>
+      use(make(), Effect.gen(function* () {
+        expect(yield* (yield* Store.Service).lookup({ sessionID: "s", toolCallID: "c" })).toBeUndefined()
+      })))
+
+    test("begin records the intent once; a second begin for the same call is refused", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        const key = { sessionID: "s", toolCallID: "c" }
+        expect(yield* store.begin(key, "echo")).toBe(true)
+        expect(yield* store.begin(key, "other")).toBe(false)
+        expect(yield* store.lookup(key)).toEqual({ state: "started", tool: "echo" })
+      })))
+
+    test("complete records the settlement exactly, begun or not", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        const begun = { sessionID: "s", toolCallID: "begun" }
+        const direct = { sessionID: "s", toolCallID: "direct" }
+        yield* store.begin(begun, "echo")
+        yield* store.complete(begun, settlement("begun"))
+        yield* store.complete(direct, settlement("direct"))
+        expect(yield* store.lookup(begun)).toEqual({ state: "settled", settlement: settlement("begun") })
+        expect(yield* store.lookup(direct)).toEqual({ state: "settled", settlement: settlement("direct") })
+        expect(yield* store.begin(direct, "echo")).toBe(false)
+      })))
+
+    test("calls are keyed by session and call id together", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        yield* store.complete({ sessionID: "a", toolCallID: "c" }, settlement("c"))
+        expect(yield* store.lookup({ sessionID: "b", toolCallID: "c" })).toBeUndefined()
+        expect(yield* store.begin({ sessionID: "b", toolCallID: "c" }, "echo")).toBe(true)
+      })))
+  })
+}
+
+describe("SqliteStore", () => {
+  test("records survive closing and reopening the database", async () => {
+    const path = join(tempDir(), "core.db")
+    const key = { sessionID: "s", toolCallID: "c" }
+    await use(SqliteStore.layer(path), Effect.gen(function* () {
+      yield* (yield* Store.Service).complete(key, settlement("c"))
+    }))
+    const recorded = await use(SqliteStore.layer(path), Effect.gen(function* () {
+      return yield* (yield* Store.Service).lookup(key)
+    }))
+    expect(recorded).toEqual({ state: "settled", settlement: settlement("c") })
+  })
+
+  test("creates its directory and uses WAL journaling at the current schema version", async () => {
+    const path = join(tempDir(), "nested", "dir", "core.db")
+    await use(SqliteStore.layer(path), Effect.void)
+    const db = new Database(path, { readonly: true })
+    expect((db.query("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode).toBe("wal")
+    expect((db.query("PRAGMA user_version").get() as { user_version: number }).user_version).toBe(SqliteStore.SCHEMA_VERSION)
+    db.close()
+  })
+
+  test("a corrupt file is reported clearly and left untouched", async () => {
+    const path = join(tempDir(), "core.db")
+    const garbage = "this is not a database ".repeat(200)
+    writeFileSync(path, garbage)
+    const error = await Effect.runPromise(Effect.flip(Layer.build(SqliteStore.layer(path)).pipe(Effect.scoped)))
+    expect(error).toBeInstanceOf(Store.StoreError)
+    expect(error.reason).toBe("corrupt")
+    expect(error.message).toContain(path)
+    expect(await Bun.file(path).text()).toBe(garbage)
+  })
+
+  test("a database written by a newer core is refused, not migrated or replaced", async () => {
+    const path = join(tempDir(), "core.db")
+    const db = new Database(path, { create: true })
+    db.exec(`PRAGMA user_version = ${SqliteStore.SCHEMA_VERSION + 1}`)
+    db.exec("CREATE TABLE future (x)")
+    db.close()
+    const error = await Effect.runPromise(Effect.flip(Layer.build(SqliteStore.layer(path)).pipe(Effect.scoped)))
+    expect(error.reason).toBe("newer_version")
+    expect(error.message).toContain(String(SqliteStore.SCHEMA_VERSION + 1))
+    const after = new Database(path, { readonly: true })
+    expect((after.query("PRAGMA user_version").get() as { user_version: number }).user_version).toBe(SqliteStore.SCHEMA_VERSION + 1)
+    after.close()
+  })
+
+  test("a path that cannot hold a database fails to open with the path named", async () => {
+    const root = tempDir()
+    writeFileSync(join(root, "file"), "")
+    const path = join(root, "file", "core.db")
+    const error = await Effect.runPromise(Effect.flip(Layer.build(SqliteStore.layer(path)).pipe(Effect.scoped)))
+    expect(error.reason).toBe("open")
+    expect(error.message).toContain(path)
+  })
+})

@@ -1,0 +1,49 @@
+// A real settlement kernel on a temp data directory for library tests: application and Location registries,
+// the settler, bounding with managed outputs on disk, and a store (in memory unless a path is given).
+
+import { join } from "node:path"
+import { Effect, Layer } from "effect"
+import { ManagedOutputs } from "../../src/output/managed"
+import { Output } from "../../src/output/output"
+import { Registry } from "../../src/registry/registry"
+import { Settler } from "../../src/settlement/settler"
+import { SqliteStore } from "../../src/store/sqlite"
+import { Store } from "../../src/store/store"
+import { tempDir } from "./temp"
+
+export interface Options {
+  readonly dataDir?: string
+  readonly durable?: boolean
+  readonly limits?: Partial<Output.Limits>
+}
+
+export type Services = Settler.Service | Registry.Service | Registry.Application | Output.Service | ManagedOutputs.Service | Store.Service
+
+export const layer = (options: Options = {}) => {
+  const dataDir = options.dataDir ?? tempDir()
+  const store = options.durable === true ? SqliteStore.layer(join(dataDir, "core.db")) : Store.layerMemory
+  return Settler.layer.pipe(
+    Layer.provideMerge(Registry.layer),
+    Layer.provideMerge(Registry.applicationLayer),
+    Layer.provideMerge(Output.layer(options.limits)),
+    Layer.provideMerge(ManagedOutputs.layer({ directory: join(dataDir, "outputs") })),
+    Layer.provideMerge(store),
+  )
+}
+
+/** Runs a scoped program on a fresh kernel. */
+export const run = <A, E>(program: Effect.Effect<A, E, Services | import("effect").Scope.Scope>, options: Options = {}) =>
+  Effect.runPromise(Effect.scoped(program).pipe(Effect.provide(layer(options))) as Effect.Effect<A, E>)
+
+let counter = 0
+
+/** A call with fresh ids. */
+export const call = (name: string, input: unknown, overrides: Partial<Settler.Call> = {}): Settler.Call => ({
+  sessionID: "ses_test",
+  agent: "build",
+  assistantMessageID: "msg_test",
+  toolCallID: `call_${++counter}`,
+  name,
+  input,
+  ...overrides,
+})

@@ -1,0 +1,19 @@
+// Temporary directories for tests: each test gets its own, removed when the test file finishes.
+
+import { afterAll } from "bun:test"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+const created: Array<string> = []
+
+afterAll(() => {
+  for (const directory of created.splice(0)) rmSync(directory, { recursive: true, force: true })
+})
+
+/** A fresh empty directory under the system temp dir. */
+export const tempDir = (prefix = "core-test-"): string => {
+  const directory = mkdtempSync(join(tmpdir(), prefix))
+  created.push(directory)
+  return directory
+}
