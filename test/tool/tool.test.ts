@@ -56,7 +56,7 @@ describe("Tool.make", () => {
     const base = { description: "d", input: Schema.String, output: Schema.String, execute: () => Effect.succeed("") }
     expect(() => Tool.make({ ...base, description: "" })).toThrow(/description/)
     expect(() => Tool.make({ ...base, input: {} as never })).toThrow(/input/)
-    expect(() => Tool.make({ ...base, output: "string" as never })).toThrow(/output/)
+    expect(() => Tool.make({ ...base, output: "string" as unknown as typeof Schema.String })).toThrow(/output/)
     expect(() => Tool.make({ ...base, execute: undefined as never })).toThrow(/execute/)
     expect(() => Tool.make({ ...base, toModelOutput: 3 as never })).toThrow(/toModelOutput/)
   })
