@@ -112,8 +112,9 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
         const settled = yield* recordError(
           call,
           "interrupted",
-          `core stopped while ${known.tool} (${call.toolCallID}) was running; it may or may not have taken effect. ` +
-            `Check its effects before calling it again with a new call id.`,
+          `${known.tool} (${call.toolCallID}) was started but never settled: core stopped, or the tool failed ` +
+            `operationally, while it ran. It may or may not have taken effect; check before calling it again ` +
+            `with a new call id.`,
         )
         return { ...settled, replayed: true }
       }
