@@ -4,7 +4,8 @@ export * as Command from "./command"
 // standard streams. Machine-readable output goes to stdout; everything else to stderr.
 
 import { parseArgs, type ParseArgsConfig } from "node:util"
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 
 export const EXIT = {
   ok: 0,

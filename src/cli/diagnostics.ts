@@ -2,7 +2,7 @@ export * as Diagnostics from "./diagnostics"
 
 // Prints tool load diagnostics (application and Location) on stderr, one line each, naming file and reason.
 
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { Application } from "../location/application"
 import { Location } from "../location/location"
 import { Command } from "./command"

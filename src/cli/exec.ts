@@ -4,7 +4,7 @@ export * as ExecCommand from "./exec"
 // Exit codes: 0 success, 1 model-visible error, 2 usage, 3 operational, 4 declined, 130 cancelled.
 
 import { randomUUID } from "node:crypto"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { Json } from "../json/json"
 import { Location } from "../location/location"
 import { Settler } from "../settlement/settler"

@@ -1,7 +1,10 @@
 // The `core` executable: dispatches a command, turns its outcome into an exit code (DESIGN §6), and turns
 // SIGINT/SIGTERM into interruption of the running command (which cancels a call and records it).
 
-import { Cause, Effect, Exit, Fiber } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import packageJson from "../../package.json" with { type: "json" }
 import { Command } from "./command"
 import { ExecCommand } from "./exec"

@@ -2,7 +2,7 @@ export * as OutputCommand from "./output"
 
 // `core output ID`: prints a managed output's full content to stdout (exit 1 if unknown or expired).
 
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { ManagedOutputs } from "../output/managed"
 import { Command } from "./command"
 import { Runtime } from "./runtime"

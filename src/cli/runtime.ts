@@ -5,7 +5,7 @@ export * as Runtime from "./runtime"
 
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
-import { Layer } from "effect"
+import * as Layer from "effect/Layer"
 import { Application } from "../location/application"
 import { Location } from "../location/location"
 import { ManagedOutputs } from "../output/managed"

@@ -2,7 +2,7 @@ export * as ToolsCommand from "./tools"
 
 // `core tools`: what a model would be offered in a Location, as a table or (`--json`) as the definitions array.
 
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { Location } from "../location/location"
 import { Registry } from "../registry/registry"
 import { Command } from "./command"

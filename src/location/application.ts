@@ -3,7 +3,9 @@ export * as Application from "./application"
 // The process placement's own tools: `$CORE_HOME/tools/*.ts`, loaded by the same discovery as a Location's and
 // registered for the life of the process (the layer's scope). Shared by every Location.
 
-import { Context, Effect, Layer } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { Registry } from "../registry/registry"
 import { Discovery } from "./discovery"
 

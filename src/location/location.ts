@@ -6,7 +6,10 @@ export * as Location from "./location"
 
 import { statSync } from "node:fs"
 import { resolve } from "node:path"
-import { Context, Effect, Layer, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import { Registry } from "../registry/registry"
 import { Discovery } from "./discovery"
 

@@ -7,7 +7,10 @@ export * as ManagedOutputs from "./managed"
 import { randomBytes } from "node:crypto"
 import { mkdirSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs"
 import { join } from "node:path"
-import { Context, Effect, Layer, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 
 export const DEFAULT_RETENTION_DAYS = 7
 const DAY_MS = 24 * 60 * 60 * 1000

@@ -4,7 +4,10 @@ export * as Output from "./output"
 // the model. Oversized text and structured output are kept in full as managed outputs and replaced by previews;
 // media stays inline up to the media limit. If keeping fails, bounding fails: never a lossy success.
 
-import { Context, Effect, Layer, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import type { Tool } from "../tool/tool"
 import { Bound } from "./bound"
 import { ManagedOutputs } from "./managed"

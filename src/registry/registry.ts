@@ -5,7 +5,11 @@ export * as Registry from "./registry"
 // catalog of one turn and answers, per call, whether the advertised registration is still the effective one.
 // Settling calls is not done here (see ../settlement).
 
-import { Context, Effect, Layer, Schema, Scope } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import { Rule } from "../permission/rule"
 import { Definition } from "../tool/definition"
 import * as Internal from "../tool/internal"

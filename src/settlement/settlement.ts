@@ -3,7 +3,7 @@ export * as Settlement from "./settlement"
 // The settlement: the outcome of one tool call as hosts, scripts and the store see it (DESIGN §5, a contract).
 // One Effect schema is the source of the JSON shape, its decoding from the store and its documentation.
 
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { Output } from "../output/output"
 
 export const ErrorKind = Schema.Literals([

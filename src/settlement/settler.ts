@@ -4,7 +4,14 @@ export * as Settler from "./settler"
 // persist (DESIGN §2 laws 2, 6–8, 10, 12). Model-visible outcomes become settlements; defects and storage
 // failures stay operational and are never turned into a result. Interruption records `cancelled`.
 
-import { Cause, Context, Deferred, Effect, Exit, Layer, Schema, SchemaIssue } from "effect"
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import { Output } from "../output/output"
 import type { Rule } from "../permission/rule"
 import { Registry } from "../registry/registry"

@@ -4,7 +4,10 @@ export * as Store from "./store"
 // settlement once it is known (DESIGN §2 law 12). The interface and an in-memory layer live here; the durable
 // bun:sqlite layer is ./sqlite. Both pass the same contract tests.
 
-import { Context, Effect, Layer, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import type { Settlement } from "../settlement/settlement"
 
 export class StoreError extends Schema.TaggedError<StoreError>()("Store.StoreError", {

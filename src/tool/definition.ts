@@ -4,7 +4,7 @@ export * as Definition from "./definition"
 // computed from the tool's Effect schemas once per (tool, name) and then reused, so a name yields the identical
 // definition object every turn.
 
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import * as Internal from "./internal"
 import type { Tool } from "./tool"
 

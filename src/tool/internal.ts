@@ -1,8 +1,8 @@
 // The private side of a tool value: its executor, schemas and derived definitions, keyed by the tool object.
 // Only the registry and the settlement pipeline read this; the tool author's surface (`@core/tool`) never exports it.
 
-import { Schema } from "effect"
-import type { Effect } from "effect"
+import * as Schema from "effect/Schema"
+import type * as Effect from "effect/Effect"
 import type { Content, Context, Failure } from "./tool"
 
 export type Executor = (input: unknown, context: Context) => Effect.Effect<unknown, Failure>

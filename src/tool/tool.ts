@@ -4,7 +4,8 @@ export * as Tool from "./tool"
 // side table (./internal) so a tool value exposes nothing and cannot be forged, cloned or re-pointed.
 // This module must not know about names, registries or settlement.
 
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as Internal from "./internal"
 
 /** A model-facing part: text, or a file (base64 data) such as an image. */

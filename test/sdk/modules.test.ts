@@ -35,3 +35,14 @@ describe("Modules", () => {
     expect(Modules.isServed("@core/internal")).toBe(false)
   })
 })
+
+describe("Runtime imports", () => {
+  test("runtime code imports Effect modules by path, never the effect barrel (which would initialise them all)", async () => {
+    const offenders: Array<string> = []
+    for await (const file of new Bun.Glob("src/**/*.ts").scan({ cwd: join(import.meta.dir, "../..") })) {
+      const source = await Bun.file(join(import.meta.dir, "../..", file)).text()
+      if (/from\s+"effect"/.test(source)) offenders.push(file)
+    }
+    expect(offenders).toEqual([])
+  })
+})
