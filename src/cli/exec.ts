@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto"
 import * as Effect from "effect/Effect"
 import { Json } from "../json/json"
 import { Location } from "../location/location"
+import { ManagedOutputs } from "../output/managed"
 import { Settler } from "../settlement/settler"
 import { Settlement } from "../settlement/settlement"
 import { Command } from "./command"
@@ -109,6 +110,8 @@ export const run = (args: ReadonlyArray<string>) =>
       )
       progress.clear()
       Command.stdout(`${JSON.stringify(settlement, null, 2)}\n`)
+      // The retention sweep runs at start-up of short-lived commands, at most hourly, after the answer is out.
+      yield* (yield* ManagedOutputs.Service).sweepIfDue
       return exitCodeOf(settlement)
     }).pipe(Effect.provide(Runtime.settlingLayer(environment, directory)))
   })

@@ -5,7 +5,7 @@ export * as ManagedOutputs from "./managed"
 // retention period. This is the platform edge for output files; it never decides what to bound.
 
 import { randomBytes } from "node:crypto"
-import { mkdirSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs"
+import { mkdirSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -14,6 +14,9 @@ import * as Schema from "effect/Schema"
 
 export const DEFAULT_RETENTION_DAYS = 7
 const DAY_MS = 24 * 60 * 60 * 1000
+export const SWEEP_INTERVAL_MS = 60 * 60 * 1000
+/** Its modification time records the last sweep. */
+const SWEEP_MARKER = ".last-sweep"
 const ID_PATTERN = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}$/
 
 export class RetentionError extends Schema.TaggedError<RetentionError>()("ManagedOutputs.RetentionError", {
@@ -41,6 +44,8 @@ export interface Interface {
   readonly open: (id: string) => Effect.Effect<Reference, NotFound>
   /** Deletes outputs older than the retention period; answers how many were removed. */
   readonly sweep: Effect.Effect<number>
+  /** Sweeps unless a sweep already ran within the last hour (so short-lived processes can call it each start). */
+  readonly sweepIfDue: Effect.Effect<number>
 }
 
 export class Service extends Context.Service<Service, Interface>()("core/ManagedOutputs") {}
@@ -123,7 +128,24 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       return removed
     }).pipe(Effect.withSpan("ManagedOutputs.sweep"))
 
-    return Service.of({ directory, write, open, sweep })
+    const sweepIfDue = Effect.suspend(() => {
+      const marker = join(directory, SWEEP_MARKER)
+      const last = statOrUndefined(marker)
+      if (last !== undefined && Date.now() - last.mtimeMs < SWEEP_INTERVAL_MS) return Effect.succeed(0)
+      return sweep.pipe(
+        Effect.tap(() =>
+          Effect.sync(() => {
+            try {
+              writeFileSync(marker, "")
+            } catch {
+              // no outputs directory yet: nothing to sweep, nothing to remember
+            }
+          }),
+        ),
+      )
+    })
+
+    return Service.of({ directory, write, open, sweep, sweepIfDue })
   })
 
 const statOrUndefined = (path: string) => {

@@ -106,3 +106,28 @@ describe("ManagedOutputs", () => {
     expect(removed).toBe(0)
   })
 })
+
+describe("ManagedOutputs.sweepIfDue", () => {
+  test("sweeps at most once an hour", async () => {
+    const directory = tempDir()
+    const result = await withOutputs(
+      directory,
+      Effect.gen(function* () {
+        const managed = yield* ManagedOutputs.Service
+        const old = new Date(Date.now() - 10 * 24 * 60 * 60 * 1000)
+        const first = yield* managed.write("a")
+        utimesSync(first.path, old, old)
+        const firstSweep = yield* managed.sweepIfDue
+        const second = yield* managed.write("b")
+        utimesSync(second.path, old, old)
+        const skipped = yield* managed.sweepIfDue
+        // Once the last sweep is over an hour old, it sweeps again.
+        const longAgo = new Date(Date.now() - ManagedOutputs.SWEEP_INTERVAL_MS - 1_000)
+        utimesSync(join(directory, ".last-sweep"), longAgo, longAgo)
+        const again = yield* managed.sweepIfDue
+        return { firstSweep, skipped, again }
+      }),
+    )
+    expect(result).toEqual({ firstSweep: 1, skipped: 0, again: 1 })
+  })
+})
