@@ -80,6 +80,34 @@ export default Tool.make({
     expect(settlement.error).toEqual({ kind: "failure", message: "n=4" })
   })
 
+  test("a different effect in a nearby node_modules is not used: tools get the runtime's own", async () => {
+    const directory = location({
+      "which.ts": `
+import { Tool } from "@core/tool"
+import { Effect, Schema } from "effect"
+export default Tool.make({
+  description: "reports which effect it got",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.succeed(typeof (Schema as any).fake === "string" ? "impostor" : "runtime"),
+})
+`,
+    })
+    const fake = join(directory, "node_modules", "effect")
+    mkdirSync(fake, { recursive: true })
+    writeFileSync(join(fake, "package.json"), JSON.stringify({ name: "effect", version: "0.0.1", type: "module", main: "index.js" }))
+    writeFileSync(join(fake, "index.js"), `export const Schema = { fake: "yes" }\nexport const Effect = {}\n`)
+    const settlement = await Kernel.run(
+      Effect.gen(function* () {
+        const { diagnostics } = yield* load(directory)
+        expect(diagnostics).toEqual([])
+        const turn = yield* (yield* Settler.Service).materialize()
+        return (yield* turn.settle(Kernel.call("which", {}))).settlement
+      }),
+    )
+    expect(settlement.structured).toBe("runtime")
+  })
+
   test("each broken file becomes a diagnostic naming the file and reason while the others still load", async () => {
     const directory = location({
       "good.ts": TOOL(),
