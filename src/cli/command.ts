@@ -39,8 +39,23 @@ export const parse = <const O extends Options>(command: string, args: ReadonlyAr
         allowPositionals: true,
         strict: true,
       }),
-    catch: (cause) => new UsageError({ command, message: cause instanceof Error ? cause.message : String(cause) }),
+    catch: (cause) => new UsageError({ command, message: describeParseError(cause) }),
   })
+
+/** node:util's parse errors, in words that fit a one-line usage error. */
+const describeParseError = (cause: unknown): string => {
+  const error = cause as { code?: string; message?: string }
+  const message = error.message ?? String(cause)
+  const flag = /'(-[^'\s]*)[^']*'/.exec(message)?.[1]
+  switch (error.code) {
+    case "ERR_PARSE_ARGS_UNKNOWN_OPTION":
+      return `unknown flag ${flag ?? message}`
+    case "ERR_PARSE_ARGS_INVALID_OPTION_VALUE":
+      return flag === undefined ? message : `${flag} needs a value`
+    default:
+      return message
+  }
+}
 
 export const stdout = (text: string): void => {
   process.stdout.write(text)

@@ -52,7 +52,8 @@ const readInput = (raw: string | undefined) =>
     if (!parsed.ok) return yield* usage(`--input is not valid JSON: ${parsed.problem.message}`)
     const value = parsed.value
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      return yield* usage(`--input must be a JSON object, not ${Array.isArray(value) ? "an array" : value === null ? "null" : typeof value}`)
+      const found = Array.isArray(value) ? "an array" : value === null ? "null" : `a ${typeof value}`
+      return yield* usage(`--input must be a JSON object, not ${found}`)
     }
     return value
   })
@@ -80,6 +81,9 @@ export const run = (args: ReadonlyArray<string>) =>
     const [name, ...extra] = positionals
     if (name === undefined) return yield* usage("NAME is required: core exec NAME --input JSON")
     if (extra.length > 0) return yield* usage(`unexpected argument "${extra[0]}"`)
+    for (const flag of ["agent", "session", "message", "call"] as const) {
+      if (values[flag] !== undefined && values[flag].trim() === "") return yield* usage(`--${flag} cannot be empty`)
+    }
     const input = yield* readInput(values.input)
     const directory = yield* Location.check(values.location ?? ".").pipe(
       Effect.mapError((error) => usage(error.message)),

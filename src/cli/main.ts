@@ -53,18 +53,28 @@ const failureOf = (cause: Cause.Cause<unknown>): { code: number; message: string
       }
     }
     if (failure instanceof Command.Exit) return { code: failure.code, message: `core: ${failure.message}` }
+    // An operational error: say what failed, then the underlying error's own words when they add something.
     const inner = typeof failure === "object" && failure !== null && "cause" in failure ? failure.cause : undefined
-    const detail = inner === undefined ? "" : `\n${inner instanceof Error ? (inner.stack ?? inner.message) : messageOf(inner)}`
-    return { code: Command.EXIT.operational, message: `core: ${messageOf(failure)}${detail}` }
+    const outer = messageOf(failure)
+    const detail = inner === undefined ? "" : messageOf(inner)
+    return {
+      code: Command.EXIT.operational,
+      message: `core: ${outer}${detail === "" || outer.includes(detail) ? "" : `: ${detail}`}`,
+    }
   }
+  // A defect (a tool that threw or died): its own stack points into the tool file.
   return { code: Command.EXIT.operational, message: `core: operational failure:\n${Cause.pretty(cause)}` }
 }
 
 const main = async (argv: ReadonlyArray<string>): Promise<number> => {
   const [command, ...rest] = argv
-  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+  if (command === undefined) {
+    Command.stderr(HELP)
+    return Command.EXIT.usage
+  }
+  if (command === "--help" || command === "-h" || command === "help") {
     Command.stdout(HELP)
-    return command === undefined ? Command.EXIT.usage : Command.EXIT.ok
+    return Command.EXIT.ok
   }
   if (command === "--version" || command === "-v") {
     Command.stdout(`${packageJson.version}\n`)

@@ -51,7 +51,14 @@ export const toolFiles = (directory: string): ReadonlyArray<string> => {
 
 const transpiler = new Bun.Transpiler({ loader: "ts" })
 
-const message = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+const message = (cause: unknown): string =>
+  typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
+
+/** " at line L, column C" for a transpiler message that carries a position. */
+const at = (cause: unknown): string => {
+  const position = (cause as { position?: { line?: number; column?: number } } | undefined)?.position
+  return position?.line === undefined ? "" : ` at line ${position.line}, column ${(position.column ?? 0) + 1}`
+}
 
 /** Why an import is not allowed in a tool file, or undefined when it is. */
 const importProblem = (specifier: string, file: string): string | undefined => {
@@ -95,7 +102,7 @@ const loadFile = Effect.fnUntraced(function* (file: string, tools: Registry.Tool
   })
   const imports = yield* Effect.try({
     try: () => transpiler.scanImports(source),
-    catch: (cause) => `syntax error: ${message(cause)}`,
+    catch: (cause) => `syntax error${at(cause)}: ${message(cause)}`,
   })
   for (const { path } of imports) {
     const problem = importProblem(path, file)

@@ -15,6 +15,7 @@ import * as SchemaIssue from "effect/SchemaIssue"
 import { Output } from "../output/output"
 import type { Rule } from "../permission/rule"
 import { Registry } from "../registry/registry"
+import { Owner } from "../store/owner"
 import { Store } from "../store/store"
 import type { Definition } from "../tool/definition"
 import * as Internal from "../tool/internal"
@@ -59,7 +60,23 @@ export interface Interface {
 
 export class Service extends Context.Service<Service, Interface>()("core/Settler") {}
 
-const PARSE_OPTIONS = { errors: "all", reportInput: true } as const
+/** Inputs come from a model: report every problem, and refuse keys the schema does not know. */
+const INPUT_OPTIONS = { errors: "all", reportInput: true, onExcessProperty: "error" } as const
+const OUTPUT_OPTIONS = { errors: "all", reportInput: true } as const
+/** How often a call running in another process is checked for its settlement. */
+const OWNER_POLL_MS = 50
+
+/** An admitted call: its captured tool and decoded input. */
+interface Admitted {
+  readonly _tag: "Admitted"
+  readonly tool: Internal.Record
+  readonly input: unknown
+}
+
+const reasonOf = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  return error instanceof Error ? error.message : String(error)
+}
 const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1()
 
 const describeIssues = (error: unknown): string => {
@@ -99,6 +116,9 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
     const output = yield* Output.Service
     const running = new Map<string, Deferred.Deferred<Settled, OperationalError>>()
 
+    const lookup = (call: Call) =>
+      store.lookup(call).pipe(Effect.mapError(operational("Could not read the settlement store")))
+
     const record = (call: Call, settlement: Settlement.Info) =>
       store.complete(call, settlement).pipe(
         Effect.mapError(operational(`Could not record the settlement of ${call.name} (${call.toolCallID})`)),
@@ -108,23 +128,34 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
     const recordError = (call: Call, kind: Settlement.ErrorKind, message: string) =>
       record(call, Settlement.error(call.name, call.toolCallID, kind, message))
 
-    const run: (
+    /** A recorded call that is not settled: wait for a live owner, else it was interrupted. */
+    const replayUnsettled = (call: Call, known: Store.Record & { state: "started" | "failed" }) =>
+      recordError(
+        call,
+        "interrupted",
+        known.state === "failed"
+          ? `${known.tool} (${call.toolCallID}) ran but could not be settled (${known.reason}). It may have taken ` +
+              `effect; check before calling it again with a new call id.`
+          : `${known.tool} (${call.toolCallID}) was started but never settled: core stopped while it ran. It may ` +
+              `or may not have taken effect; check before calling it again with a new call id.`,
+      ).pipe(Effect.map((settled) => ({ ...settled, replayed: true })))
+
+    /**
+     * Everything before the tool runs: replay a recorded call, reject unknown, stale and invalid calls (recording
+     * those settlements), or admit the call with its captured tool and decoded input.
+     */
+    const admit: (
       catalog: Registry.Catalog,
       call: Call,
-      options: Options | undefined,
-    ) => Effect.Effect<Settled, OperationalError> = Effect.fnUntraced(function* (catalog, call, options) {
-      const known = yield* store.lookup(call).pipe(Effect.mapError(operational("Could not read the settlement store")))
-      if (known?.state === "settled") return { settlement: known.settlement, replayed: true }
-      if (known?.state === "started") {
-        const settled = yield* recordError(
-          call,
-          "interrupted",
-          `${known.tool} (${call.toolCallID}) was started but never settled: core stopped, or the tool failed ` +
-            `operationally, while it ran. It may or may not have taken effect; check before calling it again ` +
-            `with a new call id.`,
-        )
-        return { ...settled, replayed: true }
+    ) => Effect.Effect<Settled | Admitted, OperationalError> = Effect.fnUntraced(function* (catalog, call) {
+      let known = yield* lookup(call)
+      // Another process is running this very call: wait for its settlement rather than run it twice.
+      while (known?.state === "started" && Owner.isAlive(known.owner)) {
+        yield* Effect.sleep(OWNER_POLL_MS)
+        known = yield* lookup(call)
       }
+      if (known?.state === "settled") return { settlement: known.settlement, replayed: true }
+      if (known !== undefined) return yield* replayUnsettled(call, known)
 
       const resolution = catalog.resolve(call.name)
       if (resolution._tag === "Unknown") {
@@ -141,7 +172,7 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
       // Captured: from here on, registry changes do not affect this call.
       const tool = Internal.get(resolution.tool)!
 
-      const decoded = yield* Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, PARSE_OPTIONS))
+      const decoded = yield* Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, INPUT_OPTIONS))
       if (Exit.isFailure(decoded)) {
         const error = Cause.findError(decoded.cause)
         if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
@@ -152,10 +183,12 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
             `input schema and call it again.`,
         )
       }
+      return { _tag: "Admitted", tool, input: decoded.value } satisfies Admitted
+    })
 
-      const fresh = yield* store.begin(call, call.name).pipe(Effect.mapError(operational("Could not record the call")))
-      if (!fresh) return yield* Effect.suspend(() => run(catalog, call, options))
-
+    /** Runs an admitted call whose intent this process recorded: execute → encode → project → bound → persist. */
+    const perform = Effect.fnUntraced(function* (call: Call, admitted: Admitted, options: Options | undefined) {
+      const { tool } = admitted
       const context: Tool.Context = {
         sessionID: call.sessionID,
         agent: call.agent,
@@ -163,7 +196,7 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
         toolCallID: call.toolCallID,
         progress: (update) => (options?.onProgress === undefined ? Effect.void : options.onProgress(update)),
       }
-      const executed = yield* Effect.exit(Effect.suspend(() => tool.execute(decoded.value, context)))
+      const executed = yield* Effect.exit(Effect.suspend(() => tool.execute(admitted.input, context)))
       if (Exit.isFailure(executed)) {
         if (Cause.hasInterruptsOnly(executed.cause)) {
           return yield* record(call, Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"))
@@ -177,7 +210,7 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
         })
       }
 
-      const encoded = yield* Effect.exit(Schema.encodeEffect(tool.outputJson)(executed.value, PARSE_OPTIONS))
+      const encoded = yield* Effect.exit(Schema.encodeEffect(tool.outputJson)(executed.value, OUTPUT_OPTIONS))
       if (Exit.isFailure(encoded)) {
         const error = Cause.findError(encoded.cause)
         if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
@@ -215,6 +248,30 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
       })
     })
 
+    const run = (
+      catalog: Registry.Catalog,
+      call: Call,
+      options: Options | undefined,
+    ): Effect.Effect<Settled, OperationalError> =>
+      Effect.gen(function* () {
+        const admitted = yield* admit(catalog, call)
+        if (!("_tag" in admitted)) return admitted
+        const fresh = yield* store.begin(call, call.name).pipe(Effect.mapError(operational("Could not record the call")))
+        // Another process began it between the lookup and now: settle through its record instead.
+        if (!fresh) return yield* run(catalog, call, options)
+        // From here this process owns the call: an interruption records it cancelled; an operational failure
+        // records why, so a retry replays it honestly instead of running it again.
+        return yield* perform(call, admitted, options).pipe(
+          Effect.onExit((exit) => {
+            if (Exit.isSuccess(exit)) return Effect.void
+            const recorded = Cause.hasInterruptsOnly(exit.cause)
+              ? store.complete(call, Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"))
+              : store.fail(call, reasonOf(exit.cause))
+            return Effect.ignore(recorded)
+          }),
+        )
+      })
+
     const settleThrough = (catalog: Registry.Catalog) =>
       Effect.fn("Settler.settle")(function* (call: Call, options?: Options) {
         const key = JSON.stringify([call.sessionID, call.toolCallID])
@@ -223,17 +280,6 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
         const done = yield* Deferred.make<Settled, OperationalError>()
         running.set(key, done)
         return yield* run(catalog, call, options).pipe(
-          // An interrupted call is recorded as cancelled (unless it settled first), so a retry replays that.
-          Effect.onInterrupt(() =>
-            store.lookup(call).pipe(
-              Effect.flatMap((known) =>
-                known?.state === "settled"
-                  ? Effect.void
-                  : store.complete(call, Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled")),
-              ),
-              Effect.ignore,
-            ),
-          ),
           Effect.onExit((exit) =>
             Effect.sync(() => {
               running.delete(key)

@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { Settlement } from "../settlement/settlement"
+import { Owner } from "./owner"
 import { Store } from "./store"
 
 /** Each entry moves the schema from version `index` to `index + 1`. Never edit one that has shipped. */
@@ -19,7 +20,9 @@ const MIGRATIONS: ReadonlyArray<string> = [
      session_id TEXT NOT NULL,
      call_id TEXT NOT NULL,
      tool TEXT NOT NULL,
-     state TEXT NOT NULL CHECK (state IN ('started', 'settled')),
+     state TEXT NOT NULL CHECK (state IN ('started', 'failed', 'settled')),
+     owner TEXT,
+     reason TEXT,
      settlement TEXT,
      started_at INTEGER,
      settled_at INTEGER,
@@ -92,17 +95,30 @@ export const layer = (path: string): Layer.Layer<Store.Service, Store.StoreError
         Effect.try({ try: () => open(path), catch: (cause) => openError(path, cause) }),
         (db) => Effect.sync(() => db.close()),
       )
-      const select = db.query<{ state: "started" | "settled"; tool: string; settlement: string | null }, [string, string]>(
-        "SELECT state, tool, settlement FROM settlements WHERE session_id = ? AND call_id = ?",
+      type Row = {
+        state: "started" | "failed" | "settled"
+        tool: string
+        owner: string | null
+        reason: string | null
+        settlement: string | null
+      }
+      const select = db.query<Row, [string, string]>(
+        "SELECT state, tool, owner, reason, settlement FROM settlements WHERE session_id = ? AND call_id = ?",
       )
       const insert = db.query(
-        "INSERT INTO settlements (session_id, call_id, tool, state, started_at) VALUES (?, ?, ?, 'started', ?) " +
-          "ON CONFLICT DO NOTHING",
+        "INSERT INTO settlements (session_id, call_id, tool, state, owner, started_at) " +
+          "VALUES (?, ?, ?, 'started', ?, ?) ON CONFLICT DO NOTHING",
       )
+      // The first settlement of a call is final: a later one never overwrites it.
       const upsert = db.query(
         "INSERT INTO settlements (session_id, call_id, tool, state, settlement, settled_at) " +
           "VALUES (?, ?, ?, 'settled', ?, ?) ON CONFLICT (session_id, call_id) DO UPDATE SET " +
-          "state = 'settled', settlement = excluded.settlement, settled_at = excluded.settled_at",
+          "state = 'settled', settlement = excluded.settlement, settled_at = excluded.settled_at " +
+          "WHERE settlements.state != 'settled'",
+      )
+      const markFailed = db.query(
+        "UPDATE settlements SET state = 'failed', reason = ?, settled_at = ? " +
+          "WHERE session_id = ? AND call_id = ? AND state = 'started'",
       )
       const io = (operation: string) => (cause: unknown) =>
         new Store.StoreError({ reason: "io", path, message: `Settlement store ${operation} failed: ${describe(cause)}` })
@@ -113,20 +129,30 @@ export const layer = (path: string): Layer.Layer<Store.Service, Store.StoreError
             try: (): Store.Record | undefined => {
               const row = select.get(key.sessionID, key.toolCallID)
               if (row === null) return undefined
-              if (row.state === "started" || row.settlement === null) return { state: "started", tool: row.tool }
-              return { state: "settled", settlement: decodeSettlement(row.settlement) }
+              if (row.state === "settled" && row.settlement !== null) {
+                return { state: "settled", settlement: decodeSettlement(row.settlement) }
+              }
+              if (row.state === "failed") return { state: "failed", tool: row.tool, reason: row.reason ?? "" }
+              return { state: "started", tool: row.tool, owner: row.owner ?? "" }
             },
             catch: io("lookup"),
           }),
         begin: (key, tool) =>
           Effect.try({
-            try: () => insert.run(key.sessionID, key.toolCallID, tool, Date.now()).changes === 1,
+            try: () => insert.run(key.sessionID, key.toolCallID, tool, Owner.current, Date.now()).changes === 1,
             catch: io("write"),
           }),
         complete: (key, settlement) =>
           Effect.try({
             try: () => {
               upsert.run(key.sessionID, key.toolCallID, settlement.tool, JSON.stringify(settlement), Date.now())
+            },
+            catch: io("write"),
+          }),
+        fail: (key, reason) =>
+          Effect.try({
+            try: () => {
+              markFailed.run(reason, Date.now(), key.sessionID, key.toolCallID)
             },
             catch: io("write"),
           }),

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { Settlement } from "../settlement/settlement"
+import { Owner } from "./owner"
 
 export class StoreError extends Schema.TaggedError<StoreError>()("Store.StoreError", {
   reason: Schema.Literals(["open", "corrupt", "newer_version", "io"]),
@@ -22,15 +23,20 @@ export interface Key {
 }
 
 export type Record =
-  | { readonly state: "started"; readonly tool: string }
+  /** Begun by the process `owner` (see ./owner) and not settled yet. */
+  | { readonly state: "started"; readonly tool: string; readonly owner: string }
+  /** Begun, then failed operationally (a defect, a lost output): it ran at least in part, with no settlement. */
+  | { readonly state: "failed"; readonly tool: string; readonly reason: string }
   | { readonly state: "settled"; readonly settlement: Settlement.Info }
 
 export interface Interface {
   readonly lookup: (key: Key) => Effect.Effect<Record | undefined, StoreError>
   /** Records that a call is about to execute. Answers false (and records nothing) if the call is already known. */
   readonly begin: (key: Key, tool: string) => Effect.Effect<boolean, StoreError>
-  /** Records the settlement of a call, whether or not it was begun. */
+  /** Records the settlement of a call, whether or not it was begun. A settled call keeps its first settlement. */
   readonly complete: (key: Key, settlement: Settlement.Info) => Effect.Effect<void, StoreError>
+  /** Records that a begun call failed operationally, with the reason. A settled call is left as it is. */
+  readonly fail: (key: Key, reason: string) => Effect.Effect<void, StoreError>
 }
 
 export class Service extends Context.Service<Service, Interface>()("core/Store") {}
@@ -45,12 +51,17 @@ export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
     begin: (key, tool) =>
       Effect.sync(() => {
         if (records.has(keyOf(key))) return false
-        records.set(keyOf(key), { state: "started", tool })
+        records.set(keyOf(key), { state: "started", tool, owner: Owner.current })
         return true
       }),
     complete: (key, settlement) =>
       Effect.sync(() => {
-        records.set(keyOf(key), { state: "settled", settlement })
+        if (records.get(keyOf(key))?.state !== "settled") records.set(keyOf(key), { state: "settled", settlement })
+      }),
+    fail: (key, reason) =>
+      Effect.sync(() => {
+        const record = records.get(keyOf(key))
+        if (record?.state === "started") records.set(keyOf(key), { state: "failed", tool: record.tool, reason })
       }),
   })
 })

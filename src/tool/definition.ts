@@ -4,25 +4,15 @@ export * as Definition from "./definition"
 // computed from the tool's Effect schemas once per (tool, name) and then reused, so a name yields the identical
 // definition object every turn.
 
-import * as Schema from "effect/Schema"
 import * as Internal from "./internal"
+import { JsonSchema } from "./json-schema"
 import type { Tool } from "./tool"
-
-export type JsonSchema = { readonly [key: string]: unknown }
 
 export interface Definition {
   readonly name: string
   readonly description: string
-  readonly inputSchema: JsonSchema
-  readonly outputSchema: JsonSchema
-}
-
-/** JSON Schema (draft 2020-12) for an Effect schema; named shared parts go to `$defs`. */
-export const jsonSchema = (schema: Tool.Codec): JsonSchema => {
-  const document = Schema.toJsonSchemaDocument(schema)
-  const defs = document.definitions
-  const root = document.schema as JsonSchema
-  return Object.keys(defs).length === 0 ? root : { ...root, $defs: defs }
+  readonly inputSchema: JsonSchema.JsonSchema
+  readonly outputSchema: JsonSchema.JsonSchema
 }
 
 /** The cached definition of `tool` under `name`. The tool must have been made by `Tool.make`. */
@@ -34,8 +24,8 @@ export const of = (tool: Tool.Any, name: string): Definition => {
   const definition: Definition = deepFreeze({
     name,
     description: record.description,
-    inputSchema: jsonSchema(record.input),
-    outputSchema: jsonSchema(record.output),
+    inputSchema: record.inputSchema,
+    outputSchema: JsonSchema.output(record.output),
   })
   record.definitions.set(name, definition)
   return definition

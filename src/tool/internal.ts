@@ -17,6 +17,8 @@ export interface Record {
   /** The JSON codecs the runtime decodes input with and encodes output with (what the JSON Schemas describe). */
   readonly inputJson: Schema.Codec<unknown, unknown, never, never>
   readonly outputJson: Schema.Codec<unknown, unknown, never, never>
+  /** The input's JSON Schema, derived (and checked to be an object) when the tool is made. */
+  readonly inputSchema: { readonly [key: string]: unknown }
   /** Definitions derived for this tool, one per registered name (see ./definition). */
   readonly definitions: Map<string, unknown>
 }
@@ -32,12 +34,14 @@ const records = new WeakMap<object, Record>()
 
 export const remember = (
   tool: object,
-  record: Omit<Record, "definitions" | "inputJson" | "outputJson">,
+  record: Omit<Record, "definitions" | "inputJson" | "outputJson" | "inputSchema">,
+  inputSchema: Record["inputSchema"],
 ): void => {
   records.set(
     tool,
     Object.freeze({
       ...record,
+      inputSchema,
       inputJson: Schema.toCodecJson(record.input) as Schema.Codec<unknown, unknown, never, never>,
       outputJson: Schema.toCodecJson(record.output) as Schema.Codec<unknown, unknown, never, never>,
       definitions: new Map(),

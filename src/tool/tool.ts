@@ -7,6 +7,7 @@ export * as Tool from "./tool"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Internal from "./internal"
+import { JsonSchema } from "./json-schema"
 
 /** A model-facing part: text, or a file (base64 data) such as an image. */
 export type Content =
@@ -66,6 +67,10 @@ export const make = <I extends Codec, O extends Codec>(config: Config<I, O>): To
   if (config.toModelOutput !== undefined && typeof config.toModelOutput !== "function") {
     throw new TypeError("Tool.make: `toModelOutput` must be a function when given")
   }
+  const inputSchema = JsonSchema.input(config.input)
+  if (inputSchema === undefined) {
+    throw new TypeError("Tool.make: `input` must describe a JSON object (a Schema.Struct): models call tools with one")
+  }
   const tool = Object.freeze(Object.create(Internal.ToolProto)) as Tool<I, O>
   Internal.remember(tool, {
     description: config.description,
@@ -73,7 +78,7 @@ export const make = <I extends Codec, O extends Codec>(config: Config<I, O>): To
     output: config.output,
     execute: config.execute as Internal.Executor,
     toModelOutput: config.toModelOutput as Internal.Projector | undefined,
-  })
+  }, inputSchema)
   return tool
 }
 

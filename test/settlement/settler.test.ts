@@ -5,7 +5,11 @@ import { Registry } from "../../src/registry/registry"
 import { Settler } from "../../src/settlement/settler"
 import { Store } from "../../src/store/store"
 import { Tool } from "../../src/tool/tool"
+import { Database } from "bun:sqlite"
+import { hostname } from "node:os"
+import { join } from "node:path"
 import * as Kernel from "../support/kernel"
+import { tempDir } from "../support/temp"
 
 const settleOnce = (name: string, input: unknown, overrides: Partial<Settler.Call> = {}) =>
   Effect.gen(function* () {
@@ -75,6 +79,25 @@ describe("Settler: codec boundary", () => {
         expect(settlement.content).toEqual([{ type: "text", text: settlement.error!.message }])
         const missing = yield* settleOnce("weather", {})
         expect(missing.error?.message).toContain("city: Missing key")
+      }),
+    ))
+
+  test("keys the input schema does not know are refused, not silently dropped", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        let ran = false
+        yield* register({
+          search: Tool.make({
+            description: "s",
+            input: Schema.Struct({ query: Schema.String, limit: Schema.optionalKey(Schema.Finite) }),
+            output: Schema.String,
+            execute: () => Effect.sync(() => ((ran = true), "")),
+          }),
+        })
+        const settlement = yield* settleOnce("search", { query: "x", limt: 5 })
+        expect(ran).toBe(false)
+        expect(settlement.error?.kind).toBe("invalid_input")
+        expect(settlement.error?.message).toContain("limt")
       }),
     ))
 
@@ -204,7 +227,7 @@ describe("Settler: failure semantics", () => {
       }),
     ))
 
-  test("a defect is an operational failure, never a result, and leaves the call unsettled", () =>
+  test("a defect is an operational failure, never a result, and the call replays as interrupted", () =>
     Kernel.run(
       Effect.gen(function* () {
         yield* register({
@@ -230,7 +253,12 @@ describe("Settler: failure semantics", () => {
           const exit = yield* Effect.exit(turn.settle(call))
           expect(exit._tag).toBe("Failure")
           expect(String(exit._tag === "Failure" && exit.cause)).toMatch(/kaboom|thrown synchronously/)
-          expect(yield* store.lookup(call)).toEqual({ state: "started", tool: name })
+          // Recorded as failed, so a retry replays it honestly instead of running the tool again.
+          expect(yield* store.lookup(call)).toEqual({ state: "failed", tool: name, reason: expect.stringMatching(/kaboom|thrown synchronously/) })
+          const replay = yield* turn.settle(call)
+          expect(replay.replayed).toBe(true)
+          expect(replay.settlement.error?.kind).toBe("interrupted")
+          expect(replay.settlement.error?.message).toContain("ran but could not be settled")
         }
       }),
     ))
@@ -381,20 +409,67 @@ describe("Settler: at most once", () => {
       }),
     ))
 
-  test("a call found started but never settled replays as interrupted and never runs again", () =>
+  test("a call begun by a process that died replays as interrupted and never runs again", async () => {
+    const dataDir = tempDir()
+    let runs = 0
+    const tool = Tool.make({ description: "e", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.sync(() => String(++runs)) })
+    const call = Kernel.call("effectful", {})
+    // As if another core began this call and died mid-call (an owner that no longer exists).
+    await Kernel.run(Effect.void, { dataDir, durable: true })
+    const db = new Database(join(dataDir, "core.db"))
+    db.run(
+      "INSERT INTO settlements (session_id, call_id, tool, state, owner, started_at) VALUES (?, ?, 'effectful', 'started', ?, 0)",
+      [call.sessionID, call.toolCallID, `${hostname()}:999999999:1`],
+    )
+    db.close()
+    const { settlement, replayed } = await Kernel.run(
+      Effect.gen(function* () {
+        yield* register({ effectful: tool })
+        return yield* (yield* (yield* Settler.Service).materialize()).settle(call)
+      }),
+      { dataDir, durable: true },
+    )
+    expect(runs).toBe(0)
+    expect(replayed).toBe(true)
+    expect(settlement.error?.kind).toBe("interrupted")
+    expect(settlement.error?.message).toContain("may or may not have taken effect")
+  })
+
+  test("a call still running in another live process is waited for, not run again", () =>
     Kernel.run(
       Effect.gen(function* () {
         let runs = 0
         yield* register({
-          effectful: Tool.make({ description: "e", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.sync(() => String(++runs)) }),
+          once: Tool.make({ description: "o", input: Schema.Struct({}), output: Schema.Finite, execute: () => Effect.sync(() => ++runs) }),
         })
-        const call = Kernel.call("effectful", {})
-        yield* (yield* Store.Service).begin(call, "effectful") // as if core died mid-call
-        const { settlement, replayed } = yield* (yield* (yield* Settler.Service).materialize()).settle(call)
+        const store = yield* Store.Service
+        const call = Kernel.call("once", {})
+        // Begun through the store directly: to this settler it is a call some other live settler is running.
+        yield* store.begin(call, "once")
+        const turn = yield* (yield* Settler.Service).materialize()
+        const waiting = yield* Effect.forkChild(turn.settle(call))
+        yield* Effect.yieldNow
+        const elsewhere = { tool: "once", callID: call.toolCallID, status: "success" as const, content: [], structured: 41, outputs: [] }
+        yield* store.complete(call, elsewhere)
+        const settled = yield* Fiber.join(waiting)
         expect(runs).toBe(0)
-        expect(replayed).toBe(true)
-        expect(settlement.error?.kind).toBe("interrupted")
-        expect(settlement.error?.message).toContain("may or may not have taken effect")
+        expect(settled).toEqual({ settlement: elsewhere, replayed: true })
+      }),
+      { durable: true },
+    ))
+
+  test("interrupting a caller that waits on another process's call leaves that call's record alone", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        const store = yield* Store.Service
+        const call = Kernel.call("elsewhere", {})
+        yield* store.begin(call, "elsewhere")
+        const turn = yield* (yield* Settler.Service).materialize()
+        const waiting = yield* Effect.forkChild(turn.settle(call))
+        yield* Effect.yieldNow
+        yield* Fiber.interrupt(waiting)
+        // The owner is still running it: the waiter must not record it cancelled.
+        expect(yield* store.lookup(call)).toEqual({ state: "started", tool: "elsewhere", owner: expect.any(String) })
       }),
     ))
 
@@ -425,7 +500,7 @@ describe("Settler: at most once", () => {
     ))
 
   test("recording is durable across restarts with the SQLite store", async () => {
-    const dataDir = (await import("../support/temp")).tempDir()
+    const dataDir = tempDir()
     let runs = 0
     const tool = Tool.make({ description: "d", input: Schema.Struct({}), output: Schema.Finite, execute: () => Effect.sync(() => ++runs) })
     const call = Kernel.call("durable", {})

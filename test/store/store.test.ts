@@ -5,6 +5,7 @@ import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { Settlement } from "../../src/settlement/settlement"
 import { SqliteStore } from "../../src/store/sqlite"
+import { Owner } from "../../src/store/owner"
 import { Store } from "../../src/store/store"
 import { tempDir } from "../support/temp"
 
@@ -38,7 +39,7 @@ for (const [name, make] of implementations) {
         const key = { sessionID: "s", toolCallID: "c" }
         expect(yield* store.begin(key, "echo")).toBe(true)
         expect(yield* store.begin(key, "other")).toBe(false)
-        expect(yield* store.lookup(key)).toEqual({ state: "started", tool: "echo" })
+        expect(yield* store.lookup(key)).toEqual({ state: "started", tool: "echo", owner: Owner.current })
       })))
 
     test("complete records the settlement exactly, begun or not", () =>
@@ -52,6 +53,30 @@ for (const [name, make] of implementations) {
         expect(yield* store.lookup(begun)).toEqual({ state: "settled", settlement: settlement("begun") })
         expect(yield* store.lookup(direct)).toEqual({ state: "settled", settlement: settlement("direct") })
         expect(yield* store.begin(direct, "echo")).toBe(false)
+      })))
+
+    test("the first settlement of a call is final", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        const key = { sessionID: "s", toolCallID: "c" }
+        yield* store.complete(key, settlement("first"))
+        yield* store.complete(key, settlement("second"))
+        expect(yield* store.lookup(key)).toEqual({ state: "settled", settlement: settlement("first") })
+      })))
+
+    test("fail marks a begun call failed with its reason, and never touches a settled one", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        const begun = { sessionID: "s", toolCallID: "begun" }
+        const settled = { sessionID: "s", toolCallID: "settled" }
+        yield* store.begin(begun, "echo")
+        yield* store.fail(begun, "disk full")
+        expect(yield* store.lookup(begun)).toEqual({ state: "failed", tool: "echo", reason: "disk full" })
+        yield* store.complete(settled, settlement("settled"))
+        yield* store.fail(settled, "late")
+        expect(yield* store.lookup(settled)).toEqual({ state: "settled", settlement: settlement("settled") })
+        yield* store.fail({ sessionID: "s", toolCallID: "unknown" }, "nothing")
+        expect(yield* store.lookup({ sessionID: "s", toolCallID: "unknown" })).toBeUndefined()
       })))
 
     test("calls are keyed by session and call id together", () =>

@@ -101,6 +101,34 @@ describe("Definition", () => {
     expect(Definition.of(tool, "when").inputSchema).toMatchObject({ properties: { when: { type: "string" } } })
   })
 
+  test("an input is always an object at the root that refuses unknown keys, as decoding does", () => {
+    const make = (input: Tool.Codec) =>
+      Tool.make({ description: "d", input, output: Schema.String, execute: () => Effect.succeed("") })
+    expect(Definition.of(make(Schema.Struct({})), "none").inputSchema).toEqual({
+      type: "object",
+      properties: {},
+      additionalProperties: false,
+    })
+    expect(Definition.of(make(Schema.Struct({ a: Schema.String })), "one").inputSchema).toMatchObject({
+      type: "object",
+      additionalProperties: false,
+    })
+    class Query extends Schema.Class<Query>("Query")({ text: Schema.String }) {}
+    const classInput = Definition.of(make(Query), "query").inputSchema
+    expect(classInput).toMatchObject({ type: "object", properties: { text: { type: "string" } }, required: ["text"] })
+    expect(classInput).not.toHaveProperty("$ref")
+  })
+
+  test("an input schema that is not an object is refused when the tool is made", () => {
+    const make = (input: Tool.Codec) => () =>
+      Tool.make({ description: "d", input, output: Schema.String, execute: () => Effect.succeed("") })
+    expect(make(Schema.String)).toThrow(/JSON object/)
+    expect(make(Schema.Array(Schema.String))).toThrow(/JSON object/)
+    expect(make(Schema.Union([Schema.Struct({ a: Schema.String }), Schema.Struct({ b: Schema.String })]))).toThrow(
+      /JSON object/,
+    )
+  })
+
   test("yields the identical, frozen definition for a name every time", () => {
     const tool = echo()
     const first = Definition.of(tool, "echo")

@@ -1,0 +1,462 @@
+// `core exec` end to end (DESIGN §2 laws 2, 3, 8, 12; §5; §6): the compiled binary settling calls to tool files
+// in temp Locations that have no node_modules, so `@core/tool` and `effect` come from the binary itself.
+
+import { describe, expect, test } from "bun:test"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { core, exec, IMPORTS, RAN, runs, sandbox, settlementOf, start } from "./fixture"
+
+const ECHO = `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "Echo text back",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.sync(() => {
+    ran("echo")
+    return input.text
+  }),
+})
+`
+
+describe("a successful call", () => {
+  test("prints the settlement JSON with the string output as one text part and as structured, and exits 0", async () => {
+    const box = sandbox({ "tools/echo.ts": ECHO })
+    const result = await exec(box, "echo", { text: "hi" }, ["--call", "call_01"])
+    expect(result.code).toBe(0)
+    expect(result.stderr).toBe("")
+    expect(settlementOf(result)).toEqual({
+      tool: "echo",
+      callID: "call_01",
+      status: "success",
+      content: [{ type: "text", text: "hi" }],
+      structured: "hi",
+      outputs: [],
+    })
+  })
+
+  test("runs execute on the decoded input and reports the encoded output, projected by toModelOutput", async () => {
+    const box = sandbox({
+      "tools/later.ts": `${IMPORTS}
+export default Tool.make({
+  description: "Move a time forward by a day and a count up by one",
+  input: Schema.Struct({ at: Schema.DateFromString, count: Schema.NumberFromString }),
+  output: Schema.Struct({
+    next: Schema.DateFromString,
+    count: Schema.NumberFromString,
+    seen: Schema.Array(Schema.String),
+  }),
+  execute: (input) =>
+    Effect.succeed({
+      next: new Date(input.at.getTime() + 86_400_000),
+      count: input.count + 1,
+      seen: [input.at instanceof Date ? "at is a Date" : "at is " + typeof input.at, "count is " + typeof input.count],
+    }),
+  toModelOutput: (output) => \`next is \${typeof output.next} \${output.next}; count is \${typeof output.count} \${output.count}\`,
+})
+`,
+    })
+    const result = await exec(box, "later", { at: "2024-01-02T03:04:05.000Z", count: "41" })
+    expect(result.code).toBe(0)
+    const settlement = settlementOf(result)
+    expect(settlement.status).toBe("success")
+    expect(settlement.content).toEqual([
+      { type: "text", text: "next is string 2024-01-03T03:04:05.000Z; count is string 42" },
+    ])
+    expect(settlement.structured).toEqual({
+      next: "2024-01-03T03:04:05.000Z",
+      count: "42",
+      seen: ["at is a Date", "count is number"],
+    })
+    expect(settlement.outputs).toEqual([])
+  })
+
+  test("renders a structured output without toModelOutput as JSON text", async () => {
+    const box = sandbox({
+      "tools/pair.ts": `${IMPORTS}
+export default Tool.make({
+  description: "Make a pair",
+  input: Schema.Struct({ left: Schema.String, right: Schema.Finite }),
+  output: Schema.Struct({ left: Schema.String, right: Schema.Finite }),
+  execute: (input) => Effect.succeed({ left: input.left, right: input.right }),
+})
+`,
+    })
+    const settlement = settlementOf(await exec(box, "pair", { left: "a", right: 2 }))
+    expect(settlement.structured).toEqual({ left: "a", right: 2 })
+    expect(settlement.content).toHaveLength(1)
+    const part = settlement.content[0]!
+    expect(part.type).toBe("text")
+    expect(JSON.parse(part.type === "text" ? part.text : "")).toEqual({ left: "a", right: 2 })
+  })
+})
+
+describe("the call context", () => {
+  const CONTEXT = `${IMPORTS}
+export default Tool.make({
+  description: "Report the ids of the call's context",
+  input: Schema.Struct({}),
+  output: Schema.Struct({
+    sessionID: Schema.String,
+    agent: Schema.String,
+    assistantMessageID: Schema.String,
+    toolCallID: Schema.String,
+    keys: Schema.Array(Schema.String),
+  }),
+  execute: (_, context) =>
+    Effect.succeed({
+      sessionID: context.sessionID,
+      agent: context.agent,
+      assistantMessageID: context.assistantMessageID,
+      toolCallID: context.toolCallID,
+      keys: Object.keys(context).sort(),
+    }),
+})
+`
+
+  test("carries --session, --message, --call and --agent to the tool exactly, and nothing but the ids and progress", async () => {
+    const box = sandbox({ "tools/context.ts": CONTEXT })
+    const ids = ["--session", "ses A/1", "--message", "msg-é", "--call", "call 7", "--agent", "plan"]
+    const result = await exec(box, "context", {}, ids)
+    expect(result.code).toBe(0)
+    const settlement = settlementOf(result)
+    expect(settlement.callID).toBe("call 7")
+    expect(settlement.structured).toEqual({
+      sessionID: "ses A/1",
+      agent: "plan",
+      assistantMessageID: "msg-é",
+      toolCallID: "call 7",
+      keys: ["agent", "assistantMessageID", "progress", "sessionID", "toolCallID"],
+    })
+  })
+
+  test("defaults to fresh unique ids and the agent build", async () => {
+    const box = sandbox({ "tools/context.ts": CONTEXT })
+    const first = settlementOf(await exec(box, "context", {}))
+    const second = settlementOf(await exec(box, "context", {}))
+    type Ids = { sessionID: string; agent: string; assistantMessageID: string; toolCallID: string }
+    const a = first.structured as Ids
+    const b = second.structured as Ids
+    expect(a.agent).toBe("build")
+    expect(b.agent).toBe("build")
+    expect(first.callID).toBe(a.toolCallID)
+    expect(second.callID).toBe(b.toolCallID)
+    const all = [a.sessionID, a.assistantMessageID, a.toolCallID, b.sessionID, b.assistantMessageID, b.toolCallID]
+    for (const id of all) expect(id.length).toBeGreaterThan(8)
+    expect(new Set(all).size).toBe(all.length)
+  })
+})
+
+describe("model-visible errors", () => {
+  const FRAGILE = `${IMPORTS}${RAN}
+export const refuse = Tool.make({
+  description: "Always refuses",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.fail(new Tool.Failure({ message: "The gate is closed. Open it first." })),
+})
+
+export const lies = Tool.make({
+  description: "Promises a number, returns text",
+  input: Schema.Struct({}),
+  output: Schema.Struct({ total: Schema.Finite }),
+  execute: () => Effect.succeed({ total: "many" } as never),
+})
+
+export const scrambled = Tool.make({
+  description: "Projects into something that is not content",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.succeed("fine"),
+  toModelOutput: () => [{ type: "video", frames: 3 }] as never,
+})
+
+export const plot = Tool.make({
+  description: "Plot a labelled point",
+  input: Schema.Struct({ label: Schema.String, point: Schema.Struct({ x: Schema.Finite, y: Schema.Finite }) }),
+  output: Schema.String,
+  execute: (input) => Effect.sync(() => {
+    ran("plot")
+    return input.label
+  }),
+})
+`
+
+  test("a Tool.Failure settles as an error of kind failure carrying its message, and exits 1", async () => {
+    const box = sandbox({ "tools/fragile.ts": FRAGILE })
+    const result = await exec(box, "fragile_refuse", {}, ["--call", "call_refuse"])
+    expect(result.code).toBe(1)
+    expect(settlementOf(result)).toEqual({
+      tool: "fragile_refuse",
+      callID: "call_refuse",
+      status: "error",
+      content: [{ type: "text", text: "The gate is closed. Open it first." }],
+      structured: null,
+      error: { kind: "failure", message: "The gate is closed. Open it first." },
+      outputs: [],
+    })
+  })
+
+  test("schema-invalid input settles as invalid_input naming each field path and expectation, and the tool never runs", async () => {
+    const box = sandbox({ "tools/fragile.ts": FRAGILE })
+    const result = await exec(box, "fragile_plot", { point: { x: "north", y: 2 } })
+    expect(result.code).toBe(1)
+    const settlement = settlementOf(result)
+    expect(settlement.status).toBe("error")
+    expect(settlement.error?.kind).toBe("invalid_input")
+    expect(settlement.error?.message).toContain('point.x: Expected number, got "north"')
+    expect(settlement.error?.message).toContain("label: Missing key")
+    expect(settlement.structured).toBeNull()
+    expect(runs(box, "plot")).toBe(0)
+
+    const valid = await exec(box, "fragile_plot", { label: "home", point: { x: 1, y: 2 } })
+    expect(valid.code).toBe(0)
+    expect(runs(box, "plot")).toBe(1)
+  })
+
+  test("a call to an unknown tool settles as unknown and suggests the nearest names", async () => {
+    const weather = `${IMPORTS}
+export default Tool.make({
+  description: "Tell the weather",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.succeed("sunny"),
+})
+`
+    const box = sandbox({ "tools/weather.ts": weather, "tools/clock.ts": weather })
+    const result = await exec(box, "wether", {})
+    expect(result.code).toBe(1)
+    const settlement = settlementOf(result)
+    expect(settlement.tool).toBe("wether")
+    expect(settlement.error?.kind).toBe("unknown")
+    expect(settlement.error?.message).toContain('"wether"')
+    expect(settlement.error?.message).toContain("weather")
+    expect(settlement.error?.message).not.toContain("clock")
+  })
+
+  test("an output that does not match the output schema settles as invalid_output, never as success", async () => {
+    const box = sandbox({ "tools/fragile.ts": FRAGILE })
+    const result = await exec(box, "fragile_lies", {})
+    expect(result.code).toBe(1)
+    const settlement = settlementOf(result)
+    expect(settlement.status).toBe("error")
+    expect(settlement.error?.kind).toBe("invalid_output")
+    expect(settlement.error?.message).toContain("total")
+    expect(settlement.error?.message).toContain('Expected number, got "many"')
+    expect(settlement.content).toEqual([{ type: "text", text: settlement.error!.message }])
+    expect(settlement.structured).toBeNull()
+  })
+
+  test("a toModelOutput that returns parts other than text or file settles as invalid_output", async () => {
+    const box = sandbox({ "tools/fragile.ts": FRAGILE })
+    const result = await exec(box, "fragile_scrambled", {})
+    expect(result.code).toBe(1)
+    expect(settlementOf(result).error?.kind).toBe("invalid_output")
+  })
+})
+
+describe("the input", () => {
+  test("--input - reads the JSON object from stdin", async () => {
+    const box = sandbox({ "tools/echo.ts": ECHO })
+    const result = await core(box, ["exec", "echo", "--input", "-", "--location", box.location], {
+      stdin: '{\n  "text": "from stdin ✓"\n}\n',
+    })
+    expect(result.code).toBe(0)
+    expect(settlementOf(result).structured).toBe("from stdin ✓")
+  })
+
+  test("the Location defaults to the current directory", async () => {
+    const box = sandbox({ "tools/echo.ts": ECHO })
+    const result = await core(box, ["exec", "echo", "--input", '{"text":"here"}'], { cwd: box.location })
+    expect(result.code).toBe(0)
+    expect(settlementOf(result).structured).toBe("here")
+  })
+})
+
+describe("usage errors exit 2 with a message on stderr, nothing on stdout, and run nothing", () => {
+  const cases: ReadonlyArray<{ readonly name: string; readonly args: (location: string) => Array<string>; readonly says: ReadonlyArray<string> }> = [
+    {
+      name: "--input that is not JSON, with the line and column",
+      args: (location) => ["exec", "echo", "--input", '{\n  "text": oops\n}', "--location", location],
+      says: ["--input is not valid JSON", "line 2, column 11"],
+    },
+    {
+      name: "--input that is an array",
+      args: (location) => ["exec", "echo", "--input", '["hi"]', "--location", location],
+      says: ["must be a JSON object", "array"],
+    },
+    {
+      name: "--input that is a number",
+      args: (location) => ["exec", "echo", "--input", "42", "--location", location],
+      says: ["must be a JSON object", "number"],
+    },
+    {
+      name: "--input that is null",
+      args: (location) => ["exec", "echo", "--input", "null", "--location", location],
+      says: ["must be a JSON object", "null"],
+    },
+    {
+      name: "a missing --input",
+      args: (location) => ["exec", "echo", "--location", location],
+      says: ["--input JSON is required"],
+    },
+    {
+      name: "an unknown flag",
+      args: (location) => ["exec", "echo", "--input", "{}", "--frobnicate", "--location", location],
+      says: ["--frobnicate"],
+    },
+    {
+      name: "a missing NAME",
+      args: (location) => ["exec", "--input", "{}", "--location", location],
+      says: ["NAME is required"],
+    },
+    {
+      name: "an unexpected extra argument",
+      args: (location) => ["exec", "echo", "extra", "--input", "{}", "--location", location],
+      says: ['unexpected argument "extra"'],
+    },
+    {
+      name: "a --location that does not exist",
+      args: (location) => ["exec", "echo", "--input", "{}", "--location", join(location, "missing")],
+      says: ["missing", "does not exist"],
+    },
+    {
+      name: "a --location that is a file",
+      args: (location) => ["exec", "echo", "--input", "{}", "--location", join(location, "tools/echo.ts")],
+      says: ["tools/echo.ts", "is not a directory"],
+    },
+  ]
+
+  for (const { name, args, says } of cases) {
+    test(name, async () => {
+      const box = sandbox({ "tools/echo.ts": ECHO })
+      const result = await core(box, args(box.location))
+      expect(result.code).toBe(2)
+      expect(result.stdout).toBe("")
+      expect(result.stderr).toContain("core exec")
+      for (const text of says) expect(result.stderr).toContain(text)
+      expect(runs(box, "echo")).toBe(0)
+    })
+  }
+})
+
+describe("defects", () => {
+  const BROKEN = `${IMPORTS}${RAN}
+export const throws = Tool.make({
+  description: "Throws instead of failing",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => {
+    ran("throws")
+    throw new Error("disk on fire while throwing")
+  },
+})
+
+export const dies = Tool.make({
+  description: "Dies inside its effect",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () =>
+    Effect.sync(() => ran("dies")).pipe(Effect.andThen(Effect.die(new Error("invariant broken while dying")))),
+})
+`
+
+  for (const [tool, defect] of [
+    ["throws", "disk on fire while throwing"],
+    ["dies", "invariant broken while dying"],
+  ] as const) {
+    test(`a tool that ${tool} exits 3 with the defect on stderr, and the same call then replays as interrupted without running`, async () => {
+      const box = sandbox({ "tools/broken.ts": BROKEN })
+      const ids = ["--session", "ses_defect", "--call", `call_${tool}`]
+      const first = await exec(box, `broken_${tool}`, {}, ids)
+      expect(first.code).toBe(3)
+      expect(first.stdout).toBe("")
+      expect(first.stderr).toContain(defect)
+      expect(runs(box, tool)).toBe(1)
+
+      const again = await exec(box, `broken_${tool}`, {}, ids)
+      expect(again.code).toBe(1)
+      const settlement = settlementOf(again)
+      expect(settlement.callID).toBe(`call_${tool}`)
+      expect(settlement.status).toBe("error")
+      expect(settlement.error?.kind).toBe("interrupted")
+      expect(settlement.error?.message).toContain(`broken_${tool}`)
+      expect(runs(box, tool)).toBe(1)
+    })
+  }
+})
+
+describe("at most once", () => {
+  test("settling the same session and call twice runs the tool once and prints the identical settlement", async () => {
+    const box = sandbox({ "tools/echo.ts": ECHO })
+    const ids = ["--session", "ses_once", "--call", "call_once"]
+    const first = await exec(box, "echo", { text: "first" }, ids)
+    const second = await exec(box, "echo", { text: "second" }, ids)
+    expect(first.code).toBe(0)
+    expect(second.code).toBe(0)
+    expect(second.stdout).toBe(first.stdout)
+    expect(settlementOf(second).structured).toBe("first")
+    expect(runs(box, "echo")).toBe(1)
+  })
+
+  test("a call is identified by session and call id together", async () => {
+    const box = sandbox({ "tools/echo.ts": ECHO })
+    await exec(box, "echo", { text: "a" }, ["--session", "ses_1", "--call", "call_1"])
+    const otherCall = await exec(box, "echo", { text: "b" }, ["--session", "ses_1", "--call", "call_2"])
+    const otherSession = await exec(box, "echo", { text: "c" }, ["--session", "ses_2", "--call", "call_1"])
+    expect(settlementOf(otherCall).structured).toBe("b")
+    expect(settlementOf(otherSession).structured).toBe("c")
+    expect(runs(box, "echo")).toBe(3)
+  })
+
+  test("a second process settling a call that is still running never reports an outcome other than the recorded one", async () => {
+    const box = sandbox({
+      "tools/gate.ts": `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "Waits until its standard input closes",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: (_, context) =>
+    Effect.gen(function* () {
+      ran("gate")
+      yield* context.progress({ message: "waiting for stdin" })
+      yield* Effect.promise(() => Bun.stdin.text())
+      return "released"
+    }),
+})
+`,
+    })
+    const args = ["exec", "gate", "--input", "{}", "--location", box.location, "--session", "ses_race", "--call", "call_race"]
+    const running = await start(box, args)
+    await running.stderrContains("progress: waiting for stdin\n")
+    const second = await start(box, args)
+    second.child.stdin.end()
+    // Release the first while the second is starting up: whichever order they meet the store in, the second must
+    // wait for or replay the first's settlement (the waiting itself is pinned down in the settlement tests).
+    running.child.stdin.end()
+    const [first, meanwhile] = await Promise.all([running.finished(), second.finished()])
+    const later = await core(box, args)
+
+    expect(first.code).toBe(0)
+    expect(settlementOf(first).structured).toBe("released")
+    expect(runs(box, "gate")).toBe(1)
+    // Whatever the second process says must be what the call is recorded as, and every replay must agree.
+    expect(settlementOf(later)).toEqual(settlementOf(first))
+    expect(settlementOf(meanwhile)).toEqual(settlementOf(first))
+  })
+})
+
+describe("the settlement store", () => {
+  test("a data directory that cannot hold the store is an operational failure: exit 3 naming the path", async () => {
+    const box = sandbox({ "tools/echo.ts": ECHO })
+    const blocked = join(box.data, "not-a-directory")
+    writeFileSync(blocked, "")
+    const result = await core(
+      { ...box, env: { ...box.env, CORE_DATA_DIR: blocked } },
+      ["exec", "echo", "--input", '{"text":"x"}', "--location", box.location],
+    )
+    expect(result.code).toBe(3)
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toContain(blocked)
+    expect(runs(box, "echo")).toBe(0)
+  })
+})

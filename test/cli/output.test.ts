@@ -1,0 +1,240 @@
+// Bounding and managed outputs end to end (DESIGN §2 law 10, §5 `outputs`, §6 `core output`, §9 bounds): an
+// oversized output comes back as a bounded preview plus a reference, and `core output` gives back every byte.
+
+import { describe, expect, test } from "bun:test"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { binary } from "../support/binary"
+import { core, exec, IMPORTS, RAN, runs, sandbox, settlementOf, type Sandbox } from "./fixture"
+
+const MAX_LINES = 2_000
+const MAX_BYTES = 51_200
+const LINE_COUNT = 400_000
+/** Multi-byte filler, so the byte bound is measured in UTF-8 and not in characters. */
+const FILL = "αβγ-δ€😀 ".repeat(7)
+
+const lineOf = (n: number) => `line ${n} ${FILL}`
+const bigText = () => Array.from({ length: LINE_COUNT }, (_, index) => lineOf(index + 1)).join("\n")
+
+const TOOLS = `${IMPORTS}${RAN}
+const FILL = ${JSON.stringify(FILL)}
+
+export const lines = Tool.make({
+  description: "Return many numbered lines",
+  input: Schema.Struct({ count: Schema.Finite }),
+  output: Schema.String,
+  execute: (input) => Effect.sync(() => {
+    ran("lines")
+    return Array.from({ length: input.count }, (_, index) => \`line \${index + 1} \${FILL}\`).join("\\n")
+  }),
+})
+
+export const block = Tool.make({
+  description: "Return lines of a given width",
+  input: Schema.Struct({ lines: Schema.Finite, width: Schema.Finite }),
+  output: Schema.String,
+  execute: (input) => Effect.succeed(Array.from({ length: input.lines }, () => "y".repeat(input.width)).join("\\n")),
+})
+
+export const table = Tool.make({
+  description: "Return a large structured table",
+  input: Schema.Struct({ rows: Schema.Finite }),
+  output: Schema.Struct({ rows: Schema.Array(Schema.Struct({ id: Schema.Finite, name: Schema.String })) }),
+  execute: (input) =>
+    Effect.succeed({ rows: Array.from({ length: input.rows }, (_, id) => ({ id, name: "row " + id })) }),
+})
+`
+
+/** Runs `core output ID` and returns its exit code and raw stdout bytes. */
+const outputBytes = async (box: Sandbox, id: string) => {
+  const child = Bun.spawn([await binary(), "output", id], {
+    env: { ...process.env, ...box.env },
+    stdout: "pipe",
+    stderr: "pipe",
+  })
+  const [code, stdout, stderr] = await Promise.all([
+    child.exited,
+    new Response(child.stdout).arrayBuffer(),
+    new Response(child.stderr).text(),
+  ])
+  return { code, stdout: new Uint8Array(stdout), stderr }
+}
+
+const sha256 = (data: string | Uint8Array) => new Bun.CryptoHasher("sha256").update(data).digest("hex")
+
+const countBreaks = (text: string) => text.split("\n").length - 1
+
+describe("an oversized text output", () => {
+  test("is bounded to a head-and-tail preview with a marker, kept in full, and printed back byte for byte by core output", async () => {
+    const box = sandbox({ "tools/big.ts": TOOLS })
+    const expected = Buffer.from(bigText(), "utf8")
+    expect(expected.length).toBeGreaterThan(35_000_000)
+
+    const result = await exec(box, "big_lines", { count: LINE_COUNT })
+    expect(result.code).toBe(0)
+    const settlement = settlementOf(result)
+    expect(settlement.status).toBe("success")
+    expect(runs(box, "lines")).toBe(1)
+
+    // One reference, to the complete output.
+    expect(settlement.outputs).toHaveLength(1)
+    const { id, bytes } = settlement.outputs[0]!
+    expect(bytes).toBe(expected.length)
+
+    // One text part within both bounds, in UTF-8 bytes.
+    expect(settlement.content).toHaveLength(1)
+    const part = settlement.content[0]!
+    if (part.type !== "text") throw new Error(`expected a text part, got ${part.type}`)
+    const preview = part.text
+    expect(Buffer.byteLength(preview, "utf8")).toBeLessThanOrEqual(MAX_BYTES)
+    expect(preview.split("\n").length).toBeLessThanOrEqual(MAX_LINES)
+    expect(Buffer.byteLength(preview, "utf8")).toBeGreaterThan(MAX_BYTES / 2)
+
+    // Head and tail are the text's own first and last lines.
+    expect(preview.startsWith(`${lineOf(1)}\n${lineOf(2)}\n`)).toBe(true)
+    expect(preview.endsWith(`\n${lineOf(LINE_COUNT - 1)}\n${lineOf(LINE_COUNT)}`)).toBe(true)
+
+    // The marker says what was left out, where the rest is, and how to read it.
+    const marker = /(\d+) lines \((\d+) of (\d+) bytes\) omitted/.exec(preview)
+    expect(marker).not.toBeNull()
+    const [, omittedLines, omittedBytes, totalBytes] = marker!.map(Number)
+    expect(totalBytes).toBe(expected.length)
+    expect(preview).toContain(id)
+    expect(preview).toContain(`core output ${id}`)
+
+    // What the preview shows plus what it says it omitted is exactly the whole text.
+    const text = expected.toString("utf8")
+    const head = preview.slice(0, preview.indexOf("\n\n[…"))
+    const tail = preview.slice(preview.indexOf("]\n\n", head.length) + 3)
+    expect(text.startsWith(head)).toBe(true)
+    expect(text.endsWith(tail)).toBe(true)
+    expect(omittedBytes).toBe(expected.length - Buffer.byteLength(head) - Buffer.byteLength(tail))
+    const omitted = text.slice(head.length, text.length - tail.length)
+    expect(Math.abs(omittedLines! - countBreaks(omitted))).toBeLessThanOrEqual(1)
+
+    // The structured string is bounded the same way and refers to the same kept output.
+    expect(typeof settlement.structured).toBe("string")
+    expect(Buffer.byteLength(settlement.structured as string, "utf8")).toBeLessThanOrEqual(MAX_BYTES)
+    expect(settlement.structured as string).toContain(id)
+
+    const printed = await outputBytes(box, id)
+    expect(printed.code).toBe(0)
+    expect(printed.stdout.length).toBe(expected.length)
+    expect(sha256(printed.stdout)).toBe(sha256(expected))
+  })
+
+  test("an oversized structured output is kept once and core output prints the whole JSON", async () => {
+    const box = sandbox({ "tools/big.ts": TOOLS })
+    const result = await exec(box, "big_table", { rows: 20_000 })
+    expect(result.code).toBe(0)
+    const settlement = settlementOf(result)
+    expect(settlement.outputs).toHaveLength(1)
+    const part = settlement.content[0]!
+    if (part.type !== "text") throw new Error(`expected a text part, got ${part.type}`)
+    expect(Buffer.byteLength(part.text, "utf8")).toBeLessThanOrEqual(MAX_BYTES)
+    expect(part.text.split("\n").length).toBeLessThanOrEqual(MAX_LINES)
+    expect(Buffer.byteLength(JSON.stringify(settlement.structured), "utf8")).toBeLessThanOrEqual(MAX_BYTES + 1_024)
+
+    const printed = await outputBytes(box, settlement.outputs[0]!.id)
+    expect(printed.code).toBe(0)
+    expect(printed.stdout.length).toBe(settlement.outputs[0]!.bytes)
+    const whole = JSON.parse(new TextDecoder().decode(printed.stdout)) as { rows: Array<{ id: number; name: string }> }
+    expect(whole.rows).toHaveLength(20_000)
+    expect(whole.rows[19_999]).toEqual({ id: 19_999, name: "row 19999" })
+  })
+})
+
+describe("the bounds", () => {
+  const cases = [
+    { name: `${MAX_LINES} lines fit`, lines: MAX_LINES, width: 1, bounded: false },
+    { name: `${MAX_LINES + 1} lines are bounded`, lines: MAX_LINES + 1, width: 1, bounded: true },
+    { name: `${MAX_BYTES} bytes fit`, lines: 1, width: MAX_BYTES, bounded: false },
+    { name: `${MAX_BYTES + 1} bytes are bounded`, lines: 1, width: MAX_BYTES + 1, bounded: true },
+  ]
+  for (const { name, lines, width, bounded } of cases) {
+    test(name, async () => {
+      const box = sandbox({ "tools/big.ts": TOOLS })
+      const settlement = settlementOf(await exec(box, "big_block", { lines, width }))
+      const full = Array.from({ length: lines }, () => "y".repeat(width)).join("\n")
+      expect(settlement.status).toBe("success")
+      if (bounded) {
+        expect(settlement.outputs).toHaveLength(1)
+        expect(settlement.outputs[0]!.bytes).toBe(Buffer.byteLength(full))
+        expect(settlement.content).not.toEqual([{ type: "text", text: full }])
+      } else {
+        expect(settlement.outputs).toEqual([])
+        expect(settlement.content).toEqual([{ type: "text", text: full }])
+        expect(settlement.structured).toBe(full)
+      }
+    })
+  }
+})
+
+describe("core output", () => {
+  test("an unknown id exits 1 with a message naming it", async () => {
+    const box = sandbox()
+    const result = await core(box, ["output", "out_zzzzzzzzz_0000000000000000"])
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toContain("out_zzzzzzzzz_0000000000000000")
+  })
+
+  test("a malformed id exits 1 with a message, and never reads outside the outputs directory", async () => {
+    const box = sandbox()
+    writeFileSync(join(box.data, "core.db.secret"), "not an output")
+    for (const id of ["garbage", "../core.db.secret", "out_../../etc/passwd"]) {
+      const result = await core(box, ["output", id])
+      expect(result.code).toBe(1)
+      expect(result.stdout).toBe("")
+      expect(result.stderr).toContain(id)
+    }
+  })
+
+  test("a missing id is a usage error", async () => {
+    const result = await core(sandbox(), ["output"])
+    expect(result.code).toBe(2)
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toContain("ID is required")
+  })
+})
+
+describe("retention failure", () => {
+  test("when the full output cannot be kept, exec exits 3 naming the path and the OS error, and reports no success", async () => {
+    const box = sandbox({ "tools/big.ts": TOOLS })
+    // Tests run as root, where permissions do not block writes: a file where the directory belongs does.
+    writeFileSync(join(box.data, "outputs"), "")
+    const result = await exec(box, "big_lines", { count: 5_000 })
+    expect(result.code).toBe(3)
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toContain(join(box.data, "outputs"))
+    expect(result.stderr).toContain("EEXIST")
+  })
+
+  test("an output small enough to need no retention still succeeds with the same data directory", async () => {
+    const box = sandbox({ "tools/big.ts": TOOLS })
+    writeFileSync(join(box.data, "outputs"), "")
+    const result = await exec(box, "big_lines", { count: 3 })
+    expect(result.code).toBe(0)
+    expect(settlementOf(result).outputs).toEqual([])
+  })
+
+  test("a data directory that does not exist yet is created when an output must be kept", async () => {
+    const box = sandbox({ "tools/big.ts": TOOLS })
+    const nested = join(box.data, "deeper", "still")
+    mkdirSync(join(box.data, "deeper"))
+    const result = await core({ ...box, env: { ...box.env, CORE_DATA_DIR: nested } }, [
+      "exec",
+      "big_lines",
+      "--input",
+      '{"count":5000}',
+      "--location",
+      box.location,
+    ])
+    expect(result.code).toBe(0)
+    const settlement = settlementOf(result)
+    expect(settlement.outputs).toHaveLength(1)
+    const printed = await core({ ...box, env: { ...box.env, CORE_DATA_DIR: nested } }, ["output", settlement.outputs[0]!.id])
+    expect(printed.code).toBe(0)
+    expect(printed.stdout.endsWith(lineOf(5_000))).toBe(true)
+  })
+})

@@ -1,0 +1,60 @@
+// Interrupting `core exec` (DESIGN §2 law 8, §6 exit 130): SIGINT and SIGTERM cancel the running call, which
+// settles as `cancelled` and is recorded so, and progress reaches stderr as plain lines off a terminal.
+
+import { describe, expect, test } from "bun:test"
+import { exec, IMPORTS, RAN, runs, sandbox, settlementOf, start } from "./fixture"
+
+const WAIT = `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "Report progress, then wait forever",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: (_, context) =>
+    Effect.gen(function* () {
+      ran("wait")
+      yield* context.progress({ message: "connecting" })
+      yield* context.progress({ message: "still\\nwaiting", metadata: { step: 2 } })
+      return yield* Effect.never
+    }),
+})
+`
+
+describe("an interrupted call", () => {
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    test(`${signal} cancels it: exit 130, a cancelled settlement on stdout, and a replay that runs nothing`, async () => {
+      const box = sandbox({ "tools/wait.ts": WAIT })
+      const ids = ["--session", "ses_signal", "--call", `call_${signal}`]
+      const running = await start(box, ["exec", "wait", "--input", "{}", "--location", box.location, ...ids])
+      await running.stderrContains("progress: still waiting\n")
+      running.child.kill(signal)
+      const result = await running.finished()
+
+      expect(result.code).toBe(130)
+      expect(settlementOf(result)).toEqual({
+        tool: "wait",
+        callID: `call_${signal}`,
+        status: "cancelled",
+        content: [{ type: "text", text: expect.any(String) }],
+        structured: null,
+        outputs: [],
+      })
+
+      const replay = await exec(box, "wait", {}, ids)
+      expect(replay.code).toBe(130)
+      expect(settlementOf(replay).status).toBe("cancelled")
+      expect(runs(box, "wait")).toBe(1)
+    })
+  }
+
+  test("its progress updates appear on stderr as plain lines when stderr is not a terminal", async () => {
+    const box = sandbox({ "tools/wait.ts": WAIT })
+    const running = await start(box, ["exec", "wait", "--input", "{}", "--location", box.location])
+    await running.stderrContains("progress: still waiting\n")
+    running.child.kill("SIGINT")
+    const { stderr, stdout } = await running.finished()
+    expect(stderr).toContain("progress: connecting\nprogress: still waiting\n")
+    expect(stderr).not.toContain("\r")
+    expect(stderr).not.toContain("\x1b")
+    expect(stdout).not.toContain("progress")
+  })
+})

@@ -1,0 +1,189 @@
+// `core tools` end to end (DESIGN §6): the catalog a model would be offered, as a table or as definitions with
+// JSON Schema derived from each tool's Effect schemas.
+
+import { describe, expect, test } from "bun:test"
+import { join } from "node:path"
+import { core, IMPORTS, sandbox } from "./fixture"
+
+const plain = (description: string) => `Tool.make({
+  description: ${JSON.stringify(description)},
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.succeed(input.text),
+})`
+
+interface Definition {
+  readonly name: string
+  readonly description: string
+  readonly inputSchema: Record<string, any>
+  readonly outputSchema: Record<string, any>
+}
+
+const definitionsOf = (stdout: string) => JSON.parse(stdout) as Array<Definition>
+
+/** Location tools z, m, m_zz, m_aa (declared out of order) and the application tool b. */
+const catalog = () =>
+  sandbox(
+    {
+      "tools/z.ts": `${IMPORTS}export default ${plain("Last by name")}\n`,
+      "tools/m.ts": `${IMPORTS}
+export const zz = ${plain("Declared first")}
+export default ${plain("The middle one.\nIt has a second line the table leaves out.")}
+export const aa = ${plain("Declared last")}
+export const VERSION = "1.0"
+`,
+    },
+    { "tools/b.ts": `${IMPORTS}export default ${plain("From the application")}\n` },
+  )
+
+describe("core tools", () => {
+  test("prints one row per tool, in advertised order, with the first line of each description", async () => {
+    const box = catalog()
+    const result = await core(box, ["tools", "--location", box.location])
+    expect(result.code).toBe(0)
+    expect(result.stderr).toBe("")
+    const rows = result.stdout.trimEnd().split("\n")
+    expect(rows.map((row) => row.split(/\s+/)[0])).toEqual(["b", "m", "m_aa", "m_zz", "z"])
+    expect(rows[1]).toMatch(/^m\s+The middle one\.$/)
+    expect(rows[0]).toMatch(/^b\s+From the application$/)
+    expect(result.stdout).not.toContain("second line")
+  })
+
+  test("--json prints the definitions in the same order with exactly name, description, inputSchema and outputSchema", async () => {
+    const box = catalog()
+    const result = await core(box, ["tools", "--json", "--location", box.location])
+    expect(result.code).toBe(0)
+    const definitions = definitionsOf(result.stdout)
+    expect(definitions.map((definition) => definition.name)).toEqual(["b", "m", "m_aa", "m_zz", "z"])
+    for (const definition of definitions) {
+      expect(Object.keys(definition).sort()).toEqual(["description", "inputSchema", "name", "outputSchema"])
+    }
+    expect(definitions[1]!.description).toBe("The middle one.\nIt has a second line the table leaves out.")
+    expect(definitions[1]!.inputSchema).toMatchObject({
+      type: "object",
+      properties: { text: { type: "string" } },
+      required: ["text"],
+    })
+    expect(definitions[1]!.outputSchema).toEqual({ type: "string" })
+  })
+
+  test("derives JSON Schema from the wire side of the schemas, with annotations and optional keys", async () => {
+    const box = sandbox({
+      "tools/search.ts": `${IMPORTS}
+export default Tool.make({
+  description: "Search a file",
+  input: Schema.Struct({
+    path: Schema.String.annotate({ description: "File to search, relative to the project" }),
+    limit: Schema.optionalKey(Schema.Finite),
+    since: Schema.NumberFromString,
+    mode: Schema.Literals(["exact", "fuzzy"]),
+  }),
+  output: Schema.Array(Schema.Struct({ line: Schema.Finite, at: Schema.DateFromString })),
+  execute: () => Effect.succeed([]),
+})
+`,
+    })
+    const result = await core(box, ["tools", "--json", "--location", box.location])
+    expect(result.code).toBe(0)
+    const [search] = definitionsOf(result.stdout)
+    const input = search!.inputSchema
+    expect(input.type).toBe("object")
+    expect(input.properties.path).toMatchObject({ type: "string", description: "File to search, relative to the project" })
+    expect(input.properties.limit).toMatchObject({ type: "number" })
+    expect(input.properties.since).toMatchObject({ type: "string" })
+    expect(input.properties.mode.enum ?? input.properties.mode.anyOf?.map((branch: { const: string }) => branch.const)).toEqual([
+      "exact",
+      "fuzzy",
+    ])
+    expect([...input.required].sort()).toEqual(["mode", "path", "since"])
+    const output = search!.outputSchema
+    expect(output.type).toBe("array")
+    expect(output.items.properties.at).toMatchObject({ type: "string" })
+  })
+
+  test("puts a named schema used twice into $defs once and refers to it from both places", async () => {
+    const box = sandbox({
+      "tools/route.ts": `${IMPORTS}
+const Point = Schema.Struct({ x: Schema.Finite, y: Schema.Finite }).annotate({ identifier: "Point" })
+export default Tool.make({
+  description: "Plan a route between two points",
+  input: Schema.Struct({ from: Point, to: Point }),
+  output: Schema.String,
+  execute: () => Effect.succeed("straight ahead"),
+})
+`,
+    })
+    const result = await core(box, ["tools", "--json", "--location", box.location])
+    expect(result.code).toBe(0)
+    const [route] = definitionsOf(result.stdout)
+    const input = route!.inputSchema
+    expect(input.properties.from).toEqual({ $ref: "#/$defs/Point" })
+    expect(input.properties.to).toEqual({ $ref: "#/$defs/Point" })
+    expect(Object.keys(input.$defs)).toEqual(["Point"])
+    expect(input.$defs.Point).toMatchObject({
+      type: "object",
+      properties: { x: { type: "number" }, y: { type: "number" } },
+      required: ["x", "y"],
+    })
+  })
+
+  test("a tool that takes an empty input struct advertises an object input schema", async () => {
+    const box = sandbox({
+      "tools/now.ts": `${IMPORTS}
+export default Tool.make({
+  description: "The current time",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.succeed(new Date(0).toISOString()),
+})
+`,
+    })
+    const result = await core(box, ["tools", "--json", "--location", box.location])
+    expect(result.code).toBe(0)
+    const [now] = definitionsOf(result.stdout)
+    // Tool inputs are always JSON objects, and providers require an object schema for tool parameters.
+    expect(now!.inputSchema.type).toBe("object")
+  })
+
+  test("a Location without tools lists none: a hint in the table and [] with --json", async () => {
+    const box = sandbox()
+    const table = await core(box, ["tools", "--location", box.location])
+    expect(table.code).toBe(0)
+    expect(table.stdout).toContain(box.location)
+    expect(table.stdout).toContain("tools/")
+    const json = await core(box, ["tools", "--json", "--location", box.location])
+    expect(json.code).toBe(0)
+    expect(JSON.parse(json.stdout)).toEqual([])
+  })
+
+  test("the Location defaults to the current directory", async () => {
+    const box = catalog()
+    const result = await core(box, ["tools", "--json"], { cwd: box.location })
+    expect(result.code).toBe(0)
+    expect(definitionsOf(result.stdout).map((definition) => definition.name)).toContain("m_aa")
+  })
+
+  for (const { name, args, says } of [
+    { name: "an unknown flag", args: ["--verbose"], says: "--verbose" },
+    { name: "an unexpected argument", args: ["extra"], says: 'unexpected argument "extra"' },
+    { name: "a missing --location", args: ["--location", "/nonexistent/core-location"], says: "does not exist" },
+  ]) {
+    test(`${name} is a usage error: exit 2, a message on stderr, nothing on stdout`, async () => {
+      const box = catalog()
+      const extra = args[0] === "--location" ? [] : ["--location", box.location]
+      const result = await core(box, ["tools", ...args, ...extra])
+      expect(result.code).toBe(2)
+      expect(result.stdout).toBe("")
+      expect(result.stderr).toContain("core tools")
+      expect(result.stderr).toContain(says)
+    })
+  }
+
+  test("a --location that is a file is a usage error", async () => {
+    const box = catalog()
+    const result = await core(box, ["tools", "--location", join(box.location, "tools/z.ts")])
+    expect(result.code).toBe(2)
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toContain("is not a directory")
+  })
+})
