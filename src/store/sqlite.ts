@@ -86,6 +86,36 @@ const openError = (path: string, cause: unknown): Store.StoreError => {
   return new Store.StoreError({ reason: "open", path, message: `Could not open the settlement store ${path}: ${message}` })
 }
 
+type Row = {
+  state: "started" | "failed" | "settled"
+  tool: string
+  owner: string | null
+  reason: string | null
+  settlement: string | null
+}
+
+/** The statements the store runs, prepared once; preparing also checks the schema is the one expected. */
+const prepare = (db: Database) => ({
+  select: db.query<Row, [string, string]>(
+    "SELECT state, tool, owner, reason, settlement FROM settlements WHERE session_id = ? AND call_id = ?",
+  ),
+  insert: db.query(
+    "INSERT INTO settlements (session_id, call_id, tool, state, owner, started_at) " +
+      "VALUES (?, ?, ?, 'started', ?, ?) ON CONFLICT DO NOTHING",
+  ),
+  // The first settlement of a call is final: a later one never overwrites it.
+  upsert: db.query(
+    "INSERT INTO settlements (session_id, call_id, tool, state, settlement, settled_at) " +
+      "VALUES (?, ?, ?, 'settled', ?, ?) ON CONFLICT (session_id, call_id) DO UPDATE SET " +
+      "state = 'settled', settlement = excluded.settlement, settled_at = excluded.settled_at " +
+      "WHERE settlements.state != 'settled'",
+  ),
+  markFailed: db.query(
+    "UPDATE settlements SET state = 'failed', reason = ?, settled_at = ? " +
+      "WHERE session_id = ? AND call_id = ? AND state = 'started'",
+  ),
+})
+
 /** The durable store at `path` (usually `<data dir>/core.db`). */
 export const layer = (path: string): Layer.Layer<Store.Service, Store.StoreError> =>
   Layer.effect(
@@ -95,31 +125,15 @@ export const layer = (path: string): Layer.Layer<Store.Service, Store.StoreError
         Effect.try({ try: () => open(path), catch: (cause) => openError(path, cause) }),
         (db) => Effect.sync(() => db.close()),
       )
-      type Row = {
-        state: "started" | "failed" | "settled"
-        tool: string
-        owner: string | null
-        reason: string | null
-        settlement: string | null
-      }
-      const select = db.query<Row, [string, string]>(
-        "SELECT state, tool, owner, reason, settlement FROM settlements WHERE session_id = ? AND call_id = ?",
-      )
-      const insert = db.query(
-        "INSERT INTO settlements (session_id, call_id, tool, state, owner, started_at) " +
-          "VALUES (?, ?, ?, 'started', ?, ?) ON CONFLICT DO NOTHING",
-      )
-      // The first settlement of a call is final: a later one never overwrites it.
-      const upsert = db.query(
-        "INSERT INTO settlements (session_id, call_id, tool, state, settlement, settled_at) " +
-          "VALUES (?, ?, ?, 'settled', ?, ?) ON CONFLICT (session_id, call_id) DO UPDATE SET " +
-          "state = 'settled', settlement = excluded.settlement, settled_at = excluded.settled_at " +
-          "WHERE settlements.state != 'settled'",
-      )
-      const markFailed = db.query(
-        "UPDATE settlements SET state = 'failed', reason = ?, settled_at = ? " +
-          "WHERE session_id = ? AND call_id = ? AND state = 'started'",
-      )
+      const { select, insert, upsert, markFailed } = yield* Effect.try({
+        try: () => prepare(db),
+        catch: (cause) =>
+          new Store.StoreError({
+            reason: "corrupt",
+            path,
+            message: `The settlement store ${path} does not have the expected tables (${describe(cause)}). It was left untouched: move it aside to start afresh.`,
+          }),
+      })
       const io = (operation: string) => (cause: unknown) =>
         new Store.StoreError({ reason: "io", path, message: `Settlement store ${operation} failed: ${describe(cause)}` })
 

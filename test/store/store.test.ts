@@ -122,6 +122,18 @@ describe("SqliteStore", () => {
     expect(await Bun.file(path).text()).toBe(garbage)
   })
 
+  test("a database claiming the current version without the expected tables is reported, not altered", async () => {
+    const path = join(tempDir(), "core.db")
+    const db = new Database(path, { create: true })
+    db.exec(`PRAGMA user_version = ${SqliteStore.SCHEMA_VERSION}`)
+    db.exec("CREATE TABLE settlements (session_id TEXT)")
+    db.close()
+    const error = await Effect.runPromise(Effect.flip(Layer.build(SqliteStore.layer(path)).pipe(Effect.scoped)))
+    expect(error.reason).toBe("corrupt")
+    expect(error.message).toContain("expected tables")
+    expect(error.message).toContain(path)
+  })
+
   test("a database written by a newer core is refused, not migrated or replaced", async () => {
     const path = join(tempDir(), "core.db")
     const db = new Database(path, { create: true })
