@@ -1,0 +1,123 @@
+// What every benchmark shares: summarising samples (median, p99, quartiles, extremes), formatting durations and
+// sizes, and the report a benchmark hands back (tables, targets, notes). A benchmark file run alone prints its
+// report; run with `--json` (as bench/run.ts does) it prints the report as JSON on stdout. Figures only: nothing
+// here passes or fails.
+
+import { rmSync } from "node:fs"
+
+export interface Summary {
+  readonly n: number
+  readonly min: number
+  readonly q1: number
+  readonly p50: number
+  readonly q3: number
+  readonly p99: number
+  readonly max: number
+  readonly mean: number
+}
+
+/** The `q` quantile (0..1) of sorted samples, interpolating between neighbours. */
+const quantile = (sorted: ReadonlyArray<number>, q: number): number => {
+  if (sorted.length === 0) return Number.NaN
+  const position = (sorted.length - 1) * q
+  const below = Math.floor(position)
+  const above = Math.min(below + 1, sorted.length - 1)
+  return sorted[below]! + (sorted[above]! - sorted[below]!) * (position - below)
+}
+
+export const summarize = (samples: ReadonlyArray<number>): Summary => {
+  const sorted = Float64Array.from(samples).sort()
+  const values = Array.from(sorted)
+  let total = 0
+  for (const value of values) total += value
+  return {
+    n: values.length,
+    min: values[0] ?? Number.NaN,
+    q1: quantile(values, 0.25),
+    p50: quantile(values, 0.5),
+    q3: quantile(values, 0.75),
+    p99: quantile(values, 0.99),
+    max: values[values.length - 1] ?? Number.NaN,
+    mean: total / values.length,
+  }
+}
+
+export const median = (samples: ReadonlyArray<number>): number => summarize(samples).p50
+
+/** A duration given in milliseconds, in the unit that reads best. */
+export const duration = (ms: number): string => {
+  if (!Number.isFinite(ms)) return "n/a"
+  if (ms < 1) return `${(ms * 1000).toFixed(ms < 0.01 ? 2 : 1)} µs`
+  if (ms < 1000) return `${ms.toFixed(ms < 10 ? 2 : 1)} ms`
+  return `${(ms / 1000).toFixed(2)} s`
+}
+
+/** Bytes in decimal megabytes (10^6), as throughput and sizes are quoted here. */
+export const megabytes = (bytes: number): string => `${(bytes / 1e6).toFixed(1)} MB`
+
+export const ratio = (value: number): string => (Number.isFinite(value) ? `${value.toFixed(value < 10 ? 2 : 1)}x` : "n/a")
+
+export interface Table {
+  readonly title: string
+  readonly columns: ReadonlyArray<string>
+  readonly rows: ReadonlyArray<ReadonlyArray<string>>
+}
+
+export interface Target {
+  /** What is compared, e.g. "core (SQLite) p50 / MCP p50". */
+  readonly measure: string
+  readonly value: string
+  readonly target: string
+  readonly met: boolean
+}
+
+export interface Report {
+  readonly name: string
+  /** What was measured against what, in a line or two. */
+  readonly about: string
+  readonly tables: ReadonlyArray<Table>
+  readonly targets: ReadonlyArray<Target>
+  readonly notes: ReadonlyArray<string>
+}
+
+const renderTable = (table: Table): string => {
+  const widths = table.columns.map((column, index) =>
+    Math.max(column.length, ...table.rows.map((row) => (row[index] ?? "").length)),
+  )
+  const line = (cells: ReadonlyArray<string>) =>
+    cells.map((cell, index) => (index === 0 ? cell.padEnd(widths[index]!) : cell.padStart(widths[index]!))).join("  ")
+  return [table.title, line(table.columns), widths.map((width) => "-".repeat(width)).join("  "), ...table.rows.map(line)]
+    .map((text) => `  ${text}`.trimEnd())
+    .join("\n")
+}
+
+export const renderTargets = (targets: ReadonlyArray<Target>, prefix = ""): Array<string> =>
+  targets.map((target) => `  ${target.met ? "met    " : "NOT met"}  ${prefix}${target.measure}: ${target.value} (target ${target.target})`)
+
+export const render = (report: Report): string =>
+  [
+    `== ${report.name} ==`,
+    report.about,
+    "",
+    ...report.tables.flatMap((table) => [renderTable(table), ""]),
+    ...report.notes.map((note) => `  note: ${note}`),
+    ...(report.notes.length > 0 ? [""] : []),
+    ...renderTargets(report.targets),
+  ].join("\n")
+
+/** Progress for a person watching: stderr, so `--json` output stays clean. */
+export const progress = (message: string): void => {
+  process.stderr.write(`  … ${message}\n`)
+}
+
+/** Removes a benchmark's temporary directories however it ends. */
+export const cleanup = (paths: ReadonlyArray<string>): void => {
+  for (const path of paths) rmSync(path, { recursive: true, force: true })
+}
+
+/** Entry point of a benchmark file run alone: prints the report, or its JSON with `--json`. */
+export const main = async (measure: () => Promise<Report>): Promise<void> => {
+  const report = await measure()
+  if (process.argv.includes("--json")) process.stdout.write(`${JSON.stringify(report)}\n`)
+  else process.stdout.write(`${render(report)}\n`)
+}
