@@ -4,17 +4,21 @@ export * as Placement from "./placement"
 // registration order; the top of the stack is the effective one. It holds data only: Scope handling, validation
 // and resolution across placements live in ./registry.
 
+import type { Definition } from "../tool/definition"
 import type { Tool } from "../tool/tool"
 
 /** One name inside one registration. Identity matters: a materialization remembers the entry it advertised. */
 export interface Entry {
   readonly name: string
   readonly tool: Tool.Any
+  /** This entry's definition, memoised by the registry the first time it is advertised. */
+  definition?: Definition.Definition
 }
 
 export class Table {
   readonly #stacks = new Map<string, Array<Entry>>()
-  #sortedNames: ReadonlyArray<string> | undefined = undefined
+  /** Kept sorted incrementally once first asked for, so a change never re-sorts every name. */
+  #sortedNames: Array<string> | undefined = undefined
   /** Bumped on every change, so callers can cache what they derive from this placement. */
   version = 0
 
@@ -23,7 +27,7 @@ export class Table {
       const stack = this.#stacks.get(entry.name)
       if (stack === undefined) {
         this.#stacks.set(entry.name, [entry])
-        this.#sortedNames = undefined
+        if (this.#sortedNames !== undefined) insertSorted(this.#sortedNames, entry.name)
       } else stack.push(entry)
     }
     this.version++
@@ -38,7 +42,7 @@ export class Table {
       stack.splice(index, 1)
       if (stack.length === 0) {
         this.#stacks.delete(entry.name)
-        this.#sortedNames = undefined
+        if (this.#sortedNames !== undefined) removeSorted(this.#sortedNames, entry.name)
       }
     }
     this.version++
@@ -50,9 +54,30 @@ export class Table {
     return stack === undefined ? undefined : stack[stack.length - 1]
   }
 
-  /** Every name with at least one active entry, sorted. */
+  /** Every name with at least one active entry, sorted. The array is live: copy it to keep a snapshot. */
   names(): ReadonlyArray<string> {
     this.#sortedNames ??= [...this.#stacks.keys()].sort()
     return this.#sortedNames
   }
+}
+
+/** Index of the first element not less than `name`. */
+const lowerBound = (names: ReadonlyArray<string>, name: string): number => {
+  let low = 0
+  let high = names.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    if (names[middle]! < name) low = middle + 1
+    else high = middle
+  }
+  return low
+}
+
+const insertSorted = (names: Array<string>, name: string) => {
+  names.splice(lowerBound(names, name), 0, name)
+}
+
+const removeSorted = (names: Array<string>, name: string) => {
+  const index = lowerBound(names, name)
+  if (names[index] === name) names.splice(index, 1)
 }

@@ -115,9 +115,8 @@ export const layer: Layer.Layer<Service, never, Application> = Layer.effect(
         const entry = effective(name)!
         if (rules !== undefined && Rule.isWhollyDenied(rules, Rule.actionOf(name))) continue
         advertised.set(name, entry)
-        definitions.push(Definition.of(entry.tool, name))
+        definitions.push((entry.definition ??= Definition.of(entry.tool, name)))
       }
-      Object.freeze(definitions)
       return {
         definitions,
         resolve: (name) => {
@@ -147,7 +146,9 @@ export const layer: Layer.Layer<Service, never, Application> = Layer.effect(
   }),
 )
 
-const mergeSorted = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): Array<string> => {
+const mergeSorted = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): ReadonlyArray<string> => {
+  if (b.length === 0) return a
+  if (a.length === 0) return b
   const out: Array<string> = []
   let i = 0
   let j = 0
