@@ -69,7 +69,42 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
         maxMediaBytes: limits.maxMediaBytes ?? DEFAULT_LIMITS.maxMediaBytes,
       }
 
-      const bound = Effect.fn("Output.bound")(function* (projected: Projected) {
+      const fileFits = (part: Tool.Content & { type: "file" }) => base64Size(part.data) <= resolved.maxMediaBytes
+      const textFits = (text: string) => !Bound.exceeds(text, resolved)
+      const structuredText = (structured: unknown) =>
+        typeof structured === "string" ? structured : JSON.stringify(structured, null, 2)
+
+      /** Whether nothing needs bounding: the common case, answered without allocating or writing anything. */
+      const fits = (projected: Projected): boolean => {
+        let textParts = 0
+        for (const part of projected.content) {
+          if (part.type === "file") {
+            if (!fileFits(part)) return false
+          } else {
+            textParts++
+            if (!textFits(part.text)) return false
+          }
+        }
+        // Parts that fit alone may not fit together (they share one budget).
+        if (textParts > 1 && !textFits(joinTexts(projected.content))) return false
+        const structured = projected.structured
+        return structured === null || structured === undefined || textFits(structuredText(structured))
+      }
+
+      const asParts = (content: ReadonlyArray<Tool.Content>): Array<Part> =>
+        content.map((part) => {
+          if (part.type === "text") return { type: "text", text: part.text }
+          const name = part.name === undefined ? {} : { name: part.name }
+          return { type: "file", mime: part.mime, uri: `data:${part.mime};base64,${part.data}`, ...name }
+        })
+
+      // Untraced on purpose: this runs on every call, and a span costs more than the fast path itself.
+      const bound = (projected: Projected): Effect.Effect<Bounded, ManagedOutputs.RetentionError> =>
+        fits(projected)
+          ? Effect.succeed({ content: asParts(projected.content), structured: projected.structured ?? null, outputs: [] })
+          : boundOversized(projected)
+
+      const boundOversized = Effect.fn("Output.boundOversized")(function* (projected: Projected) {
         const outputs: Array<Ref> = []
         const keep = Effect.fnUntraced(function* (data: string | Uint8Array) {
           const reference = yield* managed.write(data)
@@ -78,10 +113,9 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
         })
 
         // All text parts share one budget: they are joined, and bounded as one text when too large together.
-        const texts = projected.content.filter((part) => part.type === "text")
-        const fullText = texts.length === 1 ? texts[0]!.text : texts.map((part) => part.text).join("\n")
+        const fullText = joinTexts(projected.content)
         let textPreview: { readonly full: string; readonly preview: string } | undefined
-        if (Bound.exceeds(fullText, resolved)) {
+        if (!textFits(fullText)) {
           const reference = yield* keep(fullText)
           textPreview = { full: fullText, preview: Bound.preview(fullText, resolved, reference) }
         }
@@ -95,11 +129,9 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
             textPlaced = true
             continue
           }
-          const size = base64Size(part.data)
-          if (size <= resolved.maxMediaBytes) {
-            const name = part.name === undefined ? {} : { name: part.name }
-            content.push({ type: "file", mime: part.mime, uri: `data:${part.mime};base64,${part.data}`, ...name })
-          } else {
+          if (fileFits(part)) content.push(...asParts([part]))
+          else {
+            const size = base64Size(part.data)
             const reference = yield* keep(Buffer.from(part.data, "base64"))
             content.push({
               type: "text",
@@ -112,8 +144,8 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
 
         let structured = projected.structured
         if (structured !== null && structured !== undefined) {
-          const text = typeof structured === "string" ? structured : JSON.stringify(structured, null, 2)
-          if (Bound.exceeds(text, resolved)) {
+          const text = structuredText(structured)
+          if (!textFits(text)) {
             // The same text as the content needs no second copy.
             if (textPreview !== undefined && textPreview.full === text) structured = textPreview.preview
             else structured = Bound.preview(text, resolved, yield* keep(text))
@@ -125,6 +157,12 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
       return Service.of({ limits: resolved, bound })
     }),
   )
+
+/** All text parts as one text (they share one budget). */
+const joinTexts = (content: ReadonlyArray<Tool.Content>): string => {
+  const texts = content.filter((part) => part.type === "text")
+  return texts.length === 1 ? texts[0]!.text : texts.map((part) => part.text).join("\n")
+}
 
 const base64Size = (data: string): number => {
   const padding = data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0

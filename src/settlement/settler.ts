@@ -272,8 +272,9 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
         )
       })
 
+    // Untraced on purpose: settle is the per-call hot path, where a span costs about as much as the pipeline.
     const settleThrough = (catalog: Registry.Catalog) =>
-      Effect.fn("Settler.settle")(function* (call: Call, options?: Options) {
+      Effect.fnUntraced(function* (call: Call, options?: Options) {
         const key = JSON.stringify([call.sessionID, call.toolCallID])
         const joined = running.get(key)
         if (joined !== undefined) return yield* Deferred.await(joined)
