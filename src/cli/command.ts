@@ -3,7 +3,6 @@ export * as Command from "./command"
 // What every command shares: flag parsing with usage errors, the exit codes of DESIGN §6, and writing to the
 // standard streams. Machine-readable output goes to stdout; everything else to stderr.
 
-import { parseArgs, type ParseArgsConfig } from "node:util"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 
@@ -27,35 +26,57 @@ export class Exit extends Schema.TaggedError<Exit>()("Command.Exit", {
   message: Schema.String,
 }) {}
 
-export type Options = NonNullable<ParseArgsConfig["options"]>
-
-/** Parses `args` strictly: an unknown flag or a missing value is a usage error naming the command. */
-export const parse = <const O extends Options>(command: string, args: ReadonlyArray<string>, options: O) =>
-  Effect.try({
-    try: () =>
-      parseArgs({
-        args: [...args],
-        options: { ...options, help: { type: "boolean", short: "h" } } as O & { help: { type: "boolean"; short: "h" } },
-        allowPositionals: true,
-        strict: true,
-      }),
-    catch: (cause) => new UsageError({ command, message: describeParseError(cause) }),
-  })
-
-/** node:util's parse errors, in words that fit a one-line usage error. */
-const describeParseError = (cause: unknown): string => {
-  const error = cause as { code?: string; message?: string }
-  const message = error.message ?? String(cause)
-  const flag = /'(-[^'\s]*)[^']*'/.exec(message)?.[1]
-  switch (error.code) {
-    case "ERR_PARSE_ARGS_UNKNOWN_OPTION":
-      return `unknown flag ${flag ?? message}`
-    case "ERR_PARSE_ARGS_INVALID_OPTION_VALUE":
-      return flag === undefined ? message : `${flag} needs a value`
-    default:
-      return message
-  }
+export interface Option {
+  readonly type: "string" | "boolean"
+  readonly short?: string
 }
+
+export type Options = Readonly<Record<string, Option>>
+
+export type Values<O extends Options> = {
+  readonly [K in keyof O]?: O[K]["type"] extends "string" ? string : boolean
+} & { readonly help?: boolean }
+
+const HELP_OPTION: Option = { type: "boolean", short: "h" }
+
+/**
+ * Parses `args` strictly: `--flag value`, `--flag=value`, boolean `--flag`, `-h`, and `--` before positionals that
+ * start with a dash. An unknown flag, a missing value or a value given to a boolean is a usage error.
+ */
+export const parse = <const O extends Options>(command: string, args: ReadonlyArray<string>, options: O) =>
+  Effect.suspend(() => {
+    const all: Options = { ...options, help: HELP_OPTION }
+    const values: Record<string, string | boolean> = {}
+    const positionals: Array<string> = []
+    const fail = (message: string) => Effect.fail(new UsageError({ command, message }))
+    for (let index = 0; index < args.length; index++) {
+      const arg = args[index]!
+      if (arg === "--") {
+        positionals.push(...args.slice(index + 1))
+        break
+      }
+      if (!arg.startsWith("-") || arg === "-") {
+        positionals.push(arg)
+        continue
+      }
+      const equals = arg.indexOf("=")
+      const flag = arg.startsWith("--") ? arg.slice(2, equals === -1 ? undefined : equals) : undefined
+      const name = flag ?? Object.keys(all).find((key) => all[key]!.short !== undefined && `-${all[key]!.short}` === arg)
+      const option = name === undefined || !Object.hasOwn(all, name) ? undefined : all[name]
+      if (name === undefined || option === undefined) return fail(`unknown flag ${equals === -1 ? arg : arg.slice(0, equals)}`)
+      if (option.type === "boolean") {
+        if (equals !== -1) return fail(`--${name} does not take a value`)
+        values[name] = true
+      } else if (equals !== -1) {
+        values[name] = arg.slice(equals + 1)
+      } else if (index + 1 < args.length) {
+        values[name] = args[++index]!
+      } else {
+        return fail(`--${name} needs a value`)
+      }
+    }
+    return Effect.succeed({ values: values as Values<O>, positionals })
+  })
 
 export const stdout = (text: string): void => {
   process.stdout.write(text)

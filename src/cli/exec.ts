@@ -3,7 +3,6 @@ export * as ExecCommand from "./exec"
 // `core exec NAME --input JSON`: settles one call in a Location and prints its settlement (DESIGN §5, §6).
 // Exit codes: 0 success, 1 model-visible error, 2 usage, 3 operational, 4 declined, 130 cancelled.
 
-import { randomUUID } from "node:crypto"
 import * as Effect from "effect/Effect"
 import { Json } from "../json/json"
 import { Location } from "../location/location"
@@ -96,10 +95,10 @@ export const run = (args: ReadonlyArray<string>) =>
       const settler = yield* Settler.Service
       const turn = yield* settler.materialize()
       const call: Settler.Call = {
-        sessionID: values.session ?? `ses_${randomUUID()}`,
+        sessionID: values.session ?? `ses_${crypto.randomUUID()}`,
         agent: values.agent ?? "build",
-        assistantMessageID: values.message ?? `msg_${randomUUID()}`,
-        toolCallID: values.call ?? `call_${randomUUID()}`,
+        assistantMessageID: values.message ?? `msg_${crypto.randomUUID()}`,
+        toolCallID: values.call ?? `call_${crypto.randomUUID()}`,
         name,
         input,
       }

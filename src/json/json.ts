@@ -1,9 +1,12 @@
 export * as Json from "./json"
 
 // Parsing JSON a person or program typed, with errors that say where: strict JSON for inputs. Uses the
-// runtime's JSON.parse on the happy path and jsonc-parser (which reports offsets) to explain a failure.
+// runtime's JSON.parse on the happy path and jsonc-parser (which reports offsets) to explain a failure; the
+// parser is loaded only then, so the happy path never pays for it.
 
-import { parse as parseTolerant, printParseErrorCode, type ParseError } from "jsonc-parser"
+import type { ParseError } from "jsonc-parser"
+
+const tolerant = (): typeof import("jsonc-parser") => require("jsonc-parser")
 
 export interface SyntaxProblem {
   readonly message: string
@@ -21,7 +24,8 @@ const position = (text: string, offset: number) => {
 }
 
 const describeCode = (error: ParseError): string =>
-  printParseErrorCode(error.error)
+  tolerant()
+    .printParseErrorCode(error.error)
     .replace(/([a-z])([A-Z])/g, "$1 $2")
     .toLowerCase()
 
@@ -31,7 +35,7 @@ export const parseStrict = (text: string): Parsed => {
     return { ok: true, value: JSON.parse(text) }
   } catch {
     const errors: Array<ParseError> = []
-    parseTolerant(text, errors, { allowTrailingComma: false, disallowComments: true, allowEmptyContent: false })
+    tolerant().parse(text, errors, { allowTrailingComma: false, disallowComments: true, allowEmptyContent: false })
     const first = errors[0]
     const offset = first?.offset ?? 0
     const { line, column } = position(text, offset)

@@ -5,7 +5,6 @@ export * as Discovery from "./discovery"
 // that fails becomes a diagnostic naming the file and the reason, and never hides the others.
 
 import { readdirSync } from "node:fs"
-import { isBuiltin } from "node:module"
 import { basename, dirname, join } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
@@ -63,10 +62,10 @@ const at = (cause: unknown): string => {
 /** Why an import is not allowed in a tool file, or undefined when it is. */
 const importProblem = (specifier: string, file: string): string | undefined => {
   if (specifier.startsWith(".") || specifier.startsWith("/")) return undefined
-  if (specifier.startsWith("node:") || specifier.startsWith("bun:") || specifier === "bun" || isBuiltin(specifier)) {
-    return undefined
-  }
+  if (specifier.startsWith("node:") || specifier.startsWith("bun:") || specifier === "bun") return undefined
   if (Modules.isServed(specifier)) return undefined
+  // node:module is loaded only for the rare bare specifier that is not one of ours.
+  if ((require("node:module") as typeof import("node:module")).isBuiltin(specifier)) return undefined
   if (specifier.startsWith("@core/")) {
     return `imports "${specifier}", which is not public; tools may import only "${Modules.SDK_SPECIFIER}" from core`
   }

@@ -4,7 +4,6 @@ export * as ManagedOutputs from "./managed"
 // `<data dir>/outputs/<id>`, written atomically (temp file + rename), looked up by id, and swept after the
 // retention period. This is the platform edge for output files; it never decides what to bound.
 
-import { randomBytes } from "node:crypto"
 import { mkdirSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Context from "effect/Context"
@@ -58,7 +57,8 @@ export interface Options {
 
 const osMessage = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
-const newID = (): string => `out_${Date.now().toString(36)}_${randomBytes(8).toString("hex")}`
+const newID = (): string =>
+  `out_${Date.now().toString(36)}_${Buffer.from(crypto.getRandomValues(new Uint8Array(8))).toString("hex")}`
 
 export const layer = (options: Options): Layer.Layer<Service> =>
   Layer.sync(Service, () => {
