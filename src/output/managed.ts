@@ -72,7 +72,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       const bytes = yield* Effect.tryPromise({
         try: async () => {
           mkdirSync(directory, { recursive: true })
-          const written = await Bun.write(temporary, data)
+          const written = await writeFile(temporary, data)
           renameSync(temporary, path)
           return written
         },
@@ -147,6 +147,26 @@ export const layer = (options: Options): Layer.Layer<Service> =>
 
     return Service.of({ directory, write, open, sweep, sweepIfDue })
   })
+
+/** Characters encoded at a time when writing a large text, so a 100 MB output is never copied whole. */
+const CHUNK_CHARS = 1 << 20
+
+/** Writes `data` to `path`, encoding a large text chunk by chunk (never splitting a surrogate pair). */
+const writeFile = async (path: string, data: string | Uint8Array): Promise<number> => {
+  if (typeof data !== "string" || data.length <= CHUNK_CHARS) return Bun.write(path, data)
+  const sink = Bun.file(path).writer()
+  let written = 0
+  for (let start = 0; start < data.length; ) {
+    let end = Math.min(start + CHUNK_CHARS, data.length)
+    const last = data.charCodeAt(end - 1)
+    if (end < data.length && last >= 0xd800 && last <= 0xdbff) end--
+    written += await sink.write(data.slice(start, end))
+    await sink.flush()
+    start = end
+  }
+  await sink.end()
+  return written
+}
 
 const statOrUndefined = (path: string) => {
   try {

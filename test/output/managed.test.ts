@@ -131,3 +131,19 @@ describe("ManagedOutputs.sweepIfDue", () => {
     expect(result).toEqual({ firstSweep: 1, skipped: 0, again: 1 })
   })
 })
+
+describe("ManagedOutputs.write of large text", () => {
+  test("keeps a multi-megabyte text byte for byte, including characters on chunk boundaries", async () => {
+    const directory = tempDir()
+    // Surrogate pairs and multi-byte characters land on every chunk boundary of 2^20 characters.
+    const text = "a😀é\n".repeat(700_000)
+    const reference = await withOutputs(
+      directory,
+      Effect.gen(function* () {
+        return yield* (yield* ManagedOutputs.Service).write(text)
+      }),
+    )
+    expect(reference.bytes).toBe(Buffer.byteLength(text))
+    expect(await Bun.file(reference.path).text()).toBe(text)
+  })
+})
