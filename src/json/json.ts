@@ -6,7 +6,8 @@ export * as Json from "./json"
 
 import type { ParseError } from "jsonc-parser"
 
-const tolerant = (): typeof import("jsonc-parser") => require("jsonc-parser")
+// The ESM build, by path: the package's CommonJS entry is a UMD wrapper whose inner requires a bundle cannot follow.
+const tolerant = (): typeof import("jsonc-parser") => require("jsonc-parser/lib/esm/main.js")
 
 export interface SyntaxProblem {
   readonly message: string
