@@ -7,8 +7,7 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Exit, Layer, ManagedRuntime, Schema, Scope } from "effect"
-import { ManagedOutputs } from "../src/output/managed"
-import { Output } from "../src/output/output"
+import { Runtime } from "../src/cli/runtime"
 import { Registry } from "../src/registry/registry"
 import { Settler } from "../src/settlement/settler"
 import { Store } from "../src/store/store"
@@ -58,13 +57,7 @@ const materializeRun = async (dataDir: string, run: number): Promise<Materialize
   const [tools, make] = timed(() => makeTools(TOOLS, `r${run}_`))
   const extras = makeTools(CHANGES_PER_RUN, `r${run}_extra_`)
   const runtime = ManagedRuntime.make(
-    Settler.layer.pipe(
-      Layer.provideMerge(Registry.layer),
-      Layer.provideMerge(Registry.applicationLayer),
-      Layer.provideMerge(Output.layer()),
-      Layer.provideMerge(ManagedOutputs.layer({ directory: join(dataDir, "outputs") })),
-      Layer.provideMerge(Store.layerMemory),
-    ),
+    Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory: join(dataDir, "outputs") }),
   )
   try {
     const { registry, settler } = await runtime.runPromise(

@@ -12,7 +12,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
 import { Effect, Exit, Layer, ManagedRuntime, Schema, Scope } from "effect"
 import { z } from "zod"
-import { ManagedOutputs } from "../src/output/managed"
+import { Runtime } from "../src/cli/runtime"
 import { Output } from "../src/output/output"
 import { Registry } from "../src/registry/registry"
 import type { Settlement } from "../src/settlement/settlement"
@@ -66,13 +66,7 @@ const coreSide = async (
   dataDir: string,
 ): Promise<CoreSide> => {
   const runtime = ManagedRuntime.make(
-    Settler.layer.pipe(
-      Layer.provideMerge(Registry.layer),
-      Layer.provideMerge(Registry.applicationLayer),
-      Layer.provideMerge(Output.layer()),
-      Layer.provideMerge(ManagedOutputs.layer({ directory: join(dataDir, "outputs") })),
-      Layer.provideMerge(storeLayer),
-    ),
+    Runtime.kernelLayer({ store: storeLayer, outputsDirectory: join(dataDir, "outputs") }),
   )
   const registration = Effect.runSync(Scope.make())
   const { turn, store, output } = await runtime.runPromise(

@@ -10,8 +10,10 @@ import { Application } from "../location/application"
 import { Location } from "../location/location"
 import { ManagedOutputs } from "../output/managed"
 import { Output } from "../output/output"
+import { Registry } from "../registry/registry"
 import { Settler } from "../settlement/settler"
 import { SqliteStore } from "../store/sqlite"
+import type { Store } from "../store/store"
 
 export interface Environment {
   readonly dataDir: string
@@ -29,6 +31,23 @@ export const outputsLayer = (environment: Environment) =>
 /** A Location's catalog: application tools and the Location's own, without any settlement machinery. */
 export const catalogLayer = (environment: Environment, directory: string) =>
   Location.layer(directory).pipe(Layer.provideMerge(Application.layer(environment.home)))
+
+/**
+ * A settlement kernel without discovery: application and Location registries, the settler, bounding with managed
+ * outputs in `outputsDirectory`, and the given store. Library users, tests and benchmarks register tools themselves.
+ */
+export const kernelLayer = <E>(options: {
+  readonly store: Layer.Layer<Store.Service, E>
+  readonly outputsDirectory: string
+  readonly limits?: Partial<Output.Limits>
+}) =>
+  Settler.layer.pipe(
+    Layer.provideMerge(Registry.layer),
+    Layer.provideMerge(Registry.applicationLayer),
+    Layer.provideMerge(Output.layer(options.limits)),
+    Layer.provideMerge(ManagedOutputs.layer({ directory: options.outputsDirectory })),
+    Layer.provideMerge(options.store),
+  )
 
 /** Everything needed to settle calls in a Location, with the durable store and managed outputs. */
 export const settlingLayer = (environment: Environment, directory: string) =>

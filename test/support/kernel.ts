@@ -2,7 +2,8 @@
 // the settler, bounding with managed outputs on disk, and a store (in memory unless a path is given).
 
 import { join } from "node:path"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
+import { Runtime } from "../../src/cli/runtime"
 import { ManagedOutputs } from "../../src/output/managed"
 import { Output } from "../../src/output/output"
 import { Registry } from "../../src/registry/registry"
@@ -22,13 +23,11 @@ export type Services = Settler.Service | Registry.Service | Registry.Application
 export const layer = (options: Options = {}) => {
   const dataDir = options.dataDir ?? tempDir()
   const store = options.durable === true ? SqliteStore.layer(join(dataDir, "core.db")) : Store.layerMemory
-  return Settler.layer.pipe(
-    Layer.provideMerge(Registry.layer),
-    Layer.provideMerge(Registry.applicationLayer),
-    Layer.provideMerge(Output.layer(options.limits)),
-    Layer.provideMerge(ManagedOutputs.layer({ directory: join(dataDir, "outputs") })),
-    Layer.provideMerge(store),
-  )
+  return Runtime.kernelLayer({
+    store,
+    outputsDirectory: join(dataDir, "outputs"),
+    ...(options.limits === undefined ? {} : { limits: options.limits }),
+  })
 }
 
 /** Runs a scoped program on a fresh kernel. */
