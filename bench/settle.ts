@@ -169,7 +169,7 @@ const recordCycle = (store: Store.Interface, prefix: string) => (index: number) 
     structured: INPUT.text,
     outputs: [],
   }
-  return store.lookup(key).pipe(Effect.andThen(store.begin(key, "echo")), Effect.andThen(store.complete(key, settlement)))
+  return store.lookup(key).pipe(Effect.andThen(store.begin(key, "echo")), Effect.andThen(store.settle(key, settlement, { state: "owned" })))
 }
 
 /** Each stage of a core call measured alone, to show where the per-call time goes. */
@@ -282,8 +282,8 @@ export const measure = async (): Promise<Report> => {
             ["the Settler.settle span (Effect.fn over fnUntraced)", duration(stage.span)],
             ["input decode + output encode (JSON codecs, all errors)", duration(stage.codecs)],
             ["Output.bound of the 5-byte result (incl. its span)", duration(stage.bound)],
-            ["store lookup + begin + complete, memory", duration(stage.memoryStore)],
-            ["store lookup + begin + complete, SQLite", duration(stage.sqliteStore)],
+            ["store lookup + begin + settle, memory", duration(stage.memoryStore)],
+            ["store lookup + begin + settle, SQLite", duration(stage.sqliteStore)],
             [
               "rest of the pipeline (memory-store p50 minus the above)",
               duration(memory.p50 - stage.entry - stage.span - stage.codecs - stage.bound - stage.memoryStore),

@@ -2,9 +2,16 @@
 // Paths are relative to the Location this tools/ folder belongs to.
 import { Tool } from "@core/tool"
 import { Effect, Schema } from "effect"
-import { isAbsolute, relative, resolve } from "node:path"
+import { realpathSync } from "node:fs"
+import { isAbsolute, relative, resolve, sep } from "node:path"
 
-const root = resolve(import.meta.dir, "..")
+const root = realpathSync(resolve(import.meta.dir, ".."))
+
+/** The path relative to the project root, or undefined when it (or what a symlink points to) is outside. */
+const inside = (path: string): string | undefined => {
+  const within = relative(root, path)
+  return within === ".." || within.startsWith(`..${sep}`) || isAbsolute(within) ? undefined : within
+}
 
 const Counts = Schema.Struct({
   path: Schema.String,
@@ -23,18 +30,27 @@ export default Tool.make({
   output: Counts,
   execute: (input) =>
     Effect.gen(function* () {
-      const absolute = resolve(root, input.path)
-      const inside = relative(root, absolute)
-      if (inside.startsWith("..") || isAbsolute(inside)) {
-        return yield* new Tool.Failure({ message: `${input.path} is outside the project; give a path inside it.` })
-      }
-      const file = Bun.file(absolute)
-      if (!(yield* Effect.promise(() => file.exists()))) {
+      const requested = resolve(root, input.path)
+      const outside = new Tool.Failure({ message: `${input.path} is outside the project; give a path inside it.` })
+      const path = inside(requested)
+      if (path === undefined) return yield* outside
+      const real = yield* Effect.try({ try: () => realpathSync(requested), catch: () => undefined }).pipe(
+        Effect.orElseSucceed(() => undefined),
+      )
+      if (real === undefined) {
         return yield* new Tool.Failure({ message: `File not found: ${input.path}. Check the path (relative to the project root).` })
       }
-      const text = yield* Effect.promise(() => file.text())
+      // A symlink inside the project may point outside it.
+      if (inside(real) === undefined) return yield* outside
+      const file = Bun.file(real)
+      const text = yield* Effect.tryPromise({ try: () => file.text(), catch: () => undefined }).pipe(
+        Effect.orElseSucceed(() => undefined),
+      )
+      if (text === undefined) {
+        return yield* new Tool.Failure({ message: `${input.path} cannot be read as a text file (is it a directory?).` })
+      }
       return {
-        path: inside,
+        path,
         lines: text.length === 0 ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0),
         words: text.split(/\s+/).filter((word) => word.length > 0).length,
         bytes: file.size,

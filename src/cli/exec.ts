@@ -9,6 +9,7 @@ import { Location } from "../location/location"
 import { ManagedOutputs } from "../output/managed"
 import { Settler } from "../settlement/settler"
 import { Settlement } from "../settlement/settlement"
+import { Store } from "../store/store"
 import { Command } from "./command"
 import { Diagnostics } from "./diagnostics"
 import { ProgressLine } from "./progress"
@@ -21,11 +22,12 @@ Settle one tool call in a Location and print its settlement JSON on stdout.
 Options:
   --input JSON      the call's input, a JSON object ("-" reads it from stdin)
   --location DIR    the Location (default: the current directory)
-  --agent ID        the agent making the call (default: build)
+  --agent ID        the agent making the call, passed to the tool (default: build)
   --session ID      session id (default: a fresh id)
   --message ID      assistant message id (default: a fresh id)
   --call ID         tool call id (default: a fresh id); a recorded (session, call) replays without running
-  --yes             approve permission asks once without prompting
+  --yes             approve permission asks once without prompting (this build raises no asks yet:
+                    permission rules from core.json are not read yet)
   -h, --help        show this help
 
 Exit codes: 0 success, 1 model-visible error, 2 usage error, 3 operational failure, 4 declined, 130 cancelled.
@@ -113,8 +115,12 @@ export const run = (args: ReadonlyArray<string>) =>
       )
       progress.clear()
       Command.stdout(`${JSON.stringify(settlement, null, 2)}\n`)
-      // The retention sweep runs at start-up of short-lived commands, at most hourly, after the answer is out.
-      yield* (yield* ManagedOutputs.Service).sweepIfDue
+      // The retention sweep runs at start-up of short-lived commands, at most hourly, after the answer is out:
+      // expired managed outputs, and the records of calls as old (their outputs are gone with them).
+      const managed = yield* ManagedOutputs.Service
+      if ((yield* managed.sweepIfDue) !== undefined) {
+        yield* (yield* Store.Service).prune(Date.now() - managed.retentionMs).pipe(Effect.ignore)
+      }
       return exitCodeOf(settlement)
     }).pipe(Effect.provide(Runtime.settlingLayer(environment, directory)))
   })

@@ -31,6 +31,18 @@ export const run = (args: ReadonlyArray<string>) =>
     const reference = yield* managed.open(id).pipe(
       Effect.mapError((error) => new Command.Exit({ code: Command.EXIT.modelError, message: error.message })),
     )
-    yield* Effect.promise(() => Bun.write(Bun.stdout, Bun.file(reference.path)))
+    // A reader that stops early (`core output ID | head`) closes the pipe: that is not a failure.
+    yield* Effect.tryPromise({
+      try: () => Bun.write(Bun.stdout, Bun.file(reference.path)),
+      catch: (cause) => cause,
+    }).pipe(
+      Effect.catchIf(
+        (cause) => (cause as { code?: unknown } | undefined)?.code === "EPIPE",
+        () => Effect.void,
+      ),
+      Effect.mapError(
+        (cause) => new Command.Exit({ code: Command.EXIT.operational, message: `could not print ${id}: ${String(cause)}` }),
+      ),
+    )
     return Command.EXIT.ok
   }).pipe(Effect.provide(Runtime.outputsLayer(Runtime.environment())))

@@ -15,7 +15,8 @@ List the tools a model would be offered in a Location, in advertised order.
 
 Options:
   --location DIR    the Location (default: the current directory)
-  --agent ID        the agent whose catalog to show (default: build)
+  --agent ID        the agent whose catalog to show (default: build; every agent sees the same
+                    catalog until permission rules from core.json are read)
   --json            print [{ name, description, inputSchema, outputSchema }] on stdout
   -h, --help        show this help
 

@@ -7,6 +7,7 @@ export * as Discovery from "./discovery"
 import { readdirSync } from "node:fs"
 import { basename, dirname, join } from "node:path"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import type { Registry } from "../registry/registry"
 import { Modules } from "../sdk/modules"
@@ -69,10 +70,13 @@ const importProblem = (specifier: string, file: string): string | undefined => {
   if (specifier.startsWith("@core/")) {
     return `imports "${specifier}", which is not public; tools may import only "${Modules.SDK_SPECIFIER}" from core`
   }
-  if (specifier === "effect" || specifier.startsWith("effect/")) {
+  if (specifier.startsWith("effect/internal/") || /^effect\/[^/]+\/internal\//.test(specifier)) {
+    return `imports "${specifier}", one of Effect's internal modules; import its public module instead`
+  }
+  if (specifier.startsWith("effect/")) {
     return (
-      `imports "${specifier}", which this core does not serve to tools; use "effect" or a top-level module ` +
-      `such as "effect/Schema" (internal modules would break the identity of tools and schemas)`
+      `imports "${specifier}", which this core does not include; tools can import "effect", every top-level ` +
+      `module ("effect/Schema", "effect/Stream", ...) and ${Modules.SUBPACKAGES.map((name) => `"effect/${name}"`).join(", ")}`
     )
   }
   try {
@@ -94,42 +98,77 @@ export const recordOf = (file: string, exports: Record<string, unknown>): Record
   return record
 }
 
-const loadFile = Effect.fnUntraced(function* (file: string, tools: Registry.Tools) {
+/** Why one tool file did not load; the message names the reason, the file is in `file`. */
+export class LoadError extends Schema.TaggedError<LoadError>()("Discovery.LoadError", {
+  file: Schema.String,
+  message: Schema.String,
+}) {}
+
+/** How long a tool file may take to load (a top-level await that never settles must not hang core). */
+export const LOAD_TIMEOUT_MS = 10_000
+
+const loadFile = Effect.fnUntraced(function* (file: string, tools: Registry.Tools, timeoutMs: number) {
+  const fail = (reason: string) => new LoadError({ file, message: reason })
   const source = yield* Effect.tryPromise({
     try: () => Bun.file(file).text(),
-    catch: (cause) => `cannot be read: ${message(cause)}`,
+    catch: (cause) => fail(`cannot be read: ${message(cause)}`),
   })
   const imports = yield* Effect.try({
     try: () => transpiler.scanImports(source),
-    catch: (cause) => `syntax error${at(cause)}: ${message(cause)}`,
+    catch: (cause) => fail(`syntax error${at(cause)}: ${message(cause)}`),
   })
   for (const { path } of imports) {
     const problem = importProblem(path, file)
-    if (problem !== undefined) return yield* Effect.fail(problem)
+    if (problem !== undefined) return yield* fail(problem)
   }
   const exports = yield* Effect.tryPromise({
     try: () => import(file) as Promise<Record<string, unknown>>,
-    catch: (cause) => `failed to load: ${message(cause)}`,
-  })
+    catch: (cause) => fail(`failed to load: ${message(cause)}`),
+  }).pipe(
+    Effect.timeoutOrElse({
+      duration: timeoutMs,
+      orElse: () =>
+        Effect.fail(fail(`did not finish loading within ${timeoutMs / 1000} s (a top-level await that never settles?)`)),
+    }),
+  )
   const record = recordOf(file, exports)
   const names = Object.keys(record)
   if (names.length === 0) {
-    return yield* Effect.fail("exports no tool; export a value made with Tool.make (the default export is named after the file)")
+    return yield* fail("exports no tool; export a value made with Tool.make (the default export is named after the file)")
   }
-  yield* tools.register(record).pipe(Effect.mapError((error) => error.message))
+  yield* tools.register(record).pipe(Effect.mapError((error) => fail(error.message)))
   return names
 })
 
 /** Loads every tool file of `directory/tools` into the current Scope through `tools`. */
-export const load = Effect.fn("Discovery.load")(function* (directory: string, tools: Registry.Tools) {
+export const load = Effect.fn("Discovery.load")(function* (
+  directory: string,
+  tools: Registry.Tools,
+  options: { readonly timeoutMs?: number } = {},
+) {
   Modules.install()
   const scope = yield* Scope.Scope
   const loaded: Array<Loaded> = []
   const diagnostics: Array<Diagnostic> = []
+  const definedBy = new Map<string, string>()
   for (const file of toolFiles(directory)) {
-    const result = yield* Effect.result(loadFile(file, tools).pipe(Scope.provide(scope)))
-    if (result._tag === "Success") loaded.push({ file, names: result.success })
-    else diagnostics.push({ file, message: result.failure })
+    const result = yield* Effect.result(
+      loadFile(file, tools, options.timeoutMs ?? LOAD_TIMEOUT_MS).pipe(Scope.provide(scope)),
+    )
+    if (result._tag === "Failure") {
+      diagnostics.push({ file, message: result.failure.message })
+      continue
+    }
+    loaded.push({ file, names: result.success })
+    // Two files of one folder yielding the same name (git.ts exporting `status`, and git_status.ts): the later
+    // file wins, as registrations do, but never silently.
+    for (const name of result.success) {
+      const earlier = definedBy.get(name)
+      if (earlier !== undefined) {
+        diagnostics.push({ file, message: `defines ${name}, which ${basename(earlier)} also defines; this file's wins` })
+      }
+      definedBy.set(name, file)
+    }
   }
   return { loaded, diagnostics } satisfies Result
 })

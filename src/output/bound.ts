@@ -37,11 +37,21 @@ export interface Reference {
   readonly path: string
 }
 
-const marker = (omittedLines: number, omittedBytes: number, totalBytes: number, reference: Reference): string =>
-  `\n\n[… ${omittedLines} lines (${omittedBytes} of ${totalBytes} bytes) omitted here. ` +
-  `The full output is kept as ${reference.id} at ${reference.path}: read a range of it with the read tool ` +
-  `(offset/limit), search it with grep, or print it with \`core output ${reference.id}\`. ` +
-  `Do not re-run the call to see it.]\n\n`
+/** The marker in three sizes: the full one, one without the path, and a last resort for very small limits. */
+const markers = [
+  (lines: number, bytes: number, total: number, reference: Reference) =>
+    `\n\n[… ${lines} lines (${bytes} of ${total} bytes) omitted here. ` +
+    `The full output is kept as ${reference.id} at ${reference.path}: read a range of it with the read tool ` +
+    `(offset/limit), search it with grep, or print it with \`core output ${reference.id}\`. ` +
+    `Do not re-run the call to see it.]\n\n`,
+  (lines: number, bytes: number, total: number, reference: Reference) =>
+    `\n\n[… ${lines} lines (${bytes} of ${total} bytes) omitted here. ` +
+    `The full output is kept as ${reference.id}: print it with \`core output ${reference.id}\`.]\n\n`,
+  (_lines: number, bytes: number, _total: number, reference: Reference) =>
+    `\n[… ${bytes} bytes omitted: core output ${reference.id}]\n`,
+] as const
+
+type Marker = (typeof markers)[number]
 
 /** The largest prefix of `text` (in UTF-16 units) whose UTF-8 size is at most `bytes`, not splitting a pair. */
 const prefixWithin = (text: string, bytes: number): number => {
@@ -121,8 +131,12 @@ const countBreaks = (text: string, from: number, to: number): number => {
  */
 export const preview = (text: string, limits: Limits, reference: Reference): string => {
   const totalBytes = byteLength(text)
-  // Size the marker with the largest numbers it can show, so the real one is never larger.
-  const widest = marker(countLines(text), totalBytes, totalBytes, reference)
+  const totalLines = countLines(text)
+  // The largest marker that leaves room for context: sized with the largest numbers it can show.
+  const marker: Marker =
+    markers.find((candidate) => byteLength(candidate(totalLines, totalBytes, totalBytes, reference)) * 2 <= limits.maxBytes) ??
+    markers[markers.length - 1]!
+  const widest = marker(totalLines, totalBytes, totalBytes, reference)
   let budgetBytes = limits.maxBytes - byteLength(widest)
   let budgetLines = limits.maxLines - countLines(widest)
   for (;;) {
@@ -135,6 +149,6 @@ export const preview = (text: string, limits: Limits, reference: Reference): str
     // Joining head and tail can merge or split a line at the seams; shrink and try again.
     budgetBytes -= 16
     budgetLines -= 1
-    if (budgetBytes <= 0 || budgetLines <= 0) return marker(countLines(text), totalBytes, totalBytes, reference).trim()
+    if (budgetBytes <= 0 || budgetLines <= 0) return marker(totalLines, totalBytes, totalBytes, reference).trim()
   }
 }

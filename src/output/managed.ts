@@ -43,8 +43,13 @@ export interface Interface {
   readonly open: (id: string) => Effect.Effect<Reference, NotFound>
   /** Deletes outputs older than the retention period; answers how many were removed. */
   readonly sweep: Effect.Effect<number>
-  /** Sweeps unless a sweep already ran within the last hour (so short-lived processes can call it each start). */
-  readonly sweepIfDue: Effect.Effect<number>
+  /**
+   * Sweeps unless a sweep already ran within the last hour (so short-lived processes can call it each start);
+   * answers how many were removed, or undefined when no sweep was due.
+   */
+  readonly sweepIfDue: Effect.Effect<number | undefined>
+  /** How long outputs are kept. */
+  readonly retentionMs: number
 }
 
 export class Service extends Context.Service<Service, Interface>()("core/ManagedOutputs") {}
@@ -131,7 +136,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
     const sweepIfDue = Effect.suspend(() => {
       const marker = join(directory, SWEEP_MARKER)
       const last = statOrUndefined(marker)
-      if (last !== undefined && Date.now() - last.mtimeMs < SWEEP_INTERVAL_MS) return Effect.succeed(0)
+      if (last !== undefined && Date.now() - last.mtimeMs < SWEEP_INTERVAL_MS) return Effect.succeed(undefined)
       return sweep.pipe(
         Effect.tap(() =>
           Effect.sync(() => {
@@ -145,7 +150,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       )
     })
 
-    return Service.of({ directory, write, open, sweep, sweepIfDue })
+    return Service.of({ directory, write, open, sweep, sweepIfDue, retentionMs })
   })
 
 /** Characters encoded at a time when writing a large text, so a 100 MB output is never copied whole. */

@@ -112,34 +112,38 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
           return reference
         })
 
-        // All text parts share one budget: they are joined, and bounded as one text when too large together.
-        const fullText = joinTexts(projected.content)
+        // Files over the media limit are kept and become a note, which then counts as text like the rest.
+        const parts: Array<Tool.Content> = []
+        for (const part of projected.content) {
+          if (part.type === "text" || fileFits(part)) {
+            parts.push(part)
+            continue
+          }
+          const size = base64Size(part.data)
+          const reference = yield* keep(Buffer.from(part.data, "base64"))
+          parts.push({
+            type: "text",
+            text:
+              `[${part.name ?? "file"} (${part.mime}, ${size} bytes) is larger than the inline media limit of ` +
+              `${resolved.maxMediaBytes} bytes; it is kept as ${reference.id} at ${reference.path}.]`,
+          })
+        }
+
+        // All text shares one budget: when too large together it is kept whole and becomes one preview, in the
+        // place of the first text part.
+        const fullText = joinTexts(parts)
         let textPreview: { readonly full: string; readonly preview: string } | undefined
         if (!textFits(fullText)) {
           const reference = yield* keep(fullText)
           textPreview = { full: fullText, preview: Bound.preview(fullText, resolved, reference) }
         }
-
         const content: Array<Part> = []
         let textPlaced = false
-        for (const part of projected.content) {
-          if (part.type === "text") {
-            if (textPreview === undefined) content.push({ type: "text", text: part.text })
-            else if (!textPlaced) content.push({ type: "text", text: textPreview.preview })
-            textPlaced = true
-            continue
-          }
-          if (fileFits(part)) content.push(...asParts([part]))
-          else {
-            const size = base64Size(part.data)
-            const reference = yield* keep(Buffer.from(part.data, "base64"))
-            content.push({
-              type: "text",
-              text:
-                `[${part.name ?? "file"} (${part.mime}, ${size} bytes) is larger than the inline media limit of ` +
-                `${resolved.maxMediaBytes} bytes; it is kept as ${reference.id} at ${reference.path}.]`,
-            })
-          }
+        for (const part of parts) {
+          if (part.type === "file") content.push(...asParts([part]))
+          else if (textPreview === undefined) content.push({ type: "text", text: part.text })
+          else if (!textPlaced) content.push({ type: "text", text: textPreview.preview })
+          if (part.type === "text") textPlaced = true
         }
 
         let structured = projected.structured

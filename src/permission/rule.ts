@@ -17,7 +17,8 @@ export type Ruleset = ReadonlyArray<Rule>
 const SHARED_ACTIONS: Readonly<Record<string, string>> = { edit: "edit", write: "edit", apply_patch: "edit" }
 
 /** The permission action a tool name is checked under. */
-export const actionOf = (toolName: string): string => SHARED_ACTIONS[toolName] ?? toolName
+export const actionOf = (toolName: string): string =>
+  Object.hasOwn(SHARED_ACTIONS, toolName) ? SHARED_ACTIONS[toolName]! : toolName
 
 const compiled = new Map<string, RegExp>()
 

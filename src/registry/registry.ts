@@ -71,8 +71,12 @@ const makeTools = (placement: Placement.Table): Tools => ({
     if (scope.state._tag === "Closed") {
       return yield* new RegistrationError({ reason: "scope_closed", message: "cannot register into a closed scope" })
     }
-    placement.add(entries)
-    yield* Scope.addFinalizer(scope, Effect.sync(() => placement.remove(entries)))
+    // Adding and arranging the removal happen together: an interruption cannot leave one without the other.
+    yield* Effect.uninterruptible(
+      Effect.sync(() => placement.add(entries)).pipe(
+        Effect.andThen(Scope.addFinalizer(scope, Effect.sync(() => placement.remove(entries)))),
+      ),
+    )
   }),
 })
 

@@ -1,11 +1,10 @@
 // Regenerates ./effect-modules.ts from the installed `effect` package: every top-level module plus the chosen
-// sub-package entry points (the `effect` barrel itself is assembled lazily by ./modules). Run with `bun run generate` after upgrading effect; a test fails when it is stale.
+// sub-package entry points (the `effect` barrel itself is assembled lazily by ./modules). Run it with
+// `bun run generate` after upgrading effect; a test fails when the generated file is stale.
 
 import { readdirSync } from "node:fs"
 import { join } from "node:path"
-
-/** Sub-packages a tool may reasonably import (an HTTP client, process spawning, encodings, schema helpers). */
-export const SUBPACKAGES = ["encoding", "http", "process", "schema"] as const
+import { SUBPACKAGES } from "./subpackages"
 
 export const expectedSpecifiers = (effectRoot: string): Array<string> => {
   const modules = readdirSync(join(effectRoot, "dist"))

@@ -10,6 +10,8 @@ import * as Sdk from "./index"
 
 export const SDK_SPECIFIER = "@core/tool"
 
+export { SUBPACKAGES } from "./subpackages"
+
 /** What the `effect` barrel re-exports from `effect/Function` besides its namespaces. */
 const FUNCTION_REEXPORTS = ["absurd", "cast", "flow", "hole", "identity", "pipe"] as const
 

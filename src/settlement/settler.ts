@@ -15,7 +15,6 @@ import * as SchemaIssue from "effect/SchemaIssue"
 import { Output } from "../output/output"
 import type { Rule } from "../permission/rule"
 import { Registry } from "../registry/registry"
-import { Owner } from "../store/owner"
 import { Store } from "../store/store"
 import type { Definition } from "../tool/definition"
 import * as Internal from "../tool/internal"
@@ -65,6 +64,9 @@ const INPUT_OPTIONS = { errors: "all", reportInput: true, onExcessProperty: "err
 const OUTPUT_OPTIONS = { errors: "all", reportInput: true } as const
 /** How often a call running in another process is checked for its settlement. */
 const OWNER_POLL_MS = 50
+
+/** Another settler recorded or began the call first. */
+const CONFLICT = Symbol("Settler.conflict")
 
 /** An admitted call: its captured tool and decoded input. */
 interface Admitted {
@@ -119,26 +121,52 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
     const lookup = (call: Call) =>
       store.lookup(call).pipe(Effect.mapError(operational("Could not read the settlement store")))
 
-    const record = (call: Call, settlement: Settlement.Info) =>
-      store.complete(call, settlement).pipe(
-        Effect.mapError(operational(`Could not record the settlement of ${call.name} (${call.toolCallID})`)),
-        Effect.as<Settled>({ settlement, replayed: false }),
+    const recordFailed = (call: Call) =>
+      operational(`Could not record the settlement of ${call.name} (${call.toolCallID})`)
+
+    /**
+     * Records the settlement of a call that never began (unknown, stale, invalid input, or the replay of an
+     * unsettled one), only if the call is still as `expected`; CONFLICT when another settler got there first.
+     */
+    const recordNew = (call: Call, settlement: Settlement.Info, expected: Store.Expected, replayed = false) =>
+      store.settle(call, settlement, expected).pipe(
+        Effect.mapError(recordFailed(call)),
+        Effect.map((recorded): Settled | typeof CONFLICT => (recorded ? { settlement, replayed } : CONFLICT)),
       )
 
-    const recordError = (call: Call, kind: Settlement.ErrorKind, message: string) =>
-      record(call, Settlement.error(call.name, call.toolCallID, kind, message))
+    const rejectNew = (call: Call, kind: Settlement.ErrorKind, message: string) =>
+      recordNew(call, Settlement.error(call.name, call.toolCallID, kind, message), { state: "absent" })
 
-    /** A recorded call that is not settled: wait for a live owner, else it was interrupted. */
+    /** Records the settlement of a call this process ran; if another record won meanwhile, that one stands. */
+    const recordOwned = (call: Call, settlement: Settlement.Info) =>
+      Effect.gen(function* () {
+        if (yield* store.settle(call, settlement, { state: "owned" }).pipe(Effect.mapError(recordFailed(call)))) {
+          return { settlement, replayed: false }
+        }
+        const known = yield* lookup(call)
+        return known?.state === "settled" ? { settlement: known.settlement, replayed: true } : { settlement, replayed: false }
+      })
+
+    const failOwned = (call: Call, kind: Settlement.ErrorKind, message: string) =>
+      recordOwned(call, Settlement.error(call.name, call.toolCallID, kind, message))
+
+    /** A recorded call that is unsettled and no longer running replays as interrupted, never runs again. */
     const replayUnsettled = (call: Call, known: Store.Record & { state: "started" | "failed" }) =>
-      recordError(
+      recordNew(
         call,
-        "interrupted",
-        known.state === "failed"
-          ? `${known.tool} (${call.toolCallID}) ran but could not be settled (${known.reason}). It may have taken ` +
-              `effect; check before calling it again with a new call id.`
-          : `${known.tool} (${call.toolCallID}) was started but never settled: core stopped while it ran. It may ` +
-              `or may not have taken effect; check before calling it again with a new call id.`,
-      ).pipe(Effect.map((settled) => ({ ...settled, replayed: true })))
+        Settlement.error(
+          known.tool,
+          call.toolCallID,
+          "interrupted",
+          known.state === "failed"
+            ? `${known.tool} (${call.toolCallID}) ran but core could not settle it (an operational failure). It may ` +
+                `have taken effect; check before calling it again with a new call id.`
+            : `${known.tool} (${call.toolCallID}) was started but never settled: core stopped while it ran. It may ` +
+                `or may not have taken effect; check before calling it again with a new call id.`,
+        ),
+        known.state === "failed" ? { state: "failed" } : { state: "abandoned", owner: known.owner },
+        true,
+      )
 
     /**
      * Everything before the tool runs: replay a recorded call, reject unknown, stale and invalid calls (recording
@@ -147,10 +175,13 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
     const admit: (
       catalog: Registry.Catalog,
       call: Call,
-    ) => Effect.Effect<Settled | Admitted, OperationalError> = Effect.fnUntraced(function* (catalog, call) {
+    ) => Effect.Effect<Settled | Admitted | typeof CONFLICT, OperationalError> = Effect.fnUntraced(function* (
+      catalog,
+      call,
+    ) {
       let known = yield* lookup(call)
-      // Another process is running this very call: wait for its settlement rather than run it twice.
-      while (known?.state === "started" && Owner.isAlive(known.owner)) {
+      // Another settler is running this very call: wait for its settlement rather than run it twice.
+      while (known?.state === "started" && known.running) {
         yield* Effect.sleep(OWNER_POLL_MS)
         known = yield* lookup(call)
       }
@@ -160,10 +191,10 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
       const resolution = catalog.resolve(call.name)
       if (resolution._tag === "Unknown") {
         const hint = resolution.suggestions.length === 0 ? "" : ` Did you mean ${resolution.suggestions.join(", ")}?`
-        return yield* recordError(call, "unknown", `Unknown tool "${call.name}".${hint}`)
+        return yield* rejectNew(call, "unknown", `Unknown tool "${call.name}".${hint}`)
       }
       if (resolution._tag === "Stale") {
-        return yield* recordError(
+        return yield* rejectNew(
           call,
           "stale",
           `The tool "${call.name}" changed since this turn's tool list was made; nothing ran. Use the current tool list.`,
@@ -176,7 +207,7 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
       if (Exit.isFailure(decoded)) {
         const error = Cause.findError(decoded.cause)
         if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
-        return yield* recordError(
+        return yield* rejectNew(
           call,
           "invalid_input",
           `Invalid input for ${call.name}:\n${describeIssues(error.success)}\nFix the input to match the tool's ` +
@@ -186,8 +217,17 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
       return { _tag: "Admitted", tool, input: decoded.value } satisfies Admitted
     })
 
-    /** Runs an admitted call whose intent this process recorded: execute → encode → project → bound → persist. */
-    const perform = Effect.fnUntraced(function* (call: Call, admitted: Admitted, options: Options | undefined) {
+    /**
+     * Runs an admitted call whose intent this process recorded: execute → encode → project → bound → persist.
+     * Runs uninterruptibly but for `execute` (made interruptible by `restore`): once the tool has returned, an
+     * interruption waits until its result is settled and recorded, so a finished call is never recorded cancelled.
+     */
+    const perform = Effect.fnUntraced(function* (
+      call: Call,
+      admitted: Admitted,
+      options: Options | undefined,
+      restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
+    ) {
       const { tool } = admitted
       const context: Tool.Context = {
         sessionID: call.sessionID,
@@ -196,39 +236,49 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
         toolCallID: call.toolCallID,
         progress: (update) => (options?.onProgress === undefined ? Effect.void : options.onProgress(update)),
       }
-      const executed = yield* Effect.exit(Effect.suspend(() => tool.execute(admitted.input, context)))
+      const executed = yield* Effect.exit(restore(Effect.suspend(() => tool.execute(admitted.input, context))))
       if (Exit.isFailure(executed)) {
         if (Cause.hasInterruptsOnly(executed.cause)) {
-          return yield* record(call, Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"))
+          return yield* recordOwned(call, Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"))
         }
         const error = Cause.findError(executed.cause)
         if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
-        if (error.success instanceof Tool.Failure) return yield* recordError(call, "failure", error.success.message)
+        if (error.success instanceof Tool.Failure) return yield* failOwned(call, "failure", error.success.message)
         return yield* new OperationalError({
           message: `${call.name} failed with an unexpected error (only Tool.Failure is model-visible)`,
           cause: error.success,
         })
       }
 
-      const encoded = yield* Effect.exit(Schema.encodeEffect(tool.outputJson)(executed.value, OUTPUT_OPTIONS))
-      if (Exit.isFailure(encoded)) {
-        const error = Cause.findError(encoded.cause)
+      // The JSON encoding is the structured output (what the output JSON Schema describes); toModelOutput gets
+      // the output encoded by the tool's own schema, as its type says.
+      const encodings = yield* Effect.exit(
+        Effect.all([
+          Schema.encodeEffect(tool.outputJson)(executed.value, OUTPUT_OPTIONS),
+          tool.toModelOutput === undefined
+            ? Effect.succeed(undefined)
+            : Schema.encodeEffect(tool.output)(executed.value, OUTPUT_OPTIONS),
+        ]),
+      )
+      if (Exit.isFailure(encodings)) {
+        const error = Cause.findError(encodings.cause)
         if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
-        return yield* recordError(
+        return yield* failOwned(
           call,
           "invalid_output",
           `${call.name} produced output that does not match its output schema, so it was not returned:\n` +
             `${describeIssues(error.success)}\nThis is a defect in the tool, not in the input.`,
         )
       }
+      const [structured, encoded] = encodings.value
 
-      const projected = tool.toModelOutput === undefined ? undefined : tool.toModelOutput(encoded.value)
+      const projected = tool.toModelOutput === undefined ? undefined : tool.toModelOutput(encoded)
       const content =
         projected === undefined
-          ? Exit.succeed(defaultProjection(encoded.value))
+          ? Exit.succeed(defaultProjection(structured))
           : decodeContent(typeof projected === "string" ? [{ type: "text", text: projected }] : projected)
       if (Exit.isFailure(content)) {
-        return yield* recordError(
+        return yield* failOwned(
           call,
           "invalid_output",
           `${call.name}'s toModelOutput returned parts that are not text or file content; this is a defect in the tool.`,
@@ -236,9 +286,9 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
       }
 
       const bounded = yield* output
-        .bound({ content: content.value, structured: encoded.value ?? null })
+        .bound({ content: content.value, structured: structured ?? null })
         .pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
-      return yield* record(call, {
+      return yield* recordOwned(call, {
         tool: call.name,
         callID: call.toolCallID,
         status: "success",
@@ -255,21 +305,21 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
     ): Effect.Effect<Settled, OperationalError> =>
       Effect.gen(function* () {
         const admitted = yield* admit(catalog, call)
+        // Another settler recorded or began the call meanwhile: settle through its record instead.
+        if (admitted === CONFLICT) return yield* run(catalog, call, options)
         if (!("_tag" in admitted)) return admitted
-        const fresh = yield* store.begin(call, call.name).pipe(Effect.mapError(operational("Could not record the call")))
-        // Another process began it between the lookup and now: settle through its record instead.
-        if (!fresh) return yield* run(catalog, call, options)
-        // From here this process owns the call: an interruption records it cancelled; an operational failure
-        // records why, so a retry replays it honestly instead of running it again.
-        return yield* perform(call, admitted, options).pipe(
-          Effect.onExit((exit) => {
-            if (Exit.isSuccess(exit)) return Effect.void
-            const recorded = Cause.hasInterruptsOnly(exit.cause)
-              ? store.complete(call, Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"))
-              : store.fail(call, reasonOf(exit.cause))
-            return Effect.ignore(recorded)
+        const outcome = yield* Effect.uninterruptibleMask((restore) =>
+          Effect.gen(function* () {
+            const fresh = yield* store.begin(call, call.name).pipe(Effect.mapError(operational("Could not record the call")))
+            if (!fresh) return CONFLICT
+            // From here this process owns the call; an operational failure is recorded with its reason (for
+            // operators), so a retry replays it as interrupted instead of running it again.
+            return yield* perform(call, admitted, options, restore).pipe(
+              Effect.tapCause((cause) => Effect.ignore(store.fail(call, reasonOf(cause)))),
+            )
           }),
         )
+        return outcome === CONFLICT ? yield* run(catalog, call, options) : outcome
       })
 
     // Untraced on purpose: settle is the per-call hot path, where a span costs about as much as the pipeline.

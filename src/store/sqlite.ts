@@ -55,14 +55,18 @@ class NewerVersion {
   constructor(readonly found: number) {}
 }
 
+const readVersion = (db: Database): number =>
+  (db.query("PRAGMA user_version").get() as { user_version: number }).user_version
+
 const migrate = (db: Database) => {
-  const { user_version: version } = db.query("PRAGMA user_version").get() as { user_version: number }
-  if (version > SCHEMA_VERSION) throw new NewerVersion(version)
-  if (version === SCHEMA_VERSION) return
+  if (readVersion(db) === SCHEMA_VERSION) return
+  // Under a write lock, and reading the version again inside it: processes starting together migrate once.
   db.transaction(() => {
+    const version = readVersion(db)
+    if (version > SCHEMA_VERSION) throw new NewerVersion(version)
     for (let index = version; index < SCHEMA_VERSION; index++) db.exec(MIGRATIONS[index]!)
     db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`)
-  })()
+  }).immediate()
 }
 
 const openError = (path: string, cause: unknown): Store.StoreError => {
@@ -76,7 +80,8 @@ const openError = (path: string, cause: unknown): Store.StoreError => {
     })
   }
   const message = describe(cause)
-  if (/not a database|malformed|SQLITE_NOTADB|SQLITE_CORRUPT/i.test(message)) {
+  const code = (cause as { code?: unknown } | undefined)?.code
+  if (code === "SQLITE_NOTADB" || code === "SQLITE_CORRUPT") {
     return new Store.StoreError({
       reason: "corrupt",
       path,
@@ -99,21 +104,27 @@ const prepare = (db: Database) => ({
   select: db.query<Row, [string, string]>(
     "SELECT state, tool, owner, reason, settlement FROM settlements WHERE session_id = ? AND call_id = ?",
   ),
-  insert: db.query(
+  begin: db.query<unknown, [string, string, string, string, number]>(
     "INSERT INTO settlements (session_id, call_id, tool, state, owner, started_at) " +
       "VALUES (?, ?, ?, 'started', ?, ?) ON CONFLICT DO NOTHING",
   ),
-  // The first settlement of a call is final: a later one never overwrites it.
-  upsert: db.query(
+  settleAbsent: db.query<unknown, [string, string, string, string, number]>(
     "INSERT INTO settlements (session_id, call_id, tool, state, settlement, settled_at) " +
-      "VALUES (?, ?, ?, 'settled', ?, ?) ON CONFLICT (session_id, call_id) DO UPDATE SET " +
-      "state = 'settled', settlement = excluded.settlement, settled_at = excluded.settled_at " +
-      "WHERE settlements.state != 'settled'",
+      "VALUES (?, ?, ?, 'settled', ?, ?) ON CONFLICT DO NOTHING",
   ),
-  markFailed: db.query(
+  settleStarted: db.query<unknown, [string, number, string, string, string]>(
+    "UPDATE settlements SET state = 'settled', settlement = ?, settled_at = ? " +
+      "WHERE session_id = ? AND call_id = ? AND state = 'started' AND owner = ?",
+  ),
+  settleFailed: db.query<unknown, [string, number, string, string]>(
+    "UPDATE settlements SET state = 'settled', settlement = ?, settled_at = ? " +
+      "WHERE session_id = ? AND call_id = ? AND state = 'failed'",
+  ),
+  fail: db.query<unknown, [string, number, string, string, string]>(
     "UPDATE settlements SET state = 'failed', reason = ?, settled_at = ? " +
-      "WHERE session_id = ? AND call_id = ? AND state = 'started'",
+      "WHERE session_id = ? AND call_id = ? AND state = 'started' AND owner = ?",
   ),
+  prune: db.query<unknown, [number]>("DELETE FROM settlements WHERE COALESCE(settled_at, started_at) < ?"),
 })
 
 /** The durable store at `path` (usually `<data dir>/core.db`). */
@@ -125,51 +136,69 @@ export const layer = (path: string): Layer.Layer<Store.Service, Store.StoreError
         Effect.try({ try: () => open(path), catch: (cause) => openError(path, cause) }),
         (db) => Effect.sync(() => db.close()),
       )
-      const { select, insert, upsert, markFailed } = yield* Effect.try({
+      const statements = yield* Effect.try({
         try: () => prepare(db),
         catch: (cause) =>
           new Store.StoreError({
             reason: "corrupt",
             path,
-            message: `The settlement store ${path} does not have the expected tables (${describe(cause)}). It was left untouched: move it aside to start afresh.`,
+            message:
+              `The settlement store ${path} does not have the expected tables (${describe(cause)}). ` +
+              `It was left untouched: move it aside to start afresh.`,
           }),
       })
-      const io = (operation: string) => (cause: unknown) =>
-        new Store.StoreError({ reason: "io", path, message: `Settlement store ${operation} failed: ${describe(cause)}` })
+      /** Calls this store began and has not yet settled or failed: a record it owns is running only if here. */
+      const running = new Set<string>()
+      const keyOf = (key: Store.Key) => JSON.stringify([key.sessionID, key.toolCallID])
+      const attempt = <A>(operation: string, run: () => A) =>
+        Effect.try({
+          try: run,
+          catch: (cause) =>
+            new Store.StoreError({ reason: "io", path, message: `Settlement store ${operation} failed: ${describe(cause)}` }),
+        })
 
       return Store.Service.of({
         lookup: (key) =>
-          Effect.try({
-            try: (): Store.Record | undefined => {
-              const row = select.get(key.sessionID, key.toolCallID)
-              if (row === null) return undefined
-              if (row.state === "settled" && row.settlement !== null) {
-                return { state: "settled", settlement: decodeSettlement(row.settlement) }
-              }
-              if (row.state === "failed") return { state: "failed", tool: row.tool, reason: row.reason ?? "" }
-              return { state: "started", tool: row.tool, owner: row.owner ?? "" }
-            },
-            catch: io("lookup"),
+          attempt("lookup", (): Store.Record | undefined => {
+            const row = statements.select.get(key.sessionID, key.toolCallID)
+            if (row === null) return undefined
+            if (row.state === "settled" && row.settlement !== null) {
+              return { state: "settled", settlement: decodeSettlement(row.settlement) }
+            }
+            if (row.state === "failed") return { state: "failed", tool: row.tool, reason: row.reason ?? "" }
+            const owner = row.owner ?? ""
+            const alive = owner === Owner.current ? running.has(keyOf(key)) : Owner.isAlive(owner)
+            return { state: "started", tool: row.tool, owner, running: alive }
           }),
         begin: (key, tool) =>
-          Effect.try({
-            try: () => insert.run(key.sessionID, key.toolCallID, tool, Owner.current, Date.now()).changes === 1,
-            catch: io("write"),
+          attempt("write", () => {
+            const begun = statements.begin.run(key.sessionID, key.toolCallID, tool, Owner.current, Date.now()).changes === 1
+            if (begun) running.add(keyOf(key))
+            return begun
           }),
-        complete: (key, settlement) =>
-          Effect.try({
-            try: () => {
-              upsert.run(key.sessionID, key.toolCallID, settlement.tool, JSON.stringify(settlement), Date.now())
-            },
-            catch: io("write"),
+        settle: (key, settlement, expected) =>
+          attempt("write", () => {
+            const json = JSON.stringify(settlement)
+            const now = Date.now()
+            const { sessionID, toolCallID } = key
+            switch (expected.state) {
+              case "absent":
+                return statements.settleAbsent.run(sessionID, toolCallID, settlement.tool, json, now).changes === 1
+              case "owned":
+                running.delete(keyOf(key))
+                return statements.settleStarted.run(json, now, sessionID, toolCallID, Owner.current).changes === 1
+              case "abandoned":
+                return statements.settleStarted.run(json, now, sessionID, toolCallID, expected.owner).changes === 1
+              case "failed":
+                return statements.settleFailed.run(json, now, sessionID, toolCallID).changes === 1
+            }
           }),
         fail: (key, reason) =>
-          Effect.try({
-            try: () => {
-              markFailed.run(reason, Date.now(), key.sessionID, key.toolCallID)
-            },
-            catch: io("write"),
+          attempt("write", () => {
+            running.delete(keyOf(key))
+            statements.fail.run(reason, Date.now(), key.sessionID, key.toolCallID, Owner.current)
           }),
+        prune: (before) => attempt("prune", () => statements.prune.run(before).changes),
       })
     }),
   )

@@ -23,45 +23,94 @@ export interface Key {
 }
 
 export type Record =
-  /** Begun by the process `owner` (see ./owner) and not settled yet. */
-  | { readonly state: "started"; readonly tool: string; readonly owner: string }
+  /** Begun by the process `owner` (see ./owner); `running` says whether that process is still running it. */
+  | { readonly state: "started"; readonly tool: string; readonly owner: string; readonly running: boolean }
   /** Begun, then failed operationally (a defect, a lost output): it ran at least in part, with no settlement. */
   | { readonly state: "failed"; readonly tool: string; readonly reason: string }
   | { readonly state: "settled"; readonly settlement: Settlement.Info }
+
+/**
+ * What a settlement expects to replace, so it never replaces a record it did not see: `absent` for a call that
+ * never began (unknown, stale, invalid input), `owned` for the settlement of a call this store began, `abandoned`
+ * for a call begun by `owner` that is no longer running, `failed` for a call that failed operationally.
+ */
+export type Expected =
+  | { readonly state: "absent" }
+  | { readonly state: "owned" }
+  | { readonly state: "abandoned"; readonly owner: string }
+  | { readonly state: "failed" }
 
 export interface Interface {
   readonly lookup: (key: Key) => Effect.Effect<Record | undefined, StoreError>
   /** Records that a call is about to execute. Answers false (and records nothing) if the call is already known. */
   readonly begin: (key: Key, tool: string) => Effect.Effect<boolean, StoreError>
-  /** Records the settlement of a call, whether or not it was begun. A settled call keeps its first settlement. */
-  readonly complete: (key: Key, settlement: Settlement.Info) => Effect.Effect<void, StoreError>
-  /** Records that a begun call failed operationally, with the reason. A settled call is left as it is. */
+  /** Records a settlement if the call is as `expected`; answers whether it did. A settlement is final. */
+  readonly settle: (key: Key, settlement: Settlement.Info, expected: Expected) => Effect.Effect<boolean, StoreError>
+  /** Records that a call this store began failed operationally, with the reason (for operators, not models). */
   readonly fail: (key: Key, reason: string) => Effect.Effect<void, StoreError>
+  /** Forgets calls recorded before `before` (epoch ms); answers how many. */
+  readonly prune: (before: number) => Effect.Effect<number, StoreError>
 }
 
 export class Service extends Context.Service<Service, Interface>()("core/Store") {}
 
 const keyOf = (key: Key) => JSON.stringify([key.sessionID, key.toolCallID])
 
-/** Keeps records in memory for the life of the layer: tests, benchmarks and throwaway runs. */
+/**
+ * Keeps records in memory for the life of the layer: tests, benchmarks and throwaway runs. Settlements are kept
+ * as JSON, like the durable store, so a caller mutating what it got back cannot change what is replayed.
+ */
 export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
-  const records = new Map<string, Record>()
+  type Stored =
+    | { state: "started"; tool: string; at: number }
+    | { state: "failed"; tool: string; reason: string; at: number }
+    | { state: "settled"; json: string; at: number }
+  const records = new Map<string, Stored>()
+  const matches = (stored: Stored | undefined, expected: Expected): boolean => {
+    switch (expected.state) {
+      case "absent":
+        return stored === undefined
+      case "owned":
+      case "abandoned":
+        // Every call in this store was begun by this process.
+        return stored?.state === "started"
+      case "failed":
+        return stored?.state === "failed"
+    }
+  }
   return Service.of({
-    lookup: (key) => Effect.sync(() => records.get(keyOf(key))),
+    lookup: (key) =>
+      Effect.sync((): Record | undefined => {
+        const stored = records.get(keyOf(key))
+        if (stored === undefined) return undefined
+        if (stored.state === "settled") return { state: "settled", settlement: JSON.parse(stored.json) }
+        if (stored.state === "failed") return { state: "failed", tool: stored.tool, reason: stored.reason }
+        return { state: "started", tool: stored.tool, owner: Owner.current, running: true }
+      }),
     begin: (key, tool) =>
       Effect.sync(() => {
         if (records.has(keyOf(key))) return false
-        records.set(keyOf(key), { state: "started", tool, owner: Owner.current })
+        records.set(keyOf(key), { state: "started", tool, at: Date.now() })
         return true
       }),
-    complete: (key, settlement) =>
+    settle: (key, settlement, expected) =>
       Effect.sync(() => {
-        if (records.get(keyOf(key))?.state !== "settled") records.set(keyOf(key), { state: "settled", settlement })
+        if (!matches(records.get(keyOf(key)), expected)) return false
+        records.set(keyOf(key), { state: "settled", json: JSON.stringify(settlement), at: Date.now() })
+        return true
       }),
     fail: (key, reason) =>
       Effect.sync(() => {
-        const record = records.get(keyOf(key))
-        if (record?.state === "started") records.set(keyOf(key), { state: "failed", tool: record.tool, reason })
+        const stored = records.get(keyOf(key))
+        if (stored?.state === "started") records.set(keyOf(key), { state: "failed", tool: stored.tool, reason, at: Date.now() })
+      }),
+    prune: (before) =>
+      Effect.sync(() => {
+        let removed = 0
+        for (const [key, stored] of records) {
+          if (stored.at < before && records.delete(key)) removed++
+        }
+        return removed
       }),
   })
 })

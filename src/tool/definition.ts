@@ -21,12 +21,15 @@ export const of = (tool: Tool.Any, name: string): Definition => {
   if (record === undefined) throw new TypeError("Definition.of: not a tool made by Tool.make")
   const cached = record.definitions.get(name) as Definition | undefined
   if (cached !== undefined) return cached
-  const definition: Definition = deepFreeze({
-    name,
-    description: record.description,
-    inputSchema: record.inputSchema,
-    outputSchema: JsonSchema.output(record.output),
-  })
+  // A copy is frozen, never the author's own annotation objects that the schemas may share.
+  const definition: Definition = deepFreeze(
+    structuredClone({
+      name,
+      description: record.description,
+      inputSchema: record.inputSchema,
+      outputSchema: JsonSchema.output(record.output),
+    }),
+  )
   record.definitions.set(name, definition)
   return definition
 }

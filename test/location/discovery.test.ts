@@ -114,6 +114,7 @@ export default Tool.make({
       "syntax.ts": "export default Tool.make({ description: ",
       "internal.ts": `import { x } from "@core/internal"\nexport default x`,
       "deep.ts": `import * as E from "effect/internal/effect"\nexport default E`,
+      "sql.ts": `import * as Sql from "effect/sql"\nexport default Sql`,
       "missing.ts": `import leftPad from "left-pad-that-is-not-installed"\nexport default leftPad`,
       "9lives.ts": TOOL(),
       "throws.ts": `throw new Error("exploded at import")`,
@@ -124,10 +125,11 @@ export default Tool.make({
     const result = await Kernel.run(load(directory))
     expect(result.names).toEqual(["good"])
     const byFile = Object.fromEntries(result.diagnostics.map((diagnostic) => [diagnostic.file.split("/").pop(), diagnostic.message]))
-    expect(Object.keys(byFile).sort()).toEqual(["9lives.ts", "deep.ts", "empty.ts", "internal.ts", "missing.ts", "syntax.ts", "throws.ts"])
+    expect(Object.keys(byFile).sort()).toEqual(["9lives.ts", "deep.ts", "empty.ts", "internal.ts", "missing.ts", "sql.ts", "syntax.ts", "throws.ts"])
+    expect(byFile["sql.ts"]).toContain('"effect/sql", which this core does not include')
     expect(byFile["syntax.ts"]).toMatch(/^syntax error/)
     expect(byFile["internal.ts"]).toContain('"@core/internal", which is not public')
-    expect(byFile["deep.ts"]).toContain('"effect/internal/effect"')
+    expect(byFile["deep.ts"]).toContain('"effect/internal/effect", one of Effect\'s internal modules')
     expect(byFile["missing.ts"]).toContain("left-pad-that-is-not-installed")
     expect(byFile["9lives.ts"]).toContain("must start with a letter")
     expect(byFile["throws.ts"]).toContain("exploded at import")
@@ -148,6 +150,41 @@ export const ${"x".repeat(64)} = make()
     const result = await Kernel.run(load(directory))
     expect(result.names).toEqual([])
     expect(result.diagnostics[0]!.message).toContain("limit is 64")
+  })
+
+  test("a file that never finishes loading is reported after the timeout and does not hold up the others", async () => {
+    const directory = location({ "good.ts": TOOL(), "stuck.ts": `await new Promise(() => {})\nexport default 1` })
+    const result = await Kernel.run(
+      Effect.gen(function* () {
+        const registry = yield* Registry.Service
+        const loaded = yield* Discovery.load(directory, registry.tools, { timeoutMs: 200 })
+        return { ...loaded, names: registry.capture().definitions.map((definition) => definition.name) }
+      }),
+    )
+    expect(result.names).toEqual(["good"])
+    expect(result.diagnostics).toEqual([{ file: join(directory, "tools", "stuck.ts"), message: expect.stringContaining("did not finish loading") }])
+  })
+
+  test("two files yielding the same name are both loaded, the later one wins, and it is reported", async () => {
+    const directory = location({
+      "git.ts": `
+import { Tool } from "@core/tool"
+import { Effect, Schema } from "effect"
+export const status = Tool.make({ description: "from git.ts", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("") })
+`,
+      "git_status.ts": TOOL(),
+    })
+    const result = await Kernel.run(
+      Effect.gen(function* () {
+        const registry = yield* Registry.Service
+        const loaded = yield* Discovery.load(directory, registry.tools)
+        return { ...loaded, definitions: registry.capture().definitions }
+      }),
+    )
+    expect(result.definitions.map((definition) => [definition.name, definition.description])).toEqual([["git_status", "echo"]])
+    expect(result.diagnostics).toEqual([
+      { file: join(directory, "tools", "git_status.ts"), message: "defines git_status, which git.ts also defines; this file's wins" },
+    ])
   })
 
   test("a directory without tools/ loads nothing and reports nothing", async () => {

@@ -67,6 +67,15 @@ describe("Bound", () => {
     }
   })
 
+  test("with the smallest limits and a very long output path, the marker shrinks and still names the output", () => {
+    const longReference = { id: reference.id, path: `/${"deep/".repeat(140)}${reference.id}` }
+    const smallest = { maxLines: Bound.MIN_MAX_LINES, maxBytes: Bound.MIN_MAX_BYTES }
+    const preview = Bound.preview("line\n".repeat(10_000), smallest, longReference)
+    within(preview, smallest)
+    expect(preview).toContain(`core output ${reference.id}`)
+    expect(preview).toStartWith("line\n")
+  })
+
   test("the preview never exceeds the bound, whatever the text and limits", () => {
     let seed = 7
     const random = () => {

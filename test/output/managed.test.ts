@@ -128,7 +128,7 @@ describe("ManagedOutputs.sweepIfDue", () => {
         return { firstSweep, skipped, again }
       }),
     )
-    expect(result).toEqual({ firstSweep: 1, skipped: 0, again: 1 })
+    expect(result).toEqual({ firstSweep: 1, skipped: undefined, again: 1 })
   })
 })
 

@@ -5,6 +5,7 @@ import { Effect, Layer } from "effect"
 import { Bound } from "../../src/output/bound"
 import { ManagedOutputs } from "../../src/output/managed"
 import { Output } from "../../src/output/output"
+import type { Tool } from "../../src/tool/tool"
 import { tempDir } from "../support/temp"
 
 const bound = (projected: Output.Projected, limits: Partial<Output.Limits> = {}, directory = join(tempDir(), "outputs")) =>
@@ -89,6 +90,19 @@ describe("Output.bound", () => {
     const id = kept.success.outputs[0]!.id
     expect(kept.success.outputs[0]!.bytes).toBe(3_000)
     expect(Buffer.from(await Bun.file(join(directory, id)).arrayBuffer()).equals(Buffer.alloc(3_000, 7))).toBe(true)
+  })
+
+  test("notes for files over the media limit share the text budget, so the content stays within the bound", async () => {
+    const big = { type: "file" as const, data: Buffer.alloc(2_000, 1).toString("base64"), mime: "image/png", name: "big.png" }
+    const content: Array<Tool.Content> = [{ type: "text", text: "x".repeat(900) }]
+    for (let index = 0; index < 20; index++) content.push(big)
+    const result = await bound({ content, structured: null }, { ...small, maxMediaBytes: 1_000 })
+    if (result._tag !== "Success") throw result.failure
+    const texts = result.success.content.filter((part) => part.type === "text")
+    expect(texts).toHaveLength(1)
+    expect(Bound.exceeds((texts[0] as { text: string }).text, small)).toBe(false)
+    // 20 files kept, plus the whole text with their notes.
+    expect(result.success.outputs).toHaveLength(21)
   })
 
   test("when the full output cannot be kept, bounding fails rather than returning a lossy success", async () => {

@@ -41,6 +41,8 @@ describe("Rule", () => {
 
   test("edit, write and apply_patch share the edit action", () => {
     expect(["edit", "write", "apply_patch", "read"].map(Rule.actionOf)).toEqual(["edit", "edit", "edit", "read"])
+    // Names that happen to be Object.prototype members are ordinary actions.
+    expect(["toString", "constructor", "valueOf"].map(Rule.actionOf)).toEqual(["toString", "constructor", "valueOf"])
   })
 
   test("an action is wholly denied only when its last rule denies every resource", () => {

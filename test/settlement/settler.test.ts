@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { Deferred, Effect, Fiber, Schema } from "effect"
+import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
 import { Output } from "../../src/output/output"
 import { Registry } from "../../src/registry/registry"
 import { Settler } from "../../src/settlement/settler"
@@ -8,6 +8,7 @@ import { Tool } from "../../src/tool/tool"
 import { Database } from "bun:sqlite"
 import { hostname } from "node:os"
 import { join } from "node:path"
+import { Runtime } from "../../src/cli/runtime"
 import * as Kernel from "../support/kernel"
 import { tempDir } from "../support/temp"
 
@@ -32,27 +33,29 @@ describe("Settler: codec boundary", () => {
           shift: Tool.make({
             description: "adds a day",
             input: Schema.Struct({ when: Schema.Date, count: Schema.NumberFromString }),
-            output: Schema.Struct({ next: Schema.Date }),
+            output: Schema.Struct({ next: Schema.Date, days: Schema.NumberFromString }),
             execute: (input) =>
               Effect.sync(() => {
                 seen.push(input)
-                return { next: new Date(input.when.getTime() + 86_400_000 * input.count) }
+                return { next: new Date(input.when.getTime() + 86_400_000 * input.count), days: input.count }
               }),
+            // Typed with the output schema's own encoding: `next` stays a Date, `days` is encoded to a string.
             toModelOutput: (output) => {
               projected.push(output)
-              return `next: ${output.next}`
+              return `next: ${output.next.toISOString()} after ${output.days} days`
             },
           }),
         })
         const settlement = yield* settleOnce("shift", { when: "2026-01-01T00:00:00.000Z", count: "2" })
         expect(seen[0]).toEqual({ when: new Date("2026-01-01T00:00:00.000Z"), count: 2 })
-        expect(projected[0]).toEqual({ next: "2026-01-03T00:00:00.000Z" })
+        expect(projected[0]).toEqual({ next: new Date("2026-01-03T00:00:00.000Z"), days: "2" })
+        // The structured output is the JSON encoding, which the output JSON Schema describes.
         expect(settlement).toEqual({
           tool: "shift",
           callID: expect.any(String),
           status: "success",
-          content: [{ type: "text", text: "next: 2026-01-03T00:00:00.000Z" }],
-          structured: { next: "2026-01-03T00:00:00.000Z" },
+          content: [{ type: "text", text: "next: 2026-01-03T00:00:00.000Z after 2 days" }],
+          structured: { next: "2026-01-03T00:00:00.000Z", days: "2" },
           outputs: [],
         })
       }),
@@ -258,7 +261,9 @@ describe("Settler: failure semantics", () => {
           const replay = yield* turn.settle(call)
           expect(replay.replayed).toBe(true)
           expect(replay.settlement.error?.kind).toBe("interrupted")
-          expect(replay.settlement.error?.message).toContain("ran but could not be settled")
+          expect(replay.settlement.error?.message).toContain("ran but core could not settle it")
+          // The defect's own text stays operational: it never reaches the model.
+          expect(JSON.stringify(replay.settlement)).not.toMatch(/kaboom|thrown synchronously/)
         }
       }),
     ))
@@ -450,7 +455,7 @@ describe("Settler: at most once", () => {
         const waiting = yield* Effect.forkChild(turn.settle(call))
         yield* Effect.yieldNow
         const elsewhere = { tool: "once", callID: call.toolCallID, status: "success" as const, content: [], structured: 41, outputs: [] }
-        yield* store.complete(call, elsewhere)
+        yield* store.settle(call, elsewhere, { state: "owned" })
         const settled = yield* Fiber.join(waiting)
         expect(runs).toBe(0)
         expect(settled).toEqual({ settlement: elsewhere, replayed: true })
@@ -469,7 +474,67 @@ describe("Settler: at most once", () => {
         yield* Effect.yieldNow
         yield* Fiber.interrupt(waiting)
         // The owner is still running it: the waiter must not record it cancelled.
-        expect(yield* store.lookup(call)).toEqual({ state: "started", tool: "elsewhere", owner: expect.any(String) })
+        expect(yield* store.lookup(call)).toEqual({ state: "started", tool: "elsewhere", owner: expect.any(String), running: true })
+      }),
+    ))
+
+  test("a call another settler began after this one looked it up is never overwritten with this one's rejection", async () => {
+    // A store that lets "another settler" begin the call right after this settler's first lookup.
+    const racing = Layer.effect(
+      Store.Service,
+      Effect.gen(function* () {
+        const real = yield* Store.Service
+        let raced = false
+        return Store.Service.of({
+          ...real,
+          lookup: (key) =>
+            real.lookup(key).pipe(
+              Effect.tap(() => {
+                if (raced) return Effect.void
+                raced = true
+                return real.begin(key, "elsewhere").pipe(
+                  Effect.andThen(
+                    real.settle(key, { tool: "elsewhere", callID: key.toolCallID, status: "success", content: [], structured: 1, outputs: [] }, { state: "owned" }),
+                  ),
+                )
+              }),
+            ),
+        })
+      }),
+    ).pipe(Layer.provide(Store.layerMemory))
+    const settled = await Effect.runPromise(
+      Effect.gen(function* () {
+        const turn = yield* (yield* Settler.Service).materialize()
+        // This settler does not know the tool: its "unknown" must not replace the other's settlement.
+        return yield* turn.settle(Kernel.call("elsewhere", {}))
+      }).pipe(Effect.provide(Runtime.kernelLayer({ store: racing, outputsDirectory: join(tempDir(), "outputs") }))),
+    )
+    expect(settled).toMatchObject({ replayed: true, settlement: { tool: "elsewhere", status: "success", structured: 1 } })
+  })
+
+  test("a call whose tool returned is settled with its result even if interrupted while it is being recorded", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        let fiber: Fiber.Fiber<unknown, unknown> | undefined
+        yield* register({
+          quick: Tool.make({
+            description: "returns at once",
+            input: Schema.Struct({}),
+            output: Schema.String,
+            execute: () => Effect.succeed("done"),
+            // Runs after execute returned: the interruption arrives while the result is projected and recorded.
+            toModelOutput: (output) => {
+              Effect.runFork(Fiber.interrupt(fiber!))
+              return output
+            },
+          }),
+        })
+        const call = Kernel.call("quick", {})
+        const turn = yield* (yield* Settler.Service).materialize()
+        fiber = yield* Effect.forkChild(turn.settle(call))
+        yield* Fiber.await(fiber)
+        const recorded = yield* (yield* Store.Service).lookup(call)
+        expect(recorded).toMatchObject({ state: "settled", settlement: { status: "success", structured: "done" } })
       }),
     ))
 

@@ -39,50 +39,73 @@ for (const [name, make] of implementations) {
         const key = { sessionID: "s", toolCallID: "c" }
         expect(yield* store.begin(key, "echo")).toBe(true)
         expect(yield* store.begin(key, "other")).toBe(false)
-        expect(yield* store.lookup(key)).toEqual({ state: "started", tool: "echo", owner: Owner.current })
+        expect(yield* store.lookup(key)).toEqual({ state: "started", tool: "echo", owner: Owner.current, running: true })
       })))
 
-    test("complete records the settlement exactly, begun or not", () =>
+    test("a call that never began is settled only if nothing is recorded for it", () =>
       use(make(), Effect.gen(function* () {
         const store = yield* Store.Service
+        const fresh = { sessionID: "s", toolCallID: "fresh" }
         const begun = { sessionID: "s", toolCallID: "begun" }
-        const direct = { sessionID: "s", toolCallID: "direct" }
+        expect(yield* store.settle(fresh, settlement("fresh"), { state: "absent" })).toBe(true)
+        expect(yield* store.lookup(fresh)).toEqual({ state: "settled", settlement: settlement("fresh") })
+        expect(yield* store.begin(fresh, "echo")).toBe(false)
+        // A call another settler began is never overwritten by an "absent" settlement.
         yield* store.begin(begun, "echo")
-        yield* store.complete(begun, settlement("begun"))
-        yield* store.complete(direct, settlement("direct"))
-        expect(yield* store.lookup(begun)).toEqual({ state: "settled", settlement: settlement("begun") })
-        expect(yield* store.lookup(direct)).toEqual({ state: "settled", settlement: settlement("direct") })
-        expect(yield* store.begin(direct, "echo")).toBe(false)
+        expect(yield* store.settle(begun, settlement("unknown tool"), { state: "absent" })).toBe(false)
+        expect(yield* store.lookup(begun)).toMatchObject({ state: "started" })
       })))
 
-    test("the first settlement of a call is final", () =>
+    test("the owner settles a begun call, and a settlement is final", () =>
       use(make(), Effect.gen(function* () {
         const store = yield* Store.Service
         const key = { sessionID: "s", toolCallID: "c" }
-        yield* store.complete(key, settlement("first"))
-        yield* store.complete(key, settlement("second"))
+        yield* store.begin(key, "echo")
+        expect(yield* store.settle(key, settlement("first"), { state: "owned" })).toBe(true)
+        expect(yield* store.settle(key, settlement("second"), { state: "owned" })).toBe(false)
+        expect(yield* store.settle(key, settlement("third"), { state: "absent" })).toBe(false)
         expect(yield* store.lookup(key)).toEqual({ state: "settled", settlement: settlement("first") })
       })))
 
-    test("fail marks a begun call failed with its reason, and never touches a settled one", () =>
+    test("fail marks a begun call failed with its reason, which can then be settled once", () =>
       use(make(), Effect.gen(function* () {
         const store = yield* Store.Service
         const begun = { sessionID: "s", toolCallID: "begun" }
-        const settled = { sessionID: "s", toolCallID: "settled" }
         yield* store.begin(begun, "echo")
         yield* store.fail(begun, "disk full")
         expect(yield* store.lookup(begun)).toEqual({ state: "failed", tool: "echo", reason: "disk full" })
-        yield* store.complete(settled, settlement("settled"))
-        yield* store.fail(settled, "late")
-        expect(yield* store.lookup(settled)).toEqual({ state: "settled", settlement: settlement("settled") })
-        yield* store.fail({ sessionID: "s", toolCallID: "unknown" }, "nothing")
-        expect(yield* store.lookup({ sessionID: "s", toolCallID: "unknown" })).toBeUndefined()
+        expect(yield* store.settle(begun, settlement("replay"), { state: "failed" })).toBe(true)
+        expect(yield* store.settle(begun, settlement("again"), { state: "failed" })).toBe(false)
+        yield* store.fail(begun, "late")
+        expect(yield* store.lookup(begun)).toEqual({ state: "settled", settlement: settlement("replay") })
+      })))
+
+    test("what a caller does to a returned settlement never changes the record", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        const key = { sessionID: "s", toolCallID: "c" }
+        const original = settlement("c")
+        yield* store.settle(key, original, { state: "absent" })
+        ;(original.content as Array<unknown>).push("mutated")
+        const first = yield* store.lookup(key)
+        if (first?.state === "settled") (first.settlement as { status: string }).status = "error"
+        expect(yield* store.lookup(key)).toEqual({ state: "settled", settlement: settlement("c") })
+      })))
+
+    test("prune forgets calls recorded before the cutoff", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        const key = { sessionID: "s", toolCallID: "c" }
+        yield* store.settle(key, settlement("c"), { state: "absent" })
+        expect(yield* store.prune(Date.now() - 60_000)).toBe(0)
+        expect(yield* store.prune(Date.now() + 1)).toBe(1)
+        expect(yield* store.lookup(key)).toBeUndefined()
       })))
 
     test("calls are keyed by session and call id together", () =>
       use(make(), Effect.gen(function* () {
         const store = yield* Store.Service
-        yield* store.complete({ sessionID: "a", toolCallID: "c" }, settlement("c"))
+        yield* store.settle({ sessionID: "a", toolCallID: "c" }, settlement("c"), { state: "absent" })
         expect(yield* store.lookup({ sessionID: "b", toolCallID: "c" })).toBeUndefined()
         expect(yield* store.begin({ sessionID: "b", toolCallID: "c" }, "echo")).toBe(true)
       })))
@@ -94,7 +117,7 @@ describe("SqliteStore", () => {
     const path = join(tempDir(), "core.db")
     const key = { sessionID: "s", toolCallID: "c" }
     await use(SqliteStore.layer(path), Effect.gen(function* () {
-      yield* (yield* Store.Service).complete(key, settlement("c"))
+      yield* (yield* Store.Service).settle(key, settlement("c"), { state: "absent" })
     }))
     const recorded = await use(SqliteStore.layer(path), Effect.gen(function* () {
       return yield* (yield* Store.Service).lookup(key)

@@ -129,6 +129,19 @@ describe("Definition", () => {
     )
   })
 
+  test("freezes its own copy, never the author's annotation objects", () => {
+    const examples = [{ text: "hello" }]
+    const tool = Tool.make({
+      description: "d",
+      input: Schema.Struct({ text: Schema.String }).annotate({ examples }),
+      output: Schema.String,
+      execute: () => Effect.succeed(""),
+    })
+    Definition.of(tool, "annotated")
+    expect(Object.isFrozen(examples)).toBe(false)
+    expect(Object.isFrozen(examples[0])).toBe(false)
+  })
+
   test("yields the identical, frozen definition for a name every time", () => {
     const tool = echo()
     const first = Definition.of(tool, "echo")

@@ -1,0 +1,54 @@
+import { describe, expect, test } from "bun:test"
+import { join } from "node:path"
+import { Effect } from "effect"
+import { Discovery } from "../../src/location/discovery"
+import { Registry } from "../../src/registry/registry"
+import { Settler } from "../../src/settlement/settler"
+import * as Kernel from "../support/kernel"
+
+const ROOT = join(import.meta.dir, "../..")
+
+/** Settles one call to one of this repository's example tools. */
+const settle = (name: string, input: unknown) =>
+  Kernel.run(
+    Effect.gen(function* () {
+      const { diagnostics } = yield* Discovery.load(ROOT, (yield* Registry.Service).tools)
+      expect(diagnostics).toEqual([])
+      const turn = yield* (yield* Settler.Service).materialize()
+      return (yield* turn.settle(Kernel.call(name, input))).settlement
+    }),
+  )
+
+describe("the example tools", () => {
+  test("hash returns the hex digest as a string", async () => {
+    const settlement = await settle("hash", { text: "hi" })
+    expect(settlement.structured).toBe("8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4")
+    expect((await settle("hash", { text: "hi", algorithm: "md5" })).structured).toBe("49f68a5c8493ec2c0bf489821c21fc3b")
+  })
+
+  test("wc counts a project file and projects the counts into one line", async () => {
+    const settlement = await settle("wc", { path: "package.json" })
+    const text = await Bun.file(join(ROOT, "package.json")).text()
+    expect(settlement.structured).toEqual({
+      path: "package.json",
+      lines: text.split("\n").length - 1,
+      words: text.split(/\s+/).filter((word) => word.length > 0).length,
+      bytes: Buffer.byteLength(text),
+    })
+    expect(settlement.content).toEqual([{ type: "text", text: expect.stringMatching(/^package\.json: \d+ lines, \d+ words, \d+ bytes$/) }])
+  })
+
+  test("wc refuses paths outside the project and reports a missing file as a model-visible failure", async () => {
+    expect((await settle("wc", { path: "../outside.txt" })).error).toEqual({
+      kind: "failure",
+      message: "../outside.txt is outside the project; give a path inside it.",
+    })
+    expect((await settle("wc", { path: "no-such-file.txt" })).error?.message).toStartWith("File not found: no-such-file.txt")
+  })
+
+  test("text_slug and text_identifier rewrite names", async () => {
+    expect((await settle("text_slug", { text: "Héllo, Wörld!" })).structured).toBe("hello-world")
+    expect((await settle("text_identifier", { text: "max retry count", style: "camel" })).structured).toBe("maxRetryCount")
+    expect((await settle("text_identifier", { text: "maxRetryCount", style: "constant" })).structured).toBe("MAX_RETRY_COUNT")
+  })
+})
