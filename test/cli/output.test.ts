@@ -121,6 +121,16 @@ describe("an oversized text output", () => {
     expect(printed.code).toBe(0)
     expect(printed.stdout.length).toBe(expected.length)
     expect(sha256(printed.stdout)).toBe(sha256(expected))
+
+    // A reader that stops early closes the pipe: core output ends quietly, not as a failure.
+    const early = Bun.spawn(["bash", "-o", "pipefail", "-c", `"$0" output "$1" | head -c 20 > /dev/null`, await binary(), id], {
+      env: { ...process.env, ...box.env },
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    const earlyStderr = await new Response(early.stderr).text()
+    expect(await early.exited).toBe(0)
+    expect(earlyStderr).toBe("")
   })
 
   test("an oversized structured output is kept once and core output prints the whole JSON", async () => {

@@ -125,6 +125,25 @@ describe("SqliteStore", () => {
     expect(recorded).toEqual({ state: "settled", settlement: settlement("c") })
   })
 
+  test("processes opening a new store at the same moment all succeed: it is created and migrated once", async () => {
+    const path = join(tempDir(), "core.db")
+    const script = `
+      import { Effect, Layer } from "effect"
+      import { SqliteStore } from ${JSON.stringify(join(import.meta.dir, "../../src/store/sqlite.ts"))}
+      await Effect.runPromise(Effect.scoped(Layer.build(SqliteStore.layer(${JSON.stringify(path)}))))
+    `
+    const children = Array.from({ length: 8 }, () =>
+      Bun.spawn([process.execPath, "-e", script], { cwd: join(import.meta.dir, "../.."), stderr: "pipe" }),
+    )
+    const results = await Promise.all(
+      children.map(async (child) => ({ code: await child.exited, stderr: await new Response(child.stderr).text() })),
+    )
+    expect(results).toEqual(Array.from({ length: 8 }, () => ({ code: 0, stderr: "" })))
+    const db = new Database(path, { readonly: true })
+    expect((db.query("PRAGMA user_version").get() as { user_version: number }).user_version).toBe(SqliteStore.SCHEMA_VERSION)
+    db.close()
+  })
+
   test("creates its directory and uses WAL journaling at the current schema version", async () => {
     const path = join(tempDir(), "nested", "dir", "core.db")
     await use(SqliteStore.layer(path), Effect.void)
