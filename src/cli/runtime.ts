@@ -10,7 +10,9 @@ import { Application } from "../location/application"
 import { Location } from "../location/location"
 import { ManagedOutputs } from "../output/managed"
 import { Output } from "../output/output"
+import { Permission } from "../permission/permission"
 import { Registry } from "../registry/registry"
+import { Approvals } from "../store/approvals"
 import { Settler } from "../settlement/settler"
 import { SqliteStore } from "../store/sqlite"
 import type { Store } from "../store/store"
@@ -40,8 +42,13 @@ export const kernelLayer = <E>(options: {
   readonly store: Layer.Layer<Store.Service, E>
   readonly outputsDirectory: string
   readonly limits?: Partial<Output.Limits>
+  /** Who decides permissions; by default core's defaults (everything allowed) with approvals in memory. */
+  readonly permission?: Layer.Layer<Permission.Service>
 }) =>
   Settler.layer.pipe(
+    Layer.provideMerge(
+      options.permission ?? Permission.layer({ project: options.outputsDirectory }).pipe(Layer.provide(Approvals.layerMemory)),
+    ),
     Layer.provideMerge(Registry.layer),
     Layer.provideMerge(Registry.applicationLayer),
     Layer.provideMerge(Output.layer(options.limits)),
@@ -49,11 +56,14 @@ export const kernelLayer = <E>(options: {
     Layer.provideMerge(options.store),
   )
 
+const storePath = (environment: Environment) => join(environment.dataDir, "core.db")
+
 /** Everything needed to settle calls in a Location, with the durable store and managed outputs. */
 export const settlingLayer = (environment: Environment, directory: string) =>
   Settler.layer.pipe(
+    Layer.provideMerge(Permission.layer({ project: directory }).pipe(Layer.provide(SqliteStore.approvalsLayer(storePath(environment))))),
     Layer.provideMerge(catalogLayer(environment, directory)),
     Layer.provideMerge(Output.layer()),
     Layer.provideMerge(outputsLayer(environment)),
-    Layer.provideMerge(SqliteStore.layer(join(environment.dataDir, "core.db"))),
+    Layer.provideMerge(SqliteStore.layer(storePath(environment))),
   )

@@ -13,7 +13,8 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import { Output } from "../output/output"
-import type { Rule } from "../permission/rule"
+import { Permission } from "../permission/permission"
+import { Rule } from "../permission/rule"
 import { Registry } from "../registry/registry"
 import { Store } from "../store/store"
 import type { Definition } from "../tool/definition"
@@ -110,12 +111,17 @@ const defaultProjection = (encoded: unknown): ReadonlyArray<Tool.Content> => [
 
 const operational = (message: string) => (cause: unknown) => new OperationalError({ message, cause })
 
-export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service | Output.Service> = Layer.effect(
+export const layer: Layer.Layer<
+  Service,
+  never,
+  Registry.Service | Store.Service | Output.Service | Permission.Service
+> = Layer.effect(
   Service,
   Effect.gen(function* () {
     const registry = yield* Registry.Service
     const store = yield* Store.Service
     const output = yield* Output.Service
+    const permission = yield* Permission.Service
     const running = new Map<string, Deferred.Deferred<Settled, OperationalError>>()
 
     const lookup = (call: Call) =>
@@ -213,6 +219,30 @@ export const layer: Layer.Layer<Service, never, Registry.Service | Store.Service
           `Invalid input for ${call.name}:\n${describeIssues(error.success)}\nFix the input to match the tool's ` +
             `input schema and call it again.`,
         )
+      }
+      // Authorization happens at settlement whatever the catalog showed (DESIGN §2 law 9): the tool's action,
+      // as a whole, for the calling agent. An ask waits here for a reply; nothing has run yet.
+      const authorized = yield* Effect.exit(
+        permission.assert({
+          sessionID: call.sessionID,
+          agent: call.agent,
+          source: { messageID: call.assistantMessageID, callID: call.toolCallID },
+          action: Rule.actionOf(call.name),
+          resources: ["*"],
+          save: ["*"],
+          metadata: { tool: call.name },
+        }),
+      )
+      if (Exit.isFailure(authorized)) {
+        const error = Cause.findError(authorized.cause)
+        if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
+        const refusal = error.success
+        if (refusal instanceof Permission.Denied) return yield* rejectNew(call, "denied", refusal.message)
+        if (refusal instanceof Permission.Rejected) return yield* rejectNew(call, "failure", refusal.message)
+        if (refusal instanceof Permission.Declined) {
+          return yield* recordNew(call, Settlement.runnerOutcome(call.name, call.toolCallID, "declined"), { state: "absent" })
+        }
+        return yield* new OperationalError({ message: refusal.message, cause: refusal })
       }
       return { _tag: "Admitted", tool, input: decoded.value } satisfies Admitted
     })

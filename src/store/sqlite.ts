@@ -12,6 +12,7 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { Settlement } from "../settlement/settlement"
 import { Owner } from "./owner"
+import { Approvals } from "./approvals"
 import { Store } from "./store"
 
 /** Each entry moves the schema from version `index` to `index + 1`. Never edit one that has shipped. */
@@ -27,6 +28,13 @@ const MIGRATIONS: ReadonlyArray<string> = [
      started_at INTEGER,
      settled_at INTEGER,
      PRIMARY KEY (session_id, call_id)
+   ) WITHOUT ROWID`,
+  `CREATE TABLE approvals (
+     project TEXT NOT NULL,
+     action TEXT NOT NULL,
+     pattern TEXT NOT NULL,
+     saved_at INTEGER NOT NULL,
+     PRIMARY KEY (project, action, pattern)
    ) WITHOUT ROWID`,
 ]
 
@@ -127,35 +135,45 @@ const prepare = (db: Database) => ({
   prune: db.query<unknown, [number]>("DELETE FROM settlements WHERE COALESCE(settled_at, started_at) < ?"),
 })
 
+/** Opens the database at `path` for the life of the scope, checking its schema. */
+const acquire = <A>(path: string, statementsOf: (db: Database) => A) =>
+  Effect.gen(function* () {
+    const db = yield* Effect.acquireRelease(
+      Effect.try({ try: () => open(path), catch: (cause) => openError(path, cause) }),
+      (db) => Effect.sync(() => db.close()),
+    )
+    return yield* Effect.try({
+      try: () => statementsOf(db),
+      catch: (cause) =>
+        new Store.StoreError({
+          reason: "corrupt",
+          path,
+          message:
+            `The settlement store ${path} does not have the expected tables (${describe(cause)}). ` +
+            `It was left untouched: move it aside to start afresh.`,
+        }),
+    })
+  })
+
+const attemptAt =
+  (path: string) =>
+  <A>(operation: string, run: () => A) =>
+    Effect.try({
+      try: run,
+      catch: (cause) =>
+        new Store.StoreError({ reason: "io", path, message: `Settlement store ${operation} failed: ${describe(cause)}` }),
+    })
+
 /** The durable store at `path` (usually `<data dir>/core.db`). */
 export const layer = (path: string): Layer.Layer<Store.Service, Store.StoreError> =>
   Layer.effect(
     Store.Service,
     Effect.gen(function* () {
-      const db = yield* Effect.acquireRelease(
-        Effect.try({ try: () => open(path), catch: (cause) => openError(path, cause) }),
-        (db) => Effect.sync(() => db.close()),
-      )
-      const statements = yield* Effect.try({
-        try: () => prepare(db),
-        catch: (cause) =>
-          new Store.StoreError({
-            reason: "corrupt",
-            path,
-            message:
-              `The settlement store ${path} does not have the expected tables (${describe(cause)}). ` +
-              `It was left untouched: move it aside to start afresh.`,
-          }),
-      })
+      const statements = yield* acquire(path, prepare)
       /** Calls this store began and has not yet settled or failed: a record it owns is running only if here. */
       const running = new Set<string>()
       const keyOf = (key: Store.Key) => JSON.stringify([key.sessionID, key.toolCallID])
-      const attempt = <A>(operation: string, run: () => A) =>
-        Effect.try({
-          try: run,
-          catch: (cause) =>
-            new Store.StoreError({ reason: "io", path, message: `Settlement store ${operation} failed: ${describe(cause)}` }),
-        })
+      const attempt = attemptAt(path)
 
       return Store.Service.of({
         lookup: (key) =>
@@ -199,6 +217,46 @@ export const layer = (path: string): Layer.Layer<Store.Service, Store.StoreError
             statements.fail.run(reason, Date.now(), key.sessionID, key.toolCallID, Owner.current)
           }),
         prune: (before) => attempt("prune", () => statements.prune.run(before).changes),
+      })
+    }),
+  )
+
+/** Saved approvals in the same database as the settlements. */
+export const approvalsLayer = (path: string): Layer.Layer<Approvals.Service, Store.StoreError> =>
+  Layer.effect(
+    Approvals.Service,
+    Effect.gen(function* () {
+      const statements = yield* acquire(path, (db) => ({
+        list: db.query<{ project: string; action: string; pattern: string; saved_at: number }, [string]>(
+          "SELECT project, action, pattern, saved_at FROM approvals WHERE project = ? ORDER BY saved_at, action, pattern",
+        ),
+        save: db.query<unknown, [string, string, string, number]>(
+          "INSERT INTO approvals (project, action, pattern, saved_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        ),
+        resetAll: db.query<unknown, [string]>("DELETE FROM approvals WHERE project = ?"),
+        resetAction: db.query<unknown, [string, string]>("DELETE FROM approvals WHERE project = ? AND action = ?"),
+        transaction: (run: () => void) => db.transaction(run)(),
+      }))
+      const attempt = attemptAt(path)
+      return Approvals.Service.of({
+        list: (project) =>
+          attempt("lookup", () =>
+            statements.list
+              .all(project)
+              .map((row) => ({ project: row.project, action: row.action, pattern: row.pattern, savedAt: row.saved_at })),
+          ),
+        save: (project, action, patterns) =>
+          attempt("write", () =>
+            statements.transaction(() => {
+              for (const pattern of patterns) statements.save.run(project, action, pattern, Date.now())
+            }),
+          ),
+        reset: (project, action) =>
+          attempt("write", () =>
+            action === undefined
+              ? statements.resetAll.run(project).changes
+              : statements.resetAction.run(project, action).changes,
+          ),
       })
     }),
   )

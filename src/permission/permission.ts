@@ -1,0 +1,235 @@
+export * as Permission from "./permission"
+
+// The permission service of one Location: decides each (action, resource) from the agent's rules and the
+// project's saved approvals, refuses what a rule denies, and turns what must be asked into pending requests that
+// wait for a person's reply (DESIGN §7). Rule matching itself is pure (./rule, ./agent); storage is ../store.
+
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as PubSub from "effect/PubSub"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import { Approvals } from "../store/approvals"
+import type { Store } from "../store/store"
+import { Agent } from "./agent"
+import { Rule } from "./rule"
+
+/** A rule denies the action on a resource. Model-visible: the call settles as an error of kind `denied`. */
+export class Denied extends Schema.TaggedError<Denied>()("Permission.Denied", {
+  action: Schema.String,
+  resource: Schema.String,
+  message: Schema.String,
+}) {}
+
+/** A person rejected the request with feedback for the model: the call fails with that message. */
+export class Rejected extends Schema.TaggedError<Rejected>()("Permission.Rejected", {
+  action: Schema.String,
+  message: Schema.String,
+}) {}
+
+/** A person said no without a message (or nobody could answer): the call settles as `declined`. */
+export class Declined extends Schema.TaggedError<Declined>()("Permission.Declined", {
+  action: Schema.String,
+  message: Schema.String,
+}) {}
+
+export class UnknownRequest extends Schema.TaggedError<UnknownRequest>()("Permission.UnknownRequest", {
+  id: Schema.String,
+  message: Schema.String,
+}) {}
+
+/** The refusals a permission check ends with. */
+export type Refusal = Denied | Rejected | Declined
+
+export interface AssertInput {
+  readonly sessionID: string
+  readonly agent: string
+  readonly source: { readonly messageID: string; readonly callID: string }
+  readonly action: string
+  /** What the action touches: paths, commands, or "*" for the whole action. */
+  readonly resources: ReadonlyArray<string>
+  /** The patterns an "always" reply saves (e.g. `git checkout *` for `git checkout main`). */
+  readonly save: ReadonlyArray<string>
+  readonly metadata?: Readonly<Record<string, unknown>>
+}
+
+export interface Request extends AssertInput {
+  readonly id: string
+}
+
+export const Reply = Schema.Union([
+  Schema.Struct({ reply: Schema.Literals(["once", "always"]) }),
+  Schema.Struct({ reply: Schema.Literal("reject"), message: Schema.optionalKey(Schema.String) }),
+])
+export type Reply = typeof Reply.Type
+
+export type Event =
+  | { readonly type: "asked"; readonly request: Request }
+  | { readonly type: "replied"; readonly id: string; readonly sessionID: string; readonly reply: Reply["reply"] }
+
+/** How one resource is decided, and why. */
+export interface Decision {
+  readonly resource: string
+  readonly effect: Rule.Effect
+  /** The last matching rule, if any (no match means ask). */
+  readonly rule: Agent.SourcedRule | undefined
+  /** The saved approval pattern that allows an otherwise asked resource. */
+  readonly approvedBy: string | undefined
+}
+
+export interface Interface {
+  /** The Location's real path: saved approvals belong to it. */
+  readonly project: string
+  readonly agents: ReadonlyArray<string>
+  readonly isAgent: (agent: string) => boolean
+  /** The ordered ruleset of an agent (deny-all for an unknown one). */
+  readonly rules: (agent: string) => ReadonlyArray<Agent.SourcedRule>
+  /** How each resource would be decided now, without asking anyone. */
+  readonly explain: (
+    input: Pick<AssertInput, "agent" | "action" | "resources">,
+  ) => Effect.Effect<ReadonlyArray<Decision>, Store.StoreError>
+  /** Succeeds when every resource is allowed (asking when a rule says ask); fails with the refusal otherwise. */
+  readonly assert: (input: AssertInput) => Effect.Effect<void, Refusal | Store.StoreError>
+  readonly reply: (id: string, reply: Reply) => Effect.Effect<void, UnknownRequest | Store.StoreError>
+  readonly pending: Effect.Effect<ReadonlyArray<Request>>
+  /** Asked and replied events from now on, for whoever answers asks (a terminal prompt, the HTTP sidecar). */
+  readonly subscribe: Effect.Effect<PubSub.Subscription<Event>, never, Scope.Scope>
+}
+
+export class Service extends Context.Service<Service, Interface>()("core/Permission") {}
+
+export interface Options {
+  readonly project: string
+  readonly configured?: Agent.Configured
+}
+
+interface Pending {
+  readonly request: Request
+  readonly answer: Deferred.Deferred<void, Rejected | Declined>
+}
+
+const describeRule = (rule: Agent.SourcedRule | undefined): string =>
+  rule === undefined
+    ? "no rule matches"
+    : `rule ${JSON.stringify(rule.action)}: ${JSON.stringify(rule.resource)} → ${rule.effect} (${rule.source.file}, ${rule.source.path})`
+
+export const layer = (options: Options): Layer.Layer<Service, never, Approvals.Service> =>
+  Layer.effect(
+    Service,
+    Effect.gen(function* () {
+      const approvals = yield* Approvals.Service
+      const configured = options.configured ?? Agent.NOTHING_CONFIGURED
+      const project = options.project
+      const pending = new Map<string, Pending>()
+      const events = yield* PubSub.unbounded<Event>()
+      let counter = 0
+
+      const rules = (agent: string) => Agent.rules(configured, agent)
+
+      const explain = Effect.fn("Permission.explain")(function* (input: Pick<AssertInput, "agent" | "action" | "resources">) {
+        const ruleset = rules(input.agent)
+        const decided = input.resources.map((resource) => {
+          const rule = Rule.find(ruleset, input.action, resource) as Agent.SourcedRule | undefined
+          return { resource, effect: rule?.effect ?? ("ask" as const), rule }
+        })
+        if (!decided.some((decision) => decision.effect === "ask")) {
+          return decided.map((decision) => ({ ...decision, approvedBy: undefined }))
+        }
+        const saved = (yield* approvals.list(project)).filter((approval) => approval.action === input.action)
+        return decided.map((decision) => {
+          // A saved approval answers an ask; it never overrides a configured deny.
+          const approval =
+            decision.effect === "ask" ? saved.find((entry) => Rule.matches(entry.pattern, decision.resource)) : undefined
+          return approval === undefined
+            ? { ...decision, approvedBy: undefined }
+            : { ...decision, effect: "allow" as const, approvedBy: approval.pattern }
+        })
+      })
+
+      const settle = (entry: Pending, outcome: Effect.Effect<void, Rejected | Declined>, reply: Reply["reply"]) =>
+        Effect.gen(function* () {
+          pending.delete(entry.request.id)
+          yield* Deferred.complete(entry.answer, outcome)
+          yield* PubSub.publish(events, { type: "replied", id: entry.request.id, sessionID: entry.request.sessionID, reply })
+        })
+
+      const assert = Effect.fn("Permission.assert")(function* (input: AssertInput) {
+        const decisions = yield* explain(input)
+        const denied = decisions.find((decision) => decision.effect === "deny")
+        if (denied !== undefined) {
+          return yield* new Denied({
+            action: input.action,
+            resource: denied.resource,
+            message:
+              `Permission denied: ${input.action} on ${JSON.stringify(denied.resource)} is not allowed for the ` +
+              `${input.agent} agent (${describeRule(denied.rule)}). Do not retry it; choose another way.`,
+          })
+        }
+        const asked = decisions.filter((decision) => decision.effect === "ask").map((decision) => decision.resource)
+        if (asked.length === 0) return
+        const request: Request = { ...input, resources: asked, id: `per_${Date.now().toString(36)}_${++counter}` }
+        const entry: Pending = { request, answer: yield* Deferred.make<void, Rejected | Declined>() }
+        // However the wait ends (a reply, or a cancelled call that stops waiting), the request is withdrawn.
+        return yield* Effect.sync(() => pending.set(request.id, entry)).pipe(
+          Effect.andThen(PubSub.publish(events, { type: "asked", request })),
+          Effect.andThen(Deferred.await(entry.answer)),
+          Effect.ensuring(Effect.sync(() => pending.delete(request.id))),
+        )
+      })
+
+      const reply = Effect.fn("Permission.reply")(function* (id: string, answer: Reply) {
+        const entry = pending.get(id)
+        if (entry === undefined) {
+          return yield* new UnknownRequest({ id, message: `No pending permission request ${id} (it may have been answered already)` })
+        }
+        const { action, sessionID } = entry.request
+        if (answer.reply === "once") return yield* settle(entry, Effect.void, "once")
+        if (answer.reply === "always") {
+          yield* approvals.save(project, action, entry.request.save)
+          yield* settle(entry, Effect.void, "always")
+          // What was just saved may answer other requests too.
+          for (const other of [...pending.values()]) {
+            const decisions = yield* explain(other.request)
+            if (decisions.every((decision) => decision.effect === "allow")) yield* settle(other, Effect.void, "always")
+          }
+          return
+        }
+        const feedback = "message" in answer ? answer.message?.trim() : undefined
+        if (feedback !== undefined && feedback !== "") {
+          return yield* settle(entry, Effect.fail(new Rejected({ action, message: feedback })), "reject")
+        }
+        // A bare "no" stops the whole session's asks, not just this one.
+        const declined = (request: Request) =>
+          Effect.fail(new Declined({ action: request.action, message: `The ${request.action} request was declined.` }))
+        yield* settle(entry, declined(entry.request), "reject")
+        for (const other of [...pending.values()]) {
+          if (other.request.sessionID === sessionID) yield* settle(other, declined(other.request), "reject")
+        }
+      })
+
+      // Shutting down declines what is still waiting.
+      yield* Effect.addFinalizer(() =>
+        Effect.forEach([...pending.values()], (entry) =>
+          settle(
+            entry,
+            Effect.fail(new Declined({ action: entry.request.action, message: "core shut down before a reply came." })),
+            "reject",
+          ),
+        ),
+      )
+
+      return Service.of({
+        project,
+        agents: Agent.names(configured),
+        isAgent: (agent) => Agent.isKnown(configured, agent),
+        rules,
+        explain,
+        assert,
+        reply,
+        pending: Effect.sync(() => [...pending.values()].map((entry) => entry.request)),
+        subscribe: PubSub.subscribe(events),
+      })
+    }),
+  )

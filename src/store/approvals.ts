@@ -1,0 +1,55 @@
+export * as Approvals from "./approvals"
+
+// Saved "always" approvals: per project (a Location's real path), an action and the resource patterns a person
+// approved for it. The interface and an in-memory layer live here; the durable layer shares the SQLite store
+// (./sqlite). Deciding what an approval allows is the permission service's job, not this module's.
+
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { Store } from "./store"
+
+export interface Approval {
+  readonly project: string
+  readonly action: string
+  readonly pattern: string
+  /** Epoch milliseconds. */
+  readonly savedAt: number
+}
+
+export interface Interface {
+  /** Every approval of a project, oldest first. */
+  readonly list: (project: string) => Effect.Effect<ReadonlyArray<Approval>, Store.StoreError>
+  /** Saves patterns for an action (saving one again keeps the first). */
+  readonly save: (project: string, action: string, patterns: ReadonlyArray<string>) => Effect.Effect<void, Store.StoreError>
+  /** Removes a project's approvals, of one action or all; answers how many. */
+  readonly reset: (project: string, action?: string) => Effect.Effect<number, Store.StoreError>
+}
+
+export class Service extends Context.Service<Service, Interface>()("core/Approvals") {}
+
+/** Approvals kept in memory for the life of the layer. */
+export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
+  const approvals: Array<Approval> = []
+  return Service.of({
+    list: (project) => Effect.sync(() => approvals.filter((approval) => approval.project === project)),
+    save: (project, action, patterns) =>
+      Effect.sync(() => {
+        for (const pattern of patterns) {
+          const known = approvals.some(
+            (approval) => approval.project === project && approval.action === action && approval.pattern === pattern,
+          )
+          if (!known) approvals.push({ project, action, pattern, savedAt: Date.now() })
+        }
+      }),
+    reset: (project, action) =>
+      Effect.sync(() => {
+        const before = approvals.length
+        const kept = approvals.filter(
+          (approval) => approval.project !== project || (action !== undefined && approval.action !== action),
+        )
+        approvals.splice(0, approvals.length, ...kept)
+        return before - kept.length
+      }),
+  })
+})

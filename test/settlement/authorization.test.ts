@@ -1,0 +1,112 @@
+import { describe, expect, test } from "bun:test"
+import { join } from "node:path"
+import { Effect, Fiber, Layer, PubSub, Schema, Scope } from "effect"
+import { Runtime } from "../../src/cli/runtime"
+import { Agent } from "../../src/permission/agent"
+import { Permission } from "../../src/permission/permission"
+import { Registry } from "../../src/registry/registry"
+import { Settler } from "../../src/settlement/settler"
+import { Approvals } from "../../src/store/approvals"
+import { Store } from "../../src/store/store"
+import { Tool } from "../../src/tool/tool"
+import * as Kernel from "../support/kernel"
+import { tempDir } from "../support/temp"
+
+const rule = (action: string, resource: string, effect: "allow" | "deny" | "ask"): Agent.SourcedRule => ({
+  action,
+  resource,
+  effect,
+  source: { file: "core.json", path: `permission.${action}` },
+})
+
+let runs = 0
+const counted = (label: string) =>
+  Tool.make({
+    description: label,
+    input: Schema.Struct({}),
+    output: Schema.String,
+    execute: () => Effect.sync(() => (runs++, label)),
+  })
+
+/** A kernel whose permission service has `rules` configured, with `edit` and `deploy` registered. */
+const withRules = <A, E>(
+  rules: ReadonlyArray<Agent.SourcedRule>,
+  program: Effect.Effect<A, E, Settler.Service | Permission.Service | Store.Service | Registry.Service | Scope.Scope>,
+) => {
+  const permission = Permission.layer({ project: "/p", configured: { rules, agents: new Map() } }).pipe(
+    Layer.provide(Approvals.layerMemory),
+  )
+  return Effect.runPromise(
+    Effect.gen(function* () {
+      yield* (yield* Registry.Service).tools.register({ edit: counted("edit"), deploy: counted("deploy") })
+      return yield* program
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(
+        Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory: join(tempDir(), "outputs"), permission }),
+      ),
+    ) as Effect.Effect<A, E>,
+  )
+}
+
+const settle = (name: string, agent = "build") =>
+  Effect.gen(function* () {
+    const turn = yield* (yield* Settler.Service).materialize()
+    return (yield* turn.settle(Kernel.call(name, {}, { agent }))).settlement
+  })
+
+describe("Settlement authorization", () => {
+  test("a denied action settles as an error of kind denied naming the action, and never runs", async () => {
+    runs = 0
+    const settlement = await withRules([rule("deploy", "*", "deny")], settle("deploy"))
+    expect(runs).toBe(0)
+    expect(settlement.status).toBe("error")
+    expect(settlement.error?.kind).toBe("denied")
+    expect(settlement.error?.message).toContain("deploy")
+  })
+
+  test("catalog filtering is not authorization: a tool the turn advertised is still refused for the calling agent", async () => {
+    runs = 0
+    const result = await withRules(
+      [],
+      Effect.gen(function* () {
+        // No rules given to materialize: edit is advertised.
+        const turn = yield* (yield* Settler.Service).materialize()
+        expect(turn.definitions.map((definition) => definition.name)).toContain("edit")
+        return (yield* turn.settle(Kernel.call("edit", {}, { agent: "plan" }))).settlement
+      }),
+    )
+    expect(runs).toBe(0)
+    expect(result.error?.kind).toBe("denied")
+  })
+
+  test("an asked call runs once approved, fails with the feedback when rejected with a message, and is declined otherwise", async () => {
+    runs = 0
+    const outcomes = await withRules(
+      [rule("deploy", "*", "ask")],
+      Effect.gen(function* () {
+        const permission = yield* Permission.Service
+        const events = yield* permission.subscribe
+        const answer = (reply: Permission.Reply) =>
+          Effect.gen(function* () {
+            const fiber = yield* Effect.forkChild(settle("deploy"))
+            const event = yield* PubSub.take(events)
+            if (event.type !== "asked") throw new Error("expected an ask")
+            expect(event.request).toMatchObject({ action: "deploy", resources: ["*"], metadata: { tool: "deploy" } })
+            yield* permission.reply(event.request.id, reply)
+            yield* PubSub.take(events) // the replied event
+            return yield* Fiber.join(fiber)
+          })
+        return {
+          approved: yield* answer({ reply: "once" }),
+          rejected: yield* answer({ reply: "reject", message: "Not on a Friday." }),
+          declined: yield* answer({ reply: "reject" }),
+        }
+      }),
+    )
+    expect(runs).toBe(1)
+    expect(outcomes.approved).toMatchObject({ status: "success", structured: "deploy" })
+    expect(outcomes.rejected).toMatchObject({ status: "error", error: { kind: "failure", message: "Not on a Friday." } })
+    expect(outcomes.declined).toMatchObject({ status: "declined" })
+  })
+})
