@@ -5,11 +5,13 @@ export * as ExecCommand from "./exec"
 
 import * as Effect from "effect/Effect"
 import { Json } from "../json/json"
-import { Location } from "../location/location"
+import { Agent } from "../permission/agent"
+import { Permission } from "../permission/permission"
 import { ManagedOutputs } from "../output/managed"
 import { Settler } from "../settlement/settler"
 import { Settlement } from "../settlement/settlement"
 import { Store } from "../store/store"
+import { Asks } from "./asks"
 import { Command } from "./command"
 import { Diagnostics } from "./diagnostics"
 import { ProgressLine } from "./progress"
@@ -22,12 +24,12 @@ Settle one tool call in a Location and print its settlement JSON on stdout.
 Options:
   --input JSON      the call's input, a JSON object ("-" reads it from stdin)
   --location DIR    the Location (default: the current directory)
-  --agent ID        the agent making the call, passed to the tool (default: build)
+  --agent ID        the agent making the call: its permission rules apply (default: build)
   --session ID      session id (default: a fresh id)
   --message ID      assistant message id (default: a fresh id)
   --call ID         tool call id (default: a fresh id); a recorded (session, call) replays without running
-  --yes             approve permission asks once without prompting (this build raises no asks yet:
-                    permission rules from core.json are not read yet)
+  --yes             approve permission asks once without prompting (without a terminal and
+                    without --yes, an ask is declined)
   -h, --help        show this help
 
 Exit codes: 0 success, 1 model-visible error, 2 usage error, 3 operational failure, 4 declined, 130 cancelled.
@@ -45,8 +47,10 @@ const OPTIONS = {
 
 const usage = (message: string) => new Command.UsageError({ command: "exec", message })
 
-const readInput = (raw: string | undefined) =>
+/** The `--input` of `command`, parsed: a JSON object, or a usage error saying what is wrong and where. */
+export const readInput = (command: string, raw: string | undefined) =>
   Effect.gen(function* () {
+    const usage = (message: string) => new Command.UsageError({ command, message })
     if (raw === undefined) return yield* usage("--input JSON is required (use --input - to read it from stdin)")
     const text = raw === "-" ? yield* Effect.promise(() => Bun.stdin.text()) : raw
     const parsed = Json.parseStrict(text)
@@ -85,20 +89,27 @@ export const run = (args: ReadonlyArray<string>) =>
     for (const flag of ["agent", "session", "message", "call"] as const) {
       if (values[flag] !== undefined && values[flag].trim() === "") return yield* usage(`--${flag} cannot be empty`)
     }
-    const input = yield* readInput(values.input)
-    const directory = yield* Location.check(values.location ?? ".").pipe(
-      Effect.mapError((error) => usage(error.message)),
-    )
+    const input = yield* readInput("exec", values.input)
     const environment = Runtime.environment()
+    const prepared = yield* Runtime.prepare("exec", environment, values.location)
     const progress = ProgressLine.make(process.stderr)
+    const agent = values.agent ?? Agent.DEFAULT_AGENT
 
     return yield* Effect.gen(function* () {
       yield* Diagnostics.report
+      const permission = yield* Permission.Service
+      yield* Runtime.checkAgent("exec", permission, agent)
+      yield* Asks.answer(permission, {
+        yes: values.yes === true,
+        interactive: process.stdin.isTTY === true && process.stderr.isTTY === true,
+      })
       const settler = yield* Settler.Service
+      // Not filtered by the agent's rules: a person calling a tool directly learns why it is refused (denied,
+      // with the rule) instead of being told it does not exist.
       const turn = yield* settler.materialize()
       const call: Settler.Call = {
         sessionID: values.session ?? `ses_${crypto.randomUUID()}`,
-        agent: values.agent ?? "build",
+        agent,
         assistantMessageID: values.message ?? `msg_${crypto.randomUUID()}`,
         toolCallID: values.call ?? `call_${crypto.randomUUID()}`,
         name,
@@ -122,5 +133,5 @@ export const run = (args: ReadonlyArray<string>) =>
         yield* (yield* Store.Service).prune(Date.now() - managed.retentionMs).pipe(Effect.ignore)
       }
       return exitCodeOf(settlement)
-    }).pipe(Effect.provide(Runtime.settlingLayer(environment, directory)))
+    }).pipe(Effect.scoped, Effect.provide(Runtime.settlingLayer(environment, prepared)))
   })

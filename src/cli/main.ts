@@ -7,8 +7,10 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import packageJson from "../../package.json" with { type: "json" }
 import { Command } from "./command"
+import { CheckCommand } from "./check"
 import { ExecCommand } from "./exec"
 import { OutputCommand } from "./output"
+import { PermissionsCommand } from "./permissions"
 import { ToolsCommand } from "./tools"
 
 const HELP = `core ${packageJson.version}: a tool runtime for AI agents
@@ -17,16 +19,21 @@ Usage:
   core exec NAME --input JSON [--location DIR] [--agent ID] [--session ID] [--message ID] [--call ID] [--yes]
   core tools [--location DIR] [--agent ID] [--json]
   core output ID
+  core check NAME --input JSON [--location DIR] [--agent ID]
+  core permissions [reset [--action A]] [--location DIR]
   core --version | --help | COMMAND --help
 
 Commands:
-  exec     settle one tool call and print its settlement JSON
-  tools    list the tools a model would be offered
-  output   print a managed output (the full output behind a bounded preview)
+  exec         settle one tool call and print its settlement JSON
+  tools        list the tools a model would be offered
+  output       print a managed output (the full output behind a bounded preview)
+  check        explain the permission decision for a call, running nothing
+  permissions  list or clear the approvals saved by "always" replies
 
 Environment:
   CORE_DATA_DIR   managed outputs and the settlement store (default ~/.local/share/core)
-  CORE_HOME       application tools in $CORE_HOME/tools/*.ts (default ~/.config/core)
+  CORE_HOME       application tools in $CORE_HOME/tools/*.ts and $CORE_HOME/core.json
+                  (default ~/.config/core)
 `
 
 type Run = (args: ReadonlyArray<string>) => Effect.Effect<number, unknown>
@@ -35,6 +42,8 @@ const COMMANDS: Readonly<Record<string, Run>> = {
   exec: ExecCommand.run,
   tools: ToolsCommand.run,
   output: OutputCommand.run,
+  check: CheckCommand.run,
+  permissions: PermissionsCommand.run,
 }
 
 const messageOf = (error: unknown): string =>

@@ -1,11 +1,14 @@
 export * as Runtime from "./runtime"
 
 // Composes the layers a command runs on, from the environment: `$CORE_DATA_DIR` (managed outputs, the SQLite
-// store) and `$CORE_HOME` (application tools). The only place the CLI wires services together.
+// store), `$CORE_HOME` (application tools and core.json) and the Location's own core.json. The only place the
+// CLI wires services together.
 
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { Config } from "../config/config"
 import { Application } from "../location/application"
 import { Location } from "../location/location"
 import { ManagedOutputs } from "../output/managed"
@@ -16,6 +19,7 @@ import { Approvals } from "../store/approvals"
 import { Settler } from "../settlement/settler"
 import { SqliteStore } from "../store/sqlite"
 import type { Store } from "../store/store"
+import { Command } from "./command"
 
 export interface Environment {
   readonly dataDir: string
@@ -27,12 +31,42 @@ export const environment = (env: Record<string, string | undefined> = process.en
   home: resolve(env.CORE_HOME || join(homedir(), ".config/core")),
 })
 
-export const outputsLayer = (environment: Environment) =>
-  ManagedOutputs.layer({ directory: join(environment.dataDir, "outputs") })
+export const outputsLayer = (environment: Environment, retentionDays?: number) =>
+  ManagedOutputs.layer({
+    directory: join(environment.dataDir, "outputs"),
+    ...(retentionDays === undefined ? {} : { retentionDays }),
+  })
 
-/** A Location's catalog: application tools and the Location's own, without any settlement machinery. */
-export const catalogLayer = (environment: Environment, directory: string) =>
-  Location.layer(directory).pipe(Layer.provideMerge(Application.layer(environment.home)))
+/** A Location a command can run on: its real directory and its configuration. */
+export interface Prepared {
+  readonly directory: string
+  readonly config: Config.Resolved
+}
+
+/** Checks the Location and loads its core.json files; a missing Location or an invalid file is a usage error. */
+export const prepare = (command: string, environment: Environment, location: string | undefined) =>
+  Effect.gen(function* () {
+    const usage = (message: string) => new Command.UsageError({ command, message })
+    const directory = yield* Location.check(location ?? ".").pipe(Effect.mapError((error) => usage(error.message)))
+    const config = yield* Config.load({ location: directory, home: environment.home }).pipe(
+      Effect.mapError((error) => usage(error.message)),
+    )
+    return { directory, config } satisfies Prepared
+  })
+
+/** The permission service of a Location, deciding from its configuration, with the given saved approvals. */
+const permissionLayer = <E>(prepared: Prepared, approvals: Layer.Layer<Approvals.Service, E>) =>
+  Permission.layer({ project: prepared.directory, configured: prepared.config }).pipe(Layer.provide(approvals))
+
+/**
+ * A Location's catalog: application tools and the Location's own, with the permission rules that filter it (saved
+ * approvals are not needed to list tools, so none are opened).
+ */
+export const catalogLayer = (environment: Environment, prepared: Prepared) =>
+  Location.layer(prepared.directory).pipe(
+    Layer.provideMerge(Application.layer(environment.home)),
+    Layer.merge(permissionLayer(prepared, Approvals.layerMemory)),
+  )
 
 /**
  * A settlement kernel without discovery: application and Location registries, the settler, bounding with managed
@@ -58,12 +92,42 @@ export const kernelLayer = <E>(options: {
 
 const storePath = (environment: Environment) => join(environment.dataDir, "core.db")
 
-/** Everything needed to settle calls in a Location, with the durable store and managed outputs. */
-export const settlingLayer = (environment: Environment, directory: string) =>
-  Settler.layer.pipe(
-    Layer.provideMerge(Permission.layer({ project: directory }).pipe(Layer.provide(SqliteStore.approvalsLayer(storePath(environment))))),
-    Layer.provideMerge(catalogLayer(environment, directory)),
-    Layer.provideMerge(Output.layer()),
-    Layer.provideMerge(outputsLayer(environment)),
+/** Saved approvals, in the durable store. */
+export const approvalsLayer = (environment: Environment) => SqliteStore.approvalsLayer(storePath(environment))
+
+/** A Location's catalog with its permission service and the saved approvals, for explaining decisions. */
+export const checkingLayer = (environment: Environment, prepared: Prepared) =>
+  Location.layer(prepared.directory).pipe(
+    Layer.provideMerge(Application.layer(environment.home)),
+    Layer.merge(permissionLayer(prepared, approvalsLayer(environment))),
+  )
+
+/** Everything needed to settle calls in a Location, with the durable store, managed outputs and its config. */
+export const settlingLayer = (environment: Environment, prepared: Prepared) => {
+  const { output } = prepared.config
+  return Settler.layer.pipe(
+    Layer.provideMerge(permissionLayer(prepared, approvalsLayer(environment))),
+    Layer.provideMerge(
+      Location.layer(prepared.directory).pipe(Layer.provideMerge(Application.layer(environment.home))),
+    ),
+    Layer.provideMerge(
+      Output.layer({
+        ...(output.maxLines === undefined ? {} : { maxLines: output.maxLines }),
+        ...(output.maxBytes === undefined ? {} : { maxBytes: output.maxBytes }),
+      }),
+    ),
+    Layer.provideMerge(outputsLayer(environment, output.retentionDays)),
     Layer.provideMerge(SqliteStore.layer(storePath(environment))),
   )
+}
+
+/** An agent the Location knows, or a usage error listing the known ones. */
+export const checkAgent = (command: string, permission: Permission.Interface, agent: string) =>
+  permission.isAgent(agent)
+    ? Effect.void
+    : Effect.fail(
+        new Command.UsageError({
+          command,
+          message: `unknown agent "${agent}"; known agents: ${permission.agents.join(", ")}`,
+        }),
+      )

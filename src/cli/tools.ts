@@ -3,7 +3,8 @@ export * as ToolsCommand from "./tools"
 // `core tools`: what a model would be offered in a Location, as a table or (`--json`) as the definitions array.
 
 import * as Effect from "effect/Effect"
-import { Location } from "../location/location"
+import { Agent } from "../permission/agent"
+import { Permission } from "../permission/permission"
 import { Registry } from "../registry/registry"
 import { Command } from "./command"
 import { Diagnostics } from "./diagnostics"
@@ -15,8 +16,8 @@ List the tools a model would be offered in a Location, in advertised order.
 
 Options:
   --location DIR    the Location (default: the current directory)
-  --agent ID        the agent whose catalog to show (default: build; every agent sees the same
-                    catalog until permission rules from core.json are read)
+  --agent ID        the agent whose catalog to show: tools its rules wholly deny are hidden
+                    (default: build)
   --json            print [{ name, description, inputSchema, outputSchema }] on stdout
   -h, --help        show this help
 
@@ -41,23 +42,32 @@ export const run = (args: ReadonlyArray<string>) =>
     if (positionals.length > 0) {
       return yield* new Command.UsageError({ command: "tools", message: `unexpected argument "${positionals[0]}"` })
     }
-    const directory = yield* Location.check(values.location ?? ".").pipe(
-      Effect.mapError((error) => new Command.UsageError({ command: "tools", message: error.message })),
-    )
+    const environment = Runtime.environment()
+    const prepared = yield* Runtime.prepare("tools", environment, values.location)
+    const directory = prepared.directory
     return yield* Effect.gen(function* () {
       yield* Diagnostics.report
-      const { definitions } = (yield* Registry.Service).capture()
+      const permission = yield* Permission.Service
+      const agent = values.agent ?? Agent.DEFAULT_AGENT
+      yield* Runtime.checkAgent("tools", permission, agent)
+      const registry = yield* Registry.Service
+      const { definitions } = registry.capture(permission.rules(agent))
       if (values.json) {
         Command.stdout(`${JSON.stringify(definitions, null, 2)}\n`)
         return Command.EXIT.ok
       }
       if (definitions.length === 0) {
-        Command.stdout(`No tools in ${directory}. Add one as tools/NAME.ts (see README).\n`)
+        const hidden = registry.capture().definitions.length
+        Command.stdout(
+          hidden === 0
+            ? `No tools in ${directory}. Add one as tools/NAME.ts (see README).\n`
+            : `No tools in ${directory} are offered to the ${agent} agent: its rules deny all ${hidden}.\n`,
+        )
         return Command.EXIT.ok
       }
       const width = Math.max(...definitions.map((definition) => definition.name.length))
       const rows = definitions.map((definition) => `${definition.name.padEnd(width)}  ${firstLine(definition.description)}`)
       Command.stdout(`${rows.join("\n")}\n`)
       return Command.EXIT.ok
-    }).pipe(Effect.provide(Runtime.catalogLayer(Runtime.environment(), directory)))
+    }).pipe(Effect.provide(Runtime.catalogLayer(environment, prepared)))
   })

@@ -4,7 +4,7 @@ export * as Location from "./location"
 // the process-wide application placement. The layer checks the directory, loads its tools into the layer's
 // scope (so closing the Location removes them) and keeps the load diagnostics.
 
-import { statSync } from "node:fs"
+import { realpathSync, statSync } from "node:fs"
 import { resolve } from "node:path"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -25,7 +25,7 @@ export interface Interface {
 
 export class Service extends Context.Service<Service, Interface>()("core/Location") {}
 
-/** The absolute directory, or a LocationError when it is missing or not a directory. */
+/** The Location's real absolute directory, or a LocationError when it is missing or not a directory. */
 export const check = (directory: string): Effect.Effect<string, LocationError> =>
   Effect.suspend(() => {
     const absolute = resolve(directory)
@@ -36,7 +36,7 @@ export const check = (directory: string): Effect.Effect<string, LocationError> =
       return Effect.fail(new LocationError({ directory: absolute, message: `Location ${absolute} does not exist` }))
     }
     return isDirectory
-      ? Effect.succeed(absolute)
+      ? Effect.succeed(realpathSync(absolute))
       : Effect.fail(new LocationError({ directory: absolute, message: `Location ${absolute} is not a directory` }))
   })
 

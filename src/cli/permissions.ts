@@ -1,0 +1,62 @@
+export * as PermissionsCommand from "./permissions"
+
+// `core permissions [reset [--action A]]`: lists the "always" approvals saved for a Location, or clears them.
+
+import * as Effect from "effect/Effect"
+import { Approvals } from "../store/approvals"
+import { Command } from "./command"
+import { Runtime } from "./runtime"
+
+export const HELP = `Usage: core permissions [--location DIR]
+       core permissions reset [--action A] [--location DIR]
+
+List the approvals saved by "always" replies for a Location (action, pattern, when), or
+clear them: all of them, or those of one action.
+
+Options:
+  --location DIR    the Location (default: the current directory)
+  --action A        with reset: clear only this action's approvals
+  -h, --help        show this help
+`
+
+const OPTIONS = {
+  location: { type: "string" },
+  action: { type: "string" },
+} as const
+
+export const run = (args: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const { values, positionals } = yield* Command.parse("permissions", args, OPTIONS)
+    if (values.help) {
+      Command.stdout(HELP)
+      return Command.EXIT.ok
+    }
+    const usage = (message: string) => new Command.UsageError({ command: "permissions", message })
+    const [subcommand, ...extra] = positionals
+    if (subcommand !== undefined && subcommand !== "reset") return yield* usage(`unknown subcommand "${subcommand}"`)
+    if (extra.length > 0) return yield* usage(`unexpected argument "${extra[0]}"`)
+    if (subcommand === undefined && values.action !== undefined) return yield* usage("--action goes with reset")
+    const environment = Runtime.environment()
+    const { directory } = yield* Runtime.prepare("permissions", environment, values.location)
+
+    return yield* Effect.gen(function* () {
+      const approvals = yield* Approvals.Service
+      if (subcommand === "reset") {
+        const removed = yield* approvals.reset(directory, values.action)
+        const which = values.action === undefined ? "" : ` for ${values.action}`
+        Command.stdout(`Removed ${removed} saved approval${removed === 1 ? "" : "s"}${which} in ${directory}.\n`)
+        return Command.EXIT.ok
+      }
+      const saved = yield* approvals.list(directory)
+      if (saved.length === 0) {
+        Command.stdout(`No saved approvals in ${directory}.\n`)
+        return Command.EXIT.ok
+      }
+      const width = Math.max(...saved.map((approval) => approval.action.length))
+      const rows = saved.map(
+        (approval) => `${approval.action.padEnd(width)}  ${approval.pattern}  (${new Date(approval.savedAt).toISOString()})`,
+      )
+      Command.stdout(`${rows.join("\n")}\n`)
+      return Command.EXIT.ok
+    }).pipe(Effect.provide(Runtime.approvalsLayer(environment)))
+  })

@@ -1,0 +1,263 @@
+export * as Config from "./config"
+
+// `core.json` (DESIGN §7): reads `<location>/core.json` and `<home>/core.json`, checks each against one schema,
+// lowers permission maps to ordered rules that remember where they came from, and merges the two files (the
+// Location's wins). A file that does not parse or check is refused with the first problem in document order; this
+// module never guesses a value and never decides what a rule permits.
+
+import { readFileSync } from "node:fs"
+import { join, resolve } from "node:path"
+import type { Node } from "jsonc-parser"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import type { Rule } from "../permission/rule"
+import { Document } from "./document"
+
+export const FILE_NAME = "core.json"
+
+// Schemas: the `expected` annotation on a schema (or on its last check) is what an error says was expected.
+
+export const EffectWord = Schema.Literals(["allow", "deny", "ask"]).annotate({
+  expected: '"allow", "deny" or "ask"',
+})
+
+/** `action -> effect`, or `action -> { resource pattern -> effect }`; later entries win. */
+export const Permission = Schema.Record(
+  Schema.String,
+  Schema.Union([EffectWord, Schema.Record(Schema.String, EffectWord)]).annotate({
+    expected: '"allow", "deny", "ask" or an object mapping resource patterns to one of them',
+  }),
+)
+export type Permission = typeof Permission.Type
+
+export const AgentName = Schema.String.check(
+  Schema.isPattern(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, {
+    expected: 'an agent name (a letter, then up to 63 letters, digits, "_" or "-")',
+  }),
+)
+
+export const Agent = Schema.Struct({
+  permission: Schema.optionalKey(Permission),
+  description: Schema.optionalKey(Schema.String),
+})
+
+const integerAtLeast = (minimum: number) =>
+  Schema.Int.check(Schema.isGreaterThanOrEqualTo(minimum, { expected: `an integer of at least ${minimum}` }))
+
+export const Output = Schema.Struct({
+  maxLines: Schema.optionalKey(integerAtLeast(8)),
+  maxBytes: Schema.optionalKey(integerAtLeast(1024)),
+  retentionDays: Schema.optionalKey(
+    Schema.Finite.check(Schema.isGreaterThan(0, { expected: "a number greater than 0" })),
+  ),
+})
+export type Output = typeof Output.Type
+
+export const Shell = Schema.Struct({
+  timeoutMs: Schema.optionalKey(integerAtLeast(1)),
+  maxTimeoutMs: Schema.optionalKey(integerAtLeast(1)),
+  maxCaptureBytes: Schema.optionalKey(integerAtLeast(1)),
+  inactivityTimeoutMs: Schema.optionalKey(integerAtLeast(1)),
+})
+export type Shell = typeof Shell.Type
+
+/** The whole of a `core.json`. Every key is optional; unknown keys are refused. */
+export const File = Schema.Struct({
+  $schema: Schema.optionalKey(Schema.String),
+  permission: Schema.optionalKey(Permission),
+  agents: Schema.optionalKey(Schema.Record(AgentName, Agent)),
+  output: Schema.optionalKey(Output),
+  shell: Schema.optionalKey(Shell),
+})
+export type File = typeof File.Type
+
+// Errors
+
+export class ConfigError extends Schema.TaggedError<ConfigError>()("Config.ConfigError", {
+  /** Absolute path of the file. */
+  file: Schema.String,
+  /** Key path inside the file, like `permission.bash["rm *"]`; "" for the file itself or its top level. */
+  path: Schema.String,
+  expected: Schema.String,
+  found: Schema.String,
+  line: Schema.optionalKey(Schema.Number),
+  column: Schema.optionalKey(Schema.Number),
+  message: Schema.String,
+}) {}
+
+// Results
+
+/** A rule lowered from a file, with the file and key path that wrote it. */
+export interface SourcedRule extends Rule.Rule {
+  readonly source: { readonly file: string; readonly path: string }
+}
+
+export interface AgentRules {
+  readonly description?: string
+  readonly rules: ReadonlyArray<SourcedRule>
+}
+
+/** One file, checked: its decoded content and its syntax tree (which alone keeps keys in document order). */
+export interface Parsed {
+  readonly file: string
+  readonly content: File
+  readonly tree: Node
+}
+
+/** One file, lowered. */
+export interface Lowered {
+  readonly file: string
+  readonly rules: ReadonlyArray<SourcedRule>
+  readonly agents: ReadonlyMap<string, AgentRules>
+  readonly output: Output
+  readonly shell: Shell
+}
+
+/** Both files together; `files` lists those that existed, in the order they apply (later wins). */
+export interface Resolved {
+  readonly files: ReadonlyArray<string>
+  readonly rules: ReadonlyArray<SourcedRule>
+  readonly agents: ReadonlyMap<string, AgentRules>
+  readonly output: Output
+  readonly shell: Shell
+}
+
+export interface LoadOptions {
+  /** The Location's directory. */
+  readonly location: string
+  /** The core home directory (`$CORE_HOME`). */
+  readonly home: string
+}
+
+const failure = (file: string, text: string | undefined, problem: Document.Problem): ConfigError => {
+  const path = Document.formatPath(problem.path)
+  const at = text !== undefined && problem.offset !== undefined ? Document.position(text, problem.offset) : undefined
+  const where = at === undefined ? file : `${file}:${at.line}:${at.column}`
+  // Without text, the problem is the file itself (it could not be read), not a place in it.
+  const subject = path !== "" ? `${path}: ` : text === undefined ? "" : "the top level: "
+  const detail = problem.syntax ? `syntax error: ${problem.syntax}` : `${subject}expected ${problem.expected}, found ${problem.found}`
+  return new ConfigError({
+    file,
+    path,
+    expected: problem.expected,
+    found: problem.found,
+    ...(at === undefined ? {} : at),
+    message: `${where}: ${detail}${problem.hint === undefined ? "" : ` (${problem.hint})`}`,
+  })
+}
+
+const decode = Schema.decodeUnknownResult(File)
+const DECODE_OPTIONS = { errors: "all", reportInput: true, onExcessProperty: "error" } as const
+
+/** Parses and checks the text of one `core.json` (comments and trailing commas allowed). */
+export const parseText = (file: string, text: string): Result.Result<Parsed, ConfigError> => {
+  const read = Document.read(text)
+  if (read._tag === "Syntax") return Result.fail(failure(file, text, read.problem))
+  const decoded = decode(read.value, DECODE_OPTIONS)
+  const issues = Result.isFailure(decoded) ? Document.fromIssue(decoded.failure.issue, read.tree) : []
+  const first = Document.earliest([...read.duplicates, ...issues])
+  if (first !== undefined) return Result.fail(failure(file, text, first))
+  if (Result.isFailure(decoded)) {
+    return Result.fail(failure(file, text, { path: [], expected: "a valid core.json", found: String(decoded.failure) }))
+  }
+  return Result.succeed({ file, content: decoded.success, tree: read.tree })
+}
+
+/** Lowers one permission map to rules in document order; `at` is the map's key path. */
+const lowerPermission = (
+  file: string,
+  tree: Node,
+  at: ReadonlyArray<string>,
+  permission: Permission | undefined,
+): Array<SourcedRule> => {
+  if (permission === undefined) return []
+  const rules: Array<SourcedRule> = []
+  const rule = (action: string, resource: string, effect: Rule.Effect, path: ReadonlyArray<string>) =>
+    rules.push({ action, resource, effect, source: { file, path: Document.formatPath(path) } })
+  for (const action of Document.keysInOrder(tree, at)) {
+    const value = permission[action]!
+    if (typeof value === "string") {
+      rule(action, "*", value, [...at, action])
+      continue
+    }
+    for (const resource of Document.keysInOrder(tree, [...at, action])) {
+      rule(action, resource, value[resource]!, [...at, action, resource])
+    }
+  }
+  return rules
+}
+
+/** Lowers a checked file: top-level rules, per-agent rules, and the output and shell settings it sets. */
+export const lower = (parsed: Parsed): Lowered => {
+  const { file, content, tree } = parsed
+  const agents = new Map<string, AgentRules>()
+  for (const [name, agent] of Object.entries(content.agents ?? {})) {
+    agents.set(name, {
+      ...(agent.description === undefined ? {} : { description: agent.description }),
+      rules: lowerPermission(file, tree, ["agents", name, "permission"], agent.permission),
+    })
+  }
+  return {
+    file,
+    rules: lowerPermission(file, tree, ["permission"], content.permission),
+    agents,
+    output: content.output ?? {},
+    shell: content.shell ?? {},
+  }
+}
+
+/** Home first, then the Location: rules append (so the Location's win), settings override per key. */
+export const merge = (home: Lowered | undefined, location: Lowered | undefined): Resolved => {
+  const present = [home, location].filter((lowered): lowered is Lowered => lowered !== undefined)
+  const agents = new Map<string, AgentRules>()
+  for (const lowered of present) {
+    for (const [name, agent] of lowered.agents) {
+      const earlier = agents.get(name)
+      const description = agent.description ?? earlier?.description
+      agents.set(name, {
+        ...(description === undefined ? {} : { description }),
+        rules: [...(earlier?.rules ?? []), ...agent.rules],
+      })
+    }
+  }
+  return {
+    files: present.map((lowered) => lowered.file),
+    rules: present.flatMap((lowered) => lowered.rules),
+    agents,
+    output: Object.assign({}, ...present.map((lowered) => lowered.output)),
+    shell: Object.assign({}, ...present.map((lowered) => lowered.shell)),
+  }
+}
+
+/** The text of a file, or undefined when there is none; anything else that stops the read is an error. */
+const readOptional = (file: string): Effect.Effect<string | undefined, ConfigError> =>
+  Effect.suspend(() => {
+    try {
+      return Effect.succeed(readFileSync(file, "utf8"))
+    } catch (cause) {
+      const code = (cause as NodeJS.ErrnoException).code
+      if (code === "ENOENT") return Effect.succeed(undefined)
+      const found = code === "EISDIR" ? "a directory" : cause instanceof Error ? cause.message : String(cause)
+      return Effect.fail(failure(file, undefined, { path: [], expected: "a readable file", found }))
+    }
+  })
+
+const loadFile = (file: string): Effect.Effect<Lowered | undefined, ConfigError> =>
+  readOptional(file).pipe(
+    Effect.flatMap((text) =>
+      text === undefined ? Effect.succeed(undefined) : Effect.map(Effect.fromResult(parseText(file, text)), lower),
+    ),
+  )
+
+/** Reads, checks and merges `<home>/core.json` and `<location>/core.json`; either may be missing. */
+export const load: (options: LoadOptions) => Effect.Effect<Resolved, ConfigError> = Effect.fn("Config.load")(function* (
+  options: LoadOptions,
+) {
+  const homeFile = resolve(join(options.home, FILE_NAME))
+  const locationFile = resolve(join(options.location, FILE_NAME))
+  const location = yield* loadFile(locationFile)
+  // A Location that is the home directory has one file, not two.
+  const home = homeFile === locationFile ? undefined : yield* loadFile(homeFile)
+  return merge(home, location)
+})
