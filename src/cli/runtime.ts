@@ -55,8 +55,12 @@ export const prepare = (command: string, environment: Environment, location: str
   })
 
 /** The permission service of a Location, deciding from its configuration, with the given saved approvals. */
-const permissionLayer = <E>(prepared: Prepared, approvals: Layer.Layer<Approvals.Service, E>) =>
-  Permission.layer({ project: prepared.directory, configured: prepared.config }).pipe(Layer.provide(approvals))
+const permissionLayer = <E>(environment: Environment, prepared: Prepared, approvals: Layer.Layer<Approvals.Service, E>) =>
+  Permission.layer({
+    project: prepared.directory,
+    configured: prepared.config,
+    readableRoots: [join(environment.dataDir, "outputs")],
+  }).pipe(Layer.provide(approvals))
 
 /**
  * A Location's catalog: application tools and the Location's own, with the permission rules that filter it (saved
@@ -65,7 +69,7 @@ const permissionLayer = <E>(prepared: Prepared, approvals: Layer.Layer<Approvals
 export const catalogLayer = (environment: Environment, prepared: Prepared) =>
   Location.layer(prepared.directory).pipe(
     Layer.provideMerge(Application.layer(environment.home)),
-    Layer.merge(permissionLayer(prepared, Approvals.layerMemory)),
+    Layer.merge(permissionLayer(environment, prepared, Approvals.layerMemory)),
   )
 
 /**
@@ -99,14 +103,14 @@ export const approvalsLayer = (environment: Environment) => SqliteStore.approval
 export const checkingLayer = (environment: Environment, prepared: Prepared) =>
   Location.layer(prepared.directory).pipe(
     Layer.provideMerge(Application.layer(environment.home)),
-    Layer.merge(permissionLayer(prepared, approvalsLayer(environment))),
+    Layer.merge(permissionLayer(environment, prepared, approvalsLayer(environment))),
   )
 
 /** Everything needed to settle calls in a Location, with the durable store, managed outputs and its config. */
 export const settlingLayer = (environment: Environment, prepared: Prepared) => {
   const { output } = prepared.config
   return Settler.layer.pipe(
-    Layer.provideMerge(permissionLayer(prepared, approvalsLayer(environment))),
+    Layer.provideMerge(permissionLayer(environment, prepared, approvalsLayer(environment))),
     Layer.provideMerge(
       Location.layer(prepared.directory).pipe(Layer.provideMerge(Application.layer(environment.home))),
     ),

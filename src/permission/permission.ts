@@ -13,7 +13,9 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { Approvals } from "../store/approvals"
 import type { Store } from "../store/store"
+import { relative } from "node:path"
 import { Agent } from "./agent"
+import { Boundary } from "./boundary"
 import { Rule } from "./rule"
 
 /** A rule denies the action on a resource. Model-visible: the call settles as an error of kind `denied`. */
@@ -55,6 +57,11 @@ export interface AssertInput {
   readonly metadata?: Readonly<Record<string, unknown>>
 }
 
+export interface PathInput extends Omit<AssertInput, "resources" | "save"> {
+  readonly path: string
+  readonly access: "read" | "write"
+}
+
 export interface Request extends AssertInput {
   readonly id: string
 }
@@ -92,6 +99,14 @@ export interface Interface {
   ) => Effect.Effect<ReadonlyArray<Decision>, Store.StoreError>
   /** Succeeds when every resource is allowed (asking when a rule says ask); fails with the refusal otherwise. */
   readonly assert: (input: AssertInput) => Effect.Effect<void, Refusal | Store.StoreError>
+  /**
+   * Checks a path a tool is about to touch: outside the Location it first needs `external_directory` on its
+   * directory (reading core's readable roots, such as managed outputs, excepted), then the action on the path.
+   * Answers where the path really is; on a refusal the tool must not touch it.
+   */
+  readonly authorizePath: (
+    input: PathInput,
+  ) => Effect.Effect<Boundary.Resolved, Refusal | Boundary.PathError | Store.StoreError>
   readonly reply: (id: string, reply: Reply) => Effect.Effect<void, UnknownRequest | Store.StoreError>
   readonly pending: Effect.Effect<ReadonlyArray<Request>>
   /** Asked and replied events from now on, for whoever answers asks (a terminal prompt, the HTTP sidecar). */
@@ -103,6 +118,8 @@ export class Service extends Context.Service<Service, Interface>()("core/Permiss
 export interface Options {
   readonly project: string
   readonly configured?: Agent.Configured
+  /** Directories outside the project that may be read without asking (core's managed outputs). */
+  readonly readableRoots?: ReadonlyArray<string>
 }
 
 interface Pending {
@@ -220,8 +237,25 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         ),
       )
 
+      const authorizePath = Effect.fn("Permission.authorizePath")(function* (input: PathInput) {
+        const resolved = yield* Boundary.resolve({
+          location: project,
+          path: input.path,
+          readableRoots: options.readableRoots ?? [],
+        })
+        const { path: _path, access, ...request } = input
+        if (!resolved.inside && !(access === "read" && resolved.readable)) {
+          const pattern = resolved.pattern!
+          yield* assert({ ...request, action: "external_directory", resources: [pattern], save: [pattern] })
+        }
+        const resource = resolved.inside ? relative(project, resolved.real) || "." : resolved.real
+        yield* assert({ ...request, resources: [resource], save: [resource] })
+        return resolved
+      })
+
       return Service.of({
         project,
+        authorizePath,
         agents: Agent.names(configured),
         isAgent: (agent) => Agent.isKnown(configured, agent),
         rules,

@@ -274,6 +274,12 @@ export const layer: Layer.Layer<
         const error = Cause.findError(executed.cause)
         if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
         if (error.success instanceof Tool.Failure) return yield* failOwned(call, "failure", error.success.message)
+        // The tool's own permission check refused (DESIGN §2 law 9): settled like a refusal at admission.
+        if (error.success instanceof Permission.Denied) return yield* failOwned(call, "denied", error.success.message)
+        if (error.success instanceof Permission.Rejected) return yield* failOwned(call, "failure", error.success.message)
+        if (error.success instanceof Permission.Declined) {
+          return yield* recordOwned(call, Settlement.runnerOutcome(call.name, call.toolCallID, "declined"))
+        }
         return yield* new OperationalError({
           message: `${call.name} failed with an unexpected error (only Tool.Failure is model-visible)`,
           cause: error.success,

@@ -3,9 +3,10 @@
 
 import * as Schema from "effect/Schema"
 import type * as Effect from "effect/Effect"
+import type { Permission } from "../permission/permission"
 import type { Content, Context, Failure } from "./tool"
 
-export type Executor = (input: unknown, context: Context) => Effect.Effect<unknown, Failure>
+export type Executor = (input: unknown, context: Context) => Effect.Effect<unknown, Failure | Permission.Refusal>
 export type Projector = (output: unknown) => string | ReadonlyArray<Content>
 
 export interface Record {

@@ -6,6 +6,7 @@ export * as Tool from "./tool"
 
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import type { Permission } from "../permission/permission"
 import * as Internal from "./internal"
 import { JsonSchema } from "./json-schema"
 
@@ -41,7 +42,11 @@ export interface Config<I extends Codec, O extends Codec> {
   readonly description: string
   readonly input: I
   readonly output: O
-  readonly execute: (input: I["Type"], context: Context) => Effect.Effect<O["Type"], Failure>
+  /**
+   * Runs the call. Fails with `Failure` for a model-visible failure; a tool that checks permissions itself (with a
+   * permission service it captured) lets that check's refusal through, and the call settles as refused.
+   */
+  readonly execute: (input: I["Type"], context: Context) => Effect.Effect<O["Type"], Failure | Permission.Refusal>
   /** Projects the *encoded* output into model-facing parts. Default: a string becomes one text part, else JSON. */
   readonly toModelOutput?: (output: O["Encoded"]) => string | ReadonlyArray<Content>
 }
