@@ -1,0 +1,81 @@
+import { describe, expect, test } from "bun:test"
+import { Effect, Layer } from "effect"
+import { Asks } from "../../src/cli/asks"
+import { Permission } from "../../src/permission/permission"
+import { Approvals } from "../../src/store/approvals"
+
+const request: Permission.Request = {
+  id: "per_1",
+  sessionID: "s",
+  agent: "build",
+  source: { messageID: "m", callID: "c" },
+  action: "bash",
+  resources: ["git checkout main"],
+  save: ["git checkout *"],
+}
+
+/** A reader that answers the prompts it is shown with the given lines, in order, and records the prompts. */
+const scripted = (lines: ReadonlyArray<string>) => {
+  const prompts: Array<string> = []
+  const remaining = [...lines]
+  return { prompts, readLine: async (prompt: string) => (prompts.push(prompt), remaining.shift() ?? "") }
+}
+
+describe("Asks.promptReply", () => {
+  test("once and always are taken by word or initial; the prompt says what always would save", async () => {
+    for (const [typed, reply] of [["o", "once"], ["once", "once"], ["A", "always"], ["always", "always"]] as const) {
+      const reader = scripted([typed])
+      expect(await Asks.promptReply(request, reader.readLine)).toEqual({ reply })
+      expect(reader.prompts[0]).toContain('bash on "git checkout main"')
+      expect(reader.prompts[0]).toContain('saves "git checkout *"')
+    }
+  })
+
+  test("reject asks for a message: with one the model gets it, without one the call is declined", async () => {
+    expect(await Asks.promptReply(request, scripted(["r", "use git switch"]).readLine)).toEqual({
+      reply: "reject",
+      message: "use git switch",
+    })
+    expect(await Asks.promptReply(request, scripted(["reject", "  "]).readLine)).toEqual({ reply: "reject" })
+    // No answer at all (end of input) declines.
+    expect(await Asks.promptReply(request, scripted([]).readLine)).toEqual({ reply: "reject" })
+  })
+
+  test("an answer it does not understand is asked again", async () => {
+    const reader = scripted(["maybe", "o"])
+    expect(await Asks.promptReply(request, reader.readLine)).toEqual({ reply: "once" })
+    expect(reader.prompts).toHaveLength(2)
+  })
+})
+
+describe("Asks.answer", () => {
+  const rules = [{ action: "deploy", resource: "*", effect: "ask" as const, source: { file: "core.json", path: "permission.deploy" } }]
+  const layer = Permission.layer({ project: "/p", configured: { rules, agents: new Map() } }).pipe(
+    Layer.provide(Approvals.layerMemory),
+  )
+  const assertWith = (options: Asks.Options) =>
+    Effect.runPromise(
+      Effect.gen(function* () {
+        const permission = yield* Permission.Service
+        yield* Asks.answer(permission, options)
+        return yield* Effect.exit(
+          permission.assert({ sessionID: "s", agent: "build", source: { messageID: "m", callID: "c" }, action: "deploy", resources: ["*"], save: ["*"] }),
+        )
+      }).pipe(Effect.scoped, Effect.provide(layer)),
+    )
+
+  test("--yes approves each ask once", async () => {
+    expect((await assertWith({ yes: true, interactive: false }))._tag).toBe("Success")
+  })
+
+  test("without a terminal an ask is declined", async () => {
+    const exit = await assertWith({ yes: false, interactive: false })
+    expect(exit._tag === "Failure" && String(exit.cause)).toContain("Declined")
+  })
+
+  test("on a terminal the person's answer is the reply", async () => {
+    expect((await assertWith({ yes: false, interactive: true, readLine: scripted(["o"]).readLine }))._tag).toBe("Success")
+    const rejected = await assertWith({ yes: false, interactive: true, readLine: scripted(["r", "not today"]).readLine })
+    expect(rejected._tag === "Failure" && String(rejected.cause)).toContain("not today")
+  })
+})
