@@ -145,7 +145,9 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
 
       const rules = (agent: string) => Agent.rules(configured, agent)
 
-      const explain = Effect.fn("Permission.explain")(function* (input: Pick<AssertInput, "agent" | "action" | "resources">) {
+      // explain and assert are untraced on purpose: they run inside every settle, where a span would cost more
+      // than the decision itself.
+      const explain = Effect.fnUntraced(function* (input: Pick<AssertInput, "agent" | "action" | "resources">) {
         const ruleset = rules(input.agent)
         const decided = input.resources.map((resource) => {
           const rule = Rule.find(ruleset, input.action, resource) as Agent.SourcedRule | undefined
@@ -172,7 +174,7 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
           yield* PubSub.publish(events, { type: "replied", id: entry.request.id, sessionID: entry.request.sessionID, reply })
         })
 
-      const assert = Effect.fn("Permission.assert")(function* (input: AssertInput) {
+      const assert = Effect.fnUntraced(function* (input: AssertInput) {
         const decisions = yield* explain(input)
         const denied = decisions.find((decision) => decision.effect === "deny")
         if (denied !== undefined) {

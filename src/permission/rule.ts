@@ -20,35 +20,46 @@ const SHARED_ACTIONS: Readonly<Record<string, string>> = { edit: "edit", write: 
 export const actionOf = (toolName: string): string =>
   Object.hasOwn(SHARED_ACTIONS, toolName) ? SHARED_ACTIONS[toolName]! : toolName
 
-const compiled = new Map<string, RegExp>()
+/** A compiled pattern: most patterns are `*` or plain text, which need no regular expression. */
+type Matcher = (value: string) => boolean
 
-const compile = (pattern: string): RegExp => {
-  let regex = compiled.get(pattern)
-  if (regex !== undefined) return regex
+const compiled = new Map<string, Matcher>()
+
+const compile = (pattern: string): Matcher => {
+  let matcher = compiled.get(pattern)
+  if (matcher !== undefined) return matcher
   const normalized = pattern.replaceAll("\\", "/")
-  // A trailing " *" also matches the bare command: "ls *" matches "ls" and "ls -la".
-  const optionalTail = normalized.endsWith(" *")
-  const body = optionalTail ? normalized.slice(0, -2) : normalized
-  let source = ""
-  for (const char of body) {
-    if (char === "*") source += "[\\s\\S]*"
-    else if (char === "?") source += "[\\s\\S]"
-    else source += char.replace(/[.+^${}()|[\]\\/-]/g, "\\$&")
+  if (normalized === "*") matcher = () => true
+  else if (!/[*?]/.test(normalized)) matcher = (value) => value === normalized
+  else {
+    // A trailing " *" also matches the bare command: "ls *" matches "ls" and "ls -la".
+    const optionalTail = normalized.endsWith(" *")
+    const body = optionalTail ? normalized.slice(0, -2) : normalized
+    let source = ""
+    for (const char of body) {
+      if (char === "*") source += "[\\s\\S]*"
+      else if (char === "?") source += "[\\s\\S]"
+      else source += char.replace(/[.+^${}()|[\]\\/-]/g, "\\$&")
+    }
+    const regex = new RegExp(`^${source}${optionalTail ? "(?: [\\s\\S]*)?" : ""}$`)
+    matcher = (value) => regex.test(value)
   }
-  regex = new RegExp(`^${source}${optionalTail ? "(?: [\\s\\S]*)?" : ""}$`)
-  compiled.set(pattern, regex)
-  return regex
+  compiled.set(pattern, matcher)
+  return matcher
 }
 
+const normalize = (value: string) => (value.includes("\\") ? value.replaceAll("\\", "/") : value)
+
 /** Whether `pattern` matches the whole of `value`. */
-export const matches = (pattern: string, value: string): boolean =>
-  pattern === "*" || compile(pattern).test(value.replaceAll("\\", "/"))
+export const matches = (pattern: string, value: string): boolean => compile(pattern)(normalize(value))
 
 /** The last rule matching both action and resource, if any. */
 export const find = (rules: Ruleset, action: string, resource: string): Rule | undefined => {
+  const normalizedAction = normalize(action)
+  const normalizedResource = normalize(resource)
   for (let index = rules.length - 1; index >= 0; index--) {
     const rule = rules[index]!
-    if (matches(rule.action, action) && matches(rule.resource, resource)) return rule
+    if (compile(rule.action)(normalizedAction) && compile(rule.resource)(normalizedResource)) return rule
   }
   return undefined
 }
