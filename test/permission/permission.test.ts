@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { Deferred, Effect, Fiber, Layer, PubSub, Scope } from "effect"
+import { Deferred, Effect, Fiber, Layer, PubSub, Schema, Scope } from "effect"
 import { Agent } from "../../src/permission/agent"
 import { Permission } from "../../src/permission/permission"
 import { Approvals } from "../../src/store/approvals"
@@ -111,6 +111,18 @@ describe("Permission rules", () => {
       }),
       configured([sourced("bash", "rm *", "deny")]),
     ))
+})
+
+describe("Permission replies", () => {
+  test("only once, always and reject (with an optional message) are replies", () => {
+    const decode = Schema.decodeUnknownExit(Permission.Reply)
+    for (const reply of [{ reply: "once" }, { reply: "always" }, { reply: "reject" }, { reply: "reject", message: "no" }]) {
+      expect(decode(reply)._tag).toBe("Success")
+    }
+    for (const reply of [{ reply: "yes" }, { reply: "ONCE" }, { reply: "always", message: 3 }, {}, "once"]) {
+      expect(decode(reply, { onExcessProperty: "error" })._tag).toBe("Failure")
+    }
+  })
 })
 
 describe("Permission asks", () => {

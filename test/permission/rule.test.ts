@@ -60,4 +60,19 @@ describe("Rule", () => {
     ).toBe(false)
     expect(Rule.isWhollyDenied([], "edit")).toBe(false)
   })
+
+  test("a later narrower allow keeps an action visible; a later blanket deny hides everything", () => {
+    const visible: Rule.Ruleset = [
+      { action: "*", resource: "*", effect: "deny" },
+      { action: "question", resource: "private", effect: "allow" },
+    ]
+    expect(Rule.isWhollyDenied(visible, "question")).toBe(false)
+    expect(Rule.isWhollyDenied(visible, "bash")).toBe(true)
+    const hidden: Rule.Ruleset = [
+      { action: "question", resource: "private", effect: "allow" },
+      { action: "*", resource: "*", effect: "deny" },
+    ]
+    expect(Rule.isWhollyDenied(hidden, "question")).toBe(true)
+    expect(Rule.isWhollyDenied(hidden, "bash")).toBe(true)
+  })
 })
