@@ -234,7 +234,8 @@ export const merge = (home: Lowered | undefined, location: Lowered | undefined):
 const readOptional = (file: string): Effect.Effect<string | undefined, ConfigError> =>
   Effect.suspend(() => {
     try {
-      return Effect.succeed(readFileSync(file, "utf8"))
+      // A byte order mark, as some editors write, is not part of the JSON.
+      return Effect.succeed(readFileSync(file, "utf8").replace(/^\uFEFF/, ""))
     } catch (cause) {
       const code = (cause as NodeJS.ErrnoException).code
       if (code === "ENOENT") return Effect.succeed(undefined)

@@ -41,6 +41,13 @@ describe("Config.load", () => {
     expect(resolved.output).toEqual({ maxLines: 200, maxBytes: 2048 })
   })
 
+  test("ignores a byte order mark at the start of a file", async () => {
+    const { location, home } = directories()
+    writeFileSync(join(location, "core.json"), '\uFEFF{ "permission": { "deploy": "deny" } }')
+    const resolved = await load({ location, home })
+    expect(resolved.rules.map((rule) => [rule.action, rule.effect])).toEqual([["deploy", "deny"]])
+  })
+
   test("reads only the file that exists", async () => {
     const { location, home } = directories()
     writeFileSync(join(home, "core.json"), '{ "shell": { "timeoutMs": 5000 } }')
