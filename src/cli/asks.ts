@@ -14,8 +14,8 @@ export interface Options {
   readonly yes: boolean
   /** Whether a person can be prompted (stdin and stderr are terminals). */
   readonly interactive: boolean
-  /** Reads one line typed by the person; only used when interactive. */
-  readonly readLine?: (prompt: string) => Promise<string>
+  /** Reads one line typed by the person (undefined at the end of input); only used when interactive. */
+  readonly readLine?: (prompt: string) => Promise<string | undefined>
 }
 
 const describe = (request: Permission.Request) =>
@@ -28,7 +28,7 @@ const describe = (request: Permission.Request) =>
 const terminalReader = () => {
   let lines: { readonly iterator: AsyncIterator<string>; readonly close: () => void } | undefined
   return {
-    readLine: async (prompt: string): Promise<string> => {
+    readLine: async (prompt: string): Promise<string | undefined> => {
       if (lines === undefined) {
         const { createInterface } = require("node:readline") as typeof import("node:readline")
         const terminal = createInterface({ input: process.stdin, terminal: false })
@@ -37,8 +37,7 @@ const terminalReader = () => {
       }
       Command.stderr(prompt)
       const next = await lines.iterator.next()
-      // The end of input answers nothing, which declines.
-      return next.done === true ? "" : next.value
+      return next.done === true ? undefined : next.value
     },
     close: () => lines?.close(),
   }
@@ -47,19 +46,18 @@ const terminalReader = () => {
 /** What a person answered, as a reply. */
 export const promptReply = async (
   request: Permission.Request,
-  readLine: (prompt: string) => Promise<string>,
+  readLine: (prompt: string) => Promise<string | undefined>,
 ): Promise<Permission.Reply> => {
-  const saves = request.save.map((pattern) => JSON.stringify(pattern)).join(", ")
+  const saves = request.save.length === 0 ? "nothing: it acts as once" : request.save.map((pattern) => JSON.stringify(pattern)).join(", ")
   for (;;) {
-    const answer = (
-      await readLine(`core: allow ${describe(request)}? [o]nce, [a]lways (saves ${saves}), [r]eject: `)
-    )
-      .trim()
-      .toLowerCase()
+    const typed = await readLine(`core: allow ${describe(request)}? [o]nce, [a]lways (saves ${saves}), [r]eject: `)
+    // The end of input (the terminal closed, or core is stopping) answers nothing, which declines.
+    if (typed === undefined) return { reply: "reject" }
+    const answer = typed.trim().toLowerCase()
     if (answer === "o" || answer === "once") return { reply: "once" }
     if (answer === "a" || answer === "always") return { reply: "always" }
     if (answer === "r" || answer === "reject" || answer === "") {
-      const message = (await readLine("core: a message for the model (leave empty to decline): ")).trim()
+      const message = ((await readLine("core: a message for the model (leave empty to decline): ")) ?? "").trim()
       return message === "" ? { reply: "reject" } : { reply: "reject", message }
     }
   }

@@ -31,7 +31,8 @@ Options:
   --agent ID        the agent making the call (default: build)
   -h, --help        show this help
 
-Exit codes: 0 explained, 1 unknown tool or invalid input, 2 usage error.
+Exit codes: 0 explained, 1 unknown tool or invalid input, 2 usage error, 3 operational failure
+(e.g. an unreadable settlement store).
 `
 
 const OPTIONS = {

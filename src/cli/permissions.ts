@@ -3,6 +3,8 @@ export * as PermissionsCommand from "./permissions"
 // `core permissions [reset [--action A]]`: lists the "always" approvals saved for a Location, or clears them.
 
 import * as Effect from "effect/Effect"
+import { Location } from "../location/location"
+import { Rule } from "../permission/rule"
 import { Approvals } from "../store/approvals"
 import { Command } from "./command"
 import { Runtime } from "./runtime"
@@ -37,13 +39,16 @@ export const run = (args: ReadonlyArray<string>) =>
     if (extra.length > 0) return yield* usage(`unexpected argument "${extra[0]}"`)
     if (subcommand === undefined && values.action !== undefined) return yield* usage("--action goes with reset")
     const environment = Runtime.environment()
-    const { directory } = yield* Runtime.prepare("permissions", environment, values.location)
+    // Only the directory is needed: a Location whose core.json is broken can still have its approvals reset.
+    const directory = yield* Location.check(values.location ?? ".").pipe(Effect.mapError((error) => usage(error.message)))
+    // `write` and `apply_patch` approvals are kept under the action they share, `edit`.
+    const action = values.action === undefined ? undefined : Rule.actionOf(values.action)
 
     return yield* Effect.gen(function* () {
       const approvals = yield* Approvals.Service
       if (subcommand === "reset") {
-        const removed = yield* approvals.reset(directory, values.action)
-        const which = values.action === undefined ? "" : ` for ${values.action}`
+        const removed = yield* approvals.reset(directory, action)
+        const which = action === undefined ? "" : ` for ${action}`
         Command.stdout(`Removed ${removed} saved approval${removed === 1 ? "" : "s"}${which} in ${directory}.\n`)
         return Command.EXIT.ok
       }

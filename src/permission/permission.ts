@@ -13,6 +13,7 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { Approvals } from "../store/approvals"
 import type { Store } from "../store/store"
+import { realpathSync } from "node:fs"
 import { relative } from "node:path"
 import { Agent } from "./agent"
 import { Boundary } from "./boundary"
@@ -127,6 +128,14 @@ interface Pending {
   readonly answer: Deferred.Deferred<void, Rejected | Declined>
 }
 
+/**
+ * The patterns an "always" may save for a literal resource: itself, unless it contains wildcard characters that
+ * would make the saved pattern match more than was approved (then nothing is saved and "always" acts as "once").
+ * `suffix` characters at the end (the `/*` of a directory pattern) are meant as wildcards.
+ */
+const savable = (resource: string, suffix = 0): ReadonlyArray<string> =>
+  /[*?]/.test(resource.slice(0, resource.length - suffix)) ? [] : [resource]
+
 const describeRule = (rule: Agent.SourcedRule | undefined): string =>
   rule === undefined
     ? "no rule matches"
@@ -139,6 +148,14 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
       const approvals = yield* Approvals.Service
       const configured = options.configured ?? Agent.NOTHING_CONFIGURED
       const project = options.project
+      // Paths are compared with the project's real path (a project reached through a symlink included).
+      const realProject = (() => {
+        try {
+          return realpathSync(project)
+        } catch {
+          return project
+        }
+      })()
       const pending = new Map<string, Pending>()
       const events = yield* PubSub.unbounded<Event>()
       let counter = 0
@@ -167,14 +184,25 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         })
       })
 
+      /**
+       * Answers a request that is still pending, once: it is taken out of `pending` first, so a second answer
+       * (or a withdrawal meanwhile) finds nothing to answer. Answers whether it was answered here.
+       */
       const settle = (entry: Pending, outcome: Effect.Effect<void, Rejected | Declined>, reply: Reply["reply"]) =>
-        Effect.gen(function* () {
+        Effect.suspend(() => {
+          if (pending.get(entry.request.id) !== entry) return Effect.succeed(false)
           pending.delete(entry.request.id)
-          yield* Deferred.complete(entry.answer, outcome)
-          yield* PubSub.publish(events, { type: "replied", id: entry.request.id, sessionID: entry.request.sessionID, reply })
+          return Deferred.complete(entry.answer, outcome).pipe(
+            Effect.andThen(
+              PubSub.publish(events, { type: "replied", id: entry.request.id, sessionID: entry.request.sessionID, reply }),
+            ),
+            Effect.as(true),
+          )
         })
 
-      const assert = Effect.fnUntraced(function* (input: AssertInput) {
+      const assert = Effect.fnUntraced(function* (given: AssertInput) {
+        // Nothing named is not nothing to check: an empty list is checked as the whole action.
+        const input = given.resources.length === 0 ? { ...given, resources: ["*"], save: ["*"] } : given
         const decisions = yield* explain(input)
         const denied = decisions.find((decision) => decision.effect === "deny")
         if (denied !== undefined) {
@@ -200,14 +228,17 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
 
       const reply = Effect.fn("Permission.reply")(function* (id: string, answer: Reply) {
         const entry = pending.get(id)
-        if (entry === undefined) {
-          return yield* new UnknownRequest({ id, message: `No pending permission request ${id} (it may have been answered already)` })
-        }
+        const unknown = new UnknownRequest({ id, message: `No pending permission request ${id} (it may have been answered already)` })
+        if (entry === undefined) return yield* unknown
         const { action, sessionID } = entry.request
-        if (answer.reply === "once") return yield* settle(entry, Effect.void, "once")
+        if (answer.reply === "once") {
+          if (!(yield* settle(entry, Effect.void, "once"))) return yield* unknown
+          return
+        }
         if (answer.reply === "always") {
+          // Answer first, then save: a request withdrawn meanwhile saves nothing.
+          if (!(yield* settle(entry, Effect.void, "always"))) return yield* unknown
           yield* approvals.save(project, action, entry.request.save)
-          yield* settle(entry, Effect.void, "always")
           // What was just saved may answer other requests too.
           for (const other of [...pending.values()]) {
             const decisions = yield* explain(other.request)
@@ -217,12 +248,15 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         }
         const feedback = "message" in answer ? answer.message?.trim() : undefined
         if (feedback !== undefined && feedback !== "") {
-          return yield* settle(entry, Effect.fail(new Rejected({ action, message: feedback })), "reject")
+          if (!(yield* settle(entry, Effect.fail(new Rejected({ action, message: feedback })), "reject"))) {
+            return yield* unknown
+          }
+          return
         }
         // A bare "no" stops the whole session's asks, not just this one.
         const declined = (request: Request) =>
           Effect.fail(new Declined({ action: request.action, message: `The ${request.action} request was declined.` }))
-        yield* settle(entry, declined(entry.request), "reject")
+        if (!(yield* settle(entry, declined(entry.request), "reject"))) return yield* unknown
         for (const other of [...pending.values()]) {
           if (other.request.sessionID === sessionID) yield* settle(other, declined(other.request), "reject")
         }
@@ -248,10 +282,10 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         const { path: _path, access, ...request } = input
         if (!resolved.inside && !(access === "read" && resolved.readable)) {
           const pattern = resolved.pattern!
-          yield* assert({ ...request, action: "external_directory", resources: [pattern], save: [pattern] })
+          yield* assert({ ...request, action: "external_directory", resources: [pattern], save: savable(pattern, 2) })
         }
-        const resource = resolved.inside ? relative(project, resolved.real) || "." : resolved.real
-        yield* assert({ ...request, resources: [resource], save: [resource] })
+        const resource = resolved.inside ? relative(realProject, resolved.real) || "." : resolved.real
+        yield* assert({ ...request, resources: [resource], save: savable(resource) })
         return resolved
       })
 

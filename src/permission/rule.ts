@@ -23,11 +23,14 @@ export const actionOf = (toolName: string): string =>
 /** A compiled pattern: most patterns are `*` or plain text, which need no regular expression. */
 type Matcher = (value: string) => boolean
 
+/** Compiled patterns, reused: rules and saved approvals repeat the same few patterns. Bounded all the same. */
 const compiled = new Map<string, Matcher>()
+const MAX_COMPILED = 10_000
 
 const compile = (pattern: string): Matcher => {
   let matcher = compiled.get(pattern)
   if (matcher !== undefined) return matcher
+  if (compiled.size >= MAX_COMPILED) compiled.clear()
   const normalized = pattern.replaceAll("\\", "/")
   if (normalized === "*") matcher = () => true
   else if (!/[*?]/.test(normalized)) matcher = (value) => value === normalized

@@ -117,7 +117,7 @@ export const layer: Layer.Layer<Service, never, Application> = Layer.effect(
       const definitions: Array<Definition.Definition> = []
       for (const name of mergeSorted(location.names(), application.names())) {
         const entry = effective(name)!
-        if (rules !== undefined && Rule.isWhollyDenied(rules, Rule.actionOf(name))) continue
+        if (rules !== undefined && isHidden(rules, name, entry.tool)) continue
         advertised.set(name, entry)
         definitions.push((entry.definition ??= Definition.of(entry.tool, name)))
       }
@@ -149,6 +149,17 @@ export const layer: Layer.Layer<Service, never, Application> = Layer.effect(
     return Service.of({ tools: makeTools(location), capture })
   }),
 )
+
+/**
+ * Whether rules hide a tool from a catalog: one that checks its own resources is hidden when its action is
+ * denied whatever the resource; one checked as a whole is hidden exactly when that check would deny it.
+ */
+const isHidden = (rules: Rule.Ruleset, name: string, tool: Tool.Any): boolean => {
+  const action = Rule.actionOf(name)
+  return Internal.get(tool)!.checksPermissions
+    ? Rule.isWhollyDenied(rules, action)
+    : Rule.evaluate(rules, action, "*") === "deny"
+}
 
 const mergeSorted = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): ReadonlyArray<string> => {
   if (b.length === 0) return a

@@ -221,9 +221,10 @@ export const layer: Layer.Layer<
         )
       }
       // Authorization happens at settlement whatever the catalog showed (DESIGN §2 law 9): the tool's action,
-      // as a whole, for the calling agent. An ask waits here for a reply; nothing has run yet.
+      // as a whole, for the calling agent, unless the tool checks each path or command itself. An ask waits
+      // here for a reply; nothing has run yet.
       const authorized = yield* Effect.exit(
-        permission.assert({
+        tool.checksPermissions ? Effect.void : permission.assert({
           sessionID: call.sessionID,
           agent: call.agent,
           source: { messageID: call.assistantMessageID, callID: call.toolCallID },

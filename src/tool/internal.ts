@@ -15,6 +15,8 @@ export interface Record {
   readonly output: Schema.Codec<unknown, unknown, never, never>
   readonly execute: Executor
   readonly toModelOutput: Projector | undefined
+  /** Whether execute checks permissions itself (see Tool.Config.checksPermissions). */
+  readonly checksPermissions: boolean
   /** The JSON codecs the runtime decodes input with and encodes output with (what the JSON Schemas describe). */
   readonly inputJson: Schema.Codec<unknown, unknown, never, never>
   readonly outputJson: Schema.Codec<unknown, unknown, never, never>

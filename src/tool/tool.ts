@@ -49,6 +49,12 @@ export interface Config<I extends Codec, O extends Codec> {
   readonly execute: (input: I["Type"], context: Context) => Effect.Effect<O["Type"], Failure | Permission.Refusal>
   /** Projects the *encoded* output into model-facing parts. Default: a string becomes one text part, else JSON. */
   readonly toModelOutput?: (output: O["Encoded"]) => string | ReadonlyArray<Content>
+  /**
+   * Set when `execute` checks permissions itself, per path or command, with a permission service the tool
+   * captured (as built-in file and shell tools do). The settlement then leaves the checking to it instead of
+   * checking the tool's action as a whole.
+   */
+  readonly checksPermissions?: boolean
 }
 
 declare const ToolBrand: unique symbol
@@ -83,6 +89,7 @@ export const make = <I extends Codec, O extends Codec>(config: Config<I, O>): To
     output: config.output,
     execute: config.execute as Internal.Executor,
     toModelOutput: config.toModelOutput as Internal.Projector | undefined,
+    checksPermissions: config.checksPermissions === true,
   }, inputSchema)
   return tool
 }

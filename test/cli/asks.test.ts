@@ -18,7 +18,7 @@ const request: Permission.Request = {
 const scripted = (lines: ReadonlyArray<string>) => {
   const prompts: Array<string> = []
   const remaining = [...lines]
-  return { prompts, readLine: async (prompt: string) => (prompts.push(prompt), remaining.shift() ?? "") }
+  return { prompts, readLine: async (prompt: string) => (prompts.push(prompt), remaining.shift()) }
 }
 
 describe("Asks.promptReply", () => {
@@ -37,8 +37,10 @@ describe("Asks.promptReply", () => {
       message: "use git switch",
     })
     expect(await Asks.promptReply(request, scripted(["reject", "  "]).readLine)).toEqual({ reply: "reject" })
-    // No answer at all (end of input) declines.
-    expect(await Asks.promptReply(request, scripted([]).readLine)).toEqual({ reply: "reject" })
+    // No answer at all (end of input) declines at once, without asking for a message.
+    const ended = scripted([])
+    expect(await Asks.promptReply(request, ended.readLine)).toEqual({ reply: "reject" })
+    expect(ended.prompts).toHaveLength(1)
   })
 
   test("an answer it does not understand is asked again", async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test"
 import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Fiber, Layer, PubSub, Schema } from "effect"
 import { Runtime } from "../../src/cli/runtime"
 import { Agent } from "../../src/permission/agent"
 import { Permission } from "../../src/permission/permission"
@@ -51,6 +51,44 @@ const input = (path: string, access: "read" | "write" = "read") => ({
 })
 
 describe("Permission.authorizePath", () => {
+  test("a project reached through a symlink is compared by its real path", async () => {
+    const { project, outputs } = world()
+    const link = join(tempDir(), "linked-project")
+    symlinkSync(project, link)
+    const denied = await Effect.runPromise(
+      Effect.gen(function* () {
+        return yield* (yield* Permission.Service).authorizePath(input("src/a.ts")).pipe(Effect.flip)
+      }).pipe(Effect.provide(layerFor(link, outputs, [rule("read", "src/*", "deny")]))),
+    )
+    expect(denied).toMatchObject({ _tag: "Permission.Denied", resource: "src/a.ts" })
+  })
+
+  test("always never saves a pattern wider than what was approved", async () => {
+    const { project } = world()
+    writeFileSync(join(project, "*"), "a file named star")
+    const saved = await Effect.runPromise(
+      Effect.gen(function* () {
+        const permission = yield* Permission.Service
+        const events = yield* permission.subscribe
+        const fiber = yield* Effect.forkChild(permission.authorizePath(input("*", "write")))
+        const asked = yield* PubSub.take(events)
+        if (asked.type !== "asked") throw new Error("expected an ask")
+        expect(asked.request.save).toEqual([])
+        yield* permission.reply(asked.request.id, { reply: "always" })
+        yield* Fiber.join(fiber)
+        return yield* (yield* Approvals.Service).list(project)
+      }).pipe(
+        Effect.scoped,
+        Effect.provide(
+          Permission.layer({ project, configured: { rules: [rule("edit", "*", "ask")], agents: new Map() } }).pipe(
+            Layer.provideMerge(Approvals.layerMemory),
+          ),
+        ),
+      ),
+    )
+    expect(saved).toEqual([])
+  })
+
   test("a path inside the Location is checked against the action with its relative path", async () => {
     const { project, outputs } = world()
     const resolved = await Effect.runPromise(

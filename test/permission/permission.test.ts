@@ -113,6 +113,18 @@ describe("Permission rules", () => {
     ))
 })
 
+describe("Permission inputs", () => {
+  test("an empty list of resources is checked as the whole action, never waved through", () =>
+    run(
+      Effect.gen(function* () {
+        const permission = yield* Permission.Service
+        const denied = yield* permission.assert(ask("read", [], { agent: "ghost" })).pipe(Effect.flip)
+        expect(denied).toBeInstanceOf(Permission.Denied)
+        expect((denied as Permission.Denied).resource).toBe("*")
+      }),
+    ))
+})
+
 describe("Permission replies", () => {
   test("only once, always and reject (with an optional message) are replies", () => {
     const decode = Schema.decodeUnknownExit(Permission.Reply)

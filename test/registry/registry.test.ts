@@ -4,12 +4,13 @@ import { Registry } from "../../src/registry/registry"
 import { Tool } from "../../src/tool/tool"
 import * as Kernel from "../support/kernel"
 
-const named = (label: string) =>
+const named = (label: string, checksPermissions = false) =>
   Tool.make({
     description: `tool ${label}`,
     input: Schema.Struct({}),
     output: Schema.String,
     execute: () => Effect.succeed(label),
+    checksPermissions,
   })
 
 const open = () => Scope.make()
@@ -183,12 +184,13 @@ describe("Registry catalogs", () => {
     Kernel.run(
       Effect.gen(function* () {
         const location = yield* Registry.Service
+        // Tools that check each resource themselves, as built-in file and shell tools do.
         yield* location.tools.register({
-          edit: named("e"),
-          write: named("w"),
-          apply_patch: named("p"),
-          bash: named("b"),
-          read: named("r"),
+          edit: named("e", true),
+          write: named("w", true),
+          apply_patch: named("p", true),
+          bash: named("b", true),
+          read: named("r", true),
         })
         const names = (rules: Parameters<typeof location.capture>[0]) =>
           location.capture(rules).definitions.map((definition) => definition.name)
@@ -205,6 +207,24 @@ describe("Registry catalogs", () => {
         // A hidden tool is unknown to that turn.
         const catalog = location.capture([{ action: "bash", resource: "*", effect: "deny" }])
         expect(catalog.resolve("bash")._tag).toBe("Unknown")
+      }),
+    ))
+
+  test("a tool checked as a whole is hidden exactly when its call would be denied", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        const location = yield* Registry.Service
+        yield* location.tools.register({ deploy: named("d"), other: named("o") })
+        const names = (rules: Parameters<typeof location.capture>[0]) =>
+          location.capture(rules).definitions.map((definition) => definition.name)
+        // Only "prod" is allowed, but a call is checked on "*": it would be denied, so it is not offered.
+        expect(
+          names([
+            { action: "deploy", resource: "*", effect: "deny" },
+            { action: "deploy", resource: "prod", effect: "allow" },
+          ]),
+        ).toEqual(["other"])
+        expect(names([{ action: "deploy", resource: "*", effect: "ask" }])).toEqual(["deploy", "other"])
       }),
     ))
 

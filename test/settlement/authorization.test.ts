@@ -109,4 +109,38 @@ describe("Settlement authorization", () => {
     expect(outcomes.rejected).toMatchObject({ status: "error", error: { kind: "failure", message: "Not on a Friday." } })
     expect(outcomes.declined).toMatchObject({ status: "declined" })
   })
+
+  test("a tool that checks each command itself is not also checked as a whole", async () => {
+    runs = 0
+    const settlement = await withRules(
+      [rule("shell", "*", "ask"), rule("shell", "git status", "allow")],
+      Effect.gen(function* () {
+        const permission = yield* Permission.Service
+        const shell = Tool.make({
+          description: "runs a command",
+          input: Schema.Struct({ command: Schema.String }),
+          output: Schema.String,
+          checksPermissions: true,
+          execute: (input, context) =>
+            permission
+              .assert({
+                sessionID: context.sessionID,
+                agent: context.agent,
+                source: { messageID: context.assistantMessageID, callID: context.toolCallID },
+                action: "shell",
+                resources: [input.command],
+                save: [input.command],
+              })
+              .pipe(Effect.catchTag("Store.StoreError", Effect.die), Effect.as((runs++, input.command))),
+        })
+        yield* (yield* Registry.Service).tools.register({ shell })
+        const turn = yield* (yield* Settler.Service).materialize()
+        // "git status" is allowed by its own rule: no ask for the action as a whole gets in the way.
+        const settled = yield* turn.settle(Kernel.call("shell", { command: "git status" }))
+        expect(yield* permission.pending).toEqual([])
+        return settled.settlement
+      }),
+    )
+    expect(settlement).toMatchObject({ status: "success", structured: "git status" })
+  })
 })
