@@ -188,17 +188,17 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
        * Answers a request that is still pending, once: it is taken out of `pending` first, so a second answer
        * (or a withdrawal meanwhile) finds nothing to answer. Answers whether it was answered here.
        */
+      const claim = (entry: Pending): boolean => pending.get(entry.request.id) === entry && pending.delete(entry.request.id)
+
+      const finish = (entry: Pending, outcome: Effect.Effect<void, Rejected | Declined>, reply: Reply["reply"]) =>
+        Deferred.complete(entry.answer, outcome).pipe(
+          Effect.andThen(
+            PubSub.publish(events, { type: "replied", id: entry.request.id, sessionID: entry.request.sessionID, reply }),
+          ),
+        )
+
       const settle = (entry: Pending, outcome: Effect.Effect<void, Rejected | Declined>, reply: Reply["reply"]) =>
-        Effect.suspend(() => {
-          if (pending.get(entry.request.id) !== entry) return Effect.succeed(false)
-          pending.delete(entry.request.id)
-          return Deferred.complete(entry.answer, outcome).pipe(
-            Effect.andThen(
-              PubSub.publish(events, { type: "replied", id: entry.request.id, sessionID: entry.request.sessionID, reply }),
-            ),
-            Effect.as(true),
-          )
-        })
+        Effect.suspend(() => (claim(entry) ? finish(entry, outcome, reply).pipe(Effect.as(true)) : Effect.succeed(false)))
 
       const assert = Effect.fnUntraced(function* (given: AssertInput) {
         // Nothing named is not nothing to check: an empty list is checked as the whole action.
@@ -236,9 +236,12 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
           return
         }
         if (answer.reply === "always") {
-          // Answer first, then save: a request withdrawn meanwhile saves nothing.
-          if (!(yield* settle(entry, Effect.void, "always"))) return yield* unknown
-          yield* approvals.save(project, action, entry.request.save)
+          // Claimed first, so nothing else answers it meanwhile; saved before the call goes on, so the approval
+          // exists by the time the call (and its process) is done.
+          if (!claim(entry)) return yield* unknown
+          yield* approvals.save(project, action, entry.request.save).pipe(
+            Effect.ensuring(finish(entry, Effect.void, "always")),
+          )
           // What was just saved may answer other requests too.
           for (const other of [...pending.values()]) {
             const decisions = yield* explain(other.request)
