@@ -1,13 +1,20 @@
 // Builds the single `dist/core` executable (or `--outfile PATH`) from src/cli/main.ts (flags per DESIGN §10): bytecode for a fast
 // cold start; no autoloading of the workspace's bunfig.toml or .env when the binary runs elsewhere.
+// First it brings the author kit up to date (build/kit.ts: dist/kit.json.zst, rebuilt only when an input changed),
+// because the binary embeds it for `core init`.
 
 import { mkdirSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
+import * as Kit from "./build/kit"
 
 const root = import.meta.dir
 const outfileFlag = process.argv.indexOf("--outfile")
 const outfile = outfileFlag === -1 ? join(root, "dist", "core") : resolve(process.argv[outfileFlag + 1]!)
 mkdirSync(dirname(outfile), { recursive: true })
+
+const started = performance.now()
+const kit = await Kit.ensure()
+if (kit.built) console.error(`built ${kit.path} (${kit.bytes} bytes) in ${Math.round(performance.now() - started)} ms`)
 
 const args = [
   "build",
@@ -23,10 +30,10 @@ const args = [
   "--outfile",
   outfile,
 ]
-const started = performance.now()
+const compiling = performance.now()
 const build = Bun.spawnSync([process.execPath, ...args], { cwd: root, stdout: "inherit", stderr: "inherit" })
 if (build.exitCode !== 0) {
   console.error(`build failed (exit ${build.exitCode})`)
   process.exit(1)
 }
-console.error(`built ${outfile} in ${Math.round(performance.now() - started)} ms`)
+console.error(`built ${outfile} in ${Math.round(performance.now() - compiling)} ms`)

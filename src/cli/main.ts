@@ -9,6 +9,7 @@ import packageJson from "../../package.json" with { type: "json" }
 import { Command } from "./command"
 import { CheckCommand } from "./check"
 import { ExecCommand } from "./exec"
+import { InitCommand } from "./init"
 import { OutputCommand } from "./output"
 import { PermissionsCommand } from "./permissions"
 import { ToolsCommand } from "./tools"
@@ -21,6 +22,7 @@ Usage:
   core output ID
   core check NAME --input JSON [--location DIR] [--agent ID]
   core permissions [reset [--action A]] [--location DIR]
+  core init [DIR] [--update]
   core --version | --help | COMMAND --help
 
 Commands:
@@ -29,6 +31,7 @@ Commands:
   output       print a managed output (the full output behind a bounded preview)
   check        explain the permission decision for a call, running nothing
   permissions  list or clear the approvals saved by "always" replies
+  init         prepare a directory for writing and testing tools with bun (no npm install)
 
 Environment:
   CORE_DATA_DIR   managed outputs and the settlement store (default ~/.local/share/core)
@@ -44,6 +47,7 @@ const COMMANDS: Readonly<Record<string, Run>> = {
   output: OutputCommand.run,
   check: CheckCommand.run,
   permissions: PermissionsCommand.run,
+  init: InitCommand.run,
 }
 
 const messageOf = (error: unknown): string =>

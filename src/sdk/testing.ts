@@ -1,0 +1,320 @@
+// `@core/tool/testing`: settles a tool in-process through core's real pipeline (decode, authorize, execute,
+// encode, project, bound, keep managed outputs) so an author's `bun test` sees the very settlement JSON that
+// `core exec` prints. Each call gets a fresh kernel with an in-memory store and a temp outputs directory; nothing
+// here reads core.json, $CORE_HOME or the durable store. A curated surface: every export is named below.
+
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { basename, dirname, join, resolve } from "node:path"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as PubSub from "effect/PubSub"
+import * as Schema from "effect/Schema"
+import { Runtime } from "../cli/runtime"
+import { Discovery } from "../location/discovery"
+import { ManagedOutputs } from "../output/managed"
+import type { Output } from "../output/output"
+import { Agent } from "../permission/agent"
+import { Permission } from "../permission/permission"
+import type { Rule as PermissionRule } from "../permission/rule"
+import { Registry } from "../registry/registry"
+import { Settler } from "../settlement/settler"
+import type { Settlement as SettlementInfo } from "../settlement/settlement"
+import { Approvals } from "../store/approvals"
+import { Store } from "../store/store"
+import { Definition as ToolDefinition } from "../tool/definition"
+import { ToolName } from "../tool/name"
+import { Tool } from "../tool/tool"
+import { Modules } from "./modules"
+
+/** The settlement JSON, exactly as `core exec` prints it (DESIGN §5). */
+export type Settlement = SettlementInfo.Info
+
+/** What a model is offered for a tool registered under a name: description and JSON Schemas. */
+export type Definition = ToolDefinition.Definition
+
+/** A progress update a tool reported through `context.progress`. */
+export type Progress = Tool.Progress
+
+/** A permission rule: `*` and `?` wildcards over the whole action and resource; the last match wins. */
+export type Rule = PermissionRule.Rule
+
+/** How a permission ask is answered: approve once, approve and save, or reject (with a message for the model). */
+export type Reply = "once" | "always" | { readonly reject: string | undefined }
+
+export interface PermissionOptions {
+  /** Rules applied after core's defaults (everything allowed, paths outside the Location asked). */
+  readonly rules?: ReadonlyArray<Rule>
+  /** How asks are answered; without it an ask is declined, as `core exec` does without a terminal. */
+  readonly reply?: Reply
+}
+
+export interface Options {
+  /** The name the tool is registered and called under (default "tool"; `settleFile` needs one). */
+  readonly name?: string
+  /** The calling agent, whose rules apply (default "build"; "plan" may not edit). */
+  readonly agent?: string
+  readonly sessionID?: string
+  readonly assistantMessageID?: string
+  readonly toolCallID?: string
+  /** The Location directory (default: a fresh temp directory; for `settleFile`, the folder above `tools/`). */
+  readonly location?: string
+  readonly permission?: PermissionOptions
+  /** What the model may see of one output before it is bounded (default 2,000 lines, 51,200 bytes). */
+  readonly limits?: { readonly maxLines?: number; readonly maxBytes?: number }
+  /** Called with each progress update while the tool runs. */
+  readonly onProgress?: (update: Progress) => void
+}
+
+/** A settlement with what happened around it. */
+export interface Trace {
+  readonly settlement: Settlement
+  /** The progress updates, in order. */
+  readonly progress: ReadonlyArray<Progress>
+  /** The permission asks the call raised (answered by `permission.reply`). */
+  readonly asks: ReadonlyArray<{ readonly action: string; readonly resources: ReadonlyArray<string> }>
+  /** The full text of each managed output of the settlement, by id (what `core output ID` prints). */
+  readonly outputs: Readonly<Record<string, string>>
+}
+
+/** A tool that could not be registered under a name (an invalid name, a value not made by `Tool.make`). */
+export class CheckError extends Schema.TaggedError<CheckError>()("Testing.CheckError", {
+  name: Schema.String,
+  message: Schema.String,
+}) {}
+
+/** A tool file that `core` would report as a diagnostic instead of loading. */
+export class LoadError extends Schema.TaggedError<LoadError>()("Testing.LoadError", {
+  file: Schema.String,
+  message: Schema.String,
+}) {}
+
+/** Options that `core exec` would refuse as a usage error (an unknown agent, a missing Location). */
+export class OptionsError extends Schema.TaggedError<OptionsError>()("Testing.OptionsError", {
+  message: Schema.String,
+}) {}
+
+/**
+ * The call ended in an operational failure: a defect (a throw, `Effect.die`), an error other than
+ * `Tool.Failure`, or an output that could not be kept. Never a tool result: `core exec` exits 3.
+ */
+export class OperationalFailure extends Schema.TaggedError<OperationalFailure>()("Testing.OperationalFailure", {
+  tool: Schema.String,
+  message: Schema.String,
+  cause: Schema.Defect(),
+}) {}
+
+/** The workspace's `.core/` kit is inconsistent: its VERSION names another core than its own code. */
+export class KitVersionError extends Schema.TaggedError<KitVersionError>()("Testing.KitVersionError", {
+  kit: Schema.String,
+  found: Schema.String,
+  message: Schema.String,
+}) {}
+
+/** Set by the kit build (build/kit.ts) to the version of core it came from; undefined when run from source. */
+declare const CORE_KIT_VERSION: string | undefined
+
+// The kit puts this module at `.core/node_modules/@core/tool/`, three folders below the VERSION file.
+if (typeof CORE_KIT_VERSION === "string") {
+  const file = join(import.meta.dir, "../../../VERSION")
+  const found = existsSync(file) ? readFileSync(file, "utf8").trim() : "(missing)"
+  if (found !== CORE_KIT_VERSION) {
+    throw new KitVersionError({
+      kit: CORE_KIT_VERSION,
+      found,
+      message:
+        `@core/tool/testing comes from core ${CORE_KIT_VERSION} but ${file} says ${found}: the .core/ folder is ` +
+        `out of date or mixed. Run \`core init --update\` in the workspace to rewrite it.`,
+    })
+  }
+}
+
+/**
+ * The definition `tool` would be offered under `name`, checked as registration checks it; throws CheckError for
+ * an invalid name or a value not made by `Tool.make`.
+ */
+export const check = (tool: Tool.Any, name: string): Definition => {
+  const problem = ToolName.problem(name)
+  if (problem !== undefined) throw new CheckError({ name, message: `Invalid tool name: ${problem}` })
+  if (!Tool.isTool(tool)) {
+    throw new CheckError({
+      name,
+      message: `"${name}" is not a tool made by Tool.make (import Tool from "@core/tool", not from a copy of core)`,
+    })
+  }
+  return ToolDefinition.of(tool, name)
+}
+
+/** Settles one call to `tool` and answers its settlement JSON; rejects with OperationalFailure when core would. */
+export const settle = async (tool: Tool.Any, input: unknown, options: Options = {}): Promise<Settlement> =>
+  (await trace(tool, input, options)).settlement
+
+/** Settles one call to the tool `name` of a tool file, named as core names them (`git.ts` `status`: `git_status`). */
+export const settleFile = async (
+  path: string,
+  name: string,
+  input: unknown,
+  options: Options = {},
+): Promise<Settlement> => (await traceFile(path, name, input, options)).settlement
+
+/** Like `settle`, and also answers the progress updates, permission asks and full managed outputs. */
+export const trace = async (tool: Tool.Any, input: unknown, options: Options = {}): Promise<Trace> => {
+  const name = options.name ?? "tool"
+  check(tool, name)
+  return run({ [name]: tool }, name, input, options)
+}
+
+/** Like `settleFile`, and also answers the progress updates, permission asks and full managed outputs. */
+export const traceFile = async (
+  path: string,
+  name: string,
+  input: unknown,
+  options: Options = {},
+): Promise<Trace> => {
+  const file = resolve(path)
+  // As core does: `@core/tool` and `effect` are this copy's own, wherever the file is.
+  Modules.install()
+  const exports = await import(file).catch((cause: unknown) => {
+    throw new LoadError({ file, message: `${file} failed to load: ${messageOf(cause)}` })
+  })
+  const record = Discovery.recordOf(file, exports as Record<string, unknown>)
+  if (Object.keys(record).length === 0) {
+    const hint = "export a value made with Tool.make (the default export is named after the file)"
+    throw new LoadError({ file, message: `${file} exports no tool; ${hint}` })
+  }
+  for (const [toolName, tool] of Object.entries(record)) {
+    try {
+      check(tool, toolName)
+    } catch (error) {
+      throw new LoadError({ file, message: `${file}: ${messageOf(error)}` })
+    }
+  }
+  const folder = dirname(file)
+  const location = options.location ?? (basename(folder) === "tools" ? dirname(folder) : undefined)
+  return run(record, name, input, location === undefined ? options : { ...options, location })
+}
+
+const messageOf = (cause: unknown): string =>
+  typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
+
+const replyOf = (reply: Reply | undefined): Permission.Reply => {
+  if (reply === "once" || reply === "always") return { reply }
+  const message = reply?.reject
+  return message === undefined ? { reply: "reject" } : { reply: "reject", message }
+}
+
+const locationOf = (path: string): string => {
+  const absolute = resolve(path)
+  let isDirectory = false
+  try {
+    isDirectory = statSync(absolute).isDirectory()
+  } catch {
+    throw new OptionsError({ message: `location ${absolute} does not exist` })
+  }
+  if (!isDirectory) throw new OptionsError({ message: `location ${absolute} is not a directory` })
+  return realpathSync(absolute)
+}
+
+const run = async (
+  record: Readonly<Record<string, Tool.Any>>,
+  name: string,
+  input: unknown,
+  options: Options,
+): Promise<Trace> => {
+  const scratch = realpathSync(mkdtempSync(join(tmpdir(), "core-testing-")))
+  try {
+    const location = options.location === undefined ? scratch : locationOf(options.location)
+    const outputsDirectory = join(scratch, "outputs")
+    const rules = (options.permission?.rules ?? []).map(
+      (rule, index): Agent.SourcedRule => ({
+        action: rule.action,
+        resource: rule.resource,
+        effect: rule.effect,
+        source: { file: "@core/tool/testing", path: `permission.rules[${index}]` },
+      }),
+    )
+    const permission = Permission.layer({
+      project: location,
+      configured: { rules, agents: new Map() },
+      readableRoots: [outputsDirectory],
+    }).pipe(Layer.provide(Approvals.layerMemory))
+    const limits: Partial<Output.Limits> = {
+      ...(options.limits?.maxLines === undefined ? {} : { maxLines: options.limits.maxLines }),
+      ...(options.limits?.maxBytes === undefined ? {} : { maxBytes: options.limits.maxBytes }),
+    }
+    const kernel = Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory, limits, permission })
+    const exit = await Effect.runPromiseExit(
+      program(record, name, input, options).pipe(Effect.scoped, Effect.provide(kernel)),
+    )
+    if (Exit.isSuccess(exit)) return exit.value
+    const error = Cause.findError(exit.cause)
+    if (error._tag === "Success" && !(error.success instanceof Settler.OperationalError)) throw error.success
+    const cause = error._tag === "Success" ? error.success : Cause.squash(exit.cause)
+    throw new OperationalFailure({
+      tool: name,
+      message:
+        `${name} ended in an operational failure, which is never a tool result (\`core exec\` exits 3):\n` +
+        Cause.pretty(exit.cause),
+      cause,
+    })
+  } finally {
+    rmSync(scratch, { recursive: true, force: true })
+  }
+}
+
+const program = (record: Readonly<Record<string, Tool.Any>>, name: string, input: unknown, options: Options) =>
+  Effect.gen(function* () {
+    const agent = options.agent ?? Agent.DEFAULT_AGENT
+    const permission = yield* Permission.Service
+    if (!permission.isAgent(agent)) {
+      const known = permission.agents.join(", ")
+      return yield* new OptionsError({ message: `unknown agent "${agent}"; known agents: ${known}` })
+    }
+    yield* (yield* Registry.Service).tools
+      .register(record)
+      .pipe(Effect.mapError((error) => new CheckError({ name: error.name ?? name, message: error.message })))
+
+    // Asks are answered as they come, like `core exec` does (declined unless a reply is given).
+    const asks: Array<{ action: string; resources: ReadonlyArray<string> }> = []
+    const events = yield* permission.subscribe
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.gen(function* () {
+          const event = yield* PubSub.take(events)
+          if (event.type !== "asked") return
+          asks.push({ action: event.request.action, resources: event.request.resources })
+          yield* permission.reply(event.request.id, replyOf(options.permission?.reply)).pipe(Effect.ignore)
+        }),
+      ),
+    )
+
+    const progress: Array<Progress> = []
+    const turn = yield* (yield* Settler.Service).materialize()
+    const { settlement } = yield* turn.settle(
+      {
+        sessionID: options.sessionID ?? `ses_${crypto.randomUUID()}`,
+        agent,
+        assistantMessageID: options.assistantMessageID ?? `msg_${crypto.randomUUID()}`,
+        toolCallID: options.toolCallID ?? `call_${crypto.randomUUID()}`,
+        name,
+        input,
+      },
+      {
+        onProgress: (update) =>
+          Effect.sync(() => {
+            progress.push(update)
+            options.onProgress?.(update)
+          }),
+      },
+    )
+
+    const managed = yield* ManagedOutputs.Service
+    const outputs: Record<string, string> = {}
+    for (const { id } of settlement.outputs) {
+      const reference = yield* managed.open(id).pipe(Effect.orDie)
+      outputs[id] = yield* Effect.promise(() => Bun.file(reference.path).text())
+    }
+    return { settlement, progress, asks, outputs } satisfies Trace
+  })
