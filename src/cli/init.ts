@@ -7,7 +7,7 @@ export * as InitCommand from "./init"
 // writes nothing unless it can write everything: it checks first, stages in a temp folder inside DIR, then renames.
 
 import {
-  linkSync,
+  type Dirent,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -17,7 +17,7 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs"
-import { dirname, join, resolve } from "node:path"
+import { dirname, join, relative, resolve } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import packageJson from "../../package.json" with { type: "json" }
@@ -152,16 +152,25 @@ interface Plan {
 }
 
 /** The kit files that are missing or differ from what the manifest says core wrote (all of them without one). */
+/** Files of `.core/` changed, removed or added since core wrote it (per its manifest). */
 const changedKitFiles = (directory: string, manifest: Manifest | undefined): ReadonlyArray<string> => {
   if (manifest === undefined) return [`${KIT}/${MANIFEST}`]
-  return Object.entries(manifest.files)
+  const changed = Object.entries(manifest.files)
     .filter(([path, digest]) => {
       if (!path.startsWith(`${KIT}/`)) return false
       const file = join(directory, path)
       return kindOf(file) !== "file" || hash(readFileSync(file)) !== digest
     })
     .map(([path]) => path)
+  const added = (readdirSync(join(directory, KIT), { recursive: true, withFileTypes: true }) as Array<Dirent>)
+    .filter((entry) => entry.isFile())
+    .map((entry) => relative(directory, join(entry.parentPath, entry.name)))
+    .filter((path) => path !== `${KIT}/${MANIFEST}` && manifest.files[path] === undefined)
+  return [...changed, ...added]
 }
+
+const listed = (paths: ReadonlyArray<string>) =>
+  paths.slice(0, 3).join(", ") + (paths.length > 3 ? `, and ${paths.length - 3} more` : "")
 
 /** Decides what to write, or lists every reason not to write anything. */
 const plan = (
@@ -190,7 +199,14 @@ const plan = (
         `${kitPath} exists but core init did not write it (it has no VERSION file); move it away and run ${again}`,
       )
     } else if (update) {
-      kit = "replace"
+      // Regenerated, but never over what a person changed or added there.
+      const changed = changedKitFiles(directory, previous)
+      if (changed.length > 0) {
+        problems.push(
+          `${kitPath} was changed since core wrote it (${listed(changed)}); --update never overwrites changes: ` +
+            `move ${kitPath} away (your changes stay in it) and run ${again}`,
+        )
+      } else kit = "replace"
     } else if (installed !== VERSION) {
       const versions = `${kitPath} is from core ${installed}; this is core ${VERSION}`
       return { problems: [`${versions}. Run ${again} --update to update it.`] }
@@ -198,8 +214,10 @@ const plan = (
       kit = "keep"
       const changed = changedKitFiles(directory, previous)
       if (changed.length > 0) {
-        const some = changed.slice(0, 3).join(", ") + (changed.length > 3 ? `, and ${changed.length - 3} more` : "")
-        problems.push(`${kitPath} was changed since core wrote it (${some}); run ${again} --update to restore it`)
+        problems.push(
+          `${kitPath} was changed since core wrote it (${listed(changed)}); to restore it, move ${kitPath} away ` +
+            `(your changes stay in it) and run ${again}`,
+        )
       }
     }
   } else if (kitKind !== "missing") {
@@ -263,19 +281,27 @@ const unpack = async (): Promise<Archive> => {
 }
 
 /**
- * Stages everything inside `directory`, then moves it into place; on failure removes what it created. Answers the
- * files written outside `.core/`.
+ * Stages everything inside `directory`, then moves it into place step by step, remembering how to undo each step:
+ * if any step fails, the steps done are undone in reverse, so the directory is as it was. Answers the files
+ * written outside `.core/`.
  */
 const apply = (directory: string, chosen: Plan, archive: Archive | undefined): Plan["writes"] => {
   const { first } = toCreate(directory)
   mkdirSync(directory, { recursive: true })
   const staging = mkdtempSync(join(directory, ".core-init-"))
+  const undo: Array<() => void> = []
   const made = new Set<string>()
   const write = (path: string, text: string) => {
     const folder = dirname(path)
     if (!made.has(folder)) mkdirSync(folder, { recursive: true })
     made.add(folder)
     writeFileSync(path, text)
+  }
+  /** Creates the missing folders of `folder`, and remembers to remove them again. */
+  const ensureFolder = (folder: string) => {
+    const { first: created } = toCreate(folder)
+    mkdirSync(folder, { recursive: true })
+    if (created !== undefined) undo.push(() => rmSync(created, { recursive: true, force: true }))
   }
   const example = chosen.example ? Object.entries(archive?.workspace ?? {}) : []
   const writes = [...chosen.writes, ...example.map(([path, text]) => ({ path, text, replace: false }))]
@@ -299,26 +325,48 @@ const apply = (directory: string, chosen: Plan, archive: Archive | undefined): P
     for (const file of writes) write(join(staging, "files", file.path), file.text)
 
     // Everything is staged: move it into place.
-    if (chosen.kit === "write") renameSync(staged, kitPath)
-    else if (chosen.kit === "keep") renameSync(join(staged, MANIFEST), join(kitPath, MANIFEST))
-    else {
-      renameSync(kitPath, join(staging, "previous"))
-      try {
-        renameSync(staged, kitPath)
-      } catch (error) {
-        renameSync(join(staging, "previous"), kitPath)
-        throw error
-      }
+    const previous = join(staging, "previous")
+    mkdirSync(previous)
+    if (chosen.kit === "write") {
+      renameSync(staged, kitPath)
+      undo.push(() => rmSync(kitPath, { recursive: true, force: true }))
+    } else if (chosen.kit === "keep") {
+      const kept = join(previous, MANIFEST)
+      renameSync(join(kitPath, MANIFEST), kept)
+      undo.push(() => renameSync(kept, join(kitPath, MANIFEST)))
+      renameSync(join(staged, MANIFEST), join(kitPath, MANIFEST))
+    } else {
+      const old = join(previous, "kit")
+      renameSync(kitPath, old)
+      undo.push(() => renameSync(old, kitPath))
+      renameSync(staged, kitPath)
+      undo.push(() => rmSync(kitPath, { recursive: true, force: true }))
     }
     for (const file of writes) {
       const target = join(directory, file.path)
-      mkdirSync(dirname(target), { recursive: true })
-      if (file.replace) renameSync(join(staging, "files", file.path), target)
-      // A link fails rather than replace a file that appeared meanwhile: a tool is never overwritten.
-      else linkSync(join(staging, "files", file.path), target)
+      const source = join(staging, "files", file.path)
+      ensureFolder(dirname(target))
+      if (file.replace) {
+        const old = join(previous, "files", file.path)
+        mkdirSync(dirname(old), { recursive: true })
+        renameSync(target, old)
+        undo.push(() => renameSync(old, target))
+        renameSync(source, target)
+      } else {
+        // Exclusive creation: a file that appeared meanwhile makes this fail rather than be overwritten.
+        writeFileSync(target, readFileSync(source), { flag: "wx" })
+        undo.push(() => rmSync(target, { force: true }))
+      }
     }
     return writes
   } catch (error) {
+    for (const step of undo.reverse()) {
+      try {
+        step()
+      } catch {
+        // Undo what can be undone; the error below says what went wrong.
+      }
+    }
     if (first !== undefined) rmSync(first, { recursive: true, force: true })
     throw error
   } finally {

@@ -106,7 +106,7 @@ export class OperationalFailure extends Schema.TaggedError<OperationalFailure>()
   cause: Schema.Defect(),
 }) {}
 
-/** The workspace's `.core/` kit is inconsistent: its VERSION names another core than its own code. */
+/** The workspace's `.core/` kit does not match: its VERSION, or the installed core, names another core. */
 export class KitVersionError extends Schema.TaggedError<KitVersionError>()("Testing.KitVersionError", {
   kit: Schema.String,
   found: Schema.String,
@@ -116,7 +116,16 @@ export class KitVersionError extends Schema.TaggedError<KitVersionError>()("Test
 /** Set by the kit build (build/kit.ts) to the version of core it came from; undefined when run from source. */
 declare const CORE_KIT_VERSION: string | undefined
 
-// The kit puts this module at `.core/node_modules/@core/tool/`, three folders below the VERSION file.
+/** The version of the `core` that would run these tools: `$CORE_BIN`, else `core` on the PATH; undefined if none. */
+const installedCore = (): string | undefined => {
+  const binary = process.env.CORE_BIN || Bun.which("core")
+  if (binary === null || binary === undefined) return undefined
+  const answer = Bun.spawnSync([binary, "--version"], { stdout: "pipe", stderr: "ignore" })
+  return answer.exitCode === 0 ? answer.stdout.toString().trim() : undefined
+}
+
+// The kit puts this module at `.core/node_modules/@core/tool/`, three folders below the VERSION file. Tests
+// must run on the same core as the tools will: the kit, its VERSION and the installed core must agree.
 if (typeof CORE_KIT_VERSION === "string") {
   const file = join(import.meta.dir, "../../../VERSION")
   const found = existsSync(file) ? readFileSync(file, "utf8").trim() : "(missing)"
@@ -127,6 +136,16 @@ if (typeof CORE_KIT_VERSION === "string") {
       message:
         `@core/tool/testing comes from core ${CORE_KIT_VERSION} but ${file} says ${found}: the .core/ folder is ` +
         `out of date or mixed. Run \`core init --update\` in the workspace to rewrite it.`,
+    })
+  }
+  const installed = installedCore()
+  if (installed !== undefined && installed !== CORE_KIT_VERSION) {
+    throw new KitVersionError({
+      kit: CORE_KIT_VERSION,
+      found: installed,
+      message:
+        `This workspace's .core/ is from core ${CORE_KIT_VERSION}, but the core installed here is ${installed}: ` +
+        `tests would not run the tools as core does. Run \`core init --update\` in the workspace.`,
     })
   }
 }

@@ -2,7 +2,7 @@
 // node_modules anywhere above them), then this repository's bun and tsc run there as a tool author's would.
 
 import { beforeAll, describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { binary, run, type Run } from "../support/binary"
 import { tempDir } from "../support/temp"
@@ -62,6 +62,7 @@ const olderCore = (directory: string, tsconfig: string) => {
   writeFileSync(join(directory, ".core/VERSION"), "0.0.1\n")
   writeFileSync(join(directory, "tsconfig.json"), tsconfig)
   manifest.version = "0.0.1"
+  manifest.files[".core/VERSION"] = sha256("0.0.1\n")
   manifest.files["tsconfig.json"] = sha256(tsconfig)
   writeFileSync(join(directory, ".core/manifest.json"), JSON.stringify(manifest))
 }
@@ -234,17 +235,35 @@ test("settles every case", async () => {
     expect(readFileSync(join(directory, ".core/manifest.json"), "utf8")).toBe(kit)
   }, SLOW)
 
-  test("a kit changed since core wrote it is reported, and --update restores it", async () => {
+  test("a kit changed since core wrote it is reported; --update refuses to overwrite the change; a fresh one replaces a kit moved away", async () => {
     const directory = await prepared()
     const testing = join(directory, ".core/node_modules/@core/tool/testing.js")
     writeFileSync(testing, "export {}\n")
+    writeFileSync(join(directory, ".core/NOTES.md"), "mine\n")
     const result = await init([directory])
     expect(result.code).toBe(1)
-    expect(result.stderr).toContain("was changed since core wrote it (.core/node_modules/@core/tool/testing.js)")
-    expect(result.stderr).toContain(`run core init "${directory}" --update to restore it`)
-    expect((await init([directory, "--update"])).code).toBe(0)
+    expect(result.stderr).toContain("was changed since core wrote it (.core/node_modules/@core/tool/testing.js, .core/NOTES.md)")
+    const update = await init([directory, "--update"])
+    expect(update.code).toBe(1)
+    expect(update.stderr).toContain("--update never overwrites changes")
+    expect(readFileSync(testing, "utf8")).toBe("export {}\n")
+    expect(readFileSync(join(directory, ".core/NOTES.md"), "utf8")).toBe("mine\n")
+    renameSync(join(directory, ".core"), join(directory, "old-core"))
+    expect((await init([directory])).code).toBe(0)
     expect(sha256(readFileSync(testing))).toBe(manifestOf(directory).files[".core/node_modules/@core/tool/testing.js"]!)
     expect((await bunTest(directory)).code).toBe(0)
+  }, SLOW)
+
+  test("a failure while moving files into place undoes every step: the directory is left as it was", async () => {
+    const directory = workspace()
+    mkdirSync(directory, { recursive: true })
+    writeFileSync(join(directory, "keep.txt"), "mine\n")
+    // tools/ leads somewhere no file can be created, so the last step (the example tool) fails.
+    symlinkSync("/proc/self", join(directory, "tools"))
+    const result = await init([directory])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain("nothing was written")
+    expect(entries(directory)).toEqual(["keep.txt", "tools"])
   }, SLOW)
 
   test("without a DIR it prepares the current directory, and never adds an example beside existing tools", async () => {
@@ -255,6 +274,26 @@ test("settles every case", async () => {
     expect(result.code).toBe(0)
     expect(entries(join(directory, "tools"))).toEqual(["mine.ts"])
     expect(existsSync(join(directory, ".core/VERSION"))).toBe(true)
+  }, SLOW)
+})
+
+describe("a workspace whose core was upgraded", () => {
+  test("its tests say the installed core differs from the workspace's and how to update", async () => {
+    const directory = await prepared()
+    // A `core` on the PATH that is another version than the one that prepared the workspace.
+    const bin = join(directory, "fake-bin")
+    mkdirSync(bin)
+    writeFileSync(join(bin, "core"), "#!/bin/sh\necho 9.9.9\n", { mode: 0o755 })
+    const child = Bun.spawn([process.execPath, "test"], {
+      cwd: directory,
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, CORE_BIN: "" },
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()])
+    expect(code).not.toBe(0)
+    expect(stderr).toContain(`This workspace's .core/ is from core ${VERSION}, but the core installed here is 9.9.9`)
+    expect(stderr).toContain("core init --update")
   }, SLOW)
 })
 
