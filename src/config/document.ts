@@ -5,11 +5,11 @@ export * as Document from "./document"
 // schema issue. It knows nothing of what the keys mean; `Config` owns the schema and the messages.
 
 import type { Node, ParseError } from "jsonc-parser"
+import { Json } from "../json/json"
 import type * as SchemaAST from "effect/SchemaAST"
 import type * as SchemaIssue from "effect/SchemaIssue"
 
-// The ESM build, by path: the package's CommonJS entry is a UMD wrapper whose inner requires a bundle cannot follow.
-const jsonc = (): typeof import("jsonc-parser") => require("jsonc-parser/lib/esm/main.js")
+const jsonc = Json.parser
 
 /** How much of a value a problem shows. */
 const FOUND_MAX_CHARS = 60
@@ -47,10 +47,7 @@ export const formatPath = (path: Path): string =>
     .join("")
 
 /** One-based line and column of an offset. */
-export const position = (text: string, offset: number): { readonly line: number; readonly column: number } => {
-  const before = text.slice(0, offset)
-  return { line: before.split("\n").length, column: offset - before.lastIndexOf("\n") }
-}
+export const position = Json.position
 
 const truncate = (text: string): string =>
   text.length <= FOUND_MAX_CHARS ? text : `${text.slice(0, FOUND_MAX_CHARS - 1)}…`
@@ -71,10 +68,7 @@ export const choices = (words: ReadonlyArray<string>): string => {
 }
 
 const syntaxProblem = (text: string, error: ParseError): Problem => {
-  const said = jsonc()
-    .printParseErrorCode(error.error)
-    .replace(/([a-z])([A-Z])/g, "$1 $2")
-    .toLowerCase()
+  const said = Json.describeCode(error)
   const token = text.slice(error.offset, error.offset + error.length)
   return {
     path: [],

@@ -6,8 +6,11 @@ export * as Json from "./json"
 
 import type { ParseError } from "jsonc-parser"
 
-// The ESM build, by path: the package's CommonJS entry is a UMD wrapper whose inner requires a bundle cannot follow.
-const tolerant = (): typeof import("jsonc-parser") => require("jsonc-parser/lib/esm/main.js")
+/**
+ * jsonc-parser, loaded on first use. Its ESM build, by path: the package's CommonJS entry is a UMD wrapper whose
+ * inner requires a bundle cannot follow.
+ */
+export const parser = (): typeof import("jsonc-parser") => require("jsonc-parser/lib/esm/main.js")
 
 export interface SyntaxProblem {
   readonly message: string
@@ -18,14 +21,15 @@ export interface SyntaxProblem {
 
 export type Parsed = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly problem: SyntaxProblem }
 
-const position = (text: string, offset: number) => {
+/** One-based line and column of an offset. */
+export const position = (text: string, offset: number): { readonly line: number; readonly column: number } => {
   const before = text.slice(0, offset)
-  const line = before.split("\n").length
-  return { line, column: offset - before.lastIndexOf("\n") }
+  return { line: before.split("\n").length, column: offset - before.lastIndexOf("\n") }
 }
 
-const describeCode = (error: ParseError): string =>
-  tolerant()
+/** What a jsonc-parser error says, in words ("comma expected"). */
+export const describeCode = (error: ParseError): string =>
+  parser()
     .printParseErrorCode(error.error)
     .replace(/([a-z])([A-Z])/g, "$1 $2")
     .toLowerCase()
@@ -36,7 +40,7 @@ export const parseStrict = (text: string): Parsed => {
     return { ok: true, value: JSON.parse(text) }
   } catch {
     const errors: Array<ParseError> = []
-    tolerant().parse(text, errors, { allowTrailingComma: false, disallowComments: true, allowEmptyContent: false })
+    parser().parse(text, errors, { allowTrailingComma: false, disallowComments: true, allowEmptyContent: false })
     const first = errors[0]
     const offset = first?.offset ?? 0
     const { line, column } = position(text, offset)
