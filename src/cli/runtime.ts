@@ -8,6 +8,7 @@ import { homedir } from "node:os"
 import { join, resolve } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { Builtins } from "../builtin/builtins"
 import { Config } from "../config/config"
 import { Application } from "../location/application"
 import { Location } from "../location/location"
@@ -67,10 +68,16 @@ const permissionLayer = <E>(environment: Environment, prepared: Prepared, approv
  * approvals are not needed to list tools, so none are opened).
  */
 export const catalogLayer = (environment: Environment, prepared: Prepared) =>
-  Location.layer(prepared.directory).pipe(
-    Layer.provideMerge(Application.layer(environment.home)),
-    Layer.merge(permissionLayer(environment, prepared, Approvals.layerMemory)),
+  locationLayer(environment, prepared).pipe(
+    Layer.provideMerge(permissionLayer(environment, prepared, Approvals.layerMemory)),
   )
+
+/**
+ * A Location with its built-in tools and discovered tools over the application's, given the Location's permission
+ * service (the built-ins capture it).
+ */
+const locationLayer = (environment: Environment, prepared: Prepared) =>
+  Location.layer(prepared.directory, Builtins.layer).pipe(Layer.provideMerge(Application.layer(environment.home)))
 
 /**
  * A settlement kernel without discovery: application and Location registries, the settler, bounding with managed
@@ -101,19 +108,16 @@ export const approvalsLayer = (environment: Environment) => SqliteStore.approval
 
 /** A Location's catalog with its permission service and the saved approvals, for explaining decisions. */
 export const checkingLayer = (environment: Environment, prepared: Prepared) =>
-  Location.layer(prepared.directory).pipe(
-    Layer.provideMerge(Application.layer(environment.home)),
-    Layer.merge(permissionLayer(environment, prepared, approvalsLayer(environment))),
+  locationLayer(environment, prepared).pipe(
+    Layer.provideMerge(permissionLayer(environment, prepared, approvalsLayer(environment))),
   )
 
 /** Everything needed to settle calls in a Location, with the durable store, managed outputs and its config. */
 export const settlingLayer = (environment: Environment, prepared: Prepared) => {
   const { output } = prepared.config
   return Settler.layer.pipe(
+    Layer.provideMerge(locationLayer(environment, prepared)),
     Layer.provideMerge(permissionLayer(environment, prepared, approvalsLayer(environment))),
-    Layer.provideMerge(
-      Location.layer(prepared.directory).pipe(Layer.provideMerge(Application.layer(environment.home))),
-    ),
     Layer.provideMerge(
       Output.layer({
         ...(output.maxLines === undefined ? {} : { maxLines: output.maxLines }),

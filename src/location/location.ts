@@ -51,6 +51,14 @@ const discovered = (directory: string) =>
     }),
   )
 
-/** A Location at `directory`: its registry (over the application placement) with its discovered tools. */
-export const layer = (directory: string): Layer.Layer<Service | Registry.Service, LocationError, Registry.Application> =>
-  discovered(directory).pipe(Layer.provideMerge(Registry.layer))
+/**
+ * A Location at `directory`: its registry (over the application placement) with its discovered tools. `builtins`
+ * registers tools first, so that a Location's own tool of the same name wins.
+ */
+export const layer = <E = never, R = never>(
+  directory: string,
+  builtins?: Layer.Layer<never, E, Registry.Service | R>,
+): Layer.Layer<Service | Registry.Service, LocationError | E, Registry.Application | Exclude<R, Registry.Service>> =>
+  (builtins === undefined ? discovered(directory) : discovered(directory).pipe(Layer.provideMerge(builtins))).pipe(
+    Layer.provideMerge(Registry.layer),
+  ) as Layer.Layer<Service | Registry.Service, LocationError | E, Registry.Application | Exclude<R, Registry.Service>>

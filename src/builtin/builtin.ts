@@ -1,0 +1,80 @@
+export * as Builtin from "./builtin"
+
+// What every built-in tool shares: the Location services it captures when it is made (DESIGN §2 law 3: no
+// services in the call context), the path check each file tool makes before touching anything, and how paths
+// are shown to the model (relative to the Location when inside it, absolute otherwise).
+
+import { isAbsolute, relative, sep } from "node:path"
+import * as Effect from "effect/Effect"
+import { Boundary } from "../permission/boundary"
+import { Permission } from "../permission/permission"
+import { Tool } from "../tool/tool"
+
+/** The services a built-in captures at construction. */
+export interface Services {
+  /** The Location's real absolute directory. */
+  readonly directory: string
+  /** The Location's permission service. */
+  readonly permission: Permission.Interface
+}
+
+/** The part of a permission request every check of one call shares. */
+export const requestOf = (context: Tool.Context) => ({
+  sessionID: context.sessionID,
+  agent: context.agent,
+  source: { messageID: context.assistantMessageID, callID: context.toolCallID },
+})
+
+/**
+ * Checks a path before the tool touches it: outside the Location `external_directory` first, then `action` on
+ * the path (DESIGN §7). Answers where the path really leads. A path that cannot be resolved is a model-visible
+ * failure; a store that cannot be read is an operational failure, never a tool result.
+ */
+export const authorizePath = (
+  services: Services,
+  context: Tool.Context,
+  input: { readonly action: string; readonly path: string; readonly access: "read" | "write"; readonly tool: string },
+): Effect.Effect<Boundary.Resolved, Tool.Failure | Permission.Refusal> =>
+  services.permission
+    .authorizePath({
+      ...requestOf(context),
+      action: input.action,
+      path: input.path,
+      access: input.access,
+      metadata: { tool: input.tool },
+    })
+    .pipe(
+      Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))),
+      Effect.catchTag("Store.StoreError", (error) => Effect.die(error)),
+    )
+
+/**
+ * Checks resources that are not paths (commands, patterns) for `action`; `save` is what an "always" reply keeps.
+ */
+export const assert = (
+  services: Services,
+  context: Tool.Context,
+  input: {
+    readonly action: string
+    readonly resources: ReadonlyArray<string>
+    readonly save: ReadonlyArray<string>
+    readonly tool: string
+    readonly metadata?: Readonly<Record<string, unknown>>
+  },
+): Effect.Effect<void, Permission.Refusal> =>
+  services.permission
+    .assert({
+      ...requestOf(context),
+      action: input.action,
+      resources: input.resources,
+      save: input.save,
+      metadata: { tool: input.tool, ...input.metadata },
+    })
+    .pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
+
+/** A path as the model should see it: relative to the Location when inside it ("." for the Location itself). */
+export const display = (directory: string, path: string): string => {
+  if (!isAbsolute(path)) return path
+  if (!Boundary.isWithin(directory, path)) return path
+  return relative(directory, path).split(sep).join("/") || "."
+}

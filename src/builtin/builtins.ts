@@ -1,0 +1,24 @@
+export * as Builtins from "./builtins"
+
+// Registers the built-in tools into a Location's placement, through the same `Tools` view every contributor
+// uses. They are registered before the Location's own `tools/*.ts`, so a Location tool of the same name wins
+// (latest registration), and they live as long as the Location's scope.
+
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { Permission } from "../permission/permission"
+import { Registry } from "../registry/registry"
+import type { Tool } from "../tool/tool"
+import { Builtin } from "./builtin"
+
+/** Every built-in, by the name it is registered under. */
+export const make = (services: Builtin.Services): Readonly<Record<string, Tool.Any>> => ({})
+
+/** Registers the built-ins into the Location registry for the life of the layer. */
+export const layer: Layer.Layer<never, never, Registry.Service | Permission.Service> = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const registry = yield* Registry.Service
+    const permission = yield* Permission.Service
+    yield* registry.tools.register(make({ directory: permission.project, permission })).pipe(Effect.orDie)
+  }),
+)
