@@ -11,8 +11,13 @@ import { Registry } from "../registry/registry"
 import type { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 
+/** The built-ins' names, in the order they are registered. */
+export const NAMES = [] as const
+
+export type Name = (typeof NAMES)[number]
+
 /** Every built-in, by the name it is registered under. */
-export const make = (services: Builtin.Services): Readonly<Record<string, Tool.Any>> => ({})
+export const make = (services: Builtin.Services): Readonly<Record<Name, Tool.Any>> => ({})
 
 /** Registers the built-ins into the Location registry for the life of the layer. */
 export const layer: Layer.Layer<never, never, Registry.Service | Permission.Service> = Layer.effectDiscard(

@@ -4,7 +4,7 @@
 import { beforeAll, describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import type { Run } from "../support/binary"
-import { core, exec, IMPORTS, sandbox, settlementOf, type Sandbox } from "./fixture"
+import { core, exec, IMPORTS, own, sandbox, settlementOf, type Sandbox } from "./fixture"
 
 const says = (text: string) => `Tool.make({
   description: ${JSON.stringify(`Says ${text}`)},
@@ -13,7 +13,8 @@ const says = (text: string) => `Tool.make({
   execute: () => Effect.succeed(${JSON.stringify(text)}),
 })`
 
-const namesOf = (result: Run) => (JSON.parse(result.stdout) as Array<{ name: string }>).map((definition) => definition.name)
+/** The names the test's own tool files contributed (built-ins left out). */
+const namesOf = (result: Run) => own((JSON.parse(result.stdout) as Array<{ name: string }>).map((definition) => definition.name))
 
 /** The stderr line that names `file`, or a failure listing all of stderr. */
 const diagnosticFor = (stderr: string, file: string): string => {

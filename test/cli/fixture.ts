@@ -3,6 +3,7 @@
 
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
+import { Builtins } from "../../src/builtin/builtins"
 import { binary, run, type Run } from "../support/binary"
 import { tempDir } from "../support/temp"
 
@@ -17,6 +18,10 @@ export const RAN = `import { appendFileSync } from "node:fs"
 import { join as joinPath } from "node:path"
 const ran = (name: string) => appendFileSync(joinPath(import.meta.dir, "..", "ran.log"), name + "\\n")
 `
+
+/** The names among `names` that are not built-in tools: what a test's own tool files contributed. */
+export const own = (names: ReadonlyArray<string>): ReadonlyArray<string> =>
+  names.filter((name) => !(Builtins.NAMES as ReadonlyArray<string>).includes(name))
 
 export interface Sandbox {
   readonly location: string

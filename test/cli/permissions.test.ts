@@ -6,24 +6,25 @@ import { describe, expect, test } from "bun:test"
 import { mkdirSync, symlinkSync } from "node:fs"
 import { join } from "node:path"
 import { tempDir } from "../support/temp"
-import { core, exec, IMPORTS, runs, sandbox, settlementOf, type Sandbox } from "./fixture"
+import { Builtins } from "../../src/builtin/builtins"
+import { core, exec, IMPORTS, own, runs, sandbox, settlementOf, type Sandbox } from "./fixture"
 import { coreJson, realLocation, recording, saveApprovals, savedApprovals } from "./permissions-fixture"
 
 const DEPLOY = { "tools/deploy.ts": recording("deploy") }
 const TARGET = { target: "prod" }
 
-/** The tool names `core tools --json` offers. */
+/** The tool names `core tools --json` offers, built-ins left out. */
 const offered = async (box: Sandbox, extra: ReadonlyArray<string> = []) => {
   const result = await core(box, ["tools", "--json", "--location", box.location, ...extra])
   expect(result.code).toBe(0)
-  return (JSON.parse(result.stdout) as Array<{ name: string }>).map((definition) => definition.name)
+  return own((JSON.parse(result.stdout) as Array<{ name: string }>).map((definition) => definition.name))
 }
 
-/** The first column of `core tools`' table. */
+/** The first column of `core tools`' table, built-ins left out. */
 const listed = async (box: Sandbox, extra: ReadonlyArray<string> = []) => {
   const result = await core(box, ["tools", "--location", box.location, ...extra])
   expect(result.code).toBe(0)
-  return result.stdout.trimEnd().split("\n").map((row) => row.split(/\s+/)[0])
+  return own(result.stdout.trimEnd().split("\n").map((row) => row.split(/\s+/)[0]!))
 }
 
 /** What `core check NAME` prints, after checking it exited 0 and did not run the tool. */
@@ -68,10 +69,11 @@ describe("a rule that denies", () => {
     expect(await listed(box)).toEqual(["status"])
     expect(await offered(box)).toEqual(["status"])
 
-    const alone = sandbox({ ...DEPLOY, ...coreJson({ permission: { deploy: "deny" } }) })
+    const alone = sandbox({ ...DEPLOY, ...coreJson({ permission: { "*": "deny" } }) })
     const result = await core(alone, ["tools", "--location", alone.location])
     expect(result.code).toBe(0)
-    expect(result.stdout).toBe(`No tools in ${realLocation(alone)} are offered to the build agent: its rules deny all 1.\n`)
+    const all = 1 + Builtins.NAMES.length
+    expect(result.stdout).toBe(`No tools in ${realLocation(alone)} are offered to the build agent: its rules deny all ${all}.\n`)
     expect(await offered(alone)).toEqual([])
   })
 

@@ -1,0 +1,142 @@
+// Settles built-in tools in a real Location for tests: a temp directory (or a given one) holding `files`, the
+// Location's permission service with the given rules, its registry with the built-ins registered through
+// Builtins.layer, a memory store and managed outputs on disk. Asks are recorded and answered with `reply`
+// (declined when none is given), as `core exec` does without a terminal.
+
+import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { Effect, Layer, PubSub } from "effect"
+import { Builtins } from "../../src/builtin/builtins"
+import { Runtime } from "../../src/cli/runtime"
+import { Location } from "../../src/location/location"
+import { ManagedOutputs } from "../../src/output/managed"
+import type { Agent } from "../../src/permission/agent"
+import { Permission } from "../../src/permission/permission"
+import type { Rule } from "../../src/permission/rule"
+import type { Settlement } from "../../src/settlement/settlement"
+import { Settler } from "../../src/settlement/settler"
+import { Approvals } from "../../src/store/approvals"
+import { Store } from "../../src/store/store"
+import type { Tool } from "../../src/tool/tool"
+import { tempDir } from "./temp"
+
+export interface Ask {
+  readonly action: string
+  readonly resources: ReadonlyArray<string>
+  readonly save: ReadonlyArray<string>
+}
+
+export interface Outcome {
+  readonly settlement: Settlement.Info
+  readonly asks: ReadonlyArray<Ask>
+  readonly progress: ReadonlyArray<Tool.Progress>
+  /** The full text of each managed output, by id. */
+  readonly outputs: Readonly<Record<string, string>>
+}
+
+export interface SettleOptions {
+  readonly agent?: string
+  /** How asks are answered; declined when absent. */
+  readonly reply?: Permission.Reply
+  readonly limits?: { readonly maxLines?: number; readonly maxBytes?: number }
+  readonly onProgress?: (update: Tool.Progress) => void
+}
+
+export interface Harness {
+  /** The Location's real directory. */
+  readonly directory: string
+  /** The data directory (managed outputs live under `outputs/`). */
+  readonly data: string
+  /** Writes files relative to the Location. */
+  readonly write: (files: Record<string, string | Uint8Array>) => void
+  readonly settle: (name: string, input: unknown, options?: SettleOptions) => Promise<Outcome>
+}
+
+export interface HarnessOptions {
+  /** An existing directory to use as the Location instead of a fresh one. */
+  readonly directory?: string
+  readonly files?: Record<string, string | Uint8Array>
+  /** Rules after core's defaults (`*` allow, `external_directory` ask), as a core.json would add them. */
+  readonly rules?: ReadonlyArray<Rule.Rule>
+}
+
+export const harness = (options: HarnessOptions = {}): Harness => {
+  const directory = realpathSync(options.directory ?? tempDir("core-builtin-"))
+  const data = tempDir("core-builtin-data-")
+  const write = (files: Record<string, string | Uint8Array>) => {
+    for (const [path, content] of Object.entries(files)) {
+      const absolute = join(directory, path)
+      mkdirSync(dirname(absolute), { recursive: true })
+      writeFileSync(absolute, content)
+    }
+  }
+  write(options.files ?? {})
+  const rules = (options.rules ?? []).map(
+    (rule, index): Agent.SourcedRule => ({ ...rule, source: { file: "test", path: `rules[${index}]` } }),
+  )
+  const outputsDirectory = join(data, "outputs")
+
+  const settle = (name: string, input: unknown, settleOptions: SettleOptions = {}): Promise<Outcome> => {
+    const permission = Permission.layer({
+      project: directory,
+      configured: { rules, agents: new Map() },
+      readableRoots: [outputsDirectory],
+    }).pipe(Layer.provide(Approvals.layerMemory))
+    const kernel = Runtime.kernelLayer({
+      store: Store.layerMemory,
+      outputsDirectory,
+      permission,
+      ...(settleOptions.limits === undefined ? {} : { limits: settleOptions.limits }),
+    })
+    const layer = Location.layer(directory, Builtins.layer).pipe(Layer.provideMerge(kernel))
+    const program = Effect.gen(function* () {
+      const service = yield* Permission.Service
+      const asks: Array<Ask> = []
+      const events = yield* service.subscribe
+      yield* Effect.forkScoped(
+        Effect.forever(
+          Effect.gen(function* () {
+            const event = yield* PubSub.take(events)
+            if (event.type !== "asked") return
+            const { action, resources, save } = event.request
+            asks.push({ action, resources, save })
+            yield* service.reply(event.request.id, settleOptions.reply ?? { reply: "reject" }).pipe(Effect.ignore)
+          }),
+        ),
+      )
+      const progress: Array<Tool.Progress> = []
+      const turn = yield* (yield* Settler.Service).materialize()
+      const { settlement } = yield* turn.settle(
+        {
+          sessionID: "ses_builtin",
+          agent: settleOptions.agent ?? "build",
+          assistantMessageID: "msg_builtin",
+          toolCallID: `call_${crypto.randomUUID()}`,
+          name,
+          input,
+        },
+        {
+          onProgress: (update) =>
+            Effect.sync(() => {
+              progress.push(update)
+              settleOptions.onProgress?.(update)
+            }),
+        },
+      )
+      const managed = yield* ManagedOutputs.Service
+      const outputs: Record<string, string> = {}
+      for (const { id } of settlement.outputs) {
+        const reference = yield* managed.open(id).pipe(Effect.orDie)
+        outputs[id] = yield* Effect.promise(() => Bun.file(reference.path).text())
+      }
+      return { settlement, asks, progress, outputs } satisfies Outcome
+    })
+    return Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(layer)) as Effect.Effect<Outcome, unknown>)
+  }
+
+  return { directory, data, write, settle }
+}
+
+/** The text of a settlement's content parts, joined. */
+export const textOf = (settlement: Settlement.Info): string =>
+  settlement.content.map((part) => (part.type === "text" ? part.text : `[file ${part.mime}]`)).join("\n")
