@@ -1,0 +1,326 @@
+export * as ApplyPatch from "./apply-patch"
+
+// The `apply_patch` built-in: adds, updates, moves and deletes files as one transaction. Every path (move
+// targets included) is authorized before any file is read; every change is computed in memory and staged in
+// temp files before the first one is committed; a failure while committing restores the files already changed
+// from their saved originals. So a patch applies completely or leaves every file as it was.
+
+import { lstat, unlink } from "node:fs/promises"
+import { dirname } from "node:path"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import type { Boundary } from "../permission/boundary"
+import { Tool } from "../tool/tool"
+import { Builtin } from "./builtin"
+import { Patch } from "./patch"
+import { Text } from "./text"
+
+export const Input = Schema.Struct({
+  patchText: Schema.String.annotate({
+    description: "The whole patch, from '*** Begin Patch' to '*** End Patch'",
+  }),
+})
+
+export const FileChange = Schema.Struct({
+  path: Schema.String.annotate({ description: "The file, relative to the working directory when inside it (after a move: where it is now)" }),
+  action: Schema.Literals(["added", "updated", "moved", "deleted"]),
+  from: Schema.optionalKey(Schema.String.annotate({ description: "For a move: where the file was" })),
+  added: Schema.Finite.annotate({ description: "Lines added" }),
+  removed: Schema.Finite.annotate({ description: "Lines removed" }),
+})
+export type FileChange = typeof FileChange.Type
+
+export const Output = Schema.Struct({ files: Schema.Array(FileChange) })
+export type Output = typeof Output.Type
+
+const DESCRIPTION = `Apply a patch that adds, updates, moves or deletes files, all or nothing.
+
+Format:
+*** Begin Patch
+*** Add File: path/new.txt
++every line of the new file, each starting with +
+*** Update File: path/old.txt
+*** Move to: path/renamed.txt          (optional: rename the file too)
+@@ a line the hunk comes after, such as a function signature (optional)
+ an unchanged context line (starts with a space)
+-a removed line
++an added line
+*** Delete File: path/gone.txt
+*** End Patch
+
+- Give about 3 lines of context around each change, copied from the file. Hunks of one file are found in order, each after the previous; "*** End of File" after a hunk's lines anchors it at the end of the file.
+- Context is matched exactly first, then ignoring whitespace at line ends or around lines, then treating curly quotes, dashes and non-breaking spaces as their ASCII forms.
+- Paths are relative to the working directory or absolute. Each file may appear in one section only. Adding a file that exists, or updating or deleting one that does not, is an error.
+- Updated files keep their line endings (CRLF stays CRLF) and byte order mark.
+- Nothing is changed unless everything applies: if any hunk does not match or any file cannot be written, every file stays as it was.
+- For one replacement in one file, edit is simpler; to replace a whole file, use write.`
+
+type Plan =
+  | { readonly _tag: "Add"; readonly operation: Patch.Operation; readonly target: Place; readonly bytes: Uint8Array; readonly lines: number }
+  | {
+      readonly _tag: "Update"
+      readonly operation: Patch.Operation
+      readonly source: Place
+      /** Where the file ends up: the source unless it moves. */
+      readonly target: Place
+      readonly snapshot: Text.Snapshot
+      readonly bytes: Uint8Array
+      readonly added: number
+      readonly removed: number
+    }
+  | { readonly _tag: "Delete"; readonly operation: Patch.Operation; readonly source: Place; readonly snapshot: Text.Snapshot; readonly removed: number }
+
+interface Place {
+  readonly resolved: Boundary.Resolved
+  readonly shown: string
+}
+
+const failure = (message: string) => new Tool.Failure({ message })
+
+/** Lines a splice really removes and adds: context it repeats at either end is not a change. */
+const counted = (removed: ReadonlyArray<string>, inserted: ReadonlyArray<string>) => {
+  let head = 0
+  while (head < removed.length && head < inserted.length && removed[head] === inserted[head]) head++
+  let tail = 0
+  while (tail < removed.length - head && tail < inserted.length - head && removed[removed.length - 1 - tail] === inserted[inserted.length - 1 - tail]) tail++
+  return { added: inserted.length - head - tail, removed: removed.length - head - tail }
+}
+
+const exists = (path: string, shown: string): Effect.Effect<boolean, Tool.Failure> =>
+  Text.io("check", shown, () =>
+    lstat(path).then(
+      () => true,
+      (cause: unknown) => {
+        if (typeof cause === "object" && cause !== null && "code" in cause && cause.code === "ENOENT") return false
+        throw cause
+      },
+    ),
+  )
+
+const summary = (files: ReadonlyArray<FileChange>): string => {
+  const counts = (file: FileChange) =>
+    [file.added > 0 ? `+${file.added}` : undefined, file.removed > 0 ? `-${file.removed}` : undefined]
+      .filter((count) => count !== undefined)
+      .join(" ")
+  const line = (file: FileChange) => {
+    const letter = { added: "A", updated: "M", moved: "R", deleted: "D" }[file.action]
+    const name = file.from === undefined ? file.path : `${file.from} -> ${file.path}`
+    const count = counts(file)
+    return `${letter} ${name}${count === "" ? "" : ` (${count})`}`
+  }
+  return `Applied the patch to ${files.length} file${files.length === 1 ? "" : "s"}:\n${files.map(line).join("\n")}`
+}
+
+export const make = (services: Builtin.Services) =>
+  Tool.make({
+    description: DESCRIPTION,
+    input: Input,
+    output: Output,
+    checksPermissions: true,
+    toModelOutput: (output) => summary(output.files),
+    execute: (input, context) =>
+      Effect.gen(function* () {
+        const parsed = Patch.parse(input.patchText)
+        if (Result.isFailure(parsed)) {
+          return yield* failure(`The patch could not be read. ${parsed.failure.message} Nothing was changed.`)
+        }
+        const operations = parsed.success
+
+        // Every permission is asked before anything is read.
+        const place = (path: string) =>
+          Builtin.authorizePath(services, context, { action: "edit", path, access: "write", tool: "apply_patch" }).pipe(
+            Effect.map((resolved): Place => ({ resolved, shown: Builtin.display(services.directory, resolved.real) })),
+          )
+        const places: Array<{ source: Place; target: Place | undefined }> = []
+        for (const operation of operations) {
+          const source = yield* place(operation.path)
+          const target = operation._tag === "Update" && operation.moveTo !== undefined ? yield* place(operation.moveTo) : undefined
+          places.push({ source, target })
+        }
+        const claimed = new Map<string, number>()
+        for (const [index, operation] of operations.entries()) {
+          const { source, target } = places[index]!
+          for (const touched of target === undefined || target.resolved.real === source.resolved.real ? [source] : [source, target]) {
+            const earlier = claimed.get(touched.resolved.real)
+            if (earlier !== undefined) {
+              return yield* failure(
+                `The patch changes ${touched.shown} twice (sections at lines ${earlier} and ${operation.line}). Put all changes to a file in one section. Nothing was changed.`,
+              )
+            }
+            claimed.set(touched.resolved.real, operation.line)
+          }
+        }
+
+        const plans: Array<Plan> = []
+        for (const [index, operation] of operations.entries()) {
+          const { source, target } = places[index]!
+          const at = `(patch line ${operation.line})`
+          if (operation._tag === "Add") {
+            if (source.resolved.exists) {
+              return yield* failure(
+                `Cannot add ${source.shown} ${at}: it already exists. Use "*** Update File: ${operation.path}" to change it. Nothing was changed.`,
+              )
+            }
+            const text = operation.lines.map((line) => `${line}\n`).join("")
+            plans.push({ _tag: "Add", operation, target: source, bytes: Text.encode(text, false), lines: operation.lines.length })
+            continue
+          }
+          const verb = operation._tag === "Update" ? "update" : "delete"
+          if (!source.resolved.exists) {
+            return yield* failure(
+              `Cannot ${verb} ${source.shown} ${at}: the file does not exist.${operation._tag === "Update" ? ` To create it, use "*** Add File: ${operation.path}".` : ""} Nothing was changed.`,
+            )
+          }
+          if (source.resolved.kind !== "file") {
+            return yield* failure(
+              `Cannot ${verb} ${source.shown} ${at}: it is ${source.resolved.kind === "directory" ? "a directory" : "not a regular file"}. Nothing was changed.`,
+            )
+          }
+          const snapshot = yield* Text.read(source.resolved.real, source.shown)
+          if (operation._tag === "Delete") {
+            const removed = Text.lineCount(new TextDecoder().decode(snapshot.bytes))
+            plans.push({ _tag: "Delete", operation, source, snapshot, removed })
+            continue
+          }
+          const decoded = yield* Text.decode(snapshot.bytes, source.shown, "apply_patch")
+          const lines = Text.lines(decoded.text)
+          const located = Patch.locate(lines.texts, operation.hunks)
+          if (Result.isFailure(located)) {
+            const { hunk, message } = located.failure
+            const number = operation.hunks.indexOf(hunk) + 1
+            return yield* failure(
+              `Cannot apply hunk ${number} of ${operation.hunks.length} to ${source.shown} (patch line ${hunk.line}): ${message}\nRead the file again and make the hunk's context and removed lines match it. Nothing was changed.`,
+            )
+          }
+          let added = 0
+          let removed = 0
+          for (const splice of located.success) {
+            const change = counted(lines.texts.slice(splice.at, splice.at + splice.remove), splice.insert)
+            added += change.added
+            removed += change.removed
+          }
+          const moving = target !== undefined && target.resolved.real !== source.resolved.real
+          if (moving && target.resolved.exists) {
+            return yield* failure(
+              `Cannot move ${source.shown} to ${target.shown} ${at}: ${target.shown} already exists. Delete it in the patch first, or choose another name. Nothing was changed.`,
+            )
+          }
+          const text = Text.splice(lines, located.success, decoded.eol)
+          plans.push({
+            _tag: "Update",
+            operation,
+            source,
+            target: moving ? target : source,
+            snapshot,
+            bytes: Text.encode(text, decoded.bom),
+            added,
+            removed,
+          })
+        }
+
+        // Stage every new content beside its destination, then commit in patch order.
+        const temps = new Map<Plan, string>()
+        const created: Array<ReadonlyArray<string>> = []
+        const undo: Array<{ readonly shown: string; readonly run: Effect.Effect<void, Tool.Failure> }> = []
+        let unrestored: ReadonlyArray<string> = []
+        const rollback = Effect.gen(function* () {
+          const lost: Array<string> = []
+          for (const step of undo.reverse()) {
+            yield* step.run.pipe(Effect.catch((problem) => Effect.sync(() => lost.push(`${step.shown}: ${problem.message}`))))
+          }
+          unrestored = lost
+        })
+        const cleanup = Effect.suspend(() =>
+          Effect.forEach([...temps.values()], Text.discard, { discard: true }).pipe(
+            Effect.andThen(Text.removeDirectories(created.toReversed().flat())),
+          ),
+        )
+        const restore = (place: Place, snapshot: Text.Snapshot) =>
+          Text.write({ path: place.resolved.real, bytes: snapshot.bytes, shown: place.shown, mode: snapshot.mode })
+        const remove = (place: Place) => Text.io("delete", place.shown, () => unlink(place.resolved.real))
+        const unchanged = (place: Place, snapshot: Text.Snapshot) =>
+          Text.unchanged(place.resolved.real, snapshot, place.shown).pipe(
+            Effect.flatMap((same) => (same ? Effect.void : Effect.fail(Text.changed(place.shown)))),
+          )
+        const absent = (place: Place) =>
+          exists(place.resolved.real, place.shown).pipe(
+            Effect.flatMap((found) =>
+              found ? Effect.fail(failure(`${place.shown} was created by someone else while the patch was being applied.`)) : Effect.void,
+            ),
+          )
+
+        const stage = Effect.gen(function* () {
+          for (const plan of plans) {
+            if (plan._tag === "Delete") continue
+            const target = plan.target
+            if (!target.resolved.exists) created.push(yield* Text.ensureDirectory(dirname(target.resolved.real), target.shown))
+            const mode = plan._tag === "Update" ? plan.snapshot.mode : undefined
+            temps.set(plan, yield* Text.prepare(target.resolved.real, plan.bytes, mode, target.shown))
+          }
+        })
+
+        const commitAll = Effect.gen(function* () {
+          for (const plan of plans) {
+            if (plan._tag === "Add") {
+              yield* absent(plan.target)
+              yield* Text.commit(temps.get(plan)!, plan.target.resolved.real, plan.target.shown)
+              undo.push({ shown: plan.target.shown, run: remove(plan.target) })
+              continue
+            }
+            yield* unchanged(plan.source, plan.snapshot)
+            if (plan._tag === "Delete") {
+              yield* remove(plan.source)
+              undo.push({ shown: plan.source.shown, run: restore(plan.source, plan.snapshot) })
+              continue
+            }
+            if (plan.target === plan.source) {
+              yield* Text.commit(temps.get(plan)!, plan.source.resolved.real, plan.source.shown)
+              undo.push({ shown: plan.source.shown, run: restore(plan.source, plan.snapshot) })
+              continue
+            }
+            yield* absent(plan.target)
+            yield* Text.commit(temps.get(plan)!, plan.target.resolved.real, plan.target.shown)
+            undo.push({ shown: plan.target.shown, run: remove(plan.target) })
+            yield* remove(plan.source)
+            undo.push({ shown: plan.source.shown, run: restore(plan.source, plan.snapshot) })
+          }
+        })
+
+        yield* stage.pipe(
+          Effect.andThen(
+            context.progress({
+              message: `Applying the patch to ${plans.length} file${plans.length === 1 ? "" : "s"}`,
+              metadata: { files: plans.length },
+            }),
+          ),
+          Effect.andThen(commitAll),
+          // Whatever stops the commit (a failure, a defect), the files already changed are put back.
+          Effect.onError(() => rollback.pipe(Effect.andThen(cleanup))),
+          Effect.mapError((problem) =>
+            failure(
+              unrestored.length === 0
+                ? `${problem.message}\nThe patch was not applied: no file was changed (files already written were restored).`
+                : `${problem.message}\nThe patch was not applied, and restoring failed for: ${unrestored.join("; ")}. Check those files.`,
+            ),
+          ),
+          // A commit half done must not be left half done by an interruption.
+          Effect.uninterruptible,
+        )
+
+        return {
+          files: plans.map((plan): FileChange => {
+            switch (plan._tag) {
+              case "Add":
+                return { path: plan.target.shown, action: "added", added: plan.lines, removed: 0 }
+              case "Delete":
+                return { path: plan.source.shown, action: "deleted", added: 0, removed: plan.removed }
+              case "Update":
+                return plan.target === plan.source
+                  ? { path: plan.source.shown, action: "updated", added: plan.added, removed: plan.removed }
+                  : { path: plan.target.shown, action: "moved", from: plan.source.shown, added: plan.added, removed: plan.removed }
+            }
+          }),
+        }
+      }),
+  })

@@ -1,0 +1,290 @@
+export * as Edit from "./edit"
+
+// The `edit` built-in: replaces one quoted piece of an existing file (or every exact occurrence). Finding the
+// piece is ./match's job; this module keeps the file's encoding and line endings, writes only if the file is
+// unchanged since it was read, and tells the model what happened: which matcher matched, a diff of the change,
+// and, when nothing or too much matched, where to look next.
+
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { Tool } from "../tool/tool"
+import { Builtin } from "./builtin"
+import { Match } from "./match"
+import { Text } from "./text"
+
+/** Unchanged lines shown around each change in the diff. */
+export const DIFF_CONTEXT_LINES = 3
+/** Line numbers listed in an ambiguity message before "and N more". */
+const MAX_LISTED = 20
+
+export const Input = Schema.Struct({
+  filePath: Schema.String.annotate({ description: "The file to change: relative to the working directory, or absolute" }),
+  oldString: Schema.String.annotate({
+    description: "The text to replace, copied exactly from the file (whole lines with their indentation work best)",
+  }),
+  newString: Schema.String.annotate({ description: "The text to put in its place (must differ from oldString)" }),
+  replaceAll: Schema.optionalKey(
+    Schema.Boolean.annotate({ description: "Replace every exact occurrence of oldString instead of exactly one (default false)" }),
+  ),
+})
+
+export const Output = Schema.Struct({
+  path: Schema.String.annotate({ description: "The file changed, relative to the working directory when inside it" }),
+  replacements: Schema.Finite,
+  matcher: Schema.Literals(Match.MATCHERS).annotate({ description: "How oldString was found" }),
+  added: Schema.Finite.annotate({ description: "Lines added" }),
+  removed: Schema.Finite.annotate({ description: "Lines removed" }),
+  diff: Schema.String.annotate({ description: "A unified diff of the change" }),
+})
+export type Output = typeof Output.Type
+
+const DESCRIPTION = `Replace text in an existing file: oldString becomes newString.
+
+- oldString must match exactly one place in the file. Copy it from the file (read it first), with its indentation; include enough surrounding lines to make it unique. With replaceAll: true every exact occurrence is replaced instead.
+- When oldString is not in the file exactly, tolerant matchers are tried in order: trailing whitespace ignored; the same lines at another indentation (newString is then re-indented to match); runs of spaces counted as one; \\n, \\t and \\" written literally; a block whose first and last lines match and whose middle is similar. A tolerant match must be unique and about the size of oldString; otherwise nothing is changed. replaceAll never applies a tolerant match to more than one place.
+- The file's line endings (CRLF stays CRLF) and byte order mark are kept.
+- The file is written only if it did not change since it was read; if it did, read it again and redo the edit.
+- Answers the number of replacements, the matcher used when not exact, and a unified diff.
+- When nothing matches, the error shows the most similar region of the file with line numbers.
+- To create a file or replace all of it, use write. For changes in several places or files at once, use apply_patch. Empty oldString is refused.`
+
+/** A file's text with CRLF line breaks as "\n", and where those were, to map positions back. */
+interface View {
+  readonly text: string
+  /** Positions in `text` of each "\n" that was "\r\n", ascending. */
+  readonly crlf: ReadonlyArray<number>
+}
+
+const viewOf = (raw: string): View => {
+  if (!raw.includes("\r\n")) return { text: raw, crlf: [] }
+  const crlf: Array<number> = []
+  let removed = 0
+  for (let at = raw.indexOf("\r\n"); at !== -1; at = raw.indexOf("\r\n", at + 2)) {
+    crlf.push(at - removed)
+    removed++
+  }
+  return { text: raw.replaceAll("\r\n", "\n"), crlf }
+}
+
+/** The position in the file's own text of a position in its view: one more for each CRLF before it. */
+const rawOffset = (view: View, offset: number): number => {
+  let low = 0
+  let high = view.crlf.length
+  while (low < high) {
+    const middle = (low + high) >> 1
+    if (view.crlf[middle]! < offset) low = middle + 1
+    else high = middle
+  }
+  return offset + low
+}
+
+/** Splices the replacements into the file's own text: untouched lines keep their line endings byte for byte. */
+const rewrite = (raw: string, view: View, spans: ReadonlyArray<Match.Span>, eol: Text.Eol): string => {
+  const parts: Array<string> = []
+  let next = 0
+  for (const span of spans) {
+    parts.push(raw.slice(next, rawOffset(view, span.start)), Text.withEol(span.replacement, eol))
+    next = rawOffset(view, span.end)
+  }
+  parts.push(raw.slice(next))
+  return parts.join("")
+}
+
+/** Text split into lines, a final line break not counting as another (empty) line. */
+const splitLines = (text: string): Array<string> => {
+  if (text === "") return []
+  return (text.endsWith("\n") ? text.slice(0, -1) : text).split("\n")
+}
+
+interface Change {
+  /** 0-based first line in the old text. */
+  readonly start: number
+  readonly old: ReadonlyArray<string>
+  readonly new: ReadonlyArray<string>
+}
+
+/** The changed lines of each replaced region, with lines the region kept trimmed off both ends. */
+const changesOf = (content: string, spans: ReadonlyArray<Match.Span>): Array<Change> => {
+  const regions: Array<{ start: number; end: number; spans: Array<Match.Span> }> = []
+  for (const span of spans) {
+    const start = content.lastIndexOf("\n", span.start - 1) + 1
+    const lineBreak = span.end > span.start && content[span.end - 1] === "\n" ? span.end - 1 : content.indexOf("\n", span.end)
+    const end = lineBreak === -1 ? content.length : lineBreak + 1
+    const last = regions[regions.length - 1]
+    if (last !== undefined && start < last.end) {
+      last.end = Math.max(last.end, end)
+      last.spans.push(span)
+    } else regions.push({ start, end, spans: [span] })
+  }
+  const changes: Array<Change> = []
+  let line = 0
+  let counted = 0
+  for (const region of regions) {
+    for (let at = content.indexOf("\n", counted); at !== -1 && at < region.start; at = content.indexOf("\n", at + 1)) line++
+    counted = region.start
+    const before = splitLines(content.slice(region.start, region.end))
+    const after = splitLines(Match.apply(content.slice(region.start, region.end), region.spans.map((span) => ({
+      ...span,
+      start: span.start - region.start,
+      end: span.end - region.start,
+    }))))
+    let head = 0
+    while (head < before.length && head < after.length && before[head] === after[head]) head++
+    let tail = 0
+    while (tail < before.length - head && tail < after.length - head && before[before.length - 1 - tail] === after[after.length - 1 - tail]) tail++
+    const old = before.slice(head, before.length - tail)
+    const added = after.slice(head, after.length - tail)
+    if (old.length > 0 || added.length > 0) changes.push({ start: line + head, old, new: added })
+  }
+  return changes
+}
+
+/** A unified diff of the changes, DIFF_CONTEXT_LINES lines of context around each, nearby changes in one hunk. */
+const unified = (shown: string, content: string, changes: ReadonlyArray<Change>): string => {
+  const lines = splitLines(content)
+  const out = [`--- a/${shown}`, `+++ b/${shown}`]
+  let delta = 0
+  let index = 0
+  while (index < changes.length) {
+    let last = index
+    while (
+      last + 1 < changes.length &&
+      changes[last + 1]!.start - (changes[last]!.start + changes[last]!.old.length) <= 2 * DIFF_CONTEXT_LINES
+    ) last++
+    const first = changes[index]!
+    const final = changes[last]!
+    const from = Math.max(0, first.start - DIFF_CONTEXT_LINES)
+    const to = Math.min(lines.length, final.start + final.old.length + DIFF_CONTEXT_LINES)
+    const body: Array<string> = []
+    let cursor = from
+    let grown = 0
+    for (const change of changes.slice(index, last + 1)) {
+      for (; cursor < change.start; cursor++) body.push(` ${lines[cursor]}`)
+      for (const line of change.old) body.push(`-${line}`)
+      for (const line of change.new) body.push(`+${line}`)
+      cursor = change.start + change.old.length
+      grown += change.new.length - change.old.length
+    }
+    for (; cursor < to; cursor++) body.push(` ${lines[cursor]}`)
+    const oldCount = to - from
+    const newCount = oldCount + grown
+    const position = (start: number, count: number) => `${count === 0 ? start : start + 1},${count}`
+    out.push(`@@ -${position(from, oldCount)} +${position(from + delta, newCount)} @@`, ...body)
+    delta += grown
+    index = last + 1
+  }
+  return out.join("\n")
+}
+
+const listed = (lines: ReadonlyArray<number>): string =>
+  lines.length <= MAX_LISTED
+    ? lines.join(", ")
+    : `${lines.slice(0, MAX_LISTED).join(", ")} and ${lines.length - MAX_LISTED} more`
+
+const numbered = (content: string, startLine: number, endLine: number): string => {
+  const lines = content.split("\n").slice(startLine - 1, endLine)
+  const width = String(endLine).length
+  return lines.map((line, offset) => `${String(startLine + offset).padStart(width)}| ${line}`).join("\n")
+}
+
+const notFound = (shown: string, content: string, outcome: Extract<Match.Outcome, { _tag: "NotFound" }>): string => {
+  const parts = [`oldString was not found in ${shown}, neither exactly nor by a tolerant matcher.`]
+  const { closest } = outcome
+  if (closest !== undefined) {
+    const range = closest.startLine === closest.endLine ? `line ${closest.startLine}` : `lines ${closest.startLine}-${closest.endLine}`
+    parts.push(
+      `The most similar region is ${range} (${Math.round(closest.similarity * 100)}% similar):\n${numbered(content, closest.startLine, closest.endLine)}`,
+    )
+  }
+  for (const refusal of outcome.refused.slice(0, 3)) {
+    parts.push(
+      `A ${refusal.matcher} match at line ${refusal.line} was refused: it spans ${refusal.lines} lines and ${refusal.chars} characters, more than oldString's size allows (at most ${Match.MAX_SPAN_LINE_RATIO}× its lines + ${Match.MAX_SPAN_EXTRA_LINES} and ${Match.MAX_SPAN_CHAR_RATIO}× its characters + ${Match.MAX_SPAN_EXTRA_CHARS}).`,
+    )
+  }
+  parts.push("Read the file again and copy oldString exactly from it, including indentation, then retry.")
+  return parts.join("\n\n")
+}
+
+const ambiguous = (shown: string, outcome: Extract<Match.Outcome, { _tag: "Ambiguous" }>): string =>
+  outcome.matcher === "exact"
+    ? `oldString occurs ${outcome.lines.length} times in ${shown} (at lines ${listed(outcome.lines)}). Include more surrounding lines in oldString so that it matches exactly one place, or set replaceAll: true to replace every occurrence.`
+    : `oldString is not in ${shown} exactly, and matching ${Match.DESCRIPTIONS[outcome.matcher]} (${outcome.matcher}) finds ${outcome.lines.length} places (at lines ${listed(outcome.lines)}), so nothing was changed. Copy oldString exactly from the file, with enough surrounding lines to match one place.`
+
+const describe = (output: Output): string => {
+  const count = `${output.replacements} replacement${output.replacements === 1 ? "" : "s"}`
+  const how = output.matcher === "exact" ? "" : ` (oldString was not found exactly; matched ${Match.DESCRIPTIONS[output.matcher]}: ${output.matcher})`
+  return `Edited ${output.path}: ${count}${how}, +${output.added} -${output.removed} lines.\n\n${output.diff}`
+}
+
+export const make = (services: Builtin.Services) =>
+  Tool.make({
+    description: DESCRIPTION,
+    input: Input,
+    output: Output,
+    checksPermissions: true,
+    toModelOutput: describe,
+    execute: (input, context) =>
+      Effect.gen(function* () {
+        if (input.oldString === "") {
+          return yield* new Tool.Failure({
+            message:
+              "oldString is empty. edit replaces existing text: quote the lines to change (or the lines around an insertion point, repeated in newString). To create a file or replace all of it, use write.",
+          })
+        }
+        if (input.oldString === input.newString) {
+          return yield* new Tool.Failure({
+            message: "oldString and newString are identical, so the edit would change nothing. Put the new text in newString.",
+          })
+        }
+        const resolved = yield* Builtin.authorizePath(services, context, {
+          action: "edit",
+          path: input.filePath,
+          access: "write",
+          tool: "edit",
+        })
+        const shown = Builtin.display(services.directory, resolved.real)
+        if (!resolved.exists) {
+          return yield* new Tool.Failure({
+            message: `File not found: ${shown}. edit changes existing files; to create this one, use write.`,
+          })
+        }
+        if (resolved.kind !== "file") {
+          return yield* new Tool.Failure({
+            message: `Cannot edit ${shown}: it is ${resolved.kind === "directory" ? "a directory" : "not a regular file"}. Give the path of a text file.`,
+          })
+        }
+        const snapshot = yield* Text.read(resolved.real, shown)
+        const decoded = yield* Text.decode(snapshot.bytes, shown, "edit")
+        const view = viewOf(decoded.text)
+        const outcome = Match.find({
+          content: view.text,
+          oldString: input.oldString.replaceAll("\r\n", "\n"),
+          newString: input.newString.replaceAll("\r\n", "\n"),
+          ...(input.replaceAll === undefined ? {} : { replaceAll: input.replaceAll }),
+        })
+        if (outcome._tag === "NotFound") return yield* new Tool.Failure({ message: notFound(shown, view.text, outcome) })
+        if (outcome._tag === "Ambiguous") return yield* new Tool.Failure({ message: ambiguous(shown, outcome) })
+        const text = rewrite(decoded.text, view, outcome.spans, decoded.eol)
+        if (text === decoded.text) {
+          return yield* new Tool.Failure({
+            message: `The edit would leave ${shown} unchanged (newString equals the text it replaces). Put the new text in newString.`,
+          })
+        }
+        yield* Text.write({
+          path: resolved.real,
+          bytes: Text.encode(text, decoded.bom),
+          shown,
+          mode: snapshot.mode,
+          expected: snapshot,
+        })
+        const changes = changesOf(view.text, outcome.spans)
+        return {
+          path: shown,
+          replacements: outcome.spans.length,
+          matcher: outcome.matcher,
+          added: changes.reduce((sum, change) => sum + change.new.length, 0),
+          removed: changes.reduce((sum, change) => sum + change.old.length, 0),
+          diff: unified(shown, view.text, changes),
+        }
+      }),
+  })

@@ -1,0 +1,314 @@
+export * as Patch from "./patch"
+
+// The apply_patch format: parsing a patch into file operations (add, update with hunks and an optional move,
+// delete), and locating an update's hunks in a file's lines. Pure: it reads no file and checks no permission.
+// Parsing forgives what models add around a patch (a heredoc wrapper, trailing spaces on markers, unified-diff
+// line numbers after @@); locating forgives whitespace at line ends and typographic punctuation.
+
+import * as Result from "effect/Result"
+import type { Text } from "./text"
+
+/** Lines in one hunk: context and removed lines make `old`, context and added lines make `new`. */
+export interface Hunk {
+  /** 1-based line of the patch where the hunk starts. */
+  readonly line: number
+  /** Text after `@@`: a line of the file the hunk comes after (a function signature, say). */
+  readonly header: string | undefined
+  readonly old: ReadonlyArray<string>
+  readonly new: ReadonlyArray<string>
+  /** For each line of `new`: the index in `old` of the same context line, or undefined for an added line. */
+  readonly context: ReadonlyArray<number | undefined>
+  /** Marked `*** End of File`: the hunk's old lines end the file. */
+  readonly endOfFile: boolean
+}
+
+export type Operation =
+  | { readonly _tag: "Add"; readonly path: string; readonly line: number; readonly lines: ReadonlyArray<string> }
+  | { readonly _tag: "Delete"; readonly path: string; readonly line: number }
+  | {
+      readonly _tag: "Update"
+      readonly path: string
+      readonly line: number
+      readonly moveTo: string | undefined
+      readonly hunks: ReadonlyArray<Hunk>
+    }
+
+export interface ParseError {
+  /** 1-based line of the patch text. */
+  readonly line: number
+  readonly message: string
+}
+
+const BEGIN = "*** Begin Patch"
+const END = "*** End Patch"
+const ADD = "*** Add File:"
+const DELETE = "*** Delete File:"
+const UPDATE = "*** Update File:"
+const MOVE = "*** Move to:"
+const END_OF_FILE = "*** End of File"
+
+const HEREDOC = /<<-?\s*(['"]?)([A-Za-z_][A-Za-z0-9_-]*)\1\s*$/
+// `@@ -12,3 +12,4 @@` from a unified diff: positions, not a context line.
+const UNIFIED_RANGE = /^-\d+(?:,\d+)? \+\d+(?:,\d+)? @@/
+
+const isFileMarker = (line: string): boolean => {
+  const trimmed = line.trim()
+  return trimmed === END || trimmed.startsWith(ADD) || trimmed.startsWith(DELETE) || trimmed.startsWith(UPDATE)
+}
+
+const shown = (line: string): string => JSON.stringify(line.length > 80 ? `${line.slice(0, 80)}…` : line)
+
+/**
+ * The patch's lines, numbered as in the text, with a surrounding heredoc (`cat <<'EOF'` ... `EOF`,
+ * `apply_patch <<"EOF"`) taken off.
+ */
+const unwrap = (text: string): Array<{ readonly text: string; readonly number: number }> => {
+  const lines = text.split(/\r?\n/).map((line, index) => ({ text: line, number: index + 1 }))
+  let first = lines.findIndex((line) => line.text.trim() !== "")
+  if (first === -1) return []
+  const opening = lines[first]!.text.trim()
+  const heredoc = opening.startsWith("***") ? null : HEREDOC.exec(opening)
+  let last = lines.length - 1
+  while (last > first && lines[last]!.text.trim() === "") last--
+  if (heredoc !== null) {
+    first++
+    if (lines[last]!.text.trim() === heredoc[2]) last--
+  }
+  return lines.slice(first, last + 1)
+}
+
+/** Parses a patch; an error names the patch line and what was expected there. */
+export const parse = (text: string): Result.Result<ReadonlyArray<Operation>, ParseError> => {
+  const lines = unwrap(text)
+  const fail = (line: number, message: string) => Result.fail<ParseError>({ line, message: `Line ${line}: ${message}` })
+  const start = lines[0]
+  if (start === undefined) return fail(1, `expected "${BEGIN}", found an empty patch.`)
+  if (start.text.trim() !== BEGIN) return fail(start.number, `expected "${BEGIN}", found ${shown(start.text)}.`)
+  const operations: Array<Operation> = []
+  let at = 1
+  const pathAfter = (line: string, marker: string) => line.trim().slice(marker.length).trim()
+
+  while (at < lines.length) {
+    const { text: raw, number } = lines[at]!
+    const line = raw.trim()
+    if (line === END) {
+      const extra = lines.slice(at + 1).find((rest) => rest.text.trim() !== "")
+      if (extra !== undefined) return fail(extra.number, `expected nothing after "${END}", found ${shown(extra.text)}.`)
+      if (operations.length === 0) {
+        return fail(number, `the patch changes no files: add "${ADD}", "${UPDATE}" or "${DELETE}" sections.`)
+      }
+      return Result.succeed(operations)
+    }
+    const marker = line.startsWith(ADD) ? ADD : line.startsWith(DELETE) ? DELETE : line.startsWith(UPDATE) ? UPDATE : undefined
+    if (marker === undefined) {
+      return fail(number, `expected "${ADD} <path>", "${UPDATE} <path>", "${DELETE} <path>" or "${END}", found ${shown(raw)}.`)
+    }
+    const path = pathAfter(raw, marker)
+    if (path === "") return fail(number, `"${marker}" needs a file path after it.`)
+    at++
+
+    if (marker === ADD) {
+      const content: Array<string> = []
+      let blank = 0
+      while (at < lines.length && !isFileMarker(lines[at]!.text)) {
+        const next = lines[at]!
+        // A blank line among the added ones is an empty line whose "+" was dropped; blank lines at the end are not content.
+        if (next.text.trim() === "") blank++
+        else if (next.text.startsWith("+")) {
+          for (; blank > 0; blank--) content.push("")
+          content.push(next.text.slice(1))
+        } else {
+          return fail(next.number, `expected an added line starting with "+" (the content of ${path}), or the next "*** " section, found ${shown(next.text)}.`)
+        }
+        at++
+      }
+      operations.push({ _tag: "Add", path, line: number, lines: content })
+      continue
+    }
+
+    if (marker === DELETE) {
+      while (at < lines.length && !isFileMarker(lines[at]!.text)) {
+        const next = lines[at]!
+        if (next.text.trim() !== "") {
+          return fail(next.number, `expected the next "*** " section after "${DELETE} ${path}" (a deleted file has no lines), found ${shown(next.text)}.`)
+        }
+        at++
+      }
+      operations.push({ _tag: "Delete", path, line: number })
+      continue
+    }
+
+    let moveTo: string | undefined
+    if (at < lines.length && lines[at]!.text.trim().startsWith(MOVE)) {
+      moveTo = pathAfter(lines[at]!.text, MOVE)
+      if (moveTo === "") return fail(lines[at]!.number, `"${MOVE}" needs a file path after it.`)
+      at++
+    }
+    const hunks: Array<Hunk> = []
+    type Open = {
+      line: number
+      header: string | undefined
+      old: Array<string>
+      new: Array<string>
+      context: Array<number | undefined>
+      endOfFile: boolean
+    }
+    let current: Open | undefined
+    const close = (): ParseError | undefined => {
+      if (current === undefined) return undefined
+      if (current.old.length === 0 && current.new.length === 0) {
+        return { line: current.line, message: `Line ${current.line}: the hunk has no lines; give context (" "), removed ("-") or added ("+") lines after "@@".` }
+      }
+      const { line, header, old, context, endOfFile } = current
+      hunks.push({ line, header, old, new: current.new, context, endOfFile })
+      current = undefined
+      return undefined
+    }
+    while (at < lines.length && !isFileMarker(lines[at]!.text)) {
+      const next = lines[at]!
+      at++
+      if (next.text.trim() === END_OF_FILE) {
+        if (current === undefined) return fail(next.number, `"${END_OF_FILE}" must follow a hunk's lines.`)
+        current.endOfFile = true
+        const error = close()
+        if (error !== undefined) return Result.fail(error)
+        continue
+      }
+      if (next.text.startsWith("@@")) {
+        const error = close()
+        if (error !== undefined) return Result.fail(error)
+        const header = next.text.slice(2).trim()
+        current = {
+          line: next.number,
+          header: header === "" || UNIFIED_RANGE.test(header) ? undefined : header.replace(/\s*@@$/, ""),
+          old: [],
+          new: [],
+          context: [],
+          endOfFile: false,
+        }
+        continue
+      }
+      const kind = next.text[0]
+      if (kind !== " " && kind !== "-" && kind !== "+" && next.text !== "") {
+        return fail(next.number, `expected a hunk line starting with " " (context), "-" (removed) or "+" (added), an "@@" line, "${END_OF_FILE}", or the next "*** " section, found ${shown(next.text)}.`)
+      }
+      current ??= { line: next.number, header: undefined, old: [], new: [], context: [], endOfFile: false }
+      const body = next.text.slice(1)
+      // An empty line is a context line whose leading space was lost.
+      if (kind === undefined || kind === " ") {
+        current.context.push(current.old.length)
+        current.old.push(body)
+        current.new.push(body)
+      } else if (kind === "-") current.old.push(body)
+      else {
+        current.context.push(undefined)
+        current.new.push(body)
+      }
+    }
+    const error = close()
+    if (error !== undefined) return Result.fail(error)
+    if (hunks.length === 0 && moveTo === undefined) {
+      return fail(number, `"${UPDATE} ${path}" has no hunks: add lines after "@@", or a "${MOVE} <path>" line to rename it.`)
+    }
+    operations.push({ _tag: "Update", path, line: number, moveTo, hunks })
+  }
+  const last = lines[lines.length - 1]!
+  return fail(last.number, `the patch ends without "${END}"; end it with that line.`)
+}
+
+// Typographic characters models put in place of the ASCII ones a file holds, and the reverse.
+const PUNCTUATION: ReadonlyArray<readonly [RegExp, string]> = [
+  [/[\u2018\u2019\u201A\u201B\u2032\u2035]/g, "'"],
+  [/[\u201C\u201D\u201E\u201F\u2033\u2036\u00AB\u00BB]/g, '"'],
+  [/[\u2010\u2011\u2012\u2013\u2014\u2015\u2212\uFE58\uFE63\uFF0D]/g, "-"],
+  [/[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g, " "],
+  [/\u2026/g, "..."],
+]
+
+const plain = (line: string): string => {
+  let text = line
+  for (const [pattern, ascii] of PUNCTUATION) text = text.replace(pattern, ascii)
+  return text.trim()
+}
+
+// Comparisons from strictest to loosest; a hunk takes the first place the strictest one that finds any finds.
+const COMPARISONS: ReadonlyArray<(line: string) => string> = [
+  (line) => line,
+  (line) => line.trimEnd(),
+  (line) => line.trim(),
+  plain,
+]
+
+/** Where `pattern` starts in `lines` at or after `from`, or -1; `endOfFile` tries the end of the file first. */
+export const seek = (
+  lines: ReadonlyArray<string>,
+  pattern: ReadonlyArray<string>,
+  from: number,
+  endOfFile: boolean,
+): number => {
+  if (pattern.length === 0) return from
+  for (const compare of COMPARISONS) {
+    const wanted = pattern.map(compare)
+    const matchesAt = (start: number) => wanted.every((line, offset) => compare(lines[start + offset]!) === line)
+    const last = lines.length - pattern.length
+    if (endOfFile && last >= from && matchesAt(last)) return last
+    for (let start = from; start <= last; start++) if (matchesAt(start)) return start
+  }
+  return -1
+}
+
+export interface HunkError {
+  readonly hunk: Hunk
+  readonly message: string
+}
+
+/**
+ * Locates each hunk in `lines` in order (a cursor moves past each one, so repeated context finds the next
+ * occurrence), answering the splices that apply them. A hunk with only added lines goes after its `@@` line, or
+ * at the end of the file without one.
+ */
+export const locate = (lines: ReadonlyArray<string>, hunks: ReadonlyArray<Hunk>): Result.Result<ReadonlyArray<Text.Splice>, HunkError> => {
+  const splices: Array<Text.Splice> = []
+  let cursor = 0
+  for (const hunk of hunks) {
+    if (hunk.header !== undefined) {
+      const at = seek(lines, [hunk.header], cursor, false)
+      if (at === -1) {
+        return Result.fail({ hunk, message: `could not find the "@@ ${hunk.header}" line${cursor > 0 ? ` after line ${cursor}` : ""}` })
+      }
+      cursor = at + 1
+    }
+    if (hunk.old.length === 0) {
+      const at = hunk.header === undefined ? lines.length : cursor
+      splices.push({ at, remove: 0, insert: hunk.new })
+      cursor = at
+      continue
+    }
+    let old = hunk.old
+    let added = hunk.new
+    // The hunk may repeat its @@ line as context.
+    const from = hunk.header === undefined ? cursor : cursor - 1
+    let at = seek(lines, old, from, hunk.endOfFile)
+    // A trailing empty context line often stands for the end of the file rather than a blank line in it.
+    if (at === -1 && old[old.length - 1] === "" && hunk.context[added.length - 1] === old.length - 1) {
+      old = old.slice(0, -1)
+      added = added.slice(0, -1)
+      at = old.length === 0 ? -1 : seek(lines, old, from, hunk.endOfFile)
+    }
+    if (at === -1) {
+      const quoted = hunk.old.map((line) => `  ${line}`).join("\n")
+      return Result.fail({
+        hunk,
+        message: `could not find these lines${cursor > 0 ? ` after line ${cursor}` : ""}${hunk.endOfFile ? " at the end of the file" : ""}:\n${quoted}`,
+      })
+    }
+    // Context lines stay as the file has them, whatever tolerance matched them.
+    const insert = added.map((line, index) => {
+      const kept = hunk.context[index]
+      return kept === undefined ? line : lines[at + kept]!
+    })
+    splices.push({ at, remove: old.length, insert })
+    cursor = at + old.length
+  }
+  return Result.succeed(splices)
+}

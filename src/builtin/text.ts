@@ -1,0 +1,353 @@
+export * as Text from "./text"
+
+// How the editing built-ins (write, edit, apply_patch) read and replace text files: strict UTF-8, the byte order
+// mark and line-ending style kept, writes that replace a file atomically (a temp file in the same directory, then
+// a rename, with the old file's mode), and the "unchanged since read" check that keeps an edit from overwriting
+// someone else's change. It never checks permissions: callers pass paths they have already authorized.
+
+import { randomBytes } from "node:crypto"
+import { mkdir, open, rename, rmdir, stat, unlink } from "node:fs/promises"
+import { dirname, join } from "node:path"
+import * as Effect from "effect/Effect"
+import { Tool } from "../tool/tool"
+
+export type Eol = "\n" | "\r\n"
+
+/** A file's text with its encoding details taken out: `text` has no BOM; line endings are as in the file. */
+export interface Decoded {
+  readonly text: string
+  readonly bom: boolean
+  /** The file's dominant line ending ("\n" when it has none). */
+  readonly eol: Eol
+}
+
+/** What was read, to write back only if the file is still exactly that. */
+export interface Snapshot {
+  readonly bytes: Uint8Array
+  readonly size: bigint
+  readonly mtimeNs: bigint
+  readonly ino: bigint
+  /** Permission bits, given to the file that replaces it. */
+  readonly mode: number
+}
+
+/** A file split into lines, each with its own terminator ("" for a last line without one). */
+export interface Lines {
+  readonly texts: ReadonlyArray<string>
+  readonly ends: ReadonlyArray<string>
+}
+
+/** Replace `remove` lines at `at` with `insert` (line texts without terminators). */
+export interface Splice {
+  readonly at: number
+  readonly remove: number
+  readonly insert: ReadonlyArray<string>
+}
+
+// The error codes a file operation may meet in an ordinary environment; anything else is a defect.
+const REASONS: Readonly<Record<string, string>> = {
+  EACCES: "permission denied",
+  EPERM: "the operation is not permitted",
+  EROFS: "the file system is read-only",
+  ENOSPC: "no space is left on the device",
+  EDQUOT: "the disk quota is exhausted",
+  EFBIG: "the file is too large",
+  EISDIR: "it is a directory",
+  ENOTDIR: "a component of the path is not a directory",
+  ENOENT: "it, or a directory it needs, does not exist",
+  ENAMETOOLONG: "the name is too long",
+  ELOOP: "it goes through too many symbolic links",
+  ETXTBSY: "it is a program that is running",
+  EBUSY: "the file or device is busy",
+  EEXIST: "it already exists",
+  EXDEV: "it is on another file system",
+  EMFILE: "too many files are open",
+  ENFILE: "too many files are open",
+}
+
+const codeOf = (cause: unknown): string | undefined =>
+  typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
+    ? cause.code
+    : undefined
+
+/**
+ * Runs one file operation; an error an ordinary environment produces (permission, read-only, missing directory,
+ * full disk...) becomes a model-visible failure saying which operation on which path, anything else a defect.
+ */
+export const io = <A>(operation: string, shown: string, run: () => Promise<A>): Effect.Effect<A, Tool.Failure> =>
+  Effect.tryPromise({ try: run, catch: (cause) => cause }).pipe(
+    Effect.catch((cause) => {
+      const code = codeOf(cause)
+      const reason = code === undefined ? undefined : REASONS[code]
+      if (reason === undefined) return Effect.die(cause)
+      return Effect.fail(
+        new Tool.Failure({
+          message: `Cannot ${operation} ${shown}: ${reason} (${code}). Nothing was changed; check the path and its permissions, or use another path.`,
+        }),
+      )
+    }),
+  )
+
+const BOM = [0xef, 0xbb, 0xbf] as const
+const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+const encoder = new TextEncoder()
+
+/** The offset of the first byte that is not part of valid UTF-8 (only called once decoding has failed). */
+const firstInvalid = (bytes: Uint8Array): number => {
+  let index = 0
+  while (index < bytes.length) {
+    const byte = bytes[index]!
+    const length = byte < 0x80 ? 1 : byte >= 0xc2 && byte <= 0xdf ? 2 : byte >= 0xe0 && byte <= 0xef ? 3 : byte >= 0xf0 && byte <= 0xf4 ? 4 : 0
+    if (length === 0 || index + length > bytes.length) return index
+    const second = bytes[index + 1] ?? 0
+    if (length >= 2) {
+      const low = byte === 0xe0 ? 0xa0 : byte === 0xf0 ? 0x90 : 0x80
+      const high = byte === 0xed ? 0x9f : byte === 0xf4 ? 0x8f : 0xbf
+      if (second < low || second > high) return index
+      for (let next = 2; next < length; next++) {
+        const continuation = bytes[index + next]!
+        if (continuation < 0x80 || continuation > 0xbf) return index
+      }
+    }
+    index += length
+  }
+  return bytes.length
+}
+
+/** Whether the bytes start with a UTF-8 byte order mark. */
+export const hasBom = (bytes: Uint8Array): boolean =>
+  bytes[0] === BOM[0] && bytes[1] === BOM[1] && bytes[2] === BOM[2]
+
+/** The line ending most of the text's line breaks use; ties go to the first break's style. */
+export const eolOf = (text: string): Eol => {
+  let crlf = 0
+  let lf = 0
+  let first: Eol | undefined
+  for (let index = text.indexOf("\n"); index !== -1; index = text.indexOf("\n", index + 1)) {
+    const isCrlf = index > 0 && text.charCodeAt(index - 1) === 13
+    if (isCrlf) crlf++
+    else lf++
+    first ??= isCrlf ? "\r\n" : "\n"
+  }
+  if (crlf !== lf) return crlf > lf ? "\r\n" : "\n"
+  return first ?? "\n"
+}
+
+/** Every line break of `text` written as `eol`. */
+export const withEol = (text: string, eol: Eol): string =>
+  eol === "\n" ? text.replaceAll("\r\n", "\n") : text.replace(/\r?\n/g, "\r\n")
+
+/** The text of UTF-8 bytes, or undefined when they are not UTF-8 text (an invalid byte, or a NUL as binary files have). */
+export const probe = (bytes: Uint8Array): Decoded | undefined => {
+  const bom = hasBom(bytes)
+  let text: string
+  try {
+    text = strict.decode(bom ? bytes.subarray(BOM.length) : bytes)
+  } catch {
+    return undefined
+  }
+  return text.includes("\0") ? undefined : { text, bom, eol: eolOf(text) }
+}
+
+/**
+ * Decodes a file strictly: a file that is not UTF-8 text is a failure naming the first offending byte, since
+ * rewriting it as text would corrupt it.
+ */
+export const decode = (bytes: Uint8Array, shown: string, tool: string): Effect.Effect<Decoded, Tool.Failure> =>
+  Effect.suspend(() => {
+    const decoded = probe(bytes)
+    if (decoded !== undefined) return Effect.succeed(decoded)
+    const body = hasBom(bytes) ? bytes.subarray(BOM.length) : bytes
+    const invalid = firstInvalid(body)
+    const what =
+      invalid < body.length
+        ? `it is not valid UTF-8 text (invalid byte at offset ${invalid + bytes.length - body.length})`
+        : `it contains a NUL byte (at offset ${bytes.indexOf(0)}), so it is binary, not text`
+    return Effect.fail(
+      new Tool.Failure({
+        message: `Cannot change ${shown} with ${tool}: ${what}. ${tool} only changes UTF-8 text files; leave binary files and other encodings alone, or convert the file first.`,
+      }),
+    )
+  })
+
+/** The bytes of `text` as UTF-8, with a byte order mark when `bom`. */
+export const encode = (text: string, bom: boolean): Uint8Array => encoder.encode(bom ? `\uFEFF${text}` : text)
+
+/** Number of lines in a text (a final line break does not start another line; "" has none). */
+export const lineCount = (text: string): number => {
+  if (text === "") return 0
+  let count = 1
+  for (let index = text.indexOf("\n"); index !== -1; index = text.indexOf("\n", index + 1)) count++
+  return text.endsWith("\n") ? count - 1 : count
+}
+
+/** Splits text into lines, keeping each line's own terminator so that untouched lines are written back as they were. */
+export const lines = (text: string): Lines => {
+  const texts: Array<string> = []
+  const ends: Array<string> = []
+  let start = 0
+  while (start < text.length) {
+    const newline = text.indexOf("\n", start)
+    if (newline === -1) {
+      texts.push(text.slice(start))
+      ends.push("")
+      break
+    }
+    const crlf = newline > start && text.charCodeAt(newline - 1) === 13
+    texts.push(text.slice(start, crlf ? newline - 1 : newline))
+    ends.push(crlf ? "\r\n" : "\n")
+    start = newline + 1
+  }
+  return { texts, ends }
+}
+
+/**
+ * Applies splices (sorted, not overlapping) to lines. Inserted lines end with `eol`; every other line keeps its
+ * own terminator, and a file that did not end with a line break still does not.
+ */
+export const splice = (original: Lines, splices: ReadonlyArray<Splice>, eol: Eol): string => {
+  const parts: Array<string> = []
+  let next = 0
+  const keep = (until: number) => {
+    for (; next < until; next++) parts.push(original.texts[next]!, original.ends[next]!)
+  }
+  for (const change of splices) {
+    keep(change.at)
+    for (const line of change.insert) parts.push(line, eol)
+    next = change.at + change.remove
+  }
+  keep(original.texts.length)
+  const unterminated = original.ends.length > 0 && original.ends[original.ends.length - 1] === ""
+  if (unterminated && parts.length > 0 && parts[parts.length - 1] !== "") parts[parts.length - 1] = ""
+  return parts.join("")
+}
+
+/** Reads a file's bytes and the facts `unchanged` compares, from one open file. */
+export const read = (path: string, shown: string): Effect.Effect<Snapshot, Tool.Failure> =>
+  io("read", shown, async () => {
+    const handle = await open(path, "r")
+    try {
+      const stats = await handle.stat({ bigint: true })
+      const bytes = new Uint8Array(await handle.readFile())
+      return { bytes, size: stats.size, mtimeNs: stats.mtimeNs, ino: stats.ino, mode: Number(stats.mode & 0o7777n) }
+    } finally {
+      await handle.close()
+    }
+  })
+
+const sameBytes = (left: Uint8Array, right: Uint8Array): boolean =>
+  left.length === right.length && Buffer.from(left.buffer, left.byteOffset, left.length).equals(right)
+
+/**
+ * Whether the file at `path` is still what `expected` read: same inode, size and modification time, and the same
+ * bytes (a same-size rewrite within the file system's timestamp granularity changes no metadata).
+ */
+export const unchanged = (path: string, expected: Snapshot, shown: string): Effect.Effect<boolean, Tool.Failure> =>
+  io("check", shown, async () => {
+    let stats
+    try {
+      stats = await stat(path, { bigint: true })
+    } catch (cause) {
+      if (codeOf(cause) === "ENOENT") return false
+      throw cause
+    }
+    if (stats.ino !== expected.ino || stats.size !== expected.size || stats.mtimeNs !== expected.mtimeNs) return false
+    const handle = await open(path, "r")
+    try {
+      return sameBytes(new Uint8Array(await handle.readFile()), expected.bytes)
+    } finally {
+      await handle.close()
+    }
+  })
+
+/** The failure an edit reports when the file changed between reading it and replacing it. */
+export const changed = (shown: string): Tool.Failure =>
+  new Tool.Failure({
+    message: `${shown} changed on disk since it was read (another program or call wrote it meanwhile), so nothing was written. Read it again and redo the change against its current content.`,
+  })
+
+/** A temp file holding the new content, beside the file it will replace so the rename stays on one file system. */
+export const prepare = (
+  target: string,
+  bytes: Uint8Array,
+  mode: number | undefined,
+  shown: string,
+): Effect.Effect<string, Tool.Failure> => {
+  const temp = join(dirname(target), `.core-${randomBytes(6).toString("hex")}.tmp`)
+  return io("write", shown, async () => {
+    const handle = await open(temp, "wx", mode ?? 0o666)
+    try {
+      await handle.writeFile(bytes)
+      // The umask narrowed the mode given to open; an overwritten file keeps exactly its own.
+      if (mode !== undefined) await handle.chmod(mode)
+      // The rename must never publish a file whose data has not reached the disk.
+      await handle.datasync()
+    } catch (cause) {
+      await handle.close()
+      await unlink(temp).catch(() => undefined)
+      throw cause
+    }
+    await handle.close()
+    return temp
+  })
+}
+
+/** Removes a temp file that will not be committed; it may already be gone. */
+export const discard = (temp: string): Effect.Effect<void> =>
+  Effect.promise(() => unlink(temp).catch(() => undefined))
+
+/** Puts a prepared temp file in place of `target` in one step. */
+export const commit = (temp: string, target: string, shown: string): Effect.Effect<void, Tool.Failure> =>
+  io("write", shown, () => rename(temp, target)).pipe(Effect.onError(() => discard(temp)))
+
+export interface WriteOptions {
+  readonly path: string
+  readonly bytes: Uint8Array
+  /** How the path is shown in messages. */
+  readonly shown: string
+  /** The mode to give the file (an overwritten file's own); the default mode otherwise. */
+  readonly mode?: number
+  /** When set, the write happens only if the file is still exactly this. */
+  readonly expected?: Snapshot
+}
+
+/**
+ * Replaces (or creates) a file atomically: readers see the old content or the new one, never a part. With
+ * `expected`, the file is compared just before the rename and left alone if it changed.
+ */
+export const write = (options: WriteOptions): Effect.Effect<void, Tool.Failure> =>
+  Effect.gen(function* () {
+    const temp = yield* prepare(options.path, options.bytes, options.mode, options.shown)
+    if (options.expected !== undefined) {
+      const same = yield* unchanged(options.path, options.expected, options.shown).pipe(
+        Effect.onError(() => discard(temp)),
+      )
+      if (!same) {
+        yield* discard(temp)
+        return yield* changed(options.shown)
+      }
+    }
+    yield* commit(temp, options.path, options.shown)
+  })
+
+/**
+ * Creates the directories a new file needs. Answers the ones it created, deepest first, so that a change that
+ * fails later can remove them again with `removeDirectories`.
+ */
+export const ensureDirectory = (directory: string, shown: string): Effect.Effect<ReadonlyArray<string>, Tool.Failure> =>
+  io("create the directory for", shown, async () => {
+    const first = await mkdir(directory, { recursive: true })
+    if (first === undefined) return []
+    const created: Array<string> = []
+    for (let current = directory; current.length >= first.length; current = dirname(current)) {
+      created.push(current)
+      if (current === first) break
+    }
+    return created
+  })
+
+/** Removes directories created for a change that did not happen (deepest first); ones now in use stay. */
+export const removeDirectories = (directories: ReadonlyArray<string>): Effect.Effect<void> =>
+  Effect.promise(async () => {
+    for (const directory of directories) await rmdir(directory).catch(() => undefined)
+  })

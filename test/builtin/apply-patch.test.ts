@@ -1,0 +1,335 @@
+// The apply_patch built-in settled in a real Location: the patch format (heredoc wrappers, markers, @@ headers,
+// End of File, hunks in order), tolerant context matching, what an update keeps (CRLF, BOM), parse errors by
+// line, the all-or-nothing transaction (a failing hunk, an unwritable file, a failure part-way through the
+// commit), and permissions asked for every path before anything is read.
+
+import { describe, expect, test } from "bun:test"
+import { chmodSync, existsSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { harness, textOf } from "../support/builtin"
+import { tempDir } from "../support/temp"
+
+const patch = (...lines: ReadonlyArray<string>) => ["*** Begin Patch", ...lines, "*** End Patch"].join("\n")
+
+const read = (directory: string, path: string) => readFileSync(join(directory, path), "utf8")
+
+/** Every file under a directory with its content, to show that nothing changed. */
+const tree = (directory: string): Record<string, string> => {
+  const files: Record<string, string> = {}
+  for (const entry of readdirSync(directory, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile()) files[join(entry.parentPath, entry.name).slice(directory.length + 1)] = readFileSync(join(entry.parentPath, entry.name), "utf8")
+  }
+  return files
+}
+
+describe("apply_patch", () => {
+  test("adds, updates, moves and deletes files, reporting each with its line counts", async () => {
+    const h = harness({
+      files: {
+        "src/app.ts": "import a\n\nfunction main() {\n  run()\n}\n",
+        "old/name.ts": "export const x = 1\n",
+        "gone.txt": "one\ntwo\nthree\n",
+      },
+    })
+    const { settlement } = await h.settle("apply_patch", {
+      patchText: patch(
+        "*** Add File: docs/new.md",
+        "+# Title",
+        "+",
+        "+Body",
+        "*** Update File: src/app.ts",
+        "@@ function main() {",
+        "-  run()",
+        "+  setup()",
+        "+  run()",
+        " }",
+        "*** Update File: old/name.ts",
+        "*** Move to: new/name.ts",
+        "@@",
+        "-export const x = 1",
+        "+export const x = 2",
+        "*** Delete File: gone.txt",
+      ),
+    })
+    expect(settlement.status).toBe("success")
+    expect(settlement.structured).toEqual({
+      files: [
+        { path: "docs/new.md", action: "added", added: 3, removed: 0 },
+        { path: "src/app.ts", action: "updated", added: 1, removed: 0 },
+        { path: "new/name.ts", action: "moved", from: "old/name.ts", added: 1, removed: 1 },
+        { path: "gone.txt", action: "deleted", added: 0, removed: 3 },
+      ],
+    })
+    expect(textOf(settlement)).toBe(
+      "Applied the patch to 4 files:\nA docs/new.md (+3)\nM src/app.ts (+1)\nR old/name.ts -> new/name.ts (+1 -1)\nD gone.txt (-3)",
+    )
+    expect(tree(h.directory)).toEqual({
+      "docs/new.md": "# Title\n\nBody\n",
+      "src/app.ts": "import a\n\nfunction main() {\n  setup()\n  run()\n}\n",
+      "new/name.ts": "export const x = 2\n",
+    })
+  })
+
+  test("a move without hunks renames the file", async () => {
+    const h = harness({ files: { "a.txt": "keep\n" } })
+    const { settlement } = await h.settle("apply_patch", { patchText: patch("*** Update File: a.txt", "*** Move to: b/c.txt") })
+    expect(settlement.structured).toEqual({ files: [{ path: "b/c.txt", action: "moved", from: "a.txt", added: 0, removed: 0 }] })
+    expect(tree(h.directory)).toEqual({ "b/c.txt": "keep\n" })
+  })
+
+  test("keeps an updated file's CRLF line endings, its byte order mark and a missing final line break", async () => {
+    const h = harness({ files: { "win.txt": "\uFEFFa\r\nb\r\nc" } })
+    await h.settle("apply_patch", { patchText: patch("*** Update File: win.txt", " a", "-b", "+B", "+B2", " c") })
+    expect(readFileSync(join(h.directory, "win.txt"))).toEqual(Buffer.from("\uFEFFa\r\nB\r\nB2\r\nc"))
+  })
+
+  test("tolerates a heredoc around the patch", async () => {
+    for (const [open, close] of [["cat <<'EOF'", "EOF"], ['apply_patch <<"EOF"', "EOF"], ["<<PATCH", "PATCH"]] as const) {
+      const h = harness({ files: { "a.txt": "x\n" } })
+      const { settlement } = await h.settle("apply_patch", {
+        patchText: `${open}\n${patch("*** Update File: a.txt", "-x", "+y")}\n${close}\n`,
+      })
+      expect(settlement.status).toBe("success")
+      expect(read(h.directory, "a.txt")).toBe("y\n")
+    }
+  })
+
+  test("tolerates trailing whitespace on markers and on context lines", async () => {
+    const h = harness({ files: { "a.txt": "one   \ntwo\nthree\n" } })
+    const { settlement } = await h.settle("apply_patch", {
+      patchText: ["*** Begin Patch  ", "*** Update File: a.txt   ", " one", "-two  ", "+TWO", " three", "*** End Patch \t"].join("\n"),
+    })
+    expect(settlement.status).toBe("success")
+    expect(read(h.directory, "a.txt")).toBe("one   \nTWO\nthree\n")
+  })
+
+  test("matches context despite curly quotes, dashes and non-breaking spaces", async () => {
+    const h = harness({ files: { "a.txt": `say("it's -- fine")\nnext\n`, "b.txt": "“quoted” — text\n" } })
+    const { settlement } = await h.settle("apply_patch", {
+      patchText: patch(
+        "*** Update File: a.txt",
+        "-say(“it’s –– fine”)",
+        "+say(\"changed\")",
+        " next",
+        "*** Update File: b.txt",
+        '-"quoted"\u00A0- text',
+        "+plain",
+      ),
+    })
+    expect(settlement.status).toBe("success")
+    expect(read(h.directory, "a.txt")).toBe('say("changed")\nnext\n')
+    expect(read(h.directory, "b.txt")).toBe("plain\n")
+  })
+
+  test("finds hunks in order: repeated context matches the next occurrence", async () => {
+    const h = harness({ files: { "a.txt": "x = 0\ny\nx = 0\ny\n" } })
+    await h.settle("apply_patch", { patchText: patch("*** Update File: a.txt", "@@", "-x = 0", "+x = 1", "@@", "-x = 0", "+x = 2") })
+    expect(read(h.directory, "a.txt")).toBe("x = 1\ny\nx = 2\ny\n")
+  })
+
+  test("an @@ line places the hunk after it; unified-diff ranges after @@ are ignored", async () => {
+    const file = "def a():\n    return 0\n\ndef b():\n    return 0\n"
+    const h = harness({ files: { "a.py": file, "b.py": file } })
+    await h.settle("apply_patch", {
+      patchText: patch(
+        "*** Update File: a.py",
+        "@@ def b():",
+        "-    return 0",
+        "+    return 2",
+        "*** Update File: b.py",
+        "@@ -1,2 +1,2 @@",
+        "-    return 0",
+        "+    return 1",
+      ),
+    })
+    expect(read(h.directory, "a.py")).toBe("def a():\n    return 0\n\ndef b():\n    return 2\n")
+    expect(read(h.directory, "b.py")).toBe("def a():\n    return 1\n\ndef b():\n    return 0\n")
+  })
+
+  test("*** End of File anchors a hunk at the end of the file", async () => {
+    const h = harness({ files: { "a.txt": "end\nmiddle\nend\n" } })
+    await h.settle("apply_patch", { patchText: patch("*** Update File: a.txt", "-end", "+END", "*** End of File") })
+    expect(read(h.directory, "a.txt")).toBe("end\nmiddle\nEND\n")
+  })
+})
+
+describe("apply_patch errors", () => {
+  const failureOf = async (files: Record<string, string>, patchText: string) => {
+    const h = harness({ files })
+    const { settlement } = await h.settle("apply_patch", { patchText })
+    expect(settlement).toMatchObject({ status: "error", error: { kind: "failure" } })
+    expect(tree(h.directory)).toEqual(files)
+    return settlement.error!.message
+  }
+
+  test("parse errors name the line and what was expected", async () => {
+    expect(await failureOf({}, "*** Update File: a.txt\n*** End Patch")).toBe(
+      'The patch could not be read. Line 1: expected "*** Begin Patch", found "*** Update File: a.txt". Nothing was changed.',
+    )
+    expect(await failureOf({ "a.txt": "x\n" }, patch("*** Update File: a.txt", " x", "oops"))).toContain(
+      'Line 4: expected a hunk line starting with " " (context), "-" (removed) or "+" (added)',
+    )
+    expect(await failureOf({}, patch("*** Add File: a.txt", "no plus"))).toContain(
+      'Line 3: expected an added line starting with "+" (the content of a.txt)',
+    )
+    expect(await failureOf({}, "*** Begin Patch\n*** Add File: a.txt\n+x")).toContain(
+      'Line 3: the patch ends without "*** End Patch"',
+    )
+    expect(await failureOf({}, patch("*** Rename File: a.txt"))).toContain('Line 2: expected "*** Add File: <path>"')
+    expect(await failureOf({ "a.txt": "x\n" }, patch("*** Update File: a.txt"))).toContain('Line 2: "*** Update File: a.txt" has no hunks')
+  })
+
+  test("adding a file that exists, or updating or deleting one that does not, is an error", async () => {
+    expect(await failureOf({ "a.txt": "x\n" }, patch("*** Add File: a.txt", "+y"))).toBe(
+      'Cannot add a.txt (patch line 2): it already exists. Use "*** Update File: a.txt" to change it. Nothing was changed.',
+    )
+    expect(await failureOf({}, patch("*** Update File: a.txt", "-x", "+y"))).toBe(
+      'Cannot update a.txt (patch line 2): the file does not exist. To create it, use "*** Add File: a.txt". Nothing was changed.',
+    )
+    expect(await failureOf({}, patch("*** Delete File: a.txt"))).toBe(
+      "Cannot delete a.txt (patch line 2): the file does not exist. Nothing was changed.",
+    )
+  })
+
+  test("a hunk that does not match names the hunk and its lines", async () => {
+    const message = await failureOf({ "a.txt": "one\ntwo\n" }, patch("*** Update File: a.txt", " one", "-three", "+four"))
+    expect(message).toBe(
+      "Cannot apply hunk 1 of 1 to a.txt (patch line 3): could not find these lines:\n  one\n  three\nRead the file again and make the hunk's context and removed lines match it. Nothing was changed.",
+    )
+  })
+
+  test("a file that is not UTF-8 is refused and left alone", async () => {
+    const latin1 = Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a])
+    const h = harness({ files: { "a.txt": latin1 } })
+    const { settlement } = await h.settle("apply_patch", { patchText: patch("*** Update File: a.txt", "-café", "+cafe") })
+    expect(settlement.error?.message).toStartWith("Cannot change a.txt with apply_patch: it is not valid UTF-8 text (invalid byte at offset 3).")
+    expect(readFileSync(join(h.directory, "a.txt"))).toEqual(latin1)
+  })
+
+  test("a file changed twice, or moved onto an existing file, is refused", async () => {
+    expect(await failureOf({ "a.txt": "x\n" }, patch("*** Update File: a.txt", "-x", "+y", "*** Delete File: a.txt"))).toContain(
+      "The patch changes a.txt twice (sections at lines 2 and 5)",
+    )
+    expect(await failureOf({ "a.txt": "x\n", "b.txt": "b\n" }, patch("*** Update File: a.txt", "*** Move to: b.txt"))).toContain(
+      "Cannot move a.txt to b.txt (patch line 2): b.txt already exists.",
+    )
+  })
+})
+
+describe("apply_patch is all or nothing", () => {
+  test("a later hunk that does not apply leaves earlier files untouched", async () => {
+    const files = { "a.txt": "a\n", "b.txt": "b\n" }
+    const h = harness({ files })
+    const { settlement } = await h.settle("apply_patch", {
+      patchText: patch("*** Add File: new/n.txt", "+n", "*** Update File: a.txt", "-a", "+A", "*** Update File: b.txt", "-missing", "+B"),
+    })
+    expect(settlement.error?.message).toStartWith("Cannot apply hunk 1 of 1 to b.txt")
+    expect(tree(h.directory)).toEqual(files)
+    expect(existsSync(join(h.directory, "new"))).toBe(false)
+  })
+
+  test("a later file that cannot be written leaves earlier files untouched", async () => {
+    const root = process.getuid?.() === 0
+    const h = harness({ files: { "a.txt": "a\n", "locked/keep.txt": "k\n" } })
+    // As root, file permissions do not stop a write; /sys refuses new files whoever asks.
+    const target = root ? "/sys/core-patch-test.txt" : "locked/new.txt"
+    if (!root) chmodSync(join(h.directory, "locked"), 0o555)
+    const { settlement } = await h.settle(
+      "apply_patch",
+      { patchText: patch("*** Update File: a.txt", "-a", "+A", `*** Add File: ${target}`, "+n") },
+      { reply: { reply: "once" } },
+    )
+    if (!root) chmodSync(join(h.directory, "locked"), 0o755)
+    expect(settlement.error?.message).toMatch(/^Cannot write .*: permission denied \(EACCES\)\./)
+    expect(settlement.error?.message).toContain("The patch was not applied: no file was changed")
+    expect(tree(h.directory)).toEqual({ "a.txt": "a\n", "locked/keep.txt": "k\n" })
+    if (root) expect(existsSync(target)).toBe(false)
+  })
+
+  test("a failure part-way through the commit restores the files already changed", async () => {
+    const files = { "a.txt": "a\n", "d.txt": "delete me\n", "m.txt": "move me\n", "z.txt": "z\n" }
+    const h = harness({ files })
+    const { settlement } = await h.settle(
+      "apply_patch",
+      {
+        patchText: patch(
+          "*** Update File: a.txt",
+          "-a",
+          "+A",
+          "*** Delete File: d.txt",
+          "*** Update File: m.txt",
+          "*** Move to: moved/m.txt",
+          "*** Add File: added.txt",
+          "+new",
+          "*** Update File: z.txt",
+          "-z",
+          "+Z",
+        ),
+      },
+      // Everything is staged when progress is reported; another writer then changes the last file.
+      { onProgress: () => writeFileSync(join(h.directory, "z.txt"), "someone else\n") },
+    )
+    expect(settlement).toMatchObject({ status: "error", error: { kind: "failure" } })
+    expect(settlement.error?.message).toContain("z.txt changed on disk since it was read")
+    expect(settlement.error?.message).toContain("files already written were restored")
+    expect(tree(h.directory)).toEqual({ ...files, "z.txt": "someone else\n" })
+    expect(existsSync(join(h.directory, "moved"))).toBe(false)
+  })
+})
+
+describe("apply_patch permissions", () => {
+  test("every path is authorized before any file is read: a refusal comes before a missing file", async () => {
+    const outside = tempDir("core-outside-")
+    const h = harness({ files: { "a.txt": "a\n" } })
+    const { settlement, asks } = await h.settle("apply_patch", {
+      patchText: patch("*** Update File: missing.txt", "-x", "+y", `*** Add File: ${join(outside, "n.txt")}`, "+n"),
+    })
+    expect(settlement.status).toBe("declined")
+    expect(asks).toEqual([{ action: "external_directory", resources: [`${outside}/*`], save: [`${outside}/*`] }])
+    expect(existsSync(join(outside, "n.txt"))).toBe(false)
+  })
+
+  test("a denied path is never read or written, whatever the other files", async () => {
+    const files = { "open.txt": "o\n", "secret.txt": "s\n" }
+    const h = harness({ files, rules: [{ action: "edit", resource: "secret*", effect: "deny" }] })
+    const { settlement } = await h.settle("apply_patch", {
+      patchText: patch("*** Update File: open.txt", "-o", "+O", "*** Update File: secret.txt", "-does not match", "+x"),
+    })
+    expect(settlement).toMatchObject({ status: "error", error: { kind: "denied" } })
+    expect(tree(h.directory)).toEqual(files)
+  })
+
+  test("a move target outside the Location asks external_directory", async () => {
+    const outside = tempDir("core-outside-")
+    const h = harness({ files: { "a.txt": "a\n" } })
+    const declined = await h.settle("apply_patch", {
+      patchText: patch("*** Update File: a.txt", `*** Move to: ${join(outside, "a.txt")}`),
+    })
+    expect(declined.settlement.status).toBe("declined")
+    expect(declined.asks[0]).toMatchObject({ action: "external_directory", resources: [`${outside}/*`] })
+    expect(tree(h.directory)).toEqual({ "a.txt": "a\n" })
+    const approved = await h.settle(
+      "apply_patch",
+      { patchText: patch("*** Update File: a.txt", `*** Move to: ${join(outside, "a.txt")}`) },
+      { reply: { reply: "once" } },
+    )
+    expect(approved.settlement.structured).toEqual({
+      files: [{ path: join(outside, "a.txt"), action: "moved", from: "a.txt", added: 0, removed: 0 }],
+    })
+    expect(read(outside, "a.txt")).toBe("a\n")
+    expect(tree(h.directory)).toEqual({})
+  })
+
+  test("a symlink leading out of the Location is checked where it leads", async () => {
+    const outside = tempDir("core-outside-")
+    writeFileSync(join(outside, "target.txt"), "outside\n")
+    const h = harness()
+    symlinkSync(join(outside, "target.txt"), join(h.directory, "escape.txt"))
+    const { settlement, asks } = await h.settle("apply_patch", {
+      patchText: patch("*** Update File: escape.txt", "-outside", "+inside"),
+    })
+    expect(settlement.status).toBe("declined")
+    expect(asks[0]).toMatchObject({ action: "external_directory", resources: [`${outside}/*`] })
+    expect(read(outside, "target.txt")).toBe("outside\n")
+  })
+})

@@ -1,0 +1,238 @@
+// The edit built-in settled in a real Location: replacements and their report (matcher, diff), what it keeps
+// (CRLF, BOM, untouched lines), the errors that help the next attempt, the "unchanged since read" check, and its
+// permission checks (denial before anything is read, paths outside the Location, symlinks leading out).
+
+import { describe, expect, test } from "bun:test"
+import { lstatSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect, Exit } from "effect"
+import { Text } from "../../src/builtin/text"
+import { harness, textOf } from "../support/builtin"
+import { tempDir } from "../support/temp"
+
+const NUMBERS = Array.from({ length: 10 }, (_, index) => `${index + 1}`).join("\n") + "\n"
+
+describe("edit", () => {
+  test("replaces the one exact match and reports a unified diff with context", async () => {
+    const h = harness({ files: { "n.txt": NUMBERS } })
+    const { settlement } = await h.settle("edit", { filePath: "n.txt", oldString: "5\n", newString: "five\n" })
+    expect(settlement.status).toBe("success")
+    const diff = ["--- a/n.txt", "+++ b/n.txt", "@@ -2,7 +2,7 @@", " 2", " 3", " 4", "-5", "+five", " 6", " 7", " 8"].join("\n")
+    expect(settlement.structured).toEqual({ path: "n.txt", replacements: 1, matcher: "exact", added: 1, removed: 1, diff })
+    expect(textOf(settlement)).toBe(`Edited n.txt: 1 replacement, +1 -1 lines.\n\n${diff}`)
+    expect(readFileSync(join(h.directory, "n.txt"), "utf8")).toBe(NUMBERS.replace("5\n", "five\n"))
+  })
+
+  test("replaceAll replaces every occurrence, with one hunk per distant change", async () => {
+    const content = ["x = old", ...Array.from({ length: 12 }, (_, index) => `line ${index}`), "y = old", ""].join("\n")
+    const h = harness({ files: { "a.txt": content } })
+    const { settlement } = await h.settle("edit", { filePath: "a.txt", oldString: "old", newString: "new", replaceAll: true })
+    expect(settlement.structured).toMatchObject({ replacements: 2, added: 2, removed: 2 })
+    const diff = (settlement.structured as { diff: string }).diff
+    expect(diff.split("\n").filter((line) => line.startsWith("@@"))).toEqual(["@@ -1,4 +1,4 @@", "@@ -11,4 +11,4 @@"])
+    expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe(content.replaceAll("old", "new"))
+  })
+
+  test("names the tolerant matcher that matched and re-indents for indentation-flexible", async () => {
+    const h = harness({ files: { "a.py": "def f():\n    if x:\n        go()\n" } })
+    const { settlement } = await h.settle("edit", {
+      filePath: "a.py",
+      oldString: "if x:\n    go()",
+      newString: "if x:\n    stop()\n    go()",
+    })
+    expect(settlement.structured).toMatchObject({ matcher: "indentation-flexible", replacements: 1 })
+    expect(textOf(settlement)).toContain("matched the same lines at another indentation")
+    expect(readFileSync(join(h.directory, "a.py"), "utf8")).toBe("def f():\n    if x:\n        stop()\n        go()\n")
+  })
+
+  test("keeps CRLF line endings: newString is written with the file's endings", async () => {
+    const h = harness({ files: { "win.txt": "a\r\nb\r\nc\r\n" } })
+    const { settlement } = await h.settle("edit", { filePath: "win.txt", oldString: "b\nc", newString: "B\nC\nD" })
+    expect(settlement.status).toBe("success")
+    expect(readFileSync(join(h.directory, "win.txt"), "utf8")).toBe("a\r\nB\r\nC\r\nD\r\n")
+  })
+
+  test("leaves the line endings of untouched lines byte for byte in a mixed file", async () => {
+    const h = harness({ files: { "mixed.txt": "a\nb\r\nc\nd\n" } })
+    await h.settle("edit", { filePath: "mixed.txt", oldString: "c", newString: "C" })
+    expect(readFileSync(join(h.directory, "mixed.txt"), "utf8")).toBe("a\nb\r\nC\nd\n")
+  })
+
+  test("keeps a byte order mark", async () => {
+    const h = harness({ files: { "bom.txt": "\uFEFFhello world\n" } })
+    await h.settle("edit", { filePath: "bom.txt", oldString: "world", newString: "there" })
+    expect([...readFileSync(join(h.directory, "bom.txt"))]).toEqual([0xef, 0xbb, 0xbf, ...Buffer.from("hello there\n")])
+  })
+
+  test("writes through a symlink inside the Location, keeping the link", async () => {
+    const h = harness({ files: { "real.txt": "a b" } })
+    symlinkSync(join(h.directory, "real.txt"), join(h.directory, "link.txt"))
+    const { settlement } = await h.settle("edit", { filePath: "link.txt", oldString: "a", newString: "c" })
+    expect(settlement.structured).toMatchObject({ path: "real.txt" })
+    expect(lstatSync(join(h.directory, "link.txt")).isSymbolicLink()).toBe(true)
+    expect(readFileSync(join(h.directory, "real.txt"), "utf8")).toBe("c b")
+  })
+})
+
+describe("edit errors", () => {
+  const failureOf = async (files: Record<string, string | Uint8Array>, input: Record<string, unknown>) => {
+    const h = harness({ files })
+    const { settlement } = await h.settle("edit", input)
+    expect(settlement).toMatchObject({ status: "error", error: { kind: "failure" } })
+    for (const [path, content] of Object.entries(files)) {
+      expect(readFileSync(join(h.directory, path))).toEqual(Buffer.from(content))
+    }
+    return settlement.error!.message
+  }
+
+  test("no match shows the most similar region with line numbers", async () => {
+    const content = ["import x", "", "const total = compute(items)", "log(total)", "", "export default total", ""].join("\n")
+    const message = await failureOf({ "a.ts": content }, {
+      filePath: "a.ts",
+      oldString: "const totals = computeAll(items)\nlog(totals)",
+      newString: "x",
+    })
+    expect(message).toStartWith("oldString was not found in a.ts, neither exactly nor by a tolerant matcher.")
+    expect(message).toMatch(/The most similar region is lines 3-4 \(\d+% similar\):\n3\| const total = compute\(items\)\n4\| log\(total\)/)
+    expect(message).toEndWith("Read the file again and copy oldString exactly from it, including indentation, then retry.")
+  })
+
+  test("a refused disproportionate match is explained", async () => {
+    const content = ["begin {", ...Array.from({ length: 20 }, (_, index) => `  step${index}()`), "} end", ""].join("\n")
+    const message = await failureOf({ "a.txt": content }, { filePath: "a.txt", oldString: "begin {\n  other()\n} end", newString: "x" })
+    expect(message).toContain("A block-anchors match at line 1 was refused: it spans 22 lines")
+  })
+
+  test("several matches name their lines and suggest more context or replaceAll", async () => {
+    const message = await failureOf({ "a.txt": "x\ny\nx\ny\nx\n" }, { filePath: "a.txt", oldString: "x", newString: "z" })
+    expect(message).toBe(
+      "oldString occurs 3 times in a.txt (at lines 1, 3, 5). Include more surrounding lines in oldString so that it matches exactly one place, or set replaceAll: true to replace every occurrence.",
+    )
+  })
+
+  test("several tolerant matches name the matcher and their lines", async () => {
+    const message = await failureOf({ "a.txt": "a  \nb\na \nb\n" }, { filePath: "a.txt", oldString: "a\nb", newString: "z" })
+    expect(message).toContain("(trimmed-line-ends) finds 2 places (at lines 1, 3)")
+  })
+
+  test("identical oldString and newString are refused", async () => {
+    const message = await failureOf({ "a.txt": "a" }, { filePath: "a.txt", oldString: "a", newString: "a" })
+    expect(message).toBe("oldString and newString are identical, so the edit would change nothing. Put the new text in newString.")
+  })
+
+  test("an edit that changes nothing once line endings are normalised is refused", async () => {
+    const message = await failureOf({ "a.txt": "a\nb\n" }, { filePath: "a.txt", oldString: "a\r\nb", newString: "a\nb" })
+    expect(message).toStartWith("The edit would leave a.txt unchanged")
+  })
+
+  test("an empty oldString is refused, pointing at write", async () => {
+    const message = await failureOf({ "a.txt": "a" }, { filePath: "a.txt", oldString: "", newString: "b" })
+    expect(message).toContain("oldString is empty")
+    expect(message).toContain("use write")
+  })
+
+  test("a missing file suggests write", async () => {
+    const message = await failureOf({}, { filePath: "nope.txt", oldString: "a", newString: "b" })
+    expect(message).toBe("File not found: nope.txt. edit changes existing files; to create this one, use write.")
+  })
+
+  test("a directory is refused", async () => {
+    const h = harness({ files: { "dir/a.txt": "a" } })
+    const { settlement } = await h.settle("edit", { filePath: "dir", oldString: "a", newString: "b" })
+    expect(settlement.error?.message).toBe("Cannot edit dir: it is a directory. Give the path of a text file.")
+  })
+
+  test("a file that is not UTF-8 is refused and left alone", async () => {
+    const latin1 = new Uint8Array([0x63, 0x61, 0x66, 0xe9, 0x0a])
+    const message = await failureOf({ "latin1.txt": latin1 }, { filePath: "latin1.txt", oldString: "caf", newString: "bar" })
+    expect(message).toStartWith("Cannot change latin1.txt with edit: it is not valid UTF-8 text (invalid byte at offset 3).")
+  })
+
+  test("a binary file with NUL bytes is refused", async () => {
+    const message = await failureOf({ "b.bin": new Uint8Array([0x61, 0x00, 0x62]) }, { filePath: "b.bin", oldString: "a", newString: "c" })
+    expect(message).toContain("it contains a NUL byte (at offset 1), so it is binary")
+  })
+})
+
+describe("unchanged since read", () => {
+  test("a file changed between reading and writing is not overwritten", async () => {
+    const directory = tempDir()
+    const path = join(directory, "a.txt")
+    writeFileSync(path, "original\n")
+    const outcome = await Effect.runPromise(
+      Effect.gen(function* () {
+        const snapshot = yield* Text.read(path, "a.txt")
+        // Another writer, between edit's read and its rename.
+        writeFileSync(path, "concurrent change\n")
+        return yield* Effect.exit(
+          Text.write({ path, bytes: new TextEncoder().encode("edited\n"), shown: "a.txt", expected: snapshot }),
+        )
+      }),
+    )
+    expect(Exit.isFailure(outcome)).toBe(true)
+    expect(String(outcome)).toContain("a.txt changed on disk since it was read")
+    expect(readFileSync(path, "utf8")).toBe("concurrent change\n")
+    expect(readdirSync(directory)).toEqual(["a.txt"])
+  })
+
+  test("a same-size rewrite and a removal are noticed; an untouched file passes", async () => {
+    const directory = tempDir()
+    const path = join(directory, "a.txt")
+    writeFileSync(path, "abc")
+    const [untouched, rewritten, removed] = await Effect.runPromise(
+      Effect.gen(function* () {
+        const snapshot = yield* Text.read(path, "a.txt")
+        const untouched = yield* Text.unchanged(path, snapshot, "a.txt")
+        writeFileSync(path, "xyz")
+        const rewritten = yield* Text.unchanged(path, snapshot, "a.txt")
+        const again = yield* Text.read(path, "a.txt")
+        rmSync(path)
+        return [untouched, rewritten, yield* Text.unchanged(path, again, "a.txt")] as const
+      }),
+    )
+    expect(untouched).toBe(true)
+    expect(rewritten).toBe(false)
+    expect(removed).toBe(false)
+  })
+})
+
+describe("edit permissions", () => {
+  test("a denied path is refused before it is read: not 'not found', not 'not UTF-8', and unchanged", async () => {
+    const binary = new Uint8Array([0xff, 0xfe, 0x00])
+    const h = harness({ files: { "secret.txt": "token", "secret.bin": binary }, rules: [{ action: "edit", resource: "secret*", effect: "deny" }] })
+    for (const filePath of ["secret.txt", "secret.bin", "secret-missing.txt"]) {
+      const { settlement } = await h.settle("edit", { filePath, oldString: "token", newString: "x" })
+      expect(settlement).toMatchObject({ status: "error", error: { kind: "denied" } })
+    }
+    expect(readFileSync(join(h.directory, "secret.txt"), "utf8")).toBe("token")
+    expect(new Uint8Array(readFileSync(join(h.directory, "secret.bin")))).toEqual(binary)
+  })
+
+  test("a path outside the Location asks external_directory first", async () => {
+    const outside = tempDir("core-outside-")
+    writeFileSync(join(outside, "o.txt"), "before")
+    const h = harness()
+    const declined = await h.settle("edit", { filePath: join(outside, "o.txt"), oldString: "before", newString: "after" })
+    expect(declined.settlement.status).toBe("declined")
+    expect(declined.asks).toEqual([{ action: "external_directory", resources: [`${outside}/*`], save: [`${outside}/*`] }])
+    expect(readFileSync(join(outside, "o.txt"), "utf8")).toBe("before")
+    const approved = await h.settle(
+      "edit",
+      { filePath: join(outside, "o.txt"), oldString: "before", newString: "after" },
+      { reply: { reply: "once" } },
+    )
+    expect(approved.settlement.structured).toMatchObject({ path: join(outside, "o.txt") })
+    expect(readFileSync(join(outside, "o.txt"), "utf8")).toBe("after")
+  })
+
+  test("a symlink leading out of the Location is checked where it leads", async () => {
+    const outside = tempDir("core-outside-")
+    writeFileSync(join(outside, "target.txt"), "outside")
+    const h = harness()
+    symlinkSync(join(outside, "target.txt"), join(h.directory, "escape.txt"))
+    const { settlement, asks } = await h.settle("edit", { filePath: "escape.txt", oldString: "outside", newString: "in" })
+    expect(settlement.status).toBe("declined")
+    expect(asks[0]).toMatchObject({ action: "external_directory", resources: [`${outside}/*`] })
+    expect(readFileSync(join(outside, "target.txt"), "utf8")).toBe("outside")
+  })
+})

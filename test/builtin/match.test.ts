@@ -1,0 +1,181 @@
+// edit's matcher chain: each matcher's positive case, its refusal of ambiguous matches, the refusal of spans far
+// larger than oldString, replaceAll's reach, and the closest region offered when nothing matches.
+
+import { describe, expect, test } from "bun:test"
+import { Match } from "../../src/builtin/match"
+
+const found = (input: Match.Input) => {
+  const outcome = Match.find(input)
+  if (outcome._tag !== "Found") throw new Error(`expected a match, got ${JSON.stringify(outcome)}`)
+  return { ...outcome, result: Match.apply(input.content, outcome.spans) }
+}
+
+describe("exact", () => {
+  test("replaces the one exact occurrence, even inside a line", () => {
+    const outcome = found({ content: "let x = 1\nlet y = 2\n", oldString: "y = 2", newString: "y = 3" })
+    expect(outcome.matcher).toBe("exact")
+    expect(outcome.result).toBe("let x = 1\nlet y = 3\n")
+    expect(outcome.spans.map((span) => span.line)).toEqual([2])
+  })
+
+  test("several exact occurrences are ambiguous, with their line numbers", () => {
+    const outcome = Match.find({ content: "a()\nb()\na()\n\na()\n", oldString: "a()", newString: "c()" })
+    expect(outcome).toEqual({ _tag: "Ambiguous", matcher: "exact", lines: [1, 3, 5] })
+  })
+
+  test("replaceAll replaces every exact occurrence", () => {
+    const outcome = found({ content: "a()\nb()\na()\n", oldString: "a()", newString: "c()", replaceAll: true })
+    expect(outcome.result).toBe("c()\nb()\nc()\n")
+    expect(outcome.spans).toHaveLength(2)
+  })
+
+  test("an empty oldString matches nothing", () => {
+    expect(Match.find({ content: "abc", oldString: "", newString: "x" })).toMatchObject({ _tag: "NotFound" })
+  })
+})
+
+describe("trimmed-line-ends", () => {
+  test("matches lines whose ends differ only in whitespace", () => {
+    const outcome = found({ content: "one  \ntwo\t\nthree\n", oldString: "one\ntwo", newString: "ONE\nTWO" })
+    expect(outcome.matcher).toBe("trimmed-line-ends")
+    expect(outcome.result).toBe("ONE\nTWO\nthree\n")
+  })
+
+  test("a quoted final line break replaces the line's break too", () => {
+    const outcome = found({ content: "a\nb  \nc", oldString: "b\n", newString: "B\n" })
+    expect(outcome.result).toBe("a\nB\nc")
+  })
+
+  test("refuses two candidates", () => {
+    const outcome = Match.find({ content: "a  \nb\na \nb\n", oldString: "a\nb", newString: "x" })
+    expect(outcome).toEqual({ _tag: "Ambiguous", matcher: "trimmed-line-ends", lines: [1, 3] })
+  })
+})
+
+describe("indentation-flexible", () => {
+  test("matches the same lines at another indentation and re-indents newString to the file's", () => {
+    const content = "class A {\n    run() {\n        go()\n    }\n}\n"
+    const outcome = found({
+      content,
+      oldString: "run() {\n    go()\n}",
+      newString: "run() {\n    stop()\n    go()\n}",
+    })
+    expect(outcome.matcher).toBe("indentation-flexible")
+    expect(outcome.result).toBe("class A {\n    run() {\n        stop()\n        go()\n    }\n}\n")
+  })
+
+  test("refuses two candidates at different indentations", () => {
+    const outcome = Match.find({ content: "  foo()\n  bar()\n    foo()\n    bar()\n", oldString: "foo()\nbar()", newString: "x" })
+    expect(outcome).toEqual({ _tag: "Ambiguous", matcher: "indentation-flexible", lines: [1, 3] })
+  })
+})
+
+describe("whitespace-normalised", () => {
+  test("matches lines that differ in runs of spaces and tabs", () => {
+    const outcome = found({ content: "const  x =\t1;\nnext\n", oldString: "const x = 1;", newString: "const x = 2;" })
+    expect(outcome.matcher).toBe("whitespace-normalised")
+    expect(outcome.result).toBe("const x = 2;\nnext\n")
+  })
+
+  test("refuses two candidates", () => {
+    const outcome = Match.find({ content: "a  b\nc\na   b\nc", oldString: "a b\nc", newString: "x" })
+    expect(outcome).toEqual({ _tag: "Ambiguous", matcher: "whitespace-normalised", lines: [1, 3] })
+  })
+
+  test("refuses a match with far more characters than oldString", () => {
+    const content = `a${" ".repeat(1000)}b\n`
+    const outcome = Match.find({ content, oldString: "a b", newString: "c" })
+    expect(outcome._tag).toBe("NotFound")
+    if (outcome._tag !== "NotFound") return
+    expect(outcome.refused).toEqual([{ matcher: "whitespace-normalised", line: 1, lines: 1, chars: 1002 }])
+  })
+})
+
+describe("escape-normalised", () => {
+  test("reads \\n, \\t and \\\" written literally, in oldString and newString", () => {
+    const content = 'say("hi")\n\tdone\n'
+    const outcome = found({ content, oldString: 'say(\\"hi\\")\\n\\tdone', newString: 'say(\\"bye\\")\\n\\tdone' })
+    expect(outcome.matcher).toBe("escape-normalised")
+    expect(outcome.result).toBe('say("bye")\n\tdone\n')
+  })
+
+  test("refuses two candidates", () => {
+    const outcome = Match.find({ content: "x\ny\nx\ny\n", oldString: "x\\ny", newString: "z" })
+    expect(outcome).toEqual({ _tag: "Ambiguous", matcher: "escape-normalised", lines: [1, 3] })
+  })
+})
+
+describe("block-anchors", () => {
+  const block = (name: string, middle: ReadonlyArray<string>) => [`function ${name}() {`, ...middle.map((line) => `  ${line}`), "}"]
+
+  test("matches a block by its first and last lines when the middle is similar", () => {
+    const content = [...block("go", ["const a = 1", "const b = 2", "return a + b"]), ""].join("\n")
+    const outcome = found({
+      content,
+      oldString: block("go", ["const a = 1", "const b = 3", "return a + b"]).join("\n"),
+      newString: "function go() {\n  return 3\n}",
+    })
+    expect(outcome.matcher).toBe("block-anchors")
+    expect(outcome.result).toBe("function go() {\n  return 3\n}\n")
+  })
+
+  test("does not take a block whose middle is unlike oldString's", () => {
+    const content = block("go", ["completely", "unrelated", "statements"]).join("\n")
+    const outcome = Match.find({ content, oldString: block("go", ["const a = 1", "return a"]).join("\n"), newString: "x" })
+    expect(outcome._tag).toBe("NotFound")
+  })
+
+  test("refuses two similar blocks", () => {
+    const content = [...block("go", ["one()", "two()"]), ...block("go", ["one()", "two()"])].join("\n")
+    const outcome = Match.find({ content, oldString: block("go", ["one()", "two(x)"]).join("\n"), newString: "x" })
+    expect(outcome).toEqual({ _tag: "Ambiguous", matcher: "block-anchors", lines: [1, 5] })
+  })
+
+  test("refuses a block far longer than oldString (more than 1.5× its lines + 3)", () => {
+    const junk = Array.from({ length: 20 }, (_, index) => `  step${index}()`)
+    const content = ["begin {", ...junk, "} end", ""].join("\n")
+    const outcome = Match.find({ content, oldString: "begin {\n  step0()\n} end", newString: "x" })
+    expect(outcome._tag).toBe("NotFound")
+    if (outcome._tag !== "NotFound") return
+    expect(outcome.refused).toHaveLength(1)
+    expect(outcome.refused[0]).toMatchObject({ matcher: "block-anchors", line: 1, lines: 22 })
+  })
+
+  test("takes a block just within the bound", () => {
+    // oldString has 4 lines: at most floor(1.5 × 4) + 3 = 9 lines may match.
+    const content = ["begin {", "  a()", "  b()", "  c()", "  d()", "  e()", "  f()", "  g()", "} end"].join("\n")
+    const outcome = found({ content, oldString: "begin {\n  a()\n  b() c() d() e() f() g()\n} end", newString: "x" })
+    expect(outcome.matcher).toBe("block-anchors")
+    expect(outcome.result).toBe("x")
+  })
+})
+
+describe("replaceAll and the tolerant matchers", () => {
+  test("without an exact occurrence a single tolerant match is still replaced", () => {
+    const outcome = found({ content: "a  \nb\n", oldString: "a\nb", newString: "c", replaceAll: true })
+    expect(outcome.matcher).toBe("trimmed-line-ends")
+    expect(outcome.result).toBe("c\n")
+  })
+
+  test("never replaces several tolerant matches", () => {
+    const outcome = Match.find({ content: "a  \nb\na \nb\n", oldString: "a\nb", newString: "c", replaceAll: true })
+    expect(outcome).toMatchObject({ _tag: "Ambiguous", matcher: "trimmed-line-ends" })
+  })
+})
+
+describe("no match", () => {
+  test("answers the most similar region of the file", () => {
+    const content = ["import x", "", "const total = compute(items)", "log(total)", "", "export default total"].join("\n")
+    const outcome = Match.find({ content, oldString: "const totals = computeAll(items)\nlog(totals)", newString: "x" })
+    expect(outcome._tag).toBe("NotFound")
+    if (outcome._tag !== "NotFound") return
+    expect(outcome.closest).toMatchObject({ startLine: 3, endLine: 4 })
+    expect(outcome.closest!.similarity).toBeGreaterThan(0.5)
+    expect(outcome.refused).toEqual([])
+  })
+
+  test("similarity is 1 for equal texts and lower for different ones", () => {
+    expect(Match.similarity("a  b\nc", "a b\nc")).toBe(1)
+    expect(Match.similarity("function a()", "class B {}")).toBeLessThan(0.3)
+  })
+})
