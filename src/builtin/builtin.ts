@@ -8,6 +8,7 @@ import { isAbsolute, relative, sep } from "node:path"
 import * as Effect from "effect/Effect"
 import { Boundary } from "../permission/boundary"
 import { Permission } from "../permission/permission"
+import type { Shell } from "../shell/producer"
 import { Tool } from "../tool/tool"
 
 /** The services a built-in captures at construction. */
@@ -16,6 +17,8 @@ export interface Services {
   readonly directory: string
   /** The Location's permission service. */
   readonly permission: Permission.Interface
+  /** The process producer commands run through. */
+  readonly shell: Shell.Interface
 }
 
 /** The part of a permission request every check of one call shares. */

@@ -18,6 +18,7 @@ import { Permission } from "../permission/permission"
 import { Registry } from "../registry/registry"
 import { Approvals } from "../store/approvals"
 import { Settler } from "../settlement/settler"
+import { Shell } from "../shell/producer"
 import { SqliteStore } from "../store/sqlite"
 import type { Store } from "../store/store"
 import { Command } from "./command"
@@ -77,7 +78,9 @@ export const catalogLayer = (environment: Environment, prepared: Prepared) =>
  * service (the built-ins capture it).
  */
 const locationLayer = (environment: Environment, prepared: Prepared) =>
-  Location.layer(prepared.directory, Builtins.layer).pipe(Layer.provideMerge(Application.layer(environment.home)))
+  Location.layer(prepared.directory, Builtins.layer.pipe(Layer.provide(Shell.layer(prepared.config.shell)))).pipe(
+    Layer.provideMerge(Application.layer(environment.home)),
+  )
 
 /**
  * A settlement kernel without discovery: application and Location registries, the settler, bounding with managed
@@ -101,7 +104,8 @@ export const kernelLayer = <E>(options: {
     Layer.provideMerge(options.store),
   )
 
-const storePath = (environment: Environment) => join(environment.dataDir, "core.db")
+/** The durable store: settlements and saved approvals. */
+export const storePath = (environment: Environment) => join(environment.dataDir, "core.db")
 
 /** Saved approvals, in the durable store. */
 export const approvalsLayer = (environment: Environment) => SqliteStore.approvalsLayer(storePath(environment))

@@ -10,11 +10,13 @@ import { Builtins } from "../../src/builtin/builtins"
 import { Runtime } from "../../src/cli/runtime"
 import { Location } from "../../src/location/location"
 import { ManagedOutputs } from "../../src/output/managed"
+import type { Config } from "../../src/config/config"
 import type { Agent } from "../../src/permission/agent"
 import { Permission } from "../../src/permission/permission"
 import type { Rule } from "../../src/permission/rule"
 import type { Settlement } from "../../src/settlement/settlement"
 import { Settler } from "../../src/settlement/settler"
+import { Shell } from "../../src/shell/producer"
 import { Approvals } from "../../src/store/approvals"
 import { Store } from "../../src/store/store"
 import type { Tool } from "../../src/tool/tool"
@@ -58,6 +60,8 @@ export interface HarnessOptions {
   readonly files?: Record<string, string | Uint8Array>
   /** Rules after core's defaults (`*` allow, `external_directory` ask), as a core.json would add them. */
   readonly rules?: ReadonlyArray<Rule.Rule>
+  /** The `shell` section of a core.json: timeouts and capture limits of the shell producer. */
+  readonly shell?: Config.Shell
 }
 
 export const harness = (options: HarnessOptions = {}): Harness => {
@@ -88,7 +92,8 @@ export const harness = (options: HarnessOptions = {}): Harness => {
       permission,
       ...(settleOptions.limits === undefined ? {} : { limits: settleOptions.limits }),
     })
-    const layer = Location.layer(directory, Builtins.layer).pipe(Layer.provideMerge(kernel))
+    const builtins = Builtins.layer.pipe(Layer.provide(Shell.layer(options.shell)))
+    const layer = Location.layer(directory, builtins).pipe(Layer.provideMerge(kernel))
     const program = Effect.gen(function* () {
       const service = yield* Permission.Service
       const asks: Array<Ask> = []

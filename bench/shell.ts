@@ -1,0 +1,208 @@
+// The shell producer: reading 64 MiB and 1 GiB of output through it in fresh child processes (throughput and peak
+// RSS, beside a bare Bun.spawn reader loop that keeps nothing), the same through `dist/core exec bash` end to end,
+// and the spawn overhead of `true` through the producer against a bare `Bun.spawn(["true"])` awaited, interleaved
+// in this run. Targets: ≥ 1 GB/s in-process, peak RSS flat with output size, spawn overhead within 1.5x.
+
+import { existsSync, mkdtempSync, readdirSync, statSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect } from "effect"
+import { Shell } from "../src/shell/producer"
+import { cleanup, duration, main, megabytes, progress, ratio, type Report, summarize } from "./measure"
+
+const ROOT = join(import.meta.dir, "..")
+const SIZES = [64 * 1024 * 1024, 1024 * 1024 * 1024] as const
+const RUNS = 3
+const SPAWNS = 200
+const TARGET_BYTES_PER_SECOND = 1e9
+/** How much more peak RSS reading 1 GiB may take than reading 64 MiB: flat, up to garbage-collection noise. */
+const TARGET_RSS_GROWTH_BYTES = 64e6
+const TARGET_SPAWN_RATIO = 1.5
+/** The producer's throughput against the bare reader loop's, which keeps nothing: the floor Bun allows. */
+const TARGET_FLOOR_SHARE = 0.9
+
+interface Sample {
+  readonly ms: number
+  readonly peakRss: number
+}
+
+const child = async (mode: "producer" | "bare", bytes: number): Promise<Sample> => {
+  const process_ = Bun.spawn([process.execPath, join(import.meta.dir, "shell-child.ts"), mode, String(bytes)], {
+    cwd: ROOT,
+    stdout: "pipe",
+    stderr: "inherit",
+  })
+  const [code, stdout] = await Promise.all([process_.exited, new Response(process_.stdout).text()])
+  if (code !== 0) throw new Error(`shell-child ${mode} ${bytes} failed (exit ${code})`)
+  return JSON.parse(stdout) as Sample
+}
+
+/** The newest modification time of a file under `directory`. */
+const newest = (directory: string): number =>
+  Math.max(
+    0,
+    ...readdirSync(directory, { recursive: true, encoding: "utf8" }).map((file) => statSync(join(directory, file)).mtimeMs),
+  )
+
+/** dist/core, built first when it is missing or older than the sources (an older one may lack the bash tool). */
+const binary = async (): Promise<string> => {
+  const path = join(ROOT, "dist", "core")
+  if (existsSync(path) && statSync(path).mtimeMs >= newest(join(ROOT, "src"))) return path
+  progress("shell: building dist/core (missing or older than src/)")
+  const build = Bun.spawn([process.execPath, join(ROOT, "build.ts")], { cwd: ROOT, stdout: "inherit", stderr: "inherit" })
+  if ((await build.exited) !== 0) throw new Error("bun build.ts failed")
+  return path
+}
+
+/** One `core exec bash` reading `bytes`: wall time of the whole process and its peak RSS. */
+const exec = async (core: string, root: string, bytes: number): Promise<Sample> => {
+  const location = mkdtempSync(join(root, "loc-"))
+  const started = performance.now()
+  const process_ = Bun.spawn(
+    [core, "exec", "bash", "--input", JSON.stringify({ command: `head -c ${bytes} /dev/zero` }), "--location", location],
+    {
+      env: { ...process.env, CORE_DATA_DIR: mkdtempSync(join(root, "data-")), CORE_HOME: mkdtempSync(join(root, "home-")) },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  )
+  const [code, stdout] = await Promise.all([process_.exited, new Response(process_.stdout).text()])
+  const ms = performance.now() - started
+  if (code !== 0) throw new Error(`core exec bash failed (exit ${code}): ${stdout.slice(0, 500)}`)
+  const settlement = JSON.parse(stdout) as { content: ReadonlyArray<{ text?: string }> }
+  if (!settlement.content.some((part) => part.text?.includes(`stdout: ${bytes.toLocaleString("en-US")} bytes`))) {
+    throw new Error("the settlement does not report the bytes read")
+  }
+  return { ms, peakRss: process_.resourceUsage()?.maxRSS ?? Number.NaN }
+}
+
+const spawnOverhead = async () => {
+  const shell = Shell.make()
+  const cwd = tmpdir()
+  const producer: Array<number> = []
+  const bare: Array<number> = []
+  const once = async () => {
+    let started = performance.now()
+    await Effect.runPromise(shell.run({ argv: ["true"], cwd }))
+    producer.push(performance.now() - started)
+    started = performance.now()
+    await Bun.spawn(["true"]).exited
+    bare.push(performance.now() - started)
+  }
+  for (let index = 0; index < 20; index++) await once() // warm up
+  producer.length = 0
+  bare.length = 0
+  for (let index = 0; index < SPAWNS; index++) await once()
+  return { producer: summarize(producer), bare: summarize(bare) }
+}
+
+const measure = async (): Promise<Report> => {
+  const root = mkdtempSync(join(tmpdir(), "core-bench-shell-"))
+  try {
+    const inProcess: Record<string, Array<Sample>> = {}
+    for (const bytes of SIZES) {
+      for (const mode of ["producer", "bare"] as const) {
+        progress(`shell: ${mode} reading ${megabytes(bytes)}, ${RUNS} runs`)
+        const samples: Array<Sample> = []
+        for (let run = 0; run < RUNS; run++) samples.push(await child(mode, bytes))
+        inProcess[`${mode} ${bytes}`] = samples
+      }
+    }
+    const core = await binary()
+    const throughCore: Record<number, Array<Sample>> = {}
+    for (const bytes of SIZES) {
+      progress(`shell: core exec bash reading ${megabytes(bytes)}, ${RUNS} runs`)
+      const samples: Array<Sample> = []
+      for (let run = 0; run < RUNS; run++) samples.push(await exec(core, root, bytes))
+      throughCore[bytes] = samples
+    }
+    progress(`shell: spawning true ${SPAWNS} times each way, interleaved`)
+    const spawn = await spawnOverhead()
+
+    const rate = (bytes: number, samples: ReadonlyArray<Sample>) => summarize(samples.map((sample) => bytes / (sample.ms / 1000)))
+    const peak = (samples: ReadonlyArray<Sample>) => summarize(samples.map((sample) => sample.peakRss))
+    const speed = (value: number) => `${(value / 1e9).toFixed(2)} GB/s`
+    const row = (label: string, bytes: number, samples: ReadonlyArray<Sample>) => {
+      const throughput = rate(bytes, samples)
+      const rss = peak(samples)
+      return [label, megabytes(bytes), speed(throughput.p50), `${speed(throughput.min)} / ${speed(throughput.max)}`, megabytes(rss.p50), megabytes(rss.max)]
+    }
+    const [small, large] = SIZES
+    const producerLarge = rate(large, inProcess[`producer ${large}`]!)
+    const floorShare = producerLarge.p50 / rate(large, inProcess[`bare ${large}`]!).p50
+    const growthOf = (samples: Record<number, ReadonlyArray<Sample>>) => peak(samples[large]!).max - peak(samples[small]!).p50
+    const growth = growthOf({ [small]: inProcess[`producer ${small}`]!, [large]: inProcess[`producer ${large}`]! })
+    const bareGrowth = growthOf({ [small]: inProcess[`bare ${small}`]!, [large]: inProcess[`bare ${large}`]! })
+    const coreGrowth = growthOf(throughCore)
+    const spawnRatio = spawn.producer.p50 / spawn.bare.p50
+
+    return {
+      name: "shell: the process producer",
+      about:
+        `head -c N /dev/zero read through the producer and a bare reader loop (fresh child process per run, ${RUNS} runs ` +
+        `each), through core exec bash end to end, and ${SPAWNS} spawns of true each way, interleaved.`,
+      tables: [
+        {
+          title: "reading output (MB = 10^6 bytes; GB/s = 10^9 bytes/s)",
+          columns: ["path", "output", "p50", "min / max", "peak RSS p50", "peak RSS max"],
+          rows: [
+            ...SIZES.map((bytes) => row("producer (capture 1 MiB per stream, group kill)", bytes, inProcess[`producer ${bytes}`]!)),
+            ...SIZES.map((bytes) => row("bare Bun.spawn reader loop (keeps nothing)", bytes, inProcess[`bare ${bytes}`]!)),
+            ...SIZES.map((bytes) => row("core exec bash (whole process)", bytes, throughCore[bytes]!)),
+          ],
+        },
+        {
+          title: "spawn overhead of `true`",
+          columns: ["path", "p50", "q1 / q3", "min / max"],
+          rows: [
+            ["Shell.run (detached, two pipes read, group checked)", duration(spawn.producer.p50), `${duration(spawn.producer.q1)} / ${duration(spawn.producer.q3)}`, `${duration(spawn.producer.min)} / ${duration(spawn.producer.max)}`],
+            ['bare Bun.spawn(["true"]) awaited', duration(spawn.bare.p50), `${duration(spawn.bare.q1)} / ${duration(spawn.bare.q3)}`, `${duration(spawn.bare.min)} / ${duration(spawn.bare.max)}`],
+          ],
+        },
+      ],
+      targets: [
+        {
+          measure: `producer throughput reading ${megabytes(large)} (p50)`,
+          value: speed(producerLarge.p50),
+          target: `≥ ${speed(TARGET_BYTES_PER_SECOND)}`,
+          met: producerLarge.p50 >= TARGET_BYTES_PER_SECOND,
+        },
+        {
+          measure: `producer throughput / bare reader loop throughput, ${megabytes(large)} (p50)`,
+          value: ratio(floorShare),
+          target: `≥ ${ratio(TARGET_FLOOR_SHARE)}`,
+          met: floorShare >= TARGET_FLOOR_SHARE,
+        },
+        {
+          measure: `producer peak RSS growth, ${megabytes(large)} (worst) over ${megabytes(small)} (p50)`,
+          value: megabytes(growth),
+          target: `< ${megabytes(TARGET_RSS_GROWTH_BYTES)}`,
+          met: growth < TARGET_RSS_GROWTH_BYTES,
+        },
+        {
+          measure: `core exec bash peak RSS growth, ${megabytes(large)} (worst) over ${megabytes(small)} (p50)`,
+          value: megabytes(coreGrowth),
+          target: `< ${megabytes(TARGET_RSS_GROWTH_BYTES)}`,
+          met: coreGrowth < TARGET_RSS_GROWTH_BYTES,
+        },
+        {
+          measure: "spawn of true: Shell.run p50 / bare Bun.spawn p50",
+          value: ratio(spawnRatio),
+          target: `≤ ${ratio(TARGET_SPAWN_RATIO)}`,
+          met: spawnRatio <= TARGET_SPAWN_RATIO,
+        },
+      ],
+      notes: [
+        "the producer keeps at most 1 MiB per stream and 1 MiB of the merged view; the rest is counted and reported as dropped",
+        `peak RSS growth from ${megabytes(small)} to ${megabytes(large)} of output: producer ${megabytes(growth)}, bare reader loop ${megabytes(bareGrowth)} (garbage collection lag, not retention)`,
+        "core exec bash times include the binary's start-up, the permission check, parsing the command line and settling",
+        'the bare spawn uses Bun.spawn\'s defaults (stdout piped and never read, stderr inherited, no process group)',
+      ],
+    }
+  } finally {
+    cleanup([root])
+  }
+}
+
+if (import.meta.main) await main(measure)

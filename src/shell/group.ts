@@ -1,0 +1,75 @@
+export * as ProcessGroup from "./group"
+
+// Ending a process group and proving it ended: SIGTERM to the whole group, SIGKILL after a grace period, then
+// SIGKILL again until no member is left (zombies excepted: they have ended and only wait to be reaped) or a bound
+// is reached. Membership is read from /proc, because a signal's success says nothing about grandchildren.
+// Linux only, like the rest of the producer; this module must not spawn anything.
+
+import { readdirSync, readFileSync } from "node:fs"
+
+/** How long members get to exit after SIGTERM before SIGKILL (DESIGN §9). */
+export const GRACE_MS = 3000
+/** How often membership is checked while waiting. */
+const POLL_MS = 20
+/** How many SIGKILL rounds before the remaining members are reported as survivors. */
+const KILL_ROUNDS = 50
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** Sends `name` to every member of the group; false when the group has no member left at all. */
+export const signal = (pgid: number, name: NodeJS.Signals | 0): boolean => {
+  try {
+    process.kill(-pgid, name)
+    return true
+  } catch (cause) {
+    const code = typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
+    if (code === "ESRCH") return false
+    // EPERM: members exist that we may not signal (a setuid program); they are reported as survivors.
+    if (code === "EPERM") return true
+    throw cause
+  }
+}
+
+/** The live (not zombie) members of the group, from /proc/<pid>/stat. */
+export const members = (pgid: number): Array<number> => {
+  const found: Array<number> = []
+  for (const entry of readdirSync("/proc")) {
+    const code = entry.charCodeAt(0)
+    if (code < 48 || code > 57) continue
+    let stat: string
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "latin1")
+    } catch {
+      continue // ended while we looked
+    }
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so fields count from the last ")".
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    if (Number(fields[2]) === pgid && fields[0] !== "Z") found.push(Number(entry))
+  }
+  return found
+}
+
+/** Resolves true once the group has no live member, or false after `ms`. */
+const emptied = async (pgid: number, ms: number): Promise<boolean> => {
+  const deadline = performance.now() + ms
+  for (;;) {
+    if (!signal(pgid, 0) || members(pgid).length === 0) return true
+    if (performance.now() >= deadline) return false
+    await sleep(POLL_MS)
+  }
+}
+
+/**
+ * Ends every process of the group: SIGTERM, then SIGKILL after `graceMs`, repeated until none is left. Answers
+ * the pids that could not be killed (empty unless a process is stuck in the kernel).
+ */
+export const terminate = async (pgid: number, graceMs = GRACE_MS): Promise<ReadonlyArray<number>> => {
+  // The common case, a group that already ended, costs one system call.
+  if (!signal(pgid, "SIGTERM")) return []
+  if (await emptied(pgid, graceMs)) return []
+  for (let round = 0; round < KILL_ROUNDS; round++) {
+    if (!signal(pgid, "SIGKILL")) return []
+    if (await emptied(pgid, POLL_MS)) return []
+  }
+  return members(pgid)
+}

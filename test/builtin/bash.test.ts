@@ -1,0 +1,260 @@
+// The bash built-in settled in a real Location: results and how they read to the model, bad input as
+// model-visible errors, permission per command (and nothing spawned when refused), the workdir boundary, and the
+// edge cases of real processes (background jobs, timeouts, signals, huge output), each leaving nothing behind.
+
+import { describe, expect, test } from "bun:test"
+import { existsSync, mkdirSync, realpathSync } from "node:fs"
+import { join } from "node:path"
+import { ProcessGroup } from "../../src/shell/group"
+import { harness, textOf } from "../support/builtin"
+import { tempDir } from "../support/temp"
+import { alive, pidsIn } from "../shell/processes"
+
+interface Structured {
+  readonly exitCode: number | null
+  readonly signal: string | null
+  readonly timedOut: boolean
+  readonly timeout?: { readonly kind: string; readonly ms: number }
+  readonly stdout: string
+  readonly stderr: string
+  readonly output: string
+  readonly capture: Record<"stdout" | "stderr" | "output", { bytes: number; kept: number; complete: boolean; gap?: { offset: number; length: number } }>
+  readonly durationMs: number
+}
+
+const structured = (outcome: { settlement: { structured: unknown } }) => outcome.settlement.structured as Structured
+
+const ASK_ALL = { action: "bash", resource: "*", effect: "ask" } as const
+
+describe("bash results", () => {
+  test("echo settles as success with the output and the exit code", async () => {
+    const outcome = await harness().settle("bash", { command: "echo hi" })
+    expect(outcome.settlement.status).toBe("success")
+    expect(textOf(outcome.settlement)).toBe("hi\n\nExit code 0")
+    expect(structured(outcome)).toMatchObject({
+      exitCode: 0,
+      signal: null,
+      timedOut: false,
+      stdout: "hi\n",
+      stderr: "",
+      output: "hi\n",
+      capture: { stdout: { bytes: 3, kept: 3, complete: true } },
+    })
+  })
+
+  test("a non-zero exit is a normal result, with both streams interleaved", async () => {
+    const outcome = await harness().settle("bash", { command: "echo out; sleep 0.05; echo err >&2; exit 3" })
+    expect(outcome.settlement.status).toBe("success")
+    expect(textOf(outcome.settlement)).toBe("out\nerr\n\nExit code 3")
+    expect(structured(outcome)).toMatchObject({ exitCode: 3, stdout: "out\n", stderr: "err\n" })
+  })
+
+  test("a command that does not exist reads as exit 127, command not found", async () => {
+    const outcome = await harness().settle("bash", { command: "no-such-command-anywhere --flag" })
+    expect(outcome.settlement.status).toBe("success")
+    expect(textOf(outcome.settlement)).toMatch(/command not found\n\nExit code 127 \(command not found\)$/)
+  })
+
+  test("a process killed by a signal says so", async () => {
+    const outcome = await harness().settle("bash", { command: "kill -9 $$" })
+    expect(textOf(outcome.settlement)).toBe("(no output)\n\nKilled by SIGKILL")
+    expect(structured(outcome)).toMatchObject({ exitCode: null, signal: "SIGKILL" })
+  })
+
+  test("runs in the Location by default and in a workdir inside it", async () => {
+    const box = harness({ files: { "sub/file.txt": "x" } })
+    expect(structured(await box.settle("bash", { command: "pwd" })).stdout).toBe(`${box.directory}\n`)
+    expect(structured(await box.settle("bash", { command: "pwd; ls", workdir: "sub" })).stdout).toBe(
+      `${join(box.directory, "sub")}\nfile.txt\n`,
+    )
+  })
+
+  test("a background job returns promptly and is killed with the group", async () => {
+    const outcome = await harness().settle("bash", { command: "sleep 1000 & echo $!" })
+    const [pid] = pidsIn(structured(outcome).stdout)
+    expect(outcome.settlement.status).toBe("success")
+    expect(alive(pid!)).toBe(false)
+  })
+
+  test("a command that closes stdout early settles with its stderr", async () => {
+    const outcome = await harness().settle("bash", { command: "exec 1>&-; sleep 0.2; echo x >&2" })
+    expect(textOf(outcome.settlement)).toBe("x\n\nExit code 0")
+  })
+
+  test("a timeout stops the whole group and says so", async () => {
+    const outcome = await harness().settle("bash", { command: "sleep 1000 & echo $! $$; sleep 1000", timeoutMs: 300 })
+    const [background, leader] = pidsIn(structured(outcome).stdout)
+    expect(outcome.settlement.status).toBe("success")
+    expect(textOf(outcome.settlement)).toMatch(/\n\nTimed out after 300 ms$/)
+    expect(structured(outcome)).toMatchObject({ timedOut: true, timeout: { kind: "wall", ms: 300 }, signal: "SIGTERM" })
+    expect(alive(background!)).toBe(false)
+    expect(ProcessGroup.members(leader!)).toEqual([])
+  })
+
+  test("a command that never prints stops after the configured inactivity timeout", async () => {
+    const outcome = await harness({ shell: { inactivityTimeoutMs: 300 } }).settle("bash", { command: "sleep 1000" })
+    expect(textOf(outcome.settlement)).toBe("(no output)\n\nTimed out after 300 ms without output")
+    expect(structured(outcome).timeout).toEqual({ kind: "inactivity", ms: 300 })
+  })
+
+  test("progress reaches the call while the command runs", async () => {
+    const outcome = await harness().settle("bash", { command: "echo one; sleep 0.5; echo two" })
+    expect(outcome.progress[0]).toMatchObject({ message: "one", metadata: { tail: "one\n", bytes: 4 } })
+    expect(outcome.progress.at(-1)?.message).toBe("two")
+  })
+
+  test("2 GiB of output keeps the head and tail and states exactly what was not kept", async () => {
+    const outcome = await harness().settle("bash", { command: "yes | head -c 2147483648" })
+    expect(outcome.settlement.status).toBe("success")
+    // Both forms are too large for the model: the settlement bounds them and keeps each in full.
+    const kept = Object.values(outcome.outputs)
+    const text = kept.find((output) => output.startsWith("y"))!
+    const result = JSON.parse(kept.find((output) => output.startsWith("{"))!) as Structured
+    expect(result.capture.stdout).toEqual({
+      bytes: 2_147_483_648,
+      kept: 1_048_576,
+      complete: false,
+      gap: { offset: 524_288, length: 2_146_435_072 },
+    })
+    expect(result.capture.output).toMatchObject({ bytes: 2_147_483_648, kept: 1_048_576, complete: false })
+    const half = "y\n".repeat(262_144)
+    expect(result.stdout).toBe(`${half}\n[… 2,146,435,072 bytes not kept …]\n${half}`)
+    expect(text).toContain("\n\nExit code 0\nstdout: 2,147,483,648 bytes, the middle 2,146,435,072 bytes were not kept\n")
+    expect(text).toContain("[… 2,146,435,072 bytes not kept …]")
+  }, 120_000)
+})
+
+describe("bash input errors", () => {
+  const failure = async (input: unknown, options: Parameters<typeof harness>[0] = {}) => {
+    const outcome = await harness(options).settle("bash", input)
+    expect(outcome.settlement.status).toBe("error")
+    expect(outcome.settlement.error?.kind).toBe("failure")
+    return outcome.settlement.error!.message
+  }
+
+  test("an empty command", async () => {
+    expect(await failure({ command: "  \n" })).toContain("The command is empty")
+  })
+
+  test("a timeout that is not positive or above the maximum", async () => {
+    expect(await failure({ command: "true", timeoutMs: 0 })).toContain("timeoutMs must be between 1 and 600000 ms, not 0")
+    expect(await failure({ command: "true", timeoutMs: -5 })).toContain("not -5")
+    expect(await failure({ command: "true", timeoutMs: 2000 }, { shell: { maxTimeoutMs: 1000 } })).toContain(
+      "between 1 and 1000 ms, not 2000",
+    )
+  })
+
+  test("a workdir that is a file, or does not exist", async () => {
+    expect(await failure({ command: "true", workdir: "a.txt" }, { files: { "a.txt": "x" } })).toContain(
+      "The workdir a.txt is not a directory",
+    )
+    expect(await failure({ command: "true", workdir: "missing" })).toContain("The workdir missing does not exist")
+  })
+})
+
+describe("bash permission per command", () => {
+  test("each command of a line is checked: an allowed one does not carry the others", async () => {
+    const box = harness({ rules: [ASK_ALL, { action: "bash", resource: "git status", effect: "allow" }] })
+    const outcome = await box.settle("bash", { command: "git status && touch made" })
+    expect(outcome.asks).toEqual([{ action: "bash", resources: ["touch made"], save: ["touch *"] }])
+    expect(outcome.settlement.status).toBe("declined")
+    expect(existsSync(join(box.directory, "made"))).toBe(false)
+  })
+
+  test("one ask covers every command not yet allowed, saving each one's prefix", async () => {
+    const box = harness({ rules: [ASK_ALL] })
+    const outcome = await box.settle("bash", { command: "mkdir -p out && npm run build > out/log; echo $(touch made)" }, {
+      reply: { reply: "once" },
+    })
+    expect(outcome.asks).toEqual([
+      {
+        action: "bash",
+        resources: ["mkdir -p out", "npm run build", "echo $(touch made)", "touch made"],
+        save: ["mkdir *", "npm run build *", "echo *", "touch *"],
+      },
+    ])
+    expect(outcome.settlement.status).toBe("success")
+    expect(existsSync(join(box.directory, "made"))).toBe(true)
+  })
+
+  test("a rule denying one command denies the line, and nothing runs", async () => {
+    const box = harness({ rules: [{ action: "bash", resource: "rm *", effect: "deny" }] })
+    box.write({ keep: "x" })
+    const outcome = await box.settle("bash", { command: "touch made; sudo rm keep" })
+    expect(outcome.settlement.status).toBe("error")
+    expect(outcome.settlement.error?.kind).toBe("denied")
+    expect(outcome.settlement.error?.message).toContain('"rm keep"')
+    expect(existsSync(join(box.directory, "made"))).toBe(false)
+    expect(existsSync(join(box.directory, "keep"))).toBe(true)
+  })
+
+  test("an unparsable line is asked as a whole, even when a prefix rule allows its first command", async () => {
+    const box = harness({ rules: [ASK_ALL, { action: "bash", resource: "echo *", effect: "allow" }] })
+    const outcome = await box.settle("bash", { command: 'echo "unterminated; touch made' })
+    expect(outcome.asks).toEqual([
+      { action: "bash", resources: ['<unparsed> echo "unterminated; touch made'], save: ['<unparsed> echo "unterminated; touch made'] },
+    ])
+    expect(existsSync(join(box.directory, "made"))).toBe(false)
+  })
+
+  test("an expansion in a command name is asked as the whole line", async () => {
+    const box = harness({ rules: [ASK_ALL, { action: "bash", resource: "echo *", effect: "allow" }] })
+    const outcome = await box.settle("bash", { command: "CMD=touch; $CMD made" })
+    expect(outcome.asks[0]?.resources).toContain("<unparsed> CMD=touch; $CMD made")
+    expect(existsSync(join(box.directory, "made"))).toBe(false)
+  })
+
+  test("commands allowed by rules run without asking", async () => {
+    const box = harness({ rules: [ASK_ALL, { action: "bash", resource: "echo *", effect: "allow" }] })
+    const outcome = await box.settle("bash", { command: "echo a && echo b" })
+    expect(outcome.asks).toEqual([])
+    expect(textOf(outcome.settlement)).toBe("a\nb\n\nExit code 0")
+  })
+
+  test("a workdir outside the Location asks external_directory first, and nothing runs when it is declined", async () => {
+    const outside = realpathSync(tempDir("core-bash-outside-"))
+    const box = harness()
+    const outcome = await box.settle("bash", { command: "touch made", workdir: outside })
+    expect(outcome.asks).toEqual([{ action: "external_directory", resources: [`${outside}/*`], save: [`${outside}/*`] }])
+    expect(outcome.settlement.status).toBe("declined")
+    expect(existsSync(join(outside, "made"))).toBe(false)
+  })
+
+  test("a workdir outside the Location runs there once approved", async () => {
+    const outside = realpathSync(tempDir("core-bash-outside-"))
+    const outcome = await harness().settle("bash", { command: "pwd", workdir: outside }, { reply: { reply: "once" } })
+    expect(structured(outcome).stdout).toBe(`${outside}\n`)
+  })
+
+  test("a file command naming a path outside the Location asks for that directory", async () => {
+    const outside = realpathSync(tempDir("core-bash-outside-"))
+    mkdirSync(join(outside, "deep"))
+    const box = harness()
+    const outcome = await box.settle("bash", { command: `touch made && rm -rf ${outside}/deep` })
+    expect(outcome.asks).toEqual([{ action: "external_directory", resources: [`${outside}/deep/*`], save: [`${outside}/deep/*`] }])
+    expect(existsSync(join(box.directory, "made"))).toBe(false)
+    expect(existsSync(join(outside, "deep"))).toBe(true)
+  })
+
+  test("every outside directory of a call is asked about at once", async () => {
+    const first = realpathSync(tempDir("core-bash-outside-"))
+    const second = realpathSync(tempDir("core-bash-outside-"))
+    const outcome = await harness().settle("bash", { command: `cat ${second}/notes.txt`, workdir: first })
+    expect(outcome.asks).toEqual([
+      { action: "external_directory", resources: [`${first}/*`, `${second}/*`], save: [`${first}/*`, `${second}/*`] },
+    ])
+  })
+
+  test("a redirection to a file outside the Location asks for its directory", async () => {
+    const outside = realpathSync(tempDir("core-bash-outside-"))
+    const outcome = await harness().settle("bash", { command: `echo hi > ${outside}/out.txt` })
+    expect(outcome.asks).toEqual([{ action: "external_directory", resources: [`${outside}/*`], save: [`${outside}/*`] }])
+    expect(existsSync(join(outside, "out.txt"))).toBe(false)
+  })
+
+  test("paths inside the Location and devices ask nothing", async () => {
+    const outcome = await harness().settle("bash", { command: "mkdir -p a/b && touch a/b/c 2>/dev/null && ls a/b" })
+    expect(outcome.asks).toEqual([])
+    expect(structured(outcome).stdout).toBe("c\n")
+  })
+})

@@ -1,0 +1,43 @@
+// The bash built-in through the compiled `core` binary: the embedded tree-sitter WebAssembly loads, and SIGINT to
+// `core exec bash` cancels the call (exit 130) and leaves no process of the command behind.
+
+import { describe, expect, test } from "bun:test"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { ProcessGroup } from "../../src/shell/group"
+import { exec, sandbox, settlementOf, start } from "../cli/fixture"
+import { alive, pidsIn } from "./processes"
+
+describe("core exec bash", () => {
+  test("runs a command line, parsed with the grammar embedded in the binary", async () => {
+    const box = sandbox()
+    const result = await exec(box, "bash", { command: "echo hi && echo there >&2" })
+    expect(result.code).toBe(0)
+    const settlement = settlementOf(result)
+    expect(settlement.status).toBe("success")
+    expect(settlement.content).toEqual([{ type: "text", text: "hi\nthere\n\nExit code 0" }])
+  })
+
+  test("an unparsable line is declined without a terminal: it is asked, never allowed by a prefix", async () => {
+    const box = sandbox({ "core.json": JSON.stringify({ permission: { bash: { "*": "ask", "echo *": "allow" } } }) })
+    const result = await exec(box, "bash", { command: 'echo "unterminated' })
+    expect(result.code).toBe(4)
+    expect(settlementOf(result).status).toBe("declined")
+  })
+
+  test("SIGINT cancels the call, exits 130 and leaves no process behind", async () => {
+    const box = sandbox()
+    const command = "sleep 1000 & echo $! $$ > pids; echo ready; sleep 1000"
+    const running = await start(box, ["exec", "bash", "--input", JSON.stringify({ command }), "--location", box.location])
+    await running.stderrContains("progress: ready\n")
+    const [background, leader] = pidsIn(readFileSync(join(box.location, "pids"), "utf8"))
+    expect(alive(background!)).toBe(true)
+    running.child.kill("SIGINT")
+    const result = await running.finished()
+    expect(result.code).toBe(130)
+    expect(settlementOf(result).status).toBe("cancelled")
+    expect(alive(background!)).toBe(false)
+    expect(alive(leader!)).toBe(false)
+    expect(ProcessGroup.members(leader!)).toEqual([])
+  })
+})
