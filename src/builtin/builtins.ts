@@ -8,22 +8,41 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Permission } from "../permission/permission"
 import { Registry } from "../registry/registry"
+import { Shell } from "../shell/producer"
 import type { Tool } from "../tool/tool"
+import { ApplyPatch } from "./apply-patch"
+import { Bash } from "./bash"
 import { Builtin } from "./builtin"
+import { Edit } from "./edit"
+import { Glob } from "./glob"
+import { Grep } from "./grep"
+import { List } from "./list"
+import { Read } from "./read"
+import { Write } from "./write"
 
 /** The built-ins' names, in the order they are registered. */
-export const NAMES = [] as const
+export const NAMES = ["read", "write", "edit", "apply_patch", "glob", "grep", "list", "bash"] as const
 
 export type Name = (typeof NAMES)[number]
 
 /** Every built-in, by the name it is registered under. */
-export const make = (services: Builtin.Services): Readonly<Record<Name, Tool.Any>> => ({})
+export const make = (services: Builtin.Services): Readonly<Record<Name, Tool.Any>> => ({
+  read: Read.make(services),
+  write: Write.make(services),
+  edit: Edit.make(services),
+  apply_patch: ApplyPatch.make(services),
+  glob: Glob.make(services),
+  grep: Grep.make(services),
+  list: List.make(services),
+  bash: Bash.make(services),
+})
 
 /** Registers the built-ins into the Location registry for the life of the layer. */
-export const layer: Layer.Layer<never, never, Registry.Service | Permission.Service> = Layer.effectDiscard(
+export const layer: Layer.Layer<never, never, Registry.Service | Permission.Service | Shell.Service> = Layer.effectDiscard(
   Effect.gen(function* () {
     const registry = yield* Registry.Service
     const permission = yield* Permission.Service
-    yield* registry.tools.register(make({ directory: permission.project, permission })).pipe(Effect.orDie)
+    const shell = yield* Shell.Service
+    yield* registry.tools.register(make({ directory: permission.project, permission, shell })).pipe(Effect.orDie)
   }),
 )

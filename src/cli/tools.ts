@@ -57,12 +57,9 @@ export const run = (args: ReadonlyArray<string>) =>
         return Command.EXIT.ok
       }
       if (definitions.length === 0) {
+        // The built-ins are always there, so an empty catalog means the agent's rules hide everything.
         const hidden = registry.capture().definitions.length
-        Command.stdout(
-          hidden === 0
-            ? `No tools in ${directory}. Add one as tools/NAME.ts (see README).\n`
-            : `No tools in ${directory} are offered to the ${agent} agent: its rules deny all ${hidden}.\n`,
-        )
+        Command.stdout(`No tools in ${directory} are offered to the ${agent} agent: its rules deny all ${hidden}.\n`)
         return Command.EXIT.ok
       }
       const width = Math.max(...definitions.map((definition) => definition.name.length))

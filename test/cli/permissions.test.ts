@@ -134,11 +134,19 @@ describe("agents", () => {
     expect(runs(box, "write")).toBe(1)
   })
 
-  test("core tools --agent plan hides the editing tools; build is offered them all", async () => {
-    const box = sandbox(EDITING)
-    expect(await listed(box, ["--agent", "plan"])).toEqual(["deploy"])
-    expect(await offered(box, ["--agent", "plan"])).toEqual(["deploy"])
-    expect(await offered(box)).toEqual(["apply_patch", "deploy", "edit", "write"])
+  test("core tools --agent plan hides the editing tools, built-in or not; build is offered them all", async () => {
+    const everything = [...Builtins.NAMES, "deploy"].sort()
+    const editing = ["apply_patch", "edit", "write"]
+    const all = async (box: Sandbox, extra: ReadonlyArray<string>) => {
+      const result = await core(box, ["tools", "--json", "--location", box.location, ...extra])
+      return (JSON.parse(result.stdout) as Array<{ name: string }>).map((definition) => definition.name)
+    }
+    const box = sandbox(DEPLOY)
+    expect(await all(box, ["--agent", "plan"])).toEqual(everything.filter((name) => !editing.includes(name)))
+    expect(await all(box, [])).toEqual(everything)
+
+    const overridden = sandbox(EDITING)
+    expect(await all(overridden, ["--agent", "plan"])).toEqual(everything.filter((name) => !editing.includes(name)))
   })
 
   test("a configured agent is offered and may run only what its rules allow", async () => {

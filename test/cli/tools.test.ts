@@ -3,6 +3,7 @@
 
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
+import { Builtins } from "../../src/builtin/builtins"
 import { core, IMPORTS, own, sandbox } from "./fixture"
 
 const plain = (description: string) => `Tool.make({
@@ -152,15 +153,15 @@ export default Tool.make({
     expect(now!.inputSchema.type).toBe("object")
   })
 
-  test("a Location without tools lists none: a hint in the table and [] with --json", async () => {
+  test("a Location without tools of its own offers the built-ins, in the table and with --json", async () => {
     const box = sandbox()
+    const builtins = [...Builtins.NAMES].sort()
     const table = await core(box, ["tools", "--location", box.location])
     expect(table.code).toBe(0)
-    expect(table.stdout).toContain(box.location)
-    expect(table.stdout).toContain("tools/")
+    expect(table.stdout.trimEnd().split("\n").map((row) => row.split(/\s+/)[0])).toEqual(builtins)
     const json = await core(box, ["tools", "--json", "--location", box.location])
     expect(json.code).toBe(0)
-    expect(JSON.parse(json.stdout)).toEqual([])
+    expect((JSON.parse(json.stdout) as Array<Definition>).map((definition) => definition.name)).toEqual(builtins)
   })
 
   test("the Location defaults to the current directory", async () => {

@@ -1,0 +1,358 @@
+export * as Grep from "./grep"
+
+// The grep built-in: lines matching a regular expression, grouped by file, files newest first. ripgrep searches
+// in parallel (its --sort would make it single-threaded), and this module orders the files itself: it stats only
+// files with matches, and while rg streams it keeps only the newest files whose matches fill the limit, so
+// memory stays bounded however much matches. Every match is counted, so what the limit leaves out is exact.
+
+import { dirname } from "node:path"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { Tool } from "../tool/tool"
+import { Builtin } from "./builtin"
+import { Glob } from "./glob"
+import { Ripgrep } from "./ripgrep"
+
+export const DEFAULT_LIMIT = 100
+/** Characters of a matching line shown before it is cut. */
+export const MAX_LINE_CHARS = 2_000
+
+export const Input = Schema.Struct({
+  pattern: Schema.String.annotate({
+    description: "A regular expression (Rust regex syntax, like PCRE without look-around), e.g. log.*Error or function\\s+\\w+",
+  }),
+  path: Schema.optionalKey(
+    Schema.String.annotate({
+      description: "The directory (or one file) to search, relative to the Location or absolute (default: the Location)",
+    }),
+  ),
+  include: Schema.optionalKey(
+    Schema.String.annotate({ description: 'Only search files matching this glob, e.g. "*.ts" or "*.{ts,tsx}"' }),
+  ),
+  limit: Schema.optionalKey(
+    Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "at least 1" })).annotate({
+      description: `How many matching lines to show (default ${DEFAULT_LIMIT}); the rest are counted`,
+    }),
+  ),
+})
+
+const Line = Schema.Struct({
+  line: Schema.Int.annotate({ description: "1-based line number" }),
+  text: Schema.String.annotate({ description: `The line, cut after ${MAX_LINE_CHARS} characters with a note` }),
+})
+
+const FileMatches = Schema.Struct({
+  path: Schema.String,
+  matches: Schema.Int.annotate({ description: "Matching lines in this file" }),
+  lines: Schema.Array(Line).annotate({ description: "The matching lines shown" }),
+  notUtf8: Schema.optionalKey(Schema.Boolean.annotate({ description: "The path is not UTF-8 (shown with U+FFFD)" })),
+})
+
+export const Output = Schema.Struct({
+  pattern: Schema.String,
+  path: Schema.String.annotate({ description: "Where the search ran" }),
+  include: Schema.optionalKey(Schema.String),
+  matches: Schema.Int.annotate({ description: "Matching lines in all" }),
+  files: Schema.Int.annotate({ description: "Files with matches in all" }),
+  shown: Schema.Array(FileMatches).annotate({ description: "Files with the matches shown, newest first" }),
+  notShown: Schema.Int.annotate({ description: "Matching lines left out by the limit" }),
+  problems: Schema.optionalKey(
+    Schema.Array(Schema.String).annotate({ description: "What could not be searched (the results may be incomplete)" }),
+  ),
+})
+export type Output = typeof Output.Type
+
+interface Collected {
+  readonly path: string
+  readonly raw: Uint8Array
+  readonly utf8: boolean
+  readonly modified: number
+  count: number
+  readonly lines: Array<typeof Line.Type>
+}
+
+const sameBytes = (left: Uint8Array, right: Uint8Array): boolean =>
+  left.length === right.length && Buffer.from(left.buffer, left.byteOffset, left.length).equals(right)
+
+/** Bytes of a line kept for showing it: enough for MAX_LINE_CHARS characters, its line number and one more. */
+const KEEP_BYTES = (MAX_LINE_CHARS + 1) * 4 + 24
+
+/**
+ * Parses rg's `--null --line-number --no-heading` output: `path NUL number ":" text LF` for each matching line
+ * (`number ":" text LF` when one file is searched without its name). A path holds anything but NUL and a line
+ * anything but LF, so neither ":" nor bytes that are not UTF-8 confuse it. Of a line only its first KEEP_BYTES
+ * are kept (and its length counted), so a megabyte-long minified line costs no more than a short one. Any other
+ * line (rg's note that a binary file matched) goes to `onNote`. What it hands on is valid only during the call.
+ */
+const matchingLines = (
+  withPath: boolean,
+  onLine: (path: Uint8Array, line: number, text: Uint8Array, length: number) => void,
+  onNote: (note: Uint8Array) => void,
+) => {
+  let inPath = withPath
+  let path: Uint8Array = new Uint8Array(0)
+  let pathPending: Uint8Array | undefined
+  let textPending: Uint8Array | undefined
+  let textLength = 0
+  const keepText = (piece: Uint8Array) => {
+    const kept = textPending?.length ?? 0
+    if (kept < KEEP_BYTES) {
+      const taken = piece.subarray(0, KEEP_BYTES - kept)
+      textPending = textPending === undefined ? taken.slice() : Ripgrep.concat(textPending, taken)
+    }
+    textLength += piece.length
+  }
+  const finish = (rest: Uint8Array, length: number) => {
+    let index = 0
+    let line = 0
+    while (index < rest.length && rest[index]! >= 0x30 && rest[index]! <= 0x39) line = line * 10 + rest[index++]! - 0x30
+    if (index === 0 || rest[index] !== 0x3a) onNote(rest)
+    else onLine(path, line, rest.subarray(index + 1), length - index - 1)
+  }
+  const onData = (chunk: Uint8Array) => {
+    let position = 0
+    while (position < chunk.length) {
+      if (inPath) {
+        const end = chunk.indexOf(0, position)
+        if (end === -1) {
+          // Continued in the next chunk: copied, since the stream may reuse this one.
+          pathPending = pathPending === undefined ? chunk.slice(position) : Ripgrep.concat(pathPending, chunk.subarray(position))
+          return
+        }
+        path = pathPending === undefined ? chunk.subarray(position, end) : Ripgrep.concat(pathPending, chunk.subarray(position, end))
+        pathPending = undefined
+        inPath = false
+        position = end + 1
+        continue
+      }
+      const end = chunk.indexOf(10, position)
+      if (end === -1) {
+        keepText(chunk.subarray(position))
+        break
+      }
+      if (textPending === undefined) finish(chunk.subarray(position, end), end - position)
+      else {
+        keepText(chunk.subarray(position, end))
+        finish(textPending, textLength)
+        textPending = undefined
+        textLength = 0
+      }
+      inPath = withPath
+      position = end + 1
+    }
+    // The path may be needed with the next chunk.
+    if (!inPath && path.buffer === chunk.buffer) path = path.slice()
+  }
+  const onEnd = () => {
+    if (textPending !== undefined) finish(textPending, textLength)
+    textPending = undefined
+    textLength = 0
+  }
+  return { onData, onEnd }
+}
+
+/** A matching line as shown: without a CR, cut when too long, marked when not UTF-8. */
+const shownLine = (bytes: Uint8Array, length: number): string => {
+  const whole = bytes.length === length
+  const end = whole && bytes[bytes.length - 1] === 0x0d ? bytes.length - 1 : bytes.length
+  const decoded = Ripgrep.decode(bytes.subarray(0, end), !whole)
+  let text = decoded.text
+  if (!whole || text.length > MAX_LINE_CHARS) {
+    let cut = Math.min(text.length, MAX_LINE_CHARS)
+    if (text.charCodeAt(cut - 1) >= 0xd800 && text.charCodeAt(cut - 1) <= 0xdbff) cut--
+    text = `${text.slice(0, cut)} … [line cut at ${MAX_LINE_CHARS} characters; it is ${length} bytes long]`
+  }
+  return decoded.utf8 ? text : `${text} [not UTF-8: shown with U+FFFD]`
+}
+
+/**
+ * rg's report of a bad regular expression, reworded: the reason first, then the pattern with rg's caret under the
+ * fault. rg shows the pattern wrapped in the group `(?:…)` it searches with; the wrapper is removed.
+ */
+const regexError = (problems: ReadonlyArray<string>): string | undefined => {
+  const start = problems.indexOf("regex parse error:")
+  if (start === -1) return undefined
+  const reason = problems.find((line) => line.startsWith("error: "))?.slice("error: ".length)
+  const shown = problems[start + 1]
+  const caret = problems[start + 2]
+  const wrapped = shown === undefined ? undefined : /^(\s*)\(\?:(.*)\)$/.exec(shown)
+  if (reason === undefined || shown === undefined || caret === undefined || wrapped === null || wrapped === undefined) {
+    return problems.slice(start).join("\n")
+  }
+  const indent = wrapped[1]!
+  const column = caret.indexOf("^") - indent.length - 3
+  // A caret under the wrapper itself points at nothing the pattern holds.
+  if (column < 0) return reason
+  return `${reason}\n${indent}${wrapped[2]}\n${indent}${" ".repeat(column)}${caret.slice(caret.indexOf("^")).trimEnd()}`
+}
+
+const render = (output: Output): string => {
+  const problems =
+    output.problems === undefined
+      ? []
+      : ["", "ripgrep reported problems, so the results may be incomplete:", ...output.problems]
+  if (output.matches === 0) {
+    return [`No matches for ${output.pattern} in ${output.path}.`, ...problems].join("\n")
+  }
+  const shownCount = output.matches - output.notShown
+  const lines = [
+    `${output.matches} matching line${output.matches === 1 ? "" : "s"} in ${output.files} file${output.files === 1 ? "" : "s"}` +
+      (output.notShown > 0 ? `; showing ${shownCount}, newest files first:` : ", newest files first:"),
+  ]
+  for (const file of output.shown) {
+    lines.push("", `${file.path}:${file.notUtf8 === true ? " (name not UTF-8: shown with U+FFFD)" : ""}`)
+    for (const line of file.lines) lines.push(`  ${line.line}: ${line.text}`)
+    if (file.lines.length < file.matches) lines.push(`  (${file.matches - file.lines.length} more in this file not shown)`)
+  }
+  if (output.notShown > 0) {
+    const hiddenFiles = output.files - output.shown.length
+    lines.push(
+      "",
+      `(${output.notShown} matching lines not shown` +
+        (hiddenFiles > 0 ? `, ${hiddenFiles} more file${hiddenFiles === 1 ? "" : "s"} not listed` : "") +
+        ". Narrow the pattern, path or include, or raise limit.)",
+    )
+  }
+  return [...lines, ...problems].join("\n")
+}
+
+export const make = (services: Builtin.Services) =>
+  Tool.make({
+    description:
+      "Search file contents for a regular expression (ripgrep). Answers the matching lines with their line numbers, " +
+      `grouped by file, newest files first, at most ${DEFAULT_LIMIT} lines by default (limit changes it) with a count ` +
+      `of the rest. Lines longer than ${MAX_LINE_CHARS} characters are cut. include filters file names by glob ` +
+      "(*.ts, *.{ts,tsx}). Honours .gitignore, includes hidden files, never looks inside .git, skips binary files. " +
+      "Use glob to find files by name, then read to see a match in context.",
+    input: Input,
+    output: Output,
+    checksPermissions: true,
+    execute: (input, context) =>
+      Effect.gen(function* () {
+        const resolved = yield* Builtin.authorizePath(services, context, {
+          action: "grep",
+          path: input.path ?? ".",
+          access: "read",
+          tool: "grep",
+        })
+        const shown = Builtin.display(services.directory, resolved.real)
+        if (resolved.kind === "missing") {
+          return yield* new Tool.Failure({ message: `Path not found: ${shown}. Give an existing directory or file, or leave path out to search the project.` })
+        }
+        if (resolved.kind === "other") {
+          return yield* new Tool.Failure({ message: `${shown} is not a directory or regular file (a FIFO, socket or device); grep searches directories and files.` })
+        }
+        const limit = input.limit ?? DEFAULT_LIMIT
+        const single = resolved.kind === "file"
+        // Newest first, trimmed to the files whose matches fill the limit. A file is stat'ed when its first match
+        // arrives; one that cannot be shown any more is only counted, its lines never decoded.
+        const kept: Array<Collected> = []
+        let filled = 0
+        let current: Collected | undefined
+        let showing = false
+        let matches = 0
+        let files = 0
+        const notes: Array<string> = []
+        const finish = () => {
+          if (current === undefined || !showing) return
+          let at = kept.findIndex((other) => Glob.newerFirst(current!, other) < 0)
+          if (at === -1) at = kept.length
+          kept.splice(at, 0, current)
+          filled = 0
+          for (let index = 0; index < kept.length; index++) {
+            filled += kept[index]!.count
+            if (filled >= limit) {
+              kept.length = index + 1
+              break
+            }
+          }
+        }
+        const begin = (raw: Uint8Array) => {
+          const { text, utf8 } = Ripgrep.decode(raw)
+          const modified = Glob.modifiedTime(utf8 ? text : Buffer.from(raw))
+          current = { path: text, raw, utf8, modified, count: 0, lines: [] }
+          const oldest = kept[kept.length - 1]
+          showing = filled < limit || oldest === undefined || Glob.newerFirst(current, oldest) < 0
+          files++
+        }
+        const realBytes = Buffer.from(resolved.real)
+        const parser = matchingLines(
+          !single,
+          (path, line, text, length) => {
+            const raw = single ? realBytes : path
+            if (current === undefined || !sameBytes(raw, current.raw)) {
+              finish()
+              begin(raw.slice())
+            }
+            current!.count++
+            matches++
+            if (showing && current!.lines.length < limit) current!.lines.push({ line, text: shownLine(text, length) })
+          },
+          (note) => notes.push(`${shown}: ${Ripgrep.decode(note).text}`),
+        )
+        const outcome = yield* Ripgrep.run({
+          args: [
+            ...Ripgrep.COMMON_FLAGS,
+            "--line-number",
+            "--no-heading",
+            single ? "--no-filename" : "--with-filename",
+            "--null",
+            "--color=never",
+            `--regexp=${input.pattern}`,
+            "--",
+            resolved.real,
+          ],
+          ...(input.include === undefined ? {} : { select: input.include }),
+          cwd: single ? dirname(resolved.real) : resolved.real,
+          onData: parser.onData,
+          onEnd: () => {
+            parser.onEnd()
+            finish()
+          },
+        })
+        const { selectError } = outcome
+        const problems = [...outcome.problems, ...notes]
+        if (selectError !== undefined) {
+          return yield* new Tool.Failure({
+            message:
+              `Invalid include glob ${JSON.stringify(input.include)}: ${selectError}.\n` +
+              "Glob syntax: * (any characters but /), ** (any directories), ? (one character), [abc], {a,b}.",
+          })
+        }
+        if (outcome.code === 2 && matches === 0 && !Ripgrep.onlyPathProblems(outcome.problems)) {
+          const regex = regexError(outcome.problems)
+          return yield* new Tool.Failure({
+            message:
+              regex === undefined
+                ? `ripgrep could not run this search:\n${outcome.problems.join("\n")}`
+                : `Invalid regular expression ${JSON.stringify(input.pattern)}: ${regex}\n` +
+                  "grep uses Rust regex syntax: escape ( ) [ ] { } . * + ? | \\ ^ $ with a backslash to match them literally.",
+          })
+        }
+        let remaining = limit
+        const shownFiles: Array<typeof FileMatches.Type> = []
+        for (const file of kept) {
+          if (remaining === 0) break
+          const lines = file.lines.slice(0, remaining)
+          remaining -= lines.length
+          shownFiles.push({
+            path: Builtin.display(services.directory, file.path),
+            matches: file.count,
+            lines,
+            ...(file.utf8 ? {} : { notUtf8: true }),
+          })
+        }
+        const output: Output = {
+          pattern: input.pattern,
+          path: shown,
+          ...(input.include === undefined ? {} : { include: input.include }),
+          matches,
+          files,
+          shown: shownFiles,
+          notShown: matches - (limit - remaining),
+          ...(problems.length === 0 ? {} : { problems }),
+        }
+        return output
+      }),
+    toModelOutput: render,
+  })

@@ -1,0 +1,209 @@
+export * as List from "./list"
+
+// The list built-in: a directory's tree as ripgrep's file walk sees it (.gitignore honoured, hidden files
+// included, dependency, build and cache directories left out), shown breadth first up to MAX_ENTRIES entries
+// with an exact count of the rest. Directories appear through the files under them, so empty ones do not.
+
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { Tool } from "../tool/tool"
+import { Builtin } from "./builtin"
+import { Ripgrep } from "./ripgrep"
+
+/** Entries (files and directories) shown; the rest are counted. */
+export const MAX_ENTRIES = 100
+
+export const Input = Schema.Struct({
+  path: Schema.optionalKey(
+    Schema.String.annotate({ description: "The directory to list, relative to the Location or absolute (default: the Location)" }),
+  ),
+  ignore: Schema.optionalKey(
+    Schema.Array(Schema.String).annotate({
+      description: 'More globs to leave out, relative to the listed directory, e.g. ["*.log", "fixtures/"]',
+    }),
+  ),
+})
+
+const Entry = Schema.Struct({
+  path: Schema.String.annotate({ description: "Relative to the listed directory; directories end with /" }),
+  notShown: Schema.optionalKey(Schema.Int.annotate({ description: "Entries under this directory left out" })),
+})
+
+export const Output = Schema.Struct({
+  path: Schema.String.annotate({ description: "The directory listed" }),
+  entries: Schema.Array(Entry).annotate({ description: "The entries shown, in tree order (directories first)" }),
+  total: Schema.Int.annotate({ description: "Files and directories under the listed directory, in all" }),
+  notShown: Schema.Int.annotate({ description: "Entries left out of `entries`" }),
+  notUtf8: Schema.optionalKey(Schema.Int.annotate({ description: "Names that are not UTF-8, shown with U+FFFD" })),
+  problems: Schema.optionalKey(Schema.Array(Schema.String)),
+})
+export type Output = typeof Output.Type
+
+interface Node {
+  readonly directories: Map<string, Node>
+  readonly files: Array<string>
+  /** Files and directories under this one. */
+  size: number
+}
+
+const node = (): Node => ({ directories: new Map(), files: [], size: 0 })
+
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
+/** A directory's children in display order: directories first, then files, each by name. */
+const children = (directory: Node): Array<{ readonly name: string; readonly child: Node | undefined }> => [
+  ...[...directory.directories.keys()].sort(byName).map((name) => ({ name, child: directory.directories.get(name) })),
+  ...[...directory.files].sort(byName).map((name) => ({ name, child: undefined })),
+]
+
+/** The entries shown: breadth first (so the top levels come first), then laid out as a tree. */
+const select = (root: Node): Array<typeof Entry.Type> => {
+  const chosen = new Set<Node | string>()
+  const queue: Array<{ readonly directory: Node; readonly prefix: string }> = [{ directory: root, prefix: "" }]
+  let count = 0
+  for (let head = 0; head < queue.length && count < MAX_ENTRIES; head++) {
+    const { directory, prefix } = queue[head]!
+    for (const { name, child } of children(directory)) {
+      if (count === MAX_ENTRIES) break
+      count++
+      if (child === undefined) chosen.add(`${prefix}${name}`)
+      else {
+        chosen.add(child)
+        queue.push({ directory: child, prefix: `${prefix}${name}/` })
+      }
+    }
+  }
+  const entries: Array<typeof Entry.Type> = []
+  const walk = (directory: Node, prefix: string) => {
+    for (const { name, child } of children(directory)) {
+      if (child === undefined) {
+        if (chosen.has(`${prefix}${name}`)) entries.push({ path: `${prefix}${name}` })
+        continue
+      }
+      if (!chosen.has(child)) continue
+      const left = children(child).reduce(
+        (sum, next) =>
+          next.child === undefined
+            ? sum + (chosen.has(`${prefix}${name}/${next.name}`) ? 0 : 1)
+            : sum + (chosen.has(next.child) ? 0 : 1 + next.child.size),
+        0,
+      )
+      entries.push({ path: `${prefix}${name}/`, ...(left > 0 ? { notShown: left } : {}) })
+      walk(child, `${prefix}${name}/`)
+    }
+  }
+  walk(root, "")
+  return entries
+}
+
+const render = (output: Output): string => {
+  const header = output.path.endsWith("/") ? output.path : `${output.path}/`
+  if (output.total === 0) {
+    return [`${header} (no files)`, ...problemLines(output.problems)].join("\n")
+  }
+  const lines = [header]
+  for (const entry of output.entries) {
+    const segments = entry.path.split("/").filter((segment) => segment !== "")
+    const name = entry.path.endsWith("/") ? `${segments[segments.length - 1]}/` : segments[segments.length - 1]!
+    const note = entry.notShown === undefined ? "" : `  (${entry.notShown} more not shown)`
+    lines.push(`${"  ".repeat(segments.length)}${name}${note}`)
+  }
+  if (output.notShown > 0) {
+    lines.push(
+      "",
+      `(${output.entries.length} of ${output.total} entries shown; ${output.notShown} not shown. List a ` +
+        "subdirectory with path to see more, or find files by name with glob.)",
+    )
+  }
+  if (output.notUtf8 !== undefined) lines.push("", `(${output.notUtf8} names are not UTF-8; shown with U+FFFD.)`)
+  return [...lines, ...problemLines(output.problems)].join("\n")
+}
+
+const problemLines = (problems: ReadonlyArray<string> | undefined): Array<string> =>
+  problems === undefined ? [] : ["", "ripgrep reported problems, so the listing may be incomplete:", ...problems]
+
+export const make = (services: Builtin.Services) =>
+  Tool.make({
+    description:
+      "Show the tree of a directory (default: the project): directories first, then files, breadth first up to " +
+      `${MAX_ENTRIES} entries with a count of the rest. Honours .gitignore, includes hidden files, and leaves out ` +
+      `${Ripgrep.DEFAULT_IGNORED_DIRECTORIES.slice(0, 8).join(", ")} and similar dependency, build and cache ` +
+      "directories (give one as path to list it). Empty directories are not shown. ignore adds globs to leave out. " +
+      "Use glob to find files by pattern, grep to search contents, read to open a file.",
+    input: Input,
+    output: Output,
+    checksPermissions: true,
+    execute: (input, context) =>
+      Effect.gen(function* () {
+        const resolved = yield* Builtin.authorizePath(services, context, {
+          action: "list",
+          path: input.path ?? ".",
+          access: "read",
+          tool: "list",
+        })
+        const shown = Builtin.display(services.directory, resolved.real)
+        if (resolved.kind === "missing") {
+          return yield* new Tool.Failure({ message: `Directory not found: ${shown}. Give an existing directory, or leave path out to list the project.` })
+        }
+        if (resolved.kind !== "directory") {
+          return yield* new Tool.Failure({
+            message: `${shown} is a ${resolved.kind === "file" ? "file" : "special file"}, not a directory. Use read to read a file, or list its parent directory.`,
+          })
+        }
+        const root = node()
+        const prefix = resolved.real.endsWith("/") ? resolved.real.length : resolved.real.length + 1
+        let total = 0
+        let notUtf8 = 0
+        const outcome = yield* Ripgrep.run({
+          args: [
+            ...Ripgrep.COMMON_FLAGS,
+            "--files",
+            "--null",
+            ...Ripgrep.DEFAULT_IGNORED_DIRECTORIES.map((name) => `--glob=!${name}`),
+            ...(input.ignore ?? []).map((pattern) => `--glob=!${pattern}`),
+            "--",
+            resolved.real,
+          ],
+          cwd: resolved.real,
+          ...Ripgrep.records(0, (record) => {
+            const { text, utf8 } = Ripgrep.decode(record.subarray(prefix))
+            if (!utf8) notUtf8++
+            const segments = text.split("/")
+            let directory = root
+            const visited = [root]
+            for (let index = 0; index < segments.length - 1; index++) {
+              const name = segments[index]!
+              let next = directory.directories.get(name)
+              if (next === undefined) {
+                next = node()
+                directory.directories.set(name, next)
+                for (const ancestor of visited) ancestor.size++
+                total++
+              }
+              directory = next
+              visited.push(next)
+            }
+            directory.files.push(segments[segments.length - 1]!)
+            for (const ancestor of visited) ancestor.size++
+            total++
+          }),
+        })
+        const { problems } = outcome
+        if (outcome.code === 2 && total === 0 && !Ripgrep.onlyPathProblems(problems)) {
+          return yield* new Tool.Failure({
+            message: `Cannot list ${shown}: ${problems.join("\n")}\nCheck the ignore globs (syntax: * ** ? [abc] {a,b}).`,
+          })
+        }
+        const entries = select(root)
+        const output: Output = {
+          path: shown,
+          entries,
+          total,
+          notShown: total - entries.length,
+          ...(notUtf8 === 0 ? {} : { notUtf8 }),
+          ...(problems.length === 0 ? {} : { problems }),
+        }
+        return output
+      }),
+    toModelOutput: render,
+  })

@@ -1,0 +1,634 @@
+export * as Read from "./read"
+
+// The read built-in: one page of a text file with line numbers, a directory's entries, or an image as file
+// content. Files are streamed from the start through one bounded buffer, so the first page of a huge file costs
+// one page, and a later page streams past the earlier bytes without keeping them. It never opens what the
+// permission check refused, nor anything that is not a regular file (a FIFO would block).
+
+import { readdirSync, statSync, type Dirent } from "node:fs"
+import { constants, open, type FileHandle } from "node:fs/promises"
+import { basename, dirname, extname, join, relative } from "node:path"
+import type { Stats } from "node:fs"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { Tool } from "../tool/tool"
+import { Builtin } from "./builtin"
+import { Ripgrep } from "./ripgrep"
+
+/** Lines of output per page, the footer included: a full page fits the settlement's default bound. */
+export const MAX_LINES = 2_000
+/** Bytes per page, counted as the page's output (numbered, and JSON-escaped in the structured output). */
+export const MAX_PAGE_BYTES = 50 * 1024
+/** Characters of one line shown before it is cut. */
+export const MAX_LINE_CHARS = 2_000
+/** The inline media limit (DESIGN §9): larger images are refused. */
+export const MAX_IMAGE_BYTES = 5 * 1024 * 1024
+const FOOTER_LINES = 2
+/** Room a page leaves for its footer and the other fields of the structured output. */
+const RESERVE_BYTES = 1_024
+/** The first read: enough for a page. Reads after it, streaming past earlier pages, take bigger steps. */
+const HEAD_BYTES = 64 * 1024
+const CHUNK_BYTES = 1024 * 1024
+/** The first block, sniffed for binary content. */
+const SNIFF_BYTES = 8 * 1024
+const MAX_CONTROL_RATIO = 0.3
+/** After a page, the rest of the file is counted for its total line count when it is at most this big. */
+const COUNT_REST_BYTES = 8 * 1024 * 1024
+/** While streaming past earlier pages, progress is reported this often. */
+const PROGRESS_BYTES = 256 * 1024 * 1024
+/** Enough bytes of a line for MAX_LINE_CHARS characters and one more. */
+const LINE_KEEP_BYTES = (MAX_LINE_CHARS + 1) * 4
+const MAX_SUGGESTIONS = 3
+
+/**
+ * Refused by name. Images are recognised by content instead (a PNG named .txt is an image, a text file named
+ * .png is text), and PDFs are refused too: they are not returned as file content.
+ */
+const BINARY_EXTENSIONS = new Set(
+  (
+    "zip tar gz tgz bz2 xz zst 7z rar lz4 jar war ear class dex apk exe dll so dylib o a lib obj ko wasm pyc pyo " +
+    "node bin iso dmg img pdf doc docx xls xlsx ppt pptx odt ods odp sqlite sqlite3 db woff woff2 ttf otf eot " +
+    "mp3 mp4 m4a mov avi mkv webm flac wav ogg opus bmp tif tiff ico psd heic avif"
+  ).split(" "),
+)
+
+const Offset = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a line number of at least 1" }))
+
+export const Input = Schema.Struct({
+  filePath: Schema.String.annotate({
+    description: "The file or directory to read, relative to the Location or absolute",
+  }),
+  offset: Schema.optionalKey(
+    Offset.annotate({ description: "The line to start at (1-based; for a directory, the entry). Default 1" }),
+  ),
+  limit: Schema.optionalKey(
+    Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "at least 1" })).annotate({
+      description: `How many lines to read (default and most ${MAX_LINES}; a page may hold fewer, see its footer)`,
+    }),
+  ),
+})
+
+const Text = Schema.Struct({
+  kind: Schema.Literal("text"),
+  path: Schema.String,
+  offset: Schema.Int.annotate({ description: "The first line shown (1-based)" }),
+  lines: Schema.Int.annotate({ description: "How many lines are shown" }),
+  content: Schema.String.annotate({
+    description: "The lines shown, joined with \\n; a line longer than the cut ends with a note saying so",
+  }),
+  nextOffset: Schema.optionalKey(Schema.Int.annotate({ description: "Where the next page starts, when more remains" })),
+  totalLines: Schema.optionalKey(Schema.Int.annotate({ description: "The file's line count, when known" })),
+})
+
+const Directory = Schema.Struct({
+  kind: Schema.Literal("directory"),
+  path: Schema.String,
+  offset: Schema.Int.annotate({ description: "The first entry shown (1-based)" }),
+  entries: Schema.Int.annotate({ description: "How many entries are shown" }),
+  content: Schema.String.annotate({
+    description: "Entry names, one per line: directories first (with a trailing /), then the rest, by name",
+  }),
+  nextOffset: Schema.optionalKey(Schema.Int),
+  totalEntries: Schema.Int,
+})
+
+const Image = Schema.Struct({
+  kind: Schema.Literal("image"),
+  path: Schema.String,
+  mime: Schema.String,
+  bytes: Schema.Int,
+  data: Schema.String.annotate({ description: "The image, base64" }),
+})
+
+export const Output = Schema.Union([Text, Directory, Image])
+export type Output = typeof Output.Type
+
+const failure = (message: string) => new Tool.Failure({ message })
+
+const codeOf = (cause: unknown): unknown =>
+  typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
+
+// ---------------------------------------------------------------------------------------------------------------
+// Pages of text
+
+/** Bytes a text costs in a page: its UTF-8 size plus what JSON escaping adds in the structured output. */
+const pageBytes = (text: string): number => {
+  let extra = 0
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index)
+    if (code === 0x22 || code === 0x5c) extra += 1
+    else if (code < 0x20) extra += code === 8 || code === 9 || code === 10 || code === 12 || code === 13 ? 1 : 5
+  }
+  return Buffer.byteLength(text) + extra
+}
+
+/** The first `count` code points of `text`, or undefined when it has no more than that. */
+const cutAt = (text: string, count: number): string | undefined => {
+  if (text.length <= count) return undefined
+  let seen = 0
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index)
+    if (code >= 0xd800 && code <= 0xdbff) index++
+    if (++seen === count) return index + 1 < text.length ? text.slice(0, index + 1) : undefined
+  }
+  return undefined
+}
+
+const cutNote = (bytes: number) => ` … [line cut at ${MAX_LINE_CHARS} characters; it is ${bytes} bytes long]`
+
+type Invalid = { readonly invalidLine: number }
+
+const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+
+/**
+ * Splits streamed bytes into lines, skipping to `offset` by counting line breaks only, then collecting one page
+ * of decoded lines within the line and byte budgets. Holds at most one line's first LINE_KEEP_BYTES bytes.
+ */
+const scanner = (offset: number, maxLines: number, budget: number) => {
+  const page: Array<string> = []
+  let pageCost = 0
+  let line = 1
+  let lineBytes = 0
+  let kept: Array<Uint8Array> = []
+  let keptBytes = 0
+  let phase: "skip" | "collect" | "after" | "count" = offset === 1 ? "collect" : "skip"
+  let more = false
+  let breaks = 0
+  let lastByte = -1
+
+  const finishLine = (): Invalid | undefined => {
+    const bytes = kept.length === 1 ? kept[0]! : Buffer.concat(kept)
+    kept = []
+    keptBytes = 0
+    let text: string
+    let cut = false
+    try {
+      if (lineBytes > bytes.length) {
+        text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes, { stream: true })
+        cut = true
+      } else {
+        const end = bytes.length > 0 && bytes[bytes.length - 1] === 13 ? bytes.length - 1 : bytes.length
+        text = strict.decode(bytes.subarray(0, end))
+      }
+    } catch {
+      return { invalidLine: line }
+    }
+    const shortened = cutAt(text, MAX_LINE_CHARS)
+    if (shortened !== undefined) {
+      text = shortened
+      cut = true
+    }
+    if (cut) text += cutNote(lineBytes)
+    const cost = pageBytes(text) + String(line).length + 3
+    if (page.length > 0 && pageCost + cost > budget) {
+      more = true
+      phase = "count"
+      return undefined
+    }
+    page.push(text)
+    pageCost += cost
+    if (page.length >= maxLines) phase = "after"
+    return undefined
+  }
+
+  const feed = (chunk: Uint8Array): Invalid | undefined => {
+    if (chunk.length === 0) return undefined
+    lastByte = chunk[chunk.length - 1]!
+    let position = 0
+    while (position < chunk.length) {
+      if (phase === "after") {
+        more = true
+        phase = "count"
+      }
+      const newline = chunk.indexOf(10, position)
+      if (phase === "count" || phase === "skip") {
+        if (newline === -1) {
+          lineBytes += chunk.length - position
+          break
+        }
+        breaks++
+        line++
+        lineBytes = 0
+        position = newline + 1
+        if (phase === "skip" && line === offset) phase = "collect"
+        continue
+      }
+      const end = newline === -1 ? chunk.length : newline
+      if (keptBytes < LINE_KEEP_BYTES && end > position) {
+        const piece = chunk.subarray(position, Math.min(end, position + LINE_KEEP_BYTES - keptBytes))
+        kept.push(piece.slice())
+        keptBytes += piece.length
+      }
+      lineBytes += end - position
+      if (newline === -1) break
+      const invalid = finishLine()
+      if (invalid !== undefined) return invalid
+      breaks++
+      line++
+      lineBytes = 0
+      position = newline + 1
+    }
+    return undefined
+  }
+
+  /** At the end of the file: the last line, if it has no line break. */
+  const end = (): Invalid | undefined => (phase === "collect" && lineBytes > 0 ? finishLine() : undefined)
+
+  return {
+    feed,
+    end,
+    page,
+    get phase() {
+      return phase
+    },
+    get more() {
+      return more
+    },
+    /** Lines in the file, once it was read to the end. */
+    get total() {
+      return breaks + (lastByte !== -1 && lastByte !== 10 ? 1 : 0)
+    },
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Content sniffing
+
+const IMAGE_SIGNATURES: ReadonlyArray<{ readonly mime: string; readonly matches: (head: Uint8Array) => boolean }> = [
+  { mime: "image/png", matches: (head) => startsWith(head, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]) },
+  { mime: "image/jpeg", matches: (head) => startsWith(head, [0xff, 0xd8, 0xff]) },
+  { mime: "image/gif", matches: (head) => ascii(head, 0, "GIF87a") || ascii(head, 0, "GIF89a") },
+  { mime: "image/webp", matches: (head) => ascii(head, 0, "RIFF") && ascii(head, 8, "WEBP") },
+]
+
+const startsWith = (head: Uint8Array, bytes: ReadonlyArray<number>) =>
+  head.length >= bytes.length && bytes.every((byte, index) => head[index] === byte)
+
+const ascii = (head: Uint8Array, at: number, text: string) =>
+  head.length >= at + text.length && [...text].every((character, index) => head[at + index] === character.charCodeAt(0))
+
+/** Why the first block looks binary, or undefined when it looks like text. */
+const binaryReason = (head: Uint8Array): string | undefined => {
+  const sample = head.subarray(0, SNIFF_BYTES)
+  if (sample.includes(0)) return "it contains NUL bytes"
+  let control = 0
+  for (const byte of sample) {
+    if ((byte < 0x20 && byte !== 9 && byte !== 10 && byte !== 12 && byte !== 13 && byte !== 27 && byte !== 8) || byte === 0x7f) {
+      control++
+    }
+  }
+  return sample.length > 0 && control / sample.length > MAX_CONTROL_RATIO
+    ? `${Math.round((control / sample.length) * 100)}% of its first ${sample.length} bytes are control characters`
+    : undefined
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Did you mean
+
+const distance = (a: string, b: string): number => {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    previous = current
+  }
+  return previous[b.length]!
+}
+
+/** How alike an existing name is to the missing one (lower is closer), or undefined when not alike. */
+const likeness = (wanted: string, name: string): number | undefined => {
+  const a = wanted.toLowerCase()
+  const b = name.toLowerCase()
+  if (a === b) return 0
+  const stem = (text: string) => text.slice(0, text.length - extname(text).length)
+  if (stem(a) !== "" && stem(a) === stem(b)) return 1
+  const most = Math.max(2, Math.floor(a.length / 4))
+  if (Math.abs(a.length - b.length) <= most) {
+    const edits = distance(a, b)
+    if (edits <= most) return 1 + edits
+  }
+  if (a.length >= 3 && (b.includes(a) || (b.length >= 3 && a.includes(b)))) return 10
+  return undefined
+}
+/** Up to three existing paths the model may have meant: alike names beside it, then the same name elsewhere. */
+const suggestions = (directory: string, real: string, inside: boolean): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.gen(function* () {
+    const wanted = basename(real)
+    const parent = dirname(real)
+    let found: Array<string> = []
+    try {
+      found = readdirSync(parent)
+        .map((name) => ({ name, score: likeness(wanted, name) }))
+        .filter((entry): entry is { name: string; score: number } => entry.score !== undefined)
+        .sort((a, b) => a.score - b.score || (a.name < b.name ? -1 : 1))
+        .slice(0, MAX_SUGGESTIONS)
+        .map((entry) => join(parent, entry.name))
+    } catch {
+      // the directory is missing too
+    }
+    if (found.length >= MAX_SUGGESTIONS || !inside || wanted === "") return found
+    const elsewhere: Array<string> = []
+    yield* Ripgrep.run({
+      args: [...Ripgrep.COMMON_FLAGS, "--files", "--null", `--iglob=${Ripgrep.globEscape(wanted)}`, "--", directory],
+      cwd: directory,
+      ...Ripgrep.records(0, (record) => {
+        const { text, utf8 } = Ripgrep.decode(record)
+        if (utf8 && elsewhere.length < 100) elsewhere.push(text)
+      }),
+    })
+    // Nearest first: the longer the shared leading directories, the nearer.
+    const shared = (path: string) => {
+      const left = relative(directory, path).split("/")
+      const right = relative(directory, real).split("/")
+      let count = 0
+      while (count < left.length && left[count] === right[count]) count++
+      return count
+    }
+    const extra = elsewhere
+      .filter((path) => !found.includes(path))
+      .sort((a, b) => shared(b) - shared(a) || a.length - b.length || (a < b ? -1 : 1))
+    return [...found, ...extra].slice(0, MAX_SUGGESTIONS)
+  })
+
+// ---------------------------------------------------------------------------------------------------------------
+// The tool
+
+const FOOTER_HINT = "Use offset"
+
+const count = (total: number, unit: "line" | "entry") =>
+  `${total} ${total === 1 ? unit : unit === "line" ? "lines" : "entries"}`
+
+/** The numbered lines and footer the model reads. */
+const renderText = (output: typeof Text.Type): string => {
+  if (output.lines === 0) return `(${output.path} is empty)`
+  const numbered = output.content.split("\n").map((text, index) => `${output.offset + index}: ${text}`)
+  const last = output.offset + output.lines - 1
+  const footer =
+    output.nextOffset === undefined
+      ? `(End of file: ${count(output.totalLines ?? last, "line")}.)`
+      : output.totalLines === undefined
+        ? `(Lines ${output.offset}-${last} shown; the file goes on. ${FOOTER_HINT}=${output.nextOffset} to read more.)`
+        : `(Lines ${output.offset}-${last} of ${output.totalLines}. ${FOOTER_HINT}=${output.nextOffset} to read more.)`
+  return `${numbered.join("\n")}\n\n${footer}`
+}
+
+const renderDirectory = (output: typeof Directory.Type): string => {
+  if (output.totalEntries === 0) return `(${output.path} is an empty directory)`
+  const last = output.offset + output.entries - 1
+  const footer =
+    output.nextOffset === undefined
+      ? `(${count(output.totalEntries, "entry")}.)`
+      : `(Entries ${output.offset}-${last} of ${output.totalEntries}. ${FOOTER_HINT}=${output.nextOffset} to see more.)`
+  return `${output.content}\n\n${footer}`
+}
+
+export const make = (services: Builtin.Services) => {
+  const pageBudget = (shown: string) => MAX_PAGE_BYTES - RESERVE_BYTES - pageBytes(shown)
+
+  const vanished = (shown: string) =>
+    failure(`${shown} was removed or replaced while it was being read. Check that it still exists, then read it again.`)
+  const changed = (shown: string) =>
+    failure(`${shown} changed while it was being read, so this page could be inconsistent. Read it again.`)
+
+  const pastEnd = (shown: string, offset: number, total: number, unit: "line" | "entry") =>
+    failure(
+      `offset ${offset} is past the end of ${shown}: it has ${count(total, unit)}. ` +
+        (total === 0 ? "There is nothing to read." : `Use an offset from 1 to ${total}.`),
+    )
+
+  const notFound = (shown: string, real: string, inside: boolean) =>
+    Effect.flatMap(suggestions(services.directory, real, inside), (found) =>
+      Effect.fail(
+        failure(
+          found.length === 0
+            ? `File not found: ${shown}. Check the path (relative to the Location, or absolute); glob finds files by name.`
+            : `File not found: ${shown}. Did you mean:\n${found.map((path) => Builtin.display(services.directory, path)).join("\n")}`,
+        ),
+      ),
+    )
+
+  const readDirectory = (real: string, shown: string, input: typeof Input.Type) =>
+    Effect.gen(function* () {
+      let entries: Array<Dirent>
+      try {
+        entries = readdirSync(real, { withFileTypes: true })
+      } catch (cause) {
+        const code = codeOf(cause)
+        if (code === "ENOENT" || code === "ENOTDIR") return yield* vanished(shown)
+        if (code === "EACCES" || code === "EPERM") {
+          return yield* failure(`${shown} cannot be listed: the operating system denied access (${code}).`)
+        }
+        return yield* Effect.die(cause)
+      }
+      const isDirectory = (entry: Dirent) => {
+        if (entry.isDirectory()) return true
+        if (!entry.isSymbolicLink()) return false
+        try {
+          return statSync(join(real, entry.name)).isDirectory()
+        } catch {
+          return false
+        }
+      }
+      const names = entries
+        .map((entry) => ({ name: entry.name, directory: isDirectory(entry) }))
+        .sort((a, b) => (a.directory === b.directory ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.directory ? -1 : 1))
+        .map((entry) => (entry.directory ? `${entry.name}/` : entry.name))
+      const offset = input.offset ?? 1
+      if (offset > Math.max(names.length, 1)) return yield* pastEnd(shown, offset, names.length, "entry")
+      const maxEntries = Math.min(input.limit ?? MAX_LINES, MAX_LINES - FOOTER_LINES)
+      const budget = pageBudget(shown)
+      const page: Array<string> = []
+      let cost = 0
+      for (let index = offset - 1; index < names.length && page.length < maxEntries; index++) {
+        const next = pageBytes(names[index]!) + 1
+        if (page.length > 0 && cost + next > budget) break
+        page.push(names[index]!)
+        cost += next
+      }
+      const after = offset - 1 + page.length
+      return {
+        kind: "directory" as const,
+        path: shown,
+        offset,
+        entries: page.length,
+        content: page.join("\n"),
+        totalEntries: names.length,
+        ...(after < names.length ? { nextOffset: after + 1 } : {}),
+      }
+    })
+
+  const readImage = (handle: FileHandle, size: number, mime: string, shown: string) =>
+    Effect.gen(function* () {
+      if (size > MAX_IMAGE_BYTES) {
+        return yield* failure(
+          `${shown} is a ${mime} image of ${size} bytes, over the ${MAX_IMAGE_BYTES}-byte limit for images. ` +
+            `Use a smaller version of it (for example, scaled down with bash).`,
+        )
+      }
+      const data = Buffer.allocUnsafe(size)
+      let got = 0
+      while (got < size) {
+        const { bytesRead } = yield* Effect.promise(() => handle.read(data, got, size - got, got))
+        if (bytesRead === 0) break
+        got += bytesRead
+      }
+      const after = yield* Effect.promise(() => handle.stat())
+      if (got !== size || after.size !== size) return yield* changed(shown)
+      return { kind: "image" as const, path: shown, mime, bytes: size, data: data.toString("base64") }
+    })
+
+  const readText = (
+    handle: FileHandle,
+    before: Stats,
+    head: Uint8Array,
+    shown: string,
+    input: typeof Input.Type,
+    context: Tool.Context,
+  ) =>
+    Effect.gen(function* () {
+      const offset = input.offset ?? 1
+      // The footer takes two lines of the page's output.
+      const maxLines = Math.min(input.limit ?? MAX_LINES, MAX_LINES - FOOTER_LINES)
+      const scan = scanner(offset, maxLines, pageBudget(shown))
+      const invalid = (line: number) =>
+        failure(
+          `${shown} is not valid UTF-8 text: line ${line} holds bytes that are not UTF-8. It may use another ` +
+            `encoding (such as Latin-1 or UTF-16) or be binary; inspect it with bash (for example \`file\` or \`xxd\`).`,
+        )
+      if (offset > 1) yield* context.progress({ message: `Reading ${shown} from line ${offset}` })
+      const buffer = Buffer.allocUnsafe(CHUNK_BYTES)
+      // A byte order mark is not part of line 1.
+      const bom = head.length >= 3 && head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf
+      let position = head.length
+      let reported = PROGRESS_BYTES
+      let bad = scan.feed(bom ? head.subarray(3) : head)
+      let ended = head.length === 0
+      while (bad === undefined && !ended) {
+        if (scan.phase === "count" && before.size > COUNT_REST_BYTES) break
+        const { bytesRead } = yield* Effect.promise(() => handle.read(buffer, 0, CHUNK_BYTES, position))
+        if (bytesRead === 0) {
+          ended = true
+          break
+        }
+        position += bytesRead
+        bad = scan.feed(buffer.subarray(0, bytesRead))
+        if (scan.phase === "skip" && position >= reported) {
+          reported += PROGRESS_BYTES
+          yield* context.progress({ message: `Reading ${shown}: ${Math.round(position / 1e6)} MB passed` })
+        }
+      }
+      if (bad === undefined && ended) bad = scan.end()
+      if (bad !== undefined) return yield* invalid(bad.invalidLine)
+      const after = yield* Effect.promise(() => handle.stat())
+      if (after.size !== before.size || after.mtimeMs !== before.mtimeMs) return yield* changed(shown)
+
+      const total = ended ? scan.total : undefined
+      if (scan.page.length === 0) {
+        if (total === 0 && offset === 1) {
+          return { kind: "text" as const, path: shown, offset, lines: 0, content: "", totalLines: 0 }
+        }
+        return yield* pastEnd(shown, offset, total ?? scan.total, "line")
+      }
+      const page = scan.page
+      const more = scan.more
+      return {
+        kind: "text" as const,
+        path: shown,
+        offset,
+        lines: page.length,
+        content: page.join("\n"),
+        ...(more ? { nextOffset: offset + page.length } : {}),
+        ...(total === undefined ? {} : { totalLines: total }),
+      }
+    })
+
+  const readFile = (real: string, shown: string, input: typeof Input.Type, context: Tool.Context) =>
+    Effect.acquireUseRelease(
+      Effect.tryPromise({
+        // Non-blocking, so a FIFO swapped in after the check cannot hang the open; no-follow, so a symlink swapped
+        // in cannot lead elsewhere.
+        try: () => open(real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW),
+        catch: (cause) => cause,
+      }).pipe(
+        Effect.catch((cause) => {
+          const code = codeOf(cause)
+          if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP") return Effect.fail(vanished(shown))
+          if (code === "EACCES" || code === "EPERM") {
+            return Effect.fail(failure(`${shown} cannot be read: the operating system denied access (${code}).`))
+          }
+          return Effect.die(cause)
+        }),
+      ),
+      (handle) =>
+        Effect.gen(function* () {
+          const before = yield* Effect.promise(() => handle.stat())
+          if (!before.isFile()) return yield* vanished(shown)
+          const buffer = Buffer.allocUnsafe(HEAD_BYTES)
+          const { bytesRead } = yield* Effect.promise(() => handle.read(buffer, 0, HEAD_BYTES, 0))
+          const head = buffer.subarray(0, bytesRead)
+          const image = IMAGE_SIGNATURES.find((signature) => signature.matches(head))
+          if (image !== undefined) return yield* readImage(handle, before.size, image.mime, shown)
+          const extension = extname(real).slice(1).toLowerCase()
+          if (BINARY_EXTENSIONS.has(extension)) {
+            return yield* failure(`${shown} is a binary file (.${extension}); read shows text files, directories and images.`)
+          }
+          const reason = binaryReason(head)
+          if (reason !== undefined) {
+            return yield* failure(`${shown} looks like a binary file (${reason}); read shows text files, directories and images.`)
+          }
+          return yield* readText(handle, before, head, shown, input, context)
+        }),
+      (handle) => Effect.promise(() => handle.close()),
+    )
+
+  return Tool.make({
+    description:
+      "Read a file or directory in the project. A text file comes back with 1-based line numbers (`N: text`), one " +
+      `page at a time: at most ${MAX_LINES} lines of output or 50 KiB, whichever comes first. When more remains, ` +
+      "the page ends with a note giving the offset to read next (and the total line count when known). Lines " +
+      `longer than ${MAX_LINE_CHARS} characters are cut, with a note on the line. A byte order mark is dropped and ` +
+      "Windows line endings are shown without the \\r. A directory comes back as its entries (directories first, " +
+      "with a trailing /), paged the same way. PNG, JPEG, GIF and WEBP images (recognised by content) come back as " +
+      "images, up to 5 MiB. Binary files and text that is not UTF-8 are refused. Use offset and limit to page " +
+      "through large files rather than reading them whole; use grep to find the lines you need first, and glob " +
+      "or list to find files.",
+    input: Input,
+    output: Output,
+    checksPermissions: true,
+    execute: (input, context) =>
+      Effect.gen(function* () {
+        const resolved = yield* Builtin.authorizePath(services, context, {
+          action: "read",
+          path: input.filePath,
+          access: "read",
+          tool: "read",
+        })
+        const shown = Builtin.display(services.directory, resolved.real)
+        switch (resolved.kind) {
+          case "missing":
+            return yield* notFound(shown, resolved.real, resolved.inside)
+          case "other":
+            return yield* failure(
+              `${shown} is not a regular file (it is a FIFO, socket or device), so it was not opened. read shows ` +
+                "files, directories and images.",
+            )
+          case "directory":
+            return yield* readDirectory(resolved.real, shown, input)
+          case "file":
+            return yield* readFile(resolved.real, shown, input, context)
+        }
+      }),
+    toModelOutput: (output): string | ReadonlyArray<Tool.Content> => {
+      switch (output.kind) {
+        case "image":
+          return [{ type: "file", data: output.data, mime: output.mime, name: basename(output.path) }]
+        case "directory":
+          return renderDirectory(output)
+        case "text":
+          return renderText(output)
+      }
+    },
+  })
+}

@@ -1,0 +1,264 @@
+export * as Ripgrep from "./ripgrep"
+
+// The platform edge for ripgrep, which powers glob, grep and list: where the rg executable is, and running it.
+// From source that is the @vscode/ripgrep package's binary. The compiled core embeds rg, but an embedded file
+// cannot be executed in place, so it is extracted once (atomically) to `$CORE_DATA_DIR/bin` and reused after.
+// This module knows nothing of tools or permissions: callers check paths before they search them.
+
+import { chmodSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs"
+import { homedir, tmpdir } from "node:os"
+import { basename, join, resolve } from "node:path"
+import * as Effect from "effect/Effect"
+
+/**
+ * Flags every search shares: .gitignore (and .ignore) honoured even outside a git repository, hidden files
+ * included, `.git` never entered, no user ripgrep config. Symbolic links are not followed (rg's default).
+ */
+export const COMMON_FLAGS: ReadonlyArray<string> = ["--no-config", "--hidden", "--no-require-git", "--glob=!.git"]
+
+/** Directories every listing leaves out unless asked for by path: dependencies, VCS data, builds and caches. */
+export const DEFAULT_IGNORED_DIRECTORIES: ReadonlyArray<string> = [
+  "node_modules",
+  ".git",
+  ".hg",
+  ".svn",
+  "dist",
+  "build",
+  "target",
+  "out",
+  ".venv",
+  "venv",
+  "__pycache__",
+  ".mypy_cache",
+  ".pytest_cache",
+  ".ruff_cache",
+  ".tox",
+  ".cache",
+  ".next",
+  ".nuxt",
+  ".turbo",
+  ".parcel-cache",
+  ".gradle",
+  ".idea",
+  "coverage",
+]
+
+/** Whether this process is the compiled executable (its modules live in Bun's embedded file system). */
+const compiled = (): boolean => import.meta.path.startsWith("/$bunfs/")
+
+/** Where core keeps its data (DESIGN §9): extracted executables go under `bin/` there. */
+const dataDirectory = (): string => resolve(process.env.CORE_DATA_DIR || join(homedir(), ".local/share/core"))
+
+/**
+ * The path of an executable copy of `embedded` under `directory`, named after the embedded file (whose name
+ * carries a content hash, so a different rg gets a different file). An existing copy of the same size is reused;
+ * otherwise it is written to a temporary name, made executable and renamed into place, so a concurrent core or
+ * a crash never leaves a partial executable under the final name.
+ */
+export const extract = async (embedded: string, directory: string): Promise<string> => {
+  const target = join(directory, basename(embedded).replace(/\.$/, ""))
+  const size = statSync(embedded).size
+  try {
+    const existing = statSync(target)
+    if (existing.isFile() && existing.size === size && (existing.mode & 0o111) !== 0) return target
+  } catch {
+    // not extracted yet
+  }
+  mkdirSync(directory, { recursive: true })
+  const temporary = `${target}.${process.pid}.${crypto.randomUUID()}.tmp`
+  try {
+    await Bun.write(temporary, Bun.file(embedded))
+    chmodSync(temporary, 0o755)
+    renameSync(temporary, target)
+  } catch (cause) {
+    rmSync(temporary, { force: true })
+    throw cause
+  }
+  return target
+}
+
+const locate = async (): Promise<string> => {
+  if (!compiled()) return (await import("@vscode/ripgrep")).rgPath
+  // The build embeds this file (a literal specifier, so bun build sees it); only the compiled binary loads it.
+  // @ts-expect-error: a `type: "file"` import answers the file's path, which TypeScript cannot know.
+  const embedded: { readonly default: string } = await import("@vscode/ripgrep-linux-x64/bin/rg", { with: { type: "file" } })
+  return extract(embedded.default, join(dataDirectory(), "bin"))
+}
+
+let located: Promise<string> | undefined
+
+/**
+ * The rg executable, found (and in the compiled binary extracted) once per process. Failing to extract it (an
+ * unwritable data directory, a full disk) is an operational failure, not a tool result.
+ */
+export const executable: Effect.Effect<string> = Effect.promise(() => {
+  located ??= locate().catch((cause: unknown) => {
+    located = undefined
+    throw cause
+  })
+  return located
+})
+
+export interface Options {
+  /** Arguments after the executable; callers always end them with `--` and an explicit path. */
+  readonly args: ReadonlyArray<string>
+  /**
+   * Only files matching this glob (gitignore syntax, relative to `cwd`: without a `/` it matches names at any
+   * depth). rg's own `--glob` would override the ignore files and list ignored files that match, so it is given
+   * to rg in a way that keeps them ignored: a name pattern as a file type, a path pattern as an ignore file
+   * below .gitignore in precedence.
+   */
+  readonly select?: string
+  /** The directory rg runs in: its globs match paths relative to it. */
+  readonly cwd: string
+  /** Called with each chunk of stdout, in order; a chunk is valid only during the call. */
+  readonly onData: (chunk: Uint8Array) => void
+  /** Called once stdout has ended. */
+  readonly onEnd?: () => void
+}
+
+export interface Outcome {
+  /** 0: something found; 1: nothing found; 2: an error (possibly after partial results). */
+  readonly code: number
+  /** What rg reported, one problem a line, without its `rg: ` prefix (and without `selectError`). */
+  readonly problems: ReadonlyArray<string>
+  /** Why rg could not parse the `select` glob, when it could not. */
+  readonly selectError?: string
+}
+
+/** Splits stdout into records ended by `separator` (NUL for `--files --null`), for Options' onData and onEnd. */
+export const records = (separator: number, onRecord: (record: Uint8Array) => void) => {
+  let carry: Uint8Array | undefined
+  const onData = (chunk: Uint8Array) => {
+    let start = 0
+    let end = chunk.indexOf(separator)
+    if (carry !== undefined) {
+      if (end === -1) {
+        carry = concat(carry, chunk)
+        return
+      }
+      const record = concat(carry, chunk.subarray(0, end))
+      carry = undefined
+      onRecord(record)
+      start = end + 1
+      end = chunk.indexOf(separator, start)
+    }
+    while (end !== -1) {
+      onRecord(chunk.subarray(start, end))
+      start = end + 1
+      end = chunk.indexOf(separator, start)
+    }
+    // The stream may reuse its chunk, so a partial record is copied.
+    if (start < chunk.length) carry = chunk.slice(start)
+  }
+  const onEnd = () => {
+    if (carry !== undefined && carry.length > 0) onRecord(carry)
+    carry = undefined
+  }
+  return { onData, onEnd }
+}
+
+export const concat = (left: Uint8Array, right: Uint8Array): Uint8Array => {
+  const joined = new Uint8Array(left.length + right.length)
+  joined.set(left)
+  joined.set(right, left.length)
+  return joined
+}
+
+const consume = async (
+  child: Bun.Subprocess<"ignore", "pipe", "pipe">,
+  options: Options,
+): Promise<{ readonly code: number; readonly stderr: string }> => {
+  const stderr = new Response(child.stderr).text()
+  for await (const chunk of child.stdout) options.onData(chunk)
+  options.onEnd?.()
+  return { code: await child.exited, stderr: await stderr }
+}
+
+/** A name pattern: no slash, or only a leading `**` and slash; rg can select it as a file type. */
+const NAME_PATTERN = /^(?:\*\*\/)?([^/:!#][^/:]*)$/
+
+/** Ignore rules that leave only `glob`: everything ignored, directories entered, matching files kept. */
+const selection = (glob: string): string =>
+  // A leading # or ! would make a comment or a negation of the user's pattern: escaped, they are literal.
+  `*\n!*/\n!${/^[#!]/.test(glob) ? "\\" : ""}${glob}\n`
+
+/**
+ * Runs rg to completion with stdin closed, handing stdout to `onData` as it arrives. Interrupting the fiber
+ * kills rg. A failure to start it is an operational failure.
+ */
+export const run = (options: Options): Effect.Effect<Outcome> =>
+  Effect.gen(function* () {
+    const rg = yield* executable
+    const spawn = (args: ReadonlyArray<string>) =>
+      Effect.acquireUseRelease(
+        Effect.sync(() => Bun.spawn([rg, ...args], { cwd: options.cwd, stdin: "ignore", stdout: "pipe", stderr: "pipe" })),
+        (child) => Effect.promise(() => consume(child, options)),
+        (child) =>
+          Effect.promise(async () => {
+            if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+            await child.exited
+          }),
+      )
+    const select = options.select
+    if (select === undefined) {
+      const { code, stderr } = yield* spawn(options.args)
+      return { code, problems: problemsOf(stderr) }
+    }
+    if (/[\r\n]/.test(select)) return { code: 2, problems: [], selectError: "a glob cannot contain a line break" }
+    const name = NAME_PATTERN.exec(select)?.[1]
+    if (name !== undefined) {
+      // File types apply after the ignore rules (and are the quicker of the two ways).
+      const { code, stderr } = yield* spawn([`--type-add=coreselect:${name}`, "--type=coreselect", ...options.args])
+      const all = problemsOf(stderr)
+      const refused = code === 2 ? all.find((line) => line.startsWith("error parsing glob")) : undefined
+      return refused === undefined ? { code, problems: all } : { code, problems: [], selectError: refused }
+    }
+    const rules = join(tmpdir(), `core-rg-select-${process.pid}-${crypto.randomUUID()}`)
+    const { code, stderr } = yield* Effect.acquireUseRelease(
+      Effect.promise(() => Bun.write(rules, selection(select))),
+      () => spawn([`--ignore-file=${rules}`, ...options.args]),
+      () => Effect.sync(() => rmSync(rules, { force: true })),
+    )
+    // rg warns about a rules line it cannot parse and goes on without it; here that means the glob was invalid.
+    const all = problemsOf(stderr)
+    const prefix = `${rules}: line 3: `
+    const refused = all.find((line) => line.startsWith(prefix))
+    const problems = all.filter((line) => !line.startsWith(rules))
+    return refused === undefined
+      ? { code, problems }
+      : { code, problems, selectError: refused.slice(prefix.length).replace("'!", "'") }
+  })
+
+/** The lines rg wrote to stderr, without its `rg: ` prefix, for showing to a model. */
+const problemsOf = (stderr: string): ReadonlyArray<string> =>
+  stderr
+    .split("\n")
+    .map((line) => line.replace(/^rg: /, "").trimEnd())
+    .filter((line) => line !== "")
+
+/**
+ * Whether rg reported only trouble with particular paths (unreadable files or directories), which it reports
+ * with the OS error and carries on past, rather than an argument it refused (a bad regex, say).
+ */
+export const onlyPathProblems = (problems: ReadonlyArray<string>): boolean =>
+  problems.length > 0 && problems.every((line) => /\(os error \d+\)$/.test(line))
+
+/** Escapes a literal file name for use as an rg glob. */
+export const globEscape = (name: string): string => name.replace(/[\\*?[\]{}!]/g, (character) => `\\${character}`)
+
+const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+const lossy = new TextDecoder("utf-8", { ignoreBOM: true })
+
+/**
+ * Text of bytes rg printed (a path or a line): exact when it is UTF-8, else with U+FFFD for the bad bytes. For a
+ * `prefix` of a longer text, a character cut off at its end is dropped rather than counted as bad.
+ */
+export const decode = (bytes: Uint8Array, prefix = false): { readonly text: string; readonly utf8: boolean } => {
+  try {
+    if (!prefix) return { text: strict.decode(bytes), utf8: true }
+    return { text: new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes, { stream: true }), utf8: true }
+  } catch {
+    return { text: lossy.decode(bytes), utf8: false }
+  }
+}

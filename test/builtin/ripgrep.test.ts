@@ -1,0 +1,133 @@
+// The ripgrep edge: extracting an embedded rg once (atomically) and reusing it, killing rg when its fiber is
+// interrupted, and, end to end through the compiled binary, grep, glob and read working with the rg the binary
+// carries: extracted into the sandbox's data directory on first use and reused after.
+
+import { describe, expect, test } from "bun:test"
+import { readdirSync, statSync, writeFileSync } from "node:fs"
+import { open } from "node:fs/promises"
+import { join } from "node:path"
+import { Effect, Fiber } from "effect"
+import { Ripgrep } from "../../src/builtin/ripgrep"
+import { exec, sandbox, settlementOf } from "../cli/fixture"
+import { tempDir } from "../support/temp"
+
+describe("Ripgrep.extract", () => {
+  test("writes an executable copy named after the embedded file, then reuses it", async () => {
+    const source = join(tempDir(), "rg-abc123.")
+    writeFileSync(source, "#!/bin/sh\necho embedded\n")
+    const directory = join(tempDir(), "data", "bin")
+    const first = await Ripgrep.extract(source, directory)
+    expect(first).toBe(join(directory, "rg-abc123"))
+    expect(statSync(first).mode & 0o777).toBe(0o755)
+    expect(Bun.spawnSync([first]).stdout.toString()).toBe("embedded\n")
+    const before = statSync(first)
+    const second = await Ripgrep.extract(source, directory)
+    expect(second).toBe(first)
+    expect(statSync(second).ino).toBe(before.ino)
+    expect(statSync(second).mtimeMs).toBe(before.mtimeMs)
+    expect(readdirSync(directory)).toEqual(["rg-abc123"])
+  })
+
+  test("replaces a copy of the wrong size (a partial one from elsewhere) and leaves no temporary file", async () => {
+    const source = join(tempDir(), "rg-def456.")
+    writeFileSync(source, "#!/bin/sh\necho whole\n")
+    const directory = tempDir()
+    writeFileSync(join(directory, "rg-def456"), "#!/bin/sh\n", { mode: 0o755 })
+    const path = await Ripgrep.extract(source, directory)
+    expect(Bun.spawnSync([path]).stdout.toString()).toBe("whole\n")
+    expect(readdirSync(directory)).toEqual(["rg-def456"])
+  })
+})
+
+describe("Ripgrep.run", () => {
+  test("records splits stdout on the separator, across chunks", async () => {
+    const directory = tempDir()
+    const names = Array.from({ length: 2_000 }, (_, index) => `file-${index}-${"x".repeat(100)}.txt`)
+    for (const name of names) writeFileSync(join(directory, name), "")
+    const seen: Array<string> = []
+    const outcome = await Effect.runPromise(
+      Ripgrep.run({
+        args: [...Ripgrep.COMMON_FLAGS, "--files", "--null", "--", directory],
+        cwd: directory,
+        ...Ripgrep.records(0, (record) => seen.push(Buffer.from(record).toString())),
+      }),
+    )
+    expect(outcome).toEqual({ code: 0, problems: [] })
+    expect(seen.sort()).toEqual(names.map((name) => join(directory, name)).sort())
+  })
+
+  test("interrupting the fiber kills rg", async () => {
+    const directory = tempDir()
+    const fifo = join(directory, "pipe")
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0)
+    const written = await Effect.runPromise(
+      Effect.gen(function* () {
+        // rg blocks reading the FIFO (an explicit path, so it is searched).
+        const fiber = yield* Effect.forkChild(
+          Ripgrep.run({ args: ["--no-config", "-e", "needle", "--", fifo], cwd: directory, onData: () => {} }),
+        )
+        // Opening the write end completes once rg has opened the read end.
+        const writer = yield* Effect.promise(() => open(fifo, "w"))
+        yield* Fiber.interrupt(fiber)
+        // With rg gone nobody reads: the write fails with EPIPE (a live rg would take it all).
+        const result = yield* Effect.promise(() =>
+          writer.write(Buffer.alloc(1 << 20, 0x61)).then(
+            () => "written",
+            (error: NodeJS.ErrnoException) => error.code,
+          ),
+        )
+        yield* Effect.promise(() => writer.close())
+        return result
+      }),
+    )
+    expect(written).toBe("EPIPE")
+  })
+
+  test("reports a glob it cannot parse for select, and problems without the rg: prefix", async () => {
+    const directory = tempDir()
+    const outcome = await Effect.runPromise(
+      Ripgrep.run({ args: ["--files", "--", directory], select: "src/{a", cwd: directory, onData: () => {} }),
+    )
+    expect(outcome.selectError).toBe("error parsing glob 'src/{a': unclosed alternate group; missing '}' (maybe escape '{' with '[{]'?)")
+    const named = await Effect.runPromise(
+      Ripgrep.run({ args: ["--files", "--", directory], select: "*.{a", cwd: directory, onData: () => {} }),
+    )
+    expect(named.selectError).toBe("error parsing glob '*.{a': unclosed alternate group; missing '}' (maybe escape '{' with '[{]'?)")
+    expect(outcome.problems).toEqual([])
+    const missing = await Effect.runPromise(
+      Ripgrep.run({ args: ["--files", "--", join(directory, "gone")], cwd: directory, onData: () => {} }),
+    )
+    expect(missing.code).toBe(2)
+    expect(missing.problems).toEqual([
+      `${join(directory, "gone")}: IO error for operation on ${join(directory, "gone")}: No such file or directory (os error 2)`,
+    ])
+    expect(Ripgrep.onlyPathProblems(missing.problems)).toBe(true)
+  })
+})
+
+describe("the compiled binary", () => {
+  test("extracts its embedded rg into the data directory once, and grep, glob and read work with it", async () => {
+    const box = sandbox({ "src/a.ts": "export const needle = 1\n", "src/b.md": "no match here\n" })
+    const grep = await exec(box, "grep", { pattern: "needle" })
+    expect(grep.stderr).toBe("")
+    expect(grep.code).toBe(0)
+    expect(settlementOf(grep).structured).toMatchObject({ matches: 1, shown: [{ path: "src/a.ts", lines: [{ line: 1 }] }] })
+
+    const extracted = readdirSync(join(box.data, "bin"))
+    expect(extracted).toHaveLength(1)
+    expect(extracted[0]).toMatch(/^rg-[a-z0-9]+$/)
+    const rg = join(box.data, "bin", extracted[0]!)
+    expect(statSync(rg).mode & 0o111).not.toBe(0)
+    const before = statSync(rg)
+
+    const glob = await exec(box, "glob", { pattern: "*.md" })
+    expect(settlementOf(glob).structured).toMatchObject({ files: ["src/b.md"], total: 1 })
+    const read = await exec(box, "read", { filePath: "src/a.ts" })
+    expect(settlementOf(read).content).toEqual([{ type: "text", text: "1: export const needle = 1\n\n(End of file: 1 line.)" }])
+
+    // Reused, not written again.
+    expect(readdirSync(join(box.data, "bin"))).toEqual(extracted)
+    expect(statSync(rg).ino).toBe(before.ino)
+    expect(statSync(rg).mtimeMs).toBe(before.mtimeMs)
+  })
+})
