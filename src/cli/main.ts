@@ -22,6 +22,7 @@ Usage:
   core output ID
   core check NAME --input JSON [--location DIR] [--agent ID]
   core permissions [reset [--action A]] [--location DIR]
+  core serve [--location DIR] [--allow-root DIR]... [--host 127.0.0.1] [--port N]
   core init [DIR] [--update]
   core --version | --help | COMMAND --help
 
@@ -31,6 +32,7 @@ Commands:
   output       print a managed output (the full output behind a bounded preview)
   check        explain the permission decision for a call, running nothing
   permissions  list or clear the approvals saved by "always" replies
+  serve        serve tool calls over HTTP to agent hosts (the sidecar)
   init         prepare a directory for writing and testing tools with bun (no npm install)
 
 Environment:
@@ -48,7 +50,12 @@ const COMMANDS: Readonly<Record<string, Run>> = {
   check: CheckCommand.run,
   permissions: PermissionsCommand.run,
   init: InitCommand.run,
+  // Loaded only when used: the HTTP stack would slow every other command's start.
+  serve: (args) => Effect.flatMap(Effect.promise(() => import("./serve")), ({ ServeCommand }) => ServeCommand.run(args)),
 }
+
+/** Commands that answer SIGINT and SIGTERM themselves (the sidecar shuts down gracefully and exits 0). */
+const HANDLES_SIGNALS: ReadonlySet<string> = new Set(["serve"])
 
 const messageOf = (error: unknown): string =>
   typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
@@ -102,8 +109,9 @@ const main = async (argv: ReadonlyArray<string>): Promise<number> => {
   const interrupt = () => {
     Effect.runFork(Fiber.interrupt(fiber))
   }
-  process.on("SIGINT", interrupt)
-  process.on("SIGTERM", interrupt)
+  const signals = !HANDLES_SIGNALS.has(command)
+  if (signals) process.on("SIGINT", interrupt)
+  if (signals) process.on("SIGTERM", interrupt)
   const exit = await Effect.runPromise(Fiber.await(fiber))
   process.off("SIGINT", interrupt)
   process.off("SIGTERM", interrupt)

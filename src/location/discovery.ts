@@ -32,19 +32,21 @@ export interface Result {
 /** Files that live beside tools without being tools. */
 const IGNORED = /\.(test|spec|d)\.ts$/
 
+/** Whether a file name in a `tools/` folder names a tool file. */
+export const isToolFileName = (name: string): boolean => name.endsWith(".ts") && !IGNORED.test(name)
+
 /** The tool files of a directory's `tools/` folder, sorted; none when it has no such folder. */
 export const toolFiles = (directory: string): ReadonlyArray<string> => {
   const folder = join(directory, "tools")
   let names: Array<string>
   try {
     names = readdirSync(folder, { withFileTypes: true })
-      .filter((entry) => (entry.isFile() || entry.isSymbolicLink()) && entry.name.endsWith(".ts"))
+      .filter((entry) => (entry.isFile() || entry.isSymbolicLink()) && isToolFileName(entry.name))
       .map((entry) => entry.name)
   } catch {
     return []
   }
   return names
-    .filter((name) => !IGNORED.test(name))
     .sort()
     .map((name) => join(folder, name))
 }
@@ -107,7 +109,22 @@ export class LoadError extends Schema.TaggedError<LoadError>()("Discovery.LoadEr
 /** How long a tool file may take to load (a top-level await that never settles must not hang core). */
 export const LOAD_TIMEOUT_MS = 10_000
 
-const loadFile = Effect.fnUntraced(function* (file: string, tools: Registry.Tools, timeoutMs: number) {
+export interface FileOptions {
+  readonly timeoutMs?: number
+  /**
+   * Imports the file's current content under this tag instead of the copy Bun's module cache holds (hot reload).
+   * The same tag answers the same module instance again.
+   */
+  readonly version?: string
+}
+
+/**
+ * Loads one tool file into the current Scope through `tools`: checks its syntax and imports, imports it and
+ * registers what it exports. Answers the names it registered; closing the Scope removes exactly them.
+ */
+export const loadFile = Effect.fnUntraced(function* (file: string, tools: Registry.Tools, options: FileOptions = {}) {
+  Modules.install()
+  const timeoutMs = options.timeoutMs ?? LOAD_TIMEOUT_MS
   const fail = (reason: string) => new LoadError({ file, message: reason })
   const source = yield* Effect.tryPromise({
     try: () => Bun.file(file).text(),
@@ -122,7 +139,10 @@ const loadFile = Effect.fnUntraced(function* (file: string, tools: Registry.Tool
     if (problem !== undefined) return yield* fail(problem)
   }
   const exports = yield* Effect.tryPromise({
-    try: () => import(file) as Promise<Record<string, unknown>>,
+    try: () =>
+      import(options.version === undefined ? file : `${file}?v=${encodeURIComponent(options.version)}`) as Promise<
+        Record<string, unknown>
+      >,
     catch: (cause) => fail(`failed to load: ${message(cause)}`),
   }).pipe(
     Effect.timeoutOrElse({
@@ -140,21 +160,33 @@ const loadFile = Effect.fnUntraced(function* (file: string, tools: Registry.Tool
   return names
 })
 
-/** Loads every tool file of `directory/tools` into the current Scope through `tools`. */
+export interface LoadOptions {
+  readonly timeoutMs?: number
+  /** The Scope a file's registration lives in, so it can be unloaded alone; by default the current Scope. */
+  readonly scopeOf?: (file: string) => Scope.Scope
+  /** The version to import a file under (see FileOptions); by default the cached module. */
+  readonly versionOf?: (file: string) => string | undefined
+}
+
+/** Loads every tool file of `directory/tools` into the current Scope (or each file's own) through `tools`. */
 export const load = Effect.fn("Discovery.load")(function* (
   directory: string,
   tools: Registry.Tools,
-  options: { readonly timeoutMs?: number } = {},
+  options: LoadOptions = {},
 ) {
   Modules.install()
-  const scope = yield* Scope.Scope
+  const current = yield* Scope.Scope
   const loaded: Array<Loaded> = []
   const diagnostics: Array<Diagnostic> = []
   const definedBy = new Map<string, string>()
   for (const file of toolFiles(directory)) {
-    const result = yield* Effect.result(
-      loadFile(file, tools, options.timeoutMs ?? LOAD_TIMEOUT_MS).pipe(Scope.provide(scope)),
-    )
+    const version = options.versionOf?.(file)
+    const fileOptions: FileOptions = {
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      ...(version === undefined ? {} : { version }),
+    }
+    const scope = options.scopeOf?.(file) ?? current
+    const result = yield* Effect.result(loadFile(file, tools, fileOptions).pipe(Scope.provide(scope)))
     if (result._tag === "Failure") {
       diagnostics.push({ file, message: result.failure.message })
       continue

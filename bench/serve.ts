@@ -1,0 +1,306 @@
+// The HTTP sidecar against the MCP TypeScript SDK over HTTP: a trivial echo tool settled through `core serve` (the
+// compiled binary, durable SQLite store, a fresh call id per call, one turn reused) and called through the SDK's
+// web-standard streamable HTTP transport inside Bun.serve with one reused session and JSON responses (its strongest
+// configuration; bench/serve-mcp-peer.ts). Both servers run in processes of their own; this process is the client,
+// at 1 and 32 calls in flight. MCP is driven two ways, with its SDK Client and with bare JSON-RPC over fetch, and
+// the stronger of the two is the peer for the targets. Blocks of each side alternate in rotating order.
+
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { cleanup, duration, main, megabytes, progress, ratio, type Report, type Summary, summarize } from "./measure"
+
+const ROOT = join(import.meta.dir, "..")
+const CONCURRENCIES = [1, 32] as const
+const ROUNDS = 5
+const CALLS = { 1: 1_000, 32: 4_000 } as const
+const WARMUP_CALLS = 2_000
+const TARGET_THROUGHPUT = 2
+const TARGET_P50 = 0.5
+const INPUT = { text: "hello" }
+
+const ECHO_TOOL = `import { Tool } from "@core/tool"
+import { Effect, Schema } from "effect"
+
+export default Tool.make({
+  description: "Echo text back",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.succeed(input.text),
+})
+`
+
+interface Side {
+  readonly label: string
+  readonly pid: number
+  /** One call, resolved once its result is in hand. */
+  readonly call: (index: number) => Promise<void>
+  readonly close: () => Promise<void>
+}
+
+const versionOf = (name: string): string => {
+  try {
+    return JSON.parse(readFileSync(join(ROOT, "node_modules", name, "package.json"), "utf8")).version
+  } catch {
+    return "unknown"
+  }
+}
+
+/** Resident memory of a process, in bytes. */
+const rss = (pid: number): number => {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
+  return match === null ? Number.NaN : Number(match[1]) * 1024
+}
+
+/** Spawns a server that prints one JSON line on stdout once ready, and answers that line. */
+const spawnServer = async (argv: ReadonlyArray<string>, env: Record<string, string | undefined>) => {
+  const child = Bun.spawn([...argv], { env, stdin: "ignore", stdout: "pipe", stderr: "inherit" })
+  const reader = child.stdout.getReader()
+  let text = ""
+  while (!text.includes("\n")) {
+    const chunk = await reader.read()
+    if (chunk.done) throw new Error(`${argv.join(" ")} exited before it was ready (code ${await child.exited})`)
+    text += new TextDecoder().decode(chunk.value)
+  }
+  reader.releaseLock()
+  return { child, ready: JSON.parse(text.slice(0, text.indexOf("\n"))) as Record<string, string> }
+}
+
+const build = async (outfile: string) => {
+  const child = Bun.spawn([process.execPath, join(ROOT, "build.ts"), "--outfile", outfile], { cwd: ROOT, stdout: "pipe", stderr: "pipe" })
+  const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()])
+  if (code !== 0) throw new Error(`building core failed (exit ${code}):\n${stderr}`)
+}
+
+/** A client of a sidecar that printed `ready`: one turn, then each call with a fresh call id. */
+const sidecarSide = async (label: string, child: Bun.Subprocess, ready: Record<string, string>): Promise<Side> => {
+  const headers = { authorization: `Bearer ${ready.token}`, "content-type": "application/json" }
+  const turn = await fetch(`${ready.url}/v1/turns`, { method: "POST", headers, body: "{}" })
+  const { turnID } = (await turn.json()) as { turnID: string }
+  const endpoint = `${ready.url}/v1/turns/${turnID}/calls`
+  return {
+    label,
+    pid: child.pid,
+    call: async (index) => {
+      const response = await fetch(endpoint, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({
+          sessionID: "ses_bench",
+          assistantMessageID: "msg_bench",
+          toolCallID: `call_${index}`,
+          name: "echo",
+          input: INPUT,
+        }),
+      })
+      const settlement = (await response.json()) as { status?: string }
+      if (response.status !== 200 || settlement.status !== "success") {
+        throw new Error(`${label} answered ${response.status}: ${JSON.stringify(settlement)}`)
+      }
+    },
+    close: async () => {
+      child.kill("SIGTERM")
+      await child.exited
+    },
+  }
+}
+
+const coreSides = async (root: string): Promise<{ durable: Side; memory: Side }> => {
+  const binary = join(root, "core")
+  progress("serve: building the binary (build.ts --outfile)")
+  await build(binary)
+  const location = join(root, "location")
+  mkdirSync(join(location, "tools"), { recursive: true })
+  writeFileSync(join(location, "tools", "echo.ts"), ECHO_TOOL)
+  const env = { ...process.env, CORE_DATA_DIR: join(root, "data"), CORE_HOME: join(root, "home") }
+  const durable = await spawnServer([binary, "serve", "--location", location], env)
+  const memory = await spawnServer(
+    [process.execPath, join(import.meta.dir, "serve-memory-peer.ts"), location],
+    { ...env, CORE_DATA_DIR: join(root, "data-memory") },
+  )
+  return {
+    durable: await sidecarSide("core serve (SQLite)", durable.child, durable.ready),
+    memory: await sidecarSide("core sidecar, memory store*", memory.child, memory.ready),
+  }
+}
+
+const mcpSides = async (): Promise<{ sdk: Side; raw: Side; close: () => Promise<void> }> => {
+  const { child, ready } = await spawnServer([process.execPath, join(import.meta.dir, "serve-mcp-peer.ts")], process.env)
+  const url = ready.url!
+  const transport = new StreamableHTTPClientTransport(new URL(url))
+  const client = new Client({ name: "bench", version: "1.0.0" })
+  await client.connect(transport)
+  const session = transport.sessionId!
+  const headers = {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    "mcp-session-id": session,
+    "mcp-protocol-version": transport.protocolVersion ?? "2025-06-18",
+  }
+  return {
+    sdk: {
+      label: "MCP SDK Client",
+      pid: child.pid,
+      call: async () => {
+        const result = await client.callTool({ name: "echo", arguments: INPUT })
+        if (result.isError === true) throw new Error(`MCP call failed: ${JSON.stringify(result)}`)
+      },
+      close: async () => {},
+    },
+    raw: {
+      label: "MCP, JSON-RPC over fetch",
+      pid: child.pid,
+      call: async (index) => {
+        const response = await fetch(url, {
+          method: "POST",
+          headers,
+          body: JSON.stringify({ jsonrpc: "2.0", id: index, method: "tools/call", params: { name: "echo", arguments: INPUT } }),
+        })
+        const answer = (await response.json()) as { result?: { isError?: boolean } }
+        if (response.status !== 200 || answer.result === undefined || answer.result.isError === true) {
+          throw new Error(`MCP answered ${response.status}: ${JSON.stringify(answer)}`)
+        }
+      },
+      close: async () => {},
+    },
+    close: async () => {
+      await client.close()
+      child.kill("SIGTERM")
+      await child.exited
+    },
+  }
+}
+
+/** `count` calls with `concurrency` in flight: elapsed time and each call's latency. */
+const block = async (side: Side, count: number, concurrency: number, next: { value: number }) => {
+  const latencies: Array<number> = []
+  let issued = 0
+  const started = performance.now()
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (issued < count) {
+        issued++
+        const index = next.value++
+        const begun = performance.now()
+        await side.call(index)
+        latencies.push(performance.now() - begun)
+      }
+    }),
+  )
+  return { elapsed: performance.now() - started, latencies }
+}
+
+interface Measured {
+  readonly throughputs: Array<number>
+  readonly latencies: Array<number>
+}
+
+export const measure = async (): Promise<Report> => {
+  const root = mkdtempSync(join(tmpdir(), "core-bench-serve-"))
+  const closers: Array<() => Promise<void>> = []
+  try {
+    const { durable: core, memory } = await coreSides(root)
+    closers.push(core.close, memory.close)
+    const mcp = await mcpSides()
+    closers.push(mcp.close)
+    // The targets compare core serve with the MCP sides; the memory-store sidecar shows what durability costs.
+    const sides: ReadonlyArray<Side> = [core, mcp.sdk, mcp.raw, memory]
+    const counters = sides.map(() => ({ value: 0 }))
+    const idle = { core: rss(core.pid), mcp: rss(mcp.sdk.pid) }
+
+    progress(`serve: ${WARMUP_CALLS} warm-up calls per side`)
+    for (const [index, side] of sides.entries()) await block(side, WARMUP_CALLS, 8, counters[index]!)
+
+    const results = new Map<number, Array<Measured>>()
+    for (const concurrency of CONCURRENCIES) {
+      const measured = sides.map((): Measured => ({ throughputs: [], latencies: [] }))
+      for (let round = 0; round < ROUNDS; round++) {
+        progress(`serve: ${concurrency} in flight, round ${round + 1}/${ROUNDS} (${CALLS[concurrency]} calls per side)`)
+        for (let offset = 0; offset < sides.length; offset++) {
+          const index = (round + offset) % sides.length
+          Bun.gc(true)
+          const { elapsed, latencies } = await block(sides[index]!, CALLS[concurrency], concurrency, counters[index]!)
+          measured[index]!.throughputs.push((CALLS[concurrency] / elapsed) * 1000)
+          measured[index]!.latencies.push(...latencies)
+        }
+      }
+      results.set(concurrency, measured)
+    }
+    const loaded = { core: rss(core.pid), mcp: rss(mcp.sdk.pid) }
+
+    const tables = []
+    const targets = []
+    const notes: Array<string> = []
+    for (const concurrency of CONCURRENCIES) {
+      const measured = results.get(concurrency)!
+      const throughput = measured.map((side) => summarize(side.throughputs))
+      const latency = measured.map((side) => summarize(side.latencies))
+      tables.push({
+        title: `${concurrency} call${concurrency === 1 ? "" : "s"} in flight (${ROUNDS} rounds of ${CALLS[concurrency]} calls per side)`,
+        columns: ["side", "calls/s (median)", "calls/s (min – max)", "p50", "p99", "IQR"],
+        rows: sides.map((side, index) => [
+          side.label,
+          throughput[index]!.p50.toFixed(0),
+          `${throughput[index]!.min.toFixed(0)} – ${throughput[index]!.max.toFixed(0)}`,
+          duration(latency[index]!.p50),
+          duration(latency[index]!.p99),
+          `${duration(latency[index]!.q1)} – ${duration(latency[index]!.q3)}`,
+        ]),
+      })
+      // The stronger MCP configuration is the peer: the higher throughput, and the lower p50.
+      const [coreThroughput, ...mcpThroughput] = throughput.slice(0, 3) as [Summary, Summary, Summary]
+      const [coreLatency, ...mcpLatency] = latency.slice(0, 3) as [Summary, Summary, Summary]
+      const peerThroughput = Math.max(...mcpThroughput.map((summary) => summary.p50))
+      const peerP50 = Math.min(...mcpLatency.map((summary) => summary.p50))
+      const throughputRatio = coreThroughput.p50 / peerThroughput
+      const p50Ratio = coreLatency.p50 / peerP50
+      targets.push(
+        {
+          measure: `${concurrency} in flight: core calls/s / best MCP calls/s`,
+          value: ratio(throughputRatio),
+          target: `≥ ${ratio(TARGET_THROUGHPUT)}`,
+          met: throughputRatio >= TARGET_THROUGHPUT,
+        },
+        {
+          measure: `${concurrency} in flight: core p50 / best MCP p50`,
+          value: ratio(p50Ratio),
+          target: `≤ ${ratio(TARGET_P50)}`,
+          met: p50Ratio <= TARGET_P50,
+        },
+      )
+    }
+    tables.push({
+      title: "server resident memory (RSS)",
+      columns: ["server", "idle after start", "after the load"],
+      rows: [
+        ["core serve", megabytes(idle.core), megabytes(loaded.core)],
+        ["MCP peer (Bun.serve + SDK)", megabytes(idle.mcp), megabytes(loaded.mcp)],
+      ],
+    })
+    notes.push(
+      "* a reference, not a shipped configuration: the same sidecar from source with the in-memory store " +
+        "(bench/serve-memory-peer.ts), so nothing is recorded durably; the gap to core serve is law 12's cost",
+      "core: every call is a fresh (sessionID, toolCallID), recorded durably (an intent and a settlement, two SQLite " +
+        "commits), through one turn; the client is plain fetch with the bearer token",
+      "MCP: no output schema (so no output validation, which core does), nothing recorded; one session for all calls",
+    )
+    for (const close of closers.splice(0).reverse()) await close()
+
+    return {
+      name: "serve: trivial tool over HTTP",
+      about:
+        `core serve (compiled, Bun ${Bun.version}) vs MCP TypeScript SDK ${versionOf("@modelcontextprotocol/sdk")} ` +
+        `(zod ${versionOf("zod")}) streamable HTTP in Bun.serve, each server in its own process, client here.`,
+      tables,
+      targets,
+      notes,
+    }
+  } finally {
+    for (const close of closers.reverse()) await close().catch(() => {})
+    cleanup([root])
+  }
+}
+
+if (import.meta.main) await main(measure)

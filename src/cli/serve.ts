@@ -1,0 +1,126 @@
+export * as ServeCommand from "./serve"
+
+// `core serve`: the HTTP sidecar (DESIGN §8). Parses flags, checks the Location and the allowed roots, prints the
+// ready line on stdout once listening, and turns SIGINT/SIGTERM into a graceful shutdown that exits 0 (a second
+// signal exits at once). Everything but the ready line goes to stderr.
+
+import { realpathSync, statSync } from "node:fs"
+import { resolve } from "node:path"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import { Security } from "../server/security"
+import { Server } from "../server/server"
+import { Command } from "./command"
+import { Runtime } from "./runtime"
+
+export const HELP = `Usage: core serve [--location DIR] [--allow-root DIR]... [--host 127.0.0.1] [--port N]
+
+Serve tool calls over HTTP to agent hosts. Once listening, prints one JSON line on stdout:
+  {"url":"http://127.0.0.1:PORT","token":"..."}
+Every route but GET /v1/health needs the header Authorization: Bearer <token>.
+Routes and their schemas: GET /v1/openapi.json.
+
+Options:
+  --location DIR     the Location requests act on (default: the current directory)
+  --allow-root DIR   a directory under which requests may name other Locations with the header
+                     X-Core-Location (repeatable; the --location is always allowed)
+  --host HOST        the address to listen on (default: 127.0.0.1; any other address is reachable
+                     from other machines)
+  --port N           the port to listen on (default: 0, a free port)
+  -h, --help         show this help
+
+Environment:
+  CORE_TOKEN      the bearer token (default: a fresh random token each start)
+  CORE_DATA_DIR   managed outputs and the settlement store (default ~/.local/share/core)
+  CORE_HOME       application tools and core.json (default ~/.config/core)
+
+Tool files (tools/*.ts) and core.json of each served Location and of CORE_HOME are watched and
+reloaded on change. SIGINT or SIGTERM shuts down gracefully: running calls are cancelled (their
+processes killed) and recorded, and core exits 0.
+`
+
+const OPTIONS = {
+  location: { type: "string" },
+  host: { type: "string" },
+  port: { type: "string" },
+} as const
+
+const usage = (message: string) => new Command.UsageError({ command: "serve", message })
+
+/** `--allow-root` may repeat, which Command.parse does not do: its values are taken out first. */
+const takeRoots = (args: ReadonlyArray<string>) => {
+  const roots: Array<string> = []
+  const rest: Array<string> = []
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index]!
+    if (arg === "--") {
+      rest.push(...args.slice(index))
+      break
+    }
+    if (arg.startsWith("--allow-root=")) roots.push(arg.slice("--allow-root=".length))
+    else if (arg !== "--allow-root") rest.push(arg)
+    else if (index + 1 < args.length) roots.push(args[++index]!)
+    else return Effect.fail(usage("--allow-root needs a value"))
+  }
+  return Effect.succeed({ roots, rest })
+}
+
+const realDirectory = (flag: string, path: string) =>
+  Effect.suspend(() => {
+    try {
+      if (statSync(path).isDirectory()) return Effect.succeed(realpathSync(path))
+      return Effect.fail(usage(`${flag} ${path} is not a directory`))
+    } catch {
+      return Effect.fail(usage(`${flag} ${path} does not exist`))
+    }
+  })
+
+export const run = (args: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const { roots: rootFlags, rest } = yield* takeRoots(args)
+    const { values, positionals } = yield* Command.parse("serve", rest, OPTIONS)
+    if (values.help) {
+      Command.stdout(HELP)
+      return Command.EXIT.ok
+    }
+    if (positionals.length > 0) return yield* usage(`unexpected argument "${positionals[0]}"`)
+    const port = values.port === undefined ? 0 : Number(values.port)
+    if (!/^\d+$/.test(values.port ?? "0") || port > 65535) return yield* usage(`--port must be 0-65535, not "${values.port}"`)
+    const host = values.host ?? "127.0.0.1"
+    if (host.trim() === "") return yield* usage("--host cannot be empty")
+
+    const environment = Runtime.environment()
+    const primary = yield* Runtime.prepare("serve", environment, values.location)
+    const roots = [primary.directory]
+    for (const root of rootFlags) roots.push(yield* realDirectory("--allow-root", resolve(root)))
+    const token = process.env.CORE_TOKEN || Security.generateToken()
+
+    const stop = yield* Deferred.make<void>()
+    let signalled = false
+    const onSignal = () => {
+      if (signalled) process.exit(Command.EXIT.cancelled)
+      signalled = true
+      Deferred.doneUnsafe(stop, Effect.void)
+    }
+    process.on("SIGINT", onSignal)
+    process.on("SIGTERM", onSignal)
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        process.off("SIGINT", onSignal)
+        process.off("SIGTERM", onSignal)
+      }),
+    )
+
+    yield* Server.run({
+      environment,
+      primary,
+      roots,
+      host,
+      port,
+      token,
+      stop: Deferred.await(stop),
+      log: (line) => Command.stderr(`${line}\n`),
+      onReady: (ready) => Command.stdout(`${JSON.stringify(ready)}\n`),
+    }).pipe(Effect.mapError((error) => new Command.Exit({ code: Command.EXIT.operational, message: error.message })))
+    return Command.EXIT.ok
+  }).pipe(Effect.scoped)

@@ -1,0 +1,319 @@
+export * as Api from "./api"
+
+// The HTTP sidecar's contract (DESIGN §8) as data: one Effect schema per request body, response body and event,
+// and one endpoint declaration per route. The router serves exactly these endpoints and the OpenAPI 3.1 document
+// is derived from them, so the documentation cannot drift from what is served. No handling happens here.
+
+import * as HttpApi from "effect/http-api/HttpApi"
+import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
+import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
+import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
+import * as OpenApi from "effect/http-api/OpenApi"
+import * as Schema from "effect/Schema"
+import packageJson from "../../package.json" with { type: "json" }
+import { Settlement as SettlementSchema } from "../settlement/settlement"
+
+// Errors
+
+export const ErrorKind = Schema.Literals([
+  "bad_request",
+  "unauthorized",
+  "forbidden",
+  "not_found",
+  "method_not_allowed",
+  "payload_too_large",
+  "operational",
+]).annotate({
+  description:
+    "operational is core's own failure (500); every other kind is a problem with the request, answered with its own status",
+})
+export type ErrorKind = typeof ErrorKind.Type
+
+export const ErrorBody = Schema.Struct({
+  error: Schema.Struct({ kind: ErrorKind, message: Schema.String }),
+}).annotate({ identifier: "Error", description: "What went wrong and what to do about it" })
+export type ErrorBody = typeof ErrorBody.Type
+
+const BadRequest = ErrorBody.pipe(HttpApiSchema.status(400))
+const Unauthorized = ErrorBody.pipe(HttpApiSchema.status(401))
+const Forbidden = ErrorBody.pipe(HttpApiSchema.status(403))
+const NotFound = ErrorBody.pipe(HttpApiSchema.status(404))
+const TooLarge = ErrorBody.pipe(HttpApiSchema.status(413))
+const Operational = ErrorBody.pipe(HttpApiSchema.status(500))
+
+/** Every route but health: a bad `X-Core-Location` (400), a missing or wrong token (401), a refused Host or Location (403). */
+const GUARDED = [BadRequest, Unauthorized, Forbidden, Operational] as const
+
+// Bodies
+
+const Id = Schema.NonEmptyString
+
+export const Health = Schema.Struct({ ok: Schema.Literal(true), version: Schema.String }).annotate({ identifier: "Health" })
+
+export const TurnRequest = Schema.Struct({
+  agent: Schema.optionalKey(
+    Schema.NonEmptyString.annotate({
+      description: "The agent whose rules filter the catalog and apply to its calls (default build)",
+    }),
+  ),
+}).annotate({ identifier: "TurnRequest" })
+export type TurnRequest = typeof TurnRequest.Type
+
+export const Definition = Schema.Struct({
+  name: Schema.String,
+  description: Schema.String,
+  inputSchema: Schema.Record(Schema.String, Schema.Json).annotate({ description: "JSON Schema (2020-12) of the input" }),
+  outputSchema: Schema.Record(Schema.String, Schema.Json).annotate({ description: "JSON Schema (2020-12) of the output" }),
+}).annotate({ identifier: "Definition" })
+
+export const Turn = Schema.Struct({
+  turnID: Schema.String,
+  definitions: Schema.Array(Definition),
+}).annotate({
+  identifier: "Turn",
+  description: "The catalog captured for one provider turn; settle the turn's calls through its turnID",
+})
+export type Turn = typeof Turn.Type
+
+export const CallRequest = Schema.Struct({
+  sessionID: Id,
+  assistantMessageID: Id,
+  toolCallID: Id,
+  name: Schema.String,
+  input: Schema.Json.annotate({ description: "The tool's input as the model produced it" }),
+}).annotate({ identifier: "CallRequest" })
+export type CallRequest = typeof CallRequest.Type
+
+export const Settlement = SettlementSchema.Info.annotate({ identifier: "Settlement" })
+
+export const Cancelling = Schema.Struct({
+  sessionID: Schema.String,
+  toolCallID: Schema.String,
+  status: Schema.Literal("cancelling"),
+}).annotate({ identifier: "Cancelling" })
+export type Cancelling = typeof Cancelling.Type
+
+export const PermissionRequest = Schema.Struct({
+  id: Schema.String,
+  sessionID: Schema.String,
+  toolCallID: Schema.String,
+  action: Schema.String,
+  resources: Schema.Array(Schema.String),
+  save: Schema.Array(Schema.String).annotate({ description: 'The patterns an "always" reply saves' }),
+}).annotate({ identifier: "PermissionRequest" })
+export type PermissionRequest = typeof PermissionRequest.Type
+
+export const ReplyRequest = Schema.Struct({
+  reply: Schema.Literals(["once", "always", "reject"]),
+  message: Schema.optionalKey(
+    Schema.String.annotate({
+      description: "With reject: feedback the model reads (the call fails with it); without, the call is declined",
+    }),
+  ),
+}).annotate({ identifier: "ReplyRequest" })
+export type ReplyRequest = typeof ReplyRequest.Type
+
+export const Replied = Schema.Struct({ id: Schema.String, reply: Schema.Literals(["once", "always", "reject"]) }).annotate({
+  identifier: "Replied",
+})
+export type Replied = typeof Replied.Type
+
+// Events
+
+export const Progress = Schema.Struct({
+  message: Schema.String,
+  metadata: Schema.optionalKey(Schema.Record(Schema.String, Schema.Json)),
+}).annotate({ identifier: "Progress" })
+export type Progress = typeof Progress.Type
+
+export const CallKey = { sessionID: Schema.String, toolCallID: Schema.String }
+
+export const CallStarted = Schema.Struct({ ...CallKey, tool: Schema.String, turnID: Schema.String }).annotate({
+  identifier: "CallStarted",
+})
+export const CallProgress = Schema.Struct({ ...CallKey, ...Progress.fields }).annotate({ identifier: "CallProgress" })
+export const CallSettled = Schema.Struct({ ...CallKey, replayed: Schema.Boolean, settlement: Settlement }).annotate({
+  identifier: "CallSettled",
+})
+export const PermissionReplied = Schema.Struct({
+  id: Schema.String,
+  sessionID: Schema.String,
+  reply: Schema.Literals(["once", "always", "reject"]),
+}).annotate({ identifier: "PermissionReplied" })
+export const ToolsChanged = Schema.Struct({
+  reason: Schema.Literals(["tools", "config"]),
+  files: Schema.Array(Schema.String).annotate({ description: "The files whose change was applied" }),
+}).annotate({ identifier: "ToolsChanged", description: "Turns made before now may be stale (tools) or gone (config)" })
+export const Diagnostic = Schema.Struct({ file: Schema.String, message: Schema.String }).annotate({
+  identifier: "Diagnostic",
+})
+
+/** An SSE event: its name and its JSON data. */
+const event = <const Name extends string, S extends Schema.Top>(name: Name, data: S) =>
+  Schema.Struct({
+    event: Schema.Literal(name),
+    data: Schema.fromJsonString(data as unknown as Schema.Codec<S["Type"], S["Encoded"]>),
+  })
+
+/** `GET /v1/events`: what happens in the Location. */
+export const ServerEvent = Schema.Union([
+  event("call.started", CallStarted),
+  event("call.progress", CallProgress),
+  event("call.settled", CallSettled),
+  event("permission.asked", PermissionRequest),
+  event("permission.replied", PermissionReplied),
+  event("tools.changed", ToolsChanged),
+  event("diagnostic", Diagnostic),
+])
+
+/** The stream of one call: progress and asks as they come, then one settlement (or one error). */
+export const CallEvent = Schema.Union([
+  event("progress", Progress),
+  event("permission", PermissionRequest),
+  event("settlement", Settlement),
+  event("error", ErrorBody),
+])
+
+export type ServerEventName = (typeof ServerEvent.Type)["event"]
+export type CallEventName = (typeof CallEvent.Type)["event"]
+
+// Endpoints
+
+const docs = (summary: string, description?: string) =>
+  OpenApi.annotations(description === undefined ? { summary } : { summary, description })
+
+export const ENDPOINTS = {
+  health: HttpApiEndpoint.get("health", "/v1/health", { success: Health }).annotateMerge(docs("Liveness; needs no token")),
+  openapi: HttpApiEndpoint.get("openapi", "/v1/openapi.json", {
+    success: Schema.Record(Schema.String, Schema.Json).annotate({ identifier: "OpenApiDocument" }),
+    error: GUARDED,
+  }).annotateMerge(docs("This document")),
+  createTurn: HttpApiEndpoint.post("createTurn", "/v1/turns", {
+    payload: TurnRequest,
+    success: Turn,
+    error: [...GUARDED, TooLarge],
+  }).annotateMerge(
+      docs(
+        "Materialize the catalog for this Location and agent",
+        "An empty body means the default agent. A turn expires after 30 minutes unused, when 1,000 newer turns exist " +
+          "in its Location, or when the Location's core.json changes; its calls then answer 404 and the host " +
+          "materializes again.",
+      ),
+    ),
+  settle: HttpApiEndpoint.post("settle", "/v1/turns/:turnID/calls", {
+    params: { turnID: Schema.String },
+    payload: CallRequest,
+    success: [Settlement, HttpApiSchema.StreamSse({ events: CallEvent })],
+    error: [...GUARDED, NotFound, TooLarge],
+  }).annotateMerge(
+    docs(
+      "Settle one call through a turn",
+      "Answers the settlement JSON, or with `Accept: text/event-stream` the events progress and permission as they " +
+        "come, then one settlement. A call is identified by (sessionID, toolCallID): settling it again replays the " +
+        "record with `X-Core-Replayed: true` and runs nothing; a duplicate of a running call waits for its result. " +
+        "The call runs to its settlement even if the client goes away.",
+    ),
+  ),
+  settlement: HttpApiEndpoint.get("settlement", "/v1/settlements/:sessionID/:toolCallID", {
+    params: { sessionID: Schema.String, toolCallID: Schema.String },
+    success: Settlement,
+    error: [...GUARDED, NotFound],
+  }).annotateMerge(docs("The recorded settlement of a call")),
+  cancel: HttpApiEndpoint.post("cancel", "/v1/calls/:sessionID/:toolCallID/cancel", {
+    params: { sessionID: Schema.String, toolCallID: Schema.String },
+    success: Cancelling.pipe(HttpApiSchema.status(202)),
+    error: [...GUARDED, NotFound],
+  }).annotateMerge(
+    docs(
+      "Interrupt a running call",
+      "The call's processes are killed and it settles as cancelled; its waiting clients receive that settlement.",
+    ),
+  ),
+  permissions: HttpApiEndpoint.get("permissions", "/v1/permissions", {
+    success: Schema.Array(PermissionRequest),
+    error: GUARDED,
+  }).annotateMerge(docs("Pending permission asks of this Location")),
+  reply: HttpApiEndpoint.post("reply", "/v1/permissions/:id/reply", {
+    params: { id: Schema.String },
+    payload: ReplyRequest,
+    success: Replied,
+    error: [...GUARDED, NotFound, TooLarge],
+  }).annotateMerge(
+    docs(
+      "Answer a permission ask",
+      "once allows this request; always also saves its patterns for the Location; reject with a message fails the " +
+        "call with that message for the model, and without one declines it (and the session's other pending asks).",
+    ),
+  ),
+  events: HttpApiEndpoint.get("events", "/v1/events", {
+    success: HttpApiSchema.StreamSse({ events: ServerEvent }),
+    error: GUARDED,
+  }).annotateMerge(docs("Server-sent events of this Location")),
+  output: HttpApiEndpoint.get("output", "/v1/outputs/:id", {
+    params: { id: Schema.String },
+    success: HttpApiSchema.StreamUint8Array({ contentType: "text/plain; charset=utf-8" }),
+    error: [...GUARDED, NotFound, ErrorBody.pipe(HttpApiSchema.status(416))],
+  }).annotateMerge(
+    docs(
+      "A managed output's full content",
+      "Supports a single `Range: bytes=...` (206 Partial Content; 416 when it starts past the end).",
+    ),
+  ),
+} as const
+
+export type Name = keyof typeof ENDPOINTS
+
+/** Routes that need no token. */
+export const PUBLIC: ReadonlySet<Name> = new Set(["health"])
+
+const group = HttpApiGroup.make("core").add(
+  ENDPOINTS.health,
+  ENDPOINTS.openapi,
+  ENDPOINTS.createTurn,
+  ENDPOINTS.settle,
+  ENDPOINTS.settlement,
+  ENDPOINTS.cancel,
+  ENDPOINTS.permissions,
+  ENDPOINTS.reply,
+  ENDPOINTS.events,
+  ENDPOINTS.output,
+)
+
+export const api = HttpApi.make("core")
+  .add(group)
+  .annotate(OpenApi.Title, "core sidecar")
+  .annotate(OpenApi.Version, packageJson.version)
+  .annotate(
+    OpenApi.Description,
+    "Settle AI agents' tool calls over HTTP. Every route but /v1/health needs `Authorization: Bearer <token>`; " +
+      "`X-Core-Location` names another allowed Location. Errors are `{ error: { kind, message } }`.",
+  )
+
+/** The OpenAPI 3.1 document of `api`, with the bearer token scheme on every guarded route. */
+export const openapi = (): Record<string, unknown> => {
+  type Media = Record<string, unknown>
+  type Operation = {
+    operationId?: string
+    security?: unknown
+    responses?: Record<string, { content?: Record<string, Media> }>
+  }
+  const document = OpenApi.fromApi(api) as unknown as {
+    paths: Record<string, Record<string, Operation>>
+    components: Record<string, unknown>
+  }
+  for (const operations of Object.values(document.paths)) {
+    for (const operation of Object.values(operations)) {
+      const name = operation.operationId?.split(".").pop() as Name | undefined
+      operation.security = name !== undefined && PUBLIC.has(name) ? [] : [{ bearer: [] }]
+      // The SSE streams are plain events, not Effect's streaming protocol, whose extension would mislead.
+      for (const response of Object.values(operation.responses ?? {})) {
+        for (const media of Object.values(response.content ?? {})) delete media["x-effect-stream"]
+      }
+    }
+  }
+  document.components = {
+    ...document.components,
+    securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "The token printed in the ready line" } },
+  }
+  return document as unknown as Record<string, unknown>
+}

@@ -1,0 +1,167 @@
+export * as Calls from "./calls"
+
+// The calls the sidecar is running, by (sessionID, toolCallID). Each runs in its own fiber in the server's scope,
+// never the request's, so a client that goes away does not stop it: it settles and is recorded. A duplicate of a
+// running call joins it; cancelling interrupts its fiber (its tool kills its processes) and it settles as
+// `cancelled`, recorded even when it was still waiting for a permission reply (so it never runs later).
+
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as PubSub from "effect/PubSub"
+import * as Scope from "effect/Scope"
+import { Settlement } from "../settlement/settlement"
+import { Settler } from "../settlement/settler"
+import type { Store } from "../store/store"
+import { Events } from "./events"
+import type { Served } from "./served"
+
+export interface Entry {
+  readonly call: Settler.Call
+  /** The call's own events, made when a client first listens (most clients just wait for the settlement). */
+  events: PubSub.PubSub<Events.Call> | undefined
+  readonly done: Deferred.Deferred<Settler.Settled, Settler.OperationalError>
+  fiber: Fiber.Fiber<unknown, unknown> | undefined
+}
+
+export interface Started {
+  readonly entry: Entry
+  /** Whether the call was already running (the request joined it). */
+  readonly joined: boolean
+  /** The call's own events from before it started (for a joiner, from now on); with `listen` only. */
+  readonly subscription: PubSub.Subscription<Events.Call> | undefined
+}
+
+export interface Interface {
+  /** Runs `call` through `turn`, or joins it if it is running. */
+  readonly start: (
+    served: Served.Interface,
+    turn: Served.Turn,
+    call: Settler.Call,
+    options: { readonly listen: boolean },
+  ) => Effect.Effect<Started, never, Scope.Scope>
+  /** Interrupts a running call; false when no such call is running. */
+  readonly cancel: (key: Store.Key) => Effect.Effect<boolean>
+  /** Cancels every running call and waits until each is settled and recorded. */
+  readonly cancelAll: Effect.Effect<void>
+}
+
+const keyOf = (key: Store.Key) => JSON.stringify([key.sessionID, key.toolCallID])
+
+/** Runs calls in `scope` (the server's), recording with `store`. */
+export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: string) => void): Interface => {
+  const running = new Map<string, Entry>()
+
+  /**
+   * What an interrupted call settled as: what its settler recorded (it ran and was cancelled, or it finished just
+   * before), or, when it had not begun (it was waiting for a reply), `cancelled`, recorded now.
+   */
+  const cancelled = (call: Settler.Call) =>
+    Effect.gen(function* () {
+      const outcome = Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled")
+      const known = yield* store.lookup(call)
+      if (known?.state === "settled") return { settlement: known.settlement, replayed: false }
+      if (known === undefined && !(yield* store.settle(call, outcome, { state: "absent" }))) {
+        const again = yield* store.lookup(call)
+        if (again?.state === "settled") return { settlement: again.settlement, replayed: false }
+      }
+      return { settlement: outcome, replayed: false }
+    }).pipe(
+      Effect.mapError(
+        (error) =>
+          new Settler.OperationalError({ message: `Could not record the cancellation: ${error.message}`, cause: error }),
+      ),
+    )
+
+  /** The call's outcome, from how its fiber ended: a settlement, or an operational failure (never a defect). */
+  const outcomeOf = (call: Settler.Call, exit: Exit.Exit<Settler.Settled, Settler.OperationalError>) => {
+    if (Exit.isSuccess(exit)) return Effect.succeed(exit)
+    if (Cause.hasInterruptsOnly(exit.cause)) return Effect.exit(cancelled(call))
+    const error = Cause.findError(exit.cause)
+    if (error._tag === "Success") return Effect.succeed(Exit.fail(error.success))
+    log(`core: operational failure settling ${call.name} (${call.toolCallID}):\n${Cause.pretty(exit.cause)}`)
+    return Effect.succeed(
+      Exit.fail(
+        new Settler.OperationalError({
+          message: `${call.name} (${call.toolCallID}) failed unexpectedly; the server log has the details`,
+          cause: Cause.squash(exit.cause),
+        }),
+      ),
+    )
+  }
+
+  const listen = (entry: Entry) =>
+    Effect.gen(function* () {
+      entry.events ??= yield* PubSub.unbounded<Events.Call>()
+      return yield* PubSub.subscribe(entry.events)
+    })
+
+  const publish = (entry: Entry, event: Events.Call) =>
+    entry.events === undefined ? Effect.void : PubSub.publish(entry.events, event).pipe(Effect.asVoid)
+
+  const start: Interface["start"] = (served, turn, call, options) =>
+    Effect.gen(function* () {
+      const key = keyOf(call)
+      const existing = running.get(key)
+      if (existing !== undefined) {
+        const subscription = options.listen ? yield* listen(existing) : undefined
+        return { entry: existing, joined: true, subscription }
+      }
+      const entry: Entry = {
+        call,
+        events: undefined,
+        done: yield* Deferred.make<Settler.Settled, Settler.OperationalError>(),
+        fiber: undefined,
+      }
+      running.set(key, entry)
+      const subscription = options.listen ? yield* listen(entry) : undefined
+      const ids = { sessionID: call.sessionID, toolCallID: call.toolCallID }
+      const leave = yield* turn.generation.enter
+      yield* served.publish({ event: "call.started", data: { ...ids, tool: call.name, turnID: turn.id } })
+
+      const onProgress = (update: { readonly message: string; readonly metadata?: Readonly<Record<string, unknown>> }) => {
+        const data = Events.progress(update)
+        return publish(entry, { event: "progress", data }).pipe(
+          Effect.andThen(served.publish({ event: "call.progress", data: { ...ids, ...data } })),
+        )
+      }
+      // The deferred is completed before the final event is published: a joiner that subscribes and then finds the
+      // call not yet done is sure to receive that event.
+      const finish = (exit: Exit.Exit<Settler.Settled, Settler.OperationalError>) =>
+        Effect.gen(function* () {
+          const outcome = yield* outcomeOf(call, exit)
+          running.delete(key)
+          yield* Deferred.done(entry.done, outcome)
+          if (Exit.isSuccess(outcome)) {
+            const { settlement, replayed } = outcome.value
+            yield* publish(entry, { event: "settlement", data: settlement })
+            yield* served.publish({ event: "call.settled", data: { ...ids, replayed, settlement } })
+          } else {
+            const error = Cause.findError(outcome.cause)
+            const message = error._tag === "Success" ? error.success.message : "operational failure"
+            yield* publish(entry, { event: "error", data: { error: { kind: "operational", message } } })
+          }
+        }).pipe(Effect.ensuring(leave))
+
+      entry.fiber = yield* turn.materialization
+        .settle(call, { onProgress })
+        .pipe(Effect.onExit(finish), Effect.forkIn(scope, { startImmediately: true }))
+      return { entry, joined: false, subscription }
+    })
+
+  const cancel = (key: Store.Key) =>
+    Effect.suspend(() => {
+      const fiber = running.get(keyOf(key))?.fiber
+      if (fiber === undefined) return Effect.succeed(false)
+      // Not awaited: killing a process tree can take seconds; the call's clients get its settlement.
+      return Effect.forkDetach(Fiber.interrupt(fiber)).pipe(Effect.as(true))
+    })
+
+  const cancelAll = Effect.suspend(() =>
+    Fiber.interruptAll([...running.values()].flatMap((entry) => (entry.fiber === undefined ? [] : [entry.fiber]))),
+  )
+
+  return { start, cancel, cancelAll }
+}

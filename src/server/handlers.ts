@@ -1,0 +1,207 @@
+export * as Handlers from "./handlers"
+
+// What each route of ./api does, given the request's served Location (already authorized by ./http). Handlers
+// translate the domain's outcomes into answers: a settlement is always a 200 (success, error, declined and
+// cancelled alike), an unknown or expired turn a 404, the sidecar's own failure a 500.
+
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
+import type * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as HttpServerResponseModule from "effect/http/HttpServerResponse"
+import * as PubSub from "effect/PubSub"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type { Definition } from "../tool/definition"
+import { Agent } from "../permission/agent"
+import type { Permission } from "../permission/permission"
+import type { Settler } from "../settlement/settler"
+import { Api } from "./api"
+import { Events } from "./events"
+import { Range } from "./range"
+import { Respond } from "./respond"
+import type { Served } from "./served"
+import type { Sidecar } from "./sidecar"
+
+export interface Route {
+  readonly request: HttpServerRequest.HttpServerRequest
+  readonly params: Readonly<Record<string, string | undefined>>
+  /** The request's Location; undefined only for routes that need none. */
+  readonly served: Served.Interface
+}
+
+export type Handler = (
+  route: Route,
+) => Effect.Effect<HttpServerResponse.HttpServerResponse, Respond.Problem | Settler.OperationalError, Scope.Scope>
+
+const REPLAYED = { "x-core-replayed": "true" } as const
+
+const param = (route: Route, name: string): string => route.params[name] ?? ""
+
+const wantsEvents = (request: HttpServerRequest.HttpServerRequest): boolean =>
+  (Respond.header(request, "accept") ?? "").includes("text/event-stream")
+
+const finalEvent = (exit: Exit.Exit<Settler.Settled, Settler.OperationalError>): Events.Call => {
+  if (Exit.isSuccess(exit)) return { event: "settlement", data: exit.value.settlement }
+  const error = Exit.findErrorOption(exit)
+  const message = error._tag === "Some" ? error.value.message : "operational failure"
+  return { event: "error", data: { error: { kind: "operational", message } } }
+}
+
+const isFinal = (event: Events.Call): boolean => event.event === "settlement" || event.event === "error"
+
+/** The handlers of every route, over the sidecar's services. */
+export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Record<Api.Name, Handler>> => {
+  /** A catalog's definitions serialized once: every turn of an unchanged catalog shares them. */
+  const definitionsJson = new WeakMap<ReadonlyArray<Definition.Definition>, string>()
+  let openapi: string | undefined
+
+  const settleJson = (route: Route, turn: Served.Turn, call: Settler.Call) =>
+    Effect.gen(function* () {
+      const { entry, joined } = yield* sidecar.calls.start(route.served, turn, call, { listen: false })
+      const { settlement, replayed } = yield* Deferred.await(entry.done)
+      return Respond.json(200, settlement, replayed || joined ? REPLAYED : {})
+    })
+
+  const settleEvents = (route: Route, turn: Served.Turn, call: Settler.Call) =>
+    Effect.gen(function* () {
+      // A recorded call is answered at once, saying so in the headers (sent before any event).
+      const known = yield* sidecar.store.lookup(call).pipe(Effect.orDie)
+      if (known?.state === "settled") {
+        return Respond.events(Stream.succeed(Events.encode({ event: "settlement", data: known.settlement })), REPLAYED)
+      }
+      // Subscribed before the call starts, so none of its asks is missed.
+      const asks = yield* PubSub.subscribe(route.served.events)
+      const { entry, joined, subscription } = yield* sidecar.calls.start(route.served, turn, call, { listen: true })
+      // A call that is already done (it finished at once, or a joiner came late) may or may not have published its
+      // final event to this subscription: what it did publish is sent, then the final event from its result.
+      const own: Stream.Stream<Events.Call> = (yield* Deferred.isDone(entry.done))
+        ? Stream.concat(
+            Stream.fromIterable((yield* PubSub.takeUpTo(subscription!, Events.BUFFER)).filter((event) => !isFinal(event))),
+            Stream.fromEffect(Effect.map(Effect.exit(Deferred.await(entry.done)), finalEvent)),
+          )
+        : Stream.fromSubscription(subscription!)
+      const permissions = Stream.fromSubscription(asks).pipe(
+        Stream.filter(
+          (event) =>
+            event.event === "permission.asked" &&
+            event.data.sessionID === call.sessionID &&
+            event.data.toolCallID === call.toolCallID,
+        ),
+        Stream.map((event): Events.Call => ({ event: "permission", data: event.data as Api.PermissionRequest })),
+      )
+      const body = Stream.merge(own, permissions).pipe(Stream.takeUntil(isFinal), Stream.map(Events.encode))
+      return Respond.events(body, joined ? REPLAYED : {})
+    })
+
+  return {
+    health: () => Effect.succeed(Respond.json(200, { ok: true, version } satisfies typeof Api.Health.Type)),
+
+    openapi: () => Effect.sync(() => Respond.text(200, (openapi ??= JSON.stringify(Api.openapi())))),
+
+    createTurn: (route) =>
+      Effect.gen(function* () {
+        const request = yield* Respond.body(route.request, Api.TurnRequest, { emptyIsObject: true })
+        const turn = yield* route.served
+          .materialize(request.agent ?? Agent.DEFAULT_AGENT)
+          .pipe(Effect.mapError((error) => Respond.badRequest(error.message)))
+        const { definitions } = turn.materialization
+        let cached = definitionsJson.get(definitions)
+        if (cached === undefined) definitionsJson.set(definitions, (cached = JSON.stringify(definitions)))
+        return Respond.text(200, `{"turnID":${JSON.stringify(turn.id)},"definitions":${cached}}`)
+      }),
+
+    settle: (route) =>
+      Effect.gen(function* () {
+        const turnID = param(route, "turnID")
+        const turn = route.served.turn(turnID)
+        if (turn === undefined) {
+          return yield* Respond.notFound(
+            `Unknown or expired turn "${turnID}" in ${route.served.directory}: materialize again with POST /v1/turns ` +
+              `(send the same X-Core-Location with every request of a turn)`,
+          )
+        }
+        const request = yield* Respond.body(route.request, Api.CallRequest)
+        const call: Settler.Call = { ...request, agent: turn.agent }
+        return yield* wantsEvents(route.request) ? settleEvents(route, turn, call) : settleJson(route, turn, call)
+      }),
+
+    settlement: (route) =>
+      Effect.gen(function* () {
+        const key = { sessionID: param(route, "sessionID"), toolCallID: param(route, "toolCallID") }
+        const known = yield* sidecar.store.lookup(key).pipe(Effect.orDie)
+        if (known?.state === "settled") return Respond.json(200, known.settlement)
+        const call = `(${key.sessionID}, ${key.toolCallID})`
+        if (known === undefined) return yield* Respond.notFound(`No call ${call} is recorded`)
+        if (known.state === "started" && known.running) {
+          return yield* Respond.notFound(`The call ${call} is still running; it has no settlement yet`)
+        }
+        return yield* Respond.notFound(
+          `The call ${call} began but was never settled (core stopped while it ran); settle it again to get its ` +
+            `interrupted settlement`,
+        )
+      }),
+
+    cancel: (route) =>
+      Effect.gen(function* () {
+        const key = { sessionID: param(route, "sessionID"), toolCallID: param(route, "toolCallID") }
+        if (!(yield* sidecar.calls.cancel(key))) {
+          return yield* Respond.notFound(`No call (${key.sessionID}, ${key.toolCallID}) is running`)
+        }
+        return Respond.json(202, { ...key, status: "cancelling" } satisfies Api.Cancelling)
+      }),
+
+    permissions: (route) => Effect.map(route.served.pending, (requests) => Respond.json(200, requests)),
+
+    reply: (route) =>
+      Effect.gen(function* () {
+        const id = param(route, "id")
+        const request = yield* Respond.body(route.request, Api.ReplyRequest)
+        const reply: Permission.Reply =
+          request.reply === "reject"
+            ? request.message === undefined
+              ? { reply: "reject" }
+              : { reply: "reject", message: request.message }
+            : { reply: request.reply }
+        yield* route.served.reply(id, reply).pipe(
+          Effect.catchTag("Permission.UnknownRequest", (error) => Effect.fail(Respond.notFound(error.message))),
+          Effect.catchTag("Store.StoreError", Effect.die),
+        )
+        return Respond.json(200, { id, reply: request.reply } satisfies Api.Replied)
+      }),
+
+    events: (route) =>
+      Effect.gen(function* () {
+        const subscription = yield* PubSub.subscribe(route.served.events)
+        const events = Stream.fromSubscription(subscription).pipe(Stream.map(Events.encode))
+        return Respond.events(Respond.live(events).pipe(Stream.interruptWhen(Deferred.await(sidecar.closing))))
+      }),
+
+    output: (route) =>
+      Effect.gen(function* () {
+        const output = yield* sidecar.outputs
+          .open(param(route, "id"))
+          .pipe(Effect.mapError((error) => Respond.notFound(error.message)))
+        const file = Bun.file(output.path)
+        const requested = Respond.header(route.request, "range")
+        const range = Range.resolve(requested, output.bytes)
+        const headers = { "accept-ranges": "bytes", "cache-control": "no-store", "x-content-type-options": "nosniff" }
+        const contentType = "text/plain; charset=utf-8"
+        switch (range._tag) {
+          case "Whole":
+            return HttpServerResponseModule.raw(file, { status: 200, contentType, headers })
+          case "Partial":
+            return HttpServerResponseModule.raw(file.slice(range.start, range.end + 1), {
+              status: 206,
+              contentType,
+              headers: { ...headers, "content-range": `bytes ${range.start}-${range.end}/${output.bytes}` },
+            })
+          case "Unsatisfiable":
+            return Respond.error(416, "bad_request", `The range "${requested}" starts past the end of ${output.bytes} bytes`, {
+              "content-range": `bytes */${output.bytes}`,
+            })
+        }
+      }),
+  }
+}

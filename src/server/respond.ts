@@ -1,0 +1,145 @@
+export * as Respond from "./respond"
+
+// How the sidecar answers: JSON bodies, the `{ error: { kind, message } }` of every refusal (DESIGN §8), server-
+// sent event streams, and request bodies read under a size limit and decoded with their schema, every problem
+// reported with what to fix. A client's mistake is a 4xx with a message, never a 500.
+
+import * as ByteSize from "effect/ByteSize"
+import * as Effect from "effect/Effect"
+import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
+import * as HttpServerError from "effect/http/HttpServerError"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+import * as Stream from "effect/Stream"
+import { Json } from "../json/json"
+import { Api } from "./api"
+import { Events } from "./events"
+
+/** Request bodies larger than this are refused (413) before they are parsed. */
+export const MAX_BODY_BYTES = 10 * 1024 * 1024
+
+/** A refusal of a request, answered with `status` and an error body. */
+export class Problem extends Schema.TaggedError<Problem>()("Respond.Problem", {
+  status: Schema.Number,
+  kind: Api.ErrorKind,
+  message: Schema.String,
+}) {}
+
+export const badRequest = (message: string) => new Problem({ status: 400, kind: "bad_request", message })
+export const notFound = (message: string) => new Problem({ status: 404, kind: "not_found", message })
+
+/**
+ * A request header, read from the web Request itself: effect/http would first copy every header into a record,
+ * which costs more than the rest of a small request's handling.
+ */
+export const header = (request: HttpServerRequest.HttpServerRequest, name: string): string | undefined => {
+  const source = request.source
+  if (!(source instanceof Request)) return request.headers[name]
+  // Bun makes a new Headers object on every `headers` access.
+  let headers = headersOf.get(source)
+  if (headers === undefined) headersOf.set(source, (headers = source.headers))
+  return headers.get(name) ?? undefined
+}
+
+const headersOf = new WeakMap<Request, Headers>()
+
+/** Responses are for this client alone, and are what they say they are. */
+const COMMON_HEADERS = { "cache-control": "no-store", "x-content-type-options": "nosniff" } as const
+
+export const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  text(status, JSON.stringify(body), headers)
+
+/** A JSON body already serialized. */
+export const text = (status: number, body: string, headers: Record<string, string> = {}) =>
+  HttpServerResponse.text(body, {
+    status,
+    contentType: "application/json",
+    headers: { ...COMMON_HEADERS, ...headers },
+  })
+
+export const error = (status: number, kind: Api.ErrorKind, message: string, headers: Record<string, string> = {}) =>
+  json(status, { error: { kind, message } } satisfies Api.ErrorBody, headers)
+
+export const problem = (refusal: Problem) => error(refusal.status, refusal.kind, refusal.message)
+
+/** A server-sent event stream of encoded events. */
+export const events = (body: Stream.Stream<string>, headers: Record<string, string> = {}) =>
+  HttpServerResponse.stream(Stream.encodeText(body), {
+    contentType: "text/event-stream",
+    headers: { ...COMMON_HEADERS, "cache-control": "no-cache, no-store", "x-accel-buffering": "no", ...headers },
+  })
+
+/** A stream that starts with the connected comment, then `body`, with keep-alive comments while it is idle. */
+export const live = (body: Stream.Stream<string>) =>
+  Stream.concat(
+    Stream.succeed(Events.CONNECTED),
+    Stream.merge(body, Stream.tick(Events.KEEP_ALIVE_MS).pipe(Stream.drop(1), Stream.as(Events.KEEP_ALIVE))),
+  )
+
+const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1()
+const DECODE_OPTIONS = { errors: "all", onExcessProperty: "error" } as const
+
+const describe = (issue: SchemaIssue.Issue): string =>
+  issueFormatter(issue)
+    .issues.map((entry) => {
+      const path = entry.path === undefined || entry.path.length === 0 ? "(body)" : entry.path.map(String).join(".")
+      return `${path}: ${entry.message}`
+    })
+    .join("; ")
+
+const found = (value: unknown): string =>
+  Array.isArray(value) ? "an array" : value === null ? "null" : `a ${typeof value}`
+
+/**
+ * The request's JSON body decoded with `schema`. An empty body counts as `{}` when `emptyIsObject`. Too large →
+ * 413; unreadable, not JSON, or not what the schema wants → 400, saying where and what was expected.
+ */
+export const body = <S extends Schema.Codec<unknown, unknown>>(
+  request: HttpServerRequest.HttpServerRequest,
+  schema: S,
+  options: { readonly emptyIsObject?: boolean } = {},
+) =>
+  Effect.gen(function* () {
+    const declared = header(request, "content-length")
+    const length = declared === undefined ? Number.NaN : Number(declared)
+    if (length > MAX_BODY_BYTES) return yield* tooLarge
+    // A declared length within the limit is what the body holds (the server enforces it): read it whole. Without
+    // one (a chunked body), it is read counting, and refused once past the limit.
+    const read: Effect.Effect<string, HttpServerError.HttpServerError> =
+      length <= MAX_BODY_BYTES
+        ? Effect.tryPromise({
+            try: () => (request.source as Request).text(),
+            catch: (cause) =>
+              new HttpServerError.HttpServerError({ reason: new HttpServerError.RequestParseError({ request, cause }) }),
+          })
+        : request.text.pipe(Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)))
+    const raw = yield* read.pipe(
+      Effect.catchTag("HttpServerError", (cause) =>
+        cause.reason._tag === "RequestParseError" && cause.reason.reason === "BodyTooLarge"
+          ? Effect.fail(tooLarge)
+          : Effect.fail(badRequest(`The request body could not be read: ${cause.message}`)),
+      ),
+    )
+    let value: unknown = {}
+    if (raw.trim() !== "" || options.emptyIsObject !== true) {
+      const parsed = Json.parseStrict(raw)
+      if (!parsed.ok) return yield* badRequest(`The request body is not valid JSON: ${parsed.problem.message}`)
+      value = parsed.value
+    }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      return yield* badRequest(`The request body must be a JSON object, not ${found(value)}`)
+    }
+    const decoded = Schema.decodeUnknownExit(schema)(value, DECODE_OPTIONS)
+    if (decoded._tag === "Success") return decoded.value as S["Type"]
+    const issue = decoded.cause.reasons.find((reason) => reason._tag === "Fail")
+    const detail = issue !== undefined && Schema.isSchemaError(issue.error) ? describe(issue.error.issue) : "invalid"
+    return yield* badRequest(`The request body is invalid: ${detail}`)
+  })
+
+const tooLarge = new Problem({
+  status: 413,
+  kind: "payload_too_large",
+  message: `The request body is larger than ${MAX_BODY_BYTES} bytes`,
+})

@@ -1,0 +1,95 @@
+export * as Security from "./security"
+
+// The sidecar's checks before any route runs: the bearer token (compared in constant time), the Host header
+// (a DNS-rebinding page reaches a loopback server under its own name, which is refused), and the Locations a
+// request may name (only under the roots given at start). Pure decisions; the HTTP layer turns them into answers.
+
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import { realpathSync, statSync } from "node:fs"
+import { isAbsolute } from "node:path"
+import { Boundary } from "../permission/boundary"
+
+/** A fresh token: 32 random bytes, base64url. */
+export const generateToken = (): string => randomBytes(32).toString("base64url")
+
+const digest = (text: string): Buffer => createHash("sha256").update(text).digest()
+
+/**
+ * Checks `Authorization: Bearer <token>`. Both sides are hashed first, so the comparison runs on equal-length
+ * buffers and its time says nothing about the token's length or content.
+ */
+export const tokenChecker = (token: string): ((authorization: string | undefined) => boolean) => {
+  const expected = digest(token)
+  return (authorization) => {
+    if (authorization === undefined) return false
+    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization)
+    if (match === null) return false
+    return timingSafeEqual(digest(match[1]!), expected)
+  }
+}
+
+const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"])
+
+/** Whether `host` is a loopback address or name. */
+export const isLoopback = (host: string): boolean => LOOPBACK.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host)
+
+const WILDCARD = new Set(["0.0.0.0", "::", ""])
+
+/** `host:port` as it appears in a URL or a Host header (IPv6 in brackets). */
+export const authority = (host: string, port: number): string => `${host.includes(":") ? `[${host}]` : host}:${port}`
+
+/**
+ * The Host header values a server bound to `host:port` accepts: the bound address itself, and `localhost` when it
+ * is a loopback address. A wildcard bind accepts any IP literal or `localhost` with the port, never another name
+ * (a rebinding attack arrives under a DNS name it controls).
+ */
+export const hostChecker = (host: string, port: number): ((header: string | undefined) => boolean) => {
+  const allowed = new Set([authority(host, port).toLowerCase()])
+  if (isLoopback(host)) {
+    allowed.add(`localhost:${port}`)
+    if (host === "localhost") {
+      allowed.add(`127.0.0.1:${port}`)
+      allowed.add(`[::1]:${port}`)
+    }
+  }
+  if (!WILDCARD.has(host)) return (header) => header !== undefined && allowed.has(header.toLowerCase())
+  const suffix = `:${port}`
+  return (header) => {
+    if (header === undefined) return false
+    const value = header.toLowerCase()
+    if (!value.endsWith(suffix)) return false
+    const name = value.slice(0, -suffix.length)
+    return name === "localhost" || /^\d+\.\d+\.\d+\.\d+$/.test(name) || /^\[[0-9a-f:.]+\]$/.test(name)
+  }
+}
+
+export type LocationCheck =
+  | { readonly _tag: "Allowed"; readonly directory: string }
+  | { readonly _tag: "Invalid"; readonly message: string }
+  | { readonly _tag: "Outside"; readonly message: string }
+
+/**
+ * Where `X-Core-Location` may point: an absolute, existing directory whose real path is one of `roots` (real paths)
+ * or under one.
+ */
+export const checkLocation = (roots: ReadonlyArray<string>, requested: string): LocationCheck => {
+  if (!isAbsolute(requested)) {
+    return { _tag: "Invalid", message: `X-Core-Location must be an absolute directory, not "${requested}"` }
+  }
+  let real: string
+  try {
+    if (!statSync(requested).isDirectory()) {
+      return { _tag: "Invalid", message: `X-Core-Location ${requested} is not a directory` }
+    }
+    real = realpathSync(requested)
+  } catch {
+    return { _tag: "Invalid", message: `X-Core-Location ${requested} does not exist` }
+  }
+  if (roots.some((root) => Boundary.isWithin(root, real))) return { _tag: "Allowed", directory: real }
+  return {
+    _tag: "Outside",
+    message:
+      `X-Core-Location ${requested} is not under an allowed root (${roots.join(", ")}); start core serve with ` +
+      `--allow-root to allow it`,
+  }
+}

@@ -1,0 +1,298 @@
+export * as Served from "./served"
+
+// One Location as the sidecar serves it: its settling services, its turns, its event bus and its hot reload.
+// Services come in generations: core.json changing builds a new generation (its permission rules are fixed at
+// construction) and retires the old one, which closes once its running calls are done; its turns are dropped, so
+// a host materializes again. A changed tool file is loaded again inside the current generation, so turns that
+// advertised it see it as stale. An invalid core.json or tool file is reported, and the last good one stays.
+
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as PubSub from "effect/PubSub"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
+import { Builtins } from "../builtin/builtins"
+import { Config } from "../config/config"
+import { Discovery } from "../location/discovery"
+import type { ManagedOutputs } from "../output/managed"
+import { Output } from "../output/output"
+import { Permission } from "../permission/permission"
+import type { Rule } from "../permission/rule"
+import { Registry } from "../registry/registry"
+import { Settler } from "../settlement/settler"
+import { Shell } from "../shell/producer"
+import type { Approvals } from "../store/approvals"
+import type { Store } from "../store/store"
+import type { Api } from "./api"
+import { Events } from "./events"
+import { ToolFiles } from "./tool-files"
+import { Turns } from "./turns"
+import { Watch } from "./watch"
+
+/** The services every Location shares with the others: one store, one outputs directory, one application placement. */
+export type Shared = Store.Service | Approvals.Service | ManagedOutputs.Service | Registry.Application
+
+export class UnknownAgent extends Schema.TaggedError<UnknownAgent>()("Served.UnknownAgent", {
+  agent: Schema.String,
+  message: Schema.String,
+}) {}
+
+/** One generation of a Location's services. */
+export interface Generation {
+  readonly serial: number
+  readonly settler: Settler.Interface
+  readonly permission: Permission.Interface
+  readonly turns: Turns.Table<Turn>
+  readonly files: ToolFiles.Interface
+  /** Counts a call running in this generation until the returned effect runs. */
+  readonly enter: Effect.Effect<Effect.Effect<void>>
+}
+
+export interface Turn {
+  readonly id: string
+  readonly agent: string
+  readonly materialization: Settler.Materialization
+  readonly generation: Generation
+}
+
+export interface Interface {
+  readonly directory: string
+  readonly events: PubSub.PubSub<Events.Server>
+  readonly publish: (event: Events.Server) => Effect.Effect<void>
+  /** Captures the catalog for `agent` as a new turn. */
+  readonly materialize: (agent: string) => Effect.Effect<Turn, UnknownAgent>
+  /** A turn of the current generation, unless it expired. */
+  readonly turn: (id: string) => Turn | undefined
+  /** Pending asks of every live generation, with ids this Location answers by. */
+  readonly pending: Effect.Effect<ReadonlyArray<Api.PermissionRequest>>
+  readonly reply: (id: string, reply: Permission.Reply) => Effect.Effect<void, Permission.UnknownRequest | Store.StoreError>
+  /** Loads changed tool files again (or core.json, building a new generation). */
+  readonly reload: (changes: Watch.Changes) => Effect.Effect<void>
+  /** Diagnostics of the first load. */
+  readonly diagnostics: ReadonlyArray<Discovery.Diagnostic>
+}
+
+export interface Options {
+  readonly directory: string
+  /** `$CORE_HOME`, whose core.json applies under the Location's own. */
+  readonly home: string
+  readonly config: Config.Resolved
+  readonly outputsDirectory: string
+  /** Whether to watch the directory for changes. */
+  readonly watch: boolean
+  /** Writes a line for the operator (stderr). */
+  readonly log: (line: string) => void
+}
+
+/** The pending ask as a host sees it; its id names the generation that asked, so a reply finds it. */
+const publicRequest = (serial: number, request: Permission.Request): Api.PermissionRequest => ({
+  id: `${request.id}.${serial}`,
+  sessionID: request.sessionID,
+  toolCallID: request.source.callID,
+  action: request.action,
+  resources: request.resources,
+  save: request.save,
+})
+
+const generationLayer = (options: Options, config: Config.Resolved) =>
+  Settler.layer.pipe(
+    Layer.provideMerge(Builtins.layer.pipe(Layer.provide(Shell.layer(config.shell)))),
+    Layer.provideMerge(Registry.layer),
+    Layer.provideMerge(
+      Permission.layer({ project: options.directory, configured: config, readableRoots: [options.outputsDirectory] }),
+    ),
+    Layer.provideMerge(
+      Output.layer({
+        ...(config.output.maxLines === undefined ? {} : { maxLines: config.output.maxLines }),
+        ...(config.output.maxBytes === undefined ? {} : { maxBytes: config.output.maxBytes }),
+      }),
+    ),
+  )
+
+/** Serves the Location of `options` for the life of the Scope. */
+export const make = Effect.fnUntraced(function* (options: Options) {
+  const { directory } = options
+  const scope = yield* Scope.Scope
+  const shared = yield* Effect.context<Shared>()
+  const events = yield* Events.bus<Events.Server>()
+  const publish = (event: Events.Server) => PubSub.publish(events, event).pipe(Effect.asVoid)
+  const versions = new ToolFiles.Versions()
+  const reloading = yield* Semaphore.make(1)
+  let serial = 0
+  /** The current generation and the retired ones still running calls. */
+  const live = new Set<Live>()
+
+  interface Live extends Generation {
+    readonly scope: Scope.Closeable
+    active: number
+    retired: boolean
+  }
+
+  const closeIfDone = (generation: Live) =>
+    Effect.suspend(() => {
+      if (!generation.retired || generation.active > 0 || !live.delete(generation)) return Effect.void
+      return Scope.close(generation.scope, Exit.void)
+    })
+
+  const build = Effect.fnUntraced(function* (config: Config.Resolved) {
+    const generationScope = yield* Scope.fork(scope)
+    return yield* Effect.gen(function* () {
+      const context = yield* Layer.buildWithScope(
+        generationLayer(options, config).pipe(Layer.provide(Layer.succeedContext(shared))),
+        generationScope,
+      )
+      const permission = Context.get(context, Permission.Service)
+      const registry = Context.get(context, Registry.Service)
+      const generation: Live = {
+        serial: ++serial,
+        settler: Context.get(context, Settler.Service),
+        permission,
+        turns: new Turns.Table<Turn>(),
+        files: ToolFiles.make(directory, registry.tools, generationScope, versions),
+        scope: generationScope,
+        active: 0,
+        retired: false,
+        enter: Effect.sync(() => {
+          generation.active++
+          return Effect.suspend(() => {
+            generation.active--
+            return closeIfDone(generation)
+          })
+        }),
+      }
+      // Subscribed before any tool can ask, so no ask goes unannounced.
+      const asks = yield* permission.subscribe.pipe(Scope.provide(generationScope))
+      yield* Effect.forkIn(
+        Effect.forever(
+          Effect.flatMap(PubSub.take(asks), (event) =>
+            event.type === "asked"
+              ? publish({ event: "permission.asked", data: publicRequest(generation.serial, event.request) })
+              : publish({
+                  event: "permission.replied",
+                  data: { id: `${event.id}.${generation.serial}`, sessionID: event.sessionID, reply: event.reply },
+                }),
+          ),
+        ),
+        generationScope,
+      )
+      const diagnostics = yield* generation.files.loadAll
+      return { generation, diagnostics }
+    }).pipe(Effect.onError(() => Scope.close(generationScope, Exit.void)))
+  })
+
+  const report = (diagnostics: ReadonlyArray<Discovery.Diagnostic>) =>
+    Effect.forEach(diagnostics, (diagnostic) => {
+      options.log(`core: warning: ${diagnostic.file}: ${diagnostic.message}`)
+      return publish({ event: "diagnostic", data: diagnostic })
+    })
+
+  const first = yield* build(options.config)
+  let current: Live = first.generation
+  live.add(current)
+  yield* report(first.diagnostics)
+
+  /** Rules per agent, kept per generation so the registry's catalog cache serves repeated turns. */
+  const rulesets = new WeakMap<Live, Map<string, Rule.Ruleset>>()
+  const rulesOf = (generation: Live, agent: string): Rule.Ruleset => {
+    let byAgent = rulesets.get(generation)
+    if (byAgent === undefined) rulesets.set(generation, (byAgent = new Map()))
+    let rules = byAgent.get(agent)
+    if (rules === undefined) byAgent.set(agent, (rules = generation.permission.rules(agent)))
+    return rules
+  }
+
+  const materialize = Effect.fnUntraced(function* (agent: string) {
+    const generation = current
+    if (!generation.permission.isAgent(agent)) {
+      return yield* new UnknownAgent({
+        agent,
+        message: `Unknown agent "${agent}"; known agents: ${generation.permission.agents.join(", ")}`,
+      })
+    }
+    const materialization = yield* generation.settler.materialize(rulesOf(generation, agent))
+    return generation.turns.add((id): Turn => ({ id, agent, materialization, generation }))
+  })
+
+  const reloadFiles = (files: ReadonlyArray<string>) =>
+    Effect.gen(function* () {
+      const results = yield* Effect.forEach(files, (file) => current.files.reload(file))
+      yield* report(results.flatMap((result) => (result.diagnostic === undefined ? [] : [result.diagnostic])))
+      const changed = results.filter(ToolFiles.changed)
+      if (changed.length > 0) {
+        yield* publish({ event: "tools.changed", data: { reason: "tools", files: changed.map((result) => result.file) } })
+      }
+    })
+
+  /** Builds a new generation from core.json as it is now; `files` are tool files that changed meanwhile. */
+  const reloadConfig = (files: ReadonlyArray<string>) =>
+    Effect.gen(function* () {
+      const loaded = yield* Effect.result(Config.load({ location: directory, home: options.home }))
+      if (loaded._tag === "Failure") {
+        const error = loaded.failure
+        options.log(`core: warning: ${error.message} (keeping the last good configuration)`)
+        yield* publish({
+          event: "diagnostic",
+          data: { file: error.file, message: `${error.message} (the last good configuration stays in effect)` },
+        })
+        return yield* reloadFiles(files)
+      }
+      // The new generation imports the changed files' current content, the others' modules already loaded.
+      for (const file of files) versions.bump(file)
+      const next = yield* build(loaded.success)
+      const previous = current
+      current = next.generation
+      live.add(current)
+      previous.retired = true
+      yield* closeIfDone(previous)
+      yield* report(next.diagnostics)
+      const changed = [...loaded.success.files, ...files]
+      return yield* publish({ event: "tools.changed", data: { reason: "config", files: changed } })
+    })
+
+  const reload = (changes: Watch.Changes) =>
+    reloading.withPermits(1)(
+      Effect.gen(function* () {
+        const files = new Set(changes.files)
+        if (changes.rescan) for (const file of [...current.files.known(), ...Discovery.toolFiles(directory)]) files.add(file)
+        if (changes.config) return yield* reloadConfig([...files].sort())
+        if (files.size > 0) yield* reloadFiles([...files].sort())
+      }),
+    )
+
+  if (options.watch) yield* Watch.watch(directory, reload)
+
+  const pending = Effect.gen(function* () {
+    const requests: Array<Api.PermissionRequest> = []
+    for (const generation of live) {
+      for (const request of yield* generation.permission.pending) requests.push(publicRequest(generation.serial, request))
+    }
+    return requests
+  })
+
+  const reply = (id: string, answer: Permission.Reply) =>
+    Effect.suspend(() => {
+      const dot = id.lastIndexOf(".")
+      const serialOf = Number(id.slice(dot + 1))
+      const generation = dot === -1 ? undefined : [...live].find((candidate) => candidate.serial === serialOf)
+      if (generation === undefined) {
+        const message = `No pending permission request ${id} (it may have been answered already)`
+        return Effect.fail(new Permission.UnknownRequest({ id, message }))
+      }
+      return generation.permission.reply(id.slice(0, dot), answer)
+    })
+
+  return {
+    directory,
+    events,
+    publish,
+    materialize,
+    turn: (id: string) => current.turns.get(id),
+    pending,
+    reply,
+    reload,
+    diagnostics: first.diagnostics,
+  } satisfies Interface
+})

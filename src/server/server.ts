@@ -1,0 +1,110 @@
+export * as Server from "./server"
+
+// `core serve` on Bun.serve (the platform edge for HTTP): listens, reports the address and token once ready, and
+// on `stop` shuts down gracefully: no new connections, running calls cancelled and recorded, event streams ended,
+// remaining connections closed, then the Locations and the store closed (by the Scope, in that order).
+
+import * as Effect from "effect/Effect"
+import * as Deferred from "effect/Deferred"
+import * as Schema from "effect/Schema"
+import packageJson from "../../package.json" with { type: "json" }
+import type { Runtime } from "../cli/runtime"
+import { Http } from "./http"
+import { Respond } from "./respond"
+import { Security } from "./security"
+import { Sidecar } from "./sidecar"
+
+export class ListenError extends Schema.TaggedError<ListenError>()("Server.ListenError", {
+  host: Schema.String,
+  port: Schema.Number,
+  message: Schema.String,
+}) {}
+
+export interface Ready {
+  readonly url: string
+  readonly token: string
+}
+
+export interface Options {
+  readonly environment: Runtime.Environment
+  readonly primary: Runtime.Prepared
+  /** Real directories under which `X-Core-Location` may point. */
+  readonly roots: ReadonlyArray<string>
+  readonly host: string
+  readonly port: number
+  readonly token: string
+  /** Called once listening. */
+  readonly onReady: (ready: Ready) => void
+  /** Completes when the server should shut down. */
+  readonly stop: Effect.Effect<void>
+  /** Writes a line for the operator (stderr). */
+  readonly log: (line: string) => void
+}
+
+/** How long answers in flight may take to finish at shutdown before their connections are closed. */
+const DRAIN_MS = 2_000
+
+/** Bun's own limit, above the sidecar's, so an oversized body is answered with the sidecar's error body. */
+const BUN_MAX_BODY_BYTES = Respond.MAX_BODY_BYTES + 1024 * 1024
+
+/** Serves until `stop`, then shuts down gracefully. */
+export const run = Effect.fn("Server.run")(function* (options: Options) {
+  const sidecar = yield* Sidecar.make({
+    environment: options.environment,
+    primary: options.primary,
+    watch: true,
+    log: options.log,
+  })
+  // The port is known once listening; no request is handled before the checker is in place (same tick).
+  let checkHost: (host: string | undefined) => boolean = () => false
+  const web = Http.make({
+    sidecar,
+    version: packageJson.version,
+    checkToken: Security.tokenChecker(options.token),
+    checkHost: (host) => checkHost(host),
+    roots: options.roots,
+    log: options.log,
+  })
+  yield* Effect.addFinalizer(() => Effect.promise(() => web.dispose()))
+
+  const server = yield* Effect.try({
+    try: () =>
+      Bun.serve({
+        hostname: options.host,
+        port: options.port,
+        fetch: web.handler,
+        // Calls and event streams may stay quiet for minutes; the default would cut them after 10 s.
+        idleTimeout: 0,
+        maxRequestBodySize: BUN_MAX_BODY_BYTES,
+        error: (error) => {
+          options.log(`core: operational failure in the HTTP server: ${error.stack ?? error.message}`)
+          return new Response(JSON.stringify({ error: { kind: "operational", message: "core failed to answer" } }), {
+            status: 500,
+            headers: { "content-type": "application/json" },
+          })
+        },
+      }),
+    catch: (cause) => {
+      const reason = cause instanceof Error ? cause.message : String(cause)
+      const address = Security.authority(options.host, options.port)
+      return new ListenError({ host: options.host, port: options.port, message: `cannot listen on ${address}: ${reason}` })
+    },
+  })
+  const port = server.port ?? options.port
+  checkHost = Security.hostChecker(options.host, port)
+  yield* Effect.addFinalizer(() => Effect.promise(() => server.stop(true)))
+  if (!Security.isLoopback(options.host)) {
+    options.log(
+      `core: warning: listening on ${options.host}, reachable from other machines; anyone with the token can run tools`,
+    )
+  }
+  options.onReady({ url: `http://${Security.authority(options.host, port)}`, token: options.token })
+
+  yield* options.stop
+  options.log("core: shutting down: cancelling running calls")
+  const stopped = server.stop(false)
+  yield* sidecar.calls.cancelAll
+  yield* Deferred.succeed(sidecar.closing, undefined)
+  // Answers in flight get a moment to finish; then the rest of the connections are closed (the Scope's finalizer).
+  yield* Effect.promise(() => stopped).pipe(Effect.timeoutOrElse({ duration: DRAIN_MS, orElse: () => Effect.void }))
+})

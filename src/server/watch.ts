@@ -1,0 +1,97 @@
+export * as Watch from "./watch"
+
+// Watches a directory's `tools/*.ts` and `core.json` (fs.watch, the platform edge) and hands each batch of changes
+// to a handler once the directory has been quiet for a moment, so an editor's burst of writes is applied once.
+// Watching `tools/` is re-armed when the folder appears or goes. What a change means is the handler's business.
+
+import { type FSWatcher, watch as fsWatch } from "node:fs"
+import { join } from "node:path"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import { FILE_NAME as CONFIG_FILE } from "../config/config"
+import { Discovery } from "../location/discovery"
+
+/** How long a directory must be quiet before its changes are applied. */
+export const QUIET_MS = 100
+/** A directory that never goes quiet still has its changes applied after this many quiet periods. */
+const MAX_WAITS = 10
+
+export interface Changes {
+  /** Tool files that changed, appeared or went (absolute paths). */
+  readonly files: ReadonlySet<string>
+  /** Whether `core.json` changed. */
+  readonly config: boolean
+  /** Whether the `tools/` folder itself appeared or went: every tool file should be looked at again. */
+  readonly rescan: boolean
+}
+
+type Change = { readonly _tag: "File"; readonly file: string } | { readonly _tag: "Config" } | { readonly _tag: "Rescan" }
+
+/** Watches `directory` for the life of the Scope, running `apply` (one batch at a time) after each burst. */
+export const watch = <R>(
+  directory: string,
+  apply: (changes: Changes) => Effect.Effect<void, never, R>,
+): Effect.Effect<void, never, R | Scope.Scope> =>
+  Effect.gen(function* () {
+    const queue = yield* Queue.unbounded<Change>()
+    const offer = (change: Change) => {
+      Queue.offerUnsafe(queue, change)
+    }
+    const tools = join(directory, "tools")
+    let toolsWatcher: FSWatcher | undefined
+
+    const armTools = () => {
+      toolsWatcher?.close()
+      toolsWatcher = open(tools, (name) => {
+        if (name === undefined) offer({ _tag: "Rescan" })
+        else if (Discovery.isToolFileName(name)) offer({ _tag: "File", file: join(tools, name) })
+      })
+    }
+    const root = open(directory, (name) => {
+      if (name === undefined || name === "tools") {
+        armTools()
+        offer({ _tag: "Rescan" })
+      } else if (name === CONFIG_FILE) offer({ _tag: "Config" })
+    })
+    armTools()
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        root?.close()
+        toolsWatcher?.close()
+      }),
+    )
+
+    const batch = Effect.gen(function* () {
+      const changes: Array<Change> = [...(yield* Queue.takeAll(queue))]
+      for (let waits = 0; waits < MAX_WAITS; waits++) {
+        yield* Effect.sleep(QUIET_MS)
+        const more = yield* Queue.clear(queue)
+        if (more.length === 0) break
+        changes.push(...more)
+      }
+      const files = new Set<string>()
+      for (const change of changes) if (change._tag === "File") files.add(change.file)
+      return {
+        files,
+        config: changes.some((change) => change._tag === "Config"),
+        rescan: changes.some((change) => change._tag === "Rescan"),
+      } satisfies Changes
+    })
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(batch, apply)))
+  })
+
+/**
+ * An fs.watch of `path` reporting changed entry names (undefined when the platform does not say); none when the
+ * path cannot be watched.
+ */
+const open = (path: string, onChange: (name: string | undefined) => void): FSWatcher | undefined => {
+  try {
+    const watcher = fsWatch(path, { persistent: false }, (_event, name) => onChange(name ?? undefined))
+    // A watched folder that is removed ends its watcher with an error; its parent's watcher re-arms it.
+    watcher.on("error", () => watcher.close())
+    return watcher
+  } catch {
+    return undefined
+  }
+}

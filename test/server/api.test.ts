@@ -1,0 +1,318 @@
+// The sidecar's HTTP surface in process (DESIGN §8): routes, request and response bodies, and every refusal with
+// its status and error body. Requests go straight to the web handler; no socket is opened.
+
+import { describe, expect, test } from "bun:test"
+import { existsSync, mkdirSync, utimesSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Api } from "../../src/server/api"
+import { Respond } from "../../src/server/respond"
+import { tempDir } from "../support/temp"
+import { callBody, HOST, IMPORTS, inProcess, RAN, runs, TOKEN } from "./support"
+
+const ECHO = `${IMPORTS}
+export default Tool.make({
+  description: "Echo text back",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.succeed(input.text),
+})
+`
+
+const COUNT = `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "Count a call",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.sync(() => { ran("count"); return "counted" }),
+})
+`
+
+const BIG = `${IMPORTS}
+export default Tool.make({
+  description: "Print many numbered lines",
+  input: Schema.Struct({ lines: Schema.Number }),
+  output: Schema.String,
+  execute: (input) => Effect.succeed(Array.from({ length: input.lines }, (_, i) => "line " + i).join("\\n")),
+})
+`
+
+const expectError = (answer: { status: number; body: any }, status: number, kind: Api.ErrorKind) => {
+  expect(answer.status).toBe(status)
+  expect(answer.body).toEqual({ error: { kind, message: expect.any(String) } })
+  expect(answer.body.error.message.length).toBeGreaterThan(10)
+}
+
+describe("the sidecar's routes", () => {
+  test("health answers ok and the version without a token", async () => {
+    const sidecar = await inProcess()
+    const response = await sidecar.handler(new Request(`http://${HOST}/v1/health`, { headers: { host: HOST } }))
+    expect(response.status).toBe(200)
+    expect(await response.json()).toEqual({ ok: true, version: "test" })
+  })
+
+  test("a turn advertises the Location's tools with JSON Schemas, and a call through it answers the settlement", async () => {
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO })
+    const { turnID, definitions } = await sidecar.turn()
+    expect(turnID).toMatch(/^turn_/)
+    const echo = definitions.find((definition) => definition.name === "echo")
+    expect(echo).toEqual({
+      name: "echo",
+      description: "Echo text back",
+      inputSchema: expect.objectContaining({ type: "object" }),
+      outputSchema: { type: "string" },
+    })
+    const answer = await sidecar.settle(turnID, { name: "echo", input: { text: "hi" }, toolCallID: "call_1" })
+    expect(answer.status).toBe(200)
+    expect(answer.headers.get("x-core-replayed")).toBeNull()
+    expect(answer.body).toEqual({
+      tool: "echo",
+      callID: "call_1",
+      status: "success",
+      content: [{ type: "text", text: "hi" }],
+      structured: "hi",
+      outputs: [],
+    })
+  })
+
+  test("settling the same call again replays the record with X-Core-Replayed and runs nothing", async () => {
+    const sidecar = await inProcess({ "tools/count.ts": COUNT })
+    const { turnID } = await sidecar.turn()
+    const first = await sidecar.settle(turnID, { name: "count", input: {}, toolCallID: "call_once" })
+    const again = await sidecar.settle((await sidecar.turn()).turnID, { name: "count", input: {}, toolCallID: "call_once" })
+    expect(again.status).toBe(200)
+    expect(again.headers.get("x-core-replayed")).toBe("true")
+    expect(again.body).toEqual(first.body)
+    expect(runs(sidecar.box, "count")).toBe(1)
+  })
+
+  test("model-visible errors are settlements (200), not HTTP errors", async () => {
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO })
+    const { turnID } = await sidecar.turn()
+    const unknown = await sidecar.settle(turnID, { name: "ecko", input: {} })
+    expect(unknown.status).toBe(200)
+    expect(unknown.body.error).toEqual({ kind: "unknown", message: expect.stringContaining("Did you mean echo") })
+    const invalid = await sidecar.settle(turnID, { name: "echo", input: { text: 3 } })
+    expect(invalid.status).toBe(200)
+    expect(invalid.body.error.kind).toBe("invalid_input")
+  })
+
+  test("the agent's rules filter the turn's catalog, and an unknown agent is a 400 naming the known ones", async () => {
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO, "core.json": '{ "agents": { "quiet": { "permission": { "echo": "deny" } } } }' })
+    const names = (await sidecar.turn("quiet")).definitions.map((definition) => definition.name)
+    expect(names).not.toContain("echo")
+    expect((await sidecar.turn()).definitions.map((definition) => definition.name)).toContain("echo")
+    const unknown = await sidecar.json("POST", "/v1/turns", { body: { agent: "nobody" } })
+    expectError(unknown, 400, "bad_request")
+    expect(unknown.body.error.message).toContain("build, plan, quiet")
+  })
+
+  test("a call's agent is the turn's: the plan agent's edit is denied through its turn", async () => {
+    const sidecar = await inProcess()
+    const { turnID } = await sidecar.turn("plan")
+    const answer = await sidecar.settle(turnID, { name: "write", input: { path: "a.txt", content: "x" } })
+    expect(answer.status).toBe(200)
+    expect(answer.body.status).toBe("error")
+  })
+
+  test("GET /v1/settlements answers the recorded settlement, and 404 for a call never made", async () => {
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO })
+    const { turnID } = await sidecar.turn()
+    const settled = await sidecar.settle(turnID, { name: "echo", input: { text: "kept" }, sessionID: "ses_a", toolCallID: "call_a" })
+    const recorded = await sidecar.json("GET", "/v1/settlements/ses_a/call_a")
+    expect(recorded.status).toBe(200)
+    expect(recorded.body).toEqual(settled.body)
+    expectError(await sidecar.json("GET", "/v1/settlements/ses_a/call_never"), 404, "not_found")
+  })
+
+  test("an unknown turn is a 404 that says to materialize again", async () => {
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO })
+    const answer = await sidecar.settle("turn_unknown", { name: "echo", input: { text: "x" } })
+    expectError(answer, 404, "not_found")
+    expect(answer.body.error.message).toContain("POST /v1/turns")
+  })
+
+  test("a managed output is served in full, and by byte range (206), with 416 past its end", async () => {
+    const sidecar = await inProcess({ "tools/big.ts": BIG, "core.json": '{ "output": { "maxLines": 10 } }' })
+    const { turnID } = await sidecar.turn()
+    const settled = await sidecar.settle(turnID, { name: "big", input: { lines: 100 } })
+    const [ref] = settled.body.outputs
+    const full = Array.from({ length: 100 }, (_, i) => `line ${i}`).join("\n")
+    const whole = await sidecar.fetch("GET", `/v1/outputs/${ref.id}`)
+    expect(whole.status).toBe(200)
+    expect(whole.headers.get("accept-ranges")).toBe("bytes")
+    expect(await whole.text()).toBe(full)
+    const part = await sidecar.fetch("GET", `/v1/outputs/${ref.id}`, { headers: { range: "bytes=5-10" } })
+    expect(part.status).toBe(206)
+    expect(part.headers.get("content-range")).toBe(`bytes 5-10/${full.length}`)
+    expect(await part.text()).toBe(full.slice(5, 11))
+    const tail = await sidecar.fetch("GET", `/v1/outputs/${ref.id}`, { headers: { range: "bytes=-6" } })
+    expect(await tail.text()).toBe(full.slice(-6))
+    const past = await sidecar.fetch("GET", `/v1/outputs/${ref.id}`, { headers: { range: `bytes=${full.length}-` } })
+    expect(past.status).toBe(416)
+    expect(past.headers.get("content-range")).toBe(`bytes */${full.length}`)
+    expectError(await sidecar.json("GET", "/v1/outputs/out_00000000_0000000000000000"), 404, "not_found")
+  })
+
+  test("expired managed outputs are swept when the sidecar starts", async () => {
+    const expired = "out_00000000_0123456789abcdef"
+    const fresh = "out_00000001_0123456789abcdef"
+    const sidecar = await inProcess({}, {
+      before: (box) => {
+        mkdirSync(join(box.data, "outputs"), { recursive: true })
+        for (const id of [expired, fresh]) writeFileSync(join(box.data, "outputs", id), "kept output")
+        const longAgo = new Date(Date.now() - 8 * 24 * 60 * 60 * 1000)
+        utimesSync(join(box.data, "outputs", expired), longAgo, longAgo)
+      },
+    })
+    expect(existsSync(join(sidecar.box.data, "outputs", expired))).toBe(false)
+    expect(existsSync(join(sidecar.box.data, "outputs", fresh))).toBe(true)
+    expect(await (await sidecar.fetch("GET", `/v1/outputs/${fresh}`)).text()).toBe("kept output")
+  })
+
+  test("another Location with an invalid core.json is a 400, and is served once it is fixed", async () => {
+    const other = tempDir("core-other-")
+    writeFileSync(join(other, "core.json"), '{ "permission": 3 }')
+    const sidecar = await inProcess({}, { roots: [other] })
+    const refused = await sidecar.json("POST", "/v1/turns", { body: {}, headers: { "x-core-location": other } })
+    expectError(refused, 400, "bad_request")
+    expect(refused.body.error.message).toContain("core.json")
+    writeFileSync(join(other, "core.json"), "{}")
+    expect((await sidecar.json("POST", "/v1/turns", { body: {}, headers: { "x-core-location": other } })).status).toBe(200)
+  })
+
+  test("the OpenAPI 3.1 document describes exactly the served routes, derived from their schemas", async () => {
+    const sidecar = await inProcess()
+    const answer = await sidecar.json("GET", "/v1/openapi.json")
+    expect(answer.status).toBe(200)
+    const document = answer.body
+    expect(document.openapi).toBe("3.1.0")
+    const documented = Object.entries(document.paths as Record<string, Record<string, unknown>>)
+      .flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`))
+      .sort()
+    const served = Object.values(Api.ENDPOINTS)
+      .map((endpoint) => `${endpoint.method} ${endpoint.path.replaceAll(/:(\w+)/g, "{$1}")}`)
+      .sort()
+    expect(documented).toEqual(served)
+    expect(documented).toContain("POST /v1/turns/{turnID}/calls")
+    expect(document.components.schemas.CallRequest.required).toEqual(["sessionID", "assistantMessageID", "toolCallID", "name", "input"])
+    expect(document.components.schemas.Settlement.properties.status.enum).toEqual(["success", "error", "declined", "cancelled"])
+    expect(document.paths["/v1/health"].get.security).toEqual([])
+    expect(document.paths["/v1/turns"].post.security).toEqual([{ bearer: [] }])
+    expect(document.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" })
+  })
+})
+
+describe("refusals", () => {
+  test("a missing or wrong token is a 401 on every route but health", async () => {
+    const sidecar = await inProcess()
+    for (const [method, path] of [["POST", "/v1/turns"], ["GET", "/v1/permissions"], ["GET", "/v1/openapi.json"], ["GET", "/v1/nowhere"]] as const) {
+      const none = await sidecar.handler(new Request(`http://${HOST}${path}`, { method, headers: { host: HOST } }))
+      expect(none.status).toBe(401)
+      expect(none.headers.get("www-authenticate")).toBe("Bearer")
+      expect(((await none.json()) as any).error.kind).toBe("unauthorized")
+      const wrong = await sidecar.json(method, path, { headers: { authorization: `Bearer ${TOKEN}x` } })
+      expectError(wrong, 401, "unauthorized")
+    }
+    const basic = await sidecar.json("GET", "/v1/permissions", { headers: { authorization: `Basic ${TOKEN}` } })
+    expectError(basic, 401, "unauthorized")
+  })
+
+  test("a Host other than the bound address is a 403 (DNS rebinding), even for health", async () => {
+    const sidecar = await inProcess()
+    for (const host of ["evil.example:4321", "127.0.0.1:9999", "localhost.evil:4321"]) {
+      expectError(await sidecar.json("GET", "/v1/health", { headers: { host } }), 403, "forbidden")
+    }
+    for (const host of ["127.0.0.1:4321", "localhost:4321"]) {
+      expect((await sidecar.json("GET", "/v1/health", { headers: { host } })).status).toBe(200)
+    }
+  })
+
+  test("X-Core-Location must be an absolute existing directory (400) under an allowed root (403)", async () => {
+    const allowed = tempDir("core-root-")
+    mkdirSync(join(allowed, "project"))
+    const sidecar = await inProcess({}, { roots: [allowed] })
+    expectError(await sidecar.json("POST", "/v1/turns", { headers: { "x-core-location": "relative/dir" } }), 400, "bad_request")
+    expectError(await sidecar.json("POST", "/v1/turns", { headers: { "x-core-location": join(allowed, "missing") } }), 400, "bad_request")
+    expectError(await sidecar.json("POST", "/v1/turns", { headers: { "x-core-location": tempDir("core-elsewhere-") } }), 403, "forbidden")
+    const inside = await sidecar.json("POST", "/v1/turns", { body: {}, headers: { "x-core-location": join(allowed, "project") } })
+    expect(inside.status).toBe(200)
+  })
+
+  test("turns belong to their Location: a turn made for another Location is unknown here", async () => {
+    const allowed = tempDir("core-root-")
+    const sidecar = await inProcess({}, { roots: [allowed] })
+    const other = await sidecar.turn(undefined, { "x-core-location": allowed })
+    expect((await sidecar.settle(other.turnID, { name: "read", input: { path: "x" } })).status).toBe(404)
+    const through = await sidecar.settle(other.turnID, { name: "list", input: {} }, { "x-core-location": allowed })
+    expect(through.status).toBe(200)
+  })
+
+  test("an unknown route is a 404 and a known route with another method a 405", async () => {
+    const sidecar = await inProcess()
+    expectError(await sidecar.json("GET", "/v1/nothing/here"), 404, "not_found")
+    expectError(await sidecar.json("GET", "/"), 404, "not_found")
+    expectError(await sidecar.json("GET", "/v1/turns"), 405, "method_not_allowed")
+    expectError(await sidecar.json("DELETE", "/v1/permissions"), 405, "method_not_allowed")
+    expectError(await sidecar.json("PUT", "/v1/turns/turn_x/calls"), 405, "method_not_allowed")
+    expectError(await sidecar.json("GET", "/v1/outputs/%zz%"), 404, "not_found")
+    const long = "x".repeat(2000)
+    expectError(await sidecar.json("GET", `/v1/settlements/${long}/${long}`), 404, "not_found")
+  })
+
+  test("malformed JSON, a body that is not an object, missing and wrong-typed fields are 400s saying what is wrong", async () => {
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO })
+    const { turnID } = await sidecar.turn()
+    const path = `/v1/turns/${turnID}/calls`
+    const truncated = await sidecar.json("POST", path, { body: '{"sessionID": "s", "name": ' })
+    expectError(truncated, 400, "bad_request")
+    expect(truncated.body.error.message).toContain("not valid JSON")
+    expectError(await sidecar.json("POST", path, { body: "[1, 2]" }), 400, "bad_request")
+    expectError(await sidecar.json("POST", path, { body: "" }), 400, "bad_request")
+    const missing = await sidecar.json("POST", path, { body: { sessionID: "s", name: "echo" } })
+    expectError(missing, 400, "bad_request")
+    expect(missing.body.error.message).toContain("toolCallID")
+    const wrong = await sidecar.json("POST", path, { body: { ...callBody({ name: "echo", input: {} }), sessionID: 7 } })
+    expectError(wrong, 400, "bad_request")
+    expect(wrong.body.error.message).toContain("sessionID")
+    const empty = await sidecar.json("POST", path, { body: { ...callBody({ name: "echo", input: {} }), toolCallID: "" } })
+    expectError(empty, 400, "bad_request")
+    const extra = await sidecar.json("POST", path, { body: { ...callBody({ name: "echo", input: {} }), agent: "plan" } })
+    expectError(extra, 400, "bad_request")
+    expectError(await sidecar.json("POST", "/v1/turns", { body: { agent: 3 } }), 400, "bad_request")
+    expectError(await sidecar.json("POST", "/v1/permissions/per_x/reply", { body: { reply: "maybe" } }), 400, "bad_request")
+  })
+
+  test("a body over the size limit is a 413 with an error body", async () => {
+    const sidecar = await inProcess()
+    const big = JSON.stringify({ agent: "x".repeat(Respond.MAX_BODY_BYTES) })
+    expectError(await sidecar.json("POST", "/v1/turns", { body: big }), 413, "payload_too_large")
+    // Without a length up front (a streamed body), the limit still holds while reading.
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(big))
+        controller.close()
+      },
+    })
+    const answer = await sidecar.handler(
+      new Request(`http://${HOST}/v1/turns`, {
+        method: "POST",
+        headers: { host: HOST, authorization: `Bearer ${TOKEN}` },
+        body: stream,
+      }),
+    )
+    expect(answer.status).toBe(413)
+    expect(((await answer.json()) as any).error.kind).toBe("payload_too_large")
+  })
+
+  test("no CORS headers are sent, not even to a preflight", async () => {
+    const sidecar = await inProcess()
+    const preflight = await sidecar.fetch("OPTIONS", "/v1/turns", {
+      headers: { origin: "http://evil.example", "access-control-request-method": "POST" },
+    })
+    expect(preflight.status).toBe(405)
+    const health = await sidecar.fetch("GET", "/v1/health", { headers: { origin: "http://evil.example" } })
+    for (const response of [preflight, health]) {
+      for (const name of response.headers.keys()) expect(name.startsWith("access-control-")).toBe(false)
+    }
+  })
+})

@@ -1,0 +1,269 @@
+// Calls through the sidecar in process: event streams (the call's own and the Location's), permission asks
+// answered over HTTP, cancellation, duplicates joining a running call, clients that go away, operational failures.
+
+import { describe, expect, test } from "bun:test"
+import { existsSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { callBody, EventReader, IMPORTS, inProcess, isDead, RAN, runs } from "./support"
+
+/** Reports progress, then waits until `<location>/gate` exists; records each run. */
+const GATE = `${IMPORTS}${RAN}
+import { existsSync } from "node:fs"
+export default Tool.make({
+  description: "Wait for the gate file",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: (_, context) =>
+    Effect.gen(function* () {
+      ran("gate")
+      yield* context.progress({ message: "waiting", metadata: { step: 1 } })
+      while (!existsSync(joinPath(import.meta.dir, "..", "gate"))) yield* Effect.sleep(5)
+      return "opened"
+    }),
+})
+`
+
+const ECHO = `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "Echo text back",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.sync(() => { ran("echo"); return input.text }),
+})
+`
+
+const ASK_ECHO = '{ "permission": { "echo": "ask" } }'
+
+describe("a call's event stream", () => {
+  test("streams progress as it comes, then one settlement, and the Location's events say the same", async () => {
+    const sidecar = await inProcess({ "tools/gate.ts": GATE })
+    const events = await sidecar.events()
+    const { turnID } = await sidecar.turn()
+    const response = await sidecar.fetch("POST", `/v1/turns/${turnID}/calls`, {
+      body: callBody({ name: "gate", input: {}, toolCallID: "call_stream" }),
+      headers: { accept: "text/event-stream" },
+    })
+    expect(response.status).toBe(200)
+    expect(response.headers.get("content-type")).toBe("text/event-stream")
+    const stream = new EventReader(response)
+    expect(await stream.next()).toEqual({ event: "progress", data: { message: "waiting", metadata: { step: 1 } } })
+    writeFileSync(join(sidecar.box.location, "gate"), "")
+    const rest = await stream.rest()
+    expect(rest).toEqual([{ event: "settlement", data: expect.objectContaining({ status: "success", structured: "opened" }) }])
+
+    const started = await events.until("call.started")
+    expect(started.data).toEqual({ sessionID: "ses_test", toolCallID: "call_stream", tool: "gate", turnID })
+    expect((await events.until("call.progress")).data).toMatchObject({ toolCallID: "call_stream", message: "waiting" })
+    const settled = await events.until("call.settled")
+    expect(settled.data).toMatchObject({ toolCallID: "call_stream", replayed: false, settlement: { status: "success" } })
+    await events.close()
+  })
+
+  test("a recorded call is replayed on the stream with X-Core-Replayed, without running", async () => {
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO })
+    const { turnID } = await sidecar.turn()
+    await sidecar.settle(turnID, { name: "echo", input: { text: "once" }, toolCallID: "call_r" })
+    const response = await sidecar.fetch("POST", `/v1/turns/${turnID}/calls`, {
+      body: callBody({ name: "echo", input: { text: "once" }, toolCallID: "call_r" }),
+      headers: { accept: "text/event-stream" },
+    })
+    expect(response.headers.get("x-core-replayed")).toBe("true")
+    expect(await new EventReader(response).rest()).toEqual([
+      { event: "settlement", data: expect.objectContaining({ status: "success", structured: "once" }) },
+    ])
+    expect(runs(sidecar.box, "echo")).toBe(1)
+  })
+})
+
+describe("permission asks over HTTP", () => {
+  test("an ask appears on the call's stream, on /v1/events and in /v1/permissions; once lets the call run", async () => {
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO, "core.json": ASK_ECHO })
+    const events = await sidecar.events()
+    const { turnID } = await sidecar.turn()
+    const response = await sidecar.fetch("POST", `/v1/turns/${turnID}/calls`, {
+      body: callBody({ name: "echo", input: { text: "asked" }, sessionID: "ses_ask", toolCallID: "call_ask" }),
+      headers: { accept: "text/event-stream" },
+    })
+    const stream = new EventReader(response)
+    const asked = await stream.next()
+    expect(asked).toEqual({
+      event: "permission",
+      data: { id: expect.any(String), sessionID: "ses_ask", toolCallID: "call_ask", action: "echo", resources: ["*"], save: ["*"] },
+    })
+    expect((await events.until("permission.asked")).data).toEqual(asked.data)
+    const pending = await sidecar.json("GET", "/v1/permissions")
+    expect(pending.body).toEqual([asked.data])
+    expect(runs(sidecar.box, "echo")).toBe(0)
+
+    const reply = await sidecar.json("POST", `/v1/permissions/${asked.data.id}/reply`, { body: { reply: "once" } })
+    expect(reply).toMatchObject({ status: 200, body: { id: asked.data.id, reply: "once" } })
+    expect(await stream.rest()).toEqual([{ event: "settlement", data: expect.objectContaining({ status: "success" }) }])
+    expect((await events.until("permission.replied")).data).toEqual({ id: asked.data.id, sessionID: "ses_ask", reply: "once" })
+    expect((await sidecar.json("GET", "/v1/permissions")).body).toEqual([])
+    expect(runs(sidecar.box, "echo")).toBe(1)
+    await events.close()
+  })
+
+  test("reject with a message fails the call with it; without one the call is declined", async () => {
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO, "core.json": ASK_ECHO })
+    const events = await sidecar.events()
+    const { turnID } = await sidecar.turn()
+    for (const [reply, expected] of [
+      [{ reply: "reject", message: "use the other tool" }, { status: "error", error: { kind: "failure", message: "use the other tool" } }],
+      [{ reply: "reject" }, { status: "declined" }],
+    ] as const) {
+      const settling = sidecar.settle(turnID, { name: "echo", input: { text: "x" } })
+      const asked = await events.until("permission.asked")
+      expect((await sidecar.json("POST", `/v1/permissions/${asked.data.id}/reply`, { body: reply })).status).toBe(200)
+      expect((await settling).body).toMatchObject(expected)
+    }
+    expect(runs(sidecar.box, "echo")).toBe(0)
+    await events.close()
+  })
+
+  test("always saves the approval: the next call runs without asking", async () => {
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO, "core.json": ASK_ECHO })
+    const events = await sidecar.events()
+    const { turnID } = await sidecar.turn()
+    const settling = sidecar.settle(turnID, { name: "echo", input: { text: "x" } })
+    const asked = await events.until("permission.asked")
+    await sidecar.json("POST", `/v1/permissions/${asked.data.id}/reply`, { body: { reply: "always" } })
+    expect((await settling).body.status).toBe("success")
+    expect((await sidecar.settle(turnID, { name: "echo", input: { text: "y" } })).body.status).toBe("success")
+    expect(runs(sidecar.box, "echo")).toBe(2)
+    await events.close()
+  })
+
+  test("replying to an unknown or already answered ask is a 404", async () => {
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO, "core.json": ASK_ECHO })
+    const events = await sidecar.events()
+    const { turnID } = await sidecar.turn()
+    const settling = sidecar.settle(turnID, { name: "echo", input: { text: "x" } })
+    const asked = await events.until("permission.asked")
+    await sidecar.json("POST", `/v1/permissions/${asked.data.id}/reply`, { body: { reply: "once" } })
+    await settling
+    const again = await sidecar.json("POST", `/v1/permissions/${asked.data.id}/reply`, { body: { reply: "once" } })
+    expect(again.status).toBe(404)
+    expect(again.body.error.kind).toBe("not_found")
+    for (const id of ["per_unknown", "per_x.99", "nodot"]) {
+      expect((await sidecar.json("POST", `/v1/permissions/${id}/reply`, { body: { reply: "once" } })).status).toBe(404)
+    }
+    await events.close()
+  })
+})
+
+describe("cancelling", () => {
+  test("cancel interrupts a running bash command, kills its process tree, and it settles cancelled, recorded", async () => {
+    const sidecar = await inProcess()
+    const { turnID } = await sidecar.turn()
+    const response = await sidecar.fetch("POST", `/v1/turns/${turnID}/calls`, {
+      body: callBody({
+        name: "bash",
+        input: { command: "sleep 300 & sleep 300 & echo pids $! $$; wait" },
+        sessionID: "ses_cancel",
+        toolCallID: "call_cancel",
+      }),
+      headers: { accept: "text/event-stream" },
+    })
+    const stream = new EventReader(response)
+    const progress = await stream.until("progress", (data) => /pids \d+ \d+/.test(data.message))
+    const pids = (/pids (\d+) (\d+)/.exec(progress.data.message) ?? []).slice(1).map(Number)
+    expect(pids.every((pid) => !isDead(pid))).toBe(true)
+
+    const cancel = await sidecar.json("POST", "/v1/calls/ses_cancel/call_cancel/cancel")
+    expect(cancel).toMatchObject({ status: 202, body: { sessionID: "ses_cancel", toolCallID: "call_cancel", status: "cancelling" } })
+    const [settlement] = await stream.rest()
+    expect(settlement).toEqual({ event: "settlement", data: expect.objectContaining({ status: "cancelled", tool: "bash" }) })
+    expect(pids.every(isDead)).toBe(true)
+    expect((await sidecar.json("GET", "/v1/settlements/ses_cancel/call_cancel")).body.status).toBe("cancelled")
+    expect((await sidecar.json("POST", "/v1/calls/ses_cancel/call_cancel/cancel")).status).toBe(404)
+  })
+
+  test("a call cancelled while it waits for a permission reply is recorded cancelled and never runs later", async () => {
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO, "core.json": ASK_ECHO })
+    const events = await sidecar.events()
+    const { turnID } = await sidecar.turn()
+    const call = { name: "echo", input: { text: "x" }, sessionID: "ses_c", toolCallID: "call_waiting" }
+    const settling = sidecar.settle(turnID, call)
+    await events.until("permission.asked")
+    expect((await sidecar.json("POST", "/v1/calls/ses_c/call_waiting/cancel")).status).toBe(202)
+    expect((await settling).body.status).toBe("cancelled")
+    expect((await sidecar.json("GET", "/v1/permissions")).body).toEqual([])
+    const again = await sidecar.settle(turnID, call)
+    expect(again.headers.get("x-core-replayed")).toBe("true")
+    expect(again.body.status).toBe("cancelled")
+    expect(runs(sidecar.box, "echo")).toBe(0)
+    await events.close()
+  })
+
+  test("cancelling a call that is not running is a 404", async () => {
+    const sidecar = await inProcess()
+    const answer = await sidecar.json("POST", "/v1/calls/ses_none/call_none/cancel")
+    expect(answer.status).toBe(404)
+    expect(answer.body.error.kind).toBe("not_found")
+  })
+})
+
+describe("duplicates and departures", () => {
+  test("a duplicate of a running call joins it: it runs once and both get its settlement", async () => {
+    const sidecar = await inProcess({ "tools/gate.ts": GATE })
+    const events = await sidecar.events()
+    const { turnID } = await sidecar.turn()
+    const call = { name: "gate", input: {}, toolCallID: "call_twice" }
+    const first = sidecar.settle(turnID, call)
+    await events.until("call.progress")
+    const second = sidecar.settle(turnID, call)
+    writeFileSync(join(sidecar.box.location, "gate"), "")
+    const [a, b] = await Promise.all([first, second])
+    expect(a.body).toEqual(b.body)
+    expect(a.body.status).toBe("success")
+    expect(a.headers.get("x-core-replayed")).toBeNull()
+    expect(b.headers.get("x-core-replayed")).toBe("true")
+    expect(runs(sidecar.box, "gate")).toBe(1)
+    await events.close()
+  })
+
+  test("a client that goes away mid-call does not stop it: it settles and is recorded", async () => {
+    const sidecar = await inProcess({ "tools/gate.ts": GATE })
+    const events = await sidecar.events()
+    const { turnID } = await sidecar.turn()
+    const abort = new AbortController()
+    const response = await sidecar.fetch("POST", `/v1/turns/${turnID}/calls`, {
+      body: callBody({ name: "gate", input: {}, sessionID: "ses_gone", toolCallID: "call_gone" }),
+      headers: { accept: "text/event-stream" },
+      signal: abort.signal,
+    })
+    const stream = new EventReader(response)
+    await stream.until("progress")
+    abort.abort()
+    await stream.close()
+    writeFileSync(join(sidecar.box.location, "gate"), "")
+    const settled = await events.until("call.settled", (data) => data.toolCallID === "call_gone")
+    expect(settled.data.settlement.status).toBe("success")
+    const recorded = await sidecar.json("GET", "/v1/settlements/ses_gone/call_gone")
+    expect(recorded.body.structured).toBe("opened")
+    await events.close()
+  })
+})
+
+describe("operational failures", () => {
+  test("an output that cannot be kept is a 500 with kind operational, not a settlement", async () => {
+    const BIG = `${IMPORTS}
+export default Tool.make({
+  description: "Print many lines",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.succeed(Array.from({ length: 50 }, (_, i) => "line " + i).join("\\n")),
+})
+`
+    const sidecar = await inProcess({ "tools/big.ts": BIG, "core.json": '{ "output": { "maxLines": 10 } }' })
+    // The outputs directory is a file: keeping the full output fails.
+    writeFileSync(join(sidecar.box.data, "outputs"), "")
+    const { turnID } = await sidecar.turn()
+    const answer = await sidecar.settle(turnID, { name: "big", input: {} })
+    expect(answer.status).toBe(500)
+    expect(answer.body).toEqual({ error: { kind: "operational", message: expect.any(String) } })
+    expect(sidecar.log.some((line) => line.includes("operational"))).toBe(true)
+    expect(existsSync(join(sidecar.box.data, "outputs"))).toBe(true)
+  })
+})

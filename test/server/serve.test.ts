@@ -1,0 +1,260 @@
+// `core serve` end to end: the compiled binary on a loopback port, driven over HTTP as a host would. The ready
+// line, auth, a full turn, progress and asks from a real shell command, cancellation of a process tree, replay,
+// hot reload in the binary (where tool modules come through core's module plugin), shutdown and a crash.
+
+import { describe, expect, test } from "bun:test"
+import { createServer } from "node:net"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { run } from "../support/binary"
+import { EventReader, IMPORTS, isDead, RAN, runs, sandbox, serve } from "./support"
+
+const COUNT = `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "Count a call",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.sync(() => { ran("count"); return "counted " + input.text }),
+})
+`
+
+const version = (reply: string) => `${IMPORTS}
+export default Tool.make({
+  description: "Answer ${reply}",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.succeed("${reply}"),
+})
+`
+
+describe("core serve", () => {
+  test("prints one ready line with its loopback URL and token, uses $CORE_TOKEN, needs the token, and stops cleanly", async () => {
+    const box = sandbox()
+    const server = await serve(box, [], { CORE_TOKEN: "from-env" })
+    expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+    expect(server.token).toBe("from-env")
+    const health = await fetch(`${server.url}/v1/health`)
+    expect(await health.json()).toEqual({ ok: true, version: expect.any(String) })
+    const refused = await fetch(`${server.url}/v1/turns`, { method: "POST" })
+    expect(refused.status).toBe(401)
+    expect(((await refused.json()) as any).error.kind).toBe("unauthorized")
+
+    const events = await server.events()
+    server.child.kill("SIGTERM")
+    // An open event stream is ended cleanly, not cut.
+    expect(await events.rest()).toEqual([])
+    const { code, stdout } = await server.exited()
+    expect(code).toBe(0)
+    expect(stdout.split("\n").filter((line) => line !== "")).toEqual([JSON.stringify({ url: server.url, token: "from-env" })])
+
+    const generated = await serve(box)
+    expect(generated.token.length).toBeGreaterThanOrEqual(40)
+    expect(generated.token).not.toBe("from-env")
+    generated.child.kill("SIGINT")
+    expect((await generated.exited()).code).toBe(0)
+  })
+
+  test("a full turn: materialize, settle a shell command with progress streamed, read it back", async () => {
+    const box = sandbox()
+    const server = await serve(box)
+    const { turnID, definitions } = await server.turn()
+    expect(definitions.map((definition: { name: string }) => definition.name)).toContain("bash")
+    const response = await server.fetch("POST", `/v1/turns/${turnID}/calls`, {
+      body: {
+        sessionID: "ses_e2e",
+        assistantMessageID: "msg_1",
+        toolCallID: "call_shell",
+        name: "bash",
+        input: { command: "echo first; sleep 0.5; echo second" },
+      },
+      headers: { accept: "text/event-stream" },
+    })
+    const stream = new EventReader(response)
+    const first = await stream.until("progress")
+    expect(first.data.message).toContain("first")
+    const rest = await stream.rest()
+    const settlement = rest.at(-1)!
+    expect(settlement.event).toBe("settlement")
+    expect(settlement.data).toMatchObject({ tool: "bash", callID: "call_shell", status: "success" })
+    expect(settlement.data.structured.stdout).toBe("first\nsecond\n")
+    expect((await server.json("GET", "/v1/settlements/ses_e2e/call_shell")).body).toEqual(settlement.data)
+    server.child.kill("SIGTERM")
+    expect((await server.exited()).code).toBe(0)
+  })
+
+  test("a shell command's permission ask is answered over HTTP", async () => {
+    const box = sandbox({ "core.json": '{ "permission": { "bash": { "*": "ask" } } }' })
+    const server = await serve(box)
+    const { turnID } = await server.turn()
+    const response = await server.fetch("POST", `/v1/turns/${turnID}/calls`, {
+      body: { sessionID: "ses_ask", assistantMessageID: "m", toolCallID: "call_ask", name: "bash", input: { command: "echo approved" } },
+      headers: { accept: "text/event-stream" },
+    })
+    const stream = new EventReader(response)
+    const asked = await stream.until("permission")
+    expect(asked.data).toMatchObject({ sessionID: "ses_ask", toolCallID: "call_ask", action: "bash", resources: ["echo approved"] })
+    const pending = await server.json("GET", "/v1/permissions")
+    expect(pending.body).toEqual([asked.data])
+    expect((await server.json("POST", `/v1/permissions/${asked.data.id}/reply`, { body: { reply: "once" } })).status).toBe(200)
+    const settlement = await stream.until("settlement")
+    expect(settlement.data.structured.stdout).toBe("approved\n")
+    server.child.kill("SIGTERM")
+    expect((await server.exited()).code).toBe(0)
+  })
+
+  test("cancel kills the command's whole process tree and the call settles cancelled", async () => {
+    const box = sandbox()
+    const server = await serve(box)
+    const { turnID } = await server.turn()
+    const response = await server.fetch("POST", `/v1/turns/${turnID}/calls`, {
+      body: {
+        sessionID: "ses_tree",
+        assistantMessageID: "m",
+        toolCallID: "call_tree",
+        name: "bash",
+        input: { command: "bash -c 'sleep 300 & echo child $!; wait' & sleep 300 & echo top $!; wait" },
+      },
+      headers: { accept: "text/event-stream" },
+    })
+    const stream = new EventReader(response)
+    const pids: Array<number> = []
+    while (pids.length < 2) {
+      const event = await stream.until("progress")
+      pids.splice(0, pids.length, ...[...String(event.data.metadata?.tail ?? event.data.message).matchAll(/(?:child|top) (\d+)/g)].map((match) => Number(match[1])))
+    }
+    expect(pids.some(isDead)).toBe(false)
+    expect((await server.json("POST", "/v1/calls/ses_tree/call_tree/cancel")).status).toBe(202)
+    const settlement = await stream.until("settlement")
+    expect(settlement.data.status).toBe("cancelled")
+    expect(pids.every(isDead)).toBe(true)
+    server.child.kill("SIGTERM")
+    expect((await server.exited()).code).toBe(0)
+  })
+
+  test("settling a call again replays it without running it", async () => {
+    const box = sandbox({ "tools/count.ts": COUNT })
+    const server = await serve(box)
+    const call = { name: "count", input: { text: "x" }, sessionID: "ses_r", toolCallID: "call_r" }
+    const first = await server.settle((await server.turn()).turnID, call)
+    const second = await server.settle((await server.turn()).turnID, call)
+    expect(second.headers.get("x-core-replayed")).toBe("true")
+    expect(second.body).toEqual(first.body)
+    expect(runs(box, "count")).toBe(1)
+    server.child.kill("SIGTERM")
+    await server.exited()
+  })
+
+  test("hot reload in the binary: a changed tool makes old turns stale, a broken one is a diagnostic", async () => {
+    const box = sandbox({ "tools/hello.ts": version("v1") })
+    const server = await serve(box)
+    const events = await server.events()
+    const old = await server.turn()
+    expect((await server.settle(old.turnID, { name: "hello", input: {} })).body.structured).toBe("v1")
+    writeFileSync(join(box.location, "tools/hello.ts"), version("v2"))
+    await events.until("tools.changed")
+    expect((await server.settle(old.turnID, { name: "hello", input: {} })).body.error.kind).toBe("stale")
+    const fresh = await server.turn()
+    expect((await server.settle(fresh.turnID, { name: "hello", input: {} })).body.structured).toBe("v2")
+
+    writeFileSync(join(box.location, "tools/hello.ts"), `${IMPORTS}\nthrow new Error("boom at import")\n`)
+    const diagnostic = await events.until("diagnostic")
+    expect(diagnostic.data.message).toContain("boom at import")
+    expect((await server.turn()).definitions.map((definition: { name: string }) => definition.name)).not.toContain("hello")
+    await events.close()
+    server.child.kill("SIGTERM")
+    const { code, stderr } = await server.exited()
+    expect(code).toBe(0)
+    expect(stderr).toContain("boom at import")
+  })
+
+  test("SIGTERM during a call cancels it, records it cancelled and exits 0", async () => {
+    const box = sandbox()
+    const server = await serve(box)
+    const { turnID } = await server.turn()
+    const response = await server.fetch("POST", `/v1/turns/${turnID}/calls`, {
+      body: { sessionID: "ses_stop", assistantMessageID: "m", toolCallID: "call_stop", name: "bash", input: { command: "echo running $$; sleep 300" } },
+      headers: { accept: "text/event-stream" },
+    })
+    const stream = new EventReader(response)
+    const progress = await stream.until("progress")
+    const pid = Number(/running (\d+)/.exec(progress.data.message)![1])
+    server.child.kill("SIGTERM")
+    const { code } = await server.exited()
+    expect(code).toBe(0)
+    expect(isDead(pid)).toBe(true)
+    const again = await serve(box)
+    expect((await again.json("GET", "/v1/settlements/ses_stop/call_stop")).body.status).toBe("cancelled")
+    again.child.kill("SIGTERM")
+    await again.exited()
+  })
+
+  test("after kill -9 mid-call, the call is never half-recorded: it replays as interrupted and never runs again", async () => {
+    const GATE = `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "Wait forever after recording that it ran",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: (_, context) => Effect.gen(function* () {
+    ran("hang")
+    yield* context.progress({ message: "running" })
+    return yield* Effect.never
+  }),
+})
+`
+    const box = sandbox({ "tools/hang.ts": GATE })
+    const server = await serve(box)
+    const call = { name: "hang", input: {}, sessionID: "ses_kill", toolCallID: "call_kill" }
+    const response = await server.fetch("POST", `/v1/turns/${(await server.turn()).turnID}/calls`, {
+      body: { ...call, assistantMessageID: "m" },
+      headers: { accept: "text/event-stream" },
+    })
+    await new EventReader(response).until("progress")
+    server.child.kill("SIGKILL")
+    await server.exited()
+
+    const restarted = await serve(box)
+    expect((await restarted.json("GET", "/v1/settlements/ses_kill/call_kill")).status).toBe(404)
+    const replay = await restarted.settle((await restarted.turn()).turnID, call)
+    expect(replay.headers.get("x-core-replayed")).toBe("true")
+    expect(replay.body.error).toEqual({ kind: "interrupted", message: expect.any(String) })
+    expect((await restarted.json("GET", "/v1/settlements/ses_kill/call_kill")).body.error.kind).toBe("interrupted")
+    expect(runs(box, "hang")).toBe(1)
+    restarted.child.kill("SIGTERM")
+    expect((await restarted.exited()).code).toBe(0)
+  })
+})
+
+describe("core serve's command line", () => {
+  test("--help documents the flags, and bad flags or Locations are usage errors (exit 2)", async () => {
+    const box = sandbox()
+    const help = await run(["serve", "--help"])
+    expect(help.code).toBe(0)
+    expect(help.stdout).toStartWith("Usage: core serve")
+    for (const flag of ["--location", "--allow-root", "--host", "--port", "CORE_TOKEN"]) expect(help.stdout).toContain(flag)
+    for (const args of [
+      ["--port", "http"],
+      ["--port", "70000"],
+      ["--frob"],
+      ["--location", join(box.location, "missing")],
+      ["--location", box.location, "--allow-root", join(box.location, "missing")],
+      ["--location", box.location, "extra"],
+    ]) {
+      const result = await run(["serve", ...args], { env: box.env })
+      expect(result.code).toBe(2)
+      expect(result.stdout).toBe("")
+      expect(result.stderr).toContain("core serve")
+    }
+  })
+
+  test("a port in use is an operational failure (exit 3)", async () => {
+    const box = sandbox()
+    const blocker = createServer().listen(0, "127.0.0.1")
+    await new Promise((resolve) => blocker.once("listening", resolve))
+    const port = (blocker.address() as { port: number }).port
+    const result = await run(["serve", "--location", box.location, "--port", String(port)], { env: box.env })
+    blocker.close()
+    expect(result.code).toBe(3)
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toContain(`127.0.0.1:${port}`)
+  })
+})

@@ -1,0 +1,122 @@
+// The sidecar's pure parts: byte ranges, the token and Host checks, allowed Locations, and the turn table's bound
+// and idle expiry (with a clock the test moves).
+
+import { describe, expect, test } from "bun:test"
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Range } from "../../src/server/range"
+import { Security } from "../../src/server/security"
+import { Turns } from "../../src/server/turns"
+import { tempDir } from "../support/temp"
+
+describe("Range.resolve", () => {
+  test("a single range, an open end and a suffix are partial; the end is clamped to the content", () => {
+    expect(Range.resolve("bytes=0-9", 100)).toEqual({ _tag: "Partial", start: 0, end: 9 })
+    expect(Range.resolve("bytes=90-", 100)).toEqual({ _tag: "Partial", start: 90, end: 99 })
+    expect(Range.resolve("bytes=-10", 100)).toEqual({ _tag: "Partial", start: 90, end: 99 })
+    expect(Range.resolve("bytes=-500", 100)).toEqual({ _tag: "Partial", start: 0, end: 99 })
+    expect(Range.resolve("bytes=50-5000", 100)).toEqual({ _tag: "Partial", start: 50, end: 99 })
+  })
+
+  test("a range starting past the end cannot be satisfied", () => {
+    expect(Range.resolve("bytes=100-", 100)).toEqual({ _tag: "Unsatisfiable" })
+    expect(Range.resolve("bytes=100-200", 100)).toEqual({ _tag: "Unsatisfiable" })
+    expect(Range.resolve("bytes=-0", 100)).toEqual({ _tag: "Unsatisfiable" })
+    expect(Range.resolve("bytes=0-", 0)).toEqual({ _tag: "Unsatisfiable" })
+  })
+
+  test("no header, several ranges, other units and nonsense are answered with the whole content", () => {
+    for (const header of [undefined, "bytes=0-1,5-6", "items=0-1", "bytes=9-3", "bytes=a-b", "bytes=", "bytes=1-2-3", "garbage"]) {
+      expect(Range.resolve(header, 100)).toEqual({ _tag: "Whole" })
+    }
+  })
+})
+
+describe("Security", () => {
+  test("the token check accepts exactly Bearer <token>", () => {
+    const check = Security.tokenChecker("s3cret")
+    expect(check("Bearer s3cret")).toBe(true)
+    expect(check("bearer s3cret")).toBe(true)
+    for (const header of [undefined, "", "Bearer", "Bearer s3cre", "Bearer s3cret2", "Basic s3cret", "s3cret", "Bearer s3cret extra"]) {
+      expect(check(header)).toBe(false)
+    }
+  })
+
+  test("generated tokens are long and fresh each time", () => {
+    const a = Security.generateToken()
+    expect(a.length).toBeGreaterThanOrEqual(40)
+    expect(Security.generateToken()).not.toBe(a)
+  })
+
+  test("a loopback bind accepts its own address and localhost with its port, nothing else", () => {
+    const check = Security.hostChecker("127.0.0.1", 8080)
+    for (const host of ["127.0.0.1:8080", "localhost:8080", "LOCALHOST:8080"]) expect(check(host)).toBe(true)
+    for (const host of [undefined, "127.0.0.1", "127.0.0.1:80", "evil.com:8080", "localhost.evil.com:8080", "[::1]:8080"]) {
+      expect(check(host)).toBe(false)
+    }
+    const v6 = Security.hostChecker("::1", 8080)
+    expect(v6("[::1]:8080")).toBe(true)
+    expect(v6("localhost:8080")).toBe(true)
+    expect(v6("127.0.0.1:8080")).toBe(false)
+  })
+
+  test("a wildcard bind accepts IP literals and localhost with its port, never a DNS name", () => {
+    const check = Security.hostChecker("0.0.0.0", 8080)
+    for (const host of ["192.168.1.5:8080", "localhost:8080", "[fe80::1]:8080"]) expect(check(host)).toBe(true)
+    for (const host of ["evil.com:8080", "192.168.1.5:9090", "192.168.1.5"]) expect(check(host)).toBe(false)
+  })
+
+  test("a Location must be absolute, existing, a directory, and really under a root", () => {
+    const root = tempDir("core-root-")
+    mkdirSync(join(root, "inside"))
+    writeFileSync(join(root, "file"), "")
+    const outside = tempDir("core-outside-")
+    symlinkSync(outside, join(root, "escape"))
+    expect(Security.checkLocation([root], join(root, "inside"))).toEqual({ _tag: "Allowed", directory: join(root, "inside") })
+    expect(Security.checkLocation([root], root)._tag).toBe("Allowed")
+    expect(Security.checkLocation([root], "inside")._tag).toBe("Invalid")
+    expect(Security.checkLocation([root], join(root, "missing"))._tag).toBe("Invalid")
+    expect(Security.checkLocation([root], join(root, "file"))._tag).toBe("Invalid")
+    expect(Security.checkLocation([root], join(root, "escape"))._tag).toBe("Outside")
+    expect(Security.checkLocation([root], outside)._tag).toBe("Outside")
+    expect(Security.checkLocation([root], `${root}-sibling`)._tag).toBe("Invalid")
+  })
+})
+
+describe("Turns.Table", () => {
+  test("a turn is found by its id until it goes unused for the idle period", () => {
+    let now = 0
+    const table = new Turns.Table<string>({ idleMs: 100, now: () => now })
+    const id = table.add((turnID) => turnID)
+    now = 100
+    expect(table.get(id)).toBe(id)
+    now = 200
+    expect(table.get(id)).toBe(id)
+    now = 301
+    expect(table.get(id)).toBeUndefined()
+    expect(table.get("turn_unknown")).toBeUndefined()
+  })
+
+  test("beyond the bound the least recently used turn goes first", () => {
+    let now = 0
+    const table = new Turns.Table<number>({ max: 3, now: () => now })
+    const ids: Array<string> = []
+    for (let index = 0; index < 3; index++) table.add((id) => (ids.push(id), index))
+    now = 1
+    expect(table.get(ids[0]!)).toBe(0)
+    table.add(() => 3)
+    expect(table.size).toBe(3)
+    expect(table.get(ids[1]!)).toBeUndefined()
+    expect(table.get(ids[0]!)).toBe(0)
+    expect(table.get(ids[2]!)).toBe(2)
+  })
+
+  test("idle turns are dropped when new ones are added", () => {
+    let now = 0
+    const table = new Turns.Table<number>({ idleMs: 10, now: () => now })
+    for (let index = 0; index < 5; index++) table.add(() => index)
+    now = 11
+    table.add(() => 5)
+    expect(table.size).toBe(1)
+  })
+})
