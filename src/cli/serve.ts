@@ -39,6 +39,25 @@ reloaded on change. SIGINT or SIGTERM shuts down gracefully: running calls are c
 processes killed) and recorded, and core exits 0.
 `
 
+/** For a person who started the server by hand: how to call it (hosts read the JSON line and ignore this). */
+const howToCall = (directory: string, ready: { readonly url: string; readonly token: string }) => {
+  const auth = `-H 'Authorization: Bearer ${ready.token}'`
+  const call = JSON.stringify({
+    sessionID: "ses_1",
+    assistantMessageID: "msg_1",
+    toolCallID: "call_1",
+    name: "list",
+    input: {},
+  })
+  return `core: serving ${directory} at ${ready.url} (Ctrl-C stops)
+core: try it:
+  curl -s ${ready.url}/v1/health
+  curl -s ${auth} -X POST ${ready.url}/v1/turns -d '{}'          # the tools, and a turnID
+  curl -s ${auth} -X POST ${ready.url}/v1/turns/TURN_ID/calls -d '${call}'
+core: every route and schema: GET ${ready.url}/v1/openapi.json (see docs/serve.md)
+`
+}
+
 const OPTIONS = {
   location: { type: "string" },
   host: { type: "string" },
@@ -120,7 +139,10 @@ export const run = (args: ReadonlyArray<string>) =>
       token,
       stop: Deferred.await(stop),
       log: (line) => Command.stderr(`${line}\n`),
-      onReady: (ready) => Command.stdout(`${JSON.stringify(ready)}\n`),
+      onReady: (ready) => {
+        Command.stdout(`${JSON.stringify(ready)}\n`)
+        Command.stderr(howToCall(primary.directory, ready))
+      },
     }).pipe(Effect.mapError((error) => new Command.Exit({ code: Command.EXIT.operational, message: error.message })))
     return Command.EXIT.ok
   }).pipe(Effect.scoped)

@@ -54,6 +54,25 @@ describe("core serve", () => {
     expect((await generated.exited()).code).toBe(0)
   })
 
+  test("tells a person on stderr how to call it, with calls that work as printed", async () => {
+    const box = sandbox()
+    const server = await serve(box)
+    const deadline = Date.now() + 10_000
+    while (!server.stderr().includes("openapi.json") && Date.now() < deadline) await Bun.sleep(20)
+    const hint = server.stderr()
+    expect(hint).toContain(`${server.url}/v1/health`)
+    expect(hint).toContain(`Authorization: Bearer ${server.token}`)
+    const body = /calls -d '(.*)'/.exec(hint)?.[1]
+    expect(body).toBeDefined()
+    const headers = { authorization: `Bearer ${server.token}` }
+    const turn = (await (await fetch(`${server.url}/v1/turns`, { method: "POST", headers, body: "{}" })).json()) as any
+    const call = await fetch(`${server.url}/v1/turns/${turn.turnID}/calls`, { method: "POST", headers, body: body! })
+    expect(call.status).toBe(200)
+    expect(((await call.json()) as any).status).toBe("success")
+    server.child.kill("SIGTERM")
+    expect((await server.exited()).code).toBe(0)
+  })
+
   test("a full turn: materialize, settle a shell command with progress streamed, read it back", async () => {
     const box = sandbox()
     const server = await serve(box)
