@@ -39,9 +39,12 @@ reloaded on change. SIGINT or SIGTERM shuts down gracefully: running calls are c
 processes killed) and recorded, and core exits 0.
 `
 
-/** For a person who started the server by hand: how to call it (hosts read the JSON line and ignore this). */
-const howToCall = (directory: string, ready: { readonly url: string; readonly token: string }) => {
-  const auth = `-H 'Authorization: Bearer ${ready.token}'`
+/**
+ * For a person who started the server by hand: how to call it. The token stays on stdout only (stderr often ends
+ * up in a host's logs), so the commands read it from a shell variable.
+ */
+const howToCall = (directory: string, url: string) => {
+  const auth = `-H "Authorization: Bearer $TOKEN"`
   const call = JSON.stringify({
     sessionID: "ses_1",
     assistantMessageID: "msg_1",
@@ -49,12 +52,12 @@ const howToCall = (directory: string, ready: { readonly url: string; readonly to
     name: "list",
     input: {},
   })
-  return `core: serving ${directory} at ${ready.url} (Ctrl-C stops)
-core: try it:
-  curl -s ${ready.url}/v1/health
-  curl -s ${auth} -X POST ${ready.url}/v1/turns -d '{}'          # the tools, and a turnID
-  curl -s ${auth} -X POST ${ready.url}/v1/turns/TURN_ID/calls -d '${call}'
-core: every route and schema: GET ${ready.url}/v1/openapi.json (see docs/serve.md)
+  return `core: serving ${directory} at ${url} (Ctrl-C stops)
+core: try it, with TOKEN set to the token in the JSON line above:
+  curl -s ${url}/v1/health
+  curl -s ${auth} -X POST ${url}/v1/turns -d '{}'          # the tools, and a turnID
+  curl -s ${auth} -X POST ${url}/v1/turns/TURN_ID/calls -d '${call}'
+core: every route and schema: GET ${url}/v1/openapi.json (see docs/serve.md)
 `
 }
 
@@ -141,7 +144,7 @@ export const run = (args: ReadonlyArray<string>) =>
       log: (line) => Command.stderr(`${line}\n`),
       onReady: (ready) => {
         Command.stdout(`${JSON.stringify(ready)}\n`)
-        Command.stderr(howToCall(primary.directory, ready))
+        Command.stderr(howToCall(primary.directory, ready.url))
       },
     }).pipe(Effect.mapError((error) => new Command.Exit({ code: Command.EXIT.operational, message: error.message })))
     return Command.EXIT.ok
