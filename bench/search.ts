@@ -192,7 +192,9 @@ export const measure = async (): Promise<Report> => {
       const found =
         query.tool === "grep"
           ? `${structured.matches} lines in ${structured.files} files`
-          : `${structured.total} files`
+          : typeof structured.total === "number"
+            ? `${structured.total} files`
+            : "a list of files long enough to be bounded into a managed output"
       const samples = {
         bare: [] as Array<number>,
         selecting: [] as Array<number>,

@@ -23,7 +23,9 @@ export const Input = Schema.Struct({
 })
 
 export const FileChange = Schema.Struct({
-  path: Schema.String.annotate({ description: "The file, relative to the working directory when inside it (after a move: where it is now)" }),
+  path: Schema.String.annotate({
+    description: "The file, relative to the Location when inside it (after a move: where it is now)",
+  }),
   action: Schema.Literals(["added", "updated", "moved", "deleted"]),
   from: Schema.optionalKey(Schema.String.annotate({ description: "For a move: where the file was" })),
   added: Schema.Finite.annotate({ description: "Lines added" }),
@@ -51,8 +53,8 @@ Format:
 
 - Give about 3 lines of context around each change, copied from the file. Hunks of one file are found in order, each after the previous; "*** End of File" after a hunk's lines anchors it at the end of the file.
 - Context is matched exactly first, then ignoring whitespace at line ends or around lines, then treating curly quotes, dashes and non-breaking spaces as their ASCII forms.
-- Paths are relative to the working directory or absolute. Each file may appear in one section only. Adding a file that exists, or updating or deleting one that does not, is an error.
-- Updated files keep their line endings (CRLF stays CRLF) and byte order mark.
+- Paths are relative to the Location (the project directory the tools work in) or absolute. Each file may appear in one section only. Adding a file that exists, or updating or deleting one that does not, is an error.
+- Updated files keep their line endings (CRLF stays CRLF) and byte order mark. A file without a line break at its end keeps it that way: lines added after its last line each go on a line of their own, and the new last line has no line break.
 - Nothing is changed unless everything applies: if any hunk does not match or any file cannot be written, every file stays as it was.
 - For one replacement in one file, edit is simpler; to replace a whole file, use write.`
 
@@ -126,6 +128,17 @@ export const make = (services: Builtin.Services) =>
           return yield* failure(`The patch could not be read. ${parsed.failure.message} Nothing was changed.`)
         }
         const operations = parsed.success
+        for (const operation of operations) {
+          const moveTo = operation._tag === "Update" ? operation.moveTo : undefined
+          for (const path of moveTo === undefined ? [operation.path] : [operation.path, moveTo]) {
+            const ending = Text.directoryEnding(path)
+            if (ending !== undefined) {
+              return yield* failure(
+                `Cannot use ${path} (patch line ${operation.line}): ${Text.namesDirectory(ending)} Nothing was changed.`,
+              )
+            }
+          }
+        }
 
         // Every permission is asked before anything is read.
         const place = (path: string) =>

@@ -2,8 +2,8 @@ export * as Edit from "./edit"
 
 // The `edit` built-in: replaces one quoted piece of an existing file (or every exact occurrence). Finding the
 // piece is ./match's job; this module keeps the file's encoding and line endings, writes only if the file is
-// unchanged since it was read, and tells the model what happened: which matcher matched, a diff of the change,
-// and, when nothing or too much matched, where to look next.
+// unchanged while the edit was being made, and tells the model what happened: which matcher matched, a diff of
+// the change, and, when nothing or too much matched, where to look next.
 
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -18,7 +18,9 @@ export const DIFF_CONTEXT_LINES = 3
 const MAX_LISTED = 20
 
 export const Input = Schema.Struct({
-  filePath: Schema.String.annotate({ description: "The file to change: relative to the working directory, or absolute" }),
+  filePath: Schema.String.annotate({
+    description: "The file to change: relative to the Location (the project directory the tools work in), or absolute",
+  }),
   oldString: Schema.String.annotate({
     description: "The text to replace, copied exactly from the file (whole lines with their indentation work best)",
   }),
@@ -29,7 +31,7 @@ export const Input = Schema.Struct({
 })
 
 export const Output = Schema.Struct({
-  path: Schema.String.annotate({ description: "The file changed, relative to the working directory when inside it" }),
+  path: Schema.String.annotate({ description: "The file changed, relative to the Location when inside it" }),
   replacements: Schema.Finite,
   matcher: Schema.Literals(Match.MATCHERS).annotate({ description: "How oldString was found" }),
   added: Schema.Finite.annotate({ description: "Lines added" }),
@@ -43,10 +45,10 @@ const DESCRIPTION = `Replace text in an existing file: oldString becomes newStri
 - oldString must match exactly one place in the file. Copy it from the file (read it first), with its indentation; include enough surrounding lines to make it unique. With replaceAll: true every exact occurrence is replaced instead.
 - When oldString is not in the file exactly, tolerant matchers are tried in order: trailing whitespace ignored; the same lines at another indentation (newString is then re-indented to match); runs of spaces counted as one; \\n, \\t and \\" written literally; a block whose first and last lines match and whose middle is similar. A tolerant match must be unique and about the size of oldString; otherwise nothing is changed. replaceAll never applies a tolerant match to more than one place.
 - The file's line endings (CRLF stays CRLF) and byte order mark are kept.
-- The file is written only if it did not change since it was read; if it did, read it again and redo the edit.
+- The file is written only if it did not change while the edit was being made (between edit reading it and writing it); if it did, nothing is written: read it again and redo the edit. This does not compare with your own earlier read, so oldString must match the file as it is now.
 - Answers the number of replacements, the matcher used when not exact, and a unified diff.
 - When nothing matches, the error shows the most similar region of the file with line numbers.
-- To create a file or replace all of it, use write. For changes in several places or files at once, use apply_patch. Empty oldString is refused.`
+- To create a file or replace all of it, use write. For changes in several places or files at once, use apply_patch. Empty oldString is refused; oldString of only whitespace must match exactly.`
 
 /** A file's text with CRLF line breaks as "\n", and where those were, to map positions back. */
 interface View {
@@ -187,7 +189,19 @@ const numbered = (content: string, startLine: number, endLine: number): string =
   return lines.map((line, offset) => `${String(startLine + offset).padStart(width)}| ${line}`).join("\n")
 }
 
-const notFound = (shown: string, content: string, outcome: Extract<Match.Outcome, { _tag: "NotFound" }>): string => {
+const notFound = (
+  shown: string,
+  content: string,
+  oldString: string,
+  outcome: Extract<Match.Outcome, { _tag: "NotFound" }>,
+): string => {
+  if (oldString.trim() === "") {
+    return (
+      `oldString, which is only whitespace, does not occur in ${shown} exactly; the tolerant matchers ignore ` +
+      "whitespace, so they cannot find it. Quote the lines around the whitespace to change (with their text), and " +
+      "put them with the change in newString."
+    )
+  }
   const parts = [`oldString was not found in ${shown}, neither exactly nor by a tolerant matcher.`]
   const { closest } = outcome
   if (closest !== undefined) {
@@ -236,6 +250,10 @@ export const make = (services: Builtin.Services) =>
             message: "oldString and newString are identical, so the edit would change nothing. Put the new text in newString.",
           })
         }
+        const ending = Text.directoryEnding(input.filePath)
+        if (ending !== undefined) {
+          return yield* new Tool.Failure({ message: `Cannot edit ${input.filePath}: ${Text.namesDirectory(ending)}` })
+        }
         const resolved = yield* Builtin.authorizePath(services, context, {
           action: "edit",
           path: input.filePath,
@@ -262,7 +280,9 @@ export const make = (services: Builtin.Services) =>
           newString: input.newString.replaceAll("\r\n", "\n"),
           ...(input.replaceAll === undefined ? {} : { replaceAll: input.replaceAll }),
         })
-        if (outcome._tag === "NotFound") return yield* new Tool.Failure({ message: notFound(shown, view.text, outcome) })
+        if (outcome._tag === "NotFound") {
+          return yield* new Tool.Failure({ message: notFound(shown, view.text, input.oldString, outcome) })
+        }
         if (outcome._tag === "Ambiguous") return yield* new Tool.Failure({ message: ambiguous(shown, outcome) })
         const text = rewrite(decoded.text, view, outcome.spans, decoded.eol)
         if (text === decoded.text) {
@@ -270,6 +290,10 @@ export const make = (services: Builtin.Services) =>
             message: `The edit would leave ${shown} unchanged (newString equals the text it replaces). Put the new text in newString.`,
           })
         }
+        yield* context.progress({
+          message: `Writing ${shown}: ${outcome.spans.length} replacement${outcome.spans.length === 1 ? "" : "s"}`,
+          metadata: { path: shown, replacements: outcome.spans.length, matcher: outcome.matcher },
+        })
         yield* Text.write({
           path: resolved.real,
           bytes: Text.encode(text, decoded.bom),

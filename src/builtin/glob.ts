@@ -1,8 +1,9 @@
 export * as Glob from "./glob"
 
-// The glob built-in: files whose paths match a glob, newest first, found by ripgrep (so .gitignore is honoured,
-// hidden files are included and .git is never entered). Only the files that match are stat'ed, and only the
-// newest MAX_FILES are kept while rg streams, so memory stays bounded however many match.
+// The glob built-in: every file whose path matches a glob, newest first, found by ripgrep (so .gitignore is
+// honoured, hidden files are included and .git is never entered). Only the files that match are stat'ed. It
+// returns the complete list: bounding what the model sees is the settlement's job (DESIGN §2 law 10), which keeps
+// a long list in full as a managed output.
 
 import { statSync } from "node:fs"
 import * as Effect from "effect/Effect"
@@ -11,26 +12,29 @@ import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { Ripgrep } from "./ripgrep"
 
-/** Files shown, newest first; the rest are counted. */
-export const MAX_FILES = 100
-
 export const Input = Schema.Struct({
   pattern: Schema.String.annotate({
     description:
       'The glob, matched against paths relative to the searched directory: "**/*.ts", "src/**/*.test.ts", ' +
-      '"*.{json,jsonc}". A pattern without "/" matches file names at any depth.',
+      '"*.{json,jsonc}". A pattern without "/" matches file names at any depth; a leading "./" or "/" anchors it ' +
+      "at the searched directory.",
   }),
   path: Schema.optionalKey(
-    Schema.String.annotate({ description: "The directory to search, relative to the Location or absolute (default: the Location)" }),
+    Schema.String.annotate({
+      description:
+        "The directory to search, relative to the Location (the project directory the tools work in) or absolute " +
+        "(default: the Location)",
+    }),
   ),
 })
 
 export const Output = Schema.Struct({
   pattern: Schema.String,
   path: Schema.String.annotate({ description: "The directory searched" }),
-  files: Schema.Array(Schema.String).annotate({ description: `Matching files, newest first (at most ${MAX_FILES})` }),
-  total: Schema.Int.annotate({ description: "How many files matched" }),
-  notShown: Schema.Int.annotate({ description: "Matching files left out of `files`" }),
+  files: Schema.Array(Schema.String).annotate({
+    description: "Every matching file, newest first: relative to the Location when inside it, absolute otherwise",
+  }),
+  total: Schema.Int.annotate({ description: "How many files matched (the length of `files`)" }),
   notUtf8: Schema.optionalKey(
     Schema.Array(Schema.String).annotate({
       description: "Entries of `files` whose names are not UTF-8, shown with U+FFFD in place of the bad bytes",
@@ -57,25 +61,6 @@ interface Dated {
 export const newerFirst = (a: Dated, b: Dated): number =>
   b.modified - a.modified || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)
 
-/** Keeps the `size` newest of what it is offered, sorted, in O(size) per insertion. */
-const newest = <A extends Dated>(size: number) => {
-  const kept: Array<A> = []
-  const offer = (item: A) => {
-    const order = newerFirst
-    if (kept.length === size && order(item, kept[kept.length - 1]!) >= 0) return
-    let low = 0
-    let high = kept.length
-    while (low < high) {
-      const middle = (low + high) >>> 1
-      if (order(kept[middle]!, item) <= 0) low = middle + 1
-      else high = middle
-    }
-    kept.splice(low, 0, item)
-    if (kept.length > size) kept.pop()
-  }
-  return { kept, offer }
-}
-
 /** A file's modification time; 0 for one that vanished since rg listed it. */
 export const modifiedTime = (path: string | Buffer): number => {
   try {
@@ -90,12 +75,6 @@ const render = (output: Output): string => {
     return [`No files found matching ${output.pattern} in ${output.path}.`, ...problemLines(output.problems)].join("\n")
   }
   const lines = [...output.files]
-  if (output.notShown > 0) {
-    lines.push(
-      "",
-      `(${output.notShown} more of ${output.total} files not shown. Use a more specific pattern or path to narrow it.)`,
-    )
-  }
   if (output.notUtf8 !== undefined) {
     lines.push("", `(Not UTF-8, shown with U+FFFD: ${output.notUtf8.length} of these names.)`)
   }
@@ -108,10 +87,11 @@ const problemLines = (problems: ReadonlyArray<string> | undefined): Array<string
 export const make = (services: Builtin.Services) =>
   Tool.make({
     description:
-      "Find files by path pattern (a glob such as **/*.ts or src/**/index.{js,ts}). Answers paths relative to the " +
-      `project, newest first, at most ${MAX_FILES} of them with a count of the rest. Honours .gitignore, includes ` +
-      "hidden files and never looks inside .git. Use grep to search file contents, list for a directory tree, " +
-      "read to open a file.",
+      "Find files by path pattern (a glob such as **/*.ts or src/**/index.{js,ts}). Answers every matching path, " +
+      "relative to the Location (the project directory the tools work in), newest first. A very long answer is " +
+      "shortened to its beginning and end, with a note saying where the full list is kept (page through it with " +
+      "read, or search it with grep); a more specific pattern or path gives a shorter one. Honours .gitignore, includes hidden files and never " +
+      "looks inside .git. Use grep to search file contents, list for a directory tree, read to open a file.",
     input: Input,
     output: Output,
     checksPermissions: true,
@@ -132,16 +112,14 @@ export const make = (services: Builtin.Services) =>
             message: `${shown} is a ${resolved.kind === "file" ? "file" : "special file"}, not a directory. glob searches a directory: give its parent, or read the file.`,
           })
         }
-        const found = newest<Found>(MAX_FILES)
-        let total = 0
+        const found: Array<Found> = []
         const outcome = yield* Ripgrep.run({
           args: [...Ripgrep.COMMON_FLAGS, "--files", "--null", "--", resolved.real],
           select: input.pattern,
           cwd: resolved.real,
           ...Ripgrep.records(0, (record) => {
-            total++
             const { text, utf8 } = Ripgrep.decode(record)
-            found.offer({ path: text, utf8, modified: modifiedTime(utf8 ? text : Buffer.from(record)) })
+            found.push({ path: text, utf8, modified: modifiedTime(utf8 ? text : Buffer.from(record)) })
           }),
         })
         const { problems, selectError } = outcome
@@ -152,17 +130,23 @@ export const make = (services: Builtin.Services) =>
               "Glob syntax: * (any characters but /), ** (any directories), ? (one character), [abc], {a,b}.",
           })
         }
-        if (outcome.code === 2 && total === 0 && !Ripgrep.onlyPathProblems(problems)) {
+        if (outcome.code === 2 && found.length === 0 && !Ripgrep.onlyPathProblems(problems)) {
           return yield* new Tool.Failure({ message: `ripgrep could not search ${shown}:\n${problems.join("\n")}` })
         }
-        const files = found.kept.map((file) => Builtin.display(services.directory, file.path))
-        const notUtf8 = found.kept.filter((file) => !file.utf8).map((file) => Builtin.display(services.directory, file.path))
+        found.sort(newerFirst)
+        // rg prints every path as the directory it was given followed by the rest, so the directory's shown form
+        // is worked out once rather than per file (which costs more than the search itself for many files).
+        const base = resolved.real.endsWith("/") ? resolved.real : `${resolved.real}/`
+        const shownBase = shown === "." ? "" : shown.endsWith("/") ? shown : `${shown}/`
+        const display = (path: string) =>
+          path.startsWith(base) ? shownBase + path.slice(base.length) : Builtin.display(services.directory, path)
+        const files = found.map((file) => display(file.path))
+        const notUtf8 = found.filter((file) => !file.utf8).map((file) => display(file.path))
         const output: Output = {
           pattern: input.pattern,
           path: shown,
           files,
-          total,
-          notShown: total - files.length,
+          total: files.length,
           ...(notUtf8.length === 0 ? {} : { notUtf8 }),
           ...(problems.length === 0 ? {} : { problems }),
         }

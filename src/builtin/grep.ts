@@ -23,11 +23,17 @@ export const Input = Schema.Struct({
   }),
   path: Schema.optionalKey(
     Schema.String.annotate({
-      description: "The directory (or one file) to search, relative to the Location or absolute (default: the Location)",
+      description:
+        "The directory (or one file) to search, relative to the Location (the project directory the tools work in) " +
+        "or absolute (default: the Location)",
     }),
   ),
   include: Schema.optionalKey(
-    Schema.String.annotate({ description: 'Only search files matching this glob, e.g. "*.ts" or "*.{ts,tsx}"' }),
+    Schema.String.annotate({
+      description:
+        'Only search files matching this glob, e.g. "*.ts" or "*.{ts,tsx}". A glob without "/" matches file names; ' +
+        "one with a / matches paths relative to the searched directory (for a single file: relative to the Location)",
+    }),
   ),
   limit: Schema.optionalKey(
     Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "at least 1" })).annotate({
@@ -170,6 +176,16 @@ const shownLine = (bytes: Uint8Array, length: number): string => {
  * fault. rg shows the pattern wrapped in the group `(?:…)` it searches with; the wrapper is removed.
  */
 const regexError = (problems: ReadonlyArray<string>): string | undefined => {
+  const literal = problems
+    .map((line) => /^the literal "(\\[nr])" is not allowed in a regex$/.exec(line)?.[1])
+    .find((found) => found !== undefined)
+  if (literal !== undefined) {
+    // rg's own advice (its --multiline flag) is not something grep offers.
+    return (
+      `it matches a line-ending character (${literal}), but grep matches one line at a time and lines end at \\n ` +
+      "or \\r\\n, so no line holds one. Use $ to anchor at the end of a line, or search for each line separately."
+    )
+  }
   const start = problems.indexOf("regex parse error:")
   if (start === -1) return undefined
   const reason = problems.find((line) => line.startsWith("error: "))?.slice("error: ".length)
@@ -192,7 +208,8 @@ const render = (output: Output): string => {
       ? []
       : ["", "ripgrep reported problems, so the results may be incomplete:", ...output.problems]
   if (output.matches === 0) {
-    return [`No matches for ${output.pattern} in ${output.path}.`, ...problems].join("\n")
+    const among = output.include === undefined ? "" : ` (searching only files matching ${output.include})`
+    return [`No matches for ${output.pattern} in ${output.path}${among}.`, ...problems].join("\n")
   }
   const shownCount = output.matches - output.notShown
   const lines = [
@@ -220,10 +237,12 @@ export const make = (services: Builtin.Services) =>
   Tool.make({
     description:
       "Search file contents for a regular expression (ripgrep). Answers the matching lines with their line numbers, " +
-      `grouped by file, newest files first, at most ${DEFAULT_LIMIT} lines by default (limit changes it) with a count ` +
-      `of the rest. Lines longer than ${MAX_LINE_CHARS} characters are cut. include filters file names by glob ` +
-      "(*.ts, *.{ts,tsx}). Honours .gitignore, includes hidden files, never looks inside .git, skips binary files. " +
-      "Use glob to find files by name, then read to see a match in context.",
+      "grouped by file (paths relative to the Location, the project directory the tools work in), newest files " +
+      `first, at most ${DEFAULT_LIMIT} lines by default (limit changes it) with a count of the rest. Lines longer ` +
+      `than ${MAX_LINE_CHARS} characters are cut. Each line is matched on its own, without its line ending (\\n or ` +
+      "\\r\\n), so $ matches at the end of a line in Windows files too. include filters files by glob (*.ts, " +
+      "*.{ts,tsx}), also when path is one file. Honours .gitignore, includes hidden files, never looks inside .git, " +
+      "skips binary files. Use glob to find files by name, then read to see a match in context.",
     input: Input,
     output: Output,
     checksPermissions: true,
@@ -244,6 +263,9 @@ export const make = (services: Builtin.Services) =>
         }
         const limit = input.limit ?? DEFAULT_LIMIT
         const single = resolved.kind === "file"
+        // rg searches a file it is given by name whatever the globs, so include is applied to it here (rg still
+        // runs, listing the file, to report an invalid glob as it would for a directory).
+        const excluded = single && input.include !== undefined && !Ripgrep.selects(input.include, shown)
         // Newest first, trimmed to the files whose matches fill the limit. A file is stat'ed when its first match
         // arrives; one that cannot be shown any more is only counted, its lines never decoded.
         const kept: Array<Collected> = []
@@ -290,21 +312,24 @@ export const make = (services: Builtin.Services) =>
           },
           (note) => notes.push(`${shown}: ${Ripgrep.decode(note).text}`),
         )
+        const search = [
+          ...Ripgrep.COMMON_FLAGS,
+          "--line-number",
+          "--no-heading",
+          single ? "--no-filename" : "--with-filename",
+          "--null",
+          "--color=never",
+          // A CRLF file's lines end before the \r, so $ matches at their end as it does in an LF file.
+          "--crlf",
+          `--regexp=${input.pattern}`,
+          "--",
+          resolved.real,
+        ]
         const outcome = yield* Ripgrep.run({
-          args: [
-            ...Ripgrep.COMMON_FLAGS,
-            "--line-number",
-            "--no-heading",
-            single ? "--no-filename" : "--with-filename",
-            "--null",
-            "--color=never",
-            `--regexp=${input.pattern}`,
-            "--",
-            resolved.real,
-          ],
+          args: excluded ? [...Ripgrep.COMMON_FLAGS, "--files", "--", resolved.real] : search,
           ...(input.include === undefined ? {} : { select: input.include }),
           cwd: single ? dirname(resolved.real) : resolved.real,
-          onData: parser.onData,
+          onData: excluded ? () => undefined : parser.onData,
           onEnd: () => {
             parser.onEnd()
             finish()

@@ -15,7 +15,11 @@ export const MAX_ENTRIES = 100
 
 export const Input = Schema.Struct({
   path: Schema.optionalKey(
-    Schema.String.annotate({ description: "The directory to list, relative to the Location or absolute (default: the Location)" }),
+    Schema.String.annotate({
+      description:
+        "The directory to list, relative to the Location (the project directory the tools work in) or absolute " +
+        "(default: the Location)",
+    }),
   ),
   ignore: Schema.optionalKey(
     Schema.Array(Schema.String).annotate({

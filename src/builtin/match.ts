@@ -359,12 +359,18 @@ const STEPS: ReadonlyArray<readonly [Matcher, (file: Indexed, input: Input) => S
   ["block-anchors", blockAnchors],
 ]
 
-/** The window of the file most like oldString, line by line. */
+/**
+ * The window of the file most like oldString, line by line. Only the file's real lines are windows (the empty
+ * text after a final line break is not a line), and an oldString of only whitespace has no similar region: every
+ * blank line would be "100% similar" to it.
+ */
 const closest = (file: Indexed, oldString: string): Closest | undefined => {
   const old = quote(oldString).lines.map(squash)
-  const count = Math.min(old.length, file.lines.length)
+  if (old.every((line) => line === "")) return undefined
+  const real = file.content === "" ? 0 : file.content.endsWith("\n") ? file.lines.length - 1 : file.lines.length
+  const count = Math.min(old.length, real)
   if (count === 0) return undefined
-  const fileLines = file.lines.map(squash)
+  const fileLines = file.lines.slice(0, real).map(squash)
   const fileGrams = fileLines.map(bigrams)
   const oldGrams = old.map(bigrams)
   // Long files and long quotes compare a prefix of the quote per window rather than every line.

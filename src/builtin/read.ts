@@ -11,9 +11,11 @@ import { basename, dirname, extname, join, relative } from "node:path"
 import type { Stats } from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { Boundary } from "../permission/boundary"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { Ripgrep } from "./ripgrep"
+import { Text as TextFile } from "./text"
 
 /** Lines of output per page, the footer included: a full page fits the settlement's default bound. */
 export const MAX_LINES = 2_000
@@ -56,7 +58,8 @@ const Offset = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a 
 
 export const Input = Schema.Struct({
   filePath: Schema.String.annotate({
-    description: "The file or directory to read, relative to the Location or absolute",
+    description:
+      "The file or directory to read, relative to the Location (the project directory the tools work in) or absolute",
   }),
   offset: Schema.optionalKey(
     Offset.annotate({ description: "The line to start at (1-based; for a directory, the entry). Default 1" }),
@@ -312,23 +315,38 @@ const likeness = (wanted: string, name: string): number | undefined => {
   if (a.length >= 3 && (b.includes(a) || (b.length >= 3 && a.includes(b)))) return 10
   return undefined
 }
-/** Up to three existing paths the model may have meant: alike names beside it, then the same name elsewhere. */
-const suggestions = (directory: string, real: string, inside: boolean): Effect.Effect<ReadonlyArray<string>> =>
+/**
+ * Up to three existing paths the model may have meant: alike names beside it, then the same name elsewhere. Only
+ * paths inside the Location that the agent may read (or be asked about) are suggested, so a suggestion never
+ * reveals the name of a path it is denied; for a missing path outside the Location there are none.
+ */
+const suggestions = (services: Builtin.Services, context: Tool.Context, real: string, inside: boolean) =>
   Effect.gen(function* () {
+    const directory = services.directory
     const wanted = basename(real)
+    if (!inside || wanted === "") return []
+    const readable = (paths: ReadonlyArray<string>) =>
+      Effect.gen(function* () {
+        const within = paths.filter((path) => path !== directory && Boundary.isWithin(directory, path))
+        if (within.length === 0) return []
+        const decisions = yield* services.permission
+          .explain({ agent: context.agent, action: "read", resources: within.map((path) => relative(directory, path)) })
+          .pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
+        return within.filter((_, index) => decisions[index]?.effect !== "deny")
+      })
     const parent = dirname(real)
-    let found: Array<string> = []
+    let beside: Array<string> = []
     try {
-      found = readdirSync(parent)
+      beside = readdirSync(parent)
         .map((name) => ({ name, score: likeness(wanted, name) }))
         .filter((entry): entry is { name: string; score: number } => entry.score !== undefined)
         .sort((a, b) => a.score - b.score || (a.name < b.name ? -1 : 1))
-        .slice(0, MAX_SUGGESTIONS)
         .map((entry) => join(parent, entry.name))
     } catch {
       // the directory is missing too
     }
-    if (found.length >= MAX_SUGGESTIONS || !inside || wanted === "") return found
+    const found = (yield* readable(beside)).slice(0, MAX_SUGGESTIONS)
+    if (found.length >= MAX_SUGGESTIONS) return found
     const elsewhere: Array<string> = []
     yield* Ripgrep.run({
       args: [...Ripgrep.COMMON_FLAGS, "--files", "--null", `--iglob=${Ripgrep.globEscape(wanted)}`, "--", directory],
@@ -349,7 +367,7 @@ const suggestions = (directory: string, real: string, inside: boolean): Effect.E
     const extra = elsewhere
       .filter((path) => !found.includes(path))
       .sort((a, b) => shared(b) - shared(a) || a.length - b.length || (a < b ? -1 : 1))
-    return [...found, ...extra].slice(0, MAX_SUGGESTIONS)
+    return [...found, ...(yield* readable(extra))].slice(0, MAX_SUGGESTIONS)
   })
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -398,8 +416,8 @@ export const make = (services: Builtin.Services) => {
         (total === 0 ? "There is nothing to read." : `Use an offset from 1 to ${total}.`),
     )
 
-  const notFound = (shown: string, real: string, inside: boolean) =>
-    Effect.flatMap(suggestions(services.directory, real, inside), (found) =>
+  const notFound = (shown: string, real: string, inside: boolean, context: Tool.Context) =>
+    Effect.flatMap(suggestions(services, context, real, inside), (found) =>
       Effect.fail(
         failure(
           found.length === 0
@@ -606,9 +624,18 @@ export const make = (services: Builtin.Services) => {
           tool: "read",
         })
         const shown = Builtin.display(services.directory, resolved.real)
+        // Resolving drops a trailing "/" (a.txt/ resolves to a.txt), but the path as given asks for a directory.
+        const ending = TextFile.directoryEnding(input.filePath)
+        if (ending !== undefined && (resolved.kind === "file" || resolved.kind === "other")) {
+          return yield* failure(
+            `Cannot read ${input.filePath}: it ends with "${ending}", so it names a directory, but ${shown} is ` +
+              `${resolved.kind === "file" ? "a file" : "not a directory"}. To read it, give ${shown} without the ` +
+              `trailing "${ending}".`,
+          )
+        }
         switch (resolved.kind) {
           case "missing":
-            return yield* notFound(shown, resolved.real, resolved.inside)
+            return yield* notFound(shown, resolved.real, resolved.inside, context)
           case "other":
             return yield* failure(
               `${shown} is not a regular file (it is a FIFO, socket or device), so it was not opened. read shows ` +

@@ -178,6 +178,25 @@ const consume = async (
 /** A name pattern: no slash, or only a leading `**` and slash; rg can select it as a file type. */
 const NAME_PATTERN = /^(?:\*\*\/)?([^/:!#][^/:]*)$/
 
+/**
+ * A select glob as rg should read it. A leading `./` (as models often write) would match nothing in gitignore
+ * syntax; it means "from the searched directory", which is what a leading `/` says there.
+ */
+const normalise = (glob: string): string => glob.replace(/^(?:\.\/+)+/, "/")
+
+/**
+ * Whether `select` (as Options.select reads it) takes the file at `path`, relative to where the search runs. rg
+ * always searches a file it is given by name, whatever the globs, so a caller searching one file checks it here.
+ * A name glob is matched against the file's name, a path glob against the whole path.
+ */
+export const selects = (select: string, path: string): boolean => {
+  const glob = normalise(select)
+  const name = NAME_PATTERN.exec(glob)?.[1]
+  if (name !== undefined) return new Bun.Glob(name).match(basename(path))
+  // A leading ! is literal here, as in `selection`, not Bun.Glob's negation.
+  return new Bun.Glob(glob.replace(/^\//, "").replace(/^!/, "\\!")).match(path)
+}
+
 /** Ignore rules that leave only `glob`: everything ignored, directories entered, matching files kept. */
 const selection = (glob: string): string =>
   // A leading # or ! would make a comment or a negation of the user's pattern: escaped, they are literal.
@@ -200,7 +219,7 @@ export const run = (options: Options): Effect.Effect<Outcome> =>
             await child.exited
           }),
       )
-    const select = options.select
+    const select = options.select === undefined ? undefined : normalise(options.select)
     if (select === undefined) {
       const { code, stderr } = yield* spawn(options.args)
       return { code, problems: problemsOf(stderr) }

@@ -2,8 +2,9 @@ export * as Text from "./text"
 
 // How the editing built-ins (write, edit, apply_patch) read and replace text files: strict UTF-8, the byte order
 // mark and line-ending style kept, writes that replace a file atomically (a temp file in the same directory, then
-// a rename, with the old file's mode), and the "unchanged since read" check that keeps an edit from overwriting
-// someone else's change. It never checks permissions: callers pass paths they have already authorized.
+// a rename, with the old file's mode), and the check that keeps a change from overwriting what someone else wrote
+// while it was being made (between the call reading the file and replacing it). It never checks permissions:
+// callers pass paths they have already authorized.
 
 import { randomBytes } from "node:crypto"
 import { mkdir, open, rename, rmdir, stat, unlink } from "node:fs/promises"
@@ -173,6 +174,17 @@ export const decode = (bytes: Uint8Array, shown: string, tool: string): Effect.E
 /** The bytes of `text` as UTF-8, with a byte order mark when `bom`. */
 export const encode = (text: string, bom: boolean): Uint8Array => encoder.encode(bom ? `\uFEFF${text}` : text)
 
+/**
+ * The ending ("/", "/." or "/..") that makes a path name a directory, or undefined. Resolving a path drops it
+ * (`a.txt/` resolves to `a.txt`, `new/.` to a file `new`), so a tool that needs a file checks the path as given.
+ */
+export const directoryEnding = (path: string): string | undefined => /\/\.{0,2}$/.exec(path)?.[0]
+
+/** Why a file path with a directory ending (see `directoryEnding`) is refused, and what to give instead. */
+export const namesDirectory = (ending: string): string =>
+  `it ends with "${ending}", so it names a directory. Give a file path (without the trailing "${ending}", or with ` +
+  "a file name after it)."
+
 /** Number of lines in a text (a final line break does not start another line; "" has none). */
 export const lineCount = (text: string): number => {
   if (text === "") return 0
@@ -203,22 +215,29 @@ export const lines = (text: string): Lines => {
 
 /**
  * Applies splices (sorted, not overlapping) to lines. Inserted lines end with `eol`; every other line keeps its
- * own terminator, and a file that did not end with a line break still does not.
+ * own terminator. A line that gets a line after it is given a terminator (`eol`) if it had none, so an addition
+ * after the last line of a file without a final line break never joins onto it; and a file that did not end with
+ * a line break still does not (its new last line has none).
  */
 export const splice = (original: Lines, splices: ReadonlyArray<Splice>, eol: Eol): string => {
+  // Alternating line text and terminator.
   const parts: Array<string> = []
+  const push = (text: string, end: string) => {
+    if (parts.length > 0 && parts[parts.length - 1] === "") parts[parts.length - 1] = eol
+    parts.push(text, end)
+  }
   let next = 0
   const keep = (until: number) => {
-    for (; next < until; next++) parts.push(original.texts[next]!, original.ends[next]!)
+    for (; next < until; next++) push(original.texts[next]!, original.ends[next]!)
   }
   for (const change of splices) {
     keep(change.at)
-    for (const line of change.insert) parts.push(line, eol)
+    for (const line of change.insert) push(line, eol)
     next = change.at + change.remove
   }
   keep(original.texts.length)
   const unterminated = original.ends.length > 0 && original.ends[original.ends.length - 1] === ""
-  if (unterminated && parts.length > 0 && parts[parts.length - 1] !== "") parts[parts.length - 1] = ""
+  if (unterminated && parts.length > 0) parts[parts.length - 1] = ""
   return parts.join("")
 }
 
@@ -263,7 +282,9 @@ export const unchanged = (path: string, expected: Snapshot, shown: string): Effe
 /** The failure an edit reports when the file changed between reading it and replacing it. */
 export const changed = (shown: string): Tool.Failure =>
   new Tool.Failure({
-    message: `${shown} changed on disk since it was read (another program or call wrote it meanwhile), so nothing was written. Read it again and redo the change against its current content.`,
+    message:
+      `${shown} changed on disk while the change was being made (another program or call wrote it after this call ` +
+      "read it), so nothing was written. Read it again and redo the change against its current content.",
   })
 
 /** A temp file holding the new content, beside the file it will replace so the rename stays on one file system. */

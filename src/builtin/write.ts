@@ -13,13 +13,13 @@ import { Text } from "./text"
 
 export const Input = Schema.Struct({
   filePath: Schema.String.annotate({
-    description: "The file to write: relative to the working directory, or absolute",
+    description: "The file to write: relative to the Location (the project directory the tools work in), or absolute",
   }),
   content: Schema.String.annotate({ description: "The file's complete new content" }),
 })
 
 export const Output = Schema.Struct({
-  path: Schema.String.annotate({ description: "The file written, relative to the working directory when inside it" }),
+  path: Schema.String.annotate({ description: "The file written, relative to the Location when inside it" }),
   created: Schema.Boolean.annotate({ description: "true when the file did not exist before" }),
   lines: Schema.Finite,
   bytes: Schema.Finite,
@@ -33,7 +33,7 @@ const DESCRIPTION = `Write a file: create it, or replace its whole content.
 - Missing parent directories are created.
 - Replacing a file keeps its line endings (a CRLF file stays CRLF even if content uses \\n), its UTF-8 byte order mark and its permissions; only the text changes.
 - The write is atomic: the file holds either its old content or the new one, never a part.
-- To change part of an existing file, use edit (one replacement) or apply_patch (several places or files) instead: they send only the change and check that the file did not change since you read it. Read a file before replacing it, so that nothing in it is lost.`
+- To change part of an existing file, use edit (one replacement) or apply_patch (several places or files) instead: they send only the change, and the file is written only if it did not change while the edit was being made. Read a file before replacing it, so that nothing in it is lost.`
 
 const describe = (output: Output): string => {
   const size = `${output.lines} line${output.lines === 1 ? "" : "s"}, ${output.bytes} byte${output.bytes === 1 ? "" : "s"}`
@@ -53,6 +53,10 @@ export const make = (services: Builtin.Services) =>
     toModelOutput: describe,
     execute: (input, context) =>
       Effect.gen(function* () {
+        const ending = Text.directoryEnding(input.filePath)
+        if (ending !== undefined) {
+          return yield* new Tool.Failure({ message: `Cannot write ${input.filePath}: ${Text.namesDirectory(ending)}` })
+        }
         const resolved = yield* Builtin.authorizePath(services, context, {
           action: "edit",
           path: input.filePath,

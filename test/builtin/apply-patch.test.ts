@@ -83,6 +83,26 @@ describe("apply_patch", () => {
     expect(readFileSync(join(h.directory, "win.txt"))).toEqual(Buffer.from("\uFEFFa\r\nB\r\nB2\r\nc"))
   })
 
+  test("a line added after the last line of a file without a final line break goes on a line of its own", async () => {
+    const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>, string]> = [
+      ["a\nb", ["@@", " b", "+c"], "a\nb\nc"],
+      ["a\nb", ["@@ b", "+c"], "a\nb\nc"],
+      ["a\nb", ["+c"], "a\nb\nc"],
+      ["a\nb", ["@@ a", "+x"], "a\nx\nb"],
+      ["a\r\nb", ["@@", " b", "+c"], "a\r\nb\r\nc"],
+      ["a\r\nb", ["@@ b", "+c", "+d"], "a\r\nb\r\nc\r\nd"],
+      ["a\r\nb", ["+c"], "a\r\nb\r\nc"],
+      // A file that ends with a line break keeps it.
+      ["a\nb\n", ["@@ b", "+c"], "a\nb\nc\n"],
+    ]
+    for (const [content, hunk, expected] of cases) {
+      const h = harness({ files: { "a.txt": content } })
+      const { settlement } = await h.settle("apply_patch", { patchText: patch("*** Update File: a.txt", ...hunk) })
+      expect(settlement.status).toBe("success")
+      expect(read(h.directory, "a.txt")).toBe(expected)
+    }
+  })
+
   test("tolerates a heredoc around the patch", async () => {
     for (const [open, close] of [["cat <<'EOF'", "EOF"], ['apply_patch <<"EOF"', "EOF"], ["<<PATCH", "PATCH"]] as const) {
       const h = harness({ files: { "a.txt": "x\n" } })
@@ -206,6 +226,20 @@ describe("apply_patch errors", () => {
     expect(readFileSync(join(h.directory, "a.txt"))).toEqual(latin1)
   })
 
+  test("a path ending with / names a directory and is refused, naming its patch line", async () => {
+    const files = { "a.txt": "x\n" }
+    expect(await failureOf(files, patch("*** Add File: newdir/", "+y"))).toBe(
+      'Cannot use newdir/ (patch line 2): it ends with "/", so it names a directory. Give a file path (without the trailing "/", or with a file name after it). Nothing was changed.',
+    )
+    expect(await failureOf(files, patch("*** Update File: a.txt", "-x", "+y", "*** Update File: a.txt/", "-x", "+z"))).toStartWith(
+      'Cannot use a.txt/ (patch line 5): it ends with "/"',
+    )
+    expect(await failureOf(files, patch("*** Update File: a.txt", "*** Move to: b/."))).toStartWith(
+      'Cannot use b/. (patch line 2): it ends with "/."',
+    )
+    expect(await failureOf(files, patch("*** Delete File: a.txt/"))).toStartWith('Cannot use a.txt/ (patch line 2)')
+  })
+
   test("a file changed twice, or moved onto an existing file, is refused", async () => {
     expect(await failureOf({ "a.txt": "x\n" }, patch("*** Update File: a.txt", "-x", "+y", "*** Delete File: a.txt"))).toContain(
       "The patch changes a.txt twice (sections at lines 2 and 5)",
@@ -270,7 +304,7 @@ describe("apply_patch is all or nothing", () => {
       { onProgress: () => writeFileSync(join(h.directory, "z.txt"), "someone else\n") },
     )
     expect(settlement).toMatchObject({ status: "error", error: { kind: "failure" } })
-    expect(settlement.error?.message).toContain("z.txt changed on disk since it was read")
+    expect(settlement.error?.message).toContain("z.txt changed on disk while the change was being made")
     expect(settlement.error?.message).toContain("files already written were restored")
     expect(tree(h.directory)).toEqual({ ...files, "z.txt": "someone else\n" })
     expect(existsSync(join(h.directory, "moved"))).toBe(false)

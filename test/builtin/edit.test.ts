@@ -1,6 +1,7 @@
 // The edit built-in settled in a real Location: replacements and their report (matcher, diff), what it keeps
-// (CRLF, BOM, untouched lines), the errors that help the next attempt, the "unchanged since read" check, and its
-// permission checks (denial before anything is read, paths outside the Location, symlinks leading out).
+// (CRLF, BOM, untouched lines), the errors that help the next attempt, the check that the file did not change
+// while the edit was being made, and its permission checks (denial before anything is read, paths outside the
+// Location, symlinks leading out).
 
 import { describe, expect, test } from "bun:test"
 import { lstatSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
@@ -97,6 +98,22 @@ describe("edit errors", () => {
     expect(message).toEndWith("Read the file again and copy oldString exactly from it, including indentation, then retry.")
   })
 
+  test("a whitespace-only oldString that is not in the file says so, without a phantom similar region", async () => {
+    const message = await failureOf({ "a.txt": "one-line\n" }, { filePath: "a.txt", oldString: " ", newString: "x" })
+    expect(message).toBe(
+      "oldString, which is only whitespace, does not occur in a.txt exactly; the tolerant matchers ignore whitespace, " +
+        "so they cannot find it. Quote the lines around the whitespace to change (with their text), and put them " +
+        "with the change in newString.",
+    )
+  })
+
+  test("a whitespace-only oldString that occurs exactly is replaced", async () => {
+    const h = harness({ files: { "a.txt": "a\n\n\nb\n" } })
+    const { settlement } = await h.settle("edit", { filePath: "a.txt", oldString: "\n\n\n", newString: "\n\n" })
+    expect(settlement.status).toBe("success")
+    expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe("a\n\nb\n")
+  })
+
   test("a refused disproportionate match is explained", async () => {
     const content = ["begin {", ...Array.from({ length: 20 }, (_, index) => `  step${index}()`), "} end", ""].join("\n")
     const message = await failureOf({ "a.txt": content }, { filePath: "a.txt", oldString: "begin {\n  other()\n} end", newString: "x" })
@@ -142,6 +159,18 @@ describe("edit errors", () => {
     expect(settlement.error?.message).toBe("Cannot edit dir: it is a directory. Give the path of a text file.")
   })
 
+  test("a path ending with / names a directory and is refused, even when it leads to a file", async () => {
+    const h = harness({ files: { "a.txt": "one\n" } })
+    for (const filePath of ["a.txt/", "a.txt/."]) {
+      const { settlement } = await h.settle("edit", { filePath, oldString: "one", newString: "two" })
+      const ending = filePath.slice(filePath.lastIndexOf("/"))
+      expect(settlement.error?.message).toBe(
+        `Cannot edit ${filePath}: it ends with "${ending}", so it names a directory. Give a file path (without the trailing "${ending}", or with a file name after it).`,
+      )
+    }
+    expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe("one\n")
+  })
+
   test("a file that is not UTF-8 is refused and left alone", async () => {
     const latin1 = new Uint8Array([0x63, 0x61, 0x66, 0xe9, 0x0a])
     const message = await failureOf({ "latin1.txt": latin1 }, { filePath: "latin1.txt", oldString: "caf", newString: "bar" })
@@ -154,7 +183,7 @@ describe("edit errors", () => {
   })
 })
 
-describe("unchanged since read", () => {
+describe("unchanged while the change is made", () => {
   test("a file changed between reading and writing is not overwritten", async () => {
     const directory = tempDir()
     const path = join(directory, "a.txt")
@@ -170,9 +199,30 @@ describe("unchanged since read", () => {
       }),
     )
     expect(Exit.isFailure(outcome)).toBe(true)
-    expect(String(outcome)).toContain("a.txt changed on disk since it was read")
+    expect(String(outcome)).toContain("a.txt changed on disk while the change was being made")
     expect(readFileSync(path, "utf8")).toBe("concurrent change\n")
     expect(readdirSync(directory)).toEqual(["a.txt"])
+  })
+
+  test("edit reports its progress once the change is made, and writes nothing if the file changed meanwhile", async () => {
+    const h = harness({ files: { "a.txt": "one\ntwo\n" } })
+    const { settlement, progress } = await h.settle(
+      "edit",
+      { filePath: "a.txt", oldString: "two", newString: "TWO" },
+      // edit has read the file and made the change when it reports; another writer changes the file then.
+      { onProgress: () => writeFileSync(join(h.directory, "a.txt"), "one\ntwo\nthree\n") },
+    )
+    expect(progress).toEqual([
+      { message: "Writing a.txt: 1 replacement", metadata: { path: "a.txt", replacements: 1, matcher: "exact" } },
+    ])
+    expect(settlement.error).toEqual({
+      kind: "failure",
+      message:
+        "a.txt changed on disk while the change was being made (another program or call wrote it after this call " +
+        "read it), so nothing was written. Read it again and redo the change against its current content.",
+    })
+    expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe("one\ntwo\nthree\n")
+    expect(readdirSync(h.directory)).toEqual(["a.txt"])
   })
 
   test("a same-size rewrite and a removal are noticed; an untouched file passes", async () => {

@@ -174,6 +174,26 @@ describe("no match", () => {
     expect(outcome.refused).toEqual([])
   })
 
+  test("considers only the file's real lines, not the empty text after its final line break", () => {
+    const last = Match.find({ content: "keep\nold line\n", oldString: "old line\nnot in the file", newString: "x" })
+    expect(last).toMatchObject({ _tag: "NotFound", closest: { startLine: 1, endLine: 2 } })
+    const short = Match.find({ content: "alpha\n", oldString: "alphabet\ngamma\ndelta", newString: "x" })
+    expect(short).toMatchObject({ _tag: "NotFound", closest: { startLine: 1, endLine: 1 } })
+  })
+
+  test("a whitespace-only oldString has no similar region, and is only ever matched exactly", () => {
+    for (const content of ["abc\n", "a\n\nb\n", "abc"]) {
+      for (const oldString of [" ", "\t", "  \n", "\n\n\n"]) {
+        expect(Match.find({ content, oldString, newString: "x" })).toEqual({ _tag: "NotFound", closest: undefined, refused: [] })
+      }
+    }
+    expect(Match.find({ content: "a\n\n\nb\n", oldString: "\n\n\n", newString: "\n\n" })).toMatchObject({
+      _tag: "Found",
+      matcher: "exact",
+      spans: [{ start: 1, end: 4, line: 1 }],
+    })
+  })
+
   test("similarity is 1 for equal texts and lower for different ones", () => {
     expect(Match.similarity("a  b\nc", "a b\nc")).toBe(1)
     expect(Match.similarity("function a()", "class B {}")).toBeLessThan(0.3)

@@ -268,6 +268,19 @@ describe("read: directories", () => {
     })
   })
 
+  test("a path ending with / must be a directory: a file named so is refused", async () => {
+    const h = harness({ files: { "d/a.txt": "text\n" } })
+    const directory = await h.settle("read", { filePath: "d/" })
+    expect(directory.settlement.structured).toMatchObject({ kind: "directory", path: "d", content: "a.txt" })
+    for (const filePath of ["d/a.txt/", "d/a.txt/."]) {
+      const { settlement } = await h.settle("read", { filePath })
+      const ending = filePath.slice(filePath.lastIndexOf("/"))
+      expect(settlement.error?.message).toBe(
+        `Cannot read ${filePath}: it ends with "${ending}", so it names a directory, but d/a.txt is a file. To read it, give d/a.txt without the trailing "${ending}".`,
+      )
+    }
+  })
+
   test("pages a directory like text", async () => {
     const files = Object.fromEntries(Array.from({ length: 30 }, (_, index) => [`many/f${String(index).padStart(2, "0")}`, ""]))
     const h = harness({ files })
@@ -298,6 +311,39 @@ describe("read: missing files", () => {
     const none = await h.settle("read", { filePath: "nothing-like-it.md" })
     expect(none.settlement.error?.message).toBe(
       "File not found: nothing-like-it.md. Check the path (relative to the Location, or absolute); glob finds files by name.",
+    )
+  })
+})
+
+describe("read: suggestions respect permissions", () => {
+  test("a path the agent is denied is never suggested, beside the missing file or elsewhere", async () => {
+    const h = harness({
+      files: { "src/hidden.ts": "", "src/hide.ts": "", "private/config.ts": "", "lib/config.ts": "", "src/main.ts": "" },
+      rules: [
+        { action: "read", resource: "src/hidden*", effect: "deny" },
+        { action: "read", resource: "private/*", effect: "deny" },
+      ],
+    })
+    const beside = await h.settle("read", { filePath: "src/hiden.ts" })
+    expect(beside.settlement.error?.message).toBe("File not found: src/hiden.ts. Did you mean:\nsrc/hide.ts")
+    const elsewhere = await h.settle("read", { filePath: "src/config.ts" })
+    expect(elsewhere.settlement.error?.message).toBe("File not found: src/config.ts. Did you mean:\nlib/config.ts")
+  })
+
+  test("paths the agent would be asked about are still suggested", async () => {
+    const h = harness({ files: { "src/app.ts": "" }, rules: [{ action: "read", resource: "src/app.ts", effect: "ask" }] })
+    const { settlement, asks } = await h.settle("read", { filePath: "src/ap.ts" })
+    expect(settlement.error?.message).toBe("File not found: src/ap.ts. Did you mean:\nsrc/app.ts")
+    expect(asks).toEqual([])
+  })
+
+  test("a missing path outside the Location gets no suggestions", async () => {
+    const outside = tempDir("core-outside-")
+    writeFileSync(join(outside, "notes.txt"), "")
+    const h = harness()
+    const { settlement } = await h.settle("read", { filePath: join(outside, "note.txt") }, { reply: { reply: "once" } })
+    expect(settlement.error?.message).toBe(
+      `File not found: ${join(outside, "note.txt")}. Check the path (relative to the Location, or absolute); glob finds files by name.`,
     )
   })
 })

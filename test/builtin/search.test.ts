@@ -42,7 +42,6 @@ describe("glob", () => {
       path: ".",
       files: ["src/new.ts", "src/mid.ts", "src/old.ts", "top.ts"],
       total: 4,
-      notShown: 0,
     })
     expect(textOf(settlement)).toBe("src/new.ts\nsrc/mid.ts\nsrc/old.ts\ntop.ts")
   })
@@ -53,17 +52,41 @@ describe("glob", () => {
     expect(settlement.structured).toMatchObject({ path: "pkg", files: ["pkg/src/a.ts"], total: 1 })
   })
 
-  test("shows at most 100 files and counts the rest", async () => {
+  test("returns every matching file, newest first, however many match", async () => {
     const files = Object.fromEntries(Array.from({ length: 150 }, (_, index) => [`many/f${index}.txt`, ""]))
     const h = harness({ files })
     for (let index = 0; index < 150; index++) age(join(h.directory, `many/f${index}.txt`), 10_000 + index)
+    const expected = Array.from({ length: 150 }, (_, index) => `many/f${149 - index}.txt`)
     const { settlement } = await h.settle("glob", { pattern: "*.txt" })
-    const output = settlement.structured as Glob.Output
-    expect(output.files).toHaveLength(Glob.MAX_FILES)
-    expect(output.files[0]).toBe("many/f149.txt")
-    expect(output.files[99]).toBe("many/f50.txt")
-    expect(output).toMatchObject({ total: 150, notShown: 50 })
-    expect(textOf(settlement)).toEndWith("\n\n(50 more of 150 files not shown. Use a more specific pattern or path to narrow it.)")
+    expect(settlement.structured).toEqual({ pattern: "*.txt", path: ".", files: expected, total: 150 })
+    expect(textOf(settlement)).toBe(expected.join("\n"))
+  })
+
+  test("a list too long for the model is bounded by the settlement and kept whole as a managed output", async () => {
+    const files = Object.fromEntries(Array.from({ length: 150 }, (_, index) => [`many/f${index}.txt`, ""]))
+    const h = harness({ files })
+    for (let index = 0; index < 150; index++) age(join(h.directory, `many/f${index}.txt`), 10_000 + index)
+    const expected = Array.from({ length: 150 }, (_, index) => `many/f${149 - index}.txt`)
+    const { settlement, outputs } = await h.settle("glob", { pattern: "*.txt" }, { limits: { maxLines: 40 } })
+    expect(settlement.status).toBe("success")
+    const text = textOf(settlement)
+    expect(text).toStartWith("many/f149.txt\nmany/f148.txt\n")
+    expect(text).toEndWith("many/f1.txt\nmany/f0.txt")
+    expect(text).not.toContain("many/f75.txt\n")
+    expect(settlement.outputs.length).toBeGreaterThan(0)
+    expect(Object.values(outputs)).toContain(expected.join("\n"))
+  })
+
+  test("a pattern starting with ./ is anchored at the searched directory", async () => {
+    const h = harness({ files: { "src/a.ts": "", "src/deep/b.ts": "", "pkg/src/c.ts": "", "top.ts": "", "pkg/top.ts": "" } })
+    const sorted = async (input: Record<string, string>) =>
+      [...((await h.settle("glob", input)).settlement.structured as Glob.Output).files].sort()
+    expect(await sorted({ pattern: "./src/*.ts" })).toEqual(["src/a.ts"])
+    expect(await sorted({ pattern: "./src/**/*.ts" })).toEqual(["src/a.ts", "src/deep/b.ts"])
+    expect(await sorted({ pattern: "./top.ts" })).toEqual(["top.ts"])
+    expect(await sorted({ pattern: "./*.ts", path: "pkg" })).toEqual(["pkg/top.ts"])
+    // The same as without ./ when the pattern has a / anyway.
+    expect(await sorted({ pattern: "src/*.ts" })).toEqual(["src/a.ts"])
   })
 
   test("honours .gitignore, includes hidden files and never enters .git", async () => {
@@ -104,7 +127,7 @@ describe("glob", () => {
     const h = harness({ files: { "a.ts": "" } })
     const { settlement } = await h.settle("glob", { pattern: "*.rs" })
     expect(settlement.status).toBe("success")
-    expect(settlement.structured).toMatchObject({ files: [], total: 0, notShown: 0 })
+    expect(settlement.structured).toEqual({ pattern: "*.rs", path: ".", files: [], total: 0 })
     expect(textOf(settlement)).toBe("No files found matching *.rs in ..")
   })
 
@@ -226,6 +249,63 @@ describe("grep", () => {
     const both = await h.settle("grep", { pattern: "x", include: "*.{ts,tsx}" })
     expect((both.settlement.structured as Grep.Output).shown.map((file) => file.path).sort()).toEqual(["a.ts", "b.tsx", "deep/d.ts"])
     expect(both.settlement.structured).toMatchObject({ include: "*.{ts,tsx}" })
+  })
+
+  test("matches $ at the end of CRLF lines and shows lines without their \\r", async () => {
+    const h = harness({ files: { "win.txt": "x\r\nax\r\nneedle here\r\nxy\r\nlast x" } })
+    const ends = await h.settle("grep", { pattern: "x$" })
+    expect(ends.settlement.structured).toMatchObject({
+      matches: 3,
+      shown: [{ path: "win.txt", lines: [{ line: 1, text: "x" }, { line: 2, text: "ax" }, { line: 5, text: "last x" }] }],
+    })
+    expect(textOf(ends.settlement)).toBe("3 matching lines in 1 file, newest files first:\n\nwin.txt:\n  1: x\n  2: ax\n  5: last x")
+    const inside = await h.settle("grep", { pattern: "needle" })
+    expect((inside.settlement.structured as Grep.Output).shown[0]?.lines).toEqual([{ line: 3, text: "needle here" }])
+    const whole = await h.settle("grep", { pattern: "^needle here$", path: "win.txt" })
+    expect((whole.settlement.structured as Grep.Output).shown[0]?.lines).toEqual([{ line: 3, text: "needle here" }])
+  })
+
+  test("a pattern that matches a line ending is refused with a reason", async () => {
+    const h = harness({ files: { "win.txt": "x\r\n" } })
+    for (const [pattern, character] of [["x\\r", "\\r"], ["a\\nb", "\\n"]] as const) {
+      const { settlement } = await h.settle("grep", { pattern })
+      expect(settlement.error?.kind).toBe("failure")
+      expect(settlement.error?.message).toStartWith(
+        `Invalid regular expression ${JSON.stringify(pattern)}: it matches a line-ending character (${character}), ` +
+          "but grep matches one line at a time and lines end at \\n or \\r\\n, so no line holds one. Use $ to anchor",
+      )
+    }
+  })
+
+  test("include applies to a single file given as path", async () => {
+    const h = harness({ files: { "src/x.ts": "needle\n", "docs/y.md": "needle\n" } })
+    const other = await h.settle("grep", { pattern: "needle", path: "src/x.ts", include: "*.md" })
+    expect(other.settlement.status).toBe("success")
+    expect(other.settlement.structured).toEqual({
+      pattern: "needle",
+      path: "src/x.ts",
+      include: "*.md",
+      matches: 0,
+      files: 0,
+      shown: [],
+      notShown: 0,
+    })
+    expect(textOf(other.settlement)).toBe("No matches for needle in src/x.ts (searching only files matching *.md).")
+    const same = await h.settle("grep", { pattern: "needle", path: "src/x.ts", include: "*.{ts,tsx}" })
+    expect(same.settlement.structured).toMatchObject({ matches: 1, shown: [{ path: "src/x.ts" }] })
+    // A glob with / is matched against the path relative to the Location.
+    const byPath = await h.settle("grep", { pattern: "needle", path: "src/x.ts", include: "src/*.ts" })
+    expect(byPath.settlement.structured).toMatchObject({ matches: 1 })
+    const elsewhere = await h.settle("grep", { pattern: "needle", path: "src/x.ts", include: "docs/*" })
+    expect(elsewhere.settlement.structured).toMatchObject({ matches: 0 })
+    const invalid = await h.settle("grep", { pattern: "needle", path: "src/x.ts", include: "*.{md" })
+    expect(invalid.settlement.error?.message).toStartWith("Invalid include glob \"*.{md\": error parsing glob")
+  })
+
+  test("include accepts a leading ./", async () => {
+    const h = harness({ files: { "src/x.ts": "needle\n", "lib/src/y.ts": "needle\n" } })
+    const { settlement } = await h.settle("grep", { pattern: "needle", include: "./src/*.ts" })
+    expect((settlement.structured as Grep.Output).shown.map((file) => file.path)).toEqual(["src/x.ts"])
   })
 
   test("cuts a matching line after 2,000 characters with a note", async () => {

@@ -80,6 +80,20 @@ describe("write errors change nothing", () => {
     expect(readdirSync(join(h.directory, "dir"))).toEqual(["keep.txt"])
   })
 
+  test("a path ending with / (or /. or /..) names a directory and is refused, whatever is on disk", async () => {
+    const h = harness({ files: { "a.txt": "plain" } })
+    for (const filePath of ["newdir/", "newdir/.", "new/dir/..", "a.txt/", "a.txt/."]) {
+      const { settlement } = await h.settle("write", { filePath, content: "x" })
+      expect(settlement).toMatchObject({ status: "error", error: { kind: "failure" } })
+      const ending = filePath.slice(filePath.lastIndexOf("/"))
+      expect(settlement.error?.message).toBe(
+        `Cannot write ${filePath}: it ends with "${ending}", so it names a directory. Give a file path (without the trailing "${ending}", or with a file name after it).`,
+      )
+    }
+    expect(readdirSync(h.directory)).toEqual(["a.txt"])
+    expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe("plain")
+  })
+
   test("a path through a file used as a directory", async () => {
     const h = harness({ files: { "a.txt": "plain" } })
     const { settlement } = await h.settle("write", { filePath: "a.txt/b.txt", content: "x" })
