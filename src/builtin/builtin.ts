@@ -52,6 +52,36 @@ export const authorizePath = (
     )
 
 /**
+ * Checks a directory a tool reads (glob, list): authorized with the tool's own action, then required to exist and
+ * be a directory. `leaveOut` finishes the missing-directory hint ("search the project"), `instead` the hint for a
+ * file given where a directory is needed.
+ */
+export const authorizeDirectory = (
+  services: Services,
+  context: Tool.Context,
+  input: { readonly tool: string; readonly path: string | undefined; readonly leaveOut: string; readonly instead: string },
+): Effect.Effect<{ readonly resolved: Boundary.Resolved; readonly shown: string }, Tool.Failure | Permission.Refusal> =>
+  Effect.gen(function* () {
+    const resolved = yield* authorizePath(services, context, {
+      action: input.tool,
+      path: input.path ?? ".",
+      access: "read",
+      tool: input.tool,
+    })
+    const shown = display(services.directory, resolved.real)
+    if (resolved.kind === "missing") {
+      return yield* new Tool.Failure({
+        message: `Directory not found: ${shown}. Give an existing directory, or leave path out to ${input.leaveOut}.`,
+      })
+    }
+    if (resolved.kind !== "directory") {
+      const what = resolved.kind === "file" ? "file" : "special file"
+      return yield* new Tool.Failure({ message: `${shown} is a ${what}, not a directory. ${input.instead}` })
+    }
+    return { resolved, shown }
+  })
+
+/**
  * Checks resources that are not paths (commands, patterns) for `action`; `save` is what an "always" reply keeps.
  */
 export const assert = (

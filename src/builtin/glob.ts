@@ -97,21 +97,12 @@ export const make = (services: Builtin.Services) =>
     checksPermissions: true,
     execute: (input, context) =>
       Effect.gen(function* () {
-        const resolved = yield* Builtin.authorizePath(services, context, {
-          action: "glob",
-          path: input.path ?? ".",
-          access: "read",
+        const { resolved, shown } = yield* Builtin.authorizeDirectory(services, context, {
           tool: "glob",
+          path: input.path,
+          leaveOut: "search the project",
+          instead: "glob searches a directory: give its parent, or read the file.",
         })
-        const shown = Builtin.display(services.directory, resolved.real)
-        if (resolved.kind === "missing") {
-          return yield* new Tool.Failure({ message: `Directory not found: ${shown}. Give an existing directory, or leave path out to search the project.` })
-        }
-        if (resolved.kind !== "directory") {
-          return yield* new Tool.Failure({
-            message: `${shown} is a ${resolved.kind === "file" ? "file" : "special file"}, not a directory. glob searches a directory: give its parent, or read the file.`,
-          })
-        }
         const found: Array<Found> = []
         const outcome = yield* Ripgrep.run({
           args: [...Ripgrep.COMMON_FLAGS, "--files", "--null", "--", resolved.real],

@@ -139,21 +139,12 @@ export const make = (services: Builtin.Services) =>
     checksPermissions: true,
     execute: (input, context) =>
       Effect.gen(function* () {
-        const resolved = yield* Builtin.authorizePath(services, context, {
-          action: "list",
-          path: input.path ?? ".",
-          access: "read",
+        const { resolved, shown } = yield* Builtin.authorizeDirectory(services, context, {
           tool: "list",
+          path: input.path,
+          leaveOut: "list the project",
+          instead: "Use read to read a file, or list its parent directory.",
         })
-        const shown = Builtin.display(services.directory, resolved.real)
-        if (resolved.kind === "missing") {
-          return yield* new Tool.Failure({ message: `Directory not found: ${shown}. Give an existing directory, or leave path out to list the project.` })
-        }
-        if (resolved.kind !== "directory") {
-          return yield* new Tool.Failure({
-            message: `${shown} is a ${resolved.kind === "file" ? "file" : "special file"}, not a directory. Use read to read a file, or list its parent directory.`,
-          })
-        }
         const root = node()
         const prefix = resolved.real.endsWith("/") ? resolved.real.length : resolved.real.length + 1
         let total = 0
