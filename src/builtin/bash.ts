@@ -1,9 +1,11 @@
 export * as Bash from "./bash"
 
 // The `bash` built-in: runs one command line through the shell producer after checking it command by command
-// (../shell/command): `external_directory` for a workdir or paths outside the Location, then `bash` on every
-// command the line runs, asking once for those not yet allowed. Nothing is spawned before both checks pass. It
-// returns the complete capture; bounding what the model sees is the settlement's job.
+// (../shell/command): `external_directory` for a workdir or paths outside the Location, `edit` for files its
+// redirections write, then `bash` on every command the line runs (asking once for those not yet allowed), and
+// last what cannot be known from the text, asked every time. Nothing is spawned before every check passes. The
+// command gets an explicit environment without core's secrets. It returns the complete capture; bounding what the
+// model sees is the settlement's job.
 
 import { dirname, sep } from "node:path"
 import * as Effect from "effect/Effect"
@@ -24,8 +26,15 @@ const Gap = Schema.Struct({
 const Captured = Schema.Struct({
   bytes: Schema.Int.annotate({ description: "Every byte the stream carried" }),
   kept: Schema.Int.annotate({ description: "The bytes kept (the first and last parts)" }),
-  complete: Schema.Boolean.annotate({ description: "Whether every byte was kept" }),
+  complete: Schema.Boolean.annotate({ description: "Whether every byte was kept and the stream was read to its end" }),
   gap: Schema.optionalKey(Gap),
+  unread: Schema.optionalKey(
+    Schema.Literal(true).annotate({
+      description:
+        "The stream was still held open, by a process that left the command's process group, when the command " +
+        "ended: what it wrote after that was not read",
+    }),
+  ),
 })
 
 export const Input = Schema.Struct({
@@ -76,31 +85,39 @@ const describe = (limits: Shell.Limits): string =>
         ? ""
         : ` A command that prints nothing for ${count(limits.inactivityTimeoutMs)} ms is stopped.`) +
       " A stopped command and everything it started get SIGTERM, then SIGKILL after 3 s.",
-    "- Background processes (`server &`) are stopped when the command line finishes: nothing outlives the call, " +
-      "so this cannot start a server for later calls.",
-    "- Every command in the line needs permission on its own, including those after `&&`, `;`, `|` and inside " +
-      "`$(...)`; commands and file arguments outside the project need access to that directory too. Expansions " +
-      "in a command name (`$CMD args`) are checked as the whole line.",
+    "- Background processes (`server &`) are stopped when the command line finishes, so this cannot start a " +
+      "server for later calls.",
+    "- Every command in the line needs permission on its own, including those after `&&`, `;`, `|`, inside " +
+      "`$(...)` and in literal `bash -c '...'` or `eval` code. A workdir, a file command's path (`cat`, `rm`, `cp` " +
+      "...) or a redirection target outside the project needs access to that directory first; a redirection that " +
+      "writes a file (`>`, `>>`) also needs permission to edit it.",
+    "- Whatever cannot be known from the text is asked about every time, even where commands are allowed: a line " +
+      "bash cannot parse, a command named by an expansion (`$CMD`), code in a variable or in another language " +
+      "(`eval \"$X\"`, `python -c`, `node -e`, `| sh`), and file paths or redirection targets holding expansions " +
+      "(`cat $HOME/x`, `> \"$OUT\"`). Write such paths out literally (`~/x` is fine) to avoid the question.",
+    "- The command sees core's environment without core's own secrets, with PAGER=cat, GIT_PAGER=cat, " +
+      "GIT_TERMINAL_PROMPT=0 and TERM=dumb.",
     "- To read, search or change files, prefer the file tools (read, glob, grep, edit, write) to cat, find, sed or echo.",
   ].join("\n")
 
 const marker = (gap: Shell.Result["output"]["gap"]): string =>
   gap === undefined ? "" : `\n[… ${count(gap.length)} bytes not kept …]\n`
 
-const captured = (capture: Shell.Result["output"]) => ({
+const captured = (capture: Shell.Result["output"], unread: boolean) => ({
   text: capture.gap === undefined ? capture.text : `${capture.head}${marker(capture.gap)}${capture.tail}`,
   report: {
     bytes: capture.seen,
     kept: capture.kept,
-    complete: capture.gap === undefined,
+    complete: capture.gap === undefined && !unread,
     ...(capture.gap === undefined ? {} : { gap: capture.gap }),
+    ...(unread ? { unread: true as const } : {}),
   },
 })
 
 const outputOf = (result: Shell.Result): Output => {
-  const stdout = captured(result.stdout)
-  const stderr = captured(result.stderr)
-  const output = captured(result.output)
+  const stdout = captured(result.stdout, result.unread.includes("stdout"))
+  const stderr = captured(result.stderr, result.unread.includes("stderr"))
+  const output = captured(result.output, result.unread.length > 0)
   return {
     exitCode: result.exitCode,
     signal: result.signal,
@@ -139,24 +156,48 @@ export const text = (output: Output): string => {
     if (capture.gap === undefined) continue
     lines.push(`${name}: ${count(capture.bytes)} bytes, the middle ${count(capture.gap.length)} bytes were not kept`)
   }
+  for (const [name, capture] of streams.slice(0, 2)) {
+    if (capture.unread === undefined) continue
+    lines.push(
+      `${name}: still held open by a process that left the command's process group (setsid); output after the ` +
+        "command ended was not read",
+    )
+  }
   if (output.survivors !== undefined) {
     lines.push(`Could not kill ${output.survivors.length} process(es) of the command: ${output.survivors.join(", ")}`)
   }
   return lines.join("\n")
 }
 
+/** Variables a command never sees: core's own secret, and those that would move `cd` where its checks did not look. */
+const WITHHELD = ["CORE_TOKEN", "CDPATH", "OLDPWD"]
+
+/** Set for every command: nothing can answer a prompt or page through output, and no terminal is attached. */
+const NON_INTERACTIVE = { PAGER: "cat", GIT_PAGER: "cat", GIT_TERMINAL_PROMPT: "0", TERM: "dumb" }
+
+/** The whole environment of a command: core's current one, less what is withheld, plus the non-interactive defaults. */
+const environment = (): Record<string, string | undefined> => {
+  const env: Record<string, string | undefined> = { ...process.env, ...NON_INTERACTIVE }
+  for (const name of WITHHELD) delete env[name]
+  return env
+}
+
+const spawnFailure = (error: Shell.SpawnError): string => {
+  switch (error.code) {
+    case "E2BIG":
+      return "The command is too long for the system to run (E2BIG). Write it to a script file and run that file instead."
+    case "EMFILE":
+    case "ENFILE":
+    case "EAGAIN":
+    case "ENOMEM":
+      return `${error.message}. The system is short of processes, files or memory: wait a moment and try again.`
+    default:
+      return `${error.message}. Check that bash can run here.`
+  }
+}
+
 /** `<dir>/*` may be saved as it is only when the directory itself holds no wildcard character. */
 const savable = (pattern: string): ReadonlyArray<string> => (/[*?]/.test(pattern.slice(0, -2)) ? [] : [pattern])
-
-/** The `external_directory` pattern for a path outside the Location, or undefined inside it. */
-const externalPattern = (directory: string, absolute: string) =>
-  Boundary.resolve({ location: directory, path: absolute }).pipe(
-    Effect.map((resolved) => resolved.pattern),
-    // A path that cannot be resolved (a loop, a file used as a directory) is judged by where it is written.
-    Effect.catchTag("Boundary.PathError", () =>
-      Effect.succeed(Boundary.isWithin(directory, absolute) ? undefined : `${dirname(absolute)}${sep}*`),
-    ),
-  )
 
 const lastLine = (tail: string): string => {
   const lines = tail.split("\n").filter((line) => line.trim() !== "")
@@ -186,21 +227,46 @@ export const make = (services: Builtin.Services) => {
           })
         }
 
+        if (command.includes("\0")) {
+          return yield* new Tool.Failure({ message: "The command contains a NUL byte, which no process can be given. Remove it and try again." })
+        }
+
         const workdir = yield* Boundary.resolve({ location: directory, path: input.workdir ?? "." }).pipe(
           Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))),
         )
         const parsed = yield* CommandLine.parse(command)
         const found = CommandLine.checks(parsed)
         // A line that runs nothing the grammar names (a comment, arithmetic) is still checked, as itself.
-        const checks = found.length > 0 ? found : [{ resource: command.trim(), save: /[*?]/.test(command) ? undefined : command.trim() }]
+        const checks: ReadonlyArray<CommandLine.Check> =
+          found.length > 0 ? found : [{ resource: command.trim(), save: /[*?]/.test(command) ? undefined : command.trim() }]
 
+        // Paths that cannot be known are already opaque checks; the known ones are checked here. A file a
+        // redirection writes is checked as an edit (which asks external_directory itself when outside).
         const external = new Set<string>()
         if (workdir.pattern !== undefined) external.add(workdir.pattern)
-        for (const word of CommandLine.paths(parsed)) {
-          const absolute = CommandLine.locate(word, workdir.real)
+        const written = new Set<string>()
+        const edits = new Set<string>()
+        for (const path of CommandLine.paths(parsed)) {
+          if (path.unknown !== undefined) {
+            if (path.writes) edits.add(path.word.text)
+            continue
+          }
+          const absolute = CommandLine.locate(path.word, workdir.real)
           if (absolute === undefined) continue
-          const pattern = yield* externalPattern(directory, absolute)
+          const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: absolute }))
+          if (path.writes && resolved._tag === "Success") {
+            written.add(absolute)
+            continue
+          }
+          // A path that cannot be resolved (a loop, a file used as a directory) is judged by where it is written.
+          const pattern =
+            resolved._tag === "Success"
+              ? resolved.success.pattern
+              : Boundary.isWithin(directory, absolute)
+                ? undefined
+                : `${dirname(absolute)}${sep}*`
           if (pattern !== undefined) external.add(pattern)
+          if (path.writes) edits.add(Builtin.display(directory, absolute))
         }
         const metadata = { command, ...(input.description === undefined ? {} : { description: input.description }) }
         if (external.size > 0) {
@@ -226,27 +292,63 @@ export const make = (services: Builtin.Services) => {
           })
         }
 
+        for (const path of written) {
+          yield* Builtin.authorizePath(services, context, { action: "edit", path, access: "write", tool: NAME })
+        }
+        if (edits.size > 0) {
+          yield* Builtin.assert(services, context, { action: "edit", resources: [...edits], save: [], tool: NAME, metadata })
+        }
+
         // "Always" saves the patterns of the commands actually asked about, never those of commands in the same
-        // line that were already allowed.
+        // line that were already allowed. What cannot be known from the text is asked on its own, every time, and
+        // saves nothing; whichever of the two holds a denied resource goes first, so nobody is asked in vain.
+        const plain = checks.filter((check) => check.opaque === undefined)
+        const opaque = checks.filter((check) => check.opaque !== undefined)
         const decisions = yield* services.permission
           .explain({ agent: context.agent, action: NAME, resources: checks.map((check) => check.resource) })
           .pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
         const asked = new Set(decisions.filter((decision) => decision.effect === "ask").map((decision) => decision.resource))
         const save = [
-          ...new Set(checks.flatMap((check) => (asked.has(check.resource) && check.save !== undefined ? [check.save] : []))),
+          ...new Set(plain.flatMap((check) => (asked.has(check.resource) && check.save !== undefined ? [check.save] : []))),
         ]
-        yield* Builtin.assert(services, context, {
-          action: NAME,
-          resources: checks.map((check) => check.resource),
-          save,
-          tool: NAME,
-          metadata: { ...metadata, ...(parsed.unparsed === undefined ? {} : { unparsed: parsed.unparsed }) },
-        })
+        const checkPlain =
+          plain.length === 0
+            ? Effect.void
+            : Builtin.assert(services, context, {
+                action: NAME,
+                resources: plain.map((check) => check.resource),
+                save,
+                tool: NAME,
+                metadata,
+              })
+        const checkOpaque =
+          opaque.length === 0
+            ? Effect.void
+            : services.permission
+                .assert({
+                  ...Builtin.requestOf(context),
+                  action: NAME,
+                  resources: opaque.map((check) => check.resource),
+                  save: [],
+                  ask: true,
+                  metadata: {
+                    tool: NAME,
+                    ...metadata,
+                    unknown: opaque.map((check) => `${check.resource}: ${check.opaque}`),
+                  },
+                })
+                .pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
+        const deniedOpaque = decisions.some(
+          (decision) => decision.effect === "deny" && opaque.some((check) => check.resource === decision.resource),
+        )
+        if (deniedOpaque) yield* Effect.andThen(checkOpaque, checkPlain)
+        else yield* Effect.andThen(checkPlain, checkOpaque)
 
         const result = yield* shell
           .run({
             argv: [shell.shell, "-c", command],
             cwd: workdir.real,
+            env: environment(),
             ...(input.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs }),
             onProgress: (update) =>
               context.progress({
@@ -254,7 +356,7 @@ export const make = (services: Builtin.Services) => {
                 metadata: { tail: update.tail, bytes: update.bytes, elapsedMs: Math.round(update.elapsedMs) },
               }),
           })
-          .pipe(Effect.catchTag("Shell.SpawnError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))))
+          .pipe(Effect.catchTag("Shell.SpawnError", (error) => Effect.fail(new Tool.Failure({ message: spawnFailure(error) }))))
         return outputOf(result)
       }),
   })

@@ -55,6 +55,12 @@ export interface AssertInput {
   readonly resources: ReadonlyArray<string>
   /** The patterns an "always" reply saves (e.g. `git checkout *` for `git checkout main`). */
   readonly save: ReadonlyArray<string>
+  /**
+   * Ask unless a rule denies: rules that allow and saved approvals do not answer this request, and an "always"
+   * reply saves nothing. For resources whose effect cannot be known before they run (a command line's code hidden
+   * in a string or an expansion), where no pattern could say what is being approved.
+   */
+  readonly ask?: true
   readonly metadata?: Readonly<Record<string, unknown>>
 }
 
@@ -184,6 +190,16 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         })
       })
 
+      // How a request is decided now: as explained, except that a request marked `ask` is never allowed.
+      const decide = (input: AssertInput) =>
+        input.ask === true
+          ? Effect.map(explain(input), (decisions) =>
+              decisions.map((decision) =>
+                decision.effect === "allow" ? { ...decision, effect: "ask" as const, approvedBy: undefined } : decision,
+              ),
+            )
+          : explain(input)
+
       /**
        * Answers a request that is still pending, once: it is taken out of `pending` first, so a second answer
        * (or a withdrawal meanwhile) finds nothing to answer. Answers whether it was answered here.
@@ -202,8 +218,9 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
 
       const assert = Effect.fnUntraced(function* (given: AssertInput) {
         // Nothing named is not nothing to check: an empty list is checked as the whole action.
-        const input = given.resources.length === 0 ? { ...given, resources: ["*"], save: ["*"] } : given
-        const decisions = yield* explain(input)
+        const whole = given.resources.length === 0 ? { ...given, resources: ["*"], save: ["*"] } : given
+        const input = whole.ask === true ? { ...whole, save: [] } : whole
+        const decisions = yield* decide(input)
         const denied = decisions.find((decision) => decision.effect === "deny")
         if (denied !== undefined) {
           return yield* new Denied({
@@ -244,7 +261,7 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
           )
           // What was just saved may answer other requests too.
           for (const other of [...pending.values()]) {
-            const decisions = yield* explain(other.request)
+            const decisions = yield* decide(other.request)
             if (decisions.every((decision) => decision.effect === "allow")) yield* settle(other, Effect.void, "always")
           }
           return

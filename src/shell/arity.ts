@@ -130,13 +130,50 @@ export const WRAPPERS: Readonly<Record<string, Wrapper>> = {
   timeout: wrapper(["-s", "-k", "--signal", "--kill-after"], 1),
   stdbuf: wrapper(["-i", "-o", "-e"]),
   xargs: wrapper(["-a", "-d", "-E", "-e", "-I", "-i", "-L", "-l", "-n", "-P", "-s"]),
-  watch: wrapper(["-n", "-d"]),
   setsid: wrapper(),
   chroot: wrapper([], 1),
+}
+
+/** Where the command a wrapper runs starts among `words` (the wrapper first), if it names one. */
+export const wrappedIndex = (words: ReadonlyArray<{ readonly value: string | undefined }>, wrapper: Wrapper): number | undefined => {
+  let operands = wrapper.operands
+  for (let index = 1; index < words.length; index++) {
+    const value = words[index]!.value
+    if (value === undefined) return index
+    if (value === "--") continue
+    if (wrapper.valued.includes(value)) {
+      index++
+      continue
+    }
+    if (value.startsWith("-")) continue
+    if (wrapper.assignments && /^[A-Za-z_][A-Za-z0-9_]*=/.test(value)) continue
+    if (operands > 0) {
+      operands--
+      continue
+    }
+    return index
+  }
+  return undefined
 }
 
 /**
  * Commands that run code given as text (`bash -c "..."`, `eval ...`): an "always" for them saves the exact
  * command, never a prefix, since their prefix would approve any code at all.
  */
-export const INTERPRETERS: ReadonlySet<string> = new Set(["bash", "sh", "zsh", "dash", "ksh", "fish", "eval", "source", "."])
+export const INTERPRETERS: ReadonlySet<string> = new Set([
+  "bash",
+  "sh",
+  "zsh",
+  "dash",
+  "ash",
+  "ksh",
+  "mksh",
+  "fish",
+  "su",
+  "eval",
+  "source",
+  ".",
+  "trap",
+  "alias",
+  "watch",
+])

@@ -1,10 +1,11 @@
 export * as CommandLine from "./command"
 
 // Reads a bash command line for permission checks: tree-sitter's bash grammar finds every simple command, however
-// deeply it is nested (lists, pipelines, subshells, substitutions, heredocs), so each is checked on its own; a
-// line the grammar cannot read, or whose command names are not literal, is checked as a whole under the
-// `<unparsed>` marker that no prefix rule matches. It also finds the paths file commands and redirections touch.
-// It decides nothing and spawns nothing: ../builtin/bash.ts asks the permission service.
+// deeply it is nested (lists, pipelines, subshells, substitutions, heredocs, and the literal code given to
+// `bash -c`, `eval` or `trap`), so each is checked on its own, with its file redirections. What cannot be known
+// from the text (a line the grammar cannot read, a command named by an expansion, code in a string core cannot
+// read, a path held in an expansion) is reported as opaque, to be asked about every time. It also finds the paths
+// file commands and redirections touch. It decides nothing and spawns nothing: ../builtin/bash.ts asks.
 
 import { homedir } from "node:os"
 import { basename, dirname, resolve } from "node:path"
@@ -13,48 +14,18 @@ import type { Node, Parser } from "web-tree-sitter"
 import treeSitterWasm from "web-tree-sitter/tree-sitter.wasm" with { type: "file" }
 import bashWasm from "tree-sitter-bash/tree-sitter-bash.wasm" with { type: "file" }
 import { Arity } from "./arity"
+import { Operands } from "./operands"
+import { Runs } from "./runs"
+import { Words } from "./words"
 
 /**
- * Opens the resource of a command line that is checked as a whole. A parsed command's resource starts with its
- * literal name or an assignment, never with `<` (a redirection in bash), so only a rule naming the marker, or one
- * starting with a wildcard, can match it.
+ * Opens the resource of a line the grammar cannot read, which is checked as a whole. A parsed command's resource
+ * starts with its literal name or an assignment, never with `<` (a redirection in bash).
  */
 export const UNPARSED = "<unparsed>"
 
-/** Commands whose operands are paths (after `skip` leading operands such as a mode or a pattern). */
-const FILE_COMMANDS: Readonly<Record<string, number>> = {
-  cd: 0,
-  pushd: 0,
-  ls: 0,
-  cat: 0,
-  head: 0,
-  tail: 0,
-  less: 0,
-  more: 0,
-  stat: 0,
-  file: 0,
-  du: 0,
-  wc: 0,
-  diff: 0,
-  find: 0,
-  touch: 0,
-  mkdir: 0,
-  rm: 0,
-  rmdir: 0,
-  unlink: 0,
-  cp: 0,
-  mv: 0,
-  ln: 0,
-  install: 0,
-  tee: 0,
-  truncate: 0,
-  shred: 0,
-  chmod: 1,
-  chown: 1,
-  chgrp: 1,
-  grep: 1,
-  sed: 1,
-}
+/** How deeply code inside code (`bash -c "eval '…'"`) is read before the rest is taken as opaque. */
+const MAX_DEPTH = 8
 
 /** Paths that are not places in the file system, however they are written. */
 const DEVICES = new Set([
@@ -68,16 +39,16 @@ const DEVICES = new Set([
   "/dev/tty",
 ])
 
-/** One word of a command. */
-export interface Word {
-  /** As written, quotes and all. */
+/** One word of a command: as written, and its value when it has no expansion. */
+export type Word = Words.Word
+
+/** A file redirection (`> out.txt`, `2>>log`, `< in`); descriptor duplications (`2>&1`) are not files. */
+export interface Redirect {
+  /** As written, from the descriptor or operator to the end of the target. */
   readonly text: string
-  /** Its value when it has no expansion (quotes removed, escapes applied), else undefined. */
-  readonly value: string | undefined
-  /** Whether an unquoted `*`, `?` or `[` makes it a pattern. */
-  readonly glob: boolean
-  /** Whether it starts with an unquoted `~` (the home directory). */
-  readonly tilde: boolean
+  readonly target: Word
+  /** Whether it writes the target (`>`, `>>`, `>|`, `&>`, `&>>`, `N>`), rather than reading it (`<`). */
+  readonly writes: boolean
 }
 
 /** A simple command (or a declaration, test or bare assignment) found in the line. */
@@ -87,17 +58,35 @@ export interface Simple {
   readonly assignments: ReadonlyArray<string>
   /** The command name first (its value is always a literal), then its arguments. Empty for an assignment. */
   readonly words: ReadonlyArray<Word>
-  /** The node's own text, for tests and assignments. */
+  /** Its own file redirections. */
+  readonly redirects: ReadonlyArray<Redirect>
+  /** What it is checked as: its text with the name unquoted, then its redirections. */
+  readonly resource: string
+  /**
+   * The resource of the command whose code string holds it (`bash -c '…'`), if any: what is asked about when
+   * something in it cannot be known, since the inner text alone would not show what runs it.
+   */
+  readonly within: string | undefined
+  /** The node's own text. */
   readonly text: string
+}
+
+/** Something the line runs whose effect cannot be known from its text: asked about as `resource`, every time. */
+export interface Opaque {
+  readonly resource: string
+  /** Why, in a few words, for whoever is asked. */
+  readonly reason: string
 }
 
 export interface Parsed {
   /** The line as given. */
   readonly text: string
   readonly commands: ReadonlyArray<Simple>
-  /** Targets of file redirections (`> out.txt`), which the line writes or reads wherever the command runs. */
-  readonly redirects: ReadonlyArray<Word>
-  /** Why the line cannot be checked command by command; undefined when it can. */
+  /** Redirections of statements that are not simple commands (`{ a; b; } > out`), with the statement's text. */
+  readonly statements: ReadonlyArray<{ readonly owner: string; readonly redirect: Redirect }>
+  /** What the line runs that cannot be known from its text. */
+  readonly opaque: ReadonlyArray<Opaque>
+  /** Why the grammar cannot read the line; undefined when it can. */
   readonly unparsed: string | undefined
 }
 
@@ -106,6 +95,19 @@ export interface Check {
   readonly resource: string
   /** Undefined when nothing can be saved without approving more than was asked (the text holds `*` or `?`). */
   readonly save: string | undefined
+  /** Set when what it runs cannot be known from the text: then it is asked even where a rule allows it. */
+  readonly opaque?: string
+}
+
+/** A path the line's file commands or redirections touch. */
+export interface Path {
+  readonly word: Word
+  /** Whether it is written by a redirection (or `find -fprint`), which needs the `edit` action too. */
+  readonly writes: boolean
+  /** The resource of the command (or statement) it belongs to. */
+  readonly owner: string
+  /** Why where it leads cannot be known before the line runs; undefined when it can. */
+  readonly unknown: string | undefined
 }
 
 // The web-tree-sitter runtime is one WebAssembly instance per process, so the parser is one per process too:
@@ -119,157 +121,149 @@ const loadParser = async (): Promise<Parser> => {
   return new Parser().setLanguage(language)
 }
 
-// Decoding words
-
-const GLOB = /[*?[]/
-
-const unescapeUnquoted = (text: string): { value: string; glob: boolean } => {
-  let value = ""
-  let glob = false
-  for (let index = 0; index < text.length; index++) {
-    const char = text[index]!
-    if (char === "\\") {
-      const next = text[index + 1]
-      index++
-      if (next === undefined || next === "\n") continue
-      value += next
-      continue
-    }
-    if (GLOB.test(char)) glob = true
-    value += char
-  }
-  return { value, glob }
-}
-
-const unescapeDoubleQuoted = (text: string): string => text.replace(/\\([\\"$`\n])/g, (_, char: string) => (char === "\n" ? "" : char))
-
-interface Literal {
-  readonly value: string
-  readonly glob: boolean
-}
-
-/** The literal value of a word node, or undefined when it holds an expansion or substitution. */
-const literal = (node: Node): Literal | undefined => {
-  switch (node.type) {
-    case "word":
-    case "number":
-      return unescapeUnquoted(node.text)
-    case "raw_string":
-      return { value: node.text.slice(1, -1), glob: false }
-    case "string": {
-      let value = ""
-      for (const child of node.namedChildren) {
-        if (child === null || child.type !== "string_content") return undefined
-        value += unescapeDoubleQuoted(child.text)
-      }
-      return { value, glob: false }
-    }
-    case "concatenation": {
-      let value = ""
-      let glob = false
-      for (const child of node.namedChildren) {
-        const part = child === null ? undefined : literal(child)
-        if (part === undefined) return undefined
-        value += part.value
-        glob ||= part.glob
-      }
-      return { value, glob }
-    }
-    default:
-      return undefined
-  }
-}
-
-const wordOf = (node: Node): Word => {
-  const decoded = literal(node)
-  const first = node.type === "concatenation" ? node.namedChild(0) : node
-  return {
-    text: node.text,
-    value: decoded?.value,
-    glob: decoded?.glob ?? false,
-    tilde: first?.type === "word" && first.text.startsWith("~"),
-  }
-}
-
 // Walking the tree
 
 interface Collector {
+  readonly parser: Parser
+  /** How many code strings deep this walk is. */
+  readonly depth: number
+  /** The outermost command whose code string is being read, if any. */
+  readonly within: string | undefined
   readonly commands: Array<Simple>
-  readonly redirects: Array<Word>
+  readonly statements: Array<{ readonly owner: string; readonly redirect: Redirect }>
+  readonly opaque: Array<Opaque>
   unparsed: string | undefined
 }
 
 const isRedirect = (type: string) => type === "file_redirect" || type === "herestring_redirect" || type === "heredoc_redirect"
 
-/**
- * A redirection's target, and the words the grammar attached to it that are really the command's arguments
- * (`echo > out hi` runs `echo hi`).
- */
-const redirection = (node: Node, collector: Collector): Array<Word> => {
-  if (node.type === "file_redirect") {
-    const [target, ...rest] = node.childrenForFieldName("destination").filter((child) => child !== null)
-    const operator = node.children.find((child) => child !== null && !child.isNamed)?.text ?? ""
-    // `2>&1` and `>&-` name descriptors, not files.
-    const duplicates = operator.endsWith("&") && (target?.type === "number" || target?.text === "-")
-    if (target !== undefined && !duplicates) collector.redirects.push(wordOf(target))
-    return rest.map(wordOf)
-  }
-  if (node.type === "heredoc_redirect") {
-    return node.childrenForFieldName("argument").filter((child) => child !== null).map(wordOf)
-  }
-  return []
+interface Gathered {
+  readonly redirects: Array<Redirect>
+  /** Words the grammar attached to a redirection that are really the command's arguments (`echo > out hi`). */
+  readonly words: Array<Word>
 }
 
-const simple = (node: Node, extra: ReadonlyArray<Word>, collector: Collector) => {
+/** Reads one redirection node into `into`: its file target, if it has one, and any arguments it swallowed. */
+const redirection = (node: Node, into: Gathered): void => {
+  if (node.type === "file_redirect") {
+    const [target, ...rest] = node.childrenForFieldName("destination").filter((child) => child !== null)
+    into.words.push(...rest.map(Words.of))
+    if (target === undefined) return
+    const operator = node.children.find((child) => child !== null && !child.isNamed)?.text ?? ""
+    // `2>&1` and `>&-` name descriptors, not files; `> >(tee log)` feeds a command, walked like any other.
+    if (operator.endsWith("&") && (target.type === "number" || target.text === "-")) return
+    if (target.type === "process_substitution") return
+    into.redirects.push({
+      text: node.text.slice(0, target.endIndex - node.startIndex),
+      target: Words.of(target),
+      writes: operator.includes(">"),
+    })
+    return
+  }
+  if (node.type === "heredoc_redirect") {
+    into.words.push(...node.childrenForFieldName("argument").filter((child) => child !== null).map(Words.of))
+    // `cat <<EOF > out`: the grammar nests the redirections that follow the heredoc's start.
+    for (const nested of node.childrenForFieldName("redirect")) if (nested !== null) redirection(nested, into)
+  }
+}
+
+const textOf = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>): string =>
+  [...assignments, words[0]!.value!, ...words.slice(1).map((word) => word.text)].join(" ")
+
+const suffixOf = (redirects: ReadonlyArray<Redirect>): string => redirects.map((redirect) => ` ${redirect.text}`).join("")
+
+/** Reads literal bash code a command runs (`bash -c '…'`) into the same collector, its commands checked like the line's. */
+const readCode = (code: string, owner: string, collector: Collector): void => {
+  if (collector.depth >= MAX_DEPTH) {
+    collector.opaque.push({ resource: owner, reason: "it nests code in code too deeply to read" })
+    return
+  }
+  const inner: Collector = { ...collector, depth: collector.depth + 1, within: collector.within ?? owner, unparsed: undefined }
+  read(code, inner)
+  if (inner.unparsed !== undefined) {
+    collector.opaque.push({ resource: owner, reason: `the code it runs cannot be read (${inner.unparsed})` })
+  }
+}
+
+/** What a command runs besides itself: wrapped commands, code strings, or the reason it cannot be known. */
+const inspect = (words: ReadonlyArray<Word>, owner: string, collector: Collector): void => {
+  const inner = Runs.of(words)
+  if (inner.opaque !== undefined) collector.opaque.push({ resource: owner, reason: inner.opaque })
+  for (const code of inner.code) readCode(code, owner, collector)
+  for (const command of inner.commands) inspect(command, owner, collector)
+}
+
+const simple = (node: Node, outer: Gathered, collector: Collector) => {
   const assignments: Array<string> = []
-  const words: Array<Word> = []
+  const gathered: Gathered = { redirects: [], words: [] }
+  const args: Array<Word> = []
+  let name: Word | undefined
   let named = false
-  let literal = true
   for (const child of node.namedChildren) {
     if (child === null) continue
     if (child.type === "variable_assignment") assignments.push(child.text)
     else if (child.type === "command_name") {
-      const name = child.namedChild(0)
-      const word = name === null ? undefined : wordOf(name)
-      if (word === undefined || word.value === undefined || word.value === "" || word.glob) {
-        collector.unparsed ??= `the command name ${child.text} is not a literal word`
-        literal = false
-      } else words.push(word)
+      const first = child.namedChild(0)
+      name = first === null ? undefined : Words.of(first)
       named = true
-    } else if (isRedirect(child.type)) words.push(...redirection(child, collector))
-    else if (named) words.push(wordOf(child))
+    } else if (isRedirect(child.type)) redirection(child, gathered)
+    else if (named) args.push(Words.of(child))
   }
-  // A command without a literal name is checked with the whole line; its redirections were still collected.
-  if (!named || !literal) return
-  words.push(...extra)
-  collector.commands.push({ kind: "command", assignments, words, text: node.text })
+  const redirects = [...gathered.redirects, ...outer.redirects]
+  const rest = [...args, ...gathered.words, ...outer.words]
+  if (!named) {
+    for (const redirect of redirects) collector.statements.push({ owner: collector.within ?? node.text, redirect })
+    return
+  }
+  if (name === undefined || name.value === undefined || name.value === "" || name.glob) {
+    // Which program runs is known only when it runs: asked as the command, every time. Its redirections still
+    // name files, checked as the statement's.
+    const text = [...assignments, name?.text ?? "", ...rest.map((word) => word.text)].join(" ") + suffixOf(redirects)
+    const resource = collector.within ?? text
+    collector.opaque.push({ resource, reason: `its command name ${name?.text ?? ""} is not known before it runs` })
+    for (const redirect of redirects) collector.statements.push({ owner: resource, redirect })
+    return
+  }
+  const words = [name, ...rest]
+  const resource = textOf(assignments, words) + suffixOf(redirects)
+  const within = collector.within
+  collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text: node.text })
+  inspect(words, within ?? resource, collector)
 }
+
+const other = (kind: Simple["kind"], text: string, within: string | undefined, words: ReadonlyArray<Word> = []): Simple => ({
+  kind,
+  assignments: [],
+  words,
+  redirects: [],
+  resource: text,
+  within,
+  text,
+})
 
 const declaration = (node: Node, collector: Collector) => {
   const [keyword, ...rest] = node.children.filter((child) => child !== null)
   if (keyword === undefined) return
-  collector.commands.push({
-    kind: "declaration",
-    assignments: [],
-    words: [{ text: keyword.text, value: keyword.text, glob: false, tilde: false }, ...rest.map(wordOf)],
-    text: node.text,
-  })
+  const words = [{ text: keyword.text, value: keyword.text, glob: false, tilde: false }, ...rest.map(Words.of)]
+  collector.commands.push({ ...other("declaration", node.text, collector.within, words), resource: textOf([], words) })
 }
 
-const walk = (node: Node, collector: Collector, extra: ReadonlyArray<Word> = []): void => {
+const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [], words: [] }): void => {
   if (node.isError || node.isMissing) collector.unparsed ??= "bash cannot parse it"
   switch (node.type) {
     case "command":
-      simple(node, extra, collector)
+      simple(node, outer, collector)
       break
     case "redirected_statement": {
       const body = node.childForFieldName("body")
-      const more: Array<Word> = []
-      for (const redirect of node.childrenForFieldName("redirect")) {
-        if (redirect !== null) more.push(...redirection(redirect, collector))
+      const gathered: Gathered = { redirects: [], words: [] }
+      for (const redirect of node.childrenForFieldName("redirect")) if (redirect !== null) redirection(redirect, gathered)
+      if (body?.type === "command") walk(body, collector, gathered)
+      else {
+        if (gathered.words.length > 0) collector.unparsed ??= "it gives arguments after a redirection"
+        for (const redirect of gathered.redirects) collector.statements.push({ owner: collector.within ?? node.text, redirect })
+        if (body !== null) walk(body, collector)
       }
-      if (more.length > 0 && body?.type !== "command") collector.unparsed ??= "it gives arguments after a redirection"
-      if (body !== null) walk(body, collector, more)
       for (const child of node.children) if (child !== null && child.id !== body?.id) walk(child, collector)
       return
     }
@@ -278,42 +272,64 @@ const walk = (node: Node, collector: Collector, extra: ReadonlyArray<Word> = [])
       declaration(node, collector)
       break
     case "test_command":
-      collector.commands.push({ kind: "test", assignments: [], words: [], text: node.text })
+      collector.commands.push(other("test", node.text, collector.within))
       break
     case "variable_assignment":
       // A bare assignment (`PATH=/x`) changes what later commands run: it is checked like a command.
       if (!["command", "declaration_command", "variable_assignments"].includes(node.parent?.type ?? "")) {
-        collector.commands.push({ kind: "assignment", assignments: [], words: [], text: node.text })
+        collector.commands.push(other("assignment", node.text, collector.within))
       }
       break
     case "variable_assignments":
-      collector.commands.push({ kind: "assignment", assignments: [], words: [], text: node.text })
+      collector.commands.push(other("assignment", node.text, collector.within))
       break
     case "file_redirect":
-    case "heredoc_redirect":
-      // Inside a command these were read with it; elsewhere (a redirected compound statement) here.
-      if (node.parent?.type !== "command" && node.parent?.type !== "redirected_statement") redirection(node, collector)
+    case "heredoc_redirect": {
+      // Inside a command or a redirected statement these were read with it; elsewhere (a function's own
+      // redirections) here, as the enclosing statement's.
+      const parent = node.parent
+      if (parent !== null && !["command", "redirected_statement", "heredoc_redirect"].includes(parent.type)) {
+        const gathered: Gathered = { redirects: [], words: [] }
+        redirection(node, gathered)
+        for (const redirect of gathered.redirects) collector.statements.push({ owner: collector.within ?? parent.text, redirect })
+      }
       break
+    }
   }
   for (const child of node.children) if (child !== null) walk(child, collector)
+}
+
+/** Parses `text` and walks it into `collector`. */
+const read = (text: string, collector: Collector): void => {
+  const tree = collector.parser.parse(text)
+  if (tree === null) {
+    collector.unparsed ??= "bash cannot parse it"
+    return
+  }
+  try {
+    walk(tree.rootNode, collector)
+    if (tree.rootNode.hasError) collector.unparsed ??= "bash cannot parse it"
+  } finally {
+    tree.delete()
+  }
 }
 
 /** Reads a command line. */
 export const parse = (text: string): Effect.Effect<Parsed> =>
   Effect.promise(() => (parser ??= loadParser())).pipe(
     Effect.map((loaded) => {
-      const tree = loaded.parse(text)
-      const collector: Collector = { commands: [], redirects: [], unparsed: undefined }
-      if (tree === null) collector.unparsed = "bash cannot parse it"
-      else {
-        try {
-          walk(tree.rootNode, collector)
-          if (tree.rootNode.hasError) collector.unparsed ??= "bash cannot parse it"
-        } finally {
-          tree.delete()
-        }
+      const collector: Collector = {
+        parser: loaded,
+        depth: 0,
+        within: undefined,
+        commands: [],
+        statements: [],
+        opaque: [],
+        unparsed: undefined,
       }
-      return { text, commands: collector.commands, redirects: collector.redirects, unparsed: collector.unparsed }
+      read(text, collector)
+      const { commands, statements, opaque, unparsed } = collector
+      return { text, commands, statements, opaque, unparsed }
     }),
   )
 
@@ -322,40 +338,16 @@ export const parse = (text: string): Effect.Effect<Parsed> =>
 /** The text itself as a pattern, unless a wildcard in it would approve more than the text. */
 const exact = (text: string): string | undefined => (/[*?]/.test(text) ? undefined : text)
 
-/** Where the command a wrapper runs starts among `words` (the wrapper first), if it names one. */
-const wrappedIndex = (words: ReadonlyArray<Word>, wrapper: Arity.Wrapper): number | undefined => {
-  let operands = wrapper.operands
-  for (let index = 1; index < words.length; index++) {
-    const value = words[index]!.value
-    if (value === undefined) return index
-    if (value === "--") continue
-    if (wrapper.valued.includes(value)) {
-      index++
-      continue
-    }
-    if (value.startsWith("-")) continue
-    if (wrapper.assignments && /^[A-Za-z_][A-Za-z0-9_]*=/.test(value)) continue
-    if (operands > 0) {
-      operands--
-      continue
-    }
-    return index
-  }
-  return undefined
-}
-
-const textOf = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>): string =>
-  [...assignments, words[0]!.value!, ...words.slice(1).map((word) => word.text)].join(" ")
-
-/** The pattern an "always" saves for a command: its prefix and ` *`, or the exact command. */
-const saveFor = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>): string | undefined => {
-  const text = textOf(assignments, words)
+/** The pattern an "always" saves for a command: its prefix and ` *`, or the exact command (with `suffix`). */
+const saveFor = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>, suffix = ""): string | undefined => {
+  const text = textOf(assignments, words) + suffix
   const name = words[0]!.value!
-  if (Arity.INTERPRETERS.has(name)) return exact(text)
+  if (Arity.INTERPRETERS.has(basename(name))) return exact(text)
   const wrapper = Object.hasOwn(Arity.WRAPPERS, name) ? Arity.WRAPPERS[name]! : undefined
   if (wrapper !== undefined) {
-    const index = wrappedIndex(words, wrapper)
-    const inner = index === undefined ? undefined : saveFor([], words.slice(index))
+    const index = Arity.wrappedIndex(words, wrapper)
+    const known = index !== undefined && words[index]!.value !== undefined && words[index]!.value !== ""
+    const inner = known ? saveFor([], words.slice(index)) : undefined
     if (inner === undefined || !inner.endsWith(" *")) return exact(text)
     const outer = [...assignments, name, ...words.slice(1, index).map((word) => word.text)].join(" ")
     return /[*?]/.test(outer) ? exact(text) : `${outer} ${inner}`
@@ -367,46 +359,29 @@ const saveFor = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>)
 }
 
 /**
- * The checks for one command: its own text; the command a wrapper runs (`sudo rm x` is also `rm x`); and a
- * command named by a path also under its base name (`/bin/rm x` is also `rm x`), so rules about a command cannot
- * be stepped around.
+ * The checks for one command: its own text (with `suffix`, its redirections); each command it runs in its own
+ * right (`sudo rm x` is also `rm x`, `find . -exec rm {} ;` also `rm {}`); and a command named by a path also
+ * under its base name (`/bin/rm x` is also `rm x`), so rules about a command cannot be stepped around.
  */
-const checksFor = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>): Array<Check> => {
-  const checks: Array<Check> = [{ resource: textOf(assignments, words), save: saveFor(assignments, words) }]
+const checksFor = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>, suffix = ""): Array<Check> => {
+  const checks: Array<Check> = [{ resource: textOf(assignments, words) + suffix, save: saveFor(assignments, words, suffix) }]
   const name = words[0]!.value!
   if (name.includes("/") && basename(name) !== "" && basename(name) !== name) {
     const renamed = [{ ...words[0]!, value: basename(name) }, ...words.slice(1)]
-    checks.push({ resource: textOf([], renamed), save: saveFor([], renamed) })
+    checks.push({ resource: textOf([], renamed) + suffix, save: saveFor([], renamed, suffix) })
   }
-  const wrapper = Object.hasOwn(Arity.WRAPPERS, basename(name)) ? Arity.WRAPPERS[basename(name)]! : undefined
-  if (wrapper !== undefined) {
-    const index = wrappedIndex(words, wrapper)
-    if (index !== undefined && words[index]!.value !== undefined && words[index]!.value !== "") {
-      checks.push(...checksFor([], words.slice(index)))
-    }
-  }
+  for (const inner of Runs.of(words).commands) checks.push(...checksFor([], inner))
   return checks
 }
 
-/** Whether a wrapper runs a command it names by an expansion (`sudo $CMD`), which cannot be checked. */
-const runsUnknown = (words: ReadonlyArray<Word>): boolean => {
-  const name = basename(words[0]!.value!)
-  const wrapper = Object.hasOwn(Arity.WRAPPERS, name) ? Arity.WRAPPERS[name]! : undefined
-  if (wrapper === undefined) return false
-  const index = wrappedIndex(words, wrapper)
-  if (index === undefined) return false
-  const value = words[index]!.value
-  return value === undefined || value === "" || words[index]!.glob || runsUnknown(words.slice(index))
-}
-
 /**
- * What the `bash` action is checked on: each command's text with the prefix an "always" saves, and for a line
- * that cannot be read command by command, the whole line under UNPARSED (saved only as itself). Commands found in
- * an unreadable line are checked too, so a rule denying one of them still applies.
+ * What the `bash` action is checked on: each command's text with the prefix an "always" saves, then what cannot
+ * be known from the text (opaque: asked every time, never saved): a line the grammar cannot read as a whole
+ * under UNPARSED, commands whose name or code is not known, and commands touching a path that is not known. The
+ * commands found in an unreadable line are checked too, so a rule denying one of them still applies.
  */
 export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
   const found: Array<Check> = []
-  let unknown = parsed.unparsed !== undefined
   for (const command of parsed.commands) {
     if (command.kind === "test") {
       const opener = command.text.startsWith("[[") ? "[[" : "["
@@ -414,64 +389,62 @@ export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
     } else if (command.kind === "assignment") {
       found.push({ resource: command.text, save: exact(command.text) })
     } else {
-      if (runsUnknown(command.words)) unknown = true
-      found.push(...checksFor(command.assignments, command.words))
+      found.push(...checksFor(command.assignments, command.words, suffixOf(command.redirects)))
     }
   }
-  if (unknown) {
-    const whole = `${UNPARSED} ${parsed.text.trim()}`
-    found.unshift({ resource: whole, save: exact(whole) })
+  const opaque: Array<Opaque> = [...parsed.opaque]
+  for (const path of paths(parsed)) {
+    if (path.unknown !== undefined) opaque.push({ resource: path.owner, reason: path.unknown })
   }
+  if (parsed.unparsed !== undefined) opaque.unshift({ resource: `${UNPARSED} ${parsed.text.trim()}`, reason: parsed.unparsed })
+  const asked = new Set(opaque.map((entry) => entry.resource))
   const seen = new Set<string>()
-  return found.filter((check) => !seen.has(check.resource) && seen.add(check.resource))
+  return [
+    ...found.filter((check) => !asked.has(check.resource)),
+    ...opaque.map((entry): Check => ({ resource: entry.resource, save: undefined, opaque: entry.reason })),
+  ].filter((check) => !seen.has(check.resource) && seen.add(check.resource))
 }
 
-/** The paths the line's file commands and redirections name, as words. `cd` alone names the home directory. */
-export const paths = (parsed: Parsed): ReadonlyArray<Word> => {
-  const found: Array<Word> = [...parsed.redirects]
-  const home: Word = { text: "~", value: "~", glob: false, tilde: true }
-  const visit = (words: ReadonlyArray<Word>) => {
+const HOME: Word = { text: "~", value: "~", glob: false, tilde: true }
+
+/** Why where `word` leads cannot be known before the line runs, or undefined when it can. */
+const unknownWhy = (word: Word, homeMoves: boolean): string | undefined => {
+  // `<(ls a)` is a pipe from a command (walked like any other), not a place in the file system.
+  if (/^[<>]\([\s\S]*\)$/.test(word.text)) return undefined
+  if (word.value === undefined) return `the path ${word.text} holds an expansion`
+  if (!word.tilde) return undefined
+  if (word.value !== "~" && !word.value.startsWith("~/")) return `the path ${word.text} names a directory known only when it runs`
+  return homeMoves ? `the path ${word.text} is under HOME, which the line changes` : undefined
+}
+
+/**
+ * The paths the line's file commands and redirections name, each with the resource of the command it belongs to
+ * and whether it can be known before running. `cd` alone names the home directory.
+ */
+export const paths = (parsed: Parsed): ReadonlyArray<Path> => {
+  const found: Array<Path> = []
+  // A line that mentions HOME at all may change it, and with it what `~` means.
+  const homeMoves = /(^|[^A-Za-z0-9_])HOME([^A-Za-z0-9_]|$)/.test(parsed.text)
+  const add = (word: Word, writes: boolean, owner: string) => found.push({ word, writes, owner, unknown: unknownWhy(word, homeMoves) })
+  const visit = (words: ReadonlyArray<Word>, owner: string) => {
     const name = basename(words[0]!.value!)
-    const wrapper = Object.hasOwn(Arity.WRAPPERS, name) ? Arity.WRAPPERS[name]! : undefined
-    if (wrapper !== undefined) {
-      const index = wrappedIndex(words, wrapper)
-      if (index !== undefined && words[index]!.value !== undefined) visit(words.slice(index))
-      return
-    }
-    if (!Object.hasOwn(FILE_COMMANDS, name)) return
-    let skip = FILE_COMMANDS[name]!
-    let options = true
-    let operands = 0
-    for (const word of words.slice(1)) {
-      const value = word.value
-      if (value === undefined) continue
-      if (options && value === "--") {
-        options = false
-        continue
-      }
-      if (options && value.startsWith("-") && value !== "-") {
-        // `--target-directory=/x`: a path given as an option's value.
-        const attached = /^--[^=]+=([/~.].*)$/.exec(value)
-        if (attached !== null) found.push({ ...word, value: attached[1]!, tilde: attached[1]!.startsWith("~") })
-        continue
-      }
-      if (skip > 0) {
-        skip--
-        continue
-      }
-      if (value === "-") continue
-      operands++
-      found.push(word)
-    }
-    if (operands === 0 && (name === "cd" || name === "pushd") && words.length === 1) found.push(home)
+    for (const operand of Operands.of(name, words)) add(operand.word, operand.writes, owner)
+    if (name === "cd" && words.length === 1) add(HOME, false, owner)
+    for (const inner of Runs.of(words).commands) visit(inner, owner)
   }
-  for (const command of parsed.commands) if (command.kind === "command") visit(command.words)
+  for (const command of parsed.commands) {
+    if (command.kind !== "command") continue
+    const owner = command.within ?? command.resource
+    for (const redirect of command.redirects) add(redirect.target, redirect.writes, owner)
+    visit(command.words, owner)
+  }
+  for (const { owner, redirect } of parsed.statements) add(redirect.target, redirect.writes, owner)
   return found
 }
 
 /**
- * The absolute path a path word points at from `workdir` (`~` expanded; for a pattern, the directory its
- * matches lie in), or undefined when it cannot be known before running (`~user`) or names a device.
+ * The absolute path a known path word points at from `workdir` (`~` expanded; for a pattern, the directory its
+ * matches lie in), or undefined when it names a device or cannot be known before running.
  */
 export const locate = (word: Word, workdir: string, home = homedir()): string | undefined => {
   let value = word.value
@@ -482,7 +455,7 @@ export const locate = (word: Word, workdir: string, home = homedir()): string | 
     else return undefined
   }
   if (word.glob) {
-    const at = value.search(GLOB)
+    const at = value.search(Words.GLOB)
     const before = value.slice(0, at)
     value = before.endsWith("/") ? before : dirname(before === "" ? "." : before)
   }

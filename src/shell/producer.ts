@@ -22,9 +22,31 @@ export const PROGRESS_INTERVAL_MS = 250
 export const PROGRESS_TAIL_BYTES = 4096
 /**
  * After the group has ended, how long output still in flight may take to arrive. Only a process that left the
- * group (setsid) can hold a pipe open longer, and it must not keep the run waiting.
+ * group (setsid) can hold a pipe open longer, and it must not keep the run waiting: such a stream is reported as
+ * left open, never as complete.
  */
 const DRAIN_MS = 250
+/**
+ * How `Bun.spawn` reports that the system refused to start a process (a missing program or directory, no
+ * permission, too many files or processes, an argument list too long): these are the caller's to handle. Any
+ * other throw is a broken invariant, not an outcome.
+ */
+const SPAWN_ERRNO: ReadonlySet<string> = new Set([
+  "ENOENT",
+  "ENOTDIR",
+  "EACCES",
+  "EPERM",
+  "ENOEXEC",
+  "EISDIR",
+  "ELOOP",
+  "ENAMETOOLONG",
+  "ETXTBSY",
+  "E2BIG",
+  "EMFILE",
+  "ENFILE",
+  "EAGAIN",
+  "ENOMEM",
+])
 
 /** The limits every run starts from (`shell` in core.json). */
 export interface Limits {
@@ -47,9 +69,12 @@ export const limits = (config: Config.Shell = {}): Limits => {
   }
 }
 
+/** The system refused to start the process. */
 export class SpawnError extends Schema.TaggedError<SpawnError>()("Shell.SpawnError", {
   command: Schema.String,
   cwd: Schema.String,
+  /** The errno name, e.g. ENOENT or E2BIG. */
+  code: Schema.String,
   message: Schema.String,
 }) {}
 
@@ -94,6 +119,11 @@ export interface Result {
   readonly stderr: Capture.Captured
   /** Both streams interleaved in arrival order, bounded and reported like each stream. */
   readonly output: Capture.Captured
+  /**
+   * Streams still held open when the group was gone (by a process that left it with setsid): reading them
+   * stopped there, so anything written to them later was not read and their capture is not complete.
+   */
+  readonly unread: ReadonlyArray<"stdout" | "stderr">
   readonly durationMs: number
   /** Members of the group that could not be killed (empty unless a process is stuck in the kernel). */
   readonly survivors: ReadonlyArray<number>
@@ -124,22 +154,45 @@ interface Running {
   readonly close: () => Promise<unknown>
 }
 
+type Child = Bun.Subprocess<"ignore" | Uint8Array, "pipe", "pipe">
+
+/** Spawns the process: the system refusing is a SpawnError, anything else thrown is a defect. */
+const spawn = (request: Request): Effect.Effect<{ readonly child: Child; readonly started: number }, SpawnError> =>
+  Effect.suspend(() => {
+    const started = performance.now()
+    try {
+      const child = Bun.spawn([...request.argv], {
+        cwd: request.cwd,
+        // Absent, Bun hands the child core's own environment without copying it here first.
+        ...(request.env === undefined ? {} : { env: { ...request.env } }),
+        stdin: request.stdin ?? "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+        // Its own process group, so that one signal reaches every descendant.
+        detached: true,
+      })
+      return Effect.succeed({ child, started })
+    } catch (cause) {
+      const code = typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
+      if (typeof code !== "string" || !SPAWN_ERRNO.has(code)) return Effect.die(cause)
+      return Effect.fail(
+        new SpawnError({
+          command: request.argv.join(" "),
+          cwd: request.cwd,
+          code,
+          message: `Could not start ${request.argv[0]} in ${request.cwd}: ${cause instanceof Error ? cause.message : String(cause)}`,
+        }),
+      )
+    }
+  })
+
 const start = (
+  child: Child,
+  started: number,
   request: Request,
   limits: Limits,
   progress: ((update: Progress) => Promise<void>) | undefined,
 ): Running => {
-  const started = performance.now()
-  const child = Bun.spawn([...request.argv], {
-    cwd: request.cwd,
-    // Absent, Bun hands the child core's own environment without copying it here first.
-    ...(request.env === undefined ? {} : { env: { ...request.env } }),
-    stdin: request.stdin ?? "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    // Its own process group, so that one signal reaches every descendant.
-    detached: true,
-  })
   const pgid = child.pid
   const captureBytes = request.maxCaptureBytes ?? limits.maxCaptureBytes
   const stdout = Capture.make(captureBytes)
@@ -184,12 +237,16 @@ const start = (
   }
 
   const readers: Array<{ readonly cancel: () => Promise<void> }> = []
-  const pump = async (stream: ReadableStream<Uint8Array>, capture: Capture.Capture) => {
+  const ended = { stdout: false, stderr: false }
+  const pump = async (stream: ReadableStream<Uint8Array>, capture: Capture.Capture, name: keyof typeof ended) => {
     const reader = stream.getReader()
     readers.push(reader)
     for (;;) {
       const { done, value } = await reader.read()
-      if (done) return
+      if (done) {
+        ended[name] = true
+        return
+      }
       capture.push(value)
       output.push(value)
       lastOutput = performance.now()
@@ -200,7 +257,7 @@ const start = (
       else pendingProgress = setTimeout(emit, wait)
     }
   }
-  const reading = Promise.all([pump(child.stdout, stdout), pump(child.stderr, stderr)])
+  const reading = Promise.all([pump(child.stdout, stdout, "stdout"), pump(child.stderr, stderr, "stderr")])
 
   const result = (async (): Promise<Result> => {
     await child.exited
@@ -211,6 +268,8 @@ const start = (
     const grace = sleep(DRAIN_MS)
     const drained = await Promise.race([reading.then(() => true), grace.done.then(() => false)])
     grace.cancel()
+    // Decided before cancelling: a cancelled reader ends its stream too.
+    const unread = (["stdout", "stderr"] as const).filter((name) => !ended[name])
     if (!drained) {
       await Promise.all(readers.map((reader) => reader.cancel()))
       await reading
@@ -224,6 +283,7 @@ const start = (
       stdout: stdout.finish(),
       stderr: stderr.finish(),
       output: output.finish(),
+      unread,
       durationMs: performance.now() - started,
       survivors,
     }
@@ -242,15 +302,12 @@ export const make = (config: Config.Shell = {}): Interface => {
     const progress =
       onProgress === undefined ? undefined : (update: Progress) => Effect.runPromiseWith(context)(onProgress(update))
     return yield* Effect.acquireUseRelease(
-      Effect.try({
-        try: () => start(request, resolved, progress),
-        catch: (cause) =>
-          new SpawnError({
-            command: request.argv.join(" "),
-            cwd: request.cwd,
-            message: `Could not start ${request.argv[0]} in ${request.cwd}: ${cause instanceof Error ? cause.message : String(cause)}`,
-          }),
-      }),
+      Effect.flatMap(spawn(request), ({ child, started }) =>
+        Effect.sync(() => start(child, started, request, resolved, progress)).pipe(
+          // A defect while setting up the run must not leave the process it already started behind.
+          Effect.onError(() => Effect.promise(() => ProcessGroup.terminate(child.pid))),
+        ),
+      ),
       (running) => Effect.promise(() => running.result),
       // Runs however the use ends: on interruption this is what ends the group before the run returns.
       (running) => Effect.promise(() => running.close()),

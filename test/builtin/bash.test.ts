@@ -3,7 +3,7 @@
 // edge cases of real processes (background jobs, timeouts, signals, huge output), each leaving nothing behind.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, realpathSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, realpathSync } from "node:fs"
 import { join } from "node:path"
 import { ProcessGroup } from "../../src/shell/group"
 import { harness, textOf } from "../support/builtin"
@@ -18,7 +18,7 @@ interface Structured {
   readonly stdout: string
   readonly stderr: string
   readonly output: string
-  readonly capture: Record<"stdout" | "stderr" | "output", { bytes: number; kept: number; complete: boolean; gap?: { offset: number; length: number } }>
+  readonly capture: Record<"stdout" | "stderr" | "output", { bytes: number; kept: number; complete: boolean; gap?: { offset: number; length: number }; unread?: true }>
   readonly durationMs: number
 }
 
@@ -69,7 +69,7 @@ describe("bash results", () => {
     )
   })
 
-  test("a background job returns promptly and is killed with the group", async () => {
+  test("a background job does not keep the call open and is killed with the group", async () => {
     const outcome = await harness().settle("bash", { command: "sleep 1000 & echo $!" })
     const [pid] = pidsIn(structured(outcome).stdout)
     expect(outcome.settlement.status).toBe("success")
@@ -188,20 +188,19 @@ describe("bash permission per command", () => {
     expect(existsSync(join(box.directory, "keep"))).toBe(true)
   })
 
-  test("an unparsable line is asked as a whole, even when a prefix rule allows its first command", async () => {
-    const box = harness({ rules: [ASK_ALL, { action: "bash", resource: "echo *", effect: "allow" }] })
+  test("an unparsable line is asked as a whole, even where every command is allowed, and saves nothing", async () => {
+    const box = harness()
     const outcome = await box.settle("bash", { command: 'echo "unterminated; touch made' })
-    expect(outcome.asks).toEqual([
-      { action: "bash", resources: ['<unparsed> echo "unterminated; touch made'], save: ['<unparsed> echo "unterminated; touch made'] },
-    ])
+    expect(outcome.asks).toEqual([{ action: "bash", resources: ['<unparsed> echo "unterminated; touch made'], save: [] }])
+    expect(outcome.settlement.status).toBe("declined")
     expect(existsSync(join(box.directory, "made"))).toBe(false)
   })
 
-  test("an expansion in a command name is asked as the whole line", async () => {
-    const box = harness({ rules: [ASK_ALL, { action: "bash", resource: "echo *", effect: "allow" }] })
-    const outcome = await box.settle("bash", { command: "CMD=touch; $CMD made" })
-    expect(outcome.asks[0]?.resources).toContain("<unparsed> CMD=touch; $CMD made")
-    expect(existsSync(join(box.directory, "made"))).toBe(false)
+  test("an expansion in a command name is asked as that command, even where every command is allowed", async () => {
+    const box = harness({ files: { "v.txt": "x" } })
+    const outcome = await box.settle("bash", { command: "$(echo rm) v.txt" })
+    expect(outcome.asks).toEqual([{ action: "bash", resources: ["$(echo rm) v.txt"], save: [] }])
+    expect(existsSync(join(box.directory, "v.txt"))).toBe(true)
   })
 
   test("commands allowed by rules run without asking", async () => {
@@ -256,5 +255,178 @@ describe("bash permission per command", () => {
     const outcome = await harness().settle("bash", { command: "mkdir -p a/b && touch a/b/c 2>/dev/null && ls a/b" })
     expect(outcome.asks).toEqual([])
     expect(structured(outcome).stdout).toBe("c\n")
+  })
+})
+
+describe("bash: what cannot be known from the text", () => {
+  const DENY_RM = { action: "bash", resource: "rm *", effect: "deny" } as const
+
+  for (const command of ["coproc rm v.txt; wait", "trap 'rm v.txt' EXIT", 'eval "rm v.txt"', 'bash -c "rm v.txt"', "find . -name v.txt -exec rm {} \\;"]) {
+    test(`${command}: a rule denying the command it runs denies the line`, async () => {
+      const box = harness({ rules: [DENY_RM], files: { "v.txt": "x" } })
+      const outcome = await box.settle("bash", { command })
+      expect(outcome.settlement.error?.kind).toBe("denied")
+      expect(outcome.asks).toEqual([])
+      expect(existsSync(join(box.directory, "v.txt"))).toBe(true)
+    })
+  }
+
+  for (const command of ['X="rm v.txt"; eval "$X"', "echo rm v.txt | bash", "python3 -c 'import os; os.remove(\"v.txt\")'"]) {
+    test(`${command}: code hidden from the text is asked, although every command is allowed`, async () => {
+      const box = harness({ rules: [DENY_RM], files: { "v.txt": "x" } })
+      const outcome = await box.settle("bash", { command })
+      expect(outcome.asks).toHaveLength(1)
+      expect(outcome.asks[0]).toMatchObject({ action: "bash", save: [] })
+      expect(outcome.settlement.status).toBe("declined")
+      expect(existsSync(join(box.directory, "v.txt"))).toBe(true)
+    })
+  }
+
+  test("an opaque command runs once approved, and always saves nothing for it", async () => {
+    const box = harness({ files: { "v.txt": "x" } })
+    const outcome = await box.settle("bash", { command: 'X="rm v.txt"; eval "$X"' }, { reply: { reply: "always" } })
+    expect(outcome.asks).toEqual([{ action: "bash", resources: ['eval "$X"'], save: [] }])
+    expect(outcome.settlement.status).toBe("success")
+    expect(existsSync(join(box.directory, "v.txt"))).toBe(false)
+  })
+
+  test("commands decided by rules are asked first, then what is opaque on its own", async () => {
+    const box = harness({ rules: [ASK_ALL] })
+    const outcome = await box.settle("bash", { command: 'ls; eval "$X"' }, { reply: { reply: "once" } })
+    expect(outcome.asks).toEqual([
+      { action: "bash", resources: ["ls"], save: ["ls *"] },
+      { action: "bash", resources: ['eval "$X"'], save: [] },
+    ])
+    expect(outcome.settlement.status).toBe("success")
+  })
+
+  test("a denied opaque command refuses the line before anything is asked", async () => {
+    const box = harness({ rules: [ASK_ALL, { action: "bash", resource: "eval *", effect: "deny" }] })
+    const outcome = await box.settle("bash", { command: 'touch made; eval "$X"' })
+    expect(outcome.settlement.error?.kind).toBe("denied")
+    expect(outcome.asks).toEqual([])
+    expect(existsSync(join(box.directory, "made"))).toBe(false)
+  })
+
+  test("a path held in an expansion is asked as its command, outside the Location or not", async () => {
+    const outside = realpathSync(tempDir("core-bash-outside-"))
+    const box = harness()
+    for (const command of [`D=${outside}; echo hi > $D/out.txt`, `D=${outside}; touch "$D/made"`, "cat ~root/.bashrc"]) {
+      const outcome = await box.settle("bash", { command })
+      expect(outcome.asks.map((ask) => ask.action)).toEqual(["bash"])
+      expect(outcome.asks[0]!.save).toEqual([])
+      expect(outcome.settlement.status).toBe("declined")
+    }
+    expect(existsSync(join(outside, "out.txt"))).toBe(false)
+    expect(existsSync(join(outside, "made"))).toBe(false)
+  })
+})
+
+describe("bash: redirections", () => {
+  test("a redirection is part of the command asked about; always saves the command's prefix", async () => {
+    const box = harness({ rules: [ASK_ALL] })
+    const outcome = await box.settle("bash", { command: "echo hi > notes.txt" })
+    expect(outcome.asks).toEqual([{ action: "bash", resources: ["echo hi > notes.txt"], save: ["echo *"] }])
+    expect(existsSync(join(box.directory, "notes.txt"))).toBe(false)
+  })
+
+  test("the plan agent cannot write a file through a redirection", async () => {
+    const box = harness({ files: { "src/main.ts": "original" } })
+    for (const command of ["echo hi > src/main.ts", "echo hi >> src/main.ts", "ls &> src/main.ts", "bash -c 'echo hi > src/main.ts'"]) {
+      const outcome = await box.settle("bash", { command }, { agent: "plan" })
+      expect(outcome.settlement.error?.kind).toBe("denied")
+      expect(outcome.settlement.error?.message).toContain('edit on "src/main.ts"')
+    }
+    expect(readFileSync(join(box.directory, "src/main.ts"), "utf8")).toBe("original")
+  })
+
+  test("a redirection to a path held in an expansion is an edit the plan agent cannot make", async () => {
+    const outcome = await harness().settle("bash", { command: 'echo hi > "$OUT"' }, { agent: "plan" })
+    expect(outcome.settlement.error?.kind).toBe("denied")
+    expect(outcome.settlement.error?.message).toContain('edit on "\\"$OUT\\""')
+  })
+
+  test("reading through a redirection, or writing to /dev/null, is no edit", async () => {
+    const box = harness({ files: { "in.txt": "content\n" } })
+    const outcome = await box.settle("bash", { command: "cat < in.txt 2>/dev/null" }, { agent: "plan" })
+    expect(outcome.settlement.status).toBe("success")
+    expect(structured(outcome).stdout).toBe("content\n")
+  })
+
+  test("a file a redirection writes is asked about as an edit when edits are asked", async () => {
+    const box = harness({ rules: [{ action: "edit", resource: "*", effect: "ask" }] })
+    const outcome = await box.settle("bash", { command: "echo hi > notes.txt" })
+    expect(outcome.asks).toEqual([{ action: "edit", resources: ["notes.txt"], save: ["notes.txt"] }])
+    expect(existsSync(join(box.directory, "notes.txt"))).toBe(false)
+  })
+})
+
+describe("bash environment", () => {
+  test("the command sees core's current environment without CORE_TOKEN, and non-interactive defaults", async () => {
+    const saved = { token: process.env.CORE_TOKEN, marker: process.env.CORE_BASH_TEST_MARKER }
+    process.env.CORE_TOKEN = "secret-token"
+    process.env.CORE_BASH_TEST_MARKER = "seen"
+    try {
+      const outcome = await harness().settle("bash", {
+        command: 'echo "[$CORE_TOKEN][$CORE_BASH_TEST_MARKER][$PAGER][$GIT_PAGER][$GIT_TERMINAL_PROMPT][$TERM]"; env | grep -c CORE_TOKEN',
+      })
+      expect(structured(outcome).stdout).toBe("[][seen][cat][cat][0][dumb]\n0\n")
+    } finally {
+      if (saved.token === undefined) delete process.env.CORE_TOKEN
+      else process.env.CORE_TOKEN = saved.token
+      if (saved.marker === undefined) delete process.env.CORE_BASH_TEST_MARKER
+      else process.env.CORE_BASH_TEST_MARKER = saved.marker
+    }
+  })
+
+  test("CDPATH does not move cd away from where its path was checked", async () => {
+    const outside = realpathSync(tempDir("core-bash-outside-"))
+    mkdirSync(join(outside, "sub"))
+    const box = harness({ files: { "sub/here.txt": "x" } })
+    const saved = process.env.CDPATH
+    process.env.CDPATH = outside
+    try {
+      const outcome = await box.settle("bash", { command: "cd sub && pwd" })
+      expect(structured(outcome).stdout).toBe(`${join(box.directory, "sub")}\n`)
+    } finally {
+      if (saved === undefined) delete process.env.CDPATH
+      else process.env.CDPATH = saved
+    }
+  })
+})
+
+describe("bash: the system refusing to start the command", () => {
+  test("a command line too long for the system is a model-visible failure saying what to do", async () => {
+    const outcome = await harness().settle("bash", { command: `echo ${"x".repeat(200_000)}` })
+    expect(outcome.settlement.error?.kind).toBe("failure")
+    expect(outcome.settlement.error?.message).toContain("too long for the system to run (E2BIG)")
+  })
+
+  test("a NUL byte in the command is a model-visible failure", async () => {
+    const outcome = await harness().settle("bash", { command: "echo a\u0000b" })
+    expect(outcome.settlement.error?.kind).toBe("failure")
+    expect(outcome.settlement.error?.message).toContain("NUL byte")
+  })
+})
+
+describe("bash: output still held open by a process that left the group", () => {
+  test("is reported as not read, never as complete", async () => {
+    // The writer reports its pid once it is in its own session, out of the group's reach, and keeps writing.
+    const session = (pid: string) => `$(cut -d' ' -f6 /proc/${pid}/stat)`
+    const command =
+      `setsid sh -c 'while :; do echo tick; sleep 0.05; done' & pid=$!; ` +
+      `while [ "${session("$pid")}" = "${session("$$")}" ]; do :; done; echo "writer $pid"`
+    const outcome = await harness().settle("bash", { command })
+    const [pid] = pidsIn(structured(outcome).stdout.split("\n").find((line) => line.startsWith("writer"))!)
+    try {
+      expect(outcome.settlement.status).toBe("success")
+      expect(structured(outcome).capture.stdout).toMatchObject({ complete: false, unread: true })
+      expect(structured(outcome).capture.output).toMatchObject({ complete: false, unread: true })
+      expect(textOf(outcome.settlement)).toContain(
+        "stdout: still held open by a process that left the command's process group (setsid); output after the command ended was not read",
+      )
+    } finally {
+      process.kill(-pid!, "SIGKILL")
+    }
   })
 })

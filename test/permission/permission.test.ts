@@ -268,3 +268,69 @@ describe("Permission asks", () => {
     expect(outcome).toBeInstanceOf(Permission.Declined)
   })
 })
+
+describe("Permission requests marked ask", () => {
+  test("a rule that allows does not answer it: it is asked", () =>
+    run(
+      Effect.gen(function* () {
+        const permission = yield* Permission.Service
+        // Without the mark the same resource passes without asking.
+        yield* permission.assert(ask("bash", ["eval $X"]))
+        const { fiber, request } = yield* pendingAssert(ask("bash", ["eval $X"], { ask: true, save: [] }))
+        expect(request).toMatchObject({ action: "bash", resources: ["eval $X"], save: [], ask: true })
+        yield* permission.reply(request.id, { reply: "once" })
+        yield* Fiber.join(fiber)
+      }),
+    ))
+
+  test("a rule that denies still denies it, without asking", () =>
+    run(
+      Effect.gen(function* () {
+        const permission = yield* Permission.Service
+        const denied = yield* permission.assert(ask("bash", ["rm $X"], { ask: true, save: [] })).pipe(Effect.flip)
+        expect(denied).toBeInstanceOf(Permission.Denied)
+        expect(yield* permission.pending).toEqual([])
+      }),
+      configured([sourced("bash", "rm *", "deny")]),
+    ))
+
+  test("a saved approval does not answer it", () =>
+    run(
+      Effect.gen(function* () {
+        yield* (yield* Approvals.Service).save(PROJECT, "bash", ["*"])
+        const permission = yield* Permission.Service
+        yield* permission.assert(ask("bash", ["ls"]))
+        const { fiber, request } = yield* pendingAssert(ask("bash", ["eval $X"], { ask: true, save: [] }))
+        yield* permission.reply(request.id, { reply: "once" })
+        yield* Fiber.join(fiber)
+      }),
+      configured([sourced("bash", "*", "ask")]),
+    ))
+
+  test("always answers it once and saves nothing, even when patterns were given", () =>
+    run(
+      Effect.gen(function* () {
+        const permission = yield* Permission.Service
+        const { fiber, request } = yield* pendingAssert(ask("bash", ["eval $X"], { ask: true, save: ["eval *"] }))
+        expect(request.save).toEqual([])
+        yield* permission.reply(request.id, { reply: "always" })
+        yield* Fiber.join(fiber)
+        expect(yield* (yield* Approvals.Service).list(PROJECT)).toEqual([])
+      }),
+    ))
+
+  test("an always for another request does not answer it", () =>
+    run(
+      Effect.gen(function* () {
+        const permission = yield* Permission.Service
+        const opaque = yield* pendingAssert(ask("bash", ["eval ls"], { ask: true, save: [] }))
+        const plain = yield* pendingAssert(ask("bash", ["eval ls"], { sessionID: "ses_2", save: ["eval *"] }))
+        yield* permission.reply(plain.request.id, { reply: "always" })
+        yield* Fiber.join(plain.fiber)
+        expect((yield* permission.pending).map((entry) => entry.id)).toEqual([opaque.request.id])
+        yield* permission.reply(opaque.request.id, { reply: "once" })
+        yield* Fiber.join(opaque.fiber)
+      }),
+      configured([sourced("bash", "*", "ask")]),
+    ))
+})

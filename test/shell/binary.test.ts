@@ -25,6 +25,21 @@ describe("core exec bash", () => {
     expect(settlementOf(result).status).toBe("declined")
   })
 
+  test("code hidden in a variable is declined without a terminal, although core's defaults allow every command", async () => {
+    const box = sandbox({ "v.txt": "x" })
+    const result = await exec(box, "bash", { command: 'X="rm v.txt"; eval "$X"' })
+    expect(result.code).toBe(4)
+    expect(settlementOf(result).status).toBe("declined")
+    expect(readFileSync(join(box.location, "v.txt"), "utf8")).toBe("x")
+  })
+
+  test("the command does not see the CORE_TOKEN core was started with", async () => {
+    const plain = sandbox()
+    const box = { ...plain, env: { ...plain.env, CORE_TOKEN: "secret-token" } }
+    const result = await exec(box, "bash", { command: 'echo "[$CORE_TOKEN]"' })
+    expect(settlementOf(result).content).toEqual([{ type: "text", text: "[]\n\nExit code 0" }])
+  })
+
   test("SIGINT cancels the call, exits 130 and leaves no process behind", async () => {
     const box = sandbox()
     const command = "sleep 1000 & echo $! $$ > pids; echo ready; sleep 1000"

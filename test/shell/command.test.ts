@@ -11,8 +11,18 @@ import { CommandLine } from "../../src/shell/command"
 const parse = (text: string) => Effect.runPromise(CommandLine.parse(text))
 const resources = async (text: string) => CommandLine.checks(await parse(text)).map((check) => check.resource)
 const saved = async (text: string) => CommandLine.checks(await parse(text)).map((check) => check.save)
+/** The checks asked every time, whatever the rules: what cannot be known from the text. */
+const opaque = async (text: string) =>
+  CommandLine.checks(await parse(text))
+    .filter((check) => check.opaque !== undefined)
+    .map((check) => check.resource)
+/** The checks decided by rules as usual. */
+const plain = async (text: string) =>
+  CommandLine.checks(await parse(text))
+    .filter((check) => check.opaque === undefined)
+    .map((check) => check.resource)
 const located = async (text: string, workdir = "/work/here") =>
-  CommandLine.paths(await parse(text)).map((word) => CommandLine.locate(word, workdir, "/home/someone"))
+  CommandLine.paths(await parse(text)).map((path) => CommandLine.locate(path.word, workdir, "/home/someone"))
 
 describe("CommandLine.checks: every command on its own", () => {
   const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
@@ -31,8 +41,8 @@ describe("CommandLine.checks: every command on its own", () => {
     ["f() { rm -rf /; }", ["rm -rf /"]],
     ["[[ -n $(pwd) ]] && true", ["[[ -n $(pwd) ]]", "pwd", "true"]],
     ["cat <<EOF\nhello $(rm x)\nEOF", ["cat", "rm x"]],
-    ["echo hi >&2 2>/dev/null", ["echo hi"]],
-    ["echo > out.txt hello", ["echo hello"]],
+    ["echo hi >&2 2>&1", ["echo hi"]],
+    ["echo > out.txt hello", ["echo hello > out.txt"]],
   ]
   for (const [line, expected] of cases) {
     test(JSON.stringify(line), async () => {
@@ -84,38 +94,191 @@ describe("CommandLine.checks: every command on its own", () => {
   })
 })
 
-describe("CommandLine.checks: lines that cannot be read command by command", () => {
-  test("a syntax error is checked as the whole line under the unparsed marker", async () => {
+describe("CommandLine.checks: redirections belong to their command", () => {
+  test("a command is checked with its file redirections, as written", async () => {
+    expect(await resources("echo hi > src/main.ts")).toEqual(["echo hi > src/main.ts"])
+    expect(await resources("make 2>/dev/null >>log < in")).toEqual(["make 2>/dev/null >>log < in"])
+    expect(await resources("cat <<EOF > out\nbody\nEOF")).toEqual(["cat > out"])
+  })
+
+  test("an always still saves the command's prefix, or the exact text with its redirections", async () => {
+    expect(await saved("echo hi > src/main.ts")).toEqual(["echo *"])
+    expect(await saved("make > log")).toEqual(["make > log"])
+  })
+
+  test("the commands a wrapper runs are checked without the wrapper's redirections", async () => {
+    expect(await resources("sudo rm x > log")).toEqual(["sudo rm x > log", "rm x"])
+  })
+})
+
+describe("CommandLine.checks: what cannot be known from the text is opaque", () => {
+  test("a syntax error is checked as the whole line under the unparsed marker, opaque and saving nothing", async () => {
     const parsed = await parse('echo "unterminated')
     expect(parsed.unparsed).toBe("bash cannot parse it")
-    const [whole] = CommandLine.checks(parsed)
-    expect(whole).toEqual({ resource: '<unparsed> echo "unterminated', save: '<unparsed> echo "unterminated' })
+    expect(CommandLine.checks(parsed)).toContainEqual({
+      resource: '<unparsed> echo "unterminated',
+      save: undefined,
+      opaque: "bash cannot parse it",
+    })
     expect((await parse("&& ls")).unparsed).toBeDefined()
     expect((await parse("ls (")).unparsed).toBeDefined()
   })
 
-  test("an expansion in a command name makes the line unparsed", async () => {
-    expect(await resources("$CMD -rf /")).toEqual(["<unparsed> $CMD -rf /"])
-    expect(await resources("$(echo rm) -rf /")).toContain("<unparsed> $(echo rm) -rf /")
-    expect(await resources("ls; r* x")).toEqual(["<unparsed> ls; r* x", "ls"])
-    expect(await resources("sudo $CMD")).toContain("<unparsed> sudo $CMD")
-  })
-
-  test("no prefix rule matches an unparsed line; only the exact line or a leading wildcard does", async () => {
-    const [whole] = CommandLine.checks(await parse('git status "oops && rm -rf /'))
+  test("the marker keeps prefix rules from matching an unparsed line", async () => {
+    const [whole] = await opaque('git status "oops && rm -rf /')
     for (const pattern of ["git *", "git status *", "rm *", "echo *", "git status"]) {
-      expect(Rule.matches(pattern, whole!.resource)).toBe(false)
+      expect(Rule.matches(pattern, whole!)).toBe(false)
     }
-    expect(Rule.matches("*", whole!.resource)).toBe(true)
-  })
-
-  test("an unparsed line with a wildcard character saves nothing", async () => {
-    const [whole] = CommandLine.checks(await parse("ls *.ts; $X"))
-    expect(whole).toEqual({ resource: "<unparsed> ls *.ts; $X", save: undefined })
   })
 
   test("the commands found in an unparsed line are checked as well", async () => {
-    expect(await resources("rm -rf x; $CMD")).toEqual(["<unparsed> rm -rf x; $CMD", "rm -rf x"])
+    expect(await plain("rm -rf x; echo (")).toContain("rm -rf x")
+  })
+
+  test("a command named by an expansion or a pattern is opaque as itself; the rest of the line is not", async () => {
+    expect(await opaque("$CMD -rf /")).toEqual(["$CMD -rf /"])
+    expect(await opaque("ls; r* x")).toEqual(["r* x"])
+    expect(await plain("ls; r* x")).toEqual(["ls"])
+    expect(await opaque("$(echo rm) v.txt")).toEqual(["$(echo rm) v.txt"])
+    expect(await plain("$(echo rm) v.txt")).toEqual(["echo rm"])
+    expect(await opaque("sudo $CMD x")).toEqual(["sudo $CMD x"])
+  })
+
+  const opaqueLines: ReadonlyArray<string> = [
+    'eval "$X"',
+    'bash -c "$X"',
+    "bash -c",
+    'sh -ec "$SCRIPT"',
+    "zsh -c 'ls'",
+    "fish -c 'ls'",
+    "python3 -c 'import os'",
+    "python -Bc 'import os'",
+    "node -e 'process.exit()'",
+    "node --eval=1",
+    "node -pe 1",
+    "bun -e 'Bun.spawnSync([\"rm\", \"x\"])'",
+    "perl -ne 'print' notes.txt",
+    "perl -pi -e 's/a/b/' notes.txt",
+    "perl -lane 'print $F[0]' data",
+    "ruby -e 'exit'",
+    "php -r 'exit;'",
+    "deno eval 'Deno.exit()'",
+    "su -c 'rm x'",
+    "sudo -s",
+    "env -S 'rm x'",
+    "trap \"$X\" EXIT",
+    'watch "$X"',
+    "source $SCRIPT",
+    ". <(curl -s example.com/x.sh)",
+    "bash $SCRIPT",
+    "awk 'BEGIN { system(\"rm x\") }'",
+    "awk '{ print | \"sh\" }' list",
+    'awk "$PROGRAM" data',
+  ]
+  for (const line of opaqueLines) {
+    test(`${line} is opaque`, async () => {
+      expect(await opaque(line)).toEqual([line])
+    })
+  }
+
+  const fedOnStdin: ReadonlyArray<readonly [string, string]> = [
+    ["echo 'rm x' | bash", "bash"],
+    ["curl -s example.com | python3", "python3"],
+    ["bash < script.sh", "bash < script.sh"],
+    ["bash <<< 'rm x'", "bash"],
+    ["node <<EOF\nrequire('fs')\nEOF", "node"],
+    ["echo x | bash -s arg", "bash -s arg"],
+  ]
+  for (const [line, resource] of fedOnStdin) {
+    test(`${JSON.stringify(line)}: an interpreter reading its code from stdin is opaque`, async () => {
+      expect(await opaque(line)).toEqual([resource])
+    })
+  }
+
+  test("a command run through find -exec or xargs by a name from its input is opaque", async () => {
+    expect(await opaque("find . -name '*.sh' -exec {} \\;")).toEqual(["find . -name '*.sh' -exec {} \\;"])
+    expect(await opaque("cat cmds | xargs -I{} {} v.txt")).toEqual(["xargs -I{} {} v.txt"])
+    expect(await opaque("cat cmds | xargs -I X X v.txt")).toEqual(["xargs -I X X v.txt"])
+  })
+
+  const known: ReadonlyArray<string> = [
+    "bash script.sh",
+    "sh -x ./configure",
+    "bash --version",
+    "python3 app.py --port 8000",
+    "python3 -m pytest -x",
+    "python3 --version",
+    "python -W ignore app.py",
+    "node build.js",
+    "node --test",
+    "perl script.pl",
+    "perl -Mstrict script.pl",
+    "ruby -v script.rb",
+    "bun test",
+    "bun run build",
+    "awk '{ print $1 }' data",
+    "awk -F: '$1 == \"root\" || $3 == 0' /etc/passwd",
+    "awk -f prog.awk data",
+    "trap - INT",
+    "trap '' INT",
+    "trap -p",
+    "source ./env.sh",
+    "diff <(ls a) <(ls b)",
+    "xargs rm",
+  ]
+  for (const line of known) {
+    test(`${line} is not opaque`, async () => {
+      expect(await opaque(line)).toEqual([])
+    })
+  }
+})
+
+describe("CommandLine.checks: literal code is read like the line itself", () => {
+  const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
+    ["bash -c 'rm v2.txt'", ["bash -c 'rm v2.txt'", "rm v2.txt"]],
+    ['eval "rm v.txt"', ['eval "rm v.txt"', "rm v.txt"]],
+    ["eval rm v.txt", ["eval rm v.txt", "rm v.txt"]],
+    ["trap 'rm v2.txt' EXIT", ["trap 'rm v2.txt' EXIT", "rm v2.txt"]],
+    ["sh -ec 'git status && rm y'", ["sh -ec 'git status && rm y'", "git status", "rm y"]],
+    ["sudo bash -c 'rm x'", ["sudo bash -c 'rm x'", "bash -c 'rm x'", "rm x"]],
+    ["coproc rm v.txt", ["coproc rm v.txt", "rm v.txt"]],
+    ["coproc { rm x; }", ["coproc { rm x", "rm x", "}"]],
+    ["coproc worker { rm x; }", ["coproc worker { rm x", "rm x", "}"]],
+    ["find . -name '*.o' -exec rm {} \\;", ["find . -name '*.o' -exec rm {} \\;", "rm {}"]],
+    // The find itself is opaque (below): `rm "$1"` names a path only known when it runs.
+    ["find . -exec sh -c 'rm \"$1\"' _ {} \\;", ["sh -c 'rm \"$1\"' _ {}", 'rm "$1"']],
+    ["time { rm x; }", ["time { rm x", "rm x", "}"]],
+    ["time (sleep 1)", ["time (sleep 1)", "sleep 1"]],
+    ["nohup { rm x; } &", ["nohup { rm x", "rm x", "}"]],
+    ["watch -n 1 'ls; rm x'", ["watch -n 1 'ls; rm x'", "ls", "rm x"]],
+    ["watch -x rm x", ["watch -x rm x", "rm x"]],
+    ["alias x='rm v'", ["alias x='rm v'", "rm v"]],
+    ["sudo -s 'ls; rm x'", ["sudo -s 'ls; rm x'", "ls", "rm x"]],
+    ["cat list | xargs rm", ["cat list", "xargs rm", "rm"]],
+    ["bash -c \"bash -c 'rm x'\"", ["bash -c \"bash -c 'rm x'\"", "bash -c 'rm x'", "rm x"]],
+  ]
+  for (const [line, expected] of cases) {
+    test(JSON.stringify(line), async () => {
+      expect(await plain(line)).toEqual([...expected])
+    })
+  }
+
+  test("what the inner code cannot tell is opaque as the outer command", async () => {
+    expect(await opaque("bash -c 'ls; $CMD'")).toEqual(["bash -c 'ls; $CMD'"])
+    expect(await opaque("bash -c 'echo \"unterminated'")).toEqual(["bash -c 'echo \"unterminated'"])
+    expect(await opaque("find . -exec sh -c 'rm \"$1\"' _ {} \\;")).toEqual(["find . -exec sh -c 'rm \"$1\"' _ {} \\;"])
+  })
+
+  test("code nested too deeply is opaque", async () => {
+    const line = `${"eval ".repeat(12)}ls`
+    expect(await opaque(line)).toEqual([line])
+    expect(await plain(line)).not.toContain("ls")
+    expect(await plain("eval eval ls")).toEqual(["eval eval ls", "eval ls", "ls"])
+  })
+
+  test("a file an inner command writes is found too", async () => {
+    const paths = CommandLine.paths(await parse("bash -c 'echo hi > out.txt'"))
+    expect(paths.map((path) => [path.word.value, path.writes, path.owner])).toEqual([["out.txt", true, "bash -c 'echo hi > out.txt'"]])
   })
 })
 
@@ -231,7 +394,90 @@ describe("CommandLine.paths and CommandLine.locate", () => {
   })
 
   test("the real home directory is the default", async () => {
-    const [word] = CommandLine.paths(await parse("cat ~/x"))
-    expect(CommandLine.locate(word!, "/anywhere")).toBe(`${homedir()}/x`)
+    const [path] = CommandLine.paths(await parse("cat ~/x"))
+    expect(CommandLine.locate(path!.word, "/anywhere")).toBe(`${homedir()}/x`)
+  })
+})
+
+describe("CommandLine.paths: paths that cannot be known before running", () => {
+  const unknown = async (text: string) =>
+    CommandLine.paths(await parse(text))
+      .filter((path) => path.unknown !== undefined)
+      .map((path) => path.word.text)
+
+  test("a path operand or redirection target holding an expansion is unknown", async () => {
+    expect(await unknown("cat $HOME/.ssh/id_rsa")).toEqual(["$HOME/.ssh/id_rsa"])
+    expect(await unknown("cat ${HOME}/y")).toEqual(["${HOME}/y"])
+    expect(await unknown('echo hi > "$OUT"')).toEqual(['"$OUT"'])
+    expect(await unknown("rm -rf $(cat list)")).toEqual(["$(cat list)"])
+    expect(await unknown("cp -t \"$DIR\" a")).toEqual(['"$DIR"'])
+    expect(await unknown("cp --target-directory=$DIR a")).toEqual(["--target-directory=$DIR"])
+  })
+
+  test("another user's home, or ~ in a line that mentions HOME, is unknown", async () => {
+    expect(await unknown("cat ~root/.bashrc")).toEqual(["~root/.bashrc"])
+    expect(await unknown("ls ~+/x ~-/y")).toEqual(["~+/x", "~-/y"])
+    expect(await unknown("HOME=/etc; cat ~/passwd")).toEqual(["~/passwd"])
+    expect(await unknown("export HOME=/etc && cd")).toEqual(["~"])
+    expect(await unknown("cat ~/notes")).toEqual([])
+  })
+
+  test("the command holding an unknown path is opaque, with its redirections", async () => {
+    expect(await opaque("echo hi > $HOME/x")).toEqual(["echo hi > $HOME/x"])
+    expect(await plain("echo hi > $HOME/x")).toEqual([])
+    expect(await opaque("{ ls; } > $OUT")).toEqual(["{ ls; } > $OUT"])
+    expect(await opaque("cat ~root/.bashrc")).toEqual(["cat ~root/.bashrc"])
+  })
+
+  test("values of options that are not paths are not taken for paths", async () => {
+    expect(await unknown('head -n "$N" notes.txt')).toEqual([])
+    expect(await unknown('grep -r "$PATTERN" src')).toEqual([])
+    expect(await unknown("rm -$FLAGS x")).toEqual([])
+    expect(await unknown("diff <(ls a) <(ls b)")).toEqual([])
+    expect(await unknown('find . -name "$X"')).toEqual([])
+  })
+})
+
+describe("CommandLine.paths: which words are paths", () => {
+  test("a pattern given by -e or -f leaves every operand a path", async () => {
+    expect(await located("grep -e root /etc/shadow")).toEqual(["/etc/shadow"])
+    expect(await located("grep -f /etc/patterns notes")).toEqual(["/etc/patterns", "/work/here/notes"])
+    expect(await located("sed -e s/a/b/ /etc/hosts")).toEqual(["/etc/hosts"])
+  })
+
+  test("option values are skipped, or taken as paths where they are files", async () => {
+    expect(await located("head -n 5 /etc/hosts")).toEqual(["/etc/hosts"])
+    expect(await located("cp -t /opt a")).toEqual(["/opt", "/work/here/a"])
+    expect(await located("chmod --reference=/etc/hosts x")).toEqual(["/etc/hosts", "/work/here/x"])
+  })
+
+  test("find's start points are paths, its expression is not; -fprint writes a file", async () => {
+    expect(await located("find -L /etc /var -name '*.conf' -newer x")).toEqual(["/etc", "/var"])
+    const paths = CommandLine.paths(await parse("find . -fprint /tmp/out"))
+    expect(paths.map((path) => [path.word.value, path.writes])).toEqual([
+      [".", false],
+      ["/tmp/out", true],
+    ])
+  })
+
+  test("the file source and . read is a path; the arguments after it are not", async () => {
+    expect(await located("source /etc/profile a b")).toEqual(["/etc/profile"])
+    expect(await located(". ./env.sh")).toEqual(["/work/here/env.sh"])
+  })
+
+  test("redirections that write are told from those that read", async () => {
+    const paths = CommandLine.paths(await parse("cmd > a 2>> b < c &> d >| e"))
+    expect(paths.map((path) => [path.word.value, path.writes])).toEqual([
+      ["a", true],
+      ["b", true],
+      ["c", false],
+      ["d", true],
+      ["e", true],
+    ])
+  })
+
+  test("a redirection of a function or group belongs to that statement", async () => {
+    const paths = CommandLine.paths(await parse("f() { cat; } > out"))
+    expect(paths.map((path) => [path.word.value, path.writes, path.owner])).toEqual([["out", true, "f() { cat; } > out"]])
   })
 })

@@ -2,7 +2,7 @@
 // ended on exit, timeout and interruption (checked in /proc), inactivity timeouts and live progress.
 
 import { describe, expect, test } from "bun:test"
-import { Deferred, Effect, Fiber } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
 import { ProcessGroup } from "../../src/shell/group"
 import { Shell } from "../../src/shell/producer"
 import { tempDir } from "../support/temp"
@@ -70,11 +70,31 @@ describe("Shell.run", () => {
     expect(result.stdout.text).toBe(`${directory}\n[given]\n[]\n`)
   })
 
-  test("a directory that does not exist is a SpawnError", async () => {
+  test("a directory or program that does not exist is a SpawnError with its errno", async () => {
     const error = await Effect.runPromise(
       shell.run({ argv: [shell.shell, "-c", "true"], cwd: "/nonexistent/core-shell" }).pipe(Effect.flip),
     )
-    expect(error).toMatchObject({ _tag: "Shell.SpawnError", cwd: "/nonexistent/core-shell" })
+    expect(error).toMatchObject({ _tag: "Shell.SpawnError", cwd: "/nonexistent/core-shell", code: "ENOENT" })
+    const missing = await Effect.runPromise(shell.run({ argv: ["/nonexistent/program"], cwd: tempDir("core-shell-") }).pipe(Effect.flip))
+    expect(missing).toMatchObject({ _tag: "Shell.SpawnError", code: "ENOENT" })
+  })
+
+  test("an argument list too long for the system is a SpawnError (E2BIG)", async () => {
+    const error = await Effect.runPromise(
+      shell.run({ argv: [shell.shell, "-c", `echo ${"x".repeat(200_000)}`], cwd: tempDir("core-shell-") }).pipe(Effect.flip),
+    )
+    expect(error).toMatchObject({ _tag: "Shell.SpawnError", code: "E2BIG" })
+  })
+
+  test("anything else Bun.spawn throws is a defect, never a SpawnError", async () => {
+    for (const argv of [[], ["echo", "a\u0000b"]]) {
+      const exit = await Effect.runPromiseExit(shell.run({ argv, cwd: tempDir("core-shell-") }))
+      expect(Exit.isFailure(exit)).toBe(true)
+      if (Exit.isFailure(exit)) {
+        expect(Cause.hasDies(exit.cause)).toBe(true)
+        expect(Cause.hasFails(exit.cause)).toBe(false)
+      }
+    }
   })
 
   test("a background job ends with the call, which does not wait for it", async () => {
@@ -100,9 +120,29 @@ describe("Shell.run", () => {
     const [pid] = pidsIn(result.stdout.text)
     expect(result.exitCode).toBe(0)
     expect(result.stdout.text).toBe(`${pid}\n`)
+    expect(result.unread).toEqual(["stdout", "stderr"])
     // It escaped on purpose and still holds the pipes; it is not ours to end, so the test cleans it up.
     expect(alive(pid!)).toBe(true)
     process.kill(pid!, "SIGKILL")
+  })
+
+  test("a stream a process outside the group keeps writing to is reported as not read", async () => {
+    const session = (pid: string) => `$(cut -d' ' -f6 /proc/${pid}/stat)`
+    const result = await run(
+      `setsid sh -c 'while :; do echo tick; sleep 0.05; done' 2>/dev/null & pid=$!; ` +
+        `while [ "${session("$pid")}" = "${session("$$")}" ]; do :; done; echo "writer $pid" >&2`,
+    )
+    const [pid] = pidsIn(result.stderr.text)
+    try {
+      expect(result.unread).toEqual(["stdout"])
+      expect(result.stdout.text).toContain("tick\n")
+    } finally {
+      process.kill(-pid!, "SIGKILL")
+    }
+  })
+
+  test("streams closed by the time the command ends are not reported as unread", async () => {
+    expect((await run("echo done")).unread).toEqual([])
   })
 
   test("the wall-clock timeout ends the whole group, grandchildren included", async () => {
@@ -137,7 +177,8 @@ describe("Shell.run", () => {
   })
 
   test("output keeps the inactivity timeout from firing", async () => {
-    const result = await run("for i in 1 2 3 4 5; do echo $i; sleep 0.1; done", { inactivityTimeoutMs: 400 })
+    // Output every 50 ms against a 1,000 ms limit: a margin no loaded machine should eat, over a run twice the limit.
+    const result = await run("for i in $(seq 40); do echo $i; sleep 0.05; done", { inactivityTimeoutMs: 1000 })
     expect(result.timedOut).toBeUndefined()
     expect(result.exitCode).toBe(0)
   })

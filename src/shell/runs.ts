@@ -1,0 +1,347 @@
+export * as Runs from "./runs"
+
+// What a command runs besides itself, read from its words: the command a wrapper or `find -exec` runs, the bash
+// code a shell, `eval` or `trap` is given as literal text (read like the line itself), and why what it runs cannot
+// be known from the line when it cannot (code in an expansion, code in another language, code fed on stdin). Pure:
+// it reads words and decides nothing; ./command walks what it finds and ../builtin/bash asks about it.
+
+import { basename } from "node:path"
+import { Arity } from "./arity"
+import type { Words } from "./words"
+
+type Word = Words.Word
+
+export interface Inner {
+  /** Commands it runs, as words (`sudo rm x` runs `rm x`). */
+  readonly commands: ReadonlyArray<ReadonlyArray<Word>>
+  /** Bash code it runs, given as literal text (`bash -c 'rm x'`, `eval "rm x"`, `trap 'rm x' EXIT`). */
+  readonly code: ReadonlyArray<string>
+  /** Why what it runs cannot be known before it runs; undefined when it can. */
+  readonly opaque: string | undefined
+}
+
+const NOTHING: Inner = { commands: [], code: [], opaque: undefined }
+const opaque = (reason: string): Inner => ({ commands: [], code: [], opaque: reason })
+const code = (text: string): Inner => ({ commands: [], code: [text], opaque: undefined })
+
+/** Shells whose code the bash grammar reads faithfully, so a literal `-c` string is checked command by command. */
+const BASH_LIKE: ReadonlySet<string> = new Set(["bash", "sh", "dash", "ash"])
+/** Shells with syntax of their own (zsh's glob qualifiers run code, fish is another language): never read. */
+const OTHER_SHELLS: ReadonlySet<string> = new Set(["zsh", "ksh", "mksh", "fish"])
+/** A shell's options that only print something (`-v` and `-h` are not: they are bash's verbose and hashall). */
+const SHELL_INFORMATIONAL = ["--version", "--help"]
+
+/** An interpreter of another language, whose code core cannot read. */
+interface Interpreter {
+  /** Options whose value is code (`python -c CODE`, `node -e CODE`). */
+  readonly code: ReadonlyArray<string>
+  /** Options whose value is the next word and is not code (`python -W ignore`). */
+  readonly valued: ReadonlyArray<string>
+  /**
+   * Letters that may be grouped behind one dash (`perl -ne CODE`): a group holding a code letter holds code,
+   * unless a letter before it takes the rest of the group as its value (`-Mstrict`, `-Wdefault`). Empty when the
+   * interpreter does not group options.
+   */
+  readonly grouped: { readonly code: string; readonly valued: string }
+  /** Options after which it runs no code from stdin (`python -m mod`, `node --test`, `--version`). */
+  readonly standalone: ReadonlyArray<string>
+  /** Whether, given no script, it reads its program from stdin (which the line may feed: `echo … | python3`). */
+  readonly stdin: boolean
+}
+
+const UNGROUPED = { code: "", valued: "" }
+
+const PYTHON: Interpreter = {
+  code: ["-c"],
+  valued: ["-W", "-X", "-Q"],
+  grouped: { code: "c", valued: "WXQm" },
+  standalone: ["-m", "-V", "--version", "-h", "--help", "-?"],
+  stdin: true,
+}
+const NODE: Interpreter = {
+  code: ["-e", "--eval", "-p", "--print"],
+  valued: ["-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions"],
+  grouped: { code: "ep", valued: "rC" },
+  standalone: ["--test", "--run", "--v8-options", "-v", "--version", "-h", "--help"],
+  stdin: true,
+}
+
+const INTERPRETERS: Readonly<Record<string, Interpreter>> = {
+  python: PYTHON,
+  python2: PYTHON,
+  python3: PYTHON,
+  pypy: PYTHON,
+  pypy3: PYTHON,
+  node: NODE,
+  nodejs: NODE,
+  bun: { code: ["-e", "--eval", "-p", "--print"], valued: [], grouped: UNGROUPED, standalone: [], stdin: false },
+  perl: {
+    code: ["-e", "-E"],
+    valued: ["-I", "-M", "-m"],
+    // `-l` and `-0` take only digits, so `-lane` still holds `-e`.
+    grouped: { code: "eE", valued: "IMmxiCdD" },
+    standalone: ["-v", "--version", "-h", "--help"],
+    stdin: true,
+  },
+  ruby: {
+    code: ["-e"],
+    valued: ["-I", "-r", "-C", "-E"],
+    grouped: { code: "e", valued: "IrCEixKTW0" },
+    standalone: ["--version", "-h", "--help"],
+    stdin: true,
+  },
+  php: {
+    code: ["-r", "-R", "-B", "-E"],
+    valued: ["-c", "-d", "-z"],
+    grouped: UNGROUPED,
+    standalone: ["-v", "--version", "-h", "--help", "-i", "-m", "-l", "-S"],
+    stdin: true,
+  },
+  lua: { code: ["-e"], valued: ["-l"], grouped: UNGROUPED, standalone: ["-v"], stdin: true },
+  luajit: { code: ["-e"], valued: ["-l", "-j", "-O"], grouped: UNGROUPED, standalone: ["-v"], stdin: true },
+  Rscript: { code: ["-e"], valued: [], grouped: UNGROUPED, standalone: [], stdin: false },
+}
+
+/** Whether a group of single-letter options (`-ne`) holds a code option. */
+const groupHoldsCode = (value: string, grouped: Interpreter["grouped"]): boolean => {
+  if (!/^-[A-Za-z]/.test(value) || value.startsWith("--")) return false
+  for (const letter of value.slice(1)) {
+    if (grouped.code.includes(letter)) return true
+    if (grouped.valued.includes(letter)) return false
+  }
+  return false
+}
+
+const AWKS: ReadonlySet<string> = new Set(["awk", "gawk", "mawk", "nawk"])
+
+/** Whether every word is a literal: then the values are what runs. */
+const literal = (words: ReadonlyArray<Word>): boolean => words.every((word) => word.value !== undefined)
+
+const joined = (words: ReadonlyArray<Word>): string => words.map((word) => word.value!).join(" ")
+
+/** The options before a command's first operand, and its operands (everything from the first operand on). */
+const split = (
+  words: ReadonlyArray<Word>,
+  valued: ReadonlyArray<string>,
+): { readonly options: ReadonlyArray<Word>; readonly operands: ReadonlyArray<Word> } => {
+  const options: Array<Word> = []
+  for (let index = 1; index < words.length; index++) {
+    const word = words[index]!
+    const value = word.value ?? word.text
+    if (value === "--") return { options, operands: words.slice(index + 1) }
+    if (value === "-" || !/^[-+]/.test(value)) return { options, operands: words.slice(index) }
+    options.push(word)
+    if (valued.includes(value) && index + 1 < words.length) options.push(words[++index]!)
+  }
+  return { options, operands: [] }
+}
+
+const has = (options: ReadonlyArray<Word>, names: ReadonlyArray<string>) =>
+  options.some((option) => option.value !== undefined && names.includes(option.value))
+
+/** A shell: `-c` code (read when bash-like and literal), a script file, or code from stdin. */
+const shell = (name: string, words: ReadonlyArray<Word>): Inner => {
+  // `-o`, `-O` and their `+` forms take a value, also at the end of a group (`-eo pipefail`).
+  const options: Array<Word> = []
+  let operands: ReadonlyArray<Word> = []
+  let command = false
+  let stdin = false
+  for (let index = 1; index < words.length; index++) {
+    const word = words[index]!
+    const value = word.value
+    if (value === undefined) {
+      if (word.text.startsWith("-")) return opaque(`its option ${word.text} holds an expansion`)
+      operands = words.slice(index)
+      break
+    }
+    if (value === "--") {
+      operands = words.slice(index + 1)
+      break
+    }
+    if (value === "-") {
+      stdin = true
+      operands = words.slice(index + 1)
+      break
+    }
+    if (value.startsWith("--")) {
+      options.push(word)
+      // fish's `--command CODE` and `--command=CODE`.
+      if (value.startsWith("--command")) command = true
+      if (["--rcfile", "--init-file", "--command"].includes(value)) index++
+      continue
+    }
+    if (/^[-+][A-Za-z]+$/.test(value)) {
+      options.push(word)
+      if (value.startsWith("-") && value.includes("c")) command = true
+      if (value.startsWith("-") && value.includes("s")) stdin = true
+      if (/[oO]$/.test(value)) index++
+      continue
+    }
+    operands = words.slice(index)
+    break
+  }
+  if (command) {
+    const text = operands[0]
+    if (text === undefined) return opaque(`${name} -c is given its code from elsewhere`)
+    if (text.value === undefined) return opaque(`the code given to ${name} -c holds an expansion`)
+    if (!BASH_LIKE.has(name)) return opaque(`${name} code is not read by core`)
+    return code(text.value)
+  }
+  const script = operands[0]
+  if (script === undefined || stdin) {
+    return has(options, SHELL_INFORMATIONAL) ? NOTHING : opaque(`${name} reads the code it runs from its standard input`)
+  }
+  if (script.value === undefined) return opaque(`the script ${name} runs is named by an expansion (${script.text})`)
+  return NOTHING
+}
+
+/** An interpreter of another language: opaque when given code as text or on stdin; a script file is not. */
+const foreign = (name: string, spec: Interpreter, words: ReadonlyArray<Word>): Inner => {
+  const { options, operands } = split(words, spec.valued)
+  for (const option of options) {
+    const value = option.value
+    if (value === undefined) return opaque(`its option ${option.text} holds an expansion`)
+    const flag = spec.code.some((candidate) => value === candidate || value.startsWith(`${candidate}=`))
+    if (flag || groupHoldsCode(value, spec.grouped)) return opaque(`${name} runs code given as text, which core does not read`)
+  }
+  const script = operands[0]
+  if (script === undefined || script.value === "-") {
+    if (!spec.stdin || has(options, spec.standalone)) return NOTHING
+    return opaque(`${name} reads the code it runs from its standard input`)
+  }
+  if (script.value === undefined) return opaque(`the script ${name} runs is named by an expansion (${script.text})`)
+  return NOTHING
+}
+
+/** awk: its program is code that can run commands (`system()`, pipes); one that does neither runs nothing else. */
+const awk = (name: string, words: ReadonlyArray<Word>): Inner => {
+  const { options, operands } = split(words, ["-F", "-v", "-f", "-e", "-i", "-l", "--source", "--file", "--include"])
+  const programs: Array<Word> = []
+  let file = false
+  for (let index = 0; index < options.length; index++) {
+    const value = options[index]!.value
+    if ((value === "-e" || value === "--source") && index + 1 < options.length) programs.push(options[++index]!)
+    else if (value?.startsWith("--source=")) programs.push({ ...options[index]!, value: value.slice("--source=".length) })
+    else if (value === "-f" || value === "--file" || value?.startsWith("--file=")) file = true
+  }
+  if (!file && programs.length === 0 && operands[0] !== undefined) programs.push(operands[0])
+  for (const program of programs) {
+    if (program.value === undefined) return opaque(`the ${name} program holds an expansion`)
+    // `system(...)` and pipes to or from a command (`print | "sh"`, `"cmd" | getline`) run commands; `||` does not.
+    if (/\bsystem\s*\(/.test(program.value) || /(^|[^|])\|(?!\|)/.test(program.value)) {
+      return opaque(`the ${name} program runs commands`)
+    }
+  }
+  return NOTHING
+}
+
+/** The command a wrapper runs, checked like any other; unknown when its name is not a literal word. */
+const wrapped = (name: string, words: ReadonlyArray<Word>, replace?: string): Inner => {
+  const target = words[0]
+  if (target === undefined) return NOTHING
+  // `time { rm x; }`: the grammar reads the group as words, and what follows the brace runs.
+  if (target.value === "{") return wrapped(name, words.slice(1), replace)
+  // `time (sleep 1)`: a subshell, whose commands the walk finds like any other.
+  if (/^\([\s\S]*\)$/.test(target.text)) return NOTHING
+  if (target.value === undefined || target.value === "" || target.glob) {
+    return opaque(`${name} runs a command named by ${target.text}, which is not known before it runs`)
+  }
+  if (replace !== undefined && target.value.includes(replace)) {
+    return opaque(`${name} runs a command named by its input (${target.text})`)
+  }
+  return { commands: [words], code: [], opaque: undefined }
+}
+
+/** `find … -exec CMD … ;` (and -execdir, -ok, -okdir): each command it runs. */
+const find = (words: ReadonlyArray<Word>): Inner => {
+  const commands: Array<ReadonlyArray<Word>> = []
+  for (let index = 1; index < words.length; index++) {
+    if (!["-exec", "-execdir", "-ok", "-okdir"].includes(words[index]!.value ?? "")) continue
+    const start = index + 1
+    let end = start
+    while (end < words.length && words[end]!.value !== ";" && words[end]!.value !== "+") end++
+    const inner = wrapped("find", words.slice(start, end), "{}")
+    if (inner.opaque !== undefined) return inner
+    commands.push(...inner.commands)
+    index = end
+  }
+  return { commands, code: [], opaque: undefined }
+}
+
+/** What `words` (a command with a literal name) runs besides itself. */
+export const of = (words: ReadonlyArray<Word>): Inner => {
+  const name = basename(words[0]!.value!)
+  const args = words.slice(1)
+  switch (name) {
+    case "eval":
+      if (args.length === 0) return NOTHING
+      return literal(args) ? code(joined(args)) : opaque("eval runs code held in an expansion")
+    case "trap": {
+      const { operands } = split(words, [])
+      // `trap SIGNAL` alone resets it, `trap -p`/`-l` print; `trap - SIGNAL` and `trap '' SIGNAL` run nothing.
+      if (operands.length < 2) return NOTHING
+      const action = operands[0]!
+      if (action.value === undefined) return opaque("trap runs code held in an expansion")
+      return action.value === "" || action.value === "-" ? NOTHING : code(action.value)
+    }
+    case "alias": {
+      const found: Array<string> = []
+      for (const arg of args) {
+        if (arg.value === undefined) return opaque("alias defines code held in an expansion")
+        const at = arg.value.indexOf("=")
+        if (at > 0) found.push(arg.value.slice(at + 1))
+      }
+      return { commands: [], code: found, opaque: undefined }
+    }
+    case "source":
+    case ".": {
+      const script = args[0]
+      return script !== undefined && script.value === undefined
+        ? opaque(`${name} runs a file named by ${script.text}, which is not known before it runs`)
+        : NOTHING
+    }
+    case "coproc":
+      // `coproc NAME { …; }`: a name comes before a group only.
+      return wrapped(name, args[1]?.value === "{" ? args.slice(1) : args)
+    case "find":
+      return find(words)
+    case "su":
+      return opaque("su runs a shell whose commands come from -c or its standard input")
+    case "watch": {
+      const { options, operands } = split(words, ["-n", "--interval", "-q", "--equexit"])
+      if (has(options, ["-x", "--exec"])) return wrapped(name, operands)
+      // Without -x, watch hands its arguments to `sh -c` as one line.
+      if (operands.length === 0) return NOTHING
+      return literal(operands) ? code(joined(operands)) : opaque("watch runs code held in an expansion")
+    }
+  }
+  if (BASH_LIKE.has(name) || OTHER_SHELLS.has(name)) return shell(name, words)
+  if (Object.hasOwn(INTERPRETERS, name)) return foreign(name, INTERPRETERS[name]!, words)
+  if (AWKS.has(name)) return awk(name, words)
+  if (name === "deno" && args[0]?.value === "eval") return opaque("deno eval runs code given as text, which core does not read")
+  const wrapper = Object.hasOwn(Arity.WRAPPERS, name) ? Arity.WRAPPERS[name]! : undefined
+  if (wrapper === undefined) return NOTHING
+  const index = Arity.wrappedIndex(words, wrapper)
+  const options = words.slice(1, index ?? words.length)
+  if (name === "env" && options.some((word) => /^(-[A-Za-z]*S|--split-string)/.test(word.value ?? word.text))) {
+    return opaque("env -S splits a string into the command it runs")
+  }
+  if ((name === "sudo" || name === "doas") && has(options, ["-s", "-i", "--shell", "--login"])) {
+    // A shell: given a command, it runs it as a line (`sudo -s 'a; b'`); given none, it reads stdin.
+    if (index === undefined) return opaque(`${name} runs a shell reading commands from its standard input`)
+    const rest = words.slice(index)
+    return literal(rest) ? code(joined(rest)) : opaque(`${name} runs a shell line held in an expansion`)
+  }
+  if (index === undefined) return NOTHING
+  if (name === "xargs") {
+    const replace = options.find((word) => /^(-I|-i|--replace)/.test(word.value ?? ""))
+    const marker =
+      replace === undefined
+        ? undefined
+        : replace.value === "-I"
+          ? options[options.indexOf(replace) + 1]?.value
+          : replace.value!.replace(/^(-I|-i|--replace=?)/, "") || "{}"
+    return wrapped(name, words.slice(index), marker)
+  }
+  return wrapped(name, words.slice(index))
+}
