@@ -6,6 +6,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import packageJson from "../../package.json" with { type: "json" }
+import { ProcessGroup } from "../shell/group"
 import { Command } from "./command"
 import { CheckCommand } from "./check"
 import { ExecCommand } from "./exec"
@@ -106,7 +107,14 @@ const main = async (argv: ReadonlyArray<string>): Promise<number> => {
     return Command.EXIT.usage
   }
   const fiber = Effect.runFork(run(rest))
+  let interrupted = false
   const interrupt = () => {
+    if (interrupted) {
+      // A second signal does not wait for the call to end gracefully, but no process outlives core either.
+      ProcessGroup.killAllNow()
+      process.exit(Command.EXIT.cancelled)
+    }
+    interrupted = true
     Effect.runFork(Fiber.interrupt(fiber))
   }
   const signals = !HANDLES_SIGNALS.has(command)

@@ -10,6 +10,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import { Security } from "../server/security"
 import { Server } from "../server/server"
+import { ProcessGroup } from "../shell/group"
 import { Command } from "./command"
 import { Runtime } from "./runtime"
 
@@ -120,7 +121,11 @@ export const run = (args: ReadonlyArray<string>) =>
     const stop = yield* Deferred.make<void>()
     let signalled = false
     const onSignal = () => {
-      if (signalled) process.exit(Command.EXIT.cancelled)
+      if (signalled) {
+        // A second signal does not wait for the graceful path, but no process outlives core either.
+        ProcessGroup.killAllNow()
+        process.exit(Command.EXIT.cancelled)
+      }
       signalled = true
       Deferred.doneUnsafe(stop, Effect.void)
     }

@@ -16,6 +16,29 @@ const KILL_ROUNDS = 50
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
+/** The groups this process started and has not yet ended: what a forced exit must kill first. */
+const live = new Set<number>()
+
+/** Remembers a group this process started, until `terminate` has ended it. */
+export const track = (pgid: number): void => {
+  live.add(pgid)
+}
+
+/**
+ * SIGKILLs every group this process started and has not ended, at once and synchronously: for a forced exit (a
+ * second Ctrl-C) that cannot wait for the graceful path, so that no process outlives core.
+ */
+export const killAllNow = (): void => {
+  for (const pgid of live) {
+    try {
+      process.kill(-pgid, "SIGKILL")
+    } catch {
+      // already gone, or not ours to signal: nothing more can be done on the way out
+    }
+  }
+  live.clear()
+}
+
 /** Sends `name` to every member of the group; false when the group has no member left at all. */
 export const signal = (pgid: number, name: NodeJS.Signals | 0): boolean => {
   try {
@@ -64,6 +87,12 @@ const emptied = async (pgid: number, ms: number): Promise<boolean> => {
  * the pids that could not be killed (empty unless a process is stuck in the kernel).
  */
 export const terminate = async (pgid: number, graceMs = GRACE_MS): Promise<ReadonlyArray<number>> => {
+  const survivors = await end(pgid, graceMs)
+  if (survivors.length === 0) live.delete(pgid)
+  return survivors
+}
+
+const end = async (pgid: number, graceMs: number): Promise<ReadonlyArray<number>> => {
   // The common case, a group that already ended, costs one system call.
   if (!signal(pgid, "SIGTERM")) return []
   if (await emptied(pgid, graceMs)) return []

@@ -171,6 +171,7 @@ const spawn = (request: Request): Effect.Effect<{ readonly child: Child; readonl
         // Its own process group, so that one signal reaches every descendant.
         detached: true,
       })
+      ProcessGroup.track(child.pid)
       return Effect.succeed({ child, started })
     } catch (cause) {
       const code = typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined

@@ -55,4 +55,24 @@ describe("core exec bash", () => {
     expect(alive(leader!)).toBe(false)
     expect(ProcessGroup.members(leader!)).toEqual([])
   })
+  test("a second SIGINT does not wait for the graceful stop, and still leaves no process behind", async () => {
+    const box = sandbox()
+    // The group ignores SIGTERM, so the graceful stop would wait its full grace period before SIGKILL.
+    const command = "trap '' TERM; sleep 1000 & echo $! $$ > pids; echo ready; sleep 1000"
+    const running = await start(box, ["exec", "bash", "--input", JSON.stringify({ command }), "--location", box.location])
+    await running.stderrContains("progress: ready\n")
+    const [background, leader] = pidsIn(readFileSync(join(box.location, "pids"), "utf8"))
+    running.child.kill("SIGINT")
+    await Bun.sleep(200)
+    expect(alive(background!)).toBe(true)
+    running.child.kill("SIGINT")
+    const result = await running.finished()
+    expect(result.code).toBe(130)
+    // Forced: core did not wait to settle the call (it replays as interrupted), so nothing is printed.
+    expect(result.stdout).toBe("")
+    // SIGKILL was sent before core exited; its delivery is the kernel's, so wait for it to land.
+    for (let tries = 0; tries < 100 && (alive(background!) || alive(leader!)); tries++) await Bun.sleep(20)
+    expect(alive(background!)).toBe(false)
+    expect(alive(leader!)).toBe(false)
+  })
 })
