@@ -114,7 +114,7 @@ const summary = (files: ReadonlyArray<FileChange>): string => {
   return `Applied the patch to ${files.length} file${files.length === 1 ? "" : "s"}:\n${files.map(line).join("\n")}`
 }
 
-export const make = (services: Builtin.Services) =>
+const makeTool = (services: Builtin.Services) =>
   Tool.make({
     description: DESCRIPTION,
     input: Input,
@@ -337,3 +337,22 @@ export const make = (services: Builtin.Services) =>
         }
       }),
   })
+
+/** The paths a patch touches, in order (each operation's path, then where it moves to). */
+const pathsOf = (operations: ReadonlyArray<Patch.Operation>): ReadonlyArray<string> =>
+  operations.flatMap((operation) =>
+    operation._tag === "Update" && operation.moveTo !== undefined ? [operation.path, operation.moveTo] : [operation.path],
+  )
+
+/** The apply_patch built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */
+export const make = (services: Builtin.Services) =>
+  Builtin.planned(makeTool(services), (input) =>
+    Effect.gen(function* () {
+      const parsed = Patch.parse(input.patchText)
+      if (Result.isFailure(parsed)) return yield* failure(`The patch could not be read. ${parsed.failure.message}`)
+      const checks = yield* Effect.forEach(pathsOf(parsed.success), (path) =>
+        Builtin.pathPlan(services, { action: "edit", path, access: "write" }),
+      )
+      return checks.flat()
+    }),
+  )

@@ -11,6 +11,7 @@ import { dirname, sep } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Boundary } from "../permission/boundary"
+import type { Permission } from "../permission/permission"
 import { CommandLine } from "../shell/command"
 import { Shell } from "../shell/producer"
 import { Tool } from "../tool/tool"
@@ -204,7 +205,117 @@ const lastLine = (tail: string): string => {
   return (lines[lines.length - 1] ?? "").slice(0, 200)
 }
 
-export const make = (services: Builtin.Services) => {
+/**
+ * What a command line needs before it runs, found from its text alone: nothing is asked, run or told to the model.
+ * Both `execute` and the explaining plan start here.
+ */
+interface Needs {
+  readonly workdir: Boundary.Resolved
+  /** `external_directory` on the directories outside the Location that the workdir and known paths lie in. */
+  readonly external: ReadonlySet<string>
+  /** Files a redirection writes, by known path: each is checked as an edit (outside: external_directory first). */
+  readonly written: ReadonlySet<string>
+  /** Files a redirection writes whose path cannot be known: checked as an edit of the text written. */
+  readonly edits: ReadonlySet<string>
+  /** The commands the line runs, checked by their text. */
+  readonly plain: ReadonlyArray<CommandLine.Check>
+  /** What cannot be known from the text: asked every time. */
+  readonly opaque: ReadonlyArray<CommandLine.Check>
+  readonly unparsed: string | undefined
+}
+
+const needsOf = Effect.fnUntraced(function* (directory: string, input: Input) {
+  const command = input.command
+  const workdir = yield* Boundary.resolve({ location: directory, path: input.workdir ?? "." }).pipe(
+    Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))),
+  )
+  const parsed = yield* CommandLine.parse(command)
+  const found = CommandLine.checks(parsed)
+  // A line that runs nothing the grammar names (a comment, arithmetic) is still checked, as itself.
+  const checks: ReadonlyArray<CommandLine.Check> =
+    found.length > 0 ? found : [{ resource: command.trim(), save: /[*?]/.test(command) ? undefined : command.trim() }]
+
+  // Paths that cannot be known are already opaque checks; the known ones are checked here. A file a
+  // redirection writes is checked as an edit (which asks external_directory itself when outside).
+  const external = new Set<string>()
+  if (workdir.pattern !== undefined) external.add(workdir.pattern)
+  const written = new Set<string>()
+  const edits = new Set<string>()
+  for (const path of CommandLine.paths(parsed)) {
+    if (path.unknown !== undefined) {
+      if (path.writes) edits.add(path.word.text)
+      continue
+    }
+    const absolute = CommandLine.locate(path.word, workdir.real)
+    if (absolute === undefined) continue
+    const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: absolute }))
+    if (path.writes && resolved._tag === "Success") {
+      written.add(absolute)
+      continue
+    }
+    // A path that cannot be resolved (a loop, a file used as a directory) is judged by where it is written.
+    const pattern =
+      resolved._tag === "Success"
+        ? resolved.success.pattern
+        : Boundary.isWithin(directory, absolute)
+          ? undefined
+          : `${dirname(absolute)}${sep}*`
+    if (pattern !== undefined) external.add(pattern)
+    if (path.writes) edits.add(Builtin.display(directory, absolute))
+  }
+  return {
+    workdir,
+    external,
+    written,
+    edits,
+    plain: checks.filter((check) => check.opaque === undefined),
+    opaque: checks.filter((check) => check.opaque !== undefined),
+    unparsed: parsed.unparsed,
+  } satisfies Needs
+})
+
+/**
+ * The `bash` checks of a line: its plain commands (an "always" saves the prefixes of those actually asked about,
+ * never of commands in the same line already allowed) and what cannot be known (asked every time, saving
+ * nothing); whichever holds a denied resource comes first, so nobody is asked in vain.
+ */
+const commandChecks = Effect.fnUntraced(function* (services: Builtin.Services, agent: string, needs: Needs) {
+  const { plain, opaque } = needs
+  const decisions = yield* services.permission
+    .explain({ agent, action: NAME, resources: [...plain, ...opaque].map((check) => check.resource) })
+    .pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
+  const asked = new Set(decisions.filter((decision) => decision.effect === "ask").map((decision) => decision.resource))
+  const save = [
+    ...new Set(plain.flatMap((check) => (asked.has(check.resource) && check.save !== undefined ? [check.save] : []))),
+  ]
+  const checks: Array<Permission.Check> = []
+  if (plain.length > 0) checks.push({ action: NAME, resources: plain.map((check) => check.resource), save })
+  if (opaque.length > 0) checks.push({ action: NAME, resources: opaque.map((check) => check.resource), save: [], ask: true })
+  const deniedOpaque = decisions.some(
+    (decision) => decision.effect === "deny" && opaque.some((check) => check.resource === decision.resource),
+  )
+  return deniedOpaque ? checks.reverse() : checks
+})
+
+const externalCheck = (needs: Needs): ReadonlyArray<Permission.Check> =>
+  needs.external.size === 0
+    ? []
+    : [{ action: "external_directory", resources: [...needs.external], save: [...needs.external].flatMap(savable) }]
+
+const editCheck = (needs: Needs): ReadonlyArray<Permission.Check> =>
+  needs.edits.size === 0 ? [] : [{ action: "edit", resources: [...needs.edits], save: [] }]
+
+/** The checks a call would make, in order, for explaining it (Builtin.planned). */
+const plan = (services: Builtin.Services) => (input: Input, agent: string) =>
+  Effect.gen(function* () {
+    const needs = yield* needsOf(services.directory, input)
+    const written = yield* Effect.forEach([...needs.written], (path) =>
+      Builtin.pathPlan(services, { action: "edit", path, access: "write" }),
+    )
+    return [...externalCheck(needs), ...written.flat(), ...editCheck(needs), ...(yield* commandChecks(services, agent, needs))]
+  })
+
+const makeTool = (services: Builtin.Services) => {
   const { directory, shell } = services
   const limits = shell.limits
   return Tool.make({
@@ -226,58 +337,18 @@ export const make = (services: Builtin.Services) => {
               `the default of ${limits.timeoutMs} ms.`,
           })
         }
-
         if (command.includes("\0")) {
           return yield* new Tool.Failure({ message: "The command contains a NUL byte, which no process can be given. Remove it and try again." })
         }
 
-        const workdir = yield* Boundary.resolve({ location: directory, path: input.workdir ?? "." }).pipe(
-          Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))),
-        )
-        const parsed = yield* CommandLine.parse(command)
-        const found = CommandLine.checks(parsed)
-        // A line that runs nothing the grammar names (a comment, arithmetic) is still checked, as itself.
-        const checks: ReadonlyArray<CommandLine.Check> =
-          found.length > 0 ? found : [{ resource: command.trim(), save: /[*?]/.test(command) ? undefined : command.trim() }]
-
-        // Paths that cannot be known are already opaque checks; the known ones are checked here. A file a
-        // redirection writes is checked as an edit (which asks external_directory itself when outside).
-        const external = new Set<string>()
-        if (workdir.pattern !== undefined) external.add(workdir.pattern)
-        const written = new Set<string>()
-        const edits = new Set<string>()
-        for (const path of CommandLine.paths(parsed)) {
-          if (path.unknown !== undefined) {
-            if (path.writes) edits.add(path.word.text)
-            continue
-          }
-          const absolute = CommandLine.locate(path.word, workdir.real)
-          if (absolute === undefined) continue
-          const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: absolute }))
-          if (path.writes && resolved._tag === "Success") {
-            written.add(absolute)
-            continue
-          }
-          // A path that cannot be resolved (a loop, a file used as a directory) is judged by where it is written.
-          const pattern =
-            resolved._tag === "Success"
-              ? resolved.success.pattern
-              : Boundary.isWithin(directory, absolute)
-                ? undefined
-                : `${dirname(absolute)}${sep}*`
-          if (pattern !== undefined) external.add(pattern)
-          if (path.writes) edits.add(Builtin.display(directory, absolute))
-        }
+        const needs = yield* needsOf(directory, input)
+        const { workdir } = needs
         const metadata = { command, ...(input.description === undefined ? {} : { description: input.description }) }
-        if (external.size > 0) {
-          yield* Builtin.assert(services, context, {
-            action: "external_directory",
-            resources: [...external],
-            save: [...external].flatMap(savable),
-            tool: NAME,
-            metadata,
-          })
-        }
+        const check = (checked: Permission.Check, extra: Readonly<Record<string, unknown>> = {}) =>
+          services.permission
+            .assert({ ...Builtin.requestOf(context), ...checked, metadata: { tool: NAME, ...metadata, ...extra } })
+            .pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
+        for (const checked of externalCheck(needs)) yield* check(checked)
 
         // Only now, so that nothing is told about a directory outside the Location before it may be looked at.
         const shown = Builtin.display(directory, workdir.real)
@@ -292,57 +363,17 @@ export const make = (services: Builtin.Services) => {
           })
         }
 
-        for (const path of written) {
+        for (const path of needs.written) {
           yield* Builtin.authorizePath(services, context, { action: "edit", path, access: "write", tool: NAME })
         }
-        if (edits.size > 0) {
-          yield* Builtin.assert(services, context, { action: "edit", resources: [...edits], save: [], tool: NAME, metadata })
+        for (const checked of editCheck(needs)) yield* check(checked)
+        const unknown = needs.opaque.map((entry) => `${entry.resource}: ${entry.opaque}`)
+        for (const checked of yield* commandChecks(services, context.agent, needs)) {
+          yield* check(
+            checked,
+            checked.ask === true ? { unknown } : needs.unparsed === undefined ? {} : { unparsed: needs.unparsed },
+          )
         }
-
-        // "Always" saves the patterns of the commands actually asked about, never those of commands in the same
-        // line that were already allowed. What cannot be known from the text is asked on its own, every time, and
-        // saves nothing; whichever of the two holds a denied resource goes first, so nobody is asked in vain.
-        const plain = checks.filter((check) => check.opaque === undefined)
-        const opaque = checks.filter((check) => check.opaque !== undefined)
-        const decisions = yield* services.permission
-          .explain({ agent: context.agent, action: NAME, resources: checks.map((check) => check.resource) })
-          .pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
-        const asked = new Set(decisions.filter((decision) => decision.effect === "ask").map((decision) => decision.resource))
-        const save = [
-          ...new Set(plain.flatMap((check) => (asked.has(check.resource) && check.save !== undefined ? [check.save] : []))),
-        ]
-        const checkPlain =
-          plain.length === 0
-            ? Effect.void
-            : Builtin.assert(services, context, {
-                action: NAME,
-                resources: plain.map((check) => check.resource),
-                save,
-                tool: NAME,
-                metadata,
-              })
-        const checkOpaque =
-          opaque.length === 0
-            ? Effect.void
-            : services.permission
-                .assert({
-                  ...Builtin.requestOf(context),
-                  action: NAME,
-                  resources: opaque.map((check) => check.resource),
-                  save: [],
-                  ask: true,
-                  metadata: {
-                    tool: NAME,
-                    ...metadata,
-                    unknown: opaque.map((check) => `${check.resource}: ${check.opaque}`),
-                  },
-                })
-                .pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
-        const deniedOpaque = decisions.some(
-          (decision) => decision.effect === "deny" && opaque.some((check) => check.resource === decision.resource),
-        )
-        if (deniedOpaque) yield* Effect.andThen(checkOpaque, checkPlain)
-        else yield* Effect.andThen(checkPlain, checkOpaque)
 
         const result = yield* shell
           .run({
@@ -361,3 +392,6 @@ export const make = (services: Builtin.Services) => {
       }),
   })
 }
+
+/** The bash built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */
+export const make = (services: Builtin.Services) => Builtin.planned(makeTool(services), plan(services))

@@ -105,6 +105,37 @@ export const assert = (
     })
     .pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
 
+/**
+ * The permission checks a call of a built-in would make for an input, in order, found without making them or
+ * touching anything: how `core check` explains a built-in's call per path or per command. Each built-in records
+ * its plan with `planned`; the same functions decide what its `execute` checks.
+ */
+export type Plan<I> = (input: I, agent: string) => Effect.Effect<ReadonlyArray<Permission.Check>, Tool.Failure>
+
+const plans = new WeakMap<Tool.Any, Plan<any>>()
+
+/** The decoded input of a tool. */
+type InputOf<T> = T extends Tool.Tool<infer I, any> ? I["Type"] : never
+
+/** Records how `tool` finds its checks for an input (see Plan). */
+export const planned = <T extends Tool.Any>(tool: T, plan: Plan<InputOf<T>>): T => {
+  plans.set(tool, plan)
+  return tool
+}
+
+/** A built-in's plan, or undefined for a tool that checks its action as a whole. */
+export const planOf = (tool: Tool.Any): Plan<unknown> | undefined => plans.get(tool)
+
+/** The checks `authorizePath` makes for one path (see Permission.pathChecks); an unresolvable path is a failure. */
+export const pathPlan = (
+  services: Services,
+  input: { readonly action: string; readonly path: string; readonly access: "read" | "write" },
+): Effect.Effect<ReadonlyArray<Permission.Check>, Tool.Failure> =>
+  services.permission.pathChecks(input).pipe(
+    Effect.map(({ checks }) => checks),
+    Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))),
+  )
+
 /** A path as the model should see it: relative to the Location when inside it ("." for the Location itself). */
 export const display = (directory: string, path: string): string => {
   if (!isAbsolute(path)) return path

@@ -230,7 +230,7 @@ const describe = (output: Output): string => {
   return `Edited ${output.path}: ${count}${how}, +${output.added} -${output.removed} lines.\n\n${output.diff}`
 }
 
-export const make = (services: Builtin.Services) =>
+const makeTool = (services: Builtin.Services) =>
   Tool.make({
     description: DESCRIPTION,
     input: Input,
@@ -312,3 +312,9 @@ export const make = (services: Builtin.Services) =>
         }
       }),
   })
+
+/** The edit built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */
+export const make = (services: Builtin.Services) =>
+  Builtin.planned(makeTool(services), (input) =>
+    Builtin.pathPlan(services, { action: "edit", path: input.filePath, access: "write" }),
+  )

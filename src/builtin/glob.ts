@@ -84,7 +84,7 @@ const render = (output: Output): string => {
 const problemLines = (problems: ReadonlyArray<string> | undefined): Array<string> =>
   problems === undefined ? [] : ["", "ripgrep reported problems, so the results may be incomplete:", ...problems]
 
-export const make = (services: Builtin.Services) =>
+const makeTool = (services: Builtin.Services) =>
   Tool.make({
     description:
       "Find files by path pattern (a glob such as **/*.ts or src/**/index.{js,ts}). Answers every matching path, " +
@@ -145,3 +145,9 @@ export const make = (services: Builtin.Services) =>
       }),
     toModelOutput: render,
   })
+
+/** The glob built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */
+export const make = (services: Builtin.Services) =>
+  Builtin.planned(makeTool(services), (input) =>
+    Builtin.pathPlan(services, { action: "glob", path: input.path ?? ".", access: "read" }),
+  )

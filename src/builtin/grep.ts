@@ -233,7 +233,7 @@ const render = (output: Output): string => {
   return [...lines, ...problems].join("\n")
 }
 
-export const make = (services: Builtin.Services) =>
+const makeTool = (services: Builtin.Services) =>
   Tool.make({
     description:
       "Search file contents for a regular expression (ripgrep). Answers the matching lines with their line numbers, " +
@@ -381,3 +381,9 @@ export const make = (services: Builtin.Services) =>
       }),
     toModelOutput: render,
   })
+
+/** The grep built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */
+export const make = (services: Builtin.Services) =>
+  Builtin.planned(makeTool(services), (input) =>
+    Builtin.pathPlan(services, { action: "grep", path: input.path ?? ".", access: "read" }),
+  )

@@ -126,7 +126,7 @@ const render = (output: Output): string => {
 const problemLines = (problems: ReadonlyArray<string> | undefined): Array<string> =>
   problems === undefined ? [] : ["", "ripgrep reported problems, so the listing may be incomplete:", ...problems]
 
-export const make = (services: Builtin.Services) =>
+const makeTool = (services: Builtin.Services) =>
   Tool.make({
     description:
       "Show the tree of a directory (default: the project): directories first, then files, breadth first up to " +
@@ -202,3 +202,9 @@ export const make = (services: Builtin.Services) =>
       }),
     toModelOutput: render,
   })
+
+/** The list built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */
+export const make = (services: Builtin.Services) =>
+  Builtin.planned(makeTool(services), (input) =>
+    Builtin.pathPlan(services, { action: "list", path: input.path ?? ".", access: "read" }),
+  )

@@ -402,7 +402,7 @@ const renderDirectory = (output: typeof Directory.Type): string => {
   return `${output.content}\n\n${footer}`
 }
 
-export const make = (services: Builtin.Services) => {
+const makeTool = (services: Builtin.Services) => {
   const pageBudget = (shown: string) => MAX_PAGE_BYTES - RESERVE_BYTES - pageBytes(shown)
 
   const vanished = (shown: string) =>
@@ -659,3 +659,9 @@ export const make = (services: Builtin.Services) => {
     },
   })
 }
+
+/** The read built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */
+export const make = (services: Builtin.Services) =>
+  Builtin.planned(makeTool(services), (input) =>
+    Builtin.pathPlan(services, { action: "read", path: input.filePath, access: "read" }),
+  )

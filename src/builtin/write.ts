@@ -44,7 +44,7 @@ const describe = (output: Output): string => {
   return `Overwrote ${output.path} (${size}${kept === "" ? "" : `; kept its ${kept}`}).`
 }
 
-export const make = (services: Builtin.Services) =>
+const makeTool = (services: Builtin.Services) =>
   Tool.make({
     description: DESCRIPTION,
     input: Input,
@@ -106,3 +106,9 @@ export const make = (services: Builtin.Services) =>
         }
       }),
   })
+
+/** The write built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */
+export const make = (services: Builtin.Services) =>
+  Builtin.planned(makeTool(services), (input) =>
+    Builtin.pathPlan(services, { action: "edit", path: input.filePath, access: "write" }),
+  )

@@ -64,6 +64,9 @@ export interface AssertInput {
   readonly metadata?: Readonly<Record<string, unknown>>
 }
 
+/** One check a call makes: an action on resources, what an "always" reply saves, and whether it is always asked. */
+export type Check = Pick<AssertInput, "action" | "resources" | "save" | "ask">
+
 export interface PathInput extends Omit<AssertInput, "resources" | "save"> {
   readonly path: string
   readonly access: "read" | "write"
@@ -114,6 +117,10 @@ export interface Interface {
   readonly authorizePath: (
     input: PathInput,
   ) => Effect.Effect<Boundary.Resolved, Refusal | Boundary.PathError | Store.StoreError>
+  /** The checks `authorizePath` makes for a path, in order, without making them (for explaining a call). */
+  readonly pathChecks: (
+    input: Pick<PathInput, "path" | "access" | "action">,
+  ) => Effect.Effect<{ readonly resolved: Boundary.Resolved; readonly checks: ReadonlyArray<Check> }, Boundary.PathError>
   readonly reply: (id: string, reply: Reply) => Effect.Effect<void, UnknownRequest | Store.StoreError>
   readonly pending: Effect.Effect<ReadonlyArray<Request>>
   /** Asked and replied events from now on, for whoever answers asks (a terminal prompt, the HTTP sidecar). */
@@ -293,25 +300,33 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         ),
       )
 
-      const authorizePath = Effect.fn("Permission.authorizePath")(function* (input: PathInput) {
+      const pathChecks = Effect.fnUntraced(function* (input: Pick<PathInput, "path" | "access" | "action">) {
         const resolved = yield* Boundary.resolve({
           location: project,
           path: input.path,
           readableRoots: options.readableRoots ?? [],
         })
-        const { path: _path, access, ...request } = input
-        if (!resolved.inside && !(access === "read" && resolved.readable)) {
+        const checks: Array<Check> = []
+        if (!resolved.inside && !(input.access === "read" && resolved.readable)) {
           const pattern = resolved.pattern!
-          yield* assert({ ...request, action: "external_directory", resources: [pattern], save: savable(pattern, 2) })
+          checks.push({ action: "external_directory", resources: [pattern], save: savable(pattern, 2) })
         }
         const resource = resolved.inside ? relative(realProject, resolved.real) || "." : resolved.real
-        yield* assert({ ...request, resources: [resource], save: savable(resource) })
+        checks.push({ action: input.action, resources: [resource], save: savable(resource) })
+        return { resolved, checks }
+      })
+
+      const authorizePath = Effect.fn("Permission.authorizePath")(function* (input: PathInput) {
+        const { path: _path, access: _access, ...request } = input
+        const { resolved, checks } = yield* pathChecks(input)
+        for (const check of checks) yield* assert({ ...request, ...check })
         return resolved
       })
 
       return Service.of({
         project,
         authorizePath,
+        pathChecks,
         agents: Agent.names(configured),
         isAgent: (agent) => Agent.isKnown(configured, agent),
         rules,

@@ -3,7 +3,7 @@
 // approvals. Whether a tool ran is read from what it recorded, never inferred from the exit code alone.
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, symlinkSync } from "node:fs"
+import { existsSync, mkdirSync, realpathSync, symlinkSync } from "node:fs"
 import { join } from "node:path"
 import { tempDir } from "../support/temp"
 import { Builtins } from "../../src/builtin/builtins"
@@ -28,12 +28,25 @@ const listed = async (box: Sandbox, extra: ReadonlyArray<string> = []) => {
 }
 
 /** What `core check NAME` prints, after checking it exited 0 and did not run the tool. */
-const check = async (box: Sandbox, name: string, input: unknown, extra: ReadonlyArray<string> = []) => {
+const explain = async (box: Sandbox, name: string, input: unknown, extra: ReadonlyArray<string> = []) => {
   const before = runs(box, name)
   const result = await core(box, ["check", name, "--input", JSON.stringify(input), "--location", box.location, ...extra])
   expect(result.code).toBe(0)
   expect(runs(box, name)).toBe(before)
-  return JSON.parse(result.stdout) as Record<string, unknown>
+  return JSON.parse(result.stdout) as { tool: string; agent: string; decision: string; checks: Array<Record<string, any>> }
+}
+
+/**
+ * The explanation of a tool that checks its action as a whole: exactly one check, shown flattened as
+ * `{ tool, agent, action, decision, resources, alwaysSaves? }`.
+ */
+const check = async (box: Sandbox, name: string, input: unknown, extra: ReadonlyArray<string> = []) => {
+  const { checks, ...explained } = await explain(box, name, input, extra)
+  expect(checks).toHaveLength(1)
+  const [only] = checks
+  expect(only!.decision).toBe(explained.decision)
+  const { decision: _decision, ...rest } = only!
+  return { tool: explained.tool, agent: explained.agent, ...rest, decision: explained.decision } as Record<string, any>
 }
 
 describe("a rule that denies", () => {
@@ -385,6 +398,63 @@ export default Tool.make({
 })
 
 describe("core check", () => {
+  const decisionsOf = (check: Record<string, any>) =>
+    (check.resources as Array<{ resource: string; decision: string }>).map(({ resource, decision }) => ({ resource, decision }))
+
+  test("explains a built-in per path: external_directory for the directory outside the Location, then the action", async () => {
+    const box = sandbox()
+    const outside = tempDir()
+    const explained = await explain(box, "read", { filePath: join(outside, "notes.txt") })
+    expect(explained.decision).toBe("ask")
+    expect(explained.checks.map((check) => [check.action, check.decision])).toEqual([
+      ["external_directory", "ask"],
+      ["read", "allow"],
+    ])
+    expect(decisionsOf(explained.checks[0]!)).toEqual([{ resource: `${realpathSync(outside)}/*`, decision: "ask" }])
+    expect(explained.checks[0]!.alwaysSaves).toEqual([`${realpathSync(outside)}/*`])
+
+    const inside = await explain(box, "write", { filePath: "src/a.ts", content: "x" }, ["--agent", "plan"])
+    expect(inside.decision).toBe("deny")
+    expect(inside.checks.map((check) => [check.action, decisionsOf(check)])).toEqual([
+      ["edit", [{ resource: "src/a.ts", decision: "deny" }]],
+    ])
+    expect(existsSync(join(box.location, "src"))).toBe(false)
+  })
+
+  test("explains a bash line per command, with what always would save, and runs nothing", async () => {
+    const box = sandbox(coreJson({ permission: { bash: { "*": "ask", "git status": "allow" } } }))
+    const explained = await explain(box, "bash", { command: "git status && touch made" })
+    expect(explained.decision).toBe("ask")
+    expect(explained.checks).toHaveLength(1)
+    expect(explained.checks[0]!.action).toBe("bash")
+    expect(decisionsOf(explained.checks[0]!)).toEqual([
+      { resource: "git status", decision: "allow" },
+      { resource: "touch made", decision: "ask" },
+    ])
+    expect(explained.checks[0]!.alwaysSaves).toEqual(["touch *"])
+    expect(existsSync(join(box.location, "made"))).toBe(false)
+  })
+
+  test("explains code that cannot be known as always asked, even where every command is allowed", async () => {
+    const box = sandbox()
+    const explained = await explain(box, "bash", { command: 'eval "$SCRIPT"' })
+    expect(explained.decision).toBe("ask")
+    expect(explained.checks.map((check) => [check.action, check.decision, check.alwaysAsked])).toEqual([["bash", "ask", true]])
+  })
+
+  test("explains every file of a patch, and refuses a patch it cannot read with exit 1", async () => {
+    const box = sandbox()
+    const patch = ["*** Begin Patch", "*** Add File: a.txt", "+a", "*** Delete File: b.txt", "*** End Patch"].join("\n")
+    const explained = await explain(box, "apply_patch", { patchText: patch })
+    expect(explained.checks.map((check) => [check.action, decisionsOf(check)])).toEqual([
+      ["edit", [{ resource: "a.txt", decision: "allow" }]],
+      ["edit", [{ resource: "b.txt", decision: "allow" }]],
+    ])
+    const broken = await core(box, ["check", "apply_patch", "--input", JSON.stringify({ patchText: "nonsense" }), "--location", box.location])
+    expect(broken.code).toBe(1)
+    expect(broken.stderr).toContain("The patch could not be read")
+  })
+
   test("explains a deny with the deciding rule and its file, and runs nothing", async () => {
     const box = sandbox({ ...DEPLOY, ...coreJson({ permission: { deploy: "deny" } }) })
     expect(await check(box, "deploy", TARGET)).toEqual({
