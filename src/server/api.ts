@@ -38,11 +38,30 @@ const BadRequest = ErrorBody.pipe(HttpApiSchema.status(400))
 const Unauthorized = ErrorBody.pipe(HttpApiSchema.status(401))
 const Forbidden = ErrorBody.pipe(HttpApiSchema.status(403))
 const NotFound = ErrorBody.pipe(HttpApiSchema.status(404))
+const MethodNotAllowed = ErrorBody.pipe(HttpApiSchema.status(405))
 const TooLarge = ErrorBody.pipe(HttpApiSchema.status(413))
+const RangeNotSatisfiable = ErrorBody.pipe(HttpApiSchema.status(416))
 const Operational = ErrorBody.pipe(HttpApiSchema.status(500))
 
-/** Every route but health: a bad `X-Core-Location` (400), a missing or wrong token (401), a refused Host or Location (403). */
-const GUARDED = [BadRequest, Unauthorized, Forbidden, Operational] as const
+/**
+ * Every route: a Host that is not the server's (403), another method on its path (405), a body over 10 MiB (413),
+ * core's own failure (500).
+ */
+const EVERY = [Forbidden, MethodNotAllowed, TooLarge, Operational] as const
+
+/** Every route but health, besides: a bad `X-Core-Location` (400), a missing or wrong token (401), one outside the roots (403). */
+const GUARDED = [...EVERY, BadRequest, Unauthorized] as const
+
+/** The header naming another Location, honoured by every route but health. */
+const LOCATION_HEADER = {
+  "x-core-location": Schema.optionalKey(
+    Schema.String.annotate({
+      description:
+        "An absolute directory to act on instead of the serve's --location; it must be a root given with " +
+        "--location or --allow-root, or under one. Send the same value with every request of a turn.",
+    }),
+  ),
+}
 
 // Bodies
 
@@ -183,15 +202,19 @@ const docs = (summary: string, description?: string) =>
   OpenApi.annotations(description === undefined ? { summary } : { summary, description })
 
 export const ENDPOINTS = {
-  health: HttpApiEndpoint.get("health", "/v1/health", { success: Health }).annotateMerge(docs("Liveness; needs no token")),
+  health: HttpApiEndpoint.get("health", "/v1/health", { success: Health, error: EVERY }).annotateMerge(
+    docs("Liveness; needs no token (HEAD answers the same without a body)"),
+  ),
   openapi: HttpApiEndpoint.get("openapi", "/v1/openapi.json", {
+    headers: LOCATION_HEADER,
     success: Schema.Record(Schema.String, Schema.Json).annotate({ identifier: "OpenApiDocument" }),
     error: GUARDED,
   }).annotateMerge(docs("This document")),
   createTurn: HttpApiEndpoint.post("createTurn", "/v1/turns", {
+    headers: LOCATION_HEADER,
     payload: TurnRequest,
     success: Turn,
-    error: [...GUARDED, TooLarge],
+    error: GUARDED,
   }).annotateMerge(
       docs(
         "Materialize the catalog for this Location and agent",
@@ -202,25 +225,29 @@ export const ENDPOINTS = {
     ),
   settle: HttpApiEndpoint.post("settle", "/v1/turns/:turnID/calls", {
     params: { turnID: Schema.String },
+    headers: LOCATION_HEADER,
     payload: CallRequest,
     success: [Settlement, HttpApiSchema.StreamSse({ events: CallEvent })],
-    error: [...GUARDED, NotFound, TooLarge],
+    error: [...GUARDED, NotFound],
   }).annotateMerge(
     docs(
       "Settle one call through a turn",
       "Answers the settlement JSON, or with `Accept: text/event-stream` the events progress and permission as they " +
-        "come, then one settlement. A call is identified by (sessionID, toolCallID): settling it again replays the " +
-        "record with `X-Core-Replayed: true` and runs nothing; a duplicate of a running call waits for its result. " +
-        "The call runs to its settlement even if the client goes away.",
+        "come (the call's asks already pending first), then one settlement, or one error when core fails " +
+        "operationally. A call is identified by (sessionID, toolCallID): settling it again replays the record with " +
+        "`X-Core-Replayed: true` and runs nothing; a duplicate of a running call waits for its result (not marked " +
+        "replayed: it is that call's fresh settlement). The call runs to its settlement even if the client goes away.",
     ),
   ),
   settlement: HttpApiEndpoint.get("settlement", "/v1/settlements/:sessionID/:toolCallID", {
     params: { sessionID: Schema.String, toolCallID: Schema.String },
+    headers: LOCATION_HEADER,
     success: Settlement,
     error: [...GUARDED, NotFound],
   }).annotateMerge(docs("The recorded settlement of a call")),
   cancel: HttpApiEndpoint.post("cancel", "/v1/calls/:sessionID/:toolCallID/cancel", {
     params: { sessionID: Schema.String, toolCallID: Schema.String },
+    headers: LOCATION_HEADER,
     success: Cancelling.pipe(HttpApiSchema.status(202)),
     error: [...GUARDED, NotFound],
   }).annotateMerge(
@@ -230,14 +257,16 @@ export const ENDPOINTS = {
     ),
   ),
   permissions: HttpApiEndpoint.get("permissions", "/v1/permissions", {
+    headers: LOCATION_HEADER,
     success: Schema.Array(PermissionRequest),
     error: GUARDED,
   }).annotateMerge(docs("Pending permission asks of this Location")),
   reply: HttpApiEndpoint.post("reply", "/v1/permissions/:id/reply", {
     params: { id: Schema.String },
+    headers: LOCATION_HEADER,
     payload: ReplyRequest,
     success: Replied,
-    error: [...GUARDED, NotFound, TooLarge],
+    error: [...GUARDED, NotFound],
   }).annotateMerge(
     docs(
       "Answer a permission ask",
@@ -246,17 +275,37 @@ export const ENDPOINTS = {
     ),
   ),
   events: HttpApiEndpoint.get("events", "/v1/events", {
+    headers: LOCATION_HEADER,
     success: HttpApiSchema.StreamSse({ events: ServerEvent }),
     error: GUARDED,
   }).annotateMerge(docs("Server-sent events of this Location")),
   output: HttpApiEndpoint.get("output", "/v1/outputs/:id", {
     params: { id: Schema.String },
-    success: HttpApiSchema.StreamUint8Array({ contentType: "text/plain; charset=utf-8" }),
-    error: [...GUARDED, NotFound, ErrorBody.pipe(HttpApiSchema.status(416))],
+    headers: {
+      ...LOCATION_HEADER,
+      range: Schema.optionalKey(
+        Schema.String.annotate({
+          description:
+            "One byte range: `bytes=FIRST-LAST`, `bytes=FIRST-` or `bytes=-SUFFIX` (digits, no spaces inside); any " +
+            "other value is ignored and the whole content is served",
+        }),
+      ),
+    },
+    success: [
+      HttpApiSchema.StreamUint8Array({ contentType: "text/plain; charset=utf-8" }),
+      // The bytes of a range, which may cut a character in two.
+      Schema.Uint8Array.annotate({ description: "The bytes of the range" }).pipe(
+        HttpApiSchema.asUint8Array({ contentType: "text/plain; charset=utf-8" }),
+        HttpApiSchema.status(206),
+      ),
+    ],
+    error: [...GUARDED, NotFound, RangeNotSatisfiable],
   }).annotateMerge(
     docs(
       "A managed output's full content",
-      "Supports a single `Range: bytes=...` (206 Partial Content; 416 when it starts past the end).",
+      "With a single `Range: bytes=...`: 206 Partial Content with `Content-Range`, or 416 (with `Content-Range: " +
+        "bytes */SIZE`) when the range selects no byte (it starts past the end, asks for an empty suffix, or the " +
+        "output is empty).",
     ),
   ),
 } as const
@@ -289,6 +338,38 @@ export const api = HttpApi.make("core")
       "`X-Core-Location` names another allowed Location. Errors are `{ error: { kind, message } }`.",
   )
 
+/** A schema as JSON with object keys and lists of plain values (enums, required) in a fixed order. */
+const canonical = (schema: unknown): string =>
+  JSON.stringify(schema, (_, value: unknown) => {
+    if (Array.isArray(value)) return value.every((item) => typeof item !== "object") ? [...value].sort() : value
+    if (typeof value !== "object" || value === null) return value
+    return Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+  })
+
+/**
+ * A schema reached by two paths (directly, and inside an event's JSON data) can be derived twice, its enums in
+ * another order, and the second copy kept as `Name_1`: each such copy is folded into its original.
+ */
+const foldCopies = (schemas: Record<string, unknown>, root: unknown): void => {
+  const originals = new Map<string, string>()
+  for (const name of Object.keys(schemas)) {
+    const original = /^(.+)_\d+$/.exec(name)?.[1]
+    if (original !== undefined && original in schemas && canonical(schemas[original]) === canonical(schemas[name])) {
+      originals.set(`#/components/schemas/${name}`, `#/components/schemas/${original}`)
+      delete schemas[name]
+    }
+  }
+  const visit = (value: unknown): void => {
+    if (typeof value !== "object" || value === null) return
+    if (Array.isArray(value)) return value.forEach(visit)
+    const node = value as Record<string, unknown>
+    const target = typeof node.$ref === "string" ? originals.get(node.$ref) : undefined
+    if (target !== undefined) node.$ref = target
+    for (const child of Object.values(node)) visit(child)
+  }
+  if (originals.size > 0) visit(root)
+}
+
 /** The OpenAPI 3.1 document of `api`, with the bearer token scheme on every guarded route. */
 export const openapi = (): Record<string, unknown> => {
   type Media = Record<string, unknown>
@@ -311,6 +392,7 @@ export const openapi = (): Record<string, unknown> => {
       }
     }
   }
+  foldCopies(document.components.schemas as Record<string, unknown>, document)
   document.components = {
     ...document.components,
     securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "The token printed in the ready line" } },

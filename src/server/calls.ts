@@ -20,6 +20,8 @@ import type { Served } from "./served"
 
 export interface Entry {
   readonly call: Settler.Call
+  /** The Location the call runs in (its asks are that Location's). */
+  readonly served: Served.Interface
   /** The call's own events, made when a client first listens (most clients just wait for the settlement). */
   events: PubSub.PubSub<Events.Call> | undefined
   readonly done: Deferred.Deferred<Settler.Settled, Settler.OperationalError>
@@ -28,8 +30,6 @@ export interface Entry {
 
 export interface Started {
   readonly entry: Entry
-  /** Whether the call was already running (the request joined it). */
-  readonly joined: boolean
   /** The call's own events from before it started (for a joiner, from now on); with `listen` only. */
   readonly subscription: PubSub.Subscription<Events.Call> | undefined
 }
@@ -107,10 +107,11 @@ export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: str
       const existing = running.get(key)
       if (existing !== undefined) {
         const subscription = options.listen ? yield* listen(existing) : undefined
-        return { entry: existing, joined: true, subscription }
+        return { entry: existing, subscription }
       }
       const entry: Entry = {
         call,
+        served,
         events: undefined,
         done: yield* Deferred.make<Settler.Settled, Settler.OperationalError>(),
         fiber: undefined,
@@ -127,12 +128,20 @@ export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: str
           Effect.andThen(served.publish({ event: "call.progress", data: { ...ids, ...data } })),
         )
       }
-      // The deferred is completed before the final event is published: a joiner that subscribes and then finds the
-      // call not yet done is sure to receive that event.
+      let left = false
+      const leaveOnce = Effect.suspend(() => {
+        if (left) return Effect.void
+        left = true
+        return leave
+      })
+      // The call stops counting as running in its Location before anyone gets its outcome. The deferred is
+      // completed before the final event is published: a joiner that subscribes and then finds the call not yet
+      // done is sure to receive that event.
       const finish = (exit: Exit.Exit<Settler.Settled, Settler.OperationalError>) =>
         Effect.gen(function* () {
           const outcome = yield* outcomeOf(call, exit)
           running.delete(key)
+          yield* leaveOnce
           yield* Deferred.done(entry.done, outcome)
           if (Exit.isSuccess(outcome)) {
             const { settlement, replayed } = outcome.value
@@ -143,12 +152,12 @@ export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: str
             const message = error._tag === "Success" ? error.success.message : "operational failure"
             yield* publish(entry, { event: "error", data: { error: { kind: "operational", message } } })
           }
-        }).pipe(Effect.ensuring(leave))
+        }).pipe(Effect.ensuring(leaveOnce))
 
       entry.fiber = yield* turn.materialization
         .settle(call, { onProgress })
         .pipe(Effect.onExit(finish), Effect.forkIn(scope, { startImmediately: true }))
-      return { entry, joined: false, subscription }
+      return { entry, subscription }
     })
 
   const cancel = (key: Store.Key) =>

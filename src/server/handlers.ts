@@ -11,6 +11,7 @@ import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as HttpServerResponseModule from "effect/http/HttpServerResponse"
 import * as PubSub from "effect/PubSub"
+import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { Definition } from "../tool/definition"
@@ -57,11 +58,13 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
   const definitionsJson = new WeakMap<ReadonlyArray<Definition.Definition>, string>()
   let openapi: string | undefined
 
+  // `X-Core-Replayed: true` says the answer is a settlement recorded before this request, and nothing ran for it. A
+  // request that joins a call still running gets that call's fresh settlement, so it is not marked.
   const settleJson = (route: Route, turn: Served.Turn, call: Settler.Call) =>
     Effect.gen(function* () {
-      const { entry, joined } = yield* sidecar.calls.start(route.served, turn, call, { listen: false })
+      const { entry } = yield* sidecar.calls.start(route.served, turn, call, { listen: false })
       const { settlement, replayed } = yield* Deferred.await(entry.done)
-      return Respond.json(200, settlement, replayed || joined ? REPLAYED : {})
+      return Respond.json(200, settlement, replayed ? REPLAYED : {})
     })
 
   const settleEvents = (route: Route, turn: Served.Turn, call: Settler.Call) =>
@@ -71,9 +74,30 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
       if (known?.state === "settled") {
         return Respond.events(Stream.succeed(Events.encode({ event: "settlement", data: known.settlement })), REPLAYED)
       }
+      // A call begun by a core that stopped (or failed) mid-call replays as interrupted; it runs nothing.
+      const replay = known !== undefined && !(known.state === "started" && known.running)
       // Subscribed before the call starts, so none of its asks is missed.
       const asks = yield* PubSub.subscribe(route.served.events)
-      const { entry, joined, subscription } = yield* sidecar.calls.start(route.served, turn, call, { listen: true })
+      const { entry, subscription } = yield* sidecar.calls.start(route.served, turn, call, { listen: true })
+      // A call joined in another Location asks there.
+      const home = entry.served
+      const live = home === route.served ? asks : yield* PubSub.subscribe(home.events)
+      // Asks already pending (the call was joined, say re-posted after a network fault) come first; those are
+      // read after subscribing, so an ask is in the snapshot, in the live events, or in both (sent once).
+      const isOwn = (request: Api.PermissionRequest) =>
+        request.sessionID === call.sessionID && request.toolCallID === call.toolCallID
+      const pending = (yield* home.pending).filter(isOwn)
+      const sent = new Set(pending.map((request) => request.id))
+      const permissions = Stream.concat(
+        Stream.fromIterable(pending),
+        Stream.fromSubscription(live).pipe(
+          Stream.filterMap((event) =>
+            event.event === "permission.asked" && isOwn(event.data) && !sent.has(event.data.id)
+              ? Result.succeed(event.data)
+              : Result.failVoid,
+          ),
+        ),
+      ).pipe(Stream.map((data): Events.Call => ({ event: "permission", data })))
       // A call that is already done (it finished at once, or a joiner came late) may or may not have published its
       // final event to this subscription: what it did publish is sent, then the final event from its result.
       const own: Stream.Stream<Events.Call> = (yield* Deferred.isDone(entry.done))
@@ -82,17 +106,8 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
             Stream.fromEffect(Effect.map(Effect.exit(Deferred.await(entry.done)), finalEvent)),
           )
         : Stream.fromSubscription(subscription!)
-      const permissions = Stream.fromSubscription(asks).pipe(
-        Stream.filter(
-          (event) =>
-            event.event === "permission.asked" &&
-            event.data.sessionID === call.sessionID &&
-            event.data.toolCallID === call.toolCallID,
-        ),
-        Stream.map((event): Events.Call => ({ event: "permission", data: event.data as Api.PermissionRequest })),
-      )
       const body = Stream.merge(own, permissions).pipe(Stream.takeUntil(isFinal), Stream.map(Events.encode))
-      return Respond.events(body, joined ? REPLAYED : {})
+      return Respond.events(body, replay ? REPLAYED : {})
     })
 
   return {
@@ -190,15 +205,21 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
         const contentType = "text/plain; charset=utf-8"
         switch (range._tag) {
           case "Whole":
-            return HttpServerResponseModule.raw(file, { status: 200, contentType, headers })
+            // Bun.serve applies a request's Range itself to a file answered with 200, by its own reading of the
+            // header: a Range this module chose to ignore is answered with the whole content as a plain stream.
+            return HttpServerResponseModule.raw(
+              requested === undefined ? file : file.stream().pipeThrough(new TransformStream()),
+              { status: 200, contentType, contentLength: output.bytes, headers },
+            )
           case "Partial":
             return HttpServerResponseModule.raw(file.slice(range.start, range.end + 1), {
               status: 206,
               contentType,
+              contentLength: range.end - range.start + 1,
               headers: { ...headers, "content-range": `bytes ${range.start}-${range.end}/${output.bytes}` },
             })
           case "Unsatisfiable":
-            return Respond.error(416, "bad_request", `The range "${requested}" starts past the end of ${output.bytes} bytes`, {
+            return Respond.error(416, "bad_request", `The range "${requested}" cannot be satisfied: ${range.reason}`, {
               "content-range": `bytes */${output.bytes}`,
             })
         }

@@ -1,10 +1,11 @@
 export * as Http from "./http"
 
 // The sidecar's HTTP edge: an effect/http router serving exactly the endpoints of ./api, as a web handler for
-// Bun.serve (or for tests, which hand it Requests). Before any handler runs, every request passes the Host check,
-// then the bearer token (all routes but health), then `X-Core-Location`; an unknown route is a 404 and a known
-// path with another method a 405, both after the same checks, so an unauthenticated client learns nothing. No
-// CORS headers are ever sent: browsers keep other origins out.
+// Bun.serve (or for tests, which hand it Requests). Every request, routable or not, passes the Host check, then the
+// bearer token (all paths but health's), then the declared body size, before it is routed; then `X-Core-Location`.
+// An unknown route (or a path that cannot be decoded) is a 404 and a known path with another method a 405, both
+// after the same checks, so an unauthenticated client learns nothing. HEAD is answered for every GET route, without
+// a body. No CORS headers are ever sent: browsers keep other origins out.
 
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -17,7 +18,8 @@ import { Respond } from "./respond"
 import { Security } from "./security"
 import type { Sidecar } from "./sidecar"
 
-const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const
+/** Methods answered with 405 on a known path that does not serve them (HEAD falls back to the path's GET route). */
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "QUERY"] as const
 /** Ids in paths may be long (a host's own session ids); the router's default limit is 100 characters. */
 const MAX_PARAM_LENGTH = 4096
 
@@ -43,31 +45,47 @@ export interface WebHandler {
 export const make = (options: Options): WebHandler => {
   const handlers = Handlers.make(options.sidecar, options.version)
 
-  /** The checks every request passes, then `handler`; refusals and failures become error bodies here, once. */
-  const respond = (name: Api.Name | undefined, handler: Handlers.Handler) =>
+  /**
+   * The refusal of a request that fails a check made before routing, in this order: Host, token (unless the path
+   * is public), declared body size. A chunked body's size is checked as it is read.
+   */
+  const refusal = (request: HttpServerRequest.HttpServerRequest, isPublic: boolean) => {
+    const host = Respond.header(request, "host")
+    if (!options.checkHost(host)) {
+      return Respond.error(
+        403,
+        "forbidden",
+        `Host "${host ?? ""}" is not this server's address; connect to the address in the ready line`,
+      )
+    }
+    const authorization = Respond.header(request, "authorization")
+    if (!isPublic && !options.checkToken(authorization)) {
+      return Respond.error(
+        401,
+        "unauthorized",
+        authorization === undefined
+          ? "Missing Authorization: Bearer <token> (the token is in core serve's ready line, or $CORE_TOKEN)"
+          : "Wrong token in Authorization: Bearer <token>",
+        { "www-authenticate": "Bearer" },
+      )
+    }
+    if (Respond.declaresTooLarge(request)) return Respond.problem(Respond.tooLarge)
+    return undefined
+  }
+
+  /**
+   * The checks every request passes, then `handler`; refusals and failures become error bodies here, once. A
+   * handler that acts on a Location gets the request's (`X-Core-Location`, checked after routing); the others
+   * (health, and refusals of a method) get the serve's own, unused.
+   */
+  const respond = (isPublic: boolean, handler: Handlers.Handler, actsOnLocation = !isPublic) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const host = Respond.header(request, "host")
-      if (!options.checkHost(host)) {
-        return Respond.error(
-          403,
-          "forbidden",
-          `Host "${host ?? ""}" is not this server's address; connect to the address in the ready line`,
-        )
-      }
-      const isPublic = name !== undefined && Api.PUBLIC.has(name)
-      const authorization = Respond.header(request, "authorization")
-      if (!isPublic && !options.checkToken(authorization)) {
-        return Respond.error(
-          401,
-          "unauthorized",
-          authorization === undefined
-            ? "Missing Authorization: Bearer <token> (the token is in core serve's ready line, or $CORE_TOKEN)"
-            : "Wrong token in Authorization: Bearer <token>",
-          { "www-authenticate": "Bearer" },
-        )
-      }
-      const served = isPublic ? options.sidecar.primary : yield* locationOf(Respond.header(request, "x-core-location"))
+      const refused = refusal(request, isPublic)
+      if (refused !== undefined) return refused
+      const served = actsOnLocation
+        ? yield* locationOf(Respond.header(request, "x-core-location"))
+        : options.sidecar.primary
       const params = yield* HttpRouter.params
       return yield* handler({ request, params, served })
     }).pipe(
@@ -86,7 +104,11 @@ export const make = (options: Options): WebHandler => {
 
   const locationOf = (header: string | undefined) =>
     Effect.gen(function* () {
-      if (header === undefined || header === "") return options.sidecar.primary
+      // Taken through the Locations even when it is the serve's own: the request holds its Location until it
+      // is answered (or its stream ends), and each request lets go of Locations unused too long.
+      if (header === undefined || header === "") {
+        return yield* options.sidecar.locations.get(options.sidecar.primary.directory)
+      }
       const checked = Security.checkLocation(options.roots, header)
       if (checked._tag === "Invalid") return yield* Respond.badRequest(checked.message)
       if (checked._tag === "Outside") {
@@ -106,24 +128,33 @@ export const make = (options: Options): WebHandler => {
       }),
     )
 
-  const notFound: Handlers.Handler = (route) =>
-    Effect.fail(Respond.notFound(`No route ${route.request.method} ${route.request.url}; see GET /v1/openapi.json`))
+  /** How much of an unknown path an answer repeats. */
+  const MAX_ECHOED = 200
+  const notFound = (request: HttpServerRequest.HttpServerRequest) => {
+    const path = request.url.length > MAX_ECHOED ? `${request.url.slice(0, MAX_ECHOED)}...` : request.url
+    return Respond.error(404, "not_found", `No route ${request.method} ${path}; see GET /v1/openapi.json`)
+  }
 
   const routes = HttpRouter.use((router) =>
     Effect.gen(function* () {
       const methodsOf = new Map<string, Array<string>>()
+      const publicPaths = new Set<string>()
       for (const [name, endpoint] of Object.entries(Api.ENDPOINTS) as Array<[Api.Name, (typeof Api.ENDPOINTS)[Api.Name]]>) {
-        yield* router.add(endpoint.method, endpoint.path, respond(name, handlers[name]))
+        const isPublic = Api.PUBLIC.has(name)
+        yield* router.add(endpoint.method, endpoint.path, respond(isPublic, handlers[name]))
         methodsOf.set(endpoint.path, [...(methodsOf.get(endpoint.path) ?? []), endpoint.method])
+        if (isPublic) publicPaths.add(endpoint.path)
       }
       for (const [path, allowed] of methodsOf) {
-        const refuse = respond(undefined, methodNotAllowed(allowed))
+        // A public path's refusals need no token either: they say nothing a client could not read in the docs.
+        const refuse = respond(publicPaths.has(path), methodNotAllowed(allowed), false)
         for (const method of METHODS) {
           if (!allowed.includes(method)) yield* router.add(method, path as HttpRouter.PathInput, refuse)
         }
       }
-      yield* router.add("*", "*", respond(undefined, notFound))
-      // A path the router cannot even decode (a stray "%") never reaches a route: answered here the same way.
+      // Every request no route serves (an unknown path or method, a path that cannot be decoded, an over-long id)
+      // passes the same checks here, then is answered as an unknown route. HEAD reaches a path's GET route (the
+      // router falls back to it), and the web handler leaves the body out.
       yield* router.addGlobalMiddleware((effect) =>
         Effect.catchCause(effect, (cause) => {
           const error = Cause.findError(cause)
@@ -132,9 +163,10 @@ export const make = (options: Options): WebHandler => {
             error.success instanceof HttpServerError.HttpServerError &&
             error.success.reason._tag === "RouteNotFound"
           if (!unroutable) return Effect.failCause(cause)
-          return Effect.succeed(
-            Respond.error(404, "not_found", "No such route (the path cannot be decoded); see GET /v1/openapi.json"),
-          )
+          return Effect.gen(function* () {
+            const request = yield* HttpServerRequest.HttpServerRequest
+            return refusal(request, false) ?? notFound(request)
+          })
         }),
       )
     }),

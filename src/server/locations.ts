@@ -1,9 +1,12 @@
 export * as Locations from "./locations"
 
-// Every Location the sidecar serves, each built on its first request and then kept (concurrent first requests
-// share one build; a build that fails, say for an invalid core.json, is tried again by the next request). Also
-// the application's own tools (`$CORE_HOME/tools/*.ts`) and their hot reload: a change there concerns every
-// Location, and a change to `$CORE_HOME/core.json` rebuilds every Location's services.
+// Every Location the sidecar serves, each built on its first request and then kept while it is used (concurrent
+// first requests share one build; a build that fails, say for an invalid core.json, is tried again by the next
+// request). A Location other than the serve's own is let go (its scope closed: watchers stopped, turns gone) once
+// it has gone unused for the idle period, or when more than `max` are kept (the least recently used first); never
+// while a request holds it (an open event stream included) or a call runs in it. Also the application's own tools
+// (`$CORE_HOME/tools/*.ts`) and their hot reload: a change there concerns every Location, and a change to
+// `$CORE_HOME/core.json` rebuilds every Location's services.
 
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -16,10 +19,17 @@ import { Served } from "./served"
 import { ToolFiles } from "./tool-files"
 import { Watch } from "./watch"
 
+/** Locations kept besides the serve's own. */
+export const MAX_LOCATIONS = 32
+export const IDLE_MS = 30 * 60 * 1000
+
 export interface Interface {
-  /** The served Location at `directory` (a real, absolute directory), built on first use. */
-  readonly get: (directory: string) => Effect.Effect<Served.Interface, Config.ConfigError>
-  /** The Locations built so far. */
+  /**
+   * The served Location at `directory` (a real, absolute directory), built on first use and held until the Scope
+   * closes (it is not let go meanwhile).
+   */
+  readonly get: (directory: string) => Effect.Effect<Served.Interface, Config.ConfigError, Scope.Scope>
+  /** The Locations built and kept so far. */
   readonly all: () => ReadonlyArray<Served.Interface>
 }
 
@@ -28,49 +38,108 @@ export interface Options {
   readonly outputsDirectory: string
   readonly watch: boolean
   readonly log: (line: string) => void
+  /** The serve's own Location, kept for the life of the sidecar. */
+  readonly primary: string
+  readonly max?: number
+  readonly idleMs?: number
+  /** The clock, in epoch milliseconds. */
+  readonly now?: () => number
+}
+
+interface Kept {
+  readonly directory: string
+  readonly built: Deferred.Deferred<Served.Interface, Config.ConfigError>
+  served: Served.Interface | undefined
+  scope: Scope.Closeable | undefined
+  /** Requests holding it. */
+  holders: number
+  /** When it was last taken or let go by a request. */
+  used: number
 }
 
 export const make = Effect.fnUntraced(function* (options: Options) {
   const scope = yield* Scope.Scope
   const context = yield* Effect.context<Served.Shared>()
-  const building = new Map<string, Deferred.Deferred<Served.Interface, Config.ConfigError>>()
-  const ready: Array<Served.Interface> = []
+  const max = options.max ?? MAX_LOCATIONS
+  const idleMs = options.idleMs ?? IDLE_MS
+  const now = options.now ?? Date.now
+  /** In order of first use. */
+  const kept = new Map<string, Kept>()
 
   // Built in a fiber of its own: a client that goes away mid-build does not fail the build for others waiting.
-  const build = (directory: string, deferred: Deferred.Deferred<Served.Interface, Config.ConfigError>) =>
+  const build = (entry: Kept) =>
     Effect.gen(function* () {
-      const config = yield* Config.load({ location: directory, home: options.home })
+      const config = yield* Config.load({ location: entry.directory, home: options.home })
       const locationScope = yield* Scope.fork(scope)
-      const served = yield* Served.make({ ...options, directory, config }).pipe(
+      const served = yield* Served.make({ ...options, directory: entry.directory, config }).pipe(
         Scope.provide(locationScope),
         Effect.provideContext(context),
         Effect.onError(() => Scope.close(locationScope, Exit.void)),
       )
-      ready.push(served)
+      entry.served = served
+      entry.scope = locationScope
       return served
     }).pipe(
       Effect.onExit((exit) =>
         Effect.suspend(() => {
-          if (Exit.isFailure(exit)) building.delete(directory)
-          return Deferred.done(deferred, exit)
+          if (Exit.isFailure(exit) && kept.get(entry.directory) === entry) kept.delete(entry.directory)
+          return Deferred.done(entry.built, exit)
         }),
       ),
     )
 
-  const get = (directory: string) =>
+  /** Lets go of Locations idle too long, then of the least recently used beyond the bound; answers their scopes. */
+  const evict = (): ReadonlyArray<Scope.Closeable> => {
+    const at = now()
+    const idle = [...kept.values()]
+      .filter((entry) => entry.directory !== options.primary && entry.scope !== undefined && entry.holders === 0)
+      .filter((entry) => entry.served!.running() === 0)
+      .sort((a, b) => a.used - b.used)
+    let excess = kept.size - (kept.has(options.primary) ? 1 : 0) - max
+    const gone: Array<Scope.Closeable> = []
+    for (const entry of idle) {
+      if (at - entry.used <= idleMs && excess <= 0) break
+      kept.delete(entry.directory)
+      gone.push(entry.scope!)
+      excess--
+    }
+    return gone
+  }
+
+  /** Takes the Location at `directory` (building it if new) and lets go of others; uninterruptible, as the acquire. */
+  const take = (directory: string) =>
     Effect.suspend(() => {
-      const known = building.get(directory)
-      if (known !== undefined) return Deferred.await(known)
-      const deferred = Deferred.makeUnsafe<Served.Interface, Config.ConfigError>()
-      building.set(directory, deferred)
-      return Effect.forkIn(build(directory, deferred), scope).pipe(Effect.andThen(Deferred.await(deferred)))
+      let entry = kept.get(directory)
+      const fresh = entry === undefined
+      if (entry === undefined) {
+        entry = { directory, built: Deferred.makeUnsafe(), served: undefined, scope: undefined, holders: 0, used: 0 }
+        kept.set(directory, entry)
+      }
+      entry.holders++
+      entry.used = now()
+      const gone = evict()
+      // Closing a Location (its watchers, its services) is not the requester's wait.
+      const close = Effect.forEach(gone, (closed) => Scope.close(closed, Exit.void), { discard: true })
+      return Effect.all([
+        fresh ? Effect.forkIn(build(entry), scope) : Effect.void,
+        gone.length === 0 ? Effect.void : Effect.forkIn(close, scope),
+      ]).pipe(Effect.as(entry))
     })
+
+  const get = (directory: string) =>
+    Effect.acquireRelease(take(directory), (entry) =>
+      Effect.sync(() => {
+        entry.holders--
+        entry.used = now()
+      }),
+    ).pipe(Effect.flatMap((entry) => Deferred.await(entry.built)))
 
   const application = yield* Registry.Application
   const home = ToolFiles.make(options.home, application.tools, scope, new ToolFiles.Versions())
   for (const diagnostic of yield* home.loadAll) options.log(`core: warning: ${diagnostic.file}: ${diagnostic.message}`)
 
-  const everywhere = (effect: (served: Served.Interface) => Effect.Effect<void>) => Effect.forEach([...ready], effect)
+  const all = () => [...kept.values()].flatMap((entry) => (entry.served === undefined ? [] : [entry.served]))
+  const everywhere = (effect: (served: Served.Interface) => Effect.Effect<void>) => Effect.forEach(all(), effect)
 
   const reloadHome = (changes: Watch.Changes) =>
     Effect.gen(function* () {
@@ -92,5 +161,5 @@ export const make = Effect.fnUntraced(function* (options: Options) {
 
   if (options.watch) yield* Watch.watch(options.home, reloadHome)
 
-  return { get, all: () => [...ready] } satisfies Interface
+  return { get, all } satisfies Interface
 })

@@ -1,33 +1,36 @@
 export * as Range from "./range"
 
-// `Range: bytes=...` for managed outputs (RFC 9110 §14): one range, a suffix (`-N`) or an open end (`N-`). A header
-// that is not a single byte range is ignored (the whole content is served), as the RFC allows; one that starts past
-// the end cannot be satisfied (416).
+// `Range: bytes=...` for managed outputs (RFC 9110 §14): one range, a suffix (`-N`) or an open end (`N-`), digits
+// only, no spaces inside. A header that is not a single byte range is ignored (the whole content is served), as the
+// RFC allows; one that selects no byte (it starts past the end, an empty suffix, or the content is empty) cannot be
+// satisfied (416), and says why.
 
 export type Resolution =
   | { readonly _tag: "Whole" }
   | { readonly _tag: "Partial"; readonly start: number; readonly end: number }
-  | { readonly _tag: "Unsatisfiable" }
+  | { readonly _tag: "Unsatisfiable"; readonly reason: string }
 
-const DIGITS = /^\d+$/
+const SINGLE = /^\s*bytes\s*=\s*(\d*)-(\d*)\s*$/i
 
 /** How to answer `header` for content of `size` bytes; `end` is inclusive. */
 export const resolve = (header: string | undefined, size: number): Resolution => {
   if (header === undefined) return { _tag: "Whole" }
-  const match = /^\s*bytes\s*=\s*([^,]*)$/i.exec(header)
+  const match = SINGLE.exec(header)
   if (match === null) return { _tag: "Whole" }
-  const [first = "", last = "", ...rest] = match[1]!.trim().split("-")
-  if (rest.length > 0) return { _tag: "Whole" }
+  const [, first = "", last = ""] = match
+  if (first === "" && last === "") return { _tag: "Whole" }
   if (first === "") {
-    if (!DIGITS.test(last)) return { _tag: "Whole" }
     const suffix = Number(last)
-    if (suffix === 0 || size === 0) return { _tag: "Unsatisfiable" }
+    if (suffix === 0) return unsatisfiable("it asks for the last 0 bytes (an empty suffix); ask for at least one")
+    if (size === 0) return unsatisfiable("the output is empty")
     return { _tag: "Partial", start: Math.max(0, size - suffix), end: size - 1 }
   }
-  if (!DIGITS.test(first) || (last !== "" && !DIGITS.test(last))) return { _tag: "Whole" }
   const start = Number(first)
   const end = last === "" ? size - 1 : Number(last)
   if (last !== "" && end < start) return { _tag: "Whole" }
-  if (start >= size) return { _tag: "Unsatisfiable" }
+  if (size === 0) return unsatisfiable("the output is empty")
+  if (start >= size) return unsatisfiable(`it starts at byte ${start}, past the end of the ${size} bytes`)
   return { _tag: "Partial", start, end: Math.min(end, size - 1) }
 }
+
+const unsatisfiable = (reason: string): Resolution => ({ _tag: "Unsatisfiable", reason })

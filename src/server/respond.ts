@@ -17,7 +17,7 @@ import { Json } from "../json/json"
 import { Api } from "./api"
 import { Events } from "./events"
 
-/** Request bodies larger than this are refused (413) before they are parsed. */
+/** Request bodies larger than this are refused (413): by their declared length before anything is read. */
 export const MAX_BODY_BYTES = 10 * 1024 * 1024
 
 /** A refusal of a request, answered with `status` and an error body. */
@@ -78,6 +78,22 @@ export const live = (body: Stream.Stream<string>) =>
     Stream.merge(body, Stream.tick(Events.KEEP_ALIVE_MS).pipe(Stream.drop(1), Stream.as(Events.KEEP_ALIVE))),
   )
 
+export const tooLarge = new Problem({
+  status: 413,
+  kind: "payload_too_large",
+  message: `The request body is larger than ${MAX_BODY_BYTES} bytes (10 MiB); send a smaller one`,
+})
+
+/** The request's declared body length (`Content-Length`); NaN when it has none (a chunked body) or it is not a number. */
+const declaredLength = (request: HttpServerRequest.HttpServerRequest): number => {
+  const declared = header(request, "content-length")
+  return declared === undefined ? Number.NaN : Number(declared)
+}
+
+/** Whether the request declares a body over the limit: refused before routing, whether or not the route reads it. */
+export const declaresTooLarge = (request: HttpServerRequest.HttpServerRequest): boolean =>
+  declaredLength(request) > MAX_BODY_BYTES
+
 const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1()
 const DECODE_OPTIONS = { errors: "all", onExcessProperty: "error" } as const
 
@@ -102,8 +118,7 @@ export const body = <S extends Schema.Codec<unknown, unknown>>(
   options: { readonly emptyIsObject?: boolean } = {},
 ) =>
   Effect.gen(function* () {
-    const declared = header(request, "content-length")
-    const length = declared === undefined ? Number.NaN : Number(declared)
+    const length = declaredLength(request)
     if (length > MAX_BODY_BYTES) return yield* tooLarge
     // A declared length within the limit is what the body holds (the server enforces it): read it whole. Without
     // one (a chunked body), it is read counting, and refused once past the limit.
@@ -138,8 +153,3 @@ export const body = <S extends Schema.Codec<unknown, unknown>>(
     return yield* badRequest(`The request body is invalid: ${detail}`)
   })
 
-const tooLarge = new Problem({
-  status: 413,
-  kind: "payload_too_large",
-  message: `The request body is larger than ${MAX_BODY_BYTES} bytes`,
-})

@@ -1,8 +1,9 @@
 export * as Security from "./security"
 
-// The sidecar's checks before any route runs: the bearer token (compared in constant time), the Host header
-// (a DNS-rebinding page reaches a loopback server under its own name, which is refused), and the Locations a
-// request may name (only under the roots given at start). Pure decisions; the HTTP layer turns them into answers.
+// The sidecar's checks before any route runs: the bearer token (compared in constant time; one that could never
+// match is refused at start), the Host header (a DNS-rebinding page reaches a loopback server under its own name,
+// which is refused), and the Locations a request may name (only under the roots given at start). Pure decisions;
+// the HTTP layer turns them into answers.
 
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
 import { realpathSync, statSync } from "node:fs"
@@ -11,6 +12,21 @@ import { Boundary } from "../permission/boundary"
 
 /** A fresh token: 32 random bytes, base64url. */
 export const generateToken = (): string => randomBytes(32).toString("base64url")
+
+/**
+ * Why `token` (from `$CORE_TOKEN`) could never match an `Authorization: Bearer <token>` header, or undefined when it
+ * can: it must be visible ASCII without spaces (clients cannot send the rest byte for byte, and the header's
+ * parser splits on whitespace).
+ */
+export const tokenProblem = (token: string): string | undefined => {
+  const fix = "set it to visible ASCII characters without spaces, or unset it to have a token generated"
+  if (token.trim() === "") return `CORE_TOKEN is empty or only whitespace; ${fix}`
+  const space = token.search(/\s/)
+  if (space !== -1) return `CORE_TOKEN contains whitespace (at character ${space + 1}); ${fix}`
+  const other = token.search(/[^\x21-\x7e]/)
+  if (other !== -1) return `CORE_TOKEN contains a control or non-ASCII character (at character ${other + 1}); ${fix}`
+  return undefined
+}
 
 const digest = (text: string): Buffer => createHash("sha256").update(text).digest()
 

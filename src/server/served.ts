@@ -73,6 +73,8 @@ export interface Interface {
   readonly reload: (changes: Watch.Changes) => Effect.Effect<void>
   /** Diagnostics of the first load. */
   readonly diagnostics: ReadonlyArray<Discovery.Diagnostic>
+  /** How many calls are running in it (in every live generation). */
+  readonly running: () => number
 }
 
 export interface Options {
@@ -294,5 +296,10 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     reply,
     reload,
     diagnostics: first.diagnostics,
+    running: () => {
+      let count = 0
+      for (const generation of live) count += generation.active
+      return count
+    },
   } satisfies Interface
 })

@@ -10,13 +10,17 @@ import * as Schema from "effect/Schema"
 import packageJson from "../../package.json" with { type: "json" }
 import type { Runtime } from "../cli/runtime"
 import { Http } from "./http"
-import { Respond } from "./respond"
 import { Security } from "./security"
 import { Sidecar } from "./sidecar"
 
 export class ListenError extends Schema.TaggedError<ListenError>()("Server.ListenError", {
   host: Schema.String,
   port: Schema.Number,
+  message: Schema.String,
+}) {}
+
+/** `$CORE_TOKEN` is a token no client could send (see Security.tokenProblem); core refuses to start with it. */
+export class InvalidToken extends Schema.TaggedError<InvalidToken>()("Server.InvalidToken", {
   message: Schema.String,
 }) {}
 
@@ -44,11 +48,18 @@ export interface Options {
 /** How long answers in flight may take to finish at shutdown before their connections are closed. */
 const DRAIN_MS = 2_000
 
-/** Bun's own limit, above the sidecar's, so an oversized body is answered with the sidecar's error body. */
-const BUN_MAX_BODY_BYTES = Respond.MAX_BODY_BYTES + 1024 * 1024
+/**
+ * Bun's own body limit. Bun answers a declared length over it itself, with an empty 413, before the sidecar sees the
+ * request; so it is set as high as Bun goes, and the sidecar refuses bodies over its own limit (Respond.MAX_BODY_BYTES)
+ * with its error body: by the declared length before reading anything, or while reading a chunked body. Bun reads a
+ * body only when it is asked to, so this limit holds no memory.
+ */
+const BUN_MAX_BODY_BYTES = Number.MAX_SAFE_INTEGER
 
 /** Serves until `stop`, then shuts down gracefully. */
 export const run = Effect.fn("Server.run")(function* (options: Options) {
+  const problem = Security.tokenProblem(options.token)
+  if (problem !== undefined) return yield* new InvalidToken({ message: problem })
   const sidecar = yield* Sidecar.make({
     environment: options.environment,
     primary: options.primary,

@@ -30,6 +30,10 @@ export interface Options {
   readonly log: (line: string) => void
   /** The settlement store; by default the durable one in the data directory. */
   readonly store?: Layer.Layer<Store.Service, Store.StoreError>
+  /** Waits until the next retention sweep is due; by default an hour (tests sweep when they say). */
+  readonly nextSweep?: Effect.Effect<void>
+  /** How many other Locations are kept, and for how long unused (defaults in ./locations). */
+  readonly locations?: Pick<Locations.Options, "max" | "idleMs" | "now">
 }
 
 export interface Interface {
@@ -60,6 +64,8 @@ export const make = Effect.fn("Sidecar.make")(function* (options: Options) {
     outputsDirectory: join(options.environment.dataDir, "outputs"),
     watch: options.watch,
     log: options.log,
+    primary: options.primary.directory,
+    ...options.locations,
   }).pipe(Effect.provideContext(context))
   const primary = yield* locations.get(options.primary.directory)
   // Forked last, so closing the sidecar's Scope interrupts the calls before anything they record with goes.
@@ -69,11 +75,8 @@ export const make = Effect.fn("Sidecar.make")(function* (options: Options) {
   // hour has passed since the last sweep, then hourly.
   const prune = Effect.suspend(() => store.prune(Date.now() - outputs.retentionMs)).pipe(Effect.ignore)
   if ((yield* outputs.sweepIfDue) !== undefined) yield* prune
-  yield* Effect.forkScoped(
-    Effect.forever(
-      Effect.sleep(ManagedOutputs.SWEEP_INTERVAL_MS).pipe(Effect.andThen(outputs.sweep), Effect.andThen(prune)),
-    ),
-  )
+  const nextSweep = options.nextSweep ?? Effect.sleep(ManagedOutputs.SWEEP_INTERVAL_MS)
+  yield* Effect.forkScoped(Effect.forever(nextSweep.pipe(Effect.andThen(outputs.sweep), Effect.andThen(prune))))
 
   const closing = yield* Deferred.make<void>()
   yield* Effect.addFinalizer(() => Deferred.succeed(closing, undefined))

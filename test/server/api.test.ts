@@ -7,7 +7,7 @@ import { join } from "node:path"
 import { Api } from "../../src/server/api"
 import { Respond } from "../../src/server/respond"
 import { tempDir } from "../support/temp"
-import { callBody, HOST, IMPORTS, inProcess, RAN, runs, TOKEN } from "./support"
+import { callBody, HOST, IMPORTS, inProcess, RAN, runs, sweeper, TOKEN } from "./support"
 
 const ECHO = `${IMPORTS}
 export default Tool.make({
@@ -150,6 +150,16 @@ describe("the sidecar's routes", () => {
     const past = await sidecar.fetch("GET", `/v1/outputs/${ref.id}`, { headers: { range: `bytes=${full.length}-` } })
     expect(past.status).toBe(416)
     expect(past.headers.get("content-range")).toBe(`bytes */${full.length}`)
+    expect(((await past.json()) as any).error.message).toContain("past the end")
+    const emptySuffix = await sidecar.json("GET", `/v1/outputs/${ref.id}`, { headers: { range: "bytes=-0" } })
+    expectError(emptySuffix, 416, "bad_request")
+    expect(emptySuffix.body.error.message).toContain("empty suffix")
+    expect(emptySuffix.body.error.message).not.toContain("past the end")
+    // A range this server does not read as one (spaces inside) is ignored: the whole content, once marked.
+    const spaced = await sidecar.fetch("GET", `/v1/outputs/${ref.id}`, { headers: { range: "bytes= 1 - 2" } })
+    expect(spaced.status).toBe(200)
+    expect(spaced.headers.get("accept-ranges")).toBe("bytes")
+    expect(await spaced.text()).toBe(full)
     expectError(await sidecar.json("GET", "/v1/outputs/out_00000000_0000000000000000"), 404, "not_found")
   })
 
@@ -167,6 +177,29 @@ describe("the sidecar's routes", () => {
     expect(existsSync(join(sidecar.box.data, "outputs", expired))).toBe(false)
     expect(existsSync(join(sidecar.box.data, "outputs", fresh))).toBe(true)
     expect(await (await sidecar.fetch("GET", `/v1/outputs/${fresh}`)).text()).toBe("kept output")
+  })
+
+  test("the retention sweep runs again and again while serving, without a restart", async () => {
+    const outputs = (box: { data: string }) => join(box.data, "outputs")
+    const expire = (path: string) => {
+      const longAgo = new Date(Date.now() - 8 * 24 * 60 * 60 * 1000)
+      utimesSync(path, longAgo, longAgo)
+    }
+    const sweeps = sweeper()
+    const sidecar = await inProcess({}, { nextSweep: sweeps.next })
+    mkdirSync(outputs(sidecar.box), { recursive: true })
+    const kept = join(outputs(sidecar.box), "out_00000002_0123456789abcdef")
+    writeFileSync(kept, "fresh")
+    for (const id of ["out_00000003_0123456789abcdef", "out_00000004_0123456789abcdef"]) {
+      // Each expires only after the server started (and after the previous sweep): only a later sweep removes it.
+      const path = join(outputs(sidecar.box), id)
+      writeFileSync(path, "old")
+      expire(path)
+      expect(existsSync(path)).toBe(true)
+      await sweeps.sweep()
+      expect(existsSync(path)).toBe(false)
+      expect(existsSync(kept)).toBe(true)
+    }
   })
 
   test("another Location with an invalid core.json is a 400, and is served once it is fixed", async () => {
@@ -200,6 +233,31 @@ describe("the sidecar's routes", () => {
     expect(document.paths["/v1/turns"].post.security).toEqual([{ bearer: [] }])
     expect(document.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" })
   })
+
+  test("the OpenAPI document names X-Core-Location where it is honoured, every status a route answers, and each schema once", async () => {
+    const sidecar = await inProcess()
+    const document = (await sidecar.json("GET", "/v1/openapi.json")).body
+    const operations = Object.entries(document.paths as Record<string, Record<string, any>>).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, operation]) => ({ route: `${method.toUpperCase()} ${path}`, operation })),
+    )
+    for (const { route, operation } of operations) {
+      const headers = (operation.parameters ?? []).filter((parameter: any) => parameter.in === "header").map((parameter: any) => parameter.name)
+      const statuses = Object.keys(operation.responses)
+      for (const status of ["403", "405", "413", "500"]) expect({ route, has: statuses.includes(status) }).toEqual({ route, has: true })
+      const guarded = route !== "GET /v1/health"
+      expect({ route, location: headers.includes("x-core-location") }).toEqual({ route, location: guarded })
+      for (const status of ["400", "401"]) expect({ route, has: statuses.includes(status) }).toEqual({ route, has: guarded })
+    }
+    const output = document.paths["/v1/outputs/{id}"].get
+    expect(Object.keys(output.responses)).toEqual(expect.arrayContaining(["200", "206", "404", "416"]))
+    expect(output.parameters.map((parameter: any) => parameter.name)).toContain("range")
+    // Every reference resolves, and no schema is kept twice under a derived name.
+    const names = Object.keys(document.components.schemas)
+    expect(names.filter((name) => /_\d+$/.test(name))).toEqual([])
+    const refs = [...JSON.stringify(document).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)].map((match) => match[1])
+    expect(refs.filter((name) => !names.includes(name!))).toEqual([])
+    expect(document.components.schemas.CallSettled.properties.settlement).toEqual({ $ref: "#/components/schemas/Settlement" })
+  })
 })
 
 describe("refusals", () => {
@@ -224,6 +282,50 @@ describe("refusals", () => {
     }
     for (const host of ["127.0.0.1:4321", "localhost:4321"]) {
       expect((await sidecar.json("GET", "/v1/health", { headers: { host } })).status).toBe(200)
+    }
+  })
+
+  test("every request passes the Host check, then the token, before it is routed, even one whose path cannot be decoded", async () => {
+    const sidecar = await inProcess()
+    for (const path of ["/v1/outputs/%zz%", `/v1/settlements/${"x".repeat(5000)}/y`, "/v1/nothing", "/%"]) {
+      const send = (headers: Record<string, string>) => sidecar.handler(new Request(`http://${HOST}${path}`, { headers }))
+      const wrongHost = await send({ host: "evil.example:4321", authorization: `Bearer ${TOKEN}` })
+      expect({ path, status: wrongHost.status }).toEqual({ path, status: 403 })
+      expect(((await wrongHost.json()) as any).error.kind).toBe("forbidden")
+      const noToken = await send({ host: HOST })
+      expect({ path, status: noToken.status }).toEqual({ path, status: 401 })
+      expect(((await noToken.json()) as any).error.kind).toBe("unauthorized")
+      const routed = await send({ host: HOST, authorization: `Bearer ${TOKEN}` })
+      expect({ path, status: routed.status }).toEqual({ path, status: 404 })
+      const body = (await routed.json()) as any
+      expect(body.error.kind).toBe("not_found")
+      expect(body.error.message.length).toBeLessThan(400)
+    }
+  })
+
+  test("HEAD answers what GET would without a body; health needs no token for any method", async () => {
+    const sidecar = await inProcess()
+    const head = (path: string, headers: Record<string, string>) =>
+      sidecar.handler(new Request(`http://${HOST}${path}`, { method: "HEAD", headers: { host: HOST, ...headers } }))
+    const health = await head("/v1/health", {})
+    expect(health.status).toBe(200)
+    expect(health.headers.get("content-type")).toBe("application/json")
+    expect(Number(health.headers.get("content-length"))).toBeGreaterThan(0)
+    expect(await health.text()).toBe("")
+    expect((await head("/v1/permissions", {})).status).toBe(401)
+    const pending = await head("/v1/permissions", { authorization: `Bearer ${TOKEN}` })
+    expect(pending.status).toBe(200)
+    expect(await pending.text()).toBe("")
+    const events = await head("/v1/events", { authorization: `Bearer ${TOKEN}` })
+    expect(events.status).toBe(200)
+    expect(events.headers.get("content-type")).toBe("text/event-stream")
+    expect(await events.text()).toBe("")
+    expect((await head("/v1/turns", { authorization: `Bearer ${TOKEN}` })).status).toBe(405)
+    expect((await head("/v1/nothing", { authorization: `Bearer ${TOKEN}` })).status).toBe(404)
+    for (const method of ["DELETE", "POST", "PUT"]) {
+      const answer = await sidecar.handler(new Request(`http://${HOST}/v1/health`, { method, headers: { host: HOST } }))
+      expect({ method, status: answer.status }).toEqual({ method, status: 405 })
+      expect(((await answer.json()) as any).error.message).toContain("use GET")
     }
   })
 
@@ -257,6 +359,11 @@ describe("refusals", () => {
     expectError(await sidecar.json("GET", "/v1/outputs/%zz%"), 404, "not_found")
     const long = "x".repeat(2000)
     expectError(await sidecar.json("GET", `/v1/settlements/${long}/${long}`), 404, "not_found")
+    // Routing comes before X-Core-Location: a bad one does not hide that the route is wrong.
+    const elsewhere = { headers: { "x-core-location": "not/absolute" } }
+    expectError(await sidecar.json("PUT", "/v1/turns", elsewhere), 405, "method_not_allowed")
+    expectError(await sidecar.json("GET", "/v1/nothing/here", elsewhere), 404, "not_found")
+    expectError(await sidecar.json("POST", "/v1/turns", elsewhere), 400, "bad_request")
   })
 
   test("malformed JSON, a body that is not an object, missing and wrong-typed fields are 400s saying what is wrong", async () => {
@@ -304,14 +411,37 @@ describe("refusals", () => {
     expect(((await answer.json()) as any).error.kind).toBe("payload_too_large")
   })
 
-  test("no CORS headers are sent, not even to a preflight", async () => {
+  test("a body declared over the limit is a 413 on every route, before anything reads it, after the Host and token checks", async () => {
     const sidecar = await inProcess()
-    const preflight = await sidecar.fetch("OPTIONS", "/v1/turns", {
+    const oversized = (headers: Record<string, string>) =>
+      sidecar.handler(
+        new Request(`http://${HOST}/v1/calls/ses_x/call_x/cancel`, {
+          method: "POST",
+          headers: { host: HOST, "content-length": String(Respond.MAX_BODY_BYTES + 1), ...headers },
+        }),
+      )
+    const refused = await oversized({ authorization: `Bearer ${TOKEN}` })
+    expect(refused.status).toBe(413)
+    expect(((await refused.json()) as any).error).toEqual({ kind: "payload_too_large", message: expect.stringContaining("10 MiB") })
+    expect((await oversized({})).status).toBe(401)
+    expect((await oversized({ host: "evil.example:4321", authorization: `Bearer ${TOKEN}` })).status).toBe(403)
+  })
+
+  test("no CORS headers are sent; a preflight (which carries no token) is a 401", async () => {
+    const sidecar = await inProcess()
+    const preflight = await sidecar.handler(
+      new Request(`http://${HOST}/v1/turns`, {
+        method: "OPTIONS",
+        headers: { host: HOST, origin: "http://evil.example", "access-control-request-method": "POST" },
+      }),
+    )
+    expect(preflight.status).toBe(401)
+    const authorized = await sidecar.fetch("OPTIONS", "/v1/turns", {
       headers: { origin: "http://evil.example", "access-control-request-method": "POST" },
     })
-    expect(preflight.status).toBe(405)
+    expect(authorized.status).toBe(405)
     const health = await sidecar.fetch("GET", "/v1/health", { headers: { origin: "http://evil.example" } })
-    for (const response of [preflight, health]) {
+    for (const response of [preflight, authorized, health]) {
       for (const name of response.headers.keys()) expect(name.startsWith("access-control-")).toBe(false)
     }
   })

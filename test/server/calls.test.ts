@@ -217,9 +217,46 @@ describe("duplicates and departures", () => {
     const [a, b] = await Promise.all([first, second])
     expect(a.body).toEqual(b.body)
     expect(a.body.status).toBe("success")
+    // Neither answer is a settlement recorded before its request: the joiner waited for the running call.
     expect(a.headers.get("x-core-replayed")).toBeNull()
-    expect(b.headers.get("x-core-replayed")).toBe("true")
+    expect(b.headers.get("x-core-replayed")).toBeNull()
     expect(runs(sidecar.box, "gate")).toBe(1)
+    const recorded = await sidecar.settle(turnID, call)
+    expect(recorded.headers.get("x-core-replayed")).toBe("true")
+    expect(recorded.body).toEqual(a.body)
+    await events.close()
+  })
+
+  test("a call posted again with SSE while its ask is pending gets that ask first, then its settlement", async () => {
+    const sidecar = await inProcess({ "core.json": '{ "permission": { "bash": "ask" } }' })
+    const events = await sidecar.events()
+    const { turnID } = await sidecar.turn()
+    const call = { name: "bash", input: { command: "echo answered" }, sessionID: "ses_again", toolCallID: "call_again" }
+    // The first request's client goes away (a network fault) while the call waits for a reply.
+    const abort = new AbortController()
+    const first = await sidecar.fetch("POST", `/v1/turns/${turnID}/calls`, {
+      body: callBody(call),
+      headers: { accept: "text/event-stream" },
+      signal: abort.signal,
+    })
+    const asked = await new EventReader(first).until("permission")
+    expect((await events.until("permission.asked")).data).toEqual(asked.data)
+    abort.abort()
+
+    const again = await sidecar.fetch("POST", `/v1/turns/${turnID}/calls`, {
+      body: callBody(call),
+      headers: { accept: "text/event-stream" },
+    })
+    expect(again.status).toBe(200)
+    expect(again.headers.get("x-core-replayed")).toBeNull()
+    const stream = new EventReader(again)
+    expect(await stream.next()).toEqual({ event: "permission", data: asked.data })
+    expect((await sidecar.json("POST", `/v1/permissions/${asked.data.id}/reply`, { body: { reply: "once" } })).status).toBe(200)
+    const rest = await stream.rest()
+    // The pending ask is sent once, not again from the live events.
+    expect(rest.map((event) => event.event).filter((name) => name === "permission")).toEqual([])
+    expect(rest.at(-1)).toEqual({ event: "settlement", data: expect.objectContaining({ status: "success" }) })
+    expect(rest.at(-1)!.data.structured.stdout).toBe("answered\n")
     await events.close()
   })
 

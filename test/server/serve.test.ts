@@ -4,7 +4,7 @@
 
 import { describe, expect, test } from "bun:test"
 import { createServer } from "node:net"
-import { writeFileSync } from "node:fs"
+import { truncateSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { run } from "../support/binary"
 import { EventReader, IMPORTS, isDead, RAN, runs, sandbox, serve } from "./support"
@@ -235,6 +235,15 @@ export default Tool.make({
 
     const restarted = await serve(box)
     expect((await restarted.json("GET", "/v1/settlements/ses_kill/call_kill")).status).toBe(404)
+    // Over SSE too, the replay says so in its headers, and runs nothing.
+    const streamed = await restarted.fetch("POST", `/v1/turns/${(await restarted.turn()).turnID}/calls`, {
+      body: { ...call, assistantMessageID: "m" },
+      headers: { accept: "text/event-stream" },
+    })
+    expect(streamed.headers.get("x-core-replayed")).toBe("true")
+    const events = await new EventReader(streamed).rest()
+    expect(events).toEqual([{ event: "settlement", data: expect.objectContaining({ status: "error" }) }])
+    expect(events[0]!.data.error.kind).toBe("interrupted")
     const replay = await restarted.settle((await restarted.turn()).turnID, call)
     expect(replay.headers.get("x-core-replayed")).toBe("true")
     expect(replay.body.error).toEqual({ kind: "interrupted", message: expect.any(String) })
@@ -242,6 +251,105 @@ export default Tool.make({
     expect(runs(box, "hang")).toBe(1)
     restarted.child.kill("SIGTERM")
     expect((await restarted.exited()).code).toBe(0)
+  })
+})
+
+describe("core serve behind Bun's HTTP server", () => {
+  test("a body over 10 MiB gets core's 413 error body, declared or chunked, even at 200 MB; the server stays up", async () => {
+    const box = sandbox()
+    const server = await serve(box)
+    for (const size of [13_000_000, 200_000_000]) {
+      // Sparse files: the client sends the bytes without holding them.
+      const path = join(box.data, `body-${size}`)
+      writeFileSync(path, "")
+      truncateSync(path, size)
+      for (const [how, body] of [["declared", Bun.file(path)], ["chunked", Bun.file(path).stream()]] as const) {
+        const answer = await server.json("POST", "/v1/turns", { body })
+        expect({ size, how, status: answer.status, kind: answer.body.error?.kind }).toEqual({
+          size,
+          how,
+          status: 413,
+          kind: "payload_too_large",
+        })
+      }
+    }
+    expect((await fetch(`${server.url}/v1/health`)).status).toBe(200)
+    expect((await server.turn()).turnID).toMatch(/^turn_/)
+    server.child.kill("SIGTERM")
+    const { code, stderr } = await server.exited()
+    expect(code).toBe(0)
+    expect(stderr).not.toContain("operational failure")
+  })
+
+  test("a wrong Host is a 403, HEAD /v1/health needs no token, and outputs answer exactly the ranges core decides", async () => {
+    const box = sandbox({ "core.json": '{ "output": { "maxLines": 10 } }' })
+    const server = await serve(box)
+    const wrongHost = await fetch(`${server.url}/v1/health`, { headers: { host: "evil.example:80" } })
+    expect(wrongHost.status).toBe(403)
+    expect(((await wrongHost.json()) as any).error.kind).toBe("forbidden")
+    const rebound = await server.fetch("POST", "/v1/turns", { body: {}, headers: { host: `localhost.evil:${new URL(server.url).port}` } })
+    expect(rebound.status).toBe(403)
+    const head = await fetch(`${server.url}/v1/health`, { method: "HEAD" })
+    expect(head.status).toBe(200)
+    expect(await head.text()).toBe("")
+
+    const { turnID } = await server.turn()
+    const settled = await server.settle(turnID, { name: "bash", input: { command: "seq 1 3000" } })
+    const [ref] = settled.body.outputs
+    const full = await (await server.fetch("GET", `/v1/outputs/${ref.id}`)).text()
+    expect(full).toContain("\n2999\n")
+    const range = (header: string) => server.fetch("GET", `/v1/outputs/${ref.id}`, { headers: { range: header } })
+    // Not a range core reads (spaces inside): the whole content, once marked, rather than Bun's own reading of it.
+    const spaced = await range("bytes= 1 - 2")
+    expect(spaced.status).toBe(200)
+    expect(spaced.headers.get("accept-ranges")).toBe("bytes")
+    expect(spaced.headers.get("content-range")).toBeNull()
+    expect(await spaced.text()).toBe(full)
+    const several = await range("bytes=0-1,5-6")
+    expect(several.status).toBe(200)
+    expect(await several.text()).toBe(full)
+    const part = await range("bytes=5-10")
+    expect(part.status).toBe(206)
+    expect(part.headers.get("accept-ranges")).toBe("bytes")
+    expect(part.headers.get("content-range")).toBe(`bytes 5-10/${ref.bytes}`)
+    expect(await part.text()).toBe(full.slice(5, 11))
+    const emptySuffix = await range("bytes=-0")
+    expect(emptySuffix.status).toBe(416)
+    expect(((await emptySuffix.json()) as any).error.message).toContain("empty suffix")
+    server.child.kill("SIGTERM")
+    expect((await server.exited()).code).toBe(0)
+  })
+
+  test("a client that disconnects mid-stream does not stop its call: it settles and is recorded", async () => {
+    const box = sandbox()
+    const server = await serve(box)
+    const events = await server.events()
+    const gate = join(box.data, "gate")
+    const abort = new AbortController()
+    const response = await server.fetch("POST", `/v1/turns/${(await server.turn()).turnID}/calls`, {
+      body: {
+        sessionID: "ses_gone",
+        assistantMessageID: "m",
+        toolCallID: "call_gone",
+        name: "bash",
+        input: { command: `echo waiting; while [ ! -e '${gate}' ]; do sleep 0.02; done; echo through` },
+      },
+      headers: { accept: "text/event-stream" },
+      signal: abort.signal,
+    })
+    const stream = new EventReader(response)
+    await stream.until("progress")
+    abort.abort()
+    await stream.close()
+    writeFileSync(gate, "")
+    const settled = await events.until("call.settled", (data) => data.toolCallID === "call_gone")
+    expect(settled.data.settlement.status).toBe("success")
+    const recorded = await server.json("GET", "/v1/settlements/ses_gone/call_gone")
+    expect(recorded.status).toBe(200)
+    expect(recorded.body.structured.stdout).toBe("waiting\nthrough\n")
+    await events.close()
+    server.child.kill("SIGTERM")
+    expect((await server.exited()).code).toBe(0)
   })
 })
 
@@ -264,6 +372,17 @@ describe("core serve's command line", () => {
       expect(result.code).toBe(2)
       expect(result.stdout).toBe("")
       expect(result.stderr).toContain("core serve")
+    }
+  })
+
+  test("a CORE_TOKEN no client could send refuses to start, saying why", async () => {
+    const box = sandbox()
+    for (const [token, why] of [["two words", "whitespace"], ["   ", "empty"], ["caf\u00e9", "non-ASCII"]] as const) {
+      const result = await run(["serve", "--location", box.location], { env: { ...box.env, CORE_TOKEN: token } })
+      expect([2, 3]).toContain(result.code)
+      expect(result.stdout).toBe("")
+      expect(result.stderr).toContain("CORE_TOKEN")
+      expect(result.stderr).toContain(why)
     }
   })
 

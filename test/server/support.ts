@@ -136,8 +136,12 @@ export const callBody = (call: Call) => ({
   input: call.input,
 })
 
-const bodyOf = (body: unknown): string | ReadableStream | undefined =>
-  body === undefined ? undefined : typeof body === "string" || body instanceof ReadableStream ? body : JSON.stringify(body)
+const bodyOf = (body: unknown): string | ReadableStream | Blob | undefined =>
+  body === undefined
+    ? undefined
+    : typeof body === "string" || body instanceof ReadableStream || body instanceof Blob
+      ? body
+      : JSON.stringify(body)
 
 /** A client over `send`, with the token and Host a well-behaved host sends. */
 export const client = (send: (request: Request) => Promise<Response>, base: string, host: string, token: string): Client => {
@@ -204,6 +208,10 @@ export const inProcess = async (
     readonly home?: Record<string, string>
     readonly roots?: ReadonlyArray<string>
     readonly watch?: boolean
+    /** Waits until the next retention sweep is due (default: an hour). */
+    readonly nextSweep?: Effect.Effect<void>
+    /** How many other Locations are kept and for how long, by which clock. */
+    readonly locations?: Sidecar.Options["locations"]
     /** Runs on the sandbox before the sidecar starts. */
     readonly before?: (box: Sandbox) => void
   } = {},
@@ -216,7 +224,14 @@ export const inProcess = async (
   const sidecar = await Effect.runPromise(
     Effect.gen(function* () {
       const primary = yield* Runtime.prepare("serve", environment, box.location)
-      return yield* Sidecar.make({ environment, primary, watch: options.watch ?? false, log: (line) => log.push(line) })
+      return yield* Sidecar.make({
+        environment,
+        primary,
+        watch: options.watch ?? false,
+        log: (line) => log.push(line),
+        ...(options.nextSweep === undefined ? {} : { nextSweep: options.nextSweep }),
+        ...(options.locations === undefined ? {} : { locations: options.locations }),
+      })
     }).pipe(Scope.provide(scope)),
   )
   const web = Http.make({
@@ -318,3 +333,31 @@ export const isDead = (pid: number): boolean => {
 }
 
 export const location = (box: Sandbox, path = ""): string => join(realpathSync(box.location), path)
+
+export interface Sweeper {
+  /** The sidecar's wait for its next retention sweep: it lasts until the test calls `sweep`. */
+  readonly next: Effect.Effect<void>
+  /** Lets one sweep run; resolves once it is done and the sidecar waits for the next. */
+  readonly sweep: () => Promise<void>
+}
+
+/** Retention sweeps on the test's word rather than the clock's. */
+export const sweeper = (): Sweeper => {
+  let waiting = Promise.withResolvers<void>()
+  let release: (() => void) | undefined
+  const next = Effect.promise(() => {
+    const go = Promise.withResolvers<void>()
+    release = go.resolve
+    waiting.resolve()
+    return go.promise
+  })
+  return {
+    next,
+    sweep: async () => {
+      await waiting.promise
+      waiting = Promise.withResolvers<void>()
+      release!()
+      await waiting.promise
+    },
+  }
+}

@@ -18,17 +18,39 @@ describe("Range.resolve", () => {
     expect(Range.resolve("bytes=50-5000", 100)).toEqual({ _tag: "Partial", start: 50, end: 99 })
   })
 
-  test("a range starting past the end cannot be satisfied", () => {
-    expect(Range.resolve("bytes=100-", 100)).toEqual({ _tag: "Unsatisfiable" })
-    expect(Range.resolve("bytes=100-200", 100)).toEqual({ _tag: "Unsatisfiable" })
-    expect(Range.resolve("bytes=-0", 100)).toEqual({ _tag: "Unsatisfiable" })
-    expect(Range.resolve("bytes=0-", 0)).toEqual({ _tag: "Unsatisfiable" })
+  test("a range that selects no byte cannot be satisfied, and says why", () => {
+    const reason = (header: string, size: number) => {
+      const resolution = Range.resolve(header, size)
+      expect(resolution._tag).toBe("Unsatisfiable")
+      return resolution._tag === "Unsatisfiable" ? resolution.reason : ""
+    }
+    expect(reason("bytes=100-", 100)).toContain("past the end")
+    expect(reason("bytes=100-200", 100)).toContain("past the end")
+    expect(reason("bytes=0-", 0)).toContain("the output is empty")
+    const empty = reason("bytes=-0", 100)
+    expect(empty).toContain("empty suffix")
+    expect(empty).not.toContain("past the end")
+    expect(reason("bytes=-5", 0)).toContain("empty")
   })
 
-  test("no header, several ranges, other units and nonsense are answered with the whole content", () => {
-    for (const header of [undefined, "bytes=0-1,5-6", "items=0-1", "bytes=9-3", "bytes=a-b", "bytes=", "bytes=1-2-3", "garbage"]) {
+  test("no header, several ranges, other units, spaces inside a range and nonsense are answered with the whole content", () => {
+    for (const header of [
+      undefined,
+      "bytes=0-1,5-6",
+      "items=0-1",
+      "bytes=9-3",
+      "bytes=a-b",
+      "bytes=",
+      "bytes=-",
+      "bytes=1-2-3",
+      "bytes= 1 - 2",
+      "bytes=1 -2",
+      "bytes=+1-2",
+      "garbage",
+    ]) {
       expect(Range.resolve(header, 100)).toEqual({ _tag: "Whole" })
     }
+    expect(Range.resolve(" BYTES = 1-2 ", 100)).toEqual({ _tag: "Partial", start: 1, end: 2 })
   })
 })
 
@@ -39,6 +61,28 @@ describe("Security", () => {
     expect(check("bearer s3cret")).toBe(true)
     for (const header of [undefined, "", "Bearer", "Bearer s3cre", "Bearer s3cret2", "Basic s3cret", "s3cret", "Bearer s3cret extra"]) {
       expect(check(header)).toBe(false)
+    }
+  })
+
+  test("a token that could never be sent in Authorization is refused, saying why; a usable one is not", () => {
+    for (const token of ["s3cret", "a.b-c_d~e+f/g=", Security.generateToken(), "!#$%&'()*:;<>?@[]^`{|}"]) {
+      expect(Security.tokenProblem(token)).toBeUndefined()
+    }
+    for (const [token, why] of [
+      ["", "empty"],
+      ["   ", "empty"],
+      ["two words", "whitespace (at character 4)"],
+      [" padded", "whitespace (at character 1)"],
+      ["tab\there", "whitespace"],
+      ["line\nbreak", "whitespace"],
+      ["bell\u0007", "control or non-ASCII character (at character 5)"],
+      ["caf\u00e9", "control or non-ASCII character (at character 4)"],
+      ["\u4e2d\u6587", "non-ASCII"],
+      ["del\u007f", "non-ASCII"],
+    ] as const) {
+      const problem = Security.tokenProblem(token)
+      expect(problem).toContain("CORE_TOKEN")
+      expect(problem).toContain(why)
     }
   })
 
