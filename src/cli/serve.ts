@@ -31,7 +31,8 @@ Options:
   -h, --help         show this help
 
 Environment:
-  CORE_TOKEN      the bearer token (default: a fresh random token each start)
+  CORE_TOKEN      the bearer token: visible ASCII without spaces (default: a fresh random
+                  token each start)
   CORE_DATA_DIR   managed outputs and the settlement store (default ~/.local/share/core)
   CORE_HOME       application tools and core.json (default ~/.config/core)
 
@@ -116,7 +117,13 @@ export const run = (args: ReadonlyArray<string>) =>
     const primary = yield* Runtime.prepare("serve", environment, values.location)
     const roots = [primary.directory]
     for (const root of rootFlags) roots.push(yield* realDirectory("--allow-root", resolve(root)))
-    const token = process.env.CORE_TOKEN || Security.generateToken()
+    const given = process.env.CORE_TOKEN
+    // Set but empty counts as set: a host that meant to choose the token must not get a random one silently.
+    if (given !== undefined) {
+      const problem = Security.tokenProblem(given)
+      if (problem !== undefined) return yield* usage(problem)
+    }
+    const token = given ?? Security.generateToken()
 
     const stop = yield* Deferred.make<void>()
     let signalled = false
