@@ -38,7 +38,8 @@ Environment:
 
 Tool files (tools/*.ts) and core.json of each served Location and of CORE_HOME are watched and
 reloaded on change. SIGINT or SIGTERM shuts down gracefully: running calls are cancelled (their
-processes killed) and recorded, and core exits 0.
+processes killed) and recorded, and core exits 0. A second signal exits at once (130), after
+killing every process core started.
 `
 
 /**
