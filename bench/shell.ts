@@ -49,7 +49,8 @@ const binary = async (): Promise<string> => {
   const path = join(ROOT, "dist", "core")
   if (existsSync(path) && statSync(path).mtimeMs >= newest(join(ROOT, "src"))) return path
   progress("shell: building dist/core (missing or older than src/)")
-  const build = Bun.spawn([process.execPath, join(ROOT, "build.ts")], { cwd: ROOT, stdout: "inherit", stderr: "inherit" })
+  // The build's own messages go to stderr: stdout carries this benchmark's report.
+  const build = Bun.spawn([process.execPath, join(ROOT, "build.ts")], { cwd: ROOT, stdout: 2, stderr: "inherit" })
   if ((await build.exited) !== 0) throw new Error("bun build.ts failed")
   return path
 }
