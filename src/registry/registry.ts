@@ -114,15 +114,19 @@ export const layer: Layer.Layer<Service, never, Application> = Layer.effect(
 
     const build = (rules: Rule.Ruleset | undefined): Catalog => {
       const advertised = new Map<string, Placement.Entry>()
-      const definitions: Array<Definition.Definition> = []
       for (const name of mergeSorted(location.names(), application.names())) {
         const entry = effective(name)!
         if (rules !== undefined && isHidden(rules, name, entry.tool)) continue
         advertised.set(name, entry)
-        definitions.push((entry.definition ??= Definition.of(entry.tool, name)))
       }
+      // Derived when first asked for: a command that settles one call by name (core exec) never needs the JSON
+      // Schemas of every tool, and deriving them is most of a cold start's registry work.
+      let definitions: ReadonlyArray<Definition.Definition> | undefined
       return {
-        definitions,
+        get definitions() {
+          definitions ??= [...advertised].map(([name, entry]) => (entry.definition ??= Definition.of(entry.tool, name)))
+          return definitions
+        },
         resolve: (name) => {
           const entry = advertised.get(name)
           if (entry === undefined) return { _tag: "Unknown", name, suggestions: nearest(name, advertised.keys()) }

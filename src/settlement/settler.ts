@@ -378,7 +378,13 @@ export const layer: Layer.Layer<
 
     const materialize = Effect.fn("Settler.materialize")(function* (rules?: Rule.Ruleset) {
       const catalog = registry.capture(rules)
-      return { definitions: catalog.definitions, settle: settleThrough(catalog) }
+      const settle = settleThrough(catalog)
+      return {
+        get definitions() {
+          return catalog.definitions
+        },
+        settle,
+      }
     })
 
     return Service.of({ materialize })
