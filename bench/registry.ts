@@ -65,7 +65,12 @@ const materializeRun = async (dataDir: string, run: number): Promise<Materialize
         return { registry: yield* Registry.Service, settler: yield* Settler.Service }
       }),
     )
-    const materialize = () => Effect.runSync(settler.materialize())
+    // A turn's definitions are derived when first read, so each timed materialize reads them, as a host does.
+    const materialize = () => {
+      const turn = Effect.runSync(settler.materialize())
+      if (turn.definitions.length === 0) throw new Error("no definitions")
+      return turn
+    }
     const scope = Effect.runSync(Scope.make())
     const record = Object.fromEntries(tools.map((tool, index) => [nameOf(index), tool]))
     const [, register] = timed(() => Effect.runSync(registry.tools.register(record).pipe(Scope.provide(scope))))
