@@ -16,6 +16,7 @@ import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { Ripgrep } from "./ripgrep"
 import { Text as TextFile } from "./text"
+import { Distance } from "../text/distance"
 
 /** Lines of output per page, the footer included: a full page fits the settlement's default bound. */
 export const MAX_LINES = 2_000
@@ -288,18 +289,6 @@ const binaryReason = (head: Uint8Array): string | undefined => {
 // ---------------------------------------------------------------------------------------------------------------
 // Did you mean
 
-const distance = (a: string, b: string): number => {
-  let previous = Array.from({ length: b.length + 1 }, (_, index) => index)
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i]
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
-    }
-    previous = current
-  }
-  return previous[b.length]!
-}
-
 /** How alike an existing name is to the missing one (lower is closer), or undefined when not alike. */
 const likeness = (wanted: string, name: string): number | undefined => {
   const a = wanted.toLowerCase()
@@ -309,7 +298,7 @@ const likeness = (wanted: string, name: string): number | undefined => {
   if (stem(a) !== "" && stem(a) === stem(b)) return 1
   const most = Math.max(2, Math.floor(a.length / 4))
   if (Math.abs(a.length - b.length) <= most) {
-    const edits = distance(a, b)
+    const edits = Distance.levenshtein(a, b)
     if (edits <= most) return 1 + edits
   }
   if (a.length >= 3 && (b.includes(a) || (b.length >= 3 && a.includes(b)))) return 10

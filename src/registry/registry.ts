@@ -16,6 +16,7 @@ import * as Internal from "../tool/internal"
 import { ToolName } from "../tool/name"
 import type { Tool } from "../tool/tool"
 import { Placement } from "./placement"
+import { Distance } from "../text/distance"
 
 export class RegistrationError extends Schema.TaggedError<RegistrationError>()("Registry.RegistrationError", {
   reason: Schema.Literals(["invalid_record", "invalid_name", "not_a_tool", "scope_closed"]),
@@ -190,7 +191,7 @@ export const nearest = (name: string, names: Iterable<string>): ReadonlyArray<st
   const scored: Array<{ name: string; score: number }> = []
   for (const candidate of names) {
     const other = candidate.toLowerCase()
-    const distance = editDistance(lower, other)
+    const distance = Distance.levenshtein(lower, other)
     const related = other.includes(lower) || lower.includes(other)
     const limit = Math.max(2, Math.floor(Math.max(lower.length, other.length) / 3))
     if (distance <= limit || related) scored.push({ name: candidate, score: related ? Math.min(distance, 1) : distance })
@@ -199,14 +200,3 @@ export const nearest = (name: string, names: Iterable<string>): ReadonlyArray<st
   return scored.slice(0, MAX_SUGGESTIONS).map((entry) => entry.name)
 }
 
-const editDistance = (a: string, b: string): number => {
-  let previous = Array.from({ length: b.length + 1 }, (_, index) => index)
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i]
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
-    }
-    previous = current
-  }
-  return previous[b.length]!
-}
