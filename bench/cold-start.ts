@@ -6,39 +6,17 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { cleanup, duration, main, progress, ratio, type Report, type Summary, summarize } from "./measure"
+import { buildCore, cleanup, ECHO_TOOL, duration, main, progress, ratio, type Report, type Summary, summarize } from "./measure"
 
-const ROOT = join(import.meta.dir, "..")
 const RUNS = 30
 const WARMUP_RUNS = 3
 const TARGET_RATIO = 8
-
-const ECHO_TOOL = `import { Tool } from "@core/tool"
-import { Effect, Schema } from "effect"
-
-export default Tool.make({
-  description: "Echo text back",
-  input: Schema.Struct({ text: Schema.String }),
-  output: Schema.String,
-  execute: (input) => Effect.succeed(input.text),
-})
-`
 
 interface Command {
   readonly label: string
   readonly argv: ReadonlyArray<string>
   /** Why a run's output is not what the command should print, or undefined when it is. */
   readonly problem: (stdout: string) => string | undefined
-}
-
-const build = async (outfile: string) => {
-  const child = Bun.spawn([process.execPath, join(ROOT, "build.ts"), "--outfile", outfile], {
-    cwd: ROOT,
-    stdout: "pipe",
-    stderr: "pipe",
-  })
-  const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()])
-  if (code !== 0) throw new Error(`building core failed (exit ${code}):\n${stderr}`)
 }
 
 /** One fresh process, timed from spawn until it has exited. */
@@ -58,7 +36,7 @@ export const measure = async (): Promise<Report> => {
   try {
     const binary = join(root, "core")
     progress(`cold start: building the binary (build.ts --outfile)`)
-    await build(binary)
+    await buildCore(binary)
     const location = join(root, "location")
     mkdirSync(join(location, "tools"), { recursive: true })
     writeFileSync(join(location, "tools", "echo.ts"), ECHO_TOOL)

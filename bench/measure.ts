@@ -4,6 +4,7 @@
 // here passes or fails.
 
 import { rmSync } from "node:fs"
+import { join } from "node:path"
 
 export interface Summary {
   readonly n: number
@@ -121,3 +122,28 @@ export const main = async (measure: () => Promise<Report>): Promise<void> => {
   if (process.argv.includes("--json")) process.stdout.write(`${JSON.stringify(report)}\n`)
   else process.stdout.write(`${render(report)}\n`)
 }
+
+/** Builds the compiled core from the current sources into `outfile` (never dist/core, which may be older). */
+export const buildCore = async (outfile: string): Promise<string> => {
+  const root = join(import.meta.dir, "..")
+  const child = Bun.spawn([process.execPath, join(root, "build.ts"), "--outfile", outfile], {
+    cwd: root,
+    stdout: "pipe",
+    stderr: "pipe",
+  })
+  const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()])
+  if (code !== 0) throw new Error(`building core failed (exit ${code}):\n${stderr}`)
+  return outfile
+}
+
+/** A one-tool Location's `tools/echo.ts`: the trivial tool benchmarks settle. */
+export const ECHO_TOOL = `import { Tool } from "@core/tool"
+import { Effect, Schema } from "effect"
+
+export default Tool.make({
+  description: "Echo text back",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.succeed(input.text),
+})
+`

@@ -19,7 +19,7 @@ import { Settler } from "../src/settlement/settler"
 import { Shell } from "../src/shell/producer"
 import { Approvals } from "../src/store/approvals"
 import { Store } from "../src/store/store"
-import { cleanup, duration, main, megabytes, progress, ratio, type Report, summarize, type Summary } from "./measure"
+import { buildCore, cleanup, duration, main, megabytes, progress, ratio, type Report, summarize, type Summary } from "./measure"
 
 const ROOT = join(import.meta.dir, "..")
 const PACKAGES = ["effect", "zod", "@modelcontextprotocol", "bun-types", "typescript"]
@@ -100,19 +100,6 @@ const buildTree = (tree: string): { readonly files: number; readonly bytes: numb
   return { files, bytes }
 }
 
-/** The compiled core, built from the current sources (a dist/core left from older sources may lack these tools). */
-const buildBinary = (directory: string): string => {
-  const binary = join(directory, "core")
-  progress("search: building core from the current sources")
-  const build = Bun.spawnSync([process.execPath, join(ROOT, "build.ts"), "--outfile", binary], {
-    cwd: ROOT,
-    stdout: "ignore",
-    stderr: "inherit",
-  })
-  if (build.exitCode !== 0) throw new Error("building core failed")
-  return binary
-}
-
 const timed = async (run: () => Promise<unknown>): Promise<number> => {
   const started = performance.now()
   await run()
@@ -128,7 +115,8 @@ export const measure = async (): Promise<Report> => {
   try {
     progress(`search: copying ${PACKAGES.join(", ")} from node_modules ${COPIES} times`)
     const size = buildTree(tree)
-    const binary = buildBinary(root)
+    progress("search: building core from the current sources")
+    const binary = await buildCore(join(root, "core"))
     const rg = await Effect.runPromise(Ripgrep.executable)
 
     const permission = Permission.layer({ project: tree, configured: { rules: [], agents: new Map() } }).pipe(

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { cleanup, duration, main, megabytes, progress, ratio, type Report, type Summary, summarize } from "./measure"
+import { buildCore, cleanup, ECHO_TOOL, duration, main, megabytes, progress, ratio, type Report, type Summary, summarize } from "./measure"
 
 const ROOT = join(import.meta.dir, "..")
 const CONCURRENCIES = [1, 32] as const
@@ -20,17 +20,6 @@ const WARMUP_CALLS = 2_000
 const TARGET_THROUGHPUT = 2
 const TARGET_P50 = 0.5
 const INPUT = { text: "hello" }
-
-const ECHO_TOOL = `import { Tool } from "@core/tool"
-import { Effect, Schema } from "effect"
-
-export default Tool.make({
-  description: "Echo text back",
-  input: Schema.Struct({ text: Schema.String }),
-  output: Schema.String,
-  execute: (input) => Effect.succeed(input.text),
-})
-`
 
 interface Side {
   readonly label: string
@@ -66,12 +55,6 @@ const spawnServer = async (argv: ReadonlyArray<string>, env: Record<string, stri
   }
   reader.releaseLock()
   return { child, ready: JSON.parse(text.slice(0, text.indexOf("\n"))) as Record<string, string> }
-}
-
-const build = async (outfile: string) => {
-  const child = Bun.spawn([process.execPath, join(ROOT, "build.ts"), "--outfile", outfile], { cwd: ROOT, stdout: "pipe", stderr: "pipe" })
-  const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()])
-  if (code !== 0) throw new Error(`building core failed (exit ${code}):\n${stderr}`)
 }
 
 /** A client of a sidecar that printed `ready`: one turn, then each call with a fresh call id. */
@@ -110,7 +93,7 @@ const sidecarSide = async (label: string, child: Bun.Subprocess, ready: Record<s
 const coreSides = async (root: string): Promise<{ durable: Side; memory: Side }> => {
   const binary = join(root, "core")
   progress("serve: building the binary (build.ts --outfile)")
-  await build(binary)
+  await buildCore(binary)
   const location = join(root, "location")
   mkdirSync(join(location, "tools"), { recursive: true })
   writeFileSync(join(location, "tools", "echo.ts"), ECHO_TOOL)

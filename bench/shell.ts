@@ -3,12 +3,12 @@
 // and the spawn overhead of `true` through the producer against a bare `Bun.spawn(["true"])` awaited, interleaved
 // in this run. Targets: ≥ 1 GB/s in-process, peak RSS flat with output size, spawn overhead within 1.5x.
 
-import { existsSync, mkdtempSync, readdirSync, statSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { Shell } from "../src/shell/producer"
-import { cleanup, duration, main, megabytes, progress, ratio, type Report, summarize } from "./measure"
+import { buildCore, cleanup, duration, main, megabytes, progress, ratio, type Report, summarize } from "./measure"
 
 const ROOT = join(import.meta.dir, "..")
 const SIZES = [64 * 1024 * 1024, 1024 * 1024 * 1024] as const
@@ -35,24 +35,6 @@ const child = async (mode: "producer" | "bare", bytes: number): Promise<Sample> 
   const [code, stdout] = await Promise.all([process_.exited, new Response(process_.stdout).text()])
   if (code !== 0) throw new Error(`shell-child ${mode} ${bytes} failed (exit ${code})`)
   return JSON.parse(stdout) as Sample
-}
-
-/** The newest modification time of a file under `directory`. */
-const newest = (directory: string): number =>
-  Math.max(
-    0,
-    ...readdirSync(directory, { recursive: true, encoding: "utf8" }).map((file) => statSync(join(directory, file)).mtimeMs),
-  )
-
-/** dist/core, built first when it is missing or older than the sources (an older one may lack the bash tool). */
-const binary = async (): Promise<string> => {
-  const path = join(ROOT, "dist", "core")
-  if (existsSync(path) && statSync(path).mtimeMs >= newest(join(ROOT, "src"))) return path
-  progress("shell: building dist/core (missing or older than src/)")
-  // The build's own messages go to stderr: stdout carries this benchmark's report.
-  const build = Bun.spawn([process.execPath, join(ROOT, "build.ts")], { cwd: ROOT, stdout: 2, stderr: "inherit" })
-  if ((await build.exited) !== 0) throw new Error("bun build.ts failed")
-  return path
 }
 
 /** One `core exec bash` reading `bytes`: wall time of the whole process and its peak RSS. */
@@ -110,7 +92,8 @@ const measure = async (): Promise<Report> => {
         inProcess[`${mode} ${bytes}`] = samples
       }
     }
-    const core = await binary()
+    progress("shell: building core from the current sources")
+    const core = await buildCore(join(root, "core"))
     const throughCore: Record<number, Array<Sample>> = {}
     for (const bytes of SIZES) {
       progress(`shell: core exec bash reading ${megabytes(bytes)}, ${RUNS} runs`)
