@@ -14,7 +14,7 @@ const jsonc = Json.parser
 /** How much of a value a problem shows. */
 const FOUND_MAX_CHARS = 60
 
-export type Path = ReadonlyArray<string | number>
+export type Path = Json.Path
 
 export interface Problem {
   readonly path: Path
@@ -32,19 +32,8 @@ export type Read =
   | { readonly _tag: "Syntax"; readonly problem: Problem }
   | { readonly _tag: "Read"; readonly tree: Node; readonly value: unknown; readonly duplicates: ReadonlyArray<Problem> }
 
-const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
-
 /** `permission.bash["rm *"]`; "" for the root. */
-export const formatPath = (path: Path): string =>
-  path
-    .map((segment, index) =>
-      typeof segment === "number"
-        ? `[${segment}]`
-        : IDENTIFIER.test(segment)
-          ? `${index === 0 ? "" : "."}${segment}`
-          : `[${JSON.stringify(segment)}]`,
-    )
-    .join("")
+export const formatPath = Json.formatPath
 
 /** One-based line and column of an offset. */
 export const position = Json.position
@@ -102,8 +91,34 @@ const valueOf = (node: Node, path: Path, duplicates: Array<Problem>): unknown =>
   return object
 }
 
-/** Parses the text, allowing comments and trailing commas; a syntax error stops at the first one. */
+/**
+ * What the scan before parsing refuses, as a problem at its place: nesting deeper than Json.MAX_DEPTH (the parser
+ * that follows is recursive) and a string holding a NUL character (no setting, path or pattern can hold one).
+ */
+const scanProblem = (problem: Json.ScanProblem): Problem =>
+  problem._tag === "TooDeep"
+    ? {
+        path: [],
+        expected: `at most ${Json.MAX_DEPTH} levels of nesting`,
+        found: "deeper nesting",
+        offset: problem.offset,
+        syntax: Json.TOO_DEEP,
+      }
+    : {
+        path: [],
+        expected: "a string without NUL characters",
+        found: "a NUL character (\\u0000)",
+        offset: problem.offset,
+        syntax: "a string holds a NUL character (\\u0000), which no setting can hold",
+      }
+
+/**
+ * Parses the text, allowing comments and trailing commas; a syntax error stops at the first one. Any text is
+ * answered with a value or a located problem, never a throw.
+ */
 export const read = (text: string): Read => {
+  const scanned = Json.scan(text, { nul: true })
+  if (scanned !== undefined) return { _tag: "Syntax", problem: scanProblem(scanned) }
   const errors: Array<ParseError> = []
   const tree = jsonc().parseTree(text, errors, { allowTrailingComma: true })
   const first = errors[0]

@@ -2,9 +2,16 @@ export * as Json from "./json"
 
 // Parsing JSON a person or program typed, with errors that say where: strict JSON for inputs. Uses the
 // runtime's JSON.parse on the happy path and jsonc-parser (which reports offsets) to explain a failure; the
-// parser is loaded only then, so the happy path never pays for it.
+// parser is loaded only then, so the happy path never pays for it. Nesting is bounded (MAX_DEPTH) and every check
+// here is iterative, so no text, however deep, can overflow the stack of whoever reads it.
 
 import type { ParseError } from "jsonc-parser"
+
+/**
+ * How deep arrays and objects may nest. Deeper values are refused before anything recursive (a schema's decoding,
+ * JSON.stringify, jsonc-parser) sees them: those overflow the stack somewhere past a few thousand levels.
+ */
+export const MAX_DEPTH = 128
 
 /**
  * jsonc-parser, loaded on first use. Its ESM build, by path: the package's CommonJS entry is a UMD wrapper whose
@@ -21,6 +28,22 @@ export interface SyntaxProblem {
 
 export type Parsed = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly problem: SyntaxProblem }
 
+export type Path = ReadonlyArray<string | number>
+
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
+
+/** `permission.bash["rm *"]`, `input.paths[0]`; "" for the root. */
+export const formatPath = (path: Path): string =>
+  path
+    .map((segment, index) =>
+      typeof segment === "number"
+        ? `[${segment}]`
+        : IDENTIFIER.test(segment)
+          ? `${index === 0 ? "" : "."}${segment}`
+          : `[${JSON.stringify(segment)}]`,
+    )
+    .join("")
+
 /** One-based line and column of an offset. */
 export const position = (text: string, offset: number): { readonly line: number; readonly column: number } => {
   const before = text.slice(0, offset)
@@ -34,17 +57,100 @@ export const describeCode = (error: ParseError): string =>
     .replace(/([a-z])([A-Z])/g, "$1 $2")
     .toLowerCase()
 
-/** Parses strict JSON; on failure, says what is wrong and at which line and column. */
+/** jsonc-parser's SyntaxKind values (a const enum, which this build cannot import). */
+const TOKEN = { openBrace: 1, closeBrace: 2, openBracket: 3, closeBracket: 4, string: 10, eof: 17 } as const
+
+/** What the token-level scan of a text found first that no parse should go on with. */
+export type ScanProblem = { readonly _tag: "TooDeep"; readonly offset: number } | { readonly _tag: "Nul"; readonly offset: number }
+
+/**
+ * Scans a text token by token (iteratively; comments and strings are skipped as the scanner reads them) for
+ * nesting deeper than MAX_DEPTH and, when `nul`, for a string holding a NUL character.
+ */
+export const scan = (text: string, options: { readonly nul: boolean }): ScanProblem | undefined => {
+  const scanner = parser().createScanner(text, true)
+  let depth = 0
+  for (let token = scanner.scan(); token !== TOKEN.eof; token = scanner.scan()) {
+    if (token === TOKEN.openBrace || token === TOKEN.openBracket) {
+      if (++depth > MAX_DEPTH) return { _tag: "TooDeep", offset: scanner.getTokenOffset() }
+    } else if (token === TOKEN.closeBrace || token === TOKEN.closeBracket) {
+      depth = Math.max(0, depth - 1)
+    } else if (options.nul && token === TOKEN.string && scanner.getTokenValue().includes("\u0000")) {
+      return { _tag: "Nul", offset: scanner.getTokenOffset() }
+    }
+  }
+  return undefined
+}
+
+const located = (text: string, offset: number, what: string): SyntaxProblem => {
+  const { line, column } = position(text, offset)
+  return { message: `${what} at line ${line}, column ${column}`, offset, line, column }
+}
+
+export const TOO_DEEP = `arrays and objects nested deeper than ${MAX_DEPTH} levels`
+
+/** Whether a parsed value nests deeper than MAX_DEPTH (iteratively, whatever its depth). */
+const tooDeep = (value: unknown): boolean => {
+  const stack: Array<{ readonly value: unknown; readonly depth: number }> = [{ value, depth: 0 }]
+  while (stack.length > 0) {
+    const { value, depth } = stack.pop()!
+    if (typeof value !== "object" || value === null) continue
+    if (depth + 1 > MAX_DEPTH) return true
+    for (const child of Array.isArray(value) ? value : Object.values(value)) stack.push({ value: child, depth: depth + 1 })
+  }
+  return false
+}
+
+/**
+ * Parses strict JSON; on failure, says what is wrong and at which line and column. Nesting deeper than MAX_DEPTH
+ * is refused like a syntax error, at the bracket that goes too deep.
+ */
 export const parseStrict = (text: string): Parsed => {
+  let value: unknown
   try {
-    return { ok: true, value: JSON.parse(text) }
+    value = JSON.parse(text)
   } catch {
+    // Checked before jsonc-parser sees the text: its parser is recursive.
+    const deep = scan(text, { nul: false })
+    if (deep !== undefined) return { ok: false, problem: located(text, deep.offset, TOO_DEEP) }
     const errors: Array<ParseError> = []
     parser().parse(text, errors, { allowTrailingComma: false, disallowComments: true, allowEmptyContent: false })
     const first = errors[0]
-    const offset = first?.offset ?? 0
-    const { line, column } = position(text, offset)
-    const what = first === undefined ? "invalid JSON" : describeCode(first)
-    return { ok: false, problem: { message: `${what} at line ${line}, column ${column}`, offset, line, column } }
+    return { ok: false, problem: located(text, first?.offset ?? 0, first === undefined ? "invalid JSON" : describeCode(first)) }
   }
+  if (tooDeep(value)) {
+    const deep = scan(text, { nul: false })
+    return { ok: false, problem: located(text, deep?.offset ?? 0, TOO_DEEP) }
+  }
+  return { ok: true, value }
 }
+
+/**
+ * The path of the first string (value or key) in a parsed value that holds a NUL character, or undefined. No tool
+ * takes one: paths, patterns and commands cannot hold it, and the platform refuses it deep inside a tool.
+ */
+export const findNul = (value: unknown, at: Path = []): Path | undefined => {
+  const stack: Array<{ readonly value: unknown; readonly path: Path }> = [{ value, path: at }]
+  while (stack.length > 0) {
+    const { value, path } = stack.pop()!
+    if (typeof value === "string") {
+      if (value.includes("\u0000")) return path
+      continue
+    }
+    if (typeof value !== "object" || value === null) continue
+    const entries: Array<[string | number, unknown]> = Array.isArray(value)
+      ? value.map((item, index) => [index, item])
+      : Object.entries(value)
+    // Pushed in reverse, so the first in document order is found first.
+    for (let index = entries.length - 1; index >= 0; index--) {
+      const [key, child] = entries[index]!
+      if (typeof key === "string" && key.includes("\u0000")) return [...path, key]
+      stack.push({ value: child, path: [...path, key] })
+    }
+  }
+  return undefined
+}
+
+/** How a NUL found at `path` is described. */
+export const describeNul = (path: Path): string =>
+  `${path.length === 0 ? "the value" : formatPath(path)} holds a NUL character (\\u0000), which no tool accepts; remove it`

@@ -238,3 +238,19 @@ describe("Config.merge", () => {
     expect(Config.merge(undefined, undefined)).toEqual({ files: [], rules: [], agents: new Map(), output: {}, shell: {} })
   })
 })
+
+describe("Config.parseText on hostile text", () => {
+  test("refuses nesting deeper than the limit as a config error at its place, deep or unclosed", () => {
+    const unclosed = refusal(`{\n  "permission": ${"[".repeat(50_000)}`)
+    expect(unclosed).toMatchObject({ line: 2, column: 17 + 127 })
+    expect(unclosed.message).toBe(`${FILE}:2:144: syntax error: arrays and objects nested deeper than 128 levels`)
+    const closed = refusal(`{ "x": ${"[".repeat(100_000)}${"]".repeat(100_000)} }`)
+    expect(closed.line).toBe(1)
+  })
+
+  test("refuses a string holding a NUL character, at that string", () => {
+    const error = refusal('{\n  // a comment "\\u0000" is fine\n  "permission": { "bash": { "rm\\u0000*": "deny" } }\n}')
+    expect(error).toMatchObject({ line: 3, column: 29 })
+    expect(error.message).toContain("a string holds a NUL character")
+  })
+})
