@@ -4,8 +4,11 @@ export * as Served from "./served"
 // Services come in generations: core.json changing builds a new generation (its permission rules are fixed at
 // construction) and retires the old one, which closes once its running calls are done; its turns are dropped, so
 // a host materializes again. A changed tool file is loaded again inside the current generation, so turns that
-// advertised it see it as stale. An invalid core.json or tool file is reported, and the last good one stays.
+// advertised it see it as stale. An invalid core.json or tool file is reported, and the last good one stays;
+// whatever a file holds, a reload never ends the watch.
 
+import { join } from "node:path"
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -254,15 +257,34 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       return yield* publish({ event: "tools.changed", data: { reason: "config", files: changed } })
     })
 
+  /**
+   * A reload that failed in a way nothing above foresaw: reported like an invalid file, so the watch goes on and
+   * the last good state stays. The one boundary where reloading's unexpected failures are caught.
+   */
+  const reloadFailed = (changes: Watch.Changes, cause: Cause.Cause<never>) => {
+    const file = changes.config ? join(directory, Config.FILE_NAME) : ([...changes.files][0] ?? join(directory, "tools"))
+    options.log(`core: warning: reloading ${file} failed unexpectedly (the last good state stays):\n${Cause.pretty(cause)}`)
+    const reason = Cause.squash(cause)
+    const detail = reason instanceof Error ? reason.message : String(reason)
+    return publish({
+      event: "diagnostic",
+      data: { file, message: `Reloading failed unexpectedly: ${detail} (the last good state stays in effect)` },
+    })
+  }
+
   const reload = (changes: Watch.Changes) =>
-    reloading.withPermits(1)(
-      Effect.gen(function* () {
-        const files = new Set(changes.files)
-        if (changes.rescan) for (const file of [...current.files.known(), ...Discovery.toolFiles(directory)]) files.add(file)
-        if (changes.config) return yield* reloadConfig([...files].sort())
-        if (files.size > 0) yield* reloadFiles([...files].sort())
-      }),
-    )
+    reloading
+      .withPermits(1)(
+        Effect.gen(function* () {
+          const files = new Set(changes.files)
+          if (changes.rescan) for (const file of [...current.files.known(), ...Discovery.toolFiles(directory)]) files.add(file)
+          if (changes.config) return yield* reloadConfig([...files].sort())
+          if (files.size > 0) yield* reloadFiles([...files].sort())
+        }),
+      )
+      .pipe(
+        Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : reloadFailed(changes, cause))),
+      )
 
   if (options.watch) yield* Watch.watch(directory, reload)
 

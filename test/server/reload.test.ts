@@ -89,6 +89,20 @@ describe("hot reload of tool files", () => {
     expect((await sidecar.settle((await sidecar.turn()).turnID, { name: "shared", input: {} })).body.structured).toBe("home v2")
     await events.close()
   })
+
+  test("a tool file too deep for the transpiler is a diagnostic, and reload goes on", async () => {
+    const sidecar = await inProcess({ "tools/hello.ts": tool("v1") }, { watch: true })
+    const events = await sidecar.events()
+    writeFileSync(join(sidecar.box.location, "tools/hello.ts"), `export default ${"[".repeat(50_000)}`)
+    const diagnostic = await events.until("diagnostic")
+    expect(diagnostic.data.file).toBe(join(sidecar.box.location, "tools/hello.ts"))
+    await events.until("tools.changed")
+    writeFileSync(join(sidecar.box.location, "tools/hello.ts"), tool("v2"))
+    await events.until("tools.changed", (data) => data.files.some((file: string) => file.endsWith("hello.ts")))
+    const turn = await sidecar.turn()
+    expect((await sidecar.settle(turn.turnID, { name: "hello", input: {} })).body.structured).toBe("v2")
+    await events.close()
+  })
 })
 
 describe("hot reload of core.json", () => {
@@ -124,6 +138,25 @@ describe("hot reload of core.json", () => {
     expect(diagnostic.data.file).toBe(join(sidecar.box.location, "core.json"))
     expect(diagnostic.data.message).toContain("permission.hello")
     expect((await sidecar.settle(turn.turnID, { name: "hello", input: {} })).body.structured).toBe("v1")
+    await events.close()
+  })
+
+  test("hostile core.json content (deep nesting, a NUL) is a located diagnostic each time, and reload goes on", async () => {
+    const sidecar = await inProcess({ "tools/hello.ts": tool("v1"), "core.json": '{ "permission": { "hello": "allow" } }' }, { watch: true })
+    const events = await sidecar.events()
+    const file = join(sidecar.box.location, "core.json")
+    writeFileSync(file, `{ "permission": ${"[".repeat(50_000)}`)
+    const deep = await events.until("diagnostic")
+    expect(deep.data).toEqual({ file, message: expect.stringContaining(`${file}:1:`) })
+    expect(deep.data.message).toContain("nested deeper than")
+
+    writeFileSync(file, '{ "permission": { "hello\\u0000": "deny" } }')
+    const nul = await events.until("diagnostic")
+    expect(nul.data.message).toContain("NUL character")
+
+    writeFileSync(file, '{ "permission": { "hello": "deny" } }')
+    await events.until("tools.changed", (data) => data.reason === "config")
+    expect(names((await sidecar.turn()).definitions)).not.toContain("hello")
     await events.close()
   })
 
