@@ -17,6 +17,7 @@ import { Settlement as SettlementSchema } from "../settlement/settlement"
 
 export const ErrorKind = Schema.Literals([
   "bad_request",
+  "invalid_input",
   "unauthorized",
   "forbidden",
   "not_found",
@@ -25,7 +26,9 @@ export const ErrorKind = Schema.Literals([
   "operational",
 ]).annotate({
   description:
-    "operational is core's own failure (500); every other kind is a problem with the request, answered with its own status",
+    "operational is core's own failure (500); every other kind is a problem with the request, answered with its own " +
+    "status; invalid_input (400) is a call whose input no tool can take (a string holding a NUL character): nothing " +
+    "ran and nothing was recorded",
 })
 export type ErrorKind = typeof ErrorKind.Type
 

@@ -110,7 +110,8 @@ const found = (value: unknown): string =>
 
 /**
  * The request's JSON body decoded with `schema`. An empty body counts as `{}` when `emptyIsObject`. Too large →
- * 413; unreadable, not JSON, or not what the schema wants → 400, saying where and what was expected.
+ * 413; unreadable, not JSON, nested deeper than Json.MAX_DEPTH, or not what the schema wants → 400, saying where and
+ * what was expected; a string holding a NUL character → 400 (`invalid_input` when it is in a call's `input`).
  */
 export const body = <S extends Schema.Codec<unknown, unknown>>(
   request: HttpServerRequest.HttpServerRequest,
@@ -142,6 +143,12 @@ export const body = <S extends Schema.Codec<unknown, unknown>>(
       const parsed = Json.parseStrict(raw)
       if (!parsed.ok) return yield* badRequest(`The request body is not valid JSON: ${parsed.problem.message}`)
       value = parsed.value
+    }
+    const nul = Json.findNul(value)
+    if (nul !== undefined) {
+      // In a call's `input` it is the model's input that no tool can take; anywhere else, the request's mistake.
+      const kind = nul[0] === "input" ? "invalid_input" : "bad_request"
+      return yield* new Problem({ status: 400, kind, message: `The request body is invalid: ${Json.describeNul(nul)}` })
     }
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
       return yield* badRequest(`The request body must be a JSON object, not ${found(value)}`)

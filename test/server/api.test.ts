@@ -389,6 +389,50 @@ describe("refusals", () => {
     expectError(await sidecar.json("POST", "/v1/permissions/per_x/reply", { body: { reply: "maybe" } }), 400, "bad_request")
   })
 
+  test("deep JSON is a 400 on every body, however deep, closed or not; nesting up to the limit is served", async () => {
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO })
+    const { turnID } = await sidecar.turn()
+    const path = `/v1/turns/${turnID}/calls`
+    const unclosed = await sidecar.json("POST", path, { body: "[".repeat(50_000) })
+    expectError(unclosed, 400, "bad_request")
+    expect(unclosed.body.error.message).toContain("nested deeper than 128 levels at line 1, column 129")
+    const deepInput = `{"sessionID":"s","assistantMessageID":"m","toolCallID":"c","name":"echo","input":${"[".repeat(100_000)}${"]".repeat(100_000)}}`
+    expectError(await sidecar.json("POST", path, { body: deepInput }), 400, "bad_request")
+    expectError(await sidecar.json("POST", "/v1/turns", { body: `{"agent":${"{\"a\":".repeat(50_000)}` }), 400, "bad_request")
+    const limit = callBody({ name: "echo", input: {} })
+    const nested = JSON.parse(`${"[".repeat(120)}1${"]".repeat(120)}`)
+    const answer = await sidecar.json("POST", path, { body: { ...limit, input: { text: "deep", nested } } })
+    // Served, not refused by depth: the tool's own schema says the extra key is invalid input.
+    expect(answer.status).toBe(200)
+    expect(answer.body.error.kind).toBe("invalid_input")
+  })
+
+  test("a NUL in a call's input is a 400 invalid_input before anything is recorded; elsewhere a bad_request", async () => {
+    const sidecar = await inProcess({ "tools/count.ts": COUNT, "a.txt": "alpha\n" })
+    const { turnID } = await sidecar.turn()
+    const path = `/v1/turns/${turnID}/calls`
+    for (const [name, input] of [
+      ["grep", { pattern: "al\u0000pha" }],
+      ["glob", { pattern: "*.txt\u0000" }],
+      ["list", { path: "a\u0000" }],
+      ["count", { ["k\u0000"]: 1 }],
+    ] as const) {
+      const body = callBody({ name, input, toolCallID: `call_nul_${name}` })
+      const refused = await sidecar.json("POST", path, { body })
+      expectError(refused, 400, "invalid_input")
+      expect(refused.body.error.message).toMatch(/ input[.[]/)
+      expect(refused.body.error.message).toContain("NUL character")
+      // Nothing was recorded: the same call, sent right, runs and settles (never "interrupted").
+      expect((await sidecar.json("GET", `/v1/settlements/ses_test/call_nul_${name}`)).status).toBe(404)
+    }
+    expect(runs(sidecar.box, "count")).toBe(0)
+    const fixed = await sidecar.json("POST", path, { body: callBody({ name: "grep", input: { pattern: "alpha" }, toolCallID: "call_nul_grep" }) })
+    expect(fixed.body.status).toBe("success")
+    const elsewhere = await sidecar.json("POST", path, { body: callBody({ name: "count", input: {}, sessionID: "s\u0000" }) })
+    expectError(elsewhere, 400, "bad_request")
+    expect(elsewhere.body.error.message).toContain("sessionID holds a NUL character")
+  })
+
   test("a body over the size limit is a 413 with an error body", async () => {
     const sidecar = await inProcess()
     const big = JSON.stringify({ agent: "x".repeat(Respond.MAX_BODY_BYTES) })
