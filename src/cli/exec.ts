@@ -90,6 +90,14 @@ export const run = (args: ReadonlyArray<string>) =>
       if (values[flag] !== undefined && values[flag].trim() === "") return yield* usage(`--${flag} cannot be empty`)
     }
     const input = yield* readInput("exec", values.input)
+    // No tool takes a NUL character; the call is refused as invalid input before anything loads, runs or is recorded.
+    const nul = Json.findNul(input)
+    if (nul !== undefined) {
+      const message = `Invalid input for ${name}: ${Json.describeNul(nul)} and call it again.`
+      const refused = Settlement.error(name, values.call ?? `call_${crypto.randomUUID()}`, "invalid_input", message)
+      Command.stdout(`${JSON.stringify(refused, null, 2)}\n`)
+      return Command.EXIT.modelError
+    }
     const environment = Runtime.environment()
     const prepared = yield* Runtime.prepare("exec", environment, values.location)
     const progress = ProgressLine.make(process.stderr)

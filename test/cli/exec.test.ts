@@ -272,12 +272,52 @@ describe("the input", () => {
   })
 })
 
+describe("a NUL character in the input", () => {
+  test("is invalid_input, decided before the tool runs or anything is recorded: exit 1", async () => {
+    const box = sandbox({ "tools/echo.ts": ECHO })
+    const result = await exec(box, "echo", { text: "a\u0000b" }, ["--call", "call_nul", "--session", "ses_nul"])
+    expect(result.code).toBe(1)
+    expect(settlementOf(result)).toEqual({
+      tool: "echo",
+      callID: "call_nul",
+      status: "error",
+      content: [{ type: "text", text: expect.stringContaining("text holds a NUL character") }],
+      structured: null,
+      error: { kind: "invalid_input", message: expect.stringContaining("text holds a NUL character") },
+      outputs: [],
+    })
+    expect(runs(box, "echo")).toBe(0)
+    // Nothing was recorded: the same ids with a good input run.
+    const fixed = await exec(box, "echo", { text: "ab" }, ["--call", "call_nul", "--session", "ses_nul"])
+    expect(settlementOf(fixed).structured).toBe("ab")
+  })
+
+  test("reaches no built-in either (grep, glob, list)", async () => {
+    const box = sandbox({ "a.txt": "alpha\n" })
+    for (const [name, input] of [["grep", { pattern: "al\u0000" }], ["glob", { pattern: "*\u0000" }], ["list", { path: "\u0000" }]] as const) {
+      const result = await exec(box, name, input)
+      expect(result.code).toBe(1)
+      expect(settlementOf(result).error.kind).toBe("invalid_input")
+    }
+  })
+})
+
 describe("usage errors exit 2 with a message on stderr, nothing on stdout, and run nothing", () => {
   const cases: ReadonlyArray<{ readonly name: string; readonly args: (location: string) => Array<string>; readonly says: ReadonlyArray<string> }> = [
     {
       name: "--input that is not JSON, with the line and column",
       args: (location) => ["exec", "echo", "--input", '{\n  "text": oops\n}', "--location", location],
       says: ["--input is not valid JSON", "line 2, column 11"],
+    },
+    {
+      name: "--input nested 50,000 levels deep (unclosed), with the place it goes too deep",
+      args: (location) => ["exec", "echo", "--input", `{"text":${"[".repeat(50_000)}`, "--location", location],
+      says: ["--input is not valid JSON", "nested deeper than 128 levels", "line 1, column 136"],
+    },
+    {
+      name: "--input nested too deep, even when it is closed",
+      args: (location) => ["exec", "echo", "--input", `{"text":${"[".repeat(20_000)}${"]".repeat(20_000)}}`, "--location", location],
+      says: ["nested deeper than 128 levels"],
     },
     {
       name: "--input that is an array",
