@@ -157,6 +157,16 @@ export const CallProgress = Schema.Struct({ ...CallKey, ...Progress.fields }).an
 export const CallSettled = Schema.Struct({ ...CallKey, replayed: Schema.Boolean, settlement: Settlement }).annotate({
   identifier: "CallSettled",
 })
+export const CallFailed = Schema.Struct({
+  ...CallKey,
+  tool: Schema.String,
+  message: Schema.String.annotate({ description: "What failed; the server log has the details" }),
+}).annotate({
+  identifier: "CallFailed",
+  description:
+    "The call ended without a settlement: core failed operationally (a tool that died or broke its contract, a " +
+    "store that could not record). It may have taken effect; check before calling it again with a new call id.",
+})
 export const PermissionReplied = Schema.Struct({
   id: Schema.String,
   sessionID: Schema.String,
@@ -177,11 +187,15 @@ const event = <const Name extends string, S extends Schema.Top>(name: Name, data
     data: Schema.fromJsonString(data as unknown as Schema.Codec<S["Type"], S["Encoded"]>),
   })
 
-/** `GET /v1/events`: what happens in the Location. */
+/**
+ * `GET /v1/events`: what happens in the Location. Every `call.started` is followed by one `call.settled` or one
+ * `call.failed`.
+ */
 export const ServerEvent = Schema.Union([
   event("call.started", CallStarted),
   event("call.progress", CallProgress),
   event("call.settled", CallSettled),
+  event("call.failed", CallFailed),
   event("permission.asked", PermissionRequest),
   event("permission.replied", PermissionReplied),
   event("tools.changed", ToolsChanged),
@@ -281,7 +295,13 @@ export const ENDPOINTS = {
     headers: LOCATION_HEADER,
     success: HttpApiSchema.StreamSse({ events: ServerEvent }),
     error: GUARDED,
-  }).annotateMerge(docs("Server-sent events of this Location")),
+  }).annotateMerge(
+    docs(
+      "Server-sent events of this Location",
+      "Every call.started is followed by exactly one call.settled (any settlement, replayed or not) or call.failed " +
+        "(the call ended operationally, with its message). A reader slower than the events loses the oldest.",
+    ),
+  ),
   output: HttpApiEndpoint.get("output", "/v1/outputs/:id", {
     params: { id: Schema.String },
     headers: {

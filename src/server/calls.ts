@@ -3,7 +3,8 @@ export * as Calls from "./calls"
 // The calls the sidecar is running, by (sessionID, toolCallID). Each runs in its own fiber in the server's scope,
 // never the request's, so a client that goes away does not stop it: it settles and is recorded. A duplicate of a
 // running call joins it; cancelling interrupts its fiber (its tool kills its processes) and it settles as
-// `cancelled`, recorded even when it was still waiting for a permission reply (so it never runs later).
+// `cancelled`, recorded even when it was still waiting for a permission reply (so it never runs later). Every
+// `call.started` is followed by exactly one `call.settled` or, when the call ends operationally, `call.failed`.
 
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
@@ -151,6 +152,7 @@ export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: str
             const error = Cause.findError(outcome.cause)
             const message = error._tag === "Success" ? error.success.message : "operational failure"
             yield* publish(entry, { event: "error", data: { error: { kind: "operational", message } } })
+            yield* served.publish({ event: "call.failed", data: { ...ids, tool: call.name, message } })
           }
         }).pipe(Effect.ensuring(leaveOnce))
 

@@ -257,6 +257,10 @@ describe("the sidecar's routes", () => {
     const refs = [...JSON.stringify(document).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)].map((match) => match[1])
     expect(refs.filter((name) => !names.includes(name!))).toEqual([])
     expect(document.components.schemas.CallSettled.properties.settlement).toEqual({ $ref: "#/components/schemas/Settlement" })
+    // The terminal event of a call that ended operationally is documented with its fields.
+    expect(Object.keys(document.components.schemas.CallFailed.properties).sort()).toEqual(["message", "sessionID", "tool", "toolCallID"])
+    expect(JSON.stringify(document.paths["/v1/events"].get)).toContain("call.failed")
+    expect(document.components.schemas.Error.properties.error.properties.kind.enum).toContain("invalid_input")
   })
 })
 

@@ -304,3 +304,56 @@ export default Tool.make({
     expect(existsSync(join(sidecar.box.data, "outputs"))).toBe(true)
   })
 })
+
+describe("terminal events", () => {
+  const DIES = `${IMPORTS}
+export default Tool.make({
+  description: "Die",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.die(new Error("the tool broke")),
+})
+`
+  const FAILS_UNTYPED = `${IMPORTS}
+export default Tool.make({
+  description: "Fail with an error that is not a Tool.Failure",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.fail(new Error("not a Tool.Failure")),
+})
+`
+
+  test("a call that ends operationally is followed on /v1/events by call.failed with its message, JSON or SSE", async () => {
+    const sidecar = await inProcess({ "tools/dies.ts": DIES, "tools/untyped.ts": FAILS_UNTYPED, "tools/echo.ts": ECHO })
+    const events = await sidecar.events()
+    const { turnID } = await sidecar.turn()
+
+    const json = await sidecar.settle(turnID, { name: "dies", input: {}, toolCallID: "call_dies" })
+    expect(json.status).toBe(500)
+    expect(await events.next()).toMatchObject({ event: "call.started", data: { toolCallID: "call_dies", tool: "dies" } })
+    expect(await events.next()).toEqual({
+      event: "call.failed",
+      data: { sessionID: "ses_test", toolCallID: "call_dies", tool: "dies", message: json.body.error.message },
+    })
+
+    const response = await sidecar.fetch("POST", `/v1/turns/${turnID}/calls`, {
+      body: callBody({ name: "untyped", input: {}, toolCallID: "call_untyped" }),
+      headers: { accept: "text/event-stream" },
+    })
+    const own = await new EventReader(response).rest()
+    expect(own).toEqual([{ event: "error", data: { error: { kind: "operational", message: expect.any(String) } } }])
+    expect((await events.next()).event).toBe("call.started")
+    const failed = await events.next()
+    expect(failed).toEqual({
+      event: "call.failed",
+      data: { sessionID: "ses_test", toolCallID: "call_untyped", tool: "untyped", message: own[0]!.data.error.message },
+    })
+
+    // Settling again replays it: started, then settled (interrupted), never a call left open.
+    const again = await sidecar.settle(turnID, { name: "dies", input: {}, toolCallID: "call_dies" })
+    expect(again.body.error.kind).toBe("interrupted")
+    expect((await events.next()).event).toBe("call.started")
+    expect(await events.next()).toMatchObject({ event: "call.settled", data: { toolCallID: "call_dies", replayed: true } })
+    await events.close()
+  })
+})
