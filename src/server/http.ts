@@ -3,6 +3,7 @@ export * as Http from "./http"
 // The sidecar's HTTP edge: an effect/http router serving exactly the endpoints of ./api, as a web handler for
 // Bun.serve (or for tests, which hand it Requests). Every request, routable or not, passes the Host check, then the
 // bearer token (all paths but health's), then the declared body size, before it is routed; then `X-Core-Location`.
+// A request that passed them has its body read and is released from the server's read deadline.
 // An unknown route (or a path that cannot be decoded) is a 404 and a known path with another method a 405, both
 // after the same checks, so an unauthenticated client learns nothing. HEAD is answered for every GET route, without
 // a body. No CORS headers are ever sent: browsers keep other origins out.
@@ -34,6 +35,11 @@ export interface Options {
   readonly roots: ReadonlyArray<string>
   /** Writes a line for the operator (stderr). */
   readonly log: (line: string) => void
+  /**
+   * Releases a request from the server's read deadline: called once it passed the Host and token checks and its
+   * body is read, so a long call or event stream is not cut while it is quiet.
+   */
+  readonly release?: (request: Request) => void
 }
 
 export interface WebHandler {
@@ -83,6 +89,11 @@ export const make = (options: Options): WebHandler => {
       const request = yield* HttpServerRequest.HttpServerRequest
       const refused = refusal(request, isPublic)
       if (refused !== undefined) return refused
+      if (!isPublic) {
+        // Read here, so that a trusted request is released from the read deadline only once its body is in.
+        if (request.method !== "GET" && request.method !== "HEAD") yield* Respond.readText(request)
+        if (request.source instanceof Request) options.release?.(request.source)
+      }
       const served = actsOnLocation
         ? yield* locationOf(Respond.header(request, "x-core-location"))
         : options.sidecar.primary

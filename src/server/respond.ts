@@ -108,21 +108,20 @@ const describe = (issue: SchemaIssue.Issue): string =>
 const found = (value: unknown): string =>
   Array.isArray(value) ? "an array" : value === null ? "null" : `a ${typeof value}`
 
+/** Bodies already read, by request: the edge reads a body once its request is trusted, the handler decodes it. */
+const bodies = new WeakMap<object, string>()
+
 /**
- * The request's JSON body decoded with `schema`. An empty body counts as `{}` when `emptyIsObject`. Too large →
- * 413; unreadable, not JSON, nested deeper than Json.MAX_DEPTH, or not what the schema wants → 400, saying where and
- * what was expected; a string holding a NUL character → 400 (`invalid_input` when it is in a call's `input`).
+ * The request's body as text, read once under the size limit: too large → 413, unreadable → 400. A declared length
+ * within the limit is what the body holds (the server enforces it): read whole. Without one (a chunked body), it is
+ * read counting, and refused once past the limit.
  */
-export const body = <S extends Schema.Codec<unknown, unknown>>(
-  request: HttpServerRequest.HttpServerRequest,
-  schema: S,
-  options: { readonly emptyIsObject?: boolean } = {},
-) =>
+export const readText = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<string, Problem> =>
   Effect.gen(function* () {
+    const known = bodies.get(request.source as object)
+    if (known !== undefined) return known
     const length = declaredLength(request)
     if (length > MAX_BODY_BYTES) return yield* tooLarge
-    // A declared length within the limit is what the body holds (the server enforces it): read it whole. Without
-    // one (a chunked body), it is read counting, and refused once past the limit.
     const read: Effect.Effect<string, HttpServerError.HttpServerError> =
       length <= MAX_BODY_BYTES
         ? Effect.tryPromise({
@@ -138,6 +137,22 @@ export const body = <S extends Schema.Codec<unknown, unknown>>(
           : Effect.fail(badRequest(`The request body could not be read: ${cause.message}`)),
       ),
     )
+    bodies.set(request.source as object, raw)
+    return raw
+  })
+
+/**
+ * The request's JSON body decoded with `schema`. An empty body counts as `{}` when `emptyIsObject`. Too large →
+ * 413; unreadable, not JSON, nested deeper than Json.MAX_DEPTH, or not what the schema wants → 400, saying where and
+ * what was expected; a string holding a NUL character → 400 (`invalid_input` when it is in a call's `input`).
+ */
+export const body = <S extends Schema.Codec<unknown, unknown>>(
+  request: HttpServerRequest.HttpServerRequest,
+  schema: S,
+  options: { readonly emptyIsObject?: boolean } = {},
+) =>
+  Effect.gen(function* () {
+    const raw = yield* readText(request)
     let value: unknown = {}
     if (raw.trim() !== "" || options.emptyIsObject !== true) {
       const parsed = Json.parseStrict(raw)

@@ -43,10 +43,21 @@ export interface Options {
   readonly stop: Effect.Effect<void>
   /** Writes a line for the operator (stderr). */
   readonly log: (line: string) => void
+  /** The read deadline in seconds (default READ_DEADLINE_S). */
+  readonly readDeadlineS?: number
 }
 
 /** How long answers in flight may take to finish at shutdown before their connections are closed. */
 const DRAIN_MS = 2_000
+
+/**
+ * The read deadline, in seconds: a connection must deliver a request's headers and body (and an idle keep-alive
+ * connection its next request) within it, or it is closed. Bun's timer moves in 4-second steps, so a connection
+ * goes between this and 4 seconds later; trickling bytes does not extend it. A request that passed the Host and
+ * token checks and whose body is read is released from it (Http's `release`): calls, event streams and downloads
+ * may then stay quiet as long as they need. So a process without the token holds a connection for seconds only.
+ */
+export const READ_DEADLINE_S = 10
 
 /**
  * Bun's own body limit. Bun answers a declared length over it itself, with an empty 413, before the sidecar sees the
@@ -68,6 +79,7 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
   })
   // The port is known once listening; no request is handled before the checker is in place (same tick).
   let checkHost: (host: string | undefined) => boolean = () => false
+  let listening: Bun.Server<undefined> | undefined
   const web = Http.make({
     sidecar,
     version: packageJson.version,
@@ -75,6 +87,7 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
     checkHost: (host) => checkHost(host),
     roots: options.roots,
     log: options.log,
+    release: (request) => listening?.timeout(request, 0),
   })
   yield* Effect.addFinalizer(() => Effect.promise(() => web.dispose()))
 
@@ -84,8 +97,8 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
         hostname: options.host,
         port: options.port,
         fetch: web.handler,
-        // Calls and event streams may stay quiet for minutes; the default would cut them after 10 s.
-        idleTimeout: 0,
+        // The read deadline of every connection; requests that pass the checks are released from it.
+        idleTimeout: options.readDeadlineS ?? READ_DEADLINE_S,
         maxRequestBodySize: BUN_MAX_BODY_BYTES,
         error: (error) => {
           options.log(`core: operational failure in the HTTP server: ${error.stack ?? error.message}`)
@@ -101,6 +114,7 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
       return new ListenError({ host: options.host, port: options.port, message: `cannot listen on ${address}: ${reason}` })
     },
   })
+  listening = server
   const port = server.port ?? options.port
   checkHost = Security.hostChecker(options.host, port)
   yield* Effect.addFinalizer(() => Effect.promise(() => server.stop(true)))

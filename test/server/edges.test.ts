@@ -1,0 +1,172 @@
+// The sidecar against a hostile local process without the token: Bun.serve in process on a loopback port, real
+// sockets. Connections that send nothing, half a header or a trickling body are held by thousands; /v1/health still
+// answers, the read deadline closes every one of them, and the host's own quiet call and event stream (released
+// from the deadline once they passed the checks) outlive it. Every wait is on a socket or stream event.
+
+import { afterAll, describe, expect, test } from "bun:test"
+import { readFileSync, writeFileSync } from "node:fs"
+import { connect } from "node:net"
+import { join } from "node:path"
+import { Deferred, Effect, Fiber } from "effect"
+import { Runtime } from "../../src/cli/runtime"
+import { Server } from "../../src/server/server"
+import { callBody, client, EventReader, IMPORTS, RAN, runs, sandbox } from "./support"
+
+/** Held connections, a third of each kind. */
+const HELD = 5_000
+/** A short read deadline, so the test sees it pass (Bun closes within this plus its 4-second timer step). */
+const DEADLINE_S = 2
+const TOKEN = "edge-token"
+
+/** Waits, without reporting progress, until `<location>/gate` exists: quiet for as long as that takes. */
+const GATE = `${IMPORTS}${RAN}
+import { existsSync } from "node:fs"
+export default Tool.make({
+  description: "Wait for the gate file",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () =>
+    Effect.gen(function* () {
+      ran("gate")
+      while (!existsSync(joinPath(import.meta.dir, "..", "gate"))) yield* Effect.sleep(5)
+      return "opened"
+    }),
+})
+`
+
+/** The process's open-file limit (Bun raises the soft limit to the hard one at start). */
+const openFileLimit = (): number => {
+  const line = readFileSync("/proc/self/limits", "utf8")
+    .split("\n")
+    .find((entry) => entry.startsWith("Max open files"))
+  return Number(line?.split(/\s+/)[3])
+}
+
+const stops: Array<() => Promise<void>> = []
+afterAll(async () => {
+  for (const stop of stops.splice(0)) await stop()
+})
+
+/** `core serve`'s server in process on a free loopback port, with a short read deadline. */
+const listen = async (files: Record<string, string>) => {
+  const box = sandbox(files)
+  const environment = { dataDir: box.data, home: box.home }
+  const stop = Deferred.makeUnsafe<void>()
+  const log: Array<string> = []
+  let onReady!: (ready: Server.Ready) => void
+  const ready = new Promise<Server.Ready>((resolve) => (onReady = resolve))
+  const fiber = Effect.runFork(
+    Effect.gen(function* () {
+      const primary = yield* Runtime.prepare("serve", environment, box.location)
+      yield* Server.run({
+        environment,
+        primary,
+        roots: [primary.directory],
+        host: "127.0.0.1",
+        port: 0,
+        token: TOKEN,
+        onReady,
+        stop: Deferred.await(stop),
+        log: (line) => log.push(line),
+        readDeadlineS: DEADLINE_S,
+      })
+    }).pipe(Effect.scoped),
+  )
+  const { url } = await Promise.race([
+    ready,
+    Effect.runPromise(Fiber.join(fiber)).then(() => {
+      throw new Error(`the server stopped before it was ready:\n${log.join("\n")}`)
+    }),
+  ])
+  stops.push(async () => {
+    Deferred.doneUnsafe(stop, Effect.void)
+    await Effect.runPromise(Fiber.await(fiber))
+  })
+  const host = new URL(url).host
+  return { box, url, port: Number(new URL(url).port), host, ...client((request) => fetch(request), url, host, TOKEN) }
+}
+
+/** Starts the hostile process (./hold-connections.ts) against the server; yields each JSON line it prints. */
+const holdConnections = (port: number, host: string, count: number) => {
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, "hold-connections.ts"), String(port), host, String(count)], {
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "inherit",
+  })
+  stops.push(async () => {
+    child.kill("SIGKILL")
+    await child.exited
+  })
+  const reader = child.stdout.getReader()
+  const decoder = new TextDecoder()
+  let buffer = ""
+  return {
+    pid: child.pid,
+    next: async (): Promise<Record<string, number>> => {
+      while (!buffer.includes("\n")) {
+        const chunk = await reader.read()
+        if (chunk.done) throw new Error(`the connection holder exited (${await child.exited}) with: ${buffer}`)
+        buffer += decoder.decode(chunk.value, { stream: true })
+      }
+      const line = buffer.slice(0, buffer.indexOf("\n"))
+      buffer = buffer.slice(line.length + 1)
+      return JSON.parse(line)
+    },
+  }
+}
+
+describe("connections held without the token", () => {
+  test(`${HELD} held connections (silent, half a header, a trickling body): health answers, the deadline closes them all, the host's quiet call and stream live on`, async () => {
+    if (openFileLimit() < HELD + 1_000) {
+      throw new Error(`this test needs an open-file limit of ${HELD + 1_000} (ulimit -n); it is ${openFileLimit()}`)
+    }
+    const server = await listen({ "tools/gate.ts": GATE })
+
+    // The host's own requests, begun before the flood: an event stream and a call that stays quiet until the gate.
+    const events = await server.events()
+    const { turnID } = await server.turn()
+    const call = server.json("POST", `/v1/turns/${turnID}/calls`, { body: callBody({ name: "gate", input: {}, toolCallID: "call_quiet" }) })
+    expect((await events.until("call.started")).data.toolCallID).toBe("call_quiet")
+
+    const holder = holdConnections(server.port, server.host, HELD)
+    expect(await holder.next()).toEqual({ connected: HELD, failed: 0 })
+
+    const health = await fetch(`${server.url}/v1/health`, { signal: AbortSignal.timeout(1_000) })
+    expect(health.status).toBe(200)
+    expect(((await health.json()) as any).ok).toBe(true)
+
+    // The deadline closes every held connection, trickling or not.
+    expect(await holder.next()).toEqual({ closed: HELD, failed: 0 })
+
+    // Past the deadline, the quiet call and the quiet stream are still there.
+    expect(runs(server.box, "gate")).toBe(1)
+    writeFileSync(join(server.box.location, "gate"), "")
+    const answer = await call
+    expect(answer.status).toBe(200)
+    expect(answer.body.structured).toBe("opened")
+    expect((await events.until("call.settled")).data.toolCallID).toBe("call_quiet")
+    await events.close()
+  }, 120_000)
+
+  test("a request that never finishes its body is cut at the deadline, and one with the token is read in full", async () => {
+    const server = await listen({})
+    // With the token, but a body that never completes: it is not released before its body is in.
+    const socket = connect(server.port, "127.0.0.1")
+    const closed = new Promise<string>((resolve) => {
+      let answered = ""
+      socket.on("data", (chunk) => (answered += chunk.toString()))
+      socket.on("close", () => resolve(answered))
+    })
+    socket.once("connect", () =>
+      socket.write(
+        `POST /v1/turns HTTP/1.1\r\nHost: ${server.host}\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Length: 50\r\n\r\n{`,
+      ),
+    )
+    expect(await closed).not.toContain("200 OK")
+    // The same request sent whole is answered.
+    expect((await server.json("POST", "/v1/turns", { body: {} })).status).toBe(200)
+    const reader = new EventReader(await server.fetch("GET", "/v1/events"))
+    await reader.connected()
+    await reader.close()
+  }, 60_000)
+})
