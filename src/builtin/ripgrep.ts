@@ -64,11 +64,12 @@ export const extract = async (embedded: string, directory: string): Promise<stri
   } catch {
     // not extracted yet
   }
-  mkdirSync(directory, { recursive: true })
+  mkdirSync(directory, { recursive: true, mode: 0o700 })
   const temporary = `${target}.${process.pid}.${crypto.randomUUID()}.tmp`
   try {
     await Bun.write(temporary, Bun.file(embedded))
-    chmodSync(temporary, 0o755)
+    // Executable by the user alone, like everything in the data directory.
+    chmodSync(temporary, 0o700)
     renameSync(temporary, target)
   } catch (cause) {
     rmSync(temporary, { force: true })

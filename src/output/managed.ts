@@ -4,7 +4,7 @@ export * as ManagedOutputs from "./managed"
 // `<data dir>/outputs/<id>`, written atomically (temp file + rename), looked up by id, and swept after the
 // retention period. This is the platform edge for output files; it never decides what to bound.
 
-import { mkdirSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs"
+import { closeSync, mkdirSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -76,7 +76,9 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       const temporary = join(directory, `.${id}.tmp`)
       const bytes = yield* Effect.tryPromise({
         try: async () => {
-          mkdirSync(directory, { recursive: true })
+          // Outputs are the user's alone: a private directory, each file made private before anything is written.
+          mkdirSync(directory, { recursive: true, mode: 0o700 })
+          closeSync(openSync(temporary, "w", 0o600))
           const written = await writeFile(temporary, data)
           renameSync(temporary, path)
           return written
@@ -141,7 +143,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
         Effect.tap(() =>
           Effect.sync(() => {
             try {
-              writeFileSync(marker, "")
+              writeFileSync(marker, "", { mode: 0o600 })
             } catch {
               // no outputs directory yet: nothing to sweep, nothing to remember
             }

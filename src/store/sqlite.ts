@@ -5,7 +5,7 @@ export * as SqliteStore from "./sqlite"
 // never replaced. This module is the platform edge for SQLite and holds no settlement logic.
 
 import { Database } from "bun:sqlite"
-import { mkdirSync } from "node:fs"
+import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs"
 import { dirname } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -45,7 +45,10 @@ const decodeSettlement = Schema.decodeUnknownSync(Schema.fromJsonString(Settleme
 const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
 const open = (path: string): Database => {
-  mkdirSync(dirname(path), { recursive: true })
+  // The data directory and the store are the user's alone; SQLite gives -wal and -shm the database file's mode.
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+  closeSync(openSync(path, "a", 0o600))
+  chmodSync(path, 0o600)
   const db = new Database(path, { create: true, strict: true })
   try {
     db.exec("PRAGMA busy_timeout = 5000")

@@ -18,7 +18,10 @@ describe("Ripgrep.extract", () => {
     const directory = join(tempDir(), "data", "bin")
     const first = await Ripgrep.extract(source, directory)
     expect(first).toBe(join(directory, "rg-abc123"))
-    expect(statSync(first).mode & 0o777).toBe(0o755)
+    // The user's alone, like the data directory that holds it.
+    expect(statSync(first).mode & 0o777).toBe(0o700)
+    expect(statSync(directory).mode & 0o777).toBe(0o700)
+    expect(statSync(join(directory, "..")).mode & 0o777).toBe(0o700)
     expect(Bun.spawnSync([first]).stdout.toString()).toBe("embedded\n")
     const before = statSync(first)
     const second = await Ripgrep.extract(source, directory)

@@ -1,16 +1,17 @@
 // The sidecar against a hostile local process without the token: Bun.serve in process on a loopback port, real
 // sockets. Connections that send nothing, half a header or a trickling body are held by thousands; /v1/health still
 // answers, the read deadline closes every one of them, and the host's own quiet call and event stream (released
-// from the deadline once they passed the checks) outlive it. Every wait is on a socket or stream event.
+// from the deadline once they passed the checks) outlive it. Every wait is on a socket or stream event. And what the
+// server keeps on disk is the user's alone.
 
 import { afterAll, describe, expect, test } from "bun:test"
-import { readFileSync, writeFileSync } from "node:fs"
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { connect } from "node:net"
 import { join } from "node:path"
 import { Deferred, Effect, Fiber } from "effect"
 import { Runtime } from "../../src/cli/runtime"
 import { Server } from "../../src/server/server"
-import { callBody, client, EventReader, IMPORTS, RAN, runs, sandbox } from "./support"
+import { callBody, client, EventReader, IMPORTS, inProcess, RAN, runs, sandbox } from "./support"
 
 /** Held connections, a third of each kind. */
 const HELD = 5_000
@@ -169,4 +170,33 @@ describe("connections held without the token", () => {
     await reader.connected()
     await reader.close()
   }, 60_000)
+})
+
+describe("the data directory", () => {
+  test("is created 0700, and the store (with its -wal and -shm) and managed outputs are 0600", async () => {
+    const BIG = `${IMPORTS}
+export default Tool.make({
+  description: "Print many lines",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.succeed(Array.from({ length: 50 }, (_, i) => "line " + i).join("\\n")),
+})
+`
+    const sidecar = await inProcess(
+      { "tools/big.ts": BIG, "core.json": '{ "output": { "maxLines": 10 } }' },
+      // Gone before the sidecar starts: it creates the data directory itself.
+      { before: (box) => rmSync(box.data, { recursive: true, force: true }) },
+    )
+    const { turnID } = await sidecar.turn()
+    const settled = await sidecar.settle(turnID, { name: "big", input: {} })
+    expect(settled.body.outputs).toHaveLength(1)
+    const mode = (path: string) => statSync(path).mode & 0o777
+    const data = sidecar.box.data
+    expect(mode(data)).toBe(0o700)
+    for (const file of ["core.db", "core.db-wal", "core.db-shm"]) expect({ file, mode: mode(join(data, file)) }).toEqual({ file, mode: 0o600 })
+    expect(mode(join(data, "outputs"))).toBe(0o700)
+    for (const name of readdirSync(join(data, "outputs"))) {
+      expect({ name, mode: mode(join(data, "outputs", name)) }).toEqual({ name, mode: 0o600 })
+    }
+  })
 })
