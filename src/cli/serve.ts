@@ -19,7 +19,8 @@ export const HELP = `Usage: core serve [--location DIR] [--allow-root DIR]... [-
 Serve tool calls over HTTP to agent hosts. Once listening, prints one JSON line on stdout:
   {"url":"http://127.0.0.1:PORT","token":"..."}
 Every route but GET /v1/health needs the header Authorization: Bearer <token>.
-Routes and their schemas: GET /v1/openapi.json.
+Routes and their schemas: GET /v1/openapi.json. A connection must deliver each request's
+headers and body within 10 s; an authorized request is then given all the time it needs.
 
 Options:
   --location DIR     the Location requests act on (default: the current directory)
