@@ -4,6 +4,7 @@ export * as Server from "./server"
 // on `stop` shuts down gracefully: no new connections, running calls cancelled and recorded, event streams ended,
 // remaining connections closed, then the Locations and the store closed (by the Scope, in that order).
 
+import { readFileSync } from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Deferred from "effect/Deferred"
 import * as Schema from "effect/Schema"
@@ -58,6 +59,25 @@ const DRAIN_MS = 2_000
  * may then stay quiet as long as they need. So a process without the token holds a connection for seconds only.
  */
 export const READ_DEADLINE_S = 10
+
+/**
+ * Below this open-file limit core warns at start: held connections are bounded by the limit (Bun.serve has no hook
+ * at accept to cap them lower), and this leaves room for thousands held through the deadline plus the tools' files.
+ */
+export const MIN_OPEN_FILES = 8192
+
+/** The process's open-file limit (Bun raises the soft limit to the hard one at start); undefined where unknown. */
+export const openFileLimit = (): number | undefined => {
+  try {
+    const line = readFileSync("/proc/self/limits", "utf8")
+      .split("\n")
+      .find((entry) => entry.startsWith("Max open files"))
+    const limit = Number(line?.split(/\s+/)[3])
+    return Number.isFinite(limit) ? limit : undefined
+  } catch {
+    return undefined
+  }
+}
 
 /**
  * Bun's own body limit. Bun answers a declared length over it itself, with an empty 413, before the sidecar sees the
@@ -121,6 +141,14 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
   if (!Security.isLoopback(options.host)) {
     options.log(
       `core: warning: listening on ${options.host}, reachable from other machines; anyone with the token can run tools`,
+    )
+  }
+  const limit = openFileLimit()
+  if (limit !== undefined && limit < MIN_OPEN_FILES) {
+    options.log(
+      `core: warning: the open-file limit is ${limit} (ulimit -n): a local process that holds that many connections ` +
+        `can keep new ones waiting for up to the ${options.readDeadlineS ?? READ_DEADLINE_S} s read deadline; raise ` +
+        `the limit to at least ${MIN_OPEN_FILES}`,
     )
   }
   options.onReady({ url: `http://${Security.authority(options.host, port)}`, token: options.token })

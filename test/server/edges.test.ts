@@ -5,7 +5,7 @@
 // server keeps on disk is the user's alone.
 
 import { afterAll, describe, expect, test } from "bun:test"
-import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { connect } from "node:net"
 import { join } from "node:path"
 import { Deferred, Effect, Fiber } from "effect"
@@ -34,14 +34,6 @@ export default Tool.make({
     }),
 })
 `
-
-/** The process's open-file limit (Bun raises the soft limit to the hard one at start). */
-const openFileLimit = (): number => {
-  const line = readFileSync("/proc/self/limits", "utf8")
-    .split("\n")
-    .find((entry) => entry.startsWith("Max open files"))
-  return Number(line?.split(/\s+/)[3])
-}
 
 const stops: Array<() => Promise<void>> = []
 afterAll(async () => {
@@ -84,7 +76,7 @@ const listen = async (files: Record<string, string>) => {
     await Effect.runPromise(Fiber.await(fiber))
   })
   const host = new URL(url).host
-  return { box, url, port: Number(new URL(url).port), host, ...client((request) => fetch(request), url, host, TOKEN) }
+  return { box, url, log, port: Number(new URL(url).port), host, ...client((request) => fetch(request), url, host, TOKEN) }
 }
 
 /** Starts the hostile process (./hold-connections.ts) against the server; yields each JSON line it prints. */
@@ -118,10 +110,11 @@ const holdConnections = (port: number, host: string, count: number) => {
 
 describe("connections held without the token", () => {
   test(`${HELD} held connections (silent, half a header, a trickling body): health answers, the deadline closes them all, the host's quiet call and stream live on`, async () => {
-    if (openFileLimit() < HELD + 1_000) {
-      throw new Error(`this test needs an open-file limit of ${HELD + 1_000} (ulimit -n); it is ${openFileLimit()}`)
+    if (Server.openFileLimit()! < HELD + 1_000) {
+      throw new Error(`this test needs an open-file limit of ${HELD + 1_000} (ulimit -n); it is ${Server.openFileLimit()!}`)
     }
     const server = await listen({ "tools/gate.ts": GATE })
+    expect(server.log.some((line) => line.includes("open-file limit"))).toBe(false)
 
     // The host's own requests, begun before the flood: an event stream and a call that stays quiet until the gate.
     const events = await server.events()
@@ -199,4 +192,31 @@ export default Tool.make({
       expect({ name, mode: mode(join(data, "outputs", name)) }).toEqual({ name, mode: 0o600 })
     }
   })
+})
+
+describe("the open-file limit", () => {
+  test("core serve warns at start when it is low", async () => {
+    const box = sandbox({})
+    const main = join(import.meta.dir, "../../src/cli/main.ts")
+    const child = Bun.spawn(["sh", "-c", 'ulimit -n 1024 && exec "$@"', "sh", process.execPath, main, "serve", "--location", box.location], {
+      env: { ...process.env, ...box.env },
+      stdin: "ignore",
+      stdout: "ignore",
+      stderr: "pipe",
+    })
+    stops.push(async () => {
+      child.kill("SIGKILL")
+      await child.exited
+    })
+    let stderr = ""
+    const decoder = new TextDecoder()
+    for await (const chunk of child.stderr) {
+      stderr += decoder.decode(chunk, { stream: true })
+      if (stderr.includes("open-file limit")) break
+    }
+    expect(stderr).toContain("the open-file limit is 1024 (ulimit -n)")
+    expect(stderr).toContain(`at least ${Server.MIN_OPEN_FILES}`)
+    child.kill("SIGTERM")
+    expect(await child.exited).toBe(0)
+  }, 60_000)
 })
