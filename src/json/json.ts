@@ -2,8 +2,8 @@ export * as Json from "./json"
 
 // Parsing JSON a person or program typed, with errors that say where: strict JSON for inputs. Uses the
 // runtime's JSON.parse on the happy path and jsonc-parser (which reports offsets) to explain a failure; the
-// parser is loaded only then, so the happy path never pays for it. Nesting is bounded (MAX_DEPTH) and every check
-// here is iterative, so no text, however deep, can overflow the stack of whoever reads it.
+// parser is loaded only then, so the happy path never pays for it. Nesting is bounded (MAX_DEPTH) and no check here
+// recurses past it, so no text, however deep, can overflow the stack of whoever reads it.
 
 import type { ParseError } from "jsonc-parser"
 
@@ -89,15 +89,18 @@ const located = (text: string, offset: number, what: string): SyntaxProblem => {
 
 export const TOO_DEEP = `arrays and objects nested deeper than ${MAX_DEPTH} levels`
 
-/** Whether a parsed value nests deeper than MAX_DEPTH (iteratively, whatever its depth). */
-const tooDeep = (value: unknown): boolean => {
-  const stack: Array<{ readonly value: unknown; readonly depth: number }> = [{ value, depth: 0 }]
-  while (stack.length > 0) {
-    const { value, depth } = stack.pop()!
-    if (typeof value !== "object" || value === null) continue
-    if (depth + 1 > MAX_DEPTH) return true
-    for (const child of Array.isArray(value) ? value : Object.values(value)) stack.push({ value: child, depth: depth + 1 })
+/**
+ * Whether a parsed value nests deeper than MAX_DEPTH. Recursive, but never more than MAX_DEPTH + 1 calls deep: it
+ * stops at the first container past the limit.
+ */
+const tooDeep = (value: unknown, depth: number): boolean => {
+  if (typeof value !== "object" || value === null) return false
+  if (depth >= MAX_DEPTH) return true
+  if (Array.isArray(value)) {
+    for (const item of value) if (tooDeep(item, depth + 1)) return true
+    return false
   }
+  for (const key in value) if (tooDeep((value as Record<string, unknown>)[key], depth + 1)) return true
   return false
 }
 
@@ -118,38 +121,38 @@ export const parseStrict = (text: string): Parsed => {
     const first = errors[0]
     return { ok: false, problem: located(text, first?.offset ?? 0, first === undefined ? "invalid JSON" : describeCode(first)) }
   }
-  if (tooDeep(value)) {
+  if (tooDeep(value, 0)) {
     const deep = scan(text, { nul: false })
     return { ok: false, problem: located(text, deep?.offset ?? 0, TOO_DEEP) }
   }
   return { ok: true, value }
 }
 
-/**
- * The path of the first string (value or key) in a parsed value that holds a NUL character, or undefined. No tool
- * takes one: paths, patterns and commands cannot hold it, and the platform refuses it deep inside a tool.
- */
-export const findNul = (value: unknown, at: Path = []): Path | undefined => {
-  const stack: Array<{ readonly value: unknown; readonly path: Path }> = [{ value, path: at }]
-  while (stack.length > 0) {
-    const { value, path } = stack.pop()!
-    if (typeof value === "string") {
-      if (value.includes("\u0000")) return path
-      continue
+/** The path, innermost segment first, of the first NUL below `value`; containers past MAX_DEPTH are not searched. */
+const nulBelow = (value: unknown, depth: number): Array<string | number> | undefined => {
+  if (typeof value === "string") return value.includes("\u0000") ? [] : undefined
+  if (typeof value !== "object" || value === null || depth >= MAX_DEPTH) return undefined
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index++) {
+      const found = nulBelow(value[index], depth + 1)
+      if (found !== undefined) return [...found, index]
     }
-    if (typeof value !== "object" || value === null) continue
-    const entries: Array<[string | number, unknown]> = Array.isArray(value)
-      ? value.map((item, index) => [index, item])
-      : Object.entries(value)
-    // Pushed in reverse, so the first in document order is found first.
-    for (let index = entries.length - 1; index >= 0; index--) {
-      const [key, child] = entries[index]!
-      if (typeof key === "string" && key.includes("\u0000")) return [...path, key]
-      stack.push({ value: child, path: [...path, key] })
-    }
+    return undefined
+  }
+  for (const key in value) {
+    if (key.includes("\u0000")) return [key]
+    const found = nulBelow((value as Record<string, unknown>)[key], depth + 1)
+    if (found !== undefined) return [...found, key]
   }
   return undefined
 }
+
+/**
+ * The path of the first string (value or key) in a parsed value that holds a NUL character, in document order, or
+ * undefined. No tool takes one: paths, patterns and commands cannot hold it, and the platform refuses it deep inside
+ * a tool. Values are searched to MAX_DEPTH (what parseStrict accepts), never deeper.
+ */
+export const findNul = (value: unknown): Path | undefined => nulBelow(value, 0)?.reverse()
 
 /** How a NUL found at `path` is described. */
 export const describeNul = (path: Path): string =>
