@@ -45,8 +45,25 @@ export const header = (request: HttpServerRequest.HttpServerRequest, name: strin
 
 const headersOf = new WeakMap<Request, Headers>()
 
-/** Responses are for this client alone, and are what they say they are. */
-const COMMON_HEADERS = { "cache-control": "no-store", "x-content-type-options": "nosniff" } as const
+/**
+ * The read deadline, in seconds (Bun.serve's idle timeout, set by Server): a connection must deliver a request's
+ * headers and body (and an idle keep-alive connection its next request) within it, or it is closed. Bun's timer
+ * moves in 4-second steps, so a connection goes between this and 4 seconds later; trickling bytes does not extend
+ * it. A request that passed the Host and token checks and whose body is read is released from it (Http's
+ * `release`): calls, event streams and downloads may then stay quiet as long as they need. So a process without the
+ * token holds a connection for seconds only.
+ */
+export const READ_DEADLINE_S = 10
+
+/**
+ * Responses are for this client alone, and are what they say they are. `Keep-Alive` tells a client how long an idle
+ * connection lasts, so it stops reusing one before the read deadline closes it.
+ */
+const COMMON_HEADERS = {
+  "cache-control": "no-store",
+  "x-content-type-options": "nosniff",
+  "keep-alive": `timeout=${READ_DEADLINE_S}`,
+} as const
 
 export const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   text(status, JSON.stringify(body), headers)

@@ -11,6 +11,7 @@ import * as Schema from "effect/Schema"
 import packageJson from "../../package.json" with { type: "json" }
 import type { Runtime } from "../cli/runtime"
 import { Http } from "./http"
+import { Respond } from "./respond"
 import { Security } from "./security"
 import { Sidecar } from "./sidecar"
 
@@ -51,14 +52,8 @@ export interface Options {
 /** How long answers in flight may take to finish at shutdown before their connections are closed. */
 const DRAIN_MS = 2_000
 
-/**
- * The read deadline, in seconds: a connection must deliver a request's headers and body (and an idle keep-alive
- * connection its next request) within it, or it is closed. Bun's timer moves in 4-second steps, so a connection
- * goes between this and 4 seconds later; trickling bytes does not extend it. A request that passed the Host and
- * token checks and whose body is read is released from it (Http's `release`): calls, event streams and downloads
- * may then stay quiet as long as they need. So a process without the token holds a connection for seconds only.
- */
-export const READ_DEADLINE_S = 10
+/** The read deadline (see Respond.READ_DEADLINE_S). */
+export const READ_DEADLINE_S = Respond.READ_DEADLINE_S
 
 /**
  * Below this open-file limit core warns at start: held connections are bounded by the limit (Bun.serve has no hook

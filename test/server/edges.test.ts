@@ -127,6 +127,8 @@ describe("connections held without the token", () => {
 
     const health = await fetch(`${server.url}/v1/health`, { signal: AbortSignal.timeout(1_000) })
     expect(health.status).toBe(200)
+    // Clients are told how long an idle connection lasts, so they stop reusing it before the deadline closes it.
+    expect(health.headers.get("keep-alive")).toBe(`timeout=${Server.READ_DEADLINE_S}`)
     expect(((await health.json()) as any).ok).toBe(true)
 
     // The deadline closes every held connection, trickling or not.
