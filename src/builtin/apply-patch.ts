@@ -140,7 +140,11 @@ const makeTool = (services: Builtin.Services) =>
           }
         }
 
-        // Every permission is asked before anything is read.
+        // Every permission is asked before anything is read; a rule denying any path refuses before anything is asked.
+        const planned = yield* Effect.forEach(pathsOf(operations), (path) =>
+          Builtin.pathPlan(services, { action: "edit", path, access: "write" }),
+        )
+        yield* Builtin.refuseDenied(services, context, planned.flat(), { tool: "apply_patch" })
         const place = (path: string) =>
           Builtin.authorizePath(services, context, { action: "edit", path, access: "write", tool: "apply_patch" }).pipe(
             Effect.map((resolved): Place => ({ resolved, shown: Builtin.display(services.directory, resolved.real) })),

@@ -305,14 +305,26 @@ const externalCheck = (needs: Needs): ReadonlyArray<Permission.Check> =>
 const editCheck = (needs: Needs): ReadonlyArray<Permission.Check> =>
   needs.edits.size === 0 ? [] : [{ action: "edit", resources: [...needs.edits], save: [] }]
 
+/**
+ * The checks a line makes, in order: `external_directory` for the workdir and outside paths (`outside`, made
+ * before the workdir is looked at), then (`inside`) the files its redirections write as edits, the edits of paths
+ * that cannot be known, and the commands. `execute` makes exactly these, and the plan explains exactly these.
+ */
+const checksOf = Effect.fnUntraced(function* (services: Builtin.Services, agent: string, needs: Needs) {
+  const written = yield* Effect.forEach([...needs.written], (path) =>
+    Builtin.pathPlan(services, { action: "edit", path, access: "write" }),
+  )
+  return {
+    outside: externalCheck(needs),
+    inside: [...written.flat(), ...editCheck(needs), ...(yield* commandChecks(services, agent, needs))],
+  }
+})
+
 /** The checks a call would make, in order, for explaining it (Builtin.planned). */
 const plan = (services: Builtin.Services) => (input: Input, agent: string) =>
   Effect.gen(function* () {
-    const needs = yield* needsOf(services.directory, input)
-    const written = yield* Effect.forEach([...needs.written], (path) =>
-      Builtin.pathPlan(services, { action: "edit", path, access: "write" }),
-    )
-    return [...externalCheck(needs), ...written.flat(), ...editCheck(needs), ...(yield* commandChecks(services, agent, needs))]
+    const { outside, inside } = yield* checksOf(services, agent, yield* needsOf(services.directory, input))
+    return [...outside, ...inside]
   })
 
 const makeTool = (services: Builtin.Services) => {
@@ -343,12 +355,14 @@ const makeTool = (services: Builtin.Services) => {
 
         const needs = yield* needsOf(directory, input)
         const { workdir } = needs
-        const metadata = { command, ...(input.description === undefined ? {} : { description: input.description }) }
-        const check = (checked: Permission.Check, extra: Readonly<Record<string, unknown>> = {}) =>
-          services.permission
-            .assert({ ...Builtin.requestOf(context), ...checked, metadata: { tool: NAME, ...metadata, ...extra } })
-            .pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
-        for (const checked of externalCheck(needs)) yield* check(checked)
+        const { outside, inside } = yield* checksOf(services, context.agent, needs)
+        const metadata = { tool: NAME, command, ...(input.description === undefined ? {} : { description: input.description }) }
+        const unknown = needs.opaque.map((entry) => `${entry.resource}: ${entry.opaque}`)
+        const extra = (checked: Permission.Check) =>
+          checked.ask === true ? { unknown } : needs.unparsed === undefined ? {} : { unparsed: needs.unparsed }
+        // A rule denying anything the line touches refuses it before anyone is asked about the rest.
+        yield* Builtin.refuseDenied(services, context, [...outside, ...inside], metadata)
+        for (const checked of outside) yield* Builtin.authorize(services, context, [checked], { ...metadata, ...extra(checked) })
 
         // Only now, so that nothing is told about a directory outside the Location before it may be looked at.
         const shown = Builtin.display(directory, workdir.real)
@@ -362,18 +376,7 @@ const makeTool = (services: Builtin.Services) => {
             message: `The workdir ${shown} is not a directory. Give the directory to run in (perhaps ${Builtin.display(directory, dirname(workdir.real))}).`,
           })
         }
-
-        for (const path of needs.written) {
-          yield* Builtin.authorizePath(services, context, { action: "edit", path, access: "write", tool: NAME })
-        }
-        for (const checked of editCheck(needs)) yield* check(checked)
-        const unknown = needs.opaque.map((entry) => `${entry.resource}: ${entry.opaque}`)
-        for (const checked of yield* commandChecks(services, context.agent, needs)) {
-          yield* check(
-            checked,
-            checked.ask === true ? { unknown } : needs.unparsed === undefined ? {} : { unparsed: needs.unparsed },
-          )
-        }
+        for (const checked of inside) yield* Builtin.authorize(services, context, [checked], { ...metadata, ...extra(checked) })
 
         const result = yield* shell
           .run({

@@ -28,28 +28,96 @@ export const requestOf = (context: Tool.Context) => ({
   source: { messageID: context.assistantMessageID, callID: context.toolCallID },
 })
 
+/** One check of a call, decided per resource as things stand now, without asking anyone. */
+export interface Decided {
+  readonly check: Permission.Check
+  readonly decisions: ReadonlyArray<Permission.Decision>
+}
+
+/**
+ * Decides each check now, as `authorize` would meet it: a check asked every time (`ask`) is never answered by a
+ * rule that allows or a saved approval.
+ */
+export const decide = (
+  permission: Permission.Interface,
+  agent: string,
+  checks: ReadonlyArray<Permission.Check>,
+): Effect.Effect<ReadonlyArray<Decided>> =>
+  Effect.forEach(checks, (check) =>
+    permission.explain({ agent, action: check.action, resources: check.resources.length === 0 ? ["*"] : check.resources }).pipe(
+      Effect.map((decisions) => ({
+        check,
+        decisions:
+          check.ask === true
+            ? decisions.map((decision) =>
+                decision.effect === "allow" ? { ...decision, effect: "ask" as const, approvedBy: undefined } : decision,
+              )
+            : decisions,
+      })),
+    ),
+  ).pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
+
+/**
+ * Makes a call's checks, in order, the way every built-in does: when a rule denies any resource of any check, the
+ * call is refused with that rule before anything is asked (nobody is asked about part of a call a rule forbids
+ * anyway); otherwise each check is asserted in turn, asking where it must.
+ */
+export const authorize = (
+  services: Services,
+  context: Tool.Context,
+  checks: ReadonlyArray<Permission.Check>,
+  metadata: Readonly<Record<string, unknown>>,
+): Effect.Effect<void, Permission.Refusal> =>
+  Effect.gen(function* () {
+    yield* refuseDenied(services, context, checks, metadata)
+    for (const check of checks) yield* assertCheck(services, context, check, metadata)
+  })
+
+const assertCheck = (
+  services: Services,
+  context: Tool.Context,
+  check: Permission.Check,
+  metadata: Readonly<Record<string, unknown>>,
+): Effect.Effect<void, Permission.Refusal> =>
+  services.permission
+    .assert({ ...requestOf(context), ...check, metadata })
+    .pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
+
+/** Refuses the call when a rule denies any resource of `checks`, asking nothing; succeeds otherwise. */
+export const refuseDenied = (
+  services: Services,
+  context: Tool.Context,
+  checks: ReadonlyArray<Permission.Check>,
+  metadata: Readonly<Record<string, unknown>>,
+): Effect.Effect<void, Permission.Refusal> =>
+  Effect.gen(function* () {
+    for (const { check, decisions } of yield* decide(services.permission, context.agent, checks)) {
+      const denied = decisions.find((decision) => decision.effect === "deny")
+      // Asserting the denied resource alone fails with the rule's own message, and asks nobody.
+      if (denied !== undefined) {
+        yield* assertCheck(services, context, { action: check.action, resources: [denied.resource], save: [] }, metadata)
+      }
+    }
+  })
+
 /**
  * Checks a path before the tool touches it: outside the Location `external_directory` first, then `action` on
- * the path (DESIGN §7). Answers where the path really leads. A path that cannot be resolved is a model-visible
- * failure; a store that cannot be read is an operational failure, never a tool result.
+ * the path (DESIGN §7), each as Permission.pathChecks names it, so what is asked is what `core check` explains.
+ * Answers where the path really leads. A path that cannot be resolved is a model-visible failure; a store that
+ * cannot be read is an operational failure, never a tool result.
  */
 export const authorizePath = (
   services: Services,
   context: Tool.Context,
   input: { readonly action: string; readonly path: string; readonly access: "read" | "write"; readonly tool: string },
 ): Effect.Effect<Boundary.Resolved, Tool.Failure | Permission.Refusal> =>
-  services.permission
-    .authorizePath({
-      ...requestOf(context),
-      action: input.action,
-      path: input.path,
-      access: input.access,
-      metadata: { tool: input.tool },
-    })
-    .pipe(
-      Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))),
-      Effect.catchTag("Store.StoreError", (error) => Effect.die(error)),
-    )
+  Effect.gen(function* () {
+    const { resolved, checks } = yield* services.permission
+      .pathChecks({ action: input.action, path: input.path, access: input.access })
+      .pipe(Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))))
+    yield* authorize(services, context, checks, { tool: input.tool })
+    return resolved
+  })
 
 /**
  * Checks a directory a tool reads (glob, list): authorized with the tool's own action, then required to exist and

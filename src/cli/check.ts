@@ -4,16 +4,11 @@ export * as CheckCommand from "./check"
 // the decision for each resource, the rule that decided it and the file it came from, or what an "always"
 // reply would save. Prints JSON on stdout.
 
-import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Schema from "effect/Schema"
-import { Builtin } from "../builtin/builtin"
+import { Explain } from "../builtin/explain"
 import { Agent } from "../permission/agent"
 import { Permission } from "../permission/permission"
-import { Rule } from "../permission/rule"
 import { Registry } from "../registry/registry"
-import * as Internal from "../tool/internal"
 import { Command } from "./command"
 import { Diagnostics } from "./diagnostics"
 import { ExecCommand } from "./exec"
@@ -49,14 +44,6 @@ const OPTIONS = {
 
 const usage = (message: string) => new Command.UsageError({ command: "check", message })
 
-/** A denial anywhere denies the call; otherwise an ask anywhere asks; otherwise it is allowed. */
-const decisionOf = (decisions: ReadonlyArray<{ readonly effect: "allow" | "deny" | "ask" }>) =>
-  decisions.some((entry) => entry.effect === "deny")
-    ? ("deny" as const)
-    : decisions.some((entry) => entry.effect === "ask")
-      ? ("ask" as const)
-      : ("allow" as const)
-
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const { values, positionals } = yield* Command.parse("check", args, OPTIONS)
@@ -83,47 +70,14 @@ export const run = (args: ReadonlyArray<string>) =>
           : ""
         return yield* new Command.Exit({ code: Command.EXIT.modelError, message: `unknown tool "${name}".${hint}` })
       }
-      const tool = Internal.get(resolution.tool)!
-      const decoded = yield* Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(input, { errors: "all", onExcessProperty: "error" }))
-      if (Exit.isFailure(decoded)) {
-        const error = Cause.findError(decoded.cause)
-        const detail = error._tag === "Success" ? String(error.success.message) : Cause.pretty(decoded.cause)
-        return yield* new Command.Exit({ code: Command.EXIT.modelError, message: `invalid input for ${name}:\n${detail}` })
-      }
-      // A built-in names the checks it makes, per path or command; any other tool checks its action as a whole.
-      const plan = Builtin.planOf(resolution.tool)
-      const planned = plan === undefined
-        ? [{ action: Rule.actionOf(name), resources: ["*"], save: ["*"] }]
-        : yield* plan(decoded.value, agent).pipe(
-            Effect.catchTag("Tool.Failure", (failure) =>
-              Effect.fail(new Command.Exit({ code: Command.EXIT.modelError, message: `${name}: ${failure.message}` })),
-            ),
-          )
-      const checks = []
-      for (const check of planned) {
-        const decisions = (yield* permission.explain({ agent, action: check.action, resources: check.resources })).map(
-          // Asked every time: no allow rule or saved approval answers it (what the call runs cannot be known).
-          (entry) => (check.ask === true && entry.effect === "allow" ? { ...entry, effect: "ask" as const, approvedBy: undefined } : entry),
-        )
-        const decision = decisionOf(decisions)
-        checks.push({
-          action: check.action,
-          decision,
-          ...(check.ask === true ? { alwaysAsked: true } : {}),
-          resources: decisions.map((entry) => ({
-            resource: entry.resource,
-            decision: entry.effect,
-            rule:
-              entry.rule === undefined
-                ? null
-                : { action: entry.rule.action, resource: entry.rule.resource, effect: entry.rule.effect, ...entry.rule.source },
-            ...(entry.approvedBy === undefined ? {} : { approvedBy: entry.approvedBy }),
-          })),
-          ...(decision === "ask" ? { alwaysSaves: check.save } : {}),
-        })
-      }
-      const decision = decisionOf(checks.map((check) => ({ effect: check.decision })))
-      Command.stdout(`${JSON.stringify({ tool: name, agent, decision, checks }, null, 2)}\n`)
+      const explained = yield* Explain.call(permission, { name, tool: resolution.tool, input, agent }).pipe(
+        Effect.catchTags({
+          "Explain.InvalidInput": (error) => Effect.fail(new Command.Exit({ code: Command.EXIT.modelError, message: error.message })),
+          "Tool.Failure": (failure) =>
+            Effect.fail(new Command.Exit({ code: Command.EXIT.modelError, message: `${name}: ${failure.message}` })),
+        }),
+      )
+      Command.stdout(`${JSON.stringify(explained, null, 2)}\n`)
       return Command.EXIT.ok
     }).pipe(Effect.provide(Runtime.checkingLayer(environment, prepared)))
   })

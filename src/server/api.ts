@@ -108,6 +108,59 @@ export type CallRequest = typeof CallRequest.Type
 
 export const Settlement = SettlementSchema.Info.annotate({ identifier: "Settlement" })
 
+export const CheckRequest = Schema.Struct({
+  name: Schema.String,
+  input: Schema.Json.annotate({ description: "The tool's input as the model produced it" }),
+  agent: Schema.optionalKey(
+    Schema.NonEmptyString.annotate({ description: "The agent whose rules decide (default: the turn's agent)" }),
+  ),
+}).annotate({ identifier: "CheckRequest" })
+export type CheckRequest = typeof CheckRequest.Type
+
+const Verdict = Schema.Literals(["allow", "deny", "ask"])
+
+export const CheckedResource = Schema.Struct({
+  resource: Schema.String,
+  decision: Verdict,
+  rule: Schema.NullOr(
+    Schema.Struct({
+      action: Schema.String,
+      resource: Schema.String,
+      effect: Verdict,
+      file: Schema.String.annotate({ description: "Where the rule was written (a core.json, or core's defaults)" }),
+      path: Schema.String.annotate({ description: "The rule's place in that file" }),
+    }),
+  ).annotate({ description: "The rule that decided it; null when none matches (then it is asked)" }),
+  approvedBy: Schema.optionalKey(Schema.String.annotate({ description: "The saved approval that answers it" })),
+}).annotate({ identifier: "CheckedResource" })
+
+export const Check = Schema.Struct({
+  tool: Schema.String,
+  agent: Schema.String,
+  decision: Verdict.annotate({
+    description: "deny when a rule denies any resource (the call is refused before anything is asked), else ask when any resource is asked, else allow",
+  }),
+  checks: Schema.Array(
+    Schema.Struct({
+      action: Schema.String,
+      decision: Verdict,
+      alwaysAsked: Schema.optionalKey(
+        Schema.Literal(true).annotate({
+          description: "Asked every time: what it runs cannot be known from the input, so no rule or saved approval answers it",
+        }),
+      ),
+      resources: Schema.Array(CheckedResource),
+      alwaysSaves: Schema.optionalKey(
+        Schema.Array(Schema.String).annotate({ description: 'When asked: the patterns an "always" reply saves' }),
+      ),
+    }),
+  ).annotate({ description: "The checks the call makes, in the order it makes them" }),
+}).annotate({
+  identifier: "Check",
+  description: "What settling the call would meet, found without running or asking anything",
+})
+export type Check = typeof Check.Type
+
 export const Cancelling = Schema.Struct({
   sessionID: Schema.String,
   toolCallID: Schema.String,
@@ -256,6 +309,21 @@ export const ENDPOINTS = {
         "replayed: it is that call's fresh settlement). The call runs to its settlement even if the client goes away.",
     ),
   ),
+  check: HttpApiEndpoint.post("check", "/v1/turns/:turnID/check", {
+    params: { turnID: Schema.String },
+    headers: LOCATION_HEADER,
+    payload: CheckRequest,
+    success: Check,
+    error: [...GUARDED, NotFound],
+  }).annotateMerge(
+    docs(
+      "Explain the permission decision for a call through a turn, running nothing",
+      "What `core check` says: each check the call would make, in order, with the decision per resource, the rule " +
+        "that decided it and what an always reply would save. Nothing runs, nothing is asked and nothing is " +
+        "recorded. An input that does not decode, or a path that cannot be used, is a 400; an unknown or expired " +
+        "turn, or a name the turn does not advertise, a 404.",
+    ),
+  ),
   settlement: HttpApiEndpoint.get("settlement", "/v1/settlements/:sessionID/:toolCallID", {
     params: { sessionID: Schema.String, toolCallID: Schema.String },
     headers: LOCATION_HEADER,
@@ -343,6 +411,7 @@ const group = HttpApiGroup.make("core").add(
   ENDPOINTS.openapi,
   ENDPOINTS.createTurn,
   ENDPOINTS.settle,
+  ENDPOINTS.check,
   ENDPOINTS.settlement,
   ENDPOINTS.cancel,
   ENDPOINTS.permissions,

@@ -15,6 +15,7 @@ import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { Definition } from "../tool/definition"
+import { Explain } from "../builtin/explain"
 import { Agent } from "../permission/agent"
 import type { Permission } from "../permission/permission"
 import type { Settler } from "../settlement/settler"
@@ -140,6 +141,38 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
         const request = yield* Respond.body(route.request, Api.CallRequest)
         const call: Settler.Call = { ...request, agent: turn.agent }
         return yield* wantsEvents(route.request) ? settleEvents(route, turn, call) : settleJson(route, turn, call)
+      }),
+
+    check: (route) =>
+      Effect.gen(function* () {
+        const turnID = param(route, "turnID")
+        const turn = route.served.turn(turnID)
+        if (turn === undefined) {
+          return yield* Respond.notFound(
+            `Unknown or expired turn "${turnID}" in ${route.served.directory}: materialize again with POST /v1/turns`,
+          )
+        }
+        const request = yield* Respond.body(route.request, Api.CheckRequest)
+        const agent = request.agent ?? turn.agent
+        const { permission } = turn.generation
+        if (!permission.isAgent(agent)) {
+          return yield* Respond.badRequest(`Unknown agent "${agent}". Known agents: ${permission.agents.join(", ")}`)
+        }
+        const resolution = turn.materialization.resolve(request.name)
+        if (resolution._tag === "Stale") {
+          return yield* Respond.notFound(`The tool "${request.name}" changed since this turn was made: materialize again`)
+        }
+        if (resolution._tag === "Unknown") {
+          const hint = resolution.suggestions.length > 0 ? ` Did you mean ${resolution.suggestions.join(", ")}?` : ""
+          return yield* Respond.notFound(`The turn does not advertise a tool "${request.name}".${hint}`)
+        }
+        const explained = yield* Explain.call(permission, { name: request.name, tool: resolution.tool, input: request.input, agent }).pipe(
+          Effect.catchTags({
+            "Explain.InvalidInput": (error) => Effect.fail(Respond.badRequest(error.message)),
+            "Tool.Failure": (failure) => Effect.fail(Respond.badRequest(`${request.name}: ${failure.message}`)),
+          }),
+        )
+        return Respond.json(200, explained satisfies Api.Check)
       }),
 
     settlement: (route) =>

@@ -51,6 +51,8 @@ export interface Settled {
 export interface Materialization {
   readonly definitions: ReadonlyArray<Definition.Definition>
   readonly settle: (call: Call, options?: Options) => Effect.Effect<Settled, OperationalError>
+  /** What a name settles to through this turn, as `settle` resolves it (for explaining a call without making it). */
+  readonly resolve: Registry.Catalog["resolve"]
 }
 
 export interface Interface {
@@ -384,6 +386,7 @@ export const layer: Layer.Layer<
           return catalog.definitions
         },
         settle,
+        resolve: catalog.resolve,
       }
     })
 

@@ -7,6 +7,7 @@ import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Effect, Layer, PubSub } from "effect"
 import { Builtins } from "../../src/builtin/builtins"
+import { Explain } from "../../src/builtin/explain"
 import { Runtime } from "../../src/cli/runtime"
 import { Location } from "../../src/location/location"
 import { ManagedOutputs } from "../../src/output/managed"
@@ -15,6 +16,7 @@ import type { Agent } from "../../src/permission/agent"
 import { Permission } from "../../src/permission/permission"
 import type { Rule } from "../../src/permission/rule"
 import type { Settlement } from "../../src/settlement/settlement"
+import { Registry } from "../../src/registry/registry"
 import { Settler } from "../../src/settlement/settler"
 import { Shell } from "../../src/shell/producer"
 import { Approvals } from "../../src/store/approvals"
@@ -52,6 +54,8 @@ export interface Harness {
   /** Writes files relative to the Location. */
   readonly write: (files: Record<string, string | Uint8Array>) => void
   readonly settle: (name: string, input: unknown, options?: SettleOptions) => Promise<Outcome>
+  /** What `core check` says about the call (Explain.call), in a Location built the same way; nothing runs. */
+  readonly check: (name: string, input: unknown, options?: { readonly agent?: string }) => Promise<Explain.Explanation>
 }
 
 export interface HarnessOptions {
@@ -80,7 +84,7 @@ export const harness = (options: HarnessOptions = {}): Harness => {
   )
   const outputsDirectory = join(data, "outputs")
 
-  const settle = (name: string, input: unknown, settleOptions: SettleOptions = {}): Promise<Outcome> => {
+  const layerFor = (settleOptions: SettleOptions) => {
     const permission = Permission.layer({
       project: directory,
       configured: { rules, agents: new Map() },
@@ -93,7 +97,20 @@ export const harness = (options: HarnessOptions = {}): Harness => {
       ...(settleOptions.limits === undefined ? {} : { limits: settleOptions.limits }),
     })
     const builtins = Builtins.layer.pipe(Layer.provide(Shell.layer(options.shell)))
-    const layer = Location.layer(directory, builtins).pipe(Layer.provideMerge(kernel))
+    return Location.layer(directory, builtins).pipe(Layer.provideMerge(kernel))
+  }
+
+  const check = (name: string, input: unknown, checkOptions: { readonly agent?: string } = {}) => {
+    const program = Effect.gen(function* () {
+      const resolution = (yield* Registry.Service).capture().resolve(name)
+      if (resolution._tag !== "Found") return yield* Effect.die(`no tool ${name}`)
+      return yield* Explain.call(yield* Permission.Service, { name, tool: resolution.tool, input, agent: checkOptions.agent ?? "build" })
+    })
+    return Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(layerFor({}))) as Effect.Effect<Explain.Explanation, unknown>)
+  }
+
+  const settle = (name: string, input: unknown, settleOptions: SettleOptions = {}): Promise<Outcome> => {
+    const layer = layerFor(settleOptions)
     const program = Effect.gen(function* () {
       const service = yield* Permission.Service
       const asks: Array<Ask> = []
@@ -139,7 +156,7 @@ export const harness = (options: HarnessOptions = {}): Harness => {
     return Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(layer)) as Effect.Effect<Outcome, unknown>)
   }
 
-  return { directory, data, write, settle }
+  return { directory, data, write, settle, check }
 }
 
 /** The text of a settlement's content parts, joined. */
