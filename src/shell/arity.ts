@@ -104,57 +104,191 @@ export const prefixLength = (words: ReadonlyArray<string | undefined>): number |
 export interface Wrapper {
   /** Options that take the next word as their value (`sudo -u root`). */
   readonly valued: ReadonlyArray<string>
+  /**
+   * Options known to take no value. An option in neither list might take the next word as its value (getopt
+   * accepts `--adjustment 5` as well as `--adjustment=5`), so both readings are checked.
+   */
+  readonly flags: ReadonlyArray<string>
   /** Plain arguments before the wrapped command (`timeout 5s cmd`: the duration). */
   readonly operands: number
   /** Whether `NAME=value` words before the wrapped command are its environment (`env A=1 cmd`). */
   readonly assignments: boolean
 }
 
-const wrapper = (valued: ReadonlyArray<string> = [], operands = 0, assignments = false): Wrapper => ({
-  valued,
-  operands,
-  assignments,
-})
+const wrapper = (
+  valued: ReadonlyArray<string> = [],
+  operands = 0,
+  assignments = false,
+  flags: ReadonlyArray<string> = [],
+): Wrapper => ({ valued, flags, operands, assignments })
 
 export const WRAPPERS: Readonly<Record<string, Wrapper>> = {
-  sudo: wrapper(["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"]),
-  doas: wrapper(["-u", "-C"]),
-  env: wrapper(["-u", "-C", "--unset", "--chdir"], 0, true),
-  command: wrapper(),
+  sudo: wrapper(["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group", "--chdir"], 0, true, [
+    "-E", "-n", "-H", "-S", "-k", "-b", "-A", "-P", "--preserve-env", "--non-interactive",
+  ]),
+  doas: wrapper(["-u", "-C"], 0, false, ["-n", "-s"]),
+  pkexec: wrapper(["--user"], 0, false, ["--disable-internal-agent", "--keep-cwd"]),
+  env: wrapper(["-u", "-C", "--unset", "--chdir"], 0, true, ["-i", "-0", "--ignore-environment", "--null", "-v", "--debug"]),
+  command: wrapper([], 0, false, ["-p"]),
   builtin: wrapper(),
-  exec: wrapper(["-a"]),
+  exec: wrapper(["-a"], 0, false, ["-c", "-l"]),
   nohup: wrapper(),
-  time: wrapper(["-f", "-o"]),
-  nice: wrapper(["-n"]),
-  ionice: wrapper(["-c", "-n", "-p"]),
-  timeout: wrapper(["-s", "-k", "--signal", "--kill-after"], 1),
-  stdbuf: wrapper(["-i", "-o", "-e"]),
-  xargs: wrapper(["-a", "-d", "-E", "-e", "-I", "-i", "-L", "-l", "-n", "-P", "-s"]),
-  setsid: wrapper(),
-  chroot: wrapper([], 1),
+  time: wrapper(["-f", "-o", "--format", "--output"], 0, false, ["-p", "-v", "-a", "-q", "--portability", "--verbose", "--append"]),
+  nice: wrapper(["-n", "--adjustment"]),
+  ionice: wrapper(["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"], 0, false, ["-t", "--ignore"]),
+  timeout: wrapper(["-s", "-k", "--signal", "--kill-after"], 1, false, ["-v", "-f", "--preserve-status", "--foreground", "--verbose"]),
+  stdbuf: wrapper(["-i", "-o", "-e", "--input", "--output", "--error"]),
+  xargs: wrapper(
+    ["-a", "-d", "-E", "-e", "-I", "-i", "-L", "-l", "-n", "-P", "-s", "--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"],
+    0,
+    false,
+    ["-0", "-r", "-t", "-p", "-x", "-o", "--null", "--no-run-if-empty", "--verbose", "--interactive", "--exit", "--open-tty"],
+  ),
+  setsid: wrapper([], 0, false, ["-f", "-w", "-c", "--fork", "--wait", "--ctty"]),
+  chroot: wrapper(["--userspec", "--groups"], 1, false, ["--skip-chdir"]),
+  taskset: wrapper([], 1, false, ["-a", "-c", "--all-tasks", "--cpu-list"]),
+  chrt: wrapper(["-T", "-P", "-D", "--sched-runtime", "--sched-period", "--sched-deadline"], 1, false, [
+    "-a", "-b", "-d", "-f", "-i", "-o", "-r", "-R", "-v", "--all-tasks", "--batch", "--deadline", "--fifo", "--idle", "--other", "--rr", "--reset-on-fork", "--verbose",
+  ]),
+  flock: wrapper(["-w", "-E", "--timeout", "--wait", "--conflict-exit-code"], 1, false, [
+    "-s", "-x", "-e", "-n", "-u", "-o", "-F", "--shared", "--exclusive", "--nonblock", "--unlock", "--close", "--no-fork", "--verbose",
+  ]),
+  unshare: wrapper(["-S", "-G", "-R", "-w", "--setuid", "--setgid", "--root", "--wd", "--propagation", "--setgroups", "--map-user", "--map-group", "--map-users", "--map-groups"], 0, false, [
+    "-m", "-u", "-i", "-n", "-p", "-U", "-C", "-T", "-f", "-r", "-c", "--fork", "--map-root-user", "--map-current-user", "--mount-proc", "--kill-child",
+  ]),
+  nsenter: wrapper(["-t", "-S", "-G", "-w", "--target", "--setuid", "--setgid"], 0, false, [
+    "-a", "-m", "-u", "-i", "-n", "-p", "-U", "-C", "-T", "-F", "-Z", "--all", "--no-fork", "--preserve-credentials",
+  ]),
+  runuser: wrapper(["-u", "-g", "-G", "-s", "-w", "--user", "--group", "--supp-group", "--shell", "--whitelist-environment"], 0, false, ["-l", "-m", "-p", "-P", "--login", "--pty"]),
+  setpriv: wrapper(
+    ["--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid", "--groups", "--inh-caps", "--ambient-caps", "--bounding-set", "--securebits", "--pdeathsig", "--selinux-label", "--apparmor-profile", "--landlock-access", "--landlock-rule"],
+    0,
+    false,
+    ["-d", "--dump", "--clear-groups", "--keep-groups", "--init-groups", "--no-new-privs", "--reset-env"],
+  ),
+  strace: wrapper(["-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-S", "-X", "-P", "-O", "--output", "--trace", "--attach", "--user", "--env"], 0, false, [
+    "-f", "-ff", "-c", "-C", "-w", "-q", "-qq", "-y", "-yy", "-t", "-tt", "-ttt", "-T", "-v", "-x", "-xx", "-Z", "-z", "-k", "-r", "-i", "-n", "-d", "-D", "-F", "--follow-forks", "--summary-only",
+  ]),
+  ltrace: wrapper(["-o", "-e", "-p", "-s", "-u", "-a", "-n", "-l", "-x", "-D", "-F", "--output", "--library"], 0, false, ["-f", "-c", "-C", "-i", "-r", "-S", "-t", "-tt", "-ttt", "-T", "-w"]),
+  prlimit: wrapper(["-p", "--pid", "-o", "--output"], 0, false, ["--noheadings", "--raw", "--verbose"]),
+  setarch: wrapper([], 1, false, ["-v", "-R", "-F", "-Z", "-L", "-X", "-B", "-I", "-S", "-T", "--addr-no-randomize", "--verbose"]),
+  linux32: wrapper([], 0, false, ["-v", "-R", "-F", "-Z", "-L", "-X", "-B", "-I", "-S", "-T"]),
+  linux64: wrapper([], 0, false, ["-v", "-R", "-F", "-Z", "-L", "-X", "-B", "-I", "-S", "-T"]),
+  numactl: wrapper(["-i", "-m", "-N", "-C", "-p", "--interleave", "--membind", "--cpunodebind", "--physcpubind", "--preferred"], 0, false, ["-a", "-l", "--all", "--localalloc"]),
+  cpulimit: wrapper(["-l", "-p", "-e", "--limit", "--pid", "--exe"], 0, false, ["-z", "-i", "-k", "-r", "-v", "--lazy", "--include-children"]),
+  chpst: wrapper(["-u", "-U", "-b", "-e", "-/", "-n", "-l", "-L", "-m", "-d", "-o", "-p", "-f", "-c", "-t"], 0, false, ["-P", "-0", "-1", "-2", "-v"]),
+  faketime: wrapper(["-m", "-p", "-f"], 1, false, ["--exclude-monotonic"]),
+  eatmydata: wrapper(),
+  nocache: wrapper(),
+  unbuffer: wrapper([], 0, false, ["-p"]),
+  torsocks: wrapper(["-u", "-p", "-a", "-P"], 0, false, ["-i", "-d", "-q", "--isolate"]),
+  proxychains: wrapper(["-f"], 0, false, ["-q"]),
+  proxychains4: wrapper(["-f"], 0, false, ["-q"]),
+  trickle: wrapper(["-u", "-d", "-w", "-t", "-l", "-n"], 0, false, ["-s", "-v"]),
+  "dbus-run-session": wrapper(["--config-file", "--dbus-daemon"]),
+  "xvfb-run": wrapper(["-n", "-s", "-f", "-e", "-p", "-w", "--server-num", "--server-args", "--auth-file", "--error-file", "--xauth-protocol", "--wait"], 0, false, ["-a", "--auto-servernum"]),
+  "systemd-run": wrapper(["-p", "-u", "-E", "-M", "-H", "--unit", "--property", "--setenv", "--slice", "--uid", "--gid", "--working-directory", "--description"], 0, false, [
+    "-t", "-P", "-G", "-q", "-d", "-S", "--user", "--scope", "--pty", "--pipe", "--wait", "--collect", "--quiet", "--same-dir", "--no-block",
+  ]),
+  catchsegv: wrapper(),
+  valgrind: wrapper([], 0, false, ["-q", "-v", "--quiet", "--verbose"]),
+  firejail: wrapper([], 0, false, ["--quiet", "--noprofile"]),
+  busybox: wrapper(),
+  toybox: wrapper(),
+  caffeinate: wrapper(["-t", "-w"], 0, false, ["-d", "-i", "-m", "-s", "-u"]),
+}
+
+/**
+ * Programs whose subcommand runs the command named after it (`uv run rm x`), by program and subcommand. They are
+ * read like a wrapper whose name is both words.
+ */
+export const SUBCOMMAND_WRAPPERS: Readonly<Record<string, Wrapper>> = {
+  "uv run": wrapper(["--with", "--python", "-p", "--package", "--project", "--directory", "--env-file", "--extra", "--group", "--index", "--from"], 0, false, [
+    "--no-sync", "--frozen", "--locked", "--isolated", "--no-project", "--all-extras", "-q", "-v", "--quiet",
+  ]),
+  "poetry run": wrapper(["-C", "--directory", "-P", "--project"], 0, false, ["-q", "-v", "-n", "--no-interaction"]),
+  "pipenv run": wrapper(),
+  "pdm run": wrapper(["-p", "--project"], 0, false, ["-v", "-q"]),
+  "hatch run": wrapper(),
+  "rye run": wrapper(),
+  "conda run": wrapper(["-n", "-p", "--name", "--prefix", "--cwd"], 0, false, ["--no-capture-output", "--live-stream", "-v", "-s"]),
+  "mamba run": wrapper(["-n", "-p", "--name", "--prefix", "--cwd"], 0, false, ["--no-capture-output", "--live-stream"]),
+  "pixi run": wrapper(["-e", "--environment", "--manifest-path"], 0, false, ["--frozen", "--locked"]),
+  "mise exec": wrapper(["-C", "--cd", "-j", "--jobs"], 0, false, ["-q", "-v"]),
+  "mise x": wrapper(["-C", "--cd", "-j", "--jobs"], 0, false, ["-q", "-v"]),
+  "rtx exec": wrapper(),
+  "asdf exec": wrapper(),
+  "direnv exec": wrapper([], 1),
+  "bundle exec": wrapper(["--gemfile"], 0, false, ["--keep-file-descriptors"]),
+  "pnpm exec": wrapper(["-C", "--dir", "--filter", "-F"], 0, false, ["-r", "--recursive", "--parallel", "--shell-mode", "-c"]),
+  "yarn exec": wrapper(),
+  "perf stat": wrapper(["-e", "-o", "-r", "-x", "-C", "-p", "-t", "-G", "-I", "--event", "--output", "--repeat", "--pid"], 0, false, ["-a", "-A", "-d", "-n", "-v", "-B"]),
+  "perf record": wrapper(["-e", "-o", "-F", "-c", "-C", "-p", "-t", "-g", "-m", "--event", "--output", "--call-graph", "--pid", "--freq", "--count"], 0, false, ["-a", "-g", "-q", "-v", "-s"]),
+  "perf trace": wrapper(["-e", "-o", "-p", "-t", "--event", "--output", "--pid"], 0, false, ["-a", "-s", "-f", "-v"]),
+  "git bisect run": wrapper(),
+  "nix develop": wrapper([], 1),
+  "nix shell": wrapper([], 1),
+}
+
+/** The wrapper that `words` (a command with a literal name) is, with how many words name it, if any. */
+export const wrapperOf = (
+  words: ReadonlyArray<{ readonly value: string | undefined }>,
+  name: string,
+): { readonly wrapper: Wrapper; readonly length: number } | undefined => {
+  if (Object.hasOwn(WRAPPERS, name)) return { wrapper: WRAPPERS[name]!, length: 1 }
+  for (const length of [3, 2]) {
+    const key = [name, ...words.slice(1, length).map((word) => word.value)].join(" ")
+    if (words.length >= length && Object.hasOwn(SUBCOMMAND_WRAPPERS, key)) return { wrapper: SUBCOMMAND_WRAPPERS[key]!, length }
+  }
+  return undefined
 }
 
 /** Where the command a wrapper runs starts among `words` (the wrapper first), if it names one. */
-export const wrappedIndex = (words: ReadonlyArray<{ readonly value: string | undefined }>, wrapper: Wrapper): number | undefined => {
+export const wrappedIndex = (
+  words: ReadonlyArray<{ readonly value: string | undefined }>,
+  wrapper: Wrapper,
+  start = 1,
+): number | undefined => wrappedIndexes(words, wrapper, start)[0]
+
+/**
+ * Every place the wrapped command may start: the first when each option is known, and also the word after an
+ * unknown option's possible value (`nice --adjustment 5 rm x` runs `rm x`, not `5 rm x`).
+ */
+export const wrappedIndexes = (
+  words: ReadonlyArray<{ readonly value: string | undefined }>,
+  wrapper: Wrapper,
+  start = 1,
+): ReadonlyArray<number> => {
   let operands = wrapper.operands
-  for (let index = 1; index < words.length; index++) {
+  const found: Array<number> = []
+  for (let index = start; index < words.length; index++) {
     const value = words[index]!.value
-    if (value === undefined) return index
-    if (value === "--") continue
+    if (value === undefined) return ordered([...found, index])
+    if (value === "--") {
+      // After `--` the next word (less the operands) is the command, whatever came before.
+      const after = index + 1 + operands
+      return ordered(after < words.length ? [...found, after] : found)
+    }
     if (wrapper.valued.includes(value)) {
       index++
       continue
     }
-    if (value.startsWith("-")) continue
+    if (value.startsWith("-") && value !== "-") {
+      const unknown = !wrapper.flags.includes(value) && !value.includes("=") && (value.startsWith("--") || value.length === 2)
+      if (unknown && operands === 0 && index + 2 < words.length) found.push(index + 2)
+      continue
+    }
     if (wrapper.assignments && /^[A-Za-z_][A-Za-z0-9_]*=/.test(value)) continue
     if (operands > 0) {
       operands--
       continue
     }
-    return index
+    return ordered([...found, index])
   }
-  return undefined
+  return ordered(found)
 }
+
+const ordered = (indexes: ReadonlyArray<number>): ReadonlyArray<number> => [...new Set(indexes)].sort((a, b) => a - b)
 
 /**
  * Commands that run code given as text (`bash -c "..."`, `eval ...`): an "always" for them saves the exact

@@ -133,6 +133,8 @@ interface Collector {
   readonly statements: Array<{ readonly owner: string; readonly redirect: Redirect }>
   readonly opaque: Array<Opaque>
   unparsed: string | undefined
+  /** Variables whose value the line itself makes a number, so evaluating them as arithmetic runs nothing. */
+  numeric: ReadonlySet<string>
 }
 
 const isRedirect = (type: string) => type === "file_redirect" || type === "herestring_redirect" || type === "heredoc_redirect"
@@ -178,7 +180,13 @@ const readCode = (code: string, owner: string, collector: Collector): void => {
     collector.opaque.push({ resource: owner, reason: "it nests code in code too deeply to read" })
     return
   }
-  const inner: Collector = { ...collector, depth: collector.depth + 1, within: collector.within ?? owner, unparsed: undefined }
+  const inner: Collector = {
+    ...collector,
+    depth: collector.depth + 1,
+    within: collector.within ?? owner,
+    unparsed: undefined,
+    numeric: new Set(),
+  }
   read(code, inner)
   if (inner.unparsed !== undefined) {
     collector.opaque.push({ resource: owner, reason: `the code it runs cannot be read (${inner.unparsed})` })
@@ -228,6 +236,7 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
   const resource = textOf(assignments, words) + suffixOf(redirects)
   const within = collector.within
   collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text: node.text })
+  evaluatingCommand(words, within ?? resource, collector)
   inspect(words, within ?? resource, collector)
 }
 
@@ -245,10 +254,180 @@ const declaration = (node: Node, collector: Collector) => {
   const [keyword, ...rest] = node.children.filter((child) => child !== null)
   if (keyword === undefined) return
   const words = [{ text: keyword.text, value: keyword.text, glob: false, tilde: false }, ...rest.map(Words.of)]
-  collector.commands.push({ ...other("declaration", node.text, collector.within, words), resource: textOf([], words) })
+  const resource = textOf([], words)
+  collector.commands.push({ ...other("declaration", node.text, collector.within, words), resource })
+  evaluatingCommand(words, collector.within ?? resource, collector)
+}
+
+// Arithmetic
+
+/**
+ * Special parameters that always hold a number. Any other variable evaluated as arithmetic may hold an expression
+ * such as `x[$(rm y)]`, whose subscript bash expands, running the command.
+ */
+const NUMERIC_SPECIALS: ReadonlySet<string> = new Set(["#", "?", "$", "!"])
+
+/** `[[ a -eq b ]]` evaluates both sides as arithmetic. */
+const ARITHMETIC_TESTS: ReadonlySet<string> = new Set(["-eq", "-ne", "-lt", "-le", "-gt", "-ge"])
+
+/** Commands after which no variable's value can be vouched for: they set variables from text core cannot see. */
+const SETS_FROM_TEXT: ReadonlySet<string> = new Set(["source", ".", "eval", "read", "mapfile", "readarray", "getopts", "declare", "typeset", "local", "export", "printf", "let", "set"])
+
+/** The statement an arithmetic context belongs to, for the check that asks about it. */
+const STATEMENTS: ReadonlySet<string> = new Set([
+  "command",
+  "test_command",
+  "variable_assignment",
+  "declaration_command",
+  "c_style_for_statement",
+  "compound_statement",
+  "redirected_statement",
+])
+
+const statementOf = (node: Node): string => {
+  for (let current: Node | null = node; current !== null; current = current.parent) {
+    if (STATEMENTS.has(current.type)) return current.text
+  }
+  return node.text
+}
+
+/** The variables evaluated in an arithmetic context (not inside a command substitution, which is walked as code). */
+const evaluated = (node: Node, into: Array<string>): Array<string> => {
+  switch (node.type) {
+    case "command_substitution":
+    case "process_substitution":
+      return into
+    case "variable_name":
+    case "special_variable_name":
+      into.push(node.text)
+      return into
+    case "word":
+      // A bare name is a variable; anything else but a number is evaluated in ways core does not follow.
+      if (!/^(0[xX][0-9a-fA-F]+|\d+(#[0-9A-Za-z@_]+)?)$/.test(node.text)) into.push(/^[A-Za-z_][A-Za-z0-9_]*$/.test(node.text) ? node.text : "*")
+      return into
+  }
+  for (const child of node.namedChildren) if (child !== null) evaluated(child, into)
+  return into
+}
+
+/** Makes the statement opaque when `nodes` evaluate a variable whose value the line does not make a number. */
+const arithmetic = (nodes: ReadonlyArray<Node | null>, owner: Node, collector: Collector): void => {
+  const names = nodes.flatMap((node) => (node === null ? [] : evaluated(node, [])))
+  const unsafe = names.find((name) => !NUMERIC_SPECIALS.has(name) && !collector.numeric.has(name))
+  if (unsafe === undefined) return
+  collector.opaque.push({
+    resource: collector.within ?? statementOf(owner),
+    reason: `it evaluates ${unsafe === "*" ? "text" : `$${unsafe}`} as arithmetic, and a value such as x[$(cmd)] runs cmd`,
+  })
+}
+
+/** Whether a word names an array element by something other than a number (`a[$i]`, `'a[$(cmd)]'`). */
+const subscripted = (text: string): boolean => /\[[^\]]*[^\d\s\]@*][^\]]*\]/.test(text)
+
+/**
+ * Variables the line only ever sets to numbers (`i=0`, `for ((i=0; i<3; i++))`) and never reads from text: their
+ * value cannot hold code when evaluated.
+ */
+const numericNames = (root: Node): ReadonlySet<string> => {
+  const numeric = new Set<string>()
+  const tainted = new Set<string>()
+  let everything = false
+  const visit = (node: Node, inArithmetic: boolean): void => {
+    switch (node.type) {
+      case "variable_assignment": {
+        const name = node.childForFieldName("name")
+        const value = node.childForFieldName("value")
+        if (name !== null && name.type === "variable_name") {
+          const isNumber = value !== null && (value.type === "number" || value.type === "arithmetic_expansion" || /^\d+$/.test(value.text))
+          ;(isNumber || inArithmetic ? numeric : tainted).add(name.text)
+        }
+        break
+      }
+      case "for_statement": {
+        const variable = node.childForFieldName("variable")
+        if (variable !== null) tainted.add(variable.text)
+        break
+      }
+      case "command_name":
+        if (SETS_FROM_TEXT.has(node.text)) everything = true
+        break
+      case "word":
+        if (!inArithmetic) {
+          const name = /^([A-Za-z_][A-Za-z0-9_]*)([=[]|$)/.exec(node.text)?.[1]
+          if (name !== undefined) tainted.add(name)
+        }
+        break
+    }
+    const arithmeticHere =
+      inArithmetic || node.type === "arithmetic_expansion" || node.type === "c_style_for_statement" || (node.type === "compound_statement" && node.child(0)?.type === "((")
+    for (const child of node.children) if (child !== null) visit(child, arithmeticHere && child.type !== "do_group")
+  }
+  visit(root, false)
+  // Inside arithmetic, `i++` and `i += 2` keep a number a number; an assignment there is always numeric.
+  return everything ? new Set() : new Set([...numeric].filter((name) => !tainted.has(name)))
+}
+
+/** Checks what a node evaluates as arithmetic, or which array subscripts it names, before it is walked. */
+const evaluates = (node: Node, collector: Collector): void => {
+  switch (node.type) {
+    case "arithmetic_expansion":
+      arithmetic([node], node, collector)
+      return
+    case "compound_statement":
+      if (node.child(0)?.type === "((") arithmetic([node], node, collector)
+      return
+    case "c_style_for_statement":
+      arithmetic(["initializer", "condition", "update"].flatMap((field) => node.childrenForFieldName(field)), node, collector)
+      return
+    case "subscript": {
+      const index = node.childForFieldName("index")
+      if (index !== null && !["@", "*"].includes(index.text)) arithmetic([index], node, collector)
+      return
+    }
+    case "expansion": {
+      // `${x:offset:length}`: both are arithmetic.
+      const colon = node.children.findIndex((child) => child?.type === ":")
+      if (colon !== -1) arithmetic(node.children.slice(colon + 1).filter((child) => child?.isNamed === true), node, collector)
+      return
+    }
+    case "binary_expression": {
+      const operator = node.childForFieldName("operator") ?? node.children.find((child) => child?.type === "test_operator") ?? null
+      if (operator !== null && ARITHMETIC_TESTS.has(operator.text) && node.parent?.type !== "arithmetic_expansion") {
+        arithmetic(node.namedChildren.filter((child) => child !== null && child.id !== operator.id), node, collector)
+      }
+      return
+    }
+    case "unary_expression": {
+      // `[[ -v 'a[$(cmd)]' ]]` expands the subscript.
+      const operator = node.children.find((child) => child?.type === "test_operator")
+      if (operator?.text === "-v" && node.namedChildren.some((child) => child !== null && subscripted(child.text))) {
+        collector.opaque.push({ resource: collector.within ?? statementOf(node), reason: "-v evaluates an array subscript" })
+      }
+      return
+    }
+  }
+}
+
+/** Builtins that evaluate what they are given as arithmetic, or a variable name's subscript: opaque when they might. */
+const evaluatingCommand = (words: ReadonlyArray<Word>, resource: string, collector: Collector): void => {
+  const name = words[0]!.value!
+  const args = words.slice(1)
+  const flags = args.filter((word) => /^[-+][A-Za-z]+$/.test(word.value ?? "")).map((word) => word.value!)
+  const opaque = (reason: string) => collector.opaque.push({ resource, reason })
+  if (name === "let" && args.some((word) => word.value === undefined || !/^[\d\s+\-*/%()<>=!&|^~?:]*$/.test(word.value))) {
+    opaque("let evaluates variables as arithmetic, and a value such as x[$(cmd)] runs cmd")
+  } else if (["declare", "typeset", "local", "readonly", "export"].includes(name) && flags.some((flag) => /[in]/.test(flag))) {
+    opaque(`${name} -i or -n makes later values evaluated as arithmetic or as names, which can run commands`)
+  } else if (
+    ["unset", "printf", "read", "declare", "typeset", "local", "readonly", "export", "test", "[", "mapfile", "readarray", "getopts", "wait"].includes(name) &&
+    args.some((word) => subscripted(word.value ?? word.text))
+  ) {
+    opaque(`${name} is given a variable name whose subscript is evaluated, which can run commands`)
+  }
 }
 
 const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [], words: [] }): void => {
+  evaluates(node, collector)
   if (node.isError || node.isMissing) collector.unparsed ??= "bash cannot parse it"
   switch (node.type) {
     case "command":
@@ -299,14 +478,49 @@ const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [
   for (const child of node.children) if (child !== null) walk(child, collector)
 }
 
+/**
+ * The text with each line continuation (backslash, newline) between two tokens removed, as bash removes it before
+ * splitting words: the grammar reads `r\<newline>m` as two words where bash runs `rm`. Continuations inside a
+ * token (a quoted string, a comment) are left to it.
+ */
+const joinContinuations = (root: Node, text: string): string => {
+  const cuts: Array<number> = []
+  let previous: Node | undefined
+  const visit = (node: Node): void => {
+    if (node.childCount === 0) {
+      if (previous !== undefined) {
+        const gap = text.slice(previous.endIndex, node.startIndex)
+        if (gap.includes("\\\n") && /^(?:[ \t]|\\\n)*$/.test(gap)) {
+          for (let at = gap.indexOf("\\\n"); at !== -1; at = gap.indexOf("\\\n", at + 2)) cuts.push(previous.endIndex + at)
+        }
+      }
+      previous = node
+      return
+    }
+    for (const child of node.children) if (child !== null) visit(child)
+  }
+  visit(root)
+  let joined = text
+  for (const at of cuts.reverse()) joined = joined.slice(0, at) + joined.slice(at + 2)
+  return joined
+}
+
 /** Parses `text` and walks it into `collector`. */
-const read = (text: string, collector: Collector): void => {
-  const tree = collector.parser.parse(text)
+const read = (given: string, collector: Collector): void => {
+  let tree = collector.parser.parse(given)
+  if (tree !== null) {
+    const joined = joinContinuations(tree.rootNode, given)
+    if (joined !== given) {
+      tree.delete()
+      tree = collector.parser.parse(joined)
+    }
+  }
   if (tree === null) {
     collector.unparsed ??= "bash cannot parse it"
     return
   }
   try {
+    if (collector.depth === 0) collector.numeric = numericNames(tree.rootNode)
     walk(tree.rootNode, collector)
     if (tree.rootNode.hasError) collector.unparsed ??= "bash cannot parse it"
   } finally {
@@ -326,6 +540,7 @@ export const parse = (text: string): Effect.Effect<Parsed> =>
         statements: [],
         opaque: [],
         unparsed: undefined,
+        numeric: new Set(),
       }
       read(text, collector)
       const { commands, statements, opaque, unparsed } = collector
@@ -365,6 +580,8 @@ const saveFor = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>,
  */
 const checksFor = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>, suffix = ""): Array<Check> => {
   const checks: Array<Check> = [{ resource: textOf(assignments, words) + suffix, save: saveFor(assignments, words, suffix) }]
+  // `X=1 rm x` runs `rm x`: a rule about the command holds whatever its environment.
+  if (assignments.length > 0) checks.push({ resource: textOf([], words) + suffix, save: saveFor([], words, suffix) })
   const name = words[0]!.value!
   if (name.includes("/") && basename(name) !== "" && basename(name) !== name) {
     const renamed = [{ ...words[0]!, value: basename(name) }, ...words.slice(1)]
@@ -411,6 +628,7 @@ const HOME: Word = { text: "~", value: "~", glob: false, tilde: true }
 const unknownWhy = (word: Word, homeMoves: boolean): string | undefined => {
   // `<(ls a)` is a pipe from a command (walked like any other), not a place in the file system.
   if (/^[<>]\([\s\S]*\)$/.test(word.text)) return undefined
+  if (word === Runs.INPUT) return "the paths it is given come from its input"
   if (word.value === undefined) return `the path ${word.text} holds an expansion`
   if (!word.tilde) return undefined
   if (word.value !== "~" && !word.value.startsWith("~/")) return `the path ${word.text} names a directory known only when it runs`
@@ -428,11 +646,21 @@ export const paths = (parsed: Parsed): ReadonlyArray<Path> => {
   const add = (word: Word, writes: boolean, owner: string) => found.push({ word, writes, owner, unknown: unknownWhy(word, homeMoves) })
   const visit = (words: ReadonlyArray<Word>, owner: string) => {
     const name = basename(words[0]!.value!)
-    for (const operand of Operands.of(name, words)) add(operand.word, operand.writes, owner)
+    const operands = Operands.isFileCommand(name) ? Operands.of(name, words) : Operands.guessed(name, words)
+    for (const operand of operands) add(operand.word, operand.writes, owner)
     if (name === "cd" && words.length === 1) add(HOME, false, owner)
     for (const inner of Runs.of(words).commands) visit(inner, owner)
   }
   for (const command of parsed.commands) {
+    // A variable set to a place outside (`F=/etc; sort $F/passwd`) is checked like a path of that place.
+    const assignments =
+      command.kind === "assignment"
+        ? [command.text]
+        : [...command.assignments, ...(command.kind === "declaration" ? command.words.slice(1).map((word) => word.value ?? word.text) : [])]
+    for (const assignment of assignments) {
+      const place = Operands.assigned(assignment)
+      if (place !== undefined) add(place, false, command.within ?? command.resource)
+    }
     if (command.kind !== "command") continue
     const owner = command.within ?? command.resource
     for (const redirect of command.redirects) add(redirect.target, redirect.writes, owner)

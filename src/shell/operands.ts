@@ -5,6 +5,7 @@ export * as Operands from "./operands"
 // points of `find`. Options whose value is not a path (`head -n 5`) are skipped with their value, so an expansion
 // there (`head -n "$N"`) is not taken for a path. Pure tables and word reading; ./command uses it.
 
+import { Arity } from "./arity"
 import type { Words } from "./words"
 
 type Word = Words.Word
@@ -142,6 +143,13 @@ export const of = (name: string, words: ReadonlyArray<Word>): Array<Operand> => 
     }
     if (parsingOptions && value !== undefined && value.startsWith("-") && value !== "-") {
       const kind = Object.hasOwn(options, value) ? options[value]! : undefined
+      // `-t/dir`: a short option with its value attached.
+      const short = value.length > 2 && !value.startsWith("--") && Object.hasOwn(options, value.slice(0, 2)) ? options[value.slice(0, 2)] : undefined
+      if (kind === undefined && short !== undefined) {
+        const path = value.slice(2)
+        if (short === "path") found.push({ word: { ...word, text: path, value: path, tilde: false }, writes: false })
+        continue
+      }
       if (kind !== undefined) {
         index++
         if (kind === "path" && index < words.length) found.push({ word: words[index]!, writes: false })
@@ -171,4 +179,67 @@ export const of = (name: string, words: ReadonlyArray<Word>): Array<Operand> => 
     found.push({ word, writes: false })
   }
   return found
+}
+
+/** Programs that name no file with their arguments, however they look (`echo /etc/passwd` prints a string). */
+const NO_FILES: ReadonlySet<string> = new Set([
+  "echo", "printf", "true", "false", "test", "[", "expr", "seq", "sleep", "basename", "dirname", "export", "declare",
+  "local", "readonly", "typeset", "unset", "set", "shift", "exit", "return", "kill", "wait", "type", "which", "hash",
+  "alias", "unalias", "let", "read", "getopts", "trap", "eval", "date", "id", "whoami", "uname", "hostname", "pwd",
+])
+
+const AWKS: ReadonlySet<string> = new Set(["awk", "gawk", "mawk", "nawk"])
+
+/** A value that names a place outside the working directory's subtree: absolute, in a home, or up a level. */
+const PLACE = /^(\/|~([/]|$)|\.\.([/]|$))/
+
+/** The path inside a word that may name one: the word, an option's attached value, or a `key=value`'s value. */
+const placeIn = (value: string): string | undefined => {
+  if (value.startsWith("file://")) return value.slice("file://".length)
+  if (PLACE.test(value)) return value
+  const attached = /^(?:--?[A-Za-z][\w-]*=|[A-Za-z_][\w.-]*=|-[A-Za-z])(.+)$/s.exec(value)?.[1]
+  if (attached === undefined) return undefined
+  if (attached.startsWith("file://")) return attached.slice("file://".length)
+  return PLACE.test(attached) ? attached : undefined
+}
+
+/**
+ * The paths a program that is not in the file table may touch, read from how its words look: every word that is
+ * absolute, starts with `~` or `..`, or gives one as an option's or a `key=value`'s value (`dd if=/x`, `sort -o
+ * /x`, `--file=/x`); a word holding an expansion after such a start cannot be known. A wrapper's own words are
+ * read up to the command it runs (which is read on its own), and an awk program is not a path.
+ */
+export const guessed = (name: string, words: ReadonlyArray<Word>): Array<Operand> => {
+  if (NO_FILES.has(name)) return []
+  let end = words.length
+  const wrapper = Arity.wrapperOf(words, name)
+  if (wrapper !== undefined) end = Arity.wrappedIndex(words, wrapper.wrapper, wrapper.length) ?? words.length
+  let program = AWKS.has(name) && !words.some((word) => /^(-f|-e|--file|--source)/.test(word.value ?? ""))
+  const found: Array<Operand> = []
+  for (let index = 1; index < end; index++) {
+    const word = words[index]!
+    if (word.value === undefined) {
+      // `/etc/$F`, `~/$F`: a place known only when it runs.
+      if (/^(\/|~\/|\.\.\/|[A-Za-z_][\w.-]*=\/|--?[A-Za-z][\w-]*=\/)/.test(word.text)) found.push({ word, writes: false })
+      continue
+    }
+    if (program && !word.value.startsWith("-")) {
+      program = false
+      continue
+    }
+    const place = placeIn(word.value)
+    if (place !== undefined) found.push({ word: { ...word, text: place, value: place, tilde: place.startsWith("~") }, writes: false })
+  }
+  return found
+}
+
+/** The path an assignment (`F=/etc`, `export F=~/x`) gives a variable, when it names a place outside the subtree. */
+export const assigned = (text: string): Word | undefined => {
+  const value = /^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=(.*)$/s.exec(text)?.[1]
+  if (value === undefined) return undefined
+  const unquoted = /^(['"])(.*)\1$/s.exec(value)?.[2] ?? value
+  if (!PLACE.test(unquoted)) return undefined
+  // Read as written: an expansion inside makes it unknown, as any path would be.
+  const literal = !/[$`]/.test(unquoted)
+  return { text: unquoted, value: literal ? unquoted : undefined, glob: false, tilde: unquoted.startsWith("~") }
 }

@@ -7,6 +7,7 @@ export * as Runs from "./runs"
 
 import { basename } from "node:path"
 import { Arity } from "./arity"
+import { Operands } from "./operands"
 import type { Words } from "./words"
 
 type Word = Words.Word
@@ -19,6 +20,12 @@ export interface Inner {
   /** Why what it runs cannot be known before it runs; undefined when it can. */
   readonly opaque: string | undefined
 }
+
+/**
+ * The arguments a command gets from its input (`xargs CMD`, `parallel CMD`): appended to the command it runs, so
+ * that a command needing a name or a path from them (`xargs env`, `xargs cat`) cannot be known either.
+ */
+export const INPUT: Word = { text: "<input>", value: undefined, glob: false, tilde: false }
 
 const NOTHING: Inner = { commands: [], code: [], opaque: undefined }
 const opaque = (reason: string): Inner => ({ commands: [], code: [], opaque: reason })
@@ -114,6 +121,11 @@ const groupHoldsCode = (value: string, grouped: Interpreter["grouped"]): boolean
 
 const AWKS: ReadonlySet<string> = new Set(["awk", "gawk", "mawk", "nawk"])
 
+/** A script path that is the process's own input or an inherited descriptor: its code is fed by the line. */
+const FED = /^\/(dev\/(stdin|fd\/\d+)|proc\/(self|thread-self|\d+)\/fd\/\d+)$/
+
+const fed = (word: Word): boolean => word.value !== undefined && FED.test(word.value.replace(/\/{2,}/g, "/"))
+
 /** Whether every word is a literal: then the values are what runs. */
 const literal = (words: ReadonlyArray<Word>): boolean => words.every((word) => word.value !== undefined)
 
@@ -192,6 +204,7 @@ const shell = (name: string, words: ReadonlyArray<Word>): Inner => {
     return has(options, SHELL_INFORMATIONAL) ? NOTHING : opaque(`${name} reads the code it runs from its standard input`)
   }
   if (script.value === undefined) return opaque(`the script ${name} runs is named by an expansion (${script.text})`)
+  if (fed(script)) return opaque(`${name} runs code fed to it through ${script.value}`)
   return NOTHING
 }
 
@@ -210,6 +223,7 @@ const foreign = (name: string, spec: Interpreter, words: ReadonlyArray<Word>): I
     return opaque(`${name} reads the code it runs from its standard input`)
   }
   if (script.value === undefined) return opaque(`the script ${name} runs is named by an expansion (${script.text})`)
+  if (fed(script)) return opaque(`${name} runs code fed to it through ${script.value}`)
   return NOTHING
 }
 
@@ -248,6 +262,11 @@ const wrapped = (name: string, words: ReadonlyArray<Word>, replace?: string): In
   }
   if (replace !== undefined && target.value.includes(replace)) {
     return opaque(`${name} runs a command named by its input (${target.text})`)
+  }
+  if (replace !== undefined) {
+    // What the command runs with its input in place (`env {}`) must be knowable too.
+    const probed = of(words.map((word) => (word.value?.includes(replace) ? INPUT : word)))
+    if (probed.opaque !== undefined) return opaque(`${name} runs a command whose own command comes from its input (${probed.opaque})`)
   }
   return { commands: [words], code: [], opaque: undefined }
 }
@@ -291,14 +310,17 @@ export const of = (words: ReadonlyArray<Word>): Inner => {
         const at = arg.value.indexOf("=")
         if (at > 0) found.push(arg.value.slice(at + 1))
       }
-      return { commands: [], code: found, opaque: undefined }
+      // Read, so a rule about what it defines still holds, and asked: with expand_aliases (or `bash -i`) the
+      // name runs that code in place of the command it looks like.
+      return { commands: [], code: found, opaque: found.length > 0 ? "alias makes a command name run other code" : undefined }
     }
     case "source":
     case ".": {
       const script = args[0]
-      return script !== undefined && script.value === undefined
-        ? opaque(`${name} runs a file named by ${script.text}, which is not known before it runs`)
-        : NOTHING
+      if (script !== undefined && script.value === undefined) {
+        return opaque(`${name} runs a file named by ${script.text}, which is not known before it runs`)
+      }
+      return script !== undefined && fed(script) ? opaque(`${name} runs code fed to it through ${script.value}`) : NOTHING
     }
     case "coproc":
       // `coproc NAME { …; }`: a name comes before a group only.
@@ -319,10 +341,16 @@ export const of = (words: ReadonlyArray<Word>): Inner => {
   if (Object.hasOwn(INTERPRETERS, name)) return foreign(name, INTERPRETERS[name]!, words)
   if (AWKS.has(name)) return awk(name, words)
   if (name === "deno" && args[0]?.value === "eval") return opaque("deno eval runs code given as text, which core does not read")
-  const wrapper = Object.hasOwn(Arity.WRAPPERS, name) ? Arity.WRAPPERS[name]! : undefined
-  if (wrapper === undefined) return NOTHING
-  const index = Arity.wrappedIndex(words, wrapper)
-  const options = words.slice(1, index ?? words.length)
+  const special = SPECIAL[name]?.(words)
+  if (special !== undefined) return special
+  const found = Arity.wrapperOf(words, name)
+  if (found === undefined) return unknown(name, words)
+  const { wrapper, length } = found
+  const indexes = Arity.wrappedIndexes(words, wrapper, length)
+  const index = indexes[0]
+  const options = words.slice(length, index ?? words.length)
+  const coded = codeOption(name, words.slice(length))
+  if (coded !== undefined) return coded
   if (name === "env" && options.some((word) => /^(-[A-Za-z]*S|--split-string)/.test(word.value ?? word.text))) {
     return opaque("env -S splits a string into the command it runs")
   }
@@ -331,6 +359,10 @@ export const of = (words: ReadonlyArray<Word>): Inner => {
     if (index === undefined) return opaque(`${name} runs a shell reading commands from its standard input`)
     const rest = words.slice(index)
     return literal(rest) ? code(joined(rest)) : opaque(`${name} runs a shell line held in an expansion`)
+  }
+  if (name === "runuser" && !has(options, ["-u", "--user"])) {
+    // `runuser USER` is su: a login shell reading its standard input.
+    return opaque("runuser runs a shell whose commands come from -c or its standard input")
   }
   if (index === undefined) return NOTHING
   if (name === "xargs") {
@@ -341,7 +373,151 @@ export const of = (words: ReadonlyArray<Word>): Inner => {
         : replace.value === "-I"
           ? options[options.indexOf(replace) + 1]?.value
           : replace.value!.replace(/^(-I|-i|--replace=?)/, "") || "{}"
-    return wrapped(name, words.slice(index), marker)
+    // Without a marker, what xargs reads is appended to the command.
+    return wrapped(name, marker === undefined ? [...words.slice(index), INPUT] : words.slice(index), marker)
   }
-  return wrapped(name, words.slice(index))
+  return all(indexes.map((start) => wrapped(name, words.slice(start))))
 }
+
+/** What several readings of one command run, together: opaque when any is. */
+const all = (readings: ReadonlyArray<Inner>): Inner => {
+  const hidden = readings.find((reading) => reading.opaque !== undefined)
+  if (hidden !== undefined) return hidden
+  return { commands: readings.flatMap((reading) => reading.commands), code: readings.flatMap((reading) => reading.code), opaque: undefined }
+}
+
+/**
+ * Options that hand a wrapper a shell line (`flock FILE -c 'a; b'`, `script -c CMD`, `su -c`, `runuser -c`): its
+ * code, read when literal, else opaque; undefined when there is none.
+ */
+const codeOption = (name: string, options: ReadonlyArray<Word>): Inner | undefined => {
+  if (!["flock", "script", "runuser", "sg", "nsenter", "unshare", "setsid"].includes(name)) return undefined
+  for (let index = 0; index < options.length; index++) {
+    const value = options[index]!.value
+    if (value === undefined) continue
+    const attached = /^--command=(.*)$/s.exec(value)
+    if (attached !== null) return code(attached[1]!)
+    if (value === "-c" || value === "--command" || (name !== "setsid" && /^-[A-Za-z]*c$/.test(value) && !value.startsWith("--"))) {
+      if (name === "unshare" || name === "setsid" || name === "nsenter") continue
+      const text = options[index + 1]
+      if (text === undefined) return opaque(`${name} -c is given its code from elsewhere`)
+      return text.value === undefined ? opaque(`the code given to ${name} -c holds an expansion`) : code(text.value)
+    }
+  }
+  return undefined
+}
+
+/** Options of programs core does not know that commonly hand them code or a command line to run. */
+const CODE_OPTIONS = /^(-c|-e|-[A-Za-z]+c|--command|--cmd|-cmd|--eval|--exec|-exec|-execdir|--run|-ex|--init-command|--rcfile|--pre|--rsh|-x)(=.*)?$/s
+
+/**
+ * Programs core does not know that take `-c` (or `-e`) as something else than code, read as running nothing but
+ * themselves (their paths are checked as any other program's).
+ */
+const NOT_CODE: ReadonlySet<string> = new Set([
+  "gcc", "cc", "c++", "g++", "clang", "clang++", "tcc", "ld", "as", "ar", "nm", "objdump", "readelf",
+  "tar", "gzip", "gunzip", "zcat", "bzip2", "bunzip2", "bzcat", "xz", "unxz", "xzcat", "zstd", "unzstd", "zstdcat",
+  "lz4", "pigz", "unzip", "zip", "7z", "cpio",
+  "wc", "cut", "ps", "ping", "sort", "uniq", "od", "tr", "cmp", "column", "xxd", "hexdump", "pgrep", "pkill",
+  "top", "lsof", "df", "free", "jq", "yq", "base64", "md5sum", "sha1sum", "sha256sum", "sha512sum", "split", "fold",
+  "date", "ssh-keygen", "openssl", "curl", "wget", "git", "node", "ruby", "perl", "cargo", "rustc", "go", "javac",
+  "printf", "echo", "pr", "nl", "paste", "expand", "unexpand", "iconv", "locale", "journalctl", "ulimit",
+  "pip", "pip3", "pytest", "mypy", "npm", "pnpm", "yarn", "docker", "podman", "kubectl", "make", "cmake", "ninja",
+  "ruff", "black", "eslint", "prettier", "tsc", "cargo", "rg", "ag", "ack", "set", "read", "export", "declare", "local",
+  "typeset", "readonly", "test", "[", "cd", "pushd", "popd", "kill", "wait", "type", "which", "umask", "exit", "return",
+  "shift", "true", "false", ":", "getopts", "ls", "bash", "sh", "zsh", "dash", "python", "python3", "ssh", "shellcheck",
+])
+
+/** A program core knows nothing about: opaque when it is handed a command line (`-c CODE`, `--eval CODE`). */
+const unknown = (name: string, words: ReadonlyArray<Word>): Inner => {
+  if (NOT_CODE.has(name) || Operands.isFileCommand(name)) return NOTHING
+  for (const word of words.slice(1)) {
+    const value = word.value ?? word.text
+    if (value === "--") break
+    if (CODE_OPTIONS.test(value)) return opaque(`${name} ${value.replace(/=.*$/s, "")} may run code or a command core cannot read`)
+  }
+  return NOTHING
+}
+
+/** Commands whose own options say whether, and what, they run. */
+const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | undefined>> = {
+  // `hash -p PATH NAME` makes NAME run PATH; `enable` loads or hides builtins; either changes what a name runs.
+  hash: (words) => (words.slice(1).some((word) => /^-[A-Za-z]*p/.test(word.value ?? word.text)) ? opaque("hash -p changes which program a command name runs") : NOTHING),
+  enable: (words) => (words.length > 1 ? opaque("enable changes which builtins a command name runs") : NOTHING),
+  shopt: (words) =>
+    words.some((word) => (word.value ?? word.text) === "expand_aliases") ? opaque("shopt expand_aliases makes aliases run in place of commands") : NOTHING,
+  // ssh runs its command line on the other host, and some options run local commands too.
+  ssh: (words) => {
+    const { operands } = split(words, ["-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-p", "-Q", "-R", "-S", "-W", "-w", "-B", "-P"])
+    if (words.some((word) => /proxycommand|localcommand|permitlocalcommand|match\s+exec|knownhostscommand/i.test(word.value ?? word.text))) {
+      return opaque("ssh is told to run a local command")
+    }
+    return operands.length > 1 ? opaque("ssh runs a command line on another host") : NOTHING
+  },
+  // `parallel CMD ::: ARGS` runs CMD through a shell, once per argument; without CMD, its input lines are commands.
+  parallel: (words) => {
+    const end = words.findIndex((word) => /^:::+\+?$|^::::\+?$/.test(word.value ?? ""))
+    const { operands } = split(end === -1 ? words : words.slice(0, end), [
+      "-j", "--jobs", "-S", "--sshlogin", "-a", "--arg-file", "--colsep", "-d", "--delimiter", "-E", "-I", "--replace",
+      "-n", "-N", "-L", "--delay", "--timeout", "--joblog", "--results", "--tmpdir", "--workdir", "--halt", "--memfree", "--load",
+    ])
+    if (operands.length === 0) return opaque("parallel runs commands read from its input")
+    if (end === -1 || words[end]!.value!.startsWith("::::")) return opaque("parallel runs a command with arguments read from its input")
+    const args = words.slice(end + 1)
+    // Each argument in turn, in place of {} or after the command line.
+    if (!literal(operands) || !literal(args)) return opaque("parallel runs a command line held in an expansion")
+    const line = joined(operands)
+    return { commands: [], code: args.map((arg) => (line.includes("{}") ? line.replaceAll("{}", arg.value!) : `${line} ${arg.value!}`)), opaque: undefined }
+  },
+  // sed's `e` command and the `e` flag of `s` run the pattern space as a command; `w` writes files.
+  sed: (words) =>
+    words.slice(1).some((word) => word.value === undefined || sedRuns(word.value))
+      ? opaque("sed may run commands (its e command or s///e) or write files (w) core cannot check")
+      : NOTHING,
+  git: (words) => {
+    // Global options come before the subcommand; -c and the like set configuration that can run commands.
+    let index = 1
+    for (; index < words.length; index++) {
+      const value = words[index]!.value ?? words[index]!.text
+      if (value === "-c" || /^--(config-env|exec-path)/.test(value)) {
+        return opaque("git is given configuration that can run commands (aliases, pagers, hooks)")
+      }
+      if (["-C", "--git-dir", "--work-tree", "--namespace"].includes(value)) index++
+      else if (!value.startsWith("-")) break
+    }
+    const subcommand = words[index]?.value
+    const rest = words.slice(index + 1).map((word) => word.value ?? word.text)
+    if (rest.some((value) => /^(-u|--upload-pack|--receive-pack|--exec)(=|$)/.test(value) && subcommand !== "rebase")) {
+      return opaque("git is told to run a command of its own choosing on the other side")
+    }
+    if (subcommand === "rebase" && rest.some((value) => /^(-x|--exec)(=|$)|^-[A-Za-z]*x$/.test(value))) {
+      return opaque("git rebase --exec runs a command line core cannot read")
+    }
+    if (subcommand === "difftool" && rest.some((value) => /^(-x|--extcmd)(=|$)/.test(value))) {
+      return opaque("git difftool --extcmd runs a command line core cannot read")
+    }
+    if ((subcommand === "diff" || subcommand === "log" || subcommand === "show") && rest.includes("--ext-diff")) {
+      return opaque("git --ext-diff runs a configured command")
+    }
+    if (subcommand === "submodule" && rest.includes("foreach")) return opaque("git submodule foreach runs code core cannot read")
+    if (subcommand === "filter-branch") return opaque("git filter-branch runs code core cannot read")
+    if (subcommand === "config" && rest.filter((value) => !value.startsWith("-")).length > 1 && !rest.some((value) => /^--(get|list|unset)/.test(value))) {
+      return opaque("git config can set commands (aliases, pagers, hooks) that later git commands run")
+    }
+    return undefined
+  },
+  compgen: (words) =>
+    words.slice(1).some((word) => /^-[A-Za-z]*[CF]/.test(word.value ?? word.text)) ? opaque("compgen -C or -F runs a command") : NOTHING,
+  npx: (words) => (has(words.slice(1), ["-c", "--call"]) ? opaque("npx -c runs a command line core cannot read") : undefined),
+  mapfile: (words) => (words.slice(1).some((word) => /^-[A-Za-z]*C/.test(word.value ?? word.text)) ? opaque("mapfile -C runs a callback") : undefined),
+  readarray: (words) => (words.slice(1).some((word) => /^-[A-Za-z]*C/.test(word.value ?? word.text)) ? opaque("readarray -C runs a callback") : undefined),
+}
+
+/** A sed address: a line number, `$`, or a regular expression, optionally a range. */
+const SED_ADDRESS = String.raw`(?:\d+|\$|/(?:\\.|[^/])*/)`
+
+/** A sed command that runs (`e`), writes (`w`, `W`) or reads (`r`, `R`) something core cannot check. */
+const SED_COMMAND = new RegExp(String.raw`(^|[;\n{}])\s*(${SED_ADDRESS}(\s*,\s*${SED_ADDRESS})?)?\s*!?\s*[ewWrR](\s|;|$)`)
+
+/** Whether a sed script (or option) may run a command or touch a file: such a command, or `s///e` or `s///w`. */
+const sedRuns = (script: string): boolean => SED_COMMAND.test(script) || /s(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpIiMm0-9]*[ew]/s.test(script)
