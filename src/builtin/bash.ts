@@ -89,12 +89,12 @@ const describe = (limits: Shell.Limits): string =>
     "- Background processes (`server &`) are stopped when the command line finishes, so this cannot start a " +
       "server for later calls.",
     "- Every command in the line needs permission on its own, including those after `&&`, `;`, `|`, inside " +
-      "`$(...)` and in literal `bash -c '...'` or `eval` code. A workdir, a file command's path (`cat`, `rm`, `cp` " +
-      "...) or a redirection target outside the project needs access to that directory first; a redirection that " +
+      "`$(...)` and in literal `bash -c '...'` or `eval` code. A workdir, a path (`/x`, `~/x`, `../x`, `if=/x`) or a " +
+      "redirection target outside the project needs access to that directory first; a redirection that " +
       "writes a file (`>`, `>>`) also needs permission to edit it.",
     "- Whatever cannot be known from the text is asked about every time, even where commands are allowed: a line " +
       "bash cannot parse, a command named by an expansion (`$CMD`), code in a variable or in another language " +
-      "(`eval \"$X\"`, `python -c`, `node -e`, `| sh`), and file paths or redirection targets holding expansions " +
+      "(`eval \"$X\"`, `python -c`, `node -e`, `| sh`, `xargs`, `$((a))`), and paths or redirection targets holding expansions " +
       "(`cat $HOME/x`, `> \"$OUT\"`). Write such paths out literally (`~/x` is fine) to avoid the question.",
     "- The command sees core's environment without core's own secrets, with PAGER=cat, GIT_PAGER=cat, " +
       "GIT_TERMINAL_PROMPT=0 and TERM=dumb.",

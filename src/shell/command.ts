@@ -671,6 +671,37 @@ export const paths = (parsed: Parsed): ReadonlyArray<Path> => {
 }
 
 /**
+ * Every word of the line that may name a file, whatever its program does with it: each argument of each command
+ * (in literal code and wrapped commands too), an option's attached value (`--output=x`, `-ox`), a `key=value`'s
+ * value (`of=x`), and every redirection target. `writes` is true only where the line surely writes the file (a
+ * redirection); `unknown` says why a word's value cannot be known. For checks that must see any file a line might
+ * change, such as places no command may touch without a person's say, where a file table would miss a program.
+ */
+export const mentioned = (parsed: Parsed): ReadonlyArray<Path> => {
+  const found: Array<Path> = []
+  const homeMoves = /(^|[^A-Za-z0-9_])HOME([^A-Za-z0-9_]|$)/.test(parsed.text)
+  const add = (word: Word, writes: boolean, owner: string) => found.push({ word, writes, owner, unknown: unknownWhy(word, homeMoves) })
+  for (const command of parsed.commands) {
+    const owner = command.within ?? command.resource
+    const words = command.kind === "command" || command.kind === "declaration" ? command.words.slice(1) : []
+    for (const text of command.kind === "assignment" ? [command.text] : command.assignments) {
+      const value = text.slice(text.indexOf("=") + 1)
+      add({ text: value, value: /[$`]/.test(value) ? undefined : value.replace(/^(['"])(.*)\1$/s, "$2"), glob: false, tilde: value.startsWith("~") }, false, owner)
+    }
+    for (const word of words) {
+      add(word, false, owner)
+      const value = word.value
+      if (value === undefined) continue
+      const parts = [/^[^=]+=(.+)$/s.exec(value)?.[1], /^-[A-Za-z](.+)$/s.exec(value)?.[1]]
+      for (const part of parts) if (part !== undefined) add({ text: part, value: part, glob: false, tilde: part.startsWith("~") }, false, owner)
+    }
+    for (const redirect of command.redirects) add(redirect.target, redirect.writes, owner)
+  }
+  for (const { owner, redirect } of parsed.statements) add(redirect.target, redirect.writes, owner)
+  return found
+}
+
+/**
  * The absolute path a known path word points at from `workdir` (`~` expanded; for a pattern, the directory its
  * matches lie in), or undefined when it names a device or cannot be known before running.
  */

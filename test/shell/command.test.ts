@@ -481,3 +481,32 @@ describe("CommandLine.paths: which words are paths", () => {
     expect(paths.map((path) => [path.word.value, path.writes, path.owner])).toEqual([["out", true, "f() { cat; } > out"]])
   })
 })
+
+describe("CommandLine.mentioned: every word that may name a file", () => {
+  const mentioned = async (text: string) =>
+    CommandLine.mentioned(await parse(text)).map((path) => [path.word.value ?? `?${path.word.text}`, path.writes])
+
+  test("arguments of any program, attached option values, key=value values and redirection targets", async () => {
+    expect(await mentioned("dd if=a of=core.json; sort -ocore.json x --output=tools/y.ts > out.txt < in.txt")).toEqual([
+      ["if=a", false],
+      ["a", false],
+      ["of=core.json", false],
+      ["core.json", false],
+      ["-ocore.json", false],
+      ["core.json", false],
+      ["x", false],
+      ["--output=tools/y.ts", false],
+      ["tools/y.ts", false],
+      ["out.txt", true],
+      ["in.txt", false],
+    ])
+  })
+
+  test("words of wrapped commands and literal code, assignments, and expansions as unknown", async () => {
+    const found = CommandLine.mentioned(await parse(`F=core.json; sudo bash -c 'cp x .core/y'; cp "$F" z`))
+    expect(found.map((path) => path.word.value ?? path.word.text)).toEqual(
+      expect.arrayContaining(["core.json", ".core/y", '"$F"']),
+    )
+    expect(found.find((path) => path.word.text === '"$F"')?.unknown).toContain("expansion")
+  })
+})
