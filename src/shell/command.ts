@@ -237,6 +237,7 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
   const within = collector.within
   collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text: node.text })
   evaluatingCommand(words, within ?? resource, collector)
+  codeVariables(assignments, within ?? resource, collector)
   inspect(words, within ?? resource, collector)
 }
 
@@ -257,6 +258,7 @@ const declaration = (node: Node, collector: Collector) => {
   const resource = textOf([], words)
   collector.commands.push({ ...other("declaration", node.text, collector.within, words), resource })
   evaluatingCommand(words, collector.within ?? resource, collector)
+  codeVariables(words.slice(1).map((word) => word.value ?? word.text), collector.within ?? resource, collector)
 }
 
 // Arithmetic
@@ -408,6 +410,21 @@ const evaluates = (node: Node, collector: Collector): void => {
   }
 }
 
+/**
+ * Variables whose value a program later runs as code or loads (`GIT_EXTERNAL_DIFF='rm x' git diff`,
+ * `PS4='$(rm x)' bash -x`, `BASH_ENV`, `LD_PRELOAD`): setting one hides what runs.
+ */
+const CODE_VARIABLES =
+  /^(BASH_ENV|ENV|PROMPT_COMMAND|PS[0-4]|SHELLOPTS|BASHOPTS|LD_PRELOAD|LD_AUDIT|DYLD_INSERT_LIBRARIES|GIT_(EXTERNAL_DIFF|SSH|SSH_COMMAND|EDITOR|SEQUENCE_EDITOR|PAGER|ASKPASS|PROXY_COMMAND|EXEC_PATH|CONFIG_[A-Z_0-9]+|CONFIG|CONFIG_GLOBAL|CONFIG_SYSTEM|TEMPLATE_DIR|DIR)|EDITOR|VISUAL|PAGER|MANPAGER|LESSOPEN|LESSCLOSE|[A-Z_]*ASKPASS|PERL5OPT|PERL5DB|NODE_OPTIONS|RUBYOPT|PYTHONSTARTUP|PYTHONINSPECT|BROWSER|MAKEFLAGS|MFLAGS|TAR_OPTIONS|SSH_ORIGINAL_COMMAND)(\[|\+?=)/
+
+/** Makes the statement opaque when it sets a variable some program runs as code. */
+const codeVariables = (assignments: ReadonlyArray<string>, resource: string, collector: Collector): void => {
+  const found = assignments.find((assignment) => CODE_VARIABLES.test(assignment))
+  if (found !== undefined) {
+    collector.opaque.push({ resource, reason: `${found.split(/\+?=/)[0]} holds code or a command that other programs run` })
+  }
+}
+
 /** Builtins that evaluate what they are given as arithmetic, or a variable name's subscript: opaque when they might. */
 const evaluatingCommand = (words: ReadonlyArray<Word>, resource: string, collector: Collector): void => {
   const name = words[0]!.value!
@@ -457,6 +474,7 @@ const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [
       // A bare assignment (`PATH=/x`) changes what later commands run: it is checked like a command.
       if (!["command", "declaration_command", "variable_assignments"].includes(node.parent?.type ?? "")) {
         collector.commands.push(other("assignment", node.text, collector.within))
+        codeVariables([node.text], collector.within ?? node.text, collector)
       }
       break
     case "variable_assignments":

@@ -191,7 +191,7 @@ const NO_FILES: ReadonlySet<string> = new Set([
 const AWKS: ReadonlySet<string> = new Set(["awk", "gawk", "mawk", "nawk"])
 
 /** A value that names a place outside the working directory's subtree: absolute, in a home, or up a level. */
-const PLACE = /^(\/|~([/]|$)|\.\.([/]|$))/
+const PLACE = /^(\/|~([/]|$))|(^|\/)\.\.(\/|$)/
 
 /** The path inside a word that may name one: the word, an option's attached value, or a `key=value`'s value. */
 const placeIn = (value: string): string | undefined => {
@@ -220,7 +220,9 @@ export const guessed = (name: string, words: ReadonlyArray<Word>): Array<Operand
     const word = words[index]!
     if (word.value === undefined) {
       // `/etc/$F`, `~/$F`: a place known only when it runs.
-      if (/^(\/|~\/|\.\.\/|[A-Za-z_][\w.-]*=\/|--?[A-Za-z][\w-]*=\/)/.test(word.text)) found.push({ word, writes: false })
+      if (/^(\/|~\/|\.\.\/|[A-Za-z_][\w.-]*=\/|--?[A-Za-z][\w-]*=\/)|\.\.\//.test(word.text) || /^\{|[^$]\{[^}]*,/.test(word.text)) {
+        found.push({ word, writes: false })
+      }
       continue
     }
     if (program && !word.value.startsWith("-")) {

@@ -266,7 +266,10 @@ const wrapped = (name: string, words: ReadonlyArray<Word>, replace?: string): In
   if (replace !== undefined) {
     // What the command runs with its input in place (`env {}`) must be knowable too.
     const probed = of(words.map((word) => (word.value?.includes(replace) ? INPUT : word)))
-    if (probed.opaque !== undefined) return opaque(`${name} runs a command whose own command comes from its input (${probed.opaque})`)
+    // It is still read as written, so a rule about what it visibly runs holds.
+    if (probed.opaque !== undefined) {
+      return { commands: [words], code: [], opaque: `${name} runs a command whose own command comes from its input (${probed.opaque})` }
+    }
   }
   return { commands: [words], code: [], opaque: undefined }
 }
@@ -341,6 +344,11 @@ export const of = (words: ReadonlyArray<Word>): Inner => {
   if (Object.hasOwn(INTERPRETERS, name)) return foreign(name, INTERPRETERS[name]!, words)
   if (AWKS.has(name)) return awk(name, words)
   if (name === "deno" && args[0]?.value === "eval") return opaque("deno eval runs code given as text, which core does not read")
+  if (RUNS_ITS_OWN.has(name)) return opaque(`${name} runs commands of its own language or schedule, which core does not read`)
+  // A program file fed by the line (`make -f /dev/stdin`, `awk -f /dev/fd/3`, `sed -f /dev/stdin`).
+  if (["make", "gmake", "sed", "m4", "gawk", "awk", "mawk", "nawk", "jq"].includes(name) && args.some((word) => fed(word) || /^-[A-Za-z]*f(\/dev\/(stdin|fd\/\d+))$/.test(word.value ?? ""))) {
+    return opaque(`${name} reads a program fed to it by the line`)
+  }
   const special = SPECIAL[name]?.(words)
   if (special !== undefined) return special
   const found = Arity.wrapperOf(words, name)
@@ -422,7 +430,7 @@ const NOT_CODE: ReadonlySet<string> = new Set([
   "top", "lsof", "df", "free", "jq", "yq", "base64", "md5sum", "sha1sum", "sha256sum", "sha512sum", "split", "fold",
   "date", "ssh-keygen", "openssl", "curl", "wget", "git", "node", "ruby", "perl", "cargo", "rustc", "go", "javac",
   "printf", "echo", "pr", "nl", "paste", "expand", "unexpand", "iconv", "locale", "journalctl", "ulimit",
-  "pip", "pip3", "pytest", "mypy", "npm", "pnpm", "yarn", "docker", "podman", "kubectl", "make", "cmake", "ninja",
+  "pip", "pip3", "pytest", "mypy", "npm", "pnpm", "yarn", "docker", "podman", "kubectl", "cmake", "ninja",
   "ruff", "black", "eslint", "prettier", "tsc", "cargo", "rg", "ag", "ack", "set", "read", "export", "declare", "local",
   "typeset", "readonly", "test", "[", "cd", "pushd", "popd", "kill", "wait", "type", "which", "umask", "exit", "return",
   "shift", "true", "false", ":", "getopts", "ls", "bash", "sh", "zsh", "dash", "python", "python3", "ssh", "shellcheck",
@@ -439,8 +447,32 @@ const unknown = (name: string, words: ReadonlyArray<Word>): Inner => {
   return NOTHING
 }
 
+/**
+ * Programs that run commands of their own language, from their arguments or their input, which core does not
+ * read: schedulers, terminal multiplexers, and interpreters whose languages reach the shell (`dc`'s `!`, `ed`'s `!`,
+ * sqlite3's `.shell`, psql's `\!`).
+ */
+const RUNS_ITS_OWN: ReadonlySet<string> = new Set([
+  "at", "batch", "crontab", "tmux", "screen", "tclsh", "wish", "expect", "pwsh", "julia", "R", "guile", "sbcl", "irb",
+  "jshell", "dc", "ed", "ex", "sqlite3", "psql", "mysql", "gdb", "lldb", "osascript", "nix-shell", "xonsh", "elvish",
+  "nu", "tcsh", "csh", "busybox-sh", "rc", "es", "yash", "posh", "oksh", "loksh",
+])
+
+/** Options of tar that run a command. */
+const TAR_RUNS = /^(--to-command|--checkpoint-action|--use-compress-program|--info-script|--new-volume-script|--rsh-command|-I|-F)(=|$)|^-[A-Za-z]*[IF]$/
+
 /** Commands whose own options say whether, and what, they run. */
 const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | undefined>> = {
+  tar: (words) =>
+    words.slice(1).some((word) => TAR_RUNS.test(word.value ?? word.text)) ? opaque("tar is told to run a command") : NOTHING,
+  npm: (words) =>
+    ["exec", "x"].includes(words[1]?.value ?? "") && has(words.slice(2), ["-c", "--call"])
+      ? opaque("npm exec -c runs a command line core cannot read")
+      : undefined,
+  man: (words) =>
+    words.slice(1).some((word) => /^(-P|-H|--pager|--html)(=|$)|^-[A-Za-z]*[PH]/.test(word.value ?? word.text))
+      ? opaque("man is told which program to run")
+      : NOTHING,
   // `hash -p PATH NAME` makes NAME run PATH; `enable` loads or hides builtins; either changes what a name runs.
   hash: (words) => (words.slice(1).some((word) => /^-[A-Za-z]*p/.test(word.value ?? word.text)) ? opaque("hash -p changes which program a command name runs") : NOTHING),
   enable: (words) => (words.length > 1 ? opaque("enable changes which builtins a command name runs") : NOTHING),
@@ -498,6 +530,9 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
     }
     if ((subcommand === "diff" || subcommand === "log" || subcommand === "show") && rest.includes("--ext-diff")) {
       return opaque("git --ext-diff runs a configured command")
+    }
+    if (rest.some((value) => /^(-O|--open-files-in-pager)/.test(value)) && subcommand === "grep") {
+      return opaque("git grep -O runs a pager core cannot read")
     }
     if (subcommand === "submodule" && rest.includes("foreach")) return opaque("git submodule foreach runs code core cannot read")
     if (subcommand === "filter-branch") return opaque("git filter-branch runs code core cannot read")

@@ -78,9 +78,18 @@ const literal = (node: Node): Literal | undefined => {
   }
 }
 
+/**
+ * Whether bash would brace-expand the word (`{/etc,x}/passwd` is two words): an unquoted, unescaped `{` then `,`
+ * then `}`. Such a word has no single value.
+ */
+const braced = (text: string): boolean => {
+  const unquoted = text.replace(/\\./gs, "__").replace(/'[^']*'|"(?:\\.|[^"\\])*"/gs, (quoted) => "_".repeat(quoted.length))
+  return /\{[^{}]*,[^{}]*\}/.test(unquoted)
+}
+
 /** Decodes a word node. */
 export const of = (node: Node): Word => {
-  const decoded = literal(node)
+  const decoded = braced(node.text) ? undefined : literal(node)
   const first = node.type === "concatenation" ? node.namedChild(0) : node
   return {
     text: node.text,
