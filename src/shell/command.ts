@@ -387,6 +387,11 @@ const evaluates = (node: Node, collector: Collector): void => {
       return
     }
     case "expansion": {
+      // `${!name}` expands the variable named by name's value, subscript and all.
+      if (node.child(1)?.type === "!" && !/^\$\{![A-Za-z_][A-Za-z0-9_]*[@*]\}$/.test(node.text)) {
+        collector.opaque.push({ resource: collector.within ?? statementOf(node), reason: "it expands a variable named by another's value, whose subscript can run commands" })
+        return
+      }
       // `${x:offset:length}`: both are arithmetic.
       const colon = node.children.findIndex((child) => child?.type === ":")
       if (colon !== -1) arithmetic(node.children.slice(colon + 1).filter((child) => child?.isNamed === true), node, collector)
@@ -402,7 +407,7 @@ const evaluates = (node: Node, collector: Collector): void => {
     case "unary_expression": {
       // `[[ -v 'a[$(cmd)]' ]]` expands the subscript.
       const operator = node.children.find((child) => child?.type === "test_operator")
-      if (operator?.text === "-v" && node.namedChildren.some((child) => child !== null && subscripted(child.text))) {
+      if (operator?.text === "-v" && node.namedChildren.some((child) => child !== null && (subscripted(child.text) || /[$`]/.test(child.text)))) {
         collector.opaque.push({ resource: collector.within ?? statementOf(node), reason: "-v evaluates an array subscript" })
       }
       return
@@ -437,9 +442,30 @@ const evaluatingCommand = (words: ReadonlyArray<Word>, resource: string, collect
     opaque(`${name} -i or -n makes later values evaluated as arithmetic or as names, which can run commands`)
   } else if (
     ["unset", "printf", "read", "declare", "typeset", "local", "readonly", "export", "test", "[", "mapfile", "readarray", "getopts", "wait"].includes(name) &&
-    args.some((word) => subscripted(word.value ?? word.text))
+    (args.some((word) => subscripted(word.value ?? word.text)) || namesFromExpansion(name, args))
   ) {
     opaque(`${name} is given a variable name whose subscript is evaluated, which can run commands`)
+  }
+}
+
+/** Whether a builtin is given a variable name held in an expansion (`unset "$x"`, `printf -v "$x"`, `test -v "$x"`). */
+const namesFromExpansion = (name: string, args: ReadonlyArray<Word>): boolean => {
+  const expanded = (word: Word | undefined) => word !== undefined && /[$`]/.test(word.text)
+  switch (name) {
+    case "printf":
+    case "wait":
+      return args.some((word, index) => word.value === "-v" || word.value === "-p" ? expanded(args[index + 1]) : false)
+    case "test":
+    case "[":
+      return args.some((word, index) => word.value === "-v" && expanded(args[index + 1]))
+    case "unset":
+    case "read":
+    case "mapfile":
+    case "readarray":
+      return args.some((word) => !(word.value ?? "").startsWith("-") && word.value === undefined && /^["']?\$/.test(word.text))
+    default:
+      // declare and the like: the name before `=`.
+      return args.some((word) => /[$`]/.test(word.text.split("=")[0]!))
   }
 }
 

@@ -102,6 +102,11 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["env -i -- rm v.txt", "denied"],
   ["timeout 5 -- rm v.txt", "denied"],
   ["nice -5 rm v.txt", "denied"],
+  ["r='a[$(rm v.txt)]'; echo ${!r}", "asked"],
+  ["a='x[$(rm v.txt)]'; test -v \"$a\"", "asked"],
+  ["a='x[$(rm v.txt)]'; printf -v \"$a\" 1", "asked"],
+  ["a='x[$(rm v.txt)]'; unset \"$a\"", "asked"],
+  ["a='x[$(rm v.txt)]'; [[ -v $a ]]", "asked"],
 ]
 
 describe("a denied command cannot be run another way", () => {
