@@ -399,7 +399,10 @@ const evaluates = (node: Node, collector: Collector): void => {
     }
     case "binary_expression": {
       const operator = node.childForFieldName("operator") ?? node.children.find((child) => child?.type === "test_operator") ?? null
-      if (operator !== null && ARITHMETIC_TESTS.has(operator.text) && node.parent?.type !== "arithmetic_expansion") {
+      // Only `[[ ]]` evaluates them; `[ ]` and `test` want plain integers.
+      let test: Node | null = node.parent
+      while (test !== null && test.type !== "test_command") test = test.parent
+      if (operator !== null && ARITHMETIC_TESTS.has(operator.text) && test?.text.startsWith("[[") === true) {
         arithmetic(node.namedChildren.filter((child) => child !== null && child.id !== operator.id), node, collector)
       }
       return

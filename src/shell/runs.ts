@@ -434,6 +434,8 @@ const NOT_CODE: ReadonlySet<string> = new Set([
   "ruff", "black", "eslint", "prettier", "tsc", "cargo", "rg", "ag", "ack", "set", "read", "export", "declare", "local",
   "typeset", "readonly", "test", "[", "cd", "pushd", "popd", "kill", "wait", "type", "which", "umask", "exit", "return",
   "shift", "true", "false", ":", "getopts", "ls", "bash", "sh", "zsh", "dash", "python", "python3", "ssh", "shellcheck",
+  "prettier", "jest", "vitest", "mocha", "webpack", "rollup", "vite", "esbuild", "babel", "stylelint", "biome",
+  "flake8", "pylint", "isort", "pre-commit", "gunicorn", "uvicorn", "htop", "nc", "netstat", "ss", "dig", "host",
 ])
 
 /** A program core knows nothing about: opaque when it is handed a command line (`-c CODE`, `--eval CODE`). */
@@ -455,7 +457,7 @@ const unknown = (name: string, words: ReadonlyArray<Word>): Inner => {
 const RUNS_ITS_OWN: ReadonlySet<string> = new Set([
   "at", "batch", "crontab", "tmux", "screen", "tclsh", "wish", "expect", "pwsh", "julia", "R", "guile", "sbcl", "irb",
   "jshell", "dc", "ed", "ex", "sqlite3", "psql", "mysql", "gdb", "lldb", "osascript", "nix-shell", "xonsh", "elvish",
-  "nu", "tcsh", "csh", "busybox-sh", "rc", "es", "yash", "posh", "oksh", "loksh",
+  "nu", "tcsh", "csh", "busybox-sh", "rc", "es", "yash", "posh", "oksh", "loksh", "ansible", "ansible-playbook",
 ])
 
 /** Options of tar that run a command. */
@@ -466,7 +468,7 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
   tar: (words) =>
     words.slice(1).some((word) => TAR_RUNS.test(word.value ?? word.text)) ? opaque("tar is told to run a command") : NOTHING,
   npm: (words) =>
-    ["exec", "x"].includes(words[1]?.value ?? "") && has(words.slice(2), ["-c", "--call"])
+    ["exec", "x"].includes(words[1]?.value ?? "") && has(split(words.slice(1), ["-p", "--package"]).options, ["-c", "--call"])
       ? opaque("npm exec -c runs a command line core cannot read")
       : undefined,
   man: (words) =>
@@ -543,7 +545,8 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
   },
   compgen: (words) =>
     words.slice(1).some((word) => /^-[A-Za-z]*[CF]/.test(word.value ?? word.text)) ? opaque("compgen -C or -F runs a command") : NOTHING,
-  npx: (words) => (has(words.slice(1), ["-c", "--call"]) ? opaque("npx -c runs a command line core cannot read") : undefined),
+  npx: (words) =>
+    has(split(words, ["-p", "--package"]).options, ["-c", "--call"]) ? opaque("npx -c runs a command line core cannot read") : NOTHING,
   mapfile: (words) => (words.slice(1).some((word) => /^-[A-Za-z]*C/.test(word.value ?? word.text)) ? opaque("mapfile -C runs a callback") : undefined),
   readarray: (words) => (words.slice(1).some((word) => /^-[A-Za-z]*C/.test(word.value ?? word.text)) ? opaque("readarray -C runs a callback") : undefined),
 }

@@ -225,6 +225,20 @@ describe("CommandLine.checks: what cannot be known from the text is opaque", () 
     "source ./env.sh",
     "diff <(ls a) <(ls b)",
     "xargs -I {} rm {}",
+    "npx prettier -c .",
+    "gcc -c a.c -o a.o",
+    "wc -c f",
+    "jq -c . f",
+    "sed -n 1,5p f",
+    "sed 's/hello/world/g' f",
+    "git log --oneline -5",
+    "git commit -m 'fix: x'",
+    "timeout 5 npm test",
+    "for ((i=0; i<3; i++)); do echo $i; done",
+    "i=0; echo $((i+1))",
+    "echo $(( $# + 1 ))",
+    "echo ${#arr[@]} ${arr[0]} ${x:-default}",
+    "[ \"$a\" -eq 1 ]",
   ]
   for (const line of known) {
     test(`${line} is not opaque`, async () => {
