@@ -605,9 +605,12 @@ const saveFor = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>,
   const text = textOf(assignments, words) + suffix
   const name = words[0]!.value!
   if (Arity.INTERPRETERS.has(basename(name))) return exact(text)
-  const wrapper = Object.hasOwn(Arity.WRAPPERS, name) ? Arity.WRAPPERS[name]! : undefined
-  if (wrapper !== undefined) {
-    const index = Arity.wrappedIndex(words, wrapper)
+  const found = Arity.wrapperOf(words, name)
+  if (found !== undefined) {
+    const indexes = Arity.wrappedIndexes(words, found.wrapper, found.length)
+    // Where an unknown option leaves two readings, neither prefix says what was approved.
+    if (indexes.length > 1) return exact(text)
+    const index = indexes[0]
     const known = index !== undefined && words[index]!.value !== undefined && words[index]!.value !== ""
     const inner = known ? saveFor([], words.slice(index)) : undefined
     if (inner === undefined || !inner.endsWith(" *")) return exact(text)

@@ -197,6 +197,9 @@ const PLACE = /^(\/|~([/]|$))|(^|\/)\.\.(\/|$)/
 const placeIn = (value: string): string | undefined => {
   if (value.startsWith("file://")) return value.slice("file://".length)
   if (PLACE.test(value)) return value
+  // `-cf/x`: a group of short options whose last takes the rest of the word.
+  const grouped = /^-[A-Za-z]+((?:\/|~|\.\.\/).*)$/s.exec(value)?.[1]
+  if (grouped !== undefined) return grouped
   const attached = /^(?:--?[A-Za-z][\w-]*=|[A-Za-z_][\w.-]*=|-[A-Za-z])(.+)$/s.exec(value)?.[1]
   if (attached === undefined) return undefined
   if (attached.startsWith("file://")) return attached.slice("file://".length)

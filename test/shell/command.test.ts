@@ -496,6 +496,50 @@ describe("CommandLine.paths: which words are paths", () => {
   })
 })
 
+describe("wrappers core did not know", () => {
+  test("the command after a wrapper's options is checked, and both readings of an option core does not know", async () => {
+    expect(await resources("taskset -c 0 rm x")).toEqual(["taskset -c 0 rm x", "rm x"])
+    expect(await resources("flock /tmp/l rm x")).toEqual(["flock /tmp/l rm x", "rm x"])
+    expect(await resources("uv run rm x")).toEqual(["uv run rm x", "rm x"])
+    expect(await resources("nice --foo 5 rm x")).toEqual(["nice --foo 5 rm x", "5 rm x", "rm x"])
+  })
+
+  test("always saves the wrapper with the wrapped prefix, or the exact text when a reading is ambiguous", async () => {
+    expect(await saved("uv run rm x")).toEqual(["uv run rm *", "rm *"])
+    expect(await saved("taskset 1 make build")).toEqual(["taskset 1 make build *", "make build *"])
+    expect((await saved("nice --foo 5 rm x"))[0]).toBe("nice --foo 5 rm x")
+  })
+
+  test("a line continuation inside a word joins it, as bash does; one in a comment does not", async () => {
+    expect(await resources("r\\\nm x")).toEqual(["rm x"])
+    expect(await resources("echo hi # \\\nrm x")).toEqual(["echo hi", "rm x"])
+    expect(await resources("echo 'a\\\nb'")).toEqual(["echo 'a\\\nb'"])
+  })
+})
+
+describe("CommandLine.paths: programs outside the file table", () => {
+  test("absolute, ~ and .. words, attached option values and key=value values are paths", async () => {
+    expect(await located("dd if=/a/b of=~/c; sort -o /d/e --output=../f x; curl file:///g/h; tar -cf/i/j y")).toEqual([
+      "/a/b",
+      "/home/someone/c",
+      "/d/e",
+      "/work/f",
+      "/g/h",
+      "/i/j",
+    ])
+  })
+
+  test("words of programs that read no files, an awk program and a wrapped command's name are not", async () => {
+    expect(await located("echo /etc/passwd; awk '/x/ {print}' f; sudo /usr/bin/apt update")).toEqual([])
+  })
+
+  test("a variable set to a place outside is that place; a guessed path holding an expansion is unknown", async () => {
+    expect(await located("F=/etc; sort $F/passwd")).toEqual(["/etc"])
+    expect(await opaque("sort /etc/$F")).toEqual(["sort /etc/$F"])
+    expect(await opaque("sort {/etc,.}/passwd")).toEqual(["sort {/etc,.}/passwd"])
+  })
+})
+
 describe("CommandLine.mentioned: every word that may name a file", () => {
   const mentioned = async (text: string) =>
     CommandLine.mentioned(await parse(text)).map((path) => [path.word.value ?? `?${path.word.text}`, path.writes])
