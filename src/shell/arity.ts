@@ -196,6 +196,28 @@ export const WRAPPERS: Readonly<Record<string, Wrapper>> = {
   busybox: wrapper(),
   toybox: wrapper(),
   caffeinate: wrapper(["-t", "-w"], 0, false, ["-d", "-i", "-m", "-s", "-u"]),
+  cgexec: wrapper(["-g"], 0, false, ["--sticky"]),
+  fakeroot: wrapper(["-l", "-s", "-i", "-b", "--lib", "--faked"], 0, false, ["-u", "--unknown-is-real"]),
+  fakechroot: wrapper(["-l", "-d", "-e", "-c", "-s"]),
+  authbind: wrapper([], 0, false, ["--deep", "--depth"]),
+  chronic: wrapper([], 0, false, ["-e", "-v"]),
+  ifne: wrapper([], 0, false, ["-n"]),
+  lckdo: wrapper([], 1, false, ["-w", "-W", "-q"]),
+  rlwrap: wrapper(["-f", "-H", "-l", "-p", "-P", "-s", "-S", "-w"]),
+  tsp: wrapper(["-L", "-D", "-N"], 0, false, ["-n", "-g", "-f", "-B"]),
+  nq: wrapper([], 0, false, ["-c", "-q", "-t", "-w"]),
+  "ssh-agent": wrapper(["-a", "-E", "-P", "-t"], 0, false, ["-c", "-s", "-d", "-D"]),
+  "dbus-launch": wrapper(["--config-file"], 0, false, ["--sh-syntax", "--csh-syntax", "--exit-with-session", "--exit-with-x11"]),
+  run0: wrapper(["-u", "-g", "--user", "--group", "--setenv", "--chdir", "--property", "--unit", "--slice", "--nice", "-D"], 0, false, ["--no-ask-password"]),
+  please: wrapper(["-u", "-d", "-t", "-p"], 0, false, ["-n", "-w", "-a", "-c"]),
+  envdir: wrapper([], 1),
+  setuidgid: wrapper([], 1),
+  envuidgid: wrapper([], 1),
+  softlimit: wrapper(["-m", "-a", "-d", "-o", "-p", "-f", "-c", "-r", "-t", "-s", "-l"]),
+  "flatpak-spawn": wrapper(["--directory", "--env", "--forward-fd", "--app-path", "--usr-path"], 0, false, ["--host", "--watch-bus", "--clear-env", "--latest-version", "--no-network", "--sandbox"]),
+  entr: wrapper([], 0, false, ["-a", "-c", "-cc", "-d", "-n", "-p", "-r", "-z"]),
+  retry: wrapper(["-t", "-d", "--times", "--delay", "-u", "--until"]),
+  watchexec: wrapper(["-w", "--watch", "-e", "--exts", "-f", "--filter", "-i", "--ignore", "-d", "--debounce", "-s", "--signal", "--shell"], 0, false, ["-r", "--restart", "-c", "--clear", "-p", "--postpone", "-n"]),
 }
 
 /**
@@ -228,6 +250,10 @@ export const SUBCOMMAND_WRAPPERS: Readonly<Record<string, Wrapper>> = {
   "git bisect run": wrapper(),
   "nix develop": wrapper([], 1),
   "nix shell": wrapper([], 1),
+  "apptainer exec": wrapper(["-B", "--bind", "--home", "-W", "--workdir", "--env"], 1, false, ["-c", "-C", "-e", "--contain", "--cleanenv"]),
+  "singularity exec": wrapper(["-B", "--bind", "--home", "-W", "--workdir", "--env"], 1, false, ["-c", "-C", "-e", "--contain", "--cleanenv"]),
+  "toolbox run": wrapper(["-c", "--container", "-d", "--distro", "-r", "--release"]),
+  "distrobox enter": wrapper(["-n", "--name", "-a", "--additional-flags"], 0, false, ["-T", "--no-tty", "-nw", "--no-workdir", "--clean-path"]),
 }
 
 /** The wrapper that `words` (a command with a literal name) is, with how many words name it, if any. */

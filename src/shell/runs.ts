@@ -458,6 +458,8 @@ const RUNS_ITS_OWN: ReadonlySet<string> = new Set([
   "at", "batch", "crontab", "tmux", "screen", "tclsh", "wish", "expect", "pwsh", "julia", "R", "guile", "sbcl", "irb",
   "jshell", "dc", "ed", "ex", "sqlite3", "psql", "mysql", "gdb", "lldb", "osascript", "nix-shell", "xonsh", "elvish",
   "nu", "tcsh", "csh", "busybox-sh", "rc", "es", "yash", "posh", "oksh", "loksh", "ansible", "ansible-playbook",
+  "hyperfine", "bwrap", "proot", "schroot", "systemd-nspawn", "machinectl", "firejail-shell", "byobu", "zellij",
+  "sg", "newgrp", "login", "xterm", "konsole", "gnome-terminal", "alacritty", "kitty", "wezterm", "foot",
 ])
 
 /** Options of tar that run a command. */

@@ -107,6 +107,16 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["a='x[$(rm v.txt)]'; printf -v \"$a\" 1", "asked"],
   ["a='x[$(rm v.txt)]'; unset \"$a\"", "asked"],
   ["a='x[$(rm v.txt)]'; [[ -v $a ]]", "asked"],
+  ["fakeroot rm v.txt", "denied"],
+  ["cgexec -g cpu:x rm v.txt", "denied"],
+  ["chronic rm v.txt", "denied"],
+  ["ssh-agent rm v.txt", "denied"],
+  ["run0 rm v.txt", "denied"],
+  ["watchexec -n -- rm v.txt", "denied"],
+  ["hyperfine 'rm v.txt'", "asked"],
+  ["bwrap --bind / / rm v.txt", "asked"],
+  ["sg users -c 'rm v.txt'", "asked"],
+  ["xterm -e rm v.txt", "asked"],
 ]
 
 describe("a denied command cannot be run another way", () => {
