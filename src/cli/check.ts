@@ -21,7 +21,9 @@ checks, in order: a built-in checks each path it touches (external_directory fir
 outside the Location) or each command of a bash line; any other tool checks its action as a
 whole. For each check and each of its resources: the decision (allow, deny or ask), the rule
 that decided it and its file, a saved approval that answers it, and what an "always" reply
-would save. Prints JSON on stdout: { tool, agent, decision, checks: [{ action, decision,
+would save. These are the checks the call itself makes: it asks exactly what is listed as ask,
+in order, and when any resource is denied (decision deny) it is refused before anything is
+asked. Prints JSON on stdout: { tool, agent, decision, checks: [{ action, decision,
 resources, alwaysSaves?, alwaysAsked? }] }.
 
 Options:
