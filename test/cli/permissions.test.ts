@@ -398,6 +398,17 @@ export default Tool.make({
 })
 
 describe("core check", () => {
+  test("check = exec: a bash line denied by a rule is denied by both, and exec asks nothing about its path first", async () => {
+    const box = sandbox(coreJson({ permission: { bash: { "cat /etc/passwd": "deny" } } }))
+    const explained = await explain(box, "bash", { command: "cat /etc/passwd" })
+    expect(explained.decision).toBe("deny")
+    // Without a terminal an ask would be declined (exit 4): a deny first is an error naming the rule (exit 1).
+    const result = await exec(box, "bash", { command: "cat /etc/passwd" })
+    expect(result.code).toBe(1)
+    expect(settlementOf(result).error?.kind).toBe("denied")
+    expect(settlementOf(result).error?.message).toContain("cat /etc/passwd")
+  })
+
   const decisionsOf = (check: Record<string, any>) =>
     (check.resources as Array<{ resource: string; decision: string }>).map(({ resource, decision }) => ({ resource, decision }))
 
