@@ -237,7 +237,8 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
   const within = collector.within
   collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text: node.text })
   evaluatingCommand(words, within ?? resource, collector)
-  codeVariables(assignments, within ?? resource, collector)
+  // Also the environment a wrapper gives (`env PS4='…' bash -x`, `sudo EDITOR=… visudo`).
+  codeVariables([...assignments, ...words.slice(1).flatMap((word) => (word.value === undefined ? [] : [word.value]))], within ?? resource, collector)
   inspect(words, within ?? resource, collector)
 }
 

@@ -117,6 +117,9 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["bwrap --bind / / rm v.txt", "asked"],
   ["sg users -c 'rm v.txt'", "asked"],
   ["xterm -e rm v.txt", "asked"],
+  ["env PS4='$(rm v.txt)' bash -xc true", "asked"],
+  ["a='x[$(rm v.txt)]'; echo ${a:0:$a}", "asked"],
+  ["a='x[$(rm v.txt)]'; case 1 in $((a))) ;; esac", "asked"],
 ]
 
 describe("a denied command cannot be run another way", () => {
