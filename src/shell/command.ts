@@ -721,11 +721,19 @@ export const paths = (parsed: Parsed): ReadonlyArray<Path> => {
   return found
 }
 
+/** File commands that change what their operands name. */
+const CHANGERS: ReadonlySet<string> = new Set([
+  "rm", "rmdir", "unlink", "cp", "mv", "ln", "install", "touch", "mkdir", "tee", "truncate", "shred", "chmod", "chown",
+  "chgrp", "rsync", "dd",
+])
+
 /**
  * Every word of the line that may name a file, whatever its program does with it: each argument of each command
  * (in literal code and wrapped commands too), an option's attached value (`--output=x`, `-ox`), a `key=value`'s
- * value (`of=x`), and every redirection target. `writes` is true only where the line surely writes the file (a
- * redirection); `unknown` says why a word's value cannot be known. For checks that must see any file a line might
+ * value (`of=x`), and every redirection target. `writes` is true where the line is known to change the file (a
+ * redirection, an operand of `rm`, `cp`, `mv`, `tee`, `sed -i` ..., an output option's value such as `of=x` or
+ * `-o x`), false where it may only read it (or core cannot tell); `unknown` says why a word's value cannot be
+ * known. For checks that must see any file a line might
  * change, such as places no command may touch without a person's say, where a file table would miss a program.
  */
 export const mentioned = (parsed: Parsed): ReadonlyArray<Path> => {
@@ -739,12 +747,19 @@ export const mentioned = (parsed: Parsed): ReadonlyArray<Path> => {
       const value = text.slice(text.indexOf("=") + 1)
       add({ text: value, value: /[$`]/.test(value) ? undefined : value.replace(/^(['"])(.*)\1$/s, "$2"), glob: false, tilde: value.startsWith("~") }, false, owner)
     }
-    for (const word of words) {
-      add(word, false, owner)
+    const name = command.kind === "command" ? basename(command.words[0]!.value!) : ""
+    const changes = CHANGERS.has(name) || (name === "sed" && words.some((word) => /^(-[A-Za-z]*i|--in-place)/.test(word.value ?? "")))
+    for (const [index, word] of words.entries()) {
+      // A value given to an option that names an output (`-o x`, `--output x`) is written.
+      const output = index > 0 && /^(-o|--output|--outfile|--out)$/.test(words[index - 1]!.value ?? "")
+      add(word, changes || output, owner)
       const value = word.value
       if (value === undefined) continue
+      const written = /^(of|--output|--outfile|--out|-o)=?/.test(value)
       const parts = [/^[^=]+=(.+)$/s.exec(value)?.[1], /^-[A-Za-z](.+)$/s.exec(value)?.[1]]
-      for (const part of parts) if (part !== undefined) add({ text: part, value: part, glob: false, tilde: part.startsWith("~") }, false, owner)
+      for (const part of parts) {
+        if (part !== undefined) add({ text: part, value: part, glob: false, tilde: part.startsWith("~") }, changes || written, owner)
+      }
     }
     for (const redirect of command.redirects) add(redirect.target, redirect.writes, owner)
   }

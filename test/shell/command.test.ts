@@ -546,17 +546,31 @@ describe("CommandLine.mentioned: every word that may name a file", () => {
 
   test("arguments of any program, attached option values, key=value values and redirection targets", async () => {
     expect(await mentioned("dd if=a of=core.json; sort -ocore.json x --output=tools/y.ts > out.txt < in.txt")).toEqual([
-      ["if=a", false],
-      ["a", false],
-      ["of=core.json", false],
-      ["core.json", false],
+      ["if=a", true],
+      ["a", true],
+      ["of=core.json", true],
+      ["core.json", true],
       ["-ocore.json", false],
-      ["core.json", false],
+      ["core.json", true],
       ["x", false],
       ["--output=tools/y.ts", false],
-      ["tools/y.ts", false],
+      ["tools/y.ts", true],
       ["out.txt", true],
       ["in.txt", false],
+    ])
+  })
+
+  test("operands of commands that change files, sed -i's and an output option's value are writes", async () => {
+    expect(await mentioned("cp a core.json; sed -i s/x/y/ tools/t.ts; sort -o .core/x y; cat plugins/p.ts")).toEqual([
+      ["a", true],
+      ["core.json", true],
+      ["-i", true],
+      ["s/x/y/", true],
+      ["tools/t.ts", true],
+      ["-o", false],
+      [".core/x", true],
+      ["y", false],
+      ["plugins/p.ts", false],
     ])
   })
 
