@@ -435,7 +435,7 @@ const NOT_CODE: ReadonlySet<string> = new Set([
   "typeset", "readonly", "test", "[", "cd", "pushd", "popd", "kill", "wait", "type", "which", "umask", "exit", "return",
   "shift", "true", "false", ":", "getopts", "ls", "bash", "sh", "zsh", "dash", "python", "python3", "ssh", "shellcheck",
   "prettier", "jest", "vitest", "mocha", "webpack", "rollup", "vite", "esbuild", "babel", "stylelint", "biome",
-  "flake8", "pylint", "isort", "pre-commit", "gunicorn", "uvicorn", "htop", "nc", "netstat", "ss", "dig", "host",
+  "flake8", "pylint", "isort", "pre-commit", "gunicorn", "uvicorn", "htop", "netstat", "ss", "dig", "host",
 ])
 
 /** A program core knows nothing about: opaque when it is handed a command line (`-c CODE`, `--eval CODE`). */

@@ -118,6 +118,7 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["sg users -c 'rm v.txt'", "asked"],
   ["xterm -e rm v.txt", "asked"],
   ["env PS4='$(rm v.txt)' bash -xc true", "asked"],
+  ["nc -l -p 9 -e /bin/rm", "asked"],
   ["a='x[$(rm v.txt)]'; echo ${a:0:$a}", "asked"],
   ["a='x[$(rm v.txt)]'; case 1 in $((a))) ;; esac", "asked"],
 ]
