@@ -323,7 +323,7 @@ const makeTool = (services: Builtin.Services) => {
     input: Input,
     output: Output,
     checksPermissions: true,
-    toModelOutput: text,
+    toModelOutput: ({ output }) => text(output),
     execute: (input, context) =>
       Effect.gen(function* () {
         const command = input.command

@@ -20,6 +20,7 @@ import { Store } from "../store/store"
 import type { Definition } from "../tool/definition"
 import * as Internal from "../tool/internal"
 import { Tool } from "../tool/tool"
+import { Hints } from "./hints"
 import { Settlement } from "./settlement"
 
 /** A failure that is not a tool result: a broken store, an output that could not be kept, an unexpected error. */
@@ -82,12 +83,51 @@ const reasonOf = (cause: Cause.Cause<unknown>): string => {
 }
 const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1()
 
-const describeIssues = (error: unknown): string => {
+const describeIssues = (error: unknown, pairs: ReadonlyMap<string, string> = new Map()): string => {
   if (!Schema.isSchemaError(error)) return String(error)
   return issueFormatter(error.issue)
-    .issues.map((issue) => `- ${issue.path === undefined || issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")}: ${issue.message}`)
+    .issues.map((issue) => {
+      const path = issue.path === undefined || issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")
+      const key = issue.path?.length === 1 ? String(issue.path[0]) : undefined
+      const intended = key === undefined ? undefined : pairs.get(key)
+      return `- ${path}: ${intended === undefined ? issue.message : `unknown key; did you mean "${intended}"?`}`
+    })
     .join("\n")
 }
+
+/** The top-level keys of `input` the tool's input JSON Schema does not name, paired with the keys they meant. */
+const misspelledKeys = (input: unknown, schema: { readonly [key: string]: unknown }): ReadonlyMap<string, string> => {
+  const properties = schema.properties
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return new Map()
+  if (typeof properties !== "object" || properties === null) return new Map()
+  const known = Object.keys(properties)
+  const given = Object.keys(input)
+  const unknown = given.filter((key) => !Object.hasOwn(properties, key))
+  return unknown.length === 0 ? new Map() : Hints.intendedKeys(unknown, known, new Set(given))
+}
+
+/** Why `execute`'s return cannot run, and what to write instead; undefined for an Effect. */
+const notAnEffect = (name: string, returned: unknown): string | undefined => {
+  if (Effect.isEffect(returned)) return undefined
+  const isPromise =
+    typeof returned === "object" && returned !== null && typeof (returned as { then?: unknown }).then === "function"
+  const what = isPromise
+    ? "a Promise"
+    : returned === null || returned === undefined
+      ? String(returned)
+      : `a plain ${typeof returned}`
+  const fix = isPromise
+    ? "Wrap async work in an Effect: `execute: (input) => Effect.promise(() => work(input))`, or " +
+      "`Effect.tryPromise({ try: () => work(input), catch: (error) => new Tool.Failure({ message: String(error) }) })` " +
+      "when it can reject."
+    : "Return `Effect.succeed(value)` for a value, or `Effect.sync(() => compute(input))` for a computation."
+  return `${name}'s execute returned ${what}, not an Effect, so the call did not run. ${fix}`
+}
+
+const threwSynchronously = (name: string, thrown: unknown): string =>
+  `${name}'s execute threw before returning an Effect: ${thrown instanceof Error ? thrown.message : String(thrown)}. ` +
+  "Return an Effect instead: `Effect.try(() => compute(input))` or `Effect.sync(...)` for code that may throw, and " +
+  "fail with `new Tool.Failure({ message })` for a failure the model should see."
 
 const ContentArray = Schema.Array(
   Schema.Union([
@@ -102,12 +142,54 @@ const ContentArray = Schema.Array(
 )
 const decodeContent = Schema.decodeUnknownExit(ContentArray)
 
-const defaultProjection = (encoded: unknown): ReadonlyArray<Tool.Content> => [
-  {
-    type: "text",
-    text: typeof encoded === "string" ? encoded : encoded === undefined ? "" : JSON.stringify(encoded, null, 2),
-  },
-]
+/** Without toModelOutput: a string output is one text part; any other output stays structured only. */
+const defaultProjection = (encoded: unknown): ReadonlyArray<Tool.Content> =>
+  typeof encoded === "string" ? [{ type: "text", text: encoded }] : []
+
+/** Whether `value` holds, anywhere, one of `data` (the base64 of a media part the content already carries). */
+const repeatsMedia = (value: unknown, data: ReadonlySet<string>): boolean => {
+  if (typeof value === "string") return data.has(value)
+  if (typeof value !== "object" || value === null) return false
+  for (const item of Array.isArray(value) ? value : Object.values(value)) if (repeatsMedia(item, data)) return true
+  return false
+}
+
+/**
+ * The structured output as the settlement carries it: null when there is none, and when it only repeats the
+ * bytes of a file part of the content (an image read: the parts carry them once, natively).
+ */
+const structuredOf = (encoded: unknown, content: ReadonlyArray<Tool.Content>): unknown => {
+  if (encoded === undefined) return null
+  let media: Set<string> | undefined
+  for (const part of content) if (part.type === "file") (media ??= new Set()).add(part.data)
+  return media !== undefined && repeatsMedia(encoded, media) ? null : encoded
+}
+
+/**
+ * Calls a tool's execute. A throw, or a return that is not an Effect (a Promise, a plain value: the usual slip
+ * of a new author), is an operational failure that says what to write instead; it never reaches the fiber
+ * runtime, where it would hang or fail with words that mean nothing to the author.
+ */
+const execute = (
+  name: string,
+  tool: Internal.Record,
+  input: unknown,
+  context: Tool.Context,
+): Effect.Effect<unknown, Tool.Failure | Permission.Refusal | OperationalError> => {
+  let returned: unknown
+  try {
+    returned = tool.execute(input, context)
+  } catch (thrown) {
+    return Effect.fail(new OperationalError({ message: threwSynchronously(name, thrown), cause: thrown }))
+  }
+  const problem = notAnEffect(name, returned)
+  if (problem === undefined) return returned as Effect.Effect<unknown, Tool.Failure | Permission.Refusal>
+  // A Promise left behind must not reject unhandled (that would end the process).
+  if (typeof (returned as { then?: unknown } | null)?.then === "function") {
+    ;(returned as PromiseLike<unknown>).then(undefined, () => undefined)
+  }
+  return Effect.fail(new OperationalError({ message: problem, cause: returned }))
+}
 
 const operational = (message: string) => (cause: unknown) => new OperationalError({ message, cause })
 
@@ -196,8 +278,14 @@ export const layer: Layer.Layer<
 
       const resolution = catalog.resolve(call.name)
       if (resolution._tag === "Unknown") {
-        const hint = resolution.suggestions.length === 0 ? "" : ` Did you mean ${resolution.suggestions.join(", ")}?`
-        return yield* rejectNew(call, "unknown", `Unknown tool "${call.name}".${hint}`)
+        const equivalent = Hints.equivalent(call.name, (name) => catalog.resolve(name)._tag !== "Unknown")
+        const hint =
+          equivalent !== undefined
+            ? ` core's tool for that is "${equivalent}": call it instead (its input schema is in the tool list).`
+            : resolution.suggestions.length === 0
+              ? " Use one of the tools in this turn's tool list."
+              : ` Did you mean ${resolution.suggestions.map((name) => `"${name}"`).join(", ")}?`
+        return yield* rejectNew(call, "unknown", `Unknown tool "${call.name}"; nothing ran.${hint}`)
       }
       if (resolution._tag === "Stale") {
         return yield* rejectNew(
@@ -216,8 +304,9 @@ export const layer: Layer.Layer<
         return yield* rejectNew(
           call,
           "invalid_input",
-          `Invalid input for ${call.name}:\n${describeIssues(error.success)}\nFix the input to match the tool's ` +
-            `input schema and call it again.`,
+          `Invalid input for ${call.name}; nothing ran:\n` +
+            `${describeIssues(error.success, misspelledKeys(call.input, tool.inputSchema))}\nFix the input to match ` +
+            `the tool's input schema and call it again.`,
         )
       }
       // Authorization happens at settlement whatever the catalog showed (DESIGN §2 law 9): the tool's action,
@@ -267,7 +356,7 @@ export const layer: Layer.Layer<
         toolCallID: call.toolCallID,
         progress: (update) => (options?.onProgress === undefined ? Effect.void : options.onProgress(update)),
       }
-      const executed = yield* Effect.exit(restore(Effect.suspend(() => tool.execute(admitted.input, context))))
+      const executed = yield* Effect.exit(restore(Effect.suspend(() => execute(call.name, tool, admitted.input, context))))
       if (Exit.isFailure(executed)) {
         if (Cause.hasInterruptsOnly(executed.cause)) {
           return yield* recordOwned(call, Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"))
@@ -281,6 +370,7 @@ export const layer: Layer.Layer<
         if (error.success instanceof Permission.Declined) {
           return yield* recordOwned(call, Settlement.runnerOutcome(call.name, call.toolCallID, "declined"))
         }
+        if (error.success instanceof OperationalError) return yield* error.success
         return yield* new OperationalError({
           message: `${call.name} failed with an unexpected error (only Tool.Failure is model-visible)`,
           cause: error.success,
@@ -288,7 +378,7 @@ export const layer: Layer.Layer<
       }
 
       // The JSON encoding is the structured output (what the output JSON Schema describes); toModelOutput gets
-      // the output encoded by the tool's own schema, as its type says.
+      // the decoded input and the output encoded by the tool's own schema, as its type says.
       const encodings = yield* Effect.exit(
         Effect.all([
           Schema.encodeEffect(tool.outputJson)(executed.value, OUTPUT_OPTIONS),
@@ -309,7 +399,8 @@ export const layer: Layer.Layer<
       }
       const [structured, encoded] = encodings.value
 
-      const projected = tool.toModelOutput === undefined ? undefined : tool.toModelOutput(encoded)
+      const projected =
+        tool.toModelOutput === undefined ? undefined : tool.toModelOutput({ input: admitted.input, output: encoded })
       const content =
         projected === undefined
           ? Exit.succeed(defaultProjection(structured))
@@ -323,7 +414,7 @@ export const layer: Layer.Layer<
       }
 
       const bounded = yield* output
-        .bound({ content: content.value, structured: structured ?? null })
+        .bound({ content: content.value, structured: structuredOf(structured, content.value) })
         .pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
       return yield* recordOwned(call, {
         tool: call.name,
@@ -335,29 +426,42 @@ export const layer: Layer.Layer<
       })
     })
 
+    /**
+     * Records `cancelled` for a call interrupted before it began running (while asked for permission, or while
+     * waiting for another owner), unless something else is recorded for it by now: that record stands.
+     */
+    const recordCancelledBeforeStart = (call: Call) =>
+      store
+        .settle(call, Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"), { state: "absent" })
+        .pipe(Effect.mapError(recordFailed(call)), Effect.asVoid)
+
     const run = (
       catalog: Registry.Catalog,
       call: Call,
       options: Options | undefined,
     ): Effect.Effect<Settled, OperationalError> =>
-      Effect.gen(function* () {
-        const admitted = yield* admit(catalog, call)
-        // Another settler recorded or began the call meanwhile: settle through its record instead.
-        if (admitted === CONFLICT) return yield* run(catalog, call, options)
-        if (!("_tag" in admitted)) return admitted
-        const outcome = yield* Effect.uninterruptibleMask((restore) =>
-          Effect.gen(function* () {
-            const fresh = yield* store.begin(call, call.name).pipe(Effect.mapError(operational("Could not record the call")))
-            if (!fresh) return CONFLICT
-            // From here this process owns the call; an operational failure is recorded with its reason (for
-            // operators), so a retry replays it as interrupted instead of running it again.
-            return yield* perform(call, admitted, options, restore).pipe(
-              Effect.tapCause((cause) => Effect.ignore(store.fail(call, reasonOf(cause)))),
-            )
-          }),
-        )
-        return outcome === CONFLICT ? yield* run(catalog, call, options) : outcome
-      })
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function* () {
+          // Only admission (which may wait for a reply or another owner) and execute can be interrupted; the
+          // settler records what an interruption before the start means, whoever called it.
+          const admission = yield* Effect.exit(restore(admit(catalog, call)))
+          if (Exit.isFailure(admission)) {
+            if (Cause.hasInterruptsOnly(admission.cause)) yield* recordCancelledBeforeStart(call)
+            return yield* Effect.failCause(admission.cause)
+          }
+          const admitted = admission.value
+          // Another settler recorded or began the call meanwhile: settle through its record instead.
+          if (admitted === CONFLICT) return CONFLICT
+          if (!("_tag" in admitted)) return admitted
+          const fresh = yield* store.begin(call, call.name).pipe(Effect.mapError(operational("Could not record the call")))
+          if (!fresh) return CONFLICT
+          // From here this process owns the call; an operational failure is recorded with its reason (for
+          // operators), so a retry replays it as interrupted instead of running it again.
+          return yield* perform(call, admitted, options, restore).pipe(
+            Effect.tapCause((cause) => Effect.ignore(store.fail(call, reasonOf(cause)))),
+          )
+        }),
+      ).pipe(Effect.flatMap((outcome) => (outcome === CONFLICT ? run(catalog, call, options) : Effect.succeed(outcome))))
 
     // Untraced on purpose: settle is the per-call hot path, where a span costs about as much as the pipeline.
     const settleThrough = (catalog: Registry.Catalog) =>
@@ -369,9 +473,18 @@ export const layer: Layer.Layer<
         running.set(key, done)
         return yield* run(catalog, call, options).pipe(
           Effect.onExit((exit) =>
-            Effect.sync(() => {
+            Effect.gen(function* () {
               running.delete(key)
-            }).pipe(Effect.andThen(Deferred.done(done, exit))),
+              // A joiner of an interrupted call gets what was recorded for it (cancelled, or the outcome that
+              // won the race), not the interruption of a fiber that was not its own.
+              if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
+                const known = yield* Effect.exit(lookup(call))
+                if (Exit.isSuccess(known) && known.value?.state === "settled") {
+                  return yield* Deferred.succeed(done, { settlement: known.value.settlement, replayed: true })
+                }
+              }
+              yield* Deferred.done(done, exit)
+            }),
           ),
         )
       })

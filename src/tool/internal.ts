@@ -7,7 +7,7 @@ import type { Permission } from "../permission/permission"
 import type { Content, Context, Failure } from "./tool"
 
 export type Executor = (input: unknown, context: Context) => Effect.Effect<unknown, Failure | Permission.Refusal>
-export type Projector = (output: unknown) => string | ReadonlyArray<Content>
+export type Projector = (call: { readonly input: unknown; readonly output: unknown }) => string | ReadonlyArray<Content>
 
 export interface Record {
   readonly description: string

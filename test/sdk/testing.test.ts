@@ -39,7 +39,7 @@ const countdown = Tool.make({
       }
       return steps
     }),
-  toModelOutput: (steps) => steps.join(" "),
+  toModelOutput: ({ output: steps }) => steps.join(" "),
 })
 
 /** A Location whose tools/ holds `files`; answers the folder. */
@@ -149,15 +149,16 @@ describe("settle", () => {
     expect(settlement.status).toBe("success")
     expect(settlement.outputs).toHaveLength(1)
     const [reference] = settlement.outputs
-    expect(reference!.bytes).toBe(Buffer.byteLength(text))
+    // The text, and the structured string that no longer fit beside it.
+    expect(reference!.bytes).toBe(Buffer.byteLength(text) + Buffer.byteLength(JSON.stringify(text)))
     const preview = (settlement.content[0] as { text: string }).text
-    expect(preview).toStartWith("line 1\n")
+    expect(preview.split("\n")[1]).toBe("line 1")
     expect(preview).toContain(reference!.id)
     expect(preview).toEndWith("line 500")
     expect(preview.split("\n").length).toBeLessThanOrEqual(20)
     expect(result.outputs).toEqual({ [reference!.id]: text })
     // The managed output lived in a temp directory of this call, removed once it settled.
-    const kept = /at (\S+): read/.exec(preview)?.[1]
+    const kept = /kept in (\S+): read/.exec(preview)?.[1]
     expect(kept).toBeDefined()
     expect(existsSync(kept!)).toBe(false)
   })
