@@ -122,7 +122,10 @@ const suffixWithin = (text: string, bytes: number): number => {
 const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff
 const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff
 
-/** End index of a head of at most `lines` lines and `bytes` bytes; a line too long to fit whole is cut. */
+/**
+ * End index of a head of at most `lines` whole lines and `bytes` bytes; only a first line too long to fit whole
+ * is cut (so the lines left out are whole lines a reader can ask for by number).
+ */
 const headEnd = (text: string, lines: number, bytes: number): number => {
   let end = 0
   let used = 0
@@ -130,14 +133,14 @@ const headEnd = (text: string, lines: number, bytes: number): number => {
     const lineBreak = text.indexOf("\n", end)
     const next = lineBreak === -1 ? text.length : lineBreak + 1
     const size = byteLength(text.slice(end, next))
-    if (used + size > bytes) return end + prefixWithin(text.slice(end, next), bytes - used)
+    if (used + size > bytes) return taken > 0 ? end : end + prefixWithin(text.slice(end, next), bytes - used)
     used += size
     end = next
   }
   return end
 }
 
-/** Start index of a tail of at most `lines` lines and `bytes` bytes, never before `floor`. */
+/** Start index of a tail of at most `lines` whole lines and `bytes` bytes (as headEnd), never before `floor`. */
 const tailStart = (text: string, lines: number, bytes: number, floor: number): number => {
   let start = text.length
   let used = 0
@@ -146,7 +149,7 @@ const tailStart = (text: string, lines: number, bytes: number, floor: number): n
     const previous = Math.max(lineBreak + 1, floor)
     const line = text.slice(previous, start)
     const size = byteLength(line)
-    if (used + size > bytes) return previous + suffixWithin(line, bytes - used)
+    if (used + size > bytes) return taken > 0 ? start : previous + suffixWithin(line, bytes - used)
     used += size
     start = previous
   }

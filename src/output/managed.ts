@@ -193,7 +193,9 @@ export const layer = (options: Options): Layer.Layer<Service> =>
           return yield* new NotFound({
             id,
             reason: "no_part",
-            message: `Managed output ${id} holds no structured value: the settlement kept its structured output inline`,
+            message:
+              `Managed output ${id} holds no separate structured value: its settlement kept the structured output ` +
+              `inline, or the output was a string, which is the text itself (print it without --structured)`,
           })
         }
         return yield* new NotFound({

@@ -93,7 +93,7 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
           lines += Bound.countLines(part.text, resolved.maxLines)
         }
         const structured = projected.structured
-        if (structured !== null && structured !== undefined) {
+        if (structured !== null && structured !== undefined && !repeatsText(structured, projected.content)) {
           const json = projected.content.length === 0 ? structuredText(structured) : JSON.stringify(structured)
           bytes += Bound.byteLength(json)
           lines += Bound.countLines(json, resolved.maxLines)
@@ -140,10 +140,13 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
         const textBytes = Bound.byteLength(fullText)
         const textLines = Bound.countLines(fullText, resolved.maxLines)
         const structuredJson = structured === null || structuredOnly ? undefined : JSON.stringify(structured)
+        const previewText = !within(textBytes, textLines)
+        // A string output shown as its own text costs the model nothing more: counted once, kept while the text is.
         const keepStructured =
           structuredJson !== undefined &&
-          within(textBytes + Bound.byteLength(structuredJson), textLines + Bound.countLines(structuredJson, resolved.maxLines))
-        const previewText = !within(textBytes, textLines)
+          (repeatsText(structured, projected.content)
+            ? !previewText
+            : within(textBytes + Bound.byteLength(structuredJson), textLines + Bound.countLines(structuredJson, resolved.maxLines)))
 
         if (!previewText && keepStructured && oversizedFiles.length === 0) {
           return { content: asParts(projected.content), structured, outputs: [] }
@@ -152,7 +155,10 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
           {
             ...(previewText ? { text: fullText } : {}),
             ...(structuredOnly ? { structured: previewText ? "text" : structuredText(structured) } : {}),
-            ...(structuredJson !== undefined && !keepStructured ? { structured: JSON.stringify(structured, null, 2) } : {}),
+            // A string output's structured value is the very text kept: no second copy.
+            ...(structuredJson !== undefined && !keepStructured && !repeatsText(structured, projected.content)
+              ? { structured: JSON.stringify(structured, null, 2) }
+              : {}),
             files: oversizedFiles.map((part) => Buffer.from(part.data, "base64")),
           },
           id,
@@ -182,6 +188,10 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
       return Service.of({ limits: resolved, bound })
     }),
   )
+
+/** Whether `structured` is a string output that is the content's one text part itself. */
+const repeatsText = (structured: unknown, content: ReadonlyArray<Tool.Content>): boolean =>
+  typeof structured === "string" && content.length === 1 && content[0]!.type === "text" && content[0]!.text === structured
 
 /** The JSON a structured-only output is shown as: indented, so its lines can be read a range at a time. */
 const structuredText = (structured: unknown): string =>

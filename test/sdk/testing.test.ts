@@ -149,8 +149,8 @@ describe("settle", () => {
     expect(settlement.status).toBe("success")
     expect(settlement.outputs).toHaveLength(1)
     const [reference] = settlement.outputs
-    // The text, and the structured string that no longer fit beside it.
-    expect(reference!.bytes).toBe(Buffer.byteLength(text) + Buffer.byteLength(JSON.stringify(text)))
+    // The text, once: the string output's structured value is that text.
+    expect(reference!.bytes).toBe(Buffer.byteLength(text))
     const preview = (settlement.content[0] as { text: string }).text
     expect(preview.split("\n")[1]).toBe("line 1")
     expect(preview).toContain(reference!.id)

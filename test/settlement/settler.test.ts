@@ -594,13 +594,14 @@ describe("Settler: bounding", () => {
         expect(settlement.outputs).toHaveLength(1)
         const [reference] = settlement.outputs
         const full = lines.join("\n")
-        expect(reference!.bytes).toBe(Buffer.byteLength(full) + Buffer.byteLength(JSON.stringify(full)))
+        // The string output's structured value is the text kept: stored once.
+        expect(reference!.bytes).toBe(Buffer.byteLength(full))
         const text = (settlement.content[0] as { text: string }).text
         expect(text.split("\n").length).toBeLessThanOrEqual(output.limits.maxLines)
         expect(text.split("\n")[1]).toBe("line 1")
         expect(text).toEndWith("line 10000")
         expect(text).toContain(reference!.id)
-        // The structured output did not fit beside the text: null, never a preview; kept in the same output.
+        // The structured output is that text, too large to return: null, never a preview.
         expect(settlement.structured).toBeNull()
       }),
       { limits: { maxLines: 100, maxBytes: 4_096 } },
