@@ -94,9 +94,11 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
         }
         const structured = projected.structured
         if (structured !== null && structured !== undefined && !repeatsText(structured, projected.content)) {
+          // Beside content, the structured JSON is compact: its bytes count, and it has no line breaks to count.
+          // Alone, it is the text the model reads, indented: its lines count too.
           const json = projected.content.length === 0 ? structuredText(structured) : JSON.stringify(structured)
           bytes += Bound.byteLength(json)
-          lines += Bound.countLines(json, resolved.maxLines)
+          if (projected.content.length === 0) lines += Bound.countLines(json, resolved.maxLines)
         }
         return within(bytes, lines)
       }
@@ -146,7 +148,7 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
           structuredJson !== undefined &&
           (repeatsText(structured, projected.content)
             ? !previewText
-            : within(textBytes + Bound.byteLength(structuredJson), textLines + Bound.countLines(structuredJson, resolved.maxLines)))
+            : within(textBytes + Bound.byteLength(structuredJson), textLines))
 
         if (!previewText && keepStructured && oversizedFiles.length === 0) {
           return { content: asParts(projected.content), structured, outputs: [] }
