@@ -45,7 +45,7 @@ export interface Contents {
 
 export interface Written {
   readonly id: string
-  /** Bytes kept on disk for this output, all parts together. */
+  /** The size of the output's default part (what `open(id)` gives): its text, else its structured JSON. */
   readonly bytes: number
   /** Where each part went. */
   readonly text: string | undefined
@@ -132,22 +132,24 @@ export const layer = (options: Options): Layer.Layer<Service> =>
           catch: (cause) => cause,
         })
       const kept = yield* Effect.gen(function* () {
+        // The size of what `open(id)` gives: the text, else the structured JSON, else the first media file.
         let bytes = 0
         const files: Array<string> = []
         for (const [index, data] of (contents.files ?? []).entries()) {
           const path = `${base}.${index + 1}`
-          bytes += yield* keep(path, data)
+          const size = yield* keep(path, data)
+          if (index === 0) bytes = size
           files.push(path)
         }
         let structured: string | undefined
         if (typeof contents.structured === "string" && contents.structured !== "text") {
           structured = `${base}.json`
-          bytes += yield* keep(structured, contents.structured)
+          bytes = yield* keep(structured, contents.structured)
         }
         let text: string | undefined
         if (contents.text !== undefined) {
           text = base
-          bytes += yield* keep(text, contents.text)
+          bytes = yield* keep(text, contents.text)
           // The structured value is this very text: one more name for the same bytes, not a second copy.
           if (contents.structured === "text") {
             structured = `${base}.json`
