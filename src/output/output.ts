@@ -76,31 +76,33 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
 
       /**
        * Whether nothing needs bounding: the common case, answered without writing anything. The model-facing text
-       * and the structured JSON share one budget; a structured-only output's text is its JSON.
+       * and the structured JSON share one budget; a structured-only output's text is its JSON. Answers the JSON
+       * too when it was made, so bounding an oversized output serialises it once.
        */
-      const fits = (projected: Projected): boolean => {
+      const measure = (projected: Projected): { readonly fits: boolean; readonly json: string | undefined } => {
         let bytes = 0
         let lines = 0
         let textParts = 0
         for (const part of projected.content) {
           if (part.type === "file") {
-            if (!fileFits(part)) return false
+            if (!fileFits(part)) return { fits: false, json: undefined }
             continue
           }
           if (textParts++ > 0) bytes += 1 // the line break that joins text parts
           bytes += Bound.byteLength(part.text)
-          if (bytes > resolved.maxBytes) return false
+          if (bytes > resolved.maxBytes) return { fits: false, json: undefined }
           lines += Bound.countLines(part.text, resolved.maxLines)
         }
         const structured = projected.structured
-        if (structured !== null && structured !== undefined && !repeatsText(structured, projected.content)) {
-          // Beside content, the structured JSON is compact: its bytes count, and it has no line breaks to count.
-          // Alone, it is the text the model reads, indented: its lines count too.
-          const json = projected.content.length === 0 ? structuredText(structured) : JSON.stringify(structured)
-          bytes += Bound.byteLength(json)
-          if (projected.content.length === 0) lines += Bound.countLines(json, resolved.maxLines)
+        if (structured === null || structured === undefined || repeatsText(structured, projected.content)) {
+          return { fits: within(bytes, lines), json: undefined }
         }
-        return within(bytes, lines)
+        // Beside content, the structured JSON is compact: its bytes count, and it has no line breaks to count.
+        // Alone, it is the text the model reads, indented: its lines count too.
+        const json = projected.content.length === 0 ? structuredText(structured) : JSON.stringify(structured)
+        bytes += Bound.byteLength(json)
+        if (projected.content.length === 0) lines += Bound.countLines(json, resolved.maxLines)
+        return { fits: within(bytes, lines), json }
       }
 
       const asParts = (content: ReadonlyArray<Tool.Content>): Array<Part> =>
@@ -111,17 +113,19 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
         })
 
       // Untraced on purpose: this runs on every call, and a span costs more than the fast path itself.
-      const bound = (projected: Projected): Effect.Effect<Bounded, ManagedOutputs.RetentionError> =>
-        fits(projected)
+      const bound = (projected: Projected): Effect.Effect<Bounded, ManagedOutputs.RetentionError> => {
+        const measured = measure(projected)
+        return measured.fits
           ? Effect.succeed({ content: asParts(projected.content), structured: projected.structured ?? null, outputs: [] })
-          : boundOversized(projected)
+          : boundOversized(projected, measured.json)
+      }
 
-      const boundOversized = Effect.fn("Output.boundOversized")(function* (projected: Projected) {
+      const boundOversized = Effect.fn("Output.boundOversized")(function* (projected: Projected, measuredJson: string | undefined) {
         const structured = projected.structured ?? null
         // A structured-only output reaches the model as its JSON: that text is bounded like any other.
         const structuredOnly = projected.content.length === 0 && structured !== null
         const contentIn: ReadonlyArray<Tool.Content> = structuredOnly
-          ? [{ type: "text", text: structuredText(structured) }]
+          ? [{ type: "text", text: measuredJson ?? structuredText(structured) }]
           : projected.content
 
         // Files over the media limit are kept and become a note, which then counts as text like the rest.
@@ -141,7 +145,8 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
         const fullText = joinTexts(parts)
         const textBytes = Bound.byteLength(fullText)
         const textLines = Bound.countLines(fullText, resolved.maxLines)
-        const structuredJson = structured === null || structuredOnly ? undefined : JSON.stringify(structured)
+        const structuredJson =
+          structured === null || structuredOnly ? undefined : (measuredJson ?? JSON.stringify(structured))
         const previewText = !within(textBytes, textLines)
         // A string output shown as its own text costs the model nothing more: counted once, kept while the text is.
         const keepStructured =
@@ -156,10 +161,10 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
         const written = yield* managed.write(
           {
             ...(previewText ? { text: fullText } : {}),
-            ...(structuredOnly ? { structured: previewText ? "text" : structuredText(structured) } : {}),
+            ...(structuredOnly ? { structured: previewText ? "text" : fullText } : {}),
             // A string output's structured value is the very text kept: no second copy.
             ...(structuredJson !== undefined && !keepStructured && !repeatsText(structured, projected.content)
-              ? { structured: JSON.stringify(structured, null, 2) }
+              ? { structured: structuredJson }
               : {}),
             files: oversizedFiles.map((part) => Buffer.from(part.data, "base64")),
           },
