@@ -166,15 +166,21 @@ const countBreaks = (text: string, from: number, to: number): number => {
   return count
 }
 
-/** The line (1-based) that holds the character at `index`. */
-const lineAt = (text: string, index: number): number => countBreaks(text, 0, index) + 1
-
-/** What a head ending at `head` and a tail starting at `tail` leave out of `text`. */
-const omittedOf = (text: string, head: number, tail: number, totalLines: number, totalBytes: number): Omitted => {
+/**
+ * What a head ending at `head` and a tail starting at `tail` leave out of `text`, which has `totalBreaks` line
+ * breaks. Only the head and the tail are scanned: both are small, the text may be huge.
+ */
+const omittedOf = (
+  text: string,
+  head: number,
+  tail: number,
+  totals: { readonly lines: number; readonly bytes: number; readonly breaks: number },
+): Omitted => {
+  const { lines: totalLines, bytes: totalBytes } = totals
   const headCut = head > 0 && text.charCodeAt(head - 1) !== 10
   const tailCut = tail < text.length && tail > 0 && text.charCodeAt(tail - 1) !== 10
-  const headLast = head === 0 ? 0 : lineAt(text, head - 1)
-  const tailFirst = tail >= text.length ? totalLines + 1 : lineAt(text, tail)
+  const headLast = head === 0 ? 0 : countBreaks(text, 0, head - 1) + 1
+  const tailFirst = tail >= text.length ? totalLines + 1 : totals.breaks - countBreaks(text, tail, text.length) + 1
   return {
     totalLines,
     totalBytes,
@@ -192,7 +198,9 @@ const omittedOf = (text: string, head: number, tail: number, totalLines: number,
  */
 export const preview = (text: string, limits: Limits, reference: Reference): string => {
   const totalBytes = byteLength(text)
-  const totalLines = countLines(text)
+  const totalBreaks = countBreaks(text, 0, text.length)
+  const totalLines = text.length > 0 && !text.endsWith("\n") ? totalBreaks + 1 : totalBreaks
+  const totals = { lines: totalLines, bytes: totalBytes, breaks: totalBreaks }
   // The largest marker that leaves room for context: sized with the largest numbers it can show.
   const widestOmitted: Omitted = {
     totalLines,
@@ -216,7 +224,7 @@ export const preview = (text: string, limits: Limits, reference: Reference): str
   for (;;) {
     const head = Math.max(0, headEnd(text, Math.ceil(budgetLines / 2), Math.floor(budgetBytes / 2)))
     const tail = tailStart(text, Math.floor(budgetLines / 2), budgetBytes - byteLength(text.slice(0, head)), head)
-    const { summary, cut } = marker(omittedOf(text, head, tail, totalLines, totalBytes), reference)
+    const { summary, cut } = marker(omittedOf(text, head, tail, totals), reference)
     const seam = head > 0 && text.charCodeAt(head - 1) !== 10 ? "\n" : ""
     const result = summary + text.slice(0, head) + seam + cut + text.slice(tail)
     if (byteLength(result) <= limits.maxBytes && countLines(result) <= limits.maxLines) return result
@@ -224,7 +232,7 @@ export const preview = (text: string, limits: Limits, reference: Reference): str
     budgetBytes -= 16
     budgetLines -= 1
     if (budgetBytes <= 0 || budgetLines <= 0) {
-      return marker(omittedOf(text, 0, text.length, totalLines, totalBytes), reference).summary.trim()
+      return marker(omittedOf(text, 0, text.length, totals), reference).summary.trim()
     }
   }
 }

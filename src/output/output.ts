@@ -145,15 +145,15 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
         const fullText = joinTexts(parts)
         const textBytes = Bound.byteLength(fullText)
         const textLines = Bound.countLines(fullText, resolved.maxLines)
-        const structuredJson =
-          structured === null || structuredOnly ? undefined : (measuredJson ?? JSON.stringify(structured))
         const previewText = !within(textBytes, textLines)
-        // A string output shown as its own text costs the model nothing more: counted once, kept while the text is.
-        const keepStructured =
-          structuredJson !== undefined &&
-          (repeatsText(structured, projected.content)
-            ? !previewText
-            : within(textBytes + Bound.byteLength(structuredJson), textLines))
+        // A string output shown as its own text costs the model nothing more: counted once, kept while the text is
+        // (and never serialised: its JSON would be a second copy of the text).
+        const sameAsText = repeatsText(structured, projected.content)
+        const structuredJson =
+          structured === null || structuredOnly || sameAsText ? undefined : (measuredJson ?? JSON.stringify(structured))
+        const keepStructured = sameAsText
+          ? !previewText
+          : structuredJson !== undefined && within(textBytes + Bound.byteLength(structuredJson), textLines)
 
         if (!previewText && keepStructured && oversizedFiles.length === 0) {
           return { content: asParts(projected.content), structured, outputs: [] }
@@ -163,9 +163,7 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
             ...(previewText ? { text: fullText } : {}),
             ...(structuredOnly ? { structured: previewText ? "text" : fullText } : {}),
             // A string output's structured value is the very text kept: no second copy.
-            ...(structuredJson !== undefined && !keepStructured && !repeatsText(structured, projected.content)
-              ? { structured: structuredJson }
-              : {}),
+            ...(structuredJson !== undefined && !keepStructured ? { structured: structuredJson } : {}),
             files: oversizedFiles.map((part) => Buffer.from(part.data, "base64")),
           },
           id,
