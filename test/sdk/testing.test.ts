@@ -448,3 +448,18 @@ describe("signal", () => {
     expect(interrupted).toBe(true)
   })
 })
+
+describe("runner outcomes the model reads", () => {
+  test("a declined call says what was not granted, that retrying unchanged will not help, and the way round", async () => {
+    const settlement = await settle(echo, { text: "x" }, {
+      name: "echo",
+      permission: { rules: [{ action: "echo", resource: "*", effect: "ask" }] },
+    })
+    expect(settlement.status).toBe("declined")
+    const text = (settlement.content[0] as { text: string }).text
+    expect(text).toStartWith("echo was stopped: the permission it needed was not granted.")
+    expect(text).toContain("A person declined it, or no one was there to approve it")
+    expect(text).toContain("Calling it again unchanged will be declined again")
+    expect(text).toContain("Ask the user to approve it, or to allow it in core.json")
+  })
+})
