@@ -36,6 +36,8 @@ export interface Reference {
   readonly id: string
   /** The kept text's file: its line numbers are the original text's. */
   readonly path: string
+  /** Whether the text itself is what a producer captured after losing bytes (so "whole" would overclaim). */
+  readonly lossy?: boolean
 }
 
 /** What a preview left out, in the kept text's own line numbers (1-based, inclusive). */
@@ -65,8 +67,11 @@ const markers = [
   (omitted: Omitted, reference: Reference) => ({
     summary:
       `[Output too large to show whole: ${omitted.totalLines} lines, ${omitted.totalBytes} bytes. Shown: ` +
-      `${shown(omitted)}; left out: ${lineRange(omitted.from, omitted.to)} (${omitted.bytes} bytes). The whole ` +
-      `text is kept in ${reference.path}: read the rest with the read tool (filePath "${reference.path}", offset ` +
+      `${shown(omitted)}; left out: ${lineRange(omitted.from, omitted.to)} (${omitted.bytes} bytes). ` +
+      (reference.lossy === true
+        ? `The text as captured (the capture had already lost bytes; the text says where) is kept in `
+        : `The whole text is kept in `) +
+      `${reference.path}: read the rest with the read tool (filePath "${reference.path}", offset ` +
       `${omitted.from}, limit ${Math.min(MAX_READ_LINES, omitted.to - omitted.from + 1)}), or search it with grep. ` +
       `Do not run the call again to see it.]\n`,
     cut: `[… ${lineRange(omitted.from, omitted.to)} left out: read ${reference.path} from offset ${omitted.from} …]\n`,
@@ -74,7 +79,8 @@ const markers = [
   (omitted: Omitted, reference: Reference) => ({
     summary:
       `[Output too large: ${omitted.totalLines} lines, ${omitted.totalBytes} bytes; ` +
-      `${lineRange(omitted.from, omitted.to)} left out, kept in ${reference.path}]\n`,
+      `${lineRange(omitted.from, omitted.to)} left out, kept${reference.lossy === true ? " as captured" : ""} in ` +
+      `${reference.path}]\n`,
     cut: `[… ${lineRange(omitted.from, omitted.to)} left out …]\n`,
   }),
   (omitted: Omitted, reference: Reference) => ({

@@ -45,6 +45,8 @@ export const DEFAULT_LIMITS: Limits = {
 export interface Projected {
   readonly content: ReadonlyArray<Tool.Content>
   readonly structured: unknown
+  /** Set when a producer's capture already lost bytes: a preview then says the text is kept as captured. */
+  readonly lossy?: boolean
 }
 
 export interface Bounded {
@@ -171,7 +173,7 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
         const content: Array<Part> = []
         if (previewText) {
           // All text shares one budget: it becomes one preview, in the place of the first text part.
-          const text = Bound.preview(fullText, resolved, { id, path: paths.text })
+          const text = Bound.preview(fullText, resolved, { id, path: paths.text, lossy: projected.lossy === true })
           let placed = false
           for (const part of parts) {
             if (part.type === "file") content.push(...asParts([part]))

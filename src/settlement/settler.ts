@@ -414,7 +414,11 @@ export const layer: Layer.Layer<
       }
 
       const bounded = yield* output
-        .bound({ content: content.value, structured: structuredOf(structured, content.value) })
+        .bound({
+          content: content.value,
+          structured: structuredOf(structured, content.value),
+          lossy: Internal.lostCapture(tool, structured),
+        })
         .pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
       return yield* recordOwned(call, {
         tool: call.name,

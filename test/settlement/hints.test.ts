@@ -6,6 +6,7 @@ import { Effect, Schema } from "effect"
 import { Registry } from "../../src/registry/registry"
 import { Hints } from "../../src/settlement/hints"
 import { Settler } from "../../src/settlement/settler"
+import * as Internal from "../../src/tool/internal"
 import { Tool } from "../../src/tool/tool"
 import * as Kernel from "../support/kernel"
 
@@ -87,5 +88,24 @@ describe("tool names other products use", () => {
   test("a product's name for a tool this turn does not offer falls back to the nearest names", async () => {
     const settlement = await settleOnce(record, "write_file", {})
     expect(settlement.error?.message).not.toContain("core's tool for that")
+  })
+})
+
+describe("a preview of a capture that lost bytes", () => {
+  test("says the text is kept as captured only when the tool's output says its capture was cut", async () => {
+    const capture = Tool.make({
+      description: "A producer's result",
+      input: Schema.Struct({ complete: Schema.Boolean }),
+      output: Schema.Struct({ text: Schema.String, complete: Schema.Boolean }),
+      execute: (input) => Effect.succeed({ text: "line\n".repeat(5_000), complete: input.complete }),
+      toModelOutput: ({ output }) => output.text,
+    })
+    Internal.reportsCaptureLoss<{ complete: boolean }>(capture, (output) => !output.complete)
+    const summaryOf = async (complete: boolean) => {
+      const settlement = await settleOnce({ capture }, "capture", { complete })
+      return (settlement.content[0] as { text: string }).text.split("\n")[0]!
+    }
+    expect(await summaryOf(false)).toContain("The text as captured (the capture had already lost bytes")
+    expect(await summaryOf(true)).toContain("The whole text is kept in")
   })
 })

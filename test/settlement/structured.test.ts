@@ -146,6 +146,9 @@ describe("structured is the complete output, valid against its outputSchema, or 
       `${kept!.id}.json`,
     ])
     expect(large.settlement.structured).toBeNull()
+    // 1.3 MB is over the shell's 1 MiB capture: the preview does not claim the command's whole output was kept.
+    const summary = (large.settlement.content[0] as { text: string }).text.split("\n")[0]!
+    expect(summary).toContain("The text as captured (the capture had already lost bytes; the text says where) is kept in")
     const structured = await Bun.file(join(large.outputs, `${kept!.id}.json`)).json()
     expect(ajv.validate(large.outputSchema, structured)).toBe(true)
   })
