@@ -1,9 +1,11 @@
 export * as Hints from "./hints"
 
-// What the settler adds to a refusal so a model can correct itself: core's own tool for a name another product
-// uses (`run_shell_command`, `str_replace_editor`), and the key an unknown input key was meant to be (`file_path`
-// for `filePath`). Pure: it reads names, never the registry or the input schema's codecs.
+// What the settler tells a model so it can correct itself: each schema issue by path, core's own tool for a name
+// another product uses (`run_shell_command`, `str_replace_editor`), and the key an unknown input key was meant to
+// be (`file_path` for `filePath`). Pure: it reads names and issues, never the registry.
 
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import { Distance } from "../text/distance"
 
 /** Names other agent products give their tools, by core's built-in that does the same job. */
@@ -75,4 +77,30 @@ export const intendedKeys = (
     if (best !== undefined && best.score <= Math.max(2, Math.floor(normalize(key).length / 3))) pairs.set(key, best.key)
   }
   return pairs
+}
+
+const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** A schema error's issues, one line each by path; unknown keys paired with the keys they meant (`pairs`). */
+export const describeIssues = (error: unknown, pairs: ReadonlyMap<string, string> = new Map()): string => {
+  if (!Schema.isSchemaError(error)) return String(error)
+  return issueFormatter(error.issue)
+    .issues.map((issue) => {
+      const path = issue.path === undefined || issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")
+      const key = issue.path?.length === 1 ? String(issue.path[0]) : undefined
+      const intended = key === undefined ? undefined : pairs.get(key)
+      return `- ${path}: ${intended === undefined ? issue.message : `unknown key; did you mean "${intended}"?`}`
+    })
+    .join("\n")
+}
+
+/** The top-level keys of `input` the tool's input JSON Schema does not name, paired with the keys they meant. */
+export const misspelledKeys = (input: unknown, schema: { readonly [key: string]: unknown }): ReadonlyMap<string, string> => {
+  const properties = schema.properties
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return new Map()
+  if (typeof properties !== "object" || properties === null) return new Map()
+  const known = Object.keys(properties)
+  const given = Object.keys(input)
+  const unknown = given.filter((key) => !Object.hasOwn(properties, key))
+  return unknown.length === 0 ? new Map() : intendedKeys(unknown, known, new Set(given))
 }

@@ -11,7 +11,6 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import * as SchemaIssue from "effect/SchemaIssue"
 import { Output } from "../output/output"
 import { Permission } from "../permission/permission"
 import { Rule } from "../permission/rule"
@@ -20,7 +19,9 @@ import { Store } from "../store/store"
 import type { Definition } from "../tool/definition"
 import * as Internal from "../tool/internal"
 import { Tool } from "../tool/tool"
+import { Execution } from "./execution"
 import { Hints } from "./hints"
+import { Projection } from "./projection"
 import { Settlement } from "./settlement"
 
 /** A failure that is not a tool result: a broken store, an output that could not be kept, an unexpected error. */
@@ -81,116 +82,6 @@ const reasonOf = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)
   return error instanceof Error ? error.message : String(error)
 }
-const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1()
-
-const describeIssues = (error: unknown, pairs: ReadonlyMap<string, string> = new Map()): string => {
-  if (!Schema.isSchemaError(error)) return String(error)
-  return issueFormatter(error.issue)
-    .issues.map((issue) => {
-      const path = issue.path === undefined || issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")
-      const key = issue.path?.length === 1 ? String(issue.path[0]) : undefined
-      const intended = key === undefined ? undefined : pairs.get(key)
-      return `- ${path}: ${intended === undefined ? issue.message : `unknown key; did you mean "${intended}"?`}`
-    })
-    .join("\n")
-}
-
-/** The top-level keys of `input` the tool's input JSON Schema does not name, paired with the keys they meant. */
-const misspelledKeys = (input: unknown, schema: { readonly [key: string]: unknown }): ReadonlyMap<string, string> => {
-  const properties = schema.properties
-  if (typeof input !== "object" || input === null || Array.isArray(input)) return new Map()
-  if (typeof properties !== "object" || properties === null) return new Map()
-  const known = Object.keys(properties)
-  const given = Object.keys(input)
-  const unknown = given.filter((key) => !Object.hasOwn(properties, key))
-  return unknown.length === 0 ? new Map() : Hints.intendedKeys(unknown, known, new Set(given))
-}
-
-/** Why `execute`'s return cannot run, and what to write instead; undefined for an Effect. */
-const notAnEffect = (name: string, returned: unknown): string | undefined => {
-  if (Effect.isEffect(returned)) return undefined
-  const isPromise =
-    typeof returned === "object" && returned !== null && typeof (returned as { then?: unknown }).then === "function"
-  const what = isPromise
-    ? "a Promise"
-    : returned === null || returned === undefined
-      ? String(returned)
-      : `a plain ${typeof returned}`
-  const fix = isPromise
-    ? "Wrap async work in an Effect: `execute: (input) => Effect.promise(() => work(input))`, or " +
-      "`Effect.tryPromise({ try: () => work(input), catch: (error) => new Tool.Failure({ message: String(error) }) })` " +
-      "when it can reject."
-    : "Return `Effect.succeed(value)` for a value, or `Effect.sync(() => compute(input))` for a computation."
-  return `${name}'s execute returned ${what}, not an Effect, so the call did not run. ${fix}`
-}
-
-const threwSynchronously = (name: string, thrown: unknown): string =>
-  `${name}'s execute threw before returning an Effect: ${thrown instanceof Error ? thrown.message : String(thrown)}. ` +
-  "Return an Effect instead: `Effect.try(() => compute(input))` or `Effect.sync(...)` for code that may throw, and " +
-  "fail with `new Tool.Failure({ message })` for a failure the model should see."
-
-const ContentArray = Schema.Array(
-  Schema.Union([
-    Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
-    Schema.Struct({
-      type: Schema.Literal("file"),
-      data: Schema.String,
-      mime: Schema.String,
-      name: Schema.optionalKey(Schema.String),
-    }),
-  ]),
-)
-const decodeContent = Schema.decodeUnknownExit(ContentArray)
-
-/** Without toModelOutput: a string output is one text part; any other output stays structured only. */
-const defaultProjection = (encoded: unknown): ReadonlyArray<Tool.Content> =>
-  typeof encoded === "string" ? [{ type: "text", text: encoded }] : []
-
-/** Whether `value` holds, anywhere, one of `data` (the base64 of a media part the content already carries). */
-const repeatsMedia = (value: unknown, data: ReadonlySet<string>): boolean => {
-  if (typeof value === "string") return data.has(value)
-  if (typeof value !== "object" || value === null) return false
-  for (const item of Array.isArray(value) ? value : Object.values(value)) if (repeatsMedia(item, data)) return true
-  return false
-}
-
-/**
- * The structured output as the settlement carries it: null when there is none, and when it only repeats the
- * bytes of a file part of the content (an image read: the parts carry them once, natively).
- */
-const structuredOf = (encoded: unknown, content: ReadonlyArray<Tool.Content>): unknown => {
-  if (encoded === undefined) return null
-  let media: Set<string> | undefined
-  for (const part of content) if (part.type === "file") (media ??= new Set()).add(part.data)
-  return media !== undefined && repeatsMedia(encoded, media) ? null : encoded
-}
-
-/**
- * Calls a tool's execute. A throw, or a return that is not an Effect (a Promise, a plain value: the usual slip
- * of a new author), is an operational failure that says what to write instead; it never reaches the fiber
- * runtime, where it would hang or fail with words that mean nothing to the author.
- */
-const execute = (
-  name: string,
-  tool: Internal.Record,
-  input: unknown,
-  context: Tool.Context,
-): Effect.Effect<unknown, Tool.Failure | Permission.Refusal | OperationalError> => {
-  let returned: unknown
-  try {
-    returned = tool.execute(input, context)
-  } catch (thrown) {
-    return Effect.fail(new OperationalError({ message: threwSynchronously(name, thrown), cause: thrown }))
-  }
-  const problem = notAnEffect(name, returned)
-  if (problem === undefined) return returned as Effect.Effect<unknown, Tool.Failure | Permission.Refusal>
-  // A Promise left behind must not reject unhandled (that would end the process).
-  if (typeof (returned as { then?: unknown } | null)?.then === "function") {
-    ;(returned as PromiseLike<unknown>).then(undefined, () => undefined)
-  }
-  return Effect.fail(new OperationalError({ message: problem, cause: returned }))
-}
-
 const operational = (message: string) => (cause: unknown) => new OperationalError({ message, cause })
 
 export const layer: Layer.Layer<
@@ -305,7 +196,7 @@ export const layer: Layer.Layer<
           call,
           "invalid_input",
           `Invalid input for ${call.name}; nothing ran:\n` +
-            `${describeIssues(error.success, misspelledKeys(call.input, tool.inputSchema))}\nFix the input to match ` +
+            `${Hints.describeIssues(error.success, Hints.misspelledKeys(call.input, tool.inputSchema))}\nFix the input to match ` +
             `the tool's input schema and call it again.`,
         )
       }
@@ -356,7 +247,16 @@ export const layer: Layer.Layer<
         toolCallID: call.toolCallID,
         progress: (update) => (options?.onProgress === undefined ? Effect.void : options.onProgress(update)),
       }
-      const executed = yield* Effect.exit(restore(Effect.suspend(() => execute(call.name, tool, admitted.input, context))))
+      const executed = yield* Effect.exit(
+        restore(
+          Effect.suspend((): Effect.Effect<unknown, Tool.Failure | Permission.Refusal | OperationalError> => {
+            const called = Execution.call(call.name, tool, admitted.input, context)
+            return called._tag === "Effect"
+              ? called.effect
+              : Effect.fail(new OperationalError({ message: called.message, cause: called.cause }))
+          }),
+        ),
+      )
       if (Exit.isFailure(executed)) {
         if (Cause.hasInterruptsOnly(executed.cause)) {
           return yield* recordOwned(call, Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"))
@@ -394,18 +294,13 @@ export const layer: Layer.Layer<
           call,
           "invalid_output",
           `${call.name} produced output that does not match its output schema, so it was not returned:\n` +
-            `${describeIssues(error.success)}\nThis is a defect in the tool, not in the input.`,
+            `${Hints.describeIssues(error.success)}\nThis is a defect in the tool, not in the input.`,
         )
       }
       const [structured, encoded] = encodings.value
 
-      const projected =
-        tool.toModelOutput === undefined ? undefined : tool.toModelOutput({ input: admitted.input, output: encoded })
-      const content =
-        projected === undefined
-          ? Exit.succeed(defaultProjection(structured))
-          : decodeContent(typeof projected === "string" ? [{ type: "text", text: projected }] : projected)
-      if (Exit.isFailure(content)) {
+      const projected = Projection.project(tool, admitted.input, structured, encoded)
+      if (Exit.isFailure(projected)) {
         return yield* failOwned(
           call,
           "invalid_output",
@@ -414,11 +309,7 @@ export const layer: Layer.Layer<
       }
 
       const bounded = yield* output
-        .bound({
-          content: content.value,
-          structured: structuredOf(structured, content.value),
-          lossy: Internal.lostCapture(tool, structured),
-        })
+        .bound({ ...projected.value, lossy: Internal.lostCapture(tool, structured) })
         .pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
       return yield* recordOwned(call, {
         tool: call.name,
