@@ -28,6 +28,7 @@ export default Tool.make({
 describe("a tool whose execute returns a Promise", () => {
   test("is answered as an operational failure that says to use Effect.promise, not left hanging", async () => {
     const sidecar = await inProcess({ "tools/promised.ts": PROMISE })
+    const events = await sidecar.events()
     const { turnID } = await sidecar.turn()
     const answer = await sidecar.settle(turnID, { name: "promised", input: {}, sessionID: "ses_p", toolCallID: "call_p" })
     expect(answer.status).toBe(500)
@@ -35,6 +36,12 @@ describe("a tool whose execute returns a Promise", () => {
     expect(answer.body.error.message).toContain("returned a Promise, not an Effect")
     expect(answer.body.error.message).toContain("Effect.promise")
     expect(answer.body.error.message).toContain("Effect.tryPromise")
+    // Hosts watching /v1/events see the call end, with the same message.
+    expect((await events.next()).event).toBe("call.started")
+    expect(await events.next()).toMatchObject({
+      event: "call.failed",
+      data: { toolCallID: "call_p", tool: "promised", message: answer.body.error.message },
+    })
     // Recorded as failed: settling it again replays as interrupted and runs nothing.
     const again = await sidecar.settle(turnID, { name: "promised", input: {}, sessionID: "ses_p", toolCallID: "call_p" })
     expect(again.status).toBe(200)

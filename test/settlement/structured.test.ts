@@ -129,7 +129,7 @@ describe("structured is the complete output, valid against its outputSchema, or 
     ] as const) {
       expectHonest(await place.settle(name, input))
     }
-  })
+  }, 60_000)
 
   test("bash: seq 1 200000 makes exactly one managed output and a valid (or null) structured", async () => {
     const place = location({})
@@ -151,5 +151,5 @@ describe("structured is the complete output, valid against its outputSchema, or 
     expect(summary).toContain("The text as captured (the capture had already lost bytes; the text says where) is kept in")
     const structured = await Bun.file(join(large.outputs, `${kept!.id}.json`)).json()
     expect(ajv.validate(large.outputSchema, structured)).toBe(true)
-  })
+  }, 60_000)
 })
