@@ -1,13 +1,15 @@
-// One process of bench/bounding.ts (`bun bench/bounding-child.ts BYTES DIRECTORY`), alone so its peak RSS is
-// only this: generates a text of BYTES in memory (numbered 100-byte lines), bounds it once with Output.bound (which
-// keeps the full text as a managed output on disk), times a bare Bun.write of the same text for reference, and
-// prints one JSON line of timings and RSS figures.
+// One process of bench/bounding.ts (`bun bench/bounding-child.ts BYTES DIRECTORY [SHAPE] [ROOT]`), alone so its
+// peak RSS is only this: generates a text of BYTES in memory (numbered 100-byte lines), bounds it once with the
+// Output.bound of the source tree at ROOT (default: this one; the benchmark also passes an older tree to compare),
+// times a bare Bun.write of the same text for reference, and prints one JSON line of timings and RSS figures.
+// SHAPE `string`: a string output, the same text as content and structured; `object`: a shell-like output, the
+// text as content and `{ output: text, exitCode }` as structured.
 
 import { existsSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
-import { ManagedOutputs } from "../src/output/managed"
-import { Output } from "../src/output/output"
+import type { ManagedOutputs as ManagedOutputsModule } from "../src/output/managed"
+import type { Output as OutputModule } from "../src/output/output"
 
 const LINE_BYTES = 100
 const BLOCK_LINES = 10_000
@@ -33,11 +35,13 @@ const generate = (bytes: number): string => {
   return text
 }
 
-const [bytesArgument, directory] = process.argv.slice(2)
+const [bytesArgument, directory, shape = "string", root = join(import.meta.dir, "..")] = process.argv.slice(2)
 const bytes = Number(bytesArgument)
-if (!Number.isSafeInteger(bytes) || bytes <= 0 || directory === undefined) {
-  throw new Error("usage: bun bench/bounding-child.ts BYTES DIRECTORY")
+if (!Number.isSafeInteger(bytes) || bytes <= 0 || directory === undefined || (shape !== "string" && shape !== "object")) {
+  throw new Error("usage: bun bench/bounding-child.ts BYTES DIRECTORY [string|object] [ROOT]")
 }
+const { ManagedOutputs } = (await import(join(root, "src/output/managed.ts"))) as { ManagedOutputs: typeof ManagedOutputsModule }
+const { Output } = (await import(join(root, "src/output/output.ts"))) as { Output: typeof OutputModule }
 
 const runtime = ManagedRuntime.make(Output.layer().pipe(Layer.provide(ManagedOutputs.layer({ directory }))))
 const output = await runtime.runPromise(
@@ -50,14 +54,16 @@ const rssBase = process.memoryUsage.rss()
 const text = generate(bytes)
 const rssWithText = process.memoryUsage.rss()
 const started = performance.now()
-// A tool whose output is one string: the settler hands the same string as content and as structured output.
-const bounded = await Effect.runPromise(output.bound({ content: [{ type: "text", text }], structured: text }))
+// A string output: the settler hands the same string as content and as structured output. A shell-like one: the
+// text as content, and a structured object holding it.
+const structured = shape === "string" ? text : { output: text, exitCode: 0 }
+const bounded = await Effect.runPromise(output.bound({ content: [{ type: "text", text }], structured }))
 const boundMs = performance.now() - started
 const peak = peakRss()
 
-const kept = bounded.outputs[0]
-if (bounded.outputs.length !== 1 || kept === undefined || kept.bytes !== bytes) {
-  throw new Error(`expected one managed output of ${bytes} bytes, got ${JSON.stringify(bounded.outputs)}`)
+const kept = bounded.outputs.find((reference) => reference.bytes === bytes)
+if (kept === undefined) {
+  throw new Error(`expected a managed output of ${bytes} bytes, got ${JSON.stringify(bounded.outputs)}`)
 }
 const keptPath = join(directory, kept.id)
 if (statSync(keptPath).size !== bytes) throw new Error(`managed output ${keptPath} is not ${bytes} bytes`)
@@ -68,4 +74,7 @@ await Bun.write(join(directory, "raw-write"), text)
 const rawWriteMs = performance.now() - rawStarted
 
 await runtime.dispose()
-process.stdout.write(`${JSON.stringify({ bytes, boundMs, rawWriteMs, rssBase, rssWithText, peakRss: peak, previewBytes })}\n`)
+const outputs = bounded.outputs.length
+process.stdout.write(
+  `${JSON.stringify({ bytes, boundMs, rawWriteMs, rssBase, rssWithText, peakRss: peak, previewBytes, outputs })}\n`,
+)

@@ -56,5 +56,5 @@ export default Tool.make({
         bytes: file.size,
       }
     }),
-  toModelOutput: (counts) => `${counts.path}: ${counts.lines} lines, ${counts.words} words, ${counts.bytes} bytes`,
+  toModelOutput: ({ output: counts }) => `${counts.path}: ${counts.lines} lines, ${counts.words} words, ${counts.bytes} bytes`,
 })

@@ -38,7 +38,7 @@ export default Tool.make({
         max: sorted[sorted.length - 1]!,
       }
     }),
-  toModelOutput: (summary) =>
+  toModelOutput: ({ output: summary }) =>
     `${summary.count} values: mean ${summary.mean}, median ${summary.median}, min ${summary.min}, ` +
     `max ${summary.max}, sum ${summary.sum}`,
 })

@@ -120,7 +120,7 @@ const makeTool = (services: Builtin.Services) =>
     input: Input,
     output: Output,
     checksPermissions: true,
-    toModelOutput: (output) => summary(output.files),
+    toModelOutput: ({ output }) => summary(output.files),
     execute: (input, context) =>
       Effect.gen(function* () {
         const parsed = Patch.parse(input.patchText)

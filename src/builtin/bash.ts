@@ -14,6 +14,7 @@ import { Boundary } from "../permission/boundary"
 import type { Permission } from "../permission/permission"
 import { CommandLine } from "../shell/command"
 import { Shell } from "../shell/producer"
+import * as Internal from "../tool/internal"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 
@@ -335,7 +336,7 @@ const makeTool = (services: Builtin.Services) => {
     input: Input,
     output: Output,
     checksPermissions: true,
-    toModelOutput: text,
+    toModelOutput: ({ output }) => text(output),
     execute: (input, context) =>
       Effect.gen(function* () {
         const command = input.command
@@ -397,4 +398,9 @@ const makeTool = (services: Builtin.Services) => {
 }
 
 /** The bash built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */
-export const make = (services: Builtin.Services) => Builtin.planned(makeTool(services), plan(services))
+export const make = (services: Builtin.Services) => {
+  const tool = makeTool(services)
+  // A preview of a cut capture says the kept text is the text as captured, not the command's whole output.
+  Internal.reportsCaptureLoss<typeof Output.Encoded>(tool, (output) => !output.capture.output.complete)
+  return Builtin.planned(tool, plan(services))
+}

@@ -236,7 +236,7 @@ const makeTool = (services: Builtin.Services) =>
     input: Input,
     output: Output,
     checksPermissions: true,
-    toModelOutput: describe,
+    toModelOutput: ({ output }) => describe(output),
     execute: (input, context) =>
       Effect.gen(function* () {
         if (input.oldString === "") {

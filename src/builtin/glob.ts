@@ -143,7 +143,7 @@ const makeTool = (services: Builtin.Services) =>
         }
         return output
       }),
-    toModelOutput: render,
+    toModelOutput: ({ output }) => render(output),
   })
 
 /** The glob built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */

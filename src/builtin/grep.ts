@@ -379,7 +379,7 @@ const makeTool = (services: Builtin.Services) =>
         }
         return output
       }),
-    toModelOutput: render,
+    toModelOutput: ({ output }) => render(output),
   })
 
 /** The grep built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */

@@ -200,7 +200,7 @@ const makeTool = (services: Builtin.Services) =>
         }
         return output
       }),
-    toModelOutput: render,
+    toModelOutput: ({ output }) => render(output),
   })
 
 /** The list built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */

@@ -636,7 +636,7 @@ const makeTool = (services: Builtin.Services) => {
             return yield* readFile(resolved.real, shown, input, context)
         }
       }),
-    toModelOutput: (output): string | ReadonlyArray<Tool.Content> => {
+    toModelOutput: ({ output }): string | ReadonlyArray<Tool.Content> => {
       switch (output.kind) {
         case "image":
           return [{ type: "file", data: output.data, mime: output.mime, name: basename(output.path) }]

@@ -1,23 +1,29 @@
 export * as OutputCommand from "./output"
 
-// `core output ID`: prints a managed output's full content to stdout (exit 1 if unknown or expired).
+// `core output ID [--structured]`: prints a managed output's full text, or the structured value its settlement
+// dropped, to stdout (exit 1 if unknown or expired).
 
 import * as Effect from "effect/Effect"
 import { ManagedOutputs } from "../output/managed"
 import { Command } from "./command"
 import { Runtime } from "./runtime"
 
-export const HELP = `Usage: core output ID
+export const HELP = `Usage: core output ID [--structured]
 
-Print the full content of a managed output (the complete output of a call whose
-model-facing form was bounded) to stdout.
+Print a managed output to stdout: what a call's bounded settlement left out.
+Without options, the full text its preview replaced (for an output that kept
+no text, its structured value's JSON).
 
-Exit codes: 0 printed, 1 unknown or expired id, 2 usage error.
+Options:
+  --structured      print the full structured value the settlement dropped, as JSON
+  -h, --help        show this help
+
+Exit codes: 0 printed, 1 unknown or expired id (or no structured value kept), 2 usage error.
 `
 
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
-    const { values, positionals } = yield* Command.parse("output", args, {})
+    const { values, positionals } = yield* Command.parse("output", args, { structured: { type: "boolean" } })
     if (values.help) {
       Command.stdout(HELP)
       return Command.EXIT.ok
@@ -28,7 +34,7 @@ export const run = (args: ReadonlyArray<string>) =>
       return yield* new Command.UsageError({ command: "output", message: `unexpected argument "${extra[0]}"` })
     }
     const managed = yield* ManagedOutputs.Service
-    const reference = yield* managed.open(id).pipe(
+    const reference = yield* managed.open(id, values.structured === true ? "structured" : "text").pipe(
       Effect.mapError((error) => new Command.Exit({ code: Command.EXIT.modelError, message: error.message })),
     )
     // A reader that stops early (`core output ID | head`) closes the pipe: that is not a failure.

@@ -31,25 +31,69 @@ export const countLines = (text: string, stopAfter = Infinity): number => {
 export const exceeds = (text: string, limits: Limits): boolean =>
   byteLength(text) > limits.maxBytes || countLines(text, limits.maxLines) > limits.maxLines
 
-/** Where the full text went and how to read it; rendered into the marker. */
+/** Where the full text went: rendered into the marker so the model can read the rest with the read tool. */
 export interface Reference {
   readonly id: string
+  /** The kept text's file: its line numbers are the original text's. */
   readonly path: string
+  /** Whether the text itself is what a producer captured after losing bytes (so "whole" would overclaim). */
+  readonly lossy?: boolean
 }
 
-/** The marker in three sizes: the full one, one without the path, and a last resort for very small limits. */
+/** What a preview left out, in the kept text's own line numbers (1-based, inclusive). */
+interface Omitted {
+  readonly totalLines: number
+  readonly totalBytes: number
+  /** The lines shown at the head: 1..headLast (the last one may be cut). */
+  readonly headLast: number
+  /** The lines shown at the tail: tailFirst..totalLines (the first one may be cut). */
+  readonly tailFirst: number
+  /** The first and last line not shown in full. */
+  readonly from: number
+  readonly to: number
+  readonly bytes: number
+}
+
+const lineRange = (from: number, to: number) => (from === to ? `line ${from}` : `lines ${from}-${to}`)
+
+/** A read of the omitted range: read takes at most MAX_READ_LINES lines a page. */
+const MAX_READ_LINES = 2_000
+
+/**
+ * The markers in three sizes, each a summary line (first) and a short line where the text was cut: the full one
+ * saying how to read the rest with the read tool, one with the path only, and a last resort for tiny limits.
+ */
 const markers = [
-  (lines: number, bytes: number, total: number, reference: Reference) =>
-    `\n\n[… ${lines} lines (${bytes} of ${total} bytes) omitted here. ` +
-    `The full output is kept as ${reference.id} at ${reference.path}: read a range of it with the read tool ` +
-    `(offset/limit), search it with grep, or print it with \`core output ${reference.id}\`. ` +
-    `Do not re-run the call to see it.]\n\n`,
-  (lines: number, bytes: number, total: number, reference: Reference) =>
-    `\n\n[… ${lines} lines (${bytes} of ${total} bytes) omitted here. ` +
-    `The full output is kept as ${reference.id}: print it with \`core output ${reference.id}\`.]\n\n`,
-  (_lines: number, bytes: number, _total: number, reference: Reference) =>
-    `\n[… ${bytes} bytes omitted: core output ${reference.id}]\n`,
+  (omitted: Omitted, reference: Reference) => ({
+    summary:
+      `[Output too large to show whole: ${omitted.totalLines} lines, ${omitted.totalBytes} bytes. Shown: ` +
+      `${shown(omitted)}; left out: ${lineRange(omitted.from, omitted.to)} (${omitted.bytes} bytes). ` +
+      (reference.lossy === true
+        ? `The text as captured (the capture had already lost bytes; the text says where) is kept in `
+        : `The whole text is kept in `) +
+      `${reference.path}: read the rest with the read tool (filePath "${reference.path}", offset ` +
+      `${omitted.from}, limit ${Math.min(MAX_READ_LINES, omitted.to - omitted.from + 1)}), or search it with grep. ` +
+      `Do not run the call again to see it.]\n`,
+    cut: `[… ${lineRange(omitted.from, omitted.to)} left out: read ${reference.path} from offset ${omitted.from} …]\n`,
+  }),
+  (omitted: Omitted, reference: Reference) => ({
+    summary:
+      `[Output too large: ${omitted.totalLines} lines, ${omitted.totalBytes} bytes; ` +
+      `${lineRange(omitted.from, omitted.to)} left out, kept${reference.lossy === true ? " as captured" : ""} in ` +
+      `${reference.path}]\n`,
+    cut: `[… ${lineRange(omitted.from, omitted.to)} left out …]\n`,
+  }),
+  (omitted: Omitted, reference: Reference) => ({
+    summary: `[${omitted.bytes} bytes left out; kept in ${reference.path}]\n`,
+    cut: "[…]\n",
+  }),
 ] as const
+
+const shown = (omitted: Omitted): string => {
+  const head = omitted.headLast === 0 ? "" : lineRange(1, omitted.headLast)
+  const tail = omitted.tailFirst > omitted.totalLines ? "" : lineRange(omitted.tailFirst, omitted.totalLines)
+  return [head, tail].filter((part) => part !== "").join(" and ") || "nothing"
+}
 
 type Marker = (typeof markers)[number]
 
@@ -84,7 +128,10 @@ const suffixWithin = (text: string, bytes: number): number => {
 const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff
 const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff
 
-/** End index of a head of at most `lines` lines and `bytes` bytes; a line too long to fit whole is cut. */
+/**
+ * End index of a head of at most `lines` whole lines and `bytes` bytes; only a first line too long to fit whole
+ * is cut (so the lines left out are whole lines a reader can ask for by number).
+ */
 const headEnd = (text: string, lines: number, bytes: number): number => {
   let end = 0
   let used = 0
@@ -92,14 +139,14 @@ const headEnd = (text: string, lines: number, bytes: number): number => {
     const lineBreak = text.indexOf("\n", end)
     const next = lineBreak === -1 ? text.length : lineBreak + 1
     const size = byteLength(text.slice(end, next))
-    if (used + size > bytes) return end + prefixWithin(text.slice(end, next), bytes - used)
+    if (used + size > bytes) return taken > 0 ? end : end + prefixWithin(text.slice(end, next), bytes - used)
     used += size
     end = next
   }
   return end
 }
 
-/** Start index of a tail of at most `lines` lines and `bytes` bytes, never before `floor`. */
+/** Start index of a tail of at most `lines` whole lines and `bytes` bytes (as headEnd), never before `floor`. */
 const tailStart = (text: string, lines: number, bytes: number, floor: number): number => {
   let start = text.length
   let used = 0
@@ -108,7 +155,7 @@ const tailStart = (text: string, lines: number, bytes: number, floor: number): n
     const previous = Math.max(lineBreak + 1, floor)
     const line = text.slice(previous, start)
     const size = byteLength(line)
-    if (used + size > bytes) return previous + suffixWithin(line, bytes - used)
+    if (used + size > bytes) return taken > 0 ? start : previous + suffixWithin(line, bytes - used)
     used += size
     start = previous
   }
@@ -126,29 +173,72 @@ const countBreaks = (text: string, from: number, to: number): number => {
 }
 
 /**
- * A preview of an oversized `text`: as much of its head and tail as fits, around a marker that states what was
- * omitted and how to read the rest. Guaranteed within `limits` (both lines and bytes).
+ * What a head ending at `head` and a tail starting at `tail` leave out of `text`, which has `totalBreaks` line
+ * breaks. Only the head and the tail are scanned: both are small, the text may be huge.
+ */
+const omittedOf = (
+  text: string,
+  head: number,
+  tail: number,
+  totals: { readonly lines: number; readonly bytes: number; readonly breaks: number },
+): Omitted => {
+  const { lines: totalLines, bytes: totalBytes } = totals
+  const headCut = head > 0 && text.charCodeAt(head - 1) !== 10
+  const tailCut = tail < text.length && tail > 0 && text.charCodeAt(tail - 1) !== 10
+  const headLast = head === 0 ? 0 : countBreaks(text, 0, head - 1) + 1
+  const tailFirst = tail >= text.length ? totalLines + 1 : totals.breaks - countBreaks(text, tail, text.length) + 1
+  return {
+    totalLines,
+    totalBytes,
+    headLast,
+    tailFirst,
+    from: headCut ? headLast : headLast + 1,
+    to: Math.min(totalLines, tailCut ? tailFirst : tailFirst - 1),
+    bytes: totalBytes - byteLength(text.slice(0, head)) - byteLength(text.slice(tail)),
+  }
+}
+
+/**
+ * A preview of an oversized `text`: a summary line saying what was left out and how to read it, then as much of
+ * its head and tail as fits around a short line where it was cut. Guaranteed within `limits` (lines and bytes).
  */
 export const preview = (text: string, limits: Limits, reference: Reference): string => {
   const totalBytes = byteLength(text)
-  const totalLines = countLines(text)
+  const totalBreaks = countBreaks(text, 0, text.length)
+  const totalLines = text.length > 0 && !text.endsWith("\n") ? totalBreaks + 1 : totalBreaks
+  const totals = { lines: totalLines, bytes: totalBytes, breaks: totalBreaks }
   // The largest marker that leaves room for context: sized with the largest numbers it can show.
+  const widestOmitted: Omitted = {
+    totalLines,
+    totalBytes,
+    headLast: totalLines,
+    tailFirst: totalLines,
+    from: totalLines,
+    to: totalLines,
+    bytes: totalBytes,
+  }
+  const sizeOf = (marker: Marker) => {
+    const { summary, cut } = marker(widestOmitted, reference)
+    // One more byte for the line break before the cut when the head ends inside a line.
+    return { bytes: byteLength(summary) + byteLength(cut) + 1, lines: countLines(summary) + countLines(cut) }
+  }
   const marker: Marker =
-    markers.find((candidate) => byteLength(candidate(totalLines, totalBytes, totalBytes, reference)) * 2 <= limits.maxBytes) ??
-    markers[markers.length - 1]!
-  const widest = marker(totalLines, totalBytes, totalBytes, reference)
-  let budgetBytes = limits.maxBytes - byteLength(widest)
-  let budgetLines = limits.maxLines - countLines(widest)
+    markers.find((candidate) => sizeOf(candidate).bytes * 2 <= limits.maxBytes) ?? markers[markers.length - 1]!
+  const widest = sizeOf(marker)
+  let budgetBytes = limits.maxBytes - widest.bytes
+  let budgetLines = limits.maxLines - widest.lines
   for (;;) {
     const head = Math.max(0, headEnd(text, Math.ceil(budgetLines / 2), Math.floor(budgetBytes / 2)))
     const tail = tailStart(text, Math.floor(budgetLines / 2), budgetBytes - byteLength(text.slice(0, head)), head)
-    const omittedBytes = totalBytes - byteLength(text.slice(0, head)) - byteLength(text.slice(tail))
-    const result =
-      text.slice(0, head) + marker(countBreaks(text, head, tail), omittedBytes, totalBytes, reference) + text.slice(tail)
+    const { summary, cut } = marker(omittedOf(text, head, tail, totals), reference)
+    const seam = head > 0 && text.charCodeAt(head - 1) !== 10 ? "\n" : ""
+    const result = summary + text.slice(0, head) + seam + cut + text.slice(tail)
     if (byteLength(result) <= limits.maxBytes && countLines(result) <= limits.maxLines) return result
     // Joining head and tail can merge or split a line at the seams; shrink and try again.
     budgetBytes -= 16
     budgetLines -= 1
-    if (budgetBytes <= 0 || budgetLines <= 0) return marker(totalLines, totalBytes, totalBytes, reference).trim()
+    if (budgetBytes <= 0 || budgetLines <= 0) {
+      return marker(omittedOf(text, 0, text.length, totals), reference).summary.trim()
+    }
   }
 }

@@ -1,11 +1,12 @@
 export * as ManagedOutputs from "./managed"
 
-// Managed outputs on disk: the complete output of a call whose model-facing form was bounded, kept under
-// `<data dir>/outputs/<id>`, written atomically (temp file + rename), looked up by id, and swept after the
+// Managed outputs on disk: what a bounded settlement left out, kept under one id in `<data dir>/outputs/`: the
+// full text as `<id>`, the full structured value as `<id>.json`, media too large to inline as `<id>.<n>`. Each
+// file is written atomically (temp file + rename); outputs are looked up by id and part, and swept after the
 // retention period. This is the platform edge for output files; it never decides what to bound.
 
-import { closeSync, mkdirSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { closeSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs"
+import { basename, join } from "node:path"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -17,6 +18,8 @@ export const SWEEP_INTERVAL_MS = 60 * 60 * 1000
 /** Its modification time records the last sweep. */
 const SWEEP_MARKER = ".last-sweep"
 const ID_PATTERN = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}$/
+/** Every file of an output: the text, the structured value, the media parts. */
+const FILE_PATTERN = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}(\.json|\.[0-9]{1,4})?$/
 
 export class RetentionError extends Schema.TaggedError<RetentionError>()("ManagedOutputs.RetentionError", {
   path: Schema.String,
@@ -25,22 +28,53 @@ export class RetentionError extends Schema.TaggedError<RetentionError>()("Manage
 
 export class NotFound extends Schema.TaggedError<NotFound>()("ManagedOutputs.NotFound", {
   id: Schema.String,
-  reason: Schema.Literals(["invalid_id", "unknown", "expired"]),
+  reason: Schema.Literals(["invalid_id", "unknown", "expired", "no_part"]),
   message: Schema.String,
 }) {}
 
+/** The parts of one managed output. */
+export type Part = "text" | "structured"
+
+/** What one settlement keeps: any of the full text, the full structured value, media too large to inline. */
+export interface Contents {
+  readonly text?: string
+  /** The structured value as JSON text; `"text"` when it is the very text kept (stored once). */
+  readonly structured?: string | "text"
+  readonly files?: ReadonlyArray<Uint8Array>
+}
+
+export interface Written {
+  readonly id: string
+  /** The size of the output's default part (what `open(id)` gives): its text, else its structured JSON. */
+  readonly bytes: number
+  /** Where each part went. */
+  readonly text: string | undefined
+  readonly structured: string | undefined
+  readonly files: ReadonlyArray<string>
+}
+
+/** One part of a kept output. */
 export interface Reference {
   readonly id: string
+  readonly part: Part
   readonly bytes: number
   readonly path: string
 }
 
 export interface Interface {
   readonly directory: string
-  /** Keeps `data` in full and returns where it went. Fails (never silently) when it cannot be kept. */
-  readonly write: (data: string | Uint8Array) => Effect.Effect<Reference, RetentionError>
-  /** Finds a kept output by id. */
-  readonly open: (id: string) => Effect.Effect<Reference, NotFound>
+  /**
+   * Keeps `contents` in full under one id (a fresh one unless given, from `newID`). Fails (never silently) when
+   * any of it cannot be kept.
+   */
+  readonly write: (contents: Contents, id?: string) => Effect.Effect<Written, RetentionError>
+  /** Where the parts of output `id` are (or will be) kept; `file(n)` is the n-th media file, from 1. */
+  readonly paths: (id: string) => { readonly text: string; readonly structured: string; readonly file: (n: number) => string }
+  /**
+   * Finds a part of a kept output. The text part of an output that kept no text is what it did keep: its
+   * structured value's JSON (what the model reads of a structured-only output), else its first media file.
+   */
+  readonly open: (id: string, part?: Part) => Effect.Effect<Reference, NotFound>
   /** Deletes outputs older than the retention period; answers how many were removed. */
   readonly sweep: Effect.Effect<number>
   /**
@@ -62,7 +96,7 @@ export interface Options {
 
 const osMessage = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
-const newID = (): string =>
+export const newID = (): string =>
   `out_${Date.now().toString(36)}_${Buffer.from(crypto.getRandomValues(new Uint8Array(8))).toString("hex")}`
 
 export const layer = (options: Options): Layer.Layer<Service> =>
@@ -70,52 +104,113 @@ export const layer = (options: Options): Layer.Layer<Service> =>
     const directory = options.directory
     const retentionMs = (options.retentionDays ?? DEFAULT_RETENTION_DAYS) * DAY_MS
 
-    const write = Effect.fn("ManagedOutputs.write")(function* (data: string | Uint8Array) {
-      const id = newID()
-      const path = join(directory, id)
-      const temporary = join(directory, `.${id}.tmp`)
-      const bytes = yield* Effect.tryPromise({
-        try: async () => {
-          // Outputs are the user's alone: a private directory, each file made private before anything is written.
-          mkdirSync(directory, { recursive: true, mode: 0o700 })
-          closeSync(openSync(temporary, "w", 0o600))
-          const written = await writeFile(temporary, data)
-          renameSync(temporary, path)
-          return written
-        },
-        catch: (cause) => {
-          try {
-            unlinkSync(temporary)
-          } catch {
-            // nothing was left behind
+    const paths = (id: string) => {
+      const base = join(directory, id)
+      return { text: base, structured: `${base}.json`, file: (n: number) => `${base}.${n}` }
+    }
+
+    const write = Effect.fn("ManagedOutputs.write")(function* (contents: Contents, id: string = newID()) {
+      const base = join(directory, id)
+      const written: Array<string> = []
+      const keep = (path: string, data: string | Uint8Array) =>
+        Effect.tryPromise({
+          try: async () => {
+            const temporary = join(directory, `.${basename(path)}.tmp`)
+            try {
+              // Outputs are the user's alone: a private directory, each file made private before anything is written.
+              mkdirSync(directory, { recursive: true, mode: 0o700 })
+              closeSync(openSync(temporary, "w", 0o600))
+              const bytes = await writeFile(temporary, data)
+              renameSync(temporary, path)
+              written.push(path)
+              return bytes
+            } catch (cause) {
+              removeQuietly(temporary)
+              throw cause
+            }
+          },
+          catch: (cause) => cause,
+        })
+      const kept = yield* Effect.gen(function* () {
+        // The size of what `open(id)` gives: the text, else the structured JSON, else the first media file.
+        let bytes = 0
+        const files: Array<string> = []
+        for (const [index, data] of (contents.files ?? []).entries()) {
+          const path = `${base}.${index + 1}`
+          const size = yield* keep(path, data)
+          if (index === 0) bytes = size
+          files.push(path)
+        }
+        let structured: string | undefined
+        if (typeof contents.structured === "string" && contents.structured !== "text") {
+          structured = `${base}.json`
+          bytes = yield* keep(structured, contents.structured)
+        }
+        let text: string | undefined
+        if (contents.text !== undefined) {
+          text = base
+          bytes = yield* keep(text, contents.text)
+          // The structured value is this very text: one more name for the same bytes, not a second copy.
+          if (contents.structured === "text") {
+            structured = `${base}.json`
+            yield* Effect.try({
+              try: () => {
+                linkSync(base, structured!)
+                written.push(structured!)
+              },
+              catch: (cause) => cause,
+            })
           }
+        }
+        return { id, bytes, text, structured, files } satisfies Written
+      }).pipe(
+        Effect.mapError((cause) => {
+          for (const path of written) removeQuietly(path)
           return new RetentionError({
             path: directory,
             message: `Could not keep the full output in ${directory}: ${osMessage(cause)}`,
           })
-        },
-      })
-      return { id, bytes, path }
+        }),
+      )
+      return kept
     })
 
-    const open = Effect.fn("ManagedOutputs.open")(function* (id: string) {
+    const open = Effect.fn("ManagedOutputs.open")(function* (id: string, part: Part = "text") {
       if (!ID_PATTERN.test(id)) {
         return yield* new NotFound({ id, reason: "invalid_id", message: `"${id}" is not a managed output id` })
       }
-      const path = join(directory, id)
-      const stats = statOrUndefined(path)
-      if (stats === undefined) {
+      const { text, structured, file } = paths(id)
+      // The text part of an output that kept no text is what it did keep: its structured JSON, else its media.
+      const candidates = part === "text" ? [text, structured, file(1)] : [structured]
+      let found: { readonly path: string; readonly stats: NonNullable<ReturnType<typeof statOrUndefined>> } | undefined
+      for (const path of candidates) {
+        const stats = statOrUndefined(path)
+        if (stats !== undefined) {
+          found = { path, stats }
+          break
+        }
+      }
+      if (found === undefined) {
+        if (part === "structured" && filesOf(directory, id).length > 0) {
+          return yield* new NotFound({
+            id,
+            reason: "no_part",
+            message:
+              `Managed output ${id} holds no separate structured value: its settlement kept the structured output ` +
+              `inline, or the output was a string, which is the text itself (print it without --structured)`,
+          })
+        }
         return yield* new NotFound({
           id,
           reason: "unknown",
           message: `No managed output ${id} in ${directory} (it may have been swept or kept by another data directory)`,
         })
       }
-      if (Date.now() - stats.mtimeMs > retentionMs) {
-        removeQuietly(path)
+      if (Date.now() - found.stats.mtimeMs > retentionMs) {
+        for (const name of filesOf(directory, id)) removeQuietly(join(directory, name))
         return yield* new NotFound({ id, reason: "expired", message: `Managed output ${id} has expired` })
       }
-      return { id, bytes: stats.size, path }
+      return { id, part, bytes: found.stats.size, path: found.path }
     })
 
     const sweep = Effect.sync(() => {
@@ -128,7 +223,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       const cutoff = Date.now() - retentionMs
       let removed = 0
       for (const name of names) {
-        if (!ID_PATTERN.test(name) && !name.endsWith(".tmp")) continue
+        if (!FILE_PATTERN.test(name) && !name.endsWith(".tmp")) continue
         const stats = statOrUndefined(join(directory, name))
         if (stats !== undefined && stats.mtimeMs < cutoff && removeQuietly(join(directory, name))) removed++
       }
@@ -152,7 +247,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       )
     })
 
-    return Service.of({ directory, write, open, sweep, sweepIfDue, retentionMs })
+    return Service.of({ directory, write, paths, open, sweep, sweepIfDue, retentionMs })
   })
 
 /** Characters encoded at a time when writing a large text, so a 100 MB output is never copied whole. */
@@ -173,6 +268,15 @@ const writeFile = async (path: string, data: string | Uint8Array): Promise<numbe
   }
   await sink.end()
   return written
+}
+
+/** The files of output `id` in `directory`. */
+const filesOf = (directory: string, id: string): Array<string> => {
+  try {
+    return readdirSync(directory).filter((name) => name.startsWith(id) && FILE_PATTERN.test(name))
+  } catch {
+    return []
+  }
 }
 
 const statOrUndefined = (path: string) => {

@@ -1,8 +1,10 @@
 export * as Output from "./output"
 
 // The one generic bounding boundary (DESIGN §2 law 10): turns a call's projected output into what goes back to
-// the model. Oversized text and structured output are kept in full as managed outputs and replaced by previews;
-// media stays inline up to the media limit. If keeping fails, bounding fails: never a lossy success.
+// the model, with one bound for the model-facing text and the structured JSON together. What does not fit is kept
+// in full as one managed output per settlement: the text a preview replaces, a structured value that had to be
+// dropped (`structured` is then null, never a preview), media over the media limit. If keeping fails, bounding
+// fails: never a lossy success.
 
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -43,6 +45,8 @@ export const DEFAULT_LIMITS: Limits = {
 export interface Projected {
   readonly content: ReadonlyArray<Tool.Content>
   readonly structured: unknown
+  /** Set when a producer's capture already lost bytes: a preview then says the text is kept as captured. */
+  readonly lossy?: boolean
 }
 
 export interface Bounded {
@@ -70,25 +74,37 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
       }
 
       const fileFits = (part: Tool.Content & { type: "file" }) => base64Size(part.data) <= resolved.maxMediaBytes
-      const textFits = (text: string) => !Bound.exceeds(text, resolved)
-      const structuredText = (structured: unknown) =>
-        typeof structured === "string" ? structured : JSON.stringify(structured, null, 2)
+      const within = (bytes: number, lines: number) => bytes <= resolved.maxBytes && lines <= resolved.maxLines
 
-      /** Whether nothing needs bounding: the common case, answered without allocating or writing anything. */
-      const fits = (projected: Projected): boolean => {
+      /**
+       * Whether nothing needs bounding: the common case, answered without writing anything. The model-facing text
+       * and the structured JSON share one budget; a structured-only output's text is its JSON. Answers the JSON
+       * too when it was made, so bounding an oversized output serialises it once.
+       */
+      const measure = (projected: Projected): { readonly fits: boolean; readonly json: string | undefined } => {
+        let bytes = 0
+        let lines = 0
         let textParts = 0
         for (const part of projected.content) {
           if (part.type === "file") {
-            if (!fileFits(part)) return false
-          } else {
-            textParts++
-            if (!textFits(part.text)) return false
+            if (!fileFits(part)) return { fits: false, json: undefined }
+            continue
           }
+          if (textParts++ > 0) bytes += 1 // the line break that joins text parts
+          bytes += Bound.byteLength(part.text)
+          if (bytes > resolved.maxBytes) return { fits: false, json: undefined }
+          lines += Bound.countLines(part.text, resolved.maxLines)
         }
-        // Parts that fit alone may not fit together (they share one budget).
-        if (textParts > 1 && !textFits(joinTexts(projected.content))) return false
         const structured = projected.structured
-        return structured === null || structured === undefined || textFits(structuredText(structured))
+        if (structured === null || structured === undefined || repeatsText(structured, projected.content)) {
+          return { fits: within(bytes, lines), json: undefined }
+        }
+        // Beside content, the structured JSON is compact: its bytes count, and it has no line breaks to count.
+        // Alone, it is the text the model reads, indented: its lines count too.
+        const json = projected.content.length === 0 ? structuredText(structured) : JSON.stringify(structured)
+        bytes += Bound.byteLength(json)
+        if (projected.content.length === 0) lines += Bound.countLines(json, resolved.maxLines)
+        return { fits: within(bytes, lines), json }
       }
 
       const asParts = (content: ReadonlyArray<Tool.Content>): Array<Part> =>
@@ -99,68 +115,94 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
         })
 
       // Untraced on purpose: this runs on every call, and a span costs more than the fast path itself.
-      const bound = (projected: Projected): Effect.Effect<Bounded, ManagedOutputs.RetentionError> =>
-        fits(projected)
+      const bound = (projected: Projected): Effect.Effect<Bounded, ManagedOutputs.RetentionError> => {
+        const measured = measure(projected)
+        return measured.fits
           ? Effect.succeed({ content: asParts(projected.content), structured: projected.structured ?? null, outputs: [] })
-          : boundOversized(projected)
+          : boundOversized(projected, measured.json)
+      }
 
-      const boundOversized = Effect.fn("Output.boundOversized")(function* (projected: Projected) {
-        const outputs: Array<Ref> = []
-        const keep = Effect.fnUntraced(function* (data: string | Uint8Array) {
-          const reference = yield* managed.write(data)
-          outputs.push({ id: reference.id, bytes: reference.bytes })
-          return reference
-        })
+      const boundOversized = Effect.fn("Output.boundOversized")(function* (projected: Projected, measuredJson: string | undefined) {
+        const structured = projected.structured ?? null
+        // A structured-only output reaches the model as its JSON: that text is bounded like any other.
+        const structuredOnly = projected.content.length === 0 && structured !== null
+        const contentIn: ReadonlyArray<Tool.Content> = structuredOnly
+          ? [{ type: "text", text: measuredJson ?? structuredText(structured) }]
+          : projected.content
 
         // Files over the media limit are kept and become a note, which then counts as text like the rest.
-        const parts: Array<Tool.Content> = []
-        for (const part of projected.content) {
-          if (part.type === "text" || fileFits(part)) {
-            parts.push(part)
-            continue
-          }
-          const size = base64Size(part.data)
-          const reference = yield* keep(Buffer.from(part.data, "base64"))
-          parts.push({
+        const id = ManagedOutputs.newID()
+        const paths = managed.paths(id)
+        const oversizedFiles: Array<Tool.Content & { type: "file" }> = []
+        const parts = contentIn.map((part): Tool.Content => {
+          if (part.type === "text" || fileFits(part)) return part
+          oversizedFiles.push(part)
+          return {
             type: "text",
             text:
-              `[${part.name ?? "file"} (${part.mime}, ${size} bytes) is larger than the inline media limit of ` +
-              `${resolved.maxMediaBytes} bytes; it is kept as ${reference.id} at ${reference.path}.]`,
-          })
-        }
-
-        // All text shares one budget: when too large together it is kept whole and becomes one preview, in the
-        // place of the first text part.
-        const fullText = joinTexts(parts)
-        let textPreview: { readonly full: string; readonly preview: string } | undefined
-        if (!textFits(fullText)) {
-          const reference = yield* keep(fullText)
-          textPreview = { full: fullText, preview: Bound.preview(fullText, resolved, reference) }
-        }
-        const content: Array<Part> = []
-        let textPlaced = false
-        for (const part of parts) {
-          if (part.type === "file") content.push(...asParts([part]))
-          else if (textPreview === undefined) content.push({ type: "text", text: part.text })
-          else if (!textPlaced) content.push({ type: "text", text: textPreview.preview })
-          if (part.type === "text") textPlaced = true
-        }
-
-        let structured = projected.structured
-        if (structured !== null && structured !== undefined) {
-          const text = structuredText(structured)
-          if (!textFits(text)) {
-            // The same text as the content needs no second copy.
-            if (textPreview !== undefined && textPreview.full === text) structured = textPreview.preview
-            else structured = Bound.preview(text, resolved, yield* keep(text))
+              `[${part.name ?? "file"} (${part.mime}, ${base64Size(part.data)} bytes) is larger than the inline ` +
+              `media limit of ${resolved.maxMediaBytes} bytes; it is kept in ${paths.file(oversizedFiles.length)}.]`,
           }
+        })
+        const fullText = joinTexts(parts)
+        const textBytes = Bound.byteLength(fullText)
+        const textLines = Bound.countLines(fullText, resolved.maxLines)
+        const previewText = !within(textBytes, textLines)
+        // A string output shown as its own text costs the model nothing more: counted once, kept while the text is
+        // (and never serialised: its JSON would be a second copy of the text).
+        const sameAsText = repeatsText(structured, projected.content)
+        const structuredJson =
+          structured === null || structuredOnly || sameAsText ? undefined : (measuredJson ?? JSON.stringify(structured))
+        const keepStructured = sameAsText
+          ? !previewText
+          : structuredJson !== undefined && within(textBytes + Bound.byteLength(structuredJson), textLines)
+
+        if (!previewText && keepStructured && oversizedFiles.length === 0) {
+          return { content: asParts(projected.content), structured, outputs: [] }
         }
-        return { content, structured: structured ?? null, outputs }
+        const written = yield* managed.write(
+          {
+            ...(previewText ? { text: fullText } : {}),
+            ...(structuredOnly ? { structured: previewText ? "text" : fullText } : {}),
+            // A string output's structured value is the very text kept: no second copy.
+            ...(structuredJson !== undefined && !keepStructured ? { structured: structuredJson } : {}),
+            files: oversizedFiles.map((part) => Buffer.from(part.data, "base64")),
+          },
+          id,
+        )
+        const content: Array<Part> = []
+        if (previewText) {
+          // All text shares one budget: it becomes one preview, in the place of the first text part.
+          const text = Bound.preview(fullText, resolved, { id, path: paths.text, lossy: projected.lossy === true })
+          let placed = false
+          for (const part of parts) {
+            if (part.type === "file") content.push(...asParts([part]))
+            else if (!placed) {
+              content.push({ type: "text", text })
+              placed = true
+            }
+          }
+        } else if (!structuredOnly) {
+          content.push(...asParts(parts))
+        }
+        return {
+          content,
+          structured: keepStructured ? structured : null,
+          outputs: [{ id: written.id, bytes: written.bytes }],
+        }
       })
 
       return Service.of({ limits: resolved, bound })
     }),
   )
+
+/** Whether `structured` is a string output that is the content's one text part itself. */
+const repeatsText = (structured: unknown, content: ReadonlyArray<Tool.Content>): boolean =>
+  typeof structured === "string" && content.length === 1 && content[0]!.type === "text" && content[0]!.text === structured
+
+/** The JSON a structured-only output is shown as: indented, so its lines can be read a range at a time. */
+const structuredText = (structured: unknown): string =>
+  typeof structured === "string" ? structured : JSON.stringify(structured, null, 2)
 
 /** All text parts as one text (they share one budget). */
 const joinTexts = (content: ReadonlyArray<Tool.Content>): string => {

@@ -44,11 +44,21 @@ export type Rule = PermissionRule.Rule
 /** How a permission ask is answered: approve once, approve and save, or reject (with a message for the model). */
 export type Reply = "once" | "always" | { readonly reject: string | undefined }
 
+/** A permission ask as the reply function sees it. */
+export interface Ask {
+  readonly action: string
+  readonly resources: ReadonlyArray<string>
+}
+
 export interface PermissionOptions {
   /** Rules applied after core's defaults (everything allowed, paths outside the Location asked). */
   readonly rules?: ReadonlyArray<Rule>
-  /** How asks are answered; without it an ask is declined, as `core exec` does without a terminal. */
-  readonly reply?: Reply
+  /**
+   * How asks are answered: one reply for every ask, or a function answering each (a person taking their time:
+   * the call waits until its promise settles). Without it an ask is declined, as `core exec` does without a
+   * terminal.
+   */
+  readonly reply?: Reply | ((ask: Ask) => Reply | Promise<Reply>)
 }
 
 export interface Options {
@@ -66,6 +76,11 @@ export interface Options {
   readonly limits?: { readonly maxLines?: number; readonly maxBytes?: number }
   /** Called with each progress update while the tool runs. */
   readonly onProgress?: (update: Progress) => void
+  /**
+   * Cancels the call when aborted, as SIGINT does for `core exec`: a running tool is interrupted (its processes
+   * killed), and the call settles `cancelled`, also while it waits for a permission reply.
+   */
+  readonly signal?: AbortSignal
 }
 
 /** A settlement with what happened around it. */
@@ -77,6 +92,11 @@ export interface Trace {
   readonly asks: ReadonlyArray<{ readonly action: string; readonly resources: ReadonlyArray<string> }>
   /** The full text of each managed output of the settlement, by id (what `core output ID` prints). */
   readonly outputs: Readonly<Record<string, string>>
+  /**
+   * The full structured value each managed output holds when the settlement had to drop it (`structured: null`),
+   * by id (what `core output ID --structured` prints).
+   */
+  readonly structured: Readonly<Record<string, unknown>>
 }
 
 /** A tool that could not be registered under a name (an invalid name, a value not made by `Tool.make`). */
@@ -264,10 +284,16 @@ const run = async (
       ...(options.limits?.maxBytes === undefined ? {} : { maxBytes: options.limits.maxBytes }),
     }
     const kernel = Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory, limits, permission })
+    const observed: Observed = { progress: [], asks: [], cancelled: undefined }
     const exit = await Effect.runPromiseExit(
-      program(record, name, input, options).pipe(Effect.scoped, Effect.provide(kernel)),
+      program(record, name, input, options, observed).pipe(Effect.scoped, Effect.provide(kernel)),
+      options.signal === undefined ? undefined : { signal: options.signal },
     )
     if (Exit.isSuccess(exit)) return exit.value
+    if (Cause.hasInterruptsOnly(exit.cause) && observed.cancelled !== undefined) {
+      const { progress, asks } = observed
+      return { settlement: observed.cancelled, progress, asks, outputs: {}, structured: {} }
+    }
     const error = Cause.findError(exit.cause)
     if (error._tag === "Success" && !(error.success instanceof Settler.OperationalError)) throw error.success
     const cause = error._tag === "Success" ? error.success : Cause.squash(exit.cause)
@@ -283,7 +309,21 @@ const run = async (
   }
 }
 
-const program = (record: Readonly<Record<string, Tool.Any>>, name: string, input: unknown, options: Options) =>
+/** What a call showed on its way, kept outside its fiber: an interrupted call answers from it. */
+interface Observed {
+  readonly progress: Array<Progress>
+  readonly asks: Array<Ask>
+  /** What the settler recorded for a call interrupted by `signal`. */
+  cancelled: Settlement | undefined
+}
+
+const program = (
+  record: Readonly<Record<string, Tool.Any>>,
+  name: string,
+  input: unknown,
+  options: Options,
+  observed: Observed,
+) =>
   Effect.gen(function* () {
     const agent = options.agent ?? Agent.DEFAULT_AGENT
     const permission = yield* Permission.Service
@@ -296,30 +336,34 @@ const program = (record: Readonly<Record<string, Tool.Any>>, name: string, input
       .pipe(Effect.mapError((error) => new CheckError({ name: error.name ?? name, message: error.message })))
 
     // Asks are answered as they come, like `core exec` does (declined unless a reply is given).
-    const asks: Array<{ action: string; resources: ReadonlyArray<string> }> = []
+    const { asks, progress } = observed
+    const reply = options.permission?.reply
     const events = yield* permission.subscribe
     yield* Effect.forkScoped(
       Effect.forever(
         Effect.gen(function* () {
           const event = yield* PubSub.take(events)
           if (event.type !== "asked") return
-          asks.push({ action: event.request.action, resources: event.request.resources })
-          yield* permission.reply(event.request.id, replyOf(options.permission?.reply)).pipe(Effect.ignore)
+          const ask = { action: event.request.action, resources: event.request.resources }
+          asks.push(ask)
+          const answer = typeof reply === "function" ? yield* Effect.promise(async () => reply(ask)) : reply
+          yield* permission.reply(event.request.id, replyOf(answer)).pipe(Effect.ignore)
         }),
       ),
     )
 
-    const progress: Array<Progress> = []
     const turn = yield* (yield* Settler.Service).materialize()
+    const call: Settler.Call = {
+      sessionID: options.sessionID ?? `ses_${crypto.randomUUID()}`,
+      agent,
+      assistantMessageID: options.assistantMessageID ?? `msg_${crypto.randomUUID()}`,
+      toolCallID: options.toolCallID ?? `call_${crypto.randomUUID()}`,
+      name,
+      input,
+    }
+    const store = yield* Store.Service
     const { settlement } = yield* turn.settle(
-      {
-        sessionID: options.sessionID ?? `ses_${crypto.randomUUID()}`,
-        agent,
-        assistantMessageID: options.assistantMessageID ?? `msg_${crypto.randomUUID()}`,
-        toolCallID: options.toolCallID ?? `call_${crypto.randomUUID()}`,
-        name,
-        input,
-      },
+      call,
       {
         onProgress: (update) =>
           Effect.sync(() => {
@@ -327,13 +371,26 @@ const program = (record: Readonly<Record<string, Tool.Any>>, name: string, input
             options.onProgress?.(update)
           }),
       },
+    ).pipe(
+      // The settler records what an interrupted call settled as; the answer is that record.
+      Effect.onInterrupt(() =>
+        store.lookup(call).pipe(
+          Effect.map((known) => {
+            if (known?.state === "settled") observed.cancelled = known.settlement
+          }),
+          Effect.ignore,
+        ),
+      ),
     )
 
     const managed = yield* ManagedOutputs.Service
     const outputs: Record<string, string> = {}
+    const structured: Record<string, unknown> = {}
     for (const { id } of settlement.outputs) {
-      const reference = yield* managed.open(id).pipe(Effect.orDie)
-      outputs[id] = yield* Effect.promise(() => Bun.file(reference.path).text())
+      const text = yield* managed.open(id).pipe(Effect.orDie)
+      outputs[id] = yield* Effect.promise(() => Bun.file(text.path).text())
+      const kept = yield* Effect.option(managed.open(id, "structured"))
+      if (kept._tag === "Some") structured[id] = yield* Effect.promise(() => Bun.file(kept.value.path).json())
     }
-    return { settlement, progress, asks, outputs } satisfies Trace
+    return { settlement, progress, asks, outputs, structured } satisfies Trace
   })

@@ -372,6 +372,16 @@ export const ENDPOINTS = {
   ),
   output: HttpApiEndpoint.get("output", "/v1/outputs/:id", {
     params: { id: Schema.String },
+    query: {
+      part: Schema.optionalKey(
+        Schema.Literals(["text", "structured"]).annotate({
+          description:
+            "`text` (the default): the full text the preview left out (for an output that kept no text, its " +
+            "structured JSON). `structured`: the full structured value the settlement dropped, as JSON (404 when " +
+            "the settlement kept it inline)",
+        }),
+      ),
+    },
     headers: {
       ...LOCATION_HEADER,
       range: Schema.optionalKey(
@@ -393,7 +403,7 @@ export const ENDPOINTS = {
     error: [...GUARDED, NotFound, RangeNotSatisfiable],
   }).annotateMerge(
     docs(
-      "A managed output's full content",
+      "A managed output's full content: its text, or with `?part=structured` its structured value",
       "With a single `Range: bytes=...`: 206 Partial Content with `Content-Range`, or 416 (with `Content-Range: " +
         "bytes */SIZE`) when the range selects no byte (it starts past the end, asks for an empty suffix, or the " +
         "output is empty).",

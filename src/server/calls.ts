@@ -3,7 +3,7 @@ export * as Calls from "./calls"
 // The calls the sidecar is running, by (sessionID, toolCallID). Each runs in its own fiber in the server's scope,
 // never the request's, so a client that goes away does not stop it: it settles and is recorded. A duplicate of a
 // running call joins it; cancelling interrupts its fiber (its tool kills its processes) and it settles as
-// `cancelled`, recorded even when it was still waiting for a permission reply (so it never runs later). Every
+// `cancelled`, which its settler records (also when it was still waiting for a permission reply). Every
 // `call.started` is followed by exactly one `call.settled` or, when the call ends operationally, `call.failed`.
 
 import * as Cause from "effect/Cause"
@@ -56,23 +56,20 @@ export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: str
   const running = new Map<string, Entry>()
 
   /**
-   * What an interrupted call settled as: what its settler recorded (it ran and was cancelled, or it finished just
-   * before), or, when it had not begun (it was waiting for a reply), `cancelled`, recorded now.
+   * What an interrupted call settled as: what its settler recorded (cancelled, also when it was interrupted before
+   * it began, or the outcome that won the race). Only when nothing is recorded (another owner still runs it) is
+   * the answer a `cancelled` that is not a record.
    */
   const cancelled = (call: Settler.Call) =>
-    Effect.gen(function* () {
-      const outcome = Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled")
-      const known = yield* store.lookup(call)
-      if (known?.state === "settled") return { settlement: known.settlement, replayed: false }
-      if (known === undefined && !(yield* store.settle(call, outcome, { state: "absent" }))) {
-        const again = yield* store.lookup(call)
-        if (again?.state === "settled") return { settlement: again.settlement, replayed: false }
-      }
-      return { settlement: outcome, replayed: false }
-    }).pipe(
+    store.lookup(call).pipe(
+      Effect.map((known) =>
+        known?.state === "settled"
+          ? { settlement: known.settlement, replayed: false }
+          : { settlement: Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"), replayed: false },
+      ),
       Effect.mapError(
         (error) =>
-          new Settler.OperationalError({ message: `Could not record the cancellation: ${error.message}`, cause: error }),
+          new Settler.OperationalError({ message: `Could not read the cancelled call's record: ${error.message}`, cause: error }),
       ),
     )
 

@@ -228,14 +228,19 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
 
     output: (route) =>
       Effect.gen(function* () {
+        // `?part=structured`: the structured value a bounded settlement dropped, as JSON; else the text.
+        const part = new URL(route.request.url, "http://core").searchParams.get("part") ?? "text"
+        if (part !== "text" && part !== "structured") {
+          return Respond.error(400, "bad_request", `part must be "text" or "structured", not ${JSON.stringify(part)}`)
+        }
         const output = yield* sidecar.outputs
-          .open(param(route, "id"))
+          .open(param(route, "id"), part)
           .pipe(Effect.mapError((error) => Respond.notFound(error.message)))
         const file = Bun.file(output.path)
         const requested = Respond.header(route.request, "range")
         const range = Range.resolve(requested, output.bytes)
         const headers = { "accept-ranges": "bytes", "cache-control": "no-store", "x-content-type-options": "nosniff" }
-        const contentType = "text/plain; charset=utf-8"
+        const contentType = part === "structured" ? "application/json" : "text/plain; charset=utf-8"
         switch (range._tag) {
           case "Whole":
             // Bun.serve applies a request's Range itself to a file answered with 200, by its own reading of the

@@ -47,7 +47,33 @@ export const runnerOutcome = (tool: string, callID: string, status: "declined" |
   tool,
   callID,
   status,
-  content: [{ type: "text", text: status === "cancelled" ? "The call was cancelled." : "The call was declined." }],
+  content: [
+    {
+      type: "text",
+      text:
+        status === "cancelled"
+          ? `The ${tool} call was cancelled by the user or the host before it finished; it may have done part of ` +
+            `its work. Check before calling it again.`
+          : declinedText(tool, undefined),
+    },
+  ],
   structured: null,
   outputs: [],
+})
+
+/**
+ * What the model reads of a call declined at a permission ask: the action asked for, that nothing more ran, why
+ * calling again unchanged will not help, and the ways round.
+ */
+const declinedText = (tool: string, action: string | undefined): string =>
+  `${tool} was stopped: the permission it needed${action === undefined || action === tool ? "" : ` (${action})`} was ` +
+  `not granted. A person declined it, or no one was there to approve it (core exec without a terminal or --yes). ` +
+  `Calling it again unchanged will be declined again. Ask the user to approve it, or to allow it in core.json; ` +
+  `or reach the goal another way that needs no approval (for a refused shell command: the file tools, or the ` +
+  `code put in a file that a command you may run executes).`
+
+/** A call declined at a permission ask for `action`: a runner outcome whose note says what to do instead. */
+export const declined = (tool: string, callID: string, action: string): Info => ({
+  ...runnerOutcome(tool, callID, "declined"),
+  content: [{ type: "text", text: declinedText(tool, action) }],
 })

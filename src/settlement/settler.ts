@@ -11,7 +11,6 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import * as SchemaIssue from "effect/SchemaIssue"
 import { Output } from "../output/output"
 import { Permission } from "../permission/permission"
 import { Rule } from "../permission/rule"
@@ -20,6 +19,9 @@ import { Store } from "../store/store"
 import type { Definition } from "../tool/definition"
 import * as Internal from "../tool/internal"
 import { Tool } from "../tool/tool"
+import { Execution } from "./execution"
+import { Hints } from "./hints"
+import { Projection } from "./projection"
 import { Settlement } from "./settlement"
 
 /** A failure that is not a tool result: a broken store, an output that could not be kept, an unexpected error. */
@@ -82,35 +84,6 @@ const reasonOf = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)
   return error instanceof Error ? error.message : String(error)
 }
-const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1()
-
-const describeIssues = (error: unknown): string => {
-  if (!Schema.isSchemaError(error)) return String(error)
-  return issueFormatter(error.issue)
-    .issues.map((issue) => `- ${issue.path === undefined || issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")}: ${issue.message}`)
-    .join("\n")
-}
-
-const ContentArray = Schema.Array(
-  Schema.Union([
-    Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
-    Schema.Struct({
-      type: Schema.Literal("file"),
-      data: Schema.String,
-      mime: Schema.String,
-      name: Schema.optionalKey(Schema.String),
-    }),
-  ]),
-)
-const decodeContent = Schema.decodeUnknownExit(ContentArray)
-
-const defaultProjection = (encoded: unknown): ReadonlyArray<Tool.Content> => [
-  {
-    type: "text",
-    text: typeof encoded === "string" ? encoded : encoded === undefined ? "" : JSON.stringify(encoded, null, 2),
-  },
-]
-
 const operational = (message: string) => (cause: unknown) => new OperationalError({ message, cause })
 
 export const layer: Layer.Layer<
@@ -198,8 +171,14 @@ export const layer: Layer.Layer<
 
       const resolution = catalog.resolve(call.name)
       if (resolution._tag === "Unknown") {
-        const hint = resolution.suggestions.length === 0 ? "" : ` Did you mean ${resolution.suggestions.join(", ")}?`
-        return yield* rejectNew(call, "unknown", `Unknown tool "${call.name}".${hint}`)
+        const equivalent = Hints.equivalent(call.name, (name) => catalog.resolve(name)._tag !== "Unknown")
+        const hint =
+          equivalent !== undefined
+            ? ` core's tool for that is "${equivalent}": call it instead (its input schema is in the tool list).`
+            : resolution.suggestions.length === 0
+              ? " Use one of the tools in this turn's tool list."
+              : ` Did you mean ${resolution.suggestions.map((name) => `"${name}"`).join(", ")}?`
+        return yield* rejectNew(call, "unknown", `Unknown tool "${call.name}"; nothing ran.${hint}`)
       }
       if (resolution._tag === "Stale") {
         return yield* rejectNew(
@@ -218,8 +197,9 @@ export const layer: Layer.Layer<
         return yield* rejectNew(
           call,
           "invalid_input",
-          `Invalid input for ${call.name}:\n${describeIssues(error.success)}\nFix the input to match the tool's ` +
-            `input schema and call it again.`,
+          `Invalid input for ${call.name}; nothing ran:\n` +
+            `${Hints.describeIssues(error.success, Hints.misspelledKeys(call.input, tool.inputSchema))}\nFix the input to match ` +
+            `the tool's input schema and call it again.`,
         )
       }
       // Authorization happens at settlement whatever the catalog showed (DESIGN §2 law 9): the tool's action,
@@ -243,7 +223,7 @@ export const layer: Layer.Layer<
         if (refusal instanceof Permission.Denied) return yield* rejectNew(call, "denied", refusal.message)
         if (refusal instanceof Permission.Rejected) return yield* rejectNew(call, "failure", refusal.message)
         if (refusal instanceof Permission.Declined) {
-          return yield* recordNew(call, Settlement.runnerOutcome(call.name, call.toolCallID, "declined"), { state: "absent" })
+          return yield* recordNew(call, Settlement.declined(call.name, call.toolCallID, refusal.action), { state: "absent" })
         }
         return yield* new OperationalError({ message: refusal.message, cause: refusal })
       }
@@ -269,7 +249,16 @@ export const layer: Layer.Layer<
         toolCallID: call.toolCallID,
         progress: (update) => (options?.onProgress === undefined ? Effect.void : options.onProgress(update)),
       }
-      const executed = yield* Effect.exit(restore(Effect.suspend(() => tool.execute(admitted.input, context))))
+      const executed = yield* Effect.exit(
+        restore(
+          Effect.suspend((): Effect.Effect<unknown, Tool.Failure | Permission.Refusal | OperationalError> => {
+            const called = Execution.call(call.name, tool, admitted.input, context)
+            return called._tag === "Effect"
+              ? called.effect
+              : Effect.fail(new OperationalError({ message: called.message, cause: called.cause }))
+          }),
+        ),
+      )
       if (Exit.isFailure(executed)) {
         if (Cause.hasInterruptsOnly(executed.cause)) {
           return yield* recordOwned(call, Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"))
@@ -281,8 +270,9 @@ export const layer: Layer.Layer<
         if (error.success instanceof Permission.Denied) return yield* failOwned(call, "denied", error.success.message)
         if (error.success instanceof Permission.Rejected) return yield* failOwned(call, "failure", error.success.message)
         if (error.success instanceof Permission.Declined) {
-          return yield* recordOwned(call, Settlement.runnerOutcome(call.name, call.toolCallID, "declined"))
+          return yield* recordOwned(call, Settlement.declined(call.name, call.toolCallID, error.success.action))
         }
+        if (error.success instanceof OperationalError) return yield* error.success
         return yield* new OperationalError({
           message: `${call.name} failed with an unexpected error (only Tool.Failure is model-visible)`,
           cause: error.success,
@@ -290,7 +280,7 @@ export const layer: Layer.Layer<
       }
 
       // The JSON encoding is the structured output (what the output JSON Schema describes); toModelOutput gets
-      // the output encoded by the tool's own schema, as its type says.
+      // the decoded input and the output encoded by the tool's own schema, as its type says.
       const encodings = yield* Effect.exit(
         Effect.all([
           Schema.encodeEffect(tool.outputJson)(executed.value, OUTPUT_OPTIONS),
@@ -306,17 +296,13 @@ export const layer: Layer.Layer<
           call,
           "invalid_output",
           `${call.name} produced output that does not match its output schema, so it was not returned:\n` +
-            `${describeIssues(error.success)}\nThis is a defect in the tool, not in the input.`,
+            `${Hints.describeIssues(error.success)}\nThis is a defect in the tool, not in the input.`,
         )
       }
       const [structured, encoded] = encodings.value
 
-      const projected = tool.toModelOutput === undefined ? undefined : tool.toModelOutput(encoded)
-      const content =
-        projected === undefined
-          ? Exit.succeed(defaultProjection(structured))
-          : decodeContent(typeof projected === "string" ? [{ type: "text", text: projected }] : projected)
-      if (Exit.isFailure(content)) {
+      const projected = Projection.project(tool, admitted.input, structured, encoded)
+      if (Exit.isFailure(projected)) {
         return yield* failOwned(
           call,
           "invalid_output",
@@ -325,7 +311,7 @@ export const layer: Layer.Layer<
       }
 
       const bounded = yield* output
-        .bound({ content: content.value, structured: structured ?? null })
+        .bound({ ...projected.value, lossy: Internal.lostCapture(tool, structured) })
         .pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
       return yield* recordOwned(call, {
         tool: call.name,
@@ -337,29 +323,42 @@ export const layer: Layer.Layer<
       })
     })
 
+    /**
+     * Records `cancelled` for a call interrupted before it began running (while asked for permission, or while
+     * waiting for another owner), unless something else is recorded for it by now: that record stands.
+     */
+    const recordCancelledBeforeStart = (call: Call) =>
+      store
+        .settle(call, Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"), { state: "absent" })
+        .pipe(Effect.mapError(recordFailed(call)), Effect.asVoid)
+
     const run = (
       catalog: Registry.Catalog,
       call: Call,
       options: Options | undefined,
     ): Effect.Effect<Settled, OperationalError> =>
-      Effect.gen(function* () {
-        const admitted = yield* admit(catalog, call)
-        // Another settler recorded or began the call meanwhile: settle through its record instead.
-        if (admitted === CONFLICT) return yield* run(catalog, call, options)
-        if (!("_tag" in admitted)) return admitted
-        const outcome = yield* Effect.uninterruptibleMask((restore) =>
-          Effect.gen(function* () {
-            const fresh = yield* store.begin(call, call.name).pipe(Effect.mapError(operational("Could not record the call")))
-            if (!fresh) return CONFLICT
-            // From here this process owns the call; an operational failure is recorded with its reason (for
-            // operators), so a retry replays it as interrupted instead of running it again.
-            return yield* perform(call, admitted, options, restore).pipe(
-              Effect.tapCause((cause) => Effect.ignore(store.fail(call, reasonOf(cause)))),
-            )
-          }),
-        )
-        return outcome === CONFLICT ? yield* run(catalog, call, options) : outcome
-      })
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function* () {
+          // Only admission (which may wait for a reply or another owner) and execute can be interrupted; the
+          // settler records what an interruption before the start means, whoever called it.
+          const admission = yield* Effect.exit(restore(admit(catalog, call)))
+          if (Exit.isFailure(admission)) {
+            if (Cause.hasInterruptsOnly(admission.cause)) yield* recordCancelledBeforeStart(call)
+            return yield* Effect.failCause(admission.cause)
+          }
+          const admitted = admission.value
+          // Another settler recorded or began the call meanwhile: settle through its record instead.
+          if (admitted === CONFLICT) return CONFLICT
+          if (!("_tag" in admitted)) return admitted
+          const fresh = yield* store.begin(call, call.name).pipe(Effect.mapError(operational("Could not record the call")))
+          if (!fresh) return CONFLICT
+          // From here this process owns the call; an operational failure is recorded with its reason (for
+          // operators), so a retry replays it as interrupted instead of running it again.
+          return yield* perform(call, admitted, options, restore).pipe(
+            Effect.tapCause((cause) => Effect.ignore(store.fail(call, reasonOf(cause)))),
+          )
+        }),
+      ).pipe(Effect.flatMap((outcome) => (outcome === CONFLICT ? run(catalog, call, options) : Effect.succeed(outcome))))
 
     // Untraced on purpose: settle is the per-call hot path, where a span costs about as much as the pipeline.
     const settleThrough = (catalog: Registry.Catalog) =>
@@ -371,9 +370,18 @@ export const layer: Layer.Layer<
         running.set(key, done)
         return yield* run(catalog, call, options).pipe(
           Effect.onExit((exit) =>
-            Effect.sync(() => {
+            Effect.gen(function* () {
               running.delete(key)
-            }).pipe(Effect.andThen(Deferred.done(done, exit))),
+              // A joiner of an interrupted call gets what was recorded for it (cancelled, or the outcome that
+              // won the race), not the interruption of a fiber that was not its own.
+              if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
+                const known = yield* Effect.exit(lookup(call))
+                if (Exit.isSuccess(known) && known.value?.state === "settled") {
+                  return yield* Deferred.succeed(done, { settlement: known.value.settlement, replayed: true })
+                }
+              }
+              yield* Deferred.done(done, exit)
+            }),
           ),
         )
       })

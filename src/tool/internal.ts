@@ -7,7 +7,7 @@ import type { Permission } from "../permission/permission"
 import type { Content, Context, Failure } from "./tool"
 
 export type Executor = (input: unknown, context: Context) => Effect.Effect<unknown, Failure | Permission.Refusal>
-export type Projector = (output: unknown) => string | ReadonlyArray<Content>
+export type Projector = (call: { readonly input: unknown; readonly output: unknown }) => string | ReadonlyArray<Content>
 
 export interface Record {
   readonly description: string
@@ -57,3 +57,19 @@ export const has = (value: unknown): boolean => typeof value === "object" && val
 /** The private record of a tool, or undefined for a value not made by `Tool.make`. */
 export const get = (value: unknown): Record | undefined =>
   typeof value === "object" && value !== null ? records.get(value) : undefined
+
+/** Tools whose output can say that a producer's capture lost bytes: how to tell from the encoded output. */
+const captureLosses = new WeakMap<Record, (encoded: unknown) => boolean>()
+
+/**
+ * Declares that `tool`'s output reports a lossy capture (a shell command whose output was cut before core kept
+ * it), and how to tell from the encoded output; a preview then says the kept text is the text *as captured*.
+ * For built-ins that run a producer; not part of the author surface.
+ */
+export const reportsCaptureLoss = <O>(tool: object, lost: (encoded: O) => boolean): void => {
+  const record = get(tool)
+  if (record !== undefined) captureLosses.set(record, lost as (encoded: unknown) => boolean)
+}
+
+/** Whether this encoded output of `record`'s tool says its producer's capture lost bytes. */
+export const lostCapture = (record: Record, encoded: unknown): boolean => captureLosses.get(record)?.(encoded) === true

@@ -35,6 +35,12 @@ export class Failure extends Schema.TaggedError<Failure>()("Tool.Failure", {
   message: Schema.String,
 }) {}
 
+/** What `toModelOutput` projects: the decoded input and the encoded output of one call. */
+export interface Projection<I extends Codec, O extends Codec> {
+  readonly input: I["Type"]
+  readonly output: O["Encoded"]
+}
+
 /** A schema usable as a tool codec: no services needed to decode or encode. */
 export type Codec = Schema.Codec<any, any, never, never>
 
@@ -43,12 +49,18 @@ export interface Config<I extends Codec, O extends Codec> {
   readonly input: I
   readonly output: O
   /**
-   * Runs the call. Fails with `Failure` for a model-visible failure; a tool that checks permissions itself (with a
-   * permission service it captured) lets that check's refusal through, and the call settles as refused.
+   * Runs the call and must return an Effect (wrap a Promise with `Effect.promise` or `Effect.tryPromise`, a plain
+   * value with `Effect.succeed`). Fails with `Failure` for a model-visible failure; a tool that checks permissions
+   * itself (with a permission service it captured) lets that check's refusal through, and the call settles as
+   * refused.
    */
   readonly execute: (input: I["Type"], context: Context) => Effect.Effect<O["Type"], Failure | Permission.Refusal>
-  /** Projects the *encoded* output into model-facing parts. Default: a string becomes one text part, else JSON. */
-  readonly toModelOutput?: (output: O["Encoded"]) => string | ReadonlyArray<Content>
+  /**
+   * Projects a call into the parts the model reads, from the decoded `input` and the *encoded* `output`; a string
+   * is one text part. Pure and total. Without it, a string output becomes one text part and any other output stays
+   * structured only (`content: []`).
+   */
+  readonly toModelOutput?: (call: Projection<I, O>) => string | ReadonlyArray<Content>
   /**
    * Set when `execute` checks permissions itself, per path or command, with a permission service the tool
    * captured (as built-in file and shell tools do). The settlement then leaves the checking to it instead of

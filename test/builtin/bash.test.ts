@@ -104,12 +104,15 @@ describe("bash results", () => {
   })
 
   test("2 GiB of output keeps the head and tail and states exactly what was not kept", async () => {
-    const outcome = await harness().settle("bash", { command: "yes | head -c 2147483648" })
+    const h = harness()
+    const outcome = await h.settle("bash", { command: "yes | head -c 2147483648" })
     expect(outcome.settlement.status).toBe("success")
-    // Both forms are too large for the model: the settlement bounds them and keeps each in full.
-    const kept = Object.values(outcome.outputs)
-    const text = kept.find((output) => output.startsWith("y"))!
-    const result = JSON.parse(kept.find((output) => output.startsWith("{"))!) as Structured
+    // Too large for the model: the settlement bounds it and keeps the text and the structured output in full,
+    // in its one managed output.
+    expect(outcome.settlement.outputs).toHaveLength(1)
+    const { id } = outcome.settlement.outputs[0]!
+    const text = outcome.outputs[id]!
+    const result = (await Bun.file(join(h.data, "outputs", `${id}.json`)).json()) as Structured
     expect(result.capture.stdout).toEqual({
       bytes: 2_147_483_648,
       kept: 1_048_576,

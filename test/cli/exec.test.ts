@@ -51,7 +51,7 @@ export default Tool.make({
       count: input.count + 1,
       seen: [input.at instanceof Date ? "at is a Date" : "at is " + typeof input.at, "count is " + typeof input.count],
     }),
-  toModelOutput: (output) => \`next is \${typeof output.next} \${output.next}; count is \${typeof output.count} \${output.count}\`,
+  toModelOutput: ({ input, output }) => \`next is \${typeof output.next} \${output.next}; count is \${typeof output.count} \${output.count}; input.at is \${input.at instanceof Date ? "a Date" : typeof input.at}\`,
 })
 `,
     })
@@ -60,7 +60,7 @@ export default Tool.make({
     const settlement = settlementOf(result)
     expect(settlement.status).toBe("success")
     expect(settlement.content).toEqual([
-      { type: "text", text: "next is string 2024-01-03T03:04:05.000Z; count is string 42" },
+      { type: "text", text: "next is string 2024-01-03T03:04:05.000Z; count is string 42; input.at is a Date" },
     ])
     expect(settlement.structured).toEqual({
       next: "2024-01-03T03:04:05.000Z",
@@ -70,7 +70,7 @@ export default Tool.make({
     expect(settlement.outputs).toEqual([])
   })
 
-  test("renders a structured output without toModelOutput as JSON text", async () => {
+  test("a structured output without toModelOutput is structured only: no content", async () => {
     const box = sandbox({
       "tools/pair.ts": `${IMPORTS}
 export default Tool.make({
@@ -83,10 +83,7 @@ export default Tool.make({
     })
     const settlement = settlementOf(await exec(box, "pair", { left: "a", right: 2 }))
     expect(settlement.structured).toEqual({ left: "a", right: 2 })
-    expect(settlement.content).toHaveLength(1)
-    const part = settlement.content[0]!
-    expect(part.type).toBe("text")
-    expect(JSON.parse(part.type === "text" ? part.text : "")).toEqual({ left: "a", right: 2 })
+    expect(settlement.content).toEqual([])
   })
 })
 

@@ -2,7 +2,7 @@
 // oversized output comes back as a bounded preview plus a reference, and `core output` gives back every byte.
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { binary } from "../support/binary"
 import { core, exec, IMPORTS, RAN, runs, sandbox, settlementOf, type Sandbox } from "./fixture"
@@ -43,11 +43,20 @@ export const table = Tool.make({
   execute: (input) =>
     Effect.succeed({ rows: Array.from({ length: input.rows }, (_, id) => ({ id, name: "row " + id })) }),
 })
+
+export const summary = Tool.make({
+  description: "Return a large structured table, told to the model in one line",
+  input: Schema.Struct({ rows: Schema.Finite }),
+  output: Schema.Struct({ rows: Schema.Array(Schema.Struct({ id: Schema.Finite, name: Schema.String })) }),
+  execute: (input) =>
+    Effect.succeed({ rows: Array.from({ length: input.rows }, (_, id) => ({ id, name: "row " + id })) }),
+  toModelOutput: ({ input }) => input.rows + " rows",
+})
 `
 
-/** Runs `core output ID` and returns its exit code and raw stdout bytes. */
-const outputBytes = async (box: Sandbox, id: string) => {
-  const child = Bun.spawn([await binary(), "output", id], {
+/** Runs `core output ID [ARGS]` and returns its exit code and raw stdout bytes. */
+const outputBytes = async (box: Sandbox, ...args: ReadonlyArray<string>) => {
+  const child = Bun.spawn([await binary(), "output", ...args], {
     env: { ...process.env, ...box.env },
     stdout: "pipe",
     stderr: "pipe",
@@ -61,8 +70,6 @@ const outputBytes = async (box: Sandbox, id: string) => {
 }
 
 const sha256 = (data: string | Uint8Array) => new Bun.CryptoHasher("sha256").update(data).digest("hex")
-
-const countBreaks = (text: string) => text.split("\n").length - 1
 
 describe("an oversized text output", () => {
   test("is bounded to a head-and-tail preview with a marker, kept in full, and printed back byte for byte by core output", async () => {
@@ -90,32 +97,38 @@ describe("an oversized text output", () => {
     expect(preview.split("\n").length).toBeLessThanOrEqual(MAX_LINES)
     expect(Buffer.byteLength(preview, "utf8")).toBeGreaterThan(MAX_BYTES / 2)
 
-    // Head and tail are the text's own first and last lines.
-    expect(preview.startsWith(`${lineOf(1)}\n${lineOf(2)}\n`)).toBe(true)
-    expect(preview.endsWith(`\n${lineOf(LINE_COUNT - 1)}\n${lineOf(LINE_COUNT)}`)).toBe(true)
+    // A summary line first, then the text's own first and last lines.
+    const [summary, ...body] = preview.split("\n")
+    const shown = body.join("\n")
+    expect(shown.startsWith(`${lineOf(1)}\n${lineOf(2)}\n`)).toBe(true)
+    expect(shown.endsWith(`\n${lineOf(LINE_COUNT - 1)}\n${lineOf(LINE_COUNT)}`)).toBe(true)
 
-    // The marker says what was left out, where the rest is, and how to read it.
-    const marker = /(\d+) lines \((\d+) of (\d+) bytes\) omitted/.exec(preview)
+    // The summary says what was left out, where the rest is, and how the model reads it with the read tool.
+    const marker = /: (\d+) lines, (\d+) bytes\. Shown: lines 1-(\d+) and lines (\d+)-\d+; left out: lines (\d+)-(\d+) \((\d+) bytes\)/.exec(summary!)
     expect(marker).not.toBeNull()
-    const [, omittedLines, omittedBytes, totalBytes] = marker!.map(Number)
+    const [, totalLines, totalBytes, headLast, tailFirst, from, to, omittedBytes] = marker!.map(Number)
     expect(totalBytes).toBe(expected.length)
-    expect(preview).toContain(id)
-    expect(preview).toContain(`core output ${id}`)
+    expect(totalLines).toBe(LINE_COUNT)
+    expect(from).toBe(headLast! + 1)
+    expect(to).toBe(tailFirst! - 1)
+    const path = join(box.data, "outputs", id)
+    expect(summary).toContain(`read tool (filePath "${path}", offset ${from}, limit 2000)`)
+    expect(preview).not.toContain("core output")
 
-    // What the preview shows plus what it says it omitted is exactly the whole text.
+    // What the preview shows plus what it says it left out is exactly the whole text.
     const text = expected.toString("utf8")
-    const head = preview.slice(0, preview.indexOf("\n\n[…"))
-    const tail = preview.slice(preview.indexOf("]\n\n", head.length) + 3)
+    const head = shown.slice(0, shown.indexOf("\n[…") + 1)
+    const tail = shown.slice(shown.indexOf("…]\n", head.length) + 3)
     expect(text.startsWith(head)).toBe(true)
     expect(text.endsWith(tail)).toBe(true)
     expect(omittedBytes).toBe(expected.length - Buffer.byteLength(head) - Buffer.byteLength(tail))
-    const omitted = text.slice(head.length, text.length - tail.length)
-    expect(Math.abs(omittedLines! - countBreaks(omitted))).toBeLessThanOrEqual(1)
+    const lines = text.split("\n")
+    expect(head).toBe(`${lines.slice(0, headLast).join("\n")}\n`)
+    expect(tail).toBe(lines.slice(tailFirst! - 1).join("\n"))
 
-    // The structured string is bounded the same way and refers to the same kept output.
-    expect(typeof settlement.structured).toBe("string")
-    expect(Buffer.byteLength(settlement.structured as string, "utf8")).toBeLessThanOrEqual(MAX_BYTES)
-    expect(settlement.structured as string).toContain(id)
+    // The structured string is that text: too large to return, so null, never a preview; kept once.
+    expect(settlement.structured).toBeNull()
+    expect(existsSync(`${path}.json`)).toBe(false)
 
     const printed = await outputBytes(box, id)
     expect(printed.code).toBe(0)
@@ -133,24 +146,43 @@ describe("an oversized text output", () => {
     expect(earlyStderr).toBe("")
   })
 
-  test("an oversized structured output is kept once and core output prints the whole JSON", async () => {
+  test("an oversized structured-only output reaches the model as its JSON, kept once; core output prints it whole", async () => {
     const box = sandbox({ "tools/big.ts": TOOLS })
     const result = await exec(box, "big_table", { rows: 20_000 })
     expect(result.code).toBe(0)
     const settlement = settlementOf(result)
     expect(settlement.outputs).toHaveLength(1)
+    expect(settlement.structured).toBeNull()
     const part = settlement.content[0]!
     if (part.type !== "text") throw new Error(`expected a text part, got ${part.type}`)
     expect(Buffer.byteLength(part.text, "utf8")).toBeLessThanOrEqual(MAX_BYTES)
     expect(part.text.split("\n").length).toBeLessThanOrEqual(MAX_LINES)
-    expect(Buffer.byteLength(JSON.stringify(settlement.structured), "utf8")).toBeLessThanOrEqual(MAX_BYTES + 1_024)
+    expect(part.text.split("\n")[1]).toBe("{")
 
-    const printed = await outputBytes(box, settlement.outputs[0]!.id)
+    const { id, bytes } = settlement.outputs[0]!
+    for (const args of [[id], [id, "--structured"]]) {
+      const printed = await outputBytes(box, ...args)
+      expect(printed.code).toBe(0)
+      // The text and the structured value are one file: the bytes are counted and stored once.
+      expect(printed.stdout.length).toBe(bytes)
+      const whole = JSON.parse(new TextDecoder().decode(printed.stdout)) as { rows: Array<{ id: number; name: string }> }
+      expect(whole.rows).toHaveLength(20_000)
+      expect(whole.rows[19_999]).toEqual({ id: 19_999, name: "row 19999" })
+    }
+  })
+
+  test("a structured value dropped beside a text that fits is printed by core output --structured", async () => {
+    const box = sandbox({ "tools/big.ts": TOOLS })
+    const settlement = settlementOf(await exec(box, "big_summary", { rows: 20_000 }))
+    expect(settlement.content).toEqual([{ type: "text", text: "20000 rows" }])
+    expect(settlement.structured).toBeNull()
+    const printed = await outputBytes(box, settlement.outputs[0]!.id, "--structured")
     expect(printed.code).toBe(0)
-    expect(printed.stdout.length).toBe(settlement.outputs[0]!.bytes)
-    const whole = JSON.parse(new TextDecoder().decode(printed.stdout)) as { rows: Array<{ id: number; name: string }> }
+    const whole = JSON.parse(new TextDecoder().decode(printed.stdout)) as { rows: Array<unknown> }
     expect(whole.rows).toHaveLength(20_000)
-    expect(whole.rows[19_999]).toEqual({ id: 19_999, name: "row 19999" })
+    const small = settlementOf(await exec(box, "big_summary", { rows: 2 }))
+    expect(small.structured).toEqual({ rows: [{ id: 0, name: "row 0" }, { id: 1, name: "row 1" }] })
+    expect(small.outputs).toEqual([])
   })
 })
 

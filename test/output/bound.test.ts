@@ -27,30 +27,41 @@ describe("Bound", () => {
     expect(Bound.exceeds("é".repeat(1_025), limits)).toBe(true)
   })
 
-  test("the preview keeps the head and the tail and says what was omitted and how to read it", () => {
+  test("the preview opens with a summary line, keeps the head and the tail, and says how to read the rest", () => {
     const text = Array.from({ length: 1_000 }, (_, index) => `line ${index + 1}`).join("\n")
     const preview = Bound.preview(text, limits, reference)
     within(preview, limits)
-    expect(preview).toStartWith("line 1\nline 2\n")
-    expect(preview).toEndWith("line 999\nline 1000")
-    expect(preview).toContain(reference.id)
-    expect(preview).toContain(reference.path)
-    expect(preview).toContain(`core output ${reference.id}`)
-    const omitted = /\[… (\d+) lines \((\d+) of (\d+) bytes\) omitted/.exec(preview)
-    expect(omitted).not.toBeNull()
-    expect(Number(omitted![3])).toBe(Bound.byteLength(text))
-    // What is shown plus what is said to be omitted is the whole text.
-    const [head, tail] = preview.split(/\n\n\[…[^\]]*\]\n\n/)
-    expect(Bound.byteLength(head!) + Bound.byteLength(tail!) + Number(omitted![2])).toBe(Bound.byteLength(text))
-    expect(text.startsWith(head!)).toBe(true)
-    expect(text.endsWith(tail!)).toBe(true)
+    const [summary, ...rest] = preview.split("\n")
+    expect(summary).toStartWith("[Output too large to show whole: 1000 lines")
+    expect(summary).toContain(reference.path)
+    expect(summary).not.toContain("core output")
+    const range = /Shown: lines 1-(\d+) and lines (\d+)-1000; left out: lines (\d+)-(\d+) \((\d+) bytes\)/.exec(summary!)
+    expect(range).not.toBeNull()
+    const [, headLast, tailFirst, from, to, bytes] = range!.map(Number)
+    expect(from).toBe(headLast! + 1)
+    expect(to).toBe(tailFirst! - 1)
+    // The read tool's offset and limit, on the kept text, give exactly the lines left out.
+    expect(summary).toContain(`filePath "${reference.path}", offset ${from}, limit ${to! - from! + 1}`)
+    const body = rest.join("\n")
+    const [head, tail] = body.split(/\n\[…[^\]]*\]\n/)
+    expect(head).toBe(text.split("\n").slice(0, headLast).join("\n"))
+    expect(tail).toBe(text.split("\n").slice(tailFirst! - 1).join("\n"))
+    expect(Bound.byteLength(head!) + Bound.byteLength(tail!) + bytes!).toBe(Bound.byteLength(text) - 1)
+  })
+
+  test("a line cut at the seam is named among the lines left out", () => {
+    const text = `${"a".repeat(5_000)}\nlast`
+    const preview = Bound.preview(text, limits, reference)
+    within(preview, limits)
+    expect(preview.split("\n")[0]).toContain("left out: line 1 (")
+    expect(preview).toEndWith("\nlast")
   })
 
   test("a single enormous line is cut within the byte limit", () => {
     const text = "x".repeat(5_000_000)
     const preview = Bound.preview(text, limits, reference)
     within(preview, limits)
-    expect(preview).toStartWith("xxxx")
+    expect(preview.split("\n")[1]).toStartWith("xxxx")
     expect(preview).toEndWith("xxxx")
   })
 
@@ -72,8 +83,8 @@ describe("Bound", () => {
     const smallest = { maxLines: Bound.MIN_MAX_LINES, maxBytes: Bound.MIN_MAX_BYTES }
     const preview = Bound.preview("line\n".repeat(10_000), smallest, longReference)
     within(preview, smallest)
-    expect(preview).toContain(`core output ${reference.id}`)
-    expect(preview).toStartWith("line\n")
+    expect(preview).toContain(longReference.path)
+    expect(preview.split("\n")[1]).toBe("line")
   })
 
   test("the preview never exceeds the bound, whatever the text and limits", () => {

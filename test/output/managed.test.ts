@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { existsSync, readdirSync, utimesSync, writeFileSync } from "node:fs"
+import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { ManagedOutputs } from "../../src/output/managed"
@@ -17,8 +17,8 @@ describe("ManagedOutputs", () => {
       directory,
       Effect.gen(function* () {
         const managed = yield* ManagedOutputs.Service
-        const text = yield* managed.write("héllo\nworld")
-        const bytes = yield* managed.write(new Uint8Array([0, 1, 2, 255]))
+        const text = yield* managed.write({ text: "héllo\nworld" })
+        const bytes = yield* managed.write({ files: [new Uint8Array([0, 1, 2, 255])] })
         return [yield* managed.open(text.id), yield* managed.open(bytes.id)]
       }),
     )
@@ -36,7 +36,7 @@ describe("ManagedOutputs", () => {
     const error = await withOutputs(
       join(root, "outputs"),
       Effect.gen(function* () {
-        return yield* (yield* ManagedOutputs.Service).write("data").pipe(Effect.flip)
+        return yield* (yield* ManagedOutputs.Service).write({ text: "data" }).pipe(Effect.flip)
       }),
     )
     expect(error).toBeInstanceOf(ManagedOutputs.RetentionError)
@@ -65,11 +65,11 @@ describe("ManagedOutputs", () => {
       Effect.gen(function* () {
         const managed = yield* ManagedOutputs.Service
         const unknown = yield* managed.open("out_zzzzzzzz_0000000000000000").pipe(Effect.flip)
-        const kept = yield* managed.write("old")
+        const kept = yield* managed.write({ text: "old" })
         const old = new Date(Date.now() - 8 * 24 * 60 * 60 * 1000)
-        utimesSync(kept.path, old, old)
+        utimesSync(kept.text!, old, old)
         const expired = yield* managed.open(kept.id).pipe(Effect.flip)
-        return { unknown, expired, path: kept.path }
+        return { unknown, expired, path: kept.text! }
       }),
     )
     expect(result.unknown.reason).toBe("unknown")
@@ -83,10 +83,10 @@ describe("ManagedOutputs", () => {
       directory,
       Effect.gen(function* () {
         const managed = yield* ManagedOutputs.Service
-        const fresh = yield* managed.write("fresh")
-        const stale = yield* managed.write("stale")
+        const fresh = yield* managed.write({ text: "fresh" })
+        const stale = yield* managed.write({ text: "stale" })
         const old = new Date(Date.now() - 3 * 24 * 60 * 60 * 1000)
-        utimesSync(stale.path, old, old)
+        utimesSync(stale.text!, old, old)
         writeFileSync(join(directory, "notes.txt"), "not ours")
         utimesSync(join(directory, "notes.txt"), old, old)
         return { removed: yield* managed.sweep, fresh, stale }
@@ -94,8 +94,8 @@ describe("ManagedOutputs", () => {
       2,
     )
     expect(result.removed).toBe(1)
-    expect(existsSync(result.fresh.path)).toBe(true)
-    expect(existsSync(result.stale.path)).toBe(false)
+    expect(existsSync(result.fresh.text!)).toBe(true)
+    expect(existsSync(result.stale.text!)).toBe(false)
     expect(existsSync(join(directory, "notes.txt"))).toBe(true)
   })
 
@@ -115,11 +115,11 @@ describe("ManagedOutputs.sweepIfDue", () => {
       Effect.gen(function* () {
         const managed = yield* ManagedOutputs.Service
         const old = new Date(Date.now() - 10 * 24 * 60 * 60 * 1000)
-        const first = yield* managed.write("a")
-        utimesSync(first.path, old, old)
+        const first = yield* managed.write({ text: "a" })
+        utimesSync(first.text!, old, old)
         const firstSweep = yield* managed.sweepIfDue
-        const second = yield* managed.write("b")
-        utimesSync(second.path, old, old)
+        const second = yield* managed.write({ text: "b" })
+        utimesSync(second.text!, old, old)
         const skipped = yield* managed.sweepIfDue
         // Once the last sweep is over an hour old, it sweeps again.
         const longAgo = new Date(Date.now() - ManagedOutputs.SWEEP_INTERVAL_MS - 1_000)
@@ -140,10 +140,88 @@ describe("ManagedOutputs.write of large text", () => {
     const reference = await withOutputs(
       directory,
       Effect.gen(function* () {
-        return yield* (yield* ManagedOutputs.Service).write(text)
+        return yield* (yield* ManagedOutputs.Service).write({ text })
       }),
     )
     expect(reference.bytes).toBe(Buffer.byteLength(text))
-    expect(await Bun.file(reference.path).text()).toBe(text)
+    expect(await Bun.file(reference.text!).text()).toBe(text)
+  })
+})
+
+describe("ManagedOutputs parts", () => {
+  test("one output holds the text, the structured value and media under one id, each found by part", async () => {
+    const directory = tempDir()
+    const result = await withOutputs(
+      directory,
+      Effect.gen(function* () {
+        const managed = yield* ManagedOutputs.Service
+        const written = yield* managed.write({ text: "full text", structured: '{"a":1}', files: [new Uint8Array([9, 9])] })
+        return {
+          written,
+          text: yield* managed.open(written.id),
+          structured: yield* managed.open(written.id, "structured"),
+        }
+      }),
+    )
+    // `bytes` is the size of the default part, the text.
+    expect(result.written.bytes).toBe(9)
+    expect(await Bun.file(result.text.path).text()).toBe("full text")
+    expect(await Bun.file(result.structured.path).text()).toBe('{"a":1}')
+    expect(result.written.files).toEqual([join(directory, `${result.written.id}.1`)])
+    expect(readdirSync(directory).sort()).toEqual(
+      [result.written.id, `${result.written.id}.1`, `${result.written.id}.json`].sort(),
+    )
+  })
+
+  test("a structured value that is the kept text itself is stored once, under both parts", async () => {
+    const directory = tempDir()
+    const json = JSON.stringify({ rows: [1, 2, 3] }, null, 2)
+    const result = await withOutputs(
+      directory,
+      Effect.gen(function* () {
+        const managed = yield* ManagedOutputs.Service
+        const written = yield* managed.write({ text: json, structured: "text" })
+        return { written, structured: yield* managed.open(written.id, "structured") }
+      }),
+    )
+    expect(result.written.bytes).toBe(Buffer.byteLength(json))
+    expect(await Bun.file(result.structured.path).text()).toBe(json)
+    // The same inode: the bytes are on disk once.
+    expect(statSync(result.structured.path).ino).toBe(statSync(result.written.text!).ino)
+  })
+
+  test("an output that kept only its structured value gives it as its text too; one without says so", async () => {
+    const directory = tempDir()
+    const result = await withOutputs(
+      directory,
+      Effect.gen(function* () {
+        const managed = yield* ManagedOutputs.Service
+        const onlyStructured = yield* managed.write({ structured: "[1]" })
+        const onlyText = yield* managed.write({ text: "t" })
+        return {
+          text: yield* managed.open(onlyStructured.id),
+          missing: yield* managed.open(onlyText.id, "structured").pipe(Effect.flip),
+        }
+      }),
+    )
+    expect(await Bun.file(result.text.path).text()).toBe("[1]")
+    expect(result.missing.reason).toBe("no_part")
+  })
+
+  test("the sweep removes every file of an expired output", async () => {
+    const directory = tempDir()
+    const removed = await withOutputs(
+      directory,
+      Effect.gen(function* () {
+        const managed = yield* ManagedOutputs.Service
+        const written = yield* managed.write({ text: "t", structured: "{}", files: [new Uint8Array([1])] })
+        const old = new Date(Date.now() - 3 * 24 * 60 * 60 * 1000)
+        for (const name of readdirSync(directory)) utimesSync(join(directory, name), old, old)
+        return { removed: yield* managed.sweep, id: written.id }
+      }),
+      2,
+    )
+    expect(removed.removed).toBe(3)
+    expect(readdirSync(directory)).toEqual([])
   })
 })

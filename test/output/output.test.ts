@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { writeFileSync } from "node:fs"
+import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { Bound } from "../../src/output/bound"
@@ -56,28 +56,71 @@ describe("Output.bound", () => {
     expect(result.success.outputs).toHaveLength(1)
   })
 
-  test("oversized structured output is bounded too, as a preview of its JSON kept in full", async () => {
+  test("a structured value that does not fit beside the text is dropped whole and kept; the text stays", async () => {
     const directory = join(tempDir(), "outputs")
     const structured = { rows: Array.from({ length: 400 }, (_, index) => ({ index })) }
     const result = await bound({ content: [{ type: "text", text: "400 rows" }], structured }, small, directory)
     if (result._tag !== "Success") throw result.failure
     expect(result.success.content).toEqual([{ type: "text", text: "400 rows" }])
+    // Never a preview string: the whole value, or null.
+    expect(result.success.structured).toBeNull()
     expect(result.success.outputs).toHaveLength(1)
-    expect(typeof result.success.structured).toBe("string")
-    expect(Bound.exceeds(result.success.structured as string, small)).toBe(false)
-    const kept = await Bun.file(join(directory, result.success.outputs[0]!.id)).text()
-    expect(JSON.parse(kept)).toEqual(structured)
+    const id = result.success.outputs[0]!.id
+    expect(JSON.parse(await Bun.file(join(directory, `${id}.json`)).text())).toEqual(structured)
+    // Nothing of the text was left out, so no text part is kept.
+    expect(existsSync(join(directory, id))).toBe(false)
   })
 
-  test("a string output shown as its own text is kept once and previewed identically in both places", async () => {
+  test("text and structured JSON share one bound: each fitting alone is not enough", async () => {
+    const text = "t".repeat(600)
+    const fitsAlone = await bound({ content: [{ type: "text", text }], structured: { v: "s".repeat(300) } }, small)
+    if (fitsAlone._tag !== "Success") throw fitsAlone.failure
+    expect(fitsAlone.success.structured).toEqual({ v: "s".repeat(300) })
+    const together = await bound({ content: [{ type: "text", text }], structured: { v: "s".repeat(500) } }, small)
+    if (together._tag !== "Success") throw together.failure
+    expect(together.success.structured).toBeNull()
+    expect(together.success.content).toEqual([{ type: "text", text }])
+    expect(together.success.outputs).toHaveLength(1)
+  })
+
+  test("an oversized text and structured value make one managed output holding both in full", async () => {
+    const directory = join(tempDir(), "outputs")
     const text = "z\n".repeat(5_000)
-    const result = await bound({ content: [{ type: "text", text }], structured: text }, small)
+    const structured = { output: text, exitCode: 0 }
+    const result = await bound({ content: [{ type: "text", text }], structured }, small, directory)
     if (result._tag !== "Success") throw result.failure
     expect(result.success.outputs).toHaveLength(1)
-    expect(result.success.structured).toBe((result.success.content[0] as { text: string }).text)
+    expect(result.success.structured).toBeNull()
+    const id = result.success.outputs[0]!.id
+    expect(await Bun.file(join(directory, id)).text()).toBe(text)
+    expect(JSON.parse(await Bun.file(join(directory, `${id}.json`)).text())).toEqual(structured)
+    const preview = (result.success.content[0] as { text: string }).text
+    expect(Bound.exceeds(preview, small)).toBe(false)
+    expect(preview).toContain(join(directory, id))
   })
 
-  test("media stays inline up to the media limit and is kept as a managed output beyond it", async () => {
+  test("a structured-only output reaches the model as its JSON: bounded as text, stored once", async () => {
+    const directory = join(tempDir(), "outputs")
+    const structured = { rows: Array.from({ length: 400 }, (_, index) => ({ index })) }
+    const result = await bound({ content: [], structured }, small, directory)
+    if (result._tag !== "Success") throw result.failure
+    expect(result.success.structured).toBeNull()
+    const preview = (result.success.content[0] as { text: string }).text
+    expect(Bound.exceeds(preview, small)).toBe(false)
+    expect(preview.split("\n")[1]).toBe("{")
+    const id = result.success.outputs[0]!.id
+    const json = JSON.stringify(structured, null, 2)
+    expect(await Bun.file(join(directory, id)).text()).toBe(json)
+    expect(statSync(join(directory, `${id}.json`)).ino).toBe(statSync(join(directory, id)).ino)
+    expect(result.success.outputs[0]!.bytes).toBe(Buffer.byteLength(json))
+  })
+
+  test("a structured-only output within the bound passes with no content", async () => {
+    const result = await bound({ content: [], structured: { a: [1, 2] } }, small)
+    expect(result._tag === "Success" && result.success).toEqual({ content: [], structured: { a: [1, 2] }, outputs: [] })
+  })
+
+  test("media stays inline up to the media limit and is kept in the settlement's one output beyond it", async () => {
     const directory = join(tempDir(), "outputs")
     const data = Buffer.alloc(3_000, 7).toString("base64")
     const inline = await bound({ content: [{ type: "file", data, mime: "image/png", name: "a.png" }], structured: null }, { maxMediaBytes: 3_000 }, directory)
@@ -85,24 +128,28 @@ describe("Output.bound", () => {
     expect(inline.success.content).toEqual([{ type: "file", mime: "image/png", uri: `data:image/png;base64,${data}`, name: "a.png" }])
     const kept = await bound({ content: [{ type: "file", data, mime: "image/png", name: "a.png" }], structured: null }, { maxMediaBytes: 2_999 }, directory)
     if (kept._tag !== "Success") throw kept.failure
-    expect(kept.success.content[0]).toMatchObject({ type: "text" })
-    expect((kept.success.content[0] as { text: string }).text).toContain("inline media limit")
     const id = kept.success.outputs[0]!.id
+    expect(kept.success.content).toEqual([
+      { type: "text", text: expect.stringContaining(`inline media limit of 2999 bytes; it is kept in ${join(directory, `${id}.1`)}`) },
+    ])
     expect(kept.success.outputs[0]!.bytes).toBe(3_000)
-    expect(Buffer.from(await Bun.file(join(directory, id)).arrayBuffer()).equals(Buffer.alloc(3_000, 7))).toBe(true)
+    expect(Buffer.from(await Bun.file(join(directory, `${id}.1`)).arrayBuffer()).equals(Buffer.alloc(3_000, 7))).toBe(true)
   })
 
-  test("notes for files over the media limit share the text budget, so the content stays within the bound", async () => {
+  test("notes for files over the media limit share the text budget; everything goes in one output", async () => {
+    const directory = join(tempDir(), "outputs")
     const big = { type: "file" as const, data: Buffer.alloc(2_000, 1).toString("base64"), mime: "image/png", name: "big.png" }
     const content: Array<Tool.Content> = [{ type: "text", text: "x".repeat(900) }]
     for (let index = 0; index < 20; index++) content.push(big)
-    const result = await bound({ content, structured: null }, { ...small, maxMediaBytes: 1_000 })
+    const result = await bound({ content, structured: null }, { ...small, maxMediaBytes: 1_000 }, directory)
     if (result._tag !== "Success") throw result.failure
     const texts = result.success.content.filter((part) => part.type === "text")
     expect(texts).toHaveLength(1)
     expect(Bound.exceeds((texts[0] as { text: string }).text, small)).toBe(false)
-    // 20 files kept, plus the whole text with their notes.
-    expect(result.success.outputs).toHaveLength(21)
+    expect(result.success.outputs).toHaveLength(1)
+    const id = result.success.outputs[0]!.id
+    expect(readdirSync(directory).filter((name) => name.startsWith(`${id}.`))).toHaveLength(20)
+    expect(await Bun.file(join(directory, id)).text()).toContain(`kept in ${join(directory, `${id}.20`)}`)
   })
 
   test("when the full output cannot be kept, bounding fails rather than returning a lossy success", async () => {

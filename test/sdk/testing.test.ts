@@ -39,7 +39,7 @@ const countdown = Tool.make({
       }
       return steps
     }),
-  toModelOutput: (steps) => steps.join(" "),
+  toModelOutput: ({ output: steps }) => steps.join(" "),
 })
 
 /** A Location whose tools/ holds `files`; answers the folder. */
@@ -149,15 +149,16 @@ describe("settle", () => {
     expect(settlement.status).toBe("success")
     expect(settlement.outputs).toHaveLength(1)
     const [reference] = settlement.outputs
+    // The text, once: the string output's structured value is that text.
     expect(reference!.bytes).toBe(Buffer.byteLength(text))
     const preview = (settlement.content[0] as { text: string }).text
-    expect(preview).toStartWith("line 1\n")
+    expect(preview.split("\n")[1]).toBe("line 1")
     expect(preview).toContain(reference!.id)
     expect(preview).toEndWith("line 500")
     expect(preview.split("\n").length).toBeLessThanOrEqual(20)
     expect(result.outputs).toEqual({ [reference!.id]: text })
     // The managed output lived in a temp directory of this call, removed once it settled.
-    const kept = /at (\S+): read/.exec(preview)?.[1]
+    const kept = /kept in (\S+): read/.exec(preview)?.[1]
     expect(kept).toBeDefined()
     expect(existsSync(kept!)).toBe(false)
   })
@@ -300,5 +301,165 @@ export default Tool.make({
     await expect(settleFile(file("throws.ts"), "throws", {})).rejects.toThrow("failed to load: no config")
     await expect(settleFile(file("9lives.ts"), "9lives", {})).rejects.toBeInstanceOf(LoadError)
     await expect(settleFile(file("9lives.ts"), "9lives", {})).rejects.toThrow("must start with a letter")
+  })
+})
+
+describe("projection", () => {
+  test("toModelOutput gets the decoded input and the encoded output, as the spec gives them", async () => {
+    const shift = Tool.make({
+      description: "Add days to a date",
+      input: Schema.Struct({ days: Schema.NumberFromString }),
+      output: Schema.Struct({ date: Schema.Date }),
+      execute: (input) => Effect.succeed({ date: new Date(Date.UTC(2024, 0, 1 + input.days)) }),
+      toModelOutput: ({ input, output }) => `${input.days} days later: ${output.date.toISOString().slice(0, 10)}`,
+    })
+    const settlement = await settle(shift, { days: "2" })
+    expect(settlement.content).toEqual([{ type: "text", text: "2 days later: 2024-01-03" }])
+    expect(settlement.structured).toEqual({ date: "2024-01-03T00:00:00.000Z" })
+  })
+
+  test("without toModelOutput an object output is structured only: no content", async () => {
+    const pair = Tool.make({
+      description: "A pair",
+      input: Schema.Struct({}),
+      output: Schema.Struct({ a: Schema.Finite, b: Schema.String }),
+      execute: () => Effect.succeed({ a: 1, b: "two" }),
+    })
+    const settlement = await settle(pair, {})
+    expect(settlement).toMatchObject({ status: "success", content: [], structured: { a: 1, b: "two" }, outputs: [] })
+  })
+
+  test("a structured value the bound had to drop is null in the settlement and whole in trace.structured", async () => {
+    const rows = Tool.make({
+      description: "Rows",
+      input: Schema.Struct({ n: Schema.Finite }),
+      output: Schema.Struct({ rows: Schema.Array(Schema.Finite) }),
+      execute: (input) => Effect.succeed({ rows: Array.from({ length: input.n }, (_, i) => i) }),
+      toModelOutput: ({ input }) => `${input.n} rows`,
+    })
+    const result = await trace(rows, { n: 3_000 }, { limits: { maxBytes: 2_048 } })
+    expect(result.settlement.content).toEqual([{ type: "text", text: "3000 rows" }])
+    expect(result.settlement.structured).toBeNull()
+    const [kept] = result.settlement.outputs
+    expect(result.structured[kept!.id]).toEqual({ rows: Array.from({ length: 3_000 }, (_, i) => i) })
+  })
+})
+
+describe("execute must return an Effect", () => {
+  const made = (execute: () => unknown) =>
+    Tool.make({
+      description: "A slip",
+      input: Schema.Struct({}),
+      output: Schema.String,
+      execute: execute as () => Effect.Effect<string>,
+    })
+
+  const failureOf = async (tool: Tool.Any) => {
+    const error = await settle(tool, {}, { name: "slip" }).then(
+      () => undefined,
+      (error: unknown) => error,
+    )
+    expect(error).toBeInstanceOf(OperationalFailure)
+    return (error as OperationalFailure).message
+  }
+
+  test("a Promise is an operational failure that says to use Effect.promise or Effect.tryPromise", async () => {
+    const message = await failureOf(made(async () => "hi"))
+    expect(message).toContain("slip's execute returned a Promise, not an Effect")
+    expect(message).toContain("Effect.promise(() => work(input))")
+    expect(message).toContain("Effect.tryPromise")
+  })
+
+  test("a plain value is an operational failure that says to use Effect.succeed", async () => {
+    const message = await failureOf(made(() => "hi"))
+    expect(message).toContain("returned a plain string, not an Effect")
+    expect(message).toContain("Effect.succeed(value)")
+  })
+
+  test("a synchronous throw is an operational failure that says to return an Effect", async () => {
+    const message = await failureOf(
+      made(() => {
+        throw new Error("boom")
+      }),
+    )
+    expect(message).toContain("slip's execute threw before returning an Effect: boom")
+    expect(message).toContain("Effect.try")
+  })
+
+  test("a rejected Promise left behind does not end the process", async () => {
+    const message = await failureOf(made(() => Promise.reject(new Error("later"))))
+    expect(message).toContain("returned a Promise")
+    await Bun.sleep(0)
+  })
+})
+
+describe("signal", () => {
+  const ask = [{ action: "guarded", resource: "*", effect: "ask" as const }]
+
+  test("aborting while the call waits for a permission reply settles it cancelled, recorded, and it never runs", async () => {
+    let ran = false
+    const guarded = Tool.make({
+      description: "Runs only when approved",
+      input: Schema.Struct({}),
+      output: Schema.String,
+      execute: () =>
+        Effect.sync(() => {
+          ran = true
+          return "ran"
+        }),
+    })
+    const controller = new AbortController()
+    const result = await trace(guarded, {}, {
+      name: "guarded",
+      signal: controller.signal,
+      permission: {
+        rules: ask,
+        // A person who never answers; the call is cancelled while it waits.
+        reply: () => {
+          controller.abort()
+          return new Promise(() => {})
+        },
+      },
+    })
+    expect(result.settlement).toMatchObject({ tool: "guarded", status: "cancelled", content: [{ type: "text" }] })
+    expect(result.asks).toEqual([{ action: "guarded", resources: ["*"] }])
+    expect(ran).toBe(false)
+  })
+
+  test("aborting a running call interrupts it and settles it cancelled", async () => {
+    let interrupted = false
+    const controller = new AbortController()
+    const waits = Tool.make({
+      description: "Waits until cancelled",
+      input: Schema.Struct({}),
+      output: Schema.String,
+      execute: () =>
+        Effect.sync(() => controller.abort()).pipe(
+          Effect.andThen(Effect.never),
+          Effect.onInterrupt(() =>
+            Effect.sync(() => {
+              interrupted = true
+            }),
+          ),
+        ),
+    })
+    const settlement = await settle(waits, {}, { signal: controller.signal })
+    expect(settlement.status).toBe("cancelled")
+    expect(interrupted).toBe(true)
+  })
+})
+
+describe("runner outcomes the model reads", () => {
+  test("a declined call says what was not granted, that retrying unchanged will not help, and the way round", async () => {
+    const settlement = await settle(echo, { text: "x" }, {
+      name: "echo",
+      permission: { rules: [{ action: "echo", resource: "*", effect: "ask" }] },
+    })
+    expect(settlement.status).toBe("declined")
+    const text = (settlement.content[0] as { text: string }).text
+    expect(text).toStartWith("echo was stopped: the permission it needed was not granted.")
+    expect(text).toContain("A person declined it, or no one was there to approve it")
+    expect(text).toContain("Calling it again unchanged will be declined again")
+    expect(text).toContain("Ask the user to approve it, or to allow it in core.json")
   })
 })

@@ -90,7 +90,7 @@ describe("the sidecar's routes", () => {
     const { turnID } = await sidecar.turn()
     const unknown = await sidecar.settle(turnID, { name: "ecko", input: {} })
     expect(unknown.status).toBe(200)
-    expect(unknown.body.error).toEqual({ kind: "unknown", message: expect.stringContaining("Did you mean echo") })
+    expect(unknown.body.error).toEqual({ kind: "unknown", message: expect.stringContaining('Did you mean "echo"') })
     const invalid = await sidecar.settle(turnID, { name: "echo", input: { text: 3 } })
     expect(invalid.status).toBe(200)
     expect(invalid.body.error.kind).toBe("invalid_input")

@@ -40,7 +40,7 @@ describe("Settler: codec boundary", () => {
                 return { next: new Date(input.when.getTime() + 86_400_000 * input.count), days: input.count }
               }),
             // Typed with the output schema's own encoding: `next` stays a Date, `days` is encoded to a string.
-            toModelOutput: (output) => {
+            toModelOutput: ({ output }) => {
               projected.push(output)
               return `next: ${output.next.toISOString()} after ${output.days} days`
             },
@@ -139,7 +139,7 @@ describe("Settler: codec boundary", () => {
       }),
     ))
 
-  test("non-string output without toModelOutput is shown to the model as JSON", () =>
+  test("non-string output without toModelOutput stays structured only, with no content", () =>
     Kernel.run(
       Effect.gen(function* () {
         yield* register({
@@ -151,7 +151,7 @@ describe("Settler: codec boundary", () => {
           }),
         })
         const settlement = yield* settleOnce("pair", {})
-        expect(settlement.content).toEqual([{ type: "text", text: '{\n  "a": 1\n}' }])
+        expect(settlement.content).toEqual([])
         expect(settlement.structured).toEqual({ a: 1 })
       }),
     ))
@@ -166,7 +166,7 @@ describe("Settler: codec boundary", () => {
             input: Schema.Struct({}),
             output: Schema.String,
             execute: () => Effect.succeed(png),
-            toModelOutput: (data) => [
+            toModelOutput: ({ output: data }) => [
               { type: "text", text: "an image" },
               { type: "file", data, mime: "image/png", name: "dot.png" },
             ],
@@ -351,7 +351,7 @@ describe("Settler: stale, unknown and captured execution", () => {
           weather: Tool.make({ description: "w", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("") }),
         })
         const settlement = yield* settleOnce("wether", {})
-        expect(settlement.error).toEqual({ kind: "unknown", message: 'Unknown tool "wether". Did you mean weather?' })
+        expect(settlement.error).toEqual({ kind: "unknown", message: 'Unknown tool "wether"; nothing ran. Did you mean "weather"?' })
       }),
     ))
 
@@ -523,7 +523,7 @@ describe("Settler: at most once", () => {
             output: Schema.String,
             execute: () => Effect.succeed("done"),
             // Runs after execute returned: the interruption arrives while the result is projected and recorded.
-            toModelOutput: (output) => {
+            toModelOutput: ({ output }) => {
               Effect.runFork(Fiber.interrupt(fiber!))
               return output
             },
@@ -593,14 +593,16 @@ describe("Settler: bounding", () => {
         expect(settlement.status).toBe("success")
         expect(settlement.outputs).toHaveLength(1)
         const [reference] = settlement.outputs
-        expect(reference!.bytes).toBe(Buffer.byteLength(lines.join("\n")))
+        const full = lines.join("\n")
+        // The string output's structured value is the text kept: stored once.
+        expect(reference!.bytes).toBe(Buffer.byteLength(full))
         const text = (settlement.content[0] as { text: string }).text
         expect(text.split("\n").length).toBeLessThanOrEqual(output.limits.maxLines)
-        expect(text).toStartWith("line 1\n")
+        expect(text.split("\n")[1]).toBe("line 1")
         expect(text).toEndWith("line 10000")
         expect(text).toContain(reference!.id)
-        // The string output's structured form shares the same preview and the same managed output.
-        expect(settlement.structured).toBe(text)
+        // The structured output is that text, too large to return: null, never a preview.
+        expect(settlement.structured).toBeNull()
       }),
       { limits: { maxLines: 100, maxBytes: 4_096 } },
     ))

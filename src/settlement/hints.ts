@@ -1,0 +1,106 @@
+export * as Hints from "./hints"
+
+// What the settler tells a model so it can correct itself: each schema issue by path, core's own tool for a name
+// another product uses (`run_shell_command`, `str_replace_editor`), and the key an unknown input key was meant to
+// be (`file_path` for `filePath`). Pure: it reads names and issues, never the registry.
+
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+import { Distance } from "../text/distance"
+
+/** Names other agent products give their tools, by core's built-in that does the same job. */
+const EQUIVALENTS: ReadonlyArray<readonly [core: string, others: ReadonlyArray<string>]> = [
+  [
+    "bash",
+    [
+      "run_shell_command", "shell", "run_command", "execute_command", "run_terminal_cmd", "terminal",
+      "exec_command", "local_shell", "container_exec", "run_in_terminal", "execute_bash", "cmd",
+    ],
+  ],
+  ["read", ["read_file", "view_file", "open_file", "cat", "view", "read_many_files", "file_read"]],
+  [
+    "edit",
+    [
+      "str_replace_editor", "str_replace_based_edit_tool", "str_replace", "replace", "edit_file", "multiedit",
+      "replace_in_file", "search_replace", "file_edit", "replace_string_in_file",
+    ],
+  ],
+  ["write", ["write_file", "create_file", "write_to_file", "file_write", "save_file", "new_file"]],
+  ["apply_patch", ["apply_diff", "patch", "applypatch", "apply_unified_diff"]],
+  ["glob", ["find_files", "file_search", "find_by_name", "list_files_glob", "find"]],
+  ["grep", ["search_file_content", "grep_search", "search_files", "ripgrep", "rg", "codebase_search", "search"]],
+  ["list", ["ls", "list_directory", "list_dir", "list_files", "dir"]],
+]
+
+const byOtherName: ReadonlyMap<string, string> = new Map(
+  EQUIVALENTS.flatMap(([core, others]) => [...others.map((other) => [other, core] as const), [core, core] as const]),
+)
+
+/**
+ * core's tool for a name another product uses (compared without case: `Bash`, `Read`), when `offered` has it
+ * and it is not the very name asked for.
+ */
+export const equivalent = (name: string, offered: (name: string) => boolean): string | undefined => {
+  const core = byOtherName.get(name.toLowerCase())
+  return core !== undefined && core !== name && offered(core) ? core : undefined
+}
+
+/** A key spelled without case, `_` or `-`: `file_path`, `filepath` and `filePath` are the same. */
+const normalize = (key: string) => key.toLowerCase().replace(/[_-]/g, "")
+
+/** How far `given` is from `known`: 0 for the same key spelled otherwise, 1 for a unit or prefix away. */
+const distance = (given: string, known: string): number => {
+  const a = normalize(given)
+  const b = normalize(known)
+  if (a === b) return 0
+  if (a.length >= 3 && b.length >= 3 && (a.startsWith(b) || b.startsWith(a))) return 1
+  return Distance.levenshtein(a, b) + 1
+}
+
+/**
+ * For each unknown key, the known key it most likely meant (preferring keys the input left out), when one is
+ * close enough to be a slip rather than another idea.
+ */
+export const intendedKeys = (
+  unknown: ReadonlyArray<string>,
+  known: ReadonlyArray<string>,
+  given: ReadonlySet<string>,
+): ReadonlyMap<string, string> => {
+  const pairs = new Map<string, string>()
+  for (const key of unknown) {
+    let best: { key: string; score: number } | undefined
+    for (const candidate of known) {
+      // A key the input already has is a worse guess than one it left out.
+      const score = distance(key, candidate) + (given.has(candidate) ? 2 : 0)
+      if (best === undefined || score < best.score) best = { key: candidate, score }
+    }
+    if (best !== undefined && best.score <= Math.max(2, Math.floor(normalize(key).length / 3))) pairs.set(key, best.key)
+  }
+  return pairs
+}
+
+const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** A schema error's issues, one line each by path; unknown keys paired with the keys they meant (`pairs`). */
+export const describeIssues = (error: unknown, pairs: ReadonlyMap<string, string> = new Map()): string => {
+  if (!Schema.isSchemaError(error)) return String(error)
+  return issueFormatter(error.issue)
+    .issues.map((issue) => {
+      const path = issue.path === undefined || issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")
+      const key = issue.path?.length === 1 ? String(issue.path[0]) : undefined
+      const intended = key === undefined ? undefined : pairs.get(key)
+      return `- ${path}: ${intended === undefined ? issue.message : `unknown key; did you mean "${intended}"?`}`
+    })
+    .join("\n")
+}
+
+/** The top-level keys of `input` the tool's input JSON Schema does not name, paired with the keys they meant. */
+export const misspelledKeys = (input: unknown, schema: { readonly [key: string]: unknown }): ReadonlyMap<string, string> => {
+  const properties = schema.properties
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return new Map()
+  if (typeof properties !== "object" || properties === null) return new Map()
+  const known = Object.keys(properties)
+  const given = Object.keys(input)
+  const unknown = given.filter((key) => !Object.hasOwn(properties, key))
+  return unknown.length === 0 ? new Map() : intendedKeys(unknown, known, new Set(given))
+}

@@ -1,0 +1,69 @@
+// The settler owns every record (DESIGN §2 law 12): a call interrupted before it began running, while it waits
+// for a permission reply, is recorded cancelled by the settler itself, whoever called it; settling it again then
+// replays that and runs nothing, and a duplicate that joined it gets the record rather than an interruption.
+
+import { describe, expect, test } from "bun:test"
+import { join } from "node:path"
+import { Deferred, Effect, Fiber, Layer, PubSub, Schema } from "effect"
+import { Runtime } from "../../src/cli/runtime"
+import { Permission } from "../../src/permission/permission"
+import { Registry } from "../../src/registry/registry"
+import { Settler } from "../../src/settlement/settler"
+import { Approvals } from "../../src/store/approvals"
+import { Store } from "../../src/store/store"
+import { Tool } from "../../src/tool/tool"
+import * as Kernel from "../support/kernel"
+import { tempDir } from "../support/temp"
+
+/** A kernel whose rules ask before `guarded` runs; nobody answers unless the test does. */
+const asking = () => {
+  const directory = tempDir()
+  const permission = Permission.layer({
+    project: directory,
+    configured: {
+      rules: [{ action: "guarded", resource: "*", effect: "ask", source: { file: "test", path: "rules[0]" } }],
+      agents: new Map(),
+    },
+  }).pipe(Layer.provide(Approvals.layerMemory))
+  return Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory: join(directory, "outputs"), permission })
+}
+
+describe("a call interrupted before it began running", () => {
+  test("is recorded cancelled; the same call again replays it and runs nothing; a joiner gets the record", async () => {
+    let runs = 0
+    const guarded = Tool.make({
+      description: "Runs only when approved",
+      input: Schema.Struct({}),
+      output: Schema.String,
+      execute: () => Effect.sync(() => `run ${++runs}`),
+    })
+    const outcome = await Effect.runPromise(
+      Effect.gen(function* () {
+        yield* (yield* Registry.Service).tools.register({ guarded })
+        const permission = yield* Permission.Service
+        const events = yield* permission.subscribe
+        const asked = yield* Deferred.make<void>()
+        yield* Effect.forkScoped(
+          Effect.forever(
+            PubSub.take(events).pipe(Effect.flatMap((event) => (event.type === "asked" ? Deferred.succeed(asked, undefined) : Effect.void))),
+          ),
+        )
+        const turn = yield* (yield* Settler.Service).materialize()
+        const call = Kernel.call("guarded", {})
+        const first = yield* Effect.forkChild(turn.settle(call))
+        yield* Deferred.await(asked)
+        const joiner = yield* Effect.forkChild(turn.settle(call))
+        yield* Fiber.interrupt(first)
+        const joined = yield* Fiber.join(joiner)
+        const recorded = yield* (yield* Store.Service).lookup(call)
+        // Nobody asks now: the replay answers from the record.
+        const again = yield* turn.settle(call)
+        return { joined, recorded, again }
+      }).pipe(Effect.scoped, Effect.provide(asking())),
+    )
+    expect(outcome.recorded).toMatchObject({ state: "settled", settlement: { status: "cancelled", tool: "guarded" } })
+    expect(outcome.joined.settlement.status).toBe("cancelled")
+    expect(outcome.again).toMatchObject({ replayed: true, settlement: { status: "cancelled" } })
+    expect(runs).toBe(0)
+  })
+})
