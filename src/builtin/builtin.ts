@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import { Boundary } from "../permission/boundary"
 import { Permission } from "../permission/permission"
 import type { Shell } from "../shell/producer"
+import type { Reads } from "../store/reads"
 import { Tool } from "../tool/tool"
 
 /** The services a built-in captures at construction. */
@@ -19,6 +20,10 @@ export interface Services {
   readonly permission: Permission.Interface
   /** The process producer commands run through. */
   readonly shell: Shell.Interface
+  /** What each session has seen of each file (see ./read-tracking); nothing is tracked without it. */
+  readonly reads?: Reads.Interface
+  /** Whether write and edit refuse changes to files the session has not seen as they are (default true). */
+  readonly readBeforeWrite?: boolean
 }
 
 /** The part of a permission request every check of one call shares. */

@@ -6,9 +6,11 @@ export * as Builtins from "./builtins"
 
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import { Permission } from "../permission/permission"
 import { Registry } from "../registry/registry"
 import { Shell } from "../shell/producer"
+import { Reads } from "../store/reads"
 import type { Tool } from "../tool/tool"
 import { ApplyPatch } from "./apply-patch"
 import { Bash } from "./bash"
@@ -17,6 +19,7 @@ import { Edit } from "./edit"
 import { Glob } from "./glob"
 import { Grep } from "./grep"
 import { List } from "./list"
+import { ReadTracking } from "./read-tracking"
 import { Read } from "./read"
 import { Write } from "./write"
 
@@ -37,12 +40,19 @@ export const make = (services: Builtin.Services): Readonly<Record<Name, Tool.Any
   bash: Bash.make(services),
 })
 
-/** Registers the built-ins into the Location registry for the life of the layer. */
+/**
+ * Registers the built-ins into the Location registry for the life of the layer. What sessions read is kept in the
+ * `Reads` service when one is provided (the durable store), else in memory for the life of the layer.
+ */
 export const layer: Layer.Layer<never, never, Registry.Service | Permission.Service | Shell.Service> = Layer.effectDiscard(
   Effect.gen(function* () {
     const registry = yield* Registry.Service
     const permission = yield* Permission.Service
     const shell = yield* Shell.Service
-    yield* registry.tools.register(make({ directory: permission.project, permission, shell })).pipe(Effect.orDie)
+    const reads = Option.getOrElse(yield* Effect.serviceOption(Reads.Service), Reads.memory)
+    const readBeforeWrite = yield* ReadTracking.Required
+    yield* registry.tools
+      .register(make({ directory: permission.project, permission, shell, reads, readBeforeWrite }))
+      .pipe(Effect.orDie)
   }),
 )

@@ -9,13 +9,17 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
+import { FileLock } from "./file-lock"
 import { Match } from "./match"
+import { ReadTracking } from "./read-tracking"
 import { Text } from "./text"
 
 /** Unchanged lines shown around each change in the diff. */
 export const DIFF_CONTEXT_LINES = 3
 /** Line numbers listed in an ambiguity message before "and N more". */
 const MAX_LISTED = 20
+/** How often an edit is redone against the file's new content when another process changed it meanwhile. */
+export const MAX_ATTEMPTS = 5
 
 export const Input = Schema.Struct({
   filePath: Schema.String.annotate({
@@ -37,6 +41,9 @@ export const Output = Schema.Struct({
   added: Schema.Finite.annotate({ description: "Lines added" }),
   removed: Schema.Finite.annotate({ description: "Lines removed" }),
   diff: Schema.String.annotate({ description: "A unified diff of the change" }),
+  lineNumbersRemoved: Schema.optionalKey(
+    Schema.Boolean.annotate({ description: "oldString (and newString) carried read's `N: ` line numbers, which were removed" }),
+  ),
 })
 export type Output = typeof Output.Type
 
@@ -80,17 +87,51 @@ const rawOffset = (view: View, offset: number): number => {
   return offset + low
 }
 
-/** Splices the replacements into the file's own text: untouched lines keep their line endings byte for byte. */
+/**
+ * Splices the replacements into the file's own text: untouched lines keep their line endings byte for byte, and
+ * the line breaks of each replacement take the endings of the lines around it (see Text.endingsLike).
+ */
 const rewrite = (raw: string, view: View, spans: ReadonlyArray<Match.Span>, eol: Text.Eol): string => {
   const parts: Array<string> = []
   let next = 0
   for (const span of spans) {
-    parts.push(raw.slice(next, rawOffset(view, span.start)), Text.withEol(span.replacement, eol))
-    next = rawOffset(view, span.end)
+    const start = rawOffset(view, span.start)
+    const end = rawOffset(view, span.end)
+    const breakAt = raw.indexOf("\n", end)
+    const lineEnd = breakAt === -1 ? undefined : breakAt > 0 && raw[breakAt - 1] === "\r" ? "\r\n" : "\n"
+    parts.push(
+      raw.slice(next, start),
+      Text.endingsLike(raw.slice(start, end), span.replacement, raw.slice(Math.max(0, start - 2), start), lineEnd, eol),
+    )
+    next = end
   }
   parts.push(raw.slice(next))
   return parts.join("")
 }
+
+// read shows each line as `N: text`; a model sometimes copies the numbers into oldString.
+const LINE_NUMBER = /^(\d+):(?: |$)/
+
+/** Whether every line of `text` starts with read's `N: ` line number. */
+const allNumbered = (text: string): boolean => {
+  const lines = text.split("\n").filter((line, index, all) => !(index === all.length - 1 && line === ""))
+  return lines.length > 0 && lines.every((line) => LINE_NUMBER.test(line))
+}
+
+/** The first line number of text whose lines all carry consecutive `N: ` numbers, or undefined. */
+const numberedFrom = (text: string): number | undefined => {
+  const lines = text.split("\n").filter((line, index, all) => !(index === all.length - 1 && line === ""))
+  const numbers = lines.map((line) => LINE_NUMBER.exec(line)?.[1])
+  if (numbers.length === 0 || numbers.some((number) => number === undefined)) return undefined
+  const first = Number(numbers[0])
+  return numbers.every((number, index) => Number(number) === first + index) ? first : undefined
+}
+
+const withoutNumbers = (text: string): string =>
+  text
+    .split("\n")
+    .map((line) => line.replace(LINE_NUMBER, ""))
+    .join("\n")
 
 /** Text split into lines, a final line break not counting as another (empty) line. */
 const splitLines = (text: string): Array<string> => {
@@ -215,6 +256,12 @@ const notFound = (
       `A ${refusal.matcher} match at line ${refusal.line} was refused: it spans ${refusal.lines} lines and ${refusal.chars} characters, more than oldString's size allows (at most ${Match.MAX_SPAN_LINE_RATIO}× its lines + ${Match.MAX_SPAN_EXTRA_LINES} and ${Match.MAX_SPAN_CHAR_RATIO}× its characters + ${Match.MAX_SPAN_EXTRA_CHARS}).`,
     )
   }
+  const prefix = LINE_NUMBER.exec(oldString)
+  if (prefix !== null) {
+    parts.push(
+      `oldString starts with "${prefix[0]}": the line number read shows before each line, which is not part of the file. Drop these numbers from oldString and newString.`,
+    )
+  }
   parts.push("Read the file again and copy oldString exactly from it, including indentation, then retry.")
   return parts.join("\n\n")
 }
@@ -224,10 +271,17 @@ const ambiguous = (shown: string, outcome: Extract<Match.Outcome, { _tag: "Ambig
     ? `oldString occurs ${outcome.lines.length} times in ${shown} (at lines ${listed(outcome.lines)}). Include more surrounding lines in oldString so that it matches exactly one place, or set replaceAll: true to replace every occurrence.`
     : `oldString is not in ${shown} exactly, and matching ${Match.DESCRIPTIONS[outcome.matcher]} (${outcome.matcher}) finds ${outcome.lines.length} places (at lines ${listed(outcome.lines)}), so nothing was changed. Copy oldString exactly from the file, with enough surrounding lines to match one place.`
 
+const unindentable = (shown: string, content: string, outcome: Extract<Match.Outcome, { _tag: "Unindentable" }>): string =>
+  `oldString is not in ${shown} exactly; matching ${Match.DESCRIPTIONS[outcome.matcher]} (${outcome.matcher}) ` +
+  `found lines ${outcome.startLine}-${outcome.endLine}, but ${outcome.reason}. Nothing was changed, so the file ` +
+  `keeps one indentation style. The matched lines:\n${numbered(content, outcome.startLine, outcome.endLine)}\n\n` +
+  "Copy oldString from these lines exactly, and indent newString the same way."
+
 const describe = (output: Output): string => {
   const count = `${output.replacements} replacement${output.replacements === 1 ? "" : "s"}`
   const how = output.matcher === "exact" ? "" : ` (oldString was not found exactly; matched ${Match.DESCRIPTIONS[output.matcher]}: ${output.matcher})`
-  return `Edited ${output.path}: ${count}${how}, +${output.added} -${output.removed} lines.\n\n${output.diff}`
+  const numbers = output.lineNumbersRemoved === true ? " The `N: ` line numbers copied from read were removed first." : ""
+  return `Edited ${output.path}: ${count}${how}, +${output.added} -${output.removed} lines.${numbers}\n\n${output.diff}`
 }
 
 const makeTool = (services: Builtin.Services) =>
@@ -271,46 +325,89 @@ const makeTool = (services: Builtin.Services) =>
             message: `Cannot edit ${shown}: it is ${resolved.kind === "directory" ? "a directory" : "not a regular file"}. Give the path of a text file.`,
           })
         }
-        const snapshot = yield* Text.read(resolved.real, shown)
-        const decoded = yield* Text.decode(snapshot.bytes, shown, "edit")
-        const view = viewOf(decoded.text)
-        const outcome = Match.find({
-          content: view.text,
-          oldString: input.oldString.replaceAll("\r\n", "\n"),
-          newString: input.newString.replaceAll("\r\n", "\n"),
-          ...(input.replaceAll === undefined ? {} : { replaceAll: input.replaceAll }),
-        })
-        if (outcome._tag === "NotFound") {
-          return yield* new Tool.Failure({ message: notFound(shown, view.text, input.oldString, outcome) })
-        }
-        if (outcome._tag === "Ambiguous") return yield* new Tool.Failure({ message: ambiguous(shown, outcome) })
-        const text = rewrite(decoded.text, view, outcome.spans, decoded.eol)
-        if (text === decoded.text) {
-          return yield* new Tool.Failure({
-            message: `The edit would leave ${shown} unchanged (newString equals the text it replaces). Put the new text in newString.`,
-          })
-        }
-        yield* context.progress({
-          message: `Writing ${shown}: ${outcome.spans.length} replacement${outcome.spans.length === 1 ? "" : "s"}`,
-          metadata: { path: shown, replacements: outcome.spans.length, matcher: outcome.matcher },
-        })
-        yield* Text.write({
-          path: resolved.real,
-          bytes: Text.encode(text, decoded.bom),
-          shown,
-          mode: snapshot.mode,
-          expected: snapshot,
-        })
-        const changes = changesOf(view.text, outcome.spans)
-        return {
-          path: shown,
-          replacements: outcome.spans.length,
-          matcher: outcome.matcher,
-          added: changes.reduce((sum, change) => sum + change.new.length, 0),
-          removed: changes.reduce((sum, change) => sum + change.old.length, 0),
-          diff: unified(shown, view.text, changes),
-        }
+        return yield* FileLock.serialized([resolved.real], attempt(services, context, input, resolved.real, shown, 1))
       }),
+  })
+
+/**
+ * One try at the edit: read the file, find oldString, write the result if the file is still what was read. When
+ * another process changed it in between, the edit is redone against the new content (up to MAX_ATTEMPTS).
+ */
+const attempt = (
+  services: Builtin.Services,
+  context: Tool.Context,
+  input: typeof Input.Type,
+  real: string,
+  shown: string,
+  tries: number,
+): Effect.Effect<Output, Tool.Failure> =>
+  Effect.gen(function* () {
+    const snapshot = yield* Text.read(real, shown)
+    yield* Text.writable(real, shown, "edit")
+    yield* ReadTracking.check(services, context, {
+      path: real,
+      shown,
+      tool: "edit",
+      version: ReadTracking.ofSnapshot(snapshot),
+      unseen: "allow",
+    })
+    const decoded = yield* Text.decode(snapshot.bytes, shown, "edit")
+    const view = viewOf(decoded.text)
+    const search = (oldString: string, newString: string) =>
+      Match.find({
+        content: view.text,
+        oldString: oldString.replaceAll("\r\n", "\n"),
+        newString: newString.replaceAll("\r\n", "\n"),
+        ...(input.replaceAll === undefined ? {} : { replaceAll: input.replaceAll }),
+      })
+    let outcome = search(input.oldString, input.newString)
+    let lineNumbersRemoved = false
+    const first = outcome._tag === "NotFound" ? numberedFrom(input.oldString.replaceAll("\r\n", "\n")) : undefined
+    if (first !== undefined && (allNumbered(input.newString) || !LINE_NUMBER.test(input.newString))) {
+      // Taken only when the numbers are right: the text without them is found exactly where they say.
+      const stripped = search(
+        withoutNumbers(input.oldString.replaceAll("\r\n", "\n")),
+        allNumbered(input.newString) ? withoutNumbers(input.newString.replaceAll("\r\n", "\n")) : input.newString,
+      )
+      if (stripped._tag === "Found" && stripped.spans.length === 1 && stripped.spans[0]!.line === first) {
+        outcome = stripped
+        lineNumbersRemoved = true
+      }
+    }
+    if (outcome._tag === "NotFound") {
+      return yield* new Tool.Failure({ message: notFound(shown, view.text, input.oldString, outcome) })
+    }
+    if (outcome._tag === "Ambiguous") return yield* new Tool.Failure({ message: ambiguous(shown, outcome) })
+    if (outcome._tag === "Unindentable") return yield* new Tool.Failure({ message: unindentable(shown, view.text, outcome) })
+    const text = rewrite(decoded.text, view, outcome.spans, decoded.eol)
+    if (text === decoded.text) {
+      return yield* new Tool.Failure({
+        message: `The edit would leave ${shown} unchanged (newString equals the text it replaces). Put the new text in newString.`,
+      })
+    }
+    if (tries === 1) {
+      yield* context.progress({
+        message: `Writing ${shown}: ${outcome.spans.length} replacement${outcome.spans.length === 1 ? "" : "s"}`,
+        metadata: { path: shown, replacements: outcome.spans.length, matcher: outcome.matcher },
+      })
+    }
+    const bytes = Text.encode(text, decoded.bom)
+    const replaced = yield* Text.replace({ path: real, bytes, shown, mode: snapshot.mode, expected: snapshot })
+    if (replaced === "changed") {
+      if (tries >= MAX_ATTEMPTS) return yield* Text.changed(shown)
+      return yield* attempt(services, context, input, real, shown, tries + 1)
+    }
+    yield* ReadTracking.see(services, context, real, yield* ReadTracking.written(real, bytes))
+    const changes = changesOf(view.text, outcome.spans)
+    return {
+      path: shown,
+      replacements: outcome.spans.length,
+      matcher: outcome.matcher,
+      added: changes.reduce((sum, change) => sum + change.new.length, 0),
+      removed: changes.reduce((sum, change) => sum + change.old.length, 0),
+      diff: unified(shown, view.text, changes),
+      ...(lineNumbersRemoved ? { lineNumbersRemoved } : {}),
+    }
   })
 
 /** The edit built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */

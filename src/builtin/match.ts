@@ -70,6 +70,14 @@ export type Outcome =
   | { readonly _tag: "Found"; readonly matcher: Matcher; readonly spans: ReadonlyArray<Span> }
   | { readonly _tag: "Ambiguous"; readonly matcher: Matcher; readonly lines: ReadonlyArray<number> }
   | { readonly _tag: "NotFound"; readonly closest: Closest | undefined; readonly refused: ReadonlyArray<Refusal> }
+  /** A tolerant match whose indentation style newString cannot be converted to: nothing is replaced. */
+  | {
+      readonly _tag: "Unindentable"
+      readonly matcher: Matcher
+      readonly startLine: number
+      readonly endLine: number
+      readonly reason: string
+    }
 
 export interface Input {
   /** The file's text, line breaks as "\n". */
@@ -149,6 +157,7 @@ const lineSpan = (file: Indexed, first: number, count: number, trailingNewline: 
 type Step =
   | { readonly _tag: "Found"; readonly spans: ReadonlyArray<Span> }
   | { readonly _tag: "Ambiguous"; readonly lines: ReadonlyArray<number> }
+  | { readonly _tag: "Unindentable"; readonly startLine: number; readonly endLine: number; readonly reason: string }
   | { readonly _tag: "None"; readonly refused: ReadonlyArray<Omit<Refusal, "matcher">> }
 
 const NONE: Step = { _tag: "None", refused: [] }
@@ -157,12 +166,7 @@ const NONE: Step = { _tag: "None", refused: [] }
  * The tolerant line matchers share one shape: windows of oldString's line count where every line compares equal
  * after `normalise`. Exactly one window is a match; several are ambiguous.
  */
-const byLines = (
-  file: Indexed,
-  input: Input,
-  normalise: (line: string) => string,
-  replace: (first: number, count: number) => string = () => input.newString,
-): Step => {
+const byLines = (file: Indexed, input: Input, normalise: (line: string) => string): Step => {
   const old = quote(input.oldString)
   const wanted = old.lines.map(normalise)
   const count = wanted.length
@@ -174,21 +178,27 @@ const byLines = (
     for (let offset = 0; offset < count && equal; offset++) equal = normalised[first + offset] === wanted[offset]
     if (equal) firsts.push(first)
   }
-  return settle(file, input, old, firsts.map((first) => ({ first, count })), replace)
+  return settle(file, input, old, firsts.map((first) => ({ first, count })))
 }
 
-/** One candidate window is a match unless it is disproportionate; more than one is ambiguous. */
+/**
+ * One candidate window is a match unless it is disproportionate; more than one is ambiguous. newString replaces
+ * the window's whole lines, re-indented from oldString's indentation to the window's (see `reindented`).
+ */
 const settle = (
   file: Indexed,
   input: Input,
   old: Quoted,
   windows: ReadonlyArray<{ readonly first: number; readonly count: number }>,
-  replace: (first: number, count: number) => string,
 ): Step => {
   if (windows.length > 1) return { _tag: "Ambiguous", lines: windows.map((window) => window.first + 1) }
   const window = windows[0]
   if (window === undefined) return NONE
-  const span = lineSpan(file, window.first, window.count, old.trailingNewline, replace(window.first, window.count))
+  const replacement = reindented(file, old.lines, input.newString, window.first, window.count)
+  if (typeof replacement !== "string") {
+    return { _tag: "Unindentable", startLine: window.first + 1, endLine: window.first + window.count, reason: replacement.reason }
+  }
+  const span = lineSpan(file, window.first, window.count, old.trailingNewline, replacement)
   const text = file.content.slice(span.start, span.end)
   if (disproportionate(input.oldString, old.lines.length, text, window.count)) {
     return { _tag: "None", refused: [{ line: span.line, lines: window.count, chars: text.length }] }
@@ -222,17 +232,100 @@ const commonIndent = (lines: ReadonlyArray<string>): string => {
   return shortest ?? ""
 }
 
-/** Moves text indented under `from` to be indented under `to`; lines less indented lose what they lack. */
-const reindent = (text: string, from: string, to: string): string =>
-  text
-    .split("\n")
-    .map((line) => {
-      if (line.trim() === "") return line
-      if (line.startsWith(from)) return to + line.slice(from.length)
-      const missing = from.length - indentOf(line).length
-      return to.slice(0, Math.max(0, to.length - missing)) + line.trimStart()
-    })
-    .join("\n")
+/** An indentation unit: a tab, or a number of spaces. */
+type Unit = { readonly tab: true } | { readonly tab: false; readonly spaces: number }
+
+/**
+ * The unit lines are indented by: tabs when more indented lines start with a tab than with a space, else the
+ * commonest step in space indentation between neighbouring lines (smaller on a tie); undefined when no line is
+ * indented.
+ */
+export const unitOf = (lines: ReadonlyArray<string>): Unit | undefined => {
+  let tabbed = 0
+  let spaced = 0
+  const steps = new Map<number, number>()
+  let previous = 0
+  for (const line of lines) {
+    if (line.trim() === "") continue
+    const indent = indentOf(line)
+    if (indent.startsWith("\t")) tabbed++
+    else if (indent.startsWith(" ")) spaced++
+    if (indent.includes("\t")) continue
+    const step = Math.abs(indent.length - previous)
+    if (step > 0) steps.set(step, (steps.get(step) ?? 0) + 1)
+    previous = indent.length
+  }
+  if (tabbed === 0 && spaced === 0) return undefined
+  if (tabbed > spaced) return { tab: true }
+  let best: [number, number] | undefined
+  for (const [step, seen] of steps) if (best === undefined || seen > best[1] || (seen === best[1] && step < best[0])) best = [step, seen]
+  return { tab: false, spaces: best?.[0] ?? 4 }
+}
+
+/** The depth of an indentation in units, or undefined when it is not a whole number of them. */
+const depthOf = (indent: string, unit: Unit): number | undefined => {
+  if (unit.tab) return /^\t*$/.test(indent) ? indent.length : undefined
+  if (indent.includes("\t")) return undefined
+  return indent.length % unit.spaces === 0 ? indent.length / unit.spaces : undefined
+}
+
+const unitText = (unit: Unit): string => (unit.tab ? "\t" : " ".repeat(unit.spaces))
+const unitName = (unit: Unit): string => (unit.tab ? "tabs" : `${unit.spaces} spaces`)
+
+/**
+ * newString for the window `[first, first + count)` of the file, matched by a tolerant matcher: indented like the
+ * window rather than like oldString. Each line keeps its depth relative to oldString's least indented line, in
+ * the window's unit (tabs or N spaces, as the file indents); where oldString and the file share a unit, the
+ * relative indentation is kept as written. A line whose indentation is no whole number of oldString's units,
+ * when the file uses another unit, cannot be converted: the match is refused rather than mixing styles.
+ */
+const reindented = (
+  file: Indexed,
+  oldLines: ReadonlyArray<string>,
+  newString: string,
+  first: number,
+  count: number,
+): string | { readonly reason: string } => {
+  const window = file.lines.slice(first, first + count)
+  const fromBase = commonIndent(oldLines)
+  const toBase = commonIndent(window)
+  const newLines = newString.split("\n")
+  const fileUnit = unitOf(file.lines)
+  const quotedUnit = unitOf([...oldLines, ...newLines].map((line) => (line.startsWith(fromBase) ? line.slice(fromBase.length) : line)))
+  const sameUnit =
+    fileUnit === undefined ||
+    quotedUnit === undefined ||
+    (fileUnit.tab ? quotedUnit.tab : !quotedUnit.tab && quotedUnit.spaces === fileUnit.spaces)
+  const out: Array<string> = []
+  for (const [index, line] of newLines.entries()) {
+    if (line.trim() === "") {
+      out.push(line)
+      continue
+    }
+    const indent = indentOf(line)
+    const body = line.slice(indent.length)
+    if (sameUnit || fileUnit === undefined || quotedUnit === undefined) {
+      if (indent.startsWith(fromBase)) out.push(toBase + indent.slice(fromBase.length) + body)
+      else out.push(toBase.slice(0, Math.max(0, toBase.length - (fromBase.length - indent.length))) + body)
+      continue
+    }
+    const width = quotedUnit.tab ? 1 : quotedUnit.spaces
+    const levels = indent.startsWith(fromBase)
+      ? depthOf(indent.slice(fromBase.length), quotedUnit)
+      : -Math.ceil((fromBase.length - indent.length) / width)
+    if (levels === undefined) {
+      return {
+        reason:
+          `line ${index + 1} of newString is indented by ${JSON.stringify(indent)}, which is not a whole number of ` +
+          `the ${unitName(quotedUnit)} oldString is indented with, so it cannot be converted to the file's ` +
+          `${unitName(fileUnit)}`,
+      }
+    }
+    const unit = unitText(fileUnit)
+    out.push((levels >= 0 ? toBase + unit.repeat(levels) : toBase.slice(0, Math.max(0, toBase.length + levels * unit.length))) + body)
+  }
+  return out.join("\n")
+}
 
 const indentationFlexible = (file: Indexed, input: Input): Step => {
   const old = quote(input.oldString)
@@ -255,7 +348,7 @@ const indentationFlexible = (file: Indexed, input: Input): Step => {
     )
     if (equal) windows.push({ first, count, indent })
   }
-  return settle(file, input, old, windows, () => reindent(input.newString, oldIndent, windows[0]?.indent ?? oldIndent))
+  return settle(file, input, old, windows)
 }
 
 /** The escapes a model writes literally when it double-escapes its arguments. */
@@ -346,7 +439,7 @@ const blockAnchors = (file: Indexed, input: Input): Step => {
       refused.push({ line: start + 1, lines: beyond - start + 1, chars })
     }
   }
-  const step = settle(file, input, old, windows, () => input.newString)
+  const step = settle(file, input, old, windows)
   return step._tag === "None" ? { _tag: "None", refused: [...refused, ...step.refused] } : step
 }
 
@@ -401,6 +494,7 @@ export const find = (input: Input): Outcome => {
     const result = step(file, input)
     if (result._tag === "Found") return { _tag: "Found", matcher, spans: result.spans }
     if (result._tag === "Ambiguous") return { _tag: "Ambiguous", matcher, lines: result.lines }
+    if (result._tag === "Unindentable") return { ...result, matcher }
     for (const refusal of result.refused) refused.push({ matcher, ...refusal })
   }
   return { _tag: "NotFound", closest: closest(file, input.oldString), refused }

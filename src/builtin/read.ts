@@ -14,6 +14,7 @@ import * as Schema from "effect/Schema"
 import { Boundary } from "../permission/boundary"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
+import { ReadTracking } from "./read-tracking"
 import { Ripgrep } from "./ripgrep"
 import { Text as TextFile } from "./text"
 import { Distance } from "../text/distance"
@@ -551,6 +552,22 @@ const makeTool = (services: Builtin.Services) => {
       }
     })
 
+  /** The version of the open file, for read tracking: hashed from the first block when that was all of it. */
+  const seen = (handle: FileHandle, head: Uint8Array) =>
+    Effect.promise(async () => {
+      const stats = await handle.stat({ bigint: true })
+      if (stats.size > BigInt(ReadTracking.MAX_HASH_BYTES)) return ReadTracking.versionOf(undefined, stats)
+      if (stats.size === BigInt(head.length)) return ReadTracking.versionOf(head, stats)
+      const bytes = Buffer.allocUnsafe(Number(stats.size))
+      let got = 0
+      while (got < bytes.length) {
+        const { bytesRead } = await handle.read(bytes, got, bytes.length - got, got)
+        if (bytesRead === 0) break
+        got += bytesRead
+      }
+      return ReadTracking.versionOf(bytes.subarray(0, got), stats)
+    })
+
   const readFile = (real: string, shown: string, input: typeof Input.Type, context: Tool.Context) =>
     Effect.acquireUseRelease(
       Effect.tryPromise({
@@ -585,7 +602,9 @@ const makeTool = (services: Builtin.Services) => {
           if (reason !== undefined) {
             return yield* failure(`${shown} looks like a binary file (${reason}); read shows text files, directories and images.`)
           }
-          return yield* readText(handle, before, head, shown, input, context)
+          const page = yield* readText(handle, before, head, shown, input, context)
+          yield* ReadTracking.see(services, context, real, yield* seen(handle, head))
+          return page
         }),
       (handle) => Effect.promise(() => handle.close()),
     )

@@ -7,10 +7,12 @@ export * as Text from "./text"
 // callers pass paths they have already authorized.
 
 import { randomBytes } from "node:crypto"
-import { mkdir, open, rename, rmdir, stat, unlink } from "node:fs/promises"
+import { constants } from "node:fs"
+import { access, lstat, mkdir, open, rename, rmdir, stat, unlink } from "node:fs/promises"
 import { dirname, join } from "node:path"
 import * as Effect from "effect/Effect"
 import { Tool } from "../tool/tool"
+import { FileLock } from "./file-lock"
 
 export type Eol = "\n" | "\r\n"
 
@@ -43,6 +45,11 @@ export interface Splice {
   readonly at: number
   readonly remove: number
   readonly insert: ReadonlyArray<string>
+  /**
+   * For each inserted line that repeats a line of the file unchanged (a patch's context line): that line's index,
+   * so it keeps its own terminator. Undefined entries (or no array) are new lines.
+   */
+  readonly kept?: ReadonlyArray<number | undefined>
 }
 
 // The error codes a file operation may meet in an ordinary environment; anything else is a defect.
@@ -214,17 +221,32 @@ export const lines = (text: string): Lines => {
 }
 
 /**
- * Applies splices (sorted, not overlapping) to lines. Inserted lines end with `eol`; every other line keeps its
- * own terminator. A line that gets a line after it is given a terminator (`eol`) if it had none, so an addition
- * after the last line of a file without a final line break never joins onto it; and a file that did not end with
- * a line break still does not (its new last line has none).
+ * The terminator for lines a change adds at `at` (removing `remove` lines): the ending of the first line it
+ * replaces, else of the line before it, else of the line after it, else the file's dominant one.
+ */
+const neighbourEnding = (original: Lines, at: number, remove: number, eol: Eol): string => {
+  for (const index of [remove > 0 ? at : -1, at - 1, at + remove]) {
+    const end = index >= 0 ? original.ends[index] : undefined
+    if (end !== undefined && end !== "") return end
+  }
+  return eol
+}
+
+/**
+ * Applies splices (sorted, not overlapping) to lines. Every line that is not changed keeps its own terminator
+ * (a context line a splice repeats, see `Splice.kept`, too); new lines take their neighbours' (`neighbourEnding`),
+ * so a file with mixed line endings changes only where it is changed. A line that gets a line after it is given a
+ * terminator if it had none, so an addition after the last line of a file without a final line break never joins
+ * onto it; and a file that did not end with a line break still does not (its new last line has none).
  */
 export const splice = (original: Lines, splices: ReadonlyArray<Splice>, eol: Eol): string => {
   // Alternating line text and terminator.
   const parts: Array<string> = []
+  let lastEnding: string = eol
   const push = (text: string, end: string) => {
-    if (parts.length > 0 && parts[parts.length - 1] === "") parts[parts.length - 1] = eol
+    if (parts.length > 0 && parts[parts.length - 1] === "") parts[parts.length - 1] = lastEnding
     parts.push(text, end)
+    if (end !== "") lastEnding = end
   }
   let next = 0
   const keep = (until: number) => {
@@ -232,13 +254,57 @@ export const splice = (original: Lines, splices: ReadonlyArray<Splice>, eol: Eol
   }
   for (const change of splices) {
     keep(change.at)
-    for (const line of change.insert) push(line, eol)
+    const added = neighbourEnding(original, change.at, change.remove, eol)
+    change.insert.forEach((line, index) => {
+      const kept = change.kept?.[index]
+      const own = kept === undefined ? undefined : original.ends[kept]
+      push(line, own === undefined || own === "" ? added : own)
+    })
     next = change.at + change.remove
   }
   keep(original.texts.length)
   const unterminated = original.ends.length > 0 && original.ends[original.ends.length - 1] === ""
   if (unterminated && parts.length > 0) parts[parts.length - 1] = ""
   return parts.join("")
+}
+
+/**
+ * The line breaks of `replacement` (text with "\n" breaks) written for the file, where it replaces `old` (the
+ * file's own text, its breaks as they are). Breaks between lines the replacement keeps from `old` (same lines at
+ * its start or end) keep their own ending; other breaks take the ending of the first break `old` had, else
+ * `lineEnd` (the ending of the line the replacement ends on), else of the line `before` it, else `eol`.
+ */
+export const endingsLike = (
+  old: string,
+  replacement: string,
+  before: string,
+  lineEnd: string | undefined,
+  eol: Eol,
+): string => {
+  if (!replacement.includes("\n")) return replacement
+  const oldParts = old.split("\n")
+  const oldBreaks = oldParts.slice(0, -1).map((part) => (part.endsWith("\r") ? "\r\n" : "\n"))
+  const oldTexts = oldParts.map((part, index) => (index < oldParts.length - 1 && part.endsWith("\r") ? part.slice(0, -1) : part))
+  const parts = replacement.split("\n")
+  const previous = /\r?\n$/.exec(before.slice(-2))?.[0]
+  const fallback = oldBreaks[0] ?? lineEnd ?? previous ?? eol
+  let head = 0
+  while (head < parts.length - 1 && head < oldBreaks.length && parts[head] === oldTexts[head]) head++
+  let tail = 0
+  while (
+    tail < parts.length - 1 - head &&
+    tail < oldBreaks.length - head &&
+    parts[parts.length - 1 - tail] === oldTexts[oldTexts.length - 1 - tail]
+  ) tail++
+  const out: Array<string> = []
+  for (let index = 0; index < parts.length; index++) {
+    out.push(parts[index]!)
+    if (index === parts.length - 1) break
+    if (index < head) out.push(oldBreaks[index]!)
+    else if (index >= parts.length - 1 - tail) out.push(oldBreaks[oldBreaks.length - (parts.length - 1 - index)]!)
+    else out.push(fallback)
+  }
+  return out.join("")
 }
 
 /** Reads a file's bytes and the facts `unchanged` compares, from one open file. */
@@ -371,4 +437,86 @@ export const ensureDirectory = (directory: string, shown: string): Effect.Effect
 export const removeDirectories = (directories: ReadonlyArray<string>): Effect.Effect<void> =>
   Effect.promise(async () => {
     for (const directory of directories) await rmdir(directory).catch(() => undefined)
+  })
+
+/** A file's permission bits as `ls` shows them in octal, e.g. "0644". */
+export const modeText = (mode: number): string => `0${(mode & 0o7777).toString(8).padStart(3, "0")}`
+
+/**
+ * Refuses to change a file its user cannot write. A rename would replace it anyway (only the directory needs to
+ * be writable), so it is checked here: a file without any write permission bit (0444, say) is read-only for
+ * everyone, root included, since someone marked it so on purpose; otherwise the operating system's own access
+ * check decides (mode, owner, group, ACLs). The reason names the mode and the owner.
+ */
+export const writable = (path: string, shown: string, tool: string): Effect.Effect<void, Tool.Failure> =>
+  Effect.gen(function* () {
+    const stats = yield* io("check", shown, () => stat(path))
+    const allowed =
+      (stats.mode & 0o222) !== 0 &&
+      (yield* Effect.promise(() => access(path, constants.W_OK).then(() => true, () => false)))
+    if (allowed) return
+    const mine = process.getuid?.() === stats.uid
+    return yield* new Tool.Failure({
+      message:
+        `Cannot change ${shown} with ${tool}: it is read-only (mode ${modeText(stats.mode)}, owner uid ${stats.uid}` +
+        `${mine ? ", which is you" : ""}, group gid ${stats.gid}). Nothing was changed. Leave it alone, or ask the ` +
+        "user to make it writable (chmod u+w) if it should change.",
+    })
+  })
+
+/** What a guarded replacement did: wrote the file, or found it changed since `expected` and left it alone. */
+export type Replaced = "written" | "changed"
+
+/**
+ * Replaces a file atomically only if it is still exactly `expected`: the check and the rename run under the
+ * file's commit lock (see FileLock.committing), so another core process cannot change the file between them.
+ * Answers "changed" (with nothing written) when it changed since it was read, for the caller to redo the change
+ * against the new content or report it.
+ */
+export const replace = (options: WriteOptions & { readonly expected: Snapshot }): Effect.Effect<Replaced, Tool.Failure> =>
+  Effect.gen(function* () {
+    const temp = yield* prepare(options.path, options.bytes, options.mode, options.shown)
+    return yield* FileLock.committing(
+      [options.path],
+      options.shown,
+      Effect.gen(function* () {
+        const same = yield* unchanged(options.path, options.expected, options.shown)
+        if (!same) {
+          yield* discard(temp)
+          return "changed" as const
+        }
+        yield* commit(temp, options.path, options.shown)
+        return "written" as const
+      }),
+    ).pipe(Effect.onError(() => discard(temp)))
+  })
+
+/**
+ * Creates a file that must not exist yet: like `replace`, the check (nothing there) and the rename run under the
+ * commit lock. Answers "changed" (with nothing written) when a file appeared at `path` meanwhile.
+ */
+export const create = (options: WriteOptions): Effect.Effect<Replaced, Tool.Failure> =>
+  Effect.gen(function* () {
+    const temp = yield* prepare(options.path, options.bytes, options.mode, options.shown)
+    return yield* FileLock.committing(
+      [options.path],
+      options.shown,
+      Effect.gen(function* () {
+        const present = yield* io("check", options.shown, () =>
+          lstat(options.path).then(
+            () => true,
+            (cause: unknown) => {
+              if (codeOf(cause) === "ENOENT") return false
+              throw cause
+            },
+          ),
+        )
+        if (present) {
+          yield* discard(temp)
+          return "changed" as const
+        }
+        yield* commit(temp, options.path, options.shown)
+        return "written" as const
+      }),
+    ).pipe(Effect.onError(() => discard(temp)))
   })

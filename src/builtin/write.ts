@@ -4,12 +4,18 @@ export * as Write from "./write"
 // see in the text it sends (the byte order mark, CRLF line endings, the file's mode), and happens atomically,
 // so a failure leaves the old file (or no file) rather than a part of the new one.
 
+import { lstat } from "node:fs/promises"
 import { dirname } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
+import { FileLock } from "./file-lock"
+import { ReadTracking } from "./read-tracking"
 import { Text } from "./text"
+
+/** How often a write is redone when another process changed or created the file between its read and rename. */
+export const MAX_ATTEMPTS = 5
 
 export const Input = Schema.Struct({
   filePath: Schema.String.annotate({
@@ -25,15 +31,21 @@ export const Output = Schema.Struct({
   bytes: Schema.Finite,
   lineEnding: Schema.Literals(["lf", "crlf"]),
   bom: Schema.Boolean,
+  replaced: Schema.optionalKey(
+    Schema.Struct({ lines: Schema.Finite, bytes: Schema.Finite }).annotate({
+      description: "What the file held before it was overwritten",
+    }),
+  ),
 })
 export type Output = typeof Output.Type
 
 const DESCRIPTION = `Write a file: create it, or replace its whole content.
 
 - Missing parent directories are created.
-- Replacing a file keeps its line endings (a CRLF file stays CRLF even if content uses \\n), its UTF-8 byte order mark and its permissions; only the text changes.
+- An existing file must have been read in this session first, and not changed since; otherwise nothing is written and you are told to read it. Read-only files, directories, devices, sockets and FIFOs are refused.
+- Replacing a file keeps its line endings (a CRLF file stays CRLF even if content uses \\n), its UTF-8 byte order mark and its permissions; the answer says what it replaced (lines, bytes).
 - The write is atomic: the file holds either its old content or the new one, never a part.
-- To change part of an existing file, use edit (one replacement) or apply_patch (several places or files) instead: they send only the change, and the file is written only if it did not change while the edit was being made. Read a file before replacing it, so that nothing in it is lost.`
+- To change part of an existing file, use edit (one replacement) or apply_patch (several places or files): they send only the change.`
 
 const describe = (output: Output): string => {
   const size = `${output.lines} line${output.lines === 1 ? "" : "s"}, ${output.bytes} byte${output.bytes === 1 ? "" : "s"}`
@@ -41,7 +53,11 @@ const describe = (output: Output): string => {
   const kept = [output.lineEnding === "crlf" ? "CRLF line endings" : undefined, output.bom ? "byte order mark" : undefined]
     .filter((item) => item !== undefined)
     .join(" and ")
-  return `Overwrote ${output.path} (${size}${kept === "" ? "" : `; kept its ${kept}`}).`
+  const before =
+    output.replaced === undefined
+      ? ""
+      : `; it held ${output.replaced.lines} line${output.replaced.lines === 1 ? "" : "s"}, ${output.replaced.bytes} byte${output.replaced.bytes === 1 ? "" : "s"}`
+  return `Overwrote ${output.path} (${size}${before}${kept === "" ? "" : `; kept its ${kept}`}).`
 }
 
 const makeTool = (services: Builtin.Services) =>
@@ -74,37 +90,77 @@ const makeTool = (services: Builtin.Services) =>
             message: `Cannot write ${shown}: it is not a regular file (a device, socket or pipe). write only creates and replaces regular files.`,
           })
         }
-        let text = input.content
-        let bom = false
-        let mode: number | undefined
-        if (resolved.exists) {
-          const snapshot = yield* Text.read(resolved.real, shown)
-          mode = snapshot.mode
-          // The old file's conventions apply only if it was text; a binary file is simply replaced.
-          const old = Text.probe(snapshot.bytes)
-          if (old !== undefined) {
-            bom = old.bom
-            if (old.text.includes("\n")) text = Text.withEol(text, old.eol)
-          }
-        }
-        if (text.startsWith("\uFEFF")) {
-          text = text.slice(1)
-          bom = true
-        }
-        const bytes = Text.encode(text, bom)
-        const created = resolved.exists ? [] : yield* Text.ensureDirectory(dirname(resolved.real), shown)
-        yield* Text.write({ path: resolved.real, bytes, shown, ...(mode === undefined ? {} : { mode }) }).pipe(
-          Effect.onError(() => Text.removeDirectories(created)),
-        )
-        return {
-          path: shown,
-          created: !resolved.exists,
-          lines: Text.lineCount(text),
-          bytes: bytes.length,
-          lineEnding: text.includes("\r\n") && Text.eolOf(text) === "\r\n" ? ("crlf" as const) : ("lf" as const),
-          bom,
-        }
+        return yield* FileLock.serialized([resolved.real], attempt(services, context, input, resolved.real, shown, 1))
       }),
+  })
+
+/** One try at the write; redone when another process changed or created the file between reading and renaming. */
+const attempt = (
+  services: Builtin.Services,
+  context: Tool.Context,
+  input: typeof Input.Type,
+  real: string,
+  shown: string,
+  tries: number,
+): Effect.Effect<Output, Tool.Failure> =>
+  Effect.gen(function* () {
+    const exists = yield* Text.io("check", shown, () =>
+      lstat(real).then(
+        () => true,
+        (cause: unknown) => {
+          if ((cause as { code?: unknown } | undefined)?.code === "ENOENT") return false
+          throw cause
+        },
+      ),
+    )
+    let text = input.content
+    let bom = false
+    let snapshot: Text.Snapshot | undefined
+    let replaced: { lines: number; bytes: number } | undefined
+    if (exists) {
+      snapshot = yield* Text.read(real, shown)
+      yield* Text.writable(real, shown, "write")
+      yield* ReadTracking.check(services, context, {
+        path: real,
+        shown,
+        tool: "write",
+        version: ReadTracking.ofSnapshot(snapshot),
+        unseen: "refuse",
+      })
+      // The old file's conventions apply only if it was text; a binary file is simply replaced.
+      const old = Text.probe(snapshot.bytes)
+      replaced = { lines: old === undefined ? 0 : Text.lineCount(old.text), bytes: snapshot.bytes.length }
+      if (old !== undefined) {
+        bom = old.bom
+        if (old.text.includes("\n")) text = Text.withEol(text, old.eol)
+      }
+    }
+    if (text.startsWith("\uFEFF")) {
+      text = text.slice(1)
+      bom = true
+    }
+    const bytes = Text.encode(text, bom)
+    const created = exists ? [] : yield* Text.ensureDirectory(dirname(real), shown)
+    const outcome = yield* (
+      snapshot === undefined
+        ? Text.create({ path: real, bytes, shown })
+        : Text.replace({ path: real, bytes, shown, mode: snapshot.mode, expected: snapshot })
+    ).pipe(Effect.onError(() => Text.removeDirectories(created)))
+    if (outcome === "changed") {
+      yield* Text.removeDirectories(created)
+      if (tries >= MAX_ATTEMPTS) return yield* Text.changed(shown)
+      return yield* attempt(services, context, input, real, shown, tries + 1)
+    }
+    yield* ReadTracking.see(services, context, real, yield* ReadTracking.written(real, bytes))
+    return {
+      path: shown,
+      created: !exists,
+      lines: Text.lineCount(text),
+      bytes: bytes.length,
+      lineEnding: text.includes("\r\n") && Text.eolOf(text) === "\r\n" ? ("crlf" as const) : ("lf" as const),
+      bom,
+      ...(replaced === undefined ? {} : { replaced }),
+    }
   })
 
 /** The write built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */

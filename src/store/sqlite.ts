@@ -36,6 +36,17 @@ const MIGRATIONS: ReadonlyArray<string> = [
      saved_at INTEGER NOT NULL,
      PRIMARY KEY (project, action, pattern)
    ) WITHOUT ROWID`,
+  // What each session read of each file (see ./reads).
+  `CREATE TABLE reads (
+     session_id TEXT NOT NULL,
+     path TEXT NOT NULL,
+     hash TEXT,
+     size INTEGER NOT NULL,
+     mtime_ns TEXT NOT NULL,
+     ino TEXT NOT NULL,
+     seen_at INTEGER NOT NULL,
+     PRIMARY KEY (session_id, path)
+   ) WITHOUT ROWID`,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length
@@ -139,7 +150,7 @@ const prepare = (db: Database) => ({
 })
 
 /** Opens the database at `path` for the life of the scope, checking its schema. */
-const acquire = <A>(path: string, statementsOf: (db: Database) => A) =>
+export const acquire = <A>(path: string, statementsOf: (db: Database) => A) =>
   Effect.gen(function* () {
     const db = yield* Effect.acquireRelease(
       Effect.try({ try: () => open(path), catch: (cause) => openError(path, cause) }),
@@ -158,7 +169,7 @@ const acquire = <A>(path: string, statementsOf: (db: Database) => A) =>
     })
   })
 
-const attemptAt =
+export const attemptAt =
   (path: string) =>
   <A>(operation: string, run: () => A) =>
     Effect.try({

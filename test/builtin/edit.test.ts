@@ -204,24 +204,32 @@ describe("unchanged while the change is made", () => {
     expect(readdirSync(directory)).toEqual(["a.txt"])
   })
 
-  test("edit reports its progress once the change is made, and writes nothing if the file changed meanwhile", async () => {
+  test("edit reports its progress once, and redoes the change against content another writer changed meanwhile", async () => {
     const h = harness({ files: { "a.txt": "one\ntwo\n" } })
     const { settlement, progress } = await h.settle(
       "edit",
       { filePath: "a.txt", oldString: "two", newString: "TWO" },
       // edit has read the file and made the change when it reports; another writer changes the file then.
-      { onProgress: () => writeFileSync(join(h.directory, "a.txt"), "one\ntwo\nthree\n") },
+      { onProgress: () => writeFileSync(join(h.directory, "a.txt"), "zero\none\ntwo\nthree\n") },
     )
     expect(progress).toEqual([
       { message: "Writing a.txt: 1 replacement", metadata: { path: "a.txt", replacements: 1, matcher: "exact" } },
     ])
-    expect(settlement.error).toEqual({
-      kind: "failure",
-      message:
-        "a.txt changed on disk while the change was being made (another program or call wrote it after this call " +
-        "read it), so nothing was written. Read it again and redo the change against its current content.",
-    })
-    expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe("one\ntwo\nthree\n")
+    expect(settlement.status).toBe("success")
+    expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe("zero\none\nTWO\nthree\n")
+    expect(readdirSync(h.directory)).toEqual(["a.txt"])
+  })
+
+  test("edit redone against changed content that no longer holds oldString fails and keeps the other writer's change", async () => {
+    const h = harness({ files: { "a.txt": "one\ntwo\n" } })
+    const { settlement } = await h.settle(
+      "edit",
+      { filePath: "a.txt", oldString: "two", newString: "TWO" },
+      { onProgress: () => writeFileSync(join(h.directory, "a.txt"), "one\nsomething else\n") },
+    )
+    expect(settlement.status).toBe("error")
+    expect(settlement.error?.message).toContain("oldString was not found in a.txt")
+    expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe("one\nsomething else\n")
     expect(readdirSync(h.directory)).toEqual(["a.txt"])
   })
 

@@ -24,14 +24,15 @@ describe("write", () => {
 
   test("overwrites an existing file and says so", async () => {
     const h = harness({ files: { "a.txt": "old content\n" } })
+    await h.settle("read", { filePath: "a.txt" })
     const { settlement } = await h.settle("write", { filePath: "a.txt", content: "new" })
-    expect(settlement.structured).toMatchObject({ path: "a.txt", created: false, lines: 1, bytes: 3 })
-    expect(textOf(settlement)).toBe("Overwrote a.txt (1 line, 3 bytes).")
+    expect(settlement.structured).toMatchObject({ path: "a.txt", created: false, lines: 1, bytes: 3, replaced: { lines: 1, bytes: 12 } })
+    expect(textOf(settlement)).toBe("Overwrote a.txt (1 line, 3 bytes; it held 1 line, 12 bytes).")
     expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe("new")
   })
 
   test("keeps a CRLF file's line endings when the new content uses LF", async () => {
-    const h = harness({ files: { "win.txt": "a\r\nb\r\n" } })
+    const h = harness({ files: { "win.txt": "a\r\nb\r\n" }, readBeforeWrite: false })
     const { settlement } = await h.settle("write", { filePath: "win.txt", content: "x\ny\nz\n" })
     expect(readFileSync(join(h.directory, "win.txt"), "utf8")).toBe("x\r\ny\r\nz\r\n")
     expect(settlement.structured).toMatchObject({ lineEnding: "crlf", lines: 3 })
@@ -39,13 +40,13 @@ describe("write", () => {
   })
 
   test("keeps an LF file's line endings when the new content uses CRLF", async () => {
-    const h = harness({ files: { "unix.txt": "a\nb\n" } })
+    const h = harness({ files: { "unix.txt": "a\nb\n" }, readBeforeWrite: false })
     await h.settle("write", { filePath: "unix.txt", content: "x\r\ny\r\n" })
     expect(readFileSync(join(h.directory, "unix.txt"), "utf8")).toBe("x\ny\n")
   })
 
   test("keeps a byte order mark, without doubling one the content brings", async () => {
-    const h = harness({ files: { "bom.txt": `${BOM}old\n`, "bom2.txt": `${BOM}old\n` } })
+    const h = harness({ files: { "bom.txt": `${BOM}old\n`, "bom2.txt": `${BOM}old\n` }, readBeforeWrite: false })
     const { settlement } = await h.settle("write", { filePath: "bom.txt", content: "new\n" })
     expect(settlement.structured).toMatchObject({ bom: true, bytes: 7 })
     expect([...readFileSync(join(h.directory, "bom.txt"))]).toEqual([0xef, 0xbb, 0xbf, ...Buffer.from("new\n")])
@@ -56,7 +57,10 @@ describe("write", () => {
   test("keeps the mode of an overwritten file and leaves no temp file behind", async () => {
     const h = harness({ files: { "run.sh": "#!/bin/sh\n" } })
     chmodSync(join(h.directory, "run.sh"), 0o767)
-    await h.settle("write", { filePath: "run.sh", content: "#!/bin/sh\necho hi\n" })
+    await h.settle("read", { filePath: "run.sh" })
+    const { settlement } = await h.settle("write", { filePath: "run.sh", content: "#!/bin/sh\necho hi\n" })
+    expect(settlement.status).toBe("success")
+    expect(readFileSync(join(h.directory, "run.sh"), "utf8")).toBe("#!/bin/sh\necho hi\n")
     expect(statSync(join(h.directory, "run.sh")).mode & 0o7777).toBe(0o767)
     expect(readdirSync(h.directory)).toEqual(["run.sh"])
   })
@@ -64,6 +68,7 @@ describe("write", () => {
   test("writes through a symlink inside the Location to its target, keeping the link", async () => {
     const h = harness({ files: { "real.txt": "old" } })
     symlinkSync(join(h.directory, "real.txt"), join(h.directory, "link.txt"))
+    await h.settle("read", { filePath: "link.txt" })
     const { settlement } = await h.settle("write", { filePath: "link.txt", content: "new" })
     expect(settlement.structured).toMatchObject({ path: "real.txt", created: false })
     expect(lstatSync(join(h.directory, "link.txt")).isSymbolicLink()).toBe(true)

@@ -19,7 +19,9 @@ import type { Settlement } from "../../src/settlement/settlement"
 import { Registry } from "../../src/registry/registry"
 import { Settler } from "../../src/settlement/settler"
 import { Shell } from "../../src/shell/producer"
+import { ReadTracking } from "../../src/builtin/read-tracking"
 import { Approvals } from "../../src/store/approvals"
+import { Reads } from "../../src/store/reads"
 import { Store } from "../../src/store/store"
 import type { Tool } from "../../src/tool/tool"
 import { tempDir } from "./temp"
@@ -44,6 +46,8 @@ export interface SettleOptions {
   readonly reply?: Permission.Reply
   readonly limits?: { readonly maxLines?: number; readonly maxBytes?: number }
   readonly onProgress?: (update: Tool.Progress) => void
+  /** The call's sessionID (default "ses_builtin"). */
+  readonly session?: string
 }
 
 export interface Harness {
@@ -66,6 +70,8 @@ export interface HarnessOptions {
   readonly rules?: ReadonlyArray<Rule.Rule>
   /** The `shell` section of a core.json: timeouts and capture limits of the shell producer. */
   readonly shell?: Config.Shell
+  /** core.json `files.readBeforeWrite` (default true). */
+  readonly readBeforeWrite?: boolean
 }
 
 export const harness = (options: HarnessOptions = {}): Harness => {
@@ -83,6 +89,8 @@ export const harness = (options: HarnessOptions = {}): Harness => {
     (rule, index): Agent.SourcedRule => ({ ...rule, source: { file: "test", path: `rules[${index}]` } }),
   )
   const outputsDirectory = join(data, "outputs")
+  // What sessions read outlives each settle, as the durable store does between calls.
+  const reads = Layer.succeed(Reads.Service, Reads.Service.of(Reads.memory()))
 
   const layerFor = (settleOptions: SettleOptions) => {
     const permission = Permission.layer({
@@ -96,7 +104,11 @@ export const harness = (options: HarnessOptions = {}): Harness => {
       permission,
       ...(settleOptions.limits === undefined ? {} : { limits: settleOptions.limits }),
     })
-    const builtins = Builtins.layer.pipe(Layer.provide(Shell.layer(options.shell)))
+    const builtins = Builtins.layer.pipe(
+      Layer.provide(Shell.layer(options.shell)),
+      Layer.provide(reads),
+      Layer.provide(Layer.succeed(ReadTracking.Required, options.readBeforeWrite ?? true)),
+    )
     return Location.layer(directory, builtins).pipe(Layer.provideMerge(kernel))
   }
 
@@ -130,7 +142,7 @@ export const harness = (options: HarnessOptions = {}): Harness => {
       const turn = yield* (yield* Settler.Service).materialize()
       const { settlement } = yield* turn.settle(
         {
-          sessionID: "ses_builtin",
+          sessionID: settleOptions.session ?? "ses_builtin",
           agent: settleOptions.agent ?? "build",
           assistantMessageID: "msg_builtin",
           toolCallID: `call_${crypto.randomUUID()}`,

@@ -1,0 +1,122 @@
+export * as FileLock from "./file-lock"
+
+// Keeps changes to one file from overlapping. Within a process, every change to a real path runs alone
+// (`serialized`), so two parallel edit calls on one file apply one after the other, the second to the first's
+// result. Across processes, the short step that checks a file is still what a change read and renames the new
+// content over it runs under a lock file beside it (`committing`), so a core process can never replace content
+// another one wrote after it read. The per-process table is process-wide on purpose: two Locations, or two
+// sessions, may change the same file.
+
+import { open, readFile, unlink } from "node:fs/promises"
+import { basename, dirname, join } from "node:path"
+import * as Effect from "effect/Effect"
+import * as Semaphore from "effect/Semaphore"
+import { Owner } from "../store/owner"
+import { Tool } from "../tool/tool"
+
+/** How long a change waits for another process's commit on the same file before it gives up. */
+export const COMMIT_WAIT_MS = 10_000
+/** Pause between attempts to take a commit lock another process holds. */
+const RETRY_MS = 2
+
+interface Held {
+  readonly semaphore: Semaphore.Semaphore
+  users: number
+}
+
+const held = new Map<string, Held>()
+
+const lockOne = <A, E, R>(path: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => {
+      let entry = held.get(path)
+      if (entry === undefined) {
+        entry = { semaphore: Semaphore.makeUnsafe(1), users: 0 }
+        held.set(path, entry)
+      }
+      entry.users++
+      return entry
+    }),
+    (entry) => Semaphore.withPermits(entry.semaphore, 1)(effect),
+    (entry) =>
+      Effect.sync(() => {
+        entry.users--
+        if (entry.users === 0) held.delete(path)
+      }),
+  )
+
+/**
+ * Runs `effect` while no other change in this process holds any of `paths` (real paths). Paths are taken in
+ * sorted order, so two changes that share several files cannot wait on each other forever.
+ */
+export const serialized = <A, E, R>(paths: ReadonlyArray<string>, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  [...new Set(paths)].sort().reduceRight<Effect.Effect<A, E, R>>((inner, path) => lockOne(path, inner), effect)
+
+/** The lock file that guards commits to `path`. */
+export const lockPath = (path: string): string => join(dirname(path), `.${basename(path)}.core-lock`)
+
+const codeOf = (cause: unknown): string | undefined =>
+  typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string" ? cause.code : undefined
+
+/** Takes the lock file: true when taken, false when a live process holds it. A dead holder's lock is removed. */
+const tryTake = async (lock: string): Promise<boolean> => {
+  try {
+    const handle = await open(lock, "wx", 0o600)
+    try {
+      await handle.writeFile(Owner.current)
+    } finally {
+      await handle.close()
+    }
+    return true
+  } catch (cause) {
+    if (codeOf(cause) !== "EEXIST") throw cause
+  }
+  const owner = await readFile(lock, "utf8").catch(() => undefined)
+  // An empty or unreadable lock is being written right now, or was just removed: try again shortly.
+  if (owner !== undefined && owner !== "" && !Owner.isAlive(owner)) await unlink(lock).catch(() => undefined)
+  return false
+}
+
+const give = (lock: string): Effect.Effect<void> => Effect.promise(() => unlink(lock).catch(() => undefined))
+
+/**
+ * Runs `effect` holding the commit lock of each of `paths` (sorted), waiting for other processes' commits. Keep
+ * `effect` short: a check that the file is unchanged and a rename.
+ */
+export const committing = <A, E, R>(
+  paths: ReadonlyArray<string>,
+  shown: string,
+  effect: Effect.Effect<A, E, R>,
+): Effect.Effect<A, E | Tool.Failure, R> =>
+  [...new Set(paths)].sort().reduceRight<Effect.Effect<A, E | Tool.Failure, R>>(
+    (inner, path) =>
+      Effect.acquireUseRelease(
+        Effect.gen(function* () {
+          const lock = lockPath(path)
+          const deadline = Date.now() + COMMIT_WAIT_MS
+          while (true) {
+            const taken = yield* Effect.tryPromise({ try: () => tryTake(lock), catch: (cause) => cause }).pipe(
+              Effect.catch((cause) => {
+                const code = codeOf(cause)
+                if (code === undefined) return Effect.die(cause)
+                return Effect.fail(
+                  new Tool.Failure({
+                    message: `Cannot write ${shown}: its lock file ${lockPath(path)} cannot be created (${code}). Nothing was changed; check the directory's permissions.`,
+                  }),
+                )
+              }),
+            )
+            if (taken) return lock
+            if (Date.now() > deadline) {
+              return yield* new Tool.Failure({
+                message: `Cannot write ${shown}: another core process has been writing it for over ${COMMIT_WAIT_MS / 1000} s (lock file ${lock}). Nothing was changed; try again, or remove the lock file if no core process is running.`,
+              })
+            }
+            yield* Effect.sleep(RETRY_MS)
+          }
+        }),
+        () => inner,
+        give,
+      ),
+    effect,
+  )

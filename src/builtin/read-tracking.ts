@@ -1,0 +1,121 @@
+export * as ReadTracking from "./read-tracking"
+
+// How the file tools use what a session has seen of a file (../store/reads): read records the version it read,
+// write, edit and apply_patch record the version they wrote, and before changing a file write and edit compare
+// the file with the session's record. `write` over an existing file the session never saw, and a change to a
+// file that changed since the session saw it, are refused (core.json `files.readBeforeWrite: false` turns the
+// refusal off; the record is kept either way). The record is keyed by the file's real path.
+
+import { createHash } from "node:crypto"
+import { open, stat } from "node:fs/promises"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import { Reads } from "../store/reads"
+import type { Store } from "../store/store"
+import { Tool } from "../tool/tool"
+import type { Builtin } from "./builtin"
+import { Text } from "./text"
+
+/** Files up to this size are hashed when read; larger ones are compared by size, modification time and inode. */
+export const MAX_HASH_BYTES = 16 * 1024 * 1024
+
+/**
+ * Whether write and edit refuse to change a file the session has not seen as it is (core.json
+ * `files.readBeforeWrite`); the built-ins take it when they are made.
+ */
+export const Required = Context.Reference<boolean>("core/ReadBeforeWrite", { defaultValue: () => true })
+
+const hash = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex")
+
+/** The version of content whose bytes are known, with the file's metadata. */
+export const versionOf = (
+  bytes: Uint8Array | undefined,
+  stats: { readonly size: bigint; readonly mtimeNs: bigint; readonly ino: bigint },
+): Reads.Version => ({
+  hash: bytes === undefined ? undefined : hash(bytes),
+  size: Number(stats.size),
+  mtimeNs: stats.mtimeNs.toString(),
+  ino: stats.ino.toString(),
+})
+
+/** The version of a snapshot a tool read whole. */
+export const ofSnapshot = (snapshot: Text.Snapshot): Reads.Version => versionOf(snapshot.bytes, snapshot)
+
+/** The version of the file at `path` now (read whole when small enough to hash); undefined if it is gone. */
+export const current = (path: string): Effect.Effect<Reads.Version | undefined> =>
+  Effect.promise(async () => {
+    let handle
+    try {
+      handle = await open(path, "r")
+    } catch {
+      return undefined
+    }
+    try {
+      const stats = await handle.stat({ bigint: true })
+      const bytes = stats.size <= BigInt(MAX_HASH_BYTES) ? new Uint8Array(await handle.readFile()) : undefined
+      return versionOf(bytes, stats)
+    } finally {
+      await handle.close()
+    }
+  })
+
+const store = <A>(effect: Effect.Effect<A, Store.StoreError>): Effect.Effect<A> =>
+  effect.pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
+
+/** The version of the file at `path` just written with `bytes` (its metadata read now); undefined if it is gone. */
+export const written = (path: string, bytes: Uint8Array): Effect.Effect<Reads.Version | undefined> =>
+  Effect.promise(() =>
+    stat(path, { bigint: true }).then(
+      (stats) => versionOf(bytes, stats),
+      () => undefined,
+    ),
+  )
+
+/** Records that the call's session has seen `version` of the file at `path` (a store failure is operational). */
+export const see = (
+  services: Builtin.Services,
+  context: Tool.Context,
+  path: string,
+  version: Reads.Version | undefined,
+): Effect.Effect<void> =>
+  services.reads === undefined || version === undefined
+    ? Effect.void
+    : store(services.reads.record(context.sessionID, path, version))
+
+/**
+ * Refuses a change to the file at `path` (now at `version`) that the call's session has not seen as it is:
+ * `unseen` decides what a file the session never saw means (write refuses it, edit allows it, since oldString
+ * must match the file as it is).
+ */
+export const check = (
+  services: Builtin.Services,
+  context: Tool.Context,
+  input: {
+    readonly path: string
+    readonly shown: string
+    readonly tool: string
+    readonly version: Reads.Version
+    readonly unseen: "refuse" | "allow"
+  },
+): Effect.Effect<void, Tool.Failure> =>
+  Effect.gen(function* () {
+    if (services.reads === undefined || services.readBeforeWrite === false) return
+    const seen = yield* store(services.reads.lookup(context.sessionID, input.path))
+    const off = "(core.json can turn this check off: \"files\": { \"readBeforeWrite\": false }.)"
+    if (seen === undefined) {
+      if (input.unseen === "allow") return
+      return yield* new Tool.Failure({
+        message:
+          `${input.shown} already exists (${input.version.size} bytes) and has not been read in this session, so ` +
+          `${input.tool} would replace content you have not seen. Nothing was changed. Read it first (read ` +
+          `${input.shown}), then write it again; to change part of it, use edit. ${off}`,
+      })
+    }
+    if (Reads.same(seen, input.version)) return
+    return yield* new Tool.Failure({
+      message:
+        `${input.shown} changed since this session last read or wrote it (${seen.size} bytes then, ` +
+        `${input.version.size} now): someone else changed it. Nothing was changed. Read it again and redo the ` +
+        `change against its current content. ${off}`,
+    })
+  })
