@@ -13,8 +13,14 @@ import * as Schema from "effect/Schema"
 import type { Boundary } from "../permission/boundary"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
+import { FileLock } from "./file-lock"
+import { Match } from "./match"
 import { Patch } from "./patch"
+import { ReadTracking } from "./read-tracking"
 import { Text } from "./text"
+
+/** How often a patch is planned again when another process changed one of its files meanwhile. */
+export const MAX_ATTEMPTS = 5
 
 export const Input = Schema.Struct({
   patchText: Schema.String.annotate({
@@ -155,12 +161,23 @@ const makeTool = (services: Builtin.Services) =>
           const target = operation._tag === "Update" && operation.moveTo !== undefined ? yield* place(operation.moveTo) : undefined
           places.push({ source, target })
         }
+        // A file may appear in one section only, except that a file the patch deletes may be a move's target.
+        const deletes = new Map<string, number>()
+        for (const [index, operation] of operations.entries()) {
+          if (operation._tag === "Delete") deletes.set(places[index]!.source.resolved.real, index)
+        }
         const claimed = new Map<string, number>()
+        const replacedByMove = new Set<string>()
         for (const [index, operation] of operations.entries()) {
           const { source, target } = places[index]!
           for (const touched of target === undefined || target.resolved.real === source.resolved.real ? [source] : [source, target]) {
             const earlier = claimed.get(touched.resolved.real)
-            if (earlier !== undefined) {
+            const movedOntoDeleted =
+              touched === target && deletes.has(target.resolved.real) && !replacedByMove.has(target.resolved.real)
+            const deletedUnderMove =
+              operation._tag === "Delete" && replacedByMove.has(touched.resolved.real) && claimed.get(touched.resolved.real) !== undefined
+            if (movedOntoDeleted) replacedByMove.add(touched.resolved.real)
+            if (earlier !== undefined && !movedOntoDeleted && !deletedUnderMove) {
               return yield* failure(
                 `The patch changes ${touched.shown} twice (sections at lines ${earlier} and ${operation.line}). Put all changes to a file in one section. Nothing was changed.`,
               )
@@ -169,12 +186,28 @@ const makeTool = (services: Builtin.Services) =>
           }
         }
 
+        const paths = places.flatMap(({ source, target }) => (target === undefined ? [source.resolved.real] : [source.resolved.real, target.resolved.real]))
+        return yield* FileLock.serialized(paths, attempt(services, context, operations, places, replacedByMove, 1))
+      }),
+  })
+
+/** The files a patch found in place, as `attempt` planned them. */
+const attempt = (
+  services: Builtin.Services,
+  context: Tool.Context,
+  operations: ReadonlyArray<Patch.Operation>,
+  places: ReadonlyArray<{ readonly source: Place; readonly target: Place | undefined }>,
+  replacedByMove: ReadonlySet<string>,
+  tries: number,
+): Effect.Effect<Output, Tool.Failure> =>
+  Effect.gen(function* () {
         const plans: Array<Plan> = []
         for (const [index, operation] of operations.entries()) {
           const { source, target } = places[index]!
           const at = `(patch line ${operation.line})`
+          const sourceExists = yield* exists(source.resolved.real, source.shown)
           if (operation._tag === "Add") {
-            if (source.resolved.exists) {
+            if (sourceExists) {
               return yield* failure(
                 `Cannot add ${source.shown} ${at}: it already exists. Use "*** Update File: ${operation.path}" to change it. Nothing was changed.`,
               )
@@ -184,17 +217,18 @@ const makeTool = (services: Builtin.Services) =>
             continue
           }
           const verb = operation._tag === "Update" ? "update" : "delete"
-          if (!source.resolved.exists) {
+          if (!sourceExists) {
             return yield* failure(
               `Cannot ${verb} ${source.shown} ${at}: the file does not exist.${operation._tag === "Update" ? ` To create it, use "*** Add File: ${operation.path}".` : ""} Nothing was changed.`,
             )
           }
           if (source.resolved.kind !== "file") {
             return yield* failure(
-              `Cannot ${verb} ${source.shown} ${at}: it is ${source.resolved.kind === "directory" ? "a directory" : "not a regular file"}. Nothing was changed.`,
+              `Cannot ${verb} ${source.shown} ${at}: it is ${source.resolved.kind === "directory" ? "a directory" : "not a regular file (a FIFO, socket or device)"}. Nothing was changed.`,
             )
           }
           const snapshot = yield* Text.read(source.resolved.real, source.shown)
+          yield* Text.writable(source.resolved.real, source.shown, "apply_patch")
           if (operation._tag === "Delete") {
             const removed = Text.lineCount(new TextDecoder().decode(snapshot.bytes))
             plans.push({ _tag: "Delete", operation, source, snapshot, removed })
@@ -206,8 +240,13 @@ const makeTool = (services: Builtin.Services) =>
           if (Result.isFailure(located)) {
             const { hunk, message } = located.failure
             const number = operation.hunks.indexOf(hunk) + 1
+            const closest = Match.nearest(decoded.text.replaceAll("\r\n", "\n"), hunk.old.join("\n"))
+            const region =
+              closest === undefined
+                ? ""
+                : `\nThe most similar region is ${closest.startLine === closest.endLine ? `line ${closest.startLine}` : `lines ${closest.startLine}-${closest.endLine}`} (${Math.round(closest.similarity * 100)}% similar):\n${Text.numbered(lines.texts, closest.startLine, closest.endLine)}`
             return yield* failure(
-              `Cannot apply hunk ${number} of ${operation.hunks.length} to ${source.shown} (patch line ${hunk.line}): ${message}\nRead the file again and make the hunk's context and removed lines match it. Nothing was changed.`,
+              `Cannot apply hunk ${number} of ${operation.hunks.length} to ${source.shown} (patch line ${hunk.line}): ${message}${region}\nRead the file again and make the hunk's context and removed lines match it. Nothing was changed.`,
             )
           }
           let added = 0
@@ -218,9 +257,9 @@ const makeTool = (services: Builtin.Services) =>
             removed += change.removed
           }
           const moving = target !== undefined && target.resolved.real !== source.resolved.real
-          if (moving && target.resolved.exists) {
+          if (moving && !replacedByMove.has(target.resolved.real) && (yield* exists(target.resolved.real, target.shown))) {
             return yield* failure(
-              `Cannot move ${source.shown} to ${target.shown} ${at}: ${target.shown} already exists. Delete it in the patch first, or choose another name. Nothing was changed.`,
+              `Cannot move ${source.shown} to ${target.shown} ${at}: ${target.shown} already exists. To replace it, delete it in the same patch ("*** Delete File: ${target.shown}"), or choose another name. Nothing was changed.`,
             )
           }
           const text = Text.splice(lines, located.success, decoded.eol)
@@ -235,7 +274,8 @@ const makeTool = (services: Builtin.Services) =>
             removed,
           })
         }
-
+        // A file the patch deletes to move another onto it goes first.
+        plans.sort((left, right) => Number(isReplacedDelete(right, replacedByMove)) - Number(isReplacedDelete(left, replacedByMove)))
         // Stage every new content beside its destination, then commit in patch order.
         const temps = new Map<Plan, string>()
         const created: Array<ReadonlyArray<string>> = []
@@ -304,14 +344,44 @@ const makeTool = (services: Builtin.Services) =>
           }
         })
 
-        yield* stage.pipe(
+        // Every file is still as read (or still absent) just before the first commit, checked under the files'
+        // commit locks so no other core process can change one between the check and the renames.
+        const verify = Effect.gen(function* () {
+          for (const plan of plans) {
+            if (plan._tag === "Add") {
+              if (yield* exists(plan.target.resolved.real, plan.target.shown)) return false
+              continue
+            }
+            if (!(yield* Text.unchanged(plan.source.resolved.real, plan.snapshot, plan.source.shown))) return false
+            if (plan._tag === "Update" && plan.target !== plan.source && !replacedByMove.has(plan.target.resolved.real)) {
+              if (yield* exists(plan.target.resolved.real, plan.target.shown)) return false
+            }
+          }
+          return true
+        })
+        const locked = plans.flatMap((plan) =>
+          plan._tag === "Update" && plan.target !== plan.source
+            ? [plan.source.resolved.real, plan.target.resolved.real]
+            : [(plan._tag === "Add" ? plan.target : plan.source).resolved.real],
+        )
+        const committed = yield* stage.pipe(
           Effect.andThen(
-            context.progress({
-              message: `Applying the patch to ${plans.length} file${plans.length === 1 ? "" : "s"}`,
-              metadata: { files: plans.length },
-            }),
+            FileLock.committing(
+              locked,
+              plans.map((plan) => (plan._tag === "Add" ? plan.target : plan.source).shown).join(", "),
+              Effect.gen(function* () {
+                if (!(yield* verify)) return false
+                if (tries === 1) {
+                  yield* context.progress({
+                    message: `Applying the patch to ${plans.length} file${plans.length === 1 ? "" : "s"}`,
+                    metadata: { files: plans.length },
+                  })
+                }
+                yield* commitAll
+                return true
+              }),
+            ),
           ),
-          Effect.andThen(commitAll),
           // Whatever stops the commit (a failure, a defect), the files already changed are put back.
           Effect.onError(() => rollback.pipe(Effect.andThen(cleanup))),
           Effect.mapError((problem) =>
@@ -324,6 +394,21 @@ const makeTool = (services: Builtin.Services) =>
           // A commit half done must not be left half done by an interruption.
           Effect.uninterruptible,
         )
+        if (!committed) {
+          // Another process changed a file after it was read: nothing was written; plan again from the files as they are.
+          yield* cleanup
+          if (tries >= MAX_ATTEMPTS) {
+            return yield* failure(
+              "A file of the patch changed on disk while the patch was being applied (another program wrote it), " +
+                "again and again, so nothing was changed. Read the files again and retry.",
+            )
+          }
+          return yield* attempt(services, context, operations, places, replacedByMove, tries + 1)
+        }
+        for (const plan of plans) {
+          if (plan._tag === "Delete") continue
+          yield* ReadTracking.see(services, context, plan.target.resolved.real, yield* ReadTracking.written(plan.target.resolved.real, plan.bytes))
+        }
 
         return {
           files: plans.map((plan): FileChange => {
@@ -339,8 +424,10 @@ const makeTool = (services: Builtin.Services) =>
             }
           }),
         }
-      }),
   })
+
+const isReplacedDelete = (plan: Plan, replacedByMove: ReadonlySet<string>): boolean =>
+  plan._tag === "Delete" && replacedByMove.has(plan.source.resolved.real)
 
 /** The paths a patch touches, in order (each operation's path, then where it moves to). */
 const pathsOf = (operations: ReadonlyArray<Patch.Operation>): ReadonlyArray<string> =>

@@ -224,11 +224,8 @@ const listed = (lines: ReadonlyArray<number>): string =>
     ? lines.join(", ")
     : `${lines.slice(0, MAX_LISTED).join(", ")} and ${lines.length - MAX_LISTED} more`
 
-const numbered = (content: string, startLine: number, endLine: number): string => {
-  const lines = content.split("\n").slice(startLine - 1, endLine)
-  const width = String(endLine).length
-  return lines.map((line, offset) => `${String(startLine + offset).padStart(width)}| ${line}`).join("\n")
-}
+const numbered = (content: string, startLine: number, endLine: number): string =>
+  Text.numbered(content.split("\n"), startLine, endLine)
 
 const notFound = (
   shown: string,

@@ -500,6 +500,9 @@ export const find = (input: Input): Outcome => {
   return { _tag: "NotFound", closest: closest(file, input.oldString), refused }
 }
 
+/** The region of `content` (line breaks as "\n") most like `text`, line by line; undefined when nothing is alike. */
+export const nearest = (content: string, text: string): Closest | undefined => closest(index(content), text)
+
 /** `content` with every span (sorted, not overlapping) replaced. */
 export const apply = (content: string, spans: ReadonlyArray<Span>): string => {
   const parts: Array<string> = []

@@ -51,6 +51,15 @@ const HEREDOC = /<<-?\s*(['"]?)([A-Za-z_][A-Za-z0-9_-]*)\1\s*$/
 // `@@ -12,3 +12,4 @@` from a unified diff: positions, not a context line.
 const UNIFIED_RANGE = /^-\d+(?:,\d+)? \+\d+(?:,\d+)? @@/
 
+// The first line of a unified diff (`git diff`, `diff -u`), which is not this format.
+const UNIFIED_START = /^(?:diff --git |--- \S|\+\+\+ \S|@@ -\d)/
+
+const UNIFIED_REMINDER =
+  "this is a unified diff (---/+++ headers, @@ -l,n +l,n @@ ranges), which apply_patch does not take. Write it in " +
+  `apply_patch's format: "${BEGIN}", then per file "${UPDATE} <path>" followed by its hunks ("@@", then lines ` +
+  `starting with " " for context, "-" removed, "+" added; no line numbers), "${ADD} <path>" or "${DELETE} <path>", ` +
+  `and "${END}" last.`
+
 const isFileMarker = (line: string): boolean => {
   const trimmed = line.trim()
   return trimmed === END || trimmed.startsWith(ADD) || trimmed.startsWith(DELETE) || trimmed.startsWith(UPDATE)
@@ -83,6 +92,7 @@ export const parse = (text: string): Result.Result<ReadonlyArray<Operation>, Par
   const fail = (line: number, message: string) => Result.fail<ParseError>({ line, message: `Line ${line}: ${message}` })
   const start = lines[0]
   if (start === undefined) return fail(1, `expected "${BEGIN}", found an empty patch.`)
+  if (UNIFIED_START.test(start.text)) return fail(start.number, UNIFIED_REMINDER)
   if (start.text.trim() !== BEGIN) return fail(start.number, `expected "${BEGIN}", found ${shown(start.text)}.`)
   const operations: Array<Operation> = []
   let at = 1
@@ -152,10 +162,19 @@ export const parse = (text: string): Result.Result<ReadonlyArray<Operation>, Par
       new: Array<string>
       context: Array<number | undefined>
       endOfFile: boolean
+      /** Empty lines (without even the leading space) at the end so far. */
+      trailingEmpty: number
     }
     let current: Open | undefined
     const close = (): ParseError | undefined => {
       if (current === undefined) return undefined
+      // Empty lines ending a hunk before the next section or "@@" separate sections; they are not context.
+      if (!current.endOfFile && current.trailingEmpty > 0 && current.trailingEmpty < current.old.length) {
+        const keep = current.old.length - current.trailingEmpty
+        current.old.length = keep
+        current.new.length -= current.trailingEmpty
+        current.context.length -= current.trailingEmpty
+      }
       if (current.old.length === 0 && current.new.length === 0) {
         return { line: current.line, message: `Line ${current.line}: the hunk has no lines; give context (" "), removed ("-") or added ("+") lines after "@@".` }
       }
@@ -185,14 +204,18 @@ export const parse = (text: string): Result.Result<ReadonlyArray<Operation>, Par
           new: [],
           context: [],
           endOfFile: false,
+          trailingEmpty: 0,
         }
         continue
       }
+      // Blank lines after a hunk closed by "*** End of File" are spacing, not a new hunk.
+      if (current === undefined && hunks.length > 0 && next.text.trim() === "") continue
       const kind = next.text[0]
       if (kind !== " " && kind !== "-" && kind !== "+" && next.text !== "") {
         return fail(next.number, `expected a hunk line starting with " " (context), "-" (removed) or "+" (added), an "@@" line, "${END_OF_FILE}", or the next "*** " section, found ${shown(next.text)}.`)
       }
-      current ??= { line: next.number, header: undefined, old: [], new: [], context: [], endOfFile: false }
+      current ??= { line: next.number, header: undefined, old: [], new: [], context: [], endOfFile: false, trailingEmpty: 0 }
+      current.trailingEmpty = next.text === "" ? current.trailingEmpty + 1 : 0
       const body = next.text.slice(1)
       // An empty line is a context line whose leading space was lost.
       if (kind === undefined || kind === " ") {
@@ -307,7 +330,11 @@ export const locate = (lines: ReadonlyArray<string>, hunks: ReadonlyArray<Hunk>)
       const kept = hunk.context[index]
       return kept === undefined ? line : lines[at + kept]!
     })
-    splices.push({ at, remove: old.length, insert })
+    const kept = added.map((_, index) => {
+      const line = hunk.context[index]
+      return line === undefined ? undefined : at + line
+    })
+    splices.push({ at, remove: old.length, insert, kept })
     cursor = at + old.length
   }
   return Result.succeed(splices)

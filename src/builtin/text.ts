@@ -520,3 +520,12 @@ export const create = (options: WriteOptions): Effect.Effect<Replaced, Tool.Fail
       }),
     ).pipe(Effect.onError(() => discard(temp)))
   })
+
+/** Lines `startLine`..`endLine` (1-based) of `texts`, numbered as `N| text`, for messages that show a region. */
+export const numbered = (texts: ReadonlyArray<string>, startLine: number, endLine: number): string => {
+  const width = String(endLine).length
+  return texts
+    .slice(startLine - 1, endLine)
+    .map((line, offset) => `${String(startLine + offset).padStart(width)}| ${line}`)
+    .join("\n")
+}

@@ -211,10 +211,10 @@ describe("apply_patch errors", () => {
     )
   })
 
-  test("a hunk that does not match names the hunk and its lines", async () => {
+  test("a hunk that does not match names the hunk and its lines, and shows the closest region with line numbers", async () => {
     const message = await failureOf({ "a.txt": "one\ntwo\n" }, patch("*** Update File: a.txt", " one", "-three", "+four"))
     expect(message).toBe(
-      "Cannot apply hunk 1 of 1 to a.txt (patch line 3): could not find these lines:\n  one\n  three\nRead the file again and make the hunk's context and removed lines match it. Nothing was changed.",
+      "Cannot apply hunk 1 of 1 to a.txt (patch line 3): could not find these lines:\n  one\n  three\nThe most similar region is lines 1-2 (50% similar):\n1| one\n2| two\nRead the file again and make the hunk's context and removed lines match it. Nothing was changed.",
     )
   })
 
@@ -240,13 +240,80 @@ describe("apply_patch errors", () => {
     expect(await failureOf(files, patch("*** Delete File: a.txt/"))).toStartWith('Cannot use a.txt/ (patch line 2)')
   })
 
-  test("a file changed twice, or moved onto an existing file, is refused", async () => {
+  test("a file changed twice, or moved onto an existing file the patch does not delete, is refused", async () => {
     expect(await failureOf({ "a.txt": "x\n" }, patch("*** Update File: a.txt", "-x", "+y", "*** Delete File: a.txt"))).toContain(
       "The patch changes a.txt twice (sections at lines 2 and 5)",
     )
     expect(await failureOf({ "a.txt": "x\n", "b.txt": "b\n" }, patch("*** Update File: a.txt", "*** Move to: b.txt"))).toContain(
-      "Cannot move a.txt to b.txt (patch line 2): b.txt already exists.",
+      'Cannot move a.txt to b.txt (patch line 2): b.txt already exists. To replace it, delete it in the same patch ("*** Delete File: b.txt")',
     )
+    expect(
+      await failureOf(
+        { "a.txt": "x\n", "b.txt": "b\n", "c.txt": "c\n" },
+        patch("*** Delete File: b.txt", "*** Update File: a.txt", "*** Move to: b.txt", "*** Update File: c.txt", "*** Move to: b.txt"),
+      ),
+    ).toContain("The patch changes b.txt twice")
+  })
+
+  test("a unified diff is refused with a reminder of the format, changing nothing", async () => {
+    const message = await failureOf(
+      { "a.txt": "one\n" },
+      ["--- a/a.txt", "+++ b/a.txt", "@@ -1,1 +1,1 @@", "-one", "+two", ""].join("\n"),
+    )
+    expect(message).toContain("Line 1: this is a unified diff")
+    expect(message).toContain('"*** Update File: <path>"')
+    expect(message).toContain("Nothing was changed.")
+  })
+})
+
+describe("apply_patch moves, spacing and line endings", () => {
+  test("moves a file onto one the same patch deletes, in either order", async () => {
+    for (const order of ["delete first", "move first"]) {
+      const h = harness({ files: { "a.txt": "one\ntwo\n", "b.txt": "old b\n" } })
+      const remove = ["*** Delete File: b.txt"]
+      const move = ["*** Update File: a.txt", "*** Move to: b.txt", "@@", " one", "-two", "+TWO"]
+      const { settlement } = await h.settle("apply_patch", {
+        patchText: patch(...(order === "delete first" ? [...remove, ...move] : [...move, ...remove])),
+      })
+      expect(settlement.status).toBe("success")
+      expect(tree(h.directory)).toEqual({ "b.txt": "one\nTWO\n" })
+      expect(textOf(settlement)).toContain("D b.txt")
+      expect(textOf(settlement)).toContain("R a.txt -> b.txt")
+    }
+  })
+
+  test("blank lines after *** End of File and after *** End Patch are ignored", async () => {
+    const h = harness({ files: { "a.txt": "one\ntwo\n" } })
+    const { settlement } = await h.settle("apply_patch", {
+      patchText: ["*** Begin Patch", "*** Update File: a.txt", " one", "-two", "+2", "*** End of File", "", "", "*** End Patch", "", ""].join("\n"),
+    })
+    expect(settlement.status).toBe("success")
+    expect(read(h.directory, "a.txt")).toBe("one\n2\n")
+  })
+
+  test("empty lines between a hunk and the next section are not context", async () => {
+    const h = harness({ files: { "a.txt": "one\ntwo\n", "b.txt": "x\n" } })
+    const { settlement } = await h.settle("apply_patch", {
+      patchText: patch("*** Update File: a.txt", " one", "-two", "+2", "", "", "*** Update File: b.txt", "-x", "+y"),
+    })
+    expect(settlement.status).toBe("success")
+    expect(tree(h.directory)).toEqual({ "a.txt": "one\n2\n", "b.txt": "y\n" })
+  })
+
+  test("in a file with mixed line endings, unchanged lines keep theirs and new lines take their neighbours'", async () => {
+    const h = harness({ files: { "m.txt": "a\r\nb\nc\r\nd\ne\n" } })
+    const { settlement } = await h.settle("apply_patch", {
+      patchText: patch("*** Update File: m.txt", " a", " b", "-c", "+C", "+C2", " d"),
+    })
+    expect(settlement.status).toBe("success")
+    // c ended in CRLF, so its replacements do; the context lines a, b and d keep their own.
+    expect(read(h.directory, "m.txt")).toBe("a\r\nb\nC\r\nC2\r\nd\ne\n")
+  })
+
+  test("lines added at the end of a mixed file take the last line's ending", async () => {
+    const h = harness({ files: { "m.txt": "a\nb\nc\r\n" } })
+    await h.settle("apply_patch", { patchText: patch("*** Update File: m.txt", "@@", "+d") })
+    expect(read(h.directory, "m.txt")).toBe("a\nb\nc\r\nd\r\n")
   })
 })
 
