@@ -3,7 +3,7 @@ export * as ReadTracking from "./read-tracking"
 // How the file tools use what a session has seen of a file (../store/reads): read records the version it read,
 // write, edit and apply_patch record the version they wrote, and before changing a file write and edit compare
 // the file with the session's record. `write` over an existing file the session never saw, and a change to a
-// file that changed since the session saw it, are refused (core.json `files.readBeforeWrite: false` turns the
+// file that changed since the session saw it, are refused (core.json `editing.readBeforeWrite: false` turns the
 // refusal off; the record is kept either way). The record is keyed by the file's real path.
 
 import { createHash } from "node:crypto"
@@ -21,7 +21,7 @@ export const MAX_HASH_BYTES = 16 * 1024 * 1024
 
 /**
  * Whether write and edit refuse to change a file the session has not seen as it is (core.json
- * `files.readBeforeWrite`); the built-ins take it when they are made.
+ * `editing.readBeforeWrite`); the built-ins take it when they are made.
  */
 export const Required = Context.Reference<boolean>("core/ReadBeforeWrite", { defaultValue: () => true })
 
@@ -101,7 +101,7 @@ export const check = (
   Effect.gen(function* () {
     if (services.reads === undefined || services.readBeforeWrite === false) return
     const seen = yield* store(services.reads.lookup(context.sessionID, input.path))
-    const off = "(core.json can turn this check off: \"files\": { \"readBeforeWrite\": false }.)"
+    const off = "(core.json can turn this check off: \"editing\": { \"readBeforeWrite\": false }.)"
     if (seen === undefined) {
       if (input.unseen === "allow") return
       return yield* new Tool.Failure({

@@ -9,6 +9,7 @@ import { join, resolve } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Builtins } from "../builtin/builtins"
+import { ReadTracking } from "../builtin/read-tracking"
 import { Config } from "../config/config"
 import { Application } from "../location/application"
 import { Location } from "../location/location"
@@ -20,6 +21,7 @@ import { Approvals } from "../store/approvals"
 import { Settler } from "../settlement/settler"
 import { Shell } from "../shell/producer"
 import { SqliteStore } from "../store/sqlite"
+import { Reads } from "../store/reads"
 import type { Store } from "../store/store"
 import { Command } from "./command"
 
@@ -77,10 +79,15 @@ export const catalogLayer = (environment: Environment, prepared: Prepared) =>
  * A Location with its built-in tools and discovered tools over the application's, given the Location's permission
  * service (the built-ins capture it).
  */
-const locationLayer = (environment: Environment, prepared: Prepared) =>
-  Location.layer(prepared.directory, Builtins.layer.pipe(Layer.provide(Shell.layer(prepared.config.shell)))).pipe(
-    Layer.provideMerge(Application.layer(environment.home)),
-  )
+const locationLayer = (environment: Environment, prepared: Prepared, reads: Layer.Layer<Reads.Service, Store.StoreError> = Reads.layerMemory) =>
+  Location.layer(
+    prepared.directory,
+    Builtins.layer.pipe(
+      Layer.provide(Shell.layer(prepared.config.shell)),
+      Layer.provide(reads),
+      Layer.provide(Layer.succeed(ReadTracking.Required, prepared.config.editing?.readBeforeWrite ?? true)),
+    ),
+  ).pipe(Layer.provideMerge(Application.layer(environment.home)))
 
 /**
  * A settlement kernel without discovery: application and Location registries, the settler, bounding with managed
@@ -120,7 +127,7 @@ export const checkingLayer = (environment: Environment, prepared: Prepared) =>
 export const settlingLayer = (environment: Environment, prepared: Prepared) => {
   const { output } = prepared.config
   return Settler.layer.pipe(
-    Layer.provideMerge(locationLayer(environment, prepared)),
+    Layer.provideMerge(locationLayer(environment, prepared, Reads.layer(storePath(environment)))),
     Layer.provideMerge(permissionLayer(environment, prepared, approvalsLayer(environment))),
     Layer.provideMerge(
       Output.layer({

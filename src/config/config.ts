@@ -62,6 +62,12 @@ export const Shell = Schema.Struct({
 })
 export type Shell = typeof Shell.Type
 
+export const Editing = Schema.Struct({
+  /** write, edit: refuse a file the session never read or that changed since it read it (default true). */
+  readBeforeWrite: Schema.optionalKey(Schema.Boolean),
+})
+export type Editing = typeof Editing.Type
+
 /** The whole of a `core.json`. Every key is optional; unknown keys are refused. */
 export const File = Schema.Struct({
   $schema: Schema.optionalKey(Schema.String),
@@ -69,6 +75,7 @@ export const File = Schema.Struct({
   agents: Schema.optionalKey(Schema.Record(AgentName, Agent)),
   output: Schema.optionalKey(Output),
   shell: Schema.optionalKey(Shell),
+  editing: Schema.optionalKey(Editing),
 })
 export type File = typeof File.Type
 
@@ -112,6 +119,7 @@ export interface Lowered {
   readonly agents: ReadonlyMap<string, AgentRules>
   readonly output: Output
   readonly shell: Shell
+  readonly editing?: Editing
 }
 
 /** Both files together; `files` lists those that existed, in the order they apply (later wins). */
@@ -121,6 +129,7 @@ export interface Resolved {
   readonly agents: ReadonlyMap<string, AgentRules>
   readonly output: Output
   readonly shell: Shell
+  readonly editing?: Editing
 }
 
 export interface LoadOptions {
@@ -204,6 +213,7 @@ export const lower = (parsed: Parsed): Lowered => {
     agents,
     output: content.output ?? {},
     shell: content.shell ?? {},
+    ...(content.editing === undefined ? {} : { editing: content.editing }),
   }
 }
 
@@ -227,6 +237,9 @@ export const merge = (home: Lowered | undefined, location: Lowered | undefined):
     agents,
     output: Object.assign({}, ...present.map((lowered) => lowered.output)),
     shell: Object.assign({}, ...present.map((lowered) => lowered.shell)),
+    ...(present.some((lowered) => lowered.editing !== undefined)
+      ? { editing: Object.assign({}, ...present.map((lowered) => lowered.editing)) }
+      : {}),
   }
 }
 

@@ -18,6 +18,7 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import { Builtins } from "../builtin/builtins"
+import { ReadTracking } from "../builtin/read-tracking"
 import { Config } from "../config/config"
 import { Discovery } from "../location/discovery"
 import type { ManagedOutputs } from "../output/managed"
@@ -104,7 +105,12 @@ const publicRequest = (serial: number, request: Permission.Request): Api.Permiss
 
 const generationLayer = (options: Options, config: Config.Resolved) =>
   Settler.layer.pipe(
-    Layer.provideMerge(Builtins.layer.pipe(Layer.provide(Shell.layer(config.shell)))),
+    Layer.provideMerge(
+      Builtins.layer.pipe(
+        Layer.provide(Shell.layer(config.shell)),
+        Layer.provide(Layer.succeed(ReadTracking.Required, config.editing?.readBeforeWrite ?? true)),
+      ),
+    ),
     Layer.provideMerge(Registry.layer),
     Layer.provideMerge(
       Permission.layer({ project: options.directory, configured: config, readableRoots: [options.outputsDirectory] }),

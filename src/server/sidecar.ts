@@ -14,6 +14,7 @@ import * as Scope from "effect/Scope"
 import { Runtime } from "../cli/runtime"
 import { ManagedOutputs } from "../output/managed"
 import { Registry } from "../registry/registry"
+import { Reads } from "../store/reads"
 import { SqliteStore } from "../store/sqlite"
 import { Store } from "../store/store"
 import { Calls } from "./calls"
@@ -49,6 +50,8 @@ export interface Interface {
 const sharedLayer = (options: Options) =>
   Layer.mergeAll(
     options.store ?? SqliteStore.layer(Runtime.storePath(options.environment)),
+    // What sessions read lives beside their settlements (an in-memory store keeps it in memory too).
+    options.store === undefined ? Reads.layer(Runtime.storePath(options.environment)) : Reads.layerMemory,
     Runtime.approvalsLayer(options.environment),
     Runtime.outputsLayer(options.environment, options.primary.config.output.retentionDays),
     Registry.applicationLayer,

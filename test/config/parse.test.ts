@@ -35,6 +35,7 @@ describe("Config.parseText", () => {
       agents: { plan: { description: "plans", permission: { edit: "deny" } }, "build_2-x": {} },
       output: { maxLines: 8, maxBytes: 1024, retentionDays: 0.5 },
       shell: { timeoutMs: 1, maxTimeoutMs: 600000, maxCaptureBytes: 1048576, inactivityTimeoutMs: 30000 },
+      editing: { readBeforeWrite: false },
     })
     expect(Result.isSuccess(Config.parseText(FILE, text))).toBe(true)
   })
@@ -60,7 +61,7 @@ describe("Config.parseText", () => {
     const error = refusal('{ "outptu": {} }')
     expect(error).toMatchObject({ path: "outptu", found: 'unknown key "outptu"', line: 1, column: 3 })
     expect(error.message).toBe(
-      `${FILE}:1:3: outptu: expected one of the keys "$schema", "permission", "agents", "output" or "shell", found unknown key "outptu"`,
+      `${FILE}:1:3: outptu: expected one of the keys "$schema", "permission", "agents", "output", "shell" or "editing", found unknown key "outptu"`,
     )
   })
 

@@ -1,0 +1,233 @@
+// What the editing built-ins never do to a user's work: lose an update when two changes to one file run at once
+// (in one process, and in two `core exec` processes), mix indentation styles through a tolerant match, replace a
+// read-only file or open a special one, or rewrite the line endings of lines they did not change.
+
+import { describe, expect, test } from "bun:test"
+import { spawnSync } from "node:child_process"
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { binary } from "../support/binary"
+import { harness, textOf } from "../support/builtin"
+import { exec, sandbox, settlementOf } from "../cli/fixture"
+
+const LINES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+
+describe("no lost update", () => {
+  test("30 rounds of two parallel edits on different lines of one file in one process lose nothing", async () => {
+    const h = harness({ files: { "a.txt": "" } })
+    const path = join(h.directory, "a.txt")
+    for (let round = 0; round < 30; round++) {
+      writeFileSync(path, `${LINES.join("\n")}\n`)
+      // A session per round: rewriting the file between rounds is someone else's change.
+      const session = `ses_round_${round}`
+      const [first, second] = await Promise.all([
+        h.settle("edit", { filePath: "a.txt", oldString: "bravo", newString: `BRAVO ${round}` }, { session }),
+        h.settle("edit", { filePath: "a.txt", oldString: "echo", newString: `ECHO ${round}` }, { session }),
+      ])
+      expect([first.settlement.status, second.settlement.status]).toEqual(["success", "success"])
+      expect(readFileSync(path, "utf8")).toBe(
+        `${LINES.map((line) => (line === "bravo" ? `BRAVO ${round}` : line === "echo" ? `ECHO ${round}` : line)).join("\n")}\n`,
+      )
+    }
+    expect(readdirSync(h.directory)).toEqual(["a.txt"])
+  })
+
+  test("parallel write, edit and apply_patch on one file apply one after the other", async () => {
+    const h = harness({ files: { "a.txt": "one\ntwo\nthree\n" } })
+    await h.settle("read", { filePath: "a.txt" })
+    const outcomes = await Promise.all([
+      h.settle("edit", { filePath: "a.txt", oldString: "one", newString: "ONE" }),
+      h.settle("apply_patch", { patchText: "*** Begin Patch\n*** Update File: a.txt\n-three\n+THREE\n*** End Patch" }),
+      h.settle("edit", { filePath: "a.txt", oldString: "two", newString: "TWO" }),
+    ])
+    expect(outcomes.map((outcome) => outcome.settlement.status)).toEqual(["success", "success", "success"])
+    expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe("ONE\nTWO\nTHREE\n")
+  })
+
+  test("core exec processes racing to edit different lines of one file lose nothing", async () => {
+    const box = sandbox({ "a.txt": "" })
+    const path = join(box.location, "a.txt")
+    const racers = LINES.slice(0, 4)
+    for (let round = 0; round < 3; round++) {
+      writeFileSync(path, `${LINES.join("\n")}\n`)
+      const runs = await Promise.all(
+        racers.map((line) => exec(box, "edit", { filePath: "a.txt", oldString: line, newString: `${line.toUpperCase()} ${round}` })),
+      )
+      for (const run of runs) expect(settlementOf(run).status).toBe("success")
+      expect(readFileSync(path, "utf8")).toBe(
+        `${LINES.map((line) => (racers.includes(line) ? `${line.toUpperCase()} ${round}` : line)).join("\n")}\n`,
+      )
+    }
+    expect(readdirSync(box.location).sort()).toEqual(["a.txt"])
+  }, 60_000)
+})
+
+describe("indentation of a tolerant match", () => {
+  test("a tab-indented Python file edited with space-indented oldString and newString stays tab-indented", async () => {
+    const content = "def f(x):\n\tif x:\n\t\treturn 1\n\treturn 0\n"
+    const h = harness({ files: { "a.py": content } })
+    const { settlement } = await h.settle("edit", {
+      filePath: "a.py",
+      oldString: "  if x:\n    return 1",
+      newString: "  if x:\n    log(x)\n    return 1",
+    })
+    expect(settlement.status).toBe("success")
+    expect(readFileSync(join(h.directory, "a.py"), "utf8")).toBe("def f(x):\n\tif x:\n\t\tlog(x)\n\t\treturn 1\n\treturn 0\n")
+  })
+
+  test("a 4-space file edited with 2-space oldString and newString stays 4-space", async () => {
+    const content = "class A:\n    def run(self):\n        if ok:\n            go()\n"
+    const h = harness({ files: { "a.py": content } })
+    const { settlement } = await h.settle("edit", {
+      filePath: "a.py",
+      oldString: "def run(self):\n  if ok:\n    go()",
+      newString: "def run(self):\n  if ok:\n    go()\n  else:\n    stop()",
+    })
+    expect(settlement.status).toBe("success")
+    expect(readFileSync(join(h.directory, "a.py"), "utf8")).toBe(
+      "class A:\n    def run(self):\n        if ok:\n            go()\n        else:\n            stop()\n",
+    )
+  })
+
+  test("a whitespace-normalised match keeps the matched line's indentation", async () => {
+    const h = harness({ files: { "a.py": "def f():\n\tx  =  1\n" } })
+    const { settlement } = await h.settle("edit", { filePath: "a.py", oldString: "x = 1", newString: "x = 2" })
+    expect(settlement.structured).toMatchObject({ matcher: "whitespace-normalised" })
+    expect(readFileSync(join(h.directory, "a.py"), "utf8")).toBe("def f():\n\tx = 2\n")
+  })
+
+  test("newString whose indentation cannot be converted to the file's is refused, showing the matched lines", async () => {
+    const content = "def f(x):\n\tif x:\n\t\treturn 1\n"
+    const h = harness({ files: { "a.py": content } })
+    const { settlement } = await h.settle("edit", {
+      filePath: "a.py",
+      oldString: "  if x:\n    return 1",
+      newString: "  if x:\n     return 2",
+    })
+    expect(settlement.status).toBe("error")
+    expect(settlement.error?.message).toContain("found lines 2-3, but line 2 of newString is indented by")
+    expect(settlement.error?.message).toContain("2| \tif x:\n3| \t\treturn 1")
+    expect(readFileSync(join(h.directory, "a.py"), "utf8")).toBe(content)
+  })
+})
+
+describe("read-only and special files", () => {
+  const patchOf = (path: string) => `*** Begin Patch\n*** Update File: ${path}\n-a\n+b\n*** End Patch`
+
+  test("a file without write permission (0444) is refused by write, edit and apply_patch, naming mode and owner", async () => {
+    const h = harness({ files: { "ro.txt": "a\n" } })
+    const path = join(h.directory, "ro.txt")
+    chmodSync(path, 0o444)
+    await h.settle("read", { filePath: "ro.txt" })
+    const calls = [
+      h.settle("write", { filePath: "ro.txt", content: "b\n" }),
+      h.settle("edit", { filePath: "ro.txt", oldString: "a", newString: "b" }),
+      h.settle("apply_patch", { patchText: patchOf("ro.txt") }),
+    ]
+    for (const { settlement } of await Promise.all(calls)) {
+      expect(settlement.status).toBe("error")
+      expect(settlement.error?.message).toMatch(/it is read-only \(mode 0444, owner uid \d+/)
+    }
+    expect(readFileSync(path, "utf8")).toBe("a\n")
+    expect(statSync(path).mode & 0o7777).toBe(0o444)
+  })
+
+  test("a user who cannot write a file (not root) is refused, even where the directory would let a rename replace it", async () => {
+    const root = mkdtempSync(join(tmpdir(), "core-nobody-"))
+    chmodSync(root, 0o755)
+    const core = join(root, "core")
+    copyFileSync(await binary(), core)
+    chmodSync(core, 0o755)
+    const location = join(root, "loc")
+    const data = join(root, "data")
+    const home = join(root, "home")
+    for (const directory of [location, data, home]) {
+      spawnSync("mkdir", [directory])
+      chownSync(directory, 65534, 65534)
+    }
+    // Owned by root, 0644: the user 65534 may read it but not write it; the directory is theirs.
+    writeFileSync(join(location, "theirs.txt"), "a\n")
+    const run = (name: string, input: unknown) =>
+      spawnSync(
+        "setpriv",
+        ["--reuid=65534", "--regid=65534", "--clear-groups", core, "exec", name, "--input", JSON.stringify(input), "--location", location, "--session", "s1"],
+        { env: { ...process.env, CORE_DATA_DIR: data, CORE_HOME: home, HOME: home }, encoding: "utf8" },
+      )
+    expect(JSON.parse(run("read", { filePath: "theirs.txt" }).stdout).status).toBe("success")
+    for (const [name, input] of [
+      ["write", { filePath: "theirs.txt", content: "b\n" }],
+      ["edit", { filePath: "theirs.txt", oldString: "a", newString: "b" }],
+      ["apply_patch", { patchText: patchOf("theirs.txt") }],
+    ] as const) {
+      const settlement = JSON.parse(run(name, input).stdout)
+      expect(settlement.status).toBe("error")
+      expect(settlement.error.message).toContain("it is read-only (mode 0644, owner uid 0, group gid 0)")
+    }
+    expect(readFileSync(join(location, "theirs.txt"), "utf8")).toBe("a\n")
+    expect(statSync(join(location, "theirs.txt")).uid).toBe(0)
+  }, 60_000)
+
+  test("a FIFO is refused by write, edit and apply_patch without blocking", async () => {
+    const h = harness()
+    expect(spawnSync("mkfifo", [join(h.directory, "pipe")]).status).toBe(0)
+    const outcomes = await Promise.all([
+      h.settle("write", { filePath: "pipe", content: "x" }),
+      h.settle("edit", { filePath: "pipe", oldString: "a", newString: "b" }),
+      h.settle("apply_patch", { patchText: patchOf("pipe") }),
+    ])
+    expect(outcomes.map(({ settlement }) => settlement.error?.message)).toEqual([
+      "Cannot write pipe: it is not a regular file (a device, socket or pipe). write only creates and replaces regular files.",
+      "Cannot edit pipe: it is not a regular file. Give the path of a text file.",
+      expect.stringContaining("Cannot update pipe (patch line 2): it is not a regular file (a FIFO, socket or device)."),
+    ])
+    expect(statSync(join(h.directory, "pipe")).isFIFO()).toBe(true)
+  })
+
+  test("a device is refused", async () => {
+    const h = harness()
+    const { settlement } = await h.settle("write", { filePath: "/dev/null", content: "x" }, { reply: { reply: "once" } })
+    expect(settlement.error?.message).toContain("it is not a regular file")
+  })
+})
+
+describe("line endings", () => {
+  test("edit in a mixed file: unchanged lines keep theirs, replaced and new lines take their neighbours'", async () => {
+    const h = harness({ files: { "m.txt": "a\r\nb\nc\r\nd\n" } })
+    const { settlement } = await h.settle("edit", { filePath: "m.txt", oldString: "b\nc\nd", newString: "b\nC\nC2\nd" })
+    expect(settlement.status).toBe("success")
+    // b's LF and c's CRLF are kept for the lines kept at the ends; the new line takes the replaced region's first ending.
+    expect(readFileSync(join(h.directory, "m.txt"), "utf8")).toBe("a\r\nb\nC\nC2\r\nd\n")
+  })
+
+  test("edit adding lines inside one line takes that line's ending", async () => {
+    const h = harness({ files: { "m.txt": "a\nb = 1\r\nc\n" } })
+    await h.settle("edit", { filePath: "m.txt", oldString: "b = 1", newString: "b = 1\nb2 = 2" })
+    expect(readFileSync(join(h.directory, "m.txt"), "utf8")).toBe("a\nb = 1\r\nb2 = 2\r\nc\n")
+  })
+})
+
+describe("texts", () => {
+  test("edit removes read's `N: ` line numbers pasted into oldString and newString when they are right", async () => {
+    const h = harness({ files: { "a.txt": "one\ntwo\nthree\n" } })
+    const { settlement } = await h.settle("edit", { filePath: "a.txt", oldString: "2: two\n3: three", newString: "2: TWO\n3: three" })
+    expect(settlement.status).toBe("success")
+    expect(settlement.structured).toMatchObject({ lineNumbersRemoved: true })
+    expect(textOf(settlement)).toContain("The `N: ` line numbers copied from read were removed first.")
+    expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe("one\nTWO\nthree\n")
+  })
+
+  test("edit says to drop line numbers that do not match where the text is", async () => {
+    const h = harness({ files: { "a.txt": "one\ntwo\nthree\n" } })
+    const { settlement } = await h.settle("edit", { filePath: "a.txt", oldString: "7: two", newString: "7: TWO" })
+    expect(settlement.error?.message).toContain('oldString starts with "7: ": the line number read shows before each line')
+    expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe("one\ntwo\nthree\n")
+  })
+
+  test("no lock or temp file is left beside an edited file", async () => {
+    const h = harness({ files: { "a.txt": "x\n" } })
+    await h.settle("edit", { filePath: "a.txt", oldString: "x", newString: "y" })
+    expect(readdirSync(h.directory)).toEqual(["a.txt"])
+    expect(existsSync(join(h.directory, ".a.txt.core-lock"))).toBe(false)
+  })
+})
