@@ -1,9 +1,9 @@
 export * as Glob from "./glob"
 
-// The glob built-in: every file whose path matches a glob, newest first, found by ripgrep (so .gitignore is
+// The glob built-in: the files whose paths match a glob, newest first, found by ripgrep (so .gitignore is
 // honoured, hidden files are included and .git is never entered). Only the files that match are stat'ed. It
-// returns the complete list: bounding what the model sees is the settlement's job (DESIGN §2 law 10), which keeps
-// a long list in full as a managed output.
+// answers the newest `limit` of them and how many matched in all, so the model narrows its search rather than
+// reading thousands of paths; bounding what is left is still the settlement's job (DESIGN §2 law 10).
 
 import { statSync } from "node:fs"
 import * as Effect from "effect/Effect"
@@ -11,6 +11,9 @@ import * as Schema from "effect/Schema"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { Ripgrep } from "./ripgrep"
+
+/** How many files an answer lists by default (the newest); the total is always counted. */
+export const DEFAULT_LIMIT = 100
 
 export const Input = Schema.Struct({
   pattern: Schema.String.annotate({
@@ -26,15 +29,20 @@ export const Input = Schema.Struct({
         "(default: the Location)",
     }),
   ),
+  limit: Schema.optionalKey(
+    Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "at least 1" })).annotate({
+      description: `How many files to list, newest first (default ${DEFAULT_LIMIT}); the rest are counted`,
+    }),
+  ),
 })
 
 export const Output = Schema.Struct({
   pattern: Schema.String,
   path: Schema.String.annotate({ description: "The directory searched" }),
   files: Schema.Array(Schema.String).annotate({
-    description: "Every matching file, newest first: relative to the Location when inside it, absolute otherwise",
+    description: "The newest matching files, at most `limit`: relative to the Location when inside it, absolute otherwise",
   }),
-  total: Schema.Int.annotate({ description: "How many files matched (the length of `files`)" }),
+  total: Schema.Int.annotate({ description: "How many files matched in all" }),
   notUtf8: Schema.optionalKey(
     Schema.Array(Schema.String).annotate({
       description: "Entries of `files` whose names are not UTF-8, shown with U+FFFD in place of the bad bytes",
@@ -70,11 +78,20 @@ export const modifiedTime = (path: string | Buffer): number => {
   }
 }
 
+/** Where a search ran, as a sentence ends with it: the Location itself is named so, never as a bare ".". */
+export const where = (path: string): string => (path === "." ? "the Location (.)" : path)
+
 const render = (output: Output): string => {
   if (output.total === 0) {
-    return [`No files found matching ${output.pattern} in ${output.path}.`, ...problemLines(output.problems)].join("\n")
+    return [`No files found matching ${output.pattern} in ${where(output.path)}.`, ...problemLines(output.problems)].join("\n")
   }
   const lines = [...output.files]
+  if (output.files.length < output.total) {
+    lines.push(
+      "",
+      `(Showing the ${output.files.length} newest of ${output.total} matching files. Narrow the pattern or path, or raise limit.)`,
+    )
+  }
   if (output.notUtf8 !== undefined) {
     lines.push("", `(Not UTF-8, shown with U+FFFD: ${output.notUtf8.length} of these names.)`)
   }
@@ -87,11 +104,11 @@ const problemLines = (problems: ReadonlyArray<string> | undefined): Array<string
 const makeTool = (services: Builtin.Services) =>
   Tool.make({
     description:
-      "Find files by path pattern (a glob such as **/*.ts or src/**/index.{js,ts}). Answers every matching path, " +
-      "relative to the Location (the project directory the tools work in), newest first. A very long answer is " +
-      "shortened to its beginning and end, with a note saying where the full list is kept (page through it with " +
-      "read, or search it with grep); a more specific pattern or path gives a shorter one. Honours .gitignore, includes hidden files and never " +
-      "looks inside .git. Use grep to search file contents, list for a directory tree, read to open a file.",
+      "Find files by path pattern (a glob such as **/*.ts or src/**/index.{js,ts}). Answers the matching paths, " +
+      `relative to the Location (the project directory the tools work in), newest first: at most ${DEFAULT_LIMIT} ` +
+      "by default (limit changes it), with the total count; a more specific pattern or path gives a shorter list. " +
+      "Honours .gitignore, includes hidden files and never looks inside .git. Use grep to search file contents, " +
+      "list for a directory tree, read to open a file.",
     input: Input,
     output: Output,
     checksPermissions: true,
@@ -131,13 +148,14 @@ const makeTool = (services: Builtin.Services) =>
         const shownBase = shown === "." ? "" : shown.endsWith("/") ? shown : `${shown}/`
         const display = (path: string) =>
           path.startsWith(base) ? shownBase + path.slice(base.length) : Builtin.display(services.directory, path)
-        const files = found.map((file) => display(file.path))
-        const notUtf8 = found.filter((file) => !file.utf8).map((file) => display(file.path))
+        const kept = found.slice(0, input.limit ?? DEFAULT_LIMIT)
+        const files = kept.map((file) => display(file.path))
+        const notUtf8 = kept.filter((file) => !file.utf8).map((file) => display(file.path))
         const output: Output = {
           pattern: input.pattern,
           path: shown,
           files,
-          total: files.length,
+          total: found.length,
           ...(notUtf8.length === 0 ? {} : { notUtf8 }),
           ...(problems.length === 0 ? {} : { problems }),
         }

@@ -209,7 +209,7 @@ const render = (output: Output): string => {
       : ["", "ripgrep reported problems, so the results may be incomplete:", ...output.problems]
   if (output.matches === 0) {
     const among = output.include === undefined ? "" : ` (searching only files matching ${output.include})`
-    return [`No matches for ${output.pattern} in ${output.path}${among}.`, ...problems].join("\n")
+    return [`No matches for ${output.pattern} in ${Glob.where(output.path)}${among}.`, ...problems].join("\n")
   }
   const shownCount = output.matches - output.notShown
   const lines = [
@@ -236,13 +236,13 @@ const render = (output: Output): string => {
 const makeTool = (services: Builtin.Services) =>
   Tool.make({
     description:
-      "Search file contents for a regular expression (ripgrep). Answers the matching lines with their line numbers, " +
-      "grouped by file (paths relative to the Location, the project directory the tools work in), newest files " +
-      `first, at most ${DEFAULT_LIMIT} lines by default (limit changes it) with a count of the rest. Lines longer ` +
-      `than ${MAX_LINE_CHARS} characters are cut. Each line is matched on its own, without its line ending (\\n or ` +
-      "\\r\\n), so $ matches at the end of a line in Windows files too. include filters files by glob (*.ts, " +
-      "*.{ts,tsx}), also when path is one file. Honours .gitignore, includes hidden files, never looks inside .git, " +
-      "skips binary files. Use glob to find files by name, then read to see a match in context.",
+      "Search file contents for a regular expression (ripgrep), case-sensitive: start the pattern with (?i) to " +
+      "ignore case. Answers the matching lines with their line numbers, grouped by file (paths relative to the " +
+      `Location, the project directory the tools work in), newest files first, at most ${DEFAULT_LIMIT} lines by ` +
+      `default (limit changes it) with a count of the rest. Lines over ${MAX_LINE_CHARS} characters are cut. Each ` +
+      "line is matched without its line ending, so $ works in Windows files too. include filters files by glob " +
+      "(*.ts, *.{ts,tsx}). Honours .gitignore, includes hidden files, never looks inside .git, skips binary files. " +
+      "Use glob to find files by name, then read to see a match in context.",
     input: Input,
     output: Output,
     checksPermissions: true,

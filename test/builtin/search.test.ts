@@ -52,14 +52,29 @@ describe("glob", () => {
     expect(settlement.structured).toMatchObject({ path: "pkg", files: ["pkg/src/a.ts"], total: 1 })
   })
 
-  test("returns every matching file, newest first, however many match", async () => {
+  test("lists the 100 newest matching files by default, with the total and how to narrow", async () => {
     const files = Object.fromEntries(Array.from({ length: 150 }, (_, index) => [`many/f${index}.txt`, ""]))
     const h = harness({ files })
     for (let index = 0; index < 150; index++) age(join(h.directory, `many/f${index}.txt`), 10_000 + index)
-    const expected = Array.from({ length: 150 }, (_, index) => `many/f${149 - index}.txt`)
+    const expected = Array.from({ length: 100 }, (_, index) => `many/f${149 - index}.txt`)
     const { settlement } = await h.settle("glob", { pattern: "*.txt" })
     expect(settlement.structured).toEqual({ pattern: "*.txt", path: ".", files: expected, total: 150 })
-    expect(textOf(settlement)).toBe(expected.join("\n"))
+    expect(textOf(settlement)).toBe(
+      `${expected.join("\n")}\n\n(Showing the 100 newest of 150 matching files. Narrow the pattern or path, or raise limit.)`,
+    )
+  })
+
+  test("limit lists more or fewer; every file when it covers them all", async () => {
+    const files = Object.fromEntries(Array.from({ length: 150 }, (_, index) => [`many/f${index}.txt`, ""]))
+    const h = harness({ files })
+    for (let index = 0; index < 150; index++) age(join(h.directory, `many/f${index}.txt`), 10_000 + index)
+    const all = Array.from({ length: 150 }, (_, index) => `many/f${149 - index}.txt`)
+    const few = await h.settle("glob", { pattern: "*.txt", limit: 2 })
+    expect(few.settlement.structured).toMatchObject({ files: all.slice(0, 2), total: 150 })
+    const every = await h.settle("glob", { pattern: "*.txt", limit: 500 })
+    expect(textOf(every.settlement)).toBe(all.join("\n"))
+    const zero = await h.settle("glob", { pattern: "*.txt", limit: 0 })
+    expect(zero.settlement.error?.kind).toBe("invalid_input")
   })
 
   test("a list too long for the model is bounded by the settlement and kept whole as a managed output", async () => {
@@ -67,7 +82,7 @@ describe("glob", () => {
     const h = harness({ files })
     for (let index = 0; index < 150; index++) age(join(h.directory, `many/f${index}.txt`), 10_000 + index)
     const expected = Array.from({ length: 150 }, (_, index) => `many/f${149 - index}.txt`)
-    const { settlement, outputs } = await h.settle("glob", { pattern: "*.txt" }, { limits: { maxLines: 40 } })
+    const { settlement, outputs } = await h.settle("glob", { pattern: "*.txt", limit: 150 }, { limits: { maxLines: 40 } })
     expect(settlement.status).toBe("success")
     // After the preview's summary line.
     const text = textOf(settlement).split("\n").slice(1).join("\n")
@@ -129,7 +144,7 @@ describe("glob", () => {
     const { settlement } = await h.settle("glob", { pattern: "*.rs" })
     expect(settlement.status).toBe("success")
     expect(settlement.structured).toEqual({ pattern: "*.rs", path: ".", files: [], total: 0 })
-    expect(textOf(settlement)).toBe("No files found matching *.rs in ..")
+    expect(textOf(settlement)).toBe("No files found matching *.rs in the Location (.).")
   })
 
   test("an invalid glob fails with ripgrep's reason", async () => {
@@ -193,6 +208,12 @@ describe("glob", () => {
 })
 
 describe("grep", () => {
+  test("is case-sensitive, and (?i) ignores case", async () => {
+    const h = harness({ files: { "a.txt": "Needle\n" } })
+    expect((await h.settle("grep", { pattern: "needle" })).settlement.structured).toMatchObject({ matches: 0 })
+    expect((await h.settle("grep", { pattern: "(?i)needle" })).settlement.structured).toMatchObject({ matches: 1 })
+  })
+
   test("groups matching lines by file with line numbers, newest file first", async () => {
     const h = harness({ files: { "old.ts": "needle one\nhay\nneedle two\n", "new.ts": "hay\nneedle three\n", "none.ts": "hay\n" } })
     age(join(h.directory, "old.ts"), 1_000)
@@ -385,7 +406,7 @@ describe("grep", () => {
     const { settlement } = await h.settle("grep", { pattern: "needle" })
     expect(settlement.status).toBe("success")
     expect(settlement.structured).toMatchObject({ matches: 0, files: 0, shown: [], notShown: 0 })
-    expect(textOf(settlement)).toBe("No matches for needle in ..")
+    expect(textOf(settlement)).toBe("No matches for needle in the Location (.).")
   })
 
   test("an invalid regular expression fails with ripgrep's reason", async () => {
