@@ -57,12 +57,12 @@ Format:
 *** Delete File: path/gone.txt
 *** End Patch
 
-- Give about 3 lines of context around each change, copied from the file. Hunks of one file are found in order, each after the previous; "*** End of File" after a hunk's lines anchors it at the end of the file.
+- Give about 3 lines of context around each change, copied from the file. Hunks of one file are found in order; "*** End of File" after a hunk's lines anchors it at the end of the file.
 - Context is matched exactly first, then ignoring whitespace at line ends or around lines, then treating curly quotes, dashes and non-breaking spaces as their ASCII forms.
-- Paths are relative to the Location (the project directory the tools work in) or absolute. Each file may appear in one section only. Adding a file that exists, or updating or deleting one that does not, is an error.
-- Updated files keep their line endings (CRLF stays CRLF) and byte order mark. A file without a line break at its end keeps it that way: lines added after its last line each go on a line of their own, and the new last line has no line break.
-- Nothing is changed unless everything applies: if any hunk does not match or any file cannot be written, every file stays as it was.
-- For one replacement in one file, edit is simpler; to replace a whole file, use write.`
+- Paths are relative to the Location (the project directory the tools work in) or absolute. Each file may appear in one section only, except that a file the patch deletes may be a move's target. Adding a file that exists, updating or deleting one that does not, or a read-only file, is an error.
+- Unchanged lines keep their line endings, new lines take their neighbours'; a byte order mark is kept. A file without a final line break keeps it that way.
+- Nothing is changed unless everything applies: if any hunk does not match or any file cannot be written, every file stays as it was. Unified diffs (---/+++) are refused.
+- For one replacement, edit is simpler; to replace a whole file, use write.`
 
 type Plan =
   | { readonly _tag: "Add"; readonly operation: Patch.Operation; readonly target: Place; readonly bytes: Uint8Array; readonly lines: number }

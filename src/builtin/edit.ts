@@ -49,13 +49,12 @@ export type Output = typeof Output.Type
 
 const DESCRIPTION = `Replace text in an existing file: oldString becomes newString.
 
-- oldString must match exactly one place in the file. Copy it from the file (read it first), with its indentation; include enough surrounding lines to make it unique. With replaceAll: true every exact occurrence is replaced instead.
-- When oldString is not in the file exactly, tolerant matchers are tried in order: trailing whitespace ignored; the same lines at another indentation (newString is then re-indented to match); runs of spaces counted as one; \\n, \\t and \\" written literally; a block whose first and last lines match and whose middle is similar. A tolerant match must be unique and about the size of oldString; otherwise nothing is changed. replaceAll never applies a tolerant match to more than one place.
-- The file's line endings (CRLF stays CRLF) and byte order mark are kept.
-- The file is written only if it did not change while the edit was being made (between edit reading it and writing it); if it did, nothing is written: read it again and redo the edit. This does not compare with your own earlier read, so oldString must match the file as it is now.
-- Answers the number of replacements, the matcher used when not exact, and a unified diff.
-- When nothing matches, the error shows the most similar region of the file with line numbers.
-- To create a file or replace all of it, use write. For changes in several places or files at once, use apply_patch. Empty oldString is refused; oldString of only whitespace must match exactly.`
+- oldString must match exactly one place in the file. Copy it from the file (read it first) with its indentation, without read's "N: " numbers; add surrounding lines to make it unique. With replaceAll: true every exact occurrence is replaced instead.
+- When oldString is not in the file exactly, tolerant matchers are tried: trailing whitespace ignored; the same lines at another indentation; runs of spaces counted as one; \\n, \\t and \\" written literally; a block whose first and last lines match, with a similar middle. A tolerant match must be unique and about the size of oldString; its whole lines are replaced, newString re-indented like them in the file's own unit (tabs or N spaces), and if that cannot be done exactly nothing is changed; replaceAll never applies one to several places.
+- Unchanged lines keep their line endings, new lines take their neighbours'; a byte order mark is kept. Read-only and special files are refused.
+- Edits of one file run one at a time, and are redone on the new content if another program changes it meanwhile. If the file changed since this session read it, nothing is written: read it again.
+- Answers the replacements, the matcher when not exact, and a unified diff; if nothing matches, the most similar region with line numbers.
+- To create or replace a whole file, use write; for several places or files at once, apply_patch. Empty oldString is refused; oldString of only whitespace must match exactly.`
 
 /** A file's text with CRLF line breaks as "\n", and where those were, to map positions back. */
 interface View {

@@ -42,10 +42,10 @@ export type Output = typeof Output.Type
 const DESCRIPTION = `Write a file: create it, or replace its whole content.
 
 - Missing parent directories are created.
-- An existing file must have been read in this session first, and not changed since; otherwise nothing is written and you are told to read it. Read-only files, directories, devices, sockets and FIFOs are refused.
-- Replacing a file keeps its line endings (a CRLF file stays CRLF even if content uses \\n), its UTF-8 byte order mark and its permissions; the answer says what it replaced (lines, bytes).
+- An existing file must have been read in this session, and not changed since; otherwise nothing is written. Read-only and special files are refused.
+- Replacing a file keeps its line endings (a CRLF file stays CRLF even if content uses \\n), its byte order mark and its mode; the answer says what it replaced.
 - The write is atomic: the file holds either its old content or the new one, never a part.
-- To change part of an existing file, use edit (one replacement) or apply_patch (several places or files): they send only the change.`
+- To change part of a file, use edit or apply_patch: they send only the change.`
 
 const describe = (output: Output): string => {
   const size = `${output.lines} line${output.lines === 1 ? "" : "s"}, ${output.bytes} byte${output.bytes === 1 ? "" : "s"}`
