@@ -4,9 +4,20 @@
 // a 256 MB text file (streamed through). Reference: the naive way, reading the 256 MB file whole into a string.
 // Target: peak RSS independent of file size (each within 1.1x of the 2 MB file's).
 
-import { closeSync, mkdtempSync, openSync, truncateSync, writeSync } from "node:fs"
+import { closeSync, mkdtempSync, openSync, truncateSync, writeFileSync, writeSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { Read } from "../src/builtin/read"
+import { Runtime } from "../src/cli/runtime"
+import { Location } from "../src/location/location"
+import { Permission } from "../src/permission/permission"
+import { Registry } from "../src/registry/registry"
+import { Settler } from "../src/settlement/settler"
+import { Shell } from "../src/shell/producer"
+import { Approvals } from "../src/store/approvals"
+import { Reads } from "../src/store/reads"
+import { Store } from "../src/store/store"
 import { cleanup, duration, main, megabytes, progress, ratio, type Report, summarize } from "./measure"
 
 const RUNS = 5
@@ -55,6 +66,53 @@ const child = async (mode: "read" | "whole", file: string, offset: number): Prom
   ])
   if (code !== 0) throw new Error(`read child failed (exit ${code}):\n${stderr}`)
   return JSON.parse(stdout) as ChildResult
+}
+
+const TRACKING_CALLS = 300
+
+/**
+ * Per-call time of settling `read` on one file in process, with what the session read recorded nowhere, in memory,
+ * or in the durable SQLite store (as `core exec` and `core serve` do): the cost of read tracking per call.
+ */
+const trackingCost = async (root: string, file: string, reads: "off" | "memory" | "sqlite"): Promise<Array<number>> => {
+  const permission = Permission.layer({ project: root, configured: { rules: [], agents: new Map() } }).pipe(
+    Layer.provide(Approvals.layerMemory),
+  )
+  const kernel = Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory: join(root, "outputs"), permission })
+  const store = reads === "sqlite" ? Reads.layer(join(root, `core-${crypto.randomUUID()}.db`)) : Reads.layerMemory
+  const builtin = Layer.effectDiscard(
+    Effect.gen(function* () {
+      const registry = yield* Registry.Service
+      const service = yield* Permission.Service
+      const shell = yield* Shell.Service
+      const tracked = yield* Reads.Service
+      const services = { directory: service.project, permission: service, shell, ...(reads === "off" ? {} : { reads: tracked }) }
+      yield* registry.tools.register({ read: Read.make(services) }).pipe(Effect.orDie)
+    }),
+  ).pipe(Layer.provide(Shell.layer()), Layer.provide(store))
+  const runtime = ManagedRuntime.make(Location.layer(root, builtin).pipe(Layer.provideMerge(kernel)))
+  try {
+    const turn = await runtime.runPromise(
+      Effect.gen(function* () {
+        return yield* (yield* Settler.Service).materialize()
+      }),
+    )
+    const call = (id: number) =>
+      runtime.runPromise(
+        turn.settle({ sessionID: "s", agent: "build", assistantMessageID: "m", toolCallID: `c${id}`, name: "read", input: { filePath: file } }),
+      )
+    for (let id = 0; id < 20; id++) await call(-1 - id)
+    const times: Array<number> = []
+    for (let id = 0; id < TRACKING_CALLS; id++) {
+      const started = performance.now()
+      const { settlement } = await call(id)
+      times.push(performance.now() - started)
+      if (settlement.status !== "success") throw new Error(`read failed: ${JSON.stringify(settlement.error)}`)
+    }
+    return times
+  } finally {
+    await runtime.dispose()
+  }
 }
 
 export const measure = async (): Promise<Report> => {
@@ -108,6 +166,23 @@ export const measure = async (): Promise<Report> => {
         met: value <= TARGET_RSS_RATIO,
       }
     })
+    progress("read: the cost of read tracking per call")
+    const trackingRoot = mkdtempSync(join(tmpdir(), "core-bench-read-tracking-"))
+    writeFileSync(join(trackingRoot, "small.ts"), "export const x = 1 // a small source file\n".repeat(100))
+    writeText(join(trackingRoot, "page.txt"), 150_000)
+    const trackingRows: Array<Array<string>> = []
+    for (const [file, label] of [["small.ts", "4 KB file"], ["page.txt", "150 KB file (more than one read block)"]] as const) {
+      const off = summarize(await trackingCost(trackingRoot, file, "off"))
+      for (const reads of ["off", "memory", "sqlite"] as const) {
+        const times = reads === "off" ? off : summarize(await trackingCost(trackingRoot, file, reads))
+        trackingRows.push([
+          `${label}, ${reads === "off" ? "not tracked" : reads === "memory" ? "tracked in memory" : "tracked in SQLite (WAL)"}`,
+          `${duration(times.p50)} (${duration(times.min)} / ${duration(times.max)})`,
+          reads === "off" ? "" : `${((times.p50 - off.p50) * 1000).toFixed(0)} µs`,
+        ])
+      }
+    }
+    cleanup([trackingRoot])
     return {
       name: "read: pages of large files",
       about:
@@ -118,6 +193,11 @@ export const measure = async (): Promise<Report> => {
           title: "one page (MB = 10^6 bytes)",
           columns: ["case", "shown", "read time p50 (min / max)", "peak RSS p50 (min / max)", "peak − RSS before", "vs 2 MB"],
           rows,
+        },
+        {
+          title: `read tracking: one read call settled in process, ${TRACKING_CALLS} calls each`,
+          columns: ["case", "per call p50 (min / max)", "tracking cost p50"],
+          rows: trackingRows,
         },
       ],
       targets,

@@ -603,7 +603,7 @@ const makeTool = (services: Builtin.Services) => {
             return yield* failure(`${shown} looks like a binary file (${reason}); read shows text files, directories and images.`)
           }
           const page = yield* readText(handle, before, head, shown, input, context)
-          yield* ReadTracking.see(services, context, real, yield* seen(handle, head))
+          if (services.reads !== undefined) yield* ReadTracking.see(services, context, real, yield* seen(handle, head))
           return page
         }),
       (handle) => Effect.promise(() => handle.close()),
