@@ -240,7 +240,7 @@ type Unit = { readonly tab: true } | { readonly tab: false; readonly spaces: num
  * commonest step in space indentation between neighbouring lines (smaller on a tie); undefined when no line is
  * indented.
  */
-export const unitOf = (lines: ReadonlyArray<string>): Unit | undefined => {
+const unitOf = (lines: ReadonlyArray<string>): Unit | undefined => {
   let tabbed = 0
   let spaced = 0
   const steps = new Map<number, number>()

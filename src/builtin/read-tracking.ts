@@ -7,7 +7,7 @@ export * as ReadTracking from "./read-tracking"
 // refusal off; the record is kept either way). The record is keyed by the file's real path.
 
 import { createHash } from "node:crypto"
-import { open, stat } from "node:fs/promises"
+import { stat } from "node:fs/promises"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import { Reads } from "../store/reads"
@@ -40,24 +40,6 @@ export const versionOf = (
 
 /** The version of a snapshot a tool read whole. */
 export const ofSnapshot = (snapshot: Text.Snapshot): Reads.Version => versionOf(snapshot.bytes, snapshot)
-
-/** The version of the file at `path` now (read whole when small enough to hash); undefined if it is gone. */
-export const current = (path: string): Effect.Effect<Reads.Version | undefined> =>
-  Effect.promise(async () => {
-    let handle
-    try {
-      handle = await open(path, "r")
-    } catch {
-      return undefined
-    }
-    try {
-      const stats = await handle.stat({ bigint: true })
-      const bytes = stats.size <= BigInt(MAX_HASH_BYTES) ? new Uint8Array(await handle.readFile()) : undefined
-      return versionOf(bytes, stats)
-    } finally {
-      await handle.close()
-    }
-  })
 
 const store = <A>(effect: Effect.Effect<A, Store.StoreError>): Effect.Effect<A> =>
   effect.pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
