@@ -68,13 +68,15 @@ const child = async (mode: "read" | "whole", file: string, offset: number): Prom
   return JSON.parse(stdout) as ChildResult
 }
 
-const TRACKING_CALLS = 300
+const TRACKING_CALLS = 600
+const TRACKING_VARIANTS = ["off", "memory", "sqlite"] as const
+type Tracking = (typeof TRACKING_VARIANTS)[number]
 
 /**
- * Per-call time of settling `read` on one file in process, with what the session read recorded nowhere, in memory,
- * or in the durable SQLite store (as `core exec` and `core serve` do): the cost of read tracking per call.
+ * A kernel whose `read` records what the session read nowhere, in memory, or in the durable SQLite store (as
+ * `core exec` and `core serve` do); answers how to settle one read of `file`, and how to dispose of it.
  */
-const trackingCost = async (root: string, file: string, reads: "off" | "memory" | "sqlite"): Promise<Array<number>> => {
+const trackingKernel = async (root: string, file: string, reads: Tracking) => {
   const permission = Permission.layer({ project: root, configured: { rules: [], agents: new Map() } }).pipe(
     Layer.provide(Approvals.layerMemory),
   )
@@ -91,27 +93,35 @@ const trackingCost = async (root: string, file: string, reads: "off" | "memory" 
     }),
   ).pipe(Layer.provide(Shell.layer()), Layer.provide(store))
   const runtime = ManagedRuntime.make(Location.layer(root, builtin).pipe(Layer.provideMerge(kernel)))
-  try {
-    const turn = await runtime.runPromise(
-      Effect.gen(function* () {
-        return yield* (yield* Settler.Service).materialize()
-      }),
+  const turn = await runtime.runPromise(
+    Effect.gen(function* () {
+      return yield* (yield* Settler.Service).materialize()
+    }),
+  )
+  let id = 0
+  const call = async () => {
+    const started = performance.now()
+    const { settlement } = await runtime.runPromise(
+      turn.settle({ sessionID: "s", agent: "build", assistantMessageID: "m", toolCallID: `c${id++}`, name: "read", input: { filePath: file } }),
     )
-    const call = (id: number) =>
-      runtime.runPromise(
-        turn.settle({ sessionID: "s", agent: "build", assistantMessageID: "m", toolCallID: `c${id}`, name: "read", input: { filePath: file } }),
-      )
-    for (let id = 0; id < 20; id++) await call(-1 - id)
-    const times: Array<number> = []
-    for (let id = 0; id < TRACKING_CALLS; id++) {
-      const started = performance.now()
-      const { settlement } = await call(id)
-      times.push(performance.now() - started)
-      if (settlement.status !== "success") throw new Error(`read failed: ${JSON.stringify(settlement.error)}`)
+    if (settlement.status !== "success") throw new Error(`read failed: ${JSON.stringify(settlement.error)}`)
+    return performance.now() - started
+  }
+  return { call, dispose: () => runtime.dispose() }
+}
+
+/** Per-call times of settling `read` on `file` with each kind of tracking, the kinds interleaved call by call. */
+export const trackingCost = async (root: string, file: string): Promise<Record<Tracking, Array<number>>> => {
+  const kernels = await Promise.all(TRACKING_VARIANTS.map((reads) => trackingKernel(root, file, reads)))
+  try {
+    for (let warm = 0; warm < 30; warm++) for (const kernel of kernels) await kernel.call()
+    const times: Record<Tracking, Array<number>> = { off: [], memory: [], sqlite: [] }
+    for (let run = 0; run < TRACKING_CALLS; run++) {
+      for (const [index, kernel] of kernels.entries()) times[TRACKING_VARIANTS[index]!].push(await kernel.call())
     }
     return times
   } finally {
-    await runtime.dispose()
+    for (const kernel of kernels) await kernel.dispose()
   }
 }
 
@@ -172,13 +182,14 @@ export const measure = async (): Promise<Report> => {
     writeText(join(trackingRoot, "page.txt"), 150_000)
     const trackingRows: Array<Array<string>> = []
     for (const [file, label] of [["small.ts", "4 KB file"], ["page.txt", "150 KB file (more than one read block)"]] as const) {
-      const off = summarize(await trackingCost(trackingRoot, file, "off"))
-      for (const reads of ["off", "memory", "sqlite"] as const) {
-        const times = reads === "off" ? off : summarize(await trackingCost(trackingRoot, file, reads))
+      const times = await trackingCost(trackingRoot, file)
+      const off = summarize(times.off)
+      for (const reads of TRACKING_VARIANTS) {
+        const summary = summarize(times[reads])
         trackingRows.push([
           `${label}, ${reads === "off" ? "not tracked" : reads === "memory" ? "tracked in memory" : "tracked in SQLite (WAL)"}`,
-          `${duration(times.p50)} (${duration(times.min)} / ${duration(times.max)})`,
-          reads === "off" ? "" : `${((times.p50 - off.p50) * 1000).toFixed(0)} µs`,
+          `${duration(summary.p50)} (${duration(summary.min)} / ${duration(summary.max)})`,
+          reads === "off" ? "" : `${((summary.p50 - off.p50) * 1000).toFixed(0)} µs`,
         ])
       }
     }
@@ -195,7 +206,7 @@ export const measure = async (): Promise<Report> => {
           rows,
         },
         {
-          title: `read tracking: one read call settled in process, ${TRACKING_CALLS} calls each`,
+          title: `read tracking: one read call settled in process, ${TRACKING_CALLS} calls each, the three interleaved`,
           columns: ["case", "per call p50 (min / max)", "tracking cost p50"],
           rows: trackingRows,
         },
