@@ -162,9 +162,9 @@ const makeTool = (services: Builtin.Services) =>
           places.push({ source, target })
         }
         // A file may appear in one section only, except that a file the patch deletes may be a move's target.
-        const deletes = new Map<string, number>()
+        const deletes = new Set<string>()
         for (const [index, operation] of operations.entries()) {
-          if (operation._tag === "Delete") deletes.set(places[index]!.source.resolved.real, index)
+          if (operation._tag === "Delete") deletes.add(places[index]!.source.resolved.real)
         }
         const claimed = new Map<string, number>()
         const replacedByMove = new Set<string>()
@@ -191,7 +191,10 @@ const makeTool = (services: Builtin.Services) =>
       }),
   })
 
-/** The files a patch found in place, as `attempt` planned them. */
+/**
+ * One try at a patch: read every file, plan every change, stage it, and commit it if no file changed since it was
+ * read; when another process changed one meanwhile, nothing is written and the patch is planned again.
+ */
 const attempt = (
   services: Builtin.Services,
   context: Tool.Context,
@@ -201,229 +204,229 @@ const attempt = (
   tries: number,
 ): Effect.Effect<Output, Tool.Failure> =>
   Effect.gen(function* () {
-        const plans: Array<Plan> = []
-        for (const [index, operation] of operations.entries()) {
-          const { source, target } = places[index]!
-          const at = `(patch line ${operation.line})`
-          const sourceExists = yield* exists(source.resolved.real, source.shown)
-          if (operation._tag === "Add") {
-            if (sourceExists) {
-              return yield* failure(
-                `Cannot add ${source.shown} ${at}: it already exists. Use "*** Update File: ${operation.path}" to change it. Nothing was changed.`,
-              )
-            }
-            const text = operation.lines.map((line) => `${line}\n`).join("")
-            plans.push({ _tag: "Add", operation, target: source, bytes: Text.encode(text, false), lines: operation.lines.length })
-            continue
-          }
-          const verb = operation._tag === "Update" ? "update" : "delete"
-          if (!sourceExists) {
-            return yield* failure(
-              `Cannot ${verb} ${source.shown} ${at}: the file does not exist.${operation._tag === "Update" ? ` To create it, use "*** Add File: ${operation.path}".` : ""} Nothing was changed.`,
-            )
-          }
-          if (source.resolved.kind !== "file") {
-            return yield* failure(
-              `Cannot ${verb} ${source.shown} ${at}: it is ${source.resolved.kind === "directory" ? "a directory" : "not a regular file (a FIFO, socket or device)"}. Nothing was changed.`,
-            )
-          }
-          const snapshot = yield* Text.read(source.resolved.real, source.shown)
-          yield* Text.writable(source.resolved.real, source.shown, "apply_patch")
-          if (operation._tag === "Delete") {
-            const removed = Text.lineCount(new TextDecoder().decode(snapshot.bytes))
-            plans.push({ _tag: "Delete", operation, source, snapshot, removed })
-            continue
-          }
-          const decoded = yield* Text.decode(snapshot.bytes, source.shown, "apply_patch")
-          const lines = Text.lines(decoded.text)
-          const located = Patch.locate(lines.texts, operation.hunks)
-          if (Result.isFailure(located)) {
-            const { hunk, message } = located.failure
-            const number = operation.hunks.indexOf(hunk) + 1
-            const closest = Match.nearest(decoded.text.replaceAll("\r\n", "\n"), hunk.old.join("\n"))
-            const region =
-              closest === undefined
-                ? ""
-                : `\nThe most similar region is ${closest.startLine === closest.endLine ? `line ${closest.startLine}` : `lines ${closest.startLine}-${closest.endLine}`} (${Math.round(closest.similarity * 100)}% similar):\n${Text.numbered(lines.texts, closest.startLine, closest.endLine)}`
-            return yield* failure(
-              `Cannot apply hunk ${number} of ${operation.hunks.length} to ${source.shown} (patch line ${hunk.line}): ${message}${region}\nRead the file again and make the hunk's context and removed lines match it. Nothing was changed.`,
-            )
-          }
-          let added = 0
-          let removed = 0
-          for (const splice of located.success) {
-            const change = counted(lines.texts.slice(splice.at, splice.at + splice.remove), splice.insert)
-            added += change.added
-            removed += change.removed
-          }
-          const moving = target !== undefined && target.resolved.real !== source.resolved.real
-          if (moving && !replacedByMove.has(target.resolved.real) && (yield* exists(target.resolved.real, target.shown))) {
-            return yield* failure(
-              `Cannot move ${source.shown} to ${target.shown} ${at}: ${target.shown} already exists. To replace it, delete it in the same patch ("*** Delete File: ${target.shown}"), or choose another name. Nothing was changed.`,
-            )
-          }
-          const text = Text.splice(lines, located.success, decoded.eol)
-          plans.push({
-            _tag: "Update",
-            operation,
-            source,
-            target: moving ? target : source,
-            snapshot,
-            bytes: Text.encode(text, decoded.bom),
-            added,
-            removed,
-          })
-        }
-        // A file the patch deletes to move another onto it goes first.
-        plans.sort((left, right) => Number(isReplacedDelete(right, replacedByMove)) - Number(isReplacedDelete(left, replacedByMove)))
-        // Stage every new content beside its destination, then commit in patch order.
-        const temps = new Map<Plan, string>()
-        const created: Array<ReadonlyArray<string>> = []
-        const undo: Array<{ readonly shown: string; readonly run: Effect.Effect<void, Tool.Failure> }> = []
-        let unrestored: ReadonlyArray<string> = []
-        const rollback = Effect.gen(function* () {
-          const lost: Array<string> = []
-          for (const step of undo.reverse()) {
-            yield* step.run.pipe(Effect.catch((problem) => Effect.sync(() => lost.push(`${step.shown}: ${problem.message}`))))
-          }
-          unrestored = lost
-        })
-        const cleanup = Effect.suspend(() =>
-          Effect.forEach([...temps.values()], Text.discard, { discard: true }).pipe(
-            Effect.andThen(Text.removeDirectories(created.toReversed().flat())),
-          ),
-        )
-        const restore = (place: Place, snapshot: Text.Snapshot) =>
-          Text.write({ path: place.resolved.real, bytes: snapshot.bytes, shown: place.shown, mode: snapshot.mode })
-        const remove = (place: Place) => Text.io("delete", place.shown, () => unlink(place.resolved.real))
-        const unchanged = (place: Place, snapshot: Text.Snapshot) =>
-          Text.unchanged(place.resolved.real, snapshot, place.shown).pipe(
-            Effect.flatMap((same) => (same ? Effect.void : Effect.fail(Text.changed(place.shown)))),
+    const plans: Array<Plan> = []
+    for (const [index, operation] of operations.entries()) {
+      const { source, target } = places[index]!
+      const at = `(patch line ${operation.line})`
+      const sourceExists = yield* exists(source.resolved.real, source.shown)
+      if (operation._tag === "Add") {
+        if (sourceExists) {
+          return yield* failure(
+            `Cannot add ${source.shown} ${at}: it already exists. Use "*** Update File: ${operation.path}" to change it. Nothing was changed.`,
           )
-        const absent = (place: Place) =>
-          exists(place.resolved.real, place.shown).pipe(
-            Effect.flatMap((found) =>
-              found ? Effect.fail(failure(`${place.shown} was created by someone else while the patch was being applied.`)) : Effect.void,
-            ),
-          )
-
-        const stage = Effect.gen(function* () {
-          for (const plan of plans) {
-            if (plan._tag === "Delete") continue
-            const target = plan.target
-            if (!target.resolved.exists) created.push(yield* Text.ensureDirectory(dirname(target.resolved.real), target.shown))
-            const mode = plan._tag === "Update" ? plan.snapshot.mode : undefined
-            temps.set(plan, yield* Text.prepare(target.resolved.real, plan.bytes, mode, target.shown))
-          }
-        })
-
-        const commitAll = Effect.gen(function* () {
-          for (const plan of plans) {
-            if (plan._tag === "Add") {
-              yield* absent(plan.target)
-              yield* Text.commit(temps.get(plan)!, plan.target.resolved.real, plan.target.shown)
-              undo.push({ shown: plan.target.shown, run: remove(plan.target) })
-              continue
-            }
-            yield* unchanged(plan.source, plan.snapshot)
-            if (plan._tag === "Delete") {
-              yield* remove(plan.source)
-              undo.push({ shown: plan.source.shown, run: restore(plan.source, plan.snapshot) })
-              continue
-            }
-            if (plan.target === plan.source) {
-              yield* Text.commit(temps.get(plan)!, plan.source.resolved.real, plan.source.shown)
-              undo.push({ shown: plan.source.shown, run: restore(plan.source, plan.snapshot) })
-              continue
-            }
-            yield* absent(plan.target)
-            yield* Text.commit(temps.get(plan)!, plan.target.resolved.real, plan.target.shown)
-            undo.push({ shown: plan.target.shown, run: remove(plan.target) })
-            yield* remove(plan.source)
-            undo.push({ shown: plan.source.shown, run: restore(plan.source, plan.snapshot) })
-          }
-        })
-
-        // Every file is still as read (or still absent) just before the first commit, checked under the files'
-        // commit locks so no other core process can change one between the check and the renames.
-        const verify = Effect.gen(function* () {
-          for (const plan of plans) {
-            if (plan._tag === "Add") {
-              if (yield* exists(plan.target.resolved.real, plan.target.shown)) return false
-              continue
-            }
-            if (!(yield* Text.unchanged(plan.source.resolved.real, plan.snapshot, plan.source.shown))) return false
-            if (plan._tag === "Update" && plan.target !== plan.source && !replacedByMove.has(plan.target.resolved.real)) {
-              if (yield* exists(plan.target.resolved.real, plan.target.shown)) return false
-            }
-          }
-          return true
-        })
-        const locked = plans.flatMap((plan) =>
-          plan._tag === "Update" && plan.target !== plan.source
-            ? [plan.source.resolved.real, plan.target.resolved.real]
-            : [(plan._tag === "Add" ? plan.target : plan.source).resolved.real],
-        )
-        const committed = yield* stage.pipe(
-          Effect.andThen(
-            FileLock.committing(
-              locked,
-              plans.map((plan) => (plan._tag === "Add" ? plan.target : plan.source).shown).join(", "),
-              Effect.gen(function* () {
-                if (!(yield* verify)) return false
-                if (tries === 1) {
-                  yield* context.progress({
-                    message: `Applying the patch to ${plans.length} file${plans.length === 1 ? "" : "s"}`,
-                    metadata: { files: plans.length },
-                  })
-                }
-                yield* commitAll
-                return true
-              }),
-            ),
-          ),
-          // Whatever stops the commit (a failure, a defect), the files already changed are put back.
-          Effect.onError(() => rollback.pipe(Effect.andThen(cleanup))),
-          Effect.mapError((problem) =>
-            failure(
-              unrestored.length === 0
-                ? `${problem.message}\nThe patch was not applied: no file was changed (files already written were restored).`
-                : `${problem.message}\nThe patch was not applied, and restoring failed for: ${unrestored.join("; ")}. Check those files.`,
-            ),
-          ),
-          // A commit half done must not be left half done by an interruption.
-          Effect.uninterruptible,
-        )
-        if (!committed) {
-          // Another process changed a file after it was read: nothing was written; plan again from the files as they are.
-          yield* cleanup
-          if (tries >= MAX_ATTEMPTS) {
-            return yield* failure(
-              "A file of the patch changed on disk while the patch was being applied (another program wrote it), " +
-                "again and again, so nothing was changed. Read the files again and retry.",
-            )
-          }
-          return yield* attempt(services, context, operations, places, replacedByMove, tries + 1)
         }
-        for (const plan of plans) {
-          if (plan._tag === "Delete") continue
-          yield* ReadTracking.see(services, context, plan.target.resolved.real, yield* ReadTracking.written(plan.target.resolved.real, plan.bytes))
-        }
+        const text = operation.lines.map((line) => `${line}\n`).join("")
+        plans.push({ _tag: "Add", operation, target: source, bytes: Text.encode(text, false), lines: operation.lines.length })
+        continue
+      }
+      const verb = operation._tag === "Update" ? "update" : "delete"
+      if (!sourceExists) {
+        return yield* failure(
+          `Cannot ${verb} ${source.shown} ${at}: the file does not exist.${operation._tag === "Update" ? ` To create it, use "*** Add File: ${operation.path}".` : ""} Nothing was changed.`,
+        )
+      }
+      if (source.resolved.kind !== "file") {
+        return yield* failure(
+          `Cannot ${verb} ${source.shown} ${at}: it is ${source.resolved.kind === "directory" ? "a directory" : "not a regular file (a FIFO, socket or device)"}. Nothing was changed.`,
+        )
+      }
+      const snapshot = yield* Text.read(source.resolved.real, source.shown)
+      yield* Text.writable(source.resolved.real, source.shown, "apply_patch")
+      if (operation._tag === "Delete") {
+        const removed = Text.lineCount(new TextDecoder().decode(snapshot.bytes))
+        plans.push({ _tag: "Delete", operation, source, snapshot, removed })
+        continue
+      }
+      const decoded = yield* Text.decode(snapshot.bytes, source.shown, "apply_patch")
+      const lines = Text.lines(decoded.text)
+      const located = Patch.locate(lines.texts, operation.hunks)
+      if (Result.isFailure(located)) {
+        const { hunk, message } = located.failure
+        const number = operation.hunks.indexOf(hunk) + 1
+        const closest = Match.nearest(decoded.text.replaceAll("\r\n", "\n"), hunk.old.join("\n"))
+        const region =
+          closest === undefined
+            ? ""
+            : `\nThe most similar region is ${closest.startLine === closest.endLine ? `line ${closest.startLine}` : `lines ${closest.startLine}-${closest.endLine}`} (${Math.round(closest.similarity * 100)}% similar):\n${Text.numbered(lines.texts, closest.startLine, closest.endLine)}`
+        return yield* failure(
+          `Cannot apply hunk ${number} of ${operation.hunks.length} to ${source.shown} (patch line ${hunk.line}): ${message}${region}\nRead the file again and make the hunk's context and removed lines match it. Nothing was changed.`,
+        )
+      }
+      let added = 0
+      let removed = 0
+      for (const splice of located.success) {
+        const change = counted(lines.texts.slice(splice.at, splice.at + splice.remove), splice.insert)
+        added += change.added
+        removed += change.removed
+      }
+      const moving = target !== undefined && target.resolved.real !== source.resolved.real
+      if (moving && !replacedByMove.has(target.resolved.real) && (yield* exists(target.resolved.real, target.shown))) {
+        return yield* failure(
+          `Cannot move ${source.shown} to ${target.shown} ${at}: ${target.shown} already exists. To replace it, delete it in the same patch ("*** Delete File: ${target.shown}"), or choose another name. Nothing was changed.`,
+        )
+      }
+      const text = Text.splice(lines, located.success, decoded.eol)
+      plans.push({
+        _tag: "Update",
+        operation,
+        source,
+        target: moving ? target : source,
+        snapshot,
+        bytes: Text.encode(text, decoded.bom),
+        added,
+        removed,
+      })
+    }
+    // A file the patch deletes to move another onto it goes first.
+    plans.sort((left, right) => Number(isReplacedDelete(right, replacedByMove)) - Number(isReplacedDelete(left, replacedByMove)))
+    // Stage every new content beside its destination, then commit in patch order.
+    const temps = new Map<Plan, string>()
+    const created: Array<ReadonlyArray<string>> = []
+    const undo: Array<{ readonly shown: string; readonly run: Effect.Effect<void, Tool.Failure> }> = []
+    let unrestored: ReadonlyArray<string> = []
+    const rollback = Effect.gen(function* () {
+      const lost: Array<string> = []
+      for (const step of undo.reverse()) {
+        yield* step.run.pipe(Effect.catch((problem) => Effect.sync(() => lost.push(`${step.shown}: ${problem.message}`))))
+      }
+      unrestored = lost
+    })
+    const cleanup = Effect.suspend(() =>
+      Effect.forEach([...temps.values()], Text.discard, { discard: true }).pipe(
+        Effect.andThen(Text.removeDirectories(created.toReversed().flat())),
+      ),
+    )
+    const restore = (place: Place, snapshot: Text.Snapshot) =>
+      Text.write({ path: place.resolved.real, bytes: snapshot.bytes, shown: place.shown, mode: snapshot.mode })
+    const remove = (place: Place) => Text.io("delete", place.shown, () => unlink(place.resolved.real))
+    const unchanged = (place: Place, snapshot: Text.Snapshot) =>
+      Text.unchanged(place.resolved.real, snapshot, place.shown).pipe(
+        Effect.flatMap((same) => (same ? Effect.void : Effect.fail(Text.changed(place.shown)))),
+      )
+    const absent = (place: Place) =>
+      exists(place.resolved.real, place.shown).pipe(
+        Effect.flatMap((found) =>
+          found ? Effect.fail(failure(`${place.shown} was created by someone else while the patch was being applied.`)) : Effect.void,
+        ),
+      )
 
-        return {
-          files: plans.map((plan): FileChange => {
-            switch (plan._tag) {
-              case "Add":
-                return { path: plan.target.shown, action: "added", added: plan.lines, removed: 0 }
-              case "Delete":
-                return { path: plan.source.shown, action: "deleted", added: 0, removed: plan.removed }
-              case "Update":
-                return plan.target === plan.source
-                  ? { path: plan.source.shown, action: "updated", added: plan.added, removed: plan.removed }
-                  : { path: plan.target.shown, action: "moved", from: plan.source.shown, added: plan.added, removed: plan.removed }
+    const stage = Effect.gen(function* () {
+      for (const plan of plans) {
+        if (plan._tag === "Delete") continue
+        const target = plan.target
+        if (!target.resolved.exists) created.push(yield* Text.ensureDirectory(dirname(target.resolved.real), target.shown))
+        const mode = plan._tag === "Update" ? plan.snapshot.mode : undefined
+        temps.set(plan, yield* Text.prepare(target.resolved.real, plan.bytes, mode, target.shown))
+      }
+    })
+
+    const commitAll = Effect.gen(function* () {
+      for (const plan of plans) {
+        if (plan._tag === "Add") {
+          yield* absent(plan.target)
+          yield* Text.commit(temps.get(plan)!, plan.target.resolved.real, plan.target.shown)
+          undo.push({ shown: plan.target.shown, run: remove(plan.target) })
+          continue
+        }
+        yield* unchanged(plan.source, plan.snapshot)
+        if (plan._tag === "Delete") {
+          yield* remove(plan.source)
+          undo.push({ shown: plan.source.shown, run: restore(plan.source, plan.snapshot) })
+          continue
+        }
+        if (plan.target === plan.source) {
+          yield* Text.commit(temps.get(plan)!, plan.source.resolved.real, plan.source.shown)
+          undo.push({ shown: plan.source.shown, run: restore(plan.source, plan.snapshot) })
+          continue
+        }
+        yield* absent(plan.target)
+        yield* Text.commit(temps.get(plan)!, plan.target.resolved.real, plan.target.shown)
+        undo.push({ shown: plan.target.shown, run: remove(plan.target) })
+        yield* remove(plan.source)
+        undo.push({ shown: plan.source.shown, run: restore(plan.source, plan.snapshot) })
+      }
+    })
+
+    // Every file is still as read (or still absent) just before the first commit, checked under the files'
+    // commit locks so no other core process can change one between the check and the renames.
+    const verify = Effect.gen(function* () {
+      for (const plan of plans) {
+        if (plan._tag === "Add") {
+          if (yield* exists(plan.target.resolved.real, plan.target.shown)) return false
+          continue
+        }
+        if (!(yield* Text.unchanged(plan.source.resolved.real, plan.snapshot, plan.source.shown))) return false
+        if (plan._tag === "Update" && plan.target !== plan.source && !replacedByMove.has(plan.target.resolved.real)) {
+          if (yield* exists(plan.target.resolved.real, plan.target.shown)) return false
+        }
+      }
+      return true
+    })
+    const locked = plans.flatMap((plan) =>
+      plan._tag === "Update" && plan.target !== plan.source
+        ? [plan.source.resolved.real, plan.target.resolved.real]
+        : [(plan._tag === "Add" ? plan.target : plan.source).resolved.real],
+    )
+    const committed = yield* stage.pipe(
+      Effect.andThen(
+        FileLock.committing(
+          locked,
+          plans.map((plan) => (plan._tag === "Add" ? plan.target : plan.source).shown).join(", "),
+          Effect.gen(function* () {
+            if (!(yield* verify)) return false
+            if (tries === 1) {
+              yield* context.progress({
+                message: `Applying the patch to ${plans.length} file${plans.length === 1 ? "" : "s"}`,
+                metadata: { files: plans.length },
+              })
             }
+            yield* commitAll
+            return true
           }),
+        ),
+      ),
+      // Whatever stops the commit (a failure, a defect), the files already changed are put back.
+      Effect.onError(() => rollback.pipe(Effect.andThen(cleanup))),
+      Effect.mapError((problem) =>
+        failure(
+          unrestored.length === 0
+            ? `${problem.message}\nThe patch was not applied: no file was changed (files already written were restored).`
+            : `${problem.message}\nThe patch was not applied, and restoring failed for: ${unrestored.join("; ")}. Check those files.`,
+        ),
+      ),
+      // A commit half done must not be left half done by an interruption.
+      Effect.uninterruptible,
+    )
+    if (!committed) {
+      // Another process changed a file after it was read: nothing was written; plan again from the files as they are.
+      yield* cleanup
+      if (tries >= MAX_ATTEMPTS) {
+        return yield* failure(
+          "A file of the patch changed on disk while the patch was being applied (another program wrote it), " +
+            "again and again, so nothing was changed. Read the files again and retry.",
+        )
+      }
+      return yield* attempt(services, context, operations, places, replacedByMove, tries + 1)
+    }
+    for (const plan of plans) {
+      if (plan._tag === "Delete") continue
+      yield* ReadTracking.see(services, context, plan.target.resolved.real, yield* ReadTracking.written(plan.target.resolved.real, plan.bytes))
+    }
+
+    return {
+      files: plans.map((plan): FileChange => {
+        switch (plan._tag) {
+          case "Add":
+            return { path: plan.target.shown, action: "added", added: plan.lines, removed: 0 }
+          case "Delete":
+            return { path: plan.source.shown, action: "deleted", added: 0, removed: plan.removed }
+          case "Update":
+            return plan.target === plan.source
+              ? { path: plan.source.shown, action: "updated", added: plan.added, removed: plan.removed }
+              : { path: plan.target.shown, action: "moved", from: plan.source.shown, added: plan.added, removed: plan.removed }
         }
+      }),
+    }
   })
 
 const isReplacedDelete = (plan: Plan, replacedByMove: ReadonlySet<string>): boolean =>

@@ -70,6 +70,23 @@ describe("indentation-flexible", () => {
   })
 })
 
+describe("re-indenting to the file's unit", () => {
+  test("converts a 2-space quote into a tab-indented file's tabs, depth for depth", () => {
+    const outcome = found({
+      content: "def f():\n\tif x:\n\t\tgo()\n",
+      oldString: "if x:\n  go()",
+      newString: "if x:\n  go()\n  if y:\n    stop()",
+    })
+    expect(outcome.result).toBe("def f():\n\tif x:\n\t\tgo()\n\t\tif y:\n\t\t\tstop()\n")
+  })
+
+  test("refuses a line that is not a whole number of the quote's units, naming it", () => {
+    const outcome = Match.find({ content: "def f():\n\tif x:\n\t\tgo()\n", oldString: "if x:\n  go()", newString: "if x:\n   go()" })
+    expect(outcome).toMatchObject({ _tag: "Unindentable", startLine: 2, endLine: 3 })
+    expect(outcome._tag === "Unindentable" && outcome.reason).toContain('line 2 of newString is indented by "   "')
+  })
+})
+
 describe("whitespace-normalised", () => {
   test("matches lines that differ in runs of spaces and tabs", () => {
     const outcome = found({ content: "const  x =\t1;\nnext\n", oldString: "const x = 1;", newString: "const x = 2;" })
