@@ -16,6 +16,7 @@ import { Command } from "./command"
 import { Diagnostics } from "./diagnostics"
 import { ProgressLine } from "./progress"
 import { Runtime } from "./runtime"
+import { Host } from "../host/host"
 
 export const HELP = `Usage: core exec NAME --input JSON [options]
 
@@ -98,7 +99,7 @@ export const run = (args: ReadonlyArray<string>) =>
       Command.stdout(`${JSON.stringify(refused, null, 2)}\n`)
       return Command.EXIT.modelError
     }
-    const environment = Runtime.environment()
+    const environment = Host.environment()
     const prepared = yield* Runtime.prepare("exec", environment, values.location)
     const progress = ProgressLine.make(process.stderr)
     const agent = values.agent ?? Agent.DEFAULT_AGENT
@@ -141,5 +142,5 @@ export const run = (args: ReadonlyArray<string>) =>
         yield* (yield* Store.Service).prune(Date.now() - managed.retentionMs).pipe(Effect.ignore)
       }
       return exitCodeOf(settlement)
-    }).pipe(Effect.scoped, Effect.provide(Runtime.settlingLayer(environment, prepared)))
+    }).pipe(Effect.scoped, Effect.provide(Host.settlingLayer(environment, prepared)))
   })

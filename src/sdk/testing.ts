@@ -12,7 +12,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
-import { Runtime } from "../cli/runtime"
+import { Kernel } from "../host/kernel"
 import { Discovery } from "../location/discovery"
 import { ManagedOutputs } from "../output/managed"
 import type { Output } from "../output/output"
@@ -283,7 +283,7 @@ const run = async (
       ...(options.limits?.maxLines === undefined ? {} : { maxLines: options.limits.maxLines }),
       ...(options.limits?.maxBytes === undefined ? {} : { maxBytes: options.limits.maxBytes }),
     }
-    const kernel = Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory, limits, permission })
+    const kernel = Kernel.layer({ store: Store.layerMemory, outputsDirectory, limits, permission })
     const observed: Observed = { progress: [], asks: [], cancelled: undefined }
     const exit = await Effect.runPromiseExit(
       program(record, name, input, options, observed).pipe(Effect.scoped, Effect.provide(kernel)),

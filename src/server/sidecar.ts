@@ -11,7 +11,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
-import { Runtime } from "../cli/runtime"
+import { Host } from "../host/host"
 import { ManagedOutputs } from "../output/managed"
 import { Registry } from "../registry/registry"
 import { SqliteStore } from "../store/sqlite"
@@ -21,9 +21,9 @@ import { Locations } from "./locations"
 import type { Served } from "./served"
 
 export interface Options {
-  readonly environment: Runtime.Environment
+  readonly environment: Host.Environment
   /** The serve's own Location (`--location`), built before the sidecar answers anything. */
-  readonly primary: Runtime.Prepared
+  readonly primary: Host.Prepared
   /** Whether tool files and core.json are watched for changes. */
   readonly watch: boolean
   /** Writes a line for the operator (stderr). */
@@ -48,9 +48,9 @@ export interface Interface {
 
 const sharedLayer = (options: Options) =>
   Layer.mergeAll(
-    options.store ?? SqliteStore.layer(Runtime.storePath(options.environment)),
-    Runtime.approvalsLayer(options.environment),
-    Runtime.outputsLayer(options.environment, options.primary.config.output.retentionDays),
+    options.store ?? SqliteStore.layer(Host.storePath(options.environment)),
+    Host.approvalsLayer(options.environment),
+    Host.outputsLayer(options.environment, options.primary.config.output.retentionDays),
     Registry.applicationLayer,
   )
 
