@@ -5,9 +5,13 @@ export * as ExecCommand from "./exec"
 
 import * as Effect from "effect/Effect"
 import { Json } from "../json/json"
+import { Application } from "../location/application"
+import { Discovery } from "../location/discovery"
+import { Location } from "../location/location"
 import { Agent } from "../permission/agent"
 import { Permission } from "../permission/permission"
 import { ManagedOutputs } from "../output/managed"
+import { Registry } from "../registry/registry"
 import { Settler } from "../settlement/settler"
 import { Settlement } from "../settlement/settlement"
 import { Store } from "../store/store"
@@ -77,6 +81,22 @@ export const exitCodeOf = (settlement: Settlement.Info): number => {
   }
 }
 
+/**
+ * A tool that is not in the catalog because its file failed to load: a person learns which file and why, and
+ * nothing is settled (so the same call runs once the file is fixed), instead of an `Unknown tool` settlement.
+ */
+const refuseUnloaded = (name: string) =>
+  Effect.gen(function* () {
+    const diagnostics = [...(yield* Application.Service).diagnostics, ...(yield* Location.Service).diagnostics]
+    const failed = Discovery.diagnosticFor(diagnostics, name)
+    if (failed === undefined) return
+    if ((yield* Registry.Service).capture().resolve(name)._tag !== "Unknown") return
+    return yield* new Command.UsageError({
+      command: "exec",
+      message: `the tool "${name}" did not load: ${failed.file}: ${failed.message}`,
+    })
+  })
+
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const { values, positionals } = yield* Command.parse("exec", args, OPTIONS)
@@ -112,6 +132,7 @@ export const run = (args: ReadonlyArray<string>) =>
         yes: values.yes === true,
         interactive: process.stdin.isTTY === true && process.stderr.isTTY === true,
       })
+      yield* refuseUnloaded(name)
       const settler = yield* Settler.Service
       // Not filtered by the agent's rules: a person calling a tool directly learns why it is refused (denied,
       // with the rule) instead of being told it does not exist.
