@@ -21,6 +21,7 @@ import { Diagnostics } from "./diagnostics"
 import { ProgressLine } from "./progress"
 import { Runtime } from "./runtime"
 import { Host } from "../host/host"
+import { Retention } from "../host/retention"
 
 export const HELP = `Usage: core exec NAME --input JSON [options]
 
@@ -156,12 +157,10 @@ export const run = (args: ReadonlyArray<string>) =>
       )
       progress.clear()
       Command.stdout(`${JSON.stringify(settlement, null, 2)}\n`)
-      // The retention sweep runs at start-up of short-lived commands, at most hourly, after the answer is out:
-      // expired managed outputs, and the records of calls as old (their outputs are gone with them).
-      const managed = yield* ManagedOutputs.Service
-      if ((yield* managed.sweepIfDue) !== undefined) {
-        yield* (yield* Store.Service).prune(Date.now() - managed.retentionMs).pipe(Effect.ignore)
-      }
+      // The retention sweep runs at most hourly across processes, after the answer is out: expired managed
+      // outputs, and the records of calls as old (their outputs are gone with them).
+      const sweeping = Retention.sweepIfDue(yield* Store.Service, yield* ManagedOutputs.Service)
+      yield* sweeping.pipe(Effect.ignore)
       return exitCodeOf(settlement)
     }).pipe(Effect.scoped, Effect.provide(Host.settlingLayer(environment, prepared)))
   })

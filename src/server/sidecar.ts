@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import { Host } from "../host/host"
+import { Retention } from "../host/retention"
 import { ManagedOutputs } from "../output/managed"
 import { Registry } from "../registry/registry"
 import { SqliteStore } from "../store/sqlite"
@@ -72,11 +73,11 @@ export const make = Effect.fn("Sidecar.make")(function* (options: Options) {
   const calls = Calls.make(yield* Scope.fork(scope), store, options.log)
 
   // Expired managed outputs go, and the records of calls as old (their outputs went with them): at start when an
-  // hour has passed since the last sweep, then hourly.
-  const prune = Effect.suspend(() => store.prune(Date.now() - outputs.retentionMs)).pipe(Effect.ignore)
-  if ((yield* outputs.sweepIfDue) !== undefined) yield* prune
-  const nextSweep = options.nextSweep ?? Effect.sleep(ManagedOutputs.SWEEP_INTERVAL_MS)
-  yield* Effect.forkScoped(Effect.forever(nextSweep.pipe(Effect.andThen(outputs.sweep), Effect.andThen(prune))))
+  // hour has passed since the last sweep (before serving), then hourly in the background, in batches that yield
+  // to the requests being served.
+  yield* Retention.sweepIfDue(store, outputs).pipe(Effect.ignore)
+  const nextSweep = options.nextSweep ?? Effect.sleep(Retention.INTERVAL_MS)
+  yield* Effect.forkScoped(Effect.forever(nextSweep.pipe(Effect.andThen(Retention.sweep(store, outputs)), Effect.ignore)))
 
   const closing = yield* Deferred.make<void>()
   yield* Effect.addFinalizer(() => Deferred.succeed(closing, undefined))
