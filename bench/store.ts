@@ -22,6 +22,10 @@ const EXEC_RUNS = 15
 const DAY_MS = 86_400_000
 const TARGETS = { fileBytes: 300e6, lookupMs: 0.02, execRatio: 1.1 }
 
+/** Ids as hosts make them (random, so inserts land all over a key-ordered tree), reproducible from the index. */
+const sessionOf = (index: number): string => `ses_${Bun.hash(`session ${Math.floor(index / 50)}`).toString(16)}`
+const callOf = (index: number): string => `call_${Bun.hash(`call ${index}`).toString(16)}`
+
 /** A settlement of about 1 KB, as a bash call's would be. */
 const settlementJson = (index: number): string =>
   JSON.stringify({
@@ -51,7 +55,7 @@ const fill = (db: Database, expiredShare = 0) => {
   db.transaction(() => {
     for (let index = 0; index < ROWS; index++) {
       const at = index < expired ? now - 9 * DAY_MS + index : now - 6 * DAY_MS + Math.floor((index / ROWS) * 6 * DAY_MS)
-      insert.run(`ses_${Math.floor(index / 50)}`, `call_${index}`, settlementJson(index), at, at)
+      insert.run(sessionOf(index), callOf(index), settlementJson(index), at, at)
     }
   })()
   db.exec("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -85,7 +89,7 @@ const rawLookup = (db: Database) => {
     "SELECT state, tool, owner, reason, settlement FROM settlements WHERE session_id = ? AND call_id = ?",
   )
   return perCall(LOOKUPS, (index) => {
-    if (select.get(`ses_${Math.floor(index / 50)}`, `call_${index}`) === null) throw new Error("missing row")
+    if (select.get(sessionOf(index), callOf(index)) === null) throw new Error("missing row")
   })
 }
 
@@ -132,13 +136,13 @@ export const measure = async (): Promise<Report> => {
         const store = yield* Store.Service
         const managed = yield* ManagedOutputs.Service
         const lookup = perCall(LOOKUPS, (index) => {
-          const record = Effect.runSync(store.lookup({ sessionID: `ses_${Math.floor(index / 50)}`, toolCallID: `call_${index}` }))
+          const record = Effect.runSync(store.lookup({ sessionID: sessionOf(index), toolCallID: callOf(index) }))
           if (record?.state !== "settled") throw new Error("missing record")
         })
         // A replay usually asks for a call made moments before: the most recent thousand, again and again.
         const recent = perCall(LOOKUPS, (index) => {
           const call = ROWS - 1 - (index % 1000)
-          const key = { sessionID: `ses_${Math.floor(call / 50)}`, toolCallID: `call_${call}` }
+          const key = { sessionID: sessionOf(call), toolCallID: callOf(call) }
           if (Effect.runSync(store.lookup(key))?.state !== "settled") throw new Error("missing record")
         })
         const sweeps: Array<number> = []
