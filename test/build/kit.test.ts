@@ -48,10 +48,12 @@ describe("the kit archive", () => {
     for (const folder of ["builtin", "cli", "server", "shell"]) {
       expect(own.filter((path) => path.includes(`/types/${folder}/`))).toEqual([])
     }
-    const testing = files["node_modules/@core/tool/testing.js"]!
-    expect(testing).toContain("settleFile")
-    // The bash built-in's description and ripgrep's asset name are what a bundled built-in would bring along.
-    expect(testing).not.toContain("Runs a bash command line")
-    expect(testing).not.toContain("ripgrep")
+    // The bundler opens each module it includes with a `// src/<path>` comment.
+    const modules = own
+      .filter((path) => path.endsWith(".js"))
+      .flatMap((path) => [...files[path]!.matchAll(/^\/\/ src\/(\S+)$/gm)].map((match) => match[1]!))
+    expect(modules).toContain("sdk/testing.ts")
+    expect(modules).toContain("host/kernel.ts")
+    expect(modules.filter((module) => /^(builtin|cli|server|shell|config)\//.test(module) || module === "host/host.ts")).toEqual([])
   })
 })
