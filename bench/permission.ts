@@ -6,7 +6,7 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Exit, Layer, ManagedRuntime, Schema, Scope } from "effect"
-import { Runtime } from "../src/cli/runtime"
+import { Kernel } from "../src/host/kernel"
 import type { Agent } from "../src/permission/agent"
 import { Permission } from "../src/permission/permission"
 import { Rule } from "../src/permission/rule"
@@ -70,7 +70,7 @@ const measure = async (): Promise<Report> => {
     const configured = { rules: [{ action: "echo", resource: "*", effect: "allow" as const, source: { file: "core.json", path: "permission.echo" } }], agents: new Map() }
     const permission = Permission.layer({ project: dataDir, configured }).pipe(Layer.provide(Approvals.layerMemory))
     const runtime = ManagedRuntime.make(
-      Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory: join(dataDir, "outputs"), permission }),
+      Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(dataDir, "outputs"), permission }),
     )
     try {
       const { turn, assert } = await runtime.runPromise(

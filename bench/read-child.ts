@@ -8,7 +8,7 @@ import { tmpdir } from "node:os"
 import { basename, dirname, join } from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { Builtins } from "../src/builtin/builtins"
-import { Runtime } from "../src/cli/runtime"
+import { Kernel } from "../src/host/kernel"
 import { Location } from "../src/location/location"
 import { Permission } from "../src/permission/permission"
 import { Settler } from "../src/settlement/settler"
@@ -34,7 +34,7 @@ const directory = dirname(file)
 const permission = Permission.layer({ project: directory, configured: { rules: [], agents: new Map() } }).pipe(
   Layer.provide(Approvals.layerMemory),
 )
-const kernel = Runtime.kernelLayer({
+const kernel = Kernel.layer({
   store: Store.layerMemory,
   outputsDirectory: join(mkdtempSync(join(tmpdir(), "core-bench-read-out-")), "outputs"),
   permission,

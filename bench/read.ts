@@ -9,7 +9,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { Read } from "../src/builtin/read"
-import { Runtime } from "../src/cli/runtime"
+import { Kernel } from "../src/host/kernel"
 import { Location } from "../src/location/location"
 import { Permission } from "../src/permission/permission"
 import { Registry } from "../src/registry/registry"
@@ -80,7 +80,7 @@ const trackingKernel = async (root: string, file: string, reads: Tracking) => {
   const permission = Permission.layer({ project: root, configured: { rules: [], agents: new Map() } }).pipe(
     Layer.provide(Approvals.layerMemory),
   )
-  const kernel = Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory: join(root, "outputs"), permission })
+  const kernel = Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(root, "outputs"), permission })
   const store = reads === "sqlite" ? Reads.layer(join(root, `core-${crypto.randomUUID()}.db`)) : Reads.layerMemory
   const builtin = Layer.effectDiscard(
     Effect.gen(function* () {

@@ -7,7 +7,7 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Exit, Layer, ManagedRuntime, Schema, Scope } from "effect"
-import { Runtime } from "../src/cli/runtime"
+import { Kernel } from "../src/host/kernel"
 import { Registry } from "../src/registry/registry"
 import { Settler } from "../src/settlement/settler"
 import { Store } from "../src/store/store"
@@ -57,7 +57,7 @@ const materializeRun = async (dataDir: string, run: number): Promise<Materialize
   const [tools, make] = timed(() => makeTools(TOOLS, `r${run}_`))
   const extras = makeTools(CHANGES_PER_RUN, `r${run}_extra_`)
   const runtime = ManagedRuntime.make(
-    Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory: join(dataDir, "outputs") }),
+    Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(dataDir, "outputs") }),
   )
   try {
     const { registry, settler } = await runtime.runPromise(

@@ -11,7 +11,7 @@ import { join } from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { Builtins } from "../src/builtin/builtins"
 import { Ripgrep } from "../src/builtin/ripgrep"
-import { Runtime } from "../src/cli/runtime"
+import { Kernel } from "../src/host/kernel"
 import { Location } from "../src/location/location"
 import { Permission } from "../src/permission/permission"
 import type { Settlement } from "../src/settlement/settlement"
@@ -122,7 +122,7 @@ export const measure = async (): Promise<Report> => {
     const permission = Permission.layer({ project: tree, configured: { rules: [], agents: new Map() } }).pipe(
       Layer.provide(Approvals.layerMemory),
     )
-    const kernel = Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory: join(data, "outputs"), permission })
+    const kernel = Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(data, "outputs"), permission })
     const runtime = ManagedRuntime.make(
       Location.layer(tree, Builtins.layer.pipe(Layer.provide(Shell.layer()))).pipe(Layer.provideMerge(kernel)),
     )

@@ -5,13 +5,14 @@
 
 import { Effect, Scope } from "effect"
 import { Runtime } from "../src/cli/runtime"
+import { Host } from "../src/host/host"
 import { Http } from "../src/server/http"
 import { Security } from "../src/server/security"
 import { Sidecar } from "../src/server/sidecar"
 import { Store } from "../src/store/store"
 
 const [location = "."] = process.argv.slice(2)
-const environment = Runtime.environment()
+const environment = Host.environment()
 const token = Security.generateToken()
 const sidecar = await Effect.runPromise(
   Effect.gen(function* () {

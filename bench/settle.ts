@@ -12,7 +12,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
 import { Effect, Exit, Layer, ManagedRuntime, Schema, Scope } from "effect"
 import { z } from "zod"
-import { Runtime } from "../src/cli/runtime"
+import { Kernel } from "../src/host/kernel"
 import { Output } from "../src/output/output"
 import { Registry } from "../src/registry/registry"
 import type { Settlement } from "../src/settlement/settlement"
@@ -66,7 +66,7 @@ const coreSide = async (
   dataDir: string,
 ): Promise<CoreSide> => {
   const runtime = ManagedRuntime.make(
-    Runtime.kernelLayer({ store: storeLayer, outputsDirectory: join(dataDir, "outputs") }),
+    Kernel.layer({ store: storeLayer, outputsDirectory: join(dataDir, "outputs") }),
   )
   const registration = Effect.runSync(Scope.make())
   const { turn, store, output } = await runtime.runPromise(

@@ -3,7 +3,8 @@
 // Node type declarations, so `bun test` and `tsc` work there with no npm install and no network.
 //
 // Archive format (read back by src/cli/init.ts): the JSON `{ format: 1, version, files, workspace }` compressed
-// with zstd (Bun.zstdCompressSync): `files` maps each path relative to `.core/` to its UTF-8 text, `workspace`
+// with zstd (Bun.zstdCompressSync): `files` maps each path relative to `.core/` to its UTF-8 text (a file that is
+// not UTF-8 fails the build: the kit holds no binaries, and text storage would alter them), `workspace`
 // the example tool and its test (from build/example/) by their paths in the workspace. Keys are sorted
 // and nothing records a time, so the same inputs give the same bytes. It lives at dist/kit.json.zst (not
 // tracked) and is rebuilt only when an input changed, as the fingerprint beside it records; `bun build/kit.ts`
@@ -23,6 +24,16 @@ const MODULES = join(ROOT, "node_modules")
 const TOOL_PACKAGE = "node_modules/@core/tool"
 const ENTRIES = { index: "sdk/index.ts", testing: "sdk/testing.ts" } as const
 
+/** Decodes UTF-8 exactly; anything else (a binary) is refused, since the archive keeps text and must not alter a byte. */
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+const textOf = (bytes: Uint8Array, path: string): string => {
+  try {
+    return UTF8.decode(bytes)
+  } catch {
+    throw new Error(`the kit keeps text only, and ${path} is not UTF-8 text: keep binaries out of the kit`)
+  }
+}
+
 /** Files of an installed package matching any of `patterns`, as `{ "<prefix>/<path>": text }`. */
 const packageFiles = async (
   name: string,
@@ -33,7 +44,7 @@ const packageFiles = async (
   const files: Record<string, string> = {}
   for (const pattern of patterns) {
     for await (const path of new Bun.Glob(pattern).scan({ cwd: directory })) {
-      files[`${prefix}/${path}`] = await Bun.file(join(directory, path)).text()
+      files[`${prefix}/${path}`] = textOf(await Bun.file(join(directory, path)).bytes(), join(directory, path))
     }
   }
   return files
@@ -53,7 +64,16 @@ const javascript = async (version: string): Promise<Record<string, string>> => {
   })
   if (!build.success) throw new AggregateError(build.logs, "building @core/tool for the kit failed")
   const files: Record<string, string> = {}
-  for (const output of build.outputs) files[`${TOOL_PACKAGE}/${output.path.replace(/^\.\//, "")}`] = await output.text()
+  // Only the kernel's JavaScript belongs here: an asset (a binary a module embeds, like a built-in's wasm or
+  // executable) means the testing module reached past the kernel, and text storage would corrupt it anyway.
+  const assets = build.outputs.filter((output) => output.kind !== "entry-point" && output.kind !== "chunk")
+  if (assets.length > 0) {
+    throw new Error(`@core/tool must bundle JavaScript only, not ${assets.map((output) => output.path).join(", ")}`)
+  }
+  for (const output of build.outputs) {
+    const path = `${TOOL_PACKAGE}/${output.path.replace(/^\.\//, "")}`
+    files[path] = textOf(new Uint8Array(await output.arrayBuffer()), path)
+  }
   return files
 }
 

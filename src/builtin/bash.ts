@@ -39,16 +39,23 @@ const Captured = Schema.Struct({
   ),
 })
 
-export const Input = Schema.Struct({
-  command: Schema.String.annotate({ description: "The bash command line to run, e.g. `bun test --timeout 60000 test/a.test.ts`" }),
-  description: Schema.optionalKey(
-    Schema.String.annotate({ description: "A few words saying what the command does, shown to whoever approves it" }),
-  ),
-  workdir: Schema.optionalKey(
-    Schema.String.annotate({ description: "The directory to run in, relative to the project root or absolute (default: the project root)" }),
-  ),
-  timeoutMs: Schema.optionalKey(Schema.Int.annotate({ description: "Wall-clock limit in milliseconds" })),
-})
+/** The input, with the longest `timeoutMs` a call may ask for (`shell.maxTimeoutMs`). */
+const inputOf = (maxTimeoutMs: number) =>
+  Schema.Struct({
+    command: Schema.String.annotate({ description: "The bash command line to run, e.g. `bun test --timeout 60000 test/a.test.ts`" }),
+    description: Schema.optionalKey(
+      Schema.String.annotate({ description: "A few words saying what the command does, shown to whoever approves it" }),
+    ),
+    workdir: Schema.optionalKey(
+      Schema.String.annotate({ description: "The directory to run in, relative to the project root or absolute (default: the project root)" }),
+    ),
+    timeoutMs: Schema.optionalKey(
+      Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: maxTimeoutMs })).annotate({
+        description: "Wall-clock limit in milliseconds",
+      }),
+    ),
+  })
+export const Input = inputOf(Shell.DEFAULT_MAX_TIMEOUT_MS)
 export type Input = typeof Input.Type
 
 export const Output = Schema.Struct({
@@ -333,7 +340,7 @@ const makeTool = (services: Builtin.Services) => {
   const limits = shell.limits
   return Tool.make({
     description: describe(limits),
-    input: Input,
+    input: inputOf(limits.maxTimeoutMs),
     output: Output,
     checksPermissions: true,
     toModelOutput: ({ output }) => text(output),
@@ -342,13 +349,6 @@ const makeTool = (services: Builtin.Services) => {
         const command = input.command
         if (command.trim() === "") {
           return yield* new Tool.Failure({ message: "The command is empty. Give a bash command line to run, e.g. `ls -la`." })
-        }
-        if (input.timeoutMs !== undefined && (input.timeoutMs <= 0 || input.timeoutMs > limits.maxTimeoutMs)) {
-          return yield* new Tool.Failure({
-            message:
-              `timeoutMs must be between 1 and ${limits.maxTimeoutMs} ms, not ${input.timeoutMs}. Leave it out for ` +
-              `the default of ${limits.timeoutMs} ms.`,
-          })
         }
         if (command.includes("\0")) {
           return yield* new Tool.Failure({ message: "The command contains a NUL byte, which no process can be given. Remove it and try again." })

@@ -13,6 +13,7 @@ import { Command } from "./command"
 import { Diagnostics } from "./diagnostics"
 import { ExecCommand } from "./exec"
 import { Runtime } from "./runtime"
+import { Host } from "../host/host"
 
 export const HELP = `Usage: core check NAME --input JSON [--location DIR] [--agent ID]
 
@@ -57,7 +58,7 @@ export const run = (args: ReadonlyArray<string>) =>
     if (name === undefined) return yield* usage("NAME is required: core check NAME --input JSON")
     if (extra.length > 0) return yield* usage(`unexpected argument "${extra[0]}"`)
     const input = yield* ExecCommand.readInput("check", values.input)
-    const environment = Runtime.environment()
+    const environment = Host.environment()
     const prepared = yield* Runtime.prepare("check", environment, values.location)
     const agent = values.agent ?? Agent.DEFAULT_AGENT
 
@@ -81,5 +82,5 @@ export const run = (args: ReadonlyArray<string>) =>
       )
       Command.stdout(`${JSON.stringify(explained, null, 2)}\n`)
       return Command.EXIT.ok
-    }).pipe(Effect.provide(Runtime.checkingLayer(environment, prepared)))
+    }).pipe(Effect.provide(Host.checkingLayer(environment, prepared)))
   })

@@ -78,8 +78,34 @@ export const parse = <const O extends Options>(command: string, args: ReadonlyAr
     return Effect.succeed({ values: values as Values<O>, positionals })
   })
 
+/** Writes to stdout still under way, in order; the process must not exit before they finish (see `drain`). */
+let writing: Promise<void> = Promise.resolve()
+/** The first failure writing stdout, other than the reader going away. */
+let writeFailure: unknown = undefined
+
+const isClosedPipe = (cause: unknown): boolean => (cause as { code?: unknown } | undefined)?.code === "EPIPE"
+
+/**
+ * Queues `text` for stdout. `process.stdout.write` on a pipe keeps what the reader has not taken yet in memory
+ * and drops it when the process exits, so a slow reader would get a cut settlement: every machine-readable byte
+ * goes through `Bun.write`, which finishes only once the bytes are in the pipe.
+ */
 export const stdout = (text: string): void => {
-  process.stdout.write(text)
+  writing = writing
+    .then(() => Bun.write(Bun.stdout, text))
+    .then(
+      () => undefined,
+      (cause: unknown) => {
+        // A reader that stops early (`core tools --json | head`) closes the pipe: that is not a failure.
+        if (!isClosedPipe(cause)) writeFailure ??= cause
+      },
+    )
+}
+
+/** Waits until everything queued for stdout is written; answers the write failure, if any. */
+export const drain = async (): Promise<unknown> => {
+  await writing
+  return writeFailure
 }
 
 export const stderr = (text: string): void => {

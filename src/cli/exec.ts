@@ -5,9 +5,13 @@ export * as ExecCommand from "./exec"
 
 import * as Effect from "effect/Effect"
 import { Json } from "../json/json"
+import { Application } from "../location/application"
+import { Discovery } from "../location/discovery"
+import { Location } from "../location/location"
 import { Agent } from "../permission/agent"
 import { Permission } from "../permission/permission"
 import { ManagedOutputs } from "../output/managed"
+import { Registry } from "../registry/registry"
 import { Settler } from "../settlement/settler"
 import { Settlement } from "../settlement/settlement"
 import { Store } from "../store/store"
@@ -16,6 +20,8 @@ import { Command } from "./command"
 import { Diagnostics } from "./diagnostics"
 import { ProgressLine } from "./progress"
 import { Runtime } from "./runtime"
+import { Host } from "../host/host"
+import { Retention } from "../host/retention"
 
 export const HELP = `Usage: core exec NAME --input JSON [options]
 
@@ -76,6 +82,22 @@ export const exitCodeOf = (settlement: Settlement.Info): number => {
   }
 }
 
+/**
+ * A tool that is not in the catalog because its file failed to load: a person learns which file and why, and
+ * nothing is settled (so the same call runs once the file is fixed), instead of an `Unknown tool` settlement.
+ */
+const refuseUnloaded = (name: string) =>
+  Effect.gen(function* () {
+    const diagnostics = [...(yield* Application.Service).diagnostics, ...(yield* Location.Service).diagnostics]
+    const failed = Discovery.diagnosticFor(diagnostics, name)
+    if (failed === undefined) return
+    if ((yield* Registry.Service).capture().resolve(name)._tag !== "Unknown") return
+    return yield* new Command.UsageError({
+      command: "exec",
+      message: `the tool "${name}" did not load: ${failed.file}: ${failed.message}`,
+    })
+  })
+
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const { values, positionals } = yield* Command.parse("exec", args, OPTIONS)
@@ -98,7 +120,7 @@ export const run = (args: ReadonlyArray<string>) =>
       Command.stdout(`${JSON.stringify(refused, null, 2)}\n`)
       return Command.EXIT.modelError
     }
-    const environment = Runtime.environment()
+    const environment = Host.environment()
     const prepared = yield* Runtime.prepare("exec", environment, values.location)
     const progress = ProgressLine.make(process.stderr)
     const agent = values.agent ?? Agent.DEFAULT_AGENT
@@ -111,6 +133,7 @@ export const run = (args: ReadonlyArray<string>) =>
         yes: values.yes === true,
         interactive: process.stdin.isTTY === true && process.stderr.isTTY === true,
       })
+      yield* refuseUnloaded(name)
       const settler = yield* Settler.Service
       // Not filtered by the agent's rules: a person calling a tool directly learns why it is refused (denied,
       // with the rule) instead of being told it does not exist.
@@ -134,12 +157,10 @@ export const run = (args: ReadonlyArray<string>) =>
       )
       progress.clear()
       Command.stdout(`${JSON.stringify(settlement, null, 2)}\n`)
-      // The retention sweep runs at start-up of short-lived commands, at most hourly, after the answer is out:
-      // expired managed outputs, and the records of calls as old (their outputs are gone with them).
-      const managed = yield* ManagedOutputs.Service
-      if ((yield* managed.sweepIfDue) !== undefined) {
-        yield* (yield* Store.Service).prune(Date.now() - managed.retentionMs).pipe(Effect.ignore)
-      }
+      // The retention sweep runs at most hourly across processes, after the answer is out: expired managed
+      // outputs, and the records of calls as old (their outputs are gone with them).
+      const sweeping = Retention.sweepIfDue(yield* Store.Service, yield* ManagedOutputs.Service)
+      yield* sweeping.pipe(Effect.ignore)
       return exitCodeOf(settlement)
-    }).pipe(Effect.scoped, Effect.provide(Runtime.settlingLayer(environment, prepared)))
+    }).pipe(Effect.scoped, Effect.provide(Host.settlingLayer(environment, prepared)))
   })

@@ -130,5 +130,7 @@ const main = async (argv: ReadonlyArray<string>): Promise<number> => {
 }
 
 const code = await main(process.argv.slice(2))
-await new Promise<void>((resolve) => process.stdout.write("", () => resolve()))
-process.exit(code)
+// Exiting drops whatever stdout still holds: wait until the reader has taken every byte, however slow it is.
+const failure = await Command.drain()
+if (failure !== undefined) Command.stderr(`core: could not write to stdout: ${messageOf(failure)}\n`)
+process.exit(failure === undefined || code !== Command.EXIT.ok ? code : Command.EXIT.operational)

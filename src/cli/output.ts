@@ -6,7 +6,7 @@ export * as OutputCommand from "./output"
 import * as Effect from "effect/Effect"
 import { ManagedOutputs } from "../output/managed"
 import { Command } from "./command"
-import { Runtime } from "./runtime"
+import { Host } from "../host/host"
 
 export const HELP = `Usage: core output ID [--structured]
 
@@ -51,4 +51,4 @@ export const run = (args: ReadonlyArray<string>) =>
       ),
     )
     return Command.EXIT.ok
-  }).pipe(Effect.provide(Runtime.outputsLayer(Runtime.environment())))
+  }).pipe(Effect.provide(Host.outputsLayer(Host.environment())))

@@ -7,7 +7,7 @@ import { Location } from "../location/location"
 import { Rule } from "../permission/rule"
 import { Approvals } from "../store/approvals"
 import { Command } from "./command"
-import { Runtime } from "./runtime"
+import { Host } from "../host/host"
 
 export const HELP = `Usage: core permissions [--location DIR]
        core permissions reset [--action A] [--location DIR]
@@ -38,7 +38,7 @@ export const run = (args: ReadonlyArray<string>) =>
     if (subcommand !== undefined && subcommand !== "reset") return yield* usage(`unknown subcommand "${subcommand}"`)
     if (extra.length > 0) return yield* usage(`unexpected argument "${extra[0]}"`)
     if (subcommand === undefined && values.action !== undefined) return yield* usage("--action goes with reset")
-    const environment = Runtime.environment()
+    const environment = Host.environment()
     // Only the directory is needed: a Location whose core.json is broken can still have its approvals reset.
     const directory = yield* Location.check(values.location ?? ".").pipe(Effect.mapError((error) => usage(error.message)))
     // `write` and `apply_patch` approvals are kept under the action they share, `edit`.
@@ -63,5 +63,5 @@ export const run = (args: ReadonlyArray<string>) =>
       )
       Command.stdout(`${rows.join("\n")}\n`)
       return Command.EXIT.ok
-    }).pipe(Effect.provide(Runtime.approvalsLayer(environment)))
+    }).pipe(Effect.provide(Host.approvalsLayer(environment)))
   })

@@ -13,6 +13,7 @@ import { Server } from "../server/server"
 import { ProcessGroup } from "../shell/group"
 import { Command } from "./command"
 import { Runtime } from "./runtime"
+import { Host } from "../host/host"
 
 export const HELP = `Usage: core serve [--location DIR] [--allow-root DIR]... [--host 127.0.0.1] [--port N]
 
@@ -115,7 +116,7 @@ export const run = (args: ReadonlyArray<string>) =>
     const host = values.host ?? "127.0.0.1"
     if (host.trim() === "") return yield* usage("--host cannot be empty")
 
-    const environment = Runtime.environment()
+    const environment = Host.environment()
     const primary = yield* Runtime.prepare("serve", environment, values.location)
     const roots = [primary.directory]
     for (const root of rootFlags) roots.push(yield* realDirectory("--allow-root", resolve(root)))

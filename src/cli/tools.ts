@@ -9,6 +9,7 @@ import { Registry } from "../registry/registry"
 import { Command } from "./command"
 import { Diagnostics } from "./diagnostics"
 import { Runtime } from "./runtime"
+import { Host } from "../host/host"
 
 export const HELP = `Usage: core tools [--location DIR] [--agent ID] [--json]
 
@@ -42,7 +43,7 @@ export const run = (args: ReadonlyArray<string>) =>
     if (positionals.length > 0) {
       return yield* new Command.UsageError({ command: "tools", message: `unexpected argument "${positionals[0]}"` })
     }
-    const environment = Runtime.environment()
+    const environment = Host.environment()
     const prepared = yield* Runtime.prepare("tools", environment, values.location)
     const directory = prepared.directory
     return yield* Effect.gen(function* () {
@@ -66,5 +67,5 @@ export const run = (args: ReadonlyArray<string>) =>
       const rows = definitions.map((definition) => `${definition.name.padEnd(width)}  ${firstLine(definition.description)}`)
       Command.stdout(`${rows.join("\n")}\n`)
       return Command.EXIT.ok
-    }).pipe(Effect.provide(Runtime.catalogLayer(environment, prepared)))
+    }).pipe(Effect.provide(Host.catalogLayer(environment, prepared)))
   })

@@ -56,10 +56,20 @@ const transpiler = new Bun.Transpiler({ loader: "ts" })
 const message = (cause: unknown): string =>
   typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
 
-/** " at line L, column C" for a transpiler message that carries a position. */
-const at = (cause: unknown): string => {
-  const position = (cause as { position?: { line?: number; column?: number } } | undefined)?.position
-  return position?.line === undefined ? "" : ` at line ${position.line}, column ${(position.column ?? 0) + 1}`
+/** Bun's transpiler reports syntax errors as build messages, usually gathered in an aggregate. */
+type BuildMessage = { readonly message?: string; readonly position?: { line?: number; column?: number } | null }
+
+/** The first syntax error a transpiler failure holds: its words and (1-based) line and column, when known. */
+const syntaxErrorOf = (cause: unknown) => {
+  const first = ((cause as { errors?: ReadonlyArray<BuildMessage> } | undefined)?.errors?.[0] ?? cause) as BuildMessage
+  const position = first.position
+  return {
+    reason: message(first),
+    position:
+      position?.line === undefined || position.line === null
+        ? undefined
+        : { line: position.line, column: position.column ?? 1 },
+  }
 }
 
 /** Why an import is not allowed in a tool file, or undefined when it is. */
@@ -100,10 +110,15 @@ export const recordOf = (file: string, exports: Record<string, unknown>): Record
   return record
 }
 
-/** Why one tool file did not load; the message names the reason, the file is in `file`. */
+/**
+ * Why one tool file did not load; the message names the reason (and where, for a syntax error), the file is in
+ * `file`, and a syntax error's `position` (1-based line and column). Not `line` and `column` fields: Bun gives every
+ * error those, pointing into core.
+ */
 export class LoadError extends Schema.TaggedError<LoadError>()("Discovery.LoadError", {
   file: Schema.String,
   message: Schema.String,
+  position: Schema.optionalKey(Schema.Struct({ line: Schema.Int, column: Schema.Int })),
 }) {}
 
 /** How long a tool file may take to load (a top-level await that never settles must not hang core). */
@@ -119,10 +134,10 @@ export interface FileOptions {
 }
 
 /**
- * Loads one tool file into the current Scope through `tools`: checks its syntax and imports, imports it and
- * registers what it exports. Answers the names it registered; closing the Scope removes exactly them.
+ * Checks one tool file's syntax and imports, imports it and answers the tools it exports, named after the file;
+ * fails with LoadError naming the reason. Registers nothing.
  */
-export const loadFile = Effect.fnUntraced(function* (file: string, tools: Registry.Tools, options: FileOptions = {}) {
+export const importFile = Effect.fnUntraced(function* (file: string, options: FileOptions = {}) {
   Modules.install()
   const timeoutMs = options.timeoutMs ?? LOAD_TIMEOUT_MS
   const fail = (reason: string) => new LoadError({ file, message: reason })
@@ -132,7 +147,16 @@ export const loadFile = Effect.fnUntraced(function* (file: string, tools: Regist
   })
   const imports = yield* Effect.try({
     try: () => transpiler.scanImports(source),
-    catch: (cause) => fail(`syntax error${at(cause)}: ${message(cause)}`),
+    catch: (cause) => {
+      const { reason, position } = syntaxErrorOf(cause)
+      return position === undefined
+        ? fail(`syntax error: ${reason}`)
+        : new LoadError({
+            file,
+            message: `syntax error at line ${position.line}, column ${position.column}: ${reason}`,
+            position,
+          })
+    },
   })
   for (const { path } of imports) {
     const problem = importProblem(path, file)
@@ -152,13 +176,33 @@ export const loadFile = Effect.fnUntraced(function* (file: string, tools: Regist
     }),
   )
   const record = recordOf(file, exports)
-  const names = Object.keys(record)
-  if (names.length === 0) {
+  if (Object.keys(record).length === 0) {
     return yield* fail("exports no tool; export a value made with Tool.make (the default export is named after the file)")
   }
-  yield* tools.register(record).pipe(Effect.mapError((error) => fail(error.message)))
-  return names
+  return record
 })
+
+/**
+ * Loads one tool file into the current Scope through `tools`: checks its syntax and imports, imports it and
+ * registers what it exports. Answers the names it registered; closing the Scope removes exactly them.
+ */
+export const loadFile = Effect.fnUntraced(function* (file: string, tools: Registry.Tools, options: FileOptions = {}) {
+  const record = yield* importFile(file, options)
+  yield* tools
+    .register(record)
+    .pipe(Effect.mapError((error) => new LoadError({ file, message: error.message })))
+  return Object.keys(record)
+})
+
+/** The file among `diagnostics` whose tools would include `name` (`git.ts` gives `git` and `git_*`), if any. */
+export const diagnosticFor = (
+  diagnostics: ReadonlyArray<Diagnostic>,
+  name: string,
+): Diagnostic | undefined =>
+  diagnostics.findLast((diagnostic) => {
+    const base = basename(diagnostic.file, ".ts")
+    return name === base || name.startsWith(`${base}_`)
+  })
 
 export interface LoadOptions {
   readonly timeoutMs?: number

@@ -12,7 +12,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
-import { Runtime } from "../cli/runtime"
+import { Kernel } from "../host/kernel"
 import { Discovery } from "../location/discovery"
 import { ManagedOutputs } from "../output/managed"
 import type { Output } from "../output/output"
@@ -27,7 +27,6 @@ import { Store } from "../store/store"
 import { Definition as ToolDefinition } from "../tool/definition"
 import { ToolName } from "../tool/name"
 import { Tool } from "../tool/tool"
-import { Modules } from "./modules"
 
 /** The settlement JSON, exactly as `core exec` prints it (DESIGN §5). */
 export type Settlement = SettlementInfo.Info
@@ -105,10 +104,15 @@ export class CheckError extends Schema.TaggedError<CheckError>()("Testing.CheckE
   message: Schema.String,
 }) {}
 
-/** A tool file that `core` would report as a diagnostic instead of loading. */
+/**
+ * A tool file that `core` would report as a diagnostic instead of loading, with what `core tools` says: the file,
+ * the reason (an install hint for a missing package) and, for a syntax error, its `position` (1-based line and
+ * column).
+ */
 export class LoadError extends Schema.TaggedError<LoadError>()("Testing.LoadError", {
   file: Schema.String,
   message: Schema.String,
+  position: Schema.optionalKey(Schema.Struct({ line: Schema.Int, column: Schema.Int })),
 }) {}
 
 /** Options that `core exec` would refuse as a usage error (an unknown agent, a missing Location). */
@@ -213,16 +217,15 @@ export const traceFile = async (
   options: Options = {},
 ): Promise<Trace> => {
   const file = resolve(path)
-  // As core does: `@core/tool` and `effect` are this copy's own, wherever the file is.
-  Modules.install()
-  const exports = await import(file).catch((cause: unknown) => {
-    throw new LoadError({ file, message: `${file} failed to load: ${messageOf(cause)}` })
-  })
-  const record = Discovery.recordOf(file, exports as Record<string, unknown>)
-  if (Object.keys(record).length === 0) {
-    const hint = "export a value made with Tool.make (the default export is named after the file)"
-    throw new LoadError({ file, message: `${file} exports no tool; ${hint}` })
+  // As core does: the same checks (syntax, imports), and `@core/tool` and `effect` are this copy's own.
+  const loaded = await Effect.runPromiseExit(Discovery.importFile(file))
+  if (Exit.isFailure(loaded)) {
+    const error = Cause.findError(loaded.cause)
+    if (error._tag !== "Success") throw Cause.squash(loaded.cause)
+    const { position } = error.success
+    throw new LoadError({ file, message: `${file}: ${error.success.message}`, ...(position === undefined ? {} : { position }) })
   }
+  const record = loaded.value
   for (const [toolName, tool] of Object.entries(record)) {
     try {
       check(tool, toolName)
@@ -283,7 +286,7 @@ const run = async (
       ...(options.limits?.maxLines === undefined ? {} : { maxLines: options.limits.maxLines }),
       ...(options.limits?.maxBytes === undefined ? {} : { maxBytes: options.limits.maxBytes }),
     }
-    const kernel = Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory, limits, permission })
+    const kernel = Kernel.layer({ store: Store.layerMemory, outputsDirectory, limits, permission })
     const observed: Observed = { progress: [], asks: [], cancelled: undefined }
     const exit = await Effect.runPromiseExit(
       program(record, name, input, options, observed).pipe(Effect.scoped, Effect.provide(kernel)),

@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Deferred from "effect/Deferred"
 import * as Schema from "effect/Schema"
 import packageJson from "../../package.json" with { type: "json" }
-import type { Runtime } from "../cli/runtime"
+import type { Host } from "../host/host"
 import { Http } from "./http"
 import { Respond } from "./respond"
 import { Security } from "./security"
@@ -32,8 +32,8 @@ export interface Ready {
 }
 
 export interface Options {
-  readonly environment: Runtime.Environment
-  readonly primary: Runtime.Prepared
+  readonly environment: Host.Environment
+  readonly primary: Host.Prepared
   /** Real directories under which `X-Core-Location` may point. */
   readonly roots: ReadonlyArray<string>
   readonly host: string

@@ -11,7 +11,8 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
-import { Runtime } from "../cli/runtime"
+import { Host } from "../host/host"
+import { Retention } from "../host/retention"
 import { ManagedOutputs } from "../output/managed"
 import { Registry } from "../registry/registry"
 import { Reads } from "../store/reads"
@@ -22,9 +23,9 @@ import { Locations } from "./locations"
 import type { Served } from "./served"
 
 export interface Options {
-  readonly environment: Runtime.Environment
+  readonly environment: Host.Environment
   /** The serve's own Location (`--location`), built before the sidecar answers anything. */
-  readonly primary: Runtime.Prepared
+  readonly primary: Host.Prepared
   /** Whether tool files and core.json are watched for changes. */
   readonly watch: boolean
   /** Writes a line for the operator (stderr). */
@@ -49,11 +50,11 @@ export interface Interface {
 
 const sharedLayer = (options: Options) =>
   Layer.mergeAll(
-    options.store ?? SqliteStore.layer(Runtime.storePath(options.environment)),
+    options.store ?? SqliteStore.layer(Host.storePath(options.environment)),
     // What sessions read lives beside their settlements (an in-memory store keeps it in memory too).
-    options.store === undefined ? Reads.layer(Runtime.storePath(options.environment)) : Reads.layerMemory,
-    Runtime.approvalsLayer(options.environment),
-    Runtime.outputsLayer(options.environment, options.primary.config.output.retentionDays),
+    options.store === undefined ? Reads.layer(Host.storePath(options.environment)) : Reads.layerMemory,
+    Host.approvalsLayer(options.environment),
+    Host.outputsLayer(options.environment, options.primary.config.output.retentionDays),
     Registry.applicationLayer,
   )
 
@@ -75,11 +76,11 @@ export const make = Effect.fn("Sidecar.make")(function* (options: Options) {
   const calls = Calls.make(yield* Scope.fork(scope), store, options.log)
 
   // Expired managed outputs go, and the records of calls as old (their outputs went with them): at start when an
-  // hour has passed since the last sweep, then hourly.
-  const prune = Effect.suspend(() => store.prune(Date.now() - outputs.retentionMs)).pipe(Effect.ignore)
-  if ((yield* outputs.sweepIfDue) !== undefined) yield* prune
-  const nextSweep = options.nextSweep ?? Effect.sleep(ManagedOutputs.SWEEP_INTERVAL_MS)
-  yield* Effect.forkScoped(Effect.forever(nextSweep.pipe(Effect.andThen(outputs.sweep), Effect.andThen(prune))))
+  // hour has passed since the last sweep (before serving), then hourly in the background, in batches that yield
+  // to the requests being served.
+  yield* Retention.sweepIfDue(store, outputs).pipe(Effect.ignore)
+  const nextSweep = options.nextSweep ?? Effect.sleep(Retention.INTERVAL_MS)
+  yield* Effect.forkScoped(Effect.forever(nextSweep.pipe(Effect.andThen(Retention.sweep(store, outputs)), Effect.ignore)))
 
   const closing = yield* Deferred.make<void>()
   yield* Effect.addFinalizer(() => Deferred.succeed(closing, undefined))

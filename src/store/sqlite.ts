@@ -3,6 +3,9 @@ export * as SqliteStore from "./sqlite"
 // The durable settlement store on bun:sqlite (WAL, synchronous=NORMAL). The schema is versioned with
 // `PRAGMA user_version` and forward-only migrations; a corrupt file or one written by a newer core is reported,
 // never replaced. This module is the platform edge for SQLite and holds no settlement logic.
+//
+// Adding a table (or changing one): append one entry to MIGRATIONS, never edit a shipped one. It runs once, in
+// the same write transaction as the version bump, on every database older than it; SCHEMA_VERSION follows.
 
 import { Database } from "bun:sqlite"
 import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs"
@@ -36,6 +39,29 @@ const MIGRATIONS: ReadonlyArray<string> = [
      saved_at INTEGER NOT NULL,
      PRIMARY KEY (project, action, pattern)
    ) WITHOUT ROWID`,
+  // A settlement (~1 KB of JSON) does not fit in a WITHOUT ROWID leaf and spilled into overflow pages: a rowid
+  // table keeps it inline. The time index lets the retention sweep find expired records without a full scan;
+  // `sweeps` records when a sweep last ran, so it runs at most hourly whatever else the data directory holds.
+  `CREATE TABLE settlements_rowid (
+     id INTEGER PRIMARY KEY,
+     session_id TEXT NOT NULL,
+     call_id TEXT NOT NULL,
+     tool TEXT NOT NULL,
+     state TEXT NOT NULL CHECK (state IN ('started', 'failed', 'settled')),
+     owner TEXT,
+     reason TEXT,
+     settlement TEXT,
+     started_at INTEGER,
+     settled_at INTEGER,
+     UNIQUE (session_id, call_id)
+   );
+   INSERT INTO settlements_rowid (session_id, call_id, tool, state, owner, reason, settlement, started_at, settled_at)
+     SELECT session_id, call_id, tool, state, owner, reason, settlement, started_at, settled_at FROM settlements
+     ORDER BY COALESCE(settled_at, started_at);
+   DROP TABLE settlements;
+   ALTER TABLE settlements_rowid RENAME TO settlements;
+   CREATE INDEX settlements_by_time ON settlements (COALESCE(settled_at, started_at));
+   CREATE TABLE sweeps (name TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID`,
   // What each session read of each file (see ./reads).
   `CREATE TABLE reads (
      session_id TEXT NOT NULL,
@@ -49,7 +75,12 @@ const MIGRATIONS: ReadonlyArray<string> = [
    ) WITHOUT ROWID`,
 ]
 
+/** The first version whose settlements table is a rowid table: migrating from before it leaves free pages. */
+const ROWID_VERSION = 3
+
 export const SCHEMA_VERSION = MIGRATIONS.length
+
+const MMAP_BYTES = 256 * 1024 * 1024
 
 const decodeSettlement = Schema.decodeUnknownSync(Schema.fromJsonString(Settlement.Info))
 
@@ -65,6 +96,9 @@ const open = (path: string): Database => {
     db.exec("PRAGMA busy_timeout = 5000")
     db.exec("PRAGMA journal_mode = WAL")
     db.exec("PRAGMA synchronous = NORMAL")
+    // Reads through the OS page cache without copying each page: a lookup at a scattered key in a large store
+    // costs a page fault instead of a read call per page.
+    db.exec(`PRAGMA mmap_size = ${MMAP_BYTES}`)
     migrate(db)
     return db
   } catch (cause) {
@@ -83,12 +117,21 @@ const readVersion = (db: Database): number =>
 const migrate = (db: Database) => {
   if (readVersion(db) === SCHEMA_VERSION) return
   // Under a write lock, and reading the version again inside it: processes starting together migrate once.
-  db.transaction(() => {
+  const from = db.transaction(() => {
     const version = readVersion(db)
     if (version > SCHEMA_VERSION) throw new NewerVersion(version)
     for (let index = version; index < SCHEMA_VERSION; index++) db.exec(MIGRATIONS[index]!)
     db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`)
+    return version
   }).immediate()
+  // Rebuilding the settlements table freed the old one's pages: give them back once, outside the transaction.
+  if (from > 0 && from < ROWID_VERSION) {
+    try {
+      db.exec("VACUUM")
+    } catch {
+      // Another process holds the database: the free pages are reused by later writes instead.
+    }
+  }
 }
 
 const openError = (path: string, cause: unknown): Store.StoreError => {
@@ -146,7 +189,16 @@ const prepare = (db: Database) => ({
     "UPDATE settlements SET state = 'failed', reason = ?, settled_at = ? " +
       "WHERE session_id = ? AND call_id = ? AND state = 'started' AND owner = ?",
   ),
-  prune: db.query<unknown, [number]>("DELETE FROM settlements WHERE COALESCE(settled_at, started_at) < ?"),
+  // Through the time index, at most `limit` rows at a time: a sweep never holds the write lock for long.
+  prune: db.query<unknown, [number, number]>(
+    "DELETE FROM settlements WHERE id IN " +
+      "(SELECT id FROM settlements WHERE COALESCE(settled_at, started_at) < ? LIMIT ?)",
+  ),
+  // Claims the sweep unless one ran within the interval (a time in the future means the clock went back).
+  claimSweep: db.query<unknown, [number, number, number]>(
+    "INSERT INTO sweeps (name, at) VALUES ('retention', ?) " +
+      "ON CONFLICT (name) DO UPDATE SET at = excluded.at WHERE sweeps.at <= ? OR sweeps.at > ?",
+  ),
 })
 
 /** Opens the database at `path` for the life of the scope, checking its schema. */
@@ -230,7 +282,9 @@ export const layer = (path: string): Layer.Layer<Store.Service, Store.StoreError
             running.delete(keyOf(key))
             statements.fail.run(reason, Date.now(), key.sessionID, key.toolCallID, Owner.current)
           }),
-        prune: (before) => attempt("prune", () => statements.prune.run(before).changes),
+        prune: (before, limit) => attempt("prune", () => statements.prune.run(before, limit).changes),
+        claimSweep: (now, intervalMs) =>
+          attempt("write", () => statements.claimSweep.run(now, now - intervalMs, now).changes === 1),
       })
     }),
   )

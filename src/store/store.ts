@@ -48,8 +48,13 @@ export interface Interface {
   readonly settle: (key: Key, settlement: Settlement.Info, expected: Expected) => Effect.Effect<boolean, StoreError>
   /** Records that a call this store began failed operationally, with the reason (for operators, not models). */
   readonly fail: (key: Key, reason: string) => Effect.Effect<void, StoreError>
-  /** Forgets calls recorded before `before` (epoch ms); answers how many. */
-  readonly prune: (before: number) => Effect.Effect<number, StoreError>
+  /** Forgets at most `limit` calls recorded before `before` (epoch ms); answers how many. */
+  readonly prune: (before: number, limit: number) => Effect.Effect<number, StoreError>
+  /**
+   * Records that a retention sweep starts at `now` (epoch ms), unless one started within `intervalMs` before;
+   * answers whether this caller should sweep. Processes sharing the store sweep at most once per interval.
+   */
+  readonly claimSweep: (now: number, intervalMs: number) => Effect.Effect<boolean, StoreError>
 }
 
 export class Service extends Context.Service<Service, Interface>()("core/Store") {}
@@ -66,6 +71,7 @@ export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
     | { state: "failed"; tool: string; reason: string; at: number }
     | { state: "settled"; json: string; at: number }
   const records = new Map<string, Stored>()
+  let lastSweep: number | undefined
   const matches = (stored: Stored | undefined, expected: Expected): boolean => {
     switch (expected.state) {
       case "absent":
@@ -104,13 +110,20 @@ export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
         const stored = records.get(keyOf(key))
         if (stored?.state === "started") records.set(keyOf(key), { state: "failed", tool: stored.tool, reason, at: Date.now() })
       }),
-    prune: (before) =>
+    prune: (before, limit) =>
       Effect.sync(() => {
         let removed = 0
         for (const [key, stored] of records) {
+          if (removed >= limit) break
           if (stored.at < before && records.delete(key)) removed++
         }
         return removed
+      }),
+    claimSweep: (now, intervalMs) =>
+      Effect.sync(() => {
+        if (lastSweep !== undefined && lastSweep > now - intervalMs && lastSweep <= now) return false
+        lastSweep = now
+        return true
       }),
   })
 })

@@ -139,11 +139,18 @@ describe("bash input errors", () => {
     expect(await failure({ command: "  \n" })).toContain("The command is empty")
   })
 
-  test("a timeout that is not positive or above the maximum", async () => {
-    expect(await failure({ command: "true", timeoutMs: 0 })).toContain("timeoutMs must be between 1 and 600000 ms, not 0")
-    expect(await failure({ command: "true", timeoutMs: -5 })).toContain("not -5")
-    expect(await failure({ command: "true", timeoutMs: 2000 }, { shell: { maxTimeoutMs: 1000 } })).toContain(
-      "between 1 and 1000 ms, not 2000",
+  test("a timeout that is not positive or above the maximum is invalid input, refused before anything runs", async () => {
+    const invalid = async (input: unknown, options: Parameters<typeof harness>[0] = {}) => {
+      const outcome = await harness(options).settle("bash", input)
+      expect(outcome.settlement.status).toBe("error")
+      expect(outcome.settlement.error?.kind).toBe("invalid_input")
+      return outcome.settlement.error!.message
+    }
+    expect(await invalid({ command: "true", timeoutMs: 0 })).toContain("between 1 and 600000")
+    expect(await invalid({ command: "true", timeoutMs: -5 })).toContain("between 1 and 600000")
+    expect(await invalid({ command: "true", timeoutMs: 600_001 })).toContain("between 1 and 600000")
+    expect(await invalid({ command: "true", timeoutMs: 2000 }, { shell: { maxTimeoutMs: 1000 } })).toContain(
+      "between 1 and 1000",
     )
   })
 

@@ -10,7 +10,7 @@ import { join } from "node:path"
 import { Effect, Layer, PubSub } from "effect"
 import { Builtins } from "../../src/builtin/builtins"
 import { Read } from "../../src/builtin/read"
-import { Runtime } from "../../src/cli/runtime"
+import { Kernel } from "../../src/host/kernel"
 import { Location } from "../../src/location/location"
 import type { Agent } from "../../src/permission/agent"
 import { Permission } from "../../src/permission/permission"
@@ -44,7 +44,7 @@ const settleAsking = (
   const permission = Permission.layer({ project: directory, configured: { rules: sourced, agents: new Map() } }).pipe(
     Layer.provide(Approvals.layerMemory),
   )
-  const kernel = Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory: join(tempDir(), "outputs"), permission })
+  const kernel = Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(tempDir(), "outputs"), permission })
   const layer = Location.layer(directory, Builtins.layer.pipe(Layer.provide(Shell.layer()))).pipe(Layer.provideMerge(kernel))
   const program = Effect.gen(function* () {
     const service = yield* Permission.Service

@@ -145,6 +145,30 @@ describe("files that cannot load", () => {
   })
 })
 
+describe("exec of a tool whose file failed to load", () => {
+  test("names the file and the reason, settles nothing, and runs the same call once the file is fixed", async () => {
+    const box = sandbox({ "tools/broken.ts": `${IMPORTS}export default Tool.make({\n  description: "x",,\n})\n` })
+    const file = join(box.location, "tools", "broken.ts")
+    const refused = await exec(box, "broken", {}, ["--session", "ses_fix", "--call", "call_fix"])
+    expect(refused.code).toBe(2)
+    expect(refused.stdout).toBe("")
+    expect(refused.stderr).toContain(`the tool "broken" did not load: ${file}: syntax error at line 4, column 20`)
+
+    await Bun.write(file, `${IMPORTS}export default ${says("fixed")}\n`)
+    const fixed = await exec(box, "broken", {}, ["--session", "ses_fix", "--call", "call_fix"])
+    expect(fixed.code).toBe(0)
+    expect(settlementOf(fixed).structured).toBe("fixed")
+  })
+
+  test("names a missing package and how to install it", async () => {
+    const box = sandbox({ "tools/pad.ts": `${IMPORTS}import pad from "left-pad-not-here"\nexport default pad\n` })
+    const refused = await exec(box, "pad", {})
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain(`the tool "pad" did not load: ${join(box.location, "tools", "pad.ts")}`)
+    expect(refused.stderr).toContain("npm install left-pad-not-here")
+  })
+})
+
 describe("application tools", () => {
   const home = {
     "tools/echo.ts": `${IMPORTS}export default ${says("application echo")}\n`,

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test"
 import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Fiber, Layer, PubSub, Schema } from "effect"
-import { Runtime } from "../../src/cli/runtime"
+import { Kernel as CoreKernel } from "../../src/host/kernel"
 import { Agent } from "../../src/permission/agent"
 import { Permission } from "../../src/permission/permission"
 import { Registry } from "../../src/registry/registry"
@@ -168,7 +168,7 @@ describe("Permission.authorizePath", () => {
       }).pipe(
         Effect.scoped,
         Effect.provide(
-          Runtime.kernelLayer({
+          CoreKernel.layer({
             store: Store.layerMemory,
             outputsDirectory: outputs,
             permission: layerFor(project, outputs, [rule("external_directory", "*", "deny")]),

@@ -302,6 +302,28 @@ export default Tool.make({
     await expect(settleFile(file("9lives.ts"), "9lives", {})).rejects.toBeInstanceOf(LoadError)
     await expect(settleFile(file("9lives.ts"), "9lives", {})).rejects.toThrow("must start with a letter")
   })
+
+  test("a LoadError says what core tools says: the syntax error's line and column, the install hint", async () => {
+    const location = tools({
+      "broken.ts": `${IMPORTS}\nexport default Tool.make({\n  description: "x",,\n})\n`,
+      "needs.ts": `${IMPORTS}import pad from "left-pad-not-installed"\nexport default pad\n`,
+    })
+    const failure = async (name: string): Promise<LoadError> => {
+      const error = await settleFile(join(location, "tools", `${name}.ts`), name, {}).then(
+        () => undefined,
+        (error: unknown) => error,
+      )
+      expect(error).toBeInstanceOf(LoadError)
+      return error as LoadError
+    }
+    const broken = await failure("broken")
+    expect(broken.file).toBe(join(location, "tools", "broken.ts"))
+    expect(broken.position).toEqual({ line: IMPORTS.split("\n").length + 2, column: 20 })
+    expect(broken.message).toContain(`syntax error at line ${broken.position?.line}, column 20: `)
+    const needs = await failure("needs")
+    expect(needs.message).toContain("npm install left-pad-not-installed")
+    expect(needs.position).toBeUndefined()
+  })
 })
 
 describe("projection", () => {

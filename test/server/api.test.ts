@@ -30,7 +30,7 @@ export default Tool.make({
 const BIG = `${IMPORTS}
 export default Tool.make({
   description: "Print many numbered lines",
-  input: Schema.Struct({ lines: Schema.Number }),
+  input: Schema.Struct({ lines: Schema.Finite }),
   output: Schema.String,
   execute: (input) => Effect.succeed(Array.from({ length: input.lines }, (_, i) => "line " + i).join("\\n")),
 })

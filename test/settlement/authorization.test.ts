@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { Effect, Fiber, Layer, PubSub, Schema, Scope } from "effect"
-import { Runtime } from "../../src/cli/runtime"
+import { Kernel as CoreKernel } from "../../src/host/kernel"
 import { Agent } from "../../src/permission/agent"
 import { Permission } from "../../src/permission/permission"
 import { Registry } from "../../src/registry/registry"
@@ -43,7 +43,7 @@ const withRules = <A, E>(
     }).pipe(
       Effect.scoped,
       Effect.provide(
-        Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory: join(tempDir(), "outputs"), permission }),
+        CoreKernel.layer({ store: Store.layerMemory, outputsDirectory: join(tempDir(), "outputs"), permission }),
       ),
     ) as Effect.Effect<A, E>,
   )

@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { Deferred, Effect, Fiber, Layer, PubSub, Schema } from "effect"
-import { Runtime } from "../../src/cli/runtime"
+import { Kernel as CoreKernel } from "../../src/host/kernel"
 import { Permission } from "../../src/permission/permission"
 import { Registry } from "../../src/registry/registry"
 import { Settler } from "../../src/settlement/settler"
@@ -25,7 +25,7 @@ const asking = () => {
       agents: new Map(),
     },
   }).pipe(Layer.provide(Approvals.layerMemory))
-  return Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory: join(directory, "outputs"), permission })
+  return CoreKernel.layer({ store: Store.layerMemory, outputsDirectory: join(directory, "outputs"), permission })
 }
 
 describe("a call interrupted before it began running", () => {

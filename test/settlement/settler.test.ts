@@ -8,7 +8,7 @@ import { Tool } from "../../src/tool/tool"
 import { Database } from "bun:sqlite"
 import { hostname } from "node:os"
 import { join } from "node:path"
-import { Runtime } from "../../src/cli/runtime"
+import { Kernel as CoreKernel } from "../../src/host/kernel"
 import * as Kernel from "../support/kernel"
 import { tempDir } from "../support/temp"
 
@@ -507,7 +507,7 @@ describe("Settler: at most once", () => {
         const turn = yield* (yield* Settler.Service).materialize()
         // This settler does not know the tool: its "unknown" must not replace the other's settlement.
         return yield* turn.settle(Kernel.call("elsewhere", {}))
-      }).pipe(Effect.provide(Runtime.kernelLayer({ store: racing, outputsDirectory: join(tempDir(), "outputs") }))),
+      }).pipe(Effect.provide(CoreKernel.layer({ store: racing, outputsDirectory: join(tempDir(), "outputs") }))),
     )
     expect(settled).toMatchObject({ replayed: true, settlement: { tool: "elsewhere", status: "success", structured: 1 } })
   })

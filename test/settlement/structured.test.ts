@@ -9,7 +9,7 @@ import { dirname, join } from "node:path"
 import Ajv2020 from "ajv/dist/2020"
 import { Effect, Layer } from "effect"
 import { Builtins } from "../../src/builtin/builtins"
-import { Runtime } from "../../src/cli/runtime"
+import { Kernel as CoreKernel } from "../../src/host/kernel"
 import { Location } from "../../src/location/location"
 import { Permission } from "../../src/permission/permission"
 import { Settler } from "../../src/settlement/settler"
@@ -37,7 +37,7 @@ const location = (files: Record<string, string | Uint8Array>) => {
     const permission = Permission.layer({ project: directory, readableRoots: [outputs] }).pipe(
       Layer.provide(Approvals.layerMemory),
     )
-    const kernel = Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory: outputs, permission })
+    const kernel = CoreKernel.layer({ store: Store.layerMemory, outputsDirectory: outputs, permission })
     const layer = Location.layer(directory, Builtins.layer.pipe(Layer.provide(Shell.layer()))).pipe(
       Layer.provideMerge(kernel),
     )

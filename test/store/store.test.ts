@@ -1,9 +1,12 @@
 import { Database } from "bun:sqlite"
 import { describe, expect, test } from "bun:test"
-import { writeFileSync } from "node:fs"
+import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
+import { Retention } from "../../src/host/retention"
+import { ManagedOutputs } from "../../src/output/managed"
 import { Settlement } from "../../src/settlement/settlement"
+import { Approvals } from "../../src/store/approvals"
 import { SqliteStore } from "../../src/store/sqlite"
 import { Owner } from "../../src/store/owner"
 import { Store } from "../../src/store/store"
@@ -97,9 +100,35 @@ for (const [name, make] of implementations) {
         const store = yield* Store.Service
         const key = { sessionID: "s", toolCallID: "c" }
         yield* store.settle(key, settlement("c"), { state: "absent" })
-        expect(yield* store.prune(Date.now() - 60_000)).toBe(0)
-        expect(yield* store.prune(Date.now() + 1)).toBe(1)
+        expect(yield* store.prune(Date.now() - 60_000, 100)).toBe(0)
+        expect(yield* store.prune(Date.now() + 1, 100)).toBe(1)
         expect(yield* store.lookup(key)).toBeUndefined()
+      })))
+
+    test("prune removes at most the batch it is given, so a sweep can work through a backlog in steps", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        for (let index = 0; index < 7; index++) {
+          yield* store.settle({ sessionID: "s", toolCallID: `c${index}` }, settlement(`c${index}`), { state: "absent" })
+        }
+        yield* store.begin({ sessionID: "s", toolCallID: "started" }, "echo")
+        const cutoff = Date.now() + 1
+        expect(yield* store.prune(cutoff, 3)).toBe(3)
+        expect(yield* store.prune(cutoff, 3)).toBe(3)
+        expect(yield* store.prune(cutoff, 3)).toBe(2)
+        expect(yield* store.prune(cutoff, 3)).toBe(0)
+      })))
+
+    test("a sweep is claimed once per interval, and again once the interval has passed", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        const hour = 3_600_000
+        expect(yield* store.claimSweep(10 * hour, hour)).toBe(true)
+        expect(yield* store.claimSweep(10.5 * hour, hour)).toBe(false)
+        expect(yield* store.claimSweep(11 * hour, hour)).toBe(true)
+        // Forced (an interval of 0), and after the clock went back: claimed, never stuck.
+        expect(yield* store.claimSweep(11 * hour, 0)).toBe(true)
+        expect(yield* store.claimSweep(5 * hour, hour)).toBe(true)
       })))
 
     test("calls are keyed by session and call id together", () =>
@@ -111,6 +140,118 @@ for (const [name, make] of implementations) {
       })))
   })
 }
+
+/** The schema core wrote before settlements became a rowid table (versions 1 and 2). */
+const VERSION_2 = [
+  `CREATE TABLE settlements (
+     session_id TEXT NOT NULL, call_id TEXT NOT NULL, tool TEXT NOT NULL,
+     state TEXT NOT NULL CHECK (state IN ('started', 'failed', 'settled')),
+     owner TEXT, reason TEXT, settlement TEXT, started_at INTEGER, settled_at INTEGER,
+     PRIMARY KEY (session_id, call_id)
+   ) WITHOUT ROWID`,
+  `CREATE TABLE approvals (
+     project TEXT NOT NULL, action TEXT NOT NULL, pattern TEXT NOT NULL, saved_at INTEGER NOT NULL,
+     PRIMARY KEY (project, action, pattern)
+   ) WITHOUT ROWID`,
+  "PRAGMA user_version = 2",
+]
+
+describe("SqliteStore migration", () => {
+  test("a version 2 database is migrated in place: every record and approval kept, rowid table, time index", async () => {
+    const path = join(tempDir(), "core.db")
+    const old = new Database(path, { create: true })
+    old.exec("PRAGMA journal_mode = WAL")
+    for (const statement of VERSION_2) old.exec(statement)
+    const insert = old.query(
+      "INSERT INTO settlements (session_id, call_id, tool, state, owner, reason, settlement, started_at, settled_at) " +
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    insert.run("s", "settled", "echo", "settled", null, null, JSON.stringify(settlement("settled")), 10_000, 20_000)
+    insert.run("s", "failed", "echo", "failed", Owner.current, "it broke", null, 30_000, 40_000)
+    insert.run("s", "old", "echo", "settled", null, null, JSON.stringify(settlement("old")), null, 1_000)
+    old.query("INSERT INTO approvals VALUES ('/p', 'bash', 'git *', 5)").run()
+    old.close()
+
+    const found = await use(SqliteStore.layer(path), Effect.gen(function* () {
+      const store = yield* Store.Service
+      return {
+        settled: yield* store.lookup({ sessionID: "s", toolCallID: "settled" }),
+        failed: yield* store.lookup({ sessionID: "s", toolCallID: "failed" }),
+        begun: yield* store.begin({ sessionID: "s", toolCallID: "settled" }, "echo"),
+        pruned: yield* store.prune(1_500, 10),
+        gone: yield* store.lookup({ sessionID: "s", toolCallID: "old" }),
+      }
+    }))
+    expect(found).toEqual({
+      settled: { state: "settled", settlement: settlement("settled") },
+      failed: { state: "failed", tool: "echo", reason: "it broke" },
+      begun: false,
+      pruned: 1,
+      gone: undefined,
+    })
+    const approvals = await Effect.runPromise(
+      Effect.gen(function* () {
+        return yield* (yield* Approvals.Service).list("/p")
+      }).pipe(Effect.provide(SqliteStore.approvalsLayer(path))),
+    )
+    expect(approvals).toEqual([{ project: "/p", action: "bash", pattern: "git *", savedAt: 5 }])
+
+    const db = new Database(path, { readonly: true })
+    expect((db.query("PRAGMA user_version").get() as { user_version: number }).user_version).toBe(SqliteStore.SCHEMA_VERSION)
+    const table = db.query("SELECT sql FROM sqlite_master WHERE name = 'settlements'").get() as { sql: string }
+    expect(table.sql).not.toContain("WITHOUT ROWID")
+    expect(table.sql).toContain("UNIQUE (session_id, call_id)")
+    // Pruning finds expired records through the time index, not by reading every row.
+    const plan = db
+      .query("EXPLAIN QUERY PLAN SELECT id FROM settlements WHERE COALESCE(settled_at, started_at) < 5 LIMIT 10")
+      .all() as Array<{ detail: string }>
+    expect(plan.map((step) => step.detail).join("\n")).toMatch(/USING (COVERING )?INDEX settlements_by_time/)
+    db.close()
+  })
+})
+
+describe("Retention", () => {
+  test("a sweep is recorded in the store when there is no outputs directory, so the next one waits an hour", async () => {
+    const data = tempDir()
+    const outputs = ManagedOutputs.layer({ directory: join(data, "outputs") })
+    const sweeps = await Effect.runPromise(
+      Effect.gen(function* () {
+        const store = yield* Store.Service
+        const managed = yield* ManagedOutputs.Service
+        yield* store.settle({ sessionID: "s", toolCallID: "c" }, settlement("c"), { state: "absent" })
+        return [yield* Retention.sweepIfDue(store, managed), yield* Retention.sweepIfDue(store, managed)]
+      }).pipe(Effect.provide(Layer.merge(SqliteStore.layer(join(data, "core.db")), outputs))),
+    )
+    expect(sweeps).toEqual([0, undefined])
+    expect(existsSync(join(data, "outputs"))).toBe(false)
+  })
+
+  test("a sweep works through more expired records than one batch, and keeps the rest", async () => {
+    const data = tempDir()
+    const outputs = ManagedOutputs.layer({ directory: join(data, "outputs"), retentionDays: 1 })
+    const path = join(data, "core.db")
+    await use(SqliteStore.layer(path), Effect.void)
+    const db = new Database(path)
+    const insert = db.query(
+      "INSERT INTO settlements (session_id, call_id, tool, state, settlement, settled_at) VALUES ('s', ?, 'echo', 'settled', ?, ?)",
+    )
+    const expired = Date.now() - 2 * 86_400_000
+    db.transaction(() => {
+      for (let index = 0; index < 2 * Retention.BATCH + 7; index++) insert.run(`old${index}`, "{}", expired)
+      insert.run("fresh", JSON.stringify(settlement("fresh")), Date.now())
+    })()
+    db.close()
+    const [removed, fresh] = await Effect.runPromise(
+      Effect.gen(function* () {
+        const store = yield* Store.Service
+        const removed = yield* Retention.sweep(store, yield* ManagedOutputs.Service)
+        return [removed, yield* store.lookup({ sessionID: "s", toolCallID: "fresh" })] as const
+      }).pipe(Effect.provide(Layer.merge(SqliteStore.layer(path), outputs))),
+    )
+    expect(removed).toBe(2 * Retention.BATCH + 7)
+    expect(fresh).toEqual({ state: "settled", settlement: settlement("fresh") })
+  })
+})
 
 describe("SqliteStore", () => {
   test("records survive closing and reopening the database", async () => {

@@ -8,7 +8,7 @@ import { dirname, join } from "node:path"
 import { Effect, Layer, PubSub } from "effect"
 import { Builtins } from "../../src/builtin/builtins"
 import { Explain } from "../../src/builtin/explain"
-import { Runtime } from "../../src/cli/runtime"
+import { Kernel } from "../../src/host/kernel"
 import { Location } from "../../src/location/location"
 import { ManagedOutputs } from "../../src/output/managed"
 import type { Config } from "../../src/config/config"
@@ -98,7 +98,7 @@ export const harness = (options: HarnessOptions = {}): Harness => {
       configured: { rules, agents: new Map() },
       readableRoots: [outputsDirectory],
     }).pipe(Layer.provide(Approvals.layerMemory))
-    const kernel = Runtime.kernelLayer({
+    const kernel = Kernel.layer({
       store: Store.layerMemory,
       outputsDirectory,
       permission,

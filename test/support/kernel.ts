@@ -3,7 +3,7 @@
 
 import { join } from "node:path"
 import { Effect } from "effect"
-import { Runtime } from "../../src/cli/runtime"
+import { Kernel } from "../../src/host/kernel"
 import { ManagedOutputs } from "../../src/output/managed"
 import { Output } from "../../src/output/output"
 import { Registry } from "../../src/registry/registry"
@@ -23,7 +23,7 @@ export type Services = Settler.Service | Registry.Service | Registry.Application
 export const layer = (options: Options = {}) => {
   const dataDir = options.dataDir ?? tempDir()
   const store = options.durable === true ? SqliteStore.layer(join(dataDir, "core.db")) : Store.layerMemory
-  return Runtime.kernelLayer({
+  return Kernel.layer({
     store,
     outputsDirectory: join(dataDir, "outputs"),
     ...(options.limits === undefined ? {} : { limits: options.limits }),

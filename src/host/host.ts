@@ -1,0 +1,124 @@
+export * as Host from "./host"
+
+// How a host process (the CLI, the sidecar) serves a Location from its environment: `$CORE_DATA_DIR` (managed
+// outputs, the SQLite store), `$CORE_HOME` (application tools and core.json) and the Location's own core.json,
+// wired into the kernel with the built-ins and discovered tools. It sits below the edges (cli, server, sdk) and
+// imports none of them; errors stay typed here, and each edge words them for its own audience.
+
+import { homedir } from "node:os"
+import { join, resolve } from "node:path"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { Builtins } from "../builtin/builtins"
+import { ReadTracking } from "../builtin/read-tracking"
+import { Config } from "../config/config"
+import { Application } from "../location/application"
+import { Location } from "../location/location"
+import { ManagedOutputs } from "../output/managed"
+import { Output } from "../output/output"
+import { Permission } from "../permission/permission"
+import { Settler } from "../settlement/settler"
+import { Shell } from "../shell/producer"
+import { Approvals } from "../store/approvals"
+import { Reads } from "../store/reads"
+import { SqliteStore } from "../store/sqlite"
+import type { Store } from "../store/store"
+
+export interface Environment {
+  readonly dataDir: string
+  readonly home: string
+}
+
+export const environment = (env: Record<string, string | undefined> = process.env): Environment => ({
+  dataDir: resolve(env.CORE_DATA_DIR || join(homedir(), ".local/share/core")),
+  home: resolve(env.CORE_HOME || join(homedir(), ".config/core")),
+})
+
+/** Where managed outputs are kept. */
+export const outputsDirectory = (environment: Environment) => join(environment.dataDir, "outputs")
+
+export const outputsLayer = (environment: Environment, retentionDays?: number) =>
+  ManagedOutputs.layer({
+    directory: outputsDirectory(environment),
+    ...(retentionDays === undefined ? {} : { retentionDays }),
+  })
+
+/** The durable store: settlements and saved approvals. */
+export const storePath = (environment: Environment) => join(environment.dataDir, "core.db")
+
+/** Saved approvals, in the durable store. */
+export const approvalsLayer = (environment: Environment) => SqliteStore.approvalsLayer(storePath(environment))
+
+/** A Location a host can serve: its real directory and its configuration. */
+export interface Prepared {
+  readonly directory: string
+  readonly config: Config.Resolved
+}
+
+/** Checks the Location and loads its core.json files (and `$CORE_HOME`'s). */
+export const prepare = (environment: Environment, location: string) =>
+  Effect.gen(function* () {
+    const directory = yield* Location.check(location)
+    const config = yield* Config.load({ location: directory, home: environment.home })
+    return { directory, config } satisfies Prepared
+  })
+
+/** The permission service of a Location, deciding from its configuration, with the given saved approvals. */
+const permissionLayer = <E>(environment: Environment, prepared: Prepared, approvals: Layer.Layer<Approvals.Service, E>) =>
+  Permission.layer({
+    project: prepared.directory,
+    configured: prepared.config,
+    readableRoots: [outputsDirectory(environment)],
+  }).pipe(Layer.provide(approvals))
+
+/**
+ * A Location with its built-in tools and discovered tools over the application's, given the Location's permission
+ * service (the built-ins capture it).
+ */
+const locationLayer = (
+  environment: Environment,
+  prepared: Prepared,
+  reads: Layer.Layer<Reads.Service, Store.StoreError> = Reads.layerMemory,
+) =>
+  Location.layer(
+    prepared.directory,
+    Builtins.layer.pipe(
+      Layer.provide(Shell.layer(prepared.config.shell)),
+      Layer.provide(reads),
+      Layer.provide(Layer.succeed(ReadTracking.Required, prepared.config.editing?.readBeforeWrite ?? true)),
+    ),
+  ).pipe(
+    Layer.provideMerge(Application.layer(environment.home)),
+  )
+
+/**
+ * A Location's catalog: application tools and the Location's own, with the permission rules that filter it (saved
+ * approvals are not needed to list tools, so none are opened).
+ */
+export const catalogLayer = (environment: Environment, prepared: Prepared) =>
+  locationLayer(environment, prepared).pipe(
+    Layer.provideMerge(permissionLayer(environment, prepared, Approvals.layerMemory)),
+  )
+
+/** A Location's catalog with its permission service and the saved approvals, for explaining decisions. */
+export const checkingLayer = (environment: Environment, prepared: Prepared) =>
+  locationLayer(environment, prepared).pipe(
+    Layer.provideMerge(permissionLayer(environment, prepared, approvalsLayer(environment))),
+  )
+
+/** Everything needed to settle calls in a Location, with the durable store, managed outputs and its config. */
+export const settlingLayer = (environment: Environment, prepared: Prepared) => {
+  const { output } = prepared.config
+  return Settler.layer.pipe(
+    Layer.provideMerge(locationLayer(environment, prepared, Reads.layer(storePath(environment)))),
+    Layer.provideMerge(permissionLayer(environment, prepared, approvalsLayer(environment))),
+    Layer.provideMerge(
+      Output.layer({
+        ...(output.maxLines === undefined ? {} : { maxLines: output.maxLines }),
+        ...(output.maxBytes === undefined ? {} : { maxBytes: output.maxBytes }),
+      }),
+    ),
+    Layer.provideMerge(outputsLayer(environment, output.retentionDays)),
+    Layer.provideMerge(SqliteStore.layer(storePath(environment))),
+  )
+}

@@ -1,0 +1,71 @@
+// Machine-readable output reaches a slow reader whole: the process waits for stdout to drain before it exits
+// (DESIGN §6). The reader here waits before its first read, as a busy host or a pipe into a slow consumer does.
+
+import { describe, expect, test } from "bun:test"
+import { join } from "node:path"
+import { binary } from "../support/binary"
+import { IMPORTS, sandbox } from "./fixture"
+
+const BYTES = 3_000_000
+
+const BIG = `${IMPORTS}
+export default Tool.make({
+  description: "Answer many bytes",
+  input: Schema.Struct({ bytes: Schema.Int }),
+  output: Schema.String,
+  execute: (input) => Effect.succeed("x".repeat(input.bytes)),
+})
+`
+
+/** Runs `core ARGS | (sleep 2; cat > FILE)` and answers what the reader got and core's exit code. */
+const throughSlowReader = async (env: Record<string, string>, args: ReadonlyArray<string>, into: string) => {
+  const quoted = [await binary(), ...args].map((arg) => `'${arg.replaceAll("'", "'\\''")}'`).join(" ")
+  const shell = Bun.spawn(["bash", "-c", `set -o pipefail; ${quoted} | { sleep 2; cat > '${into}'; }`], {
+    env: { ...process.env, ...env },
+    stdout: "ignore",
+    stderr: "pipe",
+  })
+  const [code, stderr] = await Promise.all([shell.exited, new Response(shell.stderr).text()])
+  return { code, stderr, stdout: await Bun.file(into).text() }
+}
+
+describe("stdout", () => {
+  test("a multi-megabyte settlement arrives complete at a reader that waits before reading", async () => {
+    const box = sandbox({
+      "tools/big.ts": BIG,
+      "core.json": JSON.stringify({ output: { maxBytes: 10 * BYTES, maxLines: 1_000_000 } }),
+    })
+    const into = join(box.data, "stdout.json")
+    const args = ["exec", "big", "--input", JSON.stringify({ bytes: BYTES }), "--location", box.location]
+    const result = await throughSlowReader(box.env, args, into)
+    expect(result.stderr).toBe("")
+    expect(result.code).toBe(0)
+    expect(result.stdout.length).toBeGreaterThan(2 * BYTES)
+    const settlement = JSON.parse(result.stdout)
+    expect(settlement.status).toBe("success")
+    expect(settlement.structured).toBe("x".repeat(BYTES))
+    expect(settlement.outputs).toEqual([])
+  }, 60_000)
+
+  test("core tools --json arrives complete at a reader that waits before reading", async () => {
+    // Enough tools that the definitions outgrow a pipe's buffer.
+    const files: Record<string, string> = {}
+    for (let index = 0; index < 200; index++) {
+      files[`tools/t${index}.ts`] = `${IMPORTS}
+export default Tool.make({
+  description: "${"A tool with a long description. ".repeat(20)}",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.succeed(input.text),
+})
+`
+    }
+    const box = sandbox(files)
+    const into = join(box.data, "tools.json")
+    const result = await throughSlowReader(box.env, ["tools", "--json", "--location", box.location], into)
+    expect(result.code).toBe(0)
+    expect(result.stdout.length).toBeGreaterThan(65_536)
+    const names = (JSON.parse(result.stdout) as Array<{ name: string }>).map((definition) => definition.name)
+    expect(names).toContain("t199")
+  }, 60_000)
+})
