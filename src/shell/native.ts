@@ -16,7 +16,7 @@ export const WNOHANG = 1
 
 const SYMBOLS = {
   prctl: { args: [FFIType.i32, FFIType.u64, FFIType.u64, FFIType.u64, FFIType.u64], returns: FFIType.i32 },
-  syscall: { args: [FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64], returns: FFIType.i64 },
+  syscall: { args: [FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64], returns: FFIType.i64 },
   open: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
   close: { args: [FFIType.i32], returns: FFIType.i32 },
   waitpid: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
@@ -55,10 +55,10 @@ export const prctl = (option: number, value: number): number => {
 }
 
 /** A raw system call; answers its result, or minus the errno on failure. */
-export const syscall = (number: number, a = 0, b = 0, c = 0): number => {
+export const syscall = (number: number, a = 0, b = 0, c = 0, d = 0): number => {
   const lib = libc()
   if (lib === null) return -38 // ENOSYS
-  const result = Number(lib.syscall(number, a, b, c))
+  const result = Number(lib.syscall(number, a, b, c, d))
   return result === -1 ? -errno(lib) : result
 }
 

@@ -16,6 +16,7 @@ import { Capture } from "./capture"
 import { ProcessGroup } from "./group"
 import { Landlock } from "./landlock"
 import { Native } from "./native"
+import { Sandbox as Policies } from "./sandbox"
 import { Supervised } from "./supervised"
 
 export const DEFAULT_TIMEOUT_MS = 120_000
@@ -107,7 +108,7 @@ export interface Request {
   readonly maxCaptureBytes?: number
   readonly onProgress?: (update: Progress) => Effect.Effect<void>
   /** Where the process may read and write (the OS sandbox, when the kernel has one); unrestricted when absent. */
-  readonly sandbox?: Landlock.Policy
+  readonly sandbox?: Policies.Policy
   /**
    * Whether a per-call supervisor runs it (the default): every descendant ends with it, however it detaches. A
    * program core runs itself (rg) may do without, in its own process group.
@@ -454,11 +455,18 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
     const progress =
       onProgress === undefined ? undefined : (update: Progress) => Effect.runPromiseWith(context)(onProgress(update))
     const started = performance.now()
-    const grants = request.sandbox !== undefined && sandbox.active ? Landlock.grants(request.sandbox) : undefined
-    const spawn =
-      supervisors !== undefined && request.supervise !== false
-        ? spawnSupervised(supervisors, request, grants)
-        : spawnGroup(request)
+    const supervised = supervisors !== undefined && request.supervise !== false
+    const prepared =
+      supervised && request.sandbox !== undefined && sandbox.active
+        ? Policies.prepare(request.sandbox, request.env ?? process.env)
+        : undefined
+    const spawn = supervised
+      ? spawnSupervised(
+          supervisors,
+          prepared === undefined ? request : { ...request, env: { ...(request.env ?? process.env), ...prepared.env } },
+          prepared?.grants,
+        )
+      : spawnGroup(request)
     return yield* Effect.acquireUseRelease(
       Effect.flatMap(spawn, (handle) =>
         Effect.sync(() => start(handle, started, request, resolved, progress)).pipe(
@@ -469,7 +477,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
       (running) => Effect.promise(() => running.result),
       // Runs however the use ends: on interruption this is what ends the process before the run returns.
       (running) => Effect.promise(() => running.close()),
-    )
+    ).pipe(Effect.ensuring(Effect.sync(() => prepared?.cleanup())))
   })
   return Service.of({ limits: resolved, shell, sandbox, run })
 }
