@@ -5,10 +5,13 @@ export * as Native from "./native"
 // libc cannot be opened, `available` is false and callers fall back to running without these protections.
 
 import { dlopen, FFIType, ptr, read } from "bun:ffi"
+import { closeSync, openSync, readFileSync, writeSync } from "node:fs"
 
 export const PR_SET_PDEATHSIG = 1
 export const PR_SET_DUMPABLE = 4
+export const PR_CAPBSET_DROP = 24
 export const PR_SET_CHILD_SUBREAPER = 36
+export const CAP_SYS_PTRACE = 19
 export const PR_SET_NO_NEW_PRIVS = 38
 export const O_PATH = 0o10000000
 export const O_CLOEXEC = 0o2000000
@@ -81,3 +84,44 @@ export const reap = (pid = -1): number => libc()?.waitpid(pid, null, WNOHANG) ??
 
 /** The address of a buffer, for system calls that take a struct. */
 export const address = (bytes: Uint8Array): number => Number(ptr(bytes))
+
+/**
+ * Overwrites the values of `names` in this process's initial environment block, the memory that
+ * /proc/<pid>/environ shows to other processes. Bun keeps its own copy of the environment (process.env and the
+ * environment children inherit are unaffected), so this only hides the values from readers of /proc. Answers the
+ * names it scrubbed.
+ */
+export const scrubEnvironment = (names: ReadonlyArray<string>): ReadonlyArray<string> => {
+  let block: Buffer
+  let start: number
+  try {
+    const stat = readFileSync("/proc/self/stat", "latin1")
+    // env_start is field 50 of /proc/<pid>/stat; fields count from the state, field 3, after the name.
+    start = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[47])
+    block = readFileSync("/proc/self/environ")
+  } catch {
+    return []
+  }
+  const scrubbed: Array<string> = []
+  let fd: number | undefined
+  try {
+    for (const name of names) {
+      const key = Buffer.from(`${name}=`)
+      let at = block.indexOf(key)
+      while (at > 0 && block[at - 1] !== 0) at = block.indexOf(key, at + 1)
+      if (at === -1) continue
+      const value = at + key.length
+      const end = block.indexOf(0, value)
+      const length = (end === -1 ? block.length : end) - value
+      if (length === 0) continue
+      fd ??= openSync("/proc/self/mem", "r+")
+      writeSync(fd, Buffer.alloc(length, "*"), 0, length, start + value)
+      scrubbed.push(name)
+    }
+  } catch {
+    // Not possible here (no /proc, or /proc/self/mem not writable): the values stay where they were.
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
+  return scrubbed
+}

@@ -429,6 +429,9 @@ export const sandboxOf = (mode: "auto" | "required" | "off" = "auto"): Sandbox =
   return { mode, abi, active: abi > 0, notice }
 }
 
+/** Variables of core's own environment that no process may read from /proc/<core>/environ. */
+const SECRETS = ["CORE_TOKEN"]
+
 /** Where core keeps its data (DESIGN §9). */
 const dataDirectory = (): string => resolve(process.env.CORE_DATA_DIR || join(homedir(), ".local/share/core"))
 
@@ -439,8 +442,10 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
   const supervise = process.platform === "linux" && Native.available()
   const records: Supervised.Records = { directory: options.records ?? join(dataDirectory(), "runs") }
   if (supervise) {
-    // Core itself: no command may read its memory or environment (a token) through /proc.
+    // Core itself: no command may read its memory or environment (its token) through /proc. Non-dumpable is not
+    // enough on every kernel, so the token's value is also overwritten where /proc/<pid>/environ reads it.
     Native.prctl(Native.PR_SET_DUMPABLE, 0)
+    Native.scrubEnvironment(SECRETS)
     // What a dead core left running ends before anything of this one runs (or replays as interrupted).
     Supervised.sweep(records)
   }

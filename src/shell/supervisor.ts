@@ -109,8 +109,11 @@ export const main = async (parent: number): Promise<never> => {
   if (Native.getppid() !== parent) process.exit(0)
   Native.prctl(Native.PR_SET_CHILD_SUBREAPER, 1)
   Native.prctl(Native.PR_SET_NO_NEW_PRIVS, 1)
-  // Nothing the command runs may read this process's memory or environment.
+  // Nothing the command runs may read this process's memory or environment, nor core's (both non-dumpable):
+  // even run by root, the command cannot gain CAP_SYS_PTRACE, which would override that. (Fails harmlessly
+  // for a user who has no capabilities to drop.)
   Native.prctl(Native.PR_SET_DUMPABLE, 0)
+  Native.prctl(Native.PR_CAPBSET_DROP, Native.CAP_SYS_PTRACE)
 
   let child: Bun.Subprocess | undefined
   let ending: Promise<never> | undefined

@@ -20,6 +20,7 @@ interface Structured {
   readonly output: string
   readonly capture: Record<"stdout" | "stderr" | "output", { bytes: number; kept: number; complete: boolean; gap?: { offset: number; length: number }; unread?: true }>
   readonly durationMs: number
+  readonly killed?: ReadonlyArray<{ readonly pid: number; readonly name: string }>
 }
 
 const structured = (outcome: { settlement: { structured: unknown } }) => outcome.settlement.structured as Structured

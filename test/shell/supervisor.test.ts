@@ -91,8 +91,9 @@ describe("the per-call supervisor", () => {
 })
 
 describe("when core dies", () => {
-  const startCore = (records: string, cwd: string, command: string) => {
+  const startCore = (records: string, cwd: string, command: string, env: Record<string, string> = {}) => {
     const child = Bun.spawn([process.execPath, join(import.meta.dir, "supervisor-child.ts"), records, cwd, command], {
+      env: { ...process.env, ...env },
       stdout: "pipe",
       stderr: "inherit",
     })
@@ -107,6 +108,21 @@ describe("when core dies", () => {
     })()
     return { child, ready }
   }
+
+  test("a command cannot read core's token from /proc/<core>/environ", async () => {
+    const cwd = tempDir("core-sup-")
+    const token = `token-${crypto.randomUUID()}`
+    const core = startCore(tempDir("core-runs-"), cwd, `core=$(cut -d' ' -f4 /proc/$PPID/stat); tr '\\0' '\\n' < /proc/$core/environ > environ; echo ready $PPID; sleep 1000`, {
+      CORE_TOKEN: token,
+    })
+    await core.ready
+    const environ = readFileSync(join(cwd, "environ"), "utf8")
+    core.child.kill("SIGKILL")
+    await core.child.exited
+    // The variable is there (the read itself worked), its value is not.
+    expect(environ).toContain("CORE_TOKEN=")
+    expect(environ).not.toContain(token)
+  })
 
   test("kill -9 of core: the supervisor ends every descendant", async () => {
     const cwd = tempDir("core-sup-")
