@@ -75,6 +75,9 @@ const kill = (pid: number, signal: NodeJS.Signals) => {
  * Ends every descendant: SIGTERM, up to `graceMs` for them to go, then SIGKILL rounds until none is left. Answers
  * every process it saw (new ones forked meanwhile included) and those that would not die.
  */
+/** Set when the end must not wait any longer (core is gone or forcing its exit): cuts a grace period short. */
+let urgent = false
+
 const endAll = async (graceMs: number): Promise<{ killed: ReadonlyArray<Ended>; survivors: ReadonlyArray<number> }> => {
   const self = process.pid
   const seen = new Map<number, Ended>()
@@ -87,7 +90,7 @@ const endAll = async (graceMs: number): Promise<{ killed: ReadonlyArray<Ended>; 
   if (left.length > 0 && graceMs > 0) {
     for (const process_ of left) kill(process_.pid, "SIGTERM")
     const deadline = performance.now() + graceMs
-    while (left.length > 0 && performance.now() < deadline) {
+    while (left.length > 0 && performance.now() < deadline && !urgent) {
       await sleep(POLL_MS)
       left = look()
       // A process forked after the first round gets its SIGTERM too.
@@ -137,10 +140,16 @@ export const main = async (parent: number): Promise<never> => {
 
   // SIGTERM: end gracefully (a timeout or a cancel). SIGHUP: core is gone or forcing its exit: no grace.
   process.on("SIGTERM", () => void finish(graceMs))
-  process.on("SIGHUP", () => void finish(0))
+  process.on("SIGHUP", () => {
+    urgent = true
+    void finish(0)
+  })
   // A terminal's Ctrl-C is core's to handle; core then tells the supervisor.
   process.on("SIGINT", () => {})
-  process.on("disconnect", () => void finish(0))
+  process.on("disconnect", () => {
+    urgent = true
+    void finish(0)
+  })
   process.on("message", (message: unknown) => {
     if (child !== undefined || ending !== undefined) return
     const order = message as Order
