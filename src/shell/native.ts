@@ -22,6 +22,7 @@ const SYMBOLS = {
   syscall: { args: [FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64], returns: FFIType.i64 },
   open: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
   close: { args: [FFIType.i32], returns: FFIType.i32 },
+  dup2: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
   waitpid: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
   getppid: { args: [], returns: FFIType.i32 },
   __errno_location: { args: [], returns: FFIType.ptr },
@@ -75,6 +76,17 @@ export const open = (path: string, flags: number): number => {
 
 export const close = (fd: number): void => {
   libc()?.close(fd)
+}
+
+/** Points this process's stdout and stderr at /dev/null, letting go of whatever they were (pipes it shares). */
+export const releaseOutput = (): void => {
+  const lib = libc()
+  if (lib === null) return
+  const fd = open("/dev/null", 2 /* O_RDWR */)
+  if (fd < 0) return
+  lib.dup2(fd, 1)
+  lib.dup2(fd, 2)
+  if (fd > 2) lib.close(fd)
 }
 
 export const getppid = (): number => libc()?.getppid() ?? process.ppid

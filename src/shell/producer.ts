@@ -159,6 +159,8 @@ export interface Interface {
   readonly shell: string
   /** Whether commands run in the OS sandbox. */
   readonly sandbox: Sandbox
+  /** Completes once a supervisor is up for the next command, so that it starts without waiting for one. */
+  readonly warm: Effect.Effect<void>
   /** Runs a process to its end; interrupting the effect ends the process group before it returns. */
   readonly run: (request: Request) => Effect.Effect<Result, SpawnError>
 }
@@ -484,7 +486,8 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
       (running) => Effect.promise(() => running.close()),
     ).pipe(Effect.ensuring(Effect.sync(() => prepared?.cleanup())))
   })
-  return Service.of({ limits: resolved, shell, sandbox, run })
+  const warm = Effect.promise(() => supervisors?.warm() ?? Promise.resolve())
+  return Service.of({ limits: resolved, shell, sandbox, warm, run })
 }
 
 export const layer = (config: Config.Shell = {}, options: Options = {}): Layer.Layer<Service> =>

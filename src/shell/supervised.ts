@@ -42,6 +42,8 @@ interface Spare {
   readonly process: Process_
   readonly reports: Array<Supervisor.Report>
   listener: ((report: Supervisor.Report) => void) | undefined
+  /** Resolves once it is up (or gone). */
+  readonly ready: Promise<void>
 }
 
 const startOf = (pid: number): number | undefined => ProcessGroup.stat(pid)?.start
@@ -137,6 +139,8 @@ export const sweep = (records: Records): ReadonlyArray<number> => {
 }
 
 export interface Pool {
+  /** Resolves once a spare supervisor is up for the next command (starting one if there is none). */
+  readonly warm: () => Promise<void>
   /** Starts `order` in a supervisor (a warm spare when there is one). */
   readonly launch: (order: Omit<Supervisor.Order, "kind" | "env"> & { readonly env: Readonly<Record<string, string>> }) => Run
 }
@@ -146,7 +150,9 @@ export const pool = (records: Records | undefined): Pool => {
   let launched = 0
 
   const spawn = (): Spare => {
-    const entry: Spare = { process: undefined as never, reports: [], listener: undefined }
+    let up: () => void = () => {}
+    const ready = new Promise<void>((resolve) => (up = resolve))
+    const entry: Spare = { process: undefined as never, reports: [], listener: undefined, ready }
     const child = Bun.spawn([...launcher()], {
       // Not the workspace: from source, bun would read a bunfig.toml or .env found there.
       cwd: "/",
@@ -158,6 +164,7 @@ export const pool = (records: Records | undefined): Pool => {
       detached: true,
       serialization: "json",
       ipc: (message: Supervisor.Report) => {
+        if (message.kind === "ready") return up()
         if (entry.listener !== undefined) entry.listener(message)
         else entry.reports.push(message)
       },
@@ -167,6 +174,7 @@ export const pool = (records: Records | undefined): Pool => {
     // An idle spare must not keep core running.
     child.unref()
     void child.exited.then(() => {
+      up()
       ProcessGroup.untrackSupervisor(child.pid)
       if (spare === entry) spare = undefined
     })
@@ -194,7 +202,7 @@ export const pool = (records: Records | undefined): Pool => {
     const ended = new Promise<Awaited<Run["ended"]>>((resolve) => (onEnded = resolve))
     const receive = (report: Supervisor.Report) => {
       if (report.kind === "ended") onEnded(report)
-      else onStarted(report)
+      else if (report.kind !== "ready") onStarted(report)
     }
     entry.listener = receive
     for (const report of entry.reports.splice(0)) receive(report)
@@ -220,5 +228,6 @@ export const pool = (records: Records | undefined): Pool => {
       },
     }
   }
-  return { launch }
+  const warm = () => (spare ??= spawn()).ready
+  return { warm, launch }
 }

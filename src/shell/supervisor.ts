@@ -41,6 +41,8 @@ export interface Ended {
 }
 
 export type Report =
+  /** Up and waiting for its order. */
+  | { readonly kind: "ready" }
   | { readonly kind: "started"; readonly pid: number }
   /** The system refused to start the command: its errno name. */
   | { readonly kind: "refused"; readonly code: string; readonly message: string }
@@ -179,9 +181,13 @@ export const main = async (parent: number): Promise<never> => {
       )
       return
     }
+    // The command's output pipes are the command's alone now: they close as soon as its last process is gone,
+    // without waiting for the supervisor to exit.
+    Native.releaseOutput()
     void send({ kind: "started", pid: child.pid })
     void child.exited.then(() => finish(graceMs))
   })
+  void send({ kind: "ready" })
   return new Promise<never>(() => {})
 }
 
