@@ -60,7 +60,7 @@ const exec = async (core: string, root: string, bytes: number): Promise<Sample> 
   return { ms, peakRss: process_.resourceUsage()?.maxRSS ?? Number.NaN }
 }
 
-export const spawnOverhead = async () => {
+const spawnOverhead = async () => {
   const shell = Shell.make({}, { records: mkdtempSync(join(tmpdir(), "core-bench-runs-")) })
   const cwd = mkdtempSync(join(tmpdir(), "core-bench-loc-"))
   const samples = { supervised: [] as Array<number>, sandboxed: [] as Array<number>, group: [] as Array<number>, bare: [] as Array<number> }
