@@ -440,8 +440,11 @@ const dataDirectory = (): string => resolve(process.env.CORE_DATA_DIR || join(ho
 export const make = (config: Config.Shell = {}, options: Options = {}): Interface => {
   const resolved = limits(config)
   const shell = Bun.which("bash") ?? "/bin/sh"
-  const sandbox = sandboxOf(config.sandbox)
-  const supervise = process.platform === "linux" && Native.available()
+  const supervise = process.platform === "linux" && Native.available() && Supervised.launchable()
+  // The sandbox is applied by a supervisor: without one, there is none.
+  const sandbox = supervise
+    ? sandboxOf(config.sandbox)
+    : { ...sandboxOf("off"), mode: config.sandbox ?? "auto", notice: "Commands run without a supervisor here: no OS sandbox." }
   const records: Supervised.Records = { directory: options.records ?? join(dataDirectory(), "runs") }
   if (supervise) {
     // Core itself: no command may read its memory or environment (its token) through /proc. Non-dumpable is not

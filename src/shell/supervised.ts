@@ -6,7 +6,7 @@ export * as Supervised from "./supervised"
 // core and the supervisor, each by pid and start time; the command's environment carries the marker
 // (CORE_RUN=<marker>), which survives setsid and double forks but not a command that clears its environment.
 
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { ProcessGroup } from "./group"
 import { Supervisor } from "./supervisor"
@@ -22,6 +22,12 @@ const launcher = (): ReadonlyArray<string> =>
   compiled()
     ? [process.execPath, Supervisor.LAUNCH, String(process.pid)]
     : [process.execPath, join(import.meta.dir, "supervisor.ts"), String(process.pid)]
+
+/**
+ * Whether a supervisor can be started from here: always from the compiled core; from source when the supervisor's
+ * file is beside this one (not when this module was bundled elsewhere, as in the tool authors' testing kit).
+ */
+export const launchable = (): boolean => compiled() || existsSync(join(import.meta.dir, "supervisor.ts"))
 
 type Process_ = Bun.Subprocess<"ignore", "pipe", "pipe">
 
