@@ -130,13 +130,15 @@ export const main = async (parent: number): Promise<never> => {
       await child.exited
       // Orphans it adopted and ended are its children: reap them, so none is left a zombie.
       while (Native.reap() > 0);
-      await send({
+      // Core gone: nobody to tell. Otherwise a report that cannot be delivered must not keep this process alive.
+      const report: Report = {
         kind: "ended",
         exitCode: child.exitCode,
         signal: child.signalCode === null ? null : String(child.signalCode),
         killed,
         survivors,
-      })
+      }
+      if (!urgent) await Promise.race([send(report), sleep(1000)])
       process.exit(0)
     })())
 
@@ -187,6 +189,13 @@ export const main = async (parent: number): Promise<never> => {
     void send({ kind: "started", pid: child.pid })
     void child.exited.then(() => finish(graceMs))
   })
+  // Should the parent-death signal be missed, the supervisor still notices that core is gone.
+  setInterval(() => {
+    if (Native.getppid() !== parent) {
+      urgent = true
+      void finish(0)
+    }
+  }, 1000).unref()
   void send({ kind: "ready" })
   return new Promise<never>(() => {})
 }
