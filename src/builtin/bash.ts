@@ -70,6 +70,11 @@ export const Output = Schema.Struct({
   output: Schema.String.annotate({ description: "stdout and stderr interleaved as they arrived" }),
   capture: Schema.Struct({ stdout: Captured, stderr: Captured, output: Captured }),
   durationMs: Schema.Int,
+  killed: Schema.optionalKey(
+    Schema.Array(Schema.Struct({ pid: Schema.Int, name: Schema.String })).annotate({
+      description: "Processes still running when the command ended, timed out or was cancelled, which were killed",
+    }),
+  ),
   survivors: Schema.optionalKey(
     Schema.Array(Schema.Int).annotate({ description: "Processes of the command that could not be killed" }),
   ),
@@ -78,7 +83,7 @@ export type Output = typeof Output.Type
 
 const count = (value: number): string => value.toLocaleString("en-US")
 
-const describe = (limits: Shell.Limits): string =>
+const describe = (limits: Shell.Limits, sandboxed: boolean): string =>
   [
     "Runs a bash command line in the project directory and returns its output and exit status.",
     "",
@@ -86,25 +91,29 @@ const describe = (limits: Shell.Limits): string =>
       "prompt: pass non-interactive flags (`--yes`, `-y`, `--no-pager`, `CI=1`).",
     "- The result is stdout and stderr interleaved as they arrived, then `Exit code N`. A non-zero exit code is a " +
       "normal result, not an error; 127 means the command was not found.",
-    `- Each stream is captured up to ${count(limits.maxCaptureBytes)} bytes: beyond that the first and last halves ` +
-      "are kept and the result says exactly how many bytes in the middle were not kept. For large output, write " +
-      "it to a file and read the part you need, or filter it (grep, head, tail).",
+    `- Each stream is captured up to ${count(limits.maxCaptureBytes)} bytes (first and last halves), and you see ` +
+      "at most 2,000 lines or 50 KiB of the result (its start and end): filter large output (grep, head, tail).",
     `- Timeout: ${count(limits.timeoutMs)} ms by default; set \`timeoutMs\` for up to ${count(limits.maxTimeoutMs)} ms.` +
       (limits.inactivityTimeoutMs === undefined
         ? ""
-        : ` A command that prints nothing for ${count(limits.inactivityTimeoutMs)} ms is stopped.`) +
-      " A stopped command and everything it started get SIGTERM, then SIGKILL after 3 s.",
-    "- Background processes (`server &`) are stopped when the command line finishes, so this cannot start a " +
-      "server for later calls.",
+        : ` A command that prints nothing for ${count(limits.inactivityTimeoutMs)} ms is stopped.`),
+    "- When the line ends, times out or is cancelled, every process it started is killed, background and detached " +
+      "ones too (`&`, `nohup`, `setsid`).",
+    ...(sandboxed
+      ? [
+          "- OS sandbox: writes only in the project, temp and approved directories; reads elsewhere only system " +
+            "and PATH directories.",
+        ]
+      : []),
     "- Every command in the line needs permission on its own, including those after `&&`, `;`, `|`, inside " +
       "`$(...)` and in literal `bash -c '...'` or `eval` code. A workdir, a path (`/x`, `~/x`, `../x`, `if=/x`) or a " +
       "redirection target outside the project needs access to that directory first; a redirection that " +
       "writes a file (`>`, `>>`) also needs permission to edit it.",
     "- Whatever cannot be known from the text is asked about every time, even where commands are allowed: a line " +
       "bash cannot parse, a command named by an expansion (`$CMD`), code in a variable or in another language " +
-      "(`eval \"$X\"`, `python -c`, `node -e`, `| sh`, `xargs`, `$((a))`), and paths or redirection targets holding expansions " +
-      "(`cat $HOME/x`, `> \"$OUT\"`). Write such paths out literally (`~/x` is fine) to avoid the question.",
-    "- The command sees core's environment without core's own secrets, with PAGER=cat, GIT_PAGER=cat, " +
+      "(`eval \"$X\"`, `python -c`, `node -e`, `| sh`, `xargs`, `$((a))`), and paths or redirection targets " +
+      "holding expansions (`cat $HOME/x`, `> \"$OUT\"`). Write such paths out literally (`~/x` is fine).",
+    "- The command sees core's environment without core's secrets, with PAGER=cat, GIT_PAGER=cat, " +
       "GIT_TERMINAL_PROMPT=0 and TERM=dumb.",
     "- To read, search or change files, prefer the file tools (read, glob, grep, edit, write) to cat, find, sed or echo.",
   ].join("\n")
@@ -137,15 +146,28 @@ const outputOf = (result: Shell.Result): Output => {
     output: output.text,
     capture: { stdout: stdout.report, stderr: stderr.report, output: output.report },
     durationMs: Math.round(result.durationMs),
+    ...(result.killed.length === 0 ? {} : { killed: result.killed.map(({ pid, name }) => ({ pid, name })) }),
     ...(result.survivors.length === 0 ? {} : { survivors: [...result.survivors] }),
   }
 }
 
-const status = (output: Output): string => {
+/** How many killed processes the text names, at most. */
+const NAMED = 10
+
+const killedLine = (killed: NonNullable<Output["killed"]>): string => {
+  const named = killed.slice(0, NAMED).map(({ pid, name }) => `${name} (${pid})`)
+  const more = killed.length > NAMED ? ` and ${killed.length - NAMED} more` : ""
+  return `Killed ${killed.length} process${killed.length === 1 ? "" : "es"} still running: ${named.join(", ")}${more}`
+}
+
+const status = (output: Output, limits: Shell.Limits): string => {
   if (output.timeout !== undefined) {
+    const killed = "the command and every process it started were killed"
     return output.timeout.kind === "wall"
-      ? `Timed out after ${output.timeout.ms} ms`
-      : `Timed out after ${output.timeout.ms} ms without output`
+      ? `Timed out after ${count(output.timeout.ms)} ms (the wall-clock limit): ${killed}. Set \`timeoutMs\` for ` +
+          `more time (default ${count(limits.timeoutMs)} ms, at most ${count(limits.maxTimeoutMs)} ms) or split the work.`
+      : `Timed out after ${count(output.timeout.ms)} ms without output (the inactivity limit, ` +
+          `shell.inactivityTimeoutMs in core.json): ${killed}. Make the command print progress or split the work.`
   }
   if (output.signal !== null) return `Killed by ${output.signal}`
   if (output.exitCode === 127) return "Exit code 127 (command not found)"
@@ -153,30 +175,30 @@ const status = (output: Output): string => {
   return `Exit code ${output.exitCode}`
 }
 
-/** The model's view: the interleaved output, then how it ended, then any capture loss in plain words. */
-export const text = (output: Output): string => {
-  const lines = [output.output === "" ? "(no output)" : output.output.replace(/\n$/, ""), "", status(output)]
-  const streams = [
-    ["stdout", output.capture.stdout],
-    ["stderr", output.capture.stderr],
-    ["stdout and stderr together", output.capture.output],
-  ] as const
-  for (const [name, capture] of streams) {
-    if (capture.gap === undefined) continue
-    lines.push(`${name}: ${count(capture.bytes)} bytes, the middle ${count(capture.gap.length)} bytes were not kept`)
+/** The model's view: the interleaved output, how it ended, what was killed, then any capture loss in plain words. */
+export const text =
+  (limits: Shell.Limits) =>
+  (output: Output): string => {
+    const lines = [output.output === "" ? "(no output)" : output.output.replace(/\n$/, ""), "", status(output, limits)]
+    if (output.killed !== undefined) lines.push(killedLine(output.killed))
+    const streams = [
+      ["stdout", output.capture.stdout],
+      ["stderr", output.capture.stderr],
+      ["stdout and stderr together", output.capture.output],
+    ] as const
+    for (const [name, capture] of streams) {
+      if (capture.gap === undefined) continue
+      lines.push(`${name}: ${count(capture.bytes)} bytes, the middle ${count(capture.gap.length)} bytes were not kept`)
+    }
+    for (const [name, capture] of streams.slice(0, 2)) {
+      if (capture.unread === undefined) continue
+      lines.push(`${name}: still held open by a process core could not end; output after the command ended was not read`)
+    }
+    if (output.survivors !== undefined) {
+      lines.push(`Could not kill ${output.survivors.length} process(es) of the command: ${output.survivors.join(", ")}`)
+    }
+    return lines.join("\n")
   }
-  for (const [name, capture] of streams.slice(0, 2)) {
-    if (capture.unread === undefined) continue
-    lines.push(
-      `${name}: still held open by a process that left the command's process group (setsid); output after the ` +
-        "command ended was not read",
-    )
-  }
-  if (output.survivors !== undefined) {
-    lines.push(`Could not kill ${output.survivors.length} process(es) of the command: ${output.survivors.join(", ")}`)
-  }
-  return lines.join("\n")
-}
 
 /** Variables a command never sees: core's own secret, and those that would move `cd` where its checks did not look. */
 const WITHHELD = ["CORE_TOKEN", "CDPATH", "OLDPWD"]
@@ -204,6 +226,12 @@ const spawnFailure = (error: Shell.SpawnError): string => {
       return `${error.message}. Check that bash can run here.`
   }
 }
+
+/** The directories outside the Location this call was approved to use: its external_directory checks and written files. */
+const approved = (directory: string, needs: Needs): ReadonlyArray<string> => [
+  ...[...needs.external].map((pattern) => pattern.slice(0, -2)),
+  ...[...needs.written].filter((path) => !Boundary.isWithin(directory, path)).map(dirname),
+]
 
 /** `<dir>/*` may be saved as it is only when the directory itself holds no wildcard character. */
 const savable = (pattern: string): ReadonlyArray<string> => (/[*?]/.test(pattern.slice(0, -2)) ? [] : [pattern])
@@ -339,11 +367,11 @@ const makeTool = (services: Builtin.Services) => {
   const { directory, shell } = services
   const limits = shell.limits
   return Tool.make({
-    description: describe(limits),
+    description: describe(limits, shell.sandbox.active),
     input: inputOf(limits.maxTimeoutMs),
     output: Output,
     checksPermissions: true,
-    toModelOutput: ({ output }) => text(output),
+    toModelOutput: ({ output }) => text(limits)(output),
     execute: (input, context) =>
       Effect.gen(function* () {
         const command = input.command
@@ -384,6 +412,7 @@ const makeTool = (services: Builtin.Services) => {
             argv: [shell.shell, "-c", command],
             cwd: workdir.real,
             env: environment(),
+            sandbox: { location: directory, approved: approved(directory, needs) },
             ...(input.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs }),
             onProgress: (update) =>
               context.progress({

@@ -3,12 +3,15 @@ export * as Ripgrep from "./ripgrep"
 // The platform edge for ripgrep, which powers glob, grep and list: where the rg executable is, and running it.
 // From source that is the @vscode/ripgrep package's binary. The compiled core embeds rg, but an embedded file
 // cannot be executed in place, so it is extracted once (atomically) to `$CORE_DATA_DIR/bin` and reused after.
-// This module knows nothing of tools or permissions: callers check paths before they search them.
+// rg runs through the shell producer, in its own tracked process group under a timeout: killed on cancel, on
+// timeout and by a second signal. This module knows nothing of tools or permissions: callers check paths before
+// they search them.
 
 import { chmodSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
 import { basename, join, resolve } from "node:path"
 import * as Effect from "effect/Effect"
+import { Shell } from "../shell/producer"
 
 /**
  * Flags every search shares: .gitignore (and .ignore) honoured even outside a git repository, hidden files
@@ -116,6 +119,8 @@ export interface Options {
   readonly onData: (chunk: Uint8Array) => void
   /** Called once stdout has ended. */
   readonly onEnd?: () => void
+  /** How long the search may take; the shell's default timeout when absent. */
+  readonly timeoutMs?: number
 }
 
 export interface Outcome {
@@ -166,15 +171,10 @@ export const concat = (left: Uint8Array, right: Uint8Array): Uint8Array => {
   return joined
 }
 
-const consume = async (
-  child: Bun.Subprocess<"ignore", "pipe", "pipe">,
-  options: Options,
-): Promise<{ readonly code: number; readonly stderr: string }> => {
-  const stderr = new Response(child.stderr).text()
-  for await (const chunk of child.stdout) options.onData(chunk)
-  options.onEnd?.()
-  return { code: await child.exited, stderr: await stderr }
-}
+let producer: Shell.Interface | undefined
+
+/** The producer rg runs through: core's default shell limits, no supervisor (rg starts nothing of its own). */
+const shell = (): Shell.Interface => (producer ??= Shell.make())
 
 /** A name pattern: no slash, or only a leading `**` and slash; rg can select it as a file type. */
 const NAME_PATTERN = /^(?:\*\*\/)?([^/:!#][^/:]*)$/
@@ -211,15 +211,24 @@ export const run = (options: Options): Effect.Effect<Outcome> =>
   Effect.gen(function* () {
     const rg = yield* executable
     const spawn = (args: ReadonlyArray<string>) =>
-      Effect.acquireUseRelease(
-        Effect.sync(() => Bun.spawn([rg, ...args], { cwd: options.cwd, stdin: "ignore", stdout: "pipe", stderr: "pipe" })),
-        (child) => Effect.promise(() => consume(child, options)),
-        (child) =>
-          Effect.promise(async () => {
-            if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
-            await child.exited
+      shell()
+        .run({
+          argv: [rg, ...args],
+          cwd: options.cwd,
+          supervise: false,
+          onStdout: options.onData,
+          ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+        })
+        .pipe(
+          // A missing or unusable rg is core's fault, not the model's: an operational failure.
+          Effect.orDie,
+          Effect.map((result) => {
+            options.onEnd?.()
+            const stopped =
+              result.timedOut === undefined ? "" : `rg: the search took longer than ${result.timedOut.ms} ms and was stopped\n`
+            return { code: result.exitCode ?? 2, stderr: stopped + result.stderr.text }
           }),
-      )
+        )
     const select = options.select === undefined ? undefined : normalise(options.select)
     if (select === undefined) {
       const { code, stderr } = yield* spawn(options.args)

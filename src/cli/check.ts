@@ -10,6 +10,7 @@ import { Agent } from "../permission/agent"
 import { Permission } from "../permission/permission"
 import { Registry } from "../registry/registry"
 import { Command } from "./command"
+import { Shell } from "../shell/producer"
 import { Diagnostics } from "./diagnostics"
 import { ExecCommand } from "./exec"
 import { Runtime } from "./runtime"
@@ -64,6 +65,8 @@ export const run = (args: ReadonlyArray<string>) =>
 
     return yield* Effect.gen(function* () {
       yield* Diagnostics.report
+      const sandbox = Shell.sandboxOf(prepared.config.shell.sandbox).notice
+      if (sandbox !== undefined) Command.stderr(`core: ${sandbox}\n`)
       const permission = yield* Permission.Service
       yield* Runtime.checkAgent("check", permission, agent)
       const resolution = (yield* Registry.Service).capture().resolve(name)

@@ -1,6 +1,8 @@
 // The `core` executable: dispatches a command, turns its outcome into an exit code (DESIGN §6), and turns
 // SIGINT/SIGTERM into interruption of the running command (which cancels a call and records it).
 
+// First: `core __supervise` is the per-call supervisor of a shell command, and must not wait for the rest.
+import "../shell/launch"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"

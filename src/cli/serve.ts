@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import { Security } from "../server/security"
 import { Server } from "../server/server"
 import { ProcessGroup } from "../shell/group"
+import { Shell } from "../shell/producer"
 import { Command } from "./command"
 import { Runtime } from "./runtime"
 import { Host } from "../host/host"
@@ -148,6 +149,8 @@ export const run = (args: ReadonlyArray<string>) =>
       }),
     )
 
+    const sandbox = Shell.sandboxOf(primary.config.shell.sandbox).notice
+    if (sandbox !== undefined) Command.stderr(`core: ${sandbox}\n`)
     yield* Server.run({
       environment,
       primary,

@@ -59,6 +59,8 @@ export const Shell = Schema.Struct({
   maxTimeoutMs: Schema.optionalKey(integerAtLeast(1)),
   maxCaptureBytes: Schema.optionalKey(integerAtLeast(1)),
   inactivityTimeoutMs: Schema.optionalKey(integerAtLeast(1)),
+  /** The OS sandbox of commands: on where the kernel has Landlock (`auto`), always (`required`), or never (`off`). */
+  sandbox: Schema.optionalKey(Schema.Literals(["auto", "required", "off"])),
 })
 export type Shell = typeof Shell.Type
 

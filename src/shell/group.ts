@@ -19,6 +19,17 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /** The groups this process started and has not yet ended: what a forced exit must kill first. */
 const live = new Set<number>()
 
+/** The supervisors running: a forced exit tells each to end its command at once (they die with core anyway). */
+const supervisors = new Set<number>()
+
+export const trackSupervisor = (pid: number): void => {
+  supervisors.add(pid)
+}
+
+export const untrackSupervisor = (pid: number): void => {
+  supervisors.delete(pid)
+}
+
 /** Remembers a group this process started, until `terminate` has ended it. */
 export const track = (pgid: number): void => {
   live.add(pgid)
@@ -29,6 +40,14 @@ export const track = (pgid: number): void => {
  * second Ctrl-C) that cannot wait for the graceful path, so that no process outlives core.
  */
 export const killAllNow = (): void => {
+  // SIGHUP, never SIGKILL: a supervisor killed outright could not end what it supervises.
+  for (const pid of supervisors) {
+    try {
+      process.kill(pid, "SIGHUP")
+    } catch {
+      // already gone
+    }
+  }
   for (const pgid of live) {
     try {
       process.kill(-pgid, "SIGKILL")
@@ -101,4 +120,69 @@ const end = async (pgid: number, graceMs: number): Promise<ReadonlyArray<number>
     if (await emptied(pgid, POLL_MS)) return []
   }
   return members(pgid)
+}
+
+/** One process as /proc/<pid>/stat shows it. */
+export interface Process {
+  readonly pid: number
+  readonly name: string
+  readonly state: string
+  readonly ppid: number
+  /** Start time in clock ticks since boot: with the pid, it names one process even after the pid is reused. */
+  readonly start: number
+}
+
+/** /proc/<pid>/stat read, or undefined when the process is gone. */
+export const stat = (pid: number): Process | undefined => {
+  let text: string
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "latin1")
+  } catch {
+    return undefined
+  }
+  const close = text.lastIndexOf(")")
+  const fields = text.slice(close + 2).split(" ")
+  return {
+    pid,
+    name: text.slice(text.indexOf("(") + 1, close),
+    state: fields[0]!,
+    ppid: Number(fields[1]),
+    start: Number(fields[19]),
+  }
+}
+
+/** Every process now running, by pid. */
+const processes = (): Map<number, Process> => {
+  const found = new Map<number, Process>()
+  for (const entry of readdirSync("/proc")) {
+    const code = entry.charCodeAt(0)
+    if (code < 48 || code > 57) continue
+    const process_ = stat(Number(entry))
+    if (process_ !== undefined) found.set(process_.pid, process_)
+  }
+  return found
+}
+
+/**
+ * The live (not zombie) descendants of `root`, from /proc's parent links. Only a subreaper's descendants stay
+ * its descendants whatever they do (setsid, double fork); for any other root, orphans are lost to init.
+ */
+export const descendants = (root: number): Array<Process> => {
+  const all = processes()
+  const children = new Map<number, Array<Process>>()
+  for (const process_ of all.values()) {
+    const siblings = children.get(process_.ppid)
+    if (siblings === undefined) children.set(process_.ppid, [process_])
+    else siblings.push(process_)
+  }
+  const found: Array<Process> = []
+  const queue = [root]
+  while (queue.length > 0) {
+    for (const child of children.get(queue.pop()!) ?? []) {
+      if (child.pid === root) continue
+      queue.push(child.pid)
+      if (child.state !== "Z") found.push(child)
+    }
+  }
+  return found
 }

@@ -10,8 +10,14 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { Config } from "../config/config"
+import { homedir } from "node:os"
+import { join, resolve } from "node:path"
 import { Capture } from "./capture"
 import { ProcessGroup } from "./group"
+import { Landlock } from "./landlock"
+import { Native } from "./native"
+import { Sandbox as Policies } from "./sandbox"
+import { Supervised } from "./supervised"
 
 export const DEFAULT_TIMEOUT_MS = 120_000
 export const DEFAULT_MAX_TIMEOUT_MS = 600_000
@@ -101,6 +107,22 @@ export interface Request {
   readonly inactivityTimeoutMs?: number
   readonly maxCaptureBytes?: number
   readonly onProgress?: (update: Progress) => Effect.Effect<void>
+  /** Where the process may read and write (the OS sandbox, when the kernel has one); unrestricted when absent. */
+  readonly sandbox?: Policies.Policy
+  /**
+   * Whether a per-call supervisor runs it (the default): every descendant ends with it, however it detaches. A
+   * program core runs itself (rg) may do without, in its own process group.
+   */
+  readonly supervise?: boolean
+  /** Takes stdout chunk by chunk instead of capturing it (a chunk is valid only during the call). */
+  readonly onStdout?: (chunk: Uint8Array) => void
+}
+
+/** A process the run ended because it was still running when the run ended. */
+export interface Killed {
+  readonly pid: number
+  /** Its name as the kernel knows it (up to 15 characters). */
+  readonly name: string
 }
 
 export interface Timeout {
@@ -125,7 +147,9 @@ export interface Result {
    */
   readonly unread: ReadonlyArray<"stdout" | "stderr">
   readonly durationMs: number
-  /** Members of the group that could not be killed (empty unless a process is stuck in the kernel). */
+  /** Processes still running when the run ended, which it ended (the command itself too, on a timeout or cancel). */
+  readonly killed: ReadonlyArray<Killed>
+  /** Processes that could not be killed (empty unless a process is stuck in the kernel). */
   readonly survivors: ReadonlyArray<number>
 }
 
@@ -133,6 +157,10 @@ export interface Interface {
   readonly limits: Limits
   /** The shell commands run with: bash from PATH, or /bin/sh when there is none. */
   readonly shell: string
+  /** Whether commands run in the OS sandbox. */
+  readonly sandbox: Sandbox
+  /** Completes once a supervisor is up for the next command, so that it starts without waiting for one. */
+  readonly warm: Effect.Effect<void>
   /** Runs a process to its end; interrupting the effect ends the process group before it returns. */
   readonly run: (request: Request) => Effect.Effect<Result, SpawnError>
 }
@@ -148,20 +176,44 @@ const sleep = (ms: number) => {
 }
 
 interface Running {
-  /** Resolves once the process has exited, its group is gone and its output is read. */
+  /** Resolves once the process has exited, everything it started is gone and its output is read. */
   readonly result: Promise<Result>
-  /** Ends the group (idempotent); resolves when `result` has. */
+  /** Ends the run (idempotent); resolves when `result` has. */
   readonly close: () => Promise<unknown>
 }
 
-type Child = Bun.Subprocess<"ignore" | Uint8Array, "pipe", "pipe">
+/** How a process ended, and what had to be ended with it. */
+interface Ending {
+  readonly exitCode: number | null
+  readonly signal: string | null
+  readonly killed: ReadonlyArray<Killed>
+  readonly survivors: ReadonlyArray<number>
+}
 
-/** Spawns the process: the system refusing is a SpawnError, anything else thrown is a defect. */
-const spawn = (request: Request): Effect.Effect<{ readonly child: Child; readonly started: number }, SpawnError> =>
+/** A started process, however it is watched over (by a supervisor, or as a bare process group). */
+interface Handle {
+  readonly stdout: ReadableStream<Uint8Array>
+  readonly stderr: ReadableStream<Uint8Array>
+  /** Resolves once the process has exited and everything it started has been ended. */
+  readonly ended: Promise<Ending>
+  /** Ends the process and everything it started (idempotent); `ended` then resolves. */
+  readonly stop: () => void
+}
+
+const spawnError = (request: Request, code: string, message: string) =>
+  new SpawnError({
+    command: request.argv.join(" "),
+    cwd: request.cwd,
+    code,
+    message: `Could not start ${request.argv[0]} in ${request.cwd}: ${message}`,
+  })
+
+/** A bare process group: for programs core itself runs (rg), which get no supervisor. */
+const spawnGroup = (request: Request): Effect.Effect<Handle, SpawnError> =>
   Effect.suspend(() => {
-    const started = performance.now()
+    let child: Bun.Subprocess<"ignore" | Uint8Array, "pipe", "pipe">
     try {
-      const child = Bun.spawn([...request.argv], {
+      child = Bun.spawn([...request.argv], {
         cwd: request.cwd,
         // Absent, Bun hands the child core's own environment without copying it here first.
         ...(request.env === undefined ? {} : { env: { ...request.env } }),
@@ -171,38 +223,90 @@ const spawn = (request: Request): Effect.Effect<{ readonly child: Child; readonl
         // Its own process group, so that one signal reaches every descendant.
         detached: true,
       })
-      ProcessGroup.track(child.pid)
-      return Effect.succeed({ child, started })
     } catch (cause) {
       const code = typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
       if (typeof code !== "string" || !SPAWN_ERRNO.has(code)) return Effect.die(cause)
-      return Effect.fail(
-        new SpawnError({
-          command: request.argv.join(" "),
-          cwd: request.cwd,
-          code,
-          message: `Could not start ${request.argv[0]} in ${request.cwd}: ${cause instanceof Error ? cause.message : String(cause)}`,
-        }),
-      )
+      return Effect.fail(spawnError(request, code, cause instanceof Error ? cause.message : String(cause)))
     }
+    ProcessGroup.track(child.pid)
+    let stopping: Promise<ReadonlyArray<number>> | undefined
+    const stop = () => (stopping ??= ProcessGroup.terminate(child.pid))
+    const ended = child.exited.then(
+      async (): Promise<Ending> => ({
+        survivors: await stop(),
+        exitCode: child.exitCode,
+        signal: child.signalCode === null ? null : String(child.signalCode),
+        killed: [],
+      }),
+    )
+    return Effect.succeed({ stdout: child.stdout, stderr: child.stderr, ended, stop: () => void stop() })
   })
 
+/** A supervised process: started by a per-call supervisor, in its sandbox when `grants` are given. */
+const spawnSupervised = (
+  supervisors: Supervised.Pool,
+  request: Request,
+  grants: Landlock.Grants | undefined,
+): Effect.Effect<Handle, SpawnError> =>
+  Effect.flatMap(
+    Effect.sync(() =>
+      supervisors.launch({
+        argv: request.argv,
+        cwd: request.cwd,
+        env: Object.fromEntries(
+          Object.entries(request.env ?? process.env).filter((entry): entry is [string, string] => entry[1] !== undefined),
+        ),
+        ...(request.stdin === undefined ? {} : { stdin: Buffer.from(request.stdin).toString("base64") }),
+        ...(grants === undefined ? {} : { grants }),
+        graceMs: ProcessGroup.GRACE_MS,
+      }),
+    ),
+    (run) =>
+      Effect.flatMap(
+        Effect.promise(() => run.started),
+        (started): Effect.Effect<Handle, SpawnError> => {
+          if (started.kind === "refused") {
+            run.stop()
+            if (!SPAWN_ERRNO.has(started.code)) return Effect.die(new Error(started.message))
+            return Effect.fail(spawnError(request, started.code, started.message))
+          }
+          if (started.kind === "failed") {
+            run.stop()
+            return Effect.die(new Error(started.message))
+          }
+          const ended = run.ended.then((report): Ending => {
+            if (report !== undefined) return report
+            // The supervisor died without reporting (killed from outside): end what it left, by marker and group.
+            const killed = Supervised.killMarked(run.marker)
+            try {
+              process.kill(-started.pid, "SIGKILL")
+            } catch {
+              // the group is gone
+            }
+            return { exitCode: null, signal: "SIGKILL", killed: killed.map((pid) => ({ pid, name: "?" })), survivors: [] }
+          })
+          return Effect.succeed({ stdout: run.stdout, stderr: run.stderr, ended, stop: run.stop })
+        },
+      ),
+  )
+
 const start = (
-  child: Child,
+  handle: Handle,
   started: number,
   request: Request,
   limits: Limits,
   progress: ((update: Progress) => Promise<void>) | undefined,
 ): Running => {
-  const pgid = child.pid
   const captureBytes = request.maxCaptureBytes ?? limits.maxCaptureBytes
   const stdout = Capture.make(captureBytes)
   const stderr = Capture.make(captureBytes)
   const output = Capture.make(captureBytes)
 
   let timedOut: Timeout | undefined
-  let stopping: Promise<ReadonlyArray<number>> | undefined
-  const stop = () => (stopping ??= ProcessGroup.terminate(pgid))
+  const stop = () => {
+    handle.stop()
+    return handle.ended
+  }
 
   const timeoutMs = Math.min(request.timeoutMs ?? limits.timeoutMs, limits.maxTimeoutMs)
   const wall = setTimeout(() => {
@@ -242,15 +346,20 @@ const start = (
   const pump = async (stream: ReadableStream<Uint8Array>, capture: Capture.Capture, name: keyof typeof ended) => {
     const reader = stream.getReader()
     readers.push(reader)
+    const onData = name === "stdout" ? request.onStdout : undefined
     for (;;) {
       const { done, value } = await reader.read()
       if (done) {
         ended[name] = true
         return
       }
+      lastOutput = performance.now()
+      if (onData !== undefined) {
+        onData(value)
+        continue
+      }
       capture.push(value)
       output.push(value)
-      lastOutput = performance.now()
       if (progress === undefined || pendingProgress !== undefined) continue
       // At most one update per interval; one that falls inside the interval is sent at its end.
       const wait = lastProgress + PROGRESS_INTERVAL_MS - lastOutput
@@ -258,14 +367,13 @@ const start = (
       else pendingProgress = setTimeout(emit, wait)
     }
   }
-  const reading = Promise.all([pump(child.stdout, stdout, "stdout"), pump(child.stderr, stderr, "stderr")])
+  const reading = Promise.all([pump(handle.stdout, stdout, "stdout"), pump(handle.stderr, stderr, "stderr")])
 
   const result = (async (): Promise<Result> => {
-    await child.exited
+    // The process has exited and what it left running (`sleep 1000 &`) has ended with it.
+    const ending = await handle.ended
     clearTimeout(wall)
     clearTimeout(idle)
-    // The process is gone; what it left running in its group (`sleep 1000 &`) ends with the call.
-    const survivors = await stop()
     const grace = sleep(DRAIN_MS)
     const drained = await Promise.race([reading.then(() => true), grace.done.then(() => false)])
     grace.cancel()
@@ -278,43 +386,112 @@ const start = (
     clearTimeout(pendingProgress)
     await progressed
     return {
-      exitCode: child.exitCode,
-      signal: child.signalCode === null ? null : String(child.signalCode),
+      exitCode: ending.exitCode,
+      signal: ending.signal,
       timedOut,
       stdout: stdout.finish(),
       stderr: stderr.finish(),
       output: output.finish(),
       unread,
       durationMs: performance.now() - started,
-      survivors,
+      killed: ending.killed,
+      survivors: ending.survivors,
     }
   })()
 
   return { result, close: () => stop().then(() => result) }
 }
 
-export const make = (config: Config.Shell = {}): Interface => {
+export interface Options {
+  /** Where runs are recorded, for a later core to end what a dead one left; `$CORE_DATA_DIR/runs` by default. */
+  readonly records?: string
+}
+
+/** The sandbox setting in effect. */
+export interface Sandbox {
+  readonly mode: "auto" | "required" | "off"
+  /** The kernel's Landlock ABI version; 0 when it has none (or the sandbox is off). */
+  readonly abi: number
+  /** Whether commands given a policy run sandboxed. */
+  readonly active: boolean
+  /** What core says once where it starts when commands run without the sandbox; undefined when they do not. */
+  readonly notice: string | undefined
+}
+
+export const sandboxOf = (mode: "auto" | "required" | "off" = "auto"): Sandbox => {
+  const abi = mode === "off" ? 0 : Landlock.abi()
+  const notice =
+    mode === "off"
+      ? "The shell sandbox is off (shell.sandbox in core.json): commands run on per-command permission alone."
+      : abi > 0
+        ? undefined
+        : mode === "required"
+          ? "The shell sandbox is required (shell.sandbox in core.json) but this kernel has no Landlock: commands are refused."
+          : "This kernel has no Landlock: commands run without the OS sandbox, on per-command permission alone."
+  return { mode, abi, active: abi > 0, notice }
+}
+
+/** Variables of core's own environment that no process may read from /proc/<core>/environ. */
+const SECRETS = ["CORE_TOKEN"]
+
+/** Where core keeps its data (DESIGN §9). */
+const dataDirectory = (): string => resolve(process.env.CORE_DATA_DIR || join(homedir(), ".local/share/core"))
+
+export const make = (config: Config.Shell = {}, options: Options = {}): Interface => {
   const resolved = limits(config)
   const shell = Bun.which("bash") ?? "/bin/sh"
+  const supervise = process.platform === "linux" && Native.available() && Supervised.launchable()
+  // The sandbox is applied by a supervisor: without one, there is none.
+  const sandbox = supervise
+    ? sandboxOf(config.sandbox)
+    : { ...sandboxOf("off"), mode: config.sandbox ?? "auto", notice: "Commands run without a supervisor here: no OS sandbox." }
+  const records: Supervised.Records = { directory: options.records ?? join(dataDirectory(), "runs") }
+  if (supervise) {
+    // Core itself: no command may read its memory or environment (its token) through /proc. Non-dumpable is not
+    // enough on every kernel, so the token's value is also overwritten where /proc/<pid>/environ reads it.
+    Native.prctl(Native.PR_SET_DUMPABLE, 0)
+    Native.scrubEnvironment(SECRETS)
+    // What a dead core left running ends before anything of this one runs (or replays as interrupted).
+    Supervised.sweep(records)
+  }
+  const supervisors = supervise ? Supervised.pool(records) : undefined
   // Untraced on purpose: a span's captured stack costs more than everything else spawning `true` adds to Bun.spawn.
   const run = Effect.fnUntraced(function* (request: Request) {
+    if (request.sandbox !== undefined && sandbox.mode === "required" && !sandbox.active) {
+      return yield* spawnError(request, "ENOSANDBOX", sandbox.notice!)
+    }
     const context = yield* Effect.context<never>()
     const onProgress = request.onProgress
     const progress =
       onProgress === undefined ? undefined : (update: Progress) => Effect.runPromiseWith(context)(onProgress(update))
+    const started = performance.now()
+    const supervised = supervisors !== undefined && request.supervise !== false
+    const prepared =
+      supervised && request.sandbox !== undefined && sandbox.active
+        ? Policies.prepare(request.sandbox, request.env ?? process.env)
+        : undefined
+    const spawn = supervised
+      ? spawnSupervised(
+          supervisors,
+          prepared === undefined ? request : { ...request, env: { ...(request.env ?? process.env), ...prepared.env } },
+          prepared?.grants,
+        )
+      : spawnGroup(request)
     return yield* Effect.acquireUseRelease(
-      Effect.flatMap(spawn(request), ({ child, started }) =>
-        Effect.sync(() => start(child, started, request, resolved, progress)).pipe(
+      Effect.flatMap(spawn, (handle) =>
+        Effect.sync(() => start(handle, started, request, resolved, progress)).pipe(
           // A defect while setting up the run must not leave the process it already started behind.
-          Effect.onError(() => Effect.promise(() => ProcessGroup.terminate(child.pid))),
+          Effect.onError(() => Effect.promise(() => (handle.stop(), handle.ended))),
         ),
       ),
       (running) => Effect.promise(() => running.result),
-      // Runs however the use ends: on interruption this is what ends the group before the run returns.
+      // Runs however the use ends: on interruption this is what ends the process before the run returns.
       (running) => Effect.promise(() => running.close()),
-    )
+    ).pipe(Effect.ensuring(Effect.sync(() => prepared?.cleanup())))
   })
-  return Service.of({ limits: resolved, shell, run })
+  const warm = Effect.promise(() => supervisors?.warm() ?? Promise.resolve())
+  return Service.of({ limits: resolved, shell, sandbox, warm, run })
 }
 
-export const layer = (config: Config.Shell = {}): Layer.Layer<Service> => Layer.sync(Service, () => make(config))
+export const layer = (config: Config.Shell = {}, options: Options = {}): Layer.Layer<Service> =>
+  Layer.sync(Service, () => make(config, options))

@@ -20,6 +20,7 @@ interface Structured {
   readonly output: string
   readonly capture: Record<"stdout" | "stderr" | "output", { bytes: number; kept: number; complete: boolean; gap?: { offset: number; length: number }; unread?: true }>
   readonly durationMs: number
+  readonly killed?: ReadonlyArray<{ readonly pid: number; readonly name: string }>
 }
 
 const structured = (outcome: { settlement: { structured: unknown } }) => outcome.settlement.structured as Structured
@@ -85,7 +86,11 @@ describe("bash results", () => {
     const outcome = await harness().settle("bash", { command: "sleep 1000 & echo $! $$; sleep 1000", timeoutMs: 300 })
     const [background, leader] = pidsIn(structured(outcome).stdout)
     expect(outcome.settlement.status).toBe("success")
-    expect(textOf(outcome.settlement)).toMatch(/\n\nTimed out after 300 ms$/)
+    expect(textOf(outcome.settlement)).toContain(
+      "\n\nTimed out after 300 ms (the wall-clock limit): the command and every process it started were killed. " +
+        "Set `timeoutMs` for more time (default 120,000 ms, at most 600,000 ms) or split the work.\nKilled 2 processes still running: ",
+    )
+    expect(structured(outcome).killed?.map((killed) => killed.pid)).toEqual(expect.arrayContaining([background, leader]))
     expect(structured(outcome)).toMatchObject({ timedOut: true, timeout: { kind: "wall", ms: 300 }, signal: "SIGTERM" })
     expect(alive(background!)).toBe(false)
     expect(ProcessGroup.members(leader!)).toEqual([])
@@ -93,7 +98,10 @@ describe("bash results", () => {
 
   test("a command that never prints stops after the configured inactivity timeout", async () => {
     const outcome = await harness({ shell: { inactivityTimeoutMs: 300 } }).settle("bash", { command: "sleep 1000" })
-    expect(textOf(outcome.settlement)).toBe("(no output)\n\nTimed out after 300 ms without output")
+    expect(textOf(outcome.settlement)).toStartWith(
+      "(no output)\n\nTimed out after 300 ms without output (the inactivity limit, shell.inactivityTimeoutMs in " +
+        "core.json): the command and every process it started were killed.",
+    )
     expect(structured(outcome).timeout).toEqual({ kind: "inactivity", ms: 300 })
   })
 
@@ -422,8 +430,8 @@ describe("bash: the system refusing to start the command", () => {
   })
 })
 
-describe("bash: output still held open by a process that left the group", () => {
-  test("is reported as not read, never as complete", async () => {
+describe("bash: processes that left the command's group", () => {
+  test("are killed with the call, named in the result, and the output they held is read to its end", async () => {
     // The writer reports its pid once it is in its own session, out of the group's reach, and keeps writing.
     const session = (pid: string) => `$(cut -d' ' -f6 /proc/${pid}/stat)`
     const command =
@@ -432,15 +440,11 @@ describe("bash: output still held open by a process that left the group", () => 
     // Reading /proc/$pid is a path outside known only when it runs: asked, and approved here.
     const outcome = await harness().settle("bash", { command }, { reply: { reply: "once" } })
     const [pid] = pidsIn(structured(outcome).stdout.split("\n").find((line) => line.startsWith("writer"))!)
-    try {
-      expect(outcome.settlement.status).toBe("success")
-      expect(structured(outcome).capture.stdout).toMatchObject({ complete: false, unread: true })
-      expect(structured(outcome).capture.output).toMatchObject({ complete: false, unread: true })
-      expect(textOf(outcome.settlement)).toContain(
-        "stdout: still held open by a process that left the command's process group (setsid); output after the command ended was not read",
-      )
-    } finally {
-      process.kill(-pid!, "SIGKILL")
-    }
+    expect(outcome.settlement.status).toBe("success")
+    expect(alive(pid!)).toBe(false)
+    expect(structured(outcome).killed).toEqual(expect.arrayContaining([{ pid: pid!, name: "sh" }]))
+    expect(structured(outcome).capture.stdout).toMatchObject({ complete: true })
+    expect(textOf(outcome.settlement)).toContain(`\nKilled `)
+    expect(textOf(outcome.settlement)).toContain(`sh (${pid})`)
   })
 })

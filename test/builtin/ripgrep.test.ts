@@ -3,12 +3,14 @@
 // carries: extracted into the sandbox's data directory on first use and reused after.
 
 import { describe, expect, test } from "bun:test"
-import { readdirSync, statSync, writeFileSync } from "node:fs"
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { open } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect, Fiber } from "effect"
 import { Ripgrep } from "../../src/builtin/ripgrep"
+import { ProcessGroup } from "../../src/shell/group"
 import { exec, sandbox, settlementOf } from "../cli/fixture"
+import { alive } from "../shell/processes"
 import { tempDir } from "../support/temp"
 
 describe("Ripgrep.extract", () => {
@@ -84,6 +86,53 @@ describe("Ripgrep.run", () => {
       }),
     )
     expect(written).toBe("EPIPE")
+  })
+
+  /** The rg this process started on `path`, from /proc. */
+  const rgOn = (path: string): number => {
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue
+      try {
+        const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0")
+        if (argv.includes(path) && ProcessGroup.stat(Number(entry))?.ppid === process.pid) return Number(entry)
+      } catch {
+        // ended while we looked
+      }
+    }
+    throw new Error(`no rg on ${path}`)
+  }
+
+  test("a cancelled search kills rg, checked in /proc", async () => {
+    const directory = tempDir()
+    const fifo = join(directory, "pipe")
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0)
+    const pid = await Effect.runPromise(
+      Effect.gen(function* () {
+        const fiber = yield* Effect.forkChild(
+          Ripgrep.run({ args: ["--no-config", "-e", "needle", "--", fifo], cwd: directory, onData: () => {} }),
+        )
+        const writer = yield* Effect.promise(() => open(fifo, "w"))
+        const pid = rgOn(fifo)
+        expect(alive(pid)).toBe(true)
+        yield* Fiber.interrupt(fiber)
+        yield* Effect.promise(() => writer.close())
+        return pid
+      }),
+    )
+    expect(alive(pid)).toBe(false)
+  })
+
+  test("a search over its time limit kills rg and says it was stopped", async () => {
+    const directory = tempDir()
+    const fifo = join(directory, "pipe")
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0)
+    const writer = open(fifo, "w")
+    const outcome = await Effect.runPromise(
+      Ripgrep.run({ args: ["--no-config", "-e", "needle", "--", fifo], cwd: directory, onData: () => {}, timeoutMs: 300 }),
+    )
+    await (await writer).close()
+    expect(outcome.code).toBe(2)
+    expect(outcome.problems).toEqual(["the search took longer than 300 ms and was stopped"])
   })
 
   test("reports a glob it cannot parse for select, and problems without the rg: prefix", async () => {

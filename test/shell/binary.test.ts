@@ -5,7 +5,7 @@ import { describe, expect, test } from "bun:test"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { ProcessGroup } from "../../src/shell/group"
-import { exec, sandbox, settlementOf, start } from "../cli/fixture"
+import { core, exec, sandbox, settlementOf, start } from "../cli/fixture"
 import { alive, pidsIn } from "./processes"
 
 describe("core exec bash", () => {
@@ -74,5 +74,16 @@ describe("core exec bash", () => {
     for (let tries = 0; tries < 100 && (alive(background!) || alive(leader!)); tries++) await Bun.sleep(20)
     expect(alive(background!)).toBe(false)
     expect(alive(leader!)).toBe(false)
+  })
+
+  test("core check says once when commands run without the OS sandbox, and refuses an unknown sandbox setting", async () => {
+    const off = sandbox({ "core.json": JSON.stringify({ shell: { sandbox: "off" } }) })
+    const checked = await core(off, ["check", "bash", "--input", JSON.stringify({ command: "ls" }), "--location", off.location])
+    expect(checked.code).toBe(0)
+    expect(checked.stderr.match(/shell sandbox is off/g)).toHaveLength(1)
+    const wrong = sandbox({ "core.json": JSON.stringify({ shell: { sandbox: "sometimes" } }) })
+    const refused = await core(wrong, ["check", "bash", "--input", JSON.stringify({ command: "ls" }), "--location", wrong.location])
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain("shell.sandbox")
   })
 })

@@ -1,0 +1,192 @@
+export * as Landlock from "./landlock"
+
+// The OS sandbox of a command: Landlock, through raw system calls (./native). `grants` works out, in core, which
+// directories a command may read and write; `restrict` applies them to the calling thread (Landlock and
+// no_new_privs are per thread: the thread that then spawns the command is the restricted one, and the command
+// inherits its domain). Landlock is allow-only, so a directory to hide that lies inside one to grant is handled by
+// granting the granted directory's other entries instead (see `grants`). Nothing here decides permissions.
+
+import { existsSync, readdirSync, realpathSync, statSync } from "node:fs"
+import { basename, dirname, join, resolve, sep } from "node:path"
+import { Native } from "./native"
+
+const SYS_CREATE_RULESET = 444
+const SYS_ADD_RULE = 445
+const SYS_RESTRICT_SELF = 446
+const CREATE_RULESET_VERSION = 1
+const RULE_PATH_BENEATH = 1
+
+const EXECUTE = 1n << 0n
+const WRITE_FILE = 1n << 1n
+const READ_FILE = 1n << 2n
+const READ_DIR = 1n << 3n
+const TRUNCATE = 1n << 14n
+const IOCTL_DEV = 1n << 15n
+/** The rights that apply to a file (the others are about a directory's entries). */
+const FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+const READ_RIGHTS = EXECUTE | READ_FILE | READ_DIR
+/** Device files: read, write and truncate (`> /dev/null`) existing ones, and their ioctls; never make new ones. */
+const DEVICE_RIGHTS = READ_RIGHTS | WRITE_FILE | TRUNCATE | IOCTL_DEV
+/** LANDLOCK_SCOPE_SIGNAL (ABI 6): no signal to a process outside the domain, core and the supervisor included. */
+const SCOPE_SIGNAL = 2n
+
+/** System directories every command may read and run programs from (never written). */
+export const SYSTEM_READABLE: ReadonlyArray<string> = [
+  "/usr",
+  "/bin",
+  "/sbin",
+  "/lib",
+  "/lib32",
+  "/lib64",
+  "/libx32",
+  "/etc",
+  "/opt",
+  "/proc",
+  "/sys",
+  "/run",
+  "/var",
+  "/nix",
+  "/snap",
+]
+
+/** What a command may touch: every path is absolute and real (symlinks followed). */
+export interface Grants {
+  readonly read: ReadonlyArray<string>
+  readonly write: ReadonlyArray<string>
+  readonly devices: ReadonlyArray<string>
+}
+
+let detected: number | undefined
+
+/** The Landlock ABI version of this kernel, or 0 when Landlock is missing or disabled. */
+export const abi = (): number => {
+  if (detected !== undefined) return detected
+  if (process.platform !== "linux" || !Native.available()) return (detected = 0)
+  const version = Native.syscall(SYS_CREATE_RULESET, 0, 0, CREATE_RULESET_VERSION)
+  return (detected = version > 0 ? version : 0)
+}
+
+/** Whether `path` is `root` or lies under it. */
+const within = (root: string, path: string): boolean =>
+  path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)
+
+/** The real path of `path`, or of its nearest existing ancestor joined with the rest. */
+export const real = (path: string): string => {
+  const absolute = resolve(path)
+  try {
+    return realpathSync(absolute)
+  } catch {
+    const parent = dirname(absolute)
+    return parent === absolute ? absolute : join(real(parent), basename(absolute))
+  }
+}
+
+/**
+ * The paths to grant so that `root` is covered except every `hidden` directory: `root` itself when nothing hidden
+ * lies inside it; otherwise each of its entries, recursing only into the one that leads to a hidden directory.
+ * The directories on the way to a hidden one get no rule of their own, so nothing can be created or listed
+ * directly in them (the price of hiding a directory inside a granted one), while everything else in them stays
+ * granted. Nothing under a hidden directory is ever granted.
+ */
+const cover = (root: string, hidden: ReadonlyArray<string>, into: Array<string>): void => {
+  if (hidden.some((dir) => within(dir, root))) return
+  if (!hidden.some((dir) => within(root, dir))) {
+    if (existsSync(root)) into.push(root)
+    return
+  }
+  let entries: Array<string>
+  try {
+    entries = readdirSync(root)
+  } catch {
+    return
+  }
+  for (const entry of entries) cover(join(root, entry), hidden, into)
+}
+
+export interface Policy {
+  /** Readable and writable: the Location, the temp directory, approved directories. */
+  readonly writable: ReadonlyArray<string>
+  /** Readable only, besides SYSTEM_READABLE. */
+  readonly readable: ReadonlyArray<string>
+  /** Neither readable nor writable, wherever they lie: $CORE_HOME and $CORE_DATA_DIR. */
+  readonly hidden: ReadonlyArray<string>
+}
+
+/** The grants of a policy: real paths, hidden directories carved out of every grant. */
+export const grants = (policy: Policy): Grants => {
+  const hidden = policy.hidden.map(real)
+  const grant = (paths: ReadonlyArray<string>) => {
+    const into: Array<string> = []
+    for (const path of new Set(paths.map(real))) cover(path, hidden, into)
+    return into
+  }
+  return {
+    read: grant([...SYSTEM_READABLE, ...policy.readable]),
+    write: grant(policy.writable),
+    devices: grant(["/dev"]),
+  }
+}
+
+/** The filesystem rights this ABI can restrict: every right it knows, so each is denied unless granted. */
+const handledFs = (version: number): bigint => {
+  let rights = (1n << 13n) - 1n // ABI 1: execute … make_sym
+  if (version >= 2) rights |= 1n << 13n // refer
+  if (version >= 3) rights |= TRUNCATE
+  if (version >= 5) rights |= IOCTL_DEV
+  return rights
+}
+
+/**
+ * Restricts the calling thread (and every process it spawns afterwards) to `grants`. Answers undefined, or why it
+ * could not (then nothing was restricted, unless the last step failed, which the kernel does not do in practice).
+ */
+export const restrict = (grants: Grants, version = abi()): string | undefined => {
+  if (version < 1) return "Landlock is not available"
+  const handled = handledFs(version)
+  const attr = new DataView(new ArrayBuffer(24))
+  attr.setBigUint64(0, handled, true)
+  attr.setBigUint64(8, 0n, true)
+  attr.setBigUint64(16, version >= 6 ? SCOPE_SIGNAL : 0n, true)
+  const size = version >= 6 ? 24 : version >= 4 ? 16 : 8
+  const ruleset = Native.syscall(SYS_CREATE_RULESET, Native.address(new Uint8Array(attr.buffer)), size, 0)
+  if (ruleset < 0) return `landlock_create_ruleset failed (errno ${-ruleset})`
+  try {
+    const rule = new DataView(new ArrayBuffer(12))
+    const add = (path: string, rights: bigint): string | undefined => {
+      let directory: boolean
+      try {
+        directory = statSync(path).isDirectory()
+      } catch {
+        return undefined // gone since the grants were worked out: nothing to grant
+      }
+      const fd = Native.open(path, Native.O_PATH | Native.O_CLOEXEC)
+      if (fd < 0) return undefined
+      try {
+        rule.setBigUint64(0, (directory ? rights : rights & FILE_RIGHTS) & handled, true)
+        rule.setInt32(8, fd, true)
+        const added = Native.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, Native.address(new Uint8Array(rule.buffer)))
+        return added < 0 ? `landlock_add_rule failed for ${path} (errno ${-added})` : undefined
+      } finally {
+        Native.close(fd)
+      }
+    }
+    for (const path of grants.read) {
+      const failed = add(path, READ_RIGHTS)
+      if (failed !== undefined) return failed
+    }
+    for (const path of grants.devices) {
+      const failed = add(path, DEVICE_RIGHTS)
+      if (failed !== undefined) return failed
+    }
+    for (const path of grants.write) {
+      const failed = add(path, handled)
+      if (failed !== undefined) return failed
+    }
+    const privileged = Native.prctl(Native.PR_SET_NO_NEW_PRIVS, 1)
+    if (privileged !== 0) return `prctl(PR_SET_NO_NEW_PRIVS) failed (errno ${privileged})`
+    const restricted = Native.syscall(SYS_RESTRICT_SELF, ruleset, 0)
+    return restricted < 0 ? `landlock_restrict_self failed (errno ${-restricted})` : undefined
+  } finally {
+    Native.close(ruleset)
+  }
+}

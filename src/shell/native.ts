@@ -1,0 +1,139 @@
+export * as Native from "./native"
+
+// The few libc calls the shell needs that Bun does not offer (prctl, raw syscalls, open with O_PATH, waitpid),
+// through bun:ffi. Linux only. The library is opened on first use, so importing this module costs nothing; where
+// libc cannot be opened, `available` is false and callers fall back to running without these protections.
+
+import { dlopen, FFIType, ptr, read } from "bun:ffi"
+import { closeSync, openSync, readFileSync, writeSync } from "node:fs"
+
+export const PR_SET_PDEATHSIG = 1
+export const PR_SET_DUMPABLE = 4
+export const PR_CAPBSET_DROP = 24
+export const PR_SET_CHILD_SUBREAPER = 36
+export const CAP_SYS_PTRACE = 19
+export const PR_SET_NO_NEW_PRIVS = 38
+export const O_PATH = 0o10000000
+export const O_CLOEXEC = 0o2000000
+export const WNOHANG = 1
+
+const SYMBOLS = {
+  prctl: { args: [FFIType.i32, FFIType.u64, FFIType.u64, FFIType.u64, FFIType.u64], returns: FFIType.i32 },
+  syscall: { args: [FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64], returns: FFIType.i64 },
+  open: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+  close: { args: [FFIType.i32], returns: FFIType.i32 },
+  dup2: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+  waitpid: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+  getppid: { args: [], returns: FFIType.i32 },
+  __errno_location: { args: [], returns: FFIType.ptr },
+} as const
+
+type Library = ReturnType<typeof dlopen<typeof SYMBOLS>>["symbols"]
+
+let opened: Library | null | undefined
+
+const libc = (): Library | null => {
+  if (opened !== undefined) return opened
+  for (const name of ["libc.so.6", "libc.so"]) {
+    try {
+      opened = dlopen(name, SYMBOLS).symbols
+      return opened
+    } catch {
+      // try the next name; musl and glibc name it differently
+    }
+  }
+  opened = null
+  return opened
+}
+
+/** Whether libc could be opened (Linux with glibc or musl). */
+export const available = (): boolean => libc() !== null
+
+const errno = (lib: Library): number => read.i32(lib.__errno_location()!, 0)
+
+/** prctl(option, value); answers 0 or the errno. */
+export const prctl = (option: number, value: number): number => {
+  const lib = libc()
+  if (lib === null) return -1
+  return lib.prctl(option, value, 0, 0, 0) === 0 ? 0 : errno(lib)
+}
+
+/** A raw system call; answers its result, or minus the errno on failure. */
+export const syscall = (number: number, a = 0, b = 0, c = 0, d = 0): number => {
+  const lib = libc()
+  if (lib === null) return -38 // ENOSYS
+  const result = Number(lib.syscall(number, a, b, c, d))
+  return result === -1 ? -errno(lib) : result
+}
+
+/** open(path, flags) for an O_PATH handle; answers the descriptor or minus the errno. */
+export const open = (path: string, flags: number): number => {
+  const lib = libc()
+  if (lib === null) return -38
+  const fd = lib.open(ptr(Buffer.from(`${path}\0`)), flags)
+  return fd === -1 ? -errno(lib) : fd
+}
+
+export const close = (fd: number): void => {
+  libc()?.close(fd)
+}
+
+/** Points this process's stdout and stderr at /dev/null, letting go of whatever they were (pipes it shares). */
+export const releaseOutput = (): void => {
+  const lib = libc()
+  if (lib === null) return
+  const fd = open("/dev/null", 2 /* O_RDWR */)
+  if (fd < 0) return
+  lib.dup2(fd, 1)
+  lib.dup2(fd, 2)
+  if (fd > 2) lib.close(fd)
+}
+
+export const getppid = (): number => libc()?.getppid() ?? process.ppid
+
+/** Reaps one ended child without blocking: its pid, 0 when none has ended, or -1 when there is no child. */
+export const reap = (pid = -1): number => libc()?.waitpid(pid, null, WNOHANG) ?? -1
+
+/** The address of a buffer, for system calls that take a struct. */
+export const address = (bytes: Uint8Array): number => Number(ptr(bytes))
+
+/**
+ * Overwrites the values of `names` in this process's initial environment block, the memory that
+ * /proc/<pid>/environ shows to other processes. Bun keeps its own copy of the environment (process.env and the
+ * environment children inherit are unaffected), so this only hides the values from readers of /proc. Answers the
+ * names it scrubbed.
+ */
+export const scrubEnvironment = (names: ReadonlyArray<string>): ReadonlyArray<string> => {
+  let block: Buffer
+  let start: number
+  try {
+    const stat = readFileSync("/proc/self/stat", "latin1")
+    // env_start is field 50 of /proc/<pid>/stat; fields count from the state, field 3, after the name.
+    start = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[47])
+    block = readFileSync("/proc/self/environ")
+  } catch {
+    return []
+  }
+  const scrubbed: Array<string> = []
+  let fd: number | undefined
+  try {
+    for (const name of names) {
+      const key = Buffer.from(`${name}=`)
+      let at = block.indexOf(key)
+      while (at > 0 && block[at - 1] !== 0) at = block.indexOf(key, at + 1)
+      if (at === -1) continue
+      const value = at + key.length
+      const end = block.indexOf(0, value)
+      const length = (end === -1 ? block.length : end) - value
+      if (length === 0) continue
+      fd ??= openSync("/proc/self/mem", "r+")
+      writeSync(fd, Buffer.alloc(length, "*"), 0, length, start + value)
+      scrubbed.push(name)
+    }
+  } catch {
+    // Not possible here (no /proc, or /proc/self/mem not writable): the values stay where they were.
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
+  return scrubbed
+}

@@ -1,0 +1,239 @@
+export * as Supervised from "./supervised"
+
+// Core's side of the per-call supervisor (./supervisor): starting one (a spare is kept warm once commands repeat,
+// so a call does not wait for a process to start), handing it the command, stopping it, and the records that let
+// a later core end what a dead core left running. A record (`<data dir>/runs/<marker>.json`) names the owning
+// core and the supervisor, each by pid and start time; the command's environment carries the marker
+// (CORE_RUN=<marker>), which survives setsid and double forks but not a command that clears its environment.
+
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { ProcessGroup } from "./group"
+import { Supervisor } from "./supervisor"
+
+/** The variable every supervised command carries, naming its run. */
+export const MARKER = "CORE_RUN"
+
+/** Whether this process is the compiled executable (its modules live in Bun's embedded file system). */
+const compiled = (): boolean => import.meta.path.startsWith("/$bunfs/")
+
+/** How core starts a supervisor: itself, as a launcher; from source, bun on the supervisor's file. */
+const launcher = (): ReadonlyArray<string> =>
+  compiled()
+    ? [process.execPath, Supervisor.LAUNCH, String(process.pid)]
+    : [process.execPath, join(import.meta.dir, "supervisor.ts"), String(process.pid)]
+
+/**
+ * Whether a supervisor can be started from here: always from the compiled core; from source when the supervisor's
+ * file is beside this one (not when this module was bundled elsewhere, as in the tool authors' testing kit).
+ */
+export const launchable = (): boolean => compiled() || existsSync(join(import.meta.dir, "supervisor.ts"))
+
+type Process_ = Bun.Subprocess<"ignore", "pipe", "pipe">
+
+export interface Run {
+  readonly pid: number
+  readonly stdout: ReadableStream<Uint8Array>
+  readonly stderr: ReadableStream<Uint8Array>
+  /** How starting the command went. */
+  readonly started: Promise<Extract<Supervisor.Report, { kind: "started" | "refused" | "failed" }>>
+  /** The supervisor's last report, or undefined when it died without one. */
+  readonly ended: Promise<Extract<Supervisor.Report, { kind: "ended" }> | undefined>
+  /** Ends the command and every descendant: SIGTERM, then SIGKILL after the grace period. */
+  readonly stop: () => void
+  readonly marker: string
+}
+
+interface Spare {
+  readonly process: Process_
+  readonly reports: Array<Supervisor.Report>
+  listener: ((report: Supervisor.Report) => void) | undefined
+  /** Resolves once it is up (or gone). */
+  readonly ready: Promise<void>
+}
+
+const startOf = (pid: number): number | undefined => ProcessGroup.stat(pid)?.start
+
+/** Records of running supervisors, so that a later core can end what a dead one left. */
+export interface Records {
+  readonly directory: string
+}
+
+const record = (records: Records, marker: string, supervisor: number) => {
+  const owner = { pid: process.pid, start: startOf(process.pid) }
+  const body = JSON.stringify({ owner, supervisor: { pid: supervisor, start: startOf(supervisor) } })
+  try {
+    writeFileSync(join(records.directory, `${marker}.json`), body, { mode: 0o600 })
+  } catch {
+    mkdirSync(records.directory, { recursive: true, mode: 0o700 })
+    writeFileSync(join(records.directory, `${marker}.json`), body, { mode: 0o600 })
+  }
+}
+
+const forget = (records: Records, marker: string) => rmSync(join(records.directory, `${marker}.json`), { force: true })
+
+/** The live processes whose environment holds `MARKER=marker`. */
+const marked = (marker: string): Array<number> => {
+  const needle = Buffer.from(`\0${MARKER}=${marker}\0`)
+  const found: Array<number> = []
+  for (const entry of readdirSync("/proc")) {
+    const code = entry.charCodeAt(0)
+    if (code < 48 || code > 57) continue
+    let environ: Buffer
+    try {
+      environ = readFileSync(`/proc/${entry}/environ`)
+    } catch {
+      continue
+    }
+    const padded = Buffer.concat([Buffer.from([0]), environ])
+    if (padded.includes(needle) && ProcessGroup.stat(Number(entry))?.state !== "Z") found.push(Number(entry))
+  }
+  return found
+}
+
+/** SIGKILLs every live process carrying the marker, until none is left (bounded); answers those killed. */
+export const killMarked = (marker: string): ReadonlyArray<number> => {
+  const killed = new Set<number>()
+  for (let round = 0; round < 20; round++) {
+    const found = marked(marker)
+    if (found.length === 0) break
+    for (const pid of found) {
+      killed.add(pid)
+      try {
+        process.kill(pid, "SIGKILL")
+      } catch {
+        // gone meanwhile
+      }
+    }
+  }
+  return [...killed]
+}
+
+/**
+ * Ends what dead cores left running: for each record whose owner is gone, tells its supervisor (if alive) to end
+ * everything, kills every process still carrying its marker, and drops the record. Records of live cores stay.
+ */
+export const sweep = (records: Records): ReadonlyArray<number> => {
+  let names: Array<string>
+  try {
+    names = readdirSync(records.directory).filter((name) => name.endsWith(".json"))
+  } catch {
+    return []
+  }
+  const killed: Array<number> = []
+  for (const name of names) {
+    const file = join(records.directory, name)
+    let entry: { owner: { pid: number; start?: number }; supervisor: { pid: number; start?: number } }
+    try {
+      entry = JSON.parse(readFileSync(file, "utf8"))
+    } catch {
+      rmSync(file, { force: true })
+      continue
+    }
+    if (startOf(entry.owner.pid) === entry.owner.start && entry.owner.start !== undefined) continue
+    if (entry.supervisor.start !== undefined && startOf(entry.supervisor.pid) === entry.supervisor.start) {
+      try {
+        process.kill(entry.supervisor.pid, "SIGHUP")
+      } catch {
+        // ended meanwhile
+      }
+    }
+    killed.push(...killMarked(name.slice(0, -".json".length)))
+    rmSync(file, { force: true })
+  }
+  return killed
+}
+
+export interface Pool {
+  /** Resolves once a spare supervisor is up for the next command (starting one if there is none). */
+  readonly warm: () => Promise<void>
+  /** Starts `order` in a supervisor (a warm spare when there is one). */
+  readonly launch: (order: Omit<Supervisor.Order, "kind" | "env"> & { readonly env: Readonly<Record<string, string>> }) => Run
+}
+
+export const pool = (records: Records | undefined): Pool => {
+  let spare: Spare | undefined
+  let launched = 0
+
+  const spawn = (): Spare => {
+    let up: () => void = () => {}
+    const ready = new Promise<void>((resolve) => (up = resolve))
+    const entry: Spare = { process: undefined as never, reports: [], listener: undefined, ready }
+    const child = Bun.spawn([...launcher()], {
+      // Not the workspace: from source, bun would read a bunfig.toml or .env found there.
+      cwd: "/",
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      // Its own session: a terminal's Ctrl-C reaches core, which decides.
+      detached: true,
+      serialization: "json",
+      ipc: (message: Supervisor.Report) => {
+        if (message.kind === "ready") return up()
+        if (entry.listener !== undefined) entry.listener(message)
+        else entry.reports.push(message)
+      },
+    })
+    ;(entry as { process: Process_ }).process = child
+    ProcessGroup.trackSupervisor(child.pid)
+    // An idle spare must not keep core running.
+    child.unref()
+    void child.exited.then(() => {
+      up()
+      ProcessGroup.untrackSupervisor(child.pid)
+      if (spare === entry) spare = undefined
+    })
+    return entry
+  }
+
+  const take = (): Spare => {
+    const taken = spare !== undefined && spare.process.exitCode === null && spare.process.signalCode === null ? spare : spawn()
+    spare = undefined
+    launched++
+    // Once commands repeat, the next one gets a supervisor that is already up.
+    if (launched > 1) queueMicrotask(() => (spare ??= spawn()))
+    return taken
+  }
+
+  const launch: Pool["launch"] = (order) => {
+    const entry = take()
+    const child = entry.process
+    child.ref()
+    const marker = crypto.randomUUID()
+    if (records !== undefined) record(records, marker, child.pid)
+    let onStarted: (report: Awaited<Run["started"]>) => void
+    let onEnded: (report: Awaited<Run["ended"]>) => void
+    const started = new Promise<Awaited<Run["started"]>>((resolve) => (onStarted = resolve))
+    const ended = new Promise<Awaited<Run["ended"]>>((resolve) => (onEnded = resolve))
+    const receive = (report: Supervisor.Report) => {
+      if (report.kind === "ended") onEnded(report)
+      else if (report.kind !== "ready") onStarted(report)
+    }
+    entry.listener = receive
+    for (const report of entry.reports.splice(0)) receive(report)
+    void child.exited.then(() => {
+      onStarted({ kind: "failed", message: `The command's supervisor exited (${child.signalCode ?? child.exitCode}) before starting it` })
+      onEnded(undefined)
+      if (records !== undefined) forget(records, marker)
+    })
+    child.send({ ...order, kind: "run", env: { ...order.env, [MARKER]: marker } } satisfies Supervisor.Order)
+    return {
+      pid: child.pid,
+      stdout: child.stdout,
+      stderr: child.stderr,
+      started,
+      ended,
+      marker,
+      stop: () => {
+        try {
+          child.kill("SIGTERM")
+        } catch {
+          // ended already
+        }
+      },
+    }
+  }
+  const warm = () => (spare ??= spawn()).ready
+  return { warm, launch }
+}

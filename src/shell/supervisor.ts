@@ -1,0 +1,203 @@
+export * as Supervisor from "./supervisor"
+
+// The per-call supervisor: core re-invoked as a small launcher (`core __supervise PID`, or `bun supervisor.ts
+// PID` from source) that runs one command and makes sure nothing it started outlives it. It is a child
+// subreaper, so every descendant stays its descendant however it detaches (setsid, `set -m`, double fork,
+// setpgrp); it dies with core (a parent-death signal); it applies the command's sandbox to the thread that spawns
+// it. When the command exits, times out, is cancelled or core dies, it ends every descendant and reports what it
+// ended. It imports nothing heavy: it starts for every command. It decides nothing and never writes to stdout or
+// stderr, which belong to the command.
+
+import { Landlock } from "./landlock"
+import { Native } from "./native"
+import { ProcessGroup } from "./group"
+
+/** The argument that makes the core executable a supervisor. */
+export const LAUNCH = "__supervise"
+
+/** After SIGTERM, how long the processes get before SIGKILL (DESIGN §9). */
+export const GRACE_MS = 3000
+const POLL_MS = 20
+const KILL_ROUNDS = 50
+const SIGHUP = 1
+
+/** What core asks the supervisor to run (one per supervisor). */
+export interface Order {
+  readonly kind: "run"
+  readonly argv: ReadonlyArray<string>
+  readonly cwd: string
+  readonly env: Readonly<Record<string, string>>
+  /** stdin bytes, base64; stdin is /dev/null when absent. */
+  readonly stdin?: string
+  /** The sandbox, applied before spawning; none when absent. */
+  readonly grants?: Landlock.Grants
+  readonly graceMs: number
+}
+
+/** A process the supervisor ended. */
+export interface Ended {
+  readonly pid: number
+  readonly name: string
+}
+
+export type Report =
+  /** Up and waiting for its order. */
+  | { readonly kind: "ready" }
+  | { readonly kind: "started"; readonly pid: number }
+  /** The system refused to start the command: its errno name. */
+  | { readonly kind: "refused"; readonly code: string; readonly message: string }
+  /** Anything else that stopped the command from starting: a broken invariant. */
+  | { readonly kind: "failed"; readonly message: string }
+  | {
+      readonly kind: "ended"
+      readonly exitCode: number | null
+      readonly signal: string | null
+      /** Every process the supervisor ended, the command's own included when it was still running. */
+      readonly killed: ReadonlyArray<Ended>
+      readonly survivors: ReadonlyArray<number>
+    }
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+const send = (report: Report): Promise<void> =>
+  new Promise((resolve) => {
+    if (process.send === undefined || !process.connected) return resolve()
+    process.send(report, undefined, undefined, () => resolve())
+  })
+
+const kill = (pid: number, signal: NodeJS.Signals) => {
+  try {
+    process.kill(pid, signal)
+  } catch {
+    // gone already, or not ours to signal: a survivor then, reported as such
+  }
+}
+
+/**
+ * Ends every descendant: SIGTERM, up to `graceMs` for them to go, then SIGKILL rounds until none is left. Answers
+ * every process it saw (new ones forked meanwhile included) and those that would not die.
+ */
+/** Set when the end must not wait any longer (core is gone or forcing its exit): cuts a grace period short. */
+let urgent = false
+
+const endAll = async (graceMs: number): Promise<{ killed: ReadonlyArray<Ended>; survivors: ReadonlyArray<number> }> => {
+  const self = process.pid
+  const seen = new Map<number, Ended>()
+  const look = () => {
+    const found = ProcessGroup.descendants(self)
+    for (const process_ of found) if (!seen.has(process_.pid)) seen.set(process_.pid, { pid: process_.pid, name: process_.name })
+    return found
+  }
+  let left = look()
+  if (left.length > 0 && graceMs > 0) {
+    for (const process_ of left) kill(process_.pid, "SIGTERM")
+    const deadline = performance.now() + graceMs
+    while (left.length > 0 && performance.now() < deadline && !urgent) {
+      await sleep(POLL_MS)
+      left = look()
+      // A process forked after the first round gets its SIGTERM too.
+      for (const process_ of left) if (process_.state !== "Z") kill(process_.pid, "SIGTERM")
+    }
+  }
+  for (let round = 0; round < KILL_ROUNDS && left.length > 0; round++) {
+    for (const process_ of left) kill(process_.pid, "SIGKILL")
+    await sleep(POLL_MS)
+    left = look()
+  }
+  return { killed: [...seen.values()], survivors: left.map((process_) => process_.pid) }
+}
+
+/** Runs the supervisor to its end (it exits the process); `parent` is core's pid. */
+export const main = async (parent: number): Promise<never> => {
+  // Dies with core: a parent-death signal, then a check that core did not die before it was set.
+  Native.prctl(Native.PR_SET_PDEATHSIG, SIGHUP)
+  if (Native.getppid() !== parent) process.exit(0)
+  Native.prctl(Native.PR_SET_CHILD_SUBREAPER, 1)
+  Native.prctl(Native.PR_SET_NO_NEW_PRIVS, 1)
+  // Nothing the command runs may read this process's memory or environment, nor core's (both non-dumpable):
+  // even run by root, the command cannot gain CAP_SYS_PTRACE, which would override that. (Fails harmlessly
+  // for a user who has no capabilities to drop.)
+  Native.prctl(Native.PR_SET_DUMPABLE, 0)
+  Native.prctl(Native.PR_CAPBSET_DROP, Native.CAP_SYS_PTRACE)
+
+  let child: Bun.Subprocess | undefined
+  let ending: Promise<never> | undefined
+  let graceMs = GRACE_MS
+  const finish = (grace: number): Promise<never> =>
+    (ending ??= (async () => {
+      if (child === undefined) process.exit(0)
+      const { killed, survivors } = await endAll(grace)
+      await child.exited
+      // Orphans it adopted and ended are its children: reap them, so none is left a zombie.
+      while (Native.reap() > 0);
+      // Core gone: nobody to tell. Otherwise a report that cannot be delivered must not keep this process alive.
+      const report: Report = {
+        kind: "ended",
+        exitCode: child.exitCode,
+        signal: child.signalCode === null ? null : String(child.signalCode),
+        killed,
+        survivors,
+      }
+      if (!urgent) await Promise.race([send(report), sleep(1000)])
+      process.exit(0)
+    })())
+
+  // SIGTERM: end gracefully (a timeout or a cancel). SIGHUP: core is gone or forcing its exit: no grace.
+  process.on("SIGTERM", () => void finish(graceMs))
+  process.on("SIGHUP", () => {
+    urgent = true
+    void finish(0)
+  })
+  // A terminal's Ctrl-C is core's to handle; core then tells the supervisor.
+  process.on("SIGINT", () => {})
+  process.on("disconnect", () => {
+    urgent = true
+    void finish(0)
+  })
+  process.on("message", (message: unknown) => {
+    if (child !== undefined || ending !== undefined) return
+    const order = message as Order
+    graceMs = order.graceMs
+    if (order.grants !== undefined) {
+      const failed = Landlock.restrict(order.grants)
+      if (failed !== undefined) {
+        void send({ kind: "failed", message: `Could not apply the sandbox: ${failed}` }).then(() => process.exit(0))
+        return
+      }
+    }
+    try {
+      child = Bun.spawn([...order.argv], {
+        cwd: order.cwd,
+        env: { ...order.env },
+        stdin: order.stdin === undefined ? "ignore" : Buffer.from(order.stdin, "base64"),
+        stdout: "inherit",
+        stderr: "inherit",
+        // Its own session and group, with no terminal: as a command started by core always was.
+        detached: true,
+      })
+    } catch (cause) {
+      const code = typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
+      const text = cause instanceof Error ? cause.message : String(cause)
+      void send(typeof code === "string" ? { kind: "refused", code, message: text } : { kind: "failed", message: text }).then(
+        () => process.exit(0),
+      )
+      return
+    }
+    // The command's output pipes are the command's alone now: they close as soon as its last process is gone,
+    // without waiting for the supervisor to exit.
+    Native.releaseOutput()
+    void send({ kind: "started", pid: child.pid })
+    void child.exited.then(() => finish(graceMs))
+  })
+  // Should the parent-death signal be missed, the supervisor still notices that core is gone.
+  setInterval(() => {
+    if (Native.getppid() !== parent) {
+      urgent = true
+      void finish(0)
+    }
+  }, 1000).unref()
+  void send({ kind: "ready" })
+  return new Promise<never>(() => {})
+}
+
+if (import.meta.main) await main(Number(process.argv[2]))

@@ -1,0 +1,143 @@
+// The OS sandbox with real processes and the real kernel: a sandboxed command writes only in the Location, its
+// temp directory and approved directories; reads outside them only system and PATH directories; never reads or
+// writes $CORE_HOME or $CORE_DATA_DIR, even where they lie inside the Location; cannot read core's environment or
+// signal core. Core itself, which spawned it, stays unrestricted. Landlock is required for these tests: where the
+// kernel lacks it they are skipped and say so in their names.
+
+import { afterEach, beforeEach, describe, expect, test } from "bun:test"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect } from "effect"
+import { Landlock } from "../../src/shell/landlock"
+import { Shell } from "../../src/shell/producer"
+import { tempDir } from "../support/temp"
+
+const LANDLOCK = Landlock.abi() > 0
+const needs = LANDLOCK ? "" : " (SKIPPED: this kernel has no Landlock)"
+
+const shell = Shell.make({}, { records: tempDir("core-runs-") })
+
+const saved = { home: process.env.CORE_HOME, data: process.env.CORE_DATA_DIR }
+let home = ""
+let data = ""
+beforeEach(() => {
+  home = tempDir("core-home-")
+  data = tempDir("core-data-")
+  writeFileSync(join(home, "core.json"), "{}")
+  writeFileSync(join(data, "core.db"), "secret")
+  process.env.CORE_HOME = home
+  process.env.CORE_DATA_DIR = data
+})
+afterEach(() => {
+  for (const [name, value] of [["CORE_HOME", saved.home], ["CORE_DATA_DIR", saved.data]] as const) {
+    if (value === undefined) delete process.env[name]
+    else process.env[name] = value
+  }
+})
+
+const run = (command: string, location: string, approved: ReadonlyArray<string> = [], producer = shell) =>
+  Effect.runPromise(
+    producer.run({
+      argv: [producer.shell, "-c", command],
+      cwd: location,
+      env: { PATH: process.env.PATH },
+      sandbox: { location, approved },
+    }),
+  )
+
+describe("the shell sandbox", () => {
+  test.skipIf(!LANDLOCK)(`a write outside the Location is refused, one inside succeeds${needs}`, async () => {
+    const location = tempDir("core-loc-")
+    const outside = tempDir("core-outside-")
+    const result = await run(`echo in > in.txt; echo out > ${outside}/out.txt`, location)
+    expect(readFileSync(join(location, "in.txt"), "utf8")).toBe("in\n")
+    expect(existsSync(join(outside, "out.txt"))).toBe(false)
+    expect(result.stderr.text).toContain("Permission denied")
+    expect(result.exitCode).not.toBe(0)
+    // Only the command's thread was restricted: core, which spawned it, still writes there.
+    writeFileSync(join(outside, "core.txt"), "core")
+    expect(readFileSync(join(outside, "core.txt"), "utf8")).toBe("core")
+  })
+
+  test.skipIf(!LANDLOCK)(`reading outside the Location is refused unless approved; system files stay readable${needs}`, async () => {
+    const location = tempDir("core-loc-")
+    const outside = tempDir("core-outside-")
+    writeFileSync(join(outside, "secret.txt"), "secret")
+    const refused = await run(`cat ${outside}/secret.txt; head -c 4 /etc/hostname >/dev/null && echo system-ok`, location)
+    expect(refused.stdout.text).toBe("system-ok\n")
+    expect(refused.stderr.text).toContain("Permission denied")
+    const approved = await run(`cat ${outside}/secret.txt; echo more > ${outside}/new.txt`, location, [outside])
+    expect(approved.stdout.text).toBe("secret")
+    expect(readFileSync(join(outside, "new.txt"), "utf8")).toBe("more\n")
+  })
+
+  test.skipIf(!LANDLOCK)(`$CORE_HOME and $CORE_DATA_DIR are neither readable nor writable${needs}`, async () => {
+    const location = tempDir("core-loc-")
+    const result = await run(
+      `cat ${data}/core.db; ls ${home}; echo x > ${data}/core.db; echo y > ${home}/core.json; echo done`,
+      location,
+    )
+    expect(result.stdout.text).toBe("done\n")
+    expect(result.stderr.text.match(/Permission denied/g)?.length).toBe(4)
+    expect(readFileSync(join(data, "core.db"), "utf8")).toBe("secret")
+    expect(readFileSync(join(home, "core.json"), "utf8")).toBe("{}")
+  })
+
+  test.skipIf(!LANDLOCK)(`a data directory inside the Location stays hidden while the rest of the Location is usable${needs}`, async () => {
+    const location = tempDir("core-loc-")
+    const inner = join(location, "state", "data")
+    mkdirSync(inner, { recursive: true })
+    mkdirSync(join(location, "src"))
+    writeFileSync(join(inner, "core.db"), "secret")
+    writeFileSync(join(location, "state", "notes.txt"), "notes")
+    process.env.CORE_DATA_DIR = inner
+    const result = await run(
+      "cat state/data/core.db; echo x > state/data/new; cat state/notes.txt; echo ok > src/a.txt; cat src/a.txt",
+      location,
+    )
+    expect(result.stdout.text).toBe("notesok\n")
+    expect(result.stderr.text.match(/Permission denied/g)?.length).toBe(2)
+    expect(existsSync(join(inner, "new"))).toBe(false)
+  })
+
+  test.skipIf(!LANDLOCK)(`a temp directory under which core's directories lie is replaced by one of the call's own${needs}`, async () => {
+    const location = tempDir("core-loc-")
+    // The test's data directory lies under the system temp directory, so the command gets a TMPDIR of its own.
+    const result = await run('echo "$TMPDIR"; echo t > "$TMPDIR/t"; cat "$TMPDIR/t"', location)
+    const [own, content] = result.stdout.text.split("\n")
+    expect(own).not.toBe(tmpdir())
+    expect(own!.startsWith(join(tmpdir(), "core-call-"))).toBe(true)
+    expect(content).toBe("t")
+    // Removed with the call.
+    expect(existsSync(own!)).toBe(false)
+  })
+
+  test.skipIf(!LANDLOCK)(`a command cannot signal core or read its memory${needs}`, async () => {
+    const location = tempDir("core-loc-")
+    const core = process.pid
+    const result = await run(
+      `kill -0 ${core} && echo signalled; dd if=/proc/${core}/mem bs=1 count=1 skip=4194304 2>/dev/null && echo mem-read; echo done`,
+      location,
+    )
+    expect(result.stdout.text).toBe("done\n")
+  })
+
+  test(`with the sandbox off, commands run on permission alone`, async () => {
+    const off = Shell.make({ sandbox: "off" }, { records: tempDir("core-runs-") })
+    expect(off.sandbox).toMatchObject({ mode: "off", active: false })
+    expect(off.sandbox.notice).toContain("off")
+    const location = tempDir("core-loc-")
+    const outside = tempDir("core-outside-")
+    await run(`echo out > ${outside}/out.txt`, location, [], off)
+    expect(readFileSync(join(outside, "out.txt"), "utf8")).toBe("out\n")
+  })
+
+  test("the setting says whether the kernel has Landlock", () => {
+    const auto = Shell.sandboxOf("auto")
+    expect(auto.active).toBe(LANDLOCK)
+    expect(auto.notice === undefined).toBe(LANDLOCK)
+    const required = Shell.sandboxOf("required")
+    expect(required.notice === undefined).toBe(LANDLOCK)
+  })
+})

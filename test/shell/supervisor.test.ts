@@ -1,0 +1,171 @@
+// The per-call supervisor with real processes: whatever a command starts, however it detaches (setsid, job
+// control, a double fork, setpgrp), is dead when the call ends normally, times out, is cancelled, or core is
+// killed with SIGKILL; a later core ends what a dead core and its supervisor left; the result names what was
+// killed. Every check reads /proc.
+
+import { describe, expect, test } from "bun:test"
+import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { Deferred, Effect, Fiber } from "effect"
+import { Shell } from "../../src/shell/producer"
+import { Supervised } from "../../src/shell/supervised"
+import { tempDir } from "../support/temp"
+import { alive, pidsIn } from "./processes"
+
+/**
+ * Starts four sleepers that each leave the command's process group their own way, writes their pids to `pids`
+ * (one per line, the pid of the sleeping process itself) and waits until all four are written.
+ */
+const DETACHING = [
+  ": > pids",
+  "setsid sh -c 'echo $$ >> pids; exec sleep 1000' &",
+  "set -m; sh -c 'echo $$ >> pids; exec sleep 1000' & set +m",
+  "( sh -c 'echo $$ >> pids; exec sleep 1000' & )",
+  `perl -e 'setpgrp(0,0); open(F,">>pids"); print F "$$\\n"; close F; exec "sleep","1000"' &`,
+  'while [ "$(wc -l < pids)" -lt 4 ]; do :; done',
+].join("\n")
+
+const shell = Shell.make({}, { records: tempDir("core-runs-") })
+
+const sleepers = (cwd: string): Array<number> => pidsIn(readFileSync(join(cwd, "pids"), "utf8"))
+
+/** Waits (bounded) for the kernel to deliver signals already sent: true once none of `pids` runs. */
+const gone = async (pids: ReadonlyArray<number>): Promise<boolean> => {
+  for (let tries = 0; tries < 250 && pids.some(alive); tries++) await Bun.sleep(20)
+  return !pids.some(alive)
+}
+
+const escaped = (pid: number, command: number) => {
+  // Each sleeper left the command's group (and the first its session) before the command ended.
+  const fields = (of: number) => {
+    const text = readFileSync(`/proc/${of}/stat`, "latin1")
+    return text.slice(text.lastIndexOf(")") + 2).split(" ")
+  }
+  return fields(pid)[2] !== fields(command)[2]
+}
+
+describe("the per-call supervisor", () => {
+  test("ends every detached descendant when the command exits, and names them", async () => {
+    const cwd = tempDir("core-sup-")
+    const result = await Effect.runPromise(shell.run({ argv: [shell.shell, "-c", DETACHING], cwd }))
+    const pids = sleepers(cwd)
+    expect(result.exitCode).toBe(0)
+    expect(pids).toHaveLength(4)
+    for (const pid of pids) expect(alive(pid)).toBe(false)
+    expect(result.killed.map((killed) => killed.pid).sort()).toEqual([...pids].sort())
+    expect(result.killed.every((killed) => killed.name === "sleep")).toBe(true)
+    // Nothing was left for the pipes to wait on.
+    expect(result.unread).toEqual([])
+  })
+
+  test("ends every detached descendant on a timeout, the command included", async () => {
+    const cwd = tempDir("core-sup-")
+    const result = await Effect.runPromise(
+      shell.run({ argv: [shell.shell, "-c", `${DETACHING}\necho $$; sleep 1000`], cwd, timeoutMs: 1500 }),
+    )
+    const pids = sleepers(cwd)
+    const [leader] = pidsIn(result.stdout.text)
+    expect(result.timedOut).toEqual({ kind: "wall", ms: 1500 })
+    for (const pid of [...pids, leader!]) expect(alive(pid)).toBe(false)
+    expect(result.killed.map((killed) => killed.pid)).toEqual(expect.arrayContaining([...pids, leader!]))
+  })
+
+  test("ends every detached descendant when the call is interrupted", async () => {
+    const cwd = tempDir("core-sup-")
+    const ready = Effect.runSync(Deferred.make<void>())
+    const fiber = Effect.runFork(
+      shell.run({
+        argv: [shell.shell, "-c", `${DETACHING}\necho ready; sleep 1000`],
+        cwd,
+        onProgress: (update) =>
+          update.tail.includes("ready") ? Deferred.succeed(ready, undefined).pipe(Effect.asVoid) : Effect.void,
+      }),
+    )
+    await Effect.runPromise(Deferred.await(ready))
+    const pids = sleepers(cwd)
+    for (const pid of pids) expect(alive(pid)).toBe(true)
+    await Effect.runPromise(Fiber.interrupt(fiber))
+    // The interruption returns only once the supervisor has ended them all.
+    for (const pid of pids) expect(alive(pid)).toBe(false)
+  })
+})
+
+describe("when core dies", () => {
+  const startCore = (records: string, cwd: string, command: string, env: Record<string, string> = {}) => {
+    const child = Bun.spawn([process.execPath, join(import.meta.dir, "supervisor-child.ts"), records, cwd, command], {
+      env: { ...process.env, ...env },
+      stdout: "pipe",
+      stderr: "inherit",
+    })
+    const ready = (async () => {
+      let seen = ""
+      for await (const chunk of child.stdout) {
+        seen += new TextDecoder().decode(chunk)
+        const match = /ready (\d+)/.exec(seen)
+        if (match !== null) return Number(match[1])
+      }
+      throw new Error(`core ended before the command was ready: ${seen}`)
+    })()
+    return { child, ready }
+  }
+
+  test("a command cannot read core's token from /proc/<core>/environ", async () => {
+    const cwd = tempDir("core-sup-")
+    const token = `token-${crypto.randomUUID()}`
+    const core = startCore(tempDir("core-runs-"), cwd, `core=$(cut -d' ' -f4 /proc/$PPID/stat); tr '\\0' '\\n' < /proc/$core/environ > environ; echo ready $PPID; sleep 1000`, {
+      CORE_TOKEN: token,
+    })
+    await core.ready
+    const environ = readFileSync(join(cwd, "environ"), "utf8")
+    core.child.kill("SIGKILL")
+    await core.child.exited
+    // The variable is there (the read itself worked), its value is not.
+    expect(environ).toContain("CORE_TOKEN=")
+    expect(environ).not.toContain(token)
+  })
+
+  test("kill -9 of core: the supervisor ends every descendant", async () => {
+    const cwd = tempDir("core-sup-")
+    const core = startCore(tempDir("core-runs-"), cwd, `${DETACHING}\necho ready $PPID; sleep 1000`)
+    const supervisor = await core.ready
+    const pids = sleepers(cwd)
+    for (const pid of pids) expect(escaped(pid, supervisor)).toBe(true)
+    core.child.kill("SIGKILL")
+    await core.child.exited
+    expect(await gone([...pids, supervisor])).toBe(true)
+  })
+
+  test("a later core ends what a dead core and its dead supervisor left, before it runs anything", async () => {
+    const cwd = tempDir("core-sup-")
+    const records = tempDir("core-runs-")
+    const core = startCore(records, cwd, `${DETACHING}\necho ready $PPID; sleep 1000`)
+    const supervisor = await core.ready
+    const pids = sleepers(cwd)
+    // Both die at once, unable to clean up: stopped first, then killed.
+    process.kill(supervisor, "SIGSTOP")
+    process.kill(core.child.pid, "SIGSTOP")
+    process.kill(core.child.pid, "SIGKILL")
+    process.kill(supervisor, "SIGKILL")
+    await core.child.exited
+    expect(await gone([supervisor])).toBe(true)
+    // Orphaned to init, still running.
+    for (const pid of pids) expect(alive(pid)).toBe(true)
+    expect(readdirSync(records)).toHaveLength(1)
+    Shell.make({}, { records })
+    for (const pid of pids) expect(alive(pid)).toBe(false)
+    expect(readdirSync(records)).toEqual([])
+  })
+
+  test("a later core leaves the runs of a live core alone", async () => {
+    const cwd = tempDir("core-sup-")
+    const records = tempDir("core-runs-")
+    const core = startCore(records, cwd, `${DETACHING}\necho ready $PPID; sleep 1000`)
+    await core.ready
+    const pids = sleepers(cwd)
+    expect(Supervised.sweep({ directory: records })).toEqual([])
+    for (const pid of pids) expect(alive(pid)).toBe(true)
+    core.child.kill("SIGKILL")
+    await core.child.exited
+    expect(await gone(pids)).toBe(true)
+  })
+})
