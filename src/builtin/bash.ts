@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Boundary } from "../permission/boundary"
 import type { Permission } from "../permission/permission"
+import { Protected } from "../permission/protected"
 import { CommandLine } from "../shell/command"
 import { Shell } from "../shell/producer"
 import * as Internal from "../tool/internal"
@@ -253,6 +254,10 @@ interface Needs {
   readonly written: ReadonlySet<string>
   /** Files a redirection writes whose path cannot be known: checked as an edit of the text written. */
   readonly edits: ReadonlySet<string>
+  /** Core's own configuration (Protected): targets of changes after a `cd`, whose place the text cannot tell. */
+  readonly unsure: ReadonlySet<string>
+  /** Whether a command may change a path known only when it runs (then its opaque check is protected too). */
+  readonly unknownChange: boolean
   /** The commands the line runs, checked by their text. */
   readonly plain: ReadonlyArray<CommandLine.Check>
   /** What cannot be known from the text: asked every time. */
@@ -260,7 +265,7 @@ interface Needs {
   readonly unparsed: string | undefined
 }
 
-const needsOf = Effect.fnUntraced(function* (directory: string, input: Input) {
+const needsOf = Effect.fnUntraced(function* (directory: string, input: Input, roots: Protected.Roots) {
   const command = input.command
   const workdir = yield* Boundary.resolve({ location: directory, path: input.workdir ?? "." }).pipe(
     Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))),
@@ -277,15 +282,27 @@ const needsOf = Effect.fnUntraced(function* (directory: string, input: Input) {
   if (workdir.pattern !== undefined) external.add(workdir.pattern)
   const written = new Set<string>()
   const edits = new Set<string>()
+  // Core's own configuration (Protected): a path a command may change that leads there (or holds it), or into
+  // core's data directory, is checked as an edit of it, which is then always asked of a person.
+  const unsure = new Set<string>()
+  let unknownChange = false
+  const moves = Protected.movesDirectory(parsed.commands.map((command) => command.words[0]?.value ?? ""))
   for (const path of CommandLine.paths(parsed)) {
+    const changes = path.writes || !Protected.readsOnly(path.owner)
     if (path.unknown !== undefined) {
       if (path.writes) edits.add(path.word.text)
+      unknownChange ||= changes
       continue
     }
+    if (changes && moves && !Protected.anchored(path.word.value)) unsure.add(path.word.text)
     const absolute = CommandLine.locate(path.word, workdir.real)
     if (absolute === undefined) continue
     const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: absolute }))
-    if (path.writes && resolved._tag === "Success") {
+    const guarded =
+      resolved._tag === "Success" &&
+      ((changes && Protected.change(roots, resolved.success.real, { encloses: true }) !== undefined) ||
+        Protected.secret(roots, resolved.success.real))
+    if ((path.writes || guarded) && resolved._tag === "Success") {
       written.add(absolute)
       continue
     }
@@ -304,6 +321,8 @@ const needsOf = Effect.fnUntraced(function* (directory: string, input: Input) {
     external,
     written,
     edits,
+    unsure,
+    unknownChange,
     plain: checks.filter((check) => check.opaque === undefined),
     opaque: checks.filter((check) => check.opaque !== undefined),
     unparsed: parsed.unparsed,
@@ -326,7 +345,15 @@ const commandChecks = Effect.fnUntraced(function* (services: Builtin.Services, a
   ]
   const checks: Array<Permission.Check> = []
   if (plain.length > 0) checks.push({ action: NAME, resources: plain.map((check) => check.resource), save })
-  if (opaque.length > 0) checks.push({ action: NAME, resources: opaque.map((check) => check.resource), save: [], ask: true })
+  if (opaque.length > 0) {
+    checks.push({
+      action: NAME,
+      resources: opaque.map((check) => check.resource),
+      save: [],
+      ask: true,
+      ...(needs.unknownChange ? { protected: Protected.UNKNOWN_TARGET } : {}),
+    })
+  }
   const deniedOpaque = decisions.some(
     (decision) => decision.effect === "deny" && opaque.some((check) => check.resource === decision.resource),
   )
@@ -338,8 +365,12 @@ const externalCheck = (needs: Needs): ReadonlyArray<Permission.Check> =>
     ? []
     : [{ action: "external_directory", resources: [...needs.external], save: [...needs.external].flatMap(savable) }]
 
-const editCheck = (needs: Needs): ReadonlyArray<Permission.Check> =>
-  needs.edits.size === 0 ? [] : [{ action: "edit", resources: [...needs.edits], save: [] }]
+const editCheck = (needs: Needs): ReadonlyArray<Permission.Check> => [
+  ...(needs.edits.size === 0 ? [] : [{ action: "edit", resources: [...needs.edits], save: [] }]),
+  ...(needs.unsure.size === 0
+    ? []
+    : [{ action: "edit", resources: [...needs.unsure], save: [], ask: true as const, protected: Protected.AFTER_CD }]),
+]
 
 /**
  * The checks a line makes, in order: `external_directory` for the workdir and outside paths (`outside`, made
@@ -359,7 +390,8 @@ const checksOf = Effect.fnUntraced(function* (services: Builtin.Services, agent:
 /** The checks a call would make, in order, for explaining it (Builtin.planned). */
 const plan = (services: Builtin.Services) => (input: Input, agent: string) =>
   Effect.gen(function* () {
-    const { outside, inside } = yield* checksOf(services, agent, yield* needsOf(services.directory, input))
+    const needs = yield* needsOf(services.directory, input, services.permission.protectedRoots)
+    const { outside, inside } = yield* checksOf(services, agent, needs)
     return [...outside, ...inside]
   })
 
@@ -382,7 +414,7 @@ const makeTool = (services: Builtin.Services) => {
           return yield* new Tool.Failure({ message: "The command contains a NUL byte, which no process can be given. Remove it and try again." })
         }
 
-        const needs = yield* needsOf(directory, input)
+        const needs = yield* needsOf(directory, input, services.permission.protectedRoots)
         const { workdir } = needs
         const { outside, inside } = yield* checksOf(services, context.agent, needs)
         const metadata = { tool: NAME, command, ...(input.description === undefined ? {} : { description: input.description }) }

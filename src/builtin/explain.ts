@@ -42,6 +42,8 @@ export interface Check {
   readonly decision: Verdict
   /** Asked every time: no rule that allows and no saved approval answers it. */
   readonly alwaysAsked?: true
+  /** What of core's own configuration it would change: only a person may approve it, each time. */
+  readonly protected?: string
   readonly resources: ReadonlyArray<Resource>
   /** What an "always" reply would save, when the check is asked. */
   readonly alwaysSaves?: ReadonlyArray<string>
@@ -112,6 +114,7 @@ export const call = (
         action: check.action,
         decision,
         ...(check.ask === true ? { alwaysAsked: true as const } : {}),
+        ...(check.protected === undefined ? {} : { protected: check.protected }),
         resources: decisions.map(resourceOf),
         ...(decision === "ask" ? { alwaysSaves: check.ask === true ? [] : check.save } : {}),
       }

@@ -2,11 +2,12 @@ export * as Asks from "./asks"
 
 // Answers permission asks for `core exec`: on a terminal a person is prompted (once / always / reject, with an
 // optional message for the model); `--yes` approves each ask once; otherwise an ask is declined, since nobody
-// is there to answer it. Prompts and notes go to stderr; stdout stays the settlement's.
+// is there to answer it. A change to core's own configuration is never approved without a person: `--yes`
+// does not stand in for one (it is given in advance, without seeing the request). Prompts and notes go to stderr; stdout stays the settlement's.
 
 import * as Effect from "effect/Effect"
 import * as PubSub from "effect/PubSub"
-import type { Permission } from "../permission/permission"
+import { Permission } from "../permission/permission"
 import { Command } from "./command"
 
 export interface Options {
@@ -49,8 +50,10 @@ export const promptReply = async (
   readLine: (prompt: string) => Promise<string | undefined>,
 ): Promise<Permission.Reply> => {
   const saves = request.save.length === 0 ? "nothing: it acts as once" : request.save.map((pattern) => JSON.stringify(pattern)).join(", ")
+  const note =
+    request.protected === undefined ? "" : `core: this changes ${request.protected}: asked each time, never saved.\n`
   for (;;) {
-    const typed = await readLine(`core: allow ${describe(request)}? [o]nce, [a]lways (saves ${saves}), [r]eject: `)
+    const typed = await readLine(`${note}core: allow ${describe(request)}? [o]nce, [a]lways (saves ${saves}), [r]eject: `)
     // The end of input (the terminal closed, or core is stopping) answers nothing, which declines.
     if (typed === undefined) return { reply: "reject" }
     const answer = typed.trim().toLowerCase()
@@ -77,7 +80,10 @@ export const answer = (permission: Permission.Interface, options: Options) =>
           if (event.type !== "asked") return
           const request = event.request
           let reply: Permission.Reply
-          if (options.yes) {
+          if (request.protected !== undefined && !options.interactive) {
+            Command.stderr(`core: refused ${describe(request)}: it changes ${request.protected}, and only a person on a terminal may approve that (--yes does not)\n`)
+            reply = Permission.personRequired(request)
+          } else if (options.yes && request.protected === undefined) {
             Command.stderr(`core: approved once (--yes): ${describe(request)}\n`)
             reply = { reply: "once" }
           } else if (options.interactive) {

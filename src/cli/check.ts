@@ -26,7 +26,8 @@ that decided it and its file, a saved approval that answers it, and what an "alw
 would save. These are the checks the call itself makes: it asks exactly what is listed as ask,
 in order, and when any resource is denied (decision deny) it is refused before anything is
 asked. Prints JSON on stdout: { tool, agent, decision, checks: [{ action, decision,
-resources, alwaysSaves?, alwaysAsked? }] }.
+resources, alwaysSaves?, alwaysAsked?, protected? }] }; "protected" says what of core's own
+configuration a check would change, which only a person may approve, each time.
 
 Options:
   --input JSON      the call's input, a JSON object ("-" reads it from stdin); it is decoded

@@ -17,7 +17,8 @@ export const MAX_SYMLINKS = 40
 export class PathError extends Schema.TaggedError<PathError>()("Boundary.PathError", {
   /** The path as the caller gave it. */
   path: Schema.String,
-  reason: Schema.Literals(["invalid", "not_a_directory", "loop", "io"]),
+  /** "protected": a place no tool may use that way (core's data directory, for reading). */
+  reason: Schema.Literals(["invalid", "not_a_directory", "loop", "io", "protected"]),
   /** For "not_a_directory": the absolute path of the ancestor that is not a directory. */
   ancestor: Schema.optionalKey(Schema.String),
   message: Schema.String,

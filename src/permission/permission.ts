@@ -17,6 +17,7 @@ import { realpathSync } from "node:fs"
 import { relative } from "node:path"
 import { Agent } from "./agent"
 import { Boundary } from "./boundary"
+import { Protected } from "./protected"
 import { Rule } from "./rule"
 
 /** A rule denies the action on a resource. Model-visible: the call settles as an error of kind `denied`. */
@@ -61,11 +62,16 @@ export interface AssertInput {
    * in a string or an expansion), where no pattern could say what is being approved.
    */
   readonly ask?: true
+  /**
+   * Set when the resources are core's own configuration (see ./protected): what they are, for the person asked.
+   * Implies `ask`; whoever answers asks must not approve it without a person (see `personRequired`).
+   */
+  readonly protected?: string
   readonly metadata?: Readonly<Record<string, unknown>>
 }
 
 /** One check a call makes: an action on resources, what an "always" reply saves, and whether it is always asked. */
-export type Check = Pick<AssertInput, "action" | "resources" | "save" | "ask">
+export type Check = Pick<AssertInput, "action" | "resources" | "save" | "ask" | "protected">
 
 export interface PathInput extends Omit<AssertInput, "resources" | "save"> {
   readonly path: string
@@ -121,6 +127,8 @@ export interface Interface {
   readonly pathChecks: (
     input: Pick<PathInput, "path" | "access" | "action">,
   ) => Effect.Effect<{ readonly resolved: Boundary.Resolved; readonly checks: ReadonlyArray<Check> }, Boundary.PathError>
+  /** What is protected in this Location (see ./protected), for checks made outside `authorizePath` (shell lines). */
+  readonly protectedRoots: Protected.Roots
   readonly reply: (id: string, reply: Reply) => Effect.Effect<void, UnknownRequest | Store.StoreError>
   readonly pending: Effect.Effect<ReadonlyArray<Request>>
   /** Asked and replied events from now on, for whoever answers asks (a terminal prompt, the HTTP sidecar). */
@@ -129,11 +137,24 @@ export interface Interface {
 
 export class Service extends Context.Service<Service, Interface>()("core/Permission") {}
 
+/**
+ * How an answerer without a person (no terminal, `--yes`) must answer a protected request: a refusal whose
+ * message tells the model that a person must make the change.
+ */
+export const personRequired = (request: Request): Reply => ({
+  reply: "reject",
+  message: Protected.personRequired(request.protected ?? "core's own configuration", request.resources),
+})
+
 export interface Options {
   readonly project: string
   readonly configured?: Agent.Configured
   /** Directories outside the project that may be read without asking (core's managed outputs). */
   readonly readableRoots?: ReadonlyArray<string>
+  /** `$CORE_HOME`; by default as core resolves it from the environment. */
+  readonly home?: string
+  /** `$CORE_DATA_DIR`; by default as core resolves it from the environment. */
+  readonly dataDir?: string
 }
 
 interface Pending {
@@ -169,6 +190,13 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
           return project
         }
       })()
+      const directories = Protected.directoriesOf()
+      const protectedRoots: Protected.Roots = {
+        location: realProject,
+        home: options.home ?? directories.home,
+        dataDir: options.dataDir ?? directories.dataDir,
+        readable: options.readableRoots ?? [],
+      }
       const pending = new Map<string, Pending>()
       const events = yield* PubSub.unbounded<Event>()
       let counter = 0
@@ -199,7 +227,7 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
 
       // How a request is decided now: as explained, except that a request marked `ask` is never allowed.
       const decide = (input: AssertInput) =>
-        input.ask === true
+        input.ask === true || input.protected !== undefined
           ? Effect.map(explain(input), (decisions) =>
               decisions.map((decision) =>
                 decision.effect === "allow" ? { ...decision, effect: "ask" as const, approvedBy: undefined } : decision,
@@ -226,7 +254,12 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
       const assert = Effect.fnUntraced(function* (given: AssertInput) {
         // Nothing named is not nothing to check: an empty list is checked as the whole action.
         const whole = given.resources.length === 0 ? { ...given, resources: ["*"], save: ["*"] } : given
-        const input = whole.ask === true ? { ...whole, save: [] } : whole
+        const input =
+          whole.protected !== undefined
+            ? { ...whole, ask: true as const, save: [] }
+            : whole.ask === true
+              ? { ...whole, save: [] }
+              : whole
         const decisions = yield* decide(input)
         const denied = decisions.find((decision) => decision.effect === "deny")
         if (denied !== undefined) {
@@ -306,13 +339,28 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
           path: input.path,
           readableRoots: options.readableRoots ?? [],
         })
+        if (input.access === "read" && Protected.secret(protectedRoots, resolved.real)) {
+          return yield* new Boundary.PathError({
+            path: input.path,
+            reason: "protected",
+            message:
+              `Cannot read ${input.path}: it is in core's data directory (${protectedRoots.dataDir}), which holds the ` +
+              "settlement store and saved approvals and is not readable by tools. Only managed outputs (under its " +
+              "outputs/ directory) can be read.",
+          })
+        }
         const checks: Array<Check> = []
         if (!resolved.inside && !(input.access === "read" && resolved.readable)) {
           const pattern = resolved.pattern!
           checks.push({ action: "external_directory", resources: [pattern], save: savable(pattern, 2) })
         }
         const resource = resolved.inside ? relative(realProject, resolved.real) || "." : resolved.real
-        checks.push({ action: input.action, resources: [resource], save: savable(resource) })
+        const changes = input.access === "write" ? Protected.change(protectedRoots, resolved.real, { encloses: true }) : undefined
+        checks.push(
+          changes === undefined
+            ? { action: input.action, resources: [resource], save: savable(resource) }
+            : { action: input.action, resources: [resource], save: [], ask: true, protected: changes },
+        )
         return { resolved, checks }
       })
 
@@ -325,6 +373,7 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
 
       return Service.of({
         project,
+        protectedRoots,
         authorizePath,
         pathChecks,
         agents: Agent.names(configured),

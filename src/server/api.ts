@@ -149,6 +149,11 @@ export const Check = Schema.Struct({
           description: "Asked every time: what it runs cannot be known from the input, so no rule or saved approval answers it",
         }),
       ),
+      protected: Schema.optionalKey(
+        Schema.String.annotate({
+          description: "What of core's own configuration the check would change: only a person may approve it, each time",
+        }),
+      ),
       resources: Schema.Array(CheckedResource),
       alwaysSaves: Schema.optionalKey(
         Schema.Array(Schema.String).annotate({ description: 'When asked: the patterns an "always" reply saves' }),

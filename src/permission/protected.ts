@@ -1,0 +1,241 @@
+export * as Protected from "./protected"
+
+// What configures core, and so may change only with a person's approval asked each time (DESIGN §2 law 13): a
+// Location's core.json, tools/, plugins/ and .core/, and everything under $CORE_HOME and $CORE_DATA_DIR; and what
+// no tool reads: $CORE_DATA_DIR (the settlement store, saved approvals) except the managed outputs. Paths are
+// matched by where they really are: by name without regard to case, and by file identity (a bind mount, a
+// case-folding file system, a hard link). Pure policy over the file system's answers; it never asks anyone.
+
+import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs"
+import { homedir } from "node:os"
+import { dirname, join, parse, resolve, sep } from "node:path"
+
+/** The entries of a Location that configure core. */
+export const LOCATION_ENTRIES = ["core.json", "tools", "plugins", ".core"] as const
+
+/** Files looked at when searching protected directories for a hard link's other names. */
+export const MAX_SCANNED = 5_000
+
+export interface Roots {
+  /** The Location's real directory. */
+  readonly location: string
+  /** `$CORE_HOME`. */
+  readonly home: string
+  /** `$CORE_DATA_DIR`. */
+  readonly dataDir: string
+  /** Directories under the data dir that tools may read (the managed outputs). */
+  readonly readable: ReadonlyArray<string>
+}
+
+/** `$CORE_HOME` and `$CORE_DATA_DIR` as core resolves them from an environment (their defaults included). */
+export const directoriesOf = (env: Record<string, string | undefined> = process.env) => ({
+  home: resolve(env.CORE_HOME || join(homedir(), ".config/core")),
+  dataDir: resolve(env.CORE_DATA_DIR || join(homedir(), ".local/share/core")),
+})
+
+/** One protected place: as written, and where it really is now. */
+interface Place {
+  readonly path: string
+  /** What a person is told it is. */
+  readonly what: string
+}
+
+const realOf = (path: string): string => {
+  // The nearest existing ancestor's real path, with the missing tail joined on.
+  let current = path
+  const tail: Array<string> = []
+  for (;;) {
+    try {
+      return join(realpathSync(current), ...tail.reverse())
+    } catch {
+      const parent = dirname(current)
+      if (parent === current) return path
+      tail.push(current.slice(parent.length + (parent.endsWith(sep) ? 0 : 1)))
+      current = parent
+    }
+  }
+}
+
+const places = (roots: Roots): ReadonlyArray<Place> => [
+  ...LOCATION_ENTRIES.map((entry) => ({
+    path: join(roots.location, entry),
+    what: `${entry}${entry === "core.json" ? "" : "/"} of the Location (core's configuration and code)`,
+  })),
+  { path: roots.home, what: `$CORE_HOME (${roots.home}: core's configuration and code for every Location)` },
+  { path: roots.dataDir, what: `$CORE_DATA_DIR (${roots.dataDir}: core's settlement store and saved approvals)` },
+]
+
+/** Whether `path` is `root` or under it, ignoring case (a case-folding file system makes them one). */
+const within = (root: string, path: string): boolean => {
+  const base = root.toLowerCase()
+  const target = path.toLowerCase()
+  return target === base || target.startsWith(base.endsWith(sep) ? base : base + sep)
+}
+
+interface Identity {
+  readonly dev: number
+  readonly ino: number
+}
+
+const identityOf = (path: string, follow = true): Identity | undefined => {
+  try {
+    const stats = follow ? statSync(path) : lstatSync(path)
+    return { dev: stats.dev, ino: stats.ino }
+  } catch {
+    return undefined
+  }
+}
+
+const same = (left: Identity | undefined, right: Identity | undefined) =>
+  left !== undefined && right !== undefined && left.dev === right.dev && left.ino === right.ino
+
+/** `path` and each of its existing ancestors, nearest first. */
+const lineage = (path: string): Array<string> => {
+  const found: Array<string> = []
+  const root = parse(path).root
+  for (let current = path; ; current = dirname(current)) {
+    found.push(current)
+    if (current === root || dirname(current) === current) return found
+  }
+}
+
+/** Whether a file with other names (hard links) has one of them under `directory`, looking at MAX_SCANNED entries. */
+const linkedUnder = (directory: string, identity: Identity, budget: { left: number }): boolean => {
+  let entries
+  try {
+    entries = readdirSync(directory, { withFileTypes: true })
+  } catch {
+    return false
+  }
+  for (const entry of entries) {
+    if (--budget.left < 0) return true
+    const path = join(directory, entry.name)
+    if (entry.isDirectory()) {
+      if (linkedUnder(path, identity, budget)) return true
+    } else if (entry.isFile() && same(identityOf(path, false), identity)) return true
+  }
+  return false
+}
+
+/**
+ * What protected place a change to `real` (a real path, symlinks followed) would change, or undefined when it
+ * changes none. `encloses` also counts a directory that holds a protected place (a shell command given the
+ * Location itself may copy onto its core.json or delete its tools/).
+ */
+export const change = (roots: Roots, real: string, options: { readonly encloses?: boolean } = {}): string | undefined => {
+  const protectedPlaces = places(roots).flatMap((place) => {
+    const actual = realOf(place.path)
+    return actual === place.path ? [place] : [place, { ...place, path: actual }]
+  })
+  for (const place of protectedPlaces) {
+    if (within(place.path, real)) return place.what
+    if (options.encloses === true && within(real, place.path)) return `${real}, which holds ${place.what}`
+  }
+  // The same directory reached by another name (a bind mount, a case-folding file system).
+  const identities = protectedPlaces.map((place) => ({ place, identity: identityOf(place.path) }))
+  for (const ancestor of lineage(real)) {
+    const identity = identityOf(ancestor)
+    if (identity === undefined) continue
+    const found = identities.find((entry) => same(entry.identity, identity))
+    if (found !== undefined) return found.place.what
+  }
+  // A file with other names: one of them may be a protected file.
+  let stats
+  try {
+    stats = lstatSync(real)
+  } catch {
+    return undefined
+  }
+  if (stats.isFile() && stats.nlink > 1) {
+    const identity = { dev: stats.dev, ino: stats.ino }
+    const budget = { left: MAX_SCANNED }
+    for (const place of protectedPlaces) {
+      let kind
+      try {
+        kind = lstatSync(place.path)
+      } catch {
+        continue
+      }
+      if (kind.isFile() ? same(identityOf(place.path, false), identity) : kind.isDirectory() && linkedUnder(place.path, identity, budget)) {
+        return `${place.what}, through a hard link`
+      }
+    }
+  }
+  return undefined
+}
+
+/** Whether reading `real` would read core's data directory outside the managed outputs. */
+export const secret = (roots: Roots, real: string): boolean => {
+  const readable = roots.readable.flatMap((root) => [root, realOf(root)])
+  const data = [roots.dataDir, realOf(roots.dataDir)]
+  const inData = (path: string) => data.some((root) => within(root, path)) && !readable.some((root) => within(root, path))
+  if (inData(real)) return true
+  const dataIdentity = identityOf(roots.dataDir)
+  if (dataIdentity === undefined) return false
+  const readableIdentities = roots.readable.map((root) => identityOf(root))
+  for (const ancestor of lineage(real)) {
+    const identity = identityOf(ancestor)
+    if (identity === undefined) continue
+    if (readableIdentities.some((entry) => same(entry, identity))) return false
+    if (same(identity, dataIdentity)) return true
+  }
+  // Another name for one of the store's files.
+  try {
+    const stats = lstatSync(real)
+    if (stats.isFile() && stats.nlink > 1) {
+      const identity = { dev: stats.dev, ino: stats.ino }
+      return readdirSync(roots.dataDir).some((name) => same(identityOf(join(roots.dataDir, name), false), identity))
+    }
+  } catch {
+    return false
+  }
+  return false
+}
+
+/**
+ * Commands that change none of the paths they are given. `cd` and the like change none either, but they move where
+ * later relative paths lead: see `movesDirectory`.
+ */
+const READ_ONLY = new Set([
+  "cat", "head", "tail", "less", "more", "stat", "file", "du", "wc", "diff", "ls", "grep", "cd", "pushd", "popd",
+])
+/** Options of `find` that change files or run commands. */
+const FIND_ACTIONS = /(^|\s)-(delete|exec|execdir|ok|okdir|fprint|fprint0|fprintf|fls)(\s|$)/
+
+/**
+ * Whether the shell command `text` (as checked: its name first, after any `NAME=value` words) only reads the paths
+ * it names. Anything not known to be read-only is taken as one that may change them.
+ */
+export const readsOnly = (text: string): boolean => {
+  const words = text.trim().split(/\s+/)
+  const name = words.find((word) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(word))
+  if (name === undefined) return false
+  const base = name.slice(name.lastIndexOf("/") + 1)
+  if (base === "find") return !FIND_ACTIONS.test(text)
+  return READ_ONLY.has(base)
+}
+
+/** What a shell command changes when its target is known only when it runs: it may be a protected place. */
+export const UNKNOWN_TARGET =
+  "a path known only when the command runs, which may be core's own configuration (write the path out literally " +
+  "to have it checked as itself)"
+
+/** What a shell command changes when it names a relative path after a `cd`: the text cannot tell where it leads. */
+export const AFTER_CD =
+  "a relative path after a cd, which may lead into core's own configuration (give it from the Location, or " +
+  "absolute, to have it checked as itself)"
+
+/** Whether a shell line changes directory (`cd`, `pushd`, `popd`), after which relative paths lead elsewhere. */
+export const movesDirectory = (names: ReadonlyArray<string>): boolean =>
+  names.some((name) => ["cd", "pushd", "popd"].includes(name.slice(name.lastIndexOf("/") + 1)))
+
+/** Whether a shell word's value names a place independent of the working directory (`/x`, `~/x`). */
+export const anchored = (value: string | undefined): boolean =>
+  value !== undefined && (value.startsWith("/") || value === "~" || value.startsWith("~/"))
+
+/** What a person is told when a protected change cannot be asked: nobody is there to approve it. */
+export const personRequired = (what: string, resources: ReadonlyArray<string>): string =>
+  `Refused: ${resources.map((resource) => JSON.stringify(resource)).join(", ")} would change ${what}. Core's own ` +
+  "configuration changes only with a person's approval, asked each time; no rule, saved approval or --yes can " +
+  "give it, and there is no person here to ask. A person must make that change (or run the call where core can " +
+  "ask them). Do not retry it."

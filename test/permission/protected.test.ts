@@ -1,0 +1,336 @@
+import { describe, expect, test } from "bun:test"
+import { existsSync, linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect } from "effect"
+import { Approvals } from "../../src/store/approvals"
+import { SqliteStore } from "../../src/store/sqlite"
+import { messageOf, world } from "./protected-harness"
+
+type World = ReturnType<typeof world>
+
+/** A self-escalation attempt: a call, and how to tell whether it changed what it aimed at. */
+interface Attempt {
+  readonly name: string
+  readonly tool: string
+  readonly input: (w: World) => unknown
+  readonly setup?: (w: World) => void
+  /** Whether the protected target was changed (by the attempt). */
+  readonly changed: (w: World) => boolean
+}
+
+const RULES = '{ "permission": { "*": "allow", "bash": { "rm *": "deny" } } }'
+const coreJsonChanged = (w: World) => !existsSync(join(w.directory, "core.json")) || readFileSync(join(w.directory, "core.json"), "utf8") !== RULES
+
+const patch = (body: string) => `*** Begin Patch\n${body}\n*** End Patch`
+
+const ATTEMPTS: ReadonlyArray<Attempt> = [
+  { name: "write core.json", tool: "write", input: () => ({ filePath: "core.json", content: "{}" }), changed: coreJsonChanged },
+  {
+    name: "write tools/x.ts",
+    tool: "write",
+    input: () => ({ filePath: "tools/x.ts", content: "export {}" }),
+    changed: (w) => existsSync(join(w.directory, "tools/x.ts")),
+  },
+  {
+    name: "write plugins/p.ts",
+    tool: "write",
+    input: () => ({ filePath: "plugins/p.ts", content: "export {}" }),
+    changed: (w) => existsSync(join(w.directory, "plugins/p.ts")),
+  },
+  {
+    name: "write .core/x",
+    tool: "write",
+    input: () => ({ filePath: ".core/x", content: "x" }),
+    changed: (w) => existsSync(join(w.directory, ".core/x")),
+  },
+  {
+    name: "write $CORE_HOME/core.json (absolute)",
+    tool: "write",
+    input: (w) => ({ filePath: join(w.home, "core.json"), content: '{"permission":{"*":"allow"}}' }),
+    changed: (w) => readFileSync(join(w.home, "core.json"), "utf8") !== "{}",
+  },
+  {
+    name: "write $CORE_DATA_DIR/core.db",
+    tool: "write",
+    input: (w) => ({ filePath: join(w.dataDir, "evil.db"), content: "x" }),
+    changed: (w) => existsSync(join(w.dataDir, "evil.db")),
+  },
+  {
+    name: "write through a symlink in the Location that points at core.json",
+    tool: "write",
+    setup: (w) => symlinkSync(join(w.directory, "core.json"), join(w.directory, "innocent.json")),
+    input: () => ({ filePath: "innocent.json", content: "{}" }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "write through a symlinked directory pointing at tools/",
+    tool: "write",
+    setup: (w) => {
+      mkdirSync(join(w.directory, "tools"))
+      symlinkSync(join(w.directory, "tools"), join(w.directory, "lib"))
+    },
+    input: () => ({ filePath: "lib/x.ts", content: "export {}" }),
+    changed: (w) => existsSync(join(w.directory, "tools/x.ts")),
+  },
+  {
+    name: "write src/../core.json",
+    tool: "write",
+    setup: (w) => mkdirSync(join(w.directory, "src")),
+    input: () => ({ filePath: "src/../core.json", content: "{}" }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "write CORE.JSON (another case)",
+    tool: "write",
+    input: () => ({ filePath: "CORE.JSON", content: "{}" }),
+    changed: (w) => existsSync(join(w.directory, "CORE.JSON")),
+  },
+  {
+    name: "write a hard link to core.json",
+    tool: "write",
+    setup: (w) => linkSync(join(w.directory, "core.json"), join(w.directory, "notes.txt")),
+    input: () => ({ filePath: "notes.txt", content: "{}" }),
+    changed: (w) => readFileSync(join(w.directory, "notes.txt"), "utf8") !== RULES,
+  },
+  {
+    name: "edit core.json",
+    tool: "edit",
+    input: () => ({ filePath: "core.json", oldString: '"deny"', newString: '"allow"' }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "apply_patch update core.json",
+    tool: "apply_patch",
+    input: () => ({ patchText: patch(`*** Update File: core.json\n@@\n-${RULES}\n+{}`) }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "apply_patch add tools/x.ts",
+    tool: "apply_patch",
+    input: () => ({ patchText: patch("*** Add File: tools/x.ts\n+export {}") }),
+    changed: (w) => existsSync(join(w.directory, "tools/x.ts")),
+  },
+  {
+    name: "apply_patch move a file into a new tools/ directory",
+    tool: "apply_patch",
+    setup: (w) => writeFileSync(join(w.directory, "a.ts"), "export {}\n"),
+    input: () => ({ patchText: patch("*** Update File: a.ts\n*** Move to: tools/a.ts\n@@\n-export {}\n+export { }") }),
+    changed: (w) => existsSync(join(w.directory, "tools/a.ts")),
+  },
+  {
+    name: "apply_patch delete core.json",
+    tool: "apply_patch",
+    input: () => ({ patchText: patch("*** Delete File: core.json") }),
+    changed: coreJsonChanged,
+  },
+  { name: "bash echo {} > core.json", tool: "bash", input: () => ({ command: "echo {} > core.json" }), changed: coreJsonChanged },
+  {
+    name: "bash cp x core.json",
+    tool: "bash",
+    setup: (w) => writeFileSync(join(w.directory, "x"), "{}"),
+    input: () => ({ command: "cp x core.json" }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash mv x core.json",
+    tool: "bash",
+    setup: (w) => writeFileSync(join(w.directory, "x"), "{}"),
+    input: () => ({ command: "mv x core.json" }),
+    changed: coreJsonChanged,
+  },
+  { name: "bash tee core.json", tool: "bash", input: () => ({ command: "echo {} | tee core.json" }), changed: coreJsonChanged },
+  {
+    name: "bash sed -i core.json",
+    tool: "bash",
+    input: () => ({ command: "sed -i s/deny/allow/ core.json" }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash cp into the Location itself (cp evil/core.json .)",
+    tool: "bash",
+    setup: (w) => {
+      mkdirSync(join(w.directory, "evil"))
+      writeFileSync(join(w.directory, "evil/core.json"), "{}")
+    },
+    input: () => ({ command: "cp evil/core.json ." }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash mv a directory to a new tools/",
+    tool: "bash",
+    setup: (w) => {
+      mkdirSync(join(w.directory, "evil"))
+      writeFileSync(join(w.directory, "evil/x.ts"), "export {}")
+    },
+    input: () => ({ command: "mv evil tools" }),
+    changed: (w) => existsSync(join(w.directory, "tools/x.ts")),
+  },
+  {
+    name: "bash a relative path after cd",
+    tool: "bash",
+    setup: (w) => mkdirSync(join(w.directory, "src")),
+    input: () => ({ command: "cd src && echo {} > ../core.json" }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash a redirection to a path held in a variable",
+    tool: "bash",
+    input: () => ({ command: "F=core.json; echo {} > $F" }),
+    changed: coreJsonChanged,
+  },
+  {
+    name: "bash $CORE_HOME/core.json by absolute path",
+    tool: "bash",
+    input: (w) => ({ command: `echo '{}' > ${join(w.home, "core.json")}x && mv ${join(w.home, "core.json")}x ${join(w.home, "core.json")}` }),
+    changed: (w) => existsSync(join(w.home, "core.jsonx")) || readFileSync(join(w.home, "core.json"), "utf8") !== "{}",
+  },
+]
+
+/** Every attempt, with a saved "always" approval present for each action it could need. */
+const prepared = async (attempt: Attempt) => {
+  const w = world()
+  attempt.setup?.(w)
+  await w.approve("edit", ["*"])
+  await w.approve("bash", ["*"])
+  await w.approve("external_directory", ["*"])
+  return w
+}
+
+describe("protected configuration: self-escalation under \"*\": \"allow\" with saved always approvals", () => {
+  for (const attempt of ATTEMPTS) {
+    test(`${attempt.name}: refused without a terminal, saying a person must make the change`, async () => {
+      const w = await prepared(attempt)
+      const outcome = await w.settle(attempt.tool, attempt.input(w), "no-terminal")
+      expect(outcome.settlement.status).toBe("error")
+      expect(messageOf(outcome.settlement)).toContain("A person must make that change")
+      expect(outcome.asks.some((ask) => ask.protected !== undefined)).toBe(true)
+      expect(attempt.changed(w)).toBe(false)
+    })
+
+    test(`${attempt.name}: --yes does not stand in for a person`, async () => {
+      const w = await prepared(attempt)
+      const outcome = await w.settle(attempt.tool, attempt.input(w), "yes")
+      expect(outcome.settlement.status).toBe("error")
+      expect(messageOf(outcome.settlement)).toContain("A person must make that change")
+      expect(attempt.changed(w)).toBe(false)
+    })
+
+    test(`${attempt.name}: asked of a person, who may approve it once`, async () => {
+      const w = await prepared(attempt)
+      const outcome = await w.settle(attempt.tool, attempt.input(w), "once")
+      const asked = outcome.asks.filter((ask) => ask.protected !== undefined)
+      expect(asked.length).toBeGreaterThan(0)
+      for (const ask of asked) expect(ask.save).toEqual([])
+      expect(outcome.settlement.status).toBe("success")
+      expect(attempt.changed(w)).toBe(true)
+    })
+  }
+})
+
+describe("protected configuration: approvals never answer it", () => {
+  test("an always reply saves nothing, and the next change is asked again", async () => {
+    const w = world()
+    const first = await w.settle("write", { filePath: "core.json", content: "{}" }, "always")
+    expect(first.settlement.status).toBe("success")
+    const saved = await Effect.runPromise(
+      Effect.gen(function* () {
+        return yield* (yield* Approvals.Service).list(w.directory)
+      }).pipe(Effect.provide(SqliteStore.approvalsLayer(w.store))),
+    )
+    expect(saved.filter((approval) => approval.action === "edit")).toEqual([])
+    const second = await w.settle("write", { filePath: "core.json", content: "{ }" }, "no-terminal")
+    expect(second.settlement.status).toBe("error")
+    expect(readFileSync(join(w.directory, "core.json"), "utf8")).toBe("{}")
+  })
+
+  test("an approval inserted straight into the SQLite store does not answer it", async () => {
+    const w = world()
+    await w.insert("edit", "core.json")
+    await w.insert("edit", "*")
+    const outcome = await w.settle("write", { filePath: "core.json", content: "{}" }, "no-terminal")
+    expect(outcome.settlement.status).toBe("error")
+    expect(outcome.asks.map((ask) => ask.resources)).toEqual([["core.json"]])
+    expect(readFileSync(join(w.directory, "core.json"), "utf8")).toBe(RULES)
+    // The same inserted approval still answers an ordinary edit: it is protection, not the store, that refuses.
+    const ordinary = await w.settle("write", { filePath: "notes.txt", content: "x" }, "no-terminal")
+    expect(ordinary.settlement.status).toBe("success")
+    expect(ordinary.asks).toEqual([])
+  })
+
+  test("a rule denying the change still denies it, without asking", async () => {
+    const w = world()
+    const outcome = await w.settle("bash", { command: "rm core.json" }, "once")
+    expect(outcome.settlement.error?.kind).toBe("denied")
+    expect(outcome.asks).toEqual([])
+    expect(existsSync(join(w.directory, "core.json"))).toBe(true)
+  })
+})
+
+describe("protected configuration: what stays ordinary", () => {
+  test("reading core.json and tools/ follows the normal rules (allowed, not asked)", async () => {
+    const w = world({ "tools/x.ts": "export {}\n" })
+    for (const [tool, input] of [
+      ["read", { filePath: "core.json" }],
+      ["read", { filePath: "tools/x.ts" }],
+      ["bash", { command: "cat core.json && ls tools && grep deny core.json" }],
+      ["bash", { command: "cd tools && ls" }],
+      ["grep", { pattern: "deny" }],
+    ] as const) {
+      const outcome = await w.settle(tool, input, "no-terminal")
+      expect(outcome.asks).toEqual([])
+      expect(outcome.settlement.status).toBe("success")
+    }
+  })
+
+  test("ordinary files, and files merely named like protected ones elsewhere, are not protected", async () => {
+    const w = world()
+    mkdirSync(join(w.directory, "src"))
+    for (const [tool, input] of [
+      ["write", { filePath: "src/core.json", content: "{}" }],
+      ["write", { filePath: "src/tools/x.ts", content: "x" }],
+      ["write", { filePath: "toolsx/a", content: "x" }],
+      ["bash", { command: "echo hi > src/out.txt && cp src/out.txt src/copy.txt" }],
+    ] as const) {
+      const outcome = await w.settle(tool, input, "no-terminal")
+      expect(outcome.asks).toEqual([])
+      expect(outcome.settlement.status).toBe("success")
+    }
+  })
+})
+
+describe("core's data directory is not readable by tools, but for managed outputs", () => {
+  test("read and grep of the store are refused; a managed output can be read", async () => {
+    const w = world()
+    await w.approve("external_directory", ["*"])
+    writeFileSync(join(w.dataDir, "outputs", "out_1"), "kept output\n")
+    const store = await w.settle("read", { filePath: w.store }, "once")
+    expect(store.settlement.status).toBe("error")
+    expect(messageOf(store.settlement)).toContain("not readable by tools")
+    const searched = await w.settle("grep", { pattern: "approvals", path: w.dataDir }, "once")
+    expect(searched.settlement.status).toBe("error")
+    const output = await w.settle("read", { filePath: join(w.dataDir, "outputs", "out_1") }, "no-terminal")
+    expect(output.settlement.status).toBe("success")
+    expect(messageOf(output.settlement)).toContain("kept output")
+  })
+
+  test("a symlink or hard link into the store is refused as the store", async () => {
+    const w = world()
+    await w.approve("unrelated", ["x"])
+    symlinkSync(w.store, join(w.directory, "db-link"))
+    linkSync(w.store, join(w.directory, "db-hard"))
+    for (const path of ["db-link", "db-hard"]) {
+      const outcome = await w.settle("read", { filePath: path }, "once")
+      expect(outcome.settlement.status).toBe("error")
+      expect(messageOf(outcome.settlement)).toContain("not readable by tools")
+    }
+  })
+
+  test("bash naming a file in the data directory is asked of a person, never allowed by rules", async () => {
+    const w = world()
+    await w.approve("unrelated", ["x"])
+    await w.approve("external_directory", ["*"])
+    const outcome = await w.settle("bash", { command: `cat ${w.store}` }, "no-terminal")
+    expect(outcome.settlement.status).toBe("error")
+    expect(messageOf(outcome.settlement)).toContain("A person must make that change")
+  })
+})
