@@ -5,7 +5,7 @@ export * as ApplyPatch from "./apply-patch"
 // temp files before the first one is committed; a failure while committing restores the files already changed
 // from their saved originals. So a patch applies completely or leaves every file as it was.
 
-import { lstat, unlink } from "node:fs/promises"
+import { lstat } from "node:fs/promises"
 import { dirname } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
@@ -280,7 +280,7 @@ const attempt = (
     // A file the patch deletes to move another onto it goes first.
     plans.sort((left, right) => Number(isReplacedDelete(right, replacedByMove)) - Number(isReplacedDelete(left, replacedByMove)))
     // Stage every new content beside its destination, then commit in patch order.
-    const temps = new Map<Plan, string>()
+    const temps = new Map<Plan, Text.Staged>()
     const created: Array<ReadonlyArray<string>> = []
     const undo: Array<{ readonly shown: string; readonly run: Effect.Effect<void, Tool.Failure> }> = []
     let unrestored: ReadonlyArray<string> = []
@@ -298,7 +298,7 @@ const attempt = (
     )
     const restore = (place: Place, snapshot: Text.Snapshot) =>
       Text.write({ path: place.resolved.real, bytes: snapshot.bytes, shown: place.shown, mode: snapshot.mode })
-    const remove = (place: Place) => Text.io("delete", place.shown, () => unlink(place.resolved.real))
+    const remove = (place: Place) => Text.remove(place.resolved.real, place.shown)
     const unchanged = (place: Place, snapshot: Text.Snapshot) =>
       Text.unchanged(place.resolved.real, snapshot, place.shown).pipe(
         Effect.flatMap((same) => (same ? Effect.void : Effect.fail(Text.changed(place.shown)))),

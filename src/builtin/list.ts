@@ -6,6 +6,7 @@ export * as List from "./list"
 
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { Pinned } from "../permission/pinned"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { Ripgrep } from "./ripgrep"
@@ -138,7 +139,7 @@ const makeTool = (services: Builtin.Services) =>
     output: Output,
     checksPermissions: true,
     execute: (input, context) =>
-      Effect.gen(function* () {
+      Effect.scoped(Effect.gen(function* () {
         const { resolved, shown } = yield* Builtin.authorizeDirectory(services, context, {
           tool: "list",
           path: input.path,
@@ -146,9 +147,24 @@ const makeTool = (services: Builtin.Services) =>
           instead: "Use read to read a file, or list its parent directory.",
         })
         const root = node()
-        const prefix = resolved.real.endsWith("/") ? resolved.real.length : resolved.real.length + 1
+        // rg walks from the directory as checked, held open (Pinned) and given as its working directory through
+        // the descriptor, so a directory on its path swapped since cannot lead the walk elsewhere. Its records
+        // then start with "./".
+        const prefix = 2
         let total = 0
         let notUtf8 = 0
+        const held = yield* Effect.acquireRelease(
+          Effect.tryPromise({ try: () => Pinned.directory(resolved.real), catch: (cause) => cause }).pipe(
+            Effect.catch(() =>
+              Effect.fail(
+                new Tool.Failure({
+                  message: `${shown} was removed or replaced while it was being listed. Check that it still exists, then list it again.`,
+                }),
+              ),
+            ),
+          ),
+          (directory) => Effect.promise(() => directory.close()),
+        )
         const outcome = yield* Ripgrep.run({
           args: [
             ...Ripgrep.COMMON_FLAGS,
@@ -157,9 +173,9 @@ const makeTool = (services: Builtin.Services) =>
             ...Ripgrep.DEFAULT_IGNORED_DIRECTORIES.map((name) => `--glob=!${name}`),
             ...(input.ignore ?? []).map((pattern) => `--glob=!${pattern}`),
             "--",
-            resolved.real,
+            ".",
           ],
-          cwd: resolved.real,
+          cwd: held.at(""),
           ...Ripgrep.records(0, (record) => {
             const { text, utf8 } = Ripgrep.decode(record.subarray(prefix))
             if (!utf8) notUtf8++
@@ -199,7 +215,7 @@ const makeTool = (services: Builtin.Services) =>
           ...(problems.length === 0 ? {} : { problems }),
         }
         return output
-      }),
+      })),
     toModelOutput: ({ output }) => render(output),
   })
 

@@ -6,12 +6,13 @@ export * as Read from "./read"
 // permission check refused, nor anything that is not a regular file (a FIFO would block).
 
 import { readdirSync, statSync, type Dirent } from "node:fs"
-import { constants, open, type FileHandle } from "node:fs/promises"
+import { constants, type FileHandle } from "node:fs/promises"
 import { basename, dirname, extname, join, relative } from "node:path"
 import type { Stats } from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Boundary } from "../permission/boundary"
+import { Pinned } from "../permission/pinned"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { ReadTracking } from "./read-tracking"
@@ -419,28 +420,37 @@ const makeTool = (services: Builtin.Services) => {
 
   const readDirectory = (real: string, shown: string, input: typeof Input.Type) =>
     Effect.gen(function* () {
-      let entries: Array<Dirent>
-      try {
-        entries = readdirSync(real, { withFileTypes: true })
-      } catch (cause) {
-        const code = codeOf(cause)
-        if (code === "ENOENT" || code === "ENOTDIR") return yield* vanished(shown)
+      // Listed through the directory as checked (Pinned): a directory on its path swapped since is refused.
+      const listed = yield* Effect.promise(async () => {
+        try {
+          return await Pinned.within(real, async (held) => {
+            const entries = readdirSync(held.at(""), { withFileTypes: true })
+            // A symlink is shown as a directory when it leads to one.
+            const isDirectory = (entry: Dirent) => {
+              if (entry.isDirectory()) return true
+              if (!entry.isSymbolicLink()) return false
+              try {
+                return statSync(held.at(entry.name)).isDirectory()
+              } catch {
+                return false
+              }
+            }
+            return { entries: entries.map((entry) => ({ name: entry.name, directory: isDirectory(entry) })) }
+          })
+        } catch (cause) {
+          return { cause }
+        }
+      })
+      if ("cause" in listed) {
+        const code = codeOf(listed.cause)
+        if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP" || code === Pinned.MOVED) return yield* vanished(shown)
         if (code === "EACCES" || code === "EPERM") {
           return yield* failure(`${shown} cannot be listed: the operating system denied access (${code}).`)
         }
-        return yield* Effect.die(cause)
+        return yield* Effect.die(listed.cause)
       }
-      const isDirectory = (entry: Dirent) => {
-        if (entry.isDirectory()) return true
-        if (!entry.isSymbolicLink()) return false
-        try {
-          return statSync(join(real, entry.name)).isDirectory()
-        } catch {
-          return false
-        }
-      }
+      const entries = listed.entries
       const names = entries
-        .map((entry) => ({ name: entry.name, directory: isDirectory(entry) }))
         .sort((a, b) => (a.directory === b.directory ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.directory ? -1 : 1))
         .map((entry) => (entry.directory ? `${entry.name}/` : entry.name))
       const offset = input.offset ?? 1
@@ -571,14 +581,16 @@ const makeTool = (services: Builtin.Services) => {
   const readFile = (real: string, shown: string, input: typeof Input.Type, context: Tool.Context) =>
     Effect.acquireUseRelease(
       Effect.tryPromise({
-        // Non-blocking, so a FIFO swapped in after the check cannot hang the open; no-follow, so a symlink swapped
-        // in cannot lead elsewhere.
-        try: () => open(real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW),
+        // Non-blocking, so a FIFO swapped in after the check cannot hang the open; pinned, so a symlink swapped in
+        // for the file or any directory on its path cannot lead elsewhere.
+        try: () => Pinned.openFile(real, constants.O_RDONLY | constants.O_NONBLOCK),
         catch: (cause) => cause,
       }).pipe(
         Effect.catch((cause) => {
           const code = codeOf(cause)
-          if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP") return Effect.fail(vanished(shown))
+          if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP" || code === Pinned.MOVED) {
+            return Effect.fail(vanished(shown))
+          }
           if (code === "EACCES" || code === "EPERM") {
             return Effect.fail(failure(`${shown} cannot be read: the operating system denied access (${code}).`))
           }

@@ -4,13 +4,16 @@ export * as Text from "./text"
 // mark and line-ending style kept, writes that replace a file atomically (a temp file in the same directory, then
 // a rename, with the old file's mode), and the check that keeps a change from overwriting what someone else wrote
 // while it was being made (between the call reading the file and replacing it). It never checks permissions:
-// callers pass paths they have already authorized.
+// callers pass real paths they have already authorized, and every file operation here is pinned to them
+// (../permission/pinned): a directory swapped for a symlink after the check fails the operation, never leads it
+// (or a temp file) elsewhere.
 
 import { randomBytes } from "node:crypto"
 import { constants } from "node:fs"
-import { access, lstat, mkdir, open, rename, rmdir, stat, unlink } from "node:fs/promises"
-import { dirname, join } from "node:path"
+import { access, lstat, stat, unlink } from "node:fs/promises"
+import { basename, dirname } from "node:path"
 import * as Effect from "effect/Effect"
+import { Pinned } from "../permission/pinned"
 import { Tool } from "../tool/tool"
 import { FileLock } from "./file-lock"
 
@@ -71,6 +74,7 @@ const REASONS: Readonly<Record<string, string>> = {
   EXDEV: "it is on another file system",
   EMFILE: "too many files are open",
   ENFILE: "too many files are open",
+  [Pinned.MOVED]: "a directory on its path was replaced while it was being used, so it no longer leads where it was checked",
 }
 
 const codeOf = (cause: unknown): string | undefined =>
@@ -310,7 +314,7 @@ export const endingsLike = (
 /** Reads a file's bytes and the facts `unchanged` compares, from one open file. */
 export const read = (path: string, shown: string): Effect.Effect<Snapshot, Tool.Failure> =>
   io("read", shown, async () => {
-    const handle = await open(path, "r")
+    const handle = await Pinned.openFile(path, constants.O_RDONLY)
     try {
       const stats = await handle.stat({ bigint: true })
       const bytes = new Uint8Array(await handle.readFile())
@@ -329,16 +333,16 @@ const sameBytes = (left: Uint8Array, right: Uint8Array): boolean =>
  */
 export const unchanged = (path: string, expected: Snapshot, shown: string): Effect.Effect<boolean, Tool.Failure> =>
   io("check", shown, async () => {
-    let stats
+    let handle
     try {
-      stats = await stat(path, { bigint: true })
+      handle = await Pinned.openFile(path, constants.O_RDONLY)
     } catch (cause) {
       if (codeOf(cause) === "ENOENT") return false
       throw cause
     }
-    if (stats.ino !== expected.ino || stats.size !== expected.size || stats.mtimeNs !== expected.mtimeNs) return false
-    const handle = await open(path, "r")
     try {
+      const stats = await handle.stat({ bigint: true })
+      if (stats.ino !== expected.ino || stats.size !== expected.size || stats.mtimeNs !== expected.mtimeNs) return false
       return sameBytes(new Uint8Array(await handle.readFile()), expected.bytes)
     } finally {
       await handle.close()
@@ -353,16 +357,33 @@ export const changed = (shown: string): Tool.Failure =>
       "read it), so nothing was written. Read it again and redo the change against its current content.",
   })
 
-/** A temp file holding the new content, beside the file it will replace so the rename stays on one file system. */
+/** A temp file holding new content, in the held directory of the file it will replace (see `prepare`). */
+export interface Staged {
+  readonly directory: Pinned.Directory
+  readonly name: string
+}
+
+/**
+ * A temp file holding the new content, beside the file it will replace so the rename stays on one file system.
+ * The directory stays held until the temp file is committed or discarded.
+ */
 export const prepare = (
   target: string,
   bytes: Uint8Array,
   mode: number | undefined,
   shown: string,
-): Effect.Effect<string, Tool.Failure> => {
-  const temp = join(dirname(target), `.core-${randomBytes(6).toString("hex")}.tmp`)
+): Effect.Effect<Staged, Tool.Failure> => {
+  const name = `.core-${randomBytes(6).toString("hex")}.tmp`
   return io("write", shown, async () => {
-    const handle = await open(temp, "wx", mode ?? 0o666)
+    const directory = await Pinned.directory(dirname(target))
+    const staged = { directory, name }
+    let handle
+    try {
+      handle = await Pinned.create(directory, name, mode ?? 0o666)
+    } catch (cause) {
+      await directory.close()
+      throw cause
+    }
     try {
       await handle.writeFile(bytes)
       // The umask narrowed the mode given to open; an overwritten file keeps exactly its own.
@@ -371,21 +392,39 @@ export const prepare = (
       await handle.datasync()
     } catch (cause) {
       await handle.close()
-      await unlink(temp).catch(() => undefined)
+      await unlinkStaged(staged)
       throw cause
     }
     await handle.close()
-    return temp
+    return staged
   })
 }
 
-/** Removes a temp file that will not be committed; it may already be gone. */
-export const discard = (temp: string): Effect.Effect<void> =>
-  Effect.promise(() => unlink(temp).catch(() => undefined))
+const unlinkStaged = async (staged: Staged): Promise<void> => {
+  // Committed already (its directory let go): nothing is left to remove.
+  await Promise.resolve()
+    .then(() => unlink(staged.directory.at(staged.name)))
+    .catch(() => undefined)
+  await staged.directory.close().catch(() => undefined)
+}
 
-/** Puts a prepared temp file in place of `target` in one step. */
-export const commit = (temp: string, target: string, shown: string): Effect.Effect<void, Tool.Failure> =>
-  io("write", shown, () => rename(temp, target)).pipe(Effect.onError(() => discard(temp)))
+/** Removes a temp file that will not be committed (it may already be gone), and lets its directory go. */
+export const discard = (staged: Staged): Effect.Effect<void> => Effect.promise(() => unlinkStaged(staged))
+
+/** Puts a prepared temp file in place of `target` (in the same directory) in one step. */
+export const commit = (staged: Staged, target: string, shown: string): Effect.Effect<void, Tool.Failure> =>
+  Effect.suspend(() =>
+    dirname(target) === staged.directory.path
+      ? io("write", shown, async () => {
+          await Pinned.renameIn(staged.directory, staged.name, basename(target))
+          await staged.directory.close()
+        }).pipe(Effect.onError(() => discard(staged)))
+      : Effect.die(new Error(`A temp file staged in ${staged.directory.path} cannot replace ${target}`)),
+  )
+
+/** Removes the file at `target`, through its directory as checked. */
+export const remove = (target: string, shown: string): Effect.Effect<void, Tool.Failure> =>
+  io("delete", shown, () => Pinned.remove(target))
 
 export interface WriteOptions {
   readonly path: string
@@ -422,21 +461,12 @@ export const write = (options: WriteOptions): Effect.Effect<void, Tool.Failure> 
  * fails later can remove them again with `removeDirectories`.
  */
 export const ensureDirectory = (directory: string, shown: string): Effect.Effect<ReadonlyArray<string>, Tool.Failure> =>
-  io("create the directory for", shown, async () => {
-    const first = await mkdir(directory, { recursive: true })
-    if (first === undefined) return []
-    const created: Array<string> = []
-    for (let current = directory; current.length >= first.length; current = dirname(current)) {
-      created.push(current)
-      if (current === first) break
-    }
-    return created
-  })
+  io("create the directory for", shown, () => Pinned.makeDirectories(directory))
 
 /** Removes directories created for a change that did not happen (deepest first); ones now in use stay. */
 export const removeDirectories = (directories: ReadonlyArray<string>): Effect.Effect<void> =>
   Effect.promise(async () => {
-    for (const directory of directories) await rmdir(directory).catch(() => undefined)
+    for (const directory of directories) await Pinned.removeDirectory(directory).catch(() => undefined)
   })
 
 /** A file's permission bits as `ls` shows them in octal, e.g. "0644". */
