@@ -191,12 +191,12 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         }
       })()
       const directories = Protected.directoriesOf()
-      const protectedRoots: Protected.Roots = {
+      const protectedRoots = Protected.roots({
         location: realProject,
         home: options.home ?? directories.home,
         dataDir: options.dataDir ?? directories.dataDir,
         readable: options.readableRoots ?? [],
-      }
+      })
       const pending = new Map<string, Pending>()
       const events = yield* PubSub.unbounded<Event>()
       let counter = 0

@@ -8,7 +8,7 @@ export * as Protected from "./protected"
 
 import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs"
 import { homedir } from "node:os"
-import { dirname, join, parse, resolve, sep } from "node:path"
+import { basename, dirname, join, resolve, sep } from "node:path"
 
 /** The entries of a Location that configure core. */
 export const LOCATION_ENTRIES = ["core.json", "tools", "plugins", ".core"] as const
@@ -25,6 +25,13 @@ export interface Roots {
   readonly dataDir: string
   /** Directories under the data dir that tools may read (the managed outputs). */
   readonly readable: ReadonlyArray<string>
+  /** `home`, `dataDir` and `readable` where they really are, and who they are, when the roots were made. */
+  readonly fixed: {
+    readonly home: ReadonlyArray<Place>
+    readonly data: ReadonlyArray<Place>
+    readonly readable: ReadonlyArray<string>
+    readonly readableIdentities: ReadonlyArray<Identity | undefined>
+  }
 }
 
 /** `$CORE_HOME` and `$CORE_DATA_DIR` as core resolves them from an environment (their defaults included). */
@@ -33,54 +40,31 @@ export const directoriesOf = (env: Record<string, string | undefined> = process.
   dataDir: resolve(env.CORE_DATA_DIR || join(homedir(), ".local/share/core")),
 })
 
-/** One protected place: as written, and where it really is now. */
-interface Place {
+/** One protected place: where it is (as written, or really), what a person is told it is, and who it is. */
+export interface Place {
   readonly path: string
-  /** What a person is told it is. */
   readonly what: string
+  readonly identity: Identity | undefined
 }
 
-const realOf = (path: string): string => {
-  // The nearest existing ancestor's real path, with the missing tail joined on.
-  let current = path
-  const tail: Array<string> = []
-  for (;;) {
-    try {
-      return join(realpathSync(current), ...tail.reverse())
-    } catch {
-      const parent = dirname(current)
-      if (parent === current) return path
-      tail.push(current.slice(parent.length + (parent.endsWith(sep) ? 0 : 1)))
-      current = parent
-    }
-  }
-}
-
-const places = (roots: Roots): ReadonlyArray<Place> => [
-  ...LOCATION_ENTRIES.map((entry) => ({
-    path: join(roots.location, entry),
-    what: `${entry}${entry === "core.json" ? "" : "/"} of the Location (core's configuration and code)`,
-  })),
-  { path: roots.home, what: `$CORE_HOME (${roots.home}: core's configuration and code for every Location)` },
-  { path: roots.dataDir, what: `$CORE_DATA_DIR (${roots.dataDir}: core's settlement store and saved approvals)` },
-]
-
-/** Whether `path` is `root` or under it, ignoring case (a case-folding file system makes them one). */
-const within = (root: string, path: string): boolean => {
-  const base = root.toLowerCase()
-  const target = path.toLowerCase()
-  return target === base || target.startsWith(base.endsWith(sep) ? base : base + sep)
-}
-
-interface Identity {
+export interface Identity {
   readonly dev: number
   readonly ino: number
 }
 
+/** lstat without an exception for a missing path (or one under a file): exceptions cost more than the lookup. */
+const lstatFree = (path: string) => {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false })
+  } catch {
+    return undefined
+  }
+}
+
 const identityOf = (path: string, follow = true): Identity | undefined => {
   try {
-    const stats = follow ? statSync(path) : lstatSync(path)
-    return { dev: stats.dev, ino: stats.ino }
+    const stats = follow ? statSync(path, { throwIfNoEntry: false }) : lstatSync(path, { throwIfNoEntry: false })
+    return stats === undefined ? undefined : { dev: stats.dev, ino: stats.ino }
   } catch {
     return undefined
   }
@@ -89,14 +73,62 @@ const identityOf = (path: string, follow = true): Identity | undefined => {
 const same = (left: Identity | undefined, right: Identity | undefined) =>
   left !== undefined && right !== undefined && left.dev === right.dev && left.ino === right.ino
 
-/** `path` and each of its existing ancestors, nearest first. */
-const lineage = (path: string): Array<string> => {
-  const found: Array<string> = []
-  const root = parse(path).root
-  for (let current = path; ; current = dirname(current)) {
-    found.push(current)
-    if (current === root || dirname(current) === current) return found
+/** The nearest existing ancestor's real path, with the missing tail joined on. */
+const realOf = (path: string): string => {
+  let current = path
+  const tail: Array<string> = []
+  while (lstatFree(current) === undefined) {
+    const parent = dirname(current)
+    if (parent === current) return path
+    tail.push(basename(current))
+    current = parent
   }
+  try {
+    return join(realpathSync(current), ...tail.reverse())
+  } catch {
+    return path
+  }
+}
+
+/** A directory as written and where it really is (both, when they differ). */
+const placesOf = (path: string, what: string): ReadonlyArray<Place> => {
+  const real = realOf(path)
+  const identity = identityOf(real)
+  return real === path ? [{ path, what, identity }] : [{ path, what, identity }, { path: real, what, identity }]
+}
+
+/**
+ * The protected places of a Location. `$CORE_HOME` and `$CORE_DATA_DIR` are resolved once, here: moving either
+ * later is itself a change to them (or to a directory holding them), which is protected.
+ */
+export const roots = (input: Omit<Roots, "fixed">): Roots => ({
+  ...input,
+  fixed: {
+    home: placesOf(input.home, `$CORE_HOME (${input.home}: core's configuration and code for every Location)`),
+    data: placesOf(input.dataDir, `$CORE_DATA_DIR (${input.dataDir}: core's settlement store and saved approvals)`),
+    readable: input.readable.flatMap((root) => [root, realOf(root)]),
+    readableIdentities: input.readable.map((root) => identityOf(root)),
+  },
+})
+
+/** The Location's protected entries, looked up now: one may have become a symlink leading elsewhere. */
+const locationPlaces = (location: string): Array<Place> =>
+  LOCATION_ENTRIES.flatMap((entry) => {
+    const path = join(location, entry)
+    const what = `${entry}${entry === "core.json" ? "" : "/"} of the Location (core's configuration and code)`
+    const stats = lstatFree(path)
+    if (stats === undefined) return [{ path, what, identity: undefined }]
+    if (!stats.isSymbolicLink()) return [{ path, what, identity: { dev: stats.dev, ino: stats.ino } }]
+    const real = realOf(path)
+    const identity = identityOf(real)
+    return [{ path, what, identity }, { path: real, what, identity }]
+  })
+
+/** Whether `path` is `root` or under it, ignoring case (a case-folding file system makes them one). */
+const within = (root: string, path: string): boolean => {
+  const base = root.toLowerCase()
+  const target = path.toLowerCase()
+  return target === base || target.startsWith(base.endsWith(sep) ? base : base + sep)
 }
 
 /** Whether a file with other names (hard links) has one of them under `directory`, looking at MAX_SCANNED entries. */
@@ -120,45 +152,32 @@ const linkedUnder = (directory: string, identity: Identity, budget: { left: numb
 /**
  * What protected place a change to `real` (a real path, symlinks followed) would change, or undefined when it
  * changes none. `encloses` also counts a directory that holds a protected place (a shell command given the
- * Location itself may copy onto its core.json or delete its tools/).
+ * Location itself may copy onto its core.json or delete its tools/). Matched by path (ignoring case), by the
+ * identity of the file and of its directory (a bind mount of a protected directory), and for a file with other
+ * names, by looking for one of them among the protected files.
  */
 export const change = (roots: Roots, real: string, options: { readonly encloses?: boolean } = {}): string | undefined => {
-  const protectedPlaces = places(roots).flatMap((place) => {
-    const actual = realOf(place.path)
-    return actual === place.path ? [place] : [place, { ...place, path: actual }]
-  })
+  const protectedPlaces = [...locationPlaces(roots.location), ...roots.fixed.home, ...roots.fixed.data]
   for (const place of protectedPlaces) {
     if (within(place.path, real)) return place.what
     if (options.encloses === true && within(real, place.path)) return `${real}, which holds ${place.what}`
   }
-  // The same directory reached by another name (a bind mount, a case-folding file system).
-  const identities = protectedPlaces.map((place) => ({ place, identity: identityOf(place.path) }))
-  for (const ancestor of lineage(real)) {
-    const identity = identityOf(ancestor)
-    if (identity === undefined) continue
-    const found = identities.find((entry) => same(entry.identity, identity))
-    if (found !== undefined) return found.place.what
+  const stats = lstatFree(real)
+  const own = stats === undefined ? undefined : { dev: stats.dev, ino: stats.ino }
+  const parent = identityOf(dirname(real))
+  for (const place of protectedPlaces) {
+    if (same(parent, place.identity) || same(own, place.identity)) return place.what
   }
   // A file with other names: one of them may be a protected file.
-  let stats
-  try {
-    stats = lstatSync(real)
-  } catch {
-    return undefined
-  }
-  if (stats.isFile() && stats.nlink > 1) {
-    const identity = { dev: stats.dev, ino: stats.ino }
+  if (stats !== undefined && own !== undefined && stats.isFile() && stats.nlink > 1) {
     const budget = { left: MAX_SCANNED }
     for (const place of protectedPlaces) {
-      let kind
-      try {
-        kind = lstatSync(place.path)
-      } catch {
-        continue
-      }
-      if (kind.isFile() ? same(identityOf(place.path, false), identity) : kind.isDirectory() && linkedUnder(place.path, identity, budget)) {
-        return `${place.what}, through a hard link`
-      }
+      const kind = lstatFree(place.path)
+      if (kind === undefined) continue
+      const linked = kind.isFile()
+        ? same({ dev: kind.dev, ino: kind.ino }, own)
+        : kind.isDirectory() && linkedUnder(place.path, own, budget)
+      if (linked) return `${place.what}, through a hard link`
     }
   }
   return undefined
@@ -166,30 +185,24 @@ export const change = (roots: Roots, real: string, options: { readonly encloses?
 
 /** Whether reading `real` would read core's data directory outside the managed outputs. */
 export const secret = (roots: Roots, real: string): boolean => {
-  const readable = roots.readable.flatMap((root) => [root, realOf(root)])
-  const data = [roots.dataDir, realOf(roots.dataDir)]
-  const inData = (path: string) => data.some((root) => within(root, path)) && !readable.some((root) => within(root, path))
-  if (inData(real)) return true
-  const dataIdentity = identityOf(roots.dataDir)
+  const { data, readable, readableIdentities } = roots.fixed
+  if (readable.some((root) => within(root, real))) return false
+  if (data.some((place) => within(place.path, real))) return true
+  const dataIdentity = data[0]?.identity
   if (dataIdentity === undefined) return false
-  const readableIdentities = roots.readable.map((root) => identityOf(root))
-  for (const ancestor of lineage(real)) {
-    const identity = identityOf(ancestor)
-    if (identity === undefined) continue
-    if (readableIdentities.some((entry) => same(entry, identity))) return false
-    if (same(identity, dataIdentity)) return true
-  }
+  // The data directory reached by another name (a bind mount): the file's own directory is compared.
+  const parent = identityOf(dirname(real))
+  if (readableIdentities.some((identity) => same(identity, parent))) return false
+  if (same(parent, dataIdentity)) return true
   // Another name for one of the store's files.
+  const stats = lstatFree(real)
+  if (stats === undefined || !stats.isFile() || stats.nlink <= 1) return false
+  const identity = { dev: stats.dev, ino: stats.ino }
   try {
-    const stats = lstatSync(real)
-    if (stats.isFile() && stats.nlink > 1) {
-      const identity = { dev: stats.dev, ino: stats.ino }
-      return readdirSync(roots.dataDir).some((name) => same(identityOf(join(roots.dataDir, name), false), identity))
-    }
+    return readdirSync(roots.dataDir).some((name) => same(identityOf(join(roots.dataDir, name), false), identity))
   } catch {
     return false
   }
-  return false
 }
 
 /**
