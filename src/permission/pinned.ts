@@ -6,7 +6,7 @@ export * as Pinned from "./pinned"
 // then go through the pinned directory's descriptor, so swapping a directory on the path for a symlink after the
 // check cannot lead anything (a temp file included) outside. Linux only; it decides no permissions.
 
-import { closeSync, openSync, readlinkSync } from "node:fs"
+import { closeSync, lstatSync, openSync, readlinkSync } from "node:fs"
 import { constants, mkdir, open, rename, rmdir, unlink, type FileHandle } from "node:fs/promises"
 import { basename, dirname, join } from "node:path"
 
@@ -22,6 +22,18 @@ export class Moved extends Error {
 }
 
 const where = (fd: number): string => readlinkSync(`/proc/self/fd/${fd}`)
+
+/** A refusal to follow a symlink found where the checked path had none is reported as Moved; others as they are. */
+const replaced = (real: string, cause: unknown): unknown => {
+  const code = typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
+  if (code !== "ELOOP" && code !== "ENOTDIR") return cause
+  try {
+    if (lstatSync(real, { throwIfNoEntry: false })?.isSymbolicLink() === true) return new Moved(real, readlinkSync(real))
+  } catch {
+    // the path changed again: the original refusal stands
+  }
+  return cause
+}
 
 /** A directory held open: names under it are reached through its descriptor, never through its path again. */
 export interface Directory {
@@ -58,7 +70,12 @@ const prove = async (handle: FileHandle, real: string): Promise<FileHandle> => {
  * system calls cost less than handing them to the thread pool.
  */
 export const directory = async (real: string): Promise<Directory> => {
-  const fd = openSync(real, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
+  let fd: number
+  try {
+    fd = openSync(real, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
+  } catch (cause) {
+    throw replaced(real, cause)
+  }
   let now: string
   try {
     now = where(fd)
@@ -101,8 +118,15 @@ export const within = async <A>(real: string, use: (directory: Directory) => Pro
  * Opens the file at `real` with `flags` (never following a symlink in its place) and proves it is there: no
  * directory on its path was swapped for a symlink. The caller closes it.
  */
-export const openFile = async (real: string, flags: number, mode?: number): Promise<FileHandle> =>
-  prove(await open(real, flags | constants.O_NOFOLLOW, mode), real)
+export const openFile = async (real: string, flags: number, mode?: number): Promise<FileHandle> => {
+  let handle: FileHandle
+  try {
+    handle = await open(real, flags | constants.O_NOFOLLOW, mode)
+  } catch (cause) {
+    throw replaced(real, cause)
+  }
+  return prove(handle, real)
+}
 
 /** Creates `name` exclusively in a held directory (never following a symlink), with `mode` before the umask. */
 export const create = (held: Directory, name: string, mode: number): Promise<FileHandle> =>
