@@ -8,6 +8,7 @@ export * as Glob from "./glob"
 import { statSync } from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { Pinned } from "../permission/pinned"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { Ripgrep } from "./ripgrep"
@@ -81,6 +82,12 @@ export const modifiedTime = (path: string | Buffer): number => {
 /** Where a search ran, as a sentence ends with it: the Location itself is named so, never as a bare ".". */
 export const where = (path: string): string => (path === "." ? "the Location (.)" : path)
 
+/** The directory to search was removed or replaced after it was checked. */
+export const replaced = (shown: string) =>
+  new Tool.Failure({
+    message: `${shown} was removed or replaced while it was being searched. Check that it still exists, then search again.`,
+  })
+
 const render = (output: Output): string => {
   if (output.total === 0) {
     return [`No files found matching ${output.pattern} in ${where(output.path)}.`, ...problemLines(output.problems)].join("\n")
@@ -113,7 +120,7 @@ const makeTool = (services: Builtin.Services) =>
     output: Output,
     checksPermissions: true,
     execute: (input, context) =>
-      Effect.gen(function* () {
+      Effect.scoped(Effect.gen(function* () {
         const { resolved, shown } = yield* Builtin.authorizeDirectory(services, context, {
           tool: "glob",
           path: input.path,
@@ -121,11 +128,16 @@ const makeTool = (services: Builtin.Services) =>
           instead: "glob searches a directory: give its parent, or read the file.",
         })
         const found: Array<Found> = []
+        // rg walks from the directory as checked, held open (Pinned), so a directory on its path swapped since
+        // cannot lead it elsewhere; the "./" paths it prints are put back under the real path.
+        const held = yield* Pinned.hold(resolved.real).pipe(Effect.catch(() => Effect.fail(replaced(shown))))
+        const absolute = Pinned.underneath(resolved.real)
         const outcome = yield* Ripgrep.run({
-          args: [...Ripgrep.COMMON_FLAGS, "--files", "--null", "--", resolved.real],
+          args: [...Ripgrep.COMMON_FLAGS, "--files", "--null", "--", "."],
           select: input.pattern,
-          cwd: resolved.real,
-          ...Ripgrep.records(0, (record) => {
+          cwd: held.at(""),
+          ...Ripgrep.records(0, (printed) => {
+            const record = absolute(printed)
             const { text, utf8 } = Ripgrep.decode(record)
             found.push({ path: text, utf8, modified: modifiedTime(utf8 ? text : Buffer.from(record)) })
           }),
@@ -160,7 +172,7 @@ const makeTool = (services: Builtin.Services) =>
           ...(problems.length === 0 ? {} : { problems }),
         }
         return output
-      }),
+      })),
     toModelOutput: ({ output }) => render(output),
   })
 

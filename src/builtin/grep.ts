@@ -5,9 +5,10 @@ export * as Grep from "./grep"
 // files with matches, and while rg streams it keeps only the newest files whose matches fill the limit, so
 // memory stays bounded however much matches. Every match is counted, so what the limit leaves out is exact.
 
-import { dirname } from "node:path"
+import { basename, dirname } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { Pinned } from "../permission/pinned"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { Glob } from "./glob"
@@ -247,7 +248,7 @@ const makeTool = (services: Builtin.Services) =>
     output: Output,
     checksPermissions: true,
     execute: (input, context) =>
-      Effect.gen(function* () {
+      Effect.scoped(Effect.gen(function* () {
         const resolved = yield* Builtin.authorizePath(services, context, {
           action: "grep",
           path: input.path ?? ".",
@@ -298,10 +299,17 @@ const makeTool = (services: Builtin.Services) =>
           files++
         }
         const realBytes = Buffer.from(resolved.real)
+        // rg runs in the directory as checked (the file's own, for one file), held open (Pinned), so a directory on
+        // its path swapped since cannot lead it elsewhere; the "./" paths it prints are put back under the real path.
+        const held = yield* Pinned.hold(single ? dirname(resolved.real) : resolved.real).pipe(
+          Effect.catch(() => Effect.fail(Glob.replaced(shown))),
+        )
+        const absolute = Pinned.underneath(resolved.real)
+        const target = single ? `./${basename(resolved.real)}` : "."
         const parser = matchingLines(
           !single,
           (path, line, text, length) => {
-            const raw = single ? realBytes : path
+            const raw = single ? realBytes : absolute(path)
             if (current === undefined || !sameBytes(raw, current.raw)) {
               finish()
               begin(raw.slice())
@@ -323,12 +331,12 @@ const makeTool = (services: Builtin.Services) =>
           "--crlf",
           `--regexp=${input.pattern}`,
           "--",
-          resolved.real,
+          target,
         ]
         const outcome = yield* Ripgrep.run({
-          args: excluded ? [...Ripgrep.COMMON_FLAGS, "--files", "--", resolved.real] : search,
+          args: excluded ? [...Ripgrep.COMMON_FLAGS, "--files", "--", target] : search,
           ...(input.include === undefined ? {} : { select: input.include }),
-          cwd: single ? dirname(resolved.real) : resolved.real,
+          cwd: held.at(""),
           onData: excluded ? () => undefined : parser.onData,
           onEnd: () => {
             parser.onEnd()
@@ -378,7 +386,7 @@ const makeTool = (services: Builtin.Services) =>
           ...(problems.length === 0 ? {} : { problems }),
         }
         return output
-      }),
+      })),
     toModelOutput: ({ output }) => render(output),
   })
 

@@ -9,6 +9,8 @@ export * as Pinned from "./pinned"
 import { closeSync, lstatSync, openSync, readlinkSync } from "node:fs"
 import { constants, mkdir, open, rename, rmdir, unlink, type FileHandle } from "node:fs/promises"
 import { basename, dirname, join } from "node:path"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 
 /** The error code of a path that no longer leads where it was checked. */
 export const MOVED = "EMOVED"
@@ -180,4 +182,20 @@ export const makeDirectories = async (real: string): Promise<ReadonlyArray<strin
     await held.close()
   }
   return created
+}
+
+/** Holds the directory at `real` open (see `directory`) for the life of the scope. */
+export const hold = (real: string): Effect.Effect<Directory, unknown, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.tryPromise({ try: () => directory(real), catch: (cause) => cause }),
+    (held) => Effect.promise(() => held.close()),
+  )
+
+/**
+ * For a program run in a held directory (its working directory given as `at("")`) on the path ".": turns a path it
+ * printed ("./a/b") back into the real path under `real` ("/real/a/b"). Other bytes are left as they are.
+ */
+export const underneath = (real: string): ((printed: Uint8Array) => Uint8Array) => {
+  const base = Buffer.from(real.endsWith("/") ? real.slice(0, -1) : real)
+  return (printed) => (printed[0] === 0x2e && printed[1] === 0x2f ? Buffer.concat([base, printed.subarray(1)]) : printed)
 }

@@ -1,6 +1,7 @@
 // The directory-swap race: while a tool runs, another process keeps swapping a directory on the tool's path for a
 // symlink to a directory outside the Location. Whatever the timing, nothing outside may be read, written, edited,
-// patched, listed or left behind (temp files included): each call either works inside or fails.
+// patched, searched, listed or left behind (temp files included): each call either works inside or fails as a
+// model-visible result (never an operational failure).
 
 import { afterAll, describe, expect, test } from "bun:test"
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from "node:fs"
@@ -146,6 +147,24 @@ describe(`the directory-swap race, ${RUNS} calls per tool`, () => {
     )
     expect(deleted).toEqual([])
     expect(strayTemps(outside)).toEqual([])
+    expect(settled.some((settlement) => settlement.status === "success")).toBe(true)
+  }, 120_000)
+
+  test("grep never searches a directory outside", async () => {
+    const { settled } = await quiet(() => race("grep", () => ({ pattern: "AAA", path: "d" })))
+    expect(settled.filter((settlement) => textOf(settlement).includes("OUTSIDE"))).toEqual([])
+    expect(settled.some((settlement) => settlement.status === "success")).toBe(true)
+  }, 120_000)
+
+  test("grep of one file never searches a file outside", async () => {
+    const { settled } = await quiet(() => race("grep", () => ({ pattern: "AAA", path: "d/file.txt" })))
+    expect(settled.filter((settlement) => textOf(settlement).includes("OUTSIDE"))).toEqual([])
+    expect(settled.some((settlement) => settlement.status === "success")).toBe(true)
+  }, 120_000)
+
+  test("glob never finds files outside", async () => {
+    const { settled } = await quiet(() => race("glob", () => ({ pattern: "*", path: "d" })))
+    expect(settled.filter((settlement) => textOf(settlement).includes("outside-only"))).toEqual([])
     expect(settled.some((settlement) => settlement.status === "success")).toBe(true)
   }, 120_000)
 
