@@ -316,6 +316,14 @@ const needsOf = Effect.fnUntraced(function* (directory: string, input: Input, ro
     if (pattern !== undefined) external.add(pattern)
     if (path.writes) edits.add(Builtin.display(directory, absolute))
   }
+  // Any other word of a command that may change files, naming a protected place (`git checkout core.json`).
+  for (const simple of parsed.commands) {
+    if (simple.kind !== "command" || Protected.readsOnly(simple.resource)) continue
+    for (const word of simple.words.slice(1)) {
+      const absolute = CommandLine.locate(word, workdir.real)
+      if (absolute !== undefined && Protected.named(roots, absolute)) written.add(absolute)
+    }
+  }
   return {
     workdir,
     external,

@@ -211,7 +211,10 @@ export const secret = (roots: Roots, real: string): boolean => {
  */
 const READ_ONLY = new Set([
   "cat", "head", "tail", "less", "more", "stat", "file", "du", "wc", "diff", "ls", "grep", "cd", "pushd", "popd",
+  "echo", "printf", "test", "[", "[[", "true", "false", "type", "which", "realpath", "readlink", "basename", "dirname",
 ])
+/** `git` subcommands that change no file. */
+const GIT_READ_ONLY = new Set(["status", "diff", "log", "show", "blame", "ls-files", "grep", "rev-parse"])
 /** Options of `find` that change files or run commands. */
 const FIND_ACTIONS = /(^|\s)-(delete|exec|execdir|ok|okdir|fprint|fprint0|fprintf|fls)(\s|$)/
 
@@ -225,8 +228,20 @@ export const readsOnly = (text: string): boolean => {
   if (name === undefined) return false
   const base = name.slice(name.lastIndexOf("/") + 1)
   if (base === "find") return !FIND_ACTIONS.test(text)
+  if (base === "git") {
+    const subcommand = words.slice(words.indexOf(name) + 1).find((word) => !word.startsWith("-"))
+    return subcommand !== undefined && GIT_READ_ONLY.has(subcommand)
+  }
   return READ_ONLY.has(base)
 }
+
+/**
+ * Whether an absolute path names a protected place by its text alone (no file system lookups): the cheap test for
+ * a word of a command that is not a known file operand (`git checkout core.json`).
+ */
+export const named = (roots: Roots, absolute: string): boolean =>
+  LOCATION_ENTRIES.some((entry) => within(join(roots.location, entry), absolute)) ||
+  [...roots.fixed.home, ...roots.fixed.data].some((place) => within(place.path, absolute))
 
 /** What a shell command changes when its target is known only when it runs: it may be a protected place. */
 export const UNKNOWN_TARGET =

@@ -179,6 +179,19 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     changed: coreJsonChanged,
   },
   {
+    name: "bash a program that is not a file command (git checkout core.json)",
+    tool: "bash",
+    setup: (w) => {
+      const git = (args: ReadonlyArray<string>) => Bun.spawnSync(["git", "-c", "user.email=a@b", "-c", "user.name=a", ...args], { cwd: w.directory })
+      git(["init", "-q"])
+      git(["add", "core.json"])
+      git(["commit", "-qm", "rules"])
+      writeFileSync(join(w.directory, "core.json"), "{}")
+    },
+    input: () => ({ command: "git checkout core.json" }),
+    changed: (w) => readFileSync(join(w.directory, "core.json"), "utf8") !== "{}",
+  },
+  {
     name: "bash $CORE_HOME/core.json by absolute path",
     tool: "bash",
     input: (w) => ({ command: `echo '{}' > ${join(w.home, "core.json")}x && mv ${join(w.home, "core.json")}x ${join(w.home, "core.json")}` }),
@@ -274,6 +287,7 @@ describe("protected configuration: what stays ordinary", () => {
       ["read", { filePath: "tools/x.ts" }],
       ["bash", { command: "cat core.json && ls tools && grep deny core.json" }],
       ["bash", { command: "cd tools && ls" }],
+      ["bash", { command: "echo core.json && git status && git diff core.json" }],
       ["grep", { pattern: "deny" }],
     ] as const) {
       const outcome = await w.settle(tool, input, "no-terminal")
