@@ -1,0 +1,78 @@
+import { describe, expect, test } from "bun:test"
+import { linkSync, mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Protected } from "../../src/permission/protected"
+import { tempDir } from "../support/temp"
+
+const setup = () => {
+  const root = realpathSync(tempDir("core-protected-paths-"))
+  const location = join(root, "project")
+  const home = join(root, "home")
+  const dataDir = join(root, "data")
+  mkdirSync(join(location, "lib"), { recursive: true })
+  mkdirSync(join(dataDir, "outputs"), { recursive: true })
+  writeFileSync(join(location, "core.json"), "{}")
+  writeFileSync(join(dataDir, "core.db"), "store")
+  writeFileSync(join(dataDir, "outputs", "out_1"), "kept")
+  const roots = Protected.roots({ location, home, dataDir, readable: [join(dataDir, "outputs")] })
+  return { root, location, home, dataDir, roots }
+}
+
+describe("Protected.change", () => {
+  test("names what a change would touch, by path, case, symlinked entry and hard link; nothing for other paths", () => {
+    const { root, location, home, dataDir, roots } = setup()
+    expect(Protected.change(roots, join(location, "core.json"))).toContain("core.json of the Location")
+    expect(Protected.change(roots, join(location, "Core.JSON"))).toContain("core.json")
+    expect(Protected.change(roots, join(location, "tools", "new", "x.ts"))).toContain("tools/")
+    expect(Protected.change(roots, join(home, "plugins", "p.ts"))).toContain("$CORE_HOME")
+    expect(Protected.change(roots, join(dataDir, "outputs", "out_1"))).toContain("$CORE_DATA_DIR")
+    expect(Protected.change(roots, join(location, "lib", "x.ts"))).toBeUndefined()
+    expect(Protected.change(roots, join(location, "tools.ts"))).toBeUndefined()
+    expect(Protected.change(roots, join(root, "elsewhere", "core.json"))).toBeUndefined()
+
+    // tools/ made a symlink to another directory: changing that directory changes tools/.
+    const target = join(root, "shared-tools")
+    mkdirSync(target)
+    symlinkSync(target, join(location, "tools"))
+    expect(Protected.change(roots, join(target, "x.ts"))).toContain("tools/")
+
+    // Other names of protected files: core.json itself (the same file), one under plugins/ (found by looking).
+    linkSync(join(location, "core.json"), join(location, "lib", "alias.json"))
+    expect(Protected.change(roots, join(location, "lib", "alias.json"))).toContain("core.json")
+    mkdirSync(join(location, "plugins", "deep"), { recursive: true })
+    writeFileSync(join(location, "plugins", "deep", "p.ts"), "export {}")
+    linkSync(join(location, "plugins", "deep", "p.ts"), join(location, "lib", "p.ts"))
+    expect(Protected.change(roots, join(location, "lib", "p.ts"))).toContain("through a hard link")
+  })
+
+  test("a directory holding a protected place counts only when asked to (encloses)", () => {
+    const { root, location, roots } = setup()
+    expect(Protected.change(roots, location)).toBeUndefined()
+    expect(Protected.change(roots, location, { encloses: true })).toContain("which holds")
+    expect(Protected.change(roots, root, { encloses: true })).toContain("which holds")
+    expect(Protected.change(roots, join(location, "lib"), { encloses: true })).toBeUndefined()
+  })
+})
+
+describe("Protected.secret", () => {
+  test("the store is secret, managed outputs are not, and neither is anything else", () => {
+    const { location, dataDir, roots } = setup()
+    expect(Protected.secret(roots, join(dataDir, "core.db"))).toBe(true)
+    expect(Protected.secret(roots, join(dataDir, "bin", "rg"))).toBe(true)
+    expect(Protected.secret(roots, join(dataDir, "outputs", "out_1"))).toBe(false)
+    expect(Protected.secret(roots, join(location, "core.json"))).toBe(false)
+    linkSync(join(dataDir, "core.db"), join(location, "copy.db"))
+    expect(Protected.secret(roots, join(location, "copy.db"))).toBe(true)
+  })
+})
+
+describe("Protected.readsOnly", () => {
+  test("knows the commands that only read, and takes any other as one that may change what it names", () => {
+    for (const command of ["cat core.json", "X=1 ls tools", "/usr/bin/head -n 3 a", "find . -name x", "git diff core.json", "echo core.json"]) {
+      expect(Protected.readsOnly(command)).toBe(true)
+    }
+    for (const command of ["cp a b", "sed -i s/a/b/ x", "find . -delete", "find . -exec rm {} ;", "git checkout core.json", "sudo cat x", "python3 x.py"]) {
+      expect(Protected.readsOnly(command)).toBe(false)
+    }
+  })
+})
