@@ -316,13 +316,16 @@ const needsOf = Effect.fnUntraced(function* (directory: string, input: Input, ro
     if (pattern !== undefined) external.add(pattern)
     if (path.writes) edits.add(Builtin.display(directory, absolute))
   }
-  // Any other word of a command that may change files, naming a protected place (`git checkout core.json`).
-  for (const simple of parsed.commands) {
-    if (simple.kind !== "command" || Protected.readsOnly(simple.resource)) continue
-    for (const word of simple.words.slice(1)) {
-      const absolute = CommandLine.locate(word, workdir.real)
-      if (absolute !== undefined && Protected.named(roots, absolute)) written.add(absolute)
+  // Any other word that may name a file a command changes (CommandLine.mentioned: an argument of a program not in
+  // the file table, an option's value such as `of=x`), naming a protected place: `git checkout core.json`.
+  for (const word of CommandLine.mentioned(parsed)) {
+    if (!word.writes && Protected.readsOnly(word.owner)) continue
+    if (word.unknown !== undefined) {
+      unknownChange ||= word.writes
+      continue
     }
+    const absolute = CommandLine.locate(word.word, workdir.real)
+    if (absolute !== undefined && Protected.named(roots, absolute)) written.add(absolute)
   }
   return {
     workdir,

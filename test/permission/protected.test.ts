@@ -192,6 +192,13 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     changed: (w) => readFileSync(join(w.directory, "core.json"), "utf8") !== "{}",
   },
   {
+    name: "bash dd of=core.json",
+    tool: "bash",
+    setup: (w) => writeFileSync(join(w.directory, "x"), "{}"),
+    input: () => ({ command: "dd if=x of=core.json status=none" }),
+    changed: coreJsonChanged,
+  },
+  {
     name: "bash $CORE_HOME/core.json by absolute path",
     tool: "bash",
     input: (w) => ({ command: `echo '{}' > ${join(w.home, "core.json")}x && mv ${join(w.home, "core.json")}x ${join(w.home, "core.json")}` }),
