@@ -11,8 +11,10 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { Builtins } from "../src/builtin/builtins"
+import { ReadTracking } from "../src/builtin/read-tracking"
+import { Kernel } from "../src/host/kernel"
+import { Reads } from "../src/store/reads"
 import { Text } from "../src/builtin/text"
-import { Runtime } from "../src/cli/runtime"
 import { Location } from "../src/location/location"
 import { Permission } from "../src/permission/permission"
 import { Pinned } from "../src/permission/pinned"
@@ -109,8 +111,12 @@ const measure = async (): Promise<Report> => {
     const permission = Permission.layer({ project: directory, dataDir, readableRoots: [join(dataDir, "outputs")] }).pipe(
       Layer.provide(Approvals.layerMemory),
     )
-    const kernel = Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory: join(dataDir, "outputs"), permission })
-    const layer = Location.layer(directory, Builtins.layer.pipe(Layer.provide(Shell.layer(undefined)))).pipe(
+    const kernel = Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(dataDir, "outputs"), permission })
+    const layer = Location.layer(directory, Builtins.layer.pipe(
+      Layer.provide(Shell.layer(undefined)),
+      Layer.provide(Reads.layerMemory),
+      Layer.provide(Layer.succeed(ReadTracking.Required, false)),
+    )).pipe(
       Layer.provideMerge(kernel),
     )
     const runtime = ManagedRuntime.make(layer as Layer.Layer<Settler.Service, never>)

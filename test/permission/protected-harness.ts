@@ -7,8 +7,10 @@ import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Effect, Layer, PubSub } from "effect"
 import { Builtins } from "../../src/builtin/builtins"
+import { ReadTracking } from "../../src/builtin/read-tracking"
+import { Kernel } from "../../src/host/kernel"
+import { Reads } from "../../src/store/reads"
 import { Asks } from "../../src/cli/asks"
-import { Runtime } from "../../src/cli/runtime"
 import { Location } from "../../src/location/location"
 import type { Agent } from "../../src/permission/agent"
 import { Permission } from "../../src/permission/permission"
@@ -77,12 +79,16 @@ export const world = (files: Record<string, string> = {}) => {
   }
 
   const settle = (name: string, input: unknown, answerer: Answerer): Promise<Outcome> => {
-    const kernel = Runtime.kernelLayer({
+    const kernel = Kernel.layer({
       store: Store.layerMemory,
       outputsDirectory: join(dataDir, "outputs"),
       permission: permissionLayer,
     })
-    const builtins = Builtins.layer.pipe(Layer.provide(Shell.layer(undefined)))
+    const builtins = Builtins.layer.pipe(
+      Layer.provide(Shell.layer(undefined)),
+      Layer.provide(Reads.layerMemory),
+      Layer.provide(Layer.succeed(ReadTracking.Required, false)),
+    )
     const layer = Location.layer(directory, builtins).pipe(Layer.provideMerge(kernel))
     const program = Effect.gen(function* () {
       const permission = yield* Permission.Service

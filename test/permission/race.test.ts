@@ -8,8 +8,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlink
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { Builtins } from "../../src/builtin/builtins"
+import { ReadTracking } from "../../src/builtin/read-tracking"
+import { Kernel } from "../../src/host/kernel"
+import { Reads } from "../../src/store/reads"
 import { Asks } from "../../src/cli/asks"
-import { Runtime } from "../../src/cli/runtime"
 import { Location } from "../../src/location/location"
 import { Permission } from "../../src/permission/permission"
 import type { Settlement } from "../../src/settlement/settlement"
@@ -69,8 +71,12 @@ const race = (tool: string, input: (index: number) => unknown) => {
   const permission = Permission.layer({ project: world.directory, dataDir: join(world.directory, "..", "data") }).pipe(
     Layer.provide(Approvals.layerMemory),
   )
-  const kernel = Runtime.kernelLayer({ store: Store.layerMemory, outputsDirectory: tempDir(), permission })
-  const layer = Location.layer(world.directory, Builtins.layer.pipe(Layer.provide(Shell.layer(undefined)))).pipe(
+  const kernel = Kernel.layer({ store: Store.layerMemory, outputsDirectory: tempDir(), permission })
+  const layer = Location.layer(world.directory, Builtins.layer.pipe(
+      Layer.provide(Shell.layer(undefined)),
+      Layer.provide(Reads.layerMemory),
+      Layer.provide(Layer.succeed(ReadTracking.Required, false)),
+    )).pipe(
     Layer.provideMerge(kernel),
   )
   const program = Effect.gen(function* () {
