@@ -7,10 +7,11 @@ export * as FileLock from "./file-lock"
 // another one wrote after it read. The per-process table is process-wide on purpose: two Locations, or two
 // sessions, may change the same file.
 
-import { open, readFile, unlink } from "node:fs/promises"
+import { readFile, unlink } from "node:fs/promises"
 import { basename, dirname, join } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Semaphore from "effect/Semaphore"
+import { Pinned } from "../permission/pinned"
 import { Owner } from "../store/owner"
 import { Tool } from "../tool/tool"
 
@@ -58,26 +59,31 @@ export const lockPath = (path: string): string => join(dirname(path), `.${basena
 const codeOf = (cause: unknown): string | undefined =>
   typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string" ? cause.code : undefined
 
-/** Takes the lock file: true when taken, false when a live process holds it. A dead holder's lock is removed. */
-const tryTake = async (lock: string): Promise<boolean> => {
-  try {
-    const handle = await open(lock, "wx", 0o600)
+/**
+ * Takes the lock file: true when taken, false when a live process holds it. A dead holder's lock is removed. The
+ * lock is made, read and removed through its directory as checked (Pinned), so it is never made elsewhere.
+ */
+const tryTake = (lock: string): Promise<boolean> =>
+  Pinned.within(dirname(lock), async (held) => {
+    const name = basename(lock)
     try {
-      await handle.writeFile(Owner.current)
-    } finally {
-      await handle.close()
+      const handle = await Pinned.create(held, name, 0o600)
+      try {
+        await handle.writeFile(Owner.current)
+      } finally {
+        await handle.close()
+      }
+      return true
+    } catch (cause) {
+      if (codeOf(cause) !== "EEXIST") throw cause
     }
-    return true
-  } catch (cause) {
-    if (codeOf(cause) !== "EEXIST") throw cause
-  }
-  const owner = await readFile(lock, "utf8").catch(() => undefined)
-  // An empty or unreadable lock is being written right now, or was just removed: try again shortly.
-  if (owner !== undefined && owner !== "" && !Owner.isAlive(owner)) await unlink(lock).catch(() => undefined)
-  return false
-}
+    const owner = await readFile(held.at(name), "utf8").catch(() => undefined)
+    // An empty or unreadable lock is being written right now, or was just removed: try again shortly.
+    if (owner !== undefined && owner !== "" && !Owner.isAlive(owner)) await unlink(held.at(name)).catch(() => undefined)
+    return false
+  })
 
-const give = (lock: string): Effect.Effect<void> => Effect.promise(() => unlink(lock).catch(() => undefined))
+const give = (lock: string): Effect.Effect<void> => Effect.promise(() => Pinned.remove(lock).catch(() => undefined))
 
 /**
  * Runs `effect` holding the commit lock of each of `paths` (sorted), waiting for other processes' commits. Keep

@@ -109,7 +109,7 @@ const textOf = (settlement: Settlement.Info) =>
   settlement.content.map((part) => (part.type === "text" ? part.text : "")).join("\n") + JSON.stringify(settlement.structured)
 
 /** Temp files anywhere outside the Location. */
-const strayTemps = (outside: string) => readdirSync(outside).filter((name) => name.startsWith(".core-"))
+const strayTemps = (outside: string) => readdirSync(outside).filter((name) => name.includes(".core-"))
 
 // Quiet the answerer's notes (each declined ask writes a line to stderr).
 const quiet = <A>(run: () => Promise<A>): Promise<A> => {
