@@ -59,7 +59,9 @@ const prove = async (handle: FileHandle, real: string): Promise<FileHandle> => {
     await handle.close()
     throw cause
   }
-  if (now !== real) {
+  // A file replaced by a rename since it was opened (another writer's atomic replace) is still the one that was at
+  // `real`: the kernel names it `real (deleted)`. Anything else was reached through a path that changed.
+  if (now !== real && now !== `${real} (deleted)`) {
     await handle.close()
     throw new Moved(real, now)
   }

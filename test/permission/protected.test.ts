@@ -188,7 +188,8 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
       git(["commit", "-qm", "rules"])
       writeFileSync(join(w.directory, "core.json"), "{}")
     },
-    input: () => ({ command: "git checkout core.json" }),
+    // Without a global git configuration, which the shell's sandbox may keep git from reading.
+    input: () => ({ command: "GIT_CONFIG_GLOBAL=/dev/null git checkout core.json" }),
     changed: (w) => readFileSync(join(w.directory, "core.json"), "utf8") !== "{}",
   },
   {
