@@ -36,6 +36,10 @@ export class Rejected extends Schema.TaggedError<Rejected>()("Permission.Rejecte
 /** A person said no without a message (or nobody could answer): the call settles as `declined`. */
 export class Declined extends Schema.TaggedError<Declined>()("Permission.Declined", {
   action: Schema.String,
+  /** What was asked for. */
+  resources: Schema.Array(Schema.String),
+  /** True when no person answered: nobody could be asked (no terminal), or core stopped first. */
+  unattended: Schema.Boolean,
   message: Schema.String,
 }) {}
 
@@ -84,7 +88,12 @@ export interface Request extends AssertInput {
 
 export const Reply = Schema.Union([
   Schema.Struct({ reply: Schema.Literals(["once", "always"]) }),
-  Schema.Struct({ reply: Schema.Literal("reject"), message: Schema.optionalKey(Schema.String) }),
+  Schema.Struct({
+    reply: Schema.Literal("reject"),
+    message: Schema.optionalKey(Schema.String),
+    /** Set by an answerer that declines because no person is there to ask (never by a person). */
+    unattended: Schema.optionalKey(Schema.Boolean),
+  }),
 ])
 export type Reply = typeof Reply.Type
 
@@ -314,8 +323,16 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
           return
         }
         // A bare "no" stops the whole session's asks, not just this one.
+        const unattended = "unattended" in answer && answer.unattended === true
         const declined = (request: Request) =>
-          Effect.fail(new Declined({ action: request.action, message: `The ${request.action} request was declined.` }))
+          Effect.fail(
+            new Declined({
+              action: request.action,
+              resources: request.resources,
+              unattended,
+              message: `The ${request.action} request was declined.`,
+            }),
+          )
         if (!(yield* settle(entry, declined(entry.request), "reject"))) return yield* unknown
         for (const other of [...pending.values()]) {
           if (other.request.sessionID === sessionID) yield* settle(other, declined(other.request), "reject")
@@ -327,7 +344,14 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         Effect.forEach([...pending.values()], (entry) =>
           settle(
             entry,
-            Effect.fail(new Declined({ action: entry.request.action, message: "core shut down before a reply came." })),
+            Effect.fail(
+              new Declined({
+                action: entry.request.action,
+                resources: entry.request.resources,
+                unattended: true,
+                message: "core shut down before a reply came.",
+              }),
+            ),
             "reject",
           ),
         ),

@@ -243,7 +243,9 @@ const messageOf = (cause: unknown): string =>
 
 const replyOf = (reply: Reply | undefined): Permission.Reply => {
   if (reply === "once" || reply === "always") return { reply }
-  const message = reply?.reject
+  // No reply given: nobody is there to answer, as with core exec without a terminal.
+  if (reply === undefined) return { reply: "reject", unattended: true }
+  const message = reply.reject
   return message === undefined ? { reply: "reject" } : { reply: "reject", message }
 }
 

@@ -61,19 +61,48 @@ export const runnerOutcome = (tool: string, callID: string, status: "declined" |
   outputs: [],
 })
 
-/**
- * What the model reads of a call declined at a permission ask: the action asked for, that nothing more ran, why
- * calling again unchanged will not help, and the ways round.
- */
-const declinedText = (tool: string, action: string | undefined): string =>
-  `${tool} was stopped: the permission it needed${action === undefined || action === tool ? "" : ` (${action})`} was ` +
-  `not granted. A person declined it, or no one was there to approve it (core exec without a terminal or --yes). ` +
-  `Calling it again unchanged will be declined again. Ask the user to approve it, or to allow it in core.json; ` +
-  `or reach the goal another way that needs no approval (for a refused shell command: the file tools, or the ` +
-  `code put in a file that a command you may run executes).`
+/** What a declined permission ask was for, and whether a person answered it. */
+export interface DeclinedAsk {
+  readonly action: string
+  readonly resources: ReadonlyArray<string>
+  /** No person answered: nobody could be asked, or core stopped first. */
+  readonly unattended: boolean
+}
 
-/** A call declined at a permission ask for `action`: a runner outcome whose note says what to do instead. */
-export const declined = (tool: string, callID: string, action: string): Info => ({
+const MAX_SHOWN_RESOURCES = 3
+
+const shownResources = (resources: ReadonlyArray<string>): string => {
+  const shown = resources.slice(0, MAX_SHOWN_RESOURCES).map((resource) => JSON.stringify(resource)).join(", ")
+  const more = resources.length - MAX_SHOWN_RESOURCES
+  return more > 0 ? `${shown} and ${more} more` : shown
+}
+
+/**
+ * What the model reads of a call declined at a permission ask: what was asked for, who declined it (a person, or
+ * nobody could be asked), whether calling again can help, and the ways round.
+ */
+const declinedText = (tool: string, ask: DeclinedAsk | undefined): string => {
+  const asked =
+    ask === undefined
+      ? "the permission it needed"
+      : `permission for ${ask.action}${ask.resources.length === 0 ? "" : ` on ${shownResources(ask.resources)}`}`
+  const who =
+    ask === undefined
+      ? "A person declined it, or no one was there to approve it."
+      : ask.unattended
+        ? "No person was there to approve it (core exec without a terminal, or core stopped first), so it was " +
+          "declined without anyone seeing it. Calling it again unchanged is declined the same way until a person " +
+          "can answer, or core.json allows it."
+        : "A person saw the request and declined it. Do not call it again unchanged; ask the user what they want instead."
+  return (
+    `${tool} was stopped before it ran: ${asked} was not granted. ${who} Ways round: ask the user to approve it ` +
+    `or to allow it in core.json, or reach the goal another way that needs no approval (for a refused shell ` +
+    `command: the file tools, or the code put in a file that a command you may run executes).`
+  )
+}
+
+/** A call declined at a permission ask: a runner outcome whose note says what was asked, who declined and what to do. */
+export const declined = (tool: string, callID: string, ask: DeclinedAsk): Info => ({
   ...runnerOutcome(tool, callID, "declined"),
-  content: [{ type: "text", text: declinedText(tool, action) }],
+  content: [{ type: "text", text: declinedText(tool, ask) }],
 })

@@ -223,7 +223,7 @@ export const layer: Layer.Layer<
         if (refusal instanceof Permission.Denied) return yield* rejectNew(call, "denied", refusal.message)
         if (refusal instanceof Permission.Rejected) return yield* rejectNew(call, "failure", refusal.message)
         if (refusal instanceof Permission.Declined) {
-          return yield* recordNew(call, Settlement.declined(call.name, call.toolCallID, refusal.action), { state: "absent" })
+          return yield* recordNew(call, Settlement.declined(call.name, call.toolCallID, refusal), { state: "absent" })
         }
         return yield* new OperationalError({ message: refusal.message, cause: refusal })
       }
@@ -270,7 +270,7 @@ export const layer: Layer.Layer<
         if (error.success instanceof Permission.Denied) return yield* failOwned(call, "denied", error.success.message)
         if (error.success instanceof Permission.Rejected) return yield* failOwned(call, "failure", error.success.message)
         if (error.success instanceof Permission.Declined) {
-          return yield* recordOwned(call, Settlement.declined(call.name, call.toolCallID, error.success.action))
+          return yield* recordOwned(call, Settlement.declined(call.name, call.toolCallID, error.success))
         }
         if (error.success instanceof OperationalError) return yield* error.success
         return yield* new OperationalError({

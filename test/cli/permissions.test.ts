@@ -105,6 +105,10 @@ describe("a rule that asks", () => {
     expect(settlement.status).toBe("declined")
     expect(settlement.error).toBeUndefined()
     expect(result.stderr).toContain('declined deploy on "*": no terminal to ask; pass --yes to approve it once')
+    // The model reads what was asked and that no person saw it.
+    const note = (settlement.content[0] as { text: string }).text
+    expect(note).toContain('permission for deploy on "*" was not granted')
+    expect(note).toContain("No person was there to approve it")
     expect(runs(box, "deploy")).toBe(0)
   })
 

@@ -479,9 +479,21 @@ describe("runner outcomes the model reads", () => {
     })
     expect(settlement.status).toBe("declined")
     const text = (settlement.content[0] as { text: string }).text
-    expect(text).toStartWith("echo was stopped: the permission it needed was not granted.")
-    expect(text).toContain("A person declined it, or no one was there to approve it")
-    expect(text).toContain("Calling it again unchanged will be declined again")
-    expect(text).toContain("Ask the user to approve it, or to allow it in core.json")
+    expect(text).toStartWith('echo was stopped before it ran: permission for echo on "*" was not granted.')
+    expect(text).toContain("No person was there to approve it")
+    expect(text).toContain("Calling it again unchanged is declined the same way")
+    expect(text).toContain("ask the user to approve it or to allow it in core.json")
+  })
+
+  test("a call a person declined says so, and not to call it again unchanged", async () => {
+    const settlement = await settle(echo, { text: "x" }, {
+      name: "echo",
+      permission: { rules: [{ action: "echo", resource: "*", effect: "ask" }], reply: { reject: "" } },
+    })
+    expect(settlement.status).toBe("declined")
+    const text = (settlement.content[0] as { text: string }).text
+    expect(text).toContain("A person saw the request and declined it")
+    expect(text).toContain("Do not call it again unchanged")
+    expect(text).not.toContain("No person was there")
   })
 })
