@@ -18,30 +18,11 @@ import { relative } from "node:path"
 import { Agent } from "./agent"
 import { Boundary } from "./boundary"
 import { Protected } from "./protected"
+import { type Any as AnyRefusal, Declined, Denied, Rejected } from "./refusal"
 import { Rule } from "./rule"
 
-/** A rule denies the action on a resource. Model-visible: the call settles as an error of kind `denied`. */
-export class Denied extends Schema.TaggedError<Denied>()("Permission.Denied", {
-  action: Schema.String,
-  resource: Schema.String,
-  message: Schema.String,
-}) {}
-
-/** A person rejected the request with feedback for the model: the call fails with that message. */
-export class Rejected extends Schema.TaggedError<Rejected>()("Permission.Rejected", {
-  action: Schema.String,
-  message: Schema.String,
-}) {}
-
-/** A person said no without a message (or nobody could answer): the call settles as `declined`. */
-export class Declined extends Schema.TaggedError<Declined>()("Permission.Declined", {
-  action: Schema.String,
-  /** What was asked for. */
-  resources: Schema.Array(Schema.String),
-  /** True when no person answered: nobody could be asked (no terminal), or core stopped first. */
-  unattended: Schema.Boolean,
-  message: Schema.String,
-}) {}
+// The refusals live below the tool value (./refusal); this module's namespace keeps naming them.
+export { Declined, Denied, Rejected } from "./refusal"
 
 export class UnknownRequest extends Schema.TaggedError<UnknownRequest>()("Permission.UnknownRequest", {
   id: Schema.String,
@@ -49,7 +30,7 @@ export class UnknownRequest extends Schema.TaggedError<UnknownRequest>()("Permis
 }) {}
 
 /** The refusals a permission check ends with. */
-export type Refusal = Denied | Rejected | Declined
+export type Refusal = AnyRefusal
 
 export interface AssertInput {
   readonly sessionID: string

@@ -3,10 +3,10 @@
 
 import * as Schema from "effect/Schema"
 import type * as Effect from "effect/Effect"
-import type { Permission } from "../permission/permission"
+import type { Refusal } from "../permission/refusal"
 import type { Content, Context, Failure } from "./tool"
 
-export type Executor = (input: unknown, context: Context) => Effect.Effect<unknown, Failure | Permission.Refusal>
+export type Executor = (input: unknown, context: Context) => Effect.Effect<unknown, Failure | Refusal.Any>
 export type Projector = (call: { readonly input: unknown; readonly output: unknown }) => string | ReadonlyArray<Content>
 
 export interface Record {

@@ -6,7 +6,7 @@ export * as Tool from "./tool"
 
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import type { Permission } from "../permission/permission"
+import type { Refusal } from "../permission/refusal"
 import * as Internal from "./internal"
 import { JsonSchema } from "./json-schema"
 
@@ -54,7 +54,7 @@ export interface Config<I extends Codec, O extends Codec> {
    * itself (with a permission service it captured) lets that check's refusal through, and the call settles as
    * refused.
    */
-  readonly execute: (input: I["Type"], context: Context) => Effect.Effect<O["Type"], Failure | Permission.Refusal>
+  readonly execute: (input: I["Type"], context: Context) => Effect.Effect<O["Type"], Failure | Refusal.Any>
   /**
    * Projects a call into the parts the model reads, from the decoded `input` and the *encoded* `output`; a string
    * is one text part. Pure and total. Without it, a string output becomes one text part and any other output stays

@@ -1,0 +1,33 @@
+export * as Refusal from "./refusal"
+
+// The refusals a permission check ends with, and so the errors a tool's `execute` may fail with besides
+// `Tool.Failure`. They sit below the tool value (`tool/` names them in `execute`'s type), so this module imports
+// nothing of core: not the permission service, the store or the settlement.
+
+import * as Schema from "effect/Schema"
+
+/** A rule denies the action on a resource. Model-visible: the call settles as an error of kind `denied`. */
+export class Denied extends Schema.TaggedError<Denied>()("Permission.Denied", {
+  action: Schema.String,
+  resource: Schema.String,
+  message: Schema.String,
+}) {}
+
+/** A person rejected the request with feedback for the model: the call fails with that message. */
+export class Rejected extends Schema.TaggedError<Rejected>()("Permission.Rejected", {
+  action: Schema.String,
+  message: Schema.String,
+}) {}
+
+/** A person said no without a message (or nobody could answer): the call settles as `declined`. */
+export class Declined extends Schema.TaggedError<Declined>()("Permission.Declined", {
+  action: Schema.String,
+  /** What was asked for. */
+  resources: Schema.Array(Schema.String),
+  /** True when no person answered: nobody could be asked (no terminal), or core stopped first. */
+  unattended: Schema.Boolean,
+  message: Schema.String,
+}) {}
+
+/** Any refusal. */
+export type Any = Denied | Rejected | Declined
