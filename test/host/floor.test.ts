@@ -45,3 +45,105 @@ describe("the host floor", () => {
     expect(reached.has("host/host.ts")).toBe(false)
   })
 })
+
+// The floors, lowest first (docs/architecture.md): a module imports only its own floor and the ones below it,
+// counting type-only imports, since a type import is a dependency too. A path names a folder or, where one file
+// sits lower than its folder, the file. Every folder under src/ must be placed, so a new one takes a floor.
+const FLOORS: ReadonlyArray<ReadonlyArray<string>> = [
+  // the tool value and what it needs: refusals a tool may fail with, `@core/tool` and the module plugin serving it
+  ["tool", "json", "text", "permission/refusal.ts", "sdk/index.ts", "sdk/modules.ts", "sdk/effect-modules.ts", "sdk/subpackages.ts"],
+  // the services a settlement runs on, and the settlement schema the store persists
+  ["registry", "output", "permission", "store", "settlement/settlement.ts"],
+  ["settlement"],
+  // what fills a Location: built-ins, the shell producer they run on, tool files, core.json
+  ["builtin", "shell", "location", "config"],
+  ["host"],
+  // the edges; only the CLI, the binary's entry, starts another edge
+  ["cli", "server", "mcp", "sdk"],
+]
+const EDGES = FLOORS[FLOORS.length - 1]!
+const ENTRY = "cli"
+
+/** The most specific placement of a path under src/ (a file before its folder), or undefined. */
+const placement = (path: string): { readonly place: string; readonly floor: number } | undefined => {
+  let found: { readonly place: string; readonly floor: number } | undefined
+  FLOORS.forEach((places, floor) => {
+    for (const place of places) {
+      if (path !== place && !path.startsWith(`${place}/`)) continue
+      if (found === undefined || place.length > found.place.length) found = { place, floor }
+    }
+  })
+  return found
+}
+
+/**
+ * The relative specifiers a module imports, type-only imports included: Bun's scanner drops `import type`,
+ * `export type` and all-type specifier lists, so those forms are rewritten to value forms before scanning.
+ */
+const importsOf = (source: string): ReadonlyArray<string> => {
+  const valued = source
+    .replace(/\b(import|export)\s+type\s+(?=[{*])/g, "$1 ")
+    .replace(/\bimport\s+type\s+(?=[A-Za-z_$][\w$]*\s+from\b)/g, "import ")
+    .replace(/\b(import|export)\s*\{([^}]*)\}(\s*from\b)/g, (_, keyword: string, names: string, from: string) =>
+      `${keyword} {${names.replace(/\btype\s+(?=[A-Za-z_$])/g, "")}}${from}`,
+    )
+  return transpiler
+    .scanImports(valued)
+    .map(({ path }) => path)
+    .filter((path) => path.startsWith("."))
+}
+
+const sources = (): ReadonlyArray<string> =>
+  [...new Bun.Glob("**/*.ts").scanSync({ cwd: SRC })].sort()
+
+/** Each import of a module that runs up a floor, or from one edge into another, as `from -> to`. */
+const violations = (): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  for (const file of sources()) {
+    const from = placement(file)!
+    for (const specifier of importsOf(readFileSync(join(SRC, file), "utf8"))) {
+      const resolved = relative(SRC, resolve(dirname(join(SRC, file)), specifier))
+      if (resolved.startsWith("..")) continue
+      const target = resolved.endsWith(".ts") || resolved.endsWith(".json") ? resolved : `${resolved}.ts`
+      const to = placement(target)
+      if (to === undefined) continue
+      const fromEdge = from.floor === FLOORS.length - 1
+      const otherEdge = fromEdge && to.floor === from.floor && to.place !== from.place && from.place !== ENTRY
+      if (to.floor > from.floor || otherEdge) found.push(`${file} -> ${target}`)
+    }
+  }
+  return found
+}
+
+describe("the floors", () => {
+  test("every folder under src/ has a floor", () => {
+    const unplaced = sources().filter((file) => placement(file) === undefined)
+    expect(unplaced).toEqual([])
+  })
+
+  test("no module imports a floor above its own, counting type-only imports", () => {
+    expect(violations()).toEqual([])
+  })
+
+  test("the scan sees type-only imports in every form", () => {
+    const source = [
+      `import type { A } from "./a"`,
+      `import { type B, type C } from "./b"`,
+      `import type D from "./d"`,
+      `import type * as E from "./e"`,
+      `export type { F } from "./f"`,
+      `export { type G } from "./g"`,
+      `import { H } from "./h"`,
+      `export type I = { readonly type: string }`,
+      `// import { J } from "./j"`,
+      `const k = () => import("./k")`,
+    ].join("\n")
+    expect([...importsOf(source)].sort()).toEqual(["./a", "./b", "./d", "./e", "./f", "./g", "./h", "./k"])
+  })
+
+  test("an edge is the top floor and nothing is placed twice", () => {
+    expect(EDGES).toContain(ENTRY)
+    const places = FLOORS.flat()
+    expect(new Set(places).size).toBe(places.length)
+  })
+})
