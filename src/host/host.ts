@@ -63,13 +63,53 @@ export const prepare = (environment: Environment, location: string) =>
     return { directory, config } satisfies Prepared
   })
 
-/** The permission service of a Location, deciding from its configuration, with the given saved approvals. */
-const permissionLayer = <E>(environment: Environment, prepared: Prepared, approvals: Layer.Layer<Approvals.Service, E>) =>
+/** What a Location's services are wired from: its real directory, its configuration, where managed outputs are. */
+export interface Settings {
+  readonly directory: string
+  readonly config: Config.Resolved
+  readonly outputsDirectory: string
+}
+
+const settingsOf = (environment: Environment, prepared: Prepared): Settings => ({
+  directory: prepared.directory,
+  config: prepared.config,
+  outputsDirectory: outputsDirectory(environment),
+})
+
+/** The built-in tools as the configuration sets them up, registering into the Location's registry. */
+export const builtinsLayer = (config: Config.Resolved) =>
+  Builtins.layer.pipe(
+    Layer.provide(Shell.layer(config.shell)),
+    Layer.provide(Layer.succeed(ReadTracking.Required, config.editing?.readBeforeWrite ?? true)),
+  )
+
+/** The permission service of a Location, deciding from its configuration (saved approvals come from the host). */
+export const permissionLayer = (settings: Settings) =>
   Permission.layer({
-    project: prepared.directory,
-    configured: prepared.config,
-    readableRoots: [outputsDirectory(environment)],
-  }).pipe(Layer.provide(approvals))
+    project: settings.directory,
+    configured: settings.config,
+    readableRoots: [settings.outputsDirectory],
+  })
+
+/**
+ * The one wiring of a Location's settling services, for every host: the settler over the given registry (the
+ * built-ins and the tools registered in it), the permission service and bounding as the configuration sets them.
+ * The store, saved approvals, managed outputs and what sessions read come from the host, which may share them
+ * between Locations.
+ */
+export const servicesLayer = <ROut, E, RIn>(settings: Settings, registry: Layer.Layer<ROut, E, RIn>) => {
+  const { output } = settings.config
+  return Settler.layer.pipe(
+    Layer.provideMerge(registry),
+    Layer.provideMerge(permissionLayer(settings)),
+    Layer.provideMerge(
+      Output.layer({
+        ...(output.maxLines === undefined ? {} : { maxLines: output.maxLines }),
+        ...(output.maxBytes === undefined ? {} : { maxBytes: output.maxBytes }),
+      }),
+    ),
+  )
+}
 
 /**
  * A Location with its built-in tools and discovered tools over the application's, given the Location's permission
@@ -80,14 +120,7 @@ const locationLayer = (
   prepared: Prepared,
   reads: Layer.Layer<Reads.Service, Store.StoreError> = Reads.layerMemory,
 ) =>
-  Location.layer(
-    prepared.directory,
-    Builtins.layer.pipe(
-      Layer.provide(Shell.layer(prepared.config.shell)),
-      Layer.provide(reads),
-      Layer.provide(Layer.succeed(ReadTracking.Required, prepared.config.editing?.readBeforeWrite ?? true)),
-    ),
-  ).pipe(
+  Location.layer(prepared.directory, builtinsLayer(prepared.config).pipe(Layer.provide(reads))).pipe(
     Layer.provideMerge(Application.layer(environment.home)),
   )
 
@@ -97,28 +130,22 @@ const locationLayer = (
  */
 export const catalogLayer = (environment: Environment, prepared: Prepared) =>
   locationLayer(environment, prepared).pipe(
-    Layer.provideMerge(permissionLayer(environment, prepared, Approvals.layerMemory)),
+    Layer.provideMerge(permissionLayer(settingsOf(environment, prepared)).pipe(Layer.provide(Approvals.layerMemory))),
   )
 
 /** A Location's catalog with its permission service and the saved approvals, for explaining decisions. */
 export const checkingLayer = (environment: Environment, prepared: Prepared) =>
   locationLayer(environment, prepared).pipe(
-    Layer.provideMerge(permissionLayer(environment, prepared, approvalsLayer(environment))),
+    Layer.provideMerge(permissionLayer(settingsOf(environment, prepared)).pipe(Layer.provide(approvalsLayer(environment)))),
   )
 
 /** Everything needed to settle calls in a Location, with the durable store, managed outputs and its config. */
-export const settlingLayer = (environment: Environment, prepared: Prepared) => {
-  const { output } = prepared.config
-  return Settler.layer.pipe(
-    Layer.provideMerge(locationLayer(environment, prepared, Reads.layer(storePath(environment)))),
-    Layer.provideMerge(permissionLayer(environment, prepared, approvalsLayer(environment))),
-    Layer.provideMerge(
-      Output.layer({
-        ...(output.maxLines === undefined ? {} : { maxLines: output.maxLines }),
-        ...(output.maxBytes === undefined ? {} : { maxBytes: output.maxBytes }),
-      }),
-    ),
-    Layer.provideMerge(outputsLayer(environment, output.retentionDays)),
+export const settlingLayer = (environment: Environment, prepared: Prepared) =>
+  servicesLayer(
+    settingsOf(environment, prepared),
+    locationLayer(environment, prepared, Reads.layer(storePath(environment))),
+  ).pipe(
+    Layer.provide(approvalsLayer(environment)),
+    Layer.provideMerge(outputsLayer(environment, prepared.config.output.retentionDays)),
     Layer.provideMerge(SqliteStore.layer(storePath(environment))),
   )
-}

@@ -17,17 +17,14 @@ import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
-import { Builtins } from "../builtin/builtins"
-import { ReadTracking } from "../builtin/read-tracking"
 import { Config } from "../config/config"
+import { Host } from "../host/host"
 import { Discovery } from "../location/discovery"
 import type { ManagedOutputs } from "../output/managed"
-import { Output } from "../output/output"
 import { Permission } from "../permission/permission"
 import type { Rule } from "../permission/rule"
 import { Registry } from "../registry/registry"
 import { Settler } from "../settlement/settler"
-import { Shell } from "../shell/producer"
 import type { Approvals } from "../store/approvals"
 import type { Store } from "../store/store"
 import type { Api } from "./api"
@@ -103,24 +100,11 @@ const publicRequest = (serial: number, request: Permission.Request): Api.Permiss
   save: request.save,
 })
 
+/** One generation's services: the built-ins over the Location's registry, wired as every host wires a Location. */
 const generationLayer = (options: Options, config: Config.Resolved) =>
-  Settler.layer.pipe(
-    Layer.provideMerge(
-      Builtins.layer.pipe(
-        Layer.provide(Shell.layer(config.shell)),
-        Layer.provide(Layer.succeed(ReadTracking.Required, config.editing?.readBeforeWrite ?? true)),
-      ),
-    ),
-    Layer.provideMerge(Registry.layer),
-    Layer.provideMerge(
-      Permission.layer({ project: options.directory, configured: config, readableRoots: [options.outputsDirectory] }),
-    ),
-    Layer.provideMerge(
-      Output.layer({
-        ...(config.output.maxLines === undefined ? {} : { maxLines: config.output.maxLines }),
-        ...(config.output.maxBytes === undefined ? {} : { maxBytes: config.output.maxBytes }),
-      }),
-    ),
+  Host.servicesLayer(
+    { directory: options.directory, config, outputsDirectory: options.outputsDirectory },
+    Host.builtinsLayer(config).pipe(Layer.provideMerge(Registry.layer)),
   )
 
 /** Serves the Location of `options` for the life of the Scope. */
