@@ -8,7 +8,7 @@ import { Runtime } from "../src/cli/runtime"
 import { Host } from "../src/host/host"
 import { Http } from "../src/server/http"
 import { Security } from "../src/server/security"
-import { Sidecar } from "../src/server/sidecar"
+import { Sidecar } from "../src/host/sidecar"
 import { Store } from "../src/store/store"
 
 const [location = "."] = process.argv.slice(2)

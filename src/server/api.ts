@@ -11,7 +11,7 @@ import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 import * as OpenApi from "effect/http-api/OpenApi"
 import * as Schema from "effect/Schema"
 import packageJson from "../../package.json" with { type: "json" }
-import { Settlement as SettlementSchema } from "../settlement/settlement"
+import { Events } from "../host/events"
 
 // Errors
 
@@ -106,7 +106,8 @@ export const CallRequest = Schema.Struct({
 }).annotate({ identifier: "CallRequest" })
 export type CallRequest = typeof CallRequest.Type
 
-export const Settlement = SettlementSchema.Info.annotate({ identifier: "Settlement" })
+// The shapes of what a Location publishes are the host's (../host/events); the API names them as its own.
+export const Settlement = Events.Settlement
 
 export const CheckRequest = Schema.Struct({
   name: Schema.String,
@@ -173,15 +174,8 @@ export const Cancelling = Schema.Struct({
 }).annotate({ identifier: "Cancelling" })
 export type Cancelling = typeof Cancelling.Type
 
-export const PermissionRequest = Schema.Struct({
-  id: Schema.String,
-  sessionID: Schema.String,
-  toolCallID: Schema.String,
-  action: Schema.String,
-  resources: Schema.Array(Schema.String),
-  save: Schema.Array(Schema.String).annotate({ description: 'The patterns an "always" reply saves' }),
-}).annotate({ identifier: "PermissionRequest" })
-export type PermissionRequest = typeof PermissionRequest.Type
+export const PermissionRequest = Events.PermissionRequest
+export type PermissionRequest = Events.PermissionRequest
 
 export const ReplyRequest = Schema.Struct({
   reply: Schema.Literals(["once", "always", "reject"]),
@@ -200,72 +194,24 @@ export type Replied = typeof Replied.Type
 
 // Events
 
-export const Progress = Schema.Struct({
-  message: Schema.String,
-  metadata: Schema.optionalKey(Schema.Record(Schema.String, Schema.Json)),
-}).annotate({ identifier: "Progress" })
-export type Progress = typeof Progress.Type
-
-export const CallKey = { sessionID: Schema.String, toolCallID: Schema.String }
-
-export const CallStarted = Schema.Struct({ ...CallKey, tool: Schema.String, turnID: Schema.String }).annotate({
-  identifier: "CallStarted",
-})
-export const CallProgress = Schema.Struct({ ...CallKey, ...Progress.fields }).annotate({ identifier: "CallProgress" })
-export const CallSettled = Schema.Struct({ ...CallKey, replayed: Schema.Boolean, settlement: Settlement }).annotate({
-  identifier: "CallSettled",
-})
-export const CallFailed = Schema.Struct({
-  ...CallKey,
-  tool: Schema.String,
-  message: Schema.String.annotate({ description: "What failed; the server log has the details" }),
-}).annotate({
-  identifier: "CallFailed",
-  description:
-    "The call ended without a settlement: core failed operationally (a tool that died or broke its contract, a " +
-    "store that could not record). It may have taken effect; check before calling it again with a new call id.",
-})
-export const PermissionReplied = Schema.Struct({
-  id: Schema.String,
-  sessionID: Schema.String,
-  reply: Schema.Literals(["once", "always", "reject"]),
-}).annotate({ identifier: "PermissionReplied" })
-export const ToolsChanged = Schema.Struct({
-  reason: Schema.Literals(["tools", "config"]),
-  files: Schema.Array(Schema.String).annotate({ description: "The files whose change was applied" }),
-}).annotate({ identifier: "ToolsChanged", description: "Turns made before now may be stale (tools) or gone (config)" })
-export const Diagnostic = Schema.Struct({ file: Schema.String, message: Schema.String }).annotate({
-  identifier: "Diagnostic",
-})
-
-/** An SSE event: its name and its JSON data. */
-const event = <const Name extends string, S extends Schema.Top>(name: Name, data: S) =>
-  Schema.Struct({
-    event: Schema.Literal(name),
-    data: Schema.fromJsonString(data as unknown as Schema.Codec<S["Type"], S["Encoded"]>),
-  })
-
-/**
- * `GET /v1/events`: what happens in the Location. Every `call.started` is followed by one `call.settled` or one
- * `call.failed`.
- */
-export const ServerEvent = Schema.Union([
-  event("call.started", CallStarted),
-  event("call.progress", CallProgress),
-  event("call.settled", CallSettled),
-  event("call.failed", CallFailed),
-  event("permission.asked", PermissionRequest),
-  event("permission.replied", PermissionReplied),
-  event("tools.changed", ToolsChanged),
-  event("diagnostic", Diagnostic),
-])
+export const Progress = Events.Progress
+export type Progress = Events.Progress
+export const CallKey = Events.CallKey
+export const CallStarted = Events.CallStarted
+export const CallProgress = Events.CallProgress
+export const CallSettled = Events.CallSettled
+export const CallFailed = Events.CallFailed
+export const PermissionReplied = Events.PermissionReplied
+export const ToolsChanged = Events.ToolsChanged
+export const Diagnostic = Events.Diagnostic
+export const ServerEvent = Events.ServerEvent
 
 /** The stream of one call: progress and asks as they come, then one settlement (or one error). */
 export const CallEvent = Schema.Union([
-  event("progress", Progress),
-  event("permission", PermissionRequest),
-  event("settlement", Settlement),
-  event("error", ErrorBody),
+  Events.event("progress", Progress),
+  Events.event("permission", PermissionRequest),
+  Events.event("settlement", Settlement),
+  Events.event("error", ErrorBody),
 ])
 
 export type ServerEventName = (typeof ServerEvent.Type)["event"]

@@ -16,15 +16,16 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { Definition } from "../tool/definition"
 import { Explain } from "../builtin/explain"
+import { Events } from "../host/events"
+import type { Served } from "../host/served"
+import type { Sidecar } from "../host/sidecar"
 import { Agent } from "../permission/agent"
 import type { Permission } from "../permission/permission"
 import type { Settler } from "../settlement/settler"
 import { Api } from "./api"
-import { Events } from "./events"
+import { Sse } from "./sse"
 import { Range } from "./range"
 import { Respond } from "./respond"
-import type { Served } from "./served"
-import type { Sidecar } from "./sidecar"
 
 export interface Route {
   readonly request: HttpServerRequest.HttpServerRequest
@@ -73,7 +74,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
       // A recorded call is answered at once, saying so in the headers (sent before any event).
       const known = yield* sidecar.store.lookup(call).pipe(Effect.orDie)
       if (known?.state === "settled") {
-        return Respond.events(Stream.succeed(Events.encode({ event: "settlement", data: known.settlement })), REPLAYED)
+        return Respond.events(Stream.succeed(Sse.encode({ event: "settlement", data: known.settlement })), REPLAYED)
       }
       // A call begun by a core that stopped (or failed) mid-call replays as interrupted; it runs nothing.
       const replay = known !== undefined && !(known.state === "started" && known.running)
@@ -107,7 +108,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
             Stream.fromEffect(Effect.map(Effect.exit(Deferred.await(entry.done)), finalEvent)),
           )
         : Stream.fromSubscription(subscription!)
-      const body = Stream.merge(own, permissions).pipe(Stream.takeUntil(isFinal), Stream.map(Events.encode))
+      const body = Stream.merge(own, permissions).pipe(Stream.takeUntil(isFinal), Stream.map(Sse.encode))
       return Respond.events(body, replay ? REPLAYED : {})
     })
 
@@ -222,7 +223,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
     events: (route) =>
       Effect.gen(function* () {
         const subscription = yield* PubSub.subscribe(route.served.events)
-        const events = Stream.fromSubscription(subscription).pipe(Stream.map(Events.encode))
+        const events = Stream.fromSubscription(subscription).pipe(Stream.map(Sse.encode))
         return Respond.events(Respond.live(events).pipe(Stream.interruptWhen(Deferred.await(sidecar.closing))))
       }),
 

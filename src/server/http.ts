@@ -13,11 +13,11 @@ import * as Effect from "effect/Effect"
 import * as HttpRouter from "effect/http/HttpRouter"
 import * as HttpServerError from "effect/http/HttpServerError"
 import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import type { Sidecar } from "../host/sidecar"
 import { Api } from "./api"
 import { Handlers } from "./handlers"
 import { Respond } from "./respond"
 import { Security } from "./security"
-import type { Sidecar } from "./sidecar"
 
 /** Methods answered with 405 on a known path that does not serve them (HEAD falls back to the path's GET route). */
 const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "QUERY"] as const

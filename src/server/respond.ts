@@ -15,7 +15,7 @@ import * as SchemaIssue from "effect/SchemaIssue"
 import * as Stream from "effect/Stream"
 import { Json } from "../json/json"
 import { Api } from "./api"
-import { Events } from "./events"
+import { Sse } from "./sse"
 
 /** Request bodies larger than this are refused (413): by their declared length before anything is read. */
 export const MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -91,8 +91,8 @@ export const events = (body: Stream.Stream<string>, headers: Record<string, stri
 /** A stream that starts with the connected comment, then `body`, with keep-alive comments while it is idle. */
 export const live = (body: Stream.Stream<string>) =>
   Stream.concat(
-    Stream.succeed(Events.CONNECTED),
-    Stream.merge(body, Stream.tick(Events.KEEP_ALIVE_MS).pipe(Stream.drop(1), Stream.as(Events.KEEP_ALIVE))),
+    Stream.succeed(Sse.CONNECTED),
+    Stream.merge(body, Stream.tick(Sse.KEEP_ALIVE_MS).pipe(Stream.drop(1), Stream.as(Sse.KEEP_ALIVE))),
   )
 
 export const tooLarge = new Problem({

@@ -10,10 +10,10 @@ import * as Deferred from "effect/Deferred"
 import * as Schema from "effect/Schema"
 import packageJson from "../../package.json" with { type: "json" }
 import type { Host } from "../host/host"
+import { Sidecar } from "../host/sidecar"
 import { Http } from "./http"
 import { Respond } from "./respond"
 import { Security } from "./security"
-import { Sidecar } from "./sidecar"
 
 export class ListenError extends Schema.TaggedError<ListenError>()("Server.ListenError", {
   host: Schema.String,

@@ -9,7 +9,7 @@ import { Effect, Exit, Scope } from "effect"
 import { Runtime } from "../../src/cli/runtime"
 import { Http } from "../../src/server/http"
 import { Security } from "../../src/server/security"
-import { Sidecar } from "../../src/server/sidecar"
+import { Sidecar } from "../../src/host/sidecar"
 import { binary } from "../support/binary"
 import { type Sandbox, sandbox } from "../cli/fixture"
 

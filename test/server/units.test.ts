@@ -1,12 +1,10 @@
-// The sidecar's pure parts: byte ranges, the token and Host checks, allowed Locations, and the turn table's bound
-// and idle expiry (with a clock the test moves).
+// The sidecar's pure parts: byte ranges, the token and Host checks, allowed Locations.
 
 import { describe, expect, test } from "bun:test"
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Range } from "../../src/server/range"
 import { Security } from "../../src/server/security"
-import { Turns } from "../../src/server/turns"
 import { tempDir } from "../support/temp"
 
 describe("Range.resolve", () => {
@@ -124,43 +122,5 @@ describe("Security", () => {
     expect(Security.checkLocation([root], join(root, "escape"))._tag).toBe("Outside")
     expect(Security.checkLocation([root], outside)._tag).toBe("Outside")
     expect(Security.checkLocation([root], `${root}-sibling`)._tag).toBe("Invalid")
-  })
-})
-
-describe("Turns.Table", () => {
-  test("a turn is found by its id until it goes unused for the idle period", () => {
-    let now = 0
-    const table = new Turns.Table<string>({ idleMs: 100, now: () => now })
-    const id = table.add((turnID) => turnID)
-    now = 100
-    expect(table.get(id)).toBe(id)
-    now = 200
-    expect(table.get(id)).toBe(id)
-    now = 301
-    expect(table.get(id)).toBeUndefined()
-    expect(table.get("turn_unknown")).toBeUndefined()
-  })
-
-  test("beyond the bound the least recently used turn goes first", () => {
-    let now = 0
-    const table = new Turns.Table<number>({ max: 3, now: () => now })
-    const ids: Array<string> = []
-    for (let index = 0; index < 3; index++) table.add((id) => (ids.push(id), index))
-    now = 1
-    expect(table.get(ids[0]!)).toBe(0)
-    table.add(() => 3)
-    expect(table.size).toBe(3)
-    expect(table.get(ids[1]!)).toBeUndefined()
-    expect(table.get(ids[0]!)).toBe(0)
-    expect(table.get(ids[2]!)).toBe(2)
-  })
-
-  test("idle turns are dropped when new ones are added", () => {
-    let now = 0
-    const table = new Turns.Table<number>({ idleMs: 10, now: () => now })
-    for (let index = 0; index < 5; index++) table.add(() => index)
-    now = 11
-    table.add(() => 5)
-    expect(table.size).toBe(1)
   })
 })

@@ -27,7 +27,6 @@ import { Registry } from "../registry/registry"
 import { Settler } from "../settlement/settler"
 import type { Approvals } from "../store/approvals"
 import type { Store } from "../store/store"
-import type { Api } from "./api"
 import { Events } from "./events"
 import { ToolFiles } from "./tool-files"
 import { Turns } from "./turns"
@@ -68,7 +67,7 @@ export interface Interface {
   /** A turn of the current generation, unless it expired. */
   readonly turn: (id: string) => Turn | undefined
   /** Pending asks of every live generation, with ids this Location answers by. */
-  readonly pending: Effect.Effect<ReadonlyArray<Api.PermissionRequest>>
+  readonly pending: Effect.Effect<ReadonlyArray<Events.PermissionRequest>>
   readonly reply: (id: string, reply: Permission.Reply) => Effect.Effect<void, Permission.UnknownRequest | Store.StoreError>
   /** Loads changed tool files again (or core.json, building a new generation). */
   readonly reload: (changes: Watch.Changes) => Effect.Effect<void>
@@ -91,7 +90,7 @@ export interface Options {
 }
 
 /** The pending ask as a host sees it; its id names the generation that asked, so a reply finds it. */
-const publicRequest = (serial: number, request: Permission.Request): Api.PermissionRequest => ({
+const publicRequest = (serial: number, request: Permission.Request): Events.PermissionRequest => ({
   id: `${request.id}.${serial}`,
   sessionID: request.sessionID,
   toolCallID: request.source.callID,
@@ -279,7 +278,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   if (options.watch) yield* Watch.watch(directory, reload)
 
   const pending = Effect.gen(function* () {
-    const requests: Array<Api.PermissionRequest> = []
+    const requests: Array<Events.PermissionRequest> = []
     for (const generation of live) {
       for (const request of yield* generation.permission.pending) requests.push(publicRequest(generation.serial, request))
     }
