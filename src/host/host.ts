@@ -112,15 +112,27 @@ export const servicesLayer = <ROut, E, RIn>(settings: Settings, registry: Layer.
 }
 
 /**
- * A Location with its built-in tools and discovered tools over the application's, given the Location's permission
- * service (the built-ins capture it).
+ * The services a host shares between the Locations it serves: the settlement store (the durable one unless given),
+ * what sessions read (beside durable settlements, else in memory), saved approvals and managed outputs. The store
+ * is opened first, so the others find it created.
  */
-const locationLayer = (
+export const sharedLayer = (
   environment: Environment,
-  prepared: Prepared,
-  reads: Layer.Layer<Reads.Service, Store.StoreError> = Reads.layerMemory,
+  retentionDays: number | undefined,
+  store?: Layer.Layer<Store.Service, Store.StoreError>,
 ) =>
-  Location.layer(prepared.directory, builtinsLayer(prepared.config).pipe(Layer.provide(reads))).pipe(
+  Layer.mergeAll(
+    store === undefined ? Reads.layer(storePath(environment)) : Reads.layerMemory,
+    approvalsLayer(environment),
+    outputsLayer(environment, retentionDays),
+  ).pipe(Layer.provideMerge(store ?? SqliteStore.layer(storePath(environment))))
+
+/**
+ * A Location with its built-in tools and discovered tools over the application's, given the Location's permission
+ * service (the built-ins capture it) and what sessions read.
+ */
+const locationLayer = (environment: Environment, prepared: Prepared) =>
+  Location.layer(prepared.directory, builtinsLayer(prepared.config)).pipe(
     Layer.provideMerge(Application.layer(environment.home)),
   )
 
@@ -130,22 +142,19 @@ const locationLayer = (
  */
 export const catalogLayer = (environment: Environment, prepared: Prepared) =>
   locationLayer(environment, prepared).pipe(
+    Layer.provide(Reads.layerMemory),
     Layer.provideMerge(permissionLayer(settingsOf(environment, prepared)).pipe(Layer.provide(Approvals.layerMemory))),
   )
 
 /** A Location's catalog with its permission service and the saved approvals, for explaining decisions. */
 export const checkingLayer = (environment: Environment, prepared: Prepared) =>
   locationLayer(environment, prepared).pipe(
+    Layer.provide(Reads.layerMemory),
     Layer.provideMerge(permissionLayer(settingsOf(environment, prepared)).pipe(Layer.provide(approvalsLayer(environment)))),
   )
 
 /** Everything needed to settle calls in a Location, with the durable store, managed outputs and its config. */
 export const settlingLayer = (environment: Environment, prepared: Prepared) =>
-  servicesLayer(
-    settingsOf(environment, prepared),
-    locationLayer(environment, prepared, Reads.layer(storePath(environment))),
-  ).pipe(
-    Layer.provide(approvalsLayer(environment)),
-    Layer.provideMerge(outputsLayer(environment, prepared.config.output.retentionDays)),
-    Layer.provideMerge(SqliteStore.layer(storePath(environment))),
+  servicesLayer(settingsOf(environment, prepared), locationLayer(environment, prepared)).pipe(
+    Layer.provideMerge(sharedLayer(environment, prepared.config.output.retentionDays)),
   )

@@ -15,8 +15,6 @@ import { Host } from "../host/host"
 import { Retention } from "../host/retention"
 import { ManagedOutputs } from "../output/managed"
 import { Registry } from "../registry/registry"
-import { Reads } from "../store/reads"
-import { SqliteStore } from "../store/sqlite"
 import { Store } from "../store/store"
 import { Calls } from "./calls"
 import { Locations } from "./locations"
@@ -49,12 +47,8 @@ export interface Interface {
 }
 
 const sharedLayer = (options: Options) =>
-  Layer.mergeAll(
-    options.store ?? SqliteStore.layer(Host.storePath(options.environment)),
-    // What sessions read lives beside their settlements (an in-memory store keeps it in memory too).
-    options.store === undefined ? Reads.layer(Host.storePath(options.environment)) : Reads.layerMemory,
-    Host.approvalsLayer(options.environment),
-    Host.outputsLayer(options.environment, options.primary.config.output.retentionDays),
+  Layer.merge(
+    Host.sharedLayer(options.environment, options.primary.config.output.retentionDays, options.store),
     Registry.applicationLayer,
   )
 
