@@ -98,20 +98,25 @@ const importsOf = (source: string): ReadonlyArray<string> => {
 const sources = (): ReadonlyArray<string> =>
   [...new Bun.Glob("**/*.ts").scanSync({ cwd: SRC })].sort()
 
+/** Whether an import from `file` of `target` (paths under src/) runs up a floor, or from one edge into another. */
+const runsUp = (file: string, target: string): boolean => {
+  const from = placement(file)
+  const to = placement(target)
+  if (from === undefined || to === undefined) return false
+  const fromEdge = from.floor === FLOORS.length - 1
+  const otherEdge = fromEdge && to.floor === from.floor && to.place !== from.place && from.place !== ENTRY
+  return to.floor > from.floor || otherEdge
+}
+
 /** Each import of a module that runs up a floor, or from one edge into another, as `from -> to`. */
 const violations = (): ReadonlyArray<string> => {
   const found: Array<string> = []
   for (const file of sources()) {
-    const from = placement(file)!
     for (const specifier of importsOf(readFileSync(join(SRC, file), "utf8"))) {
       const resolved = relative(SRC, resolve(dirname(join(SRC, file)), specifier))
       if (resolved.startsWith("..")) continue
       const target = resolved.endsWith(".ts") || resolved.endsWith(".json") ? resolved : `${resolved}.ts`
-      const to = placement(target)
-      if (to === undefined) continue
-      const fromEdge = from.floor === FLOORS.length - 1
-      const otherEdge = fromEdge && to.floor === from.floor && to.place !== from.place && from.place !== ENTRY
-      if (to.floor > from.floor || otherEdge) found.push(`${file} -> ${target}`)
+      if (runsUp(file, target)) found.push(`${file} -> ${target}`)
     }
   }
   return found
@@ -125,6 +130,22 @@ describe("the floors", () => {
 
   test("no module imports a floor above its own, counting type-only imports", () => {
     expect(violations()).toEqual([])
+  })
+
+  test("an import up a floor or across edges is refused; down or within a floor it is not", () => {
+    expect(runsUp("tool/tool.ts", "permission/permission.ts")).toBe(true)
+    expect(runsUp("tool/tool.ts", "permission/refusal.ts")).toBe(false)
+    expect(runsUp("store/store.ts", "settlement/settlement.ts")).toBe(false)
+    expect(runsUp("store/store.ts", "settlement/settler.ts")).toBe(true)
+    expect(runsUp("permission/permission.ts", "store/approvals.ts")).toBe(false)
+    expect(runsUp("location/discovery.ts", "sdk/modules.ts")).toBe(false)
+    expect(runsUp("location/discovery.ts", "sdk/testing.ts")).toBe(true)
+    expect(runsUp("host/served.ts", "server/api.ts")).toBe(true)
+    expect(runsUp("host/host.ts", "cli/runtime.ts")).toBe(true)
+    expect(runsUp("server/http.ts", "cli/runtime.ts")).toBe(true)
+    expect(runsUp("sdk/testing.ts", "server/api.ts")).toBe(true)
+    expect(runsUp("cli/serve.ts", "server/server.ts")).toBe(false)
+    expect(runsUp("server/http.ts", "host/sidecar.ts")).toBe(false)
   })
 
   test("the scan sees type-only imports in every form", () => {
