@@ -25,6 +25,7 @@ Usage:
   core output ID
   core check NAME --input JSON [--location DIR] [--agent ID]
   core permissions [reset [--action A]] [--location DIR]
+  core mcp [--location DIR] [--agent ID]
   core serve [--location DIR] [--allow-root DIR]... [--host 127.0.0.1] [--port N]
   core init [DIR] [--update]
   core --version | --help | COMMAND --help
@@ -35,6 +36,7 @@ Commands:
   output       print a managed output (the full output behind a bounded preview)
   check        explain the permission decision for a call, running nothing
   permissions  list or clear the approvals saved by "always" replies
+  mcp          serve a Location's tools to an MCP client over stdio
   serve        serve tool calls over HTTP to agent hosts (the sidecar)
   init         prepare a directory for writing and testing tools with bun (no npm install)
 
@@ -54,6 +56,7 @@ const COMMANDS: Readonly<Record<string, Run>> = {
   permissions: PermissionsCommand.run,
   init: InitCommand.run,
   // Loaded only when used: the HTTP stack would slow every other command's start.
+  mcp: (args) => Effect.flatMap(Effect.promise(() => import("./mcp")), ({ McpCommand }) => McpCommand.run(args)),
   serve: (args) => Effect.flatMap(Effect.promise(() => import("./serve")), ({ ServeCommand }) => ServeCommand.run(args)),
 }
 

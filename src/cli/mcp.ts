@@ -1,0 +1,77 @@
+export * as McpCommand from "./mcp"
+
+// `core mcp`: serves one Location's tools to an MCP client over stdio. stdout carries JSON-RPC only; warnings and
+// notes about declined asks go to stderr. It runs until the client closes stdin (or SIGINT/SIGTERM).
+
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
+import * as Effect from "effect/Effect"
+import packageJson from "../../package.json" with { type: "json" }
+import { Host } from "../host/host"
+import { Mcp } from "../mcp/mcp"
+import { Agent } from "../permission/agent"
+import { Permission } from "../permission/permission"
+import { Asks } from "./asks"
+import { Command } from "./command"
+import { Diagnostics } from "./diagnostics"
+import { Runtime } from "./runtime"
+
+export const HELP = `Usage: core mcp [--location DIR] [--agent ID]
+
+Serve a Location's tools to an MCP client over stdio (JSON-RPC on stdin and stdout; notes on stderr).
+tools/list is the agent's catalog; tools/call settles each call as core exec does: permissions,
+bounded output with managed outputs, and at most once per (session, call). A call's _meta may name
+"sessionID" and "toolCallID" (else: one session per run, the request id); a recorded pair replays.
+A permission ask is declined unless core.json allows the call: nobody is there to answer it.
+
+Options:
+  --location DIR    the Location (default: the current directory)
+  --agent ID        the agent making the calls: its rules filter and authorize them (default: build)
+  -h, --help        show this help
+
+Runs until the client closes stdin.
+`
+
+const OPTIONS = {
+  location: { type: "string" },
+  agent: { type: "string" },
+} as const
+
+export const run = (args: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const { values, positionals } = yield* Command.parse("mcp", args, OPTIONS)
+    if (values.help) {
+      Command.stdout(HELP)
+      return Command.EXIT.ok
+    }
+    if (positionals.length > 0) {
+      return yield* new Command.UsageError({ command: "mcp", message: `unexpected argument "${positionals[0]}"` })
+    }
+    if (values.agent !== undefined && values.agent.trim() === "") {
+      return yield* new Command.UsageError({ command: "mcp", message: "--agent cannot be empty" })
+    }
+    const environment = Host.environment()
+    const prepared = yield* Runtime.prepare("mcp", environment, values.location)
+    const agent = values.agent ?? Agent.DEFAULT_AGENT
+    return yield* Effect.gen(function* () {
+      yield* Diagnostics.report
+      const permission = yield* Permission.Service
+      yield* Runtime.checkAgent("mcp", permission, agent)
+      yield* Asks.answer(permission, {
+        yes: false,
+        interactive: false,
+        declineHint: "allow it in core.json to let MCP clients run it",
+      })
+      const transport = new StdioServerTransport()
+      // The transport does not notice the end of stdin by itself: the client going away ends the server.
+      const ended = () => void transport.close()
+      process.stdin.once("end", ended)
+      yield* Effect.addFinalizer(() => Effect.sync(() => process.stdin.off("end", ended)))
+      yield* Mcp.serve(transport, {
+        agent,
+        sessionID: `ses_mcp_${crypto.randomUUID()}`,
+        name: "core",
+        version: packageJson.version,
+      })
+      return Command.EXIT.ok
+    }).pipe(Effect.scoped, Effect.provide(Host.settlingLayer(environment, prepared)))
+  })

@@ -1,0 +1,141 @@
+export * as Mcp from "./mcp"
+
+// Serves one Location's tools over the Model Context Protocol: `tools/list` is the agent's catalog, `tools/call`
+// settles through the same settler as every other host (permissions, bounding, managed outputs, at most once),
+// and the settlement is worded as an MCP tool result. The transport is the caller's (stdio for `core mcp`); only
+// JSON-RPC goes through it.
+
+import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type Tool as McpTool,
+} from "@modelcontextprotocol/sdk/types.js"
+import * as Effect from "effect/Effect"
+import type { Output } from "../output/output"
+import { Permission } from "../permission/permission"
+import type { Settlement } from "../settlement/settlement"
+import { Settler } from "../settlement/settler"
+import type { Definition } from "../tool/definition"
+
+export interface Options {
+  /** The agent whose rules filter the catalog and authorize each call. */
+  readonly agent: string
+  /** The session id of calls whose `_meta` names none: one per MCP session. */
+  readonly sessionID: string
+  readonly name: string
+  readonly version: string
+}
+
+const isObjectSchema = (schema: unknown): boolean =>
+  typeof schema === "object" && schema !== null && (schema as { type?: unknown }).type === "object"
+
+/** A definition as an MCP tool: `outputSchema` only where MCP allows it (an object at the root). */
+export const toolOf = (definition: Definition.Definition): McpTool => ({
+  name: definition.name,
+  description: definition.description,
+  inputSchema: definition.inputSchema as McpTool["inputSchema"],
+  ...(isObjectSchema(definition.outputSchema) ? { outputSchema: definition.outputSchema as McpTool["outputSchema"] } : {}),
+})
+
+const DATA_URI = /^data:([^;,]*)(?:;[^,]*)?;base64,(.*)$/s
+
+type ContentBlock = CallToolResult["content"][number]
+
+const contentOf = (part: Output.Part): ContentBlock => {
+  if (part.type === "text") return { type: "text", text: part.text }
+  const data = DATA_URI.exec(part.uri)
+  if (data !== null && part.mime.startsWith("image/")) return { type: "image", data: data[2] ?? "", mimeType: part.mime }
+  if (data !== null) return { type: "resource", resource: { uri: part.uri, mimeType: part.mime, blob: data[2] ?? "" } }
+  return { type: "resource_link", uri: part.uri, name: part.name ?? part.uri, mimeType: part.mime }
+}
+
+/**
+ * A settlement as an MCP tool result: its content; `structuredContent` when the tool advertised an output schema;
+ * the JSON of `structured` as text when there is no content; an error, declined or cancelled call as `isError`.
+ */
+export const resultOf = (settlement: Settlement.Info, advertisedOutput: boolean): CallToolResult => {
+  const content = settlement.content.map(contentOf)
+  const structured = settlement.status === "success" && settlement.structured !== null ? settlement.structured : undefined
+  if (content.length === 0 && structured !== undefined) content.push({ type: "text", text: JSON.stringify(structured) })
+  if (content.length === 0 && settlement.error !== undefined) content.push({ type: "text", text: settlement.error.message })
+  return {
+    content,
+    ...(structured !== undefined && advertisedOutput && typeof structured === "object" && !Array.isArray(structured)
+      ? { structuredContent: structured as Record<string, unknown> }
+      : {}),
+    ...(settlement.status === "success" ? {} : { isError: true }),
+    // For hosts that know core: the outcome and the managed outputs behind a bounded preview (`core output ID`).
+    _meta: { "core/settlement": { callID: settlement.callID, status: settlement.status, outputs: settlement.outputs } },
+  }
+}
+
+const metaString = (meta: Record<string, unknown> | undefined, key: string): string | undefined => {
+  const value = meta?.[key]
+  return typeof value === "string" && value.trim() !== "" ? value : undefined
+}
+
+/** Serves the Location's tools on `transport` until the client goes away. */
+export const serve = (transport: Transport, options: Options) =>
+  Effect.gen(function* () {
+    const settler = yield* Settler.Service
+    const permission = yield* Permission.Service
+    const run = Effect.runPromiseWith(yield* Effect.context<never>())
+    const materialize = () => settler.materialize(permission.rules(options.agent))
+    const server = new Server(
+      { name: options.name, version: options.version },
+      { capabilities: { tools: { listChanged: false } } },
+    )
+
+    server.setRequestHandler(ListToolsRequestSchema, async () => {
+      const { definitions } = await run(materialize())
+      return { tools: definitions.map(toolOf) }
+    })
+
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      const meta = request.params._meta as Record<string, unknown> | undefined
+      const progressToken = request.params._meta?.progressToken
+      let progress = 0
+      const call: Settler.Call = {
+        sessionID: metaString(meta, "sessionID") ?? options.sessionID,
+        agent: options.agent,
+        assistantMessageID: metaString(meta, "assistantMessageID") ?? `msg_${crypto.randomUUID()}`,
+        toolCallID: metaString(meta, "toolCallID") ?? `mcp_${String(extra.requestId)}`,
+        name: request.params.name,
+        input: request.params.arguments ?? {},
+      }
+      const settled = Effect.gen(function* () {
+        const turn = yield* materialize()
+        const definition = turn.definitions.find((candidate) => candidate.name === call.name)
+        const { settlement } = yield* turn.settle(call, {
+          onProgress: (update) =>
+            progressToken === undefined
+              ? Effect.void
+              : Effect.promise(() =>
+                  extra
+                    .sendNotification({
+                      method: "notifications/progress",
+                      params: { progressToken, progress: ++progress, message: update.message },
+                    })
+                    .catch(() => undefined),
+                ),
+        })
+        return resultOf(settlement, definition !== undefined && isObjectSchema(definition.outputSchema))
+      })
+      try {
+        return await run(settled, { signal: extra.signal })
+      } catch (error) {
+        throw new McpError(ErrorCode.InternalError, error instanceof Error ? error.message : String(error))
+      }
+    })
+
+    const closed = new Promise<void>((resolve) => {
+      server.onclose = () => resolve()
+    })
+    yield* Effect.promise(() => server.connect(transport))
+    yield* Effect.promise(() => closed).pipe(Effect.onInterrupt(() => Effect.promise(() => server.close())))
+  })

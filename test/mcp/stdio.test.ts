@@ -1,0 +1,219 @@
+// `core mcp` end to end: the official MCP SDK client talking to core over stdio, run from source, against temp
+// Locations with their own tool files and core.json.
+
+import { afterEach, describe, expect, test } from "bun:test"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js"
+import { IMPORTS, RAN, runs, sandbox, type Sandbox } from "../cli/fixture"
+import { coreJson, recording } from "../cli/permissions-fixture"
+
+const MAIN = join(import.meta.dir, "../../src/cli/main.ts")
+
+const GREET = `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "Greets someone",
+  input: Schema.Struct({ who: Schema.String }),
+  output: Schema.Struct({ greeting: Schema.String, length: Schema.Number }),
+  execute: (input, context) => Effect.gen(function* () {
+    yield* context.progress({ message: "thinking about " + input.who })
+    ran("greet")
+    const greeting = "hello " + input.who
+    return { greeting, length: greeting.length }
+  }),
+})
+`
+
+const BIG = `${IMPORTS}
+export default Tool.make({
+  description: "Prints many lines",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.succeed(Array.from({ length: 5000 }, (_, i) => "line " + i).join("\\n")),
+})
+`
+
+const open: Array<Client> = []
+
+afterEach(async () => {
+  for (const client of open.splice(0)) await client.close()
+})
+
+const connect = async (box: Sandbox, extra: ReadonlyArray<string> = []) => {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [MAIN, "mcp", "--location", box.location, ...extra],
+    env: { PATH: process.env.PATH ?? "", HOME: box.home, ...box.env },
+    stderr: "pipe",
+  })
+  let stderr = ""
+  transport.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString()
+  })
+  const client = new Client({ name: "test", version: "1.0.0" })
+  await client.connect(transport)
+  open.push(client)
+  return { client, stderr: () => stderr }
+}
+
+const textOf = (result: { readonly [key: string]: unknown }) =>
+  (result.content as ReadonlyArray<{ type: string; text?: string }>)
+    .filter((part) => part.type === "text")
+    .map((part) => part.text)
+    .join("\n")
+
+describe("core mcp", () => {
+  test("tools/list offers the Location's tools with their schemas; outputSchema only for an object at the root", async () => {
+    const box = sandbox({ "tools/greet.ts": GREET })
+    const { client } = await connect(box)
+    const { tools } = await client.listTools()
+    const greet = tools.find((tool) => tool.name === "greet")
+    expect(greet?.description).toBe("Greets someone")
+    expect(greet?.inputSchema).toMatchObject({ type: "object", properties: { who: { type: "string" } } })
+    expect(greet?.outputSchema).toMatchObject({ type: "object", properties: { greeting: { type: "string" } } })
+    const read = tools.find((tool) => tool.name === "read")
+    expect(read?.inputSchema.type).toBe("object")
+    expect(read !== undefined && "outputSchema" in read).toBe(false)
+    for (const tool of tools) {
+      expect(tool.inputSchema.type).toBe("object")
+      if (tool.outputSchema !== undefined) expect(tool.outputSchema.type).toBe("object")
+    }
+  })
+
+  test("tools/list leaves out the tools the agent's rules wholly deny", async () => {
+    const box = sandbox({ "tools/greet.ts": GREET, ...coreJson({ permission: { greet: "deny" } }) })
+    const { client } = await connect(box)
+    const names = (await client.listTools()).tools.map((tool) => tool.name)
+    expect(names).toContain("read")
+    expect(names).not.toContain("greet")
+  })
+
+  test("a tool's call settles: text content, structuredContent the client checks against outputSchema, progress", async () => {
+    const box = sandbox({ "tools/greet.ts": GREET })
+    const { client } = await connect(box)
+    // The client checks structuredContent against the advertised outputSchema, so it needs the list first.
+    await client.listTools()
+    const progress: Array<string | undefined> = []
+    const result = await client.callTool({ name: "greet", arguments: { who: "ada" } }, CallToolResultSchema, {
+      onprogress: (update) => {
+        progress.push(update.message)
+      },
+    })
+    expect(result.isError).toBeFalsy()
+    expect(result.structuredContent).toEqual({ greeting: "hello ada", length: 9 })
+    expect(JSON.parse(textOf(result))).toEqual({ greeting: "hello ada", length: 9 })
+    expect(progress).toEqual(["thinking about ada"])
+    expect(result._meta?.["core/settlement"]).toMatchObject({ status: "success", outputs: [] })
+    expect(runs(box, "greet")).toBe(1)
+  })
+
+  test("the built-in read reads a file of the Location", async () => {
+    const box = sandbox({ "notes.txt": "first line\nsecond line\n" })
+    const { client } = await connect(box)
+    const result = await client.callTool({ name: "read", arguments: { filePath: "notes.txt" } })
+    expect(result.isError).toBeFalsy()
+    expect(textOf(result)).toContain("second line")
+    expect(result.structuredContent).toBeUndefined()
+  })
+
+  test("invalid input is an error result the model reads, and the tool does not run", async () => {
+    const box = sandbox({ "tools/greet.ts": GREET })
+    const { client } = await connect(box)
+    const result = await client.callTool({ name: "greet", arguments: { who: 42 } })
+    expect(result.isError).toBe(true)
+    expect(textOf(result)).toContain("Invalid input for greet")
+    expect(result.structuredContent).toBeUndefined()
+    expect(runs(box, "greet")).toBe(0)
+  })
+
+  test("an unknown tool is an error result, not a protocol error", async () => {
+    const box = sandbox()
+    const { client } = await connect(box)
+    const result = await client.callTool({ name: "nope", arguments: {} })
+    expect(result.isError).toBe(true)
+    expect(textOf(result)).toContain("nope")
+  })
+
+  test("a call the rules ask about is declined (nobody to answer), with a note for the model and one on stderr", async () => {
+    const box = sandbox({ "tools/deploy.ts": recording("deploy"), ...coreJson({ permission: { deploy: "ask" } }) })
+    const { client, stderr } = await connect(box)
+    const result = await client.callTool({ name: "deploy", arguments: { target: "prod" } })
+    expect(result.isError).toBe(true)
+    expect(textOf(result)).toContain('permission for deploy on "*" was not granted')
+    expect(result._meta?.["core/settlement"]).toMatchObject({ status: "declined" })
+    expect(runs(box, "deploy")).toBe(0)
+    expect(stderr()).toContain('declined deploy on "*"')
+    expect(stderr()).toContain("allow it in core.json")
+  })
+
+  test("a call the rules allow runs without asking", async () => {
+    const box = sandbox({ "tools/deploy.ts": recording("deploy"), ...coreJson({ permission: { deploy: "allow" } }) })
+    const { client } = await connect(box)
+    const result = await client.callTool({ name: "deploy", arguments: { target: "prod" } })
+    expect(result.isError).toBeFalsy()
+    expect(textOf(result)).toBe("deploy prod")
+    expect(runs(box, "deploy")).toBe(1)
+  })
+
+  test("an oversized output is bounded to a preview, the rest kept as a managed output the read tool can open", async () => {
+    const box = sandbox({ "tools/big.ts": BIG, ...coreJson({ output: { maxLines: 50, maxBytes: 4096 } }) })
+    const { client } = await connect(box)
+    const result = await client.callTool({ name: "big", arguments: {} })
+    expect(result.isError).toBeFalsy()
+    const text = textOf(result)
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(4096)
+    expect(text).toContain("line 0")
+    expect(text).not.toContain("line 2500")
+    const outputs = (result._meta?.["core/settlement"] as { outputs: Array<{ id: string; bytes: number }> }).outputs
+    expect(outputs).toHaveLength(1)
+    const path = /filePath "([^"]+)"/.exec(text)?.[1]
+    expect(path).toBeDefined()
+    const rest = await client.callTool({ name: "read", arguments: { filePath: path, offset: 2500, limit: 3 } })
+    expect(rest.isError).toBeFalsy()
+    expect(textOf(rest)).toContain("line 2500")
+  })
+
+  test("ids in _meta make a call replay across runs: the tool runs once and answers the same", async () => {
+    const box = sandbox({ "tools/greet.ts": GREET })
+    const call = { name: "greet", arguments: { who: "bob" }, _meta: { sessionID: "ses_host", toolCallID: "call_7" } }
+    const first = await (await connect(box)).client.callTool(call)
+    for (const client of open.splice(0)) await client.close()
+    const second = await (await connect(box)).client.callTool(call)
+    expect(second.content).toEqual(first.content)
+    expect(second._meta?.["core/settlement"]).toMatchObject({ callID: "call_7", status: "success" })
+    expect(runs(box, "greet")).toBe(1)
+    // Without _meta ids every request is its own call.
+    await open[0]!.callTool({ name: "greet", arguments: { who: "bob" } })
+    expect(runs(box, "greet")).toBe(2)
+  })
+
+  test("an unknown agent is a usage error on stderr, and stdout stays empty", async () => {
+    const box = sandbox()
+    const child = Bun.spawn([process.execPath, MAIN, "mcp", "--location", box.location, "--agent", "ghost"], {
+      env: { ...process.env, ...box.env },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()])
+    expect(code).toBe(2)
+    expect(stdout).toBe("")
+    expect(stderr).toContain('unknown agent "ghost"')
+  })
+
+  test("the server ends when the client closes stdin", async () => {
+    const box = sandbox()
+    writeFileSync(join(box.location, "a.txt"), "a\n")
+    const child = Bun.spawn([process.execPath, MAIN, "mcp", "--location", box.location], {
+      env: { ...process.env, ...box.env },
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    child.stdin.end()
+    expect(await child.exited).toBe(0)
+    expect(await new Response(child.stdout).text()).toBe("")
+  })
+})
