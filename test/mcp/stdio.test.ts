@@ -35,6 +35,32 @@ export default Tool.make({
 })
 `
 
+// One red pixel, as a PNG.
+const PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
+
+const PICTURE = `${IMPORTS}
+export default Tool.make({
+  description: "Draws a pixel",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.succeed("drawn"),
+  toModelOutput: () => [{ type: "text", text: "a pixel:" }, { type: "file", mime: "image/png", data: ${JSON.stringify(PIXEL)}, name: "pixel.png" }],
+})
+`
+
+const WAIT = `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "Waits until cancelled",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: (_input, context) => Effect.gen(function* () {
+    ran("wait")
+    yield* context.progress({ message: "waiting" })
+    return yield* Effect.never
+  }),
+})
+`
+
 const open: Array<Client> = []
 
 afterEach(async () => {
@@ -187,6 +213,34 @@ describe("core mcp", () => {
     // Without _meta ids every request is its own call.
     await open[0]!.callTool({ name: "greet", arguments: { who: "bob" } })
     expect(runs(box, "greet")).toBe(2)
+  })
+
+  test("an image part is MCP image content", async () => {
+    const box = sandbox({ "tools/picture.ts": PICTURE })
+    const { client } = await connect(box)
+    const result = await client.callTool({ name: "picture", arguments: {} })
+    expect(result.content).toEqual([
+      { type: "text", text: "a pixel:" },
+      { type: "image", data: PIXEL, mimeType: "image/png" },
+    ])
+  })
+
+  test("a cancelled request interrupts the call, which is recorded as cancelled and never runs again", async () => {
+    const box = sandbox({ "tools/wait.ts": WAIT })
+    const { client } = await connect(box)
+    const abort = new AbortController()
+    const call = { name: "wait", arguments: {}, _meta: { sessionID: "ses_host", toolCallID: "call_wait" } }
+    // Cancelled once the tool reports it is running: the client sends notifications/cancelled.
+    const cancelled = client.callTool(call, CallToolResultSchema, {
+      signal: abort.signal,
+      onprogress: () => abort.abort("enough"),
+    })
+    await expect(cancelled).rejects.toThrow()
+    const replay = await client.callTool(call)
+    expect(replay.isError).toBe(true)
+    expect(replay._meta?.["core/settlement"]).toMatchObject({ status: "cancelled" })
+    expect(textOf(replay)).toContain("was cancelled")
+    expect(runs(box, "wait")).toBe(1)
   })
 
   test("an unknown agent is a usage error on stderr, and stdout stays empty", async () => {
