@@ -85,6 +85,10 @@ export const serve = (transport: Transport, options: Options) =>
     const settler = yield* Settler.Service
     const permission = yield* Permission.Service
     const run = Effect.runPromiseWith(yield* Effect.context<never>())
+    // Calls still running when the client goes away or core stops are interrupted, and the server waits until
+    // each has recorded its cancellation before it ends, so core never exits with a call half recorded.
+    const shutdown = new AbortController()
+    const running = new Set<Promise<unknown>>()
     const materialize = () => settler.materialize(permission.rules(options.agent))
     const server = new Server(
       { name: options.name, version: options.version },
@@ -126,10 +130,14 @@ export const serve = (transport: Transport, options: Options) =>
         })
         return resultOf(settlement, definition !== undefined && isObjectSchema(definition.outputSchema))
       })
+      const settling = run(settled, { signal: AbortSignal.any([extra.signal, shutdown.signal]) })
+      running.add(settling)
       try {
-        return await run(settled, { signal: extra.signal })
+        return await settling
       } catch (error) {
         throw new McpError(ErrorCode.InternalError, error instanceof Error ? error.message : String(error))
+      } finally {
+        running.delete(settling)
       }
     })
 
@@ -137,5 +145,13 @@ export const serve = (transport: Transport, options: Options) =>
       server.onclose = () => resolve()
     })
     yield* Effect.promise(() => server.connect(transport))
-    yield* Effect.promise(() => closed).pipe(Effect.onInterrupt(() => Effect.promise(() => server.close())))
+    yield* Effect.promise(() => closed).pipe(
+      Effect.ensuring(
+        Effect.promise(async () => {
+          shutdown.abort()
+          await Promise.allSettled(running)
+          await server.close()
+        }),
+      ),
+    )
   })

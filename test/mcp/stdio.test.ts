@@ -243,6 +243,23 @@ describe("core mcp", () => {
     expect(runs(box, "wait")).toBe(1)
   })
 
+  test("a call still running when the client goes away is interrupted and recorded cancelled", async () => {
+    const box = sandbox({ "tools/wait.ts": WAIT })
+    const call = { name: "wait", arguments: {}, _meta: { sessionID: "ses_host", toolCallID: "call_gone" } }
+    const first = await connect(box)
+    let started!: () => void
+    const running = new Promise<void>((resolve) => {
+      started = resolve
+    })
+    const pending = first.client.callTool(call, CallToolResultSchema, { onprogress: () => started() })
+    pending.catch(() => undefined)
+    await running
+    for (const client of open.splice(0)) await client.close()
+    const replay = await (await connect(box)).client.callTool(call)
+    expect(replay._meta?.["core/settlement"]).toMatchObject({ status: "cancelled" })
+    expect(runs(box, "wait")).toBe(1)
+  })
+
   test("an unknown agent is a usage error on stderr, and stdout stays empty", async () => {
     const box = sandbox()
     const child = Bun.spawn([process.execPath, MAIN, "mcp", "--location", box.location, "--agent", "ghost"], {
