@@ -114,6 +114,9 @@ describe("core mcp", () => {
     const names = (await client.listTools()).tools.map((tool) => tool.name)
     expect(names).toContain("read")
     expect(names).not.toContain("greet")
+    const called = await client.callTool({ name: "greet", arguments: { who: "eve" } })
+    expect(called.isError).toBe(true)
+    expect(runs(box, "greet")).toBe(0)
   })
 
   test("a tool's call settles: text content, structuredContent the client checks against outputSchema, progress", async () => {
@@ -255,6 +258,30 @@ describe("core mcp", () => {
     pending.catch(() => undefined)
     await running
     for (const client of open.splice(0)) await client.close()
+    const replay = await (await connect(box)).client.callTool(call)
+    expect(replay._meta?.["core/settlement"]).toMatchObject({ status: "cancelled" })
+    expect(runs(box, "wait")).toBe(1)
+  })
+
+  test("SIGTERM interrupts a running call, records it cancelled, and core exits", async () => {
+    const box = sandbox({ "tools/wait.ts": WAIT })
+    const call = { name: "wait", arguments: {}, _meta: { sessionID: "ses_host", toolCallID: "call_term" } }
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [MAIN, "mcp", "--location", box.location],
+      env: { PATH: process.env.PATH ?? "", HOME: box.home, ...box.env },
+      stderr: "pipe",
+    })
+    const client = new Client({ name: "test", version: "1.0.0" })
+    await client.connect(transport)
+    let closed!: () => void
+    const gone = new Promise<void>((resolve) => {
+      closed = resolve
+    })
+    transport.onclose = () => closed()
+    const pending = client.callTool(call, CallToolResultSchema, { onprogress: () => process.kill(transport.pid!, "SIGTERM") })
+    pending.catch(() => undefined)
+    await gone
     const replay = await (await connect(box)).client.callTool(call)
     expect(replay._meta?.["core/settlement"]).toMatchObject({ status: "cancelled" })
     expect(runs(box, "wait")).toBe(1)
