@@ -17,8 +17,6 @@ export interface Options {
   readonly interactive: boolean
   /** Reads one line typed by the person (undefined at the end of input); only used when interactive. */
   readonly readLine?: (prompt: string) => Promise<string | undefined>
-  /** What the note on a declined ask suggests (default: passing --yes). */
-  readonly declineHint?: string
 }
 
 const describe = (request: Permission.Request) =>
@@ -91,7 +89,7 @@ export const answer = (permission: Permission.Interface, options: Options) =>
           } else if (options.interactive) {
             reply = yield* Effect.promise(() => promptReply(request, readLine))
           } else {
-            Command.stderr(`core: declined ${describe(request)}: no terminal to ask; ${options.declineHint ?? "pass --yes to approve it once"}\n`)
+            Command.stderr(`core: declined ${describe(request)}: no terminal to ask; pass --yes to approve it once\n`)
             reply = { reply: "reject", unattended: true }
           }
           // The request may have gone meanwhile (its call was cancelled): nothing to answer then.

@@ -10,7 +10,6 @@ import { Host } from "../host/host"
 import { Mcp } from "../mcp/mcp"
 import { Agent } from "../permission/agent"
 import { Permission } from "../permission/permission"
-import { Asks } from "./asks"
 import { Command } from "./command"
 import { Diagnostics } from "./diagnostics"
 import { Runtime } from "./runtime"
@@ -21,7 +20,8 @@ Serve a Location's tools to an MCP client over stdio (JSON-RPC on stdin and stdo
 tools/list is the agent's catalog; tools/call settles each call as core exec does: permissions,
 bounded output with managed outputs, and at most once per (session, call). A call's _meta may name
 "sessionID" and "toolCallID" (else: one session per run, the request id); a recorded pair replays.
-A permission ask is declined unless core.json allows the call: nobody is there to answer it.
+A permission ask is put to the client's user (MCP elicitation) when the client can ask; otherwise
+it is declined unless core.json allows the call.
 
 Options:
   --location DIR    the Location (default: the current directory)
@@ -56,11 +56,6 @@ export const run = (args: ReadonlyArray<string>) =>
       yield* Diagnostics.report
       const permission = yield* Permission.Service
       yield* Runtime.checkAgent("mcp", permission, agent)
-      yield* Asks.answer(permission, {
-        yes: false,
-        interactive: false,
-        declineHint: "allow it in core.json to let MCP clients run it",
-      })
       const transport = new StdioServerTransport()
       // The transport does not notice the end of stdin by itself: the client going away ends the server.
       const ended = () => void transport.close()
@@ -71,6 +66,7 @@ export const run = (args: ReadonlyArray<string>) =>
         sessionID: `ses_mcp_${crypto.randomUUID()}`,
         name: "core",
         version: packageJson.version,
+        note: Command.stderr,
       })
       return Command.EXIT.ok
     }).pipe(Effect.scoped, Effect.provide(Host.settlingLayer(environment, prepared)))

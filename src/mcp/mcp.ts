@@ -16,6 +16,7 @@ import {
   type Tool as McpTool,
 } from "@modelcontextprotocol/sdk/types.js"
 import * as Effect from "effect/Effect"
+import * as PubSub from "effect/PubSub"
 import type { Output } from "../output/output"
 import { Permission } from "../permission/permission"
 import type { Settlement } from "../settlement/settlement"
@@ -29,6 +30,8 @@ export interface Options {
   readonly sessionID: string
   readonly name: string
   readonly version: string
+  /** Writes a note for the person running core (stderr for `core mcp`), never to the client. */
+  readonly note: (text: string) => void
 }
 
 const isObjectSchema = (schema: unknown): boolean =>
@@ -73,6 +76,29 @@ export const resultOf = (settlement: Settlement.Info, advertisedOutput: boolean)
     _meta: { "core/settlement": { callID: settlement.callID, status: settlement.status, outputs: settlement.outputs } },
   }
 }
+
+const describe = (request: Permission.Request) =>
+  `${request.action} on ${request.resources.map((resource) => JSON.stringify(resource)).join(", ")}`
+
+/** The form a client shows a person for a permission ask. */
+const askForm = (request: Permission.Request) => ({
+  mode: "form" as const,
+  message:
+    `Allow ${describe(request)}?` +
+    (request.protected === undefined
+      ? request.save.length === 0
+        ? ""
+        : ` "always" saves ${request.save.map((pattern) => JSON.stringify(pattern)).join(", ")}.`
+      : ` This changes ${request.protected}: it is asked each time and never saved.`),
+  requestedSchema: {
+    type: "object" as const,
+    properties: {
+      reply: { type: "string" as const, title: "Reply", enum: ["once", "always", "reject"] },
+      message: { type: "string" as const, title: "A message for the model when rejecting (optional)" },
+    },
+    required: ["reply"],
+  },
+})
 
 const metaString = (meta: Record<string, unknown> | undefined, key: string): string | undefined => {
   const value = meta?.[key]
@@ -140,6 +166,43 @@ export const serve = (transport: Transport, options: Options) =>
         running.delete(settling)
       }
     })
+
+    // Permission asks: a client that can ask its user (form elicitation) is asked; otherwise nobody can answer, and
+    // the ask is declined as unattended (a change to core's own configuration is refused as needing a person).
+    const answer = async (request: Permission.Request): Promise<Permission.Reply> => {
+      if (server.getClientCapabilities()?.elicitation?.form === undefined) {
+        options.note(`core: declined ${describe(request)}: the MCP client cannot ask its user; allow it in core.json to let MCP clients run it\n`)
+        return request.protected === undefined ? { reply: "reject", unattended: true } : Permission.personRequired(request)
+      }
+      try {
+        const result = await server.elicitInput(askForm(request))
+        if (result.action !== "accept") return { reply: "reject" }
+        const reply = result.content?.reply
+        if (reply === "once" || reply === "always") return { reply }
+        const message = typeof result.content?.message === "string" ? result.content.message.trim() : ""
+        return message === "" ? { reply: "reject" } : { reply: "reject", message }
+      } catch (error) {
+        options.note(`core: declined ${describe(request)}: asking the MCP client failed: ${error instanceof Error ? error.message : String(error)}\n`)
+        return { reply: "reject", unattended: true }
+      }
+    }
+    const asks = yield* permission.subscribe
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.gen(function* () {
+          const event = yield* PubSub.take(asks)
+          if (event.type !== "asked") return
+          const request = event.request
+          // Each ask is answered on its own, so one waiting for a person holds up no other call.
+          yield* Effect.forkScoped(
+            Effect.promise(() => answer(request)).pipe(
+              // The request may have gone meanwhile (its call was cancelled): nothing to answer then.
+              Effect.flatMap((reply) => permission.reply(request.id, reply).pipe(Effect.ignore)),
+            ),
+          )
+        }),
+      ),
+    )
 
     const closed = new Promise<void>((resolve) => {
       server.onclose = () => resolve()

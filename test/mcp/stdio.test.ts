@@ -2,11 +2,11 @@
 // Locations with their own tool files and core.json.
 
 import { afterEach, describe, expect, test } from "bun:test"
-import { writeFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js"
+import { CallToolResultSchema, ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js"
 import { IMPORTS, RAN, runs, sandbox, type Sandbox } from "../cli/fixture"
 import { coreJson, recording } from "../cli/permissions-fixture"
 
@@ -66,6 +66,25 @@ const open: Array<Client> = []
 afterEach(async () => {
   for (const client of open.splice(0)) await client.close()
 })
+
+/** A client whose user answers each permission ask with `answer`; the forms it was shown are kept. */
+const connectAsking = async (box: Sandbox, answer: ElicitResult) => {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [MAIN, "mcp", "--location", box.location],
+    env: { PATH: process.env.PATH ?? "", HOME: box.home, ...box.env },
+    stderr: "pipe",
+  })
+  const client = new Client({ name: "test", version: "1.0.0" }, { capabilities: { elicitation: { form: {} } } })
+  const asked: Array<string> = []
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push(request.params.message)
+    return answer
+  })
+  await client.connect(transport)
+  open.push(client)
+  return { client, asked }
+}
 
 const connect = async (box: Sandbox, extra: ReadonlyArray<string> = []) => {
   const transport = new StdioClientTransport({
@@ -174,7 +193,38 @@ describe("core mcp", () => {
     expect(result._meta?.["core/settlement"]).toMatchObject({ status: "declined" })
     expect(runs(box, "deploy")).toBe(0)
     expect(stderr()).toContain('declined deploy on "*"')
-    expect(stderr()).toContain("allow it in core.json")
+    expect(stderr()).toContain("the MCP client cannot ask its user; allow it in core.json")
+  })
+
+  test("a client that can ask its user gets the ask as a form; once runs the call", async () => {
+    const box = sandbox({ "tools/deploy.ts": recording("deploy"), ...coreJson({ permission: { deploy: "ask" } }) })
+    const { client, asked } = await connectAsking(box, { action: "accept", content: { reply: "once" } })
+    const result = await client.callTool({ name: "deploy", arguments: { target: "prod" } })
+    expect(result.isError).toBeFalsy()
+    expect(textOf(result)).toBe("deploy prod")
+    expect(asked).toEqual([expect.stringContaining('Allow deploy on "*"?')])
+    expect(runs(box, "deploy")).toBe(1)
+  })
+
+  test("a user who declines the form declines the call, and the model reads that a person said no", async () => {
+    const box = sandbox({ "tools/deploy.ts": recording("deploy"), ...coreJson({ permission: { deploy: "ask" } }) })
+    const { client, asked } = await connectAsking(box, { action: "decline" })
+    const result = await client.callTool({ name: "deploy", arguments: { target: "prod" } })
+    expect(result.isError).toBe(true)
+    expect(result._meta?.["core/settlement"]).toMatchObject({ status: "declined" })
+    expect(textOf(result)).toContain("A person saw the request and declined it")
+    expect(asked).toHaveLength(1)
+    expect(runs(box, "deploy")).toBe(0)
+  })
+
+  test("without a way to ask, a change to core.json is refused as needing a person", async () => {
+    const box = sandbox({ ...coreJson({ permission: { write: "allow" } }) })
+    const before = readFileSync(join(box.location, "core.json"), "utf8")
+    const { client } = await connect(box)
+    const result = await client.callTool({ name: "write", arguments: { filePath: "core.json", content: "{}" } })
+    expect(result.isError).toBe(true)
+    expect(textOf(result)).toContain("A person must make that change")
+    expect(readFileSync(join(box.location, "core.json"), "utf8")).toBe(before)
   })
 
   test("a call the rules allow runs without asking", async () => {
