@@ -66,12 +66,18 @@ export const resultOf = (settlement: Settlement.Info, advertisedOutput: boolean)
   const structured = settlement.status === "success" && settlement.structured !== null ? settlement.structured : undefined
   if (content.length === 0 && structured !== undefined) content.push({ type: "text", text: JSON.stringify(structured) })
   if (content.length === 0 && settlement.error !== undefined) content.push({ type: "text", text: settlement.error.message })
+  const structuredContent =
+    structured !== undefined && advertisedOutput && typeof structured === "object" && !Array.isArray(structured)
+      ? (structured as Record<string, unknown>)
+      : undefined
+  // A tool with an output schema must answer with structured content unless the result is an error; when bounding
+  // kept the structured value out (too large: it is in the managed output, the preview says where), the result is
+  // flagged as an error so the client takes the preview instead of refusing the whole result.
+  const withheld = settlement.status === "success" && advertisedOutput && structuredContent === undefined
   return {
     content,
-    ...(structured !== undefined && advertisedOutput && typeof structured === "object" && !Array.isArray(structured)
-      ? { structuredContent: structured as Record<string, unknown> }
-      : {}),
-    ...(settlement.status === "success" ? {} : { isError: true }),
+    ...(structuredContent === undefined ? {} : { structuredContent }),
+    ...(settlement.status === "success" && !withheld ? {} : { isError: true }),
     // For hosts that know core: the outcome and the managed outputs behind a bounded preview (`core output ID`).
     _meta: { "core/settlement": { callID: settlement.callID, status: settlement.status, outputs: settlement.outputs } },
   }

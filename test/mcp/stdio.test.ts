@@ -61,6 +61,15 @@ export default Tool.make({
 })
 `
 
+const HUGE = `${IMPORTS}
+export default Tool.make({
+  description: "Answers a large object",
+  input: Schema.Struct({}),
+  output: Schema.Struct({ text: Schema.String }),
+  execute: () => Effect.succeed({ text: "x".repeat(100000) }),
+})
+`
+
 const open: Array<Client> = []
 
 afterEach(async () => {
@@ -252,6 +261,17 @@ describe("core mcp", () => {
     const rest = await client.callTool({ name: "read", arguments: { filePath: path, offset: 2500, limit: 3 } })
     expect(rest.isError).toBeFalsy()
     expect(textOf(rest)).toContain("line 2500")
+  })
+
+  test("a structured value too large to return is withheld: the client takes the preview as an error result", async () => {
+    const box = sandbox({ "tools/huge.ts": HUGE, ...coreJson({ output: { maxLines: 50, maxBytes: 4096 } }) })
+    const { client } = await connect(box)
+    expect((await client.listTools()).tools.find((tool) => tool.name === "huge")?.outputSchema?.type).toBe("object")
+    const result = await client.callTool({ name: "huge", arguments: {} })
+    expect(result.isError).toBe(true)
+    expect(result.structuredContent).toBeUndefined()
+    expect(textOf(result)).toContain("read the rest with the read tool")
+    expect(result._meta?.["core/settlement"]).toMatchObject({ status: "success", outputs: [expect.anything()] })
   })
 
   test("ids in _meta make a call replay across runs: the tool runs once and answers the same", async () => {
