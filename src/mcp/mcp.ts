@@ -140,7 +140,7 @@ export const serve = (transport: Transport, options: Options) =>
         sessionID: metaString(meta, "sessionID") ?? options.sessionID,
         agent: options.agent,
         assistantMessageID: metaString(meta, "assistantMessageID") ?? `msg_${crypto.randomUUID()}`,
-        toolCallID: metaString(meta, "toolCallID") ?? `mcp_${String(extra.requestId)}`,
+        toolCallID: metaString(meta, "toolCallID") ?? String(extra.requestId),
         name: request.params.name,
         input: request.params.arguments ?? {},
       }
