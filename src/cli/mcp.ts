@@ -3,6 +3,8 @@ export * as McpCommand from "./mcp"
 // `core mcp`: serves one Location's tools to an MCP client over stdio. stdout carries JSON-RPC only; warnings and
 // notes about declined asks go to stderr. It runs until the client closes stdin (or SIGINT/SIGTERM).
 
+import { Writable } from "node:stream"
+import { format } from "node:util"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import * as Effect from "effect/Effect"
 import packageJson from "../../package.json" with { type: "json" }
@@ -36,6 +38,24 @@ const OPTIONS = {
   agent: { type: "string" },
 } as const
 
+/**
+ * stdout for JSON-RPC alone: what else would write there (a tool's console.log or process.stdout.write, in this
+ * process) goes to stderr, and the transport gets a stream of its own onto the real stdout.
+ */
+const claimStdout = (): Writable => {
+  const write = process.stdout.write.bind(process.stdout)
+  const toStderr = (...values: Array<unknown>) => void process.stderr.write(`${format(...values)}\n`)
+  console.log = toStderr
+  console.info = toStderr
+  console.debug = toStderr
+  process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write
+  return new Writable({
+    write: (chunk, encoding, callback) => {
+      write(chunk, encoding, callback)
+    },
+  })
+}
+
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const { values, positionals } = yield* Command.parse("mcp", args, OPTIONS)
@@ -56,7 +76,7 @@ export const run = (args: ReadonlyArray<string>) =>
       yield* Diagnostics.report
       const permission = yield* Permission.Service
       yield* Runtime.checkAgent("mcp", permission, agent)
-      const transport = new StdioServerTransport()
+      const transport = new StdioServerTransport(process.stdin, claimStdout())
       // The transport does not notice the end of stdin by itself: the client going away ends the server.
       const ended = () => void transport.close()
       process.stdin.once("end", ended)

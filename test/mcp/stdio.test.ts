@@ -70,6 +70,19 @@ export default Tool.make({
 })
 `
 
+const NOISY = `${IMPORTS}
+export default Tool.make({
+  description: "Talks while it works",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.sync(() => {
+    console.log("noise from console.log")
+    process.stdout.write("noise from process.stdout\\n")
+    return "done"
+  }),
+})
+`
+
 const open: Array<Client> = []
 
 afterEach(async () => {
@@ -355,6 +368,18 @@ describe("core mcp", () => {
     const replay = await (await connect(box)).client.callTool(call)
     expect(replay._meta?.["core/settlement"]).toMatchObject({ status: "cancelled" })
     expect(runs(box, "wait")).toBe(1)
+  })
+
+  test("what a tool writes to stdout goes to stderr, so stdout stays JSON-RPC", async () => {
+    const box = sandbox({ "tools/noisy.ts": NOISY })
+    const { client, stderr } = await connect(box)
+    const errors: Array<Error> = []
+    client.onerror = (error) => errors.push(error)
+    const result = await client.callTool({ name: "noisy", arguments: {} })
+    expect(textOf(result)).toBe("done")
+    expect(stderr()).toContain("noise from console.log\n")
+    expect(stderr()).toContain("noise from process.stdout\n")
+    expect(errors).toEqual([])
   })
 
   test("an unknown agent is a usage error on stderr, and stdout stays empty", async () => {
