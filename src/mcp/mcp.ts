@@ -106,6 +106,9 @@ const askForm = (request: Permission.Request) => ({
   },
 })
 
+/** How long a permission ask waits for the client's user before it is declined. */
+const ASK_TIMEOUT_MS = 24 * 60 * 60 * 1000
+
 const metaString = (meta: Record<string, unknown> | undefined, key: string): string | undefined => {
   const value = meta?.[key]
   return typeof value === "string" && value.trim() !== "" ? value : undefined
@@ -181,7 +184,8 @@ export const serve = (transport: Transport, options: Options) =>
         return request.protected === undefined ? { reply: "reject", unattended: true } : Permission.personRequired(request)
       }
       try {
-        const result = await server.elicitInput(askForm(request))
+        // A person may take their time: the request's own default timeout (a minute) would decline for them.
+        const result = await server.elicitInput(askForm(request), { timeout: ASK_TIMEOUT_MS })
         if (result.action !== "accept") return { reply: "reject" }
         const reply = result.content?.reply
         if (reply === "once" || reply === "always") return { reply }
