@@ -22,7 +22,7 @@ const HELP = `core ${packageJson.version}: a tool runtime for AI agents
 Usage:
   core exec NAME --input JSON [--location DIR] [--agent ID] [--session ID] [--message ID] [--call ID] [--yes]
   core tools [--location DIR] [--agent ID] [--json]
-  core output ID
+  core output ID [--structured]
   core check NAME --input JSON [--location DIR] [--agent ID]
   core permissions [reset [--action A]] [--location DIR]
   core mcp [--location DIR] [--agent ID]
