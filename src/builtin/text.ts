@@ -498,20 +498,18 @@ export const writable = (path: string, shown: string, tool: string): Effect.Effe
 export type Replaced = "written" | "changed"
 
 /**
- * Replaces a file atomically only if it is still exactly `expected`: the check and the rename run under the
- * file's commit lock (see FileLock.committing), so another core process cannot change the file between them.
- * Answers "changed" (with nothing written) when it changed since it was read, for the caller to redo the change
- * against the new content or report it.
+ * Stages `options.bytes` and renames it over `options.path` only if `stillValid` holds, checked under the file's
+ * commit lock (see FileLock.committing) so another core process cannot change the file between check and rename.
+ * Answers "changed" (with nothing written) otherwise.
  */
-export const replace = (options: WriteOptions & { readonly expected: Snapshot }): Effect.Effect<Replaced, Tool.Failure> =>
+const commitIf = (options: WriteOptions, stillValid: Effect.Effect<boolean, Tool.Failure>): Effect.Effect<Replaced, Tool.Failure> =>
   Effect.gen(function* () {
     const temp = yield* prepare(options.path, options.bytes, options.mode, options.shown)
     return yield* FileLock.committing(
       [options.path],
       options.shown,
       Effect.gen(function* () {
-        const same = yield* unchanged(options.path, options.expected, options.shown)
-        if (!same) {
+        if (!(yield* stillValid)) {
           yield* discard(temp)
           return "changed" as const
         }
@@ -522,34 +520,26 @@ export const replace = (options: WriteOptions & { readonly expected: Snapshot })
   })
 
 /**
- * Creates a file that must not exist yet: like `replace`, the check (nothing there) and the rename run under the
- * commit lock. Answers "changed" (with nothing written) when a file appeared at `path` meanwhile.
+ * Replaces a file atomically only if it is still exactly `expected`; "changed" when it changed since it was read,
+ * for the caller to redo the change against the new content or report it.
  */
+export const replace = (options: WriteOptions & { readonly expected: Snapshot }): Effect.Effect<Replaced, Tool.Failure> =>
+  commitIf(options, unchanged(options.path, options.expected, options.shown))
+
+/** Creates a file that must not exist yet; "changed" when a file appeared at `path` meanwhile. */
 export const create = (options: WriteOptions): Effect.Effect<Replaced, Tool.Failure> =>
-  Effect.gen(function* () {
-    const temp = yield* prepare(options.path, options.bytes, options.mode, options.shown)
-    return yield* FileLock.committing(
-      [options.path],
-      options.shown,
-      Effect.gen(function* () {
-        const present = yield* io("check", options.shown, () =>
-          lstat(options.path).then(
-            () => true,
-            (cause: unknown) => {
-              if (codeOf(cause) === "ENOENT") return false
-              throw cause
-            },
-          ),
-        )
-        if (present) {
-          yield* discard(temp)
-          return "changed" as const
-        }
-        yield* commit(temp, options.path, options.shown)
-        return "written" as const
-      }),
-    ).pipe(Effect.onError(() => discard(temp)))
-  })
+  commitIf(
+    options,
+    io("check", options.shown, () =>
+      lstat(options.path).then(
+        () => false,
+        (cause: unknown) => {
+          if (codeOf(cause) === "ENOENT") return true
+          throw cause
+        },
+      ),
+    ),
+  )
 
 /** Lines `startLine`..`endLine` (1-based) of `texts`, numbered as `N| text`, for messages that show a region. */
 export const numbered = (texts: ReadonlyArray<string>, startLine: number, endLine: number): string => {
