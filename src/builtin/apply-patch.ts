@@ -126,6 +126,7 @@ const makeTool = (services: Builtin.Services) =>
     input: Input,
     output: Output,
     checksPermissions: true,
+    annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: false },
     toModelOutput: ({ output }) => summary(output.files),
     execute: (input, context) =>
       Effect.gen(function* () {

@@ -414,6 +414,7 @@ const makeTool = (services: Builtin.Services) => {
     input: inputOf(limits.maxTimeoutMs),
     output: Output,
     checksPermissions: true,
+    annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
     toModelOutput: ({ output }) => text(limits)(output),
     execute: (input, context) =>
       Effect.gen(function* () {

@@ -286,6 +286,7 @@ const makeTool = (services: Builtin.Services) =>
     input: Input,
     output: Output,
     checksPermissions: true,
+    annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: false },
     toModelOutput: ({ output }) => describe(output),
     execute: (input, context) =>
       Effect.gen(function* () {

@@ -247,6 +247,7 @@ const makeTool = (services: Builtin.Services) =>
     input: Input,
     output: Output,
     checksPermissions: true,
+    annotations: { readOnly: true, idempotent: true, openWorld: false },
     execute: (input, context) =>
       Effect.scoped(Effect.gen(function* () {
         const resolved = yield* Builtin.authorizePath(services, context, {

@@ -138,6 +138,7 @@ const makeTool = (services: Builtin.Services) =>
     input: Input,
     output: Output,
     checksPermissions: true,
+    annotations: { readOnly: true, idempotent: true, openWorld: false },
     execute: (input, context) =>
       Effect.scoped(Effect.gen(function* () {
         const { resolved, shown } = yield* Builtin.authorizeDirectory(services, context, {

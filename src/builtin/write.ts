@@ -66,6 +66,7 @@ const makeTool = (services: Builtin.Services) =>
     input: Input,
     output: Output,
     checksPermissions: true,
+    annotations: { readOnly: false, destructive: true, idempotent: true, openWorld: false },
     toModelOutput: ({ output }) => describe(output),
     execute: (input, context) =>
       Effect.gen(function* () {

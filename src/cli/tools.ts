@@ -19,7 +19,7 @@ Options:
   --location DIR    the Location (default: the current directory)
   --agent ID        the agent whose catalog to show: tools its rules wholly deny are hidden
                     (default: build)
-  --json            print [{ name, description, inputSchema, outputSchema }] on stdout
+  --json            print [{ name, description, inputSchema, outputSchema, annotations? }] on stdout
   -h, --help        show this help
 
 Tool load problems are reported on stderr; the other tools are still listed.

@@ -86,6 +86,19 @@ export const Definition = Schema.Struct({
   description: Schema.String,
   inputSchema: Schema.Record(Schema.String, Schema.Json).annotate({ description: "JSON Schema (2020-12) of the input" }),
   outputSchema: Schema.Record(Schema.String, Schema.Json).annotate({ description: "JSON Schema (2020-12) of the output" }),
+  annotations: Schema.optionalKey(
+    Schema.Struct({
+      readOnly: Schema.optionalKey(Schema.Boolean),
+      destructive: Schema.optionalKey(Schema.Boolean),
+      idempotent: Schema.optionalKey(Schema.Boolean),
+      openWorld: Schema.optionalKey(Schema.Boolean),
+    }).annotate({
+      identifier: "Annotations",
+      description:
+        "What the tool declares about its effects (absent when it declares nothing): hints for the host, never " +
+        "authorization",
+    }),
+  ),
 }).annotate({ identifier: "Definition" })
 
 export const Turn = Schema.Struct({

@@ -13,6 +13,8 @@ export interface Definition {
   readonly description: string
   readonly inputSchema: JsonSchema.JsonSchema
   readonly outputSchema: JsonSchema.JsonSchema
+  /** What the tool declares about its effects; absent when it declares nothing. */
+  readonly annotations?: Tool.Annotations
 }
 
 /** The cached definition of `tool` under `name`. The tool must have been made by `Tool.make`. */
@@ -28,6 +30,7 @@ export const of = (tool: Tool.Any, name: string): Definition => {
       description: record.description,
       inputSchema: record.inputSchema,
       outputSchema: JsonSchema.output(record.output),
+      ...(record.annotations === undefined ? {} : { annotations: record.annotations }),
     }),
   )
   record.definitions.set(name, definition)

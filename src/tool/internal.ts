@@ -4,7 +4,7 @@
 import * as Schema from "effect/Schema"
 import type * as Effect from "effect/Effect"
 import type { Refusal } from "../permission/refusal"
-import type { Content, Context, Failure } from "./tool"
+import type { Annotations, Content, Context, Failure } from "./tool"
 
 export type Executor = (input: unknown, context: Context) => Effect.Effect<unknown, Failure | Refusal.Any>
 export type Projector = (call: { readonly input: unknown; readonly output: unknown }) => string | ReadonlyArray<Content>
@@ -17,6 +17,8 @@ export interface Record {
   readonly toModelOutput: Projector | undefined
   /** Whether execute checks permissions itself (see Tool.Config.checksPermissions). */
   readonly checksPermissions: boolean
+  /** What the tool declares about its effects, when it does. */
+  readonly annotations: Annotations | undefined
   /** The JSON codecs the runtime decodes input with and encodes output with (what the JSON Schemas describe). */
   readonly inputJson: Schema.Codec<unknown, unknown, never, never>
   readonly outputJson: Schema.Codec<unknown, unknown, never, never>

@@ -41,6 +41,24 @@ export interface Projection<I extends Codec, O extends Codec> {
   readonly output: O["Encoded"]
 }
 
+/**
+ * What a tool declares about its effects, for clients that decide how carefully to treat a call (MCP's tool
+ * annotations). Hints, never authorization: permission rules decide what runs. Left out, a client assumes the
+ * worst (may write, may destroy, not idempotent, reaches outside).
+ */
+export interface Annotations {
+  /** It changes nothing (reads only). */
+  readonly readOnly?: boolean
+  /** It may overwrite or delete what was there (meaningful when not read-only). */
+  readonly destructive?: boolean
+  /** Calling it again with the same input has no further effect. */
+  readonly idempotent?: boolean
+  /** It reaches beyond the Location (the network, other machines, any process). */
+  readonly openWorld?: boolean
+}
+
+const ANNOTATION_KEYS: ReadonlySet<string> = new Set(["readOnly", "destructive", "idempotent", "openWorld"])
+
 /** A schema usable as a tool codec: no services needed to decode or encode. */
 export type Codec = Schema.Codec<any, any, never, never>
 
@@ -67,6 +85,8 @@ export interface Config<I extends Codec, O extends Codec> {
    * checking the tool's action as a whole.
    */
   readonly checksPermissions?: boolean
+  /** What the tool declares about its effects (see Annotations); optional. */
+  readonly annotations?: Annotations
 }
 
 declare const ToolBrand: unique symbol
@@ -90,6 +110,7 @@ export const make = <I extends Codec, O extends Codec>(config: Config<I, O>): To
   if (config.toModelOutput !== undefined && typeof config.toModelOutput !== "function") {
     throw new TypeError("Tool.make: `toModelOutput` must be a function when given")
   }
+  const annotations = annotationsOf(config.annotations)
   const inputSchema = JsonSchema.input(config.input)
   if (inputSchema === undefined) {
     throw new TypeError("Tool.make: `input` must describe a JSON object (a Schema.Struct): models call tools with one")
@@ -102,8 +123,26 @@ export const make = <I extends Codec, O extends Codec>(config: Config<I, O>): To
     execute: config.execute as Internal.Executor,
     toModelOutput: config.toModelOutput as Internal.Projector | undefined,
     checksPermissions: config.checksPermissions === true,
+    annotations,
   }, inputSchema)
   return tool
+}
+
+/** The declared annotations, checked and copied (so later changes to the author's object change nothing). */
+const annotationsOf = (value: unknown): Annotations | undefined => {
+  if (value === undefined) return undefined
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new TypeError("Tool.make: `annotations` must be an object when given")
+  }
+  const copy: Record<string, boolean> = {}
+  for (const [key, flag] of Object.entries(value)) {
+    if (!ANNOTATION_KEYS.has(key)) {
+      throw new TypeError(`Tool.make: unknown annotation "${key}"; use readOnly, destructive, idempotent or openWorld`)
+    }
+    if (typeof flag !== "boolean") throw new TypeError(`Tool.make: annotation "${key}" must be true or false`)
+    copy[key] = flag
+  }
+  return Object.keys(copy).length === 0 ? undefined : Object.freeze(copy)
 }
 
 /** True only for values made by `Tool.make` in this runtime. */
