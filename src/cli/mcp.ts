@@ -9,11 +9,10 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import * as Effect from "effect/Effect"
 import packageJson from "../../package.json" with { type: "json" }
 import { Host } from "../host/host"
+import { Sidecar } from "../host/sidecar"
 import { Mcp } from "../mcp/mcp"
 import { Agent } from "../permission/agent"
-import { Permission } from "../permission/permission"
 import { Command } from "./command"
-import { Diagnostics } from "./diagnostics"
 import { Runtime } from "./runtime"
 
 export const HELP = `Usage: core mcp [--location DIR] [--agent ID]
@@ -73,21 +72,40 @@ export const run = (args: ReadonlyArray<string>) =>
     const prepared = yield* Runtime.prepare("mcp", environment, values.location)
     const agent = values.agent ?? Agent.DEFAULT_AGENT
     return yield* Effect.gen(function* () {
-      yield* Diagnostics.report
-      const permission = yield* Permission.Service
-      yield* Runtime.checkAgent("mcp", permission, agent)
+      // The sidecar's floor without HTTP: the Location watched and reloaded, calls run and recorded by the host.
+      const sidecar = yield* Sidecar.make({
+        environment,
+        primary: prepared,
+        watch: true,
+        log: (line) => Command.stderr(`${line}\n`),
+      })
+      yield* sidecar.primary.materialize(agent).pipe(
+        Effect.mapError(
+          (error) =>
+            new Command.UsageError({
+              command: "mcp",
+              message: `unknown agent "${error.agent}"; known agents: ${error.known.join(", ")}`,
+            }),
+        ),
+      )
       const transport = new StdioServerTransport(process.stdin, claimStdout())
       // The transport does not notice the end of stdin by itself: the client going away ends the server.
       const ended = () => void transport.close()
       process.stdin.once("end", ended)
       yield* Effect.addFinalizer(() => Effect.sync(() => process.stdin.off("end", ended)))
-      yield* Mcp.serve(transport, {
+      const session = yield* Mcp.session({ served: sidecar.primary, calls: sidecar.calls, outputs: sidecar.outputs }, {
         agent,
         sessionID: `ses_mcp_${crypto.randomUUID()}`,
         name: "core",
         version: packageJson.version,
         note: Command.stderr,
       })
+      const closed = new Promise<void>((resolve) => {
+        session.server.onclose = () => resolve()
+      })
+      yield* Effect.promise(() => session.server.connect(transport))
+      yield* Effect.promise(() => closed)
+      yield* session.close
       return Command.EXIT.ok
-    }).pipe(Effect.scoped, Effect.provide(Host.settlingLayer(environment, prepared)))
+    }).pipe(Effect.scoped)
   })

@@ -37,6 +37,7 @@ export type Shared = Store.Service | Approvals.Service | ManagedOutputs.Service 
 
 export class UnknownAgent extends Schema.TaggedError<UnknownAgent>()("Served.UnknownAgent", {
   agent: Schema.String,
+  known: Schema.Array(Schema.String),
   message: Schema.String,
 }) {}
 
@@ -203,6 +204,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     if (!generation.permission.isAgent(agent)) {
       return yield* new UnknownAgent({
         agent,
+        known: generation.permission.agents,
         message: `Unknown agent "${agent}"; known agents: ${generation.permission.agents.join(", ")}`,
       })
     }

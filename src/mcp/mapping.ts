@@ -1,0 +1,149 @@
+export * as Mapping from "./mapping"
+
+// How core's values read in MCP, both transports alike: a definition as an MCP tool (schemas, annotations as
+// hints), a settlement as a tool result (content, structured content, error flag, managed outputs as resource
+// links), a permission ask as an elicitation form, and the `core://outputs/` URIs that name managed outputs.
+// Pure: no transport, no services.
+
+import type { CallToolResult, ElicitRequestFormParams, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js"
+import type { ManagedOutputs } from "../output/managed"
+import type { Output } from "../output/output"
+import type { Permission } from "../permission/permission"
+import type { Settlement } from "../settlement/settlement"
+import type { Definition } from "../tool/definition"
+
+/** The scheme and prefix of a managed output's URI: `core://outputs/ID` (its text), `.../ID/structured` (its JSON). */
+export const OUTPUTS_PREFIX = "core://outputs/"
+
+export const isObjectSchema = (schema: unknown): boolean =>
+  typeof schema === "object" && schema !== null && (schema as { type?: unknown }).type === "object"
+
+/** A tool's declared annotations as MCP's hints; only what the tool declared (MCP's defaults assume the worst). */
+const hintsOf = (annotations: Definition.Definition["annotations"]): McpTool["annotations"] | undefined => {
+  if (annotations === undefined) return undefined
+  const hints: NonNullable<McpTool["annotations"]> = {}
+  if (annotations.readOnly !== undefined) hints.readOnlyHint = annotations.readOnly
+  if (annotations.destructive !== undefined) hints.destructiveHint = annotations.destructive
+  if (annotations.idempotent !== undefined) hints.idempotentHint = annotations.idempotent
+  if (annotations.openWorld !== undefined) hints.openWorldHint = annotations.openWorld
+  return hints
+}
+
+/** A definition as an MCP tool: `outputSchema` only where MCP allows it (an object at the root). */
+export const toolOf = (definition: Definition.Definition): McpTool => {
+  const annotations = hintsOf(definition.annotations)
+  return {
+    name: definition.name,
+    description: definition.description,
+    inputSchema: definition.inputSchema as McpTool["inputSchema"],
+    ...(isObjectSchema(definition.outputSchema) ? { outputSchema: definition.outputSchema as McpTool["outputSchema"] } : {}),
+    ...(annotations === undefined ? {} : { annotations }),
+  }
+}
+
+/** The URI of a managed output's part. */
+export const outputUri = (id: string, part: ManagedOutputs.Part = "text"): string =>
+  `${OUTPUTS_PREFIX}${encodeURIComponent(id)}${part === "structured" ? "/structured" : ""}`
+
+/** The managed output and part a `core://outputs/` URI names, or undefined for any other URI. */
+export const parseOutputUri = (uri: string): { readonly id: string; readonly part: ManagedOutputs.Part } | undefined => {
+  if (!uri.startsWith(OUTPUTS_PREFIX)) return undefined
+  const [encoded, part, ...rest] = uri.slice(OUTPUTS_PREFIX.length).split("/")
+  if (encoded === undefined || encoded === "" || rest.length > 0) return undefined
+  if (part !== undefined && part !== "structured") return undefined
+  try {
+    return { id: decodeURIComponent(encoded), part: part === "structured" ? "structured" : "text" }
+  } catch {
+    return undefined
+  }
+}
+
+const DATA_URI = /^data:([^;,]*)(?:;[^,]*)?;base64,(.*)$/s
+
+type ContentBlock = CallToolResult["content"][number]
+
+const contentOf = (part: Output.Part): ContentBlock => {
+  if (part.type === "text") return { type: "text", text: part.text }
+  const data = DATA_URI.exec(part.uri)
+  if (data !== null && part.mime.startsWith("image/")) return { type: "image", data: data[2] ?? "", mimeType: part.mime }
+  if (data !== null) return { type: "resource", resource: { uri: part.uri, mimeType: part.mime, blob: data[2] ?? "" } }
+  return { type: "resource_link", uri: part.uri, name: part.name ?? part.uri, mimeType: part.mime }
+}
+
+/** A managed output as resource links: its text, and its structured value when it holds one. */
+const linksOf = (output: Output.Ref, hasStructured: boolean): Array<ContentBlock> => [
+  {
+    type: "resource_link",
+    uri: outputUri(output.id),
+    name: `output ${output.id}`,
+    mimeType: "text/plain",
+    description: "The complete output the preview left out (resources/read returns it)",
+  },
+  ...(hasStructured
+    ? [
+        {
+          type: "resource_link" as const,
+          uri: outputUri(output.id, "structured"),
+          name: `output ${output.id} (structured)`,
+          mimeType: "application/json",
+          description: "The complete structured value, as JSON (resources/read returns it)",
+        },
+      ]
+    : []),
+]
+
+/**
+ * A settlement as an MCP tool result: its content, then a resource link per managed output (`hasStructured` says
+ * whether an output holds a structured value); `structuredContent` when the tool advertised an output schema;
+ * the JSON of `structured` as text when there is no content; an error, declined or cancelled call as `isError`.
+ */
+export const resultOf = (
+  settlement: Settlement.Info,
+  advertisedOutput: boolean,
+  hasStructured: (id: string) => boolean = () => false,
+): CallToolResult => {
+  const content = settlement.content.map(contentOf)
+  const structured = settlement.status === "success" && settlement.structured !== null ? settlement.structured : undefined
+  if (content.length === 0 && structured !== undefined) content.push({ type: "text", text: JSON.stringify(structured) })
+  if (content.length === 0 && settlement.error !== undefined) content.push({ type: "text", text: settlement.error.message })
+  for (const output of settlement.outputs) content.push(...linksOf(output, hasStructured(output.id)))
+  const structuredContent =
+    structured !== undefined && advertisedOutput && typeof structured === "object" && !Array.isArray(structured)
+      ? (structured as Record<string, unknown>)
+      : undefined
+  // A tool with an output schema must answer with structured content unless the result is an error; when bounding
+  // kept the structured value out (too large: it is in the managed output, the preview says where), the result is
+  // flagged as an error so the client takes the preview instead of refusing the whole result.
+  const withheld = settlement.status === "success" && advertisedOutput && structuredContent === undefined
+  return {
+    content,
+    ...(structuredContent === undefined ? {} : { structuredContent }),
+    ...(settlement.status === "success" && !withheld ? {} : { isError: true }),
+    // For hosts that know core: the outcome and the managed outputs behind a bounded preview (`core output ID`).
+    _meta: { "core/settlement": { callID: settlement.callID, status: settlement.status, outputs: settlement.outputs } },
+  }
+}
+
+/** A permission ask in words: the action and its resources. */
+export const describe = (request: Permission.Request): string =>
+  `${request.action} on ${request.resources.map((resource) => JSON.stringify(resource)).join(", ")}`
+
+/** The form a client shows a person for a permission ask. */
+export const askForm = (request: Permission.Request): ElicitRequestFormParams => ({
+  mode: "form",
+  message:
+    `Allow ${describe(request)}?` +
+    (request.protected === undefined
+      ? request.save.length === 0
+        ? ""
+        : ` "always" saves ${request.save.map((pattern) => JSON.stringify(pattern)).join(", ")}.`
+      : ` This changes ${request.protected}: it is asked each time and never saved.`),
+  requestedSchema: {
+    type: "object",
+    properties: {
+      reply: { type: "string", title: "Reply", enum: ["once", "always", "reject"] },
+      message: { type: "string", title: "A message for the model when rejecting (optional)" },
+    },
+    required: ["reply"],
+  },
+})
