@@ -8,6 +8,8 @@ import { realpathSync, statSync } from "node:fs"
 import { resolve } from "node:path"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import packageJson from "../../package.json" with { type: "json" }
+import { McpHttp } from "../mcp/http"
 import { Security } from "../server/security"
 import { Server } from "../server/server"
 import { ProcessGroup } from "../shell/group"
@@ -160,6 +162,8 @@ export const run = (args: ReadonlyArray<string>) =>
       token,
       stop: Deferred.await(stop),
       log: (line) => Command.stderr(`${line}\n`),
+      mcp: (sidecar) =>
+        McpHttp.make({ sidecar, version: packageJson.version, log: (line) => Command.stderr(`${line}\n`) }),
       onReady: (ready) => {
         Command.stdout(`${JSON.stringify(ready)}\n`)
         Command.stderr(howToCall(primary.directory, ready.url))

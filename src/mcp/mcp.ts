@@ -78,7 +78,10 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
     const { served, calls, outputs } = host
     const run = Effect.runPromiseWith(yield* Effect.context<never>())
     /** The calls this session is waiting on, by key, with the turn each settles through. */
-    const running = new Map<string, { readonly call: Settler.Call; readonly turn: Served.Turn }>()
+    const running = new Map<
+      string,
+      { readonly call: Settler.Call; readonly turn: Served.Turn; readonly requestId: string | number }
+    >()
     const waiting = new Set<Promise<unknown>>()
     const server = new Server(
       { name: options.name, version: options.version },
@@ -136,7 +139,7 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
         Effect.gen(function* () {
           // Each call settles against the catalog current when it arrives.
           const turn = yield* served.materialize(options.agent)
-          running.set(key, { call, turn })
+          running.set(key, { call, turn, requestId: extra.requestId })
           const { entry, subscription } = yield* calls.start(served, turn, call, { listen: progressToken !== undefined })
           const forwarding =
             subscription === undefined
@@ -169,14 +172,15 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
     // Permission asks of this session's calls: a client that can ask its user (form elicitation) is asked;
     // otherwise nobody can answer, and the ask is declined as unattended (a change to core's own configuration is
     // refused as needing a person).
-    const answer = async (request: Permission.Request): Promise<Permission.Reply> => {
+    const answer = async (request: Permission.Request, relatedRequestId: string | number): Promise<Permission.Reply> => {
       if (server.getClientCapabilities()?.elicitation?.form === undefined) {
         options.note(`core: declined ${Mapping.describe(request)}: the MCP client cannot ask its user; allow it in core.json to let MCP clients run it\n`)
         return request.protected === undefined ? { reply: "reject", unattended: true } : Permission.personRequired(request)
       }
       try {
         // A person may take their time: the request's own default timeout (a minute) would decline for them.
-        const result = await server.elicitInput(Mapping.askForm(request), { timeout: ASK_TIMEOUT_MS })
+        // Sent along the call's own request, so a streamable HTTP client gets it on that call's stream.
+        const result = await server.elicitInput(Mapping.askForm(request), { timeout: ASK_TIMEOUT_MS, relatedRequestId })
         if (result.action !== "accept") return { reply: "reject" }
         const reply = result.content?.reply
         if (reply === "once" || reply === "always") return { reply }
@@ -201,7 +205,7 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
         const id = asked.id.slice(0, -suffix.length)
         const request = (yield* generation.permission.pending).find((candidate) => candidate.id === id)
         if (request === undefined) return
-        const reply = yield* Effect.promise(() => answer(request))
+        const reply = yield* Effect.promise(() => answer(request, mine.requestId))
         // The request may have gone meanwhile (its call was cancelled, or another answerer was first).
         yield* served.reply(asked.id, reply).pipe(Effect.ignore)
       })

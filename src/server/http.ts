@@ -13,7 +13,9 @@ import * as Effect from "effect/Effect"
 import * as HttpRouter from "effect/http/HttpRouter"
 import * as HttpServerError from "effect/http/HttpServerError"
 import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import type { Sidecar } from "../host/sidecar"
+import type { Served } from "../host/served"
 import { Api } from "./api"
 import { Handlers } from "./handlers"
 import { Respond } from "./respond"
@@ -40,7 +42,28 @@ export interface Options {
    * body is read, so a long call or event stream is not cut while it is quiet.
    */
   readonly release?: (request: Request) => void
+  /** What answers `/mcp`, behind the same checks (not part of the JSON API); without it, `/mcp` is unknown. */
+  readonly mcp?: McpEndpoint
 }
+
+/**
+ * MCP's streamable HTTP, as the server sees it (the CLI plugs in the MCP edge): it answers a request to `/mcp` that
+ * passed the checks, given its parsed body and the Location it acts on.
+ */
+export interface McpEndpoint {
+  readonly handle: (request: {
+    readonly request: Request
+    readonly body: unknown
+    readonly served: Served.Interface
+    /** Whether the request named its Location (`X-Core-Location`) itself. */
+    readonly namedLocation: boolean
+  }) => Effect.Effect<Response>
+  /** Ends every MCP session (at shutdown). */
+  readonly closeAll: Effect.Effect<void>
+}
+
+/** The methods MCP's streamable HTTP uses. */
+const MCP_METHODS = ["GET", "POST", "DELETE"] as const
 
 export interface WebHandler {
   readonly handler: (request: Request) => Promise<Response>
@@ -146,8 +169,39 @@ export const make = (options: Options): WebHandler => {
     return Respond.error(404, "not_found", `No route ${request.method} ${path}; see GET /v1/openapi.json`)
   }
 
+  /** `/mcp`: the body parsed here (it was read by the checks), then the session's transport answers. */
+  const mcpRoute = (mcp: McpEndpoint): Handlers.Handler => (route) =>
+    Effect.gen(function* () {
+      let body: unknown
+      if (route.request.method === "POST") {
+        const text = yield* Respond.readText(route.request)
+        try {
+          body = JSON.parse(text)
+        } catch {
+          const error = { jsonrpc: "2.0", error: { code: -32700, message: "Parse error: the body is not JSON" }, id: null }
+          return HttpServerResponse.jsonUnsafe(error, { status: 400 })
+        }
+      }
+      const named = Respond.header(route.request, "x-core-location")
+      const answer = yield* mcp.handle({
+        request: route.request.source as Request,
+        body,
+        served: route.served,
+        namedLocation: named !== undefined && named !== "",
+      })
+      return HttpServerResponse.fromWeb(answer)
+    })
+
   const routes = HttpRouter.use((router) =>
     Effect.gen(function* () {
+      if (options.mcp !== undefined) {
+        const handler = respond(false, mcpRoute(options.mcp))
+        for (const method of MCP_METHODS) yield* router.add(method, "/mcp", handler)
+        const refuse = respond(false, methodNotAllowed(MCP_METHODS), false)
+        for (const method of METHODS) {
+          if (!(MCP_METHODS as ReadonlyArray<string>).includes(method)) yield* router.add(method, "/mcp", refuse)
+        }
+      }
       const methodsOf = new Map<string, Array<string>>()
       const publicPaths = new Set<string>()
       for (const [name, endpoint] of Object.entries(Api.ENDPOINTS) as Array<[Api.Name, (typeof Api.ENDPOINTS)[Api.Name]]>) {

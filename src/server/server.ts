@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Deferred from "effect/Deferred"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import packageJson from "../../package.json" with { type: "json" }
 import type { Host } from "../host/host"
 import { Sidecar } from "../host/sidecar"
@@ -47,6 +48,8 @@ export interface Options {
   readonly log: (line: string) => void
   /** The read deadline in seconds (default READ_DEADLINE_S). */
   readonly readDeadlineS?: number
+  /** Makes what answers `/mcp` on the sidecar, for the life of the server (the CLI gives MCP's streamable HTTP). */
+  readonly mcp?: (sidecar: Sidecar.Interface) => Effect.Effect<Http.McpEndpoint, never, Scope.Scope>
 }
 
 /** How long answers in flight may take to finish at shutdown before their connections are closed. */
@@ -95,7 +98,9 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
   // The port is known once listening; no request is handled before the checker is in place (same tick).
   let checkHost: (host: string | undefined) => boolean = () => false
   let listening: Bun.Server<undefined> | undefined
+  const mcp = options.mcp === undefined ? undefined : yield* options.mcp(sidecar)
   const web = Http.make({
+    ...(mcp === undefined ? {} : { mcp }),
     sidecar,
     version: packageJson.version,
     checkToken: Security.tokenChecker(options.token),
@@ -153,6 +158,7 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
   const stopped = server.stop(false)
   yield* sidecar.calls.cancelAll
   yield* Deferred.succeed(sidecar.closing, undefined)
+  if (mcp !== undefined) yield* mcp.closeAll
   // Answers in flight get a moment to finish; then the rest of the connections are closed (the Scope's finalizer).
   yield* Effect.promise(() => stopped).pipe(Effect.timeoutOrElse({ duration: DRAIN_MS, orElse: () => Effect.void }))
 })

@@ -1,0 +1,174 @@
+// `/mcp` as `core serve` answers it, in process: the same Host and token checks as every route, sessions made by
+// initialize and bound to a Location and an agent, ended by DELETE or by the server's shutdown (their calls
+// cancelled and recorded).
+
+import { afterEach, describe, expect, test } from "bun:test"
+import { realpathSync } from "node:fs"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js"
+import { Effect } from "effect"
+import { IMPORTS, RAN, runs, sandbox, write } from "../cli/fixture"
+import { coreJson } from "../cli/permissions-fixture"
+import { tempDir } from "../support/temp"
+import { HOST, TOKEN, httpSidecar, httpTransport } from "./support"
+
+const WAIT = `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "Waits until cancelled",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: (_input, context) => Effect.gen(function* () {
+    ran("wait")
+    yield* context.progress({ message: "waiting" })
+    return yield* Effect.never
+  }),
+})
+`
+
+const HERE = `${IMPORTS}
+export default Tool.make({
+  description: "Says where it is",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.succeed(import.meta.dir),
+})
+`
+
+const INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+}
+
+const cleanups: Array<() => Promise<void>> = []
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+const served = async (files: Record<string, string> = {}, roots: ReadonlyArray<string> = []) => {
+  const box = sandbox(files)
+  const sidecar = await httpSidecar(box, roots)
+  cleanups.push(sidecar.close)
+  return { box, ...sidecar }
+}
+
+const connect = async (handler: (request: Request) => Promise<Response>, options: Parameters<typeof httpTransport>[1] = {}) => {
+  const transport = httpTransport(handler, options)
+  const client = new Client({ name: "test", version: "1.0.0" })
+  await client.connect(transport)
+  cleanups.push(() => client.close())
+  return { client, transport }
+}
+
+const post = (handler: (request: Request) => Promise<Response>, headers: Record<string, string>, body: unknown = INITIALIZE) =>
+  handler(
+    new Request(`http://${HOST}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    }),
+  )
+
+describe("/mcp", () => {
+  test("without the token it is refused with 401, and with a foreign Host with 403, before any session exists", async () => {
+    const { web, mcp } = await served()
+    const missing = await post(web.handler, { host: HOST })
+    expect(missing.status).toBe(401)
+    expect(((await missing.json()) as any).error.kind).toBe("unauthorized")
+    expect((await post(web.handler, { host: HOST, authorization: "Bearer wrong" })).status).toBe(401)
+    expect((await post(web.handler, { host: "evil.example:4321", authorization: `Bearer ${TOKEN}` })).status).toBe(403)
+    expect(mcp.size()).toBe(0)
+    await expect(connect(web.handler, { token: null })).rejects.toThrow()
+  })
+
+  test("a request that is not JSON, or not an initialize without a session, is refused with a JSON-RPC error", async () => {
+    const { web, mcp } = await served()
+    const auth = { host: HOST, authorization: `Bearer ${TOKEN}` }
+    const garbage = await post(web.handler, auth, "{not json")
+    expect(garbage.status).toBe(400)
+    expect(((await garbage.json()) as any).error.code).toBe(-32700)
+    const sessionless = await post(web.handler, auth, { jsonrpc: "2.0", id: 2, method: "tools/list" })
+    expect(sessionless.status).toBe(400)
+    const unknown = await post(web.handler, { ...auth, "mcp-session-id": "nope" }, { jsonrpc: "2.0", id: 2, method: "tools/list" })
+    expect(unknown.status).toBe(404)
+    const put = await web.handler(new Request(`http://${HOST}/mcp`, { method: "PUT", headers: auth }))
+    expect(put.status).toBe(405)
+    expect(mcp.size()).toBe(0)
+  })
+
+  test("a session serves the Location its initialize named with X-Core-Location, and refuses another one later", async () => {
+    const root = realpathSync(tempDir("core-roots-"))
+    const other = write(`${root}/other`, { "tools/here.ts": HERE })
+    const { web, box } = await served({}, [root])
+    const { client, transport } = await connect(web.handler, { headers: { "x-core-location": other } })
+    const names = (await client.listTools()).tools.map((tool) => tool.name)
+    expect(names).toContain("here")
+    const result = await client.callTool({ name: "here", arguments: {} })
+    expect((result.content as Array<{ text: string }>)[0]!.text).toBe(`${other}/tools`)
+    const elsewhere = await post(
+      web.handler,
+      { host: HOST, authorization: `Bearer ${TOKEN}`, "mcp-session-id": transport.sessionId!, "x-core-location": box.location },
+      { jsonrpc: "2.0", id: 9, method: "tools/list" },
+    )
+    expect(elsewhere.status).toBe(400)
+    expect(((await elsewhere.json()) as any).error.message).toContain(`This session serves ${other}`)
+    const primary = await connect(web.handler)
+    expect((await primary.client.listTools()).tools.map((tool) => tool.name)).not.toContain("here")
+  })
+
+  test("?agent= picks the agent whose rules filter the catalog; an unknown agent makes no session", async () => {
+    const files = { "tools/wait.ts": WAIT, ...coreJson({ agents: { plan: { permission: { wait: "deny" } } } }) }
+    const { web, mcp } = await served(files)
+    const plan = await connect(web.handler, { search: "?agent=plan" })
+    expect((await plan.client.listTools()).tools.map((tool) => tool.name)).not.toContain("wait")
+    const build = await connect(web.handler)
+    expect((await build.client.listTools()).tools.map((tool) => tool.name)).toContain("wait")
+    expect(mcp.size()).toBe(2)
+    await expect(connect(web.handler, { search: "?agent=ghost" })).rejects.toThrow(/Unknown agent \\"ghost\\"/)
+    expect(mcp.size()).toBe(2)
+  })
+
+  test("DELETE ends the session: its running call is cancelled and recorded, and the session id is gone", async () => {
+    const { web, mcp, box } = await served({ "tools/wait.ts": WAIT })
+    const { client, transport } = await connect(web.handler)
+    const call = { name: "wait", arguments: {}, _meta: { sessionID: "ses_host", toolCallID: "call_del" } }
+    let started!: () => void
+    const running = new Promise<void>((resolve) => {
+      started = resolve
+    })
+    const pending = client.callTool(call, CallToolResultSchema, { onprogress: () => started() })
+    pending.catch(() => undefined)
+    await running
+    const id = transport.sessionId!
+    await transport.terminateSession()
+    expect(mcp.size()).toBe(0)
+    const again = await post(web.handler, { host: HOST, authorization: `Bearer ${TOKEN}`, "mcp-session-id": id }, {
+      jsonrpc: "2.0",
+      id: 3,
+      method: "tools/list",
+    })
+    expect(again.status).toBe(404)
+    const replay = await (await connect(web.handler)).client.callTool(call)
+    expect(replay._meta?.["core/settlement"]).toMatchObject({ status: "cancelled" })
+    expect(runs(box, "wait")).toBe(1)
+  })
+
+  test("the server's shutdown ends every session and records their running calls cancelled", async () => {
+    const { web, mcp, box, sidecar } = await served({ "tools/wait.ts": WAIT })
+    const { client } = await connect(web.handler)
+    const call = { name: "wait", arguments: {}, _meta: { sessionID: "ses_host", toolCallID: "call_shut" } }
+    let started!: () => void
+    const running = new Promise<void>((resolve) => {
+      started = resolve
+    })
+    const pending = client.callTool(call, CallToolResultSchema, { onprogress: () => started() })
+    pending.catch(() => undefined)
+    await running
+    await Effect.runPromise(mcp.closeAll)
+    expect(mcp.size()).toBe(0)
+    const known = await Effect.runPromise(sidecar.store.lookup({ sessionID: "ses_host", toolCallID: "call_shut" }))
+    expect(known).toMatchObject({ state: "settled", settlement: { status: "cancelled" } })
+    expect(runs(box, "wait")).toBe(1)
+  })
+})

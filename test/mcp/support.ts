@@ -1,0 +1,66 @@
+// `/mcp` in process for tests: the sidecar with MCP's streamable HTTP wired as `core serve` wires it, behind the
+// real web handler, and an SDK client transport whose fetch hands Requests straight to that handler (no socket).
+
+import { realpathSync } from "node:fs"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { Effect, Exit, Scope } from "effect"
+import { Runtime } from "../../src/cli/runtime"
+import { Sidecar } from "../../src/host/sidecar"
+import { McpHttp } from "../../src/mcp/http"
+import { Http } from "../../src/server/http"
+import { Security } from "../../src/server/security"
+import type { Sandbox } from "../cli/fixture"
+
+export const TOKEN = "test-token"
+export const HOST = "127.0.0.1:4321"
+
+/** The sidecar in process with `/mcp`, as `core serve` wires it; answers its web handler and how to close it. */
+export const httpSidecar = async (box: Sandbox, roots: ReadonlyArray<string> = []) => {
+  const environment = { dataDir: box.data, home: box.home }
+  const scope = Effect.runSync(Scope.make())
+  const log: Array<string> = []
+  const { sidecar, mcp } = await Effect.runPromise(
+    Effect.gen(function* () {
+      const primary = yield* Runtime.prepare("serve", environment, box.location)
+      const sidecar = yield* Sidecar.make({ environment, primary, watch: true, log: (line) => log.push(line) })
+      const mcp = yield* McpHttp.make({ sidecar, version: "test", log: (line) => log.push(line) })
+      return { sidecar, mcp }
+    }).pipe(Scope.provide(scope)),
+  )
+  const web = Http.make({
+    sidecar,
+    mcp,
+    version: "test",
+    checkToken: Security.tokenChecker(TOKEN),
+    checkHost: Security.hostChecker("127.0.0.1", 4321),
+    roots: [realpathSync(box.location), ...roots.map((root) => realpathSync(root))],
+    log: (line) => log.push(line),
+  })
+  const close = async () => {
+    await Effect.runPromise(sidecar.calls.cancelAll)
+    await Effect.runPromise(mcp.closeAll)
+    await web.dispose()
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+  }
+  return { sidecar, mcp, web, log, close }
+}
+
+/**
+ * A client transport to `/mcp` whose requests go straight to `handler`: with the token (unless `token` is null),
+ * `headers` on every request and `search` (say `?agent=plan`) on the URL.
+ */
+export const httpTransport = (
+  handler: (request: Request) => Promise<Response>,
+  options: { readonly token?: string | null; readonly headers?: Record<string, string>; readonly search?: string } = {},
+) => {
+  const token = options.token === undefined ? TOKEN : options.token
+  return new StreamableHTTPClientTransport(new URL(`http://${HOST}/mcp${options.search ?? ""}`), {
+    requestInit: { headers: { ...(token === null ? {} : { authorization: `Bearer ${token}` }), ...options.headers } },
+    fetch: (url, init) => {
+      const request = new Request(url.toString(), init)
+      // A Request made in process has no Host header; a real connection's would be the server's address.
+      request.headers.set("host", HOST)
+      return handler(request)
+    },
+  })
+}
