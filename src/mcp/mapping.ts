@@ -66,6 +66,7 @@ const contentOf = (part: Output.Part): ContentBlock => {
   if (part.type === "text") return { type: "text", text: part.text }
   const data = DATA_URI.exec(part.uri)
   if (data !== null && part.mime.startsWith("image/")) return { type: "image", data: data[2] ?? "", mimeType: part.mime }
+  if (data !== null && part.mime.startsWith("audio/")) return { type: "audio", data: data[2] ?? "", mimeType: part.mime }
   if (data !== null) return { type: "resource", resource: { uri: part.uri, mimeType: part.mime, blob: data[2] ?? "" } }
   return { type: "resource_link", uri: part.uri, name: part.name ?? part.uri, mimeType: part.mime }
 }

@@ -15,7 +15,11 @@ export const TOKEN = "test-token"
 export const HOST = "127.0.0.1:4321"
 
 /** The sidecar in process with `/mcp`, as `core serve` wires it; answers its web handler and how to close it. */
-export const httpSidecar = async (box: Sandbox, roots: ReadonlyArray<string> = []) => {
+export const httpSidecar = async (
+  box: Sandbox,
+  roots: ReadonlyArray<string> = [],
+  checkHost: (host: string | undefined) => boolean = Security.hostChecker("127.0.0.1", 4321),
+) => {
   const environment = { dataDir: box.data, home: box.home }
   const scope = Effect.runSync(Scope.make())
   const log: Array<string> = []
@@ -32,7 +36,7 @@ export const httpSidecar = async (box: Sandbox, roots: ReadonlyArray<string> = [
     mcp,
     version: "test",
     checkToken: Security.tokenChecker(TOKEN),
-    checkHost: Security.hostChecker("127.0.0.1", 4321),
+    checkHost,
     roots: [realpathSync(box.location), ...roots.map((root) => realpathSync(root))],
     log: (line) => log.push(line),
   })
