@@ -23,7 +23,8 @@ export const HELP = `Usage: core serve [--location DIR] [--allow-root DIR]... [-
 Serve tool calls over HTTP to agent hosts. Once listening, prints one JSON line on stdout:
   {"url":"http://127.0.0.1:PORT","token":"..."}
 Every route but GET /v1/health needs the header Authorization: Bearer <token>.
-Routes and their schemas: GET /v1/openapi.json. A connection must deliver each request's
+Routes and their schemas: GET /v1/openapi.json. MCP clients connect to /mcp (streamable
+HTTP, the same token; ?agent=ID picks the agent). A connection must deliver each request's
 headers and body within 10 s; an authorized request is then given all the time it needs.
 
 Options:
