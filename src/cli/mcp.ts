@@ -79,7 +79,7 @@ export const run = (args: ReadonlyArray<string>) =>
         watch: true,
         log: (line) => Command.stderr(`${line}\n`),
       })
-      yield* sidecar.primary.materialize(agent).pipe(
+      yield* sidecar.primary.capture(agent).pipe(
         Effect.mapError(
           (error) =>
             new Command.UsageError({

@@ -65,6 +65,11 @@ export interface Interface {
   readonly publish: (event: Events.Server) => Effect.Effect<void>
   /** Captures the catalog for `agent` as a new turn. */
   readonly materialize: (agent: string) => Effect.Effect<Turn, UnknownAgent>
+  /**
+   * Captures the catalog for `agent` as a turn that is not kept (no id finds it again): for hosts that settle each
+   * call against the catalog current at the call (MCP), so they never crowd out the turns other hosts keep.
+   */
+  readonly capture: (agent: string) => Effect.Effect<Turn, UnknownAgent>
   /** A turn of the current generation, unless it expired. */
   readonly turn: (id: string) => Turn | undefined
   /** Pending asks of every live generation, with ids this Location answers by. */
@@ -199,7 +204,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     return rules
   }
 
-  const materialize = Effect.fnUntraced(function* (agent: string) {
+  const capture = Effect.fnUntraced(function* (agent: string) {
     const generation = current
     if (!generation.permission.isAgent(agent)) {
       return yield* new UnknownAgent({
@@ -209,8 +214,11 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       })
     }
     const materialization = yield* generation.settler.materialize(rulesOf(generation, agent))
-    return generation.turns.add((id): Turn => ({ id, agent, materialization, generation }))
+    return { id: `turn_${crypto.randomUUID().replaceAll("-", "")}`, agent, materialization, generation } satisfies Turn
   })
+
+  const materialize = (agent: string) =>
+    Effect.map(capture(agent), (turn) => turn.generation.turns.add((id): Turn => ({ ...turn, id })))
 
   const reloadFiles = (files: ReadonlyArray<string>) =>
     Effect.gen(function* () {
@@ -304,6 +312,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     events,
     publish,
     materialize,
+    capture,
     turn: (id: string) => current.turns.get(id),
     pending,
     reply,

@@ -3,8 +3,10 @@ export * as McpHttp from "./http"
 // MCP's streamable HTTP transport for `core serve` (`/mcp`): one MCP session (./mcp) per `Mcp-Session-Id`, made by
 // an `initialize` request and bound for its life to the Location that request acted on (`X-Core-Location`, as every
 // route) and to an agent (`?agent=`, default build). A session holds its Location while it is open; DELETE ends it,
-// and so does the server's shutdown: its calls cancelled and recorded, its streams ended. The caller has already
-// checked the Host and the token; this module does no HTTP routing.
+// and so does the server's shutdown: its calls cancelled and recorded, its streams ended. A session no request has
+// used for the idle period (and with no call running) is ended too, as is the least recently used one beyond the
+// bound, so clients that never say goodbye hold nothing for long. The caller has already checked the Host and the
+// token; this module does no HTTP routing.
 
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
@@ -16,11 +18,20 @@ import type { Sidecar } from "../host/sidecar"
 import { Agent } from "../permission/agent"
 import { Mcp } from "./mcp"
 
+/** Sessions kept at most; beyond it, the least recently used idle one is ended. */
+export const MAX_SESSIONS = 1_000
+/** A session no request has used for this long (and with no call running) is ended. */
+export const IDLE_MS = 30 * 60 * 1000
+
 export interface Options {
   readonly sidecar: Sidecar.Interface
   readonly version: string
   /** Writes a line for the operator (stderr). */
   readonly log: (line: string) => void
+  readonly max?: number
+  readonly idleMs?: number
+  /** The clock, in epoch milliseconds. */
+  readonly now?: () => number
 }
 
 export interface Request {
@@ -47,6 +58,8 @@ interface Open {
   readonly session: Mcp.Session
   readonly scope: Scope.Closeable
   readonly directory: string
+  /** When a request last used it. */
+  used: number
 }
 
 /** A JSON-RPC error answer, for what is refused before a session's transport sees it. */
@@ -60,6 +73,10 @@ const rpcError = (status: number, code: number, message: string): Response =>
 export const make = (options: Options): Effect.Effect<Interface, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { sidecar } = options
+    const max = options.max ?? MAX_SESSIONS
+    const idleMs = options.idleMs ?? IDLE_MS
+    const now = options.now ?? Date.now
+    /** In order of last use (a use moves a session to the end). */
     const sessions = new Map<string, Open>()
     const parent = yield* Scope.Scope
 
@@ -80,7 +97,7 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
         const opened = yield* Effect.gen(function* () {
           // The session holds its Location (it is not let go while the session is open).
           const served = yield* sidecar.locations.get(request.served.directory)
-          const known = yield* Effect.result(served.materialize(agent))
+          const known = yield* Effect.result(served.capture(agent))
           if (known._tag === "Failure") return rpcError(400, -32602, known.failure.message)
           const session = yield* Mcp.session(
             { served, calls: sidecar.calls, outputs: sidecar.outputs },
@@ -97,7 +114,7 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
             onsessionclosed: () => void Effect.runFork(end(id)),
           })
           yield* Effect.promise(() => session.server.connect(transport))
-          return { transport, session, scope, directory: served.directory } satisfies Open
+          return { transport, session, scope, directory: served.directory, used: now() } satisfies Open
         }).pipe(
           Scope.provide(scope),
           Effect.catchTag("Config.ConfigError", (error) =>
@@ -117,15 +134,36 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
         return answer
       })
 
+    /**
+     * Ends the sessions idle too long, then the least recently used beyond the bound with `room` more to come
+     * (never one with a call running).
+     */
+    const expire = (room: number) => Effect.suspend(() => {
+      const at = now()
+      let excess = sessions.size + room - max
+      const gone: Array<string> = []
+      for (const [id, open] of sessions) {
+        if (at - open.used <= idleMs && excess <= 0) break
+        if (open.session.busy()) continue
+        gone.push(id)
+        excess--
+      }
+      return Effect.forEach(gone, end, { discard: true })
+    })
+
     const handle = (request: Request): Effect.Effect<Response> =>
       Effect.gen(function* () {
         const id = request.request.headers.get("mcp-session-id")
+        yield* expire(id === null ? 1 : 0)
         if (id === null) {
           if (request.request.method === "POST" && isInitializeRequest(request.body)) return yield* start(request)
           return rpcError(400, -32000, "No Mcp-Session-Id: start a session with an initialize request (POST /mcp)")
         }
         const open = sessions.get(id)
         if (open === undefined) return rpcError(404, -32001, "Session not found: it ended or never existed; initialize again")
+        open.used = now()
+        sessions.delete(id)
+        sessions.set(id, open)
         if (request.namedLocation && request.served.directory !== open.directory) {
           return rpcError(400, -32000, `This session serves ${open.directory}; send that X-Core-Location or none`)
         }

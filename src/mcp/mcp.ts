@@ -62,6 +62,8 @@ export interface Session {
    * closes the server (and its transport).
    */
   readonly close: Effect.Effect<void>
+  /** Whether a call of this session is still being waited on. */
+  readonly busy: () => boolean
 }
 
 const metaString = (meta: Record<string, unknown> | undefined, key: string): string | undefined => {
@@ -89,7 +91,7 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
     )
 
     server.setRequestHandler(ListToolsRequestSchema, async () => {
-      const turn = await run(served.materialize(options.agent))
+      const turn = await run(served.capture(options.agent))
       return { tools: turn.materialization.definitions.map(Mapping.toolOf) }
     })
 
@@ -138,7 +140,7 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
       const settled = Effect.scoped(
         Effect.gen(function* () {
           // Each call settles against the catalog current when it arrives.
-          const turn = yield* served.materialize(options.agent)
+          const turn = yield* served.capture(options.agent)
           running.set(key, { call, turn, requestId: extra.requestId })
           const { entry, subscription } = yield* calls.start(served, turn, call, { listen: progressToken !== undefined })
           const forwarding =
@@ -233,5 +235,5 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
         })()),
     )
     yield* Effect.addFinalizer(() => close)
-    return { server, close }
+    return { server, close, busy: () => waiting.size > 0 }
   })

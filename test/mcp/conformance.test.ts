@@ -26,7 +26,9 @@ const fixtureFiles = (): Record<string, string> => {
 
 test("every server scenario of the conformance suite passes, but those listed as not applying", async () => {
   let port = 0
-  const served = await httpSidecar(sandbox(fixtureFiles()), [], (host) => Security.hostChecker("127.0.0.1", port)(host))
+  const served = await httpSidecar(sandbox(fixtureFiles()), {
+    checkHost: (host) => Security.hostChecker("127.0.0.1", port)(host),
+  })
   const listener = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,

@@ -46,9 +46,9 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
 
-const served = async (files: Record<string, string> = {}, roots: ReadonlyArray<string> = []) => {
+const served = async (files: Record<string, string> = {}, options: Parameters<typeof httpSidecar>[1] = {}) => {
   const box = sandbox(files)
-  const sidecar = await httpSidecar(box, roots)
+  const sidecar = await httpSidecar(box, options)
   cleanups.push(sidecar.close)
   return { box, ...sidecar }
 }
@@ -100,7 +100,7 @@ describe("/mcp", () => {
   test("a session serves the Location its initialize named with X-Core-Location, and refuses another one later", async () => {
     const root = realpathSync(tempDir("core-roots-"))
     const other = write(`${root}/other`, { "tools/here.ts": HERE })
-    const { web, box } = await served({}, [root])
+    const { web, box } = await served({}, { roots: [root] })
     const { client, transport } = await connect(web.handler, { headers: { "x-core-location": other } })
     const names = (await client.listTools()).tools.map((tool) => tool.name)
     expect(names).toContain("here")
@@ -152,6 +152,36 @@ describe("/mcp", () => {
     const replay = await (await connect(web.handler)).client.callTool(call)
     expect(replay._meta?.["core/settlement"]).toMatchObject({ status: "cancelled" })
     expect(runs(box, "wait")).toBe(1)
+  })
+
+  test("a session unused for the idle period is ended by the next request; one with a call running is kept", async () => {
+    let clock = 0
+    const { web, mcp } = await served({ "tools/wait.ts": WAIT }, { sessions: { idleMs: 1_000, now: () => clock } })
+    const idle = await connect(web.handler)
+    const working = await connect(web.handler)
+    let started!: () => void
+    const running = new Promise<void>((resolve) => {
+      started = resolve
+    })
+    const pending = working.client.callTool({ name: "wait", arguments: {} }, CallToolResultSchema, { onprogress: () => started() })
+    pending.catch(() => undefined)
+    await running
+    clock = 5_000
+    const fresh = await connect(web.handler)
+    expect(mcp.size()).toBe(2)
+    await expect(idle.client.listTools()).rejects.toThrow(/Session not found/)
+    expect((await fresh.client.listTools()).tools.length).toBeGreaterThan(0)
+  })
+
+  test("beyond the bound, the least recently used idle session is ended", async () => {
+    const { web, mcp } = await served({}, { sessions: { max: 2 } })
+    const first = await connect(web.handler)
+    const second = await connect(web.handler)
+    await first.client.listTools()
+    await connect(web.handler)
+    expect(mcp.size()).toBe(2)
+    await expect(second.client.listTools()).rejects.toThrow(/Session not found/)
+    expect((await first.client.listTools()).tools.length).toBeGreaterThan(0)
   })
 
   test("the server's shutdown ends every session and records their running calls cancelled", async () => {

@@ -17,9 +17,16 @@ export const HOST = "127.0.0.1:4321"
 /** The sidecar in process with `/mcp`, as `core serve` wires it; answers its web handler and how to close it. */
 export const httpSidecar = async (
   box: Sandbox,
-  roots: ReadonlyArray<string> = [],
-  checkHost: (host: string | undefined) => boolean = Security.hostChecker("127.0.0.1", 4321),
+  options: {
+    /** Extra roots `X-Core-Location` may name. */
+    readonly roots?: ReadonlyArray<string>
+    /** The Host check (default: the address 127.0.0.1:4321). */
+    readonly checkHost?: (host: string | undefined) => boolean
+    /** How many MCP sessions are kept and for how long, by which clock. */
+    readonly sessions?: Pick<McpHttp.Options, "max" | "idleMs" | "now">
+  } = {},
 ) => {
+  const roots = options.roots ?? []
   const environment = { dataDir: box.data, home: box.home }
   const scope = Effect.runSync(Scope.make())
   const log: Array<string> = []
@@ -27,7 +34,7 @@ export const httpSidecar = async (
     Effect.gen(function* () {
       const primary = yield* Runtime.prepare("serve", environment, box.location)
       const sidecar = yield* Sidecar.make({ environment, primary, watch: true, log: (line) => log.push(line) })
-      const mcp = yield* McpHttp.make({ sidecar, version: "test", log: (line) => log.push(line) })
+      const mcp = yield* McpHttp.make({ sidecar, version: "test", log: (line) => log.push(line), ...options.sessions })
       return { sidecar, mcp }
     }).pipe(Scope.provide(scope)),
   )
@@ -36,7 +43,7 @@ export const httpSidecar = async (
     mcp,
     version: "test",
     checkToken: Security.tokenChecker(TOKEN),
-    checkHost,
+    checkHost: options.checkHost ?? Security.hostChecker("127.0.0.1", 4321),
     roots: [realpathSync(box.location), ...roots.map((root) => realpathSync(root))],
     log: (line) => log.push(line),
   })
