@@ -129,6 +129,29 @@ describe("/mcp", () => {
     expect(mcp.size()).toBe(2)
   })
 
+  test("the JSON API's definitions carry the same annotations (POST /v1/turns)", async () => {
+    const { web } = await served()
+    const answer = await web.handler(
+      new Request(`http://${HOST}/v1/turns`, {
+        method: "POST",
+        headers: { host: HOST, authorization: `Bearer ${TOKEN}` },
+        body: "{}",
+      }),
+    )
+    const { definitions } = (await answer.json()) as { definitions: Array<{ name: string; annotations?: unknown }> }
+    expect(definitions.find((definition) => definition.name === "grep")?.annotations).toEqual({
+      readOnly: true,
+      idempotent: true,
+      openWorld: false,
+    })
+    expect(definitions.find((definition) => definition.name === "bash")?.annotations).toEqual({
+      readOnly: false,
+      destructive: true,
+      idempotent: false,
+      openWorld: true,
+    })
+  })
+
   test("DELETE ends the session: its running call is cancelled and recorded, and the session id is gone", async () => {
     const { web, mcp, box } = await served({ "tools/wait.ts": WAIT })
     const { client, transport } = await connect(web.handler)

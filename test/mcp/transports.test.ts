@@ -150,6 +150,10 @@ for (const transport of [stdio, http]) {
       expect(byName.get("read")?.annotations).toEqual({ readOnlyHint: true, idempotentHint: true, openWorldHint: false })
       expect(byName.get("bash")?.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, openWorldHint: true })
       expect(byName.get("edit")?.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true })
+      // Every built-in says whether it writes.
+      for (const name of ["read", "glob", "grep", "list", "write", "edit", "apply_patch", "bash"]) {
+        expect([name, typeof byName.get(name)?.annotations?.readOnlyHint]).toEqual([name, "boolean"])
+      }
     })
 
     test("a call settles with structured content and progress; an image stays an image", async () => {

@@ -153,6 +153,38 @@ describe("Definition", () => {
   })
 })
 
+describe("annotations", () => {
+  const annotated = (annotations: unknown) =>
+    Tool.make({
+      description: "Reads",
+      input: Schema.Struct({}),
+      output: Schema.String,
+      annotations: annotations as Tool.Annotations,
+      execute: () => Effect.succeed("ok"),
+    })
+
+  test("the declared hints are carried on every definition, as a frozen copy of the author's object", () => {
+    const declared = { readOnly: true, openWorld: false }
+    const tool = annotated(declared)
+    declared.readOnly = false
+    const definition = Definition.of(tool, "reads")
+    expect(definition.annotations).toEqual({ readOnly: true, openWorld: false })
+    expect(Object.isFrozen(definition.annotations)).toBe(true)
+  })
+
+  test("a tool that declares none (or an empty object) has no annotations on its definition", () => {
+    expect("annotations" in Definition.of(echo(), "echo")).toBe(false)
+    expect("annotations" in Definition.of(annotated({}), "reads")).toBe(false)
+  })
+
+  test("an unknown hint, a value that is not a boolean, or annotations that are not an object are refused", () => {
+    expect(() => annotated({ readonly: true })).toThrow('unknown annotation "readonly"')
+    expect(() => annotated({ destructive: "yes" })).toThrow('annotation "destructive" must be true or false')
+    expect(() => annotated([true])).toThrow("`annotations` must be an object")
+    expect(() => annotated(null)).toThrow("`annotations` must be an object")
+  })
+})
+
 describe("ToolName", () => {
   test("accepts names of the grammar and explains why others are refused", () => {
     for (const name of ["a", "read", "git_status", "A-b_9", "x".repeat(64)]) expect(ToolName.problem(name)).toBeUndefined()
