@@ -264,6 +264,19 @@ for (const transport of [stdio, http]) {
       expect(textOf(await client.callTool({ name: "ver", arguments: {} }))).toBe("v2")
     })
 
+    test("changing core.json sends tools/list_changed, and the new rules filter the catalog and refuse calls", async () => {
+      const { client, box } = await transport.connect(sandbox({ "tools/ver.ts": version(1) }))
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("ver")
+      const changed = new Promise<void>((resolve) => {
+        client.setNotificationHandler(ToolListChangedNotificationSchema, async () => resolve())
+      })
+      writeFileSync(join(box.location, "core.json"), JSON.stringify({ permission: { ver: "deny" } }))
+      await changed
+      expect((await client.listTools()).tools.map((tool) => tool.name)).not.toContain("ver")
+      const refused = await client.callTool({ name: "ver", arguments: {} })
+      expect(refused.isError).toBe(true)
+    })
+
     test("_meta ids make a call replay: it runs once and answers the same", async () => {
       const { client, box } = await transport.connect(sandbox({ "tools/greet.ts": GREET }))
       const call = { name: "greet", arguments: { who: "bob" }, _meta: { sessionID: "ses_host", toolCallID: "call_7" } }
