@@ -148,7 +148,9 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
               ? undefined
               : yield* Effect.forkScoped(Effect.forever(Effect.flatMap(PubSub.take(subscription), forward)))
           const cancel = () => void run(calls.cancel(call))
-          extra.signal.addEventListener("abort", cancel, { once: true })
+          // A request cancelled before its call started is cancelled now.
+          if (extra.signal.aborted) cancel()
+          else extra.signal.addEventListener("abort", cancel, { once: true })
           yield* Effect.addFinalizer(() => Effect.sync(() => extra.signal.removeEventListener("abort", cancel)))
           const { settlement } = yield* Deferred.await(entry.done)
           // Progress reported before the outcome goes out before the result.
