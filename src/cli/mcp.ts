@@ -29,7 +29,11 @@ Options:
   --agent ID        the agent making the calls: its rules filter and authorize them (default: build)
   -h, --help        show this help
 
-Runs until the client closes stdin.
+Tool files and core.json are watched: a change is reloaded and announced with
+notifications/tools/list_changed. A result whose output was bounded links the whole output
+as a resource (core://outputs/ID), which resources/read returns.
+
+Runs until the client closes stdin. The same server over HTTP: /mcp in core serve.
 `
 
 const OPTIONS = {
