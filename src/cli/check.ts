@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import { Explain } from "../builtin/explain"
 import { Agent } from "../permission/agent"
 import { Permission } from "../permission/permission"
+import { Provider } from "../provider/provider"
 import { Registry } from "../registry/registry"
 import { Command } from "./command"
 import { Shell } from "../shell/producer"
@@ -17,6 +18,7 @@ import { Runtime } from "./runtime"
 import { Host } from "../host/host"
 
 export const HELP = `Usage: core check NAME --input JSON [--location DIR] [--agent ID]
+       core check --provider P [--location DIR]
 
 Explain the permission decision for a call without running anything. A call makes one or more
 checks, in order: a built-in checks each path it touches (external_directory first for a path
@@ -29,15 +31,21 @@ asked. Prints JSON on stdout: { tool, agent, decision, checks: [{ action, decisi
 resources, alwaysSaves?, alwaysAsked?, protected? }] }; "protected" says what of core's own
 configuration a check would change, which only a person may approve, each time.
 
+With --provider (one of ${Provider.NAMES.join(", ")}) and no NAME: check that every tool of the
+Location, whatever the agents' rules hide, can be offered to provider P. Prints JSON on stdout:
+{ provider, tools, problems: [{ tool, path, construct, reason }] }, and exits 1 when there is
+any problem (each is also said on stderr).
+
 Options:
   --input JSON      the call's input, a JSON object ("-" reads it from stdin); it is decoded
                     as the call would be, and an invalid input is reported
   --location DIR    the Location (default: the current directory)
   --agent ID        the agent making the call (default: build)
+  --provider P      check every tool against provider P's rules instead of explaining a call
   -h, --help        show this help
 
-Exit codes: 0 explained, 1 unknown tool, invalid input or a path that cannot be used,
-2 usage error, 3 operational failure
+Exit codes: 0 explained (or every tool fits P), 1 unknown tool, invalid input, a path that
+cannot be used (or a tool P cannot take), 2 usage error, 3 operational failure
 (e.g. an unreadable settlement store).
 `
 
@@ -45,9 +53,35 @@ const OPTIONS = {
   input: { type: "string" },
   location: { type: "string" },
   agent: { type: "string" },
+  provider: { type: "string" },
 } as const
 
 const usage = (message: string) => new Command.UsageError({ command: "check", message })
+
+/** `core check --provider P`: every tool of the Location against P's rules. */
+const lint = (
+  provider: string,
+  positionals: ReadonlyArray<string>,
+  values: { readonly location?: string; readonly input?: string; readonly agent?: string },
+) =>
+  Effect.gen(function* () {
+    if (!Provider.isName(provider)) return yield* usage(`unknown provider "${provider}": one of ${Provider.NAMES.join(", ")}`)
+    if (positionals.length > 0) return yield* usage(`--provider checks every tool; it takes no NAME ("${positionals[0]}")`)
+    if (values.input !== undefined || values.agent !== undefined) {
+      return yield* usage("--provider checks every tool; it takes no --input or --agent")
+    }
+    const environment = Host.environment()
+    const prepared = yield* Runtime.prepare("check", environment, values.location)
+    return yield* Effect.gen(function* () {
+      yield* Diagnostics.report
+      const { definitions } = (yield* Registry.Service).capture()
+      const problems = Provider.lint(definitions, provider)
+      Command.stdout(`${JSON.stringify({ provider, tools: definitions.length, problems }, null, 2)}\n`)
+      if (problems.length === 0) return Command.EXIT.ok
+      Command.stderr(`core: ${Provider.error(provider, problems).message}\n`)
+      return Command.EXIT.modelError
+    }).pipe(Effect.provide(Host.catalogLayer(environment, prepared)))
+  })
 
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
@@ -57,6 +91,7 @@ export const run = (args: ReadonlyArray<string>) =>
       return Command.EXIT.ok
     }
     const [name, ...extra] = positionals
+    if (values.provider !== undefined) return yield* lint(values.provider, positionals, values)
     if (name === undefined) return yield* usage("NAME is required: core check NAME --input JSON")
     if (extra.length > 0) return yield* usage(`unexpected argument "${extra[0]}"`)
     const input = yield* ExecCommand.readInput("check", values.input)

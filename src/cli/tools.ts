@@ -5,13 +5,14 @@ export * as ToolsCommand from "./tools"
 import * as Effect from "effect/Effect"
 import { Agent } from "../permission/agent"
 import { Permission } from "../permission/permission"
+import { Provider } from "../provider/provider"
 import { Registry } from "../registry/registry"
 import { Command } from "./command"
 import { Diagnostics } from "./diagnostics"
 import { Runtime } from "./runtime"
 import { Host } from "../host/host"
 
-export const HELP = `Usage: core tools [--location DIR] [--agent ID] [--json]
+export const HELP = `Usage: core tools [--location DIR] [--agent ID] [--json] [--provider P]
 
 List the tools a model would be offered in a Location, in advertised order.
 
@@ -20,6 +21,9 @@ Options:
   --agent ID        the agent whose catalog to show: tools its rules wholly deny are hidden
                     (default: build)
   --json            print [{ name, description, inputSchema, outputSchema, annotations? }] on stdout
+  --provider P      prepare the tools for provider P (${Provider.NAMES.join(", ")}): with
+                    --json, print them in that provider's tool shape; a tool P cannot take
+                    is an error naming the tool and the construct (exit 1)
   -h, --help        show this help
 
 Tool load problems are reported on stderr; the other tools are still listed.
@@ -29,6 +33,7 @@ const OPTIONS = {
   location: { type: "string" },
   agent: { type: "string" },
   json: { type: "boolean" },
+  provider: { type: "string" },
 } as const
 
 const firstLine = (text: string) => text.trim().split("\n")[0] ?? ""
@@ -43,6 +48,13 @@ export const run = (args: ReadonlyArray<string>) =>
     if (positionals.length > 0) {
       return yield* new Command.UsageError({ command: "tools", message: `unexpected argument "${positionals[0]}"` })
     }
+    const provider = values.provider
+    if (provider !== undefined && !Provider.isName(provider)) {
+      return yield* new Command.UsageError({
+        command: "tools",
+        message: `unknown provider "${provider}": one of ${Provider.NAMES.join(", ")}`,
+      })
+    }
     const environment = Host.environment()
     const prepared = yield* Runtime.prepare("tools", environment, values.location)
     const directory = prepared.directory
@@ -53,8 +65,12 @@ export const run = (args: ReadonlyArray<string>) =>
       yield* Runtime.checkAgent("tools", permission, agent)
       const registry = yield* Registry.Service
       const { definitions } = registry.capture(permission.rules(agent))
+      const prepared = provider === undefined ? undefined : Provider.prepare(definitions, provider)
+      if (prepared?._tag === "Failure") {
+        return yield* new Command.Exit({ code: Command.EXIT.modelError, message: prepared.failure.message })
+      }
       if (values.json) {
-        Command.stdout(`${JSON.stringify(definitions, null, 2)}\n`)
+        Command.stdout(`${JSON.stringify(prepared?.success.tools ?? definitions, null, 2)}\n`)
         return Command.EXIT.ok
       }
       if (definitions.length === 0) {

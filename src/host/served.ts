@@ -22,6 +22,7 @@ import { Host } from "../host/host"
 import { Discovery } from "../location/discovery"
 import type { ManagedOutputs } from "../output/managed"
 import { Permission } from "../permission/permission"
+import { Provider } from "../provider/provider"
 import type { Rule } from "../permission/rule"
 import { Registry } from "../registry/registry"
 import { Settler } from "../settlement/settler"
@@ -57,14 +58,19 @@ export interface Turn {
   readonly agent: string
   readonly materialization: Settler.Materialization
   readonly generation: Generation
+  /** The definitions as the provider the turn was prepared for takes them; undefined for core's own shape. */
+  readonly prepared: Provider.Prepared | undefined
 }
 
 export interface Interface {
   readonly directory: string
   readonly events: PubSub.PubSub<Events.Server>
   readonly publish: (event: Events.Server) => Effect.Effect<void>
-  /** Captures the catalog for `agent` as a new turn. */
-  readonly materialize: (agent: string) => Effect.Effect<Turn, UnknownAgent>
+  /** Captures the catalog for `agent` as a new turn, prepared for `provider` when one is named. */
+  readonly materialize: (
+    agent: string,
+    provider?: Provider.Name,
+  ) => Effect.Effect<Turn, UnknownAgent | Provider.CompatibilityError>
   /**
    * Captures the catalog for `agent` as a turn that is not kept (no id finds it again): for hosts that settle each
    * call against the catalog current at the call (MCP), so they never crowd out the turns other hosts keep.
@@ -214,11 +220,19 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       })
     }
     const materialization = yield* generation.settler.materialize(rulesOf(generation, agent))
-    return { id: `turn_${crypto.randomUUID().replaceAll("-", "")}`, agent, materialization, generation } satisfies Turn
+    const id = `turn_${crypto.randomUUID().replaceAll("-", "")}`
+    return { id, agent, materialization, generation, prepared: undefined } satisfies Turn
   })
 
-  const materialize = (agent: string) =>
-    Effect.map(capture(agent), (turn) => turn.generation.turns.add((id): Turn => ({ ...turn, id })))
+  const materialize = (agent: string, provider?: Provider.Name) =>
+    Effect.flatMap(capture(agent), (turn) =>
+      Effect.map(
+        provider === undefined
+          ? Effect.succeed(undefined)
+          : Effect.fromResult(Provider.prepare(turn.materialization.definitions, provider)),
+        (prepared) => turn.generation.turns.add((id): Turn => ({ ...turn, id, prepared })),
+      ),
+    )
 
   const reloadFiles = (files: ReadonlyArray<string>) =>
     Effect.gen(function* () {

@@ -12,6 +12,7 @@ import * as OpenApi from "effect/http-api/OpenApi"
 import * as Schema from "effect/Schema"
 import packageJson from "../../package.json" with { type: "json" }
 import { Events } from "../host/events"
+import { Provider } from "../provider/provider"
 
 // Errors
 
@@ -23,12 +24,14 @@ export const ErrorKind = Schema.Literals([
   "not_found",
   "method_not_allowed",
   "payload_too_large",
+  "model_compatibility",
   "operational",
 ]).annotate({
   description:
     "operational is core's own failure (500); every other kind is a problem with the request, answered with its own " +
     "status; invalid_input (400) is a call whose input no tool can take (a string holding a NUL character): nothing " +
-    "ran and nothing was recorded",
+    "ran and nothing was recorded; model_compatibility (400) is a turn asked for a provider that cannot take some " +
+    "tool's schema: the message names each tool, the construct and the provider",
 })
 export type ErrorKind = typeof ErrorKind.Type
 
@@ -72,12 +75,20 @@ const Id = Schema.NonEmptyString
 
 export const Health = Schema.Struct({ ok: Schema.Literal(true), version: Schema.String }).annotate({ identifier: "Health" })
 
+export const ProviderName = Provider.Name.annotate({
+  identifier: "Provider",
+  description:
+    "A provider mapping (docs/providers.md): definitions in that provider's tool shape and schema dialect, and each " +
+    "settlement with that provider's tool-result block",
+})
+
 export const TurnRequest = Schema.Struct({
   agent: Schema.optionalKey(
     Schema.NonEmptyString.annotate({
       description: "The agent whose rules filter the catalog and apply to its calls (default build)",
     }),
   ),
+  provider: Schema.optionalKey(ProviderName),
 }).annotate({ identifier: "TurnRequest" })
 export type TurnRequest = typeof TurnRequest.Type
 
@@ -104,6 +115,15 @@ export const Definition = Schema.Struct({
 export const Turn = Schema.Struct({
   turnID: Schema.String,
   definitions: Schema.Array(Definition),
+  provider: Schema.optionalKey(ProviderName),
+  tools: Schema.optionalKey(
+    Schema.Array(Schema.Json).annotate({
+      description:
+        "With provider: one tool per definition, in the same order, in that provider's shape, ready for its request " +
+        "(openai, openai-strict: Responses API function tools; anthropic: Messages API tools; gemini: function " +
+        "declarations, sent as tools: [{ functionDeclarations }])",
+    }),
+  ),
 }).annotate({
   identifier: "Turn",
   description: "The catalog captured for one provider turn; settle the turn's calls through its turnID",
@@ -121,6 +141,20 @@ export type CallRequest = typeof CallRequest.Type
 
 // The shapes of what a Location publishes are the host's (../host/events); the API names them as its own.
 export const Settlement = Events.Settlement
+
+/** A call's answer: the settlement, and for a turn prepared for a provider, that provider's tool-result block. */
+export const CallSettlement = Schema.Struct({
+  ...Settlement.fields,
+  result: Schema.optionalKey(
+    Schema.Json.annotate({
+      description:
+        "With a turn prepared for a provider: the settlement as that provider's tool-result block answering the " +
+        "call (openai, openai-strict: a function_call_output item; anthropic: a tool_result content block; gemini: " +
+        "a functionResponse part)",
+    }),
+  ),
+}).annotate({ identifier: "CallSettlement" })
+export type CallSettlement = typeof CallSettlement.Type
 
 export const CheckRequest = Schema.Struct({
   name: Schema.String,
@@ -223,7 +257,7 @@ export const ServerEvent = Events.ServerEvent
 export const CallEvent = Schema.Union([
   Events.event("progress", Progress),
   Events.event("permission", PermissionRequest),
-  Events.event("settlement", Settlement),
+  Events.event("settlement", CallSettlement),
   Events.event("error", ErrorBody),
 ])
 
@@ -252,7 +286,10 @@ export const ENDPOINTS = {
   }).annotateMerge(
       docs(
         "Materialize the catalog for this Location and agent",
-        "An empty body means the default agent. A turn expires after 30 minutes unused, when 1,000 newer turns exist " +
+        "An empty body means the default agent. With `provider`, the answer also holds the definitions as that " +
+          "provider's tools, the turn's calls answer with that provider's tool-result block beside the settlement, " +
+          "and for openai-strict a null argument for a property the tool declares optional counts as left out; a " +
+          "tool the provider cannot take fails the whole turn with 400 model_compatibility. A turn expires after 30 minutes unused, when 1,000 newer turns exist " +
           "in its Location, or when the Location's core.json changes; its calls then answer 404 and the host " +
           "materializes again.",
       ),
@@ -261,7 +298,7 @@ export const ENDPOINTS = {
     params: { turnID: Schema.String },
     headers: LOCATION_HEADER,
     payload: CallRequest,
-    success: [Settlement, HttpApiSchema.StreamSse({ events: CallEvent })],
+    success: [CallSettlement, HttpApiSchema.StreamSse({ events: CallEvent })],
     error: [...GUARDED, NotFound],
   }).annotateMerge(
     docs(

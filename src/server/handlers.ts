@@ -12,14 +12,15 @@ import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as HttpServerResponseModule from "effect/http/HttpServerResponse"
 import * as PubSub from "effect/PubSub"
 import * as Result from "effect/Result"
+import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type { Definition } from "../tool/definition"
 import { Explain } from "../builtin/explain"
 import { Events } from "../host/events"
 import type { Served } from "../host/served"
 import type { Sidecar } from "../host/sidecar"
 import { Agent } from "../permission/agent"
+import { Provider } from "../provider/provider"
 import type { Permission } from "../permission/permission"
 import type { Settler } from "../settlement/settler"
 import { Api } from "./api"
@@ -54,10 +55,32 @@ const finalEvent = (exit: Exit.Exit<Settler.Settled, Settler.OperationalError>):
 
 const isFinal = (event: Events.Call): boolean => event.event === "settlement" || event.event === "error"
 
+/** The settlement as a call through `turn` answers it: with the provider's tool-result block when it has one. */
+const answerOf = (turn: Served.Turn, settlement: typeof Api.Settlement.Type): Api.CallSettlement =>
+  turn.prepared === undefined
+    ? settlement
+    : { ...settlement, result: Provider.result(turn.prepared.provider, settlement) as Schema.Json }
+
+/** A call's event as sent for `turn`: its settlement with the provider's result block. */
+const eventOf = (turn: Served.Turn) => (event: Events.Call) =>
+  event.event === "settlement" && turn.prepared !== undefined ? { event: "settlement", data: answerOf(turn, event.data) } : event
+
+/** The arguments as the tool declared them, where the turn's provider changed their shape (openai-strict). */
+const inputOf = (turn: Served.Turn, name: string, input: unknown): unknown =>
+  turn.prepared === undefined ? input : turn.prepared.normalize(name, input)
+
+const incompatible = (error: Provider.CompatibilityError) =>
+  new Respond.Problem({ status: 400, kind: "model_compatibility", message: error.message })
+
 /** The handlers of every route, over the sidecar's services. */
 export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Record<Api.Name, Handler>> => {
-  /** A catalog's definitions serialized once: every turn of an unchanged catalog shares them. */
-  const definitionsJson = new WeakMap<ReadonlyArray<Definition.Definition>, string>()
+  /** A catalog's definitions (and provider tools) serialized once: every turn of an unchanged catalog shares them. */
+  const json = new WeakMap<ReadonlyArray<unknown>, string>()
+  const serialized = (values: ReadonlyArray<unknown>): string => {
+    let cached = json.get(values)
+    if (cached === undefined) json.set(values, (cached = JSON.stringify(values)))
+    return cached
+  }
   let openapi: string | undefined
 
   // `X-Core-Replayed: true` says the answer is a settlement recorded before this request, and nothing ran for it. A
@@ -66,7 +89,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
     Effect.gen(function* () {
       const { entry } = yield* sidecar.calls.start(route.served, turn, call, { listen: false })
       const { settlement, replayed } = yield* Deferred.await(entry.done)
-      return Respond.json(200, settlement, replayed ? REPLAYED : {})
+      return Respond.json(200, answerOf(turn, settlement), replayed ? REPLAYED : {})
     })
 
   const settleEvents = (route: Route, turn: Served.Turn, call: Settler.Call) =>
@@ -74,7 +97,8 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
       // A recorded call is answered at once, saying so in the headers (sent before any event).
       const known = yield* sidecar.store.lookup(call).pipe(Effect.orDie)
       if (known?.state === "settled") {
-        return Respond.events(Stream.succeed(Sse.encode({ event: "settlement", data: known.settlement })), REPLAYED)
+        const event = eventOf(turn)({ event: "settlement", data: known.settlement })
+        return Respond.events(Stream.succeed(Sse.encode(event)), REPLAYED)
       }
       // A call begun by a core that stopped (or failed) mid-call replays as interrupted; it runs nothing.
       const replay = known !== undefined && !(known.state === "started" && known.running)
@@ -108,7 +132,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
             Stream.fromEffect(Effect.map(Effect.exit(Deferred.await(entry.done)), finalEvent)),
           )
         : Stream.fromSubscription(subscription!)
-      const body = Stream.merge(own, permissions).pipe(Stream.takeUntil(isFinal), Stream.map(Sse.encode))
+      const body = Stream.merge(own, permissions).pipe(Stream.takeUntil(isFinal), Stream.map(eventOf(turn)), Stream.map(Sse.encode))
       return Respond.events(body, replay ? REPLAYED : {})
     })
 
@@ -120,13 +144,17 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
     createTurn: (route) =>
       Effect.gen(function* () {
         const request = yield* Respond.body(route.request, Api.TurnRequest, { emptyIsObject: true })
-        const turn = yield* route.served
-          .materialize(request.agent ?? Agent.DEFAULT_AGENT)
-          .pipe(Effect.mapError((error) => Respond.badRequest(error.message)))
+        const turn = yield* route.served.materialize(request.agent ?? Agent.DEFAULT_AGENT, request.provider).pipe(
+          Effect.catchTags({
+            "Served.UnknownAgent": (error) => Effect.fail(Respond.badRequest(error.message)),
+            "Provider.CompatibilityError": (error) => Effect.fail(incompatible(error)),
+          }),
+        )
         const { definitions } = turn.materialization
-        let cached = definitionsJson.get(definitions)
-        if (cached === undefined) definitionsJson.set(definitions, (cached = JSON.stringify(definitions)))
-        return Respond.text(200, `{"turnID":${JSON.stringify(turn.id)},"definitions":${cached}}`)
+        const head = `{"turnID":${JSON.stringify(turn.id)},"definitions":${serialized(definitions)}`
+        if (turn.prepared === undefined) return Respond.text(200, `${head}}`)
+        const { provider, tools } = turn.prepared
+        return Respond.text(200, `${head},"provider":${JSON.stringify(provider)},"tools":${serialized(tools)}}`)
       }),
 
     settle: (route) =>
@@ -140,7 +168,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
           )
         }
         const request = yield* Respond.body(route.request, Api.CallRequest)
-        const call: Settler.Call = { ...request, agent: turn.agent }
+        const call: Settler.Call = { ...request, input: inputOf(turn, request.name, request.input), agent: turn.agent }
         return yield* wantsEvents(route.request) ? settleEvents(route, turn, call) : settleJson(route, turn, call)
       }),
 
@@ -167,7 +195,8 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
           const hint = resolution.suggestions.length > 0 ? ` Did you mean ${resolution.suggestions.join(", ")}?` : ""
           return yield* Respond.notFound(`The turn does not advertise a tool "${request.name}".${hint}`)
         }
-        const explained = yield* Explain.call(permission, { name: request.name, tool: resolution.tool, input: request.input, agent }).pipe(
+        const input = inputOf(turn, request.name, request.input)
+        const explained = yield* Explain.call(permission, { name: request.name, tool: resolution.tool, input, agent }).pipe(
           Effect.catchTags({
             "Explain.InvalidInput": (error) => Effect.fail(Respond.badRequest(error.message)),
             "Tool.Failure": (failure) => Effect.fail(Respond.badRequest(`${request.name}: ${failure.message}`)),

@@ -57,8 +57,8 @@ const FLOORS: ReadonlyArray<ReadonlyArray<string>> = [
   // the services a settlement runs on, and the settlement schema the store persists
   ["registry", "output", "permission", "store", "settlement/settlement.ts"],
   ["settlement"],
-  // what fills a Location: built-ins, the shell producer they run on, tool files, core.json
-  ["builtin", "shell", "location", "config"],
+  // what fills a Location: built-ins, the shell producer they run on, tool files, core.json; provider mappings
+  ["builtin", "shell", "location", "config", "provider"],
   ["host"],
   // the edges; only the CLI, the binary's entry, starts another edge
   ["cli", "server", "mcp", "sdk"],

@@ -1,0 +1,174 @@
+export * as Anthropic from "./anthropic"
+
+// The `anthropic` mapping: a definition as a Messages API tool with `strict: true` (strict tool use: Claude's input
+// always matches the schema), and a settlement as a `tool_result` content block.
+//
+// Anthropic's published rules this follows (docs.claude.com: "Tool use" / "Define tools", "Strict tool use" and
+// "Structured outputs", JSON Schema limitations): a tool is `{ name, description, input_schema, strict }`; `name`
+// matches ^[a-zA-Z0-9_-]{1,64}$ and property names ^[a-zA-Z0-9_.-]{1,64}$. In a strict schema every object has
+// `additionalProperties: false`; supported are the basic types, `enum`, `const`, `anyOf`, `$ref`/`$defs` (not
+// recursive), `default`, string `pattern` and `format` (date-time, time, date, duration, email, hostname, uri, ipv4,
+// ipv6, uuid), array `minItems` of 0 or 1; not supported: numeric constraints (`minimum`, `maximum`,
+// `exclusiveMinimum`, `exclusiveMaximum`, `multipleOf`), string `minLength`/`maxLength`, other array constraints,
+// recursive schemas, `not`, `if`, `prefixItems` and friends. Unsupported constraints move into the description
+// (decoding still checks them); a record, a recursive schema or an unsupported combinator is refused.
+//
+// A result is `{ type: "tool_result", tool_use_id, content, is_error? }` whose content holds `text` blocks, `image`
+// blocks (base64 source; JPEG, PNG, GIF, WEBP) and `document` blocks (base64 PDF, or plain text).
+
+import type { Settlement } from "../settlement/settlement"
+import type { Definition } from "../tool/definition"
+import { ProviderResult } from "./result"
+import { ProviderSchema } from "./schema"
+
+type Node = ProviderSchema.Node
+
+export const NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/
+export const PROPERTY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/
+export const FORMATS: ReadonlySet<string> = new Set([
+  "date-time",
+  "time",
+  "date",
+  "duration",
+  "email",
+  "hostname",
+  "uri",
+  "ipv4",
+  "ipv6",
+  "uuid",
+])
+export const IMAGE_TYPES: ReadonlySet<string> = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"])
+
+const REFUSED: Readonly<Record<string, string>> = {
+  allOf: "an allOf (a value matching several schemas at once)",
+  not: "a not (any value but one schema)",
+  if: "a conditional schema (if/then/else)",
+  prefixItems: "a tuple (array items typed by position)",
+  patternProperties: "properties matched by pattern",
+  dependentRequired: "dependent requirements",
+  dependentSchemas: "dependent schemas",
+  propertyNames: "a rule on property names",
+  unevaluatedProperties: "unevaluatedProperties",
+  unevaluatedItems: "unevaluatedItems",
+  contains: "a contains rule (some item matching a schema)",
+}
+
+const MOVED = [
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "multipleOf",
+  "minLength",
+  "maxLength",
+  "maxItems",
+  "uniqueItems",
+  "minProperties",
+  "maxProperties",
+] as const
+
+const PROVIDER = "anthropic"
+
+export interface Tool {
+  readonly name: string
+  readonly description: string
+  readonly input_schema: Node
+  readonly strict: true
+}
+
+export type ContentBlock =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "image"; readonly source: { readonly type: "base64"; readonly media_type: string; readonly data: string } }
+  | {
+      readonly type: "document"
+      readonly source:
+        | { readonly type: "base64"; readonly media_type: "application/pdf"; readonly data: string }
+        | { readonly type: "text"; readonly media_type: "text/plain"; readonly data: string }
+      readonly title?: string
+    }
+
+export interface ToolResult {
+  readonly type: "tool_result"
+  readonly tool_use_id: string
+  readonly content: ReadonlyArray<ContentBlock>
+  readonly is_error?: true
+}
+
+const strict = (node: Node, path: string, problems: ProviderSchema.Problems, recursive: ReadonlySet<string>): Node => {
+  for (const [key, construct] of Object.entries(REFUSED)) {
+    if (key in node) problems.add(path, construct, "Anthropic strict tool use does not support it")
+  }
+  const ref = ProviderSchema.refName(node)
+  if (ref !== undefined && recursive.has(ref)) {
+    problems.add(path, `a recursive schema (${ref} contains itself)`, "Anthropic strict tool use does not support recursion")
+  }
+  const minItems = typeof node.minItems === "number" && node.minItems > 1 ? ["minItems"] : []
+  const format = typeof node.format === "string" && !FORMATS.has(node.format) ? ["format"] : []
+  const copy: Record<string, unknown> = { ...ProviderSchema.moveToDescription(node, [...MOVED, ...minItems, ...format]) }
+  if (Array.isArray(copy.oneOf)) {
+    copy.anyOf = copy.oneOf
+    delete copy.oneOf
+  }
+  if (Array.isArray(copy.anyOf)) copy.anyOf = copy.anyOf.map((branch: Node) => strict(branch, path, problems, recursive))
+  if (ProviderSchema.isNode(copy.items)) copy.items = strict(copy.items, `${path}[]`, problems, recursive)
+  if (copy.type === "object" || "properties" in copy) {
+    if (copy.additionalProperties !== undefined && copy.additionalProperties !== false) {
+      problems.add(
+        path,
+        "a record (an object whose keys are not listed in advance)",
+        "Anthropic strict tool use needs additionalProperties false on every object; use a struct, or an array of key-value pairs",
+      )
+    }
+    const properties = ProviderSchema.isNode(copy.properties) ? (copy.properties as Record<string, Node>) : {}
+    copy.properties = Object.fromEntries(
+      Object.entries(properties).map(([key, property]) => {
+        const at = ProviderSchema.child(path, key)
+        if (!PROPERTY_PATTERN.test(key)) {
+          problems.add(at, `the property name ${JSON.stringify(key)}`, 'Anthropic property names hold only letters, digits, "_", "." and "-", at most 64')
+        }
+        return [key, strict(property, at, problems, recursive)]
+      }),
+    )
+    copy.additionalProperties = false
+  }
+  return copy
+}
+
+export const tool = (definition: Definition.Definition): ProviderSchema.Mapped => {
+  const problems = new ProviderSchema.Problems(definition.name)
+  if (!NAME_PATTERN.test(definition.name)) {
+    problems.add("", `the tool name ${JSON.stringify(definition.name)}`, `${PROVIDER} tool names hold only letters, digits, "_" and "-", at most 64`)
+  }
+  const defs = ProviderSchema.defsOf(definition.inputSchema)
+  const recursive = ProviderSchema.recursiveDefs(defs)
+  const { $defs: _, ...root } = definition.inputSchema
+  const schema: Record<string, unknown> = strict(root, "", problems, recursive)
+  if (Object.keys(defs).length > 0) {
+    schema.$defs = Object.fromEntries(
+      Object.entries(defs).map(([name, node]) => [name, strict(node, `$defs.${name}`, problems, new Set())]),
+    )
+  }
+  return problems.mapped((): Tool => ({ name: definition.name, description: definition.description, input_schema: schema, strict: true }))
+}
+
+const block = (piece: ProviderResult.Piece): ContentBlock => {
+  if (piece.type === "text") return { type: "text", text: piece.text }
+  if (piece.type === "link") return { type: "text", text: ProviderResult.described(piece, "not inline data, so not attached") }
+  const title = piece.name === undefined ? {} : { title: piece.name }
+  if (IMAGE_TYPES.has(piece.mime)) return { type: "image", source: { type: "base64", media_type: piece.mime, data: piece.data } }
+  if (piece.mime === "application/pdf") {
+    return { type: "document", source: { type: "base64", media_type: "application/pdf", data: piece.data }, ...title }
+  }
+  if (piece.mime.startsWith("text/")) {
+    const data = Buffer.from(piece.data, "base64").toString("utf8")
+    return { type: "document", source: { type: "text", media_type: "text/plain", data }, ...title }
+  }
+  return { type: "text", text: ProviderResult.described(piece, "Anthropic models take images, PDF and text files only, so not attached") }
+}
+
+export const result = (settlement: Settlement.Info): ToolResult => ({
+  type: "tool_result",
+  tool_use_id: settlement.callID,
+  content: ProviderResult.pieces(settlement).map(block),
+  ...(ProviderResult.isError(settlement) ? { is_error: true as const } : {}),
+})

@@ -1,0 +1,214 @@
+export * as Gemini from "./gemini"
+
+// The `gemini` mapping: a definition as a Gemini API function declaration whose `parameters` is the Schema object
+// Gemini takes, and a settlement as a `functionResponse` part.
+//
+// Google's published rules this follows (ai.google.dev/api/caching#Schema, #FunctionDeclaration and the function
+// calling guide): a declaration is `{ name, description, parameters }`, sent as `tools: [{ functionDeclarations }]`;
+// `name` starts with a letter or "_" and holds a-z, A-Z, 0-9, "_", ".", ":" and "-", at most 64 characters;
+// parameter names start with a letter or "_" and hold letters, digits and "_", at most 64. `parameters` is a select
+// subset of the OpenAPI 3.0 Schema: `type` (one of string, number, integer, boolean, array, object), `format`
+// (string: enum, date-time; number: float, double; integer: int32, int64), `title`, `description`, `nullable`,
+// `enum` (strings only), `items`, `minItems`, `maxItems`, `properties`, `required`, `propertyOrdering`,
+// `minProperties`, `maxProperties`, `minLength`, `maxLength`, `pattern`, `minimum`, `maximum`, `default`, `anyOf`.
+// No `$ref`/`$defs` (inlined here; a recursive schema cannot be, and is refused), no `additionalProperties` (dropped:
+// decoding still refuses unknown keys; a record, whose keys are not listed, is refused), no type lists (a null
+// branch becomes `nullable`), no `const` (an enum of one string). Other constraints move into the description.
+//
+// A result is `{ functionResponse: { id, name, response } }` with `response` `{ output }` or `{ error }` (the
+// text), and inline media in its `parts` as `{ inlineData: { mimeType, data } }`.
+
+import type { Settlement } from "../settlement/settlement"
+import type { Definition } from "../tool/definition"
+import { ProviderResult } from "./result"
+import { ProviderSchema } from "./schema"
+
+type Node = ProviderSchema.Node
+
+export const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$/
+export const PROPERTY_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/
+export const TYPES: ReadonlySet<string> = new Set(["string", "number", "integer", "boolean", "array", "object"])
+export const FORMATS: Readonly<Record<string, ReadonlySet<string>>> = {
+  string: new Set(["enum", "date-time"]),
+  number: new Set(["float", "double"]),
+  integer: new Set(["int32", "int64"]),
+}
+/** Every keyword Gemini's Schema has (besides `nullable`, which the mapping writes itself). */
+export const KEYWORDS: ReadonlySet<string> = new Set([
+  "type",
+  "format",
+  "title",
+  "description",
+  "nullable",
+  "enum",
+  "items",
+  "minItems",
+  "maxItems",
+  "properties",
+  "required",
+  "propertyOrdering",
+  "minProperties",
+  "maxProperties",
+  "minLength",
+  "maxLength",
+  "pattern",
+  "minimum",
+  "maximum",
+  "default",
+  "anyOf",
+])
+
+const REFUSED: Readonly<Record<string, string>> = {
+  allOf: "an allOf (a value matching several schemas at once)",
+  not: "a not (any value but one schema)",
+  if: "a conditional schema (if/then/else)",
+  prefixItems: "a tuple (array items typed by position)",
+  patternProperties: "properties matched by pattern",
+  dependentSchemas: "dependent schemas",
+  propertyNames: "a rule on property names",
+  contains: "a contains rule (some item matching a schema)",
+}
+
+/** Keywords that only annotate or identify, dropped without a word. */
+const SILENT: ReadonlySet<string> = new Set(["$schema", "$id", "$comment", "examples", "additionalProperties", "$defs", "$ref"])
+
+const PROVIDER = "gemini"
+
+export interface FunctionDeclaration {
+  readonly name: string
+  readonly description: string
+  readonly parameters: Node
+}
+
+export interface InlineData {
+  readonly inlineData: { readonly mimeType: string; readonly data: string }
+}
+
+export interface FunctionResponsePart {
+  readonly functionResponse: {
+    readonly id: string
+    readonly name: string
+    readonly response: { readonly output: string } | { readonly error: string }
+    readonly parts?: ReadonlyArray<InlineData>
+  }
+}
+
+interface Walk {
+  readonly problems: ProviderSchema.Problems
+  readonly defs: Readonly<Record<string, Node>>
+  readonly recursive: ReadonlySet<string>
+}
+
+const convert = (input: Node, path: string, walk: Walk): Node => {
+  const ref = ProviderSchema.refName(input)
+  if (ref !== undefined) {
+    if (walk.recursive.has(ref)) {
+      walk.problems.add(path, `a recursive schema (${ref} contains itself)`, "Gemini schemas have no references, so recursion cannot be written out")
+      return {}
+    }
+    const { $ref: _, ...siblings } = input
+    return convert({ ...(walk.defs[ref] ?? {}), ...siblings }, path, walk)
+  }
+  for (const [key, construct] of Object.entries(REFUSED)) {
+    if (key in input) walk.problems.add(path, construct, "Gemini's Schema does not support it")
+  }
+  let node: Node = input
+  // A null branch or a null in a type list is Gemini's `nullable`.
+  let nullable = false
+  const branches = Array.isArray(node.anyOf) ? node.anyOf : Array.isArray(node.oneOf) ? node.oneOf : undefined
+  if (branches !== undefined) {
+    const kept = (branches as ReadonlyArray<Node>).filter((branch) => !ProviderSchema.isNull(branch))
+    nullable = kept.length < branches.length
+    const { anyOf: _a, oneOf: _o, ...rest } = node
+    node = kept.length === 1 ? { ...kept[0]!, ...rest } : { ...rest, anyOf: kept }
+    if (kept.length === 1) return withNullable(convert(node, path, walk), nullable)
+  }
+  if (Array.isArray(node.type)) {
+    const types = (node.type as ReadonlyArray<string>).filter((type) => type !== "null")
+    nullable ||= types.length < node.type.length
+    const { type: _, ...rest } = node
+    node = types.length === 1 ? { ...rest, type: types[0] } : { ...rest, anyOf: types.map((type) => ({ type })) }
+  }
+  if ("const" in node) {
+    const { const: value, ...rest } = node
+    node = { ...rest, enum: [value] }
+  }
+  if (ProviderSchema.isAny(node)) {
+    walk.problems.add(path, "a value of any type", "Gemini's Schema needs a type for every value")
+    return node
+  }
+  const moved: Array<string> = []
+  if (Array.isArray(node.enum) && !node.enum.every((item) => typeof item === "string")) moved.push("enum")
+  const formats = typeof node.type === "string" ? FORMATS[node.type] : undefined
+  if (typeof node.format === "string" && (formats === undefined || !formats.has(node.format))) moved.push("format")
+  for (const key of Object.keys(node)) if (!KEYWORDS.has(key) && !SILENT.has(key) && !(key in REFUSED)) moved.push(key)
+  if (typeof node.additionalProperties === "object" && node.additionalProperties !== null) {
+    walk.problems.add(
+      path,
+      "a record (an object whose keys are not listed in advance)",
+      "Gemini's Schema lists every property and has no additionalProperties; use a struct, or an array of key-value pairs",
+    )
+  }
+  const copy: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(ProviderSchema.moveToDescription(node, moved))) {
+    if (!SILENT.has(key) && !(key in REFUSED)) copy[key] = value
+  }
+  if (typeof copy.type === "string" && !TYPES.has(copy.type)) {
+    walk.problems.add(path, `the type ${JSON.stringify(copy.type)}`, "Gemini's Schema has no such type")
+  }
+  if (Array.isArray(copy.anyOf)) copy.anyOf = copy.anyOf.map((branch: Node) => convert(branch, path, walk))
+  if (ProviderSchema.isNode(copy.items)) copy.items = convert(copy.items, `${path}[]`, walk)
+  if (ProviderSchema.isNode(copy.properties)) {
+    copy.properties = Object.fromEntries(
+      Object.entries(copy.properties as Record<string, Node>).map(([key, property]) => {
+        const at = ProviderSchema.child(path, key)
+        if (!PROPERTY_PATTERN.test(key)) {
+          walk.problems.add(
+            at,
+            `the parameter name ${JSON.stringify(key)}`,
+            'Gemini parameter names start with a letter or "_" and hold only letters, digits and "_", at most 64',
+          )
+        }
+        return [key, convert(property, at, walk)]
+      }),
+    )
+    // Gemini may otherwise produce arguments in any order; keep the author's.
+    copy.propertyOrdering = Object.keys(copy.properties as Node)
+  }
+  return withNullable(copy, nullable)
+}
+
+const withNullable = (node: Node, nullable: boolean): Node => (nullable ? { ...node, nullable: true } : node)
+
+export const tool = (definition: Definition.Definition): ProviderSchema.Mapped => {
+  const problems = new ProviderSchema.Problems(definition.name)
+  if (!NAME_PATTERN.test(definition.name)) {
+    problems.add(
+      "",
+      `the tool name ${JSON.stringify(definition.name)}`,
+      `${PROVIDER} function names start with a letter or "_" and hold letters, digits, "_", ".", ":" and "-", at most 64`,
+    )
+  }
+  const defs = ProviderSchema.defsOf(definition.inputSchema)
+  const parameters = convert(definition.inputSchema, "", { problems, defs, recursive: ProviderSchema.recursiveDefs(defs) })
+  return problems.mapped((): FunctionDeclaration => ({ name: definition.name, description: definition.description, parameters }))
+}
+
+export const result = (settlement: Settlement.Info): FunctionResponsePart => {
+  const texts: Array<string> = []
+  const parts: Array<InlineData> = []
+  for (const piece of ProviderResult.pieces(settlement)) {
+    if (piece.type === "text") texts.push(piece.text)
+    else if (piece.type === "media") parts.push({ inlineData: { mimeType: piece.mime, data: piece.data } })
+    else texts.push(ProviderResult.described(piece, "not inline data, so not attached"))
+  }
+  const text = texts.join("\n")
+  return {
+    functionResponse: {
+      id: settlement.callID,
+      name: settlement.tool,
+      response: ProviderResult.isError(settlement) ? { error: text } : { output: text },
+      ...(parts.length === 0 ? {} : { parts }),
+    },
+  }
+}

@@ -1,0 +1,187 @@
+export * as OpenAiStrict from "./openai-strict"
+
+// The `openai-strict` mapping: a definition as an OpenAI function tool with `strict: true` (Structured Outputs: the
+// model's arguments always match the schema), and the way back: arguments normalised before decoding, so that
+// `null` for a property the tool declared optional means it was left out. Results are `openai`'s.
+//
+// OpenAI's published rules for strict schemas (platform.openai.com/docs/guides/structured-outputs, "Supported
+// schemas"): every object lists all its properties in `required` and has `additionalProperties: false` (an optional
+// property is one whose type admits null); the root is an object; types string, number, integer, boolean, object,
+// array, enum and anyOf, with `$defs`/`$ref` (recursion allowed); strings take `pattern` and `format` (date-time,
+// time, date, duration, email, hostname, ipv4, ipv6, uuid); numbers `minimum`, `maximum`, `exclusiveMinimum`,
+// `exclusiveMaximum`, `multipleOf`; arrays `minItems`, `maxItems`. Not supported: `allOf`, `not`, `if`/`then`/
+// `else`, `dependentRequired`, `dependentSchemas`, `patternProperties`, `propertyNames`, `unevaluatedProperties`,
+// `minProperties`, `maxProperties`, string `minLength`/`maxLength`. At most 5,000 properties in all and 10 levels of
+// object nesting. So: a record (keys not listed), a tuple, any-value and the unsupported combinators cannot be
+// expressed and are refused; constraints strict mode lacks move into the description (decoding still checks them).
+
+import type { Definition } from "../tool/definition"
+import { OpenAi } from "./openai"
+import { ProviderSchema } from "./schema"
+
+type Node = ProviderSchema.Node
+
+export const MAX_PROPERTIES = 5_000
+export const MAX_NESTING = 10
+export const FORMATS: ReadonlySet<string> = new Set(["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"])
+
+/** Keywords strict mode refuses, and what they are in words. */
+const REFUSED: Readonly<Record<string, string>> = {
+  allOf: "an allOf (a value matching several schemas at once)",
+  not: "a not (any value but one schema)",
+  if: "a conditional schema (if/then/else)",
+  prefixItems: "a tuple (array items typed by position)",
+  patternProperties: "properties matched by pattern",
+  dependentRequired: "dependent requirements",
+  dependentSchemas: "dependent schemas",
+  propertyNames: "a rule on property names",
+  unevaluatedProperties: "unevaluatedProperties",
+  unevaluatedItems: "unevaluatedItems",
+  contains: "a contains rule (some item matching a schema)",
+}
+
+/** Constraints strict mode lacks: said in the description instead. */
+const MOVED = ["minLength", "maxLength", "minProperties", "maxProperties", "uniqueItems", "default"] as const
+
+const PROVIDER = "openai-strict"
+
+interface Walk {
+  readonly problems: ProviderSchema.Problems
+  properties: number
+}
+
+/** `node` also admitting null (an optional property, in strict mode's terms). */
+const nullable = (node: Node): Node => {
+  if (Array.isArray(node.anyOf)) return { ...node, anyOf: [...node.anyOf, { type: "null" }] }
+  if (typeof node.type === "string" && !("enum" in node) && !("$ref" in node)) return { ...node, type: [node.type, "null"] }
+  const { description, ...rest } = node
+  return { anyOf: [rest, { type: "null" }], ...(description === undefined ? {} : { description }) }
+}
+
+const strict = (node: Node, path: string, level: number, walk: Walk): Node => {
+  for (const [key, construct] of Object.entries(REFUSED)) {
+    if (key in node) walk.problems.add(path, construct, "OpenAI strict mode does not support it")
+  }
+  if (ProviderSchema.isAny(node)) {
+    walk.problems.add(path, "a value of any type", "OpenAI strict mode needs a type for every value")
+    return node
+  }
+  const unsupportedFormat = typeof node.format === "string" && !FORMATS.has(node.format) ? ["format"] : []
+  const copy: Record<string, unknown> = { ...ProviderSchema.moveToDescription(node, [...MOVED, ...unsupportedFormat]) }
+  if ("const" in copy) {
+    copy.enum = [copy.const]
+    delete copy.const
+  }
+  if (Array.isArray(copy.oneOf)) {
+    copy.anyOf = copy.oneOf
+    delete copy.oneOf
+  }
+  if (Array.isArray(copy.anyOf)) copy.anyOf = copy.anyOf.map((branch: Node) => strict(branch, path, level, walk))
+  if (ProviderSchema.isNode(copy.items)) copy.items = strict(copy.items, `${path}[]`, level, walk)
+  if (copy.type === "object" || "properties" in copy) {
+    if (level + 1 > MAX_NESTING) {
+      walk.problems.add(path, `an object nested ${level + 1} levels deep`, `OpenAI strict mode allows at most ${MAX_NESTING} levels`)
+    }
+    if (copy.additionalProperties !== undefined && copy.additionalProperties !== false) {
+      walk.problems.add(
+        path,
+        "a record (an object whose keys are not listed in advance)",
+        "OpenAI strict mode needs every key listed, with additionalProperties false; use a struct, or an array of key-value pairs",
+      )
+    }
+    const properties = ProviderSchema.isNode(copy.properties) ? (copy.properties as Record<string, Node>) : {}
+    const required = new Set(Array.isArray(copy.required) ? (copy.required as ReadonlyArray<string>) : [])
+    const strictProperties: Record<string, Node> = {}
+    for (const [key, property] of Object.entries(properties)) {
+      walk.properties++
+      const mapped = strict(property, ProviderSchema.child(path, key), level + 1, walk)
+      strictProperties[key] = required.has(key) || ProviderSchema.admitsNull(mapped) ? mapped : nullable(mapped)
+    }
+    copy.properties = strictProperties
+    copy.required = Object.keys(strictProperties)
+    copy.additionalProperties = false
+  }
+  return copy
+}
+
+export const tool = (definition: Definition.Definition): ProviderSchema.Mapped => {
+  const problems = new ProviderSchema.Problems(definition.name)
+  OpenAi.checkName(problems, definition.name, PROVIDER)
+  const walk: Walk = { problems, properties: 0 }
+  const { $defs, ...root } = definition.inputSchema
+  const parameters: Record<string, unknown> = strict(root, "", 0, walk)
+  if (ProviderSchema.isNode($defs)) {
+    parameters.$defs = Object.fromEntries(
+      Object.entries($defs).map(([name, node]) => [name, strict(node as Node, `$defs.${name}`, 0, walk)]),
+    )
+  }
+  if (walk.properties > MAX_PROPERTIES) {
+    problems.add("", `${walk.properties} properties`, `OpenAI strict mode allows at most ${MAX_PROPERTIES} in one schema`)
+  }
+  return problems.mapped(
+    (): OpenAi.FunctionTool => ({
+      type: "function",
+      name: definition.name,
+      description: definition.description,
+      parameters,
+      strict: true,
+    }),
+  )
+}
+
+// The way back
+
+const jsonType = (value: unknown): string =>
+  value === null ? "null" : Array.isArray(value) ? "array" : typeof value === "number" ? "number" : typeof value
+
+/** Whether `value` could be an instance of `branch` (by type, and by the constant values of its properties). */
+const fits = (branch: Node, value: unknown): boolean => {
+  const types = typeof branch.type === "string" ? [branch.type] : Array.isArray(branch.type) ? (branch.type as Array<string>) : []
+  const type = jsonType(value)
+  if (types.length > 0 && !types.some((candidate) => candidate === type || (candidate === "integer" && type === "number"))) {
+    return false
+  }
+  if (Array.isArray(branch.enum) && !branch.enum.some((item) => item === value)) return false
+  if (type !== "object" || !ProviderSchema.isNode(branch.properties)) return true
+  return Object.entries(branch.properties as Record<string, Node>).every(([key, property]) => {
+    const fixed = Array.isArray(property.enum) && property.enum.length === 1 ? property.enum[0] : property.const
+    return fixed === undefined || !(key in (value as Node)) || (value as Node)[key] === fixed
+  })
+}
+
+const normalize = (node: Node, value: unknown, defs: Readonly<Record<string, Node>>): unknown => {
+  const ref = ProviderSchema.refName(node)
+  const resolved = ref === undefined ? node : (defs[ref] ?? node)
+  const branches = Array.isArray(resolved.anyOf) ? resolved.anyOf : Array.isArray(resolved.oneOf) ? resolved.oneOf : undefined
+  if (branches !== undefined) {
+    const branch = (branches as ReadonlyArray<Node>)
+      .map((candidate) => {
+        const name = ProviderSchema.refName(candidate)
+        return name === undefined ? candidate : (defs[name] ?? candidate)
+      })
+      .find((candidate) => fits(candidate, value))
+    return branch === undefined ? value : normalize(branch, value, defs)
+  }
+  if (Array.isArray(value)) {
+    return ProviderSchema.isNode(resolved.items) ? value.map((item) => normalize(resolved.items as Node, item, defs)) : value
+  }
+  if (!ProviderSchema.isNode(value) || !ProviderSchema.isNode(resolved.properties)) return value
+  const properties = resolved.properties as Record<string, Node>
+  const required = new Set(Array.isArray(resolved.required) ? (resolved.required as ReadonlyArray<string>) : [])
+  const result: Record<string, unknown> = {}
+  for (const [key, item] of Object.entries(value)) {
+    if (!Object.hasOwn(properties, key)) result[key] = item
+    else if (item !== null || required.has(key)) result[key] = normalize(properties[key]!, item, defs)
+  }
+  return result
+}
+
+/**
+ * The arguments of a strict call as the tool declared them: `null` for a property the tool's own schema makes
+ * optional means absent (strict mode can only say "optional" as "may be null"), at every depth. Everything else,
+ * including values the schema would refuse, is passed on unchanged for decoding to judge.
+ */
+export const normalizer =
+  (definition: Definition.Definition) =>
+  (input: unknown): unknown =>
+    normalize(definition.inputSchema, input, ProviderSchema.defsOf(definition.inputSchema))
