@@ -39,21 +39,22 @@ export const FORMATS: ReadonlySet<string> = new Set([
 ])
 export const IMAGE_TYPES: ReadonlySet<string> = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"])
 
-const REFUSED: Readonly<Record<string, string>> = {
-  allOf: "an allOf (a value matching several schemas at once)",
-  not: "a not (any value but one schema)",
-  if: "a conditional schema (if/then/else)",
-  prefixItems: "a tuple (array items typed by position)",
-  patternProperties: "properties matched by pattern",
-  dependentRequired: "dependent requirements",
-  dependentSchemas: "dependent schemas",
-  propertyNames: "a rule on property names",
-  unevaluatedProperties: "unevaluatedProperties",
-  unevaluatedItems: "unevaluatedItems",
-  contains: "a contains rule (some item matching a schema)",
-}
+/** Keywords refused, with what they are in words (a list: walked once per schema node). */
+const REFUSED: ReadonlyMap<string, string> = new Map([
+  ["allOf", "an allOf (a value matching several schemas at once)"],
+  ["not", "a not (any value but one schema)"],
+  ["if", "a conditional schema (if/then/else)"],
+  ["prefixItems", "a tuple (array items typed by position)"],
+  ["patternProperties", "properties matched by pattern"],
+  ["dependentRequired", "dependent requirements"],
+  ["dependentSchemas", "dependent schemas"],
+  ["propertyNames", "a rule on property names"],
+  ["unevaluatedProperties", "unevaluatedProperties"],
+  ["unevaluatedItems", "unevaluatedItems"],
+  ["contains", "a contains rule (some item matching a schema)"],
+])
 
-const MOVED = [
+const MOVED: ReadonlySet<string> = new Set([
   "minimum",
   "maximum",
   "exclusiveMinimum",
@@ -65,7 +66,11 @@ const MOVED = [
   "uniqueItems",
   "minProperties",
   "maxProperties",
-] as const
+])
+
+/** An array may need at least 0 or 1 items, no more; a format outside the list is said in words. */
+const movedByValue = (key: string, value: unknown) =>
+  (key === "minItems" && typeof value === "number" && value > 1) || (key === "format" && !FORMATS.has(value as string))
 
 const PROVIDER = "anthropic"
 
@@ -95,16 +100,13 @@ export interface ToolResult {
 }
 
 const strict = (node: Node, path: string, problems: ProviderSchema.Problems, recursive: ReadonlySet<string>): Node => {
-  for (const [key, construct] of Object.entries(REFUSED)) {
-    if (key in node) problems.add(path, construct, "Anthropic strict tool use does not support it")
-  }
+  const found = ProviderSchema.scan(node, REFUSED, MOVED, movedByValue)
+  for (const construct of found.refused) problems.add(path, construct, "Anthropic strict tool use does not support it")
   const ref = ProviderSchema.refName(node)
   if (ref !== undefined && recursive.has(ref)) {
     problems.add(path, `a recursive schema (${ref} contains itself)`, "Anthropic strict tool use does not support recursion")
   }
-  const minItems = typeof node.minItems === "number" && node.minItems > 1 ? ["minItems"] : []
-  const format = typeof node.format === "string" && !FORMATS.has(node.format) ? ["format"] : []
-  const copy: Record<string, unknown> = { ...ProviderSchema.moveToDescription(node, [...MOVED, ...minItems, ...format]) }
+  const copy: Record<string, unknown> = { ...ProviderSchema.moveToDescription(node, found.moved) }
   if (Array.isArray(copy.oneOf)) {
     copy.anyOf = copy.oneOf
     delete copy.oneOf

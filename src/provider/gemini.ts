@@ -58,16 +58,17 @@ export const KEYWORDS: ReadonlySet<string> = new Set([
   "anyOf",
 ])
 
-const REFUSED: Readonly<Record<string, string>> = {
-  allOf: "an allOf (a value matching several schemas at once)",
-  not: "a not (any value but one schema)",
-  if: "a conditional schema (if/then/else)",
-  prefixItems: "a tuple (array items typed by position)",
-  patternProperties: "properties matched by pattern",
-  dependentSchemas: "dependent schemas",
-  propertyNames: "a rule on property names",
-  contains: "a contains rule (some item matching a schema)",
-}
+/** Keywords refused, with what they are in words (a list: walked once per schema node). */
+const REFUSED: ReadonlyMap<string, string> = new Map([
+  ["allOf", "an allOf (a value matching several schemas at once)"],
+  ["not", "a not (any value but one schema)"],
+  ["if", "a conditional schema (if/then/else)"],
+  ["prefixItems", "a tuple (array items typed by position)"],
+  ["patternProperties", "properties matched by pattern"],
+  ["dependentSchemas", "dependent schemas"],
+  ["propertyNames", "a rule on property names"],
+  ["contains", "a contains rule (some item matching a schema)"],
+])
 
 /** Keywords that only annotate or identify, dropped without a word. */
 const SILENT: ReadonlySet<string> = new Set(["$schema", "$id", "$comment", "examples", "additionalProperties", "$defs", "$ref"])
@@ -109,8 +110,9 @@ const convert = (input: Node, path: string, walk: Walk): Node => {
     const { $ref: _, ...siblings } = input
     return convert({ ...(walk.defs[ref] ?? {}), ...siblings }, path, walk)
   }
-  for (const [key, construct] of Object.entries(REFUSED)) {
-    if (key in input) walk.problems.add(path, construct, "Gemini's Schema does not support it")
+  for (const key in input) {
+    const construct = REFUSED.get(key)
+    if (construct !== undefined) walk.problems.add(path, construct, "Gemini's Schema does not support it")
   }
   let node: Node = input
   // A null branch or a null in a type list is Gemini's `nullable`.
@@ -141,7 +143,7 @@ const convert = (input: Node, path: string, walk: Walk): Node => {
   if (Array.isArray(node.enum) && !node.enum.every((item) => typeof item === "string")) moved.push("enum")
   const formats = typeof node.type === "string" ? FORMATS[node.type] : undefined
   if (typeof node.format === "string" && (formats === undefined || !formats.has(node.format))) moved.push("format")
-  for (const key of Object.keys(node)) if (!KEYWORDS.has(key) && !SILENT.has(key) && !(key in REFUSED)) moved.push(key)
+  for (const key of Object.keys(node)) if (!KEYWORDS.has(key) && !SILENT.has(key) && !REFUSED.has(key)) moved.push(key)
   if (typeof node.additionalProperties === "object" && node.additionalProperties !== null) {
     walk.problems.add(
       path,
@@ -150,9 +152,8 @@ const convert = (input: Node, path: string, walk: Walk): Node => {
     )
   }
   const copy: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(ProviderSchema.moveToDescription(node, moved))) {
-    if (!SILENT.has(key) && !(key in REFUSED)) copy[key] = value
-  }
+  const described = ProviderSchema.moveToDescription(node, moved)
+  for (const key in described) if (!SILENT.has(key) && !REFUSED.has(key)) copy[key] = described[key]
   if (typeof copy.type === "string" && !TYPES.has(copy.type)) {
     walk.problems.add(path, `the type ${JSON.stringify(copy.type)}`, "Gemini's Schema has no such type")
   }

@@ -25,23 +25,25 @@ export const MAX_PROPERTIES = 5_000
 export const MAX_NESTING = 10
 export const FORMATS: ReadonlySet<string> = new Set(["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"])
 
-/** Keywords strict mode refuses, and what they are in words. */
-const REFUSED: Readonly<Record<string, string>> = {
-  allOf: "an allOf (a value matching several schemas at once)",
-  not: "a not (any value but one schema)",
-  if: "a conditional schema (if/then/else)",
-  prefixItems: "a tuple (array items typed by position)",
-  patternProperties: "properties matched by pattern",
-  dependentRequired: "dependent requirements",
-  dependentSchemas: "dependent schemas",
-  propertyNames: "a rule on property names",
-  unevaluatedProperties: "unevaluatedProperties",
-  unevaluatedItems: "unevaluatedItems",
-  contains: "a contains rule (some item matching a schema)",
-}
+/** Keywords refused, with what they are in words (a list: walked once per schema node). */
+const REFUSED: ReadonlyMap<string, string> = new Map([
+  ["allOf", "an allOf (a value matching several schemas at once)"],
+  ["not", "a not (any value but one schema)"],
+  ["if", "a conditional schema (if/then/else)"],
+  ["prefixItems", "a tuple (array items typed by position)"],
+  ["patternProperties", "properties matched by pattern"],
+  ["dependentRequired", "dependent requirements"],
+  ["dependentSchemas", "dependent schemas"],
+  ["propertyNames", "a rule on property names"],
+  ["unevaluatedProperties", "unevaluatedProperties"],
+  ["unevaluatedItems", "unevaluatedItems"],
+  ["contains", "a contains rule (some item matching a schema)"],
+])
 
 /** Constraints strict mode lacks: said in the description instead. */
-const MOVED = ["minLength", "maxLength", "minProperties", "maxProperties", "uniqueItems", "default"] as const
+const MOVED: ReadonlySet<string> = new Set(["minLength", "maxLength", "minProperties", "maxProperties", "uniqueItems", "default"])
+
+const unsupportedFormat = (key: string, value: unknown) => key === "format" && !FORMATS.has(value as string)
 
 const PROVIDER = "openai-strict"
 
@@ -59,15 +61,13 @@ const nullable = (node: Node): Node => {
 }
 
 const strict = (node: Node, path: string, level: number, walk: Walk): Node => {
-  for (const [key, construct] of Object.entries(REFUSED)) {
-    if (key in node) walk.problems.add(path, construct, "OpenAI strict mode does not support it")
-  }
+  const found = ProviderSchema.scan(node, REFUSED, MOVED, unsupportedFormat)
+  for (const construct of found.refused) walk.problems.add(path, construct, "OpenAI strict mode does not support it")
   if (ProviderSchema.isAny(node)) {
     walk.problems.add(path, "a value of any type", "OpenAI strict mode needs a type for every value")
     return node
   }
-  const unsupportedFormat = typeof node.format === "string" && !FORMATS.has(node.format) ? ["format"] : []
-  const copy: Record<string, unknown> = { ...ProviderSchema.moveToDescription(node, [...MOVED, ...unsupportedFormat]) }
+  const copy: Record<string, unknown> = { ...ProviderSchema.moveToDescription(node, found.moved) }
   if ("const" in copy) {
     copy.enum = [copy.const]
     delete copy.const
@@ -90,12 +90,12 @@ const strict = (node: Node, path: string, level: number, walk: Walk): Node => {
       )
     }
     const properties = ProviderSchema.isNode(copy.properties) ? (copy.properties as Record<string, Node>) : {}
-    const required = new Set(Array.isArray(copy.required) ? (copy.required as ReadonlyArray<string>) : [])
+    const required: ReadonlyArray<unknown> = Array.isArray(copy.required) ? copy.required : []
     const strictProperties: Record<string, Node> = {}
     for (const [key, property] of Object.entries(properties)) {
       walk.properties++
       const mapped = strict(property, ProviderSchema.child(path, key), level + 1, walk)
-      strictProperties[key] = required.has(key) || ProviderSchema.admitsNull(mapped) ? mapped : nullable(mapped)
+      strictProperties[key] = required.includes(key) || ProviderSchema.admitsNull(mapped) ? mapped : nullable(mapped)
     }
     copy.properties = strictProperties
     copy.required = Object.keys(strictProperties)
@@ -167,11 +167,11 @@ const normalize = (node: Node, value: unknown, defs: Readonly<Record<string, Nod
   }
   if (!ProviderSchema.isNode(value) || !ProviderSchema.isNode(resolved.properties)) return value
   const properties = resolved.properties as Record<string, Node>
-  const required = new Set(Array.isArray(resolved.required) ? (resolved.required as ReadonlyArray<string>) : [])
+  const required: ReadonlyArray<unknown> = Array.isArray(resolved.required) ? resolved.required : []
   const result: Record<string, unknown> = {}
   for (const [key, item] of Object.entries(value)) {
     if (!Object.hasOwn(properties, key)) result[key] = item
-    else if (item !== null || required.has(key)) result[key] = normalize(properties[key]!, item, defs)
+    else if (item !== null || required.includes(key)) result[key] = normalize(properties[key]!, item, defs)
   }
   return result
 }

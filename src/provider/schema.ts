@@ -43,6 +43,25 @@ export const child = (path: string, key: string): string => (path === "" ? key :
 export const refName = (node: Node): string | undefined =>
   typeof node.$ref === "string" ? /^#\/\$defs\/(.+)$/.exec(node.$ref)?.[1] : undefined
 
+/**
+ * One pass over a node's keywords: the constructs of those `refused` names (keyword → construct in words), and the
+ * keywords to move into the description (those in `moved`, and those `alsoMoved` picks by value).
+ */
+export const scan = (
+  node: Node,
+  refused: ReadonlyMap<string, string>,
+  moved: ReadonlySet<string>,
+  alsoMoved?: (key: string, value: unknown) => boolean,
+): { readonly refused: ReadonlyArray<string>; readonly moved: ReadonlyArray<string> } => {
+  const found = { refused: [] as Array<string>, moved: [] as Array<string> }
+  for (const key in node) {
+    const construct = refused.get(key)
+    if (construct !== undefined) found.refused.push(construct)
+    else if (moved.has(key) || alsoMoved?.(key, node[key]) === true) found.moved.push(key)
+  }
+  return found
+}
+
 /** The definitions of a document (core's inputs keep shared parts in `$defs` at the root). */
 export const defsOf = (document: JsonSchema.JsonSchema): Readonly<Record<string, Node>> =>
   isNode(document.$defs) ? (document.$defs as Record<string, Node>) : {}
@@ -108,6 +127,7 @@ const words = (key: string, value: unknown): string => {
  * ("Wall-clock limit (at least 1, at most 600000)"), so the model still reads what decoding will check.
  */
 export const moveToDescription = (node: Node, keys: ReadonlyArray<string>): Node => {
+  if (keys.length === 0) return node
   const moved = keys.filter((key) => key in node)
   if (moved.length === 0) return node
   const copy: Record<string, unknown> = {}
