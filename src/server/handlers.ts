@@ -136,10 +136,31 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
       return Respond.events(body, replay ? REPLAYED : {})
     })
 
+  const settle = (route: Route, stream: boolean) =>
+    Effect.gen(function* () {
+      const turnID = param(route, "turnID")
+      const turn = route.served.turn(turnID)
+      if (turn === undefined) {
+        return yield* Respond.notFound(
+          `Unknown or expired turn "${turnID}" in ${route.served.directory}: materialize again with POST /v1/turns ` +
+            `(send the same X-Core-Location with every request of a turn)`,
+        )
+      }
+      const request = yield* Respond.body(route.request, Api.CallRequest)
+      const call: Settler.Call = { ...request, input: inputOf(turn, request.name, request.input), agent: turn.agent }
+      return yield* stream ? settleEvents(route, turn, call) : settleJson(route, turn, call)
+    })
+
   return {
     health: () => Effect.succeed(Respond.json(200, { ok: true, version } satisfies typeof Api.Health.Type)),
 
-    openapi: () => Effect.sync(() => Respond.text(200, (openapi ??= JSON.stringify(Api.openapi())))),
+    // The Host header was checked to be the server's own address, so it names this server.
+    openapi: (route) =>
+      Effect.sync(() => {
+        const host = Respond.header(route.request, "host")
+        openapi ??= JSON.stringify(Api.openapi(host === undefined ? {} : { server: `http://${host}` }))
+        return Respond.text(200, openapi)
+      }),
 
     createTurn: (route) =>
       Effect.gen(function* () {
@@ -157,20 +178,9 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
         return Respond.text(200, `${head},"provider":${JSON.stringify(provider)},"tools":${serialized(tools)}}`)
       }),
 
-    settle: (route) =>
-      Effect.gen(function* () {
-        const turnID = param(route, "turnID")
-        const turn = route.served.turn(turnID)
-        if (turn === undefined) {
-          return yield* Respond.notFound(
-            `Unknown or expired turn "${turnID}" in ${route.served.directory}: materialize again with POST /v1/turns ` +
-              `(send the same X-Core-Location with every request of a turn)`,
-          )
-        }
-        const request = yield* Respond.body(route.request, Api.CallRequest)
-        const call: Settler.Call = { ...request, input: inputOf(turn, request.name, request.input), agent: turn.agent }
-        return yield* wantsEvents(route.request) ? settleEvents(route, turn, call) : settleJson(route, turn, call)
-      }),
+    settle: (route) => settle(route, wantsEvents(route.request)),
+
+    settleStream: (route) => settle(route, true),
 
     check: (route) =>
       Effect.gen(function* () {

@@ -1,0 +1,196 @@
+// The OpenAPI document as client generators read it: numbers as numbers, definitions as open objects, the JSON and
+// event-stream forms of a call as separate operations, each event stream typed by its data, response headers,
+// servers; `redocly lint` finds no error; and a client generated with @hey-api/openapi-ts type-checks a small
+// program (with tsc) and then runs it against the sidecar in process.
+
+import { describe, expect, test } from "bun:test"
+import { cpSync, existsSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Api } from "../../src/server/api"
+import { tempDir } from "../support/temp"
+import { EventReader, HOST, IMPORTS, TOKEN, callBody, inProcess } from "./support"
+
+const BIN = join(import.meta.dir, "../../node_modules/.bin")
+/** The generator's own package (it prints with TypeScript 5's compiler API), installed by the root's postinstall. */
+const GENERATOR = join(import.meta.dir, "generator")
+const GENERATOR_INSTALL = "npm ci --prefix test/server/generator"
+
+const ECHO = `${IMPORTS}
+export default Tool.make({
+  description: "Echo text back",
+  input: Schema.Struct({ text: Schema.String, times: Schema.optionalKey(Schema.Int) }),
+  output: Schema.String,
+  execute: (input, context) => Effect.gen(function* () {
+    yield* context.progress({ message: "echoing" })
+    return input.text.repeat(input.times ?? 1)
+  }),
+})
+`
+
+const walk = (value: unknown, visit: (node: Record<string, any>) => void): void => {
+  if (Array.isArray(value)) return value.forEach((item) => walk(item, visit))
+  if (typeof value !== "object" || value === null) return
+  visit(value as Record<string, any>)
+  for (const child of Object.values(value)) walk(child, visit)
+}
+
+describe("the OpenAPI document for generators", () => {
+  test("numbers are numbers, free-form objects take any keys, and the served document names its own server", async () => {
+    const sidecar = await inProcess()
+    const document = (await sidecar.json("GET", "/v1/openapi.json")).body
+    expect(JSON.stringify(document)).not.toContain('"Infinity"')
+    const { schemas } = document.components
+    expect(schemas.Settlement.properties.outputs.items.properties.bytes).toEqual({ type: "number" })
+    expect(schemas.Definition.properties.inputSchema).toMatchObject({ type: "object", additionalProperties: {} })
+    walk(document, (node) => {
+      if (node.type === "object" && !("properties" in node)) expect(node).toHaveProperty("additionalProperties")
+    })
+    expect(document.servers).toEqual([{ url: `http://${HOST}`, description: "This server" }])
+    // The document on its own (no request) describes where core serve listens.
+    expect(Api.openapi().servers).toEqual([expect.objectContaining({ url: "http://127.0.0.1:{port}" })])
+  })
+
+  test("the JSON and event-stream forms of a call are separate operations; each event stream is typed by its data", async () => {
+    const sidecar = await inProcess()
+    const { paths } = (await sidecar.json("GET", "/v1/openapi.json")).body
+    const json = paths["/v1/turns/{turnID}/calls"].post.responses["200"]
+    expect(Object.keys(json.content)).toEqual(["application/json"])
+    expect(json.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/CallSettlement" })
+    const stream = paths["/v1/turns/{turnID}/calls/stream"].post.responses["200"]
+    expect(Object.keys(stream.content)).toEqual(["text/event-stream"])
+    const data = stream.content["text/event-stream"].schema
+    expect(data.anyOf.map((branch: any) => branch.$ref.split("/").pop())).toEqual(["Progress", "PermissionRequest", "CallSettlement", "Error"])
+    expect(data.description).toContain("`settlement` (CallSettlement)")
+    expect(paths["/v1/events"].get.responses["200"].content["text/event-stream"].schema.description).toContain("`call.settled`")
+  })
+
+  test("response headers: X-Core-Replayed on calls, Content-Range on ranges", async () => {
+    const sidecar = await inProcess()
+    const { paths } = (await sidecar.json("GET", "/v1/openapi.json")).body
+    expect(paths["/v1/turns/{turnID}/calls"].post.responses["200"].headers["X-Core-Replayed"].schema).toEqual({
+      type: "string",
+      enum: ["true"],
+    })
+    expect(paths["/v1/turns/{turnID}/calls/stream"].post.responses["200"].headers).toHaveProperty("X-Core-Replayed")
+    const output = paths["/v1/outputs/{id}"].get.responses
+    expect(output["206"].headers).toHaveProperty("Content-Range")
+    expect(output["416"].headers).toHaveProperty("Content-Range")
+    expect(output["200"].headers).toHaveProperty("Accept-Ranges")
+  })
+
+  test("redocly lint reports no error", async () => {
+    const file = join(tempDir("core-openapi-"), "openapi.json")
+    writeFileSync(file, JSON.stringify(Api.openapi()))
+    const lint = Bun.spawn([join(BIN, "redocly"), "lint", "--format", "json", file], { stdout: "pipe", stderr: "pipe" })
+    const [code, stdout] = await Promise.all([lint.exited, new Response(lint.stdout).text()])
+    const report = JSON.parse(stdout) as { totals: { errors: number }; problems: Array<{ message: string; severity: string }> }
+    expect(report.problems.filter((problem) => problem.severity === "error")).toEqual([])
+    expect(report.totals.errors).toBe(0)
+    expect(code).toBe(0)
+  })
+})
+
+describe("POST /v1/turns/{turnID}/calls/stream", () => {
+  test("answers the call as events without an Accept header, and a replay with only its settlement", async () => {
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO })
+    const { turnID } = await sidecar.turn()
+    const body = callBody({ name: "echo", input: { text: "hi" }, toolCallID: "call_stream" })
+    const first = await sidecar.fetch("POST", `/v1/turns/${turnID}/calls/stream`, { body })
+    expect(first.headers.get("content-type")).toStartWith("text/event-stream")
+    const events = await new EventReader(first).rest()
+    expect(events.map((event) => event.event)).toEqual(["progress", "settlement"])
+    expect(events[1]!.data).toMatchObject({ status: "success", structured: "hi" })
+    const again = await sidecar.fetch("POST", `/v1/turns/${turnID}/calls/stream`, { body })
+    expect(again.headers.get("x-core-replayed")).toBe("true")
+    expect((await new EventReader(again).rest()).map((event) => event.event)).toEqual(["settlement"])
+  })
+})
+
+
+/** A small host written against the generated client: types checked by tsc, then run against the sidecar. */
+const PROGRAM = `import { createClient } from "./client/client"
+import { coreCreateTurn, coreSettle, coreSettleStream } from "./client/sdk.gen"
+import type { Definition, Provider } from "./client/types.gen"
+
+export const run = async (fetch: typeof globalThis.fetch, base: string, token: string) => {
+  const client = createClient({ baseUrl: base, fetch, headers: { authorization: \`Bearer \${token}\` } })
+  const turn = await coreCreateTurn({ client, body: { provider: "anthropic" }, throwOnError: true })
+  const provider: Provider | undefined = turn.data.provider
+  // A definition's schemas are open objects: a host may build one.
+  const own: Definition = { name: "x", description: "", inputSchema: { type: "object" }, outputSchema: {} }
+  // @ts-expect-error providers are a closed set
+  const wrong: Provider = "cohere"
+  const call = { sessionID: "ses_gen", assistantMessageID: "msg_gen", name: "echo", input: { text: "hi", times: 2 } }
+  const settled = await coreSettle({
+    client,
+    path: { turnID: turn.data.turnID },
+    body: { ...call, toolCallID: "call_json" },
+    throwOnError: true,
+  })
+  const status: "success" | "error" | "declined" | "cancelled" = settled.data.status
+  const bytes: number = settled.data.outputs[0]?.bytes ?? 0
+  const events: Array<string> = []
+  const { stream } = await coreSettleStream({
+    client,
+    path: { turnID: turn.data.turnID },
+    body: { ...call, toolCallID: "call_stream" },
+    onSseEvent: (event) => { events.push(String(event.event)) },
+  })
+  let streamed: unknown
+  for await (const data of stream) if ("status" in data) streamed = data.structured
+  return { provider, own, wrong, status, bytes, structured: settled.data.structured, result: settled.data.result, events, streamed }
+}
+`
+
+describe("a client generated from the document", () => {
+  test("@hey-api/openapi-ts generates a client that type-checks and settles calls in process", async () => {
+    const generator = join(GENERATOR, "node_modules/@hey-api/openapi-ts/dist/run.mjs")
+    expect({ installed: existsSync(generator), install: GENERATOR_INSTALL }).toEqual({ installed: true, install: GENERATOR_INSTALL })
+    const work = tempDir("core-openapi-client-")
+    const spec = join(work, "openapi.json")
+    writeFileSync(spec, JSON.stringify(Api.openapi()))
+    const generate = Bun.spawn([process.execPath, generator, "-i", spec, "-o", join(work, "client")], {
+      cwd: work,
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    const [generated, generateErr] = await Promise.all([generate.exited, new Response(generate.stderr).text()])
+    expect({ generated, generateErr }).toEqual({ generated: 0, generateErr: expect.any(String) })
+    expect(existsSync(join(work, "client/sdk.gen.ts"))).toBe(true)
+    writeFileSync(join(work, "program.ts"), PROGRAM)
+    writeFileSync(
+      join(work, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          target: "ESNext",
+          module: "Preserve",
+          moduleResolution: "bundler",
+          lib: ["ESNext", "DOM", "DOM.Iterable"],
+          types: [],
+          skipLibCheck: true,
+        },
+        files: ["program.ts"],
+      }),
+    )
+    const check = Bun.spawn([join(BIN, "tsc"), "-p", join(work, "tsconfig.json")], { cwd: work, stdout: "pipe", stderr: "pipe" })
+    const [checked, out] = await Promise.all([check.exited, new Response(check.stdout).text()])
+    expect({ checked, out }).toEqual({ checked: 0, out: "" })
+
+    // And what the types say is what is sent: the program runs against the sidecar.
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO })
+    cpSync(join(work, "program.ts"), join(work, "program-run.ts"))
+    const { run } = (await import(join(work, "program-run.ts"))) as { run: (...args: Array<unknown>) => Promise<Record<string, any>> }
+    const send = (request: Request) => sidecar.handler(new Request(request, { headers: { ...Object.fromEntries(request.headers), host: HOST } }))
+    const outcome = await run(send, `http://${HOST}`, TOKEN)
+    expect(outcome).toMatchObject({
+      provider: "anthropic",
+      status: "success",
+      structured: "hihi",
+      result: { type: "tool_result", tool_use_id: "call_json" },
+      events: ["progress", "settlement"],
+      streamed: "hihi",
+    })
+  }, 120_000)
+})
