@@ -121,6 +121,7 @@ const convert = (input: Node, path: string, walk: Walk): Node => {
   if (branches !== undefined) {
     const kept = (branches as ReadonlyArray<Node>).filter((branch) => !ProviderSchema.isNull(branch))
     nullable = kept.length < branches.length
+    if (kept.length === 0) return onlyNull(path, walk)
     const { anyOf: _a, oneOf: _o, ...rest } = node
     node = kept.length === 1 ? { ...kept[0]!, ...rest } : { ...rest, anyOf: kept }
     if (kept.length === 1) return withNullable(convert(node, path, walk), nullable)
@@ -131,6 +132,7 @@ const convert = (input: Node, path: string, walk: Walk): Node => {
     const { type: _, ...rest } = node
     node = types.length === 1 ? { ...rest, type: types[0] } : { ...rest, anyOf: types.map((type) => ({ type })) }
   }
+  if (node.type === "null") return onlyNull(path, walk)
   if ("const" in node) {
     const { const: value, ...rest } = node
     node = { ...rest, enum: [value] }
@@ -177,6 +179,11 @@ const convert = (input: Node, path: string, walk: Walk): Node => {
     copy.propertyOrdering = Object.keys(copy.properties as Node)
   }
   return withNullable(copy, nullable)
+}
+
+const onlyNull = (path: string, walk: Walk): Node => {
+  walk.problems.add(path, "a value that can only be null", "Gemini's Schema has no null type")
+  return {}
 }
 
 const withNullable = (node: Node, nullable: boolean): Node => (nullable ? { ...node, nullable: true } : node)

@@ -156,6 +156,13 @@ describe("a tool a provider cannot express is a model-compatibility error at pre
     expect(Rules.openai(prepared([tree], "openai-strict").tools[0] as any, true)).toEqual([])
   })
 
+  test("gemini refuses a value that can only be null", () => {
+    const nothing = definitionOf("nothing", Schema.Struct({ value: Schema.Null }))
+    expect(Provider.lint([nothing], "gemini").map((problem) => [problem.path, problem.construct])).toEqual([
+      ["value", "a value that can only be null"],
+    ])
+  })
+
   test("a value of any type and a tuple are refused by openai-strict and gemini", () => {
     const loose = definitionOf("loose", Schema.Struct({ value: Schema.Unknown, pair: Schema.Tuple([Schema.String, Schema.Finite]) }))
     for (const provider of ["openai-strict", "gemini"] as const) {
