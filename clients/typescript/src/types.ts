@@ -1,0 +1,104 @@
+// The wire shapes of core's HTTP sidecar (docs/serve.md), as the client hands them to a host. Written out here so
+// the package needs nothing at run time; a test checks them against the schemas the server decodes and encodes with.
+
+/** A model-facing part of a settlement: text, or a file (an image) as a `data:` URI. */
+export type Part =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "file"; readonly mime: string; readonly uri: string; readonly name?: string }
+
+export type ErrorKind = "failure" | "unknown" | "invalid_input" | "invalid_output" | "stale" | "denied" | "interrupted"
+
+/** The outcome of one call (DESIGN §5). `success` and `error` go to the model; `declined` and `cancelled` are runner outcomes. */
+export interface Settlement {
+  readonly tool: string
+  readonly callID: string
+  readonly status: "success" | "error" | "declined" | "cancelled"
+  readonly content: ReadonlyArray<Part>
+  readonly structured: unknown
+  readonly error?: { readonly kind: ErrorKind; readonly message: string }
+  readonly outputs: ReadonlyArray<{ readonly id: string; readonly bytes: number }>
+}
+
+/** A tool as a turn advertises it, in core's own shape. */
+export interface Definition {
+  readonly name: string
+  readonly description: string
+  readonly inputSchema: Readonly<Record<string, unknown>>
+  readonly outputSchema: Readonly<Record<string, unknown>>
+  readonly [extra: string]: unknown
+}
+
+/** A materialized catalog: settle the model's calls through its `turnID`. */
+export interface Turn {
+  readonly turnID: string
+  readonly definitions: ReadonlyArray<Definition>
+}
+
+export interface PermissionRequest {
+  readonly id: string
+  readonly sessionID: string
+  readonly toolCallID: string
+  readonly action: string
+  readonly resources: ReadonlyArray<string>
+  /** The patterns an `always` reply saves. */
+  readonly save: ReadonlyArray<string>
+}
+
+/** How to answer an ask: `reject` with a message fails the call with it; without one, the call is declined. */
+export type Reply = "once" | "always" | "reject" | { readonly reply: "reject"; readonly message: string }
+
+export interface Progress {
+  readonly message: string
+  readonly metadata?: Readonly<Record<string, unknown>>
+}
+
+export type Verdict = "allow" | "deny" | "ask"
+
+/** What `POST /v1/turns/{turnID}/check` answers: the permission decision of a call, found without running it. */
+export interface Check {
+  readonly tool: string
+  readonly agent: string
+  readonly decision: Verdict
+  readonly checks: ReadonlyArray<{
+    readonly action: string
+    readonly decision: Verdict
+    readonly alwaysAsked?: true
+    readonly protected?: string
+    readonly resources: ReadonlyArray<{
+      readonly resource: string
+      readonly decision: Verdict
+      readonly rule: {
+        readonly action: string
+        readonly resource: string
+        readonly effect: Verdict
+        readonly file: string
+        readonly path: string
+      } | null
+      readonly approvedBy?: string
+    }>
+    readonly alwaysSaves?: ReadonlyArray<string>
+  }>
+}
+
+interface CallKey {
+  readonly sessionID: string
+  readonly toolCallID: string
+}
+
+/** What `GET /v1/events` streams. */
+export type ServerEvent =
+  | { readonly event: "call.started"; readonly data: CallKey & { readonly tool: string; readonly turnID: string } }
+  | { readonly event: "call.progress"; readonly data: CallKey & Progress }
+  | { readonly event: "call.settled"; readonly data: CallKey & { readonly replayed: boolean; readonly settlement: Settlement } }
+  | { readonly event: "call.failed"; readonly data: CallKey & { readonly tool: string; readonly message: string } }
+  | { readonly event: "permission.asked"; readonly data: PermissionRequest }
+  | { readonly event: "permission.replied"; readonly data: { readonly id: string; readonly sessionID: string; readonly reply: "once" | "always" | "reject" } }
+  | { readonly event: "tools.changed"; readonly data: { readonly reason: "tools" | "config"; readonly files: ReadonlyArray<string> } }
+  | { readonly event: "diagnostic"; readonly data: { readonly file: string; readonly message: string } }
+
+/** What the stream of one call sends. */
+export type CallEvent =
+  | { readonly event: "progress"; readonly data: Progress }
+  | { readonly event: "permission"; readonly data: PermissionRequest }
+  | { readonly event: "settlement"; readonly data: Settlement }
+  | { readonly event: "error"; readonly data: { readonly error: { readonly kind: string; readonly message: string } } }

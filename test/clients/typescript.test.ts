@@ -1,0 +1,280 @@
+// `@core/client` against the compiled binary: spawn and connect, turns and calls as JSON and as event streams,
+// progress, asks answered mid-stream, cancellation through an AbortSignal (the command's processes checked in
+// /proc), events, managed outputs read whole and by range, a call whose connection is cut posted again with the
+// same ids (run once), and a session that materializes again after tools.changed, a stale call and an expired turn.
+
+import { afterAll, describe, expect, test } from "bun:test"
+import { writeFileSync } from "node:fs"
+import { connect, createServer, type AddressInfo } from "node:net"
+import { join } from "node:path"
+import { Core, CoreError, type PermissionRequest, type Progress } from "@core/client"
+import { binary } from "../support/binary"
+import { IMPORTS, RAN, runs, sandbox, type Sandbox } from "../cli/fixture"
+import { isDead } from "../server/support"
+import { project } from "./fixture"
+
+const opened: Array<Core> = []
+afterAll(async () => {
+  for (const core of opened.splice(0)) await core.close()
+})
+
+const spawn = async (box: Sandbox): Promise<Core> => {
+  const core = await Core.spawn({ command: await binary(), location: box.location, env: { ...process.env, ...box.env }, stderr: "ignore" })
+  opened.push(core)
+  return core
+}
+
+const tool = (description: string, body = `"${description}"`) => `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "${description}",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.sync(() => { ran("echo"); return ${body} }),
+})
+`
+
+describe("@core/client", () => {
+  test("spawns core serve, reads its ready line, settles a call as JSON and replays it with the same ids", async () => {
+    const box = sandbox({ "tools/echo.ts": tool("Echo", "input.text") })
+    const core = await spawn(box)
+    expect(core.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+    expect((await core.health()).ok).toBe(true)
+    const turn = await core.materialize()
+    expect(turn.definitions.map((definition) => definition.name)).toContain("echo")
+    const call = { sessionID: "ses_ts", assistantMessageID: "msg_1", toolCallID: "call_1", name: "echo", input: { text: "hi" } }
+    const first = await core.settle(turn.turnID, call)
+    expect(first).toMatchObject({ tool: "echo", callID: "call_1", status: "success", structured: "hi" })
+    expect(await core.settle(turn.turnID, call)).toEqual(first)
+    expect(await core.settlement("ses_ts", "call_1")).toEqual(first)
+    expect(await core.settlement("ses_ts", "call_none")).toBeUndefined()
+    expect(runs(box, "echo")).toBe(1)
+
+    // Connecting with the ready line's URL and token reaches the same server; a wrong token is a typed refusal.
+    const connected = Core.connect({ url: core.url, token: core.token })
+    expect((await connected.settle(turn.turnID, call)).structured).toBe("hi")
+    const refused = await Core.connect({ url: core.url, token: "wrong" }).materialize().catch((error) => error)
+    expect(refused).toBeInstanceOf(CoreError)
+    expect(refused).toMatchObject({ status: 401, kind: "unauthorized" })
+    const unknown = await core.settle("turn_nope", call).catch((error) => error)
+    expect(unknown).toMatchObject({ status: 404, kind: "not_found" })
+    const badAgent = await core.materialize({ agent: "nobody" }).catch((error) => error)
+    expect(badAgent).toMatchObject({ status: 400, kind: "bad_request" })
+  })
+
+  test("a spawn whose core exits before its ready line fails, saying so", async () => {
+    const box = sandbox()
+    const failed = await Core.spawn({
+      command: await binary(),
+      location: join(box.location, "missing"),
+      env: { ...process.env, ...box.env },
+      stderr: "ignore",
+    }).catch((error) => error)
+    expect(String(failed)).toContain("exited (code 2) before it was ready")
+  })
+
+  test("streams progress, answers an ask mid-stream with onAsk, and sees the call on the events stream", async () => {
+    const box = project()
+    const core = await spawn(box)
+    const events = await core.events()
+    const turn = await core.materialize()
+    const asks: Array<PermissionRequest> = []
+    const progress: Array<Progress> = []
+    const settlement = await core.settle(
+      turn.turnID,
+      { sessionID: "ses_ask", assistantMessageID: "m", toolCallID: "call_ask", name: "bash", input: { command: "echo one; echo two" } },
+      {
+        onAsk: (ask) => {
+          asks.push(ask)
+          return "once"
+        },
+        onProgress: (update) => progress.push(update),
+      },
+    )
+    expect(asks).toEqual([expect.objectContaining({ action: "bash", resources: ["echo one", "echo two"], toolCallID: "call_ask" })])
+    expect(progress.length).toBeGreaterThan(0)
+    expect(settlement.status).toBe("success")
+    expect((settlement.structured as { stdout: string }).stdout).toBe("one\ntwo\n")
+    const seen: Array<string> = []
+    for await (const event of events) {
+      seen.push(event.event)
+      if (event.event === "call.settled") {
+        expect(event.data.settlement).toEqual(settlement)
+        break
+      }
+    }
+    expect(seen).toEqual(expect.arrayContaining(["call.started", "permission.asked", "permission.replied", "call.settled"]))
+    events.close()
+
+    // An ask rejected with a message fails the call with it; one left unanswered stays pending for others.
+    const rejected = await core.settle(
+      turn.turnID,
+      { sessionID: "ses_ask", assistantMessageID: "m", toolCallID: "call_no", name: "bash", input: { command: "echo no" } },
+      { onAsk: () => ({ reply: "reject", message: "not today" }) },
+    )
+    expect(rejected.status).toBe("error")
+    expect(rejected.error?.message).toContain("not today")
+  })
+
+  test("aborting the signal cancels the call on core: its processes die and it settles cancelled", async () => {
+    const box = sandbox()
+    const core = await spawn(box)
+    const turn = await core.materialize()
+    const abort = new AbortController()
+    let pid = 0
+    const settlement = await core.settle(
+      turn.turnID,
+      { sessionID: "ses_abort", assistantMessageID: "m", toolCallID: "call_abort", name: "bash", input: { command: "echo pid $$; sleep 300" } },
+      {
+        signal: abort.signal,
+        onProgress: (update) => {
+          const match = /pid (\d+)/.exec(update.message)
+          if (match === null || pid !== 0) return
+          pid = Number(match[1])
+          abort.abort()
+        },
+      },
+    )
+    expect(settlement.status).toBe("cancelled")
+    expect(pid).toBeGreaterThan(0)
+    expect(isDead(pid)).toBe(true)
+    expect((await core.settlement("ses_abort", "call_abort"))?.status).toBe("cancelled")
+    // A signal aborted before the call sends nothing.
+    const early = await core
+      .settle(turn.turnID, { sessionID: "ses_abort", assistantMessageID: "m", toolCallID: "call_early", name: "bash", input: { command: "true" } }, { signal: AbortSignal.abort() })
+      .catch((error) => error)
+    expect(early.name).toBe("AbortError")
+    expect(await core.settlement("ses_abort", "call_early")).toBeUndefined()
+  })
+
+  test("reads a managed output whole, by range and by suffix; a range past the end is a typed 416", async () => {
+    const box = sandbox({ "core.json": '{ "output": { "maxLines": 10 } }' })
+    const core = await spawn(box)
+    const session = core.session()
+    const settlement = await session.call({ name: "bash", input: { command: "seq 1 3000" } })
+    const [ref] = settlement.outputs
+    expect(ref).toBeDefined()
+    const whole = await core.output(ref!.id)
+    expect(whole.text).toContain("\n2999\n")
+    expect(whole.size).toBe(ref!.bytes)
+    const part = await core.output(ref!.id, { range: { start: 5, end: 10 } })
+    expect(part).toMatchObject({ start: 5, end: 10, size: ref!.bytes, text: whole.text.slice(5, 11) })
+    const tail = await core.output(ref!.id, { range: { suffix: 5 } })
+    expect(tail.text).toBe(whole.text.slice(-5))
+    const past = await core.output(ref!.id, { range: { start: ref!.bytes + 10 } }).catch((error) => error)
+    expect(past).toMatchObject({ status: 416 })
+    expect(await core.output("out_missing").catch((error) => error.status)).toBe(404)
+    session.close()
+  })
+
+  test("a call whose stream is cut mid-call is posted again with the same ids: it joins the call, which runs once", async () => {
+    const box = sandbox({
+      "tools/slow.ts": `${IMPORTS}${RAN}
+import { existsSync } from "node:fs"
+export default Tool.make({
+  description: "Report progress, then wait for a gate file",
+  input: Schema.Struct({ gate: Schema.String }),
+  output: Schema.String,
+  execute: (input, context) => Effect.gen(function* () {
+    ran("slow")
+    yield* context.progress({ message: "started" })
+    while (!existsSync(input.gate)) yield* Effect.sleep("10 millis")
+    return "through"
+  }),
+})
+`,
+    })
+    const core = await spawn(box)
+    // A TCP proxy in front of core that drops the connection of the first call once its first event passed.
+    const gate = join(box.data, "gate")
+    const target = new URL(core.url)
+    let posts = 0
+    let cut = 0
+    const proxy = createServer((client) => {
+      const upstream = connect(Number(target.port), target.hostname)
+      let call = 0
+      client.on("data", (chunk: Buffer) => {
+        let text = chunk.toString("latin1")
+        if (/^POST \S+\/calls /.test(text)) {
+          call = ++posts
+          // The call posted again after the cut: now let the tool finish.
+          if (call === 2) writeFileSync(gate, "")
+        }
+        text = text.replace(/^host: .*$/im, `host: ${target.host}`)
+        upstream.write(Buffer.from(text, "latin1"))
+      })
+      upstream.on("data", (chunk: Buffer) => {
+        if (call === 1 && cut === 0 && chunk.toString("latin1").includes("event: progress")) {
+          cut++
+          client.destroy()
+          upstream.destroy()
+          return
+        }
+        client.write(chunk)
+      })
+      client.on("close", () => upstream.destroy())
+      upstream.on("close", () => client.destroy())
+      client.on("error", () => undefined)
+      upstream.on("error", () => undefined)
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))
+    try {
+      const through = Core.connect({ url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, token: core.token })
+      const turn = await through.materialize()
+      const settlement = await through.settle(
+        turn.turnID,
+        { sessionID: "ses_cut", assistantMessageID: "m", toolCallID: "call_cut", name: "slow", input: { gate } },
+        { stream: true },
+      )
+      expect(cut).toBe(1)
+      expect(posts).toBe(2)
+      expect(settlement).toMatchObject({ status: "success", structured: "through" })
+      expect(runs(box, "slow")).toBe(1)
+    } finally {
+      proxy.close()
+    }
+  })
+})
+
+describe("a session", () => {
+  test("materializes again after tools.changed, after a stale call, and after its turn is gone (re-posting the same call)", async () => {
+    const box = sandbox({ "tools/echo.ts": tool("Echo v1") })
+    const core = await spawn(box)
+    let changed = Promise.withResolvers<void>()
+    const session = core.session({ sessionID: "ses_live", onToolsChanged: () => changed.resolve() })
+    const first = await session.turn()
+    expect(first.definitions.find((definition) => definition.name === "echo")?.description).toBe("Echo v1")
+    expect(await session.turn()).toBe(first)
+
+    writeFileSync(join(box.location, "tools/echo.ts"), tool("Echo v2"))
+    await changed.promise
+    expect(session.isOutdated).toBe(true)
+    const second = await session.turn()
+    expect(second.turnID).not.toBe(first.turnID)
+    expect(second.definitions.find((definition) => definition.name === "echo")?.description).toBe("Echo v2")
+    expect((await session.call({ name: "echo", input: { text: "x" } })).structured).toBe("Echo v2")
+
+    // A session that does not watch learns of the change from a stale call, and the next step is fresh.
+    const blind = core.session({ watch: false })
+    await blind.turn()
+    changed = Promise.withResolvers<void>()
+    const watching = core.session({ onToolsChanged: () => changed.resolve() })
+    await watching.turn()
+    writeFileSync(join(box.location, "tools/echo.ts"), tool("Echo v3"))
+    await changed.promise
+    const stale = await blind.call({ name: "echo", input: { text: "x" } })
+    expect(stale.error?.kind).toBe("stale")
+    expect(blind.isOutdated).toBe(true)
+    expect((await blind.call({ name: "echo", input: { text: "x" } })).structured).toBe("Echo v3")
+
+    // core.json changing drops every turn: the call is posted again, same ids, through a fresh turn.
+    const before = await blind.turn()
+    changed = Promise.withResolvers<void>()
+    writeFileSync(join(box.location, "core.json"), '{ "output": { "maxLines": 100 } }')
+    await changed.promise
+    const again = await blind.call({ name: "echo", input: { text: "x" }, toolCallID: "call_after_config" })
+    expect(again.structured).toBe("Echo v3")
+    expect((await blind.turn()).turnID).not.toBe(before.turnID)
+    expect((await core.settlement(blind.id, "call_after_config"))?.structured).toBe("Echo v3")
+    for (const each of [session, blind, watching]) each.close()
+  })
+})
