@@ -264,6 +264,8 @@ describe("a session", () => {
     const stale = await blind.call({ name: "echo", input: { text: "x" } })
     expect(stale.error?.kind).toBe("stale")
     expect(blind.isOutdated).toBe(true)
+    // The model's next step gets the current definitions, and its calls settle through that turn.
+    expect((await blind.definitions()).find((definition) => definition.name === "echo")?.description).toBe("Echo v3")
     expect((await blind.call({ name: "echo", input: { text: "x" } })).structured).toBe("Echo v3")
 
     // core.json changing drops every turn: the call is posted again, same ids, through a fresh turn.

@@ -73,9 +73,12 @@ export class Session {
     this.outdated = true
   }
 
-  /** Settles one call of the model through the session's turn. */
+  /**
+   * Settles one call of the model through the turn the model last saw, never a fresher one: a tool that changed
+   * since is settled `stale` (nothing runs) and the next step gets the new definitions.
+   */
   async call(call: SessionCall, options: CallOptions = {}): Promise<Settlement> {
-    const turn = await this.turn()
+    const turn = await this.seen()
     const request = {
       sessionID: this.id,
       assistantMessageID: call.assistantMessageID ?? freshID("msg"),
@@ -108,9 +111,15 @@ export class Session {
 
   /** What core would decide about a call, running nothing. */
   async check(name: string, input: unknown): Promise<Check> {
-    const turn = await this.turn()
+    const turn = await this.seen()
     const agent = this.options.agent === undefined ? {} : { agent: this.options.agent }
     return this.core.check(turn.turnID, { name, input, ...agent })
+  }
+
+  /** The turn last handed out, or a first one. */
+  private async seen(): Promise<Turn> {
+    const current = this.current === undefined ? undefined : await this.current.catch(() => undefined)
+    return current ?? this.turn()
   }
 
   /** Stops following events. */
