@@ -1,0 +1,33 @@
+"""core_client: a client of core's HTTP sidecar for agent hosts, standard library only (Python 3.9+)."""
+
+from .client import DEFAULT_RETRIES, Core, CoreError, EventStream, OutputRead, Session, fresh_id
+from .types import (
+    Check,
+    Definition,
+    Event,
+    Part,
+    PermissionRequest,
+    Progress,
+    Reply,
+    Settlement,
+    Turn,
+)
+
+__all__ = [
+    "DEFAULT_RETRIES",
+    "Check",
+    "Core",
+    "CoreError",
+    "Definition",
+    "Event",
+    "EventStream",
+    "OutputRead",
+    "Part",
+    "PermissionRequest",
+    "Progress",
+    "Reply",
+    "Session",
+    "Settlement",
+    "Turn",
+    "fresh_id",
+]

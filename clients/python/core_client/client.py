@@ -1,0 +1,480 @@
+"""A client of core's HTTP sidecar (docs/serve.md), standard library only.
+
+Spawn `core serve` and read its ready line, or connect to a running one; then turns, calls (JSON, or server-sent
+events with progress, asks answered by a callback, and cancellation), checks, settlements, asks, events and managed
+outputs. A call that loses its connection is posted again with the same ids: core joins the running call or replays
+its record, so a call never runs twice. A `Session` keeps the turn current between model steps.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from http.client import HTTPException, HTTPResponse
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+
+from . import sse
+from .types import Check, Definition, Event, PermissionRequest, Progress, Reply, Settlement, Turn
+
+DEFAULT_RETRIES = 3
+RETRY_DELAY_S = 0.025
+
+OnAsk = Callable[[PermissionRequest], Optional[Reply]]
+OnProgress = Callable[[Progress], None]
+
+
+class CoreError(Exception):
+    """A refusal from core (`{"error": {"kind", "message"}}`), or a call that ended without a settlement."""
+
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+        self.message = message
+
+
+# What a lost connection looks like: no answer, or an answer cut short. Posting again is safe.
+_TRANSPORT = (urllib.error.URLError, ConnectionError, HTTPException, TimeoutError, OSError)
+
+
+@dataclass(frozen=True)
+class OutputRead:
+    """A managed output, or one byte range of it: the bytes served, the first and last byte, the whole size."""
+
+    data: bytes
+    start: int
+    end: int
+    size: int
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+
+def fresh_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def _error_of(error: urllib.error.HTTPError) -> CoreError:
+    body = error.read().decode("utf-8", errors="replace")
+    try:
+        detail = json.loads(body)["error"]
+        return CoreError(error.code, detail["kind"], detail["message"])
+    except (ValueError, KeyError, TypeError):
+        return CoreError(error.code, "unknown", body or str(error.reason))
+
+
+class EventStream:
+    """The Location's events as they happen; subscribed once constructed. Iterate it; `close()` ends it."""
+
+    def __init__(self, response: HTTPResponse) -> None:
+        self._response = response
+        self._closed = False
+
+    def __iter__(self) -> Iterator[Event]:
+        try:
+            for event, data in sse.read(self._response):
+                yield {"event": event, "data": json.loads(data)}
+        except (*_TRANSPORT, ValueError):
+            if not self._closed:
+                raise
+
+    def close(self) -> None:
+        self._closed = True
+        try:
+            # Shut the socket down, so a reader blocked in another thread wakes up.
+            self._response.fp.raw._sock.shutdown(2)  # type: ignore[union-attr]
+        except (AttributeError, OSError):
+            pass
+        self._response.close()
+
+
+class Core:
+    """A connection to one core sidecar, acting on one Location."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        location: Optional[str] = None,
+        retries: int = DEFAULT_RETRIES,
+        process: Optional[subprocess.Popen] = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+        self.location = location
+        self.retries = retries
+        self._process = process
+
+    @classmethod
+    def connect(cls, url: str, token: str, location: Optional[str] = None, retries: int = DEFAULT_RETRIES) -> "Core":
+        """A client of a running `core serve` (the `url` and `token` of its ready line)."""
+        return cls(url, token, location, retries)
+
+    @classmethod
+    def spawn(
+        cls,
+        command: Union[str, Sequence[str]] = "core",
+        location: Optional[str] = None,
+        allow_roots: Sequence[str] = (),
+        env: Optional[Mapping[str, str]] = None,
+        stderr: Any = None,
+        retries: int = DEFAULT_RETRIES,
+    ) -> "Core":
+        """Starts `core serve` on a free loopback port and connects once its ready line is printed."""
+        argv = [command] if isinstance(command, str) else list(command)
+        argv.append("serve")
+        if location is not None:
+            argv += ["--location", location]
+        for root in allow_roots:
+            argv += ["--allow-root", root]
+        process = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, env=None if env is None else dict(env)
+        )
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line:
+            code = process.wait()
+            raise RuntimeError(f"core serve exited (code {code}) before it was ready")
+        ready = json.loads(line)
+        return cls(ready["url"], ready["token"], None, retries, process)
+
+    def at(self, location: str) -> "Core":
+        """The same sidecar, acting on another Location."""
+        return Core(self.url, self.token, location, self.retries, self._process)
+
+    def close(self) -> None:
+        """Stops a sidecar this client spawned (SIGTERM: running calls are cancelled and recorded) and waits."""
+        if self._process is None or self._process.poll() is not None:
+            return
+        self._process.terminate()
+        self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+
+    def __enter__(self) -> "Core":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def session(self, **options: Any) -> "Session":
+        """A session: calls under one session id, through a turn kept current between model steps."""
+        return Session(self, **options)
+
+    # Requests
+
+    def _open(
+        self, method: str, path: str, body: Any = None, headers: Optional[Dict[str, str]] = None
+    ) -> HTTPResponse:
+        all_headers = {"authorization": f"Bearer {self.token}", "content-type": "application/json"}
+        if self.location is not None:
+            all_headers["x-core-location"] = self.location
+        all_headers.update(headers or {})
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(f"{self.url}{path}", data=data, headers=all_headers, method=method)
+        try:
+            return urllib.request.urlopen(request)  # noqa: S310 - the URL is the sidecar's own
+        except urllib.error.HTTPError as error:
+            raise _error_of(error) from None
+
+    def _send(self, method: str, path: str, read: Callable[[HTTPResponse], Any], body: Any = None, headers: Optional[Dict[str, str]] = None) -> Any:
+        """Sends a request, again while no whole answer comes back (up to the retries)."""
+        attempt = 0
+        while True:
+            try:
+                response = self._open(method, path, body, headers)
+                with response:
+                    return read(response)
+            except CoreError:
+                raise
+            except _TRANSPORT:
+                if attempt >= self.retries:
+                    raise
+                time.sleep(RETRY_DELAY_S * 2**attempt)
+                attempt += 1
+
+    def _json(self, method: str, path: str, body: Any = None) -> Any:
+        return self._send(method, path, lambda response: json.loads(response.read()), body)
+
+    def health(self) -> Dict[str, Any]:
+        return self._json("GET", "/v1/health")
+
+    def materialize(self, agent: Optional[str] = None, provider: Optional[str] = None) -> Turn:
+        """The definitions to offer the model and the turn to settle its calls through."""
+        body: Dict[str, str] = {}
+        if agent is not None:
+            body["agent"] = agent
+        if provider is not None:
+            body["provider"] = provider
+        return self._json("POST", "/v1/turns", body)
+
+    def settle(
+        self,
+        turn_id: str,
+        call: Dict[str, Any],
+        on_ask: Optional[OnAsk] = None,
+        on_progress: Optional[OnProgress] = None,
+        cancel: Optional[threading.Event] = None,
+        stream: Optional[bool] = None,
+    ) -> Settlement:
+        """Settles one call (`sessionID`, `assistantMessageID`, `toolCallID`, `name`, `input`) through a turn.
+
+        With `on_ask`, `on_progress` or `cancel` (or `stream=True`) the call's events are streamed: `on_ask` answers
+        an ask as it comes (returning None leaves it pending), and setting `cancel` cancels the call on core, which
+        then answers the `cancelled` settlement. An unknown or expired turn raises a CoreError with status 404.
+        """
+        path = f"/v1/turns/{urllib.parse.quote(turn_id, safe='')}/calls"
+        if stream is None:
+            stream = on_ask is not None or on_progress is not None or cancel is not None
+        if not stream:
+            return self._json("POST", path, call)
+        answered: set = set()
+        started = threading.Event()
+        done = threading.Event()
+
+        def watch_cancel() -> None:
+            assert cancel is not None
+            # Looks at `cancel` a few times a second until the call is done: the standard library cannot wait on
+            # either of two events.
+            while not done.wait(0.05):
+                if cancel.is_set():
+                    # The call runs on core once its stream has answered: a cancel sent before could miss it.
+                    started.wait()
+                    if not done.is_set():
+                        self.cancel(call["sessionID"], call["toolCallID"])
+                    return
+
+        if cancel is not None:
+            threading.Thread(target=watch_cancel, daemon=True).start()
+
+        def read(response: HTTPResponse) -> Settlement:
+            started.set()
+            for event, raw in sse.read(response):
+                data = json.loads(raw)
+                if event == "progress" and on_progress is not None:
+                    on_progress(data)
+                elif event == "permission" and on_ask is not None and data["id"] not in answered:
+                    answered.add(data["id"])
+                    reply = on_ask(data)
+                    if reply is not None:
+                        try:
+                            self.reply(data["id"], reply)
+                        except CoreError as error:
+                            # Answered elsewhere meanwhile: the call goes on either way.
+                            if error.status != 404:
+                                raise
+                elif event == "settlement":
+                    return data
+                elif event == "error":
+                    raise CoreError(500, data["error"]["kind"], data["error"]["message"])
+            # The stream ended before its settlement: the connection was cut. Posting again joins the call.
+            raise ConnectionError(f"the event stream of {call['toolCallID']} ended before its settlement")
+
+        try:
+            return self._send("POST", path, read, call, {"accept": "text/event-stream"})
+        finally:
+            done.set()
+            started.set()
+
+    def check(self, turn_id: str, name: str, input: Any, agent: Optional[str] = None) -> Check:
+        """What core would decide about a call through a turn, running, asking and recording nothing."""
+        body: Dict[str, Any] = {"name": name, "input": input}
+        if agent is not None:
+            body["agent"] = agent
+        return self._json("POST", f"/v1/turns/{urllib.parse.quote(turn_id, safe='')}/check", body)
+
+    def settlement(self, session_id: str, tool_call_id: str) -> Optional[Settlement]:
+        """The recorded settlement of a call, or None when none is recorded (yet)."""
+        try:
+            return self._json("GET", f"/v1/settlements/{urllib.parse.quote(session_id, safe='')}/{urllib.parse.quote(tool_call_id, safe='')}")
+        except CoreError as error:
+            if error.status == 404:
+                return None
+            raise
+
+    def cancel(self, session_id: str, tool_call_id: str) -> bool:
+        """Interrupts a running call (it settles `cancelled`); False when no such call is running."""
+        try:
+            self._json("POST", f"/v1/calls/{urllib.parse.quote(session_id, safe='')}/{urllib.parse.quote(tool_call_id, safe='')}/cancel")
+            return True
+        except CoreError as error:
+            if error.status == 404:
+                return False
+            raise
+
+    def permissions(self) -> List[PermissionRequest]:
+        """The Location's pending asks."""
+        return self._json("GET", "/v1/permissions")
+
+    def reply(self, ask_id: str, reply: Reply) -> None:
+        """Answers an ask; a CoreError with status 404 when it is unknown or already answered."""
+        body = {"reply": reply} if isinstance(reply, str) else dict(reply)
+        self._json("POST", f"/v1/permissions/{urllib.parse.quote(ask_id, safe='')}/reply", body)
+
+    def events(self) -> EventStream:
+        """Subscribes to the Location's events: once this returns, everything that happens after is seen."""
+        return EventStream(self._open("GET", "/v1/events", headers={"accept": "text/event-stream"}))
+
+    def output(
+        self,
+        output_id: str,
+        part: Optional[str] = None,
+        start: Optional[int] = None,
+        end: Optional[int] = None,
+        suffix: Optional[int] = None,
+    ) -> OutputRead:
+        """A managed output's full text (or with part="structured" its JSON), or one byte range of it."""
+        query = "" if part is None else f"?part={part}"
+        headers: Dict[str, str] = {}
+        if suffix is not None:
+            headers["range"] = f"bytes=-{suffix}"
+        elif start is not None or end is not None:
+            headers["range"] = f"bytes={start or 0}-{'' if end is None else end}"
+
+        def read(response: HTTPResponse) -> OutputRead:
+            data = response.read()
+            served = response.headers.get("content-range") or ""
+            if response.status == 206 and served.startswith("bytes "):
+                span, _, size = served[6:].partition("/")
+                first, _, last = span.partition("-")
+                return OutputRead(data, int(first), int(last), int(size))
+            return OutputRead(data, 0, len(data) - 1, len(data))
+
+        return self._send("GET", f"/v1/outputs/{urllib.parse.quote(output_id, safe='')}{query}", read, None, headers)
+
+
+class Session:
+    """A host's conversation with core: one session id, one agent, and the turn its model steps settle through.
+
+    `turn()` / `definitions()` (call them before each model step) materialize again once the turn is outdated:
+    core said the tools changed, a call came back `stale`, or core no longer knows the turn. `call()` settles
+    through the turn the model last saw; a call whose turn is gone is posted again, with the same ids, through a
+    fresh turn only when that turn advertises the tool exactly as the model saw it.
+    """
+
+    def __init__(
+        self,
+        core: Core,
+        session_id: Optional[str] = None,
+        agent: Optional[str] = None,
+        provider: Optional[str] = None,
+        watch: bool = True,
+        on_tools_changed: Optional[Callable[[], None]] = None,
+    ) -> None:
+        self.core = core
+        self.id = session_id or fresh_id("ses")
+        self._agent = agent
+        self._provider = provider
+        self._on_tools_changed = on_tools_changed
+        self._current: Optional[Turn] = None
+        self._outdated = True
+        self._blind = not watch
+        self._events: Optional[EventStream] = None
+        self._closed = False
+        self._lock = threading.Lock()
+        if watch:
+            try:
+                self._events = core.events()
+            except (CoreError, *_TRANSPORT):
+                self._blind = True
+            else:
+                threading.Thread(target=self._follow, daemon=True).start()
+
+    def _follow(self) -> None:
+        assert self._events is not None
+        try:
+            for event in self._events:
+                if event["event"] == "tools.changed":
+                    self._outdated = True
+                    if self._on_tools_changed is not None:
+                        self._on_tools_changed()
+        except Exception:  # noqa: BLE001 - the stream is gone either way
+            pass
+        # Nothing says any more when tools change: from now on every step materializes afresh.
+        if not self._closed:
+            self._blind = True
+
+    @property
+    def outdated(self) -> bool:
+        return self._outdated or self._blind or self._current is None
+
+    def invalidate(self) -> None:
+        self._outdated = True
+
+    def turn(self) -> Turn:
+        """The turn for the next model step, materialized again first when it is outdated."""
+        with self._lock:
+            if self.outdated:
+                self._outdated = False
+                try:
+                    self._current = self.core.materialize(self._agent, self._provider)
+                except BaseException:
+                    self._outdated = True
+                    raise
+            assert self._current is not None
+            return self._current
+
+    def definitions(self) -> List[Definition]:
+        return self.turn()["definitions"]
+
+    def _seen(self) -> Turn:
+        return self._current if self._current is not None else self.turn()
+
+    def call(
+        self,
+        name: str,
+        input: Any,
+        tool_call_id: Optional[str] = None,
+        assistant_message_id: Optional[str] = None,
+        **options: Any,
+    ) -> Settlement:
+        """Settles one call of the model through the turn it last saw (options as for `Core.settle`)."""
+        turn = self._seen()
+        call = {
+            "sessionID": self.id,
+            "assistantMessageID": assistant_message_id or fresh_id("msg"),
+            "toolCallID": tool_call_id or fresh_id("call"),
+            "name": name,
+            "input": input,
+        }
+        try:
+            settlement = self.core.settle(turn["turnID"], call, **options)
+        except CoreError as error:
+            if error.status != 404:
+                raise
+            # The turn is gone and nothing was recorded for the call: a fresh turn may settle it if the tool is unchanged.
+            if self._current is not None and self._current["turnID"] == turn["turnID"]:
+                self.invalidate()
+            fresh = self.turn()
+            before = next((d for d in turn["definitions"] if d["name"] == name), None)
+            now = next((d for d in fresh["definitions"] if d["name"] == name), None)
+            if before is None or now is None or json.dumps(before, sort_keys=True) != json.dumps(now, sort_keys=True):
+                raise CoreError(
+                    404,
+                    "not_found",
+                    f'The turn the model saw is gone and "{name}" is no longer offered as it was; nothing ran. '
+                    "Offer the model the current definitions and let it call again.",
+                ) from None
+            return self.core.settle(fresh["turnID"], call, **options)
+        error = settlement.get("error")
+        if error is not None and error["kind"] == "stale":
+            self.invalidate()
+        return settlement
+
+    def check(self, name: str, input: Any) -> Check:
+        """What core would decide about a call, running nothing."""
+        return self.core.check(self._seen()["turnID"], name, input, self._agent)
+
+    def close(self) -> None:
+        """Stops following events."""
+        self._closed = True
+        if self._events is not None:
+            self._events.close()

@@ -1,0 +1,95 @@
+"""The wire shapes of core's HTTP sidecar (docs/serve.md) as typed dictionaries: what the client hands a host."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Dict, List, Optional, Union
+
+if sys.version_info >= (3, 11):
+    from typing import Literal, NotRequired, TypedDict
+else:  # pragma: no cover - Python 3.9 and 3.10
+    from typing import Literal, TypedDict
+
+    NotRequired = Optional
+
+Status = Literal["success", "error", "declined", "cancelled"]
+ReplyKind = Literal["once", "always", "reject"]
+
+
+class Part(TypedDict, total=False):
+    """A model-facing part: `{"type": "text", "text"}` or `{"type": "file", "mime", "uri" (a data: URI), "name"?}`."""
+
+    type: str
+    text: str
+    mime: str
+    uri: str
+    name: str
+
+
+class SettlementError(TypedDict):
+    kind: str
+    message: str
+
+
+class OutputRef(TypedDict):
+    id: str
+    bytes: int
+
+
+class Settlement(TypedDict):
+    """The outcome of one call (DESIGN §5)."""
+
+    tool: str
+    callID: str
+    status: Status
+    content: List[Part]
+    structured: Any
+    error: NotRequired[SettlementError]
+    outputs: List[OutputRef]
+
+
+class Definition(TypedDict):
+    name: str
+    description: str
+    inputSchema: Dict[str, Any]
+    outputSchema: Dict[str, Any]
+
+
+class Turn(TypedDict):
+    turnID: str
+    definitions: List[Definition]
+
+
+class PermissionRequest(TypedDict):
+    id: str
+    sessionID: str
+    toolCallID: str
+    action: str
+    resources: List[str]
+    save: List[str]
+
+
+class Progress(TypedDict):
+    message: str
+    metadata: NotRequired[Dict[str, Any]]
+
+
+class Check(TypedDict):
+    """What core would decide about a call: `decision` is `allow`, `deny` or `ask`; `checks` says why."""
+
+    tool: str
+    agent: str
+    decision: Literal["allow", "deny", "ask"]
+    checks: List[Dict[str, Any]]
+
+
+class Event(TypedDict):
+    """An event of `GET /v1/events`: `call.started`, `call.progress`, `call.settled`, `call.failed`,
+    `permission.asked`, `permission.replied`, `tools.changed` or `diagnostic`, with its data."""
+
+    event: str
+    data: Dict[str, Any]
+
+
+# How to answer an ask: "once", "always", "reject", or {"reply": "reject", "message": ...} to fail the call with it.
+Reply = Union[ReplyKind, Dict[str, str]]

@@ -1,0 +1,226 @@
+"""core_client against the compiled binary (its path in $CORE_BINARY): a host's loop scripted without a model (list,
+read, edit, bash with an ask, grep and glob in parallel, an image, bad input), JSON calls replayed with the same ids,
+the check route, cancellation (the command's process checked in /proc), managed outputs by range, events, and a
+session that materializes again after tools.changed and after a stale call.
+
+Run: CORE_BINARY=/path/to/core python3 -m unittest discover -s clients/python/tests
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core_client import Core, CoreError, PermissionRequest, Progress  # noqa: E402
+
+BINARY = os.environ.get("CORE_BINARY", "core")
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+)
+IMPORTS = 'import { Tool } from "@core/tool"\nimport { Effect, Schema } from "effect"\n'
+
+
+def echo_tool(description: str) -> str:
+    quoted = json.dumps(description)
+    return (
+        IMPORTS
+        + f"export default Tool.make({{ description: {quoted}, input: Schema.Struct({{}}), output: Schema.String, "
+        + f"execute: () => Effect.succeed({quoted}) }})\n"
+    )
+
+
+class Sandbox:
+    """A Location with files, its own CORE_HOME and data directory, and core serve on it."""
+
+    def __init__(self, files: dict) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="core-py-"))
+        self.location = self.root / "project"
+        for path, content in files.items():
+            target = self.location / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content if isinstance(content, bytes) else content.encode())
+        (self.root / "home").mkdir()
+        (self.root / "data").mkdir()
+        env = dict(os.environ, CORE_HOME=str(self.root / "home"), CORE_DATA_DIR=str(self.root / "data"))
+        self.core = Core.spawn(BINARY, location=str(self.location), env=env, stderr=subprocess.DEVNULL)
+
+    def close(self) -> None:
+        self.core.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def project(extra: dict = {}) -> Sandbox:  # noqa: B006 - never mutated
+    return Sandbox(
+        {
+            "core.json": '{ "permission": { "bash": { "*": "ask" } } }',
+            "notes.txt": "alpha\nbeta\ngamma\n",
+            "src/app.ts": "export const greet = (name: string) => `hello ${name}`\n",
+            "src/util.ts": "export const twice = (n: number) => n * 2 // hello again\n",
+            "pixel.png": PNG,
+            **extra,
+        }
+    )
+
+
+def is_dead(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat[stat.rindex(")") + 2] in "ZX"
+
+
+class HostLoop(unittest.TestCase):
+    def setUp(self) -> None:
+        self.box = project()
+        self.addCleanup(self.box.close)
+
+    def test_a_hosts_loop_runs_through_the_client(self) -> None:
+        session = self.box.core.session()
+        self.addCleanup(session.close)
+        names = [definition["name"] for definition in session.definitions()]
+        for name in ["list", "read", "edit", "bash", "grep", "glob"]:
+            self.assertIn(name, names)
+
+        listed = session.call("list", {})
+        self.assertEqual(listed["status"], "success")
+        self.assertIn("notes.txt", listed["content"][0]["text"])
+        read = session.call("read", {"filePath": "notes.txt"})
+        self.assertIn("beta", read["content"][0]["text"])
+        edited = session.call("edit", {"filePath": "notes.txt", "oldString": "beta", "newString": "BETA"})
+        self.assertEqual(edited["status"], "success")
+        self.assertEqual((self.box.location / "notes.txt").read_text(), "alpha\nBETA\ngamma\n")
+
+        asks: list = []
+
+        def on_ask(ask: PermissionRequest) -> str:
+            asks.append(ask)
+            return "once"
+
+        progress: list = []
+        shell = session.call("bash", {"command": "cat notes.txt"}, tool_call_id="c_bash", on_ask=on_ask, on_progress=progress.append)
+        self.assertEqual([(ask["action"], ask["resources"], ask["toolCallID"]) for ask in asks], [("bash", ["cat notes.txt"], "c_bash")])
+        self.assertEqual(shell["structured"]["stdout"], "alpha\nBETA\ngamma\n")
+        self.assertTrue(progress)
+
+        # One model step with two calls, settled side by side.
+        with ThreadPoolExecutor(2) as pool:
+            grep = pool.submit(session.call, "grep", {"pattern": "hello"})
+            glob = pool.submit(session.call, "glob", {"pattern": "**/*.ts"})
+            self.assertIn("src/app.ts", str(grep.result()["structured"]))
+            self.assertIn("src/util.ts", glob.result()["structured"]["files"])
+
+        image = session.call("read", {"filePath": "pixel.png"})
+        files = [part for part in image["content"] if part["type"] == "file"]
+        self.assertEqual(files[0]["mime"], "image/png")
+        self.assertEqual(base64.b64decode(files[0]["uri"].split(",", 1)[1]), PNG)
+
+        bad = session.call("read", {"filePath": 42})
+        self.assertEqual(bad["status"], "error")
+        self.assertEqual(bad["error"]["kind"], "invalid_input")
+        self.assertIn("Invalid input for read", bad["content"][0]["text"])
+
+    def test_json_calls_replay_with_the_same_ids_and_check_runs_nothing(self) -> None:
+        core = self.box.core
+        turn = core.materialize()
+        call = {"sessionID": "ses_py", "assistantMessageID": "m", "toolCallID": "c_1", "name": "read", "input": {"filePath": "notes.txt"}}
+        first = core.settle(turn["turnID"], call)
+        self.assertEqual(core.settle(turn["turnID"], call), first)
+        self.assertEqual(core.settlement("ses_py", "c_1"), first)
+        self.assertIsNone(core.settlement("ses_py", "c_none"))
+        check = core.check(turn["turnID"], "bash", {"command": "rm -rf build"})
+        self.assertEqual(check["decision"], "ask")
+        self.assertEqual(core.permissions(), [])
+        with self.assertRaises(CoreError) as refused:
+            Core.connect(core.url, "wrong").materialize()
+        self.assertEqual((refused.exception.status, refused.exception.kind), (401, "unauthorized"))
+        with self.assertRaises(CoreError) as gone:
+            core.settle("turn_nope", call)
+        self.assertEqual(gone.exception.status, 404)
+
+    def test_setting_cancel_cancels_the_call_on_core(self) -> None:
+        core = self.box.core
+        turn = core.materialize()
+        cancel = threading.Event()
+        pids: list = []
+
+        def on_progress(update: Progress) -> None:
+            match = re.search(r"pid (\d+)", update["message"])
+            if match and not pids:
+                pids.append(int(match.group(1)))
+                cancel.set()
+
+        settlement = core.settle(
+            turn["turnID"],
+            {"sessionID": "ses_c", "assistantMessageID": "m", "toolCallID": "c_c", "name": "bash", "input": {"command": "echo pid $$; sleep 300"}},
+            on_ask=lambda ask: "once",
+            on_progress=on_progress,
+            cancel=cancel,
+        )
+        self.assertEqual(settlement["status"], "cancelled")
+        self.assertTrue(is_dead(pids[0]))
+
+
+class Outputs(unittest.TestCase):
+    def test_a_managed_output_reads_whole_by_range_and_by_suffix(self) -> None:
+        box = Sandbox({"core.json": '{ "output": { "maxLines": 10 } }'})
+        self.addCleanup(box.close)
+        session = box.core.session(watch=False)
+        settlement = session.call("bash", {"command": "seq 1 3000"})
+        ref = settlement["outputs"][0]
+        whole = box.core.output(ref["id"])
+        self.assertIn("\n2999\n", whole.text)
+        self.assertEqual(whole.size, ref["bytes"])
+        part = box.core.output(ref["id"], start=5, end=10)
+        self.assertEqual((part.start, part.end, part.size, part.text), (5, 10, ref["bytes"], whole.text[5:11]))
+        self.assertEqual(box.core.output(ref["id"], suffix=5).text, whole.text[-5:])
+        with self.assertRaises(CoreError) as past:
+            box.core.output(ref["id"], start=ref["bytes"] + 10)
+        self.assertEqual(past.exception.status, 416)
+
+
+class Sessions(unittest.TestCase):
+    def test_a_session_materializes_again_after_tools_changed_and_after_a_stale_call(self) -> None:
+        box = Sandbox({"tools/hello.ts": echo_tool("v1")})
+        self.addCleanup(box.close)
+        changed = threading.Event()
+        session = box.core.session(on_tools_changed=changed.set)
+        blind = box.core.session(watch=False)
+        self.addCleanup(session.close)
+        first = session.turn()
+        blind.turn()
+        self.assertIs(session.turn(), first)
+        events = box.core.events()
+        (box.location / "tools/hello.ts").write_text(echo_tool("v2"))
+        self.assertTrue(changed.wait(30))
+        self.assertTrue(session.outdated)
+        self.assertNotEqual(session.turn()["turnID"], first["turnID"])
+        self.assertEqual(session.call("hello", {})["structured"], "v2")
+        seen = []
+        for event in events:
+            seen.append(event["event"])
+            if event["event"] == "call.settled":
+                break
+        events.close()
+        self.assertIn("tools.changed", seen)
+        # Without events, a stale call says the tools changed; the next step is fresh.
+        self.assertEqual(blind.call("hello", {})["error"]["kind"], "stale")
+        self.assertTrue(blind.outdated)
+        self.assertEqual([d["description"] for d in blind.definitions() if d["name"] == "hello"], ["v2"])
+        self.assertEqual(blind.call("hello", {})["structured"], "v2")
+
+
+if __name__ == "__main__":
+    unittest.main()

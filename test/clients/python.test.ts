@@ -1,0 +1,48 @@
+// The Python client (clients/python, standard library only) against the compiled binary: its own unittest suite,
+// run by python3 (on this machine and in CI, the same image, it is Python 3.11; the suite needs no package), and a
+// check that every file parses as Python 3.9, the oldest version the client supports.
+
+import { describe, expect, test } from "bun:test"
+import { readdirSync } from "node:fs"
+import { join } from "node:path"
+import { binary } from "../support/binary"
+
+const ROOT = join(import.meta.dir, "../..")
+const PYTHON = join(ROOT, "clients/python")
+
+const python = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
+  const child = Bun.spawn(["python3", ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" })
+  return Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()]).then(
+    ([code, stdout, stderr]) => ({ code, stdout, stderr }),
+  )
+}
+
+describe("the Python client", () => {
+  test("parses as Python 3.9 and imports with the standard library alone", async () => {
+    const files = ["core_client", "tests"].flatMap((folder) =>
+      readdirSync(join(PYTHON, folder))
+        .filter((name) => name.endsWith(".py"))
+        .map((name) => join(PYTHON, folder, name)),
+    )
+    const script = [
+      "import ast, sys",
+      "for path in sys.argv[1:]:",
+      "    ast.parse(open(path).read(), path, feature_version=(3, 9))",
+      `sys.path.insert(0, ${JSON.stringify(PYTHON)})`,
+      "import core_client",
+      "print(len(core_client.__all__))",
+    ].join("\n")
+    const result = await python(["-I", "-c", script, ...files])
+    expect(result).toMatchObject({ code: 0, stderr: "" })
+    expect(Number(result.stdout)).toBeGreaterThan(10)
+  })
+
+  test("runs its suite against the binary: the host's loop, replay, check, cancel, outputs, events, sessions", async () => {
+    const result = await python(["-m", "unittest", "discover", "-s", join(PYTHON, "tests"), "-v"], {
+      CORE_BINARY: await binary(),
+    })
+    if (result.code !== 0) throw new Error(`the Python suite failed (exit ${result.code}):\n${result.stderr}`)
+    expect(result.stderr).toContain("OK")
+    expect(result.stderr).toMatch(/Ran [5-9] tests/)
+  })
+})
