@@ -31,6 +31,8 @@ const freshID = (prefix: string): string => `${prefix}_${crypto.randomUUID().rep
 export class Session {
   readonly id: string
   private current: Promise<Turn> | undefined
+  /** The turn `current` resolved to, once it has. */
+  private latest: Turn | undefined
   private outdated = true
   private readonly watcher = new AbortController()
   private watching: Promise<void> | undefined
@@ -50,6 +52,9 @@ export class Session {
       this.outdated = false
       const materializing = this.watch().then(() => this.core.materialize(this.options))
       this.current = materializing
+      materializing.then((turn) => {
+        if (this.current === materializing) this.latest = turn
+      }, () => undefined)
       // A turn that failed to materialize is tried again on the next step.
       materializing.catch(() => {
         if (this.current === materializing) this.outdated = true
@@ -118,6 +123,7 @@ export class Session {
 
   /** The turn last handed out, or a first one. */
   private async seen(): Promise<Turn> {
+    if (this.latest !== undefined) return this.latest
     const current = this.current === undefined ? undefined : await this.current.catch(() => undefined)
     return current ?? this.turn()
   }
