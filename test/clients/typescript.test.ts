@@ -113,6 +113,34 @@ describe("@core/client", () => {
     )
     expect(rejected.status).toBe("error")
     expect(rejected.error?.message).toContain("not today")
+
+    // onAsk answering undefined leaves the ask pending: anyone may answer it through the Location's asks.
+    const watch = await core.events()
+    const later = core.settle(
+      turn.turnID,
+      { sessionID: "ses_ask", assistantMessageID: "m", toolCallID: "call_later", name: "bash", input: { command: "echo later" } },
+      { onAsk: () => undefined },
+    )
+    for await (const event of watch) if (event.event === "permission.asked") break
+    watch.close()
+    const [pending] = await core.permissions()
+    expect(pending).toMatchObject({ toolCallID: "call_later", resources: ["echo later"] })
+    await core.reply(pending!.id, "once")
+    expect(((await later).structured as { stdout: string }).stdout).toBe("later\n")
+    expect(await core.reply(pending!.id, "once").catch((error) => error.status)).toBe(404)
+
+    // A host callback that throws fails the call's promise with that error; it is not taken for a lost connection.
+    const broken = await core
+      .settle(
+        turn.turnID,
+        { sessionID: "ses_ask", assistantMessageID: "m", toolCallID: "call_broken", name: "bash", input: { command: "echo progress" } },
+        { onAsk: () => "once", onProgress: () => { throw new Error("host bug") } },
+      )
+      .then(
+        () => "settled",
+        (error: Error) => error.message,
+      )
+    expect(broken).toBe("host bug")
   })
 
   test("aborting the signal cancels the call on core: its processes die and it settles cancelled", async () => {

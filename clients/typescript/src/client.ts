@@ -109,6 +109,19 @@ interface Connection {
   readonly child?: Child
 }
 
+/** An error of the host's own callback, thrown through the retry loop untouched: it is no lost connection. */
+class HostError {
+  constructor(readonly error: unknown) {}
+}
+
+const host = <A extends ReadonlyArray<unknown>>(callback: (...args: A) => unknown) => (...args: A): void => {
+  try {
+    callback(...args)
+  } catch (error) {
+    throw new HostError(error)
+  }
+}
+
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 const errorOf = async (response: Response): Promise<CoreError> => {
@@ -249,6 +262,7 @@ export class Core {
       try {
         return await read(response)
       } catch (error) {
+        if (error instanceof HostError) throw error.error
         if (error instanceof CoreError || options.signal?.aborted || attempt >= this.connection.retries) throw error
         await delay(RETRY_DELAY_MS * 2 ** attempt)
       }
@@ -315,7 +329,7 @@ export class Core {
             const event = { event: message.event, data: JSON.parse(message.data) } as CallEvent
             switch (event.event) {
               case "progress":
-                options.onProgress?.(event.data)
+                if (options.onProgress !== undefined) host(options.onProgress)(event.data)
                 break
               case "permission":
                 if (options.onAsk !== undefined && !answered.has(event.data.id)) {
