@@ -134,6 +134,8 @@ describe("the AI SDK adapter", () => {
         context: {},
       })
     expect(await needs("read", { filePath: "notes.txt" }, "c_r")).toBe(false)
+    // A call core would refuse needs no approval: its settlement tells the model why.
+    expect(await needs("read", { filePath: 42 }, "c_bad")).toBe(false)
     expect(await needs("bash", { command: "echo hi" }, "c_probe")).toBe(true)
 
     // The SDK's approval flow: the first call stops at the approval request, the second runs the approved call.
@@ -153,6 +155,8 @@ describe("the AI SDK adapter", () => {
     expect(settlement?.status).toBe("success")
     expect((settlement?.structured as { stdout: string }).stdout).toBe("approved\n")
     session.close()
+    // The SDK maps schemas itself: a session made for a provider's shapes is refused, saying why.
+    await expect(aiTools(core.session({ provider: "openai", watch: false }))).rejects.toThrow("without a provider mapping")
   })
 
   test("a tool changed mid-loop reaches the model at its next step", async () => {

@@ -46,6 +46,11 @@ export class Session {
     this.id = options.sessionID ?? freshID("ses")
   }
 
+  /** The provider mapping the session's turns are materialized for; undefined: core's own definitions. */
+  get provider(): string | undefined {
+    return this.options.provider
+  }
+
   /** The turn to settle through, materialized again first when it is outdated. */
   async turn(): Promise<Turn> {
     if (this.outdated || this.blind || this.current === undefined) {
