@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -189,6 +190,110 @@ class Outputs(unittest.TestCase):
         with self.assertRaises(CoreError) as past:
             box.core.output(ref["id"], start=ref["bytes"] + 10)
         self.assertEqual(past.exception.status, 416)
+
+
+SLOW_TOOL = (
+    IMPORTS
+    + """import { appendFileSync, existsSync } from "node:fs"
+import { join } from "node:path"
+export default Tool.make({
+  description: "Report progress, then wait for a gate file",
+  input: Schema.Struct({ gate: Schema.String }),
+  output: Schema.String,
+  execute: (input, context) => Effect.gen(function* () {
+    appendFileSync(join(import.meta.dir, "..", "ran.log"), "slow\\n")
+    yield* context.progress({ message: "started" })
+    while (!existsSync(input.gate)) yield* Effect.sleep("10 millis")
+    return "through"
+  }),
+})
+"""
+)
+
+
+class CuttingProxy:
+    """A TCP proxy in front of core that drops the connection of the first call once its first event passed,
+    and opens `gate` when the call is posted again."""
+
+    def __init__(self, target: str, gate: Path) -> None:
+        host, _, port = target.split("//", 1)[1].partition(":")
+        self.target = (host, int(port))
+        self.gate = gate
+        self.posts = 0
+        self.cut = 0
+        self.lock = threading.Lock()
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        upstream = socket.create_connection(self.target)
+        call = [0]
+
+        def drop() -> None:
+            for end in (client, upstream):
+                try:
+                    end.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+        def to_core() -> None:
+            while True:
+                data = client.recv(65536)
+                if not data:
+                    return drop()
+                text = data.decode("latin-1")
+                if re.match(r"POST \S+/calls ", text):
+                    with self.lock:
+                        self.posts += 1
+                        call[0] = self.posts
+                    if call[0] == 2:
+                        self.gate.write_text("")
+                text = re.sub(r"(?im)^host: [^\r\n]*", f"Host: {self.target[0]}:{self.target[1]}", text)
+                upstream.sendall(text.encode("latin-1"))
+
+        threading.Thread(target=to_core, daemon=True).start()
+        while True:
+            try:
+                data = upstream.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            if call[0] == 1 and self.cut == 0 and b"event: progress" in data:
+                self.cut += 1
+                break
+            client.sendall(data)
+        drop()
+        client.close()
+        upstream.close()
+
+    def close(self) -> None:
+        self.server.close()
+
+
+class Retries(unittest.TestCase):
+    def test_a_call_whose_stream_is_cut_is_posted_again_with_the_same_ids_and_runs_once(self) -> None:
+        box = Sandbox({"tools/slow.ts": SLOW_TOOL})
+        self.addCleanup(box.close)
+        gate = box.root / "gate"
+        proxy = CuttingProxy(box.core.url, gate)
+        self.addCleanup(proxy.close)
+        through = Core.connect(proxy.url, box.core.token)
+        turn = through.materialize()
+        call = {"sessionID": "ses_cut", "assistantMessageID": "m", "toolCallID": "c_cut", "name": "slow", "input": {"gate": str(gate)}}
+        settlement = through.settle(turn["turnID"], call, stream=True)
+        self.assertEqual((proxy.cut, proxy.posts), (1, 2))
+        self.assertEqual((settlement["status"], settlement["structured"]), ("success", "through"))
+        self.assertEqual((box.location / "ran.log").read_text(), "slow\n")
 
 
 class Sessions(unittest.TestCase):
