@@ -57,7 +57,10 @@ export interface CallRequest {
 }
 
 export interface CallOptions {
-  /** Aborting cancels the call on core; the call then resolves with the settlement core records (`cancelled`). */
+  /**
+   * Aborting cancels the call on core; the call then resolves with the settlement core records (`cancelled`, unless
+   * it finished first). A signal aborted before the call fails it with the signal's reason and sends nothing.
+   */
   readonly signal?: AbortSignal
   /** Answers an ask of this call while it waits; `undefined` leaves it pending for someone else to answer. */
   readonly onAsk?: (ask: PermissionRequest) => Reply | undefined | Promise<Reply | undefined>
