@@ -66,6 +66,7 @@ describe("the AI SDK adapter", () => {
     const box = project()
     const core = await spawn(box)
     const asks: Array<PermissionRequest> = []
+    const progressed = new Set<string>()
     const model = scripted([
       [{ id: "c_list", name: "list", input: {} }],
       [{ id: "c_read", name: "read", input: { filePath: "notes.txt" } }],
@@ -89,6 +90,7 @@ describe("the AI SDK adapter", () => {
           asks.push(ask)
           return "once"
         },
+        onProgress: (toolCallId) => progressed.add(toolCallId),
       })),
     })
 
@@ -107,6 +109,7 @@ describe("the AI SDK adapter", () => {
     // bash asked (core.json says so); onAsk answered it mid-call, and the command ran.
     expect(asks).toEqual([expect.objectContaining({ action: "bash", resources: ["cat notes.txt"], toolCallID: "c_bash" })])
     expect(JSON.stringify(results.get("c_bash"))).toContain("BETA")
+    expect(progressed.has("c_bash")).toBe(true)
     // grep and glob were called in one step, and both settled.
     expect(result.steps[4]!.toolResults.map((each) => each.toolName).sort()).toEqual(["glob", "grep"])
     expect(JSON.stringify(results.get("c_grep"))).toContain("src/app.ts")
