@@ -61,6 +61,24 @@ describe("@core/client", () => {
     expect(badAgent).toMatchObject({ status: 400, kind: "bad_request" })
   })
 
+  test("acts on another Location under an allowed root with at(), and one outside the roots is refused", async () => {
+    const box = sandbox()
+    const other = sandbox({ "tools/echo.ts": tool("Echo elsewhere") })
+    const core = await Core.spawn({
+      command: await binary(),
+      location: box.location,
+      allowRoots: [other.location],
+      env: { ...process.env, ...box.env },
+      stderr: "ignore",
+    })
+    opened.push(core)
+    expect((await core.materialize()).definitions.map((definition) => definition.name)).not.toContain("echo")
+    const elsewhere = core.at(other.location).session({ watch: false })
+    expect((await elsewhere.call({ name: "echo", input: { text: "x" } })).structured).toBe("Echo elsewhere")
+    const outside = await core.at(sandbox().location).materialize().catch((error) => error)
+    expect(outside).toMatchObject({ status: 403, kind: "forbidden" })
+  })
+
   test("a spawn whose core exits before its ready line fails, saying so", async () => {
     const box = sandbox()
     const failed = await Core.spawn({

@@ -355,9 +355,9 @@ class Session:
     """A host's conversation with core: one session id, one agent, and the turn its model steps settle through.
 
     `turn()` / `definitions()` (call them before each model step) materialize again once the turn is outdated:
-    core said the tools changed, a call came back `stale`, or core no longer knows the turn. `call()` settles
-    through the turn the model last saw; a call whose turn is gone is posted again, with the same ids, through a
-    fresh turn only when that turn advertises the tool exactly as the model saw it.
+    core said the tools changed (unless `watch=False`), a call came back `stale`, or core no longer knows the turn
+    (404). `call()` settles through the turn the model last saw; a call whose turn is gone is posted again, with
+    the same ids, through a fresh turn only when that turn advertises the tool exactly as the model saw it.
     """
 
     def __init__(
@@ -376,7 +376,8 @@ class Session:
         self._on_tools_changed = on_tools_changed
         self._current: Optional[Turn] = None
         self._outdated = True
-        self._blind = not watch
+        # The events stream ended: no change can be seen coming, so every step materializes afresh.
+        self._blind = False
         self._events: Optional[EventStream] = None
         self._closed = False
         self._lock = threading.Lock()

@@ -307,6 +307,7 @@ class Sessions(unittest.TestCase):
         first = session.turn()
         blind.turn()
         self.assertIs(session.turn(), first)
+        self.assertIs(blind.turn(), blind.turn())
         events = box.core.events()
         (box.location / "tools/hello.ts").write_text(echo_tool("v2"))
         self.assertTrue(changed.wait(30))
@@ -325,6 +326,15 @@ class Sessions(unittest.TestCase):
         self.assertTrue(blind.outdated)
         self.assertEqual([d["description"] for d in blind.definitions() if d["name"] == "hello"], ["v2"])
         self.assertEqual(blind.call("hello", {})["structured"], "v2")
+        # core.json changing drops every turn: the call is posted again, same ids, through a fresh turn.
+        before = blind.turn()["turnID"]
+        changed.clear()
+        (box.location / "core.json").write_text('{ "output": { "maxLines": 100 } }')
+        self.assertTrue(changed.wait(30))
+        again = blind.call("hello", {}, tool_call_id="c_after_config")
+        self.assertEqual(again["structured"], "v2")
+        self.assertNotEqual(blind.turn()["turnID"], before)
+        self.assertEqual(box.core.settlement(blind.id, "c_after_config"), again)
 
 
 if __name__ == "__main__":
