@@ -41,6 +41,7 @@ describe("@core/client", () => {
     expect((await core.health()).ok).toBe(true)
     const turn = await core.materialize()
     expect(turn.definitions.map((definition) => definition.name)).toContain("echo")
+    expect(turn.definitions.find((definition) => definition.name === "read")?.annotations?.readOnly).toBe(true)
     const call = { sessionID: "ses_ts", assistantMessageID: "msg_1", toolCallID: "call_1", name: "echo", input: { text: "hi" } }
     const first = await core.settle(turn.turnID, call)
     expect(first).toMatchObject({ tool: "echo", callID: "call_1", status: "success", structured: "hi" })

@@ -48,11 +48,21 @@ class Settlement(TypedDict):
     outputs: List[OutputRef]
 
 
+class Annotations(TypedDict, total=False):
+    """What a tool declares of itself, for a host deciding which calls may run without asking."""
+
+    readOnly: bool
+    destructive: bool
+    idempotent: bool
+    openWorld: bool
+
+
 class Definition(TypedDict):
     name: str
     description: str
     inputSchema: Dict[str, Any]
     outputSchema: Dict[str, Any]
+    annotations: NotRequired[Annotations]
 
 
 class Turn(TypedDict):

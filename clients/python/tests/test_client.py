@@ -94,6 +94,8 @@ class HostLoop(unittest.TestCase):
         names = [definition["name"] for definition in session.definitions()]
         for name in ["list", "read", "edit", "bash", "grep", "glob"]:
             self.assertIn(name, names)
+        read_tool = next(d for d in session.definitions() if d["name"] == "read")
+        self.assertTrue(read_tool.get("annotations", {}).get("readOnly"))
 
         listed = session.call("list", {})
         self.assertEqual(listed["status"], "success")

@@ -25,6 +25,13 @@ export interface Definition {
   readonly description: string
   readonly inputSchema: Readonly<Record<string, unknown>>
   readonly outputSchema: Readonly<Record<string, unknown>>
+  /** What the tool declares of itself, for a host deciding which calls may run without asking. */
+  readonly annotations?: {
+    readonly readOnly?: boolean
+    readonly destructive?: boolean
+    readonly idempotent?: boolean
+    readonly openWorld?: boolean
+  }
   readonly [extra: string]: unknown
 }
 
