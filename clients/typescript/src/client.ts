@@ -328,6 +328,9 @@ export class Core {
         path,
         async (response) => {
           markStarted()
+          // The stream ends right after its last event: reading it to the end (rather than cancelling the body)
+          // keeps the connection alive for the next request.
+          let final: Settlement | CoreError | undefined
           for await (const message of Sse.read(response.body!)) {
             const event = { event: message.event, data: JSON.parse(message.data) } as CallEvent
             switch (event.event) {
@@ -341,11 +344,15 @@ export class Core {
                 }
                 break
               case "settlement":
-                return event.data
+                final = event.data
+                break
               case "error":
-                throw new CoreError(500, event.data.error.kind, event.data.error.message)
+                final = new CoreError(500, event.data.error.kind, event.data.error.message)
+                break
             }
           }
+          if (final instanceof CoreError) throw final
+          if (final !== undefined) return final
           // The stream ended without its last event: the connection was cut. Posting again joins the call.
           throw new Error(`the event stream of ${call.toolCallID} ended before its settlement`)
         },

@@ -22,12 +22,12 @@ export async function* read(
       const chunk = await reader.read()
       if (chunk.done) return
       buffer += decoder.decode(chunk.value, { stream: true })
-      let newline: number
-      while ((newline = buffer.search(/\r\n|\r|\n/)) !== -1) {
-        const line = buffer.slice(0, newline)
-        // A lone \r at the end of the buffer may be the first half of \r\n: wait for the next chunk.
-        if (buffer[newline] === "\r" && newline === buffer.length - 1) break
-        buffer = buffer.slice(newline + (buffer.startsWith("\r\n", newline) ? 2 : 1))
+      // Lines end in \n, \r\n or a lone \r; a \r last in the buffer may be the first half of \r\n, so it waits.
+      if (buffer.includes("\r")) buffer = buffer.replace(/\r\n|\r(?!$)/g, "\n")
+      let start = 0
+      for (let newline = buffer.indexOf("\n"); newline !== -1; newline = buffer.indexOf("\n", start)) {
+        const line = buffer.slice(start, newline)
+        start = newline + 1
         if (line === "") {
           if (data.length > 0) yield { event: event === "" ? "message" : event, data: data.join("\n") }
           event = ""
@@ -40,10 +40,11 @@ export async function* read(
           continue
         }
         const field = colon === -1 ? line : line.slice(0, colon)
-        const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "")
+        const value = colon === -1 ? "" : line.charCodeAt(colon + 1) === 32 ? line.slice(colon + 2) : line.slice(colon + 1)
         if (field === "event") event = value
         else if (field === "data") data.push(value)
       }
+      buffer = buffer.slice(start)
     }
   } finally {
     await reader.cancel().catch(() => undefined)
