@@ -158,8 +158,6 @@ describe("the AI SDK adapter", () => {
     expect(settlement?.status).toBe("success")
     expect((settlement?.structured as { stdout: string }).stdout).toBe("approved\n")
     session.close()
-    // The SDK maps schemas itself: a session made for a provider's shapes is refused, saying why.
-    await expect(aiTools(core.session({ provider: "openai", watch: false }))).rejects.toThrow("without a provider mapping")
   })
 
   test("a tool changed mid-loop reaches the model at its next step", async () => {

@@ -21,6 +21,7 @@ const sample = <A>(): A => undefined as A
 // What the server sends fits the client's types (never called: the type checker is the test).
 export const wireAgrees = () => {
   fits<Client.Settlement>(sample<typeof Api.Settlement.Type>())
+  fits<Client.Settlement>(sample<typeof Api.CallSettlement.Type>())
   fits<Client.Turn>(sample<typeof Api.Turn.Type>())
   fits<Client.Check>(sample<typeof Api.Check.Type>())
   fits<Client.PermissionRequest>(sample<typeof Api.PermissionRequest.Type>())

@@ -46,6 +46,8 @@ class Settlement(TypedDict):
     structured: Any
     error: NotRequired[SettlementError]
     outputs: List[OutputRef]
+    # Through a turn prepared for a provider: the settlement as that provider's tool-result block.
+    result: NotRequired[Any]
 
 
 class Annotations(TypedDict, total=False):
@@ -68,6 +70,9 @@ class Definition(TypedDict):
 class Turn(TypedDict):
     turnID: str
     definitions: List[Definition]
+    # With a provider mapping: its name, and one tool per definition in that provider's shape.
+    provider: NotRequired[str]
+    tools: NotRequired[List[Any]]
 
 
 class PermissionRequest(TypedDict):

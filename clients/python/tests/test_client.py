@@ -146,6 +146,11 @@ class HostLoop(unittest.TestCase):
         check = core.check(turn["turnID"], "bash", {"command": "rm -rf build"})
         self.assertEqual(check["decision"], "ask")
         self.assertEqual(core.permissions(), [])
+        # A turn for a provider holds that provider's tools, and its calls that provider's tool-result block.
+        prepared = core.materialize(provider="anthropic")
+        self.assertEqual(len(prepared["tools"]), len(prepared["definitions"]))
+        answered = core.settle(prepared["turnID"], dict(call, toolCallID="toolu_1"))
+        self.assertEqual((answered["result"]["type"], answered["result"]["tool_use_id"]), ("tool_result", "toolu_1"))
         with self.assertRaises(CoreError) as refused:
             Core.connect(core.url, "wrong").materialize()
         self.assertEqual((refused.exception.status, refused.exception.kind), (401, "unauthorized"))

@@ -71,10 +71,6 @@ const foresees = (check: Check, ask: PermissionRequest): boolean =>
 
 /** The session's tools as an AI SDK ToolSet. */
 export const aiTools = async (session: Session, options: AiToolsOptions = {}): Promise<AiTools> => {
-  // The SDK maps JSON Schema to each provider itself: it needs core's own definitions, not a provider's shapes.
-  if (session.provider !== undefined) {
-    throw new TypeError(`aiTools needs a session without a provider mapping (this one uses "${session.provider}")`)
-  }
   /** Calls the person approved through the SDK, with what core's check said they would ask. */
   const approved = new Map<string, Check>()
   let assistantMessageID = freshID("msg")

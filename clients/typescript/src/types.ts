@@ -17,6 +17,8 @@ export interface Settlement {
   readonly structured: unknown
   readonly error?: { readonly kind: ErrorKind; readonly message: string }
   readonly outputs: ReadonlyArray<{ readonly id: string; readonly bytes: number }>
+  /** Through a turn prepared for a provider: the settlement as that provider's tool-result block. */
+  readonly result?: unknown
 }
 
 /** A tool as a turn advertises it, in core's own shape. */
@@ -39,6 +41,10 @@ export interface Definition {
 export interface Turn {
   readonly turnID: string
   readonly definitions: ReadonlyArray<Definition>
+  /** The provider mapping the turn was prepared for, if any (docs/providers.md). */
+  readonly provider?: string
+  /** With a provider: one tool per definition, in the same order, in that provider's shape. */
+  readonly tools?: ReadonlyArray<unknown>
 }
 
 export interface PermissionRequest {
