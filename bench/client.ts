@@ -1,7 +1,7 @@
 // The TypeScript client's own overhead per call: a trivial echo tool settled through `core serve` (the compiled
 // binary, durable store, one turn, a fresh call id per call, one call in flight) with `@core/client` and with bare
 // `fetch` sending the same request, as JSON and as an event stream. The server's work is the same on every side, so
-// the ratio of p50s is what the client adds. Calls of each side interleave one by one, in rotating order.
+// the ratio of p50s is what the client adds. Calls of each side interleave one by one, in shuffled order.
 
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -98,8 +98,12 @@ const measure = async (): Promise<Report> => {
     }
     progress(`client: ${WARMUP_CALLS} warm-up calls per side`)
     for (const index of all.keys()) await run(index, WARMUP_CALLS)
-    // Calls of every side interleave one by one, in an order rotating per call, so the machine's noise falls on
-    // each side alike; each round's p50 per side, so a noisy round shows as spread rather than skewing the figure.
+    // Calls of every side interleave one by one, in an order shuffled per call (so no side always follows the same
+    // other, whose connection state it would inherit), and the machine's noise falls on each side alike; each
+    // round's p50 per side, so a noisy round shows as spread rather than skewing the figure.
+    let seed = 0x2545f491
+    const random = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32)
+    const order = [...all.keys()]
     const p50s = all.map((): Array<number> => [])
     const pooled = all.map((): Array<number> => [])
     for (let round = 0; round < ROUNDS; round++) {
@@ -107,10 +111,11 @@ const measure = async (): Promise<Report> => {
       Bun.gc(true)
       const samples = all.map((): Array<number> => [])
       for (let call = 0; call < CALLS; call++) {
-        for (let offset = 0; offset < all.length; offset++) {
-          const index = (call + offset) % all.length
-          await run(index, 1, samples[index])
+        for (let at = order.length - 1; at > 0; at--) {
+          const other = Math.floor(random() * (at + 1))
+          ;[order[at], order[other]] = [order[other]!, order[at]!]
         }
+        for (const index of order) await run(index, 1, samples[index])
       }
       for (const index of all.keys()) {
         p50s[index]!.push(summarize(samples[index]!).p50)
@@ -126,7 +131,7 @@ const measure = async (): Promise<Report> => {
       name: "client: @core/client overhead per call",
       about:
         `A trivial tool through core serve (compiled, durable store), one call in flight, ${ROUNDS} rounds of ${CALLS} ` +
-        `calls per side interleaved one by one: @core/client against bare fetch sending the same request.`,
+        `calls per side interleaved one by one in shuffled order: @core/client against bare fetch sending the same request.`,
       tables: [
         {
           title: "latency per call",

@@ -17,10 +17,14 @@ export async function* read(
   let buffer = ""
   let event = ""
   let data: Array<string> = []
+  let finished = false
   try {
     for (;;) {
       const chunk = await reader.read()
-      if (chunk.done) return
+      if (chunk.done) {
+        finished = true
+        return
+      }
       buffer += decoder.decode(chunk.value, { stream: true })
       // Lines end in \n, \r\n or a lone \r; a \r last in the buffer may be the first half of \r\n, so it waits.
       if (buffer.includes("\r")) buffer = buffer.replace(/\r\n|\r(?!$)/g, "\n")
@@ -47,6 +51,8 @@ export async function* read(
       buffer = buffer.slice(start)
     }
   } finally {
-    await reader.cancel().catch(() => undefined)
+    // A reader that stops early lets the body go; one that read to the end has nothing to let go.
+    if (finished) reader.releaseLock()
+    else await reader.cancel().catch(() => undefined)
   }
 }
