@@ -1,6 +1,7 @@
 """core_client: a client of core's HTTP sidecar for agent hosts, standard library only (Python 3.9+)."""
 
-from .client import DEFAULT_RETRIES, Core, CoreError, EventStream, OutputRead, Session, fresh_id
+from .client import DEFAULT_RETRIES, Core, CoreError, EventStream, OutputRead, fresh_id
+from .session import Session
 from .types import (
     Check,
     Definition,
