@@ -70,6 +70,49 @@ export const Editing = Schema.Struct({
 })
 export type Editing = typeof Editing.Type
 
+/** A server's name prefixes its tools' names (`<server>_<tool>`), so it leaves room for "_" and one character. */
+export const McpServerName = Schema.String.check(
+  Schema.isPattern(/^[A-Za-z][A-Za-z0-9-]{0,61}$/, {
+    expected: 'an MCP server name (a letter, then up to 61 letters, digits or "-")',
+  }),
+)
+
+const COMMAND_EXPECTED = 'a command as an array of strings, like ["npx", "-y", "some-server"]'
+const SERVER_EXPECTED =
+  'either "command" (a server core starts, with "env") or "url" (a streamable HTTP server, with "headers")'
+
+/**
+ * One MCP server: a command core starts and speaks to over stdio (with `env`), or a streamable HTTP `url` (with
+ * `headers`); `timeoutMs` bounds each call. One struct rather than a union, so a mistake is reported at its key.
+ */
+export const McpServer = Schema.Struct({
+  command: Schema.optionalKey(
+    Schema.Array(Schema.String.check(Schema.isMinLength(1, { expected: "a non-empty string" })))
+      .annotate({ expected: COMMAND_EXPECTED })
+      .check(Schema.isMinLength(1, { expected: COMMAND_EXPECTED })),
+  ),
+  env: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  url: Schema.optionalKey(
+    Schema.String.check(Schema.isPattern(/^https?:\/\/\S+$/, { expected: "an http:// or https:// URL" })),
+  ),
+  headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  /** How long one call may take before it fails (default 60 s). */
+  timeoutMs: Schema.optionalKey(integerAtLeast(1)),
+}).check(
+  Schema.makeFilter(
+    (server) =>
+      server.command !== undefined
+        ? server.url === undefined && server.headers === undefined
+        : server.url !== undefined && server.env === undefined,
+    { expected: SERVER_EXPECTED },
+  ),
+)
+export type McpServer = typeof McpServer.Type
+
+/** MCP servers whose tools the Location offers as `<server>_<tool>`. */
+export const Mcp = Schema.Record(McpServerName, McpServer)
+export type Mcp = typeof Mcp.Type
+
 /** The whole of a `core.json`. Every key is optional; unknown keys are refused. */
 export const File = Schema.Struct({
   $schema: Schema.optionalKey(Schema.String),
@@ -78,6 +121,7 @@ export const File = Schema.Struct({
   output: Schema.optionalKey(Output),
   shell: Schema.optionalKey(Shell),
   editing: Schema.optionalKey(Editing),
+  mcp: Schema.optionalKey(Mcp),
 })
 export type File = typeof File.Type
 
@@ -114,10 +158,18 @@ export interface Parsed {
   readonly tree: Node
 }
 
+/** An MCP server as configured, with the file that configured it. */
+export interface McpEntry {
+  readonly name: string
+  readonly server: McpServer
+  readonly file: string
+}
+
 /** One file, lowered. */
 export interface Lowered {
   readonly file: string
   readonly rules: ReadonlyArray<SourcedRule>
+  readonly mcp?: ReadonlyArray<McpEntry>
   readonly agents: ReadonlyMap<string, AgentRules>
   readonly output: Output
   readonly shell: Shell
@@ -127,7 +179,10 @@ export interface Lowered {
 /** Both files together; `files` lists those that existed, in the order they apply (later wins). */
 export interface Resolved {
   readonly files: ReadonlyArray<string>
+  /** Core's default for each MCP server's tools (`<server>_*` asks), then the files' rules in order. */
   readonly rules: ReadonlyArray<SourcedRule>
+  /** MCP servers by name, in document order; a server the Location names replaces the home's of that name. */
+  readonly mcp?: ReadonlyArray<McpEntry>
   readonly agents: ReadonlyMap<string, AgentRules>
   readonly output: Output
   readonly shell: Shell
@@ -212,12 +267,25 @@ export const lower = (parsed: Parsed): Lowered => {
   return {
     file,
     rules: lowerPermission(file, tree, ["permission"], content.permission),
+    ...(content.mcp === undefined
+      ? {}
+      : { mcp: Document.keysInOrder(tree, ["mcp"]).map((name) => ({ name, server: content.mcp![name]!, file })) }),
     agents,
     output: content.output ?? {},
     shell: content.shell ?? {},
     ...(content.editing === undefined ? {} : { editing: content.editing }),
   }
 }
+
+/** Where the rule that makes an MCP server's tools ask comes from, for explaining a decision. */
+export const MCP_DEFAULTS_SOURCE = "core defaults (MCP servers ask)"
+
+const mcpDefault = (entry: McpEntry): SourcedRule => ({
+  action: `${entry.name}_*`,
+  resource: "*",
+  effect: "ask",
+  source: { file: MCP_DEFAULTS_SOURCE, path: `mcp.${entry.name}` },
+})
 
 /** Home first, then the Location: rules append (so the Location's win), settings override per key. */
 export const merge = (home: Lowered | undefined, location: Lowered | undefined): Resolved => {
@@ -233,9 +301,14 @@ export const merge = (home: Lowered | undefined, location: Lowered | undefined):
       })
     }
   }
+  const mcp = new Map<string, McpEntry>()
+  for (const lowered of present) for (const entry of lowered.mcp ?? []) mcp.set(entry.name, entry)
   return {
     files: present.map((lowered) => lowered.file),
-    rules: present.flatMap((lowered) => lowered.rules),
+    // An MCP server's tools ask by default, even where core's defaults allow everything; any rule a file writes
+    // comes after, so `"github_*": "allow"` (or a broader allow) decides instead.
+    rules: [...[...mcp.values()].map(mcpDefault), ...present.flatMap((lowered) => lowered.rules)],
+    ...(mcp.size === 0 ? {} : { mcp: [...mcp.values()] }),
     agents,
     output: Object.assign({}, ...present.map((lowered) => lowered.output)),
     shell: Object.assign({}, ...present.map((lowered) => lowered.shell)),

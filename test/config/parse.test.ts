@@ -61,7 +61,7 @@ describe("Config.parseText", () => {
     const error = refusal('{ "outptu": {} }')
     expect(error).toMatchObject({ path: "outptu", found: 'unknown key "outptu"', line: 1, column: 3 })
     expect(error.message).toBe(
-      `${FILE}:1:3: outptu: expected one of the keys "$schema", "permission", "agents", "output", "shell" or "editing", found unknown key "outptu"`,
+      `${FILE}:1:3: outptu: expected one of the keys "$schema", "permission", "agents", "output", "shell", "editing" or "mcp", found unknown key "outptu"`,
     )
   })
 
