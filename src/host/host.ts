@@ -17,6 +17,7 @@ import { Location } from "../location/location"
 import { ManagedOutputs } from "../output/managed"
 import { Output } from "../output/output"
 import { Permission } from "../permission/permission"
+import { Remote } from "../remote/remote"
 import { Settler } from "../settlement/settler"
 import { Shell } from "../shell/producer"
 import { Approvals } from "../store/approvals"
@@ -128,11 +129,31 @@ export const sharedLayer = (
   ).pipe(Layer.provideMerge(store ?? SqliteStore.layer(storePath(environment))))
 
 /**
- * A Location with its built-in tools and discovered tools over the application's, given the Location's permission
- * service (the built-ins capture it) and what sessions read.
+ * The MCP servers core.json names, registering their tools into the Location's registry after its own tools.
+ * `eager` connects them all while the layer is built, for a command whose catalog is made at once; otherwise
+ * the host calls `ensure` before making a catalog.
+ */
+export const remoteLayer = (
+  directory: string,
+  config: Config.Resolved,
+  eager: boolean,
+  onChange?: (server: string) => void,
+) =>
+  Remote.layer({
+    directory,
+    servers: config.mcp ?? [],
+    eager,
+    ...(onChange === undefined ? {} : { onChange }),
+  })
+
+/**
+ * A Location with its built-in tools, discovered tools and MCP servers' tools over the application's, given the
+ * Location's permission service (the built-ins capture it) and what sessions read. A one-shot command makes its
+ * catalog at once, so its MCP servers are connected while the Location is built.
  */
 const locationLayer = (environment: Environment, prepared: Prepared) =>
-  Location.layer(prepared.directory, builtinsLayer(prepared.config)).pipe(
+  remoteLayer(prepared.directory, prepared.config, true).pipe(
+    Layer.provideMerge(Location.layer(prepared.directory, builtinsLayer(prepared.config))),
     Layer.provideMerge(Application.layer(environment.home)),
   )
 

@@ -29,7 +29,7 @@ export const of = (tool: Tool.Any, name: string): Definition => {
       name,
       description: record.description,
       inputSchema: record.inputSchema,
-      outputSchema: JsonSchema.output(record.output),
+      outputSchema: record.outputSchema ?? JsonSchema.output(record.output),
       ...(record.annotations === undefined ? {} : { annotations: record.annotations }),
     }),
   )

@@ -24,6 +24,8 @@ export interface Record {
   readonly outputJson: Schema.Codec<unknown, unknown, never, never>
   /** The input's JSON Schema, derived (and checked to be an object) when the tool is made. */
   readonly inputSchema: { readonly [key: string]: unknown }
+  /** The output's JSON Schema when it is given rather than derived (a tool described by JSON Schema alone). */
+  readonly outputSchema?: { readonly [key: string]: unknown }
   /** Definitions derived for this tool, one per registered name (see ./definition). */
   readonly definitions: Map<string, unknown>
 }
@@ -37,18 +39,27 @@ export const ToolProto: object = Object.freeze(
 
 const records = new WeakMap<object, Record>()
 
+/** What a tool described by JSON Schema alone gives instead of deriving it from Effect schemas. */
+export interface Described {
+  readonly inputJson: Record["inputJson"]
+  readonly outputJson: Record["outputJson"]
+  readonly outputSchema: NonNullable<Record["outputSchema"]>
+}
+
 export const remember = (
   tool: object,
-  record: Omit<Record, "definitions" | "inputJson" | "outputJson" | "inputSchema">,
+  record: Omit<Record, "definitions" | "inputJson" | "outputJson" | "inputSchema" | "outputSchema">,
   inputSchema: Record["inputSchema"],
+  described?: Described,
 ): void => {
   records.set(
     tool,
     Object.freeze({
       ...record,
       inputSchema,
-      inputJson: Schema.toCodecJson(record.input) as Schema.Codec<unknown, unknown, never, never>,
-      outputJson: Schema.toCodecJson(record.output) as Schema.Codec<unknown, unknown, never, never>,
+      inputJson: described?.inputJson ?? (Schema.toCodecJson(record.input) as Schema.Codec<unknown, unknown, never, never>),
+      outputJson: described?.outputJson ?? (Schema.toCodecJson(record.output) as Schema.Codec<unknown, unknown, never, never>),
+      ...(described === undefined ? {} : { outputSchema: described.outputSchema }),
       definitions: new Map(),
     }),
   )

@@ -57,8 +57,9 @@ const FLOORS: ReadonlyArray<ReadonlyArray<string>> = [
   // the services a settlement runs on, and the settlement schema the store persists
   ["registry", "output", "permission", "store", "settlement/settlement.ts"],
   ["settlement"],
-  // what fills a Location: built-ins, the shell producer they run on, tool files, core.json; provider mappings
-  ["builtin", "shell", "location", "config", "provider"],
+  // what fills a Location: built-ins, the shell producer they run on, tool files, core.json, MCP servers; provider
+  // mappings
+  ["builtin", "shell", "location", "config", "remote", "provider"],
   ["host"],
   // the edges; only the CLI, the binary's entry, starts another edge
   ["cli", "server", "mcp", "sdk"],

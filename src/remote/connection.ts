@@ -1,0 +1,348 @@
+export * as Connection from "./connection"
+
+// One configured MCP server as the Location sees it: connecting (a process core starts, or a streamable HTTP
+// URL), registering the server's tools as `<server>_<tool>` in a scope the connection owns, registering them again
+// in a fresh scope on `list_changed` or a reconnect (so turns made before see them as stale), and calling them with
+// a per-call timeout, progress and cancellation. Whatever the server does (crash, hang, garbage, protocol errors),
+// a call ends as a model-visible failure naming the server; nothing here ever fails operationally or hangs.
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import {
+  ErrorCode,
+  McpError,
+  ToolListChangedNotificationSchema,
+  type Tool as McpTool,
+} from "@modelcontextprotocol/sdk/types.js"
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
+import type { Config } from "../config/config"
+import type { Registry } from "../registry/registry"
+import { Described } from "../tool/described"
+import { ToolName } from "../tool/name"
+import { Tool } from "../tool/tool"
+import { RemoteContent } from "./content"
+import { RemoteStdio } from "./stdio"
+
+/** How long one request to a server (connecting, listing, a call) may take unless `timeoutMs` says otherwise. */
+export const DEFAULT_TIMEOUT_MS = 60_000
+/** After a failed connection, how long before listing tries it again (a call always tries at once). */
+export const RETRY_AFTER_MS = 5_000
+
+export type Status = "idle" | "connecting" | "connected" | "failed" | "closed"
+
+/** What `core mcp list` shows of a server. */
+export interface State {
+  readonly name: string
+  readonly kind: "stdio" | "http"
+  /** The command line or the URL. */
+  readonly target: string
+  readonly status: Status
+  /** The core names of the tools registered from it, in the server's order. */
+  readonly tools: ReadonlyArray<string>
+  /** Tools core could not offer, each naming the tool and why. */
+  readonly problems: ReadonlyArray<string>
+  /** Why the last connection failed or ended. */
+  readonly error?: string
+  readonly pid?: number
+  /** Lines on the server's stdout that were not JSON-RPC and were skipped. */
+  readonly ignoredLines?: number
+}
+
+export interface Options {
+  readonly entry: Config.McpEntry
+  /** The Location's directory: a server core starts runs there. */
+  readonly directory: string
+  readonly tools: Registry.Tools
+  /** Whether another registration already has this name (a built-in, a tool file, another server). */
+  readonly taken: (name: string) => boolean
+  /** Called after the server's tools were registered again. */
+  readonly onChange: () => void
+  readonly version: string
+}
+
+const validators = new AjvJsonSchemaValidator()
+
+const messageOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+export class Server {
+  readonly name: string
+  private readonly options: Options
+  private readonly timeoutMs: number
+  private status: Status = "idle"
+  private error: string | undefined
+  private failedAt = 0
+  private client: Client | undefined
+  private process: RemoteStdio.Process | undefined
+  private connecting: Promise<void> | undefined
+  private scope: Scope.Closeable | undefined
+  private registered: ReadonlyArray<string> = []
+  private problems: ReadonlyArray<string> = []
+
+  constructor(options: Options) {
+    this.options = options
+    this.name = options.entry.name
+    this.timeoutMs = options.entry.server.timeoutMs ?? DEFAULT_TIMEOUT_MS
+  }
+
+  state(): State {
+    const { server } = this.options.entry
+    return {
+      name: this.name,
+      kind: server.command !== undefined ? "stdio" : "http",
+      target: server.command !== undefined ? server.command.join(" ") : server.url!,
+      status: this.status,
+      tools: this.registered,
+      problems: this.problems,
+      ...(this.error === undefined ? {} : { error: this.error }),
+      ...(this.process === undefined ? {} : { pid: this.process.pid, ignoredLines: this.process.ignoredLines }),
+    }
+  }
+
+  /** Connects unless connected, or failed too recently (listing should not retry a broken server every turn). */
+  ensure(): Promise<void> {
+    if (this.status === "failed" && Date.now() - this.failedAt < RETRY_AFTER_MS) return Promise.resolve()
+    return this.connect()
+  }
+
+  /** Connects unless connected; resolves either way (the state says how it went). */
+  connect(): Promise<void> {
+    if (this.status === "connected" || this.status === "closed") return Promise.resolve()
+    this.connecting ??= this.open().finally(() => {
+      this.connecting = undefined
+    })
+    return this.connecting
+  }
+
+  private transport(): Transport | RemoteStdio.SpawnFailure {
+    const { server } = this.options.entry
+    if (server.command !== undefined) {
+      const started = RemoteStdio.Process.spawn({
+        command: server.command,
+        cwd: this.options.directory,
+        ...(server.env === undefined ? {} : { env: server.env }),
+      })
+      return started
+    }
+    return new StreamableHTTPClientTransport(new URL(server.url!), {
+      ...(server.headers === undefined ? {} : { requestInit: { headers: { ...server.headers } } }),
+    })
+  }
+
+  private async open(): Promise<void> {
+    this.status = "connecting"
+    // Whatever the last process left in its group goes before another starts.
+    await this.process?.close()
+    const transport = this.transport()
+    if (transport instanceof RemoteStdio.SpawnFailure) return this.fail(transport.message)
+    this.process = transport instanceof RemoteStdio.Process ? transport : undefined
+    const process = this.process
+    const client = new Client({ name: "core", version: this.options.version }, { capabilities: {} })
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      if (this.client === client) void this.refresh(client)
+    })
+    client.onclose = () => this.ended(client)
+    // Transport errors (a garbled line, a failed POST) surface through the request they break.
+    client.onerror = () => undefined
+    try {
+      await client.connect(transport, { timeout: this.timeoutMs })
+      const tools = await this.list(client)
+      // Closed while connecting: the Location is going away.
+      if ((this.status as Status) === "closed") {
+        await client.close().catch(() => undefined)
+        return await process?.close()
+      }
+      this.client = client
+      this.status = "connected"
+      this.error = undefined
+      this.register(tools)
+    } catch (cause) {
+      await client.close().catch(() => undefined)
+      await process?.close()
+      this.fail(this.describe(cause, "connecting"))
+    }
+  }
+
+  private fail(error: string): void {
+    if (this.status === "closed") return
+    this.status = "failed"
+    this.error = error
+    this.failedAt = Date.now()
+  }
+
+  /** The connection ended under a connected client: the process exited or the HTTP session went away. */
+  private ended(client: Client): void {
+    if (this.client !== client) return
+    this.client = undefined
+    const how = this.process !== undefined ? `the server process ${this.process.describeExit()}` : "the connection closed"
+    // Its tools stay registered: a call starts the server again.
+    this.fail(how)
+  }
+
+  private async list(client: Client): Promise<ReadonlyArray<McpTool>> {
+    const tools: Array<McpTool> = []
+    let cursor: string | undefined
+    do {
+      const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: this.timeoutMs })
+      tools.push(...page.tools)
+      cursor = page.nextCursor
+    } while (cursor !== undefined)
+    return tools
+  }
+
+  private async refresh(client: Client): Promise<void> {
+    try {
+      const tools = await this.list(client)
+      if (this.client !== client) return
+      this.register(tools)
+      this.options.onChange()
+    } catch (cause) {
+      this.problems = [...this.problems, `listing its tools again after list_changed failed: ${messageOf(cause)}`]
+    }
+  }
+
+  /** Registers `tools` in a fresh scope, closing the previous one: turns made before see them as stale. */
+  private register(tools: ReadonlyArray<McpTool>): void {
+    const previous = this.scope
+    if (previous !== undefined) Effect.runSync(Scope.close(previous, Exit.void))
+    const record: Record<string, Tool.Any> = {}
+    const problems: Array<string> = []
+    for (const tool of tools) {
+      const name = `${this.name}_${tool.name}`
+      const problem = this.problem(tool, name, record)
+      if (problem !== undefined) {
+        problems.push(`tool "${tool.name}": ${problem}`)
+        continue
+      }
+      const made = this.make(tool, name)
+      if (typeof made === "string") problems.push(`tool "${tool.name}": ${made}`)
+      else record[name] = made
+    }
+    const scope = Effect.runSync(Scope.make())
+    Effect.runSync(Scope.provide(this.options.tools.register(record), scope))
+    this.scope = scope
+    this.registered = Object.keys(record)
+    this.problems = problems
+  }
+
+  private problem(tool: McpTool, name: string, record: Record<string, Tool.Any>): string | undefined {
+    const invalid = ToolName.problem(name)
+    if (invalid !== undefined) return `its core name "${name}" is not a valid tool name (${invalid})`
+    if (Object.hasOwn(record, name)) return `the server lists "${tool.name}" twice`
+    if (this.options.taken(name)) return `"${name}" is already a tool in this Location; the server's tool is not offered`
+    return undefined
+  }
+
+  /** The core tool for one of the server's tools, or why there is none. */
+  private make(tool: McpTool, name: string): Tool.Any | string {
+    let validate: (input: unknown) => string | undefined
+    try {
+      const validator = validators.getValidator(tool.inputSchema as Parameters<typeof validators.getValidator>[0])
+      validate = (input) => {
+        const result = validator(input)
+        return result.valid ? undefined : result.errorMessage
+      }
+    } catch (cause) {
+      return `its input schema cannot be used: ${messageOf(cause)}`
+    }
+    const description = tool.description?.trim() || tool.title?.trim() || `${tool.name} (from the MCP server "${this.name}")`
+    try {
+      return Described.make<RemoteContent.Result>({
+        description,
+        inputSchema: tool.inputSchema,
+        ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
+        validate,
+        execute: (input, context) => this.call(tool.name, name, input as Record<string, unknown>, context),
+        toModelOutput: ({ output }) => RemoteContent.parts(output),
+        structured: (output) => output.structuredContent,
+      })
+    } catch (cause) {
+      return messageOf(cause)
+    }
+  }
+
+  /** One call of the server's tool `tool` (core's `name`): its result, or a failure naming the server. */
+  call(
+    tool: string,
+    name: string,
+    input: Record<string, unknown>,
+    context: Tool.Context,
+  ): Effect.Effect<RemoteContent.Result, Tool.Failure> {
+    return Effect.tryPromise({
+      try: async (signal) => {
+        await this.connect()
+        const client = this.client
+        if (client === undefined) throw new Unavailable(this.error ?? this.status)
+        return await client.callTool({ name: tool, arguments: input }, undefined, {
+          timeout: this.timeoutMs,
+          signal,
+          onprogress: (progress) => {
+            const total = progress.total === undefined ? "" : `/${progress.total}`
+            Effect.runFork(
+              context.progress({
+                message: progress.message ?? `${progress.progress}${total}`,
+                metadata: { progress: progress.progress, ...(progress.total === undefined ? {} : { total: progress.total }) },
+              }),
+            )
+          },
+        })
+      },
+      catch: (cause) => new Tool.Failure({ message: this.describe(cause, `calling ${tool}`, name) }),
+    }).pipe(
+      Effect.flatMap((result) => {
+        const output = result as RemoteContent.Result & { readonly isError?: boolean }
+        if (!Array.isArray(output.content)) {
+          return Effect.fail(
+            new Tool.Failure({ message: `MCP server "${this.name}" answered ${name} without content, which core cannot read.` }),
+          )
+        }
+        if (output.isError === true) return Effect.fail(new Tool.Failure({ message: RemoteContent.text(output) }))
+        return Effect.succeed({
+          content: output.content,
+          ...(output.structuredContent === undefined ? {} : { structuredContent: output.structuredContent }),
+        })
+      }),
+    )
+  }
+
+  /** What went wrong with a request, in words a model (or a person) can act on. */
+  private describe(cause: unknown, doing: string, name?: string): string {
+    const server = `MCP server "${this.name}"`
+    if (cause instanceof Unavailable) return `${server} is not available (${cause.reason}); nothing ran. It is tried again on the next call.`
+    if (cause instanceof McpError && cause.code === ErrorCode.RequestTimeout) {
+      return (
+        `${server} did not answer within ${this.timeoutMs} ms while ${doing}; the request was cancelled. ` +
+        `Try again, or raise "timeoutMs" for "${this.name}" in core.json if it needs longer.`
+      )
+    }
+    if (cause instanceof McpError && cause.code === ErrorCode.ConnectionClosed) {
+      const how = this.process?.exit !== undefined ? `: the server process ${this.process.describeExit()}` : ""
+      return `${server} closed the connection while ${doing}${how}. It is started again on the next call${name === undefined ? "" : ` to ${name}`}.`
+    }
+    if (cause instanceof McpError) return `${server} answered with an error while ${doing}: ${cause.message}`
+    if (this.process?.exit !== undefined) return `${server} stopped while ${doing}: the server process ${this.process.describeExit()}`
+    return `${server} failed while ${doing}: ${messageOf(cause)}`
+  }
+
+  /** Removes its tools, ends the session and the server's process group. */
+  async close(): Promise<void> {
+    this.status = "closed"
+    if (this.scope !== undefined) Effect.runSync(Scope.close(this.scope, Exit.void))
+    this.scope = undefined
+    const client = this.client
+    this.client = undefined
+    await this.connecting?.catch(() => undefined)
+    await client?.close().catch(() => undefined)
+    await this.process?.close()
+  }
+}
+
+/** A call found the server not connected and could not connect it. */
+class Unavailable extends Error {
+  constructor(readonly reason: string) {
+    super(reason)
+  }
+}

@@ -1,0 +1,78 @@
+export * as Remote from "./remote"
+
+// The MCP servers a Location's core.json names, as tools of that Location (DESIGN §13, client side): one
+// connection per server, registering into the Location's registry. Servers are connected lazily: `ensure`
+// connects those not connected (a host calls it before making a turn's catalog, so listing connects), and a call
+// to a server that is down starts it again. Closing the layer's scope removes every server's tools and ends
+// every server process. It never decides permissions: calls settle like any tool's.
+
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import packageJson from "../../package.json" with { type: "json" }
+import type { Config } from "../config/config"
+import type { Discovery } from "../location/discovery"
+import { Registry } from "../registry/registry"
+import { Connection } from "./connection"
+
+export interface Interface {
+  /** Connects every server that is not connected (one that failed moments ago waits a little); never fails. */
+  readonly ensure: Effect.Effect<void>
+  /** Each server's state, in configuration order. */
+  readonly states: () => ReadonlyArray<Connection.State>
+  /** What stops a server or one of its tools from being offered, naming the file that configures it. */
+  readonly diagnostics: () => ReadonlyArray<Discovery.Diagnostic>
+}
+
+export class Service extends Context.Service<Service, Interface>()("core/Remote") {}
+
+export interface Options {
+  readonly directory: string
+  readonly servers: ReadonlyArray<Config.McpEntry>
+  /** Connect every server while the layer is built (a one-shot command whose catalog is made at once). */
+  readonly eager: boolean
+  /** A server registered its tools again on its own (`list_changed`). */
+  readonly onChange?: (server: string) => void
+}
+
+/** The diagnostics of one server's state. */
+export const diagnosticsOf = (state: Connection.State, file: string): ReadonlyArray<Discovery.Diagnostic> => [
+  ...(state.status === "failed" && state.error !== undefined
+    ? [{ file, message: `MCP server "${state.name}": ${state.error}` }]
+    : []),
+  ...state.problems.map((problem) => ({ file, message: `MCP server "${state.name}", ${problem}` })),
+]
+
+export const layer = (options: Options): Layer.Layer<Service, never, Registry.Service> =>
+  Layer.effect(
+    Service,
+    Effect.gen(function* () {
+      const registry = yield* Registry.Service
+      const servers = options.servers.map(
+        (entry) =>
+          new Connection.Server({
+            entry,
+            directory: options.directory,
+            tools: registry.tools,
+            taken: (name) => registry.capture().resolve(name)._tag === "Found",
+            onChange: () => options.onChange?.(entry.name),
+            version: packageJson.version,
+          }),
+      )
+      yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all(servers.map((server) => server.close()))))
+      const ensure = Effect.promise(() => Promise.all(servers.map((server) => server.ensure()))).pipe(Effect.asVoid)
+      if (options.eager) yield* ensure
+      return Service.of({
+        ensure,
+        states: () => servers.map((server) => server.state()),
+        diagnostics: () =>
+          servers.flatMap((server, index) => diagnosticsOf(server.state(), options.servers[index]!.file)),
+      })
+    }),
+  )
+
+/** A Location without MCP servers. */
+export const layerEmpty: Layer.Layer<Service> = Layer.succeed(
+  Service,
+  Service.of({ ensure: Effect.void, states: () => [], diagnostics: () => [] }),
+)
