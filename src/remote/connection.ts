@@ -162,7 +162,7 @@ export class Server {
     } catch (cause) {
       await client.close().catch(() => undefined)
       await process?.close()
-      this.fail(this.describe(cause, "connecting"))
+      this.fail(this.describe(cause, "connecting", undefined, false))
     }
   }
 
@@ -309,8 +309,9 @@ export class Server {
   }
 
   /** What went wrong with a request, in words a model (or a person) can act on. */
-  private describe(cause: unknown, doing: string, name?: string): string {
-    const server = `MCP server "${this.name}"`
+  private describe(cause: unknown, doing: string, name?: string, named = true): string {
+    // Without the server's name for its state, where the name is said beside it.
+    const server = named ? `MCP server "${this.name}"` : "the server"
     if (cause instanceof Unavailable) return `${server} is not available (${cause.reason}); nothing ran. It is tried again on the next call.`
     if (cause instanceof McpError && cause.code === ErrorCode.RequestTimeout) {
       return (

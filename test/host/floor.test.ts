@@ -16,6 +16,8 @@ const reach = (entry: string): ReadonlySet<string> => {
     const path = relative(SRC, file)
     if (seen.has(path)) return
     seen.add(path)
+    // A JSON module (package.json, for the version) imports nothing.
+    if (file.endsWith(".json")) return
     for (const { path: specifier } of transpiler.scanImports(readFileSync(file, "utf8"))) {
       if (!specifier.startsWith(".")) continue
       const target = resolve(dirname(file), specifier)

@@ -1,0 +1,109 @@
+// An MCP server over stdio for the client's fault paths, written with the SDK's low-level Server. The first
+// argument picks how it misbehaves from the start: "serve" (plain), "garbage" (prints lines that are not JSON-RPC
+// on stdout before and between answers), "mute" (never answers anything), "bad-names" (lists tools whose names
+// core cannot offer). Its tools hang, crash, fail, report progress, wait to be cancelled or change the tool list.
+
+import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+
+const mode = process.argv[2] ?? "serve"
+const say = (line: string) => process.stdout.write(`${line}\n`)
+
+if (mode === "mute") {
+  process.stdin.resume()
+} else {
+  const object = (properties: Record<string, unknown> = {}, required: Array<string> = []) => ({
+    type: "object" as const,
+    properties,
+    required,
+  })
+  const tools = [
+    { name: "echo", description: "Echoes text", inputSchema: object({ text: { type: "string", minLength: 1 } }, ["text"]) },
+    { name: "pid", description: "Its process id", inputSchema: object() },
+    { name: "env", description: "An environment variable", inputSchema: object({ name: { type: "string" } }, ["name"]) },
+    { name: "hang", description: "Never answers", inputSchema: object() },
+    { name: "crash", description: "Exits mid-call", inputSchema: object() },
+    { name: "fail", description: "Answers with isError", inputSchema: object() },
+    { name: "media", description: "An image, a resource with text and one with a blob", inputSchema: object() },
+    {
+      name: "structured",
+      description: "Structured content",
+      inputSchema: object(),
+      outputSchema: object({ total: { type: "number" } }, ["total"]),
+    },
+    { name: "wait", description: "Reports progress, then waits until cancelled", inputSchema: object() },
+    { name: "cancelled", description: "How many calls were cancelled", inputSchema: object() },
+    { name: "grow", description: "Adds the tool `extra` and says the list changed", inputSchema: object() },
+  ]
+  if (mode === "bad-names") {
+    tools.push({ name: "has space", description: "Bad", inputSchema: object() })
+    tools.push({ name: "x".repeat(70), description: "Too long", inputSchema: object() })
+  }
+  let grown = false
+  let cancelled = 0
+  const server = new Server({ name: "fixture", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } })
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    if (mode === "garbage") say("this line is not JSON-RPC")
+    return {
+      tools: grown ? [...tools, { name: "extra", description: "Added later", inputSchema: object() }] : tools,
+    }
+  })
+  const text = (value: string) => ({ content: [{ type: "text" as const, text: value }] })
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const args = (request.params.arguments ?? {}) as Record<string, unknown>
+    if (mode === "garbage") say('{"not":"a message"}')
+    switch (request.params.name) {
+      case "echo":
+        return text(`echo: ${args.text}`)
+      case "pid":
+        return text(String(process.pid))
+      case "env":
+        return text(process.env[String(args.name)] ?? "(unset)")
+      case "hang":
+        return await new Promise<never>(() => undefined)
+      case "crash":
+        process.stderr.write("fixture: crashing on purpose\n")
+        process.exit(7)
+      case "fail":
+        return { ...text("the fixture refuses"), isError: true }
+      case "media":
+        return {
+          content: [
+            { type: "image" as const, data: "iVBORw0KGgo=", mimeType: "image/png" },
+            { type: "resource" as const, resource: { uri: "file:///notes.txt", mimeType: "text/plain", text: "note text" } },
+            { type: "resource" as const, resource: { uri: "file:///data.bin", mimeType: "application/octet-stream", blob: "AAEC" } },
+          ],
+        }
+      case "structured":
+        return { ...text('{"total":3}'), structuredContent: { total: 3 } }
+      case "wait": {
+        const token = request.params._meta?.progressToken
+        if (token !== undefined) {
+          await extra.sendNotification({
+            method: "notifications/progress",
+            params: { progressToken: token, progress: 1, total: 2, message: "waiting" },
+          })
+        }
+        return await new Promise((resolve) => {
+          extra.signal.addEventListener("abort", () => {
+            cancelled++
+            resolve(text("cancelled"))
+          })
+        })
+      }
+      case "cancelled":
+        return text(String(cancelled))
+      case "grow":
+        grown = true
+        await server.sendToolListChanged()
+        return text("grown")
+      case "extra":
+        return text("extra")
+      default:
+        throw new Error(`unknown tool ${request.params.name}`)
+    }
+  })
+  if (mode === "garbage") say("starting up (not JSON-RPC)")
+  await server.connect(new StdioServerTransport())
+}

@@ -1,0 +1,359 @@
+// core as an MCP client, against real servers: the reference "everything" and "filesystem" servers from npm, and
+// a fixture server for the fault paths (hang, crash, garbage, silence, bad names). Servers' tools are Location
+// tools named <server>_<tool> that settle through the normal pipeline: asked by default, bounded, recorded.
+
+import { describe, expect, test } from "bun:test"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import { ProcessGroup } from "../../src/shell/group"
+import { Remote } from "../../src/remote/remote"
+import { BUN, EVERYTHING, FILESYSTEM, FIXTURE, settle, textOf, turn, withLocation } from "./support"
+
+const fixture = (mode = "serve", extra: Record<string, unknown> = {}) => ({
+  mcp: { fix: { command: [BUN, FIXTURE, mode], ...extra } },
+  permission: { "fix_*": "allow" },
+})
+
+const alive = (pid: number) => {
+  const state = ProcessGroup.stat(pid)?.state
+  return state !== undefined && state !== "Z"
+}
+
+const stateOf = Effect.map(Remote.Service, (remote) => remote.states()[0]!)
+
+describe("core as an MCP client of the reference servers", () => {
+  test("the everything server's tools appear as every_<tool>, a call is asked first and then settles", async () => {
+    const result = await withLocation({ mcp: { every: { command: [EVERYTHING, "stdio"] } } }, () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const names = current.definitions.map((definition) => definition.name)
+        const echo = current.definitions.find((definition) => definition.name === "every_echo")!
+        const approved = yield* settle(current, "every_echo", { message: "hello" })
+        const refused = yield* settle(current, "every_echo", { message: "again" }, { reply: "reject" })
+        const image = yield* settle(current, "every_get-tiny-image", {})
+        return { names, echo, approved, refused, image }
+      }),
+    )
+    expect(result.names).toContain("every_echo")
+    expect(result.names).toContain("read")
+    expect(result.echo.inputSchema).toMatchObject({ type: "object", properties: { message: { type: "string" } } })
+    expect(result.approved.asked.map((request) => request.action)).toEqual(["every_echo"])
+    expect(result.approved.settlement).toMatchObject({ status: "success", content: [{ type: "text", text: "Echo: hello" }] })
+    expect(result.refused.settlement.status).toBe("declined")
+    expect(result.image.settlement.content.some((part) => part.type === "file" && part.mime === "image/png")).toBe(true)
+  }, 30_000)
+
+  test("the filesystem server reads a file of the Location through core, allowed by a rule", async () => {
+    const result = await withLocation(
+      { mcp: { fs: { command: [FILESYSTEM, "."] } }, permission: { "fs_*": "allow" } },
+      (directory) =>
+        Effect.gen(function* () {
+          writeFileSync(join(directory, "notes.txt"), "remote notes\n")
+          const current = yield* turn
+          return {
+            names: current.definitions.map((definition) => definition.name),
+            read: yield* settle(current, "fs_read_text_file", { path: join(directory, "notes.txt") }),
+          }
+        }),
+    )
+    expect(result.names).toContain("fs_list_directory")
+    expect(result.read.asked).toEqual([])
+    expect(result.read.settlement.status).toBe("success")
+    expect(textOf(result.read.settlement)).toContain("remote notes")
+  }, 30_000)
+
+  test("the everything server over streamable HTTP: listed and called through its URL", async () => {
+    const port = await freePort()
+    const server = Bun.spawn([EVERYTHING, "streamableHttp"], {
+      env: { ...process.env, PORT: String(port) },
+      stdout: "ignore",
+      stderr: "pipe",
+    })
+    try {
+      await listening(server.stderr)
+      const result = await withLocation(
+        { mcp: { web: { url: `http://127.0.0.1:${port}/mcp` } }, permission: { "web_*": "allow" } },
+        () =>
+          Effect.gen(function* () {
+            const current = yield* turn
+            return {
+              state: yield* stateOf,
+              echo: yield* settle(current, "web_echo", { message: "over http" }),
+            }
+          }),
+      )
+      expect(result.state).toMatchObject({ kind: "http", status: "connected" })
+      expect(result.state.tools).toContain("web_echo")
+      expect(result.echo.settlement).toMatchObject({ status: "success", content: [{ type: "text", text: "Echo: over http" }] })
+    } finally {
+      server.kill()
+      await server.exited
+    }
+  }, 30_000)
+})
+
+describe("core as an MCP client: results and failures", () => {
+  test("input is checked against the server's JSON Schema before anything is sent", async () => {
+    const result = await withLocation(fixture(), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return {
+          empty: yield* settle(current, "fix_echo", { text: "" }),
+          missing: yield* settle(current, "fix_echo", {}),
+          fine: yield* settle(current, "fix_echo", { text: "ok" }),
+        }
+      }),
+    )
+    expect(result.empty.settlement.error?.kind).toBe("invalid_input")
+    expect(result.empty.settlement.error?.message).toContain("fix_echo")
+    expect(result.missing.settlement.error?.kind).toBe("invalid_input")
+    expect(result.missing.settlement.error?.message).toContain("text")
+    expect(textOf(result.fine.settlement)).toBe("echo: ok")
+  }, 30_000)
+
+  test("isError is a failure; images and blobs become file parts, resource text becomes text; structured content is kept", async () => {
+    const result = await withLocation(fixture(), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return {
+          fail: yield* settle(current, "fix_fail", {}),
+          media: yield* settle(current, "fix_media", {}),
+          structured: yield* settle(current, "fix_structured", {}),
+          definition: current.definitions.find((definition) => definition.name === "fix_structured")!,
+        }
+      }),
+    )
+    expect(result.fail.settlement.error).toEqual({ kind: "failure", message: "the fixture refuses" })
+    expect(result.media.settlement.content).toEqual([
+      { type: "file", mime: "image/png", uri: "data:image/png;base64,iVBORw0KGgo=" },
+      { type: "text", text: "note text" },
+      { type: "file", mime: "application/octet-stream", uri: "data:application/octet-stream;base64,AAEC", name: "data.bin" },
+    ])
+    expect(result.structured.settlement.structured).toEqual({ total: 3 })
+    expect(result.definition.outputSchema).toMatchObject({ type: "object", required: ["total"] })
+  }, 30_000)
+
+  test("a server that does not answer a call fails it after timeoutMs, naming the server", async () => {
+    const result = await withLocation(fixture("serve", { timeoutMs: 1500 }), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return { hang: yield* settle(current, "fix_hang", {}), after: yield* settle(current, "fix_echo", { text: "still" }) }
+      }),
+    )
+    expect(result.hang.settlement.status).toBe("error")
+    expect(result.hang.settlement.error?.message).toContain('MCP server "fix" did not answer within 1500 ms')
+    expect(textOf(result.after.settlement)).toBe("echo: still")
+  }, 30_000)
+
+  test("a server that crashes mid-call is a failure saying how it ended; the next call starts it again", async () => {
+    const result = await withLocation(fixture(), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const first = (yield* stateOf).pid!
+        const crash = yield* settle(current, "fix_crash", {})
+        const again = yield* settle(current, "fix_pid", {})
+        const stale = yield* settle(current, "fix_pid", {})
+        const fresh = yield* settle(yield* turn, "fix_pid", {})
+        return { first, crash, again, stale, fresh, state: yield* stateOf }
+      }),
+    )
+    expect(result.crash.settlement.error?.kind).toBe("failure")
+    expect(result.crash.settlement.error?.message).toContain('MCP server "fix" closed the connection')
+    expect(result.crash.settlement.error?.message).toContain("exited with code 7: fixture: crashing on purpose")
+    expect(textOf(result.again.settlement)).not.toBe(String(result.first))
+    expect(Number(textOf(result.again.settlement))).toBe(result.state.pid!)
+    // Reconnecting registered the tools again: the turn made before sees them as stale.
+    expect(result.stale.settlement.error?.kind).toBe("stale")
+    expect(textOf(result.fresh.settlement)).toBe(String(result.state.pid))
+  }, 30_000)
+
+  test("a server killed during a call is a clear failure, and reconnects on the next use", async () => {
+    const result = await withLocation(fixture(), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const pid = (yield* stateOf).pid!
+        const started = yield* Deferred.make<void>()
+        const fiber = yield* Effect.forkChild(
+          current.settle(
+            { sessionID: "ses_kill", agent: "build", assistantMessageID: "m", toolCallID: "c1", name: "fix_wait", input: {} },
+            { onProgress: () => Deferred.succeed(started, undefined).pipe(Effect.asVoid) },
+          ),
+        )
+        yield* Deferred.await(started)
+        process.kill(pid, "SIGKILL")
+        const killed = (yield* Fiber.join(fiber)).settlement
+        const next = yield* settle(yield* turn, "fix_echo", { text: "back" })
+        return { pid, killed, next, state: yield* stateOf }
+      }),
+    )
+    expect(result.killed.error?.message).toContain('MCP server "fix" closed the connection while calling wait')
+    expect(result.killed.error?.message).toContain("SIGKILL")
+    expect(textOf(result.next.settlement)).toBe("echo: back")
+    expect(result.state.pid).not.toBe(result.pid)
+    expect(alive(result.pid)).toBe(false)
+  }, 30_000)
+
+  test("server progress becomes the call's progress; cancelling the call sends notifications/cancelled", async () => {
+    const result = await withLocation(fixture(), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const progress: Array<string> = []
+        const started = yield* Deferred.make<void>()
+        const fiber = yield* Effect.forkChild(
+          current.settle(
+            { sessionID: "ses_cancel", agent: "build", assistantMessageID: "m", toolCallID: "c1", name: "fix_wait", input: {} },
+            {
+              onProgress: (update) =>
+                Effect.sync(() => progress.push(update.message)).pipe(Effect.andThen(Deferred.succeed(started, undefined))),
+            },
+          ),
+        )
+        yield* Deferred.await(started)
+        yield* Fiber.interrupt(fiber)
+        const counted = yield* settle(current, "fix_cancelled", {})
+        return { progress, counted }
+      }),
+    )
+    expect(result.progress).toEqual(["waiting"])
+    expect(textOf(result.counted.settlement)).toBe("1")
+  }, 30_000)
+
+  test("a server's process runs in its own group with the env given, never core's own, and ends with the Location", async () => {
+    process.env.CORE_REMOTE_SECRET = "core's own"
+    const result = await withLocation(fixture("serve", { env: { GIVEN: "yes" } }), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const pid = (yield* stateOf).pid!
+        return {
+          pid,
+          group: ProcessGroup.members(pid),
+          given: yield* settle(current, "fix_env", { name: "GIVEN" }),
+          secret: yield* settle(current, "fix_env", { name: "CORE_REMOTE_SECRET" }),
+        }
+      }),
+    )
+    delete process.env.CORE_REMOTE_SECRET
+    expect(result.group).toContain(result.pid)
+    expect(textOf(result.given.settlement)).toBe("yes")
+    expect(textOf(result.secret.settlement)).toBe("(unset)")
+    expect(alive(result.pid)).toBe(false)
+  }, 30_000)
+
+  test("list_changed registers the tools again in a fresh scope: new tools appear, older turns are stale", async () => {
+    const result = await withLocation(fixture(), () =>
+      Effect.gen(function* () {
+        const before = yield* turn
+        const remote = yield* Remote.Service
+        yield* settle(before, "fix_grow", {})
+        // The notification is handled when it arrives; the state shows it once the tools were listed again.
+        while (!remote.states()[0]!.tools.includes("fix_extra")) yield* Effect.yieldNow
+        const after = yield* turn
+        return {
+          stale: yield* settle(before, "fix_echo", { text: "x" }),
+          names: after.definitions.map((definition) => definition.name),
+          extra: yield* settle(after, "fix_extra", {}),
+        }
+      }),
+    )
+    expect(result.stale.settlement.error?.kind).toBe("stale")
+    expect(result.names).toContain("fix_extra")
+    expect(textOf(result.extra.settlement)).toBe("extra")
+  }, 30_000)
+})
+
+describe("core as an MCP client: servers that misbehave", () => {
+  test("lines on stdout that are not JSON-RPC are skipped and counted; calls still settle", async () => {
+    const result = await withLocation(fixture("garbage"), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return { echo: yield* settle(current, "fix_echo", { text: "through" }), state: yield* stateOf }
+      }),
+    )
+    expect(textOf(result.echo.settlement)).toBe("echo: through")
+    expect(result.state.ignoredLines).toBeGreaterThanOrEqual(3)
+  }, 30_000)
+
+  test("a server that never answers is a diagnostic after timeoutMs, its process ended; the rest of the Location works", async () => {
+    const result = await withLocation(fixture("mute", { timeoutMs: 500 }), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const remote = yield* Remote.Service
+        return { names: current.definitions.map((definition) => definition.name), state: yield* stateOf, diagnostics: remote.diagnostics() }
+      }),
+    )
+    expect(result.state.status).toBe("failed")
+    expect(result.names).toContain("read")
+    expect(result.names.some((name) => name.startsWith("fix_"))).toBe(false)
+    expect(result.diagnostics[0]!.message).toStartWith('MCP server "fix": the server did not answer within 500 ms while connecting')
+    expect(result.diagnostics[0]!.file).toEndWith("core.json")
+    expect(alive(result.state.pid!)).toBe(false)
+  }, 30_000)
+
+  test("a command that does not exist is a diagnostic, not a crash", async () => {
+    const result = await withLocation({ mcp: { ghost: { command: ["/nonexistent/mcp-server"] } } }, () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return { names: current.definitions.map((definition) => definition.name), diagnostics: (yield* Remote.Service).diagnostics() }
+      }),
+    )
+    expect(result.names).toContain("read")
+    expect(result.diagnostics.map((diagnostic) => diagnostic.message)).toEqual([
+      'MCP server "ghost": command "/nonexistent/mcp-server" not found (check the path, or that it is installed and on PATH)',
+    ])
+  }, 30_000)
+
+  test("tool names core cannot offer are diagnostics naming the server and the tool; the others are offered", async () => {
+    const result = await withLocation(fixture("bad-names"), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return { names: current.definitions.map((definition) => definition.name), diagnostics: (yield* Remote.Service).diagnostics() }
+      }),
+    )
+    expect(result.names).toContain("fix_echo")
+    const messages = result.diagnostics.map((diagnostic) => diagnostic.message)
+    expect(messages).toHaveLength(2)
+    expect(messages[0]).toStartWith('MCP server "fix", tool "has space": its core name "fix_has space" is not a valid tool name')
+    expect(messages[1]).toStartWith(`MCP server "fix", tool "${"x".repeat(70)}": its core name`)
+  }, 30_000)
+
+  test("a server tool whose core name is already taken in the Location is not offered, and says so", async () => {
+    const tool =
+      `import { Tool } from "@core/tool"\nimport { Effect, Schema } from "effect"\n` +
+      `export default Tool.make({ description: "mine", input: Schema.Struct({}), output: Schema.String, ` +
+      `execute: () => Effect.succeed("mine") })\n`
+    const result = await withLocation(
+      { ...fixture(), files: { "tools/fix_echo.ts": tool } },
+      () =>
+        Effect.gen(function* () {
+          const current = yield* turn
+          return { mine: yield* settle(current, "fix_echo", {}), diagnostics: (yield* Remote.Service).diagnostics() }
+        }),
+    )
+    expect(textOf(result.mine.settlement)).toBe("mine")
+    expect(result.diagnostics.map((diagnostic) => diagnostic.message)).toEqual([
+      'MCP server "fix", tool "echo": "fix_echo" is already a tool in this Location; the server\'s tool is not offered',
+    ])
+  }, 30_000)
+})
+
+/** A port nothing listens on now. */
+const freePort = async (): Promise<number> => {
+  const probe = Bun.serve({ port: 0, fetch: () => new Response() })
+  const port = probe.port!
+  await probe.stop(true)
+  return port
+}
+
+/** Resolves when the everything server says on stderr that it listens. */
+const listening = async (stderr: ReadableStream<Uint8Array>) => {
+  const decoder = new TextDecoder()
+  let seen = ""
+  for await (const chunk of stderr) {
+    seen += decoder.decode(chunk)
+    if (seen.includes("listening on port")) return
+  }
+  throw new Error(`the server ended before listening:\n${seen}`)
+}
