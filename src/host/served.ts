@@ -25,6 +25,7 @@ import { Permission } from "../permission/permission"
 import { Provider } from "../provider/provider"
 import type { Rule } from "../permission/rule"
 import { Registry } from "../registry/registry"
+import { Remote } from "../remote/remote"
 import { Settler } from "../settlement/settler"
 import type { Approvals } from "../store/approvals"
 import type { Store } from "../store/store"
@@ -49,6 +50,8 @@ export interface Generation {
   readonly permission: Permission.Interface
   readonly turns: Turns.Table<Turn>
   readonly files: ToolFiles.Interface
+  /** Its MCP servers, connected before a turn's catalog is made. */
+  readonly remote: Remote.Interface
   /** Counts a call running in this generation until the returned effect runs. */
   readonly enter: Effect.Effect<Effect.Effect<void>>
 }
@@ -111,11 +114,16 @@ const publicRequest = (serial: number, request: Permission.Request): Events.Perm
   save: request.save,
 })
 
-/** One generation's services: the built-ins over the Location's registry, wired as every host wires a Location. */
-const generationLayer = (options: Options, config: Config.Resolved) =>
+/**
+ * One generation's services: the built-ins over the Location's registry, wired as every host wires a Location,
+ * and its MCP servers (connected when a turn first needs them).
+ */
+const generationLayer = (options: Options, config: Config.Resolved, onChange: (server: string) => void) =>
   Host.servicesLayer(
     { directory: options.directory, config, outputsDirectory: options.outputsDirectory },
-    Host.builtinsLayer(config).pipe(Layer.provideMerge(Registry.layer)),
+    Host.remoteLayer(options.directory, config, false, onChange).pipe(
+      Layer.provideMerge(Host.builtinsLayer(config).pipe(Layer.provideMerge(Registry.layer))),
+    ),
   )
 
 /** Serves the Location of `options` for the life of the Scope. */
@@ -146,8 +154,13 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   const build = Effect.fnUntraced(function* (config: Config.Resolved) {
     const generationScope = yield* Scope.fork(scope)
     return yield* Effect.gen(function* () {
+      // A server that changed its tools on its own: turns made before may now be stale.
+      const mcpChanged = (server: string) => {
+        const file = config.mcp?.find((entry) => entry.name === server)?.file ?? join(directory, Config.FILE_NAME)
+        Effect.runFork(publish({ event: "tools.changed", data: { reason: "tools", files: [file] } }))
+      }
       const context = yield* Layer.buildWithScope(
-        generationLayer(options, config).pipe(Layer.provide(Layer.succeedContext(shared))),
+        generationLayer(options, config, mcpChanged).pipe(Layer.provide(Layer.succeedContext(shared))),
         generationScope,
       )
       const permission = Context.get(context, Permission.Service)
@@ -158,6 +171,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         permission,
         turns: new Turns.Table<Turn>(),
         files: ToolFiles.make(directory, registry.tools, generationScope, versions),
+        remote: Context.get(context, Remote.Service),
         scope: generationScope,
         active: 0,
         retired: false,
@@ -200,6 +214,17 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   live.add(current)
   yield* report(first.diagnostics)
 
+  /** What each generation's MCP servers last reported, so a turn reports only what changed. */
+  const remoteReported = new WeakMap<Live, string>()
+  const reportRemote = (generation: Live) =>
+    Effect.suspend(() => {
+      const diagnostics = generation.remote.diagnostics()
+      const key = JSON.stringify(diagnostics)
+      if (remoteReported.get(generation) === key) return Effect.void
+      remoteReported.set(generation, key)
+      return report(diagnostics)
+    })
+
   /** Rules per agent, kept per generation so the registry's catalog cache serves repeated turns. */
   const rulesets = new WeakMap<Live, Map<string, Rule.Ruleset>>()
   const rulesOf = (generation: Live, agent: string): Rule.Ruleset => {
@@ -219,6 +244,8 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         message: `Unknown agent "${agent}"; known agents: ${generation.permission.agents.join(", ")}`,
       })
     }
+    yield* generation.remote.ensure
+    yield* reportRemote(generation)
     const materialization = yield* generation.settler.materialize(rulesOf(generation, agent))
     const id = `turn_${crypto.randomUUID().replaceAll("-", "")}`
     return { id, agent, materialization, generation, prepared: undefined } satisfies Turn
