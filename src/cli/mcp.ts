@@ -16,6 +16,7 @@ import { Command } from "./command"
 import { Runtime } from "./runtime"
 
 export const HELP = `Usage: core mcp [--location DIR] [--agent ID]
+       core mcp list [--location DIR] [--json]
 
 Serve a Location's tools to an MCP client over stdio (JSON-RPC on stdin and stdout; notes on stderr).
 tools/list is the agent's catalog; tools/call settles each call as core exec does: permissions,
@@ -34,6 +35,8 @@ notifications/tools/list_changed. A result whose output was bounded links the wh
 as a resource (core://outputs/ID), which resources/read returns.
 
 Runs until the client closes stdin. The same server over HTTP: /mcp in core serve.
+\`core mcp list\` shows the MCP servers core.json connects core to, as a client (see core mcp list
+--help).
 `
 
 const OPTIONS = {
@@ -60,6 +63,11 @@ const claimStdout = (): Writable => {
 }
 
 export const run = (args: ReadonlyArray<string>) =>
+  args[0] === "list"
+    ? Effect.flatMap(Effect.promise(() => import("./mcp-list")), ({ McpListCommand }) => McpListCommand.run(args.slice(1)))
+    : serve(args)
+
+const serve = (args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const { values, positionals } = yield* Command.parse("mcp", args, OPTIONS)
     if (values.help) {

@@ -26,7 +26,8 @@ Options:
                     is an error naming the tool and the construct (exit 1)
   -h, --help        show this help
 
-Tool load problems are reported on stderr; the other tools are still listed.
+The MCP servers core.json names are connected to list their tools (<server>_<tool>). Tool load
+problems and servers that fail are reported on stderr; the other tools are still listed.
 `
 
 const OPTIONS = {

@@ -1,0 +1,59 @@
+// The MCP client through the compiled `core`: `core tools` connects the servers and lists their tools,
+// `core exec` asks before a server's tool runs (declined without a person, approved once by --yes),
+// `core mcp list` shows each server's state, and a malformed `mcp` entry stops the command at its line.
+
+import { describe, expect, test } from "bun:test"
+import { run } from "../support/binary"
+import { BUN, FIXTURE, location } from "./support"
+
+const env = (data: { dataDir: string; home: string }) => ({ CORE_DATA_DIR: data.dataDir, CORE_HOME: data.home })
+
+describe("core with MCP servers in core.json", () => {
+  test("core tools lists a server's tools; core exec asks, declining without a person and running with --yes", async () => {
+    const { directory, environment } = location({ mcp: { fix: { command: [BUN, FIXTURE] } } })
+    const tools = await run(["tools", "--json", "--location", directory], { env: env(environment) })
+    expect(tools.code).toBe(0)
+    const names = (JSON.parse(tools.stdout) as Array<{ name: string }>).map((definition) => definition.name)
+    expect(names).toContain("fix_echo")
+
+    const input = JSON.stringify({ text: "cli" })
+    const declined = await run(["exec", "fix_echo", "--input", input, "--location", directory], { env: env(environment) })
+    expect(declined.code).toBe(4)
+    expect(JSON.parse(declined.stdout).status).toBe("declined")
+
+    const approved = await run(["exec", "fix_echo", "--input", input, "--location", directory, "--yes"], {
+      env: env(environment),
+    })
+    expect(approved.code).toBe(0)
+    expect(JSON.parse(approved.stdout)).toMatchObject({ status: "success", content: [{ type: "text", text: "echo: cli" }] })
+  }, 120_000)
+
+  test("core mcp list shows each server's state and problems, exiting 1 when one failed", async () => {
+    const { directory, environment } = location({
+      mcp: { fix: { command: [BUN, FIXTURE, "bad-names"] }, ghost: { command: ["/nonexistent/server"] } },
+    })
+    const listed = await run(["mcp", "list", "--location", directory], { env: env(environment) })
+    expect(listed.code).toBe(1)
+    expect(listed.stdout).toContain("fix  stdio  connected  11 tools")
+    expect(listed.stdout).toContain('not offered: tool "has space"')
+    expect(listed.stdout).toContain('ghost  stdio  failed  /nonexistent/server\n  error: command "/nonexistent/server" not found')
+    const json = await run(["mcp", "list", "--json", "--location", directory], { env: env(environment) })
+    const states = JSON.parse(json.stdout) as Array<{ name: string; status: string }>
+    expect(states.map((state) => [state.name, state.status])).toEqual([
+      ["fix", "connected"],
+      ["ghost", "failed"],
+    ])
+    const tools = await run(["tools", "--location", directory], { env: env(environment) })
+    expect(tools.code).toBe(0)
+    expect(tools.stderr).toContain('core: warning: ')
+    expect(tools.stderr).toContain('MCP server "ghost": command "/nonexistent/server" not found')
+  }, 120_000)
+
+  test("a malformed mcp entry is a usage error naming the file, line and column", async () => {
+    const { directory, environment } = location({})
+    await Bun.write(`${directory}/core.json`, `{\n  "mcp": {\n    "gh": { "command": "npx gh" }\n  }\n}\n`)
+    const listed = await run(["tools", "--location", directory], { env: env(environment) })
+    expect(listed.code).toBe(2)
+    expect(listed.stderr).toContain(`${directory}/core.json:3:24: mcp.gh.command: expected a command as an array of strings`)
+  }, 120_000)
+})
