@@ -174,8 +174,15 @@ export const checkingLayer = (environment: Environment, prepared: Prepared) =>
     Layer.provideMerge(permissionLayer(settingsOf(environment, prepared)).pipe(Layer.provide(approvalsLayer(environment)))),
   )
 
-/** Everything needed to settle calls in a Location, with the durable store, managed outputs and its config. */
-export const settlingLayer = (environment: Environment, prepared: Prepared) =>
+/**
+ * Everything needed to settle calls in a Location, with the durable store (unless another is given), managed
+ * outputs and its config.
+ */
+export const settlingLayer = (
+  environment: Environment,
+  prepared: Prepared,
+  store?: Layer.Layer<Store.Service, Store.StoreError>,
+) =>
   servicesLayer(settingsOf(environment, prepared), locationLayer(environment, prepared)).pipe(
-    Layer.provideMerge(sharedLayer(environment, prepared.config.output.retentionDays)),
+    Layer.provideMerge(sharedLayer(environment, prepared.config.output.retentionDays, store)),
   )

@@ -1,0 +1,139 @@
+// core as an MCP client: a trivial tool of an MCP server (the fixture server's `echo`, over stdio) called through
+// core's in-process host settling path (resolve, decode against the server's JSON Schema, permission, the MCP
+// call, content mapping, bounding, durable SQLite recording) against the MCP SDK's own Client calling the same
+// tool of the same server directly. Blocks of the three sides (the SDK, core with its durable store, core in memory) rotate, so drift on the noisy machine lands on both.
+
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { Effect, ManagedRuntime } from "effect"
+import { Host } from "../src/host/host"
+import { Permission } from "../src/permission/permission"
+import { Remote } from "../src/remote/remote"
+import { Settler } from "../src/settlement/settler"
+import { Store } from "../src/store/store"
+import { cleanup, duration, main, progress, ratio, type Report, summarize } from "./measure"
+
+const SERVER = [process.execPath, join(import.meta.dir, "../test/remote/fixture-server.ts")]
+const WARMUP_CALLS = 300
+const ROUNDS = 8
+const CALLS_PER_BLOCK = 250
+const TARGET_RATIO = 1.3
+const INPUT = { text: "hello" }
+
+interface Side {
+  readonly label: string
+  readonly call: (index: number) => Promise<void>
+  readonly close: () => Promise<void>
+}
+
+/** The SDK's Client on its stdio transport, calling the server's tool directly. */
+const direct = async (): Promise<Side> => {
+  const client = new Client({ name: "bench", version: "1.0.0" })
+  await client.connect(new StdioClientTransport({ command: SERVER[0]!, args: SERVER.slice(1) }))
+  return {
+    label: "MCP SDK Client, direct",
+    call: async () => {
+      const result = await client.callTool({ name: "echo", arguments: INPUT })
+      if (result.isError) throw new Error("the direct call failed")
+    },
+    close: () => client.close(),
+  }
+}
+
+/** core's host settling path for a Location whose core.json connects the same server. */
+const throughCore = async (root: string, durable: boolean): Promise<Side> => {
+  mkdirSync(root)
+  const location = join(root, "location")
+  mkdirSync(location)
+  mkdirSync(join(root, "home"))
+  writeFileSync(join(location, "core.json"), JSON.stringify({ mcp: { fix: { command: SERVER } }, permission: { "fix_*": "allow" } }))
+  const environment = { dataDir: join(root, "data"), home: join(root, "home") }
+  const prepared = await Effect.runPromise(Host.prepare(environment, location))
+  const runtime = ManagedRuntime.make(Host.settlingLayer(environment, prepared, durable ? undefined : Store.layerMemory))
+  const turn = await runtime.runPromise(
+    Effect.gen(function* () {
+      yield* (yield* Remote.Service).ensure
+      const rules = (yield* Permission.Service).rules("build")
+      return yield* (yield* Settler.Service).materialize(rules)
+    }),
+  )
+  return {
+    label: durable ? "core (host settling, SQLite recording)" : "core (host settling, in-memory store)",
+    call: async (index) => {
+      const { settlement } = await runtime.runPromise(
+        turn.settle({ sessionID: "ses_bench", agent: "build", assistantMessageID: "m", toolCallID: `c${index}`, name: "fix_echo", input: INPUT }),
+      )
+      if (settlement.status !== "success") throw new Error(`the call through core failed: ${JSON.stringify(settlement)}`)
+    },
+    close: () => runtime.dispose(),
+  }
+}
+
+const block = async (side: Side, start: number, samples: Array<number>) => {
+  for (let index = 0; index < CALLS_PER_BLOCK; index++) {
+    const begun = performance.now()
+    await side.call(start + index)
+    samples.push(performance.now() - begun)
+  }
+}
+
+const measure = async (): Promise<Report> => {
+  const root = mkdtempSync(join(tmpdir(), "core-bench-mcp-client-"))
+  try {
+    const sides = [await direct(), await throughCore(join(root, "sqlite"), true), await throughCore(join(root, "memory"), false)]
+    const samples = sides.map(() => [] as Array<number>)
+    let counter = 0
+    progress("warming up")
+    for (const side of sides) for (let index = 0; index < WARMUP_CALLS; index++) await side.call(counter++)
+    for (let round = 0; round < ROUNDS; round++) {
+      progress(`round ${round + 1} of ${ROUNDS}`)
+      const order = [0, 1, 2].map((offset) => (offset + round) % 3)
+      for (const which of order) {
+        Bun.gc(true)
+        await block(sides[which]!, counter, samples[which]!)
+        counter += CALLS_PER_BLOCK
+      }
+    }
+    for (const side of sides) await side.close()
+    const summaries = samples.map(summarize)
+    const [sdk, core, memory] = summaries
+    const value = core!.p50 / sdk!.p50
+    const withoutRecording = memory!.p50 / sdk!.p50
+    return {
+      name: "mcp-client: a server's tool through core vs the SDK Client directly",
+      about:
+        "One stdio MCP server's trivial echo tool, called sequentially: by the SDK Client directly, and through " +
+        "core's in-process settling path (permission, JSON Schema input check, bounding, durable recording).",
+      tables: [
+        {
+          title: `per call, ${ROUNDS} alternating blocks of ${CALLS_PER_BLOCK}`,
+          columns: ["side", "p50", "q1", "q3", "p99"],
+          rows: sides.map((side, index) => {
+            const summary = summaries[index]!
+            return [side.label, duration(summary.p50), duration(summary.q1), duration(summary.q3), duration(summary.p99)]
+          }),
+        },
+      ],
+      targets: [
+        { measure: "core (SQLite) p50 / SDK Client p50", value: ratio(value), target: `≤ ${TARGET_RATIO}x`, met: value <= TARGET_RATIO },
+        {
+          measure: "core (in-memory store) p50 / SDK Client p50",
+          value: ratio(withoutRecording),
+          target: `≤ ${TARGET_RATIO}x`,
+          met: withoutRecording <= TARGET_RATIO,
+        },
+      ],
+      notes: [
+        "Both sides talk to the same kind of server process over stdio; the server's own time is in both figures.",
+        `core's extra per call: ${duration(core!.p50 - sdk!.p50)} at the median (settling, recording, content mapping).`,
+      ],
+    }
+  } finally {
+    cleanup([root])
+  }
+}
+
+await main(measure)
