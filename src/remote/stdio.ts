@@ -156,7 +156,9 @@ export class Process implements Transport {
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed || this.exit !== undefined) throw new Error("the server process has ended")
     this.child.stdin.write(`${JSON.stringify(message)}\n`)
-    await this.child.stdin.flush()
+    // A promise only when the pipe is full: waiting then keeps a slow server from being flooded.
+    const flushed = this.child.stdin.flush()
+    if (typeof flushed !== "number") await flushed
   }
 
   private finish(): void {
