@@ -7,7 +7,7 @@ export * as Connection from "./connection"
 // a call ends as a model-visible failure naming the server; nothing here ever fails operationally or hangs.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
   ErrorCode,
@@ -324,6 +324,9 @@ export class Server {
       return `${server} closed the connection while ${doing}${how}. It is started again on the next call${name === undefined ? "" : ` to ${name}`}.`
     }
     if (cause instanceof McpError) return `${server} answered with an error while ${doing}: ${cause.message}`
+    if (cause instanceof StreamableHTTPError && cause.code !== undefined) {
+      return `${server} answered HTTP ${cause.code} while ${doing}: ${cause.message}`
+    }
     if (this.process?.exit !== undefined) return `${server} stopped while ${doing}: the server process ${this.process.describeExit()}`
     return `${server} failed while ${doing}: ${messageOf(cause)}`
   }

@@ -8,6 +8,8 @@ import { join } from "node:path"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import { ProcessGroup } from "../../src/shell/group"
 import { Remote } from "../../src/remote/remote"
 import { BUN, EVERYTHING, FILESYSTEM, FIXTURE, settle, textOf, turn, withLocation } from "./support"
@@ -91,6 +93,46 @@ describe("core as an MCP client of the reference servers", () => {
     } finally {
       server.kill()
       await server.exited
+    }
+  }, 30_000)
+})
+
+describe("core as an MCP client over streamable HTTP", () => {
+  test("headers go with every request; a server that refuses without them is a diagnostic", async () => {
+    const server = new McpServer({ name: "guarded", version: "1.0.0" })
+    server.registerTool("whoami", { description: "Says hello", inputSchema: {} }, async () => ({
+      content: [{ type: "text", text: "hello, token holder" }],
+    }))
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => crypto.randomUUID() })
+    await server.connect(transport)
+    const http = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: (request) =>
+        request.headers.get("authorization") === "Bearer secret"
+          ? transport.handleRequest(request)
+          : new Response("unauthorized", { status: 401 }),
+    })
+    const url = `http://127.0.0.1:${http.port}/mcp`
+    try {
+      const allowed = { "web_*": "allow" }
+      const granted = await withLocation(
+        { mcp: { web: { url, headers: { Authorization: "Bearer secret" } } }, permission: allowed },
+        () => Effect.flatMap(turn, (current) => settle(current, "web_whoami", {})),
+      )
+      expect(textOf(granted.settlement)).toBe("hello, token holder")
+      const refused = await withLocation({ mcp: { web: { url } }, permission: allowed }, () =>
+        Effect.gen(function* () {
+          const current = yield* turn
+          return { names: current.definitions.map((definition) => definition.name), state: yield* stateOf }
+        }),
+      )
+      expect(refused.names).not.toContain("web_whoami")
+      expect(refused.state.status).toBe("failed")
+      expect(refused.state.error).toStartWith("the server answered HTTP 401 while connecting")
+    } finally {
+      await http.stop(true)
+      await server.close()
     }
   }, 30_000)
 })
