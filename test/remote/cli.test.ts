@@ -3,7 +3,10 @@
 // `core mcp list` shows each server's state, and a malformed `mcp` entry stops the command at its line.
 
 import { describe, expect, test } from "bun:test"
-import { run } from "../support/binary"
+import { existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { alive } from "../shell/processes"
+import { binary, run } from "../support/binary"
 import { BUN, FIXTURE, location } from "./support"
 
 const env = (data: { dataDir: string; home: string }) => ({ CORE_DATA_DIR: data.dataDir, CORE_HOME: data.home })
@@ -47,6 +50,29 @@ describe("core with MCP servers in core.json", () => {
     expect(tools.code).toBe(0)
     expect(tools.stderr).toContain('core: warning: ')
     expect(tools.stderr).toContain('MCP server "ghost": command "/nonexistent/server" not found')
+  }, 120_000)
+
+  test("a server core started ends when core is killed outright (its stdin closes)", async () => {
+    const { directory, environment } = location({})
+    const pidFile = join(directory, "server.pid")
+    await Bun.write(
+      `${directory}/core.json`,
+      JSON.stringify({ mcp: { fix: { command: [BUN, FIXTURE], env: { PID_FILE: pidFile } } } }),
+    )
+    const core = Bun.spawn([await binary(), "mcp", "--location", directory], {
+      env: { ...process.env, ...env(environment) },
+      stdin: "pipe",
+      stdout: "ignore",
+      stderr: "ignore",
+    })
+    // `core mcp` connects its servers as it starts; the server writes its pid once it runs.
+    for (let tries = 0; tries < 500 && !existsSync(pidFile); tries++) await Bun.sleep(20)
+    const server = Number(readFileSync(pidFile, "utf8"))
+    expect(alive(server)).toBe(true)
+    core.kill("SIGKILL")
+    await core.exited
+    for (let tries = 0; tries < 250 && alive(server); tries++) await Bun.sleep(20)
+    expect(alive(server)).toBe(false)
   }, 120_000)
 
   test("a malformed mcp entry is a usage error naming the file, line and column", async () => {

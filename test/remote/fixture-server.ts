@@ -8,6 +8,8 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 
 const mode = process.argv[2] ?? "serve"
+// Where a test reads this server's pid without speaking MCP to it.
+if (process.env.PID_FILE !== undefined) await Bun.write(process.env.PID_FILE, String(process.pid))
 const say = (line: string) => process.stdout.write(`${line}\n`)
 
 if (mode === "mute") {
