@@ -276,7 +276,7 @@ export class Server {
         await this.connect()
         const client = this.client
         if (client === undefined) throw new Unavailable(this.error ?? this.status)
-        return await client.callTool({ name: tool, arguments: input }, undefined, {
+        return await this.broken(client, client.callTool({ name: tool, arguments: input }, undefined, {
           timeout: this.timeoutMs,
           signal,
           onprogress: (progress) => {
@@ -288,7 +288,7 @@ export class Server {
               }),
             )
           },
-        })
+        }))
       },
       catch: (cause) => new Tool.Failure({ message: this.describe(cause, `calling ${tool}`, name) }),
     }).pipe(
@@ -306,6 +306,25 @@ export class Server {
         })
       }),
     )
+  }
+
+  /**
+   * A request's outcome; when it failed below the protocol (the HTTP session expired, the server went away, a
+   * request could not be sent), the connection is dropped so that the next call connects afresh. An error the
+   * server answered, or a timeout of one call, leaves it as it is.
+   */
+  private async broken<A>(client: Client, request: Promise<A>): Promise<A> {
+    try {
+      return await request
+    } catch (cause) {
+      const answered = cause instanceof McpError && cause.code !== ErrorCode.ConnectionClosed
+      if (!answered && this.client === client) {
+        this.client = undefined
+        this.fail(this.describe(cause, "calling a tool", undefined, false))
+        void client.close().catch(() => undefined)
+      }
+      throw cause
+    }
   }
 
   /** What went wrong with a request, in words a model (or a person) can act on. */

@@ -137,6 +137,45 @@ describe("core as an MCP client over streamable HTTP", () => {
   }, 30_000)
 })
 
+describe("core as an MCP client over streamable HTTP, when the server restarts", () => {
+  test("a call whose session the server no longer knows is a clear failure; the next call connects afresh", async () => {
+    const serve = async (port: number) => {
+      const server = new McpServer({ name: "restartable", version: "1.0.0" })
+      server.registerTool("ping", { description: "Pong", inputSchema: {} }, async () => ({ content: [{ type: "text", text: "pong" }] }))
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => crypto.randomUUID() })
+      await server.connect(transport)
+      const http = Bun.serve({ hostname: "127.0.0.1", port, fetch: (request) => transport.handleRequest(request) })
+      return { port: http.port!, stop: async () => (await http.stop(true), await server.close()) }
+    }
+    let current = await serve(0)
+    const port = current.port
+    try {
+      const result = await withLocation(
+        { mcp: { web: { url: `http://127.0.0.1:${port}/mcp` } }, permission: { "web_*": "allow" } },
+        () =>
+          Effect.gen(function* () {
+            const turn_ = yield* turn
+            const before = yield* settle(turn_, "web_ping", {})
+            yield* Effect.promise(async () => {
+              await current.stop()
+              current = await serve(port)
+            })
+            const lost = yield* settle(turn_, "web_ping", {})
+            const again = yield* settle(turn_, "web_ping", {})
+            return { before, lost, again, state: yield* stateOf }
+          }),
+      )
+      expect(textOf(result.before.settlement)).toBe("pong")
+      expect(result.lost.settlement.error?.kind).toBe("failure")
+      expect(result.lost.settlement.error?.message).toMatch(/^MCP server "web" answered HTTP 4\d\d while calling ping/)
+      expect(textOf(result.again.settlement)).toBe("pong")
+      expect(result.state.status).toBe("connected")
+    } finally {
+      await current.stop()
+    }
+  }, 30_000)
+})
+
 describe("core as an MCP client: results and failures", () => {
   test("input is checked against the server's JSON Schema before anything is sent", async () => {
     const result = await withLocation(fixture(), () =>
