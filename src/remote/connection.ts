@@ -158,7 +158,10 @@ export class Server {
       this.client = client
       this.status = "connected"
       this.error = undefined
+      const reconnected = this.scope !== undefined
       this.register(tools)
+      // Turns made before now see the server's tools as stale: a host tells its clients.
+      if (reconnected) this.options.onChange()
     } catch (cause) {
       await client.close().catch(() => undefined)
       await process?.close()

@@ -31,7 +31,7 @@ export interface Options {
   readonly servers: ReadonlyArray<Config.McpEntry>
   /** Connect every server while the layer is built (a one-shot command whose catalog is made at once). */
   readonly eager: boolean
-  /** A server registered its tools again on its own (`list_changed`). */
+  /** A server registered its tools again on its own (`list_changed`, or a reconnect). */
   readonly onChange?: (server: string) => void
 }
 

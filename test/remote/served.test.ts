@@ -20,7 +20,6 @@ describe("MCP servers in a served Location", () => {
     expect(names).toContain("read")
     const echo = await sidecar.settle(first.turnID, { name: "fix_echo", input: { text: "served" } })
     expect(echo.body).toMatchObject({ status: "success", content: [{ type: "text", text: "echo: served" }] })
-    const pid = Number((await sidecar.settle(first.turnID, { name: "fix_pid", input: {} })).body.content[0].text)
 
     await sidecar.settle(first.turnID, { name: "fix_grow", input: {} })
     const changed = await events.until("tools.changed")
@@ -29,6 +28,16 @@ describe("MCP servers in a served Location", () => {
     expect(stale.body.error.kind).toBe("stale")
     const second = await sidecar.turn()
     expect(second.definitions.map((definition: { name: string }) => definition.name)).toContain("fix_extra")
+
+    // A crash, then a call that starts the server again: registered afresh, announced the same way.
+    const crashed = await sidecar.settle(second.turnID, { name: "fix_crash", input: {} })
+    expect(crashed.body.error.message).toContain("exited with code 7")
+    const restarted = await sidecar.settle(second.turnID, { name: "fix_echo", input: { text: "back" } })
+    expect(restarted.body.content).toEqual([{ type: "text", text: "echo: back" }])
+    expect((await events.until("tools.changed")).data.reason).toBe("tools")
+    const third = await sidecar.turn()
+    const pid = Number((await sidecar.settle(third.turnID, { name: "fix_pid", input: {} })).body.content[0].text)
+    expect(ProcessGroup.stat(pid)?.state).not.toBe("Z")
 
     await events.close()
     await sidecar.close()
