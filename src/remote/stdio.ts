@@ -103,8 +103,11 @@ export class Process implements Transport {
   private async read(): Promise<void> {
     const decoder = new TextDecoder()
     let buffer = ""
+    const reader = this.child.stdout.getReader()
     try {
-      for await (const chunk of this.child.stdout) {
+      for (;;) {
+        const { value: chunk, done } = await reader.read()
+        if (done) break
         buffer += decoder.decode(chunk, { stream: true })
         let newline = buffer.indexOf("\n")
         while (newline !== -1) {
