@@ -36,7 +36,7 @@ export interface Options {
 }
 
 /** The diagnostics of one server's state. */
-export const diagnosticsOf = (state: Connection.State, file: string): ReadonlyArray<Discovery.Diagnostic> => [
+const diagnosticsOf = (state: Connection.State, file: string): ReadonlyArray<Discovery.Diagnostic> => [
   ...(state.status === "failed" && state.error !== undefined
     ? [{ file, message: `MCP server "${state.name}": ${state.error}` }]
     : []),
@@ -70,9 +70,3 @@ export const layer = (options: Options): Layer.Layer<Service, never, Registry.Se
       })
     }),
   )
-
-/** A Location without MCP servers. */
-export const layerEmpty: Layer.Layer<Service> = Layer.succeed(
-  Service,
-  Service.of({ ensure: Effect.void, states: () => [], diagnostics: () => [] }),
-)
