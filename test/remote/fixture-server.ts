@@ -36,6 +36,8 @@ if (mode === "mute") {
     },
     { name: "wait", description: "Reports progress, then waits until cancelled", inputSchema: object() },
     { name: "cancelled", description: "How many calls were cancelled", inputSchema: object() },
+    { name: "big", description: "Many lines of text", inputSchema: object() },
+    { name: "count", description: "How many times it was called", inputSchema: object() },
     { name: "grow", description: "Adds the tool `extra` and says the list changed", inputSchema: object() },
   ]
   if (mode === "bad-names") {
@@ -44,6 +46,7 @@ if (mode === "mute") {
   }
   let grown = false
   let cancelled = 0
+  let counted = 0
   const server = new Server({ name: "fixture", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } })
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     if (mode === "garbage") say("this line is not JSON-RPC")
@@ -96,6 +99,10 @@ if (mode === "mute") {
       }
       case "cancelled":
         return text(String(cancelled))
+      case "big":
+        return text(Array.from({ length: 5000 }, (_, index) => `line ${index + 1}`).join("\n"))
+      case "count":
+        return text(String(++counted))
       case "grow":
         grown = true
         await server.sendToolListChanged()

@@ -217,6 +217,28 @@ describe("core as an MCP client: results and failures", () => {
     expect(result.definition.outputSchema).toMatchObject({ type: "object", required: ["total"] })
   }, 30_000)
 
+  test("a large result is bounded with a managed output; a call settled before replays without reaching the server", async () => {
+    const result = await withLocation(fixture(), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const big = yield* settle(current, "fix_big", {})
+        const call = { sessionID: "ses_replay", agent: "build", assistantMessageID: "m", toolCallID: "c_once", name: "fix_count", input: {} }
+        const first = yield* current.settle(call)
+        const again = yield* current.settle(call)
+        const other = yield* settle(current, "fix_count", {})
+        return { big, first, again, other }
+      }),
+    )
+    expect(result.big.settlement.outputs).toHaveLength(1)
+    expect(textOf(result.big.settlement)).toContain("line 1\n")
+    expect(textOf(result.big.settlement).length).toBeLessThan(60_000)
+    expect(textOf(result.first.settlement)).toBe("1")
+    expect(result.again.replayed).toBe(true)
+    expect(textOf(result.again.settlement)).toBe("1")
+    // The replay never reached the server: its next call is its second.
+    expect(textOf(result.other.settlement)).toBe("2")
+  }, 30_000)
+
   test("a server that does not answer a call fails it after timeoutMs, naming the server", async () => {
     const result = await withLocation(fixture("serve", { timeoutMs: 1500 }), () =>
       Effect.gen(function* () {
