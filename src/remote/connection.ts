@@ -78,6 +78,8 @@ export class Server {
   private client: Client | undefined
   private process: RemoteStdio.Process | undefined
   private connecting: Promise<void> | undefined
+  /** The client being connected, until it is connected or has failed. */
+  private opening: Client | undefined
   private scope: Scope.Closeable | undefined
   private registered: ReadonlyArray<string> = []
   private problems: ReadonlyArray<string> = []
@@ -113,6 +115,7 @@ export class Server {
     if (this.status === "connected" || this.status === "closed") return Promise.resolve()
     this.connecting ??= this.open().finally(() => {
       this.connecting = undefined
+      this.opening = undefined
     })
     return this.connecting
   }
@@ -136,11 +139,18 @@ export class Server {
     this.status = "connecting"
     // Whatever the last process left in its group goes before another starts.
     await this.process?.close()
-    const transport = this.transport()
+    let transport: Transport | RemoteStdio.SpawnFailure
+    try {
+      transport = this.transport()
+    } catch (cause) {
+      // A URL the schema let through but the URL parser refuses.
+      return this.fail(`cannot be reached: ${messageOf(cause)}`)
+    }
     if (transport instanceof RemoteStdio.SpawnFailure) return this.fail(transport.message)
     this.process = transport instanceof RemoteStdio.Process ? transport : undefined
     const process = this.process
     const client = new Client({ name: "core", version: this.options.version }, { capabilities: {} })
+    this.opening = client
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       if (this.client === client) void this.refresh(client)
     })
@@ -360,9 +370,9 @@ export class Server {
     this.scope = undefined
     const client = this.client
     this.client = undefined
-    await this.connecting?.catch(() => undefined)
-    await client?.close().catch(() => undefined)
-    await this.process?.close()
+    // A connection still being made is broken off, not waited for: its requests fail at once.
+    await Promise.all([client?.close(), this.opening?.close(), this.process?.close()].map((done) => done?.catch(() => undefined)))
+    await this.connecting
   }
 }
 

@@ -6,7 +6,12 @@ import { describe, expect, test } from "bun:test"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Deferred from "effect/Deferred"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
+import { Registry } from "../../src/registry/registry"
 import * as Fiber from "effect/Fiber"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
@@ -394,6 +399,32 @@ describe("core as an MCP client: servers that misbehave", () => {
     expect(result.diagnostics[0]!.file).toEndWith("core.json")
     expect(alive(result.state.pid!)).toBe(false)
   }, 30_000)
+
+  test("a Location closed while a server is still connecting ends it at once, without waiting for the timeout", async () => {
+    const result = await Effect.runPromise(
+      Effect.gen(function* () {
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(
+          Remote.layer({
+            directory: process.cwd(),
+            servers: [{ name: "fix", file: "core.json", server: { command: [BUN, FIXTURE, "mute"], timeoutMs: 60_000 } }],
+            eager: false,
+          }).pipe(Layer.provideMerge(Registry.layer), Layer.provide(Registry.applicationLayer)),
+          scope,
+        )
+        const remote = Context.get(context, Remote.Service)
+        const connecting = yield* Effect.forkChild(remote.ensure)
+        while (remote.states()[0]!.pid === undefined) yield* Effect.yieldNow
+        const pid = remote.states()[0]!.pid!
+        // The server would answer nothing for a minute; this test's own time limit is far shorter.
+        yield* Scope.close(scope, Exit.void)
+        yield* Fiber.join(connecting)
+        return { pid, state: remote.states()[0]! }
+      }),
+    )
+    expect(result.state.status).toBe("closed")
+    expect(alive(result.pid)).toBe(false)
+  }, 20_000)
 
   test("a command that does not exist is a diagnostic, not a crash", async () => {
     const result = await withLocation({ mcp: { ghost: { command: ["/nonexistent/mcp-server"] } } }, () =>
