@@ -120,10 +120,10 @@ export class Server {
     return this.connecting
   }
 
-  private transport(): Transport | RemoteStdio.SpawnFailure {
+  private async transport(): Promise<Transport | RemoteStdio.SpawnFailure> {
     const { server } = this.options.entry
     if (server.command !== undefined) {
-      const started = RemoteStdio.Process.spawn({
+      const started = await RemoteStdio.Process.spawn({
         command: server.command,
         cwd: this.options.directory,
         ...(server.env === undefined ? {} : { env: server.env }),
@@ -141,12 +141,14 @@ export class Server {
     await this.process?.close()
     let transport: Transport | RemoteStdio.SpawnFailure
     try {
-      transport = this.transport()
+      transport = await this.transport()
     } catch (cause) {
       // A URL the schema let through but the URL parser refuses.
       return this.fail(`cannot be reached: ${messageOf(cause)}`)
     }
     if (transport instanceof RemoteStdio.SpawnFailure) return this.fail(transport.message)
+    // Closed while the server started: the Location is going away.
+    if ((this.status as Status) === "closed") return void (await transport.close())
     this.process = transport instanceof RemoteStdio.Process ? transport : undefined
     const process = this.process
     const client = new Client({ name: "core", version: this.options.version }, { capabilities: {} })

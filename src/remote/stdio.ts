@@ -1,14 +1,17 @@
 export * as RemoteStdio from "./stdio"
 
-// The stdio side of an MCP server core starts: the platform edge that spawns it (Bun.spawn) in its own process
-// group, tracked so that a forced exit of core kills it too, and ended as a group (SIGTERM, then SIGKILL) when the
-// connection closes. It speaks newline-delimited JSON-RPC; a line that is not a JSON-RPC message (a server logging
-// to stdout) is counted and skipped, never fatal. It decides nothing about tools.
+// The stdio side of an MCP server core starts, in its own process group under a supervisor of its own (the shell's
+// per-call supervisor, so the server and whatever it starts die with core, however core ends), or, where no
+// supervisor can be started (core bundled elsewhere), spawned directly and tracked so that a forced exit of core
+// kills its group. Either way the group is ended (SIGTERM, then SIGKILL) when the connection closes. It speaks
+// newline-delimited JSON-RPC; a line that is not a JSON-RPC message (a server logging to stdout) is counted and
+// skipped, never fatal. It decides nothing about tools.
 
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { ProcessGroup } from "../shell/group"
+import { Supervised } from "../shell/supervised"
 
 /** How long a server gets to exit after SIGTERM when its connection closes. */
 export const GRACE_MS = 1000
@@ -35,6 +38,85 @@ export class SpawnFailure {
   ) {}
 }
 
+/** A started server, however it was started. */
+interface Child {
+  /** The server's own pid, which is also its process group's. */
+  readonly pid: number
+  readonly stdin: Bun.FileSink
+  readonly stdout: ReadableStream<Uint8Array>
+  readonly stderr: ReadableStream<Uint8Array>
+  /** How the server ended: its exit code or signal. */
+  readonly exited: Promise<{ readonly code: number | null; readonly signal: string | null }>
+  /** Ends the server's group and waits until it is gone. */
+  readonly end: () => Promise<void>
+}
+
+const failure = (program: string, code: string, detail: string): SpawnFailure =>
+  new SpawnFailure(
+    code,
+    code === "ENOENT"
+      ? `command "${program}" not found (check the path, or that it is installed and on PATH)`
+      : code === "EACCES"
+        ? `command "${program}" is not executable`
+        : `command "${program}" could not be started (${detail})`,
+  )
+
+/** The server under a supervisor of its own: it dies with core. */
+const supervised = async (options: Options, env: Record<string, string>): Promise<Child | SpawnFailure> => {
+  const server = Supervised.server({ argv: [...options.command], cwd: options.cwd, env, graceMs: GRACE_MS })
+  const started = await server.started
+  if (started.kind === "refused") return failure(options.command[0]!, started.code, started.message)
+  if (started.kind === "failed") {
+    await server.stop()
+    return failure(options.command[0]!, "EUNKNOWN", started.message)
+  }
+  ProcessGroup.track(started.pid)
+  return {
+    pid: started.pid,
+    stdin: server.stdin,
+    stdout: server.stdout,
+    stderr: server.stderr,
+    exited: server.ended.then((report) =>
+      report === undefined ? { code: null, signal: "its supervisor's end" } : { code: report.exitCode, signal: report.signal },
+    ),
+    end: async () => {
+      await server.stop()
+      await ProcessGroup.terminate(started.pid, 0)
+    },
+  }
+}
+
+/** The server spawned directly in its own process group. */
+const direct = (options: Options, env: Record<string, string>): Child | SpawnFailure => {
+  let child: Bun.Subprocess<"pipe", "pipe", "pipe">
+  try {
+    child = Bun.spawn([...options.command], {
+      cwd: options.cwd,
+      env,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+      // Its own process group: one signal ends the server and whatever it started.
+      detached: true,
+    })
+  } catch (cause) {
+    const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : "EUNKNOWN"
+    return failure(options.command[0]!, code, cause instanceof Error ? cause.message : String(cause))
+  }
+  ProcessGroup.track(child.pid)
+  return {
+    pid: child.pid,
+    stdin: child.stdin,
+    stdout: child.stdout,
+    stderr: child.stderr,
+    exited: child.exited.then(() => ({
+      code: child.exitCode,
+      signal: child.signalCode === null ? null : String(child.signalCode),
+    })),
+    end: async () => void (await ProcessGroup.terminate(child.pid, GRACE_MS)),
+  }
+}
+
 const stderrTail = (chunks: Array<Uint8Array>): string => {
   const text = Buffer.concat(chunks).toString("utf8").trim()
   return text.length <= STDERR_TAIL_BYTES ? text : `…${text.slice(-STDERR_TAIL_BYTES)}`
@@ -51,51 +133,29 @@ export class Process implements Transport {
   ignoredLines = 0
   /** How the process ended, once it has. */
   exit: { readonly code: number | null; readonly signal: string | null; readonly stderr: string } | undefined
-  private readonly child: Bun.Subprocess<"pipe", "pipe", "pipe">
+  private readonly child: Child
   private readonly stderr: Array<Uint8Array> = []
   private closed = false
 
-  private constructor(child: Bun.Subprocess<"pipe", "pipe", "pipe">) {
+  private constructor(child: Child) {
     this.child = child
     this.pid = child.pid
   }
 
   /** Starts the server, or says why it could not be started. */
-  static spawn(options: Options): Process | SpawnFailure {
-    let child: Bun.Subprocess<"pipe", "pipe", "pipe">
-    try {
-      child = Bun.spawn([...options.command], {
-        cwd: options.cwd,
-        env: { ...getDefaultEnvironment(), ...options.env },
-        stdin: "pipe",
-        stdout: "pipe",
-        stderr: "pipe",
-        // Its own process group: one signal ends the server and whatever it started.
-        detached: true,
-      })
-    } catch (cause) {
-      const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : "EUNKNOWN"
-      const program = options.command[0]!
-      const message =
-        code === "ENOENT"
-          ? `command "${program}" not found (check the path, or that it is installed and on PATH)`
-          : code === "EACCES"
-            ? `command "${program}" is not executable`
-            : `command "${program}" could not be started (${cause instanceof Error ? cause.message : String(cause)})`
-      return new SpawnFailure(code, message)
-    }
-    ProcessGroup.track(child.pid)
-    return new Process(child)
+  static async spawn(options: Options): Promise<Process | SpawnFailure> {
+    const env = { ...getDefaultEnvironment(), ...options.env }
+    const child = Supervised.launchable() ? await supervised(options, env) : direct(options, env)
+    return child instanceof SpawnFailure ? child : new Process(child)
   }
 
   async start(): Promise<void> {
     void this.read()
     const drained = this.drainStderr()
-    void this.child.exited.then(async () => {
+    void this.child.exited.then(async (exit) => {
       // What it said last explains why it ended; a grandchild holding stderr open must not delay saying so.
       await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, STDERR_SETTLE_MS))])
-      const signal = this.child.signalCode
-      this.exit = { code: this.child.exitCode, signal: signal === null ? null : String(signal), stderr: stderrTail(this.stderr) }
+      this.exit = { ...exit, stderr: stderrTail(this.stderr) }
       this.finish()
     })
   }
@@ -177,7 +237,7 @@ export class Process implements Transport {
     } catch {
       // already closed by the process ending
     }
-    await ProcessGroup.terminate(this.pid, GRACE_MS)
+    await this.child.end()
     this.finish()
   }
 

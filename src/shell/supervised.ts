@@ -237,3 +237,65 @@ export const pool = (records: Records | undefined): Pool => {
   const warm = () => (spare ??= spawn()).ready
   return { warm, launch }
 }
+
+/** A long-lived command under a supervisor of its own (an MCP server): its stdin a pipe from core. */
+export interface Server {
+  /** The supervisor's pid. */
+  readonly supervisor: number
+  readonly stdin: Bun.FileSink
+  readonly stdout: ReadableStream<Uint8Array>
+  readonly stderr: ReadableStream<Uint8Array>
+  /** How starting the command went. */
+  readonly started: Promise<Extract<Supervisor.Report, { kind: "started" | "refused" | "failed" }>>
+  /** The supervisor's last report, or undefined when it died without one. */
+  readonly ended: Promise<Extract<Supervisor.Report, { kind: "ended" }> | undefined>
+  /** Ends the command and every descendant (SIGTERM, then SIGKILL after the grace period); resolves when done. */
+  readonly stop: () => Promise<void>
+}
+
+/**
+ * Starts `order` under a new supervisor whose stdin stays a pipe from core, so the command reads what core writes
+ * for as long as it runs; it dies with core, like every supervised command.
+ */
+export const server = (order: Omit<Supervisor.Order, "kind" | "stdin" | "stdinPipe">): Server => {
+  let onStarted: (report: Awaited<Server["started"]>) => void = () => {}
+  let onEnded: (report: Awaited<Server["ended"]>) => void = () => {}
+  const started = new Promise<Awaited<Server["started"]>>((resolve) => (onStarted = resolve))
+  const ended = new Promise<Awaited<Server["ended"]>>((resolve) => (onEnded = resolve))
+  const child = Bun.spawn([...launcher()], {
+    cwd: "/",
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+    detached: true,
+    serialization: "json",
+    ipc: (report: Supervisor.Report) => {
+      if (report.kind === "ended") onEnded(report)
+      else if (report.kind !== "ready") onStarted(report)
+    },
+  })
+  ProcessGroup.trackSupervisor(child.pid)
+  void child.exited.then(() => {
+    ProcessGroup.untrackSupervisor(child.pid)
+    onStarted({ kind: "failed", message: `The server's supervisor exited (${child.signalCode ?? child.exitCode}) before starting it` })
+    onEnded(undefined)
+  })
+  child.send({ ...order, kind: "run", stdinPipe: true } satisfies Supervisor.Order)
+  return {
+    supervisor: child.pid,
+    stdin: child.stdin,
+    stdout: child.stdout,
+    stderr: child.stderr,
+    started,
+    ended,
+    stop: async () => {
+      try {
+        child.kill("SIGTERM")
+      } catch {
+        // ended already
+      }
+      await child.exited
+    },
+  }
+}

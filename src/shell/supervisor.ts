@@ -29,6 +29,8 @@ export interface Order {
   readonly env: Readonly<Record<string, string>>
   /** stdin bytes, base64; stdin is /dev/null when absent. */
   readonly stdin?: string
+  /** stdin is the supervisor's own, a pipe core keeps open (a long-lived server core speaks to); wins over `stdin`. */
+  readonly stdinPipe?: boolean
   /** The sandbox, applied before spawning; none when absent. */
   readonly grants?: Landlock.Grants
   readonly graceMs: number
@@ -169,7 +171,7 @@ export const main = async (parent: number): Promise<never> => {
       child = Bun.spawn([...order.argv], {
         cwd: order.cwd,
         env: { ...order.env },
-        stdin: order.stdin === undefined ? "ignore" : Buffer.from(order.stdin, "base64"),
+        stdin: order.stdinPipe === true ? "inherit" : order.stdin === undefined ? "ignore" : Buffer.from(order.stdin, "base64"),
         stdout: "inherit",
         stderr: "inherit",
         // Its own session and group, with no terminal: as a command started by core always was.

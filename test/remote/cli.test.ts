@@ -52,28 +52,30 @@ describe("core with MCP servers in core.json", () => {
     expect(tools.stderr).toContain('MCP server "ghost": command "/nonexistent/server" not found')
   }, 120_000)
 
-  test("a server core started ends when core is killed outright (its stdin closes)", async () => {
-    const { directory, environment } = location({})
-    const pidFile = join(directory, "server.pid")
-    await Bun.write(
-      `${directory}/core.json`,
-      JSON.stringify({ mcp: { fix: { command: [BUN, FIXTURE], env: { PID_FILE: pidFile } } } }),
-    )
-    const core = Bun.spawn([await binary(), "mcp", "--location", directory], {
-      env: { ...process.env, ...env(environment) },
-      stdin: "pipe",
-      stdout: "ignore",
-      stderr: "ignore",
-    })
-    // `core mcp` connects its servers as it starts; the server writes its pid once it runs.
-    for (let tries = 0; tries < 500 && !existsSync(pidFile); tries++) await Bun.sleep(20)
-    const server = Number(readFileSync(pidFile, "utf8"))
-    expect(alive(server)).toBe(true)
-    core.kill("SIGKILL")
-    await core.exited
-    for (let tries = 0; tries < 250 && alive(server); tries++) await Bun.sleep(20)
-    expect(alive(server)).toBe(false)
-  }, 120_000)
+  for (const mode of ["serve", "stubborn"]) {
+    test(`a server core started ends when core is killed outright (${mode === "serve" ? "one that exits when its stdin closes" : "one that would not"})`, async () => {
+      const { directory, environment } = location({})
+      const pidFile = join(directory, "server.pid")
+      await Bun.write(
+        `${directory}/core.json`,
+        JSON.stringify({ mcp: { fix: { command: [BUN, FIXTURE, mode], env: { PID_FILE: pidFile } } } }),
+      )
+      const core = Bun.spawn([await binary(), "mcp", "--location", directory], {
+        env: { ...process.env, ...env(environment) },
+        stdin: "pipe",
+        stdout: "ignore",
+        stderr: "ignore",
+      })
+      // `core mcp` connects its servers as it starts; the server writes its pid once it runs.
+      for (let tries = 0; tries < 500 && !existsSync(pidFile); tries++) await Bun.sleep(20)
+      const server = Number(readFileSync(pidFile, "utf8"))
+      expect(alive(server)).toBe(true)
+      core.kill("SIGKILL")
+      await core.exited
+      for (let tries = 0; tries < 250 && alive(server); tries++) await Bun.sleep(20)
+      expect(alive(server)).toBe(false)
+    }, 120_000)
+  }
 
   test("a malformed mcp entry is a usage error naming the file, line and column", async () => {
     const { directory, environment } = location({})

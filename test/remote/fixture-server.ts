@@ -1,7 +1,7 @@
 // An MCP server over stdio for the client's fault paths, written with the SDK's low-level Server. The first
 // argument picks how it misbehaves from the start: "serve" (plain), "garbage" (prints lines that are not JSON-RPC
 // on stdout before and between answers), "mute" (never answers anything), "bad-names" (lists tools whose names
-// core cannot offer). Its tools hang, crash, fail, report progress, wait to be cancelled or change the tool list.
+// core cannot offer), "stubborn" (serves, but neither the end of its stdin nor SIGTERM ends it). Its tools hang, crash, fail, report progress, wait to be cancelled or change the tool list.
 
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
@@ -11,6 +11,11 @@ const mode = process.argv[2] ?? "serve"
 // Where a test reads this server's pid without speaking MCP to it.
 if (process.env.PID_FILE !== undefined) await Bun.write(process.env.PID_FILE, String(process.pid))
 const say = (line: string) => process.stdout.write(`${line}\n`)
+
+if (mode === "stubborn") {
+  setInterval(() => undefined, 1000)
+  process.on("SIGTERM", () => undefined)
+}
 
 if (mode === "mute") {
   process.stdin.resume()

@@ -3,7 +3,7 @@
 // tools named <server>_<tool> that settle through the normal pipeline: asked by default, bounded, recorded.
 
 import { describe, expect, test } from "bun:test"
-import { writeFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Deferred from "effect/Deferred"
 import * as Context from "effect/Context"
@@ -337,6 +337,7 @@ describe("core as an MCP client: results and failures", () => {
         const pid = (yield* stateOf).pid!
         return {
           pid,
+          parent: readFileSync(`/proc/${ProcessGroup.stat(pid)!.ppid}/cmdline`, "utf8"),
           group: ProcessGroup.members(pid),
           given: yield* settle(current, "fix_env", { name: "GIVEN" }),
           secret: yield* settle(current, "fix_env", { name: "CORE_REMOTE_SECRET" }),
@@ -345,6 +346,8 @@ describe("core as an MCP client: results and failures", () => {
     )
     delete process.env.CORE_REMOTE_SECRET
     expect(result.group).toContain(result.pid)
+    // Started under a supervisor of its own, which ends it with core however core ends.
+    expect(result.parent).toContain("supervisor")
     expect(textOf(result.given.settlement)).toBe("yes")
     expect(textOf(result.secret.settlement)).toBe("(unset)")
     expect(alive(result.pid)).toBe(false)
