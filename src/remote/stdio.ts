@@ -1,11 +1,10 @@
 export * as RemoteStdio from "./stdio"
 
 // The stdio side of an MCP server core starts, in its own process group under a supervisor of its own (the shell's
-// per-call supervisor, so the server and whatever it starts die with core, however core ends), or, where no
-// supervisor can be started (core bundled elsewhere), spawned directly and tracked so that a forced exit of core
-// kills its group. Either way the group is ended (SIGTERM, then SIGKILL) when the connection closes. It speaks
-// newline-delimited JSON-RPC; a line that is not a JSON-RPC message (a server logging to stdout) is counted and
-// skipped, never fatal. It decides nothing about tools.
+// per-call supervisor, so the server and whatever it starts die with core, however core ends); the group is ended
+// (SIGTERM, then SIGKILL) when the connection closes. It speaks newline-delimited JSON-RPC; a line that is not a
+// JSON-RPC message (a server logging to stdout) is counted and skipped, never fatal. It spawns nothing itself and
+// decides nothing about tools.
 
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -86,37 +85,6 @@ const supervised = async (options: Options, env: Record<string, string>): Promis
   }
 }
 
-/** The server spawned directly in its own process group. */
-const direct = (options: Options, env: Record<string, string>): Child | SpawnFailure => {
-  let child: Bun.Subprocess<"pipe", "pipe", "pipe">
-  try {
-    child = Bun.spawn([...options.command], {
-      cwd: options.cwd,
-      env,
-      stdin: "pipe",
-      stdout: "pipe",
-      stderr: "pipe",
-      // Its own process group: one signal ends the server and whatever it started.
-      detached: true,
-    })
-  } catch (cause) {
-    const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : "EUNKNOWN"
-    return failure(options.command[0]!, code, cause instanceof Error ? cause.message : String(cause))
-  }
-  ProcessGroup.track(child.pid)
-  return {
-    pid: child.pid,
-    stdin: child.stdin,
-    stdout: child.stdout,
-    stderr: child.stderr,
-    exited: child.exited.then(() => ({
-      code: child.exitCode,
-      signal: child.signalCode === null ? null : String(child.signalCode),
-    })),
-    end: async () => void (await ProcessGroup.terminate(child.pid, GRACE_MS)),
-  }
-}
-
 const stderrTail = (chunks: Array<Uint8Array>): string => {
   const text = Buffer.concat(chunks).toString("utf8").trim()
   return text.length <= STDERR_TAIL_BYTES ? text : `…${text.slice(-STDERR_TAIL_BYTES)}`
@@ -145,7 +113,10 @@ export class Process implements Transport {
   /** Starts the server, or says why it could not be started. */
   static async spawn(options: Options): Promise<Process | SpawnFailure> {
     const env = { ...getDefaultEnvironment(), ...options.env }
-    const child = Supervised.launchable() ? await supervised(options, env) : direct(options, env)
+    if (!Supervised.launchable()) {
+      return new SpawnFailure("ENOSUPERVISOR", "no supervisor can be started from this build of core to run it")
+    }
+    const child = await supervised(options, env)
     return child instanceof SpawnFailure ? child : new Process(child)
   }
 
