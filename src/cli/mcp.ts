@@ -63,9 +63,11 @@ const claimStdout = (): Writable => {
 }
 
 export const run = (args: ReadonlyArray<string>) =>
-  args[0] === "list"
-    ? Effect.flatMap(Effect.promise(() => import("./mcp-list")), ({ McpListCommand }) => McpListCommand.run(args.slice(1)))
-    : serve(args)
+  Effect.gen(function* () {
+    if (args[0] !== "list") return yield* serve(args)
+    const { McpListCommand } = yield* Effect.promise(() => import("./mcp-list"))
+    return yield* McpListCommand.run(args.slice(1))
+  })
 
 const serve = (args: ReadonlyArray<string>) =>
   Effect.gen(function* () {

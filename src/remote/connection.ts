@@ -66,6 +66,18 @@ export interface Options {
 
 const validators = new AjvJsonSchemaValidator()
 
+/** The server's hints about a tool's effects, as core declares them; none when the server gave none. */
+const annotationsOf = (tool: McpTool): { readonly annotations?: Tool.Annotations } => {
+  const hints = tool.annotations
+  if (hints === undefined) return {}
+  const annotations: { -readonly [K in keyof Tool.Annotations]: boolean } = {}
+  if (typeof hints.readOnlyHint === "boolean") annotations.readOnly = hints.readOnlyHint
+  if (typeof hints.destructiveHint === "boolean") annotations.destructive = hints.destructiveHint
+  if (typeof hints.idempotentHint === "boolean") annotations.idempotent = hints.idempotentHint
+  if (typeof hints.openWorldHint === "boolean") annotations.openWorld = hints.openWorldHint
+  return Object.keys(annotations).length === 0 ? {} : { annotations }
+}
+
 const messageOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
 export class Server {
@@ -269,6 +281,7 @@ export class Server {
         description,
         inputSchema: tool.inputSchema,
         ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
+        ...annotationsOf(tool),
         validate,
         execute: (input, context) => this.call(tool.name, name, input as Record<string, unknown>, context),
         toModelOutput: ({ output }) => RemoteContent.parts(output),

@@ -11,7 +11,7 @@ import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { Refusal } from "../permission/refusal"
 import * as Internal from "./internal"
 import type { JsonSchema } from "./json-schema"
-import type { Any, Content, Context, Failure } from "./tool"
+import type { Annotations, Any, Content, Context, Failure } from "./tool"
 
 export interface Config<O> {
   readonly description: string
@@ -19,6 +19,8 @@ export interface Config<O> {
   readonly inputSchema: JsonSchema.JsonSchema
   /** The structured output's JSON Schema; `{}` (anything) when not given. */
   readonly outputSchema?: JsonSchema.JsonSchema
+  /** What the tool says about its effects (hints for clients, never authorization). */
+  readonly annotations?: Annotations
   /** Why an input does not match `inputSchema`, or undefined when it does. */
   readonly validate: (input: unknown) => string | undefined
   readonly execute: (input: unknown, context: Context) => Effect.Effect<O, Failure | Refusal.Any>
@@ -55,6 +57,7 @@ export const make = <O>(config: Config<O>): Any => {
       execute: config.execute as Internal.Executor,
       toModelOutput: config.toModelOutput as Internal.Projector,
       checksPermissions: false,
+      annotations: config.annotations === undefined ? undefined : Object.freeze({ ...config.annotations }),
     },
     config.inputSchema,
     { inputJson: input, outputJson, outputSchema: config.outputSchema ?? {} },

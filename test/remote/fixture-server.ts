@@ -3,13 +3,18 @@
 // on stdout before and between answers), "mute" (never answers anything), "bad-names" (lists tools whose names
 // core cannot offer), "stubborn" (serves, but neither the end of its stdin nor SIGTERM ends it). Its tools hang, crash, fail, report progress, wait to be cancelled or change the tool list.
 
+import { renameSync, writeFileSync } from "node:fs"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 
 const mode = process.argv[2] ?? "serve"
 // Where a test reads this server's pid without speaking MCP to it.
-if (process.env.PID_FILE !== undefined) await Bun.write(process.env.PID_FILE, String(process.pid))
+// Written aside and renamed into place, so a reader never sees it half-written.
+if (process.env.PID_FILE !== undefined) {
+  writeFileSync(`${process.env.PID_FILE}.part`, String(process.pid))
+  renameSync(`${process.env.PID_FILE}.part`, process.env.PID_FILE)
+}
 const say = (line: string) => process.stdout.write(`${line}\n`)
 
 if (mode === "stubborn") {
