@@ -30,8 +30,19 @@ if (mode === "mute") {
     properties,
     required,
   })
-  const tools = [
-    { name: "echo", description: "Echoes text", inputSchema: object({ text: { type: "string", minLength: 1 } }, ["text"]) },
+  const tools: Array<{
+    name: string
+    description: string
+    inputSchema: ReturnType<typeof object>
+    outputSchema?: ReturnType<typeof object>
+    annotations?: Record<string, boolean>
+  }> = [
+    {
+      name: "echo",
+      description: "Echoes text",
+      inputSchema: object({ text: { type: "string", minLength: 1 } }, ["text"]),
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
     { name: "pid", description: "Its process id", inputSchema: object() },
     { name: "env", description: "An environment variable", inputSchema: object({ name: { type: "string" } }, ["name"]) },
     { name: "hang", description: "Never answers", inputSchema: object() },

@@ -190,6 +190,7 @@ describe("core as an MCP client: results and failures", () => {
           empty: yield* settle(current, "fix_echo", { text: "" }),
           missing: yield* settle(current, "fix_echo", {}),
           fine: yield* settle(current, "fix_echo", { text: "ok" }),
+          definition: current.definitions.find((definition) => definition.name === "fix_echo")!,
         }
       }),
     )
@@ -198,6 +199,8 @@ describe("core as an MCP client: results and failures", () => {
     expect(result.missing.settlement.error?.kind).toBe("invalid_input")
     expect(result.missing.settlement.error?.message).toContain("text")
     expect(textOf(result.fine.settlement)).toBe("echo: ok")
+    // The server's hints about the tool's effects travel with it.
+    expect(result.definition.annotations).toEqual({ readOnly: true, openWorld: false })
   }, 30_000)
 
   test("isError is a failure; images and blobs become file parts, resource text becomes text; structured content is kept", async () => {
