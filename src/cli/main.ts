@@ -21,11 +21,13 @@ const HELP = `core ${packageJson.version}: a tool runtime for AI agents
 
 Usage:
   core exec NAME --input JSON [--location DIR] [--agent ID] [--session ID] [--message ID] [--call ID] [--yes]
-  core tools [--location DIR] [--agent ID] [--json]
+  core tools [--location DIR] [--agent ID] [--json] [--provider P]
   core output ID [--structured]
   core check NAME --input JSON [--location DIR] [--agent ID]
+  core check --provider P [--location DIR]
   core permissions [reset [--action A]] [--location DIR]
   core mcp [--location DIR] [--agent ID]
+  core mcp list [--location DIR] [--json]
   core serve [--location DIR] [--allow-root DIR]... [--host 127.0.0.1] [--port N]
   core init [DIR] [--update]
   core --version | --help | COMMAND --help
@@ -34,10 +36,10 @@ Commands:
   exec         settle one tool call and print its settlement JSON
   tools        list the tools a model would be offered
   output       print a managed output (the full output behind a bounded preview)
-  check        explain the permission decision for a call, running nothing
+  check        explain the permission decision for a call, running nothing; or fit every tool to a provider
   permissions  list or clear the approvals saved by "always" replies
-  mcp          serve a Location's tools to an MCP client over stdio
-  serve        serve tool calls over HTTP to agent hosts (the sidecar)
+  mcp          serve a Location's tools to an MCP client over stdio; list the Location's MCP servers
+  serve        serve tool calls over HTTP to agent hosts (the sidecar), and MCP at /mcp
   init         prepare a directory for writing and testing tools with bun (no npm install)
 
 Environment:
