@@ -79,6 +79,11 @@ export const Output = Schema.Struct({
   survivors: Schema.optionalKey(
     Schema.Array(Schema.Int).annotate({ description: "Processes of the command that could not be killed" }),
   ),
+  undone: Schema.optionalKey(
+    Schema.Array(Schema.String).annotate({
+      description: "Core's own configuration the command changed (core.json, tools/, plugins/, .core/), undone once it ended",
+    }),
+  ),
 })
 export type Output = typeof Output.Type
 
@@ -103,7 +108,8 @@ const describe = (limits: Shell.Limits, sandboxed: boolean): string =>
     ...(sandboxed
       ? [
           "- OS sandbox: writes only in the project, temp and approved directories; reads elsewhere only system " +
-            "and PATH directories.",
+            "and PATH directories. core.json, tools/, plugins/ and .core/ are core's own configuration: commands " +
+            "cannot change them (what a command creates there is removed when it ends); ask the person instead.",
         ]
       : []),
     "- Every command in the line needs permission on its own, including those after `&&`, `;`, `|`, inside " +
@@ -149,6 +155,7 @@ const outputOf = (result: Shell.Result): Output => {
     durationMs: Math.round(result.durationMs),
     ...(result.killed.length === 0 ? {} : { killed: result.killed.map(({ pid, name }) => ({ pid, name })) }),
     ...(result.survivors.length === 0 ? {} : { survivors: [...result.survivors] }),
+    ...(result.undone.length === 0 ? {} : { undone: [...result.undone] }),
   }
 }
 
@@ -197,6 +204,12 @@ export const text =
     }
     if (output.survivors !== undefined) {
       lines.push(`Could not kill ${output.survivors.length} process(es) of the command: ${output.survivors.join(", ")}`)
+    }
+    if (output.undone !== undefined) {
+      lines.push(
+        `Undone: ${output.undone.join(", ")}. The command changed core's own configuration, which changes only with a ` +
+          "person's approval: what it wrote there was removed (core.json put back). Ask the person to make that change.",
+      )
     }
     return lines.join("\n")
   }

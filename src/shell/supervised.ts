@@ -18,16 +18,18 @@ export const MARKER = "CORE_RUN"
 const compiled = (): boolean => import.meta.path.startsWith("/$bunfs/")
 
 /** How core starts a supervisor: itself, as a launcher; from source, bun on the supervisor's file. */
-const launcher = (): ReadonlyArray<string> =>
-  compiled()
+const launcher = (isolate: boolean): ReadonlyArray<string> => [
+  ...(compiled()
     ? [process.execPath, Supervisor.LAUNCH, String(process.pid)]
-    : [process.execPath, join(import.meta.dir, "supervisor.ts"), String(process.pid)]
+    : [process.execPath, join(import.meta.dir, "launch.ts"), Supervisor.LAUNCH, String(process.pid)]),
+  ...(isolate ? [Supervisor.ISOLATE] : []),
+]
 
 /**
  * Whether a supervisor can be started from here: always from the compiled core; from source when the supervisor's
  * file is beside this one (not when this module was bundled elsewhere, as in the tool authors' testing kit).
  */
-export const launchable = (): boolean => compiled() || existsSync(join(import.meta.dir, "supervisor.ts"))
+export const launchable = (): boolean => compiled() || existsSync(join(import.meta.dir, "launch.ts"))
 
 type Process_ = Bun.Subprocess<"ignore", "pipe", "pipe">
 
@@ -151,7 +153,8 @@ export interface Pool {
   readonly launch: (order: Omit<Supervisor.Order, "kind" | "env"> & { readonly env: Readonly<Record<string, string>> }) => Run
 }
 
-export const pool = (records: Records | undefined): Pool => {
+/** With `isolate`, supervisors are readied to mount paths read-only for their commands (`Order.readOnly`). */
+export const pool = (records: Records | undefined, isolate = false): Pool => {
   let spare: Spare | undefined
   let launched = 0
 
@@ -159,10 +162,11 @@ export const pool = (records: Records | undefined): Pool => {
     let up: () => void = () => {}
     const ready = new Promise<void>((resolve) => (up = resolve))
     const entry: Spare = { process: undefined as never, reports: [], listener: undefined, ready }
-    const child = Bun.spawn([...launcher()], {
+    const child = Bun.spawn([...launcher(isolate)], {
       // Not the workspace: from source, bun would read a bunfig.toml or .env found there.
       cwd: "/",
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+      // Without a concurrent JIT, Bun starts with a single thread: the supervisor can then enter a user namespace.
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...(isolate ? { BUN_JSC_useConcurrentJIT: "0" } : {}) },
       stdin: "ignore",
       stdout: "pipe",
       stderr: "pipe",

@@ -1,7 +1,7 @@
 export * as Supervisor from "./supervisor"
 
-// The per-call supervisor: core re-invoked as a small launcher (`core __supervise PID`, or `bun supervisor.ts
-// PID` from source) that runs one command and makes sure nothing it started outlives it. It is a child
+// The per-call supervisor: core re-invoked as a small launcher (`core __supervise PID`, or `bun launch.ts
+// __supervise PID` from source) that runs one command and makes sure nothing it started outlives it. It is a child
 // subreaper, so every descendant stays its descendant however it detaches (setsid, `set -m`, double fork,
 // setpgrp); it dies with core (a parent-death signal); it applies the command's sandbox to the thread that spawns
 // it. When the command exits, times out, is cancelled or core dies, it ends every descendant and reports what it
@@ -9,11 +9,14 @@ export * as Supervisor from "./supervisor"
 // stderr, which belong to the command.
 
 import { Landlock } from "./landlock"
+import { Namespace } from "./namespace"
 import { Native } from "./native"
 import { ProcessGroup } from "./group"
 
 /** The argument that makes the core executable a supervisor. */
 export const LAUNCH = "__supervise"
+/** The argument after core's pid that readies the supervisor to mount paths read-only for its command. */
+export const ISOLATE = "isolate"
 
 /** After SIGTERM, how long the processes get before SIGKILL (DESIGN §9). */
 export const GRACE_MS = 3000
@@ -31,6 +34,8 @@ export interface Order {
   readonly stdin?: string
   /** The sandbox, applied before spawning; none when absent. */
   readonly grants?: Landlock.Grants
+  /** Paths mounted read-only for the command (core's configuration in its Location), before the sandbox. */
+  readonly readOnly?: ReadonlyArray<string>
   readonly graceMs: number
 }
 
@@ -107,8 +112,11 @@ const endAll = async (graceMs: number): Promise<{ killed: ReadonlyArray<Ended>; 
   return { killed: [...seen.values()], survivors: left.map((process_) => process_.pid) }
 }
 
-/** Runs the supervisor to its end (it exits the process); `parent` is core's pid. */
-export const main = async (parent: number): Promise<never> => {
+/**
+ * Runs the supervisor to its end (it exits the process); `parent` is core's pid, `way` how it can mount paths
+ * read-only for its command (readied by ./launch).
+ */
+export const main = async (parent: number, way: Namespace.Way = "none"): Promise<never> => {
   // Dies with core: a parent-death signal, then a check that core did not die before it was set.
   Native.prctl(Native.PR_SET_PDEATHSIG, SIGHUP)
   if (Native.getppid() !== parent) process.exit(0)
@@ -158,6 +166,8 @@ export const main = async (parent: number): Promise<never> => {
     if (child !== undefined || ending !== undefined) return
     const order = message as Order
     graceMs = order.graceMs
+    // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
+    if (order.readOnly !== undefined && order.readOnly.length > 0) Namespace.protect(way, order.readOnly)
     if (order.grants !== undefined) {
       const failed = Landlock.restrict(order.grants)
       if (failed !== undefined) {
@@ -200,4 +210,3 @@ export const main = async (parent: number): Promise<never> => {
   return new Promise<never>(() => {})
 }
 
-if (import.meta.main) await main(Number(process.argv[2]))
