@@ -126,5 +126,8 @@ export const idle = (location: string): Promise<void> => {
   })
 }
 
+/** How many are waiting for `location` to be idle (a long-lived core's hot reload, held back). */
+export const held = (location: string): number => waiting.get(realOf(location))?.length ?? 0
+
 /** Whether a guarded command of `location` runs now. */
 export const busy = (location: string): boolean => running.has(realOf(location))
