@@ -12,8 +12,11 @@ import { join } from "node:path"
 import { Protected } from "../permission/protected"
 
 interface Before {
+  /** Who it is: device, inode, kind and birth time (an inode number freed by the command may be reused at once). */
   readonly dev: number
   readonly ino: number
+  readonly kind: number
+  readonly born: number
   /** Where it pointed, when it was a symbolic link (which the command could replace: it is no mount point). */
   readonly link: string | undefined
   /** The content of a regular core.json, put back should the command change it where no mount protected it. */
@@ -70,7 +73,7 @@ const look = (path: string, keep = false): Before | undefined => {
   } catch {
     // gone or unreadable meanwhile: nothing to put back
   }
-  return { dev: stats.dev, ino: stats.ino, link, content }
+  return { dev: stats.dev, ino: stats.ino, kind: stats.mode & 0o170000, born: stats.birthtimeMs, link, content }
 }
 
 /** Guards `location` for one command, from before it starts. */
@@ -97,7 +100,15 @@ export const begin = (location: string): Guarded => {
         continue
       }
       if (now === undefined) continue
-      if (before !== undefined && before.dev === now.dev && before.ino === now.ino) continue
+      if (
+        before !== undefined &&
+        before.dev === now.dev &&
+        before.ino === now.ino &&
+        before.kind === now.kind &&
+        before.born === now.born
+      ) {
+        continue
+      }
       rmSync(entry.path, { recursive: true, force: true })
       if (before?.link !== undefined) symlinkSync(before.link, entry.path)
       undone.push(entry.path)

@@ -2,15 +2,15 @@ export * as Namespace from "./namespace"
 
 // The private mount namespace of one command, in which core's own configuration in its Location is mounted
 // read-only (./guard says which paths). Used by the supervisor only, before it applies Landlock (which forbids
-// mounting). Two ways in: with CAP_SYS_ADMIN (core run by root), the thread that spawns the command unshares its
-// mount namespace when the order comes; without it, the supervisor enters a user namespace of its own (mapping only
-// its own uid and gid) and a mount namespace owned by it, first thing, while it still has a single thread (the
-// kernel refuses a new user namespace to a process with several): ./launch does that.
+// mounting). It needs CAP_SYS_ADMIN over its mount namespace: core run by root has it; otherwise core starts the
+// supervisor in a user namespace of its own (./supervised, through `unshare --user --map-current-user --mount
+// --keep-caps`), which maps only the user's own uid and gid and gives the supervisor that capability there alone.
+// Bun cannot enter a user namespace itself: the kernel allows that only to a process with a single thread.
 
 import { Native } from "./native"
 
-/** How this supervisor can make a mount namespace: it may unshare one, it is in one of its own, or it cannot. */
-export type Way = "mount" | "user" | "none"
+/** Whether this supervisor can make a mount namespace (it holds CAP_SYS_ADMIN over its own). */
+export type Way = "mount" | "none"
 
 const ENOENT = 2
 
@@ -21,10 +21,8 @@ const ENOENT = 2
  */
 export const protect = (way: Way, paths: ReadonlyArray<string>): string | undefined => {
   if (way === "none") return "this process cannot make a mount namespace"
-  if (way === "mount") {
-    const unshared = Native.unshare(Native.CLONE_NEWNS)
-    if (unshared !== 0) return `unshare(CLONE_NEWNS) failed (errno ${unshared})`
-  }
+  const unshared = Native.unshare(Native.CLONE_NEWNS)
+  if (unshared !== 0) return `unshare(CLONE_NEWNS) failed (errno ${unshared})`
   const privately = Native.mount(null, "/", Native.MS_REC | Native.MS_PRIVATE)
   if (privately !== 0) return `making the mounts private failed (errno ${privately})`
   for (const path of paths) {
@@ -36,7 +34,7 @@ export const protect = (way: Way, paths: ReadonlyArray<string>): string | undefi
     if (remounted !== 0) return `making ${path} read-only failed (errno ${remounted})`
   }
   // Run by root, the command would otherwise hold CAP_SYS_ADMIN and could unmount them (Landlock, where applied,
-  // forbids it too).
-  if (way === "mount") Native.prctl(Native.PR_CAPBSET_DROP, Native.CAP_SYS_ADMIN)
+  // forbids it too). Run by another user, it holds no capability (the supervisor clears its ambient ones).
+  Native.prctl(Native.PR_CAPBSET_DROP, Native.CAP_SYS_ADMIN)
   return undefined
 }

@@ -9,6 +9,7 @@ export * as Supervised from "./supervised"
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { ProcessGroup } from "./group"
+import { Native } from "./native"
 import { Supervisor } from "./supervisor"
 
 /** The variable every supervised command carries, naming its run. */
@@ -153,6 +154,26 @@ export interface Pool {
   readonly launch: (order: Omit<Supervisor.Order, "kind" | "env"> & { readonly env: Readonly<Record<string, string>> }) => Run
 }
 
+/** `unshare` (util-linux 2.39 or later), when it can give a supervisor a user and mount namespace of its own. */
+let userNamespace: ReadonlyArray<string> | null | undefined
+
+const USER_NAMESPACE = ["--user", "--map-current-user", "--mount", "--keep-caps", "--"]
+
+/**
+ * How a supervisor that must mount paths read-only is started: as it is where core holds CAP_SYS_ADMIN (root);
+ * otherwise inside a user namespace of its own, where the system allows one (probed once).
+ */
+const isolation = (): ReadonlyArray<string> => {
+  if (Native.capable(Native.CAP_SYS_ADMIN)) return []
+  if (userNamespace === undefined) {
+    const unshare = Bun.which("unshare")
+    const probe =
+      unshare === null ? undefined : Bun.spawnSync([unshare, ...USER_NAMESPACE, "true"], { stdout: "ignore", stderr: "ignore" })
+    userNamespace = probe?.exitCode === 0 ? [unshare!, ...USER_NAMESPACE] : null
+  }
+  return userNamespace ?? []
+}
+
 /** With `isolate`, supervisors are readied to mount paths read-only for their commands (`Order.readOnly`). */
 export const pool = (records: Records | undefined, isolate = false): Pool => {
   let spare: Spare | undefined
@@ -162,11 +183,10 @@ export const pool = (records: Records | undefined, isolate = false): Pool => {
     let up: () => void = () => {}
     const ready = new Promise<void>((resolve) => (up = resolve))
     const entry: Spare = { process: undefined as never, reports: [], listener: undefined, ready }
-    const child = Bun.spawn([...launcher(isolate)], {
+    const child = Bun.spawn([...(isolate ? isolation() : []), ...launcher(isolate)], {
       // Not the workspace: from source, bun would read a bunfig.toml or .env found there.
       cwd: "/",
-      // Without a concurrent JIT, Bun starts with a single thread: the supervisor can then enter a user namespace.
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...(isolate ? { BUN_JSC_useConcurrentJIT: "0" } : {}) },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
       stdin: "ignore",
       stdout: "pipe",
       stderr: "pipe",

@@ -113,10 +113,11 @@ const endAll = async (graceMs: number): Promise<{ killed: ReadonlyArray<Ended>; 
 }
 
 /**
- * Runs the supervisor to its end (it exits the process); `parent` is core's pid, `way` how it can mount paths
- * read-only for its command (readied by ./launch).
+ * Runs the supervisor to its end (it exits the process); `parent` is core's pid. With `isolate`, it mounts the
+ * paths an order names read-only for its command, where it holds CAP_SYS_ADMIN (see ./namespace).
  */
-export const main = async (parent: number, way: Namespace.Way = "none"): Promise<never> => {
+export const main = async (parent: number, isolate = false): Promise<never> => {
+  const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
   // Dies with core: a parent-death signal, then a check that core did not die before it was set.
   Native.prctl(Native.PR_SET_PDEATHSIG, SIGHUP)
   if (Native.getppid() !== parent) process.exit(0)
@@ -175,6 +176,8 @@ export const main = async (parent: number, way: Namespace.Way = "none"): Promise
         return
       }
     }
+    // Capabilities a user namespace gave the supervisor stay its own: the command inherits none of them.
+    Native.prctl(Native.PR_CAP_AMBIENT, Native.PR_CAP_AMBIENT_CLEAR_ALL)
     try {
       child = Bun.spawn([...order.argv], {
         cwd: order.cwd,

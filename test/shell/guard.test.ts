@@ -6,7 +6,7 @@
 // or user namespaces; where neither is available those tests are skipped and say so.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Fiber } from "effect"
 import { Guard } from "../../src/shell/guard"
@@ -34,6 +34,11 @@ const probe = async (): Promise<boolean> => {
 }
 const MOUNTS = await probe()
 const needs = MOUNTS ? "" : " (SKIPPED: no mount namespace for commands here)"
+
+/** Run by root with setpriv and unshare at hand, a test can be core run by another user (nobody). */
+const NOBODY = 65534
+const AS_NOBODY = process.getuid?.() === 0 && Bun.which("setpriv") !== null && Bun.which("unshare") !== null
+const asNobody = AS_NOBODY ? "" : " (SKIPPED: needs root, setpriv and unshare to run core as another user)"
 
 /** A Location with every protected entry present. */
 const configured = (): string => {
@@ -110,6 +115,26 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(readdirSync(location)).toEqual(["tools"])
     expect(readdirSync(join(location, "tools"))).toEqual([])
     expect(existsSync(join(elsewhere, "x.ts"))).toBe(false)
+  })
+
+  test.skipIf(!AS_NOBODY)(`run by another user, core keeps the entries read-only through a user namespace${asNobody}`, async () => {
+    const root = tempDir("core-user-")
+    mkdirSync(join(root, "loc/tools"), { recursive: true })
+    writeFileSync(join(root, "loc/core.json"), "{}")
+    chownSync(root, NOBODY, NOBODY)
+    for (const path of ["loc", "loc/tools", "loc/core.json"]) chownSync(join(root, path), NOBODY, NOBODY)
+    const command = "echo x > core.json; echo x > tools/x.ts; mkdir plugins; id -u"
+    const child = Bun.spawn(
+      ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", process.execPath, join(import.meta.dir, "guard-child.ts"), root, command],
+      { cwd: root, env: { PATH: process.env.PATH!, HOME: root, CORE_HOME: join(root, "home"), CORE_DATA_DIR: join(root, "data") }, stdout: "pipe", stderr: "inherit" },
+    )
+    const [code, output] = await Promise.all([child.exited, new Response(child.stdout).text()])
+    expect(code).toBe(0)
+    const result = JSON.parse(output) as { stdout: string; stderr: string; undone: ReadonlyArray<string> }
+    expect(result.stdout).toBe(`${NOBODY}\n`)
+    expect(result.stderr.match(/Read-only file system/g)).toHaveLength(2)
+    expect(result.undone).toEqual([join(root, "loc/plugins")])
+    expect(readFileSync(join(root, "loc/core.json"), "utf8")).toBe("{}")
   })
 
   test("with no mount namespace, a changed core.json is put back and a created entry removed", async () => {
