@@ -481,7 +481,9 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
   }
   // Core's configuration in a Location is guarded from the commands given a sandbox policy, unless the sandbox is off.
   const guards = supervise && sandbox.mode !== "off"
-  const supervisors = supervise ? Supervised.pool(records, guards && options.namespaces !== false) : undefined
+  const supervisors = supervise
+    ? Supervised.pool(records, guards && options.namespaces !== false, sandbox.active)
+    : undefined
   // Untraced on purpose: a span's captured stack costs more than everything else spawning `true` adds to Bun.spawn.
   const run = Effect.fnUntraced(function* (request: Request) {
     if (request.sandbox !== undefined && sandbox.mode === "required" && !sandbox.active) {

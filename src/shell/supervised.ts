@@ -19,12 +19,24 @@ export const MARKER = "CORE_RUN"
 const compiled = (): boolean => import.meta.path.startsWith("/$bunfs/")
 
 /** How core starts a supervisor: itself, as a launcher; from source, bun on the supervisor's file. */
-const launcher = (isolate: boolean): ReadonlyArray<string> => [
+const launcher = (isolate: boolean, deny: ReadonlyArray<number>): ReadonlyArray<string> => [
   ...(compiled()
     ? [process.execPath, Supervisor.LAUNCH, String(process.pid)]
     : [process.execPath, join(import.meta.dir, "launch.ts"), Supervisor.LAUNCH, String(process.pid)]),
   ...(isolate ? [Supervisor.ISOLATE] : []),
+  ...(deny.length > 0 ? [`${Supervisor.DENY}${deny.join(",")}`] : []),
 ]
+
+/**
+ * The TCP ports this core listens on (`core serve`): commands of a sandboxed pool may not connect to them. A
+ * process-wide fact, so kept here; supervisors already started for fewer ports are not used.
+ */
+const ownPorts = new Set<number>()
+
+/** Records a TCP port this core listens on, so that no sandboxed command started from now on can connect to it. */
+export const listening = (port: number): void => {
+  ownPorts.add(port)
+}
 
 /**
  * Whether a supervisor can be started from here: always from the compiled core; from source when the supervisor's
@@ -53,6 +65,8 @@ interface Spare {
   listener: ((report: Supervisor.Report) => void) | undefined
   /** Resolves once it is up (or gone). */
   readonly ready: Promise<void>
+  /** How many of core's own ports it keeps its command from (ports are only ever added). */
+  readonly ports: number
 }
 
 const startOf = (pid: number): number | undefined => ProcessGroup.stat(pid)?.start
@@ -174,16 +188,20 @@ const isolation = (): ReadonlyArray<string> => {
   return userNamespace ?? []
 }
 
-/** With `isolate`, supervisors are readied to mount paths read-only for their commands (`Order.readOnly`). */
-export const pool = (records: Records | undefined, isolate = false): Pool => {
+/**
+ * With `isolate`, supervisors are readied to mount paths read-only for their commands (`Order.readOnly`); with
+ * `ports`, their commands cannot connect to core's own ports (`listening`).
+ */
+export const pool = (records: Records | undefined, isolate = false, ports = false): Pool => {
   let spare: Spare | undefined
   let launched = 0
 
   const spawn = (): Spare => {
     let up: () => void = () => {}
     const ready = new Promise<void>((resolve) => (up = resolve))
-    const entry: Spare = { process: undefined as never, reports: [], listener: undefined, ready }
-    const child = Bun.spawn([...(isolate ? isolation() : []), ...launcher(isolate)], {
+    const entry: Spare = { process: undefined as never, reports: [], listener: undefined, ready, ports: ownPorts.size }
+    const deny = ports ? [...ownPorts] : []
+    const child = Bun.spawn([...(isolate ? isolation() : []), ...launcher(isolate, deny)], {
       // Not the workspace: from source, bun would read a bunfig.toml or .env found there.
       cwd: "/",
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
@@ -211,8 +229,16 @@ export const pool = (records: Records | undefined, isolate = false): Pool => {
     return entry
   }
 
+  /** Whether a spare is still up, and keeps its command from every port core now listens on. */
+  const usable = (entry: Spare | undefined): boolean =>
+    entry !== undefined &&
+    entry.process.exitCode === null &&
+    entry.process.signalCode === null &&
+    (!ports || entry.ports === ownPorts.size)
+
   const take = (): Spare => {
-    const taken = spare !== undefined && spare.process.exitCode === null && spare.process.signalCode === null ? spare : spawn()
+    if (spare !== undefined && !usable(spare)) spare.process.kill("SIGHUP")
+    const taken = usable(spare) ? spare! : spawn()
     spare = undefined
     launched++
     // Once commands repeat, the next one gets a supervisor that is already up.
@@ -258,6 +284,12 @@ export const pool = (records: Records | undefined, isolate = false): Pool => {
       },
     }
   }
-  const warm = () => (spare ??= spawn()).ready
+  const warm = () => {
+    if (spare !== undefined && !usable(spare)) {
+      spare.process.kill("SIGHUP")
+      spare = undefined
+    }
+    return (spare ??= spawn()).ready
+  }
   return { warm, launch }
 }

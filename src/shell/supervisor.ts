@@ -15,8 +15,23 @@ import { ProcessGroup } from "./group"
 
 /** The argument that makes the core executable a supervisor. */
 export const LAUNCH = "__supervise"
-/** The argument after core's pid that readies the supervisor to mount paths read-only for its command. */
+/** An argument after core's pid: the supervisor mounts the paths an order names read-only for its command. */
 export const ISOLATE = "isolate"
+/** An argument after core's pid, `deny=PORT,PORT`: core's own TCP ports, which the command may not connect to. */
+export const DENY = "deny="
+
+/** What the arguments after core's pid ask of a supervisor. */
+export interface Flags {
+  readonly isolate: boolean
+  readonly deny: ReadonlyArray<number>
+}
+
+export const flags = (args: ReadonlyArray<string>): Flags => ({
+  isolate: args.includes(ISOLATE),
+  deny: (args.find((arg) => arg.startsWith(DENY))?.slice(DENY.length).split(",") ?? [])
+    .map(Number)
+    .filter((port) => Number.isInteger(port) && port > 0 && port < 65_536),
+})
 
 /** After SIGTERM, how long the processes get before SIGKILL (DESIGN §9). */
 export const GRACE_MS = 3000
@@ -114,9 +129,10 @@ const endAll = async (graceMs: number): Promise<{ killed: ReadonlyArray<Ended>; 
 
 /**
  * Runs the supervisor to its end (it exits the process); `parent` is core's pid. With `isolate`, it mounts the
- * paths an order names read-only for its command, where it holds CAP_SYS_ADMIN (see ./namespace).
+ * paths an order names read-only for its command, where it holds CAP_SYS_ADMIN (see ./namespace); with `deny`,
+ * the command cannot connect to those TCP ports, where Landlock has network rules.
  */
-export const main = async (parent: number, isolate = false): Promise<never> => {
+export const main = async (parent: number, { isolate, deny }: Flags = { isolate: false, deny: [] }): Promise<never> => {
   const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
   // Dies with core: a parent-death signal, then a check that core did not die before it was set.
   Native.prctl(Native.PR_SET_PDEATHSIG, SIGHUP)
@@ -128,6 +144,9 @@ export const main = async (parent: number, isolate = false): Promise<never> => {
   // for a user who has no capabilities to drop.)
   Native.prctl(Native.PR_SET_DUMPABLE, 0)
   Native.prctl(Native.PR_CAPBSET_DROP, Native.CAP_SYS_PTRACE)
+  // Core's own ports, before the order comes: this layer takes the longest to build, and does not depend on it.
+  // (It leaves the filesystem alone, so mounting stays possible until the order's sandbox is applied.)
+  if (deny.length > 0) Landlock.denyConnect(deny)
 
   let child: Bun.Subprocess | undefined
   let ending: Promise<never> | undefined
