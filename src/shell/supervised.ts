@@ -241,9 +241,15 @@ export const pool = (records: Records | undefined, isolate = false, ports = fals
     const taken = usable(spare) ? spare! : spawn()
     spare = undefined
     launched++
-    // Once commands repeat, the next one gets a supervisor that is already up.
-    if (launched > 1) queueMicrotask(() => (spare ??= spawn()))
     return taken
+  }
+
+  /**
+   * Once commands repeat, the next one gets a supervisor that is already up: started once this one's run has
+   * ended, so that starting it takes no processor time from the command.
+   */
+  const replenish = () => {
+    if (launched > 1) setTimeout(() => (spare ??= spawn()), 0)
   }
 
   const launch: Pool["launch"] = (order) => {
@@ -257,8 +263,10 @@ export const pool = (records: Records | undefined, isolate = false, ports = fals
     const started = new Promise<Awaited<Run["started"]>>((resolve) => (onStarted = resolve))
     const ended = new Promise<Awaited<Run["ended"]>>((resolve) => (onEnded = resolve))
     const receive = (report: Supervisor.Report) => {
-      if (report.kind === "ended") onEnded(report)
-      else if (report.kind !== "ready") onStarted(report)
+      if (report.kind === "ended") {
+        onEnded(report)
+        replenish()
+      } else if (report.kind !== "ready") onStarted(report)
     }
     entry.listener = receive
     for (const report of entry.reports.splice(0)) receive(report)

@@ -128,6 +128,19 @@ const endAll = async (graceMs: number): Promise<{ killed: ReadonlyArray<Ended>; 
 }
 
 /**
+ * Whether nothing the command started is left, known without reading /proc: once the command has exited (and
+ * Bun has reaped it), a subreaper with no child at all has no descendant either, since every orphan becomes its
+ * child. Reaps the orphans that ended meanwhile.
+ */
+const alone = (command: Bun.Subprocess): boolean => {
+  if (command.exitCode === null && command.signalCode === null) return false
+  let reaped: number
+  do reaped = Native.reap()
+  while (reaped > 0)
+  return reaped === -1
+}
+
+/**
  * Runs the supervisor to its end (it exits the process); `parent` is core's pid. With `isolate`, it mounts the
  * paths an order names read-only for its command, where it holds CAP_SYS_ADMIN (see ./namespace); with `deny`,
  * the command cannot connect to those TCP ports, where Landlock has network rules.
@@ -154,7 +167,7 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
   const finish = (grace: number): Promise<never> =>
     (ending ??= (async () => {
       if (child === undefined) process.exit(0)
-      const { killed, survivors } = await endAll(grace)
+      const { killed, survivors } = alone(child) ? { killed: [], survivors: [] } : await endAll(grace)
       await child.exited
       // Orphans it adopted and ended are its children: reap them, so none is left a zombie.
       while (Native.reap() > 0);
