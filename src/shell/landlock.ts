@@ -113,18 +113,20 @@ export interface Policy {
   readonly hidden: ReadonlyArray<string>
 }
 
+/** The paths to grant so that `paths` are covered but none of the `hidden` directories (real paths). */
+export const granted = (paths: ReadonlyArray<string>, hidden: ReadonlyArray<string>): Array<string> => {
+  const into: Array<string> = []
+  for (const path of new Set(paths.map(real))) cover(path, hidden, into)
+  return into
+}
+
 /** The grants of a policy: real paths, hidden directories carved out of every grant. */
 export const grants = (policy: Policy): Grants => {
   const hidden = policy.hidden.map(real)
-  const grant = (paths: ReadonlyArray<string>) => {
-    const into: Array<string> = []
-    for (const path of new Set(paths.map(real))) cover(path, hidden, into)
-    return into
-  }
   return {
-    read: grant([...SYSTEM_READABLE, ...policy.readable]),
-    write: grant(policy.writable),
-    devices: grant(["/dev"]),
+    read: granted([...SYSTEM_READABLE, ...policy.readable], hidden),
+    write: granted(policy.writable, hidden),
+    devices: granted(["/dev"], hidden),
   }
 }
 
@@ -140,8 +142,9 @@ const handledFs = (version: number): bigint => {
 /**
  * Restricts the calling thread (and every process it spawns afterwards) to `grants`. Answers undefined, or why it
  * could not (then nothing was restricted, unless the last step failed, which the kernel does not do in practice).
+ * With `apply` false, it builds the rules and drops them, restricting nothing.
  */
-export const restrict = (grants: Grants, version = abi()): string | undefined => {
+export const restrict = (grants: Grants, version = abi(), apply = true): string | undefined => {
   if (version < 1) return "Landlock is not available"
   const handled = handledFs(version)
   const attr = new DataView(new ArrayBuffer(24))
@@ -183,6 +186,8 @@ export const restrict = (grants: Grants, version = abi()): string | undefined =>
       const failed = add(path, handled)
       if (failed !== undefined) return failed
     }
+    // Not applied: a dry run, which readies this code so that the real one is quicker.
+    if (!apply) return undefined
     const privileged = Native.prctl(Native.PR_SET_NO_NEW_PRIVS, 1)
     if (privileged !== 0) return `prctl(PR_SET_NO_NEW_PRIVS) failed (errno ${privileged})`
     const restricted = Native.syscall(SYS_RESTRICT_SELF, ruleset, 0)
