@@ -84,6 +84,9 @@ export const Output = Schema.Struct({
       description: "Core's own configuration the command changed (core.json, tools/, plugins/, .core/), undone once it ended",
     }),
   ),
+  undoneKeptIn: Schema.optionalKey(
+    Schema.String.annotate({ description: "Where what the command had left there was moved, for a person to look at" }),
+  ),
 })
 export type Output = typeof Output.Type
 
@@ -156,6 +159,7 @@ const outputOf = (result: Shell.Result): Output => {
     ...(result.killed.length === 0 ? {} : { killed: result.killed.map(({ pid, name }) => ({ pid, name })) }),
     ...(result.survivors.length === 0 ? {} : { survivors: [...result.survivors] }),
     ...(result.undone.length === 0 ? {} : { undone: [...result.undone] }),
+    ...(result.undoneKeptIn === undefined ? {} : { undoneKeptIn: result.undoneKeptIn }),
   }
 }
 
@@ -208,7 +212,9 @@ export const text =
     if (output.undone !== undefined) {
       lines.push(
         `Undone: ${output.undone.join(", ")}. The command changed core's own configuration, which changes only with a ` +
-          "person's approval: what it wrote there was removed (core.json put back). Ask the person to make that change.",
+          "person's approval: what it wrote there was taken out (core.json put back)" +
+          (output.undoneKeptIn === undefined ? "" : ` and kept in ${output.undoneKeptIn} for the person`) +
+          ". Ask the person to make that change.",
       )
     }
     return lines.join("\n")

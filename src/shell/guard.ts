@@ -7,8 +7,19 @@ export * as Guard from "./guard"
 // the Location counts as busy: a long-lived core defers hot reload of its tool files and core.json until no
 // command of that Location runs (`idle`), so it never loads a file a command wrote.
 
-import { lstatSync, readFileSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
+import {
+  cpSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs"
+import { basename, join } from "node:path"
 import { Protected } from "../permission/protected"
 
 interface Before {
@@ -31,15 +42,46 @@ interface Entry {
   readonly before: Before | undefined
 }
 
+export interface Undone {
+  /** The entries undone (absolute paths). */
+  readonly paths: ReadonlyArray<string>
+  /** Where what the command had left there was moved, for a person to look at; none when nothing was undone. */
+  readonly keptIn: string | undefined
+}
+
 export interface Guarded {
   /** The entries that exist: what the supervisor mounts read-only. */
   readonly readOnly: ReadonlyArray<string>
   /**
-   * Once the command and everything it started have ended: removes what the command made of the entries (an
-   * entry created, or a symbolic link replaced, which is put back), and lets the Location go. Answers the paths
-   * removed. Idempotent.
+   * Once the command and everything it started have ended: undoes what the command made of the entries (an entry
+   * created, a symbolic link replaced, which is put back, a core.json changed, whose content is put back), moving
+   * what it had left there into the keeping directory (a file written at the same time with a person's approval
+   * is not lost), and lets the Location go. `mounted`: the entries that existed were read-only to the command, so
+   * any change to them is someone else's (a person's) and stays. Idempotent.
    */
-  readonly finish: () => ReadonlyArray<string>
+  readonly finish: (mounted: boolean) => Undone
+}
+
+/**
+ * Moves `path` into `directory` (made when needed), copying where a move cannot cross file systems; removes it
+ * whatever happens, so that nothing of it stays where core would load it.
+ */
+const setAside = (path: string, directory: string | undefined): void => {
+  if (directory !== undefined) {
+    const target = join(directory, basename(path))
+    try {
+      mkdirSync(directory, { recursive: true, mode: 0o700 })
+      renameSync(path, target)
+      return
+    } catch {
+      try {
+        cpSync(path, target, { recursive: true, verbatimSymlinks: true })
+      } catch {
+        // kept nowhere: it is still removed below
+      }
+    }
+  }
+  rmSync(path, { recursive: true, force: true })
 }
 
 /** Commands running per Location (real path), and who waits for the Location to have none. */
@@ -76,25 +118,31 @@ const look = (path: string, keep = false): Before | undefined => {
   return { dev: stats.dev, ino: stats.ino, kind: stats.mode & 0o170000, born: stats.birthtimeMs, link, content }
 }
 
-/** Guards `location` for one command, from before it starts. */
-export const begin = (location: string): Guarded => {
+/**
+ * Guards `location` for one command, from before it starts. What the command leaves in core's configuration is
+ * moved under `keeping` (in core's data directory, which commands cannot reach), or only removed without one.
+ */
+export const begin = (location: string, keeping?: string): Guarded => {
   const key = realOf(location)
   running.set(key, (running.get(key) ?? 0) + 1)
   const entries: Array<Entry> = Protected.LOCATION_ENTRIES.map((name) => {
     const path = join(key, name)
     return { path, before: look(path, name === "core.json") }
   })
-  let removed: ReadonlyArray<string> | undefined
-  const finish = () => {
+  let removed: Undone | undefined
+  const keptIn = keeping === undefined ? undefined : join(keeping, `${new Date().toISOString()}-${crypto.randomUUID().slice(0, 8)}`)
+  const finish = (mounted: boolean): Undone => {
     if (removed !== undefined) return removed
     const undone: Array<string> = []
     for (const entry of entries) {
       const before = entry.before
+      // A mount point the command could neither change nor replace (a symbolic link it could replace).
+      if (mounted && before !== undefined && before.link === undefined) continue
       const now = look(entry.path, before?.content !== undefined)
       if (before?.content !== undefined) {
         // Only where no mount kept it read-only can it differ.
         if (now?.content !== undefined && now.content.equals(before.content)) continue
-        rmSync(entry.path, { recursive: true, force: true })
+        if (now !== undefined) setAside(entry.path, keptIn)
         writeFileSync(entry.path, before.content)
         undone.push(entry.path)
         continue
@@ -109,11 +157,11 @@ export const begin = (location: string): Guarded => {
       ) {
         continue
       }
-      rmSync(entry.path, { recursive: true, force: true })
+      setAside(entry.path, keptIn)
       if (before?.link !== undefined) symlinkSync(before.link, entry.path)
       undone.push(entry.path)
     }
-    removed = undone
+    removed = { paths: undone, keptIn: undone.length === 0 ? undefined : keptIn }
     const left = (running.get(key) ?? 1) - 1
     if (left > 0) running.set(key, left)
     else {

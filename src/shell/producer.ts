@@ -157,6 +157,8 @@ export interface Result {
    * created; core.json put back), undone once it had ended: absolute paths. Empty without a sandbox policy.
    */
   readonly undone: ReadonlyArray<string>
+  /** Where what the command had left in those places was moved (in core's data directory), when any was undone. */
+  readonly undoneKeptIn: string | undefined
 }
 
 export interface Interface {
@@ -194,8 +196,10 @@ interface Ending {
   readonly signal: string | null
   readonly killed: ReadonlyArray<Killed>
   readonly survivors: ReadonlyArray<number>
-  readonly undone: ReadonlyArray<string>
+  readonly undone: Guard.Undone
 }
+
+const NOTHING_UNDONE: Guard.Undone = { paths: [], keptIn: undefined }
 
 /** A started process, however it is watched over (by a supervisor, or as a bare process group). */
 interface Handle {
@@ -244,7 +248,7 @@ const spawnGroup = (request: Request): Effect.Effect<Handle, SpawnError> =>
         exitCode: child.exitCode,
         signal: child.signalCode === null ? null : String(child.signalCode),
         killed: [],
-        undone: [],
+        undone: { paths: [], keptIn: undefined },
       }),
     )
     return Effect.succeed({ stdout: child.stdout, stderr: child.stderr, ended, stop: () => void stop() })
@@ -287,8 +291,9 @@ const spawnSupervised = (
             run.stop()
             return Effect.die(new Error(started.message))
           }
+          const undo = () => guarded?.finish(started.readOnly) ?? NOTHING_UNDONE
           const ended = run.ended.then((report): Ending => {
-            if (report !== undefined) return { ...report, undone: guarded?.finish() ?? [] }
+            if (report !== undefined) return { ...report, undone: undo() }
             // The supervisor died without reporting (killed from outside): end what it left, by marker and group.
             const killed = Supervised.killMarked(run.marker)
             try {
@@ -301,7 +306,7 @@ const spawnSupervised = (
               signal: "SIGKILL",
               killed: killed.map((pid) => ({ pid, name: "?" })),
               survivors: [],
-              undone: guarded?.finish() ?? [],
+              undone: undo(),
             }
           })
           return Effect.succeed({ stdout: run.stdout, stderr: run.stderr, ended, stop: run.stop })
@@ -415,7 +420,8 @@ const start = (
       durationMs: performance.now() - started,
       killed: ending.killed,
       survivors: ending.survivors,
-      undone: ending.undone,
+      undone: ending.undone.paths,
+      undoneKeptIn: ending.undone.keptIn,
     }
   })()
 
@@ -430,6 +436,8 @@ export interface Options {
    * one, what a command changed there is undone after it ends, as far as it can be.
    */
   readonly namespaces?: boolean
+  /** Where what a command left in core's configuration is moved; `$CORE_DATA_DIR/undone` by default. */
+  readonly keeping?: string
 }
 
 /** The sandbox setting in effect. */
@@ -471,6 +479,8 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
     ? sandboxOf(config.sandbox)
     : { ...sandboxOf("off"), mode: config.sandbox ?? "auto", notice: "Commands run without a supervisor here: no OS sandbox." }
   const records: Supervised.Records = { directory: options.records ?? join(dataDirectory(), "runs") }
+  /** Where what a command left in core's configuration is kept for a person (commands cannot reach the data dir). */
+  const keeping = options.keeping ?? join(dataDirectory(), "undone")
   if (supervise) {
     // Core itself: no command may read its memory or environment (its token) through /proc. Non-dumpable is not
     // enough on every kernel, so the token's value is also overwritten where /proc/<pid>/environ reads it.
@@ -499,7 +509,8 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
       supervised && request.sandbox !== undefined && sandbox.active
         ? Policies.prepare(request.sandbox, request.env ?? process.env)
         : undefined
-    const guarded = supervised && guards && request.sandbox !== undefined ? Guard.begin(request.sandbox.location) : undefined
+    const guarded =
+      supervised && guards && request.sandbox !== undefined ? Guard.begin(request.sandbox.location, keeping) : undefined
     const spawn = supervised
       ? spawnSupervised(
           supervisors,
@@ -523,7 +534,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
         Effect.sync(() => {
           prepared?.cleanup()
           // Normally done as the run ended; here for a run that never started.
-          guarded?.finish()
+          guarded?.finish(false)
         }),
       ),
     )

@@ -63,7 +63,8 @@ export interface Ended {
 export type Report =
   /** Up and waiting for its order. */
   | { readonly kind: "ready" }
-  | { readonly kind: "started"; readonly pid: number }
+  /** `readOnly`: the order's read-only paths were mounted so (false when it named none). */
+  | { readonly kind: "started"; readonly pid: number; readonly readOnly: boolean }
   /** The system refused to start the command: its errno name. */
   | { readonly kind: "refused"; readonly code: string; readonly message: string }
   /** Anything else that stopped the command from starting: a broken invariant. */
@@ -200,7 +201,8 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
     const order = message as Order
     graceMs = order.graceMs
     // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
-    if (order.readOnly !== undefined && order.readOnly.length > 0) Namespace.protect(way, order.readOnly)
+    const readOnly =
+      order.readOnly !== undefined && order.readOnly.length > 0 && Namespace.protect(way, order.readOnly) === undefined
     if (order.grants !== undefined) {
       const failed = Landlock.restrict(order.grants)
       if (failed !== undefined) {
@@ -231,7 +233,7 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
     // The command's output pipes are the command's alone now: they close as soon as its last process is gone,
     // without waiting for the supervisor to exit.
     Native.releaseOutput()
-    void send({ kind: "started", pid: child.pid })
+    void send({ kind: "started", pid: child.pid, readOnly })
     void child.exited.then(() => finish(graceMs))
   })
   // Should the parent-death signal be missed, the supervisor still notices that core is gone.

@@ -1,9 +1,10 @@
 // Core's own configuration in a Location against code a command runs, with real processes and the real kernel:
 // existing core.json, tools/, plugins/ and .core/ are read-only to the command (node, bun, python and the shell all
 // fail to write them, rename or remove them); entries that did not exist and that the command created are removed
-// once it has ended and named in the result; core.json changed where no mount protected it is put back; and while
-// a command runs, its Location counts as busy (what hot reload waits for). The mount namespace needs CAP_SYS_ADMIN
-// or user namespaces; where neither is available those tests are skipped and say so.
+// once it has ended, named in the result and kept for a person outside the Location; core.json changed where no
+// mount protected it is put back; and while a command runs, its Location counts as busy (what hot reload waits
+// for). The mount namespace needs CAP_SYS_ADMIN or user namespaces; where neither is available those tests are
+// skipped and say so.
 
 import { describe, expect, test } from "bun:test"
 import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
@@ -13,7 +14,8 @@ import { Guard } from "../../src/shell/guard"
 import { Shell } from "../../src/shell/producer"
 import { tempDir } from "../support/temp"
 
-const shell = Shell.make({}, { records: tempDir("core-runs-") })
+const keeping = tempDir("core-undone-")
+const shell = Shell.make({}, { records: tempDir("core-runs-"), keeping })
 
 const run = (command: string, location: string, producer = shell) =>
   Effect.runPromise(
@@ -96,6 +98,10 @@ describe("core's configuration in the Location, against what a command runs", ()
     for (const entry of ["core.json", "tools", "plugins", ".core"]) expect(existsSync(join(location, entry))).toBe(false)
     expect([...result.undone].sort()).toEqual(["core.json", "tools", "plugins", ".core"].map((entry) => join(location, entry)).sort())
     expect(readFileSync(join(location, "a.txt"), "utf8")).toBe("kept\n")
+    // Nothing is lost: what the command left is kept for a person, out of the Location.
+    expect(result.undoneKeptIn?.startsWith(keeping)).toBe(true)
+    expect(readFileSync(join(result.undoneKeptIn!, "tools/x.ts"), "utf8")).toBe("t\n")
+    expect(readFileSync(join(result.undoneKeptIn!, "core.json"), "utf8")).toBe("{}\n")
   })
 
   test("what a detached process creates after the command exits is removed too: it is ended first", async () => {
@@ -139,7 +145,7 @@ describe("core's configuration in the Location, against what a command runs", ()
 
   test("with no mount namespace, a changed core.json is put back and a created entry removed", async () => {
     // Supervisors that cannot mount: what holds where the system gives no mount namespace.
-    const plain = Shell.make({}, { records: tempDir("core-runs-"), namespaces: false })
+    const plain = Shell.make({}, { records: tempDir("core-runs-"), namespaces: false, keeping })
     const location = tempDir("core-loc-")
     writeFileSync(join(location, "core.json"), '{ "permission": { "bash": "ask" } }')
     const result = await run(`node -e 'require("fs").writeFileSync("core.json", "{}")'; mkdir tools; echo x > tools/x.ts`, location, plain)
@@ -147,6 +153,7 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(readFileSync(join(location, "core.json"), "utf8")).toBe('{ "permission": { "bash": "ask" } }')
     expect(existsSync(join(location, "tools"))).toBe(false)
     expect([...result.undone].sort()).toEqual([join(location, "core.json"), join(location, "tools")].sort())
+    expect(readFileSync(join(result.undoneKeptIn!, "core.json"), "utf8")).toBe("{}")
   })
 
   test("a command with no sandbox policy is not guarded, and with the sandbox off nothing is", async () => {
@@ -158,6 +165,25 @@ describe("core's configuration in the Location, against what a command runs", ()
     const result = await run("mkdir plugins", other, off)
     expect(existsSync(join(other, "plugins"))).toBe(true)
     expect(result.undone).toEqual([])
+  })
+
+  test.skipIf(!MOUNTS)(`a person's change to core.json while a command runs stays: only the command's are undone${needs}`, async () => {
+    const location = configured()
+    mkdirSync(join(location, "gate"))
+    const fiber = Effect.runFork(
+      shell.run({
+        argv: [shell.shell, "-c", "touch gate/started; while [ ! -e gate/open ]; do sleep 0.01; done"],
+        cwd: location,
+        env: { PATH: process.env.PATH },
+        sandbox: { location, approved: [] },
+      }),
+    )
+    for (let tries = 0; tries < 500 && !existsSync(join(location, "gate/started")); tries++) await Bun.sleep(10)
+    writeFileSync(join(location, "core.json"), '{ "permission": { "bash": "deny" } }')
+    writeFileSync(join(location, "gate/open"), "")
+    const result = await Effect.runPromise(Fiber.join(fiber))
+    expect(result.undone).toEqual([])
+    expect(readFileSync(join(location, "core.json"), "utf8")).toBe('{ "permission": { "bash": "deny" } }')
   })
 
   test("the Location is busy while a command runs, and idle only once what it created is gone", async () => {
