@@ -475,7 +475,12 @@ const makeTool = (services: Builtin.Services) => {
             argv: [shell.shell, "-c", command],
             cwd: workdir.real,
             env: environment(),
-            sandbox: { location: directory, approved: approved(directory, needs) },
+            sandbox: {
+              location: directory,
+              approved: approved(directory, needs),
+              // A protected check that passed was a person's approval, for this call, to change core's configuration.
+              configuration: [...outside, ...inside].some((check) => check.protected !== undefined),
+            },
             ...(input.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs }),
             onProgress: (update) =>
               context.progress({

@@ -510,7 +510,9 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
         ? Policies.prepare(request.sandbox, request.env ?? process.env)
         : undefined
     const guarded =
-      supervised && guards && request.sandbox !== undefined ? Guard.begin(request.sandbox.location, keeping) : undefined
+      supervised && guards && request.sandbox !== undefined && request.sandbox.configuration !== true
+        ? Guard.begin(request.sandbox.location, keeping)
+        : undefined
     const spawn = supervised
       ? spawnSupervised(
           supervisors,

@@ -18,6 +18,11 @@ export interface Policy {
   readonly location: string
   /** Directories approved through external_directory for this call: read and written. */
   readonly approved: ReadonlyArray<string>
+  /**
+   * Whether a person approved, for this call, a change to core's configuration in the Location (core.json,
+   * tools/, plugins/, .core/): then the command may change it. Otherwise it is read-only to the command.
+   */
+  readonly configuration?: boolean
 }
 
 /** The directories no command may read or write: core's home and data directory (as core resolves them). */

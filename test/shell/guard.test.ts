@@ -156,6 +156,22 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(readFileSync(join(result.undoneKeptIn!, "core.json"), "utf8")).toBe("{}")
   })
 
+  test("a call whose change to core's configuration a person approved may make it", async () => {
+    const location = configured()
+    const result = await Effect.runPromise(
+      shell.run({
+        argv: [shell.shell, "-c", "echo '{}' > core.json; echo x > tools/x.ts; mkdir -p .core/y"],
+        cwd: location,
+        env: { PATH: process.env.PATH },
+        sandbox: { location, approved: [], configuration: true },
+      }),
+    )
+    expect(result.exitCode).toBe(0)
+    expect(result.undone).toEqual([])
+    expect(readFileSync(join(location, "core.json"), "utf8")).toBe("{}\n")
+    expect(readFileSync(join(location, "tools/x.ts"), "utf8")).toBe("x\n")
+  })
+
   test("a command with no sandbox policy is not guarded, and with the sandbox off nothing is", async () => {
     const location = tempDir("core-loc-")
     await Effect.runPromise(shell.run({ argv: ["mkdir", "tools"], cwd: location }))
