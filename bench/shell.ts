@@ -1,9 +1,9 @@
 // The shell producer: reading 64 MiB and 1 GiB of output through it in fresh child processes (throughput and peak
 // RSS, beside a bare Bun.spawn reader loop that keeps nothing), the same through `dist/core exec bash` end to end,
 // and the spawn overhead of `true` through the producer (per-call supervisor, with and without the Landlock sandbox,
-// and without supervisor) against a bare `Bun.spawn(["true"])` awaited, interleaved in this run. Targets: ≥ 1 GB/s in-process, peak RSS flat with output size, spawn overhead within 1.5x.
+// with core.json, tools/, plugins/ and .core/ mounted read-only, and without supervisor) against a bare `Bun.spawn(["true"])` awaited, interleaved in this run. Targets: ≥ 1 GB/s in-process, peak RSS flat with output size, spawn overhead within 1.5x.
 
-import { mkdtempSync } from "node:fs"
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
@@ -63,7 +63,17 @@ const exec = async (core: string, root: string, bytes: number): Promise<Sample> 
 const spawnOverhead = async () => {
   const shell = Shell.make({}, { records: mkdtempSync(join(tmpdir(), "core-bench-runs-")) })
   const cwd = mkdtempSync(join(tmpdir(), "core-bench-loc-"))
-  const samples = { supervised: [] as Array<number>, sandboxed: [] as Array<number>, group: [] as Array<number>, bare: [] as Array<number> }
+  // A Location with core's configuration in it: the supervisor also mounts those entries read-only.
+  const configured = mkdtempSync(join(tmpdir(), "core-bench-conf-"))
+  writeFileSync(join(configured, "core.json"), "{}")
+  for (const entry of ["tools", "plugins", ".core"]) mkdirSync(join(configured, entry))
+  const samples = {
+    supervised: [] as Array<number>,
+    sandboxed: [] as Array<number>,
+    guarded: [] as Array<number>,
+    group: [] as Array<number>,
+    bare: [] as Array<number>,
+  }
   const time = async (into: Array<number>, work: () => Promise<unknown>) => {
     const started = performance.now()
     await work()
@@ -78,6 +88,10 @@ const spawnOverhead = async () => {
     await time(samples.sandboxed, () =>
       Effect.runPromise(shell.run({ argv: ["true"], cwd, sandbox: { location: cwd, approved: [] } })),
     )
+    await Effect.runPromise(shell.warm)
+    await time(samples.guarded, () =>
+      Effect.runPromise(shell.run({ argv: ["true"], cwd: configured, sandbox: { location: configured, approved: [] } })),
+    )
     await time(samples.group, () => Effect.runPromise(shell.run({ argv: ["true"], cwd, supervise: false })))
     await time(samples.bare, () => Bun.spawn(["true"]).exited)
   }
@@ -91,6 +105,7 @@ const spawnOverhead = async () => {
     cold: cold[0]!,
     supervised: summarize(samples.supervised),
     sandboxed: summarize(samples.sandboxed),
+    guarded: summarize(samples.guarded),
     group: summarize(samples.group),
     bare: summarize(samples.bare),
     sandbox: shell.sandbox.active,
@@ -166,6 +181,7 @@ const measure = async (): Promise<Report> => {
           rows: [
             spawnRow("Shell.run, per-call supervisor (warm spare), every descendant ended", spawn.supervised),
             spawnRow(`Shell.run, supervisor + Landlock sandbox${spawn.sandbox ? "" : " (no Landlock here: unsandboxed)"}`, spawn.sandboxed),
+            spawnRow("Shell.run, sandbox + core.json, tools/, plugins/, .core/ mounted read-only", spawn.guarded),
             spawnRow("Shell.run without supervisor (process group only, as rg runs)", spawn.group),
             spawnRow('bare Bun.spawn(["true"]) awaited', spawn.bare),
           ],
@@ -203,6 +219,12 @@ const measure = async (): Promise<Report> => {
           met: spawnRatio <= TARGET_SPAWN_RATIO,
         },
         {
+          measure: "spawn of true: sandboxed, configuration read-only, Shell.run p50 / bare Bun.spawn p50",
+          value: ratio(spawn.guarded.p50 / spawn.bare.p50),
+          target: `≤ ${ratio(TARGET_SPAWN_RATIO)}`,
+          met: spawn.guarded.p50 / spawn.bare.p50 <= TARGET_SPAWN_RATIO,
+        },
+        {
           measure: "spawn of true: supervised and sandboxed Shell.run p50 / bare Bun.spawn p50",
           value: ratio(sandboxRatio),
           target: `≤ ${ratio(TARGET_SPAWN_RATIO)}`,
@@ -214,7 +236,7 @@ const measure = async (): Promise<Report> => {
         `peak RSS growth from ${megabytes(small)} to ${megabytes(large)} of output: producer ${megabytes(growth)}, bare reader loop ${megabytes(bareGrowth)} (garbage collection lag, not retention)`,
         "core exec bash times include the binary's start-up, the permission check, parsing the command line and settling",
         'the bare spawn uses Bun.spawn\'s defaults (stdout piped and never read, stderr inherited, no process group)',
-        `the first supervised call of a core starts its supervisor cold: ${duration(spawn.cold)} (from source: bun on supervisor.ts); from the second call on, a spare supervisor is kept warm`,
+        `the first supervised call of a core starts its supervisor cold: ${duration(spawn.cold)} (from source: bun on launch.ts); from the second call on, a spare supervisor is kept warm`,
       ],
     }
   } finally {

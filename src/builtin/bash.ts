@@ -79,6 +79,14 @@ export const Output = Schema.Struct({
   survivors: Schema.optionalKey(
     Schema.Array(Schema.Int).annotate({ description: "Processes of the command that could not be killed" }),
   ),
+  undone: Schema.optionalKey(
+    Schema.Array(Schema.String).annotate({
+      description: "Core's own configuration the command changed (core.json, tools/, plugins/, .core/), undone once it ended",
+    }),
+  ),
+  undoneKeptIn: Schema.optionalKey(
+    Schema.String.annotate({ description: "Where what the command had left there was moved, for a person to look at" }),
+  ),
 })
 export type Output = typeof Output.Type
 
@@ -103,7 +111,8 @@ const describe = (limits: Shell.Limits, sandboxed: boolean): string =>
     ...(sandboxed
       ? [
           "- OS sandbox: writes only in the project, temp and approved directories; reads elsewhere only system " +
-            "and PATH directories.",
+            "and PATH directories. core.json, tools/, plugins/ and .core/ are core's own configuration: commands " +
+            "cannot change them (what a command creates there is removed when it ends); ask the person instead.",
         ]
       : []),
     "- Every command in the line needs permission on its own, including those after `&&`, `;`, `|`, inside " +
@@ -149,6 +158,8 @@ const outputOf = (result: Shell.Result): Output => {
     durationMs: Math.round(result.durationMs),
     ...(result.killed.length === 0 ? {} : { killed: result.killed.map(({ pid, name }) => ({ pid, name })) }),
     ...(result.survivors.length === 0 ? {} : { survivors: [...result.survivors] }),
+    ...(result.undone.length === 0 ? {} : { undone: [...result.undone] }),
+    ...(result.undoneKeptIn === undefined ? {} : { undoneKeptIn: result.undoneKeptIn }),
   }
 }
 
@@ -197,6 +208,14 @@ export const text =
     }
     if (output.survivors !== undefined) {
       lines.push(`Could not kill ${output.survivors.length} process(es) of the command: ${output.survivors.join(", ")}`)
+    }
+    if (output.undone !== undefined) {
+      lines.push(
+        `Undone: ${output.undone.join(", ")}. The command changed core's own configuration, which changes only with a ` +
+          "person's approval: what it wrote there was taken out (core.json put back)" +
+          (output.undoneKeptIn === undefined ? "" : ` and kept in ${output.undoneKeptIn} for the person`) +
+          ". Ask the person to make that change.",
+      )
     }
     return lines.join("\n")
   }
@@ -456,7 +475,12 @@ const makeTool = (services: Builtin.Services) => {
             argv: [shell.shell, "-c", command],
             cwd: workdir.real,
             env: environment(),
-            sandbox: { location: directory, approved: approved(directory, needs) },
+            sandbox: {
+              location: directory,
+              approved: approved(directory, needs),
+              // A protected check that passed was a person's approval, for this call, to change core's configuration.
+              configuration: [...outside, ...inside].some((check) => check.protected !== undefined),
+            },
             ...(input.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs }),
             onProgress: (update) =>
               context.progress({

@@ -3,6 +3,8 @@ export * as Watch from "./watch"
 // Watches a directory's `tools/*.ts` and `core.json` (fs.watch, the platform edge) and hands each batch of changes
 // to a handler once the directory has been quiet for a moment, so an editor's burst of writes is applied once.
 // Watching `tools/` is re-armed when the folder appears or goes. What a change means is the handler's business.
+// A batch waits while a command of that directory runs (Guard): what a command writes there is undone when it
+// ends, and must never be loaded meanwhile.
 
 import { type FSWatcher, watch as fsWatch } from "node:fs"
 import { join } from "node:path"
@@ -11,6 +13,7 @@ import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import { FILE_NAME as CONFIG_FILE } from "../config/config"
 import { Discovery } from "../location/discovery"
+import { Guard } from "../shell/guard"
 
 /** How long a directory must be quiet before its changes are applied. */
 export const QUIET_MS = 100
@@ -78,7 +81,8 @@ export const watch = <R>(
         rescan: changes.some((change) => change._tag === "Rescan"),
       } satisfies Changes
     })
-    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(batch, apply)))
+    const settled = Effect.promise(() => Guard.idle(directory))
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Effect.tap(batch, () => settled), apply)))
   })
 
 /**

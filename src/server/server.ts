@@ -12,6 +12,7 @@ import type * as Scope from "effect/Scope"
 import packageJson from "../../package.json" with { type: "json" }
 import type { Host } from "../host/host"
 import { Sidecar } from "../host/sidecar"
+import { Supervised } from "../shell/supervised"
 import { Http } from "./http"
 import { Respond } from "./respond"
 import { Security } from "./security"
@@ -137,6 +138,8 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
   listening = server
   const port = server.port ?? options.port
   checkHost = Security.hostChecker(options.host, port)
+  // No command core runs from now on may connect to this port (where Landlock has network rules).
+  Supervised.listening(port)
   yield* Effect.addFinalizer(() => Effect.promise(() => server.stop(true)))
   if (!Security.isLoopback(options.host)) {
     options.log(

@@ -4,7 +4,8 @@ export * as Landlock from "./landlock"
 // directories a command may read and write; `restrict` applies them to the calling thread (Landlock and
 // no_new_privs are per thread: the thread that then spawns the command is the restricted one, and the command
 // inherits its domain). Landlock is allow-only, so a directory to hide that lies inside one to grant is handled by
-// granting the granted directory's other entries instead (see `grants`). Nothing here decides permissions.
+// granting the granted directory's other entries instead (see `grants`). `denyConnect` adds a network layer that
+// keeps a command off core's own TCP ports. Nothing here decides permissions.
 
 import { existsSync, readdirSync, realpathSync, statSync } from "node:fs"
 import { basename, dirname, join, resolve, sep } from "node:path"
@@ -112,18 +113,20 @@ export interface Policy {
   readonly hidden: ReadonlyArray<string>
 }
 
+/** The paths to grant so that `paths` are covered but none of the `hidden` directories (real paths). */
+export const granted = (paths: ReadonlyArray<string>, hidden: ReadonlyArray<string>): Array<string> => {
+  const into: Array<string> = []
+  for (const path of new Set(paths.map(real))) cover(path, hidden, into)
+  return into
+}
+
 /** The grants of a policy: real paths, hidden directories carved out of every grant. */
 export const grants = (policy: Policy): Grants => {
   const hidden = policy.hidden.map(real)
-  const grant = (paths: ReadonlyArray<string>) => {
-    const into: Array<string> = []
-    for (const path of new Set(paths.map(real))) cover(path, hidden, into)
-    return into
-  }
   return {
-    read: grant([...SYSTEM_READABLE, ...policy.readable]),
-    write: grant(policy.writable),
-    devices: grant(["/dev"]),
+    read: granted([...SYSTEM_READABLE, ...policy.readable], hidden),
+    write: granted(policy.writable, hidden),
+    devices: granted(["/dev"], hidden),
   }
 }
 
@@ -139,8 +142,9 @@ const handledFs = (version: number): bigint => {
 /**
  * Restricts the calling thread (and every process it spawns afterwards) to `grants`. Answers undefined, or why it
  * could not (then nothing was restricted, unless the last step failed, which the kernel does not do in practice).
+ * With `apply` false, it builds the rules and drops them, restricting nothing.
  */
-export const restrict = (grants: Grants, version = abi()): string | undefined => {
+export const restrict = (grants: Grants, version = abi(), apply = true): string | undefined => {
   if (version < 1) return "Landlock is not available"
   const handled = handledFs(version)
   const attr = new DataView(new ArrayBuffer(24))
@@ -181,6 +185,47 @@ export const restrict = (grants: Grants, version = abi()): string | undefined =>
     for (const path of grants.write) {
       const failed = add(path, handled)
       if (failed !== undefined) return failed
+    }
+    // Not applied: a dry run, which readies this code so that the real one is quicker.
+    if (!apply) return undefined
+    const privileged = Native.prctl(Native.PR_SET_NO_NEW_PRIVS, 1)
+    if (privileged !== 0) return `prctl(PR_SET_NO_NEW_PRIVS) failed (errno ${privileged})`
+    const restricted = Native.syscall(SYS_RESTRICT_SELF, ruleset, 0)
+    return restricted < 0 ? `landlock_restrict_self failed (errno ${-restricted})` : undefined
+  } finally {
+    Native.close(ruleset)
+  }
+}
+
+/** LANDLOCK_ACCESS_NET_CONNECT_TCP (ABI 4). */
+const CONNECT_TCP = 1n << 1n
+const RULE_NET_PORT = 2
+const PORTS = 65_536
+
+/**
+ * Restricts the calling thread (and every process it spawns afterwards) from connecting over TCP to any of
+ * `ports`, on any host: Landlock only grants, so this is a layer of its own granting every other port, one rule
+ * each. Building it takes a fraction of a second, so a supervisor does it while it waits for its order; it stacks
+ * under the filesystem layer `restrict` adds then. Answers undefined, or why it could not (ABI below 4).
+ */
+export const denyConnect = (ports: ReadonlyArray<number>, version = abi()): string | undefined => {
+  if (version < 4) return "this kernel's Landlock has no network rules (ABI 4)"
+  const attr = new DataView(new ArrayBuffer(16))
+  attr.setBigUint64(0, 0n, true)
+  attr.setBigUint64(8, CONNECT_TCP, true)
+  const ruleset = Native.syscall(SYS_CREATE_RULESET, Native.address(new Uint8Array(attr.buffer)), 16, 0)
+  if (ruleset < 0) return `landlock_create_ruleset failed (errno ${-ruleset})`
+  try {
+    const denied = new Set(ports)
+    const bytes = new Uint8Array(16)
+    const rule = new DataView(bytes.buffer)
+    const address = Native.address(bytes)
+    rule.setBigUint64(0, CONNECT_TCP, true)
+    for (let port = 0; port < PORTS; port++) {
+      if (denied.has(port)) continue
+      rule.setUint32(8, port, true)
+      const added = Native.syscall(SYS_ADD_RULE, ruleset, RULE_NET_PORT, address)
+      if (added < 0) return `landlock_add_rule failed for port ${port} (errno ${-added})`
     }
     const privileged = Native.prctl(Native.PR_SET_NO_NEW_PRIVS, 1)
     if (privileged !== 0) return `prctl(PR_SET_NO_NEW_PRIVS) failed (errno ${privileged})`

@@ -1,6 +1,7 @@
 export * as Native from "./native"
 
-// The few libc calls the shell needs that Bun does not offer (prctl, raw syscalls, open with O_PATH, waitpid),
+// The few libc calls the shell needs that Bun does not offer (prctl, raw syscalls, open with O_PATH, waitpid,
+// unshare and mount),
 // through bun:ffi. Linux only. The library is opened on first use, so importing this module costs nothing; where
 // libc cannot be opened, `available` is false and callers fall back to running without these protections.
 
@@ -13,9 +14,26 @@ export const PR_CAPBSET_DROP = 24
 export const PR_SET_CHILD_SUBREAPER = 36
 export const CAP_SYS_PTRACE = 19
 export const PR_SET_NO_NEW_PRIVS = 38
+export const PR_CAP_AMBIENT = 47
+export const PR_CAP_AMBIENT_CLEAR_ALL = 4
 export const O_PATH = 0o10000000
 export const O_CLOEXEC = 0o2000000
 export const WNOHANG = 1
+export const CLONE_NEWNS = 0x20000
+export const CLONE_NEWUSER = 0x10000000
+export const MS_RDONLY = 1
+export const MS_NOSUID = 2
+export const MS_NODEV = 4
+export const MS_NOEXEC = 8
+export const MS_REMOUNT = 32
+export const MS_NOATIME = 1024
+export const MS_NODIRATIME = 2048
+export const MS_BIND = 4096
+export const MS_REC = 16384
+export const MS_PRIVATE = 1 << 18
+export const MS_RELATIME = 1 << 21
+const ST_RELATIME = 4096
+export const CAP_SYS_ADMIN = 21
 
 const SYMBOLS = {
   prctl: { args: [FFIType.i32, FFIType.u64, FFIType.u64, FFIType.u64, FFIType.u64], returns: FFIType.i32 },
@@ -25,6 +43,9 @@ const SYMBOLS = {
   dup2: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
   waitpid: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
   getppid: { args: [], returns: FFIType.i32 },
+  unshare: { args: [FFIType.i32], returns: FFIType.i32 },
+  mount: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.u64, FFIType.ptr], returns: FFIType.i32 },
+  statvfs: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   __errno_location: { args: [], returns: FFIType.ptr },
 } as const
 
@@ -87,6 +108,48 @@ export const releaseOutput = (): void => {
   lib.dup2(fd, 1)
   lib.dup2(fd, 2)
   if (fd > 2) lib.close(fd)
+}
+
+/** unshare(flags); answers 0 or the errno. */
+export const unshare = (flags: number): number => {
+  const lib = libc()
+  if (lib === null) return 38
+  return lib.unshare(flags) === 0 ? 0 : errno(lib)
+}
+
+const cString = (text: string) => ptr(Buffer.from(`${text}\0`))
+
+/** mount(source, target, null, flags, null); answers 0 or the errno. */
+export const mount = (source: string | null, target: string, flags: number): number => {
+  const lib = libc()
+  if (lib === null) return 38
+  const result = lib.mount(source === null ? null : cString(source), cString(target), null, flags, null)
+  return result === 0 ? 0 : errno(lib)
+}
+
+/**
+ * The per-mount flags of the mount holding `path` (nosuid, nodev, noexec and the access-time ones) as mount(2)
+ * flags: a bind remount must keep them, and inside a user namespace the kernel refuses one that would drop them.
+ */
+export const mountFlags = (path: string): number => {
+  const lib = libc()
+  if (lib === null) return 0
+  // struct statvfs on 64-bit Linux: eleven 8-byte fields and six ints; f_flag is the tenth field.
+  const buffer = new Uint8Array(128)
+  if (lib.statvfs(cString(path), ptr(buffer)) !== 0) return 0
+  const flag = Number(new DataView(buffer.buffer).getBigUint64(72, true))
+  const kept = flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME)
+  return kept | (flag & ST_RELATIME ? MS_RELATIME : 0)
+}
+
+/** Whether this process holds `capability` in its effective set (from /proc/self/status). */
+export const capable = (capability: number): boolean => {
+  try {
+    const match = /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync("/proc/self/status", "latin1"))
+    return match !== null && ((BigInt(`0x${match[1]}`) >> BigInt(capability)) & 1n) === 1n
+  } catch {
+    return false
+  }
 }
 
 export const getppid = (): number => libc()?.getppid() ?? process.ppid

@@ -14,6 +14,7 @@ import { homedir } from "node:os"
 import { join, resolve } from "node:path"
 import { Capture } from "./capture"
 import { ProcessGroup } from "./group"
+import { Guard } from "./guard"
 import { Landlock } from "./landlock"
 import { Native } from "./native"
 import { Sandbox as Policies } from "./sandbox"
@@ -151,6 +152,13 @@ export interface Result {
   readonly killed: ReadonlyArray<Killed>
   /** Processes that could not be killed (empty unless a process is stuck in the kernel). */
   readonly survivors: ReadonlyArray<number>
+  /**
+   * Core's configuration in the Location that the command changed where no mount kept it read-only (an entry it
+   * created; core.json put back), undone once it had ended: absolute paths. Empty without a sandbox policy.
+   */
+  readonly undone: ReadonlyArray<string>
+  /** Where what the command had left in those places was moved (in core's data directory), when any was undone. */
+  readonly undoneKeptIn: string | undefined
 }
 
 export interface Interface {
@@ -188,7 +196,10 @@ interface Ending {
   readonly signal: string | null
   readonly killed: ReadonlyArray<Killed>
   readonly survivors: ReadonlyArray<number>
+  readonly undone: Guard.Undone
 }
+
+const NOTHING_UNDONE: Guard.Undone = { paths: [], keptIn: undefined }
 
 /** A started process, however it is watched over (by a supervisor, or as a bare process group). */
 interface Handle {
@@ -237,16 +248,21 @@ const spawnGroup = (request: Request): Effect.Effect<Handle, SpawnError> =>
         exitCode: child.exitCode,
         signal: child.signalCode === null ? null : String(child.signalCode),
         killed: [],
+        undone: { paths: [], keptIn: undefined },
       }),
     )
     return Effect.succeed({ stdout: child.stdout, stderr: child.stderr, ended, stop: () => void stop() })
   })
 
-/** A supervised process: started by a per-call supervisor, in its sandbox when `grants` are given. */
+/**
+ * A supervised process: started by a per-call supervisor, in its sandbox when `grants` are given, with core's
+ * configuration in its Location guarded when `guarded` is.
+ */
 const spawnSupervised = (
   supervisors: Supervised.Pool,
   request: Request,
   grants: Landlock.Grants | undefined,
+  guarded: Guard.Guarded | undefined,
 ): Effect.Effect<Handle, SpawnError> =>
   Effect.flatMap(
     Effect.sync(() =>
@@ -258,6 +274,7 @@ const spawnSupervised = (
         ),
         ...(request.stdin === undefined ? {} : { stdin: Buffer.from(request.stdin).toString("base64") }),
         ...(grants === undefined ? {} : { grants }),
+        ...(guarded === undefined ? {} : { readOnly: guarded.readOnly }),
         graceMs: ProcessGroup.GRACE_MS,
       }),
     ),
@@ -274,8 +291,9 @@ const spawnSupervised = (
             run.stop()
             return Effect.die(new Error(started.message))
           }
+          const undo = () => guarded?.finish(started.readOnly) ?? NOTHING_UNDONE
           const ended = run.ended.then((report): Ending => {
-            if (report !== undefined) return report
+            if (report !== undefined) return { ...report, undone: undo() }
             // The supervisor died without reporting (killed from outside): end what it left, by marker and group.
             const killed = Supervised.killMarked(run.marker)
             try {
@@ -283,7 +301,13 @@ const spawnSupervised = (
             } catch {
               // the group is gone
             }
-            return { exitCode: null, signal: "SIGKILL", killed: killed.map((pid) => ({ pid, name: "?" })), survivors: [] }
+            return {
+              exitCode: null,
+              signal: "SIGKILL",
+              killed: killed.map((pid) => ({ pid, name: "?" })),
+              survivors: [],
+              undone: undo(),
+            }
           })
           return Effect.succeed({ stdout: run.stdout, stderr: run.stderr, ended, stop: run.stop })
         },
@@ -396,6 +420,8 @@ const start = (
       durationMs: performance.now() - started,
       killed: ending.killed,
       survivors: ending.survivors,
+      undone: ending.undone.paths,
+      undoneKeptIn: ending.undone.keptIn,
     }
   })()
 
@@ -405,6 +431,13 @@ const start = (
 export interface Options {
   /** Where runs are recorded, for a later core to end what a dead one left; `$CORE_DATA_DIR/runs` by default. */
   readonly records?: string
+  /**
+   * Whether supervisors may make a mount namespace to keep core's configuration read-only (default true); without
+   * one, what a command changed there is undone after it ends, as far as it can be.
+   */
+  readonly namespaces?: boolean
+  /** Where what a command left in core's configuration is moved; `$CORE_DATA_DIR/undone` by default. */
+  readonly keeping?: string
 }
 
 /** The sandbox setting in effect. */
@@ -446,6 +479,8 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
     ? sandboxOf(config.sandbox)
     : { ...sandboxOf("off"), mode: config.sandbox ?? "auto", notice: "Commands run without a supervisor here: no OS sandbox." }
   const records: Supervised.Records = { directory: options.records ?? join(dataDirectory(), "runs") }
+  /** Where what a command left in core's configuration is kept for a person (commands cannot reach the data dir). */
+  const keeping = options.keeping ?? join(dataDirectory(), "undone")
   if (supervise) {
     // Core itself: no command may read its memory or environment (its token) through /proc. Non-dumpable is not
     // enough on every kernel, so the token's value is also overwritten where /proc/<pid>/environ reads it.
@@ -454,7 +489,11 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
     // What a dead core left running ends before anything of this one runs (or replays as interrupted).
     Supervised.sweep(records)
   }
-  const supervisors = supervise ? Supervised.pool(records) : undefined
+  // Core's configuration in a Location is guarded from the commands given a sandbox policy, unless the sandbox is off.
+  const guards = supervise && sandbox.mode !== "off"
+  const supervisors = supervise
+    ? Supervised.pool(records, guards && options.namespaces !== false, sandbox.active)
+    : undefined
   // Untraced on purpose: a span's captured stack costs more than everything else spawning `true` adds to Bun.spawn.
   const run = Effect.fnUntraced(function* (request: Request) {
     if (request.sandbox !== undefined && sandbox.mode === "required" && !sandbox.active) {
@@ -470,11 +509,16 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
       supervised && request.sandbox !== undefined && sandbox.active
         ? Policies.prepare(request.sandbox, request.env ?? process.env)
         : undefined
+    const guarded =
+      supervised && guards && request.sandbox !== undefined && request.sandbox.configuration !== true
+        ? Guard.begin(request.sandbox.location, keeping)
+        : undefined
     const spawn = supervised
       ? spawnSupervised(
           supervisors,
           prepared === undefined ? request : { ...request, env: { ...(request.env ?? process.env), ...prepared.env } },
           prepared?.grants,
+          guarded,
         )
       : spawnGroup(request)
     return yield* Effect.acquireUseRelease(
@@ -487,7 +531,15 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
       (running) => Effect.promise(() => running.result),
       // Runs however the use ends: on interruption this is what ends the process before the run returns.
       (running) => Effect.promise(() => running.close()),
-    ).pipe(Effect.ensuring(Effect.sync(() => prepared?.cleanup())))
+    ).pipe(
+      Effect.ensuring(
+        Effect.sync(() => {
+          prepared?.cleanup()
+          // Normally done as the run ended; here for a run that never started.
+          guarded?.finish(false)
+        }),
+      ),
+    )
   })
   const warm = Effect.promise(() => supervisors?.warm() ?? Promise.resolve())
   return Service.of({ limits: resolved, shell, sandbox, warm, run })

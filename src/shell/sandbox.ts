@@ -18,6 +18,11 @@ export interface Policy {
   readonly location: string
   /** Directories approved through external_directory for this call: read and written. */
   readonly approved: ReadonlyArray<string>
+  /**
+   * Whether a person approved, for this call, a change to core's configuration in the Location (core.json,
+   * tools/, plugins/, .core/): then the command may change it. Otherwise it is read-only to the command.
+   */
+  readonly configuration?: boolean
 }
 
 /** The directories no command may read or write: core's home and data directory (as core resolves them). */
@@ -42,6 +47,41 @@ const programs = (path: string | undefined): ReadonlyArray<string> => {
     })
 }
 
+/** How long the grants that do not depend on the call are reused: a new PATH directory is readable after that. */
+const FIXED_MS = 5_000
+
+interface Fixed {
+  readonly key: string
+  readonly at: number
+  readonly secret: ReadonlyArray<string>
+  readonly system: string
+  readonly read: ReadonlyArray<string>
+  readonly devices: ReadonlyArray<string>
+}
+
+let cached: Fixed | undefined
+
+/**
+ * The grants that depend only on PATH and core's directories (system and PATH directories, devices, real paths
+ * looked up one by one): a few milliseconds to work out, so reused for a moment.
+ */
+const fixed = (path: string | undefined): Fixed => {
+  const homes = hidden(process.env)
+  const key = [path ?? "", ...homes, tmpdir()].join("\0")
+  const now = performance.now()
+  if (cached !== undefined && cached.key === key && now - cached.at < FIXED_MS) return cached
+  const secret = homes.map(Landlock.real)
+  cached = {
+    key,
+    at: now,
+    secret,
+    system: Landlock.real(tmpdir()),
+    read: Landlock.granted([...Landlock.SYSTEM_READABLE, ...programs(path)], secret),
+    devices: Landlock.granted(["/dev"], secret),
+  }
+  return cached
+}
+
 export interface Prepared {
   readonly grants: Landlock.Grants
   /** Variables the command gets (TMPDIR when it has a temp directory of its own). */
@@ -52,15 +92,10 @@ export interface Prepared {
 
 /** The grants of one call, making its temp directory when the system one cannot be granted whole. */
 export const prepare = (policy: Policy, env: Readonly<Record<string, string | undefined>>): Prepared => {
-  const secret = hidden(process.env).map(Landlock.real)
-  const system = Landlock.real(tmpdir())
+  const { secret, system, read, devices } = fixed(env.PATH)
   let temporary: string | undefined
   if (secret.some((dir) => within(system, dir))) temporary = mkdtempSync(join(system, "core-call-"))
-  const grants = Landlock.grants({
-    writable: [policy.location, ...policy.approved, temporary ?? system],
-    readable: programs(env.PATH),
-    hidden: secret,
-  })
+  const grants = { read, devices, write: Landlock.granted([policy.location, ...policy.approved, temporary ?? system], secret) }
   return {
     grants,
     env: temporary === undefined ? {} : { TMPDIR: temporary, TMP: temporary, TEMP: temporary },

@@ -9,6 +9,7 @@ export * as Supervised from "./supervised"
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { ProcessGroup } from "./group"
+import { Native } from "./native"
 import { Supervisor } from "./supervisor"
 
 /** The variable every supervised command carries, naming its run. */
@@ -18,16 +19,30 @@ export const MARKER = "CORE_RUN"
 const compiled = (): boolean => import.meta.path.startsWith("/$bunfs/")
 
 /** How core starts a supervisor: itself, as a launcher; from source, bun on the supervisor's file. */
-const launcher = (): ReadonlyArray<string> =>
-  compiled()
+const launcher = (isolate: boolean, deny: ReadonlyArray<number>): ReadonlyArray<string> => [
+  ...(compiled()
     ? [process.execPath, Supervisor.LAUNCH, String(process.pid)]
-    : [process.execPath, join(import.meta.dir, "supervisor.ts"), String(process.pid)]
+    : [process.execPath, join(import.meta.dir, "launch.ts"), Supervisor.LAUNCH, String(process.pid)]),
+  ...(isolate ? [Supervisor.ISOLATE] : []),
+  ...(deny.length > 0 ? [`${Supervisor.DENY}${deny.join(",")}`] : []),
+]
+
+/**
+ * The TCP ports this core listens on (`core serve`): commands of a sandboxed pool may not connect to them. A
+ * process-wide fact, so kept here; supervisors already started for fewer ports are not used.
+ */
+const ownPorts = new Set<number>()
+
+/** Records a TCP port this core listens on, so that no sandboxed command started from now on can connect to it. */
+export const listening = (port: number): void => {
+  ownPorts.add(port)
+}
 
 /**
  * Whether a supervisor can be started from here: always from the compiled core; from source when the supervisor's
  * file is beside this one (not when this module was bundled elsewhere, as in the tool authors' testing kit).
  */
-export const launchable = (): boolean => compiled() || existsSync(join(import.meta.dir, "supervisor.ts"))
+export const launchable = (): boolean => compiled() || existsSync(join(import.meta.dir, "launch.ts"))
 
 type Process_ = Bun.Subprocess<"ignore", "pipe", "pipe">
 
@@ -50,6 +65,8 @@ interface Spare {
   listener: ((report: Supervisor.Report) => void) | undefined
   /** Resolves once it is up (or gone). */
   readonly ready: Promise<void>
+  /** How many of core's own ports it keeps its command from (ports are only ever added). */
+  readonly ports: number
 }
 
 const startOf = (pid: number): number | undefined => ProcessGroup.stat(pid)?.start
@@ -151,15 +168,40 @@ export interface Pool {
   readonly launch: (order: Omit<Supervisor.Order, "kind" | "env"> & { readonly env: Readonly<Record<string, string>> }) => Run
 }
 
-export const pool = (records: Records | undefined): Pool => {
+/** `unshare` (util-linux 2.39 or later), when it can give a supervisor a user and mount namespace of its own. */
+let userNamespace: ReadonlyArray<string> | null | undefined
+
+const USER_NAMESPACE = ["--user", "--map-current-user", "--mount", "--keep-caps", "--"]
+
+/**
+ * How a supervisor that must mount paths read-only is started: as it is where core holds CAP_SYS_ADMIN (root);
+ * otherwise inside a user namespace of its own, where the system allows one (probed once).
+ */
+const isolation = (): ReadonlyArray<string> => {
+  if (Native.capable(Native.CAP_SYS_ADMIN)) return []
+  if (userNamespace === undefined) {
+    const unshare = Bun.which("unshare")
+    const probe =
+      unshare === null ? undefined : Bun.spawnSync([unshare, ...USER_NAMESPACE, "true"], { stdout: "ignore", stderr: "ignore" })
+    userNamespace = probe?.exitCode === 0 ? [unshare!, ...USER_NAMESPACE] : null
+  }
+  return userNamespace ?? []
+}
+
+/**
+ * With `isolate`, supervisors are readied to mount paths read-only for their commands (`Order.readOnly`); with
+ * `ports`, their commands cannot connect to core's own ports (`listening`).
+ */
+export const pool = (records: Records | undefined, isolate = false, ports = false): Pool => {
   let spare: Spare | undefined
   let launched = 0
 
   const spawn = (): Spare => {
     let up: () => void = () => {}
     const ready = new Promise<void>((resolve) => (up = resolve))
-    const entry: Spare = { process: undefined as never, reports: [], listener: undefined, ready }
-    const child = Bun.spawn([...launcher()], {
+    const entry: Spare = { process: undefined as never, reports: [], listener: undefined, ready, ports: ownPorts.size }
+    const deny = ports ? [...ownPorts] : []
+    const child = Bun.spawn([...(isolate ? isolation() : []), ...launcher(isolate, deny)], {
       // Not the workspace: from source, bun would read a bunfig.toml or .env found there.
       cwd: "/",
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
@@ -187,13 +229,27 @@ export const pool = (records: Records | undefined): Pool => {
     return entry
   }
 
+  /** Whether a spare is still up, and keeps its command from every port core now listens on. */
+  const usable = (entry: Spare | undefined): boolean =>
+    entry !== undefined &&
+    entry.process.exitCode === null &&
+    entry.process.signalCode === null &&
+    (!ports || entry.ports === ownPorts.size)
+
   const take = (): Spare => {
-    const taken = spare !== undefined && spare.process.exitCode === null && spare.process.signalCode === null ? spare : spawn()
+    if (spare !== undefined && !usable(spare)) spare.process.kill("SIGHUP")
+    const taken = usable(spare) ? spare! : spawn()
     spare = undefined
     launched++
-    // Once commands repeat, the next one gets a supervisor that is already up.
-    if (launched > 1) queueMicrotask(() => (spare ??= spawn()))
     return taken
+  }
+
+  /**
+   * Once commands repeat, the next one gets a supervisor that is already up: started once this one's run has
+   * ended, so that starting it takes no processor time from the command.
+   */
+  const replenish = () => {
+    if (launched > 1) setTimeout(() => (spare ??= spawn()), 0)
   }
 
   const launch: Pool["launch"] = (order) => {
@@ -207,8 +263,10 @@ export const pool = (records: Records | undefined): Pool => {
     const started = new Promise<Awaited<Run["started"]>>((resolve) => (onStarted = resolve))
     const ended = new Promise<Awaited<Run["ended"]>>((resolve) => (onEnded = resolve))
     const receive = (report: Supervisor.Report) => {
-      if (report.kind === "ended") onEnded(report)
-      else if (report.kind !== "ready") onStarted(report)
+      if (report.kind === "ended") {
+        onEnded(report)
+        replenish()
+      } else if (report.kind !== "ready") onStarted(report)
     }
     entry.listener = receive
     for (const report of entry.reports.splice(0)) receive(report)
@@ -234,7 +292,13 @@ export const pool = (records: Records | undefined): Pool => {
       },
     }
   }
-  const warm = () => (spare ??= spawn()).ready
+  const warm = () => {
+    if (spare !== undefined && !usable(spare)) {
+      spare.process.kill("SIGHUP")
+      spare = undefined
+    }
+    return (spare ??= spawn()).ready
+  }
   return { warm, launch }
 }
 

@@ -1,7 +1,7 @@
 export * as Supervisor from "./supervisor"
 
-// The per-call supervisor: core re-invoked as a small launcher (`core __supervise PID`, or `bun supervisor.ts
-// PID` from source) that runs one command and makes sure nothing it started outlives it. It is a child
+// The per-call supervisor: core re-invoked as a small launcher (`core __supervise PID`, or `bun launch.ts
+// __supervise PID` from source) that runs one command and makes sure nothing it started outlives it. It is a child
 // subreaper, so every descendant stays its descendant however it detaches (setsid, `set -m`, double fork,
 // setpgrp); it dies with core (a parent-death signal); it applies the command's sandbox to the thread that spawns
 // it. When the command exits, times out, is cancelled or core dies, it ends every descendant and reports what it
@@ -9,11 +9,29 @@ export * as Supervisor from "./supervisor"
 // stderr, which belong to the command.
 
 import { Landlock } from "./landlock"
+import { Namespace } from "./namespace"
 import { Native } from "./native"
 import { ProcessGroup } from "./group"
 
 /** The argument that makes the core executable a supervisor. */
 export const LAUNCH = "__supervise"
+/** An argument after core's pid: the supervisor mounts the paths an order names read-only for its command. */
+export const ISOLATE = "isolate"
+/** An argument after core's pid, `deny=PORT,PORT`: core's own TCP ports, which the command may not connect to. */
+export const DENY = "deny="
+
+/** What the arguments after core's pid ask of a supervisor. */
+export interface Flags {
+  readonly isolate: boolean
+  readonly deny: ReadonlyArray<number>
+}
+
+export const flags = (args: ReadonlyArray<string>): Flags => ({
+  isolate: args.includes(ISOLATE),
+  deny: (args.find((arg) => arg.startsWith(DENY))?.slice(DENY.length).split(",") ?? [])
+    .map(Number)
+    .filter((port) => Number.isInteger(port) && port > 0 && port < 65_536),
+})
 
 /** After SIGTERM, how long the processes get before SIGKILL (DESIGN §9). */
 export const GRACE_MS = 3000
@@ -33,6 +51,8 @@ export interface Order {
   readonly stdinPipe?: boolean
   /** The sandbox, applied before spawning; none when absent. */
   readonly grants?: Landlock.Grants
+  /** Paths mounted read-only for the command (core's configuration in its Location), before the sandbox. */
+  readonly readOnly?: ReadonlyArray<string>
   readonly graceMs: number
 }
 
@@ -45,7 +65,8 @@ export interface Ended {
 export type Report =
   /** Up and waiting for its order. */
   | { readonly kind: "ready" }
-  | { readonly kind: "started"; readonly pid: number }
+  /** `readOnly`: the order's read-only paths were mounted so (false when it named none). */
+  | { readonly kind: "started"; readonly pid: number; readonly readOnly: boolean }
   /** The system refused to start the command: its errno name. */
   | { readonly kind: "refused"; readonly code: string; readonly message: string }
   /** Anything else that stopped the command from starting: a broken invariant. */
@@ -109,8 +130,26 @@ const endAll = async (graceMs: number): Promise<{ killed: ReadonlyArray<Ended>; 
   return { killed: [...seen.values()], survivors: left.map((process_) => process_.pid) }
 }
 
-/** Runs the supervisor to its end (it exits the process); `parent` is core's pid. */
-export const main = async (parent: number): Promise<never> => {
+/**
+ * Whether nothing the command started is left, known without reading /proc: once the command has exited (and
+ * Bun has reaped it), a subreaper with no child at all has no descendant either, since every orphan becomes its
+ * child. Reaps the orphans that ended meanwhile.
+ */
+const alone = (command: Bun.Subprocess): boolean => {
+  if (command.exitCode === null && command.signalCode === null) return false
+  let reaped: number
+  do reaped = Native.reap()
+  while (reaped > 0)
+  return reaped === -1
+}
+
+/**
+ * Runs the supervisor to its end (it exits the process); `parent` is core's pid. With `isolate`, it mounts the
+ * paths an order names read-only for its command, where it holds CAP_SYS_ADMIN (see ./namespace); with `deny`,
+ * the command cannot connect to those TCP ports, where Landlock has network rules.
+ */
+export const main = async (parent: number, { isolate, deny }: Flags = { isolate: false, deny: [] }): Promise<never> => {
+  const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
   // Dies with core: a parent-death signal, then a check that core did not die before it was set.
   Native.prctl(Native.PR_SET_PDEATHSIG, SIGHUP)
   if (Native.getppid() !== parent) process.exit(0)
@@ -121,6 +160,9 @@ export const main = async (parent: number): Promise<never> => {
   // for a user who has no capabilities to drop.)
   Native.prctl(Native.PR_SET_DUMPABLE, 0)
   Native.prctl(Native.PR_CAPBSET_DROP, Native.CAP_SYS_PTRACE)
+  // Core's own ports, before the order comes: this layer takes the longest to build, and does not depend on it.
+  // (It leaves the filesystem alone, so mounting stays possible until the order's sandbox is applied.)
+  if (deny.length > 0) Landlock.denyConnect(deny)
 
   let child: Bun.Subprocess | undefined
   let ending: Promise<never> | undefined
@@ -128,7 +170,7 @@ export const main = async (parent: number): Promise<never> => {
   const finish = (grace: number): Promise<never> =>
     (ending ??= (async () => {
       if (child === undefined) process.exit(0)
-      const { killed, survivors } = await endAll(grace)
+      const { killed, survivors } = alone(child) ? { killed: [], survivors: [] } : await endAll(grace)
       await child.exited
       // Orphans it adopted and ended are its children: reap them, so none is left a zombie.
       while (Native.reap() > 0);
@@ -160,6 +202,9 @@ export const main = async (parent: number): Promise<never> => {
     if (child !== undefined || ending !== undefined) return
     const order = message as Order
     graceMs = order.graceMs
+    // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
+    const readOnly =
+      order.readOnly !== undefined && order.readOnly.length > 0 && Namespace.protect(way, order.readOnly) === undefined
     if (order.grants !== undefined) {
       const failed = Landlock.restrict(order.grants)
       if (failed !== undefined) {
@@ -167,6 +212,8 @@ export const main = async (parent: number): Promise<never> => {
         return
       }
     }
+    // Capabilities a user namespace gave the supervisor stay its own: the command inherits none of them.
+    Native.prctl(Native.PR_CAP_AMBIENT, Native.PR_CAP_AMBIENT_CLEAR_ALL)
     try {
       child = Bun.spawn([...order.argv], {
         cwd: order.cwd,
@@ -188,7 +235,7 @@ export const main = async (parent: number): Promise<never> => {
     // The command's output pipes are the command's alone now: they close as soon as its last process is gone,
     // without waiting for the supervisor to exit.
     Native.releaseOutput()
-    void send({ kind: "started", pid: child.pid })
+    void send({ kind: "started", pid: child.pid, readOnly })
     void child.exited.then(() => finish(graceMs))
   })
   // Should the parent-death signal be missed, the supervisor still notices that core is gone.
@@ -198,8 +245,21 @@ export const main = async (parent: number): Promise<never> => {
       void finish(0)
     }
   }, 1000).unref()
+  // Code run for the first time in a process costs several milliseconds more than the next time (Bun sets up its
+  // spawning on first use; the sandbox's code is cold): spent here, while the supervisor waits as the spare, not
+  // when the command starts. The sandbox's code runs once without applying anything.
+  if (Landlock.abi() > 0) {
+    Landlock.restrict({ read: Landlock.SYSTEM_READABLE, write: ["/tmp"], devices: ["/dev"] }, Landlock.abi(), false)
+  }
+  const warmer = Bun.which("true")
+  if (warmer !== null) {
+    try {
+      await Bun.spawn([warmer], { stdin: "ignore", stdout: "ignore", stderr: "ignore", env: {} }).exited
+    } catch {
+      // nothing to warm with: the command's spawn takes the first-use cost
+    }
+  }
   void send({ kind: "ready" })
   return new Promise<never>(() => {})
 }
 
-if (import.meta.main) await main(Number(process.argv[2]))

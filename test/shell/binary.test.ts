@@ -2,7 +2,7 @@
 // `core exec bash` cancels the call (exit 130) and leaves no process of the command behind.
 
 import { describe, expect, test } from "bun:test"
-import { readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, realpathSync } from "node:fs"
 import { join } from "node:path"
 import { ProcessGroup } from "../../src/shell/group"
 import { core, exec, sandbox, settlementOf, start } from "../cli/fixture"
@@ -38,6 +38,25 @@ describe("core exec bash", () => {
     const box = { ...plain, env: { ...plain.env, CORE_TOKEN: "secret-token" } }
     const result = await exec(box, "bash", { command: 'echo "[$CORE_TOKEN]"' })
     expect(settlementOf(result).content).toEqual([{ type: "text", text: "[]\n\nExit code 0" }])
+  })
+
+  test("code the command runs cannot change core's configuration: existing entries are read-only, new ones removed", async () => {
+    const script = [
+      `node -e 'try { require("fs").writeFileSync("core.json", "{}") } catch (e) { console.log(e.code) }'`,
+      `bun -e 'try { require("fs").writeFileSync("plugins/x.ts", "") } catch (e) { console.log(e.code) }'`,
+      "mkdir tools && echo 'export default 1' > tools/x.ts && echo created",
+    ].join("\n")
+    const box = sandbox({ "core.json": "{}\n", "plugins/kept.ts": "", "w.sh": script })
+    const result = await exec(box, "bash", { command: "bash w.sh" })
+    expect(result.code).toBe(0)
+    const settlement = settlementOf(result)
+    const structured = settlement.structured as { stdout: string; undone: ReadonlyArray<string> }
+    expect(structured.stdout).toBe("EROFS\nEROFS\ncreated\n")
+    expect(structured.undone).toEqual([join(realpathSync(box.location), "tools")])
+    expect(settlement.content).toEqual([{ type: "text", text: expect.stringContaining("Undone:") }])
+    expect(readFileSync(join(box.location, "core.json"), "utf8")).toBe("{}\n")
+    expect(existsSync(join(box.location, "tools"))).toBe(false)
+    expect(readdirSync(join(box.location, "plugins"))).toEqual(["kept.ts"])
   })
 
   test("SIGINT cancels the call, exits 130 and leaves no process behind", async () => {

@@ -1,0 +1,192 @@
+export * as Guard from "./guard"
+
+// Core's own configuration in a Location (core.json, tools/, plugins/, .core/) against the code a command runs,
+// which no per-command check can read. The entries that exist are mounted read-only for the command by its
+// supervisor (./namespace). One that does not exist cannot be covered that way, so what the command created at
+// its place is removed once the command and everything it started have ended, and the result says so. Meanwhile
+// the Location counts as busy: a long-lived core defers hot reload of its tool files and core.json until no
+// command of that Location runs (`idle`), so it never loads a file a command wrote.
+
+import {
+  cpSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs"
+import { basename, join } from "node:path"
+import { Protected } from "../permission/protected"
+
+interface Before {
+  /** Who it is: device, inode, kind and birth time (an inode number freed by the command may be reused at once). */
+  readonly dev: number
+  readonly ino: number
+  readonly kind: number
+  readonly born: number
+  /** Where it pointed, when it was a symbolic link (which the command could replace: it is no mount point). */
+  readonly link: string | undefined
+  /** The content of a regular core.json, put back should the command change it where no mount protected it. */
+  readonly content: Buffer | undefined
+}
+
+/** The largest core.json whose content is kept to put back. */
+const MAX_CONTENT_BYTES = 1_048_576
+
+interface Entry {
+  readonly path: string
+  readonly before: Before | undefined
+}
+
+export interface Undone {
+  /** The entries undone (absolute paths). */
+  readonly paths: ReadonlyArray<string>
+  /** Where what the command had left there was moved, for a person to look at; none when nothing was undone. */
+  readonly keptIn: string | undefined
+}
+
+export interface Guarded {
+  /** The entries that exist: what the supervisor mounts read-only. */
+  readonly readOnly: ReadonlyArray<string>
+  /**
+   * Once the command and everything it started have ended: undoes what the command made of the entries (an entry
+   * created, a symbolic link replaced, which is put back, a core.json changed, whose content is put back), moving
+   * what it had left there into the keeping directory (a file written at the same time with a person's approval
+   * is not lost), and lets the Location go. `mounted`: the entries that existed were read-only to the command, so
+   * any change to them is someone else's (a person's) and stays. Idempotent.
+   */
+  readonly finish: (mounted: boolean) => Undone
+}
+
+/**
+ * Moves `path` into `directory` (made when needed), copying where a move cannot cross file systems; removes it
+ * whatever happens, so that nothing of it stays where core would load it.
+ */
+const setAside = (path: string, directory: string | undefined): void => {
+  if (directory !== undefined) {
+    const target = join(directory, basename(path))
+    try {
+      mkdirSync(directory, { recursive: true, mode: 0o700 })
+      renameSync(path, target)
+      return
+    } catch {
+      try {
+        cpSync(path, target, { recursive: true, verbatimSymlinks: true })
+      } catch {
+        // kept nowhere: it is still removed below
+      }
+    }
+  }
+  rmSync(path, { recursive: true, force: true })
+}
+
+/** Commands running per Location (real path), and who waits for the Location to have none. */
+const running = new Map<string, number>()
+const waiting = new Map<string, Array<() => void>>()
+
+const realOf = (path: string): string => {
+  try {
+    return realpathSync(path)
+  } catch {
+    return path
+  }
+}
+
+const lstat = (path: string) => {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false })
+  } catch {
+    return undefined
+  }
+}
+
+const look = (path: string, keep = false): Before | undefined => {
+  const stats = lstat(path)
+  if (stats === undefined) return undefined
+  let link: string | undefined
+  let content: Buffer | undefined
+  try {
+    if (stats.isSymbolicLink()) link = readlinkSync(path)
+    else if (keep && stats.isFile() && stats.size <= MAX_CONTENT_BYTES) content = readFileSync(path)
+  } catch {
+    // gone or unreadable meanwhile: nothing to put back
+  }
+  return { dev: stats.dev, ino: stats.ino, kind: stats.mode & 0o170000, born: stats.birthtimeMs, link, content }
+}
+
+/**
+ * Guards `location` for one command, from before it starts. What the command leaves in core's configuration is
+ * moved under `keeping` (in core's data directory, which commands cannot reach), or only removed without one.
+ */
+export const begin = (location: string, keeping?: string): Guarded => {
+  const key = realOf(location)
+  running.set(key, (running.get(key) ?? 0) + 1)
+  const entries: Array<Entry> = Protected.LOCATION_ENTRIES.map((name) => {
+    const path = join(key, name)
+    return { path, before: look(path, name === "core.json") }
+  })
+  let removed: Undone | undefined
+  const keptIn = keeping === undefined ? undefined : join(keeping, `${new Date().toISOString()}-${crypto.randomUUID().slice(0, 8)}`)
+  const finish = (mounted: boolean): Undone => {
+    if (removed !== undefined) return removed
+    const undone: Array<string> = []
+    for (const entry of entries) {
+      const before = entry.before
+      // A mount point the command could neither change nor replace (a symbolic link it could replace).
+      if (mounted && before !== undefined && before.link === undefined) continue
+      const now = look(entry.path, before?.content !== undefined)
+      if (before?.content !== undefined) {
+        // Only where no mount kept it read-only can it differ.
+        if (now?.content !== undefined && now.content.equals(before.content)) continue
+        if (now !== undefined) setAside(entry.path, keptIn)
+        writeFileSync(entry.path, before.content)
+        undone.push(entry.path)
+        continue
+      }
+      if (now === undefined) continue
+      if (
+        before !== undefined &&
+        before.dev === now.dev &&
+        before.ino === now.ino &&
+        before.kind === now.kind &&
+        before.born === now.born
+      ) {
+        continue
+      }
+      setAside(entry.path, keptIn)
+      if (before?.link !== undefined) symlinkSync(before.link, entry.path)
+      undone.push(entry.path)
+    }
+    removed = { paths: undone, keptIn: undone.length === 0 ? undefined : keptIn }
+    const left = (running.get(key) ?? 1) - 1
+    if (left > 0) running.set(key, left)
+    else {
+      running.delete(key)
+      for (const wake of waiting.get(key)?.splice(0) ?? []) wake()
+      waiting.delete(key)
+    }
+    return removed
+  }
+  return { readOnly: entries.filter((entry) => entry.before !== undefined).map((entry) => entry.path), finish }
+}
+
+/** Resolves once no guarded command of `location` runs (at once when none does). */
+export const idle = (location: string): Promise<void> => {
+  const key = realOf(location)
+  if (!running.has(key)) return Promise.resolve()
+  return new Promise((resolve) => {
+    const list = waiting.get(key) ?? []
+    list.push(resolve)
+    waiting.set(key, list)
+  })
+}
+
+/** How many are waiting for `location` to be idle (a long-lived core's hot reload, held back). */
+export const held = (location: string): number => waiting.get(realOf(location))?.length ?? 0
+
+/** Whether a guarded command of `location` runs now. */
+export const busy = (location: string): boolean => running.has(realOf(location))

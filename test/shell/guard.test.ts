@@ -1,0 +1,231 @@
+// Core's own configuration in a Location against code a command runs, with real processes and the real kernel:
+// existing core.json, tools/, plugins/ and .core/ are read-only to the command (node, bun, python and the shell all
+// fail to write them, rename or remove them); entries that did not exist and that the command created are removed
+// once it has ended, named in the result and kept for a person outside the Location; core.json changed where no
+// mount protected it is put back; and while a command runs, its Location counts as busy (what hot reload waits
+// for). The mount namespace needs CAP_SYS_ADMIN or user namespaces; where neither is available those tests are
+// skipped and say so.
+
+import { describe, expect, test } from "bun:test"
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect, Fiber } from "effect"
+import { Guard } from "../../src/shell/guard"
+import { Shell } from "../../src/shell/producer"
+import { tempDir } from "../support/temp"
+
+const keeping = tempDir("core-undone-")
+const shell = Shell.make({}, { records: tempDir("core-runs-"), keeping })
+
+const run = (command: string, location: string, producer = shell) =>
+  Effect.runPromise(
+    producer.run({
+      argv: [producer.shell, "-c", command],
+      cwd: location,
+      env: { PATH: process.env.PATH, HOME: location },
+      sandbox: { location, approved: [] },
+    }),
+  )
+
+/** Whether this machine can make the command's mount namespace: probed with a real command. */
+const probe = async (): Promise<boolean> => {
+  const location = tempDir("core-probe-")
+  writeFileSync(join(location, "core.json"), "{}")
+  const result = await run("echo x > core.json", location)
+  return result.stderr.text.includes("Read-only file system")
+}
+const MOUNTS = await probe()
+const needs = MOUNTS ? "" : " (SKIPPED: no mount namespace for commands here)"
+
+/** Run by root with setpriv and unshare at hand, a test can be core run by another user (nobody). */
+const NOBODY = 65534
+const AS_NOBODY = process.getuid?.() === 0 && Bun.which("setpriv") !== null && Bun.which("unshare") !== null
+const asNobody = AS_NOBODY ? "" : " (SKIPPED: needs root, setpriv and unshare to run core as another user)"
+
+/** A Location with every protected entry present. */
+const configured = (): string => {
+  const location = tempDir("core-loc-")
+  writeFileSync(join(location, "core.json"), '{ "permission": { "bash": "ask" } }')
+  for (const entry of ["tools", "plugins", ".core"]) {
+    mkdirSync(join(location, entry))
+    writeFileSync(join(location, entry, "kept.ts"), "kept")
+  }
+  return location
+}
+
+const unchanged = (location: string) => {
+  expect(readFileSync(join(location, "core.json"), "utf8")).toBe('{ "permission": { "bash": "ask" } }')
+  for (const entry of ["tools", "plugins", ".core"]) expect(readdirSync(join(location, entry))).toEqual(["kept.ts"])
+}
+
+const has = (program: string) => Bun.which(program) !== null
+
+describe("core's configuration in the Location, against what a command runs", () => {
+  test.skipIf(!MOUNTS)(`node, bun and python cannot write core.json, tools/, plugins/ or .core/${needs}`, { timeout: 30_000 }, async () => {
+    const location = configured()
+    const targets = JSON.stringify(["core.json", "tools/x.ts", "plugins/x.ts", ".core/x", "tools/kept.ts"])
+    const script = `for (const t of ${targets}) { try { require("fs").writeFileSync(t, "{}"); console.log("wrote " + t) } catch (e) { console.log(e.code) } }`
+    const lines = [`node -e '${script}'`, `bun -e '${script}'`]
+    if (has("python3")) {
+      lines.push(`python3 -c 'import errno\nfor t in ${targets}:\n  try: open(t, "w").write("{}"); print("wrote " + t)\n  except OSError as e: print(errno.errorcode[e.errno])'`)
+    }
+    const result = await run(lines.join("\n"), location)
+    expect(result.stdout.text.trim().split("\n")).toEqual(lines.flatMap(() => Array(5).fill("EROFS")))
+    unchanged(location)
+    expect(result.undone).toEqual([])
+  })
+
+  test.skipIf(!MOUNTS)(`the entries cannot be renamed, removed or unmounted, while the rest of the Location is writable${needs}`, async () => {
+    const location = configured()
+    const result = await run(
+      "mv core.json old.json; mv tools old-tools; rm -rf plugins .core; umount tools; echo ok > a.txt; mkdir src && echo ok > src/b.ts",
+      location,
+    )
+    unchanged(location)
+    expect(readFileSync(join(location, "a.txt"), "utf8")).toBe("ok\n")
+    expect(readFileSync(join(location, "src/b.ts"), "utf8")).toBe("ok\n")
+    expect(result.stderr.text).toContain("busy")
+    expect(result.undone).toEqual([])
+  })
+
+  test("entries the command created where none existed are removed when it ends, and named", async () => {
+    const location = tempDir("core-loc-")
+    const result = await run(
+      'echo "{}" > core.json; mkdir tools plugins .core; echo t > tools/x.ts; echo p > plugins/x.ts; echo c > .core/x; echo kept > a.txt',
+      location,
+    )
+    expect(result.exitCode).toBe(0)
+    for (const entry of ["core.json", "tools", "plugins", ".core"]) expect(existsSync(join(location, entry))).toBe(false)
+    expect([...result.undone].sort()).toEqual(["core.json", "tools", "plugins", ".core"].map((entry) => join(location, entry)).sort())
+    expect(readFileSync(join(location, "a.txt"), "utf8")).toBe("kept\n")
+    // Nothing is lost: what the command left is kept for a person, out of the Location.
+    expect(result.undoneKeptIn?.startsWith(keeping)).toBe(true)
+    expect(readFileSync(join(result.undoneKeptIn!, "tools/x.ts"), "utf8")).toBe("t\n")
+    expect(readFileSync(join(result.undoneKeptIn!, "core.json"), "utf8")).toBe("{}\n")
+  })
+
+  test("what a detached process creates after the command exits is removed too: it is ended first", async () => {
+    const location = tempDir("core-loc-")
+    const result = await run("(setsid sh -c 'while :; do mkdir -p tools; echo x > tools/late.ts; done' &) ; sleep 0.05", location)
+    expect(existsSync(join(location, "tools"))).toBe(false)
+    expect(result.undone).toEqual([join(location, "tools")])
+    expect(result.killed.length).toBeGreaterThan(0)
+  })
+
+  test("a symbolic link in an entry's place that the command replaced is put back", async () => {
+    const location = tempDir("core-loc-")
+    const elsewhere = tempDir("core-tools-")
+    symlinkSync(elsewhere, join(location, "tools"))
+    const result = await run("rm tools && mkdir tools && echo x > tools/x.ts", location)
+    expect(result.undone).toEqual([join(location, "tools")])
+    expect(readdirSync(location)).toEqual(["tools"])
+    expect(readdirSync(join(location, "tools"))).toEqual([])
+    expect(existsSync(join(elsewhere, "x.ts"))).toBe(false)
+  })
+
+  test.skipIf(!AS_NOBODY)(`run by another user, core keeps the entries read-only through a user namespace${asNobody}`, async () => {
+    const root = tempDir("core-user-")
+    mkdirSync(join(root, "loc/tools"), { recursive: true })
+    writeFileSync(join(root, "loc/core.json"), "{}")
+    chownSync(root, NOBODY, NOBODY)
+    for (const path of ["loc", "loc/tools", "loc/core.json"]) chownSync(join(root, path), NOBODY, NOBODY)
+    const command = "echo x > core.json; echo x > tools/x.ts; mkdir plugins; id -u"
+    const child = Bun.spawn(
+      ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", process.execPath, join(import.meta.dir, "guard-child.ts"), root, command],
+      { cwd: root, env: { PATH: process.env.PATH!, HOME: root, CORE_HOME: join(root, "home"), CORE_DATA_DIR: join(root, "data") }, stdout: "pipe", stderr: "inherit" },
+    )
+    const [code, output] = await Promise.all([child.exited, new Response(child.stdout).text()])
+    expect(code).toBe(0)
+    const result = JSON.parse(output) as { stdout: string; stderr: string; undone: ReadonlyArray<string> }
+    expect(result.stdout).toBe(`${NOBODY}\n`)
+    expect(result.stderr.match(/Read-only file system/g)).toHaveLength(2)
+    expect(result.undone).toEqual([join(root, "loc/plugins")])
+    expect(readFileSync(join(root, "loc/core.json"), "utf8")).toBe("{}")
+  })
+
+  test("with no mount namespace, a changed core.json is put back and a created entry removed", async () => {
+    // Supervisors that cannot mount: what holds where the system gives no mount namespace.
+    const plain = Shell.make({}, { records: tempDir("core-runs-"), namespaces: false, keeping })
+    const location = tempDir("core-loc-")
+    writeFileSync(join(location, "core.json"), '{ "permission": { "bash": "ask" } }')
+    const result = await run(`node -e 'require("fs").writeFileSync("core.json", "{}")'; mkdir tools; echo x > tools/x.ts`, location, plain)
+    expect(result.exitCode).toBe(0)
+    expect(readFileSync(join(location, "core.json"), "utf8")).toBe('{ "permission": { "bash": "ask" } }')
+    expect(existsSync(join(location, "tools"))).toBe(false)
+    expect([...result.undone].sort()).toEqual([join(location, "core.json"), join(location, "tools")].sort())
+    expect(readFileSync(join(result.undoneKeptIn!, "core.json"), "utf8")).toBe("{}")
+  })
+
+  test("a call whose change to core's configuration a person approved may make it", async () => {
+    const location = configured()
+    const result = await Effect.runPromise(
+      shell.run({
+        argv: [shell.shell, "-c", "echo '{}' > core.json; echo x > tools/x.ts; mkdir -p .core/y"],
+        cwd: location,
+        env: { PATH: process.env.PATH },
+        sandbox: { location, approved: [], configuration: true },
+      }),
+    )
+    expect(result.exitCode).toBe(0)
+    expect(result.undone).toEqual([])
+    expect(readFileSync(join(location, "core.json"), "utf8")).toBe("{}\n")
+    expect(readFileSync(join(location, "tools/x.ts"), "utf8")).toBe("x\n")
+  })
+
+  test("a command with no sandbox policy is not guarded, and with the sandbox off nothing is", async () => {
+    const location = tempDir("core-loc-")
+    await Effect.runPromise(shell.run({ argv: ["mkdir", "tools"], cwd: location }))
+    expect(existsSync(join(location, "tools"))).toBe(true)
+    const off = Shell.make({ sandbox: "off" }, { records: tempDir("core-runs-") })
+    const other = tempDir("core-loc-")
+    const result = await run("mkdir plugins", other, off)
+    expect(existsSync(join(other, "plugins"))).toBe(true)
+    expect(result.undone).toEqual([])
+  })
+
+  test.skipIf(!MOUNTS)(`a person's change to core.json while a command runs stays: only the command's are undone${needs}`, async () => {
+    const location = configured()
+    mkdirSync(join(location, "gate"))
+    const fiber = Effect.runFork(
+      shell.run({
+        argv: [shell.shell, "-c", "touch gate/started; while [ ! -e gate/open ]; do sleep 0.01; done"],
+        cwd: location,
+        env: { PATH: process.env.PATH },
+        sandbox: { location, approved: [] },
+      }),
+    )
+    for (let tries = 0; tries < 500 && !existsSync(join(location, "gate/started")); tries++) await Bun.sleep(10)
+    writeFileSync(join(location, "core.json"), '{ "permission": { "bash": "deny" } }')
+    writeFileSync(join(location, "gate/open"), "")
+    const result = await Effect.runPromise(Fiber.join(fiber))
+    expect(result.undone).toEqual([])
+    expect(readFileSync(join(location, "core.json"), "utf8")).toBe('{ "permission": { "bash": "deny" } }')
+  })
+
+  test("the Location is busy while a command runs, and idle only once what it created is gone", async () => {
+    const location = tempDir("core-loc-")
+    mkdirSync(join(location, "gate"))
+    expect(Guard.busy(location)).toBe(false)
+    const fiber = Effect.runFork(
+      shell.run({
+        argv: [shell.shell, "-c", "mkdir tools; echo x > tools/x.ts; while [ ! -e gate/open ]; do sleep 0.01; done"],
+        cwd: location,
+        env: { PATH: process.env.PATH },
+        sandbox: { location, approved: [] },
+      }),
+    )
+    for (let tries = 0; tries < 500 && !existsSync(join(location, "tools/x.ts")); tries++) await Bun.sleep(10)
+    expect(existsSync(join(location, "tools/x.ts"))).toBe(true)
+    expect(Guard.busy(location)).toBe(true)
+    let idle = false
+    const waiting = Guard.idle(location).then(() => {
+      idle = true
+      return existsSync(join(location, "tools"))
+    })
+    expect(idle).toBe(false)
+    writeFileSync(join(location, "gate/open"), "")
+    expect(await waiting).toBe(false)
+    expect((await Effect.runPromise(Fiber.join(fiber))).undone).toEqual([join(location, "tools")])
+    expect(Guard.busy(location)).toBe(false)
+  })
+})

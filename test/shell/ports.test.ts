@@ -1,0 +1,66 @@
+// No command can connect to core's own port: once core records a port it listens on, a sandboxed command's TCP
+// connections to it are refused by the kernel (bash's /dev/tcp, curl, bun's fetch), while other ports still
+// connect; with the sandbox off nothing is restricted. Real listeners on loopback, real
+// processes; Landlock's network rules (ABI 4) are required, and the tests say so where they are skipped.
+
+import { afterAll, describe, expect, test } from "bun:test"
+import { Effect } from "effect"
+import { Landlock } from "../../src/shell/landlock"
+import { Shell } from "../../src/shell/producer"
+import { Supervised } from "../../src/shell/supervised"
+import { tempDir } from "../support/temp"
+
+const NET = Landlock.abi() >= 4
+const needs = NET ? "" : " (SKIPPED: this kernel's Landlock has no network rules)"
+
+const listener = () =>
+  Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("answered") })
+const own = listener()
+const other = listener()
+afterAll(() => {
+  own.stop(true)
+  other.stop(true)
+})
+
+const shell = Shell.make({}, { records: tempDir("core-runs-") })
+
+const run = (command: string) => {
+  const location = tempDir("core-loc-")
+  return Effect.runPromise(
+    shell.run({ argv: [shell.shell, "-c", command], cwd: location, env: { PATH: process.env.PATH }, sandbox: { location, approved: [] } }),
+  )
+}
+
+const tcp = (port: number) => `(exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null && echo ${port}-connected || echo ${port}-refused`
+
+describe("core's own port", () => {
+  test.skipIf(!NET)(`a command cannot connect to it, by bash, curl or bun; other ports connect${needs}`, async () => {
+    // A supervisor already up when the port is recorded is not used: the next command's knows the port.
+    await Effect.runPromise(shell.warm)
+    Supervised.listening(own.port!)
+    const lines = [tcp(own.port!), tcp(other.port!)]
+    if (Bun.which("curl") !== null) {
+      lines.push(`curl -s http://127.0.0.1:${own.port}/ || echo curl-refused`, `curl -s http://127.0.0.1:${other.port}/; echo`)
+    }
+    lines.push(
+      `bun -e 'fetch("http://127.0.0.1:${own.port}/").then((r) => r.text()).then(console.log, (e) => console.log("fetch-refused"))'`,
+    )
+    const result = await run(lines.join("\n"))
+    const expected = [`${own.port}-refused`, `${other.port}-connected`]
+    if (Bun.which("curl") !== null) expected.push("curl-refused", "answered")
+    expected.push("fetch-refused")
+    expect(result.stdout.text.trim().split("\n")).toEqual(expected)
+    // Back to back, the next command (on the spare started meanwhile) is kept from it too.
+    expect((await run(tcp(own.port!))).stdout.text).toBe(`${own.port}-refused\n`)
+  })
+
+  test.skipIf(!NET)(`with the sandbox off, a command may connect${needs}`, async () => {
+    Supervised.listening(own.port!)
+    const off = Shell.make({ sandbox: "off" }, { records: tempDir("core-runs-") })
+    const location = tempDir("core-loc-")
+    const result = await Effect.runPromise(
+      off.run({ argv: [off.shell, "-c", tcp(own.port!)], cwd: location, sandbox: { location, approved: [] } }),
+    )
+    expect(result.stdout.text).toBe(`${own.port}-connected\n`)
+  })
+})
