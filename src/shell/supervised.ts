@@ -326,7 +326,7 @@ export const server = (order: Omit<Supervisor.Order, "kind" | "stdin" | "stdinPi
   let onEnded: (report: Awaited<Server["ended"]>) => void = () => {}
   const started = new Promise<Awaited<Server["started"]>>((resolve) => (onStarted = resolve))
   const ended = new Promise<Awaited<Server["ended"]>>((resolve) => (onEnded = resolve))
-  const child = Bun.spawn([...launcher()], {
+  const child = Bun.spawn([...launcher(false, [])], {
     cwd: "/",
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
     stdin: "pipe",

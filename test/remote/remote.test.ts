@@ -350,7 +350,7 @@ describe("core as an MCP client: results and failures", () => {
     delete process.env.CORE_REMOTE_SECRET
     expect(result.group).toContain(result.pid)
     // Started under a supervisor of its own, which ends it with core however core ends.
-    expect(result.parent).toContain("supervisor")
+    expect(result.parent).toContain("__supervise")
     expect(textOf(result.given.settlement)).toBe("yes")
     expect(textOf(result.secret.settlement)).toBe("(unset)")
     expect(alive(result.pid)).toBe(false)
