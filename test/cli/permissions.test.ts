@@ -287,7 +287,7 @@ describe("an invalid core.json", () => {
       problem: "an unknown key",
       text: '{\n  "permision": { "deploy": "allow" }\n}\n',
       at: "2:3",
-      says: ['permision: expected one of the keys "$schema", "permission", "agents", "output", "shell" or "editing"', 'found unknown key "permision"'],
+      says: ['permision: expected one of the keys "$schema", "permission", "agents", "output", "shell", "editing" or "mcp"', 'found unknown key "permision"'],
     },
     {
       problem: 'a misspelt effect "alow"',
