@@ -9,6 +9,8 @@ import { Explain } from "../builtin/explain"
 import { Agent } from "../permission/agent"
 import { Permission } from "../permission/permission"
 import { Provider } from "../provider/provider"
+import { Plugins } from "../plugin/plugins"
+import { Hooks } from "../settlement/hooks"
 import { Registry } from "../registry/registry"
 import { Command } from "./command"
 import { Shell } from "../shell/producer"
@@ -119,7 +121,9 @@ export const run = (args: ReadonlyArray<string>) =>
             Effect.fail(new Command.Exit({ code: Command.EXIT.modelError, message: `${name}: ${failure.message}` })),
         }),
       )
-      Command.stdout(`${JSON.stringify(explained, null, 2)}\n`)
+      // The plugin hooks a call to this tool meets after the permission checks (DESIGN §12).
+      const hooks = Hooks.applied((yield* Plugins.Service).hooks, name)
+      Command.stdout(`${JSON.stringify(hooks.length === 0 ? explained : { ...explained, hooks }, null, 2)}\n`)
       return Command.EXIT.ok
     }).pipe(Effect.provide(Host.checkingLayer(environment, prepared)))
   })

@@ -6,7 +6,9 @@ import * as Effect from "effect/Effect"
 import { Agent } from "../permission/agent"
 import { Permission } from "../permission/permission"
 import { Provider } from "../provider/provider"
+import { Plugins } from "../plugin/plugins"
 import { Registry } from "../registry/registry"
+import { Hooks } from "../settlement/hooks"
 import { Command } from "./command"
 import { Diagnostics } from "./diagnostics"
 import { Runtime } from "./runtime"
@@ -26,8 +28,9 @@ Options:
                     is an error naming the tool and the construct (exit 1)
   -h, --help        show this help
 
-The MCP servers core.json names are connected to list their tools (<server>_<tool>). Tool load
-problems and servers that fail are reported on stderr; the other tools are still listed.
+The MCP servers core.json names are connected to list their tools (<server>_<tool>). Tool and
+plugin load problems and servers that fail are reported on stderr; the other tools are still listed.
+The table names, after a tool, the plugin hooks that apply to it (definition, before, after).
 `
 
 const OPTIONS = {
@@ -38,6 +41,10 @@ const OPTIONS = {
 } as const
 
 const firstLine = (text: string) => text.trim().split("\n")[0] ?? ""
+
+/** `audit: before, after` for the hooks of plugin `audit` that apply to a tool. */
+const hookLabel = (applied: Hooks.Applied) =>
+  `${applied.plugin}: ${applied.hooks.map((hook) => hook.replace(/^tool\.(execute\.)?/, "")).join(", ")}`
 
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
@@ -65,7 +72,12 @@ export const run = (args: ReadonlyArray<string>) =>
       const agent = values.agent ?? Agent.DEFAULT_AGENT
       yield* Runtime.checkAgent("tools", permission, agent)
       const registry = yield* Registry.Service
-      const { definitions } = registry.capture(permission.rules(agent))
+      const { hooks } = yield* Plugins.Service
+      // As a turn advertises them: plugins' tool.definition hooks applied (one that fails is operational).
+      const definitions = yield* Effect.try({
+        try: () => Hooks.definitions(hooks, registry.capture(permission.rules(agent)).definitions),
+        catch: (error) => error,
+      }).pipe(Effect.orDie)
       const prepared = provider === undefined ? undefined : Provider.prepare(definitions, provider)
       if (prepared?._tag === "Failure") {
         return yield* new Command.Exit({ code: Command.EXIT.modelError, message: prepared.failure.message })
@@ -81,7 +93,11 @@ export const run = (args: ReadonlyArray<string>) =>
         return Command.EXIT.ok
       }
       const width = Math.max(...definitions.map((definition) => definition.name.length))
-      const rows = definitions.map((definition) => `${definition.name.padEnd(width)}  ${firstLine(definition.description)}`)
+      const rows = definitions.map((definition) => {
+        const row = `${definition.name.padEnd(width)}  ${firstLine(definition.description)}`
+        const applied = Hooks.applied(hooks, definition.name)
+        return applied.length === 0 ? row : `${row}  [hooks: ${applied.map(hookLabel).join("; ")}]`
+      })
       Command.stdout(`${rows.join("\n")}\n`)
       return Command.EXIT.ok
     }).pipe(Effect.provide(Host.catalogLayer(environment, prepared)))

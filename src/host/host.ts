@@ -18,6 +18,9 @@ import { ManagedOutputs } from "../output/managed"
 import { Output } from "../output/output"
 import { Permission } from "../permission/permission"
 import { Remote } from "../remote/remote"
+import { Plugins } from "../plugin/plugins"
+import { PluginShell } from "../plugin/shell"
+import { Hooks } from "../settlement/hooks"
 import { Settler } from "../settlement/settler"
 import { Shell } from "../shell/producer"
 import { Approvals } from "../store/approvals"
@@ -80,9 +83,29 @@ const settingsOf = (environment: Environment, prepared: Prepared): Settings => (
 /** The built-in tools as the configuration sets them up, registering into the Location's registry. */
 export const builtinsLayer = (config: Config.Resolved) =>
   Builtins.layer.pipe(
-    Layer.provide(Shell.layer(config.shell)),
+    Layer.provideMerge(Shell.layer(config.shell)),
     Layer.provide(Layer.succeed(ReadTracking.Required, config.editing?.readBeforeWrite ?? true)),
   )
+
+/**
+ * The built-ins, then the plugins of `$CORE_HOME` and of the Location (DESIGN §12), registering into the Location's
+ * registry in that order; the Location's `tools/*.ts` come after. The plugins' hook table comes from below
+ * (`Hooks.layer`), shared with the settler.
+ */
+export const extensionsLayer = (
+  directory: string,
+  home: string,
+  config: Config.Resolved,
+  options: Pick<Plugins.Options, "versionOf" | "bump"> = {},
+) =>
+  Plugins.layer({
+    ...options,
+    directory,
+    home,
+    shell: Effect.gen(function* () {
+      return PluginShell.capability(yield* Shell.Service, directory)
+    }),
+  }).pipe(Layer.provideMerge(builtinsLayer(config)))
 
 /** The permission service of a Location, deciding from its configuration (saved approvals come from the host). */
 export const permissionLayer = (settings: Settings) =>
@@ -109,6 +132,7 @@ export const servicesLayer = <ROut, E, RIn>(settings: Settings, registry: Layer.
         ...(output.maxBytes === undefined ? {} : { maxBytes: output.maxBytes }),
       }),
     ),
+    Layer.provideMerge(Hooks.layer()),
   )
 }
 
@@ -153,7 +177,7 @@ export const remoteLayer = (
  */
 const locationLayer = (environment: Environment, prepared: Prepared) =>
   remoteLayer(prepared.directory, prepared.config, true).pipe(
-    Layer.provideMerge(Location.layer(prepared.directory, builtinsLayer(prepared.config))),
+    Layer.provideMerge(Location.layer(prepared.directory, extensionsLayer(prepared.directory, environment.home, prepared.config))),
     Layer.provideMerge(Application.layer(environment.home)),
   )
 
@@ -165,6 +189,7 @@ export const catalogLayer = (environment: Environment, prepared: Prepared) =>
   locationLayer(environment, prepared).pipe(
     Layer.provide(Reads.layerMemory),
     Layer.provideMerge(permissionLayer(settingsOf(environment, prepared)).pipe(Layer.provide(Approvals.layerMemory))),
+    Layer.provideMerge(Hooks.layer()),
   )
 
 /** A Location's catalog with its permission service and the saved approvals, for explaining decisions. */
@@ -172,6 +197,7 @@ export const checkingLayer = (environment: Environment, prepared: Prepared) =>
   locationLayer(environment, prepared).pipe(
     Layer.provide(Reads.layerMemory),
     Layer.provideMerge(permissionLayer(settingsOf(environment, prepared)).pipe(Layer.provide(approvalsLayer(environment)))),
+    Layer.provideMerge(Hooks.layer()),
   )
 
 /**

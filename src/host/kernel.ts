@@ -10,6 +10,7 @@ import { ManagedOutputs } from "../output/managed"
 import { Output } from "../output/output"
 import { Permission } from "../permission/permission"
 import { Registry } from "../registry/registry"
+import { Hooks } from "../settlement/hooks"
 import { Settler } from "../settlement/settler"
 import { Approvals } from "../store/approvals"
 import type { Store } from "../store/store"
@@ -33,4 +34,6 @@ export const layer = <E>(options: Options<E>) =>
     Layer.provideMerge(Output.layer(options.limits)),
     Layer.provideMerge(ManagedOutputs.layer({ directory: options.outputsDirectory })),
     Layer.provideMerge(options.store),
+    // Where plugins installed over the kernel add their hooks; the settler meets them.
+    Layer.provideMerge(Hooks.layer()),
   )

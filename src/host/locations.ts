@@ -14,6 +14,7 @@ import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import { Config } from "../config/config"
 import { Discovery } from "../location/discovery"
+import { Plugins } from "../plugin/plugins"
 import { Registry } from "../registry/registry"
 import { Served } from "./served"
 import { ToolFiles } from "./tool-files"
@@ -144,7 +145,11 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   const reloadHome = (changes: Watch.Changes) =>
     Effect.gen(function* () {
       if (changes.config) yield* everywhere((served) => served.reload({ files: new Set(), config: true, rescan: false }))
-      const files = new Set(changes.files)
+      // `$CORE_HOME/plugins/*.ts` install in every Location: each installs a changed one again.
+      const plugins = new Set([...changes.files].filter(Plugins.isPluginFile))
+      if (changes.rescan) for (const file of Discovery.toolFiles(options.home, Plugins.FOLDER)) plugins.add(file)
+      if (plugins.size > 0) yield* everywhere((served) => served.reload({ files: plugins, config: false, rescan: false }))
+      const files = new Set([...changes.files].filter((file) => !Plugins.isPluginFile(file)))
       if (changes.rescan) for (const file of [...home.known(), ...Discovery.toolFiles(options.home)]) files.add(file)
       if (files.size === 0) return
       const results = yield* Effect.forEach([...files].sort(), (file) => home.reload(file))

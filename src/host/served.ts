@@ -23,6 +23,7 @@ import { Discovery } from "../location/discovery"
 import type { ManagedOutputs } from "../output/managed"
 import { Permission } from "../permission/permission"
 import { Provider } from "../provider/provider"
+import { Plugins } from "../plugin/plugins"
 import type { Rule } from "../permission/rule"
 import { Registry } from "../registry/registry"
 import { Remote } from "../remote/remote"
@@ -52,6 +53,8 @@ export interface Generation {
   readonly files: ToolFiles.Interface
   /** Its MCP servers, connected before a turn's catalog is made. */
   readonly remote: Remote.Interface
+  /** Its plugins, installed after the built-ins and before the tool files. */
+  readonly plugins: Plugins.Interface
   /** Counts a call running in this generation until the returned effect runs. */
   readonly enter: Effect.Effect<Effect.Effect<void>>
 }
@@ -115,14 +118,25 @@ const publicRequest = (serial: number, request: Permission.Request): Events.Perm
 })
 
 /**
- * One generation's services: the built-ins over the Location's registry, wired as every host wires a Location,
- * and its MCP servers (connected when a turn first needs them).
+ * One generation's services: the built-ins, then the plugins, over the Location's registry, wired as every host
+ * wires a Location (a new generation installs its plugins again: their permission service is the new one), and its
+ * MCP servers (connected when a turn first needs them).
  */
-const generationLayer = (options: Options, config: Config.Resolved, onChange: (server: string) => void) =>
+const generationLayer = (
+  options: Options,
+  config: Config.Resolved,
+  versions: ToolFiles.Versions,
+  onChange: (server: string) => void,
+) =>
   Host.servicesLayer(
     { directory: options.directory, config, outputsDirectory: options.outputsDirectory },
     Host.remoteLayer(options.directory, config, false, onChange).pipe(
-      Layer.provideMerge(Host.builtinsLayer(config).pipe(Layer.provideMerge(Registry.layer))),
+      Layer.provideMerge(
+        Host.extensionsLayer(options.directory, options.home, config, {
+          versionOf: (file) => versions.get(file),
+          bump: (file) => versions.bump(file),
+        }).pipe(Layer.provideMerge(Registry.layer)),
+      ),
     ),
   )
 
@@ -160,11 +174,12 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         Effect.runFork(publish({ event: "tools.changed", data: { reason: "tools", files: [file] } }))
       }
       const context = yield* Layer.buildWithScope(
-        generationLayer(options, config, mcpChanged).pipe(Layer.provide(Layer.succeedContext(shared))),
+        generationLayer(options, config, versions, mcpChanged).pipe(Layer.provide(Layer.succeedContext(shared))),
         generationScope,
       )
       const permission = Context.get(context, Permission.Service)
       const registry = Context.get(context, Registry.Service)
+      const installation = Context.get(context, Plugins.Service)
       const generation: Live = {
         serial: ++serial,
         settler: Context.get(context, Settler.Service),
@@ -172,6 +187,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         turns: new Turns.Table<Turn>(),
         files: ToolFiles.make(directory, registry.tools, generationScope, versions),
         remote: Context.get(context, Remote.Service),
+        plugins: installation.plugins,
         scope: generationScope,
         active: 0,
         retired: false,
@@ -198,7 +214,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         ),
         generationScope,
       )
-      const diagnostics = yield* generation.files.loadAll
+      const diagnostics = [...installation.diagnostics, ...(yield* generation.files.loadAll)]
       return { generation, diagnostics }
     }).pipe(Effect.onError(() => Scope.close(generationScope, Exit.void)))
   })
@@ -261,13 +277,26 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       ),
     )
 
-  const reloadFiles = (files: ReadonlyArray<string>) =>
+  /**
+   * Installs changed plugins again, then loads changed tool files again, and those defining a name a reinstalled
+   * plugin registers: a tool file's registration comes after every plugin's, so it keeps winning.
+   */
+  const reloadFiles = (changed: ReadonlyArray<string>) =>
     Effect.gen(function* () {
-      const results = yield* Effect.forEach(files, (file) => current.files.reload(file))
+      const generation = current
+      const plugins = yield* Effect.forEach(changed.filter(Plugins.isPluginFile), (file) => generation.plugins.reload(file))
+      const files = new Set(changed.filter((file) => !Plugins.isPluginFile(file)))
+      const reinstalled = new Set(plugins.flatMap((result) => result.after))
+      if (reinstalled.size > 0) {
+        for (const file of generation.files.known()) {
+          if (generation.files.namesOf(file)?.some((name) => reinstalled.has(name))) files.add(file)
+        }
+      }
+      const results = [...plugins, ...(yield* Effect.forEach([...files].sort(), (file) => generation.files.reload(file)))]
       yield* report(results.flatMap((result) => (result.diagnostic === undefined ? [] : [result.diagnostic])))
-      const changed = results.filter(ToolFiles.changed)
-      if (changed.length > 0) {
-        yield* publish({ event: "tools.changed", data: { reason: "tools", files: changed.map((result) => result.file) } })
+      const touched = results.filter(ToolFiles.changed)
+      if (touched.length > 0) {
+        yield* publish({ event: "tools.changed", data: { reason: "tools", files: touched.map((result) => result.file) } })
       }
     })
 
@@ -317,7 +346,10 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       .withPermits(1)(
         Effect.gen(function* () {
           const files = new Set(changes.files)
-          if (changes.rescan) for (const file of [...current.files.known(), ...Discovery.toolFiles(directory)]) files.add(file)
+          if (changes.rescan) {
+            for (const file of [...current.files.known(), ...Discovery.toolFiles(directory)]) files.add(file)
+            for (const file of [...current.plugins.installed().map((entry) => entry.file), ...current.plugins.files()]) files.add(file)
+          }
           if (changes.config) return yield* reloadConfig([...files].sort())
           if (files.size > 0) yield* reloadFiles([...files].sort())
         }),

@@ -49,6 +49,8 @@ export interface Interface {
   readonly reload: (file: string) => Effect.Effect<Reloaded>
   /** The files that have a registration now. */
   readonly known: () => ReadonlyArray<string>
+  /** The names a file registered, if it has a registration now. */
+  readonly namesOf: (file: string) => ReadonlyArray<string> | undefined
 }
 
 interface Entry {
@@ -107,7 +109,7 @@ export const make = (
     return { file, before, after: [], diagnostic: { file, message: loaded.failure.message } }
   })
 
-  return { loadAll, reload, known: () => [...entries.keys()] }
+  return { loadAll, reload, known: () => [...entries.keys()], namesOf: (file: string) => entries.get(file)?.names }
 }
 
 /** Whether `file` exists now and is a tool file by its name. */

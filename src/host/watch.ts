@@ -1,6 +1,6 @@
 export * as Watch from "./watch"
 
-// Watches a directory's `tools/*.ts` and `core.json` (fs.watch, the platform edge) and hands each batch of changes
+// Watches a directory's `tools/*.ts`, `plugins/*.ts` and `core.json` (fs.watch, the platform edge) and hands each batch of changes
 // to a handler once the directory has been quiet for a moment, so an editor's burst of writes is applied once.
 // Watching `tools/` is re-armed when the folder appears or goes. What a change means is the handler's business.
 // A batch waits while a command of that directory runs (Guard): what a command writes there is undone when it
@@ -17,15 +17,17 @@ import { Guard } from "../shell/guard"
 
 /** How long a directory must be quiet before its changes are applied. */
 export const QUIET_MS = 100
+/** The folders whose `*.ts` files are watched. */
+const FOLDERS = ["tools", "plugins"]
 /** A directory that never goes quiet still has its changes applied after this many quiet periods. */
 const MAX_WAITS = 10
 
 export interface Changes {
-  /** Tool files that changed, appeared or went (absolute paths). */
+  /** Tool and plugin files that changed, appeared or went (absolute paths). */
   readonly files: ReadonlySet<string>
   /** Whether `core.json` changed. */
   readonly config: boolean
-  /** Whether the `tools/` folder itself appeared or went: every tool file should be looked at again. */
+  /** Whether the `tools/` or `plugins/` folder appeared or went: every such file should be looked at again. */
   readonly rescan: boolean
 }
 
@@ -41,27 +43,30 @@ export const watch = <R>(
     const offer = (change: Change) => {
       Queue.offerUnsafe(queue, change)
     }
-    const tools = join(directory, "tools")
-    let toolsWatcher: FSWatcher | undefined
+    const watchers = new Map<string, FSWatcher | undefined>()
 
-    const armTools = () => {
-      toolsWatcher?.close()
-      toolsWatcher = open(tools, (name) => {
-        if (name === undefined) offer({ _tag: "Rescan" })
-        else if (Discovery.isToolFileName(name)) offer({ _tag: "File", file: join(tools, name) })
-      })
+    const arm = (folder: string) => {
+      const path = join(directory, folder)
+      watchers.get(folder)?.close()
+      watchers.set(
+        folder,
+        open(path, (name) => {
+          if (name === undefined) offer({ _tag: "Rescan" })
+          else if (Discovery.isToolFileName(name)) offer({ _tag: "File", file: join(path, name) })
+        }),
+      )
     }
     const root = open(directory, (name) => {
-      if (name === undefined || name === "tools") {
-        armTools()
+      if (name === undefined || FOLDERS.includes(name)) {
+        for (const folder of FOLDERS) arm(folder)
         offer({ _tag: "Rescan" })
       } else if (name === CONFIG_FILE) offer({ _tag: "Config" })
     })
-    armTools()
+    for (const folder of FOLDERS) arm(folder)
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         root?.close()
-        toolsWatcher?.close()
+        for (const watcher of watchers.values()) watcher?.close()
       }),
     )
 

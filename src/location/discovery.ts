@@ -35,9 +35,9 @@ const IGNORED = /\.(test|spec|d)\.ts$/
 /** Whether a file name in a `tools/` folder names a tool file. */
 export const isToolFileName = (name: string): boolean => name.endsWith(".ts") && !IGNORED.test(name)
 
-/** The tool files of a directory's `tools/` folder, sorted; none when it has no such folder. */
-export const toolFiles = (directory: string): ReadonlyArray<string> => {
-  const folder = join(directory, "tools")
+/** The tool files of a directory's `tools/` folder (or another), sorted; none when it has no such folder. */
+export const toolFiles = (directory: string, within = "tools"): ReadonlyArray<string> => {
+  const folder = join(directory, within)
   let names: Array<string>
   try {
     names = readdirSync(folder, { withFileTypes: true })
@@ -134,10 +134,10 @@ export interface FileOptions {
 }
 
 /**
- * Checks one tool file's syntax and imports, imports it and answers the tools it exports, named after the file;
- * fails with LoadError naming the reason. Registers nothing.
+ * Checks one file's syntax and imports (as tool files are checked) and imports it; answers its exports, or fails
+ * with LoadError naming the reason. Plugin files load through here too.
  */
-export const importFile = Effect.fnUntraced(function* (file: string, options: FileOptions = {}) {
+export const importModule = Effect.fnUntraced(function* (file: string, options: FileOptions = {}) {
   Modules.install()
   const timeoutMs = options.timeoutMs ?? LOAD_TIMEOUT_MS
   const fail = (reason: string) => new LoadError({ file, message: reason })
@@ -175,6 +175,16 @@ export const importFile = Effect.fnUntraced(function* (file: string, options: Fi
         Effect.fail(fail(`did not finish loading within ${timeoutMs / 1000} s (a top-level await that never settles?)`)),
     }),
   )
+  return exports
+})
+
+/**
+ * Checks one tool file's syntax and imports, imports it and answers the tools it exports, named after the file;
+ * fails with LoadError naming the reason. Registers nothing.
+ */
+export const importFile = Effect.fnUntraced(function* (file: string, options: FileOptions = {}) {
+  const exports = yield* importModule(file, options)
+  const fail = (reason: string) => new LoadError({ file, message: reason })
   const record = recordOf(file, exports)
   if (Object.keys(record).length === 0) {
     return yield* fail("exports no tool; export a value made with Tool.make (the default export is named after the file)")

@@ -53,12 +53,12 @@ const discovered = (directory: string) =>
 
 /**
  * A Location at `directory`: its registry (over the application placement) with its discovered tools. `builtins`
- * registers tools first, so that a Location's own tool of the same name wins.
+ * (the built-ins, then plugins) registers tools first, so that a Location's own tool of the same name wins.
  */
-export const layer = <E = never, R = never>(
+export const layer = <A = never, E = never, R = never>(
   directory: string,
-  builtins?: Layer.Layer<never, E, Registry.Service | R>,
-): Layer.Layer<Service | Registry.Service, LocationError | E, Registry.Application | Exclude<R, Registry.Service>> =>
+  builtins?: Layer.Layer<A, E, Registry.Service | R>,
+): Layer.Layer<Service | Registry.Service | A, LocationError | E, Registry.Application | Exclude<R, Registry.Service>> =>
   (builtins === undefined ? discovered(directory) : discovered(directory).pipe(Layer.provideMerge(builtins))).pipe(
     Layer.provideMerge(Registry.layer),
-  ) as Layer.Layer<Service | Registry.Service, LocationError | E, Registry.Application | Exclude<R, Registry.Service>>
+  ) as Layer.Layer<Service | Registry.Service | A, LocationError | E, Registry.Application | Exclude<R, Registry.Service>>

@@ -21,7 +21,8 @@ const ContentArray = Schema.Array(
     }),
   ]),
 )
-const decodeContent = Schema.decodeUnknownExit(ContentArray)
+/** Checks parts a projection (or an after hook) answered: text or file content only. */
+export const decodeContent = Schema.decodeUnknownExit(ContentArray)
 
 /** Without toModelOutput: a string output is one text part; any other output stays structured only. */
 const defaultProjection = (encoded: unknown): ReadonlyArray<Tool.Content> =>

@@ -21,6 +21,7 @@ import * as Internal from "../tool/internal"
 import { Tool } from "../tool/tool"
 import { Execution } from "./execution"
 import { Hints } from "./hints"
+import { Hooks } from "./hooks"
 import { Projection } from "./projection"
 import { Settlement } from "./settlement"
 
@@ -85,6 +86,7 @@ const reasonOf = (cause: Cause.Cause<unknown>): string => {
   return error instanceof Error ? error.message : String(error)
 }
 const operational = (message: string) => (cause: unknown) => new OperationalError({ message, cause })
+const hookFailed = (error: Hooks.HookError) => new OperationalError({ message: error.message, cause: error })
 
 export const layer: Layer.Layer<
   Service,
@@ -97,6 +99,8 @@ export const layer: Layer.Layer<
     const store = yield* Store.Service
     const output = yield* Output.Service
     const permission = yield* Permission.Service
+    // The Location's plugin hooks (DESIGN §12), met after the stale and permission checks, before bounding.
+    const hooks = yield* Hooks.Current
     const running = new Map<string, Deferred.Deferred<Settled, OperationalError>>()
 
     const lookup = (call: Call) =>
@@ -227,7 +231,10 @@ export const layer: Layer.Layer<
         }
         return yield* new OperationalError({ message: refusal.message, cause: refusal })
       }
-      return { _tag: "Admitted", tool, input: decoded.value } satisfies Admitted
+      if (hooks === undefined) return { _tag: "Admitted", tool, input: decoded.value } satisfies Admitted
+      const hooked = yield* Hooks.before(hooks, call.name, tool, decoded.value).pipe(Effect.mapError(hookFailed))
+      if (hooked._tag === "Denied") return yield* rejectNew(call, "denied", hooked.message)
+      return { _tag: "Admitted", tool, input: hooked.input } satisfies Admitted
     })
 
     /**
@@ -310,8 +317,17 @@ export const layer: Layer.Layer<
         )
       }
 
+      const content =
+        hooks === undefined
+          ? projected.value.content
+          : yield* Hooks.after(
+              hooks,
+              call.name,
+              { input: admitted.input, output: structured, content: projected.value.content },
+              Projection.decodeContent,
+            ).pipe(Effect.mapError(hookFailed))
       const bounded = yield* output
-        .bound({ ...projected.value, lossy: Internal.lostCapture(tool, structured) })
+        .bound({ ...projected.value, content, lossy: Internal.lostCapture(tool, structured) })
         .pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
       return yield* recordOwned(call, {
         tool: call.name,
@@ -389,6 +405,14 @@ export const layer: Layer.Layer<
     const materialize = Effect.fn("Settler.materialize")(function* (rules?: Rule.Ruleset) {
       const catalog = registry.capture(rules)
       const settle = settleThrough(catalog)
+      if (hooks !== undefined && hooks.size > 0) {
+        // Adjusted now, so a failing tool.definition hook fails this turn (operationally), not a later read.
+        const definitions = yield* Effect.try({
+          try: () => Hooks.definitions(hooks, catalog.definitions),
+          catch: (error) => error,
+        }).pipe(Effect.orDie)
+        return { definitions, settle, resolve: catalog.resolve }
+      }
       return {
         get definitions() {
           return catalog.definitions

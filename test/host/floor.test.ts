@@ -55,13 +55,13 @@ describe("the host floor", () => {
 // sits lower than its folder, the file. Every folder under src/ must be placed, so a new one takes a floor.
 const FLOORS: ReadonlyArray<ReadonlyArray<string>> = [
   // the tool value and what it needs: refusals a tool may fail with, `@core/tool` and the module plugin serving it
-  ["tool", "json", "text", "permission/refusal.ts", "sdk/index.ts", "sdk/modules.ts", "sdk/effect-modules.ts", "sdk/subpackages.ts"],
+  ["tool", "json", "text", "permission/refusal.ts", "plugin/plugin.ts", "sdk/index.ts", "sdk/modules.ts", "sdk/effect-modules.ts", "sdk/subpackages.ts"],
   // the services a settlement runs on, and the settlement schema the store persists
   ["registry", "output", "permission", "store", "settlement/settlement.ts"],
   ["settlement"],
-  // what fills a Location: built-ins, the shell producer they run on, tool files, core.json, MCP servers; provider
-  // mappings
-  ["builtin", "shell", "location", "config", "remote", "provider"],
+  // what fills a Location: built-ins, the shell producer they run on, tool files, core.json, MCP servers, plugins;
+  // provider mappings
+  ["builtin", "shell", "location", "config", "remote", "plugin", "provider"],
   ["host"],
   // the edges; only the CLI, the binary's entry, starts another edge
   ["cli", "server", "mcp", "sdk"],

@@ -1,0 +1,319 @@
+export * as Plugins from "./plugins"
+
+// Installs a Location's plugins (DESIGN §12): `$CORE_HOME/plugins/*.ts` then `<location>/plugins/*.ts`, each by
+// file name, every one in a Scope of its own under the Location's, with only the capabilities of ./plugin.ts.
+// A plugin that fails to load or install (or takes too long) is a diagnostic naming its file; the others install.
+// Reloading a file closes its Scope (its tools, hooks and resources go) and installs it again in a fresh one.
+// It must not import the shell or the built-ins: hosts hand the shell capability in, and the author kit has none.
+
+import { existsSync } from "node:fs"
+import { basename } from "node:path"
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
+import { Discovery } from "../location/discovery"
+import { Boundary } from "../permission/boundary"
+import { Permission } from "../permission/permission"
+import { Registry } from "../registry/registry"
+import { Hooks } from "../settlement/hooks"
+import { Tool } from "../tool/tool"
+import { Plugin } from "./plugin"
+
+/** The folder plugins live in, in a Location and in `$CORE_HOME`. */
+export const FOLDER = "plugins"
+/** How long an installation may take before it is abandoned (its Scope closed) and reported. */
+export const INSTALL_TIMEOUT_MS = 10_000
+
+export type Diagnostic = Discovery.Diagnostic
+
+/** The Location services a plugin's capabilities are made from. */
+export interface Services {
+  readonly directory: string
+  readonly tools: Registry.Tools
+  readonly permission: Permission.Interface
+  /** The shell producer as a capability; without it, running a process fails with `unavailable`'s reason. */
+  readonly shell?: (typeof Plugin.Shell)["Service"]
+  readonly hooks: Hooks.Table
+}
+
+/** What one plugin file holds now. */
+export interface Installed {
+  readonly file: string
+  /** The tool names it registered. */
+  readonly names: ReadonlyArray<string>
+}
+
+export interface Reloaded {
+  readonly file: string
+  readonly before: ReadonlyArray<string>
+  readonly after: ReadonlyArray<string>
+  readonly diagnostic: Diagnostic | undefined
+}
+
+export interface Options {
+  readonly timeoutMs?: number
+  /** The version a file is imported under (hot reload imports a changed file's new content). */
+  readonly versionOf?: (file: string) => string | undefined
+  /** A fresh version for a changed file. */
+  readonly bump?: (file: string) => string
+}
+
+/** The plugin files that apply to a Location: `$CORE_HOME`'s first, then its own, each sorted by file name. */
+export const files = (directory: string, home: string | undefined): ReadonlyArray<string> => [
+  ...(home === undefined || home === directory ? [] : Discovery.toolFiles(home, FOLDER)),
+  ...Discovery.toolFiles(directory, FOLDER),
+]
+
+/** Whether `file` lies in a `plugins/` folder. */
+export const isPluginFile = (file: string): boolean => basename(file.slice(0, file.lastIndexOf("/"))) === FOLDER
+
+const messageOf = (cause: unknown): string =>
+  typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
+
+const failure = (file: string, message: string) => new Discovery.LoadError({ file, message })
+
+/** The capabilities one plugin installs with; `names` collects what it registers. */
+const capabilities = (services: Services, names: Array<string>) => {
+  const { directory, permission } = services
+  const resolved = (real: Boundary.Resolved): Plugin.Resolved => ({
+    path: real.real,
+    exists: real.exists,
+    kind: real.kind,
+    inside: real.inside,
+  })
+  const idsOf = (context: Tool.Context) => ({
+    sessionID: context.sessionID,
+    agent: context.agent,
+    source: { messageID: context.assistantMessageID, callID: context.toolCallID },
+  })
+  return Context.make(Plugin.Location, { directory }).pipe(
+    Context.add(Plugin.Tools, {
+      register: (record) =>
+        services.tools.register(record).pipe(
+          Effect.tap(() => Effect.sync(() => names.push(...Object.keys(record)))),
+          Effect.mapError((error) => new Plugin.RegistrationError({ ...(error.name === undefined ? {} : { name: error.name }), message: error.message })),
+        ),
+    }),
+    Context.add(Plugin.Permission, {
+      assert: (context, check) =>
+        permission
+          .assert({ ...idsOf(context), action: check.action, resources: check.resources, save: check.save ?? check.resources })
+          .pipe(Effect.catchTag("Store.StoreError", Effect.die)),
+    }),
+    Context.add(Plugin.Boundary, {
+      resolve: (path) =>
+        Boundary.resolve({ location: directory, path }).pipe(
+          Effect.map(resolved),
+          Effect.mapError((error) => new Tool.Failure({ message: error.message })),
+        ),
+      authorize: (context, request) =>
+        permission
+          .authorizePath({
+            ...idsOf(context),
+            path: request.path,
+            access: request.access,
+            action: request.action ?? (request.access === "read" ? "read" : "edit"),
+          })
+          .pipe(
+            Effect.map(resolved),
+            Effect.catchTags({
+              "Boundary.PathError": (error) => Effect.fail(new Tool.Failure({ message: error.message })),
+              "Store.StoreError": Effect.die,
+            }),
+          ),
+    }),
+    Context.add(
+      Plugin.Shell,
+      services.shell ?? {
+        run: () => Effect.fail(new Tool.Failure({ message: "The shell producer is not available here (core's author kit runs no processes)." })),
+      },
+    ),
+  )
+}
+
+/** Checks what an installation answered: nothing, or hooks that are functions. */
+const hooksOf = (file: string, answer: unknown): Effect.Effect<Plugin.Hooks | undefined, Discovery.LoadError> => {
+  if (answer === undefined) return Effect.succeed(undefined)
+  if (typeof answer !== "object" || answer === null) {
+    return Effect.fail(failure(file, "install answered something other than hooks ({ \"tool.definition\"?, ... }) or nothing"))
+  }
+  const hooks = answer as Plugin.Hooks
+  for (const name of Plugin.HOOKS) {
+    if (hooks[name] !== undefined && typeof hooks[name] !== "function") {
+      return Effect.fail(failure(file, `its ${name} hook is not a function`))
+    }
+  }
+  if (hooks.tools !== undefined && (!Array.isArray(hooks.tools) || !hooks.tools.every((p) => typeof p === "string"))) {
+    return Effect.fail(failure(file, "its hooks' `tools` is not a list of name patterns"))
+  }
+  return Effect.succeed(hooks)
+}
+
+/**
+ * Runs one plugin's installation in `scope` (which the caller closes on failure): its capabilities, its timeout,
+ * its hooks added to the Location's table until the Scope closes. Answers the names it registered.
+ */
+export const install = (
+  file: string,
+  plugin: Plugin.Plugin,
+  services: Services,
+  scope: Scope.Scope,
+  timeoutMs = INSTALL_TIMEOUT_MS,
+): Effect.Effect<ReadonlyArray<string>, Discovery.LoadError> =>
+  Effect.gen(function* () {
+    const names: Array<string> = []
+    const installation = Plugin.installOf(plugin).pipe(
+      Effect.provideContext(capabilities(services, names)),
+      Scope.provide(scope),
+    )
+    // The boundary where whatever an installation does wrong (an error, a throw, a registration refused) becomes
+    // a diagnostic; an interruption passes through.
+    const answer = yield* Effect.suspend(() => installation).pipe(
+      Effect.catchCause((cause) =>
+        Cause.hasInterruptsOnly(cause)
+          ? Effect.failCause(cause as Cause.Cause<never>)
+          : Effect.fail(failure(file, `failed to install: ${reasonOf(cause)}`)),
+      ),
+      Effect.timeoutOrElse({
+        duration: timeoutMs,
+        orElse: () => Effect.fail(failure(file, `did not finish installing within ${timeoutMs / 1000} s`)),
+      }),
+    )
+    const hooks = yield* hooksOf(file, answer)
+    if (hooks !== undefined) {
+      const remove = services.hooks.add({ plugin: basename(file, ".ts"), hooks })
+      yield* Scope.addFinalizer(scope, Effect.sync(remove))
+    }
+    return names
+  })
+
+const reasonOf = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.findError(cause)
+  return messageOf(error._tag === "Success" ? error.success : Cause.squash(cause))
+}
+
+/** Imports a plugin file (checked as tool files are) and answers its default export, which must be a plugin. */
+export const load = Effect.fnUntraced(function* (file: string, version: string | undefined, timeoutMs?: number) {
+  const exports = yield* Discovery.importModule(file, {
+    ...(version === undefined ? {} : { version }),
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+  })
+  const plugin = exports.default
+  if (!Plugin.isPlugin(plugin)) {
+    return yield* failure(file, "does not default-export a plugin; export default Plugin.make({ install }) (from \"@core/tool\")")
+  }
+  return plugin
+})
+
+export interface Interface {
+  /** Installs every plugin file, in order; answers the diagnostics. */
+  readonly installAll: Effect.Effect<ReadonlyArray<Diagnostic>>
+  /** Installs one file's current content again in a fresh Scope (or only closes its Scope when it is gone). */
+  readonly reload: (file: string) => Effect.Effect<Reloaded>
+  /** The files installed now, with their tool names. */
+  readonly installed: () => ReadonlyArray<Installed>
+  /** The plugin files that apply now, installed or not. */
+  readonly files: () => ReadonlyArray<string>
+}
+
+interface Entry {
+  readonly scope: Scope.Closeable
+  readonly names: ReadonlyArray<string>
+}
+
+/** The plugins of the Location `services.directory` (and of `home`), installed in Scopes under `parent`. */
+export const make = (
+  services: Services,
+  home: string | undefined,
+  parent: Scope.Scope,
+  options: Options = {},
+): Interface => {
+  const entries = new Map<string, Entry>()
+
+  const installFile = (file: string, version: string | undefined) =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.fork(parent)
+      const names = yield* load(file, version, options.timeoutMs).pipe(
+        Effect.flatMap((plugin) => install(file, plugin, services, scope, options.timeoutMs)),
+        Effect.onError(() => Scope.close(scope, Exit.void)),
+      )
+      entries.set(file, { scope, names })
+      return names
+    })
+
+  const installAll = Effect.gen(function* () {
+    const diagnostics: Array<Diagnostic> = []
+    for (const file of files(services.directory, home)) {
+      const result = yield* Effect.result(installFile(file, options.versionOf?.(file)))
+      if (result._tag === "Failure") diagnostics.push({ file, message: result.failure.message })
+    }
+    return diagnostics
+  })
+
+  const reload = Effect.fnUntraced(function* (file: string) {
+    const previous = entries.get(file)
+    entries.delete(file)
+    // A plugin's resources are released before its next installation acquires them again.
+    if (previous !== undefined) yield* Scope.close(previous.scope, Exit.void)
+    const before = previous?.names ?? []
+    if (!existsSync(file)) return { file, before, after: [], diagnostic: undefined } satisfies Reloaded
+    const result = yield* Effect.result(installFile(file, options.bump?.(file)))
+    return result._tag === "Success"
+      ? ({ file, before, after: result.success, diagnostic: undefined } satisfies Reloaded)
+      : ({ file, before, after: [], diagnostic: { file, message: result.failure.message } } satisfies Reloaded)
+  })
+
+  return {
+    installAll,
+    reload,
+    installed: () => [...entries].map(([file, entry]) => ({ file, names: entry.names })),
+    files: () => files(services.directory, home),
+  }
+}
+
+/** A Location's installed plugins: the files, what their first installation reported, their hooks. */
+export interface Installation {
+  readonly plugins: Interface
+  readonly diagnostics: ReadonlyArray<Diagnostic>
+  readonly hooks: Hooks.Table
+}
+
+export class Service extends Context.Service<Service, Installation>()("core/Plugins") {}
+
+export interface LayerOptions<R> extends Options {
+  readonly directory: string
+  /** `$CORE_HOME`, whose plugins install in every Location, first. */
+  readonly home: string | undefined
+  /** The shell capability, from the host's shell producer. */
+  readonly shell?: Effect.Effect<(typeof Plugin.Shell)["Service"], never, R>
+}
+
+/**
+ * Installs the plugins into the Location's registry for the life of the layer (each in its own Scope), with the
+ * Location's permission service and the hook table the settler meets (provided below, see `Hooks.layer`).
+ */
+export const layer = <R = never>(options: LayerOptions<R>): Layer.Layer<Service, never, Registry.Service | Permission.Service | R> =>
+  Layer.effect(
+    Service,
+    Effect.gen(function* () {
+      const registry = yield* Registry.Service
+      const permission = yield* Permission.Service
+      const hooks = yield* Hooks.Current
+      if (hooks === undefined) return yield* Effect.die("Plugins.layer needs the Location's hook table (Plugins.hooksLayer)")
+      const shell = options.shell === undefined ? undefined : yield* options.shell
+      const scope = yield* Scope.Scope
+      const services: Services = {
+        directory: options.directory,
+        tools: registry.tools,
+        permission,
+        hooks,
+        ...(shell === undefined ? {} : { shell }),
+      }
+      const plugins = make(services, options.home, scope, options)
+      const diagnostics = yield* plugins.installAll
+      return Service.of({ plugins, diagnostics, hooks })
+    }),
+  )

@@ -1,0 +1,326 @@
+// Location plugins through `@core/tool/testing` (DESIGN §12): installation once in a Scope of its own, release on
+// reload and on close, order and precedence, each hook's effect and refusal, hook defects as operational failures,
+// the boundary asking external_directory, and installation failures as diagnostics while the rest installs.
+
+import { describe, expect, test } from "bun:test"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect, Schema } from "effect"
+import { location, OperationalFailure } from "../../src/sdk/testing"
+import { Plugin } from "../../src/plugin/plugin"
+import { Tool } from "../../src/tool/tool"
+import { tempDir } from "../support/temp"
+
+const echo = (prefix = "") =>
+  Tool.make({
+    description: "Echo text back",
+    input: Schema.Struct({ text: Schema.String }),
+    output: Schema.String,
+    execute: (input) => Effect.succeed(`${prefix}${input.text}`),
+  })
+
+/** A plugin holding one resource: counts acquisitions and releases in `counts`. */
+const counted = (counts: { acquired: number; released: number }, name = "greet") =>
+  Plugin.make({
+    install: Effect.gen(function* () {
+      const tools = yield* Plugin.Tools
+      const resource = yield* Effect.acquireRelease(
+        Effect.sync(() => ({ serial: ++counts.acquired })),
+        () => Effect.sync(() => void counts.released++),
+      )
+      yield* tools.register({
+        [name]: Tool.make({
+          description: "Greets, with the serial of the resource it holds",
+          input: Schema.Struct({ who: Schema.String }),
+          output: Schema.String,
+          execute: (input) => Effect.succeed(`hello ${input.who} (#${resource.serial})`),
+        }),
+      })
+    }),
+  })
+
+describe("installation", () => {
+  test("installs once per Location, however many calls race, and releases exactly once on close", async () => {
+    const counts = { acquired: 0, released: 0 }
+    const loc = await location({ plugins: [counted(counts)] })
+    const settlements = await Promise.all(Array.from({ length: 20 }, (_, i) => loc.settle("greet", { who: `n${i}` })))
+    expect(settlements.every((settlement) => settlement.status === "success")).toBe(true)
+    expect(settlements[7]!.structured).toBe("hello n7 (#1)")
+    expect(counts).toEqual({ acquired: 1, released: 0 })
+    await loc.close()
+    await loc.close()
+    expect(counts).toEqual({ acquired: 1, released: 1 })
+  })
+
+  test("a reload releases the old Scope before installing a fresh one, and turns made before see its tools stale", async () => {
+    const counts = { acquired: 0, released: 0 }
+    const plugin = counted(counts)
+    await using loc = await location({ plugins: [plugin] })
+    const before = await loc.turn()
+    expect((await before.settle("greet", { who: "a" })).structured).toBe("hello a (#1)")
+    expect(await loc.reload(plugin)).toBeUndefined()
+    expect(counts).toEqual({ acquired: 2, released: 1 })
+    const stale = await before.settle("greet", { who: "b" })
+    expect(stale.status).toBe("error")
+    expect(stale.error?.kind).toBe("stale")
+    expect((await loc.settle("greet", { who: "c" })).structured).toBe("hello c (#2)")
+  })
+
+  test("the installation gets the Location's directory", async () => {
+    const directory = tempDir("core-plugin-loc-")
+    let seen = ""
+    await using loc = await location({
+      directory,
+      plugins: [
+        Plugin.make({
+          install: Effect.gen(function* () {
+            seen = (yield* Plugin.Location).directory
+          }),
+        }),
+      ],
+    })
+    expect(seen).toBe(loc.directory)
+
+  })
+})
+
+describe("order and precedence", () => {
+  test("a later plugin's registration of a name wins over an earlier one's; the Location's tools win over both", async () => {
+    const registering = (tools: Record<string, Tool.Any>) =>
+      Plugin.make({ install: Effect.gen(function* () { yield* (yield* Plugin.Tools).register(tools) }) })
+    await using loc = await location({
+      plugins: [registering({ echo: echo("first:"), other: echo("first:") }), registering({ echo: echo("second:") })],
+      tools: { other: echo("tool:") },
+    })
+    expect((await loc.settle("echo", { text: "x" })).structured).toBe("second:x")
+    expect((await loc.settle("other", { text: "x" })).structured).toBe("tool:x")
+  })
+})
+
+const hooking = (hooks: Plugin.Hooks) => Plugin.make({ install: Effect.succeed(hooks) })
+
+describe("hooks", () => {
+  test("tool.definition adjusts the description as advertised, in installation order, never the name", async () => {
+    await using loc = await location({
+      plugins: [
+        hooking({ "tool.definition": (definition) => ({ description: `${definition.description} [a]` }) }),
+        hooking({ tools: ["ec*"], "tool.definition": (definition) => ({ description: `${definition.description} [b]` }) }),
+        hooking({ tools: ["nothing"], "tool.definition": () => ({ description: "never" }) }),
+      ],
+      tools: { echo: echo() },
+    })
+    const [definition] = (await loc.turn()).definitions
+    expect(definition!.name).toBe("echo")
+    expect(definition!.description).toBe("Echo text back [a] [b]")
+  })
+
+  test("tool.execute.before replaces the decoded input, and sees no call ids", async () => {
+    const seen: Array<unknown> = []
+    await using loc = await location({
+      plugins: [
+        hooking({
+          "tool.execute.before": (call) => {
+            seen.push(call)
+            return Effect.succeed({ input: { text: `${(call.input as { text: string }).text}!` } })
+          },
+        }),
+      ],
+      tools: { echo: echo() },
+    })
+    const settlement = await loc.settle("echo", { text: "hi" }, { sessionID: "ses_secret", toolCallID: "call_secret" })
+    expect(settlement.structured).toBe("hi!")
+    expect(seen).toEqual([{ tool: "echo", input: { text: "hi" } }])
+    expect(JSON.stringify(seen)).not.toContain("secret")
+  })
+
+  test("tool.execute.before refuses a call as denied with its message, and the tool does not run", async () => {
+    let ran = 0
+    const counting = Tool.make({
+      description: "Counts its runs",
+      input: Schema.Struct({}),
+      output: Schema.Number,
+      execute: () => Effect.sync(() => ++ran),
+    })
+    await using loc = await location({
+      plugins: [hooking({ "tool.execute.before": () => Effect.fail(new Plugin.Denied({ message: "Not on Fridays." })) })],
+      tools: { counting },
+    })
+    const settlement = await loc.settle("counting", {})
+    expect(settlement.status).toBe("error")
+    expect(settlement.error).toEqual({ kind: "denied", message: "Not on Fridays." })
+    expect(ran).toBe(0)
+  })
+
+  test("a replaced input that the tool's schema refuses is an operational failure, and the tool does not run", async () => {
+    let ran = 0
+    const counted = Tool.make({
+      description: "Counts",
+      input: Schema.Struct({ n: Schema.Int }),
+      output: Schema.Number,
+      execute: (input) => Effect.sync(() => (ran++, input.n)),
+    })
+    await using loc = await location({
+      plugins: [hooking({ "tool.execute.before": () => Effect.succeed({ input: { n: "not a number" } }) })],
+      tools: { counted },
+    })
+    await expect(loc.settle("counted", { n: 1 })).rejects.toBeInstanceOf(OperationalFailure)
+    expect(ran).toBe(0)
+  })
+
+  test("tool.execute.after replaces what the model reads, which is still bounded", async () => {
+    await using loc = await location({
+      plugins: [
+        hooking({
+          "tool.execute.after": (result) =>
+            Effect.succeed({ content: `${result.tool} said ${String(result.output)}\n`.repeat(50) }),
+        }),
+      ],
+      tools: { echo: echo() },
+      limits: { maxLines: 10 },
+    })
+    const traced = await loc.trace("echo", { text: "hi" })
+    expect(traced.settlement.status).toBe("success")
+    expect(traced.settlement.outputs).toHaveLength(1)
+    const full = traced.outputs[traced.settlement.outputs[0]!.id]!
+    expect(full).toBe("echo said hi\n".repeat(50))
+    const text = traced.settlement.content.map((part) => (part.type === "text" ? part.text : "")).join("")
+    expect(text.length).toBeLessThan(full.length)
+  })
+
+  test("a hook that throws or dies is an operational failure, never a silent skip", async () => {
+    for (const hooks of [
+      { "tool.execute.before": () => Effect.die("broken before") },
+      {
+        "tool.execute.after": () => {
+          throw new Error("broken after")
+        },
+      },
+    ] satisfies ReadonlyArray<Plugin.Hooks>) {
+      await using loc = await location({ plugins: [hooking(hooks)], tools: { echo: echo() } })
+      await expect(loc.settle("echo", { text: "hi" })).rejects.toBeInstanceOf(OperationalFailure)
+    }
+  })
+
+  test("a failing tool.definition hook fails the turn operationally", async () => {
+    await using loc = await location({
+      plugins: [
+        hooking({
+          "tool.definition": () => {
+            throw new Error("no")
+          },
+        }),
+      ],
+      tools: { echo: echo() },
+    })
+    await expect(loc.turn()).rejects.toBeInstanceOf(OperationalFailure)
+  })
+
+  test("a plugin's hooks go with its Scope", async () => {
+    const plugin = hooking({ "tool.execute.after": () => Effect.succeed({ content: "hooked" }) })
+    const loc = await location({ plugins: [plugin], tools: { echo: echo() } })
+    expect((await loc.settle("echo", { text: "hi" })).content).toEqual([{ type: "text", text: "hooked" }])
+    await loc.close()
+    const bare = await location({ tools: { echo: echo() } })
+    expect((await bare.settle("echo", { text: "hi" })).content).toEqual([{ type: "text", text: "hi" }])
+    await bare.close()
+  })
+})
+
+describe("trusted services", () => {
+  /** A plugin registering `peek`, which reads a file through the boundary and the Location's permissions. */
+  const peek = Plugin.make({
+    install: Effect.gen(function* () {
+      const tools = yield* Plugin.Tools
+      const boundary = yield* Plugin.Boundary
+      yield* tools.register({
+        peek: Tool.make({
+          description: "Read a text file",
+          input: Schema.Struct({ path: Schema.String }),
+          output: Schema.String,
+          checksPermissions: true,
+          execute: (input, context) =>
+            Effect.gen(function* () {
+              const file = yield* boundary.authorize(context, { path: input.path, access: "read" })
+              return yield* Effect.promise(() => Bun.file(file.path).text())
+            }),
+        }),
+      })
+    }),
+  })
+
+  test("a path inside the Location is read without asking; one outside asks external_directory first", async () => {
+    const directory = tempDir("core-plugin-peek-")
+    writeFileSync(join(directory, "inside.txt"), "in")
+    const outside = tempDir("core-plugin-outside-")
+    writeFileSync(join(outside, "secret.txt"), "out")
+    await using loc = await location({ directory, plugins: [peek] })
+    const inside = await loc.trace("peek", { path: "inside.txt" })
+    expect(inside.settlement.structured).toBe("in")
+    expect(inside.asks).toEqual([])
+    const declined = await loc.trace("peek", { path: join(outside, "secret.txt") })
+    expect(declined.settlement.status).toBe("declined")
+    expect(declined.asks.map((ask) => ask.action)).toEqual(["external_directory"])
+  })
+
+  test("permission assert applies the Location's rules with the call's ids", async () => {
+    const guarded = Plugin.make({
+      install: Effect.gen(function* () {
+        const tools = yield* Plugin.Tools
+        const permission = yield* Plugin.Permission
+        yield* tools.register({
+          deploy: Tool.make({
+            description: "Deploys to an environment",
+            input: Schema.Struct({ env: Schema.String }),
+            output: Schema.String,
+            checksPermissions: true,
+            execute: (input, context) =>
+              permission.assert(context, { action: "deploy", resources: [input.env] }).pipe(Effect.as(`deployed ${input.env}`)),
+          }),
+        })
+      }),
+    })
+    await using loc = await location({
+      plugins: [guarded],
+      permission: { rules: [{ action: "deploy", resource: "prod", effect: "deny" }] },
+    })
+    expect((await loc.settle("deploy", { env: "staging" })).structured).toBe("deployed staging")
+    expect((await loc.settle("deploy", { env: "prod" })).error?.kind).toBe("denied")
+  })
+})
+
+describe("installation failures", () => {
+  test("a throw, a refused registration, a timeout or a file that is not a plugin is a diagnostic; the rest installs", async () => {
+    const directory = tempDir("core-plugin-bad-")
+    mkdirSync(join(directory, "plugins"))
+    writeFileSync(join(directory, "plugins/notplugin.ts"), `export default 42\n`)
+    const throwing = Plugin.make({
+      install: Effect.sync(() => {
+        throw new Error("cannot connect")
+      }),
+    })
+    const registering = (record: Record<string, Tool.Any>) =>
+      Plugin.make({
+        install: Effect.gen(function* () {
+          yield* (yield* Plugin.Tools).register(record)
+        }),
+      })
+    const badName = registering({ "bad name": echo() })
+    const notTool = registering({ fake: {} as Tool.Any })
+    const hanging = Plugin.make({ install: Effect.never })
+    const counts = { acquired: 0, released: 0 }
+    await using loc = await location({
+      directory,
+      plugins: [throwing, badName, notTool, hanging, "plugins/notplugin.ts", counted(counts)],
+      installTimeoutMs: 50,
+    })
+    const messages = loc.diagnostics.map((diagnostic) => diagnostic.message)
+    expect(messages).toHaveLength(5)
+    expect(messages[0]).toContain("plugin1: failed to install: cannot connect")
+    expect(messages[1]).toContain("Invalid tool name")
+    expect(messages[2]).toContain('"fake" is not a tool made by Tool.make')
+    expect(messages[3]).toContain("did not finish installing within 0.05 s")
+    expect(messages[4]).toContain("does not default-export a plugin")
+    expect(messages[4]).toContain("notplugin.ts")
+    expect((await loc.settle("greet", { who: "x" })).status).toBe("success")
+  })
+})
