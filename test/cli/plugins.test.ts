@@ -1,0 +1,132 @@
+// Plugins through the compiled binary (DESIGN §12): `@core/tool`'s Plugin served to plugin files, order and
+// precedence ($CORE_HOME's plugins, the Location's, then tools/*.ts), hooks in `core exec`, `core tools` and
+// `core check`, diagnostics on stderr while the rest serves, and every plugin Scope closed when `core exec` and
+// `core serve` end.
+
+import { beforeAll, describe, expect, test } from "bun:test"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { binary } from "../support/binary"
+import { serve } from "../server/support"
+import { core, exec, IMPORTS, sandbox, settlementOf } from "./fixture"
+
+const PLUGIN_IMPORTS = `import { Plugin, Tool } from "@core/tool"
+import { Effect, Schema } from "effect"
+import { appendFileSync } from "node:fs"
+import { join } from "node:path"
+const log = (line: string) => appendFileSync(join(import.meta.dir, "..", "plugin.log"), line + "\\n")
+`
+
+/** A plugin registering `name` answering `reply`, logging its installation and release. */
+const registering = (label: string, name: string, reply: string) => `${PLUGIN_IMPORTS}
+export default Plugin.make({
+  install: Effect.gen(function* () {
+    const tools = yield* Plugin.Tools
+    yield* Effect.acquireRelease(Effect.sync(() => log("install ${label}")), () => Effect.sync(() => log("release ${label}")))
+    yield* tools.register({
+      ${name}: Tool.make({ description: "Says ${reply}", input: Schema.Struct({ text: Schema.String }), output: Schema.String, execute: (input) => Effect.succeed("${reply} " + input.text) }),
+    })
+  }),
+})
+`
+
+const HOOKS = `${PLUGIN_IMPORTS}
+export default Plugin.make({
+  install: Effect.succeed({
+    tools: ["say*"],
+    "tool.definition": (definition: Plugin.Definition) => ({ description: definition.description + " (audited)" }),
+    "tool.execute.before": (call: Plugin.Before) =>
+      (call.input as { text: string }).text === "forbidden"
+        ? Effect.fail(new Plugin.Denied({ message: "The audit plugin refuses forbidden words." }))
+        : (call.input as { text: string }).text === "crash"
+          ? Effect.die("audit broke")
+          : Effect.succeed({ input: { text: (call.input as { text: string }).text.toUpperCase() } }),
+  }),
+})
+`
+
+const logOf = (directory: string): ReadonlyArray<string> =>
+  readFileSync(join(directory, "plugin.log"), "utf8").trim().split("\n")
+
+beforeAll(async () => {
+  await binary()
+}, 300_000)
+
+describe("plugins in core exec, tools and check", () => {
+  test("order: $CORE_HOME's plugins, then the Location's by file name, then tools/*.ts; the latest wins", async () => {
+    const box = sandbox(
+      {
+        "plugins/a.ts": registering("a", "say", "a"),
+        "plugins/b.ts": registering("b", "say", "b"),
+        "plugins/c.ts": registering("c", "shout", "c"),
+        "tools/shout.ts": `${IMPORTS}export default Tool.make({ description: "Shout", input: Schema.Struct({ text: Schema.String }), output: Schema.String, execute: (input) => Effect.succeed("tool " + input.text) })\n`,
+      },
+      { "plugins/z.ts": registering("home", "say", "home") },
+    )
+    const said = await exec(box, "say", { text: "x" })
+    expect(said.stderr).toBe("")
+    expect(settlementOf(said).structured).toBe("b x")
+    expect(settlementOf(await exec(box, "shout", { text: "x" })).structured).toBe("tool x")
+    // core exec closes every plugin's Scope on its way out.
+    expect(logOf(box.location)).toEqual(["install a", "install b", "install c", "release c", "release b", "release a"].concat(
+      ["install a", "install b", "install c", "release c", "release b", "release a"],
+    ))
+    expect(logOf(box.home)).toEqual(["install home", "release home", "install home", "release home"])
+  }, 60_000)
+
+  test("hooks refuse, replace input and adjust definitions; core tools and core check say which apply", async () => {
+    const box = sandbox({ "plugins/audit.ts": HOOKS, "plugins/say.ts": registering("say", "say", "said") })
+    const replaced = await exec(box, "say", { text: "quiet" })
+    expect(settlementOf(replaced).structured).toBe("said QUIET")
+
+    const refused = await exec(box, "say", { text: "forbidden" })
+    expect(refused.code).toBe(1)
+    expect(settlementOf(refused).error).toEqual({ kind: "denied", message: "The audit plugin refuses forbidden words." })
+
+    const crashed = await exec(box, "say", { text: "crash" })
+    expect(crashed.code).toBe(3)
+    expect(crashed.stdout).toBe("")
+    expect(crashed.stderr).toContain("audit broke")
+
+    const listed = await core(box, ["tools", "--json", "--location", box.location])
+    const say = (JSON.parse(listed.stdout) as Array<{ name: string; description: string }>).find((tool) => tool.name === "say")
+    expect(say!.description).toBe("Says said (audited)")
+    const table = await core(box, ["tools", "--location", box.location])
+    const row = table.stdout.split("\n").find((line) => line.startsWith("say "))
+    expect(row).toContain("[hooks: audit: definition, before]")
+    expect(table.stdout.split("\n").find((line) => line.startsWith("read "))).not.toContain("hooks")
+
+    const checked = await core(box, ["check", "say", "--input", '{"text":"x"}', "--location", box.location])
+    expect(JSON.parse(checked.stdout).hooks).toEqual([{ plugin: "audit", hooks: ["tool.definition", "tool.execute.before"] }])
+  }, 60_000)
+
+  test("a plugin that fails to load or install is a diagnostic on stderr naming the file; the rest serves", async () => {
+    const box = sandbox({
+      "plugins/syntax.ts": `import { Plugin } from "@core/tool"\nexport default Plugin.make({ install: (\n`,
+      "plugins/throws.ts": `import { Plugin } from "@core/tool"\nimport { Effect } from "effect"\nexport default Plugin.make({ install: Effect.sync(() => { throw new Error("database is down") }) })\n`,
+      "plugins/none.ts": `export const nothing = 1\n`,
+      "plugins/ok.ts": registering("ok", "say", "ok"),
+    })
+    const listed = await core(box, ["tools", "--json", "--location", box.location])
+    expect(listed.code).toBe(0)
+    const lines = listed.stderr.trim().split("\n")
+    expect(lines).toHaveLength(3)
+    expect(lines.find((line) => line.includes("plugins/syntax.ts"))).toContain("syntax error")
+    expect(lines.find((line) => line.includes("plugins/throws.ts"))).toContain("failed to install: database is down")
+    expect(lines.find((line) => line.includes("plugins/none.ts"))).toContain("does not default-export a plugin")
+    expect((JSON.parse(listed.stdout) as Array<{ name: string }>).map((tool) => tool.name)).toContain("say")
+  }, 60_000)
+})
+
+describe("plugins in core serve", () => {
+  test("shutdown closes every plugin Scope before exit", async () => {
+    const box = sandbox({ "plugins/p.ts": registering("p", "say", "p") })
+    const served = await serve(box)
+    const turn = await served.turn()
+    expect((await served.settle(turn.turnID, { name: "say", input: { text: "x" } })).body.structured).toBe("p x")
+    served.child.kill("SIGTERM")
+    const { code } = await served.exited()
+    expect(code).toBe(0)
+    expect(logOf(box.location)).toEqual(["install p", "release p"])
+  }, 60_000)
+})
