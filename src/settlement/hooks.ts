@@ -42,19 +42,30 @@ const HOOK_NAMES = ["tool.definition", "tool.execute.before", "tool.execute.afte
 /** The hooks of one Location, in installation order; each plugin's entry goes when its Scope closes. */
 export class Table {
   private entries: ReadonlyArray<Entry> = []
+  /** The entries applying to each tool name met so far (settles are hot: match the patterns once per name). */
+  private readonly byTool = new Map<string, ReadonlyArray<Entry>>()
 
   /** Adds a plugin's hooks after the others; answers how to remove exactly them. */
   add(entry: Entry): () => void {
     this.entries = [...this.entries, entry]
+    this.byTool.clear()
     return () => {
       this.entries = this.entries.filter((candidate) => candidate !== entry)
+      this.byTool.clear()
     }
   }
 
   /** The entries whose hooks apply to `tool`, in installation order. */
   for(tool: string): ReadonlyArray<Entry> {
     if (this.entries.length === 0) return this.entries
-    return this.entries.filter(({ hooks }) => hooks.tools === undefined || hooks.tools.some((pattern) => Rule.matches(pattern, tool)))
+    let applying = this.byTool.get(tool)
+    if (applying === undefined) {
+      applying = this.entries.filter(
+        ({ hooks }) => hooks.tools === undefined || hooks.tools.some((pattern) => Rule.matches(pattern, tool)),
+      )
+      this.byTool.set(tool, applying)
+    }
+    return applying
   }
 
   get size(): number {
@@ -78,35 +89,25 @@ export const applied = (table: Table | undefined, tool: string): ReadonlyArray<A
 const failed = (plugin: string, hook: string, message: string) => (cause: unknown) =>
   new HookError({ plugin, hook, message: `${hook} hook of ${plugin} ${message}`, cause })
 
-/**
- * Runs a hook's Effect (built by a call that may itself throw). Answers its success, an interruption or a failure
- * `allowed` accepts as an Exit; anything else (a throw, a defect, another error) is a HookError.
- */
-const run = <A, E>(
-  plugin: string,
-  hook: string,
-  make: () => Effect.Effect<A, E>,
-  allowed: (error: unknown) => boolean = () => false,
-): Effect.Effect<Exit.Exit<A, E>, HookError> =>
-  Effect.suspend(() => {
-    let effect: Effect.Effect<A, E>
-    try {
-      effect = make()
-    } catch (cause) {
-      return Effect.fail(failed(plugin, hook, `threw: ${messageOf(cause)}`)(cause))
-    }
-    if (!Effect.isEffect(effect)) {
-      return Effect.fail(failed(plugin, hook, "did not return an Effect")(effect))
-    }
-    return Effect.exit(effect).pipe(
-      Effect.flatMap((exit) => {
-        if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return Effect.succeed(exit)
-        const error = Cause.findError(exit.cause)
-        if (error._tag === "Success" && allowed(error.success)) return Effect.succeed(exit)
-        return Effect.fail(failed(plugin, hook, `failed: ${Cause.pretty(exit.cause)}`)(Cause.squash(exit.cause)))
-      }),
-    )
-  })
+/** A hook's Effect, from a call that may throw or answer something else: those become defects, as a failing Effect's. */
+const invoke = <A, E>(make: () => Effect.Effect<A, E>): Effect.Effect<A, E> => {
+  let effect: Effect.Effect<A, E>
+  try {
+    effect = make()
+  } catch (cause) {
+    return Effect.die(cause)
+  }
+  return Effect.isEffect(effect) ? effect : Effect.die(new TypeError(`answered ${typeof effect}, not an Effect`))
+}
+
+/** The HookError of a hook whose Effect ended in `cause` (anything but an interruption or an allowed failure). */
+const hookFailure = (plugin: string, hook: string, cause: Cause.Cause<unknown>): HookError => {
+  const error = Cause.findError(cause)
+  const reason = error._tag === "Success" ? error.success : Cause.squash(cause)
+  return failed(plugin, hook, `failed: ${messageOf(reason)}`)(reason)
+}
+
+const EMPTY: ReadonlyArray<Entry> = []
 
 const messageOf = (cause: unknown): string =>
   typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
@@ -154,34 +155,43 @@ export const before = (
   name: string,
   tool: Internal.Record,
   input: unknown,
-): Effect.Effect<BeforeOutcome, HookError> =>
-  Effect.gen(function* () {
-    let current = input
-    for (const { plugin, hooks } of table?.for(name) ?? []) {
-      const hook = hooks["tool.execute.before"]
-      if (hook === undefined) continue
-      const exit = yield* run(plugin, "tool.execute.before", () => hook({ tool: name, input: current }), isDenied)
-      if (Exit.isFailure(exit)) {
-        if (Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
-        const error = Cause.findError(exit.cause)
-        const message = error._tag === "Success" ? String(error.success.message) : "refused"
-        return { _tag: "Denied", plugin, message } satisfies BeforeOutcome
-      }
-      const answer = exit.value
-      if (answer === undefined) continue
-      if (typeof answer !== "object" || answer === null || !("input" in answer)) {
-        return yield* failed(plugin, "tool.execute.before", "answered something other than { input } or nothing")(answer)
-      }
-      const encoded = yield* Schema.encodeUnknownEffect(tool.inputJson)(answer.input, INPUT_OPTIONS).pipe(
-        Effect.flatMap((json) => Schema.decodeUnknownEffect(tool.inputJson)(json, INPUT_OPTIONS)),
-        Effect.mapError((issue) =>
-          failed(plugin, "tool.execute.before", `replaced the input of ${name} with a value its input schema refuses: ${issue.message}`)(issue),
-        ),
-      )
-      current = encoded
-    }
-    return { _tag: "Run", input: current } satisfies BeforeOutcome
-  })
+): Effect.Effect<BeforeOutcome, HookError> => {
+  const entries = table === undefined ? EMPTY : table.for(name)
+  const step = (index: number, current: unknown): Effect.Effect<BeforeOutcome, HookError> => {
+    while (index < entries.length && entries[index]!.hooks["tool.execute.before"] === undefined) index++
+    if (index === entries.length) return Effect.succeed({ _tag: "Run", input: current })
+    const { plugin, hooks } = entries[index]!
+    const hook = hooks["tool.execute.before"]!
+    return Effect.matchCauseEffect(invoke(() => hook({ tool: name, input: current })), {
+      onFailure: (cause): Effect.Effect<BeforeOutcome, HookError> => {
+        if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+        const error = Cause.findError(cause)
+        if (error._tag === "Success" && isDenied(error.success)) {
+          return Effect.succeed({ _tag: "Denied", plugin, message: String(error.success.message) })
+        }
+        return Effect.fail(hookFailure(plugin, "tool.execute.before", cause))
+      },
+      onSuccess: (answer) => {
+        if (answer === undefined) return step(index + 1, current)
+        if (typeof answer !== "object" || answer === null || !("input" in answer)) {
+          return Effect.fail(failed(plugin, "tool.execute.before", "answered something other than { input } or nothing")(answer))
+        }
+        return Schema.encodeUnknownEffect(tool.inputJson)(answer.input, INPUT_OPTIONS).pipe(
+          Effect.flatMap((json) => Schema.decodeUnknownEffect(tool.inputJson)(json, INPUT_OPTIONS)),
+          Effect.mapError((issue) =>
+            failed(
+              plugin,
+              "tool.execute.before",
+              `replaced the input of ${name} with a value its input schema refuses: ${issue.message}`,
+            )(issue),
+          ),
+          Effect.flatMap((replaced) => step(index + 1, replaced)),
+        )
+      },
+    })
+  }
+  return step(0, input)
+}
 
 /** Runs the after hooks in order over the projection; answers the content the model reads. */
 export const after = (
@@ -189,27 +199,35 @@ export const after = (
   name: string,
   call: { readonly input: unknown; readonly output: unknown; readonly content: ReadonlyArray<Tool.Content> },
   decodeContent: (parts: unknown) => Exit.Exit<ReadonlyArray<Tool.Content>, unknown>,
-): Effect.Effect<ReadonlyArray<Tool.Content>, HookError> =>
-  Effect.gen(function* () {
-    let content = call.content
-    for (const { plugin, hooks } of table?.for(name) ?? []) {
-      const hook = hooks["tool.execute.after"]
-      if (hook === undefined) continue
-      const exit = yield* run(plugin, "tool.execute.after", () => hook({ tool: name, input: call.input, output: call.output, content }))
-      if (Exit.isFailure(exit)) return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
-      const answer = exit.value
-      if (answer === undefined) continue
-      const parts =
-        typeof answer === "object" && answer !== null && "content" in answer
-          ? typeof answer.content === "string"
-            ? [{ type: "text", text: answer.content }]
-            : answer.content
-          : undefined
-      const decoded = parts === undefined ? undefined : decodeContent(parts)
-      if (decoded === undefined || Exit.isFailure(decoded)) {
-        return yield* failed(plugin, "tool.execute.after", "answered something other than { content } of text or file parts")(answer)
-      }
-      content = decoded.value
-    }
-    return content
-  })
+): Effect.Effect<ReadonlyArray<Tool.Content>, HookError> => {
+  const entries = table === undefined ? EMPTY : table.for(name)
+  const step = (index: number, content: ReadonlyArray<Tool.Content>): Effect.Effect<ReadonlyArray<Tool.Content>, HookError> => {
+    while (index < entries.length && entries[index]!.hooks["tool.execute.after"] === undefined) index++
+    if (index === entries.length) return Effect.succeed(content)
+    const { plugin, hooks } = entries[index]!
+    const hook = hooks["tool.execute.after"]!
+    return Effect.matchCauseEffect(invoke(() => hook({ tool: name, input: call.input, output: call.output, content })), {
+      onFailure: (cause): Effect.Effect<ReadonlyArray<Tool.Content>, HookError> =>
+        Cause.hasInterruptsOnly(cause)
+          ? Effect.failCause(cause as Cause.Cause<never>)
+          : Effect.fail(hookFailure(plugin, "tool.execute.after", cause)),
+      onSuccess: (answer) => {
+        if (answer === undefined) return step(index + 1, content)
+        const parts =
+          typeof answer === "object" && answer !== null && "content" in answer
+            ? typeof answer.content === "string"
+              ? [{ type: "text", text: answer.content }]
+              : answer.content
+            : undefined
+        const decoded = parts === undefined ? undefined : decodeContent(parts)
+        if (decoded === undefined || Exit.isFailure(decoded)) {
+          return Effect.fail(
+            failed(plugin, "tool.execute.after", "answered something other than { content } of text or file parts")(answer),
+          )
+        }
+        return step(index + 1, decoded.value)
+      },
+    })
+  }
+  return step(0, call.content)
+}

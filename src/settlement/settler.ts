@@ -231,7 +231,7 @@ export const layer: Layer.Layer<
         }
         return yield* new OperationalError({ message: refusal.message, cause: refusal })
       }
-      if (hooks === undefined) return { _tag: "Admitted", tool, input: decoded.value } satisfies Admitted
+      if (hooks === undefined || hooks.size === 0) return { _tag: "Admitted", tool, input: decoded.value } satisfies Admitted
       const hooked = yield* Hooks.before(hooks, call.name, tool, decoded.value).pipe(Effect.mapError(hookFailed))
       if (hooked._tag === "Denied") return yield* rejectNew(call, "denied", hooked.message)
       return { _tag: "Admitted", tool, input: hooked.input } satisfies Admitted
@@ -318,7 +318,7 @@ export const layer: Layer.Layer<
       }
 
       const content =
-        hooks === undefined
+        hooks === undefined || hooks.size === 0
           ? projected.value.content
           : yield* Hooks.after(
               hooks,

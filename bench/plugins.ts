@@ -1,0 +1,309 @@
+// Plugins (DESIGN §12). What a hook adds to a settle: an echo settled in process (in-memory store, the strictest
+// case, where the pipeline is cheapest) with no hooks, one `tool.execute.before`, one `tool.execute.after`, and one
+// of each, in interleaved blocks with a GC between them; target: each hook under 5% of a settle. Then installing
+// 100 plugin files into a fresh Location (import, install, register: time and resident memory), beside loading 100
+// tool files of the same tools through discovery, the peer a plugin replaces.
+
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Exit, Layer, ManagedRuntime, Schema, Scope } from "effect"
+import { Kernel } from "../src/host/kernel"
+import { Discovery } from "../src/location/discovery"
+import { Permission } from "../src/permission/permission"
+import { Plugins } from "../src/plugin/plugins"
+import { Registry } from "../src/registry/registry"
+import { Hooks } from "../src/settlement/hooks"
+import { Settler } from "../src/settlement/settler"
+import { Approvals } from "../src/store/approvals"
+import { Store } from "../src/store/store"
+import * as Internal from "../src/tool/internal"
+import { Tool } from "../src/tool/tool"
+import { Projection } from "../src/settlement/projection"
+import { cleanup, duration, main, megabytes, median, progress, ratio, type Report, summarize } from "./measure"
+
+const WARMUP_CALLS = 2_000
+const ROUNDS = 40
+const CALLS_PER_BLOCK = 250
+const TARGET_PER_HOOK = 0.05
+const ISOLATED_ITERATIONS = 50_000
+const PLUGINS = 100
+const INSTALL_RUNS = 5
+
+const echo = Tool.make({
+  description: "Echo text back",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.succeed(input.text),
+})
+
+interface Variant {
+  readonly label: string
+  readonly hooks: number
+  readonly call: (index: number) => Promise<void>
+  readonly close: () => Promise<void>
+}
+
+/** A kernel with `echo` registered and `entries` added to its hook table. */
+const variant = async (label: string, entries: ReadonlyArray<Hooks.Entry>, dataDir: string): Promise<Variant> => {
+  const runtime = ManagedRuntime.make(Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(dataDir, label.replace(/\W+/g, "_")) }))
+  const registration = Effect.runSync(Scope.make())
+  const turn = await runtime.runPromise(
+    Effect.gen(function* () {
+      yield* (yield* Registry.Service).tools.register({ echo }).pipe(Scope.provide(registration))
+      const table = yield* Hooks.Current
+      for (const entry of entries) table!.add(entry)
+      return yield* (yield* Settler.Service).materialize()
+    }),
+  )
+  const session = `ses_${label.replace(/\W+/g, "_")}`
+  return {
+    label,
+    hooks: entries.reduce((count, entry) => count + Object.keys(entry.hooks).length, 0),
+    call: async (index) => {
+      const { settlement } = await Effect.runPromise(
+        turn.settle({ sessionID: session, agent: "build", assistantMessageID: "msg", toolCallID: `call_${index}`, name: "echo", input: { text: "hi" } }),
+      )
+      if (settlement.status !== "success") throw new Error(`${label}: ${JSON.stringify(settlement)}`)
+    },
+    close: async () => {
+      await Effect.runPromise(Scope.close(registration, Exit.void))
+      await runtime.dispose()
+    },
+  }
+}
+
+const BEFORE: Hooks.Entry = { plugin: "before", hooks: { "tool.execute.before": () => Effect.void } }
+const AFTER: Hooks.Entry = { plugin: "after", hooks: { "tool.execute.after": () => Effect.void } }
+
+/**
+ * What the hooks' own code costs, apart from the rest of a settle and from the machine's noise: the before and
+ * after steps of the settler with no hook and with one no-op hook, run synchronously, per call (median of rounds).
+ */
+const isolatedCosts = () => {
+  const record = Internal.get(echo)!
+  const empty = new Hooks.Table()
+  const one = new Hooks.Table()
+  one.add(BEFORE)
+  one.add(AFTER)
+  const call = { input: { text: "hi" }, output: "hi", content: [{ type: "text" as const, text: "hi" }] }
+  const time = (body: () => void) => {
+    const rounds: Array<number> = []
+    for (let i = 0; i < ISOLATED_ITERATIONS; i++) body()
+    for (let round = 0; round < 7; round++) {
+      const start = performance.now()
+      for (let i = 0; i < ISOLATED_ITERATIONS; i++) body()
+      rounds.push((performance.now() - start) / ISOLATED_ITERATIONS)
+    }
+    return median(rounds)
+  }
+  const beforeEmpty = time(() => Effect.runSync(Hooks.before(empty, "echo", record, call.input)))
+  const beforeOne = time(() => Effect.runSync(Hooks.before(one, "echo", record, call.input)))
+  const afterEmpty = time(() => Effect.runSync(Hooks.after(empty, "echo", call, Projection.decodeContent)))
+  const afterOne = time(() => Effect.runSync(Hooks.after(one, "echo", call, Projection.decodeContent)))
+  return { before: beforeOne - beforeEmpty, after: afterOne - afterEmpty }
+}
+
+/** Median per-call time of each variant, over interleaved blocks in rotating order. */
+const settleCosts = async (dataDir: string) => {
+  const variants = [
+    await variant("no hooks", [], dataDir),
+    await variant("one before hook", [BEFORE], dataDir),
+    await variant("one after hook", [AFTER], dataDir),
+    await variant("before + after", [BEFORE, AFTER], dataDir),
+  ]
+  let counter = 0
+  for (const side of variants) for (let i = 0; i < WARMUP_CALLS; i++) await side.call(counter++)
+  const samples = new Map(variants.map((side) => [side.label, [] as Array<number>]))
+  for (let round = 0; round < ROUNDS; round++) {
+    progress(`settle round ${round + 1}/${ROUNDS}`)
+    for (let offset = 0; offset < variants.length; offset++) {
+      const side = variants[(round + offset) % variants.length]!
+      Bun.gc(true)
+      const start = performance.now()
+      for (let i = 0; i < CALLS_PER_BLOCK; i++) await side.call(counter++)
+      samples.get(side.label)!.push((performance.now() - start) / CALLS_PER_BLOCK)
+    }
+  }
+  for (const side of variants) await side.close()
+  return { variants, samples }
+}
+
+const pluginSource = (index: number) => `import { Plugin, Tool } from "@core/tool"
+import { Effect, Schema } from "effect"
+export default Plugin.make({
+  install: Effect.gen(function* () {
+    const tools = yield* Plugin.Tools
+    const held = yield* Effect.acquireRelease(Effect.sync(() => ({ opened: ${index} })), () => Effect.void)
+    yield* tools.register({
+      p${index}: Tool.make({
+        description: "Plugin tool ${index}",
+        input: Schema.Struct({ text: Schema.String }),
+        output: Schema.String,
+        execute: (input) => Effect.succeed(input.text + held.opened),
+      }),
+    })
+  }),
+})
+`
+
+const toolSource = (index: number) => `import { Tool } from "@core/tool"
+import { Effect, Schema } from "effect"
+export default Tool.make({
+  description: "Tool file ${index}",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.succeed(input.text + ${index}),
+})
+`
+
+/** A fresh Location with `count` files in `folder`, each from `source`. */
+const locationWith = (root: string, folder: string, count: number, source: (index: number) => string): string => {
+  const directory = mkdtempSync(join(root, "loc-"))
+  mkdirSync(join(directory, folder))
+  for (let index = 0; index < count; index++) {
+    writeFileSync(join(directory, folder, `f${String(index).padStart(3, "0")}.ts`), source(index))
+  }
+  return directory
+}
+
+/** Installs PLUGINS plugin files (or loads as many tool files) into a fresh registry: time and RSS growth. */
+const loadOnce = async (root: string, kind: "plugins" | "tools") => {
+  const directory = locationWith(root, kind, PLUGINS, kind === "plugins" ? pluginSource : toolSource)
+  const runtime = ManagedRuntime.make(
+    Layer.mergeAll(Registry.layer, Permission.layer({ project: directory }).pipe(Layer.provide(Approvals.layerMemory)), Hooks.layer()).pipe(
+      Layer.provideMerge(Registry.applicationLayer),
+    ),
+  )
+  await runtime.runPromise(Effect.void)
+  Bun.gc(true)
+  const rss = process.memoryUsage().rss
+  const scope = Effect.runSync(Scope.make())
+  const start = performance.now()
+  const count = await runtime.runPromise(
+    Effect.gen(function* () {
+      const registry = yield* Registry.Service
+      if (kind === "tools") {
+        const { loaded, diagnostics } = yield* Discovery.load(directory, registry.tools).pipe(Scope.provide(scope))
+        if (diagnostics.length > 0) throw new Error(diagnostics[0]!.message)
+        return loaded.length
+      }
+      const services: Plugins.Services = {
+        directory,
+        tools: registry.tools,
+        permission: yield* Permission.Service,
+        hooks: (yield* Hooks.Current)!,
+      }
+      const plugins = Plugins.make(services, undefined, scope)
+      const diagnostics = yield* plugins.installAll
+      if (diagnostics.length > 0) throw new Error(diagnostics[0]!.message)
+      return plugins.installed().length
+    }),
+  )
+  const ms = performance.now() - start
+  if (count !== PLUGINS) throw new Error(`${kind}: ${count} loaded`)
+  Bun.gc(true)
+  const grown = process.memoryUsage().rss - rss
+  const closeStart = performance.now()
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+  const closeMs = performance.now() - closeStart
+  await runtime.dispose()
+  return { ms, rss: grown, closeMs }
+}
+
+const measure = async (): Promise<Report> => {
+  const dataDir = mkdtempSync(join(tmpdir(), "core-bench-plugins-"))
+  try {
+    const { variants, samples } = await settleCosts(dataDir)
+    const isolated = isolatedCosts()
+    // Each round's block against the same round's block without hooks: drift on the shared machine cancels out.
+    const baseline = samples.get("no hooks")!
+    const rows = variants.map((side) => {
+      const own = samples.get(side.label)!
+      const summary = summarize(own)
+      const overhead = median(own.map((value, round) => value / baseline[round]!)) - 1
+      return {
+        side,
+        overhead,
+        row: [
+          side.label,
+          duration(summary.p50),
+          `${duration(summary.min)} / ${duration(summary.max)}`,
+          side.hooks === 0 ? "" : `${(overhead * 100).toFixed(1)}%`,
+          side.hooks === 0 ? "" : `${((overhead / side.hooks) * 100).toFixed(1)}%`,
+        ],
+      }
+    })
+
+    const installs: Array<{ ms: number; rss: number; closeMs: number }> = []
+    const loads: Array<{ ms: number; rss: number; closeMs: number }> = []
+    for (let run = 0; run < INSTALL_RUNS; run++) {
+      progress(`installing ${PLUGINS} plugins, run ${run + 1}/${INSTALL_RUNS}`)
+      // Alternated, so drift lands on both.
+      loads.push(await loadOnce(dataDir, "tools"))
+      installs.push(await loadOnce(dataDir, "plugins"))
+    }
+    const installMs = median(installs.map((run) => run.ms))
+    const loadMs = median(loads.map((run) => run.ms))
+    const perHook = Math.max(...rows.filter((row) => row.side.hooks > 0).map((row) => row.overhead / row.side.hooks))
+    const settleP50 = median(samples.get("no hooks")!)
+    const settleBest = Math.min(...samples.get("no hooks")!)
+    const isolatedWorst = Math.max(isolated.before, isolated.after)
+
+    return {
+      name: "plugins: hooks in a settle, installing 100 plugins",
+      about:
+        `An echo settled in process on the in-memory store (per call, ${ROUNDS} interleaved rounds of blocks of ` +
+        `${CALLS_PER_BLOCK.toLocaleString("en")}; overhead is the median of each round's ratio to its block without hooks), without hooks and with no-op hooks; then ${PLUGINS} plugin files ` +
+        `installed into a fresh Location (checked import, install, register; one resource each) beside ${PLUGINS} ` +
+        `tool files of the same tools loaded by discovery (median of ${INSTALL_RUNS} runs, fresh files each).`,
+      tables: [
+        {
+          title: "settle per call",
+          columns: ["variant", "p50", "min / max of blocks", "over no hooks (paired p50)", "per hook"],
+          rows: rows.map((row) => row.row),
+        },
+        {
+          title: "one no-op hook's own cost, isolated (synchronous, per call)",
+          columns: ["hook", "cost", "share of a settle p50", "share of the fastest settle block"],
+          rows: (["before", "after"] as const).map((hook) => [
+            `tool.execute.${hook}`,
+            duration(isolated[hook]),
+            `${((isolated[hook] / settleP50) * 100).toFixed(1)}%`,
+            `${((isolated[hook] / settleBest) * 100).toFixed(1)}%`,
+          ]),
+        },
+        {
+          title: `${PLUGINS} files into a fresh Location`,
+          columns: ["what", "time p50", "per file", "RSS growth p50", "close all p50"],
+          rows: [
+            [`${PLUGINS} plugins installed`, duration(installMs), duration(installMs / PLUGINS), megabytes(median(installs.map((run) => run.rss))), duration(median(installs.map((run) => run.closeMs)))],
+            [`${PLUGINS} tool files loaded`, duration(loadMs), duration(loadMs / PLUGINS), megabytes(median(loads.map((run) => run.rss))), duration(median(loads.map((run) => run.closeMs)))],
+          ],
+        },
+      ],
+      targets: [
+        {
+          measure: "one hook's isolated cost / the fastest settle block without hooks, worst hook",
+          value: `${((isolatedWorst / settleBest) * 100).toFixed(1)}%`,
+          target: `< ${TARGET_PER_HOOK * 100}%`,
+          met: isolatedWorst / settleBest < TARGET_PER_HOOK,
+        },
+        {
+          measure: "settle p50 cost per hook, worst variant, in-memory store (paired rounds; noisy when the machine is loaded)",
+          value: `${(perHook * 100).toFixed(1)}%`,
+          target: `< ${TARGET_PER_HOOK * 100}%`,
+          met: perHook < TARGET_PER_HOOK,
+        },
+      ],
+      notes: [
+        `installing ${PLUGINS} plugins vs loading ${PLUGINS} tool files: ${ratio(installMs / loadMs)} the time`,
+        "with the durable SQLite store (core exec, core serve) a settle costs more, so a hook's share is smaller still",
+      ],
+    }
+  } finally {
+    cleanup([dataDir])
+  }
+}
+
+if (import.meta.main) await main(measure)
