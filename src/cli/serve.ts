@@ -42,8 +42,8 @@ Environment:
   CORE_DATA_DIR   managed outputs and the settlement store (default ~/.local/share/core)
   CORE_HOME       application tools and core.json (default ~/.config/core)
 
-Tool files (tools/*.ts) and core.json of each served Location and of CORE_HOME are watched and
-reloaded on change. SIGINT or SIGTERM shuts down gracefully: running calls are cancelled (their
+Tool files (tools/*.ts), plugins (plugins/*.ts) and core.json of each served Location and of
+CORE_HOME are watched and reloaded on change; a Location's plugins are closed when it is let go. SIGINT or SIGTERM shuts down gracefully: running calls are cancelled (their
 processes killed) and recorded, and core exits 0. A second signal exits at once (130), after
 killing every process core started.
 `
