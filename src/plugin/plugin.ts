@@ -12,6 +12,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type { Refusal } from "../permission/refusal"
 import { Tool } from "../tool/tool"
+import * as Internal from "./internal"
 
 /** A registration the plugin asked for was refused: an invalid name, or a value not made by `Tool.make`. */
 export class RegistrationError extends Schema.TaggedError<RegistrationError>()("Plugin.RegistrationError", {
@@ -194,8 +195,6 @@ export interface Plugin {
   readonly [PluginBrand]: true
 }
 
-const installs = new WeakMap<object, Effect.Effect<Hooks | void, unknown, Capabilities | Scope.Scope>>()
-
 const PluginProto: object = Object.freeze(
   Object.create(null, { [Symbol.toStringTag]: { value: "Plugin" }, toJSON: { value: () => "<Plugin>" } }),
 )
@@ -206,14 +205,9 @@ export const make = <E>(config: Config<E>): Plugin => {
     throw new TypeError("Plugin.make: `install` must be an Effect (Effect.gen(function* () { ... }))")
   }
   const plugin = Object.freeze(Object.create(PluginProto)) as Plugin
-  installs.set(plugin, config.install)
+  Internal.remember(plugin, config.install as Internal.Installation)
   return plugin
 }
 
 /** True only for values made by `Plugin.make` in this runtime. */
-export const isPlugin = (value: unknown): value is Plugin =>
-  typeof value === "object" && value !== null && installs.has(value)
-
-/** The installation Effect of a plugin (for the installer; not part of `@core/tool`). */
-export const installOf = (plugin: Plugin): Effect.Effect<Hooks | void, unknown, Capabilities | Scope.Scope> =>
-  installs.get(plugin)!
+export const isPlugin = (value: unknown): value is Plugin => Internal.has(value)

@@ -20,6 +20,7 @@ import { Permission } from "../permission/permission"
 import { Registry } from "../registry/registry"
 import { Hooks } from "../settlement/hooks"
 import { Tool } from "../tool/tool"
+import * as Internal from "./internal"
 import { Plugin } from "./plugin"
 
 /** The folder plugins live in, in a Location and in `$CORE_HOME`. */
@@ -165,7 +166,7 @@ export const install = (
 ): Effect.Effect<ReadonlyArray<string>, Discovery.LoadError> =>
   Effect.gen(function* () {
     const names: Array<string> = []
-    const installation = Plugin.installOf(plugin).pipe(
+    const installation = Internal.installOf(plugin)!.pipe(
       Effect.provideContext(capabilities(services, names)),
       Scope.provide(scope),
     )

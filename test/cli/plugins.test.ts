@@ -4,7 +4,7 @@
 // `core serve` end.
 
 import { beforeAll, describe, expect, test } from "bun:test"
-import { readFileSync } from "node:fs"
+import { readFileSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { binary } from "../support/binary"
 import { serve } from "../server/support"
@@ -119,14 +119,28 @@ describe("plugins in core exec, tools and check", () => {
 })
 
 describe("plugins in core serve", () => {
-  test("shutdown closes every plugin Scope before exit", async () => {
-    const box = sandbox({ "plugins/p.ts": registering("p", "say", "p") })
-    const served = await serve(box)
-    const turn = await served.turn()
-    expect((await served.settle(turn.turnID, { name: "say", input: { text: "x" } })).body.structured).toBe("p x")
+  test("racing first requests install once; a changed plugin reinstalls; shutdown closes every Scope before exit", async () => {
+    const other = sandbox({ "plugins/p.ts": registering("other", "say", "other") })
+    const box = sandbox({ "plugins/p.ts": registering("p1", "say", "p1") })
+    const served = await serve(box, ["--allow-root", other.location])
+    const headers = { "x-core-location": realpathSync(other.location) }
+    const turns = await Promise.all(Array.from({ length: 8 }, () => served.turn(undefined, headers)))
+    expect((await served.settle(turns[5]!.turnID, { name: "say", input: { text: "x" } }, headers)).body.structured).toBe("other x")
+    expect(logOf(other.location)).toEqual(["install other"])
+
+    const events = await served.events()
+    const old = await served.turn()
+    expect((await served.settle(old.turnID, { name: "say", input: { text: "x" } })).body.structured).toBe("p1 x")
+    writeFileSync(join(box.location, "plugins/p.ts"), registering("p2", "say", "p2"))
+    await events.until("tools.changed")
+    await events.close()
+    expect(logOf(box.location)).toEqual(["install p1", "release p1", "install p2"])
+    expect((await served.settle(old.turnID, { name: "say", input: { text: "x" } })).body.error.kind).toBe("stale")
+
     served.child.kill("SIGTERM")
     const { code } = await served.exited()
     expect(code).toBe(0)
-    expect(logOf(box.location)).toEqual(["install p", "release p"])
+    expect(logOf(box.location)).toEqual(["install p1", "release p1", "install p2", "release p2"])
+    expect(logOf(other.location)).toEqual(["install other", "release other"])
   }, 60_000)
 })

@@ -55,7 +55,7 @@ describe("the host floor", () => {
 // sits lower than its folder, the file. Every folder under src/ must be placed, so a new one takes a floor.
 const FLOORS: ReadonlyArray<ReadonlyArray<string>> = [
   // the tool value and what it needs: refusals a tool may fail with, `@core/tool` and the module plugin serving it
-  ["tool", "json", "text", "permission/refusal.ts", "plugin/plugin.ts", "sdk/index.ts", "sdk/modules.ts", "sdk/effect-modules.ts", "sdk/subpackages.ts"],
+  ["tool", "json", "text", "permission/refusal.ts", "plugin/plugin.ts", "plugin/internal.ts", "sdk/index.ts", "sdk/modules.ts", "sdk/effect-modules.ts", "sdk/subpackages.ts"],
   // the services a settlement runs on, and the settlement schema the store persists
   ["registry", "output", "permission", "store", "settlement/settlement.ts"],
   ["settlement"],
