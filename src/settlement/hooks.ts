@@ -45,13 +45,18 @@ export class Table {
   /** The entries applying to each tool name met so far (settles are hot: match the patterns once per name). */
   private readonly byTool = new Map<string, ReadonlyArray<Entry>>()
 
+  /** Changes with every add and remove, so what was derived from the table knows when to derive it again. */
+  version = 0
+
   /** Adds a plugin's hooks after the others; answers how to remove exactly them. */
   add(entry: Entry): () => void {
     this.entries = [...this.entries, entry]
     this.byTool.clear()
+    this.version++
     return () => {
       this.entries = this.entries.filter((candidate) => candidate !== entry)
       this.byTool.clear()
+      this.version++
     }
   }
 

@@ -402,16 +402,24 @@ export const layer: Layer.Layer<
         )
       })
 
+    let hooked:
+      | { readonly base: ReadonlyArray<Definition.Definition>; readonly version: number; readonly definitions: ReadonlyArray<Definition.Definition> }
+      | undefined
     const materialize = Effect.fn("Settler.materialize")(function* (rules?: Rule.Ruleset) {
       const catalog = registry.capture(rules)
       const settle = settleThrough(catalog)
       if (hooks !== undefined && hooks.size > 0) {
-        // Adjusted now, so a failing tool.definition hook fails this turn (operationally), not a later read.
-        const definitions = yield* Effect.try({
-          try: () => Hooks.definitions(hooks, catalog.definitions),
-          catch: (error) => error,
-        }).pipe(Effect.orDie)
-        return { definitions, settle, resolve: catalog.resolve }
+        // Adjusted now, so a failing tool.definition hook fails this turn (operationally), not a later read; kept
+        // while neither the catalog nor the hooks change, as the registry keeps its catalog.
+        const base = catalog.definitions
+        if (hooked?.base !== base || hooked.version !== hooks.version) {
+          const definitions = yield* Effect.try({
+            try: () => Hooks.definitions(hooks, base),
+            catch: (error) => error,
+          }).pipe(Effect.orDie)
+          hooked = { base, version: hooks.version, definitions }
+        }
+        return { definitions: hooked.definitions, settle, resolve: catalog.resolve }
       }
       return {
         get definitions() {

@@ -114,6 +114,21 @@ describe("hooks", () => {
     expect(definition!.description).toBe("Echo text back [a] [b]")
   })
 
+  test("definitions follow a reinstalled plugin's hooks", async () => {
+    let installs = 0
+    const numbered = Plugin.make({
+      install: Effect.sync(() => {
+        const serial = ++installs
+        return { "tool.definition": (definition: Plugin.Definition) => ({ description: `${definition.description} #${serial}` }) }
+      }),
+    })
+    await using loc = await location({ plugins: [numbered], tools: { echo: echo() } })
+    expect((await loc.turn()).definitions[0]!.description).toBe("Echo text back #1")
+    expect((await loc.turn()).definitions[0]!.description).toBe("Echo text back #1")
+    await loc.reload(numbered)
+    expect((await loc.turn()).definitions[0]!.description).toBe("Echo text back #2")
+  })
+
   test("tool.execute.before replaces the decoded input, and sees no call ids", async () => {
     const seen: Array<unknown> = []
     await using loc = await location({
