@@ -1,0 +1,262 @@
+// `@core/tool/testing`'s `location`: one kernel kept for a test Location, with plugins installed as core installs
+// them (once each, in a Scope of its own, hooks applying to every call) and tools registered after them, until it
+// is closed. The shapes, errors and kernel come from ./harness.ts, as `settle`'s do.
+
+import { mkdtempSync, realpathSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as PubSub from "effect/PubSub"
+import * as Scope from "effect/Scope"
+import { ManagedOutputs } from "../output/managed"
+import { Agent } from "../permission/agent"
+import { Permission } from "../permission/permission"
+import type { Plugin } from "../plugin/plugin"
+import { Plugins } from "../plugin/plugins"
+import { Registry } from "../registry/registry"
+import { Hooks } from "../settlement/hooks"
+import { Settler } from "../settlement/settler"
+import { Store } from "../store/store"
+import type { Tool } from "../tool/tool"
+import {
+  type Ask,
+  CheckError,
+  type Definition,
+  kernelLayer,
+  locationOf,
+  OperationalFailure,
+  type Options,
+  OptionsError,
+  type PermissionOptions,
+  type Progress,
+  replyOf,
+  type Settlement,
+  type Trace,
+} from "./harness"
+
+/** A plugin for a test Location: a value made by `Plugin.make` (named after its place) or a plugin file's path. */
+export type PluginSource = Plugin.Plugin | string
+
+export interface LocationOptions {
+  /** The Location directory (default: a fresh temp directory, removed on close). */
+  readonly directory?: string
+  /** Plugins installed in this order, each once, in a Scope of its own (after the built-ins, which a test has none of). */
+  readonly plugins?: ReadonlyArray<PluginSource>
+  /** Tools registered after the plugins, as a Location's `tools/*.ts` are (so a name here wins over a plugin's). */
+  readonly tools?: Readonly<Record<string, Tool.Any>>
+  readonly permission?: PermissionOptions
+  readonly limits?: { readonly maxLines?: number; readonly maxBytes?: number }
+  /** How long one installation may take (default 10 s, as in core). */
+  readonly installTimeoutMs?: number
+}
+
+/** The ids and observers of one call through a test Location. */
+export type CallOptions = Pick<
+  Options,
+  "agent" | "sessionID" | "assistantMessageID" | "toolCallID" | "onProgress" | "signal"
+>
+
+/** A captured catalog, as a host's turn holds it: calls through it are stale once their tool changed. */
+export interface Turn {
+  readonly definitions: ReadonlyArray<Definition>
+  readonly settle: (name: string, input: unknown, options?: CallOptions) => Promise<Settlement>
+  readonly trace: (name: string, input: unknown, options?: CallOptions) => Promise<Trace>
+}
+
+/**
+ * A Location with plugins installed as core installs them (once, each in its own Scope, with hooks applying to
+ * every call). Close it to close every plugin's Scope; `using` closes it too.
+ */
+export interface TestLocation extends AsyncDisposable {
+  readonly directory: string
+  /** What core would report for a plugin that failed to load or install: the file (or `plugin<N>`) and why. */
+  readonly diagnostics: ReadonlyArray<{ readonly file: string; readonly message: string }>
+  /** Captures the catalog for an agent (default "build"). */
+  readonly turn: (agent?: string) => Promise<Turn>
+  /** Settles one call through a fresh turn. */
+  readonly settle: (name: string, input: unknown, options?: CallOptions) => Promise<Settlement>
+  readonly trace: (name: string, input: unknown, options?: CallOptions) => Promise<Trace>
+  /**
+   * Installs a plugin again, as editing its file does under `core serve`: its Scope closes (its tools, hooks and
+   * resources go) and a fresh one installs it (a file's current content). Answers the diagnostic, if it now fails.
+   */
+  readonly reload: (plugin: PluginSource) => Promise<string | undefined>
+  readonly close: () => Promise<void>
+}
+
+/** A plugin's name in diagnostics and hooks: its file, or `plugin<N>` by its place. */
+const pluginFile = (source: PluginSource, index: number, directory: string): string =>
+  typeof source === "string" ? resolve(directory, source) : `plugin${index + 1}`
+
+/** Makes a test Location and installs its plugins; see TestLocation. */
+export const location = async (options: LocationOptions = {}): Promise<TestLocation> => {
+  const scratch = realpathSync(mkdtempSync(join(tmpdir(), "core-testing-")))
+  const directory = options.directory === undefined ? scratch : locationOf(options.directory)
+  const scope = Scope.makeUnsafe()
+  const closeAll = async () => {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    rmSync(scratch, { recursive: true, force: true })
+  }
+  const context = await Effect.runPromise(
+    Layer.buildWithScope(kernelLayer(directory, join(scratch, "outputs"), options), scope),
+  )
+  const runIn = <A, E>(effect: Effect.Effect<A, E, any>, signal?: AbortSignal) =>
+    Effect.runPromiseExit(effect.pipe(Effect.provideContext(context)) as Effect.Effect<A, E>, signal === undefined ? undefined : { signal })
+
+  const permission = Context.get(context, Permission.Service)
+  const registry = Context.get(context, Registry.Service)
+  const services: Plugins.Services = {
+    directory,
+    tools: registry.tools,
+    permission,
+    hooks: Context.get(context, Hooks.Current)!,
+  }
+  const asks: Array<Ask> = []
+  const reply = options.permission?.reply
+  await runIn(
+    Effect.gen(function* () {
+      const events = yield* permission.subscribe.pipe(Scope.provide(scope))
+      yield* Effect.forkIn(
+        Effect.forever(
+          Effect.gen(function* () {
+            const event = yield* PubSub.take(events)
+            if (event.type !== "asked") return
+            const ask = { action: event.request.action, resources: event.request.resources }
+            asks.push(ask)
+            const answer = typeof reply === "function" ? yield* Effect.promise(async () => reply(ask)) : reply
+            yield* permission.reply(event.request.id, replyOf(answer)).pipe(Effect.ignore)
+          }),
+        ),
+        scope,
+      )
+    }),
+  )
+
+  const installed = new Map<string, Scope.Closeable>()
+  const diagnostics: Array<{ file: string; message: string }> = []
+  let version = 0
+  const install = (source: PluginSource, file: string, fresh: boolean) =>
+    Effect.gen(function* () {
+      const child = yield* Scope.fork(scope)
+      const installing = (
+        typeof source === "string" ? Plugins.load(file, fresh ? `test.${++version}` : undefined) : Effect.succeed(source)
+      ).pipe(
+        Effect.flatMap((plugin) => Plugins.install(file, plugin, services, child, options.installTimeoutMs)),
+        Effect.onError(() => Scope.close(child, Exit.void)),
+      )
+      const result = yield* Effect.result(installing)
+      if (result._tag === "Failure") return `${file}: ${result.failure.message}`
+      installed.set(file, child)
+      return undefined
+    })
+
+  const sources = options.plugins ?? []
+  for (const [index, source] of sources.entries()) {
+    const file = pluginFile(source, index, directory)
+    const exit = await runIn(install(source, file, false))
+    if (Exit.isFailure(exit)) {
+      await closeAll()
+      throw Cause.squash(exit.cause)
+    }
+    if (exit.value !== undefined) diagnostics.push({ file, message: exit.value })
+  }
+  if (options.tools !== undefined) {
+    const registered = await runIn(registry.tools.register(options.tools).pipe(Scope.provide(scope)))
+    if (Exit.isFailure(registered)) {
+      await closeAll()
+      const error = Cause.findError(registered.cause)
+      throw error._tag === "Success" ? new CheckError({ name: error.success.name ?? "tools", message: error.success.message }) : Cause.squash(registered.cause)
+    }
+  }
+
+  const turn = async (agent: string = Agent.DEFAULT_AGENT): Promise<Turn> => {
+    if (!permission.isAgent(agent)) {
+      throw new OptionsError({ message: `unknown agent "${agent}"; known agents: ${permission.agents.join(", ")}` })
+    }
+    const made = await runIn((Context.get(context, Settler.Service)).materialize(permission.rules(agent)))
+    if (Exit.isFailure(made)) throw new OperationalFailure({ tool: "(definitions)", message: Cause.pretty(made.cause), cause: Cause.squash(made.cause) })
+    const materialization = made.value
+    const traceThrough = async (name: string, input: unknown, callOptions: CallOptions = {}): Promise<Trace> => {
+      const progress: Array<Progress> = []
+      const before = asks.length
+      const call: Settler.Call = {
+        sessionID: callOptions.sessionID ?? `ses_${crypto.randomUUID()}`,
+        agent,
+        assistantMessageID: callOptions.assistantMessageID ?? `msg_${crypto.randomUUID()}`,
+        toolCallID: callOptions.toolCallID ?? `call_${crypto.randomUUID()}`,
+        name,
+        input,
+      }
+      const exit = await runIn(
+        materialization.settle(call, {
+          onProgress: (update) =>
+            Effect.sync(() => {
+              progress.push(update)
+              callOptions.onProgress?.(update)
+            }),
+        }),
+        callOptions.signal,
+      )
+      if (Exit.isFailure(exit)) {
+        if (Cause.hasInterruptsOnly(exit.cause)) {
+          const known = await runIn(Context.get(context, Store.Service).lookup(call))
+          if (Exit.isSuccess(known) && known.value?.state === "settled") {
+            return { settlement: known.value.settlement, progress, asks: asks.slice(before), outputs: {}, structured: {} }
+          }
+        }
+        throw new OperationalFailure({
+          tool: name,
+          message: `${name} ended in an operational failure, which is never a tool result (\`core exec\` exits 3):\n${Cause.pretty(exit.cause)}`,
+          cause: Cause.squash(exit.cause),
+        })
+      }
+      const { settlement } = exit.value
+      const managed = Context.get(context, ManagedOutputs.Service)
+      const outputs: Record<string, string> = {}
+      const structured: Record<string, unknown> = {}
+      for (const { id } of settlement.outputs) {
+        const text = await Effect.runPromise(managed.open(id).pipe(Effect.orDie))
+        outputs[id] = await Bun.file(text.path).text()
+        const kept = await Effect.runPromise(Effect.option(managed.open(id, "structured")))
+        if (kept._tag === "Some") structured[id] = await Bun.file(kept.value.path).json()
+      }
+      return { settlement, progress, asks: asks.slice(before), outputs, structured }
+    }
+    return {
+      definitions: materialization.definitions,
+      trace: traceThrough,
+      settle: async (name, input, callOptions) => (await traceThrough(name, input, callOptions)).settlement,
+    }
+  }
+
+  let closed = false
+  const close = async () => {
+    if (closed) return
+    closed = true
+    await closeAll()
+  }
+  return {
+    directory,
+    diagnostics,
+    turn,
+    trace: async (name, input, callOptions) => (await turn(callOptions?.agent)).trace(name, input, callOptions),
+    settle: async (name, input, callOptions) => (await turn(callOptions?.agent)).settle(name, input, callOptions),
+    reload: async (source) => {
+      const index = sources.indexOf(source)
+      const file = typeof source === "string" && index === -1 ? resolve(directory, source) : pluginFile(source, index, directory)
+      const previous = installed.get(file)
+      installed.delete(file)
+      if (previous !== undefined) await Effect.runPromise(Scope.close(previous, Exit.void))
+      const exit = await runIn(install(source, file, true))
+      if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
+      return exit.value
+    },
+    close,
+    [Symbol.asyncDispose]: close,
+  }
+}
+
