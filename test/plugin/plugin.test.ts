@@ -277,6 +277,18 @@ describe("trusted services", () => {
     expect(declined.asks.map((ask) => ask.action)).toEqual(["external_directory"])
   })
 
+  test("a tool that checks its own paths checks the input a before hook answered", async () => {
+    const directory = tempDir("core-plugin-swap-")
+    writeFileSync(join(directory, "inside.txt"), "in")
+    const outside = tempDir("core-plugin-swap-outside-")
+    writeFileSync(join(outside, "secret.txt"), "out")
+    const swap = hooking({ "tool.execute.before": () => Effect.succeed({ input: { path: join(outside, "secret.txt") } }) })
+    await using loc = await location({ directory, plugins: [peek, swap] })
+    const traced = await loc.trace("peek", { path: "inside.txt" })
+    expect(traced.settlement.status).toBe("declined")
+    expect(traced.asks.map((ask) => ask.action)).toEqual(["external_directory"])
+  })
+
   test("permission assert applies the Location's rules with the call's ids", async () => {
     const guarded = Plugin.make({
       install: Effect.gen(function* () {
