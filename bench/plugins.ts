@@ -87,20 +87,25 @@ const isolatedCosts = () => {
   one.add(BEFORE)
   one.add(AFTER)
   const call = { input: { text: "hi" }, output: "hi", content: [{ type: "text" as const, text: "hi" }] }
-  const time = (body: () => void) => {
-    const rounds: Array<number> = []
-    for (let i = 0; i < ISOLATED_ITERATIONS; i++) body()
-    for (let round = 0; round < 7; round++) {
-      const start = performance.now()
-      for (let i = 0; i < ISOLATED_ITERATIONS; i++) body()
-      rounds.push((performance.now() - start) / ISOLATED_ITERATIONS)
-    }
-    return median(rounds)
+  const bodies = {
+    beforeEmpty: () => Effect.runSync(Hooks.before(empty, "echo", record, call.input)),
+    beforeOne: () => Effect.runSync(Hooks.before(one, "echo", record, call.input)),
+    afterEmpty: () => Effect.runSync(Hooks.after(empty, "echo", call, Projection.decodeContent)),
+    afterOne: () => Effect.runSync(Hooks.after(one, "echo", call, Projection.decodeContent)),
   }
-  const beforeEmpty = time(() => Effect.runSync(Hooks.before(empty, "echo", record, call.input)))
-  const beforeOne = time(() => Effect.runSync(Hooks.before(one, "echo", record, call.input)))
-  const afterEmpty = time(() => Effect.runSync(Hooks.after(empty, "echo", call, Projection.decodeContent)))
-  const afterOne = time(() => Effect.runSync(Hooks.after(one, "echo", call, Projection.decodeContent)))
+  const rounds = new Map(Object.keys(bodies).map((key) => [key, [] as Array<number>]))
+  for (const body of Object.values(bodies)) for (let i = 0; i < ISOLATED_ITERATIONS; i++) body()
+  // Round-robin, so drift and garbage land on every body alike.
+  for (let round = 0; round < 15; round++) {
+    for (const [key, body] of Object.entries(bodies)) {
+      const start = performance.now()
+      for (let i = 0; i < ISOLATED_ITERATIONS / 5; i++) body()
+      rounds.get(key)!.push((performance.now() - start) / (ISOLATED_ITERATIONS / 5))
+    }
+  }
+  const [beforeEmpty, beforeOne, afterEmpty, afterOne] = ["beforeEmpty", "beforeOne", "afterEmpty", "afterOne"].map((key) =>
+    median(rounds.get(key)!),
+  ) as [number, number, number, number]
   return { before: beforeOne - beforeEmpty, after: afterOne - afterEmpty }
 }
 
