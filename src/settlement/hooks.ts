@@ -12,7 +12,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { Rule } from "../permission/rule"
-import type { Plugin } from "../plugin/plugin"
+import { Plugin } from "../plugin/plugin"
 import type { Definition } from "../tool/definition"
 import type * as Internal from "../tool/internal"
 import type { Tool } from "../tool/tool"
@@ -34,10 +34,8 @@ export interface Entry {
 /** Which hooks of which plugin apply to a tool, for `core tools` and `core check`. */
 export interface Applied {
   readonly plugin: string
-  readonly hooks: ReadonlyArray<(typeof HOOK_NAMES)[number]>
+  readonly hooks: ReadonlyArray<(typeof Plugin.HOOKS)[number]>
 }
-
-const HOOK_NAMES = ["tool.definition", "tool.execute.before", "tool.execute.after"] as const
 
 /** The hooks of one Location, in installation order; each plugin's entry goes when its Scope closes. */
 export class Table {
@@ -87,7 +85,7 @@ export const layer = (): Layer.Layer<never> => Layer.succeed(Current, new Table(
 /** Which hooks apply to `tool`, plugin by plugin. */
 export const applied = (table: Table | undefined, tool: string): ReadonlyArray<Applied> =>
   (table?.for(tool) ?? []).flatMap(({ plugin, hooks }) => {
-    const names = HOOK_NAMES.filter((name) => typeof hooks[name] === "function")
+    const names = Plugin.HOOKS.filter((name) => typeof hooks[name] === "function")
     return names.length === 0 ? [] : [{ plugin, hooks: names }]
   })
 
