@@ -247,15 +247,16 @@ describe("core as an MCP client: results and failures", () => {
     expect(textOf(result.other.settlement)).toBe("2")
   }, 30_000)
 
+  // timeoutMs bounds connecting too: long enough for the fixture server to start on a loaded machine.
   test("a server that does not answer a call fails it after timeoutMs, naming the server", async () => {
-    const result = await withLocation(fixture("serve", { timeoutMs: 1500 }), () =>
+    const result = await withLocation(fixture("serve", { timeoutMs: 4000 }), () =>
       Effect.gen(function* () {
         const current = yield* turn
         return { hang: yield* settle(current, "fix_hang", {}), after: yield* settle(current, "fix_echo", { text: "still" }) }
       }),
     )
     expect(result.hang.settlement.status).toBe("error")
-    expect(result.hang.settlement.error?.message).toContain('MCP server "fix" did not answer within 1500 ms')
+    expect(result.hang.settlement.error?.message).toContain('MCP server "fix" did not answer within 4000 ms')
     expect(textOf(result.after.settlement)).toBe("echo: still")
   }, 30_000)
 
