@@ -1,0 +1,191 @@
+// `/mcp` under attack: a local process without the token, a page rebinding DNS, and a token holder sending hostile
+// bodies. Each request must be refused before a session exists or a tool runs, or answered without harm.
+
+import { afterEach, describe, expect, test } from "bun:test"
+import { realpathSync } from "node:fs"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { IMPORTS, RAN, runs, sandbox, write } from "../cli/fixture"
+import { tempDir } from "../support/temp"
+import { HOST, TOKEN, httpSidecar, httpTransport } from "./support"
+
+const ECHO = `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "Echoes text",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.sync(() => { ran("echo"); return input.text }),
+})
+`
+
+const INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+}
+
+const cleanups: Array<() => Promise<void>> = []
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+const served = async (files: Record<string, string> = {}, options: Parameters<typeof httpSidecar>[1] = {}) => {
+  const box = sandbox(files)
+  const sidecar = await httpSidecar(box, options)
+  cleanups.push(sidecar.close)
+  return { box, ...sidecar }
+}
+
+const connect = async (handler: (request: Request) => Promise<Response>, options: Parameters<typeof httpTransport>[1] = {}) => {
+  const transport = httpTransport(handler, options)
+  const client = new Client({ name: "test", version: "1.0.0" })
+  await client.connect(transport)
+  cleanups.push(() => client.close())
+  return { client, transport }
+}
+
+const AUTH = { host: HOST, authorization: `Bearer ${TOKEN}` }
+
+const send = (
+  handler: (request: Request) => Promise<Response>,
+  method: string,
+  headers: Record<string, string>,
+  body?: unknown,
+) =>
+  handler(
+    new Request(`http://${HOST}/mcp`, {
+      method,
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+    }),
+  )
+
+const callBody = (id: number, args: unknown, name = "echo") => ({
+  jsonrpc: "2.0",
+  id,
+  method: "tools/call",
+  params: { name, arguments: args },
+})
+
+describe("/mcp against a client without the token", () => {
+  test("every method is refused without the token (401) and under a foreign Host (403), and a session survives it", async () => {
+    const { web, mcp } = await served({ "tools/echo.ts": ECHO })
+    const { client, transport } = await connect(web.handler)
+    const id = transport.sessionId!
+    for (const method of ["GET", "POST", "DELETE", "HEAD", "OPTIONS", "PUT"]) {
+      const body = method === "POST" ? callBody(7, { text: "x" }) : undefined
+      const bare = await send(web.handler, method, { host: HOST, "mcp-session-id": id }, body)
+      expect([method, bare.status]).toEqual([method, 401])
+      const wrong = await send(web.handler, method, { host: HOST, authorization: "Bearer nope", "mcp-session-id": id }, body)
+      expect([method, wrong.status]).toEqual([method, 401])
+      const rebound = await send(web.handler, method, { ...AUTH, host: "evil.example:4321", "mcp-session-id": id }, body)
+      expect([method, rebound.status]).toEqual([method, 403])
+    }
+    expect(mcp.size()).toBe(1)
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("echo")
+  })
+})
+
+describe("/mcp against a token holder's hostile requests", () => {
+  test("an initialize naming a Location outside the allowed roots is refused and makes no session", async () => {
+    const outside = realpathSync(tempDir("core-outside-"))
+    const { web, mcp } = await served({ "tools/echo.ts": ECHO })
+    const answer = await send(web.handler, "POST", { ...AUTH, "x-core-location": outside }, INITIALIZE)
+    expect(answer.status).toBe(403)
+    const dotted = await send(web.handler, "POST", { ...AUTH, "x-core-location": `${outside}/../..` }, INITIALIZE)
+    expect(dotted.status).toBe(403)
+    expect(mcp.size()).toBe(0)
+  })
+
+  test("an open session cannot be moved to a Location outside the roots, nor to another allowed one", async () => {
+    const root = realpathSync(tempDir("core-roots-"))
+    const other = write(`${root}/other`, { "tools/echo.ts": ECHO })
+    const outside = realpathSync(tempDir("core-outside-"))
+    const { web, box } = await served({ "tools/echo.ts": ECHO }, { roots: [root] })
+    const { transport } = await connect(web.handler)
+    const id = transport.sessionId!
+    const far = await send(web.handler, "POST", { ...AUTH, "mcp-session-id": id, "x-core-location": outside }, callBody(5, { text: "x" }))
+    expect(far.status).toBe(403)
+    const near = await send(web.handler, "POST", { ...AUTH, "mcp-session-id": id, "x-core-location": other }, callBody(6, { text: "x" }))
+    expect(near.status).toBe(400)
+    expect(runs(box, "echo")).toBe(0)
+  })
+
+  test("a session id the client makes up is not adopted: initialize with it makes a fresh id, a call with it is 404", async () => {
+    const { web, mcp } = await served({ "tools/echo.ts": ECHO })
+    const chosen = "00000000-0000-4000-8000-000000000000"
+    const fixed = await send(web.handler, "POST", { ...AUTH, "mcp-session-id": chosen }, INITIALIZE)
+    expect(fixed.status).toBe(404)
+    const fresh = await send(web.handler, "POST", AUTH, INITIALIZE)
+    expect(fresh.status).toBe(200)
+    expect(fresh.headers.get("mcp-session-id")).not.toBe(chosen)
+    expect(fresh.headers.get("mcp-session-id")).toMatch(/^[0-9a-f-]{36}$/)
+    expect(mcp.size()).toBe(1)
+  })
+
+  test("?agent= on a later request does not switch the session's agent", async () => {
+    const files = {
+      "tools/echo.ts": ECHO,
+      "core.json": JSON.stringify({ permission: { "*": "allow" }, agents: { plan: { permission: { echo: "deny" } } } }),
+    }
+    const { web, box } = await served(files)
+    const { transport } = await connect(web.handler, { search: "?agent=plan" })
+    const id = transport.sessionId!
+    const switched = await web.handler(
+      new Request(`http://${HOST}/mcp?agent=build`, {
+        method: "POST",
+        headers: { ...AUTH, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": id, "mcp-protocol-version": "2025-06-18" },
+        body: JSON.stringify(callBody(4, { text: "x" })),
+      }),
+    )
+    const text = await switched.text()
+    expect(text).toContain("isError")
+    expect(runs(box, "echo")).toBe(0)
+  })
+
+  test("deeply nested, NUL-laden and batched bodies are answered without running anything unchecked", async () => {
+    const { web, box, mcp } = await served({
+      "tools/echo.ts": ECHO,
+      "core.json": JSON.stringify({ permission: { "*": "allow" } }),
+    })
+    const { transport } = await connect(web.handler)
+    const headers = { ...AUTH, "mcp-session-id": transport.sessionId!, "mcp-protocol-version": "2025-06-18" }
+    const depth = 200_000
+    const deep = `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"echo","arguments":{"text":${"[".repeat(depth)}${"]".repeat(depth)}}}}`
+    const deepAnswer = await send(web.handler, "POST", headers, deep)
+    expect(deepAnswer.status).toBeLessThan(500)
+    await deepAnswer.text()
+    const deepInit = `${"[".repeat(depth)}${"]".repeat(depth)}`
+    const deepInitAnswer = await send(web.handler, "POST", AUTH, deepInit)
+    expect(deepInitAnswer.status).toBeLessThan(500)
+    const nul = await send(web.handler, "POST", headers, callBody(12, { text: "a\u0000b" }, "ec\u0000ho"))
+    expect(nul.status).toBeLessThan(500)
+    expect(await nul.text()).toContain("isError")
+    const batch = await send(web.handler, "POST", headers, [callBody(13, { text: "one" }), callBody(14, { text: "two" })])
+    expect(batch.status).toBeLessThan(500)
+    await batch.text()
+    const batchInit = await send(web.handler, "POST", AUTH, [INITIALIZE, INITIALIZE])
+    expect(batchInit.status).toBe(400)
+    expect(mcp.size()).toBe(1)
+    expect(runs(box, "echo")).toBeLessThanOrEqual(2)
+  })
+
+  test("a body over the cap is refused with 413 whether declared or chunked", async () => {
+    const { web, mcp } = await served()
+    const big = "x".repeat(11 * 1024 * 1024)
+    const declared = await send(web.handler, "POST", AUTH, `{"a":"${big}"}`)
+    expect(declared.status).toBe(413)
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        const chunk = new TextEncoder().encode("x".repeat(1024 * 1024))
+        for (let i = 0; i < 12; i++) controller.enqueue(chunk)
+        controller.close()
+      },
+    })
+    const chunked = await web.handler(
+      new Request(`http://${HOST}/mcp`, { method: "POST", headers: { ...AUTH, "content-type": "application/json" }, body: stream }),
+    )
+    expect(chunked.status).toBe(413)
+    expect(mcp.size()).toBe(0)
+  })
+})
