@@ -169,9 +169,13 @@ const normalize = (node: Node, value: unknown, defs: Readonly<Record<string, Nod
   const properties = resolved.properties as Record<string, Node>
   const required: ReadonlyArray<unknown> = Array.isArray(resolved.required) ? resolved.required : []
   const result: Record<string, unknown> = {}
+  // Defined, never assigned: an own `__proto__` key from JSON would otherwise become the result's prototype, and
+  // decoding would read the properties it supplies as arguments the call never sent.
+  const keep = (key: string, item: unknown) =>
+    Object.defineProperty(result, key, { value: item, enumerable: true, writable: true, configurable: true })
   for (const [key, item] of Object.entries(value)) {
-    if (!Object.hasOwn(properties, key)) result[key] = item
-    else if (item !== null || required.includes(key)) result[key] = normalize(properties[key]!, item, defs)
+    if (!Object.hasOwn(properties, key)) keep(key, item)
+    else if (item !== null || required.includes(key)) keep(key, normalize(properties[key]!, item, defs))
   }
   return result
 }
