@@ -95,6 +95,9 @@ export class Server {
   private scope: Scope.Closeable | undefined
   private registered: ReadonlyArray<string> = []
   private problems: ReadonlyArray<string> = []
+  /** Whether the tools are being listed again after `list_changed`, and the client of one that came meanwhile. */
+  private refreshing = false
+  private refreshFor: Client | undefined
 
   constructor(options: Options) {
     this.options = options
@@ -166,7 +169,7 @@ export class Server {
     const client = new Client({ name: "core", version: this.options.version }, { capabilities: {} })
     this.opening = client
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-      if (this.client === client) void this.refresh(client)
+      if (this.client === client) this.refresh(client)
     })
     client.onclose = () => this.ended(client)
     // Transport errors (a garbled line, a failed POST) surface through the request they break.
@@ -220,7 +223,24 @@ export class Server {
     return tools
   }
 
-  private async refresh(client: Client): Promise<void> {
+  /**
+   * Lists the tools again after `list_changed`: one listing at a time, and notifications that arrive meanwhile make
+   * one more afterwards, so a server flooding them costs a listing or two, not one each.
+   */
+  private refresh(client: Client): void {
+    this.refreshFor = client
+    if (this.refreshing) return
+    this.refreshing = true
+    void (async () => {
+      for (let next = this.refreshFor; next !== undefined; next = this.refreshFor) {
+        this.refreshFor = undefined
+        if (next === this.client) await this.relist(next)
+      }
+      this.refreshing = false
+    })()
+  }
+
+  private async relist(client: Client): Promise<void> {
     try {
       const tools = await this.list(client)
       if (this.client !== client) return

@@ -1,0 +1,43 @@
+// core as an MCP client of a hostile server: a flood of list_changed does not make core list the tools once per
+// notification, and resources naming files of the machine never turn into reads of them.
+
+import { describe, expect, test } from "bun:test"
+import { join } from "node:path"
+import * as Effect from "effect/Effect"
+import { BUN, settle, textOf, turn, withLocation } from "./support"
+
+const FLOOD = join(import.meta.dir, "flood-server.ts")
+
+const config = { mcp: { bad: { command: [BUN, FLOOD] } }, permission: { "bad_*": "allow" } }
+
+describe("core as an MCP client of a hostile server", () => {
+  test("a burst of list_changed is coalesced: the tools are listed again a few times, not once per notification", async () => {
+    const result = await withLocation(config, () =>
+      Effect.gen(function* () {
+        const first = yield* turn
+        yield* settle(first, "bad_flood", { times: 2_000 })
+        // Turns go stale while the notifications are handled; the count is read through the first that is current.
+        while (true) {
+          const after = yield* turn
+          const lists = (yield* settle(after, "bad_lists", {})).settlement
+          if (lists.error?.kind === "stale") continue
+          return { lists: textOf(lists), names: after.definitions.map((definition) => definition.name) }
+        }
+      }),
+    )
+    expect(result.names).toContain("bad_lists")
+    expect(Number(result.lists)).toBeLessThanOrEqual(4)
+  }, 30_000)
+
+  test("resource links and blobs naming /etc/passwd are shown as names, never read", async () => {
+    const result = await withLocation(config, () =>
+      Effect.gen(function* () {
+        const first = yield* turn
+        return (yield* settle(first, "bad_links", {})).settlement
+      }),
+    )
+    expect(result.status).toBe("success")
+    expect(JSON.stringify(result)).not.toContain("root:")
+    expect(result.content[0]).toEqual({ type: "text", text: "Resource: file:///etc/passwd (passwd)" })
+  }, 30_000)
+})
