@@ -7,7 +7,7 @@ export * as PluginShell from "./shell"
 import { isAbsolute, resolve } from "node:path"
 import * as Effect from "effect/Effect"
 import type { Capture } from "../shell/capture"
-import type { Shell } from "../shell/producer"
+import { Shell } from "../shell/producer"
 import { Tool } from "../tool/tool"
 import type { Plugin } from "./plugin"
 
@@ -17,6 +17,13 @@ const captured = (capture: Capture.Captured): Plugin.Captured => ({
   complete: capture.gap === undefined,
 })
 
+/** Core's environment less its secrets: what the plugin runs may be code the model wrote. */
+const environment = (): Record<string, string | undefined> => {
+  const env: Record<string, string | undefined> = { ...process.env }
+  for (const name of Shell.SECRETS) delete env[name]
+  return env
+}
+
 /** `shell` as the capability a plugin of the Location at `directory` runs processes with. */
 export const capability = (shell: Shell.Interface, directory: string): (typeof Plugin.Shell)["Service"] => ({
   run: (request) =>
@@ -24,6 +31,7 @@ export const capability = (shell: Shell.Interface, directory: string): (typeof P
       .run({
         argv: request.argv,
         cwd: request.cwd === undefined ? directory : isAbsolute(request.cwd) ? request.cwd : resolve(directory, request.cwd),
+        env: environment(),
         sandbox: { location: directory, approved: [] },
         ...(request.stdin === undefined ? {} : { stdin: request.stdin }),
         ...(request.timeoutMs === undefined ? {} : { timeoutMs: request.timeoutMs }),

@@ -464,8 +464,8 @@ export const sandboxOf = (mode: "auto" | "required" | "off" = "auto"): Sandbox =
   return { mode, abi, active: abi > 0, notice }
 }
 
-/** Variables of core's own environment that no process may read from /proc/<core>/environ. */
-const SECRETS = ["CORE_TOKEN"]
+/** Variables of core's own environment that no process may read, from /proc/<core>/environ or its own. */
+export const SECRETS: ReadonlyArray<string> = ["CORE_TOKEN"]
 
 /** Where core keeps its data (DESIGN §9). */
 const dataDirectory = (): string => resolve(process.env.CORE_DATA_DIR || join(homedir(), ".local/share/core"))
