@@ -1,0 +1,102 @@
+// `core mcp` over stdio against hostile input: lines that are not JSON-RPC, deeply nested JSON and a very long line
+// are answered or skipped without ending the server, and a call's `_meta` cannot switch the agent it was started for.
+
+import { afterEach, describe, expect, test } from "bun:test"
+import { join } from "node:path"
+import type { Subprocess } from "bun"
+import { IMPORTS, RAN, runs, sandbox } from "../cli/fixture"
+import { coreJson } from "../cli/permissions-fixture"
+
+const MAIN = join(import.meta.dir, "../../src/cli/main.ts")
+
+const ECHO = `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "Echoes text",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.sync(() => { ran("echo"); return input.text }),
+})
+`
+
+const started: Array<Subprocess<"pipe", "pipe", "pipe">> = []
+afterEach(async () => {
+  for (const child of started.splice(0)) {
+    child.stdin.end()
+    await child.exited
+  }
+})
+
+/** `core mcp` as a raw line protocol: `send` writes text, `next(id)` answers the message with that id. */
+const raw = (files: Record<string, string>, args: ReadonlyArray<string> = []) => {
+  const box = sandbox(files)
+  const child = Bun.spawn([process.execPath, MAIN, "mcp", "--location", box.location, ...args], {
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { PATH: process.env.PATH ?? "", HOME: box.home, ...box.env },
+  })
+  started.push(child)
+  const reader = child.stdout.getReader()
+  const decoder = new TextDecoder()
+  let buffer = ""
+  const answers = new Map<unknown, any>()
+  const next = async (id: number): Promise<any> => {
+    while (!answers.has(id)) {
+      const newline = buffer.indexOf("\n")
+      if (newline !== -1) {
+        const message = JSON.parse(buffer.slice(0, newline))
+        buffer = buffer.slice(newline + 1)
+        if ("id" in message) answers.set(message.id, message)
+        continue
+      }
+      const { value, done } = await reader.read()
+      if (done) throw new Error(`core mcp ended before answering ${id}`)
+      buffer += decoder.decode(value, { stream: true })
+    }
+    return answers.get(id)
+  }
+  const send = (text: string) => {
+    child.stdin.write(text)
+    child.stdin.flush()
+  }
+  const request = (id: number, method: string, params: unknown = {}) => send(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`)
+  const initialize = async () => {
+    request(0, "initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } })
+    await next(0)
+    send(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`)
+  }
+  return { box, child, send, request, next, initialize }
+}
+
+describe("core mcp over stdio against hostile input", () => {
+  test("garbage, malformed JSON-RPC, deep nesting and a long line are survived; the next request is answered", async () => {
+    const mcp = raw({ "tools/echo.ts": ECHO, ...coreJson({ permission: { "*": "allow" } }) })
+    await mcp.initialize()
+    mcp.send("not json at all\n")
+    mcp.send('{"jsonrpc":"2.0","id":"x"}\n')
+    mcp.send('{"jsonrpc":"1.0","id":5,"method":"tools/list"}\n')
+    mcp.send(`${"[".repeat(100_000)}${"]".repeat(100_000)}\n`)
+    mcp.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo","arguments":{"text":${"[".repeat(50_000)}${"]".repeat(50_000)}}}}\n`)
+    mcp.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"${"x".repeat(2 * 1024 * 1024)}"}}}\n`)
+    mcp.request(8, "tools/call", { name: "echo", arguments: { text: "still here" } })
+    const deep = await mcp.next(6)
+    expect(deep.result?.isError ?? deep.error !== undefined).toBe(true)
+    const long = await mcp.next(7)
+    expect(long.result.isError).not.toBe(true)
+    const after = await mcp.next(8)
+    expect(after.result.content[0].text).toBe("still here")
+    expect(mcp.child.exitCode).toBe(null)
+  }, 60_000)
+
+  test("a call's _meta cannot switch the agent: plan's denial holds whatever _meta says", async () => {
+    const mcp = raw(
+      { "tools/echo.ts": ECHO, ...coreJson({ permission: { "*": "allow" }, agents: { plan: { permission: { echo: "deny" } } } }) },
+      ["--agent", "plan"],
+    )
+    await mcp.initialize()
+    mcp.request(1, "tools/call", { name: "echo", arguments: { text: "x" }, _meta: { agent: "build", sessionID: "ses_a", toolCallID: "c1" } })
+    const answer = await mcp.next(1)
+    expect(answer.result.isError).toBe(true)
+    expect(runs(mcp.box, "echo")).toBe(0)
+  }, 60_000)
+})
