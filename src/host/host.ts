@@ -72,6 +72,8 @@ export interface Settings {
   readonly directory: string
   readonly config: Config.Resolved
   readonly outputsDirectory: string
+  /** The Locations this core serves now, where it serves several (real directories). */
+  readonly locations?: () => ReadonlyArray<string>
 }
 
 const settingsOf = (environment: Environment, prepared: Prepared): Settings => ({
@@ -113,6 +115,7 @@ export const permissionLayer = (settings: Settings) =>
     project: settings.directory,
     configured: settings.config,
     readableRoots: [settings.outputsDirectory],
+    ...(settings.locations === undefined ? {} : { locations: settings.locations }),
   })
 
 /**

@@ -66,13 +66,15 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   const now = options.now ?? Date.now
   /** In order of first use. */
   const kept = new Map<string, Kept>()
+  /** The Locations kept now: each protects the others' configuration from its calls. */
+  const locations = () => [...kept.keys()]
 
   // Built in a fiber of its own: a client that goes away mid-build does not fail the build for others waiting.
   const build = (entry: Kept) =>
     Effect.gen(function* () {
       const config = yield* Config.load({ location: entry.directory, home: options.home })
       const locationScope = yield* Scope.fork(scope)
-      const served = yield* Served.make({ ...options, directory: entry.directory, config }).pipe(
+      const served = yield* Served.make({ ...options, directory: entry.directory, config, locations }).pipe(
         Scope.provide(locationScope),
         Effect.provideContext(context),
         Effect.onError(() => Scope.close(locationScope, Exit.void)),

@@ -105,6 +105,8 @@ export interface Options {
   readonly watch: boolean
   /** Writes a line for the operator (stderr). */
   readonly log: (line: string) => void
+  /** Every Location the host serves now (real directories), this one among them. */
+  readonly locations?: () => ReadonlyArray<string>
 }
 
 /** The pending ask as a host sees it; its id names the generation that asked, so a reply finds it. */
@@ -129,7 +131,12 @@ const generationLayer = (
   onChange: (server: string) => void,
 ) =>
   Host.servicesLayer(
-    { directory: options.directory, config, outputsDirectory: options.outputsDirectory },
+    {
+      directory: options.directory,
+      config,
+      outputsDirectory: options.outputsDirectory,
+      ...(options.locations === undefined ? {} : { locations: options.locations }),
+    },
     Host.remoteLayer(options.directory, config, false, onChange).pipe(
       Layer.provideMerge(
         Host.extensionsLayer(options.directory, options.home, config, {

@@ -145,6 +145,8 @@ export interface Options {
   readonly home?: string
   /** `$CORE_DATA_DIR`; by default as core resolves it from the environment. */
   readonly dataDir?: string
+  /** The Locations this core serves now (real directories): their configuration is protected here too. */
+  readonly locations?: () => ReadonlyArray<string>
 }
 
 interface Pending {
@@ -186,6 +188,7 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         home: options.home ?? directories.home,
         dataDir: options.dataDir ?? directories.dataDir,
         readable: options.readableRoots ?? [],
+        ...(options.locations === undefined ? {} : { others: options.locations }),
       })
       const pending = new Map<string, Pending>()
       const events = yield* PubSub.unbounded<Event>()

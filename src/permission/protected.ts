@@ -25,6 +25,11 @@ export interface Roots {
   readonly dataDir: string
   /** Directories under the data dir that tools may read (the managed outputs). */
   readonly readable: ReadonlyArray<string>
+  /**
+   * The other Locations this core serves now (real directories): their configuration is core's as much as this
+   * one's, and a change to theirs is loaded as soon as it is written.
+   */
+  readonly others?: () => ReadonlyArray<string>
   /** `home`, `dataDir` and `readable` where they really are, and who they are, when the roots were made. */
   readonly fixed: {
     readonly home: ReadonlyArray<Place>
@@ -111,11 +116,11 @@ export const roots = (input: Omit<Roots, "fixed">): Roots => ({
   },
 })
 
-/** The Location's protected entries, looked up now: one may have become a symlink leading elsewhere. */
-const locationPlaces = (location: string): Array<Place> =>
+/** A Location's protected entries, looked up now: one may have become a symlink leading elsewhere. */
+const locationPlaces = (location: string, which = "the Location"): Array<Place> =>
   LOCATION_ENTRIES.flatMap((entry) => {
     const path = join(location, entry)
-    const what = `${entry}${entry === "core.json" ? "" : "/"} of the Location (core's configuration and code)`
+    const what = `${entry}${entry === "core.json" ? "" : "/"} of ${which} (core's configuration and code)`
     const stats = lstatFree(path)
     if (stats === undefined) return [{ path, what, identity: undefined }]
     if (!stats.isSymbolicLink()) return [{ path, what, identity: { dev: stats.dev, ino: stats.ino } }]
@@ -123,6 +128,10 @@ const locationPlaces = (location: string): Array<Place> =>
     const identity = identityOf(real)
     return [{ path, what, identity }, { path: real, what, identity }]
   })
+
+/** The other Locations served now, but this one. */
+const othersOf = (roots: Roots): ReadonlyArray<string> =>
+  roots.others === undefined ? [] : roots.others().filter((other) => other !== roots.location)
 
 /** Whether `path` is `root` or under it, ignoring case (a case-folding file system makes them one). */
 const within = (root: string, path: string): boolean => {
@@ -157,7 +166,12 @@ const linkedUnder = (directory: string, identity: Identity, budget: { left: numb
  * names, by looking for one of them among the protected files.
  */
 export const change = (roots: Roots, real: string, options: { readonly encloses?: boolean } = {}): string | undefined => {
-  const protectedPlaces = [...locationPlaces(roots.location), ...roots.fixed.home, ...roots.fixed.data]
+  const protectedPlaces = [
+    ...locationPlaces(roots.location),
+    ...othersOf(roots).flatMap((other) => locationPlaces(other, `the Location ${other}, which core also serves`)),
+    ...roots.fixed.home,
+    ...roots.fixed.data,
+  ]
   for (const place of protectedPlaces) {
     if (within(place.path, real)) return place.what
     if (options.encloses === true && within(real, place.path)) return `${real}, which holds ${place.what}`
@@ -240,7 +254,9 @@ export const readsOnly = (text: string): boolean => {
  * a word of a command that is not a known file operand (`git checkout core.json`).
  */
 export const named = (roots: Roots, absolute: string): boolean =>
-  LOCATION_ENTRIES.some((entry) => within(join(roots.location, entry), absolute)) ||
+  [roots.location, ...othersOf(roots)].some((location) =>
+    LOCATION_ENTRIES.some((entry) => within(join(location, entry), absolute)),
+  ) ||
   [...roots.fixed.home, ...roots.fixed.data].some((place) => within(place.path, absolute))
 
 /** What a shell command changes when its target is known only when it runs: it may be a protected place. */
