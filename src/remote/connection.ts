@@ -78,6 +78,34 @@ const annotationsOf = (tool: McpTool): { readonly annotations?: Tool.Annotations
   return Object.keys(annotations).length === 0 ? {} : { annotations }
 }
 
+/** Keywords whose value maps names to schemas (the names are not keywords). */
+const SCHEMA_MAPS: ReadonlySet<string> = new Set(["properties", "$defs", "definitions", "dependentSchemas"])
+/** Keywords whose value is data, not schemas. */
+const DATA: ReadonlySet<string> = new Set(["const", "enum", "default", "examples"])
+
+/**
+ * A server's JSON Schema without its regular expressions (`pattern`, `patternProperties`), for core's own check of
+ * a model's input: a pattern the server wrote may backtrack for seconds on the input a model chooses, stalling
+ * every Location core serves. The server still checks its patterns; the model still reads them.
+ */
+const withoutPatterns = (node: unknown): unknown => {
+  if (Array.isArray(node)) return node.map(withoutPatterns)
+  if (typeof node !== "object" || node === null) return node
+  const patterned = "patternProperties" in node
+  return Object.fromEntries(
+    Object.entries(node).flatMap(([key, value]): Array<[string, unknown]> => {
+      if ((key === "pattern" && typeof value === "string") || key === "patternProperties") return []
+      // Keys the patterns allowed are not refused for lack of them.
+      if (patterned && key === "additionalProperties") return []
+      if (DATA.has(key)) return [[key, value]]
+      if (SCHEMA_MAPS.has(key) && typeof value === "object" && value !== null && !Array.isArray(value)) {
+        return [[key, Object.fromEntries(Object.entries(value).map(([name, schema]) => [name, withoutPatterns(schema)]))]]
+      }
+      return [[key, withoutPatterns(value)]]
+    }),
+  )
+}
+
 const messageOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
 export class Server {
@@ -287,7 +315,7 @@ export class Server {
   private make(tool: McpTool, name: string): Tool.Any | string {
     let validate: (input: unknown) => string | undefined
     try {
-      const validator = validators.getValidator(tool.inputSchema as Parameters<typeof validators.getValidator>[0])
+      const validator = validators.getValidator(withoutPatterns(tool.inputSchema) as Parameters<typeof validators.getValidator>[0])
       validate = (input) => {
         const result = validator(input)
         return result.valid ? undefined : result.errorMessage

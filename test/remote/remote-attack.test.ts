@@ -1,5 +1,6 @@
 // core as an MCP client of a hostile server: a flood of list_changed does not make core list the tools once per
-// notification, and resources naming files of the machine never turn into reads of them.
+// notification, resources naming files of the machine never turn into reads of them, and a server's schema
+// cannot make core's own check of a model's input stall.
 
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
@@ -39,5 +40,25 @@ describe("core as an MCP client of a hostile server", () => {
     expect(result.status).toBe("success")
     expect(JSON.stringify(result)).not.toContain("root:")
     expect(result.content[0]).toEqual({ type: "text", text: "Resource: file:///etc/passwd (passwd)" })
+  }, 30_000)
+
+  test("a server's backtracking patterns are left to the server: core's check of the input never runs them", async () => {
+    const result = await withLocation(config, () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const slow = "a".repeat(64) + "!"
+        return {
+          text: (yield* settle(current, "bad_match", { text: slow })).settlement,
+          keys: (yield* settle(current, "bad_match", { text: "a", tags: { [`${"b".repeat(64)}!`]: "x" } })).settlement,
+          checked: (yield* settle(current, "bad_match", { text: "a", pattern: 5 })).settlement,
+          definition: current.definitions.find((definition) => definition.name === "bad_match")!,
+        }
+      }),
+    )
+    expect(textOf(result.text)).toStartWith("matched")
+    expect(textOf(result.keys)).toStartWith("matched")
+    // The rest of the schema is still checked, a property named "pattern" included; the model still reads the patterns.
+    expect(result.checked.error?.kind).toBe("invalid_input")
+    expect(JSON.stringify(result.definition.inputSchema)).toContain("^(a+)+$")
   }, 30_000)
 })
