@@ -235,3 +235,19 @@ describe("/mcp elicitation across sessions", () => {
     expect(runs(box, "echo")).toBe(0)
   })
 })
+
+describe("/mcp resources/read against guessed and crafted URIs", () => {
+  test("a managed output URI with a path in it, or a guessed id, reads nothing", async () => {
+    const { web } = await served()
+    const { client } = await connect(web.handler)
+    for (const uri of [
+      "core://outputs/..%2F..%2Fstore.sqlite",
+      "core://outputs/%2Fetc%2Fpasswd",
+      "core://outputs/out_00000000_0000000000000000",
+      "file:///etc/passwd",
+      "core://outputs/out_00000000_0000000000000000/structured/..",
+    ]) {
+      await expect(client.readResource({ uri })).rejects.toThrow(/-32002/)
+    }
+  })
+})
