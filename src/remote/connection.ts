@@ -25,6 +25,7 @@ import { Described } from "../tool/described"
 import { ToolName } from "../tool/name"
 import { Tool } from "../tool/tool"
 import { RemoteContent } from "./content"
+import { RemoteHttp } from "./http"
 import { RemoteStdio } from "./stdio"
 
 /** How long one request to a server (connecting, listing, a call) may take unless `timeoutMs` says otherwise. */
@@ -174,6 +175,8 @@ export class Server {
       return started
     }
     return new StreamableHTTPClientTransport(new URL(server.url!), {
+      // A server's answers are read in bounded messages, like a process's lines.
+      fetch: RemoteHttp.bounded(),
       ...(server.headers === undefined ? {} : { requestInit: { headers: { ...server.headers } } }),
     })
   }
