@@ -136,7 +136,7 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
     }),
   )
 
-  const installed = new Map<string, Scope.Closeable>()
+  const installed = new Map<string, { readonly scope: Scope.Closeable; readonly active: Plugins.Active }>()
   const diagnostics: Array<{ file: string; message: string }> = []
   let version = 0
   const install = (source: PluginSource, file: string, fresh: boolean) =>
@@ -150,7 +150,7 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
       )
       const result = yield* Effect.result(installing)
       if (result._tag === "Failure") return `${file}: ${result.failure.message}`
-      installed.set(file, child)
+      installed.set(file, { scope: child, active: result.success })
       return undefined
     })
 
@@ -164,8 +164,20 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
     }
     if (exit.value !== undefined) diagnostics.push({ file, message: exit.value })
   }
+  // The tools go in a Scope of their own, made again over the names of a plugin reinstalled after them.
+  let toolsScope: Scope.Closeable | undefined
+  const registerTools = (names?: ReadonlySet<string>) =>
+    Effect.gen(function* () {
+      const record = Object.fromEntries(Object.entries(options.tools ?? {}).filter(([name]) => names?.has(name) ?? true))
+      if (Object.keys(record).length === 0) return
+      const next = yield* Scope.fork(scope)
+      yield* registry.tools.register(record).pipe(Scope.provide(next), Effect.onError(() => Scope.close(next, Exit.void)))
+      const previous = toolsScope
+      toolsScope = next
+      if (previous !== undefined && names !== undefined) yield* Scope.close(previous, Exit.void)
+    })
   if (options.tools !== undefined) {
-    const registered = await runIn(registry.tools.register(options.tools).pipe(Scope.provide(scope)))
+    const registered = await runIn(registerTools())
     if (Exit.isFailure(registered)) {
       await closeAll()
       const error = Cause.findError(registered.cause)
@@ -250,8 +262,19 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
       const file = typeof source === "string" && index === -1 ? resolve(directory, source) : pluginFile(source, index, directory)
       const previous = installed.get(file)
       installed.delete(file)
-      if (previous !== undefined) await Effect.runPromise(Scope.close(previous, Exit.void))
-      const exit = await runIn(install(source, file, true))
+      if (previous !== undefined) await Effect.runPromise(Scope.close(previous.scope, Exit.void))
+      const exit = await runIn(
+        Effect.gen(function* () {
+          const diagnostic = yield* install(source, file, true)
+          const names = installed.get(file)?.active.names
+          if (names === undefined) return diagnostic
+          // Installed last, it would win over what is ranked after it: the later plugins, then the tools.
+          const ranked = sources.map((candidate, rank) => installed.get(pluginFile(candidate, rank, directory))?.active)
+          yield* Plugins.raiseAfter(ranked, index === -1 ? ranked.length : index, names)
+          yield* registerTools(new Set(names))
+          return diagnostic
+        }),
+      )
       if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
       return exit.value
     },
