@@ -35,7 +35,7 @@ export interface Services {
   readonly directory: string
   readonly tools: Registry.Tools
   readonly permission: Permission.Interface
-  /** The shell producer as a capability; without it, running a process fails with `unavailable`'s reason. */
+  /** The shell producer as a capability; without it, running a process fails saying the shell is not here. */
   readonly shell?: (typeof Plugin.Shell)["Service"]
   readonly hooks: Hooks.Table
 }
@@ -152,12 +152,15 @@ const capabilities = (services: Services, names: Array<string>, registrations: A
     }),
     Context.add(
       Plugin.Shell,
-      services.shell ?? {
-        run: () => Effect.fail(new Tool.Failure({ message: "The shell producer is not available here (core's author kit runs no processes)." })),
-      },
+      services.shell ?? unavailableShell("The shell producer is not available to this Location's plugins."),
     ),
   )
 }
+
+/** A `Plugin.Shell` whose every run fails with `message`, for where no shell producer is given. */
+export const unavailableShell = (message: string): (typeof Plugin.Shell)["Service"] => ({
+  run: () => Effect.fail(new Tool.Failure({ message })),
+})
 
 /** Checks what an installation answered: nothing, or hooks that are functions. */
 const hooksOf = (file: string, answer: unknown): Effect.Effect<Plugin.Hooks | undefined, Discovery.LoadError> => {

@@ -52,7 +52,21 @@ export interface LocationOptions {
   readonly limits?: { readonly maxLines?: number; readonly maxBytes?: number }
   /** How long one installation may take (default 10 s, as in core). */
   readonly installTimeoutMs?: number
+  /**
+   * What `Plugin.Shell` is in this Location. The kit runs no processes: core's shell producer (its per-call
+   * supervisor, process-group kills and OS sandbox) lives in the core binary only, and a lesser shell here would
+   * let tests pass that core would fail. Without a stand-in, every `run` fails with a Tool.Failure saying so
+   * (SHELL_UNAVAILABLE); give one (answering `Plugin.Ran`) to test a plugin's own logic, and run its processes
+   * for real through `core exec`.
+   */
+  readonly shell?: (typeof Plugin.Shell)["Service"]
 }
+
+/** Why `Plugin.Shell` fails in a test Location without a `shell` stand-in. */
+export const SHELL_UNAVAILABLE =
+  "Plugin.Shell runs no processes in @core/tool/testing: core's shell producer (supervisor, process-group kills, " +
+  "sandbox) is in the core binary only. Give location({ shell }) a stand-in to test this tool's logic, or run it " +
+  "through `core exec`."
 
 /** The ids and observers of one call through a test Location. */
 export type CallOptions = Pick<
@@ -114,6 +128,7 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
     tools: registry.tools,
     permission,
     hooks: Context.get(context, Hooks.Current)!,
+    shell: options.shell ?? Plugins.unavailableShell(SHELL_UNAVAILABLE),
   }
   const asks: Array<Ask> = []
   const reply = options.permission?.reply
