@@ -10,6 +10,7 @@ import { existsSync } from "node:fs"
 import { basename } from "node:path"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -17,6 +18,7 @@ import * as Scope from "effect/Scope"
 import { Discovery } from "../location/discovery"
 import { Boundary } from "../permission/boundary"
 import { Permission } from "../permission/permission"
+import { Rule } from "../permission/rule"
 import { Registry } from "../registry/registry"
 import { Hooks } from "../settlement/hooks"
 import { Tool } from "../tool/tool"
@@ -93,6 +95,8 @@ interface Registration {
  */
 export interface Active {
   readonly names: ReadonlyArray<string>
+  /** The hooks its installation answered, if any. */
+  readonly hooks: Plugin.Hooks | undefined
   readonly raise: (names: ReadonlySet<string>) => Effect.Effect<void>
 }
 
@@ -246,8 +250,48 @@ export const install = (
       Effect.forEach(registrations, (registration) => raiseRegistration(services.tools, registration, raised), { discard: true }).pipe(
         Effect.andThen(raiseHooks),
       )
-    return { names, raise } satisfies Active
+    return { names, hooks, raise } satisfies Active
   })
+
+const appliesTo = (hooks: Plugin.Hooks, tool: string): boolean =>
+  hooks.tools === undefined || hooks.tools.some((pattern) => Rule.matches(pattern, tool))
+
+/** Calls `hook` as the settlement would: a throw or an answer that is not an Effect is a defect. */
+const delegate = <A, B, E>(hook: ((value: A) => Effect.Effect<B, E>) | undefined, value: A) =>
+  Effect.suspend(() => {
+    if (hook === undefined) return Effect.void
+    const effect = hook(value)
+    return Effect.isEffect(effect) ? effect : Effect.die(new TypeError(`answered ${typeof effect}, not an Effect`))
+  })
+
+/**
+ * Holds the place of a plugin's call hooks while it is installed again (the old ones go with its Scope first): a
+ * call meeting them waits for the new installation, then meets its hooks (none if it failed). So a call racing a
+ * reload is never let through unhooked. Answers how to let the waiting calls go, with what the installation answered.
+ */
+export const holdHooks = (table: Hooks.Table, plugin: string, old: Plugin.Hooks | undefined) => {
+  if (old === undefined || (old["tool.execute.before"] === undefined && old["tool.execute.after"] === undefined)) {
+    return (_installed: Plugin.Hooks | undefined) => Effect.void
+  }
+  const installed = Deferred.makeUnsafe<Plugin.Hooks | undefined>()
+  const current = (tool: string) =>
+    Effect.map(Deferred.await(installed), (hooks) => (hooks !== undefined && appliesTo(hooks, tool) ? hooks : undefined))
+  const remove = table.add({
+    plugin,
+    hooks: {
+      ...(old.tools === undefined ? {} : { tools: old.tools }),
+      "tool.execute.before": (call) =>
+        Effect.flatMap(current(call.tool), (hooks) => delegate(hooks?.["tool.execute.before"], call)),
+      "tool.execute.after": (result) =>
+        Effect.flatMap(current(result.tool), (hooks) => delegate(hooks?.["tool.execute.after"], result)),
+    },
+  })
+  return (hooks: Plugin.Hooks | undefined) =>
+    Effect.sync(() => {
+      remove()
+      Deferred.doneUnsafe(installed, Effect.succeed(hooks))
+    })
+}
 
 /**
  * After the plugin at `rank` of `ranked` was installed again, raises every plugin ranked after it over `names`
@@ -322,18 +366,21 @@ export const make = (
   const reload = Effect.fnUntraced(function* (file: string) {
     const previous = entries.get(file)
     entries.delete(file)
-    // A plugin's resources are released before its next installation acquires them again.
-    if (previous !== undefined) yield* Scope.close(previous.scope, Exit.void)
-    const before = previous?.active.names ?? []
-    if (!existsSync(file)) return { file, before, after: [], diagnostic: undefined } satisfies Reloaded
-    const result = yield* Effect.result(installFile(file, options.bump?.(file)))
-    if (result._tag === "Failure") {
-      return { file, before, after: [], diagnostic: { file, message: result.failure.message } } satisfies Reloaded
-    }
-    // Installed last, it would now win over the plugins ranked after it: raise them back over its names.
-    const ranked = files(services.directory, home)
-    yield* raiseAfter(ranked.map((candidate) => entries.get(candidate)?.active), ranked.indexOf(file), result.success)
-    return { file, before, after: result.success, diagnostic: undefined } satisfies Reloaded
+    const release = holdHooks(services.hooks, basename(file, ".ts"), previous?.active.hooks)
+    return yield* Effect.gen(function* () {
+      // A plugin's resources are released before its next installation acquires them again.
+      if (previous !== undefined) yield* Scope.close(previous.scope, Exit.void)
+      const before = previous?.active.names ?? []
+      if (!existsSync(file)) return { file, before, after: [], diagnostic: undefined } satisfies Reloaded
+      const result = yield* Effect.result(installFile(file, options.bump?.(file)))
+      if (result._tag === "Failure") {
+        return { file, before, after: [], diagnostic: { file, message: result.failure.message } } satisfies Reloaded
+      }
+      // Installed last, it would now win over the plugins ranked after it: raise them back over its names.
+      const ranked = files(services.directory, home)
+      yield* raiseAfter(ranked.map((candidate) => entries.get(candidate)?.active), ranked.indexOf(file), result.success)
+      return { file, before, after: result.success, diagnostic: undefined } satisfies Reloaded
+    }).pipe(Effect.ensuring(Effect.suspend(() => release(entries.get(file)?.active.hooks))))
   })
 
   return {

@@ -4,7 +4,7 @@
 
 import { mkdtempSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { basename, join, resolve } from "node:path"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -277,6 +277,7 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
       const file = typeof source === "string" && index === -1 ? resolve(directory, source) : pluginFile(source, index, directory)
       const previous = installed.get(file)
       installed.delete(file)
+      const release = Plugins.holdHooks(services.hooks, basename(file, ".ts"), previous?.active.hooks)
       if (previous !== undefined) await Effect.runPromise(Scope.close(previous.scope, Exit.void))
       const exit = await runIn(
         Effect.gen(function* () {
@@ -288,7 +289,7 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
           yield* Plugins.raiseAfter(ranked, index === -1 ? ranked.length : index, names)
           yield* registerTools(new Set(names))
           return diagnostic
-        }),
+        }).pipe(Effect.ensuring(Effect.suspend(() => release(installed.get(file)?.active.hooks)))),
       )
       if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
       return exit.value
