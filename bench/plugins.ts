@@ -1,8 +1,11 @@
 // Plugins (DESIGN §12). What a hook adds to a settle: an echo settled in process (in-memory store, the strictest
-// case, where the pipeline is cheapest) with no hooks, one `tool.execute.before`, one `tool.execute.after`, and one
-// of each, in interleaved blocks with a GC between them; target: each hook under 5% of a settle. Then installing
-// 100 plugin files into a fresh Location (import, install, register: time and resident memory), beside loading 100
-// tool files of the same tools through discovery, the peer a plugin replaces.
+// case, where the pipeline is cheapest) with no-op hooks (one before, one after, one of each) against the same
+// pipeline without hooks. Made measurable on a loaded machine by pairing: each of many rounds runs short blocks in
+// A B B A order (baseline, hooked, hooked, baseline), so drift within a round cancels, and the figure is the median
+// of the rounds' ratios, with a distribution-free 95% interval for it. A second pipeline without hooks, paired the
+// same way (A/A), gives the noise floor. Target: each hook under 5% of a settle. Then installing 100 plugin files
+// into a fresh Location (import, install, register: time and resident memory), beside loading 100 tool files of
+// the same tools through discovery, the peer a plugin replaces.
 
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -23,8 +26,9 @@ import { Projection } from "../src/settlement/projection"
 import { cleanup, duration, main, megabytes, median, progress, ratio, type Report, summarize } from "./measure"
 
 const WARMUP_CALLS = 2_000
-const ROUNDS = 40
-const CALLS_PER_BLOCK = 250
+/** Paired rounds per hooked variant; each runs 4 blocks (A B B A). */
+const ROUNDS = 400
+const CALLS_PER_BLOCK = 25
 const TARGET_PER_HOOK = 0.05
 const ISOLATED_ITERATIONS = 50_000
 const PLUGINS = 100
@@ -109,29 +113,52 @@ const isolatedCosts = () => {
   return { before: beforeOne - beforeEmpty, after: afterOne - afterEmpty }
 }
 
-/** Median per-call time of each variant, over interleaved blocks in rotating order. */
+/** The median of `ratios` and a distribution-free 95% interval for it (order statistics around the middle). */
+const medianInterval = (ratios: ReadonlyArray<number>) => {
+  const sorted = [...ratios].sort((a, b) => a - b)
+  const half = 0.98 * Math.sqrt(sorted.length)
+  const at = (index: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.round(index)))]!
+  return { median: median(sorted), low: at(sorted.length / 2 - half), high: at(sorted.length / 2 + half) }
+}
+
+/**
+ * Per hooked variant, the ratio of its per-call time to the baseline's in each round (A B B A blocks, so linear
+ * drift within the round cancels), in rotating variant order; and the baseline's own per-call times.
+ */
 const settleCosts = async (dataDir: string) => {
+  const baseline = await variant("no hooks", [], dataDir)
   const variants = [
-    await variant("no hooks", [], dataDir),
+    await variant("no hooks (A/A)", [], dataDir),
     await variant("one before hook", [BEFORE], dataDir),
     await variant("one after hook", [AFTER], dataDir),
     await variant("before + after", [BEFORE, AFTER], dataDir),
   ]
   let counter = 0
-  for (const side of variants) for (let i = 0; i < WARMUP_CALLS; i++) await side.call(counter++)
-  const samples = new Map(variants.map((side) => [side.label, [] as Array<number>]))
+  for (const side of [baseline, ...variants]) for (let i = 0; i < WARMUP_CALLS; i++) await side.call(counter++)
+  const block = async (side: Variant) => {
+    const start = performance.now()
+    for (let i = 0; i < CALLS_PER_BLOCK; i++) await side.call(counter++)
+    return (performance.now() - start) / CALLS_PER_BLOCK
+  }
+  const ratios = new Map(variants.map((side) => [side.label, [] as Array<number>]))
+  const base: Array<number> = []
   for (let round = 0; round < ROUNDS; round++) {
-    progress(`settle round ${round + 1}/${ROUNDS}`)
+    if (round % 50 === 0) {
+      progress(`settle rounds ${round + 1}-${Math.min(ROUNDS, round + 50)}/${ROUNDS}`)
+      Bun.gc(true)
+    }
     for (let offset = 0; offset < variants.length; offset++) {
       const side = variants[(round + offset) % variants.length]!
-      Bun.gc(true)
-      const start = performance.now()
-      for (let i = 0; i < CALLS_PER_BLOCK; i++) await side.call(counter++)
-      samples.get(side.label)!.push((performance.now() - start) / CALLS_PER_BLOCK)
+      const a1 = await block(baseline)
+      const b1 = await block(side)
+      const b2 = await block(side)
+      const a2 = await block(baseline)
+      ratios.get(side.label)!.push((b1 + b2) / (a1 + a2))
+      base.push(a1, a2)
     }
   }
-  for (const side of variants) await side.close()
-  return { variants, samples }
+  for (const side of [baseline, ...variants]) await side.close()
+  return { variants, ratios, base }
 }
 
 const pluginSource = (index: number) => `import { Plugin, Tool } from "@core/tool"
@@ -219,26 +246,20 @@ const loadOnce = async (root: string, kind: "plugins" | "tools") => {
 const measure = async (): Promise<Report> => {
   const dataDir = mkdtempSync(join(tmpdir(), "core-bench-plugins-"))
   try {
-    const { variants, samples } = await settleCosts(dataDir)
+    const { variants, ratios, base } = await settleCosts(dataDir)
     const isolated = isolatedCosts()
-    // Each round's block against the same round's block without hooks: drift on the shared machine cancels out.
-    const baseline = samples.get("no hooks")!
     const rows = variants.map((side) => {
-      const own = samples.get(side.label)!
-      const summary = summarize(own)
-      const overhead = median(own.map((value, round) => value / baseline[round]!)) - 1
+      const interval = medianInterval(ratios.get(side.label)!)
+      const percent = (value: number) => `${((value - 1) * 100).toFixed(1)}%`
+      const per = (value: number) => (side.hooks === 0 ? "" : `${(((value - 1) / side.hooks) * 100).toFixed(1)}%`)
       return {
         side,
-        overhead,
-        row: [
-          side.label,
-          duration(summary.p50),
-          `${duration(summary.min)} / ${duration(summary.max)}`,
-          side.hooks === 0 ? "" : `${(overhead * 100).toFixed(1)}%`,
-          side.hooks === 0 ? "" : `${((overhead / side.hooks) * 100).toFixed(1)}%`,
-        ],
+        interval,
+        row: [side.label, percent(interval.median), `${percent(interval.low)} … ${percent(interval.high)}`, per(interval.median), per(interval.high)],
       }
     })
+    const noise = rows.find((row) => row.side.hooks === 0)!.interval
+    const noiseFloor = Math.max(Math.abs(noise.low - 1), Math.abs(noise.high - 1))
 
     const installs: Array<{ ms: number; rss: number; closeMs: number }> = []
     const loads: Array<{ ms: number; rss: number; closeMs: number }> = []
@@ -250,22 +271,27 @@ const measure = async (): Promise<Report> => {
     }
     const installMs = median(installs.map((run) => run.ms))
     const loadMs = median(loads.map((run) => run.ms))
-    const perHook = Math.max(...rows.filter((row) => row.side.hooks > 0).map((row) => row.overhead / row.side.hooks))
-    const settleP50 = median(samples.get("no hooks")!)
-    const settleBest = Math.min(...samples.get("no hooks")!)
+    const hooked = rows.filter((row) => row.side.hooks > 0)
+    const perHook = Math.max(...hooked.map((row) => (row.interval.median - 1) / row.side.hooks))
+    const perHookHigh = Math.max(...hooked.map((row) => (row.interval.high - 1) / row.side.hooks))
+    const baseSummary = summarize(base)
+    const settleP50 = baseSummary.p50
+    const settleBest = baseSummary.min
     const isolatedWorst = Math.max(isolated.before, isolated.after)
 
     return {
       name: "plugins: hooks in a settle, installing 100 plugins",
       about:
-        `An echo settled in process on the in-memory store (per call, ${ROUNDS} interleaved rounds of blocks of ` +
-        `${CALLS_PER_BLOCK.toLocaleString("en")}; overhead is the median of each round's ratio to its block without hooks), without hooks and with no-op hooks; then ${PLUGINS} plugin files ` +
+        `An echo settled in process on the in-memory store, with no-op hooks against the same pipeline without ` +
+        `hooks: ${ROUNDS} paired rounds per variant, each of 4 blocks of ${CALLS_PER_BLOCK} calls in A B B A order; the ` +
+        `figure is the median of the rounds' ratios with a 95% interval; an A/A pair of two pipelines without hooks ` +
+        `gives the noise floor. Then ${PLUGINS} plugin files ` +
         `installed into a fresh Location (checked import, install, register; one resource each) beside ${PLUGINS} ` +
         `tool files of the same tools loaded by discovery (median of ${INSTALL_RUNS} runs, fresh files each).`,
       tables: [
         {
-          title: "settle per call",
-          columns: ["variant", "p50", "min / max of blocks", "over no hooks (paired p50)", "per hook"],
+          title: `settle per call over no hooks (baseline p50 ${duration(settleP50)}, fastest block ${duration(settleBest)})`,
+          columns: ["variant", "median of paired ratios", "95% interval", "per hook", "per hook, upper bound"],
           rows: rows.map((row) => row.row),
         },
         {
@@ -295,8 +321,8 @@ const measure = async (): Promise<Report> => {
           met: isolatedWorst / settleBest < TARGET_PER_HOOK,
         },
         {
-          measure: "settle p50 cost per hook, worst variant, in-memory store (paired rounds; noisy when the machine is loaded)",
-          value: `${(perHook * 100).toFixed(1)}%`,
+          measure: `settle cost per hook, worst variant, median of ${ROUNDS} paired rounds (in-memory store)`,
+          value: `${(perHook * 100).toFixed(1)}% (95% upper bound ${(perHookHigh * 100).toFixed(1)}%, A/A noise floor ±${(noiseFloor * 100).toFixed(1)}%)`,
           target: `< ${TARGET_PER_HOOK * 100}%`,
           met: perHook < TARGET_PER_HOOK,
         },

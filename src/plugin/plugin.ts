@@ -126,6 +126,8 @@ export interface Ran {
  * The shell producer built-in `bash` runs on: its own process group under a per-call supervisor (every descendant
  * ends with the run, or when it is interrupted), bounded capture, timeouts, and the OS sandbox (writes only in the
  * Location and temp) where the kernel has one. It checks no permission: assert what the model chose first.
+ * `@core/tool/testing` runs no processes: there every run fails with a Tool.Failure saying so, unless the test
+ * Location was given a stand-in (`location({ shell })`).
  */
 export class Shell extends Context.Service<
   Shell,

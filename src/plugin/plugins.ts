@@ -10,6 +10,7 @@ import { existsSync } from "node:fs"
 import { basename } from "node:path"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -17,6 +18,7 @@ import * as Scope from "effect/Scope"
 import { Discovery } from "../location/discovery"
 import { Boundary } from "../permission/boundary"
 import { Permission } from "../permission/permission"
+import { Rule } from "../permission/rule"
 import { Registry } from "../registry/registry"
 import { Hooks } from "../settlement/hooks"
 import { Tool } from "../tool/tool"
@@ -35,7 +37,7 @@ export interface Services {
   readonly directory: string
   readonly tools: Registry.Tools
   readonly permission: Permission.Interface
-  /** The shell producer as a capability; without it, running a process fails with `unavailable`'s reason. */
+  /** The shell producer as a capability; without it, running a process fails saying the shell is not here. */
   readonly shell?: (typeof Plugin.Shell)["Service"]
   readonly hooks: Hooks.Table
 }
@@ -76,8 +78,30 @@ const messageOf = (cause: unknown): string =>
 
 const failure = (file: string, message: string) => new Discovery.LoadError({ file, message })
 
-/** The capabilities one plugin installs with; `names` collects what it registers. */
-const capabilities = (services: Services, names: Array<string>) => {
+/**
+ * One `register` call a plugin made, kept so it can be made again above a plugin of lower rank that was installed
+ * after it (a reload), in a Scope under the one it was made in; `overlay` is the latest such Scope.
+ */
+interface Registration {
+  readonly record: Readonly<Record<string, Tool.Any>>
+  readonly scope: Scope.Scope
+  overlay: Scope.Closeable | undefined
+}
+
+/**
+ * What one installation holds. `raise` puts it back above a plugin of lower rank installed after it: its
+ * registrations of `names` are made again (then the previous raise's are closed, so the name is never missing) and
+ * its hooks move after that plugin's, so the documented order holds after any reload.
+ */
+export interface Active {
+  readonly names: ReadonlyArray<string>
+  /** The hooks its installation answered, if any. */
+  readonly hooks: Plugin.Hooks | undefined
+  readonly raise: (names: ReadonlySet<string>) => Effect.Effect<void>
+}
+
+/** The capabilities one plugin installs with; `names` and `registrations` collect what it registers. */
+const capabilities = (services: Services, names: Array<string>, registrations: Array<Registration>) => {
   const { directory, permission } = services
   const resolved = (real: Boundary.Resolved): Plugin.Resolved => ({
     path: real.real,
@@ -94,7 +118,11 @@ const capabilities = (services: Services, names: Array<string>) => {
     Context.add(Plugin.Tools, {
       register: (record) =>
         services.tools.register(record).pipe(
-          Effect.tap(() => Effect.sync(() => names.push(...Object.keys(record)))),
+          Effect.andThen(Effect.gen(function* () {
+            const scope = yield* Scope.Scope
+            names.push(...Object.keys(record))
+            registrations.push({ record: { ...record }, scope, overlay: undefined })
+          })),
           Effect.mapError((error) => new Plugin.RegistrationError({ ...(error.name === undefined ? {} : { name: error.name }), message: error.message })),
         ),
     }),
@@ -128,12 +156,15 @@ const capabilities = (services: Services, names: Array<string>) => {
     }),
     Context.add(
       Plugin.Shell,
-      services.shell ?? {
-        run: () => Effect.fail(new Tool.Failure({ message: "The shell producer is not available here (core's author kit runs no processes)." })),
-      },
+      services.shell ?? unavailableShell("The shell producer is not available to this Location's plugins."),
     ),
   )
 }
+
+/** A `Plugin.Shell` whose every run fails with `message`, for where no shell producer is given. */
+export const unavailableShell = (message: string): (typeof Plugin.Shell)["Service"] => ({
+  run: () => Effect.fail(new Tool.Failure({ message })),
+})
 
 /** Checks what an installation answered: nothing, or hooks that are functions. */
 const hooksOf = (file: string, answer: unknown): Effect.Effect<Plugin.Hooks | undefined, Discovery.LoadError> => {
@@ -153,9 +184,23 @@ const hooksOf = (file: string, answer: unknown): Effect.Effect<Plugin.Hooks | un
   return Effect.succeed(hooks)
 }
 
+/** Makes `registration`'s names among `names` again, above what was registered since; closes the previous raise. */
+const raiseRegistration = (tools: Registry.Tools, registration: Registration, names: ReadonlySet<string>) =>
+  Effect.gen(function* () {
+    const record = Object.fromEntries(Object.entries(registration.record).filter(([name]) => names.has(name)))
+    if (Object.keys(record).length === 0 || registration.scope.state._tag === "Closed") return
+    const overlay = yield* Scope.fork(registration.scope)
+    // The record was accepted once and its Scope is open: a refusal now is a broken invariant.
+    yield* tools.register(record).pipe(Scope.provide(overlay), Effect.orDie)
+    const previous = registration.overlay
+    registration.overlay = overlay
+    if (previous !== undefined) yield* Scope.close(previous, Exit.void)
+  })
+
 /**
  * Runs one plugin's installation in `scope` (which the caller closes on failure): its capabilities, its timeout,
- * its hooks added to the Location's table until the Scope closes. Answers the names it registered.
+ * its hooks added to the Location's table until the Scope closes. Answers the names it registered, and how to
+ * raise it above a plugin of lower rank installed after it.
  */
 export const install = (
   file: string,
@@ -163,11 +208,12 @@ export const install = (
   services: Services,
   scope: Scope.Scope,
   timeoutMs = INSTALL_TIMEOUT_MS,
-): Effect.Effect<ReadonlyArray<string>, Discovery.LoadError> =>
+): Effect.Effect<Active, Discovery.LoadError> =>
   Effect.gen(function* () {
     const names: Array<string> = []
+    const registrations: Array<Registration> = []
     const installation = Internal.installOf(plugin)!.pipe(
-      Effect.provideContext(capabilities(services, names)),
+      Effect.provideContext(capabilities(services, names, registrations)),
       Scope.provide(scope),
     )
     // The boundary where whatever an installation does wrong (an error, a throw, a registration refused) becomes
@@ -184,12 +230,75 @@ export const install = (
       }),
     )
     const hooks = yield* hooksOf(file, answer)
+    let raiseHooks = Effect.void
     if (hooks !== undefined) {
-      const remove = services.hooks.add({ plugin: basename(file, ".ts"), hooks })
-      yield* Scope.addFinalizer(scope, Effect.sync(remove))
+      const entry = { plugin: basename(file, ".ts"), hooks }
+      let remove = services.hooks.add(entry)
+      let closed = false
+      yield* Scope.addFinalizer(scope, Effect.sync(() => {
+        closed = true
+        remove()
+      }))
+      // Removed and added again in one step: no settle meets the table without this plugin's hooks.
+      raiseHooks = Effect.sync(() => {
+        if (closed) return
+        remove()
+        remove = services.hooks.add(entry)
+      })
     }
-    return names
+    const raise = (raised: ReadonlySet<string>) =>
+      Effect.forEach(registrations, (registration) => raiseRegistration(services.tools, registration, raised), { discard: true }).pipe(
+        Effect.andThen(raiseHooks),
+      )
+    return { names, hooks, raise } satisfies Active
   })
+
+const appliesTo = (hooks: Plugin.Hooks, tool: string): boolean =>
+  hooks.tools === undefined || hooks.tools.some((pattern) => Rule.matches(pattern, tool))
+
+/** Calls `hook` as the settlement would: a throw or an answer that is not an Effect is a defect. */
+const delegate = <A, B, E>(hook: ((value: A) => Effect.Effect<B, E>) | undefined, value: A) =>
+  Effect.suspend(() => {
+    if (hook === undefined) return Effect.void
+    const effect = hook(value)
+    return Effect.isEffect(effect) ? effect : Effect.die(new TypeError(`answered ${typeof effect}, not an Effect`))
+  })
+
+/**
+ * Holds the place of a plugin's call hooks while it is installed again (the old ones go with its Scope first): a
+ * call meeting them waits for the new installation, then meets its hooks (none if it failed). So a call racing a
+ * reload is never let through unhooked. Answers how to let the waiting calls go, with what the installation answered.
+ */
+export const holdHooks = (table: Hooks.Table, plugin: string, old: Plugin.Hooks | undefined) => {
+  if (old === undefined || (old["tool.execute.before"] === undefined && old["tool.execute.after"] === undefined)) {
+    return (_installed: Plugin.Hooks | undefined) => Effect.void
+  }
+  const installed = Deferred.makeUnsafe<Plugin.Hooks | undefined>()
+  const current = (tool: string) =>
+    Effect.map(Deferred.await(installed), (hooks) => (hooks !== undefined && appliesTo(hooks, tool) ? hooks : undefined))
+  const remove = table.add({
+    plugin,
+    hooks: {
+      ...(old.tools === undefined ? {} : { tools: old.tools }),
+      "tool.execute.before": (call) =>
+        Effect.flatMap(current(call.tool), (hooks) => delegate(hooks?.["tool.execute.before"], call)),
+      "tool.execute.after": (result) =>
+        Effect.flatMap(current(result.tool), (hooks) => delegate(hooks?.["tool.execute.after"], result)),
+    },
+  })
+  return (hooks: Plugin.Hooks | undefined) =>
+    Effect.sync(() => {
+      remove()
+      Deferred.doneUnsafe(installed, Effect.succeed(hooks))
+    })
+}
+
+/**
+ * After the plugin at `rank` of `ranked` was installed again, raises every plugin ranked after it over `names`
+ * (what the reinstalled one registered) and over its hooks, in rank order.
+ */
+export const raiseAfter = (ranked: ReadonlyArray<Active | undefined>, rank: number, names: ReadonlyArray<string>) =>
+  Effect.forEach(rank < 0 ? [] : ranked.slice(rank + 1), (active) => active?.raise(new Set(names)) ?? Effect.void, { discard: true })
 
 const reasonOf = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.findError(cause)
@@ -222,7 +331,7 @@ export interface Interface {
 
 interface Entry {
   readonly scope: Scope.Closeable
-  readonly names: ReadonlyArray<string>
+  readonly active: Active
 }
 
 /** The plugins of the Location `services.directory` (and of `home`), installed in Scopes under `parent`. */
@@ -237,12 +346,12 @@ export const make = (
   const installFile = (file: string, version: string | undefined) =>
     Effect.gen(function* () {
       const scope = yield* Scope.fork(parent)
-      const names = yield* load(file, version, options.timeoutMs).pipe(
+      const active = yield* load(file, version, options.timeoutMs).pipe(
         Effect.flatMap((plugin) => install(file, plugin, services, scope, options.timeoutMs)),
         Effect.onError(() => Scope.close(scope, Exit.void)),
       )
-      entries.set(file, { scope, names })
-      return names
+      entries.set(file, { scope, active })
+      return active.names
     })
 
   const installAll = Effect.gen(function* () {
@@ -257,20 +366,27 @@ export const make = (
   const reload = Effect.fnUntraced(function* (file: string) {
     const previous = entries.get(file)
     entries.delete(file)
-    // A plugin's resources are released before its next installation acquires them again.
-    if (previous !== undefined) yield* Scope.close(previous.scope, Exit.void)
-    const before = previous?.names ?? []
-    if (!existsSync(file)) return { file, before, after: [], diagnostic: undefined } satisfies Reloaded
-    const result = yield* Effect.result(installFile(file, options.bump?.(file)))
-    return result._tag === "Success"
-      ? ({ file, before, after: result.success, diagnostic: undefined } satisfies Reloaded)
-      : ({ file, before, after: [], diagnostic: { file, message: result.failure.message } } satisfies Reloaded)
+    const release = holdHooks(services.hooks, basename(file, ".ts"), previous?.active.hooks)
+    return yield* Effect.gen(function* () {
+      // A plugin's resources are released before its next installation acquires them again.
+      if (previous !== undefined) yield* Scope.close(previous.scope, Exit.void)
+      const before = previous?.active.names ?? []
+      if (!existsSync(file)) return { file, before, after: [], diagnostic: undefined } satisfies Reloaded
+      const result = yield* Effect.result(installFile(file, options.bump?.(file)))
+      if (result._tag === "Failure") {
+        return { file, before, after: [], diagnostic: { file, message: result.failure.message } } satisfies Reloaded
+      }
+      // Installed last, it would now win over the plugins ranked after it: raise them back over its names.
+      const ranked = files(services.directory, home)
+      yield* raiseAfter(ranked.map((candidate) => entries.get(candidate)?.active), ranked.indexOf(file), result.success)
+      return { file, before, after: result.success, diagnostic: undefined } satisfies Reloaded
+    }).pipe(Effect.ensuring(Effect.suspend(() => release(entries.get(file)?.active.hooks))))
   })
 
   return {
     installAll,
     reload,
-    installed: () => [...entries].map(([file, entry]) => ({ file, names: entry.names })),
+    installed: () => [...entries].map(([file, entry]) => ({ file, names: entry.active.names })),
     files: () => files(services.directory, home),
   }
 }

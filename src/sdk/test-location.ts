@@ -4,7 +4,7 @@
 
 import { mkdtempSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { basename, join, resolve } from "node:path"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -52,7 +52,21 @@ export interface LocationOptions {
   readonly limits?: { readonly maxLines?: number; readonly maxBytes?: number }
   /** How long one installation may take (default 10 s, as in core). */
   readonly installTimeoutMs?: number
+  /**
+   * What `Plugin.Shell` is in this Location. The kit runs no processes: core's shell producer (its per-call
+   * supervisor, process-group kills and OS sandbox) lives in the core binary only, and a lesser shell here would
+   * let tests pass that core would fail. Without a stand-in, every `run` fails with a Tool.Failure saying so
+   * (SHELL_UNAVAILABLE); give one (answering `Plugin.Ran`) to test a plugin's own logic, and run its processes
+   * for real through `core exec`.
+   */
+  readonly shell?: (typeof Plugin.Shell)["Service"]
 }
+
+/** Why `Plugin.Shell` fails in a test Location without a `shell` stand-in. */
+export const SHELL_UNAVAILABLE =
+  "Plugin.Shell runs no processes in @core/tool/testing: core's shell producer (supervisor, process-group kills, " +
+  "sandbox) is in the core binary only. Give location({ shell }) a stand-in to test this tool's logic, or run it " +
+  "through `core exec`."
 
 /** The ids and observers of one call through a test Location. */
 export type CallOptions = Pick<
@@ -114,6 +128,7 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
     tools: registry.tools,
     permission,
     hooks: Context.get(context, Hooks.Current)!,
+    shell: options.shell ?? Plugins.unavailableShell(SHELL_UNAVAILABLE),
   }
   const asks: Array<Ask> = []
   const reply = options.permission?.reply
@@ -136,7 +151,7 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
     }),
   )
 
-  const installed = new Map<string, Scope.Closeable>()
+  const installed = new Map<string, { readonly scope: Scope.Closeable; readonly active: Plugins.Active }>()
   const diagnostics: Array<{ file: string; message: string }> = []
   let version = 0
   const install = (source: PluginSource, file: string, fresh: boolean) =>
@@ -150,7 +165,7 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
       )
       const result = yield* Effect.result(installing)
       if (result._tag === "Failure") return `${file}: ${result.failure.message}`
-      installed.set(file, child)
+      installed.set(file, { scope: child, active: result.success })
       return undefined
     })
 
@@ -164,8 +179,20 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
     }
     if (exit.value !== undefined) diagnostics.push({ file, message: exit.value })
   }
+  // The tools go in a Scope of their own, made again over the names of a plugin reinstalled after them.
+  let toolsScope: Scope.Closeable | undefined
+  const registerTools = (names?: ReadonlySet<string>) =>
+    Effect.gen(function* () {
+      const record = Object.fromEntries(Object.entries(options.tools ?? {}).filter(([name]) => names?.has(name) ?? true))
+      if (Object.keys(record).length === 0) return
+      const next = yield* Scope.fork(scope)
+      yield* registry.tools.register(record).pipe(Scope.provide(next), Effect.onError(() => Scope.close(next, Exit.void)))
+      const previous = toolsScope
+      toolsScope = next
+      if (previous !== undefined && names !== undefined) yield* Scope.close(previous, Exit.void)
+    })
   if (options.tools !== undefined) {
-    const registered = await runIn(registry.tools.register(options.tools).pipe(Scope.provide(scope)))
+    const registered = await runIn(registerTools())
     if (Exit.isFailure(registered)) {
       await closeAll()
       const error = Cause.findError(registered.cause)
@@ -250,8 +277,20 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
       const file = typeof source === "string" && index === -1 ? resolve(directory, source) : pluginFile(source, index, directory)
       const previous = installed.get(file)
       installed.delete(file)
-      if (previous !== undefined) await Effect.runPromise(Scope.close(previous, Exit.void))
-      const exit = await runIn(install(source, file, true))
+      const release = Plugins.holdHooks(services.hooks, basename(file, ".ts"), previous?.active.hooks)
+      if (previous !== undefined) await Effect.runPromise(Scope.close(previous.scope, Exit.void))
+      const exit = await runIn(
+        Effect.gen(function* () {
+          const diagnostic = yield* install(source, file, true)
+          const names = installed.get(file)?.active.names
+          if (names === undefined) return diagnostic
+          // Installed last, it would win over what is ranked after it: the later plugins, then the tools.
+          const ranked = sources.map((candidate, rank) => installed.get(pluginFile(candidate, rank, directory))?.active)
+          yield* Plugins.raiseAfter(ranked, index === -1 ? ranked.length : index, names)
+          yield* registerTools(new Set(names))
+          return diagnostic
+        }).pipe(Effect.ensuring(Effect.suspend(() => release(installed.get(file)?.active.hooks)))),
+      )
       if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
       return exit.value
     },

@@ -54,7 +54,15 @@ export {
   type Settlement,
   type Trace,
 } from "./harness"
-export { type CallOptions, location, type LocationOptions, type PluginSource, type TestLocation, type Turn } from "./test-location"
+export {
+  type CallOptions,
+  location,
+  type LocationOptions,
+  type PluginSource,
+  SHELL_UNAVAILABLE,
+  type TestLocation,
+  type Turn,
+} from "./test-location"
 
 /** The workspace's `.core/` kit does not match: its VERSION, or the installed core, names another core. */
 export class KitVersionError extends Schema.TaggedError<KitVersionError>()("Testing.KitVersionError", {

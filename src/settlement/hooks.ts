@@ -112,6 +112,9 @@ const hookFailure = (plugin: string, hook: string, cause: Cause.Cause<unknown>):
 
 const EMPTY: ReadonlyArray<Entry> = []
 
+/** Whether an Effect is already a success (`Effect.succeed`, `Effect.void` are), so its value can be read now. */
+const isDone = <A, E>(effect: Effect.Effect<A, E>): effect is Exit.Success<A, E> => Exit.isExit(effect) && Exit.isSuccess(effect)
+
 const messageOf = (cause: unknown): string =>
   typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
 
@@ -161,11 +164,18 @@ export const before = (
 ): Effect.Effect<BeforeOutcome, HookError> => {
   const entries = table === undefined ? EMPTY : table.for(name)
   const step = (index: number, current: unknown): Effect.Effect<BeforeOutcome, HookError> => {
-    while (index < entries.length && entries[index]!.hooks["tool.execute.before"] === undefined) index++
-    if (index === entries.length) return Effect.succeed({ _tag: "Run", input: current })
-    const { plugin, hooks } = entries[index]!
-    const hook = hooks["tool.execute.before"]!
-    return Effect.matchCauseEffect(invoke(() => hook({ tool: name, input: current })), {
+    let effect: Effect.Effect<{ readonly input: unknown } | void, Plugin.Denied>
+    for (;;) {
+      while (index < entries.length && entries[index]!.hooks["tool.execute.before"] === undefined) index++
+      if (index === entries.length) return Effect.succeed({ _tag: "Run", input: current })
+      const hook = entries[index]!.hooks["tool.execute.before"]!
+      effect = invoke(() => hook({ tool: name, input: current }))
+      // A hook that answered nothing at once (Effect.void) passes on without a step of its own: hooks are per call.
+      if (!(isDone(effect) && effect.value === undefined)) break
+      index++
+    }
+    const { plugin } = entries[index]!
+    return Effect.matchCauseEffect(effect, {
       onFailure: (cause): Effect.Effect<BeforeOutcome, HookError> => {
         if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
         const error = Cause.findError(cause)
@@ -205,11 +215,17 @@ export const after = (
 ): Effect.Effect<ReadonlyArray<Tool.Content>, HookError> => {
   const entries = table === undefined ? EMPTY : table.for(name)
   const step = (index: number, content: ReadonlyArray<Tool.Content>): Effect.Effect<ReadonlyArray<Tool.Content>, HookError> => {
-    while (index < entries.length && entries[index]!.hooks["tool.execute.after"] === undefined) index++
-    if (index === entries.length) return Effect.succeed(content)
-    const { plugin, hooks } = entries[index]!
-    const hook = hooks["tool.execute.after"]!
-    return Effect.matchCauseEffect(invoke(() => hook({ tool: name, input: call.input, output: call.output, content })), {
+    let effect: Effect.Effect<{ readonly content: string | ReadonlyArray<Tool.Content> } | void>
+    for (;;) {
+      while (index < entries.length && entries[index]!.hooks["tool.execute.after"] === undefined) index++
+      if (index === entries.length) return Effect.succeed(content)
+      const hook = entries[index]!.hooks["tool.execute.after"]!
+      effect = invoke(() => hook({ tool: name, input: call.input, output: call.output, content }))
+      if (!(isDone(effect) && effect.value === undefined)) break
+      index++
+    }
+    const { plugin } = entries[index]!
+    return Effect.matchCauseEffect(effect, {
       onFailure: (cause): Effect.Effect<ReadonlyArray<Tool.Content>, HookError> =>
         Cause.hasInterruptsOnly(cause)
           ? Effect.failCause(cause as Cause.Cause<never>)

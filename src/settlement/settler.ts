@@ -326,8 +326,15 @@ export const layer: Layer.Layer<
               { input: admitted.input, output: structured, content: projected.value.content },
               Projection.decodeContent,
             ).pipe(Effect.mapError(hookFailed))
+      // Content a hook replaced is all the model may read: the structured output it did not see through would
+      // reach the model by another road (MCP structuredContent, a host showing `structured`), so it goes.
+      const replaced = content !== projected.value.content
       const bounded = yield* output
-        .bound({ ...projected.value, content, lossy: Internal.lostCapture(tool, structured) })
+        .bound({
+          content,
+          structured: replaced ? undefined : projected.value.structured,
+          lossy: Internal.lostCapture(tool, structured),
+        })
         .pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
       return yield* recordOwned(call, {
         tool: call.name,
