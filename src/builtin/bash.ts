@@ -480,6 +480,8 @@ const makeTool = (services: Builtin.Services) => {
               approved: approved(directory, needs),
               // A protected check that passed was a person's approval, for this call, to change core's configuration.
               configuration: [...outside, ...inside].some((check) => check.protected !== undefined),
+              // The other Locations this core serves: their configuration is no more the command's to change.
+              others: services.permission.protectedRoots.others?.() ?? [],
             },
             ...(input.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs }),
             onProgress: (update) =>

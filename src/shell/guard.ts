@@ -119,16 +119,20 @@ const look = (path: string, keep = false): Before | undefined => {
 }
 
 /**
- * Guards `location` for one command, from before it starts. What the command leaves in core's configuration is
- * moved under `keeping` (in core's data directory, which commands cannot reach), or only removed without one.
+ * Guards `location` for one command, from before it starts, and with it `others`: the other Locations this core
+ * serves, whose configuration the command must not change either. What the command leaves in core's
+ * configuration is moved under `keeping` (in core's data directory, which commands cannot reach), or only removed
+ * without one.
  */
-export const begin = (location: string, keeping?: string): Guarded => {
-  const key = realOf(location)
-  running.set(key, (running.get(key) ?? 0) + 1)
-  const entries: Array<Entry> = Protected.LOCATION_ENTRIES.map((name) => {
-    const path = join(key, name)
-    return { path, before: look(path, name === "core.json") }
-  })
+export const begin = (location: string, keeping?: string, others: ReadonlyArray<string> = []): Guarded => {
+  const keys = [...new Set([location, ...others].map(realOf))]
+  for (const key of keys) running.set(key, (running.get(key) ?? 0) + 1)
+  const entries: Array<Entry> = keys.flatMap((key) =>
+    Protected.LOCATION_ENTRIES.map((name) => {
+      const path = join(key, name)
+      return { path, before: look(path, name === "core.json") }
+    }),
+  )
   let removed: Undone | undefined
   const keptIn = keeping === undefined ? undefined : join(keeping, `${new Date().toISOString()}-${crypto.randomUUID().slice(0, 8)}`)
   const finish = (mounted: boolean): Undone => {
@@ -162,12 +166,14 @@ export const begin = (location: string, keeping?: string): Guarded => {
       undone.push(entry.path)
     }
     removed = { paths: undone, keptIn: undone.length === 0 ? undefined : keptIn }
-    const left = (running.get(key) ?? 1) - 1
-    if (left > 0) running.set(key, left)
-    else {
-      running.delete(key)
-      for (const wake of waiting.get(key)?.splice(0) ?? []) wake()
-      waiting.delete(key)
+    for (const key of keys) {
+      const left = (running.get(key) ?? 1) - 1
+      if (left > 0) running.set(key, left)
+      else {
+        running.delete(key)
+        for (const wake of waiting.get(key)?.splice(0) ?? []) wake()
+        waiting.delete(key)
+      }
     }
     return removed
   }

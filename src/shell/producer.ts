@@ -511,7 +511,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
         : undefined
     const guarded =
       supervised && guards && request.sandbox !== undefined && request.sandbox.configuration !== true
-        ? Guard.begin(request.sandbox.location, keeping)
+        ? Guard.begin(request.sandbox.location, keeping, request.sandbox.others)
         : undefined
     const spawn = supervised
       ? spawnSupervised(

@@ -23,6 +23,11 @@ export interface Policy {
    * tools/, plugins/, .core/): then the command may change it. Otherwise it is read-only to the command.
    */
   readonly configuration?: boolean
+  /**
+   * The other Locations this core serves: their configuration is guarded from the command as the Location's is
+   * (a command may reach them through the Location, an approved directory or the temp directory).
+   */
+  readonly others?: ReadonlyArray<string>
 }
 
 /** The directories no command may read or write: core's home and data directory (as core resolves them). */

@@ -41,4 +41,22 @@ describe("a model in one served Location against another", () => {
     expect(readFileSync(join(other, "core.json"), "utf8")).toBe('{ "permission": { "*": "ask" } }\n')
     expect(() => readFileSync(join(other, "tools/evil.ts"))).toThrow()
   })
+
+  test("code a command runs cannot change another served Location's configuration either", async () => {
+    const roots = realpathSync(tempDir("core-roots-"))
+    const other = join(roots, "other")
+    mkdirSync(join(other, "tools"), { recursive: true })
+    writeFileSync(join(other, "core.json"), '{ "permission": { "*": "ask" } }\n')
+    const sidecar = await inProcess({ "core.json": ALLOW }, { roots: [roots] })
+    expect((await sidecar.turn(undefined, { "x-core-location": other })).turnID).toBeString()
+    const turn = await sidecar.turn()
+    // The line names no protected path: only the script it writes and runs does.
+    const script = [`echo '{}' > ${join(other, "core.json")}`, `echo x > ${join(other, "tools/evil.ts")}`, `mkdir ${join(other, "plugins")}`]
+    const command = `printf '%s\\n' ${script.map((line) => `"${line.replaceAll('"', '\\"')}"`).join(" ")} > w.sh; sh w.sh; true`
+    const ran = await sidecar.settle(turn.turnID, { name: "bash", input: { command, description: "x" }, toolCallID: "call_script" })
+    expect(ran.body.status).toBe("success")
+    expect(readFileSync(join(other, "core.json"), "utf8")).toBe('{ "permission": { "*": "ask" } }\n')
+    expect(() => readFileSync(join(other, "tools/evil.ts"))).toThrow()
+    expect(() => readFileSync(join(other, "plugins"))).toThrow()
+  })
 })

@@ -17,13 +17,13 @@ import { tempDir } from "../support/temp"
 const keeping = tempDir("core-undone-")
 const shell = Shell.make({}, { records: tempDir("core-runs-"), keeping })
 
-const run = (command: string, location: string, producer = shell) =>
+const run = (command: string, location: string, producer = shell, others: ReadonlyArray<string> = []) =>
   Effect.runPromise(
     producer.run({
       argv: [producer.shell, "-c", command],
       cwd: location,
       env: { PATH: process.env.PATH, HOME: location },
-      sandbox: { location, approved: [] },
+      sandbox: { location, approved: [], others },
     }),
   )
 
@@ -102,6 +102,51 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(result.undoneKeptIn?.startsWith(keeping)).toBe(true)
     expect(readFileSync(join(result.undoneKeptIn!, "tools/x.ts"), "utf8")).toBe("t\n")
     expect(readFileSync(join(result.undoneKeptIn!, "core.json"), "utf8")).toBe("{}\n")
+  })
+
+  test.skipIf(!MOUNTS)(`another Location core serves is guarded as the command's own is${needs}`, async () => {
+    // Both in the temp directory, which commands may write: the way a command reaches another served Location.
+    const location = tempDir("core-loc-")
+    const served = configured()
+    const bare = tempDir("core-loc-")
+    const result = await run(
+      [
+        `echo '{}' > ${served}/core.json || echo refused core.json`,
+        `echo x > ${served}/tools/x.ts || echo refused tools`,
+        `mkdir -p ${bare}/tools && echo x > ${bare}/tools/evil.ts`,
+      ].join("\n"),
+      location,
+      shell,
+      [served, bare],
+    )
+    expect(result.stdout.text).toContain("refused core.json")
+    expect(result.stdout.text).toContain("refused tools")
+    unchanged(served)
+    expect(existsSync(join(bare, "tools"))).toBe(false)
+    expect(result.undone).toEqual([join(bare, "tools")])
+  })
+
+  test("another served Location counts as busy while a command runs, and idle once it has ended", async () => {
+    const location = tempDir("core-loc-")
+    const served = tempDir("core-loc-")
+    mkdirSync(join(location, "gate"))
+    const fiber = Effect.runFork(
+      shell.run({
+        argv: [shell.shell, "-c", "touch started; while [ ! -e gate/open ]; do sleep 0.01; done"],
+        cwd: location,
+        env: { PATH: process.env.PATH },
+        sandbox: { location, approved: [], others: [served] },
+      }),
+    )
+    for (let tries = 0; tries < 500 && !existsSync(join(location, "started")); tries++) await Bun.sleep(10)
+    expect(Guard.busy(served)).toBe(true)
+    let idle = false
+    const waiting = Guard.idle(served).then(() => (idle = true))
+    expect(idle).toBe(false)
+    writeFileSync(join(location, "gate/open"), "")
+    expect(await waiting).toBe(true)
+    await Effect.runPromise(Fiber.join(fiber))
+    expect(Guard.busy(served)).toBe(false)
   })
 
   test("what a detached process creates after the command exits is removed too: it is ended first", async () => {
