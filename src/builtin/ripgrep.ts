@@ -232,9 +232,19 @@ const realOf = (rg: string): string => {
   return realExecutable.real
 }
 
-/** The confinement of a search in `root` (held open at `cwd`), with `extra` files (the select rules) readable. */
-const confinement = (rg: string, root: string, cwd: string, extra: ReadonlyArray<string>): Confine.Confinement => {
-  const { dev, ino } = statSync(cwd, { bigint: true })
+/**
+ * The confinement of a search in `root` (held open at `cwd`), with `extra` files (the select rules) readable; or
+ * undefined when `cwd` is gone (then the search is refused as replaced).
+ */
+const confinement = (
+  rg: string,
+  root: string,
+  cwd: string,
+  extra: ReadonlyArray<string>,
+): Confine.Confinement | undefined => {
+  const stat = statSync(cwd, { bigint: true, throwIfNoEntry: false })
+  if (stat === undefined) return undefined
+  const { dev, ino } = stat
   return {
     directory: { path: root, dev: String(dev), ino: String(ino) },
     files: [realOf(rg), ...extra, ...ignoreFiles(root)],
@@ -277,18 +287,25 @@ export const run = (options: Options): Effect.Effect<Outcome> =>
     const rg = yield* executable
     const producer = shell()
     const spawn = (args: ReadonlyArray<string>, extra: ReadonlyArray<string> = []) =>
-      Effect.suspend(() =>
-        producer.run({
+      Effect.suspend(() => {
+        const confine =
+          options.root === undefined || !producer.sandbox.active
+            ? undefined
+            : confinement(rg, options.root, options.cwd, extra)
+        if (options.root !== undefined && producer.sandbox.active && confine === undefined) {
+          return Effect.fail(
+            new Shell.SpawnError({ command: rg, cwd: options.cwd, code: Confine.MOVED, message: `${options.root} is gone` }),
+          )
+        }
+        return producer.run({
           argv: [rg, ...args],
           cwd: options.cwd,
           supervise: false,
-          ...(options.root === undefined || !producer.sandbox.active
-            ? {}
-            : { confine: confinement(rg, options.root, options.cwd, extra) }),
+          ...(confine === undefined ? {} : { confine }),
           onStdout: options.onData,
           ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-        }),
-      ).pipe(
+        })
+      }).pipe(
           Effect.catchTag("Shell.SpawnError", (error) =>
             error.code === Confine.MOVED
               ? // The directory was swapped since the caller checked it: the model may look again.

@@ -215,6 +215,13 @@ describe.skipIf(!landlock)("Ripgrep.run confined to its root", () => {
     expect(outcome.problems).toEqual([`${other} was removed or replaced while it was being searched: search it again`])
   })
 
+  test("a root that is gone is refused as replaced, not as an operational failure", async () => {
+    const gone = join(realpathSync(tempDir()), "gone")
+    const { outcome, seen } = await files(gone, { root: gone })
+    expect(seen).toEqual([])
+    expect(outcome).toEqual({ code: 2, problems: [`${gone} was removed or replaced while it was being searched: search it again`] })
+  })
+
   test("a root reached through a symlink is refused as replaced", async () => {
     const base = realpathSync(tempDir())
     mkdirSync(join(base, "real"))
