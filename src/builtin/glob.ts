@@ -137,6 +137,7 @@ const makeTool = (services: Builtin.Services) =>
           args: [...Ripgrep.COMMON_FLAGS, "--files", "--null", "--", "."],
           select: input.pattern,
           cwd: held.at(""),
+          root: held.path,
           ...Ripgrep.records(0, (printed) => {
             const record = absolute(printed)
             const { text, utf8 } = Ripgrep.decode(record)

@@ -338,6 +338,7 @@ const makeTool = (services: Builtin.Services) =>
           args: excluded ? [...Ripgrep.COMMON_FLAGS, "--files", "--", target] : search,
           ...(input.include === undefined ? {} : { select: input.include }),
           cwd: held.at(""),
+          root: held.path,
           onData: excluded ? () => undefined : parser.onData,
           onEnd: () => {
             parser.onEnd()

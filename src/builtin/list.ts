@@ -177,6 +177,7 @@ const makeTool = (services: Builtin.Services) =>
             ".",
           ],
           cwd: held.at(""),
+          root: held.path,
           ...Ripgrep.records(0, (record) => {
             const { text, utf8 } = Ripgrep.decode(record.subarray(prefix))
             if (!utf8) notUtf8++

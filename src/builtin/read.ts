@@ -342,6 +342,7 @@ const suggestions = (services: Builtin.Services, context: Tool.Context, real: st
     yield* Ripgrep.run({
       args: [...Ripgrep.COMMON_FLAGS, "--files", "--null", `--iglob=${Ripgrep.globEscape(wanted)}`, "--", directory],
       cwd: directory,
+      root: directory,
       ...Ripgrep.records(0, (record) => {
         const { text, utf8 } = Ripgrep.decode(record)
         if (utf8 && elsewhere.length < 100) elsewhere.push(text)

@@ -3,14 +3,17 @@ export * as Ripgrep from "./ripgrep"
 // The platform edge for ripgrep, which powers glob, grep and list: where the rg executable is, and running it.
 // From source that is the @vscode/ripgrep package's binary. The compiled core embeds rg, but an embedded file
 // cannot be executed in place, so it is extracted once (atomically) to `$CORE_DATA_DIR/bin` and reused after.
-// rg runs through the shell producer, in its own tracked process group under a timeout: killed on cancel, on
-// timeout and by a second signal. This module knows nothing of tools or permissions: callers check paths before
-// they search them.
+// rg runs through the shell producer under a timeout, killed on cancel, on timeout and by a second signal. Where
+// the kernel has Landlock it runs under a per-call supervisor, confined to reading beneath the directory the caller
+// checked and holds open (and the few files rg needs besides): a directory deeper in the tree swapped for a symlink
+// while rg walks it then leads nowhere. Without Landlock it runs in its own process group in that held directory.
+// This module knows nothing of tools or permissions: callers check paths before they search them.
 
-import { chmodSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs"
+import { chmodSync, lstatSync, mkdirSync, realpathSync, renameSync, rmSync, statSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
-import { basename, join, resolve } from "node:path"
+import { basename, dirname, join, resolve } from "node:path"
 import * as Effect from "effect/Effect"
+import { Confine } from "../shell/confine"
 import { Shell } from "../shell/producer"
 
 /**
@@ -115,6 +118,12 @@ export interface Options {
   readonly select?: string
   /** The directory rg runs in: its globs match paths relative to it. */
   readonly cwd: string
+  /**
+   * The real path of the directory at `cwd` (which the caller holds open there, or which is that path itself):
+   * where the kernel has Landlock, rg may read nothing outside it (but the ignore files of the directories above
+   * it and the global git excludes file). Searches only beneath it: `args` name paths inside it.
+   */
+  readonly root?: string
   /** Called with each chunk of stdout, in order; a chunk is valid only during the call. */
   readonly onData: (chunk: Uint8Array) => void
   /** Called once stdout has ended. */
@@ -173,8 +182,74 @@ export const concat = (left: Uint8Array, right: Uint8Array): Uint8Array => {
 
 let producer: Shell.Interface | undefined
 
-/** The producer rg runs through: core's default shell limits, no supervisor (rg starts nothing of its own). */
-const shell = (): Shell.Interface => (producer ??= Shell.make())
+/**
+ * The producer rg runs through: core's default shell limits; supervisors with no mount namespace and no port rules
+ * (rg writes nothing and connects nowhere), used only where rg is confined.
+ */
+const shell = (): Shell.Interface => (producer ??= Shell.make({}, { namespaces: false, ports: false }))
+
+/** The ignore files rg reads in each directory above the one it searches (with --no-require-git). */
+const IGNORE_FILES = [".gitignore", ".ignore", ".rgignore", ".git/info/exclude"]
+
+/**
+ * The files outside `root` that rg reads to decide what to leave out: the ignore files of every directory above it
+ * and the global git excludes file (rg's default place for it: a core.excludesFile set in ~/.gitconfig is not
+ * read, since rg may not read ~/.gitconfig). Only regular files; the supervisor grants each only if no symlink
+ * leads to it.
+ */
+const ignoreFiles = (root: string): Array<string> => {
+  const found: Array<string> = []
+  const add = (path: string) => {
+    if (lstatSync(path, { throwIfNoEntry: false })?.isFile() === true) found.push(path)
+  }
+  for (let directory = dirname(root); ; directory = dirname(directory)) {
+    for (const name of IGNORE_FILES) add(join(directory, name))
+    if (directory === dirname(directory)) break
+  }
+  const config = process.env.XDG_CONFIG_HOME || join(homedir(), ".config")
+  try {
+    add(join(realpathSync(config), "git", "ignore"))
+  } catch {
+    // no configuration directory
+  }
+  return found
+}
+
+let temporary: { readonly path: string; readonly real: string } | undefined
+
+/** The system temp directory's real path. */
+const realTemp = (): string => {
+  const path = tmpdir()
+  if (temporary?.path !== path) temporary = { path, real: realpathSync(path) }
+  return temporary.real
+}
+
+let realExecutable: { readonly path: string; readonly real: string } | undefined
+
+/** The real path of the rg executable, which the confined rg may read and run. */
+const realOf = (rg: string): string => {
+  if (realExecutable?.path !== rg) realExecutable = { path: rg, real: realpathSync(rg) }
+  return realExecutable.real
+}
+
+/**
+ * The confinement of a search in `root` (held open at `cwd`), with `extra` files (the select rules) readable; or
+ * undefined when `cwd` is gone (then the search is refused as replaced).
+ */
+const confinement = (
+  rg: string,
+  root: string,
+  cwd: string,
+  extra: ReadonlyArray<string>,
+): Confine.Confinement | undefined => {
+  const stat = statSync(cwd, { bigint: true, throwIfNoEntry: false })
+  if (stat === undefined) return undefined
+  const { dev, ino } = stat
+  return {
+    directory: { path: root, dev: String(dev), ino: String(ino) },
+    files: [realOf(rg), ...extra, ...ignoreFiles(root)],
+  }
+}
 
 /** A name pattern: no slash, or only a leading `**` and slash; rg can select it as a file type. */
 const NAME_PATTERN = /^(?:\*\*\/)?([^/:!#][^/:]*)$/
@@ -210,18 +285,38 @@ const selection = (glob: string): string =>
 export const run = (options: Options): Effect.Effect<Outcome> =>
   Effect.gen(function* () {
     const rg = yield* executable
-    const spawn = (args: ReadonlyArray<string>) =>
-      shell()
-        .run({
+    const producer = shell()
+    const spawn = (args: ReadonlyArray<string>, extra: ReadonlyArray<string> = []) =>
+      Effect.suspend(() => {
+        const confine =
+          options.root === undefined || !producer.sandbox.active
+            ? undefined
+            : confinement(rg, options.root, options.cwd, extra)
+        if (options.root !== undefined && producer.sandbox.active && confine === undefined) {
+          return Effect.fail(
+            new Shell.SpawnError({ command: rg, cwd: options.cwd, code: Confine.MOVED, message: `${options.root} is gone` }),
+          )
+        }
+        return producer.run({
           argv: [rg, ...args],
           cwd: options.cwd,
           supervise: false,
+          ...(confine === undefined ? {} : { confine }),
           onStdout: options.onData,
           ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
         })
-        .pipe(
-          // A missing or unusable rg is core's fault, not the model's: an operational failure.
-          Effect.orDie,
+      }).pipe(
+          Effect.catchTag("Shell.SpawnError", (error) =>
+            error.code === Confine.MOVED
+              ? // The directory was swapped since the caller checked it: the model may look again.
+                Effect.succeed({
+                  exitCode: 2,
+                  timedOut: undefined,
+                  stderr: { text: `rg: ${options.root} was removed or replaced while it was being searched: search it again\n` },
+                })
+              : // A missing or unusable rg is core's fault, not the model's: an operational failure.
+                Effect.die(error),
+          ),
           Effect.map((result) => {
             options.onEnd?.()
             const stopped =
@@ -243,10 +338,11 @@ export const run = (options: Options): Effect.Effect<Outcome> =>
       const refused = code === 2 ? all.find((line) => line.startsWith("error parsing glob")) : undefined
       return refused === undefined ? { code, problems: all } : { code, problems: [], selectError: refused }
     }
-    const rules = join(tmpdir(), `core-rg-select-${process.pid}-${crypto.randomUUID()}`)
+    // Under the real temp directory: the confined rg is granted the file only where no symlink leads to it.
+    const rules = join(realTemp(), `core-rg-select-${process.pid}-${crypto.randomUUID()}`)
     const { code, stderr } = yield* Effect.acquireUseRelease(
       Effect.promise(() => Bun.write(rules, selection(select))),
-      () => spawn([`--ignore-file=${rules}`, ...options.args]),
+      () => spawn([`--ignore-file=${rules}`, ...options.args], [rules]),
       () => Effect.sync(() => rmSync(rules, { force: true })),
     )
     // rg warns about a rules line it cannot parse and goes on without it; here that means the glob was invalid.

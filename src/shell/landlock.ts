@@ -139,12 +139,24 @@ const handledFs = (version: number): bigint => {
   return rights
 }
 
+/** A file or directory already held open (O_PATH) by the caller, granted read (and execute) beneath it. */
+export interface Held {
+  readonly fd: number
+  readonly directory: boolean
+}
+
 /**
- * Restricts the calling thread (and every process it spawns afterwards) to `grants`. Answers undefined, or why it
+ * Restricts the calling thread (and every process it spawns afterwards) to `grants`, and read beneath each of
+ * `held` (rules made from the descriptors themselves, so no path is looked up again). Answers undefined, or why it
  * could not (then nothing was restricted, unless the last step failed, which the kernel does not do in practice).
  * With `apply` false, it builds the rules and drops them, restricting nothing.
  */
-export const restrict = (grants: Grants, version = abi(), apply = true): string | undefined => {
+export const restrict = (
+  grants: Grants,
+  version = abi(),
+  apply = true,
+  held: ReadonlyArray<Held> = [],
+): string | undefined => {
   if (version < 1) return "Landlock is not available"
   const handled = handledFs(version)
   const attr = new DataView(new ArrayBuffer(24))
@@ -156,6 +168,12 @@ export const restrict = (grants: Grants, version = abi(), apply = true): string 
   if (ruleset < 0) return `landlock_create_ruleset failed (errno ${-ruleset})`
   try {
     const rule = new DataView(new ArrayBuffer(12))
+    const addHeld = (fd: number, directory: boolean, rights: bigint, name: string): string | undefined => {
+      rule.setBigUint64(0, (directory ? rights : rights & FILE_RIGHTS) & handled, true)
+      rule.setInt32(8, fd, true)
+      const added = Native.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, Native.address(new Uint8Array(rule.buffer)))
+      return added < 0 ? `landlock_add_rule failed for ${name} (errno ${-added})` : undefined
+    }
     const add = (path: string, rights: bigint): string | undefined => {
       let directory: boolean
       try {
@@ -166,13 +184,14 @@ export const restrict = (grants: Grants, version = abi(), apply = true): string 
       const fd = Native.open(path, Native.O_PATH | Native.O_CLOEXEC)
       if (fd < 0) return undefined
       try {
-        rule.setBigUint64(0, (directory ? rights : rights & FILE_RIGHTS) & handled, true)
-        rule.setInt32(8, fd, true)
-        const added = Native.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, Native.address(new Uint8Array(rule.buffer)))
-        return added < 0 ? `landlock_add_rule failed for ${path} (errno ${-added})` : undefined
+        return addHeld(fd, directory, rights, path)
       } finally {
         Native.close(fd)
       }
+    }
+    for (const entry of held) {
+      const failed = addHeld(entry.fd, entry.directory, READ_RIGHTS, `descriptor ${entry.fd}`)
+      if (failed !== undefined) return failed
     }
     for (const path of grants.read) {
       const failed = add(path, READ_RIGHTS)

@@ -8,6 +8,7 @@ export * as Supervisor from "./supervisor"
 // ended. It imports nothing heavy: it starts for every command. It decides nothing and never writes to stdout or
 // stderr, which belong to the command.
 
+import { Confine } from "./confine"
 import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
 import { Native } from "./native"
@@ -51,6 +52,11 @@ export interface Order {
   readonly stdinPipe?: boolean
   /** The sandbox, applied before spawning; none when absent. */
   readonly grants?: Landlock.Grants
+  /**
+   * A read-only confinement (for rg): the command runs in the held directory, proved to be the one core checked,
+   * and may read only beneath it and the named files, besides `grants`. Applied with `grants`, which must be given.
+   */
+  readonly confine?: Confine.Confinement
   /** Paths mounted read-only for the command (core's configuration in its Location), before the sandbox. */
   readonly readOnly?: ReadonlyArray<string>
   readonly graceMs: number
@@ -205,8 +211,13 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
     // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
     const readOnly =
       order.readOnly !== undefined && order.readOnly.length > 0 && Namespace.protect(way, order.readOnly) === undefined
+    const held = order.confine === undefined ? undefined : Confine.hold(order.confine)
+    if (held !== undefined && "moved" in held) {
+      void send({ kind: "refused", code: Confine.MOVED, message: held.moved }).then(() => process.exit(0))
+      return
+    }
     if (order.grants !== undefined) {
-      const failed = Landlock.restrict(order.grants)
+      const failed = Landlock.restrict(order.grants, Landlock.abi(), true, held?.grants)
       if (failed !== undefined) {
         void send({ kind: "failed", message: `Could not apply the sandbox: ${failed}` }).then(() => process.exit(0))
         return
@@ -216,7 +227,7 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
     Native.prctl(Native.PR_CAP_AMBIENT, Native.PR_CAP_AMBIENT_CLEAR_ALL)
     try {
       child = Bun.spawn([...order.argv], {
-        cwd: order.cwd,
+        cwd: held?.cwd ?? order.cwd,
         env: { ...order.env },
         stdin: order.stdinPipe === true ? "inherit" : order.stdin === undefined ? "ignore" : Buffer.from(order.stdin, "base64"),
         stdout: "inherit",
@@ -231,6 +242,9 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
         () => process.exit(0),
       )
       return
+    } finally {
+      // The command has its working directory: the descriptors have served.
+      held?.close()
     }
     // The command's output pipes are the command's alone now: they close as soon as its last process is gone,
     // without waiting for the supervisor to exit.

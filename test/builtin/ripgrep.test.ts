@@ -3,12 +3,13 @@
 // carries: extracted into the sandbox's data directory on first use and reused after.
 
 import { describe, expect, test } from "bun:test"
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { mkdirSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { open } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect, Fiber } from "effect"
 import { Ripgrep } from "../../src/builtin/ripgrep"
 import { ProcessGroup } from "../../src/shell/group"
+import { Landlock } from "../../src/shell/landlock"
 import { exec, sandbox, settlementOf } from "../cli/fixture"
 import { alive } from "../shell/processes"
 import { tempDir } from "../support/temp"
@@ -154,6 +155,80 @@ describe("Ripgrep.run", () => {
       `${join(directory, "gone")}: IO error for operation on ${join(directory, "gone")}: No such file or directory (os error 2)`,
     ])
     expect(Ripgrep.onlyPathProblems(missing.problems)).toBe(true)
+  })
+})
+
+/** Lists the files under `cwd` (following symlinks with `follow`), confined to `root` when it is given. */
+const files = (cwd: string, options: { readonly root?: string; readonly follow?: boolean; readonly select?: string } = {}) => {
+  const seen: Array<string> = []
+  return Effect.runPromise(
+    Ripgrep.run({
+      args: [...Ripgrep.COMMON_FLAGS, ...(options.follow ? ["--follow"] : []), "--files", "--null", "--", "."],
+      cwd,
+      ...(options.root === undefined ? {} : { root: options.root }),
+      ...(options.select === undefined ? {} : { select: options.select }),
+      ...Ripgrep.records(0, (record) => seen.push(Buffer.from(record).toString())),
+    }),
+  ).then((outcome) => ({ outcome, seen: seen.sort() }))
+}
+
+const landlock = Landlock.abi() > 0
+if (!landlock) console.warn("ripgrep.test: this kernel has no Landlock; the confined searches are skipped")
+
+describe.skipIf(!landlock)("Ripgrep.run confined to its root", () => {
+  test("rg reads nothing outside the root, even through a symlink it is told to follow", async () => {
+    const base = realpathSync(tempDir())
+    const root = join(base, "project")
+    mkdirSync(join(base, "outside"))
+    mkdirSync(root)
+    writeFileSync(join(base, "outside", "secret.txt"), "x")
+    writeFileSync(join(root, "mine.txt"), "x")
+    symlinkSync(join(base, "outside"), join(root, "link"))
+    // Unconfined, the symlink leads rg outside: what the confinement has to stop.
+    expect((await files(root, { follow: true })).seen).toEqual(["./link/secret.txt", "./mine.txt"])
+    const { outcome, seen } = await files(root, { root, follow: true })
+    expect(seen).toEqual(["./mine.txt"])
+    expect(outcome.code).toBe(2)
+    expect(Ripgrep.onlyPathProblems(outcome.problems)).toBe(true)
+    expect(outcome.problems.join("\n")).toContain("link")
+  })
+
+  test("the ignore files of the directories above the root still apply, and a path select still works", async () => {
+    const base = realpathSync(tempDir())
+    const root = join(base, "sub")
+    mkdirSync(join(root, "deep"), { recursive: true })
+    writeFileSync(join(base, ".gitignore"), "*.log\n")
+    writeFileSync(join(root, "kept.txt"), "x")
+    writeFileSync(join(root, "left.log"), "x")
+    writeFileSync(join(root, "deep", "a.txt"), "x")
+    expect((await files(root, { root })).seen).toEqual(["./deep/a.txt", "./kept.txt"])
+    expect((await files(root, { root, select: "deep/*.txt" })).seen).toEqual(["./deep/a.txt"])
+  })
+
+  test("a root that is not the directory rg would run in is refused as replaced, and nothing is listed", async () => {
+    const held = realpathSync(tempDir())
+    const other = realpathSync(tempDir())
+    writeFileSync(join(held, "a.txt"), "x")
+    const { outcome, seen } = await files(held, { root: other })
+    expect(seen).toEqual([])
+    expect(outcome.code).toBe(2)
+    expect(outcome.problems).toEqual([`${other} was removed or replaced while it was being searched: search it again`])
+  })
+
+  test("a root that is gone is refused as replaced, not as an operational failure", async () => {
+    const gone = join(realpathSync(tempDir()), "gone")
+    const { outcome, seen } = await files(gone, { root: gone })
+    expect(seen).toEqual([])
+    expect(outcome).toEqual({ code: 2, problems: [`${gone} was removed or replaced while it was being searched: search it again`] })
+  })
+
+  test("a root reached through a symlink is refused as replaced", async () => {
+    const base = realpathSync(tempDir())
+    mkdirSync(join(base, "real"))
+    symlinkSync(join(base, "real"), join(base, "alias"))
+    const { outcome } = await files(join(base, "real"), { root: join(base, "alias") })
+    expect(outcome.code).toBe(2)
+    expect(outcome.problems[0]).toContain("was removed or replaced")
   })
 })
 

@@ -1,0 +1,127 @@
+// The arena of the directory-swap race tests: a Location in which a racer process swaps one directory, again and
+// again, for a symlink to a directory outside, while tool calls are settled there one after another.
+
+import { afterAll } from "bun:test"
+import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect, Layer } from "effect"
+import { Builtins } from "../../src/builtin/builtins"
+import { ReadTracking } from "../../src/builtin/read-tracking"
+import { Kernel } from "../../src/host/kernel"
+import { Reads } from "../../src/store/reads"
+import { Asks } from "../../src/cli/asks"
+import { Location } from "../../src/location/location"
+import { Permission } from "../../src/permission/permission"
+import type { Settlement } from "../../src/settlement/settlement"
+import { Settler } from "../../src/settlement/settler"
+import { Shell } from "../../src/shell/producer"
+import { Approvals } from "../../src/store/approvals"
+import { Store } from "../../src/store/store"
+import { tempDir } from "../support/temp"
+
+const RACER = `
+const { renameSync } = require("node:fs")
+const [d, real, alt] = process.argv.slice(2)
+for (;;) {
+  try { renameSync(d, real); renameSync(alt, d); renameSync(d, alt); renameSync(real, d) } catch {}
+}
+`
+
+const racers: Array<Bun.Subprocess> = []
+afterAll(() => {
+  for (const racer of racers) racer.kill(9)
+})
+
+export interface Arena {
+  /** The Location. */
+  readonly directory: string
+  /** The directory outside that the swapped one's symlink leads to. */
+  readonly outside: string
+  /** The swapped directory inside the Location. */
+  readonly inside: string
+  /** Starts the racer. */
+  readonly start: () => Bun.Subprocess
+}
+
+/**
+ * A Location whose `swapped` directory (a relative path, "d" or "d/sub") can be swapped, again and again, for a
+ * symlink to outside/<name>. Both hold file.txt ("inside AAA" / "OUTSIDE AAA") and `fill` more files each.
+ */
+export const arena = (swapped: string, fill: (inside: string, outside: string) => void = () => {}): Arena => {
+  const root = realpathSync(tempDir("core-race-"))
+  const directory = join(root, "project")
+  const inside = join(directory, swapped)
+  const outside = join(root, "outside", swapped)
+  mkdirSync(inside, { recursive: true })
+  mkdirSync(outside, { recursive: true })
+  writeFileSync(join(inside, "file.txt"), "inside AAA\n")
+  writeFileSync(join(outside, "file.txt"), "OUTSIDE AAA\n")
+  writeFileSync(join(outside, "outside-only.txt"), "OUTSIDE AAA\n")
+  fill(inside, outside)
+  symlinkSync(outside, `${inside}.alt`)
+  const start = () => {
+    const script = join(root, "racer.js")
+    writeFileSync(script, RACER)
+    const racer = Bun.spawn([process.execPath, script, inside, `${inside}.real`, `${inside}.alt`], {
+      stdio: ["ignore", "ignore", "ignore"],
+    })
+    racers.push(racer)
+    return racer
+  }
+  return { directory, outside, inside, start }
+}
+
+/**
+ * Settles `runs` calls made by `input(i)` in the arena's Location while the racer runs; answers what each settled
+ * as. Leaving the Location is asked, and nobody is there to approve it.
+ */
+export const race = (world: Arena, tool: string, runs: number, input: (index: number) => unknown) => {
+  const permission = Permission.layer({ project: world.directory, dataDir: join(world.directory, "..", "data") }).pipe(
+    Layer.provide(Approvals.layerMemory),
+  )
+  const kernel = Kernel.layer({ store: Store.layerMemory, outputsDirectory: tempDir(), permission })
+  const layer = Location.layer(
+    world.directory,
+    Builtins.layer.pipe(
+      Layer.provide(Shell.layer(undefined)),
+      Layer.provide(Reads.layerMemory),
+      Layer.provide(Layer.succeed(ReadTracking.Required, false)),
+    ),
+  ).pipe(Layer.provideMerge(kernel))
+  const program = Effect.gen(function* () {
+    yield* Asks.answer(yield* Permission.Service, { yes: false, interactive: false })
+    const turn = yield* (yield* Settler.Service).materialize()
+    const racer = world.start()
+    const settled: Array<Settlement.Info> = []
+    for (let index = 0; index < runs; index++) {
+      const { settlement } = yield* turn.settle({
+        sessionID: "ses_race",
+        agent: "build",
+        assistantMessageID: "msg",
+        toolCallID: `call_${index}`,
+        name: tool,
+        input: input(index),
+      })
+      settled.push(settlement)
+    }
+    racer.kill(9)
+    yield* Effect.promise(() => racer.exited)
+    return settled
+  })
+  return Effect.runPromise(
+    program.pipe(Effect.scoped, Effect.provide(layer)) as Effect.Effect<Array<Settlement.Info>, unknown>,
+  )
+}
+
+/** Everything a settlement shows the model, text and structured. */
+export const textOf = (settlement: Settlement.Info) =>
+  settlement.content.map((part) => (part.type === "text" ? part.text : "")).join("\n") + JSON.stringify(settlement.structured)
+
+/** Runs `run` with stderr quiet (each declined ask writes a line there). */
+export const quiet = <A>(run: () => Promise<A>): Promise<A> => {
+  const write = process.stderr.write
+  process.stderr.write = (() => true) as typeof process.stderr.write
+  return run().finally(() => {
+    process.stderr.write = write
+  })
+}
