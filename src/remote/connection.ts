@@ -148,6 +148,12 @@ export class Server {
     }
   }
 
+  /** Whether `ensure` has nothing to do: connected, closed, or failed too recently to retry. */
+  ensured(): boolean {
+    if (this.status === "failed") return Date.now() - this.failedAt < RETRY_AFTER_MS
+    return this.status === "connected" || this.status === "closed"
+  }
+
   /** Connects unless connected, or failed too recently (listing should not retry a broken server every turn). */
   ensure(): Promise<void> {
     if (this.status === "failed" && Date.now() - this.failedAt < RETRY_AFTER_MS) return Promise.resolve()
