@@ -358,7 +358,8 @@ export class Server {
   ): Effect.Effect<RemoteContent.Result, Tool.Failure> {
     return Effect.tryPromise({
       try: async (signal) => {
-        await this.connect()
+        // Connected is the usual case: no promise to wait for then.
+        if (this.status !== "connected") await this.connect()
         const client = this.client
         if (client === undefined) throw new Unavailable(this.error ?? this.status)
         return await this.broken(client, client.callTool({ name: tool, arguments: input }, undefined, {
