@@ -148,6 +148,12 @@ export class Server {
     }
   }
 
+  /** Whether `ensure` has nothing to do: connected, closed, or failed too recently to retry. */
+  ensured(): boolean {
+    if (this.status === "failed") return Date.now() - this.failedAt < RETRY_AFTER_MS
+    return this.status === "connected" || this.status === "closed"
+  }
+
   /** Connects unless connected, or failed too recently (listing should not retry a broken server every turn). */
   ensure(): Promise<void> {
     if (this.status === "failed" && Date.now() - this.failedAt < RETRY_AFTER_MS) return Promise.resolve()
@@ -352,7 +358,8 @@ export class Server {
   ): Effect.Effect<RemoteContent.Result, Tool.Failure> {
     return Effect.tryPromise({
       try: async (signal) => {
-        await this.connect()
+        // Connected is the usual case: no promise to wait for then.
+        if (this.status !== "connected") await this.connect()
         const client = this.client
         if (client === undefined) throw new Unavailable(this.error ?? this.status)
         return await this.broken(client, client.callTool({ name: tool, arguments: input }, undefined, {

@@ -60,7 +60,9 @@ export const layer = (options: Options): Layer.Layer<Service, never, Registry.Se
           }),
       )
       yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all(servers.map((server) => server.close()))))
-      const ensure = Effect.promise(() => Promise.all(servers.map((server) => server.ensure()))).pipe(Effect.asVoid)
+      // Met on every call's capture: without a server to connect it stays synchronous (no promise to wait for).
+      const connecting = Effect.promise(() => Promise.all(servers.map((server) => server.ensure()))).pipe(Effect.asVoid)
+      const ensure = Effect.suspend(() => (servers.every((server) => server.ensured()) ? Effect.void : connecting))
       if (options.eager) yield* ensure
       return Service.of({
         ensure,

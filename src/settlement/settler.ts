@@ -412,8 +412,12 @@ export const layer: Layer.Layer<
     let hooked:
       | { readonly base: ReadonlyArray<Definition.Definition>; readonly version: number; readonly definitions: ReadonlyArray<Definition.Definition> }
       | undefined
-    const materialize = Effect.fn("Settler.materialize")(function* (rules?: Rule.Ruleset) {
+    /** The last materialization without hooks: the registry keeps its catalog while nothing changes, and so does this. */
+    let plain: { readonly catalog: Registry.Catalog; readonly materialization: Materialization } | undefined
+    // Untraced: hosts that settle each call against the catalog current at the call (MCP) materialize per call.
+    const materialize = Effect.fnUntraced(function* (rules?: Rule.Ruleset) {
       const catalog = registry.capture(rules)
+      if (plain?.catalog === catalog && (hooks === undefined || hooks.size === 0)) return plain.materialization
       const settle = settleThrough(catalog)
       if (hooks !== undefined && hooks.size > 0) {
         // Adjusted now, so a failing tool.definition hook fails this turn (operationally), not a later read; kept
@@ -428,13 +432,15 @@ export const layer: Layer.Layer<
         }
         return { definitions: hooked.definitions, settle, resolve: catalog.resolve }
       }
-      return {
+      const materialization: Materialization = {
         get definitions() {
           return catalog.definitions
         },
         settle,
         resolve: catalog.resolve,
       }
+      plain = { catalog, materialization }
+      return materialization
     })
 
     return Service.of({ materialize })

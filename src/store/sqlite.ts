@@ -81,6 +81,9 @@ const ROWID_VERSION = 3
 export const SCHEMA_VERSION = MIGRATIONS.length
 
 const MMAP_BYTES = 256 * 1024 * 1024
+/** WAL pages between automatic checkpoints (SQLite's default is 1,000); 4 KiB pages, so 16 MiB. */
+const CHECKPOINT_PAGES = 4_000
+const WAL_LIMIT_BYTES = 16 * 1024 * 1024
 
 const decodeSettlement = Schema.decodeUnknownSync(Schema.fromJsonString(Settlement.Info))
 
@@ -96,6 +99,11 @@ const open = (path: string): Database => {
     db.exec("PRAGMA busy_timeout = 5000")
     db.exec("PRAGMA journal_mode = WAL")
     db.exec("PRAGMA synchronous = NORMAL")
+    // Every call commits twice (its intent, then its settlement), a few pages each; with NORMAL the only syncs are
+    // at checkpoints, so checkpointing less often takes most of the syncing off the calls. The WAL file is cut
+    // back to the limit after each checkpoint.
+    db.exec(`PRAGMA wal_autocheckpoint = ${CHECKPOINT_PAGES}`)
+    db.exec(`PRAGMA journal_size_limit = ${WAL_LIMIT_BYTES}`)
     // Reads through the OS page cache without copying each page: a lookup at a scattered key in a large store
     // costs a page fault instead of a read call per page.
     db.exec(`PRAGMA mmap_size = ${MMAP_BYTES}`)

@@ -344,6 +344,22 @@ describe("Settler: stale, unknown and captured execution", () => {
       }),
     ))
 
+  test("materializing again with nothing changed answers the same turn; after a registration, a new one, and the kept one goes stale", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        const settler = yield* Settler.Service
+        const tool = Tool.make({ description: "t", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("ran") })
+        yield* register({ t: tool })
+        const first = yield* settler.materialize()
+        expect(yield* settler.materialize()).toBe(first)
+        yield* register({ t: tool })
+        const second = yield* settler.materialize()
+        expect(second).not.toBe(first)
+        expect((yield* first.settle(Kernel.call("t", {}, { toolCallID: "call_old" }))).settlement.error?.kind).toBe("stale")
+        expect((yield* second.settle(Kernel.call("t", {}, { toolCallID: "call_new" }))).settlement.status).toBe("success")
+      }),
+    ))
+
   test("an unknown name lists the nearest advertised names", () =>
     Kernel.run(
       Effect.gen(function* () {
