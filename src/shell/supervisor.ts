@@ -106,6 +106,9 @@ const kill = (pid: number, signal: NodeJS.Signals) => {
  * Ends every descendant: SIGTERM, up to `graceMs` for them to go, then SIGKILL rounds until none is left. Answers
  * every process it saw (new ones forked meanwhile included) and those that would not die.
  */
+/** How long a supervisor whose core is gone may take to end its command's processes before it stops itself. */
+const ORPHAN_DEADLINE_MS = 5_000
+
 /** Set when the end must not wait any longer (core is gone or forcing its exit): cuts a grace period short. */
 let urgent = false
 
@@ -253,9 +256,13 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
     void child.exited.then(() => finish(graceMs))
   })
   // Should the parent-death signal be missed, the supervisor still notices that core is gone.
+  // And should ending ever stall with core gone, nothing is left to report to: it stops itself outright, once the
+  // descendants have had their SIGKILL rounds.
+  let stalled: ReturnType<typeof setTimeout> | undefined
   setInterval(() => {
     if (Native.getppid() !== parent) {
       urgent = true
+      stalled ??= setTimeout(() => process.kill(process.pid, "SIGKILL"), ORPHAN_DEADLINE_MS)
       void finish(0)
     }
   }, 1000).unref()
