@@ -6,6 +6,7 @@
 import { describe, expect, test } from "bun:test"
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import type { Settlement } from "../../src/settlement/settlement"
 import { arena, quiet, race as settle, textOf } from "./race-arena"
 
 /** Calls per tool. */
@@ -21,6 +22,18 @@ const race = (tool: string, input: (index: number) => unknown) => {
   })
   return settle(world, tool, RUNS, input).then((settled) => ({ ...world, settled }))
 }
+
+/**
+ * Whether the calls of a search tool did search: at least one succeeded, or (when the racer swapped faster than a
+ * confined search could start, which a quiet machine can do every time) each was refused as a model-visible
+ * result: the directory was replaced, or leaving the Location was asked and declined. Never an operational failure.
+ */
+const searched = (settled: ReadonlyArray<Settlement.Info>) =>
+  settled.some((settlement) => settlement.status === "success") ||
+  settled.every(
+    (settlement) =>
+      settlement.status === "declined" || (settlement.status === "error" && /removed or replaced/.test(textOf(settlement))),
+  )
 
 /** Temp files anywhere outside the Location. */
 const strayTemps = (outside: string) => readdirSync(outside).filter((name) => name.includes(".core-"))
@@ -64,24 +77,24 @@ describe(`the directory-swap race, ${RUNS} calls per tool`, () => {
   test("grep never searches a directory outside", async () => {
     const { settled } = await quiet(() => race("grep", () => ({ pattern: "AAA", path: "d" })))
     expect(settled.filter((settlement) => textOf(settlement).includes("OUTSIDE"))).toEqual([])
-    expect(settled.some((settlement) => settlement.status === "success")).toBe(true)
+    expect(searched(settled)).toBe(true)
   }, 120_000)
 
   test("grep of one file never searches a file outside", async () => {
     const { settled } = await quiet(() => race("grep", () => ({ pattern: "AAA", path: "d/file.txt" })))
     expect(settled.filter((settlement) => textOf(settlement).includes("OUTSIDE"))).toEqual([])
-    expect(settled.some((settlement) => settlement.status === "success")).toBe(true)
+    expect(searched(settled)).toBe(true)
   }, 120_000)
 
   test("glob never finds files outside", async () => {
     const { settled } = await quiet(() => race("glob", () => ({ pattern: "*", path: "d" })))
     expect(settled.filter((settlement) => textOf(settlement).includes("outside-only"))).toEqual([])
-    expect(settled.some((settlement) => settlement.status === "success")).toBe(true)
+    expect(searched(settled)).toBe(true)
   }, 120_000)
 
   test("list never lists a directory outside", async () => {
     const { settled } = await quiet(() => race("list", () => ({ path: "d" })))
     expect(settled.filter((settlement) => textOf(settlement).includes("outside-only"))).toEqual([])
-    expect(settled.some((settlement) => settlement.status === "success")).toBe(true)
+    expect(searched(settled)).toBe(true)
   }, 120_000)
 })
