@@ -1,8 +1,9 @@
 // The arena of the directory-swap race tests: a Location in which a racer process swaps one directory, again and
 // again, for a symlink to a directory outside, while tool calls are settled there one after another.
 
-import { afterAll } from "bun:test"
+import { afterEach } from "bun:test"
 import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs"
+import { setPriority } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { Builtins } from "../../src/builtin/builtins"
@@ -28,8 +29,9 @@ for (;;) {
 `
 
 const racers: Array<Bun.Subprocess> = []
-afterAll(() => {
-  for (const racer of racers) racer.kill(9)
+// After each test, not each file: a test that timed out must not leave its racer taking a core from the next.
+afterEach(() => {
+  for (const racer of racers.splice(0)) racer.kill(9)
 })
 
 export interface Arena {
@@ -65,6 +67,8 @@ export const arena = (swapped: string, fill: (inside: string, outside: string) =
     const racer = Bun.spawn([process.execPath, script, inside, `${inside}.real`, `${inside}.alt`], {
       stdio: ["ignore", "ignore", "ignore"],
     })
+    // The lowest priority: it races on whatever processor time is left, never starving the tools it races.
+    setPriority(racer.pid, 19)
     racers.push(racer)
     return racer
   }
