@@ -102,16 +102,16 @@ const kill = (pid: number, signal: NodeJS.Signals) => {
   }
 }
 
-/**
- * Ends every descendant: SIGTERM, up to `graceMs` for them to go, then SIGKILL rounds until none is left. Answers
- * every process it saw (new ones forked meanwhile included) and those that would not die.
- */
 /** How long a supervisor whose core is gone may take to end its command's processes before it stops itself. */
 const ORPHAN_DEADLINE_MS = 5_000
 
 /** Set when the end must not wait any longer (core is gone or forcing its exit): cuts a grace period short. */
 let urgent = false
 
+/**
+ * Ends every descendant: SIGTERM, up to `graceMs` for them to go, then SIGKILL rounds until none is left. Answers
+ * every process it saw (new ones forked meanwhile included) and those that would not die. Reads /proc.
+ */
 const endAll = async (graceMs: number): Promise<{ killed: ReadonlyArray<Ended>; survivors: ReadonlyArray<number> }> => {
   const self = process.pid
   const seen = new Map<number, Ended>()
@@ -137,6 +137,30 @@ const endAll = async (graceMs: number): Promise<{ killed: ReadonlyArray<Ended>; 
     left = look()
   }
   return { killed: [...seen.values()], survivors: left.map((process_) => process_.pid) }
+}
+
+const signalGroup = (pgid: number, signal: NodeJS.Signals) => kill(-pgid, signal)
+
+/**
+ * Ends the command's process group without reading /proc, which a confined command's supervisor may not: SIGTERM,
+ * up to `graceMs`, then SIGKILL rounds, until nothing the command started is left (`alone`). A process that left
+ * the group cannot be found this way; a confined command is a program core runs itself (rg), which starts none.
+ */
+const endGroup = async (
+  command: Bun.Subprocess,
+  name: string,
+  graceMs: number,
+): Promise<{ killed: ReadonlyArray<Ended>; survivors: ReadonlyArray<number> }> => {
+  const running = command.exitCode === null && command.signalCode === null
+  const killed = running ? [{ pid: command.pid, name }] : []
+  signalGroup(command.pid, "SIGTERM")
+  const deadline = performance.now() + graceMs
+  while (!alone(command) && performance.now() < deadline && !urgent) await sleep(POLL_MS)
+  for (let round = 0; round < KILL_ROUNDS && !alone(command); round++) {
+    signalGroup(command.pid, "SIGKILL")
+    await sleep(POLL_MS)
+  }
+  return { killed, survivors: alone(command) ? [] : [command.pid] }
 }
 
 /**
@@ -176,10 +200,19 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
   let child: Bun.Subprocess | undefined
   let ending: Promise<never> | undefined
   let graceMs = GRACE_MS
+  let confined = false
+  /** The command's name as the kernel shows it, for a confined command's report. */
+  let name = ""
   const finish = (grace: number): Promise<never> =>
     (ending ??= (async () => {
       if (child === undefined) process.exit(0)
-      const { killed, survivors } = alone(child) ? { killed: [], survivors: [] } : await endAll(grace)
+      const command = child
+      // A confined command's supervisor runs under the command's confinement, which leaves /proc out.
+      const { killed, survivors } = alone(command)
+        ? { killed: [], survivors: [] }
+        : confined
+          ? await endGroup(command, name, grace)
+          : await endAll(grace)
       await child.exited
       // Orphans it adopted and ended are its children: reap them, so none is left a zombie.
       while (Native.reap() > 0);
@@ -207,9 +240,18 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
     urgent = true
     void finish(0)
   })
+  // The order waits for the warm-up below: its spawn must be the supervisor's only child, or ending the command
+  // would find the warm-up's process still there.
+  let warmed: () => void = () => {}
+  const warm = new Promise<void>((resolve) => (warmed = resolve))
+  let ordered = false
   process.on("message", (message: unknown) => {
+    if (ordered) return
+    ordered = true
+    void warm.then(() => run(message as Order))
+  })
+  const run = (order: Order) => {
     if (child !== undefined || ending !== undefined) return
-    const order = message as Order
     graceMs = order.graceMs
     // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
     const readOnly =
@@ -228,6 +270,8 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
     }
     // Capabilities a user namespace gave the supervisor stay its own: the command inherits none of them.
     Native.prctl(Native.PR_CAP_AMBIENT, Native.PR_CAP_AMBIENT_CLEAR_ALL)
+    confined = held !== undefined
+    name = (order.argv[0] ?? "").split("/").pop()!.slice(0, 15)
     try {
       child = Bun.spawn([...order.argv], {
         cwd: held?.cwd ?? order.cwd,
@@ -254,7 +298,7 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
     Native.releaseOutput()
     void send({ kind: "started", pid: child.pid, readOnly })
     void child.exited.then(() => finish(graceMs))
-  })
+  }
   // Should the parent-death signal be missed, the supervisor still notices that core is gone.
   // And should ending ever stall with core gone, nothing is left to report to: it stops itself outright, once the
   // descendants have had their SIGKILL rounds.
@@ -280,6 +324,7 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
       // nothing to warm with: the command's spawn takes the first-use cost
     }
   }
+  warmed()
   void send({ kind: "ready" })
   return new Promise<never>(() => {})
 }

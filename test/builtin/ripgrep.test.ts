@@ -172,6 +172,20 @@ const files = (cwd: string, options: { readonly root?: string; readonly follow?:
   ).then((outcome) => ({ outcome, seen: seen.sort() }))
 }
 
+/** The live rg whose arguments end with `path`, from /proc. */
+const searching = (path: string): number => {
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").filter((arg) => arg !== "")
+      if (argv.at(-1) === path && ProcessGroup.stat(Number(entry))?.name === "rg") return Number(entry)
+    } catch {
+      // ended while we looked
+    }
+  }
+  throw new Error(`no rg on ${path}`)
+}
+
 const landlock = Landlock.abi() > 0
 if (!landlock) console.warn("ripgrep.test: this kernel has no Landlock; the confined searches are skipped")
 
@@ -220,6 +234,39 @@ describe.skipIf(!landlock)("Ripgrep.run confined to its root", () => {
     const { outcome, seen } = await files(gone, { root: gone })
     expect(seen).toEqual([])
     expect(outcome).toEqual({ code: 2, problems: [`${gone} was removed or replaced while it was being searched: search it again`] })
+  })
+
+  test("a confined search over its time limit is stopped, though its supervisor may not read /proc", async () => {
+    const root = realpathSync(tempDir())
+    expect(Bun.spawnSync(["mkfifo", join(root, "pipe")]).exitCode).toBe(0)
+    const writer = open(join(root, "pipe"), "w")
+    const outcome = await Effect.runPromise(
+      Ripgrep.run({ args: ["--no-config", "-e", "needle", "--", "./pipe"], cwd: root, root, onData: () => {}, timeoutMs: 300 }),
+    )
+    await (await writer).close()
+    expect(outcome).toEqual({ code: 2, problems: ["the search took longer than 300 ms and was stopped"] })
+  })
+
+  test("a cancelled confined search ends: rg and its supervisor are gone, checked in /proc", async () => {
+    const root = realpathSync(tempDir())
+    const fifo = join(root, "pipe")
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0)
+    const [rg, supervisor] = await Effect.runPromise(
+      Effect.gen(function* () {
+        const fiber = yield* Effect.forkChild(
+          Ripgrep.run({ args: ["--no-config", "-e", "needle", "--", `./pipe`], cwd: root, root, onData: () => {} }),
+        )
+        const writer = yield* Effect.promise(() => open(fifo, "w"))
+        const rg = searching("./pipe")
+        const supervisor = ProcessGroup.stat(rg)!.ppid
+        expect(ProcessGroup.stat(supervisor)?.ppid).toBe(process.pid)
+        yield* Fiber.interrupt(fiber)
+        yield* Effect.promise(() => writer.close())
+        return [rg, supervisor]
+      }),
+    )
+    expect(alive(rg)).toBe(false)
+    expect(alive(supervisor)).toBe(false)
   })
 
   test("a root reached through a symlink is refused as replaced", async () => {
