@@ -10,7 +10,7 @@ import { Landlock } from "../../src/shell/landlock"
 import { arena, quiet, race, textOf } from "./race-arena"
 
 /** Calls per tool. */
-const RUNS = 100
+const RUNS = 200
 
 /** d/sub and its outside twin, with enough entries that rg's walk takes a moment. */
 const world = () =>
