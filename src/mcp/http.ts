@@ -5,8 +5,9 @@ export * as McpHttp from "./http"
 // route) and to an agent (`?agent=`, default build). A session holds its Location while it is open; DELETE ends it,
 // and so does the server's shutdown: its calls cancelled and recorded, its streams ended. A session no request has
 // used for the idle period (and with no call running) is ended too, as is the least recently used one beyond the
-// bound, so clients that never say goodbye hold nothing for long. The caller has already checked the Host and the
-// token; this module does no HTTP routing.
+// bound, so clients that never say goodbye hold nothing for long; when every session has a call running, no new
+// one is made beyond the bound. The caller has already checked the Host and the token; this module does no HTTP
+// routing.
 
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
@@ -18,7 +19,10 @@ import type { Sidecar } from "../host/sidecar"
 import { Agent } from "../permission/agent"
 import { Mcp } from "./mcp"
 
-/** Sessions kept at most; beyond it, the least recently used idle one is ended. */
+/**
+ * Sessions kept at most: beyond it, the least recently used idle one is ended, and when every one has a call running
+ * a new session is refused (503).
+ */
 export const MAX_SESSIONS = 1_000
 /** A session no request has used for this long (and with no call running) is ended. */
 export const IDLE_MS = 30 * 60 * 1000
@@ -156,7 +160,17 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
         const id = request.request.headers.get("mcp-session-id")
         yield* expire(id === null ? 1 : 0)
         if (id === null) {
-          if (request.request.method === "POST" && isInitializeRequest(request.body)) return yield* start(request)
+          if (request.request.method === "POST" && isInitializeRequest(request.body)) {
+            // Every session at the bound has a call running: none is ended for a newcomer, whose work would be lost.
+            if (sessions.size >= max) {
+              return rpcError(
+                503,
+                -32000,
+                `Too many MCP sessions (${max}), each with a call running: end one with DELETE /mcp or retry later`,
+              )
+            }
+            return yield* start(request)
+          }
           return rpcError(400, -32000, "No Mcp-Session-Id: start a session with an initialize request (POST /mcp)")
         }
         const open = sessions.get(id)

@@ -207,6 +207,28 @@ describe("/mcp", () => {
     expect((await first.client.listTools()).tools.length).toBeGreaterThan(0)
   })
 
+  test("with every session at the bound running a call, a new initialize is refused with 503 and none is ended", async () => {
+    const { web, mcp } = await served({ "tools/wait.ts": WAIT }, { sessions: { max: 2 } })
+    const busy = await Promise.all([connect(web.handler), connect(web.handler)])
+    await Promise.all(
+      busy.map(({ client }, index) => {
+        let started!: () => void
+        const running = new Promise<void>((resolve) => {
+          started = resolve
+        })
+        client.callTool({ name: "wait", arguments: {}, _meta: { sessionID: "ses_full", toolCallID: `call_${index}` } }, CallToolResultSchema, {
+          onprogress: () => started(),
+        }).catch(() => undefined)
+        return running
+      }),
+    )
+    const refused = await post(web.handler, { host: HOST, authorization: `Bearer ${TOKEN}` })
+    expect(refused.status).toBe(503)
+    expect(((await refused.json()) as any).error.message).toStartWith("Too many MCP sessions (2), each with a call running")
+    expect(mcp.size()).toBe(2)
+    for (const { client } of busy) expect((await client.listTools()).tools.length).toBeGreaterThan(0)
+  })
+
   test("the server's shutdown ends every session and records their running calls cancelled", async () => {
     const { web, mcp, box, sidecar } = await served({ "tools/wait.ts": WAIT })
     const { client } = await connect(web.handler)
