@@ -17,6 +17,7 @@ import * as Scope from "effect/Scope"
 import type { Served } from "../host/served"
 import type { Sidecar } from "../host/sidecar"
 import { Agent } from "../permission/agent"
+import { Events } from "./events"
 import { Mcp } from "./mcp"
 
 /**
@@ -130,8 +131,8 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
           return opened
         }
         sessions.set(id, opened)
-        const answer = yield* Effect.promise(() =>
-          opened.transport.handleRequest(request.request, { parsedBody: request.body }),
+        const answer = Events.answer(
+          yield* Effect.promise(() => opened.transport.handleRequest(request.request, { parsedBody: request.body })),
         )
         // An initialize the transport refused made no session.
         if (opened.transport.sessionId === undefined) yield* end(id)
@@ -181,10 +182,12 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
         if (request.namedLocation && request.served.directory !== open.directory) {
           return rpcError(400, -32000, `This session serves ${open.directory}; send that X-Core-Location or none`)
         }
-        const answer = yield* Effect.promise(() =>
-          open.transport.handleRequest(
-            request.request,
-            request.request.method === "POST" ? { parsedBody: request.body } : undefined,
+        const answer = Events.answer(
+          yield* Effect.promise(() =>
+            open.transport.handleRequest(
+              request.request,
+              request.request.method === "POST" ? { parsedBody: request.body } : undefined,
+            ),
           ),
         )
         if (request.request.method === "DELETE") yield* end(id)

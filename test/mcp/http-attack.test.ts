@@ -7,6 +7,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { Effect } from "effect"
 import { IMPORTS, RAN, runs, sandbox, write } from "../cli/fixture"
 import { tempDir } from "../support/temp"
+import { Events } from "../../src/mcp/events"
 import { HOST, TOKEN, httpSidecar, httpTransport } from "./support"
 
 const ECHO = `${IMPORTS}${RAN}
@@ -46,6 +47,20 @@ const connect = async (handler: (request: Request) => Promise<Response>, options
 }
 
 const AUTH = { host: HOST, authorization: `Bearer ${TOKEN}` }
+
+/** Reports progress `STEPS` times, then answers "done". */
+const STEPS = 500
+const CHATTY = `${IMPORTS}
+export default Tool.make({
+  description: "Reports progress, then finishes",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: (_input, context) => Effect.gen(function* () {
+    for (let step = 1; step <= ${STEPS}; step++) yield* context.progress({ message: \`step \${step}\` })
+    return "done"
+  }),
+})
+`
 
 const send = (
   handler: (request: Request) => Promise<Response>,
@@ -249,5 +264,71 @@ describe("/mcp resources/read against guessed and crafted URIs", () => {
     ]) {
       await expect(client.readResource({ uri })).rejects.toThrow(/-32002/)
     }
+  })
+})
+
+describe("/mcp against a client that does not read its event stream", () => {
+  test("a call's progress waiting for the client is replaced by the latest; its result is kept", async () => {
+    const { web, sidecar } = await served({ "tools/chatty.ts": CHATTY, "core.json": JSON.stringify({ permission: { "*": "allow" } }) })
+    const { transport } = await connect(web.handler)
+    const headers = { ...AUTH, "mcp-session-id": transport.sessionId!, "mcp-protocol-version": "2025-06-18" }
+    const ids = { sessionID: "ses_unread", toolCallID: "call_unread" }
+    const body = { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "chatty", arguments: {}, _meta: { progressToken: "p", ...ids } } }
+    const answer = await send(web.handler, "POST", headers, body)
+    expect(answer.headers.get("content-type")).toStartWith("text/event-stream")
+    // The stream is not read until the call has settled and every event has been written to it.
+    for (let tries = 0; ; tries++) {
+      const known = await Effect.runPromise(sidecar.store.lookup(ids))
+      if (known?.state === "settled") break
+      expect(tries).toBeLessThan(500)
+      await Bun.sleep(10)
+    }
+    await Bun.sleep(50)
+    const events = (await answer.text())
+      .split("\n\n")
+      .filter((event) => event.startsWith("event: message"))
+      .map((event) => JSON.parse(event.slice(event.indexOf("data: ") + "data: ".length)))
+    const progress = events.filter((event) => event.method === "notifications/progress")
+    expect(progress.length).toBeGreaterThanOrEqual(1)
+    expect(progress.length).toBeLessThanOrEqual(2)
+    expect(progress.at(-1).params).toMatchObject({ progressToken: "p", progress: STEPS, message: `step ${STEPS}` })
+    expect(events.at(-1)).toMatchObject({ id: 9, result: { content: [{ type: "text", text: "done" }] } })
+  })
+})
+
+describe("Events.kindOf", () => {
+  const event = (message: unknown) => new TextEncoder().encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`)
+  test("names the events a later one replaces, and keeps every other", () => {
+    const progress = (token: unknown) => ({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress: 1 } })
+    expect(Events.kindOf(event(progress("a")))).toBe('progress "a"')
+    expect(Events.kindOf(event(progress(7)))).toBe("progress 7")
+    expect(Events.kindOf(event({ jsonrpc: "2.0", method: "notifications/tools/list_changed" }))).toBe("list_changed")
+    expect(Events.kindOf(new TextEncoder().encode(": keepalive\n\n"))).toBe("comment")
+    // Results, requests to the client, other notifications, two events in one chunk, a broken one: all kept.
+    expect(Events.kindOf(event({ jsonrpc: "2.0", id: 1, result: {} }))).toBeUndefined()
+    expect(Events.kindOf(event({ jsonrpc: "2.0", id: 2, method: "elicitation/create", params: {} }))).toBeUndefined()
+    expect(Events.kindOf(event({ jsonrpc: "2.0", method: "notifications/message", params: {} }))).toBeUndefined()
+    expect(Events.kindOf(event({ jsonrpc: "2.0", method: "notifications/progress", params: {} }))).toBeUndefined()
+    const two = new Uint8Array([...event(progress("a")), ...event(progress("a"))])
+    expect(Events.kindOf(two)).toBeUndefined()
+    expect(Events.kindOf(new TextEncoder().encode("event: message\ndata: {oops\n\n"))).toBeUndefined()
+    expect(Events.kindOf(new TextEncoder().encode(`event: message\ndata: ${JSON.stringify(progress("a"))}\n`))).toBeUndefined()
+  })
+
+  test("a bounded stream hands on every event in order to a reader that keeps up", async () => {
+    const chunks = [event({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "a", progress: 1 } })]
+    chunks.push(event({ jsonrpc: "2.0", id: 1, result: {} }))
+    let controller!: ReadableStreamDefaultController<Uint8Array>
+    const source = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) })
+    const reader = Events.bounded(source).getReader()
+    const seen: Array<string> = []
+    for (const chunk of chunks) {
+      const next = reader.read()
+      controller.enqueue(chunk)
+      seen.push(new TextDecoder().decode((await next).value))
+    }
+    controller.close()
+    expect((await reader.read()).done).toBe(true)
+    expect(seen).toEqual(chunks.map((chunk) => new TextDecoder().decode(chunk)))
   })
 })
