@@ -207,12 +207,13 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
     (ending ??= (async () => {
       if (child === undefined) process.exit(0)
       const command = child
-      // A confined command's supervisor runs under the command's confinement, which leaves /proc out.
+      // A confined command's supervisor runs under the command's confinement, which leaves /proc out; should /proc
+      // be unreadable for any other reason, the group is still ended rather than the call left waiting.
       const { killed, survivors } = alone(command)
         ? { killed: [], survivors: [] }
         : confined
           ? await endGroup(command, name, grace)
-          : await endAll(grace)
+          : await endAll(grace).catch(() => endGroup(command, name, grace))
       await child.exited
       // Orphans it adopted and ended are its children: reap them, so none is left a zombie.
       while (Native.reap() > 0);

@@ -4,9 +4,10 @@
 // killed. Every check reads /proc.
 
 import { describe, expect, test } from "bun:test"
-import { readdirSync, readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Deferred, Effect, Fiber } from "effect"
+import { Landlock } from "../../src/shell/landlock"
 import { Shell } from "../../src/shell/producer"
 import { Supervised } from "../../src/shell/supervised"
 import { tempDir } from "../support/temp"
@@ -87,6 +88,20 @@ describe("the per-call supervisor", () => {
     await Effect.runPromise(Fiber.interrupt(fiber))
     // The interruption returns only once the supervisor has ended them all.
     for (const pid of pids) expect(alive(pid)).toBe(false)
+  })
+
+  test.skipIf(Landlock.abi() === 0)("a command whose sandbox leaves /proc out is still ended on a stop, and named", async () => {
+    const pool = Supervised.pool(undefined)
+    const sandboxed = { read: ["/usr", "/bin", "/lib", "/lib64"].filter((path) => existsSync(path)), write: [], devices: ["/dev/null"] }
+    const run = pool.launch({ argv: ["sleep", "1000"], cwd: "/", env: { PATH: process.env.PATH! }, grants: sandboxed, graceMs: 3000 })
+    const started = await run.started
+    expect(started.kind).toBe("started")
+    const pid = (started as { readonly pid: number }).pid
+    expect(alive(pid)).toBe(true)
+    run.stop()
+    const report = await run.ended
+    expect(report).toMatchObject({ signal: "SIGTERM", killed: [{ pid, name: "sleep" }], survivors: [] })
+    expect(alive(pid)).toBe(false)
   })
 })
 
