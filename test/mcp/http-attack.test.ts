@@ -1,14 +1,14 @@
 // `/mcp` under attack: a local process without the token, a page rebinding DNS, and a token holder sending hostile
 // bodies. Each request must be refused before a session exists or a tool runs, or answered without harm.
 
-import { afterEach, describe, expect, test } from "bun:test"
+import { describe, expect, test } from "bun:test"
 import { realpathSync } from "node:fs"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { Effect } from "effect"
-import { IMPORTS, RAN, runs, sandbox, write } from "../cli/fixture"
-import { tempDir } from "../support/temp"
 import { Events } from "../../src/mcp/events"
-import { HOST, TOKEN, httpSidecar, httpTransport } from "./support"
+import { IMPORTS, RAN, runs, write } from "../cli/fixture"
+import { tempDir } from "../support/temp"
+import { HOST, INITIALIZE, TOKEN, httpHarness, httpTransport } from "./support"
 
 const ECHO = `${IMPORTS}${RAN}
 export default Tool.make({
@@ -19,32 +19,7 @@ export default Tool.make({
 })
 `
 
-const INITIALIZE = {
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
-}
-
-const cleanups: Array<() => Promise<void>> = []
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
-})
-
-const served = async (files: Record<string, string> = {}, options: Parameters<typeof httpSidecar>[1] = {}) => {
-  const box = sandbox(files)
-  const sidecar = await httpSidecar(box, options)
-  cleanups.push(sidecar.close)
-  return { box, ...sidecar }
-}
-
-const connect = async (handler: (request: Request) => Promise<Response>, options: Parameters<typeof httpTransport>[1] = {}) => {
-  const transport = httpTransport(handler, options)
-  const client = new Client({ name: "test", version: "1.0.0" })
-  await client.connect(transport)
-  cleanups.push(() => client.close())
-  return { client, transport }
-}
+const { served, connect, cleanups } = httpHarness()
 
 const AUTH = { host: HOST, authorization: `Bearer ${TOKEN}` }
 

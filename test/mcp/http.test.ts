@@ -2,15 +2,14 @@
 // initialize and bound to a Location and an agent, ended by DELETE or by the server's shutdown (their calls
 // cancelled and recorded).
 
-import { afterEach, describe, expect, test } from "bun:test"
+import { describe, expect, test } from "bun:test"
 import { realpathSync } from "node:fs"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js"
 import { Effect } from "effect"
-import { IMPORTS, RAN, runs, sandbox, write } from "../cli/fixture"
+import { IMPORTS, RAN, runs, write } from "../cli/fixture"
 import { coreJson } from "../cli/permissions-fixture"
 import { tempDir } from "../support/temp"
-import { HOST, TOKEN, httpSidecar, httpTransport } from "./support"
+import { HOST, INITIALIZE, TOKEN, httpHarness } from "./support"
 
 const WAIT = `${IMPORTS}${RAN}
 export default Tool.make({
@@ -34,32 +33,7 @@ export default Tool.make({
 })
 `
 
-const INITIALIZE = {
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
-}
-
-const cleanups: Array<() => Promise<void>> = []
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
-})
-
-const served = async (files: Record<string, string> = {}, options: Parameters<typeof httpSidecar>[1] = {}) => {
-  const box = sandbox(files)
-  const sidecar = await httpSidecar(box, options)
-  cleanups.push(sidecar.close)
-  return { box, ...sidecar }
-}
-
-const connect = async (handler: (request: Request) => Promise<Response>, options: Parameters<typeof httpTransport>[1] = {}) => {
-  const transport = httpTransport(handler, options)
-  const client = new Client({ name: "test", version: "1.0.0" })
-  await client.connect(transport)
-  cleanups.push(() => client.close())
-  return { client, transport }
-}
+const { served, connect } = httpHarness()
 
 const post = (handler: (request: Request) => Promise<Response>, headers: Record<string, string>, body: unknown = INITIALIZE) =>
   handler(

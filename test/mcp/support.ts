@@ -1,7 +1,9 @@
 // `/mcp` in process for tests: the sidecar with MCP's streamable HTTP wired as `core serve` wires it, behind the
 // real web handler, and an SDK client transport whose fetch hands Requests straight to that handler (no socket).
 
+import { afterEach } from "bun:test"
 import { realpathSync } from "node:fs"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Effect, Exit, Scope } from "effect"
 import { Runtime } from "../../src/cli/runtime"
@@ -9,7 +11,7 @@ import { Sidecar } from "../../src/host/sidecar"
 import { McpHttp } from "../../src/mcp/http"
 import { Http } from "../../src/server/http"
 import { Security } from "../../src/server/security"
-import type { Sandbox } from "../cli/fixture"
+import { type Sandbox, sandbox } from "../cli/fixture"
 
 export const TOKEN = "test-token"
 export const HOST = "127.0.0.1:4321"
@@ -74,4 +76,37 @@ export const httpTransport = (
       return handler(request)
     },
   })
+}
+
+/** An `initialize` request as a client without the SDK sends it. */
+export const INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+}
+
+/**
+ * For a test file: `served` makes a Location of `files` served with `/mcp` in process, `connect` an SDK client of a
+ * handler; both, and whatever else is pushed on `cleanups`, are closed after each test (the latest first).
+ */
+export const httpHarness = () => {
+  const cleanups: Array<() => Promise<void>> = []
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+  })
+  const served = async (files: Record<string, string> = {}, options: Parameters<typeof httpSidecar>[1] = {}) => {
+    const box = sandbox(files)
+    const sidecar = await httpSidecar(box, options)
+    cleanups.push(sidecar.close)
+    return { box, ...sidecar }
+  }
+  const connect = async (handler: (request: Request) => Promise<Response>, options: Parameters<typeof httpTransport>[1] = {}) => {
+    const transport = httpTransport(handler, options)
+    const client = new Client({ name: "test", version: "1.0.0" })
+    await client.connect(transport)
+    cleanups.push(() => client.close())
+    return { client, transport }
+  }
+  return { served, connect, cleanups }
 }
