@@ -6,23 +6,11 @@ import { describe, expect, test } from "bun:test"
 import { realpathSync } from "node:fs"
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js"
 import { Effect } from "effect"
-import { IMPORTS, RAN, runs, write } from "../cli/fixture"
+import { IMPORTS, runs, write } from "../cli/fixture"
 import { coreJson } from "../cli/permissions-fixture"
 import { tempDir } from "../support/temp"
 import { HOST, INITIALIZE, TOKEN, httpHarness } from "./support"
-
-const WAIT = `${IMPORTS}${RAN}
-export default Tool.make({
-  description: "Waits until cancelled",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  execute: (_input, context) => Effect.gen(function* () {
-    ran("wait")
-    yield* context.progress({ message: "waiting" })
-    return yield* Effect.never
-  }),
-})
-`
+import { WAIT } from "./tools"
 
 const HERE = `${IMPORTS}
 export default Tool.make({

@@ -7,68 +7,11 @@ import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { CallToolResultSchema, ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js"
-import { IMPORTS, RAN, runs, sandbox, type Sandbox } from "../cli/fixture"
+import { IMPORTS, runs, sandbox, type Sandbox } from "../cli/fixture"
 import { coreJson, recording } from "../cli/permissions-fixture"
+import { BIG, GREET, HUGE, PICTURE, PIXEL, WAIT } from "./tools"
 
 const MAIN = join(import.meta.dir, "../../src/cli/main.ts")
-
-const GREET = `${IMPORTS}${RAN}
-export default Tool.make({
-  description: "Greets someone",
-  input: Schema.Struct({ who: Schema.String }),
-  output: Schema.Struct({ greeting: Schema.String, length: Schema.Number }),
-  execute: (input, context) => Effect.gen(function* () {
-    yield* context.progress({ message: "thinking about " + input.who })
-    ran("greet")
-    const greeting = "hello " + input.who
-    return { greeting, length: greeting.length }
-  }),
-})
-`
-
-const BIG = `${IMPORTS}
-export default Tool.make({
-  description: "Prints many lines",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  execute: () => Effect.succeed(Array.from({ length: 5000 }, (_, i) => "line " + i).join("\\n")),
-})
-`
-
-// One red pixel, as a PNG.
-const PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
-
-const PICTURE = `${IMPORTS}
-export default Tool.make({
-  description: "Draws a pixel",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  execute: () => Effect.succeed("drawn"),
-  toModelOutput: () => [{ type: "text", text: "a pixel:" }, { type: "file", mime: "image/png", data: ${JSON.stringify(PIXEL)}, name: "pixel.png" }],
-})
-`
-
-const WAIT = `${IMPORTS}${RAN}
-export default Tool.make({
-  description: "Waits until cancelled",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  execute: (_input, context) => Effect.gen(function* () {
-    ran("wait")
-    yield* context.progress({ message: "waiting" })
-    return yield* Effect.never
-  }),
-})
-`
-
-const HUGE = `${IMPORTS}
-export default Tool.make({
-  description: "Answers a large object",
-  input: Schema.Struct({}),
-  output: Schema.Struct({ text: Schema.String }),
-  execute: () => Effect.succeed({ text: "x".repeat(100000) }),
-})
-`
 
 const NOISY = `${IMPORTS}
 export default Tool.make({

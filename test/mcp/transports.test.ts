@@ -13,58 +13,13 @@ import {
   ToolListChangedNotificationSchema,
   type ElicitResult,
 } from "@modelcontextprotocol/sdk/types.js"
-import { IMPORTS, RAN, runs, sandbox, type Sandbox } from "../cli/fixture"
+import { IMPORTS, runs, sandbox, type Sandbox } from "../cli/fixture"
 import { coreJson, recording } from "../cli/permissions-fixture"
 import { alive } from "../shell/processes"
 import { httpSidecar, httpTransport } from "./support"
+import { BIG, GREET, HUGE, PICTURE, PIXEL } from "./tools"
 
 const MAIN = join(import.meta.dir, "../../src/cli/main.ts")
-
-const GREET = `${IMPORTS}${RAN}
-export default Tool.make({
-  description: "Greets someone",
-  input: Schema.Struct({ who: Schema.String }),
-  output: Schema.Struct({ greeting: Schema.String, length: Schema.Number }),
-  annotations: { readOnly: true, openWorld: false },
-  execute: (input, context) => Effect.gen(function* () {
-    yield* context.progress({ message: "thinking about " + input.who })
-    ran("greet")
-    const greeting = "hello " + input.who
-    return { greeting, length: greeting.length }
-  }),
-})
-`
-
-const BIG = `${IMPORTS}
-export default Tool.make({
-  description: "Prints many lines",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  execute: () => Effect.succeed(Array.from({ length: 5000 }, (_, i) => "line " + i).join("\\n")),
-})
-`
-
-const HUGE = `${IMPORTS}
-export default Tool.make({
-  description: "Answers a large object",
-  input: Schema.Struct({}),
-  output: Schema.Struct({ text: Schema.String }),
-  execute: () => Effect.succeed({ text: "x".repeat(100000) }),
-})
-`
-
-// One red pixel, as a PNG.
-const PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
-
-const PICTURE = `${IMPORTS}
-export default Tool.make({
-  description: "Draws a pixel",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  execute: () => Effect.succeed("drawn"),
-  toModelOutput: () => [{ type: "text", text: "a pixel:" }, { type: "file", mime: "image/png", data: ${JSON.stringify(PIXEL)} }],
-})
-`
 
 const version = (n: number) => `${IMPORTS}
 export default Tool.make({

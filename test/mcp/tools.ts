@@ -1,0 +1,63 @@
+// Tool files the MCP tests serve: a greeting with structured output and progress, a wait that runs until
+// cancelled, outputs too large for the model (text and structured), and an image.
+
+import { IMPORTS, RAN } from "../cli/fixture"
+
+export const GREET = `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "Greets someone",
+  input: Schema.Struct({ who: Schema.String }),
+  output: Schema.Struct({ greeting: Schema.String, length: Schema.Number }),
+  annotations: { readOnly: true, openWorld: false },
+  execute: (input, context) => Effect.gen(function* () {
+    yield* context.progress({ message: "thinking about " + input.who })
+    ran("greet")
+    const greeting = "hello " + input.who
+    return { greeting, length: greeting.length }
+  }),
+})
+`
+
+export const WAIT = `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "Waits until cancelled",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: (_input, context) => Effect.gen(function* () {
+    ran("wait")
+    yield* context.progress({ message: "waiting" })
+    return yield* Effect.never
+  }),
+})
+`
+
+export const BIG = `${IMPORTS}
+export default Tool.make({
+  description: "Prints many lines",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.succeed(Array.from({ length: 5000 }, (_, i) => "line " + i).join("\\n")),
+})
+`
+
+export const HUGE = `${IMPORTS}
+export default Tool.make({
+  description: "Answers a large object",
+  input: Schema.Struct({}),
+  output: Schema.Struct({ text: Schema.String }),
+  execute: () => Effect.succeed({ text: "x".repeat(100000) }),
+})
+`
+
+// One red pixel, as a PNG.
+export const PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
+
+export const PICTURE = `${IMPORTS}
+export default Tool.make({
+  description: "Draws a pixel",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.succeed("drawn"),
+  toModelOutput: () => [{ type: "text", text: "a pixel:" }, { type: "file", mime: "image/png", data: ${JSON.stringify(PIXEL)} }],
+})
+`
