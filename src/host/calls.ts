@@ -92,7 +92,8 @@ export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: str
 
   const listen = (entry: Entry) =>
     Effect.gen(function* () {
-      entry.events ??= yield* PubSub.unbounded<Events.Call>()
+      // Bounded like every event bus: a reader that falls behind loses the oldest events, never the last one.
+      entry.events ??= yield* Events.bus<Events.Call>()
       return yield* PubSub.subscribe(entry.events)
     })
 

@@ -4,6 +4,7 @@
 import { describe, expect, test } from "bun:test"
 import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Events } from "../../src/host/events"
 import { callBody, EventReader, IMPORTS, inProcess, isDead, RAN, runs } from "./support"
 
 /** Reports progress, then waits until `<location>/gate` exists; records each run. */
@@ -72,6 +73,46 @@ describe("a call's event stream", () => {
       { event: "settlement", data: expect.objectContaining({ status: "success", structured: "once" }) },
     ])
     expect(runs(sidecar.box, "echo")).toBe(1)
+  })
+})
+
+/** Reports progress `CHATTER` times as fast as it can, then answers "done". */
+const CHATTER = 10_000
+const CHATTY = `${IMPORTS}
+export default Tool.make({
+  description: "Reports progress, then finishes",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: (_, context) =>
+    Effect.gen(function* () {
+      for (let step = 1; step <= ${CHATTER}; step++) yield* context.progress({ message: String(step) })
+      return "done"
+    }),
+})
+`
+
+describe("a call's event stream read by nobody", () => {
+  test("keeps a bounded number of the latest events, and always the settlement", async () => {
+    const sidecar = await inProcess({ "tools/chatty.ts": CHATTY })
+    const { turnID } = await sidecar.turn()
+    const response = await sidecar.fetch("POST", `/v1/turns/${turnID}/calls`, {
+      body: callBody({ name: "chatty", input: {}, toolCallID: "call_unread" }),
+      headers: { accept: "text/event-stream" },
+    })
+    // Not read until the call has settled: a replay of it answers only once it has.
+    const replay = await sidecar.fetch("POST", `/v1/turns/${turnID}/calls`, {
+      body: callBody({ name: "chatty", input: {}, toolCallID: "call_unread" }),
+    })
+    expect(((await replay.json()) as { status: string }).status).toBe("success")
+    const events = await new EventReader(response).rest()
+    const progress = events.filter((event) => event.event === "progress").map((event) => Number(event.data.message))
+    // The stream read a few ahead before nobody read it; of the rest, the oldest went and the latest stayed, in order.
+    expect(progress.length).toBeLessThan(CHATTER / 2)
+    expect(progress.every((step, index) => index === 0 || step > progress[index - 1]!)).toBe(true)
+    // The buffer's last place holds the settlement.
+    const kept = Events.BUFFER - 1
+    expect(progress.slice(-kept)).toEqual(Array.from({ length: kept }, (_, index) => CHATTER - kept + 1 + index))
+    expect(events.at(-1)).toEqual({ event: "settlement", data: expect.objectContaining({ status: "success", structured: "done" }) })
   })
 })
 
