@@ -3,14 +3,18 @@ export * as Guard from "./guard"
 // Core's own configuration in a Location (core.json, tools/, plugins/, .core/) against the code a command runs,
 // which no per-command check can read. The entries that exist are mounted read-only for the command by its
 // supervisor (./namespace). One that does not exist cannot be covered that way, so what the command created at
-// its place is removed once the command and everything it started have ended, and the result says so. Meanwhile
-// the Location counts as busy: a long-lived core defers hot reload of its tool files and core.json until no
-// command of that Location runs (`idle`), so it never loads a file a command wrote.
+// its place is removed once the command and everything it started have ended, and the result says so. Where the
+// system gives no mount namespace, what the command changed inside the existing directories (a file written,
+// replaced or added) is taken out the same way, and core.json is put back. Meanwhile the Location counts as busy:
+// a long-lived core defers hot reload of its tool files and core.json until no command of that Location runs
+// (`idle`), so it never loads a file a command wrote.
 
 import {
+  type BigIntStats,
   cpSync,
   lstatSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   readlinkSync,
   realpathSync,
@@ -19,7 +23,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs"
-import { basename, join } from "node:path"
+import { dirname, join, relative } from "node:path"
 import { Protected } from "../permission/protected"
 
 interface Before {
@@ -37,9 +41,53 @@ interface Before {
 /** The largest core.json whose content is kept to put back. */
 const MAX_CONTENT_BYTES = 1_048_576
 
+/** A file, link or directory inside a protected directory, as it was before the command. */
+interface Inside {
+  readonly ino: bigint
+  readonly kind: bigint
+  /** When its inode last changed (ns): any write, rename or change of mode moves it, and no command can set it. */
+  readonly changed: bigint
+}
+
+/** The most entries noted inside one protected directory; a directory holding more is not checked inside. */
+export const MAX_INSIDE = 10_000
+
+const DIRECTORY = 0o040000n
+
+/**
+ * Everything beneath `directory` (depth first, symbolic links not followed), up to `budget` entries: whether it
+ * saw all of it.
+ */
+const survey = (directory: string, into: Map<string, Inside>, budget: { left: number }): boolean => {
+  let names: Array<string>
+  try {
+    names = readdirSync(directory)
+  } catch {
+    return true
+  }
+  for (const name of names) {
+    if (budget.left <= 0) return false
+    budget.left--
+    const path = join(directory, name)
+    let stats: BigIntStats | undefined
+    try {
+      stats = lstatSync(path, { bigint: true, throwIfNoEntry: false })
+    } catch {
+      stats = undefined
+    }
+    if (stats === undefined) continue
+    const kind = stats.mode & 0o170000n
+    into.set(path, { ino: stats.ino, kind, changed: stats.ctimeNs })
+    if (kind === DIRECTORY && !survey(path, into, budget)) return false
+  }
+  return true
+}
+
 interface Entry {
   readonly path: string
   readonly before: Before | undefined
+  /** What a directory held before the command, when no mount is expected to keep it read-only. */
+  readonly inside: Map<string, Inside> | undefined
 }
 
 export interface Undone {
@@ -63,14 +111,13 @@ export interface Guarded {
 }
 
 /**
- * Moves `path` into `directory` (made when needed), copying where a move cannot cross file systems; removes it
- * whatever happens, so that nothing of it stays where core would load it.
+ * Moves `path` to `target` (its directory made when needed), copying where a move cannot cross file systems;
+ * removes it whatever happens, so that nothing of it stays where core would load it.
  */
-const setAside = (path: string, directory: string | undefined): void => {
-  if (directory !== undefined) {
-    const target = join(directory, basename(path))
+const setAside = (path: string, target: string | undefined): void => {
+  if (target !== undefined) {
     try {
-      mkdirSync(directory, { recursive: true, mode: 0o700 })
+      mkdirSync(dirname(target), { recursive: true, mode: 0o700 })
       renameSync(path, target)
       return
     } catch {
@@ -122,19 +169,28 @@ const look = (path: string, keep = false): Before | undefined => {
  * Guards `location` for one command, from before it starts, and with it `others`: the other Locations this core
  * serves, whose configuration the command must not change either. What the command leaves in core's
  * configuration is moved under `keeping` (in core's data directory, which commands cannot reach), or only removed
- * without one.
+ * without one. `unmounted`: no mount is expected to keep the existing entries read-only, so what their
+ * directories hold is noted now, to take out what the command changed in them.
  */
-export const begin = (location: string, keeping?: string, others: ReadonlyArray<string> = []): Guarded => {
+export const begin = (location: string, keeping?: string, others: ReadonlyArray<string> = [], unmounted = false): Guarded => {
   const keys = [...new Set([location, ...others].map(realOf))]
   for (const key of keys) running.set(key, (running.get(key) ?? 0) + 1)
-  const entries: Array<Entry> = keys.flatMap((key) =>
+  const entries: Array<Entry & { readonly key: string }> = keys.flatMap((key) =>
     Protected.LOCATION_ENTRIES.map((name) => {
       const path = join(key, name)
-      return { path, before: look(path, name === "core.json") }
+      const before = look(path, name === "core.json")
+      let inside: Map<string, Inside> | undefined
+      if (unmounted && before?.kind === Number(DIRECTORY)) {
+        inside = new Map()
+        if (!survey(path, inside, { left: MAX_INSIDE })) inside = undefined
+      }
+      return { key, path, before, inside }
     }),
   )
   let removed: Undone | undefined
   const keptIn = keeping === undefined ? undefined : join(keeping, `${new Date().toISOString()}-${crypto.randomUUID().slice(0, 8)}`)
+  /** Where what the command left at `path` of the Location `key` is kept. */
+  const keptAt = (key: string, path: string) => (keptIn === undefined ? undefined : join(keptIn, relative(key, path)))
   const finish = (mounted: boolean): Undone => {
     if (removed !== undefined) return removed
     const undone: Array<string> = []
@@ -146,7 +202,7 @@ export const begin = (location: string, keeping?: string, others: ReadonlyArray<
       if (before?.content !== undefined) {
         // Only where no mount kept it read-only can it differ.
         if (now?.content !== undefined && now.content.equals(before.content)) continue
-        if (now !== undefined) setAside(entry.path, keptIn)
+        if (now !== undefined) setAside(entry.path, keptAt(entry.key, entry.path))
         writeFileSync(entry.path, before.content)
         undone.push(entry.path)
         continue
@@ -159,9 +215,15 @@ export const begin = (location: string, keeping?: string, others: ReadonlyArray<
         before.kind === now.kind &&
         before.born === now.born
       ) {
-        continue
+        // The same directory (or file): what changed inside it, where it was noted (no mount kept it read-only).
+        const changed = entry.inside === undefined ? [] : changedInside(entry, keptAt)
+        if (changed !== undefined) {
+          undone.push(...changed)
+          continue
+        }
+        // Too much was added to it to look at it all: the directory goes whole, so none of it is loaded.
       }
-      setAside(entry.path, keptIn)
+      setAside(entry.path, keptAt(entry.key, entry.path))
       if (before?.link !== undefined) symlinkSync(before.link, entry.path)
       undone.push(entry.path)
     }
@@ -178,6 +240,34 @@ export const begin = (location: string, keeping?: string, others: ReadonlyArray<
     return removed
   }
   return { readOnly: entries.filter((entry) => entry.before !== undefined).map((entry) => entry.path), finish }
+}
+
+/**
+ * Takes out of a protected directory what a command added or changed in it (a directory it added goes whole; a
+ * directory whose entries changed stays, its changed entries go), keeping each at `keptAt`; answers their paths,
+ * or undefined (taking out nothing) when the directory now holds too much to look at it all. What the command
+ * removed cannot be put back: it is gone from where core would load it, which is what matters here.
+ */
+const changedInside = (
+  entry: Entry & { readonly key: string },
+  keptAt: (key: string, path: string) => string | undefined,
+): Array<string> | undefined => {
+  const now = new Map<string, Inside>()
+  if (!survey(entry.path, now, { left: 2 * MAX_INSIDE })) return undefined
+  const taken: Array<string> = []
+  for (const [path, found] of now) {
+    if (taken.some((gone) => path.startsWith(`${gone}/`))) continue
+    const before = entry.inside!.get(path)
+    const same =
+      before !== undefined &&
+      before.ino === found.ino &&
+      before.kind === found.kind &&
+      (found.kind === DIRECTORY || before.changed === found.changed)
+    if (same) continue
+    setAside(path, keptAt(entry.key, path))
+    taken.push(path)
+  }
+  return taken
 }
 
 /** Resolves once no guarded command of `location` runs (at once when none does). */

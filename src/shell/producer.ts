@@ -516,6 +516,9 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
   const supervisors = supervise
     ? Supervised.pool(records, guards && options.namespaces !== false, sandbox.active && options.ports !== false)
     : undefined
+  let mountable: boolean | undefined
+  /** Whether supervisors keep the guarded entries read-only with mounts (probed on first use). */
+  const mounts = () => (mountable ??= options.namespaces !== false && Supervised.canMount())
   // Untraced on purpose: a span's captured stack costs more than everything else spawning `true` adds to Bun.spawn.
   const run = Effect.fnUntraced(function* (request: Request) {
     if (request.sandbox !== undefined && sandbox.mode === "required" && !sandbox.active) {
@@ -534,7 +537,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
         : undefined
     const guarded =
       supervised && guards && request.sandbox !== undefined && request.sandbox.configuration !== true
-        ? Guard.begin(request.sandbox.location, keeping, request.sandbox.others)
+        ? Guard.begin(request.sandbox.location, keeping, request.sandbox.others, !mounts())
         : undefined
     const spawn = supervised
       ? spawnSupervised(

@@ -188,6 +188,9 @@ const isolation = (): ReadonlyArray<string> => {
   return userNamespace ?? []
 }
 
+/** Whether supervisors readied to mount paths read-only (`isolate`) can do so here: as root, or in a user namespace. */
+export const canMount = (): boolean => isolation().length > 0 || Native.capable(Native.CAP_SYS_ADMIN)
+
 /**
  * With `isolate`, supervisors are readied to mount paths read-only for their commands (`Order.readOnly`); with
  * `ports`, their commands cannot connect to core's own ports (`listening`).

@@ -201,6 +201,54 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(readFileSync(join(result.undoneKeptIn!, "core.json"), "utf8")).toBe("{}")
   })
 
+  test("with no mount namespace, what a command wrote, replaced or added inside the entries is taken out, and kept", async () => {
+    const plain = Shell.make({}, { records: tempDir("core-runs-"), namespaces: false, keeping })
+    const location = configured()
+    mkdirSync(join(location, "tools/lib"))
+    writeFileSync(join(location, "tools/lib/deep.ts"), "deep")
+    writeFileSync(join(location, "tools/other.ts"), "other")
+    const command = [
+      // In place, through code the command runs, with its modification time set back afterwards.
+      `node -e 'require("fs").writeFileSync("tools/kept.ts", "evil")'`,
+      "touch -d 2000-01-01 tools/kept.ts",
+      "echo new > tools/new.ts",
+      "mkdir plugins/sub && echo p > plugins/sub/evil.ts",
+      // Replaced by another file under the same name.
+      "echo swapped > .core/next && mv .core/next .core/kept.ts",
+      "echo lib > tools/lib/added.ts",
+    ].join("\n")
+    const result = await run(command, location, plain)
+    expect(result.exitCode).toBe(0)
+    const taken = ["tools/kept.ts", "tools/new.ts", "tools/lib/added.ts", "plugins/sub", ".core/kept.ts"]
+    expect([...result.undone].sort()).toEqual(taken.map((path) => join(location, path)).sort())
+    for (const path of taken) expect(existsSync(join(location, path))).toBe(false)
+    // What the command did not touch stays.
+    expect(readFileSync(join(location, "tools/other.ts"), "utf8")).toBe("other")
+    expect(readFileSync(join(location, "tools/lib/deep.ts"), "utf8")).toBe("deep")
+    expect(readFileSync(join(location, "plugins/kept.ts"), "utf8")).toBe("kept")
+    // Kept for a person, where it was in the Location.
+    expect(readFileSync(join(result.undoneKeptIn!, "tools/kept.ts"), "utf8")).toBe("evil")
+    expect(readFileSync(join(result.undoneKeptIn!, "plugins/sub/evil.ts"), "utf8")).toBe("p\n")
+    expect(readFileSync(join(result.undoneKeptIn!, ".core/kept.ts"), "utf8")).toBe("swapped\n")
+    // A command that changes nothing there undoes nothing.
+    const quiet = await run("cat tools/other.ts > /dev/null; echo ok > a.txt", location, plain)
+    expect(quiet.undone).toEqual([])
+  })
+
+  test("with no mount namespace, a protected directory flooded past what is looked at is taken out whole", async () => {
+    const plain = Shell.make({}, { records: tempDir("core-runs-"), namespaces: false, keeping })
+    const location = configured()
+    const result = await run(
+      `node -e 'for (let i = 0; i <= ${2 * Guard.MAX_INSIDE}; i++) require("fs").writeFileSync("tools/f" + i + ".ts", "")'`,
+      location,
+      plain,
+    )
+    expect(result.exitCode).toBe(0)
+    expect(result.undone).toEqual([join(location, "tools")])
+    expect(existsSync(join(location, "tools"))).toBe(false)
+    expect(readFileSync(join(result.undoneKeptIn!, "tools/kept.ts"), "utf8")).toBe("kept")
+  }, 60_000)
+
   test("a call whose change to core's configuration a person approved may make it", async () => {
     const location = configured()
     const result = await Effect.runPromise(
