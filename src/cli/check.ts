@@ -105,6 +105,8 @@ export const run = (args: ReadonlyArray<string>) =>
       yield* Diagnostics.report
       const sandbox = Shell.sandboxOf(prepared.config.shell.sandbox).notice
       if (sandbox !== undefined) Command.stderr(`core: ${sandbox}\n`)
+      const guard = Shell.guardNotice(prepared.config.shell.sandbox)
+      if (guard !== undefined) Command.stderr(`core: ${guard}\n`)
       const permission = yield* Permission.Service
       yield* Runtime.checkAgent("check", permission, agent)
       const resolution = (yield* Registry.Service).capture().resolve(name)

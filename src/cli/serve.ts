@@ -154,6 +154,8 @@ export const run = (args: ReadonlyArray<string>) =>
 
     const sandbox = Shell.sandboxOf(primary.config.shell.sandbox).notice
     if (sandbox !== undefined) Command.stderr(`core: ${sandbox}\n`)
+    const guard = Shell.guardNotice(primary.config.shell.sandbox)
+    if (guard !== undefined) Command.stderr(`core: ${guard}\n`)
     yield* Server.run({
       environment,
       primary,

@@ -481,6 +481,17 @@ export const sandboxOf = (mode: "auto" | "required" | "off" = "auto"): Sandbox =
 }
 
 /**
+ * What core says once where it starts when commands cannot get a mount namespace (core is not root, and no user
+ * namespace can be made): core's configuration in a Location is then guarded by taking out what a command changed
+ * once it has ended, not by being read-only to it. Undefined where it is read-only, or nothing is guarded.
+ */
+export const guardNotice = (mode: "auto" | "required" | "off" = "auto"): string | undefined =>
+  mode === "off" || process.platform !== "linux" || !Native.available() || !Supervised.launchable() || Supervised.canMount()
+    ? undefined
+    : "Commands get no mount namespace here (core is not root and cannot make a user namespace): what a command " +
+      "changes in core.json, tools/, plugins/ or .core/ is taken out once it has ended, instead of being read-only to it."
+
+/**
  * What a confined program may touch besides its confinement: /dev/null (its closed stdin), nothing else. Every
  * right Landlock knows is handled, so it can write nowhere.
  */

@@ -188,6 +188,26 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(readFileSync(join(root, "loc/core.json"), "utf8")).toBe("{}")
   })
 
+  test.skipIf(!AS_NOBODY)(`core check says when commands get no mount namespace, and only then${asNobody}`, async () => {
+    const root = tempDir("core-user-")
+    // Nothing on PATH but bun: no unshare, so core run by nobody cannot make a user namespace.
+    mkdirSync(join(root, "bin"))
+    symlinkSync(process.execPath, join(root, "bin/bun"))
+    for (const directory of ["loc", "data", "home"]) mkdirSync(join(root, directory))
+    for (const path of ["", "bin", "loc", "data", "home"]) chownSync(join(root, path), NOBODY, NOBODY)
+    const check = (prefix: ReadonlyArray<string>) =>
+      Bun.spawnSync(
+        [...prefix, process.execPath, join(import.meta.dir, "../../src/cli/main.ts"), "check", "read", "--input", '{"filePath":"a.txt"}', "--location", join(root, "loc")],
+        { env: { PATH: join(root, "bin"), HOME: join(root, "home"), CORE_DATA_DIR: join(root, "data"), CORE_HOME: join(root, "home") } },
+      )
+    const nobody = check([Bun.which("setpriv")!, `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups"])
+    expect(nobody.exitCode).toBe(0)
+    expect(nobody.stderr.toString()).toContain("core: Commands get no mount namespace here (core is not root")
+    const root_ = check([])
+    expect(root_.exitCode).toBe(0)
+    expect(root_.stderr.toString()).not.toContain("mount namespace")
+  })
+
   test("with no mount namespace, a changed core.json is put back and a created entry removed", async () => {
     // Supervisors that cannot mount: what holds where the system gives no mount namespace.
     const plain = Shell.make({}, { records: tempDir("core-runs-"), namespaces: false, keeping })
