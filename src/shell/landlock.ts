@@ -4,8 +4,9 @@ export * as Landlock from "./landlock"
 // directories a command may read and write; `restrict` applies them to the calling thread (Landlock and
 // no_new_privs are per thread: the thread that then spawns the command is the restricted one, and the command
 // inherits its domain). Landlock is allow-only, so a directory to hide that lies inside one to grant is handled by
-// granting the granted directory's other entries instead (see `grants`). `denyConnect` adds a network layer that
-// keeps a command off core's own TCP ports. Nothing here decides permissions.
+// granting the granted directory's other entries instead (see `grants`). `prepare` builds the rules every call
+// shares ahead of the call. `denyConnect` adds a network layer that keeps a command off core's own TCP ports.
+// Nothing here decides permissions.
 
 import { existsSync, readdirSync, realpathSync, statSync } from "node:fs"
 import { basename, dirname, join, resolve, sep } from "node:path"
@@ -145,65 +146,130 @@ export interface Held {
   readonly directory: boolean
 }
 
+/** A new filesystem ruleset handling every right `version` knows (and signal scoping from ABI 6): its fd, or -errno. */
+const create = (version: number): number => {
+  const attr = new DataView(new ArrayBuffer(24))
+  attr.setBigUint64(0, handledFs(version), true)
+  attr.setBigUint64(8, 0n, true)
+  attr.setBigUint64(16, version >= 6 ? SCOPE_SIGNAL : 0n, true)
+  const size = version >= 6 ? 24 : version >= 4 ? 16 : 8
+  return Native.syscall(SYS_CREATE_RULESET, Native.address(new Uint8Array(attr.buffer)), size, 0)
+}
+
+/** Grants `rights` beneath the file or directory `fd` refers to (file rights only, for a file). */
+const addHeld = (ruleset: number, version: number, fd: number, directory: boolean, rights: bigint, name: string): string | undefined => {
+  const rule = new DataView(new ArrayBuffer(12))
+  rule.setBigUint64(0, (directory ? rights : rights & FILE_RIGHTS) & handledFs(version), true)
+  rule.setInt32(8, fd, true)
+  const added = Native.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, Native.address(new Uint8Array(rule.buffer)))
+  return added < 0 ? `landlock_add_rule failed for ${name} (errno ${-added})` : undefined
+}
+
+/** Grants `rights` beneath `path`; a path gone since the grants were worked out is skipped (nothing to grant). */
+const addPath = (ruleset: number, version: number, path: string, rights: bigint): string | undefined => {
+  let directory: boolean
+  try {
+    directory = statSync(path).isDirectory()
+  } catch {
+    return undefined
+  }
+  const fd = Native.open(path, Native.O_PATH | Native.O_CLOEXEC)
+  if (fd < 0) return undefined
+  try {
+    return addHeld(ruleset, version, fd, directory, rights, path)
+  } finally {
+    Native.close(fd)
+  }
+}
+
+/**
+ * A ruleset readied ahead of the order that uses it, holding the grants that do not depend on the call: read
+ * beneath the system directories, devices beneath /dev. `restrict` takes it up only when the call grants at least
+ * those paths with those rights (so it adds nothing the call's grants lack); it is used at most once.
+ */
+export interface Prepared {
+  readonly ruleset: number
+  readonly version: number
+  readonly read: ReadonlySet<string>
+  readonly devices: ReadonlySet<string>
+}
+
+/**
+ * Builds the ruleset of the grants every sandboxed call shares (see `Prepared`), restricting nothing; undefined
+ * where Landlock is missing or the kernel refuses. The rules are bound to the directories as they are now, as
+ * any rule is to the directory it was made from.
+ */
+export const prepare = (version = abi()): Prepared | undefined => {
+  if (version < 1) return undefined
+  const read = granted(SYSTEM_READABLE, [])
+  const devices = granted(["/dev"], [])
+  const ruleset = create(version)
+  if (ruleset < 0) return undefined
+  for (const [paths, rights] of [[read, READ_RIGHTS], [devices, DEVICE_RIGHTS]] as const) {
+    for (const path of paths) {
+      if (addPath(ruleset, version, path, rights) !== undefined) {
+        Native.close(ruleset)
+        return undefined
+      }
+    }
+  }
+  return { ruleset, version, read: new Set(read), devices: new Set(devices) }
+}
+
+/** Drops a prepared ruleset that will not be used. */
+export const discard = (prepared: Prepared): void => {
+  Native.close(prepared.ruleset)
+}
+
+/** Whether every rule of `prepared` is one `grants` asks for, on this ABI. */
+const covers = (prepared: Prepared, grants: Grants, version: number): boolean => {
+  if (prepared.version !== version) return false
+  const read = new Set(grants.read)
+  const devices = new Set(grants.devices)
+  for (const path of prepared.read) if (!read.has(path)) return false
+  for (const path of prepared.devices) if (!devices.has(path)) return false
+  return true
+}
+
 /**
  * Restricts the calling thread (and every process it spawns afterwards) to `grants`, and read beneath each of
  * `held` (rules made from the descriptors themselves, so no path is looked up again). Answers undefined, or why it
  * could not (then nothing was restricted, unless the last step failed, which the kernel does not do in practice).
- * With `apply` false, it builds the rules and drops them, restricting nothing.
+ * With `apply` false, it builds the rules and drops them, restricting nothing. It takes `prepared` over: a
+ * prepared ruleset that `grants` covers is completed and used instead of a new one; one it does not cover is closed.
  */
 export const restrict = (
   grants: Grants,
   version = abi(),
   apply = true,
   held: ReadonlyArray<Held> = [],
+  prepared?: Prepared,
 ): string | undefined => {
-  if (version < 1) return "Landlock is not available"
+  if (version < 1) {
+    if (prepared !== undefined) discard(prepared)
+    return "Landlock is not available"
+  }
   const handled = handledFs(version)
-  const attr = new DataView(new ArrayBuffer(24))
-  attr.setBigUint64(0, handled, true)
-  attr.setBigUint64(8, 0n, true)
-  attr.setBigUint64(16, version >= 6 ? SCOPE_SIGNAL : 0n, true)
-  const size = version >= 6 ? 24 : version >= 4 ? 16 : 8
-  const ruleset = Native.syscall(SYS_CREATE_RULESET, Native.address(new Uint8Array(attr.buffer)), size, 0)
+  const ready = prepared !== undefined && covers(prepared, grants, version) ? prepared : undefined
+  if (prepared !== undefined && ready === undefined) discard(prepared)
+  const ruleset = ready?.ruleset ?? create(version)
   if (ruleset < 0) return `landlock_create_ruleset failed (errno ${-ruleset})`
   try {
-    const rule = new DataView(new ArrayBuffer(12))
-    const addHeld = (fd: number, directory: boolean, rights: bigint, name: string): string | undefined => {
-      rule.setBigUint64(0, (directory ? rights : rights & FILE_RIGHTS) & handled, true)
-      rule.setInt32(8, fd, true)
-      const added = Native.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, Native.address(new Uint8Array(rule.buffer)))
-      return added < 0 ? `landlock_add_rule failed for ${name} (errno ${-added})` : undefined
-    }
-    const add = (path: string, rights: bigint): string | undefined => {
-      let directory: boolean
-      try {
-        directory = statSync(path).isDirectory()
-      } catch {
-        return undefined // gone since the grants were worked out: nothing to grant
-      }
-      const fd = Native.open(path, Native.O_PATH | Native.O_CLOEXEC)
-      if (fd < 0) return undefined
-      try {
-        return addHeld(fd, directory, rights, path)
-      } finally {
-        Native.close(fd)
-      }
-    }
     for (const entry of held) {
-      const failed = addHeld(entry.fd, entry.directory, READ_RIGHTS, `descriptor ${entry.fd}`)
+      const failed = addHeld(ruleset, version, entry.fd, entry.directory, READ_RIGHTS, `descriptor ${entry.fd}`)
       if (failed !== undefined) return failed
     }
-    for (const path of grants.read) {
-      const failed = add(path, READ_RIGHTS)
-      if (failed !== undefined) return failed
-    }
-    for (const path of grants.devices) {
-      const failed = add(path, DEVICE_RIGHTS)
-      if (failed !== undefined) return failed
-    }
-    for (const path of grants.write) {
-      const failed = add(path, handled)
-      if (failed !== undefined) return failed
+    const rules: ReadonlyArray<readonly [ReadonlyArray<string>, bigint, ReadonlySet<string> | undefined]> = [
+      [grants.read, READ_RIGHTS, ready?.read],
+      [grants.devices, DEVICE_RIGHTS, ready?.devices],
+      [grants.write, handled, undefined],
+    ]
+    for (const [paths, rights, done] of rules) {
+      for (const path of paths) {
+        if (done?.has(path)) continue
+        const failed = addPath(ruleset, version, path, rights)
+        if (failed !== undefined) return failed
+      }
     }
     // Not applied: a dry run, which readies this code so that the real one is quicker.
     if (!apply) return undefined

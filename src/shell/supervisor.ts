@@ -176,6 +176,39 @@ const alone = (command: Bun.Subprocess): boolean => {
   return reaped === -1
 }
 
+/** Starts a command in its own session and group, with no terminal, its output the supervisor's own. */
+const spawn = (argv: ReadonlyArray<string>, cwd: string, env: Readonly<Record<string, string>>, stdin: "inherit" | "ignore" | Buffer) =>
+  Bun.spawn([...argv], { cwd, env: { ...env }, stdin, stdout: "inherit", stderr: "inherit", detached: true })
+
+/**
+ * Ends what is left of an exited or stopping command (its whole group without reading /proc when `confined`,
+ * every descendant otherwise), reaps the orphans ended meanwhile, and answers the report of its end.
+ */
+const conclude = async (
+  command: Bun.Subprocess,
+  confined: boolean,
+  name: string,
+  grace: number,
+): Promise<Extract<Report, { kind: "ended" }>> => {
+  // A confined command's supervisor runs under the command's confinement, which leaves /proc out; should /proc
+  // be unreadable for any other reason, the group is still ended rather than the call left waiting.
+  const { killed, survivors } = alone(command)
+    ? { killed: [], survivors: [] }
+    : confined
+      ? await endGroup(command, name, grace)
+      : await endAll(grace).catch(() => endGroup(command, name, grace))
+  await command.exited
+  // Orphans it adopted and ended are its children: reap them, so none is left a zombie.
+  while (Native.reap() > 0);
+  return {
+    kind: "ended",
+    exitCode: command.exitCode,
+    signal: command.signalCode === null ? null : String(command.signalCode),
+    killed,
+    survivors,
+  }
+}
+
 /**
  * Runs the supervisor to its end (it exits the process); `parent` is core's pid. With `isolate`, it mounts the
  * paths an order names read-only for its command, where it holds CAP_SYS_ADMIN (see ./namespace); with `deny`,
@@ -199,6 +232,8 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
 
   let child: Bun.Subprocess | undefined
   let ending: Promise<never> | undefined
+  /** The sandbox's shared rules, made ready during the warm-up. */
+  let prepared: Landlock.Prepared | undefined
   let graceMs = GRACE_MS
   let confined = false
   /** The command's name as the kernel shows it, for a confined command's report. */
@@ -206,25 +241,8 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
   const finish = (grace: number): Promise<never> =>
     (ending ??= (async () => {
       if (child === undefined) process.exit(0)
-      const command = child
-      // A confined command's supervisor runs under the command's confinement, which leaves /proc out; should /proc
-      // be unreadable for any other reason, the group is still ended rather than the call left waiting.
-      const { killed, survivors } = alone(command)
-        ? { killed: [], survivors: [] }
-        : confined
-          ? await endGroup(command, name, grace)
-          : await endAll(grace).catch(() => endGroup(command, name, grace))
-      await child.exited
-      // Orphans it adopted and ended are its children: reap them, so none is left a zombie.
-      while (Native.reap() > 0);
+      const report = await conclude(child, confined, name, grace)
       // Core gone: nobody to tell. Otherwise a report that cannot be delivered must not keep this process alive.
-      const report: Report = {
-        kind: "ended",
-        exitCode: child.exitCode,
-        signal: child.signalCode === null ? null : String(child.signalCode),
-        killed,
-        survivors,
-      }
       if (!urgent) await Promise.race([send(report), sleep(1000)])
       process.exit(0)
     })())
@@ -254,6 +272,7 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
   const run = (order: Order) => {
     if (child !== undefined || ending !== undefined) return
     graceMs = order.graceMs
+    if (order.grants === undefined && prepared !== undefined) Landlock.discard(prepared)
     // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
     const readOnly =
       order.readOnly !== undefined && order.readOnly.length > 0 && Namespace.protect(way, order.readOnly) === undefined
@@ -263,7 +282,7 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
       return
     }
     if (order.grants !== undefined) {
-      const failed = Landlock.restrict(order.grants, Landlock.abi(), true, held?.grants)
+      const failed = Landlock.restrict(order.grants, Landlock.abi(), true, held?.grants, prepared)
       if (failed !== undefined) {
         void send({ kind: "failed", message: `Could not apply the sandbox: ${failed}` }).then(() => process.exit(0))
         return
@@ -274,15 +293,8 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
     confined = held !== undefined
     name = (order.argv[0] ?? "").split("/").pop()!.slice(0, 15)
     try {
-      child = Bun.spawn([...order.argv], {
-        cwd: held?.cwd ?? order.cwd,
-        env: { ...order.env },
-        stdin: order.stdinPipe === true ? "inherit" : order.stdin === undefined ? "ignore" : Buffer.from(order.stdin, "base64"),
-        stdout: "inherit",
-        stderr: "inherit",
-        // Its own session and group, with no terminal: as a command started by core always was.
-        detached: true,
-      })
+      const stdin = order.stdinPipe === true ? "inherit" : order.stdin === undefined ? "ignore" : Buffer.from(order.stdin, "base64")
+      child = spawn(order.argv, held?.cwd ?? order.cwd, order.env, stdin)
     } catch (cause) {
       const code = typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
       const text = cause instanceof Error ? cause.message : String(cause)
@@ -312,15 +324,17 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
     }
   }, 1000).unref()
   // Code run for the first time in a process costs several milliseconds more than the next time (Bun sets up its
-  // spawning on first use; the sandbox's code is cold): spent here, while the supervisor waits as the spare, not
-  // when the command starts. The sandbox's code runs once without applying anything.
+  // spawning on first use; the code of an order and of its end is cold): spent here, while the supervisor waits as
+  // the spare, not when the command starts. The sandbox's code runs once without applying anything, and the rules
+  // every sandboxed order shares are made ready; a command is started and its end concluded as an order's are.
   if (Landlock.abi() > 0) {
     Landlock.restrict({ read: Landlock.SYSTEM_READABLE, write: ["/tmp"], devices: ["/dev"] }, Landlock.abi(), false)
+    prepared = Landlock.prepare()
   }
   const warmer = Bun.which("true")
   if (warmer !== null) {
     try {
-      await Bun.spawn([warmer], { stdin: "ignore", stdout: "ignore", stderr: "ignore", env: {} }).exited
+      await conclude(spawn([warmer], "/", {}, "ignore"), false, "", 0)
     } catch {
       // nothing to warm with: the command's spawn takes the first-use cost
     }

@@ -5,7 +5,7 @@
 // kernel lacks it they are skipped and say so in their names.
 
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
@@ -99,6 +99,20 @@ describe("the shell sandbox", () => {
     expect(result.stdout.text).toBe("notesok\n")
     expect(result.stderr.text.match(/Permission denied/g)?.length).toBe(2)
     expect(existsSync(join(inner, "new"))).toBe(false)
+  })
+
+  test.skipIf(!LANDLOCK)(`a data directory inside a system directory stays hidden, the rest of that directory readable${needs}`, async () => {
+    // The rules every call shares (all of /var readable) are made ahead of the call: they must not be used here.
+    const inner = mkdtempSync(join("/var/tmp", "core-data-"))
+    try {
+      writeFileSync(join(inner, "core.db"), "secret")
+      process.env.CORE_DATA_DIR = inner
+      const result = await run(`cat ${inner}/core.db; ls /var/lib >/dev/null && echo var-ok`, tempDir("core-loc-"))
+      expect(result.stdout.text).toBe("var-ok\n")
+      expect(result.stderr.text).toContain("Permission denied")
+    } finally {
+      rmSync(inner, { recursive: true, force: true })
+    }
   })
 
   test.skipIf(!LANDLOCK)(`a temp directory under which core's directories lie is replaced by one of the call's own${needs}`, async () => {
