@@ -67,6 +67,8 @@ interface Spare {
   readonly ready: Promise<void>
   /** How many of core's own ports it keeps its command from (ports are only ever added). */
   readonly ports: number
+  /** The marker of the run it will supervise, its record written as it started. */
+  readonly marker: string
 }
 
 const startOf = (pid: number): number | undefined => ProcessGroup.stat(pid)?.start
@@ -76,8 +78,12 @@ export interface Records {
   readonly directory: string
 }
 
-const record = (records: Records, marker: string, supervisor: number) => {
-  const owner = { pid: process.pid, start: startOf(process.pid) }
+interface Owner {
+  readonly pid: number
+  readonly start: number | undefined
+}
+
+const record = (records: Records, owner: Owner, marker: string, supervisor: number) => {
   const body = JSON.stringify({ owner, supervisor: { pid: supervisor, start: startOf(supervisor) } })
   try {
     writeFileSync(join(records.directory, `${marker}.json`), body, { mode: 0o600 })
@@ -198,11 +204,13 @@ export const canMount = (): boolean => isolation().length > 0 || Native.capable(
 export const pool = (records: Records | undefined, isolate = false, ports = false): Pool => {
   let spare: Spare | undefined
   let launched = 0
+  let owner: Owner | undefined
 
   const spawn = (): Spare => {
     let up: () => void = () => {}
     const ready = new Promise<void>((resolve) => (up = resolve))
-    const entry: Spare = { process: undefined as never, reports: [], listener: undefined, ready, ports: ownPorts.size }
+    const marker = crypto.randomUUID()
+    const entry: Spare = { process: undefined as never, reports: [], listener: undefined, ready, ports: ownPorts.size, marker }
     const deny = ports ? [...ownPorts] : []
     const child = Bun.spawn([...(isolate ? isolation() : []), ...launcher(isolate, deny)], {
       // Not the workspace: from source, bun would read a bunfig.toml or .env found there.
@@ -222,14 +230,34 @@ export const pool = (records: Records | undefined, isolate = false, ports = fals
     })
     ;(entry as { process: Process_ }).process = child
     ProcessGroup.trackSupervisor(child.pid)
+    // Recorded before any order can reach it, so that the record exists before its command runs anything, and
+    // off the call's path when it starts as a spare. A supervisor that cannot be recorded is not used.
+    if (records !== undefined) {
+      try {
+        record(records, (owner ??= { pid: process.pid, start: startOf(process.pid) }), marker, child.pid)
+      } catch (cause) {
+        child.kill("SIGHUP")
+        throw cause
+      }
+    }
     // An idle spare must not keep core running.
     child.unref()
     void child.exited.then(() => {
       up()
       ProcessGroup.untrackSupervisor(child.pid)
       if (spare === entry) spare = undefined
+      if (records !== undefined) forget(records, marker)
     })
     return entry
+  }
+
+  /** A spare, or none when it cannot be recorded: the call that needs one then fails as it starts its own. */
+  const spawnable = (): Spare | undefined => {
+    try {
+      return spawn()
+    } catch {
+      return undefined
+    }
   }
 
   /** Whether a spare is still up, and keeps its command from every port core now listens on. */
@@ -252,15 +280,14 @@ export const pool = (records: Records | undefined, isolate = false, ports = fals
    * ended, so that starting it takes no processor time from the command.
    */
   const replenish = () => {
-    if (launched > 1) setTimeout(() => (spare ??= spawn()), 0)
+    if (launched > 1) setTimeout(() => (spare ??= spawnable()), 0)
   }
 
   const launch: Pool["launch"] = (order) => {
     const entry = take()
     const child = entry.process
     child.ref()
-    const marker = crypto.randomUUID()
-    if (records !== undefined) record(records, marker, child.pid)
+    const marker = entry.marker
     let onStarted: (report: Awaited<Run["started"]>) => void
     let onEnded: (report: Awaited<Run["ended"]>) => void
     const started = new Promise<Awaited<Run["started"]>>((resolve) => (onStarted = resolve))
@@ -276,7 +303,6 @@ export const pool = (records: Records | undefined, isolate = false, ports = fals
     void child.exited.then(() => {
       onStarted({ kind: "failed", message: `The command's supervisor exited (${child.signalCode ?? child.exitCode}) before starting it` })
       onEnded(undefined)
-      if (records !== undefined) forget(records, marker)
     })
     child.send({ ...order, kind: "run", env: { ...order.env, [MARKER]: marker } } satisfies Supervisor.Order)
     return {
@@ -300,7 +326,7 @@ export const pool = (records: Records | undefined, isolate = false, ports = fals
       spare.process.kill("SIGHUP")
       spare = undefined
     }
-    return (spare ??= spawn()).ready
+    return (spare ??= spawnable())?.ready ?? Promise.resolve()
   }
   return { warm, launch }
 }

@@ -4,7 +4,7 @@
 // killed. Every check reads /proc.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Deferred, Effect, Fiber } from "effect"
 import { Landlock } from "../../src/shell/landlock"
@@ -182,5 +182,35 @@ describe("when core dies", () => {
     core.child.kill("SIGKILL")
     await core.child.exited
     expect(await gone(pids)).toBe(true)
+  })
+})
+
+describe("the records of runs", () => {
+  const order = (cwd: string) => ({ argv: ["true"], cwd, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, graceMs: 1000 })
+
+  test("a spare supervisor is recorded before it takes its order, and its record goes once it has ended", async () => {
+    const directory = tempDir("core-runs-")
+    const pool = Supervised.pool({ directory })
+    await pool.warm()
+    const files = readdirSync(directory)
+    expect(files).toHaveLength(1)
+    const entry = JSON.parse(readFileSync(join(directory, files[0]!), "utf8"))
+    const run = pool.launch(order(directory))
+    expect(files[0]).toBe(`${run.marker}.json`)
+    expect(entry.owner.pid).toBe(process.pid)
+    expect(entry.supervisor.pid).toBe(run.pid)
+    expect((await run.started).kind).toBe("started")
+    expect((await run.ended)?.exitCode).toBe(0)
+    expect(await gone([run.pid])).toBe(true)
+    for (let tries = 0; tries < 250 && readdirSync(directory).length > 0; tries++) await Bun.sleep(20)
+    expect(readdirSync(directory)).toEqual([])
+  })
+
+  test("a supervisor that cannot be recorded runs nothing: the call fails as it starts", async () => {
+    const file = join(tempDir("core-runs-"), "file")
+    writeFileSync(file, "")
+    const pool = Supervised.pool({ directory: join(file, "runs") })
+    await pool.warm()
+    expect(() => pool.launch(order(tempDir("core-sup-")))).toThrow()
   })
 })
