@@ -52,7 +52,7 @@ export interface Run {
   readonly stderr: ReadableStream<Uint8Array>
   /** How starting the command went. */
   readonly started: Promise<Extract<Supervisor.Report, { kind: "started" | "refused" | "failed" }>>
-  /** The supervisor's last report, or undefined when it died without one. */
+  /** The supervisor's last report, or undefined when it died without one; after `stop`, once it has exited. */
   readonly ended: Promise<Extract<Supervisor.Report, { kind: "ended" }> | undefined>
   /** Ends the command and every descendant: SIGTERM, then SIGKILL after the grace period. */
   readonly stop: () => void
@@ -292,9 +292,13 @@ export const pool = (records: Records | undefined, isolate = false, ports = fals
     let onEnded: (report: Awaited<Run["ended"]>) => void
     const started = new Promise<Awaited<Run["started"]>>((resolve) => (onStarted = resolve))
     const ended = new Promise<Awaited<Run["ended"]>>((resolve) => (onEnded = resolve))
+    let stopping = false
+    /** The report of a stopped run, which ends once its supervisor is gone too: a cancelled call leaves nothing. */
+    let last: Awaited<Run["ended"]>
     const receive = (report: Supervisor.Report) => {
       if (report.kind === "ended") {
-        onEnded(report)
+        if (stopping) last = report
+        else onEnded(report)
         replenish()
       } else if (report.kind !== "ready") onStarted(report)
     }
@@ -302,7 +306,7 @@ export const pool = (records: Records | undefined, isolate = false, ports = fals
     for (const report of entry.reports.splice(0)) receive(report)
     void child.exited.then(() => {
       onStarted({ kind: "failed", message: `The command's supervisor exited (${child.signalCode ?? child.exitCode}) before starting it` })
-      onEnded(undefined)
+      onEnded(last)
     })
     child.send({ ...order, kind: "run", env: { ...order.env, [MARKER]: marker } } satisfies Supervisor.Order)
     return {
@@ -313,6 +317,7 @@ export const pool = (records: Records | undefined, isolate = false, ports = fals
       ended,
       marker,
       stop: () => {
+        stopping = true
         try {
           child.kill("SIGTERM")
         } catch {

@@ -180,34 +180,45 @@ const alone = (command: Bun.Subprocess): boolean => {
 const spawn = (argv: ReadonlyArray<string>, cwd: string, env: Readonly<Record<string, string>>, stdin: "inherit" | "ignore" | Buffer) =>
   Bun.spawn([...argv], { cwd, env: { ...env }, stdin, stdout: "inherit", stderr: "inherit", detached: true })
 
+type Ending = Extract<Report, { kind: "ended" }>
+
+/** The report of an exited command's end, once nothing it started is left. */
+const ended = (command: Bun.Subprocess, killed: ReadonlyArray<Ended>, survivors: ReadonlyArray<number>): Ending => ({
+  kind: "ended",
+  exitCode: command.exitCode,
+  signal: command.signalCode === null ? null : String(command.signalCode),
+  killed,
+  survivors,
+})
+
 /**
- * Ends what is left of an exited or stopping command (its whole group without reading /proc when `confined`,
- * every descendant otherwise), reaps the orphans ended meanwhile, and answers the report of its end.
+ * Ends what is left of a command (its whole group without reading /proc when `confined`, every descendant
+ * otherwise), reaps the orphans ended meanwhile, and answers the report of its end: at once when the command has
+ * exited alone, the usual case.
  */
-const conclude = async (
-  command: Bun.Subprocess,
-  confined: boolean,
-  name: string,
-  grace: number,
-): Promise<Extract<Report, { kind: "ended" }>> => {
-  // A confined command's supervisor runs under the command's confinement, which leaves /proc out; should /proc
-  // be unreadable for any other reason, the group is still ended rather than the call left waiting.
-  const { killed, survivors } = alone(command)
-    ? { killed: [], survivors: [] }
-    : confined
+const conclude = (command: Bun.Subprocess, confined: boolean, name: string, grace: number): Ending | Promise<Ending> => {
+  if (alone(command)) return ended(command, [], [])
+  return (async () => {
+    // A confined command's supervisor runs under the command's confinement, which leaves /proc out; should /proc
+    // be unreadable for any other reason, the group is still ended rather than the call left waiting.
+    const { killed, survivors } = confined
       ? await endGroup(command, name, grace)
       : await endAll(grace).catch(() => endGroup(command, name, grace))
-  await command.exited
-  // Orphans it adopted and ended are its children: reap them, so none is left a zombie.
-  while (Native.reap() > 0);
-  return {
-    kind: "ended",
-    exitCode: command.exitCode,
-    signal: command.signalCode === null ? null : String(command.signalCode),
-    killed,
-    survivors,
-  }
+    await command.exited
+    // Orphans it adopted and ended are its children: reap them, so none is left a zombie.
+    while (Native.reap() > 0);
+    return ended(command, killed, survivors)
+  })()
 }
+
+/** Sends the last report and exits. */
+const deliver = (report: Ending): Promise<never> =>
+  // Core gone: nobody to tell. Otherwise a report that cannot be delivered must not keep this process alive.
+  (urgent ? Promise.resolve() : Promise.race([send(report), sleep(1000)])).then(() => process.exit(0))
+
+/** Delivers the report as soon as it is known: in the same turn when the command exited alone. */
+const settle = (report: Ending | Promise<Ending>): Promise<never> =>
+  report instanceof Promise ? report.then(deliver) : deliver(report)
 
 /**
  * Runs the supervisor to its end (it exits the process); `parent` is core's pid. With `isolate`, it mounts the
@@ -239,13 +250,7 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
   /** The command's name as the kernel shows it, for a confined command's report. */
   let name = ""
   const finish = (grace: number): Promise<never> =>
-    (ending ??= (async () => {
-      if (child === undefined) process.exit(0)
-      const report = await conclude(child, confined, name, grace)
-      // Core gone: nobody to tell. Otherwise a report that cannot be delivered must not keep this process alive.
-      if (!urgent) await Promise.race([send(report), sleep(1000)])
-      process.exit(0)
-    })())
+    (ending ??= child === undefined ? process.exit(0) : settle(conclude(child, confined, name, grace)))
 
   // SIGTERM: end gracefully (a timeout or a cancel). SIGHUP: core is gone or forcing its exit: no grace.
   process.on("SIGTERM", () => void finish(graceMs))
@@ -264,13 +269,16 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
   let warmed: () => void = () => {}
   const warm = new Promise<void>((resolve) => (warmed = resolve))
   let ordered = false
+  let isWarm = false
   process.on("message", (message: unknown) => {
     if (ordered) return
     ordered = true
-    void warm.then(() => run(message as Order))
+    if (isWarm) run(message as Order)
+    else void warm.then(() => run(message as Order))
   })
-  const run = (order: Order) => {
-    if (child !== undefined || ending !== undefined) return
+  /** Runs the order; without one, does nothing (the warm-up calls it so, to have it compiled before the order). */
+  const run = (order: Order | undefined) => {
+    if (order === undefined || child !== undefined || ending !== undefined) return
     graceMs = order.graceMs
     if (order.grants === undefined && prepared !== undefined) Landlock.discard(prepared)
     // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
@@ -339,6 +347,8 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
       // nothing to warm with: the command's spawn takes the first-use cost
     }
   }
+  run(undefined)
+  isWarm = true
   warmed()
   void send({ kind: "ready" })
   return new Promise<never>(() => {})

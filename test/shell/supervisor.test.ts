@@ -206,6 +206,15 @@ describe("the records of runs", () => {
     expect(readdirSync(directory)).toEqual([])
   })
 
+  test("a stopped run ends only once its supervisor is gone", async () => {
+    const pool = Supervised.pool({ directory: tempDir("core-runs-") })
+    const run = pool.launch({ ...order(tempDir("core-sup-")), argv: ["sleep", "1000"] })
+    expect((await run.started).kind).toBe("started")
+    run.stop()
+    expect((await run.ended)?.killed.map((process_) => process_.name)).toEqual(["sleep"])
+    expect(alive(run.pid)).toBe(false)
+  })
+
   test("a supervisor that cannot be recorded runs nothing: the call fails as it starts", async () => {
     const file = join(tempDir("core-runs-"), "file")
     writeFileSync(file, "")
