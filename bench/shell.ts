@@ -18,6 +18,8 @@ const TARGET_BYTES_PER_SECOND = 1e9
 /** How much more peak RSS reading 1 GiB may take than reading 64 MiB: flat, up to garbage-collection noise. */
 const TARGET_RSS_GROWTH_BYTES = 64e6
 const TARGET_SPAWN_RATIO = 1.5
+/** The pause before each timed spawn, once the spare supervisor is up: the previous call's processes have gone. */
+const QUIET_MS = 20
 /** The producer's throughput against the bare reader loop's, which keeps nothing: the floor Bun allows. */
 const TARGET_FLOOR_SHARE = 0.9
 
@@ -75,20 +77,20 @@ const spawnOverhead = async () => {
     bare: [] as Array<number>,
   }
   const time = async (into: Array<number>, work: () => Promise<unknown>) => {
+    // Calls from a model come seconds apart, time enough for the spare supervisor to come up: every timed call,
+    // whatever its path, starts on a quiet machine, the spare up and the previous call's processes gone. (Back to
+    // back, a call waits for the spare still starting; see `cold`.)
+    await Effect.runPromise(shell.warm)
+    await Bun.sleep(QUIET_MS)
     const started = performance.now()
     await work()
     into.push(performance.now() - started)
   }
   const once = async () => {
-    // Calls from a model come seconds apart, time enough for the spare supervisor to come up: each timed call
-    // starts with it up, as in use. (Back to back, a call waits for the spare still starting; see `cold`.)
-    await Effect.runPromise(shell.warm)
     await time(samples.supervised, () => Effect.runPromise(shell.run({ argv: ["true"], cwd })))
-    await Effect.runPromise(shell.warm)
     await time(samples.sandboxed, () =>
       Effect.runPromise(shell.run({ argv: ["true"], cwd, sandbox: { location: cwd, approved: [] } })),
     )
-    await Effect.runPromise(shell.warm)
     await time(samples.guarded, () =>
       Effect.runPromise(shell.run({ argv: ["true"], cwd: configured, sandbox: { location: configured, approved: [] } })),
     )
@@ -235,6 +237,7 @@ const measure = async (): Promise<Report> => {
         "the producer keeps at most 1 MiB per stream and 1 MiB of the merged view; the rest is counted and reported as dropped",
         `peak RSS growth from ${megabytes(small)} to ${megabytes(large)} of output: producer ${megabytes(growth)}, bare reader loop ${megabytes(bareGrowth)} (garbage collection lag, not retention)`,
         "core exec bash times include the binary's start-up, the permission check, parsing the command line and settling",
+        `each timed spawn, whatever its path, starts once the spare supervisor is up and after a ${QUIET_MS} ms pause, so that no call pays for the previous one's processes`,
         'the bare spawn uses Bun.spawn\'s defaults (stdout piped and never read, stderr inherited, no process group)',
         `the first supervised call of a core starts its supervisor cold: ${duration(spawn.cold)} (from source: bun on launch.ts); from the second call on, a spare supervisor is kept warm`,
       ],
