@@ -102,6 +102,9 @@ const kill = (pid: number, signal: NodeJS.Signals) => {
   }
 }
 
+/** How many times the warm-up runs the sandbox's code with prepared rules: enough for it to be compiled. */
+const WARM_ROUNDS = 3
+
 /** How long a supervisor whose core is gone may take to end its command's processes before it stops itself. */
 const ORPHAN_DEADLINE_MS = 5_000
 
@@ -336,7 +339,9 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
   // the spare, not when the command starts. The sandbox's code runs once without applying anything, and the rules
   // every sandboxed order shares are made ready; a command is started and its end concluded as an order's are.
   if (Landlock.abi() > 0) {
-    Landlock.restrict({ read: Landlock.SYSTEM_READABLE, write: ["/tmp"], devices: ["/dev"] }, Landlock.abi(), false)
+    const sample = { read: Landlock.granted(Landlock.SYSTEM_READABLE, []), write: ["/tmp"], devices: ["/dev"] }
+    Landlock.restrict(sample, Landlock.abi(), false)
+    for (let round = 0; round < WARM_ROUNDS; round++) Landlock.restrict(sample, Landlock.abi(), false, [], Landlock.prepare())
     prepared = Landlock.prepare()
   }
   const warmer = Bun.which("true")
