@@ -221,7 +221,8 @@ export const pool = (records: Records | undefined, isolate = false, ports = fals
       stderr: "pipe",
       // Its own session: a terminal's Ctrl-C reaches core, which decides.
       detached: true,
-      serialization: "json",
+      // Structured clone: an order (the whole environment) reaches the supervisor sooner than as JSON.
+      serialization: "advanced",
       ipc: (message: Supervisor.Report) => {
         if (message.kind === "ready") return up()
         if (entry.listener !== undefined) entry.listener(message)
