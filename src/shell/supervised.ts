@@ -114,7 +114,17 @@ const marked = (marker: string): Array<number> => {
   return found
 }
 
-/** SIGKILLs every live process carrying the marker, until none is left (bounded); answers those killed. */
+/** Whether a process still runs: present, and not a zombie. */
+const running = (pid: number): boolean => {
+  const state = ProcessGroup.stat(pid)?.state
+  return state !== undefined && state !== "Z"
+}
+
+/**
+ * SIGKILLs every live process carrying the marker, until none is left (bounded), and waits (up to a second) for
+ * them to be gone: a process that is exiting no longer shows its environment, but runs until the kernel is done
+ * with it. Answers those killed.
+ */
 export const killMarked = (marker: string): ReadonlyArray<number> => {
   const killed = new Set<number>()
   for (let round = 0; round < 20; round++) {
@@ -129,6 +139,7 @@ export const killMarked = (marker: string): ReadonlyArray<number> => {
       }
     }
   }
+  for (let waited = 0; waited < 100 && [...killed].some(running); waited++) Bun.sleepSync(10)
   return [...killed]
 }
 
