@@ -272,6 +272,8 @@ const spawnSupervised = (
   grants: Landlock.Grants | undefined,
   guarded: Guard.Guarded | undefined,
   confine: Confine.Confinement | undefined,
+  // A confined program only reads: should its supervisor be killed before saying anything, it may start again.
+  again = confine !== undefined,
 ): Effect.Effect<Handle, SpawnError> =>
   Effect.flatMap(
     Effect.sync(() =>
@@ -292,6 +294,12 @@ const spawnSupervised = (
       Effect.flatMap(
         Effect.promise(() => run.started),
         (started): Effect.Effect<Handle, SpawnError> => {
+          if (started.kind === "gone") {
+            // Killed from outside before it said anything: whatever it may have started goes, by its marker.
+            Supervised.killMarked(run.marker)
+            if (again) return spawnSupervised(supervisors, request, grants, guarded, confine, false)
+            return Effect.die(new Error(started.message))
+          }
           if (started.kind === "refused") {
             run.stop()
             if (!SPAWN_ERRNO.has(started.code) && started.code !== Confine.MOVED) return Effect.die(new Error(started.message))

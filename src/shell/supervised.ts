@@ -46,12 +46,20 @@ export const launchable = (): boolean => compiled() || existsSync(join(import.me
 
 type Process_ = Bun.Subprocess<"ignore", "pipe", "pipe">
 
+/**
+ * How starting a command went, as its supervisor reported it; `gone` when the supervisor exited (killed from
+ * outside) before reporting anything, so whether the command started is not known.
+ */
+export type Start =
+  | Extract<Supervisor.Report, { kind: "started" | "refused" | "failed" }>
+  | { readonly kind: "gone"; readonly message: string }
+
 export interface Run {
   readonly pid: number
   readonly stdout: ReadableStream<Uint8Array>
   readonly stderr: ReadableStream<Uint8Array>
   /** How starting the command went. */
-  readonly started: Promise<Extract<Supervisor.Report, { kind: "started" | "refused" | "failed" }>>
+  readonly started: Promise<Start>
   /** The supervisor's last report, or undefined when it died without one; after `stop`, once it has exited. */
   readonly ended: Promise<Extract<Supervisor.Report, { kind: "ended" }> | undefined>
   /** Ends the command and every descendant: SIGTERM, then SIGKILL after the grace period. */
@@ -317,10 +325,14 @@ export const pool = (records: Records | undefined, isolate = false, ports = fals
     entry.listener = receive
     for (const report of entry.reports.splice(0)) receive(report)
     void child.exited.then(() => {
-      onStarted({ kind: "failed", message: `The command's supervisor exited (${child.signalCode ?? child.exitCode}) before starting it` })
+      onStarted({ kind: "gone", message: `The command's supervisor exited (${child.signalCode ?? child.exitCode}) before starting it` })
       onEnded(last)
     })
-    child.send({ ...order, kind: "run", env: { ...order.env, [MARKER]: marker } } satisfies Supervisor.Order)
+    try {
+      child.send({ ...order, kind: "run", env: { ...order.env, [MARKER]: marker } } satisfies Supervisor.Order)
+    } catch {
+      // Gone already: its exit says so (`gone`).
+    }
     return {
       pid: child.pid,
       stdout: child.stdout,

@@ -186,6 +186,20 @@ const searching = (path: string): number => {
   throw new Error(`no rg on ${path}`)
 }
 
+/** This process's supervisors that run nothing yet (spares), from /proc. */
+const idleSupervisors = (): Array<number> => {
+  const all = readdirSync("/proc").filter((entry) => /^\d+$/.test(entry)).map(Number)
+  const parents = new Set(all.map((pid) => ProcessGroup.stat(pid)?.ppid))
+  return all.filter((pid) => {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8")
+      return argv.includes("__supervise") && ProcessGroup.stat(pid)?.ppid === process.pid && !parents.has(pid)
+    } catch {
+      return false
+    }
+  })
+}
+
 const landlock = Landlock.abi() > 0
 if (!landlock) console.warn("ripgrep.test: this kernel has no Landlock; the confined searches are skipped")
 
@@ -267,6 +281,21 @@ describe.skipIf(!landlock)("Ripgrep.run confined to its root", () => {
     )
     expect(alive(rg)).toBe(false)
     expect(alive(supervisor)).toBe(false)
+  })
+
+  test("a confined search whose spare supervisor was killed from outside starts again under a new one", async () => {
+    const root = realpathSync(tempDir())
+    writeFileSync(join(root, "a.txt"), "x")
+    // Two searches, so that a spare is kept for the next one.
+    for (let index = 0; index < 2; index++) expect((await files(root, { root })).seen).toEqual(["./a.txt"])
+    await Bun.sleep(50)
+    const spares = idleSupervisors()
+    expect(spares.length).toBeGreaterThan(0)
+    // In the same turn as the next search: core has not seen them go when it hands the search to one.
+    for (const pid of spares) process.kill(pid, "SIGKILL")
+    const { outcome, seen } = await files(root, { root })
+    expect(outcome).toEqual({ code: 0, problems: [] })
+    expect(seen).toEqual(["./a.txt"])
   })
 
   test("a root reached through a symlink is refused as replaced", async () => {
