@@ -56,6 +56,8 @@ interface Kept {
   holders: number
   /** When it was last taken or let go by a request. */
   used: number
+  /** The same as an ordinal: which was used last, which a clock cannot tell apart within a millisecond. */
+  recent: number
 }
 
 export const make = Effect.fnUntraced(function* (options: Options) {
@@ -66,6 +68,11 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   const now = options.now ?? Date.now
   /** In order of first use. */
   const kept = new Map<string, Kept>()
+  let uses = 0
+  const use = (entry: Kept) => {
+    entry.used = now()
+    entry.recent = ++uses
+  }
   /** The Locations kept now: each protects the others' configuration from its calls. */
   const locations = () => [...kept.keys()]
 
@@ -97,7 +104,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     const idle = [...kept.values()]
       .filter((entry) => entry.directory !== options.primary && entry.scope !== undefined && entry.holders === 0)
       .filter((entry) => entry.served!.running() === 0)
-      .sort((a, b) => a.used - b.used)
+      .sort((a, b) => a.recent - b.recent)
     let excess = kept.size - (kept.has(options.primary) ? 1 : 0) - max
     const gone: Array<Scope.Closeable> = []
     for (const entry of idle) {
@@ -115,11 +122,11 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       let entry = kept.get(directory)
       const fresh = entry === undefined
       if (entry === undefined) {
-        entry = { directory, built: Deferred.makeUnsafe(), served: undefined, scope: undefined, holders: 0, used: 0 }
+        entry = { directory, built: Deferred.makeUnsafe(), served: undefined, scope: undefined, holders: 0, used: 0, recent: 0 }
         kept.set(directory, entry)
       }
       entry.holders++
-      entry.used = now()
+      use(entry)
       const gone = evict()
       // Closing a Location (its watchers, its services) is not the requester's wait.
       const close = Effect.forEach(gone, (closed) => Scope.close(closed, Exit.void), { discard: true })
@@ -133,7 +140,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     Effect.acquireRelease(take(directory), (entry) =>
       Effect.sync(() => {
         entry.holders--
-        entry.used = now()
+        use(entry)
       }),
     ).pipe(Effect.flatMap((entry) => Deferred.await(entry.built)))
 

@@ -71,7 +71,8 @@ describe("Locations named by X-Core-Location", () => {
   test("beyond the bound the least recently used is let go first", async () => {
     const roots = root(["a", "b", "c"])
     const [a, b, c] = ["a", "b", "c"].map((name) => join(roots, name))
-    const sidecar = await inProcess({}, { roots: [roots], locations: { max: 2 } })
+    // A clock that does not move: uses within one millisecond must still be told apart.
+    const sidecar = await inProcess({}, { roots: [roots], locations: { max: 2, now: () => 1_000 } })
     const kept = () => sidecar.sidecar.locations.all().map((served) => served.directory).sort()
     await sidecar.turn(undefined, { "x-core-location": a! })
     const turnB = await sidecar.turn(undefined, { "x-core-location": b! })
