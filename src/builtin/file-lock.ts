@@ -59,31 +59,54 @@ export const lockPath = (path: string): string => join(dirname(path), `.${basena
 const codeOf = (cause: unknown): string | undefined =>
   typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string" ? cause.code : undefined
 
-/**
- * Takes the lock file: true when taken, false when a live process holds it. A dead holder's lock is removed. The
- * lock is made, read and removed through its directory as checked (Pinned), so it is never made elsewhere.
- */
-const tryTake = (lock: string): Promise<boolean> =>
-  Pinned.within(dirname(lock), async (held) => {
-    const name = basename(lock)
-    try {
-      const handle = await Pinned.create(held, name, 0o600)
-      try {
-        await handle.writeFile(Owner.current)
-      } finally {
-        await handle.close()
-      }
-      return true
-    } catch (cause) {
-      if (codeOf(cause) !== "EEXIST") throw cause
-    }
-    const owner = await readFile(held.at(name), "utf8").catch(() => undefined)
-    // An empty or unreadable lock is being written right now, or was just removed: try again shortly.
-    if (owner !== undefined && owner !== "" && !Owner.isAlive(owner)) await unlink(held.at(name)).catch(() => undefined)
-    return false
-  })
+/** A lock file taken: the directory it was made in, held open until it is removed through it. */
+interface Taken {
+  readonly directory: Pinned.Directory
+  readonly name: string
+}
 
-const give = (lock: string): Effect.Effect<void> => Effect.promise(() => Pinned.remove(lock).catch(() => undefined))
+/**
+ * Takes the lock file: answers it taken, or undefined when a live process holds it (a dead holder's lock is
+ * removed). The lock is made, read and removed through its directory as checked (Pinned), and that directory
+ * stays held until the lock is given back, so a directory on the path swapped for a symlink in between can
+ * neither lead the lock elsewhere nor leave it behind.
+ */
+const tryTake = async (lock: string): Promise<Taken | undefined> => {
+  const directory = await Pinned.directory(dirname(lock))
+  const name = basename(lock)
+  try {
+    const handle = await Pinned.create(directory, name, 0o600)
+    try {
+      await handle.writeFile(Owner.current)
+    } catch (cause) {
+      await unlink(directory.at(name)).catch(() => undefined)
+      throw cause
+    } finally {
+      await handle.close()
+    }
+    return { directory, name }
+  } catch (cause) {
+    if (codeOf(cause) !== "EEXIST") {
+      await directory.close()
+      throw cause
+    }
+  }
+  try {
+    const owner = await readFile(directory.at(name), "utf8").catch(() => undefined)
+    // An empty or unreadable lock is being written right now, or was just removed: try again shortly.
+    if (owner !== undefined && owner !== "" && !Owner.isAlive(owner)) await unlink(directory.at(name)).catch(() => undefined)
+    return undefined
+  } finally {
+    await directory.close()
+  }
+}
+
+const give = (taken: Taken): Effect.Effect<void> =>
+  Effect.promise(() =>
+    unlink(taken.directory.at(taken.name))
+      .catch(() => undefined)
+      .finally(() => taken.directory.close()),
+  )
 
 /**
  * Runs `effect` holding the commit lock of each of `paths` (sorted), waiting for other processes' commits. Keep
@@ -112,7 +135,7 @@ export const committing = <A, E, R>(
                 )
               }),
             )
-            if (taken) return lock
+            if (taken !== undefined) return taken
             if (Date.now() > deadline) {
               return yield* new Tool.Failure({
                 message: `Cannot write ${shown}: another core process has been writing it for over ${COMMIT_WAIT_MS / 1000} s (lock file ${lock}). Nothing was changed; try again, or remove the lock file if no core process is running.`,

@@ -2,7 +2,7 @@
 // again, for a symlink to a directory outside, while tool calls are settled there one after another.
 
 import { afterEach } from "bun:test"
-import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs"
+import { existsSync, lstatSync, mkdirSync, realpathSync, renameSync, symlinkSync, writeFileSync } from "node:fs"
 import { setPriority } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
@@ -43,6 +43,11 @@ export interface Arena {
   readonly inside: string
   /** Starts the racer. */
   readonly start: () => Bun.Subprocess
+  /**
+   * Puts the swapped directory back where it was once the racer is stopped (it may stop halfway through a swap); a
+   * directory a tool made in its place meanwhile (write makes missing parents) is moved aside.
+   */
+  readonly restore: () => void
 }
 
 /**
@@ -72,12 +77,21 @@ export const arena = (swapped: string, fill: (inside: string, outside: string) =
     racers.push(racer)
     return racer
   }
-  return { directory, outside, inside, start }
+  const restore = () => {
+    const real = `${inside}.real`
+    if (!existsSync(real)) return
+    const now = lstatSync(inside, { throwIfNoEntry: false })
+    if (now?.isSymbolicLink() === true) renameSync(inside, `${inside}.alt`)
+    else if (now !== undefined) renameSync(inside, `${inside}.made`)
+    renameSync(real, inside)
+  }
+  return { directory, outside, inside, start, restore }
 }
 
 /**
- * Settles `runs` calls made by `input(i)` in the arena's Location while the racer runs; answers what each settled
- * as. Leaving the Location is asked, and nobody is there to approve it.
+ * Settles `runs` calls made by `input(i)` in the arena's Location while the racer runs, then one more once the racer
+ * is stopped and the arena restored; answers what each settled as (`after` is the last one). Leaving the Location
+ * is asked, and nobody is there to approve it. A call that fails operationally rejects the whole race.
  */
 export const race = (world: Arena, tool: string, runs: number, input: (index: number) => unknown) => {
   const permission = Permission.layer({ project: world.directory, dataDir: join(world.directory, "..", "data") }).pipe(
@@ -96,24 +110,30 @@ export const race = (world: Arena, tool: string, runs: number, input: (index: nu
     yield* Asks.answer(yield* Permission.Service, { yes: false, interactive: false })
     const turn = yield* (yield* Settler.Service).materialize()
     const racer = world.start()
+    const call = (index: number) =>
+      turn
+        .settle({
+          sessionID: "ses_race",
+          agent: "build",
+          assistantMessageID: "msg",
+          toolCallID: `call_${index}`,
+          name: tool,
+          input: input(index),
+        })
+        .pipe(Effect.map(({ settlement }) => settlement))
     const settled: Array<Settlement.Info> = []
-    for (let index = 0; index < runs; index++) {
-      const { settlement } = yield* turn.settle({
-        sessionID: "ses_race",
-        agent: "build",
-        assistantMessageID: "msg",
-        toolCallID: `call_${index}`,
-        name: tool,
-        input: input(index),
-      })
-      settled.push(settlement)
-    }
+    for (let index = 0; index < runs; index++) settled.push(yield* call(index))
     racer.kill(9)
     yield* Effect.promise(() => racer.exited)
-    return settled
+    world.restore()
+    const after = yield* call(runs)
+    return { settled, after }
   })
   return Effect.runPromise(
-    program.pipe(Effect.scoped, Effect.provide(layer)) as Effect.Effect<Array<Settlement.Info>, unknown>,
+    program.pipe(Effect.scoped, Effect.provide(layer)) as Effect.Effect<
+      { readonly settled: Array<Settlement.Info>; readonly after: Settlement.Info },
+      unknown
+    >,
   )
 }
 

@@ -15,24 +15,27 @@ const RUNS = 200
 /** Settles RUNS calls of `tool` in a Location whose d/ is swapped, again and again, for a symlink to outside/d. */
 const race = (tool: string, input: (index: number) => unknown) => {
   const world = arena("d", (inside, outside) => {
-    for (let index = 0; index < RUNS; index++) {
+    // One more than the raced calls: apply_patch's call after the race deletes one too.
+    for (let index = 0; index <= RUNS; index++) {
       writeFileSync(join(inside, `del-${index}.txt`), "inside\n")
       writeFileSync(join(outside, `del-${index}.txt`), "outside\n")
     }
   })
-  return settle(world, tool, RUNS, input).then((settled) => ({ ...world, settled }))
+  return settle(world, tool, RUNS, input).then((result) => ({ ...world, ...result }))
 }
 
 /**
- * Whether the calls of a search tool did search: at least one succeeded, or (when the racer swapped faster than a
- * confined search could start, which a quiet machine can do every time) each was refused as a model-visible
- * result: the directory was replaced, or leaving the Location was asked and declined. Never an operational failure.
+ * Whether every raced call settled as something the model reads: a success, a model-visible failure (the directory
+ * was missing, replaced or refused) or a declined ask to leave the Location. How many succeed depends on how the
+ * racer's swaps fall, which a quiet machine can time so that none does; that the tool works at all is shown by the
+ * call made once the racer is stopped.
  */
-const searched = (settled: ReadonlyArray<Settlement.Info>) =>
-  settled.some((settlement) => settlement.status === "success") ||
-  settled.every(
+const visible = (settled: ReadonlyArray<Settlement.Info>) =>
+  settled.filter(
     (settlement) =>
-      settlement.status === "declined" || (settlement.status === "error" && /removed or replaced/.test(textOf(settlement))),
+      settlement.status !== "success" &&
+      settlement.status !== "declined" &&
+      !(settlement.status === "error" && settlement.error?.kind === "failure"),
   )
 
 /** Temp files anywhere outside the Location. */
@@ -40,61 +43,80 @@ const strayTemps = (outside: string) => readdirSync(outside).filter((name) => na
 
 describe(`the directory-swap race, ${RUNS} calls per tool`, () => {
   test("read never returns a file outside", async () => {
-    const { settled } = await quiet(() => race("read", () => ({ filePath: "d/file.txt" })))
+    const { settled, after } = await quiet(() => race("read", () => ({ filePath: "d/file.txt" })))
     expect(settled.filter((settlement) => textOf(settlement).includes("OUTSIDE"))).toEqual([])
-    expect(settled.some((settlement) => settlement.status === "success")).toBe(true)
+    expect(visible(settled)).toEqual([])
+    expect(textOf(after)).toContain("inside AAA")
   }, 120_000)
 
   test("write never creates a file (or a temp file) outside", async () => {
-    const { outside, settled } = await quiet(() => race("write", (index) => ({ filePath: `d/new-${index}.txt`, content: "x" })))
+    const { inside, outside, settled, after } = await quiet(() =>
+      race("write", (index) => ({ filePath: `d/new-${index}.txt`, content: "x" })),
+    )
     expect(readdirSync(outside).filter((name) => name.startsWith("new-"))).toEqual([])
     expect(strayTemps(outside)).toEqual([])
-    expect(settled.some((settlement) => settlement.status === "success")).toBe(true)
+    expect(visible(settled)).toEqual([])
+    expect(after.status).toBe("success")
+    expect(readFileSync(join(inside, `new-${RUNS}.txt`), "utf8")).toBe("x")
   }, 120_000)
 
   test("edit never changes a file outside", async () => {
-    const { outside, settled } = await quiet(() =>
+    const { inside, outside, settled, after } = await quiet(() =>
       race("edit", () => ({ filePath: "d/file.txt", oldString: "AAA", newString: "AAA+" })),
     )
     expect(readFileSync(join(outside, "file.txt"), "utf8")).toBe("OUTSIDE AAA\n")
     expect(strayTemps(outside)).toEqual([])
-    expect(settled.some((settlement) => settlement.status === "success")).toBe(true)
+    expect(visible(settled)).toEqual([])
+    expect(after.error).toBeUndefined()
+    expect(readFileSync(join(inside, "file.txt"), "utf8")).toStartWith("inside AAA+")
   }, 120_000)
 
   test("apply_patch never adds or deletes a file outside", async () => {
     const patch = (index: number) =>
       `*** Begin Patch\n*** Add File: d/p-${index}.txt\n+x\n*** Delete File: d/del-${index}.txt\n*** End Patch`
-    const { outside, settled } = await quiet(() => race("apply_patch", (index) => ({ patchText: patch(index) })))
+    const { inside, outside, settled, after } = await quiet(() =>
+      race("apply_patch", (index) => ({ patchText: patch(index) })),
+    )
     expect(readdirSync(outside).filter((name) => name.startsWith("p-"))).toEqual([])
     const deleted = Array.from({ length: RUNS }, (_, index) => `del-${index}.txt`).filter(
       (name) => !existsSync(join(outside, name)),
     )
     expect(deleted).toEqual([])
     expect(strayTemps(outside)).toEqual([])
-    expect(settled.some((settlement) => settlement.status === "success")).toBe(true)
+    expect(visible(settled)).toEqual([])
+    expect(after.status).toBe("success")
+    expect(existsSync(join(inside, `p-${RUNS}.txt`))).toBe(true)
+    expect(existsSync(join(inside, `del-${RUNS}.txt`))).toBe(false)
   }, 120_000)
 
   test("grep never searches a directory outside", async () => {
-    const { settled } = await quiet(() => race("grep", () => ({ pattern: "AAA", path: "d" })))
+    const { settled, after } = await quiet(() => race("grep", () => ({ pattern: "AAA", path: "d" })))
     expect(settled.filter((settlement) => textOf(settlement).includes("OUTSIDE"))).toEqual([])
-    expect(searched(settled)).toBe(true)
+    expect(visible(settled)).toEqual([])
+    expect(after.status).toBe("success")
+    expect(textOf(after)).toContain("inside AAA")
   }, 120_000)
 
   test("grep of one file never searches a file outside", async () => {
-    const { settled } = await quiet(() => race("grep", () => ({ pattern: "AAA", path: "d/file.txt" })))
+    const { settled, after } = await quiet(() => race("grep", () => ({ pattern: "AAA", path: "d/file.txt" })))
     expect(settled.filter((settlement) => textOf(settlement).includes("OUTSIDE"))).toEqual([])
-    expect(searched(settled)).toBe(true)
+    expect(visible(settled)).toEqual([])
+    expect(after.status).toBe("success")
+    expect(textOf(after)).toContain("inside AAA")
   }, 120_000)
 
   test("glob never finds files outside", async () => {
-    const { settled } = await quiet(() => race("glob", () => ({ pattern: "*", path: "d" })))
+    const { settled, after } = await quiet(() => race("glob", () => ({ pattern: "*", path: "d" })))
     expect(settled.filter((settlement) => textOf(settlement).includes("outside-only"))).toEqual([])
-    expect(searched(settled)).toBe(true)
+    expect(visible(settled)).toEqual([])
+    // What is inside d: file.txt and the del- files, and not outside-only.txt.
+    expect(after.structured).toMatchObject({ total: RUNS + 2 })
   }, 120_000)
 
   test("list never lists a directory outside", async () => {
-    const { settled } = await quiet(() => race("list", () => ({ path: "d" })))
+    const { settled, after } = await quiet(() => race("list", () => ({ path: "d" })))
     expect(settled.filter((settlement) => textOf(settlement).includes("outside-only"))).toEqual([])
-    expect(searched(settled)).toBe(true)
+    expect(visible(settled)).toEqual([])
+    expect(after.structured).toMatchObject({ total: RUNS + 2 })
   }, 120_000)
 })
