@@ -8,7 +8,7 @@ export * as SqliteStore from "./sqlite"
 // the same write transaction as the version bump, on every database older than it; SCHEMA_VERSION follows.
 
 import { Database } from "bun:sqlite"
-import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs"
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from "node:fs"
 import { dirname } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -89,9 +89,22 @@ const decodeSettlement = Schema.decodeUnknownSync(Schema.fromJsonString(Settleme
 
 const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
+/**
+ * Makes an existing data directory the user's alone (an older core, or a umask, may have left it 0755): once it is
+ * 0700, nothing below it (the store, managed outputs) can be reached by another user, whatever their own modes.
+ * A directory the user does not own, or a shared sticky one such as /tmp, is left as it is.
+ */
+const makePrivate = (directory: string) => {
+  const stat = statSync(directory)
+  const shared = (stat.mode & 0o1000) !== 0
+  if ((stat.mode & 0o077) === 0 || shared || stat.uid !== process.getuid?.()) return
+  chmodSync(directory, stat.mode & 0o700)
+}
+
 const open = (path: string): Database => {
   // The data directory and the store are the user's alone; SQLite gives -wal and -shm the database file's mode.
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+  makePrivate(dirname(path))
   closeSync(openSync(path, "a", 0o600))
   chmodSync(path, 0o600)
   const db = new Database(path, { create: true, strict: true })

@@ -5,7 +5,7 @@
 // server keeps on disk is the user's alone.
 
 import { afterAll, describe, expect, test } from "bun:test"
-import { readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { connect } from "node:net"
 import { join } from "node:path"
 import { Deferred, Effect, Fiber } from "effect"
@@ -193,6 +193,29 @@ export default Tool.make({
     for (const name of readdirSync(join(data, "outputs"))) {
       expect({ name, mode: mode(join(data, "outputs", name)) }).toEqual({ name, mode: 0o600 })
     }
+  })
+})
+
+describe("an existing data directory", () => {
+  test("left open to others (0755) by an older core is made 0700 at start, so nothing in it can be reached", async () => {
+    const sidecar = await inProcess(
+      {},
+      {
+        before: (box) => {
+          mkdirSync(join(box.data, "outputs"), { recursive: true })
+          chmodSync(box.data, 0o755)
+          writeFileSync(join(box.data, "outputs", "out_old"), "kept before\n", { mode: 0o644 })
+        },
+      },
+    )
+    await sidecar.turn()
+    expect(statSync(sidecar.box.data).mode & 0o777).toBe(0o700)
+  })
+
+  test("a shared sticky directory such as the system temp dir is left as it is", async () => {
+    const sidecar = await inProcess({}, { before: (box) => chmodSync(box.data, 0o1777) })
+    await sidecar.turn()
+    expect(statSync(sidecar.box.data).mode & 0o7777).toBe(0o1777)
   })
 })
 
