@@ -1,5 +1,6 @@
 // `core mcp` over stdio against hostile input: lines that are not JSON-RPC, deeply nested JSON and a very long line
-// are answered or skipped without ending the server, and a call's `_meta` cannot switch the agent it was started for.
+// are answered or skipped without ending the server, a call's `_meta` cannot switch the agent it was started for,
+// and a request id sent again in the same session replays the call it named instead of running the tool again.
 
 import { afterEach, describe, expect, test } from "bun:test"
 import { join } from "node:path"
@@ -18,6 +19,21 @@ export default Tool.make({
 })
 `
 
+const COUNT = `${IMPORTS}${RAN}
+import { readFileSync } from "node:fs"
+export default Tool.make({
+  description: "Says how many times it ran",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () =>
+    Effect.sync(() => {
+      ran("count")
+      const log = readFileSync(joinPath(import.meta.dir, "..", "ran.log"), "utf8")
+      return \`run \${log.split("\\n").filter((line) => line === "count").length}\`
+    }),
+})
+`
+
 const started: Array<Subprocess<"pipe", "pipe", "pipe">> = []
 afterEach(async () => {
   for (const child of started.splice(0)) {
@@ -26,7 +42,10 @@ afterEach(async () => {
   }
 })
 
-/** `core mcp` as a raw line protocol: `send` writes text, `next(id)` answers the message with that id. */
+/**
+ * `core mcp` as a raw line protocol: `send` writes text, `next(id)` takes the next message answering that id (an id
+ * sent twice is answered twice).
+ */
 const raw = (files: Record<string, string>, args: ReadonlyArray<string> = []) => {
   const box = sandbox(files)
   const child = Bun.spawn([process.execPath, MAIN, "mcp", "--location", box.location, ...args], {
@@ -39,21 +58,21 @@ const raw = (files: Record<string, string>, args: ReadonlyArray<string> = []) =>
   const reader = child.stdout.getReader()
   const decoder = new TextDecoder()
   let buffer = ""
-  const answers = new Map<unknown, any>()
+  const answers = new Map<unknown, Array<any>>()
   const next = async (id: number): Promise<any> => {
-    while (!answers.has(id)) {
+    while (!answers.get(id)?.length) {
       const newline = buffer.indexOf("\n")
       if (newline !== -1) {
         const message = JSON.parse(buffer.slice(0, newline))
         buffer = buffer.slice(newline + 1)
-        if ("id" in message) answers.set(message.id, message)
+        if ("id" in message) answers.set(message.id, [...(answers.get(message.id) ?? []), message])
         continue
       }
       const { value, done } = await reader.read()
       if (done) throw new Error(`core mcp ended before answering ${id}`)
       buffer += decoder.decode(value, { stream: true })
     }
-    return answers.get(id)
+    return answers.get(id)!.shift()
   }
   const send = (text: string) => {
     child.stdin.write(text)
@@ -98,5 +117,24 @@ describe("core mcp over stdio against hostile input", () => {
     const answer = await mcp.next(1)
     expect(answer.result.isError).toBe(true)
     expect(runs(mcp.box, "echo")).toBe(0)
+  }, 60_000)
+
+  test("a request id sent again in the same session replays its call: the tool ran once, both answers are one settlement", async () => {
+    const mcp = raw({ "tools/count.ts": COUNT, ...coreJson({ permission: { "*": "allow" } }) })
+    await mcp.initialize()
+    const call = (id: number) => {
+      mcp.request(id, "tools/call", { name: "count", arguments: {} })
+      return mcp.next(id).then((answer) => answer.result)
+    }
+    const first = await call(9)
+    const again = await call(9)
+    const other = await call(10)
+    expect(first.content).toEqual([{ type: "text", text: "run 1" }])
+    expect(again).toEqual(first)
+    expect(again._meta["core/settlement"]).toMatchObject({ callID: "9", status: "success" })
+    // Another request id is another call: the tool runs again.
+    expect(other.content).toEqual([{ type: "text", text: "run 2" }])
+    expect(other._meta["core/settlement"].callID).toBe("10")
+    expect(runs(mcp.box, "count")).toBe(2)
   }, 60_000)
 })
