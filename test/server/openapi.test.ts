@@ -1,10 +1,10 @@
 // The OpenAPI document as client generators read it: numbers as numbers, definitions as open objects, the JSON and
 // event-stream forms of a call as separate operations, each event stream typed by its data, response headers,
-// servers; `redocly lint` finds no error; and a client generated with @hey-api/openapi-ts type-checks a small
-// program (with tsc) and then runs it against the sidecar in process.
+// servers; `redocly lint` finds no error; and clients generated with @hey-api/openapi-ts, and with openapi-typescript
+// for openapi-fetch, type-check a small program each (with tsc) and then run it against the sidecar in process.
 
 import { describe, expect, test } from "bun:test"
-import { cpSync, existsSync, writeFileSync } from "node:fs"
+import { cpSync, existsSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Api } from "../../src/server/api"
 import { tempDir } from "../support/temp"
@@ -142,41 +142,105 @@ export const run = async (fetch: typeof globalThis.fetch, base: string, token: s
 }
 `
 
+/** The compiler options a host's strict TypeScript project would use, checking `files` only. */
+const tsconfig = (files: ReadonlyArray<string>) =>
+  JSON.stringify({
+    compilerOptions: {
+      strict: true,
+      noEmit: true,
+      target: "ESNext",
+      module: "Preserve",
+      moduleResolution: "bundler",
+      lib: ["ESNext", "DOM", "DOM.Iterable"],
+      types: [],
+      skipLibCheck: true,
+    },
+    files,
+  })
+
+/** Runs a generator's command line in `cwd` and answers its exit code and stderr. */
+const runGenerator = async (args: ReadonlyArray<string>, cwd: string) => {
+  const generate = Bun.spawn([process.execPath, ...args], { cwd, stdout: "pipe", stderr: "pipe" })
+  const [code, stderr] = await Promise.all([generate.exited, new Response(generate.stderr).text()])
+  return { code, stderr }
+}
+
+/** tsc on `project`: its exit code and what it printed (the errors). */
+const typeCheck = async (project: string) => {
+  const check = Bun.spawn([join(BIN, "tsc"), "-p", project], { stdout: "pipe", stderr: "pipe" })
+  const [checked, out] = await Promise.all([check.exited, new Response(check.stdout).text()])
+  return { checked, out }
+}
+
+/**
+ * A small host written against openapi-fetch and the paths openapi-typescript generated: each answer is read
+ * straight from `data`, no guard written by hand, so the JSON call must not be typed as a union with its stream.
+ */
+const FETCH_PROGRAM = `import createClient from "openapi-fetch"
+import type { paths } from "./schema"
+
+export const run = async (fetch: (request: Request) => Promise<Response>, base: string, token: string) => {
+  const client = createClient<paths>({ baseUrl: base, fetch, headers: { authorization: \`Bearer \${token}\` } })
+  const turn = await client.POST("/v1/turns", { body: { agent: "build" } })
+  if (turn.data === undefined) throw new Error(JSON.stringify(turn.error))
+  const turnID: string = turn.data.turnID
+  const settled = await client.POST("/v1/turns/{turnID}/calls", {
+    params: { path: { turnID } },
+    body: { sessionID: "ses_fetch", assistantMessageID: "msg_fetch", toolCallID: "call_fetch", name: "echo", input: { text: "hi", times: 3 } },
+  })
+  if (settled.data === undefined) throw new Error(JSON.stringify(settled.error))
+  const status: "success" | "error" | "declined" | "cancelled" = settled.data.status
+  const structured: unknown = settled.data.structured
+  const replayed: string | null = settled.response.headers.get("x-core-replayed")
+  const missing = await client.POST("/v1/turns/{turnID}/calls", {
+    params: { path: { turnID: "turn_missing" } },
+    body: { sessionID: "ses_fetch", assistantMessageID: "msg_fetch", toolCallID: "call_missing", name: "echo", input: {} },
+  })
+  const kind: string | undefined = missing.error?.error.kind
+  return { status, structured, replayed, kind }
+}
+`
+
 describe("a client generated from the document", () => {
+  test("openapi-typescript's types let an openapi-fetch client read a JSON call's status with no guard, and it settles in process", async () => {
+    const cli = join(GENERATOR, "node_modules/openapi-typescript/bin/cli.js")
+    const fetchClient = join(GENERATOR, "node_modules/openapi-fetch/package.json")
+    expect({ installed: existsSync(cli) && existsSync(fetchClient), install: GENERATOR_INSTALL }).toEqual({
+      installed: true,
+      install: GENERATOR_INSTALL,
+    })
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO })
+    const work = tempDir("core-openapi-fetch-")
+    const spec = join(work, "openapi.json")
+    writeFileSync(spec, JSON.stringify((await sidecar.json("GET", "/v1/openapi.json")).body))
+    const generated = await runGenerator([cli, spec, "-o", join(work, "schema.ts")], work)
+    expect(generated).toEqual({ code: 0, stderr: expect.any(String) })
+    symlinkSync(join(GENERATOR, "node_modules"), join(work, "node_modules"))
+    writeFileSync(join(work, "program.ts"), FETCH_PROGRAM)
+    writeFileSync(join(work, "tsconfig.json"), tsconfig(["program.ts"]))
+    expect(await typeCheck(join(work, "tsconfig.json"))).toEqual({ checked: 0, out: "" })
+
+    // What the types say is what is sent and answered.
+    cpSync(join(work, "program.ts"), join(work, "program-run.ts"))
+    const { run } = (await import(join(work, "program-run.ts"))) as { run: (...args: Array<unknown>) => Promise<Record<string, any>> }
+    const send = (request: Request) => sidecar.handler(new Request(request, { headers: { ...Object.fromEntries(request.headers), host: HOST } }))
+    expect(await run(send, `http://${HOST}`, TOKEN)).toEqual({ status: "success", structured: "hihihi", replayed: null, kind: "not_found" })
+  }, 120_000)
+
   test("@hey-api/openapi-ts generates a client that type-checks and settles calls in process", async () => {
     const generator = join(GENERATOR, "node_modules/@hey-api/openapi-ts/dist/run.mjs")
     expect({ installed: existsSync(generator), install: GENERATOR_INSTALL }).toEqual({ installed: true, install: GENERATOR_INSTALL })
     const work = tempDir("core-openapi-client-")
     const spec = join(work, "openapi.json")
     writeFileSync(spec, JSON.stringify(Api.openapi()))
-    const generate = Bun.spawn([process.execPath, generator, "-i", spec, "-o", join(work, "client")], {
-      cwd: work,
-      stdout: "pipe",
-      stderr: "pipe",
+    expect(await runGenerator([generator, "-i", spec, "-o", join(work, "client")], work)).toEqual({
+      code: 0,
+      stderr: expect.any(String),
     })
-    const [generated, generateErr] = await Promise.all([generate.exited, new Response(generate.stderr).text()])
-    expect({ generated, generateErr }).toEqual({ generated: 0, generateErr: expect.any(String) })
     expect(existsSync(join(work, "client/sdk.gen.ts"))).toBe(true)
     writeFileSync(join(work, "program.ts"), PROGRAM)
-    writeFileSync(
-      join(work, "tsconfig.json"),
-      JSON.stringify({
-        compilerOptions: {
-          strict: true,
-          noEmit: true,
-          target: "ESNext",
-          module: "Preserve",
-          moduleResolution: "bundler",
-          lib: ["ESNext", "DOM", "DOM.Iterable"],
-          types: [],
-          skipLibCheck: true,
-        },
-        files: ["program.ts"],
-      }),
-    )
-    const check = Bun.spawn([join(BIN, "tsc"), "-p", join(work, "tsconfig.json")], { cwd: work, stdout: "pipe", stderr: "pipe" })
-    const [checked, out] = await Promise.all([check.exited, new Response(check.stdout).text()])
-    expect({ checked, out }).toEqual({ checked: 0, out: "" })
+    writeFileSync(join(work, "tsconfig.json"), tsconfig(["program.ts"]))
+    expect(await typeCheck(join(work, "tsconfig.json"))).toEqual({ checked: 0, out: "" })
 
     // And what the types say is what is sent: the program runs against the sidecar.
     const sidecar = await inProcess({ "tools/echo.ts": ECHO })
