@@ -462,6 +462,8 @@ export interface Options {
    * does without it.
    */
   readonly ports?: boolean
+  /** The kernel's Landlock ABI version as core should see it; read from the kernel when absent. */
+  readonly abi?: number
 }
 
 /** The sandbox setting in effect. */
@@ -475,8 +477,8 @@ export interface Sandbox {
   readonly notice: string | undefined
 }
 
-export const sandboxOf = (mode: "auto" | "required" | "off" = "auto"): Sandbox => {
-  const abi = mode === "off" ? 0 : Landlock.abi()
+export const sandboxOf = (mode: "auto" | "required" | "off" = "auto", kernel: number = Landlock.abi()): Sandbox => {
+  const abi = mode === "off" ? 0 : kernel
   const notice =
     mode === "off"
       ? "The shell sandbox is off (shell.sandbox in core.json): commands run on per-command permission alone."
@@ -517,7 +519,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
   const supervise = process.platform === "linux" && Native.available() && Supervised.launchable()
   // The sandbox is applied by a supervisor: without one, there is none.
   const sandbox = supervise
-    ? sandboxOf(config.sandbox)
+    ? sandboxOf(config.sandbox, options.abi)
     : { ...sandboxOf("off"), mode: config.sandbox ?? "auto", notice: "Commands run without a supervisor here: no OS sandbox." }
   const records: Supervised.Records = { directory: options.records ?? join(dataDirectory(), "runs") }
   /** Where what a command left in core's configuration is kept for a person (commands cannot reach the data dir). */

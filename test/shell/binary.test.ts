@@ -105,4 +105,15 @@ describe("core exec bash", () => {
     expect(refused.code).toBe(2)
     expect(refused.stderr).toContain("shell.sandbox")
   })
+
+  test("core serve says once, as it starts, when commands run without the OS sandbox", async () => {
+    const off = sandbox({ "core.json": JSON.stringify({ shell: { sandbox: "off" } }) })
+    const served = await start(off, ["serve", "--location", off.location, "--port", "0"])
+    await served.stderrContains("curl")
+    served.child.kill("SIGTERM")
+    const { code, stdout, stderr } = await served.finished()
+    expect(code).toBe(0)
+    expect(stdout).toContain('"url"')
+    expect(stderr.match(/shell sandbox is off/g)).toHaveLength(1)
+  })
 })

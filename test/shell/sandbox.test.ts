@@ -147,6 +147,28 @@ describe("the shell sandbox", () => {
     expect(readFileSync(join(outside, "out.txt"), "utf8")).toBe("out\n")
   })
 
+  test("on a kernel without Landlock, auto runs commands unsandboxed and says so; required refuses them", async () => {
+    const auto = Shell.make({}, { records: tempDir("core-runs-"), abi: 0 })
+    expect(auto.sandbox).toMatchObject({ mode: "auto", abi: 0, active: false })
+    expect(auto.sandbox.notice).toBe(
+      "This kernel has no Landlock: commands run without the OS sandbox, on per-command permission alone.",
+    )
+    const location = tempDir("core-loc-")
+    const outside = tempDir("core-outside-")
+    await run(`echo out > ${outside}/out.txt`, location, [], auto)
+    expect(readFileSync(join(outside, "out.txt"), "utf8")).toBe("out\n")
+
+    const required = Shell.make({ sandbox: "required" }, { records: tempDir("core-runs-"), abi: 0 })
+    expect(required.sandbox.notice).toContain("required")
+    const refused = await Effect.runPromise(
+      Effect.flip(required.run({ argv: ["sh", "-c", `echo out > ${outside}/refused.txt`], cwd: location, sandbox: { location, approved: [] } })),
+    )
+    expect(refused).toBeInstanceOf(Shell.SpawnError)
+    expect((refused as Shell.SpawnError).code).toBe("ENOSANDBOX")
+    expect((refused as Shell.SpawnError).message).toContain(required.sandbox.notice!)
+    expect(existsSync(join(outside, "refused.txt"))).toBe(false)
+  })
+
   test("the setting says whether the kernel has Landlock", () => {
     const auto = Shell.sandboxOf("auto")
     expect(auto.active).toBe(LANDLOCK)

@@ -90,6 +90,14 @@ describe("the per-call supervisor", () => {
     for (const pid of pids) expect(alive(pid)).toBe(false)
   })
 
+  test("a command runs with no_new_privs set, so a setuid program cannot raise its privileges", async () => {
+    const result = await Effect.runPromise(
+      shell.run({ argv: [shell.shell, "-c", "grep NoNewPrivs /proc/self/status"], cwd: tempDir("core-sup-") }),
+    )
+    expect(result.exitCode).toBe(0)
+    expect(result.stdout.text.trim()).toMatch(/^NoNewPrivs:\s+1$/)
+  })
+
   test.skipIf(Landlock.abi() === 0)("a command whose sandbox leaves /proc out is still ended on a stop, and named", async () => {
     const pool = Supervised.pool(undefined)
     const sandboxed = { read: ["/usr", "/bin", "/lib", "/lib64"].filter((path) => existsSync(path)), write: [], devices: ["/dev/null"] }
