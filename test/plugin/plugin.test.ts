@@ -3,11 +3,17 @@
 // the boundary asking external_directory, and installation failures as diagnostics while the rest installs.
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Effect, Schema } from "effect"
-import { location, OperationalFailure } from "../../src/sdk/testing"
+import { Context, Effect, Exit, Layer, Schema, Scope } from "effect"
+import { Permission } from "../../src/permission/permission"
 import { Plugin } from "../../src/plugin/plugin"
+import { Plugins } from "../../src/plugin/plugins"
+import { Registry } from "../../src/registry/registry"
+import { kernelLayer } from "../../src/sdk/harness"
+import { location, OperationalFailure } from "../../src/sdk/testing"
+import { Hooks } from "../../src/settlement/hooks"
+import { Settler } from "../../src/settlement/settler"
 import { Tool } from "../../src/tool/tool"
 import { tempDir } from "../support/temp"
 
@@ -230,14 +236,79 @@ describe("hooks", () => {
     await expect(loc.turn()).rejects.toBeInstanceOf(OperationalFailure)
   })
 
-  test("a plugin's hooks go with its Scope", async () => {
-    const plugin = hooking({ "tool.execute.after": () => Effect.succeed({ content: "hooked" }) })
-    const loc = await location({ plugins: [plugin], tools: { echo: echo() } })
+  test("a plugin's hooks go with its Scope: installed again without hooks, its old hooks no longer apply", async () => {
+    let answersHooks = true
+    const plugin = Plugin.make({
+      install: Effect.sync((): Plugin.Hooks | undefined =>
+        answersHooks ? { "tool.execute.after": () => Effect.succeed({ content: "hooked" }) } : undefined,
+      ),
+    })
+    await using loc = await location({ plugins: [plugin], tools: { echo: echo() } })
     expect((await loc.settle("echo", { text: "hi" })).content).toEqual([{ type: "text", text: "hooked" }])
-    await loc.close()
-    const bare = await location({ tools: { echo: echo() } })
-    expect((await bare.settle("echo", { text: "hi" })).content).toEqual([{ type: "text", text: "hi" }])
-    await bare.close()
+    answersHooks = false
+    expect(await loc.reload(plugin)).toBeUndefined()
+    const settlement = await loc.settle("echo", { text: "hi" })
+    expect(settlement.content).toEqual([{ type: "text", text: "hi" }])
+    expect(settlement.structured).toBe("hi")
+  })
+
+  test("tool.execute.before never runs for a call the Location's rules deny", async () => {
+    let calls = 0
+    const directory = realpathSync(tempDir("core-plugin-deny-"))
+    const scope = Scope.makeUnsafe()
+    const context = await Effect.runPromise(
+      Layer.buildWithScope(
+        kernelLayer(directory, join(directory, ".outputs"), {
+          permission: { rules: [{ action: "echo", resource: "*", effect: "deny" }] },
+        }),
+        scope,
+      ),
+    )
+    const services: Plugins.Services = {
+      directory,
+      tools: Context.get(context, Registry.Service).tools,
+      permission: Context.get(context, Permission.Service),
+      hooks: Context.get(context, Hooks.Current)!,
+    }
+    const counting = hooking({ "tool.execute.before": () => Effect.sync(() => void calls++) })
+    const settle = (name: string) =>
+      Effect.runPromise(
+        Effect.gen(function* () {
+          // A catalog captured without the agent's rules advertises echo: only the settlement's check refuses it.
+          const turn = yield* Context.get(context, Settler.Service).materialize()
+          const call = { sessionID: "ses_deny", agent: "build", assistantMessageID: "msg", toolCallID: `call_${name}`, name, input: { text: "hi" } }
+          return (yield* turn.settle(call)).settlement
+        }),
+      )
+    try {
+      await Effect.runPromise(Plugins.install("counting.ts", counting, services, scope))
+      await Effect.runPromise(services.tools.register({ echo: echo(), other: echo() }).pipe(Scope.provide(scope)))
+      const denied = await settle("echo")
+      expect(denied.status).toBe("error")
+      expect(denied.error?.kind).toBe("denied")
+      expect(calls).toBe(0)
+      // The hook applies to the Location's tools: an allowed call meets it.
+      expect((await settle("other")).structured).toBe("hi")
+      expect(calls).toBe(1)
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+  })
+
+  test("tool.execute.before never runs for a call through a turn made stale by a reload", async () => {
+    let calls = 0
+    const provider = Plugin.make({ install: Effect.gen(function* () { yield* (yield* Plugin.Tools).register({ echo: echo() }) }) })
+    await using loc = await location({
+      plugins: [hooking({ "tool.execute.before": () => Effect.sync(() => void calls++) }), provider],
+    })
+    const old = await loc.turn()
+    expect(await loc.reload(provider)).toBeUndefined()
+    const stale = await old.settle("echo", { text: "hi" })
+    expect(stale.status).toBe("error")
+    expect(stale.error?.kind).toBe("stale")
+    expect(calls).toBe(0)
+    expect((await loc.settle("echo", { text: "hi" })).structured).toBe("hi")
+    expect(calls).toBe(1)
   })
 })
 
@@ -316,6 +387,88 @@ describe("trusted services", () => {
 })
 
 describe("installation failures", () => {
+  test("an installation that fails or never finishes after acquiring a resource releases it exactly once", async () => {
+    /** Acquires one counted resource, then ends as `then` does. */
+    const acquiring = (counts: { acquired: number; released: number }, then: Effect.Effect<void, Error>) =>
+      Plugin.make({
+        install: Effect.gen(function* () {
+          yield* Effect.acquireRelease(
+            Effect.sync(() => void counts.acquired++),
+            () => Effect.sync(() => void counts.released++),
+          )
+          yield* then
+        }),
+      })
+    const failed = { acquired: 0, released: 0 }
+    const thrown = { acquired: 0, released: 0 }
+    const hung = { acquired: 0, released: 0 }
+    const loc = await location({
+      plugins: [
+        acquiring(failed, Effect.fail(new Error("no database"))),
+        acquiring(thrown, Effect.sync(() => {
+          throw new Error("no socket")
+        })),
+        acquiring(hung, Effect.never),
+      ],
+      installTimeoutMs: 1,
+    })
+    expect(loc.diagnostics.map((diagnostic) => diagnostic.file)).toEqual(["plugin1", "plugin2", "plugin3"])
+    expect(loc.diagnostics[0]!.message).toContain("plugin1: failed to install: no database")
+    expect(loc.diagnostics[1]!.message).toContain("plugin2: failed to install: no socket")
+    expect(loc.diagnostics[2]!.message).toContain("plugin3: did not finish installing within 0.001 s")
+    for (const counts of [failed, thrown, hung]) expect(counts).toEqual({ acquired: 1, released: 1 })
+    await loc.close()
+    for (const counts of [failed, thrown, hung]) expect(counts).toEqual({ acquired: 1, released: 1 })
+  })
+
+  test("core's installer releases what a failing or never-finishing plugin file acquired, exactly once", async () => {
+    const directory = realpathSync(tempDir("core-plugin-release-"))
+    mkdirSync(join(directory, "plugins"))
+    /** A plugin file acquiring a resource logged to `<name>.log`, then ending as `then` (source text) does. */
+    const acquiring = (name: string, then: string) => `import { Plugin } from "@core/tool"
+import { Effect } from "effect"
+import { appendFileSync } from "node:fs"
+import { join } from "node:path"
+const log = (line: string) => appendFileSync(join(import.meta.dir, "${name}.log"), line + "\\n")
+export default Plugin.make({
+  install: Effect.gen(function* () {
+    yield* Effect.acquireRelease(Effect.sync(() => log("acquired")), () => Effect.sync(() => log("released")))
+    yield* ${then}
+  }),
+})
+`
+    writeFileSync(join(directory, "plugins/fails.ts"), acquiring("fails", `Effect.fail(new Error("no database"))`))
+    writeFileSync(join(directory, "plugins/hangs.ts"), acquiring("hangs", "Effect.never"))
+    const logOf = (name: string) => readFileSync(join(directory, "plugins", `${name}.log`), "utf8").trim().split("\n")
+    const scope = Scope.makeUnsafe()
+    const context = await Effect.runPromise(Layer.buildWithScope(kernelLayer(directory, join(directory, ".outputs"), {}), scope))
+    const plugins = Plugins.make(
+      {
+        directory,
+        tools: Context.get(context, Registry.Service).tools,
+        permission: Context.get(context, Permission.Service),
+        hooks: Context.get(context, Hooks.Current)!,
+      },
+      undefined,
+      scope,
+      // Loading the file shares the timeout: long enough to import it, short enough for the hang.
+      { timeoutMs: 2_000 },
+    )
+    try {
+      const diagnostics = await Effect.runPromise(plugins.installAll)
+      expect(diagnostics).toEqual([
+        { file: join(directory, "plugins/fails.ts"), message: expect.stringContaining("failed to install: no database") },
+        { file: join(directory, "plugins/hangs.ts"), message: expect.stringContaining("did not finish installing within 2 s") },
+      ])
+      expect(logOf("fails")).toEqual(["acquired", "released"])
+      expect(logOf("hangs")).toEqual(["acquired", "released"])
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+    expect(logOf("fails")).toEqual(["acquired", "released"])
+    expect(logOf("hangs")).toEqual(["acquired", "released"])
+  })
+
   test("a throw, a refused registration, a timeout or a file that is not a plugin is a diagnostic; the rest installs", async () => {
     const directory = tempDir("core-plugin-bad-")
     mkdirSync(join(directory, "plugins"))
