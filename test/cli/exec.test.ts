@@ -374,6 +374,20 @@ describe("usage errors exit 2 with a message on stderr, nothing on stdout, and r
       expect(runs(box, "echo")).toBe(0)
     })
   }
+
+  for (const [name, config, says] of [
+    ["a core.json nested 50,000 levels deep", `{"permission":${"[".repeat(50_000)}`, "core.json:1:142: syntax error: arrays and objects nested deeper than 128 levels"],
+    ["a core.json with a NUL in a string", '{"permission":{"echo":"al\u0000low"}}', "core.json:1:23: syntax error: a string holds a NUL character"],
+  ] as const) {
+    test(`${name}, with its position`, async () => {
+      const box = sandbox({ "tools/echo.ts": ECHO, "core.json": config })
+      const result = await exec(box, "echo", { text: "hi" })
+      expect(result.code).toBe(2)
+      expect(result.stdout).toBe("")
+      expect(result.stderr).toContain(says)
+      expect(runs(box, "echo")).toBe(0)
+    })
+  }
 })
 
 describe("defects", () => {
