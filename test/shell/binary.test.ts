@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync, realpathSync } from "node:fs"
 import { join } from "node:path"
 import { ProcessGroup } from "../../src/shell/group"
 import { core, exec, sandbox, settlementOf, start } from "../cli/fixture"
-import { alive, pidsIn } from "./processes"
+import { alive, DETACHING, pidsIn } from "./processes"
 
 describe("core exec bash", () => {
   test("runs a command line, parsed with the grammar embedded in the binary", async () => {
@@ -74,6 +74,27 @@ describe("core exec bash", () => {
     expect(alive(leader!)).toBe(false)
     expect(ProcessGroup.members(leader!)).toEqual([])
   })
+  test("kill -9 of core: every detached descendant dies, and the call then replays as interrupted without running", async () => {
+    const box = sandbox()
+    const ids = ["--session", "ses_kill9", "--call", "call_kill9"]
+    const input = JSON.stringify({ command: `${DETACHING}\necho ready; sleep 1000` })
+    // perl -e runs code core cannot read, so it is asked: --yes approves it once.
+    const running = await start(box, ["exec", "bash", "--input", input, "--location", box.location, "--yes", ...ids])
+    await running.stderrContains("progress: ready\n")
+    const pids = pidsIn(readFileSync(join(box.location, "pids"), "utf8"))
+    expect(pids).toHaveLength(4)
+    for (const pid of pids) expect(alive(pid)).toBe(true)
+    running.child.kill("SIGKILL")
+    await running.finished()
+    // The supervisor sees core go (its parent-death signal) and ends them; the kernel's delivery takes a moment.
+    for (let tries = 0; tries < 250 && pids.some(alive); tries++) await Bun.sleep(20)
+    expect(pids.filter(alive)).toEqual([])
+    const again = await exec(box, "bash", { command: "echo ran again > again.txt" }, ids)
+    expect(again.code).toBe(1)
+    expect(settlementOf(again).error?.kind).toBe("interrupted")
+    expect(existsSync(join(box.location, "again.txt"))).toBe(false)
+  })
+
   test("a second SIGINT does not wait for the graceful stop, and still leaves no process behind", async () => {
     const box = sandbox()
     // The group ignores SIGTERM, so the graceful stop would wait its full grace period before SIGKILL.

@@ -1,5 +1,5 @@
 // Looking at processes from tests: whether a pid still runs (a zombie has ended; it only waits to be reaped),
-// and the pids a command printed.
+// the pids a command printed, and a command whose children detach every way a shell offers.
 
 import { existsSync, readFileSync } from "node:fs"
 
@@ -17,3 +17,17 @@ export const alive = (pid: number): boolean => {
 
 /** The numbers in a command's output, in order (the pids it echoed). */
 export const pidsIn = (text: string): Array<number> => [...text.matchAll(/\d+/g)].map((match) => Number(match[0]))
+
+/**
+ * Starts four sleepers that each leave the command's process group their own way (setsid, job control, a double
+ * fork, setpgrp), writes their pids to `pids` (one per line, the pid of the sleeping process itself) and waits
+ * until all four are written.
+ */
+export const DETACHING = [
+  ": > pids",
+  "setsid sh -c 'echo $$ >> pids; exec sleep 1000' &",
+  "set -m; sh -c 'echo $$ >> pids; exec sleep 1000' & set +m",
+  "( sh -c 'echo $$ >> pids; exec sleep 1000' & )",
+  `perl -e 'setpgrp(0,0); open(F,">>pids"); print F "$$\\n"; close F; exec "sleep","1000"' &`,
+  'while [ "$(wc -l < pids)" -lt 4 ]; do :; done',
+].join("\n")

@@ -11,20 +11,7 @@ import { Landlock } from "../../src/shell/landlock"
 import { Shell } from "../../src/shell/producer"
 import { Supervised } from "../../src/shell/supervised"
 import { tempDir } from "../support/temp"
-import { alive, pidsIn } from "./processes"
-
-/**
- * Starts four sleepers that each leave the command's process group their own way, writes their pids to `pids`
- * (one per line, the pid of the sleeping process itself) and waits until all four are written.
- */
-const DETACHING = [
-  ": > pids",
-  "setsid sh -c 'echo $$ >> pids; exec sleep 1000' &",
-  "set -m; sh -c 'echo $$ >> pids; exec sleep 1000' & set +m",
-  "( sh -c 'echo $$ >> pids; exec sleep 1000' & )",
-  `perl -e 'setpgrp(0,0); open(F,">>pids"); print F "$$\\n"; close F; exec "sleep","1000"' &`,
-  'while [ "$(wc -l < pids)" -lt 4 ]; do :; done',
-].join("\n")
+import { alive, DETACHING, pidsIn } from "./processes"
 
 const shell = Shell.make({}, { records: tempDir("core-runs-") })
 
