@@ -1,13 +1,33 @@
 // `POST /v1/turns/{turnID}/check` in process: what `core check` says about a call through a turn, with nothing
-// run, asked or recorded; a deny anywhere in the call is the answer; bad turns, names and inputs are refused.
+// run, asked or recorded; a deny anywhere in the call is the answer; bad turns, names and inputs are refused. And
+// the route beside the compiled binary's `core check` on one Location: the same answer but for the plugin hooks
+// the call meets, which only `core check` lists.
 
-import { describe, expect, test } from "bun:test"
+import { beforeAll, describe, expect, test } from "bun:test"
 import { existsSync, realpathSync } from "node:fs"
 import { join } from "node:path"
+import { core } from "../cli/fixture"
+import { binary } from "../support/binary"
 import { tempDir } from "../support/temp"
 import { inProcess } from "./support"
 
 const coreJson = (permission: unknown) => ({ "core.json": JSON.stringify({ permission }) })
+
+/** A plugin whose hooks apply to bash only: a definition hook and a before hook, both changing nothing. */
+const BASH_HOOKS = `import { Plugin } from "@core/tool"
+import { Effect } from "effect"
+export default Plugin.make({
+  install: Effect.succeed({
+    tools: ["bash"],
+    "tool.definition": () => undefined,
+    "tool.execute.before": () => Effect.succeed(undefined),
+  }),
+})
+`
+
+beforeAll(async () => {
+  await binary()
+}, 300_000)
 
 describe("POST /v1/turns/{turnID}/check", () => {
   test("a bash line denied by a rule is a deny, although its path outside the Location would be asked", async () => {
@@ -99,4 +119,20 @@ describe("POST /v1/turns/{turnID}/check", () => {
     expect(document.components.schemas.CheckRequest.required).toEqual(["name", "input"])
     expect(document.components.schemas.Check.properties.decision.enum).toEqual(["allow", "deny", "ask"])
   })
+
+  test("answers what core check prints for the same call on the same Location, but for the plugin hooks only core check lists", async () => {
+    const sidecar = await inProcess({ ...coreJson({ bash: { "touch *": "ask" } }), "plugins/audit.ts": BASH_HOOKS })
+    const input = { command: "touch x" }
+    const printed = await core(sidecar.box, ["check", "bash", "--input", JSON.stringify(input), "--location", sidecar.box.location])
+    expect({ code: printed.code, stderr: printed.stderr }).toEqual({ code: 0, stderr: expect.any(String) })
+    const { hooks, ...cli } = JSON.parse(printed.stdout)
+    expect(hooks).toEqual([{ plugin: "audit", hooks: ["tool.definition", "tool.execute.before"] }])
+    expect(cli).toMatchObject({ tool: "bash", agent: "build", decision: "ask" })
+
+    const { turnID } = await sidecar.turn()
+    const answered = await sidecar.json("POST", `/v1/turns/${turnID}/check`, { body: { name: "bash", input } })
+    expect(answered.status).toBe(200)
+    expect(answered.body).toEqual(cli)
+    expect(existsSync(join(sidecar.box.location, "x"))).toBe(false)
+  }, 120_000)
 })
