@@ -85,9 +85,24 @@ const SCHEMA_MAPS: ReadonlySet<string> = new Set(["properties", "$defs", "defini
 const DATA: ReadonlySet<string> = new Set(["const", "enum", "default", "examples"])
 
 /**
+ * Throws unless `pattern` is a regular expression (as JSON Schema's unicode one or as a plain one, which servers
+ * written in other languages often mean). Compiling never runs it on any input.
+ */
+const compile = (pattern: string): void => {
+  for (const flags of ["u", ""]) {
+    try {
+      new RegExp(pattern, flags)
+      return
+    } catch {}
+  }
+  throw new SyntaxError(`the pattern ${JSON.stringify(pattern)} is not a regular expression`)
+}
+
+/**
  * A server's JSON Schema without its regular expressions (`pattern`, `patternProperties`), for core's own check of
  * a model's input: a pattern the server wrote may backtrack for seconds on the input a model chooses, stalling
- * every Location core serves. The server still checks its patterns; the model still reads them.
+ * every Location core serves. The server still checks its patterns; the model still reads them. A pattern that does
+ * not compile makes the schema unusable (it throws), as it would if core checked it.
  */
 const withoutPatterns = (node: unknown): unknown => {
   if (Array.isArray(node)) return node.map(withoutPatterns)
@@ -95,7 +110,18 @@ const withoutPatterns = (node: unknown): unknown => {
   const patterned = "patternProperties" in node
   return Object.fromEntries(
     Object.entries(node).flatMap(([key, value]): Array<[string, unknown]> => {
-      if ((key === "pattern" && typeof value === "string") || key === "patternProperties") return []
+      if (key === "pattern" && typeof value === "string") {
+        compile(value)
+        return []
+      }
+      if (key === "patternProperties") {
+        // Its names are patterns; its schemas may hold patterns of their own.
+        for (const [pattern, schema] of Object.entries(typeof value === "object" && value !== null ? value : {})) {
+          compile(pattern)
+          withoutPatterns(schema)
+        }
+        return []
+      }
       // Keys the patterns allowed are not refused for lack of them.
       if (patterned && key === "additionalProperties") return []
       if (DATA.has(key)) return [[key, value]]

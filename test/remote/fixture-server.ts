@@ -1,12 +1,14 @@
 // An MCP server over stdio for the client's fault paths, written with the SDK's low-level Server. The first
 // argument picks how it misbehaves from the start: "serve" (plain), "garbage" (prints lines that are not JSON-RPC
 // on stdout before and between answers), "mute" (never answers anything), "bad-names" (lists tools whose names
-// core cannot offer), "stubborn" (serves, but neither the end of its stdin nor SIGTERM ends it). Its tools hang, crash, fail, report progress, wait to be cancelled or change the tool list.
+// core cannot offer), "bad-tools" (lists a tool twice, and one whose input schema cannot be compiled), "stubborn"
+// (serves, but neither the end of its stdin nor SIGTERM ends it). Its tools hang, crash, fail, answer a JSON-RPC
+// error, report progress, wait to be cancelled or change the tool list.
 
 import { renameSync, writeFileSync } from "node:fs"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js"
 
 const mode = process.argv[2] ?? "serve"
 // Where a test reads this server's pid without speaking MCP to it.
@@ -64,6 +66,19 @@ if (mode === "mute") {
   if (mode === "bad-names") {
     tools.push({ name: "has space", description: "Bad", inputSchema: object() })
     tools.push({ name: "x".repeat(70), description: "Too long", inputSchema: object() })
+  } else {
+    // Not in "bad-names", whose offered tools are counted.
+    tools.push({ name: "throws", description: "Answers a JSON-RPC error", inputSchema: object() })
+  }
+  if (mode === "bad-tools") {
+    tools.push({ name: "echo", description: "Echoes text, listed again", inputSchema: object() })
+    tools.push({ name: "unmatched", description: "A pattern that is no regular expression", inputSchema: object({ a: { type: "string", pattern: "(" } }) })
+    tools.push({
+      name: "unmatched-keys",
+      description: "Property names matched by a pattern that is no regular expression",
+      inputSchema: object({ tags: { type: "object", patternProperties: { "[a-z": { type: "string" } } } }),
+    })
+    tools.push({ name: "untyped", description: "A type JSON Schema does not have", inputSchema: object({ a: { type: "strnig" } }) })
   }
   let grown = false
   let cancelled = 0
@@ -88,6 +103,8 @@ if (mode === "mute") {
         return text(process.env[String(args.name)] ?? "(unset)")
       case "hang":
         return await new Promise<never>(() => undefined)
+      case "throws":
+        throw new McpError(ErrorCode.InternalError, "boom")
       case "crash":
         process.stderr.write("fixture: crashing on purpose\n")
         process.exit(7)

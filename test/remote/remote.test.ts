@@ -248,6 +248,25 @@ describe("core as an MCP client: results and failures", () => {
   }, 30_000)
 
   // timeoutMs bounds connecting too: long enough for the fixture server to start on a loaded machine.
+  test("a JSON-RPC error the server answers is a failure naming the server and its message; the connection stays up", async () => {
+    const result = await withLocation(fixture(), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const pid = (yield* stateOf).pid!
+        const thrown = yield* settle(current, "fix_throws", {})
+        // Through the same turn: a reconnect would have registered the tools again, and this call would be stale.
+        const after = yield* settle(current, "fix_pid", {})
+        return { pid, thrown, after, state: yield* stateOf }
+      }),
+    )
+    expect(result.thrown.settlement.status).toBe("error")
+    expect(result.thrown.settlement.error?.kind).toBe("failure")
+    expect(result.thrown.settlement.error?.message).toStartWith('MCP server "fix" answered with an error while calling throws: ')
+    expect(result.thrown.settlement.error?.message).toContain("boom")
+    expect(textOf(result.after.settlement)).toBe(String(result.pid))
+    expect(result.state).toMatchObject({ status: "connected", pid: result.pid })
+  }, 30_000)
+
   test("a server that does not answer a call fails it after timeoutMs, naming the server", async () => {
     const result = await withLocation(fixture("serve", { timeoutMs: 4000 }), () =>
       Effect.gen(function* () {
@@ -458,6 +477,36 @@ describe("core as an MCP client: servers that misbehave", () => {
     expect(messages).toHaveLength(2)
     expect(messages[0]).toStartWith('MCP server "fix", tool "has space": its core name "fix_has space" is not a valid tool name')
     expect(messages[1]).toStartWith(`MCP server "fix", tool "${"x".repeat(70)}": its core name`)
+  }, 30_000)
+
+  test("a tool listed twice and one whose input schema cannot be compiled are diagnostics naming the server and the tool; the others are offered", async () => {
+    const result = await withLocation(fixture("bad-tools"), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return {
+          names: current.definitions.map((definition) => definition.name),
+          echo: yield* settle(current, "fix_echo", { text: "first" }),
+          echoDescription: current.definitions.find((definition) => definition.name === "fix_echo")!.description,
+          state: yield* stateOf,
+          diagnostics: (yield* Remote.Service).diagnostics(),
+        }
+      }),
+    )
+    const messages = result.diagnostics.map((diagnostic) => diagnostic.message)
+    expect(messages).toEqual([
+      'MCP server "fix", tool "echo": the server lists "echo" twice',
+      'MCP server "fix", tool "unmatched": its input schema cannot be used: the pattern "(" is not a regular expression',
+      'MCP server "fix", tool "unmatched-keys": its input schema cannot be used: the pattern "[a-z" is not a regular expression',
+      expect.stringContaining('MCP server "fix", tool "untyped": its input schema cannot be used: '),
+    ])
+    expect(messages[3]).toContain("strnig")
+    for (const name of ["fix_unmatched", "fix_unmatched-keys", "fix_untyped"]) expect(result.names).not.toContain(name)
+    // The first of the two listings is the one offered.
+    expect(result.names.filter((name) => name === "fix_echo")).toHaveLength(1)
+    expect(result.echo.settlement.status).toBe("success")
+    expect(result.echoDescription).toBe("Echoes text")
+    expect(result.state.tools).toContain("fix_pid")
+    expect(result.state.tools).toContain("fix_throws")
   }, 30_000)
 
   test("a server tool whose core name is already taken in the Location is not offered, and says so", async () => {
