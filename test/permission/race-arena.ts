@@ -20,11 +20,14 @@ import { Approvals } from "../../src/store/approvals"
 import { Store } from "../../src/store/store"
 import { tempDir } from "../support/temp"
 
+// Says "swapping" once it has been round the swap once, so that no call is settled before the race is on.
 const RACER = `
-const { renameSync } = require("node:fs")
+const { renameSync, writeSync } = require("node:fs")
 const [d, real, alt] = process.argv.slice(2)
+let said = false
 for (;;) {
   try { renameSync(d, real); renameSync(alt, d); renameSync(d, alt); renameSync(real, d) } catch {}
+  if (!said) { writeSync(1, "swapping\\n"); said = true }
 }
 `
 
@@ -41,8 +44,8 @@ export interface Arena {
   readonly outside: string
   /** The swapped directory inside the Location. */
   readonly inside: string
-  /** Starts the racer. */
-  readonly start: () => Bun.Subprocess
+  /** Starts the racer; answers it once it is swapping. */
+  readonly start: () => Promise<Bun.Subprocess>
   /**
    * Puts the swapped directory back where it was once the racer is stopped (it may stop halfway through a swap); a
    * directory a tool made in its place meanwhile (write makes missing parents) is moved aside.
@@ -66,15 +69,17 @@ export const arena = (swapped: string, fill: (inside: string, outside: string) =
   writeFileSync(join(outside, "outside-only.txt"), "OUTSIDE AAA\n")
   fill(inside, outside)
   symlinkSync(outside, `${inside}.alt`)
-  const start = () => {
+  const start = async () => {
     const script = join(root, "racer.js")
     writeFileSync(script, RACER)
     const racer = Bun.spawn([process.execPath, script, inside, `${inside}.real`, `${inside}.alt`], {
-      stdio: ["ignore", "ignore", "ignore"],
+      stdio: ["ignore", "pipe", "ignore"],
     })
     // The lowest priority: it races on whatever processor time is left, never starving the tools it races.
     setPriority(racer.pid, 19)
     racers.push(racer)
+    const { value } = await racer.stdout.getReader().read()
+    if (value === undefined) throw new Error("the racer ended before it swapped")
     return racer
   }
   const restore = () => {
@@ -109,7 +114,7 @@ export const race = (world: Arena, tool: string, runs: number, input: (index: nu
   const program = Effect.gen(function* () {
     yield* Asks.answer(yield* Permission.Service, { yes: false, interactive: false })
     const turn = yield* (yield* Settler.Service).materialize()
-    const racer = world.start()
+    const racer = yield* Effect.promise(() => world.start())
     const call = (index: number) =>
       turn
         .settle({

@@ -38,6 +38,9 @@ const visible = (settled: ReadonlyArray<Settlement.Info>) =>
       !(settlement.status === "error" && settlement.error?.kind === "failure"),
   )
 
+/** Whether the race was felt: some raced call met a swapped or missing directory rather than succeeding. */
+const felt = (settled: ReadonlyArray<Settlement.Info>) => settled.some((settlement) => settlement.status !== "success")
+
 /** Temp files anywhere outside the Location. */
 const strayTemps = (outside: string) => readdirSync(outside).filter((name) => name.includes(".core-"))
 
@@ -46,6 +49,7 @@ describe(`the directory-swap race, ${RUNS} calls per tool`, () => {
     const { settled, after } = await quiet(() => race("read", () => ({ filePath: "d/file.txt" })))
     expect(settled.filter((settlement) => textOf(settlement).includes("OUTSIDE"))).toEqual([])
     expect(visible(settled)).toEqual([])
+    expect(felt(settled)).toBe(true)
     expect(textOf(after)).toContain("inside AAA")
   }, 120_000)
 
@@ -56,6 +60,7 @@ describe(`the directory-swap race, ${RUNS} calls per tool`, () => {
     expect(readdirSync(outside).filter((name) => name.startsWith("new-"))).toEqual([])
     expect(strayTemps(outside)).toEqual([])
     expect(visible(settled)).toEqual([])
+    expect(felt(settled)).toBe(true)
     expect(after.status).toBe("success")
     expect(readFileSync(join(inside, `new-${RUNS}.txt`), "utf8")).toBe("x")
   }, 120_000)
@@ -67,6 +72,7 @@ describe(`the directory-swap race, ${RUNS} calls per tool`, () => {
     expect(readFileSync(join(outside, "file.txt"), "utf8")).toBe("OUTSIDE AAA\n")
     expect(strayTemps(outside)).toEqual([])
     expect(visible(settled)).toEqual([])
+    expect(felt(settled)).toBe(true)
     expect(after.error).toBeUndefined()
     expect(readFileSync(join(inside, "file.txt"), "utf8")).toStartWith("inside AAA+")
   }, 120_000)
@@ -84,6 +90,7 @@ describe(`the directory-swap race, ${RUNS} calls per tool`, () => {
     expect(deleted).toEqual([])
     expect(strayTemps(outside)).toEqual([])
     expect(visible(settled)).toEqual([])
+    expect(felt(settled)).toBe(true)
     expect(after.status).toBe("success")
     expect(existsSync(join(inside, `p-${RUNS}.txt`))).toBe(true)
     expect(existsSync(join(inside, `del-${RUNS}.txt`))).toBe(false)
@@ -93,6 +100,7 @@ describe(`the directory-swap race, ${RUNS} calls per tool`, () => {
     const { settled, after } = await quiet(() => race("grep", () => ({ pattern: "AAA", path: "d" })))
     expect(settled.filter((settlement) => textOf(settlement).includes("OUTSIDE"))).toEqual([])
     expect(visible(settled)).toEqual([])
+    expect(felt(settled)).toBe(true)
     expect(after.status).toBe("success")
     expect(textOf(after)).toContain("inside AAA")
   }, 120_000)
@@ -101,6 +109,7 @@ describe(`the directory-swap race, ${RUNS} calls per tool`, () => {
     const { settled, after } = await quiet(() => race("grep", () => ({ pattern: "AAA", path: "d/file.txt" })))
     expect(settled.filter((settlement) => textOf(settlement).includes("OUTSIDE"))).toEqual([])
     expect(visible(settled)).toEqual([])
+    expect(felt(settled)).toBe(true)
     expect(after.status).toBe("success")
     expect(textOf(after)).toContain("inside AAA")
   }, 120_000)
@@ -109,6 +118,7 @@ describe(`the directory-swap race, ${RUNS} calls per tool`, () => {
     const { settled, after } = await quiet(() => race("glob", () => ({ pattern: "*", path: "d" })))
     expect(settled.filter((settlement) => textOf(settlement).includes("outside-only"))).toEqual([])
     expect(visible(settled)).toEqual([])
+    expect(felt(settled)).toBe(true)
     // What is inside d: file.txt and the del- files, and not outside-only.txt.
     expect(after.structured).toMatchObject({ total: RUNS + 2 })
   }, 120_000)
@@ -117,6 +127,7 @@ describe(`the directory-swap race, ${RUNS} calls per tool`, () => {
     const { settled, after } = await quiet(() => race("list", () => ({ path: "d" })))
     expect(settled.filter((settlement) => textOf(settlement).includes("outside-only"))).toEqual([])
     expect(visible(settled)).toEqual([])
+    expect(felt(settled)).toBe(true)
     expect(after.structured).toMatchObject({ total: RUNS + 2 })
   }, 120_000)
 })
