@@ -53,6 +53,69 @@ describe("core as an MCP client of the reference servers", () => {
     expect(result.image.settlement.content.some((part) => part.type === "file" && part.mime === "image/png")).toBe(true)
   }, 30_000)
 
+  // timeoutMs bounds connecting too: long enough for the server to start on a loaded machine.
+  test("a call of the everything server that outlasts timeoutMs fails naming the server; the connection stays for the next", async () => {
+    const result = await withLocation(
+      { mcp: { every: { command: [EVERYTHING, "stdio"], timeoutMs: 5000 } }, permission: { "every_*": "allow" } },
+      () =>
+        Effect.gen(function* () {
+          const current = yield* turn
+          const pid = (yield* stateOf).pid!
+          const long = yield* settle(current, "every_trigger-long-running-operation", { duration: 600, steps: 1 })
+          const echo = yield* settle(current, "every_echo", { message: "after" })
+          return { pid, long, echo, state: yield* stateOf }
+        }),
+    )
+    expect(result.long.settlement.status).toBe("error")
+    expect(result.long.settlement.error?.kind).toBe("failure")
+    expect(result.long.settlement.error?.message).toStartWith(
+      'MCP server "every" did not answer within 5000 ms while calling trigger-long-running-operation; the request was cancelled.',
+    )
+    expect(result.echo.settlement).toMatchObject({ status: "success", content: [{ type: "text", text: "Echo: after" }] })
+    expect(result.state).toMatchObject({ status: "connected", pid: result.pid })
+  }, 30_000)
+
+  test("the everything server killed during a call is a failure naming the server; the next call runs on a new process", async () => {
+    const result = await withLocation(
+      { mcp: { every: { command: [EVERYTHING, "stdio"] } }, permission: { "every_*": "allow" } },
+      () =>
+        Effect.gen(function* () {
+          const current = yield* turn
+          const pid = (yield* stateOf).pid!
+          const started = yield* Deferred.make<void>()
+          const fiber = yield* Effect.forkChild(
+            current.settle(
+              {
+                sessionID: "ses_kill_every",
+                agent: "build",
+                assistantMessageID: "m",
+                toolCallID: "c1",
+                name: "every_trigger-long-running-operation",
+                input: { duration: 600, steps: 6000 },
+              },
+              // Its first progress says the operation is under way on the server.
+              { onProgress: () => Deferred.succeed(started, undefined).pipe(Effect.asVoid) },
+            ),
+          )
+          yield* Deferred.await(started)
+          process.kill(pid, "SIGKILL")
+          const killed = (yield* Fiber.join(fiber)).settlement
+          const next = yield* settle(yield* turn, "every_echo", { message: "back" })
+          return { pid, killed, next, state: yield* stateOf }
+        }),
+    )
+    expect(result.killed.status).toBe("error")
+    expect(result.killed.error?.kind).toBe("failure")
+    expect(result.killed.error?.message).toStartWith(
+      'MCP server "every" closed the connection while calling trigger-long-running-operation: the server process was killed by SIGKILL',
+    )
+    expect(result.killed.error?.message).toContain("It is started again on the next call")
+    expect(result.next.settlement).toMatchObject({ status: "success", content: [{ type: "text", text: "Echo: back" }] })
+    expect(result.state.status).toBe("connected")
+    expect(result.state.pid).not.toBe(result.pid)
+    expect(alive(result.pid)).toBe(false)
+  }, 30_000)
+
   test("the filesystem server reads a file of the Location through core, allowed by a rule", async () => {
     const result = await withLocation(
       { mcp: { fs: { command: [FILESYSTEM, "."] } }, permission: { "fs_*": "allow" } },
