@@ -1,16 +1,18 @@
 // The AI SDK adapter against the compiled binary, driven by the SDK's own mock language model: a multi-step loop
 // (list → read → edit → bash with an ask → grep and glob in one step → an image → bad input) with no glue but the
 // adapter call, each result checked as the model's next prompt carries it; then needsApproval from core's check,
-// and a tool file changed mid-loop reaching the model at its next step.
+// a tool file changed mid-loop reaching the model at its next step, and the SDK's abort signal cancelling a running
+// call on core. Also `toModelOutput` on settlements the loop does not reach: declined, structured only, a file by URL.
 
 import { afterAll, describe, expect, test } from "bun:test"
 import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { generateText, stepCountIs, type ModelMessage } from "ai"
 import { MockLanguageModelV4 } from "ai/test"
-import { Core, type PermissionRequest } from "@core/client"
-import { aiTools } from "@core/client/ai"
+import { Core, type PermissionRequest, type Settlement } from "@core/client"
+import { aiTools, toModelOutput } from "@core/client/ai"
 import { binary } from "../support/binary"
+import { isDead } from "../server/support"
 import { IMPORTS, type Sandbox } from "../cli/fixture"
 import { PNG_BASE64, project } from "./fixture"
 
@@ -199,5 +201,87 @@ export default Tool.make({ description: "Say hello v2", input: Schema.Struct({})
     expect(results.get("c_1").value).toContain("changed since")
     expect(results.get("c_2")).toEqual({ type: "text", value: "v2" })
     session.close()
+  })
+
+  test("aborting generateText's signal cancels the running call on core: its processes die and it settles cancelled", async () => {
+    const core = await spawn(project({ "core.json": '{ "permission": { "bash": { "*": "allow" } } }' }))
+    const session = core.session()
+    const abort = new AbortController()
+    let pid = 0
+    const model = scripted([[{ id: "c_sleep", name: "bash", input: { command: "echo pid $$; sleep 300" } }], "Never reached."])
+    const ended = await generateText({
+      model,
+      prompt: "Wait a while.",
+      abortSignal: abort.signal,
+      stopWhen: stepCountIs(5),
+      ...(await aiTools(session, {
+        onProgress: (_, update) => {
+          const match = /pid (\d+)/.exec(update.message)
+          if (match === null || pid !== 0) return
+          pid = Number(match[1])
+          abort.abort()
+        },
+      })),
+    }).then(
+      () => "finished",
+      (error: Error) => error.name,
+    )
+    expect(ended).toBe("AbortError")
+    expect(pid).toBeGreaterThan(0)
+    expect((await core.settlement(session.id, "c_sleep"))?.status).toBe("cancelled")
+    expect(isDead(pid)).toBe(true)
+    session.close()
+  })
+})
+
+describe("toModelOutput", () => {
+  const settlement = (fields: Partial<Settlement>): Settlement => ({
+    tool: "report",
+    callID: "c_unit",
+    status: "success",
+    content: [],
+    structured: null,
+    outputs: [],
+    ...fields,
+  })
+
+  test("a declined call is execution-denied, with the reason the settlement gives", () => {
+    const declined = settlement({
+      status: "declined",
+      content: [{ type: "text", text: "The user rejected permission to run bash: rm -rf build" }],
+      error: { kind: "denied", message: "The user rejected permission to run bash: rm -rf build" },
+    })
+    expect(toModelOutput(declined)).toEqual({
+      type: "execution-denied",
+      reason: "The user rejected permission to run bash: rm -rf build",
+    })
+  })
+
+  test("a success with structured output only is its JSON", () => {
+    const structured = { rows: [{ id: 1, name: "a" }], truncated: false }
+    expect(toModelOutput(settlement({ structured }))).toEqual({ type: "json", value: structured })
+  })
+
+  test("a file part whose uri is not a data: URI is a file by URL, with its media type and name", () => {
+    const output = toModelOutput(
+      settlement({
+        content: [
+          { type: "text", text: "The report:" },
+          { type: "file", mime: "application/pdf", uri: "https://example.com/report.pdf", name: "report.pdf" },
+        ],
+      }),
+    )
+    expect(output).toEqual({
+      type: "content",
+      value: [
+        { type: "text", text: "The report:" },
+        {
+          type: "file",
+          mediaType: "application/pdf",
+          data: { type: "url", url: new URL("https://example.com/report.pdf") },
+          filename: "report.pdf",
+        },
+      ],
+    })
   })
 })
