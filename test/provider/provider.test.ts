@@ -1,9 +1,10 @@
-// The provider mappings (DESIGN §14): every built-in and every example tool, through each provider, produces tools
+// The provider mappings (DESIGN §14): every built-in, example tool and example plugin's tool, through each provider, produces tools
 // that the provider's published rules (./rules, written independently of the mappings) accept; what a provider
 // cannot express is a model-compatibility error naming tool, construct and provider; openai-strict arguments are
 // normalised back so null means absent; settlements become each provider's tool-result block.
 
 import { describe, expect, test } from "bun:test"
+import { Database } from "bun:sqlite"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Schema } from "effect"
@@ -20,14 +21,19 @@ import * as Rules from "./rules"
 const ROOT = join(import.meta.dir, "../..")
 const source = (path: string) => readFileSync(join(ROOT, path), "utf8")
 
-/** The catalog of a Location holding this repository's example tools and the one `core init` writes. */
+/**
+ * The catalog of a Location holding this repository's example tools, the one `core init` writes, and the example
+ * plugin (with the database it opens).
+ */
 const examples = async (): Promise<ReadonlyArray<Definition.Definition>> => {
   const box = sandbox({
     "tools/hash.ts": source("tools/hash.ts"),
     "tools/text.ts": source("tools/text.ts"),
     "tools/wc.ts": source("tools/wc.ts"),
     "tools/example.ts": source("build/example/example.ts"),
+    "plugins/sqlite.ts": source("examples/plugins/sqlite.ts"),
   })
+  new Database(join(box.location, "app.db")).close()
   const environment = { dataDir: box.data, home: box.home }
   const program = Effect.gen(function* () {
     const prepared = yield* Host.prepare(environment, box.location)
@@ -41,7 +47,7 @@ const examples = async (): Promise<ReadonlyArray<Definition.Definition>> => {
 const catalog = await examples()
 
 const BUILTINS = ["read", "write", "edit", "apply_patch", "glob", "grep", "list", "bash"]
-const EXAMPLES = ["example", "hash", "text_identifier", "text_slug", "wc"]
+const EXAMPLES = ["example", "hash", "text_identifier", "text_slug", "wc", "sqlite_query"]
 
 const validate = (provider: Provider.Name, tool: any): Array<string> => {
   switch (provider) {
@@ -66,7 +72,7 @@ const definitionOf = (name: string, input: Schema.Codec<any, any>) =>
   Definition.of(Tool.make({ description: `The ${name} tool`, input, output: Schema.String, execute: () => Effect.succeed("") }), name)
 
 describe("every built-in and example tool through every provider", () => {
-  test("the catalog holds the built-ins and the examples", () => {
+  test("the catalog holds the built-ins, the example tools and the example plugin's tool", () => {
     const names = catalog.map((definition) => definition.name)
     for (const name of [...BUILTINS, ...EXAMPLES]) expect(names).toContain(name)
   })
