@@ -65,8 +65,6 @@ export interface Options {
   readonly version: string
 }
 
-const validators = new AjvJsonSchemaValidator()
-
 /** The server's hints about a tool's effects, as core declares them; none when the server gave none. */
 const annotationsOf = (tool: McpTool): { readonly annotations?: Tool.Annotations } => {
   const hints = tool.annotations
@@ -350,6 +348,9 @@ export class Server {
   private make(tool: McpTool, name: string): Tool.Any | string {
     let validate: (input: unknown) => string | undefined
     try {
+      // A validator of the tool's own: one shared would answer a schema's `$id` with whatever schema of that id it
+      // compiled first (another server's, or this one's before list_changed), and would keep every schema forever.
+      const validators = new AjvJsonSchemaValidator()
       const validator = validators.getValidator(withoutPatterns(tool.inputSchema) as Parameters<typeof validators.getValidator>[0])
       validate = (input) => {
         const result = validator(input)

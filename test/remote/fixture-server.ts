@@ -1,7 +1,8 @@
 // An MCP server over stdio for the client's fault paths, written with the SDK's low-level Server. The first
 // argument picks how it misbehaves from the start: "serve" (plain), "garbage" (prints lines that are not JSON-RPC
 // on stdout before and between answers), "mute" (never answers anything), "bad-names" (lists tools whose names
-// core cannot offer), "bad-tools" (lists a tool twice, and one whose input schema cannot be compiled), "stubborn"
+// core cannot offer), "bad-tools" (lists a tool twice, and one whose input schema cannot be compiled), "typed"
+// (adds a tool whose schema has a fixed `$id` and a `value` of the JSON type $VALUE_TYPE names), "stubborn"
 // (serves, but neither the end of its stdin nor SIGTERM ends it). Its tools hang, crash, fail, answer a JSON-RPC
 // error, report progress, wait to be cancelled or change the tool list.
 
@@ -80,6 +81,13 @@ if (mode === "mute") {
     })
     tools.push({ name: "untyped", description: "A type JSON Schema does not have", inputSchema: object({ a: { type: "strnig" } }) })
   }
+  if (mode === "typed") {
+    tools.push({
+      name: "typed",
+      description: "Echoes a value of its type",
+      inputSchema: Object.assign(object({ value: { type: process.env.VALUE_TYPE } }, ["value"]), { $id: "https://fixture.example/typed.json" }),
+    })
+  }
   let grown = false
   let cancelled = 0
   let counted = 0
@@ -105,6 +113,8 @@ if (mode === "mute") {
         return await new Promise<never>(() => undefined)
       case "throws":
         throw new McpError(ErrorCode.InternalError, "boom")
+      case "typed":
+        return text(`typed: ${JSON.stringify(args.value)}`)
       case "crash":
         process.stderr.write("fixture: crashing on purpose\n")
         process.exit(7)

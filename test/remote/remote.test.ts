@@ -572,6 +572,28 @@ describe("core as an MCP client: servers that misbehave", () => {
     expect(result.state.tools).toContain("fix_throws")
   }, 30_000)
 
+  test("two servers' schemas of the same $id each check their own tool's input", async () => {
+    const typed = (type: string) => ({ command: [BUN, FIXTURE, "typed"], env: { VALUE_TYPE: type } })
+    const result = await withLocation(
+      { mcp: { one: typed("string"), two: typed("number") }, permission: { "one_*": "allow", "two_*": "allow" } },
+      () =>
+        Effect.gen(function* () {
+          const current = yield* turn
+          const call = (name: string, value: unknown) => Effect.map(settle(current, name, { value }), (done) => done.settlement)
+          return {
+            text: yield* call("one_typed", "a"),
+            number: yield* call("two_typed", 5),
+            textRefused: yield* call("one_typed", 5),
+            numberRefused: yield* call("two_typed", "a"),
+          }
+        }),
+    )
+    expect(textOf(result.text)).toBe('typed: "a"')
+    expect(textOf(result.number)).toBe("typed: 5")
+    expect(result.textRefused.error?.kind).toBe("invalid_input")
+    expect(result.numberRefused.error?.kind).toBe("invalid_input")
+  }, 30_000)
+
   test("a server tool whose core name is already taken in the Location is not offered, and says so", async () => {
     const tool =
       `import { Tool } from "@core/tool"\nimport { Effect, Schema } from "effect"\n` +
