@@ -1,14 +1,14 @@
 // Plugins through the compiled binary (DESIGN §12): `@core/tool`'s Plugin served to plugin files, order and
-// precedence ($CORE_HOME's plugins, the Location's, then tools/*.ts), hooks in `core exec`, `core tools` and
-// `core check`, diagnostics on stderr while the rest serves, and every plugin Scope closed when `core exec` and
-// `core serve` end.
+// precedence ($CORE_HOME's plugins, the Location's, then tools/*.ts, also over a built-in's name), hooks in
+// `core exec`, `core tools` and `core check`, diagnostics on stderr while the rest serves, the boundary and the
+// shell producer as a plugin gets them, and every plugin Scope closed when `core exec` and `core serve` end.
 
 import { beforeAll, describe, expect, test } from "bun:test"
-import { readFileSync, realpathSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { binary } from "../support/binary"
 import { serve } from "../server/support"
-import { core, exec, IMPORTS, sandbox, settlementOf } from "./fixture"
+import { core, exec, IMPORTS, sandbox, settlementOf, write } from "./fixture"
 
 const PLUGIN_IMPORTS = `import { Plugin, Tool } from "@core/tool"
 import { Effect, Schema } from "effect"
@@ -115,6 +115,103 @@ describe("plugins in core exec, tools and check", () => {
     expect(lines.find((line) => line.includes("plugins/throws.ts"))).toContain("failed to install: database is down")
     expect(lines.find((line) => line.includes("plugins/none.ts"))).toContain("does not default-export a plugin")
     expect((JSON.parse(listed.stdout) as Array<{ name: string }>).map((tool) => tool.name)).toContain("say")
+  }, 60_000)
+})
+
+describe("plugins against core's built-ins and the world", () => {
+  test("a plugin's read wins over the built-in read in core exec, and a tools/read.ts beside it wins over the plugin", async () => {
+    const box = sandbox({ "plugins/reader.ts": registering("reader", "read", "plugin") })
+    const plugged = await exec(box, "read", { text: "x" })
+    expect(settlementOf(plugged).structured).toBe("plugin x")
+    write(box.location, {
+      "tools/read.ts": `${IMPORTS}export default Tool.make({ description: "Read from tools", input: Schema.Struct({ text: Schema.String }), output: Schema.String, execute: (input) => Effect.succeed("tool " + input.text) })\n`,
+    })
+    const own = await exec(box, "read", { text: "x" })
+    expect(settlementOf(own).structured).toBe("tool x")
+  }, 60_000)
+
+  test("an invalid name, a value not made by Tool.make and an installation that never finishes are diagnostics; the rest serves", async () => {
+    const registeringRecord = (record: string) =>
+      `${PLUGIN_IMPORTS}
+const tool = Tool.make({ description: "Echo", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("echo") })
+export default Plugin.make({ install: Effect.gen(function* () { yield* (yield* Plugin.Tools).register(${record}) }) })
+`
+    const box = sandbox({
+      "plugins/badname.ts": registeringRecord(`{ "bad name": tool }`),
+      "plugins/fake.ts": registeringRecord(`{ fake: {} as never }`),
+      "plugins/hangs.ts": `${PLUGIN_IMPORTS}export default Plugin.make({ install: Effect.never })\n`,
+      "plugins/ok.ts": registering("ok", "say", "ok"),
+    })
+    // The installation timeout is fixed at 10 s in core: this waits it out once.
+    const listed = await core(box, ["tools", "--json", "--location", box.location])
+    expect(listed.code).toBe(0)
+    const lines = listed.stderr.trim().split("\n")
+    expect(lines).toHaveLength(3)
+    expect(lines.find((line) => line.includes("plugins/badname.ts"))).toContain("Invalid tool name")
+    expect(lines.find((line) => line.includes("plugins/fake.ts"))).toContain('"fake" is not a tool made by Tool.make')
+    expect(lines.find((line) => line.includes("plugins/hangs.ts"))).toContain("did not finish installing within 10 s")
+    const names = (JSON.parse(listed.stdout) as Array<{ name: string }>).map((tool) => tool.name)
+    expect(names).toContain("say")
+    expect(names).toContain("read")
+    expect(names).not.toContain("fake")
+    expect(logOf(box.location)).toEqual(["install ok", "release ok"])
+  }, 60_000)
+
+  test("a plugin's Plugin.Boundary outside the Location is declined in core exec without a terminal", async () => {
+    const box = sandbox({
+      "plugins/peek.ts": `${PLUGIN_IMPORTS}
+export default Plugin.make({
+  install: Effect.gen(function* () {
+    const tools = yield* Plugin.Tools
+    const boundary = yield* Plugin.Boundary
+    yield* tools.register({
+      peek: Tool.make({
+        description: "Read a file",
+        input: Schema.Struct({ path: Schema.String }),
+        output: Schema.String,
+        checksPermissions: true,
+        execute: (input, context) =>
+          Effect.gen(function* () {
+            const file = yield* boundary.authorize(context, { path: input.path, access: "read" })
+            log("read " + file.path)
+            return yield* Effect.promise(() => Bun.file(file.path).text())
+          }),
+      }),
+    })
+  }),
+})
+`,
+    })
+    const declined = await exec(box, "peek", { path: "/etc/hostname" })
+    const settlement = settlementOf(declined)
+    expect(settlement.status).toBe("declined")
+    expect(settlement.structured).toBeNull()
+    expect(JSON.stringify(settlement.content)).toContain("external_directory")
+    expect(existsSync(join(box.location, "plugin.log"))).toBe(false)
+  }, 60_000)
+
+  test("a plugin's Plugin.Shell runs a real process in core exec, in the Location", async () => {
+    const box = sandbox({
+      "plugins/where.ts": `${PLUGIN_IMPORTS}
+export default Plugin.make({
+  install: Effect.gen(function* () {
+    const tools = yield* Plugin.Tools
+    const shell = yield* Plugin.Shell
+    yield* tools.register({
+      where: Tool.make({
+        description: "Print the working directory",
+        input: Schema.Struct({}),
+        output: Schema.String,
+        execute: () => shell.run({ argv: ["pwd"] }).pipe(Effect.map((ran) => ran.stdout.text.trim())),
+      }),
+    })
+  }),
+})
+`,
+    })
+    const ran = await exec(box, "where", {})
+    expect(settlementOf(ran).status).toBe("success")
+    expect(settlementOf(ran).structured).toBe(realpathSync(box.location))
   }, 60_000)
 })
 
