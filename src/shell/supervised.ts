@@ -15,6 +15,12 @@ import { Supervisor } from "./supervisor"
 /** The variable every supervised command carries, naming its run. */
 export const MARKER = "CORE_RUN"
 
+/**
+ * How long a supervisor may take to say how starting its command went. One that says nothing by then is stuck (it
+ * would hold the call, and its cancellation, forever): it is killed, and the call treats it as gone.
+ */
+export const START_TIMEOUT_MS = 30_000
+
 /** Whether this process is the compiled executable (its modules live in Bun's embedded file system). */
 const compiled = (): boolean => import.meta.path.startsWith("/$bunfs/")
 
@@ -220,7 +226,12 @@ export const canMount = (): boolean => isolation().length > 0 || Native.capable(
  * With `isolate`, supervisors are readied to mount paths read-only for their commands (`Order.readOnly`); with
  * `ports`, their commands cannot connect to core's own ports (`listening`).
  */
-export const pool = (records: Records | undefined, isolate = false, ports = false): Pool => {
+export const pool = (
+  records: Records | undefined,
+  isolate = false,
+  ports = false,
+  startTimeoutMs = START_TIMEOUT_MS,
+): Pool => {
   let spare: Spare | undefined
   let launched = 0
   let owner: Owner | undefined
@@ -322,10 +333,23 @@ export const pool = (records: Records | undefined, isolate = false, ports = fals
         replenish()
       } else if (report.kind !== "ready") onStarted(report)
     }
+    let stuck = false
+    const watchdog = setTimeout(() => {
+      stuck = true
+      child.kill("SIGKILL")
+    }, startTimeoutMs)
+    // The timer alone must not keep core running.
+    watchdog.unref()
+    void started.then(() => clearTimeout(watchdog))
     entry.listener = receive
     for (const report of entry.reports.splice(0)) receive(report)
     void child.exited.then(() => {
-      onStarted({ kind: "gone", message: `The command's supervisor exited (${child.signalCode ?? child.exitCode}) before starting it` })
+      onStarted({
+        kind: "gone",
+        message: stuck
+          ? `The command's supervisor said nothing for ${startTimeoutMs} ms and was killed before starting it`
+          : `The command's supervisor exited (${child.signalCode ?? child.exitCode}) before starting it`,
+      })
       onEnded(last)
     })
     try {

@@ -180,6 +180,21 @@ describe("when core dies", () => {
   })
 })
 
+describe("a stuck supervisor", () => {
+  test("one that says nothing about starting its command is killed after the start timeout: the call is not held", async () => {
+    const pool = Supervised.pool(undefined, false, false, 300)
+    const run = pool.launch({ argv: ["true"], cwd: "/", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, graceMs: 1000 })
+    // Stopped before it has loaded, it can never report.
+    process.kill(run.pid, "SIGSTOP")
+    const started = await run.started
+    expect(started).toEqual({
+      kind: "gone",
+      message: "The command's supervisor said nothing for 300 ms and was killed before starting it",
+    })
+    expect(await gone([run.pid])).toBe(true)
+  })
+})
+
 describe("the records of runs", () => {
   const order = (cwd: string) => ({ argv: ["true"], cwd, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, graceMs: 1000 })
 
