@@ -1,6 +1,7 @@
 // Location plugins through `@core/tool/testing` (DESIGN §12): installation once in a Scope of its own, release on
-// reload and on close, order and precedence, each hook's effect and refusal, hook defects as operational failures,
-// the boundary asking external_directory, and installation failures as diagnostics while the rest installs.
+// reload and on close, order and precedence, each hook's effect and refusal, hooks met only after the stale and
+// permission checks, hook defects as operational failures, the boundary asking external_directory, and installation
+// failures as diagnostics while the rest installs, what they acquired released once.
 
 import { describe, expect, test } from "bun:test"
 import { mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs"
