@@ -68,7 +68,13 @@ if (mode === "read") {
     }),
   )
   if (settlement.status !== "success") throw new Error(`read failed: ${JSON.stringify(settlement.error)}`)
-  lines = (settlement.structured as { lines: number }).lines
+  // The page and its structured form together may pass the model-output bound, which then keeps the structured
+  // value as a managed output (structured: null); the page's text, head and tail, still shows its line numbers.
+  const structured = settlement.structured as { readonly lines: number } | null
+  lines =
+    structured?.lines ??
+    settlement.content.map((part) => (part.type === "text" ? part.text : "")).join("\n").match(/^\d+: /gm)?.length ??
+    0
 } else {
   const text = await Bun.file(file).text()
   const page = text.split("\n").slice(offset - 1, offset - 1 + 1_998)
