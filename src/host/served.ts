@@ -24,6 +24,7 @@ import type { ManagedOutputs } from "../output/managed"
 import { Permission } from "../permission/permission"
 import { Provider } from "../provider/provider"
 import { Plugins } from "../plugin/plugins"
+import { Hooks } from "../settlement/hooks"
 import type { Rule } from "../permission/rule"
 import { Registry } from "../registry/registry"
 import { Remote } from "../remote/remote"
@@ -55,6 +56,8 @@ export interface Generation {
   readonly remote: Remote.Interface
   /** Its plugins, installed after the built-ins and before the tool files. */
   readonly plugins: Plugins.Interface
+  /** Its plugins' hooks, in installation order (what `core check` lists for a tool). */
+  readonly hooks: Hooks.Table
   /** Counts a call running in this generation until the returned effect runs. */
   readonly enter: Effect.Effect<Effect.Effect<void>>
 }
@@ -195,6 +198,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         files: ToolFiles.make(directory, registry.tools, generationScope, versions),
         remote: Context.get(context, Remote.Service),
         plugins: installation.plugins,
+        hooks: installation.hooks,
         scope: generationScope,
         active: 0,
         retired: false,

@@ -12,6 +12,7 @@ import * as OpenApi from "effect/http-api/OpenApi"
 import * as Schema from "effect/Schema"
 import packageJson from "../../package.json" with { type: "json" }
 import { Events } from "../host/events"
+import { Plugin } from "../plugin/plugin"
 import { Provider } from "../provider/provider"
 
 // Errors
@@ -208,6 +209,16 @@ export const Check = Schema.Struct({
       ),
     }),
   ).annotate({ description: "The checks the call makes, in the order it makes them" }),
+  hooks: Schema.optionalKey(
+    Schema.Array(
+      Schema.Struct({
+        plugin: Schema.String,
+        hooks: Schema.Array(Schema.Literals(Plugin.HOOKS)),
+      }),
+    ).annotate({
+      description: "The plugins whose hooks the call meets after the permission checks, in installation order; absent when none",
+    }),
+  ),
 }).annotate({
   identifier: "Check",
   description: "What settling the call would meet, found without running or asking anything",

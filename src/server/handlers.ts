@@ -22,6 +22,7 @@ import type { Sidecar } from "../host/sidecar"
 import { Agent } from "../permission/agent"
 import { Provider } from "../provider/provider"
 import type { Permission } from "../permission/permission"
+import { Hooks } from "../settlement/hooks"
 import type { Settler } from "../settlement/settler"
 import { Api } from "./api"
 import { Sse } from "./sse"
@@ -212,7 +213,9 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
             "Tool.Failure": (failure) => Effect.fail(Respond.badRequest(`${request.name}: ${failure.message}`)),
           }),
         )
-        return Respond.json(200, explained satisfies Api.Check)
+        // The plugin hooks a call to this tool meets after the permission checks, as core check lists them.
+        const hooks = Hooks.applied(turn.generation.hooks, request.name)
+        return Respond.json(200, (hooks.length === 0 ? explained : { ...explained, hooks }) satisfies Api.Check)
       }),
 
     settlement: (route) =>

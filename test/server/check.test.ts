@@ -1,7 +1,7 @@
 // `POST /v1/turns/{turnID}/check` in process: what `core check` says about a call through a turn, with nothing
 // run, asked or recorded; a deny anywhere in the call is the answer; bad turns, names and inputs are refused. And
-// the route beside the compiled binary's `core check` on one Location: the same answer but for the plugin hooks
-// the call meets, which only `core check` lists.
+// the route beside the compiled binary's `core check` on one Location: the same answer, the plugin hooks the call
+// meets included.
 
 import { beforeAll, describe, expect, test } from "bun:test"
 import { existsSync, realpathSync } from "node:fs"
@@ -120,14 +120,18 @@ describe("POST /v1/turns/{turnID}/check", () => {
     expect(document.components.schemas.Check.properties.decision.enum).toEqual(["allow", "deny", "ask"])
   })
 
-  test("answers what core check prints for the same call on the same Location, but for the plugin hooks only core check lists", async () => {
+  test("answers what core check prints for the same call on the same Location, the plugin hooks it meets included", async () => {
     const sidecar = await inProcess({ ...coreJson({ bash: { "touch *": "ask" } }), "plugins/audit.ts": BASH_HOOKS })
     const input = { command: "touch x" }
     const printed = await core(sidecar.box, ["check", "bash", "--input", JSON.stringify(input), "--location", sidecar.box.location])
     expect({ code: printed.code, stderr: printed.stderr }).toEqual({ code: 0, stderr: expect.any(String) })
-    const { hooks, ...cli } = JSON.parse(printed.stdout)
-    expect(hooks).toEqual([{ plugin: "audit", hooks: ["tool.definition", "tool.execute.before"] }])
-    expect(cli).toMatchObject({ tool: "bash", agent: "build", decision: "ask" })
+    const cli = JSON.parse(printed.stdout)
+    expect(cli).toMatchObject({
+      tool: "bash",
+      agent: "build",
+      decision: "ask",
+      hooks: [{ plugin: "audit", hooks: ["tool.definition", "tool.execute.before"] }],
+    })
 
     const { turnID } = await sidecar.turn()
     const answered = await sidecar.json("POST", `/v1/turns/${turnID}/check`, { body: { name: "bash", input } })
