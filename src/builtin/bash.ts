@@ -163,14 +163,8 @@ const outputOf = (result: Shell.Result): Output => {
   }
 }
 
-/** How many killed processes the text names, at most. */
-const NAMED = 10
-
-const killedLine = (killed: NonNullable<Output["killed"]>): string => {
-  const named = killed.slice(0, NAMED).map(({ pid, name }) => `${name} (${pid})`)
-  const more = killed.length > NAMED ? ` and ${killed.length - NAMED} more` : ""
-  return `Killed ${killed.length} process${killed.length === 1 ? "" : "es"} still running: ${named.join(", ")}${more}`
-}
+const killedLine = (killed: NonNullable<Output["killed"]>): string =>
+  `Killed ${killed.length} process${killed.length === 1 ? "" : "es"} still running: ${Shell.named(killed)}`
 
 const status = (output: Output, limits: Shell.Limits): string => {
   if (output.timeout !== undefined) {

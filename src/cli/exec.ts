@@ -146,13 +146,18 @@ export const run = (args: ReadonlyArray<string>) =>
         name,
         input,
       }
+      const store = yield* Store.Service
       const { settlement } = yield* turn.settle(call, { onProgress: (update) => Effect.sync(() => progress.show(update)) }).pipe(
         Effect.onInterrupt(() =>
-          Effect.sync(() => {
-            progress.clear()
-            const cancelled = Settlement.runnerOutcome(name, call.toolCallID, "cancelled")
-            Command.stdout(`${JSON.stringify(cancelled, null, 2)}\n`)
-          }),
+          // What the settler recorded (a cancel names the processes it ended), else a cancelled of its own.
+          Effect.flatMap(Effect.orElseSucceed(store.lookup(call), () => undefined), (known) =>
+            Effect.sync(() => {
+              progress.clear()
+              const cancelled =
+                known?.state === "settled" ? known.settlement : Settlement.runnerOutcome(name, call.toolCallID, "cancelled")
+              Command.stdout(`${JSON.stringify(cancelled, null, 2)}\n`)
+            }),
+          ),
         ),
       )
       progress.clear()

@@ -42,8 +42,16 @@ export const error = (tool: string, callID: string, kind: ErrorKind, message: st
   outputs: [],
 })
 
-/** A runner outcome (declined or cancelled): not a tool result, nothing for the model beyond a short note. */
-export const runnerOutcome = (tool: string, callID: string, status: "declined" | "cancelled"): Info => ({
+/**
+ * A runner outcome (declined or cancelled): not a tool result, nothing for the model beyond a short note, and for a
+ * cancelled call what it did while it was stopped (the processes it had started that were ended).
+ */
+export const runnerOutcome = (
+  tool: string,
+  callID: string,
+  status: "declined" | "cancelled",
+  stopping: ReadonlyArray<string> = [],
+): Info => ({
   tool,
   callID,
   status,
@@ -52,8 +60,11 @@ export const runnerOutcome = (tool: string, callID: string, status: "declined" |
       type: "text",
       text:
         status === "cancelled"
-          ? `The ${tool} call was cancelled by the user or the host before it finished; it may have done part of ` +
-            `its work. Check before calling it again.`
+          ? [
+              `The ${tool} call was cancelled by the user or the host before it finished; it may have done part of ` +
+                `its work. Check before calling it again.`,
+              ...stopping,
+            ].join("\n")
           : declinedText(tool, undefined),
     },
   ],

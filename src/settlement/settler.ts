@@ -24,6 +24,7 @@ import { Hints } from "./hints"
 import { Hooks } from "./hooks"
 import { Projection } from "./projection"
 import { Settlement } from "./settlement"
+import { Stopping } from "./stopping"
 
 /** A failure that is not a tool result: a broken store, an output that could not be kept, an unexpected error. */
 export class OperationalError extends Schema.TaggedError<OperationalError>()("Settler.OperationalError", {
@@ -256,6 +257,8 @@ export const layer: Layer.Layer<
         toolCallID: call.toolCallID,
         progress: (update) => (options?.onProgress === undefined ? Effect.void : options.onProgress(update)),
       }
+      // What the call did while being cancelled, should it be (Stopping: never part of the tool's context).
+      const stopping: Array<string> = []
       const executed = yield* Effect.exit(
         restore(
           Effect.suspend((): Effect.Effect<unknown, Tool.Failure | Permission.Refusal | OperationalError> => {
@@ -264,11 +267,11 @@ export const layer: Layer.Layer<
               ? called.effect
               : Effect.fail(new OperationalError({ message: called.message, cause: called.cause }))
           }),
-        ),
+        ).pipe(Effect.provideService(Stopping.Notes, stopping)),
       )
       if (Exit.isFailure(executed)) {
         if (Cause.hasInterruptsOnly(executed.cause)) {
-          return yield* recordOwned(call, Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"))
+          return yield* recordOwned(call, Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled", stopping))
         }
         const error = Cause.findError(executed.cause)
         if (error._tag === "Failure") return yield* Effect.failCause(error.failure)

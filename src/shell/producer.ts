@@ -5,11 +5,14 @@ export * as Shell from "./producer"
 // a wall-clock and an optional inactivity timeout. However a run ends (exit, timeout, interruption, a closing
 // scope), the whole group is ended and checked gone (./group). It never decides permissions or what a model sees.
 
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { Config } from "../config/config"
+import { Stopping } from "../settlement/stopping"
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
 import { Capture } from "./capture"
@@ -134,6 +137,17 @@ export interface Killed {
   readonly name: string
 }
 
+/** How many processes the text of a result names, at most. */
+const NAMED = 10
+
+/** Killed processes as a person reads them: `sleep (123), bash (120)`, and how many more past the first ten. */
+export const named = (killed: ReadonlyArray<Killed>): string => {
+  const shown = killed.slice(0, NAMED).map(({ pid, name }) => `${name} (${pid})`)
+  return `${shown.join(", ")}${killed.length > NAMED ? ` and ${killed.length - NAMED} more` : ""}`
+}
+
+const countOf = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`
+
 export interface Timeout {
   readonly kind: "wall" | "inactivity"
   readonly ms: number
@@ -195,7 +209,7 @@ interface Running {
   /** Resolves once the process has exited, everything it started is gone and its output is read. */
   readonly result: Promise<Result>
   /** Ends the run (idempotent); resolves when `result` has. */
-  readonly close: () => Promise<unknown>
+  readonly close: () => Promise<Result>
 }
 
 /** How a process ended, and what had to be ended with it. */
@@ -577,8 +591,14 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
         ),
       ),
       (running) => Effect.promise(() => running.result),
-      // Runs however the use ends: on interruption this is what ends the process before the run returns.
-      (running) => Effect.promise(() => running.close()),
+      // Runs however the use ends: on interruption this is what ends the process before the run returns, and what
+      // it ended is what a cancelled call's settlement names.
+      (running, exit) =>
+        Effect.flatMap(Effect.promise(() => running.close()), (result) =>
+          Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) && result.killed.length > 0
+            ? Stopping.note(`Ended ${countOf(result.killed.length, "process", "processes")} it had started: ${named(result.killed)}.`)
+            : Effect.void,
+        ),
     ).pipe(
       Effect.ensuring(
         Effect.sync(() => {

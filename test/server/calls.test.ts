@@ -216,7 +216,14 @@ describe("cancelling", () => {
     const [settlement] = await stream.rest()
     expect(settlement).toEqual({ event: "settlement", data: expect.objectContaining({ status: "cancelled", tool: "bash" }) })
     expect(pids.every(isDead)).toBe(true)
-    expect((await sidecar.json("GET", "/v1/settlements/ses_cancel/call_cancel")).body.status).toBe("cancelled")
+    // The settlement names what the cancel ended: the shell and both sleeps.
+    const [background, shell] = pids
+    const said = (settlement!.data as { content: Array<{ text: string }> }).content[0]!.text
+    expect(said).toContain("Ended 3 processes it had started: ")
+    expect(said).toContain(`sleep (${background})`)
+    expect(said).toContain(`(${shell})`)
+    const recorded = await sidecar.json("GET", "/v1/settlements/ses_cancel/call_cancel")
+    expect(recorded.body).toMatchObject({ status: "cancelled", content: [{ type: "text", text: said }] })
     expect((await sidecar.json("POST", "/v1/calls/ses_cancel/call_cancel/cancel")).status).toBe(404)
   })
 

@@ -69,7 +69,15 @@ describe("core exec bash", () => {
     running.child.kill("SIGINT")
     const result = await running.finished()
     expect(result.code).toBe(130)
-    expect(settlementOf(result).status).toBe("cancelled")
+    const settlement = settlementOf(result)
+    expect(settlement.status).toBe("cancelled")
+    // It names what the cancel ended: both sleeps (bash ran the last command in its own place).
+    expect(settlement.content).toEqual([
+      { type: "text", text: expect.stringContaining("Ended 2 processes it had started: ") },
+    ])
+    const said = (settlement.content[0] as { text: string }).text
+    expect(said).toContain(`sleep (${background})`)
+    expect(said).toContain(`sleep (${leader})`)
     expect(alive(background!)).toBe(false)
     expect(alive(leader!)).toBe(false)
     expect(ProcessGroup.members(leader!)).toEqual([])
