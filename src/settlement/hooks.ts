@@ -113,7 +113,7 @@ const hookFailure = (plugin: string, hook: string, cause: Cause.Cause<unknown>):
 const EMPTY: ReadonlyArray<Entry> = []
 
 /** Whether an Effect is already a success (`Effect.succeed`, `Effect.void` are), so its value can be read now. */
-const isDone = <A, E>(effect: Effect.Effect<A, E>): effect is Exit.Success<A, E> => Exit.isExit(effect) && Exit.isSuccess(effect)
+export const isDone = <A, E>(effect: Effect.Effect<A, E>): effect is Exit.Success<A, E> => Exit.isExit(effect) && Exit.isSuccess(effect)
 
 const messageOf = (cause: unknown): string =>
   typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)

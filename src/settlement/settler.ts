@@ -233,7 +233,9 @@ export const layer: Layer.Layer<
         return yield* new OperationalError({ message: refusal.message, cause: refusal })
       }
       if (hooks === undefined || hooks.size === 0) return { _tag: "Admitted", tool, input: decoded.value } satisfies Admitted
-      const hooked = yield* Hooks.before(hooks, call.name, tool, decoded.value).pipe(Effect.mapError(hookFailed))
+      const before = Hooks.before(hooks, call.name, tool, decoded.value)
+      // Hooks that answered at once (no-ops, most of them) cost no step of the fiber: settles are hot.
+      const hooked = Hooks.isDone(before) ? before.value : yield* before.pipe(Effect.mapError(hookFailed))
       if (hooked._tag === "Denied") return yield* rejectNew(call, "denied", hooked.message)
       return { _tag: "Admitted", tool, input: hooked.input } satisfies Admitted
     })
@@ -320,15 +322,21 @@ export const layer: Layer.Layer<
         )
       }
 
-      const content =
+      const after =
         hooks === undefined || hooks.size === 0
-          ? projected.value.content
-          : yield* Hooks.after(
+          ? undefined
+          : Hooks.after(
               hooks,
               call.name,
               { input: admitted.input, output: structured, content: projected.value.content },
               Projection.decodeContent,
-            ).pipe(Effect.mapError(hookFailed))
+            )
+      const content =
+        after === undefined
+          ? projected.value.content
+          : Hooks.isDone(after)
+            ? after.value
+            : yield* after.pipe(Effect.mapError(hookFailed))
       // Content a hook replaced is all the model may read: the structured output it did not see through would
       // reach the model by another road (MCP structuredContent, a host showing `structured`), so it goes.
       const replaced = content !== projected.value.content
