@@ -42,6 +42,8 @@ export class Table {
   private entries: ReadonlyArray<Entry> = []
   /** The entries applying to each tool name met so far (settles are hot: match the patterns once per name). */
   private readonly byTool = new Map<string, ReadonlyArray<Entry>>()
+  /** Which kinds of execute hook apply to each tool met so far (cleared with byTool). */
+  private readonly hooking = new Map<string, Readonly<Record<"tool.execute.before" | "tool.execute.after", boolean>>>()
 
   /** Changes with every add and remove, so what was derived from the table knows when to derive it again. */
   version = 0
@@ -50,10 +52,12 @@ export class Table {
   add(entry: Entry): () => void {
     this.entries = [...this.entries, entry]
     this.byTool.clear()
+    this.hooking.clear()
     this.version++
     return () => {
       this.entries = this.entries.filter((candidate) => candidate !== entry)
       this.byTool.clear()
+      this.hooking.clear()
       this.version++
     }
   }
@@ -69,6 +73,20 @@ export class Table {
       this.byTool.set(tool, applying)
     }
     return applying
+  }
+
+  /** Whether any hook of that kind applies to `tool` (settles skip the kinds none of the plugins hooks). */
+  has(tool: string, hook: "tool.execute.before" | "tool.execute.after"): boolean {
+    let kinds = this.hooking.get(tool)
+    if (kinds === undefined) {
+      const entries = this.for(tool)
+      kinds = {
+        "tool.execute.before": entries.some(({ hooks }) => hooks["tool.execute.before"] !== undefined),
+        "tool.execute.after": entries.some(({ hooks }) => hooks["tool.execute.after"] !== undefined),
+      }
+      this.hooking.set(tool, kinds)
+    }
+    return kinds[hook]
   }
 
   get size(): number {

@@ -232,7 +232,9 @@ export const layer: Layer.Layer<
         }
         return yield* new OperationalError({ message: refusal.message, cause: refusal })
       }
-      if (hooks === undefined || hooks.size === 0) return { _tag: "Admitted", tool, input: decoded.value } satisfies Admitted
+      if (hooks === undefined || !hooks.has(call.name, "tool.execute.before")) {
+        return { _tag: "Admitted", tool, input: decoded.value } satisfies Admitted
+      }
       const before = Hooks.before(hooks, call.name, tool, decoded.value)
       // Hooks that answered at once (no-ops, most of them) cost no step of the fiber: settles are hot.
       const hooked = Hooks.isDone(before) ? before.value : yield* before.pipe(Effect.mapError(hookFailed))
@@ -323,7 +325,7 @@ export const layer: Layer.Layer<
       }
 
       const after =
-        hooks === undefined || hooks.size === 0
+        hooks === undefined || !hooks.has(call.name, "tool.execute.after")
           ? undefined
           : Hooks.after(
               hooks,
