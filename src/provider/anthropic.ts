@@ -106,7 +106,7 @@ const strict = (node: Node, path: string, problems: ProviderSchema.Problems, rec
   if (ref !== undefined && recursive.has(ref)) {
     problems.add(path, `a recursive schema (${ref} contains itself)`, "Anthropic strict tool use does not support recursion")
   }
-  const copy: Record<string, unknown> = { ...ProviderSchema.moveToDescription(node, found.moved) }
+  const copy = ProviderSchema.moveToDescription(node, found.moved)
   if (Array.isArray(copy.oneOf)) {
     copy.anyOf = copy.oneOf
     delete copy.oneOf
@@ -122,15 +122,15 @@ const strict = (node: Node, path: string, problems: ProviderSchema.Problems, rec
       )
     }
     const properties = ProviderSchema.isNode(copy.properties) ? (copy.properties as Record<string, Node>) : {}
-    copy.properties = Object.fromEntries(
-      Object.entries(properties).map(([key, property]) => {
-        const at = ProviderSchema.child(path, key)
-        if (!PROPERTY_PATTERN.test(key)) {
-          problems.add(at, `the property name ${JSON.stringify(key)}`, 'Anthropic property names hold only letters, digits, "_", "." and "-", at most 64')
-        }
-        return [key, strict(property, at, problems, recursive)]
-      }),
-    )
+    const strictProperties: Record<string, Node> = {}
+    for (const key in properties) {
+      const at = ProviderSchema.child(path, key)
+      if (!PROPERTY_PATTERN.test(key)) {
+        problems.add(at, `the property name ${JSON.stringify(key)}`, 'Anthropic property names hold only letters, digits, "_", "." and "-", at most 64')
+      }
+      ProviderSchema.put(strictProperties, key, strict(properties[key]!, at, problems, recursive))
+    }
+    copy.properties = strictProperties
     copy.additionalProperties = false
   }
   return copy

@@ -153,33 +153,35 @@ const convert = (input: Node, path: string, walk: Walk): Node => {
       "Gemini's Schema lists every property and has no additionalProperties; use a struct, or an array of key-value pairs",
     )
   }
-  const copy: Record<string, unknown> = {}
-  const described = ProviderSchema.moveToDescription(node, moved)
-  for (const key in described) if (!SILENT.has(key) && !REFUSED.has(key)) copy[key] = described[key]
+  const copy = ProviderSchema.moveToDescription(node, moved, dropped)
   if (typeof copy.type === "string" && !TYPES.has(copy.type)) {
     walk.problems.add(path, `the type ${JSON.stringify(copy.type)}`, "Gemini's Schema has no such type")
   }
   if (Array.isArray(copy.anyOf)) copy.anyOf = copy.anyOf.map((branch: Node) => convert(branch, path, walk))
   if (ProviderSchema.isNode(copy.items)) copy.items = convert(copy.items, `${path}[]`, walk)
   if (ProviderSchema.isNode(copy.properties)) {
-    copy.properties = Object.fromEntries(
-      Object.entries(copy.properties as Record<string, Node>).map(([key, property]) => {
-        const at = ProviderSchema.child(path, key)
-        if (!PROPERTY_PATTERN.test(key)) {
-          walk.problems.add(
-            at,
-            `the parameter name ${JSON.stringify(key)}`,
-            'Gemini parameter names start with a letter or "_" and hold only letters, digits and "_", at most 64',
-          )
-        }
-        return [key, convert(property, at, walk)]
-      }),
-    )
+    const properties = copy.properties as Record<string, Node>
+    const converted: Record<string, Node> = {}
+    for (const key in properties) {
+      const at = ProviderSchema.child(path, key)
+      if (!PROPERTY_PATTERN.test(key)) {
+        walk.problems.add(
+          at,
+          `the parameter name ${JSON.stringify(key)}`,
+          'Gemini parameter names start with a letter or "_" and hold only letters, digits and "_", at most 64',
+        )
+      }
+      ProviderSchema.put(converted, key, convert(properties[key]!, at, walk))
+    }
+    copy.properties = converted
     // Gemini may otherwise produce arguments in any order; keep the author's.
-    copy.propertyOrdering = Object.keys(copy.properties as Node)
+    copy.propertyOrdering = Object.keys(converted)
   }
   return withNullable(copy, nullable)
 }
+
+/** Keywords Gemini's Schema leaves out without a word (SILENT) or refuses (REFUSED, reported by the walk). */
+const dropped = (key: string): boolean => SILENT.has(key) || REFUSED.has(key)
 
 const onlyNull = (path: string, walk: Walk): Node => {
   walk.problems.add(path, "a value that can only be null", "Gemini's Schema has no null type")

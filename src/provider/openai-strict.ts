@@ -67,7 +67,7 @@ const strict = (node: Node, path: string, level: number, walk: Walk): Node => {
     walk.problems.add(path, "a value of any type", "OpenAI strict mode needs a type for every value")
     return node
   }
-  const copy: Record<string, unknown> = { ...ProviderSchema.moveToDescription(node, found.moved) }
+  const copy = ProviderSchema.moveToDescription(node, found.moved)
   if ("const" in copy) {
     copy.enum = [copy.const]
     delete copy.const
@@ -92,10 +92,10 @@ const strict = (node: Node, path: string, level: number, walk: Walk): Node => {
     const properties = ProviderSchema.isNode(copy.properties) ? (copy.properties as Record<string, Node>) : {}
     const required: ReadonlyArray<unknown> = Array.isArray(copy.required) ? copy.required : []
     const strictProperties: Record<string, Node> = {}
-    for (const [key, property] of Object.entries(properties)) {
+    for (const key in properties) {
       walk.properties++
-      const mapped = strict(property, ProviderSchema.child(path, key), level + 1, walk)
-      strictProperties[key] = required.includes(key) || ProviderSchema.admitsNull(mapped) ? mapped : nullable(mapped)
+      const mapped = strict(properties[key]!, ProviderSchema.child(path, key), level + 1, walk)
+      ProviderSchema.put(strictProperties, key, required.includes(key) || ProviderSchema.admitsNull(mapped) ? mapped : nullable(mapped))
     }
     copy.properties = strictProperties
     copy.required = Object.keys(strictProperties)

@@ -39,6 +39,12 @@ export const isNode = (value: unknown): value is Node => typeof value === "objec
 
 export const child = (path: string, key: string): string => (path === "" ? key : `${path}.${key}`)
 
+/** Sets `key` on a plain object as an own property, "__proto__" (a legal property name in a schema) included. */
+export const put = (target: Record<string, unknown>, key: string, value: unknown): void => {
+  if (key === "__proto__") Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
+  else target[key] = value
+}
+
 /** The `$defs` name a local reference points to, if it is one. */
 export const refName = (node: Node): string | undefined =>
   typeof node.$ref === "string" ? /^#\/\$defs\/(.+)$/.exec(node.$ref)?.[1] : undefined
@@ -78,7 +84,14 @@ export const admitsNull = (node: Node): boolean =>
 
 /** Whether a node says nothing about its value: any JSON value is valid. */
 export const isAny = (node: Node): boolean =>
-  ["type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const", "not"].every((key) => !(key in node))
+  !("type" in node) &&
+  !("anyOf" in node) &&
+  !("oneOf" in node) &&
+  !("allOf" in node) &&
+  !("$ref" in node) &&
+  !("enum" in node) &&
+  !("const" in node) &&
+  !("not" in node)
 
 const words = (key: string, value: unknown): string => {
   const shown = JSON.stringify(value)
@@ -123,19 +136,28 @@ const words = (key: string, value: unknown): string => {
 }
 
 /**
- * A copy of `node` without the `keys` it holds, their constraints appended to its description in words
- * ("Wall-clock limit (at least 1, at most 600000)"), so the model still reads what decoding will check.
+ * A fresh copy of `node` (the caller may change it) without the `keys` it holds, their constraints appended to its
+ * description in words ("Wall-clock limit (at least 1, at most 600000)"), so the model still reads what decoding
+ * will check.
  */
-export const moveToDescription = (node: Node, keys: ReadonlyArray<string>): Node => {
-  if (keys.length === 0) return node
-  const moved = keys.filter((key) => key in node)
-  if (moved.length === 0) return node
+export const moveToDescription = (
+  node: Node,
+  keys: ReadonlyArray<string>,
+  /** Keys the copy leaves out besides `keys`, without a word in the description. */
+  dropped?: (key: string) => boolean,
+): Record<string, unknown> => {
   const copy: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(node)) if (!moved.includes(key)) copy[key] = value
-  const said = moved.map((key) => words(key, node[key])).filter((text) => text !== "")
-  if (said.length === 0) return copy
-  const note = `(${said.join(", ")})`
-  copy.description = typeof node.description === "string" && node.description !== "" ? `${node.description} ${note}` : note
+  // Mapping a catalog is one walk of every schema node: plain loops, no intermediate arrays.
+  for (const key in node) if (!keys.includes(key) && dropped?.(key) !== true) put(copy, key, node[key])
+  let note = ""
+  for (const key of keys) {
+    if (!(key in node)) continue
+    const text = words(key, node[key])
+    if (text !== "") note = note === "" ? text : `${note}, ${text}`
+  }
+  if (note === "") return copy
+  copy.description =
+    typeof node.description === "string" && node.description !== "" ? `${node.description} (${note})` : `(${note})`
   return copy
 }
 
@@ -143,15 +165,18 @@ export const moveToDescription = (node: Node, keys: ReadonlyArray<string>): Node
 export const recursiveDefs = (defs: Readonly<Record<string, Node>>): ReadonlySet<string> => {
   const refs = new Map<string, Set<string>>()
   const collect = (value: unknown, into: Set<string>): void => {
-    if (Array.isArray(value)) return value.forEach((item) => collect(item, into))
-    if (!isNode(value)) return
-    const name = refName(value)
+    if (typeof value !== "object" || value === null) return
+    if (Array.isArray(value)) {
+      for (const item of value) collect(item, into)
+      return
+    }
+    const name = refName(value as Node)
     if (name !== undefined) into.add(name)
-    for (const inner of Object.values(value)) collect(inner, into)
+    for (const key in value) collect((value as Node)[key], into)
   }
-  for (const [name, node] of Object.entries(defs)) {
+  for (const name in defs) {
     const into = new Set<string>()
-    collect(node, into)
+    collect(defs[name], into)
     refs.set(name, into)
   }
   const recursive = new Set<string>()
