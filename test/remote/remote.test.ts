@@ -31,6 +31,28 @@ const alive = (pid: number) => {
 
 const stateOf = Effect.map(Remote.Service, (remote) => remote.states()[0]!)
 
+/**
+ * Calls `name` of the Location's one server, kills the server with SIGKILL once the call's first progress says it is
+ * under way there, then calls `next`: answers the server's pid before, both settlements and its state after.
+ */
+const killedMidCall = (name: string, input: unknown, next: string, nextInput: unknown) =>
+  Effect.gen(function* () {
+    const current = yield* turn
+    const pid = (yield* stateOf).pid!
+    const started = yield* Deferred.make<void>()
+    const fiber = yield* Effect.forkChild(
+      current.settle(
+        { sessionID: "ses_kill", agent: "build", assistantMessageID: "m", toolCallID: "c1", name, input },
+        { onProgress: () => Deferred.succeed(started, undefined).pipe(Effect.asVoid) },
+      ),
+    )
+    yield* Deferred.await(started)
+    process.kill(pid, "SIGKILL")
+    const killed = (yield* Fiber.join(fiber)).settlement
+    const after = yield* settle(yield* turn, next, nextInput)
+    return { pid, killed, next: after, state: yield* stateOf }
+  })
+
 describe("core as an MCP client of the reference servers", () => {
   test("the everything server's tools appear as every_<tool>, a call is asked first and then settles", async () => {
     const result = await withLocation({ mcp: { every: { command: [EVERYTHING, "stdio"] } } }, () =>
@@ -79,30 +101,7 @@ describe("core as an MCP client of the reference servers", () => {
     const result = await withLocation(
       { mcp: { every: { command: [EVERYTHING, "stdio"] } }, permission: { "every_*": "allow" } },
       () =>
-        Effect.gen(function* () {
-          const current = yield* turn
-          const pid = (yield* stateOf).pid!
-          const started = yield* Deferred.make<void>()
-          const fiber = yield* Effect.forkChild(
-            current.settle(
-              {
-                sessionID: "ses_kill_every",
-                agent: "build",
-                assistantMessageID: "m",
-                toolCallID: "c1",
-                name: "every_trigger-long-running-operation",
-                input: { duration: 600, steps: 6000 },
-              },
-              // Its first progress says the operation is under way on the server.
-              { onProgress: () => Deferred.succeed(started, undefined).pipe(Effect.asVoid) },
-            ),
-          )
-          yield* Deferred.await(started)
-          process.kill(pid, "SIGKILL")
-          const killed = (yield* Fiber.join(fiber)).settlement
-          const next = yield* settle(yield* turn, "every_echo", { message: "back" })
-          return { pid, killed, next, state: yield* stateOf }
-        }),
+        killedMidCall("every_trigger-long-running-operation", { duration: 600, steps: 6000 }, "every_echo", { message: "back" }),
     )
     expect(result.killed.status).toBe("error")
     expect(result.killed.error?.kind).toBe("failure")
@@ -365,24 +364,7 @@ describe("core as an MCP client: results and failures", () => {
   }, 30_000)
 
   test("a server killed during a call is a clear failure, and reconnects on the next use", async () => {
-    const result = await withLocation(fixture(), () =>
-      Effect.gen(function* () {
-        const current = yield* turn
-        const pid = (yield* stateOf).pid!
-        const started = yield* Deferred.make<void>()
-        const fiber = yield* Effect.forkChild(
-          current.settle(
-            { sessionID: "ses_kill", agent: "build", assistantMessageID: "m", toolCallID: "c1", name: "fix_wait", input: {} },
-            { onProgress: () => Deferred.succeed(started, undefined).pipe(Effect.asVoid) },
-          ),
-        )
-        yield* Deferred.await(started)
-        process.kill(pid, "SIGKILL")
-        const killed = (yield* Fiber.join(fiber)).settlement
-        const next = yield* settle(yield* turn, "fix_echo", { text: "back" })
-        return { pid, killed, next, state: yield* stateOf }
-      }),
-    )
+    const result = await withLocation(fixture(), () => killedMidCall("fix_wait", {}, "fix_echo", { text: "back" }))
     expect(result.killed.error?.message).toContain('MCP server "fix" closed the connection while calling wait')
     expect(result.killed.error?.message).toContain("SIGKILL")
     expect(textOf(result.next.settlement)).toBe("echo: back")
