@@ -146,8 +146,6 @@ export const named = (killed: ReadonlyArray<Killed>): string => {
   return `${shown.join(", ")}${killed.length > NAMED ? ` and ${killed.length - NAMED} more` : ""}`
 }
 
-const countOf = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`
-
 export interface Timeout {
   readonly kind: "wall" | "inactivity"
   readonly ms: number
@@ -596,7 +594,9 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
       (running, exit) =>
         Effect.flatMap(Effect.promise(() => running.close()), (result) =>
           Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) && result.killed.length > 0
-            ? Stopping.note(`Ended ${countOf(result.killed.length, "process", "processes")} it had started: ${named(result.killed)}.`)
+            ? Stopping.note(
+                `Ended ${result.killed.length} process${result.killed.length === 1 ? "" : "es"} it had started: ${named(result.killed)}.`,
+              )
             : Effect.void,
         ),
     ).pipe(
