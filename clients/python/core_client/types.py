@@ -96,6 +96,8 @@ class Check(TypedDict):
     agent: str
     decision: Literal["allow", "deny", "ask"]
     checks: List[Dict[str, Any]]
+    # The plugins whose hooks the call meets, in installation order: [{"plugin", "hooks": [...]}]; absent when none.
+    hooks: NotRequired[List[Dict[str, Any]]]
 
 
 class Event(TypedDict):

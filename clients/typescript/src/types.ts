@@ -91,6 +91,11 @@ export interface Check {
     }>
     readonly alwaysSaves?: ReadonlyArray<string>
   }>
+  /** The plugins whose hooks the call meets after the permission checks, in installation order; absent when none. */
+  readonly hooks?: ReadonlyArray<{
+    readonly plugin: string
+    readonly hooks: ReadonlyArray<"tool.definition" | "tool.execute.before" | "tool.execute.after">
+  }>
 }
 
 interface CallKey {
