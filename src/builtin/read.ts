@@ -38,7 +38,16 @@ const CHUNK_BYTES = 1024 * 1024
 const SNIFF_BYTES = 8 * 1024
 const MAX_CONTROL_RATIO = 0.3
 /** After a page, the rest of the file is counted for its total line count when it is at most this big. */
-const COUNT_REST_BYTES = 8 * 1024 * 1024
+const COUNT_REST_BYTES = 64 * 1024 * 1024
+/**
+ * A file this big is read a smaller page at a time unless the model asks for a limit: a first look at a large log
+ * costs a few thousand tokens, and the page says the file's size so the model can choose offsets or grep.
+ */
+const LARGE_FILE_BYTES = 1024 * 1024
+const LARGE_FILE_LINES = 400
+const LARGE_FILE_PAGE_BYTES = 16 * 1024
+/** The header of a large file's page, besides its path. */
+const HEADER_BYTES = 128
 /** While streaming past earlier pages, progress is reported this often. */
 const PROGRESS_BYTES = 256 * 1024 * 1024
 /** Enough bytes of a line for MAX_LINE_CHARS characters and one more. */
@@ -84,6 +93,7 @@ const Text = Schema.Struct({
   }),
   nextOffset: Schema.optionalKey(Schema.Int.annotate({ description: "Where the next page starts, when more remains" })),
   totalLines: Schema.optionalKey(Schema.Int.annotate({ description: "The file's line count, when known" })),
+  bytes: Schema.optionalKey(Schema.Int.annotate({ description: "The file's size in bytes, when more remains to read" })),
 })
 
 const Directory = Schema.Struct({
@@ -370,9 +380,18 @@ const FOOTER_HINT = "Use offset"
 const count = (total: number, unit: "line" | "entry") =>
   `${total} ${total === 1 ? unit : unit === "line" ? "lines" : "entries"}`
 
-/** The numbered lines and footer the model reads. */
+const size = (bytes: number): string =>
+  bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`
+
+/** The numbered lines and footer the model reads; a page of a large file that goes on first says how big it is. */
 const renderText = (output: typeof Text.Type): string => {
   if (output.lines === 0) return `(${output.path} is empty)`
+  const header =
+    output.nextOffset === undefined || output.bytes === undefined || output.bytes <= LARGE_FILE_BYTES
+      ? ""
+      : `(${output.path}: ${size(output.bytes)}` +
+        `${output.totalLines === undefined ? "" : `, ${count(output.totalLines, "line")}`}. Page through it with ` +
+        `offset and limit, or search it with grep.)\n`
   const numbered = output.content.split("\n").map((text, index) => `${output.offset + index}: ${text}`)
   const last = output.offset + output.lines - 1
   const footer =
@@ -381,7 +400,7 @@ const renderText = (output: typeof Text.Type): string => {
       : output.totalLines === undefined
         ? `(Lines ${output.offset}-${last} shown; the file goes on. ${FOOTER_HINT}=${output.nextOffset} to read more.)`
         : `(Lines ${output.offset}-${last} of ${output.totalLines}. ${FOOTER_HINT}=${output.nextOffset} to read more.)`
-  return `${numbered.join("\n")}\n\n${footer}`
+  return `${header}${numbered.join("\n")}\n\n${footer}`
 }
 
 const renderDirectory = (output: typeof Directory.Type): string => {
@@ -508,9 +527,14 @@ const makeTool = (services: Builtin.Services) => {
   ) =>
     Effect.gen(function* () {
       const offset = input.offset ?? 1
-      // The footer takes two lines of the page's output.
-      const maxLines = Math.min(input.limit ?? MAX_LINES, MAX_LINES - FOOTER_LINES)
-      const scan = scanner(offset, maxLines, pageBudget(shown))
+      const large = input.limit === undefined && before.size > LARGE_FILE_BYTES
+      // The footer takes two lines of the page's output (and a large file's header one more).
+      const maxLines = large
+        ? LARGE_FILE_LINES
+        : Math.min(input.limit ?? MAX_LINES, MAX_LINES - FOOTER_LINES - (before.size > LARGE_FILE_BYTES ? 1 : 0))
+      // A large file's header (its path, size and line count) takes room from the page.
+      const budget = before.size > LARGE_FILE_BYTES ? pageBudget(shown) - HEADER_BYTES - pageBytes(shown) : pageBudget(shown)
+      const scan = scanner(offset, maxLines, large ? LARGE_FILE_PAGE_BYTES : budget)
       const invalid = (line: number) =>
         failure(
           `${shown} is not valid UTF-8 text: line ${line} holds bytes that are not UTF-8. It may use another ` +
@@ -558,7 +582,7 @@ const makeTool = (services: Builtin.Services) => {
         offset,
         lines: page.length,
         content: page.join("\n"),
-        ...(more ? { nextOffset: offset + page.length } : {}),
+        ...(more ? { nextOffset: offset + page.length, bytes: before.size } : {}),
         ...(total === undefined ? {} : { totalLines: total }),
       }
     })
@@ -625,8 +649,9 @@ const makeTool = (services: Builtin.Services) => {
   return Tool.make({
     description:
       "Read a file or directory in the project. A text file comes back with 1-based line numbers (`N: text`), one " +
-      `page at a time: at most ${MAX_LINES} lines of output or 50 KiB, whichever comes first. When more remains, ` +
-      "the page ends with a note giving the offset to read next (and the total line count when known). Lines " +
+      `page at a time: at most ${MAX_LINES} lines of output or 50 KiB, whichever comes first (without a limit, a ` +
+      `file over 1 MiB gives ${LARGE_FILE_LINES} lines or 16 KiB a page). When more remains, the page starts with ` +
+      "the file's size and line count and ends with the offset to read next. Lines " +
       `longer than ${MAX_LINE_CHARS} characters are cut, with a note on the line. A byte order mark is dropped and ` +
       "Windows line endings are shown without the \\r. A directory comes back as its entries (directories first, " +
       "with a trailing /), paged the same way. PNG, JPEG, GIF and WEBP images (recognised by content) come back as " +

@@ -48,6 +48,7 @@ const integerAtLeast = (minimum: number) =>
 export const Output = Schema.Struct({
   maxLines: Schema.optionalKey(integerAtLeast(8)),
   maxBytes: Schema.optionalKey(integerAtLeast(1024)),
+  previewBytes: Schema.optionalKey(integerAtLeast(1024)),
   retentionDays: Schema.optionalKey(
     Schema.Finite.check(Schema.isGreaterThan(0, { expected: "a number greater than 0" })),
   ),

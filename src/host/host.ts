@@ -133,6 +133,7 @@ export const servicesLayer = <ROut, E, RIn>(settings: Settings, registry: Layer.
       Output.layer({
         ...(output.maxLines === undefined ? {} : { maxLines: output.maxLines }),
         ...(output.maxBytes === undefined ? {} : { maxBytes: output.maxBytes }),
+        ...(output.previewBytes === undefined ? {} : { previewBytes: output.previewBytes }),
       }),
     ),
     Layer.provideMerge(Hooks.layer()),

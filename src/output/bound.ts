@@ -1,12 +1,15 @@
 export * as Bound from "./bound"
 
-// Pure bounding of model-facing text: measuring against a line and byte limit, and building the head + marker +
-// tail preview that replaces an oversized text. The preview never exceeds the limits. Nothing here touches disk:
+// Pure bounding of model-facing text: measuring against a line and byte limit, and building the marker + head +
+// tail preview that replaces an oversized text. The limits say when a text is bounded; the preview is smaller
+// (about 8 KiB, three quarters of it from the tail, where a log's causes usually are) and never exceeds them. Nothing here touches disk:
 // keeping the full text is ../output/managed's job, and choosing what to bound is ./output's.
 
 export interface Limits {
   readonly maxLines: number
   readonly maxBytes: number
+  /** The size a preview aims at (UTF-8 bytes, marker included), at most maxBytes. */
+  readonly previewBytes?: number
 }
 
 export const DEFAULT_MAX_LINES = 2_000
@@ -14,6 +17,9 @@ export const DEFAULT_MAX_BYTES = 51_200
 /** Below these a preview cannot hold its own marker plus some context. */
 export const MIN_MAX_LINES = 8
 export const MIN_MAX_BYTES = 1_024
+export const DEFAULT_PREVIEW_BYTES = 8_192
+/** The share of a preview's room given to the head; the rest goes to the tail. */
+const HEAD_SHARE = 0.25
 
 export const byteLength = (text: string): number => Buffer.byteLength(text, "utf8")
 
@@ -200,7 +206,8 @@ const omittedOf = (
 
 /**
  * A preview of an oversized `text`: a summary line saying what was left out and how to read it, then as much of
- * its head and tail as fits around a short line where it was cut. Guaranteed within `limits` (lines and bytes).
+ * its head (a quarter) and tail (the rest) as fits in `previewBytes` around a short line where it was cut.
+ * Guaranteed within `limits` (lines and bytes).
  */
 export const preview = (text: string, limits: Limits, reference: Reference): string => {
   const totalBytes = byteLength(text)
@@ -222,18 +229,20 @@ export const preview = (text: string, limits: Limits, reference: Reference): str
     // One more byte for the line break before the cut when the head ends inside a line.
     return { bytes: byteLength(summary) + byteLength(cut) + 1, lines: countLines(summary) + countLines(cut) }
   }
+  const room = Math.max(MIN_MAX_BYTES, Math.min(limits.maxBytes, limits.previewBytes ?? DEFAULT_PREVIEW_BYTES))
   const marker: Marker =
-    markers.find((candidate) => sizeOf(candidate).bytes * 2 <= limits.maxBytes) ?? markers[markers.length - 1]!
+    markers.find((candidate) => sizeOf(candidate).bytes * 2 <= room) ?? markers[markers.length - 1]!
   const widest = sizeOf(marker)
-  let budgetBytes = limits.maxBytes - widest.bytes
+  let budgetBytes = room - widest.bytes
   let budgetLines = limits.maxLines - widest.lines
   for (;;) {
-    const head = Math.max(0, headEnd(text, Math.ceil(budgetLines / 2), Math.floor(budgetBytes / 2)))
-    const tail = tailStart(text, Math.floor(budgetLines / 2), budgetBytes - byteLength(text.slice(0, head)), head)
+    const headLines = Math.max(1, Math.ceil(budgetLines * HEAD_SHARE))
+    const head = Math.max(0, headEnd(text, headLines, Math.floor(budgetBytes * HEAD_SHARE)))
+    const tail = tailStart(text, budgetLines - headLines, budgetBytes - byteLength(text.slice(0, head)), head)
     const { summary, cut } = marker(omittedOf(text, head, tail, totals), reference)
     const seam = head > 0 && text.charCodeAt(head - 1) !== 10 ? "\n" : ""
     const result = summary + text.slice(0, head) + seam + cut + text.slice(tail)
-    if (byteLength(result) <= limits.maxBytes && countLines(result) <= limits.maxLines) return result
+    if (byteLength(result) <= room && countLines(result) <= limits.maxLines) return result
     // Joining head and tail can merge or split a line at the seams; shrink and try again.
     budgetBytes -= 16
     budgetLines -= 1

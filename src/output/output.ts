@@ -70,6 +70,7 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
       const resolved: Limits = {
         maxLines: Math.max(Bound.MIN_MAX_LINES, limits.maxLines ?? DEFAULT_LIMITS.maxLines),
         maxBytes: Math.max(Bound.MIN_MAX_BYTES, limits.maxBytes ?? DEFAULT_LIMITS.maxBytes),
+        previewBytes: limits.previewBytes ?? Bound.DEFAULT_PREVIEW_BYTES,
         maxMediaBytes: limits.maxMediaBytes ?? DEFAULT_LIMITS.maxMediaBytes,
       }
 

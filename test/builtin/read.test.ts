@@ -122,6 +122,28 @@ describe("read: text", () => {
     expect(textOf(last.settlement).endsWith("5000: line 5000\n\n(End of file: 5000 lines.)")).toBe(true)
   })
 
+  test("the first page of a large log says its size and line count first, and costs a small page", async () => {
+    const log = lines(300_000, (n) => `2026-11-28T10:00:00Z INFO request ${n} served in 12 ms from worker ${n % 8}`)
+    const h = harness({ files: { "app.log": log } })
+    const first = await h.settle("read", { filePath: "app.log" })
+    const text = textOf(first.settlement)
+    const size = Buffer.byteLength(log)
+    expect(size).toBeGreaterThan(15 * 1024 * 1024)
+    expect(text.split("\n")[0]).toBe(
+      `(app.log: ${(size / 1024 / 1024).toFixed(1)} MiB, 300000 lines. Page through it with offset and limit, or search it with grep.)`,
+    )
+    expect(text.split("\n")[1]).toStartWith("1: 2026-11-28T10:00:00Z INFO request 1 ")
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(17 * 1024)
+    expect(first.settlement.structured).toMatchObject({ offset: 1, totalLines: 300_000, bytes: size })
+    expect(first.settlement.outputs).toEqual([])
+    // An explicit limit still gives a full page (within the page's bytes), headed the same way and never previewed.
+    const full = textOf((await h.settle("read", { filePath: "app.log", offset: 1000, limit: 1_500 })).settlement)
+    expect(full).toStartWith("(app.log: ")
+    expect(full.split("\n")[1]).toStartWith("1000: ")
+    expect(full.split("\n").length).toBeGreaterThan(500)
+    expect(full).toMatch(/\(Lines 1000-\d+ of 300000\. Use offset=\d+ to read more\.\)$/)
+  })
+
   test("reads limit lines from offset", async () => {
     const h = harness({ files: { "long.txt": lines(50) } })
     const { settlement } = await h.settle("read", { filePath: "long.txt", offset: 10, limit: 3 })

@@ -49,6 +49,30 @@ describe("Bound", () => {
     expect(Bound.byteLength(head!) + Bound.byteLength(tail!) + bytes!).toBe(Bound.byteLength(text) - 1)
   })
 
+  test("under the default bound the preview is about 8 KiB, three quarters of it from the tail", () => {
+    const text = Array.from({ length: 100_000 }, (_, index) => `log line ${index + 1} ${"x".repeat(40)}`).join("\n")
+    const bound = { maxLines: Bound.DEFAULT_MAX_LINES, maxBytes: Bound.DEFAULT_MAX_BYTES }
+    const preview = Bound.preview(text, bound, reference)
+    expect(Bound.byteLength(preview)).toBeLessThanOrEqual(Bound.DEFAULT_PREVIEW_BYTES)
+    expect(Bound.byteLength(preview)).toBeGreaterThan(Bound.DEFAULT_PREVIEW_BYTES - 512)
+    const [, ...rest] = preview.split("\n")
+    const [head, tail] = rest.join("\n").split(/\n\[…[^\]]*\]\n/)
+    expect(tail).toEndWith("log line 100000 " + "x".repeat(40))
+    expect(Bound.byteLength(tail!)).toBeGreaterThan(2.5 * Bound.byteLength(head!))
+  })
+
+  test("previewBytes sets the preview's size, never above maxBytes", () => {
+    const text = "line of text\n".repeat(50_000)
+    const larger = { maxLines: 2_000, maxBytes: 51_200, previewBytes: 20_000 }
+    const sized = Bound.preview(text, larger, reference)
+    expect(Bound.byteLength(sized)).toBeLessThanOrEqual(20_000)
+    expect(Bound.byteLength(sized)).toBeGreaterThan(19_000)
+    const small = { maxLines: 2_000, maxBytes: 2_048 }
+    const capped = Bound.preview(text, { ...small, previewBytes: 1_000_000 }, reference)
+    within(capped, small)
+    expect(Bound.byteLength(capped)).toBeGreaterThan(small.maxBytes - 100)
+  })
+
   test("a line cut at the seam is named among the lines left out", () => {
     const text = `${"a".repeat(5_000)}\nlast`
     const preview = Bound.preview(text, limits, reference)
