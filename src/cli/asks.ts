@@ -90,7 +90,7 @@ export const answer = (permission: Permission.Interface, options: Options) =>
             reply = yield* Effect.promise(() => promptReply(request, readLine))
           } else {
             Command.stderr(`core: declined ${describe(request)}: no terminal to ask; pass --yes to approve it once\n`)
-            reply = { reply: "reject", unattended: true }
+            reply = { reply: "reject", unattended: true, why: "core exec has no terminal to ask a person" }
           }
           // The request may have gone meanwhile (its call was cancelled): nothing to answer then.
           yield* permission.reply(request.id, reply).pipe(Effect.ignore)

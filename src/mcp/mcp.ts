@@ -179,7 +179,9 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
     const answer = async (request: Permission.Request, relatedRequestId: string | number): Promise<Permission.Reply> => {
       if (server.getClientCapabilities()?.elicitation?.form === undefined) {
         options.note(`core: declined ${Mapping.describe(request)}: the MCP client cannot ask its user; allow it in core.json to let MCP clients run it\n`)
-        return request.protected === undefined ? { reply: "reject", unattended: true } : Permission.personRequired(request)
+        return request.protected === undefined
+          ? { reply: "reject", unattended: true, why: "the MCP client cannot ask its user" }
+          : Permission.personRequired(request)
       }
       try {
         // A person may take their time: the request's own default timeout (a minute) would decline for them.
@@ -192,7 +194,7 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
         return message === "" ? { reply: "reject" } : { reply: "reject", message }
       } catch (error) {
         options.note(`core: declined ${Mapping.describe(request)}: asking the MCP client failed: ${error instanceof Error ? error.message : String(error)}\n`)
-        return { reply: "reject", unattended: true }
+        return { reply: "reject", unattended: true, why: "asking the MCP client's user failed" }
       }
     }
 

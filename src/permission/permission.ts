@@ -74,6 +74,8 @@ export const Reply = Schema.Union([
     message: Schema.optionalKey(Schema.String),
     /** Set by an answerer that declines because no person is there to ask (never by a person). */
     unattended: Schema.optionalKey(Schema.Boolean),
+    /** With unattended: why nobody could be asked, naming the face ("core exec has no terminal to ask"). */
+    why: Schema.optionalKey(Schema.String),
   }),
 ])
 export type Reply = typeof Reply.Type
@@ -308,12 +310,14 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         }
         // A bare "no" stops the whole session's asks, not just this one.
         const unattended = "unattended" in answer && answer.unattended === true
+        const why = "why" in answer ? answer.why : undefined
         const declined = (request: Request) =>
           Effect.fail(
             new Declined({
               action: request.action,
               resources: request.resources,
               unattended,
+              ...(why === undefined ? {} : { why }),
               message: `The ${request.action} request was declined.`,
             }),
           )
@@ -333,6 +337,7 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
                 action: entry.request.action,
                 resources: entry.request.resources,
                 unattended: true,
+                why: "core shut down before a reply came",
                 message: "core shut down before a reply came.",
               }),
             ),

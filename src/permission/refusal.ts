@@ -26,6 +26,8 @@ export class Declined extends Schema.TaggedError<Declined>()("Permission.Decline
   resources: Schema.Array(Schema.String),
   /** True when no person answered: nobody could be asked (no terminal), or core stopped first. */
   unattended: Schema.Boolean,
+  /** When unattended: why nobody could be asked, naming the face. */
+  why: Schema.optionalKey(Schema.String),
   message: Schema.String,
 }) {}
 

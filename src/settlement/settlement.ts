@@ -78,6 +78,8 @@ export interface DeclinedAsk {
   readonly resources: ReadonlyArray<string>
   /** No person answered: nobody could be asked, or core stopped first. */
   readonly unattended: boolean
+  /** When unattended: why nobody could be asked, naming the face. */
+  readonly why?: string
 }
 
 const MAX_SHOWN_RESOURCES = 3
@@ -90,25 +92,20 @@ const shownResources = (resources: ReadonlyArray<string>): string => {
 
 /**
  * What the model reads of a call declined at a permission ask: what was asked for, who declined it (a person, or
- * nobody could be asked), whether calling again can help, and the ways round.
+ * nobody could be asked, and why, naming the face), and whether calling again can help.
  */
 const declinedText = (tool: string, ask: DeclinedAsk | undefined): string => {
   const asked =
     ask === undefined
       ? "the permission it needed"
       : `permission for ${ask.action}${ask.resources.length === 0 ? "" : ` on ${shownResources(ask.resources)}`}`
-  const who =
-    ask === undefined
-      ? "A person declined it, or no one was there to approve it."
-      : ask.unattended
-        ? "No person was there to approve it (core exec without a terminal, or core stopped first), so it was " +
-          "declined without anyone seeing it. Calling it again unchanged is declined the same way until a person " +
-          "can answer, or core.json allows it."
-        : "A person saw the request and declined it. Do not call it again unchanged; ask the user what they want instead."
+  if (ask === undefined) return `${tool} did not run: ${asked} was not granted (declined, or nobody could approve it).`
+  if (!ask.unattended) {
+    return `${tool} did not run: a person declined ${asked}. Do not call it again unchanged; ask the user what they want.`
+  }
   return (
-    `${tool} was stopped before it ran: ${asked} was not granted. ${who} Ways round: ask the user to approve it ` +
-    `or to allow it in core.json, or reach the goal another way that needs no approval (for a refused shell ` +
-    `command: the file tools, or the code put in a file that a command you may run executes).`
+    `${tool} did not run: ${asked} needs a person's approval, and ${ask.why ?? "nobody was there to answer"}. ` +
+    `Calling it again unchanged is declined the same way; ask the user to approve it.`
   )
 }
 

@@ -107,8 +107,12 @@ describe("a rule that asks", () => {
     expect(result.stderr).toContain('declined deploy on "*": no terminal to ask; pass --yes to approve it once')
     // The model reads what was asked and that no person saw it.
     const note = (settlement.content[0] as { text: string }).text
-    expect(note).toContain('permission for deploy on "*" was not granted')
-    expect(note).toContain("No person was there to approve it")
+    // The model reads what was asked, the one reason nobody saw it (naming the face), and no operator advice.
+    expect(note).toBe(
+      'deploy did not run: permission for deploy on "*" needs a person\'s approval, and core exec has no terminal ' +
+        "to ask a person. Calling it again unchanged is declined the same way; ask the user to approve it.",
+    )
+    expect(note).not.toContain("core.json")
     expect(runs(box, "deploy")).toBe(0)
   })
 

@@ -472,17 +472,18 @@ describe("signal", () => {
 })
 
 describe("runner outcomes the model reads", () => {
-  test("a declined call says what was not granted, that retrying unchanged will not help, and the way round", async () => {
+  test("a declined call says what was not granted, why nobody answered, and that retrying unchanged will not help", async () => {
     const settlement = await settle(echo, { text: "x" }, {
       name: "echo",
       permission: { rules: [{ action: "echo", resource: "*", effect: "ask" }] },
     })
     expect(settlement.status).toBe("declined")
     const text = (settlement.content[0] as { text: string }).text
-    expect(text).toStartWith('echo was stopped before it ran: permission for echo on "*" was not granted.')
-    expect(text).toContain("No person was there to approve it")
+    expect(text).toStartWith('echo did not run: permission for echo on "*" needs a person\'s approval, and nobody was there')
     expect(text).toContain("Calling it again unchanged is declined the same way")
-    expect(text).toContain("ask the user to approve it or to allow it in core.json")
+    expect(text).toContain("ask the user to approve it")
+    expect(text).not.toContain("core.json")
+    expect(text.length).toBeLessThan(300)
   })
 
   test("a call a person declined says so, and not to call it again unchanged", async () => {
@@ -492,8 +493,6 @@ describe("runner outcomes the model reads", () => {
     })
     expect(settlement.status).toBe("declined")
     const text = (settlement.content[0] as { text: string }).text
-    expect(text).toContain("A person saw the request and declined it")
-    expect(text).toContain("Do not call it again unchanged")
-    expect(text).not.toContain("No person was there")
+    expect(text).toBe('echo did not run: a person declined permission for echo on "*". Do not call it again unchanged; ask the user what they want.')
   })
 })
