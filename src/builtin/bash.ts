@@ -68,7 +68,7 @@ export const Output = Schema.Struct({
   ),
   stdout: Schema.String,
   stderr: Schema.String,
-  output: Schema.String.annotate({ description: "stdout and stderr interleaved as they arrived" }),
+  output: Schema.String.annotate({ description: "stdout and stderr, joined in the order their chunks reached core" }),
   capture: Schema.Struct({ stdout: Captured, stderr: Captured, output: Captured }),
   durationMs: Schema.Int,
   killed: Schema.optionalKey(
@@ -98,10 +98,13 @@ const describe = (limits: Shell.Limits, sandboxed: boolean): string =>
     "",
     "- Runs `bash -c COMMAND` in `workdir` (default: the project root). stdin is closed, so nothing can answer a " +
       "prompt: pass non-interactive flags (`--yes`, `-y`, `--no-pager`, `CI=1`).",
-    "- The result is stdout and stderr interleaved as they arrived, then `Exit code N`. A non-zero exit code is a " +
-      "normal result, not an error; 127 means the command was not found.",
-    `- Each stream is captured up to ${count(limits.maxCaptureBytes)} bytes (first and last halves), and you see ` +
-      "at most 2,000 lines or 50 KiB of the result (its start and end): filter large output (grep, head, tail).",
+    "- The result is stdout and stderr joined in the order their chunks reached core, then `Exit code N`. The two " +
+      "are separate pipes and most programs buffer stdout when it is not a terminal, so stderr can come before " +
+      "stdout printed earlier; add `2>&1` where the exact order matters. A non-zero exit code is a normal result, " +
+      "not an error; 127 means the command was not found.",
+    `- Each stream is captured up to ${count(limits.maxCaptureBytes)} bytes (first and last halves). A result over ` +
+      "2,000 lines or 50 KiB is shown as about 8 KiB, mostly its end, with the whole kept for the read tool: " +
+      "filter large output (grep, head, tail).",
     `- Timeout: ${count(limits.timeoutMs)} ms by default; set \`timeoutMs\` for up to ${count(limits.maxTimeoutMs)} ms.` +
       (limits.inactivityTimeoutMs === undefined
         ? ""
