@@ -13,6 +13,7 @@ import * as Schema from "effect/Schema"
 import { Boundary } from "../permission/boundary"
 import type { Permission } from "../permission/permission"
 import { Protected } from "../permission/protected"
+import { Refusal } from "../permission/refusal"
 import { CommandLine } from "../shell/command"
 import { Shell } from "../shell/producer"
 import * as Internal from "../tool/internal"
@@ -172,8 +173,8 @@ const status = (output: Output, limits: Shell.Limits): string => {
     return output.timeout.kind === "wall"
       ? `Timed out after ${count(output.timeout.ms)} ms (the wall-clock limit): ${killed}. Set \`timeoutMs\` for ` +
           `more time (default ${count(limits.timeoutMs)} ms, at most ${count(limits.maxTimeoutMs)} ms) or split the work.`
-      : `Timed out after ${count(output.timeout.ms)} ms without output (the inactivity limit, ` +
-          `shell.inactivityTimeoutMs in core.json): ${killed}. Make the command print progress or split the work.`
+      : `Timed out after ${count(output.timeout.ms)} ms without output (the inactivity limit): ${killed}. Make the ` +
+          "command print progress or split the work."
   }
   if (output.signal !== null) return `Killed by ${output.signal}`
   if (output.exitCode === 127) return "Exit code 127 (command not found)"
@@ -362,7 +363,6 @@ const commandChecks = Effect.fnUntraced(function* (services: Builtin.Services, a
   const { plain, opaque } = needs
   const decisions = yield* services.permission
     .explain({ agent, action: NAME, resources: [...plain, ...opaque].map((check) => check.resource) })
-    .pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
   const asked = new Set(decisions.filter((decision) => decision.effect === "ask").map((decision) => decision.resource))
   const save = [
     ...new Set(plain.flatMap((check) => (asked.has(check.resource) && check.save !== undefined ? [check.save] : []))),
@@ -419,6 +419,10 @@ const plan = (services: Builtin.Services) => (input: Input, agent: string) =>
     return [...outside, ...inside]
   })
 
+/** A denied line ran in no part: the refusal says so, so the model does not look for what did. */
+const nothingRan = (denied: Refusal.Denied) =>
+  Effect.fail(new Refusal.Denied({ action: denied.action, resource: denied.resource, message: `${denied.message} ${Refusal.NOTHING_RAN}` }))
+
 const makeTool = (services: Builtin.Services) => {
   const { directory, shell } = services
   const limits = shell.limits
@@ -447,7 +451,7 @@ const makeTool = (services: Builtin.Services) => {
         const extra = (checked: Permission.Check) =>
           checked.ask === true ? { unknown } : needs.unparsed === undefined ? {} : { unparsed: needs.unparsed }
         // A rule denying anything the line touches refuses it before anyone is asked about the rest.
-        yield* Builtin.refuseDenied(services, context, [...outside, ...inside], metadata)
+        yield* Builtin.refuseDenied(services, context, [...outside, ...inside]).pipe(Effect.catchTag("Permission.Denied", nothingRan))
         for (const checked of outside) yield* Builtin.authorize(services, context, [checked], { ...metadata, ...extra(checked) })
 
         // Only now, so that nothing is told about a directory outside the Location before it may be looked at.
