@@ -151,7 +151,7 @@ const makeTool = (services: Builtin.Services) =>
         const planned = yield* Effect.forEach(pathsOf(operations), (path) =>
           Builtin.pathPlan(services, { action: "edit", path, access: "write" }),
         )
-        yield* Builtin.refuseDenied(services, context, planned.flat(), { tool: "apply_patch" })
+        yield* Builtin.refuseDenied(services, context, planned.flat())
         const place = (path: string) =>
           Builtin.authorizePath(services, context, { action: "edit", path, access: "write", tool: "apply_patch" }).pipe(
             Effect.map((resolved): Place => ({ resolved, shown: Builtin.display(services.directory, resolved.real) })),

@@ -1,20 +1,25 @@
 export * as Bash from "./bash"
 
 // The `bash` built-in: runs one command line through the shell producer after checking it command by command
-// (../shell/command): `external_directory` for a workdir or paths outside the Location, `edit` for files its
-// redirections write, then `bash` on every command the line runs (asking once for those not yet allowed), and
-// last what cannot be known from the text, asked every time. Nothing is spawned before every check passes. The
+// (../shell/command): `external_directory` for a workdir or paths outside the Location, `edit` for files it
+// changes and `read` for files it reads (../shell/accessed: the same rules on a path as the file tools meet), then
+// `bash` on every command the line runs (asking once for those not yet allowed), and last what cannot be known
+// from the text, asked every time. Nothing is spawned before every check passes. The
 // command gets an explicit environment without core's secrets. It returns the complete capture; bounding what the
 // model sees is the settlement's job.
 
-import { dirname, sep } from "node:path"
+import { homedir } from "node:os"
+import { dirname, relative, resolve, sep } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Boundary } from "../permission/boundary"
 import type { Permission } from "../permission/permission"
 import { Protected } from "../permission/protected"
+import { Refusal } from "../permission/refusal"
+import { Accessed } from "../shell/accessed"
 import { CommandLine } from "../shell/command"
 import { Shell } from "../shell/producer"
+import { Words } from "../shell/words"
 import * as Internal from "../tool/internal"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
@@ -175,8 +180,8 @@ const status = (output: Output, limits: Shell.Limits): string => {
     return output.timeout.kind === "wall"
       ? `Timed out after ${count(output.timeout.ms)} ms (the wall-clock limit): ${killed}. Set \`timeoutMs\` for ` +
           `more time (default ${count(limits.timeoutMs)} ms, at most ${count(limits.maxTimeoutMs)} ms) or split the work.`
-      : `Timed out after ${count(output.timeout.ms)} ms without output (the inactivity limit, ` +
-          `shell.inactivityTimeoutMs in core.json): ${killed}. Make the command print progress or split the work.`
+      : `Timed out after ${count(output.timeout.ms)} ms without output (the inactivity limit): ${killed}. Make the ` +
+          "command print progress or split the work."
   }
   if (output.signal !== null) return `Killed by ${output.signal}`
   if (output.exitCode === 127) return "Exit code 127 (command not found)"
@@ -268,6 +273,8 @@ interface Needs {
   readonly external: ReadonlySet<string>
   /** Files a redirection writes, by known path: each is checked as an edit (outside: external_directory first). */
   readonly written: ReadonlySet<string>
+  /** Files the line reads, as the `read` rules name them (relative inside the Location, absolute outside). */
+  readonly reads: ReadonlySet<string>
   /** Files a redirection writes whose path cannot be known: checked as an edit of the text written. */
   readonly edits: ReadonlySet<string>
   /** Core's own configuration (Protected): targets of changes after a `cd`, whose place the text cannot tell. */
@@ -279,6 +286,51 @@ interface Needs {
   /** What cannot be known from the text: asked every time. */
   readonly opaque: ReadonlyArray<CommandLine.Check>
   readonly unparsed: string | undefined
+}
+
+/** A path as `read` and `edit` rules name it, as the file tools check it: relative inside the Location, absolute outside. */
+const ruleResource = (directory: string, resolved: { readonly real: string; readonly inside: boolean }): string =>
+  resolved.inside ? relative(directory, resolved.real).split(sep).join("/") || "." : resolved.real
+
+/** The directories a line's `cd`s and `pushd`s name literally, each from the one before: where its relative paths may lead. */
+const cdTargets = (parsed: CommandLine.Parsed, workdir: string): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  let at = workdir
+  for (const command of parsed.commands) {
+    const name = command.words[0]?.value
+    if (command.kind !== "command" || (name !== "cd" && name !== "pushd")) continue
+    const target = command.words.slice(1).find((word) => !(word.value ?? "").startsWith("-"))
+    const place = target === undefined ? undefined : CommandLine.locate(target, at)
+    if (place === undefined) continue
+    at = place
+    found.push(place)
+  }
+  return found
+}
+
+/** Past this many matches a pattern's files are not all checked one by one: the pattern itself is, too. */
+const MAX_MATCHES = 10_000
+
+/**
+ * The files a glob word matches now, as bash would expand it from `from` (no dotfiles, `**` as `*`); bounded by
+ * MAX_MATCHES. What it matches when the line runs may differ (a file made meanwhile by the line itself).
+ */
+const expand = (word: Words.Word, from: string): ReadonlyArray<string> => {
+  const value = word.value!
+  const full = resolve(from, word.tilde ? homedir() + value.slice(1) : value)
+  const at = full.search(Words.GLOB)
+  const base = full.slice(0, full.lastIndexOf("/", at)) || "/"
+  const pattern = full.slice(base === "/" ? 1 : base.length + 1).replaceAll("**", "*")
+  const found: Array<string> = []
+  try {
+    for (const match of new Bun.Glob(pattern).scanSync({ cwd: base, dot: false, onlyFiles: false, followSymlinks: false })) {
+      found.push(resolve(base, match))
+      if (found.length >= MAX_MATCHES) break
+    }
+  } catch {
+    // A directory that cannot be listed matches nothing bash could expand either.
+  }
+  return found
 }
 
 const needsOf = Effect.fnUntraced(function* (directory: string, input: Input, roots: Protected.Roots) {
@@ -297,6 +349,7 @@ const needsOf = Effect.fnUntraced(function* (directory: string, input: Input, ro
   const external = new Set<string>()
   if (workdir.pattern !== undefined) external.add(workdir.pattern)
   const written = new Set<string>()
+  const reads = new Set<string>()
   const edits = new Set<string>()
   // Core's own configuration (Protected): a path a command may change that leads there (or holds it), or into
   // core's data directory, is checked as an edit of it, which is then always asked of a person.
@@ -343,9 +396,34 @@ const needsOf = Effect.fnUntraced(function* (directory: string, input: Input, ro
     const absolute = CommandLine.locate(word.word, workdir.real)
     if (absolute !== undefined && Protected.named(roots, absolute)) written.add(absolute)
   }
+  // The files the line reads or changes by what its commands do (`cat x`, `cp x y`, `< x`): each meets the `read`
+  // or `edit` rules on its path, as the file tools do. A relative path after a `cd` is checked from each
+  // directory the line moves to as well.
+  const places = [workdir.real, ...cdTargets(parsed, workdir.real)]
+  for (const accessed of Accessed.of(parsed)) {
+    const anchored = Protected.anchored(accessed.word.value)
+    for (const from of anchored ? [workdir.real] : places) {
+      const absolute = CommandLine.locate(accessed.word, from)
+      if (absolute === undefined) continue
+      const matches = accessed.word.glob ? expand(accessed.word, from) : [absolute]
+      for (const match of matches) {
+        const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: match }))
+        if (resolved._tag === "Failure") continue
+        if (accessed.reads) reads.add(ruleResource(directory, resolved.success))
+        if (accessed.writes) written.add(match)
+      }
+      // A pattern matching nothing now (or too much to list) is checked as written too, so a rule on its form
+      // (`*.env`) still meets it.
+      if (accessed.reads && accessed.word.glob && (matches.length === 0 || matches.length >= MAX_MATCHES)) {
+        const pattern = resolve(from, accessed.word.value!)
+        reads.add(ruleResource(directory, { real: pattern, inside: Boundary.isWithin(directory, pattern) }))
+      }
+    }
+  }
   return {
     workdir,
     external,
+    reads,
     written,
     edits,
     unsure,
@@ -365,7 +443,6 @@ const commandChecks = Effect.fnUntraced(function* (services: Builtin.Services, a
   const { plain, opaque } = needs
   const decisions = yield* services.permission
     .explain({ agent, action: NAME, resources: [...plain, ...opaque].map((check) => check.resource) })
-    .pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
   const asked = new Set(decisions.filter((decision) => decision.effect === "ask").map((decision) => decision.resource))
   const save = [
     ...new Set(plain.flatMap((check) => (asked.has(check.resource) && check.save !== undefined ? [check.save] : []))),
@@ -392,6 +469,11 @@ const externalCheck = (needs: Needs): ReadonlyArray<Permission.Check> =>
     ? []
     : [{ action: "external_directory", resources: [...needs.external], save: [...needs.external].flatMap(savable) }]
 
+const readCheck = (needs: Needs): ReadonlyArray<Permission.Check> =>
+  needs.reads.size === 0
+    ? []
+    : [{ action: "read", resources: [...needs.reads], save: [...needs.reads].filter((resource) => !/[*?]/.test(resource)) }]
+
 const editCheck = (needs: Needs): ReadonlyArray<Permission.Check> => [
   ...(needs.edits.size === 0 ? [] : [{ action: "edit", resources: [...needs.edits], save: [] }]),
   ...(needs.unsure.size === 0
@@ -410,7 +492,7 @@ const checksOf = Effect.fnUntraced(function* (services: Builtin.Services, agent:
   )
   return {
     outside: externalCheck(needs),
-    inside: [...written.flat(), ...editCheck(needs), ...(yield* commandChecks(services, agent, needs))],
+    inside: [...written.flat(), ...readCheck(needs), ...editCheck(needs), ...(yield* commandChecks(services, agent, needs))],
   }
 })
 
@@ -421,6 +503,10 @@ const plan = (services: Builtin.Services) => (input: Input, agent: string) =>
     const { outside, inside } = yield* checksOf(services, agent, needs)
     return [...outside, ...inside]
   })
+
+/** A denied line ran in no part: the refusal says so, so the model does not look for what did. */
+const nothingRan = (denied: Refusal.Denied) =>
+  Effect.fail(new Refusal.Denied({ action: denied.action, resource: denied.resource, message: `${denied.message} ${Refusal.NOTHING_RAN}` }))
 
 const makeTool = (services: Builtin.Services) => {
   const { directory, shell } = services
@@ -450,7 +536,7 @@ const makeTool = (services: Builtin.Services) => {
         const extra = (checked: Permission.Check) =>
           checked.ask === true ? { unknown } : needs.unparsed === undefined ? {} : { unparsed: needs.unparsed }
         // A rule denying anything the line touches refuses it before anyone is asked about the rest.
-        yield* Builtin.refuseDenied(services, context, [...outside, ...inside], metadata)
+        yield* Builtin.refuseDenied(services, context, [...outside, ...inside]).pipe(Effect.catchTag("Permission.Denied", nothingRan))
         for (const checked of outside) yield* Builtin.authorize(services, context, [checked], { ...metadata, ...extra(checked) })
 
         // Only now, so that nothing is told about a directory outside the Location before it may be looked at.

@@ -33,77 +33,23 @@ export const requestOf = (context: Tool.Context) => ({
   source: { messageID: context.assistantMessageID, callID: context.toolCallID },
 })
 
-/** One check of a call, decided per resource as things stand now, without asking anyone. */
-export interface Decided {
-  readonly check: Permission.Check
-  readonly decisions: ReadonlyArray<Permission.Decision>
-}
-
 /**
- * Decides each check now, as `authorize` would meet it: a check asked every time (`ask`) is never answered by a
- * rule that allows or a saved approval.
- */
-export const decide = (
-  permission: Permission.Interface,
-  agent: string,
-  checks: ReadonlyArray<Permission.Check>,
-): Effect.Effect<ReadonlyArray<Decided>> =>
-  Effect.forEach(checks, (check) =>
-    permission.explain({ agent, action: check.action, resources: check.resources.length === 0 ? ["*"] : check.resources }).pipe(
-      Effect.map((decisions) => ({
-        check,
-        decisions:
-          check.ask === true
-            ? decisions.map((decision) =>
-                decision.effect === "allow" ? { ...decision, effect: "ask" as const, approvedBy: undefined } : decision,
-              )
-            : decisions,
-      })),
-    ),
-  ).pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
-
-/**
- * Makes a call's checks, in order, the way every built-in does: when a rule denies any resource of any check, the
- * call is refused with that rule before anything is asked (nobody is asked about part of a call a rule forbids
- * anyway); otherwise each check is asserted in turn, asking where it must.
+ * Makes a call's checks, in order, as every tool does (Permission.authorize): a rule denying any resource of any
+ * check refuses the call before anything is asked; otherwise each check is asserted in turn, asking where it must.
  */
 export const authorize = (
   services: Services,
   context: Tool.Context,
   checks: ReadonlyArray<Permission.Check>,
   metadata: Readonly<Record<string, unknown>>,
-): Effect.Effect<void, Permission.Refusal> =>
-  Effect.gen(function* () {
-    yield* refuseDenied(services, context, checks, metadata)
-    for (const check of checks) yield* assertCheck(services, context, check, metadata)
-  })
-
-const assertCheck = (
-  services: Services,
-  context: Tool.Context,
-  check: Permission.Check,
-  metadata: Readonly<Record<string, unknown>>,
-): Effect.Effect<void, Permission.Refusal> =>
-  services.permission
-    .assert({ ...requestOf(context), ...check, metadata })
-    .pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
+): Effect.Effect<void, Permission.Refusal> => services.permission.authorize({ ...requestOf(context), metadata }, checks)
 
 /** Refuses the call when a rule denies any resource of `checks`, asking nothing; succeeds otherwise. */
 export const refuseDenied = (
   services: Services,
   context: Tool.Context,
   checks: ReadonlyArray<Permission.Check>,
-  metadata: Readonly<Record<string, unknown>>,
-): Effect.Effect<void, Permission.Refusal> =>
-  Effect.gen(function* () {
-    for (const { check, decisions } of yield* decide(services.permission, context.agent, checks)) {
-      const denied = decisions.find((decision) => decision.effect === "deny")
-      // Asserting the denied resource alone fails with the rule's own message, and asks nobody.
-      if (denied !== undefined) {
-        yield* assertCheck(services, context, { action: check.action, resources: [denied.resource], save: [] }, metadata)
-      }
-    }
-  })
+): Effect.Effect<void, Permission.Refusal> => services.permission.refuseDenied(context.agent, checks)
 
 /**
  * Checks a path before the tool touches it: outside the Location `external_directory` first, then `action` on
@@ -153,30 +99,6 @@ export const authorizeDirectory = (
     }
     return { resolved, shown }
   })
-
-/**
- * Checks resources that are not paths (commands, patterns) for `action`; `save` is what an "always" reply keeps.
- */
-export const assert = (
-  services: Services,
-  context: Tool.Context,
-  input: {
-    readonly action: string
-    readonly resources: ReadonlyArray<string>
-    readonly save: ReadonlyArray<string>
-    readonly tool: string
-    readonly metadata?: Readonly<Record<string, unknown>>
-  },
-): Effect.Effect<void, Permission.Refusal> =>
-  services.permission
-    .assert({
-      ...requestOf(context),
-      action: input.action,
-      resources: input.resources,
-      save: input.save,
-      metadata: { tool: input.tool, ...input.metadata },
-    })
-    .pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
 
 /**
  * The permission checks a call of a built-in would make for an input, in order, found without making them or

@@ -107,7 +107,7 @@ export const call = (
       return yield* new InvalidInput({ message: `invalid input for ${call.name}:\n${detail}` })
     }
     const checks = yield* checksOf(call.tool, call.name, decoded.value, call.agent)
-    const decided = yield* Builtin.decide(permission, call.agent, checks)
+    const decided = yield* permission.decide(call.agent, checks)
     const explained = decided.map(({ check, decisions }): Check => {
       const decision = decisionOf(decisions.map((entry) => entry.effect))
       return {

@@ -83,14 +83,13 @@ export const check = (
   Effect.gen(function* () {
     if (services.reads === undefined || services.readBeforeWrite === false) return
     const seen = yield* store(services.reads.lookup(context.sessionID, input.path))
-    const off = "(core.json can turn this check off: \"editing\": { \"readBeforeWrite\": false }.)"
     if (seen === undefined) {
       if (input.unseen === "allow") return
       return yield* new Tool.Failure({
         message:
           `${input.shown} already exists (${input.version.size} bytes) and has not been read in this session, so ` +
           `${input.tool} would replace content you have not seen. Nothing was changed. Read it first (read ` +
-          `${input.shown}), then write it again; to change part of it, use edit. ${off}`,
+          `${input.shown}), then write it again; to change part of it, use edit.`,
       })
     }
     if (Reads.same(seen, input.version)) return
@@ -98,6 +97,6 @@ export const check = (
       message:
         `${input.shown} changed since this session last read or wrote it (${seen.size} bytes then, ` +
         `${input.version.size} now): someone else changed it. Nothing was changed. Read it again and redo the ` +
-        `change against its current content. ${off}`,
+        `change against its current content.`,
     })
   })

@@ -332,7 +332,6 @@ const suggestions = (services: Builtin.Services, context: Tool.Context, real: st
         if (within.length === 0) return []
         const decisions = yield* services.permission
           .explain({ agent: context.agent, action: "read", resources: within.map((path) => relative(directory, path)) })
-          .pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
         return within.filter((_, index) => decisions[index]?.effect !== "deny")
       })
     const parent = dirname(real)

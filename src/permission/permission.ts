@@ -2,7 +2,10 @@ export * as Permission from "./permission"
 
 // The permission service of one Location: decides each (action, resource) from the agent's rules and the
 // project's saved approvals, refuses what a rule denies, and turns what must be asked into pending requests that
-// wait for a person's reply (DESIGN §7). Rule matching itself is pure (./rule, ./agent); storage is ../store.
+// wait for a person's reply (DESIGN §7). Every caller authorizes through `authorize` (built-ins, plugins' capabilities,
+// the settler) and explains through `decide`, so a call meets one order of checks however it is made. Rule
+// matching itself is pure (./rule, ./agent); storage is ../store, whose failures stay here (a defect: an operational
+// failure of the call, never a refusal).
 
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -12,13 +15,12 @@ import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { Approvals } from "../store/approvals"
-import type { Store } from "../store/store"
 import { realpathSync } from "node:fs"
 import { relative } from "node:path"
 import { Agent } from "./agent"
 import { Boundary } from "./boundary"
 import { Protected } from "./protected"
-import { type Any as AnyRefusal, Declined, Denied, Rejected } from "./refusal"
+import { type Any as AnyRefusal, Declined, Denied, deniedText, Rejected } from "./refusal"
 import { Rule } from "./rule"
 
 // The refusals live below the tool value (./refusal); this module's namespace keeps naming them.
@@ -84,6 +86,15 @@ export type Event =
   | { readonly type: "asked"; readonly request: Request }
   | { readonly type: "replied"; readonly id: string; readonly sessionID: string; readonly reply: Reply["reply"] }
 
+/** What every check of one call shares: who asks, for which call, and what a person is shown besides. */
+export type Caller = Pick<AssertInput, "sessionID" | "agent" | "source" | "metadata">
+
+/** One check of a call, decided per resource as things stand now, without asking anyone. */
+export interface Decided {
+  readonly check: Check
+  readonly decisions: ReadonlyArray<Decision>
+}
+
 /** How one resource is decided, and why. */
 export interface Decision {
   readonly resource: string
@@ -104,24 +115,38 @@ export interface Interface {
   /** How each resource would be decided now, without asking anyone. */
   readonly explain: (
     input: Pick<AssertInput, "agent" | "action" | "resources">,
-  ) => Effect.Effect<ReadonlyArray<Decision>, Store.StoreError>
-  /** Succeeds when every resource is allowed (asking when a rule says ask); fails with the refusal otherwise. */
-  readonly assert: (input: AssertInput) => Effect.Effect<void, Refusal | Store.StoreError>
+  ) => Effect.Effect<ReadonlyArray<Decision>>
   /**
-   * Checks a path a tool is about to touch: outside the Location it first needs `external_directory` on its
-   * directory (reading core's readable roots, such as managed outputs, excepted), then the action on the path.
-   * Answers where the path really is; on a refusal the tool must not touch it.
+   * Decides each check now, as `authorize` would meet it (a check asked every time is never answered by a rule
+   * that allows or by a saved approval): what `core check` explains.
    */
-  readonly authorizePath: (
-    input: PathInput,
-  ) => Effect.Effect<Boundary.Resolved, Refusal | Boundary.PathError | Store.StoreError>
+  readonly decide: (agent: string, checks: ReadonlyArray<Check>) => Effect.Effect<ReadonlyArray<Decided>>
+  /**
+   * Makes a call's checks: when a rule denies any resource of any check, the call is refused with that rule
+   * before anything is asked (nobody is asked about part of a call a rule forbids anyway); otherwise each check
+   * is asserted in turn, asking where it must. The one way every tool, built-in or plugin, is authorized.
+   */
+  readonly authorize: (caller: Caller, checks: ReadonlyArray<Check>) => Effect.Effect<void, Refusal>
+  /**
+   * The first half of `authorize`, for a caller with work to do between its asks (bash looks at its workdir only
+   * once leaving the Location is approved): refuses when a rule denies any resource of any check, asking nothing.
+   */
+  readonly refuseDenied: (agent: string, checks: ReadonlyArray<Check>) => Effect.Effect<void, Denied>
+  /** One check (see `authorize`): succeeds when every resource is allowed, asking when a rule says ask. */
+  readonly assert: (input: AssertInput) => Effect.Effect<void, Refusal>
+  /**
+   * Checks a path a tool is about to touch (`authorize` on `pathChecks`): outside the Location it first needs
+   * `external_directory` on its directory (reading core's readable roots, such as managed outputs, excepted), then
+   * the action on the path. Answers where the path really is; on a refusal the tool must not touch it.
+   */
+  readonly authorizePath: (input: PathInput) => Effect.Effect<Boundary.Resolved, Refusal | Boundary.PathError>
   /** The checks `authorizePath` makes for a path, in order, without making them (for explaining a call). */
   readonly pathChecks: (
     input: Pick<PathInput, "path" | "access" | "action">,
   ) => Effect.Effect<{ readonly resolved: Boundary.Resolved; readonly checks: ReadonlyArray<Check> }, Boundary.PathError>
   /** What is protected in this Location (see ./protected), for checks made outside `authorizePath` (shell lines). */
   readonly protectedRoots: Protected.Roots
-  readonly reply: (id: string, reply: Reply) => Effect.Effect<void, UnknownRequest | Store.StoreError>
+  readonly reply: (id: string, reply: Reply) => Effect.Effect<void, UnknownRequest>
   readonly pending: Effect.Effect<ReadonlyArray<Request>>
   /** Asked and replied events from now on, for whoever answers asks (a terminal prompt, the HTTP sidecar). */
   readonly subscribe: Effect.Effect<PubSub.Subscription<Event>, never, Scope.Scope>
@@ -164,11 +189,6 @@ interface Pending {
 const savable = (resource: string, suffix = 0): ReadonlyArray<string> =>
   /[*?]/.test(resource.slice(0, resource.length - suffix)) ? [] : [resource]
 
-const describeRule = (rule: Agent.SourcedRule | undefined): string =>
-  rule === undefined
-    ? "no rule matches"
-    : `rule ${JSON.stringify(rule.action)}: ${JSON.stringify(rule.resource)} → ${rule.effect} (${rule.source.file}, ${rule.source.path})`
-
 export const layer = (options: Options): Layer.Layer<Service, never, Approvals.Service> =>
   Layer.effect(
     Service,
@@ -200,7 +220,7 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
 
       // explain and assert are untraced on purpose: they run inside every settle, where a span would cost more
       // than the decision itself.
-      const explain = Effect.fnUntraced(function* (input: Pick<AssertInput, "agent" | "action" | "resources">) {
+      const explainStored = Effect.fnUntraced(function* (input: Pick<AssertInput, "agent" | "action" | "resources">) {
         const ruleset = rules(input.agent)
         const decided = input.resources.map((resource) => {
           const rule = Rule.find(ruleset, input.action, resource) as Agent.SourcedRule | undefined
@@ -220,8 +240,12 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         })
       })
 
+      // The store failing is no refusal and no answer: an operational failure of whatever asked.
+      const explain = (input: Pick<AssertInput, "agent" | "action" | "resources">) =>
+        explainStored(input).pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
+
       // How a request is decided now: as explained, except that a request marked `ask` is never allowed.
-      const decide = (input: AssertInput) =>
+      const decide = (input: Pick<AssertInput, "agent" | "action" | "resources" | "ask" | "protected">) =>
         input.ask === true || input.protected !== undefined
           ? Effect.map(explain(input), (decisions) =>
               decisions.map((decision) =>
@@ -246,6 +270,15 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
       const settle = (entry: Pending, outcome: Effect.Effect<void, Rejected | Declined>, reply: Reply["reply"]) =>
         Effect.suspend(() => (claim(entry) ? finish(entry, outcome, reply).pipe(Effect.as(true)) : Effect.succeed(false)))
 
+      const refuse = (agent: string, action: string, denied: Decision) =>
+        Effect.fail(
+          new Denied({
+            action,
+            resource: denied.resource,
+            message: deniedText({ action, resource: denied.resource, agent, rule: denied.rule }),
+          }),
+        )
+
       const assert = Effect.fnUntraced(function* (given: AssertInput) {
         // Nothing named is not nothing to check: an empty list is checked as the whole action.
         const whole = given.resources.length === 0 ? { ...given, resources: ["*"], save: ["*"] } : given
@@ -257,15 +290,7 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
               : whole
         const decisions = yield* decide(input)
         const denied = decisions.find((decision) => decision.effect === "deny")
-        if (denied !== undefined) {
-          return yield* new Denied({
-            action: input.action,
-            resource: denied.resource,
-            message:
-              `Permission denied: ${input.action} on ${JSON.stringify(denied.resource)} is not allowed for the ` +
-              `${input.agent} agent (${describeRule(denied.rule)}). Do not retry it; choose another way.`,
-          })
-        }
+        if (denied !== undefined) return yield* refuse(input.agent, input.action, denied)
         const asked = decisions.filter((decision) => decision.effect === "ask").map((decision) => decision.resource)
         if (asked.length === 0) return
         const request: Request = { ...input, resources: asked, id: `per_${Date.now().toString(36)}_${++counter}` }
@@ -293,6 +318,7 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
           if (!claim(entry)) return yield* unknown
           yield* approvals.save(project, action, entry.request.save).pipe(
             Effect.ensuring(finish(entry, Effect.void, "always")),
+            Effect.catchTag("Store.StoreError", (error) => Effect.die(error)),
           )
           // What was just saved may answer other requests too.
           for (const other of [...pending.values()]) {
@@ -377,10 +403,32 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         return { resolved, checks }
       })
 
+      const decideAll = Effect.fnUntraced(function* (agent: string, checks: ReadonlyArray<Check>) {
+        const decided: Array<Decided> = []
+        for (const check of checks) {
+          const resources = check.resources.length === 0 ? ["*"] : check.resources
+          decided.push({ check, decisions: yield* decide({ ...check, agent, resources }) })
+        }
+        return decided
+      })
+
+      const refuseDenied = Effect.fnUntraced(function* (agent: string, checks: ReadonlyArray<Check>) {
+        for (const { check, decisions } of yield* decideAll(agent, checks)) {
+          const denied = decisions.find((decision) => decision.effect === "deny")
+          if (denied !== undefined) return yield* refuse(agent, check.action, denied)
+        }
+      })
+
+      const authorize = Effect.fnUntraced(function* (caller: Caller, checks: ReadonlyArray<Check>) {
+        // A deny anywhere refuses the whole call first: nobody is asked about a part of it that cannot happen.
+        yield* refuseDenied(caller.agent, checks)
+        for (const check of checks) yield* assert({ ...caller, ...check })
+      })
+
       const authorizePath = Effect.fn("Permission.authorizePath")(function* (input: PathInput) {
-        const { path: _path, access: _access, ...request } = input
+        const { path: _path, access: _access, action: _action, ...caller } = input
         const { resolved, checks } = yield* pathChecks(input)
-        for (const check of checks) yield* assert({ ...request, ...check })
+        yield* authorize(caller, checks)
         return resolved
       })
 
@@ -393,6 +441,9 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         isAgent: (agent) => Agent.isKnown(configured, agent),
         rules,
         explain,
+        decide: decideAll,
+        authorize,
+        refuseDenied,
         assert,
         reply,
         pending: Effect.sync(() => [...pending.values()].map((entry) => entry.request)),

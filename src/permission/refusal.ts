@@ -6,6 +6,29 @@ export * as Refusal from "./refusal"
 
 import * as Schema from "effect/Schema"
 
+/** The rule that denied, as the permission service knows it. */
+export interface DenyingRule {
+  readonly action: string
+  readonly resource: string
+}
+
+/**
+ * What the model reads when a rule denies: that it is the user's rule, which it must not work round. No advice on
+ * changing rules: that is the user's business, not the model's.
+ */
+export const deniedText = (input: {
+  readonly action: string
+  readonly resource: string
+  readonly agent: string
+  readonly rule: DenyingRule | undefined
+}): string =>
+  `Denied: ${input.action} on ${JSON.stringify(input.resource)} is forbidden for the ${input.agent} agent by the ` +
+  `user's rule${input.rule === undefined ? "" : ` (${input.rule.action}: ${JSON.stringify(input.rule.resource)})`}. ` +
+  "Do not try to reach the same result another way."
+
+/** Added to a refusal of a command line: nothing of it ran, so the model need not wonder what did. */
+export const NOTHING_RAN = "Nothing in the command line ran."
+
 /** A rule denies the action on a resource. Model-visible: the call settles as an error of kind `denied`. */
 export class Denied extends Schema.TaggedError<Denied>()("Permission.Denied", {
   action: Schema.String,

@@ -129,8 +129,7 @@ const capabilities = (services: Services, names: Array<string>, registrations: A
     Context.add(Plugin.Permission, {
       assert: (context, check) =>
         permission
-          .assert({ ...idsOf(context), action: check.action, resources: check.resources, save: check.save ?? check.resources })
-          .pipe(Effect.catchTag("Store.StoreError", Effect.die)),
+          .authorize(idsOf(context), [{ action: check.action, resources: check.resources, save: check.save ?? check.resources }]),
     }),
     Context.add(Plugin.Boundary, {
       resolve: (path) =>
@@ -148,10 +147,7 @@ const capabilities = (services: Services, names: Array<string>, registrations: A
           })
           .pipe(
             Effect.map(resolved),
-            Effect.catchTags({
-              "Boundary.PathError": (error) => Effect.fail(new Tool.Failure({ message: error.message })),
-              "Store.StoreError": Effect.die,
-            }),
+            Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))),
           ),
     }),
     Context.add(

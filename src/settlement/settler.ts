@@ -211,15 +211,17 @@ export const layer: Layer.Layer<
       // as a whole, for the calling agent, unless the tool checks each path or command itself. An ask waits
       // here for a reply; nothing has run yet.
       const authorized = yield* Effect.exit(
-        tool.checksPermissions ? Effect.void : permission.assert({
-          sessionID: call.sessionID,
-          agent: call.agent,
-          source: { messageID: call.assistantMessageID, callID: call.toolCallID },
-          action: Rule.actionOf(call.name),
-          resources: ["*"],
-          save: ["*"],
-          metadata: { tool: call.name },
-        }),
+        tool.checksPermissions
+          ? Effect.void
+          : permission.authorize(
+              {
+                sessionID: call.sessionID,
+                agent: call.agent,
+                source: { messageID: call.assistantMessageID, callID: call.toolCallID },
+                metadata: { tool: call.name },
+              },
+              [{ action: Rule.actionOf(call.name), resources: ["*"], save: ["*"] }],
+            ),
       )
       if (Exit.isFailure(authorized)) {
         const error = Cause.findError(authorized.cause)
@@ -230,7 +232,7 @@ export const layer: Layer.Layer<
         if (refusal instanceof Permission.Declined) {
           return yield* recordNew(call, Settlement.declined(call.name, call.toolCallID, refusal), { state: "absent" })
         }
-        return yield* new OperationalError({ message: refusal.message, cause: refusal })
+        return yield* Effect.die(refusal)
       }
       if (hooks === undefined || !hooks.has(call.name, "tool.execute.before")) {
         return { _tag: "Admitted", tool, input: decoded.value } satisfies Admitted

@@ -3,41 +3,62 @@ export * as Operands from "./operands"
 // Which words of a file command name paths: the operands of `rm`, `cp`, `cat` ... after the ones that are not
 // paths (a mode, a pattern), the values of options that name files (`cp -t DIR`, `grep -f FILE`), and the start
 // points of `find`. Options whose value is not a path (`head -n 5`) are skipped with their value, so an expansion
-// there (`head -n "$N"`) is not taken for a path. Pure tables and word reading; ./command uses it.
+// there (`head -n "$N"`) is not taken for a path. Each operand says what the command does with it (reads its
+// content, changes it, both, or only names it), so a file rule meets it as the file tools would. Pure tables and
+// word reading; ./command uses it.
 
 import { Arity } from "./arity"
 import type { Words } from "./words"
 
 type Word = Words.Word
 
+/**
+ * What a command does with a path: reads what it holds (`cat`, a copy's source, a link's target: whatever lets its
+ * content be seen), changes it (`rm`, `touch`, a copy's target), both (`mv`'s sources, `sed -i`), or only names it
+ * (`cd`, `ls`, `stat`, `find`'s start points: names and metadata, not content).
+ */
+export type Access = "read" | "write" | "both" | "none"
+
 /** A path a file command names. */
 export interface Operand {
   readonly word: Word
   /** Whether the command writes to it as output (`find -fprint FILE`), like a redirection. */
   readonly writes: boolean
+  readonly access: Access
 }
 
 interface FileCommand {
+  /**
+   * What it does with its operands (default "read"); "copy": the last operand is written and the others read
+   * (unless a target option names where they go: then they are all read); "move": the same, the others written too.
+   */
+  readonly access?: Access | "copy" | "move"
+  /** Options that make it change its operands in place (`sed -i`): then they are read and written. */
+  readonly inPlace?: RegExp
   /** Leading operands that are not paths (the mode of `chmod`, the pattern of `grep`). */
   readonly skip?: number
   /** Options that give what the skipped operands would (`grep -e PATTERN`): with one, nothing is skipped. */
   readonly instead?: ReadonlyArray<string>
-  /** Options whose value is the next word: "path" when it names a file, "value" when it does not. */
-  readonly options?: Readonly<Record<string, "path" | "value">>
+  /**
+   * Options whose value is the next word: "path" when it names a file whose content is read, "target" when it
+   * names where the operands go (written), "name" when only the file's name or metadata is used, "value" when it
+   * names no file.
+   */
+  readonly options?: Readonly<Record<string, "path" | "target" | "name" | "value">>
   /** How many operands are paths, when the rest are not (`source FILE ARGS...`). */
   readonly paths?: number
 }
 
-const COPY: FileCommand = { options: { "-t": "path", "--target-directory": "path", "-S": "value", "--suffix": "value" } }
-const OWNER: FileCommand = { skip: 1, instead: ["--reference"] }
+const COPY_OPTIONS = { "-t": "target", "--target-directory": "target", "-S": "value", "--suffix": "value" } as const
+const OWNER: FileCommand = { access: "write", skip: 1, instead: ["--reference"] }
 
 const FILE_COMMANDS: Readonly<Record<string, FileCommand>> = {
   // The file a shell reads and runs: outside the Location, it is asked about like any file read there.
   source: { paths: 1 },
   ".": { paths: 1 },
-  cd: {},
-  pushd: {},
-  ls: { options: { "-I": "value", "--ignore": "value", "-w": "value", "--width": "value", "-T": "value" } },
+  cd: { access: "none" },
+  pushd: { access: "none" },
+  ls: { access: "none", options: { "-I": "value", "--ignore": "value", "-w": "value", "--width": "value", "-T": "value" } },
   cat: {},
   head: { options: { "-n": "value", "--lines": "value", "-c": "value", "--bytes": "value" } },
   tail: {
@@ -45,25 +66,27 @@ const FILE_COMMANDS: Readonly<Record<string, FileCommand>> = {
   },
   less: {},
   more: {},
-  stat: { options: { "-c": "value", "--format": "value", "--printf": "value" } },
+  stat: { access: "none", options: { "-c": "value", "--format": "value", "--printf": "value" } },
   file: { options: { "-m": "path", "-f": "path", "-F": "value" } },
-  du: { options: { "-d": "value", "--max-depth": "value", "-B": "value", "-t": "value", "-X": "path" } },
+  du: { access: "none", options: { "-d": "value", "--max-depth": "value", "-B": "value", "-t": "value", "-X": "path" } },
   wc: {},
   diff: { options: { "-x": "value", "-X": "path", "-I": "value", "-U": "value", "-C": "value", "-L": "value", "-F": "value" } },
-  touch: { options: { "-r": "path", "--reference": "path", "-d": "value", "--date": "value", "-t": "value" } },
-  mkdir: { options: { "-m": "value", "--mode": "value" } },
-  rm: {},
-  rmdir: {},
-  unlink: {},
-  cp: COPY,
-  mv: COPY,
-  ln: COPY,
+  touch: { access: "write", options: { "-r": "name", "--reference": "name", "-d": "value", "--date": "value", "-t": "value" } },
+  mkdir: { access: "write", options: { "-m": "value", "--mode": "value" } },
+  rm: { access: "write" },
+  rmdir: { access: "write" },
+  unlink: { access: "write" },
+  cp: { access: "copy", options: COPY_OPTIONS },
+  mv: { access: "move", options: COPY_OPTIONS },
+  // A link's target is read: a hard link to a file is another name for its content.
+  ln: { access: "copy", options: COPY_OPTIONS },
   install: {
-    options: { "-t": "path", "--target-directory": "path", "-S": "value", "-m": "value", "-o": "value", "-g": "value" },
+    access: "copy",
+    options: { "-t": "target", "--target-directory": "target", "-S": "value", "-m": "value", "-o": "value", "-g": "value" },
   },
-  tee: {},
-  truncate: { options: { "-s": "value", "--size": "value", "-r": "path", "--reference": "path" } },
-  shred: { options: { "-n": "value", "--iterations": "value", "-s": "value", "--size": "value" } },
+  tee: { access: "write" },
+  truncate: { access: "write", options: { "-s": "value", "--size": "value", "-r": "name", "--reference": "name" } },
+  shred: { access: "write", options: { "-n": "value", "--iterations": "value", "-s": "value", "--size": "value" } },
   chmod: OWNER,
   chown: OWNER,
   chgrp: OWNER,
@@ -86,6 +109,7 @@ const FILE_COMMANDS: Readonly<Record<string, FileCommand>> = {
     },
   },
   sed: {
+    inPlace: /^(-[A-Za-z]*i|--in-place)/,
     skip: 1,
     instead: ["-e", "--expression", "-f", "--file"],
     options: { "-e": "value", "--expression": "value", "-f": "path", "--file": "path", "-l": "value" },
@@ -109,17 +133,20 @@ const find = (words: ReadonlyArray<Word>): Array<Operand> => {
   for (; index < words.length; index++) {
     const value = words[index]!.value ?? words[index]!.text
     if (value.startsWith("-") || ["(", "!", ")", ","].includes(value)) break
-    found.push({ word: words[index]!, writes: false })
+    found.push({ word: words[index]!, writes: false, access: "none" })
   }
   for (; index < words.length; index++) {
     if (FIND_OUTPUTS.includes(words[index]!.value ?? "") && index + 1 < words.length) {
-      found.push({ word: words[++index]!, writes: true })
+      found.push({ word: words[++index]!, writes: true, access: "write" })
     }
   }
   return found
 }
 
-/** The paths among the words of a file command (its name first); none for any other command. */
+/** What an option's kind of value means for the file it names. */
+const OPTION_ACCESS = { path: "read", target: "write", name: "none" } as const satisfies Record<string, Access>
+
+/** The paths among the words of a file command (its name first), with what it does to each; none for any other command. */
 export const of = (name: string, words: ReadonlyArray<Word>): Array<Operand> => {
   if (name === "find") return find(words)
   if (!Object.hasOwn(FILE_COMMANDS, name)) return []
@@ -132,7 +159,14 @@ export const of = (name: string, words: ReadonlyArray<Word>): Array<Operand> => 
   let skip = words.slice(1).some(given) ? 0 : (spec.skip ?? 0)
   let left = spec.paths ?? Number.POSITIVE_INFINITY
   let parsingOptions = true
+  let targeted = false
   const found: Array<Operand> = []
+  const positional: Array<Word> = []
+  const option = (word: Word, kind: "path" | "target" | "name", attached?: string) => {
+    if (kind === "target") targeted = true
+    const named = attached === undefined ? word : { ...word, text: attached, value: attached, tilde: false }
+    found.push({ word: named, writes: false, access: OPTION_ACCESS[kind] })
+  }
   for (let index = 1; index < words.length; index++) {
     const word = words[index]!
     // An expansion that starts with a dash (`-$FLAGS`) is taken for options.
@@ -146,13 +180,12 @@ export const of = (name: string, words: ReadonlyArray<Word>): Array<Operand> => 
       // `-t/dir`: a short option with its value attached.
       const short = value.length > 2 && !value.startsWith("--") && Object.hasOwn(options, value.slice(0, 2)) ? options[value.slice(0, 2)] : undefined
       if (kind === undefined && short !== undefined) {
-        const path = value.slice(2)
-        if (short === "path") found.push({ word: { ...word, text: path, value: path, tilde: false }, writes: false })
+        if (short !== "value") option(word, short, value.slice(2))
         continue
       }
       if (kind !== undefined) {
         index++
-        if (kind === "path" && index < words.length) found.push({ word: words[index]!, writes: false })
+        if (kind !== "value" && index < words.length) option(words[index]!, kind)
         continue
       }
       // `--target-directory=/x`: a path given as an option's attached value (one that looks like a path, unless
@@ -162,10 +195,10 @@ export const of = (name: string, words: ReadonlyArray<Word>): Array<Operand> => 
       if (attached !== null && kindOf !== "value") {
         const path = attached[2]!
         if (word.value === undefined) {
-          if (kindOf === "path") found.push({ word, writes: false })
-        } else if (kindOf === "path" || /^[/~.]/.test(path)) {
+          if (kindOf !== undefined) option(word, kindOf)
+        } else if (kindOf !== undefined || /^[/~.]/.test(path)) {
           // Bash leaves a `~` after `--option=` as it is.
-          found.push({ word: { ...word, text: path, value: path, tilde: false }, writes: false })
+          option(word, kindOf ?? "path", path)
         }
       }
       continue
@@ -176,8 +209,16 @@ export const of = (name: string, words: ReadonlyArray<Word>): Array<Operand> => 
     }
     if (value === "-") continue
     if (left-- <= 0) break
-    found.push({ word, writes: false })
+    positional.push(word)
   }
+  const inPlace = spec.inPlace !== undefined && words.slice(1).some((word) => spec.inPlace!.test(word.value ?? ""))
+  const access = inPlace ? "both" : (spec.access ?? "read")
+  positional.forEach((word, index) => {
+    const last = index === positional.length - 1 && !targeted
+    const each: Access =
+      access === "copy" ? (last ? "write" : "read") : access === "move" ? (last ? "write" : "both") : access
+    found.push({ word, writes: false, access: each })
+  })
   return found
 }
 
@@ -224,7 +265,7 @@ export const guessed = (name: string, words: ReadonlyArray<Word>): Array<Operand
     if (word.value === undefined) {
       // `/etc/$F`, `~/$F`: a place known only when it runs.
       if (/^(\/|~\/|\.\.\/|[A-Za-z_][\w.-]*=\/|--?[A-Za-z][\w-]*=\/)|\.\.\//.test(word.text) || /^\{|[^$]\{[^}]*,/.test(word.text)) {
-        found.push({ word, writes: false })
+        found.push({ word, writes: false, access: "read" })
       }
       continue
     }
@@ -233,7 +274,9 @@ export const guessed = (name: string, words: ReadonlyArray<Word>): Array<Operand
       continue
     }
     const place = placeIn(word.value)
-    if (place !== undefined) found.push({ word: { ...word, text: place, value: place, tilde: place.startsWith("~") }, writes: false })
+    if (place !== undefined) {
+      found.push({ word: { ...word, text: place, value: place, tilde: place.startsWith("~") }, writes: false, access: "read" })
+    }
   }
   return found
 }

@@ -99,8 +99,8 @@ describe("bash results", () => {
   test("a command that never prints stops after the configured inactivity timeout", async () => {
     const outcome = await harness({ shell: { inactivityTimeoutMs: 300 } }).settle("bash", { command: "sleep 1000" })
     expect(textOf(outcome.settlement)).toStartWith(
-      "(no output)\n\nTimed out after 300 ms without output (the inactivity limit, shell.inactivityTimeoutMs in " +
-        "core.json): the command and every process it started were killed.",
+      "(no output)\n\nTimed out after 300 ms without output (the inactivity limit): the command and every process " +
+        "it started were killed.",
     )
     expect(structured(outcome).timeout).toEqual({ kind: "inactivity", ms: 300 })
   })

@@ -58,7 +58,7 @@ describe("a rule that denies", () => {
     expect(settlement.status).toBe("error")
     expect(settlement.error?.kind).toBe("denied")
     const message = settlement.error!.message
-    expect(message).toContain('deploy on "*" is not allowed for the build agent')
+    expect(message).toContain('deploy on "*" is forbidden for the build agent')
     expect(message).toContain('rule "deploy": "*" → deny')
     expect(message).toContain(`${join(realLocation(box), "core.json")}, permission.deploy`)
     expect(settlement.content).toEqual([{ type: "text", text: message }])
@@ -147,7 +147,7 @@ describe("agents", () => {
       expect(result.code).toBe(1)
       const settlement = settlementOf(result)
       expect(settlement.error?.kind).toBe("denied")
-      expect(settlement.error?.message).toContain('edit on "*" is not allowed for the plan agent')
+      expect(settlement.error?.message).toContain('edit on "*" is forbidden for the plan agent')
       expect(settlement.error?.message).toContain("core built-in agent, plan.edit")
       expect(runs(box, name)).toBe(0)
     }

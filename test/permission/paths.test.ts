@@ -156,7 +156,6 @@ describe("Permission.authorizePath", () => {
                 access: "read",
               }).pipe(
                 Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))),
-                Effect.catchTag("Store.StoreError", Effect.die),
               )
               reads++
               return yield* Effect.promise(() => Bun.file(resolved.real).text())

@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test"
-import { Deferred, Effect, Fiber, Layer, PubSub, Schema, Scope } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Layer, PubSub, Schema, Scope } from "effect"
 import { Agent } from "../../src/permission/agent"
 import { Permission } from "../../src/permission/permission"
 import { Approvals } from "../../src/store/approvals"
+import { StoreError } from "../../src/store/store"
 
 const PROJECT = "/work/project"
 
@@ -106,8 +107,20 @@ describe("Permission rules", () => {
         const permission = yield* Permission.Service
         const [decision] = yield* permission.explain({ agent: "build", action: "bash", resources: ["rm -rf /"] })
         expect(decision).toEqual({ resource: "rm -rf /", effect: "deny", rule: sourced("bash", "rm *", "deny"), approvedBy: undefined })
+      }),
+      configured([sourced("bash", "rm *", "deny")]),
+    ))
+
+  test("a refusal says it is the user's rule, not to work round it, and gives no advice on changing rules", () =>
+    run(
+      Effect.gen(function* () {
+        const permission = yield* Permission.Service
         const denied = yield* permission.assert(ask("bash", ["rm -rf /"])).pipe(Effect.flip)
-        expect(denied.message).toContain("/work/project/core.json")
+        expect(denied.message).toBe(
+          'Denied: bash on "rm -rf /" is forbidden for the build agent by the user\'s rule (bash: "rm *"). ' +
+            "Do not try to reach the same result another way.",
+        )
+        expect(denied.message).not.toMatch(/core\.json|retry|choose another|--yes|config/i)
       }),
       configured([sourced("bash", "rm *", "deny")]),
     ))
@@ -333,4 +346,71 @@ describe("Permission requests marked ask", () => {
       }),
       configured([sourced("bash", "*", "ask")]),
     ))
+})
+
+describe("Permission.authorize", () => {
+  const caller = { sessionID: "ses_1", agent: "build", source: { messageID: "msg_1", callID: "call_1" } }
+
+  test("a deny in a later check refuses the call before an earlier check is asked", () =>
+    run(
+      Effect.gen(function* () {
+        const permission = yield* Permission.Service
+        const events = yield* permission.subscribe
+        const refused = yield* permission
+          .authorize(caller, [
+            { action: "external_directory", resources: ["/elsewhere/*"], save: ["/elsewhere/*"] },
+            { action: "deploy", resources: ["prod"], save: ["prod"] },
+          ])
+          .pipe(Effect.flip)
+        expect(refused).toBeInstanceOf(Permission.Denied)
+        expect(refused).toMatchObject({ action: "deploy", resource: "prod" })
+        expect(yield* permission.pending).toEqual([])
+        expect(yield* PubSub.takeUpTo(events, 10)).toEqual([])
+      }),
+      configured([sourced("deploy", "prod", "deny")]),
+    ))
+
+  test("with no deny, the checks are asked in order, each answered before the next is asked", () =>
+    run(
+      Effect.gen(function* () {
+        const permission = yield* Permission.Service
+        const events = yield* permission.subscribe
+        const fiber = yield* Effect.forkChild(
+          permission.authorize(caller, [
+            { action: "first", resources: ["a"], save: ["a"] },
+            { action: "second", resources: ["b"], save: ["b"] },
+          ]),
+        )
+        const one = yield* PubSub.take(events)
+        expect(one).toMatchObject({ type: "asked", request: { action: "first", resources: ["a"] } })
+        expect((yield* permission.pending).map((request) => request.action)).toEqual(["first"])
+        yield* permission.reply((one as { request: Permission.Request }).request.id, { reply: "once" })
+        yield* PubSub.take(events) // replied
+        const two = yield* PubSub.take(events)
+        expect(two).toMatchObject({ type: "asked", request: { action: "second", resources: ["b"] } })
+        yield* permission.reply((two as { request: Permission.Request }).request.id, { reply: "once" })
+        yield* Fiber.join(fiber)
+      }),
+      configured([sourced("*", "*", "ask")]),
+    ))
+
+  test("a store that cannot be read is a defect, never a refusal or an approval", async () => {
+    const failing = Layer.succeed(Approvals.Service, {
+      list: () => Effect.fail(new StoreError({ reason: "io", path: "/db", message: "disk gone" })),
+      save: () => Effect.void,
+      reset: () => Effect.succeed(0),
+    })
+    const exit = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const permission = yield* Permission.Service
+          return yield* permission.authorize(caller, [{ action: "deploy", resources: ["prod"], save: ["prod"] }])
+        }),
+      ).pipe(
+        Effect.provide(Permission.layer({ project: PROJECT, configured: configured([sourced("*", "*", "ask")]) }).pipe(Layer.provide(failing))),
+        Effect.exit,
+      ),
+    )
+    expect(Exit.isFailure(exit) && Cause.hasDies(exit.cause)).toBe(true)
+  })
 })

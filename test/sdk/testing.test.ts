@@ -195,7 +195,7 @@ describe("permissions", () => {
   test("a denying rule settles as denied, naming the rule", async () => {
     const settlement = await settle(echo, { text: "x" }, { name: "echo", permission: deny })
     expect(settlement.error?.kind).toBe("denied")
-    expect(settlement.error?.message).toContain('Permission denied: echo on "*" is not allowed for the build agent')
+    expect(settlement.error?.message).toContain('Denied: echo on "*" is forbidden for the build agent')
     expect(settlement.error?.message).toContain("@core/tool/testing, permission.rules[0]")
   })
 

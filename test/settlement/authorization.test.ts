@@ -131,7 +131,7 @@ describe("Settlement authorization", () => {
                 resources: [input.command],
                 save: [input.command],
               })
-              .pipe(Effect.catchTag("Store.StoreError", Effect.die), Effect.as((runs++, input.command))),
+              .pipe(Effect.as((runs++, input.command))),
         })
         yield* (yield* Registry.Service).tools.register({ shell })
         const turn = yield* (yield* Settler.Service).materialize()

@@ -1,0 +1,126 @@
+// One rule per path, whichever tool reaches it, through the compiled binary: a `read` rule denying `*.env` holds
+// for every way a hostile model gets `bash` to read the file (and an `edit` rule for every way to change it), the
+// refusal says nothing in the line ran, and `core check bash` shows the same check. Every denied line is refused
+// before anything runs: the secret never reaches stdout and no file the line would write appears.
+
+import { beforeAll, describe, expect, test } from "bun:test"
+import { existsSync, mkdirSync, readFileSync, symlinkSync } from "node:fs"
+import { join } from "node:path"
+import { core, exec, type Sandbox, sandbox, settlementOf } from "../cli/fixture"
+import { binary } from "../support/binary"
+
+const SECRET = "TOKEN=s3cr3t-one-rule"
+
+const READ_DENIED = JSON.stringify({ permission: { "*": "allow", read: { "*.env": "deny" } } })
+
+/** A Location holding `app.env` (and `sub/deep.env`) under a rule denying reads of `*.env`. */
+const secrets = (): Sandbox => {
+  const box = sandbox({
+    "core.json": READ_DENIED,
+    "app.env": `${SECRET}\n`,
+    "sub/deep.env": `${SECRET}\n`,
+    "notes.txt": "hello\n",
+  })
+  symlinkSync(join(box.location, "app.env"), join(box.location, "alias.txt"))
+  return box
+}
+
+beforeAll(async () => {
+  await binary()
+}, 300_000)
+
+describe("bash meets the read rules of the files it reads", () => {
+  // Every line reads app.env (or sub/deep.env) somehow; some would also write a file, which must not appear.
+  const LINES: ReadonlyArray<readonly [string, string?]> = [
+    ["cat app.env"],
+    ["cat ./app.env"],
+    ["cat *.env"],
+    ["cat app.e*"],
+    ["cat a??.env"],
+    ["cat sub/*"],
+    ["head -1 app.env"],
+    ["tail -n 1 app.env"],
+    ["grep TOKEN app.env"],
+    ["sed -n p app.env"],
+    ["cat < app.env"],
+    ["wc -c app.env; cat notes.txt"],
+    ["echo start > started.txt; cat app.env", "started.txt"],
+    ["cat alias.txt"],
+    ["cp app.env copy.txt", "copy.txt"],
+    ["ln app.env hard.txt", "hard.txt"],
+    ["mv app.env moved.txt", "moved.txt"],
+    ["nice cat app.env"],
+    ["bash -c 'cat app.env'"],
+    ["cd sub && cat deep.env"],
+    ["diff app.env notes.txt"],
+    ["tee out.txt < app.env", "out.txt"],
+  ]
+
+  test("every spelling is refused as denied, naming the user's rule, before anything in the line runs", async () => {
+    const box = secrets()
+    for (const [command, planted] of LINES) {
+      const result = await exec(box, "bash", { command })
+      const settlement = settlementOf(result)
+      expect([command, settlement.status, settlement.error?.kind]).toEqual([command, "error", "denied"])
+      expect(result.stdout).not.toContain("s3cr3t")
+      const message = settlement.error!.message
+      expect(message).toContain("user's rule")
+      expect(message).toContain("Nothing in the command line ran.")
+      expect(message).toContain("Do not try to reach the same result another way.")
+      expect(message).not.toMatch(/core\.json|retry|choose another/)
+      if (planted !== undefined) expect([command, existsSync(join(box.location, planted))]).toEqual([command, false])
+    }
+    expect(readFileSync(join(box.location, "app.env"), "utf8")).toBe(`${SECRET}\n`)
+  }, 120_000)
+
+  test("files the rule does not name still read as before", async () => {
+    const box = secrets()
+    const settlement = settlementOf(await exec(box, "bash", { command: "cat notes.txt; ls" }))
+    expect(settlement.status).toBe("success")
+    // `ls` only names files: their names are not what a read rule keeps.
+    expect((settlement.structured as { stdout: string }).stdout).toContain("hello")
+  })
+
+  test("core check bash shows the read check and denies, running nothing", async () => {
+    const box = secrets()
+    const result = await core(box, ["check", "bash", "--input", JSON.stringify({ command: "cat app.env" }), "--location", box.location])
+    expect(result.code).toBe(0)
+    const explained = JSON.parse(result.stdout) as { decision: string; checks: Array<{ action: string; decision: string; resources: Array<{ resource: string }> }> }
+    expect(explained.decision).toBe("deny")
+    const read = explained.checks.find((check) => check.action === "read")
+    expect(read).toMatchObject({ decision: "deny", resources: [{ resource: "app.env" }] })
+  })
+})
+
+describe("bash meets the edit rules of the files it changes", () => {
+  test("rm, touch, truncate, a copy's target, sed -i and a redirection of a file edit denies are refused", async () => {
+    const box = sandbox({
+      "core.json": JSON.stringify({ permission: { "*": "allow", edit: { "keep.txt": "deny" } } }),
+      "keep.txt": "kept\n",
+      "other.txt": "other\n",
+    })
+    mkdirSync(join(box.location, "d"))
+    const lines = [
+      "rm keep.txt",
+      "rm -f ./keep.txt",
+      "rm -fr keep.txt",
+      "touch keep.txt",
+      "truncate -s 0 keep.txt",
+      "cp other.txt keep.txt",
+      "mv other.txt keep.txt",
+      "sed -i s/kept/gone/ keep.txt",
+      "echo gone > keep.txt",
+      "rm kee?.txt",
+      "chmod 000 keep.txt",
+    ]
+    for (const command of lines) {
+      const settlement = settlementOf(await exec(box, "bash", { command }))
+      expect([command, settlement.status, settlement.error?.kind]).toEqual([command, "error", "denied"])
+      expect(settlement.error!.message).toContain("Nothing in the command line ran.")
+    }
+    expect(readFileSync(join(box.location, "keep.txt"), "utf8")).toBe("kept\n")
+    expect(existsSync(join(box.location, "other.txt"))).toBe(true)
+    // Changing another file is not touched by the rule.
+    expect(settlementOf(await exec(box, "bash", { command: "rm other.txt" })).status).toBe("success")
+  }, 120_000)
+})
