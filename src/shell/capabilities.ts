@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs"
 import { Native } from "./native"
 
 const CAP_SETPCAP = 8
+const PR_CAPBSET_READ = 23
 const LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 /**
@@ -23,30 +24,35 @@ export const KEPT: ReadonlyArray<number> = [0, 1, 3, 4, 5, 6, 7, 10]
 
 const keptMask = KEPT.reduce((mask, capability) => mask | (1n << BigInt(capability)), 0n)
 
-/** The highest capability this kernel knows. */
+let highest: number | undefined
+
+/** The highest capability this kernel knows (read once). */
 const last = (): number => {
+  if (highest !== undefined) return highest
   try {
-    return Number(readFileSync("/proc/sys/kernel/cap_last_cap", "latin1").trim())
+    return (highest = Number(readFileSync("/proc/sys/kernel/cap_last_cap", "latin1").trim()))
   } catch {
-    return 63
+    return (highest = 63)
   }
 }
 
 /**
  * Drops every capability but `KEPT` from the calling thread: the bounding set first (it needs SETPCAP, dropped last),
  * then the effective, permitted and inheritable sets. Answers undefined, or why it could not do all of it (then the
- * thread holds no capability it did not hold before).
+ * thread holds no capability it did not hold before). With `apply` false, it only reads them (a warm-up, so that
+ * the real one, on a command's path, runs compiled code).
  */
-export const drop = (): string | undefined => {
+export const drop = (apply = true): string | undefined => {
   if (Native.numbers === undefined) return "no system call numbers for this architecture"
   let problem: string | undefined
-  for (let capability = 0; capability <= last(); capability++) {
+  const option = apply ? Native.PR_CAPBSET_DROP : PR_CAPBSET_READ
+  for (let capability = 0, top = last(); capability <= top; capability++) {
     if (KEPT.includes(capability) || capability === CAP_SETPCAP) continue
     // EPERM: this thread cannot change its bounding set (it holds no SETPCAP: not root); the sets below still go.
-    const failed = Native.prctl(Native.PR_CAPBSET_DROP, capability)
-    if (failed !== 0) problem ??= `prctl(PR_CAPBSET_DROP, ${capability}) failed (errno ${failed})`
+    const failed = Native.prctl(option, capability)
+    if (failed !== 0 && apply) problem ??= `prctl(PR_CAPBSET_DROP, ${capability}) failed (errno ${failed})`
   }
-  Native.prctl(Native.PR_CAPBSET_DROP, CAP_SETPCAP)
+  Native.prctl(option, CAP_SETPCAP)
   // struct __user_cap_header_struct { u32 version; int pid }, then two struct __user_cap_data_struct { u32
   // effective, permitted, inheritable }: the low 32 capabilities, then the high ones.
   const header = new DataView(new ArrayBuffer(8))
@@ -63,6 +69,7 @@ export const drop = (): string | undefined => {
       view.setUint32(at, (view.getUint32(at, true) & mask) >>> 0, true)
     }
   }
+  if (!apply) return undefined
   const set = Native.syscall(Native.numbers.capset, headerAddress, Native.address(data))
   return set < 0 ? `capset failed (errno ${-set})` : problem
 }

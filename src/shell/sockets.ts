@@ -39,14 +39,16 @@ const instruction = (view: DataView, at: number, code: number, jt: number, jf: n
   view.setUint32(at * 8 + 4, k >>> 0, true)
 }
 
+/** The filter, built once: struct sock_fprog and the instructions it points to (kept, so they stay in memory). */
+let built: { readonly fprog: Uint8Array; readonly program: Uint8Array } | undefined
+
 /**
- * Refuses the calling thread (and every process it spawns afterwards) socket(AF_UNIX, ...) with EACCES and
- * io_uring with ENOSYS; a system call of another ABI (32-bit, x32) gets ENOSYS. Needs no_new_privs, which the
- * supervisor sets. Answers undefined, or why it could not.
+ * Builds the filter `refuse` installs, ahead of the command (the supervisor does it while it waits for its order).
+ * Undefined on an architecture core has no system call numbers for.
  */
-export const refuse = (): string | undefined => {
+export const prepare = (): typeof built => {
   const numbers = Native.numbers
-  if (numbers === undefined) return "no system call numbers for this architecture"
+  if (built !== undefined || numbers === undefined) return built
   const arch = AUDIT_ARCH[process.arch as keyof typeof AUDIT_ARCH]
   const program = new Uint8Array(11 * 8)
   const view = new DataView(program.buffer)
@@ -63,10 +65,22 @@ export const refuse = (): string | undefined => {
   instruction(view, 9, RET, 0, 0, RET_ERRNO | EACCES)
   instruction(view, 10, RET, 0, 0, RET_ERRNO | ENOSYS)
   // struct sock_fprog { u16 len; (padding); struct sock_filter *filter }.
-  const fprog = new DataView(new ArrayBuffer(16))
-  fprog.setUint16(0, 11, true)
-  fprog.setBigUint64(8, BigInt(Native.address(program)), true)
-  const installed = Native.syscall(numbers.seccomp, SECCOMP_SET_MODE_FILTER, 0, Native.address(new Uint8Array(fprog.buffer)))
+  const fprog = new Uint8Array(16)
+  const header = new DataView(fprog.buffer)
+  header.setUint16(0, 11, true)
+  header.setBigUint64(8, BigInt(Native.address(program)), true)
+  return (built = { fprog, program })
+}
+
+/**
+ * Refuses the calling thread (and every process it spawns afterwards) socket(AF_UNIX, ...) with EACCES and
+ * io_uring with ENOSYS; a system call of another ABI (32-bit, x32) gets ENOSYS. Needs no_new_privs, which the
+ * supervisor sets. Answers undefined, or why it could not.
+ */
+export const refuse = (): string | undefined => {
+  const filter = prepare()
+  if (filter === undefined || Native.numbers === undefined) return "no system call numbers for this architecture"
+  const installed = Native.syscall(Native.numbers.seccomp, SECCOMP_SET_MODE_FILTER, 0, Native.address(filter.fprog))
   return installed < 0 ? `seccomp(SECCOMP_SET_MODE_FILTER) failed (errno ${-installed})` : undefined
 }
 

@@ -355,6 +355,8 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
   // spawning on first use; the code of an order and of its end is cold): spent here, while the supervisor waits as
   // the spare, not when the command starts. The sandbox's code runs once without applying anything, and the rules
   // every sandboxed order shares are made ready; a command is started and its end concluded as an order's are.
+  Capabilities.drop(false)
+  Sockets.prepare()
   if (Landlock.abi() > 0) {
     const sample = { read: Landlock.granted(Landlock.SYSTEM_READABLE, []), write: ["/tmp"], devices: ["/dev"] }
     Landlock.restrict(sample, Landlock.abi(), false)
