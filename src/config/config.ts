@@ -62,6 +62,8 @@ export const Shell = Schema.Struct({
   inactivityTimeoutMs: Schema.optionalKey(integerAtLeast(1)),
   /** The OS sandbox of commands: on where the kernel has Landlock (`auto`), always (`required`), or never (`off`). */
   sandbox: Schema.optionalKey(Schema.Literals(["auto", "required", "off"])),
+  /** Socket files (or directories of them) outside the Location sandboxed commands may connect to; `$VAR` and `~` expand. */
+  sockets: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1, { expected: "a non-empty path" })))),
 })
 export type Shell = typeof Shell.Type
 

@@ -22,6 +22,8 @@ const EXECUTE = 1n << 0n
 const WRITE_FILE = 1n << 1n
 const READ_FILE = 1n << 2n
 const READ_DIR = 1n << 3n
+const MAKE_CHAR = 1n << 6n
+const MAKE_BLOCK = 1n << 11n
 const TRUNCATE = 1n << 14n
 const IOCTL_DEV = 1n << 15n
 /** The rights that apply to a file (the others are about a directory's entries). */
@@ -29,8 +31,14 @@ const FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
 const READ_RIGHTS = EXECUTE | READ_FILE | READ_DIR
 /** Device files: read, write and truncate (`> /dev/null`) existing ones, and their ioctls; never make new ones. */
 const DEVICE_RIGHTS = READ_RIGHTS | WRITE_FILE | TRUNCATE | IOCTL_DEV
-/** LANDLOCK_SCOPE_SIGNAL (ABI 6): no signal to a process outside the domain, core and the supervisor included. */
-const SCOPE_SIGNAL = 2n
+/**
+ * LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET and LANDLOCK_SCOPE_SIGNAL (ABI 6): no connection to an abstract Unix socket
+ * made outside the domain (X11's, a desktop's, a daemon's), and no signal to a process outside it, core and the
+ * supervisor included.
+ */
+const SCOPES = (1n << 0n) | (1n << 1n)
+/** Device files are never made, wherever a command may write: a new one would reach a disk or memory directly. */
+const NEVER = MAKE_CHAR | MAKE_BLOCK
 
 /** System directories every command may read and run programs from (never written). */
 export const SYSTEM_READABLE: ReadonlyArray<string> = [
@@ -146,12 +154,12 @@ export interface Held {
   readonly directory: boolean
 }
 
-/** A new filesystem ruleset handling every right `version` knows (and signal scoping from ABI 6): its fd, or -errno. */
+/** A new filesystem ruleset handling every right `version` knows (and its scopes from ABI 6): its fd, or -errno. */
 const create = (version: number): number => {
   const attr = new DataView(new ArrayBuffer(24))
   attr.setBigUint64(0, handledFs(version), true)
   attr.setBigUint64(8, 0n, true)
-  attr.setBigUint64(16, version >= 6 ? SCOPE_SIGNAL : 0n, true)
+  attr.setBigUint64(16, version >= 6 ? SCOPES : 0n, true)
   const size = version >= 6 ? 24 : version >= 4 ? 16 : 8
   return Native.syscall(SYS_CREATE_RULESET, Native.address(new Uint8Array(attr.buffer)), size, 0)
 }
@@ -262,7 +270,7 @@ export const restrict = (
     const rules: ReadonlyArray<readonly [ReadonlyArray<string>, bigint, ReadonlySet<string> | undefined]> = [
       [grants.read, READ_RIGHTS, ready?.read],
       [grants.devices, DEVICE_RIGHTS, ready?.devices],
-      [grants.write, handled, undefined],
+      [grants.write, handled & ~NEVER, undefined],
     ]
     for (const [paths, rights, done] of rules) {
       for (const path of paths) {

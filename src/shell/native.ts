@@ -1,8 +1,7 @@
 export * as Native from "./native"
 
 // The few libc calls the shell needs that Bun does not offer (prctl, raw syscalls, open with O_PATH, waitpid,
-// unshare and mount),
-// through bun:ffi. Linux only. The library is opened on first use, so importing this module costs nothing; where
+// unshare and mount), through bun:ffi. Linux only. The library is opened on first use, so importing this module costs nothing; where
 // libc cannot be opened, `available` is false and callers fall back to running without these protections.
 
 import { dlopen, FFIType, ptr, read } from "bun:ffi"
@@ -34,6 +33,16 @@ export const MS_PRIVATE = 1 << 18
 export const MS_RELATIME = 1 << 21
 const ST_RELATIME = 4096
 export const CAP_SYS_ADMIN = 21
+
+/** System call numbers that differ between the architectures core runs on (Landlock's are the same on all). */
+const NUMBERS = {
+  x64: { capget: 125, capset: 126, seccomp: 317, socket: 41 },
+  arm64: { capget: 90, capset: 91, seccomp: 277, socket: 198 },
+} as const
+
+/** This architecture's system call numbers, or undefined on one core has none for. */
+export const numbers: (typeof NUMBERS)[keyof typeof NUMBERS] | undefined =
+  process.arch === "x64" || process.arch === "arm64" ? NUMBERS[process.arch] : undefined
 
 const SYMBOLS = {
   prctl: { args: [FFIType.i32, FFIType.u64, FFIType.u64, FFIType.u64, FFIType.u64], returns: FFIType.i32 },

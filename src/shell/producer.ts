@@ -22,6 +22,7 @@ import { Guard } from "./guard"
 import { Landlock } from "./landlock"
 import { Native } from "./native"
 import { Sandbox as Policies } from "./sandbox"
+import { Sockets } from "./sockets"
 import { Supervised } from "./supervised"
 
 export const DEFAULT_TIMEOUT_MS = 120_000
@@ -284,6 +285,7 @@ const spawnSupervised = (
   grants: Landlock.Grants | undefined,
   guarded: Guard.Guarded | undefined,
   confine: Confine.Confinement | undefined,
+  sockets: ReadonlyArray<string> | undefined,
   // A confined program only reads: should its supervisor be killed before saying anything, it may start again.
   again = confine !== undefined,
 ): Effect.Effect<Handle, SpawnError> =>
@@ -299,6 +301,7 @@ const spawnSupervised = (
         ...(grants === undefined ? {} : { grants }),
         ...(guarded === undefined ? {} : { readOnly: guarded.readOnly }),
         ...(confine === undefined ? {} : { confine }),
+        ...(sockets === undefined ? {} : { sockets }),
         graceMs: ProcessGroup.GRACE_MS,
       }),
     ),
@@ -309,7 +312,7 @@ const spawnSupervised = (
           if (started.kind === "gone") {
             // Killed from outside before it said anything: whatever it may have started goes, by its marker.
             Supervised.killMarked(run.marker)
-            if (again) return spawnSupervised(supervisors, request, grants, guarded, confine, false)
+            if (again) return spawnSupervised(supervisors, request, grants, guarded, confine, sockets, false)
             return Effect.die(new Error(started.message))
           }
           if (started.kind === "refused") {
@@ -579,6 +582,9 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
           confine === undefined ? prepared?.grants : CONFINED,
           guarded,
           confine,
+          confine === undefined && request.sandbox !== undefined
+            ? Sockets.reachable(config.sockets, [request.sandbox.location, ...request.sandbox.approved])
+            : undefined,
         )
       : spawnGroup(request)
     return yield* Effect.acquireUseRelease(

@@ -8,11 +8,13 @@ export * as Supervisor from "./supervisor"
 // ended. It imports nothing heavy: it starts for every command. It decides nothing and never writes to stdout or
 // stderr, which belong to the command.
 
+import { Capabilities } from "./capabilities"
 import { Confine } from "./confine"
 import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
 import { Native } from "./native"
 import { ProcessGroup } from "./group"
+import { Sockets } from "./sockets"
 
 /** The argument that makes the core executable a supervisor. */
 export const LAUNCH = "__supervise"
@@ -59,6 +61,12 @@ export interface Order {
   readonly confine?: Confine.Confinement
   /** Paths mounted read-only for the command (core's configuration in its Location), before the sandbox. */
   readonly readOnly?: ReadonlyArray<string>
+  /**
+   * With `grants`: the socket files (or directories of them) the command may still connect to, granted in core.json
+   * and its own directories (./sockets `reachable`); every other bound socket file is covered. Absent, the command
+   * can make no Unix socket but a pair.
+   */
+  readonly sockets?: ReadonlyArray<string>
   readonly graceMs: number
 }
 
@@ -287,6 +295,9 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
     // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
     const readOnly =
       order.readOnly !== undefined && order.readOnly.length > 0 && Namespace.protect(way, order.readOnly) === undefined
+    // Mounting, so before Landlock; where this supervisor cannot, the command reaches every socket file, as it would
+    // without the sandbox.
+    if (order.grants !== undefined && order.sockets !== undefined && way === "mount") Sockets.hide(order.sockets)
     const held = order.confine === undefined ? undefined : Confine.hold(order.confine)
     if (held !== undefined && "moved" in held) {
       void send({ kind: "refused", code: Confine.MOVED, message: held.moved }).then(() => process.exit(0))
@@ -298,6 +309,12 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
         void send({ kind: "failed", message: `Could not apply the sandbox: ${failed}` }).then(() => process.exit(0))
         return
       }
+    }
+    if (order.grants !== undefined) {
+      // Last, as the mounts and rules above needed them; the supervisor needs none of those it drops to end the
+      // command. Where the kernel refuses, the command runs as it would without them (nothing to drop, or no seccomp).
+      Capabilities.drop()
+      if (order.sockets === undefined) Sockets.refuse()
     }
     // Capabilities a user namespace gave the supervisor stay its own: the command inherits none of them.
     Native.prctl(Native.PR_CAP_AMBIENT, Native.PR_CAP_AMBIENT_CLEAR_ALL)
@@ -338,6 +355,8 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
   // spawning on first use; the code of an order and of its end is cold): spent here, while the supervisor waits as
   // the spare, not when the command starts. The sandbox's code runs once without applying anything, and the rules
   // every sandboxed order shares are made ready; a command is started and its end concluded as an order's are.
+  Capabilities.drop(false)
+  Sockets.prepare()
   if (Landlock.abi() > 0) {
     const sample = { read: Landlock.granted(Landlock.SYSTEM_READABLE, []), write: ["/tmp"], devices: ["/dev"] }
     Landlock.restrict(sample, Landlock.abi(), false)

@@ -1,0 +1,123 @@
+// What the sandbox's kernel side costs per spawn of `true` through the producer: a supervised, sandboxed run
+// (Landlock, capabilities dropped, the seccomp filter on Unix sockets) and one with a socket granted in core.json
+// (bound socket files covered in a mount namespace instead), against a bare `Bun.spawn(["true"])` awaited,
+// interleaved in one run. `--base REV` runs the same measure on a git worktree of REV too, for the ratios before.
+
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect } from "effect"
+import { Shell } from "../src/shell/producer"
+import { cleanup, duration, main, progress, ratio, type Report, summarize, type Summary } from "./measure"
+
+const ROOT = join(import.meta.dir, "..")
+const SPAWNS = 150
+const WARM = 15
+/** The pause before each timed spawn, once the spare supervisor is up: the previous call's processes have gone. */
+const QUIET_MS = 20
+/** What the tighter sandbox may add to a sandboxed spawn, as a share of the ratio before it. */
+const TARGET_GROWTH = 1.1
+
+interface Figures {
+  readonly bare: Summary
+  readonly sandboxed: Summary
+  readonly granted: Summary
+}
+
+const figures = async (): Promise<Figures> => {
+  const root = mkdtempSync(join(tmpdir(), "core-bench-sandbox-"))
+  try {
+    const cwd = mkdtempSync(join(root, "loc-"))
+    const plain = Shell.make({}, { records: mkdtempSync(join(root, "runs-")) })
+    const granted = Shell.make({ sockets: [join(root, "agent.sock")] }, { records: mkdtempSync(join(root, "runs-")) })
+    const samples = { bare: [] as Array<number>, sandboxed: [] as Array<number>, granted: [] as Array<number> }
+    const time = async (into: Array<number>, warm: Effect.Effect<void>, work: () => Promise<unknown>) => {
+      await Effect.runPromise(warm)
+      await Bun.sleep(QUIET_MS)
+      const started = performance.now()
+      await work()
+      into.push(performance.now() - started)
+    }
+    const sandboxed = (shell: Shell.Interface) => () =>
+      Effect.runPromise(shell.run({ argv: ["true"], cwd, sandbox: { location: cwd, approved: [] } }))
+    const once = async () => {
+      await time(samples.sandboxed, plain.warm, sandboxed(plain))
+      await time(samples.granted, granted.warm, sandboxed(granted))
+      await time(samples.bare, Effect.void, () => Bun.spawn(["true"]).exited)
+    }
+    for (let index = 0; index < WARM; index++) await once()
+    for (const list of Object.values(samples)) list.length = 0
+    for (let index = 0; index < SPAWNS; index++) await once()
+    return { bare: summarize(samples.bare), sandboxed: summarize(samples.sandboxed), granted: summarize(samples.granted) }
+  } finally {
+    cleanup([root])
+  }
+}
+
+/** The same measure on a worktree of `rev`, this file copied in. */
+const base = async (rev: string): Promise<Figures> => {
+  const tree = join(mkdtempSync(join(tmpdir(), "core-bench-base-")), "tree")
+  const git = (args: ReadonlyArray<string>) => Bun.spawnSync(["git", ...args], { cwd: ROOT, stdout: "ignore", stderr: "inherit" })
+  if (git(["worktree", "add", "--detach", tree, rev]).exitCode !== 0) throw new Error(`git worktree add ${rev} failed`)
+  try {
+    symlinkSync(join(ROOT, "node_modules"), join(tree, "node_modules"))
+    writeFileSync(join(tree, "bench/sandbox-spawn.ts"), await Bun.file(import.meta.path).text())
+    const child = Bun.spawn([process.execPath, join(tree, "bench/sandbox-spawn.ts"), "--figures"], { stdout: "pipe", stderr: "inherit" })
+    const [code, stdout] = await Promise.all([child.exited, new Response(child.stdout).text()])
+    if (code !== 0) throw new Error(`the measure on ${rev} failed (exit ${code})`)
+    return JSON.parse(stdout) as Figures
+  } finally {
+    git(["worktree", "remove", "--force", tree])
+    rmSync(join(tree, ".."), { recursive: true, force: true })
+  }
+}
+
+const measure = async (): Promise<Report> => {
+  const rev = process.argv[process.argv.indexOf("--base") + 1]
+  const against = process.argv.includes("--base") && rev !== undefined ? rev : undefined
+  progress(`sandbox: spawning true ${SPAWNS} times each way, interleaved`)
+  const now = await figures()
+  progress(against === undefined ? "sandbox: no --base given" : `sandbox: the same on ${against}`)
+  const before = against === undefined ? undefined : await base(against)
+  const row = (label: string, summary: Summary, bare: Summary) => [
+    label,
+    duration(summary.p50),
+    `${duration(summary.q1)} / ${duration(summary.q3)}`,
+    ratio(summary.p50 / bare.p50),
+  ]
+  const runs = [["this tree", now] as const, ...(before === undefined ? [] : [[against!, before] as const])]
+  const growth = before === undefined ? undefined : now.sandboxed.p50 / now.bare.p50 / (before.sandboxed.p50 / before.bare.p50)
+  return {
+    name: "sandbox: spawning true, sandboxed",
+    about: `${SPAWNS} spawns of true each way, interleaved, each after the spare supervisor is up and a ${QUIET_MS} ms pause.`,
+    tables: runs.map(([label, run]) => ({
+      title: `spawn of true (${label})`,
+      columns: ["path", "p50", "q1 / q3", "p50 / bare"],
+      rows: [
+        row("Shell.run, supervised and sandboxed (no socket granted)", run.sandboxed, run.bare),
+        row("Shell.run, sandboxed, one socket granted in core.json", run.granted, run.bare),
+        row('bare Bun.spawn(["true"]) awaited', run.bare, run.bare),
+      ],
+    })),
+    targets:
+      growth === undefined
+        ? []
+        : [
+            {
+              measure: `sandboxed spawn / bare, this tree over ${against}`,
+              value: ratio(growth),
+              target: `≤ ${ratio(TARGET_GROWTH)}`,
+              met: growth <= TARGET_GROWTH,
+            },
+          ],
+    notes: [
+      "each run's ratios are against the bare spawn measured in that same run; the base runs after this tree's, not interleaved",
+      "before the socket grant existed, the granted row is the plain sandboxed path (the setting is ignored)",
+    ],
+  }
+}
+
+if (import.meta.main) {
+  if (process.argv.includes("--figures")) process.stdout.write(`${JSON.stringify(await figures())}\n`)
+  else await main(measure)
+}

@@ -1,0 +1,201 @@
+// The sandbox's kernel side, attacked through the compiled binary as a model would, with `core exec bash` under
+// {"*":"allow"}: no device files, no capability a build has no use for, no abstract Unix socket made outside, no
+// socket file outside the Location unless core.json grants it; pairs and pipes still work. Where the kernel has no
+// Landlock or core does not run as root, the tests that need them are skipped and say so in their names.
+
+import { afterEach, describe, expect, test } from "bun:test"
+import { join } from "node:path"
+import { Capabilities } from "../../src/shell/capabilities"
+import { Landlock } from "../../src/shell/landlock"
+import { Sockets } from "../../src/shell/sockets"
+import { exec, sandbox, settlementOf, type Sandbox } from "../cli/fixture"
+import { tempDir } from "../support/temp"
+
+const LANDLOCK = Landlock.abi() > 0
+const SCOPED = Landlock.abi() >= 6
+const ROOT = process.getuid?.() === 0
+const needs = LANDLOCK ? "" : " (SKIPPED: this kernel has no Landlock)"
+const needsRoot = !LANDLOCK ? needs : ROOT ? "" : " (SKIPPED: core does not run as root here)"
+const needsScope = SCOPED ? "" : " (SKIPPED: this kernel's Landlock has no scopes, ABI 6)"
+
+/** A Location allowing every command, holding `files`, with `shell` settings. */
+const location = (files: Record<string, string>, shell: Record<string, unknown> = {}): Sandbox =>
+  sandbox({ "core.json": JSON.stringify({ permission: { "*": "allow" }, shell }), ...files })
+
+/** Runs `bash w.sh` (the script holding the attack) and answers its stdout. */
+const script = async (box: Sandbox): Promise<string> => {
+  const result = await exec(box, "bash", { command: "bash w.sh" })
+  const settlement = settlementOf(result)
+  expect(settlement.status).toBe("success")
+  return (settlement.structured as { stdout: string }).stdout
+}
+
+/** A client that connects to `address` ("@name" for an abstract one) and prints the reply or the error's name. */
+const CLIENT = `import errno, socket, sys
+address = sys.argv[1]
+if address.startswith("@"): address = "\\0" + address[1:]
+try:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(address)
+    print("reply " + s.recv(16).decode().strip())
+except OSError as e:
+    print("refused " + errno.errorcode.get(e.errno, str(e.errno)))
+`
+
+/** A listener outside any sandbox, as ssh-agent or a desktop bus would be: answers "pong" to every connection. */
+const LISTENER = `import socket, sys
+address = sys.argv[1]
+if address.startswith("@"): address = "\\0" + address[1:]
+s = socket.socket(socket.AF_UNIX)
+s.bind(address)
+s.listen(8)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    c.sendall(b"pong\\n")
+    c.close()
+`
+
+const listeners: Array<Bun.Subprocess> = []
+afterEach(() => {
+  for (const listener of listeners.splice(0)) listener.kill("SIGKILL")
+})
+
+/** Starts a listener on `address` and resolves once it accepts connections. */
+const listen = async (address: string): Promise<void> => {
+  const child = Bun.spawn(["python3", "-c", LISTENER, address], { stdout: "pipe", stderr: "inherit" })
+  listeners.push(child)
+  const reader = child.stdout.getReader()
+  const { value } = await reader.read()
+  expect(new TextDecoder().decode(value)).toStartWith("ready")
+}
+
+describe("devices and capabilities", () => {
+  test.skipIf(!LANDLOCK || !ROOT)(`a root command cannot make a device file, only a fifo${needsRoot}`, async () => {
+    const box = location({
+      "w.sh": "mknod ./blk b 8 0 2>&1 || echo no-block; mknod ./chr c 1 3 2>&1 || echo no-char; mknod ./fifo p && echo fifo\n",
+    })
+    const stdout = await script(box)
+    expect(stdout).toContain("no-block")
+    expect(stdout).toContain("no-char")
+    expect(stdout).toContain("fifo\n")
+  })
+
+  test.skipIf(!LANDLOCK || !ROOT)(`a root command keeps only the capabilities a build uses${needsRoot}`, async () => {
+    const box = location({ "w.sh": "grep -E '^Cap(Bnd|Eff|Prm|Inh|Amb)' /proc/self/status\n" })
+    const sets = Object.fromEntries(
+      (await script(box))
+        .trim()
+        .split("\n")
+        .map((line) => line.split(":\t") as [string, string]),
+    )
+    const kept = Capabilities.KEPT.reduce((mask, capability) => mask | (1n << BigInt(capability)), 0n)
+    expect(BigInt(`0x${sets.CapBnd}`)).toBe(kept)
+    expect(BigInt(`0x${sets.CapEff}`)).toBe(kept)
+    expect(BigInt(`0x${sets.CapPrm}`)).toBe(kept)
+    expect(BigInt(`0x${sets.CapInh}`)).toBe(0n)
+    expect(BigInt(`0x${sets.CapAmb}`)).toBe(0n)
+    // CAP_MKNOD, CAP_SYS_RAWIO, CAP_SYS_MODULE and CAP_DAC_READ_SEARCH by name.
+    for (const capability of [27, 17, 16, 2]) expect((kept >> BigInt(capability)) & 1n).toBe(0n)
+  })
+})
+
+describe("abstract Unix sockets", () => {
+  test.skipIf(!LANDLOCK)(`a command cannot connect to an abstract socket made outside${needs}`, async () => {
+    const name = `@core-test-${crypto.randomUUID()}`
+    await listen(name)
+    const stdout = await script(location({ "client.py": CLIENT, "w.sh": `python3 client.py ${name}\n` }))
+    expect(stdout).toStartWith("refused ")
+  })
+
+  test.skipIf(!SCOPED)(`with Unix sockets granted, Landlock's scope still refuses an abstract one made outside${needsScope}`, async () => {
+    const name = `@core-test-${crypto.randomUUID()}`
+    await listen(name)
+    const granted = join(tempDir("core-granted-"), "agent.sock")
+    const stdout = await script(
+      location({ "client.py": CLIENT, "w.sh": `python3 client.py ${name}\n` }, { sockets: [granted] }),
+    )
+    expect(stdout).toBe("refused EPERM\n")
+  })
+})
+
+describe("socket files", () => {
+  test.skipIf(!LANDLOCK)(`a socket file outside the Location (an ssh-agent's) refuses the command${needs}`, async () => {
+    const agent = join(tempDir("ssh-"), "agent.1")
+    await listen(agent)
+    const stdout = await script(location({ "client.py": CLIENT, "w.sh": `python3 client.py ${agent}\n` }))
+    expect(stdout).toBe("refused EACCES\n")
+  })
+
+  test.skipIf(!LANDLOCK)(`a socket granted in core.json, by variable, is connectable${needs}`, async () => {
+    const agent = join(tempDir("ssh-"), "agent.1")
+    await listen(agent)
+    const box = location({ "client.py": CLIENT, "w.sh": `python3 client.py ${agent}\n` }, { sockets: ["$SSH_AUTH_SOCK"] })
+    const stdout = await script({ ...box, env: { ...box.env, SSH_AUTH_SOCK: agent } })
+    expect(stdout).toBe("reply pong\n")
+  })
+
+  test.skipIf(!LANDLOCK || !ROOT)(`with one socket granted, every other socket file outside stays refused${needsRoot}`, async () => {
+    const agent = join(tempDir("ssh-"), "agent.1")
+    const docker = join(tempDir("run-"), "docker.sock")
+    await listen(agent)
+    await listen(docker)
+    const box = location(
+      { "client.py": CLIENT, "w.sh": `python3 client.py ${agent}; python3 client.py ${docker}\n` },
+      { sockets: [docker] },
+    )
+    expect(await script(box)).toBe("refused ECONNREFUSED\nreply pong\n")
+  })
+
+  test.skipIf(!LANDLOCK)(`with sockets granted, a command's own server and client in the Location work${needs}`, async () => {
+    const server = LISTENER.replace("while True:", "for _ in range(1):")
+    const box = location(
+      {
+        "server.py": server,
+        "client.py": CLIENT,
+        "w.sh": "python3 server.py ./own.sock > ready.txt &\nuntil [ -s ready.txt ]; do :; done\npython3 client.py ./own.sock\nwait\n",
+      },
+      { sockets: [join(tempDir("run-"), "docker.sock")] },
+    )
+    expect(await script(box)).toBe("reply pong\n")
+  })
+
+  test.skipIf(!LANDLOCK)(`socket pairs, pipes and multiprocessing's pipes still work without any grant${needs}`, async () => {
+    const box = location({
+      "pair.py": [
+        "import socket, multiprocessing",
+        "a, b = socket.socketpair()",
+        'a.sendall(b"pair")',
+        "print(b.recv(4).decode())",
+        "def child(end): end.send(sum(map(abs, [-1, -2, 3])))",
+        "mine, theirs = multiprocessing.Pipe()",
+        "process = multiprocessing.Process(target=child, args=(theirs,))",
+        "process.start()",
+        "print(mine.recv())",
+        "process.join()",
+      ].join("\n"),
+      "w.sh": "python3 pair.py\necho piped | cat\n",
+    })
+    expect(await script(box)).toBe("pair\n6\npiped\n")
+  })
+})
+
+describe("socket grants", () => {
+  test("expand variables and ~ from core's environment; unset variables and relative paths grant nothing", () => {
+    const own = tempDir("core-loc-")
+    const env = { SSH_AUTH_SOCK: "/run/agent.sock", EMPTY: "" }
+    expect(Sockets.reachable(undefined, [own], env)).toBeUndefined()
+    expect(Sockets.reachable(["$UNSET", "${EMPTY}/x", "relative.sock"], [own], env)).toBeUndefined()
+    const reachable = Sockets.reachable(["$SSH_AUTH_SOCK", "${SSH_AUTH_SOCK}.2", "~/docker.sock"], [own], env)
+    expect(reachable?.slice(0, 2)).toEqual(["/run/agent.sock", "/run/agent.sock.2"])
+    expect(reachable?.[2]).toEndWith("/docker.sock")
+    expect(reachable).toHaveLength(4)
+  })
+
+  test("a sockets entry that is not a non-empty string is refused with its key", async () => {
+    const box = sandbox({ "core.json": JSON.stringify({ permission: { "*": "allow" }, shell: { sockets: [""] } }) })
+    const result = await exec(box, "bash", { command: "true" })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain("shell.sockets[0]")
+  })
+})
