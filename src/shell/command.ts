@@ -525,7 +525,7 @@ const compoundDeclaration = (words: ReadonlyArray<Word>, resource: string, colle
   const args = words.slice(1)
   const arrays = args.some((word) => /^-[A-Za-z]*[aA]/.test(word.value ?? ""))
   for (const word of args) {
-    const name = /^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=/.exec(word.value ?? word.text)?.[1]
+    const name = /^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=/.exec((word.value ?? word.text).replace(/^["']/, ""))?.[1]
     if (name === undefined) continue
     const quoted = /^["']/.test(word.text) && /^[^=]*=\(/.test(word.value ?? "") && /[$`]/.test(word.value ?? word.text)
     const value = word.text.slice(word.text.indexOf("=") + 1)

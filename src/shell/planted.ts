@@ -43,6 +43,12 @@ const CODE_KEYS = new RegExp(
       "fetch\\.fsck.*|transfer\\.fsck.*|receive\\.fsck.*",
       "init\\.templatedir",
       "safe\\.directory",
+      "interactive\\.difffilter",
+      "trailer\\..+\\.(command|cmd)",
+      "imap\\.tunnel",
+      "guitool\\..+",
+      "gpg\\.ssh\\.(defaultkeycommand|allowedsignersfile)",
+      "ssh\\.variant",
     ].join("|") +
     ")$",
 )
