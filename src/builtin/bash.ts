@@ -441,18 +441,27 @@ const needsOf = Effect.fnUntraced(function* (directory: string, input: Input, ro
  */
 const commandChecks = Effect.fnUntraced(function* (services: Builtin.Services, agent: string, needs: Needs) {
   const { plain, opaque } = needs
+  const variants = plain.flatMap((check) => check.variants ?? [])
   const decisions = yield* services.permission
-    .explain({ agent, action: NAME, resources: [...plain, ...opaque].map((check) => check.resource) })
+    .explain({ agent, action: NAME, resources: [...plain, ...opaque].map((check) => check.resource).concat(variants) })
+  // Another spelling of a command's flags that a rule denies is checked with it, so the deny holds (CommandLine.Check).
+  const denied = variants.filter((variant) => decisions.some((decision) => decision.resource === variant && decision.effect === "deny"))
   const asked = new Set(decisions.filter((decision) => decision.effect === "ask").map((decision) => decision.resource))
   const save = [
     ...new Set(plain.flatMap((check) => (asked.has(check.resource) && check.save !== undefined ? [check.save] : []))),
   ]
   const checks: Array<Permission.Check> = []
-  if (plain.length > 0) checks.push({ action: NAME, resources: plain.map((check) => check.resource), save })
-  if (opaque.length > 0) {
+  if (plain.length > 0) checks.push({ action: NAME, resources: [...plain.map((check) => check.resource), ...denied], save })
+  // What plants code the user's own programs run is asked of a person each time, as core's configuration is.
+  const planted = opaque.filter((check) => check.protected !== undefined)
+  if (planted.length > 0) {
+    checks.push({ action: NAME, resources: planted.map((check) => check.resource), save: [], ask: true, protected: planted[0]!.protected! })
+  }
+  const unknown = opaque.filter((check) => check.protected === undefined)
+  if (unknown.length > 0) {
     checks.push({
       action: NAME,
-      resources: opaque.map((check) => check.resource),
+      resources: unknown.map((check) => check.resource),
       save: [],
       ask: true,
       ...(needs.unknownChange ? { protected: Protected.UNKNOWN_TARGET } : {}),

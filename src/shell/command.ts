@@ -13,8 +13,11 @@ import * as Effect from "effect/Effect"
 import type { Node, Parser } from "web-tree-sitter"
 import treeSitterWasm from "web-tree-sitter/tree-sitter.wasm" with { type: "file" }
 import bashWasm from "tree-sitter-bash/tree-sitter-bash.wasm" with { type: "file" }
+import { Protected } from "../permission/protected"
 import { Arity } from "./arity"
+import { Flags } from "./flags"
 import { Operands } from "./operands"
+import { Planted } from "./planted"
 import { Runs } from "./runs"
 import { Words } from "./words"
 
@@ -69,6 +72,11 @@ export interface Simple {
   readonly within: string | undefined
   /** The node's own text. */
   readonly text: string
+  /**
+   * Set for a shell that only runs literal code (`bash -lc '…'`, `env sh -c '…'`): its commands are checked in
+   * their own right, as if unwrapped, and the shell adds no check of its own.
+   */
+  readonly transparent?: boolean
 }
 
 /** Something the line runs whose effect cannot be known from its text: asked about as `resource`, every time. */
@@ -76,6 +84,8 @@ export interface Opaque {
   readonly resource: string
   /** Why, in a few words, for whoever is asked. */
   readonly reason: string
+  /** Set when it plants code the user's own programs run (Planted): what, for the person who must approve it. */
+  readonly protected?: string
 }
 
 export interface Parsed {
@@ -97,6 +107,16 @@ export interface Check {
   readonly save: string | undefined
   /** Set when what it runs cannot be known from the text: then it is asked even where a rule allows it. */
   readonly opaque?: string
+  /**
+   * The same command with its flags spelled other ways (`rm -rf x` for `rm -fr x`): a rule denying any of them
+   * denies the command, whichever spelling the rule was written in.
+   */
+  readonly variants?: ReadonlyArray<string>
+  /**
+   * Set when the command plants code that programs the user runs outside any sandbox would run (`git config
+   * core.hooksPath …`): what it changes, for the person who must approve it each time, like core's configuration.
+   */
+  readonly protected?: string
 }
 
 /** A path the line's file commands or redirections touch. */
@@ -135,6 +155,8 @@ interface Collector {
   unparsed: string | undefined
   /** Variables whose value the line itself makes a number, so evaluating them as arithmetic runs nothing. */
   numeric: ReadonlySet<string>
+  /** The text being read (the line, or the code a command runs). */
+  line: string
 }
 
 const isRedirect = (type: string) => type === "file_redirect" || type === "herestring_redirect" || type === "heredoc_redirect"
@@ -169,13 +191,24 @@ const redirection = (node: Node, into: Gathered): void => {
   }
 }
 
+/**
+ * A command name as checked: its value, quoted when it holds a space or a character that means something to bash,
+ * so that the program literally named `git status` (`'git status'`) is never read as `git` given `status`.
+ */
+export const nameOf = (value: string): string =>
+  /^[^\s'"\\;&|<>()$`*?!#~]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`
+
 const textOf = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>): string =>
-  [...assignments, words[0]!.value!, ...words.slice(1).map((word) => word.text)].join(" ")
+  [...assignments, nameOf(words[0]!.value!), ...words.slice(1).map((word) => word.text)].join(" ")
 
 const suffixOf = (redirects: ReadonlyArray<Redirect>): string => redirects.map((redirect) => ` ${redirect.text}`).join("")
 
-/** Reads literal bash code a command runs (`bash -c '…'`) into the same collector, its commands checked like the line's. */
-const readCode = (code: string, owner: string, collector: Collector): void => {
+/**
+ * Reads literal bash code a command runs (`bash -c '…'`) into the same collector, its commands checked like the
+ * line's. Code that is all a transparent shell does is read as if it stood in the line itself; any other code is
+ * read within `owner`, which is what is asked about when something in it cannot be known.
+ */
+const readCode = (code: string, owner: string, collector: Collector, unwrapped = false): void => {
   if (collector.depth >= MAX_DEPTH) {
     collector.opaque.push({ resource: owner, reason: "it nests code in code too deeply to read" })
     return
@@ -183,9 +216,10 @@ const readCode = (code: string, owner: string, collector: Collector): void => {
   const inner: Collector = {
     ...collector,
     depth: collector.depth + 1,
-    within: collector.within ?? owner,
+    within: unwrapped ? collector.within : (collector.within ?? owner),
     unparsed: undefined,
     numeric: new Set(),
+    line: code,
   }
   read(code, inner)
   if (inner.unparsed !== undefined) {
@@ -193,12 +227,18 @@ const readCode = (code: string, owner: string, collector: Collector): void => {
   }
 }
 
-/** What a command runs besides itself: wrapped commands, code strings, or the reason it cannot be known. */
-const inspect = (words: ReadonlyArray<Word>, owner: string, collector: Collector): void => {
+/**
+ * What a command runs besides itself: wrapped commands, code strings, or the reason it cannot be known. `neutral`
+ * says whether every wrapper around it so far is neutral (Runs.neutral), so a shell there may be transparent.
+ */
+const inspect = (words: ReadonlyArray<Word>, owner: string, collector: Collector, neutral = true): void => {
+  const planted = Planted.git(words)
+  if (planted !== undefined) collector.opaque.push({ resource: owner, reason: `${planted} sets what git runs for the user`, protected: Planted.WHAT })
   const inner = Runs.of(words)
   if (inner.opaque !== undefined) collector.opaque.push({ resource: owner, reason: inner.opaque })
-  for (const code of inner.code) readCode(code, owner, collector)
-  for (const command of inner.commands) inspect(command, owner, collector)
+  for (const code of inner.code) readCode(code, owner, collector, neutral && inner.unwrapped === true)
+  const passes = neutral && Runs.neutral(words) !== undefined
+  for (const command of inner.commands) inspect(command, owner, collector, passes)
 }
 
 const simple = (node: Node, outer: Gathered, collector: Collector) => {
@@ -235,7 +275,8 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
   const words = [name, ...rest]
   const resource = textOf(assignments, words) + suffixOf(redirects)
   const within = collector.within
-  collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text: node.text })
+  const transparent = redirects.length === 0 && Runs.transparent(words)
+  collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text: node.text, transparent })
   evaluatingCommand(words, within ?? resource, collector)
   // Also the environment a wrapper gives (`env PS4='…' bash -x`, `sudo EDITOR=… visudo`).
   codeVariables([...assignments, ...words.slice(1).flatMap((word) => (word.value === undefined ? [] : [word.value]))], within ?? resource, collector)
@@ -259,6 +300,7 @@ const declaration = (node: Node, collector: Collector) => {
   const resource = textOf([], words)
   collector.commands.push({ ...other("declaration", node.text, collector.within, words), resource })
   evaluatingCommand(words, collector.within ?? resource, collector)
+  compoundDeclaration(words, collector.within ?? resource, collector)
   codeVariables(words.slice(1).map((word) => word.value ?? word.text), collector.within ?? resource, collector)
 }
 
@@ -387,7 +429,21 @@ const evaluates = (node: Node, collector: Collector): void => {
       if (index !== null && !["@", "*"].includes(index.text)) arithmetic([index], node, collector)
       return
     }
+    case "command_substitution":
+      // The grammar reads `$((x))` in a heredoc as a substitution of a subshell; bash evaluates it as arithmetic.
+      if (/^\$\(\([\s\S]*\)\)$/.test(node.text)) {
+        collector.opaque.push({ resource: collector.within ?? statementOf(node), reason: "it evaluates text as arithmetic, and a value such as x[$(cmd)] runs cmd" })
+      }
+      return
+    case "array":
+      arraySubscripts(node, collector)
+      return
     case "expansion": {
+      // `${v@P}` expands v's value as a prompt, which runs the command substitutions it holds.
+      if (/@P\}$/.test(node.text)) {
+        collector.opaque.push({ resource: collector.within ?? statementOf(node), reason: "${…@P} expands a value as a prompt, which runs the commands it holds" })
+        return
+      }
       // `${!name}` expands the variable named by name's value, subscript and all.
       if (node.child(1)?.type === "!" && !/^\$\{![A-Za-z_][A-Za-z0-9_]*[@*]\}$/.test(node.text)) {
         collector.opaque.push({ resource: collector.within ?? statementOf(node), reason: "it expands a variable named by another's value, whose subscript can run commands" })
@@ -431,6 +487,53 @@ const codeVariables = (assignments: ReadonlyArray<string>, resource: string, col
   const found = assignments.find((assignment) => CODE_VARIABLES.test(assignment))
   if (found !== undefined) {
     collector.opaque.push({ resource, reason: `${found.split(/\+?=/)[0]} holds code or a command that other programs run` })
+  }
+}
+
+/**
+ * `a=([i]=v …)`: in an indexed array each subscript is evaluated as arithmetic (`[$x]=1` with x holding
+ * `b[$(cmd)]` runs cmd); the grammar gives such an element as plain words. An associative array's keys (declared
+ * `-A` in the same statement) are not evaluated.
+ */
+const arraySubscripts = (node: Node, collector: Collector): void => {
+  const declaration = node.parent?.parent
+  if (declaration?.type === "declaration_command" && declaration.children.some((child) => child !== null && /^-[A-Za-z]*A/.test(child.text))) return
+  for (const element of node.namedChildren) {
+    const subscript = element === null ? undefined : /^\[([^\]]*)\]\+?=/.exec(element.text)?.[1]
+    if (subscript === undefined) continue
+    const names = subscript.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []
+    const unsafe = /\$[({]|`/.test(subscript) || names.some((name) => !collector.numeric.has(name))
+    if (unsafe) {
+      collector.opaque.push({
+        resource: collector.within ?? statementOf(node),
+        reason: `it evaluates the array subscript [${subscript}] as arithmetic, and a value such as x[$(cmd)] runs cmd`,
+      })
+      return
+    }
+  }
+}
+
+/** Declaration builtins that may assign to an array. */
+const DECLARES: ReadonlySet<string> = new Set(["declare", "typeset", "local", "readonly"])
+
+/**
+ * `declare a=$x` (or `"a=(…)"`) re-reads the value as a compound assignment when `a` is an array, which evaluates
+ * the command substitutions in it: opaque when the statement, or the line, can make the name an array.
+ */
+const compoundDeclaration = (words: ReadonlyArray<Word>, resource: string, collector: Collector): void => {
+  if (!DECLARES.has(words[0]!.value!)) return
+  const args = words.slice(1)
+  const arrays = args.some((word) => /^-[A-Za-z]*[aA]/.test(word.value ?? ""))
+  for (const word of args) {
+    const name = /^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=/.exec((word.value ?? word.text).replace(/^["']/, ""))?.[1]
+    if (name === undefined) continue
+    const quoted = /^["']/.test(word.text) && /^[^=]*=\(/.test(word.value ?? "") && /[$`]/.test(word.value ?? word.text)
+    const value = word.text.slice(word.text.indexOf("=") + 1)
+    const madeArray = arrays || new RegExp(`(^|[^A-Za-z0-9_])${name}(\\+?=\\(|\\[)|-[A-Za-z]*[aA]\\s+${name}\\b|mapfile|readarray|read\\s+-[A-Za-z]*a`).test(collector.line)
+    if (quoted || (/[$`]/.test(value) && madeArray)) {
+      collector.opaque.push({ resource, reason: `${words[0]!.value} re-reads the value of ${name} as an array, which runs the commands it holds` })
+      return
+    }
   }
 }
 
@@ -589,6 +692,7 @@ export const parse = (text: string): Effect.Effect<Parsed> =>
         opaque: [],
         unparsed: undefined,
         numeric: new Set(),
+        line: text,
       }
       read(text, collector)
       const { commands, statements, opaque, unparsed } = collector
@@ -624,19 +728,37 @@ const saveFor = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>,
   return /[*?]/.test(assignments.join(" ")) ? exact(text) : `${prefix} *`
 }
 
+/** The check of one command's text, with its other spellings. */
+const checkOf = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>, suffix: string): Check => {
+  const resource = textOf(assignments, words) + suffix
+  const variants = Flags.variants(
+    words.map((word) => word.value),
+    words.map((word) => word.text),
+    words[0]!.value!,
+  )
+    .map((text) => [...assignments, text].join(" ") + suffix)
+    .filter((text) => text !== resource)
+  return {
+    resource,
+    save: saveFor(assignments, words, suffix),
+    ...(variants.length === 0 ? {} : { variants }),
+  }
+}
+
 /**
  * The checks for one command: its own text (with `suffix`, its redirections); each command it runs in its own
  * right (`sudo rm x` is also `rm x`, `find . -exec rm {} ;` also `rm {}`); and a command named by a path also
  * under its base name (`/bin/rm x` is also `rm x`), so rules about a command cannot be stepped around.
  */
 const checksFor = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>, suffix = ""): Array<Check> => {
-  const checks: Array<Check> = [{ resource: textOf(assignments, words) + suffix, save: saveFor(assignments, words, suffix) }]
+  // A shell that only runs literal code is checked as that code, whose commands the walk found in their own right.
+  if (suffix === "" && Runs.transparent(words)) return []
+  const checks: Array<Check> = [checkOf(assignments, words, suffix)]
   // `X=1 rm x` runs `rm x`: a rule about the command holds whatever its environment.
-  if (assignments.length > 0) checks.push({ resource: textOf([], words) + suffix, save: saveFor([], words, suffix) })
+  if (assignments.length > 0) checks.push(checkOf([], words, suffix))
   const name = words[0]!.value!
-  if (name.includes("/") && basename(name) !== "" && basename(name) !== name) {
-    const renamed = [{ ...words[0]!, value: basename(name) }, ...words.slice(1)]
-    checks.push({ resource: textOf([], renamed) + suffix, save: saveFor([], renamed, suffix) })
+  if (name.includes("/") && basename(name) !== "" && basename(name) !== name && !/\s/.test(name)) {
+    checks.push(checkOf([], [{ ...words[0]!, value: basename(name) }, ...words.slice(1)], suffix))
   }
   for (const inner of Runs.of(words).commands) checks.push(...checksFor([], inner))
   return checks
@@ -664,12 +786,22 @@ export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
   for (const path of paths(parsed)) {
     if (path.unknown !== undefined) opaque.push({ resource: path.owner, reason: path.unknown })
   }
+  // A change into what git runs for the user (`cp x .git/hooks/pre-commit`, `echo > .git/config`).
+  for (const path of [...paths(parsed), ...mentioned(parsed)]) {
+    const value = path.word.value
+    if (value === undefined || !Planted.gitPath(value) || (!path.writes && Protected.readsOnly(path.owner))) continue
+    opaque.unshift({ resource: path.owner, reason: `it changes ${path.word.text}, which git runs or reads for the user`, protected: Planted.WHAT })
+  }
+  // What plants code is checked first, and once per resource.
+  opaque.sort((a, b) => Number(b.protected !== undefined) - Number(a.protected !== undefined))
   if (parsed.unparsed !== undefined) opaque.unshift({ resource: `${UNPARSED} ${parsed.text.trim()}`, reason: parsed.unparsed })
   const asked = new Set(opaque.map((entry) => entry.resource))
   const seen = new Set<string>()
   return [
     ...found.filter((check) => !asked.has(check.resource)),
-    ...opaque.map((entry): Check => ({ resource: entry.resource, save: undefined, opaque: entry.reason })),
+    ...opaque.map(
+      (entry): Check => ({ resource: entry.resource, save: undefined, opaque: entry.reason, ...(entry.protected === undefined ? {} : { protected: entry.protected }) }),
+    ),
   ].filter((check) => !seen.has(check.resource) && seen.add(check.resource))
 }
 

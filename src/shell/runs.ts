@@ -19,6 +19,11 @@ export interface Inner {
   readonly code: ReadonlyArray<string>
   /** Why what it runs cannot be known before it runs; undefined when it can. */
   readonly opaque: string | undefined
+  /**
+   * Whether `code` is all the command does (`bash -c '…'`, `bash -lc '…'` with options that change nothing it
+   * runs): then the command is judged as that code, unwrapped.
+   */
+  readonly unwrapped?: boolean
 }
 
 /**
@@ -33,8 +38,22 @@ const code = (text: string): Inner => ({ commands: [], code: [text], opaque: und
 
 /** Shells whose code the bash grammar reads faithfully, so a literal `-c` string is checked command by command. */
 const BASH_LIKE: ReadonlySet<string> = new Set(["bash", "sh", "dash", "ash"])
-/** Shells with syntax of their own (zsh's glob qualifiers run code, fish is another language): never read. */
+/** Shells with syntax of their own (zsh's glob qualifiers run code, fish is another language): read only when plain. */
 const OTHER_SHELLS: ReadonlySet<string> = new Set(["zsh", "ksh", "mksh", "fish"])
+/** Of those, the ones whose plain code (see PLAIN) means what it means to bash. */
+const POSIX_LIKE: ReadonlySet<string> = new Set(["zsh", "ksh", "mksh"])
+/**
+ * Code with none of the characters that start zsh's or ksh's own syntax (glob qualifiers, `=(…)`, `$`, history,
+ * braces, patterns): words, quotes, pipes, lists and redirections only, which every one of them reads as bash does.
+ */
+const PLAIN = /^[A-Za-z0-9_\s.\/\-:,@%+'"|;&<>]*$/
+/**
+ * A shell's options that change nothing about what its `-c` code runs: a login shell (`-l`, which reads the
+ * user's own profile, outside the Location), errexit, nounset, xtrace, verbose, pipefail and the like.
+ */
+const QUIET_SHELL_OPTIONS = /^(-[clexuvpr]+|\+[exuv]+|--login|--noprofile|--norc|--posix|--noediting)$/
+/** Values of `-o` that change nothing about what runs. */
+const QUIET_SET_OPTIONS: ReadonlySet<string> = new Set(["pipefail", "errexit", "nounset", "xtrace", "verbose", "posix", "noclobber", "noglob", "errtrace", "functrace"])
 /** A shell's options that only print something (`-v` and `-h` are not: they are bash's verbose and hashall). */
 const SHELL_INFORMATIONAL = ["--version", "--help"]
 
@@ -158,9 +177,15 @@ const shell = (name: string, words: ReadonlyArray<Word>): Inner => {
   let operands: ReadonlyArray<Word> = []
   let command = false
   let stdin = false
+  let quiet = true
   for (let index = 1; index < words.length; index++) {
     const word = words[index]!
     const value = word.value
+    if (value !== undefined && /^[-+]/.test(value) && value !== "-" && value !== "--") {
+      const setting = /^[-+][A-Za-z]*o$/.test(value) ? words[index + 1]?.value : undefined
+      quiet &&= QUIET_SHELL_OPTIONS.test(value.replace(/o$/, "")) || value === "-o" || value === "+o"
+      if (/o$/.test(value) && !value.startsWith("--")) quiet &&= setting !== undefined && QUIET_SET_OPTIONS.has(setting)
+    }
     if (value === undefined) {
       if (word.text.startsWith("-")) return opaque(`its option ${word.text} holds an expansion`)
       operands = words.slice(index)
@@ -196,8 +221,10 @@ const shell = (name: string, words: ReadonlyArray<Word>): Inner => {
     const text = operands[0]
     if (text === undefined) return opaque(`${name} -c is given its code from elsewhere`)
     if (text.value === undefined) return opaque(`the code given to ${name} -c holds an expansion`)
-    if (!BASH_LIKE.has(name)) return opaque(`${name} code is not read by core`)
-    return code(text.value)
+    const readable = BASH_LIKE.has(name) || (POSIX_LIKE.has(name) && PLAIN.test(text.value))
+    if (!readable) return opaque(`${name} code is not read by core`)
+    // What follows the code is $0, $1 …: values, never run.
+    return { ...code(text.value), unwrapped: quiet && !stdin }
   }
   const script = operands[0]
   if (script === undefined || stdin) {
@@ -263,6 +290,10 @@ const wrapped = (name: string, words: ReadonlyArray<Word>, replace?: string): In
   if (replace !== undefined && target.value.includes(replace)) {
     return opaque(`${name} runs a command named by its input (${target.text})`)
   }
+  if (replace !== undefined && COPIERS.has(basename(target.value)) && words.slice(1).some((word) => (word.value ?? word.text).includes(replace))) {
+    // `xargs -I{} ln -s {} zap`: a program named by the input gets a new name, which later runs as that program.
+    return opaque(`${name} copies or links a file named by its input, which may be a program given another name`)
+  }
   if (replace !== undefined) {
     // What the command runs with its input in place (`env {}`) must be knowable too.
     const probed = of(words.map((word) => (word.value?.includes(replace) ? INPUT : word)))
@@ -272,6 +303,49 @@ const wrapped = (name: string, words: ReadonlyArray<Word>, replace?: string): In
     }
   }
   return { commands: [words], code: [], opaque: undefined }
+}
+
+/** Commands that give a file another name (a copy, a link, a move): a program among them runs under the new one. */
+const COPIERS: ReadonlySet<string> = new Set(["ln", "link", "cp", "mv", "install", "rsync", "dd", "tee", "cat", "ditto", "scp", "rename"])
+
+/** `fd … -x CMD …` (and --exec, -X, --exec-batch): the command it runs on each path found, up to `;` or the end. */
+const fd = (words: ReadonlyArray<Word>): Inner => {
+  const commands: Array<ReadonlyArray<Word>> = []
+  for (let index = 1; index < words.length; index++) {
+    const value = words[index]!.value ?? words[index]!.text
+    const attached = /^--exec(-batch)?=(.*)$/s.exec(value)
+    if (!["-x", "--exec", "-X", "--exec-batch"].includes(value) && attached === null) continue
+    const start = attached === null ? index + 1 : index
+    let end = start
+    while (end < words.length && words[end]!.value !== ";") end++
+    const command = attached === null ? words.slice(start, end) : [{ ...words[index]!, text: attached[2]!, value: attached[2]! }, ...words.slice(start + 1, end)]
+    // Without a placeholder, the paths found are appended to the command.
+    const placed = command.some((word) => /\{[/.]*\}|\{\/\/\}/.test(word.value ?? word.text))
+    const inner = wrapped("fd", placed ? command : [...command, INPUT], "{")
+    if (inner.opaque !== undefined) return { commands: [...commands, ...inner.commands], code: [], opaque: inner.opaque }
+    commands.push(...inner.commands)
+    index = end
+  }
+  return { commands, code: [], opaque: undefined }
+}
+
+/**
+ * `rg --pre CMD` and `--hostname-bin CMD`: a program rg runs (on each file searched, or once), checked as that
+ * command and asked, since what it is given comes from the search.
+ */
+const rg = (words: ReadonlyArray<Word>): Inner => {
+  for (let index = 1; index < words.length; index++) {
+    const value = words[index]!.value ?? words[index]!.text
+    if (value === "--") break
+    const attached = /^(--pre|--hostname-bin)=(.*)$/s.exec(value)
+    const option = attached?.[1] ?? value
+    if (option !== "--pre" && option !== "--hostname-bin") continue
+    const given = words[index]!
+    const program = attached === null ? words[index + 1] : { ...given, text: attached[2]!, value: given.value === undefined ? undefined : attached[2]! }
+    if (program === undefined || program.value === undefined || program.value === "") return opaque(`rg ${option} runs a program that is not known before it runs`)
+    return { commands: [[program, INPUT]], code: [], opaque: `rg ${option} runs ${program.value} on what it searches` }
+  }
+  return NOTHING
 }
 
 /** `find … -exec CMD … ;` (and -execdir, -ok, -okdir): each command it runs. */
@@ -330,6 +404,14 @@ export const of = (words: ReadonlyArray<Word>): Inner => {
       return wrapped(name, args[1]?.value === "{" ? args.slice(1) : args)
     case "find":
       return find(words)
+    case "fd":
+    case "fdfind":
+      return fd(words)
+    case "rg":
+      return rg(words)
+    case "fc":
+      // fc runs commands from the history, or an editor on them.
+      return args.some((word) => /^-[A-Za-z]*l/.test(word.value ?? "")) ? NOTHING : opaque("fc runs commands from the history")
     case "su":
       return opaque("su runs a shell whose commands come from -c or its standard input")
     case "watch": {
@@ -484,6 +566,7 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
     words.some((word) => (word.value ?? word.text) === "expand_aliases") ? opaque("shopt expand_aliases makes aliases run in place of commands") : NOTHING,
   // ssh runs its command line on the other host, and some options run local commands too.
   ssh: (words) => {
+    if (sshLike(words, "")) return opaque("ssh is told to run a local command")
     const { operands } = split(words, ["-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-p", "-Q", "-R", "-S", "-W", "-w", "-B", "-P"])
     if (words.some((word) => /proxycommand|localcommand|permitlocalcommand|match\s+exec|knownhostscommand/i.test(word.value ?? word.text))) {
       return opaque("ssh is told to run a local command")
@@ -545,13 +628,41 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
     }
     return undefined
   },
+  // compgen -W expands its word list as bash would a line, command substitutions and all.
   compgen: (words) =>
-    words.slice(1).some((word) => /^-[A-Za-z]*[CF]/.test(word.value ?? word.text)) ? opaque("compgen -C or -F runs a command") : NOTHING,
+    words.slice(1).some((word) => /^-[A-Za-z]*[CF]/.test(word.value ?? word.text)) ||
+    words.slice(1).some((word, index) => /^-[A-Za-z]*W$/.test(words[index]?.value ?? "") && /[$`]/.test(word.value ?? word.text))
+      ? opaque("compgen -C, -F or -W with an expansion runs a command")
+      : NOTHING,
+  // rsync's remote shell (`-e CMD`, `--rsh`) and the program it starts on the other side are commands.
+  rsync: (words) =>
+    words.slice(1).some((word) => /^(--rsh|--rsync-path)(=|$)|^-[A-Za-z]*e/.test(word.value ?? word.text))
+      ? opaque("rsync is told which command to run as its remote shell")
+      : undefined,
+  scp: (words) => (sshLike(words, "S") ? opaque("scp is told to run a local command") : undefined),
+  sftp: (words) => (sshLike(words, "SD") ? opaque("sftp is told to run a local command") : undefined),
+  // `less '+!cmd'` runs cmd; a lesskey file can set LESSOPEN, an input preprocessor.
+  less: (words) =>
+    words.slice(1).some((word) => /^\+|^(-k|--lesskey-file|--lesskey-src|--lesskey-content)/.test(word.value ?? word.text))
+      ? opaque("less is given commands or key bindings that can run a program")
+      : NOTHING,
   npx: (words) =>
     has(split(words, ["-p", "--package"]).options, ["-c", "--call"]) ? opaque("npx -c runs a command line core cannot read") : NOTHING,
   mapfile: (words) => (words.slice(1).some((word) => /^-[A-Za-z]*C/.test(word.value ?? word.text)) ? opaque("mapfile -C runs a callback") : undefined),
   readarray: (words) => (words.slice(1).some((word) => /^-[A-Za-z]*C/.test(word.value ?? word.text)) ? opaque("readarray -C runs a callback") : undefined),
 }
+
+/**
+ * Whether an ssh-family command is told to run a local program: `-o ProxyCommand=…` and the like, a config file
+ * of the line's choosing (`-F`), or one of `letters`, options naming the program to run (`scp -S prog`).
+ */
+const sshLike = (words: ReadonlyArray<Word>, letters: string): boolean =>
+  words.slice(1).some(
+    (word) =>
+      /proxycommand|localcommand|permitlocalcommand|match\s+exec|knownhostscommand/i.test(word.value ?? word.text) ||
+      /^-[A-Za-z]*F/.test(word.value ?? word.text) ||
+      (letters !== "" && new RegExp(`^-[A-Za-z]*[${letters}]`).test(word.value ?? word.text)),
+  )
 
 /** A sed address: a line number, `$`, or a regular expression, optionally a range. */
 const SED_ADDRESS = String.raw`(?:\d+|\$|/(?:\\.|[^/])*/)`
@@ -561,3 +672,37 @@ const SED_COMMAND = new RegExp(String.raw`(^|[;\n{}])\s*(${SED_ADDRESS}(\s*,\s*$
 
 /** Whether a sed script (or option) may run a command or touch a file: such a command, or `s///e` or `s///w`. */
 const sedRuns = (script: string): boolean => SED_COMMAND.test(script) || /s(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpIiMm0-9]*[ew]/s.test(script)
+
+/**
+ * Wrappers that change nothing about what the command they run may do to the Location (they only time it, detach
+ * it, lower its priority or set its environment): a shell under one is as transparent as the shell alone.
+ */
+const NEUTRAL: ReadonlySet<string> = new Set(["env", "nohup", "command", "exec", "time", "nice", "timeout", "stdbuf"])
+
+/** Options of a neutral wrapper that do change something (`env -C DIR` moves where paths lead, `-S` splits text). */
+const NOT_NEUTRAL = /^(-[A-Za-z]*[CSvV]|--chdir|--split-string|-a)/
+
+/** The command a neutral wrapper runs, when there is one reading of it; undefined for any other command. */
+export const neutral = (words: ReadonlyArray<Word>): ReadonlyArray<Word> | undefined => {
+  const name = basename(words[0]!.value!)
+  if (!NEUTRAL.has(name)) return undefined
+  const found = Arity.wrapperOf(words, name)
+  if (found === undefined) return undefined
+  const indexes = Arity.wrappedIndexes(words, found.wrapper, found.length)
+  if (indexes.length !== 1) return undefined
+  const index = indexes[0]!
+  if (words.slice(1, index).some((word) => word.value === undefined || NOT_NEUTRAL.test(word.value))) return undefined
+  const inner = words.slice(index)
+  return inner[0]?.value === undefined || inner[0].value === "" ? undefined : inner
+}
+
+/**
+ * Whether the command is only a shell running literal code (`bash -lc 'ls .'`, `env bash -c '…'`): then it is
+ * checked as that code's commands, each in its own right, and not as itself.
+ */
+export const transparent = (words: ReadonlyArray<Word>): boolean => {
+  let current = words
+  for (let next = neutral(current); next !== undefined; next = neutral(current)) current = next
+  const inner = of(current)
+  return inner.unwrapped === true && inner.opaque === undefined
+}

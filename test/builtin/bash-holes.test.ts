@@ -78,7 +78,7 @@ const DENIED_COMMAND: ReadonlyArray<readonly [string, Expected]> = [
   ["ssh localhost rm v.txt", "asked"],
   ["ssh -o ProxyCommand='rm v.txt' host", "asked"],
   ["mapfile -C 'rm v.txt' -c 1 a <<< x", "asked"],
-  ["fd . --exec rm", "asked"],
+  ["fd . --exec rm", "denied"],
   // What a model tries next.
   ["GIT_EXTERNAL_DIFF='rm v.txt' git diff", "asked"],
   ["PS4='$(rm v.txt)' bash -xc true", "asked"],

@@ -149,7 +149,7 @@ describe("CommandLine.checks: what cannot be known from the text is opaque", () 
     'bash -c "$X"',
     "bash -c",
     'sh -ec "$SCRIPT"',
-    "zsh -c 'ls'",
+    "zsh -c 'ls $(echo *(e:rm x:))'",
     "fish -c 'ls'",
     "python3 -c 'import os'",
     "python -Bc 'import os'",
@@ -249,18 +249,19 @@ describe("CommandLine.checks: what cannot be known from the text is opaque", () 
 
 describe("CommandLine.checks: literal code is read like the line itself", () => {
   const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
-    ["bash -c 'rm v2.txt'", ["bash -c 'rm v2.txt'", "rm v2.txt"]],
+    ["bash -c 'rm v2.txt'", ["rm v2.txt"]],
     ['eval "rm v.txt"', ['eval "rm v.txt"', "rm v.txt"]],
     ["eval rm v.txt", ["eval rm v.txt", "rm v.txt"]],
     ["trap 'rm v2.txt' EXIT", ["trap 'rm v2.txt' EXIT", "rm v2.txt"]],
-    ["sh -ec 'git status && rm y'", ["sh -ec 'git status && rm y'", "git status", "rm y"]],
-    ["sudo bash -c 'rm x'", ["sudo bash -c 'rm x'", "bash -c 'rm x'", "rm x"]],
+    // A shell that only runs literal code is checked as that code: the shell adds no check of its own.
+    ["sh -ec 'git status && rm y'", ["git status", "rm y"]],
+    ["sudo bash -c 'rm x'", ["sudo bash -c 'rm x'", "rm x"]],
     ["coproc rm v.txt", ["coproc rm v.txt", "rm v.txt"]],
     ["coproc { rm x; }", ["coproc { rm x", "rm x", "}"]],
     ["coproc worker { rm x; }", ["coproc worker { rm x", "rm x", "}"]],
     ["find . -name '*.o' -exec rm {} \\;", ["find . -name '*.o' -exec rm {} \\;", "rm {}"]],
     // The find itself is opaque (below): `rm "$1"` names a path only known when it runs.
-    ["find . -exec sh -c 'rm \"$1\"' _ {} \\;", ["sh -c 'rm \"$1\"' _ {}", 'rm "$1"']],
+    ["find . -exec sh -c 'rm \"$1\"' _ {} \\;", ['rm "$1"']],
     ["time { rm x; }", ["time { rm x", "rm x", "}"]],
     ["time (sleep 1)", ["time (sleep 1)", "sleep 1"]],
     ["nohup { rm x; } &", ["nohup { rm x", "rm x", "}"]],
@@ -269,7 +270,7 @@ describe("CommandLine.checks: literal code is read like the line itself", () => 
     ["alias x='rm v'", ["rm v"]],
     ["sudo -s 'ls; rm x'", ["sudo -s 'ls; rm x'", "ls", "rm x"]],
     ["cat list | xargs -I {} rm {}", ["cat list", "xargs -I {} rm {}", "rm {}"]],
-    ["bash -c \"bash -c 'rm x'\"", ["bash -c \"bash -c 'rm x'\"", "bash -c 'rm x'", "rm x"]],
+    ["bash -c \"bash -c 'rm x'\"", ["rm x"]],
   ]
   for (const [line, expected] of cases) {
     test(JSON.stringify(line), async () => {
@@ -277,8 +278,9 @@ describe("CommandLine.checks: literal code is read like the line itself", () => 
     })
   }
 
-  test("what the inner code cannot tell is opaque as the outer command", async () => {
-    expect(await opaque("bash -c 'ls; $CMD'")).toEqual(["bash -c 'ls; $CMD'"])
+  test("what the inner code cannot tell is opaque as the outer command, or as itself under a transparent shell", async () => {
+    expect(await opaque("bash -c 'ls; $CMD'")).toEqual(["$CMD"])
+    expect(await opaque("sudo bash -c 'ls; $CMD'")).toEqual(["sudo bash -c 'ls; $CMD'"])
     expect(await opaque("bash -c 'echo \"unterminated'")).toEqual(["bash -c 'echo \"unterminated'"])
     expect(await opaque("find . -exec sh -c 'rm \"$1\"' _ {} \\;")).toEqual(["find . -exec sh -c 'rm \"$1\"' _ {} \\;"])
   })
@@ -292,7 +294,7 @@ describe("CommandLine.checks: literal code is read like the line itself", () => 
 
   test("a file an inner command writes is found too", async () => {
     const paths = CommandLine.paths(await parse("bash -c 'echo hi > out.txt'"))
-    expect(paths.map((path) => [path.word.value, path.writes, path.owner])).toEqual([["out.txt", true, "bash -c 'echo hi > out.txt'"]])
+    expect(paths.map((path) => [path.word.value, path.writes, path.owner])).toEqual([["out.txt", true, "echo hi > out.txt"]])
   })
 })
 
@@ -317,7 +319,9 @@ describe("saved prefixes", () => {
     ["make", "make"],
     ["git -C /x status", "git -C /x status"],
     ["git -C '*' status", undefined],
-    ['bash -c "rm -rf /"', 'bash -c "rm -rf /"'],
+    // Transparent: what is saved is the inner command's prefix.
+    ['bash -c "rm -rf /"', "rm *"],
+    ['bash --rcfile x -c "rm -rf /"', 'bash --rcfile x -c "rm -rf /"'],
     ["eval ls", "eval ls"],
     ["sudo -u root rm -rf /", "sudo -u root rm *"],
     ["time npm test", "time npm test *"],

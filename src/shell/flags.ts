@@ -1,0 +1,103 @@
+export * as Flags from "./flags"
+
+// Equivalent spellings of the same flags, for the commands core knows: `rm -fr x`, `rm -r -f x`, `rm -Rf x` and
+// `rm --recursive --force x` are one command, so a rule written in any of those spellings must meet all of them.
+// Pure: it lists the other spellings of a command's text; ../builtin/bash.ts decides what they are checked for.
+
+/** One flag: its short letters (the first is the usual one) and its long name, any of which means it. */
+interface Flag {
+  readonly short: string
+  readonly long: string | undefined
+}
+
+const flag = (short: string, long?: string): Flag => ({ short, long })
+
+/** Flags that take no value, by command (and subcommand); a command given any other option is left as written. */
+export const TABLE: Readonly<Record<string, ReadonlyArray<Flag>>> = {
+  rm: [flag("rR", "--recursive"), flag("f", "--force"), flag("i"), flag("I"), flag("d", "--dir"), flag("v", "--verbose")],
+  cp: [
+    flag("rR", "--recursive"), flag("f", "--force"), flag("a", "--archive"), flag("i", "--interactive"),
+    flag("n", "--no-clobber"), flag("p"), flag("l", "--link"), flag("s", "--symbolic-link"), flag("u", "--update"),
+    flag("v", "--verbose"), flag("L", "--dereference"), flag("P", "--no-dereference"),
+  ],
+  mv: [flag("f", "--force"), flag("i", "--interactive"), flag("n", "--no-clobber"), flag("u", "--update"), flag("v", "--verbose")],
+  ln: [flag("s", "--symbolic"), flag("f", "--force"), flag("n", "--no-dereference"), flag("r", "--relative"), flag("v", "--verbose"), flag("i", "--interactive")],
+  chmod: [flag("R", "--recursive"), flag("v", "--verbose"), flag("f", "--silent"), flag("c", "--changes")],
+  chown: [flag("R", "--recursive"), flag("v", "--verbose"), flag("f", "--silent"), flag("c", "--changes"), flag("h", "--no-dereference")],
+  chgrp: [flag("R", "--recursive"), flag("v", "--verbose"), flag("f", "--silent"), flag("c", "--changes"), flag("h", "--no-dereference")],
+  mkdir: [flag("p", "--parents"), flag("v", "--verbose")],
+  rmdir: [flag("p", "--parents"), flag("v", "--verbose")],
+  shred: [flag("u"), flag("z", "--zero"), flag("f", "--force"), flag("v", "--verbose")],
+  "git push": [flag("f", "--force"), flag("u", "--set-upstream"), flag("n", "--dry-run"), flag("q", "--quiet"), flag("v", "--verbose"), flag("", "--force-with-lease"), flag("", "--all"), flag("", "--tags"), flag("", "--mirror"), flag("", "--no-verify"), flag("d", "--delete")],
+  "git reset": [flag("", "--hard"), flag("", "--soft"), flag("", "--mixed"), flag("", "--keep"), flag("", "--merge"), flag("q", "--quiet")],
+  "git clean": [flag("f", "--force"), flag("d"), flag("x"), flag("X"), flag("n", "--dry-run"), flag("q", "--quiet"), flag("i", "--interactive")],
+  "git checkout": [flag("f", "--force"), flag("q", "--quiet"), flag("", "--ours"), flag("", "--theirs"), flag("m", "--merge")],
+  "git switch": [flag("f", "--force"), flag("", "--discard-changes"), flag("q", "--quiet"), flag("d", "--detach")],
+  "git restore": [flag("S", "--staged"), flag("W", "--worktree"), flag("q", "--quiet"), flag("", "--ours"), flag("", "--theirs")],
+  "git branch": [flag("d", "--delete"), flag("D"), flag("f", "--force"), flag("r", "--remotes"), flag("a", "--all")],
+  "git stash": [flag("a", "--all"), flag("u", "--include-untracked"), flag("k", "--keep-index"), flag("q", "--quiet")],
+  "git commit": [flag("a", "--all"), flag("n", "--no-verify"), flag("", "--amend"), flag("q", "--quiet"), flag("v", "--verbose"), flag("s", "--signoff")],
+}
+
+/** At most this many flags are spelled in every order; past it, only the order written and the sorted one. */
+const MAX_PERMUTED = 3
+
+const permutations = <A>(items: ReadonlyArray<A>): ReadonlyArray<ReadonlyArray<A>> =>
+  items.length <= 1
+    ? [items]
+    : items.flatMap((item, index) => permutations([...items.slice(0, index), ...items.slice(index + 1)]).map((rest) => [item, ...rest]))
+
+/** Every combination of one choice from each list. */
+const product = (lists: ReadonlyArray<ReadonlyArray<string>>): ReadonlyArray<ReadonlyArray<string>> =>
+  lists.reduce<ReadonlyArray<ReadonlyArray<string>>>((acc, list) => acc.flatMap((done) => list.map((item) => [...done, item])), [[]])
+
+/**
+ * The other spellings of a command's words (`values`: the command name, then its arguments' values; `texts`: the
+ * same as written), or none when the command is not in TABLE or gives an option TABLE does not know. Operands
+ * keep their written text, in their order, after the flags.
+ */
+export const variants = (values: ReadonlyArray<string | undefined>, texts: ReadonlyArray<string>, name: string): ReadonlyArray<string> => {
+  const key = name === "git" && values[1] !== undefined ? `git ${values[1]}` : name
+  const known = TABLE[key]
+  if (known === undefined) return []
+  const head = key.split(" ")
+  const flags: Array<Flag> = []
+  const operands: Array<string> = []
+  let ended = false
+  for (let index = head.length; index < values.length; index++) {
+    const value = values[index]
+    const text = texts[index]!
+    if (ended || value === undefined || !value.startsWith("-") || value === "-") {
+      operands.push(text)
+      continue
+    }
+    if (value === "--") {
+      ended = true
+      operands.push(text)
+      continue
+    }
+    const letters = value.startsWith("--") ? [value] : [...value.slice(1)]
+    for (const letter of letters) {
+      const found = known.find((candidate) => (letter.startsWith("--") ? candidate.long === letter : candidate.short.includes(letter)))
+      if (found === undefined) return []
+      if (!flags.includes(found)) flags.push(found)
+    }
+  }
+  if (flags.length === 0) return []
+  const orders = flags.length <= MAX_PERMUTED ? permutations(flags) : [flags, [...flags].sort((a, b) => (a.short + a.long).localeCompare(b.short + b.long))]
+  const tail = operands.length === 0 ? "" : ` ${operands.join(" ")}`
+  const found = new Set<string>()
+  for (const order of orders) {
+    const shorts = order.every((item) => item.short !== "") ? product(order.map((item) => [...item.short])) : []
+    for (const letters of shorts) {
+      found.add(`${key} -${letters.join("")}${tail}`)
+      found.add(`${key} ${letters.map((letter) => `-${letter}`).join(" ")}${tail}`)
+    }
+    // Long names, and each flag's usual spelling where it has no long one.
+    const longs = order.map((item) => item.long ?? `-${item.short[0]}`)
+    found.add(`${key} ${longs.join(" ")}${tail}`)
+    // Mixed: the usual short letter where there is one, else the long name.
+    found.add(`${key} ${order.map((item) => (item.short === "" ? item.long! : `-${item.short[0]}`)).join(" ")}${tail}`)
+  }
+  return [...found]
+}

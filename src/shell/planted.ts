@@ -1,0 +1,133 @@
+export * as Planted from "./planted"
+
+// Commands that plant code the user's own git runs later, outside any sandbox: a git setting naming a program
+// (`core.hooksPath`, `core.fsmonitor`, `alias.x = !cmd`, a filter or textconv driver, an included config file),
+// hooks installed from a template, and writes into `.git/hooks`, `.git/config` or `.git/info/attributes`. Such a
+// change is asked of a person each time, as core's own configuration is. Pure: it reads words and paths.
+
+import { basename } from "node:path"
+import type { Words } from "./words"
+
+type Word = Words.Word
+
+/** What a person is told such a change would change. */
+export const WHAT = "code that git runs for the user outside the sandbox (hooks, commands in git's configuration)"
+
+/**
+ * git settings whose value is a program, a command line, hooks or more configuration: git runs them for whoever
+ * next runs git here (the user, their editor), outside any sandbox.
+ */
+const CODE_KEYS = new RegExp(
+  "^(" +
+    [
+      "core\\.(hookspath|fsmonitor|sshcommand|pager|editor|askpass|gitproxy|alternaterefscommand|attributesfile|excludesfile|worktree)",
+      "alias\\..+",
+      "filter\\..+",
+      "diff\\..+\\.(textconv|command)",
+      "diff\\.external",
+      "merge\\..+\\.driver",
+      "include\\.path",
+      "includeif\\..+",
+      "credential\\..*helper",
+      "sequence\\.editor",
+      "pager\\..+",
+      "gpg\\.(.+\\.)?program",
+      "uploadpack\\.packobjectshook",
+      "remote\\..+\\.(uploadpack|receivepack|proxy|vcs)",
+      "protocol\\..+",
+      "url\\..+",
+      "submodule\\..+\\.update",
+      "(web|browser|man|difftool|mergetool|sendemail)\\..*(cmd|path|browser|tool|smtpserver)",
+      "instaweb\\..+",
+      "http\\..*(proxy|sslcainfo|cookiefile)",
+      "fetch\\.fsck.*|transfer\\.fsck.*|receive\\.fsck.*",
+      "init\\.templatedir",
+      "safe\\.directory",
+      "interactive\\.difffilter",
+      "trailer\\..+\\.(command|cmd)",
+      "imap\\.tunnel",
+      "guitool\\..+",
+      "gpg\\.ssh\\.(defaultkeycommand|allowedsignersfile)",
+      "ssh\\.variant",
+    ].join("|") +
+    ")$",
+)
+
+/** git config options that take a value and are not the key. */
+const CONFIG_VALUED = ["-f", "--file", "--blob", "--type", "--default", "--comment", "--value"]
+
+/** git config actions that read, or remove, and plant nothing. */
+const CONFIG_READS = /^--(get|get-all|get-regexp|get-urlmatch|get-color|get-colorbool|list|show-origin|show-scope|unset|unset-all|remove-section|name-only|null|includes|no-includes|fixed-value)$|^-[lz]$/
+
+/** The key a `git config …` call (its words after `config`) sets, if it sets one. */
+const setKey = (args: ReadonlyArray<Word>): string | undefined | "unknown" => {
+  const operands: Array<Word> = []
+  let action: string | undefined
+  for (let index = 0; index < args.length; index++) {
+    const value = args[index]!.value
+    if (value === undefined) return "unknown"
+    if (CONFIG_VALUED.includes(value)) {
+      index++
+      continue
+    }
+    if (value.startsWith("-")) {
+      if (CONFIG_READS.test(value)) action = "read"
+      else if (value === "-e" || value === "--edit") return "unknown"
+      continue
+    }
+    operands.push(args[index]!)
+  }
+  // `git config set KEY VALUE` (git 2.46) and the older `git config KEY VALUE`.
+  const [first, ...rest] = operands
+  if (first?.value === "set") return rest.length >= 2 ? rest[0]!.value : undefined
+  if (["get", "list", "unset", "remove-section", "rename-section"].includes(first?.value ?? "")) return undefined
+  if (first?.value === "edit") return "unknown"
+  return action === undefined && operands.length >= 2 ? first!.value : undefined
+}
+
+/** `git -c KEY=VALUE` and `--config KEY=VALUE` of clone: the keys set. */
+const keyOf = (assignment: string): string => assignment.split("=")[0]!.toLowerCase()
+
+/**
+ * What the git command `words` (a command with a literal name) would plant for the user's own git, or undefined
+ * when it plants nothing: `git config core.hooksPath x`, `git init --template=DIR`, `git clone -c alias.x=!cmd`.
+ */
+export const git = (words: ReadonlyArray<Word>): string | undefined => {
+  if (basename(words[0]!.value!) !== "git") return undefined
+  let index = 1
+  for (; index < words.length; index++) {
+    const value = words[index]!.value ?? ""
+    if (["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"].includes(value)) index++
+    else if (!value.startsWith("-")) break
+  }
+  const subcommand = words[index]?.value
+  const args = words.slice(index + 1)
+  if (subcommand === "config") {
+    const key = setKey(args)
+    if (key === "unknown") return "git config with a key or action known only when it runs"
+    if (key !== undefined && CODE_KEYS.test(key.toLowerCase())) return `git config ${key}`
+    return undefined
+  }
+  if (subcommand === "init" || subcommand === "clone") {
+    for (let at = 0; at < args.length; at++) {
+      const value = args[at]!.value ?? args[at]!.text
+      if (/^--template(=|$)/.test(value)) return `git ${subcommand} --template, which installs hooks`
+      if (subcommand === "clone" && /^(-c|--config)$/.test(value)) {
+        const setting = args[at + 1]?.value
+        if (setting === undefined || CODE_KEYS.test(keyOf(setting))) return `git clone ${value} ${args[at + 1]?.text ?? ""}`.trim()
+      }
+      const attached = /^--config=(.*)$/s.exec(value)?.[1]
+      if (subcommand === "clone" && attached !== undefined && CODE_KEYS.test(keyOf(attached))) return `git clone --config ${attached}`
+    }
+  }
+  return undefined
+}
+
+/**
+ * Whether a path, as written, leads into what git runs or reads as configuration for the user: `.git/hooks`,
+ * `.git/config`, `.git/info/attributes`, or the `.git`, `.git/info` directories holding them.
+ */
+export const gitPath = (value: string): boolean => {
+  const normal = value.replace(/\/{2,}/g, "/").replace(/(^|\/)\.\//g, "$1").replace(/\/+$/, "")
+  return /(^|\/)\.git(\/(hooks(\/.*)?|config|info(\/attributes)?|info\/?))?$/i.test(normal)
+}

@@ -1,0 +1,240 @@
+// The parser's side of the bash checks: transparent shells, literal program names, expansions that evaluate code,
+// options that hand a program a command, xargs renaming a program, other spellings of the same flags, and code
+// planted for the user's own git. Pure parsing: what is checked, not what a rule decides.
+
+import { describe, expect, test } from "bun:test"
+import { Effect } from "effect"
+import { CommandLine } from "../../src/shell/command"
+import { Flags } from "../../src/shell/flags"
+import { Planted } from "../../src/shell/planted"
+
+const checks = async (text: string) => CommandLine.checks(await Effect.runPromise(CommandLine.parse(text)))
+const plain = async (text: string) => (await checks(text)).filter((check) => check.opaque === undefined).map((check) => check.resource)
+const opaque = async (text: string) => (await checks(text)).filter((check) => check.opaque !== undefined).map((check) => check.resource)
+const planted = async (text: string) => (await checks(text)).filter((check) => check.protected !== undefined).map((check) => check.resource)
+const owners = async (text: string) => CommandLine.paths(await Effect.runPromise(CommandLine.parse(text))).map((path) => path.owner)
+
+describe("a shell that only runs literal code is checked as that code", () => {
+  const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
+    ["sh -c 'grep -rn foo .'", ["grep -rn foo ."]],
+    ["bash -c 'ls .'", ["ls ."]],
+    ["bash -lc 'find . -name x'", ["find . -name x"]],
+    ["bash -l -c 'ls .'", ["ls ."]],
+    ["bash --login -c 'ls'", ["ls"]],
+    ["bash -eo pipefail -c 'ls | wc -l'", ["ls", "wc -l"]],
+    ["dash -c 'ls .' zero one", ["ls ."]],
+    ["zsh -c 'ls .'", ["ls ."]],
+    ["env bash -c 'ls .'", ["ls ."]],
+    ["env -i A=1 sh -c 'ls'", ["ls"]],
+    ["nohup timeout 5 bash -c 'ls'", ["ls"]],
+    ["bash -c \"bash -lc 'git status'\"", ["git status"]],
+  ]
+  for (const [line, expected] of cases) {
+    test(`${line} → ${expected.join(", ")}`, async () => {
+      expect(await plain(line)).toEqual([...expected])
+      expect(await opaque(line)).toEqual([])
+    })
+  }
+
+  test("the inner commands own their paths, so a read-only one reads only", async () => {
+    expect(await owners("sh -c 'grep -rn foo .'")).toEqual(["grep -rn foo ."])
+    expect(await owners("env bash -c 'ls .'")).toEqual(["ls ."])
+  })
+
+  test("a shell given options that change what runs, a redirection, or a wrapper that is not neutral keeps its own check", async () => {
+    expect(await plain("bash --rcfile x -c 'ls'")).toEqual(["bash --rcfile x -c 'ls'", "ls"])
+    expect(await plain("bash -i -c 'ls'")).toEqual(["bash -i -c 'ls'", "ls"])
+    expect(await plain("bash -O extglob -c 'ls'")).toEqual(["bash -O extglob -c 'ls'", "ls"])
+    expect(await plain("bash -c 'ls' > out")).toEqual(["bash -c 'ls' > out", "ls"])
+    expect(await plain("sudo bash -c 'ls'")).toEqual(["sudo bash -c 'ls'", "ls"])
+    expect(await plain("env -C /tmp bash -c 'ls'")).toEqual(["env -C /tmp bash -c 'ls'", "ls"])
+  })
+
+  test("code that is not a literal string, or zsh's own syntax, stays opaque", async () => {
+    expect(await opaque('bash -c "$X"')).toEqual(['bash -c "$X"'])
+    expect(await opaque("bash -c \"$(cat x)\"")).toEqual(["bash -c \"$(cat x)\""])
+    expect(await opaque("zsh -c 'ls *(e:rm x:)'")).toEqual(["zsh -c 'ls *(e:rm x:)'"])
+    expect(await opaque("fish -c 'ls'")).toEqual(["fish -c 'ls'"])
+    expect(await opaque("bash -c 'if'")).toEqual(["bash -c 'if'"])
+  })
+
+  test("what follows the code is $0 and $1, values that never run", async () => {
+    expect(await plain("bash -c 'echo ok' rm x")).toEqual(["echo ok"])
+  })
+})
+
+describe("a quoted command name is that literal program", () => {
+  test("a name with a space is checked quoted, never as a command and its argument", async () => {
+    expect(await plain("'git status'")).toEqual(["'git status'"])
+    expect(await plain("bash -lc \"'git status'\"")).toEqual(["'git status'"])
+    expect(await plain("g'it st'atus x")).toEqual(["'git status' x"])
+    expect(await plain("'it'\\''s' x")).toEqual(["'it'\\''s' x"])
+    expect(CommandLine.nameOf("rm")).toBe("rm")
+    expect(CommandLine.nameOf("/usr/bin/git")).toBe("/usr/bin/git")
+    expect(CommandLine.nameOf("[")).toBe("[")
+    expect(CommandLine.nameOf("a;b")).toBe("'a;b'")
+  })
+
+  test("a quoted name that holds no space is still its value", async () => {
+    expect(await plain("'rm' -rf x")).toEqual(["rm -rf x"])
+  })
+})
+
+describe("expansions that evaluate code are opaque", () => {
+  const lines = [
+    "echo ${v@P}",
+    'printf %s "${v[@]@P}"',
+    "cat <<EOF\n${v@P}\nEOF",
+    "cat <<EOF\n$((a))\nEOF",
+    "a=([$x]=1)",
+    "a=([$(echo 0)]=1)",
+    "a=([k]=1)",
+    "declare -a a=$x",
+    'a=(); declare a="$x"',
+    "declare 'a=($(touch p))'",
+    "typeset -a \"a=$x\"",
+    "compgen -W '$(touch p)' x",
+    "[[ -v a[$(cmd)] ]]",
+    "printf -v 'a[$(cmd)]' x",
+    "echo $(( a[$(cmd)] ))",
+    "declare -n r=x",
+    "fc -s",
+  ]
+  for (const line of lines) {
+    test(`${JSON.stringify(line)} is opaque`, async () => {
+      expect((await opaque(line)).length).toBeGreaterThan(0)
+    })
+  }
+
+  test("expansions that only quote or transform run nothing", async () => {
+    for (const line of ["echo ${v@Q} ${v@E} ${v@A} ${v^^}", "a=([0]=1 [1]=2)", "local b=$x", "fc -l"]) {
+      expect([line, await opaque(line)]).toEqual([line, []])
+    }
+  })
+})
+
+describe("options that hand a program a command are checked as that command", () => {
+  test("rg --pre and --hostname-bin: the program is checked, with the search's paths as its input, and asked", async () => {
+    expect(await plain("rg --pre rm foo")).toEqual(["rm <input>"])
+    expect(await opaque("rg --pre rm foo")).toEqual(["rg --pre rm foo"])
+    expect(await plain("rg --pre=./x foo")).toEqual(["./x <input>", "x <input>"])
+    expect(await plain("rg --hostname-bin rm foo")).toEqual(["rm <input>"])
+    expect(await opaque("rg --pre \"$P\" foo")).toEqual(['rg --pre "$P" foo'])
+    expect(await opaque("rg -- --pre")).toEqual([])
+  })
+
+  test("fd -x, --exec, -X and --exec-batch: the command up to ;", async () => {
+    expect(await plain("fd . -x rm")).toContain("rm <input>")
+    expect(await plain("fd -e txt --exec-batch ls {} \\; -E x")).toEqual(["fd -e txt --exec-batch ls {} \\; -E x", "ls {}"])
+    expect(await plain("fd . --exec=rm {}")).toContain("rm {}")
+    expect(await opaque("fd . -x {} x")).toEqual(["fd . -x {} x"])
+  })
+
+  test("rsync -e, scp -S, ssh -F, less +!, compgen -W are opaque", async () => {
+    for (const line of ["rsync -e 'ssh -x' a b:c", "rsync -avze ssh a b:", "rsync --rsh=x a b:", "rsync --rsync-path=x a b:", "scp -S ./x a b:", "sftp -D ./x host", "ssh -F ./cfg host", "ssh -oProxyCommand=x host", "less '+!rm x' f", "less --lesskey-src=k f"]) {
+      expect([line, await opaque(line)]).toEqual([line, [line]])
+    }
+    for (const line of ["rsync -av a b/", "scp a b:", "less f"]) expect([line, await opaque(line)]).toEqual([line, []])
+  })
+})
+
+describe("xargs and find cannot give a program another name through their input", () => {
+  for (const line of [
+    "type -P rm | xargs -I{} ln -s {} zap",
+    "xargs -i cp {} zap",
+    "xargs --replace=@ install @ zap",
+    "find /bin -name rm -exec cp {} zap \\;",
+    "fd rm /bin -x ln -s {} zap",
+  ]) {
+    test(`${line} is opaque`, async () => {
+      expect((await opaque(line)).length).toBeGreaterThan(0)
+    })
+  }
+
+  test("a replacement given to a command that copies nothing is checked as usual", async () => {
+    expect(await opaque("xargs -I{} grep foo {}")).toEqual([])
+  })
+})
+
+describe("Flags.variants", () => {
+  const of = (line: string) => {
+    const words = line.split(" ")
+    return Flags.variants(words, words, words[0]!)
+  }
+
+  test("rm -fr is also rm -rf, rm -r -f, rm -Rf and rm --recursive --force", () => {
+    const found = of("rm -fr x")
+    for (const spelling of ["rm -rf x", "rm -r -f x", "rm -f -r x", "rm -Rf x", "rm --recursive --force x", "rm --force --recursive x"]) {
+      expect(found).toContain(spelling)
+    }
+    expect(of("rm --recursive --force x")).toContain("rm -rf x")
+    expect(of("rm x -rf")).toContain("rm -rf x")
+  })
+
+  test("git subcommands: push -f is push --force", () => {
+    expect(of("git push -f origin main")).toContain("git push --force origin main")
+    expect(of("git clean -fdx")).toContain("git clean -f -d -x")
+  })
+
+  test("an option the table does not know, a valued option or an unknown command leaves the command as written", () => {
+    expect(of("rm --no-preserve-root -rf /")).toEqual([])
+    expect(of("cp -t dir x")).toEqual([])
+    expect(of("frob -rf x")).toEqual([])
+    expect(of("rm x")).toEqual([])
+  })
+
+  test("a command's check carries its other spellings, never its own", async () => {
+    const [check] = await checks("rm -fr x")
+    expect(check?.resource).toBe("rm -fr x")
+    expect(check?.variants).toContain("rm -rf x")
+    expect(check?.variants).not.toContain("rm -fr x")
+    const [assigned, bare] = await checks("X=1 rm -fr x > out")
+    expect(assigned?.variants).toContain("X=1 rm -rf x > out")
+    expect(bare?.variants).toContain("rm -rf x > out")
+  })
+})
+
+describe("code planted for the user's own git is protected", () => {
+  const protectedLines = [
+    "git config core.hooksPath .",
+    "git config --global core.pager 'sh x'",
+    "git config --system core.fsmonitor x",
+    "git config alias.st '!rm x'",
+    "git config set filter.x.smudge x",
+    "git config --add include.path x",
+    "git config --file .git/config diff.x.textconv x",
+    "git -C sub config core.sshCommand x",
+    "git config -e",
+    "git config \"$K\" x",
+    "git init --template=t",
+    "git clone --template t a b",
+    "git clone -c core.hooksPath=x a b",
+    "git clone --config=alias.x=!y a b",
+    "sudo git config core.editor x",
+    "cp x .git/hooks/pre-commit",
+    "mv x ./.git//config",
+    "echo > .git/config",
+    "tee -a .git/info/attributes",
+    "ln -s x .git/hooks",
+    "sed -i s/a/b/ .git/config",
+    "bash -c 'cat x > .git/hooks/post-checkout'",
+  ]
+  for (const line of protectedLines) {
+    test(`${JSON.stringify(line)} is protected`, async () => {
+      expect((await planted(line)).length).toBeGreaterThan(0)
+    })
+  }
+
+  test("reading git's configuration, or setting what runs nothing, plants nothing", async () => {
+    for (const line of ["git config --get core.hooksPath", "git config core.hooksPath", "git config user.name me", "cat .git/config", "git config --unset core.pager", "git init", "grep x .git/config", "git status"]) {
+      expect([line, await planted(line)]).toEqual([line, []])
+    }
+  })
+
+  test("Planted.gitPath knows the places git runs or reads for the user", () => {
+    for (const path of [".git/hooks", ".git/hooks/pre-commit", "./.git/config", "/x/.git/info/attributes", ".git", ".git/"]) {
+      expect([path, Planted.gitPath(path)]).toEqual([path, true])
+    }
+    for (const path of [".git/objects/ab", ".gitignore", "x.git/config", ".git/HEAD"]) expect([path, Planted.gitPath(path)]).toEqual([path, false])
+  })
+})
