@@ -170,7 +170,7 @@ const installOf = (target: string): string => {
  * What PATH makes readable beyond the system directories: each PATH directory itself, and where a program in it
  * is a symlink leading elsewhere, the install that program comes from (installOf). Never a PATH directory's parent
  * as such: `~/.cargo/bin` grants `~/.cargo/bin`, and `~/.cargo` only through READABLE, with its credentials carved.
- * Directories under `skip` (already readable) are not looked into; nor, for links, those under `untrusted` (where
+ * Directories under `skip` (the system's, readable whole) are not looked into; nor, for links, those under `untrusted` (where
  * a command may write: a link planted there must not grant what it points at).
  */
 export const programs = (

@@ -95,14 +95,16 @@ const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>
   // A grant in core.json reaches the credential stores inside it only when it names one of them or a path in it.
   const granted = (paths: ReadonlyArray<string>) =>
     paths.flatMap((path) => Landlock.granted([path], [...refused, ...denied.filter((store) => store !== path && within(path, store))]))
-  const untrusted = [policy.location, ...policy.approved, ...(policy.others ?? []), system, ...allowWrite]
+  // Where a command may write (the system temp directory only when it is granted whole, see `prepare`).
+  const temp = secret.some((dir) => within(system, dir)) ? [] : [system]
+  const untrusted = [policy.location, ...policy.approved, ...(policy.others ?? []), ...temp, ...allowWrite]
   const readable = [...Landlock.SYSTEM_READABLE, ...Home.readable(home)]
   const entry: Fixed = {
     at: now,
     core,
     secret,
     system,
-    read: [...Landlock.granted([...readable, ...Home.programs(env.PATH, readable, untrusted)], secret), ...granted(allowRead)],
+    read: [...Landlock.granted([...readable, ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted)], secret), ...granted(allowRead)],
     write: granted(allowWrite),
     devices: Landlock.granted(["/dev"], secret),
   }
@@ -126,8 +128,8 @@ export interface Prepared {
 
 /** Lines that say the system refused a path. */
 const REFUSAL = /permission denied|EACCES/i
-/** A quoted path, or a bare one up to a space, colon, quote, comma or bracket. */
-const PATH = /(['"`‘])((?:\/|~\/)[^'"`’\n]*)['"’]|((?:\/|~\/)[^\s:'",()[\]]+)/g
+/** A quoted absolute (or `~/`) path, or a bare one starting a word and running up to a space, colon, quote, comma or bracket. */
+const PATH = /(['"`‘])((?:\/|~\/)[^'"`’\n]*)['"’]|(?<![^\s=:([])((?:\/|~\/)[^\s:'",()[\]]+)/g
 /** How many refused paths a result names. */
 const REFUSED_MAX = 3
 
