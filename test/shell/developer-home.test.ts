@@ -146,6 +146,17 @@ describe("the sandbox on a developer's home", () => {
     expect(text).toContain("kept out by core's sandbox")
   })
 
+  test.skipIf(!LANDLOCK)(`$CORE_HOME's core.json and the Location's add up: the home's deny holds beside the Location's grant${needs}`, async () => {
+    const box = sandbox(
+      { "core.json": JSON.stringify({ permission: { "*": "allow" }, shell: { allowRead: ["~/.netrc"] } }) },
+      { "core.json": JSON.stringify({ shell: { denyRead: ["~/.config/pip"] } }) },
+    )
+    const netrc = box.user.secrets.find(({ path }) => path === ".netrc")!.marker
+    const { output } = await bash(box, "cat ~/.netrc; cat ~/.config/pip/pip.conf")
+    expect(output.stdout).toBe(`${netrc}\n`)
+    expect(output.sandboxed).toEqual([join(box.user.home, ".config/pip/pip.conf")])
+  })
+
   test(`a core.json whose sandbox grants are not a list of paths is refused, naming the file and the key`, async () => {
     for (const shell of [{ allowRead: "~/.aws" }, { denyRead: [""] }, { allowReed: ["~/.aws"] }]) {
       const box = sandbox({ "core.json": JSON.stringify({ shell }) })
