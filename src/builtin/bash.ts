@@ -92,6 +92,11 @@ export const Output = Schema.Struct({
   undoneKeptIn: Schema.optionalKey(
     Schema.String.annotate({ description: "Where what the command had left there was moved, for a person to look at" }),
   ),
+  sandboxed: Schema.optionalKey(
+    Schema.Array(Schema.String).annotate({
+      description: "Paths the output says were refused that core's OS sandbox keeps out of commands' reach",
+    }),
+  ),
 })
 export type Output = typeof Output.Type
 
@@ -119,7 +124,7 @@ const describe = (limits: Shell.Limits, sandboxed: boolean): string =>
     ...(sandboxed
       ? [
           "- OS sandbox: writes only in the project, temp and approved directories; reads elsewhere only system " +
-            "and PATH directories. core.json, tools/, plugins/ and .core/ are core's own configuration: commands " +
+            "and PATH directories and tools' own config under the home (never its credentials). core.json, tools/, plugins/ and .core/ are core's own configuration: commands " +
             "cannot change them (what a command creates there is removed when it ends); ask the person instead.",
         ]
       : []),
@@ -168,8 +173,16 @@ const outputOf = (result: Shell.Result): Output => {
     ...(result.survivors.length === 0 ? {} : { survivors: [...result.survivors] }),
     ...(result.undone.length === 0 ? {} : { undone: [...result.undone] }),
     ...(result.undoneKeptIn === undefined ? {} : { undoneKeptIn: result.undoneKeptIn }),
+    ...(result.refused === undefined || result.refused.length === 0 ? {} : { sandboxed: [...result.refused] }),
   }
 }
+
+/** How many refused paths the sandbox line names. */
+const SANDBOXED_NAMED = 3
+
+const sandboxedLine = (paths: ReadonlyArray<string>): string =>
+  `${paths.slice(0, SANDBOXED_NAMED).join(", ")}${paths.length > SANDBOXED_NAMED ? " and more" : ""}: kept out by ` +
+  `core's sandbox; the user can grant ${paths.length === 1 ? "it" : "them"} in core.json (shell.allowRead or shell.allowWrite).`
 
 const killedLine = (killed: NonNullable<Output["killed"]>): string =>
   `Killed ${killed.length} process${killed.length === 1 ? "" : "es"} still running: ${Shell.named(killed)}`
@@ -211,6 +224,7 @@ export const text =
     if (output.survivors !== undefined) {
       lines.push(`Could not kill ${output.survivors.length} process(es) of the command: ${output.survivors.join(", ")}`)
     }
+    if (output.sandboxed !== undefined) lines.push(sandboxedLine(output.sandboxed))
     if (output.undone !== undefined) {
       lines.push(
         `Undone: ${output.undone.join(", ")}. The command changed core's own configuration, which changes only with a ` +

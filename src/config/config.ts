@@ -55,6 +55,10 @@ export const Output = Schema.Struct({
 })
 export type Output = typeof Output.Type
 
+const PATHS_EXPECTED = 'an array of paths, like ["~/.ssh/known_hosts", "/opt/data"]'
+const Paths = Schema.Array(Schema.String.check(Schema.isMinLength(1, { expected: "a non-empty path" })))
+  .annotate({ expected: PATHS_EXPECTED })
+
 export const Shell = Schema.Struct({
   timeoutMs: Schema.optionalKey(integerAtLeast(1)),
   maxTimeoutMs: Schema.optionalKey(integerAtLeast(1)),
@@ -64,6 +68,10 @@ export const Shell = Schema.Struct({
   sandbox: Schema.optionalKey(Schema.Literals(["auto", "required", "off"])),
   /** Socket files (or directories of them) outside the Location sandboxed commands may connect to; `$VAR` and `~` expand. */
   sockets: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1, { expected: "a non-empty path" })))),
+  /** More the sandbox grants or hides (`~/x`, absolute, or relative to the Location); a deny wins over a grant. */
+  allowRead: Schema.optionalKey(Paths),
+  allowWrite: Schema.optionalKey(Paths),
+  denyRead: Schema.optionalKey(Paths),
 })
 export type Shell = typeof Shell.Type
 
@@ -290,6 +298,17 @@ const mcpDefault = (entry: McpEntry): SourcedRule => ({
   source: { file: MCP_DEFAULTS_SOURCE, path: `mcp.${entry.name}` },
 })
 
+/** The sandbox's path lists add up across the files (the home's denies hold in every Location). */
+const SHELL_LISTS = ["allowRead", "allowWrite", "denyRead"] as const
+
+const listsOf = (present: ReadonlyArray<Lowered>): Shell =>
+  Object.fromEntries(
+    SHELL_LISTS.flatMap((key) => {
+      const paths = present.flatMap((lowered) => lowered.shell[key] ?? [])
+      return paths.length === 0 ? [] : [[key, paths]]
+    }),
+  )
+
 /** Home first, then the Location: rules append (so the Location's win), settings override per key. */
 export const merge = (home: Lowered | undefined, location: Lowered | undefined): Resolved => {
   const present = [home, location].filter((lowered): lowered is Lowered => lowered !== undefined)
@@ -314,7 +333,7 @@ export const merge = (home: Lowered | undefined, location: Lowered | undefined):
     ...(mcp.size === 0 ? {} : { mcp: [...mcp.values()] }),
     agents,
     output: Object.assign({}, ...present.map((lowered) => lowered.output)),
-    shell: Object.assign({}, ...present.map((lowered) => lowered.shell)),
+    shell: Object.assign({}, ...present.map((lowered) => lowered.shell), listsOf(present)),
     ...(present.some((lowered) => lowered.editing !== undefined)
       ? { editing: Object.assign({}, ...present.map((lowered) => lowered.editing)) }
       : {}),

@@ -180,6 +180,8 @@ export interface Result {
   readonly undone: ReadonlyArray<string>
   /** Where what the command had left in those places was moved (in core's data directory), when any was undone. */
   readonly undoneKeptIn: string | undefined
+  /** Paths the output says were refused that the OS sandbox keeps out of the command's reach (Sandbox.Prepared). */
+  readonly refused?: ReadonlyArray<string>
 }
 
 export interface Interface {
@@ -569,7 +571,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
     const supervised = supervisors !== undefined && (request.supervise !== false || confine !== undefined)
     const prepared =
       supervised && request.sandbox !== undefined && sandbox.active
-        ? Policies.prepare(request.sandbox, request.env ?? process.env)
+        ? Policies.prepare(request.sandbox, request.env ?? process.env, config)
         : undefined
     const guarded =
       supervised && guards && request.sandbox !== undefined && request.sandbox.configuration !== true
@@ -594,7 +596,10 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
           Effect.onError(() => Effect.promise(() => (handle.stop(), handle.ended))),
         ),
       ),
-      (running) => Effect.promise(() => running.result),
+      (running) =>
+        Effect.map(Effect.promise(() => running.result), (result) =>
+          prepared === undefined ? result : { ...result, refused: prepared.refused(result.output.text) },
+        ),
       // Runs however the use ends: on interruption this is what ends the process before the run returns, and what
       // it ended is what a cancelled call's settlement names.
       (running, exit) =>

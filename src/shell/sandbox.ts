@@ -1,15 +1,17 @@
 export * as Sandbox from "./sandbox"
 
 // What a sandboxed command may touch, and the per-call temp directory that makes it sound. Writes: the Location,
-// the directories approved for the call, and a temp directory. Reads: those, the system directories programs need
-// (Landlock.SYSTEM_READABLE), and the programs on PATH (each PATH directory's parent, so a tool's own files next to
-// its bin/ come along). Never $CORE_HOME or $CORE_DATA_DIR, wherever they lie: Landlock grants are carved around
-// them (./landlock). When the system temp directory holds one of them (as in tests), the command gets a fresh
-// temp directory of its own (TMPDIR) instead of all of it.
+// the directories approved for the call, a temp directory and the Location's cache directory. Reads: those, the
+// system directories programs need (Landlock.SYSTEM_READABLE), what developer tools read under the home and the
+// programs on PATH (./home). Never the home's credential stores (Home.DENIED) unless core.json grants that path,
+// never what core.json denies, and never $CORE_HOME or $CORE_DATA_DIR, wherever they lie: Landlock grants are
+// carved around them (./landlock). When the system temp directory holds one of them (as in tests), the command
+// gets a fresh temp directory of its own (TMPDIR) instead of all of it.
 
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
-import { dirname, join, resolve, sep } from "node:path"
+import { join, resolve, sep } from "node:path"
+import { Home } from "./home"
 import { Landlock } from "./landlock"
 
 /** What the caller decides: where the command runs and what was approved for this call. */
@@ -30,6 +32,17 @@ export interface Policy {
   readonly others?: ReadonlyArray<string>
 }
 
+/**
+ * The Location's own grants from core.json (`shell.allowRead`, `shell.allowWrite`, `shell.denyRead`): paths with
+ * `~` for the home, relative ones against the Location. A grant reaches a credential store only by naming it or a
+ * path inside it; a deny wins over every grant.
+ */
+export interface Settings {
+  readonly allowRead?: ReadonlyArray<string>
+  readonly allowWrite?: ReadonlyArray<string>
+  readonly denyRead?: ReadonlyArray<string>
+}
+
 /** The directories no command may read or write: core's home and data directory (as core resolves them). */
 export const hidden = (env: Readonly<Record<string, string | undefined>> = process.env): ReadonlyArray<string> => [
   resolve(env.CORE_HOME || join(homedir(), ".config/core")),
@@ -39,71 +52,124 @@ export const hidden = (env: Readonly<Record<string, string | undefined>> = proce
 const within = (root: string, path: string): boolean =>
   path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)
 
-/** The directories a PATH makes readable: each entry's parent, or the entry itself where its parent is `/` or home. */
-const programs = (path: string | undefined): ReadonlyArray<string> => {
-  const home = homedir()
-  return (path ?? "")
-    .split(":")
-    .filter((entry) => entry.startsWith("/"))
-    .map((entry) => {
-      const real = Landlock.real(entry)
-      const parent = dirname(real)
-      return parent === "/" || parent === home || parent === dirname(home) ? real : parent
-    })
-}
-
-/** How long the grants that do not depend on the call are reused: a new PATH directory is readable after that. */
+/** How long the grants worked out from the disk (PATH, the home) are reused: a new PATH directory is readable after that. */
 const FIXED_MS = 5_000
+/** How many of those are kept (one per Location and settings in use). */
+const FIXED_ENTRIES = 16
 
 interface Fixed {
-  readonly key: string
   readonly at: number
+  /** core's own directories: never granted, not even by core.json. */
+  readonly core: ReadonlyArray<string>
+  /** Everything carved out of the grants core makes itself: core's directories, credential stores, core.json's denies. */
   readonly secret: ReadonlyArray<string>
   readonly system: string
   readonly read: ReadonlyArray<string>
+  /** core.json's allowWrite, carved. */
+  readonly write: ReadonlyArray<string>
   readonly devices: ReadonlyArray<string>
 }
 
-let cached: Fixed | undefined
+const cached = new Map<string, Fixed>()
 
 /**
- * The grants that depend only on PATH and core's directories (system and PATH directories, devices, real paths
- * looked up one by one): a few milliseconds to work out, so reused for a moment.
+ * The grants that depend on the disk rather than on the call (system, home and PATH directories, devices,
+ * core.json's grants, real paths looked up one by one): a few milliseconds to work out, so reused for a moment.
  */
-const fixed = (path: string | undefined): Fixed => {
+const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>, settings: Settings): Fixed => {
   const homes = hidden(process.env)
-  const key = [path ?? "", ...homes, tmpdir()].join("\0")
+  const home = Landlock.real(env.HOME || homedir())
+  const key = JSON.stringify([env.PATH ?? "", env.HOME ?? "", homes, tmpdir(), settings, policy.location, policy.approved, policy.others ?? []])
   const now = performance.now()
-  if (cached !== undefined && cached.key === key && now - cached.at < FIXED_MS) return cached
-  const secret = homes.map(Landlock.real)
-  cached = {
-    key,
+  const found = cached.get(key)
+  if (found !== undefined && now - found.at < FIXED_MS) return found
+  const expand = (paths: ReadonlyArray<string> | undefined) =>
+    (paths ?? []).map((path) => Landlock.real(Home.expand(path, home, policy.location)))
+  const core = homes.map(Landlock.real)
+  const denied = Home.denied(home).map(Landlock.real)
+  const refused = [...core, ...expand(settings.denyRead)]
+  const secret = [...refused, ...denied]
+  const system = Landlock.real(tmpdir())
+  const allowRead = expand(settings.allowRead)
+  const allowWrite = expand(settings.allowWrite)
+  // A grant in core.json reaches the credential stores inside it only when it names one of them or a path in it.
+  const granted = (paths: ReadonlyArray<string>) =>
+    paths.flatMap((path) => Landlock.granted([path], [...refused, ...denied.filter((store) => store !== path && within(path, store))]))
+  // Where a command may write (the system temp directory only when it is granted whole, see `prepare`).
+  const temp = secret.some((dir) => within(system, dir)) ? [] : [system]
+  const untrusted = [policy.location, ...policy.approved, ...(policy.others ?? []), ...temp, ...allowWrite]
+  const readable = [...Landlock.SYSTEM_READABLE, ...Home.readable(home)]
+  const entry: Fixed = {
     at: now,
+    core,
     secret,
-    system: Landlock.real(tmpdir()),
-    read: Landlock.granted([...Landlock.SYSTEM_READABLE, ...programs(path)], secret),
+    system,
+    read: [...Landlock.granted([...readable, ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted)], secret), ...granted(allowRead)],
+    write: granted(allowWrite),
     devices: Landlock.granted(["/dev"], secret),
   }
-  return cached
+  if (cached.size >= FIXED_ENTRIES) cached.delete(cached.keys().next().value!)
+  cached.set(key, entry)
+  return entry
 }
 
 export interface Prepared {
   readonly grants: Landlock.Grants
-  /** Variables the command gets (TMPDIR when it has a temp directory of its own). */
+  /** Variables the command gets: TMPDIR when it has a temp directory of its own, and the cache variables (Home.CACHES). */
   readonly env: Readonly<Record<string, string>>
+  /**
+   * The paths a command's output says it was refused ("Permission denied", EACCES) that this sandbox keeps out of
+   * its reach: not granted, or carved out (core's own directories are never named).
+   */
+  readonly refused: (output: string) => ReadonlyArray<string>
   /** Removes the per-call temp directory, if one was made. */
   readonly cleanup: () => void
 }
 
+/** Lines that say the system refused a path. */
+const REFUSAL = /permission denied|EACCES/i
+/** A quoted absolute (or `~/`) path, or a bare one starting a word and running up to a space, colon, quote, comma or bracket. */
+const PATH = /(['"`‘])((?:\/|~\/)[^'"`’\n]*)['"’]|(?<![^\s=:([])((?:\/|~\/)[^\s:'",()[\]]+)/g
+/** How many refused paths a result names. */
+const REFUSED_MAX = 3
+
 /** The grants of one call, making its temp directory when the system one cannot be granted whole. */
-export const prepare = (policy: Policy, env: Readonly<Record<string, string | undefined>>): Prepared => {
-  const { secret, system, read, devices } = fixed(env.PATH)
+export const prepare = (
+  policy: Policy,
+  env: Readonly<Record<string, string | undefined>>,
+  settings: Settings = {},
+): Prepared => {
+  const { core, secret, system, read, write: allowed, devices } = fixed(policy, env, settings)
   let temporary: string | undefined
   if (secret.some((dir) => within(system, dir))) temporary = mkdtempSync(join(system, "core-call-"))
-  const grants = { read, devices, write: Landlock.granted([policy.location, ...policy.approved, temporary ?? system], secret) }
+  const cache = Home.cacheOf(system, policy.location)
+  mkdirSync(cache, { recursive: true, mode: 0o700 })
+  const write = [...Landlock.granted([policy.location, ...policy.approved, temporary ?? system, cache], secret), ...allowed]
+  const grants = { read, devices, write }
+  const home = env.HOME || homedir()
+  const reachable = (path: string) =>
+    !secret.some((dir) => within(dir, path)) && [...read, ...write, ...devices].some((dir) => within(dir, path))
+  const refused = (output: string): ReadonlyArray<string> => {
+    if (!REFUSAL.test(output)) return []
+    const paths = new Set<string>()
+    for (const line of output.split("\n")) {
+      if (!REFUSAL.test(line)) continue
+      for (const match of line.matchAll(PATH)) {
+        const named = match[2] ?? match[3]!
+        const path = Landlock.real(Home.expand(named, home, policy.location))
+        if (!core.some((dir) => within(dir, path)) && !reachable(path)) paths.add(named)
+        if (paths.size > REFUSED_MAX) return [...paths]
+      }
+    }
+    return [...paths]
+  }
   return {
     grants,
-    env: temporary === undefined ? {} : { TMPDIR: temporary, TMP: temporary, TEMP: temporary },
+    env: {
+      ...Home.cacheEnv(cache),
+      ...(temporary === undefined ? {} : { TMPDIR: temporary, TMP: temporary, TEMP: temporary }),
+    },
+    refused,
     cleanup: () => {
       if (temporary !== undefined) rmSync(temporary, { recursive: true, force: true })
     },

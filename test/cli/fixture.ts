@@ -1,10 +1,12 @@
 // Sandboxes for running the compiled `core` against temp Locations: a Location with its tools/ files, a fresh
-// data directory and a fresh CORE_HOME per sandbox (never the real home), and ways to run or drive the binary.
+// data directory, a fresh CORE_HOME and a fresh developer-like HOME per sandbox (never the real home), and ways to
+// run or drive the binary.
 
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Builtins } from "../../src/builtin/builtins"
 import { binary, run, type Run } from "../support/binary"
+import { type DeveloperHome, developerHome } from "../support/home"
 import { tempDir } from "../support/temp"
 
 /** The imports every tool file in these tests starts with. */
@@ -27,6 +29,8 @@ export interface Sandbox {
   readonly location: string
   readonly data: string
   readonly home: string
+  /** The user's HOME (with PATH) the binary runs with: a developer's, credential stores included. */
+  readonly user: DeveloperHome
   readonly env: Record<string, string>
 }
 
@@ -40,12 +44,16 @@ export const write = (root: string, files: Record<string, string>): string => {
   return root
 }
 
-/** A Location holding `files`, with `home` files under a fresh CORE_HOME and an empty CORE_DATA_DIR. */
+/**
+ * A Location holding `files`, with `home` files under a fresh CORE_HOME, an empty CORE_DATA_DIR, and a developer's
+ * HOME and PATH (test/support/home).
+ */
 export const sandbox = (files: Record<string, string> = {}, home: Record<string, string> = {}): Sandbox => {
   const location = write(tempDir("core-loc-"), files)
   const data = tempDir("core-data-")
   const homeDir = write(tempDir("core-home-"), home)
-  return { location, data, home: homeDir, env: { CORE_DATA_DIR: data, CORE_HOME: homeDir } }
+  const user = developerHome()
+  return { location, data, home: homeDir, user, env: { CORE_DATA_DIR: data, CORE_HOME: homeDir, ...user.env } }
 }
 
 /** Runs `core ARGS` in the sandbox's environment. */

@@ -5,12 +5,13 @@
 // kernel lacks it they are skipped and say so in their names.
 
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { Landlock } from "../../src/shell/landlock"
 import { Shell } from "../../src/shell/producer"
+import { Sandbox } from "../../src/shell/sandbox"
 import { tempDir } from "../support/temp"
 
 const LANDLOCK = Landlock.abi() > 0
@@ -36,15 +37,28 @@ afterEach(() => {
   }
 })
 
-const run = (command: string, location: string, approved: ReadonlyArray<string> = [], producer = shell) =>
+const run = (
+  command: string,
+  location: string,
+  approved: ReadonlyArray<string> = [],
+  producer = shell,
+  env: Record<string, string | undefined> = { PATH: process.env.PATH },
+) =>
   Effect.runPromise(
     producer.run({
       argv: [producer.shell, "-c", command],
       cwd: location,
-      env: { PATH: process.env.PATH },
+      env,
       sandbox: { location, approved },
     }),
   )
+
+/** An executable script at `path` that prints the file `reads`. */
+const script = (path: string, reads: string) => {
+  mkdirSync(join(path, ".."), { recursive: true })
+  writeFileSync(path, `#!/bin/sh\ncat "${reads}"\n`)
+  chmodSync(path, 0o755)
+}
 
 describe("the shell sandbox", () => {
   test.skipIf(!LANDLOCK)(`a write outside the Location is refused, one inside succeeds${needs}`, async () => {
@@ -135,6 +149,84 @@ describe("the shell sandbox", () => {
       location,
     )
     expect(result.stdout.text).toBe("done\n")
+  })
+
+  test.skipIf(!LANDLOCK)(`a PATH directory is granted itself, not its parent, nor a link's target planted where commands write${needs}`, async () => {
+    const location = tempDir("core-loc-")
+    const tool = tempDir("core-tool-")
+    writeFileSync(join(tool, "credentials.toml"), "token")
+    script(join(tool, "bin", "own"), join(tool, "bin", "own"))
+    // A link the command itself could have planted in a PATH directory inside the Location.
+    const elsewhere = tempDir("core-elsewhere-")
+    script(join(elsewhere, "bin", "planted"), join(elsewhere, "data.txt"))
+    writeFileSync(join(elsewhere, "data.txt"), "elsewhere")
+    mkdirSync(join(location, "bin"))
+    symlinkSync(join(elsewhere, "bin", "planted"), join(location, "bin", "planted"))
+    const PATH = `${join(tool, "bin")}:${join(location, "bin")}:${process.env.PATH}`
+    const result = await run(`own >/dev/null && echo own-ok; cat ${tool}/credentials.toml; planted; echo done`, location, [], shell, { PATH })
+    expect(result.stdout.text).toBe("own-ok\ndone\n")
+    expect(result.stderr.text).toContain(`${tool}/credentials.toml: Permission denied`)
+    // The same link in a PATH directory no command can write brings the install it points into.
+    const trusted = tempDir("core-bin-")
+    symlinkSync(join(elsewhere, "bin", "planted"), join(trusted, "planted"))
+    const linked = await run("planted", location, [], shell, { PATH: `${trusted}:${process.env.PATH}` })
+    expect(linked.stdout.text).toBe("elsewhere")
+  })
+
+  test.skipIf(!LANDLOCK)(`core.json's grants: a deny inside the Location hides it, allowRead and allowWrite reach outside${needs}`, async () => {
+    const location = tempDir("core-loc-")
+    const readable = tempDir("core-readable-")
+    const writable = tempDir("core-writable-")
+    writeFileSync(join(readable, "r.txt"), "r")
+    mkdirSync(join(location, "private"))
+    mkdirSync(join(location, "src"))
+    writeFileSync(join(location, "private", "p.txt"), "p")
+    const granting = Shell.make(
+      { allowRead: [readable], allowWrite: [writable], denyRead: ["private"] },
+      { records: tempDir("core-runs-") },
+    )
+    const result = await run(
+      `cat private/p.txt; echo x > private/new; cat ${readable}/r.txt; echo y > ${readable}/no; echo w > ${writable}/w.txt; echo in > src/in.txt`,
+      location,
+      [],
+      granting,
+    )
+    expect(result.stdout.text).toBe("r")
+    expect(result.stderr.text.match(/Permission denied/g)?.length).toBe(3)
+    expect(existsSync(join(location, "private", "new"))).toBe(false)
+    expect(existsSync(join(readable, "no"))).toBe(false)
+    expect(readFileSync(join(writable, "w.txt"), "utf8")).toBe("w\n")
+    // The rest of the Location stays usable (below its top, where the hidden directory sits: see docs/shell.md).
+    expect(readFileSync(join(location, "src", "in.txt"), "utf8")).toBe("in\n")
+    // Only a path out of reach is named: the readable one refused a write, which the sandbox does not claim.
+    expect(result.refused).toEqual([])
+  })
+
+  test(`the paths a result names as refused are only those the sandbox keeps out, as the output spelled them`, () => {
+    const location = tempDir("core-loc-")
+    const home = tempDir("core-user-")
+    mkdirSync(join(home, ".ssh"))
+    writeFileSync(join(home, ".ssh", "id_ed25519"), "key")
+    const prepared = Sandbox.prepare({ location, approved: [] }, { PATH: "/usr/bin:/bin", HOME: home })
+    try {
+      const refused = prepared.refused(
+        [
+          `cat: ${home}/.ssh/id_ed25519: Permission denied`,
+          `PermissionError: [Errno 13] Permission denied: '${home}/.aws/credentials'`,
+          `Error: EACCES: permission denied, open '/srv/data/x.json'`,
+          "cat: /etc/shadow: Permission denied",
+          "cat: private/notes.txt: Permission denied",
+          `cat: ${location}/a.txt: Permission denied`,
+          `ls: cannot open directory '${data}': Permission denied`,
+          "/opt/elsewhere/file is fine",
+        ].join("\n"),
+      )
+      expect(refused).toEqual([`${home}/.ssh/id_ed25519`, `${home}/.aws/credentials`, "/srv/data/x.json"])
+      expect(prepared.refused("all good\n")).toEqual([])
+      expect(prepared.env.GOCACHE!.startsWith(home)).toBe(false)
+    } finally {
+      prepared.cleanup()
+    }
   })
 
   test(`with the sandbox off, commands run on permission alone`, async () => {

@@ -1,0 +1,211 @@
+export * as Home from "./home"
+
+// What a sandboxed command may reach under the user's home: the config files and toolchains developer tools read,
+// the credential stores no command reads unless core.json grants them, the PATH programs and what they are
+// installed from, and the cache variables that point tools at a cache of the Location's own. It works out paths
+// only; ./sandbox turns them into grants, and nothing here decides permissions.
+
+import { createHash } from "node:crypto"
+import { lstatSync, readdirSync, readFileSync, realpathSync } from "node:fs"
+import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path"
+
+/**
+ * Read-only under the home: configuration and toolchains that hold no secrets of their own (the credential files
+ * some of them hold are in DENIED, carved out wherever they lie). Caches are read here but written elsewhere (CACHES).
+ */
+export const READABLE: ReadonlyArray<string> = [
+  // git
+  ".gitconfig",
+  ".config/git",
+  ".gitignore",
+  ".gitignore_global",
+  ".gitattributes",
+  // editors and formatters that read a user-wide file
+  ".editorconfig",
+  // Rust
+  ".cargo",
+  ".rustup",
+  // JavaScript
+  ".bun",
+  ".bunfig.toml",
+  ".deno",
+  ".npm",
+  ".nvm",
+  ".volta",
+  ".yarn",
+  ".local/share/pnpm",
+  // Go
+  "go",
+  ".config/go",
+  // Python
+  ".config/pip",
+  ".pip",
+  ".pyenv",
+  ".config/uv",
+  ".local/share/uv",
+  ".local/pipx",
+  ".local/lib",
+  // Ruby, Java
+  ".rbenv",
+  ".sdkman",
+  ".m2",
+  ".gradle",
+  // programs installed for the user, and caches
+  ".local/bin",
+  ".cache",
+]
+
+/**
+ * Credential stores: never read or written by a command, wherever a grant would reach them (a toolchain root, the
+ * Location, a core.json grant of a directory holding one), unless core.json grants that very path.
+ */
+export const DENIED: ReadonlyArray<string> = [
+  ".ssh",
+  ".gnupg",
+  ".aws",
+  ".azure",
+  ".config/gcloud",
+  ".kube",
+  ".docker",
+  ".netrc",
+  ".git-credentials",
+  ".config/git/credentials",
+  ".config/gh",
+  ".config/hub",
+  ".config/glab-cli",
+  ".npmrc",
+  ".yarnrc",
+  ".yarnrc.yml",
+  ".pypirc",
+  ".config/pypoetry/auth.toml",
+  ".cargo/credentials",
+  ".cargo/credentials.toml",
+  ".gem/credentials",
+  ".m2/settings.xml",
+  ".m2/settings-security.xml",
+  ".gradle/gradle.properties",
+  ".terraform.d/credentials.tfrc.json",
+  ".vault-token",
+  ".pgpass",
+  ".my.cnf",
+  ".cache/huggingface/token",
+  ".local/share/keyrings",
+  ".password-store",
+  ".config/op",
+  ".claude/.credentials.json",
+  ".codex/auth.json",
+]
+
+/**
+ * Where tools write their caches: each variable points at a directory of the Location's own (CACHES below `dir`),
+ * never at the home's caches, which a command could otherwise fill with code the user later runs unsandboxed.
+ */
+export const CACHES: ReadonlyArray<readonly [variable: string, under: string]> = [
+  ["XDG_CACHE_HOME", "."],
+  ["GOCACHE", "go-build"],
+  ["npm_config_cache", "npm"],
+  ["PIP_CACHE_DIR", "pip"],
+  ["BUN_INSTALL_CACHE_DIR", "bun"],
+  ["YARN_CACHE_FOLDER", "yarn"],
+]
+
+/** The cache directory of a Location under `temp` (the system temp directory), one per Location. */
+export const cacheOf = (temp: string, location: string): string =>
+  join(temp, `core-cache-${createHash("sha256").update(location).digest("hex").slice(0, 16)}`)
+
+/** The variables that send tools' caches to `cache`. */
+export const cacheEnv = (cache: string): Record<string, string> =>
+  Object.fromEntries(CACHES.map(([variable, under]) => [variable, join(cache, under)]))
+
+/** `~` and `~/x` against the home, a relative path against the Location, an absolute one as it is. */
+export const expand = (path: string, home: string, location: string): string =>
+  path === "~" ? home : path.startsWith("~/") ? join(home, path.slice(2)) : isAbsolute(path) ? resolve(path) : resolve(location, path)
+
+const within = (root: string, path: string): boolean =>
+  path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)
+
+/** The files `~/.gitconfig` names for git to read (core.excludesFile, core.attributesFile), under the home. */
+const gitFiles = (home: string): ReadonlyArray<string> => {
+  let text: string
+  try {
+    text = readFileSync(join(home, ".gitconfig"), "utf8")
+  } catch {
+    return []
+  }
+  const named = [...text.matchAll(/^\s*(?:excludesfile|attributesfile)\s*=\s*"?([^"\n#;]+?)"?\s*$/gim)]
+  return named.map((match) => expand(match[1]!.trim(), home, home)).filter((path) => within(home, path))
+}
+
+/** What developer tools read under `home`: READABLE and the files the user's git config names. */
+export const readable = (home: string): ReadonlyArray<string> => [...READABLE.map((path) => join(home, path)), ...gitFiles(home)]
+
+/** The credential stores under `home` that exist (one that does not needs no carving). */
+export const denied = (home: string): ReadonlyArray<string> =>
+  DENIED.map((path) => join(home, path)).filter((path) => {
+    try {
+      lstatSync(path)
+      return true
+    } catch {
+      return false
+    }
+  })
+
+/**
+ * Where a program installed as a symlink lives: the package holding its target (the directory under the nearest
+ * `node_modules`, as npm and nvm link their bins), else the directory above a `bin/` holding it (a venv, a
+ * toolchain's own tree), else the target's directory.
+ */
+const installOf = (target: string): string => {
+  const parts = target.split(sep)
+  const modules = parts.lastIndexOf("node_modules")
+  if (modules !== -1 && modules + 1 < parts.length - 1) {
+    const scoped = parts[modules + 1]!.startsWith("@") ? 2 : 1
+    return parts.slice(0, modules + 1 + scoped).join(sep)
+  }
+  const directory = dirname(target)
+  return basename(directory) === "bin" ? dirname(directory) : directory
+}
+
+/**
+ * What PATH makes readable beyond the system directories: each PATH directory itself, and where a program in it
+ * is a symlink leading elsewhere, the install that program comes from (installOf). Never a PATH directory's parent
+ * as such: `~/.cargo/bin` grants `~/.cargo/bin`, and `~/.cargo` only through READABLE, with its credentials carved.
+ * Directories under `skip` (the system's, readable whole) are not looked into; nor, for links, those under `untrusted` (where
+ * a command may write: a link planted there must not grant what it points at).
+ */
+export const programs = (
+  path: string | undefined,
+  skip: ReadonlyArray<string>,
+  untrusted: ReadonlyArray<string>,
+): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  for (const entry of (path ?? "").split(":")) {
+    if (!entry.startsWith("/")) continue
+    let directory: string
+    try {
+      directory = realpathSync(entry)
+    } catch {
+      continue
+    }
+    if (skip.some((root) => within(root, directory))) continue
+    found.push(directory)
+    if (untrusted.some((root) => within(root, directory))) continue
+    let names: Array<string>
+    try {
+      names = readdirSync(directory)
+    } catch {
+      continue
+    }
+    for (const name of names) {
+      const program = join(directory, name)
+      try {
+        if (!lstatSync(program).isSymbolicLink()) continue
+        const target = realpathSync(program)
+        if (!within(directory, target) && !skip.some((root) => within(root, target))) found.push(installOf(target))
+      } catch {
+        // A dangling link runs nothing.
+      }
+    }
+  }
+  return found
+}

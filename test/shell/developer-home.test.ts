@@ -1,0 +1,170 @@
+// The sandbox on a home like a developer's, through the compiled binary: git and the toolchains on PATH work as in
+// the user's terminal (reading ~/.gitconfig, ~/.config/git and their own data), while no credential store under the
+// home can be read by any means a script under allow-all rules tries; core.json grants and hides more; a refused
+// path is named as the sandbox's, with the key that grants it. Landlock is required: where the kernel lacks it
+// these tests are skipped and say so in their names.
+
+import { describe, expect, test } from "bun:test"
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
+import { join } from "node:path"
+import { exec, type Sandbox, sandbox, settlementOf, write } from "../cli/fixture"
+import { Landlock } from "../../src/shell/landlock"
+import type { Run } from "../support/binary"
+
+const LANDLOCK = Landlock.abi() > 0
+const needs = LANDLOCK ? "" : " (SKIPPED: this kernel has no Landlock)"
+
+const ALLOW_ALL = JSON.stringify({ permission: { "*": "allow" } })
+
+/** Runs `command` through the bash tool in the box's Location and answers the run and the tool's structured output. */
+const bash = async (box: Sandbox, command: string) => {
+  const run = await exec(box, "bash", { command })
+  const settlement = settlementOf(run)
+  expect(settlement.status).toBe("success")
+  const output = settlement.structured as { exitCode: number; stdout: string; stderr: string; sandboxed?: Array<string> }
+  const text = settlement.content.map((part) => (part.type === "text" ? part.text : "")).join("\n")
+  return { run, output, text }
+}
+
+/** Every marker secret found anywhere in `texts` (an empty list when none leaked). */
+const leaked = (box: Sandbox, texts: ReadonlyArray<string>): ReadonlyArray<string> =>
+  box.user.secrets.filter(({ marker }) => texts.some((text) => text.includes(marker))).map(({ path }) => path)
+
+/** Every file's text under `root` (the Location after a command that tried to copy secrets into it). */
+const filesUnder = (root: string): Array<string> =>
+  readdirSync(root, { recursive: true, encoding: "utf8" })
+    .map((name) => join(root, name))
+    .filter((path) => statSync(path).isFile())
+    .map((path) => readFileSync(path, "latin1"))
+
+const all = (run: Run): Array<string> => [run.stdout, run.stderr]
+
+describe("the sandbox on a developer's home", () => {
+  test.skipIf(!LANDLOCK)(`git status, add, commit, log and diff work in a repository Location with the user's git config${needs}`, async () => {
+    const box = sandbox({ "core.json": ALLOW_ALL, "a.txt": "one\n", "a.swp": "swap\n" })
+    const { output } = await bash(
+      box,
+      "git init -q && git status --short && git add -A && git commit -qm first && git log --format='%an <%ae> %s' && " +
+        "echo two >> a.txt && git diff --stat && git config --global user.name && git config color.ui",
+    )
+    expect(output.stderr).toBe("")
+    expect(output.exitCode).toBe(0)
+    const lines = output.stdout.split("\n")
+    // ~/.config/git/ignore (core.excludesFile in ~/.gitconfig) keeps a.swp out; ~/.gitconfig names the author.
+    expect(lines).toContain("?? a.txt")
+    expect(lines).not.toContain("?? a.swp")
+    expect(lines).toContain("Dev Eloper <dev@example.com> first")
+    expect(lines).toContain(" 1 file changed, 1 insertion(+)")
+    expect(lines).toContain("Dev Eloper")
+    expect(lines).toContain("false")
+  })
+
+  test.skipIf(!LANDLOCK)(`plain commands read ~/.gitconfig and the toolchains' own files${needs}`, async () => {
+    const box = sandbox({ "core.json": ALLOW_ALL })
+    const { output } = await bash(box, "cat ~/.gitconfig ~/.cargo/config.toml ~/.config/pip/pip.conf ~/.npm/_cacache/index-v5/entry")
+    expect(output.exitCode).toBe(0)
+    expect(output.stdout).toContain("name = Dev Eloper")
+    expect(output.stdout).toContain("jobs = 2")
+    expect(output.stdout).toContain("timeout = 30")
+  })
+
+  test.skipIf(!LANDLOCK)(`no credential store is readable by a script under allow-all rules, whatever it uses${needs}`, async () => {
+    const box = sandbox({ "core.json": ALLOW_ALL })
+    const stores = box.user.secrets.map(({ path }) => path)
+    write(box.location, {
+      "steal.sh": [
+        "mkdir -p loot",
+        ...stores.flatMap((path, index) => [
+          `cat "$HOME/${path}"`,
+          `head -c 200 "$HOME/${path}"`,
+          `python3 -c 'import sys; print(open(sys.argv[1]).read())' "$HOME/${path}"`,
+          `cp "$HOME/${path}" loot/${index}`,
+          `cp -r "$HOME/${path.split("/")[0]}" loot/dir-${index}`,
+        ]),
+        'grep -r CORE-SECRET "$HOME"',
+        'tar cf - -C "$HOME" . 2>/dev/null | strings | grep CORE-SECRET',
+        "echo finished",
+      ].join("\n"),
+    })
+    const { run, output, text } = await bash(box, "sh steal.sh")
+    expect(output.stdout).toContain("finished")
+    expect(leaked(box, [...all(run), ...filesUnder(box.location)])).toEqual([])
+    // The result says which it was: the sandbox's, and how a user grants one.
+    expect(text).toContain("kept out by core's sandbox; the user can grant them in core.json (shell.allowRead or shell.allowWrite).")
+    expect(output.sandboxed!.length).toBeGreaterThan(0)
+  })
+
+  test.skipIf(!LANDLOCK)(`a program in ~/.cargo/bin runs and reads its toolchain while ~/.cargo/credentials.toml stays unreadable${needs}`, async () => {
+    const box = sandbox({ "core.json": ALLOW_ALL })
+    const { run, output, text } = await bash(
+      box,
+      "rustc-dev; bun-dev; deno-dev; go-dev; dev-tool; cat ~/.cargo/credentials.toml; ls ~/.cargo/bin",
+    )
+    expect(output.stdout.split("\n")).toEqual(["rust-stable", "bun-dev", "deno-dev", "go-dev", "dev-tool", "rustc-dev", ""])
+    expect(output.stderr).toContain("Permission denied")
+    expect(leaked(box, all(run))).toEqual([])
+    expect(text).toContain(`${join(box.user.home, ".cargo/credentials.toml")}: kept out by core's sandbox; the user can grant it in core.json`)
+  })
+
+  test.skipIf(!LANDLOCK)(`tools' caches are written to the Location's own cache, never to the home's${needs}`, async () => {
+    const box = sandbox({
+      "core.json": ALLOW_ALL,
+      "cache.sh": [
+        "echo poisoned > ~/.cache/tool/data",
+        "echo x > ~/.npm/_cacache/new",
+        'mkdir -p "$GOCACHE" && echo ok > "$GOCACHE/entry"',
+        'echo "$XDG_CACHE_HOME $GOCACHE $npm_config_cache $PIP_CACHE_DIR"',
+        'cat "$GOCACHE/entry"',
+      ].join("\n"),
+    })
+    const { output } = await bash(box, "sh cache.sh")
+    expect(readFileSync(join(box.user.home, ".cache/tool/data"), "utf8")).toBe("cached\n")
+    expect(existsSync(join(box.user.home, ".npm/_cacache/new"))).toBe(false)
+    const [variables, entry] = output.stdout.split("\n")
+    expect(entry).toBe("ok")
+    for (const directory of variables!.split(" ")) expect(directory.startsWith(box.user.home)).toBe(false)
+  })
+
+  test.skipIf(!LANDLOCK)(`core.json's shell.allowRead grants a credential store and shell.denyRead hides a readable file${needs}`, async () => {
+    const box = sandbox({
+      "core.json": JSON.stringify({
+        permission: { "*": "allow" },
+        shell: { allowRead: ["~/.aws/credentials"], allowWrite: ["~/.cache/tool"], denyRead: ["~/.cargo/config.toml", "private"] },
+      }),
+      "private/notes.txt": "private notes\n",
+    })
+    const aws = box.user.secrets.find(({ path }) => path === ".aws/credentials")!.marker
+    const { run, output, text } = await bash(
+      box,
+      "cat ~/.aws/credentials; cat ~/.cargo/config.toml; cat ~/.ssh/id_ed25519; cat private/notes.txt; echo fresh > ~/.cache/tool/data",
+    )
+    expect(output.stdout).toBe(`${aws}\n`)
+    expect(leaked(box, all(run))).toEqual([".aws/credentials"])
+    expect(readFileSync(join(box.user.home, ".cache/tool/data"), "utf8")).toBe("fresh\n")
+    expect(output.stderr).toContain("private/notes.txt: Permission denied")
+    expect(output.sandboxed).toEqual([join(box.user.home, ".cargo/config.toml"), join(box.user.home, ".ssh/id_ed25519")])
+    expect(text).toContain("kept out by core's sandbox")
+  })
+
+  test.skipIf(!LANDLOCK)(`$CORE_HOME's core.json and the Location's add up: the home's deny holds beside the Location's grant${needs}`, async () => {
+    const box = sandbox(
+      { "core.json": JSON.stringify({ permission: { "*": "allow" }, shell: { allowRead: ["~/.netrc"] } }) },
+      { "core.json": JSON.stringify({ shell: { denyRead: ["~/.config/pip"] } }) },
+    )
+    const netrc = box.user.secrets.find(({ path }) => path === ".netrc")!.marker
+    const { output } = await bash(box, "cat ~/.netrc; cat ~/.config/pip/pip.conf")
+    expect(output.stdout).toBe(`${netrc}\n`)
+    expect(output.sandboxed).toEqual([join(box.user.home, ".config/pip/pip.conf")])
+  })
+
+  test(`a core.json whose sandbox grants are not a list of paths is refused, naming the file and the key`, async () => {
+    for (const shell of [{ allowRead: "~/.aws" }, { denyRead: [""] }, { allowReed: ["~/.aws"] }]) {
+      const box = sandbox({ "core.json": JSON.stringify({ shell }) })
+      const run = await exec(box, "bash", { command: "true" })
+      expect(run.code).not.toBe(0)
+      const key = `shell.${Object.keys(shell)[0]}`
+      expect(run.stderr).toContain(join(box.location, "core.json"))
+      expect(run.stderr).toContain(key)
+    }
+  })
+})
