@@ -111,7 +111,10 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
       return { contents: [{ uri, mimeType: named.part === "structured" ? "application/json" : "text/plain", text }] }
     })
 
-    const hasStructured = (id: string) => existsSync(outputs.paths(id).structured)
+    const kept = (id: string): Mapping.Kept => {
+      const paths = outputs.paths(id)
+      return { text: existsSync(paths.text), structured: existsSync(paths.structured) }
+    }
 
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const meta = request.params._meta as Record<string, unknown> | undefined
@@ -159,7 +162,7 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
             yield* Effect.forEach(yield* PubSub.takeAll(subscription), forward, { discard: true })
           }
           const definition = turn.materialization.definitions.find((candidate) => candidate.name === call.name)
-          return Mapping.resultOf(settlement, definition !== undefined && Mapping.isObjectSchema(definition.outputSchema), hasStructured)
+          return Mapping.resultOf(settlement, definition !== undefined && Mapping.isObjectSchema(definition.outputSchema), kept)
         }),
       ).pipe(Effect.ensuring(Effect.sync(() => running.delete(key))))
       const settling = run(settled)
