@@ -5,12 +5,15 @@ export * as McpCommand from "./mcp"
 
 import { Writable } from "node:stream"
 import { format } from "node:util"
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
+import { RootsListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import * as Effect from "effect/Effect"
+import * as Scope from "effect/Scope"
 import packageJson from "../../package.json" with { type: "json" }
 import { Host } from "../host/host"
 import { Sidecar } from "../host/sidecar"
 import { Mcp } from "../mcp/mcp"
+import { McpRoots } from "../mcp/roots"
+import { McpStdio } from "../mcp/stdio"
 import { Agent } from "../permission/agent"
 import { Command } from "./command"
 import { Runtime } from "./runtime"
@@ -26,13 +29,19 @@ A permission ask is put to the client's user (MCP elicitation) when the client c
 it is declined unless core.json allows the call.
 
 Options:
-  --location DIR    the Location (default: the current directory)
+  --location DIR    the Location (default: the client's first MCP root that is a local directory,
+                    else the current directory unless it is / or the home, where core mcp refuses)
   --agent ID        the agent making the calls: its rules filter and authorize them (default: build)
   -h, --help        show this help
 
 Tool files and core.json are watched: a change is reloaded and announced with
 notifications/tools/list_changed. A result whose output was bounded links the whole output
 as a resource (core://outputs/ID), which resources/read returns.
+
+Without --location, a change of the client's roots (notifications/roots/list_changed) moves the
+server to the new first root, announced with notifications/tools/list_changed. A message over
+8 MiB on one line is answered with an error and not read; a malformed request is answered with
+a JSON-RPC error; the server keeps serving.
 
 Runs until the client closes stdin. The same server over HTTP: /mcp in core serve.
 \`core mcp list\` shows the MCP servers core.json connects core to, as a client (see core mcp list
@@ -83,41 +92,81 @@ const serve = (args: ReadonlyArray<string>) =>
       return yield* new Command.UsageError({ command: "mcp", message: "--agent cannot be empty" })
     }
     const environment = Host.environment()
-    const prepared = yield* Runtime.prepare("mcp", environment, values.location)
     const agent = values.agent ?? Agent.DEFAULT_AGENT
+    // A Location named on the command line is checked before anything is said on stdout.
+    const named = values.location === undefined ? undefined : yield* Runtime.prepare("mcp", environment, values.location)
     return yield* Effect.gen(function* () {
-      // The sidecar's floor without HTTP: the Location watched and reloaded, calls run and recorded by the host.
-      const sidecar = yield* Sidecar.make({
-        environment,
-        primary: prepared,
-        watch: true,
-        log: (line) => Command.stderr(`${line}\n`),
-      })
-      yield* sidecar.primary.capture(agent).pipe(
-        Effect.mapError(
-          (error) =>
-            new Command.UsageError({
-              command: "mcp",
-              message: `unknown agent "${error.agent}"; known agents: ${error.known.join(", ")}`,
-            }),
-        ),
+      const scope = yield* Effect.scope
+      const run = Effect.runPromiseWith(yield* Effect.context<never>())
+      /** The sidecar's floor without HTTP: the Location watched and reloaded, calls run and recorded by the host. */
+      const open = (prepared: Host.Prepared) =>
+        Effect.gen(function* () {
+          const sidecar = yield* Sidecar.make({
+            environment,
+            primary: prepared,
+            watch: true,
+            log: (line) => Command.stderr(`${line}\n`),
+          })
+          yield* sidecar.primary.capture(agent).pipe(
+            Effect.mapError(
+              (error) =>
+                new Command.UsageError({
+                  command: "mcp",
+                  message: `unknown agent "${error.agent}"; known agents: ${error.known.join(", ")}`,
+                }),
+            ),
+          )
+          return sidecar
+        })
+      const opened = named === undefined ? undefined : yield* open(named)
+      const transport = new McpStdio.Transport(process.stdin, claimStdout())
+      const session = yield* Mcp.session(
+        opened === undefined ? undefined : { served: opened.primary, calls: opened.calls, outputs: opened.outputs },
+        {
+          agent,
+          sessionID: `ses_mcp_${crypto.randomUUID()}`,
+          name: "core",
+          version: packageJson.version,
+          note: Command.stderr,
+        },
       )
-      const transport = new StdioServerTransport(process.stdin, claimStdout())
-      // The transport does not notice the end of stdin by itself: the client going away ends the server.
-      const ended = () => void transport.close()
-      process.stdin.once("end", ended)
-      yield* Effect.addFinalizer(() => Effect.sync(() => process.stdin.off("end", ended)))
-      const session = yield* Mcp.session({ served: sidecar.primary, calls: sidecar.calls, outputs: sidecar.outputs }, {
-        agent,
-        sessionID: `ses_mcp_${crypto.randomUUID()}`,
-        name: "core",
-        version: packageJson.version,
-        note: Command.stderr,
+      const { server } = session
+      const closed = new Promise<"closed">((resolve) => {
+        server.onclose = () => resolve("closed")
       })
-      const closed = new Promise<void>((resolve) => {
-        session.server.onclose = () => resolve()
+      const initialized = new Promise<"initialized">((resolve) => {
+        server.oninitialized = () => resolve("initialized")
       })
-      yield* Effect.promise(() => session.server.connect(transport))
+      yield* Effect.promise(() => server.connect(transport))
+      if (opened === undefined) {
+        // No --location: the client's roots say where, once it has said what it supports.
+        if ((yield* Effect.promise(() => Promise.race([initialized, closed]))) === "closed") return Command.EXIT.ok
+        const located = yield* Effect.promise(() => McpRoots.locate(server))
+        if (located._tag === "Refused") {
+          Command.stderr(located.message)
+          yield* session.close
+          return Command.EXIT.usage
+        }
+        const sidecar = yield* open(yield* Runtime.prepare("mcp", environment, located.directory))
+        // The session (its calls settled and recorded) closes before the sidecar it runs on.
+        yield* Effect.addFinalizer(() => session.close)
+        yield* session.attach({ served: sidecar.primary, calls: sidecar.calls, outputs: sidecar.outputs })
+        if (located._tag === "Root") {
+          // The client's first root changed: that Location is served from now on.
+          let serving = located.directory
+          server.setNotificationHandler(RootsListChangedNotificationSchema, async () => {
+            const directory = await McpRoots.listed(server)
+            if (directory === undefined || directory === serving) return
+            serving = directory
+            const switched = await run(Effect.result(Scope.provide(sidecar.locations.get(directory), scope)))
+            if (switched._tag === "Failure") {
+              Command.stderr(`core mcp: cannot serve ${directory}: ${switched.failure.message}\n`)
+              return
+            }
+            await run(session.attach({ served: switched.success, calls: sidecar.calls, outputs: sidecar.outputs }))
+          })
+        }
+      }
       yield* Effect.promise(() => closed)
       yield* session.close
       return Command.EXIT.ok

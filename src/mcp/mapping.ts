@@ -29,6 +29,41 @@ const hintsOf = (annotations: Definition.Definition["annotations"]): McpTool["an
   return hints
 }
 
+/** The key of the value a bounded success sends as `structuredContent` when its structured value was withheld. */
+export const WITHHELD_KEY = "core/withheld"
+
+/** What a bounded success sends in place of a structured value too large to return. */
+const WITHHELD_SCHEMA = {
+  type: "object",
+  description:
+    "The call succeeded, but its structured value was too large to return: it is kept whole at the URI given (resources/read returns it).",
+  properties: {
+    [WITHHELD_KEY]: {
+      type: "object",
+      properties: { uri: { type: "string" }, bytes: { type: "number" } },
+    },
+  },
+  required: [WITHHELD_KEY],
+} as const
+
+/** Root keywords that must stay at the root when a schema becomes one branch of another (refs point at them). */
+const ROOT_KEYWORDS: ReadonlySet<string> = new Set(["$schema", "$id", "$defs", "definitions"])
+
+/**
+ * The output schema MCP advertises for a tool's object output: the tool's own, or the withheld marker a bounded
+ * success sends instead (MCP clients check every non-error result against it, so it must admit that result).
+ */
+export const advertisedOutput = (schema: Record<string, unknown>): Record<string, unknown> => {
+  const root: Record<string, unknown> = { type: "object" }
+  const branch: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(schema)) {
+    if (ROOT_KEYWORDS.has(key)) root[key] = value
+    else branch[key] = value
+  }
+  root.anyOf = [branch, WITHHELD_SCHEMA]
+  return root
+}
+
 /** A definition as an MCP tool: `outputSchema` only where MCP allows it (an object at the root). */
 export const toolOf = (definition: Definition.Definition): McpTool => {
   const annotations = hintsOf(definition.annotations)
@@ -36,7 +71,9 @@ export const toolOf = (definition: Definition.Definition): McpTool => {
     name: definition.name,
     description: definition.description,
     inputSchema: definition.inputSchema as McpTool["inputSchema"],
-    ...(isObjectSchema(definition.outputSchema) ? { outputSchema: definition.outputSchema as McpTool["outputSchema"] } : {}),
+    ...(isObjectSchema(definition.outputSchema)
+      ? { outputSchema: advertisedOutput(definition.outputSchema as Record<string, unknown>) as McpTool["outputSchema"] }
+      : {}),
     ...(annotations === undefined ? {} : { annotations }),
   }
 }
@@ -71,55 +108,53 @@ const contentOf = (part: Output.Part): ContentBlock => {
   return { type: "resource_link", uri: part.uri, name: part.name ?? part.uri, mimeType: part.mime }
 }
 
-/** A managed output as resource links: its text, and its structured value when it holds one. */
-const linksOf = (output: Output.Ref, hasStructured: boolean): Array<ContentBlock> => [
-  {
-    type: "resource_link",
-    uri: outputUri(output.id),
-    name: `output ${output.id}`,
-    mimeType: "text/plain",
-    description: "The complete output the preview left out (resources/read returns it)",
-  },
-  ...(hasStructured
-    ? [
-        {
-          type: "resource_link" as const,
-          uri: outputUri(output.id, "structured"),
-          name: `output ${output.id} (structured)`,
-          mimeType: "application/json",
-          description: "The complete structured value, as JSON (resources/read returns it)",
-        },
-      ]
-    : []),
-]
+/** What a managed output holds: the text a preview left out, the structured value bounding withheld. */
+export interface Kept {
+  readonly text: boolean
+  readonly structured: boolean
+}
 
 /**
- * A settlement as an MCP tool result: its content, then a resource link per managed output (`hasStructured` says
- * whether an output holds a structured value); `structuredContent` when the tool advertised an output schema;
- * the JSON of `structured` as text when there is no content; an error, declined or cancelled call as `isError`.
+ * A settlement as an MCP tool result: its content, then one resource link to the managed output when text was left
+ * out of the preview; `structuredContent` when the tool advertised an output schema (its value, or the withheld
+ * marker when bounding kept the value out); the JSON of `structured` as text when there is no content. `isError` is
+ * set for a model-visible error and for a call that did not run or did not finish (declined, cancelled); a bounded
+ * success is a success.
  */
 export const resultOf = (
   settlement: Settlement.Info,
   advertisedOutput: boolean,
-  hasStructured: (id: string) => boolean = () => false,
+  kept: (id: string) => Kept = () => ({ text: true, structured: false }),
 ): CallToolResult => {
   const content = settlement.content.map(contentOf)
   const structured = settlement.status === "success" && settlement.structured !== null ? settlement.structured : undefined
   if (content.length === 0 && structured !== undefined) content.push({ type: "text", text: JSON.stringify(structured) })
   if (content.length === 0 && settlement.error !== undefined) content.push({ type: "text", text: settlement.error.message })
-  for (const output of settlement.outputs) content.push(...linksOf(output, hasStructured(output.id)))
-  const structuredContent =
-    structured !== undefined && advertisedOutput && typeof structured === "object" && !Array.isArray(structured)
-      ? (structured as Record<string, unknown>)
-      : undefined
-  // A tool with an output schema must answer with structured content unless the result is an error; when bounding
-  // kept the structured value out (too large: it is in the managed output, the preview says where), the result is
-  // flagged as an error so the client takes the preview instead of refusing the whole result.
-  const withheld = settlement.status === "success" && advertisedOutput && structuredContent === undefined
+  const output = settlement.outputs[0]
+  const holds = output === undefined ? { text: false, structured: false } : kept(output.id)
+  if (output !== undefined && holds.text) {
+    content.push({
+      type: "resource_link",
+      uri: outputUri(output.id),
+      name: `output ${output.id}`,
+      mimeType: "text/plain",
+      description: "The complete output the preview left out (resources/read returns it)",
+    })
+  }
+  let structuredContent: Record<string, unknown> | undefined
+  if (settlement.status === "success" && advertisedOutput) {
+    if (typeof structured === "object" && structured !== null && !Array.isArray(structured)) {
+      structuredContent = structured as Record<string, unknown>
+    } else {
+      // Bounding kept the value out: a client checking the result against the advertised schema finds the marker.
+      const where = output !== undefined && holds.structured ? { uri: outputUri(output.id, "structured"), bytes: output.bytes } : {}
+      structuredContent = { [WITHHELD_KEY]: where }
+    }
+  }
   return {
     content,
     ...(structuredContent === undefined ? {} : { structuredContent }),
-    ...(settlement.status === "success" && !withheld ? {} : { isError: true }),
+    ...(settlement.status === "success" ? {} : { isError: true }),
     // For hosts that know core: the outcome and the managed outputs behind a bounded preview (`core output ID`).
     _meta: { "core/settlement": { callID: settlement.callID, status: settlement.status, outputs: settlement.outputs } },
   }

@@ -64,6 +64,11 @@ export interface Session {
   readonly close: Effect.Effect<void>
   /** Whether a call of this session is still being waited on. */
   readonly busy: () => boolean
+  /**
+   * Serves `host` from now on: requests that came before the first one wait for it; a later one (another Location)
+   * is announced with `notifications/tools/list_changed`, and calls already running finish where they started.
+   */
+  readonly attach: (host: Host) => Effect.Effect<void>
 }
 
 const metaString = (meta: Record<string, unknown> | undefined, key: string): string | undefined => {
@@ -74,15 +79,27 @@ const metaString = (meta: Record<string, unknown> | undefined, key: string): str
 const keyOf = (key: { readonly sessionID: string; readonly toolCallID: string }) =>
   JSON.stringify([key.sessionID, key.toolCallID])
 
-/** A session on `host`, for the life of the Scope (closing it closes the session). */
-export const session = (host: Host, options: Options): Effect.Effect<Session, never, Scope.Scope> =>
+/**
+ * A session for the life of the Scope (closing it closes the session), on `host`, or on the first host `attach`
+ * gives when `host` is undefined (a Location known only once the client has said its roots).
+ */
+export const session = (initial: Host | undefined, options: Options): Effect.Effect<Session, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const { served, calls, outputs } = host
+    const scope = yield* Effect.scope
     const run = Effect.runPromiseWith(yield* Effect.context<never>())
-    /** The calls this session is waiting on, by key, with the turn each settles through. */
+    let host: Host | undefined
+    let attached: () => void = () => undefined
+    const ready = new Promise<void>((resolve) => {
+      attached = resolve
+    })
+    const current = async (): Promise<Host> => {
+      if (host === undefined) await ready
+      return host!
+    }
+    /** The calls this session is waiting on, by key, with the host and turn each settles through. */
     const running = new Map<
       string,
-      { readonly call: Settler.Call; readonly turn: Served.Turn; readonly requestId: string | number }
+      { readonly call: Settler.Call; readonly host: Host; readonly turn: Served.Turn; readonly requestId: string | number }
     >()
     const waiting = new Set<Promise<unknown>>()
     const server = new Server(
@@ -91,6 +108,7 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
     )
 
     server.setRequestHandler(ListToolsRequestSchema, async () => {
+      const { served } = await current()
       const turn = await run(served.capture(options.agent))
       return { tools: turn.materialization.definitions.map(Mapping.toolOf) }
     })
@@ -105,15 +123,21 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
       if (named === undefined) {
         throw new McpError(RESOURCE_NOT_FOUND, `Unknown resource ${uri}: core serves managed outputs as ${Mapping.OUTPUTS_PREFIX}ID`, { uri })
       }
+      const { outputs } = await current()
       const opened = await run(Effect.result(outputs.open(named.id, named.part)))
       if (opened._tag === "Failure") throw new McpError(RESOURCE_NOT_FOUND, opened.failure.message, { uri })
       const text = await readFile(opened.success.path, "utf8")
       return { contents: [{ uri, mimeType: named.part === "structured" ? "application/json" : "text/plain", text }] }
     })
 
-    const hasStructured = (id: string) => existsSync(outputs.paths(id).structured)
+    const kept = (outputs: ManagedOutputs.Interface) => (id: string): Mapping.Kept => {
+      const paths = outputs.paths(id)
+      return { text: existsSync(paths.text), structured: existsSync(paths.structured) }
+    }
 
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      const serving = await current()
+      const { served, calls, outputs } = serving
       const meta = request.params._meta as Record<string, unknown> | undefined
       const progressToken = request.params._meta?.progressToken
       const call: Settler.Call = {
@@ -141,7 +165,7 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
         Effect.gen(function* () {
           // Each call settles against the catalog current when it arrives.
           const turn = yield* served.capture(options.agent)
-          running.set(key, { call, turn, requestId: extra.requestId })
+          running.set(key, { call, host: serving, turn, requestId: extra.requestId })
           const { entry, subscription } = yield* calls.start(served, turn, call, { listen: progressToken !== undefined })
           const forwarding =
             subscription === undefined
@@ -159,7 +183,7 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
             yield* Effect.forEach(yield* PubSub.takeAll(subscription), forward, { discard: true })
           }
           const definition = turn.materialization.definitions.find((candidate) => candidate.name === call.name)
-          return Mapping.resultOf(settlement, definition !== undefined && Mapping.isObjectSchema(definition.outputSchema), hasStructured)
+          return Mapping.resultOf(settlement, definition !== undefined && Mapping.isObjectSchema(definition.outputSchema), kept(outputs))
         }),
       ).pipe(Effect.ensuring(Effect.sync(() => running.delete(key))))
       const settling = run(settled)
@@ -213,31 +237,46 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
         if (request === undefined) return
         const reply = yield* Effect.promise(() => answer(request, mine.requestId))
         // The request may have gone meanwhile (its call was cancelled, or another answerer was first).
-        yield* served.reply(asked.id, reply).pipe(Effect.ignore)
+        yield* mine.host.served.reply(asked.id, reply).pipe(Effect.ignore)
       })
 
-    const events = yield* PubSub.subscribe(served.events)
-    yield* Effect.forkScoped(
-      Effect.forever(
-        Effect.flatMap(PubSub.take(events), (event) => {
-          if (event.event === "permission.asked") return Effect.forkScoped(onAsked(event.data)).pipe(Effect.asVoid)
-          if (event.event === "tools.changed") {
-            return Effect.promise(() => server.sendToolListChanged().catch(() => undefined))
-          }
-          return Effect.void
+    const listChanged = Effect.promise(() => server.sendToolListChanged().catch(() => undefined))
+    /** The events of the Location served now: its asks and its reloads. */
+    const listen = (served: Served.Interface) =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const events = yield* PubSub.subscribe(served.events)
+          return yield* Effect.forever(
+            Effect.flatMap(PubSub.take(events), (event) => {
+              if (event.event === "permission.asked") return Effect.forkIn(onAsked(event.data), scope).pipe(Effect.asVoid)
+              if (event.event === "tools.changed") return listChanged
+              return Effect.void
+            }),
+          )
         }),
-      ),
-    )
+      )
+    let listening: Fiber.Fiber<never> | undefined
+    const attach = (next: Host) =>
+      Effect.gen(function* () {
+        const previous = host
+        if (previous?.served === next.served) return
+        if (listening !== undefined) yield* Fiber.interrupt(listening)
+        host = next
+        listening = yield* Effect.forkIn(listen(next.served), scope)
+        attached()
+        if (previous !== undefined) yield* listChanged
+      })
+    if (initial !== undefined) yield* attach(initial)
 
     let closing: Promise<void> | undefined
     const close = Effect.promise(
       () =>
         (closing ??= (async () => {
-          for (const { call } of running.values()) await run(calls.cancel(call))
+          for (const { call, host } of running.values()) await run(host.calls.cancel(call))
           await Promise.allSettled(waiting)
           await server.close()
         })()),
     )
     yield* Effect.addFinalizer(() => close)
-    return { server, close, busy: () => waiting.size > 0 }
+    return { server, close, busy: () => waiting.size > 0, attach }
   })

@@ -59,7 +59,7 @@ const raw = (files: Record<string, string>, args: ReadonlyArray<string> = []) =>
   const decoder = new TextDecoder()
   let buffer = ""
   const answers = new Map<unknown, Array<any>>()
-  const next = async (id: number): Promise<any> => {
+  const next = async (id: string | number | null): Promise<any> => {
     while (!answers.get(id)?.length) {
       const newline = buffer.indexOf("\n")
       if (newline !== -1) {
@@ -88,7 +88,7 @@ const raw = (files: Record<string, string>, args: ReadonlyArray<string> = []) =>
 }
 
 describe("core mcp over stdio against hostile input", () => {
-  test("garbage, malformed JSON-RPC, deep nesting and a long line are survived; the next request is answered", async () => {
+  test("garbage, malformed JSON-RPC, deep nesting and a long line are each answered; the next request is answered", async () => {
     const mcp = raw({ "tools/echo.ts": ECHO, ...coreJson({ permission: { "*": "allow" } }) })
     await mcp.initialize()
     mcp.send("not json at all\n")
@@ -98,12 +98,36 @@ describe("core mcp over stdio against hostile input", () => {
     mcp.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo","arguments":{"text":${"[".repeat(50_000)}${"]".repeat(50_000)}}}}\n`)
     mcp.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"${"x".repeat(2 * 1024 * 1024)}"}}}\n`)
     mcp.request(8, "tools/call", { name: "echo", arguments: { text: "still here" } })
+    // A line that is not JSON, and an array (a batch): parse error and invalid request, with id null (JSON-RPC 2.0 §5.1).
+    expect((await mcp.next(null)).error.code).toBe(-32700)
+    expect((await mcp.next(null)).error.code).toBe(-32600)
+    // Malformed requests whose id can be read are answered with it: the client is not left waiting.
+    expect((await mcp.next("x")).error.code).toBe(-32600)
+    expect((await mcp.next(5)).error.code).toBe(-32600)
     const deep = await mcp.next(6)
     expect(deep.result?.isError ?? deep.error !== undefined).toBe(true)
     const long = await mcp.next(7)
     expect(long.result.isError).not.toBe(true)
     const after = await mcp.next(8)
     expect(after.result.content[0].text).toBe("still here")
+    expect(mcp.child.exitCode).toBe(null)
+  }, 60_000)
+
+  test("a 20 MB line is answered with an error carrying its id, unread, and the server keeps serving", async () => {
+    const mcp = raw({ "tools/echo.ts": ECHO, ...coreJson({ permission: { "*": "allow" } }) })
+    await mcp.initialize()
+    const text = "y".repeat(20 * 1024 * 1024)
+    mcp.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"text":"${text}"}}}\n`)
+    // Only the beginning of a line too large is read: an id after 20 MB of params cannot be, so the answer has id null.
+    mcp.send(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"text":"${text}"}},"id":10}\n`)
+    mcp.request(11, "tools/call", { name: "echo", arguments: { text: "after the flood" } })
+    const refused = await mcp.next(9)
+    expect(refused.error.code).toBe(-32600)
+    expect(refused.error.message).toContain("too large")
+    const unread = await mcp.next(null)
+    expect(unread.error.code).toBe(-32600)
+    expect((await mcp.next(11)).result.content[0].text).toBe("after the flood")
+    expect(runs(mcp.box, "echo")).toBe(1)
     expect(mcp.child.exitCode).toBe(null)
   }, 60_000)
 

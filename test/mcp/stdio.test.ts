@@ -82,7 +82,11 @@ describe("core mcp", () => {
     const greet = tools.find((tool) => tool.name === "greet")
     expect(greet?.description).toBe("Greets someone")
     expect(greet?.inputSchema).toMatchObject({ type: "object", properties: { who: { type: "string" } } })
-    expect(greet?.outputSchema).toMatchObject({ type: "object", properties: { greeting: { type: "string" } } })
+    // The tool's own schema, or the marker a bounded success sends in place of a value too large to return.
+    expect(greet?.outputSchema?.anyOf).toMatchObject([
+      { type: "object", properties: { greeting: { type: "string" } } },
+      { required: ["core/withheld"] },
+    ])
     const read = tools.find((tool) => tool.name === "read")
     expect(read?.inputSchema.type).toBe("object")
     expect(read !== undefined && "outputSchema" in read).toBe(false)
@@ -119,6 +123,8 @@ describe("core mcp", () => {
     expect(JSON.parse(textOf(result))).toEqual({ greeting: "hello ada", length: 9 })
     expect(progress).toEqual(["thinking about ada"])
     expect(result._meta?.["core/settlement"]).toMatchObject({ status: "success", outputs: [] })
+    // Nothing was left out: no link.
+    expect((result.content as Array<{ type: string }>).some((part) => part.type === "resource_link")).toBe(false)
     expect(runs(box, "greet")).toBe(1)
   })
 
@@ -219,14 +225,17 @@ describe("core mcp", () => {
     expect(textOf(rest)).toContain("line 2500")
   })
 
-  test("a structured value too large to return is withheld: the client takes the preview as an error result", async () => {
+  test("a bounded success stays a success the SDK client checks against the advertised outputSchema", async () => {
     const box = sandbox({ "tools/huge.ts": HUGE, ...coreJson({ output: { maxLines: 50, maxBytes: 4096 } }) })
     const { client } = await connect(box)
+    // Listing first makes the SDK client check every result of the tool against its outputSchema (it throws if not).
     expect((await client.listTools()).tools.find((tool) => tool.name === "huge")?.outputSchema?.type).toBe("object")
     const result = await client.callTool({ name: "huge", arguments: {} })
-    expect(result.isError).toBe(true)
-    expect(result.structuredContent).toBeUndefined()
+    expect(result.isError ?? false).toBe(false)
+    expect(Object.keys(result.structuredContent ?? {})).toEqual(["core/withheld"])
     expect(textOf(result)).toContain("read the rest with the read tool")
+    const links = (result.content as Array<{ type: string }>).filter((part) => part.type === "resource_link")
+    expect(links).toHaveLength(1)
     expect(result._meta?.["core/settlement"]).toMatchObject({ status: "success", outputs: [expect.anything()] })
   })
 

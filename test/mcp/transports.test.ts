@@ -150,12 +150,10 @@ for (const transport of [stdio, http]) {
       )
       await client.listTools()
       const result = await client.callTool({ name: "huge", arguments: {} })
-      expect(result.structuredContent).toBeUndefined()
-      const link = (result.content as Array<{ type: string; uri?: string }>).find((part) =>
-        part.uri?.endsWith("/structured"),
-      )
-      expect(link).toBeDefined()
-      const read = await client.readResource({ uri: link!.uri! })
+      expect(result.isError).toBeFalsy()
+      const withheld = (result.structuredContent as Record<string, { uri: string }>)["core/withheld"]!
+      expect(withheld.uri).toMatch(/^core:\/\/outputs\/[^/]+\/structured$/)
+      const read = await client.readResource({ uri: withheld.uri })
       expect(read.contents[0]).toMatchObject({ mimeType: "application/json" })
       expect(JSON.parse((read.contents[0] as { text: string }).text)).toEqual({ text: "x".repeat(100000) })
     })
