@@ -147,7 +147,7 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
             subscription === undefined
               ? undefined
               : yield* Effect.forkScoped(Effect.forever(Effect.flatMap(PubSub.take(subscription), forward)))
-          const cancel = () => void run(calls.cancel(call))
+          const cancel = () => void run(calls.cancel({ ...call, location: served.directory }))
           // A request cancelled before its call started is cancelled now.
           if (extra.signal.aborted) cancel()
           else extra.signal.addEventListener("abort", cancel, { once: true })
@@ -231,7 +231,7 @@ export const session = (host: Host, options: Options): Effect.Effect<Session, ne
     const close = Effect.promise(
       () =>
         (closing ??= (async () => {
-          for (const { call } of running.values()) await run(calls.cancel(call))
+          for (const { call } of running.values()) await run(calls.cancel({ ...call, location: served.directory }))
           await Promise.allSettled(waiting)
           await server.close()
         })()),
