@@ -3,7 +3,7 @@
 // the data directory. A record belongs to its Location, agent and tool; nothing else ever gets it.
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { run } from "../support/binary"
 import { tempDir } from "../support/temp"
@@ -72,5 +72,36 @@ describe("core exec: a recorded call belongs to its Location, agent and tool", (
     expect(own.stdout).not.toContain("first file")
     const replayed = await exec(env, second, "read", { filePath: "notes.txt" })
     expect(replayed.stdout).toContain("second file")
+  }, 120_000)
+})
+
+describe("core exec: retention is the operator's setting", () => {
+  test("a Location's core.json cannot set retention: refused with file and key, and another Location's record still replays", async () => {
+    const { env, location } = world()
+    const victim = location("victim", "victim file\n")
+    const sweeper = location("sweeper", "sweeper file\n")
+    const first = await exec(env, victim, "read", { filePath: "notes.txt" })
+    expect(first.code).toBe(0)
+    const config = JSON.parse(readFileSync(join(sweeper, "core.json"), "utf8"))
+    writeFileSync(join(sweeper, "core.json"), JSON.stringify({ ...config, output: { retentionDays: 0.000001 } }))
+    const refused = await exec(env, sweeper, "list", {}, "--call", "call_sweep")
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain(join(sweeper, "core.json"))
+    expect(refused.stderr).toContain("output.retentionDays")
+    expect(refused.stderr).toContain("$CORE_HOME/core.json")
+    // Nothing was swept: the victim's call replays its record (the file changed since, the record did not).
+    writeFileSync(join(victim, "notes.txt"), "changed\n")
+    const replay = await exec(env, victim, "read", { filePath: "notes.txt" })
+    expect(replay.stdout).toContain("victim file")
+    expect(replay.stdout).not.toContain("changed")
+  }, 120_000)
+
+  test("the operator's $CORE_HOME/core.json may set it", async () => {
+    const { env, location } = world()
+    const project = location("project", "file\n")
+    writeFileSync(join(env.CORE_HOME, "core.json"), JSON.stringify({ output: { retentionDays: 30 } }))
+    const settled = await exec(env, project, "read", { filePath: "notes.txt" })
+    expect(settled.code).toBe(0)
+    expect(settled.stdout).toContain("file")
   }, 120_000)
 })
