@@ -160,7 +160,7 @@ const perIteration = async (body: (index: number) => Effect.Effect<unknown, unkn
 }
 
 const recordCycle = (store: Store.Interface, prefix: string) => (index: number) => {
-  const key = { sessionID: "ses_stages", toolCallID: `${prefix}_${index}` }
+  const key = { location: "/bench", sessionID: "ses_stages", toolCallID: `${prefix}_${index}` }
   const settlement: Settlement.Info = {
     tool: "echo",
     callID: key.toolCallID,
@@ -169,7 +169,7 @@ const recordCycle = (store: Store.Interface, prefix: string) => (index: number) 
     structured: INPUT.text,
     outputs: [],
   }
-  return store.lookup(key).pipe(Effect.andThen(store.begin(key, "echo")), Effect.andThen(store.settle(key, settlement, { state: "owned" })))
+  return store.lookup(key).pipe(Effect.andThen(store.begin(key, "echo", "build")), Effect.andThen(store.settle(key, settlement, { state: "owned" })))
 }
 
 /** Each stage of a core call measured alone, to show where the per-call time goes. */

@@ -17,6 +17,8 @@ import { Store } from "../src/store/store"
 import { buildCore, cleanup, ECHO_TOOL, duration, main, megabytes, progress, ratio, type Report, summarize } from "./measure"
 
 const ROWS = 200_000
+/** The Location every benchmarked call belongs to. */
+const LOCATION = "/bench/location"
 const LOOKUPS = 20_000
 const EXEC_RUNS = 15
 const DAY_MS = 86_400_000
@@ -45,10 +47,13 @@ const OLD_SCHEMA = `CREATE TABLE settlements (
 ) WITHOUT ROWID`
 
 /** Fills `db` with ROWS settled calls over the last six days (`expiredShare` of them older than the retention). */
-const fill = (db: Database, expiredShare = 0) => {
+const fill = (db: Database, expiredShare = 0, located = true) => {
   const insert = db.query(
-    "INSERT INTO settlements (session_id, call_id, tool, state, settlement, started_at, settled_at) " +
-      "VALUES (?, ?, 'bash', 'settled', ?, ?, ?)",
+    located
+      ? `INSERT INTO settlements (location, session_id, call_id, tool, state, settlement, started_at, settled_at) ` +
+          `VALUES ('${LOCATION}', ?, ?, 'bash', 'settled', ?, ?, ?)`
+      : "INSERT INTO settlements (session_id, call_id, tool, state, settlement, started_at, settled_at) " +
+          "VALUES (?, ?, 'bash', 'settled', ?, ?, ?)",
   )
   const now = Date.now()
   const expired = Math.floor(ROWS * expiredShare)
@@ -121,7 +126,7 @@ export const measure = async (): Promise<Report> => {
     old.exec("PRAGMA journal_mode = WAL")
     old.exec("PRAGMA synchronous = NORMAL")
     old.exec(OLD_SCHEMA)
-    fill(old)
+    fill(old, 0, false)
     const oldBytes = fileBytes(oldPath)
     const oldRaw = rawLookup(old)
     const oldPruneStarted = performance.now()
@@ -136,13 +141,13 @@ export const measure = async (): Promise<Report> => {
         const store = yield* Store.Service
         const managed = yield* ManagedOutputs.Service
         const lookup = perCall(LOOKUPS, (index) => {
-          const record = Effect.runSync(store.lookup({ sessionID: sessionOf(index), toolCallID: callOf(index) }))
+          const record = Effect.runSync(store.lookup({ location: LOCATION, sessionID: sessionOf(index), toolCallID: callOf(index) }))
           if (record?.state !== "settled") throw new Error("missing record")
         })
         // A replay usually asks for a call made moments before: the most recent thousand, again and again.
         const recent = perCall(LOOKUPS, (index) => {
           const call = ROWS - 1 - (index % 1000)
-          const key = { sessionID: sessionOf(call), toolCallID: callOf(call) }
+          const key = { location: LOCATION, sessionID: sessionOf(call), toolCallID: callOf(call) }
           if (Effect.runSync(store.lookup(key))?.state !== "settled") throw new Error("missing record")
         })
         const sweeps: Array<number> = []

@@ -150,7 +150,7 @@ export const run = (args: ReadonlyArray<string>) =>
       const { settlement } = yield* turn.settle(call, { onProgress: (update) => Effect.sync(() => progress.show(update)) }).pipe(
         Effect.onInterrupt(() =>
           // What the settler recorded (a cancel names the processes it ended), else a cancelled of its own.
-          Effect.flatMap(Effect.orElseSucceed(store.lookup(call), () => undefined), (known) =>
+          Effect.flatMap(Effect.orElseSucceed(store.lookup({ ...call, location: permission.project }), () => undefined), (known) =>
             Effect.sync(() => {
               progress.clear()
               const cancelled =

@@ -354,11 +354,30 @@ const readOptional = (file: string): Effect.Effect<string | undefined, ConfigErr
     }
   })
 
-const loadFile = (file: string): Effect.Effect<Lowered | undefined, ConfigError> =>
+/**
+ * Retention removes the records of every Location sharing the data directory, so only the operator's file
+ * (`$CORE_HOME/core.json`) sets it; a Location's own is refused rather than let one project sweep the others.
+ */
+const operatorOnly = (parsed: Parsed, text: string): Result.Result<Parsed, ConfigError> =>
+  parsed.content.output?.retentionDays === undefined
+    ? Result.succeed(parsed)
+    : Result.fail(
+        failure(parsed.file, text, {
+          path: ["output", "retentionDays"],
+          expected: "no retentionDays in a Location's core.json",
+          found: String(parsed.content.output.retentionDays),
+          hint: "retention applies to every Location sharing the data directory: set it in $CORE_HOME/core.json",
+        }),
+      )
+
+const loadFile = (file: string, own: "home" | "location"): Effect.Effect<Lowered | undefined, ConfigError> =>
   readOptional(file).pipe(
-    Effect.flatMap((text) =>
-      text === undefined ? Effect.succeed(undefined) : Effect.map(Effect.fromResult(parseText(file, text)), lower),
-    ),
+    Effect.flatMap((text) => {
+      if (text === undefined) return Effect.succeed(undefined)
+      const parsed = parseText(file, text)
+      const checked = own === "home" ? parsed : Result.flatMap(parsed, (value) => operatorOnly(value, text))
+      return Effect.map(Effect.fromResult(checked), lower)
+    }),
   )
 
 /** Reads, checks and merges `<home>/core.json` and `<location>/core.json`; either may be missing. */
@@ -367,8 +386,8 @@ export const load: (options: LoadOptions) => Effect.Effect<Resolved, ConfigError
 ) {
   const homeFile = resolve(join(options.home, FILE_NAME))
   const locationFile = resolve(join(options.location, FILE_NAME))
-  const location = yield* loadFile(locationFile)
-  // A Location that is the home directory has one file, not two.
-  const home = homeFile === locationFile ? undefined : yield* loadFile(homeFile)
+  // A Location that is the home directory has one file, not two: the operator's.
+  const location = yield* loadFile(locationFile, homeFile === locationFile ? "home" : "location")
+  const home = homeFile === locationFile ? undefined : yield* loadFile(homeFile, "home")
   return merge(home, location)
 })

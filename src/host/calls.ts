@@ -1,8 +1,9 @@
 export * as Calls from "./calls"
 
-// The calls the sidecar is running, by (sessionID, toolCallID). Each runs in its own fiber in the server's scope,
-// never the request's, so a client that goes away does not stop it: it settles and is recorded. A duplicate of a
-// running call joins it; cancelling interrupts its fiber (its tool kills its processes) and it settles as
+// The calls the sidecar is running, by Location, (sessionID, toolCallID), agent and tool. Each runs in its own fiber
+// in the server's scope, never the request's, so a client that goes away does not stop it: it settles and is
+// recorded. A duplicate of a running call joins it (asked by another agent or tool, its settler answers a conflict
+// instead); cancelling interrupts its fiber (its tool kills its processes) and it settles as
 // `cancelled`, which its settler records (also when it was still waiting for a permission reply). Every
 // `call.started` is followed by exactly one `call.settled` or, when the call ends operationally, `call.failed`.
 
@@ -15,7 +16,7 @@ import * as PubSub from "effect/PubSub"
 import * as Scope from "effect/Scope"
 import { Settlement } from "../settlement/settlement"
 import { Settler } from "../settlement/settler"
-import type { Store } from "../store/store"
+import { Store } from "../store/store"
 import { Events } from "./events"
 import type { Served } from "./served"
 
@@ -43,13 +44,14 @@ export interface Interface {
     call: Settler.Call,
     options: { readonly listen: boolean },
   ) => Effect.Effect<Started, never, Scope.Scope>
-  /** Interrupts a running call; false when no such call is running. */
+  /** Interrupts the running calls of that Location and ids; false when no such call is running. */
   readonly cancel: (key: Store.Key) => Effect.Effect<boolean>
   /** Cancels every running call and waits until each is settled and recorded. */
   readonly cancelAll: Effect.Effect<void>
 }
 
-const keyOf = (key: Store.Key) => JSON.stringify([key.sessionID, key.toolCallID])
+const keyOf = (location: string, call: Settler.Call) =>
+  JSON.stringify([location, call.sessionID, call.toolCallID, call.agent, call.name])
 
 /** Runs calls in `scope` (the server's), recording with `store`. */
 export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: string) => void): Interface => {
@@ -60,10 +62,10 @@ export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: str
    * it began, or the outcome that won the race). Only when nothing is recorded (another owner still runs it) is
    * the answer a `cancelled` that is not a record.
    */
-  const cancelled = (call: Settler.Call) =>
-    store.lookup(call).pipe(
+  const cancelled = (location: string, call: Settler.Call) =>
+    store.lookup({ ...call, location }).pipe(
       Effect.map((known) =>
-        known?.state === "settled"
+        known?.state === "settled" && Store.otherThan(known, call) === undefined
           ? { settlement: known.settlement, replayed: false }
           : { settlement: Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"), replayed: false },
       ),
@@ -74,9 +76,13 @@ export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: str
     )
 
   /** The call's outcome, from how its fiber ended: a settlement, or an operational failure (never a defect). */
-  const outcomeOf = (call: Settler.Call, exit: Exit.Exit<Settler.Settled, Settler.OperationalError>) => {
+  const outcomeOf = (
+    location: string,
+    call: Settler.Call,
+    exit: Exit.Exit<Settler.Settled, Settler.OperationalError>,
+  ) => {
     if (Exit.isSuccess(exit)) return Effect.succeed(exit)
-    if (Cause.hasInterruptsOnly(exit.cause)) return Effect.exit(cancelled(call))
+    if (Cause.hasInterruptsOnly(exit.cause)) return Effect.exit(cancelled(location, call))
     const error = Cause.findError(exit.cause)
     if (error._tag === "Success") return Effect.succeed(Exit.fail(error.success))
     log(`core: operational failure settling ${call.name} (${call.toolCallID}):\n${Cause.pretty(exit.cause)}`)
@@ -102,7 +108,7 @@ export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: str
 
   const start: Interface["start"] = (served, turn, call, options) =>
     Effect.gen(function* () {
-      const key = keyOf(call)
+      const key = keyOf(served.directory, call)
       const existing = running.get(key)
       if (existing !== undefined) {
         const subscription = options.listen ? yield* listen(existing) : undefined
@@ -138,7 +144,7 @@ export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: str
       // done is sure to receive that event.
       const finish = (exit: Exit.Exit<Settler.Settled, Settler.OperationalError>) =>
         Effect.gen(function* () {
-          const outcome = yield* outcomeOf(call, exit)
+          const outcome = yield* outcomeOf(served.directory, call, exit)
           running.delete(key)
           yield* leaveOnce
           yield* Deferred.done(entry.done, outcome)
@@ -162,10 +168,17 @@ export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: str
 
   const cancel = (key: Store.Key) =>
     Effect.suspend(() => {
-      const fiber = running.get(keyOf(key))?.fiber
-      if (fiber === undefined) return Effect.succeed(false)
+      const fibers = [...running.values()].flatMap((entry) =>
+        entry.fiber !== undefined &&
+        entry.served.directory === key.location &&
+        entry.call.sessionID === key.sessionID &&
+        entry.call.toolCallID === key.toolCallID
+          ? [entry.fiber]
+          : [],
+      )
+      if (fibers.length === 0) return Effect.succeed(false)
       // Not awaited: killing a process tree can take seconds; the call's clients get its settlement.
-      return Effect.forkDetach(Fiber.interrupt(fiber)).pipe(Effect.as(true))
+      return Effect.forkDetach(Fiber.interruptAll(fibers)).pipe(Effect.as(true))
     })
 
   const cancelAll = Effect.suspend(() =>

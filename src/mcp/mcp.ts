@@ -171,7 +171,7 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
             subscription === undefined
               ? undefined
               : yield* Effect.forkScoped(Effect.forever(Effect.flatMap(PubSub.take(subscription), forward)))
-          const cancel = () => void run(calls.cancel(call))
+          const cancel = () => void run(calls.cancel({ ...call, location: served.directory }))
           // A request cancelled before its call started is cancelled now.
           if (extra.signal.aborted) cancel()
           else extra.signal.addEventListener("abort", cancel, { once: true })
@@ -272,7 +272,7 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
     const close = Effect.promise(
       () =>
         (closing ??= (async () => {
-          for (const { call, host } of running.values()) await run(host.calls.cancel(call))
+          for (const { call, host } of running.values()) await run(host.calls.cancel({ ...call, location: host.served.directory }))
           await Promise.allSettled(waiting)
           await server.close()
         })()),

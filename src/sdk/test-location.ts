@@ -230,7 +230,7 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
       )
       if (Exit.isFailure(exit)) {
         if (Cause.hasInterruptsOnly(exit.cause)) {
-          const known = await runIn(Context.get(context, Store.Service).lookup(call))
+          const known = await runIn(Context.get(context, Store.Service).lookup({ ...call, location: permission.project }))
           if (Exit.isSuccess(known) && known.value?.state === "settled") {
             return { settlement: known.value.settlement, progress, asks: asks.slice(before), outputs: {}, structured: {} }
           }

@@ -274,7 +274,7 @@ const program = (
     ).pipe(
       // The settler records what an interrupted call settled as; the answer is that record.
       Effect.onInterrupt(() =>
-        store.lookup(call).pipe(
+        store.lookup({ ...call, location: permission.project }).pipe(
           Effect.map((known) => {
             if (known?.state === "settled") observed.cancelled = known.settlement
           }),

@@ -25,6 +25,7 @@ import type { Permission } from "../permission/permission"
 import { Hooks } from "../settlement/hooks"
 import type { Settler } from "../settlement/settler"
 import { Api } from "./api"
+import { Store } from "../store/store"
 import { Sse } from "./sse"
 import { Range } from "./range"
 import { Respond } from "./respond"
@@ -96,13 +97,16 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
   const settleEvents = (route: Route, turn: Served.Turn, call: Settler.Call) =>
     Effect.gen(function* () {
       // A recorded call is answered at once, saying so in the headers (sent before any event).
-      const known = yield* sidecar.store.lookup(call).pipe(Effect.orDie)
-      if (known?.state === "settled") {
+      const known = yield* sidecar.store.lookup({ ...call, location: route.served.directory }).pipe(Effect.orDie)
+      // Recorded for another agent or tool, it goes through the settler, which answers a conflict.
+      if (known?.state === "settled" && Store.otherThan(known, call) === undefined) {
         const event = eventOf(turn)({ event: "settlement", data: known.settlement })
         return Respond.events(Stream.succeed(Sse.encode(event)), REPLAYED)
       }
-      // A call begun by a core that stopped (or failed) mid-call replays as interrupted; it runs nothing.
-      const replay = known !== undefined && !(known.state === "started" && known.running)
+      // A call begun by a core that stopped (or failed) mid-call replays as interrupted; it runs nothing. One
+      // recorded for another agent or tool is a conflict, not a replay.
+      const replay =
+        known !== undefined && !(known.state === "started" && known.running) && Store.otherThan(known, call) === undefined
       // Subscribed before the call starts, so none of its asks is missed.
       const asks = yield* PubSub.subscribe(route.served.events)
       const { entry, subscription } = yield* sidecar.calls.start(route.served, turn, call, { listen: true })
@@ -220,7 +224,11 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
 
     settlement: (route) =>
       Effect.gen(function* () {
-        const key = { sessionID: param(route, "sessionID"), toolCallID: param(route, "toolCallID") }
+        const key = {
+          location: route.served.directory,
+          sessionID: param(route, "sessionID"),
+          toolCallID: param(route, "toolCallID"),
+        }
         const known = yield* sidecar.store.lookup(key).pipe(Effect.orDie)
         if (known?.state === "settled") return Respond.json(200, known.settlement)
         const call = `(${key.sessionID}, ${key.toolCallID})`
@@ -236,11 +244,11 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
 
     cancel: (route) =>
       Effect.gen(function* () {
-        const key = { sessionID: param(route, "sessionID"), toolCallID: param(route, "toolCallID") }
-        if (!(yield* sidecar.calls.cancel(key))) {
-          return yield* Respond.notFound(`No call (${key.sessionID}, ${key.toolCallID}) is running`)
+        const ids = { sessionID: param(route, "sessionID"), toolCallID: param(route, "toolCallID") }
+        if (!(yield* sidecar.calls.cancel({ ...ids, location: route.served.directory }))) {
+          return yield* Respond.notFound(`No call (${ids.sessionID}, ${ids.toolCallID}) is running`)
         }
-        return Respond.json(202, { ...key, status: "cancelling" } satisfies Api.Cancelling)
+        return Respond.json(202, { ...ids, status: "cancelling" } satisfies Api.Cancelling)
       }),
 
     permissions: (route) => Effect.map(route.served.pending, (requests) => Respond.json(200, requests)),

@@ -14,6 +14,7 @@ export const ErrorKind = Schema.Literals([
   "stale",
   "denied",
   "interrupted",
+  "conflict",
 ])
 export type ErrorKind = typeof ErrorKind.Type
 

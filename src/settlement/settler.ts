@@ -103,9 +103,12 @@ export const layer: Layer.Layer<
     // The Location's plugin hooks (DESIGN §12), met after the stale and permission checks, before bounding.
     const hooks = yield* Hooks.Current
     const running = new Map<string, Deferred.Deferred<Settled, OperationalError>>()
+    // A call belongs to its Location (the permission service's project): the same ids elsewhere are another call.
+    const location = permission.project
+    const keyOf = (call: Call): Store.Key => ({ location, sessionID: call.sessionID, toolCallID: call.toolCallID })
 
     const lookup = (call: Call) =>
-      store.lookup(call).pipe(Effect.mapError(operational("Could not read the settlement store")))
+      store.lookup(keyOf(call)).pipe(Effect.mapError(operational("Could not read the settlement store")))
 
     const recordFailed = (call: Call) =>
       operational(`Could not record the settlement of ${call.name} (${call.toolCallID})`)
@@ -115,18 +118,18 @@ export const layer: Layer.Layer<
      * unsettled one), only if the call is still as `expected`; CONFLICT when another settler got there first.
      */
     const recordNew = (call: Call, settlement: Settlement.Info, expected: Store.Expected, replayed = false) =>
-      store.settle(call, settlement, expected).pipe(
+      store.settle(keyOf(call), settlement, expected).pipe(
         Effect.mapError(recordFailed(call)),
         Effect.map((recorded): Settled | typeof CONFLICT => (recorded ? { settlement, replayed } : CONFLICT)),
       )
 
     const rejectNew = (call: Call, kind: Settlement.ErrorKind, message: string) =>
-      recordNew(call, Settlement.error(call.name, call.toolCallID, kind, message), { state: "absent" })
+      recordNew(call, Settlement.error(call.name, call.toolCallID, kind, message), { state: "absent", agent: call.agent })
 
     /** Records the settlement of a call this process ran; if another record won meanwhile, that one stands. */
     const recordOwned = (call: Call, settlement: Settlement.Info) =>
       Effect.gen(function* () {
-        if (yield* store.settle(call, settlement, { state: "owned" }).pipe(Effect.mapError(recordFailed(call)))) {
+        if (yield* store.settle(keyOf(call), settlement, { state: "owned" }).pipe(Effect.mapError(recordFailed(call)))) {
           return { settlement, replayed: false }
         }
         const known = yield* lookup(call)
@@ -155,6 +158,25 @@ export const layer: Layer.Layer<
       )
 
     /**
+     * A recorded call asked by another agent or under another tool name: an error that is not recorded (the
+     * record is the other's) and never shows that record. Records kept before agents were recorded name none.
+     */
+    const conflictOf = (call: Call, known: Store.Record): Settled | undefined => {
+      const other = Store.otherThan(known, call)
+      if (other === undefined) return undefined
+      return {
+        settlement: Settlement.error(
+          call.name,
+          call.toolCallID,
+          "conflict",
+          `The call id ${JSON.stringify(call.toolCallID)} in this session was already used ${other === "tool" ? "for another tool" : "by another agent"}; nothing ran. ` +
+            `Call ${call.name} again with a new call id.`,
+        ),
+        replayed: false,
+      }
+    }
+
+    /**
      * Everything before the tool runs: replay a recorded call, reject unknown, stale and invalid calls (recording
      * those settlements), or admit the call with its captured tool and decoded input.
      */
@@ -166,6 +188,8 @@ export const layer: Layer.Layer<
       call,
     ) {
       let known = yield* lookup(call)
+      const conflict = known === undefined ? undefined : conflictOf(call, known)
+      if (conflict !== undefined) return conflict
       // Another settler is running this very call: wait for its settlement rather than run it twice.
       while (known?.state === "started" && known.running) {
         yield* Effect.sleep(OWNER_POLL_MS)
@@ -230,7 +254,10 @@ export const layer: Layer.Layer<
         if (refusal instanceof Permission.Denied) return yield* rejectNew(call, "denied", refusal.message)
         if (refusal instanceof Permission.Rejected) return yield* rejectNew(call, "failure", refusal.message)
         if (refusal instanceof Permission.Declined) {
-          return yield* recordNew(call, Settlement.declined(call.name, call.toolCallID, refusal), { state: "absent" })
+          return yield* recordNew(call, Settlement.declined(call.name, call.toolCallID, refusal), {
+            state: "absent",
+            agent: call.agent,
+          })
         }
         return yield* Effect.die(refusal)
       }
@@ -367,7 +394,10 @@ export const layer: Layer.Layer<
      */
     const recordCancelledBeforeStart = (call: Call) =>
       store
-        .settle(call, Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"), { state: "absent" })
+        .settle(keyOf(call), Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"), {
+          state: "absent",
+          agent: call.agent,
+        })
         .pipe(Effect.mapError(recordFailed(call)), Effect.asVoid)
 
     const run = (
@@ -388,12 +418,12 @@ export const layer: Layer.Layer<
           // Another settler recorded or began the call meanwhile: settle through its record instead.
           if (admitted === CONFLICT) return CONFLICT
           if (!("_tag" in admitted)) return admitted
-          const fresh = yield* store.begin(call, call.name).pipe(Effect.mapError(operational("Could not record the call")))
+          const fresh = yield* store.begin(keyOf(call), call.name, call.agent).pipe(Effect.mapError(operational("Could not record the call")))
           if (!fresh) return CONFLICT
           // From here this process owns the call; an operational failure is recorded with its reason (for
           // operators), so a retry replays it as interrupted instead of running it again.
           return yield* perform(call, admitted, options, restore).pipe(
-            Effect.tapCause((cause) => Effect.ignore(store.fail(call, reasonOf(cause)))),
+            Effect.tapCause((cause) => Effect.ignore(store.fail(keyOf(call), reasonOf(cause)))),
           )
         }),
       ).pipe(Effect.flatMap((outcome) => (outcome === CONFLICT ? run(catalog, call, options) : Effect.succeed(outcome))))
@@ -401,7 +431,8 @@ export const layer: Layer.Layer<
     // Untraced on purpose: settle is the per-call hot path, where a span costs about as much as the pipeline.
     const settleThrough = (catalog: Registry.Catalog) =>
       Effect.fnUntraced(function* (call: Call, options?: Options) {
-        const key = JSON.stringify([call.sessionID, call.toolCallID])
+        // Only the same call joins: asked by another agent or under another name, it meets the conflict in admit.
+        const key = JSON.stringify([call.sessionID, call.toolCallID, call.agent, call.name])
         const joined = running.get(key)
         if (joined !== undefined) return yield* Deferred.await(joined)
         const done = yield* Deferred.make<Settled, OperationalError>()

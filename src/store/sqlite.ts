@@ -73,10 +73,35 @@ const MIGRATIONS: ReadonlyArray<string> = [
      seen_at INTEGER NOT NULL,
      PRIMARY KEY (session_id, path)
    ) WITHOUT ROWID`,
+  // A call belongs to its Location, and a record names the agent it was made for: the same ids in another
+  // Location are another call, and a replay asked by another agent is refused. Records kept before this step
+  // have no Location ('') and no agent (NULL): they still answer in every Location, so none runs again.
+  `CREATE TABLE settlements_located (
+     id INTEGER PRIMARY KEY,
+     location TEXT NOT NULL,
+     session_id TEXT NOT NULL,
+     call_id TEXT NOT NULL,
+     tool TEXT NOT NULL,
+     agent TEXT,
+     state TEXT NOT NULL CHECK (state IN ('started', 'failed', 'settled')),
+     owner TEXT,
+     reason TEXT,
+     settlement TEXT,
+     started_at INTEGER,
+     settled_at INTEGER,
+     UNIQUE (session_id, call_id, location)
+   );
+   INSERT INTO settlements_located
+       (id, location, session_id, call_id, tool, state, owner, reason, settlement, started_at, settled_at)
+     SELECT id, '', session_id, call_id, tool, state, owner, reason, settlement, started_at, settled_at
+     FROM settlements ORDER BY id;
+   DROP TABLE settlements;
+   ALTER TABLE settlements_located RENAME TO settlements;
+   CREATE INDEX settlements_by_time ON settlements (COALESCE(settled_at, started_at))`,
 ]
 
-/** The first version whose settlements table is a rowid table: migrating from before it leaves free pages. */
-const ROWID_VERSION = 3
+/** The last version that rebuilt the settlements table: migrating from before it leaves free pages. */
+const REBUILT_VERSION = 5
 
 export const SCHEMA_VERSION = MIGRATIONS.length
 
@@ -146,7 +171,7 @@ const migrate = (db: Database) => {
     return version
   }).immediate()
   // Rebuilding the settlements table freed the old one's pages: give them back once, outside the transaction.
-  if (from > 0 && from < ROWID_VERSION) {
+  if (from > 0 && from < REBUILT_VERSION) {
     try {
       db.exec("VACUUM")
     } catch {
@@ -180,35 +205,44 @@ const openError = (path: string, cause: unknown): Store.StoreError => {
 type Row = {
   state: "started" | "failed" | "settled"
   tool: string
+  agent: string | null
   owner: string | null
   reason: string | null
   settlement: string | null
 }
 
-/** The statements the store runs, prepared once; preparing also checks the schema is the one expected. */
+/** No record kept without a Location for the call `?2`, `?3`. */
+const NO_UNLOCATED = "NOT EXISTS (SELECT 1 FROM settlements WHERE session_id = ?2 AND call_id = ?3 AND location = '')"
+
+/**
+ * The statements the store runs, prepared once; preparing also checks the schema is the one expected. A record
+ * without a Location ('', kept before records had one) answers for every Location; one of the Location's own wins.
+ */
 const prepare = (db: Database) => ({
-  select: db.query<Row, [string, string]>(
-    "SELECT state, tool, owner, reason, settlement FROM settlements WHERE session_id = ? AND call_id = ?",
+  select: db.query<Row, [string, string, string]>(
+    "SELECT state, tool, agent, owner, reason, settlement FROM settlements " +
+      "WHERE session_id = ? AND call_id = ? AND location IN (?, '') ORDER BY location DESC LIMIT 1",
   ),
-  begin: db.query<unknown, [string, string, string, string, number]>(
-    "INSERT INTO settlements (session_id, call_id, tool, state, owner, started_at) " +
-      "VALUES (?, ?, ?, 'started', ?, ?) ON CONFLICT DO NOTHING",
+  // A new record, unless the Location has one or one kept without a Location answers for it.
+  begin: db.query<unknown, [string, string, string, string, string, string, number]>(
+    "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, owner, started_at) " +
+      `SELECT ?1, ?2, ?3, ?4, ?5, 'started', ?6, ?7 WHERE ${NO_UNLOCATED} ON CONFLICT DO NOTHING`,
   ),
-  settleAbsent: db.query<unknown, [string, string, string, string, number]>(
-    "INSERT INTO settlements (session_id, call_id, tool, state, settlement, settled_at) " +
-      "VALUES (?, ?, ?, 'settled', ?, ?) ON CONFLICT DO NOTHING",
+  settleAbsent: db.query<unknown, [string, string, string, string, string, string, number]>(
+    "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, settlement, settled_at) " +
+      `SELECT ?1, ?2, ?3, ?4, ?5, 'settled', ?6, ?7 WHERE ${NO_UNLOCATED} ON CONFLICT DO NOTHING`,
   ),
-  settleStarted: db.query<unknown, [string, number, string, string, string]>(
+  settleStarted: db.query<unknown, [string, number, string, string, string, string]>(
     "UPDATE settlements SET state = 'settled', settlement = ?, settled_at = ? " +
-      "WHERE session_id = ? AND call_id = ? AND state = 'started' AND owner = ?",
+      "WHERE session_id = ? AND call_id = ? AND location IN (?, '') AND state = 'started' AND owner = ?",
   ),
-  settleFailed: db.query<unknown, [string, number, string, string]>(
+  settleFailed: db.query<unknown, [string, number, string, string, string]>(
     "UPDATE settlements SET state = 'settled', settlement = ?, settled_at = ? " +
-      "WHERE session_id = ? AND call_id = ? AND state = 'failed'",
+      "WHERE session_id = ? AND call_id = ? AND location IN (?, '') AND state = 'failed'",
   ),
-  fail: db.query<unknown, [string, number, string, string, string]>(
+  fail: db.query<unknown, [string, number, string, string, string, string]>(
     "UPDATE settlements SET state = 'failed', reason = ?, settled_at = ? " +
-      "WHERE session_id = ? AND call_id = ? AND state = 'started' AND owner = ?",
+      "WHERE session_id = ? AND call_id = ? AND location = ? AND state = 'started' AND owner = ?",
   ),
   // Through the time index, at most `limit` rows at a time: a sweep never holds the write lock for long.
   prune: db.query<unknown, [number, number]>(
@@ -259,25 +293,28 @@ export const layer = (path: string): Layer.Layer<Store.Service, Store.StoreError
       const statements = yield* acquire(path, prepare)
       /** Calls this store began and has not yet settled or failed: a record it owns is running only if here. */
       const running = new Set<string>()
-      const keyOf = (key: Store.Key) => JSON.stringify([key.sessionID, key.toolCallID])
+      const keyOf = (key: Store.Key) => JSON.stringify([key.location, key.sessionID, key.toolCallID])
       const attempt = attemptAt(path)
 
       return Store.Service.of({
         lookup: (key) =>
           attempt("lookup", (): Store.Record | undefined => {
-            const row = statements.select.get(key.sessionID, key.toolCallID)
+            const row = statements.select.get(key.sessionID, key.toolCallID, key.location)
             if (row === null) return undefined
+            const agent = row.agent ?? undefined
             if (row.state === "settled" && row.settlement !== null) {
-              return { state: "settled", settlement: decodeSettlement(row.settlement) }
+              return { state: "settled", agent, settlement: decodeSettlement(row.settlement) }
             }
-            if (row.state === "failed") return { state: "failed", tool: row.tool, reason: row.reason ?? "" }
+            if (row.state === "failed") return { state: "failed", agent, tool: row.tool, reason: row.reason ?? "" }
             const owner = row.owner ?? ""
             const alive = owner === Owner.current ? running.has(keyOf(key)) : Owner.isAlive(owner)
-            return { state: "started", tool: row.tool, owner, running: alive }
+            return { state: "started", agent, tool: row.tool, owner, running: alive }
           }),
-        begin: (key, tool) =>
+        begin: (key, tool, agent) =>
           attempt("write", () => {
-            const begun = statements.begin.run(key.sessionID, key.toolCallID, tool, Owner.current, Date.now()).changes === 1
+            const { location, sessionID, toolCallID } = key
+            const begun =
+              statements.begin.run(location, sessionID, toolCallID, tool, agent, Owner.current, Date.now()).changes === 1
             if (begun) running.add(keyOf(key))
             return begun
           }),
@@ -285,23 +322,26 @@ export const layer = (path: string): Layer.Layer<Store.Service, Store.StoreError
           attempt("write", () => {
             const json = JSON.stringify(settlement)
             const now = Date.now()
-            const { sessionID, toolCallID } = key
+            const { location, sessionID, toolCallID } = key
             switch (expected.state) {
               case "absent":
-                return statements.settleAbsent.run(sessionID, toolCallID, settlement.tool, json, now).changes === 1
+                return (
+                  statements.settleAbsent.run(location, sessionID, toolCallID, settlement.tool, expected.agent, json, now)
+                    .changes === 1
+                )
               case "owned":
                 running.delete(keyOf(key))
-                return statements.settleStarted.run(json, now, sessionID, toolCallID, Owner.current).changes === 1
+                return statements.settleStarted.run(json, now, sessionID, toolCallID, location, Owner.current).changes === 1
               case "abandoned":
-                return statements.settleStarted.run(json, now, sessionID, toolCallID, expected.owner).changes === 1
+                return statements.settleStarted.run(json, now, sessionID, toolCallID, location, expected.owner).changes === 1
               case "failed":
-                return statements.settleFailed.run(json, now, sessionID, toolCallID).changes === 1
+                return statements.settleFailed.run(json, now, sessionID, toolCallID, location).changes === 1
             }
           }),
         fail: (key, reason) =>
           attempt("write", () => {
             running.delete(keyOf(key))
-            statements.fail.run(reason, Date.now(), key.sessionID, key.toolCallID, Owner.current)
+            statements.fail.run(reason, Date.now(), key.sessionID, key.toolCallID, key.location, Owner.current)
           }),
         prune: (before, limit) => attempt("prune", () => statements.prune.run(before, limit).changes),
         claimSweep: (now, intervalMs) =>

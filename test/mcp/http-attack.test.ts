@@ -253,7 +253,7 @@ describe("/mcp against a client that does not read its event stream", () => {
     expect(answer.headers.get("content-type")).toStartWith("text/event-stream")
     // The stream is not read until the call has settled and every event has been written to it.
     for (let tries = 0; ; tries++) {
-      const known = await Effect.runPromise(sidecar.store.lookup(ids))
+      const known = await Effect.runPromise(sidecar.store.lookup({ ...ids, location: sidecar.primary.directory }))
       if (known?.state === "settled") break
       expect(tries).toBeLessThan(500)
       await Bun.sleep(10)

@@ -204,7 +204,7 @@ describe("/mcp", () => {
     await running
     await Effect.runPromise(mcp.closeAll)
     expect(mcp.size()).toBe(0)
-    const known = await Effect.runPromise(sidecar.store.lookup({ sessionID: "ses_host", toolCallID: "call_shut" }))
+    const known = await Effect.runPromise(sidecar.store.lookup({ location: sidecar.primary.directory, sessionID: "ses_host", toolCallID: "call_shut" }))
     expect(known).toMatchObject({ state: "settled", settlement: { status: "cancelled" } })
     expect(runs(box, "wait")).toBe(1)
   })

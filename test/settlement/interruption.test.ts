@@ -55,7 +55,7 @@ describe("a call interrupted before it began running", () => {
         const joiner = yield* Effect.forkChild(turn.settle(call))
         yield* Fiber.interrupt(first)
         const joined = yield* Fiber.join(joiner)
-        const recorded = yield* (yield* Store.Service).lookup(call)
+        const recorded = yield* (yield* Store.Service).lookup({ ...call, location: permission.project })
         // Nobody asks now: the replay answers from the record.
         const again = yield* turn.settle(call)
         return { joined, recorded, again }

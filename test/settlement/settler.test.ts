@@ -3,6 +3,7 @@ import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
 import { Output } from "../../src/output/output"
 import { Registry } from "../../src/registry/registry"
 import { Settler } from "../../src/settlement/settler"
+import { SqliteStore } from "../../src/store/sqlite"
 import { Store } from "../../src/store/store"
 import { Tool } from "../../src/tool/tool"
 import { Database } from "bun:sqlite"
@@ -257,7 +258,7 @@ describe("Settler: failure semantics", () => {
           expect(exit._tag).toBe("Failure")
           expect(String(exit._tag === "Failure" && exit.cause)).toMatch(/kaboom|thrown synchronously/)
           // Recorded as failed, so a retry replays it honestly instead of running the tool again.
-          expect(yield* store.lookup(call)).toEqual({ state: "failed", tool: name, reason: expect.stringMatching(/kaboom|thrown synchronously/) })
+          expect(yield* store.lookup(yield* Kernel.keyOf(call))).toEqual({ state: "failed", agent: "build", tool: name, reason: expect.stringMatching(/kaboom|thrown synchronously/) })
           const replay = yield* turn.settle(call)
           expect(replay.replayed).toBe(true)
           expect(replay.settlement.error?.kind).toBe("interrupted")
@@ -305,7 +306,7 @@ describe("Settler: failure semantics", () => {
         yield* Fiber.interrupt(fiber)
         const exit = yield* Fiber.await(fiber)
         expect(exit._tag).toBe("Failure")
-        const recorded = yield* (yield* Store.Service).lookup(call)
+        const recorded = yield* (yield* Store.Service).lookup(yield* Kernel.keyOf(call))
         expect(recorded?.state === "settled" && recorded.settlement.status).toBe("cancelled")
         // A retry replays the cancellation; the tool does not run again.
         const replay = yield* turn.settle(call)
@@ -425,7 +426,7 @@ describe("Settler: at most once", () => {
         const turn = yield* (yield* Settler.Service).materialize()
         const call = Kernel.call("missing", {})
         yield* turn.settle(call)
-        const recorded = yield* (yield* Store.Service).lookup(call)
+        const recorded = yield* (yield* Store.Service).lookup(yield* Kernel.keyOf(call))
         expect(recorded?.state === "settled" && recorded.settlement.error?.kind).toBe("unknown")
       }),
     ))
@@ -439,8 +440,10 @@ describe("Settler: at most once", () => {
     await Kernel.run(Effect.void, { dataDir, durable: true })
     const db = new Database(join(dataDir, "core.db"))
     db.run(
-      "INSERT INTO settlements (session_id, call_id, tool, state, owner, started_at) VALUES (?, ?, 'effectful', 'started', ?, 0)",
-      [call.sessionID, call.toolCallID, `${hostname()}:999999999:1`],
+      "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, owner, started_at) " +
+        "VALUES (?, ?, ?, 'effectful', 'build', 'started', ?, 0)",
+      // The kernel's Location is its permission project, the outputs directory.
+      [join(dataDir, "outputs"), call.sessionID, call.toolCallID, `${hostname()}:999999999:1`],
     )
     db.close()
     const { settlement, replayed } = await Kernel.run(
@@ -466,12 +469,12 @@ describe("Settler: at most once", () => {
         const store = yield* Store.Service
         const call = Kernel.call("once", {})
         // Begun through the store directly: to this settler it is a call some other live settler is running.
-        yield* store.begin(call, "once")
+        yield* store.begin(yield* Kernel.keyOf(call), "once", "build")
         const turn = yield* (yield* Settler.Service).materialize()
         const waiting = yield* Effect.forkChild(turn.settle(call))
         yield* Effect.yieldNow
         const elsewhere = { tool: "once", callID: call.toolCallID, status: "success" as const, content: [], structured: 41, outputs: [] }
-        yield* store.settle(call, elsewhere, { state: "owned" })
+        yield* store.settle(yield* Kernel.keyOf(call), elsewhere, { state: "owned" })
         const settled = yield* Fiber.join(waiting)
         expect(runs).toBe(0)
         expect(settled).toEqual({ settlement: elsewhere, replayed: true })
@@ -484,13 +487,13 @@ describe("Settler: at most once", () => {
       Effect.gen(function* () {
         const store = yield* Store.Service
         const call = Kernel.call("elsewhere", {})
-        yield* store.begin(call, "elsewhere")
+        yield* store.begin(yield* Kernel.keyOf(call), "elsewhere", "build")
         const turn = yield* (yield* Settler.Service).materialize()
         const waiting = yield* Effect.forkChild(turn.settle(call))
         yield* Effect.yieldNow
         yield* Fiber.interrupt(waiting)
         // The owner is still running it: the waiter must not record it cancelled.
-        expect(yield* store.lookup(call)).toEqual({ state: "started", tool: "elsewhere", owner: expect.any(String), running: true })
+        expect(yield* store.lookup(yield* Kernel.keyOf(call))).toEqual({ state: "started", agent: "build", tool: "elsewhere", owner: expect.any(String), running: true })
       }),
     ))
 
@@ -508,7 +511,7 @@ describe("Settler: at most once", () => {
               Effect.tap(() => {
                 if (raced) return Effect.void
                 raced = true
-                return real.begin(key, "elsewhere").pipe(
+                return real.begin(key, "elsewhere", "build").pipe(
                   Effect.andThen(
                     real.settle(key, { tool: "elsewhere", callID: key.toolCallID, status: "success", content: [], structured: 1, outputs: [] }, { state: "owned" }),
                   ),
@@ -549,7 +552,7 @@ describe("Settler: at most once", () => {
         const turn = yield* (yield* Settler.Service).materialize()
         fiber = yield* Effect.forkChild(turn.settle(call))
         yield* Fiber.await(fiber)
-        const recorded = yield* (yield* Store.Service).lookup(call)
+        const recorded = yield* (yield* Store.Service).lookup(yield* Kernel.keyOf(call))
         expect(recorded).toMatchObject({ state: "settled", settlement: { status: "success", structured: "done" } })
       }),
     ))
@@ -593,6 +596,105 @@ describe("Settler: at most once", () => {
     const second = await Kernel.run(once, { dataDir, durable: true })
     expect(runs).toBe(1)
     expect(second).toEqual({ settlement: first.settlement, replayed: true })
+  })
+})
+
+describe("Settler: a recorded call belongs to its Location, agent and tool", () => {
+  const secretReader = (runs: Array<string>) => ({
+    read: Tool.make({
+      description: "r",
+      input: Schema.Struct({}),
+      output: Schema.String,
+      execute: (_, context) => Effect.sync(() => (runs.push(`read by ${context.agent}`), "the secret")),
+    }),
+    list: Tool.make({
+      description: "l",
+      input: Schema.Struct({}),
+      output: Schema.String,
+      execute: () => Effect.sync(() => (runs.push("list"), "a listing")),
+    }),
+  })
+
+  test("a replay asked by another agent is a conflict that shows nothing of the record and runs nothing", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        const runs: Array<string> = []
+        yield* register(secretReader(runs))
+        const call = Kernel.call("read", {})
+        expect((yield* settleOnce("read", {}, { toolCallID: call.toolCallID })).structured).toBe("the secret")
+        const other = yield* settleOnce("read", {}, { toolCallID: call.toolCallID, agent: "plan" })
+        expect(other.status).toBe("error")
+        expect(other.error?.kind).toBe("conflict")
+        expect(other.error?.message).toContain("another agent")
+        expect(JSON.stringify(other)).not.toContain("the secret")
+        expect(runs).toEqual(["read by build"])
+        // The record is still the first agent's, replayed to it alone.
+        expect((yield* settleOnce("read", {}, { toolCallID: call.toolCallID })).structured).toBe("the secret")
+      }),
+      { durable: true },
+    ))
+
+  test("a replay under another tool name is a conflict, never the other tool's record", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        const runs: Array<string> = []
+        yield* register(secretReader(runs))
+        const call = Kernel.call("read", {})
+        yield* settleOnce("read", {}, { toolCallID: call.toolCallID })
+        const listed = yield* settleOnce("list", {}, { toolCallID: call.toolCallID })
+        expect(listed).toMatchObject({ tool: "list", status: "error", error: { kind: "conflict" } })
+        expect(listed.error?.message).toContain("another tool")
+        expect(JSON.stringify(listed)).not.toContain("the secret")
+        expect(runs).toEqual(["read by build"])
+      }),
+    ))
+
+  test("a call still running is not joined by another agent: it meets the conflict at once", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        const gate = yield* Deferred.make<void>()
+        const started = yield* Deferred.make<void>()
+        yield* register({
+          slow: Tool.make({
+            description: "s",
+            input: Schema.Struct({}),
+            output: Schema.String,
+            execute: () => Deferred.succeed(started, undefined).pipe(Effect.andThen(Deferred.await(gate)), Effect.as("done")),
+          }),
+        })
+        const turn = yield* (yield* Settler.Service).materialize()
+        const call = Kernel.call("slow", {})
+        const first = yield* Effect.forkChild(turn.settle(call))
+        yield* Deferred.await(started)
+        const other = yield* turn.settle({ ...call, agent: "plan" })
+        expect(other.settlement.error?.kind).toBe("conflict")
+        yield* Deferred.succeed(gate, undefined)
+        expect((yield* Fiber.join(first)).settlement.structured).toBe("done")
+      }),
+    ))
+
+  test("Locations sharing one store each run their own call under the same ids", async () => {
+    const data = tempDir()
+    const store = join(data, "core.db")
+    const settleIn = (outputs: string) =>
+      Effect.runPromise(
+        Effect.gen(function* () {
+          yield* register({
+            where: Tool.make({ description: "w", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed(outputs) }),
+          })
+          const turn = yield* (yield* Settler.Service).materialize()
+          return yield* turn.settle(Kernel.call("where", {}, { sessionID: "ses_shared", toolCallID: "call_0" }))
+        }).pipe(
+          Effect.scoped,
+          Effect.provide(CoreKernel.layer({ store: SqliteStore.layer(store), outputsDirectory: join(data, outputs) })),
+        ),
+      )
+    const first = await settleIn("one")
+    const second = await settleIn("two")
+    expect(first).toMatchObject({ replayed: false, settlement: { structured: "one" } })
+    expect(second).toMatchObject({ replayed: false, settlement: { structured: "two" } })
+    // Each replays its own.
+    expect(await settleIn("two")).toMatchObject({ replayed: true, settlement: { structured: "two" } })
   })
 })
 

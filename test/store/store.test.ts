@@ -33,73 +33,73 @@ for (const [name, make] of implementations) {
   describe(`Store contract (${name})`, () => {
     test("an unknown call has no record", () =>
       use(make(), Effect.gen(function* () {
-        expect(yield* (yield* Store.Service).lookup({ sessionID: "s", toolCallID: "c" })).toBeUndefined()
+        expect(yield* (yield* Store.Service).lookup({ location: "/p", sessionID: "s", toolCallID: "c" })).toBeUndefined()
       })))
 
     test("begin records the intent once; a second begin for the same call is refused", () =>
       use(make(), Effect.gen(function* () {
         const store = yield* Store.Service
-        const key = { sessionID: "s", toolCallID: "c" }
-        expect(yield* store.begin(key, "echo")).toBe(true)
-        expect(yield* store.begin(key, "other")).toBe(false)
-        expect(yield* store.lookup(key)).toEqual({ state: "started", tool: "echo", owner: Owner.current, running: true })
+        const key = { location: "/p", sessionID: "s", toolCallID: "c" }
+        expect(yield* store.begin(key, "echo", "build")).toBe(true)
+        expect(yield* store.begin(key, "other", "build")).toBe(false)
+        expect(yield* store.lookup(key)).toEqual({ state: "started", agent: "build", tool: "echo", owner: Owner.current, running: true })
       })))
 
     test("a call that never began is settled only if nothing is recorded for it", () =>
       use(make(), Effect.gen(function* () {
         const store = yield* Store.Service
-        const fresh = { sessionID: "s", toolCallID: "fresh" }
-        const begun = { sessionID: "s", toolCallID: "begun" }
-        expect(yield* store.settle(fresh, settlement("fresh"), { state: "absent" })).toBe(true)
-        expect(yield* store.lookup(fresh)).toEqual({ state: "settled", settlement: settlement("fresh") })
-        expect(yield* store.begin(fresh, "echo")).toBe(false)
+        const fresh = { location: "/p", sessionID: "s", toolCallID: "fresh" }
+        const begun = { location: "/p", sessionID: "s", toolCallID: "begun" }
+        expect(yield* store.settle(fresh, settlement("fresh"), { state: "absent", agent: "build" })).toBe(true)
+        expect(yield* store.lookup(fresh)).toEqual({ state: "settled", agent: "build", settlement: settlement("fresh") })
+        expect(yield* store.begin(fresh, "echo", "build")).toBe(false)
         // A call another settler began is never overwritten by an "absent" settlement.
-        yield* store.begin(begun, "echo")
-        expect(yield* store.settle(begun, settlement("unknown tool"), { state: "absent" })).toBe(false)
+        yield* store.begin(begun, "echo", "build")
+        expect(yield* store.settle(begun, settlement("unknown tool"), { state: "absent", agent: "build" })).toBe(false)
         expect(yield* store.lookup(begun)).toMatchObject({ state: "started" })
       })))
 
     test("the owner settles a begun call, and a settlement is final", () =>
       use(make(), Effect.gen(function* () {
         const store = yield* Store.Service
-        const key = { sessionID: "s", toolCallID: "c" }
-        yield* store.begin(key, "echo")
+        const key = { location: "/p", sessionID: "s", toolCallID: "c" }
+        yield* store.begin(key, "echo", "build")
         expect(yield* store.settle(key, settlement("first"), { state: "owned" })).toBe(true)
         expect(yield* store.settle(key, settlement("second"), { state: "owned" })).toBe(false)
-        expect(yield* store.settle(key, settlement("third"), { state: "absent" })).toBe(false)
-        expect(yield* store.lookup(key)).toEqual({ state: "settled", settlement: settlement("first") })
+        expect(yield* store.settle(key, settlement("third"), { state: "absent", agent: "build" })).toBe(false)
+        expect(yield* store.lookup(key)).toEqual({ state: "settled", agent: "build", settlement: settlement("first") })
       })))
 
     test("fail marks a begun call failed with its reason, which can then be settled once", () =>
       use(make(), Effect.gen(function* () {
         const store = yield* Store.Service
-        const begun = { sessionID: "s", toolCallID: "begun" }
-        yield* store.begin(begun, "echo")
+        const begun = { location: "/p", sessionID: "s", toolCallID: "begun" }
+        yield* store.begin(begun, "echo", "build")
         yield* store.fail(begun, "disk full")
-        expect(yield* store.lookup(begun)).toEqual({ state: "failed", tool: "echo", reason: "disk full" })
+        expect(yield* store.lookup(begun)).toEqual({ state: "failed", agent: "build", tool: "echo", reason: "disk full" })
         expect(yield* store.settle(begun, settlement("replay"), { state: "failed" })).toBe(true)
         expect(yield* store.settle(begun, settlement("again"), { state: "failed" })).toBe(false)
         yield* store.fail(begun, "late")
-        expect(yield* store.lookup(begun)).toEqual({ state: "settled", settlement: settlement("replay") })
+        expect(yield* store.lookup(begun)).toEqual({ state: "settled", agent: "build", settlement: settlement("replay") })
       })))
 
     test("what a caller does to a returned settlement never changes the record", () =>
       use(make(), Effect.gen(function* () {
         const store = yield* Store.Service
-        const key = { sessionID: "s", toolCallID: "c" }
+        const key = { location: "/p", sessionID: "s", toolCallID: "c" }
         const original = settlement("c")
-        yield* store.settle(key, original, { state: "absent" })
+        yield* store.settle(key, original, { state: "absent", agent: "build" })
         ;(original.content as Array<unknown>).push("mutated")
         const first = yield* store.lookup(key)
         if (first?.state === "settled") (first.settlement as { status: string }).status = "error"
-        expect(yield* store.lookup(key)).toEqual({ state: "settled", settlement: settlement("c") })
+        expect(yield* store.lookup(key)).toEqual({ state: "settled", agent: "build", settlement: settlement("c") })
       })))
 
     test("prune forgets calls recorded before the cutoff", () =>
       use(make(), Effect.gen(function* () {
         const store = yield* Store.Service
-        const key = { sessionID: "s", toolCallID: "c" }
-        yield* store.settle(key, settlement("c"), { state: "absent" })
+        const key = { location: "/p", sessionID: "s", toolCallID: "c" }
+        yield* store.settle(key, settlement("c"), { state: "absent", agent: "build" })
         expect(yield* store.prune(Date.now() - 60_000, 100)).toBe(0)
         expect(yield* store.prune(Date.now() + 1, 100)).toBe(1)
         expect(yield* store.lookup(key)).toBeUndefined()
@@ -109,9 +109,9 @@ for (const [name, make] of implementations) {
       use(make(), Effect.gen(function* () {
         const store = yield* Store.Service
         for (let index = 0; index < 7; index++) {
-          yield* store.settle({ sessionID: "s", toolCallID: `c${index}` }, settlement(`c${index}`), { state: "absent" })
+          yield* store.settle({ location: "/p", sessionID: "s", toolCallID: `c${index}` }, settlement(`c${index}`), { state: "absent", agent: "build" })
         }
-        yield* store.begin({ sessionID: "s", toolCallID: "started" }, "echo")
+        yield* store.begin({ location: "/p", sessionID: "s", toolCallID: "started" }, "echo", "build")
         const cutoff = Date.now() + 1
         expect(yield* store.prune(cutoff, 3)).toBe(3)
         expect(yield* store.prune(cutoff, 3)).toBe(3)
@@ -131,12 +131,41 @@ for (const [name, make] of implementations) {
         expect(yield* store.claimSweep(5 * hour, hour)).toBe(true)
       })))
 
+    test("the same ids in another Location are another call, which begins and settles on its own", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        const here = { location: "/a", sessionID: "s", toolCallID: "call_0" }
+        const there = { location: "/b", sessionID: "s", toolCallID: "call_0" }
+        yield* store.settle(here, settlement("call_0"), { state: "absent", agent: "build" })
+        expect(yield* store.lookup(there)).toBeUndefined()
+        expect(yield* store.begin(there, "list", "plan")).toBe(true)
+        expect(yield* store.lookup(there)).toMatchObject({ state: "started", agent: "plan", tool: "list" })
+        expect(yield* store.settle(there, { ...settlement("call_0"), tool: "list" }, { state: "owned" })).toBe(true)
+        expect(yield* store.lookup(here)).toEqual({ state: "settled", agent: "build", settlement: settlement("call_0") })
+        expect(yield* store.lookup(there)).toMatchObject({ state: "settled", agent: "plan", settlement: { tool: "list" } })
+      })))
+
+    test("a record says whether it was made for another tool or another agent", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        const key = { location: "/a", sessionID: "s", toolCallID: "c" }
+        yield* store.begin(key, "read", "build")
+        const record = (yield* store.lookup(key))!
+        expect(Store.otherThan(record, { name: "read", agent: "build" })).toBeUndefined()
+        expect(Store.otherThan(record, { name: "list", agent: "build" })).toBe("tool")
+        expect(Store.otherThan(record, { name: "read", agent: "plan" })).toBe("agent")
+        yield* store.settle(key, { ...settlement("c"), tool: "read" }, { state: "owned" })
+        const settled = (yield* store.lookup(key))!
+        expect(Store.otherThan(settled, { name: "list", agent: "build" })).toBe("tool")
+        expect(Store.otherThan(settled, { name: "read", agent: "plan" })).toBe("agent")
+      })))
+
     test("calls are keyed by session and call id together", () =>
       use(make(), Effect.gen(function* () {
         const store = yield* Store.Service
-        yield* store.settle({ sessionID: "a", toolCallID: "c" }, settlement("c"), { state: "absent" })
-        expect(yield* store.lookup({ sessionID: "b", toolCallID: "c" })).toBeUndefined()
-        expect(yield* store.begin({ sessionID: "b", toolCallID: "c" }, "echo")).toBe(true)
+        yield* store.settle({ location: "/p", sessionID: "a", toolCallID: "c" }, settlement("c"), { state: "absent", agent: "build" })
+        expect(yield* store.lookup({ location: "/p", sessionID: "b", toolCallID: "c" })).toBeUndefined()
+        expect(yield* store.begin({ location: "/p", sessionID: "b", toolCallID: "c" }, "echo", "build")).toBe(true)
       })))
   })
 }
@@ -175,16 +204,16 @@ describe("SqliteStore migration", () => {
     const found = await use(SqliteStore.layer(path), Effect.gen(function* () {
       const store = yield* Store.Service
       return {
-        settled: yield* store.lookup({ sessionID: "s", toolCallID: "settled" }),
-        failed: yield* store.lookup({ sessionID: "s", toolCallID: "failed" }),
-        begun: yield* store.begin({ sessionID: "s", toolCallID: "settled" }, "echo"),
+        settled: yield* store.lookup({ location: "/p", sessionID: "s", toolCallID: "settled" }),
+        failed: yield* store.lookup({ location: "/p", sessionID: "s", toolCallID: "failed" }),
+        begun: yield* store.begin({ location: "/p", sessionID: "s", toolCallID: "settled" }, "echo", "build"),
         pruned: yield* store.prune(1_500, 10),
-        gone: yield* store.lookup({ sessionID: "s", toolCallID: "old" }),
+        gone: yield* store.lookup({ location: "/p", sessionID: "s", toolCallID: "old" }),
       }
     }))
     expect(found).toEqual({
-      settled: { state: "settled", settlement: settlement("settled") },
-      failed: { state: "failed", tool: "echo", reason: "it broke" },
+      settled: { state: "settled", agent: undefined, settlement: settlement("settled") },
+      failed: { state: "failed", agent: undefined, tool: "echo", reason: "it broke" },
       begun: false,
       pruned: 1,
       gone: undefined,
@@ -200,7 +229,7 @@ describe("SqliteStore migration", () => {
     expect((db.query("PRAGMA user_version").get() as { user_version: number }).user_version).toBe(SqliteStore.SCHEMA_VERSION)
     const table = db.query("SELECT sql FROM sqlite_master WHERE name = 'settlements'").get() as { sql: string }
     expect(table.sql).not.toContain("WITHOUT ROWID")
-    expect(table.sql).toContain("UNIQUE (session_id, call_id)")
+    expect(table.sql).toContain("UNIQUE (session_id, call_id, location)")
     // Pruning finds expired records through the time index, not by reading every row.
     const plan = db
       .query("EXPLAIN QUERY PLAN SELECT id FROM settlements WHERE COALESCE(settled_at, started_at) < 5 LIMIT 10")
@@ -218,7 +247,7 @@ describe("Retention", () => {
       Effect.gen(function* () {
         const store = yield* Store.Service
         const managed = yield* ManagedOutputs.Service
-        yield* store.settle({ sessionID: "s", toolCallID: "c" }, settlement("c"), { state: "absent" })
+        yield* store.settle({ location: "/p", sessionID: "s", toolCallID: "c" }, settlement("c"), { state: "absent", agent: "build" })
         return [yield* Retention.sweepIfDue(store, managed), yield* Retention.sweepIfDue(store, managed)]
       }).pipe(Effect.provide(Layer.merge(SqliteStore.layer(join(data, "core.db")), outputs))),
     )
@@ -233,7 +262,8 @@ describe("Retention", () => {
     await use(SqliteStore.layer(path), Effect.void)
     const db = new Database(path)
     const insert = db.query(
-      "INSERT INTO settlements (session_id, call_id, tool, state, settlement, settled_at) VALUES ('s', ?, 'echo', 'settled', ?, ?)",
+      "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, settlement, settled_at) " +
+        "VALUES ('/p', 's', ?, 'echo', 'build', 'settled', ?, ?)",
     )
     const expired = Date.now() - 2 * 86_400_000
     db.transaction(() => {
@@ -245,25 +275,81 @@ describe("Retention", () => {
       Effect.gen(function* () {
         const store = yield* Store.Service
         const removed = yield* Retention.sweep(store, yield* ManagedOutputs.Service)
-        return [removed, yield* store.lookup({ sessionID: "s", toolCallID: "fresh" })] as const
+        return [removed, yield* store.lookup({ location: "/p", sessionID: "s", toolCallID: "fresh" })] as const
       }).pipe(Effect.provide(Layer.merge(SqliteStore.layer(path), outputs))),
     )
     expect(removed).toBe(2 * Retention.BATCH + 7)
-    expect(fresh).toEqual({ state: "settled", settlement: settlement("fresh") })
+    expect(fresh).toEqual({ state: "settled", agent: "build", settlement: settlement("fresh") })
+  })
+})
+
+/** The schema of versions 3 and 4: a rowid settlements table without Locations or agents. */
+const VERSION_4_SETTLEMENTS = `CREATE TABLE settlements (
+     id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, call_id TEXT NOT NULL, tool TEXT NOT NULL,
+     state TEXT NOT NULL CHECK (state IN ('started', 'failed', 'settled')),
+     owner TEXT, reason TEXT, settlement TEXT, started_at INTEGER, settled_at INTEGER,
+     UNIQUE (session_id, call_id)
+   )`
+
+describe("SqliteStore migration to records that belong to a Location", () => {
+  test("a record kept before Locations still answers in every Location, so it never runs again; new ones are the Location's", async () => {
+    const path = join(tempDir(), "core.db")
+    await use(SqliteStore.layer(path), Effect.void)
+    // Back to version 4 as an older core left it, with one settled and one abandoned call.
+    const old = new Database(path)
+    old.exec("DROP TABLE settlements")
+    old.exec(VERSION_4_SETTLEMENTS)
+    old.exec("CREATE INDEX settlements_by_time ON settlements (COALESCE(settled_at, started_at))")
+    const insert = old.query(
+      "INSERT INTO settlements (session_id, call_id, tool, state, owner, settlement, started_at, settled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    insert.run("s", "done", "echo", "settled", null, JSON.stringify(settlement("done")), 10, 20)
+    insert.run("s", "begun", "echo", "started", "gone-host:1:1", null, 30, null)
+    old.exec("PRAGMA user_version = 4")
+    old.close()
+
+    const found = await use(SqliteStore.layer(path), Effect.gen(function* () {
+      const store = yield* Store.Service
+      const at = (location: string, toolCallID: string) => ({ location, sessionID: "s", toolCallID })
+      return {
+        a: yield* store.lookup(at("/a", "done")),
+        b: yield* store.lookup(at("/b", "done")),
+        begin: yield* store.begin(at("/b", "done"), "echo", "build"),
+        absent: yield* store.settle(at("/b", "done"), settlement("x"), { state: "absent", agent: "build" }),
+        abandoned: yield* store.settle(at("/a", "begun"), settlement("begun"), { state: "abandoned", owner: "gone-host:1:1" }),
+        replayed: yield* store.lookup(at("/c", "begun")),
+        fresh: yield* store.begin(at("/a", "new"), "echo", "build"),
+        elsewhere: yield* store.lookup(at("/b", "new")),
+      }
+    }))
+    expect(found).toEqual({
+      a: { state: "settled", agent: undefined, settlement: settlement("done") },
+      b: { state: "settled", agent: undefined, settlement: settlement("done") },
+      begin: false,
+      absent: false,
+      abandoned: true,
+      replayed: { state: "settled", agent: undefined, settlement: settlement("begun") },
+      fresh: true,
+      elsewhere: undefined,
+    })
+    const db = new Database(path, { readonly: true })
+    expect((db.query("PRAGMA user_version").get() as { user_version: number }).user_version).toBe(SqliteStore.SCHEMA_VERSION)
+    expect(db.query("SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'settlements_by_time'").get()).toEqual({ n: 1 })
+    db.close()
   })
 })
 
 describe("SqliteStore", () => {
   test("records survive closing and reopening the database", async () => {
     const path = join(tempDir(), "core.db")
-    const key = { sessionID: "s", toolCallID: "c" }
+    const key = { location: "/p", sessionID: "s", toolCallID: "c" }
     await use(SqliteStore.layer(path), Effect.gen(function* () {
-      yield* (yield* Store.Service).settle(key, settlement("c"), { state: "absent" })
+      yield* (yield* Store.Service).settle(key, settlement("c"), { state: "absent", agent: "build" })
     }))
     const recorded = await use(SqliteStore.layer(path), Effect.gen(function* () {
       return yield* (yield* Store.Service).lookup(key)
     }))
-    expect(recorded).toEqual({ state: "settled", settlement: settlement("c") })
+    expect(recorded).toEqual({ state: "settled", agent: "build", settlement: settlement("c") })
   })
 
   test("processes opening a new store at the same moment all succeed: it is created and migrated once", async () => {

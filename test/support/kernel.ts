@@ -6,6 +6,7 @@ import { Effect } from "effect"
 import { Kernel } from "../../src/host/kernel"
 import { ManagedOutputs } from "../../src/output/managed"
 import { Output } from "../../src/output/output"
+import { Permission } from "../../src/permission/permission"
 import { Registry } from "../../src/registry/registry"
 import { Settler } from "../../src/settlement/settler"
 import { SqliteStore } from "../../src/store/sqlite"
@@ -18,7 +19,14 @@ export interface Options {
   readonly limits?: Partial<Output.Limits>
 }
 
-export type Services = Settler.Service | Registry.Service | Registry.Application | Output.Service | ManagedOutputs.Service | Store.Service
+export type Services =
+  | Settler.Service
+  | Registry.Service
+  | Registry.Application
+  | Output.Service
+  | ManagedOutputs.Service
+  | Store.Service
+  | Permission.Service
 
 export const layer = (options: Options = {}) => {
   const dataDir = options.dataDir ?? tempDir()
@@ -46,3 +54,9 @@ export const call = (name: string, input: unknown, overrides: Partial<Settler.Ca
   input,
   ...overrides,
 })
+
+/** The store's key for `call` in the kernel's Location (its permission service's project, as the settler keys it). */
+export const keyOf = (call: Settler.Call) =>
+  Effect.gen(function* () {
+    return { ...call, location: (yield* Permission.Service).project } satisfies Store.Key
+  })

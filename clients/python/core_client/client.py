@@ -77,13 +77,14 @@ def _error_of(error: urllib.error.HTTPError) -> CoreError:
 class EventStream:
     """The Location's events as they happen; subscribed once constructed. Iterate it; `close()` ends it."""
 
-    def __init__(self, response: HTTPResponse) -> None:
+    def __init__(self, response: HTTPResponse, max_line_bytes: int = sse.DEFAULT_MAX_LINE_BYTES) -> None:
         self._response = response
         self._closed = False
+        self._max_line_bytes = max_line_bytes
 
     def __iter__(self) -> Iterator[Event]:
         try:
-            for event, data in sse.read(self._response):
+            for event, data in sse.read(self._response, self._max_line_bytes):
                 yield {"event": event, "data": json.loads(data)}
         except (*_TRANSPORT, ValueError):
             if not self._closed:
@@ -109,17 +110,27 @@ class Core:
         location: Optional[str] = None,
         retries: int = DEFAULT_RETRIES,
         process: Optional[subprocess.Popen] = None,
+        max_line_bytes: int = sse.DEFAULT_MAX_LINE_BYTES,
     ) -> None:
         self.url = url.rstrip("/")
         self.token = token
         self.location = location
         self.retries = retries
         self._process = process
+        # The longest event-stream line or event read: a longer one fails the call (CoreError `line_too_long`).
+        self.max_line_bytes = max_line_bytes
 
     @classmethod
-    def connect(cls, url: str, token: str, location: Optional[str] = None, retries: int = DEFAULT_RETRIES) -> "Core":
+    def connect(
+        cls,
+        url: str,
+        token: str,
+        location: Optional[str] = None,
+        retries: int = DEFAULT_RETRIES,
+        max_line_bytes: int = sse.DEFAULT_MAX_LINE_BYTES,
+    ) -> "Core":
         """A client of a running `core serve` (the `url` and `token` of its ready line)."""
-        return cls(url, token, location, retries)
+        return cls(url, token, location, retries, None, max_line_bytes)
 
     @classmethod
     def spawn(
@@ -130,6 +141,7 @@ class Core:
         env: Optional[Mapping[str, str]] = None,
         stderr: Any = None,
         retries: int = DEFAULT_RETRIES,
+        max_line_bytes: int = sse.DEFAULT_MAX_LINE_BYTES,
     ) -> "Core":
         """Starts `core serve` on a free loopback port and connects once its ready line is printed."""
         argv = [command] if isinstance(command, str) else list(command)
@@ -147,11 +159,11 @@ class Core:
             code = process.wait()
             raise RuntimeError(f"core serve exited (code {code}) before it was ready")
         ready = json.loads(line)
-        return cls(ready["url"], ready["token"], None, retries, process)
+        return cls(ready["url"], ready["token"], None, retries, process, max_line_bytes)
 
     def at(self, location: str) -> "Core":
         """The same sidecar, acting on another Location."""
-        return Core(self.url, self.token, location, self.retries, self._process)
+        return Core(self.url, self.token, location, self.retries, self._process, self.max_line_bytes)
 
     def close(self) -> None:
         """Stops a sidecar this client spawned (SIGTERM: running calls are cancelled and recorded) and waits."""
@@ -200,6 +212,9 @@ class Core:
                     return read(response)
             except CoreError:
                 raise
+            except sse.LineTooLong as error:
+                # Not a lost connection: sending again would read the same stream.
+                raise CoreError(502, "line_too_long", str(error)) from None
             except _TRANSPORT:
                 if attempt >= self.retries:
                     raise
@@ -262,7 +277,7 @@ class Core:
 
         def read(response: HTTPResponse) -> Settlement:
             started.set()
-            for event, raw in sse.read(response):
+            for event, raw in sse.read(response, self.max_line_bytes):
                 data = json.loads(raw)
                 if event == "progress" and on_progress is not None:
                     on_progress(data)
@@ -326,7 +341,7 @@ class Core:
 
     def events(self) -> EventStream:
         """Subscribes to the Location's events: once this returns, everything that happens after is seen."""
-        return EventStream(self._open("GET", "/v1/events", headers={"accept": "text/event-stream"}))
+        return EventStream(self._open("GET", "/v1/events", headers={"accept": "text/event-stream"}), self.max_line_bytes)
 
     def output(
         self,

@@ -27,6 +27,9 @@ class Part(TypedDict, total=False):
 
 
 class SettlementError(TypedDict):
+    """`kind`: failure, unknown, invalid_input, invalid_output, stale, denied, interrupted or conflict (the call id
+    was recorded for another agent or tool; nothing ran)."""
+
     kind: str
     message: str
 

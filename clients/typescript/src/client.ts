@@ -31,6 +31,8 @@ export interface ConnectOptions {
   readonly location?: string
   /** Resends of a request that got no answer (default 3). */
   readonly retries?: number
+  /** The longest event-stream line or event read, in characters (default 64 Mi): longer fails the call. */
+  readonly maxLineLength?: number
 }
 
 export interface SpawnOptions {
@@ -45,6 +47,8 @@ export interface SpawnOptions {
   /** Where the child's stderr (its log) goes (default `inherit`). */
   readonly stderr?: "inherit" | "ignore"
   readonly retries?: number
+  /** The longest event-stream line or event read, in characters (default 64 Mi): longer fails the call. */
+  readonly maxLineLength?: number
 }
 
 /** One call of the model, as core settles it. */
@@ -109,6 +113,7 @@ interface Connection {
   readonly url: string
   readonly token: string
   readonly retries: number
+  readonly maxLineLength?: number
   readonly child?: Child
 }
 
@@ -148,7 +153,12 @@ export class Core {
   /** A client of a running `core serve`. */
   static connect(options: ConnectOptions): Core {
     return new Core(
-      { url: options.url.replace(/\/+$/, ""), token: options.token, retries: options.retries ?? DEFAULT_RETRIES },
+      {
+        url: options.url.replace(/\/+$/, ""),
+        token: options.token,
+        retries: options.retries ?? DEFAULT_RETRIES,
+        ...(options.maxLineLength === undefined ? {} : { maxLineLength: options.maxLineLength }),
+      },
       options.location,
     )
   }
@@ -192,6 +202,7 @@ export class Core {
         url: line.url,
         token: line.token,
         retries: options.retries ?? DEFAULT_RETRIES,
+        ...(options.maxLineLength === undefined ? {} : { maxLineLength: options.maxLineLength }),
         child: { exited, kill: (signal) => child.kill(signal) },
       },
       undefined,
@@ -331,7 +342,7 @@ export class Core {
           // The stream ends right after its last event: reading it to the end (rather than cancelling the body)
           // keeps the connection alive for the next request.
           let final: Settlement | CoreError | undefined
-          for await (const message of Sse.read(response.body!)) {
+          for await (const message of Sse.read(response.body!, undefined, this.connection.maxLineLength)) {
             const event = { event: message.event, data: JSON.parse(message.data) } as CallEvent
             switch (event.event) {
               case "progress":
@@ -410,13 +421,14 @@ export class Core {
   async events(options: { readonly signal?: AbortSignal } = {}): Promise<EventStream> {
     const controller = new AbortController()
     const signal = options.signal === undefined ? controller.signal : AbortSignal.any([options.signal, controller.signal])
+    const maxLineLength = this.connection.maxLineLength
     const response = await this.send("GET", "/v1/events", async (response) => response, {
       headers: { accept: "text/event-stream" },
       signal,
     })
     async function* iterate(): AsyncGenerator<ServerEvent, void, undefined> {
       try {
-        for await (const message of Sse.read(response.body!)) {
+        for await (const message of Sse.read(response.body!, undefined, maxLineLength)) {
           yield { event: message.event, data: JSON.parse(message.data) } as ServerEvent
         }
       } catch (error) {

@@ -2,6 +2,7 @@
 
 export { Core, DEFAULT_RETRIES } from "./client.js"
 export { CoreError } from "./error.js"
+export { DEFAULT_MAX_LINE_LENGTH, LineTooLong } from "./sse.js"
 export type { CallOptions, CallRequest, ConnectOptions, EventStream, MaterializeOptions, OutputRange, OutputRead, SpawnOptions } from "./client.js"
 export { Session } from "./session.js"
 export type { SessionCall, SessionOptions } from "./session.js"

@@ -6,7 +6,7 @@ export type Part =
   | { readonly type: "text"; readonly text: string }
   | { readonly type: "file"; readonly mime: string; readonly uri: string; readonly name?: string }
 
-export type ErrorKind = "failure" | "unknown" | "invalid_input" | "invalid_output" | "stale" | "denied" | "interrupted"
+export type ErrorKind = "failure" | "unknown" | "invalid_input" | "invalid_output" | "stale" | "denied" | "interrupted" | "conflict"
 
 /** The outcome of one call (DESIGN §5). `success` and `error` go to the model; `declined` and `cancelled` are runner outcomes. */
 export interface Settlement {

@@ -1,0 +1,107 @@
+// Recorded calls through the compiled binary, attacked as a hostile model would: replaying a call id recorded for
+// one agent or tool to another, and reusing a host's call ids (`call_0`, `call_1`) in another Location that shares
+// the data directory. A record belongs to its Location, agent and tool; nothing else ever gets it.
+
+import { describe, expect, test } from "bun:test"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { run } from "../support/binary"
+import { tempDir } from "../support/temp"
+
+const SECRET = "token=sk_live_4f1d"
+
+const world = () => {
+  const root = tempDir()
+  const env = {
+    CORE_DATA_DIR: join(root, "data"),
+    CORE_HOME: join(root, "home"),
+    HOME: join(root, "user"),
+  }
+  for (const directory of Object.values(env)) mkdirSync(directory, { recursive: true })
+  const location = (name: string, file: string) => {
+    const directory = join(root, name)
+    mkdirSync(directory)
+    writeFileSync(join(directory, "notes.txt"), file)
+    // `plan` may not read; everything else is allowed.
+    writeFileSync(
+      join(directory, "core.json"),
+      JSON.stringify({ permission: { "*": "allow" }, agents: { plan: { permission: { read: "deny" } } } }),
+    )
+    return directory
+  }
+  return { env, location }
+}
+
+const exec = (env: Record<string, string>, location: string, tool: string, input: object, ...flags: Array<string>) =>
+  run(["exec", tool, "--input", JSON.stringify(input), "--location", location, "--session", "ses_1", "--call", "call_0", ...flags], {
+    env,
+  }).then((result) => ({ ...result, settlement: result.stdout === "" ? undefined : JSON.parse(result.stdout) }))
+
+describe("core exec: a recorded call belongs to its Location, agent and tool", () => {
+  test("an agent denied read does not get a read's record by replaying its call id through list, or through read", async () => {
+    const { env, location } = world()
+    const project = location("project", `${SECRET}\n`)
+    const read = await exec(env, project, "read", { filePath: "notes.txt" })
+    expect(read.code).toBe(0)
+    expect(read.stdout).toContain(SECRET)
+
+    for (const [tool, input, agent, other] of [
+      ["list", {}, "plan", "another tool"],
+      ["list", {}, "build", "another tool"],
+      ["read", { filePath: "notes.txt" }, "plan", "another agent"],
+    ] as const) {
+      const replay = await exec(env, project, tool, input, "--agent", agent)
+      expect(replay.code).toBe(1)
+      expect(replay.stdout).not.toContain(SECRET)
+      expect(replay.settlement).toMatchObject({ tool, status: "error", error: { kind: "conflict" } })
+      expect(replay.settlement.error.message).toContain(other)
+    }
+    // The record is still the first caller's, and replays to it alone.
+    const again = await exec(env, project, "read", { filePath: "notes.txt" })
+    expect(again.stdout).toContain(SECRET)
+  }, 120_000)
+
+  test("another Location sharing the data directory runs its own call under the same ids, and replays its own", async () => {
+    const { env, location } = world()
+    const first = location("first", "first file\n")
+    const second = location("second", "second file\n")
+    expect((await exec(env, first, "read", { filePath: "notes.txt" })).stdout).toContain("first file")
+    const own = await exec(env, second, "read", { filePath: "notes.txt" })
+    expect(own.code).toBe(0)
+    expect(own.stdout).toContain("second file")
+    expect(own.stdout).not.toContain("first file")
+    const replayed = await exec(env, second, "read", { filePath: "notes.txt" })
+    expect(replayed.stdout).toContain("second file")
+  }, 120_000)
+})
+
+describe("core exec: retention is the operator's setting", () => {
+  test("a Location's core.json cannot set retention: refused with file and key, and another Location's record still replays", async () => {
+    const { env, location } = world()
+    const victim = location("victim", "victim file\n")
+    const sweeper = location("sweeper", "sweeper file\n")
+    const first = await exec(env, victim, "read", { filePath: "notes.txt" })
+    expect(first.code).toBe(0)
+    const config = JSON.parse(readFileSync(join(sweeper, "core.json"), "utf8"))
+    writeFileSync(join(sweeper, "core.json"), JSON.stringify({ ...config, output: { retentionDays: 0.000001 } }))
+    const refused = await exec(env, sweeper, "list", {}, "--call", "call_sweep")
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain(join(sweeper, "core.json"))
+    expect(refused.stderr).toContain("output.retentionDays")
+    expect(refused.stderr).toContain("$CORE_HOME/core.json")
+    // Nothing was swept: the victim's call replays its record (the file changed since, the record did not).
+    writeFileSync(join(victim, "notes.txt"), "changed\n")
+    const replay = await exec(env, victim, "read", { filePath: "notes.txt" })
+    expect(replay.stdout).toContain("victim file")
+    expect(replay.stdout).not.toContain("changed")
+  }, 120_000)
+
+  test("the operator's $CORE_HOME/core.json may set it", async () => {
+    const { env, location } = world()
+    const project = location("project", "file\n")
+    writeFileSync(join(env.CORE_HOME, "core.json"), JSON.stringify({ output: { retentionDays: 30 } }))
+    const settled = await exec(env, project, "read", { filePath: "notes.txt" })
+    expect(settled.code).toBe(0)
+    expect(settled.stdout).toContain("file")
+  }, 120_000)
+})
