@@ -25,7 +25,7 @@ Usage:
   core tools [--location DIR] [--agent ID] [--json] [--provider P]
   core output ID [--structured]
   core check NAME --input JSON [--location DIR] [--agent ID]
-  core check --provider P [--location DIR]
+  core check [--location DIR] [--provider P]
   core permissions [reset [--action A]] [--location DIR]
   core mcp [--location DIR] [--agent ID]
   core mcp list [--location DIR] [--json]
@@ -38,7 +38,7 @@ Commands:
   exec         settle one tool call and print its settlement JSON
   tools        list the tools a model would be offered
   output       print a managed output (the full output behind a bounded preview)
-  check        explain the permission decision for a call, running nothing; or fit every tool to a provider
+  check        explain the permission decision for a call, running nothing; or check a whole Location (CI)
   permissions  list or clear the approvals saved by "always" replies
   mcp          serve a Location's tools to an MCP client over stdio; list the Location's MCP servers
   serve        serve tool calls over HTTP to agent hosts (the sidecar), and MCP at /mcp
