@@ -107,7 +107,7 @@ const toolPackage = (version: string): string =>
 
 const readme = (version: string): string => `# .core
 
-Written by \`core init\` (core ${version}). It holds what tool files and their tests import, so \`bun test\` and
+Written by \`core init\` (core ${version}). It holds what tool files and their tests import, so \`core test\` (or \`bun test\`) and
 \`tsc\` work in this workspace with no npm install: \`@core/tool\` and \`@core/tool/testing\`
 (node_modules/@core/tool), Effect (node_modules/effect) and the Bun and Node type declarations (types/).
 tsconfig.json maps the imports here.

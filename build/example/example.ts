@@ -1,6 +1,6 @@
 // An example tool: core registers the default export of tools/example.ts as "example". Try it with
 //   core exec example --input '{"values":[3,1,2]}'
-// and test it with `bun test`. Replace it with your own; `core init` never overwrites it.
+// and test it with `core test` (or `bun test`). Replace it with your own; `core init` never overwrites it.
 import { Tool } from "@core/tool"
 import { Effect, Schema } from "effect"
 

@@ -2,7 +2,7 @@ export * as CheckCommand from "./check"
 
 // `core check NAME --input JSON`: explains, without running anything or asking anyone, what a call would meet:
 // the decision for each resource, the rule that decided it and the file it came from, or what an "always"
-// reply would save. Prints JSON on stdout.
+// reply would save. Prints JSON on stdout. Without NAME it checks the whole Location (check-location.ts).
 
 import * as Effect from "effect/Effect"
 import { Explain } from "../builtin/explain"
@@ -16,39 +16,42 @@ import { Command } from "./command"
 import { Shell } from "../shell/producer"
 import { Diagnostics } from "./diagnostics"
 import { ExecCommand } from "./exec"
+import { LocationCheck } from "./check-location"
 import { Runtime } from "./runtime"
 import { Host } from "../host/host"
 
 export const HELP = `Usage: core check NAME --input JSON [--location DIR] [--agent ID]
-       core check --provider P [--location DIR]
+       core check [--location DIR] [--provider P]
 
-Explain the permission decision for a call without running anything. A call makes one or more
-checks, in order: a built-in checks each path it touches (external_directory first for a path
-outside the Location) or each command of a bash line; any other tool checks its action as a
-whole. For each check and each of its resources: the decision (allow, deny or ask), the rule
-that decided it and its file, a saved approval that answers it, and what an "always" reply
-would save. These are the checks the call itself makes: it asks exactly what is listed as ask,
-in order, and when any resource is denied (decision deny) it is refused before anything is
-asked. Prints JSON on stdout: { tool, agent, decision, checks: [{ action, decision,
-resources, alwaysSaves?, alwaysAsked?, protected? }] }; "protected" says what of core's own
-configuration a check would change, which only a person may approve, each time.
+With NAME: explain the permission decision for a call without running anything. A call makes
+one or more checks, in order: a built-in checks each path it touches (external_directory first
+for a path outside the Location) or each command of a bash line; any other tool checks its
+action as a whole. For each check and each of its resources: the decision (allow, deny or
+ask), the rule that decided it and its file, a saved approval that answers it, and what an
+"always" reply would save. These are the checks the call itself makes: it asks exactly what is
+listed as ask, in order, and when any resource is denied (decision deny) it is refused before
+anything is asked. Prints JSON on stdout: { tool, agent, decision, checks: [{ action,
+decision, resources, alwaysSaves?, alwaysAsked?, protected? }] }; "protected" says what of
+core's own configuration a check would change, which only a person may approve, each time.
+Exit codes: 0 explained, 1 unknown tool, invalid input or a path that cannot be used, 2 usage
+error, 3 operational failure (e.g. an unreadable settlement store).
 
-With --provider (one of ${Provider.NAMES.join(", ")}) and no NAME: check that every tool of the
-Location, whatever the agents' rules hide, can be offered to provider P. Prints JSON on stdout:
-{ provider, tools, problems: [{ tool, path, construct, reason }] }, and exits 1 when there is
-any problem (each is also said on stderr).
+Without NAME: check the whole Location, for CI: its core.json files, every tool file and
+plugin (here and in $CORE_HOME), each MCP server core.json names (connected to list its
+tools), and with --provider (one of ${Provider.NAMES.join(", ")}) that every tool, whatever the
+agents' rules hide, can be offered to provider P. Prints JSON on stdout: { location, provider?,
+tools, servers: [{ name, status, tools }], problems: [{ kind, file?, message }] } (kind config,
+tool, plugin or mcp; a provider problem is { kind: "provider", tool, path, construct, reason }),
+and each problem on stderr. Exit codes: 0 no problem, 1 any problem, 2 usage error (e.g. a
+Location that does not exist).
 
 Options:
   --input JSON      the call's input, a JSON object ("-" reads it from stdin); it is decoded
                     as the call would be, and an invalid input is reported
   --location DIR    the Location (default: the current directory)
   --agent ID        the agent making the call (default: build)
-  --provider P      check every tool against provider P's rules instead of explaining a call
+  --provider P      with no NAME: also check every tool against provider P's rules
   -h, --help        show this help
-
-Exit codes: 0 explained (or every tool fits P), 1 unknown tool, invalid input, a path that
-cannot be used (or a tool P cannot take), 2 usage error, 3 operational failure
-(e.g. an unreadable settlement store).
 `
 
 const OPTIONS = {
@@ -60,31 +63,6 @@ const OPTIONS = {
 
 const usage = (message: string) => new Command.UsageError({ command: "check", message })
 
-/** `core check --provider P`: every tool of the Location against P's rules. */
-const lint = (
-  provider: string,
-  positionals: ReadonlyArray<string>,
-  values: { readonly location?: string; readonly input?: string; readonly agent?: string },
-) =>
-  Effect.gen(function* () {
-    if (!Provider.isName(provider)) return yield* usage(`unknown provider "${provider}": one of ${Provider.NAMES.join(", ")}`)
-    if (positionals.length > 0) return yield* usage(`--provider checks every tool; it takes no NAME ("${positionals[0]}")`)
-    if (values.input !== undefined || values.agent !== undefined) {
-      return yield* usage("--provider checks every tool; it takes no --input or --agent")
-    }
-    const environment = Host.environment()
-    const prepared = yield* Runtime.prepare("check", environment, values.location)
-    return yield* Effect.gen(function* () {
-      yield* Diagnostics.report
-      const { definitions } = (yield* Registry.Service).capture()
-      const problems = Provider.lint(definitions, provider)
-      Command.stdout(`${JSON.stringify({ provider, tools: definitions.length, problems }, null, 2)}\n`)
-      if (problems.length === 0) return Command.EXIT.ok
-      Command.stderr(`core: ${Provider.error(provider, problems).message}\n`)
-      return Command.EXIT.modelError
-    }).pipe(Effect.provide(Host.catalogLayer(environment, prepared)))
-  })
-
 export const run = (args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const { values, positionals } = yield* Command.parse("check", args, OPTIONS)
@@ -93,8 +71,17 @@ export const run = (args: ReadonlyArray<string>) =>
       return Command.EXIT.ok
     }
     const [name, ...extra] = positionals
-    if (values.provider !== undefined) return yield* lint(values.provider, positionals, values)
-    if (name === undefined) return yield* usage("NAME is required: core check NAME --input JSON")
+    const provider = values.provider
+    if (provider !== undefined && !Provider.isName(provider)) {
+      return yield* usage(`unknown provider "${provider}": one of ${Provider.NAMES.join(", ")}`)
+    }
+    if (name === undefined) {
+      if (values.input !== undefined || values.agent !== undefined) {
+        return yield* usage("NAME is required with --input: core check NAME --input JSON")
+      }
+      return yield* LocationCheck.run({ ...values, provider })
+    }
+    if (provider !== undefined) return yield* usage(`--provider checks the whole Location; it takes no NAME ("${name}")`)
     if (extra.length > 0) return yield* usage(`unexpected argument "${extra[0]}"`)
     const input = yield* ExecCommand.readInput("check", values.input)
     const environment = Host.environment()

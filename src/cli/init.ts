@@ -1,7 +1,7 @@
 /// <reference path="../../build/kit-archive.d.ts" />
 export * as InitCommand from "./init"
 
-// `core init [DIR] [--update]`: prepares DIR for writing tools and testing them with `bun test` and `tsc` with no
+// `core init [DIR] [--update]`: prepares DIR for writing tools and testing them with `core test` and `tsc` with no
 // npm install and no network: the author kit unpacked into `.core/`, a tsconfig.json and bunfig.toml pointing
 // there, and an example tool with its test. It never overwrites a tool, a test or a file a person changed, and it
 // writes nothing unless it can write everything: it checks first, stages in a temp folder inside DIR, then renames.
@@ -26,7 +26,7 @@ import { Command } from "./command"
 export const HELP = `Usage: core init [DIR] [--update]
 
 Prepare DIR (default: the current directory; created if needed) for writing tools and
-testing them with \`bun test\` and \`tsc\`, with no npm install and no network:
+testing them with \`core test\` (or \`bun test\`) and \`tsc\`, with no npm install and no network:
 
   .core/              @core/tool, @core/tool/testing, Effect and the Bun and Node types
                       of this core, with a VERSION file and a manifest of what core wrote
@@ -34,6 +34,9 @@ testing them with \`bun test\` and \`tsc\`, with no npm install and no network:
   bunfig.toml         bun never installs packages on its own here
   tools/example.ts    an example tool, with tools/example.test.ts (written only while
                       tools/ holds no .ts file)
+  package.json        only inside another package (a package.json above DIR) and when
+                      DIR has none: \`npm install\` of a package a tool imports then changes
+                      DIR's package.json, not the other package's
 
 Nothing is overwritten: existing tools and tests stay, an existing .core/ of this version is
 left alone, and one of another version is reported.
@@ -87,6 +90,21 @@ const BUNFIG = `# Written by core init: imports resolve into .core/ (see tsconfi
 [install]
 auto = "disable"
 `
+
+/** The package.json of a workspace inside another package, so that `npm install` there installs here. */
+const PACKAGE_JSON = `{
+  "private": true
+}
+`
+
+/** The package.json of the nearest package strictly above `directory`, if it is inside one. */
+const packageAbove = (directory: string): string | undefined => {
+  for (let current = dirname(directory); ; current = dirname(current)) {
+    const path = join(current, "package.json")
+    if (kindOf(path) === "file") return path
+    if (dirname(current) === current) return undefined
+  }
+}
 
 /** The archive that build/kit.ts writes (see there): every file of `.core/`, and the example, by path. */
 const Archive = Schema.Struct({
@@ -262,6 +280,14 @@ const plan = (
     }
   }
 
+  // Inside another package, `npm install` of a package a tool imports would change that package's package.json:
+  // the workspace gets its own. Never recorded, so it is the author's from the start.
+  const outer = packageAbove(directory)
+  if (outer !== undefined && kindOf(join(directory, "package.json")) === "missing") {
+    writes.push({ path: "package.json", text: PACKAGE_JSON, replace: false })
+    notes.push(`${directory} is inside the package of ${outer}: packages its tools import are installed here, not there`)
+  }
+
   const tools = join(directory, "tools")
   const toolsKind = kindOf(tools)
   const example =
@@ -427,6 +453,6 @@ export const run = (args: ReadonlyArray<string>) =>
       ...chosen.notes,
     ]
     Command.stdout(`Prepared ${directory} for core ${VERSION}:\n${lines.map((line) => `  ${line}\n`).join("")}`)
-    Command.stdout(`Run \`bun test\` there to test its tools; \`core tools --location ${directory}\` lists them.\n`)
+    Command.stdout(`Run \`core test\` there to test its tools; \`core tools --location ${directory}\` lists them.\n`)
     return Command.EXIT.ok
   })

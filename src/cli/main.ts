@@ -15,6 +15,7 @@ import { ExecCommand } from "./exec"
 import { InitCommand } from "./init"
 import { OutputCommand } from "./output"
 import { PermissionsCommand } from "./permissions"
+import { TestCommand } from "./test"
 import { ToolsCommand } from "./tools"
 
 const HELP = `core ${packageJson.version}: a tool runtime for AI agents
@@ -24,23 +25,25 @@ Usage:
   core tools [--location DIR] [--agent ID] [--json] [--provider P]
   core output ID [--structured]
   core check NAME --input JSON [--location DIR] [--agent ID]
-  core check --provider P [--location DIR]
+  core check [--location DIR] [--provider P]
   core permissions [reset [--action A]] [--location DIR]
   core mcp [--location DIR] [--agent ID]
   core mcp list [--location DIR] [--json]
   core serve [--location DIR] [--allow-root DIR]... [--host 127.0.0.1] [--port N]
   core init [DIR] [--update]
+  core test [ARGS...]
   core --version | --help | COMMAND --help
 
 Commands:
   exec         settle one tool call and print its settlement JSON
   tools        list the tools a model would be offered
   output       print a managed output (the full output behind a bounded preview)
-  check        explain the permission decision for a call, running nothing; or fit every tool to a provider
+  check        explain the permission decision for a call, running nothing; or check a whole Location (CI)
   permissions  list or clear the approvals saved by "always" replies
   mcp          serve a Location's tools to an MCP client over stdio; list the Location's MCP servers
   serve        serve tool calls over HTTP to agent hosts (the sidecar), and MCP at /mcp
-  init         prepare a directory for writing and testing tools with bun (no npm install)
+  init         prepare a directory for writing and testing tools (no npm install)
+  test         run a tool workspace's tests (bun test) with the Bun inside core
 
 Environment:
   CORE_DATA_DIR   managed outputs and the settlement store (default ~/.local/share/core)
@@ -57,13 +60,17 @@ const COMMANDS: Readonly<Record<string, Run>> = {
   check: CheckCommand.run,
   permissions: PermissionsCommand.run,
   init: InitCommand.run,
+  test: TestCommand.run,
   // Loaded only when used: the HTTP stack would slow every other command's start.
   mcp: (args) => Effect.flatMap(Effect.promise(() => import("./mcp")), ({ McpCommand }) => McpCommand.run(args)),
   serve: (args) => Effect.flatMap(Effect.promise(() => import("./serve")), ({ ServeCommand }) => ServeCommand.run(args)),
 }
 
-/** Commands that answer SIGINT and SIGTERM themselves (the sidecar shuts down gracefully and exits 0). */
-const HANDLES_SIGNALS: ReadonlySet<string> = new Set(["serve"])
+/**
+ * Commands that answer SIGINT and SIGTERM themselves: the sidecar shuts down gracefully and exits 0; the test run
+ * gets the signal and ends on its own.
+ */
+const HANDLES_SIGNALS: ReadonlySet<string> = new Set(["serve", "test"])
 
 const messageOf = (error: unknown): string =>
   typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)

@@ -31,6 +31,10 @@ Options:
 The MCP servers core.json names are connected to list their tools (<server>_<tool>). Tool and
 plugin load problems and servers that fail are reported on stderr; the other tools are still listed.
 The table names, after a tool, the plugin hooks that apply to it (definition, before, after).
+
+Exit codes: 0 listed, even when a file failed to load or a server failed (what a model would be
+offered is still listed; \`core check\` exits 1 on such problems, for CI), 1 a tool provider P
+cannot take, 2 usage error, 3 operational failure.
 `
 
 const OPTIONS = {

@@ -79,7 +79,9 @@ declare const CORE_KIT_VERSION: string | undefined
 const installedCore = (): string | undefined => {
   const binary = process.env.CORE_BIN || Bun.which("core")
   if (binary === null || binary === undefined) return undefined
-  const answer = Bun.spawnSync([binary, "--version"], { stdout: "pipe", stderr: "ignore" })
+  // Under `core test` this process is core acting as Bun (BUN_BE_BUN=1): the core asked must answer as itself.
+  const { BUN_BE_BUN: _, ...env } = process.env
+  const answer = Bun.spawnSync([binary, "--version"], { stdout: "pipe", stderr: "ignore", env })
   return answer.exitCode === 0 ? answer.stdout.toString().trim() : undefined
 }
 

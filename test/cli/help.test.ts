@@ -19,12 +19,12 @@ describe("the core executable", () => {
     expect(result.code).toBe(0)
     expect(result.stderr).toBe("")
     expect(result.stdout).toContain("Usage:")
-    for (const command of ["core exec NAME", "core tools", "core output ID", "core mcp", "CORE_DATA_DIR", "CORE_HOME"]) {
+    for (const command of ["core exec NAME", "core tools", "core output ID", "core mcp", "core check [--location DIR]", "core test [ARGS...]", "CORE_DATA_DIR", "CORE_HOME"]) {
       expect(result.stdout).toContain(command)
     }
   })
 
-  for (const command of ["exec", "tools", "output", "mcp"]) {
+  for (const command of ["exec", "tools", "output", "mcp", "check", "init", "test"]) {
     for (const flag of ["--help", "-h"]) {
       test(`${command} ${flag} prints the command's usage and exits 0`, async () => {
         const result = await core(sandbox(), [command, flag])

@@ -55,6 +55,7 @@ describe("core check --provider", () => {
     expect(result.code).toBe(1)
     expect(JSON.parse(result.stdout).problems).toEqual([
       {
+        kind: "provider",
         tool: "labels",
         path: "labels",
         construct: "a record (an object whose keys are not listed in advance)",
