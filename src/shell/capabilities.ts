@@ -38,7 +38,7 @@ const last = (): number => {
 
 /**
  * Drops every capability but `KEPT` from the calling thread: the bounding set first (it needs SETPCAP, dropped last),
- * then the effective, permitted and inheritable sets. Answers undefined, or why it could not do all of it (then the
+ * then the effective and permitted sets; the inheritable set is emptied. Answers undefined, or why it could not do all of it (then the
  * thread holds no capability it did not hold before). With `apply` false, it only reads them (a warm-up, so that
  * the real one, on a command's path, runs compiled code).
  */
@@ -64,10 +64,9 @@ export const drop = (apply = true): string | undefined => {
   if (got < 0) return `capget failed (errno ${-got})`
   for (let half = 0; half < 2; half++) {
     const mask = Number((keptMask >> BigInt(32 * half)) & 0xffffffffn)
-    for (let field = 0; field < 3; field++) {
-      const at = half * 12 + field * 4
-      view.setUint32(at, (view.getUint32(at, true) & mask) >>> 0, true)
-    }
+    for (const field of [0, 4]) view.setUint32(half * 12 + field, (view.getUint32(half * 12 + field, true) & mask) >>> 0, true)
+    // Inheritable: none. Nothing a command runs needs one, and for root it would pass the bounding set by.
+    view.setUint32(half * 12 + 8, 0, true)
   }
   if (!apply) return undefined
   const set = Native.syscall(Native.numbers.capset, headerAddress, Native.address(data))
