@@ -136,6 +136,25 @@ describe("options that hand a program a command are checked as that command", ()
     }
     for (const line of ["rsync -av a b/", "scp a b:", "less f"]) expect([line, await opaque(line)]).toEqual([line, []])
   })
+
+  test("zip -TT, sort --compress-program, wget --use-askpass, sdiff --diff-program, socat EXEC:, ncat --sh-exec and vim +CMD are opaque", async () => {
+    for (const line of [
+      "zip -TT 'rm x' a.zip f",
+      "sort --compress-program=./x f",
+      "wget --use-askpass=./x u",
+      "sdiff --diff-program=./x a b",
+      "socat - EXEC:'rm x'",
+      "socat - SYSTEM:x",
+      "ncat --sh-exec 'rm x' l",
+      "vim '+!rm x' f",
+      "vim -S x.vim f",
+      "LESS='+!rm x' less f",
+      "MANOPT='-P x' man ls",
+    ]) {
+      expect([line, (await opaque(line)).length > 0]).toEqual([line, true])
+    }
+    for (const line of ["zip -r a.zip d", "sort -u f", "vim f", "socat - TCP:localhost:80"]) expect([line, await opaque(line)]).toEqual([line, []])
+  })
 })
 
 describe("xargs and find cannot give a program another name through their input", () => {
