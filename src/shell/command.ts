@@ -275,13 +275,20 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
   const words = [name, ...rest]
   const resource = textOf(assignments, words) + suffixOf(redirects)
   const within = collector.within
-  const transparent = redirects.length === 0 && Runs.transparent(words)
+  // A shell in a line that mentions where it reads its start-up files from (HOME, a login shell's profile;
+  // ZDOTDIR, zsh's) may run more than its code: it is not transparent. One given an environment keeps its own
+  // check (its code's commands are still their own).
+  const neutral = !STARTUP.test(collector.line)
+  const transparent = neutral && assignments.length === 0 && redirects.length === 0 && Runs.transparent(words)
   collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text: node.text, transparent })
   evaluatingCommand(words, within ?? resource, collector)
   // Also the environment a wrapper gives (`env PS4='…' bash -x`, `sudo EDITOR=… visudo`).
   codeVariables([...assignments, ...words.slice(1).flatMap((word) => (word.value === undefined ? [] : [word.value]))], within ?? resource, collector)
-  inspect(words, within ?? resource, collector)
+  inspect(words, within ?? resource, collector, neutral)
 }
+
+/** Variables that say where a shell reads start-up code from. */
+const STARTUP = /(^|[^A-Za-z0-9_])(HOME|ZDOTDIR)([^A-Za-z0-9_]|$)/
 
 const other = (kind: Simple["kind"], text: string, within: string | undefined, words: ReadonlyArray<Word> = []): Simple => ({
   kind,
@@ -480,7 +487,7 @@ const evaluates = (node: Node, collector: Collector): void => {
  * `PS4='$(rm x)' bash -x`, `BASH_ENV`, `LD_PRELOAD`): setting one hides what runs.
  */
 const CODE_VARIABLES =
-  /^(BASH_ENV|ENV|PROMPT_COMMAND|PS[0-4]|SHELLOPTS|BASHOPTS|LD_PRELOAD|LD_AUDIT|DYLD_INSERT_LIBRARIES|GIT_(EXTERNAL_DIFF|SSH|SSH_COMMAND|EDITOR|SEQUENCE_EDITOR|PAGER|ASKPASS|PROXY_COMMAND|EXEC_PATH|CONFIG_[A-Z_0-9]+|CONFIG|CONFIG_GLOBAL|CONFIG_SYSTEM|TEMPLATE_DIR|DIR)|EDITOR|VISUAL|PAGER|MANPAGER|MANOPT|LESS|LESSOPEN|LESSCLOSE|LESSKEY|LESSKEYIN|LESSKEY_SRC|LESSKEY_CONTENT|SYSTEMD_PAGER|SYSTEMD_EDITOR|SUDO_EDITOR|FCEDIT|[A-Z_]*ASKPASS|PERL5OPT|PERL5DB|NODE_OPTIONS|RUBYOPT|PYTHONSTARTUP|PYTHONINSPECT|BROWSER|MAKEFLAGS|MFLAGS|TAR_OPTIONS|SSH_ORIGINAL_COMMAND)(\[|\+?=)/
+  /^(BASH_ENV|ENV|PROMPT_COMMAND|PS[0-4]|SHELLOPTS|BASHOPTS|LD_PRELOAD|LD_AUDIT|DYLD_INSERT_LIBRARIES|GIT_(EXTERNAL_DIFF|SSH|SSH_COMMAND|EDITOR|SEQUENCE_EDITOR|PAGER|ASKPASS|PROXY_COMMAND|EXEC_PATH|CONFIG_[A-Z_0-9]+|CONFIG|CONFIG_GLOBAL|CONFIG_SYSTEM|TEMPLATE_DIR|DIR)|EDITOR|VISUAL|PAGER|MANPAGER|MANOPT|ZDOTDIR|LESS|LESSOPEN|LESSCLOSE|LESSKEY|LESSKEYIN|LESSKEY_SRC|LESSKEY_CONTENT|SYSTEMD_PAGER|SYSTEMD_EDITOR|SUDO_EDITOR|FCEDIT|[A-Z_]*ASKPASS|PERL5OPT|PERL5DB|NODE_OPTIONS|RUBYOPT|PYTHONSTARTUP|PYTHONINSPECT|BROWSER|MAKEFLAGS|MFLAGS|TAR_OPTIONS|SSH_ORIGINAL_COMMAND)(\[|\+?=)/
 
 /** Makes the statement opaque when it sets a variable some program runs as code. */
 const codeVariables = (assignments: ReadonlyArray<string>, resource: string, collector: Collector): void => {
@@ -750,9 +757,14 @@ const checkOf = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>,
  * right (`sudo rm x` is also `rm x`, `find . -exec rm {} ;` also `rm {}`); and a command named by a path also
  * under its base name (`/bin/rm x` is also `rm x`), so rules about a command cannot be stepped around.
  */
-const checksFor = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>, suffix = ""): Array<Check> => {
+const checksFor = (
+  assignments: ReadonlyArray<string>,
+  words: ReadonlyArray<Word>,
+  suffix = "",
+  transparent = suffix === "" && assignments.length === 0 && Runs.transparent(words),
+): Array<Check> => {
   // A shell that only runs literal code is checked as that code, whose commands the walk found in their own right.
-  if (suffix === "" && Runs.transparent(words)) return []
+  if (transparent) return []
   const checks: Array<Check> = [checkOf(assignments, words, suffix)]
   // `X=1 rm x` runs `rm x`: a rule about the command holds whatever its environment.
   if (assignments.length > 0) checks.push(checkOf([], words, suffix))
@@ -762,6 +774,28 @@ const checksFor = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word
   }
   for (const inner of Runs.of(words).commands) checks.push(...checksFor([], inner))
   return checks
+}
+
+/** Commands that give a file another name it can be run by. */
+const RENAMERS: ReadonlySet<string> = new Set(["ln", "link", "cp", "mv", "install", "rsync", "ditto"])
+
+/**
+ * Commands that run a program the line itself copied or linked (`cp /bin/rm zap; ./zap x`): a rule about the
+ * program cannot follow it to its new name, so they are opaque. A bare name counts when the line mentions PATH.
+ */
+const renamed = (parsed: Parsed): ReadonlyArray<Opaque> => {
+  const made = new Set<string>()
+  for (const command of parsed.commands) {
+    if (command.kind !== "command" || !RENAMERS.has(basename(command.words[0]!.value!))) continue
+    for (const word of command.words.slice(1)) if (word.value !== undefined && !word.value.startsWith("-")) made.add(basename(word.value))
+  }
+  if (made.size === 0) return []
+  const pathMoves = /(^|[^A-Za-z0-9_])PATH([^A-Za-z0-9_]|$)/.test(parsed.text)
+  return parsed.commands.flatMap((command) => {
+    const name = command.kind === "command" ? command.words[0]!.value! : ""
+    if (name === "" || !(name.includes("/") || pathMoves) || !made.has(basename(name))) return []
+    return [{ resource: command.within ?? command.resource, reason: `it runs ${name}, a file the line itself copied or linked` }]
+  })
 }
 
 /**
@@ -779,10 +813,10 @@ export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
     } else if (command.kind === "assignment") {
       found.push({ resource: command.text, save: exact(command.text) })
     } else {
-      found.push(...checksFor(command.assignments, command.words, suffixOf(command.redirects)))
+      found.push(...checksFor(command.assignments, command.words, suffixOf(command.redirects), command.transparent === true))
     }
   }
-  const opaque: Array<Opaque> = [...parsed.opaque]
+  const opaque: Array<Opaque> = [...parsed.opaque, ...renamed(parsed)]
   for (const path of paths(parsed)) {
     if (path.unknown !== undefined) opaque.push({ resource: path.owner, reason: path.unknown })
   }

@@ -35,6 +35,7 @@ describe("core exec bash: a shell running literal code is judged as that code", 
       "bash -l -c 'ls .'",
       "env bash -c 'ls .'",
       "dash -c 'ls .' zero one",
+      "CI=1 sh -c 'grep -rn foo .'",
     ]) {
       const settlement = await run(box, command)
       expect([command, settlement.status]).toEqual([command, "success"])
@@ -101,6 +102,9 @@ describe("core exec bash: options that hand a program a command are checked as t
       "rsync -e 'sh -c \"touch ran\"' v.txt localhost:x",
       "ssh -F ./cfg host",
       "find . -name v.txt -exec ln -s {} zap \\;",
+      "zip -TT ./pre.sh a.zip v.txt",
+      "sort --compress-program=./pre.sh v.txt",
+      "vim '+!touch ran' '+q' v.txt",
     ]) {
       const settlement = await run(box, command)
       // Asked (declined without a person), or refused outright where it may change core's configuration.
@@ -126,7 +130,7 @@ describe("core exec bash: a quoted name with a space is that literal program", (
 describe("core exec bash: xargs cannot rename a program through its input", () => {
   test('type -P rm | xargs -I{} ln -s {} zap; ./zap v.txt is not run under "rm *": "deny"', async () => {
     const box = location(config({ "rm *": "deny" }))
-    for (const command of ["type -P rm | xargs -I{} ln -s {} zap; ./zap v.txt", "type -P rm | xargs -i cp {} zap; ./zap v.txt", "type -P rm | xargs --replace=@ cp @ zap"]) {
+    for (const command of ["type -P rm | xargs -I{} ln -s {} zap; ./zap v.txt", "type -P rm | xargs -i cp {} zap; ./zap v.txt", "type -P rm | xargs --replace=@ cp @ zap", "cp \"$(type -P rm)\" zap; ./zap v.txt", "ln -s /bin/rm zap && ./zap v.txt"]) {
       const settlement = await run(box, command)
       expect([command, settlement.status]).not.toEqual([command, "success"])
     }

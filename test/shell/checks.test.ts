@@ -39,6 +39,16 @@ describe("a shell that only runs literal code is checked as that code", () => {
   test("the inner commands own their paths, so a read-only one reads only", async () => {
     expect(await owners("sh -c 'grep -rn foo .'")).toEqual(["grep -rn foo ."])
     expect(await owners("env bash -c 'ls .'")).toEqual(["ls ."])
+    expect(await owners("CI=1 sh -c 'grep -rn foo .'")).toEqual(["grep -rn foo ."])
+    expect(await owners("bash -c 'ls .' > out")).toEqual(["bash -c 'ls .' > out", "ls ."])
+  })
+
+  test("a shell in a line that mentions HOME or ZDOTDIR, or given an environment, keeps its own check", async () => {
+    expect(await plain("HOME=. bash -lc 'ls'")).toContain("HOME=. bash -lc 'ls'")
+    expect(await plain("export HOME=.; bash -lc 'ls'")).toContain("bash -lc 'ls'")
+    expect(await owners("export HOME=.; bash -lc 'ls .'")).toEqual(["bash -lc 'ls .'"])
+    expect(await plain("CI=1 bash -c 'ls'")).toContain("CI=1 bash -c 'ls'")
+    expect((await opaque("ZDOTDIR=. zsh -c 'ls'")).length).toBeGreaterThan(0)
   })
 
   test("a shell given options that change what runs, a redirection, or a wrapper that is not neutral keeps its own check", async () => {
@@ -169,6 +179,14 @@ describe("xargs and find cannot give a program another name through their input"
       expect((await opaque(line)).length).toBeGreaterThan(0)
     })
   }
+
+  test("a program the line itself copies or links, then runs by its new name, is opaque", async () => {
+    expect(await opaque("cp /bin/rm zap; ./zap x")).toEqual(["./zap x"])
+    expect(await opaque("ln -s $(type -P rm) zap && ./zap x")).toContain("./zap x")
+    expect(await opaque("mkdir b; cp /bin/rm b/zap; PATH=b:$PATH zap x")).toEqual(["PATH=b:$PATH zap x"])
+    expect(await opaque("cp a.txt b.txt; ./build.sh")).toEqual([])
+    expect(await opaque("chmod +x build.sh; ./build.sh")).toEqual([])
+  })
 
   test("a replacement given to a command that copies nothing is checked as usual", async () => {
     expect(await opaque("xargs -I{} grep foo {}")).toEqual([])
