@@ -181,6 +181,9 @@ describe("core exec bash: code planted for the user's own git is asked of a pers
       "echo '[core] fsmonitor = ./hook.sh' >> .git/config",
       "tee .git/info/attributes < hook.sh",
       "bash -c 'cat hook.sh > .git/hooks/post-checkout'",
+      // Core's own configuration, through a transparent shell.
+      "sh -c 'echo {} > core.json'",
+      "bash -lc 'rm -rf tools'",
     ]) {
       const settlement = await run(box, command, ["--yes"])
       expect([command, settlement.status]).toEqual([command, "error"])
