@@ -559,12 +559,21 @@ export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
   opaque.sort((a, b) => Number(b.protected !== undefined) - Number(a.protected !== undefined))
   if (parsed.unparsed !== undefined) opaque.unshift({ resource: `${UNPARSED} ${parsed.text.trim()}`, reason: parsed.unparsed })
   const asked = new Set(opaque.map((entry) => entry.resource))
+  // A command asked as opaque keeps its other spellings, so a rule denying one still denies it.
+  const variants = new Map(found.flatMap((check) => (check.variants === undefined ? [] : [[check.resource, check.variants] as const])))
   const seen = new Set<string>()
   return [
     ...found.filter((check) => !asked.has(check.resource)),
-    ...opaque.map(
-      (entry): Check => ({ resource: entry.resource, save: undefined, opaque: entry.reason, ...(entry.protected === undefined ? {} : { protected: entry.protected }) }),
-    ),
+    ...opaque.map((entry): Check => {
+      const spelled = variants.get(entry.resource)
+      return {
+        resource: entry.resource,
+        save: undefined,
+        opaque: entry.reason,
+        ...(entry.protected === undefined ? {} : { protected: entry.protected }),
+        ...(spelled === undefined ? {} : { variants: spelled }),
+      }
+    }),
   ].filter((check) => !seen.has(check.resource) && seen.add(check.resource))
 }
 

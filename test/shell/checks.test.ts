@@ -220,6 +220,12 @@ describe("Flags.variants", () => {
     expect(of("rm x")).toEqual([])
   })
 
+  test("a command asked as opaque keeps its other spellings", async () => {
+    const [check] = await checks("rm -fr $X")
+    expect(check?.opaque).toBeDefined()
+    expect(check?.variants).toContain("rm -rf $X")
+  })
+
   test("a command's check carries its other spellings, never its own", async () => {
     const [check] = await checks("rm -fr x")
     expect(check?.resource).toBe("rm -fr x")
