@@ -13,7 +13,6 @@ import * as Effect from "effect/Effect"
 import type { Node, Parser } from "web-tree-sitter"
 import treeSitterWasm from "web-tree-sitter/tree-sitter.wasm" with { type: "file" }
 import bashWasm from "tree-sitter-bash/tree-sitter-bash.wasm" with { type: "file" }
-import { Protected } from "../permission/protected"
 import { Arity } from "./arity"
 import { Evaluation } from "./evaluation"
 import { Flags } from "./flags"
@@ -550,9 +549,9 @@ export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
     if (path.unknown !== undefined) opaque.push({ resource: path.owner, reason: path.unknown })
   }
   // A change into what git runs for the user (`cp x .git/hooks/pre-commit`, `echo > .git/config`).
-  for (const path of [...paths(parsed), ...mentioned(parsed)]) {
+  for (const path of changed(parsed)) {
     const value = path.word.value
-    if (value === undefined || !Planted.gitPath(value) || (!path.writes && Protected.readsOnly(path.owner))) continue
+    if (value === undefined || !Planted.gitPath(value)) continue
     opaque.unshift({ resource: path.owner, reason: `it changes ${path.word.text}, which git runs or reads for the user`, protected: Planted.WHAT })
   }
   // What plants code is checked first, and once per resource.
@@ -668,6 +667,27 @@ export const mentioned = (parsed: Parsed): ReadonlyArray<Path> => {
     for (const redirect of command.redirects) add(redirect.target, redirect.writes, owner)
   }
   for (const { owner, redirect } of parsed.statements) add(redirect.target, redirect.writes, owner)
+  return found
+}
+
+/**
+ * The words the line is known to change as files: redirection targets, and the operands of file commands that
+ * change them (`cp`, `mv`, `ln`, `tee`, `sed -i` …, also as a wrapper runs them) or an output option's value.
+ * Programs that only read (`cat .git/config`, `sed -n 1p .git/config`) are not counted; what an unknown program
+ * writes is left to the sandbox.
+ */
+const changed = (parsed: Parsed): ReadonlyArray<Path> => {
+  const found = mentioned(parsed).filter((path) => path.writes)
+  const visit = (words: ReadonlyArray<Word>, owner: string): void => {
+    for (const inner of Runs.of(words).commands) {
+      const name = basename(inner[0]?.value ?? "")
+      if (CHANGERS.has(name) || (name === "sed" && inner.some((word) => /^(-[A-Za-z]*i|--in-place)/.test(word.value ?? "")))) {
+        for (const word of inner.slice(1)) found.push({ word, writes: true, owner, unknown: undefined })
+      }
+      visit(inner, owner)
+    }
+  }
+  for (const command of parsed.commands) if (command.kind === "command") visit(command.words, command.within ?? command.resource)
   return found
 }
 

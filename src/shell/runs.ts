@@ -292,7 +292,7 @@ const wrapped = (name: string, words: ReadonlyArray<Word>, replace?: string): In
   }
   if (replace !== undefined && COPIERS.has(basename(target.value)) && words.slice(1).some((word) => (word.value ?? word.text).includes(replace))) {
     // `xargs -I{} ln -s {} zap`: a program named by the input gets a new name, which later runs as that program.
-    return opaque(`${name} copies or links a file named by its input, which may be a program given another name`)
+    return { commands: [words], code: [], opaque: `${name} copies or links a file named by its input, which may be a program given another name` }
   }
   if (replace !== undefined) {
     // What the command runs with its input in place (`env {}`) must be knowable too.

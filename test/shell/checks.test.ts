@@ -260,6 +260,9 @@ describe("code planted for the user's own git is protected", () => {
     "tee -a .git/info/attributes",
     "ln -s x .git/hooks",
     "sed -i s/a/b/ .git/config",
+    "sudo cp x .git/hooks/pre-commit",
+    "find . -name x -exec cp {} .git/hooks/pre-push \\;",
+    "dd if=x of=.git/config",
     "bash -c 'cat x > .git/hooks/post-checkout'",
   ]
   for (const line of protectedLines) {
@@ -269,7 +272,7 @@ describe("code planted for the user's own git is protected", () => {
   }
 
   test("reading git's configuration, or setting what runs nothing, plants nothing", async () => {
-    for (const line of ["git config --get core.hooksPath", "git config core.hooksPath", "git config user.name me", "cat .git/config", "git config --unset core.pager", "git init", "grep x .git/config", "git status"]) {
+    for (const line of ["git config --get core.hooksPath", "git config core.hooksPath", "git config user.name me", "cat .git/config", "git config --unset core.pager", "git init", "grep x .git/config", "git status", "sed -n 1p .git/config", "wc -l .git/config", "ls .git/hooks"]) {
       expect([line, await planted(line)]).toEqual([line, []])
     }
   })
