@@ -455,7 +455,7 @@ const needsOf = Effect.fnUntraced(function* (directory: string, input: Input, ro
  */
 const commandChecks = Effect.fnUntraced(function* (services: Builtin.Services, agent: string, needs: Needs) {
   const { plain, opaque } = needs
-  const variants = plain.flatMap((check) => check.variants ?? [])
+  const variants = [...plain, ...opaque].flatMap((check) => check.variants ?? [])
   const decisions = yield* services.permission
     .explain({ agent, action: NAME, resources: [...plain, ...opaque].map((check) => check.resource).concat(variants) })
   // Another spelling of a command's flags that a rule denies is checked with it, so the deny holds (CommandLine.Check).
@@ -465,7 +465,8 @@ const commandChecks = Effect.fnUntraced(function* (services: Builtin.Services, a
     ...new Set(plain.flatMap((check) => (asked.has(check.resource) && check.save !== undefined ? [check.save] : []))),
   ]
   const checks: Array<Permission.Check> = []
-  if (plain.length > 0) checks.push({ action: NAME, resources: [...plain.map((check) => check.resource), ...denied], save })
+  if (denied.length > 0) checks.push({ action: NAME, resources: denied, save: [] })
+  if (plain.length > 0) checks.push({ action: NAME, resources: plain.map((check) => check.resource), save })
   // What plants code the user's own programs run is asked of a person each time, as core's configuration is.
   const planted = opaque.filter((check) => check.protected !== undefined)
   if (planted.length > 0) {

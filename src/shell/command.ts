@@ -13,8 +13,8 @@ import * as Effect from "effect/Effect"
 import type { Node, Parser } from "web-tree-sitter"
 import treeSitterWasm from "web-tree-sitter/tree-sitter.wasm" with { type: "file" }
 import bashWasm from "tree-sitter-bash/tree-sitter-bash.wasm" with { type: "file" }
-import { Protected } from "../permission/protected"
 import { Arity } from "./arity"
+import { Evaluation } from "./evaluation"
 import { Flags } from "./flags"
 import { Operands } from "./operands"
 import { Planted } from "./planted"
@@ -275,13 +275,20 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
   const words = [name, ...rest]
   const resource = textOf(assignments, words) + suffixOf(redirects)
   const within = collector.within
-  const transparent = redirects.length === 0 && Runs.transparent(words)
+  // A shell in a line that mentions where it reads its start-up files from (HOME, a login shell's profile;
+  // ZDOTDIR, zsh's) may run more than its code: it is not transparent. One given an environment keeps its own
+  // check (its code's commands are still their own).
+  const neutral = !STARTUP.test(collector.line)
+  const transparent = neutral && assignments.length === 0 && redirects.length === 0 && Runs.transparent(words)
   collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text: node.text, transparent })
-  evaluatingCommand(words, within ?? resource, collector)
+  Evaluation.evaluatingCommand(words, within ?? resource, collector)
   // Also the environment a wrapper gives (`env PS4='…' bash -x`, `sudo EDITOR=… visudo`).
-  codeVariables([...assignments, ...words.slice(1).flatMap((word) => (word.value === undefined ? [] : [word.value]))], within ?? resource, collector)
-  inspect(words, within ?? resource, collector)
+  Evaluation.codeVariables([...assignments, ...words.slice(1).flatMap((word) => (word.value === undefined ? [] : [word.value]))], within ?? resource, collector)
+  inspect(words, within ?? resource, collector, neutral)
 }
+
+/** Variables that say where a shell reads start-up code from. */
+const STARTUP = /(^|[^A-Za-z0-9_])(HOME|ZDOTDIR)([^A-Za-z0-9_]|$)/
 
 const other = (kind: Simple["kind"], text: string, within: string | undefined, words: ReadonlyArray<Word> = []): Simple => ({
   kind,
@@ -299,285 +306,13 @@ const declaration = (node: Node, collector: Collector) => {
   const words = [{ text: keyword.text, value: keyword.text, glob: false, tilde: false }, ...rest.map(Words.of)]
   const resource = textOf([], words)
   collector.commands.push({ ...other("declaration", node.text, collector.within, words), resource })
-  evaluatingCommand(words, collector.within ?? resource, collector)
-  compoundDeclaration(words, collector.within ?? resource, collector)
-  codeVariables(words.slice(1).map((word) => word.value ?? word.text), collector.within ?? resource, collector)
-}
-
-// Arithmetic
-
-/**
- * Special parameters that always hold a number. Any other variable evaluated as arithmetic may hold an expression
- * such as `x[$(rm y)]`, whose subscript bash expands, running the command.
- */
-const NUMERIC_SPECIALS: ReadonlySet<string> = new Set(["#", "?", "$", "!"])
-
-/** `[[ a -eq b ]]` evaluates both sides as arithmetic. */
-const ARITHMETIC_TESTS: ReadonlySet<string> = new Set(["-eq", "-ne", "-lt", "-le", "-gt", "-ge"])
-
-/** Commands after which no variable's value can be vouched for: they set variables from text core cannot see. */
-const SETS_FROM_TEXT: ReadonlySet<string> = new Set(["source", ".", "eval", "read", "mapfile", "readarray", "getopts", "declare", "typeset", "local", "export", "printf", "let", "set"])
-
-/** The statement an arithmetic context belongs to, for the check that asks about it. */
-const STATEMENTS: ReadonlySet<string> = new Set([
-  "command",
-  "test_command",
-  "variable_assignment",
-  "declaration_command",
-  "c_style_for_statement",
-  "compound_statement",
-  "redirected_statement",
-])
-
-const statementOf = (node: Node): string => {
-  for (let current: Node | null = node; current !== null; current = current.parent) {
-    if (STATEMENTS.has(current.type)) return current.text
-  }
-  return node.text
-}
-
-/** The variables evaluated in an arithmetic context (not inside a command substitution, which is walked as code). */
-const evaluated = (node: Node, into: Array<string>): Array<string> => {
-  switch (node.type) {
-    case "command_substitution":
-    case "process_substitution":
-      return into
-    case "variable_name":
-    case "special_variable_name":
-      into.push(node.text)
-      return into
-    case "word":
-      // A bare name is a variable; anything else but a number is evaluated in ways core does not follow.
-      if (!/^(0[xX][0-9a-fA-F]+|\d+(#[0-9A-Za-z@_]+)?)$/.test(node.text)) into.push(/^[A-Za-z_][A-Za-z0-9_]*$/.test(node.text) ? node.text : "*")
-      return into
-  }
-  for (const child of node.namedChildren) if (child !== null) evaluated(child, into)
-  return into
-}
-
-/** Makes the statement opaque when `nodes` evaluate a variable whose value the line does not make a number. */
-const arithmetic = (nodes: ReadonlyArray<Node | null>, owner: Node, collector: Collector): void => {
-  const names = nodes.flatMap((node) => (node === null ? [] : evaluated(node, [])))
-  const unsafe = names.find((name) => !NUMERIC_SPECIALS.has(name) && !collector.numeric.has(name))
-  if (unsafe === undefined) return
-  collector.opaque.push({
-    resource: collector.within ?? statementOf(owner),
-    reason: `it evaluates ${unsafe === "*" ? "text" : `$${unsafe}`} as arithmetic, and a value such as x[$(cmd)] runs cmd`,
-  })
-}
-
-/** Whether a word names an array element by something other than a number (`a[$i]`, `'a[$(cmd)]'`). */
-const subscripted = (text: string): boolean => /\[[^\]]*[^\d\s\]@*][^\]]*\]/.test(text)
-
-/**
- * Variables the line only ever sets to numbers (`i=0`, `for ((i=0; i<3; i++))`) and never reads from text: their
- * value cannot hold code when evaluated.
- */
-const numericNames = (root: Node): ReadonlySet<string> => {
-  const numeric = new Set<string>()
-  const tainted = new Set<string>()
-  let everything = false
-  const visit = (node: Node, inArithmetic: boolean): void => {
-    switch (node.type) {
-      case "variable_assignment": {
-        const name = node.childForFieldName("name")
-        const value = node.childForFieldName("value")
-        if (name !== null && name.type === "variable_name") {
-          const isNumber = value !== null && (value.type === "number" || value.type === "arithmetic_expansion" || /^\d+$/.test(value.text))
-          ;(isNumber || inArithmetic ? numeric : tainted).add(name.text)
-        }
-        break
-      }
-      case "for_statement": {
-        const variable = node.childForFieldName("variable")
-        if (variable !== null) tainted.add(variable.text)
-        break
-      }
-      case "command_name":
-        if (SETS_FROM_TEXT.has(node.text)) everything = true
-        break
-      case "word":
-        if (!inArithmetic) {
-          const name = /^([A-Za-z_][A-Za-z0-9_]*)([=[]|$)/.exec(node.text)?.[1]
-          if (name !== undefined) tainted.add(name)
-        }
-        break
-    }
-    const arithmeticHere =
-      inArithmetic || node.type === "arithmetic_expansion" || node.type === "c_style_for_statement" || (node.type === "compound_statement" && node.child(0)?.type === "((")
-    for (const child of node.children) if (child !== null) visit(child, arithmeticHere && child.type !== "do_group")
-  }
-  visit(root, false)
-  // Inside arithmetic, `i++` and `i += 2` keep a number a number; an assignment there is always numeric.
-  return everything ? new Set() : new Set([...numeric].filter((name) => !tainted.has(name)))
-}
-
-/** Checks what a node evaluates as arithmetic, or which array subscripts it names, before it is walked. */
-const evaluates = (node: Node, collector: Collector): void => {
-  switch (node.type) {
-    case "arithmetic_expansion":
-      arithmetic([node], node, collector)
-      return
-    case "compound_statement":
-      if (node.child(0)?.type === "((") arithmetic([node], node, collector)
-      return
-    case "c_style_for_statement":
-      arithmetic(["initializer", "condition", "update"].flatMap((field) => node.childrenForFieldName(field)), node, collector)
-      return
-    case "subscript": {
-      const index = node.childForFieldName("index")
-      if (index !== null && !["@", "*"].includes(index.text)) arithmetic([index], node, collector)
-      return
-    }
-    case "command_substitution":
-      // The grammar reads `$((x))` in a heredoc as a substitution of a subshell; bash evaluates it as arithmetic.
-      if (/^\$\(\([\s\S]*\)\)$/.test(node.text)) {
-        collector.opaque.push({ resource: collector.within ?? statementOf(node), reason: "it evaluates text as arithmetic, and a value such as x[$(cmd)] runs cmd" })
-      }
-      return
-    case "array":
-      arraySubscripts(node, collector)
-      return
-    case "expansion": {
-      // `${v@P}` expands v's value as a prompt, which runs the command substitutions it holds.
-      if (/@P\}$/.test(node.text)) {
-        collector.opaque.push({ resource: collector.within ?? statementOf(node), reason: "${…@P} expands a value as a prompt, which runs the commands it holds" })
-        return
-      }
-      // `${!name}` expands the variable named by name's value, subscript and all.
-      if (node.child(1)?.type === "!" && !/^\$\{![A-Za-z_][A-Za-z0-9_]*[@*]\}$/.test(node.text)) {
-        collector.opaque.push({ resource: collector.within ?? statementOf(node), reason: "it expands a variable named by another's value, whose subscript can run commands" })
-        return
-      }
-      // `${x:offset:length}`: both are arithmetic.
-      const colon = node.children.findIndex((child) => child?.type === ":")
-      if (colon !== -1) arithmetic(node.children.slice(colon + 1).filter((child) => child?.isNamed === true), node, collector)
-      return
-    }
-    case "binary_expression": {
-      const operator = node.childForFieldName("operator") ?? node.children.find((child) => child?.type === "test_operator") ?? null
-      // Only `[[ ]]` evaluates them; `[ ]` and `test` want plain integers.
-      let test: Node | null = node.parent
-      while (test !== null && test.type !== "test_command") test = test.parent
-      if (operator !== null && ARITHMETIC_TESTS.has(operator.text) && test?.text.startsWith("[[") === true) {
-        arithmetic(node.namedChildren.filter((child) => child !== null && child.id !== operator.id), node, collector)
-      }
-      return
-    }
-    case "unary_expression": {
-      // `[[ -v 'a[$(cmd)]' ]]` expands the subscript.
-      const operator = node.children.find((child) => child?.type === "test_operator")
-      if (operator?.text === "-v" && node.namedChildren.some((child) => child !== null && (subscripted(child.text) || /[$`]/.test(child.text)))) {
-        collector.opaque.push({ resource: collector.within ?? statementOf(node), reason: "-v evaluates an array subscript" })
-      }
-      return
-    }
-  }
-}
-
-/**
- * Variables whose value a program later runs as code or loads (`GIT_EXTERNAL_DIFF='rm x' git diff`,
- * `PS4='$(rm x)' bash -x`, `BASH_ENV`, `LD_PRELOAD`): setting one hides what runs.
- */
-const CODE_VARIABLES =
-  /^(BASH_ENV|ENV|PROMPT_COMMAND|PS[0-4]|SHELLOPTS|BASHOPTS|LD_PRELOAD|LD_AUDIT|DYLD_INSERT_LIBRARIES|GIT_(EXTERNAL_DIFF|SSH|SSH_COMMAND|EDITOR|SEQUENCE_EDITOR|PAGER|ASKPASS|PROXY_COMMAND|EXEC_PATH|CONFIG_[A-Z_0-9]+|CONFIG|CONFIG_GLOBAL|CONFIG_SYSTEM|TEMPLATE_DIR|DIR)|EDITOR|VISUAL|PAGER|MANPAGER|LESSOPEN|LESSCLOSE|[A-Z_]*ASKPASS|PERL5OPT|PERL5DB|NODE_OPTIONS|RUBYOPT|PYTHONSTARTUP|PYTHONINSPECT|BROWSER|MAKEFLAGS|MFLAGS|TAR_OPTIONS|SSH_ORIGINAL_COMMAND)(\[|\+?=)/
-
-/** Makes the statement opaque when it sets a variable some program runs as code. */
-const codeVariables = (assignments: ReadonlyArray<string>, resource: string, collector: Collector): void => {
-  const found = assignments.find((assignment) => CODE_VARIABLES.test(assignment))
-  if (found !== undefined) {
-    collector.opaque.push({ resource, reason: `${found.split(/\+?=/)[0]} holds code or a command that other programs run` })
-  }
-}
-
-/**
- * `a=([i]=v …)`: in an indexed array each subscript is evaluated as arithmetic (`[$x]=1` with x holding
- * `b[$(cmd)]` runs cmd); the grammar gives such an element as plain words. An associative array's keys (declared
- * `-A` in the same statement) are not evaluated.
- */
-const arraySubscripts = (node: Node, collector: Collector): void => {
-  const declaration = node.parent?.parent
-  if (declaration?.type === "declaration_command" && declaration.children.some((child) => child !== null && /^-[A-Za-z]*A/.test(child.text))) return
-  for (const element of node.namedChildren) {
-    const subscript = element === null ? undefined : /^\[([^\]]*)\]\+?=/.exec(element.text)?.[1]
-    if (subscript === undefined) continue
-    const names = subscript.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []
-    const unsafe = /\$[({]|`/.test(subscript) || names.some((name) => !collector.numeric.has(name))
-    if (unsafe) {
-      collector.opaque.push({
-        resource: collector.within ?? statementOf(node),
-        reason: `it evaluates the array subscript [${subscript}] as arithmetic, and a value such as x[$(cmd)] runs cmd`,
-      })
-      return
-    }
-  }
-}
-
-/** Declaration builtins that may assign to an array. */
-const DECLARES: ReadonlySet<string> = new Set(["declare", "typeset", "local", "readonly"])
-
-/**
- * `declare a=$x` (or `"a=(…)"`) re-reads the value as a compound assignment when `a` is an array, which evaluates
- * the command substitutions in it: opaque when the statement, or the line, can make the name an array.
- */
-const compoundDeclaration = (words: ReadonlyArray<Word>, resource: string, collector: Collector): void => {
-  if (!DECLARES.has(words[0]!.value!)) return
-  const args = words.slice(1)
-  const arrays = args.some((word) => /^-[A-Za-z]*[aA]/.test(word.value ?? ""))
-  for (const word of args) {
-    const name = /^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=/.exec((word.value ?? word.text).replace(/^["']/, ""))?.[1]
-    if (name === undefined) continue
-    const quoted = /^["']/.test(word.text) && /^[^=]*=\(/.test(word.value ?? "") && /[$`]/.test(word.value ?? word.text)
-    const value = word.text.slice(word.text.indexOf("=") + 1)
-    const madeArray = arrays || new RegExp(`(^|[^A-Za-z0-9_])${name}(\\+?=\\(|\\[)|-[A-Za-z]*[aA]\\s+${name}\\b|mapfile|readarray|read\\s+-[A-Za-z]*a`).test(collector.line)
-    if (quoted || (/[$`]/.test(value) && madeArray)) {
-      collector.opaque.push({ resource, reason: `${words[0]!.value} re-reads the value of ${name} as an array, which runs the commands it holds` })
-      return
-    }
-  }
-}
-
-/** Builtins that evaluate what they are given as arithmetic, or a variable name's subscript: opaque when they might. */
-const evaluatingCommand = (words: ReadonlyArray<Word>, resource: string, collector: Collector): void => {
-  const name = words[0]!.value!
-  const args = words.slice(1)
-  const flags = args.filter((word) => /^[-+][A-Za-z]+$/.test(word.value ?? "")).map((word) => word.value!)
-  const opaque = (reason: string) => collector.opaque.push({ resource, reason })
-  if (name === "let" && args.some((word) => word.value === undefined || !/^[\d\s+\-*/%()<>=!&|^~?:]*$/.test(word.value))) {
-    opaque("let evaluates variables as arithmetic, and a value such as x[$(cmd)] runs cmd")
-  } else if (["declare", "typeset", "local", "readonly", "export"].includes(name) && flags.some((flag) => /[in]/.test(flag))) {
-    opaque(`${name} -i or -n makes later values evaluated as arithmetic or as names, which can run commands`)
-  } else if (
-    ["unset", "printf", "read", "declare", "typeset", "local", "readonly", "export", "test", "[", "mapfile", "readarray", "getopts", "wait"].includes(name) &&
-    (args.some((word) => subscripted(word.value ?? word.text)) || namesFromExpansion(name, args))
-  ) {
-    opaque(`${name} is given a variable name whose subscript is evaluated, which can run commands`)
-  }
-}
-
-/** Whether a builtin is given a variable name held in an expansion (`unset "$x"`, `printf -v "$x"`, `test -v "$x"`). */
-const namesFromExpansion = (name: string, args: ReadonlyArray<Word>): boolean => {
-  const expanded = (word: Word | undefined) => word !== undefined && /[$`]/.test(word.text)
-  switch (name) {
-    case "printf":
-    case "wait":
-      return args.some((word, index) => word.value === "-v" || word.value === "-p" ? expanded(args[index + 1]) : false)
-    case "test":
-    case "[":
-      return args.some((word, index) => word.value === "-v" && expanded(args[index + 1]))
-    case "unset":
-    case "read":
-    case "mapfile":
-    case "readarray":
-      return args.some((word) => !(word.value ?? "").startsWith("-") && word.value === undefined && /^["']?\$/.test(word.text))
-    default:
-      // declare and the like: the name before `=`.
-      return args.some((word) => /[$`]/.test(word.text.split("=")[0]!))
-  }
+  Evaluation.evaluatingCommand(words, collector.within ?? resource, collector)
+  Evaluation.compoundDeclaration(words, collector.within ?? resource, collector)
+  Evaluation.codeVariables(words.slice(1).map((word) => word.value ?? word.text), collector.within ?? resource, collector)
 }
 
 const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [], words: [] }): void => {
-  evaluates(node, collector)
+  Evaluation.evaluates(node, collector)
   if (node.isError || node.isMissing) collector.unparsed ??= "bash cannot parse it"
   switch (node.type) {
     case "command":
@@ -607,7 +342,7 @@ const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [
       // A bare assignment (`PATH=/x`) changes what later commands run: it is checked like a command.
       if (!["command", "declaration_command", "variable_assignments"].includes(node.parent?.type ?? "")) {
         collector.commands.push(other("assignment", node.text, collector.within))
-        codeVariables([node.text], collector.within ?? node.text, collector)
+        Evaluation.codeVariables([node.text], collector.within ?? node.text, collector)
       }
       break
     case "variable_assignments":
@@ -671,7 +406,7 @@ const read = (given: string, collector: Collector): void => {
     return
   }
   try {
-    if (collector.depth === 0) collector.numeric = numericNames(tree.rootNode)
+    if (collector.depth === 0) collector.numeric = Evaluation.numericNames(tree.rootNode)
     walk(tree.rootNode, collector)
     if (tree.rootNode.hasError) collector.unparsed ??= "bash cannot parse it"
   } finally {
@@ -750,9 +485,14 @@ const checkOf = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>,
  * right (`sudo rm x` is also `rm x`, `find . -exec rm {} ;` also `rm {}`); and a command named by a path also
  * under its base name (`/bin/rm x` is also `rm x`), so rules about a command cannot be stepped around.
  */
-const checksFor = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>, suffix = ""): Array<Check> => {
+const checksFor = (
+  assignments: ReadonlyArray<string>,
+  words: ReadonlyArray<Word>,
+  suffix = "",
+  transparent = suffix === "" && assignments.length === 0 && Runs.transparent(words),
+): Array<Check> => {
   // A shell that only runs literal code is checked as that code, whose commands the walk found in their own right.
-  if (suffix === "" && Runs.transparent(words)) return []
+  if (transparent) return []
   const checks: Array<Check> = [checkOf(assignments, words, suffix)]
   // `X=1 rm x` runs `rm x`: a rule about the command holds whatever its environment.
   if (assignments.length > 0) checks.push(checkOf([], words, suffix))
@@ -762,6 +502,28 @@ const checksFor = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word
   }
   for (const inner of Runs.of(words).commands) checks.push(...checksFor([], inner))
   return checks
+}
+
+/** Commands that give a file another name it can be run by. */
+const RENAMERS: ReadonlySet<string> = new Set(["ln", "link", "cp", "mv", "install", "rsync", "ditto"])
+
+/**
+ * Commands that run a program the line itself copied or linked (`cp /bin/rm zap; ./zap x`): a rule about the
+ * program cannot follow it to its new name, so they are opaque. A bare name counts when the line mentions PATH.
+ */
+const renamed = (parsed: Parsed): ReadonlyArray<Opaque> => {
+  const made = new Set<string>()
+  for (const command of parsed.commands) {
+    if (command.kind !== "command" || !RENAMERS.has(basename(command.words[0]!.value!))) continue
+    for (const word of command.words.slice(1)) if (word.value !== undefined && !word.value.startsWith("-")) made.add(basename(word.value))
+  }
+  if (made.size === 0) return []
+  const pathMoves = /(^|[^A-Za-z0-9_])PATH([^A-Za-z0-9_]|$)/.test(parsed.text)
+  return parsed.commands.flatMap((command) => {
+    const name = command.kind === "command" ? command.words[0]!.value! : ""
+    if (name === "" || !(name.includes("/") || pathMoves) || !made.has(basename(name))) return []
+    return [{ resource: command.within ?? command.resource, reason: `it runs ${name}, a file the line itself copied or linked` }]
+  })
 }
 
 /**
@@ -779,29 +541,38 @@ export const checks = (parsed: Parsed): ReadonlyArray<Check> => {
     } else if (command.kind === "assignment") {
       found.push({ resource: command.text, save: exact(command.text) })
     } else {
-      found.push(...checksFor(command.assignments, command.words, suffixOf(command.redirects)))
+      found.push(...checksFor(command.assignments, command.words, suffixOf(command.redirects), command.transparent === true))
     }
   }
-  const opaque: Array<Opaque> = [...parsed.opaque]
+  const opaque: Array<Opaque> = [...parsed.opaque, ...renamed(parsed)]
   for (const path of paths(parsed)) {
     if (path.unknown !== undefined) opaque.push({ resource: path.owner, reason: path.unknown })
   }
   // A change into what git runs for the user (`cp x .git/hooks/pre-commit`, `echo > .git/config`).
-  for (const path of [...paths(parsed), ...mentioned(parsed)]) {
+  for (const path of changed(parsed)) {
     const value = path.word.value
-    if (value === undefined || !Planted.gitPath(value) || (!path.writes && Protected.readsOnly(path.owner))) continue
+    if (value === undefined || !Planted.gitPath(value)) continue
     opaque.unshift({ resource: path.owner, reason: `it changes ${path.word.text}, which git runs or reads for the user`, protected: Planted.WHAT })
   }
   // What plants code is checked first, and once per resource.
   opaque.sort((a, b) => Number(b.protected !== undefined) - Number(a.protected !== undefined))
   if (parsed.unparsed !== undefined) opaque.unshift({ resource: `${UNPARSED} ${parsed.text.trim()}`, reason: parsed.unparsed })
   const asked = new Set(opaque.map((entry) => entry.resource))
+  // A command asked as opaque keeps its other spellings, so a rule denying one still denies it.
+  const variants = new Map(found.flatMap((check) => (check.variants === undefined ? [] : [[check.resource, check.variants] as const])))
   const seen = new Set<string>()
   return [
     ...found.filter((check) => !asked.has(check.resource)),
-    ...opaque.map(
-      (entry): Check => ({ resource: entry.resource, save: undefined, opaque: entry.reason, ...(entry.protected === undefined ? {} : { protected: entry.protected }) }),
-    ),
+    ...opaque.map((entry): Check => {
+      const spelled = variants.get(entry.resource)
+      return {
+        resource: entry.resource,
+        save: undefined,
+        opaque: entry.reason,
+        ...(entry.protected === undefined ? {} : { protected: entry.protected }),
+        ...(spelled === undefined ? {} : { variants: spelled }),
+      }
+    }),
   ].filter((check) => !seen.has(check.resource) && seen.add(check.resource))
 }
 
@@ -896,6 +667,27 @@ export const mentioned = (parsed: Parsed): ReadonlyArray<Path> => {
     for (const redirect of command.redirects) add(redirect.target, redirect.writes, owner)
   }
   for (const { owner, redirect } of parsed.statements) add(redirect.target, redirect.writes, owner)
+  return found
+}
+
+/**
+ * The words the line is known to change as files: redirection targets, and the operands of file commands that
+ * change them (`cp`, `mv`, `ln`, `tee`, `sed -i` …, also as a wrapper runs them) or an output option's value.
+ * Programs that only read (`cat .git/config`, `sed -n 1p .git/config`) are not counted; what an unknown program
+ * writes is left to the sandbox.
+ */
+const changed = (parsed: Parsed): ReadonlyArray<Path> => {
+  const found = mentioned(parsed).filter((path) => path.writes)
+  const visit = (words: ReadonlyArray<Word>, owner: string): void => {
+    for (const inner of Runs.of(words).commands) {
+      const name = basename(inner[0]?.value ?? "")
+      if (CHANGERS.has(name) || (name === "sed" && inner.some((word) => /^(-[A-Za-z]*i|--in-place)/.test(word.value ?? "")))) {
+        for (const word of inner.slice(1)) found.push({ word, writes: true, owner, unknown: undefined })
+      }
+      visit(inner, owner)
+    }
+  }
+  for (const command of parsed.commands) if (command.kind === "command") visit(command.words, command.within ?? command.resource)
   return found
 }
 

@@ -292,7 +292,7 @@ const wrapped = (name: string, words: ReadonlyArray<Word>, replace?: string): In
   }
   if (replace !== undefined && COPIERS.has(basename(target.value)) && words.slice(1).some((word) => (word.value ?? word.text).includes(replace))) {
     // `xargs -I{} ln -s {} zap`: a program named by the input gets a new name, which later runs as that program.
-    return opaque(`${name} copies or links a file named by its input, which may be a program given another name`)
+    return { commands: [words], code: [], opaque: `${name} copies or links a file named by its input, which may be a program given another name` }
   }
   if (replace !== undefined) {
     // What the command runs with its input in place (`env {}`) must be knowable too.
@@ -498,7 +498,7 @@ const codeOption = (name: string, options: ReadonlyArray<Word>): Inner | undefin
 }
 
 /** Options of programs core does not know that commonly hand them code or a command line to run. */
-const CODE_OPTIONS = /^(-c|-e|-[A-Za-z]+c|--command|--cmd|-cmd|--eval|--exec|-exec|-execdir|--run|-ex|--init-command|--rcfile|--pre|--rsh|-x)(=.*)?$/s
+const CODE_OPTIONS = /^(-c|-e|-[A-Za-z]+c|--command|--cmd|-cmd|--eval|--exec|-exec|-execdir|--run|-ex|--init-command|--rcfile|--pre|--rsh|-x|--sh-exec|--lua-exec)(=.*)?$/s
 
 /**
  * Programs core does not know that take `-c` (or `-e`) as something else than code, read as running nothing but
@@ -520,8 +520,14 @@ const NOT_CODE: ReadonlySet<string> = new Set([
   "flake8", "pylint", "isort", "pre-commit", "gunicorn", "uvicorn", "htop", "netstat", "ss", "dig", "host",
 ])
 
+/** vi and its kin run an ex command given as `+CMD` (`vim '+!rm x'`), `-c`, `--cmd` or a script given with `-S`. */
+const VI: ReadonlySet<string> = new Set(["vi", "vim", "nvim", "view", "vimdiff", "gvim", "rvim", "evim"])
+
 /** A program core knows nothing about: opaque when it is handed a command line (`-c CODE`, `--eval CODE`). */
 const unknown = (name: string, words: ReadonlyArray<Word>): Inner => {
+  if (VI.has(name) && words.slice(1).some((word) => /^(\+.|-S|-u|-s$)/.test(word.value ?? word.text))) {
+    return opaque(`${name} is given editor commands, which can run programs`)
+  }
   if (NOT_CODE.has(name) || Operands.isFileCommand(name)) return NOTHING
   for (const word of words.slice(1)) {
     const value = word.value ?? word.text
@@ -641,6 +647,12 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
       : undefined,
   scp: (words) => (sshLike(words, "S") ? opaque("scp is told to run a local command") : undefined),
   sftp: (words) => (sshLike(words, "SD") ? opaque("sftp is told to run a local command") : undefined),
+  // Options of otherwise plain programs that name a program to run.
+  zip: (words) => (words.slice(1).some((word) => /^(-TT|--unzip-command)(=|$)/.test(word.value ?? word.text)) ? opaque("zip is told which command tests the archive") : undefined),
+  sort: (words) => (words.slice(1).some((word) => /^--compress-program(=|$)/.test(word.value ?? word.text)) ? opaque("sort is told which program compresses its temporary files") : undefined),
+  wget: (words) => (words.slice(1).some((word) => /^--use-askpass(=|$)/.test(word.value ?? word.text)) ? opaque("wget is told which program asks for a password") : undefined),
+  sdiff: (words) => (words.slice(1).some((word) => /^--diff-program(=|$)/.test(word.value ?? word.text)) ? opaque("sdiff is told which diff program to run") : undefined),
+  socat: (words) => (words.slice(1).some((word) => /^(EXEC|SYSTEM)[:,]/i.test(word.value ?? word.text)) ? opaque("socat runs a command as one end of its connection") : undefined),
   // `less '+!cmd'` runs cmd; a lesskey file can set LESSOPEN, an input preprocessor.
   less: (words) =>
     words.slice(1).some((word) => /^\+|^(-k|--lesskey-file|--lesskey-src|--lesskey-content)/.test(word.value ?? word.text))

@@ -35,6 +35,7 @@ describe("core exec bash: a shell running literal code is judged as that code", 
       "bash -l -c 'ls .'",
       "env bash -c 'ls .'",
       "dash -c 'ls .' zero one",
+      "CI=1 sh -c 'grep -rn foo .'",
     ]) {
       const settlement = await run(box, command)
       expect([command, settlement.status]).toEqual([command, "success"])
@@ -101,6 +102,9 @@ describe("core exec bash: options that hand a program a command are checked as t
       "rsync -e 'sh -c \"touch ran\"' v.txt localhost:x",
       "ssh -F ./cfg host",
       "find . -name v.txt -exec ln -s {} zap \\;",
+      "zip -TT ./pre.sh a.zip v.txt",
+      "sort --compress-program=./pre.sh v.txt",
+      "vim '+!touch ran' '+q' v.txt",
     ]) {
       const settlement = await run(box, command)
       // Asked (declined without a person), or refused outright where it may change core's configuration.
@@ -126,7 +130,7 @@ describe("core exec bash: a quoted name with a space is that literal program", (
 describe("core exec bash: xargs cannot rename a program through its input", () => {
   test('type -P rm | xargs -I{} ln -s {} zap; ./zap v.txt is not run under "rm *": "deny"', async () => {
     const box = location(config({ "rm *": "deny" }))
-    for (const command of ["type -P rm | xargs -I{} ln -s {} zap; ./zap v.txt", "type -P rm | xargs -i cp {} zap; ./zap v.txt", "type -P rm | xargs --replace=@ cp @ zap"]) {
+    for (const command of ["type -P rm | xargs -I{} ln -s {} zap; ./zap v.txt", "type -P rm | xargs -i cp {} zap; ./zap v.txt", "type -P rm | xargs --replace=@ cp @ zap", "cp \"$(type -P rm)\" zap; ./zap v.txt", "ln -s /bin/rm zap && ./zap v.txt"]) {
       const settlement = await run(box, command)
       expect([command, settlement.status]).not.toEqual([command, "success"])
     }
@@ -139,7 +143,7 @@ describe("core exec bash: every spelling of the same flags meets the same rule",
   test('"rm -rf *": "deny" denies -fr, -r -f, --recursive --force and -Rf, in exec and in core check', async () => {
     const box = location(config({ "rm -rf *": "deny" }))
     mkdirSync(join(box.location, "d"))
-    for (const command of ["rm -fr d", "rm -r -f d", "rm --recursive --force d", "rm -Rf d", "rm -f -R d", "rm --force -r d"]) {
+    for (const command of ["rm -fr d", "rm -r -f d", "rm --recursive --force d", "rm -Rf d", "rm -f -R d", "rm --force -r d", "D=d; rm -fr $D"]) {
       const settlement = await run(box, command)
       expect([command, settlement.error?.kind]).toEqual([command, "denied"])
       expect((await checked(box, command)).decision).toBe("deny")
@@ -177,6 +181,9 @@ describe("core exec bash: code planted for the user's own git is asked of a pers
       "echo '[core] fsmonitor = ./hook.sh' >> .git/config",
       "tee .git/info/attributes < hook.sh",
       "bash -c 'cat hook.sh > .git/hooks/post-checkout'",
+      // Core's own configuration, through a transparent shell.
+      "sh -c 'echo {} > core.json'",
+      "bash -lc 'rm -rf tools'",
     ]) {
       const settlement = await run(box, command, ["--yes"])
       expect([command, settlement.status]).toEqual([command, "error"])

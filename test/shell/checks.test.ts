@@ -39,6 +39,16 @@ describe("a shell that only runs literal code is checked as that code", () => {
   test("the inner commands own their paths, so a read-only one reads only", async () => {
     expect(await owners("sh -c 'grep -rn foo .'")).toEqual(["grep -rn foo ."])
     expect(await owners("env bash -c 'ls .'")).toEqual(["ls ."])
+    expect(await owners("CI=1 sh -c 'grep -rn foo .'")).toEqual(["grep -rn foo ."])
+    expect(await owners("bash -c 'ls .' > out")).toEqual(["bash -c 'ls .' > out", "ls ."])
+  })
+
+  test("a shell in a line that mentions HOME or ZDOTDIR, or given an environment, keeps its own check", async () => {
+    expect(await plain("HOME=. bash -lc 'ls'")).toContain("HOME=. bash -lc 'ls'")
+    expect(await plain("export HOME=.; bash -lc 'ls'")).toContain("bash -lc 'ls'")
+    expect(await owners("export HOME=.; bash -lc 'ls .'")).toEqual(["bash -lc 'ls .'"])
+    expect(await plain("CI=1 bash -c 'ls'")).toContain("CI=1 bash -c 'ls'")
+    expect((await opaque("ZDOTDIR=. zsh -c 'ls'")).length).toBeGreaterThan(0)
   })
 
   test("a shell given options that change what runs, a redirection, or a wrapper that is not neutral keeps its own check", async () => {
@@ -136,6 +146,25 @@ describe("options that hand a program a command are checked as that command", ()
     }
     for (const line of ["rsync -av a b/", "scp a b:", "less f"]) expect([line, await opaque(line)]).toEqual([line, []])
   })
+
+  test("zip -TT, sort --compress-program, wget --use-askpass, sdiff --diff-program, socat EXEC:, ncat --sh-exec and vim +CMD are opaque", async () => {
+    for (const line of [
+      "zip -TT 'rm x' a.zip f",
+      "sort --compress-program=./x f",
+      "wget --use-askpass=./x u",
+      "sdiff --diff-program=./x a b",
+      "socat - EXEC:'rm x'",
+      "socat - SYSTEM:x",
+      "ncat --sh-exec 'rm x' l",
+      "vim '+!rm x' f",
+      "vim -S x.vim f",
+      "LESS='+!rm x' less f",
+      "MANOPT='-P x' man ls",
+    ]) {
+      expect([line, (await opaque(line)).length > 0]).toEqual([line, true])
+    }
+    for (const line of ["zip -r a.zip d", "sort -u f", "vim f", "socat - TCP:localhost:80"]) expect([line, await opaque(line)]).toEqual([line, []])
+  })
 })
 
 describe("xargs and find cannot give a program another name through their input", () => {
@@ -150,6 +179,14 @@ describe("xargs and find cannot give a program another name through their input"
       expect((await opaque(line)).length).toBeGreaterThan(0)
     })
   }
+
+  test("a program the line itself copies or links, then runs by its new name, is opaque", async () => {
+    expect(await opaque("cp /bin/rm zap; ./zap x")).toEqual(["./zap x"])
+    expect(await opaque("ln -s $(type -P rm) zap && ./zap x")).toContain("./zap x")
+    expect(await opaque("mkdir b; cp /bin/rm b/zap; PATH=b:$PATH zap x")).toEqual(["PATH=b:$PATH zap x"])
+    expect(await opaque("cp a.txt b.txt; ./build.sh")).toEqual([])
+    expect(await opaque("chmod +x build.sh; ./build.sh")).toEqual([])
+  })
 
   test("a replacement given to a command that copies nothing is checked as usual", async () => {
     expect(await opaque("xargs -I{} grep foo {}")).toEqual([])
@@ -181,6 +218,12 @@ describe("Flags.variants", () => {
     expect(of("cp -t dir x")).toEqual([])
     expect(of("frob -rf x")).toEqual([])
     expect(of("rm x")).toEqual([])
+  })
+
+  test("a command asked as opaque keeps its other spellings", async () => {
+    const [check] = await checks("rm -fr $X")
+    expect(check?.opaque).toBeDefined()
+    expect(check?.variants).toContain("rm -rf $X")
   })
 
   test("a command's check carries its other spellings, never its own", async () => {
@@ -217,6 +260,9 @@ describe("code planted for the user's own git is protected", () => {
     "tee -a .git/info/attributes",
     "ln -s x .git/hooks",
     "sed -i s/a/b/ .git/config",
+    "sudo cp x .git/hooks/pre-commit",
+    "find . -name x -exec cp {} .git/hooks/pre-push \\;",
+    "dd if=x of=.git/config",
     "bash -c 'cat x > .git/hooks/post-checkout'",
   ]
   for (const line of protectedLines) {
@@ -226,7 +272,7 @@ describe("code planted for the user's own git is protected", () => {
   }
 
   test("reading git's configuration, or setting what runs nothing, plants nothing", async () => {
-    for (const line of ["git config --get core.hooksPath", "git config core.hooksPath", "git config user.name me", "cat .git/config", "git config --unset core.pager", "git init", "grep x .git/config", "git status"]) {
+    for (const line of ["git config --get core.hooksPath", "git config core.hooksPath", "git config user.name me", "cat .git/config", "git config --unset core.pager", "git init", "grep x .git/config", "git status", "sed -n 1p .git/config", "wc -l .git/config", "ls .git/hooks"]) {
       expect([line, await planted(line)]).toEqual([line, []])
     }
   })
