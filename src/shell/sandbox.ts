@@ -8,7 +8,7 @@ export * as Sandbox from "./sandbox"
 // carved around them (./landlock). When the system temp directory holds one of them (as in tests), the command
 // gets a fresh temp directory of its own (TMPDIR) instead of all of it.
 
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { lstatSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
 import { join, resolve, sep } from "node:path"
 import { Home } from "./home"
@@ -68,6 +68,16 @@ interface Fixed {
   /** core.json's allowWrite, carved. */
   readonly write: ReadonlyArray<string>
   readonly devices: ReadonlyArray<string>
+  /** The Location's cache directory, undefined when it exists but is not core's own (another user made it first). */
+  readonly cache: string | undefined
+}
+
+/** The Location's cache directory under `temp`, made if missing; undefined when it is not this user's alone. */
+const cacheDirectory = (temp: string, location: string): string | undefined => {
+  const cache = Home.cacheOf(temp, location)
+  mkdirSync(cache, { recursive: true, mode: 0o700 })
+  const stat = lstatSync(cache)
+  return stat.isDirectory() && stat.uid === process.getuid?.() && (stat.mode & 0o077) === 0 ? cache : undefined
 }
 
 const cached = new Map<string, Fixed>()
@@ -107,6 +117,7 @@ const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>
     read: [...Landlock.granted([...readable, ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted)], secret), ...granted(allowRead)],
     write: granted(allowWrite),
     devices: Landlock.granted(["/dev"], secret),
+    cache: cacheDirectory(system, policy.location),
   }
   if (cached.size >= FIXED_ENTRIES) cached.delete(cached.keys().next().value!)
   cached.set(key, entry)
@@ -122,7 +133,7 @@ export interface Prepared {
    * its reach: not granted, or carved out (core's own directories are never named).
    */
   readonly refused: (output: string) => ReadonlyArray<string>
-  /** Removes the per-call temp directory, if one was made. */
+  /** Removes the per-call temp and cache directories, if any were made. */
   readonly cleanup: () => void
 }
 
@@ -139,11 +150,13 @@ export const prepare = (
   env: Readonly<Record<string, string | undefined>>,
   settings: Settings = {},
 ): Prepared => {
-  const { core, secret, system, read, write: allowed, devices } = fixed(policy, env, settings)
+  const made = fixed(policy, env, settings)
+  const { core, secret, system, read, write: allowed, devices } = made
+  // A cache directory someone else made (see Fixed.cache) is not used: the call gets an empty one of its own.
+  const cache = made.cache ?? mkdtempSync(join(system, "core-cache-"))
+  const owned = made.cache === undefined ? [cache] : []
   let temporary: string | undefined
   if (secret.some((dir) => within(system, dir))) temporary = mkdtempSync(join(system, "core-call-"))
-  const cache = Home.cacheOf(system, policy.location)
-  mkdirSync(cache, { recursive: true, mode: 0o700 })
   const write = [...Landlock.granted([policy.location, ...policy.approved, temporary ?? system, cache], secret), ...allowed]
   const grants = { read, devices, write }
   const home = env.HOME || homedir()
@@ -171,7 +184,7 @@ export const prepare = (
     },
     refused,
     cleanup: () => {
-      if (temporary !== undefined) rmSync(temporary, { recursive: true, force: true })
+      for (const own of [...owned, ...(temporary === undefined ? [] : [temporary])]) rmSync(own, { recursive: true, force: true })
     },
   }
 }

@@ -5,12 +5,13 @@
 // kernel lacks it they are skipped and say so in their names.
 
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { Landlock } from "../../src/shell/landlock"
 import { Shell } from "../../src/shell/producer"
+import { Home } from "../../src/shell/home"
 import { Sandbox } from "../../src/shell/sandbox"
 import { tempDir } from "../support/temp"
 
@@ -226,6 +227,23 @@ describe("the shell sandbox", () => {
       expect(prepared.env.GOCACHE!.startsWith(home)).toBe(false)
     } finally {
       prepared.cleanup()
+    }
+  })
+
+  test(`a Location's cache directory made by someone else first is not used: the call gets one of its own`, () => {
+    const location = tempDir("core-loc-")
+    const planted = Home.cacheOf(realpathSync(tmpdir()), location)
+    mkdirSync(planted, { mode: 0o777 })
+    chmodSync(planted, 0o777)
+    try {
+      const prepared = Sandbox.prepare({ location, approved: [] }, { PATH: "/usr/bin:/bin" })
+      const own = prepared.env.XDG_CACHE_HOME!
+      expect(own.startsWith(planted)).toBe(false)
+      expect(prepared.grants.write.some((path) => path.startsWith(planted))).toBe(false)
+      prepared.cleanup()
+      expect(existsSync(own)).toBe(false)
+    } finally {
+      rmSync(planted, { recursive: true, force: true })
     }
   })
 
