@@ -75,9 +75,13 @@ interface Fixed {
 /** The Location's cache directory under `temp`, made if missing; undefined when it is not this user's alone. */
 const cacheDirectory = (temp: string, location: string): string | undefined => {
   const cache = Home.cacheOf(temp, location)
-  mkdirSync(cache, { recursive: true, mode: 0o700 })
-  const stat = lstatSync(cache)
-  return stat.isDirectory() && stat.uid === process.getuid?.() && (stat.mode & 0o077) === 0 ? cache : undefined
+  try {
+    mkdirSync(cache, { recursive: true, mode: 0o700 })
+    const stat = lstatSync(cache)
+    return stat.isDirectory() && stat.uid === process.getuid?.() && (stat.mode & 0o077) === 0 ? cache : undefined
+  } catch {
+    return undefined
+  }
 }
 
 const cached = new Map<string, Fixed>()
