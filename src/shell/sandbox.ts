@@ -134,9 +134,10 @@ export interface Prepared {
   readonly env: Readonly<Record<string, string>>
   /**
    * The paths a command's output says it was refused ("Permission denied", EACCES) that this sandbox keeps out of
-   * its reach: not granted, or carved out (core's own directories are never named).
+   * its reach: not granted, or carved out (core's own directories are never named). Relative paths are taken
+   * against `cwd`, where the command ran.
    */
-  readonly refused: (output: string) => ReadonlyArray<string>
+  readonly refused: (output: string, cwd: string) => ReadonlyArray<string>
   /** Removes the per-call temp and cache directories, if any were made. */
   readonly cleanup: () => void
 }
@@ -145,6 +146,8 @@ export interface Prepared {
 const REFUSAL = /permission denied|EACCES/i
 /** A quoted absolute (or `~/`) path, or a bare one starting a word and running up to a space, colon, quote, comma or bracket. */
 const PATH = /(['"`‘])((?:\/|~\/)[^'"`’\n]*)['"’]|(?<![^\s=:([])((?:\/|~\/)[^\s:'",()[\]]+)/g
+/** A relative path as programs name it before their `: Permission denied` (`cat: src/a: Permission denied`). */
+const RELATIVE = /(?<![^\s:])([^\s:'"/~][^\s:'"]*): Permission denied/g
 /** How many refused paths a result names. */
 const REFUSED_MAX = 3
 
@@ -166,15 +169,16 @@ export const prepare = (
   const home = env.HOME || homedir()
   const reachable = (path: string) =>
     !secret.some((dir) => within(dir, path)) && [...read, ...write, ...devices].some((dir) => within(dir, path))
-  const refused = (output: string): ReadonlyArray<string> => {
+  const refused = (output: string, cwd: string): ReadonlyArray<string> => {
     if (!REFUSAL.test(output)) return []
     const paths = new Set<string>()
     for (const line of output.split("\n")) {
       if (!REFUSAL.test(line)) continue
-      for (const match of line.matchAll(PATH)) {
-        const named = match[2] ?? match[3]!
-        const path = Landlock.real(Home.expand(named, home, policy.location))
-        if (!core.some((dir) => within(dir, path)) && !reachable(path)) paths.add(named)
+      const named = [...line.matchAll(PATH)].map((match) => match[2] ?? match[3]!)
+      for (const match of line.matchAll(RELATIVE)) if (match[1]!.includes("/")) named.push(match[1]!)
+      for (const name of named) {
+        const path = Landlock.real(Home.expand(name, home, cwd))
+        if (!core.some((dir) => within(dir, path)) && !reachable(path)) paths.add(name)
         if (paths.size > REFUSED_MAX) return [...paths]
       }
     }
