@@ -111,7 +111,7 @@ const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>
     paths.flatMap((path) => Landlock.granted([path], [...refused, ...denied.filter((store) => store !== path && within(path, store))]))
   // Where a command may write (the system temp directory only when it is granted whole, see `prepare`).
   const temp = secret.some((dir) => within(system, dir)) ? [] : [system]
-  const untrusted = [policy.location, ...policy.approved, ...(policy.others ?? []), ...temp, ...allowWrite]
+  const untrusted = [policy.location, ...policy.approved, ...(policy.others ?? []), ...temp].map(Landlock.real).concat(allowWrite)
   const readable = [...Landlock.SYSTEM_READABLE, ...Home.readable(home)]
   const entry: Fixed = {
     at: now,
