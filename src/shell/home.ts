@@ -6,7 +6,7 @@ export * as Home from "./home"
 // only; ./sandbox turns them into grants, and nothing here decides permissions.
 
 import { createHash } from "node:crypto"
-import { lstatSync, readdirSync, readFileSync, realpathSync } from "node:fs"
+import { type Dirent, lstatSync, readdirSync, readFileSync, realpathSync } from "node:fs"
 import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path"
 
 /**
@@ -141,14 +141,7 @@ export const readable = (home: string): ReadonlyArray<string> => [...READABLE.ma
 
 /** The credential stores under `home` that exist (one that does not needs no carving). */
 export const denied = (home: string): ReadonlyArray<string> =>
-  DENIED.map((path) => join(home, path)).filter((path) => {
-    try {
-      lstatSync(path)
-      return true
-    } catch {
-      return false
-    }
-  })
+  DENIED.map((path) => join(home, path)).filter((path) => lstatSync(path, { throwIfNoEntry: false }) !== undefined)
 
 /**
  * Where a program installed as a symlink lives: the package holding its target (the directory under the nearest
@@ -179,7 +172,7 @@ export const programs = (
   untrusted: ReadonlyArray<string>,
 ): ReadonlyArray<string> => {
   const found: Array<string> = []
-  for (const entry of (path ?? "").split(":")) {
+  for (const entry of new Set((path ?? "").split(":"))) {
     if (!entry.startsWith("/")) continue
     let directory: string
     try {
@@ -190,17 +183,17 @@ export const programs = (
     if (skip.some((root) => within(root, directory))) continue
     found.push(directory)
     if (untrusted.some((root) => within(root, directory))) continue
-    let names: Array<string>
+    let entries: Array<Dirent>
     try {
-      names = readdirSync(directory)
+      // The entries' types come with the listing: only links cost a look-up.
+      entries = readdirSync(directory, { withFileTypes: true })
     } catch {
       continue
     }
-    for (const name of names) {
-      const program = join(directory, name)
+    for (const entry of entries) {
+      if (!entry.isSymbolicLink()) continue
       try {
-        if (!lstatSync(program).isSymbolicLink()) continue
-        const target = realpathSync(program)
+        const target = realpathSync(join(directory, entry.name))
         if (!within(directory, target) && !skip.some((root) => within(root, target))) found.push(installOf(target))
       } catch {
         // A dangling link runs nothing.

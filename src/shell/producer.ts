@@ -598,7 +598,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
       ),
       (running) =>
         Effect.map(Effect.promise(() => running.result), (result) =>
-          prepared === undefined ? result : { ...result, refused: prepared.refused(result.output.text) },
+          prepared === undefined ? result : { ...result, refused: prepared.refused(result.output.text, request.cwd) },
         ),
       // Runs however the use ends: on interruption this is what ends the process before the run returns, and what
       // it ended is what a cancelled call's settlement names.

@@ -8,7 +8,7 @@ export * as Sandbox from "./sandbox"
 // carved around them (./landlock). When the system temp directory holds one of them (as in tests), the command
 // gets a fresh temp directory of its own (TMPDIR) instead of all of it.
 
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { lstatSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
 import { join, resolve, sep } from "node:path"
 import { Home } from "./home"
@@ -68,6 +68,20 @@ interface Fixed {
   /** core.json's allowWrite, carved. */
   readonly write: ReadonlyArray<string>
   readonly devices: ReadonlyArray<string>
+  /** The Location's cache directory, undefined when it exists but is not core's own (another user made it first). */
+  readonly cache: string | undefined
+}
+
+/** The Location's cache directory under `temp`, made if missing; undefined when it is not this user's alone. */
+const cacheDirectory = (temp: string, location: string): string | undefined => {
+  const cache = Home.cacheOf(temp, location)
+  try {
+    mkdirSync(cache, { recursive: true, mode: 0o700 })
+    const stat = lstatSync(cache)
+    return stat.isDirectory() && stat.uid === process.getuid?.() && (stat.mode & 0o077) === 0 ? cache : undefined
+  } catch {
+    return undefined
+  }
 }
 
 const cached = new Map<string, Fixed>()
@@ -97,7 +111,7 @@ const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>
     paths.flatMap((path) => Landlock.granted([path], [...refused, ...denied.filter((store) => store !== path && within(path, store))]))
   // Where a command may write (the system temp directory only when it is granted whole, see `prepare`).
   const temp = secret.some((dir) => within(system, dir)) ? [] : [system]
-  const untrusted = [policy.location, ...policy.approved, ...(policy.others ?? []), ...temp, ...allowWrite]
+  const untrusted = [policy.location, ...policy.approved, ...(policy.others ?? []), ...temp].map(Landlock.real).concat(allowWrite)
   const readable = [...Landlock.SYSTEM_READABLE, ...Home.readable(home)]
   const entry: Fixed = {
     at: now,
@@ -107,6 +121,7 @@ const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>
     read: [...Landlock.granted([...readable, ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted)], secret), ...granted(allowRead)],
     write: granted(allowWrite),
     devices: Landlock.granted(["/dev"], secret),
+    cache: cacheDirectory(system, policy.location),
   }
   if (cached.size >= FIXED_ENTRIES) cached.delete(cached.keys().next().value!)
   cached.set(key, entry)
@@ -119,10 +134,11 @@ export interface Prepared {
   readonly env: Readonly<Record<string, string>>
   /**
    * The paths a command's output says it was refused ("Permission denied", EACCES) that this sandbox keeps out of
-   * its reach: not granted, or carved out (core's own directories are never named).
+   * its reach: not granted, or carved out (core's own directories are never named). Relative paths are taken
+   * against `cwd`, where the command ran.
    */
-  readonly refused: (output: string) => ReadonlyArray<string>
-  /** Removes the per-call temp directory, if one was made. */
+  readonly refused: (output: string, cwd: string) => ReadonlyArray<string>
+  /** Removes the per-call temp and cache directories, if any were made. */
   readonly cleanup: () => void
 }
 
@@ -130,6 +146,8 @@ export interface Prepared {
 const REFUSAL = /permission denied|EACCES/i
 /** A quoted absolute (or `~/`) path, or a bare one starting a word and running up to a space, colon, quote, comma or bracket. */
 const PATH = /(['"`‘])((?:\/|~\/)[^'"`’\n]*)['"’]|(?<![^\s=:([])((?:\/|~\/)[^\s:'",()[\]]+)/g
+/** A relative path as programs name it before their `: Permission denied` (`cat: src/a: Permission denied`). */
+const RELATIVE = /(?<![^\s:])([^\s:'"/~][^\s:'"]*): Permission denied/g
 /** How many refused paths a result names. */
 const REFUSED_MAX = 3
 
@@ -139,25 +157,28 @@ export const prepare = (
   env: Readonly<Record<string, string | undefined>>,
   settings: Settings = {},
 ): Prepared => {
-  const { core, secret, system, read, write: allowed, devices } = fixed(policy, env, settings)
+  const made = fixed(policy, env, settings)
+  const { core, secret, system, read, write: allowed, devices } = made
+  // A cache directory someone else made (see Fixed.cache) is not used: the call gets an empty one of its own.
+  const cache = made.cache ?? mkdtempSync(join(system, "core-cache-"))
+  const owned = made.cache === undefined ? [cache] : []
   let temporary: string | undefined
   if (secret.some((dir) => within(system, dir))) temporary = mkdtempSync(join(system, "core-call-"))
-  const cache = Home.cacheOf(system, policy.location)
-  mkdirSync(cache, { recursive: true, mode: 0o700 })
   const write = [...Landlock.granted([policy.location, ...policy.approved, temporary ?? system, cache], secret), ...allowed]
   const grants = { read, devices, write }
   const home = env.HOME || homedir()
   const reachable = (path: string) =>
     !secret.some((dir) => within(dir, path)) && [...read, ...write, ...devices].some((dir) => within(dir, path))
-  const refused = (output: string): ReadonlyArray<string> => {
+  const refused = (output: string, cwd: string): ReadonlyArray<string> => {
     if (!REFUSAL.test(output)) return []
     const paths = new Set<string>()
     for (const line of output.split("\n")) {
       if (!REFUSAL.test(line)) continue
-      for (const match of line.matchAll(PATH)) {
-        const named = match[2] ?? match[3]!
-        const path = Landlock.real(Home.expand(named, home, policy.location))
-        if (!core.some((dir) => within(dir, path)) && !reachable(path)) paths.add(named)
+      const named = [...line.matchAll(PATH)].map((match) => match[2] ?? match[3]!)
+      for (const match of line.matchAll(RELATIVE)) if (match[1]!.includes("/")) named.push(match[1]!)
+      for (const name of named) {
+        const path = Landlock.real(Home.expand(name, home, cwd))
+        if (!core.some((dir) => within(dir, path)) && !reachable(path)) paths.add(name)
         if (paths.size > REFUSED_MAX) return [...paths]
       }
     }
@@ -171,7 +192,7 @@ export const prepare = (
     },
     refused,
     cleanup: () => {
-      if (temporary !== undefined) rmSync(temporary, { recursive: true, force: true })
+      for (const own of [...owned, ...(temporary === undefined ? [] : [temporary])]) rmSync(own, { recursive: true, force: true })
     },
   }
 }

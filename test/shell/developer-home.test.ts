@@ -142,7 +142,11 @@ describe("the sandbox on a developer's home", () => {
     expect(leaked(box, all(run))).toEqual([".aws/credentials"])
     expect(readFileSync(join(box.user.home, ".cache/tool/data"), "utf8")).toBe("fresh\n")
     expect(output.stderr).toContain("private/notes.txt: Permission denied")
-    expect(output.sandboxed).toEqual([join(box.user.home, ".cargo/config.toml"), join(box.user.home, ".ssh/id_ed25519")])
+    expect(output.sandboxed).toEqual([
+      join(box.user.home, ".cargo/config.toml"),
+      join(box.user.home, ".ssh/id_ed25519"),
+      "private/notes.txt",
+    ])
     expect(text).toContain("kept out by core's sandbox")
   })
 

@@ -5,12 +5,13 @@
 // kernel lacks it they are skipped and say so in their names.
 
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { Landlock } from "../../src/shell/landlock"
 import { Shell } from "../../src/shell/producer"
+import { Home } from "../../src/shell/home"
 import { Sandbox } from "../../src/shell/sandbox"
 import { tempDir } from "../support/temp"
 
@@ -192,14 +193,13 @@ describe("the shell sandbox", () => {
       granting,
     )
     expect(result.stdout.text).toBe("r")
+    expect(result.refused).toEqual(["private/p.txt", "private/new"])
     expect(result.stderr.text.match(/Permission denied/g)?.length).toBe(3)
     expect(existsSync(join(location, "private", "new"))).toBe(false)
     expect(existsSync(join(readable, "no"))).toBe(false)
     expect(readFileSync(join(writable, "w.txt"), "utf8")).toBe("w\n")
     // The rest of the Location stays usable (below its top, where the hidden directory sits: see docs/shell.md).
     expect(readFileSync(join(location, "src", "in.txt"), "utf8")).toBe("in\n")
-    // Only a path out of reach is named: the readable one refused a write, which the sandbox does not claim.
-    expect(result.refused).toEqual([])
   })
 
   test(`the paths a result names as refused are only those the sandbox keeps out, as the output spelled them`, () => {
@@ -209,23 +209,44 @@ describe("the shell sandbox", () => {
     writeFileSync(join(home, ".ssh", "id_ed25519"), "key")
     const prepared = Sandbox.prepare({ location, approved: [] }, { PATH: "/usr/bin:/bin", HOME: home })
     try {
+      mkdirSync(join(location, "src"))
       const refused = prepared.refused(
         [
           `cat: ${home}/.ssh/id_ed25519: Permission denied`,
           `PermissionError: [Errno 13] Permission denied: '${home}/.aws/credentials'`,
           `Error: EACCES: permission denied, open '/srv/data/x.json'`,
           "cat: /etc/shadow: Permission denied",
-          "cat: private/notes.txt: Permission denied",
+          "cat: ../../outside/notes.txt: Permission denied",
+          "cat: src/a.txt: Permission denied",
+          "bash: line 1: notes: Permission denied",
           `cat: ${location}/a.txt: Permission denied`,
           `ls: cannot open directory '${data}': Permission denied`,
           "/opt/elsewhere/file is fine",
         ].join("\n"),
+        join(location, "src"),
       )
-      expect(refused).toEqual([`${home}/.ssh/id_ed25519`, `${home}/.aws/credentials`, "/srv/data/x.json"])
-      expect(prepared.refused("all good\n")).toEqual([])
+      expect(refused).toEqual([`${home}/.ssh/id_ed25519`, `${home}/.aws/credentials`, "/srv/data/x.json", "../../outside/notes.txt"])
+      expect(prepared.refused("all good\n", location)).toEqual([])
       expect(prepared.env.GOCACHE!.startsWith(home)).toBe(false)
     } finally {
       prepared.cleanup()
+    }
+  })
+
+  test(`a Location's cache directory made by someone else first is not used: the call gets one of its own`, () => {
+    const location = tempDir("core-loc-")
+    const planted = Home.cacheOf(realpathSync(tmpdir()), location)
+    mkdirSync(planted, { mode: 0o777 })
+    chmodSync(planted, 0o777)
+    try {
+      const prepared = Sandbox.prepare({ location, approved: [] }, { PATH: "/usr/bin:/bin" })
+      const own = prepared.env.XDG_CACHE_HOME!
+      expect(own.startsWith(planted)).toBe(false)
+      expect(prepared.grants.write.some((path) => path.startsWith(planted))).toBe(false)
+      prepared.cleanup()
+      expect(existsSync(own)).toBe(false)
+    } finally {
+      rmSync(planted, { recursive: true, force: true })
     }
   })
 
