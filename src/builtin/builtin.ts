@@ -131,6 +131,23 @@ export const pathPlan = (
     Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))),
   )
 
+/**
+ * Whether a file, by its real path, is one the agent's `read` rules deny, so a tool showing many files leaves it
+ * out (its name from list and glob, its lines from grep), as the same rule refuses `read` of it; undefined when no
+ * rule denies a read.
+ */
+export const readDenied = (services: Services, agent: string): ((real: string) => boolean) | undefined => {
+  const denies = services.permission.denies(agent, "read")
+  if (denies === undefined) return undefined
+  const inside = services.directory.endsWith(sep) ? services.directory : services.directory + sep
+  return (real) =>
+    denies(real === services.directory ? "." : real.startsWith(inside) ? real.slice(inside.length).split(sep).join("/") : real)
+}
+
+/** How many entries a rule kept out of an answer, as the model reads it (never which). */
+export const hiddenNote = (hidden: number, what: string): string =>
+  `(${hidden} ${what}${hidden === 1 ? "" : "s"} not shown: the user's rules deny reading ${hidden === 1 ? "it" : "them"}.)`
+
 /** A path as the model should see it: relative to the Location when inside it ("." for the Location itself). */
 export const display = (directory: string, path: string): string => {
   if (!isAbsolute(path)) return path

@@ -44,6 +44,9 @@ export const Output = Schema.Struct({
     description: "The newest matching files, at most `limit`: relative to the Location when inside it, absolute otherwise",
   }),
   total: Schema.Int.annotate({ description: "How many files matched in all" }),
+  hidden: Schema.optionalKey(
+    Schema.Int.annotate({ description: "Matching files left out, not counted in `total`, because the user's rules deny reading them" }),
+  ),
   notUtf8: Schema.optionalKey(
     Schema.Array(Schema.String).annotate({
       description: "Entries of `files` whose names are not UTF-8, shown with U+FFFD in place of the bad bytes",
@@ -89,8 +92,9 @@ export const replaced = (shown: string) =>
   })
 
 const render = (output: Output): string => {
+  const hidden = output.hidden === undefined ? [] : ["", Builtin.hiddenNote(output.hidden, "matching file")]
   if (output.total === 0) {
-    return [`No files found matching ${output.pattern} in ${where(output.path)}.`, ...problemLines(output.problems)].join("\n")
+    return [`No files found matching ${output.pattern} in ${where(output.path)}.`, ...hidden, ...problemLines(output.problems)].join("\n")
   }
   const lines = [...output.files]
   if (output.files.length < output.total) {
@@ -102,7 +106,7 @@ const render = (output: Output): string => {
   if (output.notUtf8 !== undefined) {
     lines.push("", `(Not UTF-8, shown with U+FFFD: ${output.notUtf8.length} of these names.)`)
   }
-  return [...lines, ...problemLines(output.problems)].join("\n")
+  return [...lines, ...hidden, ...problemLines(output.problems)].join("\n")
 }
 
 const problemLines = (problems: ReadonlyArray<string> | undefined): Array<string> =>
@@ -129,6 +133,8 @@ const makeTool = (services: Builtin.Services) =>
           instead: "glob searches a directory: give its parent, or read the file.",
         })
         const found: Array<Found> = []
+        const denied = Builtin.readDenied(services, context.agent)
+        let hidden = 0
         // rg walks from the directory as checked, held open (Pinned), so a directory on its path swapped since
         // cannot lead it elsewhere; the "./" paths it prints are put back under the real path.
         const held = yield* Pinned.hold(resolved.real).pipe(Effect.catch(() => Effect.fail(replaced(shown))))
@@ -141,6 +147,11 @@ const makeTool = (services: Builtin.Services) =>
           ...Ripgrep.records(0, (printed) => {
             const record = absolute(printed)
             const { text, utf8 } = Ripgrep.decode(record)
+            // A file whose read a rule denies is not named.
+            if (denied !== undefined && denied(text)) {
+              hidden++
+              return
+            }
             found.push({ path: text, utf8, modified: modifiedTime(utf8 ? text : Buffer.from(record)) })
           }),
         })
@@ -170,6 +181,7 @@ const makeTool = (services: Builtin.Services) =>
           path: shown,
           files,
           total: found.length,
+          ...(hidden === 0 ? {} : { hidden }),
           ...(notUtf8.length === 0 ? {} : { notUtf8 }),
           ...(problems.length === 0 ? {} : { problems }),
         }

@@ -94,7 +94,7 @@ const KEEP_BYTES = (MAX_LINE_CHARS + 1) * 4 + 24
 const matchingLines = (
   withPath: boolean,
   onLine: (path: Uint8Array, line: number, text: Uint8Array, length: number) => void,
-  onNote: (note: Uint8Array) => void,
+  onNote: (path: Uint8Array, note: Uint8Array) => void,
 ) => {
   let inPath = withPath
   let path: Uint8Array = new Uint8Array(0)
@@ -113,7 +113,7 @@ const matchingLines = (
     let index = 0
     let line = 0
     while (index < rest.length && rest[index]! >= 0x30 && rest[index]! <= 0x39) line = line * 10 + rest[index++]! - 0x30
-    if (index === 0 || rest[index] !== 0x3a) onNote(rest)
+    if (index === 0 || rest[index] !== 0x3a) onNote(path, rest)
     else onLine(path, line, rest.subarray(index + 1), length - index - 1)
   }
   const onData = (chunk: Uint8Array) => {
@@ -265,6 +265,12 @@ const makeTool = (services: Builtin.Services) =>
         }
         const limit = input.limit ?? DEFAULT_LIMIT
         const single = resolved.kind === "file"
+        // Files whose read a rule denies are never shown: their lines, their notes and their counts are left out,
+        // without a count of them either (it would tell what they hold). One such file asked for by name is refused.
+        const denied = Builtin.readDenied(services, context.agent)
+        if (single && denied !== undefined && denied(resolved.real)) {
+          yield* Builtin.refuseDenied(services, context, [{ action: "read", resources: [shown], save: [] }])
+        }
         // rg searches a file it is given by name whatever the globs, so include is applied to it here (rg still
         // runs, listing the file, to report an invalid glob as it would for a directory).
         const excluded = single && input.include !== undefined && !Ripgrep.selects(input.include, shown)
@@ -307,11 +313,19 @@ const makeTool = (services: Builtin.Services) =>
         )
         const absolute = Pinned.underneath(resolved.real)
         const target = single ? `./${basename(resolved.real)}` : "."
+        // rg prints a file's lines together, so a denied file is judged once, at its first line.
+        let skipped: Uint8Array | undefined
+        const hides = (raw: Uint8Array): boolean => denied !== undefined && denied(Ripgrep.decode(raw).text)
         const parser = matchingLines(
           !single,
           (path, line, text, length) => {
             const raw = single ? realBytes : absolute(path)
+            if (skipped !== undefined && sameBytes(raw, skipped)) return
             if (current === undefined || !sameBytes(raw, current.raw)) {
+              if (hides(raw)) {
+                skipped = raw.slice()
+                return
+              }
               finish()
               begin(raw.slice())
             }
@@ -319,7 +333,9 @@ const makeTool = (services: Builtin.Services) =>
             matches++
             if (showing && current!.lines.length < limit) current!.lines.push({ line, text: shownLine(text, length) })
           },
-          (note) => notes.push(`${shown}: ${Ripgrep.decode(note).text}`),
+          (path, note) => {
+            if (!hides(single ? realBytes : absolute(path))) notes.push(`${shown}: ${Ripgrep.decode(note).text}`)
+          },
         )
         const search = [
           ...Ripgrep.COMMON_FLAGS,

@@ -40,6 +40,9 @@ export const Output = Schema.Struct({
   total: Schema.Int.annotate({ description: "Files and directories under the listed directory, in all" }),
   notShown: Schema.Int.annotate({ description: "Entries left out of `entries`" }),
   notUtf8: Schema.optionalKey(Schema.Int.annotate({ description: "Names that are not UTF-8, shown with U+FFFD" })),
+  hidden: Schema.optionalKey(
+    Schema.Int.annotate({ description: "Files left out, not counted in `total`, because the user's rules deny reading them" }),
+  ),
   problems: Schema.optionalKey(Schema.Array(Schema.String)),
 })
 export type Output = typeof Output.Type
@@ -103,8 +106,9 @@ const select = (root: Node): Array<typeof Entry.Type> => {
 
 const render = (output: Output): string => {
   const header = output.path.endsWith("/") ? output.path : `${output.path}/`
+  const hidden = output.hidden === undefined ? [] : ["", Builtin.hiddenNote(output.hidden, "file")]
   if (output.total === 0) {
-    return [`${header} (no files)`, ...problemLines(output.problems)].join("\n")
+    return [`${header} (no files)`, ...hidden, ...problemLines(output.problems)].join("\n")
   }
   const lines = [header]
   for (const entry of output.entries) {
@@ -121,7 +125,7 @@ const render = (output: Output): string => {
     )
   }
   if (output.notUtf8 !== undefined) lines.push("", `(${output.notUtf8} names are not UTF-8; shown with U+FFFD.)`)
-  return [...lines, ...problemLines(output.problems)].join("\n")
+  return [...lines, ...hidden, ...problemLines(output.problems)].join("\n")
 }
 
 const problemLines = (problems: ReadonlyArray<string> | undefined): Array<string> =>
@@ -154,6 +158,9 @@ const makeTool = (services: Builtin.Services) =>
         const prefix = 2
         let total = 0
         let notUtf8 = 0
+        let hidden = 0
+        const denied = Builtin.readDenied(services, context.agent)
+        const under = resolved.real.endsWith("/") ? resolved.real : `${resolved.real}/`
         const held = yield* Effect.acquireRelease(
           Effect.tryPromise({ try: () => Pinned.directory(resolved.real), catch: (cause) => cause }).pipe(
             Effect.catch(() =>
@@ -180,6 +187,11 @@ const makeTool = (services: Builtin.Services) =>
           root: held.path,
           ...Ripgrep.records(0, (record) => {
             const { text, utf8 } = Ripgrep.decode(record.subarray(prefix))
+            // A file whose read a rule denies is not named (a name that is not UTF-8 is judged as shown).
+            if (denied !== undefined && denied(under + text)) {
+              hidden++
+              return
+            }
             if (!utf8) notUtf8++
             const segments = text.split("/")
             let directory = root
@@ -214,6 +226,7 @@ const makeTool = (services: Builtin.Services) =>
           total,
           notShown: total - entries.length,
           ...(notUtf8 === 0 ? {} : { notUtf8 }),
+          ...(hidden === 0 ? {} : { hidden }),
           ...(problems.length === 0 ? {} : { problems }),
         }
         return output

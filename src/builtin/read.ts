@@ -106,6 +106,9 @@ const Directory = Schema.Struct({
   }),
   nextOffset: Schema.optionalKey(Schema.Int),
   totalEntries: Schema.Int,
+  hidden: Schema.optionalKey(
+    Schema.Int.annotate({ description: "Files left out, not counted in totalEntries, because the user's rules deny reading them" }),
+  ),
 })
 
 const Image = Schema.Struct({
@@ -403,13 +406,13 @@ const renderText = (output: typeof Text.Type): string => {
 }
 
 const renderDirectory = (output: typeof Directory.Type): string => {
-  if (output.totalEntries === 0) return `(${output.path} is an empty directory)`
+  if (output.totalEntries === 0 && output.hidden === undefined) return `(${output.path} is an empty directory)`
   const last = output.offset + output.entries - 1
   const footer =
     output.nextOffset === undefined
       ? `(${count(output.totalEntries, "entry")}.)`
       : `(Entries ${output.offset}-${last} of ${output.totalEntries}. ${FOOTER_HINT}=${output.nextOffset} to see more.)`
-  return `${output.content}\n\n${footer}`
+  return `${output.content}\n\n${footer}${output.hidden === undefined ? "" : `\n${Builtin.hiddenNote(output.hidden, "file")}`}`
 }
 
 const makeTool = (services: Builtin.Services) => {
@@ -437,7 +440,7 @@ const makeTool = (services: Builtin.Services) => {
       ),
     )
 
-  const readDirectory = (real: string, shown: string, input: typeof Input.Type) =>
+  const readDirectory = (real: string, shown: string, input: typeof Input.Type, agent: string) =>
     Effect.gen(function* () {
       // Listed through the directory as checked (Pinned): a directory on its path swapped since is refused.
       const listed = yield* Effect.promise(async () => {
@@ -468,7 +471,10 @@ const makeTool = (services: Builtin.Services) => {
         }
         return yield* Effect.die(listed.cause)
       }
-      const entries = listed.entries
+      // A file whose read a rule denies is not named here either.
+      const denied = Builtin.readDenied(services, agent)
+      const entries = listed.entries.filter((entry) => denied === undefined || entry.directory || !denied(join(real, entry.name)))
+      const hidden = listed.entries.length - entries.length
       const names = entries
         .sort((a, b) => (a.directory === b.directory ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.directory ? -1 : 1))
         .map((entry) => (entry.directory ? `${entry.name}/` : entry.name))
@@ -493,6 +499,7 @@ const makeTool = (services: Builtin.Services) => {
         content: page.join("\n"),
         totalEntries: names.length,
         ...(after < names.length ? { nextOffset: after + 1 } : {}),
+        ...(hidden === 0 ? {} : { hidden }),
       }
     })
 
@@ -688,7 +695,7 @@ const makeTool = (services: Builtin.Services) => {
                 "files, directories and images.",
             )
           case "directory":
-            return yield* readDirectory(resolved.real, shown, input)
+            return yield* readDirectory(resolved.real, shown, input, context.agent)
           case "file":
             return yield* readFile(resolved.real, shown, input, context)
         }

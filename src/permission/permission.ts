@@ -112,6 +112,12 @@ export interface Interface {
   readonly isAgent: (agent: string) => boolean
   /** The ordered ruleset of an agent (deny-all for an unknown one). */
   readonly rules: (agent: string) => ReadonlyArray<Agent.SourcedRule>
+  /**
+   * Whether a rule of the agent denies `action` on a resource, decided by the rules alone (a saved approval never
+   * overrides a deny); undefined when no rule could deny it, so a caller filtering many paths can skip the work.
+   * For tools that show many files at once (list, glob, grep): what a `read` rule denies is not shown.
+   */
+  readonly denies: (agent: string, action: string) => ((resource: string) => boolean) | undefined
   /** How each resource would be decided now, without asking anyone. */
   readonly explain: (
     input: Pick<AssertInput, "agent" | "action" | "resources">,
@@ -440,6 +446,7 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         agents: Agent.names(configured),
         isAgent: (agent) => Agent.isKnown(configured, agent),
         rules,
+        denies: (agent, action) => Rule.denier(rules(agent), action),
         explain,
         decide: decideAll,
         authorize,

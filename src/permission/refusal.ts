@@ -6,25 +6,34 @@ export * as Refusal from "./refusal"
 
 import * as Schema from "effect/Schema"
 
-/** The rule that denied, as the permission service knows it. */
+/** The rule that denied, as the permission service knows it, with where it was written. */
 export interface DenyingRule {
   readonly action: string
   readonly resource: string
+  readonly effect: string
+  readonly source: { readonly file: string; readonly path: string }
 }
 
 /**
- * What the model reads when a rule denies: that it is the user's rule, which it must not work round. No advice on
- * changing rules: that is the user's business, not the model's.
+ * What the model reads when a rule denies: that it is the user's rule (which one, and where it is written), which
+ * it must not work round. No advice on changing rules: that is the user's business, not the model's.
  */
 export const deniedText = (input: {
   readonly action: string
   readonly resource: string
   readonly agent: string
   readonly rule: DenyingRule | undefined
-}): string =>
-  `Denied: ${input.action} on ${JSON.stringify(input.resource)} is forbidden for the ${input.agent} agent by the ` +
-  `user's rule${input.rule === undefined ? "" : ` (${input.rule.action}: ${JSON.stringify(input.rule.resource)})`}. ` +
-  "Do not try to reach the same result another way."
+}): string => {
+  const rule = input.rule
+  const why =
+    rule === undefined
+      ? ""
+      : ` (rule ${JSON.stringify(rule.action)}: ${JSON.stringify(rule.resource)} → ${rule.effect}, ${rule.source.file}, ${rule.source.path})`
+  return (
+    `Denied: ${input.action} on ${JSON.stringify(input.resource)} is forbidden for the ${input.agent} agent by the ` +
+    `user's rule${why}. Do not try to reach the same result another way.`
+  )
+}
 
 /** Added to a refusal of a command line: nothing of it ran, so the model need not wonder what did. */
 export const NOTHING_RAN = "Nothing in the command line ran."

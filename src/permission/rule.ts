@@ -72,6 +72,16 @@ export const evaluate = (rules: Ruleset, action: string, resource: string): Effe
   find(rules, action, resource)?.effect ?? "ask"
 
 /**
+ * A test of whether `action` is denied on a resource, or undefined when no rule denies the action on anything
+ * (then nothing need be tested).
+ */
+export const denier = (rules: Ruleset, action: string): ((resource: string) => boolean) | undefined => {
+  const relevant = rules.filter((rule) => matches(rule.action, action))
+  if (!relevant.some((rule) => rule.effect === "deny")) return undefined
+  return (resource) => find(relevant, action, resource)?.effect === "deny"
+}
+
+/**
  * Whether an action is denied whatever its resource: the last rule naming the action covers every resource and
  * denies. Used only to hide tools from a catalog; it never authorizes anything.
  */

@@ -67,7 +67,8 @@ describe("bash meets the read rules of the files it reads", () => {
       expect(message).toContain("user's rule")
       expect(message).toContain("Nothing in the command line ran.")
       expect(message).toContain("Do not try to reach the same result another way.")
-      expect(message).not.toMatch(/core\.json|retry|choose another/)
+      expect(message).toContain('rule "read": "*.env" → deny')
+      expect(message).not.toMatch(/retry|choose another|turn this|allow it/)
       if (planted !== undefined) expect([command, existsSync(join(box.location, planted))]).toEqual([command, false])
     }
     expect(readFileSync(join(box.location, "app.env"), "utf8")).toBe(`${SECRET}\n`)
@@ -123,4 +124,64 @@ describe("bash meets the edit rules of the files it changes", () => {
     // Changing another file is not touched by the rule.
     expect(settlementOf(await exec(box, "bash", { command: "rm other.txt" })).status).toBe("success")
   }, 120_000)
+})
+
+describe("tools that show many files leave out those whose read is denied", () => {
+  const text = (settlement: { content: ReadonlyArray<{ type: string; text?: string }> }) =>
+    settlement.content.map((part) => part.text ?? "").join("\n")
+
+  test("list names none of them and says how many it left out", async () => {
+    const box = secrets()
+    const settlement = settlementOf(await exec(box, "list", {}))
+    expect(settlement.status).toBe("success")
+    const shown = text(settlement)
+    expect(shown).not.toContain(".env")
+    expect(shown).toContain("notes.txt")
+    expect(shown).toContain("2 files not shown: the user's rules deny reading them.")
+    const structured = settlement.structured as { total: number; hidden: number; entries: Array<{ path: string }> }
+    expect(structured.hidden).toBe(2)
+    expect(structured.entries.map((entry) => entry.path).join(" ")).not.toContain(".env")
+    // core.json and notes.txt (ripgrep's walk follows no symlink): the files shown are all the total counts.
+    expect(structured.total).toBe(2)
+  })
+
+  test("glob names none of them, even asked for by their own pattern", async () => {
+    const box = secrets()
+    for (const pattern of ["**/*.env", "*", "**/*", "app.env", "sub/deep.env"]) {
+      const settlement = settlementOf(await exec(box, "glob", { pattern }))
+      expect([pattern, settlement.status]).toEqual([pattern, "success"])
+      // The answer echoes the pattern given, and names nothing else of them.
+      expect([pattern, /app\.env|deep\.env/.test(text(settlement).replaceAll(pattern, ""))]).toEqual([pattern, false])
+      expect(JSON.stringify((settlement.structured as { files: unknown }).files)).not.toContain(".env")
+    }
+    const settlement = settlementOf(await exec(box, "glob", { pattern: "**/*.env" }))
+    expect(settlement.structured).toMatchObject({ files: [], total: 0, hidden: 2 })
+  })
+
+  test("grep shows no line of them, counts none of their matches, and refuses one asked for by name", async () => {
+    const box = secrets()
+    for (const input of [{ pattern: "TOKEN" }, { pattern: "s3cr3t", include: "*.env" }, { pattern: ".", path: "sub" }]) {
+      const result = await exec(box, "grep", input)
+      const settlement = settlementOf(result)
+      expect([input, settlement.status]).toEqual([input, "success"])
+      expect(result.stdout).not.toContain(SECRET)
+      expect(result.stdout.replace(`"include": "*.env"`, "").replace("matching *.env", "")).not.toContain(".env")
+      expect(settlement.structured).toMatchObject({ matches: 0, files: 0 })
+    }
+    const named = settlementOf(await exec(box, "grep", { pattern: "TOKEN", path: "app.env" }))
+    expect(named.error?.kind).toBe("denied")
+    expect(named.error?.message).toContain('read on "app.env"')
+    expect(JSON.stringify(named)).not.toContain("s3cr3t")
+    // Other files are searched as before.
+    expect(settlementOf(await exec(box, "grep", { pattern: "hello" })).structured).toMatchObject({ matches: 1, files: 1 })
+  })
+
+  test("read of a directory names none of them", async () => {
+    const box = secrets()
+    const settlement = settlementOf(await exec(box, "read", { filePath: "." }))
+    expect(settlement.status).toBe("success")
+    expect(text(settlement)).not.toContain("app.env")
+    expect(text(settlement)).toContain("notes.txt")
+    expect(text(settlement)).toContain("1 file not shown")
+  })
 })

@@ -117,10 +117,10 @@ describe("Permission rules", () => {
         const permission = yield* Permission.Service
         const denied = yield* permission.assert(ask("bash", ["rm -rf /"])).pipe(Effect.flip)
         expect(denied.message).toBe(
-          'Denied: bash on "rm -rf /" is forbidden for the build agent by the user\'s rule (bash: "rm *"). ' +
-            "Do not try to reach the same result another way.",
+          'Denied: bash on "rm -rf /" is forbidden for the build agent by the user\'s rule (rule "bash": "rm *" → deny, ' +
+            "/work/project/core.json, permission.bash). Do not try to reach the same result another way.",
         )
-        expect(denied.message).not.toMatch(/core\.json|retry|choose another|--yes|config/i)
+        expect(denied.message).not.toMatch(/retry|choose another|--yes|turn|change the rule|allow it/i)
       }),
       configured([sourced("bash", "rm *", "deny")]),
     ))
