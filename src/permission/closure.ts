@@ -1,0 +1,238 @@
+export * as Closure from "./closure"
+
+// The import closure of the tool and plugin files core loads: every path whose content decides what code runs
+// inside core when they load (relative modules, each package in a node_modules with the packages it depends on,
+// the nearer places the resolver would look first, the tsconfig.json that maps bare names). Computed from the files
+// on disk, not from what was loaded, so a file written with a person's approval is covered before it is loaded.
+// Pure reading of the file system, with each file's imports remembered by its identity and change time.
+
+import { lstatSync, readdirSync, readFileSync, realpathSync, type Stats } from "node:fs"
+import { basename, dirname, extname, join, resolve } from "node:path"
+
+/** The most files and packages followed from one set of roots; past it the rest is not protected (and said so). */
+export const MAX_FOLLOWED = 5_000
+
+/** Extensions Bun's resolver tries for a specifier without one, in its order (and `index.*` in a folder). */
+const EXTENSIONS = [".tsx", ".ts", ".jsx", ".js", ".mjs", ".cjs", ".mts", ".cts", ".json"]
+
+/** Files whose imports are scanned (others, such as .json or .wasm, are protected but import nothing). */
+const SOURCE = /\.(tsx?|jsx?|mjs|cjs|mts|cts)$/
+
+/** Files that live beside tools and plugins without being loaded. */
+const IGNORED = /\.(test|spec|d)\.ts$/
+
+/** The folders of a directory whose files core loads. */
+export const FOLDERS = ["tools", "plugins"] as const
+
+/** One protected path of the closure, and the loaded file that first reaches it. */
+export interface Reached {
+  readonly path: string
+  readonly by: string
+}
+
+const lstat = (path: string): Stats | undefined => {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false })
+  } catch {
+    return undefined
+  }
+}
+
+const realOf = (path: string): string => {
+  try {
+    return realpathSync(path)
+  } catch {
+    return path
+  }
+}
+
+/** The files core loads from `directory`: its `tools/*.ts` and `plugins/*.ts`. */
+export const rootsOf = (directory: string): ReadonlyArray<string> =>
+  FOLDERS.flatMap((folder) => {
+    try {
+      return readdirSync(join(directory, folder))
+        .filter((name) => name.endsWith(".ts") && !IGNORED.test(name))
+        .sort()
+        .map((name) => join(directory, folder, name))
+    } catch {
+      return []
+    }
+  })
+
+const transpilers = new Map<string, Bun.Transpiler>()
+const transpilerFor = (file: string): Bun.Transpiler => {
+  const extension = extname(file)
+  const loader = extension === ".tsx" ? "tsx" : extension === ".jsx" ? "jsx" : /\.[mc]?js$/.test(extension) ? "js" : "ts"
+  let transpiler = transpilers.get(loader)
+  if (transpiler === undefined) {
+    transpiler = new Bun.Transpiler({ loader })
+    transpilers.set(loader, transpiler)
+  }
+  return transpiler
+}
+
+/** Each scanned file's specifiers, kept while its identity and change time stay the same. */
+const scanned = new Map<string, { readonly stamp: string; readonly specifiers: ReadonlyArray<string> }>()
+
+const stampOf = (stats: Stats) => `${stats.dev}:${stats.ino}:${stats.ctimeMs}:${stats.size}`
+
+/** The specifiers a source file imports (static, dynamic with a literal, require); none when it cannot be read. */
+export const specifiersOf = (file: string): ReadonlyArray<string> => {
+  const stats = lstat(realOf(file))
+  if (stats === undefined || !stats.isFile()) return []
+  const stamp = stampOf(stats)
+  const known = scanned.get(file)
+  if (known !== undefined && known.stamp === stamp) return known.specifiers
+  let specifiers: ReadonlyArray<string>
+  try {
+    specifiers = transpilerFor(file).scanImports(readFileSync(file, "utf8")).map((entry) => entry.path)
+  } catch {
+    // A syntax error: core refuses to load the file, so it imports nothing.
+    specifiers = []
+  }
+  scanned.set(file, { stamp, specifiers })
+  return specifiers
+}
+
+/**
+ * The names the resolver may try for a relative specifier: the file itself when it exists (found first), else every
+ * other, since one added later would be loaded.
+ */
+const candidatesOf = (base: string): ReadonlyArray<string> => {
+  if (lstat(base)?.isFile() === true) return [base]
+  const stem = base.slice(0, base.length - extname(base).length)
+  return [
+    base,
+    ...EXTENSIONS.map((extension) => base + extension),
+    ...(stem === base ? [] : EXTENSIONS.map((extension) => stem + extension)),
+    join(base, "package.json"),
+    ...EXTENSIONS.map((extension) => join(base, `index${extension}`)),
+  ]
+}
+
+/** Specifiers core serves itself or that name no file: nothing of the Location is reached through them. */
+const served = (specifier: string): boolean =>
+  specifier === "bun" ||
+  specifier === "effect" ||
+  specifier.startsWith("effect/") ||
+  specifier.startsWith("@core/") ||
+  /^(node|bun):/.test(specifier) ||
+  /^[a-z]+:/.test(specifier) ||
+  (require("node:module") as typeof import("node:module")).isBuiltin(specifier)
+
+/** The package name of a bare specifier (`a/b` → `a`, `@s/a/b` → `@s/a`). */
+const packageOf = (specifier: string): string => {
+  const parts = specifier.split("/")
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]!
+}
+
+/** The directories from `from` up to the root of the file system. */
+const ancestors = (from: string): Array<string> => {
+  const found: Array<string> = []
+  for (let current = from; ; current = dirname(current)) {
+    found.push(current)
+    if (dirname(current) === current) return found
+  }
+}
+
+/** The dependencies a package's package.json names, kept while it stays the same. */
+const dependenciesOf = (directory: string): ReadonlyArray<string> => {
+  const file = join(directory, "package.json")
+  const stats = lstat(realOf(file))
+  if (stats === undefined) return []
+  const stamp = stampOf(stats)
+  const known = scanned.get(file)
+  if (known !== undefined && known.stamp === stamp) return known.specifiers
+  let names: ReadonlyArray<string> = []
+  try {
+    const json = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>
+    names = [
+      ...new Set(
+        ["dependencies", "optionalDependencies", "peerDependencies"].flatMap((key) => {
+          const value = json[key]
+          return typeof value === "object" && value !== null ? Object.keys(value) : []
+        }),
+      ),
+    ]
+  } catch {
+    names = []
+  }
+  scanned.set(file, { stamp, specifiers: names })
+  return names
+}
+
+/**
+ * The closure of `roots` (files core loads): every path it reaches, with the root that first reached it. The roots
+ * themselves are not included. `complete` is false when MAX_FOLLOWED was reached.
+ */
+export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyArray<Reached>; readonly complete: boolean } => {
+  const reached = new Map<string, string>()
+  const seen = new Set<string>(roots)
+  const files: Array<{ readonly file: string; readonly by: string }> = roots.map((file) => ({ file, by: file }))
+  const packages: Array<{ readonly directory: string; readonly by: string }> = []
+  let budget = MAX_FOLLOWED
+  const reach = (path: string, by: string) => {
+    if (!reached.has(path) && !roots.includes(path)) reached.set(path, by)
+  }
+  /** A package looked up from `from` as Node and Bun do: the nearest node_modules that holds it. */
+  const lookUp = (name: string, from: string, by: string) => {
+    for (const directory of ancestors(from)) {
+      // A node_modules folder is never searched inside another's own name (`node_modules/node_modules`).
+      if (basename(directory) === "node_modules") continue
+      const candidate = join(directory, "node_modules", name)
+      // Nearer places, missing now, are protected too: one planted there would be found first.
+      reach(candidate, by)
+      const stats = lstat(candidate)
+      if (stats === undefined) continue
+      const real = realOf(candidate)
+      reach(real, by)
+      if (!seen.has(real)) {
+        seen.add(real)
+        packages.push({ directory: real, by })
+      }
+      return
+    }
+  }
+  while ((files.length > 0 || packages.length > 0) && budget-- > 0) {
+    const pkg = packages.pop()
+    if (pkg !== undefined) {
+      for (const name of dependenciesOf(pkg.directory)) lookUp(name, pkg.directory, pkg.by)
+      continue
+    }
+    const { file, by } = files.pop()!
+    if (!SOURCE.test(file)) continue
+    const directory = dirname(file)
+    let bare = false
+    for (const specifier of specifiersOf(file)) {
+      if (served(specifier)) continue
+      if (specifier.startsWith(".") || specifier.startsWith("/")) {
+        const base = resolve(directory, specifier)
+        for (const candidate of candidatesOf(base)) {
+          if (lstat(candidate)?.isDirectory() !== true) reach(candidate, by)
+          const stats = lstat(candidate)
+          if (stats === undefined || !stats.isFile()) continue
+          const real = realOf(candidate)
+          reach(real, by)
+          if (!seen.has(real)) {
+            seen.add(real)
+            files.push({ file: real, by })
+          }
+        }
+        continue
+      }
+      bare = true
+      lookUp(packageOf(specifier), directory, by)
+    }
+    // A bare name may be mapped by a tsconfig.json (its `paths`) before any node_modules is searched: the nearest
+    // one decides, and a nearer one added later would.
+    if (bare) {
+      for (const ancestor of ancestors(directory)) {
+        const config = join(ancestor, "tsconfig.json")
+        reach(config, by)
+        reach(join(ancestor, "jsconfig.json"), by)
+        if (lstat(config) !== undefined) break
+      }
+    }
+  }
+  return { reached: [...reached].map(([path, by]) => ({ path, by })), complete: budget > 0 }
+}
