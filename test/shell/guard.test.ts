@@ -37,10 +37,36 @@ const probe = async (): Promise<boolean> => {
 const MOUNTS = await probe()
 const needs = MOUNTS ? "" : " (SKIPPED: no mount namespace for commands here)"
 
-/** Run by root with setpriv and unshare at hand, a test can be core run by another user (nobody). */
+/** Run by root with setpriv, unshare and mount at hand, a test can be core run by another user (nobody). */
 const NOBODY = 65534
-const AS_NOBODY = process.getuid?.() === 0 && Bun.which("setpriv") !== null && Bun.which("unshare") !== null
-const asNobody = AS_NOBODY ? "" : " (SKIPPED: needs root, setpriv and unshare to run core as another user)"
+const TOOLS = { setpriv: Bun.which("setpriv"), unshare: Bun.which("unshare"), mount: Bun.which("mount"), sh: Bun.which("sh") }
+const AS_NOBODY = process.getuid?.() === 0 && Object.values(TOOLS).every((path) => path !== null)
+const asNobody = AS_NOBODY ? "" : " (SKIPPED: needs root, setpriv, unshare and mount to run core as another user)"
+
+const REPOSITORY = join(import.meta.dir, "../..")
+
+/**
+ * `argv` run as nobody, where this repository and bun are reachable: a developer's clone sits in a home nobody may
+ * enter, so both are bound, in a mount namespace of the child's own, into `root` (which nobody owns). `argv` names
+ * them as `reached.bun` and under `reached.repository`.
+ */
+const nobody = (root: string, argv: (reached: { readonly bun: string; readonly repository: string }) => ReadonlyArray<string>) => {
+  const reach = join(root, "reach")
+  mkdirSync(join(reach, "repository"), { recursive: true })
+  writeFileSync(join(reach, "bun"), "")
+  const reached = { bun: join(reach, "bun"), repository: join(reach, "repository") }
+  const bind = '"$1" --bind "$2" "$3" && "$1" --bind "$4" "$5" && shift 5 && exec "$@"'
+  return [
+    TOOLS.unshare!, "--mount", "--propagation", "private", "--", TOOLS.sh!, "-c", bind, "sh", TOOLS.mount!,
+    REPOSITORY, reached.repository, process.execPath, reached.bun,
+    TOOLS.setpriv!, `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", ...argv(reached),
+  ]
+}
+
+/** Resolves once `path` exists (a command's sign that it has reached a point); the test's timeout bounds it. */
+const until = async (path: string): Promise<void> => {
+  while (!existsSync(path)) await Bun.sleep(5)
+}
 
 /** A Location with every protected entry present. */
 const configured = (): string => {
@@ -138,7 +164,7 @@ describe("core's configuration in the Location, against what a command runs", ()
         sandbox: { location, approved: [], others: [served] },
       }),
     )
-    for (let tries = 0; tries < 500 && !existsSync(join(location, "started")); tries++) await Bun.sleep(10)
+    await until(join(location, "started"))
     expect(Guard.busy(served)).toBe(true)
     let idle = false
     const waiting = Guard.idle(served).then(() => (idle = true))
@@ -151,7 +177,11 @@ describe("core's configuration in the Location, against what a command runs", ()
 
   test("what a detached process creates after the command exits is removed too: it is ended first", async () => {
     const location = tempDir("core-loc-")
-    const result = await run("(setsid sh -c 'while :; do mkdir -p tools; echo x > tools/late.ts; done' &) ; sleep 0.05", location)
+    // The command exits once the detached loop has written at least once, and the loop goes on writing after it.
+    const result = await run(
+      "(setsid sh -c 'while :; do mkdir -p tools; echo x > tools/late.ts; done' &) ; until [ -s tools/late.ts ]; do sleep 0.01; done",
+      location,
+    )
     expect(existsSync(join(location, "tools"))).toBe(false)
     expect(result.undone).toEqual([join(location, "tools")])
     expect(result.killed.length).toBeGreaterThan(0)
@@ -176,7 +206,7 @@ describe("core's configuration in the Location, against what a command runs", ()
     for (const path of ["loc", "loc/tools", "loc/core.json"]) chownSync(join(root, path), NOBODY, NOBODY)
     const command = "echo x > core.json; echo x > tools/x.ts; mkdir plugins; id -u"
     const child = Bun.spawn(
-      ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", process.execPath, join(import.meta.dir, "guard-child.ts"), root, command],
+      nobody(root, (reached) => [reached.bun, join(reached.repository, "test/shell/guard-child.ts"), root, command]),
       { cwd: root, env: { PATH: process.env.PATH!, HOME: root, CORE_HOME: join(root, "home"), CORE_DATA_DIR: join(root, "data") }, stdout: "pipe", stderr: "inherit" },
     )
     const [code, output] = await Promise.all([child.exited, new Response(child.stdout).text()])
@@ -192,18 +222,22 @@ describe("core's configuration in the Location, against what a command runs", ()
     const root = tempDir("core-user-")
     // Nothing on PATH but bun: no unshare, so core run by nobody cannot make a user namespace.
     mkdirSync(join(root, "bin"))
-    symlinkSync(process.execPath, join(root, "bin/bun"))
+    symlinkSync(join(root, "reach/bun"), join(root, "bin/bun"))
     for (const directory of ["loc", "data", "home"]) mkdirSync(join(root, directory))
     for (const path of ["", "bin", "loc", "data", "home"]) chownSync(join(root, path), NOBODY, NOBODY)
-    const check = (prefix: ReadonlyArray<string>) =>
-      Bun.spawnSync(
-        [...prefix, process.execPath, join(import.meta.dir, "../../src/cli/main.ts"), "check", "read", "--input", '{"filePath":"a.txt"}', "--location", join(root, "loc")],
-        { env: { PATH: join(root, "bin"), HOME: join(root, "home"), CORE_DATA_DIR: join(root, "data"), CORE_HOME: join(root, "home") } },
-      )
-    const nobody = check([Bun.which("setpriv")!, `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups"])
-    expect(nobody.exitCode).toBe(0)
-    expect(nobody.stderr.toString()).toContain("core: Commands get no mount namespace here (core is not root")
-    const root_ = check([])
+    const args = ["check", "read", "--input", '{"filePath":"a.txt"}', "--location", join(root, "loc")]
+    const env = { PATH: join(root, "bin"), HOME: join(root, "home"), CORE_DATA_DIR: join(root, "data"), CORE_HOME: join(root, "home") }
+    const asNobody = Bun.spawnSync(
+      nobody(root, (reached) => [reached.bun, join(reached.repository, "src/cli/main.ts"), ...args]),
+      { env },
+    )
+    expect(asNobody.exitCode).toBe(0)
+    expect(asNobody.stderr.toString()).toContain("core: Commands get no mount namespace here (core is not root")
+    mkdirSync(join(root, "root-bin"))
+    symlinkSync(process.execPath, join(root, "root-bin/bun"))
+    const root_ = Bun.spawnSync([process.execPath, join(REPOSITORY, "src/cli/main.ts"), ...args], {
+      env: { ...env, PATH: join(root, "root-bin") },
+    })
     expect(root_.exitCode).toBe(0)
     expect(root_.stderr.toString()).not.toContain("mount namespace")
   })
@@ -307,7 +341,7 @@ describe("core's configuration in the Location, against what a command runs", ()
         sandbox: { location, approved: [] },
       }),
     )
-    for (let tries = 0; tries < 500 && !existsSync(join(location, "gate/started")); tries++) await Bun.sleep(10)
+    await until(join(location, "gate/started"))
     writeFileSync(join(location, "core.json"), '{ "permission": { "bash": "deny" } }')
     writeFileSync(join(location, "gate/open"), "")
     const result = await Effect.runPromise(Fiber.join(fiber))
@@ -327,7 +361,7 @@ describe("core's configuration in the Location, against what a command runs", ()
         sandbox: { location, approved: [] },
       }),
     )
-    for (let tries = 0; tries < 500 && !existsSync(join(location, "tools/x.ts")); tries++) await Bun.sleep(10)
+    await until(join(location, "tools/x.ts"))
     expect(existsSync(join(location, "tools/x.ts"))).toBe(true)
     expect(Guard.busy(location)).toBe(true)
     let idle = false
