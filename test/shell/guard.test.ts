@@ -303,6 +303,61 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(readFileSync(join(result.undoneKeptIn!, "tools/kept.ts"), "utf8")).toBe("kept")
   }, 60_000)
 
+  /** A Location that is a git repository (as git leaves one) whose tool imports a module and a package. */
+  const repository = (): string => {
+    const location = configured()
+    for (const [path, text] of <Array<[string, string]>>[
+      [".git/HEAD", "ref: refs/heads/main\n"],
+      [".git/config", "[core]\n\tbare = false\n"],
+      [".git/hooks/pre-commit.sample", "#!/bin/sh\n"],
+      ["tools/t.ts", 'import "../lib/fmt"\nimport "pad"\n'],
+      ["lib/fmt.ts", 'import "pad"\n'],
+      ["node_modules/pad/package.json", "{}"],
+    ]) {
+      mkdirSync(join(location, path, ".."), { recursive: true })
+      writeFileSync(join(location, path), text)
+    }
+    mkdirSync(join(location, ".git/objects"))
+    return location
+  }
+  const PLANT = [
+    "echo evil > .git/hooks/pre-commit",
+    "echo '[core] hooksPath = x' >> .git/config",
+    "mkdir -p .git/info && echo '* filter=x' > .git/info/attributes",
+    "echo evil > lib/fmt.ts",
+    "echo evil > node_modules/pad/index.js",
+    "mkdir -p lib/node_modules/pad && echo evil > lib/node_modules/pad/index.js",
+    "echo ok > .git/description",
+  ].join("; ")
+  const planted = (location: string) => {
+    expect(readdirSync(join(location, ".git/hooks"))).toEqual(["pre-commit.sample"])
+    expect(readFileSync(join(location, ".git/config"), "utf8")).toBe("[core]\n\tbare = false\n")
+    expect(existsSync(join(location, ".git/info/attributes"))).toBe(false)
+    expect(readFileSync(join(location, "lib/fmt.ts"), "utf8")).toBe('import "pad"\n')
+    expect(readdirSync(join(location, "node_modules/pad"))).toEqual(["package.json"])
+    expect(existsSync(join(location, "lib/node_modules/pad"))).toBe(false)
+    // The rest of .git stays the command's to change.
+    expect(readFileSync(join(location, ".git/description"), "utf8")).toBe("ok\n")
+  }
+
+  test.skipIf(!MOUNTS)(`git's hooks, config and attributes and the code a tool imports are read-only to a command${needs}`, async () => {
+    const location = repository()
+    const result = await run(PLANT, location)
+    expect(result.stderr.text.match(/Read-only file system/g)?.length).toBe(4)
+    planted(location)
+    expect([...result.undone].sort()).toEqual([join(location, ".git/info/attributes"), join(location, "lib/node_modules/pad")])
+  })
+
+  test("with no mount namespace, what a command planted in git's places or the imported code is taken out, and the config put back", async () => {
+    const plain = Shell.make({}, { records: tempDir("core-runs-"), namespaces: false, keeping })
+    const location = repository()
+    const result = await run(PLANT, location, plain)
+    expect(result.exitCode).toBe(0)
+    planted(location)
+    expect(readFileSync(join(result.undoneKeptIn!, ".git/config"), "utf8")).toContain("hooksPath")
+    expect(readFileSync(join(result.undoneKeptIn!, ".git/hooks/pre-commit"), "utf8")).toBe("evil\n")
+  })
+
   test("a call whose change to core's configuration a person approved may make it", async () => {
     const location = configured()
     const result = await Effect.runPromise(
