@@ -6,14 +6,14 @@ export * as Closure from "./closure"
 // on disk, not from what was loaded, so a file written with a person's approval is covered before it is loaded.
 // Pure reading of the file system, with each file's imports remembered by its identity and change time.
 
-import { lstatSync, readdirSync, readFileSync, realpathSync, type Stats } from "node:fs"
+import { lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs"
 import { basename, dirname, extname, join, resolve } from "node:path"
 
 /** The most files and packages followed from one set of roots; past it the rest is not protected (and said so). */
 export const MAX_FOLLOWED = 5_000
 
-/** Extensions Bun's resolver tries for a specifier without one, in its order (and `index.*` in a folder). */
-const EXTENSIONS = [".tsx", ".ts", ".jsx", ".js", ".mjs", ".cjs", ".mts", ".cts", ".json"]
+/** Extensions Bun's resolver tries for a specifier without one, in its order (checked here), then `index.*`. */
+const EXTENSIONS = [".tsx", ".jsx", ".mts", ".ts", ".mjs", ".js", ".cts", ".cjs", ".json"]
 
 /** Files whose imports are scanned (others, such as .json or .wasm, are protected but import nothing). */
 const SOURCE = /\.(tsx?|jsx?|mjs|cjs|mts|cts)$/
@@ -24,15 +24,16 @@ const IGNORED = /\.(test|spec|d)\.ts$/
 /** The folders of a directory whose files core loads. */
 export const FOLDERS = ["tools", "plugins"] as const
 
-/** One protected path of the closure, and the loaded file that first reaches it. */
+/** One protected path of the closure, the loaded file that first reaches it, and who it is when it exists. */
 export interface Reached {
   readonly path: string
   readonly by: string
+  readonly identity: { readonly dev: number; readonly ino: number } | undefined
 }
 
-const lstat = (path: string): Stats | undefined => {
+const statOf = (path: string, follow: boolean): Stats | undefined => {
   try {
-    return lstatSync(path, { throwIfNoEntry: false })
+    return follow ? statSync(path, { throwIfNoEntry: false }) : lstatSync(path, { throwIfNoEntry: false })
   } catch {
     return undefined
   }
@@ -44,6 +45,40 @@ const realOf = (path: string): string => {
   } catch {
     return path
   }
+}
+
+type Kind = "file" | "directory" | "link" | "other"
+
+/**
+ * Each directory's entries, kept while its identity and modification time stay the same: whether a name exists
+ * is then answered without a system call per name (a resolver's candidates are mostly missing).
+ */
+const listings = new Map<string, { readonly stamp: string; readonly entries: ReadonlyMap<string, Kind> }>()
+
+/** One directory's entries now (none when it is missing), looked up once per closure (`fresh`). */
+const entriesOf = (directory: string, fresh: Map<string, ReadonlyMap<string, Kind> | undefined>) => {
+  if (fresh.has(directory)) return fresh.get(directory)
+  const stats = statOf(directory, true)
+  let entries: ReadonlyMap<string, Kind> | undefined
+  if (stats?.isDirectory() === true) {
+    const stamp = `${stats.dev}:${stats.ino}:${stats.mtimeMs}:${stats.ctimeMs}`
+    const known = listings.get(directory)
+    if (known !== undefined && known.stamp === stamp) entries = known.entries
+    else {
+      const found = new Map<string, Kind>()
+      try {
+        for (const entry of readdirSync(directory, { withFileTypes: true })) {
+          found.set(entry.name, entry.isFile() ? "file" : entry.isDirectory() ? "directory" : entry.isSymbolicLink() ? "link" : "other")
+        }
+      } catch {
+        // unreadable: nothing is known to be there
+      }
+      listings.set(directory, { stamp, entries: found })
+      entries = found
+    }
+  }
+  fresh.set(directory, entries)
+  return entries
 }
 
 /** The files core loads from `directory`: its `tools/*.ts` and `plugins/*.ts`. */
@@ -77,8 +112,8 @@ const scanned = new Map<string, { readonly stamp: string; readonly specifiers: R
 const stampOf = (stats: Stats) => `${stats.dev}:${stats.ino}:${stats.ctimeMs}:${stats.size}`
 
 /** The specifiers a source file imports (static, dynamic with a literal, require); none when it cannot be read. */
-export const specifiersOf = (file: string): ReadonlyArray<string> => {
-  const stats = lstat(realOf(file))
+export const specifiersOf = (file: string, stated?: Stats): ReadonlyArray<string> => {
+  const stats = stated ?? statOf(file, true)
   if (stats === undefined || !stats.isFile()) return []
   const stamp = stampOf(stats)
   const known = scanned.get(file)
@@ -95,18 +130,18 @@ export const specifiersOf = (file: string): ReadonlyArray<string> => {
 }
 
 /**
- * The names the resolver may try for a relative specifier: the file itself when it exists (found first), else every
- * other, since one added later would be loaded.
+ * The names the resolver tries for a relative specifier, in its order: the first that exists is loaded, so it and
+ * every missing one before it are what a change could redirect. For `./x.js` the TypeScript sources are tried too.
  */
 const candidatesOf = (base: string): ReadonlyArray<string> => {
-  if (lstat(base)?.isFile() === true) return [base]
-  const stem = base.slice(0, base.length - extname(base).length)
+  const extension = extname(base)
+  const stem = base.slice(0, base.length - extension.length)
   return [
     base,
-    ...EXTENSIONS.map((extension) => base + extension),
-    ...(stem === base ? [] : EXTENSIONS.map((extension) => stem + extension)),
+    ...EXTENSIONS.map((each) => base + each),
+    ...(extension === "" ? [] : EXTENSIONS.map((each) => stem + each)),
     join(base, "package.json"),
-    ...EXTENSIONS.map((extension) => join(base, `index${extension}`)),
+    ...EXTENSIONS.map((each) => join(base, `index${each}`)),
   ]
 }
 
@@ -138,7 +173,7 @@ const ancestors = (from: string): Array<string> => {
 /** The dependencies a package's package.json names, kept while it stays the same. */
 const dependenciesOf = (directory: string): ReadonlyArray<string> => {
   const file = join(directory, "package.json")
-  const stats = lstat(realOf(file))
+  const stats = statOf(file, true)
   if (stats === undefined) return []
   const stamp = stampOf(stats)
   const known = scanned.get(file)
@@ -166,26 +201,50 @@ const dependenciesOf = (directory: string): ReadonlyArray<string> => {
  * themselves are not included. `complete` is false when MAX_FOLLOWED was reached.
  */
 export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyArray<Reached>; readonly complete: boolean } => {
-  const reached = new Map<string, string>()
+  const reached = new Map<string, Reached>()
+  const rooted = new Set(roots)
   const seen = new Set<string>(roots)
+  const fresh = new Map<string, ReadonlyMap<string, Kind> | undefined>()
   const files: Array<{ readonly file: string; readonly by: string }> = roots.map((file) => ({ file, by: file }))
   const packages: Array<{ readonly directory: string; readonly by: string }> = []
+  const looked = new Set<string>()
+  const configured = new Set<string>()
   let budget = MAX_FOLLOWED
-  const reach = (path: string, by: string) => {
-    if (!reached.has(path) && !roots.includes(path)) reached.set(path, by)
+  /** What is at `path` now, from its directory's listing. */
+  const kindOf = (path: string): Kind | undefined => entriesOf(dirname(path), fresh)?.get(basename(path))
+  /** Files' stats, taken once per closure: who a file is, and whether its scan still holds. */
+  const stated = new Map<string, Stats | undefined>()
+  const statFresh = (path: string, follow: boolean) => {
+    const key = `${follow ? "" : "l"}${path}`
+    if (!stated.has(key)) stated.set(key, statOf(path, follow))
+    return stated.get(key)
+  }
+  const reach = (path: string, by: string, kind: Kind | undefined) => {
+    if (reached.has(path) || rooted.has(path)) return
+    const stats = kind === undefined ? undefined : statFresh(path, kind === "link" ? false : true)
+    reached.set(path, { path, by, identity: stats === undefined ? undefined : { dev: stats.dev, ino: stats.ino } })
+  }
+  /** Where `path` really is, when a symbolic link leads elsewhere: protected there too. */
+  const follow = (path: string, kind: Kind, by: string): string => {
+    if (kind !== "link") return path
+    const real = realOf(path)
+    reach(real, by, statFresh(real, true)?.isDirectory() === true ? "directory" : "file")
+    return real
   }
   /** A package looked up from `from` as Node and Bun do: the nearest node_modules that holds it. */
   const lookUp = (name: string, from: string, by: string) => {
+    const key = `${from}\0${name}`
+    if (looked.has(key)) return
+    looked.add(key)
     for (const directory of ancestors(from)) {
       // A node_modules folder is never searched inside another's own name (`node_modules/node_modules`).
       if (basename(directory) === "node_modules") continue
       const candidate = join(directory, "node_modules", name)
+      const kind = kindOf(candidate)
       // Nearer places, missing now, are protected too: one planted there would be found first.
-      reach(candidate, by)
-      const stats = lstat(candidate)
-      if (stats === undefined) continue
-      const real = realOf(candidate)
-      reach(real, by)
+      reach(candidate, by, kind)
+      if (kind === undefined) continue
+      const real = follow(candidate, kind, by)
       if (!seen.has(real)) {
         seen.add(real)
         packages.push({ directory: real, by })
@@ -203,20 +262,23 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
     if (!SOURCE.test(file)) continue
     const directory = dirname(file)
     let bare = false
-    for (const specifier of specifiersOf(file)) {
+    for (const specifier of specifiersOf(file, statFresh(file, true))) {
       if (served(specifier)) continue
       if (specifier.startsWith(".") || specifier.startsWith("/")) {
-        const base = resolve(directory, specifier)
-        for (const candidate of candidatesOf(base)) {
-          if (lstat(candidate)?.isDirectory() !== true) reach(candidate, by)
-          const stats = lstat(candidate)
-          if (stats === undefined || !stats.isFile()) continue
-          const real = realOf(candidate)
-          reach(real, by)
+        for (const candidate of candidatesOf(resolve(directory, specifier))) {
+          const kind = kindOf(candidate)
+          // A folder is looked into (its package.json, its index), never protected whole.
+          if (kind === "directory") continue
+          reach(candidate, by, kind)
+          if (kind === undefined) continue
+          const real = follow(candidate, kind, by)
+          if (statFresh(real, true)?.isFile() !== true) continue
           if (!seen.has(real)) {
             seen.add(real)
             files.push({ file: real, by })
           }
+          // A folder's package.json may name no entry, when its index is loaded.
+          if (basename(candidate) !== "package.json") break
         }
         continue
       }
@@ -225,14 +287,16 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
     }
     // A bare name may be mapped by a tsconfig.json (its `paths`) before any node_modules is searched: the nearest
     // one decides, and a nearer one added later would.
-    if (bare) {
+    if (bare && !configured.has(directory)) {
+      configured.add(directory)
       for (const ancestor of ancestors(directory)) {
         const config = join(ancestor, "tsconfig.json")
-        reach(config, by)
-        reach(join(ancestor, "jsconfig.json"), by)
-        if (lstat(config) !== undefined) break
+        const kind = kindOf(config)
+        reach(config, by, kind)
+        reach(join(ancestor, "jsconfig.json"), by, kindOf(join(ancestor, "jsconfig.json")))
+        if (kind !== undefined) break
       }
     }
   }
-  return { reached: [...reached].map(([path, by]) => ({ path, by })), complete: budget > 0 }
+  return { reached: [...reached.values()], complete: budget > 0 }
 }

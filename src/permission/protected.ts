@@ -154,10 +154,10 @@ const shown = (location: string, path: string): string => {
 export const code = (locations: ReadonlyArray<string>, home: string): Array<Code> => {
   const location = locations[0] ?? home
   const closure = Closure.of([...locations, home].flatMap(Closure.rootsOf))
-  const imported = closure.reached.map(({ path, by }) => ({
+  const imported = closure.reached.map(({ path, by, identity }) => ({
     path,
     what: `${shown(location, path)}, code that ${shown(location, by)} imports (core runs it, outside the sandbox)`,
-    identity: identityOf(path, false),
+    identity,
     kind: "import" as const,
   }))
   const git = locations.flatMap((each) =>
