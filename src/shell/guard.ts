@@ -26,6 +26,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs"
+import { tmpdir } from "node:os"
 import { dirname, join, relative, sep } from "node:path"
 import { Protected } from "../permission/protected"
 
@@ -92,8 +93,17 @@ interface Entry {
   readonly path: string
   /** The directory what the command left here is kept under, by its path from there. */
   readonly base: string
-  /** One of the Location's own entries, which a mount keeps in place (no folder above it can be renamed). */
-  readonly fixed: boolean
+  /**
+   * When what the command made of it is undone: `fixed`, one of the Location's own entries, which a mount keeps
+   * in place (no folder above it can be renamed); `renamed`, code elsewhere in a place a command may write, which
+   * a command can replace by renaming a folder above it; `never`, code where a command cannot write, only mounted.
+   */
+  readonly undo: "fixed" | "renamed" | "never"
+  /**
+   * Of code elsewhere (`renamed`): the folders above it, up to its Location, as they were. Mounted, it changes
+   * only when the command renamed one of them; otherwise a change is a person's (an editor saving it) and stays.
+   */
+  readonly above: ReadonlyArray<readonly [string, Before | undefined]>
   readonly before: Before | undefined
   /** What a directory held before the command, when no mount is expected to keep it read-only. */
   readonly inside: Map<string, Inside> | undefined
@@ -174,6 +184,12 @@ const look = (path: string, keep = false): Before | undefined => {
   return { dev: stats.dev, ino: stats.ino, kind: stats.mode & 0o170000, born: stats.birthtimeMs, link, content, mode: stats.mode & 0o7777 }
 }
 
+/** Whether a path is who it was (the same inode, kind and birth), or missing both times. */
+const unchanged = (was: Before | undefined, now: Before | undefined): boolean =>
+  was === undefined
+    ? now === undefined
+    : now !== undefined && was.dev === now.dev && was.ino === now.ino && was.kind === now.kind && was.born === now.born
+
 /**
  * Guards `location` for one command, from before it starts, and with it `others`: the other Locations this core
  * serves, whose configuration the command must not change either. What the command leaves in core's
@@ -190,34 +206,42 @@ export const begin = (
 ): Guarded => {
   const keys = [...new Set([location, ...others].map(realOf))]
   for (const key of keys) running.set(key, (running.get(key) ?? 0) + 1)
-  const noted = (path: string, base: string, fixed: boolean, keep: boolean): Entry => {
+  const folders = new Map<string, Before | undefined>()
+  const noted = (path: string, base: string, undo: Entry["undo"], keep: boolean): Entry => {
     const before = look(path, keep)
     let inside: Map<string, Inside> | undefined
     if (unmounted && before?.kind === Number(DIRECTORY)) {
       inside = new Map()
       if (!survey(path, inside, { left: MAX_INSIDE })) inside = undefined
     }
-    return { path, base, fixed, before, inside }
+    const above: Array<readonly [string, Before | undefined]> = []
+    if (undo === "renamed") {
+      for (let folder = dirname(path); under(base, folder) && folder !== base; folder = dirname(folder)) {
+        if (!folders.has(folder)) folders.set(folder, look(folder))
+        above.push([folder, folders.get(folder)])
+      }
+    }
+    return { path, base, undo, above, before, inside }
   }
   const own = keys.flatMap((key) => Protected.LOCATION_ENTRIES.map((name) => join(key, name)))
   const under = (root: string, path: string) => path === root || path.startsWith(root + sep)
+  const temporary = realOf(tmpdir())
   const entries: Array<Entry> = [
     ...keys.flatMap((key) =>
-      Protected.LOCATION_ENTRIES.map((name) => noted(join(key, name), key, true, name === "core.json")),
+      Protected.LOCATION_ENTRIES.map((name) => noted(join(key, name), key, "fixed", name === "core.json")),
     ),
-    // Inside an entry already mounted, a path needs no mount of its own.
+    // Inside an entry already mounted, a path needs no mount of its own. Outside the Locations and the temp
+    // directory (the places a command may write), a path is mounted and no more: what changes there is a person's.
     ...Protected.code(keys, home)
       .filter((place) => !own.some((entry) => under(entry, place.path)))
-      .map((place) =>
-        noted(
-          place.path,
-          keys.find((key) => under(key, place.path)) ?? sep,
-          false,
-          // Git's files are put back (a repository without its config breaks); an imported module only where no
-          // mount keeps it read-only.
-          unmounted || place.kind === "git",
-        ),
-      ),
+      .flatMap((place) => {
+        const base = keys.find((key) => under(key, place.path)) ?? (under(temporary, place.path) ? temporary : undefined)
+        // Git's files are put back (a repository without its config breaks); an imported module only where no
+        // mount keeps it read-only.
+        const keep = unmounted || place.kind === "git"
+        if (base !== undefined) return [noted(place.path, base, "renamed", keep)]
+        return place.identity === undefined ? [] : [noted(place.path, sep, "never", false)]
+      }),
   ]
   let removed: Undone | undefined
   const keptIn = keeping === undefined ? undefined : join(keeping, `${new Date().toISOString()}-${crypto.randomUUID().slice(0, 8)}`)
@@ -229,7 +253,10 @@ export const begin = (
     for (const entry of entries) {
       const before = entry.before
       // A mount point the command could neither change nor replace (a symbolic link it could replace).
-      if (mounted && entry.fixed && before !== undefined && before.link === undefined) continue
+      if (entry.undo === "never") continue
+      if (mounted && entry.undo === "fixed" && before !== undefined && before.link === undefined) continue
+      // Mounted, code elsewhere that existed changes only by a folder above it renamed (a person's change stays).
+      if (mounted && entry.undo === "renamed" && before !== undefined && entry.above.every(([folder, was]) => unchanged(was, look(folder)))) continue
       const now = look(entry.path, before?.content !== undefined)
       if (before?.content !== undefined) {
         // Only where no mount kept it read-only can it differ.

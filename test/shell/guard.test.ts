@@ -7,7 +7,7 @@
 // skipped and say so.
 
 import { describe, expect, test } from "bun:test"
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Fiber } from "effect"
 import { Guard } from "../../src/shell/guard"
@@ -356,6 +356,30 @@ describe("core's configuration in the Location, against what a command runs", ()
     planted(location)
     expect(readFileSync(join(result.undoneKeptIn!, ".git/config"), "utf8")).toContain("hooksPath")
     expect(readFileSync(join(result.undoneKeptIn!, ".git/hooks/pre-commit"), "utf8")).toBe("evil\n")
+  })
+
+  test.skipIf(!MOUNTS)(`a person's save of an imported module or the git config while a command runs stays${needs}`, async () => {
+    const location = repository()
+    mkdirSync(join(location, "gate"))
+    const fiber = Effect.runFork(
+      shell.run({
+        argv: [shell.shell, "-c", "touch gate/started; while [ ! -e gate/open ]; do sleep 0.01; done"],
+        cwd: location,
+        env: { PATH: process.env.PATH },
+        sandbox: { location, approved: [] },
+      }),
+    )
+    await until(join(location, "gate/started"))
+    // As an editor saves: a new file renamed over the old one.
+    for (const [path, text] of [["lib/fmt.ts", "export const mine = 1\n"], [".git/config", "[user]\n\tname = me\n"]]) {
+      writeFileSync(join(location, `${path}.new`), text!)
+      renameSync(join(location, `${path}.new`), join(location, path!))
+    }
+    writeFileSync(join(location, "gate/open"), "")
+    const result = await Effect.runPromise(Fiber.join(fiber))
+    expect(result.undone).toEqual([])
+    expect(readFileSync(join(location, "lib/fmt.ts"), "utf8")).toBe("export const mine = 1\n")
+    expect(readFileSync(join(location, ".git/config"), "utf8")).toBe("[user]\n\tname = me\n")
   })
 
   test("a call whose change to core's configuration a person approved may make it", async () => {
