@@ -145,15 +145,19 @@ const candidatesOf = (base: string): ReadonlyArray<string> => {
   ]
 }
 
+/** node:module is loaded only for a bare specifier that is not one of core's (as discovery does). */
+let isBuiltin: ((specifier: string) => boolean) | undefined
+const builtin = (specifier: string): boolean =>
+  (isBuiltin ??= (require("node:module") as typeof import("node:module")).isBuiltin)(specifier)
+
 /** Specifiers core serves itself or that name no file: nothing of the Location is reached through them. */
 const served = (specifier: string): boolean =>
   specifier === "bun" ||
   specifier === "effect" ||
   specifier.startsWith("effect/") ||
   specifier.startsWith("@core/") ||
-  /^(node|bun):/.test(specifier) ||
   /^[a-z]+:/.test(specifier) ||
-  (require("node:module") as typeof import("node:module")).isBuiltin(specifier)
+  builtin(specifier)
 
 /** The package name of a bare specifier (`a/b` → `a`, `@s/a/b` → `@s/a`). */
 const packageOf = (specifier: string): string => {
@@ -263,7 +267,6 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
     const directory = dirname(file)
     let bare = false
     for (const specifier of specifiersOf(file, statFresh(file, true))) {
-      if (served(specifier)) continue
       if (specifier.startsWith(".") || specifier.startsWith("/")) {
         for (const candidate of candidatesOf(resolve(directory, specifier))) {
           const kind = kindOf(candidate)
@@ -282,6 +285,7 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
         }
         continue
       }
+      if (served(specifier)) continue
       bare = true
       lookUp(packageOf(specifier), directory, by)
     }

@@ -84,6 +84,8 @@ describe("core exec: the user's own git is not a way out", () => {
     const append = `\n[core]\n\thooksPath = ${hooks}\n\tfsmonitor = ${join(hooks, "post-commit")}\n`
     const plant = `mkdir -p planted && printf %s ${quoted(hook(box))} > planted/post-commit && chmod +x planted/post-commit`
     await exec(box, "bash", { command: `${plant}; python3 -c ${quoted(`open(".git/config", "a").write(${JSON.stringify(append)})`)}` }, ["--yes"])
+    // The command as a person would approve it: the config is read-only to it whatever approved it.
+    await exec(box, "bash", { command: `git config core.hooksPath ${hooks}` }, ["--yes"])
     await exec(box, "bash", { command: script(`require("fs").appendFileSync(".git/config", ${JSON.stringify(append)})`) })
     await exec(box, "bash", { command: script(`const fs = require("fs"); fs.renameSync(".git/config", ".git/config.old"); fs.writeFileSync(".git/config", ${JSON.stringify(config + append)})`) })
     await exec(box, "bash", {
