@@ -1,14 +1,16 @@
 export * as Protected from "./protected"
 
 // What configures core, and so may change only with a person's approval asked each time (DESIGN §2 law 13): a
-// Location's core.json, tools/, plugins/ and .core/, and everything under $CORE_HOME and $CORE_DATA_DIR; and what
-// no tool reads: $CORE_DATA_DIR (the settlement store, saved approvals) except the managed outputs. Paths are
+// Location's core.json, tools/, plugins/ and .core/, everything under $CORE_HOME and $CORE_DATA_DIR, the code the
+// tool and plugin files import (./closure), and what the user's own git runs (./git); and what no tool reads: $CORE_DATA_DIR (the settlement store, saved approvals) except the managed outputs. Paths are
 // matched by where they really are: by name without regard to case, and by file identity (a bind mount, a
 // case-folding file system, a hard link). Pure policy over the file system's answers; it never asks anyone.
 
 import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs"
 import { homedir } from "node:os"
-import { basename, dirname, join, resolve, sep } from "node:path"
+import { basename, dirname, join, relative, resolve, sep } from "node:path"
+import { Closure } from "./closure"
+import { Git } from "./git"
 
 /** The entries of a Location that configure core. */
 export const LOCATION_ENTRIES = ["core.json", "tools", "plugins", ".core"] as const
@@ -133,6 +135,37 @@ const locationPlaces = (location: string, which = "the Location"): Array<Place> 
 const othersOf = (roots: Roots): ReadonlyArray<string> =>
   roots.others === undefined ? [] : roots.others().filter((other) => other !== roots.location)
 
+/** Code core loads (`import`: a tool or plugin file imports it) or the user's git runs (`git`). */
+export interface Code extends Place {
+  readonly kind: "import" | "git"
+}
+
+/** How a path is shown to a person: from the Location when inside it. */
+const shown = (location: string, path: string): string => {
+  const inside = relative(location, path)
+  return inside === "" || inside.startsWith("..") ? path : inside
+}
+
+/**
+ * What core loads, or the user's git runs, from outside the sandbox beyond the Locations' entries: the import
+ * closure of the tool and plugin files of `locations` and `home`, and the git places of each Location. Looked up
+ * now (each file's imports are remembered while it stays the same).
+ */
+export const code = (locations: ReadonlyArray<string>, home: string): Array<Code> => {
+  const location = locations[0] ?? home
+  const closure = Closure.of([...locations, home].flatMap(Closure.rootsOf))
+  const imported = closure.reached.map(({ path, by, identity }) => ({
+    path,
+    what: `${shown(location, path)}, code that ${shown(location, by)} imports (core runs it, outside the sandbox)`,
+    identity,
+    kind: "import" as const,
+  }))
+  const git = locations.flatMap((each) =>
+    Git.places(each).map((place) => ({ ...place, identity: identityOf(place.path, false), kind: "git" as const })),
+  )
+  return [...imported, ...git]
+}
+
 /** Whether `path` is `root` or under it, ignoring case (a case-folding file system makes them one). */
 const within = (root: string, path: string): boolean => {
   const base = root.toLowerCase()
@@ -166,16 +199,21 @@ const linkedUnder = (directory: string, identity: Identity, budget: { left: numb
  * names, by looking for one of them among the protected files.
  */
 export const change = (roots: Roots, real: string, options: { readonly encloses?: boolean } = {}): string | undefined => {
-  const protectedPlaces = [
+  const configuration = [
     ...locationPlaces(roots.location),
     ...othersOf(roots).flatMap((other) => locationPlaces(other, `the Location ${other}, which core also serves`)),
     ...roots.fixed.home,
     ...roots.fixed.data,
   ]
-  for (const place of protectedPlaces) {
+  for (const place of configuration) {
     if (within(place.path, real)) return place.what
     if (options.encloses === true && within(real, place.path)) return `${real}, which holds ${place.what}`
   }
+  // Code core or git runs counts as itself only, not through a directory holding it: a command given one (`rm -r
+  // lib`) meets its read-only mount, and what it leaves there is undone (Guard).
+  const elsewhere = code([roots.location, ...othersOf(roots)], roots.home)
+  for (const place of elsewhere) if (within(place.path, real)) return place.what
+  const protectedPlaces = [...configuration, ...elsewhere]
   const stats = lstatFree(real)
   const own = stats === undefined ? undefined : { dev: stats.dev, ino: stats.ino }
   const parent = identityOf(dirname(real))
@@ -257,7 +295,8 @@ export const named = (roots: Roots, absolute: string): boolean =>
   [roots.location, ...othersOf(roots)].some((location) =>
     LOCATION_ENTRIES.some((entry) => within(join(location, entry), absolute)),
   ) ||
-  [...roots.fixed.home, ...roots.fixed.data].some((place) => within(place.path, absolute))
+  [...roots.fixed.home, ...roots.fixed.data].some((place) => within(place.path, absolute)) ||
+  code([roots.location, ...othersOf(roots)], roots.home).some((place) => within(place.path, absolute))
 
 /** What a shell command changes when its target is known only when it runs: it may be a protected place. */
 export const UNKNOWN_TARGET =

@@ -1,9 +1,12 @@
 export * as Guard from "./guard"
 
-// Core's own configuration in a Location (core.json, tools/, plugins/, .core/) against the code a command runs,
+// Core's own configuration in a Location (core.json, tools/, plugins/, .core/), the code its tool and plugin files
+// import and what the user's git runs (.git/hooks, .git/config: Protected.code) against the code a command runs,
 // which no per-command check can read. The entries that exist are mounted read-only for the command by its
 // supervisor (./namespace). One that does not exist cannot be covered that way, so what the command created at
-// its place is removed once the command and everything it started have ended, and the result says so. Where the
+// its place is removed once the command and everything it started have ended, and the result says so; so is one
+// that a command replaced by renaming a folder above it (only the Location's own entries are mount points no
+// command can move), whose content is put back where it was kept. Where the
 // system gives no mount namespace, what the command changed inside the existing directories (a file written,
 // replaced or added) is taken out the same way, and core.json is put back. Meanwhile the Location counts as busy:
 // a long-lived core defers hot reload of its tool files and core.json until no command of that Location runs
@@ -23,7 +26,8 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs"
-import { dirname, join, relative } from "node:path"
+import { tmpdir } from "node:os"
+import { dirname, join, relative, sep } from "node:path"
 import { Protected } from "../permission/protected"
 
 interface Before {
@@ -36,6 +40,8 @@ interface Before {
   readonly link: string | undefined
   /** The content of a regular core.json, put back should the command change it where no mount protected it. */
   readonly content: Buffer | undefined
+  /** Its permission bits, which content put back keeps. */
+  readonly mode: number
 }
 
 /** The largest core.json whose content is kept to put back. */
@@ -85,6 +91,19 @@ const survey = (directory: string, into: Map<string, Inside>, budget: { left: nu
 
 interface Entry {
   readonly path: string
+  /** The directory what the command left here is kept under, by its path from there. */
+  readonly base: string
+  /**
+   * When what the command made of it is undone: `fixed`, one of the Location's own entries, which a mount keeps
+   * in place (no folder above it can be renamed); `renamed`, code elsewhere in a place a command may write, which
+   * a command can replace by renaming a folder above it; `never`, code where a command cannot write, only mounted.
+   */
+  readonly undo: "fixed" | "renamed" | "never"
+  /**
+   * Of code elsewhere (`renamed`): the folders above it, up to its Location, as they were. Mounted, it changes
+   * only when the command renamed one of them; otherwise a change is a person's (an editor saving it) and stays.
+   */
+  readonly above: ReadonlyArray<readonly [string, Before | undefined]>
   readonly before: Before | undefined
   /** What a directory held before the command, when no mount is expected to keep it read-only. */
   readonly inside: Map<string, Inside> | undefined
@@ -162,8 +181,14 @@ const look = (path: string, keep = false): Before | undefined => {
   } catch {
     // gone or unreadable meanwhile: nothing to put back
   }
-  return { dev: stats.dev, ino: stats.ino, kind: stats.mode & 0o170000, born: stats.birthtimeMs, link, content }
+  return { dev: stats.dev, ino: stats.ino, kind: stats.mode & 0o170000, born: stats.birthtimeMs, link, content, mode: stats.mode & 0o7777 }
 }
+
+/** Whether a path is who it was (the same inode, kind and birth), or missing both times. */
+const unchanged = (was: Before | undefined, now: Before | undefined): boolean =>
+  was === undefined
+    ? now === undefined
+    : now !== undefined && was.dev === now.dev && was.ino === now.ino && was.kind === now.kind && was.born === now.born
 
 /**
  * Guards `location` for one command, from before it starts, and with it `others`: the other Locations this core
@@ -172,39 +197,75 @@ const look = (path: string, keep = false): Before | undefined => {
  * without one. `unmounted`: no mount is expected to keep the existing entries read-only, so what their
  * directories hold is noted now, to take out what the command changed in them.
  */
-export const begin = (location: string, keeping?: string, others: ReadonlyArray<string> = [], unmounted = false): Guarded => {
+export const begin = (
+  location: string,
+  keeping?: string,
+  others: ReadonlyArray<string> = [],
+  unmounted = false,
+  home: string = Protected.directoriesOf().home,
+): Guarded => {
   const keys = [...new Set([location, ...others].map(realOf))]
   for (const key of keys) running.set(key, (running.get(key) ?? 0) + 1)
-  const entries: Array<Entry & { readonly key: string }> = keys.flatMap((key) =>
-    Protected.LOCATION_ENTRIES.map((name) => {
-      const path = join(key, name)
-      const before = look(path, name === "core.json")
-      let inside: Map<string, Inside> | undefined
-      if (unmounted && before?.kind === Number(DIRECTORY)) {
-        inside = new Map()
-        if (!survey(path, inside, { left: MAX_INSIDE })) inside = undefined
+  const folders = new Map<string, Before | undefined>()
+  const noted = (path: string, base: string, undo: Entry["undo"], keep: boolean): Entry => {
+    const before = look(path, keep)
+    let inside: Map<string, Inside> | undefined
+    if (unmounted && before?.kind === Number(DIRECTORY)) {
+      inside = new Map()
+      if (!survey(path, inside, { left: MAX_INSIDE })) inside = undefined
+    }
+    const above: Array<readonly [string, Before | undefined]> = []
+    if (undo === "renamed") {
+      for (let folder = dirname(path); under(base, folder) && folder !== base; folder = dirname(folder)) {
+        if (!folders.has(folder)) folders.set(folder, look(folder))
+        above.push([folder, folders.get(folder)])
       }
-      return { key, path, before, inside }
-    }),
-  )
+    }
+    return { path, base, undo, above, before, inside }
+  }
+  const own = keys.flatMap((key) => Protected.LOCATION_ENTRIES.map((name) => join(key, name)))
+  const under = (root: string, path: string) => path === root || path.startsWith(root + sep)
+  const temporary = realOf(tmpdir())
+  const entries: Array<Entry> = [
+    ...keys.flatMap((key) =>
+      Protected.LOCATION_ENTRIES.map((name) => noted(join(key, name), key, "fixed", name === "core.json")),
+    ),
+    // Inside an entry already mounted, a path needs no mount of its own. Outside the Locations and the temp
+    // directory (the places a command may write), a path is mounted and no more: what changes there is a person's.
+    ...Protected.code(keys, home)
+      .filter((place) => !own.some((entry) => under(entry, place.path)))
+      .flatMap((place) => {
+        const base = keys.find((key) => under(key, place.path)) ?? (under(temporary, place.path) ? temporary : undefined)
+        // Git's files are put back (a repository without its config breaks); an imported module only where no
+        // mount keeps it read-only.
+        const keep = unmounted || place.kind === "git"
+        if (base !== undefined) return [noted(place.path, base, "renamed", keep)]
+        return place.identity === undefined ? [] : [noted(place.path, sep, "never", false)]
+      }),
+  ]
   let removed: Undone | undefined
   const keptIn = keeping === undefined ? undefined : join(keeping, `${new Date().toISOString()}-${crypto.randomUUID().slice(0, 8)}`)
-  /** Where what the command left at `path` of the Location `key` is kept. */
-  const keptAt = (key: string, path: string) => (keptIn === undefined ? undefined : join(keptIn, relative(key, path)))
+  /** Where what the command left at `path` (of the entry whose base is `base`) is kept. */
+  const keptAt = (base: string, path: string) => (keptIn === undefined ? undefined : join(keptIn, relative(base, path)))
   const finish = (mounted: boolean): Undone => {
     if (removed !== undefined) return removed
     const undone: Array<string> = []
     for (const entry of entries) {
       const before = entry.before
       // A mount point the command could neither change nor replace (a symbolic link it could replace).
-      if (mounted && before !== undefined && before.link === undefined) continue
+      if (entry.undo === "never") continue
+      if (mounted && entry.undo === "fixed" && before !== undefined && before.link === undefined) continue
+      // Mounted, code elsewhere that existed changes only by a folder above it renamed (a person's change stays).
+      if (mounted && entry.undo === "renamed" && before !== undefined && entry.above.every(([folder, was]) => unchanged(was, look(folder)))) continue
       const now = look(entry.path, before?.content !== undefined)
       if (before?.content !== undefined) {
         // Only where no mount kept it read-only can it differ.
         if (now?.content !== undefined && now.content.equals(before.content)) continue
-        if (now !== undefined) setAside(entry.path, keptAt(entry.key, entry.path))
-        writeFileSync(entry.path, before.content)
-        undone.push(entry.path)
+        if (now !== undefined) setAside(entry.path, keptAt(entry.base, entry.path))
+        // Put back where its folder still is (a folder renamed away took the file with it).
+        const back = lstat(dirname(entry.path))?.isDirectory() === true
+        if (back) writeFileSync(entry.path, before.content, { mode: before.mode })
+        if (back || now !== undefined) undone.push(entry.path)
         continue
       }
       if (now === undefined) continue
@@ -223,7 +284,7 @@ export const begin = (location: string, keeping?: string, others: ReadonlyArray<
         }
         // Too much was added to it to look at it all: the directory goes whole, so none of it is loaded.
       }
-      setAside(entry.path, keptAt(entry.key, entry.path))
+      setAside(entry.path, keptAt(entry.base, entry.path))
       if (before?.link !== undefined) symlinkSync(before.link, entry.path)
       undone.push(entry.path)
     }
@@ -249,8 +310,8 @@ export const begin = (location: string, keeping?: string, others: ReadonlyArray<
  * removed cannot be put back: it is gone from where core would load it, which is what matters here.
  */
 const changedInside = (
-  entry: Entry & { readonly key: string },
-  keptAt: (key: string, path: string) => string | undefined,
+  entry: Entry,
+  keptAt: (base: string, path: string) => string | undefined,
 ): Array<string> | undefined => {
   const now = new Map<string, Inside>()
   if (!survey(entry.path, now, { left: 2 * MAX_INSIDE })) return undefined
@@ -264,7 +325,7 @@ const changedInside = (
       before.kind === found.kind &&
       (found.kind === DIRECTORY || before.changed === found.changed)
     if (same) continue
-    setAside(path, keptAt(entry.key, path))
+    setAside(path, keptAt(entry.base, path))
     taken.push(path)
   }
   return taken

@@ -7,7 +7,7 @@
 // skipped and say so.
 
 import { describe, expect, test } from "bun:test"
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Fiber } from "effect"
 import { Guard } from "../../src/shell/guard"
@@ -37,10 +37,36 @@ const probe = async (): Promise<boolean> => {
 const MOUNTS = await probe()
 const needs = MOUNTS ? "" : " (SKIPPED: no mount namespace for commands here)"
 
-/** Run by root with setpriv and unshare at hand, a test can be core run by another user (nobody). */
+/** Run by root with setpriv, unshare and mount at hand, a test can be core run by another user (nobody). */
 const NOBODY = 65534
-const AS_NOBODY = process.getuid?.() === 0 && Bun.which("setpriv") !== null && Bun.which("unshare") !== null
-const asNobody = AS_NOBODY ? "" : " (SKIPPED: needs root, setpriv and unshare to run core as another user)"
+const TOOLS = { setpriv: Bun.which("setpriv"), unshare: Bun.which("unshare"), mount: Bun.which("mount"), sh: Bun.which("sh") }
+const AS_NOBODY = process.getuid?.() === 0 && Object.values(TOOLS).every((path) => path !== null)
+const asNobody = AS_NOBODY ? "" : " (SKIPPED: needs root, setpriv, unshare and mount to run core as another user)"
+
+const REPOSITORY = join(import.meta.dir, "../..")
+
+/**
+ * `argv` run as nobody, where this repository and bun are reachable: a developer's clone sits in a home nobody may
+ * enter, so both are bound, in a mount namespace of the child's own, into `root` (which nobody owns). `argv` names
+ * them as `reached.bun` and under `reached.repository`.
+ */
+const nobody = (root: string, argv: (reached: { readonly bun: string; readonly repository: string }) => ReadonlyArray<string>) => {
+  const reach = join(root, "reach")
+  mkdirSync(join(reach, "repository"), { recursive: true })
+  writeFileSync(join(reach, "bun"), "")
+  const reached = { bun: join(reach, "bun"), repository: join(reach, "repository") }
+  const bind = '"$1" --bind "$2" "$3" && "$1" --bind "$4" "$5" && shift 5 && exec "$@"'
+  return [
+    TOOLS.unshare!, "--mount", "--propagation", "private", "--", TOOLS.sh!, "-c", bind, "sh", TOOLS.mount!,
+    REPOSITORY, reached.repository, process.execPath, reached.bun,
+    TOOLS.setpriv!, `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", ...argv(reached),
+  ]
+}
+
+/** Resolves once `path` exists (a command's sign that it has reached a point); the test's timeout bounds it. */
+const until = async (path: string): Promise<void> => {
+  while (!existsSync(path)) await Bun.sleep(5)
+}
 
 /** A Location with every protected entry present. */
 const configured = (): string => {
@@ -138,7 +164,7 @@ describe("core's configuration in the Location, against what a command runs", ()
         sandbox: { location, approved: [], others: [served] },
       }),
     )
-    for (let tries = 0; tries < 500 && !existsSync(join(location, "started")); tries++) await Bun.sleep(10)
+    await until(join(location, "started"))
     expect(Guard.busy(served)).toBe(true)
     let idle = false
     const waiting = Guard.idle(served).then(() => (idle = true))
@@ -151,7 +177,11 @@ describe("core's configuration in the Location, against what a command runs", ()
 
   test("what a detached process creates after the command exits is removed too: it is ended first", async () => {
     const location = tempDir("core-loc-")
-    const result = await run("(setsid sh -c 'while :; do mkdir -p tools; echo x > tools/late.ts; done' &) ; sleep 0.05", location)
+    // The command exits once the detached loop has written at least once, and the loop goes on writing after it.
+    const result = await run(
+      "(setsid sh -c 'while :; do mkdir -p tools; echo x > tools/late.ts; done' &) ; until [ -s tools/late.ts ]; do sleep 0.01; done",
+      location,
+    )
     expect(existsSync(join(location, "tools"))).toBe(false)
     expect(result.undone).toEqual([join(location, "tools")])
     expect(result.killed.length).toBeGreaterThan(0)
@@ -176,7 +206,7 @@ describe("core's configuration in the Location, against what a command runs", ()
     for (const path of ["loc", "loc/tools", "loc/core.json"]) chownSync(join(root, path), NOBODY, NOBODY)
     const command = "echo x > core.json; echo x > tools/x.ts; mkdir plugins; id -u"
     const child = Bun.spawn(
-      ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", process.execPath, join(import.meta.dir, "guard-child.ts"), root, command],
+      nobody(root, (reached) => [reached.bun, join(reached.repository, "test/shell/guard-child.ts"), root, command]),
       { cwd: root, env: { PATH: process.env.PATH!, HOME: root, CORE_HOME: join(root, "home"), CORE_DATA_DIR: join(root, "data") }, stdout: "pipe", stderr: "inherit" },
     )
     const [code, output] = await Promise.all([child.exited, new Response(child.stdout).text()])
@@ -192,18 +222,22 @@ describe("core's configuration in the Location, against what a command runs", ()
     const root = tempDir("core-user-")
     // Nothing on PATH but bun: no unshare, so core run by nobody cannot make a user namespace.
     mkdirSync(join(root, "bin"))
-    symlinkSync(process.execPath, join(root, "bin/bun"))
+    symlinkSync(join(root, "reach/bun"), join(root, "bin/bun"))
     for (const directory of ["loc", "data", "home"]) mkdirSync(join(root, directory))
     for (const path of ["", "bin", "loc", "data", "home"]) chownSync(join(root, path), NOBODY, NOBODY)
-    const check = (prefix: ReadonlyArray<string>) =>
-      Bun.spawnSync(
-        [...prefix, process.execPath, join(import.meta.dir, "../../src/cli/main.ts"), "check", "read", "--input", '{"filePath":"a.txt"}', "--location", join(root, "loc")],
-        { env: { PATH: join(root, "bin"), HOME: join(root, "home"), CORE_DATA_DIR: join(root, "data"), CORE_HOME: join(root, "home") } },
-      )
-    const nobody = check([Bun.which("setpriv")!, `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups"])
-    expect(nobody.exitCode).toBe(0)
-    expect(nobody.stderr.toString()).toContain("core: Commands get no mount namespace here (core is not root")
-    const root_ = check([])
+    const args = ["check", "read", "--input", '{"filePath":"a.txt"}', "--location", join(root, "loc")]
+    const env = { PATH: join(root, "bin"), HOME: join(root, "home"), CORE_DATA_DIR: join(root, "data"), CORE_HOME: join(root, "home") }
+    const asNobody = Bun.spawnSync(
+      nobody(root, (reached) => [reached.bun, join(reached.repository, "src/cli/main.ts"), ...args]),
+      { env },
+    )
+    expect(asNobody.exitCode).toBe(0)
+    expect(asNobody.stderr.toString()).toContain("core: Commands get no mount namespace here (core is not root")
+    mkdirSync(join(root, "root-bin"))
+    symlinkSync(process.execPath, join(root, "root-bin/bun"))
+    const root_ = Bun.spawnSync([process.execPath, join(REPOSITORY, "src/cli/main.ts"), ...args], {
+      env: { ...env, PATH: join(root, "root-bin") },
+    })
     expect(root_.exitCode).toBe(0)
     expect(root_.stderr.toString()).not.toContain("mount namespace")
   })
@@ -269,6 +303,85 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(readFileSync(join(result.undoneKeptIn!, "tools/kept.ts"), "utf8")).toBe("kept")
   }, 60_000)
 
+  /** A Location that is a git repository (as git leaves one) whose tool imports a module and a package. */
+  const repository = (): string => {
+    const location = configured()
+    for (const [path, text] of <Array<[string, string]>>[
+      [".git/HEAD", "ref: refs/heads/main\n"],
+      [".git/config", "[core]\n\tbare = false\n"],
+      [".git/hooks/pre-commit.sample", "#!/bin/sh\n"],
+      ["tools/t.ts", 'import "../lib/fmt"\nimport "pad"\n'],
+      ["lib/fmt.ts", 'import "pad"\n'],
+      ["node_modules/pad/package.json", "{}"],
+    ]) {
+      mkdirSync(join(location, path, ".."), { recursive: true })
+      writeFileSync(join(location, path), text)
+    }
+    mkdirSync(join(location, ".git/objects"))
+    return location
+  }
+  const PLANT = [
+    "echo evil > .git/hooks/pre-commit",
+    "echo '[core] hooksPath = x' >> .git/config",
+    "mkdir -p .git/info && echo '* filter=x' > .git/info/attributes",
+    "echo evil > lib/fmt.ts",
+    "echo evil > node_modules/pad/index.js",
+    "mkdir -p lib/node_modules/pad && echo evil > lib/node_modules/pad/index.js",
+    "echo ok > .git/description",
+  ].join("; ")
+  const planted = (location: string) => {
+    expect(readdirSync(join(location, ".git/hooks"))).toEqual(["pre-commit.sample"])
+    expect(readFileSync(join(location, ".git/config"), "utf8")).toBe("[core]\n\tbare = false\n")
+    expect(existsSync(join(location, ".git/info/attributes"))).toBe(false)
+    expect(readFileSync(join(location, "lib/fmt.ts"), "utf8")).toBe('import "pad"\n')
+    expect(readdirSync(join(location, "node_modules/pad"))).toEqual(["package.json"])
+    expect(existsSync(join(location, "lib/node_modules/pad"))).toBe(false)
+    // The rest of .git stays the command's to change.
+    expect(readFileSync(join(location, ".git/description"), "utf8")).toBe("ok\n")
+  }
+
+  test.skipIf(!MOUNTS)(`git's hooks, config and attributes and the code a tool imports are read-only to a command${needs}`, async () => {
+    const location = repository()
+    const result = await run(PLANT, location)
+    expect(result.stderr.text.match(/Read-only file system/g)?.length).toBe(4)
+    planted(location)
+    expect([...result.undone].sort()).toEqual([join(location, ".git/info/attributes"), join(location, "lib/node_modules/pad")])
+  })
+
+  test("with no mount namespace, what a command planted in git's places or the imported code is taken out, and the config put back", async () => {
+    const plain = Shell.make({}, { records: tempDir("core-runs-"), namespaces: false, keeping })
+    const location = repository()
+    const result = await run(PLANT, location, plain)
+    expect(result.exitCode).toBe(0)
+    planted(location)
+    expect(readFileSync(join(result.undoneKeptIn!, ".git/config"), "utf8")).toContain("hooksPath")
+    expect(readFileSync(join(result.undoneKeptIn!, ".git/hooks/pre-commit"), "utf8")).toBe("evil\n")
+  })
+
+  test.skipIf(!MOUNTS)(`a person's save of an imported module or the git config while a command runs stays${needs}`, async () => {
+    const location = repository()
+    mkdirSync(join(location, "gate"))
+    const fiber = Effect.runFork(
+      shell.run({
+        argv: [shell.shell, "-c", "touch gate/started; while [ ! -e gate/open ]; do sleep 0.01; done"],
+        cwd: location,
+        env: { PATH: process.env.PATH },
+        sandbox: { location, approved: [] },
+      }),
+    )
+    await until(join(location, "gate/started"))
+    // As an editor saves: a new file renamed over the old one.
+    for (const [path, text] of [["lib/fmt.ts", "export const mine = 1\n"], [".git/config", "[user]\n\tname = me\n"]]) {
+      writeFileSync(join(location, `${path}.new`), text!)
+      renameSync(join(location, `${path}.new`), join(location, path!))
+    }
+    writeFileSync(join(location, "gate/open"), "")
+    const result = await Effect.runPromise(Fiber.join(fiber))
+    expect(result.undone).toEqual([])
+    expect(readFileSync(join(location, "lib/fmt.ts"), "utf8")).toBe("export const mine = 1\n")
+    expect(readFileSync(join(location, ".git/config"), "utf8")).toBe("[user]\n\tname = me\n")
+  })
+
   test("a call whose change to core's configuration a person approved may make it", async () => {
     const location = configured()
     const result = await Effect.runPromise(
@@ -307,7 +420,7 @@ describe("core's configuration in the Location, against what a command runs", ()
         sandbox: { location, approved: [] },
       }),
     )
-    for (let tries = 0; tries < 500 && !existsSync(join(location, "gate/started")); tries++) await Bun.sleep(10)
+    await until(join(location, "gate/started"))
     writeFileSync(join(location, "core.json"), '{ "permission": { "bash": "deny" } }')
     writeFileSync(join(location, "gate/open"), "")
     const result = await Effect.runPromise(Fiber.join(fiber))
@@ -327,7 +440,7 @@ describe("core's configuration in the Location, against what a command runs", ()
         sandbox: { location, approved: [] },
       }),
     )
-    for (let tries = 0; tries < 500 && !existsSync(join(location, "tools/x.ts")); tries++) await Bun.sleep(10)
+    await until(join(location, "tools/x.ts"))
     expect(existsSync(join(location, "tools/x.ts"))).toBe(true)
     expect(Guard.busy(location)).toBe(true)
     let idle = false

@@ -1,0 +1,306 @@
+export * as Closure from "./closure"
+
+// The import closure of the tool and plugin files core loads: every path whose content decides what code runs
+// inside core when they load (relative modules, each package in a node_modules with the packages it depends on,
+// the nearer places the resolver would look first, the tsconfig.json that maps bare names). Computed from the files
+// on disk, not from what was loaded, so a file written with a person's approval is covered before it is loaded.
+// Pure reading of the file system, with each file's imports remembered by its identity and change time.
+
+import { lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs"
+import { basename, dirname, extname, join, resolve } from "node:path"
+
+/** The most files and packages followed from one set of roots; past it the rest is not protected (and said so). */
+export const MAX_FOLLOWED = 5_000
+
+/** Extensions Bun's resolver tries for a specifier without one, in its order (checked here), then `index.*`. */
+const EXTENSIONS = [".tsx", ".jsx", ".mts", ".ts", ".mjs", ".js", ".cts", ".cjs", ".json"]
+
+/** Files whose imports are scanned (others, such as .json or .wasm, are protected but import nothing). */
+const SOURCE = /\.(tsx?|jsx?|mjs|cjs|mts|cts)$/
+
+/** Files that live beside tools and plugins without being loaded. */
+const IGNORED = /\.(test|spec|d)\.ts$/
+
+/** The folders of a directory whose files core loads. */
+export const FOLDERS = ["tools", "plugins"] as const
+
+/** One protected path of the closure, the loaded file that first reaches it, and who it is when it exists. */
+export interface Reached {
+  readonly path: string
+  readonly by: string
+  readonly identity: { readonly dev: number; readonly ino: number } | undefined
+}
+
+const statOf = (path: string, follow: boolean): Stats | undefined => {
+  try {
+    return follow ? statSync(path, { throwIfNoEntry: false }) : lstatSync(path, { throwIfNoEntry: false })
+  } catch {
+    return undefined
+  }
+}
+
+const realOf = (path: string): string => {
+  try {
+    return realpathSync(path)
+  } catch {
+    return path
+  }
+}
+
+type Kind = "file" | "directory" | "link" | "other"
+
+/**
+ * Each directory's entries, kept while its identity and modification time stay the same: whether a name exists
+ * is then answered without a system call per name (a resolver's candidates are mostly missing).
+ */
+const listings = new Map<string, { readonly stamp: string; readonly entries: ReadonlyMap<string, Kind> }>()
+
+/** One directory's entries now (none when it is missing), looked up once per closure (`fresh`). */
+const entriesOf = (directory: string, fresh: Map<string, ReadonlyMap<string, Kind> | undefined>) => {
+  if (fresh.has(directory)) return fresh.get(directory)
+  const stats = statOf(directory, true)
+  let entries: ReadonlyMap<string, Kind> | undefined
+  if (stats?.isDirectory() === true) {
+    const stamp = `${stats.dev}:${stats.ino}:${stats.mtimeMs}:${stats.ctimeMs}`
+    const known = listings.get(directory)
+    if (known !== undefined && known.stamp === stamp) entries = known.entries
+    else {
+      const found = new Map<string, Kind>()
+      try {
+        for (const entry of readdirSync(directory, { withFileTypes: true })) {
+          found.set(entry.name, entry.isFile() ? "file" : entry.isDirectory() ? "directory" : entry.isSymbolicLink() ? "link" : "other")
+        }
+      } catch {
+        // unreadable: nothing is known to be there
+      }
+      listings.set(directory, { stamp, entries: found })
+      entries = found
+    }
+  }
+  fresh.set(directory, entries)
+  return entries
+}
+
+/** The files core loads from `directory`: its `tools/*.ts` and `plugins/*.ts`. */
+export const rootsOf = (directory: string): ReadonlyArray<string> =>
+  FOLDERS.flatMap((folder) => {
+    try {
+      return readdirSync(join(directory, folder))
+        .filter((name) => name.endsWith(".ts") && !IGNORED.test(name))
+        .sort()
+        .map((name) => join(directory, folder, name))
+    } catch {
+      return []
+    }
+  })
+
+const transpilers = new Map<string, Bun.Transpiler>()
+const transpilerFor = (file: string): Bun.Transpiler => {
+  const extension = extname(file)
+  const loader = extension === ".tsx" ? "tsx" : extension === ".jsx" ? "jsx" : /\.[mc]?js$/.test(extension) ? "js" : "ts"
+  let transpiler = transpilers.get(loader)
+  if (transpiler === undefined) {
+    transpiler = new Bun.Transpiler({ loader })
+    transpilers.set(loader, transpiler)
+  }
+  return transpiler
+}
+
+/** Each scanned file's specifiers, kept while its identity and change time stay the same. */
+const scanned = new Map<string, { readonly stamp: string; readonly specifiers: ReadonlyArray<string> }>()
+
+const stampOf = (stats: Stats) => `${stats.dev}:${stats.ino}:${stats.ctimeMs}:${stats.size}`
+
+/** The specifiers a source file imports (static, dynamic with a literal, require); none when it cannot be read. */
+export const specifiersOf = (file: string, stated?: Stats): ReadonlyArray<string> => {
+  const stats = stated ?? statOf(file, true)
+  if (stats === undefined || !stats.isFile()) return []
+  const stamp = stampOf(stats)
+  const known = scanned.get(file)
+  if (known !== undefined && known.stamp === stamp) return known.specifiers
+  let specifiers: ReadonlyArray<string>
+  try {
+    specifiers = transpilerFor(file).scanImports(readFileSync(file, "utf8")).map((entry) => entry.path)
+  } catch {
+    // A syntax error: core refuses to load the file, so it imports nothing.
+    specifiers = []
+  }
+  scanned.set(file, { stamp, specifiers })
+  return specifiers
+}
+
+/**
+ * The names the resolver tries for a relative specifier, in its order: the first that exists is loaded, so it and
+ * every missing one before it are what a change could redirect. For `./x.js` the TypeScript sources are tried too.
+ */
+const candidatesOf = (base: string): ReadonlyArray<string> => {
+  const extension = extname(base)
+  const stem = base.slice(0, base.length - extension.length)
+  return [
+    base,
+    ...EXTENSIONS.map((each) => base + each),
+    ...(extension === "" ? [] : EXTENSIONS.map((each) => stem + each)),
+    join(base, "package.json"),
+    ...EXTENSIONS.map((each) => join(base, `index${each}`)),
+  ]
+}
+
+/** node:module is loaded only for a bare specifier that is not one of core's (as discovery does). */
+let isBuiltin: ((specifier: string) => boolean) | undefined
+const builtin = (specifier: string): boolean =>
+  (isBuiltin ??= (require("node:module") as typeof import("node:module")).isBuiltin)(specifier)
+
+/** Specifiers core serves itself or that name no file: nothing of the Location is reached through them. */
+const served = (specifier: string): boolean =>
+  specifier === "bun" ||
+  specifier === "effect" ||
+  specifier.startsWith("effect/") ||
+  specifier.startsWith("@core/") ||
+  /^[a-z]+:/.test(specifier) ||
+  builtin(specifier)
+
+/** The package name of a bare specifier (`a/b` → `a`, `@s/a/b` → `@s/a`). */
+const packageOf = (specifier: string): string => {
+  const parts = specifier.split("/")
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]!
+}
+
+/** The directories from `from` up to the root of the file system. */
+const ancestors = (from: string): Array<string> => {
+  const found: Array<string> = []
+  for (let current = from; ; current = dirname(current)) {
+    found.push(current)
+    if (dirname(current) === current) return found
+  }
+}
+
+/** The dependencies a package's package.json names, kept while it stays the same. */
+const dependenciesOf = (directory: string): ReadonlyArray<string> => {
+  const file = join(directory, "package.json")
+  const stats = statOf(file, true)
+  if (stats === undefined) return []
+  const stamp = stampOf(stats)
+  const known = scanned.get(file)
+  if (known !== undefined && known.stamp === stamp) return known.specifiers
+  let names: ReadonlyArray<string> = []
+  try {
+    const json = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>
+    names = [
+      ...new Set(
+        ["dependencies", "optionalDependencies", "peerDependencies"].flatMap((key) => {
+          const value = json[key]
+          return typeof value === "object" && value !== null ? Object.keys(value) : []
+        }),
+      ),
+    ]
+  } catch {
+    names = []
+  }
+  scanned.set(file, { stamp, specifiers: names })
+  return names
+}
+
+/**
+ * The closure of `roots` (files core loads): every path it reaches, with the root that first reached it. The roots
+ * themselves are not included. `complete` is false when MAX_FOLLOWED was reached.
+ */
+export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyArray<Reached>; readonly complete: boolean } => {
+  const reached = new Map<string, Reached>()
+  const rooted = new Set(roots)
+  const seen = new Set<string>(roots)
+  const fresh = new Map<string, ReadonlyMap<string, Kind> | undefined>()
+  const files: Array<{ readonly file: string; readonly by: string }> = roots.map((file) => ({ file, by: file }))
+  const packages: Array<{ readonly directory: string; readonly by: string }> = []
+  const looked = new Set<string>()
+  const configured = new Set<string>()
+  let budget = MAX_FOLLOWED
+  /** What is at `path` now, from its directory's listing. */
+  const kindOf = (path: string): Kind | undefined => entriesOf(dirname(path), fresh)?.get(basename(path))
+  /** Files' stats, taken once per closure: who a file is, and whether its scan still holds. */
+  const stated = new Map<string, Stats | undefined>()
+  const statFresh = (path: string, follow: boolean) => {
+    const key = `${follow ? "" : "l"}${path}`
+    if (!stated.has(key)) stated.set(key, statOf(path, follow))
+    return stated.get(key)
+  }
+  const reach = (path: string, by: string, kind: Kind | undefined) => {
+    if (reached.has(path) || rooted.has(path)) return
+    const stats = kind === undefined ? undefined : statFresh(path, kind === "link" ? false : true)
+    reached.set(path, { path, by, identity: stats === undefined ? undefined : { dev: stats.dev, ino: stats.ino } })
+  }
+  /** Where `path` really is, when a symbolic link leads elsewhere: protected there too. */
+  const follow = (path: string, kind: Kind, by: string): string => {
+    if (kind !== "link") return path
+    const real = realOf(path)
+    reach(real, by, statFresh(real, true)?.isDirectory() === true ? "directory" : "file")
+    return real
+  }
+  /** A package looked up from `from` as Node and Bun do: the nearest node_modules that holds it. */
+  const lookUp = (name: string, from: string, by: string) => {
+    const key = `${from}\0${name}`
+    if (looked.has(key)) return
+    looked.add(key)
+    for (const directory of ancestors(from)) {
+      // A node_modules folder is never searched inside another's own name (`node_modules/node_modules`).
+      if (basename(directory) === "node_modules") continue
+      const candidate = join(directory, "node_modules", name)
+      const kind = kindOf(candidate)
+      // Nearer places, missing now, are protected too: one planted there would be found first.
+      reach(candidate, by, kind)
+      if (kind === undefined) continue
+      const real = follow(candidate, kind, by)
+      if (!seen.has(real)) {
+        seen.add(real)
+        packages.push({ directory: real, by })
+      }
+      return
+    }
+  }
+  while ((files.length > 0 || packages.length > 0) && budget-- > 0) {
+    const pkg = packages.pop()
+    if (pkg !== undefined) {
+      for (const name of dependenciesOf(pkg.directory)) lookUp(name, pkg.directory, pkg.by)
+      continue
+    }
+    const { file, by } = files.pop()!
+    if (!SOURCE.test(file)) continue
+    const directory = dirname(file)
+    let bare = false
+    for (const specifier of specifiersOf(file, statFresh(file, true))) {
+      if (specifier.startsWith(".") || specifier.startsWith("/")) {
+        for (const candidate of candidatesOf(resolve(directory, specifier))) {
+          const kind = kindOf(candidate)
+          // A folder is looked into (its package.json, its index), never protected whole.
+          if (kind === "directory") continue
+          reach(candidate, by, kind)
+          if (kind === undefined) continue
+          const real = follow(candidate, kind, by)
+          if (statFresh(real, true)?.isFile() !== true) continue
+          if (!seen.has(real)) {
+            seen.add(real)
+            files.push({ file: real, by })
+          }
+          // A folder's package.json may name no entry, when its index is loaded.
+          if (basename(candidate) !== "package.json") break
+        }
+        continue
+      }
+      if (served(specifier)) continue
+      bare = true
+      lookUp(packageOf(specifier), directory, by)
+    }
+    // A bare name may be mapped by a tsconfig.json (its `paths`) before any node_modules is searched: the nearest
+    // one decides, and a nearer one added later would.
+    if (bare && !configured.has(directory)) {
+      configured.add(directory)
+      for (const ancestor of ancestors(directory)) {
+        const config = join(ancestor, "tsconfig.json")
+        const kind = kindOf(config)
+        reach(config, by, kind)
+        reach(join(ancestor, "jsconfig.json"), by, kindOf(join(ancestor, "jsconfig.json")))
+        if (kind !== undefined) break
+      }
+    }
+  }
+  return { reached: [...reached.values()], complete: budget > 0 }
+}

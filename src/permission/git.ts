@@ -1,0 +1,128 @@
+export * as Git from "./git"
+
+// What the user's own git runs unasked, found from a Location: the hooks, the config (core.hooksPath,
+// core.fsmonitor, filters, pagers...) and info/attributes of the repository the Location is in, of its submodules
+// and of its worktrees. `.git` may be a directory, a file pointing at the git directory (a worktree, a submodule),
+// or absent where the Location is itself a bare repository. Pure reading of the file system.
+
+import { lstatSync, readdirSync, readFileSync, type Stats } from "node:fs"
+import { dirname, isAbsolute, join, resolve } from "node:path"
+
+/** The most nested git directories (submodules, worktrees) looked at under one repository. */
+export const MAX_NESTED = 200
+
+/** One place git runs code from, and what a person is told it is. */
+export interface Place {
+  readonly path: string
+  readonly what: string
+}
+
+const lstat = (path: string): Stats | undefined => {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false })
+  } catch {
+    return undefined
+  }
+}
+
+const read = (path: string): string | undefined => {
+  try {
+    return readFileSync(path, "utf8")
+  } catch {
+    return undefined
+  }
+}
+
+/** The git directory a `.git` file points at (`gitdir: PATH`), or undefined. */
+const pointedBy = (file: string): string | undefined => {
+  const match = /^gitdir:\s*(.+?)\s*$/m.exec(read(file) ?? "")
+  if (match === null) return undefined
+  return isAbsolute(match[1]!) ? match[1]! : resolve(dirname(file), match[1]!)
+}
+
+/** Whether `directory` looks like a git directory (bare repository or `.git`). */
+const isGitDirectory = (directory: string): boolean =>
+  lstat(join(directory, "HEAD"))?.isFile() === true && lstat(join(directory, "objects"))?.isDirectory() === true
+
+/** The repository a Location is in: its `.git` entry (when one), git directory and common directory. */
+export const repositoryOf = (
+  location: string,
+): { readonly entry: string | undefined; readonly gitDir: string; readonly commonDir: string } | undefined => {
+  if (isGitDirectory(location)) return { entry: undefined, gitDir: location, commonDir: location }
+  for (let current = location; ; current = dirname(current)) {
+    const entry = join(current, ".git")
+    const stats = lstat(entry)
+    if (stats !== undefined) {
+      const gitDir = stats.isFile() ? pointedBy(entry) : entry
+      if (gitDir === undefined) return undefined
+      // A worktree's git directory names the repository's own (`commondir`), where hooks and config are.
+      const common = read(join(gitDir, "commondir"))?.trim()
+      const commonDir = common === undefined || common === "" ? gitDir : resolve(gitDir, common)
+      return { entry, gitDir, commonDir }
+    }
+    if (dirname(current) === current) return undefined
+  }
+}
+
+/** The places of one git directory that run code. */
+const placesIn = (directory: string, which: string): Array<Place> => [
+  { path: join(directory, "hooks"), what: `the hooks of ${which} (${join(directory, "hooks")}), which git runs` },
+  { path: join(directory, "config"), what: `the config of ${which} (${join(directory, "config")}), which tells git what to run` },
+  { path: join(directory, "config.worktree"), what: `the worktree config of ${which}, which tells git what to run` },
+  { path: join(directory, "info", "attributes"), what: `the attributes of ${which}, which pick the filters git runs` },
+]
+
+/** Git directories under `directory/modules` (submodules, nested to any depth), up to `budget`. */
+const modulesUnder = (directory: string, found: Array<string>, budget: { left: number }): void => {
+  let names: Array<string>
+  try {
+    names = readdirSync(join(directory, "modules"))
+  } catch {
+    return
+  }
+  const visit = (path: string) => {
+    if (--budget.left < 0) return
+    if (isGitDirectory(path)) {
+      found.push(path)
+      modulesUnder(path, found, budget)
+      return
+    }
+    // A submodule's name may hold slashes: its git directory sits deeper.
+    let inner: Array<string>
+    try {
+      inner = readdirSync(path)
+    } catch {
+      return
+    }
+    for (const name of inner) if (lstat(join(path, name))?.isDirectory() === true) visit(join(path, name))
+  }
+  for (const name of names) visit(join(directory, "modules", name))
+}
+
+/**
+ * The places the user's git runs code from for the repository `location` is in (none outside a repository): the
+ * `.git` pointer file, then hooks, config and attributes of the git directory, the common directory, every
+ * worktree's and every submodule's.
+ */
+export const places = (location: string): ReadonlyArray<Place> => {
+  const repository = repositoryOf(location)
+  if (repository === undefined) return []
+  const found: Array<Place> = []
+  if (repository.entry !== undefined && lstat(repository.entry)?.isFile() === true) {
+    found.push({ path: repository.entry, what: `${repository.entry}, which tells git where the repository (its hooks and config) is` })
+  }
+  const directories = [repository.commonDir]
+  if (repository.gitDir !== repository.commonDir) directories.push(repository.gitDir)
+  const budget = { left: MAX_NESTED }
+  try {
+    for (const name of readdirSync(join(repository.commonDir, "worktrees"))) {
+      if (--budget.left < 0) break
+      directories.push(join(repository.commonDir, "worktrees", name))
+    }
+  } catch {
+    // no worktrees
+  }
+  for (const directory of [...directories]) modulesUnder(directory, directories, budget)
+  for (const directory of new Set(directories)) found.push(...placesIn(directory, `the git repository ${directory}`))
+  return found
+}

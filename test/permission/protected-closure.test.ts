@@ -1,0 +1,152 @@
+// The import closure of tool and plugin files (Closure) and the places the user's git runs code from (Git), on real
+// temp directories: what each reaches, what it leaves out, and how a changed file is seen again. Protected.change
+// answers for every place they name.
+
+import { describe, expect, test } from "bun:test"
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { Closure } from "../../src/permission/closure"
+import { Git } from "../../src/permission/git"
+import { Protected } from "../../src/permission/protected"
+import { tempDir } from "../support/temp"
+
+const files = (root: string, tree: Record<string, string>): string => {
+  for (const [path, text] of Object.entries(tree)) {
+    mkdirSync(dirname(join(root, path)), { recursive: true })
+    writeFileSync(join(root, path), text)
+  }
+  return root
+}
+
+const reachedFrom = (root: string) => Closure.of(Closure.rootsOf(root)).reached.map((each) => each.path)
+
+describe("Closure: the code tool and plugin files import", () => {
+  test("follows relative modules, packages with their dependencies, and the nearer places a resolver looks first", () => {
+    const root = files(tempDir("core-closure-"), {
+      "tools/a.ts": 'import { b } from "../lib/b"\nimport "effect"\nimport "node:fs"\nimport { x } from "@scope/x/sub"\n',
+      "plugins/p.ts": 'const m = await import("../shared/local.ts")\n',
+      "shared/local.ts": "export {}\n",
+      "lib/b.ts": 'import pad from "pad"\nexport const b = 1\n',
+      "node_modules/@scope/x/package.json": '{ "name": "@scope/x", "dependencies": { "dep": "1" } }',
+      "node_modules/dep/package.json": '{ "name": "dep" }',
+      "node_modules/pad/package.json": '{ "name": "pad" }',
+      "lib/unrelated.ts": "export {}\n",
+      "tools/a.test.ts": 'import "../lib/unrelated"\n',
+    })
+    const reached = reachedFrom(root)
+    expect(reached).toContain(join(root, "lib/b.ts"))
+    expect(reached).toContain(join(root, "shared/local.ts"))
+    expect(reached).toContain(join(root, "node_modules/@scope/x"))
+    expect(reached).toContain(join(root, "node_modules/dep"))
+    expect(reached).toContain(join(root, "node_modules/pad"))
+    // Missing now, found first if planted: a nearer node_modules, another extension, the tsconfig mapping names.
+    expect(reached).toContain(join(root, "lib/node_modules/pad"))
+    expect(reached).toContain(join(root, "lib/b.tsx"))
+    expect(reached).toContain(join(root, "lib/tsconfig.json"))
+    expect(reached).toContain(join(root, "tsconfig.json"))
+    // Served modules, built-ins, test files and what nothing imports are not reached.
+    expect(reached.some((path) => path.includes("effect"))).toBe(false)
+    expect(reached).not.toContain(join(root, "lib/unrelated.ts"))
+    expect(reached).not.toContain(join(root, "tools/a.ts"))
+  })
+
+  test("a package reached through a symbolic link is protected where it really is too", () => {
+    const root = files(tempDir("core-closure-"), {
+      "tools/a.ts": 'import "linked"\n',
+      "store/linked@1/package.json": '{ "name": "linked" }',
+    })
+    mkdirSync(join(root, "node_modules"))
+    symlinkSync(join(root, "store/linked@1"), join(root, "node_modules/linked"))
+    const reached = reachedFrom(root)
+    expect(reached).toContain(join(root, "node_modules/linked"))
+    expect(reached).toContain(join(root, "store/linked@1"))
+  })
+
+  test("a file changed since it was scanned is scanned again; one with a syntax error imports nothing", () => {
+    const root = files(tempDir("core-closure-"), { "tools/a.ts": 'import "../lib/one"\n', "lib/one.ts": "", "lib/two.ts": "" })
+    expect(reachedFrom(root)).toContain(join(root, "lib/one.ts"))
+    writeFileSync(join(root, "tools/a.ts"), 'import "../lib/two.ts"\n// longer than before\n')
+    expect(reachedFrom(root)).toContain(join(root, "lib/two.ts"))
+    expect(reachedFrom(root)).not.toContain(join(root, "lib/one.ts"))
+    writeFileSync(join(root, "tools/a.ts"), 'import "../lib/two.ts"\nexport const = \n')
+    expect(reachedFrom(root)).toEqual([])
+  })
+
+  test("an import cycle ends, and a directory with no tools or plugins reaches nothing", () => {
+    const root = files(tempDir("core-closure-"), { "tools/a.ts": 'import "../lib/x.ts"\n', "lib/x.ts": 'import "./y.ts"\n', "lib/y.ts": 'import "./x.ts"\n' })
+    expect(reachedFrom(root)).toEqual([join(root, "lib/x.ts"), join(root, "lib/y.ts")])
+    expect(Closure.of(Closure.rootsOf(tempDir("core-empty-")))).toEqual({ reached: [], complete: true })
+  })
+})
+
+describe("Git: what the user's git runs", () => {
+  const git = (cwd: string, ...args: ReadonlyArray<string>) =>
+    Bun.spawnSync(["git", ...args], { cwd, env: { PATH: process.env.PATH!, HOME: cwd } })
+  const GIT = Bun.which("git") !== null
+
+  test("nothing outside a repository", () => {
+    expect(Git.places(tempDir("core-nogit-"))).toEqual([])
+  })
+
+  test.skipIf(!GIT)("a repository's hooks, config and attributes, found from a folder inside it (SKIPPED without git)", () => {
+    const root = tempDir("core-git-")
+    git(root, "init", "-q")
+    mkdirSync(join(root, "sub"))
+    const paths = Git.places(join(root, "sub")).map((place) => place.path)
+    for (const path of ["hooks", "config", "info/attributes"]) expect(paths).toContain(join(root, ".git", path))
+  })
+
+  test.skipIf(!GIT)("a worktree: its .git pointer, the repository's hooks and config, and its own config.worktree (SKIPPED without git)", () => {
+    const main = tempDir("core-git-")
+    git(main, "init", "-q")
+    git(main, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q", "--allow-empty", "-m", "x")
+    const worktree = join(tempDir("core-wt-"), "wt")
+    git(main, "worktree", "add", "-q", worktree)
+    const paths = Git.places(worktree).map((place) => place.path)
+    expect(paths).toContain(join(worktree, ".git"))
+    expect(paths).toContain(join(main, ".git/hooks"))
+    expect(paths).toContain(join(main, ".git/config"))
+    expect(paths).toContain(join(main, ".git/worktrees/wt/config.worktree"))
+  })
+
+  test("a bare repository as the Location, and a submodule's git directory", () => {
+    const root = files(tempDir("core-bare-"), { HEAD: "ref: refs/heads/main\n", config: "", "modules/a/b/HEAD": "x", "objects/.keep": "" })
+    mkdirSync(join(root, "modules/a/b/objects"))
+    const paths = Git.places(root).map((place) => place.path)
+    expect(paths).toContain(join(root, "hooks"))
+    expect(paths).toContain(join(root, "modules/a/b/hooks"))
+    expect(paths).toContain(join(root, "modules/a/b/config"))
+  })
+
+  test("a .git file that points nowhere readable gives nothing, and is not followed past", () => {
+    const root = files(tempDir("core-git-"), { ".git": "not a pointer\n" })
+    expect(Git.places(root)).toEqual([])
+  })
+})
+
+describe("Protected.change: code and git places", () => {
+  const rootsFor = (location: string) =>
+    Protected.roots({ location, home: tempDir("core-home-"), dataDir: tempDir("core-data-"), readable: [] })
+
+  test("names an imported module, a nearer planted package and a git hook; not an unrelated file", () => {
+    const location = files(tempDir("core-loc-"), {
+      "tools/a.ts": 'import "../lib/b"\nimport "pad"\n',
+      "lib/b.ts": "",
+      "node_modules/pad/package.json": "{}",
+      ".git/HEAD": "ref: refs/heads/main\n",
+      "other.ts": "",
+    })
+    mkdirSync(join(location, ".git/objects"))
+    const roots = rootsFor(location)
+    expect(Protected.change(roots, join(location, "lib/b.ts"))).toContain("code that tools/a.ts imports")
+    expect(Protected.change(roots, join(location, "node_modules/pad/index.js"))).toContain("code that tools/a.ts imports")
+    expect(Protected.change(roots, join(location, "tools/node_modules/pad/index.js"))).toContain("tools/")
+    expect(Protected.change(roots, join(location, ".git/hooks/pre-commit"))).toContain("the hooks of the git repository")
+    expect(Protected.change(roots, join(location, ".git/config"))).toContain("the config of the git repository")
+    expect(Protected.change(roots, join(location, "other.ts"))).toBeUndefined()
+    expect(Protected.change(roots, join(location, ".git/description"))).toBeUndefined()
+    // A folder holding them is not itself asked for: a command given it meets the mounts instead.
+    expect(Protected.change(roots, join(location, "lib"), { encloses: true })).toBeUndefined()
+    expect(Protected.named(roots, join(location, ".git/hooks/x"))).toBe(true)
+  })
+})

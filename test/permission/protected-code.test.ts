@@ -1,0 +1,128 @@
+// Code a tool file imports runs inside core, outside the sandbox, so it is core's configuration as much as the tool
+// file is (DESIGN §2 law 13): attacked through the compiled `core exec` as a model would, under rules that allow
+// everything. A relative module and a package in the Location's node_modules, rewritten by a visible redirection,
+// by a script the command parser cannot see into, renamed away and planted again, shadowed by a nearer
+// node_modules, and written with the write tool: the next exec of the tool must not run the planted code.
+
+import { describe, expect, test } from "bun:test"
+import { existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { exec, IMPORTS, type Sandbox, sandbox, settlementOf } from "../cli/fixture"
+
+const ALLOW = '{ "permission": { "*": "allow" } }\n'
+
+const FMT = 'export const fmt = (text: string) => `[${text}]`\n'
+const PAD_JSON = '{ "name": "leftpad", "version": "1.0.0", "main": "index.js" }\n'
+const PAD = "exports.pad = (text) => '  ' + text\n"
+
+/** A tool importing a relative module (which imports a package) and a package from the Location's node_modules. */
+const FILES = {
+  "core.json": ALLOW,
+  "tools/shout.ts": `${IMPORTS}import { fmt } from "../lib/fmt"\nimport { pad } from "leftpad"\n
+export default Tool.make({
+  description: "Formats text",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.succeed(pad(fmt(input.text))),
+})
+`,
+  "lib/fmt.ts": FMT,
+  "node_modules/leftpad/package.json": PAD_JSON,
+  "node_modules/leftpad/index.js": PAD,
+}
+
+/** Code that, once core loads it, leaves `pwned` in the Location and answers something else. */
+const evil = (box: Sandbox, shape: "esm" | "cjs") => {
+  const mark = `require("fs").writeFileSync(${JSON.stringify(join(box.location, "pwned"))}, "ran")`
+  return shape === "esm" ? `${mark}\nexport const fmt = () => "EVIL"\n` : `${mark}\nexports.pad = () => "EVIL"\n`
+}
+
+/** Runs `command` through bash as the model would, then the tool: which must still answer as it did. */
+const attack = async (box: Sandbox, command: string, extra: ReadonlyArray<string> = []) => {
+  await exec(box, "bash", { command }, extra)
+  const after = await exec(box, "shout", { text: "hi" })
+  expect(settlementOf(after)).toMatchObject({ status: "success", structured: "  [hi]" })
+  expect(existsSync(join(box.location, "pwned"))).toBe(false)
+}
+
+/** Like `attack`, where what the command did leaves the tool unable to load: it fails, and runs nothing planted. */
+const broken = async (box: Sandbox, command: string) => {
+  await exec(box, "bash", { command })
+  const after = await exec(box, "shout", { text: "hi" })
+  expect(after.code).toBe(2)
+  expect(after.stderr).toContain("did not load")
+  expect(existsSync(join(box.location, "pwned"))).toBe(false)
+}
+
+/** A shell-quoted string. */
+const quoted = (text: string) => `'${text.replaceAll("'", `'\\''`)}'`
+
+/** A command running `js` as a script the command parser cannot see into (written to a file, then run by node). */
+const script = (js: string) => `printf %s ${quoted(js)} > .attack.js && node .attack.js`
+
+
+describe("core exec: code a tool file imports is core's configuration", () => {
+  test("the tool loads and runs with its imports", async () => {
+    const box = sandbox(FILES)
+    expect(settlementOf(await exec(box, "shout", { text: "hi" }))).toMatchObject({ status: "success", structured: "  [hi]" })
+  }, 120_000)
+
+  test("a relative module a tool imports cannot be rewritten by a command, seen or unseen", async () => {
+    const box = sandbox(FILES)
+    await attack(box, `printf %s ${quoted(evil(box, "esm"))} > lib/fmt.ts`)
+    await attack(box, script(`require("fs").writeFileSync("lib/fmt.ts", ${JSON.stringify(evil(box, "esm"))})`))
+    await attack(box, `python3 -c ${quoted(`open("lib/fmt.ts", "w").write(${JSON.stringify(evil(box, "esm"))})`)}`, ["--yes"])
+    expect(readFileSync(join(box.location, "lib/fmt.ts"), "utf8")).toBe(FMT)
+  }, 120_000)
+
+  test("a package a tool imports from the Location's node_modules cannot be rewritten by a command", async () => {
+    const box = sandbox(FILES)
+    await attack(box, script(`require("fs").writeFileSync("node_modules/leftpad/index.js", ${JSON.stringify(evil(box, "cjs"))})`))
+    await attack(box, script(`require("fs").writeFileSync("node_modules/leftpad/package.json", '{"main":"evil.js"}'); require("fs").writeFileSync("node_modules/leftpad/evil.js", ${JSON.stringify(evil(box, "cjs"))})`))
+    expect(readFileSync(join(box.location, "node_modules/leftpad/index.js"), "utf8")).toBe(PAD)
+    expect(existsSync(join(box.location, "node_modules/leftpad/evil.js"))).toBe(false)
+  }, 120_000)
+
+  test("renaming the folder that holds an import away and planting another in its place is undone", async () => {
+    // The tool then fails to load (its import was moved away by the command), rather than running what was planted.
+    const box = sandbox(FILES)
+    const plant = (dir: string, file: string, text: string) =>
+      script(`const fs = require("fs"); fs.renameSync("${dir}", "${dir}-old"); fs.mkdirSync("${dir}/leftpad", { recursive: true }); fs.writeFileSync("${file}", ${JSON.stringify(text)}); fs.writeFileSync("${dir}/leftpad/package.json", ${JSON.stringify(PAD_JSON)})`)
+    await broken(box, plant("node_modules", "node_modules/leftpad/index.js", evil(box, "cjs")))
+    expect(existsSync(join(box.location, "node_modules/leftpad"))).toBe(false)
+    const other = sandbox(FILES)
+    await broken(other, plant("lib", "lib/fmt.ts", evil(other, "esm")))
+    expect(existsSync(join(other.location, "lib/fmt.ts"))).toBe(false)
+  }, 120_000)
+
+  test("a package planted in a nearer node_modules, which the resolver would find first, is removed", async () => {
+    const box = sandbox({ ...FILES, "lib/fmt.ts": `import { pad } from "leftpad"\nexport const fmt = (text: string) => \`[\${text}]\` + pad("").trim()\n` })
+    const plant = `const fs = require("fs"); fs.mkdirSync("lib/node_modules/leftpad", { recursive: true }); fs.writeFileSync("lib/node_modules/leftpad/package.json", ${JSON.stringify(PAD_JSON)}); fs.writeFileSync("lib/node_modules/leftpad/index.js", ${JSON.stringify(evil(box, "cjs"))})`
+    await attack(box, script(plant))
+    expect(existsSync(join(box.location, "lib/node_modules/leftpad"))).toBe(false)
+  }, 120_000)
+
+  test("the write tool on an imported module or package file asks a person: declined without one, --yes or not", async () => {
+    const box = sandbox(FILES)
+    for (const filePath of ["lib/fmt.ts", "lib/fmt.tsx", "node_modules/leftpad/index.js", "node_modules/leftpad/package.json"]) {
+      for (const extra of [[], ["--yes"]]) {
+        const result = await exec(box, "write", { filePath, content: evil(box, "cjs") }, extra)
+        const settlement = settlementOf(result)
+        expect(settlement.status).toBe("error")
+        expect(settlement.error?.message).toContain("A person must make that change")
+      }
+    }
+    expect(readFileSync(join(box.location, "lib/fmt.ts"), "utf8")).toBe(FMT)
+    expect(readFileSync(join(box.location, "node_modules/leftpad/index.js"), "utf8")).toBe(PAD)
+    const after = await exec(box, "shout", { text: "hi" })
+    expect(settlementOf(after)).toMatchObject({ status: "success", structured: "  [hi]" })
+  }, 120_000)
+
+  test("files no tool imports stay the model's to change", async () => {
+    const box = sandbox({ ...FILES, "lib/other.ts": "export {}\n", "node_modules/unused/index.js": "" })
+    const result = await exec(box, "bash", { command: "echo changed > lib/other.ts && echo changed > node_modules/unused/index.js" })
+    expect(settlementOf(result).status).toBe("success")
+    expect(readFileSync(join(box.location, "lib/other.ts"), "utf8")).toBe("changed\n")
+    expect(readFileSync(join(box.location, "node_modules/unused/index.js"), "utf8")).toBe("changed\n")
+  }, 120_000)
+})

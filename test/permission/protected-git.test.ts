@@ -1,0 +1,139 @@
+// What the user's own git runs unasked (.git/hooks, .git/config, .git/info/attributes) is read-only to commands and
+// asked of a person through the file tools (DESIGN §2 law 13), attacked through the compiled `core exec` as a model
+// would, under rules that allow everything: a hook written and made executable, seen and through scripts the command
+// parser cannot see into; hooksPath appended to the config; a hooks folder created where none was; a worktree whose
+// `.git` is a file pointing at a repository elsewhere; and the write tool on each. Git then runs no planted code.
+
+import { describe, expect, test } from "bun:test"
+import { existsSync, readFileSync, rmSync } from "node:fs"
+import { join } from "node:path"
+import { exec, type Sandbox, sandbox, settlementOf } from "../cli/fixture"
+import { tempDir } from "../support/temp"
+
+const ALLOW = '{ "permission": { "*": "allow" } }\n'
+const GIT = Bun.which("git")
+const needs = GIT === null ? " (SKIPPED: git is not installed)" : ""
+
+const git = (cwd: string, ...args: ReadonlyArray<string>) => {
+  const result = Bun.spawnSync(["git", ...args], {
+    cwd,
+    env: { PATH: process.env.PATH!, HOME: cwd, GIT_CONFIG_NOSYSTEM: "1", GIT_AUTHOR_NAME: "a", GIT_AUTHOR_EMAIL: "a@b", GIT_COMMITTER_NAME: "a", GIT_COMMITTER_EMAIL: "a@b" },
+  })
+  if (result.exitCode !== 0) throw new Error(`git ${args.join(" ")} failed: ${result.stderr.toString()}`)
+  return result.stdout.toString()
+}
+
+/** A Location that is a git repository with one commit. */
+const repository = (): Sandbox => {
+  const box = sandbox({ "core.json": ALLOW, "a.txt": "a\n" })
+  git(box.location, "init", "-q")
+  git(box.location, "add", ".")
+  git(box.location, "commit", "-qm", "first")
+  return box
+}
+
+/** A shell-quoted string. */
+const quoted = (text: string) => `'${text.replaceAll("'", `'\\''`)}'`
+
+/** A command running `js` as a script the command parser cannot see into (written to a file, then run by node). */
+const script = (js: string) => `printf %s ${quoted(js)} > .attack.js && node .attack.js`
+
+/** What a hook does when it runs: leaves `pwned` where the test can see it. */
+const hook = (box: Sandbox) => `#!/bin/sh\ntouch ${join(box.location, "pwned")}\n`
+
+/** The user commits after the model's turn: no planted hook may run. */
+const userCommits = (box: Sandbox, cwd = box.location) => {
+  Bun.write(join(cwd, "b.txt"), `${Math.random()}`)
+  git(cwd, "add", "b.txt")
+  git(cwd, "commit", "-qm", "user")
+  git(cwd, "status")
+  expect(existsSync(join(box.location, "pwned"))).toBe(false)
+}
+
+describe("core exec: the user's own git is not a way out", () => {
+  test.skipIf(GIT === null)(`a pre-commit hook written and made executable does not stay${needs}`, async () => {
+    const box = repository()
+    const path = ".git/hooks/pre-commit"
+    for (const [command, extra] of [
+      [`echo x > ${path}; chmod +x ${path}`, []],
+      [`printf %s ${quoted(hook(box))} > ${path}; chmod +x ${path}`, []],
+      [script(`require("fs").writeFileSync("${path}", ${JSON.stringify(hook(box))}, { mode: 0o755 })`), []],
+      // Code the parser cannot read is asked: a person approving it does not approve planting a hook.
+      [`python3 -c ${quoted(`import os\nopen("${path}", "w").write(${JSON.stringify(hook(box))})\nos.chmod("${path}", 0o755)`)}`, ["--yes"]],
+    ] as const) {
+      await exec(box, "bash", { command }, extra)
+      expect(existsSync(join(box.location, path))).toBe(false)
+    }
+    userCommits(box)
+  }, 120_000)
+
+  test.skipIf(GIT === null)(`a hooks folder created where there was none is removed${needs}`, async () => {
+    const box = repository()
+    rmSync(join(box.location, ".git/hooks"), { recursive: true })
+    await exec(box, "bash", {
+      command: script(`const fs = require("fs"); fs.mkdirSync(".git/hooks"); fs.writeFileSync(".git/hooks/post-commit", ${JSON.stringify(hook(box))}, { mode: 0o755 })`),
+    })
+    expect(existsSync(join(box.location, ".git/hooks"))).toBe(false)
+    userCommits(box)
+  }, 120_000)
+
+  test.skipIf(GIT === null)(`.git/config and .git/info/attributes cannot be changed by a command's script${needs}`, async () => {
+    const box = repository()
+    const config = readFileSync(join(box.location, ".git/config"), "utf8")
+    const hooks = join(box.location, "planted")
+    const append = `\n[core]\n\thooksPath = ${hooks}\n\tfsmonitor = ${join(hooks, "post-commit")}\n`
+    const plant = `mkdir -p planted && printf %s ${quoted(hook(box))} > planted/post-commit && chmod +x planted/post-commit`
+    await exec(box, "bash", { command: `${plant}; python3 -c ${quoted(`open(".git/config", "a").write(${JSON.stringify(append)})`)}` }, ["--yes"])
+    // The command as a person would approve it: the config is read-only to it whatever approved it.
+    await exec(box, "bash", { command: `git config core.hooksPath ${hooks}` }, ["--yes"])
+    await exec(box, "bash", { command: script(`require("fs").appendFileSync(".git/config", ${JSON.stringify(append)})`) })
+    await exec(box, "bash", { command: script(`const fs = require("fs"); fs.renameSync(".git/config", ".git/config.old"); fs.writeFileSync(".git/config", ${JSON.stringify(config + append)})`) })
+    await exec(box, "bash", {
+      command: script(`const fs = require("fs"); fs.mkdirSync(".git/info", { recursive: true }); fs.writeFileSync(".git/info/attributes", "* filter=x\\n")`),
+    })
+    expect(readFileSync(join(box.location, ".git/config"), "utf8")).toBe(config)
+    expect(existsSync(join(box.location, ".git/info/attributes"))).toBe(false)
+    userCommits(box)
+  }, 120_000)
+
+  test.skipIf(GIT === null)(`in a worktree, whose .git is a file, the repository's hooks and the pointer are kept${needs}`, async () => {
+    // Both in the temp directory, which commands may write: the main repository is reachable from the worktree.
+    const main = repository()
+    const location = join(tempDir("core-wt-"), "wt")
+    git(main.location, "worktree", "add", "-q", location)
+    const box: Sandbox = { ...main, location }
+    Bun.write(join(location, "core.json"), ALLOW)
+    const pointer = readFileSync(join(location, ".git"), "utf8")
+    const hookPath = join(main.location, ".git/hooks/pre-commit")
+    await exec(box, "bash", { command: script(`require("fs").writeFileSync(${JSON.stringify(hookPath)}, ${JSON.stringify(hook(box))}, { mode: 0o755 })`) })
+    expect(existsSync(hookPath)).toBe(false)
+    const fake = join(location, "fake-git")
+    await exec(box, "bash", {
+      command: `cp -r ${join(main.location, ".git")} fake-git && ${script(`const fs = require("fs"); fs.writeFileSync("fake-git/hooks/pre-commit", ${JSON.stringify(hook(box))}, { mode: 0o755 }); fs.writeFileSync(".git", "gitdir: ${fake}\\n")`)}`,
+    })
+    expect(readFileSync(join(location, ".git"), "utf8")).toBe(pointer)
+    userCommits(box, location)
+  }, 120_000)
+
+  test.skipIf(GIT === null)(`the write tool on .git/config or a hook asks a person: declined without one${needs}`, async () => {
+    const box = repository()
+    const config = readFileSync(join(box.location, ".git/config"), "utf8")
+    for (const filePath of [".git/config", ".git/hooks/pre-commit", ".git/info/attributes"]) {
+      for (const extra of [[], ["--yes"]]) {
+        const result = await exec(box, "write", { filePath, content: "[core]\n\thooksPath = planted\n" }, extra)
+        const settlement = settlementOf(result)
+        expect(settlement.status).toBe("error")
+        expect(settlement.error?.message).toContain("A person must make that change")
+      }
+    }
+    expect(readFileSync(join(box.location, ".git/config"), "utf8")).toBe(config)
+    expect(existsSync(join(box.location, ".git/hooks/pre-commit"))).toBe(false)
+  }, 120_000)
+
+  test.skipIf(GIT === null)(`the rest of .git stays the model's: commits work in the sandbox${needs}`, async () => {
+    const box = repository()
+    const result = await exec(box, "bash", { command: "echo b > b.txt && printf %s 'require(\"fs\").writeFileSync(\".git/description\", \"mine\")' > w.js && node w.js && cat .git/description" })
+    expect(settlementOf(result).status).toBe("success")
+    expect(readFileSync(join(box.location, ".git/description"), "utf8")).toBe("mine")
+  }, 120_000)
+})
