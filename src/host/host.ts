@@ -114,7 +114,8 @@ export const permissionLayer = (settings: Settings) =>
   Permission.layer({
     project: settings.directory,
     configured: settings.config,
-    readableRoots: [settings.outputsDirectory],
+    // Its own managed outputs only: another Location's are in core's data directory, which no tool reads.
+    readableRoots: [ManagedOutputs.locationDirectory(settings.outputsDirectory, settings.directory)],
     ...(settings.locations === undefined ? {} : { locations: settings.locations }),
   })
 

@@ -1,11 +1,14 @@
 export * as ManagedOutputs from "./managed"
 
-// Managed outputs on disk: what a bounded settlement left out, kept under one id in `<data dir>/outputs/`: the
-// full text as `<id>`, the full structured value as `<id>.json`, media too large to inline as `<id>.<n>`. Each
-// file is written atomically (temp file + rename); outputs are looked up by id and part, and swept after the
-// retention period. This is the platform edge for output files; it never decides what to bound.
+// Managed outputs on disk: what a bounded settlement left out, kept under one id in a directory of the Location that
+// made it (`<data dir>/outputs/<key>/`, the key a hash of the Location's directory, so a Location's tools can read
+// its own outputs and no other's): the full text as `<id>`, the full structured value as `<id>.json`, media too large
+// to inline as `<id>.<n>`. Each file is written atomically (temp file + rename); outputs are looked up by id and
+// part wherever they are, and swept after the retention period. The platform edge for output files; it never
+// decides what to bound.
 
 import { closeSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs"
+import { createHash } from "node:crypto"
 import { basename, join } from "node:path"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -20,6 +23,15 @@ const SWEEP_MARKER = ".last-sweep"
 const ID_PATTERN = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}$/
 /** Every file of an output: the text, the structured value, the media parts. */
 const FILE_PATTERN = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}(\.json|\.[0-9]{1,4})?$/
+/** A Location's directory of outputs. */
+const LOCATION_PATTERN = /^[0-9a-f]{16}$/
+
+/**
+ * Where the outputs a Location makes are kept, under `directory` (the outputs directory): the only outputs its tools
+ * may read without asking. Outputs kept before outputs had a Location stay in `directory` itself, readable by none.
+ */
+export const locationDirectory = (directory: string, location: string): string =>
+  join(directory, createHash("sha256").update(location).digest("hex").slice(0, 16))
 
 export class RetentionError extends Schema.TaggedError<RetentionError>()("ManagedOutputs.RetentionError", {
   path: Schema.String,
@@ -67,9 +79,15 @@ export interface Interface {
    * Keeps `contents` in full under one id (a fresh one unless given, from `newID`). Fails (never silently) when
    * any of it cannot be kept.
    */
-  readonly write: (contents: Contents, id?: string) => Effect.Effect<Written, RetentionError>
-  /** Where the parts of output `id` are (or will be) kept; `file(n)` is the n-th media file, from 1. */
-  readonly paths: (id: string) => { readonly text: string; readonly structured: string; readonly file: (n: number) => string }
+  readonly write: (contents: Contents, id?: string, location?: string) => Effect.Effect<Written, RetentionError>
+  /**
+   * Where the parts of output `id` are (or will be) kept, by the Location that makes it, or, without one, wherever
+   * it is kept now; `file(n)` is the n-th media file, from 1.
+   */
+  readonly paths: (
+    id: string,
+    location?: string,
+  ) => { readonly text: string; readonly structured: string; readonly file: (n: number) => string }
   /**
    * Finds a part of a kept output. The text part of an output that kept no text is what it did keep: its
    * structured value's JSON (what the model reads of a structured-only output), else its first media file.
@@ -104,21 +122,30 @@ export const layer = (options: Options): Layer.Layer<Service> =>
     const directory = options.directory
     const retentionMs = (options.retentionDays ?? DEFAULT_RETENTION_DAYS) * DAY_MS
 
-    const paths = (id: string) => {
-      const base = join(directory, id)
+    /** The directory holding output `id`: a Location's, or the outputs directory itself (older outputs). */
+    const holding = (id: string): string => {
+      for (const place of [directory, ...locationsOf(directory)]) {
+        if (filesOf(place, id).length > 0) return place
+      }
+      return directory
+    }
+
+    const paths = (id: string, location?: string) => {
+      const base = join(location === undefined ? holding(id) : locationDirectory(directory, location), id)
       return { text: base, structured: `${base}.json`, file: (n: number) => `${base}.${n}` }
     }
 
-    const write = Effect.fn("ManagedOutputs.write")(function* (contents: Contents, id: string = newID()) {
-      const base = join(directory, id)
+    const write = Effect.fn("ManagedOutputs.write")(function* (contents: Contents, id: string = newID(), location?: string) {
+      const place = location === undefined ? directory : locationDirectory(directory, location)
+      const base = join(place, id)
       const written: Array<string> = []
       const keep = (path: string, data: string | Uint8Array) =>
         Effect.tryPromise({
           try: async () => {
-            const temporary = join(directory, `.${basename(path)}.tmp`)
+            const temporary = join(place, `.${basename(path)}.tmp`)
             try {
-              // Outputs are the user's alone: a private directory, each file made private before anything is written.
-              mkdirSync(directory, { recursive: true, mode: 0o700 })
+              // Outputs are the user's alone: private directories, each file made private before anything is written.
+              mkdirSync(place, { recursive: true, mode: 0o700 })
               closeSync(openSync(temporary, "w", 0o600))
               const bytes = await writeFile(temporary, data)
               renameSync(temporary, path)
@@ -179,6 +206,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       if (!ID_PATTERN.test(id)) {
         return yield* new NotFound({ id, reason: "invalid_id", message: `"${id}" is not a managed output id` })
       }
+      const place = holding(id)
       const { text, structured, file } = paths(id)
       // The text part of an output that kept no text is what it did keep: its structured JSON, else its media.
       const candidates = part === "text" ? [text, structured, file(1)] : [structured]
@@ -191,7 +219,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
         }
       }
       if (found === undefined) {
-        if (part === "structured" && filesOf(directory, id).length > 0) {
+        if (part === "structured" && filesOf(place, id).length > 0) {
           return yield* new NotFound({
             id,
             reason: "no_part",
@@ -207,25 +235,27 @@ export const layer = (options: Options): Layer.Layer<Service> =>
         })
       }
       if (Date.now() - found.stats.mtimeMs > retentionMs) {
-        for (const name of filesOf(directory, id)) removeQuietly(join(directory, name))
+        for (const name of filesOf(place, id)) removeQuietly(join(place, name))
         return yield* new NotFound({ id, reason: "expired", message: `Managed output ${id} has expired` })
       }
       return { id, part, bytes: found.stats.size, path: found.path }
     })
 
     const sweep = Effect.sync(() => {
-      let names: Array<string>
-      try {
-        names = readdirSync(directory)
-      } catch {
-        return 0
-      }
       const cutoff = Date.now() - retentionMs
       let removed = 0
-      for (const name of names) {
-        if (!FILE_PATTERN.test(name) && !name.endsWith(".tmp")) continue
-        const stats = statOrUndefined(join(directory, name))
-        if (stats !== undefined && stats.mtimeMs < cutoff && removeQuietly(join(directory, name))) removed++
+      for (const place of [directory, ...locationsOf(directory)]) {
+        let names: Array<string>
+        try {
+          names = readdirSync(place)
+        } catch {
+          continue
+        }
+        for (const name of names) {
+          if (!FILE_PATTERN.test(name) && !name.endsWith(".tmp")) continue
+          const stats = statOrUndefined(join(place, name))
+          if (stats !== undefined && stats.mtimeMs < cutoff && removeQuietly(join(place, name))) removed++
+        }
       }
       return removed
     }).pipe(Effect.withSpan("ManagedOutputs.sweep"))
@@ -268,6 +298,17 @@ const writeFile = async (path: string, data: string | Uint8Array): Promise<numbe
   }
   await sink.end()
   return written
+}
+
+/** The Locations' directories of outputs in `directory`. */
+const locationsOf = (directory: string): Array<string> => {
+  try {
+    return readdirSync(directory)
+      .filter((name) => LOCATION_PATTERN.test(name))
+      .map((name) => join(directory, name))
+  } catch {
+    return []
+  }
 }
 
 /** The files of output `id` in `directory`. */

@@ -47,6 +47,8 @@ export interface Projected {
   readonly structured: unknown
   /** Set when a producer's capture already lost bytes: a preview then says the text is kept as captured. */
   readonly lossy?: boolean
+  /** The Location the call ran in: what does not fit is kept where its tools, and no other Location's, can read it. */
+  readonly location?: string
 }
 
 export interface Bounded {
@@ -133,7 +135,7 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
 
         // Files over the media limit are kept and become a note, which then counts as text like the rest.
         const id = ManagedOutputs.newID()
-        const paths = managed.paths(id)
+        const paths = managed.paths(id, projected.location)
         const oversizedFiles: Array<Tool.Content & { type: "file" }> = []
         const parts = contentIn.map((part): Tool.Content => {
           if (part.type === "text" || fileFits(part)) return part
@@ -170,6 +172,7 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
             files: oversizedFiles.map((part) => Buffer.from(part.data, "base64")),
           },
           id,
+          projected.location,
         )
         const content: Array<Part> = []
         if (previewText) {

@@ -390,8 +390,8 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
             reason: "protected",
             message:
               `Cannot read ${input.path}: it is in core's data directory (${protectedRoots.dataDir}), which holds the ` +
-              "settlement store and saved approvals and is not readable by tools. Only managed outputs (under its " +
-              "outputs/ directory) can be read.",
+              "settlement store, saved approvals and other Locations' outputs, and is not readable by tools. Only this " +
+              "Location's own managed outputs (the paths its previews name) can be read.",
           })
         }
         const checks: Array<Check> = []

@@ -376,6 +376,7 @@ export const layer: Layer.Layer<
           content,
           structured: replaced ? undefined : projected.value.structured,
           lossy: Internal.lostCapture(tool, structured),
+          location,
         })
         .pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
       return yield* recordOwned(call, {

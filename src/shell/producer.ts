@@ -292,8 +292,9 @@ const spawnSupervised = (
   again = confine !== undefined,
 ): Effect.Effect<Handle, SpawnError> =>
   Effect.flatMap(
-    Effect.sync(() =>
-      supervisors.launch({
+    // Interruptible while it waits its turn to start (Supervised.MAX_STARTING): a cancelled call starts nothing.
+    Effect.interruptible(Effect.promise((signal) =>
+      supervisors.start({
         argv: request.argv,
         cwd: request.cwd,
         env: Object.fromEntries(
@@ -305,8 +306,8 @@ const spawnSupervised = (
         ...(confine === undefined ? {} : { confine }),
         ...(sockets === undefined ? {} : { sockets }),
         graceMs: ProcessGroup.GRACE_MS,
-      }),
-    ),
+      }, signal),
+    )),
     (run) =>
       Effect.flatMap(
         Effect.promise(() => run.started),

@@ -7,6 +7,7 @@ export * as Supervised from "./supervised"
 // (CORE_RUN=<marker>), which survives setsid and double forks but not a command that clears its environment.
 
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { availableParallelism } from "node:os"
 import { join } from "node:path"
 import { ProcessGroup } from "./group"
 import { Native } from "./native"
@@ -20,6 +21,45 @@ export const MARKER = "CORE_RUN"
  * would hold the call, and its cancellation, forever): it is killed, and the call treats it as gone.
  */
 export const START_TIMEOUT_MS = 30_000
+
+/**
+ * Supervisors this core starts at once, at most (a warm spare taken is no start). Each start is a process's whole
+ * start-up; hundreds at once (a host's burst of bash calls) leave core itself, and its HTTP server, no processor for
+ * seconds. The rest wait their turn, in order, and a call cancelled while waiting never starts.
+ */
+export const MAX_STARTING = Math.max(2, availableParallelism())
+
+/** The starts under way in this process, and those waiting for one to finish (process-wide, as the processor is). */
+let starting = 0
+const queued: Array<() => void> = []
+
+/** Waits for a turn to start a supervisor; resolves with its release, or rejects once `signal` aborts meanwhile. */
+const admit = (signal: AbortSignal | undefined): Promise<() => void> =>
+  new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason)
+    const grant = () => {
+      starting++
+      let released = false
+      resolve(() => {
+        if (released) return
+        released = true
+        starting--
+        while (starting < MAX_STARTING && queued.length > 0) queued.shift()!()
+      })
+    }
+    if (starting < MAX_STARTING) return grant()
+    queued.push(grant)
+    signal?.addEventListener(
+      "abort",
+      () => {
+        const index = queued.indexOf(grant)
+        if (index === -1) return
+        queued.splice(index, 1)
+        reject(signal.reason)
+      },
+      { once: true },
+    )
+  })
 
 /** Whether this process is the compiled executable (its modules live in Bun's embedded file system). */
 const compiled = (): boolean => import.meta.path.startsWith("/$bunfs/")
@@ -195,9 +235,16 @@ export const sweep = (records: Records): ReadonlyArray<number> => {
 export interface Pool {
   /** Resolves once a spare supervisor is up for the next command (starting one if there is none). */
   readonly warm: () => Promise<void>
-  /** Starts `order` in a supervisor (a warm spare when there is one). */
-  readonly launch: (order: Omit<Supervisor.Order, "kind" | "env"> & { readonly env: Readonly<Record<string, string>> }) => Run
+  /** Starts `order` in a supervisor (a warm spare when there is one) at once. */
+  readonly launch: (order: Order) => Run
+  /**
+   * Starts `order` once its turn comes (at most MAX_STARTING supervisors start at once; a warm spare needs no turn).
+   * Aborting `signal` while it waits rejects and starts nothing; aborting it once started stops the run.
+   */
+  readonly start: (order: Order, signal?: AbortSignal) => Promise<Run>
 }
+
+type Order = Omit<Supervisor.Order, "kind" | "env"> & { readonly env: Readonly<Record<string, string>> }
 
 /** `unshare` (util-linux 2.39 or later), when it can give a supervisor a user and mount namespace of its own. */
 let userNamespace: ReadonlyArray<string> | null | undefined
@@ -381,7 +428,21 @@ export const pool = (
     }
     return (spare ??= spawnable())?.ready ?? Promise.resolve()
   }
-  return { warm, launch }
+  const start: Pool["start"] = async (order, signal) => {
+    const release = usable(spare) ? () => {} : await admit(signal)
+    let run: Run
+    try {
+      run = launch(order)
+    } catch (cause) {
+      release()
+      throw cause
+    }
+    void run.started.then(release)
+    // Aborted after this resolved but before the caller took the run: nobody else would stop it.
+    signal?.addEventListener("abort", () => run.stop(), { once: true })
+    return run
+  }
+  return { warm, launch, start }
 }
 
 /** A long-lived command under a supervisor of its own (an MCP server): its stdin a pipe from core. */

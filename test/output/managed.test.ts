@@ -11,6 +11,30 @@ const withOutputs = <A, E>(directory: string, program: Effect.Effect<A, E, Manag
   )
 
 describe("ManagedOutputs", () => {
+  test("an output a Location makes is kept in that Location's own directory, found by id, and swept there too", async () => {
+    const directory = join(tempDir(), "outputs")
+    const [found, paths, swept, gone] = await withOutputs(
+      directory,
+      Effect.gen(function* () {
+        const managed = yield* ManagedOutputs.Service
+        const written = yield* managed.write({ text: "mine", structured: "text" }, undefined, "/work/a")
+        const found = yield* managed.open(written.id)
+        const paths = managed.paths(written.id)
+        utimesSync(found.path, new Date(0), new Date(0))
+        utimesSync(paths.structured, new Date(0), new Date(0))
+        const swept = yield* managed.sweep
+        return [found, paths, swept, yield* Effect.flip(managed.open(written.id))] as const
+      }),
+    )
+    const own = ManagedOutputs.locationDirectory(directory, "/work/a")
+    expect(own).not.toBe(ManagedOutputs.locationDirectory(directory, "/work/b"))
+    expect(found.path).toBe(join(own, found.id))
+    expect(paths.structured).toBe(join(own, `${found.id}.json`))
+    expect((statSync(own).mode & 0o777).toString(8)).toBe("700")
+    expect(swept).toBe(2)
+    expect(gone.reason).toBe("unknown")
+  })
+
   test("keeps text and bytes in full under a fresh id and finds them again", async () => {
     const directory = join(tempDir(), "outputs")
     const [text, bytes] = await withOutputs(

@@ -5,7 +5,7 @@
 
 import { describe, expect, test } from "bun:test"
 import { mkdirSync, readdirSync, realpathSync, writeFileSync } from "node:fs"
-import { dirname, join } from "node:path"
+import { basename, dirname, join } from "node:path"
 import Ajv2020 from "ajv/dist/2020"
 import { Effect, Layer } from "effect"
 import { Builtins } from "../../src/builtin/builtins"
@@ -141,7 +141,10 @@ describe("structured is the complete output, valid against its outputSchema, or 
     expect(large.settlement.outputs).toHaveLength(1)
     const [kept] = large.settlement.outputs
     // One output holds both: the text the preview left out, and the structured value that was dropped.
-    expect(readdirSync(large.outputs).filter((name) => name.startsWith(kept!.id)).sort()).toEqual([
+    // Kept in the Location's own directory of outputs.
+    const files = readdirSync(large.outputs, { recursive: true }).map(String)
+    const json = files.find((name) => name.endsWith(`${kept!.id}.json`))!
+    expect(files.filter((name) => basename(name).startsWith(kept!.id)).map((name) => basename(name)).sort()).toEqual([
       kept!.id,
       `${kept!.id}.json`,
     ])
@@ -149,7 +152,7 @@ describe("structured is the complete output, valid against its outputSchema, or 
     // 1.3 MB is over the shell's 1 MiB capture: the preview does not claim the command's whole output was kept.
     const summary = (large.settlement.content[0] as { text: string }).text.split("\n")[0]!
     expect(summary).toContain("The text as captured (the capture had already lost bytes; the text says where) is kept in")
-    const structured = await Bun.file(join(large.outputs, `${kept!.id}.json`)).json()
+    const structured = await Bun.file(join(large.outputs, json)).json()
     expect(ajv.validate(large.outputSchema, structured)).toBe(true)
   }, 60_000)
 })

@@ -67,6 +67,7 @@ describe("core exec: a recorded call belongs to its Location, agent and tool", (
     const second = location("second", "second file\n")
     expect((await exec(env, first, "read", { filePath: "notes.txt" })).stdout).toContain("first file")
     const own = await exec(env, second, "read", { filePath: "notes.txt" })
+    expect(own.stdout).toContain("secret-line-19999")
     expect(own.code).toBe(0)
     expect(own.stdout).toContain("second file")
     expect(own.stdout).not.toContain("first file")
@@ -104,4 +105,44 @@ describe("core exec: retention is the operator's setting", () => {
     expect(settled.code).toBe(0)
     expect(settled.stdout).toContain("file")
   }, 120_000)
+})
+
+describe("core exec: a managed output is its Location's", () => {
+  test("another Location's tools cannot read, list, glob or grep it; its own Location reads it; a person's core output does", async () => {
+    const { env, location } = world()
+    const maker = location("maker", "maker\n")
+    const prying = location("prying", "prying\n")
+    const made = await exec(env, maker, "bash", { command: "seq 1 20000 | sed 's/^/secret-line-/'" }, "--call", "call_big")
+    expect(made.code).toBe(0)
+    const [kept] = made.settlement.outputs as Array<{ id: string }>
+    expect(kept).toBeDefined()
+    const preview = made.settlement.content[0].text as string
+    const path = /kept in (\/\S+?)(?:[.:;,)]?\s|$)/.exec(preview)?.[1] ?? ""
+    expect(path).toContain(kept!.id)
+    const outputs = join(env.CORE_DATA_DIR, "outputs")
+    expect(path.startsWith(`${outputs}/`)).toBe(true)
+
+    const attempts: Array<[string, object]> = [
+      ["read", { filePath: path }],
+      ["list", { path: outputs }],
+      ["list", { path: join(path, "..") }],
+      ["glob", { pattern: "**/*", path: outputs }],
+      ["grep", { pattern: "secret-line-19999", path: outputs }],
+    ]
+    for (const [index, [tool, input]] of attempts.entries()) {
+      const attempt = await exec(env, prying, tool, input, "--call", `call_pry_${index}`)
+      expect(attempt.stdout).not.toContain("secret-line-19999")
+      // A listing never names the output (a refusal may repeat the path it was asked for).
+      if (tool !== "read") expect(attempt.stdout).not.toContain(kept!.id)
+      expect(attempt.code).not.toBe(0)
+    }
+
+    const own = await exec(env, maker, "read", { filePath: path, offset: 19_990 }, "--call", "call_own")
+    expect(own.stdout).toContain("secret-line-19999")
+    expect(own.code).toBe(0)
+    expect(own.stdout).toContain("secret-line-19999")
+    const person = await run(["output", kept!.id], { env })
+    expect(person.code).toBe(0)
+    expect(person.stdout).toContain("secret-line-19999")
+  }, 180_000)
 })
