@@ -11,6 +11,7 @@ import { Permission } from "../permission/permission"
 import { Provider } from "../provider/provider"
 import { Plugins } from "../plugin/plugins"
 import { Hooks } from "../settlement/hooks"
+import { Remote } from "../remote/remote"
 import { Registry } from "../registry/registry"
 import { Command } from "./command"
 import { Shell } from "../shell/producer"
@@ -96,6 +97,7 @@ export const run = (args: ReadonlyArray<string>) =>
       if (guard !== undefined) Command.stderr(`core: ${guard}\n`)
       const permission = yield* Permission.Service
       yield* Runtime.checkAgent("check", permission, agent)
+      yield* (yield* Remote.Service).ensureFor(name)
       const resolution = (yield* Registry.Service).capture().resolve(name)
       if (resolution._tag !== "Found") {
         const hint = resolution._tag === "Unknown" && resolution.suggestions.length > 0

@@ -11,6 +11,7 @@ import { Location } from "../location/location"
 import { Agent } from "../permission/agent"
 import { Permission } from "../permission/permission"
 import { ManagedOutputs } from "../output/managed"
+import { Remote } from "../remote/remote"
 import { Registry } from "../registry/registry"
 import { Settler } from "../settlement/settler"
 import { Settlement } from "../settlement/settlement"
@@ -134,6 +135,8 @@ export const run = (args: ReadonlyArray<string>) =>
         interactive: process.stdin.isTTY === true && process.stderr.isTTY === true,
       })
       yield* refuseUnloaded(name)
+      // Only the MCP server that could offer this tool is connected, and none for a tool the Location has.
+      yield* (yield* Remote.Service).ensureFor(name)
       const settler = yield* Settler.Service
       // Not filtered by the agent's rules: a person calling a tool directly learns why it is refused (denied,
       // with the rule) instead of being told it does not exist.

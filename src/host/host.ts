@@ -177,11 +177,12 @@ export const remoteLayer = (
 
 /**
  * A Location with its built-in tools, discovered tools and MCP servers' tools over the application's, given the
- * Location's permission service (the built-ins capture it) and what sessions read. A one-shot command makes its
- * catalog at once, so its MCP servers are connected while the Location is built.
+ * Location's permission service (the built-ins capture it) and what sessions read. A command that lists the
+ * catalog connects its MCP servers while the Location is built (`eager`); one that calls a tool connects only the
+ * server that could offer it, when it asks (`Remote.ensureFor`).
  */
-const locationLayer = (environment: Environment, prepared: Prepared) =>
-  remoteLayer(prepared.directory, prepared.config, true).pipe(
+const locationLayer = (environment: Environment, prepared: Prepared, eager: boolean) =>
+  remoteLayer(prepared.directory, prepared.config, eager).pipe(
     Layer.provideMerge(Location.layer(prepared.directory, extensionsLayer(prepared.directory, environment.home, prepared.config))),
     Layer.provideMerge(Application.layer(environment.home)),
   )
@@ -191,7 +192,7 @@ const locationLayer = (environment: Environment, prepared: Prepared) =>
  * approvals are not needed to list tools, so none are opened).
  */
 export const catalogLayer = (environment: Environment, prepared: Prepared) =>
-  locationLayer(environment, prepared).pipe(
+  locationLayer(environment, prepared, true).pipe(
     Layer.provide(Reads.layerMemory),
     Layer.provideMerge(permissionLayer(settingsOf(environment, prepared)).pipe(Layer.provide(Approvals.layerMemory))),
     Layer.provideMerge(Hooks.layer()),
@@ -199,7 +200,7 @@ export const catalogLayer = (environment: Environment, prepared: Prepared) =>
 
 /** A Location's catalog with its permission service and the saved approvals, for explaining decisions. */
 export const checkingLayer = (environment: Environment, prepared: Prepared) =>
-  locationLayer(environment, prepared).pipe(
+  locationLayer(environment, prepared, false).pipe(
     Layer.provide(Reads.layerMemory),
     Layer.provideMerge(permissionLayer(settingsOf(environment, prepared)).pipe(Layer.provide(approvalsLayer(environment)))),
     Layer.provideMerge(Hooks.layer()),
@@ -214,6 +215,6 @@ export const settlingLayer = (
   prepared: Prepared,
   store?: Layer.Layer<Store.Service, Store.StoreError>,
 ) =>
-  servicesLayer(settingsOf(environment, prepared), locationLayer(environment, prepared)).pipe(
+  servicesLayer(settingsOf(environment, prepared), locationLayer(environment, prepared, false)).pipe(
     Layer.provideMerge(sharedLayer(environment, prepared.config.output.retentionDays, store)),
   )

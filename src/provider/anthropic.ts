@@ -10,7 +10,8 @@ export * as Anthropic from "./anthropic"
 // recursive), `default`, string `pattern` and `format` (date-time, time, date, duration, email, hostname, uri, ipv4,
 // ipv6, uuid), array `minItems` of 0 or 1; not supported: numeric constraints (`minimum`, `maximum`,
 // `exclusiveMinimum`, `exclusiveMaximum`, `multipleOf`), string `minLength`/`maxLength`, other array constraints,
-// recursive schemas, `not`, `if`, `prefixItems` and friends. Unsupported constraints move into the description
+// recursive schemas, `not`, `if`, `prefixItems` and friends. `default` is listed as supported, but Anthropic's
+// own SDK strips it from strict schemas, so it moves too. Unsupported constraints move into the description
 // (decoding still checks them); a record, a recursive schema or an unsupported combinator is refused.
 //
 // A result is `{ type: "tool_result", tool_use_id, content, is_error? }` whose content holds `text` blocks, `image`
@@ -66,6 +67,8 @@ const MOVED: ReadonlySet<string> = new Set([
   "uniqueItems",
   "minProperties",
   "maxProperties",
+  // Documented as accepted, but Anthropic's own SDK strips it from strict schemas: said in words instead.
+  "default",
 ])
 
 /** An array may need at least 0 or 1 items, no more; a format outside the list is said in words. */

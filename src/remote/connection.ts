@@ -12,7 +12,9 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
   ErrorCode,
   McpError,
+  ResultSchema,
   ToolListChangedNotificationSchema,
+  ToolSchema,
   type Tool as McpTool,
 } from "@modelcontextprotocol/sdk/types.js"
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js"
@@ -20,6 +22,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import type { Config } from "../config/config"
+import { ProviderDialect } from "../provider/dialect"
 import type { Registry } from "../registry/registry"
 import { Described } from "../tool/described"
 import { ToolName } from "../tool/name"
@@ -55,7 +58,7 @@ export interface State {
 
 export interface Options {
   readonly entry: Config.McpEntry
-  /** The Location's directory: a server core starts runs there. */
+  /** The Location's directory: a server core starts serves it, from a directory outside it (./launch). */
   readonly directory: string
   readonly tools: Registry.Tools
   /** Whether another registration already has this name (a built-in, a tool file, another server). */
@@ -133,6 +136,25 @@ const withoutPatterns = (node: unknown): unknown => {
 
 const messageOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
+/** A server's tools as listed, and the problems of those left out. */
+interface Listed {
+  readonly tools: ReadonlyArray<McpTool>
+  readonly problems: ReadonlyArray<string>
+}
+
+/** A listed tool by its name when it has one, else by its place in the listing. */
+const toolLabel = (raw: unknown, index: number): string => {
+  const name = typeof raw === "object" && raw !== null ? (raw as { name?: unknown }).name : undefined
+  return typeof name === "string" ? JSON.stringify(name) : `#${index + 1} (no name)`
+}
+
+/** What made a listed tool invalid, in a line: where, and what was expected. */
+const describeIssues = (issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>): string =>
+  issues
+    .slice(0, 3)
+    .map((issue) => `${issue.path.length === 0 ? "" : `${issue.path.map(String).join(".")}: `}${issue.message}`)
+    .join("; ")
+
 export class Server {
   readonly name: string
   private readonly options: Options
@@ -199,7 +221,7 @@ export class Server {
     if (server.command !== undefined) {
       const started = await RemoteStdio.Process.spawn({
         command: server.command,
-        cwd: this.options.directory,
+        location: this.options.directory,
         ...(server.env === undefined ? {} : { env: server.env }),
       })
       return started
@@ -237,7 +259,7 @@ export class Server {
     client.onerror = () => undefined
     try {
       await client.connect(transport, { timeout: this.timeoutMs })
-      const tools = await this.list(client)
+      const listed = await this.list(client)
       // Closed while connecting: the Location is going away.
       if ((this.status as Status) === "closed") {
         await client.close().catch(() => undefined)
@@ -247,7 +269,7 @@ export class Server {
       this.status = "connected"
       this.error = undefined
       const reconnected = this.scope !== undefined
-      this.register(tools)
+      this.register(listed)
       // Turns made before now see the server's tools as stale: a host tells its clients.
       if (reconnected) this.options.onChange()
     } catch (cause) {
@@ -273,15 +295,43 @@ export class Server {
     this.fail(how)
   }
 
-  private async list(client: Client): Promise<ReadonlyArray<McpTool>> {
+  /**
+   * The server's tools, each checked on its own: one that is not a valid MCP tool (an input schema that is not an
+   * object, say) is left out with a problem naming it, and the rest are offered. The SDK's own listing refuses the
+   * whole page for one such tool.
+   */
+  private async list(client: Client): Promise<Listed> {
     const tools: Array<McpTool> = []
+    const problems: Array<string> = []
     let cursor: string | undefined
     do {
-      const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: this.timeoutMs })
-      tools.push(...page.tools)
-      cursor = page.nextCursor
+      const page = await client.request(
+        { method: "tools/list", params: cursor === undefined ? {} : { cursor } },
+        ResultSchema,
+        { timeout: this.timeoutMs },
+      )
+      const listed: ReadonlyArray<unknown> = Array.isArray(page.tools) ? page.tools : []
+      if (!Array.isArray(page.tools)) problems.push("its tools/list answer has no tools array")
+      for (const [index, raw] of listed.entries()) {
+        const checked = ToolSchema.safeParse(raw)
+        if (checked.success) tools.push(checked.data)
+        else problems.push(`tool ${toolLabel(raw, index)}: not offered: ${describeIssues(checked.error.issues)}`)
+      }
+      cursor = typeof page.nextCursor === "string" ? page.nextCursor : undefined
     } while (cursor !== undefined)
-    return tools
+    // The client checks each call's structured result against the tool's output schema, as its own listing would.
+    const usable = tools.filter((tool) => {
+      if (tool.outputSchema === undefined) return true
+      try {
+        new AjvJsonSchemaValidator().getValidator(tool.outputSchema as Parameters<AjvJsonSchemaValidator["getValidator"]>[0])
+        return true
+      } catch (cause) {
+        problems.push(`tool "${tool.name}": not offered: its output schema cannot be used: ${messageOf(cause)}`)
+        return false
+      }
+    })
+    ;(client as unknown as { cacheToolMetadata: (tools: ReadonlyArray<McpTool>) => void }).cacheToolMetadata(usable)
+    return { tools: usable, problems }
   }
 
   /**
@@ -303,9 +353,9 @@ export class Server {
 
   private async relist(client: Client): Promise<void> {
     try {
-      const tools = await this.list(client)
+      const listed = await this.list(client)
       if (this.client !== client) return
-      this.register(tools)
+      this.register(listed)
       this.options.onChange()
     } catch (cause) {
       this.problems = [...this.problems, `listing its tools again after list_changed failed: ${messageOf(cause)}`]
@@ -313,11 +363,11 @@ export class Server {
   }
 
   /** Registers `tools` in a fresh scope, closing the previous one: turns made before see them as stale. */
-  private register(tools: ReadonlyArray<McpTool>): void {
+  private register({ tools, problems: listing }: Listed): void {
     const previous = this.scope
     if (previous !== undefined) Effect.runSync(Scope.close(previous, Exit.void))
     const record: Record<string, Tool.Any> = {}
-    const problems: Array<string> = []
+    const problems: Array<string> = [...listing]
     for (const tool of tools) {
       const name = `${this.name}_${tool.name}`
       const problem = this.problem(tool, name, record)
@@ -363,8 +413,10 @@ export class Server {
     try {
       return Described.make<RemoteContent.Result>({
         description,
-        inputSchema: tool.inputSchema,
-        ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
+        // What is advertised is in core's dialect, as core's own tools are (each provider mapping then treats it
+        // alike); the server's own schema, as it wrote it, checks the input.
+        inputSchema: ProviderDialect.canonical(tool.inputSchema),
+        ...(tool.outputSchema === undefined ? {} : { outputSchema: ProviderDialect.canonical(tool.outputSchema) }),
         ...annotationsOf(tool),
         validate,
         execute: (input, context) => this.call(tool.name, name, input as Record<string, unknown>, context),

@@ -3,7 +3,8 @@ export * as Remote from "./remote"
 // The MCP servers a Location's core.json names, as tools of that Location (DESIGN §13, client side): one
 // connection per server, registering into the Location's registry. Servers are connected lazily: `ensure`
 // connects those not connected (a host calls it before making a turn's catalog, so listing connects), and a call
-// to a server that is down starts it again. Closing the layer's scope removes every server's tools and ends
+// to a server that is down starts it again. A call names its tool, so `ensureFor` connects only the server that
+// could offer it, and none for a tool the Location already has (a built-in's call never waits on a server). Closing the layer's scope removes every server's tools and ends
 // every server process. It never decides permissions: calls settle like any tool's.
 
 import * as Context from "effect/Context"
@@ -18,6 +19,11 @@ import { Connection } from "./connection"
 export interface Interface {
   /** Connects every server that is not connected (one that failed moments ago waits a little); never fails. */
   readonly ensure: Effect.Effect<void>
+  /**
+   * Connects the servers that could offer the tool `name` (`<server>_<tool>`) unless the Location already has a tool
+   * of that name: a server's tool never takes a name already taken, so none could; never fails.
+   */
+  readonly ensureFor: (name: string) => Effect.Effect<void>
   /** Each server's state, in configuration order. */
   readonly states: () => ReadonlyArray<Connection.State>
   /** What stops a server or one of its tools from being offered, naming the file that configures it. */
@@ -64,8 +70,17 @@ export const layer = (options: Options): Layer.Layer<Service, never, Registry.Se
       const connecting = Effect.promise(() => Promise.all(servers.map((server) => server.ensure()))).pipe(Effect.asVoid)
       const ensure = Effect.suspend(() => (servers.every((server) => server.ensured()) ? Effect.void : connecting))
       if (options.eager) yield* ensure
+      const ensureFor = (name: string) =>
+        Effect.suspend(() => {
+          if (registry.capture().resolve(name)._tag === "Found") return Effect.void
+          const wanted = servers.filter((server) => name.startsWith(`${server.name}_`) && !server.ensured())
+          return wanted.length === 0
+            ? Effect.void
+            : Effect.promise(() => Promise.all(wanted.map((server) => server.ensure()))).pipe(Effect.asVoid)
+        })
       return Service.of({
         ensure,
+        ensureFor,
         states: () => servers.map((server) => server.state()),
         diagnostics: () =>
           servers.flatMap((server, index) => diagnosticsOf(server.state(), options.servers[index]!.file)),

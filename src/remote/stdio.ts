@@ -1,6 +1,6 @@
 export * as RemoteStdio from "./stdio"
 
-// The stdio side of an MCP server core starts, in its own process group under a supervisor of its own (the shell's
+// The stdio side of an MCP server core starts (where and as what: ./launch), in its own process group under a supervisor of its own (the shell's
 // per-call supervisor, so the server and whatever it starts die with core, however core ends); the group is ended
 // (SIGTERM, then SIGKILL) when the connection closes. It speaks newline-delimited JSON-RPC; a line that is not a
 // JSON-RPC message (a server logging to stdout) is counted and skipped, never fatal. It spawns nothing itself and
@@ -10,6 +10,7 @@ import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { ProcessGroup } from "../shell/group"
+import { RemoteLaunch } from "./launch"
 import { Supervised } from "../shell/supervised"
 
 /** How long a server gets to exit after SIGTERM when its connection closes. */
@@ -25,7 +26,8 @@ export interface Options {
   readonly command: ReadonlyArray<string>
   /** Added to the few variables a server inherits (PATH, HOME, USER, SHELL, TERM, LOGNAME): never core's secrets. */
   readonly env?: Readonly<Record<string, string>>
-  readonly cwd: string
+  /** The Location the server serves: it starts outside it, and nothing in it names its program (./launch). */
+  readonly location: string
 }
 
 /** Why a server could not be started: the program is missing, not executable, or the like. */
@@ -61,8 +63,8 @@ const failure = (program: string, code: string, detail: string): SpawnFailure =>
   )
 
 /** The server under a supervisor of its own: it dies with core. */
-const supervised = async (options: Options, env: Record<string, string>): Promise<Child | SpawnFailure> => {
-  const server = Supervised.server({ argv: [...options.command], cwd: options.cwd, env, graceMs: GRACE_MS })
+const supervised = async (options: Options, launch: RemoteLaunch.Launch): Promise<Child | SpawnFailure> => {
+  const server = Supervised.server({ argv: [...launch.argv], cwd: launch.cwd, env: { ...launch.env }, graceMs: GRACE_MS })
   const started = await server.started
   if (started.kind === "refused") return failure(options.command[0]!, started.code, started.message)
   if (started.kind === "failed") {
@@ -116,7 +118,9 @@ export class Process implements Transport {
     if (!Supervised.launchable()) {
       return new SpawnFailure("ENOSUPERVISOR", "no supervisor can be started from this build of core to run it")
     }
-    const child = await supervised(options, env)
+    const launch = RemoteLaunch.resolve(options.command, options.location, env)
+    if ("code" in launch) return new SpawnFailure(launch.code, launch.message)
+    const child = await supervised(options, launch)
     return child instanceof SpawnFailure ? child : new Process(child)
   }
 

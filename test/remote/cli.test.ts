@@ -3,8 +3,8 @@
 // `core mcp list` shows each server's state, and a malformed `mcp` entry stops the command at its line.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, readFileSync } from "node:fs"
-import { join } from "node:path"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { dirname, join } from "node:path"
 import { alive } from "../shell/processes"
 import { binary, run } from "../support/binary"
 import { BUN, FIXTURE, location } from "./support"
@@ -29,6 +29,68 @@ describe("core with MCP servers in core.json", () => {
     })
     expect(approved.code).toBe(0)
     expect(JSON.parse(approved.stdout)).toMatchObject({ status: "success", content: [{ type: "text", text: "echo: cli" }] })
+  }, 120_000)
+
+  test("core exec of a built-in starts no MCP server; a server's tool starts only its own server", async () => {
+    const { directory, environment } = location({
+      permission: { "*": "allow" },
+      mcp: {
+        // Never answers initialize: anything waiting on it would wait for its whole timeout.
+        mute: { command: [BUN, FIXTURE, "mute"], env: { PID_FILE: "" } },
+        fix: { command: [BUN, FIXTURE], env: { PID_FILE: "" } },
+      },
+    })
+    const mutePid = join(directory, "..", `${directory.split("/").pop()}-mute.pid`)
+    const fixPid = join(directory, "..", `${directory.split("/").pop()}-fix.pid`)
+    const config = JSON.parse(readFileSync(join(directory, "core.json"), "utf8"))
+    config.mcp.mute.env.PID_FILE = mutePid
+    config.mcp.fix.env.PID_FILE = fixPid
+    await Bun.write(join(directory, "core.json"), JSON.stringify(config))
+    const listed = await run(["exec", "list", "--input", "{}", "--location", directory], { env: env(environment) })
+    expect(listed.code).toBe(0)
+    expect(existsSync(mutePid) || existsSync(fixPid)).toBe(false)
+    const echoed = await run(["exec", "fix_echo", "--input", JSON.stringify({ text: "lazy" }), "--location", directory], {
+      env: env(environment),
+    })
+    expect(JSON.parse(echoed.stdout)).toMatchObject({ status: "success", content: [{ type: "text", text: "echo: lazy" }] })
+    expect(existsSync(fixPid)).toBe(true)
+    expect(existsSync(mutePid)).toBe(false)
+  }, 120_000)
+
+  test("a server command never resolves into the Location: a planted package or program is not what runs", async () => {
+    const { directory, environment } = location((directory) => ({
+      mcp: {
+        // npx prefers a package installed in the project it starts in; offline, it cannot fetch the real one.
+        runner: { command: ["npx", "-y", "@modelcontextprotocol/server-everything", "stdio"], env: { npm_config_offline: "true" }, timeoutMs: 20_000 },
+        bare: { command: ["planted-server"] },
+        relative: { command: ["./node_modules/.bin/planted-server"] },
+        inside: { command: [join(directory, "node_modules/.bin/planted-server")] },
+      },
+    }))
+    const marker = `${directory}.planted-ran`
+    const script = `#!/bin/sh\necho ran >> "${marker}"\n`
+    const write = (path: string, text: string, mode = 0o644) => {
+      mkdirSync(dirname(join(directory, path)), { recursive: true })
+      writeFileSync(join(directory, path), text, { mode })
+    }
+    write("package.json", JSON.stringify({ name: "site", dependencies: { "@modelcontextprotocol/server-everything": "*" } }))
+    write("node_modules/@modelcontextprotocol/server-everything/package.json", JSON.stringify({
+      name: "@modelcontextprotocol/server-everything",
+      version: "9.9.9",
+      bin: { "mcp-server-everything": "planted.sh" },
+    }))
+    write("node_modules/@modelcontextprotocol/server-everything/planted.sh", script, 0o755)
+    write("node_modules/.bin/mcp-server-everything", script, 0o755)
+    write("node_modules/.bin/planted-server", script, 0o755)
+    // As a developer whose shell puts the project's bins on PATH (direnv, `export PATH=./node_modules/.bin:$PATH`).
+    const path = `node_modules/.bin:${join(directory, "node_modules/.bin")}:${process.env.PATH}`
+    const listed = await run(["mcp", "list", "--json", "--location", directory], { env: { ...env(environment), PATH: path } })
+    const states = JSON.parse(listed.stdout) as Array<{ name: string; status: string; error?: string }>
+    const byName = Object.fromEntries(states.map((state) => [state.name, state]))
+    expect(existsSync(marker)).toBe(false)
+    expect(byName.bare).toMatchObject({ status: "failed", error: expect.stringContaining("not found on PATH") })
+    expect(byName.relative).toMatchObject({ status: "failed", error: expect.stringContaining("relative path") })
+    expect(byName.inside).toMatchObject({ status: "failed", error: expect.stringContaining("inside the Location") })
   }, 120_000)
 
   test("core mcp list shows each server's state and problems, exiting 1 when one failed", async () => {

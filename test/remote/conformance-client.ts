@@ -33,6 +33,7 @@ const code = await Effect.runPromise(
     const prepared = yield* Host.prepare(environment, location)
     return yield* Effect.gen(function* () {
       const remote = yield* Remote.Service
+      yield* remote.ensure
       const state = remote.states()[0]!
       if (state.status !== "connected") {
         process.stderr.write(`${JSON.stringify(state)}\n`)

@@ -1,7 +1,8 @@
 // An MCP server over stdio for the client's fault paths, written with the SDK's low-level Server. The first
 // argument picks how it misbehaves from the start: "serve" (plain), "garbage" (prints lines that are not JSON-RPC
 // on stdout before and between answers), "mute" (never answers anything), "bad-names" (lists tools whose names
-// core cannot offer), "bad-tools" (lists a tool twice, and one whose input schema cannot be compiled), "typed"
+// core cannot offer), "bad-tools" (lists a tool twice, one whose input schema cannot be compiled, one whose input schema is not an
+// object and one whose output schema is an array), "typed"
 // (adds a tool whose schema has a fixed `$id` and a `value` of the JSON type $VALUE_TYPE names), "stubborn"
 // (serves, but neither the end of its stdin nor SIGTERM ends it). Its tools hang, crash, fail, answer a JSON-RPC
 // error, report progress, wait to be cancelled or change the tool list.
@@ -80,6 +81,9 @@ if (mode === "mute") {
       inputSchema: object({ tags: { type: "object", patternProperties: { "[a-z": { type: "string" } } } }),
     })
     tools.push({ name: "untyped", description: "A type JSON Schema does not have", inputSchema: object({ a: { type: "strnig" } }) })
+    // Not MCP tools at all: an input schema that is not an object, and an output schema that is an array.
+    tools.push({ name: "scalar", description: "Takes a bare string", inputSchema: { type: "string" } as never })
+    tools.push({ name: "listy", description: "Answers a list", inputSchema: object(), outputSchema: { type: "array" } as never })
   }
   if (mode === "typed") {
     tools.push({

@@ -117,7 +117,8 @@ describe("core as an MCP client of the reference servers", () => {
 
   test("the filesystem server reads a file of the Location through core, allowed by a rule", async () => {
     const result = await withLocation(
-      { mcp: { fs: { command: [FILESYSTEM, "."] } }, permission: { "fs_*": "allow" } },
+      // The server starts outside the Location: it is named by its absolute path.
+      (directory) => ({ mcp: { fs: { command: [FILESYSTEM, directory] } }, permission: { "fs_*": "allow" } }),
       (directory) =>
         Effect.gen(function* () {
           writeFileSync(join(directory, "notes.txt"), "remote notes\n")
@@ -524,7 +525,7 @@ describe("core as an MCP client: servers that misbehave", () => {
     expect(messages[1]).toStartWith(`MCP server "fix", tool "${"x".repeat(70)}": its core name`)
   }, 30_000)
 
-  test("a tool listed twice and one whose input schema cannot be compiled are diagnostics naming the server and the tool; the others are offered", async () => {
+  test("a tool listed twice, one whose schema cannot be compiled or is not an object are diagnostics naming the server and the tool; the others are offered", async () => {
     const result = await withLocation(fixture("bad-tools"), () =>
       Effect.gen(function* () {
         const current = yield* turn
@@ -539,13 +540,17 @@ describe("core as an MCP client: servers that misbehave", () => {
     )
     const messages = result.diagnostics.map((diagnostic) => diagnostic.message)
     expect(messages).toEqual([
+      expect.stringContaining('MCP server "fix", tool "scalar": not offered: inputSchema.type: '),
+      expect.stringContaining('MCP server "fix", tool "listy": not offered: outputSchema.type: '),
       'MCP server "fix", tool "echo": the server lists "echo" twice',
       'MCP server "fix", tool "unmatched": its input schema cannot be used: the pattern "(" is not a regular expression',
       'MCP server "fix", tool "unmatched-keys": its input schema cannot be used: the pattern "[a-z" is not a regular expression',
       expect.stringContaining('MCP server "fix", tool "untyped": its input schema cannot be used: '),
     ])
-    expect(messages[3]).toContain("strnig")
-    for (const name of ["fix_unmatched", "fix_unmatched-keys", "fix_untyped"]) expect(result.names).not.toContain(name)
+    expect(messages[5]).toContain("strnig")
+    for (const name of ["fix_unmatched", "fix_unmatched-keys", "fix_untyped", "fix_scalar", "fix_listy"]) {
+      expect(result.names).not.toContain(name)
+    }
     // The first of the two listings is the one offered.
     expect(result.names.filter((name) => name === "fix_echo")).toHaveLength(1)
     expect(result.echo.settlement.status).toBe("success")

@@ -30,11 +30,11 @@ export interface LocationConfig {
   readonly [key: string]: unknown
 }
 
-export const location = (config: LocationConfig) => {
+export const location = (config: LocationConfig | ((directory: string) => LocationConfig)) => {
   const directory = tempDir("core-remote-")
   const data = tempDir("core-remote-data-")
   mkdirSync(join(data, "home"))
-  const { files, ...content } = config
+  const { files, ...content } = typeof config === "function" ? config(directory) : config
   writeFileSync(join(directory, "core.json"), JSON.stringify(content, null, 2))
   for (const [path, text] of Object.entries(files ?? {})) {
     mkdirSync(dirname(join(directory, path)), { recursive: true })
@@ -46,12 +46,17 @@ export const location = (config: LocationConfig) => {
 export type Services = Settler.Service | Permission.Service | Registry.Service | Remote.Service | Scope.Scope
 
 /** Runs `program` with the Location's settling services, as `core exec` does (servers connect at once). */
-export const withLocation = <A, E>(config: LocationConfig, program: (directory: string) => Effect.Effect<A, E, Services>) => {
+export const withLocation = <A, E>(config: LocationConfig | ((directory: string) => LocationConfig), program: (directory: string) => Effect.Effect<A, E, Services>) => {
   const { directory, environment } = location(config)
   return Effect.runPromise(
     Effect.gen(function* () {
       const prepared = yield* Host.prepare(environment, directory)
-      return yield* program(prepared.directory).pipe(Effect.provide(Host.settlingLayer(environment, prepared)))
+      // As `core exec NAME` of a server's tool would: the servers connected before the catalog is made.
+      const connected = Effect.gen(function* () {
+        yield* (yield* Remote.Service).ensure
+        return yield* program(prepared.directory)
+      })
+      return yield* connected.pipe(Effect.provide(Host.settlingLayer(environment, prepared)))
     }).pipe(Effect.scoped) as Effect.Effect<A, unknown, never>,
   )
 }
