@@ -47,17 +47,50 @@ const structuredOf = (encoded: unknown, content: ReadonlyArray<Tool.Content>): u
   return media !== undefined && repeatsMedia(encoded, media) ? null : encoded
 }
 
-/** What the model reads, and the structured value, of one call; a failure when toModelOutput returned non-content. */
+const SHAPE = 'each part is { type: "text", text } or { type: "file", data: a base64 string, mime, name? }'
+
+/** A value's kind in words: `a Uint8Array`, `a number`, `null`. */
+const kindOf = (value: unknown): string =>
+  value === null
+    ? "null"
+    : typeof value === "object"
+      ? `a${/^[AEIOU]/.test(value.constructor?.name ?? "") ? "n" : ""} ${value.constructor?.name ?? "object"}`
+      : `a ${typeof value}`
+
+/**
+ * What is wrong with parts toModelOutput answered, for the tool's author: the first part that is not content and
+ * why, with the shape expected. Bytes in a file part's `data` are the usual slip (the contract carries base64).
+ */
+export const problemOf = (parts: unknown): string => {
+  if (!Array.isArray(parts)) return `${kindOf(parts)}, not a string or an array of parts (${SHAPE})`
+  for (const [index, part] of parts.entries()) {
+    const at = `part ${index}`
+    if (typeof part !== "object" || part === null) return `${at} is ${kindOf(part)} (${SHAPE})`
+    const { type, data } = part as { readonly type?: unknown; readonly data?: unknown }
+    if (type === "file" && (ArrayBuffer.isView(data) || data instanceof ArrayBuffer)) {
+      return (
+        `${at}: a file part's data is bytes (${data.constructor.name}), but it must be a ` +
+        'base64 string: data: Buffer.from(bytes).toString("base64")'
+      )
+    }
+    if (type !== "text" && type !== "file") return `${at} has type ${JSON.stringify(type) ?? "undefined"} (${SHAPE})`
+  }
+  return `parts that are not text or file content (${SHAPE})`
+}
+
+/**
+ * What the model reads, and the structured value, of one call; a failure saying what is wrong (problemOf) when
+ * toModelOutput returned something that is not content.
+ */
 export const project = (
   tool: Internal.Record,
   input: unknown,
   structured: unknown,
   encoded: unknown,
-): Exit.Exit<{ readonly content: ReadonlyArray<Tool.Content>; readonly structured: unknown }, unknown> => {
+): Exit.Exit<{ readonly content: ReadonlyArray<Tool.Content>; readonly structured: unknown }, string> => {
   const projected = tool.toModelOutput === undefined ? undefined : tool.toModelOutput({ input, output: encoded })
-  const content =
-    projected === undefined
-      ? Exit.succeed(defaultProjection(structured))
-      : decodeContent(typeof projected === "string" ? [{ type: "text", text: projected }] : projected)
-  return Exit.map(content, (parts) => ({ content: parts, structured: structuredOf(structured, parts) }))
+  const parts = typeof projected === "string" ? [{ type: "text", text: projected }] : projected
+  const content = projected === undefined ? Exit.succeed(defaultProjection(structured)) : decodeContent(parts)
+  if (Exit.isFailure(content)) return Exit.fail(problemOf(parts))
+  return Exit.succeed({ content: content.value, structured: structuredOf(structured, content.value) })
 }

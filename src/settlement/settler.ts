@@ -346,10 +346,11 @@ export const layer: Layer.Layer<
 
       const projected = Projection.project(tool, admitted.input, structured, encoded)
       if (Exit.isFailure(projected)) {
+        const problem = Exit.findErrorOption(projected)
         return yield* failOwned(
           call,
           "invalid_output",
-          `${call.name}'s toModelOutput returned parts that are not text or file content; this is a defect in the tool.`,
+          `${call.name}'s toModelOutput returned ${problem._tag === "Some" ? problem.value : "something that is not content"}; this is a defect in the tool.`,
         )
       }
 

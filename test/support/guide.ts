@@ -1,6 +1,6 @@
 // A guide's checked samples: each ```ts block follows a `<!-- check: PATH -->` line naming its file. They are written
-// into a workspace made by the compiled `core init`, where tsc must pass and `bun test` must run every sample test
-// and pass. Shared by the tests of each guide that makes that promise.
+// into a workspace made by the compiled `core init`, where tsc must pass and `core test` (bun test, by the Bun inside
+// core) must run every sample test and pass. Shared by the tests of each guide that makes that promise.
 
 import { expect } from "bun:test"
 import { mkdirSync, rmSync, writeFileSync } from "node:fs"
@@ -44,7 +44,7 @@ export const expectMarked = (guide: string): void => {
 
 /**
  * Writes `guide`'s samples into a workspace made by `core init` (without the kit's example, whose tests would count
- * as the guide's), then checks that they type-check and that `bun test` runs every sample test and passes. Answers
+ * as the guide's), then checks that they type-check and that `core test` runs every sample test and passes. Answers
  * the workspace.
  */
 export const expectSamplesPass = async (guide: string): Promise<string> => {
@@ -64,9 +64,9 @@ export const expectSamplesPass = async (guide: string): Promise<string> => {
   expect(typed.stdout + typed.stderr).toBe("")
   expect(typed.code).toBe(0)
 
-  const tested = await spawn([process.execPath, "test"], directory)
+  const tested = await run(["test"], { cwd: directory })
   const output = tested.stdout + tested.stderr
-  if (tested.code !== 0) throw new Error(`bun test failed in ${directory}:\n${output}`)
+  if (tested.code !== 0) throw new Error(`core test failed in ${directory}:\n${output}`)
   for (const sample of marked.filter((sample) => sample.path.endsWith(".test.ts"))) {
     expect(output).toContain(sample.path)
   }
