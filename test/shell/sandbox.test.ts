@@ -233,6 +233,23 @@ describe("the shell sandbox", () => {
     }
   })
 
+  test.skipIf(!LANDLOCK)(`a home inside a system directory keeps its credential stores out, the rest of that directory readable${needs}`, async () => {
+    const home = mkdtempSync(join("/var/tmp", "core-user-"))
+    try {
+      mkdirSync(join(home, ".ssh"))
+      writeFileSync(join(home, ".ssh", "id_ed25519"), "key")
+      writeFileSync(join(home, ".gitconfig"), "[user]\n")
+      const result = await run(`cat ~/.ssh/id_ed25519; cat ~/.gitconfig; ls /var/lib >/dev/null && echo var-ok`, tempDir("core-loc-"), [], shell, {
+        PATH: process.env.PATH,
+        HOME: home,
+      })
+      expect(result.stdout.text).toBe("[user]\nvar-ok\n")
+      expect(result.refused).toEqual([join(home, ".ssh", "id_ed25519")])
+    } finally {
+      rmSync(home, { recursive: true, force: true })
+    }
+  })
+
   test(`a Location's cache directory made by someone else first is not used: the call gets one of its own`, () => {
     const location = tempDir("core-loc-")
     const planted = Home.cacheOf(realpathSync(tmpdir()), location)
