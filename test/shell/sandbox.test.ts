@@ -238,16 +238,25 @@ describe("the shell sandbox", () => {
     try {
       mkdirSync(join(home, ".ssh"))
       writeFileSync(join(home, ".ssh", "id_ed25519"), "key")
-      writeFileSync(join(home, ".gitconfig"), "[user]\n")
-      const result = await run(`cat ~/.ssh/id_ed25519; cat ~/.gitconfig; ls /var/lib >/dev/null && echo var-ok`, tempDir("core-loc-"), [], shell, {
+      const result = await run(`cat ~/.ssh/id_ed25519; ls /var/lib >/dev/null && echo var-ok`, tempDir("core-loc-"), [], shell, {
         PATH: process.env.PATH,
         HOME: home,
       })
-      expect(result.stdout.text).toBe("[user]\nvar-ok\n")
+      expect(result.stdout.text).toBe("var-ok\n")
       expect(result.refused).toEqual([join(home, ".ssh", "id_ed25519")])
     } finally {
       rmSync(home, { recursive: true, force: true })
     }
+  })
+
+  test.skipIf(!LANDLOCK)(`of the home, git's files are read, also where ~/.gitconfig names them, and nothing else${needs}`, async () => {
+    const home = tempDir("core-user-")
+    writeFileSync(join(home, ".gitconfig"), "[core]\n\texcludesFile = ~/.my-ignore\n")
+    writeFileSync(join(home, ".my-ignore"), "*.swp\n")
+    writeFileSync(join(home, "notes.txt"), "notes")
+    const result = await run("cat ~/.my-ignore; cat ~/notes.txt", tempDir("core-loc-"), [], shell, { PATH: process.env.PATH, HOME: home })
+    expect(result.stdout.text).toBe("*.swp\n")
+    expect(result.refused).toEqual([join(home, "notes.txt")])
   })
 
   test(`a Location's cache directory made by someone else first is not used: the call gets one of its own`, () => {
