@@ -97,8 +97,8 @@ export const DENIED: ReadonlyArray<string> = [
 ]
 
 /**
- * Where tools write their caches: each variable points at a directory of the Location's own (CACHES below `dir`),
- * never at the home's caches, which a command could otherwise fill with code the user later runs unsandboxed.
+ * Where tools write their caches: each variable names a directory under the Location's cache directory (cacheOf),
+ * never the home's caches, which a command could otherwise fill with code the user later runs unsandboxed.
  */
 export const CACHES: ReadonlyArray<readonly [variable: string, under: string]> = [
   ["XDG_CACHE_HOME", "."],

@@ -233,6 +233,32 @@ describe("the shell sandbox", () => {
     }
   })
 
+  test.skipIf(!LANDLOCK)(`a home inside a system directory keeps its credential stores out, the rest of that directory readable${needs}`, async () => {
+    const home = mkdtempSync(join("/var/tmp", "core-user-"))
+    try {
+      mkdirSync(join(home, ".ssh"))
+      writeFileSync(join(home, ".ssh", "id_ed25519"), "key")
+      const result = await run(`cat ~/.ssh/id_ed25519; ls /var/lib >/dev/null && echo var-ok`, tempDir("core-loc-"), [], shell, {
+        PATH: process.env.PATH,
+        HOME: home,
+      })
+      expect(result.stdout.text).toBe("var-ok\n")
+      expect(result.refused).toEqual([join(home, ".ssh", "id_ed25519")])
+    } finally {
+      rmSync(home, { recursive: true, force: true })
+    }
+  })
+
+  test.skipIf(!LANDLOCK)(`of the home, git's files are read, also where ~/.gitconfig names them, and nothing else${needs}`, async () => {
+    const home = tempDir("core-user-")
+    writeFileSync(join(home, ".gitconfig"), "[core]\n\texcludesFile = ~/.my-ignore\n")
+    writeFileSync(join(home, ".my-ignore"), "*.swp\n")
+    writeFileSync(join(home, "notes.txt"), "notes")
+    const result = await run("cat ~/.my-ignore; cat ~/notes.txt", tempDir("core-loc-"), [], shell, { PATH: process.env.PATH, HOME: home })
+    expect(result.stdout.text).toBe("*.swp\n")
+    expect(result.refused).toEqual([join(home, "notes.txt")])
+  })
+
   test(`a Location's cache directory made by someone else first is not used: the call gets one of its own`, () => {
     const location = tempDir("core-loc-")
     const planted = Home.cacheOf(realpathSync(tmpdir()), location)
