@@ -107,7 +107,8 @@ const serve = (args: ReadonlyArray<string>) =>
             watch: true,
             log: (line) => Command.stderr(`${line}\n`),
           })
-          yield* sidecar.primary.capture(agent).pipe(
+          // The agent is checked before serving; MCP servers connect when the client first lists or calls.
+          yield* sidecar.primary.capture(agent, { connect: false }).pipe(
             Effect.mapError(
               (error) =>
                 new Command.UsageError({
