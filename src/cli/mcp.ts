@@ -107,7 +107,8 @@ const serve = (args: ReadonlyArray<string>) =>
             watch: true,
             log: (line) => Command.stderr(`${line}\n`),
           })
-          yield* sidecar.primary.capture(agent).pipe(
+          // The agent is checked before serving; MCP servers connect when the client first lists or calls.
+          yield* sidecar.primary.capture(agent, { connect: false }).pipe(
             Effect.mapError(
               (error) =>
                 new Command.UsageError({
@@ -151,8 +152,8 @@ const serve = (args: ReadonlyArray<string>) =>
         // The session (its calls settled and recorded) closes before the sidecar it runs on.
         yield* Effect.addFinalizer(() => session.close)
         yield* session.attach({ served: sidecar.primary, calls: sidecar.calls, outputs: sidecar.outputs })
-        if (located._tag === "Root") {
-          // The client's first root changed: that Location is served from now on.
+        if (McpRoots.supported(server)) {
+          // The client's first root changed (or it gave one at last): that Location is served from now on.
           let serving = located.directory
           server.setNotificationHandler(RootsListChangedNotificationSchema, async () => {
             const directory = await McpRoots.listed(server)

@@ -71,6 +71,12 @@ export interface Turn {
   readonly prepared: Provider.Prepared | undefined
 }
 
+/** What a captured turn is for: a listing (every MCP server connected), one call, or neither. */
+export interface CaptureOptions {
+  readonly call?: string
+  readonly connect?: false
+}
+
 export interface Interface {
   readonly directory: string
   readonly events: PubSub.PubSub<Events.Server>
@@ -82,9 +88,11 @@ export interface Interface {
   ) => Effect.Effect<Turn, UnknownAgent | Provider.CompatibilityError>
   /**
    * Captures the catalog for `agent` as a turn that is not kept (no id finds it again): for hosts that settle each
-   * call against the catalog current at the call (MCP), so they never crowd out the turns other hosts keep.
+   * call against the catalog current at the call (MCP), so they never crowd out the turns other hosts keep. MCP
+   * servers are connected for a listing; with `call`, the turn is for calling that tool alone and only the server
+   * that could offer it is connected; with `connect: false`, none (checking the agent, say).
    */
-  readonly capture: (agent: string) => Effect.Effect<Turn, UnknownAgent>
+  readonly capture: (agent: string, options?: CaptureOptions) => Effect.Effect<Turn, UnknownAgent>
   /** A turn of the current generation, unless it expired. */
   readonly turn: (id: string) => Turn | undefined
   /** Pending asks of every live generation, with ids this Location answers by. */
@@ -262,7 +270,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     return rules
   }
 
-  const capture = Effect.fnUntraced(function* (agent: string) {
+  const capture = Effect.fnUntraced(function* (agent: string, options: CaptureOptions = {}) {
     const generation = current
     if (!generation.permission.isAgent(agent)) {
       return yield* new UnknownAgent({
@@ -271,7 +279,9 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         message: `Unknown agent "${agent}"; known agents: ${generation.permission.agents.join(", ")}`,
       })
     }
-    yield* generation.remote.ensure
+    if (options.connect !== false) {
+      yield* options.call === undefined ? generation.remote.ensure : generation.remote.ensureFor(options.call)
+    }
     yield* reportRemote(generation)
     const materialization = yield* generation.settler.materialize(rulesOf(generation, agent))
     const id = `turn_${crypto.randomUUID().replaceAll("-", "")}`

@@ -102,7 +102,7 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
         const opened = yield* Effect.gen(function* () {
           // The session holds its Location (it is not let go while the session is open).
           const served = yield* sidecar.locations.get(request.served.directory)
-          const known = yield* Effect.result(served.capture(agent))
+          const known = yield* Effect.result(served.capture(agent, { connect: false }))
           if (known._tag === "Failure") return rpcError(400, -32602, known.failure.message)
           const session = yield* Mcp.session(
             { served, calls: sidecar.calls, outputs: sidecar.outputs },

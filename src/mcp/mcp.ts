@@ -21,7 +21,8 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as PubSub from "effect/PubSub"
-import type * as Scope from "effect/Scope"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
 import type { Calls } from "../host/calls"
 import type { Events } from "../host/events"
 import type { Served } from "../host/served"
@@ -164,7 +165,8 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       const settled = Effect.scoped(
         Effect.gen(function* () {
           // Each call settles against the catalog current when it arrives.
-          const turn = yield* served.capture(options.agent)
+          // For this call alone: a built-in's call never waits on an MCP server.
+          const turn = yield* served.capture(options.agent, { call: call.name })
           running.set(key, { call, host: serving, turn, requestId: extra.requestId })
           const { entry, subscription } = yield* calls.start(served, turn, call, { listen: progressToken !== undefined })
           const forwarding =
@@ -241,28 +243,34 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       })
 
     const listChanged = Effect.promise(() => server.sendToolListChanged().catch(() => undefined))
-    /** The events of the Location served now: its asks and its reloads. */
+    /**
+     * Listens to the events of the Location served now (its asks and its reloads), in a scope of its own that the
+     * next Location's replaces. Subscribed before it returns: an ask of the first call is never missed.
+     */
     const listen = (served: Served.Interface) =>
-      Effect.scoped(
-        Effect.gen(function* () {
-          const events = yield* PubSub.subscribe(served.events)
-          return yield* Effect.forever(
+      Effect.gen(function* () {
+        const listening = yield* Scope.fork(scope)
+        const events = yield* PubSub.subscribe(served.events).pipe(Scope.provide(listening))
+        yield* Effect.forkIn(
+          Effect.forever(
             Effect.flatMap(PubSub.take(events), (event) => {
               if (event.event === "permission.asked") return Effect.forkIn(onAsked(event.data), scope).pipe(Effect.asVoid)
               if (event.event === "tools.changed") return listChanged
               return Effect.void
             }),
-          )
-        }),
-      )
-    let listening: Fiber.Fiber<never> | undefined
+          ),
+          listening,
+        )
+        return listening
+      })
+    let listening: Scope.Closeable | undefined
     const attach = (next: Host) =>
       Effect.gen(function* () {
         const previous = host
         if (previous?.served === next.served) return
-        if (listening !== undefined) yield* Fiber.interrupt(listening)
+        if (listening !== undefined) yield* Scope.close(listening, Exit.void)
         host = next
-        listening = yield* Effect.forkIn(listen(next.served), scope)
+        listening = yield* listen(next.served)
         attached()
         if (previous !== undefined) yield* listChanged
       })

@@ -4,8 +4,9 @@ export * as Remote from "./remote"
 // connection per server, registering into the Location's registry. Servers are connected lazily: `ensure`
 // connects those not connected (a host calls it before making a turn's catalog, so listing connects), and a call
 // to a server that is down starts it again. A call names its tool, so `ensureFor` connects only the server that
-// could offer it, and none for a tool the Location already has (a built-in's call never waits on a server). Closing the layer's scope removes every server's tools and ends
-// every server process. It never decides permissions: calls settle like any tool's.
+// could offer it, and none for a tool the Location already has (a built-in's call never waits on a server).
+// Closing the layer's scope removes every server's tools and ends every server process. It never decides
+// permissions: calls settle like any tool's.
 
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"

@@ -2,13 +2,14 @@
 // Locations with their own tool files and core.json.
 
 import { afterEach, describe, expect, test } from "bun:test"
-import { readFileSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { CallToolResultSchema, ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js"
 import { IMPORTS, runs, sandbox, type Sandbox } from "../cli/fixture"
 import { coreJson, recording } from "../cli/permissions-fixture"
+import { FIXTURE } from "../remote/support"
 import { BIG, GREET, HUGE, PICTURE, PIXEL, WAIT } from "./tools"
 
 const MAIN = join(import.meta.dir, "../../src/cli/main.ts")
@@ -346,6 +347,23 @@ describe("core mcp", () => {
     expect(code).toBe(2)
     expect(stdout).toBe("")
     expect(stderr).toContain('unknown agent "ghost"')
+  })
+
+  test("a built-in's call starts no MCP server, even one that would never answer initialize", async () => {
+    const box = sandbox({})
+    const pidFile = join(box.location, "..", `${box.location.split("/").pop()}-mute.pid`)
+    writeFileSync(
+      join(box.location, "core.json"),
+      JSON.stringify({
+        permission: { "*": "allow" },
+        mcp: { mute: { command: [process.execPath, FIXTURE, "mute"], env: { PID_FILE: pidFile }, timeoutMs: 600_000 } },
+      }),
+    )
+    writeFileSync(join(box.location, "notes.txt"), "no server needed\n")
+    const { client } = await connect(box)
+    const result = await client.callTool({ name: "read", arguments: { filePath: "notes.txt" } })
+    expect(textOf(result)).toContain("no server needed")
+    expect(existsSync(pidFile)).toBe(false)
   })
 
   test("the server ends when the client closes stdin", async () => {

@@ -128,7 +128,12 @@ describe("core with MCP servers in core.json", () => {
         stdout: "ignore",
         stderr: "ignore",
       })
-      // `core mcp` connects its servers as it starts; the server writes its pid once it runs.
+      // `core mcp` connects its servers when the client lists the tools; the server writes its pid once it runs.
+      const initialize = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
+      core.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: initialize })}\n`)
+      core.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`)
+      core.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" })}\n`)
+      core.stdin.flush()
       for (let tries = 0; tries < 500 && !existsSync(pidFile); tries++) await Bun.sleep(20)
       const server = Number(readFileSync(pidFile, "utf8"))
       expect(alive(server)).toBe(true)
