@@ -195,7 +195,7 @@ describe("core exec bash: code planted for the user's own git is asked of a pers
     expect(existsSync(join(box.location, ".git", "hooks", "pre-commit"))).toBe(false)
     expect(existsSync(join(box.location, "ran"))).toBe(false)
     // Reading git's configuration is not asked; a setting that runs nothing is asked as usual, and --yes approves it.
-    for (const command of ["git config --get core.hooksPath", "cat .git/config"]) {
+    for (const command of ["git config --get core.hooksPath", "cat .git/config", "sed -n 1p .git/config"]) {
       expect([command, (await run(box, command)).status]).toEqual([command, "success"])
     }
     expect((await run(box, "git config user.name tester")).status).toBe("declined")
