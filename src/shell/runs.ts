@@ -48,6 +48,12 @@ const POSIX_LIKE: ReadonlySet<string> = new Set(["zsh", "ksh", "mksh"])
  */
 const PLAIN = /^[A-Za-z0-9_\s.\/\-:,@%+'"|;&<>]*$/
 /**
+ * What plain code may still hold that those shells read differently: `=cmd` (a program's path), a lone `-`
+ * (run with a login argv0), precommand modifiers and builtins of their own (`noglob rm x` runs `rm x`; `zmodload`,
+ * `zpty`, `sched` run or load code).
+ */
+const NOT_PLAIN = /(^|[\s;&|'"])(=|-(?=[\s;&|]|$))|(^|[^\w-])(noglob|nocorrect|zmodload|zpty|sched|autoload|emulate|zsystem|sysopen|builtin|whence|functions|disable|enable|unhash|hash|alias|bindkey|zle|zcompile|zstyle|vared|r|nohup|command|exec)(?![\w-])/
+/**
  * A shell's options that change nothing about what its `-c` code runs: a login shell (`-l`, which reads the
  * user's own profile, outside the Location), errexit, nounset, xtrace, verbose, pipefail and the like.
  */
@@ -221,7 +227,7 @@ const shell = (name: string, words: ReadonlyArray<Word>): Inner => {
     const text = operands[0]
     if (text === undefined) return opaque(`${name} -c is given its code from elsewhere`)
     if (text.value === undefined) return opaque(`the code given to ${name} -c holds an expansion`)
-    const readable = BASH_LIKE.has(name) || (POSIX_LIKE.has(name) && PLAIN.test(text.value))
+    const readable = BASH_LIKE.has(name) || (POSIX_LIKE.has(name) && PLAIN.test(text.value) && !NOT_PLAIN.test(text.value))
     if (!readable) return opaque(`${name} code is not read by core`)
     // What follows the code is $0, $1 …: values, never run.
     return { ...code(text.value), unwrapped: quiet && !stdin }

@@ -65,6 +65,10 @@ describe("a shell that only runs literal code is checked as that code", () => {
     expect(await opaque("bash -c \"$(cat x)\"")).toEqual(["bash -c \"$(cat x)\""])
     expect(await opaque("zsh -c 'ls *(e:rm x:)'")).toEqual(["zsh -c 'ls *(e:rm x:)'"])
     expect(await opaque("fish -c 'ls'")).toEqual(["fish -c 'ls'"])
+    for (const line of ["zsh -c '=rm x'", "zsh -c 'noglob rm x'", "zsh -c 'ls; - rm x'", "ksh -c 'builtin -f x.so y'", "zsh -c 'zmodload zsh/system'", "zsh -c \"ls '=x'\""]) {
+      expect([line, await opaque(line)]).toEqual([line, [line]])
+    }
+    expect(await opaque("zsh -c 'ls -la x-y'")).toEqual([])
     expect(await opaque("bash -c 'if'")).toEqual(["bash -c 'if'"])
   })
 
