@@ -143,7 +143,7 @@ describe("core exec bash: every spelling of the same flags meets the same rule",
   test('"rm -rf *": "deny" denies -fr, -r -f, --recursive --force and -Rf, in exec and in core check', async () => {
     const box = location(config({ "rm -rf *": "deny" }))
     mkdirSync(join(box.location, "d"))
-    for (const command of ["rm -fr d", "rm -r -f d", "rm --recursive --force d", "rm -Rf d", "rm -f -R d", "rm --force -r d", "D=d; rm -fr $D"]) {
+    for (const command of ["rm -fr d", "rm -r -f d", "rm --recursive --force d", "rm -Rf d", "rm -f -R d", "rm --force -r d", "D=d; rm -fr $D", "rm -vfr d"]) {
       const settlement = await run(box, command)
       expect([command, settlement.error?.kind]).toEqual([command, "denied"])
       expect((await checked(box, command)).decision).toBe("deny")

@@ -210,6 +210,10 @@ describe("Flags.variants", () => {
     }
     expect(of("rm --recursive --force x")).toContain("rm -rf x")
     expect(of("rm x -rf")).toContain("rm -rf x")
+    // More flags than the rule names still meet it: the rule's flags first, the rest apart.
+    expect(of("rm -rfv x")).toContain("rm -rf -v x")
+    expect(of("rm -vfr x")).toContain("rm -rf -v x")
+    expect(of("rm -v -f -r x")).toContain("rm -r -f -v x")
   })
 
   test("git subcommands: push -f is push --force", () => {
