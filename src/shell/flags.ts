@@ -68,7 +68,10 @@ export const variants = (values: ReadonlyArray<string | undefined>, texts: Reado
     const value = values[index]
     const text = texts[index]!
     if (ended || value === undefined || !value.startsWith("-") || value === "-") {
-      operands.push(text)
+      // `git push origin +main` forces that ref, as `--force` does.
+      const forced = key === "git push" && value !== undefined && /^\+[^+]/.test(value) && text === value
+      if (forced && !flags.includes(known[0]!)) flags.push(known[0]!)
+      operands.push(forced ? text.slice(1) : text)
       continue
     }
     if (value === "--") {

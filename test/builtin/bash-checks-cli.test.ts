@@ -155,8 +155,9 @@ describe("core exec bash: every spelling of the same flags meets the same rule",
 
   test('"git push --force *": "deny" denies git push -f', async () => {
     const box = location(config({ "git push --force *": "deny" }))
-    const settlement = await run(box, "git push -f origin main")
-    expect(settlement.error?.kind).toBe("denied")
+    for (const command of ["git push -f origin main", "git push origin +main"]) {
+      expect([command, (await run(box, command)).error?.kind]).toEqual([command, "denied"])
+    }
   }, 60_000)
 })
 

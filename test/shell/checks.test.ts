@@ -218,6 +218,8 @@ describe("Flags.variants", () => {
 
   test("git subcommands: push -f is push --force", () => {
     expect(of("git push -f origin main")).toContain("git push --force origin main")
+    expect(of("git push origin +main")).toContain("git push --force origin main")
+    expect(of("git push origin +main")).toContain("git push -f origin main")
     expect(of("git clean -fdx")).toContain("git clean -f -d -x")
   })
 
