@@ -193,10 +193,11 @@ const redirection = (node: Node, into: Gathered): void => {
 
 /**
  * A command name as checked: its value, quoted when it holds a space or a character that means something to bash,
- * so that the program literally named `git status` (`'git status'`) is never read as `git` given `status`.
+ * so that the program literally named `git status` (`'git status'`) is never read as `git` given `status`, nor
+ * `a=b` as an assignment.
  */
 export const nameOf = (value: string): string =>
-  /^[^\s'"\\;&|<>()$`*?!#~]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`
+  /^[^\s'"\\;&|<>()$`*?!#~=]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`
 
 const textOf = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>): string =>
   [...assignments, nameOf(words[0]!.value!), ...words.slice(1).map((word) => word.text)].join(" ")

@@ -87,6 +87,7 @@ describe("a quoted command name is that literal program", () => {
     expect(CommandLine.nameOf("/usr/bin/git")).toBe("/usr/bin/git")
     expect(CommandLine.nameOf("[")).toBe("[")
     expect(CommandLine.nameOf("a;b")).toBe("'a;b'")
+    expect(await plain("'a=b' cat x")).toEqual(["'a=b' cat x"])
   })
 
   test("a quoted name that holds no space is still its value", async () => {
