@@ -284,8 +284,16 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
   collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text: node.text, transparent })
   Evaluation.evaluatingCommand(words, within ?? resource, collector)
   // Also the environment a wrapper gives (`env PS4='…' bash -x`, `sudo EDITOR=… visudo`).
-  Evaluation.codeVariables([...assignments, ...words.slice(1).flatMap((word) => (word.value === undefined ? [] : [word.value]))], within ?? resource, collector)
+  const environment = [...assignments, ...words.slice(1).flatMap((word) => (word.value === undefined ? [] : [word.value]))]
+  Evaluation.codeVariables(environment, within ?? resource, collector)
+  templates(environment, within ?? resource, collector)
   inspect(words, within ?? resource, collector, neutral)
+}
+
+/** Makes the statement protected when it sets where git copies hooks from (Planted.template). */
+const templates = (assignments: ReadonlyArray<string>, resource: string, collector: Collector): void => {
+  const found = assignments.find(Planted.template)
+  if (found !== undefined) collector.opaque.push({ resource, reason: `${found.split("=")[0]} sets where git init and clone copy hooks from`, protected: Planted.WHAT })
 }
 
 /** Variables that say where a shell reads start-up code from. */
@@ -310,6 +318,7 @@ const declaration = (node: Node, collector: Collector) => {
   Evaluation.evaluatingCommand(words, collector.within ?? resource, collector)
   Evaluation.compoundDeclaration(words, collector.within ?? resource, collector)
   Evaluation.codeVariables(words.slice(1).map((word) => word.value ?? word.text), collector.within ?? resource, collector)
+  templates(words.slice(1).map((word) => word.value ?? word.text), collector.within ?? resource, collector)
 }
 
 const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [], words: [] }): void => {
@@ -344,6 +353,7 @@ const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [
       if (!["command", "declaration_command", "variable_assignments"].includes(node.parent?.type ?? "")) {
         collector.commands.push(other("assignment", node.text, collector.within))
         Evaluation.codeVariables([node.text], collector.within ?? node.text, collector)
+        templates([node.text], collector.within ?? node.text, collector)
       }
       break
     case "variable_assignments":
