@@ -312,7 +312,7 @@ const wrapped = (name: string, words: ReadonlyArray<Word>, replace?: string): In
 }
 
 /** Commands that give a file another name (a copy, a link, a move): a program among them runs under the new one. */
-const COPIERS: ReadonlySet<string> = new Set(["ln", "link", "cp", "mv", "install", "rsync", "dd", "tee", "cat", "ditto", "scp", "rename"])
+const COPIERS: ReadonlySet<string> = new Set(["ln", "link", "cp", "mv", "install", "rsync", "dd", "ditto", "scp", "rename"])
 
 /** `fd … -x CMD …` (and --exec, -X, --exec-batch): the command it runs on each path found, up to `;` or the end. */
 const fd = (words: ReadonlyArray<Word>): Inner => {

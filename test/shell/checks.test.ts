@@ -195,6 +195,8 @@ describe("xargs and find cannot give a program another name through their input"
 
   test("a replacement given to a command that copies nothing is checked as usual", async () => {
     expect(await opaque("xargs -I{} grep foo {}")).toEqual([])
+    expect(await opaque("find . -name '*.log' -exec cat {} \\;")).toEqual([])
+    expect(await opaque("xargs -I{} tee -a {}")).toEqual([])
   })
 })
 
