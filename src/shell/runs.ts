@@ -647,10 +647,21 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
       ? opaque("compgen -C, -F or -W with an expansion runs a command")
       : NOTHING,
   // rsync's remote shell (`-e CMD`, `--rsh`) and the program it starts on the other side are commands.
-  rsync: (words) =>
-    words.slice(1).some((word) => /^(--rsh|--rsync-path)(=|$)|^-[A-Za-z]*e/.test(word.value ?? word.text))
-      ? opaque("rsync is told which command to run as its remote shell")
-      : undefined,
+  rsync: (words) => {
+    const commands: Array<ReadonlyArray<Word>> = []
+    for (let index = 1; index < words.length; index++) {
+      const value = words[index]!.value ?? words[index]!.text
+      if (value === "--") break
+      if (/^--rsync-path(=|$)/.test(value)) return opaque("rsync is told which program to start on the other side")
+      const attached = /^--rsh=(.*)$/s.exec(value)?.[1] ?? /^-[A-Za-z]*e(.+)$/s.exec(value)?.[1]
+      if (attached === undefined && !/^(--rsh|-[A-Za-z]*e)$/.test(value)) continue
+      const shell = attached === undefined ? words[++index] : { ...words[index]!, value: words[index]!.value === undefined ? undefined : attached }
+      // A plain command line (`-e 'ssh -p 2222'`) is split into words, never given to a shell: checked as that command.
+      if (shell?.value === undefined || !/^[\w./=:,@%+ -]+$/.test(shell.value)) return opaque("rsync is told to run a remote shell core cannot read")
+      commands.push(shell.value.trim().split(/ +/).map((part) => ({ text: part, value: part, glob: false, tilde: false })))
+    }
+    return commands.length === 0 ? undefined : { commands, code: [], opaque: undefined }
+  },
   scp: (words) => (sshLike(words, "S") ? opaque("scp is told to run a local command") : undefined),
   sftp: (words) => (sshLike(words, "SD") ? opaque("sftp is told to run a local command") : undefined),
   // Options of otherwise plain programs that name a program to run.

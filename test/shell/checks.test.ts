@@ -146,7 +146,9 @@ describe("options that hand a program a command are checked as that command", ()
   })
 
   test("rsync -e, scp -S, ssh -F, less +!, compgen -W are opaque", async () => {
-    for (const line of ["rsync -e 'ssh -x' a b:c", "rsync -avze ssh a b:", "rsync --rsh=x a b:", "rsync --rsync-path=x a b:", "scp -S ./x a b:", "sftp -D ./x host", "ssh -F ./cfg host", "ssh -oProxyCommand=x host", "less '+!rm x' f", "less --lesskey-src=k f"]) {
+    expect(await plain("rsync -avz -e 'ssh -p 2222' a b:c")).toEqual(["rsync -avz -e 'ssh -p 2222' a b:c", "ssh -p 2222"])
+    expect(await plain("rsync --rsh=./x a b:")).toEqual(["rsync --rsh=./x a b:", "./x", "x"])
+    for (const line of ["rsync -e 'sh -c \"rm x\"' a b:c", "rsync -e \"$RSH\" a b:", "rsync --rsync-path=x a b:", "scp -S ./x a b:", "sftp -D ./x host", "ssh -F ./cfg host", "ssh -oProxyCommand=x host", "less '+!rm x' f", "less --lesskey-src=k f"]) {
       expect([line, await opaque(line)]).toEqual([line, [line]])
     }
     for (const line of ["rsync -av a b/", "scp a b:", "less f"]) expect([line, await opaque(line)]).toEqual([line, []])
