@@ -122,7 +122,7 @@ describe("expansions that evaluate code are opaque", () => {
   }
 
   test("expansions that only quote or transform run nothing", async () => {
-    for (const line of ["echo ${v@Q} ${v@E} ${v@A} ${v^^}", "a=([0]=1 [1]=2)", "local b=$x", "fc -l"]) {
+    for (const line of ["echo ${v@Q} ${v@E} ${v@A} ${v^^}", "a=([0]=1 [1]=2)", "local b=$x", "fc -l", "declare -a files=($(ls))", 'f() { local -a args=("$@"); }']) {
       expect([line, await opaque(line)]).toEqual([line, []])
     }
   })
