@@ -193,10 +193,11 @@ const redirection = (node: Node, into: Gathered): void => {
 
 /**
  * A command name as checked: its value, quoted when it holds a space or a character that means something to bash,
- * so that the program literally named `git status` (`'git status'`) is never read as `git` given `status`.
+ * so that the program literally named `git status` (`'git status'`) is never read as `git` given `status`, nor
+ * `a=b` as an assignment.
  */
 export const nameOf = (value: string): string =>
-  /^[^\s'"\\;&|<>()$`*?!#~]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`
+  /^[^\s'"\\;&|<>()$`*?!#~=]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`
 
 const textOf = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>): string =>
   [...assignments, nameOf(words[0]!.value!), ...words.slice(1).map((word) => word.text)].join(" ")
@@ -283,8 +284,16 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
   collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text: node.text, transparent })
   Evaluation.evaluatingCommand(words, within ?? resource, collector)
   // Also the environment a wrapper gives (`env PS4='…' bash -x`, `sudo EDITOR=… visudo`).
-  Evaluation.codeVariables([...assignments, ...words.slice(1).flatMap((word) => (word.value === undefined ? [] : [word.value]))], within ?? resource, collector)
+  const environment = [...assignments, ...words.slice(1).flatMap((word) => (word.value === undefined ? [] : [word.value]))]
+  Evaluation.codeVariables(environment, within ?? resource, collector)
+  templates(environment, within ?? resource, collector)
   inspect(words, within ?? resource, collector, neutral)
+}
+
+/** Makes the statement protected when it sets where git copies hooks from (Planted.template). */
+const templates = (assignments: ReadonlyArray<string>, resource: string, collector: Collector): void => {
+  const found = assignments.find(Planted.template)
+  if (found !== undefined) collector.opaque.push({ resource, reason: `${found.split("=")[0]} sets where git init and clone copy hooks from`, protected: Planted.WHAT })
 }
 
 /** Variables that say where a shell reads start-up code from. */
@@ -309,6 +318,7 @@ const declaration = (node: Node, collector: Collector) => {
   Evaluation.evaluatingCommand(words, collector.within ?? resource, collector)
   Evaluation.compoundDeclaration(words, collector.within ?? resource, collector)
   Evaluation.codeVariables(words.slice(1).map((word) => word.value ?? word.text), collector.within ?? resource, collector)
+  templates(words.slice(1).map((word) => word.value ?? word.text), collector.within ?? resource, collector)
 }
 
 const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [], words: [] }): void => {
@@ -343,6 +353,7 @@ const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [
       if (!["command", "declaration_command", "variable_assignments"].includes(node.parent?.type ?? "")) {
         collector.commands.push(other("assignment", node.text, collector.within))
         Evaluation.codeVariables([node.text], collector.within ?? node.text, collector)
+        templates([node.text], collector.within ?? node.text, collector)
       }
       break
     case "variable_assignments":

@@ -246,7 +246,10 @@ export const compoundDeclaration = (words: ReadonlyArray<Word>, resource: string
     const quoted = /^["']/.test(word.text) && /^[^=]*=\(/.test(word.value ?? "") && /[$`]/.test(word.value ?? word.text)
     const value = word.text.slice(word.text.indexOf("=") + 1)
     const madeArray = arrays || new RegExp(`(^|[^A-Za-z0-9_])${name}(\\+?=\\(|\\[)|-[A-Za-z]*[aA]\\s+${name}\\b|mapfile|readarray|read\\s+-[A-Za-z]*a`).test(collector.line)
-    if (quoted || (/[$`]/.test(value) && madeArray)) {
+    // `a=(…)` written out is parsed with the line (its subscripts are checked as arithmetic); only a value that
+    // becomes a string first is re-read.
+    const literalArray = !/^["']/.test(word.text) && value.startsWith("(")
+    if (quoted || (!literalArray && /[$`]/.test(value) && madeArray)) {
       collector.opaque.push({ resource, reason: `${words[0]!.value} re-reads the value of ${name} as an array, which runs the commands it holds` })
       return
     }

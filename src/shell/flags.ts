@@ -68,7 +68,10 @@ export const variants = (values: ReadonlyArray<string | undefined>, texts: Reado
     const value = values[index]
     const text = texts[index]!
     if (ended || value === undefined || !value.startsWith("-") || value === "-") {
-      operands.push(text)
+      // `git push origin +main` forces that ref, as `--force` does.
+      const forced = key === "git push" && value !== undefined && /^\+[^+]/.test(value) && text === value
+      if (forced && !flags.includes(known[0]!)) flags.push(known[0]!)
+      operands.push(forced ? text.slice(1) : text)
       continue
     }
     if (value === "--") {
@@ -90,8 +93,10 @@ export const variants = (values: ReadonlyArray<string | undefined>, texts: Reado
   for (const order of orders) {
     const shorts = order.every((item) => item.short !== "") ? product(order.map((item) => [...item.short])) : []
     for (const letters of shorts) {
-      found.add(`${key} -${letters.join("")}${tail}`)
-      found.add(`${key} ${letters.map((letter) => `-${letter}`).join(" ")}${tail}`)
+      // The first k letters together, the rest apart: `-rf -v` meets a rule about `rm -rf *`.
+      for (let k = letters.length; k >= 1; k--) {
+        found.add(`${key} ${[`-${letters.slice(0, k).join("")}`, ...letters.slice(k).map((letter) => `-${letter}`)].join(" ")}${tail}`)
+      }
     }
     // Long names, and each flag's usual spelling where it has no long one.
     const longs = order.map((item) => item.long ?? `-${item.short[0]}`)

@@ -123,6 +123,9 @@ export const git = (words: ReadonlyArray<Word>): string | undefined => {
   return undefined
 }
 
+/** Whether an assignment sets where `git init` and `git clone` copy hooks from (`GIT_TEMPLATE_DIR=./t`). */
+export const template = (assignment: string): boolean => /^GIT_TEMPLATE_DIR\+?=/.test(assignment)
+
 /**
  * Whether a path, as written, leads into what git runs or reads as configuration for the user: `.git/hooks`,
  * `.git/config`, `.git/info/attributes`, or the `.git`, `.git/info` directories holding them.

@@ -48,6 +48,12 @@ const POSIX_LIKE: ReadonlySet<string> = new Set(["zsh", "ksh", "mksh"])
  */
 const PLAIN = /^[A-Za-z0-9_\s.\/\-:,@%+'"|;&<>]*$/
 /**
+ * What plain code may still hold that those shells read differently: `=cmd` (a program's path), a lone `-`
+ * (run with a login argv0), precommand modifiers and builtins of their own (`noglob rm x` runs `rm x`; `zmodload`,
+ * `zpty`, `sched` run or load code).
+ */
+const NOT_PLAIN = /(^|[\s;&|'"])(=|-(?=[\s;&|]|$))|(^|[^\w-])(noglob|nocorrect|zmodload|zpty|sched|autoload|emulate|zsystem|sysopen|builtin|whence|functions|disable|enable|unhash|hash|alias|bindkey|zle|zcompile|zstyle|vared|r|nohup|command|exec)(?![\w-])/
+/**
  * A shell's options that change nothing about what its `-c` code runs: a login shell (`-l`, which reads the
  * user's own profile, outside the Location), errexit, nounset, xtrace, verbose, pipefail and the like.
  */
@@ -221,7 +227,7 @@ const shell = (name: string, words: ReadonlyArray<Word>): Inner => {
     const text = operands[0]
     if (text === undefined) return opaque(`${name} -c is given its code from elsewhere`)
     if (text.value === undefined) return opaque(`the code given to ${name} -c holds an expansion`)
-    const readable = BASH_LIKE.has(name) || (POSIX_LIKE.has(name) && PLAIN.test(text.value))
+    const readable = BASH_LIKE.has(name) || (POSIX_LIKE.has(name) && PLAIN.test(text.value) && !NOT_PLAIN.test(text.value))
     if (!readable) return opaque(`${name} code is not read by core`)
     // What follows the code is $0, $1 …: values, never run.
     return { ...code(text.value), unwrapped: quiet && !stdin }
@@ -306,7 +312,7 @@ const wrapped = (name: string, words: ReadonlyArray<Word>, replace?: string): In
 }
 
 /** Commands that give a file another name (a copy, a link, a move): a program among them runs under the new one. */
-const COPIERS: ReadonlySet<string> = new Set(["ln", "link", "cp", "mv", "install", "rsync", "dd", "tee", "cat", "ditto", "scp", "rename"])
+const COPIERS: ReadonlySet<string> = new Set(["ln", "link", "cp", "mv", "install", "rsync", "dd", "ditto", "scp", "rename"])
 
 /** `fd … -x CMD …` (and --exec, -X, --exec-batch): the command it runs on each path found, up to `;` or the end. */
 const fd = (words: ReadonlyArray<Word>): Inner => {
@@ -641,10 +647,21 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
       ? opaque("compgen -C, -F or -W with an expansion runs a command")
       : NOTHING,
   // rsync's remote shell (`-e CMD`, `--rsh`) and the program it starts on the other side are commands.
-  rsync: (words) =>
-    words.slice(1).some((word) => /^(--rsh|--rsync-path)(=|$)|^-[A-Za-z]*e/.test(word.value ?? word.text))
-      ? opaque("rsync is told which command to run as its remote shell")
-      : undefined,
+  rsync: (words) => {
+    const commands: Array<ReadonlyArray<Word>> = []
+    for (let index = 1; index < words.length; index++) {
+      const value = words[index]!.value ?? words[index]!.text
+      if (value === "--") break
+      if (/^--rsync-path(=|$)/.test(value)) return opaque("rsync is told which program to start on the other side")
+      const attached = /^--rsh=(.*)$/s.exec(value)?.[1] ?? /^-[A-Za-z]*e(.+)$/s.exec(value)?.[1]
+      if (attached === undefined && !/^(--rsh|-[A-Za-z]*e)$/.test(value)) continue
+      const shell = attached === undefined ? words[++index] : { ...words[index]!, value: words[index]!.value === undefined ? undefined : attached }
+      // A plain command line (`-e 'ssh -p 2222'`) is split into words, never given to a shell: checked as that command.
+      if (shell?.value === undefined || !/^[\w./=:,@%+ -]+$/.test(shell.value)) return opaque("rsync is told to run a remote shell core cannot read")
+      commands.push(shell.value.trim().split(/ +/).map((part) => ({ text: part, value: part, glob: false, tilde: false })))
+    }
+    return commands.length === 0 ? undefined : { commands, code: [], opaque: undefined }
+  },
   scp: (words) => (sshLike(words, "S") ? opaque("scp is told to run a local command") : undefined),
   sftp: (words) => (sshLike(words, "SD") ? opaque("sftp is told to run a local command") : undefined),
   // Options of otherwise plain programs that name a program to run.

@@ -143,7 +143,7 @@ describe("core exec bash: every spelling of the same flags meets the same rule",
   test('"rm -rf *": "deny" denies -fr, -r -f, --recursive --force and -Rf, in exec and in core check', async () => {
     const box = location(config({ "rm -rf *": "deny" }))
     mkdirSync(join(box.location, "d"))
-    for (const command of ["rm -fr d", "rm -r -f d", "rm --recursive --force d", "rm -Rf d", "rm -f -R d", "rm --force -r d", "D=d; rm -fr $D"]) {
+    for (const command of ["rm -fr d", "rm -r -f d", "rm --recursive --force d", "rm -Rf d", "rm -f -R d", "rm --force -r d", "D=d; rm -fr $D", "rm -vfr d"]) {
       const settlement = await run(box, command)
       expect([command, settlement.error?.kind]).toEqual([command, "denied"])
       expect((await checked(box, command)).decision).toBe("deny")
@@ -155,8 +155,9 @@ describe("core exec bash: every spelling of the same flags meets the same rule",
 
   test('"git push --force *": "deny" denies git push -f', async () => {
     const box = location(config({ "git push --force *": "deny" }))
-    const settlement = await run(box, "git push -f origin main")
-    expect(settlement.error?.kind).toBe("denied")
+    for (const command of ["git push -f origin main", "git push origin +main"]) {
+      expect([command, (await run(box, command)).error?.kind]).toEqual([command, "denied"])
+    }
   }, 60_000)
 })
 
@@ -195,7 +196,7 @@ describe("core exec bash: code planted for the user's own git is asked of a pers
     expect(existsSync(join(box.location, ".git", "hooks", "pre-commit"))).toBe(false)
     expect(existsSync(join(box.location, "ran"))).toBe(false)
     // Reading git's configuration is not asked; a setting that runs nothing is asked as usual, and --yes approves it.
-    for (const command of ["git config --get core.hooksPath", "cat .git/config"]) {
+    for (const command of ["git config --get core.hooksPath", "cat .git/config", "sed -n 1p .git/config"]) {
       expect([command, (await run(box, command)).status]).toEqual([command, "success"])
     }
     expect((await run(box, "git config user.name tester")).status).toBe("declined")

@@ -65,6 +65,10 @@ describe("a shell that only runs literal code is checked as that code", () => {
     expect(await opaque("bash -c \"$(cat x)\"")).toEqual(["bash -c \"$(cat x)\""])
     expect(await opaque("zsh -c 'ls *(e:rm x:)'")).toEqual(["zsh -c 'ls *(e:rm x:)'"])
     expect(await opaque("fish -c 'ls'")).toEqual(["fish -c 'ls'"])
+    for (const line of ["zsh -c '=rm x'", "zsh -c 'noglob rm x'", "zsh -c 'ls; - rm x'", "ksh -c 'builtin -f x.so y'", "zsh -c 'zmodload zsh/system'", "zsh -c \"ls '=x'\""]) {
+      expect([line, await opaque(line)]).toEqual([line, [line]])
+    }
+    expect(await opaque("zsh -c 'ls -la x-y'")).toEqual([])
     expect(await opaque("bash -c 'if'")).toEqual(["bash -c 'if'"])
   })
 
@@ -83,6 +87,7 @@ describe("a quoted command name is that literal program", () => {
     expect(CommandLine.nameOf("/usr/bin/git")).toBe("/usr/bin/git")
     expect(CommandLine.nameOf("[")).toBe("[")
     expect(CommandLine.nameOf("a;b")).toBe("'a;b'")
+    expect(await plain("'a=b' cat x")).toEqual(["'a=b' cat x"])
   })
 
   test("a quoted name that holds no space is still its value", async () => {
@@ -117,7 +122,7 @@ describe("expansions that evaluate code are opaque", () => {
   }
 
   test("expansions that only quote or transform run nothing", async () => {
-    for (const line of ["echo ${v@Q} ${v@E} ${v@A} ${v^^}", "a=([0]=1 [1]=2)", "local b=$x", "fc -l"]) {
+    for (const line of ["echo ${v@Q} ${v@E} ${v@A} ${v^^}", "a=([0]=1 [1]=2)", "local b=$x", "fc -l", "declare -a files=($(ls))", 'f() { local -a args=("$@"); }']) {
       expect([line, await opaque(line)]).toEqual([line, []])
     }
   })
@@ -141,7 +146,9 @@ describe("options that hand a program a command are checked as that command", ()
   })
 
   test("rsync -e, scp -S, ssh -F, less +!, compgen -W are opaque", async () => {
-    for (const line of ["rsync -e 'ssh -x' a b:c", "rsync -avze ssh a b:", "rsync --rsh=x a b:", "rsync --rsync-path=x a b:", "scp -S ./x a b:", "sftp -D ./x host", "ssh -F ./cfg host", "ssh -oProxyCommand=x host", "less '+!rm x' f", "less --lesskey-src=k f"]) {
+    expect(await plain("rsync -avz -e 'ssh -p 2222' a b:c")).toEqual(["rsync -avz -e 'ssh -p 2222' a b:c", "ssh -p 2222"])
+    expect(await plain("rsync --rsh=./x a b:")).toEqual(["rsync --rsh=./x a b:", "./x", "x"])
+    for (const line of ["rsync -e 'sh -c \"rm x\"' a b:c", "rsync -e \"$RSH\" a b:", "rsync --rsync-path=x a b:", "scp -S ./x a b:", "sftp -D ./x host", "ssh -F ./cfg host", "ssh -oProxyCommand=x host", "less '+!rm x' f", "less --lesskey-src=k f"]) {
       expect([line, await opaque(line)]).toEqual([line, [line]])
     }
     for (const line of ["rsync -av a b/", "scp a b:", "less f"]) expect([line, await opaque(line)]).toEqual([line, []])
@@ -190,6 +197,8 @@ describe("xargs and find cannot give a program another name through their input"
 
   test("a replacement given to a command that copies nothing is checked as usual", async () => {
     expect(await opaque("xargs -I{} grep foo {}")).toEqual([])
+    expect(await opaque("find . -name '*.log' -exec cat {} \\;")).toEqual([])
+    expect(await opaque("xargs -I{} tee -a {}")).toEqual([])
   })
 })
 
@@ -206,10 +215,16 @@ describe("Flags.variants", () => {
     }
     expect(of("rm --recursive --force x")).toContain("rm -rf x")
     expect(of("rm x -rf")).toContain("rm -rf x")
+    // More flags than the rule names still meet it: the rule's flags first, the rest apart.
+    expect(of("rm -rfv x")).toContain("rm -rf -v x")
+    expect(of("rm -vfr x")).toContain("rm -rf -v x")
+    expect(of("rm -v -f -r x")).toContain("rm -r -f -v x")
   })
 
   test("git subcommands: push -f is push --force", () => {
     expect(of("git push -f origin main")).toContain("git push --force origin main")
+    expect(of("git push origin +main")).toContain("git push --force origin main")
+    expect(of("git push origin +main")).toContain("git push -f origin main")
     expect(of("git clean -fdx")).toContain("git clean -f -d -x")
   })
 
@@ -254,6 +269,9 @@ describe("code planted for the user's own git is protected", () => {
     "git clone -c core.hooksPath=x a b",
     "git clone --config=alias.x=!y a b",
     "sudo git config core.editor x",
+    "GIT_TEMPLATE_DIR=./t git init",
+    "env GIT_TEMPLATE_DIR=./t git clone a b",
+    "export GIT_TEMPLATE_DIR=./t",
     "cp x .git/hooks/pre-commit",
     "mv x ./.git//config",
     "echo > .git/config",
