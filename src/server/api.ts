@@ -314,9 +314,10 @@ export const ENDPOINTS = {
   }).annotateMerge(
     docs(
       "Settle one call through a turn",
-      "Answers the settlement JSON. A call is identified by (sessionID, toolCallID): settling it again replays the " +
-        "record with `X-Core-Replayed: true` and runs nothing; a duplicate of a running call waits for its result " +
-        "(not marked replayed: it is that call's fresh settlement). The call runs to its settlement even if the " +
+      "Answers the settlement JSON. A call is identified by (sessionID, toolCallID) within its Location: settling it " +
+        "again replays the record with `X-Core-Replayed: true` and runs nothing; a duplicate of a running call waits " +
+        "for its result (not marked replayed: it is that call's fresh settlement); asked by another agent or under " +
+        "another tool name, it is an error of kind `conflict` that runs nothing and shows nothing of the record. The call runs to its settlement even if the " +
         "client goes away. Sent with `Accept: text/event-stream`, this route answers as settleStream does.",
     ),
   ),

@@ -3,7 +3,7 @@
 // edge cases of real processes (background jobs, timeouts, signals, huge output), each leaving nothing behind.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, readFileSync, realpathSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync } from "node:fs"
 import { join } from "node:path"
 import { ProcessGroup } from "../../src/shell/group"
 import { harness, textOf } from "../support/builtin"
@@ -120,7 +120,9 @@ describe("bash results", () => {
     expect(outcome.settlement.outputs).toHaveLength(1)
     const { id } = outcome.settlement.outputs[0]!
     const text = outcome.outputs[id]!
-    const result = (await Bun.file(join(h.data, "outputs", `${id}.json`)).json()) as Structured
+    // Kept in the Location's own directory of outputs.
+    const kept = readdirSync(join(h.data, "outputs"), { recursive: true }).map(String).find((name) => name.endsWith(`${id}.json`))!
+    const result = (await Bun.file(join(h.data, "outputs", kept)).json()) as Structured
     expect(result.capture.stdout).toEqual({
       bytes: 2_147_483_648,
       kept: 1_048_576,

@@ -448,7 +448,12 @@ describe("read: permissions", () => {
     const big = await h.settle("grep", { pattern: "needle", limit: 5_000 })
     const kept = big.settlement.outputs[0]
     expect(kept).toBeDefined()
-    const path = join(h.data, "outputs", kept!.id)
+    // Kept in the Location's own directory of outputs.
+    const path = join(
+      h.data,
+      "outputs",
+      readdirSync(join(h.data, "outputs"), { recursive: true }).map(String).find((name) => name.endsWith(`/${kept!.id}`))!,
+    )
     const { settlement, asks } = await h.settle("read", { filePath: path, offset: 2, limit: 1 })
     expect(asks).toEqual([])
     expect(settlement.status).toBe("success")

@@ -3,7 +3,7 @@
 // that are not UTF-8 or hold ":", rg's errors (bad patterns, partial results), and the permission checks.
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, symlinkSync, utimesSync, writeFileSync } from "node:fs"
+import { mkdirSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Glob } from "../../src/builtin/glob"
 import { Grep } from "../../src/builtin/grep"
@@ -383,7 +383,11 @@ describe("grep", () => {
     // Far over the settlement's bound: the complete structured output is kept in its one managed output.
     expect(settlement.outputs).toHaveLength(1)
     expect(settlement.structured).toBeNull()
-    const output = (await Bun.file(join(h.data, "outputs", `${settlement.outputs[0]!.id}.json`)).json()) as Grep.Output
+    // Kept in the Location's own directory of outputs.
+    const kept = readdirSync(join(h.data, "outputs"), { recursive: true })
+      .map(String)
+      .find((name) => name.endsWith(`${settlement.outputs[0]!.id}.json`))!
+    const output = (await Bun.file(join(h.data, "outputs", kept)).json()) as Grep.Output
     expect(output).toMatchObject({ matches: 20_003, files: 2, notShown: 2 })
     expect(output.shown[0]?.lines.map((line) => line.line)).toEqual(Array.from({ length: 20_000 }, (_, index) => index + 1))
     expect(output.shown[0]?.lines.every((line) => line.text === "needle".padEnd(100, "."))).toBe(true)

@@ -190,8 +190,14 @@ export default Tool.make({
     expect(mode(data)).toBe(0o700)
     for (const file of ["core.db", "core.db-wal", "core.db-shm"]) expect({ file, mode: mode(join(data, file)) }).toEqual({ file, mode: 0o600 })
     expect(mode(join(data, "outputs"))).toBe(0o700)
-    for (const name of readdirSync(join(data, "outputs"))) {
-      expect({ name, mode: mode(join(data, "outputs", name)) }).toEqual({ name, mode: 0o600 })
+    // Each Location's directory of outputs is 0700, and each output in it 0600.
+    const places = readdirSync(join(data, "outputs")).filter((name) => !name.startsWith("."))
+    expect(places.length).toBeGreaterThan(0)
+    for (const place of places) {
+      expect({ place, mode: mode(join(data, "outputs", place)) }).toEqual({ place, mode: 0o700 })
+      for (const name of readdirSync(join(data, "outputs", place))) {
+        expect({ name, mode: mode(join(data, "outputs", place, name)) }).toEqual({ name, mode: 0o600 })
+      }
     }
   })
 })

@@ -1,0 +1,35 @@
+// Supervisor starts wait their turn (Supervised.MAX_STARTING at once, process-wide), so a burst of commands never
+// leaves core without a processor; a start cancelled while it waits starts nothing, and every waiting start runs.
+
+import { expect, test } from "bun:test"
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+import { Supervised } from "../../src/shell/supervised"
+import { tempDir } from "../support/temp"
+
+const touch = (file: string) => ({
+  argv: ["sh", "-c", `touch ${file}`],
+  cwd: "/",
+  env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+  graceMs: 1000,
+})
+
+test.skipIf(!Supervised.launchable())("starts past the bound wait their turn and all run; one cancelled while waiting never starts", async () => {
+  const directory = tempDir("core-starts-")
+  const pool = Supervised.pool(undefined)
+  const count = Supervised.MAX_STARTING + 3
+  const starts = Array.from({ length: count }, (_, index) => {
+    const controller = new AbortController()
+    return { controller, file: join(directory, `ran-${index}`), run: undefined as Promise<Supervised.Run> | undefined }
+  })
+  for (const start of starts) start.run = pool.start(touch(start.file), start.controller.signal)
+  // The bound's first starts hold every turn until their supervisors report; the last one waits, and is cancelled.
+  const cancelled = starts.at(-1)!
+  cancelled.controller.abort(new Error("cancelled while waiting"))
+  await expect(cancelled.run!).rejects.toThrow("cancelled while waiting")
+  const runs = await Promise.all(starts.slice(0, -1).map((start) => start.run!))
+  const ended = await Promise.all(runs.map((run) => run.started.then(() => run.ended)))
+  expect(ended.every((report) => report?.exitCode === 0)).toBe(true)
+  for (const start of starts.slice(0, -1)) expect(existsSync(start.file)).toBe(true)
+  expect(existsSync(cancelled.file)).toBe(false)
+}, 60_000)
