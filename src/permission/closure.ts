@@ -256,6 +256,14 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
       return
     }
   }
+  // A tool file that is a symbolic link is loaded from where it leads (its imports resolved from there): that file
+  // is code core runs too.
+  for (const [index, root] of roots.entries()) {
+    if (statFresh(root, false)?.isSymbolicLink() !== true) continue
+    const real = follow(root, "link", root)
+    seen.add(real)
+    files[index] = { file: real, by: root }
+  }
   while ((files.length > 0 || packages.length > 0) && budget-- > 0) {
     const pkg = packages.pop()
     if (pkg !== undefined) {
