@@ -4,11 +4,12 @@ export * as Discovery from "./discovery"
 // other exported tool `x` under `<base>_<x>`. Each file is checked (syntax, imports) and loaded on its own; one
 // that fails becomes a diagnostic naming the file and the reason, and never hides the others.
 
-import { readdirSync } from "node:fs"
+import { readdirSync, statSync } from "node:fs"
 import { basename, dirname, join } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
+import { Closure } from "../permission/closure"
 import type { Registry } from "../registry/registry"
 import { Modules } from "../sdk/modules"
 import type { Tool } from "../tool/tool"
@@ -50,8 +51,6 @@ export const toolFiles = (directory: string, within = "tools"): ReadonlyArray<st
     .sort()
     .map((name) => join(folder, name))
 }
-
-const transpiler = new Bun.Transpiler({ loader: "ts" })
 
 const message = (cause: unknown): string =>
   typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
@@ -141,12 +140,20 @@ export const importModule = Effect.fnUntraced(function* (file: string, options: 
   Modules.install()
   const timeoutMs = options.timeoutMs ?? LOAD_TIMEOUT_MS
   const fail = (reason: string) => new LoadError({ file, message: reason })
+  // Taken before reading: the scan is remembered for the file's import closure (what core protects) under them.
+  const stats = (() => {
+    try {
+      return statSync(file, { throwIfNoEntry: false })
+    } catch {
+      return undefined
+    }
+  })()
   const source = yield* Effect.tryPromise({
     try: () => Bun.file(file).text(),
     catch: (cause) => fail(`cannot be read: ${message(cause)}`),
   })
   const imports = yield* Effect.try({
-    try: () => transpiler.scanImports(source),
+    try: () => Closure.scan(file, source, stats),
     catch: (cause) => {
       const { reason, position } = syntaxErrorOf(cause)
       return position === undefined
@@ -158,7 +165,7 @@ export const importModule = Effect.fnUntraced(function* (file: string, options: 
           })
     },
   })
-  for (const { path } of imports) {
+  for (const path of imports) {
     const problem = importProblem(path, file)
     if (problem !== undefined) return yield* fail(problem)
   }

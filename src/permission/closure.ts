@@ -130,6 +130,17 @@ export const specifiersOf = (file: string, stated?: Stats): ReadonlyArray<string
 }
 
 /**
+ * Scans `source`, read from `file` after `stats` were taken, and remembers its specifiers (discovery's own scan
+ * before it imports a file, so its closure need not read it again). Throws the transpiler's error on a syntax
+ * error. Stats taken before reading make a file changed meanwhile look changed, so it is scanned again.
+ */
+export const scan = (file: string, source: string, stats: Stats | undefined): ReadonlyArray<string> => {
+  const specifiers = transpilerFor(file).scanImports(source).map((entry) => entry.path)
+  if (stats?.isFile() === true) scanned.set(file, { stamp: stampOf(stats), specifiers })
+  return specifiers
+}
+
+/**
  * The names the resolver tries for a relative specifier, in its order: the first that exists is loaded, so it and
  * every missing one before it are what a change could redirect. For `./x.js` the TypeScript sources are tried too.
  */
@@ -255,6 +266,14 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
       }
       return
     }
+  }
+  // A tool file that is a symbolic link is loaded from where it leads (its imports resolved from there): that file
+  // is code core runs too.
+  for (const [index, root] of roots.entries()) {
+    if (statFresh(root, false)?.isSymbolicLink() !== true) continue
+    const real = follow(root, "link", root)
+    seen.add(real)
+    files[index] = { file: real, by: root }
   }
   while ((files.length > 0 || packages.length > 0) && budget-- > 0) {
     const pkg = packages.pop()

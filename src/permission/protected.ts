@@ -2,9 +2,10 @@ export * as Protected from "./protected"
 
 // What configures core, and so may change only with a person's approval asked each time (DESIGN §2 law 13): a
 // Location's core.json, tools/, plugins/ and .core/, everything under $CORE_HOME and $CORE_DATA_DIR, the code the
-// tool and plugin files import (./closure), and what the user's own git runs (./git); and what no tool reads: $CORE_DATA_DIR (the settlement store, saved approvals) except the managed outputs. Paths are
-// matched by where they really are: by name without regard to case, and by file identity (a bind mount, a
-// case-folding file system, a hard link). Pure policy over the file system's answers; it never asks anyone.
+// tool and plugin files import (./closure), and what the user's own git runs (./git); and what no tool reads:
+// $CORE_DATA_DIR (the settlement store, saved approvals) except the managed outputs. Paths are matched by where
+// they really are: by name without regard to case, and by file identity (a bind mount, a case-folding file system,
+// a hard link). Pure policy over the file system's answers; it never asks anyone.
 
 import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs"
 import { homedir } from "node:os"
@@ -288,8 +289,9 @@ export const readsOnly = (text: string): boolean => {
 }
 
 /**
- * Whether an absolute path names a protected place by its text alone (no file system lookups): the cheap test for
- * a word of a command that is not a known file operand (`git checkout core.json`).
+ * Whether an absolute path names a protected place by its text (no lookup of where it leads): the cheap test for a
+ * word of a command that is not a known file operand (`git checkout core.json`). The import closure and git's
+ * places are looked up to know their names.
  */
 export const named = (roots: Roots, absolute: string): boolean =>
   [roots.location, ...othersOf(roots)].some((location) =>

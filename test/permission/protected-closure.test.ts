@@ -62,6 +62,15 @@ describe("Closure: the code tool and plugin files import", () => {
     expect(reached).toContain(join(root, "store/linked@1"))
   })
 
+  test("a tool file that is a symbolic link protects the file it leads to, and what that imports", () => {
+    const root = files(tempDir("core-closure-"), { "lib/real.ts": 'import "./helper"\n', "lib/helper.ts": "" })
+    mkdirSync(join(root, "tools"))
+    symlinkSync(join(root, "lib/real.ts"), join(root, "tools/linked.ts"))
+    const reached = reachedFrom(root)
+    expect(reached).toContain(join(root, "lib/real.ts"))
+    expect(reached).toContain(join(root, "lib/helper.ts"))
+  })
+
   test("a file changed since it was scanned is scanned again; one with a syntax error imports nothing", () => {
     const root = files(tempDir("core-closure-"), { "tools/a.ts": 'import "../lib/one"\n', "lib/one.ts": "", "lib/two.ts": "" })
     expect(reachedFrom(root)).toContain(join(root, "lib/one.ts"))

@@ -5,7 +5,7 @@
 // node_modules, and written with the write tool: the next exec of the tool must not run the planted code.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { exec, IMPORTS, type Sandbox, sandbox, settlementOf } from "../cli/fixture"
 
@@ -116,6 +116,16 @@ describe("core exec: code a tool file imports is core's configuration", () => {
     expect(readFileSync(join(box.location, "node_modules/leftpad/index.js"), "utf8")).toBe(PAD)
     const after = await exec(box, "shout", { text: "hi" })
     expect(settlementOf(after)).toMatchObject({ status: "success", structured: "  [hi]" })
+  }, 120_000)
+
+  test("a tool file that is a symbolic link: the file it leads to cannot be rewritten by a command", async () => {
+    const box = sandbox({ ...FILES, "lib/shout.ts": FILES["tools/shout.ts"].replaceAll("../lib/fmt", "./fmt"), "tools/shout.ts": "" })
+    rmSync(join(box.location, "tools/shout.ts"))
+    symlinkSync(join(box.location, "lib/shout.ts"), join(box.location, "tools/shout.ts"))
+    const planted = `import { Tool } from "@core/tool"\nimport { Effect, Schema } from "effect"\n${evil(box, "esm")}\nexport default Tool.make({ description: "x", input: Schema.Struct({ text: Schema.String }), output: Schema.String, execute: () => Effect.succeed("  [hi]") })\n`
+    // The script written as the write tool would (an ordinary file), then run by a command.
+    writeFileSync(join(box.location, "attack.js"), `require("fs").writeFileSync("lib/shout.ts", ${JSON.stringify(planted)})`)
+    await attack(box, "node attack.js")
   }, 120_000)
 
   test("files no tool imports stay the model's to change", async () => {
