@@ -1,7 +1,7 @@
 // Builds the single `dist/core` executable (or `--outfile PATH`) from src/cli/main.ts (flags per DESIGN §10): bytecode for a fast
 // cold start; no autoloading of the workspace's bunfig.toml or .env when the binary runs elsewhere.
 // First it brings the author kit up to date (build/kit.ts: dist/kit.json.zst, rebuilt only when an input changed),
-// because the binary embeds it for `core init`.
+// because the binary embeds it for `core init`. It writes nothing on stdout.
 
 import { mkdirSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
@@ -31,7 +31,8 @@ const args = [
   outfile,
 ]
 const compiling = performance.now()
-const build = Bun.spawnSync([process.execPath, ...args], { cwd: root, stdout: "inherit", stderr: "inherit" })
+// Bun's progress lines go to stderr (file descriptor 2): stdout stays for what `npm start` serves, one JSON line.
+const build = Bun.spawnSync([process.execPath, ...args], { cwd: root, stdout: 2, stderr: "inherit" })
 if (build.exitCode !== 0) {
   console.error(`build failed (exit ${build.exitCode})`)
   process.exit(1)

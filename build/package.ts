@@ -34,7 +34,15 @@ case "$(uname -m)" in
   aarch64 | arm64) cpu=arm64 ;;
   *) cpu=$(uname -m) ;;
 esac
-self=$(readlink -f "$0" 2>/dev/null || echo "$0")
+# npm links bin/core from its bin folder: follow the links (readlink without -f, which older systems lack).
+self=$0
+while [ -L "$self" ]; do
+  link=$(readlink "$self")
+  case "$link" in
+    /*) self=$link ;;
+    *) self=$(dirname "$self")/$link ;;
+  esac
+done
 main=$(dirname "$(dirname "$self")")
 name=core-$os-$cpu
 for binary in "$main/../$name/bin/core" "$main/node_modules/${SCOPE}/$name/bin/core"; do

@@ -92,6 +92,15 @@ describe("npm run package", () => {
     expect(settlement.content[0]!.text).toContain("app.ts")
   })
 
+  test("a link to the installed core elsewhere (a chain of links) still finds the executable", async () => {
+    const bin = tempDir("core-links-")
+    symlinkSync(join(prefix, "bin/core"), join(bin, "core"))
+    symlinkSync("core", join(bin, "core-again"))
+    const result = await spawn([join(bin, "core-again"), "--version"], { cwd: bin, env: { PATH: barePath() } })
+    expect(result.stdout).toBe(`${VERSION}\n`)
+    expect(result.code).toBe(0)
+  })
+
   test("exit codes and stderr are the executable's own: an unknown command exits 2", async () => {
     const result = await core(["frobnicate"])
     expect(result.code).toBe(2)

@@ -103,6 +103,37 @@ test("process.execPath runs TypeScript", () => {
     expect(tested.code).not.toBe(0)
   }, SLOW)
 
+  test("SIGTERM sent to core alone ends the test run it started, and core exits 130", async () => {
+    const env = await bareEnv()
+    const directory = join(tempDir("core-ws-"), "ws")
+    expect((await core(["init", directory], "/", env)).code).toBe(0)
+    writeFileSync(
+      join(directory, "tools/hang.test.ts"),
+      `import { test } from "bun:test"
+test("never ends", async () => {
+  console.log("running " + process.pid)
+  await new Promise(() => {})
+}, 600_000)
+`,
+    )
+    const child = Bun.spawn(["core", "test", "tools/hang.test.ts"], { cwd: directory, env, stdout: "pipe", stderr: "ignore" })
+    // Wait for the test to be running: it prints its process id first.
+    const reader = child.stdout.getReader()
+    let text = ""
+    while (!/running \d+\n/.test(text)) {
+      const chunk = await reader.read()
+      if (chunk.done) throw new Error(`core test ended before its test ran:\n${text}`)
+      text += new TextDecoder().decode(chunk.value)
+    }
+    const runner = Number(/running (\d+)\n/.exec(text)![1])
+    expect(runner).not.toBe(child.pid)
+    child.kill("SIGTERM")
+    expect(await child.exited).toBe(130)
+    const stat = `/proc/${runner}/stat`
+    const state = existsSync(stat) ? readFileSync(stat, "utf8").split(") ")[1]!.charAt(0) : "gone"
+    expect(["gone", "Z"]).toContain(state)
+  }, SLOW)
+
   test("--help prints its usage and runs no tests", async () => {
     const env = await bareEnv()
     const result = await core(["test", "--help"], tempDir(), env)
