@@ -10,13 +10,6 @@ import * as Fiber from "effect/Fiber"
 import packageJson from "../../package.json" with { type: "json" }
 import { ProcessGroup } from "../shell/group"
 import { Command } from "./command"
-import { CheckCommand } from "./check"
-import { ExecCommand } from "./exec"
-import { InitCommand } from "./init"
-import { OutputCommand } from "./output"
-import { PermissionsCommand } from "./permissions"
-import { TestCommand } from "./test"
-import { ToolsCommand } from "./tools"
 
 const HELP = `core ${packageJson.version}: a tool runtime for AI agents
 
@@ -53,17 +46,22 @@ Environment:
 
 type Run = (args: ReadonlyArray<string>) => Effect.Effect<number, unknown>
 
+/** A command loaded when it runs: `--version`, `--help` and each command load only what they use. */
+const lazy =
+  <M>(load: () => Promise<M>, pick: (module: M) => Run): Run =>
+  (args) =>
+    Effect.flatMap(Effect.promise(load), (module) => pick(module)(args))
+
 const COMMANDS: Readonly<Record<string, Run>> = {
-  exec: ExecCommand.run,
-  tools: ToolsCommand.run,
-  output: OutputCommand.run,
-  check: CheckCommand.run,
-  permissions: PermissionsCommand.run,
-  init: InitCommand.run,
-  test: TestCommand.run,
-  // Loaded only when used: the HTTP stack would slow every other command's start.
-  mcp: (args) => Effect.flatMap(Effect.promise(() => import("./mcp")), ({ McpCommand }) => McpCommand.run(args)),
-  serve: (args) => Effect.flatMap(Effect.promise(() => import("./serve")), ({ ServeCommand }) => ServeCommand.run(args)),
+  exec: lazy(() => import("./exec"), (module) => module.ExecCommand.run),
+  tools: lazy(() => import("./tools"), (module) => module.ToolsCommand.run),
+  output: lazy(() => import("./output"), (module) => module.OutputCommand.run),
+  check: lazy(() => import("./check"), (module) => module.CheckCommand.run),
+  permissions: lazy(() => import("./permissions"), (module) => module.PermissionsCommand.run),
+  init: lazy(() => import("./init"), (module) => module.InitCommand.run),
+  test: lazy(() => import("./test"), (module) => module.TestCommand.run),
+  mcp: lazy(() => import("./mcp"), (module) => module.McpCommand.run),
+  serve: lazy(() => import("./serve"), (module) => module.ServeCommand.run),
 }
 
 /**

@@ -6,18 +6,10 @@ export * as Connection from "./connection"
 // a per-call timeout, progress and cancellation. Whatever the server does (crash, hang, garbage, protocol errors),
 // a call ends as a model-visible failure naming the server; nothing here ever fails operationally or hangs.
 
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import {
-  ErrorCode,
-  McpError,
-  ResultSchema,
-  ToolListChangedNotificationSchema,
-  ToolSchema,
-  type Tool as McpTool,
-} from "@modelcontextprotocol/sdk/types.js"
-import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js"
+import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js"
+import type { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
@@ -29,6 +21,7 @@ import { ToolName } from "../tool/name"
 import { Tool } from "../tool/tool"
 import { RemoteContent } from "./content"
 import { RemoteHttp } from "./http"
+import { RemoteSdk } from "./sdk"
 import { RemoteStdio } from "./stdio"
 
 /** How long one request to a server (connecting, listing, a call) may take unless `timeoutMs` says otherwise. */
@@ -226,7 +219,7 @@ export class Server {
       })
       return started
     }
-    return new StreamableHTTPClientTransport(new URL(server.url!), {
+    return new (RemoteSdk.load().http.StreamableHTTPClientTransport)(new URL(server.url!), {
       // A server's answers are read in bounded messages, like a process's lines.
       fetch: RemoteHttp.bounded(),
       ...(server.headers === undefined ? {} : { requestInit: { headers: { ...server.headers } } }),
@@ -249,9 +242,9 @@ export class Server {
     if ((this.status as Status) === "closed") return void (await transport.close())
     this.process = transport instanceof RemoteStdio.Process ? transport : undefined
     const process = this.process
-    const client = new Client({ name: "core", version: this.options.version }, { capabilities: {} })
+    const client = new (RemoteSdk.load().client.Client)({ name: "core", version: this.options.version }, { capabilities: {} })
     this.opening = client
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    client.setNotificationHandler(RemoteSdk.load().types.ToolListChangedNotificationSchema, () => {
       if (this.client === client) this.refresh(client)
     })
     client.onclose = () => this.ended(client)
@@ -307,13 +300,13 @@ export class Server {
     do {
       const page = await client.request(
         { method: "tools/list", params: cursor === undefined ? {} : { cursor } },
-        ResultSchema,
+        RemoteSdk.load().types.ResultSchema,
         { timeout: this.timeoutMs },
       )
       const listed: ReadonlyArray<unknown> = Array.isArray(page.tools) ? page.tools : []
       if (!Array.isArray(page.tools)) problems.push("its tools/list answer has no tools array")
       for (const [index, raw] of listed.entries()) {
-        const checked = ToolSchema.safeParse(raw)
+        const checked = RemoteSdk.load().types.ToolSchema.safeParse(raw)
         if (checked.success) tools.push(checked.data)
         else problems.push(`tool ${toolLabel(raw, index)}: not offered: ${describeIssues(checked.error.issues)}`)
       }
@@ -323,7 +316,7 @@ export class Server {
     const usable = tools.filter((tool) => {
       if (tool.outputSchema === undefined) return true
       try {
-        new AjvJsonSchemaValidator().getValidator(tool.outputSchema as Parameters<AjvJsonSchemaValidator["getValidator"]>[0])
+        new (RemoteSdk.load().ajv.AjvJsonSchemaValidator)().getValidator(tool.outputSchema as Parameters<AjvJsonSchemaValidator["getValidator"]>[0])
         return true
       } catch (cause) {
         problems.push(`tool "${tool.name}": not offered: its output schema cannot be used: ${messageOf(cause)}`)
@@ -400,7 +393,7 @@ export class Server {
     try {
       // A validator of the tool's own: one shared would answer a schema's `$id` with whatever schema of that id it
       // compiled first (another server's, or this one's before list_changed), and would keep every schema forever.
-      const validators = new AjvJsonSchemaValidator()
+      const validators = new (RemoteSdk.load().ajv.AjvJsonSchemaValidator)()
       const validator = validators.getValidator(withoutPatterns(tool.inputSchema) as Parameters<typeof validators.getValidator>[0])
       validate = (input) => {
         const result = validator(input)
@@ -482,6 +475,7 @@ export class Server {
     try {
       return await request
     } catch (cause) {
+      const { McpError, ErrorCode } = RemoteSdk.load().types
       const answered = cause instanceof McpError && cause.code !== ErrorCode.ConnectionClosed
       if (!answered && this.client === client) {
         this.client = undefined
@@ -497,6 +491,8 @@ export class Server {
     // Without the server's name for its state, where the name is said beside it.
     const server = named ? `MCP server "${this.name}"` : "the server"
     if (cause instanceof Unavailable) return `${server} is not available (${cause.reason}); nothing ran. It is tried again on the next call.`
+    const { McpError, ErrorCode } = RemoteSdk.load().types
+    const { StreamableHTTPError } = RemoteSdk.load().http
     if (cause instanceof McpError && cause.code === ErrorCode.RequestTimeout) {
       return (
         `${server} did not answer within ${this.timeoutMs} ms while ${doing}; the request was cancelled. ` +

@@ -6,11 +6,11 @@ export * as RemoteStdio from "./stdio"
 // JSON-RPC message (a server logging to stdout) is counted and skipped, never fatal. It spawns nothing itself and
 // decides nothing about tools.
 
-import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { ProcessGroup } from "../shell/group"
 import { RemoteLaunch } from "./launch"
+import { RemoteSdk } from "./sdk"
 import { Supervised } from "../shell/supervised"
 
 /** How long a server gets to exit after SIGTERM when its connection closes. */
@@ -114,7 +114,7 @@ export class Process implements Transport {
 
   /** Starts the server, or says why it could not be started. */
   static async spawn(options: Options): Promise<Process | SpawnFailure> {
-    const env = { ...getDefaultEnvironment(), ...options.env }
+    const env = { ...RemoteSdk.load().stdio.getDefaultEnvironment(), ...options.env }
     if (!Supervised.launchable()) {
       return new SpawnFailure("ENOSUPERVISOR", "no supervisor can be started from this build of core to run it")
     }
@@ -170,7 +170,7 @@ export class Process implements Transport {
       this.ignoredLines++
       return
     }
-    const message = JSONRPCMessageSchema.safeParse(parsed)
+    const message = RemoteSdk.load().types.JSONRPCMessageSchema.safeParse(parsed)
     if (!message.success) {
       this.ignoredLines++
       return
