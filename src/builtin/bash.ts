@@ -8,6 +8,7 @@ export * as Bash from "./bash"
 // command gets an explicit environment without core's secrets. It returns the complete capture; bounding what the
 // model sees is the settlement's job.
 
+import { statSync } from "node:fs"
 import { homedir } from "node:os"
 import { dirname, relative, resolve, sep } from "node:path"
 import * as Effect from "effect/Effect"
@@ -305,6 +306,15 @@ const cdTargets = (parsed: CommandLine.Parsed, workdir: string): ReadonlyArray<s
   return found
 }
 
+/** Whether `path` is a file now (following symlinks), as a program given its name would open it. */
+const isFile = (path: string): boolean => {
+  try {
+    return statSync(path).isFile()
+  } catch {
+    return false
+  }
+}
+
 /** Past this many matches a pattern's files are not all checked one by one: the pattern itself is, too. */
 const MAX_MATCHES = 10_000
 
@@ -397,7 +407,8 @@ const needsOf = Effect.fnUntraced(function* (directory: string, input: Input, ro
   // or `edit` rules on its path, as the file tools do. A relative path after a `cd` is checked from each
   // directory the line moves to as well.
   const places = [workdir.real, ...cdTargets(parsed, workdir.real)]
-  for (const accessed of Accessed.of(parsed)) {
+  const accessedPaths = Accessed.of(parsed)
+  for (const accessed of accessedPaths.paths) {
     const anchored = Protected.anchored(accessed.word.value)
     for (const from of anchored ? [workdir.real] : places) {
       const absolute = CommandLine.locate(accessed.word, from)
@@ -415,6 +426,15 @@ const needsOf = Effect.fnUntraced(function* (directory: string, input: Input, ro
         const pattern = resolve(from, accessed.word.value!)
         reads.add(ruleResource(directory, { real: pattern, inside: Boundary.isWithin(directory, pattern) }))
       }
+    }
+  }
+  // A program core has no table for reads what its words name: one naming an existing file is a read of it.
+  for (const value of new Set(accessedPaths.named)) {
+    for (const from of value.startsWith("/") ? [workdir.real] : places) {
+      const absolute = resolve(from, value.startsWith("~/") ? homedir() + value.slice(1) : value)
+      if (!isFile(absolute)) continue
+      const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: absolute }))
+      if (resolved._tag === "Success") reads.add(ruleResource(directory, resolved.success))
     }
   }
   return {
