@@ -507,9 +507,18 @@ const checksOf = Effect.fnUntraced(function* (services: Builtin.Services, agent:
   const written = yield* Effect.forEach([...needs.written], (path) =>
     Builtin.pathPlan(services, { action: "edit", path, access: "write" }),
   )
+  // Leaving the Location is asked once per directory: a written file's own external_directory check is dropped
+  // when the line's outside paths already ask it.
+  const asked = new Set(needs.external)
+  const edits = written.flat().filter((check) => {
+    if (check.action !== "external_directory") return true
+    const fresh = check.resources.some((resource) => !asked.has(resource))
+    for (const resource of check.resources) asked.add(resource)
+    return fresh
+  })
   return {
     outside: externalCheck(needs),
-    inside: [...written.flat(), ...readCheck(needs), ...editCheck(needs), ...(yield* commandChecks(services, agent, needs))],
+    inside: [...edits, ...readCheck(needs), ...editCheck(needs), ...(yield* commandChecks(services, agent, needs))],
   }
 })
 

@@ -305,6 +305,9 @@ export const named = (name: string, words: ReadonlyArray<Word>): Array<string> =
     found.push(value)
     const attached = /^(?:--?[A-Za-z][\w-]*=|[A-Za-z_][\w.-]*=|-[A-Za-z])(.+)$/s.exec(value)?.[1]
     if (attached !== undefined) found.push(attached)
+    // `HEAD:app.env`: a revision's copy of a file (git show, git cat-file) is that file's content too.
+    const revision = /^[^:/\s]*:(?!\/\/)(.+)$/s.exec(value)?.[1]
+    if (revision !== undefined) found.push(revision)
   }
   return found
 }

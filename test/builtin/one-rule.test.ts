@@ -62,6 +62,12 @@ describe("bash meets the read rules of the files it reads", () => {
     ["dd if=app.env of=dd.txt", "dd.txt"],
     ["env cat app.env"],
     ["cut --output-delimiter=: -c1- app.env"],
+    ["git show HEAD:app.env"],
+    ["git cat-file -p :app.env"],
+    ["exec 3< app.env; cat <&3"],
+    ["X=$(cat app.env); echo $X"],
+    ["cat ap[p].env"],
+    ["cat ./sub/../app.env"],
   ]
 
   test("every spelling is refused as denied, naming the user's rule, before anything in the line runs", async () => {
