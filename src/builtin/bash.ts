@@ -518,9 +518,36 @@ const checksOf = Effect.fnUntraced(function* (services: Builtin.Services, agent:
   })
   return {
     outside: externalCheck(needs),
-    inside: [...edits, ...readCheck(needs), ...editCheck(needs), ...(yield* commandChecks(services, agent, needs))],
+    inside: [...merged(edits), ...readCheck(needs), ...editCheck(needs), ...(yield* commandChecks(services, agent, needs))],
   }
 })
+
+/**
+ * Plain checks of one action asked together: one ask for the files a line changes (`rm *.log` names each match),
+ * not one per file. Checks asked every time, or of core's configuration, stay apart, each as it is.
+ */
+const merged = (checks: ReadonlyArray<Permission.Check>): ReadonlyArray<Permission.Check> => {
+  const out: Array<Permission.Check | { readonly action: string; readonly resources: Set<string>; readonly save: Set<string> }> = []
+  const plain = new Map<string, { readonly action: string; readonly resources: Set<string>; readonly save: Set<string> }>()
+  for (const check of checks) {
+    if (check.ask === true || check.protected !== undefined) {
+      out.push(check)
+      continue
+    }
+    const known = plain.get(check.action)
+    if (known === undefined) {
+      const entry = { action: check.action, resources: new Set(check.resources), save: new Set(check.save) }
+      plain.set(check.action, entry)
+      out.push(entry)
+      continue
+    }
+    for (const resource of check.resources) known.resources.add(resource)
+    for (const pattern of check.save) known.save.add(pattern)
+  }
+  return out.map((check) =>
+    check.resources instanceof Set ? { action: check.action, resources: [...check.resources], save: [...check.save] } : (check as Permission.Check),
+  )
+}
 
 /** The checks a call would make, in order, for explaining it (Builtin.planned). */
 const plan = (services: Builtin.Services) => (input: Input, agent: string) =>

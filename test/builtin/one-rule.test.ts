@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync } from "node:fs"
 import { join } from "node:path"
 import { core, exec, type Sandbox, sandbox, settlementOf } from "../cli/fixture"
 import { binary } from "../support/binary"
+import { harness } from "../support/builtin"
 
 const SECRET = "TOKEN=s3cr3t-one-rule"
 
@@ -197,5 +198,20 @@ describe("tools that show many files leave out those whose read is denied", () =
     expect(text(settlement)).not.toContain("app.env")
     expect(text(settlement)).toContain("notes.txt")
     expect(text(settlement)).toContain("1 file not shown")
+  })
+})
+
+describe("bash asks about the files a line changes together", () => {
+  test("rm of a pattern matching many files asks one edit, naming each, then runs", async () => {
+    const h = harness({
+      files: Object.fromEntries(Array.from({ length: 50 }, (_, index) => [`logs/${index}.log`, "x"])),
+      rules: [{ action: "edit", resource: "*", effect: "ask" }],
+    })
+    const outcome = await h.settle("bash", { command: "rm logs/*.log" }, { reply: { reply: "once" } })
+    expect(outcome.settlement.status).toBe("success")
+    const edits = outcome.asks.filter((ask) => ask.action === "edit")
+    expect(edits).toHaveLength(1)
+    expect(edits[0]!.resources).toHaveLength(50)
+    expect(existsSync(join(h.directory, "logs/0.log"))).toBe(false)
   })
 })
