@@ -340,7 +340,35 @@ const expand = (word: Words.Word, from: string): ReadonlyArray<string> => {
   return found
 }
 
-const needsOf = Effect.fnUntraced(function* (directory: string, input: Input, roots: Protected.Roots) {
+/** Past this many entries a directory a command reads whole is not searched further for files a rule denies. */
+const MAX_WALKED = 20_000
+
+/**
+ * The files under a directory a command reads whole (`grep -r x dir`, `cp -r dir out`) that a `read` rule denies,
+ * found by walking it (no symlinks followed, at most MAX_WALKED entries): each is then checked as a read.
+ */
+const deniedUnder = (root: string, denied: (real: string) => boolean): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  let walked = 0
+  try {
+    for (const match of new Bun.Glob("**").scanSync({ cwd: root, dot: true, onlyFiles: true, followSymlinks: false })) {
+      const path = resolve(root, match)
+      if (denied(path)) found.push(path)
+      if (++walked >= MAX_WALKED) break
+    }
+  } catch {
+    // What cannot be listed cannot be read by the command either.
+  }
+  return found
+}
+
+const needsOf = Effect.fnUntraced(function* (
+  directory: string,
+  input: Input,
+  roots: Protected.Roots,
+  /** Whether the agent's `read` rules deny a file by its real path; undefined when none denies anything. */
+  readDenied?: (real: string) => boolean,
+) {
   const command = input.command
   const workdir = yield* Boundary.resolve({ location: directory, path: input.workdir ?? "." }).pipe(
     Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))),
@@ -418,6 +446,9 @@ const needsOf = Effect.fnUntraced(function* (directory: string, input: Input, ro
         const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: match }))
         if (resolved._tag === "Failure") continue
         if (accessed.reads) reads.add(ruleResource(directory, resolved.success))
+        if (accessed.reads && readDenied !== undefined && resolved.success.kind === "directory") {
+          for (const file of deniedUnder(resolved.success.real, readDenied)) reads.add(ruleResource(directory, { real: file, inside: Boundary.isWithin(directory, file) }))
+        }
         if (accessed.writes) written.add(match)
       }
       // A pattern matching nothing now (or too much to list) is checked as written too, so a rule on its form
@@ -552,7 +583,7 @@ const merged = (checks: ReadonlyArray<Permission.Check>): ReadonlyArray<Permissi
 /** The checks a call would make, in order, for explaining it (Builtin.planned). */
 const plan = (services: Builtin.Services) => (input: Input, agent: string) =>
   Effect.gen(function* () {
-    const needs = yield* needsOf(services.directory, input, services.permission.protectedRoots)
+    const needs = yield* needsOf(services.directory, input, services.permission.protectedRoots, Builtin.readDenied(services, agent))
     const { outside, inside } = yield* checksOf(services, agent, needs)
     return [...outside, ...inside]
   })
@@ -581,7 +612,7 @@ const makeTool = (services: Builtin.Services) => {
           return yield* new Tool.Failure({ message: "The command contains a NUL byte, which no process can be given. Remove it and try again." })
         }
 
-        const needs = yield* needsOf(directory, input, services.permission.protectedRoots)
+        const needs = yield* needsOf(directory, input, services.permission.protectedRoots, Builtin.readDenied(services, context.agent))
         const { workdir } = needs
         const { outside, inside } = yield* checksOf(services, context.agent, needs)
         const metadata = { tool: NAME, command, ...(input.description === undefined ? {} : { description: input.description }) }

@@ -69,6 +69,10 @@ describe("bash meets the read rules of the files it reads", () => {
     ["X=$(cat app.env); echo $X"],
     ["cat ap[p].env"],
     ["cat ./sub/../app.env"],
+    // A directory read whole holds the files under it.
+    ["grep -r TOKEN ."],
+    ["grep -rn TOKEN sub"],
+    ["cp -r sub copied", "copied"],
   ]
 
   test("every spelling is refused as denied, naming the user's rule, before anything in the line runs", async () => {
