@@ -2,28 +2,25 @@ export * as Bash from "./bash"
 
 // The `bash` built-in: runs one command line through the shell producer after checking it command by command
 // (../shell/command): `external_directory` for a workdir or paths outside the Location, `edit` for files it
-// changes and `read` for files it reads (../shell/accessed: the same rules on a path as the file tools meet), then
+// changes and `read` for files it reads (./line-files: the same rules on a path as the file tools meet), then
 // `bash` on every command the line runs (asking once for those not yet allowed), and last what cannot be known
 // from the text, asked every time. Nothing is spawned before every check passes. The
 // command gets an explicit environment without core's secrets. It returns the complete capture; bounding what the
 // model sees is the settlement's job.
 
-import { statSync } from "node:fs"
-import { homedir } from "node:os"
-import { dirname, relative, resolve, sep } from "node:path"
+import { dirname, sep } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Boundary } from "../permission/boundary"
 import type { Permission } from "../permission/permission"
 import { Protected } from "../permission/protected"
 import { Refusal } from "../permission/refusal"
-import { Accessed } from "../shell/accessed"
 import { CommandLine } from "../shell/command"
 import { Shell } from "../shell/producer"
-import { Words } from "../shell/words"
 import * as Internal from "../tool/internal"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
+import { LineFiles } from "./line-files"
 
 const NAME = "bash"
 
@@ -286,82 +283,6 @@ interface Needs {
   readonly unparsed: string | undefined
 }
 
-/** A path as `read` and `edit` rules name it, as the file tools check it: relative inside the Location, absolute outside. */
-const ruleResource = (directory: string, resolved: { readonly real: string; readonly inside: boolean }): string =>
-  resolved.inside ? relative(directory, resolved.real).split(sep).join("/") || "." : resolved.real
-
-/** The directories a line's `cd`s and `pushd`s name literally, each from the one before: where its relative paths may lead. */
-const cdTargets = (parsed: CommandLine.Parsed, workdir: string): ReadonlyArray<string> => {
-  const found: Array<string> = []
-  let at = workdir
-  for (const command of parsed.commands) {
-    const name = command.words[0]?.value
-    if (command.kind !== "command" || (name !== "cd" && name !== "pushd")) continue
-    const target = command.words.slice(1).find((word) => !(word.value ?? "").startsWith("-"))
-    const place = target === undefined ? undefined : CommandLine.locate(target, at)
-    if (place === undefined) continue
-    at = place
-    found.push(place)
-  }
-  return found
-}
-
-/** Whether `path` is a file now (following symlinks), as a program given its name would open it. */
-const isFile = (path: string): boolean => {
-  try {
-    return statSync(path).isFile()
-  } catch {
-    return false
-  }
-}
-
-/** Past this many matches a pattern's files are not all checked one by one: the pattern itself is, too. */
-const MAX_MATCHES = 10_000
-
-/**
- * The files a glob word matches now, as bash would expand it from `from` (no dotfiles, `**` as `*`); bounded by
- * MAX_MATCHES. What it matches when the line runs may differ (a file made meanwhile by the line itself).
- */
-const expand = (word: Words.Word, from: string): ReadonlyArray<string> => {
-  const value = word.value!
-  const full = resolve(from, word.tilde ? homedir() + value.slice(1) : value)
-  const at = full.search(Words.GLOB)
-  const base = full.slice(0, full.lastIndexOf("/", at)) || "/"
-  const pattern = full.slice(base === "/" ? 1 : base.length + 1).replaceAll("**", "*")
-  const found: Array<string> = []
-  try {
-    for (const match of new Bun.Glob(pattern).scanSync({ cwd: base, dot: false, onlyFiles: false, followSymlinks: false })) {
-      found.push(resolve(base, match))
-      if (found.length >= MAX_MATCHES) break
-    }
-  } catch {
-    // A directory that cannot be listed matches nothing bash could expand either.
-  }
-  return found
-}
-
-/** Past this many entries a directory a command reads whole is not searched further for files a rule denies. */
-const MAX_WALKED = 20_000
-
-/**
- * The files under a directory a command reads whole (`grep -r x dir`, `cp -r dir out`) that a `read` rule denies,
- * found by walking it (no symlinks followed, at most MAX_WALKED entries): each is then checked as a read.
- */
-const deniedUnder = (root: string, denied: (real: string) => boolean): ReadonlyArray<string> => {
-  const found: Array<string> = []
-  let walked = 0
-  try {
-    for (const match of new Bun.Glob("**").scanSync({ cwd: root, dot: true, onlyFiles: true, followSymlinks: false })) {
-      const path = resolve(root, match)
-      if (denied(path)) found.push(path)
-      if (++walked >= MAX_WALKED) break
-    }
-  } catch {
-    // What cannot be listed cannot be read by the command either.
-  }
-  return found
-}
-
 const needsOf = Effect.fnUntraced(function* (
   directory: string,
   input: Input,
@@ -384,7 +305,6 @@ const needsOf = Effect.fnUntraced(function* (
   const external = new Set<string>()
   if (workdir.pattern !== undefined) external.add(workdir.pattern)
   const written = new Set<string>()
-  const reads = new Set<string>()
   const edits = new Set<string>()
   // Core's own configuration (Protected): a path a command may change that leads there (or holds it), or into
   // core's data directory, is checked as an edit of it, which is then always asked of a person.
@@ -431,47 +351,13 @@ const needsOf = Effect.fnUntraced(function* (
     const absolute = CommandLine.locate(word.word, workdir.real)
     if (absolute !== undefined && Protected.named(roots, absolute)) written.add(absolute)
   }
-  // The files the line reads or changes by what its commands do (`cat x`, `cp x y`, `< x`): each meets the `read`
-  // or `edit` rules on its path, as the file tools do. A relative path after a `cd` is checked from each
-  // directory the line moves to as well.
-  const places = [workdir.real, ...cdTargets(parsed, workdir.real)]
-  const accessedPaths = Accessed.of(parsed)
-  for (const accessed of accessedPaths.paths) {
-    const anchored = Protected.anchored(accessed.word.value)
-    for (const from of anchored ? [workdir.real] : places) {
-      const absolute = CommandLine.locate(accessed.word, from)
-      if (absolute === undefined) continue
-      const matches = accessed.word.glob ? expand(accessed.word, from) : [absolute]
-      for (const match of matches) {
-        const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: match }))
-        if (resolved._tag === "Failure") continue
-        if (accessed.reads) reads.add(ruleResource(directory, resolved.success))
-        if (accessed.reads && readDenied !== undefined && resolved.success.kind === "directory") {
-          for (const file of deniedUnder(resolved.success.real, readDenied)) reads.add(ruleResource(directory, { real: file, inside: Boundary.isWithin(directory, file) }))
-        }
-        if (accessed.writes) written.add(match)
-      }
-      // A pattern matching nothing now (or too much to list) is checked as written too, so a rule on its form
-      // (`*.env`) still meets it.
-      if (accessed.reads && accessed.word.glob && (matches.length === 0 || matches.length >= MAX_MATCHES)) {
-        const pattern = resolve(from, accessed.word.value!)
-        reads.add(ruleResource(directory, { real: pattern, inside: Boundary.isWithin(directory, pattern) }))
-      }
-    }
-  }
-  // A program core has no table for reads what its words name: one naming an existing file is a read of it.
-  for (const value of new Set(accessedPaths.named)) {
-    for (const from of value.startsWith("/") ? [workdir.real] : places) {
-      const absolute = resolve(from, value.startsWith("~/") ? homedir() + value.slice(1) : value)
-      if (!isFile(absolute)) continue
-      const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: absolute }))
-      if (resolved._tag === "Success") reads.add(ruleResource(directory, resolved.success))
-    }
-  }
+  // The files the line reads or changes by what its commands do: each meets the `read` or `edit` rules on its path.
+  const files = yield* LineFiles.of({ directory, workdir: workdir.real, parsed, ...(readDenied === undefined ? {} : { readDenied }) })
+  for (const path of files.written) written.add(path)
   return {
     workdir,
     external,
-    reads,
+    reads: files.reads,
     written,
     edits,
     unsure,
