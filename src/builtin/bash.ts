@@ -2,27 +2,25 @@ export * as Bash from "./bash"
 
 // The `bash` built-in: runs one command line through the shell producer after checking it command by command
 // (../shell/command): `external_directory` for a workdir or paths outside the Location, `edit` for files it
-// changes and `read` for files it reads (../shell/accessed: the same rules on a path as the file tools meet), then
+// changes and `read` for files it reads (./line-files: the same rules on a path as the file tools meet), then
 // `bash` on every command the line runs (asking once for those not yet allowed), and last what cannot be known
 // from the text, asked every time. Nothing is spawned before every check passes. The
 // command gets an explicit environment without core's secrets. It returns the complete capture; bounding what the
 // model sees is the settlement's job.
 
-import { homedir } from "node:os"
-import { dirname, relative, resolve, sep } from "node:path"
+import { dirname, sep } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Boundary } from "../permission/boundary"
 import type { Permission } from "../permission/permission"
 import { Protected } from "../permission/protected"
 import { Refusal } from "../permission/refusal"
-import { Accessed } from "../shell/accessed"
 import { CommandLine } from "../shell/command"
 import { Shell } from "../shell/producer"
-import { Words } from "../shell/words"
 import * as Internal from "../tool/internal"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
+import { LineFiles } from "./line-files"
 
 const NAME = "bash"
 
@@ -302,52 +300,13 @@ interface Needs {
   readonly unparsed: string | undefined
 }
 
-/** A path as `read` and `edit` rules name it, as the file tools check it: relative inside the Location, absolute outside. */
-const ruleResource = (directory: string, resolved: { readonly real: string; readonly inside: boolean }): string =>
-  resolved.inside ? relative(directory, resolved.real).split(sep).join("/") || "." : resolved.real
-
-/** The directories a line's `cd`s and `pushd`s name literally, each from the one before: where its relative paths may lead. */
-const cdTargets = (parsed: CommandLine.Parsed, workdir: string): ReadonlyArray<string> => {
-  const found: Array<string> = []
-  let at = workdir
-  for (const command of parsed.commands) {
-    const name = command.words[0]?.value
-    if (command.kind !== "command" || (name !== "cd" && name !== "pushd")) continue
-    const target = command.words.slice(1).find((word) => !(word.value ?? "").startsWith("-"))
-    const place = target === undefined ? undefined : CommandLine.locate(target, at)
-    if (place === undefined) continue
-    at = place
-    found.push(place)
-  }
-  return found
-}
-
-/** Past this many matches a pattern's files are not all checked one by one: the pattern itself is, too. */
-const MAX_MATCHES = 10_000
-
-/**
- * The files a glob word matches now, as bash would expand it from `from` (no dotfiles, `**` as `*`); bounded by
- * MAX_MATCHES. What it matches when the line runs may differ (a file made meanwhile by the line itself).
- */
-const expand = (word: Words.Word, from: string): ReadonlyArray<string> => {
-  const value = word.value!
-  const full = resolve(from, word.tilde ? homedir() + value.slice(1) : value)
-  const at = full.search(Words.GLOB)
-  const base = full.slice(0, full.lastIndexOf("/", at)) || "/"
-  const pattern = full.slice(base === "/" ? 1 : base.length + 1).replaceAll("**", "*")
-  const found: Array<string> = []
-  try {
-    for (const match of new Bun.Glob(pattern).scanSync({ cwd: base, dot: false, onlyFiles: false, followSymlinks: false })) {
-      found.push(resolve(base, match))
-      if (found.length >= MAX_MATCHES) break
-    }
-  } catch {
-    // A directory that cannot be listed matches nothing bash could expand either.
-  }
-  return found
-}
-
-const needsOf = Effect.fnUntraced(function* (directory: string, input: Input, roots: Protected.Roots) {
+const needsOf = Effect.fnUntraced(function* (
+  directory: string,
+  input: Input,
+  roots: Protected.Roots,
+  /** Whether the agent's `read` rules deny a file by its real path; undefined when none denies anything. */
+  readDenied?: (real: string) => boolean,
+) {
   const command = input.command
   const workdir = yield* Boundary.resolve({ location: directory, path: input.workdir ?? "." }).pipe(
     Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))),
@@ -363,7 +322,6 @@ const needsOf = Effect.fnUntraced(function* (directory: string, input: Input, ro
   const external = new Set<string>()
   if (workdir.pattern !== undefined) external.add(workdir.pattern)
   const written = new Set<string>()
-  const reads = new Set<string>()
   const edits = new Set<string>()
   // Core's own configuration (Protected): a path a command may change that leads there (or holds it), or into
   // core's data directory, is checked as an edit of it, which is then always asked of a person.
@@ -410,34 +368,13 @@ const needsOf = Effect.fnUntraced(function* (directory: string, input: Input, ro
     const absolute = CommandLine.locate(word.word, workdir.real)
     if (absolute !== undefined && Protected.named(roots, absolute)) written.add(absolute)
   }
-  // The files the line reads or changes by what its commands do (`cat x`, `cp x y`, `< x`): each meets the `read`
-  // or `edit` rules on its path, as the file tools do. A relative path after a `cd` is checked from each
-  // directory the line moves to as well.
-  const places = [workdir.real, ...cdTargets(parsed, workdir.real)]
-  for (const accessed of Accessed.of(parsed)) {
-    const anchored = Protected.anchored(accessed.word.value)
-    for (const from of anchored ? [workdir.real] : places) {
-      const absolute = CommandLine.locate(accessed.word, from)
-      if (absolute === undefined) continue
-      const matches = accessed.word.glob ? expand(accessed.word, from) : [absolute]
-      for (const match of matches) {
-        const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: match }))
-        if (resolved._tag === "Failure") continue
-        if (accessed.reads) reads.add(ruleResource(directory, resolved.success))
-        if (accessed.writes) written.add(match)
-      }
-      // A pattern matching nothing now (or too much to list) is checked as written too, so a rule on its form
-      // (`*.env`) still meets it.
-      if (accessed.reads && accessed.word.glob && (matches.length === 0 || matches.length >= MAX_MATCHES)) {
-        const pattern = resolve(from, accessed.word.value!)
-        reads.add(ruleResource(directory, { real: pattern, inside: Boundary.isWithin(directory, pattern) }))
-      }
-    }
-  }
+  // The files the line reads or changes by what its commands do: each meets the `read` or `edit` rules on its path.
+  const files = yield* LineFiles.of({ directory, workdir: workdir.real, parsed, ...(readDenied === undefined ? {} : { readDenied }) })
+  for (const path of files.written) written.add(path)
   return {
     workdir,
     external,
-    reads,
+    reads: files.reads,
     written,
     edits,
     unsure,
@@ -514,16 +451,52 @@ const checksOf = Effect.fnUntraced(function* (services: Builtin.Services, agent:
   const written = yield* Effect.forEach([...needs.written], (path) =>
     Builtin.pathPlan(services, { action: "edit", path, access: "write" }),
   )
+  // Leaving the Location is asked once per directory: a written file's own external_directory check is dropped
+  // when the line's outside paths already ask it.
+  const asked = new Set(needs.external)
+  const edits = written.flat().filter((check) => {
+    if (check.action !== "external_directory") return true
+    const fresh = check.resources.some((resource) => !asked.has(resource))
+    for (const resource of check.resources) asked.add(resource)
+    return fresh
+  })
   return {
     outside: externalCheck(needs),
-    inside: [...written.flat(), ...readCheck(needs), ...editCheck(needs), ...(yield* commandChecks(services, agent, needs))],
+    inside: [...merged(edits), ...readCheck(needs), ...editCheck(needs), ...(yield* commandChecks(services, agent, needs))],
   }
 })
+
+/**
+ * Plain checks of one action asked together: one ask for the files a line changes (`rm *.log` names each match),
+ * not one per file. Checks asked every time, or of core's configuration, stay apart, each as it is.
+ */
+const merged = (checks: ReadonlyArray<Permission.Check>): ReadonlyArray<Permission.Check> => {
+  const out: Array<Permission.Check | { readonly action: string; readonly resources: Set<string>; readonly save: Set<string> }> = []
+  const plain = new Map<string, { readonly action: string; readonly resources: Set<string>; readonly save: Set<string> }>()
+  for (const check of checks) {
+    if (check.ask === true || check.protected !== undefined) {
+      out.push(check)
+      continue
+    }
+    const known = plain.get(check.action)
+    if (known === undefined) {
+      const entry = { action: check.action, resources: new Set(check.resources), save: new Set(check.save) }
+      plain.set(check.action, entry)
+      out.push(entry)
+      continue
+    }
+    for (const resource of check.resources) known.resources.add(resource)
+    for (const pattern of check.save) known.save.add(pattern)
+  }
+  return out.map((check) =>
+    check.resources instanceof Set ? { action: check.action, resources: [...check.resources], save: [...check.save] } : (check as Permission.Check),
+  )
+}
 
 /** The checks a call would make, in order, for explaining it (Builtin.planned). */
 const plan = (services: Builtin.Services) => (input: Input, agent: string) =>
   Effect.gen(function* () {
-    const needs = yield* needsOf(services.directory, input, services.permission.protectedRoots)
+    const needs = yield* needsOf(services.directory, input, services.permission.protectedRoots, Builtin.readDenied(services, agent))
     const { outside, inside } = yield* checksOf(services, agent, needs)
     return [...outside, ...inside]
   })
@@ -552,7 +525,7 @@ const makeTool = (services: Builtin.Services) => {
           return yield* new Tool.Failure({ message: "The command contains a NUL byte, which no process can be given. Remove it and try again." })
         }
 
-        const needs = yield* needsOf(directory, input, services.permission.protectedRoots)
+        const needs = yield* needsOf(directory, input, services.permission.protectedRoots, Builtin.readDenied(services, context.agent))
         const { workdir } = needs
         const { outside, inside } = yield* checksOf(services, context.agent, needs)
         const metadata = { tool: NAME, command, ...(input.description === undefined ? {} : { description: input.description }) }

@@ -97,7 +97,7 @@ export interface Interface {
   readonly turn: (id: string) => Turn | undefined
   /** Pending asks of every live generation, with ids this Location answers by. */
   readonly pending: Effect.Effect<ReadonlyArray<Events.PermissionRequest>>
-  readonly reply: (id: string, reply: Permission.Reply) => Effect.Effect<void, Permission.UnknownRequest | Store.StoreError>
+  readonly reply: (id: string, reply: Permission.Reply) => Effect.Effect<void, Permission.UnknownRequest>
   /** Loads changed tool files again (or core.json, building a new generation). */
   readonly reload: (changes: Watch.Changes) => Effect.Effect<void>
   /** Diagnostics of the first load. */

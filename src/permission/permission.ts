@@ -425,6 +425,7 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         }
       })
 
+      // Untraced like explain and assert: it runs inside every settle.
       const authorize = Effect.fnUntraced(function* (caller: Caller, checks: ReadonlyArray<Check>) {
         // A deny anywhere refuses the whole call first: nobody is asked about a part of it that cannot happen.
         yield* refuseDenied(caller.agent, checks)

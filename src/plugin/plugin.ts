@@ -59,7 +59,8 @@ export class Permission extends Context.Service<
   {
     /**
      * Succeeds when the call's agent may do `check` (asking a person when a rule says ask); fails with the refusal
-     * otherwise. Give it the call's context: the ids tie an ask and an approval to that call.
+     * otherwise, a rule's deny before anything is asked. Give it the call's context: the ids tie an ask and an
+     * approval to that call.
      */
     readonly assert: (context: Tool.Context, check: Check) => Effect.Effect<void, Refusal.Any>
   }
@@ -82,8 +83,10 @@ export class Boundary extends Context.Service<
     /** Where `path` (absolute, or relative to the Location) really leads; a Tool.Failure when it cannot be used. */
     readonly resolve: (path: string) => Effect.Effect<Resolved, Tool.Failure>
     /**
-     * Checks `path` for the call: outside the Location `external_directory` on its directory first, then `action`
-     * (by default `read` or `edit` after `access`) on the path. Touch only the answered `path`, and only on success.
+     * Checks `path` for the call as the built-ins do (one authorization path): outside the Location
+     * `external_directory` on its directory first, then `action` (by default `read` or `edit` after `access`) on
+     * the path; a rule denying either refuses before anything is asked. Touch only the answered `path`, and only
+     * on success.
      */
     readonly authorize: (
       context: Tool.Context,

@@ -265,7 +265,6 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
             : { reply: request.reply }
         yield* route.served.reply(id, reply).pipe(
           Effect.catchTag("Permission.UnknownRequest", (error) => Effect.fail(Respond.notFound(error.message))),
-          Effect.catchTag("Store.StoreError", Effect.die),
         )
         return Respond.json(200, { id, reply: request.reply } satisfies Api.Replied)
       }),

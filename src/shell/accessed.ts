@@ -25,9 +25,13 @@ const ofOperand = (operand: Operands.Operand): Accessed => ({
   writes: operand.writes || operand.access === "write" || operand.access === "both",
 })
 
-/** Every path the line's commands and redirections read or change; paths only named (`ls x`, `cd x`) are left out. */
-export const of = (parsed: CommandLine.Parsed): ReadonlyArray<Accessed> => {
+/**
+ * Every path the line's commands and redirections read or change (paths only named, `ls x` or `cd x`, are left
+ * out), and the words of programs the file table does not know that may name a file they read (Operands.named).
+ */
+export const of = (parsed: CommandLine.Parsed): { readonly paths: ReadonlyArray<Accessed>; readonly named: ReadonlyArray<string> } => {
   const found: Array<Accessed> = []
+  const named: Array<string> = []
   const redirect = (target: CommandLine.Word, writes: boolean) => found.push({ word: target, reads: !writes, writes })
   const visit = (words: ReadonlyArray<CommandLine.Word>) => {
     const name = basename(words[0]?.value ?? "")
@@ -37,6 +41,7 @@ export const of = (parsed: CommandLine.Parsed): ReadonlyArray<Accessed> => {
       const accessed = ofOperand(operand)
       if (accessed.reads || accessed.writes) found.push(accessed)
     }
+    named.push(...Operands.named(name, words))
     for (const inner of Runs.of(words).commands) visit(inner)
   }
   for (const command of parsed.commands) {
@@ -45,5 +50,5 @@ export const of = (parsed: CommandLine.Parsed): ReadonlyArray<Accessed> => {
     visit(command.words)
   }
   for (const { redirect: each } of parsed.statements) redirect(each.target, each.writes)
-  return found
+  return { paths: found, named }
 }

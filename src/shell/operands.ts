@@ -281,6 +281,37 @@ export const guessed = (name: string, words: ReadonlyArray<Word>): Array<Operand
   return found
 }
 
+/**
+ * The words of a program not in the file table that may name a file it reads, whatever their form: each literal
+ * argument, an option's attached value (`--file=x`, `-fx`) and a `key=value`'s value (`dd if=x`), up to the command
+ * a wrapper runs (read on its own); none for programs that name no file, and not an awk program. The caller keeps
+ * those that name an existing file: `base64 app.env`, `xxd app.env` and `dd if=app.env` read it, whatever the
+ * table knows of them.
+ */
+export const named = (name: string, words: ReadonlyArray<Word>): Array<string> => {
+  if (NO_FILES.has(name) || isFileCommand(name)) return []
+  let end = words.length
+  const wrapper = Arity.wrapperOf(words, name)
+  if (wrapper !== undefined) end = Arity.wrappedIndex(words, wrapper.wrapper, wrapper.length) ?? words.length
+  let program = AWKS.has(name) && !words.some((word) => /^(-f|-e|--file|--source)/.test(word.value ?? ""))
+  const found: Array<string> = []
+  for (let index = 1; index < end; index++) {
+    const value = words[index]!.value
+    if (value === undefined || value === "") continue
+    if (program && !value.startsWith("-")) {
+      program = false
+      continue
+    }
+    found.push(value)
+    const attached = /^(?:--?[A-Za-z][\w-]*=|[A-Za-z_][\w.-]*=|-[A-Za-z])(.+)$/s.exec(value)?.[1]
+    if (attached !== undefined) found.push(attached)
+    // `HEAD:app.env`: a revision's copy of a file (git show, git cat-file) is that file's content too.
+    const revision = /^[^:/\s]*:(?!\/\/)(.+)$/s.exec(value)?.[1]
+    if (revision !== undefined) found.push(revision)
+  }
+  return found
+}
+
 /** The path an assignment (`F=/etc`, `export F=~/x`) gives a variable, when it names a place outside the subtree. */
 export const assigned = (text: string): Word | undefined => {
   const value = /^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=(.*)$/s.exec(text)?.[1]

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync } from "node:fs"
 import { join } from "node:path"
 import { core, exec, type Sandbox, sandbox, settlementOf } from "../cli/fixture"
 import { binary } from "../support/binary"
+import { harness } from "../support/builtin"
 
 const SECRET = "TOKEN=s3cr3t-one-rule"
 
@@ -54,6 +55,24 @@ describe("bash meets the read rules of the files it reads", () => {
     ["cd sub && cat deep.env"],
     ["diff app.env notes.txt"],
     ["tee out.txt < app.env", "out.txt"],
+    // Programs core has no table for: a word naming an existing file is a read of it.
+    ["base64 app.env"],
+    ["sort app.env"],
+    ["awk '{print}' app.env"],
+    ["od -c app.env"],
+    ["dd if=app.env of=dd.txt", "dd.txt"],
+    ["env cat app.env"],
+    ["cut --output-delimiter=: -c1- app.env"],
+    ["git show HEAD:app.env"],
+    ["git cat-file -p :app.env"],
+    ["exec 3< app.env; cat <&3"],
+    ["X=$(cat app.env); echo $X"],
+    ["cat ap[p].env"],
+    ["cat ./sub/../app.env"],
+    // A directory read whole holds the files under it.
+    ["grep -r TOKEN ."],
+    ["grep -rn TOKEN sub"],
+    ["cp -r sub copied", "copied"],
   ]
 
   test("every spelling is refused as denied, naming the user's rule, before anything in the line runs", async () => {
@@ -183,5 +202,20 @@ describe("tools that show many files leave out those whose read is denied", () =
     expect(text(settlement)).not.toContain("app.env")
     expect(text(settlement)).toContain("notes.txt")
     expect(text(settlement)).toContain("1 file not shown")
+  })
+})
+
+describe("bash asks about the files a line changes together", () => {
+  test("rm of a pattern matching many files asks one edit, naming each, then runs", async () => {
+    const h = harness({
+      files: Object.fromEntries(Array.from({ length: 50 }, (_, index) => [`logs/${index}.log`, "x"])),
+      rules: [{ action: "edit", resource: "*", effect: "ask" }],
+    })
+    const outcome = await h.settle("bash", { command: "rm logs/*.log" }, { reply: { reply: "once" } })
+    expect(outcome.settlement.status).toBe("success")
+    const edits = outcome.asks.filter((ask) => ask.action === "edit")
+    expect(edits).toHaveLength(1)
+    expect(edits[0]!.resources).toHaveLength(50)
+    expect(existsSync(join(h.directory, "logs/0.log"))).toBe(false)
   })
 })

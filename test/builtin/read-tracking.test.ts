@@ -19,6 +19,8 @@ describe("read before write", () => {
     expect(settlement.error?.message).toStartWith(
       "a.txt already exists (9 bytes) and has not been read in this session, so write would replace content you have not seen. Nothing was changed. Read it first",
     )
+    // What the model reads carries no advice on turning the check off: that is the user's setting.
+    expect(settlement.error?.message).not.toMatch(/core\.json|readBeforeWrite|turn/)
     expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe("precious\n")
   })
 

@@ -76,3 +76,26 @@ describe("Rule", () => {
     expect(Rule.isWhollyDenied(hidden, "bash")).toBe(true)
   })
 })
+
+describe("Rule.denier", () => {
+  const rules: Rule.Ruleset = [
+    { action: "*", resource: "*", effect: "allow" },
+    { action: "read", resource: "*.env", effect: "deny" },
+    { action: "read", resource: "public.env", effect: "allow" },
+  ]
+
+  test("denies what the last matching rule of the action denies, and nothing a later rule allows", () => {
+    const denies = Rule.denier(rules, "read")!
+    expect(denies("app.env")).toBe(true)
+    expect(denies("sub/app.env")).toBe(true)
+    expect(denies("public.env")).toBe(false)
+    expect(denies("notes.txt")).toBe(false)
+  })
+
+  test("is undefined when no rule could deny the action, so nothing need be tested", () => {
+    expect(Rule.denier(rules, "edit")).toBeUndefined()
+    expect(Rule.denier([{ action: "*", resource: "*", effect: "allow" }], "read")).toBeUndefined()
+    // A rule of every action that denies counts for this one.
+    expect(Rule.denier([{ action: "*", resource: "secret/*", effect: "deny" }], "read")!("secret/x")).toBe(true)
+  })
+})

@@ -1,0 +1,151 @@
+export * as LineFiles from "./line-files"
+
+// The files a bash line reads and the files it changes, found from its text (../shell/accessed) and placed where they
+// really lead, so bash meets the `read` and `edit` rules on each as the file tools do: glob words expanded as bash
+// would now, relative paths also from each directory a literal `cd` moves to, a word of a program core has no
+// table for that names an existing file, and the files under a directory read whole that a `read` rule denies.
+// It decides nothing and asks nothing: bash turns these into checks.
+
+import { statSync } from "node:fs"
+import { homedir } from "node:os"
+import { relative, resolve, sep } from "node:path"
+import * as Effect from "effect/Effect"
+import { Boundary } from "../permission/boundary"
+import { Protected } from "../permission/protected"
+import { Accessed } from "../shell/accessed"
+import { CommandLine } from "../shell/command"
+import { Words } from "../shell/words"
+
+/** A path as `read` and `edit` rules name it, as the file tools check it: relative inside the Location, absolute outside. */
+const ruleResource = (directory: string, resolved: { readonly real: string; readonly inside: boolean }): string =>
+  resolved.inside ? relative(directory, resolved.real).split(sep).join("/") || "." : resolved.real
+
+/** The directories a line's `cd`s and `pushd`s name literally, each from the one before: where its relative paths may lead. */
+const cdTargets = (parsed: CommandLine.Parsed, workdir: string): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  let at = workdir
+  for (const command of parsed.commands) {
+    const name = command.words[0]?.value
+    if (command.kind !== "command" || (name !== "cd" && name !== "pushd")) continue
+    const target = command.words.slice(1).find((word) => !(word.value ?? "").startsWith("-"))
+    const place = target === undefined ? undefined : CommandLine.locate(target, at)
+    if (place === undefined) continue
+    at = place
+    found.push(place)
+  }
+  return found
+}
+
+/** Whether `path` is a file now (following symlinks), as a program given its name would open it. */
+const isFile = (path: string): boolean => {
+  try {
+    return statSync(path).isFile()
+  } catch {
+    return false
+  }
+}
+
+/** Past this many matches a pattern's files are not all checked one by one: the pattern itself is, too. */
+const MAX_MATCHES = 10_000
+
+/**
+ * The files a glob word matches now, as bash would expand it from `from` (no dotfiles, `**` as `*`); bounded by
+ * MAX_MATCHES. What it matches when the line runs may differ (a file made meanwhile by the line itself).
+ */
+const expand = (word: Words.Word, from: string): ReadonlyArray<string> => {
+  const value = word.value!
+  const full = resolve(from, word.tilde ? homedir() + value.slice(1) : value)
+  const at = full.search(Words.GLOB)
+  const base = full.slice(0, full.lastIndexOf("/", at)) || "/"
+  const pattern = full.slice(base === "/" ? 1 : base.length + 1).replaceAll("**", "*")
+  const found: Array<string> = []
+  try {
+    for (const match of new Bun.Glob(pattern).scanSync({ cwd: base, dot: false, onlyFiles: false, followSymlinks: false })) {
+      found.push(resolve(base, match))
+      if (found.length >= MAX_MATCHES) break
+    }
+  } catch {
+    // A directory that cannot be listed matches nothing bash could expand either.
+  }
+  return found
+}
+
+/** Past this many entries a directory a command reads whole is not searched further for files a rule denies. */
+const MAX_WALKED = 20_000
+
+/**
+ * The files under a directory a command reads whole (`grep -r x dir`, `cp -r dir out`) that a `read` rule denies,
+ * found by walking it (no symlinks followed, at most MAX_WALKED entries): each is then checked as a read.
+ */
+const deniedUnder = (root: string, denied: (real: string) => boolean): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  let walked = 0
+  try {
+    for (const match of new Bun.Glob("**").scanSync({ cwd: root, dot: true, onlyFiles: true, followSymlinks: false })) {
+      const path = resolve(root, match)
+      if (denied(path)) found.push(path)
+      if (++walked >= MAX_WALKED) break
+    }
+  } catch {
+    // What cannot be listed cannot be read by the command either.
+  }
+  return found
+}
+
+export interface Files {
+  /** What the line reads, as the `read` rules name it (relative inside the Location, absolute outside). */
+  readonly reads: ReadonlySet<string>
+  /** What the line changes, by absolute path: each is checked as an edit where it really leads. */
+  readonly written: ReadonlySet<string>
+}
+
+/** The files `parsed` (run in `workdir` of the Location `directory`) reads and changes. */
+export const of = Effect.fnUntraced(function* (input: {
+  readonly directory: string
+  readonly workdir: string
+  readonly parsed: CommandLine.Parsed
+  /** Whether the agent's `read` rules deny a file by its real path; absent when none denies anything. */
+  readonly readDenied?: (real: string) => boolean
+}) {
+  const { directory, workdir, parsed, readDenied } = input
+  const reads = new Set<string>()
+  const written = new Set<string>()
+  // A relative path after a `cd` is checked from each directory the line moves to as well.
+  const places = [workdir, ...cdTargets(parsed, workdir)]
+  const accessedPaths = Accessed.of(parsed)
+  for (const accessed of accessedPaths.paths) {
+    const anchored = Protected.anchored(accessed.word.value)
+    for (const from of anchored ? [workdir] : places) {
+      const absolute = CommandLine.locate(accessed.word, from)
+      if (absolute === undefined) continue
+      const matches = accessed.word.glob ? expand(accessed.word, from) : [absolute]
+      for (const match of matches) {
+        const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: match }))
+        if (resolved._tag === "Failure") continue
+        if (accessed.reads) reads.add(ruleResource(directory, resolved.success))
+        if (accessed.reads && readDenied !== undefined && resolved.success.kind === "directory") {
+          for (const file of deniedUnder(resolved.success.real, readDenied)) {
+            reads.add(ruleResource(directory, { real: file, inside: Boundary.isWithin(directory, file) }))
+          }
+        }
+        if (accessed.writes) written.add(match)
+      }
+      // A pattern matching nothing now (or too much to list) is checked as written too, so a rule on its form
+      // (`*.env`) still meets it.
+      if (accessed.reads && accessed.word.glob && (matches.length === 0 || matches.length >= MAX_MATCHES)) {
+        const pattern = resolve(from, accessed.word.value!)
+        reads.add(ruleResource(directory, { real: pattern, inside: Boundary.isWithin(directory, pattern) }))
+      }
+    }
+  }
+  // A program core has no table for reads what its words name: one naming an existing file is a read of it.
+  for (const value of new Set(accessedPaths.named)) {
+    for (const from of value.startsWith("/") ? [workdir] : places) {
+      const absolute = resolve(from, value.startsWith("~/") ? homedir() + value.slice(1) : value)
+      if (!isFile(absolute)) continue
+      const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: absolute }))
+      if (resolved._tag === "Success") reads.add(ruleResource(directory, resolved.success))
+    }
+  }
+  return { reads, written } satisfies Files
+})
