@@ -80,7 +80,8 @@ const markers = [
       `${reference.path}: read the rest with the read tool (filePath "${reference.path}", offset ` +
       `${omitted.from}, limit ${Math.min(MAX_READ_LINES, omitted.to - omitted.from + 1)}), or search it with grep. ` +
       `Do not run the call again to see it.]\n`,
-    cut: `[… ${lineRange(omitted.from, omitted.to)} left out: read ${reference.path} from offset ${omitted.from} …]\n`,
+    // The summary already says where the rest is: the cut only marks the place.
+    cut: `[… ${lineRange(omitted.from, omitted.to)} left out …]\n`,
   }),
   (omitted: Omitted, reference: Reference) => ({
     summary:

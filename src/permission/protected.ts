@@ -281,6 +281,8 @@ export const readsOnly = (text: string): boolean => {
   if (name === undefined) return false
   const base = name.slice(name.lastIndexOf("/") + 1)
   if (base === "find") return !FIND_ACTIONS.test(text)
+  // sed changes files only in place (-i); a script that writes (`w`) or runs (`e`) is asked by the bash checks.
+  if (base === "sed") return !words.some((word) => /^(-[A-Za-z]*i|--in-place)/.test(word))
   if (base === "git") {
     const subcommand = words.slice(words.indexOf(name) + 1).find((word) => !word.startsWith("-"))
     return subcommand !== undefined && GIT_READ_ONLY.has(subcommand)
