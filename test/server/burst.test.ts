@@ -2,8 +2,8 @@
 // permissions, parsing, sandbox and guard set-up) and starts a supervisor (a process's whole start-up); hundreds at
 // once left core no processor to answer /v1/health for many seconds. Preparations take turns (Preparing) and starts
 // are bounded (Supervised.MAX_STARTING); every call still runs and settles, and health answers every probe within
-// 1 s. The figures are printed (measured on 2 shared cores: p100 334 ms, p50 1 ms; with starts bounded but
-// preparations not taking turns, 0.9-11 s).
+// 1 s. The figures are printed (on 2 shared cores: p100 303-334 ms, p50 1 ms; with starts bounded but
+// preparations not taking turns, p100 0.9-1.4 s, and 7-11 s under heavier load).
 
 import { expect, test } from "bun:test"
 import { sandbox, serve } from "./support"
