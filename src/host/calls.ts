@@ -14,6 +14,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as PubSub from "effect/PubSub"
 import * as Scope from "effect/Scope"
+import { Preparing } from "../settlement/preparing"
 import { Settlement } from "../settlement/settlement"
 import { Settler } from "../settlement/settler"
 import { Store } from "../store/store"
@@ -160,8 +161,8 @@ export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: str
           }
         }).pipe(Effect.ensuring(leaveOnce))
 
-      entry.fiber = yield* turn.materialization
-        .settle(call, { onProgress })
+      // Prepared in turn with every other call (Preparing): a burst of calls leaves the server time to answer.
+      entry.fiber = yield* Preparing.gated(turn.materialization.settle(call, { onProgress }))
         .pipe(Effect.onExit(finish), Effect.forkIn(scope, { startImmediately: true }))
       return { entry, subscription }
     })

@@ -12,6 +12,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { Config } from "../config/config"
+import { Preparing } from "../settlement/preparing"
 import { Stopping } from "../settlement/stopping"
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
@@ -590,6 +591,8 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
             : undefined,
         )
       : spawnGroup(request)
+    // Prepared: the next call's preparation may run while this one's process starts and runs.
+    yield* Preparing.done
     return yield* Effect.acquireUseRelease(
       Effect.flatMap(spawn, (handle) =>
         Effect.sync(() => start(handle, started, request, resolved, progress)).pipe(

@@ -1,17 +1,16 @@
-// A host's burst of bash calls against the compiled sidecar: each call starts a supervisor (a process's whole
-// start-up), and hundreds at once left core no processor to answer /v1/health for many seconds. Starts are bounded
-// (Supervised.MAX_STARTING); every call still runs and settles, and health answers every probe. The figures are
-// printed: the requirement is p100 under 1 s, which this machine (2 cores shared by other work) does not yet meet
-// (p100 7-11 s, p50 1 ms measured; without the bound 41 s, p50 63 ms), so the bound asserted is the one met today,
-// which still fails without the bound on starts; to be tightened as the remaining stall (core's own per-call work
-// before a start, done for every call of the burst at once) is found.
+// A host's burst of bash calls against the compiled sidecar: each call is prepared on core's one thread (decoding,
+// permissions, parsing, sandbox and guard set-up) and starts a supervisor (a process's whole start-up); hundreds at
+// once left core no processor to answer /v1/health for many seconds. Preparations take turns (Preparing) and starts
+// are bounded (Supervised.MAX_STARTING); every call still runs and settles, and health answers every probe within
+// 1 s. The figures are printed (on 2 shared cores: p100 303-334 ms, p50 1 ms; with starts bounded but
+// preparations not taking turns, p100 0.9-1.4 s, and 7-11 s under heavier load).
 
 import { expect, test } from "bun:test"
 import { sandbox, serve } from "./support"
 
 const CALLS = 300
-/** Health must answer within this while the burst runs (the requirement is 1 s; see the header). */
-const HEALTH_BOUND_MS = 15_000
+/** Health must answer within this while the burst runs. */
+const HEALTH_BOUND_MS = 1_000
 const PROBE_EVERY_MS = 50
 
 test(`${CALLS} concurrent bash calls: /v1/health answers within ${HEALTH_BOUND_MS} ms throughout, and every call settles`, async () => {

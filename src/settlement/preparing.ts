@@ -1,0 +1,73 @@
+export * as Preparing from "./preparing"
+
+// Calls prepared at once, process-wide. Preparing a call (decoding, deciding permissions, parsing a command, setting
+// up its sandbox and guard) is processor work on core's one thread, and the scheduler runs every ready fiber in one
+// macrotask: a host's burst of hundreds of calls would all be prepared before the HTTP server answered again. A call
+// holds a turn until it first waits on the world (`done`: its process is about to start), it ends, or BUDGET_MS
+// passes (one waiting on a person must not hold the rest); each turn is granted on a macrotask of its own.
+
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+
+/** Calls being prepared at once, at most. */
+export const AT_ONCE = 2
+
+/** How long one call may hold its turn before the next is let in regardless. */
+export const BUDGET_MS = 100
+
+/** Ends the running call's turn (idempotent); undefined outside a gated call. */
+export const Turn = Context.Reference<(() => void) | undefined>("core/Preparing", { defaultValue: () => undefined })
+
+let holding = 0
+const queued: Array<() => void> = []
+
+/** The next waiting call is let in on a macrotask of its own, so the event loop runs in between. */
+const next = () => {
+  while (holding < AT_ONCE && queued.length > 0) {
+    holding++
+    const grant = queued.shift()!
+    setImmediate(grant)
+  }
+}
+
+/** Waits for a turn; resolves with its end, or rejects once `signal` aborts meanwhile (a cancelled call). */
+const admit = (signal: AbortSignal): Promise<() => void> =>
+  new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason)
+    let ended = false
+    let budget: ReturnType<typeof setTimeout> | undefined
+    const end = () => {
+      if (ended) return
+      ended = true
+      clearTimeout(budget)
+      holding--
+      next()
+    }
+    const grant = () => {
+      signal.removeEventListener("abort", abort)
+      // Granted but aborted before this macrotask ran: the turn goes straight to the next call.
+      if (signal.aborted) return (end(), reject(signal.reason))
+      budget = setTimeout(end, BUDGET_MS)
+      resolve(end)
+    }
+    const abort = () => {
+      const index = queued.indexOf(grant)
+      if (index === -1) return
+      queued.splice(index, 1)
+      reject(signal.reason)
+    }
+    signal.addEventListener("abort", abort, { once: true })
+    queued.push(grant)
+    next()
+  })
+
+/** Runs `effect` once it has a turn, ending the turn when `effect` calls `done` or ends. */
+export const gated = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.acquireUseRelease(
+    Effect.interruptible(Effect.promise((signal) => admit(signal))),
+    (end) => Effect.provideService(effect, Turn, end),
+    (end) => Effect.sync(end),
+  )
+
+/** Ends the running call's turn: it is about to wait on the world. */
+export const done: Effect.Effect<void> = Effect.map(Turn, (end) => end?.())

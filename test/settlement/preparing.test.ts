@@ -1,0 +1,86 @@
+import { expect, test } from "bun:test"
+import { Deferred, Effect, Fiber } from "effect"
+import { Preparing } from "../../src/settlement/preparing"
+
+/** A call that records while it holds its turn and ends it with `done` once `release` completes. */
+const call = (log: Array<string>, name: string, release: Deferred.Deferred<void>, end: "done" | "return" | "hold") =>
+  Preparing.gated(
+    Effect.gen(function* () {
+      log.push(`${name} in`)
+      yield* Deferred.await(release)
+      if (end === "done") yield* Preparing.done
+      log.push(`${name} out`)
+      if (end === "hold") yield* Effect.never
+    }),
+  )
+
+test("at most AT_ONCE calls are prepared at once; `done` or the end of a call lets the next in", async () => {
+  const log: Array<string> = []
+  await Effect.runPromise(
+    Effect.gen(function* () {
+      const releases = yield* Effect.forEach([0, 1, 2, 3], () => Deferred.make<void>())
+      const fibers = yield* Effect.forEach(["a", "b", "c", "d"], (name, index) =>
+        Effect.forkDetach(call(log, name, releases[index]!, index === 0 ? "done" : "return"), { startImmediately: true }),
+      )
+      yield* Effect.promise(() => Bun.sleep(20))
+      expect(log).toEqual(["a in", "b in"])
+      // `a` is prepared and then waits on the world: it no longer holds a turn.
+      yield* Deferred.succeed(releases[0]!, undefined)
+      yield* Effect.promise(() => Bun.sleep(20))
+      expect(log).toEqual(["a in", "b in", "a out", "c in"])
+      yield* Deferred.succeed(releases[1]!, undefined)
+      yield* Effect.promise(() => Bun.sleep(20))
+      expect(log.slice(4)).toEqual(["b out", "d in"])
+      for (const release of releases) yield* Deferred.succeed(release, undefined)
+      yield* Fiber.joinAll(fibers)
+    }),
+  )
+})
+
+test("a call that holds its turn past BUDGET_MS lets the next in, and a cancelled waiting call never runs", async () => {
+  const log: Array<string> = []
+  await Effect.runPromise(
+    Effect.gen(function* () {
+      const open = yield* Deferred.make<void>()
+      const never = yield* Deferred.make<void>()
+      // Two holders that never signal (a call waiting on a person), then a call cancelled while it waits, then one more.
+      const holders = yield* Effect.forEach(["a", "b"], (name) =>
+        Effect.forkDetach(call(log, name, open, "hold"), { startImmediately: true }),
+      )
+      const cancelled = yield* Effect.forkDetach(call(log, "c", never, "return"), { startImmediately: true })
+      const last = yield* Effect.forkDetach(call(log, "d", open, "return"), { startImmediately: true })
+      yield* Effect.promise(() => Bun.sleep(10))
+      yield* Fiber.interrupt(cancelled)
+      const started = performance.now()
+      yield* Deferred.succeed(open, undefined)
+      yield* Fiber.join(last)
+      expect(performance.now() - started).toBeGreaterThanOrEqual(Preparing.BUDGET_MS - 20)
+      expect(log).toEqual(["a in", "b in", "a out", "b out", "d in", "d out"])
+      yield* Fiber.interruptAll(holders)
+    }),
+  )
+})
+
+test("the event loop runs between two turns: a timer due meanwhile fires before the next call is prepared", async () => {
+  const log: Array<string> = []
+  await Effect.runPromise(
+    Effect.gen(function* () {
+      const open = yield* Deferred.make<void>()
+      yield* Deferred.succeed(open, undefined)
+      const fibers = yield* Effect.forEach(["a", "b", "c", "d", "e", "f"], (name) =>
+        Effect.forkDetach(
+          call(log, name, open, "return").pipe(
+            // Each call's preparation is processor work that lets nothing else run.
+            Effect.tap(() => Effect.sync(() => Bun.sleepSync(5))),
+          ),
+          { startImmediately: true },
+        ),
+      )
+      setTimeout(() => log.push("timer"), 0)
+      yield* Fiber.joinAll(fibers)
+      const timer = log.indexOf("timer")
+      expect(timer).toBeGreaterThan(0)
+      expect(timer).toBeLessThan(log.length - 1)
+    }),
+  )
+})
