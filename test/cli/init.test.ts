@@ -204,7 +204,8 @@ test("settles every case", async () => {
         JSON.stringify(settlement)
           .replace(/out_[0-9a-z]+_[0-9a-f]{16}/g, "out_ID")
           .replace(/[^ "\\]+\/outputs\/(?:[0-9a-f]{16}\/)?out_ID/g, "OUTPUTS/out_ID")
-          .replace(/→ deny \([^)]*\)/g, "→ deny (RULE)"),
+          .replace(/→ deny \([^)]*\)/g, "→ deny (RULE)")
+          .replace(/→ deny, [^)]*\)/g, "→ deny, RULE)"),
       )
     const kinds: Array<string> = []
     for (const [index, [name, input]] of cases.entries()) {

@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync, realpathSync } from "node:fs"
 import { join } from "node:path"
 import { ProcessGroup } from "../../src/shell/group"
 import { core, exec, sandbox, settlementOf, start } from "../cli/fixture"
-import { alive, DETACHING, pidsIn } from "./processes"
+import { alive, DETACHING, pidsIn, running as runs } from "./processes"
 
 describe("core exec bash", () => {
   test("runs a command line, parsed with the grammar embedded in the binary", async () => {
@@ -66,6 +66,9 @@ describe("core exec bash", () => {
     await running.stderrContains("progress: ready\n")
     const [background, leader] = pidsIn(readFileSync(join(box.location, "pids"), "utf8"))
     expect(alive(background!)).toBe(true)
+    // Both have become sleep (not still copies of bash), so the cancel names them as such.
+    expect(await runs(background!, "sleep")).toBe(true)
+    expect(await runs(leader!, "sleep")).toBe(true)
     running.child.kill("SIGINT")
     const result = await running.finished()
     expect(result.code).toBe(130)

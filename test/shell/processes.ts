@@ -15,6 +15,22 @@ export const alive = (pid: number): boolean => {
   }
 }
 
+/**
+ * Waits (up to 5 s) until `pid` runs the program `name`: a shell forks before it execs, so a pid it printed may
+ * still be a copy of the shell for a moment.
+ */
+export const running = async (pid: number, name: string): Promise<boolean> => {
+  for (let tries = 0; tries < 250; tries++) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, "latin1").trim() === name) return true
+    } catch {
+      return false
+    }
+    await Bun.sleep(20)
+  }
+  return false
+}
+
 /** The numbers in a command's output, in order (the pids it echoed). */
 export const pidsIn = (text: string): Array<number> => [...text.matchAll(/\d+/g)].map((match) => Number(match[0]))
 
