@@ -69,7 +69,7 @@ describe("core mcp without --location", () => {
 
   test("started in the home directory, it refuses the same way", async () => {
     const box = sandbox()
-    const { code, stderr } = await refusedIn(box, box.home)
+    const { code, stderr } = await refusedIn(box, envOf(box).HOME)
     expect(code).toBe(2)
     expect(stderr).toContain(`not serving the home directory`)
   })
