@@ -56,8 +56,10 @@ export const READABLE: ReadonlyArray<string> = [
 ]
 
 /**
- * Credential stores: never read or written by a command, wherever a grant would reach them (a toolchain root, the
- * Location, a core.json grant of a directory holding one), unless core.json grants that very path.
+ * Secrets under the home (credential stores, histories, browser profiles): never read or written by a command,
+ * wherever a grant would reach them (a toolchain root, a Location or approved directory holding the home, a
+ * core.json grant of a directory holding one), unless core.json grants that very path. The rest of the home outside
+ * READABLE is not granted at all; this list is what stays out where something is.
  */
 export const DENIED: ReadonlyArray<string> = [
   ".ssh",
@@ -94,6 +96,61 @@ export const DENIED: ReadonlyArray<string> = [
   ".config/op",
   ".claude/.credentials.json",
   ".codex/auth.json",
+  // cloud, hosting and registry CLIs
+  ".oci",
+  ".ovh.conf",
+  ".s3cfg",
+  ".boto",
+  ".terraformrc",
+  ".config/helm",
+  ".config/doctl",
+  ".config/hcloud",
+  ".config/rclone",
+  ".config/configstore",
+  ".config/stripe",
+  ".config/netlify",
+  ".config/sops",
+  ".databrickscfg",
+  ".heroku",
+  ".fly",
+  ".wrangler",
+  ".netlify",
+  ".vercel",
+  ".supabase",
+  ".cloudflared",
+  ".nuget/NuGet/NuGet.Config",
+  ".composer/auth.json",
+  ".config/composer/auth.json",
+  ".env",
+  // password managers
+  ".config/1Password",
+  ".config/Bitwarden",
+  ".config/keepassxc",
+  // histories: commands typed with passwords in them, queries, files opened
+  ".bash_history",
+  ".zsh_history",
+  ".local/share/fish",
+  ".python_history",
+  ".node_repl_history",
+  ".psql_history",
+  ".mysql_history",
+  ".sqlite_history",
+  ".rediscli_history",
+  ".lesshst",
+  ".viminfo",
+  ".local/share/recently-used.xbel",
+  // browsers, mail and editors: cookies, saved passwords, sign-in tokens
+  ".mozilla",
+  ".thunderbird",
+  ".config/google-chrome",
+  ".config/chromium",
+  ".config/BraveSoftware",
+  ".config/microsoft-edge",
+  ".cache/mozilla",
+  ".cache/google-chrome",
+  ".cache/chromium",
+  ".config/Code/User/globalStorage",
+  ".config/Cursor/User/globalStorage",
 ]
 
 /**
@@ -163,14 +220,18 @@ const installOf = (target: string): string => {
  * What PATH makes readable beyond the system directories: each PATH directory itself, and where a program in it
  * is a symlink leading elsewhere, the install that program comes from (installOf). Never a PATH directory's parent
  * as such: `~/.cargo/bin` grants `~/.cargo/bin`, and `~/.cargo` only through READABLE, with its credentials carved.
- * Directories under `skip` (the system's, readable whole) are not looked into; nor, for links, those under `untrusted` (where
- * a command may write: a link planted there must not grant what it points at).
+ * Directories under `skip` (the system's, readable whole) are not looked into, unless under `carved` (the home, where
+ * it lies in one of them); nor, for links, those under `untrusted` (where a command may write: a link planted there
+ * must not grant what it points at).
  */
 export const programs = (
   path: string | undefined,
   skip: ReadonlyArray<string>,
   untrusted: ReadonlyArray<string>,
+  carved?: string,
 ): ReadonlyArray<string> => {
+  // The home, where it lies in a system directory, is carved out of it: what lies there is granted as found.
+  const skipped = (directory: string) => skip.some((root) => within(root, directory)) && !(carved !== undefined && within(carved, directory))
   const found: Array<string> = []
   for (const entry of new Set((path ?? "").split(":"))) {
     if (!entry.startsWith("/")) continue
@@ -180,7 +241,7 @@ export const programs = (
     } catch {
       continue
     }
-    if (skip.some((root) => within(root, directory))) continue
+    if (skipped(directory)) continue
     found.push(directory)
     if (untrusted.some((root) => within(root, directory))) continue
     let entries: Array<Dirent>
@@ -194,7 +255,7 @@ export const programs = (
       if (!entry.isSymbolicLink()) continue
       try {
         const target = realpathSync(join(directory, entry.name))
-        if (!within(directory, target) && !skip.some((root) => within(root, target))) found.push(installOf(target))
+        if (!within(directory, target) && !skipped(target)) found.push(installOf(target))
       } catch {
         // A dangling link runs nothing.
       }

@@ -112,13 +112,17 @@ const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>
   // Where a command may write (the system temp directory only when it is granted whole, see `prepare`).
   const temp = secret.some((dir) => within(system, dir)) ? [] : [system]
   const untrusted = [policy.location, ...policy.approved, ...(policy.others ?? []), ...temp].map(Landlock.real).concat(allowWrite)
-  const readable = [...Landlock.SYSTEM_READABLE, ...Home.readable(home)]
+  // A home inside a system directory (/var/lib/<service>, /opt/<user>) is carved out of it: of the home, only what
+  // developer tools read is granted, as anywhere else. A home that is a system directory itself cannot be.
+  const enclosed = Landlock.SYSTEM_READABLE.some((root) => root !== home && within(root, home)) ? home : undefined
+  const systemRead = Landlock.granted(Landlock.SYSTEM_READABLE, enclosed === undefined ? secret : [...secret, enclosed])
+  const homeward = Landlock.granted([...Home.readable(home), ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted, enclosed)], secret)
   const entry: Fixed = {
     at: now,
     core,
     secret,
     system,
-    read: [...Landlock.granted([...readable, ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted)], secret), ...granted(allowRead)],
+    read: [...systemRead, ...homeward, ...granted(allowRead)],
     write: granted(allowWrite),
     devices: Landlock.granted(["/dev"], secret),
     cache: cacheDirectory(system, policy.location),

@@ -5,11 +5,12 @@
 // these tests are skipped and say so in their names.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { exec, type Sandbox, sandbox, settlementOf, write } from "../cli/fixture"
 import { Landlock } from "../../src/shell/landlock"
 import type { Run } from "../support/binary"
+import { developerHome } from "../support/home"
 
 const LANDLOCK = Landlock.abi() > 0
 const needs = LANDLOCK ? "" : " (SKIPPED: this kernel has no Landlock)"
@@ -77,9 +78,10 @@ describe("the sandbox on a developer's home", () => {
         ...stores.flatMap((path, index) => [
           `cat "$HOME/${path}"`,
           `head -c 200 "$HOME/${path}"`,
-          `python3 -c 'import sys; print(open(sys.argv[1]).read())' "$HOME/${path}"`,
-          `cp "$HOME/${path}" loot/${index}`,
-          `cp -r "$HOME/${path.split("/")[0]}" loot/dir-${index}`,
+          // Quiet: their refusals would only make the output too long to come back whole.
+          `python3 -c 'import sys; print(open(sys.argv[1]).read())' "$HOME/${path}" 2>/dev/null`,
+          `cp "$HOME/${path}" loot/${index} 2>/dev/null`,
+          `cp -r "$HOME/${path.split("/")[0]}" loot/dir-${index} 2>/dev/null`,
         ]),
         'grep -r CORE-SECRET "$HOME"',
         'tar cf - -C "$HOME" . 2>/dev/null | strings | grep CORE-SECRET',
@@ -92,6 +94,30 @@ describe("the sandbox on a developer's home", () => {
     // The result says which it was: the sandbox's, and how a user grants one.
     expect(text).toContain("kept out by core's sandbox; the user can grant them in core.json (shell.allowRead or shell.allowWrite).")
     expect(output.sandboxed!.length).toBeGreaterThan(0)
+  })
+
+  test.skipIf(!LANDLOCK)(`a home inside a system directory is read as any other: its toolchains and git's files, no secret, nothing else${needs}`, async () => {
+    // /var is readable whole to commands; a service account's or a managed machine's home may lie under it.
+    const user = developerHome(undefined, "/var/tmp")
+    try {
+      writeFileSync(join(user.home, "notes.txt"), "private notes\n")
+      const box: Sandbox = { ...sandbox({ "core.json": ALLOW_ALL }), user }
+      Object.assign(box.env, user.env)
+      write(box.location, {
+        "steal.sh": [
+          ...user.secrets.map(({ path }) => `cat "$HOME/${path}"`),
+          'grep -r CORE-SECRET "$HOME" /var/tmp',
+          "cat ~/notes.txt",
+          "rustc-dev; dev-tool; git config --global user.name; ls /var/lib >/dev/null && echo var-ok",
+        ].join("\n"),
+      })
+      const { run, output } = await bash(box, "sh steal.sh")
+      expect(output.stdout.split("\n")).toEqual(["rust-stable", "dev-tool", "Dev Eloper", "var-ok", ""])
+      expect(output.stderr).toContain(`${join(user.home, "notes.txt")}: Permission denied`)
+      expect(leaked(box, [...all(run), ...filesUnder(box.location)])).toEqual([])
+    } finally {
+      rmSync(user.home, { recursive: true, force: true })
+    }
   })
 
   test.skipIf(!LANDLOCK)(`a program in ~/.cargo/bin runs and reads its toolchain while ~/.cargo/credentials.toml stays unreadable${needs}`, async () => {
