@@ -166,9 +166,14 @@ export const CACHES: ReadonlyArray<readonly [variable: string, under: string]> =
   ["YARN_CACHE_FOLDER", "yarn"],
 ]
 
-/** The cache directory of a Location under `temp` (the system temp directory), one per Location. */
-export const cacheOf = (temp: string, location: string): string =>
-  join(temp, `core-cache-${createHash("sha256").update(location).digest("hex").slice(0, 16)}`)
+/**
+ * The cache directory of a Location under `data` (core's data directory), one per Location. Not in the temp
+ * directory: every command may write there, and the name, worked out from the Location, would let one Location's
+ * command fill another's cache with code that Location's commands then run. core's data directory is hidden from
+ * every command; each call is granted its own Location's cache alone.
+ */
+export const cacheOf = (data: string, location: string): string =>
+  join(data, "caches", createHash("sha256").update(location).digest("hex").slice(0, 16))
 
 /** The variables that send tools' caches to `cache`. */
 export const cacheEnv = (cache: string): Record<string, string> =>

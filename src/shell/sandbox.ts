@@ -1,7 +1,7 @@
 export * as Sandbox from "./sandbox"
 
 // What a sandboxed command may touch, and the per-call temp directory that makes it sound. Writes: the Location,
-// the directories approved for the call, a temp directory and the Location's cache directory. Reads: those, the
+// the directories approved for the call, a temp directory and the Location's cache (in core's data directory). Reads: those, the
 // system directories programs need (Landlock.SYSTEM_READABLE), what developer tools read under the home and the
 // programs on PATH (./home). Never the home's credential stores (Home.DENIED) unless core.json grants that path,
 // never what core.json denies, and never $CORE_HOME or $CORE_DATA_DIR, wherever they lie: Landlock grants are
@@ -68,13 +68,13 @@ interface Fixed {
   /** core.json's allowWrite, carved. */
   readonly write: ReadonlyArray<string>
   readonly devices: ReadonlyArray<string>
-  /** The Location's cache directory, undefined when it exists but is not core's own (another user made it first). */
+  /** The Location's cache directory, undefined when core's data directory cannot hold it or another user made it first. */
   readonly cache: string | undefined
 }
 
-/** The Location's cache directory under `temp`, made if missing; undefined when it is not this user's alone. */
-const cacheDirectory = (temp: string, location: string): string | undefined => {
-  const cache = Home.cacheOf(temp, location)
+/** The Location's cache directory under `data`, made if missing; undefined when it is not this user's alone. */
+const cacheDirectory = (data: string, location: string): string | undefined => {
+  const cache = Home.cacheOf(data, location)
   try {
     mkdirSync(cache, { recursive: true, mode: 0o700 })
     const stat = lstatSync(cache)
@@ -125,7 +125,7 @@ const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>
     read: [...systemRead, ...homeward, ...granted(allowRead)],
     write: granted(allowWrite),
     devices: Landlock.granted(["/dev"], secret),
-    cache: cacheDirectory(system, policy.location),
+    cache: cacheDirectory(core[1]!, policy.location),
   }
   if (cached.size >= FIXED_ENTRIES) cached.delete(cached.keys().next().value!)
   cached.set(key, entry)
@@ -168,7 +168,8 @@ export const prepare = (
   const owned = made.cache === undefined ? [cache] : []
   let temporary: string | undefined
   if (secret.some((dir) => within(system, dir))) temporary = mkdtempSync(join(system, "core-call-"))
-  const write = [...Landlock.granted([policy.location, ...policy.approved, temporary ?? system, cache], secret), ...allowed]
+  // The cache lies in core's data directory, carved out of every grant: it is granted by itself.
+  const write = [...Landlock.granted([policy.location, ...policy.approved, temporary ?? system], secret), cache, ...allowed]
   const grants = { read, devices, write }
   const home = env.HOME || homedir()
   const reachable = (path: string) =>

@@ -11,6 +11,7 @@ import { exec, type Sandbox, sandbox, settlementOf, write } from "../cli/fixture
 import { Landlock } from "../../src/shell/landlock"
 import type { Run } from "../support/binary"
 import { developerHome } from "../support/home"
+import { tempDir } from "../support/temp"
 
 const LANDLOCK = Landlock.abi() > 0
 const needs = LANDLOCK ? "" : " (SKIPPED: this kernel has no Landlock)"
@@ -149,6 +150,35 @@ describe("the sandbox on a developer's home", () => {
     const [variables, entry] = output.stdout.split("\n")
     expect(entry).toBe("ok")
     for (const directory of variables!.split(" ")) expect(directory.startsWith(box.user.home)).toBe(false)
+  })
+
+  test.skipIf(!LANDLOCK)(`one Location's command can neither write nor read another Location's cache${needs}`, async () => {
+    // Both Locations served by the same core (one data directory); the system temp directory granted whole.
+    const victim = sandbox({
+      "core.json": ALLOW_ALL,
+      "fill.sh": 'mkdir -p "$GOCACHE" && echo clean > "$GOCACHE/entry" && echo "$GOCACHE"',
+      "use.sh": 'cat "$GOCACHE/entry"; ls "$GOCACHE"',
+    })
+    Object.assign(victim.env, { TMPDIR: tempDir("core-systemp-") })
+    const { output: first } = await bash(victim, "sh fill.sh")
+    const cache = first.stdout.trim()
+    const attacker: Sandbox = { ...sandbox({ "core.json": ALLOW_ALL }), env: victim.env }
+    write(attacker.location, {
+      "poison.sh": [
+        // Where the victim's cache lies, worked out as core does, and wherever a cache of another might be.
+        `for dir in "${cache}" "$TMPDIR"/core-cache-* "$(dirname "$XDG_CACHE_HOME")"/*; do`,
+        '  [ "$dir" = "$XDG_CACHE_HOME" ] || [ ! -d "$dir" ] && continue',
+        '  echo poisoned > "$dir/entry" && echo "wrote $dir"',
+        '  mkdir -p "$dir/go-build" && echo poisoned > "$dir/go-build/entry" && echo "wrote $dir/go-build"',
+        '  cat "$dir/go-build/entry" && echo "read $dir"',
+        "done",
+        "echo finished",
+      ].join("\n"),
+    })
+    const { output } = await bash(attacker, "sh poison.sh")
+    expect(output.stdout).toBe("finished\n")
+    const { output: after } = await bash(victim, "sh use.sh")
+    expect(after.stdout).toBe("clean\nentry\n")
   })
 
   test.skipIf(!LANDLOCK)(`core.json's shell.allowRead grants a credential store and shell.denyRead hides a readable file${needs}`, async () => {
