@@ -1,7 +1,7 @@
 export * as Namespace from "./namespace"
 
 // The private mount namespace of one command, in which core's own configuration in its Location is mounted
-// read-only (./guard says which paths). Used by the supervisor only, before it applies Landlock (which forbids
+// read-only (./guard says which paths) and /dev/shm is an empty one of its own. Used by the supervisor only, before it applies Landlock (which forbids
 // mounting). It needs CAP_SYS_ADMIN over its mount namespace: core run by root has it; otherwise core starts the
 // supervisor in a user namespace of its own (./supervised, through `unshare --user --map-current-user --mount
 // --keep-caps`), which maps only the user's own uid and gid and gives the supervisor that capability there alone.
@@ -37,4 +37,22 @@ export const protect = (way: Way, paths: ReadonlyArray<string>): string | undefi
   // forbids it too). Run by another user, it holds no capability (the supervisor clears its ambient ones).
   Native.prctl(Native.PR_CAPBSET_DROP, Native.CAP_SYS_ADMIN)
   return undefined
+}
+
+/** Where POSIX shared memory and semaphores live (sem_open, shm_open: Python's multiprocessing, for one). */
+export const SHARED_MEMORY = "/dev/shm"
+
+/**
+ * Mounts an empty tmpfs of this thread's own on /dev/shm, in a mount namespace of its own: the command may then
+ * make semaphores and shared memory, while the host's /dev/shm (other programs' shared memory) stays out of its
+ * reach. Answers undefined, or why it could not (then /dev/shm is left as it is, not writable to the command).
+ */
+export const privateSharedMemory = (way: Way): string | undefined => {
+  if (way === "none") return "this process cannot make a mount namespace"
+  const unshared = Native.unshare(Native.CLONE_NEWNS)
+  if (unshared !== 0) return `unshare(CLONE_NEWNS) failed (errno ${unshared})`
+  const privately = Native.mount(null, "/", Native.MS_REC | Native.MS_PRIVATE)
+  if (privately !== 0) return `making the mounts private failed (errno ${privately})`
+  const mounted = Native.mount("tmpfs", SHARED_MEMORY, Native.MS_NOSUID | Native.MS_NODEV, "tmpfs", "mode=1777")
+  return mounted === 0 ? undefined : `mounting ${SHARED_MEMORY} failed (errno ${mounted})`
 }

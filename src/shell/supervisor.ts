@@ -303,8 +303,13 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
       void send({ kind: "refused", code: Confine.MOVED, message: held.moved }).then(() => process.exit(0))
       return
     }
-    if (order.grants !== undefined) {
-      const failed = Landlock.restrict(order.grants, Landlock.abi(), true, held?.grants, prepared)
+    // Mounting too: /dev/shm becomes the command's own, and writable; where it cannot, it stays unwritable.
+    const grants =
+      order.grants !== undefined && Namespace.privateSharedMemory(way) === undefined
+        ? { ...order.grants, write: [...order.grants.write, Namespace.SHARED_MEMORY] }
+        : order.grants
+    if (grants !== undefined) {
+      const failed = Landlock.restrict(grants, Landlock.abi(), true, held?.grants, prepared)
       if (failed !== undefined) {
         void send({ kind: "failed", message: `Could not apply the sandbox: ${failed}` }).then(() => process.exit(0))
         return

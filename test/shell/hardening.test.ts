@@ -4,6 +4,7 @@
 // Landlock or core does not run as root, the tests that need them are skipped and say so in their names.
 
 import { afterEach, describe, expect, test } from "bun:test"
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Capabilities } from "../../src/shell/capabilities"
 import { Landlock } from "../../src/shell/landlock"
@@ -233,5 +234,30 @@ describe("socket grants", () => {
     const result = await exec(box, "bash", { command: "true" })
     expect(result.code).toBe(2)
     expect(result.stderr).toContain("shell.sockets[0]")
+  })
+})
+
+describe("shared memory", () => {
+  test.skipIf(!LANDLOCK || !ROOT)(`a command has a /dev/shm of its own: Python's multiprocessing works, the host's shared memory stays out${needsRoot}`, async () => {
+    // Another program's shared memory on the host, which the command must neither see nor change.
+    const host = join("/dev/shm", `core-host-${crypto.randomUUID()}`)
+    writeFileSync(host, "host secret\n")
+    try {
+      const box = location({
+        "w.sh": [
+          'python3 -c "import multiprocessing as m; print(m.Pool(2).map(abs, [-1, -2]))"',
+          "ls /dev/shm | grep -c core-host- || true",
+          "echo planted > /dev/shm/core-planted && cat /dev/shm/core-planted",
+          `cat ${host} 2>&1 | grep -c 'host secret' || true`,
+          `rm -f ${host}`,
+          "mknod /dev/shm/null c 1 3 2>/dev/null || echo no-device",
+        ].join("\n"),
+      })
+      expect((await script(box)).split("\n")).toEqual(["[1, 2]", "0", "planted", "0", "no-device", ""])
+      expect(readFileSync(host, "utf8")).toBe("host secret\n")
+      expect(existsSync("/dev/shm/core-planted")).toBe(false)
+    } finally {
+      rmSync(host, { force: true })
+    }
   })
 })
