@@ -12,6 +12,8 @@ import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path"
 /**
  * Read-only under the home: configuration and toolchains that hold no secrets of their own (the credential files
  * some of them hold are in DENIED, carved out wherever they lie). Caches are read here but written elsewhere (CACHES).
+ * Read-only even where a write grant holds them (a Location that is the home or holds it): what the user's own
+ * git, cargo or pip reads, or runs from PATH, outside the sandbox is never changed by a command.
  */
 export const READABLE: ReadonlyArray<string> = [
   // git
@@ -126,6 +128,24 @@ export const DENIED: ReadonlyArray<string> = [
   ".config/1Password",
   ".config/Bitwarden",
   ".config/keepassxc",
+  // what the user's shell, session and desktop run at login (often exporting tokens too): a change would run
+  // outside any sandbox
+  ".bashrc",
+  ".bash_profile",
+  ".bash_login",
+  ".bash_logout",
+  ".profile",
+  ".zshrc",
+  ".zshenv",
+  ".zprofile",
+  ".zlogin",
+  ".config/fish",
+  ".pam_environment",
+  ".xprofile",
+  ".xsessionrc",
+  ".config/environment.d",
+  ".config/autostart",
+  ".config/systemd",
   // histories: commands typed with passwords in them, queries, files opened
   ".bash_history",
   ".zsh_history",

@@ -65,6 +65,8 @@ interface Fixed {
   readonly secret: ReadonlyArray<string>
   readonly system: string
   readonly read: ReadonlyArray<string>
+  /** What developer tools read under the home (Home.readable): never written, wherever a write grant holds it. */
+  readonly readOnly: ReadonlyArray<string>
   /** core.json's allowWrite, carved. */
   readonly write: ReadonlyArray<string>
   readonly devices: ReadonlyArray<string>
@@ -116,7 +118,8 @@ const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>
   // developer tools read is granted, as anywhere else. A home that is a system directory itself cannot be.
   const enclosed = Landlock.SYSTEM_READABLE.some((root) => root !== home && within(root, home)) ? home : undefined
   const systemRead = Landlock.granted(Landlock.SYSTEM_READABLE, enclosed === undefined ? secret : [...secret, enclosed])
-  const homeward = Landlock.granted([...Home.readable(home), ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted, enclosed)], secret)
+  const readOnly = Home.readable(home).map(Landlock.real).filter((path) => lstatSync(path, { throwIfNoEntry: false }) !== undefined)
+  const homeward = Landlock.granted([...readOnly, ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted, enclosed)], secret)
   const entry: Fixed = {
     at: now,
     core,
@@ -126,6 +129,7 @@ const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>
     write: granted(allowWrite),
     devices: Landlock.granted(["/dev"], secret),
     cache: cacheDirectory(core[1]!, policy.location),
+    readOnly,
   }
   if (cached.size >= FIXED_ENTRIES) cached.delete(cached.keys().next().value!)
   cached.set(key, entry)
@@ -169,7 +173,15 @@ export const prepare = (
   let temporary: string | undefined
   if (secret.some((dir) => within(system, dir))) temporary = mkdtempSync(join(system, "core-call-"))
   // The cache lies in core's data directory, carved out of every grant: it is granted by itself.
-  const write = [...Landlock.granted([policy.location, ...policy.approved, temporary ?? system], secret), cache, ...allowed]
+  // What developer tools read under the home stays read-only where a write grant holds it (a Location holding the
+  // home), though never carved out of a grant it holds itself (a Location under ~/go).
+  const write = [
+    ...[policy.location, ...policy.approved, temporary ?? system].flatMap((root) =>
+      Landlock.granted([root], [...secret, ...made.readOnly.filter((path) => !within(path, Landlock.real(root)))]),
+    ),
+    cache,
+    ...allowed,
+  ]
   const grants = { read, devices, write }
   const home = env.HOME || homedir()
   const reachable = (path: string) =>

@@ -121,6 +121,39 @@ describe("the sandbox on a developer's home", () => {
     }
   })
 
+  test.skipIf(!LANDLOCK)(`in a Location that is the home, what the user's own tools read or run stays unchanged and the shell's startup files unread${needs}`, async () => {
+    const base = sandbox()
+    const box: Sandbox = { ...base, location: base.user.home }
+    const home = box.user.home
+    const gitconfig = readFileSync(join(home, ".gitconfig"), "utf8")
+    write(home, {
+      "core.json": ALLOW_ALL,
+      ".bashrc": "export GITHUB_TOKEN=CORE-SECRET-bashrc\n",
+      "project/a.txt": "one\n",
+      "persist.sh": [
+        // Code the user would run outside any sandbox: at login, through git, from PATH, from a poisoned cache.
+        'printf "[core]\\n\\tpager = touch /tmp/pwned\\n" >> ~/.gitconfig',
+        'echo "#!/bin/sh" > ~/.local/bin/git',
+        'echo "#!/bin/sh" > ~/.cargo/bin/rustc-dev',
+        "echo '[build]' > ~/.cargo/config.toml",
+        "echo poisoned > ~/.cache/tool/data",
+        "echo curl evil >> ~/.bashrc",
+        "cat ~/.bashrc",
+        "echo two >> project/a.txt && echo project-ok",
+      ].join("\n"),
+    })
+    const { output } = await bash(box, "sh persist.sh")
+    expect(output.stdout).toBe("project-ok\n")
+    expect(output.stderr).not.toContain("CORE-SECRET-bashrc")
+    expect(readFileSync(join(home, ".gitconfig"), "utf8")).toBe(gitconfig)
+    expect(existsSync(join(home, ".local/bin/git"))).toBe(false)
+    expect(readFileSync(join(home, ".cargo/bin/rustc-dev"), "utf8")).toContain("rustup")
+    expect(readFileSync(join(home, ".cargo/config.toml"), "utf8")).toBe("[build]\njobs = 2\n")
+    expect(readFileSync(join(home, ".cache/tool/data"), "utf8")).toBe("cached\n")
+    expect(readFileSync(join(home, ".bashrc"), "utf8")).toBe("export GITHUB_TOKEN=CORE-SECRET-bashrc\n")
+    expect(readFileSync(join(home, "project/a.txt"), "utf8")).toBe("one\ntwo\n")
+  })
+
   test.skipIf(!LANDLOCK)(`a program in ~/.cargo/bin runs and reads its toolchain while ~/.cargo/credentials.toml stays unreadable${needs}`, async () => {
     const box = sandbox({ "core.json": ALLOW_ALL })
     const { run, output, text } = await bash(
