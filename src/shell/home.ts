@@ -206,19 +206,46 @@ export const expand = (path: string, home: string, location: string): string =>
 const within = (root: string, path: string): boolean =>
   path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)
 
-/** The files `~/.gitconfig` names for git to read (core.excludesFile, core.attributesFile), under the home. */
+/** How deep git's includes are followed (git itself stops at 10). */
+const INCLUDES_MAX = 5
+
+/**
+ * The files the user's git config names for git to read, under the home: `core.excludesFile`,
+ * `core.attributesFile`, and the files `[include]` and `[includeIf]` sections pull in (git gives up on a config whose
+ * include it may not read), followed through their own includes. A relative path is taken against the including
+ * file's directory, as git does. A secret among them stays carved out (DENIED): git then fails rather than leak it.
+ */
 const gitFiles = (home: string): ReadonlyArray<string> => {
-  let text: string
-  try {
-    text = readFileSync(join(home, ".gitconfig"), "utf8")
-  } catch {
-    return []
+  const found: Array<string> = []
+  const visit = (file: string, depth: number): void => {
+    let text: string
+    try {
+      text = readFileSync(file, "utf8")
+    } catch {
+      return
+    }
+    let section = ""
+    for (const line of text.split("\n")) {
+      const header = /^\s*\[\s*([a-z0-9.-]+)/i.exec(line)
+      if (header !== null) section = header[1]!.toLowerCase()
+      const entry = /^\s*(?:\[[^\]]*\]\s*)?([a-z0-9-]+)\s*=\s*"?([^"\n#;]+?)"?\s*$/i.exec(line)
+      if (entry === null) continue
+      const key = entry[1]!.toLowerCase()
+      const named =
+        (section === "core" && (key === "excludesfile" || key === "attributesfile")) ||
+        ((section === "include" || section === "includeif") && key === "path")
+      if (!named) continue
+      const path = expand(entry[2]!.trim(), home, dirname(file))
+      if (!within(home, path) || found.includes(path)) continue
+      found.push(path)
+      if (key === "path" && depth < INCLUDES_MAX) visit(path, depth + 1)
+    }
   }
-  const named = [...text.matchAll(/^\s*(?:excludesfile|attributesfile)\s*=\s*"?([^"\n#;]+?)"?\s*$/gim)]
-  return named.map((match) => expand(match[1]!.trim(), home, home)).filter((path) => within(home, path))
+  for (const config of [join(home, ".gitconfig"), join(home, ".config/git/config")]) visit(config, 0)
+  return found
 }
 
-/** What developer tools read under `home`: READABLE and the files the user's git config names. */
+/** What developer tools read under `home`: READABLE and the files the user's git config names (gitFiles). */
 export const readable = (home: string): ReadonlyArray<string> => [...READABLE.map((path) => join(home, path)), ...gitFiles(home)]
 
 /** The credential stores under `home` that exist (one that does not needs no carving). */

@@ -61,6 +61,20 @@ describe("the sandbox on a developer's home", () => {
     expect(lines).toContain("false")
   })
 
+  test.skipIf(!LANDLOCK)(`git reads the files ~/.gitconfig includes, but an include of a credential store leaks nothing${needs}`, async () => {
+    const box = sandbox({ "core.json": ALLOW_ALL, "a.txt": "one\n" })
+    const home = box.user.home
+    writeFileSync(join(home, ".gitconfig"), "[user]\n\tname = Dev Eloper\n[include]\n\tpath = .gitconfig.local\n")
+    writeFileSync(join(home, ".gitconfig.local"), '[includeIf "gitdir:/"]\n\tpath = ~/.config/git-work\n')
+    writeFileSync(join(home, ".config/git-work"), "[user]\n\temail = work@example.com\n")
+    const { output } = await bash(box, "git init -q && git config user.name && git config user.email && git status --short")
+    expect(output.stdout).toBe("Dev Eloper\nwork@example.com\n?? a.txt\n?? core.json\n")
+    // A config that pulls a credential store in: git refuses to go on rather than read it.
+    writeFileSync(join(home, ".config/git-work"), "[include]\n\tpath = ~/.git-credentials\n")
+    const { run } = await bash(box, "git config --global --list; git config --list --show-origin")
+    expect(leaked(box, all(run))).toEqual([])
+  })
+
   test.skipIf(!LANDLOCK)(`plain commands read ~/.gitconfig and the toolchains' own files${needs}`, async () => {
     const box = sandbox({ "core.json": ALLOW_ALL })
     const { output } = await bash(box, "cat ~/.gitconfig ~/.cargo/config.toml ~/.config/pip/pip.conf ~/.npm/_cacache/index-v5/entry")
