@@ -1,7 +1,7 @@
 export * as Namespace from "./namespace"
 
 // The private mount namespace of one command, in which core's own configuration in its Location is mounted
-// read-only (./guard says which paths) and /dev/shm is an empty one of its own. Used by the supervisor only, before it applies Landlock (which forbids
+// read-only (./guard says which paths), and /dev/shm and /dev/pts are empty ones of its own. Used by the supervisor only, before it applies Landlock (which forbids
 // mounting). It needs CAP_SYS_ADMIN over its mount namespace: core run by root has it; otherwise core starts the
 // supervisor in a user namespace of its own (./supervised, through `unshare --user --map-current-user --mount
 // --keep-caps`), which maps only the user's own uid and gid and gives the supervisor that capability there alone.
@@ -55,4 +55,22 @@ export const privateSharedMemory = (way: Way): string | undefined => {
   if (privately !== 0) return `making the mounts private failed (errno ${privately})`
   const mounted = Native.mount("tmpfs", SHARED_MEMORY, Native.MS_NOSUID | Native.MS_NODEV, "tmpfs", "mode=1777")
   return mounted === 0 ? undefined : `mounting ${SHARED_MEMORY} failed (errno ${mounted})`
+}
+
+/**
+ * Mounts a devpts instance of this thread's own on /dev/pts, with its ptmx on /dev/ptmx, in a mount namespace of
+ * its own: the command may still open terminals of its own (`script`, `pty.openpty()`), while the user's terminals
+ * (reading one steals what the user types there) are out of its sight. Answers undefined, or why it could not.
+ */
+export const privateTerminals = (way: Way): string | undefined => {
+  if (way === "none") return "this process cannot make a mount namespace"
+  const unshared = Native.unshare(Native.CLONE_NEWNS)
+  if (unshared !== 0) return `unshare(CLONE_NEWNS) failed (errno ${unshared})`
+  const privately = Native.mount(null, "/", Native.MS_REC | Native.MS_PRIVATE)
+  if (privately !== 0) return `making the mounts private failed (errno ${privately})`
+  const flags = Native.MS_NOSUID | Native.MS_NOEXEC
+  const mounted = Native.mount("devpts", "/dev/pts", flags, "devpts", "newinstance,ptmxmode=0666,mode=0620")
+  if (mounted !== 0) return `mounting /dev/pts failed (errno ${mounted})`
+  const bound = Native.mount("/dev/pts/ptmx", "/dev/ptmx", Native.MS_BIND)
+  return bound === 0 ? undefined : `binding /dev/ptmx failed (errno ${bound})`
 }

@@ -303,7 +303,9 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
       void send({ kind: "refused", code: Confine.MOVED, message: held.moved }).then(() => process.exit(0))
       return
     }
-    // Mounting too: /dev/shm becomes the command's own, and writable; where it cannot, it stays unwritable.
+    // Mounting too: /dev/pts and /dev/shm become the command's own, /dev/shm writable; where it cannot, the
+    // command sees the host's terminals and /dev/shm stays unwritable.
+    if (order.grants !== undefined) Namespace.privateTerminals(way)
     const grants =
       order.grants !== undefined && Namespace.privateSharedMemory(way) === undefined
         ? { ...order.grants, write: [...order.grants.write, Namespace.SHARED_MEMORY] }

@@ -261,3 +261,26 @@ describe("shared memory", () => {
     }
   })
 })
+
+describe("terminals", () => {
+  test.skipIf(!LANDLOCK || !ROOT)(`a command cannot read or write the user's terminals, yet opens terminals of its own${needsRoot}`, async () => {
+    // The user's terminal, held open outside any sandbox, with a line typed into it waiting to be read.
+    const holder = Bun.spawn(
+      ["python3", "-c", "import os, pty, time\nm, s = pty.openpty()\nos.write(m, b'typed secret\\n')\nprint(os.ttyname(s), flush=True)\ntime.sleep(60)"],
+      { stdout: "pipe", stderr: "inherit" },
+    )
+    listeners.push(holder)
+    const { value } = await holder.stdout.getReader().read()
+    const terminal = new TextDecoder().decode(value).trim()
+    expect(terminal).toStartWith("/dev/pts/")
+    const box = location({
+      "w.sh": [
+        `timeout 2 head -n 1 ${terminal} 2>/dev/null || echo no-read`,
+        `echo injected 2>/dev/null > ${terminal} || echo no-write`,
+        "ls /dev/pts",
+        `python3 -c "import os, pty; m, s = pty.openpty(); print(os.ttyname(s))"`,
+      ].join("\n"),
+    })
+    expect((await script(box)).split("\n")).toEqual(["no-read", "no-write", "ptmx", "/dev/pts/0", ""])
+  })
+})
