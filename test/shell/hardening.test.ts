@@ -284,3 +284,19 @@ describe("terminals", () => {
     expect((await script(box)).split("\n")).toEqual(["no-read", "no-write", "ptmx", "/dev/pts/0", ""])
   })
 })
+
+describe("the system's secrets", () => {
+  test.skipIf(!LANDLOCK || !ROOT || !existsSync("/etc/shadow"))(`a root command cannot read password hashes or private keys under /etc, while the rest of /etc reads${needsRoot}`, async () => {
+    const box = location({
+      "w.sh": [
+        "cat /etc/shadow >/dev/null 2>&1 || echo no-shadow",
+        "cp /etc/shadow loot 2>/dev/null || echo no-copy",
+        "ls /etc/ssl/private >/dev/null 2>&1 || echo no-tls-keys",
+        "cat /etc/ssh/ssh_host_*_key 2>/dev/null | grep -c PRIVATE || true",
+        "grep -c '^root:' /etc/passwd",
+      ].join("\n"),
+    })
+    expect((await script(box)).split("\n")).toEqual(["no-shadow", "no-copy", ...(existsSync("/etc/ssl/private") ? ["no-tls-keys"] : []), "0", "1", ""])
+    expect(Landlock.systemDenied()).toContain("/etc/shadow")
+  })
+})
