@@ -93,9 +93,12 @@ const hostKeys = (): ReadonlyArray<string> => {
   }
 }
 
-/** The system's secrets that exist, as real paths: SYSTEM_DENIED and the host keys. */
-export const systemDenied = (): ReadonlyArray<string> =>
-  [...new Set([...SYSTEM_DENIED, ...hostKeys()].filter((path) => existsSync(path)).map(real))]
+/** The system's secrets that exist, as real paths: SYSTEM_DENIED, the user's podman logins and the host keys. */
+export const systemDenied = (): ReadonlyArray<string> => {
+  // Rootless podman keeps the user's registry logins in the runtime directory.
+  const runtime = `/run/user/${process.getuid?.() ?? 0}/containers`
+  return [...new Set([...SYSTEM_DENIED, runtime, ...hostKeys()].filter((path) => existsSync(path)).map(real))]
+}
 
 /** What a command may touch: every path is absolute and real (symlinks followed). */
 export interface Grants {
