@@ -59,47 +59,6 @@ export const SYSTEM_READABLE: ReadonlyArray<string> = [
   "/snap",
 ]
 
-/**
- * Secrets of the system inside SYSTEM_READABLE, which a command run by root (whose CAP_DAC_OVERRIDE passes their
- * modes) could otherwise read: password hashes, host and TLS private keys, Wi-Fi passwords, the secrets container
- * runtimes and Kubernetes mount for the process, registry logins. Never granted.
- */
-export const SYSTEM_DENIED: ReadonlyArray<string> = [
-  "/etc/shadow",
-  "/etc/shadow-",
-  "/etc/gshadow",
-  "/etc/gshadow-",
-  "/etc/ssl/private",
-  "/etc/letsencrypt",
-  "/etc/krb5.keytab",
-  "/etc/NetworkManager/system-connections",
-  "/etc/wpa_supplicant",
-  "/etc/kubernetes",
-  "/etc/rancher",
-  "/var/lib/kubelet",
-  "/run/secrets",
-  "/var/run/secrets",
-  "/run/containers",
-]
-
-/** The private host keys in /etc/ssh (ssh_host_*_key, not their .pub nor ssh_config). */
-const hostKeys = (): ReadonlyArray<string> => {
-  try {
-    return readdirSync("/etc/ssh")
-      .filter((name) => name.startsWith("ssh_host_") && !name.endsWith(".pub"))
-      .map((name) => join("/etc/ssh", name))
-  } catch {
-    return []
-  }
-}
-
-/** The system's secrets that exist, as real paths: SYSTEM_DENIED, the user's podman logins and the host keys. */
-export const systemDenied = (): ReadonlyArray<string> => {
-  // Rootless podman keeps the user's registry logins in the runtime directory.
-  const runtime = `/run/user/${process.getuid?.() ?? 0}/containers`
-  return [...new Set([...SYSTEM_DENIED, runtime, ...hostKeys()].filter((path) => existsSync(path)).map(real))]
-}
-
 /** What a command may touch: every path is absolute and real (symlinks followed). */
 export interface Grants {
   readonly read: ReadonlyArray<string>
@@ -174,7 +133,7 @@ export const granted = (paths: ReadonlyArray<string>, hidden: ReadonlyArray<stri
 export const grants = (policy: Policy): Grants => {
   const hidden = policy.hidden.map(real)
   return {
-    read: granted([...SYSTEM_READABLE, ...policy.readable], [...hidden, ...systemDenied()]),
+    read: granted([...SYSTEM_READABLE, ...policy.readable], hidden),
     write: granted(policy.writable, hidden),
     devices: granted(["/dev"], hidden),
   }
@@ -233,7 +192,7 @@ const addPath = (ruleset: number, version: number, path: string, rights: bigint)
 
 /**
  * A ruleset readied ahead of the order that uses it, holding the grants that do not depend on the call: read
- * beneath the system directories (their secrets carved out), devices beneath /dev. `restrict` takes it up only when the call grants at least
+ * beneath the system directories, devices beneath /dev. `restrict` takes it up only when the call grants at least
  * those paths with those rights (so it adds nothing the call's grants lack); it is used at most once.
  */
 export interface Prepared {
@@ -250,7 +209,7 @@ export interface Prepared {
  */
 export const prepare = (version = abi()): Prepared | undefined => {
   if (version < 1) return undefined
-  const read = granted(SYSTEM_READABLE, systemDenied())
+  const read = granted(SYSTEM_READABLE, [])
   const devices = granted(["/dev"], [])
   const ruleset = create(version)
   if (ruleset < 0) return undefined

@@ -102,8 +102,7 @@ const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>
   const expand = (paths: ReadonlyArray<string> | undefined) =>
     (paths ?? []).map((path) => Landlock.real(Home.expand(path, home, policy.location)))
   const core = homes.map(Landlock.real)
-  // The home's secrets and the system's (Landlock.SYSTEM_DENIED): kept out unless core.json names one.
-  const denied = [...Home.denied(home).map(Landlock.real), ...Landlock.systemDenied()]
+  const denied = Home.denied(home).map(Landlock.real)
   const refused = [...core, ...expand(settings.denyRead)]
   const secret = [...refused, ...denied]
   const system = Landlock.real(tmpdir())

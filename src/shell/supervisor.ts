@@ -305,7 +305,10 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
     }
     // Mounting too: /dev/pts and /dev/shm become the command's own, /dev/shm writable; where it cannot, the
     // command sees the host's terminals and /dev/shm stays unwritable.
-    if (order.grants !== undefined) Namespace.privateTerminals(way)
+    if (order.grants !== undefined) {
+      Namespace.privateTerminals(way)
+      Namespace.hideSystemSecrets(way)
+    }
     const grants =
       order.grants !== undefined && Namespace.privateSharedMemory(way) === undefined
         ? { ...order.grants, write: [...order.grants.write, Namespace.SHARED_MEMORY] }

@@ -227,8 +227,6 @@ describe("the shell sandbox", () => {
       )
       expect(refused).toEqual([`${home}/.ssh/id_ed25519`, `${home}/.aws/credentials`, "/srv/data/x.json", "../../outside/notes.txt"])
       expect(prepared.refused("all good\n", location)).toEqual([])
-      // The system's secrets are the sandbox's to keep out.
-      if (existsSync("/etc/shadow")) expect(prepared.refused("cat: /etc/shadow: Permission denied", location)).toEqual(["/etc/shadow"])
       expect(prepared.env.GOCACHE!.startsWith(home)).toBe(false)
     } finally {
       prepared.cleanup()
