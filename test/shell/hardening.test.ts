@@ -1,6 +1,7 @@
 // The sandbox's kernel side, attacked through the compiled binary as a model would, with `core exec bash` under
 // {"*":"allow"}: no device files, no capability a build has no use for, no abstract Unix socket made outside, no
-// socket file outside the Location unless core.json grants it; pairs and pipes still work. Where the kernel has no
+// socket file outside the Location unless core.json grants it (pairs and pipes still work), no user's terminal,
+// no host shared memory (a /dev/shm of its own instead), no password hash or private key under /etc. Where the kernel has no
 // Landlock or core does not run as root, the tests that need them are skipped and say so in their names.
 
 import { afterEach, describe, expect, test } from "bun:test"
