@@ -12,6 +12,8 @@ import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path"
 /**
  * Read-only under the home: configuration and toolchains that hold no secrets of their own (the credential files
  * some of them hold are in DENIED, carved out wherever they lie). Caches are read here but written elsewhere (CACHES).
+ * Read-only even where a write grant holds them (a Location that is the home or holds it): what the user's own
+ * git, cargo or pip reads, or runs from PATH, outside the sandbox is never changed by a command.
  */
 export const READABLE: ReadonlyArray<string> = [
   // git
@@ -56,8 +58,10 @@ export const READABLE: ReadonlyArray<string> = [
 ]
 
 /**
- * Credential stores: never read or written by a command, wherever a grant would reach them (a toolchain root, the
- * Location, a core.json grant of a directory holding one), unless core.json grants that very path.
+ * Secrets under the home (credential stores, histories, browser profiles): never read or written by a command,
+ * wherever a grant would reach them (a toolchain root, a Location or approved directory holding the home, a
+ * core.json grant of a directory holding one), unless core.json grants that very path. The rest of the home outside
+ * READABLE is not granted at all; this list is what stays out where something is.
  */
 export const DENIED: ReadonlyArray<string> = [
   ".ssh",
@@ -94,6 +98,79 @@ export const DENIED: ReadonlyArray<string> = [
   ".config/op",
   ".claude/.credentials.json",
   ".codex/auth.json",
+  // cloud, hosting and registry CLIs
+  ".oci",
+  ".ovh.conf",
+  ".s3cfg",
+  ".boto",
+  ".terraformrc",
+  ".config/helm",
+  ".config/doctl",
+  ".config/hcloud",
+  ".config/rclone",
+  ".config/configstore",
+  ".config/stripe",
+  ".config/netlify",
+  ".config/sops",
+  ".databrickscfg",
+  ".heroku",
+  ".fly",
+  ".wrangler",
+  ".netlify",
+  ".vercel",
+  ".supabase",
+  ".cloudflared",
+  ".nuget/NuGet/NuGet.Config",
+  ".composer/auth.json",
+  ".config/composer/auth.json",
+  ".env",
+  // password managers
+  ".config/1Password",
+  ".config/Bitwarden",
+  ".config/keepassxc",
+  // what the user's shell, session and desktop run at login (often exporting tokens too): a change would run
+  // outside any sandbox
+  ".bashrc",
+  ".bash_profile",
+  ".bash_login",
+  ".bash_logout",
+  ".profile",
+  ".zshrc",
+  ".zshenv",
+  ".zprofile",
+  ".zlogin",
+  ".config/fish",
+  ".pam_environment",
+  ".xprofile",
+  ".xsessionrc",
+  ".config/environment.d",
+  ".config/autostart",
+  ".config/systemd",
+  // histories: commands typed with passwords in them, queries, files opened
+  ".bash_history",
+  ".zsh_history",
+  ".local/share/fish",
+  ".python_history",
+  ".node_repl_history",
+  ".psql_history",
+  ".mysql_history",
+  ".sqlite_history",
+  ".rediscli_history",
+  ".lesshst",
+  ".viminfo",
+  ".local/share/recently-used.xbel",
+  // browsers, mail and editors: cookies, saved passwords, sign-in tokens
+  ".mozilla",
+  ".thunderbird",
+  ".config/google-chrome",
+  ".config/chromium",
+  ".config/BraveSoftware",
+  ".config/microsoft-edge",
+  ".cache/mozilla",
+  ".cache/google-chrome",
+  ".cache/chromium",
+  ".config/Code/User/globalStorage",
+  ".config/Cursor/User/globalStorage",
 ]
 
 /**
@@ -109,9 +186,14 @@ export const CACHES: ReadonlyArray<readonly [variable: string, under: string]> =
   ["YARN_CACHE_FOLDER", "yarn"],
 ]
 
-/** The cache directory of a Location under `temp` (the system temp directory), one per Location. */
-export const cacheOf = (temp: string, location: string): string =>
-  join(temp, `core-cache-${createHash("sha256").update(location).digest("hex").slice(0, 16)}`)
+/**
+ * The cache directory of a Location under `data` (core's data directory), one per Location. Not in the temp
+ * directory: every command may write there, and the name, worked out from the Location, would let one Location's
+ * command fill another's cache with code that Location's commands then run. core's data directory is hidden from
+ * every command; each call is granted its own Location's cache alone.
+ */
+export const cacheOf = (data: string, location: string): string =>
+  join(data, "caches", createHash("sha256").update(location).digest("hex").slice(0, 16))
 
 /** The variables that send tools' caches to `cache`. */
 export const cacheEnv = (cache: string): Record<string, string> =>
@@ -124,19 +206,46 @@ export const expand = (path: string, home: string, location: string): string =>
 const within = (root: string, path: string): boolean =>
   path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)
 
-/** The files `~/.gitconfig` names for git to read (core.excludesFile, core.attributesFile), under the home. */
+/** How deep git's includes are followed (git itself stops at 10). */
+const INCLUDES_MAX = 5
+
+/**
+ * The files the user's git config names for git to read, under the home: `core.excludesFile`,
+ * `core.attributesFile`, and the files `[include]` and `[includeIf]` sections pull in (git gives up on a config whose
+ * include it may not read), followed through their own includes. A relative path is taken against the including
+ * file's directory, as git does. A secret among them stays carved out (DENIED): git then fails rather than leak it.
+ */
 const gitFiles = (home: string): ReadonlyArray<string> => {
-  let text: string
-  try {
-    text = readFileSync(join(home, ".gitconfig"), "utf8")
-  } catch {
-    return []
+  const found: Array<string> = []
+  const visit = (file: string, depth: number): void => {
+    let text: string
+    try {
+      text = readFileSync(file, "utf8")
+    } catch {
+      return
+    }
+    let section = ""
+    for (const line of text.split("\n")) {
+      const header = /^\s*\[\s*([a-z0-9.-]+)/i.exec(line)
+      if (header !== null) section = header[1]!.toLowerCase()
+      const entry = /^\s*(?:\[[^\]]*\]\s*)?([a-z0-9-]+)\s*=\s*"?([^"\n#;]+?)"?\s*$/i.exec(line)
+      if (entry === null) continue
+      const key = entry[1]!.toLowerCase()
+      const named =
+        (section === "core" && (key === "excludesfile" || key === "attributesfile")) ||
+        ((section === "include" || section === "includeif") && key === "path")
+      if (!named) continue
+      const path = expand(entry[2]!.trim(), home, dirname(file))
+      if (!within(home, path) || found.includes(path)) continue
+      found.push(path)
+      if (key === "path" && depth < INCLUDES_MAX) visit(path, depth + 1)
+    }
   }
-  const named = [...text.matchAll(/^\s*(?:excludesfile|attributesfile)\s*=\s*"?([^"\n#;]+?)"?\s*$/gim)]
-  return named.map((match) => expand(match[1]!.trim(), home, home)).filter((path) => within(home, path))
+  for (const config of [join(home, ".gitconfig"), join(home, ".config/git/config")]) visit(config, 0)
+  return found
 }
 
-/** What developer tools read under `home`: READABLE and the files the user's git config names. */
+/** What developer tools read under `home`: READABLE and the files the user's git config names (gitFiles). */
 export const readable = (home: string): ReadonlyArray<string> => [...READABLE.map((path) => join(home, path)), ...gitFiles(home)]
 
 /** The credential stores under `home` that exist (one that does not needs no carving). */
@@ -163,14 +272,18 @@ const installOf = (target: string): string => {
  * What PATH makes readable beyond the system directories: each PATH directory itself, and where a program in it
  * is a symlink leading elsewhere, the install that program comes from (installOf). Never a PATH directory's parent
  * as such: `~/.cargo/bin` grants `~/.cargo/bin`, and `~/.cargo` only through READABLE, with its credentials carved.
- * Directories under `skip` (the system's, readable whole) are not looked into; nor, for links, those under `untrusted` (where
- * a command may write: a link planted there must not grant what it points at).
+ * Directories under `skip` (the system's, readable whole) are not looked into, unless under `carved` (the home, where
+ * it lies in one of them); nor, for links, those under `untrusted` (where a command may write: a link planted there
+ * must not grant what it points at).
  */
 export const programs = (
   path: string | undefined,
   skip: ReadonlyArray<string>,
   untrusted: ReadonlyArray<string>,
+  carved?: string,
 ): ReadonlyArray<string> => {
+  // The home, where it lies in a system directory, is carved out of it: what lies there is granted as found.
+  const skipped = (directory: string) => skip.some((root) => within(root, directory)) && !(carved !== undefined && within(carved, directory))
   const found: Array<string> = []
   for (const entry of new Set((path ?? "").split(":"))) {
     if (!entry.startsWith("/")) continue
@@ -180,7 +293,7 @@ export const programs = (
     } catch {
       continue
     }
-    if (skip.some((root) => within(root, directory))) continue
+    if (skipped(directory)) continue
     found.push(directory)
     if (untrusted.some((root) => within(root, directory))) continue
     let entries: Array<Dirent>
@@ -194,7 +307,7 @@ export const programs = (
       if (!entry.isSymbolicLink()) continue
       try {
         const target = realpathSync(join(directory, entry.name))
-        if (!within(directory, target) && !skip.some((root) => within(root, target))) found.push(installOf(target))
+        if (!within(directory, target) && !skipped(target)) found.push(installOf(target))
       } catch {
         // A dangling link runs nothing.
       }

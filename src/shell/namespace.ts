@@ -1,12 +1,15 @@
 export * as Namespace from "./namespace"
 
 // The private mount namespace of one command, in which core's own configuration in its Location is mounted
-// read-only (./guard says which paths). Used by the supervisor only, before it applies Landlock (which forbids
+// read-only (./guard says which paths), and /dev/shm and /dev/pts are empty ones of its own. Used by the supervisor only, before it applies Landlock (which forbids
 // mounting). It needs CAP_SYS_ADMIN over its mount namespace: core run by root has it; otherwise core starts the
 // supervisor in a user namespace of its own (./supervised, through `unshare --user --map-current-user --mount
 // --keep-caps`), which maps only the user's own uid and gid and gives the supervisor that capability there alone.
 // Bun cannot enter a user namespace itself: the kernel allows that only to a process with a single thread.
 
+import { existsSync, readdirSync, statSync } from "node:fs"
+import { join } from "node:path"
+import { Landlock } from "./landlock"
 import { Native } from "./native"
 
 /** Whether this supervisor can make a mount namespace (it holds CAP_SYS_ADMIN over its own). */
@@ -36,5 +39,115 @@ export const protect = (way: Way, paths: ReadonlyArray<string>): string | undefi
   // Run by root, the command would otherwise hold CAP_SYS_ADMIN and could unmount them (Landlock, where applied,
   // forbids it too). Run by another user, it holds no capability (the supervisor clears its ambient ones).
   Native.prctl(Native.PR_CAPBSET_DROP, Native.CAP_SYS_ADMIN)
+  return undefined
+}
+
+/** Where POSIX shared memory and semaphores live (sem_open, shm_open: Python's multiprocessing, for one). */
+export const SHARED_MEMORY = "/dev/shm"
+
+/**
+ * Mounts an empty tmpfs of this thread's own on /dev/shm, in a mount namespace of its own: the command may then
+ * make semaphores and shared memory, while the host's /dev/shm (other programs' shared memory) stays out of its
+ * reach. Answers undefined, or why it could not (then /dev/shm is left as it is, not writable to the command).
+ */
+export const privateSharedMemory = (way: Way): string | undefined => {
+  if (way === "none") return "this process cannot make a mount namespace"
+  const unshared = Native.unshare(Native.CLONE_NEWNS)
+  if (unshared !== 0) return `unshare(CLONE_NEWNS) failed (errno ${unshared})`
+  const privately = Native.mount(null, "/", Native.MS_REC | Native.MS_PRIVATE)
+  if (privately !== 0) return `making the mounts private failed (errno ${privately})`
+  const mounted = Native.mount("tmpfs", SHARED_MEMORY, Native.MS_NOSUID | Native.MS_NODEV, "tmpfs", "mode=1777")
+  return mounted === 0 ? undefined : `mounting ${SHARED_MEMORY} failed (errno ${mounted})`
+}
+
+/**
+ * Mounts a devpts instance of this thread's own on /dev/pts, with its ptmx on /dev/ptmx, in a mount namespace of
+ * its own: the command may still open terminals of its own (`script`, `pty.openpty()`), while the user's terminals
+ * (reading one steals what the user types there) are out of its sight. Answers undefined, or why it could not.
+ */
+export const privateTerminals = (way: Way): string | undefined => {
+  if (way === "none") return "this process cannot make a mount namespace"
+  const unshared = Native.unshare(Native.CLONE_NEWNS)
+  if (unshared !== 0) return `unshare(CLONE_NEWNS) failed (errno ${unshared})`
+  const privately = Native.mount(null, "/", Native.MS_REC | Native.MS_PRIVATE)
+  if (privately !== 0) return `making the mounts private failed (errno ${privately})`
+  const flags = Native.MS_NOSUID | Native.MS_NOEXEC
+  const mounted = Native.mount("devpts", "/dev/pts", flags, "devpts", "newinstance,ptmxmode=0666,mode=0620")
+  if (mounted !== 0) return `mounting /dev/pts failed (errno ${mounted})`
+  const bound = Native.mount("/dev/pts/ptmx", "/dev/ptmx", Native.MS_BIND)
+  return bound === 0 ? undefined : `binding /dev/ptmx failed (errno ${bound})`
+}
+
+/**
+ * Secrets of the system inside the directories every command reads (Landlock.SYSTEM_READABLE), which a command
+ * run by root (whose CAP_DAC_OVERRIDE passes their modes) could otherwise read: password hashes, host and TLS
+ * private keys, Wi-Fi passwords, the secrets container runtimes and Kubernetes mount for the process, registry
+ * logins. Covered in the command's mount namespace (`hideSystemSecrets`), not carved out of Landlock's grants:
+ * that would grant /etc entry by entry, bound to the files as they were, and a file the system replaces by renaming
+ * (/etc/resolv.conf, /etc/passwd) would be unreadable to commands.
+ */
+export const SYSTEM_DENIED: ReadonlyArray<string> = [
+  "/etc/shadow",
+  "/etc/shadow-",
+  "/etc/gshadow",
+  "/etc/gshadow-",
+  "/etc/ssl/private",
+  "/etc/letsencrypt",
+  "/etc/krb5.keytab",
+  "/etc/NetworkManager/system-connections",
+  "/etc/wpa_supplicant",
+  "/etc/kubernetes",
+  "/etc/rancher",
+  "/var/lib/kubelet",
+  "/run/secrets",
+  "/var/run/secrets",
+  "/run/containers",
+]
+
+/** The private host keys in /etc/ssh (ssh_host_*_key, not their .pub nor ssh_config). */
+const hostKeys = (): ReadonlyArray<string> => {
+  try {
+    return readdirSync("/etc/ssh")
+      .filter((name) => name.startsWith("ssh_host_") && !name.endsWith(".pub"))
+      .map((name) => join("/etc/ssh", name))
+  } catch {
+    return []
+  }
+}
+
+/** The system's secrets that exist, as real paths: SYSTEM_DENIED, the user's podman logins and the host keys. */
+export const systemDenied = (): ReadonlyArray<string> => {
+  // Rootless podman keeps the user's registry logins in the runtime directory.
+  const runtime = `/run/user/${process.getuid?.() ?? 0}/containers`
+  return [...new Set([...SYSTEM_DENIED, runtime, ...hostKeys()].filter((path) => existsSync(path)).map(Landlock.real))]
+}
+
+/**
+ * Covers each of the system's secrets (systemDenied) in a mount namespace of this thread's own: a directory with an
+ * empty read-only tmpfs, a file with /dev/null read-only. The command, which can neither mount nor unmount, reads
+ * nothing there. Answers undefined, or why it could not (then some or none are covered).
+ */
+export const hideSystemSecrets = (way: Way): string | undefined => {
+  if (way === "none") return "this process cannot make a mount namespace"
+  const secrets = systemDenied()
+  if (secrets.length === 0) return undefined
+  const unshared = Native.unshare(Native.CLONE_NEWNS)
+  if (unshared !== 0) return `unshare(CLONE_NEWNS) failed (errno ${unshared})`
+  const privately = Native.mount(null, "/", Native.MS_REC | Native.MS_PRIVATE)
+  if (privately !== 0) return `making the mounts private failed (errno ${privately})`
+  const flags = Native.MS_NOSUID | Native.MS_NODEV | Native.MS_NOEXEC
+  for (const path of secrets) {
+    let directory: boolean
+    try {
+      directory = statSync(path).isDirectory()
+    } catch {
+      continue
+    }
+    const covered = directory
+      ? Native.mount("tmpfs", path, flags | Native.MS_RDONLY, "tmpfs", "size=4k,mode=0")
+      : Native.mount("/dev/null", path, Native.MS_BIND) ||
+        Native.mount(null, path, Native.MS_REMOUNT | Native.MS_BIND | Native.MS_RDONLY | Native.mountFlags(path))
+    if (covered !== 0) return `covering ${path} failed (errno ${covered})`
+  }
   return undefined
 }

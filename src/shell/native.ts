@@ -128,11 +128,17 @@ export const unshare = (flags: number): number => {
 
 const cString = (text: string) => ptr(Buffer.from(`${text}\0`))
 
-/** mount(source, target, null, flags, null); answers 0 or the errno. */
-export const mount = (source: string | null, target: string, flags: number): number => {
+/** mount(source, target, type, flags, data); answers 0 or the errno. */
+export const mount = (source: string | null, target: string, flags: number, type?: string, data?: string): number => {
   const lib = libc()
   if (lib === null) return 38
-  const result = lib.mount(source === null ? null : cString(source), cString(target), null, flags, null)
+  const result = lib.mount(
+    source === null ? null : cString(source),
+    cString(target),
+    type === undefined ? null : cString(type),
+    flags,
+    data === undefined ? null : cString(data),
+  )
   return result === 0 ? 0 : errno(lib)
 }
 

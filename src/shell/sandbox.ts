@@ -1,7 +1,7 @@
 export * as Sandbox from "./sandbox"
 
 // What a sandboxed command may touch, and the per-call temp directory that makes it sound. Writes: the Location,
-// the directories approved for the call, a temp directory and the Location's cache directory. Reads: those, the
+// the directories approved for the call, a temp directory and the Location's cache (in core's data directory). Reads: those, the
 // system directories programs need (Landlock.SYSTEM_READABLE), what developer tools read under the home and the
 // programs on PATH (./home). Never the home's credential stores (Home.DENIED) unless core.json grants that path,
 // never what core.json denies, and never $CORE_HOME or $CORE_DATA_DIR, wherever they lie: Landlock grants are
@@ -65,16 +65,18 @@ interface Fixed {
   readonly secret: ReadonlyArray<string>
   readonly system: string
   readonly read: ReadonlyArray<string>
+  /** What developer tools read under the home (Home.readable): never written, wherever a write grant holds it. */
+  readonly readOnly: ReadonlyArray<string>
   /** core.json's allowWrite, carved. */
   readonly write: ReadonlyArray<string>
   readonly devices: ReadonlyArray<string>
-  /** The Location's cache directory, undefined when it exists but is not core's own (another user made it first). */
+  /** The Location's cache directory, undefined when core's data directory cannot hold it or another user made it first. */
   readonly cache: string | undefined
 }
 
-/** The Location's cache directory under `temp`, made if missing; undefined when it is not this user's alone. */
-const cacheDirectory = (temp: string, location: string): string | undefined => {
-  const cache = Home.cacheOf(temp, location)
+/** The Location's cache directory under `data`, made if missing; undefined when it is not this user's alone. */
+const cacheDirectory = (data: string, location: string): string | undefined => {
+  const cache = Home.cacheOf(data, location)
   try {
     mkdirSync(cache, { recursive: true, mode: 0o700 })
     const stat = lstatSync(cache)
@@ -112,16 +114,22 @@ const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>
   // Where a command may write (the system temp directory only when it is granted whole, see `prepare`).
   const temp = secret.some((dir) => within(system, dir)) ? [] : [system]
   const untrusted = [policy.location, ...policy.approved, ...(policy.others ?? []), ...temp].map(Landlock.real).concat(allowWrite)
-  const readable = [...Landlock.SYSTEM_READABLE, ...Home.readable(home)]
+  // A home inside a system directory (/var/lib/<service>, /opt/<user>) is carved out of it: of the home, only what
+  // developer tools read is granted, as anywhere else. A home that is a system directory itself cannot be.
+  const enclosed = Landlock.SYSTEM_READABLE.some((root) => root !== home && within(root, home)) ? home : undefined
+  const systemRead = Landlock.granted(Landlock.SYSTEM_READABLE, enclosed === undefined ? secret : [...secret, enclosed])
+  const readOnly = Home.readable(home).map(Landlock.real).filter((path) => lstatSync(path, { throwIfNoEntry: false }) !== undefined)
+  const homeward = Landlock.granted([...readOnly, ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted, enclosed)], secret)
   const entry: Fixed = {
     at: now,
     core,
     secret,
     system,
-    read: [...Landlock.granted([...readable, ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted)], secret), ...granted(allowRead)],
+    read: [...systemRead, ...homeward, ...granted(allowRead)],
     write: granted(allowWrite),
     devices: Landlock.granted(["/dev"], secret),
-    cache: cacheDirectory(system, policy.location),
+    cache: cacheDirectory(core[1]!, policy.location),
+    readOnly,
   }
   if (cached.size >= FIXED_ENTRIES) cached.delete(cached.keys().next().value!)
   cached.set(key, entry)
@@ -164,7 +172,16 @@ export const prepare = (
   const owned = made.cache === undefined ? [cache] : []
   let temporary: string | undefined
   if (secret.some((dir) => within(system, dir))) temporary = mkdtempSync(join(system, "core-call-"))
-  const write = [...Landlock.granted([policy.location, ...policy.approved, temporary ?? system, cache], secret), ...allowed]
+  // The cache lies in core's data directory, carved out of every grant: it is granted by itself.
+  // What developer tools read under the home stays read-only where a write grant holds it (a Location holding the
+  // home), though never carved out of a grant it holds itself (a Location under ~/go).
+  const write = [
+    ...[policy.location, ...policy.approved, temporary ?? system].flatMap((root) =>
+      Landlock.granted([root], [...secret, ...made.readOnly.filter((path) => !within(path, Landlock.real(root)))]),
+    ),
+    cache,
+    ...allowed,
+  ]
   const grants = { read, devices, write }
   const home = env.HOME || homedir()
   const reachable = (path: string) =>

@@ -303,8 +303,18 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
       void send({ kind: "refused", code: Confine.MOVED, message: held.moved }).then(() => process.exit(0))
       return
     }
+    // Mounting too: /dev/pts and /dev/shm become the command's own, /dev/shm writable; where it cannot, the
+    // command sees the host's terminals and /dev/shm stays unwritable.
     if (order.grants !== undefined) {
-      const failed = Landlock.restrict(order.grants, Landlock.abi(), true, held?.grants, prepared)
+      Namespace.privateTerminals(way)
+      Namespace.hideSystemSecrets(way)
+    }
+    const grants =
+      order.grants !== undefined && Namespace.privateSharedMemory(way) === undefined
+        ? { ...order.grants, write: [...order.grants.write, Namespace.SHARED_MEMORY] }
+        : order.grants
+    if (grants !== undefined) {
+      const failed = Landlock.restrict(grants, Landlock.abi(), true, held?.grants, prepared)
       if (failed !== undefined) {
         void send({ kind: "failed", message: `Could not apply the sandbox: ${failed}` }).then(() => process.exit(0))
         return

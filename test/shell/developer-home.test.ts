@@ -5,11 +5,13 @@
 // these tests are skipped and say so in their names.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { exec, type Sandbox, sandbox, settlementOf, write } from "../cli/fixture"
 import { Landlock } from "../../src/shell/landlock"
 import type { Run } from "../support/binary"
+import { developerHome } from "../support/home"
+import { tempDir } from "../support/temp"
 
 const LANDLOCK = Landlock.abi() > 0
 const needs = LANDLOCK ? "" : " (SKIPPED: this kernel has no Landlock)"
@@ -59,6 +61,20 @@ describe("the sandbox on a developer's home", () => {
     expect(lines).toContain("false")
   })
 
+  test.skipIf(!LANDLOCK)(`git reads the files ~/.gitconfig includes, but an include of a credential store leaks nothing${needs}`, async () => {
+    const box = sandbox({ "core.json": ALLOW_ALL, "a.txt": "one\n" })
+    const home = box.user.home
+    writeFileSync(join(home, ".gitconfig"), "[user]\n\tname = Dev Eloper\n[include]\n\tpath = .gitconfig.local\n")
+    writeFileSync(join(home, ".gitconfig.local"), '[includeIf "gitdir:/"]\n\tpath = ~/.config/git-work\n')
+    writeFileSync(join(home, ".config/git-work"), "[user]\n\temail = work@example.com\n")
+    const { output } = await bash(box, "git init -q && git config user.name && git config user.email && git status --short")
+    expect(output.stdout).toBe("Dev Eloper\nwork@example.com\n?? a.txt\n?? core.json\n")
+    // A config that pulls a credential store in: git refuses to go on rather than read it.
+    writeFileSync(join(home, ".config/git-work"), "[include]\n\tpath = ~/.git-credentials\n")
+    const { run } = await bash(box, "git config --global --list; git config --list --show-origin")
+    expect(leaked(box, all(run))).toEqual([])
+  })
+
   test.skipIf(!LANDLOCK)(`plain commands read ~/.gitconfig and the toolchains' own files${needs}`, async () => {
     const box = sandbox({ "core.json": ALLOW_ALL })
     const { output } = await bash(box, "cat ~/.gitconfig ~/.cargo/config.toml ~/.config/pip/pip.conf ~/.npm/_cacache/index-v5/entry")
@@ -77,9 +93,10 @@ describe("the sandbox on a developer's home", () => {
         ...stores.flatMap((path, index) => [
           `cat "$HOME/${path}"`,
           `head -c 200 "$HOME/${path}"`,
-          `python3 -c 'import sys; print(open(sys.argv[1]).read())' "$HOME/${path}"`,
-          `cp "$HOME/${path}" loot/${index}`,
-          `cp -r "$HOME/${path.split("/")[0]}" loot/dir-${index}`,
+          // Quiet: their refusals would only make the output too long to come back whole.
+          `python3 -c 'import sys; print(open(sys.argv[1]).read())' "$HOME/${path}" 2>/dev/null`,
+          `cp "$HOME/${path}" loot/${index} 2>/dev/null`,
+          `cp -r "$HOME/${path.split("/")[0]}" loot/dir-${index} 2>/dev/null`,
         ]),
         'grep -r CORE-SECRET "$HOME"',
         'tar cf - -C "$HOME" . 2>/dev/null | strings | grep CORE-SECRET',
@@ -92,6 +109,63 @@ describe("the sandbox on a developer's home", () => {
     // The result says which it was: the sandbox's, and how a user grants one.
     expect(text).toContain("kept out by core's sandbox; the user can grant them in core.json (shell.allowRead or shell.allowWrite).")
     expect(output.sandboxed!.length).toBeGreaterThan(0)
+  })
+
+  test.skipIf(!LANDLOCK)(`a home inside a system directory is read as any other: its toolchains and git's files, no secret, nothing else${needs}`, async () => {
+    // /var is readable whole to commands; a service account's or a managed machine's home may lie under it.
+    const user = developerHome(undefined, "/var/tmp")
+    try {
+      writeFileSync(join(user.home, "notes.txt"), "private notes\n")
+      const box: Sandbox = { ...sandbox({ "core.json": ALLOW_ALL }), user }
+      Object.assign(box.env, user.env)
+      write(box.location, {
+        "steal.sh": [
+          ...user.secrets.map(({ path }) => `cat "$HOME/${path}"`),
+          'grep -r CORE-SECRET "$HOME" /var/tmp',
+          "cat ~/notes.txt",
+          "rustc-dev; dev-tool; git config --global user.name; ls /var/lib >/dev/null && echo var-ok",
+        ].join("\n"),
+      })
+      const { run, output } = await bash(box, "sh steal.sh")
+      expect(output.stdout.split("\n")).toEqual(["rust-stable", "dev-tool", "Dev Eloper", "var-ok", ""])
+      expect(output.stderr).toContain(`${join(user.home, "notes.txt")}: Permission denied`)
+      expect(leaked(box, [...all(run), ...filesUnder(box.location)])).toEqual([])
+    } finally {
+      rmSync(user.home, { recursive: true, force: true })
+    }
+  })
+
+  test.skipIf(!LANDLOCK)(`in a Location that is the home, what the user's own tools read or run stays unchanged and the shell's startup files unread${needs}`, async () => {
+    const base = sandbox()
+    const box: Sandbox = { ...base, location: base.user.home }
+    const home = box.user.home
+    const gitconfig = readFileSync(join(home, ".gitconfig"), "utf8")
+    write(home, {
+      "core.json": ALLOW_ALL,
+      ".bashrc": "export GITHUB_TOKEN=CORE-SECRET-bashrc\n",
+      "project/a.txt": "one\n",
+      "persist.sh": [
+        // Code the user would run outside any sandbox: at login, through git, from PATH, from a poisoned cache.
+        'printf "[core]\\n\\tpager = touch /tmp/pwned\\n" >> ~/.gitconfig',
+        'echo "#!/bin/sh" > ~/.local/bin/git',
+        'echo "#!/bin/sh" > ~/.cargo/bin/rustc-dev',
+        "echo '[build]' > ~/.cargo/config.toml",
+        "echo poisoned > ~/.cache/tool/data",
+        "echo curl evil >> ~/.bashrc",
+        "cat ~/.bashrc",
+        "echo two >> project/a.txt && echo project-ok",
+      ].join("\n"),
+    })
+    const { output } = await bash(box, "sh persist.sh")
+    expect(output.stdout).toBe("project-ok\n")
+    expect(output.stderr).not.toContain("CORE-SECRET-bashrc")
+    expect(readFileSync(join(home, ".gitconfig"), "utf8")).toBe(gitconfig)
+    expect(existsSync(join(home, ".local/bin/git"))).toBe(false)
+    expect(readFileSync(join(home, ".cargo/bin/rustc-dev"), "utf8")).toContain("rustup")
+    expect(readFileSync(join(home, ".cargo/config.toml"), "utf8")).toBe("[build]\njobs = 2\n")
+    expect(readFileSync(join(home, ".cache/tool/data"), "utf8")).toBe("cached\n")
+    expect(readFileSync(join(home, ".bashrc"), "utf8")).toBe("export GITHUB_TOKEN=CORE-SECRET-bashrc\n")
+    expect(readFileSync(join(home, "project/a.txt"), "utf8")).toBe("one\ntwo\n")
   })
 
   test.skipIf(!LANDLOCK)(`a program in ~/.cargo/bin runs and reads its toolchain while ~/.cargo/credentials.toml stays unreadable${needs}`, async () => {
@@ -123,6 +197,35 @@ describe("the sandbox on a developer's home", () => {
     const [variables, entry] = output.stdout.split("\n")
     expect(entry).toBe("ok")
     for (const directory of variables!.split(" ")) expect(directory.startsWith(box.user.home)).toBe(false)
+  })
+
+  test.skipIf(!LANDLOCK)(`one Location's command can neither write nor read another Location's cache${needs}`, async () => {
+    // Both Locations served by the same core (one data directory); the system temp directory granted whole.
+    const victim = sandbox({
+      "core.json": ALLOW_ALL,
+      "fill.sh": 'mkdir -p "$GOCACHE" && echo clean > "$GOCACHE/entry" && echo "$GOCACHE"',
+      "use.sh": 'cat "$GOCACHE/entry"; ls "$GOCACHE"',
+    })
+    Object.assign(victim.env, { TMPDIR: tempDir("core-systemp-") })
+    const { output: first } = await bash(victim, "sh fill.sh")
+    const cache = first.stdout.trim()
+    const attacker: Sandbox = { ...sandbox({ "core.json": ALLOW_ALL }), env: victim.env }
+    write(attacker.location, {
+      "poison.sh": [
+        // Where the victim's cache lies, worked out as core does, and wherever a cache of another might be.
+        `for dir in "${cache}" "$TMPDIR"/core-cache-* "$(dirname "$XDG_CACHE_HOME")"/*; do`,
+        '  [ "$dir" = "$XDG_CACHE_HOME" ] || [ ! -d "$dir" ] && continue',
+        '  echo poisoned > "$dir/entry" && echo "wrote $dir"',
+        '  mkdir -p "$dir/go-build" && echo poisoned > "$dir/go-build/entry" && echo "wrote $dir/go-build"',
+        '  cat "$dir/go-build/entry" && echo "read $dir"',
+        "done",
+        "echo finished",
+      ].join("\n"),
+    })
+    const { output } = await bash(attacker, "sh poison.sh")
+    expect(output.stdout).toBe("finished\n")
+    const { output: after } = await bash(victim, "sh use.sh")
+    expect(after.stdout).toBe("clean\nentry\n")
   })
 
   test.skipIf(!LANDLOCK)(`core.json's shell.allowRead grants a credential store and shell.denyRead hides a readable file${needs}`, async () => {

@@ -1,12 +1,15 @@
 // The sandbox's kernel side, attacked through the compiled binary as a model would, with `core exec bash` under
 // {"*":"allow"}: no device files, no capability a build has no use for, no abstract Unix socket made outside, no
-// socket file outside the Location unless core.json grants it; pairs and pipes still work. Where the kernel has no
+// socket file outside the Location unless core.json grants it (pairs and pipes still work), no user's terminal,
+// no host shared memory (a /dev/shm of its own instead), no password hash or private key under /etc. Where the kernel has no
 // Landlock or core does not run as root, the tests that need them are skipped and say so in their names.
 
 import { afterEach, describe, expect, test } from "bun:test"
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Capabilities } from "../../src/shell/capabilities"
 import { Landlock } from "../../src/shell/landlock"
+import { Namespace } from "../../src/shell/namespace"
 import { Sockets } from "../../src/shell/sockets"
 import { exec, sandbox, settlementOf, type Sandbox } from "../cli/fixture"
 import { tempDir } from "../support/temp"
@@ -233,5 +236,71 @@ describe("socket grants", () => {
     const result = await exec(box, "bash", { command: "true" })
     expect(result.code).toBe(2)
     expect(result.stderr).toContain("shell.sockets[0]")
+  })
+})
+
+describe("shared memory", () => {
+  test.skipIf(!LANDLOCK || !ROOT)(`a command has a /dev/shm of its own: Python's multiprocessing works, the host's shared memory stays out${needsRoot}`, async () => {
+    // Another program's shared memory on the host, which the command must neither see nor change.
+    const host = join("/dev/shm", `core-host-${crypto.randomUUID()}`)
+    writeFileSync(host, "host secret\n")
+    try {
+      const box = location({
+        "w.sh": [
+          'python3 -c "import multiprocessing as m; print(m.Pool(2).map(abs, [-1, -2]))"',
+          "ls /dev/shm | grep -c core-host- || true",
+          "echo planted > /dev/shm/core-planted && cat /dev/shm/core-planted",
+          `cat ${host} 2>&1 | grep -c 'host secret' || true`,
+          `rm -f ${host}`,
+          "mknod /dev/shm/null c 1 3 2>/dev/null || echo no-device",
+        ].join("\n"),
+      })
+      expect((await script(box)).split("\n")).toEqual(["[1, 2]", "0", "planted", "0", "no-device", ""])
+      expect(readFileSync(host, "utf8")).toBe("host secret\n")
+      expect(existsSync("/dev/shm/core-planted")).toBe(false)
+    } finally {
+      rmSync(host, { force: true })
+    }
+  })
+})
+
+describe("terminals", () => {
+  test.skipIf(!LANDLOCK || !ROOT)(`a command cannot read or write the user's terminals, yet opens terminals of its own${needsRoot}`, async () => {
+    // The user's terminal, held open outside any sandbox, with a line typed into it waiting to be read.
+    const holder = Bun.spawn(
+      ["python3", "-c", "import os, pty, time\nm, s = pty.openpty()\nos.write(m, b'typed secret\\n')\nprint(os.ttyname(s), flush=True)\ntime.sleep(60)"],
+      { stdout: "pipe", stderr: "inherit" },
+    )
+    listeners.push(holder)
+    const { value } = await holder.stdout.getReader().read()
+    const terminal = new TextDecoder().decode(value).trim()
+    expect(terminal).toStartWith("/dev/pts/")
+    const box = location({
+      "w.sh": [
+        `timeout 2 head -n 1 ${terminal} 2>/dev/null || echo no-read`,
+        `echo injected 2>/dev/null > ${terminal} || echo no-write`,
+        "ls /dev/pts",
+        `python3 -c "import os, pty; m, s = pty.openpty(); print(os.ttyname(s))"`,
+      ].join("\n"),
+    })
+    expect((await script(box)).split("\n")).toEqual(["no-read", "no-write", "ptmx", "/dev/pts/0", ""])
+  })
+})
+
+describe("the system's secrets", () => {
+  test.skipIf(!LANDLOCK || !ROOT || !existsSync("/etc/shadow"))(`a root command cannot read password hashes or private keys under /etc, while the rest of /etc reads${needsRoot}`, async () => {
+    const box = location({
+      "w.sh": [
+        "grep -c '^root:' /etc/shadow || true",
+        "cp /etc/shadow loot && wc -c < loot",
+        "ls -A /etc/ssl/private 2>/dev/null | wc -l",
+        "cat /etc/ssh/ssh_host_*_key 2>/dev/null | grep -c PRIVATE || true",
+        "grep -c '^root:' /etc/passwd",
+        // Nothing to unmount them with, even for root.
+        "umount /etc/shadow 2>/dev/null || echo no-umount",
+      ].join("\n"),
+    })
+    expect((await script(box)).split("\n")).toEqual(["0", "0", "0", "0", "1", "no-umount", ""])
+    expect(Namespace.systemDenied()).toContain("/etc/shadow")
   })
 })

@@ -215,7 +215,7 @@ describe("the shell sandbox", () => {
           `cat: ${home}/.ssh/id_ed25519: Permission denied`,
           `PermissionError: [Errno 13] Permission denied: '${home}/.aws/credentials'`,
           `Error: EACCES: permission denied, open '/srv/data/x.json'`,
-          "cat: /etc/shadow: Permission denied",
+          "cat: /etc/passwd: Permission denied",
           "cat: ../../outside/notes.txt: Permission denied",
           "cat: src/a.txt: Permission denied",
           "bash: line 1: notes: Permission denied",
@@ -261,8 +261,8 @@ describe("the shell sandbox", () => {
 
   test(`a Location's cache directory made by someone else first is not used: the call gets one of its own`, () => {
     const location = tempDir("core-loc-")
-    const planted = Home.cacheOf(realpathSync(tmpdir()), location)
-    mkdirSync(planted, { mode: 0o777 })
+    const planted = Home.cacheOf(realpathSync(data), location)
+    mkdirSync(planted, { recursive: true, mode: 0o777 })
     chmodSync(planted, 0o777)
     try {
       const prepared = Sandbox.prepare({ location, approved: [] }, { PATH: "/usr/bin:/bin" })

@@ -1,8 +1,9 @@
 // A home like a developer's, for tests that run the product as a user would: git's config, toolchains on PATH
-// (with the data their programs read) and every credential store the sandbox must keep out, each holding a marker
-// secret a test can look for anywhere in what comes back. Made fresh in a temp directory, never the real home.
+// (with the data their programs read) and every secret the sandbox must keep out (credential stores, histories,
+// browser profiles), each holding a marker a test can look for anywhere in what comes back. Made fresh in a temp
+// directory, never the real home.
 
-import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { tempDir } from "./temp"
 
@@ -33,6 +34,16 @@ const STORES = [
   ".gnupg/private-keys-v1.d/key.key",
   ".local/share/keyrings/login.keyring",
   ".password-store/github.gpg",
+  ".m2/settings.xml",
+  ".gradle/gradle.properties",
+  ".s3cfg",
+  ".terraform.d/credentials.tfrc.json",
+  ".bash_history",
+  ".zsh_history",
+  ".mozilla/firefox/default/logins.json",
+  ".config/google-chrome/Default/Cookies",
+  ".cache/mozilla/firefox/default/cache2/entry",
+  ".config/Code/User/globalStorage/state.vscdb",
 ] as const
 
 /** The bin directories put first on PATH, each with one program. */
@@ -44,9 +55,12 @@ const put = (path: string, text: string, mode?: number): void => {
   if (mode !== undefined) chmodSync(path, mode)
 }
 
-/** A fresh developer-like home (see the module header); `realPath` is what follows the toolchains on PATH. */
-export const developerHome = (realPath = process.env.PATH ?? "/usr/bin:/bin"): DeveloperHome => {
-  const home = tempDir("core-devhome-")
+/**
+ * A fresh developer-like home (see the module header); `realPath` is what follows the toolchains on PATH. Made in
+ * `parent` when given (the caller removes it), else in a temp directory removed with the test file.
+ */
+export const developerHome = (realPath = process.env.PATH ?? "/usr/bin:/bin", parent?: string): DeveloperHome => {
+  const home = parent === undefined ? tempDir("core-devhome-") : mkdtempSync(join(parent, "core-devhome-"))
   const token = Math.random().toString(36).slice(2, 10)
   const secrets = STORES.map((path) => ({ path, marker: `CORE-SECRET-${path.replace(/[^a-z]/gi, "")}-${token}` }))
   for (const { path, marker } of secrets) {
