@@ -132,9 +132,8 @@ export const pathPlan = (
   )
 
 /**
- * Whether a file, by its real path, is one the agent's `read` rules deny, so a tool showing many files leaves it
- * out (its name from list and glob, its lines from grep), as the same rule refuses `read` of it; undefined when no
- * rule denies a read.
+ * Whether a file, by its real path, is one the agent's `read` rules deny; undefined when no rule denies a read.
+ * (bash checks its files against this; the sandbox keeps commands from the credential stores.)
  */
 export const readDenied = (services: Services, agent: string): ((real: string) => boolean) | undefined => {
   const denies = services.permission.denies(agent, "read")
@@ -144,9 +143,19 @@ export const readDenied = (services: Services, agent: string): ((real: string) =
     denies(real === services.directory ? "." : real.startsWith(inside) ? real.slice(inside.length).split(sep).join("/") : real)
 }
 
+/**
+ * Whether a tool showing many files leaves one out (its name from list and glob, its lines from grep), by its real
+ * path: one the agent's `read` rules deny, or one of the user's credential stores, as `read` of it is refused.
+ */
+export const hidden = (services: Services, agent: string): ((real: string) => boolean) => {
+  const denied = readDenied(services, agent)
+  const credential = services.permission.credential
+  return denied === undefined ? credential : (real) => credential(real) || denied(real)
+}
+
 /** How many entries a rule kept out of an answer, as the model reads it (never which). */
 export const hiddenNote = (hidden: number, what: string): string =>
-  `(${hidden} ${what}${hidden === 1 ? "" : "s"} not shown: the user's rules deny reading ${hidden === 1 ? "it" : "them"}.)`
+  `(${hidden} ${what}${hidden === 1 ? "" : "s"} not shown: the user's rules or credential stores, which no tool reads.)`
 
 /** A path as the model should see it: relative to the Location when inside it ("." for the Location itself). */
 export const display = (directory: string, path: string): string => {

@@ -45,7 +45,7 @@ export const Output = Schema.Struct({
   }),
   total: Schema.Int.annotate({ description: "How many files matched in all" }),
   hidden: Schema.optionalKey(
-    Schema.Int.annotate({ description: "Matching files left out, not counted in `total`, because the user's rules deny reading them" }),
+    Schema.Int.annotate({ description: "Matching files left out, not counted in `total`, because the user's rules deny reading them or they are the user's credential stores" }),
   ),
   notUtf8: Schema.optionalKey(
     Schema.Array(Schema.String).annotate({
@@ -133,7 +133,7 @@ const makeTool = (services: Builtin.Services) =>
           instead: "glob searches a directory: give its parent, or read the file.",
         })
         const found: Array<Found> = []
-        const denied = Builtin.readDenied(services, context.agent)
+        const denied = Builtin.hidden(services, context.agent)
         let hidden = 0
         // rg walks from the directory as checked, held open (Pinned), so a directory on its path swapped since
         // cannot lead it elsewhere; the "./" paths it prints are put back under the real path.

@@ -41,7 +41,7 @@ export const Output = Schema.Struct({
   notShown: Schema.Int.annotate({ description: "Entries left out of `entries`" }),
   notUtf8: Schema.optionalKey(Schema.Int.annotate({ description: "Names that are not UTF-8, shown with U+FFFD" })),
   hidden: Schema.optionalKey(
-    Schema.Int.annotate({ description: "Files left out, not counted in `total`, because the user's rules deny reading them" }),
+    Schema.Int.annotate({ description: "Files left out, not counted in `total`, because the user's rules deny reading them or they are the user's credential stores" }),
   ),
   problems: Schema.optionalKey(Schema.Array(Schema.String)),
 })
@@ -159,7 +159,7 @@ const makeTool = (services: Builtin.Services) =>
         let total = 0
         let notUtf8 = 0
         let hidden = 0
-        const denied = Builtin.readDenied(services, context.agent)
+        const denied = Builtin.hidden(services, context.agent)
         const under = resolved.real.endsWith("/") ? resolved.real : `${resolved.real}/`
         const held = yield* Effect.acquireRelease(
           Effect.tryPromise({ try: () => Pinned.directory(resolved.real), catch: (cause) => cause }).pipe(

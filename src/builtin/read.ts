@@ -107,7 +107,7 @@ const Directory = Schema.Struct({
   nextOffset: Schema.optionalKey(Schema.Int),
   totalEntries: Schema.Int,
   hidden: Schema.optionalKey(
-    Schema.Int.annotate({ description: "Files left out, not counted in totalEntries, because the user's rules deny reading them" }),
+    Schema.Int.annotate({ description: "Files left out, not counted in totalEntries, because the user's rules deny reading them or they are the user's credential stores" }),
   ),
 })
 
@@ -472,7 +472,7 @@ const makeTool = (services: Builtin.Services) => {
         return yield* Effect.die(listed.cause)
       }
       // A file whose read a rule denies is not named here either.
-      const denied = Builtin.readDenied(services, agent)
+      const denied = Builtin.hidden(services, agent)
       const entries = listed.entries.filter((entry) => denied === undefined || entry.directory || !denied(join(real, entry.name)))
       const hidden = listed.entries.length - entries.length
       const names = entries

@@ -22,6 +22,7 @@ import { Plugins } from "../plugin/plugins"
 import { PluginShell } from "../plugin/shell"
 import { Hooks } from "../settlement/hooks"
 import { Settler } from "../settlement/settler"
+import { Home } from "../shell/home"
 import { Shell } from "../shell/producer"
 import { Approvals } from "../store/approvals"
 import { Reads } from "../store/reads"
@@ -109,11 +110,20 @@ export const extensionsLayer = (
     }),
   }).pipe(Layer.provideMerge(builtinsLayer(config)))
 
+/** The user's home, and the paths in it core.json opens to tools and commands (shell.allowRead, shell.allowWrite). */
+const userOf = (settings: Settings) => {
+  const home = homedir()
+  const expand = (paths: ReadonlyArray<string> | undefined) => (paths ?? []).map((path) => Home.expand(path, home, settings.directory))
+  const write = expand(settings.config.shell.allowWrite)
+  return { home, read: [...expand(settings.config.shell.allowRead), ...write], write }
+}
+
 /** The permission service of a Location, deciding from its configuration (saved approvals come from the host). */
 export const permissionLayer = (settings: Settings) =>
   Permission.layer({
     project: settings.directory,
     configured: settings.config,
+    user: userOf(settings),
     // Its own managed outputs only: another Location's are in core's data directory, which no tool reads.
     readableRoots: [ManagedOutputs.locationDirectory(settings.outputsDirectory, settings.directory)],
     ...(settings.locations === undefined ? {} : { locations: settings.locations }),

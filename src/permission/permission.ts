@@ -16,9 +16,11 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { Approvals } from "../store/approvals"
 import { realpathSync } from "node:fs"
+import { homedir } from "node:os"
 import { relative } from "node:path"
 import { Agent } from "./agent"
 import { Boundary } from "./boundary"
+import { Credentials } from "./credentials"
 import { Protected } from "./protected"
 import { type Any as AnyRefusal, Declined, Denied, deniedText, Rejected } from "./refusal"
 import { Rule } from "./rule"
@@ -118,6 +120,8 @@ export interface Interface {
    * For tools that show many files at once (list, glob, grep): what a `read` rule denies is not shown.
    */
   readonly denies: (agent: string, action: string) => ((resource: string) => boolean) | undefined
+  /** Whether a real path lies in one of the user's credential stores that core.json does not open for reading. */
+  readonly credential: (real: string) => boolean
   /** How each resource would be decided now, without asking anyone. */
   readonly explain: (
     input: Pick<AssertInput, "agent" | "action" | "resources">,
@@ -180,6 +184,11 @@ export interface Options {
   readonly dataDir?: string
   /** The Locations this core serves now (real directories): their configuration is protected here too. */
   readonly locations?: () => ReadonlyArray<string>
+  /**
+   * The user's home, whose credential stores no tool reads or changes (./credentials); by default the process's.
+   * `granted` are the paths core.json opens among them (`shell.allowRead` and `shell.allowWrite`, absolute).
+   */
+  readonly user?: { readonly home: string; readonly read: ReadonlyArray<string>; readonly write: ReadonlyArray<string> }
 }
 
 interface Pending {
@@ -208,6 +217,14 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
           return realpathSync(project)
         } catch {
           return project
+        }
+      })()
+      const user = (() => {
+        const given = options.user ?? { home: homedir(), read: [], write: [] }
+        try {
+          return { ...given, home: realpathSync(given.home) }
+        } catch {
+          return given
         }
       })()
       const directories = Protected.directoriesOf()
@@ -384,6 +401,17 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
           path: input.path,
           readableRoots: options.readableRoots ?? [],
         })
+        const store = Credentials.storeOf(user.home, resolved.real, input.access === "read" ? user.read : user.write)
+        if (store !== undefined) {
+          return yield* new Boundary.PathError({
+            path: input.path,
+            reason: "protected",
+            message:
+              `Cannot ${input.access === "read" ? "read" : "change"} ${input.path}: it is in ${store}, one of the ` +
+              "user's credential stores and login files, which core keeps from every tool and command. Do not try " +
+              "to reach it another way; if the task needs it, ask the user.",
+          })
+        }
         if (input.access === "read" && Protected.secret(protectedRoots, resolved.real)) {
           return yield* new Boundary.PathError({
             path: input.path,
@@ -448,6 +476,7 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         isAgent: (agent) => Agent.isKnown(configured, agent),
         rules,
         denies: (agent, action) => Rule.denier(rules(agent), action),
+        credential: (real) => Credentials.storeOf(user.home, real, user.read) !== undefined,
         explain,
         decide: decideAll,
         authorize,

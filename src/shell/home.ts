@@ -8,6 +8,7 @@ export * as Home from "./home"
 import { createHash } from "node:crypto"
 import { type Dirent, lstatSync, readdirSync, readFileSync, realpathSync } from "node:fs"
 import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path"
+import { Credentials } from "../permission/credentials"
 
 /**
  * Read-only under the home: configuration and toolchains that hold no secrets of their own (the credential files
@@ -57,121 +58,8 @@ export const READABLE: ReadonlyArray<string> = [
   ".cache",
 ]
 
-/**
- * Secrets under the home (credential stores, histories, browser profiles): never read or written by a command,
- * wherever a grant would reach them (a toolchain root, a Location or approved directory holding the home, a
- * core.json grant of a directory holding one), unless core.json grants that very path. The rest of the home outside
- * READABLE is not granted at all; this list is what stays out where something is.
- */
-export const DENIED: ReadonlyArray<string> = [
-  ".ssh",
-  ".gnupg",
-  ".aws",
-  ".azure",
-  ".config/gcloud",
-  ".kube",
-  ".docker",
-  ".netrc",
-  ".git-credentials",
-  ".config/git/credentials",
-  ".config/gh",
-  ".config/hub",
-  ".config/glab-cli",
-  ".npmrc",
-  ".yarnrc",
-  ".yarnrc.yml",
-  ".pypirc",
-  ".config/pypoetry/auth.toml",
-  ".cargo/credentials",
-  ".cargo/credentials.toml",
-  ".gem/credentials",
-  ".m2/settings.xml",
-  ".m2/settings-security.xml",
-  ".gradle/gradle.properties",
-  ".terraform.d/credentials.tfrc.json",
-  ".vault-token",
-  ".pgpass",
-  ".my.cnf",
-  ".cache/huggingface/token",
-  ".local/share/keyrings",
-  ".password-store",
-  ".config/op",
-  ".claude/.credentials.json",
-  ".codex/auth.json",
-  // cloud, hosting and registry CLIs
-  ".oci",
-  ".ovh.conf",
-  ".s3cfg",
-  ".boto",
-  ".terraformrc",
-  ".config/helm",
-  ".config/doctl",
-  ".config/hcloud",
-  ".config/rclone",
-  ".config/configstore",
-  ".config/stripe",
-  ".config/netlify",
-  ".config/sops",
-  ".databrickscfg",
-  ".heroku",
-  ".fly",
-  ".wrangler",
-  ".netlify",
-  ".vercel",
-  ".supabase",
-  ".cloudflared",
-  ".nuget/NuGet/NuGet.Config",
-  ".composer/auth.json",
-  ".config/composer/auth.json",
-  ".env",
-  // password managers
-  ".config/1Password",
-  ".config/Bitwarden",
-  ".config/keepassxc",
-  // what the user's shell, session and desktop run at login (often exporting tokens too): a change would run
-  // outside any sandbox
-  ".bashrc",
-  ".bash_profile",
-  ".bash_login",
-  ".bash_logout",
-  ".profile",
-  ".zshrc",
-  ".zshenv",
-  ".zprofile",
-  ".zlogin",
-  ".config/fish",
-  ".pam_environment",
-  ".xprofile",
-  ".xsessionrc",
-  ".config/environment.d",
-  ".config/autostart",
-  ".config/systemd",
-  // histories: commands typed with passwords in them, queries, files opened
-  ".bash_history",
-  ".zsh_history",
-  ".local/share/fish",
-  ".python_history",
-  ".node_repl_history",
-  ".psql_history",
-  ".mysql_history",
-  ".sqlite_history",
-  ".rediscli_history",
-  ".lesshst",
-  ".viminfo",
-  ".local/share/recently-used.xbel",
-  // browsers, mail and editors: cookies, saved passwords, sign-in tokens
-  ".mozilla",
-  ".thunderbird",
-  ".config/google-chrome",
-  ".config/chromium",
-  ".config/BraveSoftware",
-  ".config/microsoft-edge",
-  ".cache/mozilla",
-  ".cache/google-chrome",
-  ".cache/chromium",
-  ".config/Code/User/globalStorage",
-  ".config/Cursor/User/globalStorage",
-]
+/** Secrets under the home: never read or written by a command unless core.json grants that very path. */
+export const DENIED: ReadonlyArray<string> = Credentials.STORES
 
 /**
  * Where tools write their caches: each variable names a directory under the Location's cache directory (cacheOf),

@@ -1,0 +1,144 @@
+export * as Credentials from "./credentials"
+
+// The user's secrets under the home (credential stores, login files, histories, browser profiles), which no tool
+// and no command reads or changes unless the user's core.json grants that very path (shell.allowRead,
+// shell.allowWrite): the command sandbox carves them out of every grant (../shell/home), and the file tools refuse
+// them (./permission). A list of places only; nothing here touches the disk.
+
+import { sep } from "node:path"
+
+/**
+ * Secrets under the home, relative to it. The rest of the home is not granted to commands at all; this list is what
+ * stays out wherever something else is (a toolchain root, a Location or approved directory holding the home, a
+ * core.json grant of a directory holding one), and what the file tools refuse.
+ */
+export const STORES: ReadonlyArray<string> = [
+  ".ssh",
+  ".gnupg",
+  ".aws",
+  ".azure",
+  ".config/gcloud",
+  ".kube",
+  ".docker",
+  ".netrc",
+  ".git-credentials",
+  ".config/git/credentials",
+  ".config/gh",
+  ".config/hub",
+  ".config/glab-cli",
+  ".npmrc",
+  ".yarnrc",
+  ".yarnrc.yml",
+  ".pypirc",
+  ".config/pypoetry/auth.toml",
+  ".cargo/credentials",
+  ".cargo/credentials.toml",
+  ".gem/credentials",
+  ".m2/settings.xml",
+  ".m2/settings-security.xml",
+  ".gradle/gradle.properties",
+  ".terraform.d/credentials.tfrc.json",
+  ".vault-token",
+  ".pgpass",
+  ".my.cnf",
+  ".cache/huggingface/token",
+  ".local/share/keyrings",
+  ".password-store",
+  ".config/op",
+  ".claude/.credentials.json",
+  ".codex/auth.json",
+  // cloud, hosting and registry CLIs
+  ".oci",
+  ".ovh.conf",
+  ".s3cfg",
+  ".boto",
+  ".terraformrc",
+  ".config/helm",
+  ".config/doctl",
+  ".config/hcloud",
+  ".config/rclone",
+  ".config/configstore",
+  ".config/stripe",
+  ".config/netlify",
+  ".config/sops",
+  ".databrickscfg",
+  ".heroku",
+  ".fly",
+  ".wrangler",
+  ".netlify",
+  ".vercel",
+  ".supabase",
+  ".cloudflared",
+  ".nuget/NuGet/NuGet.Config",
+  ".composer/auth.json",
+  ".config/composer/auth.json",
+  ".env",
+  // password managers
+  ".config/1Password",
+  ".config/Bitwarden",
+  ".config/keepassxc",
+  // what the user's shell, session and desktop run at login (often exporting tokens too): a change would run
+  // outside any sandbox
+  ".bashrc",
+  ".bash_profile",
+  ".bash_login",
+  ".bash_logout",
+  ".profile",
+  ".zshrc",
+  ".zshenv",
+  ".zprofile",
+  ".zlogin",
+  ".config/fish",
+  ".pam_environment",
+  ".xprofile",
+  ".xsessionrc",
+  ".config/environment.d",
+  ".config/autostart",
+  ".config/systemd",
+  // histories: commands typed with passwords in them, queries, files opened
+  ".bash_history",
+  ".zsh_history",
+  ".local/share/fish",
+  ".python_history",
+  ".node_repl_history",
+  ".psql_history",
+  ".mysql_history",
+  ".sqlite_history",
+  ".rediscli_history",
+  ".lesshst",
+  ".viminfo",
+  ".local/share/recently-used.xbel",
+  // browsers, mail and editors: cookies, saved passwords, sign-in tokens
+  ".mozilla",
+  ".thunderbird",
+  ".config/google-chrome",
+  ".config/chromium",
+  ".config/BraveSoftware",
+  ".config/microsoft-edge",
+  ".cache/mozilla",
+  ".cache/google-chrome",
+  ".cache/chromium",
+  ".config/Code/User/globalStorage",
+  ".config/Cursor/User/globalStorage",
+]
+
+/** The first name of each store's path (".ssh", ".config", ...). */
+const FIRST: ReadonlySet<string> = new Set(STORES.map((store) => store.split("/")[0]!))
+
+const within = (root: string, path: string): boolean =>
+  path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)
+
+/**
+ * The store under `home` (real path) that `real` lies in, unless a grant names that store or a path inside it and
+ * holds `real`; undefined when `real` is no secret.
+ */
+export const storeOf = (home: string, real: string, granted: ReadonlyArray<string> = []): string | undefined => {
+  if (!within(home, real) || real === home) return undefined
+  const relative = real.slice(home.length + (home.endsWith(sep) ? 0 : 1))
+  // Most paths under the home (a project's files) are in no store: one lookup of their first name says so.
+  if (!FIRST.has(relative.slice(0, relative.indexOf(sep) === -1 ? undefined : relative.indexOf(sep)))) return undefined
+  const store = STORES.find((entry) => within(entry, relative))
+  if (store === undefined) return undefined
+  const absolute = `${home}${sep}${store}`
+  return granted.some((grant) => within(absolute, grant) && within(grant, real)) ? undefined : absolute
+}
