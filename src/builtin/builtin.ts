@@ -64,7 +64,7 @@ export const authorizePath = (
 ): Effect.Effect<Boundary.Resolved, Tool.Failure | Permission.Refusal> =>
   Effect.gen(function* () {
     const { resolved, checks } = yield* services.permission
-      .pathChecks({ action: input.action, path: input.path, access: input.access })
+      .pathChecks({ action: input.action, path: input.path, access: input.access, sessionID: context.sessionID })
       .pipe(Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))))
     yield* authorize(services, context, checks, { tool: input.tool })
     return resolved

@@ -33,6 +33,19 @@ const LOCATION_PATTERN = /^[0-9a-f]{16}$/
 export const locationDirectory = (directory: string, location: string): string =>
   join(directory, createHash("sha256").update(location).digest("hex").slice(0, 16))
 
+/**
+ * Where the outputs one session of a Location makes are kept, inside the Location's directory: a tool reads them
+ * without asking only in calls of that session (./permission checks the caller's session against this).
+ */
+export const sessionDirectory = (locationDirectory: string, sessionID: string): string =>
+  join(locationDirectory, createHash("sha256").update(`session\0${sessionID}`).digest("hex").slice(0, 16))
+
+/** The directory an output of `location` (and `session`) is kept in, under the outputs directory. */
+const placeOf = (directory: string, location: string | undefined, session: string | undefined): string => {
+  const base = location === undefined ? directory : locationDirectory(directory, location)
+  return session === undefined ? base : sessionDirectory(base, session)
+}
+
 export class RetentionError extends Schema.TaggedError<RetentionError>()("ManagedOutputs.RetentionError", {
   path: Schema.String,
   message: Schema.String,
@@ -79,7 +92,7 @@ export interface Interface {
    * Keeps `contents` in full under one id (a fresh one unless given, from `newID`). Fails (never silently) when
    * any of it cannot be kept.
    */
-  readonly write: (contents: Contents, id?: string, location?: string) => Effect.Effect<Written, RetentionError>
+  readonly write: (contents: Contents, id?: string, location?: string, session?: string) => Effect.Effect<Written, RetentionError>
   /**
    * Where the parts of output `id` are (or will be) kept, by the Location that makes it, or, without one, wherever
    * it is kept now; `file(n)` is the n-th media file, from 1.
@@ -87,6 +100,7 @@ export interface Interface {
   readonly paths: (
     id: string,
     location?: string,
+    session?: string,
   ) => { readonly text: string; readonly structured: string; readonly file: (n: number) => string }
   /**
    * Finds a part of a kept output. The text part of an output that kept no text is what it did keep: its
@@ -124,19 +138,24 @@ export const layer = (options: Options): Layer.Layer<Service> =>
 
     /** The directory holding output `id`: a Location's, or the outputs directory itself (older outputs). */
     const holding = (id: string): string => {
-      for (const place of [directory, ...locationsOf(directory)]) {
+      for (const place of placesOf(directory)) {
         if (filesOf(place, id).length > 0) return place
       }
       return directory
     }
 
-    const paths = (id: string, location?: string) => {
-      const base = join(location === undefined ? holding(id) : locationDirectory(directory, location), id)
+    const paths = (id: string, location?: string, session?: string) => {
+      const base = join(location === undefined ? holding(id) : placeOf(directory, location, session), id)
       return { text: base, structured: `${base}.json`, file: (n: number) => `${base}.${n}` }
     }
 
-    const write = Effect.fn("ManagedOutputs.write")(function* (contents: Contents, id: string = newID(), location?: string) {
-      const place = location === undefined ? directory : locationDirectory(directory, location)
+    const write = Effect.fn("ManagedOutputs.write")(function* (
+      contents: Contents,
+      id: string = newID(),
+      location?: string,
+      session?: string,
+    ) {
+      const place = placeOf(directory, location, session)
       const base = join(place, id)
       const written: Array<string> = []
       const keep = (path: string, data: string | Uint8Array) =>
@@ -244,7 +263,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
     const sweep = Effect.sync(() => {
       const cutoff = Date.now() - retentionMs
       let removed = 0
-      for (const place of [directory, ...locationsOf(directory)]) {
+      for (const place of placesOf(directory)) {
         let names: Array<string>
         try {
           names = readdirSync(place)
@@ -300,7 +319,13 @@ const writeFile = async (path: string, data: string | Uint8Array): Promise<numbe
   return written
 }
 
-/** The Locations' directories of outputs in `directory`. */
+/** Every directory that may hold outputs: `directory`, its Locations' directories, and their sessions' directories. */
+const placesOf = (directory: string): Array<string> => [
+  directory,
+  ...locationsOf(directory).flatMap((location) => [location, ...locationsOf(location)]),
+]
+
+/** The Locations' directories of outputs in `directory` (or the sessions' in a Location's). */
 const locationsOf = (directory: string): Array<string> => {
   try {
     return readdirSync(directory)

@@ -49,6 +49,8 @@ export interface Projected {
   readonly lossy?: boolean
   /** The Location the call ran in: what does not fit is kept where its tools, and no other Location's, can read it. */
   readonly location?: string
+  /** The session of the call: with a Location, its tools read what is kept only in calls of this session. */
+  readonly session?: string
 }
 
 export interface Bounded {
@@ -135,7 +137,7 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
 
         // Files over the media limit are kept and become a note, which then counts as text like the rest.
         const id = ManagedOutputs.newID()
-        const paths = managed.paths(id, projected.location)
+        const paths = managed.paths(id, projected.location, projected.session)
         const oversizedFiles: Array<Tool.Content & { type: "file" }> = []
         const parts = contentIn.map((part): Tool.Content => {
           if (part.type === "text" || fileFits(part)) return part
@@ -173,6 +175,7 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
           },
           id,
           projected.location,
+          projected.session,
         )
         const content: Array<Part> = []
         if (previewText) {

@@ -21,6 +21,7 @@ import { relative } from "node:path"
 import { Agent } from "./agent"
 import { Boundary } from "./boundary"
 import { Credentials } from "./credentials"
+import { ManagedOutputs } from "../output/managed"
 import { Protected } from "./protected"
 import { type Any as AnyRefusal, Declined, Denied, deniedText, Rejected } from "./refusal"
 import { Rule } from "./rule"
@@ -152,7 +153,7 @@ export interface Interface {
   readonly authorizePath: (input: PathInput) => Effect.Effect<Boundary.Resolved, Refusal | Boundary.PathError>
   /** The checks `authorizePath` makes for a path, in order, without making them (for explaining a call). */
   readonly pathChecks: (
-    input: Pick<PathInput, "path" | "access" | "action">,
+    input: Pick<PathInput, "path" | "access" | "action"> & { readonly sessionID?: string },
   ) => Effect.Effect<{ readonly resolved: Boundary.Resolved; readonly checks: ReadonlyArray<Check> }, Boundary.PathError>
   /** What is protected in this Location (see ./protected), for checks made outside `authorizePath` (shell lines). */
   readonly protectedRoots: Protected.Roots
@@ -227,6 +228,13 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
           return given
         }
       })()
+      const readableReal = (options.readableRoots ?? []).map((root) => {
+        try {
+          return realpathSync(root)
+        } catch {
+          return root
+        }
+      })
       const directories = Protected.directoriesOf()
       const protectedRoots = Protected.roots({
         location: realProject,
@@ -395,7 +403,9 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         ),
       )
 
-      const pathChecks = Effect.fnUntraced(function* (input: Pick<PathInput, "path" | "access" | "action">) {
+      const pathChecks = Effect.fnUntraced(function* (
+        input: Pick<PathInput, "path" | "access" | "action"> & { readonly sessionID?: string },
+      ) {
         const resolved = yield* Boundary.resolve({
           location: project,
           path: input.path,
@@ -420,6 +430,24 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
               `Cannot read ${input.path}: it is in core's data directory (${protectedRoots.dataDir}), which holds the ` +
               "settlement store, saved approvals and other Locations' outputs, and is not readable by tools. Only this " +
               "Location's own managed outputs (the paths its previews name) can be read.",
+          })
+        }
+        // A managed output is read without asking only in calls of the session that made it.
+        const foreign =
+          input.sessionID !== undefined && input.access === "read" && !resolved.inside && resolved.readable
+            ? readableReal.find(
+                (root) =>
+                  Boundary.isWithin(root, resolved.real) &&
+                  !Boundary.isWithin(ManagedOutputs.sessionDirectory(root, input.sessionID!), resolved.real),
+              )
+            : undefined
+        if (foreign !== undefined) {
+          return yield* new Boundary.PathError({
+            path: input.path,
+            reason: "protected",
+            message:
+              `Cannot read ${input.path}: managed outputs are readable only in the session that made them, and ` +
+              "this is not it (or it names their directory). Read an output this session's results name.",
           })
         }
         const checks: Array<Check> = []

@@ -378,6 +378,7 @@ export const layer: Layer.Layer<
           structured: replaced ? undefined : projected.value.structured,
           lossy: Internal.lostCapture(tool, structured),
           location,
+          session: call.sessionID,
         })
         .pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
       return yield* recordOwned(call, {

@@ -203,7 +203,7 @@ test("settles every case", async () => {
       JSON.parse(
         JSON.stringify(settlement)
           .replace(/out_[0-9a-z]+_[0-9a-f]{16}/g, "out_ID")
-          .replace(/[^ "\\]+\/outputs\/(?:[0-9a-f]{16}\/)?out_ID/g, "OUTPUTS/out_ID")
+          .replace(/[^ "\\]+\/outputs\/(?:[0-9a-f]{16}\/){0,2}out_ID/g, "OUTPUTS/out_ID")
           .replace(/→ deny \([^)]*\)/g, "→ deny (RULE)")
           .replace(/→ deny, [^)]*\)/g, "→ deny, RULE)"),
       )

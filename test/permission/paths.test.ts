@@ -5,6 +5,7 @@ import { Effect, Fiber, Layer, PubSub, Schema } from "effect"
 import { Kernel as CoreKernel } from "../../src/host/kernel"
 import { Agent } from "../../src/permission/agent"
 import { Permission } from "../../src/permission/permission"
+import { ManagedOutputs } from "../../src/output/managed"
 import { Registry } from "../../src/registry/registry"
 import { Settler } from "../../src/settlement/settler"
 import { Approvals } from "../../src/store/approvals"
@@ -117,21 +118,31 @@ describe("Permission.authorizePath", () => {
     }
   })
 
-  test("core's managed outputs may be read without asking, but not written", async () => {
+  test("core's managed outputs may be read without asking in the session that made them, but not written", async () => {
     const { project, outputs } = world()
     const layer = layerFor(project, outputs, [rule("external_directory", "*", "deny")])
+    const mine = join(ManagedOutputs.sessionDirectory(outputs, "s"), "out_1")
     const read = await Effect.runPromise(
       Effect.gen(function* () {
-        return yield* (yield* Permission.Service).authorizePath(input(join(outputs, "out_1")))
+        return yield* (yield* Permission.Service).authorizePath(input(mine))
       }).pipe(Effect.provide(layer)),
     )
     expect(read).toMatchObject({ inside: false, readable: true })
     const write = await Effect.runPromise(
       Effect.gen(function* () {
-        return yield* (yield* Permission.Service).authorizePath(input(join(outputs, "out_1"), "write")).pipe(Effect.flip)
+        return yield* (yield* Permission.Service).authorizePath(input(mine, "write")).pipe(Effect.flip)
       }).pipe(Effect.provide(layer)),
     )
     expect(write).toMatchObject({ _tag: "Permission.Denied", action: "external_directory" })
+    // Another session's output, and the directory that holds the sessions' outputs, are refused, asking nothing.
+    for (const path of [join(ManagedOutputs.sessionDirectory(outputs, "other"), "out_2"), outputs]) {
+      const refused = await Effect.runPromise(
+        Effect.gen(function* () {
+          return yield* (yield* Permission.Service).authorizePath(input(path)).pipe(Effect.flip)
+        }).pipe(Effect.provide(layer)),
+      )
+      expect(refused).toMatchObject({ _tag: "Boundary.PathError", reason: "protected" })
+    }
   })
 
   test("a tool's own path check refuses the call and the file outside is never read", async () => {

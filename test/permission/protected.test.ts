@@ -4,6 +4,7 @@ import { join } from "node:path"
 import { Effect } from "effect"
 import { Approvals } from "../../src/store/approvals"
 import { SqliteStore } from "../../src/store/sqlite"
+import { ManagedOutputs } from "../../src/output/managed"
 import { messageOf, world } from "./protected-harness"
 
 type World = ReturnType<typeof world>
@@ -324,13 +325,15 @@ describe("core's data directory is not readable by tools, but for managed output
   test("read and grep of the store are refused; a managed output can be read", async () => {
     const w = world()
     await w.approve("external_directory", ["*"])
-    writeFileSync(join(w.dataDir, "outputs", "out_1"), "kept output\n")
+    const mine = ManagedOutputs.sessionDirectory(join(w.dataDir, "outputs"), "ses_protected")
+    mkdirSync(mine, { recursive: true })
+    writeFileSync(join(mine, "out_1"), "kept output\n")
     const store = await w.settle("read", { filePath: w.store }, "once")
     expect(store.settlement.status).toBe("error")
     expect(messageOf(store.settlement)).toContain("not readable by tools")
     const searched = await w.settle("grep", { pattern: "approvals", path: w.dataDir }, "once")
     expect(searched.settlement.status).toBe("error")
-    const output = await w.settle("read", { filePath: join(w.dataDir, "outputs", "out_1") }, "no-terminal")
+    const output = await w.settle("read", { filePath: join(mine, "out_1") }, "no-terminal")
     expect(output.settlement.status).toBe("success")
     expect(messageOf(output.settlement)).toContain("kept output")
   })

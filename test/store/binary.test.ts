@@ -106,8 +106,8 @@ describe("core exec: retention is the operator's setting", () => {
   }, 120_000)
 })
 
-describe("core exec: a managed output is its Location's", () => {
-  test("another Location's tools cannot read, list, glob or grep it; its own Location reads it; a person's core output does", async () => {
+describe("core exec: a managed output is its Location's and its session's", () => {
+  test("another Location's tools, or another session's, cannot read, list, glob or grep it; its own session reads it; a person's core output does", async () => {
     const { env, location } = world()
     const maker = location("maker", "maker\n")
     const prying = location("prying", "prying\n")
@@ -137,9 +137,21 @@ describe("core exec: a managed output is its Location's", () => {
     }
 
     const own = await exec(env, maker, "read", { filePath: path, offset: 19_990 }, "--call", "call_own")
-    expect(own.stdout).toContain("secret-line-19999")
     expect(own.code).toBe(0)
     expect(own.stdout).toContain("secret-line-19999")
+    // Another session of the same Location cannot read it, list it, or search it either.
+    for (const [index, [tool, input]] of [
+      ["read", { filePath: path, offset: 19_990 }],
+      ["list", { path: join(path, "..") }],
+      ["grep", { pattern: "secret-line-19999", path: join(path, "..") }],
+    ].entries() as IterableIterator<[number, [string, object]]>) {
+      const other = await run(
+        ["exec", tool, "--input", JSON.stringify(input), "--location", maker, "--session", "ses_other", "--call", `call_other_${index}`],
+        { env },
+      )
+      expect(other.stdout).not.toContain("secret-line-19999")
+      expect(other.code).not.toBe(0)
+    }
     const person = await run(["output", kept!.id], { env })
     expect(person.code).toBe(0)
     expect(person.stdout).toContain("secret-line-19999")

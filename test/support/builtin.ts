@@ -96,7 +96,8 @@ export const harness = (options: HarnessOptions = {}): Harness => {
     const permission = Permission.layer({
       project: directory,
       configured: { rules, agents: new Map() },
-      readableRoots: [outputsDirectory],
+      // As core gives a Location: its own directory of outputs (each session's inside it).
+      readableRoots: [ManagedOutputs.locationDirectory(outputsDirectory, directory)],
     }).pipe(Layer.provide(Approvals.layerMemory))
     const kernel = Kernel.layer({
       store: Store.layerMemory,
