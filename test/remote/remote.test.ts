@@ -18,6 +18,7 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import { ProcessGroup } from "../../src/shell/group"
 import { Remote } from "../../src/remote/remote"
 import { BUN, EVERYTHING, FILESYSTEM, FIXTURE, settle, textOf, turn, withLocation } from "./support"
+import { tempDir } from "../support/temp"
 
 const fixture = (mode = "serve", extra: Record<string, unknown> = {}) => ({
   mcp: { fix: { command: [BUN, FIXTURE, mode], ...extra } },
@@ -478,7 +479,8 @@ describe("core as an MCP client: servers that misbehave", () => {
         const scope = yield* Scope.make()
         const context = yield* Layer.buildWithScope(
           Remote.layer({
-            directory: process.cwd(),
+            // A Location of its own: bun may lie inside the repository, and a server's program never runs from its Location.
+            directory: tempDir("core-remote-loc-"),
             servers: [{ name: "fix", file: "core.json", server: { command: [BUN, FIXTURE, "mute"], timeoutMs: 60_000 } }],
             eager: false,
           }).pipe(Layer.provideMerge(Registry.layer), Layer.provide(Registry.applicationLayer)),
