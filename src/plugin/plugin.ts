@@ -4,7 +4,7 @@ export * as Plugin from "./plugin"
 // `Plugin.make({ install })`. The installation Effect runs once per Location in a Scope the plugin owns and gets
 // only the capabilities named here (register tools, the Location's directory, permission checks, the file
 // boundary, the shell producer), never the registry. It sits on the tool floor beside `Tool`: it names the
-// capabilities as services, and the Location floor (./install.ts) provides them.
+// capabilities as services, and the Location floor (./plugins.ts) provides them.
 
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"

@@ -415,7 +415,7 @@ export const layer = <R = never>(options: LayerOptions<R>): Layer.Layer<Service,
       const registry = yield* Registry.Service
       const permission = yield* Permission.Service
       const hooks = yield* Hooks.Current
-      if (hooks === undefined) return yield* Effect.die("Plugins.layer needs the Location's hook table (Plugins.hooksLayer)")
+      if (hooks === undefined) return yield* Effect.die("Plugins.layer needs the Location's hook table (Hooks.layer)")
       const shell = options.shell === undefined ? undefined : yield* options.shell
       const scope = yield* Scope.Scope
       const services: Services = {

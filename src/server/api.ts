@@ -254,14 +254,6 @@ export type Replied = typeof Replied.Type
 
 export const Progress = Events.Progress
 export type Progress = Events.Progress
-export const CallKey = Events.CallKey
-export const CallStarted = Events.CallStarted
-export const CallProgress = Events.CallProgress
-export const CallSettled = Events.CallSettled
-export const CallFailed = Events.CallFailed
-export const PermissionReplied = Events.PermissionReplied
-export const ToolsChanged = Events.ToolsChanged
-export const Diagnostic = Events.Diagnostic
 export const ServerEvent = Events.ServerEvent
 
 /** The stream of one call: progress and asks as they come, then one settlement (or one error). */
@@ -271,9 +263,6 @@ export const CallEvent = Schema.Union([
   Events.event("settlement", CallSettlement),
   Events.event("error", ErrorBody),
 ])
-
-export type ServerEventName = (typeof ServerEvent.Type)["event"]
-export type CallEventName = (typeof CallEvent.Type)["event"]
 
 // Endpoints
 

@@ -1,10 +1,10 @@
 export * as Landlock from "./landlock"
 
-// The OS sandbox of a command: Landlock, through raw system calls (./native). `grants` works out, in core, which
-// directories a command may read and write; `restrict` applies them to the calling thread (Landlock and
-// no_new_privs are per thread: the thread that then spawns the command is the restricted one, and the command
-// inherits its domain). Landlock is allow-only, so a directory to hide that lies inside one to grant is handled by
-// granting the granted directory's other entries instead (see `grants`). `prepare` builds the rules every call
+// The OS sandbox of a command: Landlock, through raw system calls (./native). `granted` works out, in core, which
+// directories to grant (./sandbox says which a command may read and write); `restrict` applies them to the calling
+// thread (Landlock and no_new_privs are per thread: the thread that then spawns the command is the restricted one,
+// and the command inherits its domain). Landlock is allow-only, so a directory to hide that lies inside one to grant is handled by
+// granting the granted directory's other entries instead (see `granted`). `prepare` builds the rules every call
 // shares ahead of the call. `denyConnect` adds a network layer that keeps a command off core's own TCP ports.
 // Nothing here decides permissions.
 
@@ -113,30 +113,11 @@ const cover = (root: string, hidden: ReadonlyArray<string>, into: Array<string>)
   for (const entry of entries) cover(join(root, entry), hidden, into)
 }
 
-export interface Policy {
-  /** Readable and writable: the Location, the temp directory, approved directories. */
-  readonly writable: ReadonlyArray<string>
-  /** Readable only, besides SYSTEM_READABLE. */
-  readonly readable: ReadonlyArray<string>
-  /** Neither readable nor writable, wherever they lie: $CORE_HOME and $CORE_DATA_DIR. */
-  readonly hidden: ReadonlyArray<string>
-}
-
 /** The paths to grant so that `paths` are covered but none of the `hidden` directories (real paths). */
 export const granted = (paths: ReadonlyArray<string>, hidden: ReadonlyArray<string>): Array<string> => {
   const into: Array<string> = []
   for (const path of new Set(paths.map(real))) cover(path, hidden, into)
   return into
-}
-
-/** The grants of a policy: real paths, hidden directories carved out of every grant. */
-export const grants = (policy: Policy): Grants => {
-  const hidden = policy.hidden.map(real)
-  return {
-    read: granted([...SYSTEM_READABLE, ...policy.readable], hidden),
-    write: granted(policy.writable, hidden),
-    devices: granted(["/dev"], hidden),
-  }
 }
 
 /** The filesystem rights this ABI can restrict: every right it knows, so each is denied unless granted. */

@@ -4,8 +4,8 @@
 // Anything else passes straight through.
 
 if (process.argv[2] === "__supervise") {
-  const { Supervisor } = await import("./supervisor")
-  await Supervisor.main(Number(process.argv[3]), Supervisor.flags(process.argv.slice(4)))
+  const supervisor = await import("./supervisor")
+  await supervisor.main(Number(process.argv[3]), supervisor.flags(process.argv.slice(4)))
 }
 
 export {}

@@ -19,7 +19,6 @@ export const O_PATH = 0o10000000
 export const O_CLOEXEC = 0o2000000
 export const WNOHANG = 1
 export const CLONE_NEWNS = 0x20000
-export const CLONE_NEWUSER = 0x10000000
 export const MS_RDONLY = 1
 export const MS_NOSUID = 2
 export const MS_NODEV = 4
