@@ -20,42 +20,57 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>()("Explain.In
   message: Schema.String,
 }) {}
 
-export type Verdict = "allow" | "deny" | "ask"
+const Verdict = Schema.Literals(["allow", "deny", "ask"])
+export type Verdict = typeof Verdict.Type
 
-export interface Resource {
-  readonly resource: string
-  readonly decision: Verdict
-  /** The rule that decided it, with where it was written; null when no rule matches (then it is asked). */
-  readonly rule: {
-    readonly action: string
-    readonly resource: string
-    readonly effect: Verdict
-    readonly file: string
-    readonly path: string
-  } | null
-  /** The saved approval that answers it. */
-  readonly approvedBy?: string
-}
+/** One resource of a check, decided now (the schema the check route's OpenAPI document shows). */
+export const Resource = Schema.Struct({
+  resource: Schema.String,
+  decision: Verdict,
+  rule: Schema.NullOr(
+    Schema.Struct({
+      action: Schema.String,
+      resource: Schema.String,
+      effect: Verdict,
+      file: Schema.String.annotate({ description: "Where the rule was written (a core.json, or core's defaults)" }),
+      path: Schema.String.annotate({ description: "The rule's place in that file" }),
+    }),
+  ).annotate({ description: "The rule that decided it; null when none matches (then it is asked)" }),
+  approvedBy: Schema.optionalKey(Schema.String.annotate({ description: "The saved approval that answers it" })),
+}).annotate({ identifier: "CheckedResource" })
+export type Resource = typeof Resource.Type
 
-export interface Check {
-  readonly action: string
-  readonly decision: Verdict
-  /** Asked every time: no rule that allows and no saved approval answers it. */
-  readonly alwaysAsked?: true
-  /** What of core's own configuration it would change: only a person may approve it, each time. */
-  readonly protected?: string
-  readonly resources: ReadonlyArray<Resource>
-  /** What an "always" reply would save, when the check is asked. */
-  readonly alwaysSaves?: ReadonlyArray<string>
-}
+/** One check of the call: its action, the decision over its resources, and what an ask would save. */
+export const Check = Schema.Struct({
+  action: Schema.String,
+  decision: Verdict,
+  alwaysAsked: Schema.optionalKey(
+    Schema.Literal(true).annotate({
+      description: "Asked every time: what it runs cannot be known from the input, so no rule or saved approval answers it",
+    }),
+  ),
+  protected: Schema.optionalKey(
+    Schema.String.annotate({
+      description: "What of core's own configuration the check would change: only a person may approve it, each time",
+    }),
+  ),
+  resources: Schema.Array(Resource),
+  alwaysSaves: Schema.optionalKey(
+    Schema.Array(Schema.String).annotate({ description: 'When asked: the patterns an "always" reply saves' }),
+  ),
+})
+export type Check = typeof Check.Type
 
-export interface Explanation {
-  readonly tool: string
-  readonly agent: string
-  /** deny when any resource is denied (the call is refused before anything is asked), else ask when any is, else allow. */
-  readonly decision: Verdict
-  readonly checks: ReadonlyArray<Check>
-}
+/** What a call would meet: `core check` prints it, the check route answers it (with the plugin hooks beside it). */
+export const Explanation = Schema.Struct({
+  tool: Schema.String,
+  agent: Schema.String,
+  decision: Verdict.annotate({
+    description: "deny when a rule denies any resource (the call is refused before anything is asked), else ask when any resource is asked, else allow",
+  }),
+  checks: Schema.Array(Check).annotate({ description: "The checks the call makes, in the order it makes them" }),
+})
+export type Explanation = typeof Explanation.Type
 
 /** A denial anywhere denies the call; otherwise an ask anywhere asks; otherwise it is allowed. */
 const decisionOf = (effects: ReadonlyArray<Verdict>): Verdict =>
@@ -99,7 +114,7 @@ export const call = (
   Effect.gen(function* () {
     const record = Internal.get(call.tool)!
     const decoded = yield* Effect.exit(
-      Schema.decodeUnknownEffect(record.inputJson)(call.input, { errors: "all", onExcessProperty: "error" }),
+      Schema.decodeUnknownEffect(record.inputJson)(call.input, Internal.INPUT_OPTIONS),
     )
     if (Exit.isFailure(decoded)) {
       const error = Cause.findError(decoded.cause)

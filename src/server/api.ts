@@ -11,6 +11,7 @@ import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 import * as OpenApi from "effect/http-api/OpenApi"
 import * as Schema from "effect/Schema"
 import packageJson from "../../package.json" with { type: "json" }
+import { Explain } from "../builtin/explain"
 import { Events } from "../host/events"
 import { Plugin } from "../plugin/plugin"
 import { Provider } from "../provider/provider"
@@ -166,49 +167,8 @@ export const CheckRequest = Schema.Struct({
 }).annotate({ identifier: "CheckRequest" })
 export type CheckRequest = typeof CheckRequest.Type
 
-const Verdict = Schema.Literals(["allow", "deny", "ask"])
-
-export const CheckedResource = Schema.Struct({
-  resource: Schema.String,
-  decision: Verdict,
-  rule: Schema.NullOr(
-    Schema.Struct({
-      action: Schema.String,
-      resource: Schema.String,
-      effect: Verdict,
-      file: Schema.String.annotate({ description: "Where the rule was written (a core.json, or core's defaults)" }),
-      path: Schema.String.annotate({ description: "The rule's place in that file" }),
-    }),
-  ).annotate({ description: "The rule that decided it; null when none matches (then it is asked)" }),
-  approvedBy: Schema.optionalKey(Schema.String.annotate({ description: "The saved approval that answers it" })),
-}).annotate({ identifier: "CheckedResource" })
-
 export const Check = Schema.Struct({
-  tool: Schema.String,
-  agent: Schema.String,
-  decision: Verdict.annotate({
-    description: "deny when a rule denies any resource (the call is refused before anything is asked), else ask when any resource is asked, else allow",
-  }),
-  checks: Schema.Array(
-    Schema.Struct({
-      action: Schema.String,
-      decision: Verdict,
-      alwaysAsked: Schema.optionalKey(
-        Schema.Literal(true).annotate({
-          description: "Asked every time: what it runs cannot be known from the input, so no rule or saved approval answers it",
-        }),
-      ),
-      protected: Schema.optionalKey(
-        Schema.String.annotate({
-          description: "What of core's own configuration the check would change: only a person may approve it, each time",
-        }),
-      ),
-      resources: Schema.Array(CheckedResource),
-      alwaysSaves: Schema.optionalKey(
-        Schema.Array(Schema.String).annotate({ description: 'When asked: the patterns an "always" reply saves' }),
-      ),
-    }),
-  ).annotate({ description: "The checks the call makes, in the order it makes them" }),
+  ...Explain.Explanation.fields,
   hooks: Schema.optionalKey(
     Schema.Array(
       Schema.Struct({

@@ -14,7 +14,7 @@ import * as Schema from "effect/Schema"
 import { Rule } from "../permission/rule"
 import { Plugin } from "../plugin/plugin"
 import type { Definition } from "../tool/definition"
-import type * as Internal from "../tool/internal"
+import * as Internal from "../tool/internal"
 import type { Tool } from "../tool/tool"
 
 /** A hook failed unexpectedly (a throw, a defect, an invalid replacement): an operational failure of the call. */
@@ -166,8 +166,6 @@ export const definitions = (
 const isDenied = (error: unknown): boolean =>
   typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "Plugin.Denied"
 
-const INPUT_OPTIONS = { errors: "all", onExcessProperty: "error" } as const
-
 /** What `tool.execute.before` hooks decided: the input to run with, or a refusal. */
 export type BeforeOutcome =
   | { readonly _tag: "Run"; readonly input: unknown }
@@ -207,8 +205,8 @@ export const before = (
         if (typeof answer !== "object" || answer === null || !("input" in answer)) {
           return Effect.fail(failed(plugin, "tool.execute.before", "answered something other than { input } or nothing")(answer))
         }
-        return Schema.encodeUnknownEffect(tool.inputJson)(answer.input, INPUT_OPTIONS).pipe(
-          Effect.flatMap((json) => Schema.decodeUnknownEffect(tool.inputJson)(json, INPUT_OPTIONS)),
+        return Schema.encodeUnknownEffect(tool.inputJson)(answer.input, Internal.INPUT_OPTIONS).pipe(
+          Effect.flatMap((json) => Schema.decodeUnknownEffect(tool.inputJson)(json, Internal.INPUT_OPTIONS)),
           Effect.mapError((issue) =>
             failed(
               plugin,

@@ -66,8 +66,6 @@ export interface Interface {
 
 export class Service extends Context.Service<Service, Interface>()("core/Settler") {}
 
-/** Inputs come from a model: report every problem, and refuse keys the schema does not know. */
-const INPUT_OPTIONS = { errors: "all", reportInput: true, onExcessProperty: "error" } as const
 const OUTPUT_OPTIONS = { errors: "all", reportInput: true } as const
 /** How often a call running in another process is checked for its settlement. */
 const OWNER_POLL_MS = 50
@@ -219,7 +217,7 @@ export const layer: Layer.Layer<
       // Captured: from here on, registry changes do not affect this call.
       const tool = Internal.get(resolution.tool)!
 
-      const decoded = yield* Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, INPUT_OPTIONS))
+      const decoded = yield* Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, Internal.INPUT_OPTIONS))
       if (Exit.isFailure(decoded)) {
         const error = Cause.findError(decoded.cause)
         if (error._tag === "Failure") return yield* Effect.failCause(error.failure)

@@ -6,6 +6,13 @@ import type * as Effect from "effect/Effect"
 import type { Refusal } from "../permission/refusal"
 import type { Annotations, Content, Context, Failure } from "./tool"
 
+/**
+ * How every input is decoded (by the settler, after a plugin's hook replaced it, and when a call is explained):
+ * inputs come from a model, so every problem is reported, with the value, and keys the schema does not know are
+ * refused.
+ */
+export const INPUT_OPTIONS = { errors: "all", reportInput: true, onExcessProperty: "error" } as const
+
 export type Executor = (input: unknown, context: Context) => Effect.Effect<unknown, Failure | Refusal.Any>
 export type Projector = (call: { readonly input: unknown; readonly output: unknown }) => string | ReadonlyArray<Content>
 
