@@ -16,6 +16,7 @@ import type { Permission } from "../permission/permission"
 import { Protected } from "../permission/protected"
 import { Refusal } from "../permission/refusal"
 import { CommandLine } from "../shell/command"
+import { CommandChecks } from "../shell/command-checks"
 import { Shell } from "../shell/producer"
 import * as Internal from "../tool/internal"
 import { Tool } from "../tool/tool"
@@ -294,9 +295,9 @@ interface Needs {
   /** Whether a command may change a path known only when it runs (then its opaque check is protected too). */
   readonly unknownChange: boolean
   /** The commands the line runs, checked by their text. */
-  readonly plain: ReadonlyArray<CommandLine.Check>
+  readonly plain: ReadonlyArray<CommandChecks.Check>
   /** What cannot be known from the text: asked every time. */
-  readonly opaque: ReadonlyArray<CommandLine.Check>
+  readonly opaque: ReadonlyArray<CommandChecks.Check>
   readonly unparsed: string | undefined
 }
 
@@ -312,9 +313,9 @@ const needsOf = Effect.fnUntraced(function* (
     Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))),
   )
   const parsed = yield* CommandLine.parse(command)
-  const found = CommandLine.checks(parsed)
+  const found = CommandChecks.checks(parsed)
   // A line that runs nothing the grammar names (a comment, arithmetic) is still checked, as itself.
-  const checks: ReadonlyArray<CommandLine.Check> =
+  const checks: ReadonlyArray<CommandChecks.Check> =
     found.length > 0 ? found : [{ resource: command.trim(), save: /[*?]/.test(command) ? undefined : command.trim() }]
 
   // Paths that cannot be known are already opaque checks; the known ones are checked here. A file a
@@ -328,7 +329,7 @@ const needsOf = Effect.fnUntraced(function* (
   const unsure = new Set<string>()
   let unknownChange = false
   const moves = Protected.movesDirectory(parsed.commands.map((command) => command.words[0]?.value ?? ""))
-  for (const path of CommandLine.paths(parsed)) {
+  for (const path of CommandChecks.paths(parsed)) {
     const changes = path.writes || !Protected.readsOnly(path.owner)
     if (path.unknown !== undefined) {
       if (path.writes) edits.add(path.word.text)
@@ -336,7 +337,7 @@ const needsOf = Effect.fnUntraced(function* (
       continue
     }
     if (changes && moves && !Protected.anchored(path.word.value)) unsure.add(path.word.text)
-    const absolute = CommandLine.locate(path.word, workdir.real)
+    const absolute = CommandChecks.locate(path.word, workdir.real)
     if (absolute === undefined) continue
     const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: absolute }))
     const guarded =
@@ -357,15 +358,15 @@ const needsOf = Effect.fnUntraced(function* (
     if (pattern !== undefined) external.add(pattern)
     if (path.writes) edits.add(Builtin.display(directory, absolute))
   }
-  // Any other word that may name a file a command changes (CommandLine.mentioned: an argument of a program not in
+  // Any other word that may name a file a command changes (CommandChecks.mentioned: an argument of a program not in
   // the file table, an option's value such as `of=x`), naming a protected place: `git checkout core.json`.
-  for (const word of CommandLine.mentioned(parsed)) {
+  for (const word of CommandChecks.mentioned(parsed)) {
     if (!word.writes && Protected.readsOnly(word.owner)) continue
     if (word.unknown !== undefined) {
       unknownChange ||= word.writes
       continue
     }
-    const absolute = CommandLine.locate(word.word, workdir.real)
+    const absolute = CommandChecks.locate(word.word, workdir.real)
     if (absolute !== undefined && Protected.named(roots, absolute)) written.add(absolute)
   }
   // The files the line reads or changes by what its commands do: each meets the `read` or `edit` rules on its path.
@@ -395,7 +396,7 @@ const commandChecks = Effect.fnUntraced(function* (services: Builtin.Services, a
   const variants = [...plain, ...opaque].flatMap((check) => check.variants ?? [])
   const decisions = yield* services.permission
     .explain({ agent, action: NAME, resources: [...plain, ...opaque].map((check) => check.resource).concat(variants) })
-  // Another spelling of a command's flags that a rule denies is checked with it, so the deny holds (CommandLine.Check).
+  // Another spelling of a command's flags that a rule denies is checked with it, so the deny holds (CommandChecks.Check).
   const denied = variants.filter((variant) => decisions.some((decision) => decision.resource === variant && decision.effect === "deny"))
   const asked = new Set(decisions.filter((decision) => decision.effect === "ask").map((decision) => decision.resource))
   const save = [

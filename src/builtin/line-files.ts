@@ -14,6 +14,7 @@ import { Boundary } from "../permission/boundary"
 import { Protected } from "../permission/protected"
 import { Accessed } from "../shell/accessed"
 import { CommandLine } from "../shell/command"
+import { CommandChecks } from "../shell/command-checks"
 import { Words } from "../shell/words"
 
 /** A path as `read` and `edit` rules name it, as the file tools check it: relative inside the Location, absolute outside. */
@@ -28,7 +29,7 @@ const cdTargets = (parsed: CommandLine.Parsed, workdir: string): ReadonlyArray<s
     const name = command.words[0]?.value
     if (command.kind !== "command" || (name !== "cd" && name !== "pushd")) continue
     const target = command.words.slice(1).find((word) => !(word.value ?? "").startsWith("-"))
-    const place = target === undefined ? undefined : CommandLine.locate(target, at)
+    const place = target === undefined ? undefined : CommandChecks.locate(target, at)
     if (place === undefined) continue
     at = place
     found.push(place)
@@ -116,7 +117,7 @@ export const of = Effect.fnUntraced(function* (input: {
   for (const accessed of accessedPaths.paths) {
     const anchored = Protected.anchored(accessed.word.value)
     for (const from of anchored ? [workdir] : places) {
-      const absolute = CommandLine.locate(accessed.word, from)
+      const absolute = CommandChecks.locate(accessed.word, from)
       if (absolute === undefined) continue
       const matches = accessed.word.glob ? expand(accessed.word, from) : [absolute]
       for (const match of matches) {

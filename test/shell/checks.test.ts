@@ -5,14 +5,15 @@
 import { describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import { CommandLine } from "../../src/shell/command"
+import { CommandChecks } from "../../src/shell/command-checks"
 import { Flags } from "../../src/shell/flags"
 import { Planted } from "../../src/shell/planted"
 
-const checks = async (text: string) => CommandLine.checks(await Effect.runPromise(CommandLine.parse(text)))
+const checks = async (text: string) => CommandChecks.checks(await Effect.runPromise(CommandLine.parse(text)))
 const plain = async (text: string) => (await checks(text)).filter((check) => check.opaque === undefined).map((check) => check.resource)
 const opaque = async (text: string) => (await checks(text)).filter((check) => check.opaque !== undefined).map((check) => check.resource)
 const planted = async (text: string) => (await checks(text)).filter((check) => check.protected !== undefined).map((check) => check.resource)
-const owners = async (text: string) => CommandLine.paths(await Effect.runPromise(CommandLine.parse(text))).map((path) => path.owner)
+const owners = async (text: string) => CommandChecks.paths(await Effect.runPromise(CommandLine.parse(text))).map((path) => path.owner)
 
 describe("a shell that only runs literal code is checked as that code", () => {
   const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [

@@ -7,24 +7,25 @@ import { Effect } from "effect"
 import { Rule } from "../../src/permission/rule"
 import { Arity } from "../../src/shell/arity"
 import { CommandLine } from "../../src/shell/command"
+import { CommandChecks } from "../../src/shell/command-checks"
 
 const parse = (text: string) => Effect.runPromise(CommandLine.parse(text))
-const resources = async (text: string) => CommandLine.checks(await parse(text)).map((check) => check.resource)
-const saved = async (text: string) => CommandLine.checks(await parse(text)).map((check) => check.save)
+const resources = async (text: string) => CommandChecks.checks(await parse(text)).map((check) => check.resource)
+const saved = async (text: string) => CommandChecks.checks(await parse(text)).map((check) => check.save)
 /** The checks asked every time, whatever the rules: what cannot be known from the text. */
 const opaque = async (text: string) =>
-  CommandLine.checks(await parse(text))
+  CommandChecks.checks(await parse(text))
     .filter((check) => check.opaque !== undefined)
     .map((check) => check.resource)
 /** The checks decided by rules as usual. */
 const plain = async (text: string) =>
-  CommandLine.checks(await parse(text))
+  CommandChecks.checks(await parse(text))
     .filter((check) => check.opaque === undefined)
     .map((check) => check.resource)
 const located = async (text: string, workdir = "/work/here") =>
-  CommandLine.paths(await parse(text)).map((path) => CommandLine.locate(path.word, workdir, "/home/someone"))
+  CommandChecks.paths(await parse(text)).map((path) => CommandChecks.locate(path.word, workdir, "/home/someone"))
 
-describe("CommandLine.checks: every command on its own", () => {
+describe("CommandChecks.checks: every command on its own", () => {
   const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
     ["git status && rm -rf /", ["git status", "rm -rf /"]],
     ["make || echo failed; ls", ["make", "echo failed", "ls"]],
@@ -94,7 +95,7 @@ describe("CommandLine.checks: every command on its own", () => {
   })
 })
 
-describe("CommandLine.checks: redirections belong to their command", () => {
+describe("CommandChecks.checks: redirections belong to their command", () => {
   test("a command is checked with its file redirections, as written", async () => {
     expect(await resources("echo hi > src/main.ts")).toEqual(["echo hi > src/main.ts"])
     expect(await resources("make 2>/dev/null >>log < in")).toEqual(["make 2>/dev/null >>log < in"])
@@ -111,11 +112,11 @@ describe("CommandLine.checks: redirections belong to their command", () => {
   })
 })
 
-describe("CommandLine.checks: what cannot be known from the text is opaque", () => {
+describe("CommandChecks.checks: what cannot be known from the text is opaque", () => {
   test("a syntax error is checked as the whole line under the unparsed marker, opaque and saving nothing", async () => {
     const parsed = await parse('echo "unterminated')
     expect(parsed.unparsed).toBe("bash cannot parse it")
-    expect(CommandLine.checks(parsed)).toContainEqual({
+    expect(CommandChecks.checks(parsed)).toContainEqual({
       resource: '<unparsed> echo "unterminated',
       save: undefined,
       opaque: "bash cannot parse it",
@@ -247,7 +248,7 @@ describe("CommandLine.checks: what cannot be known from the text is opaque", () 
   }
 })
 
-describe("CommandLine.checks: literal code is read like the line itself", () => {
+describe("CommandChecks.checks: literal code is read like the line itself", () => {
   const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
     ["bash -c 'rm v2.txt'", ["rm v2.txt"]],
     ['eval "rm v.txt"', ['eval "rm v.txt"', "rm v.txt"]],
@@ -293,7 +294,7 @@ describe("CommandLine.checks: literal code is read like the line itself", () => 
   })
 
   test("a file an inner command writes is found too", async () => {
-    const paths = CommandLine.paths(await parse("bash -c 'echo hi > out.txt'"))
+    const paths = CommandChecks.paths(await parse("bash -c 'echo hi > out.txt'"))
     expect(paths.map((path) => [path.word.value, path.writes, path.owner])).toEqual([["out.txt", true, "echo hi > out.txt"]])
   })
 })
@@ -330,13 +331,13 @@ describe("saved prefixes", () => {
   ]
   for (const [line, pattern] of cases) {
     test(`${line} → ${pattern ?? "nothing"}`, async () => {
-      const [first] = CommandLine.checks(await parse(line))
+      const [first] = CommandChecks.checks(await parse(line))
       expect(first?.save).toBe(pattern)
     })
   }
 
   test("a saved prefix matches the command it came from and its siblings, not other commands", async () => {
-    const [check] = CommandLine.checks(await parse("git checkout main"))
+    const [check] = CommandChecks.checks(await parse("git checkout main"))
     expect(Rule.matches(check!.save!, "git checkout main")).toBe(true)
     expect(Rule.matches(check!.save!, "git checkout -b other")).toBe(true)
     expect(Rule.matches(check!.save!, "git push --force")).toBe(false)
@@ -364,7 +365,7 @@ describe("Arity.prefixLength", () => {
   })
 })
 
-describe("CommandLine.paths and CommandLine.locate", () => {
+describe("CommandChecks.paths and CommandChecks.locate", () => {
   test("file commands' operands and redirection targets, resolved from the workdir", async () => {
     expect(await located("rm -rf build /etc/x")).toEqual(["/work/here/build", "/etc/x"])
     expect(await located("echo hi > ../out.txt")).toEqual(["/work/out.txt"])
@@ -412,14 +413,14 @@ describe("CommandLine.paths and CommandLine.locate", () => {
   })
 
   test("the real home directory is the default", async () => {
-    const [path] = CommandLine.paths(await parse("cat ~/x"))
-    expect(CommandLine.locate(path!.word, "/anywhere")).toBe(`${homedir()}/x`)
+    const [path] = CommandChecks.paths(await parse("cat ~/x"))
+    expect(CommandChecks.locate(path!.word, "/anywhere")).toBe(`${homedir()}/x`)
   })
 })
 
-describe("CommandLine.paths: paths that cannot be known before running", () => {
+describe("CommandChecks.paths: paths that cannot be known before running", () => {
   const unknown = async (text: string) =>
-    CommandLine.paths(await parse(text))
+    CommandChecks.paths(await parse(text))
       .filter((path) => path.unknown !== undefined)
       .map((path) => path.word.text)
 
@@ -456,7 +457,7 @@ describe("CommandLine.paths: paths that cannot be known before running", () => {
   })
 })
 
-describe("CommandLine.paths: which words are paths", () => {
+describe("CommandChecks.paths: which words are paths", () => {
   test("a pattern given by -e or -f leaves every operand a path", async () => {
     expect(await located("grep -e root /etc/shadow")).toEqual(["/etc/shadow"])
     expect(await located("grep -f /etc/patterns notes")).toEqual(["/etc/patterns", "/work/here/notes"])
@@ -471,7 +472,7 @@ describe("CommandLine.paths: which words are paths", () => {
 
   test("find's start points are paths, its expression is not; -fprint writes a file", async () => {
     expect(await located("find -L /etc /var -name '*.conf' -newer x")).toEqual(["/etc", "/var"])
-    const paths = CommandLine.paths(await parse("find . -fprint /tmp/out"))
+    const paths = CommandChecks.paths(await parse("find . -fprint /tmp/out"))
     expect(paths.map((path) => [path.word.value, path.writes])).toEqual([
       [".", false],
       ["/tmp/out", true],
@@ -484,7 +485,7 @@ describe("CommandLine.paths: which words are paths", () => {
   })
 
   test("redirections that write are told from those that read", async () => {
-    const paths = CommandLine.paths(await parse("cmd > a 2>> b < c &> d >| e"))
+    const paths = CommandChecks.paths(await parse("cmd > a 2>> b < c &> d >| e"))
     expect(paths.map((path) => [path.word.value, path.writes])).toEqual([
       ["a", true],
       ["b", true],
@@ -495,7 +496,7 @@ describe("CommandLine.paths: which words are paths", () => {
   })
 
   test("a redirection of a function or group belongs to that statement", async () => {
-    const paths = CommandLine.paths(await parse("f() { cat; } > out"))
+    const paths = CommandChecks.paths(await parse("f() { cat; } > out"))
     expect(paths.map((path) => [path.word.value, path.writes, path.owner])).toEqual([["out", true, "f() { cat; } > out"]])
   })
 })
@@ -521,7 +522,7 @@ describe("wrappers core did not know", () => {
   })
 })
 
-describe("CommandLine.paths: programs outside the file table", () => {
+describe("CommandChecks.paths: programs outside the file table", () => {
   test("absolute, ~ and .. words, attached option values and key=value values are paths", async () => {
     expect(await located("dd if=/a/b of=~/c; sort -o /d/e --output=../f x; curl file:///g/h; tar -cf/i/j y")).toEqual([
       "/a/b",
@@ -544,9 +545,9 @@ describe("CommandLine.paths: programs outside the file table", () => {
   })
 })
 
-describe("CommandLine.mentioned: every word that may name a file", () => {
+describe("CommandChecks.mentioned: every word that may name a file", () => {
   const mentioned = async (text: string) =>
-    CommandLine.mentioned(await parse(text)).map((path) => [path.word.value ?? `?${path.word.text}`, path.writes])
+    CommandChecks.mentioned(await parse(text)).map((path) => [path.word.value ?? `?${path.word.text}`, path.writes])
 
   test("arguments of any program, attached option values, key=value values and redirection targets", async () => {
     expect(await mentioned("dd if=a of=core.json; sort -ocore.json x --output=tools/y.ts > out.txt < in.txt")).toEqual([
@@ -579,7 +580,7 @@ describe("CommandLine.mentioned: every word that may name a file", () => {
   })
 
   test("words of wrapped commands and literal code, assignments, and expansions as unknown", async () => {
-    const found = CommandLine.mentioned(await parse(`F=core.json; sudo bash -c 'cp x .core/y'; cp "$F" z`))
+    const found = CommandChecks.mentioned(await parse(`F=core.json; sudo bash -c 'cp x .core/y'; cp "$F" z`))
     expect(found.map((path) => path.word.value ?? path.word.text)).toEqual(
       expect.arrayContaining(["core.json", ".core/y", '"$F"']),
     )
