@@ -73,7 +73,7 @@ export const Call = Schema.Struct({
   toolCallID: Schema.String,
   name: Schema.String,
   input: Schema.Json.annotate({ description: "The input, valid against the tool's input schema" }),
-  deadline: Schema.Number.annotate({ description: "When the call stops waiting (ms since the epoch)" }),
+  deadline: Schema.Finite.annotate({ description: "When the call stops waiting (ms since the epoch)" }),
 }).annotate({ identifier: "HostCall" })
 export type Call = typeof Call.Type
 
