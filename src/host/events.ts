@@ -63,6 +63,7 @@ export const Diagnostic = Schema.Struct({ file: Schema.String, message: Schema.S
 
 /** A call of a host tool waiting for the host's answer (POST /v1/host-calls/{id}/result). */
 export const HostCall = HostTools.Call
+export type HostCall = HostTools.Call
 
 /** An event: its name and its data as JSON. */
 export const event = <const Name extends string, S extends Schema.Top>(name: Name, data: S) =>

@@ -30,6 +30,7 @@ import type { ManagedOutputs } from "../output/managed"
 import { Permission } from "../permission/permission"
 import type { Settler } from "../settlement/settler"
 import { Mapping } from "./mapping"
+import { McpQuestions } from "./questions"
 
 /** MCP's code for a resource that does not exist (the protocol's own, beside JSON-RPC's). */
 export const RESOURCE_NOT_FOUND = -32002
@@ -53,6 +54,11 @@ export interface Options {
   readonly version: string
   /** Writes a note for the person running core (stderr), never to the client. */
   readonly note: (text: string) => void
+  /**
+   * Whether the client is the Location's one host (`core mcp`): then a client that can ask its user (form
+   * elicitation) gets the shipped `question` tool, which it performs. Never on a Location other hosts share.
+   */
+  readonly questions?: boolean
 }
 
 export interface Session {
@@ -108,8 +114,23 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       { capabilities: { tools: { listChanged: true }, resources: {} } },
     )
 
+    /** Registers `question` in `served` once, when the client can ask its user; a Location tool of that name stays. */
+    const questioned = new WeakSet<Served.Interface>()
+    const offerQuestion = (served: Served.Interface) => {
+      if (options.questions !== true || questioned.has(served)) return Promise.resolve()
+      if (server.getClientCapabilities()?.elicitation?.form === undefined) return Promise.resolve()
+      questioned.add(served)
+      return run(
+        served.hostTools.register({ enable: ["question"] }).pipe(
+          Effect.catchTag("HostTools.Taken", (error) => Effect.sync(() => options.note(`core: ${error.message}\n`))),
+          Effect.orDie,
+        ),
+      )
+    }
+
     server.setRequestHandler(ListToolsRequestSchema, async () => {
       const { served } = await current()
+      await offerQuestion(served)
       const turn = await run(served.capture(options.agent))
       return { tools: turn.materialization.definitions.map(Mapping.toolOf) }
     })
@@ -139,6 +160,7 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const serving = await current()
       const { served, calls, outputs } = serving
+      await offerQuestion(served)
       const meta = request.params._meta as Record<string, unknown> | undefined
       const progressToken = request.params._meta?.progressToken
       const call: Settler.Call = {
@@ -242,6 +264,28 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         yield* mine.host.served.reply(asked.id, reply).pipe(Effect.ignore)
       })
 
+    /** Performs a `question` call of this session through the client's user; declined, the model reads so. */
+    const onHostCall = (hostCall: Events.HostCall) =>
+      Effect.gen(function* () {
+        const mine = running.get(keyOf(hostCall))
+        if (mine === undefined || hostCall.name !== "question" || !questioned.has(mine.host.served)) return
+        const answer = yield* Effect.promise(async () => {
+          try {
+            const result = await server.elicitInput(McpQuestions.form(hostCall.input), {
+              timeout: Math.max(1, hostCall.deadline - Date.now()),
+              relatedRequestId: mine.requestId,
+            })
+            if (result.action !== "accept") return { error: { message: "The user declined to answer." } }
+            return { output: { answers: McpQuestions.answers(hostCall.input, result.content) } }
+          } catch (error) {
+            options.note(`core: asking the MCP client's user failed: ${error instanceof Error ? error.message : String(error)}\n`)
+            return { error: { message: "The MCP client did not bring back an answer from the user; ask in your reply instead." } }
+          }
+        })
+        // The call may have gone meanwhile (cancelled, or timed out).
+        yield* mine.host.served.hostTools.answer(hostCall.id, answer).pipe(Effect.ignore)
+      })
+
     const listChanged = Effect.promise(() => server.sendToolListChanged().catch(() => undefined))
     /**
      * Listens to the events of the Location served now (its asks and its reloads), in a scope of its own that the
@@ -255,6 +299,7 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
           Effect.forever(
             Effect.flatMap(PubSub.take(events), (event) => {
               if (event.event === "permission.asked") return Effect.forkIn(onAsked(event.data), scope).pipe(Effect.asVoid)
+              if (event.event === "host_call") return Effect.forkIn(onHostCall(event.data), scope).pipe(Effect.asVoid)
               if (event.event === "tools.changed") return listChanged
               return Effect.void
             }),
