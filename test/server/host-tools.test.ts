@@ -3,7 +3,10 @@
 // twice, answered with an output its schema refuses, timing out, cancelled, replaced and removed.
 
 import { describe, expect, test } from "bun:test"
-import { callBody, EventReader, inProcess, type InProcess } from "./support"
+import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { tempDir } from "../support/temp"
+import { callBody, EventReader, IMPORTS, inProcess, type InProcess } from "./support"
 
 const QUESTION_INPUT = {
   questions: [
@@ -254,5 +257,75 @@ describe("replacing and removing host tools", () => {
     expect(body.status).toBe("error")
     expect(["denied", "unknown"]).toContain(body.error.kind)
     expect((await sidecar.json("GET", "/v1/host-calls")).body).toEqual([])
+  })
+})
+
+describe("host tools and the Location", () => {
+  test("they outlive a core.json reload; a tool file that takes a host tool's name wins, with a diagnostic", async () => {
+    const sidecar = await inProcess({ "core.json": "{}", "tools/.keep": "" }, { watch: true })
+    await sidecar.json("POST", "/v1/host-tools", { body: { enable: ["question"], tools: [LOOKUP] } })
+    const events = await sidecar.events()
+    writeFileSync(
+      join(sidecar.box.location, "tools/lookup.ts"),
+      `${IMPORTS}
+export default Tool.make({
+  description: "The Location's own lookup",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.succeed("from the tool file"),
+})
+`,
+    )
+    await events.until("tools.changed", (data) => data.files.some((file: string) => file.endsWith("lookup.ts")))
+    let turn = await sidecar.turn()
+    expect(turn.definitions.find((definition) => definition.name === "lookup")?.description).toBe("The Location's own lookup")
+
+    writeFileSync(join(sidecar.box.location, "core.json"), '{ "permission": { "bash": "ask" } }')
+    const diagnostic = await events.until("diagnostic", (data) => data.message.includes('"lookup"'))
+    expect(diagnostic.data.message).toBe('The host tool "lookup" is not offered: the Location now has a tool of that name')
+    await events.until("tools.changed", (data) => data.reason === "config")
+    await events.close()
+    turn = await sidecar.turn()
+    expect(turn.definitions.find((definition) => definition.name === "lookup")?.description).toBe("The Location's own lookup")
+    const { settled, hostCall } = await delegated(sidecar, turn.turnID, "question", QUESTION_INPUT, "call_after_reload")
+    await sidecar.json("POST", `/v1/host-calls/${hostCall.id}/result`, { body: { output: { answers: [["SQLite"]] } } })
+    expect((await settled).body).toMatchObject({ status: "success", structured: { answers: [["SQLite"]] } })
+  })
+
+  test("they belong to their Location: another Location neither offers them nor takes answers to their calls", async () => {
+    const roots = realpathSync(tempDir("core-host-tools-"))
+    const other = join(roots, "other")
+    mkdirSync(other)
+    const sidecar = await inProcess({}, { roots: [roots] })
+    await sidecar.json("POST", "/v1/host-tools", { body: { enable: ["question"] } })
+    const elsewhere = { "x-core-location": other }
+    expect((await sidecar.json("GET", "/v1/host-tools", { headers: elsewhere })).body).toEqual([])
+    expect((await sidecar.turn(undefined, elsewhere)).definitions.some((definition) => definition.name === "question")).toBe(false)
+    const { turnID } = await sidecar.turn()
+    const { settled, hostCall } = await delegated(sidecar, turnID, "question", QUESTION_INPUT, "call_located")
+    expect((await sidecar.json("GET", "/v1/host-calls", { headers: elsewhere })).body).toEqual([])
+    const wrong = await sidecar.json("POST", `/v1/host-calls/${hostCall.id}/result`, {
+      body: { output: { answers: [["SQLite"]] } },
+      headers: elsewhere,
+    })
+    expect(wrong.status).toBe(404)
+    await sidecar.json("POST", `/v1/host-calls/${hostCall.id}/result`, { body: { output: { answers: [["Postgres (Recommended)"]] } } })
+    expect((await settled).body.structured).toEqual({ answers: [["Postgres (Recommended)"]] })
+  })
+
+  test("a host's answer is bounded like any tool's output: the model reads a preview, the whole is kept", async () => {
+    const sidecar = await inProcess()
+    await sidecar.json("POST", "/v1/host-tools", { body: { enable: ["task"] } })
+    const { turnID } = await sidecar.turn()
+    const { settled, hostCall } = await delegated(sidecar, turnID, "task", { description: "Dump", prompt: "Dump it all." }, "call_big")
+    const big = Array.from({ length: 5000 }, (_, line) => `line ${line} of the sub-agent's long answer`).join("\n")
+    await sidecar.json("POST", `/v1/host-calls/${hostCall.id}/result`, { body: { output: big } })
+    const { body } = await settled
+    expect(body.status).toBe("success")
+    expect(body.outputs).toHaveLength(1)
+    expect(body.structured).toBeNull()
+    expect(body.content[0].text.length).toBeLessThan(big.length / 4)
+    const whole = await sidecar.fetch("GET", `/v1/outputs/${body.outputs[0].id}`)
+    expect(await whole.text()).toBe(big)
   })
 })
