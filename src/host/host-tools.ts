@@ -141,18 +141,18 @@ interface Waiting {
 }
 
 /** A JSON Schema compiled into a check, or why it cannot be used. */
-const compile = (schema: unknown, what: string): ((value: unknown) => string | undefined) => {
-  const validators = new (RemoteSdk.load().ajv.AjvJsonSchemaValidator)()
-  try {
-    const validator = validators.getValidator(schema as Parameters<typeof validators.getValidator>[0])
-    return (value) => {
-      const result = validator(value)
-      return result.valid ? undefined : result.errorMessage
-    }
-  } catch (cause) {
-    throw new Invalid({ message: `${what} is not a usable JSON Schema: ${cause instanceof Error ? cause.message : String(cause)}` })
-  }
-}
+const compile = (schema: unknown, what: string): Effect.Effect<(value: unknown) => string | undefined, Invalid> =>
+  Effect.try({
+    try: () => {
+      const validators = new (RemoteSdk.load().ajv.AjvJsonSchemaValidator)()
+      const validator = validators.getValidator(schema as Parameters<typeof validators.getValidator>[0])
+      return (value: unknown) => {
+        const result = validator(value)
+        return result.valid ? undefined : result.errorMessage
+      }
+    },
+    catch: (cause) => new Invalid({ message: `${what} is not a usable JSON Schema: ${cause instanceof Error ? cause.message : String(cause)}` }),
+  })
 
 const secondsOf = (ms: number): string => (ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`)
 
@@ -202,12 +202,13 @@ export const make = (options: { readonly publish: (call: Call) => Effect.Effect<
     })
 
   /** The tool for a checked definition. */
-  const build = (definition: Definition): Entry => {
+  const build = Effect.fnUntraced(function* (definition: Definition) {
     if (definition.inputSchema.type !== "object") {
-      throw new Invalid({ message: `${definition.name}: inputSchema must have "type": "object" at its root` })
+      return yield* new Invalid({ message: `${definition.name}: inputSchema must have "type": "object" at its root` })
     }
-    const validate = compile(definition.inputSchema, `${definition.name}: inputSchema`)
-    const checkOutput = definition.outputSchema === undefined ? () => undefined : compile(definition.outputSchema, `${definition.name}: outputSchema`)
+    const validate = yield* compile(definition.inputSchema, `${definition.name}: inputSchema`)
+    const checkOutput =
+      definition.outputSchema === undefined ? () => undefined : yield* compile(definition.outputSchema, `${definition.name}: outputSchema`)
     const shipped = ShippedTools.BY_NAME.get(definition.name)
     const projected = shipped !== undefined && shipped.inputSchema === definition.inputSchema ? shipped : undefined
     const entry: Entry = {
@@ -230,29 +231,29 @@ export const make = (options: { readonly publish: (call: Call) => Effect.Effect<
       }),
     }
     return entry
-  }
+  })
 
-  const check = (registration: Registration): ReadonlyArray<Entry> => {
+  const check = Effect.fnUntraced(function* (registration: Registration) {
     const definitions: Array<Definition> = []
     for (const name of registration.enable ?? []) {
       const shipped = ShippedTools.BY_NAME.get(name)
       if (shipped === undefined) {
-        throw new Invalid({ message: `enable: "${name}" is not a shipped host tool; shipped: ${ShippedTools.NAMES.join(", ")}` })
+        return yield* new Invalid({ message: `enable: "${name}" is not a shipped host tool; shipped: ${ShippedTools.NAMES.join(", ")}` })
       }
       const { toModelOutput: _, ...definition } = shipped
       definitions.push(definition)
     }
     definitions.push(...(registration.tools ?? []))
-    if (definitions.length === 0) throw new Invalid({ message: "Nothing to register: give enable, tools or both" })
+    if (definitions.length === 0) return yield* new Invalid({ message: "Nothing to register: give enable, tools or both" })
     const seen = new Set<string>()
     for (const definition of definitions) {
       const problem = ToolName.problem(definition.name)
-      if (problem !== undefined) throw new Invalid({ message: `"${definition.name}" is not a valid tool name: ${problem}` })
-      if (seen.has(definition.name)) throw new Invalid({ message: `"${definition.name}" is given twice` })
+      if (problem !== undefined) return yield* new Invalid({ message: `"${definition.name}" is not a valid tool name: ${problem}` })
+      if (seen.has(definition.name)) return yield* new Invalid({ message: `"${definition.name}" is given twice` })
       seen.add(definition.name)
     }
-    return definitions.map(build)
-  }
+    return yield* Effect.forEach(definitions, build)
+  })
 
   /** The host tool of `name` registered in the target, in a fresh scope; the previous one removed. */
   const install = (current: Target, entry: Entry) =>
@@ -273,10 +274,7 @@ export const make = (options: { readonly publish: (call: Call) => Effect.Effect<
 
   const register: Interface["register"] = (registration) =>
     Effect.gen(function* () {
-      const checked = yield* Effect.try({
-        try: () => check(registration),
-        catch: (error) => (error instanceof Invalid ? error : new Invalid({ message: String(error) })),
-      })
+      const checked = yield* check(registration)
       const current = target
       if (current !== undefined) {
         const taken = checked.find((entry) => takenIn(current, entry.definition.name))
