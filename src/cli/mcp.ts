@@ -129,7 +129,7 @@ const serve = (args: ReadonlyArray<string>) =>
           name: "core",
           version: packageJson.version,
           note: Command.stderr,
-          questions: true,
+          hostTools: true,
         },
       )
       const { server } = session

@@ -30,7 +30,7 @@ import type { ManagedOutputs } from "../output/managed"
 import { Permission } from "../permission/permission"
 import type { Settler } from "../settlement/settler"
 import { Mapping } from "./mapping"
-import { McpQuestions } from "./questions"
+import { McpDelegated } from "./delegated"
 
 /** MCP's code for a resource that does not exist (the protocol's own, beside JSON-RPC's). */
 export const RESOURCE_NOT_FOUND = -32002
@@ -55,10 +55,10 @@ export interface Options {
   /** Writes a note for the person running core (stderr), never to the client. */
   readonly note: (text: string) => void
   /**
-   * Whether the client is the Location's one host (`core mcp`): then a client that can ask its user (form
-   * elicitation) gets the shipped `question` tool, which it performs. Never on a Location other hosts share.
+   * Whether the client is the Location's one host (`core mcp`): then it is offered the shipped host tools it can
+   * perform (`question` with form elicitation, `task` with sampling). Never on a Location other hosts share.
    */
-  readonly questions?: boolean
+  readonly hostTools?: boolean
 }
 
 export interface Session {
@@ -114,23 +114,28 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       { capabilities: { tools: { listChanged: true }, resources: {} } },
     )
 
-    /** Registers `question` in `served` once, when the client can ask its user; a Location tool of that name stays. */
-    const questioned = new WeakSet<Served.Interface>()
-    const offerQuestion = (served: Served.Interface) => {
-      if (options.questions !== true || questioned.has(served)) return Promise.resolve()
-      if (server.getClientCapabilities()?.elicitation?.form === undefined) return Promise.resolve()
-      questioned.add(served)
+    /**
+     * Registers in `served`, once, the shipped host tools the client can perform; a Location tool of such a name
+     * stays the Location's.
+     */
+    const delegating = new WeakMap<Served.Interface, ReadonlyArray<string>>()
+    const offerHostTools = (served: Served.Interface) => {
+      if (options.hostTools !== true || delegating.has(served)) return Promise.resolve()
+      const names = McpDelegated.offered(server.getClientCapabilities())
+      delegating.set(served, names)
+      if (names.length === 0) return Promise.resolve()
       return run(
-        served.hostTools.register({ enable: ["question"] }).pipe(
-          Effect.catchTag("HostTools.Taken", (error) => Effect.sync(() => options.note(`core: ${error.message}\n`))),
-          Effect.orDie,
-        ),
+        Effect.forEach(names, (name) =>
+          served.hostTools.register({ enable: [name] }).pipe(
+            Effect.catchTag("HostTools.Taken", (error) => Effect.sync(() => options.note(`core: ${error.message}\n`))),
+          ),
+        ).pipe(Effect.orDie),
       )
     }
 
     server.setRequestHandler(ListToolsRequestSchema, async () => {
       const { served } = await current()
-      await offerQuestion(served)
+      await offerHostTools(served)
       const turn = await run(served.capture(options.agent))
       return { tools: turn.materialization.definitions.map(Mapping.toolOf) }
     })
@@ -160,7 +165,7 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const serving = await current()
       const { served, calls, outputs } = serving
-      await offerQuestion(served)
+      await offerHostTools(served)
       const meta = request.params._meta as Record<string, unknown> | undefined
       const progressToken = request.params._meta?.progressToken
       const call: Settler.Call = {
@@ -264,24 +269,12 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         yield* mine.host.served.reply(asked.id, reply).pipe(Effect.ignore)
       })
 
-    /** Performs a `question` call of this session through the client's user; declined, the model reads so. */
+    /** Performs a delegated call of this session's own through the client. */
     const onHostCall = (hostCall: Events.HostCall) =>
       Effect.gen(function* () {
         const mine = running.get(keyOf(hostCall))
-        if (mine === undefined || hostCall.name !== "question" || !questioned.has(mine.host.served)) return
-        const answer = yield* Effect.promise(async () => {
-          try {
-            const result = await server.elicitInput(McpQuestions.form(hostCall.input), {
-              timeout: Math.max(1, hostCall.deadline - Date.now()),
-              relatedRequestId: mine.requestId,
-            })
-            if (result.action !== "accept") return { error: { message: "The user declined to answer." } }
-            return { output: { answers: McpQuestions.answers(hostCall.input, result.content) } }
-          } catch (error) {
-            options.note(`core: asking the MCP client's user failed: ${error instanceof Error ? error.message : String(error)}\n`)
-            return { error: { message: "The MCP client did not bring back an answer from the user; ask in your reply instead." } }
-          }
-        })
+        if (mine === undefined || !(delegating.get(mine.host.served) ?? []).includes(hostCall.name)) return
+        const answer = yield* Effect.promise(() => McpDelegated.perform(server, hostCall, mine.requestId, options.note))
         // The call may have gone meanwhile (cancelled, or timed out).
         yield* mine.host.served.hostTools.answer(hostCall.id, answer).pipe(Effect.ignore)
       })

@@ -1,13 +1,21 @@
-// `question` over `core mcp`: the official MCP SDK client over stdio. A client that declares form elicitation is
-// offered `question` and its user answers it through `elicitation/create` (choices, several choices, own words,
-// declining); a client that cannot ask its user is not offered it; a Location tool named `question` stays. Also the
-// form and the reading of its answers alone.
+// The shipped host tools over `core mcp`: the official MCP SDK client over stdio. A client that declares form
+// elicitation is offered `question` and its user answers it through `elicitation/create` (choices, several choices,
+// own words, declining); one that declares sampling is offered `task` and its model answers through
+// `sampling/createMessage`; a client that can do neither is offered neither; a Location tool named `question` stays.
+// Also the form and the reading of its answers alone.
 
 import { afterEach, describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from "@modelcontextprotocol/sdk/types.js"
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  type CreateMessageRequest,
+  type CreateMessageResult,
+  type ElicitRequest,
+  type ElicitResult,
+} from "@modelcontextprotocol/sdk/types.js"
 import { McpQuestions } from "../../src/mcp/questions"
 import { IMPORTS, sandbox, type Sandbox } from "../cli/fixture"
 
@@ -18,7 +26,11 @@ afterEach(async () => {
   for (const client of open.splice(0)) await client.close()
 })
 
-const connect = async (box: Sandbox, answer?: (request: ElicitRequest) => ElicitResult) => {
+const connect = async (
+  box: Sandbox,
+  answer?: (request: ElicitRequest) => ElicitResult,
+  sample?: (request: CreateMessageRequest) => CreateMessageResult,
+) => {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [MAIN, "mcp", "--location", box.location],
@@ -27,9 +39,21 @@ const connect = async (box: Sandbox, answer?: (request: ElicitRequest) => Elicit
   })
   const client = new Client(
     { name: "test", version: "1.0.0" },
-    answer === undefined ? {} : { capabilities: { elicitation: { form: {} } } },
+    {
+      capabilities: {
+        ...(answer === undefined ? {} : { elicitation: { form: {} } }),
+        ...(sample === undefined ? {} : { sampling: {} }),
+      },
+    },
   )
   const asked: Array<ElicitRequest> = []
+  const sampled: Array<CreateMessageRequest> = []
+  if (sample !== undefined) {
+    client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+      sampled.push(request)
+      return sample(request)
+    })
+  }
   if (answer !== undefined) {
     client.setRequestHandler(ElicitRequestSchema, async (request) => {
       asked.push(request)
@@ -38,7 +62,7 @@ const connect = async (box: Sandbox, answer?: (request: ElicitRequest) => Elicit
   }
   await client.connect(transport)
   open.push(client)
-  return { client, asked }
+  return { client, asked, sampled }
 }
 
 const INPUT = {
@@ -94,7 +118,7 @@ describe("question over core mcp", () => {
 
   test("a client that cannot ask its user is not offered question; a Location's own question tool stays its own", async () => {
     const plain = await connect(sandbox())
-    expect((await plain.client.listTools()).tools.some((tool) => tool.name === "question")).toBe(false)
+    expect((await plain.client.listTools()).tools.some((tool) => tool.name === "question" || tool.name === "task")).toBe(false)
     const called = await plain.client.callTool({ name: "question", arguments: INPUT })
     expect(called.isError).toBe(true)
 
@@ -112,6 +136,36 @@ export default Tool.make({
     expect(listed.map((tool) => tool.description)).toEqual(["The Location's own question"])
     expect(textOf(await client.callTool({ name: "question", arguments: {} }))).toBe("from the tool file")
     expect(asked).toEqual([])
+  })
+})
+
+describe("task over core mcp", () => {
+  test("a client that can sample is offered task; its model's answer to the prompt is what the model reads", async () => {
+    let fail = false
+    const { client, sampled } = await connect(sandbox(), undefined, (request) => {
+      if (fail) throw new Error("the user refused the sampling request")
+      const message = request.params.messages[0]!.content as { text: string }
+      return { role: "assistant", model: "test-model", content: { type: "text", text: `Done: ${message.text.length} characters read.` } }
+    })
+    const names = (await client.listTools()).tools.map((tool) => tool.name)
+    expect(names).toContain("task")
+    expect(names).not.toContain("question")
+    const prompt = "Find where the retry delay is set and say its value."
+    const result = await client.callTool({ name: "task", arguments: { description: "Find retry delay", prompt } })
+    expect(result.isError).toBeFalsy()
+    expect(textOf(result)).toBe(`Done: ${prompt.length} characters read.`)
+    expect(sampled).toHaveLength(1)
+    expect(sampled[0]!.params).toMatchObject({
+      messages: [{ role: "user", content: { type: "text", text: prompt } }],
+      includeContext: "none",
+      maxTokens: 16_384,
+    })
+    expect(sampled[0]!.params.systemPrompt).toContain("sub-agent")
+
+    fail = true
+    const failed = await client.callTool({ name: "task", arguments: { description: "Again", prompt } })
+    expect(failed.isError).toBe(true)
+    expect(textOf(failed)).toBe("task: The MCP client did not run the sub-agent (its sampling request failed); do the task yourself.")
   })
 })
 
