@@ -217,14 +217,23 @@ describe("a delegated call", () => {
     const stream = new EventReader(response)
     const first = await stream.next()
     expect(first).toMatchObject({ event: "host_call", data: { name: "task", toolCallID: "call_streamed", input } })
+    // The same call posted again (a host that lost its connection) joins it, and is shown the call waiting at once.
+    const joined = new EventReader(
+      await sidecar.fetch("POST", `/v1/turns/${turnID}/calls`, {
+        body: callBody({ name: "task", input, toolCallID: "call_streamed" }),
+        headers: { accept: "text/event-stream" },
+      }),
+    )
+    expect(await joined.next()).toEqual(first)
     await sidecar.json("POST", `/v1/host-calls/${first.data.id}/result`, { body: { output: "A tool runtime for agents." } })
-    const rest = await stream.rest()
-    expect(rest).toEqual([
+    const settled = [
       {
         event: "settlement",
         data: expect.objectContaining({ status: "success", content: [{ type: "text", text: "A tool runtime for agents." }] }),
       },
-    ])
+    ]
+    expect(await stream.rest()).toEqual(settled)
+    expect(await joined.rest()).toEqual(settled)
   })
 })
 
