@@ -256,6 +256,17 @@ describe("replacing and removing host tools", () => {
     expect((await sidecar.json("DELETE", "/v1/host-tools/lookup")).status).toBe(404)
   })
 
+  test("a call waiting when its host tool is removed still takes its answer", async () => {
+    const sidecar = await inProcess()
+    await sidecar.json("POST", "/v1/host-tools", { body: { tools: [LOOKUP] } })
+    const { turnID } = await sidecar.turn()
+    const { settled, hostCall } = await delegated(sidecar, turnID, "lookup", { email: "a@example.com" }, "call_removed")
+    expect((await sidecar.json("DELETE", "/v1/host-tools/lookup")).status).toBe(200)
+    expect((await sidecar.json("GET", "/v1/host-calls")).body.map((call: any) => call.id)).toEqual([hostCall.id])
+    await sidecar.json("POST", `/v1/host-calls/${hostCall.id}/result`, { body: { output: { plan: "free" } } })
+    expect((await settled).body).toMatchObject({ status: "success", structured: { plan: "free" } })
+  })
+
   test("a rule denying a host tool hides it and refuses its calls; the host is never asked", async () => {
     const sidecar = await inProcess({ "core.json": '{ "permission": { "task": "deny" } }' })
     await sidecar.json("POST", "/v1/host-tools", { body: { enable: ["question", "task"] } })
