@@ -27,6 +27,8 @@ bounded output with managed outputs, and at most once per (session, call). A cal
 "sessionID" and "toolCallID" (else: one session per run, the request id); a recorded pair replays.
 A permission ask is put to the client's user (MCP elicitation) when the client can ask; otherwise
 it is declined unless core.json allows the call.
+A client that can ask its user (elicitation) is also offered the tool question, and one that can
+sample (sampling) the tool task: it performs their calls (docs/mcp.md, host tools).
 
 Options:
   --location DIR    the Location (default: the client's first MCP root that is a local directory,
@@ -129,6 +131,7 @@ const serve = (args: ReadonlyArray<string>) =>
           name: "core",
           version: packageJson.version,
           note: Command.stderr,
+          hostTools: true,
         },
       )
       const { server } = session

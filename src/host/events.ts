@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
 import { Settlement as SettlementSchema } from "../settlement/settlement"
+import { HostTools } from "./host-tools"
 
 /** A settlement, as events carry it. */
 export const Settlement = SettlementSchema.Info.annotate({ identifier: "Settlement" })
@@ -60,6 +61,10 @@ export const Diagnostic = Schema.Struct({ file: Schema.String, message: Schema.S
   identifier: "Diagnostic",
 })
 
+/** A call of a host tool waiting for the host's answer (POST /v1/host-calls/{id}/result). */
+export const HostCall = HostTools.Call
+export type HostCall = HostTools.Call
+
 /** An event: its name and its data as JSON. */
 export const event = <const Name extends string, S extends Schema.Top>(name: Name, data: S) =>
   Schema.Struct({
@@ -78,6 +83,7 @@ export const ServerEvent = Schema.Union([
   event("call.failed", CallFailed),
   event("permission.asked", PermissionRequest),
   event("permission.replied", PermissionReplied),
+  event("host_call", HostCall),
   event("tools.changed", ToolsChanged),
   event("diagnostic", Diagnostic),
 ])
@@ -88,6 +94,7 @@ export type Server = typeof ServerEvent.Type
 export type Call =
   | { readonly event: "progress"; readonly data: Progress }
   | { readonly event: "permission"; readonly data: PermissionRequest }
+  | { readonly event: "host_call"; readonly data: HostTools.Call }
   | { readonly event: "settlement"; readonly data: typeof Settlement.Type }
   | { readonly event: "error"; readonly data: { readonly error: { readonly kind: string; readonly message: string } } }
 

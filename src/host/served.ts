@@ -32,6 +32,7 @@ import { Settler } from "../settlement/settler"
 import type { Approvals } from "../store/approvals"
 import type { Store } from "../store/store"
 import { Events } from "./events"
+import { HostTools } from "./host-tools"
 import { ToolFiles } from "./tool-files"
 import { Turns } from "./turns"
 import { Watch } from "./watch"
@@ -102,6 +103,8 @@ export interface Interface {
   readonly reload: (changes: Watch.Changes) => Effect.Effect<void>
   /** Diagnostics of the first load. */
   readonly diagnostics: ReadonlyArray<Discovery.Diagnostic>
+  /** The tools the host registered and performs itself, and their calls waiting for an answer. */
+  readonly hostTools: HostTools.Interface
   /** How many calls are running in it (in every live generation). */
   readonly running: () => number
 }
@@ -167,6 +170,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   const publish = (event: Events.Server) => PubSub.publish(events, event).pipe(Effect.asVoid)
   const versions = new ToolFiles.Versions()
   const reloading = yield* Semaphore.make(1)
+  const hostTools = HostTools.make({ publish: (call) => publish({ event: "host_call", data: call }) })
   let serial = 0
   /** The current generation and the retired ones still running calls. */
   const live = new Set<Live>()
@@ -234,6 +238,21 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         generationScope,
       )
       const diagnostics = [...installation.diagnostics, ...(yield* generation.files.loadAll)]
+      // The host's tools come last, in names nothing else of the Location holds.
+      const left = yield* hostTools.attach({
+        tools: registry.tools,
+        scope: generationScope,
+        find: (name) => {
+          const resolved = registry.capture().resolve(name)
+          return resolved._tag === "Found" ? resolved.tool : undefined
+        },
+      })
+      for (const name of left) {
+        diagnostics.push({
+          file: join(directory, Config.FILE_NAME),
+          message: `The host tool "${name}" is not offered: the Location now has a tool of that name`,
+        })
+      }
       return { generation, diagnostics }
     }).pipe(Effect.onError(() => Scope.close(generationScope, Exit.void)))
   })
@@ -411,6 +430,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     pending,
     reply,
     reload,
+    hostTools,
     diagnostics: first.diagnostics,
     running: () => {
       let count = 0

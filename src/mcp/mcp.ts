@@ -30,6 +30,7 @@ import type { ManagedOutputs } from "../output/managed"
 import { Permission } from "../permission/permission"
 import type { Settler } from "../settlement/settler"
 import { Mapping } from "./mapping"
+import { McpDelegated } from "./delegated"
 
 /** MCP's code for a resource that does not exist (the protocol's own, beside JSON-RPC's). */
 export const RESOURCE_NOT_FOUND = -32002
@@ -53,6 +54,11 @@ export interface Options {
   readonly version: string
   /** Writes a note for the person running core (stderr), never to the client. */
   readonly note: (text: string) => void
+  /**
+   * Whether the client is the Location's one host (`core mcp`): then it is offered the shipped host tools it can
+   * perform (`question` with form elicitation, `task` with sampling). Never on a Location other hosts share.
+   */
+  readonly hostTools?: boolean
 }
 
 export interface Session {
@@ -108,8 +114,28 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       { capabilities: { tools: { listChanged: true }, resources: {} } },
     )
 
+    /**
+     * Registers in `served`, once, the shipped host tools the client can perform; a Location tool of such a name
+     * stays the Location's.
+     */
+    const delegating = new WeakMap<Served.Interface, ReadonlyArray<string>>()
+    const offerHostTools = (served: Served.Interface) => {
+      if (options.hostTools !== true || delegating.has(served)) return Promise.resolve()
+      const names = McpDelegated.offered(server.getClientCapabilities())
+      delegating.set(served, names)
+      if (names.length === 0) return Promise.resolve()
+      return run(
+        Effect.forEach(names, (name) =>
+          served.hostTools.register({ enable: [name] }).pipe(
+            Effect.catchTag("HostTools.Taken", (error) => Effect.sync(() => options.note(`core: ${error.message}\n`))),
+          ),
+        ).pipe(Effect.orDie),
+      )
+    }
+
     server.setRequestHandler(ListToolsRequestSchema, async () => {
       const { served } = await current()
+      await offerHostTools(served)
       const turn = await run(served.capture(options.agent))
       return { tools: turn.materialization.definitions.map(Mapping.toolOf) }
     })
@@ -139,6 +165,7 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const serving = await current()
       const { served, calls, outputs } = serving
+      await offerHostTools(served)
       const meta = request.params._meta as Record<string, unknown> | undefined
       const progressToken = request.params._meta?.progressToken
       const call: Settler.Call = {
@@ -242,6 +269,16 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         yield* mine.host.served.reply(asked.id, reply).pipe(Effect.ignore)
       })
 
+    /** Performs a delegated call of this session's own through the client. */
+    const onHostCall = (hostCall: Events.HostCall) =>
+      Effect.gen(function* () {
+        const mine = running.get(keyOf(hostCall))
+        if (mine === undefined || !(delegating.get(mine.host.served) ?? []).includes(hostCall.name)) return
+        const answer = yield* Effect.promise(() => McpDelegated.perform(server, hostCall, mine.requestId, options.note))
+        // The call may have gone meanwhile (cancelled, or timed out).
+        yield* mine.host.served.hostTools.answer(hostCall.id, answer).pipe(Effect.ignore)
+      })
+
     const listChanged = Effect.promise(() => server.sendToolListChanged().catch(() => undefined))
     /**
      * Listens to the events of the Location served now (its asks and its reloads), in a scope of its own that the
@@ -255,6 +292,7 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
           Effect.forever(
             Effect.flatMap(PubSub.take(events), (event) => {
               if (event.event === "permission.asked") return Effect.forkIn(onAsked(event.data), scope).pipe(Effect.asVoid)
+              if (event.event === "host_call") return Effect.forkIn(onHostCall(event.data), scope).pipe(Effect.asVoid)
               if (event.event === "tools.changed") return listChanged
               return Effect.void
             }),

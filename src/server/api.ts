@@ -13,6 +13,7 @@ import * as Schema from "effect/Schema"
 import packageJson from "../../package.json" with { type: "json" }
 import { Explain } from "../builtin/explain"
 import { Events } from "../host/events"
+import { HostTools } from "../host/host-tools"
 import { Plugin } from "../plugin/plugin"
 import { Provider } from "../provider/provider"
 
@@ -25,13 +26,15 @@ export const ErrorKind = Schema.Literals([
   "forbidden",
   "not_found",
   "method_not_allowed",
+  "conflict",
   "payload_too_large",
   "model_compatibility",
   "operational",
 ]).annotate({
   description:
     "operational is core's own failure (500); every other kind is a problem with the request, answered with its own " +
-    "status; invalid_input (400) is a call whose input no tool can take (a string holding a NUL character): nothing " +
+    "status; conflict (409) is an answer to a delegated call that is no longer waiting, or a host tool's name the " +
+    "Location's own tools hold; invalid_input (400) is a call whose input no tool can take (a string holding a NUL character): nothing " +
     "ran and nothing was recorded; model_compatibility (400) is a turn asked for a provider that cannot take some " +
     "tool's schema: the message names each tool, the construct and the provider",
 })
@@ -46,6 +49,7 @@ const BadRequest = ErrorBody.pipe(HttpApiSchema.status(400))
 const Unauthorized = ErrorBody.pipe(HttpApiSchema.status(401))
 const Forbidden = ErrorBody.pipe(HttpApiSchema.status(403))
 const NotFound = ErrorBody.pipe(HttpApiSchema.status(404))
+const Conflict = ErrorBody.pipe(HttpApiSchema.status(409))
 const MethodNotAllowed = ErrorBody.pipe(HttpApiSchema.status(405))
 const TooLarge = ErrorBody.pipe(HttpApiSchema.status(413))
 const RangeNotSatisfiable = ErrorBody.pipe(HttpApiSchema.status(416))
@@ -210,6 +214,21 @@ export const Replied = Schema.Struct({ id: Schema.String, reply: Schema.Literals
 })
 export type Replied = typeof Replied.Type
 
+export const HostToolDefinition = HostTools.Definition
+export const HostToolsRequest = HostTools.Registration
+export const HostCall = HostTools.Call
+export const HostCallResult = HostTools.Answer
+
+export const HostToolRemoved = Schema.Struct({ name: Schema.String, removed: Schema.Literal(true) }).annotate({
+  identifier: "HostToolRemoved",
+})
+export type HostToolRemoved = typeof HostToolRemoved.Type
+
+export const HostCallAnswered = Schema.Struct({ id: Schema.String, status: Schema.Literal("answered") }).annotate({
+  identifier: "HostCallAnswered",
+})
+export type HostCallAnswered = typeof HostCallAnswered.Type
+
 // Events
 
 export const Progress = Events.Progress
@@ -220,6 +239,7 @@ export const ServerEvent = Events.ServerEvent
 export const CallEvent = Schema.Union([
   Events.event("progress", Progress),
   Events.event("permission", PermissionRequest),
+  Events.event("host_call", HostCall),
   Events.event("settlement", CallSettlement),
   Events.event("error", ErrorBody),
 ])
@@ -334,6 +354,55 @@ export const ENDPOINTS = {
         "call with that message for the model, and without one declines it (and the session's other pending asks).",
     ),
   ),
+  registerHostTools: HttpApiEndpoint.post("registerHostTools", "/v1/host-tools", {
+    headers: LOCATION_HEADER,
+    payload: HostToolsRequest,
+    success: Schema.Array(HostToolDefinition),
+    error: [...GUARDED, Conflict],
+  }).annotateMerge(
+    docs(
+      "Register tools the host performs itself",
+      "`enable` names shipped tools (question, task); `tools` are the host's own definitions. Every definition is " +
+        "checked first (a bad name or schema is a 400 naming it, a name the Location's own tools hold a 409) and " +
+        "then all are registered at once, each replacing a host tool of the same name (turns made before see it as " +
+        "stale). They live until removed, the Location is let go or the serve stops. Answers every host tool of " +
+        "the Location.",
+    ),
+  ),
+  hostTools: HttpApiEndpoint.get("hostTools", "/v1/host-tools", {
+    headers: LOCATION_HEADER,
+    success: Schema.Array(HostToolDefinition),
+    error: GUARDED,
+  }).annotateMerge(docs("The host tools of this Location")),
+  removeHostTool: HttpApiEndpoint.delete("removeHostTool", "/v1/host-tools/:name", {
+    params: { name: Schema.String },
+    headers: LOCATION_HEADER,
+    success: HostToolRemoved,
+    error: [...GUARDED, NotFound],
+  }).annotateMerge(
+    docs("Remove a host tool", "Turns made before see it as stale; its calls still waiting go on waiting for their answer."),
+  ),
+  hostCalls: HttpApiEndpoint.get("hostCalls", "/v1/host-calls", {
+    headers: LOCATION_HEADER,
+    success: Schema.Array(HostCall),
+    error: GUARDED,
+  }).annotateMerge(
+    docs("Delegated calls waiting for the host's answer", "What host_call events announced and nobody answered yet, oldest first."),
+  ),
+  answerHostCall: HttpApiEndpoint.post("answerHostCall", "/v1/host-calls/:id/result", {
+    params: { id: Schema.String },
+    headers: LOCATION_HEADER,
+    payload: HostCallResult,
+    success: HostCallAnswered,
+    error: [...GUARDED, NotFound, Conflict],
+  }).annotateMerge(
+    docs(
+      "Answer a delegated call",
+      "`output` (checked against the tool's output schema: a mismatch is a 400 and the call goes on waiting) or " +
+        "`error.message` (the call fails with it, for the model to read). An id no call had is a 404; a call " +
+        "already answered, cancelled or timed out is a 409.",
+    ),
+  ),
   events: HttpApiEndpoint.get("events", "/v1/events", {
     headers: LOCATION_HEADER,
     success: HttpApiSchema.StreamSse({ events: ServerEvent }),
@@ -402,6 +471,11 @@ const group = HttpApiGroup.make("core").add(
   ENDPOINTS.cancel,
   ENDPOINTS.permissions,
   ENDPOINTS.reply,
+  ENDPOINTS.registerHostTools,
+  ENDPOINTS.hostTools,
+  ENDPOINTS.removeHostTool,
+  ENDPOINTS.hostCalls,
+  ENDPOINTS.answerHostCall,
   ENDPOINTS.events,
   ENDPOINTS.output,
 )

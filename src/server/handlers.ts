@@ -115,20 +115,27 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
       const live = home === route.served ? asks : yield* PubSub.subscribe(home.events)
       // Asks already pending (the call was joined, say re-posted after a network fault) come first; those are
       // read after subscribing, so an ask is in the snapshot, in the live events, or in both (sent once).
-      const isOwn = (request: Api.PermissionRequest) =>
+      const isOwn = (request: { readonly sessionID: string; readonly toolCallID: string }) =>
         request.sessionID === call.sessionID && request.toolCallID === call.toolCallID
+      // Delegated calls to the host are sent the same way: those waiting first, then those announced.
       const pending = (yield* home.pending).filter(isOwn)
-      const sent = new Set(pending.map((request) => request.id))
+      const delegated = home.hostTools.pending().filter(isOwn)
+      const sent = new Set([...pending.map((request) => request.id), ...delegated.map((hostCall) => hostCall.id)])
       const permissions = Stream.concat(
-        Stream.fromIterable(pending),
+        Stream.fromIterable([
+          ...pending.map((data): Events.Call => ({ event: "permission", data })),
+          ...delegated.map((data): Events.Call => ({ event: "host_call", data })),
+        ]),
         Stream.fromSubscription(live).pipe(
-          Stream.filterMap((event) =>
+          Stream.filterMap((event): Result.Result<Events.Call, void> =>
             event.event === "permission.asked" && isOwn(event.data) && !sent.has(event.data.id)
-              ? Result.succeed(event.data)
-              : Result.failVoid,
+              ? Result.succeed({ event: "permission", data: event.data })
+              : event.event === "host_call" && isOwn(event.data) && !sent.has(event.data.id)
+                ? Result.succeed({ event: "host_call", data: event.data })
+                : Result.failVoid,
           ),
         ),
-      ).pipe(Stream.map((data): Events.Call => ({ event: "permission", data })))
+      )
       // A call that is already done (it finished at once, or a joiner came late) may or may not have published its
       // final event to this subscription: what it did publish is sent, then the final event from its result.
       const own: Stream.Stream<Events.Call> = (yield* Deferred.isDone(entry.done))
@@ -267,6 +274,45 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
           Effect.catchTag("Permission.UnknownRequest", (error) => Effect.fail(Respond.notFound(error.message))),
         )
         return Respond.json(200, { id, reply: request.reply } satisfies Api.Replied)
+      }),
+
+    registerHostTools: (route) =>
+      Effect.gen(function* () {
+        const request = yield* Respond.body(route.request, Api.HostToolsRequest)
+        const tools = yield* route.served.hostTools.register(request).pipe(
+          Effect.catchTags({
+            "HostTools.Invalid": (error) => Effect.fail(Respond.badRequest(error.message)),
+            "HostTools.Taken": (error) => Effect.fail(new Respond.Problem({ status: 409, kind: "conflict", message: error.message })),
+          }),
+        )
+        yield* route.served.publish({ event: "tools.changed", data: { reason: "tools", files: [] } })
+        return Respond.json(200, tools)
+      }),
+
+    hostTools: (route) => Effect.sync(() => Respond.json(200, route.served.hostTools.list())),
+
+    removeHostTool: (route) =>
+      Effect.gen(function* () {
+        const name = param(route, "name")
+        yield* route.served.hostTools.remove(name).pipe(Effect.mapError((error) => Respond.notFound(error.message)))
+        yield* route.served.publish({ event: "tools.changed", data: { reason: "tools", files: [] } })
+        return Respond.json(200, { name, removed: true } satisfies Api.HostToolRemoved)
+      }),
+
+    hostCalls: (route) => Effect.sync(() => Respond.json(200, route.served.hostTools.pending())),
+
+    answerHostCall: (route) =>
+      Effect.gen(function* () {
+        const id = param(route, "id")
+        const request = yield* Respond.body(route.request, Api.HostCallResult)
+        yield* route.served.hostTools.answer(id, request).pipe(
+          Effect.catchTags({
+            "HostTools.Invalid": (error) => Effect.fail(Respond.badRequest(error.message)),
+            "HostTools.Unknown": (error) => Effect.fail(Respond.notFound(error.message)),
+            "HostTools.Finished": (error) => Effect.fail(new Respond.Problem({ status: 409, kind: "conflict", message: error.message })),
+          }),
+        )
+        return Respond.json(200, { id, status: "answered" } satisfies Api.HostCallAnswered)
       }),
 
     events: (route) =>

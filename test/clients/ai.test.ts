@@ -64,6 +64,32 @@ const shown = (model: MockLanguageModelV4): Map<string, any> => {
 }
 
 describe("the AI SDK adapter", () => {
+  test("a host tool the model calls is performed by onHostCall, and the model reads its answer", async () => {
+    const box = project()
+    const core = await spawn(box)
+    await core.registerHostTools({ enable: ["question"] })
+    const question = { questions: [{ question: "Which port?", options: [{ label: "8080" }, { label: "3000" }] }] }
+    const model = scripted([[{ id: "c_question", name: "question", input: question }], "Using 3000."])
+    const seen: Array<unknown> = []
+    const result = await generateText({
+      model,
+      prompt: "Start the server.",
+      stopWhen: stepCountIs(3),
+      ...(await aiTools(core.session({ watch: false }), {
+        onHostCall: (call) => {
+          seen.push(call.input)
+          return { output: { answers: [["3000"]] } }
+        },
+      })),
+    })
+    expect(result.text).toBe("Using 3000.")
+    expect(seen).toEqual([question])
+    expect(shown(model).get("c_question")).toEqual({
+      type: "text",
+      value: 'The user answered:\n"Which port?" = "3000"\nGo on with these answers in mind.',
+    })
+  })
+
   test("runs a host's multi-step loop through core with nothing but the adapter call", async () => {
     const box = project()
     const core = await spawn(box)

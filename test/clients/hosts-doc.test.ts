@@ -23,7 +23,7 @@ const run = async (command: ReadonlyArray<string>, cwd = ROOT) => {
 
 test("every TypeScript and Python sample of docs/hosts.md is marked for checking", () => {
   const blocks = [...GUIDE.matchAll(/^```(ts|python)$/gm)].length
-  expect(samples.map((sample) => sample.language).sort()).toEqual(["python", "ts", "ts"])
+  expect(samples.map((sample) => sample.language).sort()).toEqual(["python", "ts", "ts", "ts"])
   expect(samples.length).toBe(blocks)
 })
 

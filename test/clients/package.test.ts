@@ -27,10 +27,17 @@ export const wireAgrees = () => {
   fits<Client.PermissionRequest>(sample<typeof Api.PermissionRequest.Type>())
   fits<Client.ServerEvent>(sample<typeof Api.ServerEvent.Type>())
   fits<Client.CallEvent>(sample<typeof Api.CallEvent.Type>())
+  fits<Client.HostCall>(sample<typeof Api.HostCall.Type>())
+  fits<Client.HostToolDefinition>(sample<typeof Api.HostToolDefinition.Type>())
   // And what the client sends fits the server's (a call's input is any JSON the model produced).
   fits<Omit<typeof Api.CallRequest.Encoded, "input">>(sample<Omit<Client.CallRequest, "input">>())
   fits<typeof Api.ReplyRequest.Encoded>(sample<Exclude<Client.Reply, string>>())
   fits<typeof Api.ReplyRequest.Encoded>({ reply: sample<Extract<Client.Reply, string>>() })
+  fits<Omit<typeof Api.HostToolsRequest.Encoded, "tools">>(sample<Omit<Client.HostToolsRequest, "tools">>())
+  fits<Omit<typeof Api.HostToolDefinition.Encoded, "inputSchema" | "outputSchema">>(
+    sample<Omit<Client.HostToolDefinition, "inputSchema" | "outputSchema">>(),
+  )
+  fits<typeof Api.HostCallResult.Encoded>(sample<Extract<Client.HostCallResult, { error: unknown }>>())
 }
 
 describe("@core/client as a package", () => {

@@ -59,7 +59,7 @@ describe("the OpenAPI document for generators", () => {
     const stream = paths["/v1/turns/{turnID}/calls/stream"].post.responses["200"]
     expect(Object.keys(stream.content)).toEqual(["text/event-stream"])
     const data = stream.content["text/event-stream"].schema
-    expect(data.anyOf.map((branch: any) => branch.$ref.split("/").pop())).toEqual(["Progress", "PermissionRequest", "CallSettlement", "Error"])
+    expect(data.anyOf.map((branch: any) => branch.$ref.split("/").pop())).toEqual(["Progress", "PermissionRequest", "HostCall", "CallSettlement", "Error"])
     expect(data.description).toContain("`settlement` (CallSettlement)")
     expect(paths["/v1/events"].get.responses["200"].content["text/event-stream"].schema.description).toContain("`call.settled`")
   })

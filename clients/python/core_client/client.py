@@ -21,7 +21,7 @@ from http.client import HTTPException, HTTPResponse
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import sse
-from .types import Check, Event, PermissionRequest, Progress, Reply, Settlement, Turn
+from .types import Check, Event, HostCall, HostCallResult, HostToolDefinition, PermissionRequest, Progress, Reply, Settlement, Turn
 
 DEFAULT_RETRIES = 3
 RETRY_DELAY_S = 0.025
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 OnAsk = Callable[[PermissionRequest], Optional[Reply]]
 OnProgress = Callable[[Progress], None]
+OnHostCall = Callable[[HostCall], Optional[HostCallResult]]
 
 
 class CoreError(Exception):
@@ -244,16 +245,19 @@ class Core:
         on_progress: Optional[OnProgress] = None,
         cancel: Optional[threading.Event] = None,
         stream: Optional[bool] = None,
+        on_host_call: Optional[OnHostCall] = None,
     ) -> Settlement:
         """Settles one call (`sessionID`, `assistantMessageID`, `toolCallID`, `name`, `input`) through a turn.
 
         With `on_ask`, `on_progress` or `cancel` (or `stream=True`) the call's events are streamed: `on_ask` answers
         an ask as it comes (returning None leaves it pending), and setting `cancel` cancels the call on core, which
-        then answers the `cancelled` settlement. An unknown or expired turn raises a CoreError with status 404.
+        then answers the `cancelled` settlement. `on_host_call` performs a call of a host tool this call made: what it
+        returns is sent as the call's result (an exception's message as the failure the model reads; None leaves it
+        for someone else). An unknown or expired turn raises a CoreError with status 404.
         """
         path = f"/v1/turns/{urllib.parse.quote(turn_id, safe='')}/calls"
         if stream is None:
-            stream = on_ask is not None or on_progress is not None or cancel is not None
+            stream = on_ask is not None or on_progress is not None or cancel is not None or on_host_call is not None
         if not stream:
             return self._json("POST", path, call)
         answered: set = set()
@@ -290,6 +294,19 @@ class Core:
                         except CoreError as error:
                             # Answered elsewhere meanwhile: the call goes on either way.
                             if error.status != 404:
+                                raise
+                elif event == "host_call" and on_host_call is not None and data["id"] not in answered:
+                    answered.add(data["id"])
+                    try:
+                        result = on_host_call(data)
+                    except Exception as error:  # the host's own failure is what the model reads
+                        result = {"error": {"message": str(error)}}
+                    if result is not None:
+                        try:
+                            self.answer_host_call(data["id"], result)
+                        except CoreError as error:
+                            # Answered, cancelled or timed out meanwhile: the call settles either way.
+                            if error.status not in (404, 409):
                                 raise
                 elif event == "settlement":
                     return data
@@ -338,6 +355,47 @@ class Core:
         """Answers an ask; a CoreError with status 404 when it is unknown or already answered."""
         body = {"reply": reply} if isinstance(reply, str) else dict(reply)
         self._json("POST", f"/v1/permissions/{urllib.parse.quote(ask_id, safe='')}/reply", body)
+
+    def register_host_tools(
+        self, enable: Sequence[str] = (), tools: Sequence[HostToolDefinition] = ()
+    ) -> List[HostToolDefinition]:
+        """Registers tools this host performs itself: shipped ones by name ("question", "task") and its own definitions.
+
+        Answers every host tool of the Location. A bad definition raises a CoreError with status 400, a name the
+        Location's own tools hold one with status 409.
+        """
+        body: Dict[str, Any] = {}
+        if enable:
+            body["enable"] = list(enable)
+        if tools:
+            body["tools"] = list(tools)
+        return self._json("POST", "/v1/host-tools", body)
+
+    def host_tools(self) -> List[HostToolDefinition]:
+        """The host tools of the Location."""
+        return self._json("GET", "/v1/host-tools")
+
+    def remove_host_tool(self, name: str) -> bool:
+        """Removes a host tool; False when there was none of that name."""
+        try:
+            self._json("DELETE", f"/v1/host-tools/{urllib.parse.quote(name, safe='')}")
+            return True
+        except CoreError as error:
+            if error.status == 404:
+                return False
+            raise
+
+    def host_calls(self) -> List[HostCall]:
+        """The delegated calls waiting for this host's answer (after a reconnect, say)."""
+        return self._json("GET", "/v1/host-calls")
+
+    def answer_host_call(self, call_id: str, result: HostCallResult) -> None:
+        """Answers a delegated call with {"output": ...} or {"error": {"message": ...}}.
+
+        An output its schema refuses raises a CoreError with status 400 (the call goes on waiting); a call answered,
+        cancelled or timed out one with status 409.
+        """
+        self._json("POST", f"/v1/host-calls/{urllib.parse.quote(call_id, safe='')}/result", result)
 
     def events(self) -> EventStream:
         """Subscribes to the Location's events: once this returns, everything that happens after is seen."""

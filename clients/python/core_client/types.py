@@ -103,13 +103,42 @@ class Check(TypedDict):
     hooks: NotRequired[List[Dict[str, Any]]]
 
 
+class HostToolDefinition(TypedDict):
+    """A tool the host performs itself (`POST /v1/host-tools`)."""
+
+    name: str
+    description: str
+    # JSON Schema of the input; its root is an object.
+    inputSchema: Dict[str, Any]
+    # JSON Schema the host's output is checked against.
+    outputSchema: NotRequired[Dict[str, Any]]
+    # How long a call waits for the host's answer, in ms (default 10 minutes).
+    timeoutMs: NotRequired[int]
+    annotations: NotRequired[Annotations]
+
+
+class HostCall(TypedDict):
+    """A call of a host tool waiting for the host's answer (the `host_call` event)."""
+
+    id: str
+    sessionID: str
+    toolCallID: str
+    name: str
+    input: Any
+    # When the call stops waiting (ms since the epoch).
+    deadline: float
+
+
 class Event(TypedDict):
     """An event of `GET /v1/events`: `call.started`, `call.progress`, `call.settled`, `call.failed`,
-    `permission.asked`, `permission.replied`, `tools.changed` or `diagnostic`, with its data."""
+    `permission.asked`, `permission.replied`, `host_call`, `tools.changed` or `diagnostic`, with its data."""
 
     event: str
     data: Dict[str, Any]
 
+
+# The host's answer to a delegated call: {"output": ...}, or {"error": {"message": ...}} for the model to read.
+HostCallResult = Dict[str, Any]
 
 # How to answer an ask: "once", "always", "reject", or {"reply": "reject", "message": ...} to fail the call with it.
 Reply = Union[ReplyKind, Dict[str, str]]

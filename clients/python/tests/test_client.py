@@ -135,6 +135,67 @@ class HostLoop(unittest.TestCase):
         self.assertEqual(bad["error"]["kind"], "invalid_input")
         self.assertIn("Invalid input for read", bad["content"][0]["text"])
 
+    def test_host_tools_are_registered_performed_answered_once_and_removed(self) -> None:
+        core = self.box.core
+        ticket = {
+            "name": "open_ticket",
+            "description": "Open a ticket in the host's tracker",
+            "inputSchema": {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]},
+            "outputSchema": {"type": "object", "properties": {"ticket": {"type": "integer"}}, "required": ["ticket"]},
+        }
+        names = [tool["name"] for tool in core.register_host_tools(enable=["question"], tools=[ticket])]
+        self.assertEqual(names, ["question", "open_ticket"])
+        with self.assertRaises(CoreError) as refused:
+            core.register_host_tools(tools=[dict(ticket, name="bash")])
+        self.assertEqual((refused.exception.status, refused.exception.kind), (409, "conflict"))
+        with self.assertRaises(CoreError) as bad:
+            core.register_host_tools(enable=["nope"])
+        self.assertEqual(bad.exception.status, 400)
+
+        session = core.session()
+        self.addCleanup(session.close)
+        question = {"questions": [{"question": "Ship it?", "options": [{"label": "Yes"}, {"label": "No"}]}]}
+        seen: list = []
+
+        def perform(call: dict) -> dict:
+            seen.append(call)
+            return {"output": {"answers": [["Yes"]]}}
+
+        answered = session.call("question", question, on_host_call=perform)
+        self.assertEqual([(call["name"], call["input"]) for call in seen], [("question", question)])
+        self.assertEqual(answered["structured"], {"answers": [["Yes"]]})
+        self.assertIn('"Ship it?" = "Yes"', answered["content"][0]["text"])
+
+        def fail(call: dict) -> dict:
+            raise RuntimeError("the tracker is read-only today")
+
+        failed = session.call("open_ticket", {"title": "x"}, on_host_call=fail)
+        self.assertEqual(failed["error"], {"kind": "failure", "message": "open_ticket: the tracker is read-only today"})
+
+        # Settled as JSON from another thread: this host answers from host_calls, as after a reconnect.
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(session.call, "open_ticket", {"title": "y"})
+            events = core.events()
+            waiting = core.host_calls()
+            if not waiting:
+                for event in events:
+                    if event["event"] == "host_call":
+                        break
+                waiting = core.host_calls()
+            events.close()
+            with self.assertRaises(CoreError) as invalid:
+                core.answer_host_call(waiting[0]["id"], {"output": {"ticket": "seven"}})
+            self.assertEqual(invalid.exception.status, 400)
+            core.answer_host_call(waiting[0]["id"], {"output": {"ticket": 7}})
+            with self.assertRaises(CoreError) as twice:
+                core.answer_host_call(waiting[0]["id"], {"output": {"ticket": 8}})
+            self.assertEqual(twice.exception.status, 409)
+            self.assertEqual(pending.result()["structured"], {"ticket": 7})
+
+        self.assertTrue(core.remove_host_tool("open_ticket"))
+        self.assertFalse(core.remove_host_tool("open_ticket"))
+        self.assertEqual([tool["name"] for tool in core.host_tools()], ["question"])
+
     def test_json_calls_replay_with_the_same_ids_and_check_runs_nothing(self) -> None:
         core = self.box.core
         turn = core.materialize()

@@ -18,6 +18,11 @@ export interface AiToolsOptions {
   readonly onAsk?: (ask: PermissionRequest) => ReturnType<NonNullable<CallOptions["onAsk"]>>
   /** Each progress update of a running call, with the SDK's id of that call. */
   readonly onProgress?: (toolCallId: string, progress: Progress) => void
+  /**
+   * Performs a call of a host tool (`core.registerHostTools`) the model made: its answer settles the call. Without
+   * it, such a call waits for another answerer (`core.hostCalls()`), or for its timeout.
+   */
+  readonly onHostCall?: CallOptions["onHostCall"]
   /** Set `needsApproval` from core's check: a call core would ask about waits for the SDK's approval first. */
   readonly approval?: boolean
 }
@@ -105,6 +110,7 @@ export const aiTools = async (session: Session, options: AiToolsOptions = {}): P
               onAsk,
               ...(abortSignal === undefined ? {} : { signal: abortSignal }),
               ...(options.onProgress === undefined ? {} : { onProgress: (progress: Progress) => options.onProgress!(toolCallId, progress) }),
+              ...(options.onHostCall === undefined ? {} : { onHostCall: options.onHostCall }),
             },
           )
         } finally {

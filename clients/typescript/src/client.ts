@@ -16,6 +16,10 @@ import type {
   ServerEvent,
   Settlement,
   Turn,
+  HostCall,
+  HostCallResult,
+  HostToolDefinition,
+  HostToolsRequest,
 } from "./types.js"
 
 /** How many times a request that got no answer (a refused or reset connection) is sent again. */
@@ -69,6 +73,11 @@ export interface CallOptions {
   /** Answers an ask of this call while it waits; `undefined` leaves it pending for someone else to answer. */
   readonly onAsk?: (ask: PermissionRequest) => Reply | undefined | Promise<Reply | undefined>
   readonly onProgress?: (progress: Progress) => void
+  /**
+   * Performs a call of a host tool (`registerHostTools`) that this call made: its answer is sent as the call's
+   * result (a throw sends its message as the failure the model reads); `undefined` leaves it for someone else.
+   */
+  readonly onHostCall?: (call: HostCall) => HostCallResult | undefined | Promise<HostCallResult | undefined>
   /** Stream the call's events (default: when a signal or a callback is given) or wait for its JSON answer. */
   readonly stream?: boolean
 }
@@ -305,7 +314,7 @@ export class Core {
    */
   async settle(turnID: string, call: CallRequest, options: CallOptions = {}): Promise<Settlement> {
     const path = `/v1/turns/${encodeURIComponent(turnID)}/calls`
-    const stream = options.stream ?? (options.signal !== undefined || options.onAsk !== undefined || options.onProgress !== undefined)
+    const stream = options.stream ?? (options.signal !== undefined || options.onAsk !== undefined || options.onProgress !== undefined || options.onHostCall !== undefined)
     if (!stream) return this.json("POST", path, call)
     options.signal?.throwIfAborted()
     return this.settleStreaming(path, call, options)
@@ -333,6 +342,16 @@ export class Core {
       // Answered elsewhere meanwhile (404) is fine: the call goes on either way.
       if (reply !== undefined) await this.reply(ask.id, reply).catch(() => undefined)
     }
+    const perform = async (hostCall: HostCall) => {
+      let result: HostCallResult | undefined
+      try {
+        result = await options.onHostCall!(hostCall)
+      } catch (error) {
+        result = { error: { message: error instanceof Error ? error.message : String(error) } }
+      }
+      // Answered, cancelled or timed out meanwhile (404, 409) is fine: the call settles either way.
+      if (result !== undefined) await this.answerHostCall(hostCall.id, result).catch(() => undefined)
+    }
     try {
       const settlement = await this.send(
         "POST",
@@ -352,6 +371,12 @@ export class Core {
                 if (options.onAsk !== undefined && !answered.has(event.data.id)) {
                   answered.add(event.data.id)
                   void answer(event.data)
+                }
+                break
+              case "host_call":
+                if (options.onHostCall !== undefined && !answered.has(event.data.id)) {
+                  answered.add(event.data.id)
+                  void perform(event.data)
                 }
                 break
               case "settlement":
@@ -412,6 +437,44 @@ export class Core {
   /** Answers an ask; fails with a 404 CoreError when it is unknown or already answered. */
   async reply(id: string, reply: Reply): Promise<void> {
     await this.json("POST", `/v1/permissions/${encodeURIComponent(id)}/reply`, typeof reply === "string" ? { reply } : reply)
+  }
+
+  /**
+   * Registers tools this host performs itself: shipped ones by name (`enable: ["question", "task"]`) and its own
+   * definitions; answers every host tool of the Location. A bad definition fails with a 400 CoreError, a name the
+   * Location's own tools hold with a 409.
+   */
+  async registerHostTools(request: HostToolsRequest): Promise<ReadonlyArray<HostToolDefinition>> {
+    return this.json("POST", "/v1/host-tools", request)
+  }
+
+  /** The host tools of the Location. */
+  async hostTools(): Promise<ReadonlyArray<HostToolDefinition>> {
+    return this.json("GET", "/v1/host-tools")
+  }
+
+  /** Removes a host tool; false when there was none of that name. */
+  async removeHostTool(name: string): Promise<boolean> {
+    try {
+      await this.json("DELETE", `/v1/host-tools/${encodeURIComponent(name)}`)
+      return true
+    } catch (error) {
+      if (error instanceof CoreError && error.status === 404) return false
+      throw error
+    }
+  }
+
+  /** The delegated calls waiting for this host's answer (after a reconnect, say). */
+  async hostCalls(): Promise<ReadonlyArray<HostCall>> {
+    return this.json("GET", "/v1/host-calls")
+  }
+
+  /**
+   * Answers a delegated call with its output or a failure. An output that does not match the tool's output schema
+   * fails with a 400 CoreError (the call goes on waiting); a call answered, cancelled or timed out with a 409.
+   */
+  async answerHostCall(id: string, result: HostCallResult): Promise<void> {
+    await this.json("POST", `/v1/host-calls/${encodeURIComponent(id)}/result`, result)
   }
 
   /**

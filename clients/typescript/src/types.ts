@@ -98,6 +98,44 @@ export interface Check {
   }>
 }
 
+/** A tool the host performs itself (`POST /v1/host-tools`). */
+export interface HostToolDefinition {
+  readonly name: string
+  readonly description: string
+  /** JSON Schema of the input; its root is an object. */
+  readonly inputSchema: Readonly<Record<string, unknown>>
+  /** JSON Schema the host's output is checked against. */
+  readonly outputSchema?: Readonly<Record<string, unknown>>
+  /** How long a call waits for the host's answer (default 10 minutes). */
+  readonly timeoutMs?: number
+  readonly annotations?: {
+    readonly readOnly?: boolean
+    readonly destructive?: boolean
+    readonly idempotent?: boolean
+    readonly openWorld?: boolean
+  }
+}
+
+/** What `POST /v1/host-tools` takes: shipped tools by name (`question`, `task`), the host's own definitions, or both. */
+export interface HostToolsRequest {
+  readonly enable?: ReadonlyArray<string>
+  readonly tools?: ReadonlyArray<HostToolDefinition>
+}
+
+/** A call of a host tool waiting for the host's answer. */
+export interface HostCall {
+  readonly id: string
+  readonly sessionID: string
+  readonly toolCallID: string
+  readonly name: string
+  readonly input: unknown
+  /** When the call stops waiting (ms since the epoch). */
+  readonly deadline: number
+}
+
+/** The host's answer to a delegated call: its output, or a failure the model reads. */
+export type HostCallResult = { readonly output: unknown } | { readonly error: { readonly message: string } }
+
 interface CallKey {
   readonly sessionID: string
   readonly toolCallID: string
@@ -111,6 +149,7 @@ export type ServerEvent =
   | { readonly event: "call.failed"; readonly data: CallKey & { readonly tool: string; readonly message: string } }
   | { readonly event: "permission.asked"; readonly data: PermissionRequest }
   | { readonly event: "permission.replied"; readonly data: { readonly id: string; readonly sessionID: string; readonly reply: "once" | "always" | "reject" } }
+  | { readonly event: "host_call"; readonly data: HostCall }
   | { readonly event: "tools.changed"; readonly data: { readonly reason: "tools" | "config"; readonly files: ReadonlyArray<string> } }
   | { readonly event: "diagnostic"; readonly data: { readonly file: string; readonly message: string } }
 
@@ -118,5 +157,6 @@ export type ServerEvent =
 export type CallEvent =
   | { readonly event: "progress"; readonly data: Progress }
   | { readonly event: "permission"; readonly data: PermissionRequest }
+  | { readonly event: "host_call"; readonly data: HostCall }
   | { readonly event: "settlement"; readonly data: Settlement }
   | { readonly event: "error"; readonly data: { readonly error: { readonly kind: string; readonly message: string } } }
