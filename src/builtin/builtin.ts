@@ -10,6 +10,7 @@ import { Boundary } from "../permission/boundary"
 import { Permission } from "../permission/permission"
 import type { Shell } from "../shell/producer"
 import type { Reads } from "../store/reads"
+import type { Todos } from "../store/todos"
 import { Tool } from "../tool/tool"
 
 /** The services a built-in captures at construction. */
@@ -22,6 +23,8 @@ export interface Services {
   readonly shell: Shell.Interface
   /** What each session has seen of each file (see ./read-tracking); nothing is tracked without it. */
   readonly reads?: Reads.Interface
+  /** Where todowrite keeps each session's list; in memory for the life of the tools without it. */
+  readonly todos?: Todos.Interface
   /** Whether write and edit refuse changes to files the session has not seen as they are (default true). */
   readonly readBeforeWrite?: boolean
 }

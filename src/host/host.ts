@@ -27,6 +27,7 @@ import { Shell } from "../shell/producer"
 import { Approvals } from "../store/approvals"
 import { Reads } from "../store/reads"
 import { SqliteStore } from "../store/sqlite"
+import { Todos } from "../store/todos"
 import type { Store } from "../store/store"
 
 export interface Environment {
@@ -153,7 +154,8 @@ export const servicesLayer = <ROut, E, RIn>(settings: Settings, registry: Layer.
 
 /**
  * The services a host shares between the Locations it serves: the settlement store (the durable one unless given),
- * what sessions read (beside durable settlements, else in memory), saved approvals and managed outputs. The store
+ * what sessions read and their todo lists (beside durable settlements, else in memory), saved approvals and managed
+ * outputs. The store
  * is opened first, so the others find it created.
  */
 export const sharedLayer = (
@@ -163,6 +165,7 @@ export const sharedLayer = (
 ) =>
   Layer.mergeAll(
     store === undefined ? Reads.layer(storePath(environment)) : Reads.layerMemory,
+    store === undefined ? Todos.layer(storePath(environment)) : Todos.layerMemory,
     approvalsLayer(environment),
     outputsLayer(environment, retentionDays),
   ).pipe(Layer.provideMerge(store ?? SqliteStore.layer(storePath(environment))))

@@ -31,13 +31,17 @@ import { Remote } from "../remote/remote"
 import { Settler } from "../settlement/settler"
 import type { Approvals } from "../store/approvals"
 import type { Store } from "../store/store"
+import { Todos } from "../store/todos"
 import { Events } from "./events"
 import { ToolFiles } from "./tool-files"
 import { Turns } from "./turns"
 import { Watch } from "./watch"
 
-/** The services every Location shares with the others: one store, one outputs directory, one application placement. */
-export type Shared = Store.Service | Approvals.Service | ManagedOutputs.Service | Registry.Application
+/**
+ * The services every Location shares with the others: one store (and its todo lists), one outputs directory, one
+ * application placement.
+ */
+export type Shared = Store.Service | Todos.Service | Approvals.Service | ManagedOutputs.Service | Registry.Application
 
 export class UnknownAgent extends Schema.TaggedError<UnknownAgent>()("Served.UnknownAgent", {
   agent: Schema.String,
@@ -104,6 +108,8 @@ export interface Interface {
   readonly diagnostics: ReadonlyArray<Discovery.Diagnostic>
   /** How many calls are running in it (in every live generation). */
   readonly running: () => number
+  /** A session's todo list in this Location (empty when it has none). */
+  readonly todos: (sessionID: string) => Effect.Effect<ReadonlyArray<Todos.Item>, Store.StoreError>
 }
 
 export interface Options {
@@ -165,6 +171,13 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   const shared = yield* Effect.context<Shared>()
   const events = yield* Events.bus<Events.Server>()
   const publish = (event: Events.Server) => PubSub.publish(events, event).pipe(Effect.asVoid)
+  // The built-ins write todo lists through this, so every list written in the Location is announced.
+  const todos = Context.get(shared, Todos.Service)
+  const announcing = Context.add(shared, Todos.Service, Todos.Service.of({
+    read: todos.read,
+    write: (key, items) =>
+      Effect.tap(todos.write(key, items), () => publish({ event: "todo.updated", data: { sessionID: key.sessionID, todos: items } })),
+  }))
   const versions = new ToolFiles.Versions()
   const reloading = yield* Semaphore.make(1)
   let serial = 0
@@ -192,7 +205,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         Effect.runFork(publish({ event: "tools.changed", data: { reason: "tools", files: [file] } }))
       }
       const context = yield* Layer.buildWithScope(
-        generationLayer(options, config, versions, mcpChanged).pipe(Layer.provide(Layer.succeedContext(shared))),
+        generationLayer(options, config, versions, mcpChanged).pipe(Layer.provide(Layer.succeedContext(announcing))),
         generationScope,
       )
       const permission = Context.get(context, Permission.Service)
@@ -417,5 +430,6 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       for (const generation of live) count += generation.active
       return count
     },
+    todos: (sessionID: string) => todos.read({ location: directory, sessionID }),
   } satisfies Interface
 })

@@ -23,6 +23,7 @@ import { ReadTracking } from "../../src/builtin/read-tracking"
 import { Approvals } from "../../src/store/approvals"
 import { Reads } from "../../src/store/reads"
 import { Store } from "../../src/store/store"
+import { Todos } from "../../src/store/todos"
 import type { Tool } from "../../src/tool/tool"
 import { tempDir } from "./temp"
 
@@ -48,6 +49,8 @@ export interface SettleOptions {
   readonly onProgress?: (update: Tool.Progress) => void
   /** The call's sessionID (default "ses_builtin"). */
   readonly session?: string
+  /** The call's toolCallID (default a fresh one). */
+  readonly call?: string
 }
 
 export interface Harness {
@@ -72,6 +75,8 @@ export interface HarnessOptions {
   readonly shell?: Config.Shell
   /** core.json `files.readBeforeWrite` (default true). */
   readonly readBeforeWrite?: boolean
+  /** Where todo lists are kept (default: in memory for the life of the harness). */
+  readonly todos?: Todos.Interface
 }
 
 export const harness = (options: HarnessOptions = {}): Harness => {
@@ -91,6 +96,8 @@ export const harness = (options: HarnessOptions = {}): Harness => {
   const outputsDirectory = join(data, "outputs")
   // What sessions read outlives each settle, as the durable store does between calls.
   const reads = Layer.succeed(Reads.Service, Reads.Service.of(Reads.memory()))
+  // So do todo lists, unless the test gives its own store of them.
+  const todos = Layer.succeed(Todos.Service, options.todos ?? Todos.Service.of(Todos.memory()))
 
   const layerFor = (settleOptions: SettleOptions) => {
     const permission = Permission.layer({
@@ -108,6 +115,7 @@ export const harness = (options: HarnessOptions = {}): Harness => {
     const builtins = Builtins.layer.pipe(
       Layer.provide(Shell.layer(options.shell)),
       Layer.provide(reads),
+      Layer.provide(todos),
       Layer.provide(Layer.succeed(ReadTracking.Required, options.readBeforeWrite ?? true)),
     )
     return Location.layer(directory, builtins).pipe(Layer.provideMerge(kernel))
@@ -146,7 +154,7 @@ export const harness = (options: HarnessOptions = {}): Harness => {
           sessionID: settleOptions.session ?? "ses_builtin",
           agent: settleOptions.agent ?? "build",
           assistantMessageID: "msg_builtin",
-          toolCallID: `call_${crypto.randomUUID()}`,
+          toolCallID: settleOptions.call ?? `call_${crypto.randomUUID()}`,
           name,
           input,
         },

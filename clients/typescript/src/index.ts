@@ -17,6 +17,8 @@ export type {
   Reply,
   ServerEvent,
   Settlement,
+  Todo,
+  Todos,
   Turn,
   Verdict,
 } from "./types.js"
