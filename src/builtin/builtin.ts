@@ -138,7 +138,7 @@ export const pathPlan = (
  * Whether a file, by its real path, is one the agent's `read` rules deny; undefined when no rule denies a read.
  * (bash checks its files against this; the sandbox keeps commands from the credential stores.)
  */
-export const readDenied = (services: Services, agent: string): ((real: string) => boolean) | undefined => {
+export const readDenied = (services: Pick<Services, "directory" | "permission">, agent: string): ((real: string) => boolean) | undefined => {
   const denies = services.permission.denies(agent, "read")
   if (denies === undefined) return undefined
   const inside = services.directory.endsWith(sep) ? services.directory : services.directory + sep
@@ -150,7 +150,7 @@ export const readDenied = (services: Services, agent: string): ((real: string) =
  * Whether a tool showing many files leaves one out (its name from list and glob, its lines from grep), by its real
  * path: one the agent's `read` rules deny, or one of the user's credential stores, as `read` of it is refused.
  */
-export const hidden = (services: Services, agent: string): ((real: string) => boolean) => {
+export const hidden = (services: Pick<Services, "directory" | "permission">, agent: string): ((real: string) => boolean) => {
   const denied = readDenied(services, agent)
   const credential = services.permission.credential
   return denied === undefined ? credential : (real) => credential(real) || denied(real)

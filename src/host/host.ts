@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Builtins } from "../builtin/builtins"
 import { ReadTracking } from "../builtin/read-tracking"
+import { Skill } from "../builtin/skill"
 import { Config } from "../config/config"
 import { Application } from "../location/application"
 import { Location } from "../location/location"
@@ -92,7 +93,8 @@ export const builtinsLayer = (config: Config.Resolved) =>
   )
 
 /**
- * The built-ins, then the plugins of `$CORE_HOME` and of the Location (DESIGN §12), registering into the Location's
+ * The built-ins (`skill` among them when there are skills), then the plugins of `$CORE_HOME` and of the Location
+ * (DESIGN §12), registering into the Location's
  * registry in that order; the Location's `tools/*.ts` come after. The plugins' hook table comes from below
  * (`Hooks.layer`), shared with the settler.
  */
@@ -109,7 +111,7 @@ export const extensionsLayer = (
     shell: Effect.gen(function* () {
       return PluginShell.capability(yield* Shell.Service, directory)
     }),
-  }).pipe(Layer.provideMerge(builtinsLayer(config)))
+  }).pipe(Layer.provideMerge(Skill.layer({ directory, home }).pipe(Layer.provideMerge(builtinsLayer(config)))))
 
 /** The user's home, and the paths in it core.json opens to tools and commands (shell.allowRead, shell.allowWrite). */
 const userOf = (settings: Settings) => {
