@@ -57,6 +57,8 @@ export type Output = typeof Output.Type
 export interface Reloaded {
   /** Whether the skills a description lists changed (and `skill` was registered again). */
   readonly changed: boolean
+  /** The SKILL.md files of the skills that came, went or changed their name or description. */
+  readonly files: ReadonlyArray<string>
   readonly diagnostics: ReadonlyArray<Discovery.Diagnostic>
 }
 
@@ -237,13 +239,17 @@ export const layer = (options: { readonly directory: string; readonly home: stri
         })
 
       const reload = Effect.gen(function* () {
-        const before = keyOf(found.skills)
-        const previousDiagnostics = JSON.stringify(found.diagnostics)
+        const before = found
         found = Skills.discover(options.directory, options.home)
-        const changed = keyOf(found.skills) !== before
+        const entries = (skills: ReadonlyArray<Skills.Skill>) => new Map(skills.map((skill) => [keyOf([skill]), skill.file]))
+        const [was, is] = [entries(before.skills), entries(found.skills)]
+        const files = new Set<string>()
+        for (const [key, file] of was) if (!is.has(key)) files.add(file)
+        for (const [key, file] of is) if (!was.has(key)) files.add(file)
+        const changed = files.size > 0 || keyOf(before.skills) !== keyOf(found.skills)
         if (changed) yield* register
-        const diagnostics = JSON.stringify(found.diagnostics) === previousDiagnostics ? [] : found.diagnostics
-        return { changed, diagnostics } satisfies Reloaded
+        const diagnostics = JSON.stringify(found.diagnostics) === JSON.stringify(before.diagnostics) ? [] : found.diagnostics
+        return { changed, files: [...files].sort(), diagnostics } satisfies Reloaded
       })
 
       return Service.of({

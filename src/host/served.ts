@@ -17,9 +17,11 @@ import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
+import { Skill } from "../builtin/skill"
 import { Config } from "../config/config"
 import { Host } from "../host/host"
 import { Discovery } from "../location/discovery"
+import { Skills } from "../location/skills"
 import type { ManagedOutputs } from "../output/managed"
 import { Permission } from "../permission/permission"
 import { Provider } from "../provider/provider"
@@ -62,6 +64,8 @@ export interface Generation {
   readonly plugins: Plugins.Interface
   /** Its plugins' hooks, in installation order (what `core check` lists for a tool). */
   readonly hooks: Hooks.Table
+  /** Its skills (the `skill` tool, MCP prompts). */
+  readonly skills: Skill.Interface
   /** Counts a call running in this generation until the returned effect runs. */
   readonly enter: Effect.Effect<Effect.Effect<void>>
 }
@@ -108,6 +112,10 @@ export interface Interface {
   readonly diagnostics: ReadonlyArray<Discovery.Diagnostic>
   /** How many calls are running in it (in every live generation). */
   readonly running: () => number
+  /** The skills of the current generation, with their instructions (MCP prompts). */
+  readonly skills: () => Skill.Interface
+  /** Whether a rule of `agent` denies the skill `name` (such a skill is not offered as a prompt either). */
+  readonly skillDenied: (agent: string, name: string) => boolean
   /** A session's todo list in this Location (empty when it has none). */
   readonly todos: (sessionID: string) => Effect.Effect<ReadonlyArray<Todos.Item>, Store.StoreError>
 }
@@ -220,6 +228,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         remote: Context.get(context, Remote.Service),
         plugins: installation.plugins,
         hooks: installation.hooks,
+        skills: Context.get(context, Skill.Service),
         scope: generationScope,
         active: 0,
         retired: false,
@@ -246,7 +255,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         ),
         generationScope,
       )
-      const diagnostics = [...installation.diagnostics, ...(yield* generation.files.loadAll)]
+      const diagnostics = [...installation.diagnostics, ...generation.skills.diagnostics(), ...(yield* generation.files.loadAll)]
       return { generation, diagnostics }
     }).pipe(Effect.onError(() => Scope.close(generationScope, Exit.void)))
   })
@@ -334,6 +343,20 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       }
     })
 
+  /**
+   * Finds the skills again; when what `skill`'s description lists changed, it is registered again, and so are the
+   * tool files that define `skill` (a Location's own keeps winning).
+   */
+  const reloadSkills = Effect.gen(function* () {
+    const generation = current
+    const result = yield* generation.skills.reload
+    yield* report(result.diagnostics)
+    if (!result.changed) return
+    const own = generation.files.known().filter((file) => generation.files.namesOf(file)?.includes("skill"))
+    yield* Effect.forEach(own, (file) => generation.files.reload(file))
+    yield* publish({ event: "tools.changed", data: { reason: "tools", files: result.files } })
+  })
+
   /** Builds a new generation from core.json as it is now; `files` are tool files that changed meanwhile. */
   const reloadConfig = (files: ReadonlyArray<string>) =>
     Effect.gen(function* () {
@@ -386,13 +409,14 @@ export const make = Effect.fnUntraced(function* (options: Options) {
           }
           if (changes.config) return yield* reloadConfig([...files].sort())
           if (files.size > 0) yield* reloadFiles([...files].sort())
+          if (changes.skills) yield* reloadSkills
         }),
       )
       .pipe(
         Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : reloadFailed(changes, cause))),
       )
 
-  if (options.watch) yield* Watch.watch(directory, reload)
+  if (options.watch) yield* Watch.watch(directory, reload, Skills.LOCATION_ROOTS)
 
   const pending = Effect.gen(function* () {
     const requests: Array<Events.PermissionRequest> = []
@@ -431,5 +455,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       return count
     },
     todos: (sessionID: string) => todos.read({ location: directory, sessionID }),
+    skills: () => current.skills,
+    skillDenied: (agent: string, name: string) => current.permission.denies(agent, "skill")?.(name) === true,
   } satisfies Interface
 })
