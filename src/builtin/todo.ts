@@ -79,7 +79,12 @@ export const make = (services: { readonly directory: string; readonly todos: Tod
     execute: (input, context) =>
       Effect.gen(function* () {
         const todos = input.todos.map(
-          (item): Todos.Item => ({ content: item.content.trim(), status: item.status, priority: item.priority ?? "medium" }),
+          // One line per item, so a line break in one cannot pass for another item where the list is shown.
+          (item): Todos.Item => ({
+            content: item.content.trim().replace(/\s*[\r\n]+\s*/g, " "),
+            status: item.status,
+            priority: item.priority ?? "medium",
+          }),
         )
         yield* services.todos.write(keyOf(context), todos).pipe(Effect.orDie)
         return { todos } satisfies Output
