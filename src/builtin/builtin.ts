@@ -10,6 +10,7 @@ import { Boundary } from "../permission/boundary"
 import { Permission } from "../permission/permission"
 import type { Shell } from "../shell/producer"
 import type { Reads } from "../store/reads"
+import type { Todos } from "../store/todos"
 import { Tool } from "../tool/tool"
 
 /** The services a built-in captures at construction. */
@@ -22,6 +23,8 @@ export interface Services {
   readonly shell: Shell.Interface
   /** What each session has seen of each file (see ./read-tracking); nothing is tracked without it. */
   readonly reads?: Reads.Interface
+  /** Where todowrite keeps each session's list; in memory for the life of the tools without it. */
+  readonly todos?: Todos.Interface
   /** Whether write and edit refuse changes to files the session has not seen as they are (default true). */
   readonly readBeforeWrite?: boolean
 }
@@ -135,7 +138,7 @@ export const pathPlan = (
  * Whether a file, by its real path, is one the agent's `read` rules deny; undefined when no rule denies a read.
  * (bash checks its files against this; the sandbox keeps commands from the credential stores.)
  */
-export const readDenied = (services: Services, agent: string): ((real: string) => boolean) | undefined => {
+export const readDenied = (services: Pick<Services, "directory" | "permission">, agent: string): ((real: string) => boolean) | undefined => {
   const denies = services.permission.denies(agent, "read")
   if (denies === undefined) return undefined
   const inside = services.directory.endsWith(sep) ? services.directory : services.directory + sep
@@ -147,7 +150,7 @@ export const readDenied = (services: Services, agent: string): ((real: string) =
  * Whether a tool showing many files leaves one out (its name from list and glob, its lines from grep), by its real
  * path: one the agent's `read` rules deny, or one of the user's credential stores, as `read` of it is refused.
  */
-export const hidden = (services: Services, agent: string): ((real: string) => boolean) => {
+export const hidden = (services: Pick<Services, "directory" | "permission">, agent: string): ((real: string) => boolean) => {
   const denied = readDenied(services, agent)
   const credential = services.permission.credential
   return denied === undefined ? credential : (real) => credential(real) || denied(real)

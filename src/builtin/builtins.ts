@@ -11,6 +11,7 @@ import { Permission } from "../permission/permission"
 import { Registry } from "../registry/registry"
 import { Shell } from "../shell/producer"
 import { Reads } from "../store/reads"
+import { Todos } from "../store/todos"
 import type { Tool } from "../tool/tool"
 import { ApplyPatch } from "./apply-patch"
 import { Bash } from "./bash"
@@ -21,10 +22,11 @@ import { Grep } from "./grep"
 import { List } from "./list"
 import { ReadTracking } from "./read-tracking"
 import { Read } from "./read"
+import { Todo } from "./todo"
 import { Write } from "./write"
 
 /** The built-ins' names, in the order they are registered. */
-export const NAMES = ["read", "write", "edit", "apply_patch", "glob", "grep", "list", "bash"] as const
+export const NAMES = ["read", "write", "edit", "apply_patch", "glob", "grep", "list", "bash", "todowrite", "todoread"] as const
 
 export type Name = (typeof NAMES)[number]
 
@@ -38,11 +40,13 @@ export const make = (services: Builtin.Services): Readonly<Record<Name, Tool.Any
   grep: Grep.make(services),
   list: List.make(services),
   bash: Bash.make(services),
+  ...Todo.make({ directory: services.directory, todos: services.todos ?? Todos.memory() }),
 })
 
 /**
  * Registers the built-ins into the Location registry for the life of the layer. What sessions read is kept in the
- * `Reads` service when one is provided (the durable store), else in memory for the life of the layer.
+ * `Reads` service when one is provided (the durable store), else in memory for the life of the layer; todo lists
+ * likewise in the `Todos` service.
  */
 export const layer: Layer.Layer<never, never, Registry.Service | Permission.Service | Shell.Service> = Layer.effectDiscard(
   Effect.gen(function* () {
@@ -50,9 +54,10 @@ export const layer: Layer.Layer<never, never, Registry.Service | Permission.Serv
     const permission = yield* Permission.Service
     const shell = yield* Shell.Service
     const reads = Option.getOrElse(yield* Effect.serviceOption(Reads.Service), Reads.memory)
+    const todos = Option.getOrElse(yield* Effect.serviceOption(Todos.Service), Todos.memory)
     const readBeforeWrite = yield* ReadTracking.Required
     yield* registry.tools
-      .register(make({ directory: permission.project, permission, shell, reads, readBeforeWrite }))
+      .register(make({ directory: permission.project, permission, shell, reads, todos, readBeforeWrite }))
       .pipe(Effect.orDie)
   }),
 )

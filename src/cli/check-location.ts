@@ -1,11 +1,12 @@
 export * as LocationCheck from "./check-location"
 
 // `core check [--location DIR] [--provider P]` with no tool name: checks a whole Location as CI would, loading it as
-// every command does: its core.json files, tool files, plugins and MCP servers (each connected to list its tools),
+// every command does: its core.json files, tool files, plugins, skills and MCP servers (each connected to list its tools),
 // and, with a provider, whether every tool fits that provider's rules. It reports every problem it finds, never
 // only the first, and runs no tool.
 
 import * as Effect from "effect/Effect"
+import { Skill } from "../builtin/skill"
 import { Config } from "../config/config"
 import { Application } from "../location/application"
 import { Location } from "../location/location"
@@ -19,7 +20,7 @@ import { Command } from "./command"
 
 /** One thing wrong with the Location: what part of it, the file that says so, and what is wrong. */
 export type Problem =
-  | { readonly kind: "config" | "tool" | "plugin" | "mcp"; readonly file?: string; readonly message: string }
+  | { readonly kind: "config" | "tool" | "plugin" | "skill" | "mcp"; readonly file?: string; readonly message: string }
   | ({ readonly kind: "provider" } & Provider.Problem)
 
 const messageOf = (error: unknown): string =>
@@ -71,6 +72,7 @@ export const run = (values: { readonly location?: string | undefined; readonly p
         problems.push({ kind: "tool", file, message })
       }
       for (const { file, message } of plugins.diagnostics) problems.push({ kind: "plugin", file, message })
+      for (const { file, message } of (yield* Skill.Service).diagnostics()) problems.push({ kind: "skill", file, message })
       for (const { file, message } of remote.diagnostics()) problems.push({ kind: "mcp", file, message })
       // Every tool of the Location, whatever the agents' rules hide, as a turn would advertise it.
       const { definitions } = registry.capture()

@@ -1,9 +1,10 @@
 export * as Diagnostics from "./diagnostics"
 
-// Prints tool and plugin load diagnostics (application, plugins, Location) and what kept an MCP server or one of
+// Prints tool, plugin and skill load diagnostics (application, plugins, Location, skills) and what kept an MCP server or one of
 // its tools from being offered on stderr, one line each, naming file and reason.
 
 import * as Effect from "effect/Effect"
+import { Skill } from "../builtin/skill"
 import { Application } from "../location/application"
 import { Location } from "../location/location"
 import { Remote } from "../remote/remote"
@@ -15,7 +16,8 @@ export const report = Effect.gen(function* () {
   const location = yield* Location.Service
   const remote = yield* Remote.Service
   const plugins = yield* Plugins.Service
-  for (const diagnostic of [...application.diagnostics, ...plugins.diagnostics, ...location.diagnostics, ...remote.diagnostics()]) {
+  const skills = (yield* Skill.Service).diagnostics()
+  for (const diagnostic of [...application.diagnostics, ...plugins.diagnostics, ...location.diagnostics, ...skills, ...remote.diagnostics()]) {
     Command.stderr(`core: warning: ${diagnostic.file}: ${diagnostic.message}\n`)
   }
 })

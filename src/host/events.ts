@@ -9,6 +9,7 @@ import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
 import { Settlement as SettlementSchema } from "../settlement/settlement"
 import { HostTools } from "./host-tools"
+import { Todos } from "../store/todos"
 
 /** A settlement, as events carry it. */
 export const Settlement = SettlementSchema.Info.annotate({ identifier: "Settlement" })
@@ -57,6 +58,10 @@ export const ToolsChanged = Schema.Struct({
   reason: Schema.Literals(["tools", "config"]),
   files: Schema.Array(Schema.String).annotate({ description: "The files whose change was applied" }),
 }).annotate({ identifier: "ToolsChanged", description: "Turns made before now may be stale (tools) or gone (config)" })
+export const TodoUpdated = Schema.Struct({
+  sessionID: Schema.String,
+  todos: Schema.Array(Todos.Item).annotate({ description: "The session's whole list, as todowrite wrote it" }),
+}).annotate({ identifier: "TodoUpdated", description: "A session's todo list was written (todowrite)" })
 export const Diagnostic = Schema.Struct({ file: Schema.String, message: Schema.String }).annotate({
   identifier: "Diagnostic",
 })
@@ -85,6 +90,7 @@ export const ServerEvent = Schema.Union([
   event("permission.replied", PermissionReplied),
   event("host_call", HostCall),
   event("tools.changed", ToolsChanged),
+  event("todo.updated", TodoUpdated),
   event("diagnostic", Diagnostic),
 ])
 

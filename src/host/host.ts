@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Builtins } from "../builtin/builtins"
 import { ReadTracking } from "../builtin/read-tracking"
+import { Skill } from "../builtin/skill"
 import { Config } from "../config/config"
 import { Application } from "../location/application"
 import { Location } from "../location/location"
@@ -27,6 +28,7 @@ import { Shell } from "../shell/producer"
 import { Approvals } from "../store/approvals"
 import { Reads } from "../store/reads"
 import { SqliteStore } from "../store/sqlite"
+import { Todos } from "../store/todos"
 import type { Store } from "../store/store"
 
 export interface Environment {
@@ -91,7 +93,8 @@ export const builtinsLayer = (config: Config.Resolved) =>
   )
 
 /**
- * The built-ins, then the plugins of `$CORE_HOME` and of the Location (DESIGN §12), registering into the Location's
+ * The built-ins (`skill` among them when there are skills), then the plugins of `$CORE_HOME` and of the Location
+ * (DESIGN §12), registering into the Location's
  * registry in that order; the Location's `tools/*.ts` come after. The plugins' hook table comes from below
  * (`Hooks.layer`), shared with the settler.
  */
@@ -108,7 +111,7 @@ export const extensionsLayer = (
     shell: Effect.gen(function* () {
       return PluginShell.capability(yield* Shell.Service, directory)
     }),
-  }).pipe(Layer.provideMerge(builtinsLayer(config)))
+  }).pipe(Layer.provideMerge(Skill.layer({ directory, home }).pipe(Layer.provideMerge(builtinsLayer(config)))))
 
 /** The user's home, and the paths in it core.json opens to tools and commands (shell.allowRead, shell.allowWrite). */
 const userOf = (settings: Settings) => {
@@ -153,7 +156,8 @@ export const servicesLayer = <ROut, E, RIn>(settings: Settings, registry: Layer.
 
 /**
  * The services a host shares between the Locations it serves: the settlement store (the durable one unless given),
- * what sessions read (beside durable settlements, else in memory), saved approvals and managed outputs. The store
+ * what sessions read and their todo lists (beside durable settlements, else in memory), saved approvals and managed
+ * outputs. The store
  * is opened first, so the others find it created.
  */
 export const sharedLayer = (
@@ -163,6 +167,7 @@ export const sharedLayer = (
 ) =>
   Layer.mergeAll(
     store === undefined ? Reads.layer(storePath(environment)) : Reads.layerMemory,
+    store === undefined ? Todos.layer(storePath(environment)) : Todos.layerMemory,
     approvalsLayer(environment),
     outputsLayer(environment, retentionDays),
   ).pipe(Layer.provideMerge(store ?? SqliteStore.layer(storePath(environment))))

@@ -14,6 +14,7 @@ import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import { Config } from "../config/config"
 import { Discovery } from "../location/discovery"
+import { Skills } from "../location/skills"
 import { Plugins } from "../plugin/plugins"
 import { Registry } from "../registry/registry"
 import { Served } from "./served"
@@ -153,11 +154,13 @@ export const make = Effect.fnUntraced(function* (options: Options) {
 
   const reloadHome = (changes: Watch.Changes) =>
     Effect.gen(function* () {
-      if (changes.config) yield* everywhere((served) => served.reload({ files: new Set(), config: true, rescan: false }))
+      // `$CORE_HOME/skills/` are every Location's skills.
+      if (changes.skills) yield* everywhere((served) => served.reload({ files: new Set(), config: false, rescan: false, skills: true }))
+      if (changes.config) yield* everywhere((served) => served.reload({ files: new Set(), config: true, rescan: false, skills: false }))
       // `$CORE_HOME/plugins/*.ts` install in every Location: each installs a changed one again.
       const plugins = new Set([...changes.files].filter(Plugins.isPluginFile))
       if (changes.rescan) for (const file of Discovery.toolFiles(options.home, Plugins.FOLDER)) plugins.add(file)
-      if (plugins.size > 0) yield* everywhere((served) => served.reload({ files: plugins, config: false, rescan: false }))
+      if (plugins.size > 0) yield* everywhere((served) => served.reload({ files: plugins, config: false, rescan: false, skills: false }))
       const files = new Set([...changes.files].filter((file) => !Plugins.isPluginFile(file)))
       if (changes.rescan) for (const file of [...home.known(), ...Discovery.toolFiles(options.home)]) files.add(file)
       if (files.size === 0) return
@@ -173,7 +176,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       yield* everywhere((served) => served.publish({ event: "tools.changed", data }))
     })
 
-  if (options.watch) yield* Watch.watch(options.home, reloadHome)
+  if (options.watch) yield* Watch.watch(options.home, reloadHome, [Skills.HOME_ROOT])
 
   return { get, all } satisfies Interface
 })

@@ -17,9 +17,11 @@ import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
+import { Skill } from "../builtin/skill"
 import { Config } from "../config/config"
 import { Host } from "../host/host"
 import { Discovery } from "../location/discovery"
+import { Skills } from "../location/skills"
 import type { ManagedOutputs } from "../output/managed"
 import { Permission } from "../permission/permission"
 import { Provider } from "../provider/provider"
@@ -31,14 +33,18 @@ import { Remote } from "../remote/remote"
 import { Settler } from "../settlement/settler"
 import type { Approvals } from "../store/approvals"
 import type { Store } from "../store/store"
+import { Todos } from "../store/todos"
 import { Events } from "./events"
 import { HostTools } from "./host-tools"
 import { ToolFiles } from "./tool-files"
 import { Turns } from "./turns"
 import { Watch } from "./watch"
 
-/** The services every Location shares with the others: one store, one outputs directory, one application placement. */
-export type Shared = Store.Service | Approvals.Service | ManagedOutputs.Service | Registry.Application
+/**
+ * The services every Location shares with the others: one store (and its todo lists), one outputs directory, one
+ * application placement.
+ */
+export type Shared = Store.Service | Todos.Service | Approvals.Service | ManagedOutputs.Service | Registry.Application
 
 export class UnknownAgent extends Schema.TaggedError<UnknownAgent>()("Served.UnknownAgent", {
   agent: Schema.String,
@@ -59,6 +65,8 @@ export interface Generation {
   readonly plugins: Plugins.Interface
   /** Its plugins' hooks, in installation order (what `core check` lists for a tool). */
   readonly hooks: Hooks.Table
+  /** Its skills (the `skill` tool, MCP prompts). */
+  readonly skills: Skill.Interface
   /** Counts a call running in this generation until the returned effect runs. */
   readonly enter: Effect.Effect<Effect.Effect<void>>
 }
@@ -107,6 +115,12 @@ export interface Interface {
   readonly hostTools: HostTools.Interface
   /** How many calls are running in it (in every live generation). */
   readonly running: () => number
+  /** The skills of the current generation, with their instructions (MCP prompts). */
+  readonly skills: () => Skill.Interface
+  /** Whether a rule of `agent` denies the skill `name` (such a skill is not offered as a prompt either). */
+  readonly skillDenied: (agent: string, name: string) => boolean
+  /** A session's todo list in this Location (empty when it has none). */
+  readonly todos: (sessionID: string) => Effect.Effect<ReadonlyArray<Todos.Item>, Store.StoreError>
 }
 
 export interface Options {
@@ -168,6 +182,13 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   const shared = yield* Effect.context<Shared>()
   const events = yield* Events.bus<Events.Server>()
   const publish = (event: Events.Server) => PubSub.publish(events, event).pipe(Effect.asVoid)
+  // The built-ins write todo lists through this, so every list written in the Location is announced.
+  const todos = Context.get(shared, Todos.Service)
+  const announcing = Context.add(shared, Todos.Service, Todos.Service.of({
+    read: todos.read,
+    write: (key, items) =>
+      Effect.tap(todos.write(key, items), () => publish({ event: "todo.updated", data: { sessionID: key.sessionID, todos: items } })),
+  }))
   const versions = new ToolFiles.Versions()
   const reloading = yield* Semaphore.make(1)
   const hostTools = HostTools.make({ publish: (call) => publish({ event: "host_call", data: call }) })
@@ -196,7 +217,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         Effect.runFork(publish({ event: "tools.changed", data: { reason: "tools", files: [file] } }))
       }
       const context = yield* Layer.buildWithScope(
-        generationLayer(options, config, versions, mcpChanged).pipe(Layer.provide(Layer.succeedContext(shared))),
+        generationLayer(options, config, versions, mcpChanged).pipe(Layer.provide(Layer.succeedContext(announcing))),
         generationScope,
       )
       const permission = Context.get(context, Permission.Service)
@@ -211,6 +232,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         remote: Context.get(context, Remote.Service),
         plugins: installation.plugins,
         hooks: installation.hooks,
+        skills: Context.get(context, Skill.Service),
         scope: generationScope,
         active: 0,
         retired: false,
@@ -237,7 +259,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         ),
         generationScope,
       )
-      const diagnostics = [...installation.diagnostics, ...(yield* generation.files.loadAll)]
+      const diagnostics = [...installation.diagnostics, ...generation.skills.diagnostics(), ...(yield* generation.files.loadAll)]
       // The host's tools come last, in names nothing else of the Location holds.
       const left = yield* hostTools.attach({
         tools: registry.tools,
@@ -340,6 +362,20 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       }
     })
 
+  /**
+   * Finds the skills again; when what `skill`'s description lists changed, it is registered again, and so are the
+   * tool files that define `skill` (a Location's own keeps winning).
+   */
+  const reloadSkills = Effect.gen(function* () {
+    const generation = current
+    const result = yield* generation.skills.reload
+    yield* report(result.diagnostics)
+    if (!result.changed) return
+    const own = generation.files.known().filter((file) => generation.files.namesOf(file)?.includes("skill"))
+    yield* Effect.forEach(own, (file) => generation.files.reload(file))
+    yield* publish({ event: "tools.changed", data: { reason: "tools", files: result.files } })
+  })
+
   /** Builds a new generation from core.json as it is now; `files` are tool files that changed meanwhile. */
   const reloadConfig = (files: ReadonlyArray<string>) =>
     Effect.gen(function* () {
@@ -392,13 +428,14 @@ export const make = Effect.fnUntraced(function* (options: Options) {
           }
           if (changes.config) return yield* reloadConfig([...files].sort())
           if (files.size > 0) yield* reloadFiles([...files].sort())
+          if (changes.skills) yield* reloadSkills
         }),
       )
       .pipe(
         Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : reloadFailed(changes, cause))),
       )
 
-  if (options.watch) yield* Watch.watch(directory, reload)
+  if (options.watch) yield* Watch.watch(directory, reload, Skills.LOCATION_ROOTS)
 
   const pending = Effect.gen(function* () {
     const requests: Array<Events.PermissionRequest> = []
@@ -437,5 +474,8 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       for (const generation of live) count += generation.active
       return count
     },
+    todos: (sessionID: string) => todos.read({ location: directory, sessionID }),
+    skills: () => current.skills,
+    skillDenied: (agent: string, name: string) => current.permission.denies(agent, "skill")?.(name) === true,
   } satisfies Interface
 })

@@ -3,8 +3,10 @@ export * as Mcp from "./mcp"
 // One MCP session serving a Location's tools, whatever carries it (stdio for `core mcp`, streamable HTTP at `/mcp`):
 // `tools/list` is the agent's catalog now, `tools/call` settles through the host's running calls (permissions,
 // bounding, managed outputs, at most once) against the catalog current at the call, a reload announces
-// `notifications/tools/list_changed`, and `resources/read` opens managed outputs. It answers the permission asks of
-// its own calls only. No transport here, and no wording of results (./mapping).
+// `notifications/tools/list_changed`, `resources/read` opens managed outputs, and the Location's skills are its
+// prompts (`prompts/list`, `prompts/get`: the skill's instructions as one user message; `list_changed` when they
+// change). It answers the permission asks of its own calls only. No transport here, and no wording of results
+// (./mapping).
 
 import { readFile } from "node:fs/promises"
 import { existsSync } from "node:fs"
@@ -12,6 +14,8 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import {
   CallToolRequestSchema,
   ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
   McpError,
@@ -111,7 +115,7 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
     const waiting = new Set<Promise<unknown>>()
     const server = new Server(
       { name: options.name, version: options.version },
-      { capabilities: { tools: { listChanged: true }, resources: {} } },
+      { capabilities: { tools: { listChanged: true }, resources: {}, prompts: { listChanged: true } } },
     )
 
     /**
@@ -132,6 +136,35 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         ).pipe(Effect.orDie),
       )
     }
+
+    /** The skills offered as prompts: the Location's, but those a rule of the agent denies. */
+    const prompts = (served: Served.Interface) =>
+      served
+        .skills()
+        .skills()
+        .filter((skill) => !served.skillDenied(options.agent, skill.name))
+        .map((skill) => ({ name: skill.name, description: skill.description }))
+
+    server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: prompts((await current()).served) }))
+
+    server.setRequestHandler(GetPromptRequestSchema, async (request) => {
+      const { served } = await current()
+      const { name } = request.params
+      const prompt = prompts(served).find((candidate) => candidate.name === name)
+      if (prompt === undefined) {
+        const known = prompts(served).map((candidate) => candidate.name)
+        throw new McpError(
+          ErrorCode.InvalidParams,
+          `Unknown prompt "${name.slice(0, 100)}"; ${known.length === 0 ? "this Location has no skills" : `the prompts are: ${known.join(", ")}`}`,
+        )
+      }
+      const instructions = await run(Effect.result(served.skills().instructions(name)))
+      if (instructions._tag === "Failure") throw new McpError(ErrorCode.InvalidParams, instructions.failure.message)
+      return {
+        description: prompt.description,
+        messages: [{ role: "user" as const, content: { type: "text" as const, text: instructions.success } }],
+      }
+    })
 
     server.setRequestHandler(ListToolsRequestSchema, async () => {
       const { served } = await current()
@@ -279,7 +312,16 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         yield* mine.host.served.hostTools.answer(hostCall.id, answer).pipe(Effect.ignore)
       })
 
-    const listChanged = Effect.promise(() => server.sendToolListChanged().catch(() => undefined))
+    /** The prompts last listed as changed, so a reload that left them as they were announces nothing for them. */
+    let promptsSent: string | undefined
+    const listChanged = Effect.promise(async () => {
+      await server.sendToolListChanged().catch(() => undefined)
+      if (host === undefined) return
+      const now = JSON.stringify(prompts(host.served))
+      if (now === promptsSent) return
+      promptsSent = now
+      await server.sendPromptListChanged().catch(() => undefined)
+    })
     /**
      * Listens to the events of the Location served now (its asks and its reloads), in a scope of its own that the
      * next Location's replaces. Subscribed before it returns: an ask of the first call is never missed.
@@ -308,6 +350,7 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         if (previous?.served === next.served) return
         if (listening !== undefined) yield* Scope.close(listening, Exit.void)
         host = next
+        if (previous === undefined) promptsSent = JSON.stringify(prompts(next.served))
         listening = yield* listen(next.served)
         attached()
         if (previous !== undefined) yield* listChanged

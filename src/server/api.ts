@@ -234,6 +234,11 @@ export type HostCallAnswered = typeof HostCallAnswered.Type
 export const Progress = Events.Progress
 export type Progress = Events.Progress
 export const ServerEvent = Events.ServerEvent
+export const Todos = Schema.Struct({
+  sessionID: Schema.String,
+  todos: Events.TodoUpdated.fields.todos,
+}).annotate({ identifier: "Todos", description: "A session's todo list in this Location" })
+export type Todos = typeof Todos.Type
 
 /** The stream of one call: progress and asks as they come, then one settlement (or one error). */
 export const CallEvent = Schema.Union([
@@ -325,6 +330,18 @@ export const ENDPOINTS = {
     success: Settlement,
     error: [...GUARDED, NotFound],
   }).annotateMerge(docs("The recorded settlement of a call")),
+  todos: HttpApiEndpoint.get("todos", "/v1/sessions/:sessionID/todos", {
+    params: { sessionID: Schema.String },
+    headers: LOCATION_HEADER,
+    success: Todos,
+    error: GUARDED,
+  }).annotateMerge(
+    docs(
+      "A session's todo list",
+      "The list the session's last todowrite call wrote in this Location, in order; an empty list when it wrote " +
+        "none. Each write is also announced as a todo.updated event.",
+    ),
+  ),
   cancel: HttpApiEndpoint.post("cancel", "/v1/calls/:sessionID/:toolCallID/cancel", {
     params: { sessionID: Schema.String, toolCallID: Schema.String },
     headers: LOCATION_HEADER,
@@ -468,6 +485,7 @@ const group = HttpApiGroup.make("core").add(
   ENDPOINTS.settleStream,
   ENDPOINTS.check,
   ENDPOINTS.settlement,
+  ENDPOINTS.todos,
   ENDPOINTS.cancel,
   ENDPOINTS.permissions,
   ENDPOINTS.reply,

@@ -249,6 +249,13 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
         )
       }),
 
+    todos: (route) =>
+      Effect.gen(function* () {
+        const sessionID = param(route, "sessionID")
+        const todos = yield* route.served.todos(sessionID).pipe(Effect.orDie)
+        return Respond.json(200, { sessionID, todos } satisfies Api.Todos)
+      }),
+
     cancel: (route) =>
       Effect.gen(function* () {
         const ids = { sessionID: param(route, "sessionID"), toolCallID: param(route, "toolCallID") }

@@ -98,6 +98,14 @@ const MIGRATIONS: ReadonlyArray<string> = [
    DROP TABLE settlements;
    ALTER TABLE settlements_located RENAME TO settlements;
    CREATE INDEX settlements_by_time ON settlements (COALESCE(settled_at, started_at))`,
+  // Each session's todo list in its Location (see ./todos).
+  `CREATE TABLE todos (
+     location TEXT NOT NULL,
+     session_id TEXT NOT NULL,
+     todos TEXT NOT NULL,
+     updated_at INTEGER NOT NULL,
+     PRIMARY KEY (location, session_id)
+   ) WITHOUT ROWID`,
 ]
 
 /** The last version that rebuilt the settlements table: migrating from before it leaves free pages. */

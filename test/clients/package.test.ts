@@ -23,6 +23,7 @@ export const wireAgrees = () => {
   fits<Client.Settlement>(sample<typeof Api.Settlement.Type>())
   fits<Client.Settlement>(sample<typeof Api.CallSettlement.Type>())
   fits<Client.Turn>(sample<typeof Api.Turn.Type>())
+  fits<Client.Todos>(sample<typeof Api.Todos.Type>())
   fits<Client.Check>(sample<typeof Api.Check.Type>())
   fits<Client.PermissionRequest>(sample<typeof Api.PermissionRequest.Type>())
   fits<Client.ServerEvent>(sample<typeof Api.ServerEvent.Type>())

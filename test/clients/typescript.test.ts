@@ -50,6 +50,12 @@ describe("@core/client", () => {
     expect(await core.settlement("ses_ts", "call_none")).toBeUndefined()
     expect(runs(box, "echo")).toBe(1)
 
+    // A session's todo list, as its todowrite wrote it.
+    const todos = [{ content: "Ship", status: "in_progress", priority: "high" }] as const
+    await core.settle(turn.turnID, { ...call, toolCallID: "call_todo", name: "todowrite", input: { todos } })
+    expect(await core.todos("ses_ts")).toEqual({ sessionID: "ses_ts", todos })
+    expect(await core.todos("ses_none")).toEqual({ sessionID: "ses_none", todos: [] })
+
     // Connecting with the ready line's URL and token reaches the same server; a wrong token is a typed refusal.
     const connected = Core.connect({ url: core.url, token: core.token })
     expect((await connected.settle(turn.turnID, call)).structured).toBe("hi")

@@ -17,6 +17,9 @@ const DECLARED: Record<string, unknown> = {
   edit: { readOnly: false, destructive: true, idempotent: false, openWorld: false },
   apply_patch: { readOnly: false, destructive: true, idempotent: false, openWorld: false },
   bash: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
+  // The session's own list, replaced whole: sending the same list again changes nothing.
+  todowrite: { readOnly: false, destructive: false, idempotent: true, openWorld: false },
+  todoread: READ_ONLY,
 }
 
 const sidecar = await inProcess()

@@ -298,6 +298,7 @@ describe("SqliteStore migration to records that belong to a Location", () => {
     // Back to version 4 as an older core left it, with one settled and one abandoned call.
     const old = new Database(path)
     old.exec("DROP TABLE settlements")
+    old.exec("DROP TABLE todos")
     old.exec(VERSION_4_SETTLEMENTS)
     old.exec("CREATE INDEX settlements_by_time ON settlements (COALESCE(settled_at, started_at))")
     const insert = old.query(

@@ -7,6 +7,7 @@ import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Effect, Layer, PubSub } from "effect"
 import { Builtins } from "../../src/builtin/builtins"
+import { Skill } from "../../src/builtin/skill"
 import { Explain } from "../../src/builtin/explain"
 import { Kernel } from "../../src/host/kernel"
 import { Location } from "../../src/location/location"
@@ -23,6 +24,7 @@ import { ReadTracking } from "../../src/builtin/read-tracking"
 import { Approvals } from "../../src/store/approvals"
 import { Reads } from "../../src/store/reads"
 import { Store } from "../../src/store/store"
+import { Todos } from "../../src/store/todos"
 import type { Tool } from "../../src/tool/tool"
 import { tempDir } from "./temp"
 
@@ -48,6 +50,8 @@ export interface SettleOptions {
   readonly onProgress?: (update: Tool.Progress) => void
   /** The call's sessionID (default "ses_builtin"). */
   readonly session?: string
+  /** The call's toolCallID (default a fresh one). */
+  readonly call?: string
 }
 
 export interface Harness {
@@ -55,6 +59,8 @@ export interface Harness {
   readonly directory: string
   /** The data directory (managed outputs live under `outputs/`). */
   readonly data: string
+  /** `$CORE_HOME`. */
+  readonly home: string
   /** Writes files relative to the Location. */
   readonly write: (files: Record<string, string | Uint8Array>) => void
   readonly settle: (name: string, input: unknown, options?: SettleOptions) => Promise<Outcome>
@@ -72,6 +78,10 @@ export interface HarnessOptions {
   readonly shell?: Config.Shell
   /** core.json `files.readBeforeWrite` (default true). */
   readonly readBeforeWrite?: boolean
+  /** `$CORE_HOME` (its `skills/`); default a fresh empty directory. */
+  readonly home?: string
+  /** Where todo lists are kept (default: in memory for the life of the harness). */
+  readonly todos?: Todos.Interface
 }
 
 export const harness = (options: HarnessOptions = {}): Harness => {
@@ -89,8 +99,12 @@ export const harness = (options: HarnessOptions = {}): Harness => {
     (rule, index): Agent.SourcedRule => ({ ...rule, source: { file: "test", path: `rules[${index}]` } }),
   )
   const outputsDirectory = join(data, "outputs")
+  // `$CORE_HOME`, for its skills.
+  const home = options.home ?? tempDir("core-builtin-home-")
   // What sessions read outlives each settle, as the durable store does between calls.
   const reads = Layer.succeed(Reads.Service, Reads.Service.of(Reads.memory()))
+  // So do todo lists, unless the test gives its own store of them.
+  const todos = Layer.succeed(Todos.Service, options.todos ?? Todos.Service.of(Todos.memory()))
 
   const layerFor = (settleOptions: SettleOptions) => {
     const permission = Permission.layer({
@@ -105,9 +119,10 @@ export const harness = (options: HarnessOptions = {}): Harness => {
       permission,
       ...(settleOptions.limits === undefined ? {} : { limits: settleOptions.limits }),
     })
-    const builtins = Builtins.layer.pipe(
+    const builtins = Skill.layer({ directory, home }).pipe(Layer.provideMerge(Builtins.layer)).pipe(
       Layer.provide(Shell.layer(options.shell)),
       Layer.provide(reads),
+      Layer.provide(todos),
       Layer.provide(Layer.succeed(ReadTracking.Required, options.readBeforeWrite ?? true)),
     )
     return Location.layer(directory, builtins).pipe(Layer.provideMerge(kernel))
@@ -146,7 +161,7 @@ export const harness = (options: HarnessOptions = {}): Harness => {
           sessionID: settleOptions.session ?? "ses_builtin",
           agent: settleOptions.agent ?? "build",
           assistantMessageID: "msg_builtin",
-          toolCallID: `call_${crypto.randomUUID()}`,
+          toolCallID: settleOptions.call ?? `call_${crypto.randomUUID()}`,
           name,
           input,
         },
@@ -169,7 +184,7 @@ export const harness = (options: HarnessOptions = {}): Harness => {
     return Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(layer)) as Effect.Effect<Outcome, unknown>)
   }
 
-  return { directory, data, write, settle, check }
+  return { directory, data, home, write, settle, check }
 }
 
 /** The text of a settlement's content parts, joined. */

@@ -337,6 +337,10 @@ class Core:
                 return None
             raise
 
+    def todos(self, session_id: str) -> Dict[str, Any]:
+        """A session's todo list in this Location: {"sessionID", "todos": [{content, status, priority}]}."""
+        return self._json("GET", f"/v1/sessions/{urllib.parse.quote(session_id, safe='')}/todos")
+
     def cancel(self, session_id: str, tool_call_id: str) -> bool:
         """Interrupts a running call (it settles `cancelled`); False when no such call is running."""
         try:

@@ -131,7 +131,7 @@ class HostCall(TypedDict):
 
 class Event(TypedDict):
     """An event of `GET /v1/events`: `call.started`, `call.progress`, `call.settled`, `call.failed`,
-    `permission.asked`, `permission.replied`, `host_call`, `tools.changed` or `diagnostic`, with its data."""
+    `permission.asked`, `permission.replied`, `host_call`, `tools.changed`, `todo.updated` or `diagnostic`, with its data."""
 
     event: str
     data: Dict[str, Any]

@@ -204,6 +204,10 @@ class HostLoop(unittest.TestCase):
         self.assertEqual(core.settle(turn["turnID"], call), first)
         self.assertEqual(core.settlement("ses_py", "c_1"), first)
         self.assertIsNone(core.settlement("ses_py", "c_none"))
+        todos = [{"content": "Ship", "status": "in_progress", "priority": "high"}]
+        core.settle(turn["turnID"], dict(call, toolCallID="c_todo", name="todowrite", input={"todos": todos}))
+        self.assertEqual(core.todos("ses_py"), {"sessionID": "ses_py", "todos": todos})
+        self.assertEqual(core.todos("ses_none")["todos"], [])
         check = core.check(turn["turnID"], "bash", {"command": "rm -rf build"})
         self.assertEqual(check["decision"], "ask")
         self.assertEqual(core.permissions(), [])

@@ -15,6 +15,7 @@ import type {
   Reply,
   ServerEvent,
   Settlement,
+  Todos,
   Turn,
   HostCall,
   HostCallResult,
@@ -416,6 +417,11 @@ export class Core {
       if (error instanceof CoreError && error.status === 404) return undefined
       throw error
     }
+  }
+
+  /** A session's todo list in this Location, as its last todowrite wrote it (empty when none). */
+  async todos(sessionID: string): Promise<Todos> {
+    return this.json("GET", `/v1/sessions/${encodeURIComponent(sessionID)}/todos`)
   }
 
   /** Interrupts a running call (it settles `cancelled`); false when no such call is running. */

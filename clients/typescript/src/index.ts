@@ -21,6 +21,8 @@ export type {
   Reply,
   ServerEvent,
   Settlement,
+  Todo,
+  Todos,
   Turn,
   Verdict,
 } from "./types.js"

@@ -136,6 +136,19 @@ export interface HostCall {
 /** The host's answer to a delegated call: its output, or a failure the model reads. */
 export type HostCallResult = { readonly output: unknown } | { readonly error: { readonly message: string } }
 
+/** One item of a session's todo list. */
+export interface Todo {
+  readonly content: string
+  readonly status: "pending" | "in_progress" | "completed" | "cancelled"
+  readonly priority: "high" | "medium" | "low"
+}
+
+/** A session's todo list (`GET /v1/sessions/{id}/todos`, and the `todo.updated` event). */
+export interface Todos {
+  readonly sessionID: string
+  readonly todos: ReadonlyArray<Todo>
+}
+
 interface CallKey {
   readonly sessionID: string
   readonly toolCallID: string
@@ -151,6 +164,7 @@ export type ServerEvent =
   | { readonly event: "permission.replied"; readonly data: { readonly id: string; readonly sessionID: string; readonly reply: "once" | "always" | "reject" } }
   | { readonly event: "host_call"; readonly data: HostCall }
   | { readonly event: "tools.changed"; readonly data: { readonly reason: "tools" | "config"; readonly files: ReadonlyArray<string> } }
+  | { readonly event: "todo.updated"; readonly data: Todos }
   | { readonly event: "diagnostic"; readonly data: { readonly file: string; readonly message: string } }
 
 /** What the stream of one call sends. */

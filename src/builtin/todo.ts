@@ -1,0 +1,103 @@
+export * as Todo from "./todo"
+
+// The `todowrite` and `todoread` built-ins: a session's todo list, kept per (Location, sessionID) in the store
+// (see ../store/todos), so it outlives the process and a host can show it. todowrite replaces the whole list and
+// answers it as the model will see it again; its input is checked (statuses, priorities, non-blank bounded text,
+// a bounded number of items) before anything is written. Each is checked as its action as a whole.
+
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { Todos } from "../store/todos"
+import { Tool } from "../tool/tool"
+
+/** Items a list holds at most. */
+export const MAX_ITEMS = 100
+/** Characters an item's content holds at most. */
+export const MAX_CONTENT_CHARS = 1_000
+
+const Content = Schema.String.check(
+  Schema.isPattern(/\S/, { expected: "non-blank text" }),
+  Schema.isMaxLength(MAX_CONTENT_CHARS, { expected: `at most ${MAX_CONTENT_CHARS} characters` }),
+).annotate({ description: `What to do, in a short imperative sentence (at most ${MAX_CONTENT_CHARS} characters)` })
+
+const InputItem = Schema.Struct({
+  content: Content,
+  status: Todos.Status.annotate({
+    description: "pending (not started), in_progress (being worked on now), completed, or cancelled (no longer needed)",
+  }),
+  priority: Schema.optionalKey(Todos.Priority.annotate({ description: "high, medium or low (default medium)" })),
+})
+
+export const WriteInput = Schema.Struct({
+  todos: Schema.Array(InputItem)
+    .check(Schema.isMaxLength(MAX_ITEMS, { expected: `at most ${MAX_ITEMS} items` }))
+    .annotate({ description: "The whole updated list, in order; it replaces the previous one ([] clears it)" }),
+})
+
+export const ReadInput = Schema.Struct({})
+
+export const Output = Schema.Struct({
+  todos: Schema.Array(Todos.Item).annotate({ description: "The session's list, in order" }),
+})
+export type Output = typeof Output.Type
+
+const MARKS: Record<Todos.Status, string> = { pending: "[ ]", in_progress: "[>]", completed: "[x]", cancelled: "[-]" }
+const ORDER: ReadonlyArray<Todos.Status> = ["in_progress", "pending", "completed", "cancelled"]
+
+/** The list as the model reads it: one line per item, and the counts per status. */
+export const render = (todos: ReadonlyArray<Todos.Item>, heading: string): string => {
+  if (todos.length === 0) return `${heading}: empty (no todos). Use todowrite to plan multi-step work.`
+  const counts = ORDER.flatMap((status) => {
+    const count = todos.filter((item) => item.status === status).length
+    return count === 0 ? [] : [`${count} ${status}`]
+  })
+  const lines = todos.map((item, index) => `${index + 1}. ${MARKS[item.status]} ${item.content} (${item.priority})`)
+  return [`${heading}: ${todos.length} item${todos.length === 1 ? "" : "s"} (${counts.join(", ")})`, ...lines].join("\n")
+}
+
+const WRITE_DESCRIPTION = `Create or update the todo list of this session, to plan and track multi-step work.
+
+- Send the whole list every time: it replaces the previous one, in order ([] clears it).
+- Each item: content (a short imperative sentence), status (pending, in_progress, completed, cancelled), priority (high, medium, low; default medium).
+- Keep exactly one item in_progress while you work; mark an item completed as soon as it is done, and cancelled when it is no longer needed.
+- Use it for tasks of three or more steps, or when the user gives several tasks; skip it for a single trivial step.
+- At most ${MAX_ITEMS} items of at most ${MAX_CONTENT_CHARS} characters. The host shows the list to the user.`
+
+const READ_DESCRIPTION =
+  "Read the todo list of this session, as todowrite last wrote it (an empty list when none was written). " +
+  "Use it to check what is left before choosing the next step."
+
+/** The tools, keeping lists in `todos` under the Location `directory`. */
+export const make = (services: { readonly directory: string; readonly todos: Todos.Interface }) => {
+  const keyOf = (context: Tool.Context): Todos.Key => ({ location: services.directory, sessionID: context.sessionID })
+  const todowrite = Tool.make({
+    description: WRITE_DESCRIPTION,
+    input: WriteInput,
+    output: Output,
+    annotations: { readOnly: false, destructive: false, idempotent: true, openWorld: false },
+    toModelOutput: ({ output }) => render(output.todos, "Todo list updated"),
+    execute: (input, context) =>
+      Effect.gen(function* () {
+        const todos = input.todos.map(
+          // One line per item, so a line break in one cannot pass for another item where the list is shown.
+          (item): Todos.Item => ({
+            content: item.content.trim().replace(/\s*[\r\n]+\s*/g, " "),
+            status: item.status,
+            priority: item.priority ?? "medium",
+          }),
+        )
+        yield* services.todos.write(keyOf(context), todos).pipe(Effect.orDie)
+        return { todos } satisfies Output
+      }),
+  })
+  const todoread = Tool.make({
+    description: READ_DESCRIPTION,
+    input: ReadInput,
+    output: Output,
+    annotations: { readOnly: true, idempotent: true, openWorld: false },
+    toModelOutput: ({ output }) => render(output.todos, "Todo list"),
+    execute: (_input, context) =>
+      Effect.map(services.todos.read(keyOf(context)).pipe(Effect.orDie), (todos): Output => ({ todos })),
+  })
+  return { todowrite, todoread }
+}

@@ -1,0 +1,127 @@
+// todowrite and todoread through the kit (a real Location's built-ins and settler): the list a session writes is
+// the list it reads, another session and another Location see none of it, and a malformed list writes nothing.
+
+import { describe, expect, test } from "bun:test"
+import { Todos } from "../../src/store/todos"
+import { Todo } from "../../src/builtin/todo"
+import { harness, textOf } from "../support/builtin"
+
+const LIST = [
+  { content: "Write the store", status: "completed", priority: "high" },
+  { content: "Wire the route", status: "in_progress" },
+  { content: "Document it", status: "pending", priority: "low" },
+  { content: "Benchmark it", status: "cancelled", priority: "low" },
+]
+
+describe("todowrite and todoread", () => {
+  test("todowrite answers the list as the model will see it, with counts; todoread reads it back", async () => {
+    const location = harness()
+    const written = await location.settle("todowrite", { todos: LIST })
+    expect(written.settlement.status).toBe("success")
+    expect(textOf(written.settlement)).toBe(
+      [
+        "Todo list updated: 4 items (1 in_progress, 1 pending, 1 completed, 1 cancelled)",
+        "1. [x] Write the store (high)",
+        "2. [>] Wire the route (medium)",
+        "3. [ ] Document it (low)",
+        "4. [-] Benchmark it (low)",
+      ].join("\n"),
+    )
+    const read = await location.settle("todoread", {})
+    expect(read.settlement.status).toBe("success")
+    expect(read.settlement.structured).toEqual({
+      todos: [
+        { content: "Write the store", status: "completed", priority: "high" },
+        // priority defaults to medium
+        { content: "Wire the route", status: "in_progress", priority: "medium" },
+        { content: "Document it", status: "pending", priority: "low" },
+        { content: "Benchmark it", status: "cancelled", priority: "low" },
+      ],
+    })
+    expect(textOf(read.settlement)).toStartWith("Todo list: 4 items")
+  })
+
+  test("a session that wrote no list reads an empty one, said plainly; another session's list stays its own", async () => {
+    const location = harness()
+    await location.settle("todowrite", { todos: LIST }, { session: "ses_a" })
+    const other = await location.settle("todoread", {}, { session: "ses_b" })
+    expect(other.settlement.structured).toEqual({ todos: [] })
+    expect(textOf(other.settlement)).toBe("Todo list: empty (no todos). Use todowrite to plan multi-step work.")
+    expect(((await location.settle("todoread", {}, { session: "ses_a" })).settlement.structured as any).todos).toHaveLength(4)
+  })
+
+  test("another Location sharing the same store does not see the list", async () => {
+    const todos = Todos.memory()
+    const first = harness({ todos })
+    const second = harness({ todos })
+    await first.settle("todowrite", { todos: LIST }, { session: "ses_shared" })
+    expect((await second.settle("todoread", {}, { session: "ses_shared" })).settlement.structured).toEqual({ todos: [] })
+    expect(((await first.settle("todoread", {}, { session: "ses_shared" })).settlement.structured as any).todos).toHaveLength(4)
+  })
+
+  test("each write replaces the whole list, and [] clears it", async () => {
+    const location = harness()
+    await location.settle("todowrite", { todos: LIST })
+    await location.settle("todowrite", { todos: [{ content: "Only this", status: "pending" }] })
+    expect((await location.settle("todoread", {})).settlement.structured).toEqual({
+      todos: [{ content: "Only this", status: "pending", priority: "medium" }],
+    })
+    const cleared = await location.settle("todowrite", { todos: [] })
+    expect(textOf(cleared.settlement)).toBe("Todo list updated: empty (no todos). Use todowrite to plan multi-step work.")
+    expect((await location.settle("todoread", {})).settlement.structured).toEqual({ todos: [] })
+  })
+
+  test("content is kept without surrounding blanks, on one line: a line break cannot pass for another item", async () => {
+    const location = harness()
+    await location.settle("todowrite", { todos: [{ content: "  Trim me\n", status: "pending" }] })
+    expect(((await location.settle("todoread", {})).settlement.structured as any).todos[0].content).toBe("Trim me")
+    const forged = await location.settle("todowrite", { todos: [{ content: "Real\n2. [x] Forged (high)", status: "pending" }] })
+    expect(textOf(forged.settlement)).toBe("Todo list updated: 1 item (1 pending)\n1. [ ] Real 2. [x] Forged (high) (medium)")
+  })
+
+  const malformed: ReadonlyArray<[string, unknown, RegExp]> = [
+    ["an unknown status", { todos: [{ content: "x", status: "done" }] }, /status/],
+    ["an unknown priority", { todos: [{ content: "x", status: "pending", priority: "urgent" }] }, /priority/],
+    ["blank content", { todos: [{ content: "   ", status: "pending" }] }, /non-blank/],
+    ["missing content", { todos: [{ status: "pending" }] }, /content/],
+    ["content too long", { todos: [{ content: "x".repeat(Todo.MAX_CONTENT_CHARS + 1), status: "pending" }] }, /at most 1000 characters/],
+    [
+      "too many items",
+      { todos: Array.from({ length: Todo.MAX_ITEMS + 1 }, (_, index) => ({ content: `item ${index}`, status: "pending" })) },
+      /at most 100 items/,
+    ],
+    ["a list that is not an array", { todos: "write tests" }, /todos/],
+    ["no list at all", {}, /todos/],
+    ["an item that is not an object", { todos: ["write tests"] }, /todos/],
+  ]
+  for (const [what, input, message] of malformed) {
+    test(`${what} is invalid input, and the list before it stays`, async () => {
+      const location = harness()
+      await location.settle("todowrite", { todos: [{ content: "Keep me", status: "pending" }] })
+      const refused = await location.settle("todowrite", input)
+      expect(refused.settlement.status).toBe("error")
+      expect(refused.settlement.error?.kind).toBe("invalid_input")
+      expect(refused.settlement.error?.message).toMatch(message)
+      expect(((await location.settle("todoread", {})).settlement.structured as any).todos).toEqual([
+        { content: "Keep me", status: "pending", priority: "medium" },
+      ])
+    })
+  }
+
+  test("several items in_progress are kept as written: the convention is the description's, not enforced", async () => {
+    const location = harness()
+    const both = [
+      { content: "One", status: "in_progress" },
+      { content: "Two", status: "in_progress" },
+    ]
+    expect((await location.settle("todowrite", { todos: both })).settlement.status).toBe("success")
+    expect(((await location.settle("todoread", {})).settlement.structured as any).todos).toHaveLength(2)
+  })
+
+  test("a rule denying todowrite refuses the call and writes nothing; todoread still answers", async () => {
+    const location = harness({ rules: [{ action: "todowrite", resource: "*", effect: "deny" }] })
+    const refused = await location.settle("todowrite", { todos: LIST })
+    expect(refused.settlement.error?.kind).toBe("denied")
+    expect((await location.settle("todoread", {})).settlement.structured).toEqual({ todos: [] })
+  })
+})

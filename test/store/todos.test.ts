@@ -1,0 +1,126 @@
+// The todo lists' store: one contract for the in-memory and the SQLite layers (per Location and session, replaced
+// whole), lists that outlive the process, and the table added to a database of the previous schema version.
+
+import { Database } from "bun:sqlite"
+import { describe, expect, test } from "bun:test"
+import { join } from "node:path"
+import { Effect, Layer } from "effect"
+import { SqliteStore } from "../../src/store/sqlite"
+import { Store } from "../../src/store/store"
+import { Todos } from "../../src/store/todos"
+import { tempDir } from "../support/temp"
+
+const implementations: ReadonlyArray<[string, () => Layer.Layer<Todos.Service, Store.StoreError>]> = [
+  ["memory", () => Todos.layerMemory],
+  ["sqlite", () => Todos.layer(join(tempDir(), "core.db"))],
+]
+
+const use = <A, E>(layer: Layer.Layer<Todos.Service, Store.StoreError>, program: Effect.Effect<A, E, Todos.Service>) =>
+  Effect.runPromise(program.pipe(Effect.provide(layer)))
+
+const item = (content: string, status: Todos.Status = "pending"): Todos.Item => ({ content, status, priority: "medium" })
+
+for (const [name, make] of implementations) {
+  describe(`Todos contract (${name})`, () => {
+    test("a session that wrote nothing has an empty list", () =>
+      use(make(), Effect.gen(function* () {
+        expect(yield* (yield* Todos.Service).read({ location: "/p", sessionID: "s" })).toEqual([])
+      })))
+
+    test("a write replaces the whole list, in order", () =>
+      use(make(), Effect.gen(function* () {
+        const todos = yield* Todos.Service
+        const key = { location: "/p", sessionID: "s" }
+        yield* todos.write(key, [item("a"), item("b", "in_progress")])
+        expect(yield* todos.read(key)).toEqual([item("a"), item("b", "in_progress")])
+        yield* todos.write(key, [item("c", "completed")])
+        expect(yield* todos.read(key)).toEqual([item("c", "completed")])
+        yield* todos.write(key, [])
+        expect(yield* todos.read(key)).toEqual([])
+      })))
+
+    test("lists are kept per Location and per session", () =>
+      use(make(), Effect.gen(function* () {
+        const todos = yield* Todos.Service
+        yield* todos.write({ location: "/p", sessionID: "s" }, [item("mine")])
+        expect(yield* todos.read({ location: "/q", sessionID: "s" })).toEqual([])
+        expect(yield* todos.read({ location: "/p", sessionID: "t" })).toEqual([])
+        yield* todos.write({ location: "/q", sessionID: "s" }, [item("theirs")])
+        expect(yield* todos.read({ location: "/p", sessionID: "s" })).toEqual([item("mine")])
+      })))
+
+    test("changing what was read or written changes nothing stored", () =>
+      use(make(), Effect.gen(function* () {
+        const todos = yield* Todos.Service
+        const key = { location: "/p", sessionID: "s" }
+        const list = [item("a")]
+        yield* todos.write(key, list)
+        ;(list[0] as { content: string }).content = "changed"
+        const read = yield* todos.read(key)
+        ;(read[0] as { content: string }).content = "changed again"
+        expect(yield* todos.read(key)).toEqual([item("a")])
+      })))
+  })
+}
+
+describe("Todos (sqlite)", () => {
+  test("a list outlives closing and reopening the database, beside the settlements", async () => {
+    const path = join(tempDir(), "core.db")
+    const key = { location: "/p", sessionID: "s" }
+    await use(Todos.layer(path), Effect.flatMap(Todos.Service, (todos) => todos.write(key, [item("kept")])))
+    const layer = Layer.merge(Todos.layer(path), SqliteStore.layer(path))
+    const found = await Effect.runPromise(
+      Effect.gen(function* () {
+        const settlements = yield* Store.Service
+        expect(yield* settlements.begin({ ...key, toolCallID: "c" }, "todowrite", "build")).toBe(true)
+        return yield* (yield* Todos.Service).read(key)
+      }).pipe(Effect.provide(layer)),
+    )
+    expect(found).toEqual([item("kept")])
+  })
+
+  test("a database of the previous version gains the todos table, keeping its records", async () => {
+    const path = join(tempDir(), "core.db")
+    const settlements = SqliteStore.layer(path)
+    await Effect.runPromise(
+      Effect.flatMap(Store.Service, (store) => store.begin({ location: "/p", sessionID: "s", toolCallID: "c" }, "echo", "build")).pipe(
+        Effect.provide(settlements),
+      ),
+    )
+    // Back to the schema as it was before the todos step, with a record in it.
+    const old = new Database(path)
+    old.exec("DROP TABLE todos")
+    old.exec(`PRAGMA user_version = ${SqliteStore.SCHEMA_VERSION - 1}`)
+    old.close()
+    const found = await Effect.runPromise(
+      Effect.gen(function* () {
+        const todos = yield* Todos.Service
+        yield* todos.write({ location: "/p", sessionID: "s" }, [item("new")])
+        return {
+          record: yield* (yield* Store.Service).lookup({ location: "/p", sessionID: "s", toolCallID: "c" }),
+          todos: yield* todos.read({ location: "/p", sessionID: "s" }),
+        }
+      }).pipe(Effect.provide(Layer.merge(Todos.layer(path), SqliteStore.layer(path)))),
+    )
+    expect(found.record).toMatchObject({ state: "started", tool: "echo" })
+    expect(found.todos).toEqual([item("new")])
+    const check = new Database(path, { readonly: true })
+    expect((check.query("PRAGMA user_version").get() as { user_version: number }).user_version).toBe(SqliteStore.SCHEMA_VERSION)
+    check.close()
+  })
+
+  test("a list the table holds that is not a list is reported as a store error, not returned", async () => {
+    const path = join(tempDir(), "core.db")
+    await use(Todos.layer(path), Effect.void)
+    const db = new Database(path)
+    db.query("INSERT INTO todos (location, session_id, todos, updated_at) VALUES ('/p', 's', '{\"not\":\"a list\"}', 0)").run()
+    db.close()
+    const outcome = await Effect.runPromise(
+      Effect.flip(Effect.flatMap(Todos.Service, (todos) => todos.read({ location: "/p", sessionID: "s" }))).pipe(
+        Effect.provide(Todos.layer(path)),
+      ),
+    )
+    expect(outcome).toBeInstanceOf(Store.StoreError)
+    expect(outcome.reason).toBe("io")
+  })
+})
