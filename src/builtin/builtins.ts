@@ -21,10 +21,11 @@ import { Grep } from "./grep"
 import { List } from "./list"
 import { ReadTracking } from "./read-tracking"
 import { Read } from "./read"
+import { WebFetch } from "./webfetch"
 import { Write } from "./write"
 
 /** The built-ins' names, in the order they are registered. */
-export const NAMES = ["read", "write", "edit", "apply_patch", "glob", "grep", "list", "bash"] as const
+export const NAMES = ["read", "write", "edit", "apply_patch", "glob", "grep", "list", "bash", "webfetch"] as const
 
 export type Name = (typeof NAMES)[number]
 
@@ -38,6 +39,7 @@ export const make = (services: Builtin.Services): Readonly<Record<Name, Tool.Any
   grep: Grep.make(services),
   list: List.make(services),
   bash: Bash.make(services),
+  webfetch: WebFetch.make(services),
 })
 
 /**
