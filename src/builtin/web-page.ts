@@ -13,10 +13,12 @@ export type Format = "markdown" | "text" | "html"
 const DROPPED = ["script", "style", "noscript", "template", "iframe", "object", "embed", "canvas", "svg", "head"] as const
 
 /** Elements that start a new line in the text format. */
-const BLOCKS = new Set(
+const LINES = new Set("br dd div dt figcaption li option summary tr".split(" "))
+/** Elements set apart by a blank line in the text format. */
+const PARAGRAPHS = new Set(
   (
-    "address article aside blockquote br dd details div dl dt fieldset figcaption figure footer form h1 h2 h3 h4 h5 " +
-    "h6 header hr li main nav ol p pre section summary table tr ul"
+    "address article aside blockquote details dl fieldset figure footer form h1 h2 h3 h4 h5 h6 header hr main nav " +
+    "ol p pre section table ul"
   ).split(" "),
 )
 
@@ -154,21 +156,33 @@ const titleOf = (document: DomDocument): string | undefined => {
   return title === "" ? undefined : title
 }
 
-/** The page's text: what a reader sees, one line per block, runs of blank lines collapsed. */
+/** The page's text: what a reader sees, a line per block and a blank line between paragraphs. */
 const textOf = (document: DomDocument): string => {
   const out: Array<string> = []
+  // How many line breaks end the text so far: a block asks for one or two, never adding to those already there.
+  let breaks = 2
+  const breakTo = (count: number) => {
+    while (breaks < count) {
+      out.push("\n")
+      breaks++
+    }
+  }
   const walk = (node: DomNode) => {
     if (node.nodeType === 3) {
-      out.push((node.nodeValue ?? "").replace(/\s+/g, " "))
+      const text = (node.nodeValue ?? "").replace(/\s+/g, " ")
+      const trimmed = breaks > 0 ? text.trimStart() : text
+      if (trimmed === "") return
+      out.push(trimmed)
+      breaks = 0
       return
     }
     if (node.nodeType !== 1) return
     const name = node.localName
     if ((DROPPED as ReadonlyArray<string>).includes(name)) return
-    const block = BLOCKS.has(name)
-    if (block) out.push("\n")
+    const lines = PARAGRAPHS.has(name) ? 2 : LINES.has(name) ? 1 : 0
+    breakTo(lines)
     for (const child of Array.from(node.childNodes)) walk(child)
-    if (block) out.push("\n")
+    breakTo(lines)
   }
   walk(document.body ?? document.documentElement)
   return out
@@ -176,7 +190,6 @@ const textOf = (document: DomDocument): string => {
     .split("\n")
     .map((line) => line.trim())
     .join("\n")
-    .replace(/\n{3,}/g, "\n\n")
     .trim()
 }
 

@@ -12,6 +12,7 @@ import type { LookupAddress } from "node:dns"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { Permission } from "../permission/permission"
+import { Rule } from "../permission/rule"
 import { Tool } from "../tool/tool"
 import { Address } from "./address"
 import { Builtin } from "./builtin"
@@ -139,17 +140,22 @@ export const hostNamedBy = (pattern: string): string | undefined => {
 const checkOf = (url: URL): Permission.Check => ({ action: NAME, resources: [url.href], save: [savedPattern(url)] })
 
 /**
- * Whether the agent's rules let `url` reach reserved addresses: the rule deciding it allows it and names its host
- * literally. The default "allow everything" rule, a bare `"webfetch": "allow"`, wildcard hosts and saved approvals
- * never do.
+ * Whether the agent's rules let `url` reach reserved addresses: a rule of theirs allows `webfetch` on it and names
+ * its host literally (whatever later rule decides whether the URL is asked). The default "allow everything" rule,
+ * a bare `"webfetch": "allow"`, wildcard hosts and saved approvals never do.
  */
-const opensReserved = (permission: Permission.Interface, agent: string, url: URL) =>
-  permission.explain({ agent, action: NAME, resources: [url.href] }).pipe(
-    Effect.map(([decision]) => {
-      const rule = decision?.rule
-      return rule !== undefined && rule.effect === "allow" && hostNamedBy(rule.resource) === url.hostname.toLowerCase()
-    }),
-  )
+const opensReserved = (permission: Permission.Interface, agent: string, url: URL): boolean => {
+  const host = url.hostname.toLowerCase()
+  return permission
+    .rules(agent)
+    .some(
+      (rule) =>
+        rule.effect === "allow" &&
+        Rule.matches(rule.action, NAME) &&
+        Rule.matches(rule.resource, url.href) &&
+        hostNamedBy(rule.resource) === host,
+    )
+}
 
 const refusedAddress = (url: URL, address: string, kind: string) =>
   failure(
@@ -165,7 +171,7 @@ const literalRefusal = (services: Builtin.Services, agent: string, url: URL): Ef
     const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
     if (!Address.isIp(host)) return
     const kind = Address.reserved(host)
-    if (kind !== undefined && !(yield* opensReserved(services.permission, agent, url))) {
+    if (kind !== undefined && !opensReserved(services.permission, agent, url)) {
       return yield* refusedAddress(url, host, kind)
     }
   })
@@ -239,7 +245,7 @@ const makeTool = (services: Builtin.Services) => {
       // authorized (resolving a name the user would refuse already sends it to a DNS server).
       yield* literalRefusal(services, context.agent, url)
       yield* Builtin.authorize(services, context, [checkOf(url)], { tool: NAME, url: url.href })
-      const open = yield* opensReserved(services.permission, context.agent, url)
+      const open = opensReserved(services.permission, context.agent, url)
       yield* context.progress({ message: `GET ${url.href}` })
       const started = Date.now()
       const network = Effect.gen(function* () {
