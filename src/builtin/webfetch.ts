@@ -362,9 +362,12 @@ const outputOf = (start: URL, fetched: Fetched, format: WebPage.Format): Effect.
     const binary = mime === undefined ? WebPage.binaryReason(type, body) : undefined
     const decoded = mime === undefined && binary === undefined ? WebPage.decode(body, head.contentType, type === "text/html") : undefined
     const html = decoded !== undefined && WebPage.isHtml(type, decoded.text)
+    // The converter (a DOM and turndown) is loaded on the first page that needs it, never at start-up.
+    const convert = (text: string, as: WebPage.Format) =>
+      Effect.promise(() => import("./html-convert")).pipe(Effect.map(({ HtmlConvert }) => HtmlConvert.convert(text, fetched.url.href, as)))
     if (head.status >= 400) {
       const excerpt =
-        decoded === undefined ? "" : (html ? WebPage.convert(decoded.text, fetched.url.href, "text").content : decoded.text).slice(0, ERROR_EXCERPT_CHARS)
+        decoded === undefined ? "" : (html ? (yield* convert(decoded.text, "text")).content : decoded.text).slice(0, ERROR_EXCERPT_CHARS)
       return yield* failure(
         [
           `HTTP ${head.status}${head.statusText === "" ? "" : ` ${head.statusText}`} from ${fetched.url.href}: the server did not return the page.`,
@@ -386,7 +389,7 @@ const outputOf = (start: URL, fetched: Fetched, format: WebPage.Format): Effect.
     if (!html) {
       return { kind: "page" as const, ...common, format: "text" as const, charset: decoded.charset, ...note, content: decoded.text }
     }
-    const converted = WebPage.convert(decoded.text, fetched.url.href, format)
+    const converted = yield* convert(decoded.text, format)
     return { kind: "page" as const, ...common, format, charset: decoded.charset, ...note, ...converted }
   })
 

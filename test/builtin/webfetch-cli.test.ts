@@ -62,7 +62,7 @@ describe("core exec webfetch with a rule opening 127.0.0.1", () => {
   test("JSON passes through as text and an image comes back as a file part", async () => {
     expect(text((await fetchUrl(web.url("/json"))).settlement)).toEndWith('{"name":"core","tags":["a","b"]}')
     const image = await fetchUrl(web.url("/image"))
-    expect(image.settlement.content[1]).toEqual({
+    expect(image.settlement.content[1] as unknown).toEqual({
       type: "file",
       mime: "image/png",
       uri: `data:image/png;base64,${Buffer.from(PNG).toString("base64")}`,

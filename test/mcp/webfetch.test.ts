@@ -39,13 +39,13 @@ describe("webfetch over core mcp", () => {
     expect(tools.find((tool) => tool.name === "webfetch")?.annotations).toMatchObject({ readOnlyHint: true, openWorldHint: true })
     const result = await client.callTool({ name: "webfetch", arguments: { url: web.url("/moved") } }, CallToolResultSchema)
     expect(result.isError).toBeFalsy()
-    const text = (result.content[0] as { text: string }).text
+    const text = (result.content as Array<{ text: string }>)[0]!.text
     expect(text).toStartWith(`URL: ${web.url("/article")}\nStatus: 200 OK\n`)
     expect(text).toContain("# Getting started")
     expect(text).toContain(`Redirects: ${web.url("/moved")} → (301) ${web.url("/hop")} → (302) ${web.url("/article")}`)
 
     const refused = await (await connect(sandbox())).callTool({ name: "webfetch", arguments: { url: web.url("/article") } }, CallToolResultSchema)
     expect(refused.isError).toBe(true)
-    expect((refused.content[0] as { text: string }).text).toContain("is a loopback address")
+    expect((refused.content as Array<{ text: string }>)[0]!.text).toContain("is a loopback address")
   })
 })
