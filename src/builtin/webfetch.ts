@@ -215,7 +215,8 @@ const headerLines = (output: {
 
 const render = (output: Output): string | ReadonlyArray<Tool.Content> => {
   if (output.kind === "image") {
-    const name = decodeURIComponent(new URL(output.finalUrl).pathname.split("/").pop() ?? "") || "image"
+    // The last path segment as sent (never decoded here: a malformed escape must not break the projection).
+    const name = new URL(output.finalUrl).pathname.split("/").pop() || "image"
     return [
       { type: "text", text: headerLines(output, `; image ${output.mime}`).join("\n") },
       { type: "file", data: output.data, mime: output.mime, name },
