@@ -27,7 +27,8 @@ export interface Head {
 export type Outcome =
   | { readonly _tag: "Response"; readonly head: Head; readonly body: Uint8Array }
   | { readonly _tag: "Redirect"; readonly head: Head }
-  | { readonly _tag: "TooLarge"; readonly head: Head; readonly read: number }
+  /** Over the cap: `declared` when the Content-Length said so (nothing read), else once `read` bytes passed it. */
+  | { readonly _tag: "TooLarge"; readonly head: Head; readonly read: number; readonly declared?: number }
   | { readonly _tag: "Failed"; readonly reason: string }
 
 export interface Input {
@@ -118,7 +119,7 @@ export const get = (input: Input): Promise<Outcome> =>
     request.on("response", (response) => {
       const head = headOf(response)
       if (isRedirect(head.status) && head.location !== undefined) return finish({ _tag: "Redirect", head })
-      if (head.length !== undefined && head.length > input.maxBytes) return finish({ _tag: "TooLarge", head, read: 0 })
+      if (head.length !== undefined && head.length > input.maxBytes) return finish({ _tag: "TooLarge", head, read: 0, declared: head.length })
       const stream = decoded(response)
       if (typeof stream === "string") return finish({ _tag: "Failed", reason: stream })
       const chunks: Array<Uint8Array> = []

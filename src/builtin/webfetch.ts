@@ -295,7 +295,7 @@ const makeTool = (services: Builtin.Services) => {
           case "TooLarge":
             return yield* failure(
               `${url.href} is larger than webfetch's download cap of ${MAX_BYTES} bytes (5 MiB)` +
-                (outcome.head.length === undefined ? "" : `: its Content-Length is ${outcome.head.length} bytes`) +
+                (outcome.declared === undefined ? "" : `: its Content-Length is ${outcome.declared} bytes`) +
                 `. Nothing was kept. Fetch a smaller or more specific URL (a single page or an API with paging).`,
             )
           case "Response":

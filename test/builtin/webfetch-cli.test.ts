@@ -3,7 +3,7 @@
 // refusal of 127.0.0.1 without that rule, asks without a terminal, and `core check`'s explanation.
 
 import { afterAll, describe, expect, test } from "bun:test"
-import { core, exec, sandbox, settlementOf } from "../cli/fixture"
+import { core, exec, sandbox, settlementOf, start } from "../cli/fixture"
 import { closedPort, PNG, webServer } from "../support/web-server"
 
 const web = webServer()
@@ -57,6 +57,14 @@ describe("core exec webfetch with a rule opening 127.0.0.1", () => {
     expect((await fetchUrl(web.url("/hang"), { timeoutMs: 300 })).settlement.error?.message).toStartWith("Timed out after 300 ms")
     const port = closedPort()
     expect((await fetchUrl(`http://127.0.0.1:${port}/`)).settlement.error?.message).toContain("ECONNREFUSED")
+  })
+
+  test("SIGINT during a download cancels the call (exit 130) without waiting for the server", async () => {
+    const started = await start(box, ["exec", "webfetch", "--input", JSON.stringify({ url: web.url("/hang?interrupt"), timeoutMs: 120_000 }), "--location", box.location])
+    await web.requested("/hang?interrupt")
+    started.child.kill("SIGINT")
+    const result = await started.finished()
+    expect(result.code).toBe(130)
   })
 
   test("JSON passes through as text and an image comes back as a file part", async () => {

@@ -208,6 +208,11 @@ describe("webfetch: status, redirects and failures", () => {
     expect(streamed.error?.message).toStartWith(`${web.url("/huge-stream")} is larger than webfetch's download cap of ${WebFetch.MAX_BYTES} bytes (5 MiB). Nothing was kept.`)
   })
 
+  test("a compressed body is capped by what it decompresses to", async () => {
+    const settlement = await fetchPage("/gzip-bomb")
+    expect(settlement.error?.message).toStartWith(`${web.url("/gzip-bomb")} is larger than webfetch's download cap of ${WebFetch.MAX_BYTES} bytes (5 MiB). Nothing was kept.`)
+  })
+
   test("a server that does not answer in time fails with the timeout", async () => {
     const started = Date.now()
     const settlement = await fetchPage("/hang", { timeoutMs: 300 })

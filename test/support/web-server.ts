@@ -30,6 +30,8 @@ export interface WebServer {
   readonly url: (path: string) => string
   /** Paths requested so far, in order. */
   readonly requests: Array<string>
+  /** Resolves when `path` (with its query, if any) is requested, or at once if it already was. */
+  readonly requested: (path: string) => Promise<void>
   readonly stop: () => void
 }
 
@@ -39,6 +41,7 @@ export interface WebServer {
  */
 export const webServer = (options: { readonly away?: string } = {}): WebServer => {
   const requests: Array<string> = []
+  const waiting: Array<{ readonly path: string; readonly resolve: () => void }> = []
   const hanging: Array<() => void> = []
   const server = Bun.serve({
     port: 0,
@@ -47,6 +50,10 @@ export const webServer = (options: { readonly away?: string } = {}): WebServer =
     fetch: async (request) => {
       const url = new URL(request.url)
       requests.push(url.pathname + url.search)
+      for (const waiter of waiting.filter((entry) => entry.path === url.pathname + url.search)) {
+        waiting.splice(waiting.indexOf(waiter), 1)
+        waiter.resolve()
+      }
       const path = url.pathname
       const html = (body: string, status = 200) => new Response(body, { status, headers: { "content-type": "text/html; charset=utf-8" } })
       const redirect = (to: string, status = 302) => new Response(null, { status, headers: { location: to } })
@@ -75,6 +82,12 @@ export const webServer = (options: { readonly away?: string } = {}): WebServer =
       if (path === "/binary") return new Response(Uint8Array.from([0, 1, 2, 3, 0, 0, 9, 0]), { headers: { "content-type": "application/octet-stream" } })
       if (path === "/image") return new Response(PNG, { headers: { "content-type": "application/octet-stream" } })
       if (path === "/fake-image") return new Response("not a png", { headers: { "content-type": "image/png" } })
+      if (path === "/gzip-bomb") {
+        // A few kilobytes on the wire, 6 MiB once decompressed: the cap counts what it decompresses to.
+        return new Response(gzipSync(Buffer.alloc(HUGE_BYTES, 0x61)), {
+          headers: { "content-type": "text/plain", "content-encoding": "gzip" },
+        })
+      }
       if (path === "/huge") return new Response("x".repeat(HUGE_BYTES), { headers: { "content-type": "text/plain" } })
       if (path === "/huge-stream") {
         // No Content-Length: the cap must stop the reading itself.
@@ -111,6 +124,10 @@ export const webServer = (options: { readonly away?: string } = {}): WebServer =
     origin,
     url: (path) => `${origin}${path}`,
     requests,
+    requested: (path) =>
+      requests.includes(path)
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => waiting.push({ path, resolve })),
     stop: () => {
       for (const release of hanging) release()
       server.stop(true)
