@@ -6,7 +6,7 @@ export * as WebRequest from "./web-request"
 // while TLS still verifies the certificate for the URL's host name. It follows no redirect, sends no cookie or
 // credential, decompresses what it accepts, and stops reading at the size cap.
 
-import { request as httpRequest, type IncomingMessage } from "node:http"
+import { type ClientRequest, request as httpRequest, type IncomingMessage } from "node:http"
 import { request as httpsRequest } from "node:https"
 import type { LookupAddress } from "node:dns"
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib"
@@ -97,21 +97,27 @@ export const get = (input: Input): Promise<Outcome> =>
       if (options.all === true) return callback(null, input.addresses)
       callback(null, first.address, first.family)
     }
-    const request = (secure ? httpsRequest : httpRequest)({
-      protocol: url.protocol,
-      hostname,
-      port: url.port === "" ? (secure ? 443 : 80) : Number(url.port),
-      path: `${url.pathname}${url.search}`,
-      method: "GET",
-      agent: false,
-      lookup: lookup as never,
-      headers: {
-        "user-agent": USER_AGENT,
-        accept: input.accept,
-        "accept-encoding": "gzip, deflate, br",
-        "accept-language": "en;q=0.9, *;q=0.5",
-      },
-    })
+    let request: ClientRequest
+    try {
+      request = (secure ? httpsRequest : httpRequest)({
+        protocol: url.protocol,
+        hostname,
+        port: url.port === "" ? (secure ? 443 : 80) : Number(url.port),
+        path: `${url.pathname}${url.search}`,
+        method: "GET",
+        agent: false,
+        lookup: lookup as never,
+        headers: {
+          "user-agent": USER_AGENT,
+          accept: input.accept,
+          "accept-encoding": "gzip, deflate, br",
+          "accept-language": "en;q=0.9, *;q=0.5",
+        },
+      })
+    } catch (error) {
+      // A request the client refuses to make (a host or path it will not send) fails like a connection would.
+      return resolve({ _tag: "Failed", reason: `the request could not be made (${error instanceof Error ? error.message : String(error)})` })
+    }
     input.signal.addEventListener("abort", abort)
     request.on("error", (error: NodeJS.ErrnoException) =>
       finish({ _tag: "Failed", reason: error.code === undefined ? error.message : `${error.code}: ${error.message}` }),
