@@ -59,10 +59,10 @@ const textOf = (document: DomDocument): string => {
       breaks++
     }
   }
-  const walk = (node: DomNode) => {
+  const walk = (node: DomNode, preformatted: boolean) => {
     if (node.nodeType === 3) {
-      const text = (node.nodeValue ?? "").replace(/\s+/g, " ")
-      const trimmed = breaks > 0 ? text.trimStart() : text
+      const text = preformatted ? (node.nodeValue ?? "") : (node.nodeValue ?? "").replace(/\s+/g, " ")
+      const trimmed = breaks > 0 && !preformatted ? text.trimStart() : text
       if (trimmed === "") return
       out.push(trimmed)
       breaks = 0
@@ -73,14 +73,14 @@ const textOf = (document: DomDocument): string => {
     if ((DROPPED as ReadonlyArray<string>).includes(name)) return
     const lines = PARAGRAPHS.has(name) ? 2 : LINES.has(name) ? 1 : 0
     breakTo(lines)
-    for (const child of Array.from(node.childNodes)) walk(child)
+    for (const child of Array.from(node.childNodes)) walk(child, preformatted || name === "pre")
     breakTo(lines)
   }
-  walk(document.body ?? document.documentElement)
+  walk(document.body ?? document.documentElement, false)
   return out
     .join("")
     .split("\n")
-    .map((line) => line.trim())
+    .map((line) => line.trimEnd())
     .join("\n")
     .trim()
 }

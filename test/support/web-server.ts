@@ -15,7 +15,8 @@ export const ARTICLE = `<!doctype html>
 <h1>Getting started</h1>
 <p>Install it with <code>npm i thing</code>, then read <a href="/docs/api">the API</a>.</p>
 <ul><li>first point</li><li>second point</li></ul>
-<pre><code>const x = 1</code></pre>
+<pre><code>const x = 1
+  if (x) run()</code></pre>
 <img src="pics/logo.png" alt="logo">
 <script>document.write("more script text")</script>
 </body></html>`
