@@ -1,8 +1,9 @@
 export * as HtmlConvert from "./html-convert"
 
-// An HTML page as webfetch answers it: markdown (turndown over a real DOM, domino, so malformed HTML parses as a
-// browser would), the text a reader sees, or the HTML as sent. Links and images are made absolute against the
-// page's URL; scripts, styles and embedded frames are dropped. Loaded lazily: start-up never evaluates the DOM.
+// An HTML page as webfetch answers it: markdown (turndown, which parses with a real DOM, domino, so malformed HTML
+// parses as a browser would; links and images made absolute against the page's URL), the text a reader sees (a
+// walk of the same DOM), or the HTML as sent. Scripts, styles and embedded frames are dropped. Loaded lazily:
+// start-up never evaluates the DOM.
 
 import domino, { type DomDocument, type DomNode } from "@mixmark-io/domino"
 import TurndownService from "turndown"
@@ -21,25 +22,58 @@ const PARAGRAPHS = new Set(
   ).split(" "),
 )
 
-const turndown = new TurndownService({
+const OPTIONS: TurndownService.Options = {
   headingStyle: "atx",
   codeBlockStyle: "fenced",
   bulletListMarker: "-",
   emDelimiter: "_",
   hr: "---",
-})
-turndown.remove([...DROPPED, "link", "meta", "button", "input", "select", "textarea"] as unknown as TurndownService.Filter)
+}
+/** What markdown leaves out besides DROPPED: the title (answered apart) and form controls. */
+const REMOVED = [...DROPPED, "title", "link", "meta", "button", "input", "select", "textarea"]
 
-/** Parses a page and makes its links and images absolute against where it was fetched from. */
-const parse = (html: string, url: string): DomDocument => {
-  const document = domino.createDocument(html)
-  for (const [selector, attribute] of [["a[href]", "href"], ["img[src]", "src"]] as const) {
-    for (const element of Array.from(document.querySelectorAll(selector))) {
-      const value = element.getAttribute(attribute)!
-      if (URL.canParse(value, url)) element.setAttribute(attribute, new URL(value, url).href)
-    }
-  }
-  return document
+/** A link destination as turndown writes one: parentheses and angle brackets escaped, spaces in <...>. */
+const destination = (value: string): string => {
+  const escaped = value.replace(/([<>()])/g, "\\$1")
+  return escaped.includes(" ") ? `<${escaped}>` : escaped
+}
+
+const titlePart = (node: TurndownService.Node): string => {
+  const title = (node.getAttribute("title") ?? "").replace(/(\n+\s*)+/g, "\n")
+  return title === "" ? "" : ` "${title.replace(/"/g, '\\"')}"`
+}
+
+/**
+ * A page as markdown: turndown parses it once (with domino) and writes links and images made absolute against
+ * the page's URL. A converter per call, since its rules hold the URL.
+ */
+const markdownOf = (html: string, url: string): string => {
+  const absolute = (value: string | null): string => (value === null ? "" : URL.canParse(value, url) ? new URL(value, url).href : value)
+  const service = new TurndownService(OPTIONS)
+  service.remove(REMOVED as unknown as TurndownService.Filter)
+  service.addRule("absoluteLink", {
+    filter: (node) => node.nodeName === "A" && (node.getAttribute("href") ?? "") !== "",
+    replacement: (content, node) => `[${content}](${destination(absolute((node as TurndownService.Node).getAttribute("href")))}${titlePart(node as TurndownService.Node)})`,
+  })
+  service.addRule("absoluteImage", {
+    filter: "img",
+    replacement: (_content, node) => {
+      const element = node as TurndownService.Node
+      const src = absolute(element.getAttribute("src"))
+      if (src === "") return ""
+      const alt = service.escape((element.getAttribute("alt") ?? "").replace(/(\n+\s*)+/g, "\n"))
+      return `![${alt}](${destination(src)}${titlePart(element)})`
+    },
+  })
+  return service.turndown(html).trim()
+}
+
+/** The page's title, parsed apart (a few bytes) so markdown needs only turndown's own parse of the page. */
+const titleFrom = (html: string): string | undefined => {
+  const match = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html)
+  if (match === null) return undefined
+  const title = domino.createDocument(`<title>${match[1]}</title>`).title.replace(/\s+/g, " ").trim()
+  return title === "" ? undefined : title
 }
 
 /** The page's title, when it has one. */
@@ -93,10 +127,15 @@ export interface Converted {
 /** An HTML page in the asked format: markdown (turndown), text (what a reader sees), or the HTML as sent. */
 export const convert = (html: string, url: string, format: WebPage.Format): Converted => {
   if (format === "html") return { content: html }
-  const document = parse(html, url)
+  if (format === "markdown") {
+    const title = titleFrom(html)
+    const content = markdownOf(html, url)
+    return title === undefined ? { content } : { content, title }
+  }
+  const document = domino.createDocument(html)
   const title = titleOf(document)
   const body = document.body ?? document.documentElement
   for (const element of Array.from(body.querySelectorAll(DROPPED.join(",")))) element.remove()
-  const content = format === "text" ? textOf(document) : turndown.turndown(body as unknown as TurndownService.Node).trim()
+  const content = textOf(document)
   return title === undefined ? { content } : { content, title }
 }
