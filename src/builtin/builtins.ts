@@ -23,10 +23,11 @@ import { List } from "./list"
 import { ReadTracking } from "./read-tracking"
 import { Read } from "./read"
 import { Todo } from "./todo"
+import { WebFetch } from "./webfetch"
 import { Write } from "./write"
 
 /** The built-ins' names, in the order they are registered. */
-export const NAMES = ["read", "write", "edit", "apply_patch", "glob", "grep", "list", "bash", "todowrite", "todoread"] as const
+export const NAMES = ["read", "write", "edit", "apply_patch", "glob", "grep", "list", "bash", "webfetch", "todowrite", "todoread"] as const
 
 export type Name = (typeof NAMES)[number]
 
@@ -40,6 +41,7 @@ export const make = (services: Builtin.Services): Readonly<Record<Name, Tool.Any
   grep: Grep.make(services),
   list: List.make(services),
   bash: Bash.make(services),
+  webfetch: WebFetch.make(services),
   ...Todo.make({ directory: services.directory, todos: services.todos ?? Todos.memory() }),
 })
 

@@ -50,6 +50,12 @@ describe("start-up", () => {
     expect(modules.filter((path) => HEAVY.test(path))).toEqual([])
   })
 
+  test("core exec of a built-in evaluates no HTML converter (turndown, domino): webfetch loads it for a page", async () => {
+    const modules = await loaded(["exec", "read", "--input", '{"filePath":"a.txt"}', "--location", location], location)
+    expect(modules.some((path) => path.includes("/src/builtin/webfetch.ts"))).toBe(true)
+    expect(modules.filter((path) => /node_modules\/(turndown|@mixmark-io\/domino)\/|\/src\/builtin\/html-convert\.ts/.test(path))).toEqual([])
+  })
+
   test("the recorder sees the SDK when a command does use it (so the checks above can fail)", async () => {
     const modules = await loaded(["mcp", "--help"], location)
     expect(modules.some((path) => HEAVY.test(path))).toBe(true)

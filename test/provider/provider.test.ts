@@ -46,7 +46,7 @@ const examples = async (): Promise<ReadonlyArray<Definition.Definition>> => {
 
 const catalog = await examples()
 
-const BUILTINS = ["read", "write", "edit", "apply_patch", "glob", "grep", "list", "bash", "todowrite", "todoread"]
+const BUILTINS = ["read", "write", "edit", "apply_patch", "glob", "grep", "list", "bash", "webfetch", "todowrite", "todoread"]
 const EXAMPLES = ["example", "hash", "text_identifier", "text_slug", "wc", "sqlite_query"]
 
 const validate = (provider: Provider.Name, tool: any): Array<string> => {

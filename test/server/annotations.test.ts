@@ -1,6 +1,7 @@
 // What each built-in declares about its effects, as `POST /v1/turns` advertises it: the searching and reading tools
-// read only; write, edit and apply_patch change files in the Location; bash may do anything, beyond it too. A host
-// may let calls run without asking on these hints, so a changed hint must be a deliberate change.
+// read only; write, edit and apply_patch change files in the Location; bash may do anything, beyond it too;
+// webfetch only reads, from beyond the Location. A host may let calls run without asking on these hints, so a
+// changed hint must be a deliberate change.
 
 import { describe, expect, test } from "bun:test"
 import { Builtins } from "../../src/builtin/builtins"
@@ -17,6 +18,7 @@ const DECLARED: Record<string, unknown> = {
   edit: { readOnly: false, destructive: true, idempotent: false, openWorld: false },
   apply_patch: { readOnly: false, destructive: true, idempotent: false, openWorld: false },
   bash: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
+  webfetch: { readOnly: true, idempotent: true, openWorld: true },
   // The session's own list, replaced whole: sending the same list again changes nothing.
   todowrite: { readOnly: false, destructive: false, idempotent: true, openWorld: false },
   todoread: READ_ONLY,

@@ -1,0 +1,141 @@
+export * as HtmlConvert from "./html-convert"
+
+// An HTML page as webfetch answers it: markdown (turndown, which parses with a real DOM, domino, so malformed HTML
+// parses as a browser would; links and images made absolute against the page's URL), the text a reader sees (a
+// walk of the same DOM), or the HTML as sent. Scripts, styles and embedded frames are dropped. Loaded lazily:
+// start-up never evaluates the DOM.
+
+import domino, { type DomDocument, type DomNode } from "@mixmark-io/domino"
+import TurndownService from "turndown"
+import type { WebPage } from "./web-page"
+
+/** Elements whose content is never page text. */
+const DROPPED = ["script", "style", "noscript", "template", "iframe", "object", "embed", "canvas", "svg", "head"] as const
+
+/** Elements that start a new line in the text format. */
+const LINES = new Set("br dd div dt figcaption li option summary tr".split(" "))
+/** Elements set apart by a blank line in the text format. */
+const PARAGRAPHS = new Set(
+  (
+    "address article aside blockquote details dl fieldset figure footer form h1 h2 h3 h4 h5 h6 header hr main nav " +
+    "ol p pre section table ul"
+  ).split(" "),
+)
+
+const OPTIONS: TurndownService.Options = {
+  headingStyle: "atx",
+  codeBlockStyle: "fenced",
+  bulletListMarker: "-",
+  emDelimiter: "_",
+  hr: "---",
+}
+/** What markdown leaves out besides DROPPED: the title (answered apart) and form controls. */
+const REMOVED = [...DROPPED, "title", "link", "meta", "button", "input", "select", "textarea"]
+
+/** A link destination as turndown writes one: parentheses and angle brackets escaped, spaces in <...>. */
+const destination = (value: string): string => {
+  const escaped = value.replace(/([<>()])/g, "\\$1")
+  return escaped.includes(" ") ? `<${escaped}>` : escaped
+}
+
+const titlePart = (node: TurndownService.Node): string => {
+  const title = (node.getAttribute("title") ?? "").replace(/(\n+\s*)+/g, "\n")
+  return title === "" ? "" : ` "${title.replace(/"/g, '\\"')}"`
+}
+
+/**
+ * A page as markdown: turndown parses it once (with domino) and writes links and images made absolute against
+ * the page's URL. A converter per call, since its rules hold the URL.
+ */
+const markdownOf = (html: string, url: string): string => {
+  const absolute = (value: string | null): string => (value === null ? "" : URL.canParse(value, url) ? new URL(value, url).href : value)
+  const service = new TurndownService(OPTIONS)
+  service.remove(REMOVED as unknown as TurndownService.Filter)
+  service.addRule("absoluteLink", {
+    filter: (node) => node.nodeName === "A" && (node.getAttribute("href") ?? "") !== "",
+    replacement: (content, node) => `[${content}](${destination(absolute((node as TurndownService.Node).getAttribute("href")))}${titlePart(node as TurndownService.Node)})`,
+  })
+  service.addRule("absoluteImage", {
+    filter: "img",
+    replacement: (_content, node) => {
+      const element = node as TurndownService.Node
+      const src = absolute(element.getAttribute("src"))
+      if (src === "") return ""
+      const alt = service.escape((element.getAttribute("alt") ?? "").replace(/(\n+\s*)+/g, "\n"))
+      return `![${alt}](${destination(src)}${titlePart(element)})`
+    },
+  })
+  return service.turndown(html).trim()
+}
+
+/** The page's title, parsed apart (a few bytes) so markdown needs only turndown's own parse of the page. */
+const titleFrom = (html: string): string | undefined => {
+  const match = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html)
+  if (match === null) return undefined
+  const title = domino.createDocument(`<title>${match[1]}</title>`).title.replace(/\s+/g, " ").trim()
+  return title === "" ? undefined : title
+}
+
+/** The page's title, when it has one. */
+const titleOf = (document: DomDocument): string | undefined => {
+  const title = document.title.replace(/\s+/g, " ").trim()
+  return title === "" ? undefined : title
+}
+
+/** The page's text: what a reader sees, a line per block and a blank line between paragraphs. */
+const textOf = (document: DomDocument): string => {
+  const out: Array<string> = []
+  // How many line breaks end the text so far: a block asks for one or two, never adding to those already there.
+  let breaks = 2
+  const breakTo = (count: number) => {
+    while (breaks < count) {
+      out.push("\n")
+      breaks++
+    }
+  }
+  const walk = (node: DomNode, preformatted: boolean) => {
+    if (node.nodeType === 3) {
+      const text = preformatted ? (node.nodeValue ?? "") : (node.nodeValue ?? "").replace(/\s+/g, " ")
+      const trimmed = breaks > 0 && !preformatted ? text.trimStart() : text
+      if (trimmed === "") return
+      out.push(trimmed)
+      breaks = 0
+      return
+    }
+    if (node.nodeType !== 1) return
+    const name = node.localName
+    if ((DROPPED as ReadonlyArray<string>).includes(name)) return
+    const lines = PARAGRAPHS.has(name) ? 2 : LINES.has(name) ? 1 : 0
+    breakTo(lines)
+    for (const child of Array.from(node.childNodes)) walk(child, preformatted || name === "pre")
+    breakTo(lines)
+  }
+  walk(document.body ?? document.documentElement, false)
+  return out
+    .join("")
+    .split("\n")
+    .map((line) => line.trimEnd())
+    .join("\n")
+    .trim()
+}
+
+export interface Converted {
+  readonly content: string
+  readonly title?: string
+}
+
+/** An HTML page in the asked format: markdown (turndown), text (what a reader sees), or the HTML as sent. */
+export const convert = (html: string, url: string, format: WebPage.Format): Converted => {
+  if (format === "html") return { content: html }
+  if (format === "markdown") {
+    const title = titleFrom(html)
+    const content = markdownOf(html, url)
+    return title === undefined ? { content } : { content, title }
+  }
+  const document = domino.createDocument(html)
+  const title = titleOf(document)
+  const body = document.body ?? document.documentElement
+  for (const element of Array.from(body.querySelectorAll(DROPPED.join(",")))) element.remove()
+  const content = textOf(document)
+  return title === undefined ? { content } : { content, title }
+}

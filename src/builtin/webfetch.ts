@@ -1,0 +1,411 @@
+export * as WebFetch from "./webfetch"
+
+// The webfetch built-in: GETs one http(s) URL and answers its content as markdown, text or HTML, or an image as
+// a file part. Each URL it requests, the first and every redirect, is checked with the `webfetch` action (the
+// URL is the resource; "always" saves its origin, `https://host/*`), and its host is resolved here and every
+// address checked: loopback, private, link-local and other reserved addresses are refused unless a core.json rule
+// allowing the URL names its host. The request then connects to exactly the addresses checked (./web-request), so
+// a second resolution cannot lead elsewhere. It returns the whole content; bounding it is the settlement's job.
+
+import { lookup } from "node:dns/promises"
+import type { LookupAddress } from "node:dns"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type { Permission } from "../permission/permission"
+import { Rule } from "../permission/rule"
+import { Tool } from "../tool/tool"
+import { Address } from "./address"
+import { Builtin } from "./builtin"
+import { WebPage } from "./web-page"
+import { WebRequest } from "./web-request"
+
+const NAME = "webfetch"
+/** The most bytes downloaded (after decompression); a larger body is refused, not cut. */
+export const MAX_BYTES = 5 * 1024 * 1024
+export const DEFAULT_TIMEOUT_MS = 30_000
+export const MAX_TIMEOUT_MS = 120_000
+/** Redirects followed before the fetch is refused. */
+export const MAX_REDIRECTS = 10
+/** How much of an error page's content a failure quotes. */
+const ERROR_EXCERPT_CHARS = 2_000
+
+const ACCEPT: Record<WebPage.Format, string> = {
+  markdown: "text/markdown;q=1.0, text/html;q=0.9, text/plain;q=0.8, */*;q=0.1",
+  text: "text/plain;q=1.0, text/html;q=0.9, text/markdown;q=0.8, */*;q=0.1",
+  html: "text/html;q=1.0, application/xhtml+xml;q=0.9, text/plain;q=0.8, */*;q=0.1",
+}
+
+export const Input = Schema.Struct({
+  url: Schema.String.annotate({ description: "The http:// or https:// URL to fetch" }),
+  format: Schema.optionalKey(
+    Schema.Literals(["markdown", "text", "html"]).annotate({
+      description: "How to return an HTML page: markdown (default), text (what a reader sees) or html (as sent). Other text comes back as sent.",
+    }),
+  ),
+  timeoutMs: Schema.optionalKey(
+    Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_TIMEOUT_MS })).annotate({
+      description: `Time limit for the whole download in milliseconds, redirects included (default ${DEFAULT_TIMEOUT_MS})`,
+    }),
+  ),
+})
+export type Input = typeof Input.Type
+
+const Redirect = Schema.Struct({
+  status: Schema.Int,
+  from: Schema.String,
+  to: Schema.String,
+})
+
+const Common = {
+  url: Schema.String.annotate({ description: "The URL asked for (without credentials or fragment)" }),
+  finalUrl: Schema.String.annotate({ description: "Where the content came from, after redirects" }),
+  status: Schema.Int,
+  statusText: Schema.String,
+  contentType: Schema.String.annotate({ description: 'The Content-Type header ("" when none was sent)' }),
+  bytes: Schema.Int.annotate({ description: "The size of the body downloaded, after decompression" }),
+  redirects: Schema.Array(Redirect).annotate({ description: "The redirects followed, in order" }),
+}
+
+const Page = Schema.Struct({
+  kind: Schema.Literal("page"),
+  ...Common,
+  format: Schema.Literals(["markdown", "text", "html"]).annotate({
+    description: "How content is shown: markdown, text or html for an HTML page; text for any other text",
+  }),
+  title: Schema.optionalKey(Schema.String),
+  charset: Schema.String.annotate({ description: "The charset the body was decoded from" }),
+  note: Schema.optionalKey(Schema.String),
+  content: Schema.String,
+})
+
+const Image = Schema.Struct({
+  kind: Schema.Literal("image"),
+  ...Common,
+  mime: Schema.String.annotate({ description: "The image format, by its bytes" }),
+  data: Schema.String.annotate({ description: "The image, base64" }),
+})
+
+export const Output = Schema.Union([Page, Image])
+export type Output = typeof Output.Type
+
+const failure = (message: string) => new Tool.Failure({ message })
+
+// ---------------------------------------------------------------------------------------------------------------
+// URLs and the hosts a rule opens
+
+/**
+ * Parses a URL the model gave or a server redirected to: http and https only, no credentials (refused rather than
+ * stripped, so the model never believes it sent them). The fragment is dropped: it is never sent.
+ */
+export const parseUrl = (text: string, base?: string): URL | Tool.Failure => {
+  if (!URL.canParse(text, base)) return failure(`Invalid URL: ${JSON.stringify(text)}. Give an absolute http:// or https:// URL.`)
+  const url = new URL(text, base)
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    return failure(`webfetch fetches http:// and https:// URLs only, not ${url.protocol} (${JSON.stringify(text)}).`)
+  }
+  if (url.username !== "" || url.password !== "") {
+    return failure(
+      `URLs with credentials (user:password@host) are refused: webfetch sends no credentials. Remove them from the URL.`,
+    )
+  }
+  url.hash = ""
+  return url
+}
+
+/** What "always" saves for a URL: its origin, every path under it. */
+export const savedPattern = (url: URL): string => `${url.origin}/*`
+
+/**
+ * The literal host a rule's resource pattern names, or undefined when its host part has a wildcard or it is not
+ * a URL pattern: `http://127.0.0.1:*` names 127.0.0.1, `https://docs.example.com/*` names docs.example.com, while
+ * `*` and `https://*` name none.
+ */
+export const hostNamedBy = (pattern: string): string | undefined => {
+  const match = /^https?:\/\/([^/?#]+)/i.exec(pattern)
+  if (match === null) return undefined
+  let authority = match[1]!
+  if (authority.startsWith("[")) {
+    const end = authority.indexOf("]")
+    if (end === -1) return undefined
+    authority = authority.slice(0, end + 1)
+  } else {
+    const colon = authority.indexOf(":")
+    if (colon !== -1) authority = authority.slice(0, colon)
+  }
+  if (authority === "" || /[*?@]/.test(authority)) return undefined
+  return authority.toLowerCase()
+}
+
+/** The check a request of `url` makes. */
+const checkOf = (url: URL): Permission.Check => ({ action: NAME, resources: [url.href], save: [savedPattern(url)] })
+
+/**
+ * Whether the agent's rules let `url` reach reserved addresses: a rule of theirs allows `webfetch` on it and names
+ * its host literally (whatever later rule decides whether the URL is asked). The default "allow everything" rule,
+ * a bare `"webfetch": "allow"`, wildcard hosts and saved approvals never do.
+ */
+const opensReserved = (permission: Permission.Interface, agent: string, url: URL): boolean => {
+  const host = url.hostname.toLowerCase()
+  return permission
+    .rules(agent)
+    .some(
+      (rule) =>
+        rule.effect === "allow" &&
+        Rule.matches(rule.action, NAME) &&
+        Rule.matches(rule.resource, url.href) &&
+        hostNamedBy(rule.resource) === host,
+    )
+}
+
+const refusedAddress = (url: URL, address: string, kind: string) =>
+  failure(
+    `Refused: ${url.host} ${Address.isIp(url.hostname) ? "is" : `resolves to ${address},`} ${kind}. webfetch reaches ` +
+      `loopback, private and link-local addresses only when a core.json rule allowing the URL names its host, e.g. ` +
+      `"permission": { "webfetch": { "${url.protocol}//${url.host}/*": "allow" } }. Ask the user to add one if this ` +
+      "fetch is meant.",
+  )
+
+/** Refuses a URL whose host is a literal reserved address that no rule opens; a host name passes (resolved later). */
+const literalRefusal = (services: Builtin.Services, agent: string, url: URL): Effect.Effect<void, Tool.Failure> =>
+  Effect.gen(function* () {
+    const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
+    if (!Address.isIp(host)) return
+    const kind = Address.reserved(host)
+    if (kind !== undefined && !opensReserved(services.permission, agent, url)) {
+      return yield* refusedAddress(url, host, kind)
+    }
+  })
+
+/** The addresses a host stands for: the literal itself, or every address it resolves to. */
+const resolve = (url: URL): Effect.Effect<ReadonlyArray<LookupAddress>, Tool.Failure> => {
+  const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
+  if (Address.parseIpv4(host) !== undefined) return Effect.succeed([{ address: host, family: 4 }])
+  if (Address.parseIpv6(host) !== undefined) return Effect.succeed([{ address: host, family: 6 }])
+  return Effect.tryPromise({
+    try: () => lookup(host, { all: true, verbatim: true }),
+    catch: (error) =>
+      failure(`Could not resolve ${host} (${(error as NodeJS.ErrnoException).code ?? String(error)}). Check the URL's host name.`),
+  }).pipe(
+    Effect.flatMap((addresses) =>
+      addresses.length === 0 ? Effect.fail(failure(`Could not resolve ${host}: it has no address.`)) : Effect.succeed(addresses),
+    ),
+  )
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// What the model reads
+
+const chainText = (url: string, redirects: ReadonlyArray<typeof Redirect.Type>) =>
+  [url, ...redirects.map((redirect) => `(${redirect.status}) ${redirect.to}`)].join(" → ")
+
+const headerLines = (output: {
+  readonly url: string
+  readonly finalUrl: string
+  readonly status: number
+  readonly statusText: string
+  readonly contentType: string
+  readonly bytes: number
+  readonly redirects: ReadonlyArray<typeof Redirect.Type>
+}, shownAs: string): Array<string> => [
+  `URL: ${output.finalUrl}`,
+  `Status: ${output.status}${output.statusText === "" ? "" : ` ${output.statusText}`}`,
+  `Content-Type: ${output.contentType === "" ? "(none)" : output.contentType} (${output.bytes} bytes${shownAs})`,
+  ...(output.redirects.length === 0 ? [] : [`Redirects: ${chainText(output.url, output.redirects)}`]),
+]
+
+const render = (output: Output): string | ReadonlyArray<Tool.Content> => {
+  if (output.kind === "image") {
+    // The last path segment as sent (never decoded here: a malformed escape must not break the projection).
+    const name = new URL(output.finalUrl).pathname.split("/").pop() || "image"
+    return [
+      { type: "text", text: headerLines(output, `; image ${output.mime}`).join("\n") },
+      { type: "file", data: output.data, mime: output.mime, name },
+    ]
+  }
+  const lines = headerLines(output, `; shown as ${output.format}`)
+  if (output.title !== undefined) lines.push(`Title: ${output.title}`)
+  if (output.note !== undefined) lines.push(`Note: ${output.note}`)
+  return `${lines.join("\n")}\n\n${output.content}`
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The tool
+
+interface Fetched {
+  readonly url: URL
+  readonly head: WebRequest.Head
+  readonly body: Uint8Array
+  readonly redirects: ReadonlyArray<typeof Redirect.Type>
+}
+
+const makeTool = (services: Builtin.Services) => {
+  /** One request: checked, resolved, every address checked, then made to those addresses within `budget`. */
+  const hop = (url: URL, input: Input, context: Tool.Context, budget: { remaining: number }) =>
+    Effect.gen(function* () {
+      // A literal reserved address is refused before anyone is asked; a name is resolved only once the URL is
+      // authorized (resolving a name the user would refuse already sends it to a DNS server).
+      yield* literalRefusal(services, context.agent, url)
+      yield* Builtin.authorize(services, context, [checkOf(url)], { tool: NAME, url: url.href })
+      const open = opensReserved(services.permission, context.agent, url)
+      yield* context.progress({ message: `GET ${url.href}` })
+      const started = Date.now()
+      const network = Effect.gen(function* () {
+        const addresses = yield* resolve(url)
+        if (!open) {
+          for (const { address } of addresses) {
+            const kind = Address.reserved(address)
+            if (kind !== undefined) return yield* refusedAddress(url, address, kind)
+          }
+        }
+        return yield* Effect.promise((signal) =>
+          WebRequest.get({ url, addresses, maxBytes: MAX_BYTES, accept: ACCEPT[input.format ?? "markdown"], signal }),
+        )
+      })
+      const outcome = yield* network.pipe(
+        Effect.timeoutOrElse({
+          duration: Math.max(budget.remaining, 0),
+          orElse: () =>
+            Effect.fail(
+              failure(
+                `Timed out after ${input.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms fetching ${url.href}. The server did not ` +
+                  "answer in time: try again with a larger timeoutMs (at most " +
+                  `${MAX_TIMEOUT_MS}), or another URL.`,
+              ),
+            ),
+        }),
+      )
+      budget.remaining -= Date.now() - started
+      return outcome
+    })
+
+  const fetchAll = (start: URL, input: Input, context: Tool.Context) =>
+    Effect.gen(function* () {
+      const budget = { remaining: input.timeoutMs ?? DEFAULT_TIMEOUT_MS }
+      const redirects: Array<typeof Redirect.Type> = []
+      const seen = new Set<string>([start.href])
+      let url = start
+      for (;;) {
+        const outcome = yield* hop(url, input, context, budget)
+        switch (outcome._tag) {
+          case "Failed":
+            return yield* failure(
+              `Could not fetch ${url.href}: ${outcome.reason}. Check that the host is up and the URL is right.` +
+                (redirects.length === 0 ? "" : ` Redirects: ${chainText(start.href, redirects)}`),
+            )
+          case "TooLarge":
+            return yield* failure(
+              `${url.href} is larger than webfetch's download cap of ${MAX_BYTES} bytes (5 MiB)` +
+                (outcome.declared === undefined ? "" : `: its Content-Length is ${outcome.declared} bytes`) +
+                `. Nothing was kept. Fetch a smaller or more specific URL (a single page or an API with paging).`,
+            )
+          case "Response":
+            return { url, head: outcome.head, body: outcome.body, redirects } satisfies Fetched
+          case "Redirect": {
+            const next = parseUrl(outcome.head.location!, url.href)
+            const chain = chainText(start.href, redirects)
+            if (next instanceof Tool.Failure) {
+              return yield* failure(`${url.href} redirected (${outcome.head.status}) to a URL webfetch refuses: ${next.message} Redirects: ${chain}`)
+            }
+            redirects.push({ status: outcome.head.status, from: url.href, to: next.href })
+            if (seen.has(next.href)) {
+              return yield* failure(`Redirect loop: ${chainText(start.href, redirects)}. The URL never settles on a page.`)
+            }
+            if (redirects.length > MAX_REDIRECTS) {
+              return yield* failure(
+                `Too many redirects (more than ${MAX_REDIRECTS}): ${chainText(start.href, redirects)}. The URL never settles on a page.`,
+              )
+            }
+            seen.add(next.href)
+            url = next
+          }
+        }
+      }
+    })
+
+  return Tool.make({
+    description:
+      "Fetch an http:// or https:// URL and read its content. An HTML page comes back as markdown (default), plain " +
+      "text or the HTML as sent (format); JSON, XML and other text as sent; PNG, JPEG, GIF and WEBP images as " +
+      `images. Redirects are followed (at most ${MAX_REDIRECTS}) and shown. The answer starts with the final URL, ` +
+      `the HTTP status, the content type and size. Downloads over 5 MiB, other binary content (PDF, archives) and ` +
+      "HTTP errors (4xx, 5xx) are refused with the reason. Loopback and private network addresses are refused " +
+      "unless the user's rules allow that host. Credentials in the URL are refused.",
+    input: Input,
+    output: Output,
+    checksPermissions: true,
+    annotations: { readOnly: true, idempotent: true, openWorld: true },
+    execute: (input, context) =>
+      Effect.gen(function* () {
+        const start = parseUrl(input.url)
+        if (start instanceof Tool.Failure) return yield* start
+        const fetched = yield* fetchAll(start, input, context)
+        return yield* outputOf(start, fetched, input.format ?? "markdown")
+      }),
+    toModelOutput: ({ output }) => render(output),
+  })
+}
+
+/** The answer for a response: an image, a page in its format, or a failure for an HTTP error or binary body. */
+const outputOf = (start: URL, fetched: Fetched, format: WebPage.Format): Effect.Effect<Output, Tool.Failure> =>
+  Effect.gen(function* () {
+    const { head, body } = fetched
+    const common = {
+      url: start.href,
+      finalUrl: fetched.url.href,
+      status: head.status,
+      statusText: head.statusText,
+      contentType: head.contentType,
+      bytes: body.length,
+      redirects: fetched.redirects,
+    }
+    const type = WebPage.mediaType(head.contentType)
+    const mime = WebPage.imageOf(body)
+    const binary = mime === undefined ? WebPage.binaryReason(type, body) : undefined
+    const decoded = mime === undefined && binary === undefined ? WebPage.decode(body, head.contentType, type === "text/html") : undefined
+    const html = decoded !== undefined && WebPage.isHtml(type, decoded.text)
+    // The converter (a DOM and turndown) is loaded on the first page that needs it, never at start-up.
+    const convert = (text: string, as: WebPage.Format) =>
+      Effect.promise(() => import("./html-convert")).pipe(Effect.map(({ HtmlConvert }) => HtmlConvert.convert(text, fetched.url.href, as)))
+    if (head.status >= 400) {
+      const excerpt =
+        decoded === undefined ? "" : (html ? (yield* convert(decoded.text, "text")).content : decoded.text).slice(0, ERROR_EXCERPT_CHARS)
+      return yield* failure(
+        [
+          `HTTP ${head.status}${head.statusText === "" ? "" : ` ${head.statusText}`} from ${fetched.url.href}: the server did not return the page.`,
+          ...headerLines(common, "").slice(2),
+          ...(excerpt === "" ? [] : ["", excerpt]),
+        ].join("\n"),
+      )
+    }
+    if (mime !== undefined) {
+      return { kind: "image" as const, ...common, mime, data: Buffer.from(body).toString("base64") }
+    }
+    if (binary !== undefined || decoded === undefined) {
+      return yield* failure(
+        `${fetched.url.href} is ${binary} of ${body.length} bytes: webfetch returns web pages, other text and ` +
+          "PNG, JPEG, GIF or WEBP images, not other binary content.",
+      )
+    }
+    const note = decoded.unknownCharset === undefined ? {} : { note: `unknown charset "${decoded.unknownCharset}": decoded as UTF-8` }
+    if (!html) {
+      return { kind: "page" as const, ...common, format: "text" as const, charset: decoded.charset, ...note, content: decoded.text }
+    }
+    const converted = yield* convert(decoded.text, format)
+    return { kind: "page" as const, ...common, format, charset: decoded.charset, ...note, ...converted }
+  })
+
+/**
+ * The checks a call makes before its first request (Builtin.planned): `webfetch` on the URL. A URL webfetch
+ * refuses, or a literal reserved address no rule opens, is a failure here as at the call. A host name is not
+ * resolved to explain a call (that would reach a DNS server); its addresses are checked when it is fetched.
+ */
+const plan = (services: Builtin.Services) => (input: Input, agent: string) =>
+  Effect.gen(function* () {
+    const url = parseUrl(input.url)
+    if (url instanceof Tool.Failure) return yield* url
+    yield* literalRefusal(services, agent, url)
+    return [checkOf(url)]
+  })
+
+/** The webfetch built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */
+export const make = (services: Builtin.Services) => Builtin.planned(makeTool(services), plan(services))

@@ -1,0 +1,145 @@
+// A local web server for webfetch tests (no internet here): a real Bun.serve on 127.0.0.1 with the pages a test
+// fetches — HTML, redirects (chains, loops, to reserved addresses), errors, huge and compressed bodies, other
+// text, binary and images, a latin-1 page, and a route that never answers.
+
+import { gzipSync } from "node:zlib"
+
+export const PNG = Uint8Array.from([
+  0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0,
+])
+
+export const ARTICLE = `<!doctype html>
+<html><head><title>The Guide</title><style>body { color: red }</style><script>window.secret = "script text"</script></head>
+<body>
+<nav><a href="/home">Home</a></nav>
+<h1>Getting started</h1>
+<p>Install it with <code>npm i thing</code>, then read <a href="/docs/api">the API</a>.</p>
+<ul><li>first point</li><li>second point</li></ul>
+<pre><code>const x = 1
+  if (x) run()</code></pre>
+<img src="pics/logo.png" alt="logo">
+<script>document.write("more script text")</script>
+</body></html>`
+
+/** Bytes past webfetch's 5 MiB cap. */
+export const HUGE_BYTES = 6 * 1024 * 1024
+
+export interface WebServer {
+  readonly port: number
+  /** `http://127.0.0.1:PORT` */
+  readonly origin: string
+  readonly url: (path: string) => string
+  /** Paths requested so far, in order. */
+  readonly requests: Array<string>
+  /** Resolves when `path` (with its query, if any) is requested, or at once if it already was. */
+  readonly requested: (path: string) => Promise<void>
+  readonly stop: () => void
+}
+
+/**
+ * Starts the server. `redirectTo` lists where `/away` redirects (a URL another test builds, such as another
+ * server's or a reserved address).
+ */
+export const webServer = (options: { readonly away?: string } = {}): WebServer => {
+  const requests: Array<string> = []
+  const waiting: Array<{ readonly path: string; readonly resolve: () => void }> = []
+  const hanging: Array<() => void> = []
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    idleTimeout: 0,
+    fetch: async (request) => {
+      const url = new URL(request.url)
+      requests.push(url.pathname + url.search)
+      for (const waiter of waiting.filter((entry) => entry.path === url.pathname + url.search)) {
+        waiting.splice(waiting.indexOf(waiter), 1)
+        waiter.resolve()
+      }
+      const path = url.pathname
+      const html = (body: string, status = 200) => new Response(body, { status, headers: { "content-type": "text/html; charset=utf-8" } })
+      const redirect = (to: string, status = 302) => new Response(null, { status, headers: { location: to } })
+      if (path === "/article") return html(ARTICLE)
+      if (path === "/plain") return new Response("just text\nline two\n", { headers: { "content-type": "text/plain" } })
+      if (path === "/json") return Response.json({ name: "core", tags: ["a", "b"] })
+      if (path === "/untyped-html") return new Response(new Blob(["<!DOCTYPE html><html><body><h2>Untyped</h2></body></html>"]), { headers: { "content-type": "" } })
+      if (path === "/latin1") {
+        return new Response(Buffer.from("<html><body><p>Caf\u00e9 cr\u00e8me \u00fcber</p></body></html>", "latin1"), {
+          headers: { "content-type": "text/html; charset=ISO-8859-1" },
+        })
+      }
+      if (path === "/meta-latin1") {
+        return new Response(Buffer.from('<html><head><meta charset="windows-1252"></head><body><p>na\u00efve</p></body></html>', "latin1"), {
+          headers: { "content-type": "text/html" },
+        })
+      }
+      if (path === "/gzip") {
+        return new Response(gzipSync(Buffer.from(ARTICLE)), {
+          headers: { "content-type": "text/html; charset=utf-8", "content-encoding": "gzip" },
+        })
+      }
+      if (path === "/missing") return html("<html><body><h1>Not here</h1><p>Try /article.</p></body></html>", 404)
+      if (path === "/broken") return new Response("database is down", { status: 500, headers: { "content-type": "text/plain" } })
+      if (path === "/pdf") return new Response("%PDF-1.7\n%\u00e2\u00e3\n1 0 obj\n", { headers: { "content-type": "application/pdf" } })
+      if (path === "/binary") return new Response(Uint8Array.from([0, 1, 2, 3, 0, 0, 9, 0]), { headers: { "content-type": "application/octet-stream" } })
+      if (path === "/image") return new Response(PNG, { headers: { "content-type": "application/octet-stream" } })
+      if (path === "/fake-image") return new Response("not a png", { headers: { "content-type": "image/png" } })
+      if (path === "/gzip-bomb") {
+        // A few kilobytes on the wire, 6 MiB once decompressed: the cap counts what it decompresses to.
+        return new Response(gzipSync(Buffer.alloc(HUGE_BYTES, 0x61)), {
+          headers: { "content-type": "text/plain", "content-encoding": "gzip" },
+        })
+      }
+      if (path === "/huge") return new Response("x".repeat(HUGE_BYTES), { headers: { "content-type": "text/plain" } })
+      if (path === "/huge-stream") {
+        // No Content-Length: the cap must stop the reading itself.
+        let sent = 0
+        return new Response(
+          new ReadableStream({
+            pull(controller) {
+              if (sent >= HUGE_BYTES) return controller.close()
+              sent += 64 * 1024
+              controller.enqueue(new Uint8Array(64 * 1024).fill(0x61))
+            },
+          }),
+          { headers: { "content-type": "text/plain" } },
+        )
+      }
+      if (path === "/big-article") {
+        const sections = Array.from({ length: 3000 }, (_, index) => `<h2>Section ${index}</h2><p>Paragraph ${index} of the long page.</p>`)
+        return html(`<html><body>${sections.join("\n")}</body></html>`)
+      }
+      if (path === "/hang") return new Promise<Response>((resolve) => hanging.push(() => resolve(new Response("late"))))
+      if (path === "/moved") return redirect("/hop", 301)
+      if (path === "/hop") return redirect(`${url.origin}/article`, 302)
+      if (path === "/loop-a") return redirect("/loop-b")
+      if (path === "/loop-b") return redirect("/loop-a")
+      if (path.startsWith("/chain/")) return redirect(`/chain/${Number(path.slice(7)) + 1}`)
+      if (path === "/away") return redirect(url.searchParams.get("to") ?? options.away ?? "/article")
+      return html("<p>no such route</p>", 404)
+    },
+  })
+  const port = server.port!
+  const origin = `http://127.0.0.1:${port}`
+  return {
+    port,
+    origin,
+    url: (path) => `${origin}${path}`,
+    requests,
+    requested: (path) =>
+      requests.includes(path)
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => waiting.push({ path, resolve })),
+    stop: () => {
+      for (const release of hanging) release()
+      server.stop(true)
+    },
+  }
+}
+
+/** A port nothing listens on: one a server held and gave back. */
+export const closedPort = (): number => {
+  const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") })
+  const port = server.port!
+  server.stop(true)
+  return port
+}
