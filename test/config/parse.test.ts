@@ -69,7 +69,7 @@ describe("Config.parseText", () => {
     const error = refusal('{\n  "output": { "maxbytes": 2048 }\n}')
     expect(error).toMatchObject({ path: "output.maxbytes", line: 2, column: 15 })
     expect(error.message).toBe(
-      `${FILE}:2:15: output.maxbytes: expected one of the keys "maxLines", "maxBytes", "previewBytes" or "retentionDays", found unknown key "maxbytes" (did you mean "maxBytes"?)`,
+      `${FILE}:2:15: output.maxbytes: expected one of the keys "maxLines", "maxBytes", "previewBytes", "image" or "retentionDays", found unknown key "maxbytes" (did you mean "maxBytes"?)`,
     )
     expect(refusal('{ "agents": { "plan": { "permision": {} } } }').path).toBe("agents.plan.permision")
   })
