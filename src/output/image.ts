@@ -6,6 +6,11 @@ export * as Image from "./image"
 // libjpeg-turbo, libwebp, linked into the runtime, so nothing is added to the binary and nothing loads at
 // start-up). Small images in a format every provider takes pass byte-identical. It never renders SVG: that is
 // text. Pure but for the codec call; choosing which parts and limits is ./output's job.
+//
+// Why Bun.Image, measured on a 4000×3000 PNG (decode, resize to 2000 px, JPEG): about 0.5 s and 165 MB RSS, 0 bytes
+// added. sharp is as fast but does not load inside `bun build --compile` (its native addon and libvips' shared
+// libraries stay outside the binary); wasm-vips' vips.wasm (5 MB) is not embedded either, and under Bun its
+// threaded build hung; photon (wasm, +4.2 MB) and jimp (pure JS) work but take 7–10 s and about 370 MB.
 
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
