@@ -349,7 +349,9 @@ export const normalize = (part: File, limits: Limits): Effect.Effect<ReadonlyArr
           {
             type: "text",
             text:
-              `[${label} ${found.format === "gif" ? "(first frame) " : ""}resized from ${from}${name}, ${size(bytes.length)} ` +
+              `[${label} ${found.format === "gif" ? "(first frame) " : ""}` +
+              `${encoded.width === found.width && encoded.height === found.height ? "converted" : "resized"} from ` +
+              `${from}${name}, ${size(bytes.length)} ` +
               `to ${encoded.width}×${encoded.height} ${NAMES[encoded.format]}, ${size(encoded.bytes.length)} ` +
               `(limits: ${size(limits.maxBytes)}, ${limits.maxDimension} px)]`,
           },

@@ -99,7 +99,12 @@ export const layer = (limits: Settings = {}): Layer.Layer<Service, never, Manage
       const images = (content: ReadonlyArray<Tool.Content>, tighter?: Partial<Image.Limits>) =>
         Image.normalizeAll(content, Image.tighter(resolved.image, tighter))
 
-      const fileFits = (part: Tool.Content & { type: "file" }) => base64Size(part.data) <= resolved.maxMediaBytes
+      // An image was already fitted to the image limits: where they are set to allow more than the media limit,
+      // they decide (an image resized to fit them stays inline).
+      const maxImageBytes =
+        limits.image?.maxBytes === undefined ? resolved.maxMediaBytes : Math.max(resolved.maxMediaBytes, resolved.image.maxBytes)
+      const fileFits = (part: Tool.Content & { type: "file" }) =>
+        base64Size(part.data) <= (part.mime.startsWith("image/") ? maxImageBytes : resolved.maxMediaBytes)
       const within = (bytes: number, lines: number) => bytes <= resolved.maxBytes && lines <= resolved.maxLines
 
       /**
