@@ -277,6 +277,12 @@ const reencode = async (source: Uint8Array, found: Header, limits: Limits): Prom
  * saying from what to what. Refused when it cannot be decoded, declares too many pixels, or is no image at all.
  */
 export const normalize = (part: File, limits: Limits): Effect.Effect<ReadonlyArray<Tool.Content>, Refused> =>
+  part.mime.toLowerCase().startsWith("image/")
+    ? normalizeImage(part, limits)
+    : // Bytes of no declared type are shown as an image when they are a good one; otherwise they stay a file.
+      normalizeImage(part, limits).pipe(Effect.catch(() => Effect.succeed([part])))
+
+const normalizeImage = (part: File, limits: Limits): Effect.Effect<ReadonlyArray<Tool.Content>, Refused> =>
   Effect.suspend(() => {
     const bytes = Buffer.from(part.data, "base64")
     const found = sniff(bytes)

@@ -147,6 +147,9 @@ describe("Image.normalize", () => {
     )
     const other = file(Buffer.from("just bytes"), "application/octet-stream")
     expect(await ok(other)).toEqual([other])
+    // Untyped bytes that start like a PNG but are cut short were never claimed to be an image: they stay a file.
+    const cut = file(png(64, 64).subarray(0, 300), "application/octet-stream")
+    expect(await ok(cut)).toEqual([cut])
   })
 
   test("refuses a TIFF it cannot convert, saying what to do", async () => {
