@@ -120,6 +120,20 @@ describe("Image.normalize", () => {
     )
   })
 
+  test("refuses GIF, WebP and JPEG headers declaring huge canvases the same way", async () => {
+    const gif = Buffer.from("GIF89a\xff\xff\xff\xff\x00\x00\x00;", "latin1")
+    const webp = Buffer.alloc(30)
+    webp.write("RIFF", 0, "latin1")
+    webp.writeUInt32LE(22, 4)
+    webp.write("WEBPVP8X", 8, "latin1")
+    webp.writeUIntLE(0xffffff, 24, 3)
+    webp.writeUIntLE(0xffffff, 27, 3)
+    const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xc0, 0, 11, 8, 0xff, 0xff, 0xff, 0xff, 1, 1, 0x11, 0, 0xff, 0xd9])
+    for (const [bytes, side] of [[gif, 65535], [webp, 16777216], [jpeg, 65535]] as const) {
+      expect(await refused(file(bytes, "image/png"))).toContain(`declares ${side}×${side} pixels`)
+    }
+  })
+
   test("refuses a cut-short image, small or large, saying so", async () => {
     const small = png(100, 100)
     expect(await refused(file(small.subarray(0, small.length - 30), "image/png", "cut.png"))).toMatch(
