@@ -233,6 +233,19 @@ describe("Config.merge", () => {
     expect(resolved.shell).toEqual({ timeoutMs: 1000 })
   })
 
+  test("takes the image limits key by key too", () => {
+    const resolved = Config.merge(
+      lowered('{ "output": { "image": { "maxBytes": 100000, "maxDimension": 1000 } } }', HOME),
+      lowered('{ "output": { "maxLines": 900, "image": { "maxDimension": 640 } } }'),
+    )
+    expect(resolved.output).toEqual({ maxLines: 900, image: { maxBytes: 100000, maxDimension: 640 } })
+  })
+
+  test("refuses image limits below what an image needs, naming the key", () => {
+    expect(refusal('{ "output": { "image": { "maxDimension": 10 } } }')).toMatchObject({ path: "output.image.maxDimension" })
+    expect(refusal('{ "output": { "image": { "maxBytes": 100 } } }').message).toContain("an integer of at least 16384")
+  })
+
   test("works with either file or neither", () => {
     expect(Config.merge(undefined, location).files).toEqual([FILE])
     expect(Config.merge(home, undefined).rules).toHaveLength(2)
