@@ -26,8 +26,11 @@ export const MAX_LINES = 2_000
 export const MAX_PAGE_BYTES = 50 * 1024
 /** Characters of one line shown before it is cut. */
 export const MAX_LINE_CHARS = 2_000
-/** The inline media limit (DESIGN §9): larger images are refused. */
-export const MAX_IMAGE_BYTES = 5 * 1024 * 1024
+/**
+ * The largest image file read takes (a 12-megapixel PNG is about 35 MiB). What goes back to the model is smaller:
+ * images over the image limits are resized on the way out (../output/image), whichever tool returned them.
+ */
+export const MAX_IMAGE_BYTES = 64 * 1024 * 1024
 const FOOTER_LINES = 2
 /** Room a page leaves for its footer and the other fields of the structured output. */
 const RESERVE_BYTES = 1_024
@@ -278,6 +281,8 @@ const IMAGE_SIGNATURES: ReadonlyArray<{ readonly mime: string; readonly matches:
   { mime: "image/jpeg", matches: (head) => startsWith(head, [0xff, 0xd8, 0xff]) },
   { mime: "image/gif", matches: (head) => ascii(head, 0, "GIF87a") || ascii(head, 0, "GIF89a") },
   { mime: "image/webp", matches: (head) => ascii(head, 0, "RIFF") && ascii(head, 8, "WEBP") },
+  // Converted to PNG on the way out: no provider takes BMP.
+  { mime: "image/bmp", matches: (head) => ascii(head, 0, "BM") && head.length >= 26 },
 ]
 
 const startsWith = (head: Uint8Array, bytes: ReadonlyArray<number>) =>
@@ -507,7 +512,7 @@ const makeTool = (services: Builtin.Services) => {
     Effect.gen(function* () {
       if (size > MAX_IMAGE_BYTES) {
         return yield* failure(
-          `${shown} is a ${mime} image of ${size} bytes, over the ${MAX_IMAGE_BYTES}-byte limit for images. ` +
+          `${shown} is a ${mime} image of ${size} bytes, over the ${MAX_IMAGE_BYTES}-byte limit for image files. ` +
             `Use a smaller version of it (for example, scaled down with bash).`,
         )
       }
@@ -660,8 +665,8 @@ const makeTool = (services: Builtin.Services) => {
       "the file's size and line count and ends with the offset to read next. Lines " +
       `longer than ${MAX_LINE_CHARS} characters are cut, with a note on the line. A byte order mark is dropped and ` +
       "Windows line endings are shown without the \\r. A directory comes back as its entries (directories first, " +
-      "with a trailing /), paged the same way. PNG, JPEG, GIF and WEBP images (recognised by content) come back as " +
-      "images, up to 5 MiB. Binary files and text that is not UTF-8 are refused. Use offset and limit to page " +
+      "with a trailing /), paged the same way. PNG, JPEG, GIF, WEBP and BMP images (recognised by content) come " +
+      "back as images, resized when over the image limits (by default 5 MiB, 2000 px on the long side). Binary files and text that is not UTF-8 are refused. Use offset and limit to page " +
       "through large files rather than reading them whole; use grep to find the lines you need first, and glob " +
       "or list to find files.",
     input: Input,

@@ -49,6 +49,13 @@ export const Output = Schema.Struct({
   maxLines: Schema.optionalKey(integerAtLeast(8)),
   maxBytes: Schema.optionalKey(integerAtLeast(1024)),
   previewBytes: Schema.optionalKey(integerAtLeast(1024)),
+  /** Image parts over these are resized and re-encoded before they reach a model (bytes; pixels on the long side). */
+  image: Schema.optionalKey(
+    Schema.Struct({
+      maxBytes: Schema.optionalKey(integerAtLeast(16_384)),
+      maxDimension: Schema.optionalKey(integerAtLeast(64)),
+    }),
+  ),
   retentionDays: Schema.optionalKey(
     Schema.Finite.check(Schema.isGreaterThan(0, { expected: "a number greater than 0" })),
   ),
@@ -332,7 +339,14 @@ export const merge = (home: Lowered | undefined, location: Lowered | undefined):
     rules: [...[...mcp.values()].map(mcpDefault), ...present.flatMap((lowered) => lowered.rules)],
     ...(mcp.size === 0 ? {} : { mcp: [...mcp.values()] }),
     agents,
-    output: Object.assign({}, ...present.map((lowered) => lowered.output)),
+    output: Object.assign(
+      {},
+      ...present.map((lowered) => lowered.output),
+      // The image limits merge key by key, like the rest of output: the Location's maxBytes beside the home's maxDimension.
+      present.some((lowered) => lowered.output.image !== undefined)
+        ? { image: Object.assign({}, ...present.map((lowered) => lowered.output.image ?? {})) }
+        : {},
+    ),
     shell: Object.assign({}, ...present.map((lowered) => lowered.shell), listsOf(present)),
     ...(present.some((lowered) => lowered.editing !== undefined)
       ? { editing: Object.assign({}, ...present.map((lowered) => lowered.editing)) }

@@ -14,6 +14,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as PubSub from "effect/PubSub"
 import * as Scope from "effect/Scope"
+import { Provider } from "../provider/provider"
 import { Preparing } from "../settlement/preparing"
 import { Settlement } from "../settlement/settlement"
 import { Settler } from "../settlement/settler"
@@ -162,7 +163,9 @@ export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: str
         }).pipe(Effect.ensuring(leaveOnce))
 
       // Prepared in turn with every other call (Preparing): a burst of calls leaves the server time to answer.
-      entry.fiber = yield* Preparing.gated(turn.materialization.settle(call, { onProgress }))
+      // A turn prepared for a provider resizes images to what that provider takes, where it is tighter.
+      const images = turn.prepared === undefined ? {} : { images: Provider.imageLimits(turn.prepared.provider) }
+      entry.fiber = yield* Preparing.gated(turn.materialization.settle(call, { onProgress, ...images }))
         .pipe(Effect.onExit(finish), Effect.forkIn(scope, { startImmediately: true }))
       return { entry, subscription }
     })

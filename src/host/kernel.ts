@@ -18,7 +18,7 @@ import type { Store } from "../store/store"
 export interface Options<E> {
   readonly store: Layer.Layer<Store.Service, E>
   readonly outputsDirectory: string
-  readonly limits?: Partial<Output.Limits>
+  readonly limits?: Output.Settings
   /** Who decides permissions; by default core's defaults (everything allowed) with approvals in memory. */
   readonly permission?: Layer.Layer<Permission.Service>
 }

@@ -12,6 +12,7 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { Tool } from "../tool/tool"
 import { Bound } from "./bound"
+import { Image } from "./image"
 import { ManagedOutputs } from "./managed"
 
 export const DEFAULT_MAX_MEDIA_BYTES = 5 * 1024 * 1024
@@ -34,12 +35,15 @@ export type Ref = typeof Ref.Type
 
 export interface Limits extends Bound.Limits {
   readonly maxMediaBytes: number
+  /** What an image part may be before it is resized (./image). */
+  readonly image: Image.Limits
 }
 
 export const DEFAULT_LIMITS: Limits = {
   maxLines: Bound.DEFAULT_MAX_LINES,
   maxBytes: Bound.DEFAULT_MAX_BYTES,
   maxMediaBytes: DEFAULT_MAX_MEDIA_BYTES,
+  image: Image.DEFAULT_LIMITS,
 }
 
 export interface Projected {
@@ -61,12 +65,23 @@ export interface Bounded {
 
 export interface Interface {
   readonly limits: Limits
+  /**
+   * Every image part of a call's content within the image limits (./image), tightened by `tighter` (a provider's
+   * own) where given; the rest as it came. Runs before `bound`, so an image resized to fit stays inline.
+   */
+  readonly images: (
+    content: ReadonlyArray<Tool.Content>,
+    tighter?: Partial<Image.Limits>,
+  ) => Effect.Effect<ReadonlyArray<Tool.Content>, Image.Refused>
   readonly bound: (projected: Projected) => Effect.Effect<Bounded, ManagedOutputs.RetentionError>
 }
 
 export class Service extends Context.Service<Service, Interface>()("core/Output") {}
 
-export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never, ManagedOutputs.Service> =>
+/** Limits as configured: any may be left out (the default holds), the image's each on its own. */
+export type Settings = Partial<Omit<Limits, "image">> & { readonly image?: Partial<Image.Limits> }
+
+export const layer = (limits: Settings = {}): Layer.Layer<Service, never, ManagedOutputs.Service> =>
   Layer.effect(
     Service,
     Effect.gen(function* () {
@@ -76,9 +91,20 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
         maxBytes: Math.max(Bound.MIN_MAX_BYTES, limits.maxBytes ?? DEFAULT_LIMITS.maxBytes),
         previewBytes: limits.previewBytes ?? Bound.DEFAULT_PREVIEW_BYTES,
         maxMediaBytes: limits.maxMediaBytes ?? DEFAULT_LIMITS.maxMediaBytes,
+        image: {
+          maxBytes: Math.max(Image.MIN_MAX_BYTES, limits.image?.maxBytes ?? Image.DEFAULT_MAX_BYTES),
+          maxDimension: Math.max(Image.MIN_MAX_DIMENSION, limits.image?.maxDimension ?? Image.DEFAULT_MAX_DIMENSION),
+        },
       }
+      const images = (content: ReadonlyArray<Tool.Content>, tighter?: Partial<Image.Limits>) =>
+        Image.normalizeAll(content, Image.tighter(resolved.image, tighter))
 
-      const fileFits = (part: Tool.Content & { type: "file" }) => base64Size(part.data) <= resolved.maxMediaBytes
+      // An image was already fitted to the image limits: where they are set to allow more than the media limit,
+      // they decide (an image resized to fit them stays inline).
+      const maxImageBytes =
+        limits.image?.maxBytes === undefined ? resolved.maxMediaBytes : Math.max(resolved.maxMediaBytes, resolved.image.maxBytes)
+      const fileFits = (part: Tool.Content & { type: "file" }) =>
+        base64Size(part.data) <= (part.mime.startsWith("image/") ? maxImageBytes : resolved.maxMediaBytes)
       const within = (bytes: number, lines: number) => bytes <= resolved.maxBytes && lines <= resolved.maxLines
 
       /**
@@ -199,7 +225,7 @@ export const layer = (limits: Partial<Limits> = {}): Layer.Layer<Service, never,
         }
       })
 
-      return Service.of({ limits: resolved, bound })
+      return Service.of({ limits: resolved, images, bound })
     }),
   )
 

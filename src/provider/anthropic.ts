@@ -39,6 +39,12 @@ export const FORMATS: ReadonlySet<string> = new Set([
   "uuid",
 ])
 export const IMAGE_TYPES: ReadonlySet<string> = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"])
+/**
+ * Images as Anthropic takes them (vision guide): at most 5 MB per image, counted on the base64 text (so 3.75 MiB of
+ * image), at most 8000 px a side (2000 px when a request holds more than 20 images); a long side over 1568 px is
+ * scaled down by the API before the model sees it, at a cost in latency and nothing in what the model sees.
+ */
+export const IMAGE_LIMITS = { maxBytes: (5 * 1024 * 1024 * 3) / 4, maxDimension: 1_568 } as const
 
 /** Keywords refused, with what they are in words (a list: walked once per schema node). */
 const REFUSED: ReadonlyMap<string, string> = new Map([

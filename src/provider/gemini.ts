@@ -28,6 +28,11 @@ type Node = ProviderSchema.Node
 export const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$/
 export const PROPERTY_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/
 export const TYPES: ReadonlySet<string> = new Set(["string", "number", "integer", "boolean", "array", "object"])
+/**
+ * Images as Gemini takes them inline (image understanding guide): the whole request at most 20 MB, so no one image
+ * may be larger; sides are scaled and tiled by the API (768 px tiles), with no per-side limit tighter than core's.
+ */
+export const IMAGE_LIMITS = { maxBytes: 20 * 1024 * 1024 } as const
 export const FORMATS: Readonly<Record<string, ReadonlySet<string>>> = {
   string: new Set(["enum", "date-time"]),
   number: new Set(["float", "double"]),

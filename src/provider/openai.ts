@@ -18,6 +18,11 @@ import { ProviderSchema } from "./schema"
 
 export const NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/
 export const IMAGE_TYPES: ReadonlySet<string> = new Set(["image/png", "image/jpeg", "image/webp", "image/gif"])
+/**
+ * Images as OpenAI takes them (images and vision guide): up to 20 MB each; at `detail: "high"` an image is scaled
+ * to fit 2048×2048, then its short side to 768, before it is tiled: past 2048 px a side nothing more is seen.
+ */
+export const IMAGE_LIMITS = { maxBytes: 20 * 1024 * 1024, maxDimension: 2_048 } as const
 
 export interface FunctionTool {
   readonly type: "function"

@@ -34,16 +34,29 @@ export class CompatibilityError extends Schema.TaggedError<CompatibilityError>()
 interface Mapping {
   readonly tool: (definition: Definition.Definition) => ProviderSchema.Mapped
   readonly result: (settlement: Settlement.Info) => unknown
+  /** What one image may be for this provider (bytes, pixels on the long side), where it says. */
+  readonly images: { readonly maxBytes?: number; readonly maxDimension?: number }
   /** How a call's arguments go back to the tool's own shape, where the provider's dialect changed it. */
   readonly normalizer?: (definition: Definition.Definition) => (input: unknown) => unknown
 }
 
 const MAPPINGS: Readonly<Record<Name, Mapping>> = {
-  openai: { tool: OpenAi.tool, result: OpenAi.result },
-  "openai-strict": { tool: OpenAiStrict.tool, result: OpenAi.result, normalizer: OpenAiStrict.normalizer },
-  anthropic: { tool: Anthropic.tool, result: Anthropic.result },
-  gemini: { tool: Gemini.tool, result: Gemini.result },
+  openai: { tool: OpenAi.tool, result: OpenAi.result, images: OpenAi.IMAGE_LIMITS },
+  "openai-strict": {
+    tool: OpenAiStrict.tool,
+    result: OpenAi.result,
+    normalizer: OpenAiStrict.normalizer,
+    images: OpenAi.IMAGE_LIMITS,
+  },
+  anthropic: { tool: Anthropic.tool, result: Anthropic.result, images: Anthropic.IMAGE_LIMITS },
+  gemini: { tool: Gemini.tool, result: Gemini.result, images: Gemini.IMAGE_LIMITS },
 }
+
+/**
+ * What one image may be for `provider`: a call settled through a turn prepared for it resizes its images to the
+ * tighter of these and the Location's `output.image` limits (the Location's stay the ceiling).
+ */
+export const imageLimits = (provider: Name) => MAPPINGS[provider].images
 
 /** A turn's definitions prepared for one provider. */
 export interface Prepared {

@@ -60,8 +60,15 @@ export interface Options {
   /** The Location directory (default: a fresh temp directory; for `settleFile`, the folder above `tools/`). */
   readonly location?: string
   readonly permission?: PermissionOptions
-  /** What the model may see of one output before it is bounded (default 2,000 lines, 51,200 bytes). */
-  readonly limits?: { readonly maxLines?: number; readonly maxBytes?: number }
+  /**
+   * What the model may see of one output before it is bounded (default 2,000 lines, 51,200 bytes), and what an
+   * image may be before it is resized (default 5 MiB, 2000 px on the long side; core.json `output.image`).
+   */
+  readonly limits?: {
+    readonly maxLines?: number
+    readonly maxBytes?: number
+    readonly image?: { readonly maxBytes?: number; readonly maxDimension?: number }
+  }
   /** Called with each progress update while the tool runs. */
   readonly onProgress?: (update: Progress) => void
   /**
@@ -164,9 +171,10 @@ export const kernelLayer = (
     configured: { rules, agents: new Map() },
     readableRoots: [outputsDirectory],
   }).pipe(Layer.provide(Approvals.layerMemory))
-  const limits: Partial<Output.Limits> = {
+  const limits: Output.Settings = {
     ...(options.limits?.maxLines === undefined ? {} : { maxLines: options.limits.maxLines }),
     ...(options.limits?.maxBytes === undefined ? {} : { maxBytes: options.limits.maxBytes }),
+    ...(options.limits?.image === undefined ? {} : { image: options.limits.image }),
   }
   return Kernel.layer({ store: Store.layerMemory, outputsDirectory, limits, permission })
 }

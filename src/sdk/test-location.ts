@@ -49,7 +49,7 @@ export interface LocationOptions {
   /** Tools registered after the plugins, as a Location's `tools/*.ts` are (so a name here wins over a plugin's). */
   readonly tools?: Readonly<Record<string, Tool.Any>>
   readonly permission?: PermissionOptions
-  readonly limits?: { readonly maxLines?: number; readonly maxBytes?: number }
+  readonly limits?: NonNullable<Options["limits"]>
   /** How long one installation may take (default 10 s, as in core). */
   readonly installTimeoutMs?: number
   /**

@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import type { Image } from "../output/image"
 import { Output } from "../output/output"
 import { Permission } from "../permission/permission"
 import { Rule } from "../permission/rule"
@@ -44,6 +45,8 @@ export interface Call {
 export interface Options {
   /** Receives the tool's `context.progress` updates. */
   readonly onProgress?: (update: Tool.Progress) => Effect.Effect<void>
+  /** Image limits tighter than the Location's, for the model the result goes to (a provider's own). */
+  readonly images?: Partial<Image.Limits>
 }
 
 export interface Settled {
@@ -370,9 +373,16 @@ export const layer: Layer.Layer<
       // Content a hook replaced is all the model may read: the structured output it did not see through would
       // reach the model by another road (MCP structuredContent, a host showing `structured`), so it goes.
       const replaced = content !== projected.value.content
+      // Images from any source are within the image limits before bounding; one that cannot be shown fails the call.
+      const shown = yield* Effect.exit(output.images(content, options?.images))
+      if (Exit.isFailure(shown)) {
+        const error = Cause.findError(shown.cause)
+        if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
+        return yield* failOwned(call, "failure", error.success.message)
+      }
       const bounded = yield* output
         .bound({
-          content,
+          content: shown.value,
           structured: replaced ? undefined : projected.value.structured,
           lossy: Internal.lostCapture(tool, structured),
           location,

@@ -21,9 +21,12 @@ import { Shell } from "../../src/shell/producer"
 import { Approvals } from "../../src/store/approvals"
 import { Store } from "../../src/store/store"
 import { harness, textOf } from "../support/builtin"
+import { bmp, convert, png } from "../support/image"
 import { tempDir } from "../support/temp"
 
-const PNG = Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52])
+const PNG = png(4, 4)
+/** The smallest whole GIF: one transparent pixel. */
+const GIF = Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64")
 
 const lines = (count: number, make = (n: number) => `line ${n}`) =>
   Array.from({ length: count }, (_, index) => `${make(index + 1)}\n`).join("")
@@ -238,19 +241,30 @@ describe("read: binary files and images", () => {
     expect(settlement.structured).toBeNull()
   })
 
-  test("recognises JPEG, GIF and WEBP by their signatures", async () => {
+  test("recognises JPEG, GIF, WEBP and BMP by their signatures (a BMP comes back as PNG)", async () => {
     const h = harness({
       files: {
-        "a.bin1": Uint8Array.from([0xff, 0xd8, 0xff, 0xe0, 1, 2]),
-        "b.bin1": Buffer.from("GIF89a\x01\x00"),
-        "c.bin1": Buffer.concat([Buffer.from("RIFF"), Buffer.from([4, 0, 0, 0]), Buffer.from("WEBPVP8 ")]),
+        "a.bin1": await convert(PNG, "jpeg"),
+        "b.bin1": GIF,
+        "c.bin1": await convert(PNG, "webp"),
+        "d.bin1": bmp(3, 2),
       },
     })
     const mimes = []
-    for (const file of ["a.bin1", "b.bin1", "c.bin1"]) {
+    for (const file of ["a.bin1", "b.bin1", "c.bin1", "d.bin1"]) {
       mimes.push((await h.settle("read", { filePath: file })).settlement.content[0])
     }
-    expect(mimes.map((part) => (part as { mime: string }).mime)).toEqual(["image/jpeg", "image/gif", "image/webp"])
+    expect(mimes.map((part) => (part as { mime: string }).mime)).toEqual(["image/jpeg", "image/gif", "image/webp", "image/png"])
+  })
+
+  test("fails clearly on an image file that is cut short", async () => {
+    const h = harness({ files: { "cut.png": png(64, 64).subarray(0, 300) } })
+    const cut = (await h.settle("read", { filePath: "cut.png" })).settlement
+    expect(cut.status).toBe("error")
+    expect(cut.error).toEqual({
+      kind: "failure",
+      message: 'The image "cut.png" (PNG, 300 B) cannot be decoded: it is cut short (no IEND chunk). It was not shown; check the file it came from.',
+    })
   })
 
   test("reads a text file named .png as text", async () => {
@@ -259,14 +273,14 @@ describe("read: binary files and images", () => {
     expect(textOf(settlement)).toBe("1: not an image\n\n(End of file: 1 line.)")
   })
 
-  test("refuses an image over the 5 MiB media limit", async () => {
+  test("refuses an image file over the 64 MiB limit for image files", async () => {
     const big = new Uint8Array(Read.MAX_IMAGE_BYTES + 1)
     big.set(PNG)
     const h = harness({ files: { "big.png": big } })
     const { settlement } = await h.settle("read", { filePath: "big.png" })
     expect(settlement.error?.message).toBe(
       `big.png is a image/png image of ${Read.MAX_IMAGE_BYTES + 1} bytes, over the ${Read.MAX_IMAGE_BYTES}-byte limit ` +
-        "for images. Use a smaller version of it (for example, scaled down with bash).",
+        "for image files. Use a smaller version of it (for example, scaled down with bash).",
     )
   })
 })

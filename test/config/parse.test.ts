@@ -69,7 +69,7 @@ describe("Config.parseText", () => {
     const error = refusal('{\n  "output": { "maxbytes": 2048 }\n}')
     expect(error).toMatchObject({ path: "output.maxbytes", line: 2, column: 15 })
     expect(error.message).toBe(
-      `${FILE}:2:15: output.maxbytes: expected one of the keys "maxLines", "maxBytes", "previewBytes" or "retentionDays", found unknown key "maxbytes" (did you mean "maxBytes"?)`,
+      `${FILE}:2:15: output.maxbytes: expected one of the keys "maxLines", "maxBytes", "previewBytes", "image" or "retentionDays", found unknown key "maxbytes" (did you mean "maxBytes"?)`,
     )
     expect(refusal('{ "agents": { "plan": { "permision": {} } } }').path).toBe("agents.plan.permision")
   })
@@ -231,6 +231,19 @@ describe("Config.merge", () => {
     const resolved = Config.merge(home, location)
     expect(resolved.output).toEqual({ maxLines: 900, retentionDays: 3 })
     expect(resolved.shell).toEqual({ timeoutMs: 1000 })
+  })
+
+  test("takes the image limits key by key too", () => {
+    const resolved = Config.merge(
+      lowered('{ "output": { "image": { "maxBytes": 100000, "maxDimension": 1000 } } }', HOME),
+      lowered('{ "output": { "maxLines": 900, "image": { "maxDimension": 640 } } }'),
+    )
+    expect(resolved.output).toEqual({ maxLines: 900, image: { maxBytes: 100000, maxDimension: 640 } })
+  })
+
+  test("refuses image limits below what an image needs, naming the key", () => {
+    expect(refusal('{ "output": { "image": { "maxDimension": 10 } } }')).toMatchObject({ path: "output.image.maxDimension" })
+    expect(refusal('{ "output": { "image": { "maxBytes": 100 } } }').message).toContain("an integer of at least 16384")
   })
 
   test("works with either file or neither", () => {

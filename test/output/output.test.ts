@@ -8,7 +8,7 @@ import { Output } from "../../src/output/output"
 import type { Tool } from "../../src/tool/tool"
 import { tempDir } from "../support/temp"
 
-const bound = (projected: Output.Projected, limits: Partial<Output.Limits> = {}, directory = join(tempDir(), "outputs")) =>
+const bound = (projected: Output.Projected, limits: Output.Settings = {}, directory = join(tempDir(), "outputs")) =>
   Effect.runPromise(
     Effect.gen(function* () {
       const output = yield* Output.Service
@@ -118,6 +118,17 @@ describe("Output.bound", () => {
   test("a structured-only output within the bound passes with no content", async () => {
     const result = await bound({ content: [], structured: { a: [1, 2] } }, small)
     expect(result._tag === "Success" && result.success).toEqual({ content: [], structured: { a: [1, 2] }, outputs: [] })
+  })
+
+  test("an image stays inline up to image.maxBytes where that is set above the media limit; other files do not", async () => {
+    const data = Buffer.alloc(3_000, 7).toString("base64")
+    const limits = { maxMediaBytes: 2_000, image: { maxBytes: 20_000 } }
+    const image = await bound({ content: [{ type: "file", data, mime: "image/png" }], structured: null }, limits)
+    if (image._tag !== "Success") throw image.failure
+    expect(image.success.outputs).toEqual([])
+    const audio = await bound({ content: [{ type: "file", data, mime: "audio/wav" }], structured: null }, limits)
+    if (audio._tag !== "Success") throw audio.failure
+    expect(audio.success.outputs).toHaveLength(1)
   })
 
   test("media stays inline up to the media limit and is kept in the settlement's one output beyond it", async () => {

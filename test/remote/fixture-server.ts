@@ -127,7 +127,7 @@ if (mode === "mute") {
       case "media":
         return {
           content: [
-            { type: "image" as const, data: "iVBORw0KGgo=", mimeType: "image/png" },
+            { type: "image" as const, data: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==", mimeType: "image/png" },
             { type: "resource" as const, resource: { uri: "file:///notes.txt", mimeType: "text/plain", text: "note text" } },
             { type: "resource" as const, resource: { uri: "file:///data.bin", mimeType: "application/octet-stream", blob: "AAEC" } },
           ],

@@ -281,7 +281,7 @@ describe("core as an MCP client: results and failures", () => {
     )
     expect(result.fail.settlement.error).toEqual({ kind: "failure", message: "the fixture refuses" })
     expect(result.media.settlement.content).toEqual([
-      { type: "file", mime: "image/png", uri: "data:image/png;base64,iVBORw0KGgo=" },
+      { type: "file", mime: "image/png", uri: "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==" },
       { type: "text", text: "note text" },
       { type: "file", mime: "application/octet-stream", uri: "data:application/octet-stream;base64,AAEC", name: "data.bin" },
     ])

@@ -6,8 +6,9 @@ import { settle } from "@core/tool/testing"
 import { Effect, Schema } from "effect"
 import { Projection } from "../../src/settlement/projection"
 import { Tool } from "../../src/tool/tool"
+import { png } from "../support/image"
 
-const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47])
+const PNG = new Uint8Array(png(2, 2))
 
 const imageTool = (data: unknown) =>
   Tool.make({

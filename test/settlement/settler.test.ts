@@ -11,6 +11,7 @@ import { hostname } from "node:os"
 import { join } from "node:path"
 import { Kernel as CoreKernel } from "../../src/host/kernel"
 import * as Kernel from "../support/kernel"
+import { png as realPng } from "../support/image"
 import { tempDir } from "../support/temp"
 
 const settleOnce = (name: string, input: unknown, overrides: Partial<Settler.Call> = {}) =>
@@ -160,7 +161,7 @@ describe("Settler: codec boundary", () => {
   test("file content goes out as a data URI", () =>
     Kernel.run(
       Effect.gen(function* () {
-        const png = Buffer.from([0x89, 0x50, 0x4e, 0x47]).toString("base64")
+        const png = realPng(2, 2).toString("base64")
         yield* register({
           image: Tool.make({
             description: "i",

@@ -16,7 +16,7 @@ import { tempDir } from "./temp"
 export interface Options {
   readonly dataDir?: string
   readonly durable?: boolean
-  readonly limits?: Partial<Output.Limits>
+  readonly limits?: Output.Settings
 }
 
 export type Services =
