@@ -8,6 +8,9 @@ import { Database } from "bun:sqlite"
 import { describe, expect, test } from "bun:test"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Effect } from "effect"
+import { Approvals } from "../../src/store/approvals"
+import { PostgresStore } from "../../src/store/postgres"
 import { binary, run } from "../support/binary"
 import { freshDatabase } from "../support/postgres"
 import { tempDir } from "../support/temp"
@@ -151,5 +154,39 @@ describe("two hosts sharing a data directory (SQLite)", () => {
     const b = await exec(host("b", shared), location, command)
     expect(b.settlement).toMatchObject({ status: "error", error: { kind: "interrupted" } })
     expect(runs(location)).toEqual(["ran"])
+  }, 120_000)
+})
+
+describe("approvals for a team (Postgres)", () => {
+  /** A checkout of github.com/acme/shop at a fresh path, as on another machine. */
+  const checkout = (remote: string) => {
+    const root = join(tempDir(), "shop")
+    mkdirSync(join(root, ".git"), { recursive: true })
+    writeFileSync(join(root, ".git", "config"), `[remote "origin"]\n\turl = ${remote}\n`)
+    return root
+  }
+
+  test("an approval saved on host A is listed on host B for its own checkout, with who approved it; B's reset clears it for both", async () => {
+    const { host } = world()
+    const { pgbouncer } = await freshDatabase()
+    const onA = checkout("git@github.com:acme/shop.git")
+    const onB = checkout("https://github.com/acme/shop")
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        yield* (yield* Approvals.Service).save(onA, "bash", ["npm test"])
+      }).pipe(Effect.provide(PostgresStore.approvalsLayer(pgbouncer, { approvedBy: "alice@host-a" }))),
+    )
+    const b = host("b", { CORE_STORE_URL: pgbouncer })
+    const listed = await run(["permissions", "--location", onB], { env: b })
+    expect(listed.code).toBe(0)
+    expect(listed.stdout).toMatch(/^bash {2}npm test {2}\(\d{4}-\d\d-\d\dT[\d:.]+Z, by alice@host-a\)\n$/)
+    const reset = await run(["permissions", "reset", "--location", onB], { env: b })
+    expect(reset.stdout).toContain("Removed 1 saved approval")
+    const after = await Effect.runPromise(
+      Effect.gen(function* () {
+        return yield* (yield* Approvals.Service).list(onA)
+      }).pipe(Effect.provide(PostgresStore.approvalsLayer(pgbouncer))),
+    )
+    expect(after).toEqual([])
   }, 120_000)
 })
