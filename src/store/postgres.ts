@@ -218,7 +218,8 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
             }
             if (row.state === "failed") return { state: "failed", agent, tool: row.tool, reason: row.reason ?? "" }
             const owner = row.owner ?? ""
-            const alive = owner === Owner.current ? running.has(keyOf(key)) : row.live === true
+            // Running here, or under a lease still renewed (by another process, or another store in this one).
+            const alive = running.has(keyOf(key)) || row.live === true
             return { state: "started", agent, tool: row.tool, owner, running: alive }
           }),
         begin: (key, tool, agent) =>

@@ -342,12 +342,10 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
             }
             if (row.state === "failed") return { state: "failed", agent, tool: row.tool, reason: row.reason ?? "" }
             const owner = row.owner ?? ""
+            // Running here, or under a lease still renewed (by another process, or another store in this one).
             const alive =
-              owner === Owner.current
-                ? running.has(keyOf(key))
-                : row.lease_until === null
-                  ? Owner.isAlive(owner)
-                  : row.lease_until > Date.now()
+              running.has(keyOf(key)) ||
+              (row.lease_until === null ? owner !== Owner.current && Owner.isAlive(owner) : row.lease_until > Date.now())
             return { state: "started", agent, tool: row.tool, owner, running: alive }
           }),
         begin: (key, tool, agent) =>

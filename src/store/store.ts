@@ -30,7 +30,10 @@ export interface Key {
  * (and before records had a Location: those answer in every Location sharing the store, so none runs again).
  */
 export type Record = { readonly agent: string | undefined } & (
-  /** Begun by the process `owner` (see ./owner); `running` says whether that process is still running it. */
+  /**
+   * Begun by the process `owner` (see ./owner); `running` says whether it still runs it: its lease is live (see
+   * ./lease), or, for records kept before leases, the process is alive on this host.
+   */
   | { readonly state: "started"; readonly tool: string; readonly owner: string; readonly running: boolean }
   /** Begun, then failed operationally (a defect, a lost output): it ran at least in part, with no settlement. */
   | { readonly state: "failed"; readonly tool: string; readonly reason: string }
