@@ -19,6 +19,8 @@ export interface Services {
 }
 
 let services: Services | undefined
+let cleaned = false
+const STALE_S = 3_600
 
 /** The Postgres and pgbouncer the tests use, started if need be. */
 export const postgres = (): Services => {
@@ -50,9 +52,18 @@ const withDatabase = (url: string, database: string) => {
  */
 export const freshDatabase = async (): Promise<Services> => {
   const { postgres: url, pgbouncer } = postgres()
-  const name = `core_test_${randomBytes(6).toString("hex")}`
+  // Named with their creation time: the first in each test process drops those left by runs over an hour ago.
+  const name = `core_test_${Math.floor(Date.now() / 1000)}_${randomBytes(6).toString("hex")}`
   const admin = new SQL(url, { max: 1 })
   try {
+    if (!cleaned) {
+      cleaned = true
+      const stale: Array<{ datname: string }> = await admin`SELECT datname FROM pg_database WHERE datname LIKE 'core\_test\_%'`
+      for (const { datname } of stale) {
+        const created = Number(/^core_test_(\d+)_/.exec(datname)?.[1] ?? 0)
+        if (created < Date.now() / 1000 - STALE_S) await admin.unsafe(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`)
+      }
+    }
     await admin.unsafe(`CREATE DATABASE ${name}`)
   } finally {
     await admin.close()
