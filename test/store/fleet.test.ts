@@ -116,6 +116,18 @@ for (const via of ["postgres", "pgbouncer"] as const) {
   })
 }
 
+describe("a host whose store cannot be reached", () => {
+  test("fails operationally, naming the store without its password; nothing runs", async () => {
+    const { location, host } = world()
+    const result = await exec(host("a", { CORE_STORE_URL: "postgres://core:hunter2@127.0.0.1:1/core" }), location, "echo ran >> ran.txt")
+    expect(result.code).toBe(3)
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toContain("Could not open the store at postgres://core:***@127.0.0.1:1/core")
+    expect(result.stderr).not.toContain("hunter2")
+    expect(existsSync(join(location, "ran.txt"))).toBe(false)
+  }, 60_000)
+})
+
 describe("two hosts sharing a data directory (SQLite)", () => {
   test("a call running on host A is waited for by host B, never reported interrupted", async () => {
     const { location, host } = world()
