@@ -33,6 +33,7 @@ export const approver = (env: Record<string, string | undefined> = process.env):
   return `${user}@${hostname()}`
 }
 
+/** `project` is the Location's real path; a layer shared by machines keeps it under the project's identity. */
 export interface Interface {
   /** Every approval of a project, oldest first. */
   readonly list: (project: string) => Effect.Effect<ReadonlyArray<Approval>, Store.StoreError>

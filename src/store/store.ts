@@ -3,7 +3,8 @@ export * as Store from "./store"
 // Settlement persistence keyed by (Location, sessionID, toolCallID): a durable intent before a call executes and
 // the settlement once it is known (DESIGN §2 law 12). Each record keeps the tool and agent it was made for, so a
 // replay asked by another can be refused; Locations sharing a data directory never see each other's records. The
-// interface and an in-memory layer live here; the durable bun:sqlite layer is ./sqlite (same contract tests).
+// interface and an in-memory layer live here; the durable layers are ./sqlite (a data directory) and ./postgres (a
+// fleet's store of record), under the same contract tests.
 
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
