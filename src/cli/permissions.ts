@@ -12,8 +12,9 @@ import { Host } from "../host/host"
 export const HELP = `Usage: core permissions [--location DIR]
        core permissions reset [--action A] [--location DIR]
 
-List the approvals saved by "always" replies for a Location (action, pattern, when), or
-clear them: all of them, or those of one action.
+List the approvals saved by "always" replies for a Location (action, pattern, when, by whom),
+or clear them: all of them, or those of one action. With CORE_STORE_URL they are the team's,
+shared by every host serving a checkout of the same repository (docs/fleet.md).
 
 Options:
   --location DIR    the Location (default: the current directory)
@@ -59,7 +60,9 @@ export const run = (args: ReadonlyArray<string>) =>
       }
       const width = Math.max(...saved.map((approval) => approval.action.length))
       const rows = saved.map(
-        (approval) => `${approval.action.padEnd(width)}  ${approval.pattern}  (${new Date(approval.savedAt).toISOString()})`,
+        (approval) =>
+          `${approval.action.padEnd(width)}  ${approval.pattern}  (${new Date(approval.savedAt).toISOString()}` +
+          `${approval.approvedBy === undefined ? "" : `, by ${approval.approvedBy}`})`,
       )
       Command.stdout(`${rows.join("\n")}\n`)
       return Command.EXIT.ok

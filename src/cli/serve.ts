@@ -40,6 +40,10 @@ Environment:
   CORE_TOKEN      the bearer token: visible ASCII without spaces (default: a fresh random
                   token each start)
   CORE_DATA_DIR   managed outputs and the settlement store (default ~/.local/share/core)
+  CORE_STORE_URL  postgres://… : settlements and saved approvals in a Postgres shared by a
+                  fleet (docs/fleet.md); add ?pgbouncer=true behind pgbouncer
+  CORE_LEASE_MS   how long a running call's lease lasts unless renewed (default 5000)
+  CORE_USER       who saved approvals are recorded as approved by (default user@host)
   CORE_HOME       application tools and core.json (default ~/.config/core)
 
 Tool files (tools/*.ts), plugins (plugins/*.ts) and core.json of each served Location and of

@@ -27,6 +27,7 @@ import { Home } from "../shell/home"
 import { Shell } from "../shell/producer"
 import { Approvals } from "../store/approvals"
 import { Reads } from "../store/reads"
+import { PostgresStore } from "../store/postgres"
 import { SqliteStore } from "../store/sqlite"
 import { Todos } from "../store/todos"
 import type { Store } from "../store/store"
@@ -34,11 +35,14 @@ import type { Store } from "../store/store"
 export interface Environment {
   readonly dataDir: string
   readonly home: string
+  /** `$CORE_STORE_URL`: settlements and saved approvals in a Postgres shared by a fleet, not in the data directory. */
+  readonly storeUrl?: string
 }
 
 export const environment = (env: Record<string, string | undefined> = process.env): Environment => ({
   dataDir: resolve(env.CORE_DATA_DIR || join(homedir(), ".local/share/core")),
   home: resolve(env.CORE_HOME || join(homedir(), ".config/core")),
+  ...(env.CORE_STORE_URL ? { storeUrl: env.CORE_STORE_URL } : {}),
 })
 
 /** Where managed outputs are kept. */
@@ -50,11 +54,18 @@ export const outputsLayer = (environment: Environment, retentionDays?: number) =
     ...(retentionDays === undefined ? {} : { retentionDays }),
   })
 
-/** The durable store: settlements and saved approvals. */
+/** The SQLite store in the data directory: settlements and saved approvals (unless `$CORE_STORE_URL`), what sessions read. */
 export const storePath = (environment: Environment) => join(environment.dataDir, "core.db")
 
+/** The durable settlement store: the fleet's Postgres when `$CORE_STORE_URL` names one, else the data directory's. */
+export const storeLayer = (environment: Environment) =>
+  environment.storeUrl === undefined ? SqliteStore.layer(storePath(environment)) : PostgresStore.layer(environment.storeUrl)
+
 /** Saved approvals, in the durable store. */
-export const approvalsLayer = (environment: Environment) => SqliteStore.approvalsLayer(storePath(environment))
+export const approvalsLayer = (environment: Environment) =>
+  environment.storeUrl === undefined
+    ? SqliteStore.approvalsLayer(storePath(environment))
+    : PostgresStore.approvalsLayer(environment.storeUrl)
 
 /** A Location a host can serve: its real directory and its configuration. */
 export interface Prepared {
@@ -171,7 +182,7 @@ export const sharedLayer = (
     store === undefined ? Todos.layer(storePath(environment)) : Todos.layerMemory,
     approvalsLayer(environment),
     outputsLayer(environment, retentionDays),
-  ).pipe(Layer.provideMerge(store ?? SqliteStore.layer(storePath(environment))))
+  ).pipe(Layer.provideMerge(store ?? storeLayer(environment)))
 
 /**
  * The MCP servers core.json names, registering their tools into the Location's registry after its own tools.

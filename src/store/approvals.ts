@@ -1,12 +1,14 @@
 export * as Approvals from "./approvals"
 
 // Saved "always" approvals: per project (a Location's real path), an action and the resource patterns a person
-// approved for it. The interface and an in-memory layer live here; the durable layer shares the SQLite store
-// (./sqlite). Deciding what an approval allows is the permission service's job, not this module's.
+// approved for it, with who approved it and when. The interface and an in-memory layer live here; the durable
+// layers share the SQLite store (./sqlite) or the fleet's Postgres (./postgres, where a project is known by its
+// identity across machines: ./project). Deciding what an approval allows is the permission service's job.
 
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { hostname, userInfo } from "node:os"
 import type { Store } from "./store"
 
 export interface Approval {
@@ -15,8 +17,23 @@ export interface Approval {
   readonly pattern: string
   /** Epoch milliseconds. */
   readonly savedAt: number
+  /** Who approved it (see `approver`); absent for approvals saved before this was recorded. */
+  readonly approvedBy?: string
 }
 
+/** Who approves through this process: `$CORE_USER`, else the OS user at this host (`alice@build-7`). */
+export const approver = (env: Record<string, string | undefined> = process.env): string => {
+  if (env.CORE_USER !== undefined && env.CORE_USER.trim() !== "") return env.CORE_USER.trim()
+  let user = env.USER ?? "unknown"
+  try {
+    user = userInfo().username
+  } catch {
+    // No passwd entry (a container's arbitrary uid): the environment's USER.
+  }
+  return `${user}@${hostname()}`
+}
+
+/** `project` is the Location's real path; a layer shared by machines keeps it under the project's identity. */
 export interface Interface {
   /** Every approval of a project, oldest first. */
   readonly list: (project: string) => Effect.Effect<ReadonlyArray<Approval>, Store.StoreError>
@@ -30,6 +47,7 @@ export class Service extends Context.Service<Service, Interface>()("core/Approva
 
 /** Approvals kept in memory for the life of the layer. */
 export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
+  const approvedBy = approver()
   const approvals: Array<Approval> = []
   return Service.of({
     list: (project) => Effect.sync(() => approvals.filter((approval) => approval.project === project)),
@@ -39,7 +57,7 @@ export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
           const known = approvals.some(
             (approval) => approval.project === project && approval.action === action && approval.pattern === pattern,
           )
-          if (!known) approvals.push({ project, action, pattern, savedAt: Date.now() })
+          if (!known) approvals.push({ project, action, pattern, savedAt: Date.now(), approvedBy })
         }
       }),
     reset: (project, action) =>

@@ -1,9 +1,11 @@
 export * as Owner from "./owner"
 
-// Identifies the process that began a call, so another process finding the call unsettled can tell a call that
-// is still running (wait for it) from one whose process died (it was interrupted). A pid alone can be reused, so
-// the identity includes the process start time where the platform exposes it (Linux /proc).
+// Identifies the process that began a call or holds a lock. Whether a call recorded in the store is still running
+// is told by its lease (./lease), which hosts sharing a store can all read; the process check here answers only on
+// the owner's own host, for file locks and for records kept before leases. A pid alone can be reused, so the
+// identity includes the process start time where the platform exposes it (Linux /proc).
 
+import { randomBytes } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { hostname } from "node:os"
 
@@ -21,8 +23,11 @@ const startTime = (pid: number): string => {
 
 const HOST = hostname()
 
-/** This process's identity. */
-export const current: string = `${HOST}:${process.pid}:${startTime(process.pid)}`
+/**
+ * This process's identity: host, pid, start time and a random part, so processes on hosts that share a name and
+ * a pid (containers) are never taken for one another. `isAlive` reads the first three.
+ */
+export const current: string = `${HOST}:${process.pid}:${startTime(process.pid)}:${randomBytes(6).toString("hex")}`
 
 /**
  * Whether the process identified by `owner` is still running. A process on another host cannot be checked and

@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { Settlement } from "../settlement/settlement"
+import { Lease } from "./lease"
 import { Owner } from "./owner"
 import { Approvals } from "./approvals"
 import { Store } from "./store"
@@ -106,6 +107,12 @@ const MIGRATIONS: ReadonlyArray<string> = [
      updated_at INTEGER NOT NULL,
      PRIMARY KEY (location, session_id)
    ) WITHOUT ROWID`,
+  // A begun call is running while its lease (epoch ms) is live, renewed by the process running it (see ./lease):
+  // hosts sharing the data directory can read it, as they cannot check each other's processes. Records kept
+  // before this step have none, and are checked by their owner's process as before. An approval records who
+  // approved it.
+  `ALTER TABLE settlements ADD COLUMN lease_until INTEGER;
+   ALTER TABLE approvals ADD COLUMN approved_by TEXT`,
 ]
 
 /** The last version that rebuilt the settlements table: migrating from before it leaves free pages. */
@@ -217,6 +224,7 @@ type Row = {
   owner: string | null
   reason: string | null
   settlement: string | null
+  lease_until: number | null
 }
 
 /** No record kept without a Location for the call `?2`, `?3`. */
@@ -228,13 +236,17 @@ const NO_UNLOCATED = "NOT EXISTS (SELECT 1 FROM settlements WHERE session_id = ?
  */
 const prepare = (db: Database) => ({
   select: db.query<Row, [string, string, string]>(
-    "SELECT state, tool, agent, owner, reason, settlement FROM settlements " +
+    "SELECT state, tool, agent, owner, reason, settlement, lease_until FROM settlements " +
       "WHERE session_id = ? AND call_id = ? AND location IN (?, '') ORDER BY location DESC LIMIT 1",
   ),
   // A new record, unless the Location has one or one kept without a Location answers for it.
-  begin: db.query<unknown, [string, string, string, string, string, string, number]>(
-    "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, owner, started_at) " +
-      `SELECT ?1, ?2, ?3, ?4, ?5, 'started', ?6, ?7 WHERE ${NO_UNLOCATED} ON CONFLICT DO NOTHING`,
+  begin: db.query<unknown, [string, string, string, string, string, string, number, number]>(
+    "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, owner, started_at, lease_until) " +
+      `SELECT ?1, ?2, ?3, ?4, ?5, 'started', ?6, ?7, ?8 WHERE ${NO_UNLOCATED} ON CONFLICT DO NOTHING`,
+  ),
+  renew: db.query<unknown, [number, string, string, string, string]>(
+    "UPDATE settlements SET lease_until = ? " +
+      "WHERE session_id = ? AND call_id = ? AND location = ? AND state = 'started' AND owner = ?",
   ),
   settleAbsent: db.query<unknown, [string, string, string, string, string, string, number]>(
     "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, settlement, settled_at) " +
@@ -243,6 +255,12 @@ const prepare = (db: Database) => ({
   settleStarted: db.query<unknown, [string, number, string, string, string, string]>(
     "UPDATE settlements SET state = 'settled', settlement = ?, settled_at = ? " +
       "WHERE session_id = ? AND call_id = ? AND location IN (?, '') AND state = 'started' AND owner = ?",
+  ),
+  // A call whose owner's lease has lapsed (or, kept before leases, whose owner is gone): never one still renewed.
+  settleAbandoned: db.query<unknown, [string, number, string, string, string, string, number]>(
+    "UPDATE settlements SET state = 'settled', settlement = ?, settled_at = ? " +
+      "WHERE session_id = ? AND call_id = ? AND location IN (?, '') AND state = 'started' AND owner = ? " +
+      "AND (lease_until IS NULL OR lease_until <= ?)",
   ),
   settleFailed: db.query<unknown, [string, number, string, string, string]>(
     "UPDATE settlements SET state = 'settled', settlement = ?, settled_at = ? " +
@@ -293,15 +311,32 @@ export const attemptAt =
         new Store.StoreError({ reason: "io", path, message: `Settlement store ${operation} failed: ${describe(cause)}` }),
     })
 
+export interface Options {
+  /** How long a call's lease lasts unless renewed; by default `CORE_LEASE_MS` or ./lease's default. */
+  readonly leaseMs?: number
+}
+
 /** The durable store at `path` (usually `<data dir>/core.db`). */
-export const layer = (path: string): Layer.Layer<Store.Service, Store.StoreError> =>
+export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Service, Store.StoreError> =>
   Layer.effect(
     Store.Service,
     Effect.gen(function* () {
+      const leaseMs = yield* Effect.try({
+        try: () => options.leaseMs ?? Lease.durationMs(),
+        catch: (cause) => new Store.StoreError({ reason: "open", path, message: describe(cause) }),
+      })
       const statements = yield* acquire(path, prepare)
-      /** Calls this store began and has not yet settled or failed: a record it owns is running only if here. */
-      const running = new Set<string>()
       const keyOf = (key: Store.Key) => JSON.stringify([key.location, key.sessionID, key.toolCallID])
+      /** Calls this store began and has not yet settled or failed, whose leases it renews. */
+      const running = yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          Lease.renewer<Store.Key>(leaseMs, (keys) => {
+            const until = Date.now() + leaseMs
+            for (const key of keys) statements.renew.run(until, key.sessionID, key.toolCallID, key.location, Owner.current)
+          }),
+        ),
+        (renewer) => Effect.sync(() => renewer.close()),
+      )
       const attempt = attemptAt(path)
 
       return Store.Service.of({
@@ -315,15 +350,20 @@ export const layer = (path: string): Layer.Layer<Store.Service, Store.StoreError
             }
             if (row.state === "failed") return { state: "failed", agent, tool: row.tool, reason: row.reason ?? "" }
             const owner = row.owner ?? ""
-            const alive = owner === Owner.current ? running.has(keyOf(key)) : Owner.isAlive(owner)
+            // Running here, or under a lease still renewed (by another process, or another store in this one).
+            const alive =
+              running.has(keyOf(key)) ||
+              (row.lease_until === null ? owner !== Owner.current && Owner.isAlive(owner) : row.lease_until > Date.now())
             return { state: "started", agent, tool: row.tool, owner, running: alive }
           }),
         begin: (key, tool, agent) =>
           attempt("write", () => {
             const { location, sessionID, toolCallID } = key
+            const now = Date.now()
             const begun =
-              statements.begin.run(location, sessionID, toolCallID, tool, agent, Owner.current, Date.now()).changes === 1
-            if (begun) running.add(keyOf(key))
+              statements.begin.run(location, sessionID, toolCallID, tool, agent, Owner.current, now, now + leaseMs)
+                .changes === 1
+            if (begun) running.add(keyOf(key), key)
             return begun
           }),
         settle: (key, settlement, expected) =>
@@ -338,17 +378,19 @@ export const layer = (path: string): Layer.Layer<Store.Service, Store.StoreError
                     .changes === 1
                 )
               case "owned":
-                running.delete(keyOf(key))
+                running.remove(keyOf(key))
                 return statements.settleStarted.run(json, now, sessionID, toolCallID, location, Owner.current).changes === 1
               case "abandoned":
-                return statements.settleStarted.run(json, now, sessionID, toolCallID, location, expected.owner).changes === 1
+                return (
+                  statements.settleAbandoned.run(json, now, sessionID, toolCallID, location, expected.owner, now).changes === 1
+                )
               case "failed":
                 return statements.settleFailed.run(json, now, sessionID, toolCallID, location).changes === 1
             }
           }),
         fail: (key, reason) =>
           attempt("write", () => {
-            running.delete(keyOf(key))
+            running.remove(keyOf(key))
             statements.fail.run(reason, Date.now(), key.sessionID, key.toolCallID, key.location, Owner.current)
           }),
         prune: (before, limit) => attempt("prune", () => statements.prune.run(before, limit).changes),
@@ -359,16 +401,24 @@ export const layer = (path: string): Layer.Layer<Store.Service, Store.StoreError
   )
 
 /** Saved approvals in the same database as the settlements. */
-export const approvalsLayer = (path: string): Layer.Layer<Approvals.Service, Store.StoreError> =>
+export const approvalsLayer = (
+  path: string,
+  approvedBy: string = Approvals.approver(),
+): Layer.Layer<Approvals.Service, Store.StoreError> =>
   Layer.effect(
     Approvals.Service,
     Effect.gen(function* () {
       const statements = yield* acquire(path, (db) => ({
-        list: db.query<{ project: string; action: string; pattern: string; saved_at: number }, [string]>(
-          "SELECT project, action, pattern, saved_at FROM approvals WHERE project = ? ORDER BY saved_at, action, pattern",
+        list: db.query<
+          { project: string; action: string; pattern: string; saved_at: number; approved_by: string | null },
+          [string]
+        >(
+          "SELECT project, action, pattern, saved_at, approved_by FROM approvals WHERE project = ? " +
+            "ORDER BY saved_at, action, pattern",
         ),
-        save: db.query<unknown, [string, string, string, number]>(
-          "INSERT INTO approvals (project, action, pattern, saved_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        save: db.query<unknown, [string, string, string, number, string]>(
+          "INSERT INTO approvals (project, action, pattern, saved_at, approved_by) VALUES (?, ?, ?, ?, ?) " +
+            "ON CONFLICT DO NOTHING",
         ),
         resetAll: db.query<unknown, [string]>("DELETE FROM approvals WHERE project = ?"),
         resetAction: db.query<unknown, [string, string]>("DELETE FROM approvals WHERE project = ? AND action = ?"),
@@ -380,12 +430,18 @@ export const approvalsLayer = (path: string): Layer.Layer<Approvals.Service, Sto
           attempt("lookup", () =>
             statements.list
               .all(project)
-              .map((row) => ({ project: row.project, action: row.action, pattern: row.pattern, savedAt: row.saved_at })),
+              .map((row) => ({
+                project: row.project,
+                action: row.action,
+                pattern: row.pattern,
+                savedAt: row.saved_at,
+                ...(row.approved_by === null ? {} : { approvedBy: row.approved_by }),
+              })),
           ),
         save: (project, action, patterns) =>
           attempt("write", () =>
             statements.transaction(() => {
-              for (const pattern of patterns) statements.save.run(project, action, pattern, Date.now())
+              for (const pattern of patterns) statements.save.run(project, action, pattern, Date.now(), approvedBy)
             }),
           ),
         reset: (project, action) =>

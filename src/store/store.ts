@@ -3,7 +3,8 @@ export * as Store from "./store"
 // Settlement persistence keyed by (Location, sessionID, toolCallID): a durable intent before a call executes and
 // the settlement once it is known (DESIGN §2 law 12). Each record keeps the tool and agent it was made for, so a
 // replay asked by another can be refused; Locations sharing a data directory never see each other's records. The
-// interface and an in-memory layer live here; the durable bun:sqlite layer is ./sqlite (same contract tests).
+// interface and an in-memory layer live here; the durable layers are ./sqlite (a data directory) and ./postgres (a
+// fleet's store of record), under the same contract tests.
 
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -30,7 +31,10 @@ export interface Key {
  * (and before records had a Location: those answer in every Location sharing the store, so none runs again).
  */
 export type Record = { readonly agent: string | undefined } & (
-  /** Begun by the process `owner` (see ./owner); `running` says whether that process is still running it. */
+  /**
+   * Begun by the process `owner` (see ./owner); `running` says whether it still runs it: its lease is live (see
+   * ./lease), or, for records kept before leases, the process is alive on this host.
+   */
   | { readonly state: "started"; readonly tool: string; readonly owner: string; readonly running: boolean }
   /** Begun, then failed operationally (a defect, a lost output): it ran at least in part, with no settlement. */
   | { readonly state: "failed"; readonly tool: string; readonly reason: string }

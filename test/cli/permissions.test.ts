@@ -567,7 +567,7 @@ describe("core check", () => {
 })
 
 describe("core permissions", () => {
-  const ROW = /^(\S+)\s+(.+?)\s+\((\d{4}-\d\d-\d\dT[\d:.]+Z)\)$/
+  const ROW = /^(\S+)\s+(.+?)\s+\((\d{4}-\d\d-\d\dT[\d:.]+Z), by [^)]+\)$/
   /** The `[action, pattern]` of each row `core permissions` prints. */
   const rowsOf = (stdout: string) =>
     stdout.trimEnd().split("\n").map((row) => {

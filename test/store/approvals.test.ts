@@ -1,14 +1,24 @@
 import { describe, expect, test } from "bun:test"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { hostname, userInfo } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { Approvals } from "../../src/store/approvals"
+import { PostgresStore } from "../../src/store/postgres"
 import { SqliteStore } from "../../src/store/sqlite"
+import { Project } from "../../src/store/project"
 import type { Store } from "../../src/store/store"
+import { freshDatabase } from "../support/postgres"
 import { tempDir } from "../support/temp"
 
 const implementations: ReadonlyArray<[string, () => Layer.Layer<Approvals.Service, Store.StoreError>]> = [
   ["memory", () => Approvals.layerMemory],
   ["sqlite", () => SqliteStore.approvalsLayer(join(tempDir(), "core.db"))],
+  ["postgres", () => Layer.unwrap(Effect.promise(freshDatabase).pipe(Effect.map((urls) => PostgresStore.approvalsLayer(urls.postgres))))],
+  [
+    "postgres through pgbouncer",
+    () => Layer.unwrap(Effect.promise(freshDatabase).pipe(Effect.map((urls) => PostgresStore.approvalsLayer(urls.pgbouncer)))),
+  ],
 ]
 
 const use = <A, E>(layer: Layer.Layer<Approvals.Service, Store.StoreError>, program: Effect.Effect<A, E, Approvals.Service>) =>
@@ -42,8 +52,102 @@ for (const [name, make] of implementations) {
         expect(yield* approvals.list("/a")).toEqual([])
         expect(pairs(yield* approvals.list("/b"))).toEqual([["bash", "ls *"]])
       })))
+
+    test("an approval records who approved it and when", () =>
+      use(make(), Effect.gen(function* () {
+        const approvals = yield* Approvals.Service
+        const before = Date.now()
+        yield* approvals.save("/a", "bash", ["ls *"])
+        const [saved] = yield* approvals.list("/a")
+        expect(saved?.approvedBy).toBe(Approvals.approver())
+        expect(saved!.savedAt).toBeGreaterThanOrEqual(before - 1_000)
+        expect(saved!.savedAt).toBeLessThanOrEqual(Date.now() + 1_000)
+      })))
   })
 }
+
+describe("Approvals.approver", () => {
+  test("is $CORE_USER when set, else the OS user at this host", () => {
+    expect(Approvals.approver({ CORE_USER: " alice@acme " })).toBe("alice@acme")
+    expect(Approvals.approver({ CORE_USER: "" })).toBe(`${userInfo().username}@${hostname()}`)
+  })
+})
+
+/** A git checkout at a fresh path whose `origin` is `remote`. */
+const checkout = (remote: string | undefined) => {
+  const root = tempDir()
+  mkdirSync(join(root, ".git"))
+  writeFileSync(
+    join(root, ".git", "config"),
+    `[core]\n\tbare = false\n${remote === undefined ? "" : `[remote "origin"]\n\turl = ${remote}\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n`}`,
+  )
+  mkdirSync(join(root, "services", "api"), { recursive: true })
+  return root
+}
+
+describe("Approvals for a team (Postgres)", () => {
+  test("an approval saved on one host holds on every host serving a checkout of the same repository, wherever it is", async () => {
+    const { pgbouncer } = await freshDatabase()
+    const alice = checkout("git@github.com:Acme/shop.git")
+    const bob = checkout("https://bob:token@GitHub.com/Acme/shop")
+    const other = checkout("git@github.com:Acme/other.git")
+    const plain = tempDir()
+    await use(PostgresStore.approvalsLayer(pgbouncer, { approvedBy: "alice@host-a" }), Effect.gen(function* () {
+      const approvals = yield* Approvals.Service
+      yield* approvals.save(alice, "bash", ["npm test"])
+      yield* approvals.save(join(alice, "services", "api"), "edit", ["src/*"])
+      yield* approvals.save(plain, "bash", ["ls *"])
+    }))
+    const seen = await use(PostgresStore.approvalsLayer(pgbouncer, { approvedBy: "bob@host-b" }), Effect.gen(function* () {
+      const approvals = yield* Approvals.Service
+      return {
+        root: yield* approvals.list(bob),
+        sub: yield* approvals.list(join(bob, "services", "api")),
+        other: yield* approvals.list(other),
+        plain: yield* approvals.list(plain),
+        elsewhere: yield* approvals.list(tempDir()),
+      }
+    }))
+    expect(seen.root).toMatchObject([{ project: "git:github.com/Acme/shop", action: "bash", pattern: "npm test", approvedBy: "alice@host-a" }])
+    expect(seen.sub).toMatchObject([{ project: "git:github.com/Acme/shop//services/api", action: "edit", pattern: "src/*" }])
+    expect(seen.other).toEqual([])
+    expect(seen.plain).toMatchObject([{ project: `path:${plain}`, pattern: "ls *" }])
+    expect(seen.elsewhere).toEqual([])
+  })
+})
+
+describe("Project identity", () => {
+  test("every spelling of a remote is one project", () => {
+    for (const url of [
+      "git@github.com:Acme/shop.git",
+      "https://github.com/Acme/shop",
+      "https://user:secret@GITHUB.com/Acme/shop.git/",
+      "ssh://git@github.com:22/Acme/shop.git",
+      "git://github.com/Acme/shop",
+    ]) {
+      expect(Project.normalizeRemote(url)).toBe("github.com/Acme/shop")
+    }
+    expect(Project.normalizeRemote("/srv/git/shop.git")).toBe("file:/srv/git/shop")
+    expect(Project.normalizeRemote("file:///srv/git/shop.git")).toBe("file:/srv/git/shop")
+  })
+
+  test("a credential in a remote URL never becomes part of the identity", () => {
+    expect(Project.identityOf(checkout("https://ci:ghp_secret123@github.com/Acme/shop.git"))).toBe("git:github.com/Acme/shop")
+  })
+
+  test("a worktree is its repository's project; a repository without a remote, or no repository, is its path", () => {
+    const main = checkout("git@github.com:Acme/shop.git")
+    const worktree = tempDir()
+    mkdirSync(join(main, ".git", "worktrees", "w"), { recursive: true })
+    writeFileSync(join(main, ".git", "worktrees", "w", "commondir"), "../..\n")
+    writeFileSync(join(worktree, ".git"), `gitdir: ${join(main, ".git", "worktrees", "w")}\n`)
+    expect(Project.identityOf(worktree)).toBe("git:github.com/Acme/shop")
+    const local = checkout(undefined)
+    expect(Project.identityOf(local)).toBe(`path:${local}`)
+    const none = tempDir()
+    expect(Project.identityOf(none)).toBe(`path:${none}`)
+  })
+})
 
 describe("SqliteStore approvals", () => {
   test("approvals survive reopening and live beside the settlements in one database", async () => {

@@ -9,7 +9,9 @@ import { Settlement } from "../../src/settlement/settlement"
 import { Approvals } from "../../src/store/approvals"
 import { SqliteStore } from "../../src/store/sqlite"
 import { Owner } from "../../src/store/owner"
+import { PostgresStore } from "../../src/store/postgres"
 import { Store } from "../../src/store/store"
+import { freshDatabase } from "../support/postgres"
 import { tempDir } from "../support/temp"
 
 const settlement = (callID: string): Settlement.Info => ({
@@ -24,6 +26,11 @@ const settlement = (callID: string): Settlement.Info => ({
 const implementations: ReadonlyArray<[string, () => Layer.Layer<Store.Service, Store.StoreError>]> = [
   ["memory", () => Store.layerMemory],
   ["sqlite", () => SqliteStore.layer(join(tempDir(), "core.db"))],
+  ["postgres", () => Layer.unwrap(Effect.promise(freshDatabase).pipe(Effect.map((urls) => PostgresStore.layer(urls.postgres))))],
+  [
+    "postgres through pgbouncer",
+    () => Layer.unwrap(Effect.promise(freshDatabase).pipe(Effect.map((urls) => PostgresStore.layer(urls.pgbouncer)))),
+  ],
 ]
 
 const use = <A, E>(layer: Layer.Layer<Store.Service, Store.StoreError>, program: Effect.Effect<A, E, Store.Service>) =>
@@ -300,6 +307,8 @@ describe("SqliteStore migration to records that belong to a Location", () => {
     old.exec("DROP TABLE settlements")
     old.exec("DROP TABLE todos")
     old.exec(VERSION_4_SETTLEMENTS)
+    old.exec("DROP TABLE approvals")
+    old.exec(VERSION_2[1]!)
     old.exec("CREATE INDEX settlements_by_time ON settlements (COALESCE(settled_at, started_at))")
     const insert = old.query(
       "INSERT INTO settlements (session_id, call_id, tool, state, owner, settlement, started_at, settled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

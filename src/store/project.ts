@@ -1,0 +1,105 @@
+export * as Project from "./project"
+
+// The identity of a project across machines, under which a store shared by a fleet keeps its saved approvals: the
+// same repository checked out at different paths on different hosts is one project. It is the normalized URL of
+// the `origin` remote (else the first remote) of the git repository holding the Location, with the Location's
+// path inside the repository when it is not the root: `git:github.com/acme/shop` or
+// `git:github.com/acme/shop//services/api`. A Location in no repository, or in one without a remote, is known by
+// its real path (`path:/srv/shop`), which holds on that machine only. Read from the repository's own config file;
+// git is not run.
+
+import { readFileSync, statSync } from "node:fs"
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path"
+
+/** The repository root holding `directory` and its git directory, if any. */
+const repositoryOf = (directory: string): { root: string; gitDir: string } | undefined => {
+  for (let current = directory; ; current = dirname(current)) {
+    const dotGit = join(current, ".git")
+    try {
+      const stat = statSync(dotGit)
+      if (stat.isDirectory()) return { root: current, gitDir: dotGit }
+      // A worktree or submodule: `gitdir: <path>`; its remotes are in the common directory's config.
+      const pointer = /^gitdir:\s*(.+)$/m.exec(readFileSync(dotGit, "utf8"))?.[1]?.trim()
+      if (pointer !== undefined) {
+        const gitDir = resolve(current, pointer)
+        let common = gitDir
+        try {
+          common = resolve(gitDir, readFileSync(join(gitDir, "commondir"), "utf8").trim())
+        } catch {
+          // Not a worktree: the git directory has its own config.
+        }
+        return { root: current, gitDir: common }
+      }
+    } catch {
+      // No .git here: look further up.
+    }
+    if (dirname(current) === current) return undefined
+  }
+}
+
+/** The remote URLs of a git config file, `origin` first. */
+const remotesOf = (config: string): ReadonlyArray<string> => {
+  const remotes: Array<{ name: string; url: string }> = []
+  let section: string | undefined
+  for (const line of config.split(/\r?\n/)) {
+    const header = /^\s*\[\s*remote\s+"([^"]*)"\s*\]/.exec(line)
+    if (header !== null) {
+      section = header[1]
+      continue
+    }
+    if (/^\s*\[/.test(line)) section = undefined
+    const url = /^\s*url\s*=\s*(.+?)\s*$/.exec(line)?.[1]
+    if (section !== undefined && url !== undefined) remotes.push({ name: section, url: url.replace(/^"(.*)"$/, "$1") })
+  }
+  return [...remotes.filter((remote) => remote.name === "origin"), ...remotes.filter((remote) => remote.name !== "origin")].map(
+    (remote) => remote.url,
+  )
+}
+
+/**
+ * A remote URL as one string for every way of writing it: no scheme, user, password, port or trailing `.git`, the
+ * host in lower case. `git@github.com:Acme/shop.git`, `https://user:token@GitHub.com/Acme/shop` and
+ * `ssh://git@github.com:22/Acme/shop.git` are all `github.com/Acme/shop`. A local path remote stays a path.
+ */
+export const normalizeRemote = (url: string): string => {
+  const trimmed = url.trim()
+  const scp = /^(?:[^@/]+@)?([^:/]+):(?!\/)(.+)$/.exec(trimmed)
+  let host: string
+  let path: string
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(trimmed)) {
+    try {
+      const parsed = new URL(trimmed)
+      if (parsed.protocol === "file:") return `file:${parsed.pathname.replace(/\.git\/?$/, "").replace(/\/+$/, "")}`
+      host = parsed.hostname
+      path = decodeURIComponent(parsed.pathname)
+    } catch {
+      return trimmed
+    }
+  } else if (scp !== null && !isAbsolute(trimmed)) {
+    host = scp[1]!
+    path = scp[2]!
+  } else {
+    return `file:${trimmed.replace(/\.git\/?$/, "").replace(/\/+$/, "")}`
+  }
+  const cleaned = path.replace(/^\/+/, "").replace(/\/+$/, "").replace(/\.git$/, "")
+  return `${host.toLowerCase()}/${cleaned}`
+}
+
+/** The identity of the project at `directory` (a Location's real path). */
+export const identityOf = (directory: string): string => {
+  const repository = repositoryOf(directory)
+  if (repository !== undefined) {
+    let config = ""
+    try {
+      config = readFileSync(join(repository.gitDir, "config"), "utf8")
+    } catch {
+      // No readable config: no remote.
+    }
+    const remote = remotesOf(config)[0]
+    if (remote !== undefined) {
+      const inside = relative(repository.root, directory).split(sep).join("/")
+      return `git:${normalizeRemote(remote)}${inside === "" ? "" : `//${inside}`}`
+    }
+  }
+  return `path:${directory}`
+}

@@ -1,0 +1,204 @@
+// Core across machines, through the compiled binary: two core processes that share only the store (the same
+// CORE_STORE_URL, separate data directories, as two hosts would), or only a data directory (SQLite on a shared
+// volume). A call raced by both runs once and both answer its settlement; a call whose host is killed mid-call is
+// answered `interrupted` by the other once its lease lapses and never runs again; a call still running on one host
+// is waited for by the other, never reported interrupted.
+
+import { Database } from "bun:sqlite"
+import { describe, expect, test } from "bun:test"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect } from "effect"
+import { Approvals } from "../../src/store/approvals"
+import { PostgresStore } from "../../src/store/postgres"
+import { binary, run } from "../support/binary"
+import { freshDatabase } from "../support/postgres"
+import { tempDir } from "../support/temp"
+
+const LEASE_MS = "1500"
+
+/** A Location that allows everything, and a host's environment: its own data directory and home. */
+const world = () => {
+  const root = tempDir()
+  const location = join(root, "project")
+  mkdirSync(location)
+  writeFileSync(join(location, "core.json"), JSON.stringify({ permission: { "*": "allow" } }))
+  const host = (name: string, shared: Record<string, string>) => {
+    const env = { CORE_DATA_DIR: join(root, name, "data"), CORE_HOME: join(root, name, "home"), HOME: join(root, name, "user") }
+    for (const directory of Object.values(env)) mkdirSync(directory, { recursive: true })
+    return { ...env, CORE_LEASE_MS: LEASE_MS, ...shared }
+  }
+  return { location, host }
+}
+
+/** `core exec bash` of `command` as session S1, call C1. */
+const execArgs = (location: string, command: string) => [
+  "exec",
+  "bash",
+  "--input",
+  JSON.stringify({ command }),
+  "--location",
+  location,
+  "--session",
+  "S1",
+  "--call",
+  "C1",
+]
+
+const exec = (env: Record<string, string>, location: string, command: string) =>
+  run(execArgs(location, command), { env }).then((result) => ({
+    ...result,
+    settlement: result.stdout === "" ? undefined : JSON.parse(result.stdout),
+  }))
+
+/**
+ * Starts `core exec` without waiting for it; with `host`, under that host name (in a UTS namespace of its own), so
+ * it is another machine as far as core can tell.
+ */
+const start = async (env: Record<string, string>, location: string, command: string, host?: string) =>
+  Bun.spawn([...(host === undefined ? [] : asHost(host)), await binary(), ...execArgs(location, command)], {
+    env: { ...process.env, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  })
+
+const asHost = (name: string) => ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', name]
+
+const waitFor = async (condition: () => boolean) => {
+  for (let attempt = 0; attempt < 600 && !condition(); attempt++) await Bun.sleep(50)
+  expect(condition()).toBe(true)
+}
+
+const runs = (location: string) => readFileSync(join(location, "ran.txt"), "utf8").split("\n").filter((line) => line !== "")
+
+for (const via of ["postgres", "pgbouncer"] as const) {
+  describe(`two hosts sharing a Postgres store (${via})`, () => {
+    const url = async () => {
+      const urls = await freshDatabase()
+      return via === "postgres" ? urls.postgres : urls.pgbouncer
+    }
+
+    test("racing one (session, call): it runs once and both answer the same settlement", async () => {
+      const { location, host } = world()
+      const shared = { CORE_STORE_URL: await url() }
+      const command = "echo ran >> ran.txt; sleep 1; echo done"
+      const [a, b] = await Promise.all([
+        exec(host("a", shared), location, command),
+        exec(host("b", shared), location, command),
+      ])
+      expect(a.code).toBe(0)
+      expect(b.code).toBe(0)
+      expect(a.settlement).toMatchObject({ tool: "bash", callID: "C1", status: "success" })
+      expect(a.settlement).toEqual(b.settlement)
+      expect(runs(location)).toEqual(["ran"])
+      // And again, from a third host: the same settlement, nothing runs.
+      const again = await exec(host("c", shared), location, command)
+      expect(again.settlement).toEqual(a.settlement)
+      expect(runs(location)).toEqual(["ran"])
+    }, 120_000)
+
+    test("kill -9 of the host running the call: the other answers interrupted once the lease lapses, and it never runs again", async () => {
+      const { location, host } = world()
+      const shared = { CORE_STORE_URL: await url() }
+      const command = "echo ran >> ran.txt; sleep 20; echo done-A"
+      const a = await start(host("a", shared), location, command)
+      await waitFor(() => existsSync(join(location, "ran.txt")))
+      a.kill(9)
+      await a.exited
+      const b = await exec(host("b", shared), location, command)
+      expect(b.code).toBe(1)
+      expect(b.settlement).toMatchObject({ tool: "bash", callID: "C1", status: "error", error: { kind: "interrupted" } })
+      expect(b.settlement.error.message).toContain("may or may not have taken effect")
+      const again = await exec(host("c", shared), location, command)
+      expect(again.settlement).toEqual(b.settlement)
+      expect(runs(location)).toEqual(["ran"])
+    }, 120_000)
+  })
+}
+
+describe("a host whose store cannot be reached", () => {
+  test("fails operationally, naming the store without its password; nothing runs", async () => {
+    const { location, host } = world()
+    const result = await exec(host("a", { CORE_STORE_URL: "postgres://core:hunter2@127.0.0.1:1/core" }), location, "echo ran >> ran.txt")
+    expect(result.code).toBe(3)
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toContain("Could not open the store at postgres://core:***@127.0.0.1:1/core")
+    expect(result.stderr).not.toContain("hunter2")
+    expect(existsSync(join(location, "ran.txt"))).toBe(false)
+  }, 60_000)
+})
+
+describe("two hosts sharing a data directory (SQLite)", () => {
+  test("a call running on host A is waited for by host B, never reported interrupted", async () => {
+    const { location, host } = world()
+    const shared = { CORE_DATA_DIR: join(tempDir(), "shared-data") }
+    const command = "echo ran >> ran.txt; sleep 4; echo done-A"
+    const a = await start(host("a", shared), location, command, "host-a")
+    await waitFor(() => existsSync(join(location, "ran.txt")))
+    // Host A recorded the call under its own name: host B cannot check its processes.
+    const db = new Database(join(shared.CORE_DATA_DIR, "core.db"), { readonly: true })
+    expect((db.query("SELECT owner FROM settlements").get() as { owner: string }).owner).toStartWith("host-a:")
+    db.close()
+    const b = await start(host("b", shared), location, command, "host-b")
+    const [bOut, bCode, aOut, aCode] = await Promise.all([
+      new Response(b.stdout).text(),
+      b.exited,
+      new Response(a.stdout).text(),
+      a.exited,
+    ])
+    expect(aCode).toBe(0)
+    expect(bCode).toBe(0)
+    expect(JSON.parse(aOut)).toMatchObject({ status: "success" })
+    expect(bOut).toContain("done-A")
+    expect(JSON.parse(bOut)).toEqual(JSON.parse(aOut))
+    expect(runs(location)).toEqual(["ran"])
+  }, 120_000)
+
+  test("kill -9 of host A mid-call: host B answers interrupted once the lease lapses, and it never runs again", async () => {
+    const { location, host } = world()
+    const shared = { CORE_DATA_DIR: join(tempDir(), "shared-data") }
+    const command = "echo ran >> ran.txt; sleep 20; echo done-A"
+    const a = await start(host("a", shared), location, command, "host-a")
+    await waitFor(() => existsSync(join(location, "ran.txt")))
+    // The core process itself (unshare execs it): its command is left running, as after a crash.
+    a.kill(9)
+    await a.exited
+    const b = await exec(host("b", shared), location, command)
+    expect(b.settlement).toMatchObject({ status: "error", error: { kind: "interrupted" } })
+    expect(runs(location)).toEqual(["ran"])
+  }, 120_000)
+})
+
+describe("approvals for a team (Postgres)", () => {
+  /** A checkout of github.com/acme/shop at a fresh path, as on another machine. */
+  const checkout = (remote: string) => {
+    const root = join(tempDir(), "shop")
+    mkdirSync(join(root, ".git"), { recursive: true })
+    writeFileSync(join(root, ".git", "config"), `[remote "origin"]\n\turl = ${remote}\n`)
+    return root
+  }
+
+  test("an approval saved on host A is listed on host B for its own checkout, with who approved it; B's reset clears it for both", async () => {
+    const { host } = world()
+    const { pgbouncer } = await freshDatabase()
+    const onA = checkout("git@github.com:acme/shop.git")
+    const onB = checkout("https://github.com/acme/shop")
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        yield* (yield* Approvals.Service).save(onA, "bash", ["npm test"])
+      }).pipe(Effect.provide(PostgresStore.approvalsLayer(pgbouncer, { approvedBy: "alice@host-a" }))),
+    )
+    const b = host("b", { CORE_STORE_URL: pgbouncer })
+    const listed = await run(["permissions", "--location", onB], { env: b })
+    expect(listed.code).toBe(0)
+    expect(listed.stdout).toMatch(/^bash {2}npm test {2}\(\d{4}-\d\d-\d\dT[\d:.]+Z, by alice@host-a\)\n$/)
+    const reset = await run(["permissions", "reset", "--location", onB], { env: b })
+    expect(reset.stdout).toContain("Removed 1 saved approval")
+    const after = await Effect.runPromise(
+      Effect.gen(function* () {
+        return yield* (yield* Approvals.Service).list(onA)
+      }).pipe(Effect.provide(PostgresStore.approvalsLayer(pgbouncer))),
+    )
+    expect(after).toEqual([])
+  }, 120_000)
+})
