@@ -123,8 +123,12 @@ export const layer: Layer.Layer<
         Effect.map((recorded): Settled | typeof CONFLICT => (recorded ? { settlement, replayed } : CONFLICT)),
       )
 
-    const rejectNew = (call: Call, kind: Settlement.ErrorKind, message: string) =>
-      recordNew(call, Settlement.error(call.name, call.toolCallID, kind, message), { state: "absent", agent: call.agent })
+    const rejectNew = (call: Call, details: Store.Details, kind: Settlement.ErrorKind, message: string) =>
+      recordNew(call, Settlement.error(call.name, call.toolCallID, kind, message), {
+        state: "absent",
+        agent: call.agent,
+        details,
+      })
 
     /** Records the settlement of a call this process ran; if another record won meanwhile, that one stands. */
     const recordOwned = (call: Call, settlement: Settlement.Info) =>
@@ -183,9 +187,11 @@ export const layer: Layer.Layer<
     const admit: (
       catalog: Registry.Catalog,
       call: Call,
+      details: Store.Details,
     ) => Effect.Effect<Settled | Admitted | typeof CONFLICT, OperationalError> = Effect.fnUntraced(function* (
       catalog,
       call,
+      details,
     ) {
       let known = yield* lookup(call)
       const conflict = known === undefined ? undefined : conflictOf(call, known)
@@ -207,11 +213,12 @@ export const layer: Layer.Layer<
             : resolution.suggestions.length === 0
               ? " Use one of the tools in this turn's tool list."
               : ` Did you mean ${resolution.suggestions.map((name) => `"${name}"`).join(", ")}?`
-        return yield* rejectNew(call, "unknown", `Unknown tool "${call.name}"; nothing ran.${hint}`)
+        return yield* rejectNew(call, details, "unknown", `Unknown tool "${call.name}"; nothing ran.${hint}`)
       }
       if (resolution._tag === "Stale") {
         return yield* rejectNew(
           call,
+          details,
           "stale",
           `The tool "${call.name}" changed since this turn's tool list was made; nothing ran. Use the current tool list.`,
         )
@@ -225,6 +232,7 @@ export const layer: Layer.Layer<
         if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
         return yield* rejectNew(
           call,
+          details,
           "invalid_input",
           `Invalid input for ${call.name}; nothing ran:\n` +
             `${Hints.describeIssues(error.success, Hints.misspelledKeys(call.input, tool.inputSchema))}\nFix the input to match ` +
@@ -251,12 +259,13 @@ export const layer: Layer.Layer<
         const error = Cause.findError(authorized.cause)
         if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
         const refusal = error.success
-        if (refusal instanceof Permission.Denied) return yield* rejectNew(call, "denied", refusal.message)
-        if (refusal instanceof Permission.Rejected) return yield* rejectNew(call, "failure", refusal.message)
+        if (refusal instanceof Permission.Denied) return yield* rejectNew(call, details, "denied", refusal.message)
+        if (refusal instanceof Permission.Rejected) return yield* rejectNew(call, details, "failure", refusal.message)
         if (refusal instanceof Permission.Declined) {
           return yield* recordNew(call, Settlement.declined(call.name, call.toolCallID, refusal), {
             state: "absent",
             agent: call.agent,
+            details,
           })
         }
         return yield* Effect.die(refusal)
@@ -267,7 +276,7 @@ export const layer: Layer.Layer<
       const before = Hooks.before(hooks, call.name, tool, decoded.value)
       // Hooks that answered at once (no-ops, most of them) cost no step of the fiber: settles are hot.
       const hooked = Hooks.isDone(before) ? before.value : yield* before.pipe(Effect.mapError(hookFailed))
-      if (hooked._tag === "Denied") return yield* rejectNew(call, "denied", hooked.message)
+      if (hooked._tag === "Denied") return yield* rejectNew(call, details, "denied", hooked.message)
       return { _tag: "Admitted", tool, input: hooked.input } satisfies Admitted
     })
 
@@ -395,33 +404,35 @@ export const layer: Layer.Layer<
      * Records `cancelled` for a call interrupted before it began running (while asked for permission, or while
      * waiting for another owner), unless something else is recorded for it by now: that record stands.
      */
-    const recordCancelledBeforeStart = (call: Call) =>
+    const recordCancelledBeforeStart = (call: Call, details: Store.Details) =>
       store
         .settle(keyOf(call), Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"), {
           state: "absent",
           agent: call.agent,
+          details,
         })
         .pipe(Effect.mapError(recordFailed(call)), Effect.asVoid)
 
     const run = (
       catalog: Registry.Catalog,
       call: Call,
+      details: Store.Details,
       options: Options | undefined,
     ): Effect.Effect<Settled, OperationalError> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function* () {
           // Only admission (which may wait for a reply or another owner) and execute can be interrupted; the
           // settler records what an interruption before the start means, whoever called it.
-          const admission = yield* Effect.exit(restore(admit(catalog, call)))
+          const admission = yield* Effect.exit(restore(admit(catalog, call, details)))
           if (Exit.isFailure(admission)) {
-            if (Cause.hasInterruptsOnly(admission.cause)) yield* recordCancelledBeforeStart(call)
+            if (Cause.hasInterruptsOnly(admission.cause)) yield* recordCancelledBeforeStart(call, details)
             return yield* Effect.failCause(admission.cause)
           }
           const admitted = admission.value
           // Another settler recorded or began the call meanwhile: settle through its record instead.
           if (admitted === CONFLICT) return CONFLICT
           if (!("_tag" in admitted)) return admitted
-          const fresh = yield* store.begin(keyOf(call), call.name, call.agent).pipe(Effect.mapError(operational("Could not record the call")))
+          const fresh = yield* store.begin(keyOf(call), call.name, call.agent, details).pipe(Effect.mapError(operational("Could not record the call")))
           if (!fresh) return CONFLICT
           // From here this process owns the call; an operational failure is recorded with its reason (for
           // operators), so a retry replays it as interrupted instead of running it again.
@@ -429,7 +440,9 @@ export const layer: Layer.Layer<
             Effect.tapCause((cause) => Effect.ignore(store.fail(keyOf(call), reasonOf(cause)))),
           )
         }),
-      ).pipe(Effect.flatMap((outcome) => (outcome === CONFLICT ? run(catalog, call, options) : Effect.succeed(outcome))))
+      ).pipe(
+        Effect.flatMap((outcome) => (outcome === CONFLICT ? run(catalog, call, details, options) : Effect.succeed(outcome))),
+      )
 
     // Untraced on purpose: settle is the per-call hot path, where a span costs about as much as the pipeline.
     const settleThrough = (catalog: Registry.Catalog) =>
@@ -440,7 +453,9 @@ export const layer: Layer.Layer<
         if (joined !== undefined) return yield* Deferred.await(joined)
         const done = yield* Deferred.make<Settled, OperationalError>()
         running.set(key, done)
-        return yield* run(catalog, call, options).pipe(
+        // What operators see of the call (`core log`), whatever it settles as.
+        const details: Store.Details = { messageID: call.assistantMessageID, startedAt: Date.now(), ...Store.recordInput(call.input) }
+        return yield* run(catalog, call, details, options).pipe(
           Effect.onExit((exit) =>
             Effect.gen(function* () {
               running.delete(key)
