@@ -22,7 +22,8 @@ Usage:
   core permissions [reset [--action A]] [--location DIR]
   core mcp [--location DIR] [--agent ID]
   core mcp list [--location DIR] [--json]
-  core serve [--location DIR] [--allow-root DIR]... [--host 127.0.0.1] [--port N]
+  core serve [--location DIR] [--allow-root DIR]... [--host 127.0.0.1] [--port N] [--log-level L]
+  core log [--session ID] [--location DIR] [--since T] [--json]
   core init [DIR] [--update]
   core test [ARGS...]
   core --version | --help | COMMAND --help
@@ -35,6 +36,7 @@ Commands:
   permissions  list or clear the approvals saved by "always" replies
   mcp          serve a Location's tools to an MCP client over stdio; list the Location's MCP servers
   serve        serve tool calls over HTTP to agent hosts (the sidecar), and MCP at /mcp
+  log          list the recorded calls: tool, status, agent, Location, input
   init         prepare a directory for writing and testing tools (no npm install)
   test         run a tool workspace's tests (bun test) with the Bun inside core
 
@@ -42,6 +44,8 @@ Environment:
   CORE_DATA_DIR   managed outputs and the settlement store (default ~/.local/share/core)
   CORE_HOME       application tools in $CORE_HOME/tools/*.ts and $CORE_HOME/core.json
                   (default ~/.config/core)
+  OTEL_EXPORTER_OTLP_ENDPOINT
+                  export OpenTelemetry traces over OTLP/HTTP (exec, serve, mcp); unset: none
 `
 
 type Run = (args: ReadonlyArray<string>) => Effect.Effect<number, unknown>
@@ -62,6 +66,7 @@ const COMMANDS: Readonly<Record<string, Run>> = {
   test: lazy(() => import("./test"), (module) => module.TestCommand.run),
   mcp: lazy(() => import("./mcp"), (module) => module.McpCommand.run),
   serve: lazy(() => import("./serve"), (module) => module.ServeCommand.run),
+  log: lazy(() => import("./log"), (module) => module.LogCommand.run),
 }
 
 /**

@@ -51,6 +51,9 @@ export const outputsLayer = (environment: Environment, retentionDays?: number) =
 /** The durable store: settlements and saved approvals. */
 export const storePath = (environment: Environment) => join(environment.dataDir, "core.db")
 
+/** The durable settlement store of the data directory. */
+export const storeLayer = (environment: Environment) => SqliteStore.layer(storePath(environment))
+
 /** Saved approvals, in the durable store. */
 export const approvalsLayer = (environment: Environment) => SqliteStore.approvalsLayer(storePath(environment))
 
@@ -165,7 +168,7 @@ export const sharedLayer = (
     store === undefined ? Reads.layer(storePath(environment)) : Reads.layerMemory,
     approvalsLayer(environment),
     outputsLayer(environment, retentionDays),
-  ).pipe(Layer.provideMerge(store ?? SqliteStore.layer(storePath(environment))))
+  ).pipe(Layer.provideMerge(store ?? storeLayer(environment)))
 
 /**
  * The MCP servers core.json names, registering their tools into the Location's registry after its own tools.
