@@ -16,6 +16,7 @@ import { Config } from "../config/config"
 import { Discovery } from "../location/discovery"
 import { Plugins } from "../plugin/plugins"
 import { Registry } from "../registry/registry"
+import type { Activity } from "./activity"
 import { Served } from "./served"
 import { ToolFiles } from "./tool-files"
 import { Watch } from "./watch"
@@ -39,6 +40,8 @@ export interface Options {
   readonly outputsDirectory: string
   readonly watch: boolean
   readonly log: (line: string) => void
+  /** Where calls' asks and replies are told (none when absent). */
+  readonly activity?: Activity.Log
   /** The serve's own Location, kept for the life of the sidecar. */
   readonly primary: string
   readonly max?: number

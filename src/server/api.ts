@@ -12,6 +12,7 @@ import * as OpenApi from "effect/http-api/OpenApi"
 import * as Schema from "effect/Schema"
 import packageJson from "../../package.json" with { type: "json" }
 import { Events } from "../host/events"
+import { Recorded } from "../host/recorded"
 import { Plugin } from "../plugin/plugin"
 import { Provider } from "../provider/provider"
 
@@ -225,6 +226,8 @@ export const Check = Schema.Struct({
 })
 export type Check = typeof Check.Type
 
+export const RecordedCall = Recorded.Entry
+
 export const Cancelling = Schema.Struct({
   sessionID: Schema.String,
   toolCallID: Schema.String,
@@ -356,6 +359,30 @@ export const ENDPOINTS = {
     success: Settlement,
     error: [...GUARDED, NotFound],
   }).annotateMerge(docs("The recorded settlement of a call")),
+  settlements: HttpApiEndpoint.get("settlements", "/v1/settlements", {
+    query: {
+      sessionID: Schema.optionalKey(Schema.String.annotate({ description: "Only this session's calls" })),
+      since: Schema.optionalKey(
+        Schema.String.annotate({
+          description: "Only calls received since: an ISO time, or a duration back from now (90s, 10m, 2h, 7d)",
+        }),
+      ),
+      limit: Schema.optionalKey(
+        Schema.String.annotate({
+          description: `At most the newest N calls, 1-${Recorded.MAX_LIMIT} (default ${Recorded.DEFAULT_LIMIT})`,
+        }),
+      ),
+    },
+    headers: LOCATION_HEADER,
+    success: Schema.Array(RecordedCall),
+    error: GUARDED,
+  }).annotateMerge(
+    docs(
+      "The calls recorded in this Location, oldest first (what `core log --json` prints)",
+      "Only the request's Location's calls, never another's. Inputs are kept up to 8 KiB of JSON (longer ones are " +
+        "cut: inputTruncated).",
+    ),
+  ),
   cancel: HttpApiEndpoint.post("cancel", "/v1/calls/:sessionID/:toolCallID/cancel", {
     params: { sessionID: Schema.String, toolCallID: Schema.String },
     headers: LOCATION_HEADER,
@@ -450,6 +477,7 @@ const group = HttpApiGroup.make("core").add(
   ENDPOINTS.settleStream,
   ENDPOINTS.check,
   ENDPOINTS.settlement,
+  ENDPOINTS.settlements,
   ENDPOINTS.cancel,
   ENDPOINTS.permissions,
   ENDPOINTS.reply,
