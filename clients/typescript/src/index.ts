@@ -14,6 +14,7 @@ export type {
   Part,
   PermissionRequest,
   Progress,
+  RecordedCall,
   Reply,
   ServerEvent,
   Settlement,
