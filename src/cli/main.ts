@@ -10,6 +10,7 @@ import * as Fiber from "effect/Fiber"
 import packageJson from "../../package.json" with { type: "json" }
 import { ProcessGroup } from "../shell/group"
 import { Command } from "./command"
+import { Telemetry } from "./telemetry"
 
 const HELP = `core ${packageJson.version}: a tool runtime for AI agents
 
@@ -69,6 +70,9 @@ const COMMANDS: Readonly<Record<string, Run>> = {
   log: lazy(() => import("./log"), (module) => module.LogCommand.run),
 }
 
+/** Commands that settle calls: they export traces when an OTLP endpoint is set (docs/operating.md). */
+const TRACED: ReadonlySet<string> = new Set(["exec", "serve", "mcp"])
+
 /**
  * Commands that answer SIGINT and SIGTERM themselves: the sidecar shuts down gracefully and exits 0; the test run
  * gets the signal and ends on its own.
@@ -123,7 +127,11 @@ const main = async (argv: ReadonlyArray<string>): Promise<number> => {
     Command.stderr(`core: unknown command "${command}"\nRun 'core --help' for usage.\n`)
     return Command.EXIT.usage
   }
-  const fiber = Effect.runFork(run(rest))
+  const program =
+    TRACED.has(command) && Telemetry.asked(process.env)
+      ? Telemetry.traced(run(rest), process.env, (line) => Command.stderr(`${line}\n`), command === "exec" ? "core exec" : undefined)
+      : run(rest)
+  const fiber = Effect.runFork(program)
   let interrupted = false
   const interrupt = () => {
     if (interrupted) {

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Deferred from "effect/Deferred"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import * as Tracer from "effect/Tracer"
 import packageJson from "../../package.json" with { type: "json" }
 import type { Activity } from "../host/activity"
 import type { Host } from "../host/host"
@@ -104,7 +105,10 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
   let checkHost: (host: string | undefined) => boolean = () => false
   let listening: Bun.Server<undefined> | undefined
   const mcp = options.mcp === undefined ? undefined : yield* options.mcp(sidecar)
+  // Requests run in the handler's own fibers: they get the tracer this server runs with, when one keeps spans.
+  const tracer = yield* Effect.tracer
   const web = Http.make({
+    ...(tracer === Tracer.nativeTracer ? {} : { tracer }),
     ...(mcp === undefined ? {} : { mcp }),
     sidecar,
     version: packageJson.version,

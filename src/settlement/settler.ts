@@ -9,8 +9,10 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import * as Tracer from "effect/Tracer"
 import { Output } from "../output/output"
 import { Permission } from "../permission/permission"
 import { Rule } from "../permission/rule"
@@ -75,6 +77,81 @@ const OWNER_POLL_MS = 50
 /** Another settler recorded or began the call first. */
 const CONFLICT = Symbol("Settler.conflict")
 
+/** A call as this settler handles it: with what its record keeps of it, and whether its steps are traced. */
+type Received = Call & {
+  readonly details: Store.Details
+  /** A tracer that keeps spans is installed: each step of the call gets its own span (see `span`). */
+  readonly traced: boolean
+}
+
+/** Whether the running fiber's tracer keeps spans (Effect's native tracer keeps none): read once per call. */
+const tracing = (): boolean => {
+  const fiber = Fiber.getCurrent()
+  return fiber !== undefined && fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer
+}
+
+/** `effect` in a span named `name` when the call is traced; as it is otherwise (no cost when tracing is off). */
+const span = <A, E, R>(
+  call: Received,
+  name: string,
+  effect: Effect.Effect<A, E, R>,
+  attributes?: Readonly<Record<string, unknown>>,
+): Effect.Effect<A, E, R> => (call.traced ? Effect.withSpan(effect, name, attributes === undefined ? undefined : { attributes }) : effect)
+
+/** A settle as one span: the call's ids and tool, then how it settled. Never the input, nor model-visible messages. */
+const traced = (call: Received, settling: Effect.Effect<Settled, OperationalError>) =>
+  Effect.withSpan(
+    settling.pipe(
+      Effect.tap(({ settlement, replayed }) =>
+        Effect.annotateCurrentSpan({
+          "core.status": settlement.status,
+          ...(settlement.error === undefined ? {} : { "core.error.kind": settlement.error.kind }),
+          "core.replayed": replayed,
+          "core.output.bytes": contentBytes(settlement.content),
+        }),
+      ),
+    ),
+    "Settler.settle",
+    {
+      attributes: {
+        "core.tool": call.name,
+        "core.session": call.sessionID,
+        "core.call": call.toolCallID,
+        "core.agent": call.agent,
+        "core.message": call.assistantMessageID,
+        "core.input.bytes": call.details.inputBytes,
+      },
+    },
+  )
+
+/** The size of a settlement's model-facing parts in bytes (text in UTF-8, files as their data: URIs). */
+const contentBytes = (content: Settlement.Info["content"]): number =>
+  content.reduce((sum, part) => sum + (part.type === "text" ? Buffer.byteLength(part.text) : part.uri.length), 0)
+
+/** What the permission step decided, for its span. */
+const decisionOf = (checkedByTool: boolean, exit: Exit.Exit<unknown, unknown>): string => {
+  if (checkedByTool) return "by_tool"
+  if (Exit.isSuccess(exit)) return "allow"
+  const error = Cause.findError(exit.cause)
+  if (error._tag === "Failure") return Cause.hasInterruptsOnly(exit.cause) ? "interrupted" : "error"
+  if (error.success instanceof Permission.Denied) return "deny"
+  if (error.success instanceof Permission.Rejected) return "reject"
+  if (error.success instanceof Permission.Declined) return "decline"
+  return "error"
+}
+
+/** How a tool's execute ended, for its span. */
+const outcomeOf = (exit: Exit.Exit<unknown, unknown>): string => {
+  if (Exit.isSuccess(exit)) return "success"
+  if (Cause.hasInterruptsOnly(exit.cause)) return "interrupted"
+  const error = Cause.findError(exit.cause)
+  if (error._tag === "Success" && error.success instanceof Tool.Failure) return "failure"
+  return "error"
+}
+
+const annotate = (call: Received, attributes: Readonly<Record<string, unknown>>): Effect.Effect<void> =>
+  call.traced ? Effect.annotateCurrentSpan(attributes) : Effect.void
+
 /** An admitted call: its captured tool and decoded input. */
 interface Admitted {
   readonly _tag: "Admitted"
@@ -117,34 +194,37 @@ export const layer: Layer.Layer<
      * Records the settlement of a call that never began (unknown, stale, invalid input, or the replay of an
      * unsettled one), only if the call is still as `expected`; CONFLICT when another settler got there first.
      */
-    const recordNew = (call: Call, settlement: Settlement.Info, expected: Store.Expected, replayed = false) =>
-      store.settle(keyOf(call), settlement, expected).pipe(
+    const recordNew = (call: Received, settlement: Settlement.Info, expected: Store.Expected, replayed = false) =>
+      span(call, "Settler.record", store.settle(keyOf(call), settlement, expected), { "core.record": "settlement" }).pipe(
         Effect.mapError(recordFailed(call)),
         Effect.map((recorded): Settled | typeof CONFLICT => (recorded ? { settlement, replayed } : CONFLICT)),
       )
 
-    const rejectNew = (call: Call, details: Store.Details, kind: Settlement.ErrorKind, message: string) =>
+    const rejectNew = (call: Received, kind: Settlement.ErrorKind, message: string) =>
       recordNew(call, Settlement.error(call.name, call.toolCallID, kind, message), {
         state: "absent",
         agent: call.agent,
-        details,
+        details: call.details,
       })
 
     /** Records the settlement of a call this process ran; if another record won meanwhile, that one stands. */
-    const recordOwned = (call: Call, settlement: Settlement.Info) =>
+    const recordOwned = (call: Received, settlement: Settlement.Info) =>
       Effect.gen(function* () {
-        if (yield* store.settle(keyOf(call), settlement, { state: "owned" }).pipe(Effect.mapError(recordFailed(call)))) {
+        const recorded = span(call, "Settler.record", store.settle(keyOf(call), settlement, { state: "owned" }), {
+          "core.record": "settlement",
+        })
+        if (yield* recorded.pipe(Effect.mapError(recordFailed(call)))) {
           return { settlement, replayed: false }
         }
         const known = yield* lookup(call)
         return known?.state === "settled" ? { settlement: known.settlement, replayed: true } : { settlement, replayed: false }
       })
 
-    const failOwned = (call: Call, kind: Settlement.ErrorKind, message: string) =>
+    const failOwned = (call: Received, kind: Settlement.ErrorKind, message: string) =>
       recordOwned(call, Settlement.error(call.name, call.toolCallID, kind, message))
 
     /** A recorded call that is unsettled and no longer running replays as interrupted, never runs again. */
-    const replayUnsettled = (call: Call, known: Store.Record & { state: "started" | "failed" }) =>
+    const replayUnsettled = (call: Received, known: Store.Record & { state: "started" | "failed" }) =>
       recordNew(
         call,
         Settlement.error(
@@ -186,12 +266,10 @@ export const layer: Layer.Layer<
      */
     const admit: (
       catalog: Registry.Catalog,
-      call: Call,
-      details: Store.Details,
+      call: Received,
     ) => Effect.Effect<Settled | Admitted | typeof CONFLICT, OperationalError> = Effect.fnUntraced(function* (
       catalog,
       call,
-      details,
     ) {
       let known = yield* lookup(call)
       const conflict = known === undefined ? undefined : conflictOf(call, known)
@@ -213,12 +291,11 @@ export const layer: Layer.Layer<
             : resolution.suggestions.length === 0
               ? " Use one of the tools in this turn's tool list."
               : ` Did you mean ${resolution.suggestions.map((name) => `"${name}"`).join(", ")}?`
-        return yield* rejectNew(call, details, "unknown", `Unknown tool "${call.name}"; nothing ran.${hint}`)
+        return yield* rejectNew(call, "unknown", `Unknown tool "${call.name}"; nothing ran.${hint}`)
       }
       if (resolution._tag === "Stale") {
         return yield* rejectNew(
           call,
-          details,
           "stale",
           `The tool "${call.name}" changed since this turn's tool list was made; nothing ran. Use the current tool list.`,
         )
@@ -226,13 +303,19 @@ export const layer: Layer.Layer<
       // Captured: from here on, registry changes do not affect this call.
       const tool = Internal.get(resolution.tool)!
 
-      const decoded = yield* Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, INPUT_OPTIONS))
+      // Spans say what happened, never with what: messages here quote the input, which may hold secrets.
+      const decoded = yield* span(
+        call,
+        "Settler.decode",
+        Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, INPUT_OPTIONS)).pipe(
+          Effect.tap((exit) => annotate(call, { "core.input.valid": Exit.isSuccess(exit) })),
+        ),
+      )
       if (Exit.isFailure(decoded)) {
         const error = Cause.findError(decoded.cause)
         if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
         return yield* rejectNew(
           call,
-          details,
           "invalid_input",
           `Invalid input for ${call.name}; nothing ran:\n` +
             `${Hints.describeIssues(error.success, Hints.misspelledKeys(call.input, tool.inputSchema))}\nFix the input to match ` +
@@ -242,7 +325,10 @@ export const layer: Layer.Layer<
       // Authorization happens at settlement whatever the catalog showed (DESIGN §2 law 9): the tool's action,
       // as a whole, for the calling agent, unless the tool checks each path or command itself. An ask waits
       // here for a reply; nothing has run yet.
-      const authorized = yield* Effect.exit(
+      const authorized = yield* span(
+        call,
+        "Settler.permission",
+        Effect.exit(
         tool.checksPermissions
           ? Effect.void
           : permission.authorize(
@@ -254,18 +340,19 @@ export const layer: Layer.Layer<
               },
               [{ action: Rule.actionOf(call.name), resources: ["*"], save: ["*"] }],
             ),
+        ).pipe(Effect.tap((exit) => annotate(call, { "core.permission.decision": decisionOf(tool.checksPermissions, exit) }))),
       )
       if (Exit.isFailure(authorized)) {
         const error = Cause.findError(authorized.cause)
         if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
         const refusal = error.success
-        if (refusal instanceof Permission.Denied) return yield* rejectNew(call, details, "denied", refusal.message)
-        if (refusal instanceof Permission.Rejected) return yield* rejectNew(call, details, "failure", refusal.message)
+        if (refusal instanceof Permission.Denied) return yield* rejectNew(call, "denied", refusal.message)
+        if (refusal instanceof Permission.Rejected) return yield* rejectNew(call, "failure", refusal.message)
         if (refusal instanceof Permission.Declined) {
           return yield* recordNew(call, Settlement.declined(call.name, call.toolCallID, refusal), {
             state: "absent",
             agent: call.agent,
-            details,
+            details: call.details,
           })
         }
         return yield* Effect.die(refusal)
@@ -276,7 +363,7 @@ export const layer: Layer.Layer<
       const before = Hooks.before(hooks, call.name, tool, decoded.value)
       // Hooks that answered at once (no-ops, most of them) cost no step of the fiber: settles are hot.
       const hooked = Hooks.isDone(before) ? before.value : yield* before.pipe(Effect.mapError(hookFailed))
-      if (hooked._tag === "Denied") return yield* rejectNew(call, details, "denied", hooked.message)
+      if (hooked._tag === "Denied") return yield* rejectNew(call, "denied", hooked.message)
       return { _tag: "Admitted", tool, input: hooked.input } satisfies Admitted
     })
 
@@ -286,7 +373,7 @@ export const layer: Layer.Layer<
      * interruption waits until its result is settled and recorded, so a finished call is never recorded cancelled.
      */
     const perform = Effect.fnUntraced(function* (
-      call: Call,
+      call: Received,
       admitted: Admitted,
       options: Options | undefined,
       restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
@@ -301,15 +388,19 @@ export const layer: Layer.Layer<
       }
       // What the call did while being cancelled, should it be (Stopping: never part of the tool's context).
       const stopping: Array<string> = []
-      const executed = yield* Effect.exit(
-        restore(
-          Effect.suspend((): Effect.Effect<unknown, Tool.Failure | Permission.Refusal | OperationalError> => {
-            const called = Execution.call(call.name, tool, admitted.input, context)
-            return called._tag === "Effect"
-              ? called.effect
-              : Effect.fail(new OperationalError({ message: called.message, cause: called.cause }))
-          }),
-        ).pipe(Effect.provideService(Stopping.Notes, stopping)),
+      const executed = yield* span(
+        call,
+        "Settler.execute",
+        Effect.exit(
+          restore(
+            Effect.suspend((): Effect.Effect<unknown, Tool.Failure | Permission.Refusal | OperationalError> => {
+              const called = Execution.call(call.name, tool, admitted.input, context)
+              return called._tag === "Effect"
+                ? called.effect
+                : Effect.fail(new OperationalError({ message: called.message, cause: called.cause }))
+            }),
+          ).pipe(Effect.provideService(Stopping.Notes, stopping)),
+        ).pipe(Effect.tap((exit) => annotate(call, { "core.execute.outcome": outcomeOf(exit) }))),
       )
       if (Exit.isFailure(executed)) {
         if (Cause.hasInterruptsOnly(executed.cause)) {
@@ -381,15 +472,27 @@ export const layer: Layer.Layer<
       // Content a hook replaced is all the model may read: the structured output it did not see through would
       // reach the model by another road (MCP structuredContent, a host showing `structured`), so it goes.
       const replaced = content !== projected.value.content
-      const bounded = yield* output
-        .bound({
-          content,
-          structured: replaced ? undefined : projected.value.structured,
-          lossy: Internal.lostCapture(tool, structured),
-          location,
-          session: call.sessionID,
-        })
-        .pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
+      const bounded = yield* span(
+        call,
+        "Settler.bound",
+        output
+          .bound({
+            content,
+            structured: replaced ? undefined : projected.value.structured,
+            lossy: Internal.lostCapture(tool, structured),
+            location,
+            session: call.sessionID,
+          })
+          .pipe(
+            Effect.tap((bounded) =>
+              annotate(call, {
+                "core.output.bytes": contentBytes(bounded.content),
+                "core.output.bounded": bounded.outputs.length > 0,
+                "core.output.managed_bytes": bounded.outputs.reduce((sum, kept) => sum + kept.bytes, 0),
+              }),
+            ),
+          ),
+      ).pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
       return yield* recordOwned(call, {
         tool: call.name,
         callID: call.toolCallID,
@@ -404,35 +507,36 @@ export const layer: Layer.Layer<
      * Records `cancelled` for a call interrupted before it began running (while asked for permission, or while
      * waiting for another owner), unless something else is recorded for it by now: that record stands.
      */
-    const recordCancelledBeforeStart = (call: Call, details: Store.Details) =>
+    const recordCancelledBeforeStart = (call: Received) =>
       store
         .settle(keyOf(call), Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"), {
           state: "absent",
           agent: call.agent,
-          details,
+          details: call.details,
         })
         .pipe(Effect.mapError(recordFailed(call)), Effect.asVoid)
 
     const run = (
       catalog: Registry.Catalog,
-      call: Call,
-      details: Store.Details,
+      call: Received,
       options: Options | undefined,
     ): Effect.Effect<Settled, OperationalError> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function* () {
           // Only admission (which may wait for a reply or another owner) and execute can be interrupted; the
           // settler records what an interruption before the start means, whoever called it.
-          const admission = yield* Effect.exit(restore(admit(catalog, call, details)))
+          const admission = yield* Effect.exit(restore(admit(catalog, call)))
           if (Exit.isFailure(admission)) {
-            if (Cause.hasInterruptsOnly(admission.cause)) yield* recordCancelledBeforeStart(call, details)
+            if (Cause.hasInterruptsOnly(admission.cause)) yield* recordCancelledBeforeStart(call)
             return yield* Effect.failCause(admission.cause)
           }
           const admitted = admission.value
           // Another settler recorded or began the call meanwhile: settle through its record instead.
           if (admitted === CONFLICT) return CONFLICT
           if (!("_tag" in admitted)) return admitted
-          const fresh = yield* store.begin(keyOf(call), call.name, call.agent, details).pipe(Effect.mapError(operational("Could not record the call")))
+          const fresh = yield* span(call, "Settler.record", store.begin(keyOf(call), call.name, call.agent, call.details), {
+            "core.record": "intent",
+          }).pipe(Effect.mapError(operational("Could not record the call")))
           if (!fresh) return CONFLICT
           // From here this process owns the call; an operational failure is recorded with its reason (for
           // operators), so a retry replays it as interrupted instead of running it again.
@@ -441,10 +545,11 @@ export const layer: Layer.Layer<
           )
         }),
       ).pipe(
-        Effect.flatMap((outcome) => (outcome === CONFLICT ? run(catalog, call, details, options) : Effect.succeed(outcome))),
+        Effect.flatMap((outcome) => (outcome === CONFLICT ? run(catalog, call, options) : Effect.succeed(outcome))),
       )
 
-    // Untraced on purpose: settle is the per-call hot path, where a span costs about as much as the pipeline.
+    // Untraced unless a tracer that keeps spans is installed: settle is the per-call hot path, where a span costs
+    // about as much as the pipeline (bench/trace.ts).
     const settleThrough = (catalog: Registry.Catalog) =>
       Effect.fnUntraced(function* (call: Call, options?: Options) {
         // Only the same call joins: asked by another agent or under another name, it meets the conflict in admit.
@@ -453,9 +558,14 @@ export const layer: Layer.Layer<
         if (joined !== undefined) return yield* Deferred.await(joined)
         const done = yield* Deferred.make<Settled, OperationalError>()
         running.set(key, done)
-        // What operators see of the call (`core log`), whatever it settles as.
-        const details: Store.Details = { messageID: call.assistantMessageID, startedAt: Date.now(), ...Store.recordInput(call.input) }
-        return yield* run(catalog, call, details, options).pipe(
+        const received: Received = {
+          ...call,
+          // What operators see of the call (`core log`), whatever it settles as.
+          details: { messageID: call.assistantMessageID, startedAt: Date.now(), ...Store.recordInput(call.input) },
+          traced: tracing(),
+        }
+        const settling = run(catalog, received, options)
+        return yield* (received.traced ? traced(received, settling) : settling).pipe(
           Effect.onExit((exit) =>
             Effect.gen(function* () {
               running.delete(key)
