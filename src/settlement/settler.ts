@@ -5,12 +5,14 @@ export * as Settler from "./settler"
 // failures stay operational and are never turned into a result. Interruption records `cancelled`.
 
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Tracer from "effect/Tracer"
 import { Output } from "../output/output"
@@ -77,40 +79,81 @@ const OWNER_POLL_MS = 50
 /** Another settler recorded or began the call first. */
 const CONFLICT = Symbol("Settler.conflict")
 
-/** A call as this settler handles it: with what its record keeps of it, and whether its steps are traced. */
+/** Where a traced call's step spans go: under its settle span, made by the installed tracer, timed by its clock. */
+interface Trace {
+  readonly tracer: Tracer.Tracer
+  readonly clock: Clock.Clock
+  readonly parent: Tracer.Span
+}
+
+/** A call as this settler handles it: with what its record keeps of it, and its trace when it is traced. */
 type Received = Call & {
   readonly details: Store.Details
-  /** A tracer that keeps spans is installed: each step of the call gets its own span (see `span`). */
-  readonly traced: boolean
+  readonly trace: Trace | undefined
 }
 
-/** Whether the running fiber's tracer keeps spans (Effect's native tracer keeps none): read once per call. */
-const tracing = (): boolean => {
-  const fiber = Fiber.getCurrent()
-  return fiber !== undefined && fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer
+/** The installed tracer, if it keeps spans (Effect's native tracer keeps none): read once per call. */
+const keepingTracer = (): Tracer.Tracer | undefined => {
+  const tracer = Fiber.getCurrent()?.getRef(Tracer.Tracer)
+  return tracer === Tracer.nativeTracer ? undefined : tracer
 }
 
-/** `effect` in a span named `name` when the call is traced; as it is otherwise (no cost when tracing is off). */
+/** Whether calls settled now are traced (what each settle checks once when tracing is off). */
+export const tracing = (): boolean => keepingTracer() !== undefined
+
+/**
+ * `effect` as a step span of the call when it is traced, with `attributes` and those `after` says of its result; as
+ * it is otherwise: when tracing is off, a step costs nothing more. A step span is made when the step ends, from its
+ * start and end times, under the settle span: it changes nothing in the fiber (a span provided to the fiber, as
+ * `Effect.withSpan` does, would cost several times the step).
+ */
 const span = <A, E, R>(
   call: Received,
   name: string,
   effect: Effect.Effect<A, E, R>,
-  attributes?: Readonly<Record<string, unknown>>,
-): Effect.Effect<A, E, R> => (call.traced ? Effect.withSpan(effect, name, attributes === undefined ? undefined : { attributes }) : effect)
+  options: {
+    readonly attributes?: Readonly<Record<string, unknown>>
+    readonly after?: (value: A) => Readonly<Record<string, unknown>>
+  } = {},
+): Effect.Effect<A, E, R> => {
+  const trace = call.trace
+  if (trace === undefined) return effect
+  return Effect.suspend(() => {
+    const startTime = trace.clock.currentTimeNanosUnsafe()
+    return Effect.onExit(effect, (exit) =>
+      Effect.sync(() => {
+        const made = trace.tracer.span({
+          name,
+          parent: Option.some(trace.parent),
+          annotations: Context.empty(),
+          links: [],
+          startTime,
+          kind: "internal",
+          root: false,
+          sampled: trace.parent.sampled,
+        })
+        for (const [key, value] of Object.entries(options.attributes ?? {})) made.attribute(key, value)
+        if (options.after !== undefined && Exit.isSuccess(exit)) {
+          for (const [key, value] of Object.entries(options.after(exit.value))) made.attribute(key, value)
+        }
+        made.end(trace.clock.currentTimeNanosUnsafe(), exit)
+      }),
+    )
+  })
+}
 
-/** A settle as one span: the call's ids and tool, then how it settled. Never the input, nor model-visible messages. */
-const traced = (call: Received, settling: Effect.Effect<Settled, OperationalError>) =>
-  Effect.withSpan(
-    settling.pipe(
-      Effect.tap(({ settlement, replayed }) =>
-        Effect.annotateCurrentSpan({
-          "core.status": settlement.status,
-          ...(settlement.error === undefined ? {} : { "core.error.kind": settlement.error.kind }),
-          "core.replayed": replayed,
-          "core.output.bytes": contentBytes(settlement.content),
-        }),
-      ),
-    ),
+const RECORD_SETTLEMENT = { attributes: { "core.record": "settlement" } } as const
+
+/**
+ * A settle as one span, the parent of its steps' spans and of any span its tool makes: the call's ids and tool, then
+ * how it settled. Never the input, nor model-visible messages (they may quote the input).
+ */
+const traced = (
+  call: Received,
+  tracer: Tracer.Tracer,
+  settle: (call: Received) => Effect.Effect<Settled, OperationalError>,
+) =>
+  Effect.useSpan(
     "Settler.settle",
     {
       attributes: {
@@ -122,6 +165,18 @@ const traced = (call: Received, settling: Effect.Effect<Settled, OperationalErro
         "core.input.bytes": call.details.inputBytes,
       },
     },
+    (parent) =>
+      settle({ ...call, trace: { tracer, clock: Fiber.getCurrent()!.getRef(Clock.Clock), parent } }).pipe(
+        Effect.tap(({ settlement, replayed }) =>
+          Effect.sync(() => {
+            parent.attribute("core.status", settlement.status)
+            if (settlement.error !== undefined) parent.attribute("core.error.kind", settlement.error.kind)
+            parent.attribute("core.replayed", replayed)
+            parent.attribute("core.output.bytes", contentBytes(settlement.content))
+          }),
+        ),
+        Effect.withParentSpan(parent, { captureStackTrace: false }),
+      ),
   )
 
 /** The size of a settlement's model-facing parts in bytes (text in UTF-8, files as their data: URIs). */
@@ -148,9 +203,6 @@ const outcomeOf = (exit: Exit.Exit<unknown, unknown>): string => {
   if (error._tag === "Success" && error.success instanceof Tool.Failure) return "failure"
   return "error"
 }
-
-const annotate = (call: Received, attributes: Readonly<Record<string, unknown>>): Effect.Effect<void> =>
-  call.traced ? Effect.annotateCurrentSpan(attributes) : Effect.void
 
 /** An admitted call: its captured tool and decoded input. */
 interface Admitted {
@@ -195,7 +247,7 @@ export const layer: Layer.Layer<
      * unsettled one), only if the call is still as `expected`; CONFLICT when another settler got there first.
      */
     const recordNew = (call: Received, settlement: Settlement.Info, expected: Store.Expected, replayed = false) =>
-      span(call, "Settler.record", store.settle(keyOf(call), settlement, expected), { "core.record": "settlement" }).pipe(
+      span(call, "Settler.record", store.settle(keyOf(call), settlement, expected), RECORD_SETTLEMENT).pipe(
         Effect.mapError(recordFailed(call)),
         Effect.map((recorded): Settled | typeof CONFLICT => (recorded ? { settlement, replayed } : CONFLICT)),
       )
@@ -210,9 +262,7 @@ export const layer: Layer.Layer<
     /** Records the settlement of a call this process ran; if another record won meanwhile, that one stands. */
     const recordOwned = (call: Received, settlement: Settlement.Info) =>
       Effect.gen(function* () {
-        const recorded = span(call, "Settler.record", store.settle(keyOf(call), settlement, { state: "owned" }), {
-          "core.record": "settlement",
-        })
+        const recorded = span(call, "Settler.record", store.settle(keyOf(call), settlement, { state: "owned" }), RECORD_SETTLEMENT)
         if (yield* recorded.pipe(Effect.mapError(recordFailed(call)))) {
           return { settlement, replayed: false }
         }
@@ -307,9 +357,8 @@ export const layer: Layer.Layer<
       const decoded = yield* span(
         call,
         "Settler.decode",
-        Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, INPUT_OPTIONS)).pipe(
-          Effect.tap((exit) => annotate(call, { "core.input.valid": Exit.isSuccess(exit) })),
-        ),
+        Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, INPUT_OPTIONS)),
+        { after: (exit) => ({ "core.input.valid": Exit.isSuccess(exit) }) },
       )
       if (Exit.isFailure(decoded)) {
         const error = Cause.findError(decoded.cause)
@@ -329,18 +378,19 @@ export const layer: Layer.Layer<
         call,
         "Settler.permission",
         Effect.exit(
-        tool.checksPermissions
-          ? Effect.void
-          : permission.authorize(
-              {
-                sessionID: call.sessionID,
-                agent: call.agent,
-                source: { messageID: call.assistantMessageID, callID: call.toolCallID },
-                metadata: { tool: call.name },
-              },
-              [{ action: Rule.actionOf(call.name), resources: ["*"], save: ["*"] }],
-            ),
-        ).pipe(Effect.tap((exit) => annotate(call, { "core.permission.decision": decisionOf(tool.checksPermissions, exit) }))),
+          tool.checksPermissions
+            ? Effect.void
+            : permission.authorize(
+                {
+                  sessionID: call.sessionID,
+                  agent: call.agent,
+                  source: { messageID: call.assistantMessageID, callID: call.toolCallID },
+                  metadata: { tool: call.name },
+                },
+                [{ action: Rule.actionOf(call.name), resources: ["*"], save: ["*"] }],
+              ),
+        ),
+        { after: (exit) => ({ "core.permission.decision": decisionOf(tool.checksPermissions, exit) }) },
       )
       if (Exit.isFailure(authorized)) {
         const error = Cause.findError(authorized.cause)
@@ -400,7 +450,8 @@ export const layer: Layer.Layer<
                 : Effect.fail(new OperationalError({ message: called.message, cause: called.cause }))
             }),
           ).pipe(Effect.provideService(Stopping.Notes, stopping)),
-        ).pipe(Effect.tap((exit) => annotate(call, { "core.execute.outcome": outcomeOf(exit) }))),
+        ),
+        { after: (exit) => ({ "core.execute.outcome": outcomeOf(exit) }) },
       )
       if (Exit.isFailure(executed)) {
         if (Cause.hasInterruptsOnly(executed.cause)) {
@@ -475,23 +526,20 @@ export const layer: Layer.Layer<
       const bounded = yield* span(
         call,
         "Settler.bound",
-        output
-          .bound({
-            content,
-            structured: replaced ? undefined : projected.value.structured,
-            lossy: Internal.lostCapture(tool, structured),
-            location,
-            session: call.sessionID,
-          })
-          .pipe(
-            Effect.tap((bounded) =>
-              annotate(call, {
-                "core.output.bytes": contentBytes(bounded.content),
-                "core.output.bounded": bounded.outputs.length > 0,
-                "core.output.managed_bytes": bounded.outputs.reduce((sum, kept) => sum + kept.bytes, 0),
-              }),
-            ),
-          ),
+        output.bound({
+          content,
+          structured: replaced ? undefined : projected.value.structured,
+          lossy: Internal.lostCapture(tool, structured),
+          location,
+          session: call.sessionID,
+        }),
+        {
+          after: (bounded) => ({
+            "core.output.bytes": contentBytes(bounded.content),
+            "core.output.bounded": bounded.outputs.length > 0,
+            "core.output.managed_bytes": bounded.outputs.reduce((sum, kept) => sum + kept.bytes, 0),
+          }),
+        },
       ).pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
       return yield* recordOwned(call, {
         tool: call.name,
@@ -535,7 +583,7 @@ export const layer: Layer.Layer<
           if (admitted === CONFLICT) return CONFLICT
           if (!("_tag" in admitted)) return admitted
           const fresh = yield* span(call, "Settler.record", store.begin(keyOf(call), call.name, call.agent, call.details), {
-            "core.record": "intent",
+            attributes: { "core.record": "intent" },
           }).pipe(Effect.mapError(operational("Could not record the call")))
           if (!fresh) return CONFLICT
           // From here this process owns the call; an operational failure is recorded with its reason (for
@@ -562,10 +610,12 @@ export const layer: Layer.Layer<
           ...call,
           // What operators see of the call (`core log`), whatever it settles as.
           details: { messageID: call.assistantMessageID, startedAt: Date.now(), ...Store.recordInput(call.input) },
-          traced: tracing(),
+          trace: undefined,
         }
-        const settling = run(catalog, received, options)
-        return yield* (received.traced ? traced(received, settling) : settling).pipe(
+        const tracer = keepingTracer()
+        const settling =
+          tracer === undefined ? run(catalog, received, options) : traced(received, tracer, (call) => run(catalog, call, options))
+        return yield* settling.pipe(
           Effect.onExit((exit) =>
             Effect.gen(function* () {
               running.delete(key)
