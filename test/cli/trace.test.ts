@@ -6,6 +6,9 @@
 
 import { afterAll, describe, expect, test } from "bun:test"
 import { createServer } from "node:net"
+import { join } from "node:path"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { exec, sandbox } from "./fixture"
 import { serve } from "../server/support"
 
@@ -216,5 +219,44 @@ describe("traces from core serve", () => {
     // The bearer token is never exported.
     const text = otlp.received.map((request) => new TextDecoder().decode(request.body)).join("\n")
     expect(text).not.toContain(server.token)
+  })
+})
+
+describe("traces from core mcp", () => {
+  test("each tools/call is a server span with the call's settle span under it, sent by the time core mcp ends", async () => {
+    const otlp = start()
+    const box = sandbox({ "a.txt": "hi\n" })
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [join(import.meta.dir, "../../src/cli/main.ts"), "mcp", "--location", box.location],
+      env: { PATH: process.env.PATH ?? "", HOME: box.home, ...box.env, ...JSON_PROTOCOL, OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url },
+      stderr: "pipe",
+    })
+    const client = new Client({ name: "test", version: "1.0.0" })
+    await client.connect(transport)
+    const result = await client.callTool({ name: "read", arguments: { filePath: "a.txt" }, _meta: { toolCallID: "call_mcp" } })
+    expect(result.isError).toBeFalsy()
+    const pid = transport.pid!
+    const exited = new Promise<void>((resolve) => {
+      const poll = setInterval(() => {
+        try {
+          process.kill(pid, 0)
+        } catch {
+          clearInterval(poll)
+          resolve()
+        }
+      }, 20)
+    })
+    await client.close()
+    await exited
+
+    const spans = spansOf(otlp.received)
+    const [request] = byName(spans, "mcp tools/call")
+    expect(request).toMatchObject({ kind: 2 })
+    expect(attribute(request!, "core.tool")).toBe("read")
+    expect(attribute(request!, "core.call")).toBe("call_mcp")
+    const [settle] = byName(spans, "Settler.settle")
+    expect(settle!.traceId).toBe(request!.traceId)
+    expect(attribute(settle!, "core.status")).toBe("success")
   })
 })
