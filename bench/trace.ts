@@ -11,6 +11,7 @@ import { Otlp } from "../src/host/otlp"
 import { Kernel } from "../src/host/kernel"
 import { Registry } from "../src/registry/registry"
 import { Settler } from "../src/settlement/settler"
+import { Spans } from "../src/settlement/spans"
 import { Store } from "../src/store/store"
 import { Tool } from "../src/tool/tool"
 import { cleanup, duration, main, progress, type Report, type Summary, summarize } from "./measure"
@@ -92,7 +93,7 @@ const checkCost = (): Promise<number> =>
       let kept = 0
       const started = performance.now()
       for (let i = 0; i < CHECK_ITERATIONS; i++) {
-        const traced = Settler.tracing()
+        const traced = Spans.tracing()
         for (let step = 0; step < STEPS; step++) if (traced) kept++
       }
       if (kept !== 0) throw new Error("tracing was on")

@@ -5,16 +5,12 @@ export * as Settler from "./settler"
 // failures stay operational and are never turned into a result. Interruption records `cancelled`.
 
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import * as Tracer from "effect/Tracer"
 import { Output } from "../output/output"
 import { Permission } from "../permission/permission"
 import { Rule } from "../permission/rule"
@@ -27,6 +23,7 @@ import { Execution } from "./execution"
 import { Hints } from "./hints"
 import { Hooks } from "./hooks"
 import { Projection } from "./projection"
+import { Spans } from "./spans"
 import { Settlement } from "./settlement"
 import { Stopping } from "./stopping"
 
@@ -79,129 +76,10 @@ const OWNER_POLL_MS = 50
 /** Another settler recorded or began the call first. */
 const CONFLICT = Symbol("Settler.conflict")
 
-/** Where a traced call's step spans go: under its settle span, made by the installed tracer, timed by its clock. */
-interface Trace {
-  readonly tracer: Tracer.Tracer
-  readonly clock: Clock.Clock
-  readonly parent: Tracer.Span
-}
-
 /** A call as this settler handles it: with what its record keeps of it, and its trace when it is traced. */
 type Received = Call & {
   readonly details: Store.Details
-  readonly trace: Trace | undefined
-}
-
-/** The installed tracer, if it keeps spans (Effect's native tracer keeps none): read once per call. */
-const keepingTracer = (): Tracer.Tracer | undefined => {
-  const tracer = Fiber.getCurrent()?.getRef(Tracer.Tracer)
-  return tracer === Tracer.nativeTracer ? undefined : tracer
-}
-
-/** Whether calls settled now are traced (what each settle checks once when tracing is off). */
-export const tracing = (): boolean => keepingTracer() !== undefined
-
-/**
- * `effect` as a step span of the call when it is traced, with `attributes` and those `after` says of its result; as
- * it is otherwise: when tracing is off, a step costs nothing more. A step span is made when the step ends, from its
- * start and end times, under the settle span: it changes nothing in the fiber (a span provided to the fiber, as
- * `Effect.withSpan` does, would cost several times the step).
- */
-const span = <A, E, R>(
-  call: Received,
-  name: string,
-  effect: Effect.Effect<A, E, R>,
-  options: {
-    readonly attributes?: Readonly<Record<string, unknown>>
-    readonly after?: (value: A) => Readonly<Record<string, unknown>>
-  } = {},
-): Effect.Effect<A, E, R> => {
-  const trace = call.trace
-  if (trace === undefined) return effect
-  return Effect.suspend(() => {
-    const startTime = trace.clock.currentTimeNanosUnsafe()
-    return Effect.onExit(effect, (exit) =>
-      Effect.sync(() => {
-        const made = trace.tracer.span({
-          name,
-          parent: Option.some(trace.parent),
-          annotations: Context.empty(),
-          links: [],
-          startTime,
-          kind: "internal",
-          root: false,
-          sampled: trace.parent.sampled,
-        })
-        for (const [key, value] of Object.entries(options.attributes ?? {})) made.attribute(key, value)
-        if (options.after !== undefined && Exit.isSuccess(exit)) {
-          for (const [key, value] of Object.entries(options.after(exit.value))) made.attribute(key, value)
-        }
-        made.end(trace.clock.currentTimeNanosUnsafe(), exit)
-      }),
-    )
-  })
-}
-
-const RECORD_SETTLEMENT = { attributes: { "core.record": "settlement" } } as const
-
-/**
- * A settle as one span, the parent of its steps' spans and of any span its tool makes: the call's ids and tool, then
- * how it settled. Never the input, nor model-visible messages (they may quote the input).
- */
-const traced = (
-  call: Received,
-  tracer: Tracer.Tracer,
-  settle: (call: Received) => Effect.Effect<Settled, OperationalError>,
-) =>
-  Effect.useSpan(
-    "Settler.settle",
-    {
-      attributes: {
-        "core.tool": call.name,
-        "core.session": call.sessionID,
-        "core.call": call.toolCallID,
-        "core.agent": call.agent,
-        "core.message": call.assistantMessageID,
-        "core.input.bytes": call.details.inputBytes,
-      },
-    },
-    (parent) =>
-      settle({ ...call, trace: { tracer, clock: Fiber.getCurrent()!.getRef(Clock.Clock), parent } }).pipe(
-        Effect.tap(({ settlement, replayed }) =>
-          Effect.sync(() => {
-            parent.attribute("core.status", settlement.status)
-            if (settlement.error !== undefined) parent.attribute("core.error.kind", settlement.error.kind)
-            parent.attribute("core.replayed", replayed)
-            parent.attribute("core.output.bytes", contentBytes(settlement.content))
-          }),
-        ),
-        Effect.withParentSpan(parent, { captureStackTrace: false }),
-      ),
-  )
-
-/** The size of a settlement's model-facing parts in bytes (text in UTF-8, files as their data: URIs). */
-const contentBytes = (content: Settlement.Info["content"]): number =>
-  content.reduce((sum, part) => sum + (part.type === "text" ? Buffer.byteLength(part.text) : part.uri.length), 0)
-
-/** What the permission step decided, for its span. */
-const decisionOf = (checkedByTool: boolean, exit: Exit.Exit<unknown, unknown>): string => {
-  if (checkedByTool) return "by_tool"
-  if (Exit.isSuccess(exit)) return "allow"
-  const error = Cause.findError(exit.cause)
-  if (error._tag === "Failure") return Cause.hasInterruptsOnly(exit.cause) ? "interrupted" : "error"
-  if (error.success instanceof Permission.Denied) return "deny"
-  if (error.success instanceof Permission.Rejected) return "reject"
-  if (error.success instanceof Permission.Declined) return "decline"
-  return "error"
-}
-
-/** How a tool's execute ended, for its span. */
-const outcomeOf = (exit: Exit.Exit<unknown, unknown>): string => {
-  if (Exit.isSuccess(exit)) return "success"
-  if (Cause.hasInterruptsOnly(exit.cause)) return "interrupted"
-  const error = Cause.findError(exit.cause)
-  if (error._tag === "Success" && error.success instanceof Tool.Failure) return "failure"
-  return "error"
+  readonly trace: Spans.Trace | undefined
 }
 
 /** An admitted call: its captured tool and decoded input. */
@@ -247,7 +125,7 @@ export const layer: Layer.Layer<
      * unsettled one), only if the call is still as `expected`; CONFLICT when another settler got there first.
      */
     const recordNew = (call: Received, settlement: Settlement.Info, expected: Store.Expected, replayed = false) =>
-      span(call, "Settler.record", store.settle(keyOf(call), settlement, expected), RECORD_SETTLEMENT).pipe(
+      Spans.step(call.trace, "Settler.record", store.settle(keyOf(call), settlement, expected), Spans.RECORD_SETTLEMENT).pipe(
         Effect.mapError(recordFailed(call)),
         Effect.map((recorded): Settled | typeof CONFLICT => (recorded ? { settlement, replayed } : CONFLICT)),
       )
@@ -262,7 +140,8 @@ export const layer: Layer.Layer<
     /** Records the settlement of a call this process ran; if another record won meanwhile, that one stands. */
     const recordOwned = (call: Received, settlement: Settlement.Info) =>
       Effect.gen(function* () {
-        const recorded = span(call, "Settler.record", store.settle(keyOf(call), settlement, { state: "owned" }), RECORD_SETTLEMENT)
+        const owned = store.settle(keyOf(call), settlement, { state: "owned" })
+        const recorded = Spans.step(call.trace, "Settler.record", owned, Spans.RECORD_SETTLEMENT)
         if (yield* recorded.pipe(Effect.mapError(recordFailed(call)))) {
           return { settlement, replayed: false }
         }
@@ -354,8 +233,8 @@ export const layer: Layer.Layer<
       const tool = Internal.get(resolution.tool)!
 
       // Spans say what happened, never with what: messages here quote the input, which may hold secrets.
-      const decoded = yield* span(
-        call,
+      const decoded = yield* Spans.step(
+        call.trace,
         "Settler.decode",
         Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, INPUT_OPTIONS)),
         { after: (exit) => ({ "core.input.valid": Exit.isSuccess(exit) }) },
@@ -374,8 +253,8 @@ export const layer: Layer.Layer<
       // Authorization happens at settlement whatever the catalog showed (DESIGN §2 law 9): the tool's action,
       // as a whole, for the calling agent, unless the tool checks each path or command itself. An ask waits
       // here for a reply; nothing has run yet.
-      const authorized = yield* span(
-        call,
+      const authorized = yield* Spans.step(
+        call.trace,
         "Settler.permission",
         Effect.exit(
           tool.checksPermissions
@@ -390,7 +269,7 @@ export const layer: Layer.Layer<
                 [{ action: Rule.actionOf(call.name), resources: ["*"], save: ["*"] }],
               ),
         ),
-        { after: (exit) => ({ "core.permission.decision": decisionOf(tool.checksPermissions, exit) }) },
+        { after: (exit) => ({ "core.permission.decision": Spans.decisionOf(tool.checksPermissions, exit) }) },
       )
       if (Exit.isFailure(authorized)) {
         const error = Cause.findError(authorized.cause)
@@ -438,8 +317,8 @@ export const layer: Layer.Layer<
       }
       // What the call did while being cancelled, should it be (Stopping: never part of the tool's context).
       const stopping: Array<string> = []
-      const executed = yield* span(
-        call,
+      const executed = yield* Spans.step(
+        call.trace,
         "Settler.execute",
         Effect.exit(
           restore(
@@ -451,7 +330,7 @@ export const layer: Layer.Layer<
             }),
           ).pipe(Effect.provideService(Stopping.Notes, stopping)),
         ),
-        { after: (exit) => ({ "core.execute.outcome": outcomeOf(exit) }) },
+        { after: (exit) => ({ "core.execute.outcome": Spans.outcomeOf(exit) }) },
       )
       if (Exit.isFailure(executed)) {
         if (Cause.hasInterruptsOnly(executed.cause)) {
@@ -523,8 +402,8 @@ export const layer: Layer.Layer<
       // Content a hook replaced is all the model may read: the structured output it did not see through would
       // reach the model by another road (MCP structuredContent, a host showing `structured`), so it goes.
       const replaced = content !== projected.value.content
-      const bounded = yield* span(
-        call,
+      const bounded = yield* Spans.step(
+        call.trace,
         "Settler.bound",
         output.bound({
           content,
@@ -535,7 +414,7 @@ export const layer: Layer.Layer<
         }),
         {
           after: (bounded) => ({
-            "core.output.bytes": contentBytes(bounded.content),
+            "core.output.bytes": Spans.contentBytes(bounded.content),
             "core.output.bounded": bounded.outputs.length > 0,
             "core.output.managed_bytes": bounded.outputs.reduce((sum, kept) => sum + kept.bytes, 0),
           }),
@@ -582,9 +461,10 @@ export const layer: Layer.Layer<
           // Another settler recorded or began the call meanwhile: settle through its record instead.
           if (admitted === CONFLICT) return CONFLICT
           if (!("_tag" in admitted)) return admitted
-          const fresh = yield* span(call, "Settler.record", store.begin(keyOf(call), call.name, call.agent, call.details), {
-            attributes: { "core.record": "intent" },
-          }).pipe(Effect.mapError(operational("Could not record the call")))
+          const intent = store.begin(keyOf(call), call.name, call.agent, call.details)
+          const fresh = yield* Spans.step(call.trace, "Settler.record", intent, Spans.RECORD_INTENT).pipe(
+            Effect.mapError(operational("Could not record the call")),
+          )
           if (!fresh) return CONFLICT
           // From here this process owns the call; an operational failure is recorded with its reason (for
           // operators), so a retry replays it as interrupted instead of running it again.
@@ -612,9 +492,13 @@ export const layer: Layer.Layer<
           details: { messageID: call.assistantMessageID, startedAt: Date.now(), ...Store.recordInput(call.input) },
           trace: undefined,
         }
-        const tracer = keepingTracer()
+        const tracer = Spans.keepingTracer()
         const settling =
-          tracer === undefined ? run(catalog, received, options) : traced(received, tracer, (call) => run(catalog, call, options))
+          tracer === undefined
+            ? run(catalog, received, options)
+            : Spans.settle(received, received.details.inputBytes, tracer, (trace) =>
+                run(catalog, { ...received, trace }, options),
+              )
         return yield* settling.pipe(
           Effect.onExit((exit) =>
             Effect.gen(function* () {
