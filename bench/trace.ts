@@ -191,9 +191,9 @@ const measure = async (): Promise<Report> => {
     return {
       name: "trace: what tracing costs a settle",
       about:
-        `Per call, awaited from JS: the echo tool settled through core's Settler (memory store, ${ROUNDS * CALLS_PER_BLOCK} ` +
-        `calls per side) with no exporter, and with Effect's OTLP exporter sending protobuf to a receiver in another ` +
-        `process (batches of up to 1,000 spans or every ${Otlp.EXPORT_INTERVAL_MS / 1000} s).`,
+        `Per call, awaited from JS: the echo tool settled through core's Settler (SQLite store, and memory store; ` +
+        `${ROUNDS * CALLS_PER_BLOCK} calls per side) with no exporter, and with Effect's OTLP exporter sending protobuf ` +
+        `to a receiver in another process (batches of up to 1,000 spans or every ${Otlp.EXPORT_INTERVAL_MS / 1000} s).`,
       tables: [
         {
           title: "per-call latency",

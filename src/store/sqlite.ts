@@ -19,7 +19,7 @@ import { Approvals } from "./approvals"
 import { Store } from "./store"
 
 /** Each entry moves the schema from version `index` to `index + 1`. Never edit one that has shipped. */
-const MIGRATIONS: ReadonlyArray<string> = [
+export const MIGRATIONS: ReadonlyArray<string> = [
   `CREATE TABLE settlements (
      session_id TEXT NOT NULL,
      call_id TEXT NOT NULL,

@@ -124,6 +124,13 @@ describe("core log", () => {
     })
   }
 
+  test("--help prints its usage, and core --help names the command", async () => {
+    const help = await core(box, ["log", "--help"])
+    expect(help).toMatchObject({ code: 0, stderr: "" })
+    expect(help.stdout).toStartWith("Usage: core log [--session ID] [--location DIR] [--since T]")
+    expect((await core(box, ["--help"])).stdout).toContain("core log [--session ID] [--location DIR] [--since T] [--json]")
+  })
+
   test("a Location that does not exist is a usage error", async () => {
     const result = await core(box, ["log", "--location", "/nonexistent/place"])
     expect(result.code).toBe(2)
