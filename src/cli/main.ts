@@ -10,6 +10,7 @@ import * as Fiber from "effect/Fiber"
 import packageJson from "../../package.json" with { type: "json" }
 import { ProcessGroup } from "../shell/group"
 import { Command } from "./command"
+import { Telemetry } from "./telemetry"
 
 const HELP = `core ${packageJson.version}: a tool runtime for AI agents
 
@@ -22,7 +23,8 @@ Usage:
   core permissions [reset [--action A]] [--location DIR]
   core mcp [--location DIR] [--agent ID]
   core mcp list [--location DIR] [--json]
-  core serve [--location DIR] [--allow-root DIR]... [--host 127.0.0.1] [--port N]
+  core serve [--location DIR] [--allow-root DIR]... [--host 127.0.0.1] [--port N] [--log-level L]
+  core log [--session ID] [--location DIR] [--since T] [--json]
   core init [DIR] [--update]
   core test [ARGS...]
   core --version | --help | COMMAND --help
@@ -35,6 +37,7 @@ Commands:
   permissions  list or clear the approvals saved by "always" replies
   mcp          serve a Location's tools to an MCP client over stdio; list the Location's MCP servers
   serve        serve tool calls over HTTP to agent hosts (the sidecar), and MCP at /mcp
+  log          list the recorded calls: tool, status, agent, Location, input
   init         prepare a directory for writing and testing tools (no npm install)
   test         run a tool workspace's tests (bun test) with the Bun inside core
 
@@ -46,6 +49,8 @@ Environment:
   CORE_USER       who saved approvals are recorded as approved by (default user@host)
   CORE_HOME       application tools in $CORE_HOME/tools/*.ts and $CORE_HOME/core.json
                   (default ~/.config/core)
+  OTEL_EXPORTER_OTLP_ENDPOINT
+                  export OpenTelemetry traces over OTLP/HTTP (exec, serve, mcp); unset: none
 `
 
 type Run = (args: ReadonlyArray<string>) => Effect.Effect<number, unknown>
@@ -66,7 +71,11 @@ const COMMANDS: Readonly<Record<string, Run>> = {
   test: lazy(() => import("./test"), (module) => module.TestCommand.run),
   mcp: lazy(() => import("./mcp"), (module) => module.McpCommand.run),
   serve: lazy(() => import("./serve"), (module) => module.ServeCommand.run),
+  log: lazy(() => import("./log"), (module) => module.LogCommand.run),
 }
+
+/** Commands that settle calls: they export traces when an OTLP endpoint is set (docs/operating.md). */
+const TRACED: ReadonlySet<string> = new Set(["exec", "serve", "mcp"])
 
 /**
  * Commands that answer SIGINT and SIGTERM themselves: the sidecar shuts down gracefully and exits 0; the test run
@@ -122,7 +131,11 @@ const main = async (argv: ReadonlyArray<string>): Promise<number> => {
     Command.stderr(`core: unknown command "${command}"\nRun 'core --help' for usage.\n`)
     return Command.EXIT.usage
   }
-  const fiber = Effect.runFork(run(rest))
+  const program =
+    TRACED.has(command) && Telemetry.asked(process.env)
+      ? Telemetry.traced(run(rest), process.env, (line) => Command.stderr(`${line}\n`), command === "exec" ? "core exec" : undefined)
+      : run(rest)
+  const fiber = Effect.runFork(program)
   let interrupted = false
   const interrupt = () => {
     if (interrupted) {

@@ -9,6 +9,7 @@ import { resolve } from "node:path"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import packageJson from "../../package.json" with { type: "json" }
+import { Activity } from "../host/activity"
 import { McpHttp } from "../mcp/http"
 import { Security } from "../server/security"
 import { Server } from "../server/server"
@@ -18,7 +19,7 @@ import { Command } from "./command"
 import { Runtime } from "./runtime"
 import { Host } from "../host/host"
 
-export const HELP = `Usage: core serve [--location DIR] [--allow-root DIR]... [--host 127.0.0.1] [--port N]
+export const HELP = `Usage: core serve [--location DIR] [--allow-root DIR]... [--host 127.0.0.1] [--port N] [--log-level L]
 
 Serve tool calls over HTTP to agent hosts. Once listening, prints one JSON line on stdout:
   {"url":"http://127.0.0.1:PORT","token":"..."}
@@ -34,6 +35,9 @@ Options:
   --host HOST        the address to listen on (default: 127.0.0.1; any other address is reachable
                      from other machines)
   --port N           the port to listen on (default: 0, a free port)
+  --log-level L      what goes to stderr: error, warn, info (default: also one line per settled
+                     call, ask and reply: core: call tool=... call=... status=... duration_ms=...)
+                     or debug (also each call's input and each ask's resources: may hold secrets)
   -h, --help         show this help
 
 Environment:
@@ -45,6 +49,9 @@ Environment:
   CORE_LEASE_MS   how long a running call's lease lasts unless renewed (default 5000)
   CORE_USER       who saved approvals are recorded as approved by (default user@host)
   CORE_HOME       application tools and core.json (default ~/.config/core)
+  OTEL_EXPORTER_OTLP_ENDPOINT
+                  export OpenTelemetry traces over OTLP/HTTP: a span per request and per call
+                  (see docs/operating.md)
 
 Tool files (tools/*.ts), plugins (plugins/*.ts) and core.json of each served Location and of
 CORE_HOME are watched and reloaded on change; a Location's plugins are closed when it is let go. SIGINT or SIGTERM shuts down gracefully: running calls are cancelled (their
@@ -78,6 +85,7 @@ const OPTIONS = {
   location: { type: "string" },
   host: { type: "string" },
   port: { type: "string" },
+  "log-level": { type: "string" },
 } as const
 
 const usage = (message: string) => new Command.UsageError({ command: "serve", message })
@@ -121,6 +129,8 @@ export const run = (args: ReadonlyArray<string>) =>
     if (positionals.length > 0) return yield* usage(`unexpected argument "${positionals[0]}"`)
     const port = values.port === undefined ? 0 : Number(values.port)
     if (!/^\d+$/.test(values.port ?? "0") || port > 65535) return yield* usage(`--port must be 0-65535, not "${values.port}"`)
+    const level = values["log-level"] ?? "info"
+    if (!Activity.isLevel(level)) return yield* usage(`--log-level must be one of ${Activity.LEVELS.join(", ")}, not "${level}"`)
     const host = values.host ?? "127.0.0.1"
     if (host.trim() === "") return yield* usage("--host cannot be empty")
 
@@ -168,7 +178,10 @@ export const run = (args: ReadonlyArray<string>) =>
       port,
       token,
       stop: Deferred.await(stop),
-      log: (line) => Command.stderr(`${line}\n`),
+      log: (line) => {
+        if (level !== "error" || !line.startsWith("core: warning")) Command.stderr(`${line}\n`)
+      },
+      activity: { level, write: (line) => Command.stderr(`${line}\n`) },
       mcp: (sidecar) =>
         McpHttp.make({ sidecar, version: packageJson.version, log: (line) => Command.stderr(`${line}\n`) }),
       onReady: (ready) => {

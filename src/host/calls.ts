@@ -19,6 +19,7 @@ import { Preparing } from "../settlement/preparing"
 import { Settlement } from "../settlement/settlement"
 import { Settler } from "../settlement/settler"
 import { Store } from "../store/store"
+import { Activity } from "./activity"
 import { Events } from "./events"
 import type { Served } from "./served"
 
@@ -56,7 +57,12 @@ const keyOf = (location: string, call: Settler.Call) =>
   JSON.stringify([location, call.sessionID, call.toolCallID, call.agent, call.name])
 
 /** Runs calls in `scope` (the server's), recording with `store`. */
-export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: string) => void): Interface => {
+export const make = (
+  scope: Scope.Scope,
+  store: Store.Interface,
+  log: (line: string) => void,
+  activity?: Activity.Log,
+): Interface => {
   const running = new Map<string, Entry>()
 
   /**
@@ -127,6 +133,7 @@ export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: str
       const subscription = options.listen ? yield* listen(entry) : undefined
       const ids = { sessionID: call.sessionID, toolCallID: call.toolCallID }
       const leave = yield* turn.generation.enter
+      const startedAt = performance.now()
       yield* served.publish({ event: "call.started", data: { ...ids, tool: call.name, turnID: turn.id } })
 
       const onProgress = (update: { readonly message: string; readonly metadata?: Readonly<Record<string, unknown>> }) => {
@@ -150,13 +157,16 @@ export const make = (scope: Scope.Scope, store: Store.Interface, log: (line: str
           running.delete(key)
           yield* leaveOnce
           yield* Deferred.done(entry.done, outcome)
+          const durationMs = performance.now() - startedAt
           if (Exit.isSuccess(outcome)) {
             const { settlement, replayed } = outcome.value
+            Activity.settled(activity, served.directory, call, outcome.value, durationMs)
             yield* publish(entry, { event: "settlement", data: settlement })
             yield* served.publish({ event: "call.settled", data: { ...ids, replayed, settlement } })
           } else {
             const error = Cause.findError(outcome.cause)
             const message = error._tag === "Success" ? error.success.message : "operational failure"
+            Activity.settled(activity, served.directory, call, { failed: message }, durationMs)
             yield* publish(entry, { event: "error", data: { error: { kind: "operational", message } } })
             yield* served.publish({ event: "call.failed", data: { ...ids, tool: call.name, message } })
           }

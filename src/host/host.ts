@@ -179,7 +179,11 @@ export const sharedLayer = (
 ) =>
   Layer.mergeAll(
     store === undefined ? Reads.layer(storePath(environment)) : Reads.layerMemory,
-    store === undefined ? Todos.layer(storePath(environment)) : Todos.layerMemory,
+    store !== undefined
+      ? Todos.layerMemory
+      : environment.storeUrl === undefined
+        ? Todos.layer(storePath(environment))
+        : PostgresStore.todosLayer(environment.storeUrl),
     approvalsLayer(environment),
     outputsLayer(environment, retentionDays),
   ).pipe(Layer.provideMerge(store ?? storeLayer(environment)))

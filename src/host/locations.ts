@@ -17,6 +17,7 @@ import { Discovery } from "../location/discovery"
 import { Skills } from "../location/skills"
 import { Plugins } from "../plugin/plugins"
 import { Registry } from "../registry/registry"
+import type { Activity } from "./activity"
 import { Served } from "./served"
 import { ToolFiles } from "./tool-files"
 import { Watch } from "./watch"
@@ -40,6 +41,8 @@ export interface Options {
   readonly outputsDirectory: string
   readonly watch: boolean
   readonly log: (line: string) => void
+  /** Where calls' asks and replies are told (none when absent). */
+  readonly activity?: Activity.Log
   /** The serve's own Location, kept for the life of the sidecar. */
   readonly primary: string
   readonly max?: number

@@ -33,6 +33,7 @@ import { Remote } from "../remote/remote"
 import { Settler } from "../settlement/settler"
 import type { Approvals } from "../store/approvals"
 import type { Store } from "../store/store"
+import { Activity } from "./activity"
 import { Todos } from "../store/todos"
 import { Events } from "./events"
 import { HostTools } from "./host-tools"
@@ -133,6 +134,8 @@ export interface Options {
   readonly watch: boolean
   /** Writes a line for the operator (stderr). */
   readonly log: (line: string) => void
+  /** Where asks and replies are told, at their level (none when absent). */
+  readonly activity?: Activity.Log
   /** Every Location the host serves now (real directories), this one among them. */
   readonly locations?: () => ReadonlyArray<string>
 }
@@ -248,14 +251,16 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       const asks = yield* permission.subscribe.pipe(Scope.provide(generationScope))
       yield* Effect.forkIn(
         Effect.forever(
-          Effect.flatMap(PubSub.take(asks), (event) =>
-            event.type === "asked"
-              ? publish({ event: "permission.asked", data: publicRequest(generation.serial, event.request) })
-              : publish({
-                  event: "permission.replied",
-                  data: { id: `${event.id}.${generation.serial}`, sessionID: event.sessionID, reply: event.reply },
-                }),
-          ),
+          Effect.flatMap(PubSub.take(asks), (event) => {
+            if (event.type === "asked") {
+              const data = publicRequest(generation.serial, event.request)
+              Activity.asked(options.activity, options.directory, data)
+              return publish({ event: "permission.asked", data })
+            }
+            const data = { id: `${event.id}.${generation.serial}`, sessionID: event.sessionID, reply: event.reply }
+            Activity.replied(options.activity, options.directory, data)
+            return publish({ event: "permission.replied", data })
+          }),
         ),
         generationScope,
       )

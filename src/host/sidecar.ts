@@ -16,6 +16,7 @@ import { Retention } from "../host/retention"
 import { ManagedOutputs } from "../output/managed"
 import { Registry } from "../registry/registry"
 import { Store } from "../store/store"
+import type { Activity } from "./activity"
 import { Calls } from "./calls"
 import { Locations } from "./locations"
 import type { Served } from "./served"
@@ -28,6 +29,8 @@ export interface Options {
   readonly watch: boolean
   /** Writes a line for the operator (stderr). */
   readonly log: (line: string) => void
+  /** Where each settled call, ask and reply is told, at its level (none when absent). */
+  readonly activity?: Activity.Log
   /** The settlement store; by default the durable one in the data directory. */
   readonly store?: Layer.Layer<Store.Service, Store.StoreError>
   /** Waits until the next retention sweep is due; by default an hour (tests sweep when they say). */
@@ -62,12 +65,13 @@ export const make = Effect.fn("Sidecar.make")(function* (options: Options) {
     outputsDirectory: join(options.environment.dataDir, "outputs"),
     watch: options.watch,
     log: options.log,
+    ...(options.activity === undefined ? {} : { activity: options.activity }),
     primary: options.primary.directory,
     ...options.locations,
   }).pipe(Effect.provideContext(context))
   const primary = yield* locations.get(options.primary.directory)
   // Forked last, so closing the sidecar's Scope interrupts the calls before anything they record with goes.
-  const calls = Calls.make(yield* Scope.fork(scope), store, options.log)
+  const calls = Calls.make(yield* Scope.fork(scope), store, options.log, options.activity)
 
   // Expired managed outputs go, and the records of calls as old (their outputs went with them): at start when an
   // hour has passed since the last sweep (before serving), then hourly in the background, in batches that yield

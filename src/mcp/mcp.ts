@@ -24,6 +24,7 @@ import {
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Tracer from "effect/Tracer"
 import * as PubSub from "effect/PubSub"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
@@ -98,6 +99,10 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
   Effect.gen(function* () {
     const scope = yield* Effect.scope
     const run = Effect.runPromiseWith(yield* Effect.context<never>())
+    // With a tracer that keeps spans, each request is a server span (its call's settle spans below it).
+    const traced = (yield* Effect.tracer) !== Tracer.nativeTracer
+    const span = <A, E>(name: string, effect: Effect.Effect<A, E>, attributes: Record<string, unknown> = {}) =>
+      traced ? Effect.withSpan(effect, name, { kind: "server", attributes }) : effect
     let host: Host | undefined
     let attached: () => void = () => undefined
     const ready = new Promise<void>((resolve) => {
@@ -169,7 +174,7 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
     server.setRequestHandler(ListToolsRequestSchema, async () => {
       const { served } = await current()
       await offerHostTools(served)
-      const turn = await run(served.capture(options.agent))
+      const turn = await run(span("mcp tools/list", served.capture(options.agent)))
       return { tools: turn.materialization.definitions.map(Mapping.toolOf) }
     })
 
@@ -248,7 +253,9 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
           return Mapping.resultOf(settlement, definition !== undefined && Mapping.isObjectSchema(definition.outputSchema), kept(outputs))
         }),
       ).pipe(Effect.ensuring(Effect.sync(() => running.delete(key))))
-      const settling = run(settled)
+      const settling = run(
+        span("mcp tools/call", settled, { "core.tool": call.name, "core.session": call.sessionID, "core.call": call.toolCallID }),
+      )
       waiting.add(settling)
       try {
         return await settling

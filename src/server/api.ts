@@ -14,6 +14,7 @@ import packageJson from "../../package.json" with { type: "json" }
 import { Explain } from "../builtin/explain"
 import { Events } from "../host/events"
 import { HostTools } from "../host/host-tools"
+import { Recorded } from "../host/recorded"
 import { Plugin } from "../plugin/plugin"
 import { Provider } from "../provider/provider"
 
@@ -189,6 +190,8 @@ export const Check = Schema.Struct({
 })
 export type Check = typeof Check.Type
 
+export const RecordedCall = Recorded.Entry
+
 export const Cancelling = Schema.Struct({
   sessionID: Schema.String,
   toolCallID: Schema.String,
@@ -342,6 +345,30 @@ export const ENDPOINTS = {
         "none. Each write is also announced as a todo.updated event.",
     ),
   ),
+  settlements: HttpApiEndpoint.get("settlements", "/v1/settlements", {
+    query: {
+      sessionID: Schema.optionalKey(Schema.String.annotate({ description: "Only this session's calls" })),
+      since: Schema.optionalKey(
+        Schema.String.annotate({
+          description: "Only calls received since: an ISO time, or a duration back from now (90s, 10m, 2h, 7d)",
+        }),
+      ),
+      limit: Schema.optionalKey(
+        Schema.String.annotate({
+          description: `At most the newest N calls, 1-${Recorded.MAX_LIMIT} (default ${Recorded.DEFAULT_LIMIT})`,
+        }),
+      ),
+    },
+    headers: LOCATION_HEADER,
+    success: Schema.Array(RecordedCall),
+    error: GUARDED,
+  }).annotateMerge(
+    docs(
+      "The calls recorded in this Location, oldest first (what `core log --json` prints)",
+      "Only the request's Location's calls, never another's. Inputs are kept up to 8 KiB of JSON (longer ones are " +
+        "cut: inputTruncated).",
+    ),
+  ),
   cancel: HttpApiEndpoint.post("cancel", "/v1/calls/:sessionID/:toolCallID/cancel", {
     params: { sessionID: Schema.String, toolCallID: Schema.String },
     headers: LOCATION_HEADER,
@@ -486,6 +513,7 @@ const group = HttpApiGroup.make("core").add(
   ENDPOINTS.check,
   ENDPOINTS.settlement,
   ENDPOINTS.todos,
+  ENDPOINTS.settlements,
   ENDPOINTS.cancel,
   ENDPOINTS.permissions,
   ENDPOINTS.reply,

@@ -17,13 +17,14 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Explain } from "../builtin/explain"
 import { Events } from "../host/events"
+import { Recorded } from "../host/recorded"
 import type { Served } from "../host/served"
 import type { Sidecar } from "../host/sidecar"
 import { Agent } from "../permission/agent"
 import { Provider } from "../provider/provider"
 import type { Permission } from "../permission/permission"
 import { Hooks } from "../settlement/hooks"
-import type { Settler } from "../settlement/settler"
+import { Settler } from "../settlement/settler"
 import { Api } from "./api"
 import { Store } from "../store/store"
 import { Sse } from "./sse"
@@ -254,6 +255,29 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
         const sessionID = param(route, "sessionID")
         const todos = yield* route.served.todos(sessionID).pipe(Effect.orDie)
         return Respond.json(200, { sessionID, todos } satisfies Api.Todos)
+      }),
+
+    settlements: (route) =>
+      Effect.gen(function* () {
+        const query = new URL(route.request.url, "http://core").searchParams
+        const sessionID = query.get("sessionID") ?? undefined
+        const sinceText = query.get("since")
+        let since: number | undefined
+        if (sinceText !== null) {
+          const parsed = Recorded.parseSince(sinceText, Date.now())
+          if ("problem" in parsed) return yield* Respond.badRequest(`since ${parsed.problem}`)
+          since = parsed.at
+        }
+        const limitText = query.get("limit") ?? String(Recorded.DEFAULT_LIMIT)
+        const limit = Number(limitText)
+        if (!/^\d+$/.test(limitText) || limit < 1 || limit > Recorded.MAX_LIMIT) {
+          return yield* Respond.badRequest(`limit must be a whole number from 1 to ${Recorded.MAX_LIMIT}, not ${JSON.stringify(limitText)}`)
+        }
+        // The request's Location only: another's calls are never listed, whatever the query says.
+        const listed = yield* sidecar.store
+          .list({ location: route.served.directory, sessionID, since, limit })
+          .pipe(Effect.mapError((error) => new Settler.OperationalError({ message: error.message, cause: error })))
+        return Respond.json(200, listed.map(Recorded.entryOf))
       }),
 
     cancel: (route) =>

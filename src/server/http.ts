@@ -14,6 +14,8 @@ import * as HttpRouter from "effect/http/HttpRouter"
 import * as HttpServerError from "effect/http/HttpServerError"
 import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as Layer from "effect/Layer"
+import * as Tracer from "effect/Tracer"
 import type { Sidecar } from "../host/sidecar"
 import type { Served } from "../host/served"
 import { Api } from "./api"
@@ -44,6 +46,8 @@ export interface Options {
   readonly release?: (request: Request) => void
   /** What answers `/mcp`, behind the same checks (not part of the JSON API); without it, `/mcp` is unknown. */
   readonly mcp?: McpEndpoint
+  /** A tracer that keeps spans: each request gets a server span, and the calls it starts spans of their own. */
+  readonly tracer?: Tracer.Tracer
 }
 
 /**
@@ -237,7 +241,8 @@ export const make = (options: Options): WebHandler => {
     }),
   )
 
-  return HttpRouter.toWebHandler(routes, {
+  const app = options.tracer === undefined ? routes : Layer.merge(routes, Layer.succeed(Tracer.Tracer, options.tracer))
+  return HttpRouter.toWebHandler(app, {
     disableLogger: true,
     routerConfig: { maxParamLength: MAX_PARAM_LENGTH },
   }) as WebHandler

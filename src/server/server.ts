@@ -9,7 +9,9 @@ import * as Effect from "effect/Effect"
 import * as Deferred from "effect/Deferred"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import * as Tracer from "effect/Tracer"
 import packageJson from "../../package.json" with { type: "json" }
+import type { Activity } from "../host/activity"
 import type { Host } from "../host/host"
 import { Sidecar } from "../host/sidecar"
 import { Supervised } from "../shell/supervised"
@@ -47,6 +49,8 @@ export interface Options {
   readonly stop: Effect.Effect<void>
   /** Writes a line for the operator (stderr). */
   readonly log: (line: string) => void
+  /** Where each settled call, ask and reply is told (none when absent). */
+  readonly activity?: Activity.Log
   /** The read deadline in seconds (default READ_DEADLINE_S). */
   readonly readDeadlineS?: number
   /** Makes what answers `/mcp` on the sidecar, for the life of the server (the CLI gives MCP's streamable HTTP). */
@@ -95,12 +99,16 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
     primary: options.primary,
     watch: true,
     log: options.log,
+    ...(options.activity === undefined ? {} : { activity: options.activity }),
   })
   // The port is known once listening; no request is handled before the checker is in place (same tick).
   let checkHost: (host: string | undefined) => boolean = () => false
   let listening: Bun.Server<undefined> | undefined
   const mcp = options.mcp === undefined ? undefined : yield* options.mcp(sidecar)
+  // Requests run in the handler's own fibers: they get the tracer this server runs with, when one keeps spans.
+  const tracer = yield* Effect.tracer
   const web = Http.make({
+    ...(tracer === Tracer.nativeTracer ? {} : { tracer }),
     ...(mcp === undefined ? {} : { mcp }),
     sidecar,
     version: packageJson.version,

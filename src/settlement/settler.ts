@@ -24,6 +24,7 @@ import { Execution } from "./execution"
 import { Hints } from "./hints"
 import { Hooks } from "./hooks"
 import { Projection } from "./projection"
+import { Spans } from "./spans"
 import { Settlement } from "./settlement"
 import { Stopping } from "./stopping"
 
@@ -76,6 +77,12 @@ const OWNER_POLL_MS = 50
 /** Another settler recorded or began the call first. */
 const CONFLICT = Symbol("Settler.conflict")
 
+/** A call as this settler handles it: with what its record keeps of it, and its trace when it is traced. */
+type Received = Call & {
+  readonly details: Store.Details
+  readonly trace: Spans.Trace | undefined
+}
+
 /** An admitted call: its captured tool and decoded input. */
 interface Admitted {
   readonly _tag: "Admitted"
@@ -118,30 +125,36 @@ export const layer: Layer.Layer<
      * Records the settlement of a call that never began (unknown, stale, invalid input, or the replay of an
      * unsettled one), only if the call is still as `expected`; CONFLICT when another settler got there first.
      */
-    const recordNew = (call: Call, settlement: Settlement.Info, expected: Store.Expected, replayed = false) =>
-      store.settle(keyOf(call), settlement, expected).pipe(
+    const recordNew = (call: Received, settlement: Settlement.Info, expected: Store.Expected, replayed = false) =>
+      Spans.step(call.trace, "Settler.record", store.settle(keyOf(call), settlement, expected), Spans.RECORD_SETTLEMENT).pipe(
         Effect.mapError(recordFailed(call)),
         Effect.map((recorded): Settled | typeof CONFLICT => (recorded ? { settlement, replayed } : CONFLICT)),
       )
 
-    const rejectNew = (call: Call, kind: Settlement.ErrorKind, message: string) =>
-      recordNew(call, Settlement.error(call.name, call.toolCallID, kind, message), { state: "absent", agent: call.agent })
+    const rejectNew = (call: Received, kind: Settlement.ErrorKind, message: string) =>
+      recordNew(call, Settlement.error(call.name, call.toolCallID, kind, message), {
+        state: "absent",
+        agent: call.agent,
+        details: call.details,
+      })
 
     /** Records the settlement of a call this process ran; if another record won meanwhile, that one stands. */
-    const recordOwned = (call: Call, settlement: Settlement.Info) =>
+    const recordOwned = (call: Received, settlement: Settlement.Info) =>
       Effect.gen(function* () {
-        if (yield* store.settle(keyOf(call), settlement, { state: "owned" }).pipe(Effect.mapError(recordFailed(call)))) {
+        const owned = store.settle(keyOf(call), settlement, { state: "owned" })
+        const recorded = Spans.step(call.trace, "Settler.record", owned, Spans.RECORD_SETTLEMENT)
+        if (yield* recorded.pipe(Effect.mapError(recordFailed(call)))) {
           return { settlement, replayed: false }
         }
         const known = yield* lookup(call)
         return known?.state === "settled" ? { settlement: known.settlement, replayed: true } : { settlement, replayed: false }
       })
 
-    const failOwned = (call: Call, kind: Settlement.ErrorKind, message: string) =>
+    const failOwned = (call: Received, kind: Settlement.ErrorKind, message: string) =>
       recordOwned(call, Settlement.error(call.name, call.toolCallID, kind, message))
 
     /** A recorded call that is unsettled and no longer running replays as interrupted, never runs again. */
-    const replayUnsettled = (call: Call, known: Store.Record & { state: "started" | "failed" }) =>
+    const replayUnsettled = (call: Received, known: Store.Record & { state: "started" | "failed" }) =>
       recordNew(
         call,
         Settlement.error(
@@ -183,7 +196,7 @@ export const layer: Layer.Layer<
      */
     const admit: (
       catalog: Registry.Catalog,
-      call: Call,
+      call: Received,
     ) => Effect.Effect<Settled | Admitted | typeof CONFLICT, OperationalError> = Effect.fnUntraced(function* (
       catalog,
       call,
@@ -220,7 +233,13 @@ export const layer: Layer.Layer<
       // Captured: from here on, registry changes do not affect this call.
       const tool = Internal.get(resolution.tool)!
 
-      const decoded = yield* Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, Internal.INPUT_OPTIONS))
+      // Spans say what happened, never with what: messages here quote the input, which may hold secrets.
+      const decoded = yield* Spans.step(
+        call.trace,
+        "Settler.decode",
+        Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, Internal.INPUT_OPTIONS)),
+        { after: (exit) => ({ "core.input.valid": Exit.isSuccess(exit) }) },
+      )
       if (Exit.isFailure(decoded)) {
         const error = Cause.findError(decoded.cause)
         if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
@@ -235,18 +254,23 @@ export const layer: Layer.Layer<
       // Authorization happens at settlement whatever the catalog showed (DESIGN §2 law 9): the tool's action,
       // as a whole, for the calling agent, unless the tool checks each path or command itself. An ask waits
       // here for a reply; nothing has run yet.
-      const authorized = yield* Effect.exit(
-        tool.checksPermissions
-          ? Effect.void
-          : permission.authorize(
-              {
-                sessionID: call.sessionID,
-                agent: call.agent,
-                source: { messageID: call.assistantMessageID, callID: call.toolCallID },
-                metadata: { tool: call.name },
-              },
-              [{ action: Rule.actionOf(call.name), resources: ["*"], save: ["*"] }],
-            ),
+      const authorized = yield* Spans.step(
+        call.trace,
+        "Settler.permission",
+        Effect.exit(
+          tool.checksPermissions
+            ? Effect.void
+            : permission.authorize(
+                {
+                  sessionID: call.sessionID,
+                  agent: call.agent,
+                  source: { messageID: call.assistantMessageID, callID: call.toolCallID },
+                  metadata: { tool: call.name },
+                },
+                [{ action: Rule.actionOf(call.name), resources: ["*"], save: ["*"] }],
+              ),
+        ),
+        { after: (exit) => ({ "core.permission.decision": Spans.decisionOf(tool.checksPermissions, exit) }) },
       )
       if (Exit.isFailure(authorized)) {
         const error = Cause.findError(authorized.cause)
@@ -258,6 +282,7 @@ export const layer: Layer.Layer<
           return yield* recordNew(call, Settlement.declined(call.name, call.toolCallID, refusal), {
             state: "absent",
             agent: call.agent,
+            details: call.details,
           })
         }
         return yield* Effect.die(refusal)
@@ -278,7 +303,7 @@ export const layer: Layer.Layer<
      * interruption waits until its result is settled and recorded, so a finished call is never recorded cancelled.
      */
     const perform = Effect.fnUntraced(function* (
-      call: Call,
+      call: Received,
       admitted: Admitted,
       options: Options | undefined,
       restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
@@ -293,15 +318,20 @@ export const layer: Layer.Layer<
       }
       // What the call did while being cancelled, should it be (Stopping: never part of the tool's context).
       const stopping: Array<string> = []
-      const executed = yield* Effect.exit(
-        restore(
-          Effect.suspend((): Effect.Effect<unknown, Tool.Failure | Permission.Refusal | OperationalError> => {
-            const called = Execution.call(call.name, tool, admitted.input, context)
-            return called._tag === "Effect"
-              ? called.effect
-              : Effect.fail(new OperationalError({ message: called.message, cause: called.cause }))
-          }),
-        ).pipe(Effect.provideService(Stopping.Notes, stopping)),
+      const executed = yield* Spans.step(
+        call.trace,
+        "Settler.execute",
+        Effect.exit(
+          restore(
+            Effect.suspend((): Effect.Effect<unknown, Tool.Failure | Permission.Refusal | OperationalError> => {
+              const called = Execution.call(call.name, tool, admitted.input, context)
+              return called._tag === "Effect"
+                ? called.effect
+                : Effect.fail(new OperationalError({ message: called.message, cause: called.cause }))
+            }),
+          ).pipe(Effect.provideService(Stopping.Notes, stopping)),
+        ),
+        { after: (exit) => ({ "core.execute.outcome": Spans.outcomeOf(exit) }) },
       )
       if (Exit.isFailure(executed)) {
         if (Cause.hasInterruptsOnly(executed.cause)) {
@@ -380,15 +410,24 @@ export const layer: Layer.Layer<
         if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
         return yield* failOwned(call, "failure", error.success.message)
       }
-      const bounded = yield* output
-        .bound({
+      const bounded = yield* Spans.step(
+        call.trace,
+        "Settler.bound",
+        output.bound({
           content: shown.value,
           structured: replaced ? undefined : projected.value.structured,
           lossy: Internal.lostCapture(tool, structured),
           location,
           session: call.sessionID,
-        })
-        .pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
+        }),
+        {
+          after: (bounded) => ({
+            "core.output.bytes": Spans.contentBytes(bounded.content),
+            "core.output.bounded": bounded.outputs.length > 0,
+            "core.output.managed_bytes": bounded.outputs.reduce((sum, kept) => sum + kept.bytes, 0),
+          }),
+        },
+      ).pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
       return yield* recordOwned(call, {
         tool: call.name,
         callID: call.toolCallID,
@@ -403,17 +442,18 @@ export const layer: Layer.Layer<
      * Records `cancelled` for a call interrupted before it began running (while asked for permission, or while
      * waiting for another owner), unless something else is recorded for it by now: that record stands.
      */
-    const recordCancelledBeforeStart = (call: Call) =>
+    const recordCancelledBeforeStart = (call: Received) =>
       store
         .settle(keyOf(call), Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"), {
           state: "absent",
           agent: call.agent,
+          details: call.details,
         })
         .pipe(Effect.mapError(recordFailed(call)), Effect.asVoid)
 
     const run = (
       catalog: Registry.Catalog,
-      call: Call,
+      call: Received,
       options: Options | undefined,
     ): Effect.Effect<Settled, OperationalError> =>
       Effect.uninterruptibleMask((restore) =>
@@ -429,7 +469,10 @@ export const layer: Layer.Layer<
           // Another settler recorded or began the call meanwhile: settle through its record instead.
           if (admitted === CONFLICT) return CONFLICT
           if (!("_tag" in admitted)) return admitted
-          const fresh = yield* store.begin(keyOf(call), call.name, call.agent).pipe(Effect.mapError(operational("Could not record the call")))
+          const intent = store.begin(keyOf(call), call.name, call.agent, call.details)
+          const fresh = yield* Spans.step(call.trace, "Settler.record", intent, Spans.RECORD_INTENT).pipe(
+            Effect.mapError(operational("Could not record the call")),
+          )
           if (!fresh) return CONFLICT
           // From here this process owns the call; an operational failure is recorded with its reason (for
           // operators), so a retry replays it as interrupted instead of running it again.
@@ -437,9 +480,12 @@ export const layer: Layer.Layer<
             Effect.tapCause((cause) => Effect.ignore(store.fail(keyOf(call), reasonOf(cause)))),
           )
         }),
-      ).pipe(Effect.flatMap((outcome) => (outcome === CONFLICT ? run(catalog, call, options) : Effect.succeed(outcome))))
+      ).pipe(
+        Effect.flatMap((outcome) => (outcome === CONFLICT ? run(catalog, call, options) : Effect.succeed(outcome))),
+      )
 
-    // Untraced on purpose: settle is the per-call hot path, where a span costs about as much as the pipeline.
+    // Untraced unless a tracer that keeps spans is installed: settle is the per-call hot path, where a span costs
+    // about as much as the pipeline (bench/trace.ts).
     const settleThrough = (catalog: Registry.Catalog) =>
       Effect.fnUntraced(function* (call: Call, options?: Options) {
         // Only the same call joins: asked by another agent or under another name, it meets the conflict in admit.
@@ -448,7 +494,20 @@ export const layer: Layer.Layer<
         if (joined !== undefined) return yield* Deferred.await(joined)
         const done = yield* Deferred.make<Settled, OperationalError>()
         running.set(key, done)
-        return yield* run(catalog, call, options).pipe(
+        const received: Received = {
+          ...call,
+          // What operators see of the call (`core log`), whatever it settles as.
+          details: { messageID: call.assistantMessageID, startedAt: Date.now(), ...Store.recordInput(call.input) },
+          trace: undefined,
+        }
+        const tracer = Spans.keepingTracer()
+        const settling =
+          tracer === undefined
+            ? run(catalog, received, options)
+            : Spans.settle(received, received.details.inputBytes, tracer, (trace) =>
+                run(catalog, { ...received, trace }, options),
+              )
+        return yield* settling.pipe(
           Effect.onExit((exit) =>
             Effect.gen(function* () {
               running.delete(key)

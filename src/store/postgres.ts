@@ -22,6 +22,7 @@ import { Lease } from "./lease"
 import { Owner } from "./owner"
 import { Project } from "./project"
 import { Store } from "./store"
+import { Todos } from "./todos"
 
 /** Each entry moves the schema from version `index` to `index + 1`. Never edit one that has shipped. */
 const MIGRATIONS: ReadonlyArray<string> = [
@@ -54,6 +55,18 @@ const MIGRATIONS: ReadonlyArray<string> = [
      PRIMARY KEY (project, action, pattern)
    );
    CREATE TABLE core.sweeps (name TEXT PRIMARY KEY, at BIGINT NOT NULL)`,
+  // What operators list (`core log`): the turn that made each call and its input (JSON cut to
+  // Store.INPUT_MAX_BYTES; input_bytes is the whole size), listed per Location by time. And each session's todo
+  // list in its Location (see ./todos), shared by the hosts serving it.
+  `ALTER TABLE core.settlements ADD COLUMN message_id TEXT, ADD COLUMN input TEXT, ADD COLUMN input_bytes BIGINT;
+   CREATE INDEX settlements_by_location ON core.settlements (location, (COALESCE(started_at, settled_at)));
+   CREATE TABLE core.todos (
+     location TEXT NOT NULL,
+     session_id TEXT NOT NULL,
+     todos TEXT NOT NULL,
+     updated_at BIGINT NOT NULL,
+     PRIMARY KEY (location, session_id)
+   )`,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length
@@ -178,6 +191,20 @@ type Row = {
   live: boolean | null
 }
 
+type ListedRow = Row & {
+  location: string
+  session_id: string
+  call_id: string
+  message_id: string | null
+  input: string | null
+  input_bytes: string | number | null
+  started_at: string | number | null
+  settled_at: string | number | null
+}
+
+/** A BIGINT column as a number (Bun's client hands large integers back as strings). */
+const numberOf = (value: string | number | null): number | undefined => (value === null ? undefined : Number(value))
+
 /** The store of record at `url` (`CORE_STORE_URL`). */
 export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Service, Store.StoreError> =>
   Layer.effect(
@@ -203,6 +230,16 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
         (renewer) => Effect.sync(() => renewer.close()),
       )
       const changed = (result: { count: number }) => result.count === 1
+      const recordOf = (row: Row, key: Store.Key): Store.Record => {
+        const agent = row.agent ?? undefined
+        if (row.state === "settled" && row.settlement !== null) {
+          return { state: "settled", agent, settlement: decodeSettlement(row.settlement) }
+        }
+        if (row.state === "failed") return { state: "failed", agent, tool: row.tool, reason: row.reason ?? "" }
+        // Running here, or under a lease still renewed (by another process, or another store in this one).
+        const alive = running.has(keyOf(key)) || row.live === true
+        return { state: "started", agent, tool: row.tool, owner: row.owner ?? "", running: alive }
+      }
 
       return Store.Service.of({
         lookup: (key) =>
@@ -211,23 +248,17 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
               SELECT state, tool, agent, owner, reason, settlement, lease_until > ${sql.unsafe(NOW_MS)} AS live
               FROM core.settlements WHERE session_id = ${key.sessionID} AND call_id = ${key.toolCallID} AND location = ${key.location}`
             const row = rows[0]
-            if (row === undefined) return undefined
-            const agent = row.agent ?? undefined
-            if (row.state === "settled" && row.settlement !== null) {
-              return { state: "settled", agent, settlement: decodeSettlement(row.settlement) }
-            }
-            if (row.state === "failed") return { state: "failed", agent, tool: row.tool, reason: row.reason ?? "" }
-            const owner = row.owner ?? ""
-            // Running here, or under a lease still renewed (by another process, or another store in this one).
-            const alive = running.has(keyOf(key)) || row.live === true
-            return { state: "started", agent, tool: row.tool, owner, running: alive }
+            return row === undefined ? undefined : recordOf(row, key)
           }),
-        begin: (key, tool, agent) =>
+        begin: (key, tool, agent, details) =>
           attempt("write", async () => {
             const rows = await sql`
-              INSERT INTO core.settlements (location, session_id, call_id, tool, agent, state, owner, started_at, lease_until)
+              INSERT INTO core.settlements
+                (location, session_id, call_id, tool, agent, state, owner, started_at, lease_until, message_id, input, input_bytes)
               VALUES (${key.location}, ${key.sessionID}, ${key.toolCallID}, ${tool}, ${agent}, 'started', ${Owner.current},
-                      ${sql.unsafe(NOW_MS)}, ${sql.unsafe(NOW_MS)} + ${leaseMs})
+                      COALESCE(${details?.startedAt ?? null}::bigint, ${sql.unsafe(NOW_MS)}), ${sql.unsafe(NOW_MS)} + ${leaseMs},
+                      ${details?.messageID ?? null},
+                      ${details?.input ?? null}, ${details?.inputBytes ?? null})
               ON CONFLICT DO NOTHING RETURNING id`
             if (rows.length !== 1) return false
             running.add(keyOf(key), String(rows[0].id))
@@ -238,14 +269,19 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
             const json = JSON.stringify(settlement)
             const { location, sessionID, toolCallID } = key
             switch (expected.state) {
-              case "absent":
+              case "absent": {
+                const details = expected.details
                 return changed(
                   await sql`
-                    INSERT INTO core.settlements (location, session_id, call_id, tool, agent, state, settlement, settled_at)
+                    INSERT INTO core.settlements
+                      (location, session_id, call_id, tool, agent, state, settlement, settled_at, started_at, message_id, input, input_bytes)
                     VALUES (${location}, ${sessionID}, ${toolCallID}, ${settlement.tool}, ${expected.agent}, 'settled', ${json},
-                            ${sql.unsafe(NOW_MS)})
+                            ${sql.unsafe(NOW_MS)}, COALESCE(${details?.startedAt ?? null}::bigint, ${sql.unsafe(NOW_MS)}),
+                            ${details?.messageID ?? null},
+                            ${details?.input ?? null}, ${details?.inputBytes ?? null})
                     ON CONFLICT DO NOTHING`,
                 )
+              }
               case "owned":
                 running.remove(keyOf(key))
                 return changed(
@@ -294,6 +330,33 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
                 WHERE core.sweeps.at <= ${now - intervalMs} OR core.sweeps.at > ${now}`,
             ),
           ),
+        list: (filter) =>
+          attempt("lookup", async () => {
+            // The newest of the Location's calls through its time index, returned oldest first.
+            const rows: Array<ListedRow> = await sql`
+              SELECT location, session_id, call_id, tool, agent, state, owner, reason, settlement,
+                     lease_until > ${sql.unsafe(NOW_MS)} AS live, message_id, input, input_bytes, started_at, settled_at
+              FROM core.settlements
+              WHERE location = ${filter.location} AND location <> ''
+                AND (${filter.sessionID ?? null}::text IS NULL OR session_id = ${filter.sessionID ?? null})
+                AND COALESCE(started_at, settled_at) >= ${filter.since ?? 0}
+              ORDER BY COALESCE(started_at, settled_at) DESC, id DESC LIMIT ${filter.limit}`
+            return rows.reverse().map(
+              (row): Store.Listed => ({
+                location: row.location,
+                sessionID: row.session_id,
+                toolCallID: row.call_id,
+                tool: row.tool,
+                agent: row.agent ?? undefined,
+                messageID: row.message_id ?? undefined,
+                input: row.input ?? undefined,
+                inputBytes: numberOf(row.input_bytes),
+                startedAt: numberOf(row.started_at),
+                settledAt: numberOf(row.settled_at),
+                record: recordOf(row, { location: row.location, sessionID: row.session_id, toolCallID: row.call_id }),
+              }),
+            )
+          }),
       })
     }),
   )
@@ -347,6 +410,31 @@ export const approvalsLayer = (url: string, options: Options = {}): Layer.Layer<
                 ? await sql`DELETE FROM core.approvals WHERE project = ${project}`
                 : await sql`DELETE FROM core.approvals WHERE project = ${project} AND action = ${action}`
             return result.count
+          }),
+      })
+    }),
+  )
+
+/** Each session's todo list in the same database, shared by every host serving its Location (see ./todos). */
+export const todosLayer = (url: string): Layer.Layer<Todos.Service, Store.StoreError> =>
+  Layer.effect(
+    Todos.Service,
+    Effect.gen(function* () {
+      const sql = yield* acquire(url)
+      const attempt = attemptAt(url)
+      return Todos.Service.of({
+        read: (key) =>
+          attempt("lookup", async () => {
+            const rows: Array<{ todos: string }> = await sql`
+              SELECT todos FROM core.todos WHERE location = ${key.location} AND session_id = ${key.sessionID}`
+            return rows[0] === undefined ? [] : Todos.decodeItems(rows[0].todos)
+          }),
+        write: (key, items) =>
+          attempt("write", async () => {
+            await sql`
+              INSERT INTO core.todos (location, session_id, todos, updated_at)
+              VALUES (${key.location}, ${key.sessionID}, ${JSON.stringify(items)}, ${sql.unsafe(NOW_MS)})
+              ON CONFLICT (location, session_id) DO UPDATE SET todos = excluded.todos, updated_at = excluded.updated_at`
           }),
       })
     }),

@@ -20,7 +20,7 @@ import { Approvals } from "./approvals"
 import { Store } from "./store"
 
 /** Each entry moves the schema from version `index` to `index + 1`. Never edit one that has shipped. */
-const MIGRATIONS: ReadonlyArray<string> = [
+export const MIGRATIONS: ReadonlyArray<string> = [
   `CREATE TABLE settlements (
      session_id TEXT NOT NULL,
      call_id TEXT NOT NULL,
@@ -113,6 +113,13 @@ const MIGRATIONS: ReadonlyArray<string> = [
   // approved it.
   `ALTER TABLE settlements ADD COLUMN lease_until INTEGER;
    ALTER TABLE approvals ADD COLUMN approved_by TEXT`,
+  // What operators list (`core log`): the turn that made each call and its input (JSON cut to
+  // Store.INPUT_MAX_BYTES; input_bytes is the whole size). A call settled without beginning (unknown, denied)
+  // now has a start time too. Records kept before this step have none of these: they list without them.
+  `ALTER TABLE settlements ADD COLUMN message_id TEXT;
+   ALTER TABLE settlements ADD COLUMN input TEXT;
+   ALTER TABLE settlements ADD COLUMN input_bytes INTEGER;
+   CREATE INDEX settlements_by_location ON settlements (location, COALESCE(started_at, settled_at))`,
 ]
 
 /** The last version that rebuilt the settlements table: migrating from before it leaves free pages. */
@@ -227,6 +234,17 @@ type Row = {
   lease_until: number | null
 }
 
+type ListedRow = Row & {
+  location: string
+  session_id: string
+  call_id: string
+  message_id: string | null
+  input: string | null
+  input_bytes: number | null
+  started_at: number | null
+  settled_at: number | null
+}
+
 /** No record kept without a Location for the call `?2`, `?3`. */
 const NO_UNLOCATED = "NOT EXISTS (SELECT 1 FROM settlements WHERE session_id = ?2 AND call_id = ?3 AND location = '')"
 
@@ -240,17 +258,31 @@ const prepare = (db: Database) => ({
       "WHERE session_id = ? AND call_id = ? AND location IN (?, '') ORDER BY location DESC LIMIT 1",
   ),
   // A new record, unless the Location has one or one kept without a Location answers for it.
-  begin: db.query<unknown, [string, string, string, string, string, string, number, number]>(
-    "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, owner, started_at, lease_until) " +
-      `SELECT ?1, ?2, ?3, ?4, ?5, 'started', ?6, ?7, ?8 WHERE ${NO_UNLOCATED} ON CONFLICT DO NOTHING`,
+  begin: db.query<
+    unknown,
+    [string, string, string, string, string, string, number, number, string | null, string | null, number | null]
+  >(
+    "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, owner, started_at, lease_until, " +
+      "message_id, input, input_bytes) " +
+      `SELECT ?1, ?2, ?3, ?4, ?5, 'started', ?6, ?7, ?8, ?9, ?10, ?11 WHERE ${NO_UNLOCATED} ON CONFLICT DO NOTHING`,
   ),
   renew: db.query<unknown, [number, string, string, string, string]>(
     "UPDATE settlements SET lease_until = ? " +
       "WHERE session_id = ? AND call_id = ? AND location = ? AND state = 'started' AND owner = ?",
   ),
-  settleAbsent: db.query<unknown, [string, string, string, string, string, string, number]>(
-    "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, settlement, settled_at) " +
-      `SELECT ?1, ?2, ?3, ?4, ?5, 'settled', ?6, ?7 WHERE ${NO_UNLOCATED} ON CONFLICT DO NOTHING`,
+  settleAbsent: db.query<
+    unknown,
+    [string, string, string, string, string, string, number, number | null, string | null, string | null, number | null]
+  >(
+    "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, settlement, settled_at, started_at, message_id, input, input_bytes) " +
+      `SELECT ?1, ?2, ?3, ?4, ?5, 'settled', ?6, ?7, ?8, ?9, ?10, ?11 WHERE ${NO_UNLOCATED} ON CONFLICT DO NOTHING`,
+  ),
+  // The newest of a Location's calls through its time index; ?2 NULL means every session, ?3 the earliest start.
+  list: db.query<ListedRow, [string, string | null, number, number]>(
+    "SELECT location, session_id, call_id, tool, agent, state, owner, reason, settlement, lease_until, message_id, " +
+      "input, input_bytes, started_at, settled_at FROM settlements " +
+      "WHERE location = ?1 AND (?2 IS NULL OR session_id = ?2) AND COALESCE(started_at, settled_at) >= ?3 " +
+      "ORDER BY COALESCE(started_at, settled_at) DESC, id DESC LIMIT ?4",
   ),
   settleStarted: db.query<unknown, [string, number, string, string, string, string]>(
     "UPDATE settlements SET state = 'settled', settlement = ?, settled_at = ? " +
@@ -339,30 +371,44 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
       )
       const attempt = attemptAt(path)
 
+      const recordOf = (row: Row, key: Store.Key): Store.Record => {
+        const agent = row.agent ?? undefined
+        if (row.state === "settled" && row.settlement !== null) {
+          return { state: "settled", agent, settlement: decodeSettlement(row.settlement) }
+        }
+        if (row.state === "failed") return { state: "failed", agent, tool: row.tool, reason: row.reason ?? "" }
+        const owner = row.owner ?? ""
+        // Running here, or under a lease still renewed (by another process, or another store in this one).
+        const alive =
+          running.has(keyOf(key)) ||
+          (row.lease_until === null ? owner !== Owner.current && Owner.isAlive(owner) : row.lease_until > Date.now())
+        return { state: "started", agent, tool: row.tool, owner, running: alive }
+      }
+
       return Store.Service.of({
         lookup: (key) =>
           attempt("lookup", (): Store.Record | undefined => {
             const row = statements.select.get(key.sessionID, key.toolCallID, key.location)
-            if (row === null) return undefined
-            const agent = row.agent ?? undefined
-            if (row.state === "settled" && row.settlement !== null) {
-              return { state: "settled", agent, settlement: decodeSettlement(row.settlement) }
-            }
-            if (row.state === "failed") return { state: "failed", agent, tool: row.tool, reason: row.reason ?? "" }
-            const owner = row.owner ?? ""
-            // Running here, or under a lease still renewed (by another process, or another store in this one).
-            const alive =
-              running.has(keyOf(key)) ||
-              (row.lease_until === null ? owner !== Owner.current && Owner.isAlive(owner) : row.lease_until > Date.now())
-            return { state: "started", agent, tool: row.tool, owner, running: alive }
+            return row === null ? undefined : recordOf(row, key)
           }),
-        begin: (key, tool, agent) =>
+        begin: (key, tool, agent, details) =>
           attempt("write", () => {
             const { location, sessionID, toolCallID } = key
             const now = Date.now()
             const begun =
-              statements.begin.run(location, sessionID, toolCallID, tool, agent, Owner.current, now, now + leaseMs)
-                .changes === 1
+              statements.begin.run(
+                location,
+                sessionID,
+                toolCallID,
+                tool,
+                agent,
+                Owner.current,
+                details?.startedAt ?? now,
+                now + leaseMs,
+                details?.messageID ?? null,
+                details?.input ?? null,
+                details?.inputBytes ?? null,
+              ).changes === 1
             if (begun) running.add(keyOf(key), key)
             return begun
           }),
@@ -372,11 +418,24 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
             const now = Date.now()
             const { location, sessionID, toolCallID } = key
             switch (expected.state) {
-              case "absent":
+              case "absent": {
+                const details = expected.details
                 return (
-                  statements.settleAbsent.run(location, sessionID, toolCallID, settlement.tool, expected.agent, json, now)
-                    .changes === 1
+                  statements.settleAbsent.run(
+                    location,
+                    sessionID,
+                    toolCallID,
+                    settlement.tool,
+                    expected.agent,
+                    json,
+                    now,
+                    details?.startedAt ?? now,
+                    details?.messageID ?? null,
+                    details?.input ?? null,
+                    details?.inputBytes ?? null,
+                  ).changes === 1
                 )
+              }
               case "owned":
                 running.remove(keyOf(key))
                 return statements.settleStarted.run(json, now, sessionID, toolCallID, location, Owner.current).changes === 1
@@ -396,6 +455,27 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
         prune: (before, limit) => attempt("prune", () => statements.prune.run(before, limit).changes),
         claimSweep: (now, intervalMs) =>
           attempt("write", () => statements.claimSweep.run(now, now - intervalMs, now).changes === 1),
+        list: (filter) =>
+          attempt("lookup", () =>
+            statements.list
+              .all(filter.location, filter.sessionID ?? null, filter.since ?? 0, filter.limit)
+              .reverse()
+              .map(
+                (row): Store.Listed => ({
+                  location: row.location,
+                  sessionID: row.session_id,
+                  toolCallID: row.call_id,
+                  tool: row.tool,
+                  agent: row.agent ?? undefined,
+                  messageID: row.message_id ?? undefined,
+                  input: row.input ?? undefined,
+                  inputBytes: row.input_bytes ?? undefined,
+                  startedAt: row.started_at ?? undefined,
+                  settledAt: row.settled_at ?? undefined,
+                  record: recordOf(row, { location: row.location, sessionID: row.session_id, toolCallID: row.call_id }),
+                }),
+              ),
+          ),
       })
     }),
   )

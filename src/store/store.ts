@@ -48,15 +48,68 @@ export type Record = { readonly agent: string | undefined } & (
  * record (`absent`) names the agent it is made for.
  */
 export type Expected =
-  | { readonly state: "absent"; readonly agent: string }
+  | { readonly state: "absent"; readonly agent: string; readonly details?: Details }
   | { readonly state: "owned" }
   | { readonly state: "abandoned"; readonly owner: string }
   | { readonly state: "failed" }
 
+/**
+ * What is recorded about a call beside its outcome, for operators (`core log`): the turn (assistant message) that
+ * made it, its input as JSON cut to INPUT_MAX_BYTES (see `recordInput`), and when core received it (epoch ms).
+ */
+export interface Details {
+  readonly messageID: string
+  /** The input's JSON, whole or cut to its first INPUT_MAX_BYTES bytes (at a character boundary). */
+  readonly input: string
+  /** The whole input JSON's size in UTF-8 bytes: more than `input`'s when it was cut. */
+  readonly inputBytes: number
+  readonly startedAt: number
+}
+
+/** How much of a call's input JSON a record keeps: inputs may be large (a file written) or carry secrets. */
+export const INPUT_MAX_BYTES = 8 * 1024
+
+const encoder = new TextEncoder()
+
+/** The input as a record keeps it: its JSON, cut to `max` bytes at a character boundary, and its whole size. */
+export const recordInput = (input: unknown, max = INPUT_MAX_BYTES): { readonly input: string; readonly inputBytes: number } => {
+  const json = JSON.stringify(input) ?? "null"
+  // Fewer characters than a third of the bound are under it whatever they are (a character is at most 3 bytes).
+  if (json.length * 3 <= max) return { input: json, inputBytes: Buffer.byteLength(json) }
+  const bytes = Buffer.byteLength(json)
+  if (bytes <= max) return { input: json, inputBytes: bytes }
+  const { read } = encoder.encodeInto(json, new Uint8Array(max))
+  return { input: json.slice(0, read), inputBytes: bytes }
+}
+
+/** Which recorded calls to list: a Location's own only (never another's), newest `limit` of them, oldest first. */
+export interface Filter {
+  readonly location: string
+  readonly sessionID?: string | undefined
+  /** Only calls received at or after this time (epoch ms). */
+  readonly since?: number | undefined
+  readonly limit: number
+}
+
+/** A recorded call as listed. Records kept before details were recorded have no message, input or start time. */
+export interface Listed {
+  readonly location: string
+  readonly sessionID: string
+  readonly toolCallID: string
+  readonly tool: string
+  readonly agent: string | undefined
+  readonly messageID: string | undefined
+  readonly input: string | undefined
+  readonly inputBytes: number | undefined
+  readonly startedAt: number | undefined
+  readonly settledAt: number | undefined
+  readonly record: Record
+}
+
 export interface Interface {
   readonly lookup: (key: Key) => Effect.Effect<Record | undefined, StoreError>
   /** Records that a call is about to execute. Answers false (and records nothing) if the call is already known. */
-  readonly begin: (key: Key, tool: string, agent: string) => Effect.Effect<boolean, StoreError>
+  readonly begin: (key: Key, tool: string, agent: string, details?: Details) => Effect.Effect<boolean, StoreError>
   /** Records a settlement if the call is as `expected`; answers whether it did. A settlement is final. */
   readonly settle: (key: Key, settlement: Settlement.Info, expected: Expected) => Effect.Effect<boolean, StoreError>
   /** Records that a call this store began failed operationally, with the reason (for operators, not models). */
@@ -68,6 +121,11 @@ export interface Interface {
    * answers whether this caller should sweep. Processes sharing the store sweep at most once per interval.
    */
   readonly claimSweep: (now: number, intervalMs: number) => Effect.Effect<boolean, StoreError>
+  /**
+   * The calls recorded in `filter.location` (records kept before calls had a Location belong to none and are not
+   * listed), optionally of one session and since a time: the newest `limit`, oldest first.
+   */
+  readonly list: (filter: Filter) => Effect.Effect<ReadonlyArray<Listed>, StoreError>
 }
 
 export class Service extends Context.Service<Service, Interface>()("core/Store") {}
@@ -90,10 +148,11 @@ const keyOf = (key: Key) => JSON.stringify([key.location, key.sessionID, key.too
  * as JSON, like the durable store, so a caller mutating what it got back cannot change what is replayed.
  */
 export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
-  type Stored =
+  type Stored = { key: Key; details: Details | undefined; settledAt: number | undefined } & (
     | { state: "started"; tool: string; agent: string; at: number }
     | { state: "failed"; tool: string; agent: string; reason: string; at: number }
-    | { state: "settled"; json: string; agent: string; at: number }
+    | { state: "settled"; json: string; tool: string; agent: string; at: number }
+  )
   const records = new Map<string, Stored>()
   let lastSweep: number | undefined
   const matches = (stored: Stored | undefined, expected: Expected): boolean => {
@@ -108,20 +167,22 @@ export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
         return stored?.state === "failed"
     }
   }
+  const recordOf = (stored: Stored): Record => {
+    const agent = stored.agent
+    if (stored.state === "settled") return { state: "settled", agent, settlement: JSON.parse(stored.json) }
+    if (stored.state === "failed") return { state: "failed", agent, tool: stored.tool, reason: stored.reason }
+    return { state: "started", agent, tool: stored.tool, owner: Owner.current, running: true }
+  }
   return Service.of({
     lookup: (key) =>
       Effect.sync((): Record | undefined => {
         const stored = records.get(keyOf(key))
-        if (stored === undefined) return undefined
-        const agent = stored.agent
-        if (stored.state === "settled") return { state: "settled", agent, settlement: JSON.parse(stored.json) }
-        if (stored.state === "failed") return { state: "failed", agent, tool: stored.tool, reason: stored.reason }
-        return { state: "started", agent, tool: stored.tool, owner: Owner.current, running: true }
+        return stored === undefined ? undefined : recordOf(stored)
       }),
-    begin: (key, tool, agent) =>
+    begin: (key, tool, agent, details) =>
       Effect.sync(() => {
         if (records.has(keyOf(key))) return false
-        records.set(keyOf(key), { state: "started", tool, agent, at: Date.now() })
+        records.set(keyOf(key), { key, details, settledAt: undefined, state: "started", tool, agent, at: Date.now() })
         return true
       }),
     settle: (key, settlement, expected) =>
@@ -129,15 +190,54 @@ export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
         const stored = records.get(keyOf(key))
         if (!matches(stored, expected)) return false
         const agent = expected.state === "absent" ? expected.agent : stored!.agent
-        records.set(keyOf(key), { state: "settled", json: JSON.stringify(settlement), agent, at: Date.now() })
+        const details = expected.state === "absent" ? expected.details : stored!.details
+        const now = Date.now()
+        records.set(keyOf(key), {
+          key,
+          details,
+          settledAt: now,
+          state: "settled",
+          json: JSON.stringify(settlement),
+          tool: settlement.tool,
+          agent,
+          at: now,
+        })
         return true
       }),
     fail: (key, reason) =>
       Effect.sync(() => {
         const stored = records.get(keyOf(key))
         if (stored?.state === "started") {
-          records.set(keyOf(key), { state: "failed", tool: stored.tool, agent: stored.agent, reason, at: Date.now() })
+          const now = Date.now()
+          records.set(keyOf(key), { ...stored, state: "failed", reason, settledAt: now, at: now })
         }
+      }),
+    list: (filter) =>
+      Effect.sync(() => {
+        const startOf = (stored: Stored) => stored.details?.startedAt ?? stored.settledAt ?? stored.at
+        const found = [...records.values()].filter(
+          (stored) =>
+            stored.key.location === filter.location &&
+            (filter.sessionID === undefined || stored.key.sessionID === filter.sessionID) &&
+            (filter.since === undefined || startOf(stored) >= filter.since),
+        )
+        // Stable: calls received in the same millisecond keep the order they were recorded in.
+        found.sort((a, b) => startOf(a) - startOf(b))
+        return found.slice(Math.max(0, found.length - filter.limit)).map(
+          (stored): Listed => ({
+            location: stored.key.location,
+            sessionID: stored.key.sessionID,
+            toolCallID: stored.key.toolCallID,
+            tool: stored.tool,
+            agent: stored.agent,
+            messageID: stored.details?.messageID,
+            input: stored.details?.input,
+            inputBytes: stored.details?.inputBytes,
+            startedAt: stored.details?.startedAt,
+            settledAt: stored.settledAt,
+            record: recordOf(stored),
+          }),
+        )
       }),
     prune: (before, limit) =>
       Effect.sync(() => {

@@ -40,7 +40,7 @@ export interface Interface {
 
 export class Service extends Context.Service<Service, Interface>()("core/Todos") {}
 
-const decodeItems = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Array(Item)))
+export const decodeItems = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Array(Item)))
 
 const keyOf = (key: Key) => JSON.stringify([key.location, key.sessionID])
 

@@ -12,13 +12,17 @@ const ROOT = join(import.meta.dir, "../..")
 const HEAVY = /node_modules\/(@modelcontextprotocol\/sdk|zod|ajv|ajv-formats)\//
 
 /** The modules `core ARGS` evaluated, run from source with the recorder preloaded, in `location`. */
-const loaded = async (args: ReadonlyArray<string>, location: string): Promise<ReadonlyArray<string>> => {
+const loaded = async (
+  args: ReadonlyArray<string>,
+  location: string,
+  env: Record<string, string> = {},
+): Promise<ReadonlyArray<string>> => {
   const record = join(tempDir("core-loaded-"), "loaded.json")
   const child = Bun.spawn(
     [process.execPath, "--preload", join(import.meta.dir, "startup-recorder.ts"), join(ROOT, "src/cli/main.ts"), ...args],
     {
       cwd: location,
-      env: { ...process.env, CORE_TEST_LOADED: record, CORE_HOME: tempDir("core-home-"), CORE_DATA_DIR: tempDir("core-data-") },
+      env: { ...process.env, CORE_TEST_LOADED: record, CORE_HOME: tempDir("core-home-"), CORE_DATA_DIR: tempDir("core-data-"), ...env },
       stdout: "pipe",
       stderr: "pipe",
     },
@@ -54,6 +58,16 @@ describe("start-up", () => {
     const modules = await loaded(["exec", "read", "--input", '{"filePath":"a.txt"}', "--location", location], location)
     expect(modules.some((path) => path.includes("/src/builtin/webfetch.ts"))).toBe(true)
     expect(modules.filter((path) => /node_modules\/(turndown|@mixmark-io\/domino)\/|\/src\/builtin\/html-convert\.ts/.test(path))).toEqual([])
+  })
+
+  test("without an OTLP endpoint, core exec loads no tracing exporter; with one, it does", async () => {
+    const TRACING = /effect\/dist\/observability\/|\/src\/host\/otlp\.ts$/
+    const args = ["exec", "read", "--input", '{"filePath":"a.txt"}', "--location", location]
+    const off = await loaded(args, location)
+    expect(off.filter((path) => TRACING.test(path))).toEqual([])
+    // An endpoint where nothing listens: the call is unaffected, and the exporter is loaded.
+    const on = await loaded(args, location, { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", OTEL_EXPORTER_OTLP_TIMEOUT: "100" })
+    expect(on.some((path) => TRACING.test(path))).toBe(true)
   })
 
   test("the recorder sees the SDK when a command does use it (so the checks above can fail)", async () => {

@@ -30,6 +30,7 @@ export const wireAgrees = () => {
   fits<Client.CallEvent>(sample<typeof Api.CallEvent.Type>())
   fits<Client.HostCall>(sample<typeof Api.HostCall.Type>())
   fits<Client.HostToolDefinition>(sample<typeof Api.HostToolDefinition.Type>())
+  fits<ReadonlyArray<Client.RecordedCall>>(sample<ReadonlyArray<typeof Api.RecordedCall.Type>>())
   // And what the client sends fits the server's (a call's input is any JSON the model produced).
   fits<Omit<typeof Api.CallRequest.Encoded, "input">>(sample<Omit<Client.CallRequest, "input">>())
   fits<typeof Api.ReplyRequest.Encoded>(sample<Exclude<Client.Reply, string>>())

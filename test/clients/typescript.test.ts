@@ -48,6 +48,10 @@ describe("@core/client", () => {
     expect(await core.settle(turn.turnID, call)).toEqual(first)
     expect(await core.settlement("ses_ts", "call_1")).toEqual(first)
     expect(await core.settlement("ses_ts", "call_none")).toBeUndefined()
+    const [recorded, ...more] = await core.calls({ sessionID: "ses_ts", since: "1h", limit: 10 })
+    expect(more).toEqual([])
+    expect(recorded).toMatchObject({ toolCallID: "call_1", tool: "echo", status: "success", messageID: "msg_1", input: { text: "hi" } })
+    expect(await core.calls({ sessionID: "ses_none" })).toEqual([])
     expect(runs(box, "echo")).toBe(1)
 
     // A session's todo list, as its todowrite wrote it.

@@ -174,8 +174,81 @@ for (const [name, make] of implementations) {
         expect(yield* store.lookup({ location: "/p", sessionID: "b", toolCallID: "c" })).toBeUndefined()
         expect(yield* store.begin({ location: "/p", sessionID: "b", toolCallID: "c" }, "echo", "build")).toBe(true)
       })))
+
+    test("list gives each call's details and outcome, oldest first, in its own Location only", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        const at = (location: string, sessionID: string, toolCallID: string) => ({ location, sessionID, toolCallID })
+        const details = (startedAt: number, input: unknown): Store.Details => ({
+          messageID: `msg_${startedAt}`,
+          startedAt,
+          ...Store.recordInput(input),
+        })
+        yield* store.begin(at("/p", "s1", "ran"), "echo", "build", details(1_000, { text: "hi" }))
+        yield* store.settle(at("/p", "s1", "ran"), settlement("ran"), { state: "owned" })
+        const unknown = Settlement.error("nope", "unknown", "unknown", "Unknown tool")
+        yield* store.settle(at("/p", "s2", "unknown"), unknown, { state: "absent", agent: "plan", details: details(2_000, {}) })
+        yield* store.begin(at("/p", "s1", "running"), "echo", "build", details(3_000, { text: "slow" }))
+        yield* store.begin(at("/p", "s1", "broke"), "echo", "build", details(4_000, { text: "x" }))
+        yield* store.fail(at("/p", "s1", "broke"), "disk full")
+        // Another Location's call with the same ids is never listed here.
+        yield* store.begin(at("/q", "s1", "ran"), "secret", "build", details(1_500, { token: "theirs" }))
+
+        const listed = yield* store.list({ location: "/p", limit: 100 })
+        expect(listed.map((call) => call.toolCallID)).toEqual(["ran", "unknown", "running", "broke"])
+        expect(listed[0]).toMatchObject({
+          location: "/p",
+          sessionID: "s1",
+          toolCallID: "ran",
+          tool: "echo",
+          agent: "build",
+          messageID: "msg_1000",
+          input: '{"text":"hi"}',
+          inputBytes: 13,
+          startedAt: 1_000,
+          record: { state: "settled", settlement: settlement("ran") },
+        })
+        expect(listed[0]!.settledAt).toBeGreaterThanOrEqual(1_000)
+        expect(listed[1]).toMatchObject({ tool: "nope", agent: "plan", startedAt: 2_000, record: { state: "settled", settlement: unknown } })
+        expect(listed[2]).toMatchObject({ record: { state: "started", running: true }, settledAt: undefined })
+        expect(listed[3]).toMatchObject({ record: { state: "failed", reason: "disk full" } })
+        expect(JSON.stringify(listed)).not.toContain("theirs")
+
+        const ids = (filter: Omit<Store.Filter, "location">) =>
+          Effect.map(store.list({ location: "/p", ...filter }), (calls) => calls.map((call) => call.toolCallID))
+        expect(yield* ids({ sessionID: "s2", limit: 100 })).toEqual(["unknown"])
+        expect(yield* ids({ since: 3_000, limit: 100 })).toEqual(["running", "broke"])
+        // The newest `limit`, still oldest first.
+        expect(yield* ids({ limit: 2 })).toEqual(["running", "broke"])
+        expect(yield* ids({ sessionID: "none", limit: 100 })).toEqual([])
+        expect((yield* store.list({ location: "/q", limit: 100 })).map((call) => call.tool)).toEqual(["secret"])
+      })))
+
+    test("a call recorded without details lists with what is known", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        yield* store.settle({ location: "/p", sessionID: "s", toolCallID: "c" }, settlement("c"), { state: "absent", agent: "build" })
+        const [listed] = yield* store.list({ location: "/p", limit: 10 })
+        expect(listed).toMatchObject({ toolCallID: "c", tool: "echo", agent: "build", messageID: undefined, input: undefined })
+      })))
   })
 }
+
+describe("Store.recordInput", () => {
+  test("keeps a small input whole, with its size", () => {
+    expect(Store.recordInput({ a: "é" })).toEqual({ input: '{"a":"é"}', inputBytes: 10 })
+  })
+
+  test("cuts a large input to the bound at a character boundary and keeps its whole size", () => {
+    const input = { content: "é".repeat(10_000) }
+    const kept = Store.recordInput(input, 1_001)
+    expect(Buffer.byteLength(kept.input)).toBeLessThanOrEqual(1_001)
+    expect(kept.input.endsWith("é")).toBe(true)
+    expect(kept.input.startsWith('{"content":"éé')).toBe(true)
+    expect(kept.inputBytes).toBe(Buffer.byteLength(JSON.stringify(input)))
+    expect(Store.recordInput(input).input.length).toBeLessThan(Store.INPUT_MAX_BYTES)
+  })
+})
 
 /** The schema core wrote before settlements became a rowid table (versions 1 and 2). */
 const VERSION_2 = [
@@ -434,5 +507,70 @@ describe("SqliteStore", () => {
     const error = await Effect.runPromise(Effect.flip(Layer.build(SqliteStore.layer(path)).pipe(Effect.scoped)))
     expect(error.reason).toBe("open")
     expect(error.message).toContain(path)
+  })
+})
+
+describe("SqliteStore migration to records with details", () => {
+  test("records kept at version 5 (no message, input or start of a call settled at once) still load and list", async () => {
+    const path = join(tempDir(), "core.db")
+    // A store as a core at version 5 left it: the first five steps, whatever steps come after them now.
+    const old = new Database(path, { create: true })
+    for (const step of SqliteStore.MIGRATIONS.slice(0, 5)) old.exec(step)
+    const insert = old.query(
+      "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, owner, settlement, started_at, settled_at) " +
+        "VALUES ('/p', 's', ?, 'echo', 'build', ?, ?, ?, ?, ?)",
+    )
+    insert.run("settled", "settled", null, JSON.stringify(settlement("settled")), null, 20_000)
+    insert.run("begun", "started", "gone-host:1:1", null, 10_000, null)
+    old.exec("PRAGMA user_version = 5")
+    old.close()
+
+    const listed = await use(SqliteStore.layer(path), Effect.gen(function* () {
+      const store = yield* Store.Service
+      expect(yield* store.lookup({ location: "/p", sessionID: "s", toolCallID: "settled" })).toEqual({
+        state: "settled",
+        agent: "build",
+        settlement: settlement("settled"),
+      })
+      return yield* store.list({ location: "/p", limit: 10 })
+    }))
+    expect(listed).toEqual([
+      {
+        location: "/p",
+        sessionID: "s",
+        toolCallID: "begun",
+        tool: "echo",
+        agent: "build",
+        messageID: undefined,
+        input: undefined,
+        inputBytes: undefined,
+        startedAt: 10_000,
+        settledAt: undefined,
+        record: { state: "started", agent: "build", tool: "echo", owner: "gone-host:1:1", running: false },
+      },
+      {
+        location: "/p",
+        sessionID: "s",
+        toolCallID: "settled",
+        tool: "echo",
+        agent: "build",
+        messageID: undefined,
+        input: undefined,
+        inputBytes: undefined,
+        startedAt: undefined,
+        settledAt: 20_000,
+        record: { state: "settled", agent: "build", settlement: settlement("settled") },
+      },
+    ])
+    const db = new Database(path, { readonly: true })
+    expect((db.query("PRAGMA user_version").get() as { user_version: number }).user_version).toBe(SqliteStore.SCHEMA_VERSION)
+    const plan = db
+      .query(
+        "EXPLAIN QUERY PLAN SELECT id FROM settlements WHERE location = '/p' AND COALESCE(started_at, settled_at) >= 5 " +
+          "ORDER BY COALESCE(started_at, settled_at) DESC LIMIT 10",
+      )
+      .all() as Array<{ detail: string }>
+    expect(plan.map((step) => step.detail).join("\n")).toMatch(/INDEX settlements_by_location/)
+    db.close()
   })
 })

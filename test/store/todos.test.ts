@@ -1,18 +1,25 @@
-// The todo lists' store: one contract for the in-memory and the SQLite layers (per Location and session, replaced
+// The todo lists' store: one contract for the in-memory, SQLite and Postgres layers (per Location and session, replaced
 // whole), lists that outlive the process, and the table added to a database of the previous schema version.
 
 import { Database } from "bun:sqlite"
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
+import { PostgresStore } from "../../src/store/postgres"
 import { SqliteStore } from "../../src/store/sqlite"
 import { Store } from "../../src/store/store"
 import { Todos } from "../../src/store/todos"
+import { freshDatabase } from "../support/postgres"
 import { tempDir } from "../support/temp"
 
 const implementations: ReadonlyArray<[string, () => Layer.Layer<Todos.Service, Store.StoreError>]> = [
   ["memory", () => Todos.layerMemory],
   ["sqlite", () => Todos.layer(join(tempDir(), "core.db"))],
+  ["postgres", () => Layer.unwrap(Effect.promise(freshDatabase).pipe(Effect.map((urls) => PostgresStore.todosLayer(urls.postgres))))],
+  [
+    "postgres through pgbouncer",
+    () => Layer.unwrap(Effect.promise(freshDatabase).pipe(Effect.map((urls) => PostgresStore.todosLayer(urls.pgbouncer)))),
+  ],
 ]
 
 const use = <A, E>(layer: Layer.Layer<Todos.Service, Store.StoreError>, program: Effect.Effect<A, E, Todos.Service>) =>
@@ -81,16 +88,18 @@ describe("Todos (sqlite)", () => {
 
   test("a database of the previous version gains the todos table, keeping its records", async () => {
     const path = join(tempDir(), "core.db")
-    const settlements = SqliteStore.layer(path)
-    await Effect.runPromise(
-      Effect.flatMap(Store.Service, (store) => store.begin({ location: "/p", sessionID: "s", toolCallID: "c" }, "echo", "build")).pipe(
-        Effect.provide(settlements),
-      ),
-    )
-    // Back to the schema as it was before the todos step, with a record in it.
-    const old = new Database(path)
-    old.exec("DROP TABLE todos")
-    old.exec(`PRAGMA user_version = ${SqliteStore.SCHEMA_VERSION - 1}`)
+    // A store as a core before the todos step left it (whatever steps come after it now), with a record in it.
+    const step = SqliteStore.MIGRATIONS.findIndex((migration) => migration.includes("CREATE TABLE todos"))
+    expect(step).toBeGreaterThan(0)
+    const old = new Database(path, { create: true })
+    for (const migration of SqliteStore.MIGRATIONS.slice(0, step)) old.exec(migration)
+    old
+      .query(
+        "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, owner, started_at) " +
+          "VALUES ('/p', 's', 'c', 'echo', 'build', 'started', 'gone-host:1:1', 1)",
+      )
+      .run()
+    old.exec(`PRAGMA user_version = ${step}`)
     old.close()
     const found = await Effect.runPromise(
       Effect.gen(function* () {

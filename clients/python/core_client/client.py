@@ -21,7 +21,7 @@ from http.client import HTTPException, HTTPResponse
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import sse
-from .types import Check, Event, HostCall, HostCallResult, HostToolDefinition, PermissionRequest, Progress, Reply, Settlement, Turn
+from .types import Check, Event, HostCall, HostCallResult, HostToolDefinition, PermissionRequest, Progress, RecordedCall, Reply, Settlement, Turn
 
 DEFAULT_RETRIES = 3
 RETRY_DELAY_S = 0.025
@@ -340,6 +340,13 @@ class Core:
     def todos(self, session_id: str) -> Dict[str, Any]:
         """A session's todo list in this Location: {"sessionID", "todos": [{content, status, priority}]}."""
         return self._json("GET", f"/v1/sessions/{urllib.parse.quote(session_id, safe='')}/todos")
+
+    def calls(self, session_id: Optional[str] = None, since: Optional[str] = None, limit: Optional[int] = None) -> List[RecordedCall]:
+        """The calls recorded in the Location, oldest first: of one session, received since a time (an ISO time or
+        a duration back from now: 10m, 2h, 7d), at most the newest `limit` (default 100)."""
+        query = {key: value for key, value in (("sessionID", session_id), ("since", since), ("limit", limit)) if value is not None}
+        suffix = f"?{urllib.parse.urlencode(query)}" if query else ""
+        return self._json("GET", f"/v1/settlements{suffix}")
 
     def cancel(self, session_id: str, tool_call_id: str) -> bool:
         """Interrupts a running call (it settles `cancelled`); False when no such call is running."""

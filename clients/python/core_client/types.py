@@ -53,6 +53,29 @@ class Settlement(TypedDict):
     result: NotRequired[Any]
 
 
+class RecordedCall(TypedDict):
+    """A recorded call as `GET /v1/settlements` (and `core log --json`) lists it. `status`: a settlement's, or
+    running, interrupted (begun by a core that stopped), failed (core failed operationally). `input`: when over
+    8 KiB of JSON, the first 8 KiB of that JSON as a string (`inputTruncated`). Times are ISO 8601."""
+
+    sessionID: str
+    toolCallID: str
+    tool: str
+    status: str
+    error: NotRequired[SettlementError]
+    reason: NotRequired[str]
+    agent: Optional[str]
+    location: str
+    messageID: Optional[str]
+    input: Any
+    inputTruncated: bool
+    inputBytes: Optional[int]
+    startedAt: Optional[str]
+    settledAt: Optional[str]
+    durationMs: Optional[int]
+    outputs: List[OutputRef]
+
+
 class Annotations(TypedDict, total=False):
     """What a tool declares of itself, for a host deciding which calls may run without asking."""
 

@@ -8,6 +8,7 @@ import { CoreError } from "./error.js"
 import { Session, type SessionOptions } from "./session.js"
 import * as Sse from "./sse.js"
 import type {
+  RecordedCall,
   CallEvent,
   Check,
   PermissionRequest,
@@ -422,6 +423,21 @@ export class Core {
   /** A session's todo list in this Location, as its last todowrite wrote it (empty when none). */
   async todos(sessionID: string): Promise<Todos> {
     return this.json("GET", `/v1/sessions/${encodeURIComponent(sessionID)}/todos`)
+  }
+
+  /**
+   * The calls recorded in the Location, oldest first: of one session, received since a time (an ISO time or a
+   * duration back from now: `10m`, `2h`, `7d`), at most the newest `limit` (default 100).
+   */
+  async calls(
+    options: { readonly sessionID?: string; readonly since?: string; readonly limit?: number } = {},
+  ): Promise<ReadonlyArray<RecordedCall>> {
+    const query = new URLSearchParams()
+    if (options.sessionID !== undefined) query.set("sessionID", options.sessionID)
+    if (options.since !== undefined) query.set("since", options.since)
+    if (options.limit !== undefined) query.set("limit", String(options.limit))
+    const search = query.toString()
+    return this.json("GET", `/v1/settlements${search === "" ? "" : `?${search}`}`)
   }
 
   /** Interrupts a running call (it settles `cancelled`); false when no such call is running. */

@@ -18,6 +18,7 @@ export type {
   Part,
   PermissionRequest,
   Progress,
+  RecordedCall,
   Reply,
   ServerEvent,
   Settlement,

@@ -21,6 +21,31 @@ export interface Settlement {
   readonly result?: unknown
 }
 
+/** A recorded call as `GET /v1/settlements` (and `core log --json`) lists it. */
+export interface RecordedCall {
+  readonly sessionID: string
+  readonly toolCallID: string
+  readonly tool: string
+  /** A settlement's status; or running, interrupted (begun by a core that stopped), failed (core failed operationally). */
+  readonly status: "success" | "error" | "declined" | "cancelled" | "running" | "interrupted" | "failed"
+  readonly error?: { readonly kind: ErrorKind; readonly message: string }
+  /** With failed: what failed. */
+  readonly reason?: string
+  readonly agent: string | null
+  readonly location: string
+  /** The assistant message (the model's turn) that made the call. */
+  readonly messageID: string | null
+  /** The input; when over 8 KiB of JSON, the first 8 KiB of that JSON as a string (inputTruncated). */
+  readonly input: unknown
+  readonly inputTruncated: boolean
+  readonly inputBytes: number | null
+  /** ISO 8601. */
+  readonly startedAt: string | null
+  readonly settledAt: string | null
+  readonly durationMs: number | null
+  readonly outputs: ReadonlyArray<{ readonly id: string; readonly bytes: number }>
+}
+
 /** A tool as a turn advertises it, in core's own shape. */
 export interface Definition {
   readonly name: string

@@ -1,0 +1,104 @@
+export * as Telemetry from "./telemetry"
+
+// Whether this run exports traces, read from the standard OpenTelemetry variables: only when an OTLP endpoint is
+// set (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_EXPORTER_OTLP_ENDPOINT with /v1/traces) and tracing is not
+// turned off (OTEL_SDK_DISABLED=true, OTEL_TRACES_EXPORTER without otlp). Reading them loads nothing; the
+// exporter (../host/otlp) is imported only when it is needed.
+
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { Otlp } from "../host/otlp"
+
+type Env = Readonly<Record<string, string | undefined>>
+
+const first = (env: Env, ...names: ReadonlyArray<string>): string | undefined => {
+  for (const name of names) {
+    const value = env[name]?.trim()
+    if (value !== undefined && value !== "") return value
+  }
+  return undefined
+}
+
+/** `k=v,k2=v2` with URL-encoded parts, as OTel writes headers and resource attributes; malformed pairs are skipped. */
+export const pairs = (text: string | undefined): Record<string, string> => {
+  const found: Record<string, string> = {}
+  for (const pair of (text ?? "").split(",")) {
+    const equals = pair.indexOf("=")
+    if (equals <= 0) continue
+    try {
+      found[decodeURIComponent(pair.slice(0, equals).trim())] = decodeURIComponent(pair.slice(equals + 1).trim())
+    } catch {
+      // A pair that does not decode is left out, like the OTel SDKs do.
+    }
+  }
+  return found
+}
+
+const millis = (text: string | undefined, fallback: number): number => {
+  const value = Number(text)
+  return text !== undefined && Number.isFinite(value) && value >= 0 ? value : fallback
+}
+
+/** What to export to, or why not (`problem`, for stderr); undefined when tracing is not asked for. */
+export const settings = (
+  env: Env,
+  defaults: { readonly exportIntervalMs: number; readonly flushMs: number },
+): { readonly settings: Otlp.Settings } | { readonly problem: string } | undefined => {
+  const traces = first(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+  const base = first(env, "OTEL_EXPORTER_OTLP_ENDPOINT")
+  if (traces === undefined && base === undefined) return undefined
+  if (first(env, "OTEL_SDK_DISABLED")?.toLowerCase() === "true") return undefined
+  const exporters = first(env, "OTEL_TRACES_EXPORTER")
+  if (exporters !== undefined && !exporters.split(",").some((name) => name.trim().toLowerCase() === "otlp")) return undefined
+  let url: string
+  try {
+    url = traces !== undefined ? new URL(traces).toString() : new URL(`${base!.replace(/\/+$/, "")}/v1/traces`).toString()
+  } catch {
+    return { problem: `core: warning: not exporting traces: ${traces ?? base} is not a URL` }
+  }
+  const protocol = first(env, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL") ?? "http/protobuf"
+  if (protocol !== "http/protobuf" && protocol !== "http/json") {
+    return { problem: `core: warning: not exporting traces: core sends OTLP over HTTP (http/protobuf or http/json), not ${protocol}` }
+  }
+  const compression = first(env, "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION")
+  const resource = pairs(first(env, "OTEL_RESOURCE_ATTRIBUTES"))
+  return {
+    settings: {
+      url,
+      headers: pairs(first(env, "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")),
+      protocol,
+      compression: compression === "gzip" ? "gzip" : "none",
+      serviceName: first(env, "OTEL_SERVICE_NAME") ?? resource["service.name"] ?? "core",
+      exportIntervalMs: millis(first(env, "OTEL_BSP_SCHEDULE_DELAY"), defaults.exportIntervalMs),
+      flushMs: millis(first(env, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"), defaults.flushMs),
+    },
+  }
+}
+
+/** Whether the environment names an OTLP endpoint at all (the cheap check made before anything is loaded). */
+export const asked = (env: Env): boolean =>
+  first(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT") !== undefined
+
+/**
+ * `effect` with spans exported as the environment says, flushed (within the bound) before it completes, under one
+ * `root` span when named (a command's spans then form one trace); as it is when the environment asks for no export.
+ */
+export const traced = <A, E>(
+  effect: Effect.Effect<A, E>,
+  env: Env,
+  warn: (line: string) => void,
+  root?: string,
+): Effect.Effect<A, E> =>
+  Effect.flatMap(
+    Effect.promise(() => import("../host/otlp")),
+    ({ Otlp }) => {
+      const found = settings(env, { exportIntervalMs: Otlp.EXPORT_INTERVAL_MS, flushMs: Otlp.EXIT_FLUSH_MS })
+      if (found === undefined) return effect
+      if ("problem" in found) {
+        warn(found.problem)
+        return effect
+      }
+      const spanned = root === undefined ? effect : Effect.withSpan(effect, root)
+      return Effect.provide(spanned, Layer.fresh(Otlp.layer(found.settings)))
+    },
+  )

@@ -1,0 +1,143 @@
+// What `core serve` tells its operator and its hosts about the calls it settled, on the default SQLite store:
+// one stderr line per settled call, ask and reply (inputs and ask resources at debug only), and
+// `GET /v1/settlements` listing the request's Location's recorded calls and never another's.
+
+import { describe, expect, test } from "bun:test"
+import { mkdirSync } from "node:fs"
+import { join } from "node:path"
+import { run } from "../support/binary"
+import { location, sandbox, serve, type Served } from "./support"
+
+const waitFor = async (check: () => boolean, what: string) => {
+  const deadline = Date.now() + 15_000
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await Bun.sleep(20)
+  }
+}
+
+/** A bash call the Location's rules ask about, answered `once` by the host. */
+const askedCall = async (server: Served, turnID: string, toolCallID: string, command: string) => {
+  const settling = server.settle(turnID, { name: "bash", input: { command, description: "say it" }, sessionID: "ses_ask", toolCallID })
+  let pending: Array<{ id: string }> = []
+  const poll = setInterval(async () => {
+    pending = (await server.json("GET", "/v1/permissions")).body
+  }, 20)
+  try {
+    await waitFor(() => pending.length > 0, "the ask")
+  } finally {
+    clearInterval(poll)
+  }
+  expect((await server.json("POST", `/v1/permissions/${pending[0]!.id}/reply`, { body: { reply: "once" } })).status).toBe(200)
+  return await settling
+}
+
+describe("core serve's per-call log", () => {
+  test("info: one line per settled call, ask and reply, without inputs or resources; the ready line is untouched", async () => {
+    const box = sandbox({ "core.json": JSON.stringify({ permission: { bash: "ask" } }), "a.txt": "hi\n" })
+    const server = await serve(box)
+    const { turnID } = await server.turn()
+    const ok = await server.settle(turnID, { name: "read", input: { filePath: "a.txt" }, sessionID: "ses_1", toolCallID: "call_ok" })
+    expect(ok.body.status).toBe("success")
+    const unknown = await server.settle(turnID, { name: "nope", input: { secret: "TOPSECRET" }, sessionID: "ses_1", toolCallID: "call\nforged" })
+    expect(unknown.body.error.kind).toBe("unknown")
+    const asked = await askedCall(server, turnID, "call_ask", "echo HIDDEN_RESOURCE")
+    expect(asked.body.status).toBe("success")
+    // A replay is told too, as such.
+    await server.settle(turnID, { name: "read", input: { filePath: "a.txt" }, sessionID: "ses_1", toolCallID: "call_ok" })
+    await waitFor(() => (server.stderr().match(/^core: call /gm) ?? []).length >= 4, "four call lines")
+
+    const lines = server.stderr().split("\n").filter((line) => /^core: (call|ask|reply) /.test(line))
+    const directory = location(box)
+    expect(lines[0]).toMatch(
+      new RegExp(`^core: call tool=read call=call_ok session=ses_1 agent=build status=success duration_ms=\\d+ location=${directory}$`),
+    )
+    // Ids from a client are quoted, so a newline in one cannot forge a line.
+    expect(lines[1]).toMatch(/^core: call tool=nope call="call\\nforged" session=ses_1 agent=build status=error error=unknown duration_ms=\d+ location=/)
+    expect(lines).toContainEqual(expect.stringMatching(/^core: ask id=\S+ call=call_ask session=ses_ask action=bash location=\S+$/))
+    expect(lines).toContainEqual(expect.stringMatching(/^core: reply id=\S+ session=ses_ask reply=once location=\S+$/))
+    expect(lines).toContainEqual(expect.stringMatching(/^core: call tool=bash call=call_ask session=ses_ask agent=build status=success /))
+    expect(lines).toContainEqual(expect.stringMatching(/^core: call tool=read call=call_ok .* replayed=true /))
+    expect(server.stderr()).not.toContain("TOPSECRET")
+    expect(server.stderr()).not.toContain("HIDDEN_RESOURCE")
+
+    server.child.kill("SIGTERM")
+    const { code, stdout } = await server.exited()
+    expect(code).toBe(0)
+    expect(stdout.split("\n").filter((line) => line !== "")).toEqual([JSON.stringify({ url: server.url, token: server.token })])
+  })
+
+  test("debug adds each call's input and each ask's resources; warn leaves the calls out", async () => {
+    const box = sandbox({ "core.json": JSON.stringify({ permission: { bash: "ask" } }) })
+    const debug = await serve(box, ["--log-level", "debug"])
+    const { turnID } = await debug.turn()
+    await debug.settle(turnID, { name: "nope", input: { visible: "AT_DEBUG" }, toolCallID: "call_1" })
+    await askedCall(debug, turnID, "call_2", "echo SHOWN_RESOURCE")
+    await waitFor(() => debug.stderr().includes("core: call tool=bash"), "the bash call line")
+    expect(debug.stderr()).toMatch(/^core: call tool=nope .* input="\{\\"visible\\":\\"AT_DEBUG\\"\}"$/m)
+    expect(debug.stderr()).toMatch(/^core: ask .* resources=.*SHOWN_RESOURCE/m)
+    debug.child.kill("SIGTERM")
+    await debug.exited()
+
+    const quiet = await serve(box, ["--log-level", "warn"])
+    const turn = await quiet.turn()
+    await quiet.settle(turn.turnID, { name: "nope", input: {}, toolCallID: "call_3" })
+    quiet.child.kill("SIGTERM")
+    const { stderr } = await quiet.exited()
+    expect(stderr).not.toContain("core: call ")
+  })
+
+  test("an unknown --log-level is a usage error", async () => {
+    const box = sandbox()
+    const result = await run(["serve", "--location", box.location, "--log-level", "loud"], { env: box.env })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain("--log-level must be one of error, warn, info, debug")
+  })
+})
+
+describe("GET /v1/settlements", () => {
+  test("lists the request's Location's recorded calls with their details, by session and time, never another's", async () => {
+    const box = sandbox({ "a.txt": "hi\n" })
+    const other = join(box.location, "other")
+    mkdirSync(other)
+    const server = await serve(box, ["--allow-root", box.location])
+    const { turnID } = await server.turn()
+    await server.settle(turnID, { name: "read", input: { filePath: "a.txt" }, sessionID: "ses_1", toolCallID: "call_1", assistantMessageID: "msg_1" })
+    await server.settle(turnID, { name: "nope", input: { n: 1 }, sessionID: "ses_2", toolCallID: "call_2" })
+    const elsewhere = { "x-core-location": other }
+    const otherTurn = await server.turn(undefined, elsewhere)
+    await server.settle(otherTurn.turnID, { name: "list", input: {}, sessionID: "ses_1", toolCallID: "call_other" }, elsewhere)
+
+    const all = await server.json("GET", "/v1/settlements")
+    expect(all.status).toBe(200)
+    expect(all.body.map((entry: any) => entry.toolCallID)).toEqual(["call_1", "call_2"])
+    expect(all.body[0]).toMatchObject({
+      sessionID: "ses_1",
+      tool: "read",
+      status: "success",
+      agent: "build",
+      location: location(box),
+      messageID: "msg_1",
+      input: { filePath: "a.txt" },
+      inputTruncated: false,
+      startedAt: expect.any(String),
+      settledAt: expect.any(String),
+      durationMs: expect.any(Number),
+    })
+    const session = await server.json("GET", "/v1/settlements?sessionID=ses_1")
+    expect(session.body.map((entry: any) => entry.toolCallID)).toEqual(["call_1"])
+    expect((await server.json("GET", "/v1/settlements?since=1h&limit=1")).body.map((entry: any) => entry.toolCallID)).toEqual(["call_2"])
+    const theirs = await server.json("GET", "/v1/settlements?sessionID=ses_1", { headers: elsewhere })
+    expect(theirs.body.map((entry: any) => entry.toolCallID)).toEqual(["call_other"])
+
+    for (const query of ["since=yesterday", "limit=0", "limit=abc"]) {
+      const refused = await server.json("GET", `/v1/settlements?${query}`)
+      expect(refused.status).toBe(400)
+      expect(refused.body.error.kind).toBe("bad_request")
+    }
+    const unauthorized = await fetch(`${server.url}/v1/settlements`)
+    expect(unauthorized.status).toBe(401)
+    server.child.kill("SIGTERM")
+    await server.exited()
+  })
+})
