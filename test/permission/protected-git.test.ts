@@ -86,6 +86,8 @@ describe("core exec: the user's own git is not a way out", () => {
     await exec(box, "bash", { command: `${plant}; python3 -c ${quoted(`open(".git/config", "a").write(${JSON.stringify(append)})`)}` }, ["--yes"])
     // The command as a person would approve it: the config is read-only to it whatever approved it.
     await exec(box, "bash", { command: `git config core.hooksPath ${hooks}` }, ["--yes"])
+    // Nor can a command change the remote, which names the project a fleet's team approvals belong to.
+    await exec(box, "bash", { command: "git remote add origin https://example.com/another/project.git" }, ["--yes"])
     await exec(box, "bash", { command: script(`require("fs").appendFileSync(".git/config", ${JSON.stringify(append)})`) })
     await exec(box, "bash", { command: script(`const fs = require("fs"); fs.renameSync(".git/config", ".git/config.old"); fs.writeFileSync(".git/config", ${JSON.stringify(config + append)})`) })
     await exec(box, "bash", {
