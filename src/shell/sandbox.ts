@@ -11,6 +11,7 @@ export * as Sandbox from "./sandbox"
 import { lstatSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
 import { join, resolve, sep } from "node:path"
+import { Covered } from "./covered"
 import { Home } from "./home"
 import { Landlock } from "./landlock"
 
@@ -30,6 +31,11 @@ export interface Policy {
    * (a command may reach them through the Location, an approved directory or the temp directory).
    */
   readonly others?: ReadonlyArray<string>
+  /**
+   * The calling agent's `read` rules as a test of a real path (true: denied), when any rule denies a read: what
+   * they deny inside the Location and the approved directories is covered in the command's mount namespace.
+   */
+  readonly readDenied?: (real: string) => boolean
 }
 
 /**
@@ -72,6 +78,8 @@ interface Fixed {
   readonly devices: ReadonlyArray<string>
   /** The Location's cache directory, undefined when core's data directory cannot hold it or another user made it first. */
   readonly cache: string | undefined
+  /** core.json's denyRead that exist, when they are covered by mounts rather than carved out of the grants. */
+  readonly covered: { readonly files: ReadonlyArray<string>; readonly directories: ReadonlyArray<string> }
 }
 
 /** The Location's cache directory under `data`, made if missing; undefined when it is not this user's alone. */
@@ -92,10 +100,15 @@ const cached = new Map<string, Fixed>()
  * The grants that depend on the disk rather than on the call (system, home and PATH directories, devices,
  * core.json's grants, real paths looked up one by one): a few milliseconds to work out, so reused for a moment.
  */
-const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>, settings: Settings): Fixed => {
+const fixed = (
+  policy: Policy,
+  env: Readonly<Record<string, string | undefined>>,
+  settings: Settings,
+  covering: boolean,
+): Fixed => {
   const homes = hidden(process.env)
   const home = Landlock.real(env.HOME || homedir())
-  const key = JSON.stringify([env.PATH ?? "", env.HOME ?? "", homes, tmpdir(), settings, policy.location, policy.approved, policy.others ?? []])
+  const key = JSON.stringify([env.PATH ?? "", env.HOME ?? "", homes, tmpdir(), settings, policy.location, policy.approved, policy.others ?? [], covering])
   const now = performance.now()
   const found = cached.get(key)
   if (found !== undefined && now - found.at < FIXED_MS) return found
@@ -103,8 +116,19 @@ const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>
     (paths ?? []).map((path) => Landlock.real(Home.expand(path, home, policy.location)))
   const core = homes.map(Landlock.real)
   const denied = Home.denied(home).map(Landlock.real)
-  const refused = [...core, ...expand(settings.denyRead)]
+  const denyRead = expand(settings.denyRead)
+  // Covered (see `prepare`), core.json's denies are not carved out of the grants, so their folders still take new
+  // files; where the supervisor cannot mount, carving is the only way.
+  const refused = covering ? core : [...core, ...denyRead]
   const secret = [...refused, ...denied]
+  const covered = { files: [] as Array<string>, directories: [] as Array<string> }
+  if (covering) {
+    for (const path of denyRead) {
+      const stat = lstatSync(path, { throwIfNoEntry: false })
+      if (stat?.isDirectory()) covered.directories.push(path)
+      else if (stat?.isFile()) covered.files.push(path)
+    }
+  }
   const system = Landlock.real(tmpdir())
   const allowRead = expand(settings.allowRead)
   const allowWrite = expand(settings.allowWrite)
@@ -130,6 +154,7 @@ const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>
     devices: Landlock.granted(["/dev"], secret),
     cache: cacheDirectory(core[1]!, policy.location),
     readOnly,
+    covered,
   }
   if (cached.size >= FIXED_ENTRIES) cached.delete(cached.keys().next().value!)
   cached.set(key, entry)
@@ -146,6 +171,12 @@ export interface Prepared {
    * against `cwd`, where the command ran.
    */
   readonly refused: (output: string, cwd: string) => ReadonlyArray<string>
+  /**
+   * What the command must read nothing of although a grant holds it (core.json's denyRead, what the agent's `read`
+   * rules deny in the Location and approved directories), covered in its mount namespace; absent when nothing is,
+   * or when covering was not asked (then core.json's denies are carved out of the grants instead).
+   */
+  readonly cover?: { readonly files: ReadonlyArray<string>; readonly directories: ReadonlyArray<string> }
   /** Removes the per-call temp and cache directories, if any were made. */
   readonly cleanup: () => void
 }
@@ -159,13 +190,17 @@ const RELATIVE = /(?<![^\s:])([^\s:'"/~][^\s:'"]*): Permission denied/g
 /** How many refused paths a result names. */
 const REFUSED_MAX = 3
 
-/** The grants of one call, making its temp directory when the system one cannot be granted whole. */
+/**
+ * The grants of one call, making its temp directory when the system one cannot be granted whole. With `covering`
+ * (the supervisor can mount in the command's namespace), denied paths are covered rather than carved out (`cover`).
+ */
 export const prepare = (
   policy: Policy,
   env: Readonly<Record<string, string | undefined>>,
   settings: Settings = {},
+  covering = false,
 ): Prepared => {
-  const made = fixed(policy, env, settings)
+  const made = fixed(policy, env, settings, covering)
   const { core, secret, system, read, write: allowed, devices } = made
   // A cache directory someone else made (see Fixed.cache) is not used: the call gets an empty one of its own.
   const cache = made.cache ?? mkdtempSync(join(system, "core-cache-"))
@@ -201,8 +236,15 @@ export const prepare = (
     }
     return [...paths]
   }
+  const walked =
+    covering && policy.readDenied !== undefined
+      ? Covered.walk([policy.location, ...policy.approved].map(Landlock.real), policy.readDenied)
+      : undefined
+  const files = [...made.covered.files, ...(walked?.files ?? [])]
+  const directories = [...made.covered.directories, ...(walked?.directories ?? [])]
   return {
     grants,
+    ...(files.length + directories.length > 0 ? { cover: { files: [...new Set(files)], directories: [...new Set(directories)] } } : {}),
     env: {
       ...Home.cacheEnv(cache),
       ...(temporary === undefined ? {} : { TMPDIR: temporary, TMP: temporary, TEMP: temporary }),

@@ -1,0 +1,149 @@
+export * as Covered from "./covered"
+
+// What a command must read nothing of although its sandbox grants the tree they lie in: the files and directories
+// an agent's `read` rules deny inside the Location (and the approved directories), found when the command starts by
+// walking those trees. The supervisor covers each in the command's mount namespace (./namespace `cover`), so every
+// program reads them as empty, the ones core has no operand table for included. Landlock cannot do it: it grants
+// trees and cannot carve a path out of one without granting its siblings one by one (then the folder takes no new
+// file).
+
+import { type Dirent, lstatSync, mkdirSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+
+/** How many entries a walk reads at most: past that, what it found is covered and the rest is not (Found.partial). */
+export const MAX_ENTRIES = 500_000
+
+export interface Found {
+  readonly files: ReadonlyArray<string>
+  readonly directories: ReadonlyArray<string>
+  /** Entries read. */
+  readonly entries: number
+  /** True when the walk stopped at MAX_ENTRIES: files past it are not covered. */
+  readonly partial: boolean
+}
+
+/** A name no entry has: a directory is covered whole only if the rules would deny a file made in it too. */
+const PROBE = "\u0000any"
+
+/**
+ * Walks `roots` (real paths; links not followed) and answers what `denied` (a test of a real path) refuses: each
+ * denied regular file; a directory whole (one mount rather than one per file) when the rules deny it, any name
+ * made in it, and every entry found beneath it; a symbolic link's target when it is denied (the cover holds at the
+ * target, so reading through any link meets it); and every other name of a denied file (a hard link made before
+ * the call) found in the walk. The roots themselves are never covered whole: their files are, one by one.
+ */
+export const walk = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, max = MAX_ENTRIES): Found => {
+  const files = new Set<string>()
+  const directories = new Set<string>()
+  /** Every regular file seen: searched for other names of a denied file only when one has more than one. */
+  const regular: Array<string> = []
+  const links: Array<string> = []
+  const seen = new Set<string>()
+  let entries = 0
+  let partial = false
+  /** Walks one directory; answers whether everything in it is denied (then its caller may cover it whole). */
+  const visit = (directory: string, root: boolean): boolean => {
+    let listed: Array<Dirent>
+    try {
+      listed = readdirSync(directory, { withFileTypes: true })
+    } catch {
+      return false
+    }
+    entries += listed.length
+    if (entries > max) {
+      partial = true
+      return false
+    }
+    let all = true
+    for (const entry of listed) {
+      if (partial) return false
+      const path = join(directory, entry.name)
+      if (entry.isDirectory()) {
+        if (seen.has(path)) continue
+        seen.add(path)
+        const before = files.size
+        const whole = visit(path, false)
+        if (whole && denied(path) && denied(join(path, PROBE))) {
+          // Its files go: the directory's cover holds them.
+          for (const file of [...files].slice(before)) files.delete(file)
+          for (const inner of [...directories]) if (inner.startsWith(`${path}/`)) directories.delete(inner)
+          directories.add(path)
+        } else all = false
+      } else if (entry.isSymbolicLink()) {
+        links.push(path)
+        all = false
+      } else if (entry.isFile() && denied(path)) {
+        files.add(path)
+      } else {
+        if (entry.isFile()) regular.push(path)
+        all = false
+      }
+    }
+    return all && !root
+  }
+  for (const root of roots) {
+    if (seen.has(root)) continue
+    seen.add(root)
+    visit(root, true)
+  }
+  for (const link of links) {
+    let target: string
+    try {
+      target = realpathSync(link)
+    } catch {
+      continue
+    }
+    if (!denied(target)) continue
+    try {
+      const stat = statSync(target)
+      if (stat.isDirectory()) directories.add(target)
+      else if (stat.isFile()) files.add(target)
+    } catch {
+      // gone meanwhile
+    }
+  }
+  // Other names of a denied file: the same inode under a name no rule denies.
+  const linked = new Set<string>()
+  for (const file of files) {
+    const stat = lstatSync(file, { throwIfNoEntry: false })
+    if (stat !== undefined && stat.nlink > 1) linked.add(`${stat.dev}:${stat.ino}`)
+  }
+  if (linked.size > 0) {
+    for (const path of regular) {
+      const stat = lstatSync(path, { throwIfNoEntry: false })
+      if (stat !== undefined && linked.has(`${stat.dev}:${stat.ino}`)) files.add(path)
+    }
+  }
+  // A path inside a covered directory needs no cover of its own.
+  const inside = (path: string) => [...directories].some((directory) => path.startsWith(`${directory}/`))
+  return {
+    files: [...files].filter((file) => !inside(file)),
+    directories: [...directories].filter((directory) => !inside(directory)),
+    entries,
+    partial,
+  }
+}
+
+/** The name of the empty file in core's data directory that covers a denied file. */
+export const EMPTY = "empty"
+
+/**
+ * The empty file denied files are covered with, in `data` (core's data directory, which no command reaches): made
+ * 0444 if missing, made again if it is not an empty regular file of this user's; null when it cannot be had.
+ */
+export const emptyIn = (data: string): string | null => {
+  const path = join(data, EMPTY)
+  const sound = () => {
+    const stat = lstatSync(path, { throwIfNoEntry: false })
+    return stat !== undefined && stat.isFile() && stat.size === 0 && stat.uid === process.getuid?.() && (stat.mode & 0o222) === 0
+  }
+  try {
+    if (sound()) return path
+    mkdirSync(data, { recursive: true, mode: 0o700 })
+    rmSync(path, { force: true, recursive: true })
+    writeFileSync(path, "", { mode: 0o444, flag: "wx" })
+    return sound() ? path : null
+  } catch {
+    return null
+  }
+}
