@@ -488,6 +488,11 @@ export interface Options {
    * does without it.
    */
   readonly ports?: boolean
+  /**
+   * Whether each sandboxed command gets a PID namespace of its own, with a /proc of its own (default true; only
+   * where core holds CAP_SYS_ADMIN itself).
+   */
+  readonly pids?: boolean
   /** The kernel's Landlock ABI version as core should see it; read from the kernel when absent. */
   readonly abi?: number
 }
@@ -561,7 +566,13 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
   // Core's configuration in a Location is guarded from the commands given a sandbox policy, unless the sandbox is off.
   const guards = supervise && sandbox.mode !== "off"
   const supervisors = supervise
-    ? Supervised.pool(records, guards && options.namespaces !== false, sandbox.active && options.ports !== false)
+    ? Supervised.pool(
+        records,
+        guards && options.namespaces !== false,
+        sandbox.active && options.ports !== false,
+        undefined,
+        options.pids !== false,
+      )
     : undefined
   let empty: string | null | undefined
   /**

@@ -116,22 +116,23 @@ const fixed = (
     (paths ?? []).map((path) => Landlock.real(Home.expand(path, home, policy.location)))
   const core = homes.map(Landlock.real)
   const denied = Home.denied(home).map(Landlock.real)
-  const denyRead = expand(settings.denyRead)
-  // Covered (see `prepare`), core.json's denies are not carved out of the grants, so their folders still take new
-  // files; where the supervisor cannot mount, carving is the only way.
-  const refused = covering ? core : [...core, ...denyRead]
-  const secret = [...refused, ...denied]
-  const covered = { files: [] as Array<string>, directories: [] as Array<string> }
-  if (covering) {
-    for (const path of denyRead) {
-      const stat = lstatSync(path, { throwIfNoEntry: false })
-      if (stat?.isDirectory()) covered.directories.push(path)
-      else if (stat?.isFile()) covered.files.push(path)
-    }
-  }
   const system = Landlock.real(tmpdir())
   const allowRead = expand(settings.allowRead)
   const allowWrite = expand(settings.allowWrite)
+  const denyRead = expand(settings.denyRead)
+  // A deny of core.json inside a tree granted for writing here (not the temp directory) is covered (see `prepare`) rather than carved out of the
+  // grant, which would grant its siblings one by one and leave its folder unable to take a new file. Elsewhere, and
+  // where the supervisor cannot mount, it is carved out (the command is refused it: EACCES).
+  const writable = [policy.location, ...policy.approved].map(Landlock.real).concat(allowWrite)
+  const coverable = covering ? denyRead.filter((path) => writable.some((root) => within(root, path))) : []
+  const refused = [...core, ...denyRead.filter((path) => !coverable.includes(path))]
+  const secret = [...refused, ...denied]
+  const covered = { files: [] as Array<string>, directories: [] as Array<string> }
+  for (const path of coverable) {
+    const stat = lstatSync(path, { throwIfNoEntry: false })
+    if (stat?.isDirectory()) covered.directories.push(path)
+    else if (stat?.isFile()) covered.files.push(path)
+  }
   // A grant in core.json reaches the credential stores inside it only when it names one of them or a path in it.
   const granted = (paths: ReadonlyArray<string>) =>
     paths.flatMap((path) => Landlock.granted([path], [...refused, ...denied.filter((store) => store !== path && within(path, store))]))
@@ -186,7 +187,9 @@ const REFUSAL = /permission denied|EACCES/i
 /** A quoted absolute (or `~/`) path, or a bare one starting a word and running up to a space, colon, quote, comma or bracket. */
 const PATH = /(['"`‘])((?:\/|~\/)[^'"`’\n]*)['"’]|(?<![^\s=:([])((?:\/|~\/)[^\s:'",()[\]]+)/g
 /** A relative path as programs name it before their `: Permission denied` (`cat: src/a: Permission denied`). */
-const RELATIVE = /(?<![^\s:])([^\s:'"/~][^\s:'"]*): Permission denied/g
+const RELATIVE = /(?<![^\s:])([^\s:'"/~][^\s:'"]*): (?:Permission denied|No such file or directory|Read-only file system)/g
+/** Lines that say a path is missing or read-only: a refusal where the path lies in what the sandbox covers. */
+const COVERED = /no such file or directory|read-only file system|ENOENT|EROFS/i
 /** How many refused paths a result names. */
 const REFUSED_MAX = 3
 
@@ -221,27 +224,34 @@ export const prepare = (
   const home = env.HOME || homedir()
   const reachable = (path: string) =>
     !secret.some((dir) => within(dir, path)) && [...read, ...write, ...devices].some((dir) => within(dir, path))
+  const walked =
+    covering && policy.readDenied !== undefined
+      ? Covered.walk([policy.location, ...policy.approved].map(Landlock.real), policy.readDenied)
+      : undefined
+  // What the grants already keep out (carved out, or never granted) needs no cover: the command is refused it.
+  const files = [...made.covered.files, ...(walked?.files ?? []).filter(reachable)]
+  const directories = [...made.covered.directories, ...(walked?.directories ?? []).filter(reachable)]
+  /** Whether a path lies in what the command's mount namespace covers: missing or read-only there. */
+  const covers = (path: string) => files.includes(path) || directories.some((dir) => within(dir, path))
   const refused = (output: string, cwd: string): ReadonlyArray<string> => {
-    if (!REFUSAL.test(output)) return []
+    const denied = REFUSAL.test(output)
+    const missing = files.length + directories.length > 0 && COVERED.test(output)
+    if (!denied && !missing) return []
     const paths = new Set<string>()
     for (const line of output.split("\n")) {
-      if (!REFUSAL.test(line)) continue
+      const refusal = REFUSAL.test(line)
+      if (!refusal && !(missing && COVERED.test(line))) continue
       const named = [...line.matchAll(PATH)].map((match) => match[2] ?? match[3]!)
       for (const match of line.matchAll(RELATIVE)) if (match[1]!.includes("/")) named.push(match[1]!)
       for (const name of named) {
         const path = Landlock.real(Home.expand(name, home, cwd))
-        if (!core.some((dir) => within(dir, path)) && !reachable(path)) paths.add(name)
+        if (core.some((dir) => within(dir, path))) continue
+        if ((refusal && !reachable(path)) || covers(path)) paths.add(name)
         if (paths.size > REFUSED_MAX) return [...paths]
       }
     }
     return [...paths]
   }
-  const walked =
-    covering && policy.readDenied !== undefined
-      ? Covered.walk([policy.location, ...policy.approved].map(Landlock.real), policy.readDenied)
-      : undefined
-  const files = [...made.covered.files, ...(walked?.files ?? [])]
-  const directories = [...made.covered.directories, ...(walked?.directories ?? [])]
   return {
     grants,
     ...(files.length + directories.length > 0 ? { cover: { files: [...new Set(files)], directories: [...new Set(directories)] } } : {}),

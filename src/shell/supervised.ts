@@ -274,13 +274,15 @@ export const canMount = (): boolean => isolation().length > 0 || Native.capable(
 
 /**
  * With `isolate`, supervisors are readied to mount paths read-only for their commands (`Order.readOnly`); with
- * `ports`, their commands cannot connect to core's own ports (`listening`).
+ * `ports`, their commands cannot connect to core's own ports (`listening`); with `pids`, sandboxed commands get a
+ * PID namespace of their own where core can make one.
  */
 export const pool = (
   records: Records | undefined,
   isolate = false,
   ports = false,
   startTimeoutMs = START_TIMEOUT_MS,
+  pids = true,
 ): Pool => {
   let spare: Spare | undefined
   let launched = 0
@@ -293,7 +295,7 @@ export const pool = (
   let pidCapable: boolean | undefined
   const wantsPid = (order: Order | undefined): boolean =>
     (order === undefined || order.grants !== undefined) &&
-    (pidCapable ??= isolate && isolation().length === 0 && Native.capable(Native.CAP_SYS_ADMIN))
+    (pidCapable ??= pids && isolate && isolation().length === 0 && Native.capable(Native.CAP_SYS_ADMIN))
 
   /**
    * Ends a supervisor that has no order: SIGHUP, or SIGKILL for the first process of a PID namespace, which
