@@ -22,11 +22,53 @@ export interface Found {
   readonly partial: boolean
 }
 
+/** What a directory held when last listed: a listing is read again only once the directory has changed. */
+interface Listing {
+  /** The directory's inode and change time (nanoseconds): any entry added, removed or renamed changes it. */
+  readonly stamp: string
+  readonly entries: ReadonlyArray<{ readonly name: string; readonly kind: "directory" | "link" | "file" | "other" }>
+}
+
+/** How many directories' listings are kept (a few large Locations); past it, the cache starts again. */
+const MAX_LISTINGS = 200_000
+
+const listings = new Map<string, Listing>()
+
+/**
+ * The entries of `directory`, from the cache while its change time stands (a command cannot set a change time
+ * back; and what a sandboxed command could add unseen is its own: a hard link to a covered file crosses a mount,
+ * EXDEV), otherwise read. Undefined when it cannot be read.
+ */
+const list = (directory: string): Listing["entries"] | undefined => {
+  let stamp: string
+  try {
+    const stat = lstatSync(directory, { bigint: true })
+    stamp = `${stat.dev}:${stat.ino}:${stat.ctimeNs}:${stat.mtimeNs}`
+  } catch {
+    return undefined
+  }
+  const cached = listings.get(directory)
+  if (cached?.stamp === stamp) return cached.entries
+  let read: Array<Dirent>
+  try {
+    read = readdirSync(directory, { withFileTypes: true })
+  } catch {
+    return undefined
+  }
+  const entries = read.map((entry) => ({
+    name: entry.name,
+    kind: entry.isDirectory() ? ("directory" as const) : entry.isSymbolicLink() ? ("link" as const) : entry.isFile() ? ("file" as const) : ("other" as const),
+  }))
+  if (listings.size >= MAX_LISTINGS) listings.clear()
+  listings.set(directory, { stamp, entries })
+  return entries
+}
+
 /** A name no entry has: a directory is covered whole only if the rules would deny a file made in it too. */
 const PROBE = "\u0000any"
 
 /**
- * Walks `roots` (real paths; links not followed) and answers what `denied` (a test of a real path) refuses: each
+ * Walks `roots` (real paths; links not followed; each directory's listing reused while it is unchanged) and answers what `denied` (a test of a real path) refuses: each
  * denied regular file; a directory whole (one mount rather than one per file) when the rules deny it, any name
  * made in it, and every entry found beneath it; a symbolic link's target when it is denied (the cover holds at the
  * target, so reading through any link meets it); and every other name of a denied file (a hard link made before
@@ -43,22 +85,19 @@ export const walk = (roots: ReadonlyArray<string>, denied: (real: string) => boo
   let partial = false
   /** Walks one directory; answers whether everything in it is denied (then its caller may cover it whole). */
   const visit = (directory: string, root: boolean): boolean => {
-    let listed: Array<Dirent>
-    try {
-      listed = readdirSync(directory, { withFileTypes: true })
-    } catch {
-      return false
-    }
+    const listed = list(directory)
+    if (listed === undefined) return false
     entries += listed.length
     if (entries > max) {
       partial = true
       return false
     }
     let all = true
+    const prefix = directory.endsWith("/") ? directory : `${directory}/`
     for (const entry of listed) {
       if (partial) return false
-      const path = join(directory, entry.name)
-      if (entry.isDirectory()) {
+      const path = prefix + entry.name
+      if (entry.kind === "directory") {
         if (seen.has(path)) continue
         seen.add(path)
         const before = files.size
@@ -69,13 +108,13 @@ export const walk = (roots: ReadonlyArray<string>, denied: (real: string) => boo
           for (const inner of [...directories]) if (inner.startsWith(`${path}/`)) directories.delete(inner)
           directories.add(path)
         } else all = false
-      } else if (entry.isSymbolicLink()) {
+      } else if (entry.kind === "link") {
         links.push(path)
         all = false
-      } else if (entry.isFile() && denied(path)) {
+      } else if (entry.kind === "file" && denied(path)) {
         files.add(path)
       } else {
-        if (entry.isFile()) regular.push(path)
+        if (entry.kind === "file") regular.push(path)
         all = false
       }
     }
