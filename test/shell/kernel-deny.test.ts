@@ -77,20 +77,20 @@ describe("a file the read rules deny, in the kernel", () => {
     expect(read.stdout).toBe("alias.txt ''\nsub/relative.txt ''\nhard.txt ''\nnotes.txt 'hello\\n'\n")
   })
 
-  when("it cannot be renamed, removed or written from under its cover, nor read once moved", async () => {
+  when("it cannot be renamed, removed, written or hard-linked from under its cover, nor read once its folder moved", async () => {
     const box = secrets()
     const moved = await run(
       box,
       `python3 -c '
 import os
-for op in [lambda: os.rename("app.env", "moved.txt"), lambda: os.unlink("app.env"), lambda: open("app.env", "w")]:
+for op in [lambda: os.rename("app.env", "moved.txt"), lambda: os.unlink("app.env"), lambda: open("app.env", "w"), lambda: os.link("app.env", "hard.txt")]:
     try:
         op(); print("done")
     except OSError as e:
         print(e.strerror)
 '`,
     )
-    expect(moved.stdout).toBe("Device or resource busy\nDevice or resource busy\nRead-only file system\n")
+    expect(moved.stdout).toBe("Device or resource busy\nDevice or resource busy\nRead-only file system\nInvalid cross-device link\n")
     expect(existsSync(join(box.location, "moved.txt"))).toBe(false)
     expect(readFileSync(join(box.location, "app.env"), "utf8")).toBe(`${SECRET}\n`)
     // Its folder moved whole: the cover goes with it.
