@@ -64,17 +64,48 @@ const list = (directory: string): Listing["entries"] | undefined => {
   return entries
 }
 
+/** How many answers of the rules are kept, over every set of rules: past it, the cache starts again. */
+const MAX_VERDICTS = 1_000_000
+
+/** The answers of sets of rules (by their `key`) for real paths: the rules decide by the path's text alone. */
+const verdicts = new Map<string, Map<string, boolean>>()
+let kept = 0
+
+/** `denied`, its answers kept when it carries a `key` (Rule.denier's and Builtin.readDenied's do). */
+const remembered = (denied: (real: string) => boolean): ((real: string) => boolean) => {
+  const key = (denied as { readonly key?: string }).key
+  if (key === undefined) return denied
+  let known = verdicts.get(key)
+  if (known === undefined) verdicts.set(key, (known = new Map()))
+  const answers = known
+  return (real) => {
+    let answer = answers.get(real)
+    if (answer === undefined) {
+      answer = denied(real)
+      if (kept >= MAX_VERDICTS) {
+        for (const each of verdicts.values()) each.clear()
+        kept = 0
+      }
+      answers.set(real, answer)
+      kept++
+    }
+    return answer
+  }
+}
+
 /** A name no entry has: a directory is covered whole only if the rules would deny a file made in it too. */
 const PROBE = "\u0000any"
 
 /**
- * Walks `roots` (real paths; links not followed; each directory's listing reused while it is unchanged) and answers what `denied` (a test of a real path) refuses: each
+ * Walks `roots` (real paths; links not followed; each directory's listing reused while it is unchanged, and the
+ * rules' answers while the rules are the same: `test`'s `key`) and answers what `denied` (a test of a real path) refuses: each
  * denied regular file; a directory whole (one mount rather than one per file) when the rules deny it, any name
  * made in it, and every entry found beneath it; a symbolic link's target when it is denied (the cover holds at the
  * target, so reading through any link meets it); and every other name of a denied file (a hard link made before
  * the call) found in the walk. The roots themselves are never covered whole: their files are, one by one.
  */
-export const walk = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, max = MAX_ENTRIES): Found => {
+export const walk = (roots: ReadonlyArray<string>, test: (real: string) => boolean, max = MAX_ENTRIES): Found => {
+  const denied = remembered(test)
   const files = new Set<string>()
   const directories = new Set<string>()
   /** Every regular file seen: searched for other names of a denied file only when one has more than one. */

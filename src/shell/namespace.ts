@@ -195,11 +195,13 @@ export const cover = (way: Way, { files, directories, empty }: Cover): string | 
     if (mounted === ENOENT) continue
     if (mounted !== 0) return `covering ${path} failed (errno ${mounted})`
   }
+  // A bind takes the flags of the mount it binds from, the same for every cover: read once.
+  const kept = Native.mountFlags(empty)
   for (const path of files) {
     const bound = Native.mount(empty, path, Native.MS_BIND)
     if (bound === ENOENT) continue
     if (bound !== 0) return `covering ${path} failed (errno ${bound})`
-    const remounted = Native.mount(null, path, Native.MS_REMOUNT | Native.MS_BIND | Native.MS_RDONLY | Native.mountFlags(path))
+    const remounted = Native.mount(null, path, Native.MS_REMOUNT | Native.MS_BIND | Native.MS_RDONLY | kept)
     if (remounted !== 0) return `making the cover of ${path} read-only failed (errno ${remounted})`
   }
   return undefined

@@ -358,7 +358,12 @@ export const main = async (
       Namespace.privateTerminals(way)
       Namespace.hideSystemSecrets(way)
     }
-    // What the rules deny inside granted trees: a command that would read it must not start.
+    const grants =
+      order.grants !== undefined && Namespace.privateSharedMemory(way) === undefined
+        ? { ...order.grants, write: [...order.grants.write, Namespace.SHARED_MEMORY] }
+        : order.grants
+    // What the rules deny inside granted trees (last of the mounts: each namespace made after it would copy every
+    // cover): a command that would read it must not start.
     if (order.grants !== undefined && order.cover !== undefined) {
       const uncovered = Namespace.cover(way, order.cover)
       if (uncovered !== undefined) {
@@ -367,10 +372,6 @@ export const main = async (
         return
       }
     }
-    const grants =
-      order.grants !== undefined && Namespace.privateSharedMemory(way) === undefined
-        ? { ...order.grants, write: [...order.grants.write, Namespace.SHARED_MEMORY] }
-        : order.grants
     if (grants !== undefined) {
       const failed = Landlock.restrict(grants, Landlock.abi(), true, held?.grants, prepared)
       if (failed !== undefined) {

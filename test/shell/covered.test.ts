@@ -25,7 +25,8 @@ const rules = (root: string, resources: Record<string, "allow" | "deny">) => {
     [{ action: "*", resource: "*", effect: "allow" }, ...Object.entries(resources).map(([resource, effect]) => ({ action: "read", resource, effect }))],
     "read",
   )!
-  return (real: string) => denier(real === root ? "." : real.startsWith(`${root}/`) ? relative(root, real) : real)
+  const test = (real: string) => denier(real === root ? "." : real.startsWith(`${root}/`) ? relative(root, real) : real)
+  return Object.assign(test, { key: `${root}\0${denier.key}` })
 }
 
 const names = (root: string, paths: ReadonlyArray<string>) => paths.map((path) => relative(root, path)).sort()
@@ -78,6 +79,28 @@ describe("Covered.walk", () => {
     const missing = Covered.walk([join(root, "nope")], rules(root, { "*.env": "deny" }))
     expect(found.files.length).toBeLessThan(3)
     expect(missing).toEqual({ files: [], directories: [], entries: 0, partial: false })
+  })
+})
+
+describe("the rules' answers kept between walks", () => {
+  test("are kept per set of rules: other rules in the same tree answer for themselves", () => {
+    const root = tree(["app.env", "notes.txt", "key.pem"])
+    const env = rules(root, { "*.env": "deny" })
+    const pem = rules(root, { "*.pem": "deny" })
+    expect((env as { key?: string }).key).toBeDefined()
+    expect((env as { key?: string }).key).not.toBe((pem as { key?: string }).key)
+    expect((env as { key?: string }).key).toBe((rules(root, { "*.env": "deny" }) as { key?: string }).key)
+    expect(names(root, Covered.walk([root], env).files)).toEqual(["app.env"])
+    expect(names(root, Covered.walk([root], pem).files)).toEqual(["key.pem"])
+    expect(names(root, Covered.walk([root], env).files)).toEqual(["app.env"])
+  })
+
+  test("a file added to a folder already walked is found: the folder's listing is read again", () => {
+    const root = tree(["sub/notes.txt"])
+    const env = rules(root, { "*.env": "deny" })
+    expect(Covered.walk([root], env).files).toEqual([])
+    writeFileSync(join(root, "sub", "late.env"), "x")
+    expect(names(root, Covered.walk([root], env).files)).toEqual(["sub/late.env"])
   })
 })
 
