@@ -78,8 +78,8 @@ interface Fixed {
   readonly devices: ReadonlyArray<string>
   /** The Location's cache directory, undefined when core's data directory cannot hold it or another user made it first. */
   readonly cache: string | undefined
-  /** core.json's denyRead that exist, when they are covered by mounts rather than carved out of the grants. */
-  readonly covered: { readonly files: ReadonlyArray<string>; readonly directories: ReadonlyArray<string> }
+  /** core.json's denyRead covered by mounts rather than carved out of the grants (looked up at each call). */
+  readonly coverable: ReadonlyArray<string>
 }
 
 /** The Location's cache directory under `data`, made if missing; undefined when it is not this user's alone. */
@@ -127,12 +127,7 @@ const fixed = (
   const coverable = covering ? denyRead.filter((path) => writable.some((root) => within(root, path))) : []
   const refused = [...core, ...denyRead.filter((path) => !coverable.includes(path))]
   const secret = [...refused, ...denied]
-  const covered = { files: [] as Array<string>, directories: [] as Array<string> }
-  for (const path of coverable) {
-    const stat = lstatSync(path, { throwIfNoEntry: false })
-    if (stat?.isDirectory()) covered.directories.push(path)
-    else if (stat?.isFile()) covered.files.push(path)
-  }
+
   // A grant in core.json reaches the credential stores inside it only when it names one of them or a path in it.
   const granted = (paths: ReadonlyArray<string>) =>
     paths.flatMap((path) => Landlock.granted([path], [...refused, ...denied.filter((store) => store !== path && within(path, store))]))
@@ -155,7 +150,7 @@ const fixed = (
     devices: Landlock.granted(["/dev"], secret),
     cache: cacheDirectory(core[1]!, policy.location),
     readOnly,
-    covered,
+    coverable,
   }
   if (cached.size >= FIXED_ENTRIES) cached.delete(cached.keys().next().value!)
   cached.set(key, entry)
@@ -229,8 +224,13 @@ export const prepare = (
       ? Covered.walk([policy.location, ...policy.approved].map(Landlock.real), policy.readDenied)
       : undefined
   // What the grants already keep out (carved out, or never granted) needs no cover: the command is refused it.
-  const files = [...made.covered.files, ...(walked?.files ?? []).filter(reachable)]
-  const directories = [...made.covered.directories, ...(walked?.directories ?? []).filter(reachable)]
+  const files = (walked?.files ?? []).filter(reachable)
+  const directories = (walked?.directories ?? []).filter(reachable)
+  for (const path of made.coverable) {
+    const stat = lstatSync(path, { throwIfNoEntry: false })
+    if (stat?.isDirectory()) directories.push(path)
+    else if (stat?.isFile()) files.push(path)
+  }
   /** Whether a path lies in what the command's mount namespace covers: missing or read-only there. */
   const covers = (path: string) => files.includes(path) || directories.some((dir) => within(dir, path))
   const refused = (output: string, cwd: string): ReadonlyArray<string> => {

@@ -288,8 +288,9 @@ export const main = async (
   const inNamespace = pid && process.pid === 1
   const parentOf = inNamespace ? hostParent() : Native.getppid
   if (parentOf() !== parent) process.exit(0)
-  // Its command then sees only the namespace's processes: where this cannot be mounted, it sees the host's.
-  const pidNamespace = inNamespace && Namespace.ownProc(way) === undefined
+  // Its command then sees only the namespace's processes: where this cannot be mounted, it sees the host's /proc
+  // (its pids still the namespace's, and everything still ending with the supervisor).
+  if (inNamespace) Namespace.ownProc(way)
   Native.prctl(Native.PR_SET_CHILD_SUBREAPER, 1)
   Native.prctl(Native.PR_SET_NO_NEW_PRIVS, 1)
   // Nothing the command runs may read this process's memory or environment, nor core's (both non-dumpable):
@@ -406,7 +407,7 @@ export const main = async (
     // The command's output pipes are the command's alone now: they close as soon as its last process is gone,
     // without waiting for the supervisor to exit.
     Native.releaseOutput()
-    void send({ kind: "started", pid: child.pid, readOnly, pidNamespace })
+    void send({ kind: "started", pid: child.pid, readOnly, pidNamespace: inNamespace })
     void child.exited.then(() => finish(graceMs))
   }
   // Should the parent-death signal be missed, the supervisor still notices that core is gone.
