@@ -195,14 +195,17 @@ export const cover = (way: Way, { files, directories, empty }: Cover): string | 
     if (mounted === ENOENT) continue
     if (mounted !== 0) return `covering ${path} failed (errno ${mounted})`
   }
-  // A bind takes the flags of the mount it binds from, the same for every cover: read once.
-  const kept = Native.mountFlags(empty)
+  if (files.length === 0) return undefined
+  // The empty file bound read-only onto itself first: a bind takes the flags of the mount it binds from, so each
+  // cover is then one mount, read-only from the start.
+  const bound = Native.mount(empty, empty, Native.MS_BIND)
+  if (bound !== 0) return `binding ${empty} failed (errno ${bound})`
+  const remounted = Native.mount(null, empty, Native.MS_REMOUNT | Native.MS_BIND | Native.MS_RDONLY | Native.mountFlags(empty))
+  if (remounted !== 0) return `making ${empty} read-only failed (errno ${remounted})`
   for (const path of files) {
-    const bound = Native.mount(empty, path, Native.MS_BIND)
-    if (bound === ENOENT) continue
-    if (bound !== 0) return `covering ${path} failed (errno ${bound})`
-    const remounted = Native.mount(null, path, Native.MS_REMOUNT | Native.MS_BIND | Native.MS_RDONLY | kept)
-    if (remounted !== 0) return `making the cover of ${path} read-only failed (errno ${remounted})`
+    const covered = Native.mount(empty, path, Native.MS_BIND)
+    if (covered === ENOENT) continue
+    if (covered !== 0) return `covering ${path} failed (errno ${covered})`
   }
   return undefined
 }

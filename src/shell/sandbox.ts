@@ -217,8 +217,8 @@ export const prepare = (
   ]
   const grants = { read, devices, write }
   const home = env.HOME || homedir()
-  const reachable = (path: string) =>
-    !secret.some((dir) => within(dir, path)) && [...read, ...write, ...devices].some((dir) => within(dir, path))
+  const grantedAll = [...write, ...read, ...devices]
+  const reachable = (path: string) => !secret.some((dir) => within(dir, path)) && grantedAll.some((dir) => within(dir, path))
   const walked =
     covering && policy.readDenied !== undefined
       ? Covered.walk([policy.location, ...policy.approved].map(Landlock.real), policy.readDenied)
