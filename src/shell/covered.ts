@@ -65,7 +65,7 @@ const list = (directory: string): Listing["entries"] | undefined => {
 }
 
 /** How many answers of the rules are kept, over every set of rules: past it, the cache starts again. */
-const MAX_VERDICTS = 1_000_000
+const MAX_VERDICTS = 500_000
 
 /** The answers of sets of rules (by their `key`) for real paths: the rules decide by the path's text alone. */
 const verdicts = new Map<string, Map<string, boolean>>()
