@@ -39,14 +39,20 @@ const listings = new Map<string, Listing>()
  * back; and what a sandboxed command could add unseen is its own: a hard link to a covered file crosses a mount,
  * EXDEV), otherwise read. Undefined when it cannot be read.
  */
-const list = (directory: string): Listing["entries"] | undefined => {
-  let stamp: string
+/** What a directory's inode and change time are now ("gone" when it cannot be looked at). */
+const stampOf = (directory: string): string => {
   try {
     const stat = lstatSync(directory, { bigint: true })
-    stamp = `${stat.dev}:${stat.ino}:${stat.ctimeNs}:${stat.mtimeNs}`
+    return `${stat.dev}:${stat.ino}:${stat.ctimeNs}:${stat.mtimeNs}`
   } catch {
-    return undefined
+    return "gone"
   }
+}
+
+const list = (directory: string, stamps: Array<readonly [string, string]>): Listing["entries"] | undefined => {
+  const stamp = stampOf(directory)
+  stamps.push([directory, stamp])
+  if (stamp === "gone") return undefined
   const cached = listings.get(directory)
   if (cached?.stamp === stamp) return cached.entries
   let read: Array<Dirent>
@@ -63,6 +69,23 @@ const list = (directory: string): Listing["entries"] | undefined => {
   listings.set(directory, { stamp, entries })
   return entries
 }
+
+/** What the walk of some roots under some rules found in its folders, before links and other names are looked at. */
+interface Visited {
+  readonly files: ReadonlyArray<string>
+  readonly directories: ReadonlyArray<string>
+  readonly regular: ReadonlyArray<string>
+  readonly links: ReadonlyArray<string>
+  readonly entries: number
+}
+
+/**
+ * The last walk of some roots under some rules (by the rules' key), with every folder it looked at and how it was:
+ * while none has changed, what it found in them stands (what links lead to is looked at again each time).
+ */
+const walks = new Map<string, { readonly stamps: ReadonlyArray<readonly [string, string]>; readonly visited: Visited }>()
+/** How many such walks are kept (a few Locations and agents). */
+const MAX_WALKS = 16
 
 /** How many answers of the rules are kept, over every set of rules: past it, the cache starts again. */
 const MAX_VERDICTS = 500_000
@@ -96,16 +119,8 @@ const remembered = (denied: (real: string) => boolean): ((real: string) => boole
 /** A name no entry has: a directory is covered whole only if the rules would deny a file made in it too. */
 const PROBE = "\u0000any"
 
-/**
- * Walks `roots` (real paths; links not followed; each directory's listing reused while it is unchanged, and the
- * rules' answers while the rules are the same: `test`'s `key`) and answers what `denied` (a test of a real path) refuses: each
- * denied regular file; a directory whole (one mount rather than one per file) when the rules deny it, any name
- * made in it, and every entry found beneath it; a symbolic link's target when it is denied (the cover holds at the
- * target, so reading through any link meets it); and every other name of a denied file (a hard link made before
- * the call) found in the walk. The roots themselves are never covered whole: their files are, one by one.
- */
-export const walk = (roots: ReadonlyArray<string>, test: (real: string) => boolean, max = MAX_ENTRIES): Found => {
-  const denied = remembered(test)
+/** Walks the roots' folders (see `walk`); kept for `walkKey` unless it stopped at `max`. */
+const visit = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, max: number, walkKey: string | undefined): Visited => {
   const files = new Set<string>()
   const directories = new Set<string>()
   /** Every regular file seen: searched for other names of a denied file only when one has more than one. */
@@ -114,9 +129,11 @@ export const walk = (roots: ReadonlyArray<string>, test: (real: string) => boole
   const seen = new Set<string>()
   let entries = 0
   let partial = false
+  /** Every folder looked at, as it was then. */
+  const stamps: Array<readonly [string, string]> = []
   /** Walks one directory; answers whether everything in it is denied (then its caller may cover it whole). */
-  const visit = (directory: string, root: boolean): boolean => {
-    const listed = list(directory)
+  const into = (directory: string, root: boolean): boolean => {
+    const listed = list(directory, stamps)
     if (listed === undefined) return false
     entries += listed.length
     if (entries > max) {
@@ -132,7 +149,7 @@ export const walk = (roots: ReadonlyArray<string>, test: (real: string) => boole
         if (seen.has(path)) continue
         seen.add(path)
         const before = files.size
-        const whole = visit(path, false)
+        const whole = into(path, false)
         if (whole && denied(path) && denied(join(path, PROBE))) {
           // Its files go: the directory's cover holds them.
           for (const file of [...files].slice(before)) files.delete(file)
@@ -154,8 +171,37 @@ export const walk = (roots: ReadonlyArray<string>, test: (real: string) => boole
   for (const root of roots) {
     if (seen.has(root)) continue
     seen.add(root)
-    visit(root, true)
+    into(root, true)
   }
+  const visited = { files: [...files], directories: [...directories], regular, links, entries: partial ? max + 1 : entries }
+  if (walkKey !== undefined && !partial) {
+    if (walks.size >= MAX_WALKS) walks.delete(walks.keys().next().value!)
+    walks.set(walkKey, { stamps, visited })
+  }
+  return visited
+}
+
+/**
+ * Walks `roots` (real paths; links not followed; each directory's listing reused while it is unchanged, the
+ * rules' answers while the rules are the same (`test`'s `key`), and the whole walk while no folder in it changed) and answers what `denied` (a test of a real path) refuses: each
+ * denied regular file; a directory whole (one mount rather than one per file) when the rules deny it, any name
+ * made in it, and every entry found beneath it; a symbolic link's target when it is denied (the cover holds at the
+ * target, so reading through any link meets it); and every other name of a denied file (a hard link made before
+ * the call) found in the walk. The roots themselves are never covered whole: their files are, one by one.
+ */
+export const walk = (roots: ReadonlyArray<string>, test: (real: string) => boolean, max = MAX_ENTRIES): Found => {
+  const denied = remembered(test)
+  const key = (test as { readonly key?: string }).key
+  const walkKey = key === undefined ? undefined : JSON.stringify([roots, key, max])
+  const last = walkKey === undefined ? undefined : walks.get(walkKey)
+  const visited =
+    last !== undefined && last.stamps.every(([directory, stamp]) => stampOf(directory) === stamp)
+      ? last.visited
+      : visit(roots, denied, max, walkKey)
+  const files = new Set(visited.files)
+  const directories = new Set(visited.directories)
+  const { regular, links, entries } = visited
+  const partial = entries > max
   for (const link of links) {
     let target: string
     try {

@@ -3,7 +3,7 @@
 // never a root), a link's denied target, every other name of a denied file, and the empty file covers are made of.
 
 import { describe, expect, test } from "bun:test"
-import { chmodSync, linkSync, mkdirSync, realpathSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, linkSync, mkdirSync, realpathSync, renameSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { join, relative } from "node:path"
 import { Rule } from "../../src/permission/rule"
 import { Covered } from "../../src/shell/covered"
@@ -101,6 +101,14 @@ describe("the rules' answers kept between walks", () => {
     expect(Covered.walk([root], env).files).toEqual([])
     writeFileSync(join(root, "sub", "late.env"), "x")
     expect(names(root, Covered.walk([root], env).files)).toEqual(["sub/late.env"])
+    // Deeper, in a new folder, and renamed into a denied name: each changes a folder the last walk looked at.
+    mkdirSync(join(root, "sub", "new", "deeper"), { recursive: true })
+    writeFileSync(join(root, "sub", "new", "deeper", "x.env"), "x")
+    renameSync(join(root, "sub", "notes.txt"), join(root, "sub", "notes.env"))
+    expect(names(root, Covered.walk([root], env).files)).toEqual(["sub/late.env", "sub/new/deeper/x.env", "sub/notes.env"])
+    // A hard link made later, to a file already covered, in a folder already walked.
+    linkSync(join(root, "sub", "late.env"), join(root, "sub", "new", "plain.txt"))
+    expect(names(root, Covered.walk([root], env).files)).toContain("sub/new/plain.txt")
   })
 })
 
