@@ -170,7 +170,7 @@ const measure = async (): Promise<Report> => {
       "each run's ratios are against the bare spawn measured in that same run; the base runs after this tree's, not interleaved",
       "before the socket grant existed, the granted row is the plain sandboxed path (the setting is ignored)",
       "the PID namespace is had only where core is root; elsewhere both sandboxed rows are the same path",
-      "the read-denied rows walk the Location at every spawn (each folder's listing reused while it is unchanged) and mount one cover per denied file",
+      "the read-denied rows look at the Location at every spawn (one lstat per folder while none changed, the walk reused) and mount one cover per denied file",
     ],
   }
 }
