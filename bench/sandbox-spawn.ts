@@ -24,8 +24,8 @@ const TARGET_GROWTH = 1.1
 /** The Location the read rule is measured in: this many folders of this many files. */
 const FOLDERS = 250
 const FILES_PER_FOLDER = 100
-/** How many of its files the rule denies, per measured row. */
-const DENIED = [10, 1000] as const
+/** How many of its files the rule denies, per measured row (0: no read rule, the Location's own cost). */
+const DENIED = [0, 10, 1000] as const
 
 interface Figures {
   readonly bare: Summary
@@ -39,7 +39,7 @@ interface Figures {
 /** A Location of FOLDERS × FILES_PER_FOLDER files, `denied` of them named `*.env`, spread over the folders. */
 const location = (root: string, denied: number): string => {
   const made = mkdtempSync(join(root, "tree-"))
-  const every = Math.floor((FOLDERS * FILES_PER_FOLDER) / denied)
+  const every = denied === 0 ? Number.POSITIVE_INFINITY : Math.floor((FOLDERS * FILES_PER_FOLDER) / denied)
   for (let folder = 0, index = 0; folder < FOLDERS; folder++) {
     mkdirSync(join(made, `d${folder}`))
     for (let file = 0; file < FILES_PER_FOLDER; file++, index++)
@@ -79,7 +79,13 @@ const figures = async (): Promise<Figures> => {
       await time(samples.sandboxed!, plain.warm, sandboxed(plain))
       for (const [count, tree] of trees) {
         await time(samples[`denied${count}`]!, plain.warm, () =>
-          Effect.runPromise(plain.run({ argv: ["true"], cwd: tree, sandbox: { location: tree, approved: [], readDenied: readDenied(tree) } })),
+          Effect.runPromise(
+            plain.run({
+              argv: ["true"],
+              cwd: tree,
+              sandbox: { location: tree, approved: [], ...(count === 0 ? {} : { readDenied: readDenied(tree) }) },
+            }),
+          ),
         )
       }
       await time(samples.granted!, granted.warm, sandboxed(granted))
@@ -145,7 +151,7 @@ const measure = async (): Promise<Report> => {
         row("Shell.run, supervised and sandboxed (no socket granted)", run.sandboxed, run.bare, run.unpidded),
         ...Object.entries(run.denied ?? {}).map(([count, summary]) =>
           row(
-            `Shell.run, sandboxed, ${(FOLDERS * FILES_PER_FOLDER).toLocaleString("en")}-file Location, ${count} files read-denied`,
+            `Shell.run, sandboxed, ${(FOLDERS * FILES_PER_FOLDER).toLocaleString("en")}-file Location, ${count === "0" ? "no read rule" : `${count} files read-denied`}`,
             summary,
             run.bare,
             run.unpidded,
