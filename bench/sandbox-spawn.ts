@@ -1,12 +1,15 @@
 // What the sandbox's kernel side costs per spawn of `true` through the producer: a supervised, sandboxed run
-// (Landlock, capabilities dropped, the seccomp filter on Unix sockets) and one with a socket granted in core.json
-// (bound socket files covered in a mount namespace instead), against a bare `Bun.spawn(["true"])` awaited,
-// interleaved in one run. `--base REV` runs the same measure on a git worktree of REV too, for the ratios before.
+// (Landlock, capabilities dropped, the seccomp filter on Unix sockets, a PID namespace of its own where core is
+// root), the same without the PID namespace, one with a socket granted in core.json (bound socket files covered in
+// a mount namespace instead), and runs in a 25,000-file Location under a read rule denying `*.env` (the walk that
+// finds the denied files, and one mount per file), against a bare `Bun.spawn(["true"])` awaited, interleaved in one
+// run. `--base REV` runs the same measure on a git worktree of REV too, for the ratios before.
 
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
+import { Rule } from "../src/permission/rule"
 import { Shell } from "../src/shell/producer"
 import { cleanup, duration, main, progress, ratio, type Report, summarize, type Summary } from "./measure"
 
@@ -18,10 +21,38 @@ const QUIET_MS = 20
 /** What the tighter sandbox may add to a sandboxed spawn, as a share of the ratio before it. */
 const TARGET_GROWTH = 1.1
 
+/** The Location the read rule is measured in: this many folders of this many files. */
+const FOLDERS = 250
+const FILES_PER_FOLDER = 100
+/** How many of its files the rule denies, per measured row (0: no read rule, the Location's own cost). */
+const DENIED = [0, 10, 1000] as const
+
 interface Figures {
   readonly bare: Summary
   readonly sandboxed: Summary
   readonly granted: Summary
+  /** Absent in a tree before these rows existed. */
+  readonly unpidded?: Summary
+  readonly denied?: Readonly<Record<string, Summary>>
+}
+
+/** A Location of FOLDERS × FILES_PER_FOLDER files, `denied` of them named `*.env`, spread over the folders. */
+const location = (root: string, denied: number): string => {
+  const made = mkdtempSync(join(root, "tree-"))
+  const every = denied === 0 ? Number.POSITIVE_INFINITY : Math.floor((FOLDERS * FILES_PER_FOLDER) / denied)
+  for (let folder = 0, index = 0; folder < FOLDERS; folder++) {
+    mkdirSync(join(made, `d${folder}`))
+    for (let file = 0; file < FILES_PER_FOLDER; file++, index++)
+      writeFileSync(join(made, `d${folder}`, `f${file}${index % every === 0 ? ".env" : ".txt"}`), "")
+  }
+  return made
+}
+
+/** A read rule denying `*.env`, as the bash built-in passes the agent's rules (relative inside the Location). */
+const readDenied = (root: string) => {
+  const denies = Rule.denier([{ action: "*", resource: "*", effect: "allow" }, { action: "read", resource: "*.env", effect: "deny" }], "read")!
+  const inside = `${root}/`
+  return (real: string) => denies(real === root ? "." : real.startsWith(inside) ? real.slice(inside.length) : real)
 }
 
 const figures = async (): Promise<Figures> => {
@@ -30,7 +61,10 @@ const figures = async (): Promise<Figures> => {
     const cwd = mkdtempSync(join(root, "loc-"))
     const plain = Shell.make({}, { records: mkdtempSync(join(root, "runs-")) })
     const granted = Shell.make({ sockets: [join(root, "agent.sock")] }, { records: mkdtempSync(join(root, "runs-")) })
-    const samples = { bare: [] as Array<number>, sandboxed: [] as Array<number>, granted: [] as Array<number> }
+    const unpidded = Shell.make({}, { records: mkdtempSync(join(root, "runs-")), pids: false })
+    const trees = DENIED.map((count) => [count, realpathSync(location(root, count))] as const)
+    const samples: Record<string, Array<number>> = { bare: [], sandboxed: [], granted: [], unpidded: [] }
+    for (const count of DENIED) samples[`denied${count}`] = []
     const time = async (into: Array<number>, warm: Effect.Effect<void>, work: () => Promise<unknown>) => {
       await Effect.runPromise(warm)
       await Bun.sleep(QUIET_MS)
@@ -41,14 +75,32 @@ const figures = async (): Promise<Figures> => {
     const sandboxed = (shell: Shell.Interface) => () =>
       Effect.runPromise(shell.run({ argv: ["true"], cwd, sandbox: { location: cwd, approved: [] } }))
     const once = async () => {
-      await time(samples.sandboxed, plain.warm, sandboxed(plain))
-      await time(samples.granted, granted.warm, sandboxed(granted))
-      await time(samples.bare, Effect.void, () => Bun.spawn(["true"]).exited)
+      await time(samples.unpidded!, unpidded.warm, sandboxed(unpidded))
+      await time(samples.sandboxed!, plain.warm, sandboxed(plain))
+      for (const [count, tree] of trees) {
+        await time(samples[`denied${count}`]!, plain.warm, () =>
+          Effect.runPromise(
+            plain.run({
+              argv: ["true"],
+              cwd: tree,
+              sandbox: { location: tree, approved: [], ...(count === 0 ? {} : { readDenied: readDenied(tree) }) },
+            }),
+          ),
+        )
+      }
+      await time(samples.granted!, granted.warm, sandboxed(granted))
+      await time(samples.bare!, Effect.void, () => Bun.spawn(["true"]).exited)
     }
     for (let index = 0; index < WARM; index++) await once()
     for (const list of Object.values(samples)) list.length = 0
     for (let index = 0; index < SPAWNS; index++) await once()
-    return { bare: summarize(samples.bare), sandboxed: summarize(samples.sandboxed), granted: summarize(samples.granted) }
+    return {
+      bare: summarize(samples.bare!),
+      sandboxed: summarize(samples.sandboxed!),
+      granted: summarize(samples.granted!),
+      unpidded: summarize(samples.unpidded!),
+      denied: Object.fromEntries(DENIED.map((count) => [String(count), summarize(samples[`denied${count}`]!)])),
+    }
   } finally {
     cleanup([root])
   }
@@ -79,11 +131,12 @@ const measure = async (): Promise<Report> => {
   const now = await figures()
   progress(against === undefined ? "sandbox: no --base given" : `sandbox: the same on ${against}`)
   const before = against === undefined ? undefined : await base(against)
-  const row = (label: string, summary: Summary, bare: Summary) => [
+  const row = (label: string, summary: Summary, bare: Summary, before?: Summary) => [
     label,
     duration(summary.p50),
     `${duration(summary.q1)} / ${duration(summary.q3)}`,
     ratio(summary.p50 / bare.p50),
+    before === undefined ? "" : ratio(summary.p50 / before.p50),
   ]
   const runs = [["this tree", now] as const, ...(before === undefined ? [] : [[against!, before] as const])]
   const growth = before === undefined ? undefined : now.sandboxed.p50 / now.bare.p50 / (before.sandboxed.p50 / before.bare.p50)
@@ -92,11 +145,20 @@ const measure = async (): Promise<Report> => {
     about: `${SPAWNS} spawns of true each way, interleaved, each after the spare supervisor is up and a ${QUIET_MS} ms pause.`,
     tables: runs.map(([label, run]) => ({
       title: `spawn of true (${label})`,
-      columns: ["path", "p50", "q1 / q3", "p50 / bare"],
+      columns: ["path", "p50", "q1 / q3", "p50 / bare", "p50 / sandboxed without PID namespace"],
       rows: [
-        row("Shell.run, supervised and sandboxed (no socket granted)", run.sandboxed, run.bare),
-        row("Shell.run, sandboxed, one socket granted in core.json", run.granted, run.bare),
-        row('bare Bun.spawn(["true"]) awaited', run.bare, run.bare),
+        ...(run.unpidded === undefined ? [] : [row("Shell.run, sandboxed, without a PID namespace", run.unpidded, run.bare, run.unpidded)]),
+        row("Shell.run, supervised and sandboxed (no socket granted)", run.sandboxed, run.bare, run.unpidded),
+        ...Object.entries(run.denied ?? {}).map(([count, summary]) =>
+          row(
+            `Shell.run, sandboxed, ${(FOLDERS * FILES_PER_FOLDER).toLocaleString("en")}-file Location, ${count === "0" ? "no read rule" : `${count} files read-denied`}`,
+            summary,
+            run.bare,
+            run.unpidded,
+          ),
+        ),
+        row("Shell.run, sandboxed, one socket granted in core.json", run.granted, run.bare, run.unpidded),
+        row('bare Bun.spawn(["true"]) awaited', run.bare, run.bare, run.unpidded),
       ],
     })),
     targets:
@@ -113,6 +175,8 @@ const measure = async (): Promise<Report> => {
     notes: [
       "each run's ratios are against the bare spawn measured in that same run; the base runs after this tree's, not interleaved",
       "before the socket grant existed, the granted row is the plain sandboxed path (the setting is ignored)",
+      "the PID namespace is had only where core is root; elsewhere both sandboxed rows are the same path",
+      "the read-denied rows look at the Location at every spawn (one lstat per folder while none changed, the walk reused) and mount one cover per denied file",
     ],
   }
 }

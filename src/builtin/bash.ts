@@ -123,7 +123,7 @@ const describe = (limits: Shell.Limits, sandboxed: boolean): string =>
     ...(sandboxed
       ? [
           "- OS sandbox: writes only in the project, temp and approved directories; reads elsewhere only system " +
-            "and PATH directories and tools' own config under the home (never its credentials). core.json, tools/, plugins/ and .core/ are core's own configuration: commands " +
+            "and PATH directories and tools' own config under the home (never its credentials); files the read rules deny read as empty. core.json, tools/, plugins/ and .core/ are core's own configuration: commands " +
             "cannot change them (what a command creates there is removed when it ends); ask the person instead.",
         ]
       : []),
@@ -526,7 +526,8 @@ const makeTool = (services: Builtin.Services) => {
           return yield* new Tool.Failure({ message: "The command contains a NUL byte, which no process can be given. Remove it and try again." })
         }
 
-        const needs = yield* needsOf(directory, input, services.permission.protectedRoots, Builtin.readDenied(services, context.agent))
+        const readDenied = Builtin.readDenied(services, context.agent)
+        const needs = yield* needsOf(directory, input, services.permission.protectedRoots, readDenied)
         const { workdir } = needs
         const { outside, inside } = yield* checksOf(services, context.agent, needs)
         const metadata = { tool: NAME, command, ...(input.description === undefined ? {} : { description: input.description }) }
@@ -563,6 +564,9 @@ const makeTool = (services: Builtin.Services) => {
               configuration: [...outside, ...inside].some((check) => check.protected !== undefined),
               // The other Locations this core serves: their configuration is no more the command's to change.
               others: services.permission.protectedRoots.others?.() ?? [],
+              // What the agent's read rules deny is covered for every program the line runs, not only those the
+              // operand table knows (where the kernel can: Shell.Sandbox).
+              ...(readDenied === undefined ? {} : { readDenied }),
             },
             ...(input.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs }),
             onProgress: (update) =>

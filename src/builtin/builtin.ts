@@ -142,8 +142,11 @@ export const readDenied = (services: Pick<Services, "directory" | "permission">,
   const denies = services.permission.denies(agent, "read")
   if (denies === undefined) return undefined
   const inside = services.directory.endsWith(sep) ? services.directory : services.directory + sep
-  return (real) =>
+  const test = (real: string) =>
     denies(real === services.directory ? "." : real.startsWith(inside) ? real.slice(inside.length).split(sep).join("/") : real)
+  // The same rules in the same Location answer alike: a walk over many paths may keep the answers (Shell Covered).
+  const key = (denies as { readonly key?: string }).key
+  return key === undefined ? test : Object.assign(test, { key: `${services.directory}\0${key}` })
 }
 
 /**

@@ -75,11 +75,19 @@ export const evaluate = (rules: Ruleset, action: string, resource: string): Effe
  * A test of whether `action` is denied on a resource, or undefined when no rule denies the action on anything
  * (then nothing need be tested).
  */
-export const denier = (rules: Ruleset, action: string): ((resource: string) => boolean) | undefined => {
+export const denier = (rules: Ruleset, action: string): Denier | undefined => {
   const relevant = rules.filter((rule) => matches(rule.action, action))
   if (!relevant.some((rule) => rule.effect === "deny")) return undefined
-  return (resource) => find(relevant, action, resource)?.effect === "deny"
+  return Object.assign((resource: string) => find(relevant, action, resource)?.effect === "deny", {
+    key: JSON.stringify([action, relevant.map((rule) => [rule.action, rule.resource, rule.effect])]),
+  })
 }
+
+/**
+ * A test of whether a resource is denied, with `key`: the same for two tests that answer alike for every resource
+ * (the rules they decide by), so a caller may keep their answers.
+ */
+export type Denier = ((resource: string) => boolean) & { readonly key?: string }
 
 /**
  * Whether an action is denied whatever its resource: the last rule naming the action covers every resource and

@@ -151,3 +151,61 @@ export const hideSystemSecrets = (way: Way): string | undefined => {
   }
   return undefined
 }
+
+/**
+ * Mounts a fresh procfs on /proc in a mount namespace of this thread's own. Called by a supervisor that is the
+ * first process of a PID namespace of its own: the new /proc shows that namespace only (procfs reflects the PID
+ * namespace of the process that mounts it), so its command sees no process but its own and its supervisor, and no
+ * other program's command line or environment. Answers undefined, or why it could not (then /proc stays the host's).
+ */
+export const ownProc = (way: Way): string | undefined => {
+  if (way === "none") return "this process cannot make a mount namespace"
+  const unshared = Native.unshare(Native.CLONE_NEWNS)
+  if (unshared !== 0) return `unshare(CLONE_NEWNS) failed (errno ${unshared})`
+  const privately = Native.mount(null, "/", Native.MS_REC | Native.MS_PRIVATE)
+  if (privately !== 0) return `making the mounts private failed (errno ${privately})`
+  const mounted = Native.mount("proc", "/proc", Native.MS_NOSUID | Native.MS_NODEV | Native.MS_NOEXEC, "proc")
+  return mounted === 0 ? undefined : `mounting /proc failed (errno ${mounted})`
+}
+
+/** Paths the command must read nothing of (./covered): files, and directories covered whole. */
+export interface Cover {
+  readonly files: ReadonlyArray<string>
+  readonly directories: ReadonlyArray<string>
+  /** An empty regular file only core can write, which each file is covered with. */
+  readonly empty: string
+}
+
+/**
+ * Covers each path of `cover` in a mount namespace of this thread's own: a file with `cover.empty` bound read-only
+ * over it (the command reads it as empty, cannot write, rename or remove it: EROFS, EBUSY), a directory with an
+ * empty read-only tmpfs. A path gone meanwhile is skipped. Answers undefined, or why it could not: the caller must
+ * then not run the command, which would read what a rule denies.
+ */
+export const cover = (way: Way, { files, directories, empty }: Cover): string | undefined => {
+  if (files.length === 0 && directories.length === 0) return undefined
+  if (way === "none") return "this process cannot make a mount namespace"
+  const unshared = Native.unshare(Native.CLONE_NEWNS)
+  if (unshared !== 0) return `unshare(CLONE_NEWNS) failed (errno ${unshared})`
+  const privately = Native.mount(null, "/", Native.MS_REC | Native.MS_PRIVATE)
+  if (privately !== 0) return `making the mounts private failed (errno ${privately})`
+  const flags = Native.MS_NOSUID | Native.MS_NODEV | Native.MS_NOEXEC
+  for (const path of directories) {
+    const mounted = Native.mount("tmpfs", path, flags | Native.MS_RDONLY, "tmpfs", "size=4k,mode=0555")
+    if (mounted === ENOENT) continue
+    if (mounted !== 0) return `covering ${path} failed (errno ${mounted})`
+  }
+  if (files.length === 0) return undefined
+  // The empty file bound read-only onto itself first: a bind takes the flags of the mount it binds from, so each
+  // cover is then one mount, read-only from the start.
+  const bound = Native.mount(empty, empty, Native.MS_BIND)
+  if (bound !== 0) return `binding ${empty} failed (errno ${bound})`
+  const remounted = Native.mount(null, empty, Native.MS_REMOUNT | Native.MS_BIND | Native.MS_RDONLY | Native.mountFlags(empty))
+  if (remounted !== 0) return `making ${empty} read-only failed (errno ${remounted})`
+  for (const path of files) {
+    const covered = Native.mount(empty, path, Native.MS_BIND)
+    if (covered === ENOENT) continue
+    if (covered !== 0) return `covering ${path} failed (errno ${covered})`
+  }
+  return undefined
+}

@@ -19,6 +19,7 @@ export const O_PATH = 0o10000000
 export const O_CLOEXEC = 0o2000000
 export const WNOHANG = 1
 export const CLONE_NEWNS = 0x20000
+export const CLONE_NEWPID = 0x20000000
 export const MS_RDONLY = 1
 export const MS_NOSUID = 2
 export const MS_NODEV = 4
@@ -52,6 +53,7 @@ const SYMBOLS = {
   waitpid: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
   getppid: { args: [], returns: FFIType.i32 },
   unshare: { args: [FFIType.i32], returns: FFIType.i32 },
+  setns: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
   mount: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.u64, FFIType.ptr], returns: FFIType.i32 },
   statvfs: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   __errno_location: { args: [], returns: FFIType.ptr },
@@ -123,6 +125,33 @@ export const unshare = (flags: number): number => {
   const lib = libc()
   if (lib === null) return 38
   return lib.unshare(flags) === 0 ? 0 : errno(lib)
+}
+
+/** This process's own PID namespace, held open to come back to after `inPidNamespace` (opened on first use). */
+let ownPidNamespace: number | undefined
+
+/**
+ * Runs `spawn` (which must start its process synchronously, as Bun.spawn does, on this thread) with this thread's
+ * children going into a new PID namespace, whose first process the spawned one becomes (its pid 1); then sends
+ * this thread's later children back into its own namespace. Answers what `spawn` answered and whether the new
+ * namespace was had: without CAP_SYS_ADMIN, the process starts in this namespace as usual.
+ */
+export const inPidNamespace = <A>(spawn: () => A): { readonly value: A; readonly namespace: boolean } => {
+  const lib = libc()
+  if (lib === null) return { value: spawn(), namespace: false }
+  if (ownPidNamespace === undefined) {
+    const fd = open("/proc/self/ns/pid", O_CLOEXEC)
+    if (fd < 0) return { value: spawn(), namespace: false }
+    ownPidNamespace = fd
+  }
+  if (lib.unshare(CLONE_NEWPID) !== 0) return { value: spawn(), namespace: false }
+  try {
+    return { value: spawn(), namespace: true }
+  } finally {
+    // Back, whatever happened: otherwise every later child of this thread would join that namespace, and none
+    // could start once its first process had ended.
+    if (lib.setns(ownPidNamespace, CLONE_NEWPID) !== 0) throw new Error(`setns back to core's PID namespace failed (errno ${errno(lib)})`)
+  }
 }
 
 const cString = (text: string) => ptr(Buffer.from(`${text}\0`))

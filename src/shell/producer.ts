@@ -23,6 +23,8 @@ import { Guard } from "./guard"
 import { Landlock } from "./landlock"
 import { Native } from "./native"
 import { Sandbox as Policies } from "./sandbox"
+import { Covered } from "./covered"
+import type { Namespace } from "./namespace"
 import { Sockets } from "./sockets"
 import { Supervised } from "./supervised"
 
@@ -287,6 +289,7 @@ const spawnSupervised = (
   request: Request,
   grants: Landlock.Grants | undefined,
   guarded: Guard.Guarded | undefined,
+  cover: Namespace.Cover | undefined,
   confine: Confine.Confinement | undefined,
   sockets: ReadonlyArray<string> | undefined,
   // A confined program only reads: should its supervisor be killed before saying anything, it may start again.
@@ -305,6 +308,7 @@ const spawnSupervised = (
         ...(grants === undefined ? {} : { grants }),
         ...(guarded === undefined ? {} : { readOnly: guarded.readOnly }),
         ...(confine === undefined ? {} : { confine }),
+        ...(cover === undefined ? {} : { cover }),
         ...(sockets === undefined ? {} : { sockets }),
         graceMs: ProcessGroup.GRACE_MS,
       }, signal),
@@ -316,7 +320,7 @@ const spawnSupervised = (
           if (started.kind === "gone") {
             // Killed from outside before it said anything: whatever it may have started goes, by its marker.
             Supervised.killMarked(run.marker)
-            if (again) return spawnSupervised(supervisors, request, grants, guarded, confine, sockets, false)
+            if (again) return spawnSupervised(supervisors, request, grants, guarded, cover, confine, sockets, false)
             return Effect.die(new Error(started.message))
           }
           if (started.kind === "refused") {
@@ -333,10 +337,13 @@ const spawnSupervised = (
             if (report !== undefined) return { ...report, undone: undo() }
             // The supervisor died without reporting (killed from outside): end what it left, by marker and group.
             const killed = Supervised.killMarked(run.marker)
-            try {
-              process.kill(-started.pid, "SIGKILL")
-            } catch {
-              // the group is gone
+            // In a PID namespace of its own, everything ended with the supervisor, and the pid is not the host's.
+            if (!started.pidNamespace) {
+              try {
+                process.kill(-started.pid, "SIGKILL")
+              } catch {
+                // the group is gone
+              }
             }
             return {
               exitCode: null,
@@ -481,6 +488,11 @@ export interface Options {
    * does without it.
    */
   readonly ports?: boolean
+  /**
+   * Whether each sandboxed command gets a PID namespace of its own, with a /proc of its own (default true; only
+   * where core holds CAP_SYS_ADMIN itself).
+   */
+  readonly pids?: boolean
   /** The kernel's Landlock ABI version as core should see it; read from the kernel when absent. */
   readonly abi?: number
 }
@@ -554,8 +566,20 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
   // Core's configuration in a Location is guarded from the commands given a sandbox policy, unless the sandbox is off.
   const guards = supervise && sandbox.mode !== "off"
   const supervisors = supervise
-    ? Supervised.pool(records, guards && options.namespaces !== false, sandbox.active && options.ports !== false)
+    ? Supervised.pool(
+        records,
+        guards && options.namespaces !== false,
+        sandbox.active && options.ports !== false,
+        undefined,
+        options.pids !== false,
+      )
     : undefined
+  let empty: string | null | undefined
+  /**
+   * The empty file what the rules deny is covered with (Namespace.cover): in core's data directory, which no
+   * command reaches, made once; undefined when it cannot be had (then denied paths are carved out of the grants).
+   */
+  const emptyFile = (): string | undefined => (empty ??= Covered.emptyIn(dataDirectory())) ?? undefined
   let mountable: boolean | undefined
   /** Whether supervisors keep the guarded entries read-only with mounts (probed on first use). */
   const mounts = () => (mountable ??= options.namespaces !== false && Supervised.canMount())
@@ -573,7 +597,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
     const supervised = supervisors !== undefined && (request.supervise !== false || confine !== undefined)
     const prepared =
       supervised && request.sandbox !== undefined && sandbox.active
-        ? Policies.prepare(request.sandbox, request.env ?? process.env, config)
+        ? Policies.prepare(request.sandbox, request.env ?? process.env, config, mounts() && emptyFile() !== undefined)
         : undefined
     const guarded =
       supervised && guards && request.sandbox !== undefined && request.sandbox.configuration !== true
@@ -585,6 +609,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
           prepared === undefined ? request : { ...request, env: { ...(request.env ?? process.env), ...prepared.env } },
           confine === undefined ? prepared?.grants : CONFINED,
           guarded,
+          confine === undefined && prepared?.cover !== undefined ? { ...prepared.cover, empty: emptyFile()! } : undefined,
           confine,
           confine === undefined && request.sandbox !== undefined
             ? Sockets.reachable(config.sockets, [request.sandbox.location, ...request.sandbox.approved])

@@ -11,6 +11,7 @@ export * as Sandbox from "./sandbox"
 import { lstatSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
 import { join, resolve, sep } from "node:path"
+import { Covered } from "./covered"
 import { Home } from "./home"
 import { Landlock } from "./landlock"
 
@@ -30,6 +31,11 @@ export interface Policy {
    * (a command may reach them through the Location, an approved directory or the temp directory).
    */
   readonly others?: ReadonlyArray<string>
+  /**
+   * The calling agent's `read` rules as a test of a real path (true: denied), when any rule denies a read: what
+   * they deny inside the Location and the approved directories is covered in the command's mount namespace.
+   */
+  readonly readDenied?: (real: string) => boolean
 }
 
 /**
@@ -72,6 +78,8 @@ interface Fixed {
   readonly devices: ReadonlyArray<string>
   /** The Location's cache directory, undefined when core's data directory cannot hold it or another user made it first. */
   readonly cache: string | undefined
+  /** core.json's denyRead covered by mounts rather than carved out of the grants (looked up at each call). */
+  readonly coverable: ReadonlyArray<string>
 }
 
 /** The Location's cache directory under `data`, made if missing; undefined when it is not this user's alone. */
@@ -92,10 +100,15 @@ const cached = new Map<string, Fixed>()
  * The grants that depend on the disk rather than on the call (system, home and PATH directories, devices,
  * core.json's grants, real paths looked up one by one): a few milliseconds to work out, so reused for a moment.
  */
-const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>, settings: Settings): Fixed => {
+const fixed = (
+  policy: Policy,
+  env: Readonly<Record<string, string | undefined>>,
+  settings: Settings,
+  covering: boolean,
+): Fixed => {
   const homes = hidden(process.env)
   const home = Landlock.real(env.HOME || homedir())
-  const key = JSON.stringify([env.PATH ?? "", env.HOME ?? "", homes, tmpdir(), settings, policy.location, policy.approved, policy.others ?? []])
+  const key = JSON.stringify([env.PATH ?? "", env.HOME ?? "", homes, tmpdir(), settings, policy.location, policy.approved, policy.others ?? [], covering])
   const now = performance.now()
   const found = cached.get(key)
   if (found !== undefined && now - found.at < FIXED_MS) return found
@@ -103,11 +116,18 @@ const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>
     (paths ?? []).map((path) => Landlock.real(Home.expand(path, home, policy.location)))
   const core = homes.map(Landlock.real)
   const denied = Home.denied(home).map(Landlock.real)
-  const refused = [...core, ...expand(settings.denyRead)]
-  const secret = [...refused, ...denied]
   const system = Landlock.real(tmpdir())
   const allowRead = expand(settings.allowRead)
   const allowWrite = expand(settings.allowWrite)
+  const denyRead = expand(settings.denyRead)
+  // A deny of core.json inside a tree granted for writing here (not the temp directory) is covered (see `prepare`) rather than carved out of the
+  // grant, which would grant its siblings one by one and leave its folder unable to take a new file. Elsewhere, and
+  // where the supervisor cannot mount, it is carved out (the command is refused it: EACCES).
+  const writable = [policy.location, ...policy.approved].map(Landlock.real).concat(allowWrite)
+  const coverable = covering ? denyRead.filter((path) => writable.some((root) => within(root, path))) : []
+  const refused = [...core, ...denyRead.filter((path) => !coverable.includes(path))]
+  const secret = [...refused, ...denied]
+
   // A grant in core.json reaches the credential stores inside it only when it names one of them or a path in it.
   const granted = (paths: ReadonlyArray<string>) =>
     paths.flatMap((path) => Landlock.granted([path], [...refused, ...denied.filter((store) => store !== path && within(path, store))]))
@@ -130,6 +150,7 @@ const fixed = (policy: Policy, env: Readonly<Record<string, string | undefined>>
     devices: Landlock.granted(["/dev"], secret),
     cache: cacheDirectory(core[1]!, policy.location),
     readOnly,
+    coverable,
   }
   if (cached.size >= FIXED_ENTRIES) cached.delete(cached.keys().next().value!)
   cached.set(key, entry)
@@ -146,6 +167,12 @@ export interface Prepared {
    * against `cwd`, where the command ran.
    */
   readonly refused: (output: string, cwd: string) => ReadonlyArray<string>
+  /**
+   * What the command must read nothing of although a grant holds it (core.json's denyRead, what the agent's `read`
+   * rules deny in the Location and approved directories), covered in its mount namespace; absent when nothing is,
+   * or when covering was not asked (then core.json's denies are carved out of the grants instead).
+   */
+  readonly cover?: { readonly files: ReadonlyArray<string>; readonly directories: ReadonlyArray<string> }
   /** Removes the per-call temp and cache directories, if any were made. */
   readonly cleanup: () => void
 }
@@ -155,17 +182,23 @@ const REFUSAL = /permission denied|EACCES/i
 /** A quoted absolute (or `~/`) path, or a bare one starting a word and running up to a space, colon, quote, comma or bracket. */
 const PATH = /(['"`‘])((?:\/|~\/)[^'"`’\n]*)['"’]|(?<![^\s=:([])((?:\/|~\/)[^\s:'",()[\]]+)/g
 /** A relative path as programs name it before their `: Permission denied` (`cat: src/a: Permission denied`). */
-const RELATIVE = /(?<![^\s:])([^\s:'"/~][^\s:'"]*): Permission denied/g
+const RELATIVE = /(?<![^\s:])([^\s:'"/~][^\s:'"]*): (?:Permission denied|No such file or directory|Read-only file system)/g
+/** Lines that say a path is missing or read-only: a refusal where the path lies in what the sandbox covers. */
+const COVERED = /no such file or directory|read-only file system|ENOENT|EROFS/i
 /** How many refused paths a result names. */
 const REFUSED_MAX = 3
 
-/** The grants of one call, making its temp directory when the system one cannot be granted whole. */
+/**
+ * The grants of one call, making its temp directory when the system one cannot be granted whole. With `covering`
+ * (the supervisor can mount in the command's namespace), denied paths are covered rather than carved out (`cover`).
+ */
 export const prepare = (
   policy: Policy,
   env: Readonly<Record<string, string | undefined>>,
   settings: Settings = {},
+  covering = false,
 ): Prepared => {
-  const made = fixed(policy, env, settings)
+  const made = fixed(policy, env, settings, covering)
   const { core, secret, system, read, write: allowed, devices } = made
   // A cache directory someone else made (see Fixed.cache) is not used: the call gets an empty one of its own.
   const cache = made.cache ?? mkdtempSync(join(system, "core-cache-"))
@@ -184,18 +217,36 @@ export const prepare = (
   ]
   const grants = { read, devices, write }
   const home = env.HOME || homedir()
-  const reachable = (path: string) =>
-    !secret.some((dir) => within(dir, path)) && [...read, ...write, ...devices].some((dir) => within(dir, path))
+  const grantedAll = [...write, ...read, ...devices]
+  const reachable = (path: string) => !secret.some((dir) => within(dir, path)) && grantedAll.some((dir) => within(dir, path))
+  const walked =
+    covering && policy.readDenied !== undefined
+      ? Covered.walk([policy.location, ...policy.approved].map(Landlock.real), policy.readDenied)
+      : undefined
+  // What the grants already keep out (carved out, or never granted) needs no cover: the command is refused it.
+  const files = (walked?.files ?? []).filter(reachable)
+  const directories = (walked?.directories ?? []).filter(reachable)
+  for (const path of made.coverable) {
+    const stat = lstatSync(path, { throwIfNoEntry: false })
+    if (stat?.isDirectory()) directories.push(path)
+    else if (stat?.isFile()) files.push(path)
+  }
+  /** Whether a path lies in what the command's mount namespace covers: missing or read-only there. */
+  const covers = (path: string) => files.includes(path) || directories.some((dir) => within(dir, path))
   const refused = (output: string, cwd: string): ReadonlyArray<string> => {
-    if (!REFUSAL.test(output)) return []
+    const denied = REFUSAL.test(output)
+    const missing = files.length + directories.length > 0 && COVERED.test(output)
+    if (!denied && !missing) return []
     const paths = new Set<string>()
     for (const line of output.split("\n")) {
-      if (!REFUSAL.test(line)) continue
+      const refusal = REFUSAL.test(line)
+      if (!refusal && !(missing && COVERED.test(line))) continue
       const named = [...line.matchAll(PATH)].map((match) => match[2] ?? match[3]!)
       for (const match of line.matchAll(RELATIVE)) if (match[1]!.includes("/")) named.push(match[1]!)
       for (const name of named) {
         const path = Landlock.real(Home.expand(name, home, cwd))
-        if (!core.some((dir) => within(dir, path)) && !reachable(path)) paths.add(name)
+        if (core.some((dir) => within(dir, path))) continue
+        if ((refusal && !reachable(path)) || covers(path)) paths.add(name)
         if (paths.size > REFUSED_MAX) return [...paths]
       }
     }
@@ -203,6 +254,7 @@ export const prepare = (
   }
   return {
     grants,
+    ...(files.length + directories.length > 0 ? { cover: { files: [...new Set(files)], directories: [...new Set(directories)] } } : {}),
     env: {
       ...Home.cacheEnv(cache),
       ...(temporary === undefined ? {} : { TMPDIR: temporary, TMP: temporary, TEMP: temporary }),

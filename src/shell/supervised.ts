@@ -65,11 +65,12 @@ const admit = (signal: AbortSignal | undefined): Promise<() => void> =>
 const compiled = (): boolean => import.meta.path.startsWith("/$bunfs/")
 
 /** How core starts a supervisor: itself, as a launcher; from source, bun on the supervisor's file. */
-const launcher = (isolate: boolean, deny: ReadonlyArray<number>): ReadonlyArray<string> => [
+const launcher = (isolate: boolean, deny: ReadonlyArray<number>, pid = false): ReadonlyArray<string> => [
   ...(compiled()
     ? [process.execPath, Supervisor.LAUNCH, String(process.pid)]
     : [process.execPath, join(import.meta.dir, "launch.ts"), Supervisor.LAUNCH, String(process.pid)]),
   ...(isolate ? [Supervisor.ISOLATE] : []),
+  ...(pid ? [Supervisor.PID] : []),
   ...(deny.length > 0 ? [`${Supervisor.DENY}${deny.join(",")}`] : []),
 ]
 
@@ -123,6 +124,8 @@ interface Spare {
   readonly ports: number
   /** The marker of the run it will supervise, its record written as it started. */
   readonly marker: string
+  /** Whether it is the first process of a PID namespace of its own (`Supervisor.PID`). */
+  readonly pid: boolean
 }
 
 const startOf = (pid: number): number | undefined => ProcessGroup.stat(pid)?.start
@@ -271,25 +274,43 @@ export const canMount = (): boolean => isolation().length > 0 || Native.capable(
 
 /**
  * With `isolate`, supervisors are readied to mount paths read-only for their commands (`Order.readOnly`); with
- * `ports`, their commands cannot connect to core's own ports (`listening`).
+ * `ports`, their commands cannot connect to core's own ports (`listening`); with `pids`, sandboxed commands get a
+ * PID namespace of their own where core can make one.
  */
 export const pool = (
   records: Records | undefined,
   isolate = false,
   ports = false,
   startTimeoutMs = START_TIMEOUT_MS,
+  pids = true,
 ): Pool => {
   let spare: Spare | undefined
   let launched = 0
   let owner: Owner | undefined
+  /**
+   * Whether sandboxed commands get a PID namespace of their own, their supervisor its first process: where core
+   * holds CAP_SYS_ADMIN itself (root; a supervisor in a user namespace is started through `unshare`, which would
+   * stay between core and it). Commands without a sandbox keep the host's pids.
+   */
+  let pidCapable: boolean | undefined
+  const wantsPid = (order: Order | undefined): boolean =>
+    (order === undefined || order.grants !== undefined) &&
+    (pidCapable ??= pids && isolate && isolation().length === 0 && Native.capable(Native.CAP_SYS_ADMIN))
 
-  const spawn = (): Spare => {
+  /**
+   * Ends a supervisor that has no order: SIGHUP, or SIGKILL for the first process of a PID namespace, which
+   * ignores a signal it has no handler for yet (and ends with nothing of its own left behind).
+   */
+  const dismiss = (entry: Spare) => entry.process.kill(entry.pid ? "SIGKILL" : "SIGHUP")
+
+  const spawn = (pid = wantsPid(undefined)): Spare => {
     let up: () => void = () => {}
     const ready = new Promise<void>((resolve) => (up = resolve))
     const marker = crypto.randomUUID()
-    const entry: Spare = { process: undefined as never, reports: [], listener: undefined, ready, ports: ownPorts.size, marker }
+    const entry: Spare = { process: undefined as never, reports: [], listener: undefined, ready, ports: ownPorts.size, marker, pid }
     const deny = ports ? [...ownPorts] : []
-    const child = Bun.spawn([...(isolate ? isolation() : []), ...launcher(isolate, deny)], {
+    const argv = [...(isolate ? isolation() : []), ...launcher(isolate, deny, pid)]
+    const make = () => Bun.spawn(argv, {
       // Not the workspace: from source, bun would read a bunfig.toml or .env found there.
       cwd: "/",
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
@@ -306,6 +327,8 @@ export const pool = (
         else entry.reports.push(message)
       },
     })
+    // In a PID namespace, the supervisor is its first process: the namespace ends with it, whatever it ran.
+    const child = pid ? Native.inPidNamespace(make).value : make()
     ;(entry as { process: Process_ }).process = child
     ProcessGroup.trackSupervisor(child.pid)
     // Recorded before any order can reach it, so that the record exists before its command runs anything, and
@@ -314,7 +337,7 @@ export const pool = (
       try {
         record(records, (owner ??= { pid: process.pid, start: startOf(process.pid) }), marker, child.pid)
       } catch (cause) {
-        child.kill("SIGHUP")
+        dismiss(entry)
         throw cause
       }
     }
@@ -345,10 +368,15 @@ export const pool = (
     entry.process.signalCode === null &&
     (!ports || entry.ports === ownPorts.size)
 
-  const take = (): Spare => {
-    if (spare !== undefined && !usable(spare)) spare.process.kill("SIGHUP")
-    const taken = usable(spare) ? spare! : spawn()
-    spare = undefined
+  const take = (order: Order): Spare => {
+    if (spare !== undefined && !usable(spare)) {
+      dismiss(spare)
+      spare = undefined
+    }
+    const pid = wantsPid(order)
+    // A spare readied for the other kind of command stays the spare.
+    const taken = usable(spare) && spare!.pid === pid ? spare! : spawn(pid)
+    if (taken === spare) spare = undefined
     launched++
     return taken
   }
@@ -362,7 +390,7 @@ export const pool = (
   }
 
   const launch: Pool["launch"] = (order) => {
-    const entry = take()
+    const entry = take(order)
     const child = entry.process
     child.ref()
     const marker = entry.marker
@@ -423,7 +451,7 @@ export const pool = (
   }
   const warm = () => {
     if (spare !== undefined && !usable(spare)) {
-      spare.process.kill("SIGHUP")
+      dismiss(spare)
       spare = undefined
     }
     return (spare ??= spawnable())?.ready ?? Promise.resolve()

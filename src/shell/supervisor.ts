@@ -8,6 +8,7 @@ export * as Supervisor from "./supervisor"
 // ended. It imports nothing heavy: it starts for every command. It decides nothing and never writes to stdout or
 // stderr, which belong to the command.
 
+import { openSync, readSync } from "node:fs"
 import { Capabilities } from "./capabilities"
 import { Confine } from "./confine"
 import { Landlock } from "./landlock"
@@ -20,6 +21,11 @@ import { Sockets } from "./sockets"
 export const LAUNCH = "__supervise"
 /** An argument after core's pid: the supervisor mounts the paths an order names read-only for its command. */
 export const ISOLATE = "isolate"
+/**
+ * An argument after core's pid: the supervisor was started as the first process of a PID namespace of its own
+ * (core did that, Native.inPidNamespace), and mounts a /proc of that namespace for its command.
+ */
+export const PID = "pid"
 /** An argument after core's pid, `deny=PORT,PORT`: core's own TCP ports, which the command may not connect to. */
 export const DENY = "deny="
 
@@ -27,10 +33,12 @@ export const DENY = "deny="
 export interface Flags {
   readonly isolate: boolean
   readonly deny: ReadonlyArray<number>
+  readonly pid: boolean
 }
 
 export const flags = (args: ReadonlyArray<string>): Flags => ({
   isolate: args.includes(ISOLATE),
+  pid: args.includes(PID),
   deny: (args.find((arg) => arg.startsWith(DENY))?.slice(DENY.length).split(",") ?? [])
     .map(Number)
     .filter((port) => Number.isInteger(port) && port > 0 && port < 65_536),
@@ -62,6 +70,12 @@ export interface Order {
   /** Paths mounted read-only for the command (core's configuration in its Location), before the sandbox. */
   readonly readOnly?: ReadonlyArray<string>
   /**
+   * With `grants`: paths the command must read nothing of although a grant holds them (what the agent's `read`
+   * rules and core.json's denyRead deny), covered in its mount namespace before the sandbox. Where they cannot be
+   * covered, the command does not start.
+   */
+  readonly cover?: Namespace.Cover
+  /**
    * With `grants`: the socket files (or directories of them) the command may still connect to, granted in core.json
    * and its own directories (./sockets `reachable`); every other bound socket file is covered. Absent, the command
    * can make no Unix socket but a pair.
@@ -80,7 +94,11 @@ export type Report =
   /** Up and waiting for its order. */
   | { readonly kind: "ready" }
   /** `readOnly`: the order's read-only paths were mounted so (false when it named none). */
-  | { readonly kind: "started"; readonly pid: number; readonly readOnly: boolean }
+  /**
+   * `pidNamespace`: the supervisor is the first process of a PID namespace of its own, the command's pid is as that
+   * namespace numbers it, and everything in it ends with the supervisor.
+   */
+  | { readonly kind: "started"; readonly pid: number; readonly readOnly: boolean; readonly pidNamespace: boolean }
   /** The system refused to start the command: its errno name. */
   | { readonly kind: "refused"; readonly code: string; readonly message: string }
   /** Anything else that stopped the command from starting: a broken invariant. */
@@ -115,6 +133,28 @@ const WARM_ROUNDS = 3
 
 /** How long a supervisor whose core is gone may take to end its command's processes before it stops itself. */
 const ORPHAN_DEADLINE_MS = 5_000
+
+/**
+ * This process's parent as the host's PID namespace numbers it, read each time from /proc/<pid>/stat of the host's
+ * procfs through a handle opened now (before /proc is covered by the namespace's own); 0 once unreadable.
+ */
+const hostParent = (): (() => number) => {
+  let fd: number | undefined
+  try {
+    fd = openSync("/proc/self/stat", "r")
+  } catch {
+    return () => 0
+  }
+  const buffer = Buffer.alloc(1024)
+  return () => {
+    try {
+      const text = buffer.toString("latin1", 0, readSync(fd, buffer, 0, buffer.length, 0))
+      return Number(text.slice(text.lastIndexOf(")") + 2).split(" ")[1])
+    } catch {
+      return 0
+    }
+  }
+}
 
 /** Set when the end must not wait any longer (core is gone or forcing its exit): cuts a grace period short. */
 let urgent = false
@@ -236,11 +276,21 @@ const settle = (report: Ending | Promise<Ending>): Promise<never> =>
  * paths an order names read-only for its command, where it holds CAP_SYS_ADMIN (see ./namespace); with `deny`,
  * the command cannot connect to those TCP ports, where Landlock has network rules.
  */
-export const main = async (parent: number, { isolate, deny }: Flags = { isolate: false, deny: [] }): Promise<never> => {
+export const main = async (
+  parent: number,
+  { isolate, deny, pid }: Flags = { isolate: false, deny: [], pid: false },
+): Promise<never> => {
   const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
   // Dies with core: a parent-death signal, then a check that core did not die before it was set.
   Native.prctl(Native.PR_SET_PDEATHSIG, SIGHUP)
-  if (Native.getppid() !== parent) process.exit(0)
+  // The first process of its own PID namespace sees no parent (getppid answers 0): its parent is read from the
+  // host's /proc, through a handle opened before the namespace's own /proc covers it.
+  const inNamespace = pid && process.pid === 1
+  const parentOf = inNamespace ? hostParent() : Native.getppid
+  if (parentOf() !== parent) process.exit(0)
+  // Its command then sees only the namespace's processes: where this cannot be mounted, it sees the host's /proc
+  // (its pids still the namespace's, and everything still ending with the supervisor).
+  if (inNamespace) Namespace.ownProc(way)
   Native.prctl(Native.PR_SET_CHILD_SUBREAPER, 1)
   Native.prctl(Native.PR_SET_NO_NEW_PRIVS, 1)
   // Nothing the command runs may read this process's memory or environment, nor core's (both non-dumpable):
@@ -313,6 +363,16 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
       order.grants !== undefined && Namespace.privateSharedMemory(way) === undefined
         ? { ...order.grants, write: [...order.grants.write, Namespace.SHARED_MEMORY] }
         : order.grants
+    // What the rules deny inside granted trees (last of the mounts: each namespace made after it would copy every
+    // cover): a command that would read it must not start.
+    if (order.grants !== undefined && order.cover !== undefined) {
+      const uncovered = Namespace.cover(way, order.cover)
+      if (uncovered !== undefined) {
+        const message = `Could not keep what the read rules deny from the command: ${uncovered}`
+        void send({ kind: "failed", message }).then(() => process.exit(0))
+        return
+      }
+    }
     if (grants !== undefined) {
       const failed = Landlock.restrict(grants, Landlock.abi(), true, held?.grants, prepared)
       if (failed !== undefined) {
@@ -347,7 +407,7 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
     // The command's output pipes are the command's alone now: they close as soon as its last process is gone,
     // without waiting for the supervisor to exit.
     Native.releaseOutput()
-    void send({ kind: "started", pid: child.pid, readOnly })
+    void send({ kind: "started", pid: child.pid, readOnly, pidNamespace: inNamespace })
     void child.exited.then(() => finish(graceMs))
   }
   // Should the parent-death signal be missed, the supervisor still notices that core is gone.
@@ -355,7 +415,7 @@ export const main = async (parent: number, { isolate, deny }: Flags = { isolate:
   // descendants have had their SIGKILL rounds.
   let stalled: ReturnType<typeof setTimeout> | undefined
   setInterval(() => {
-    if (Native.getppid() !== parent) {
+    if (parentOf() !== parent) {
       urgent = true
       stalled ??= setTimeout(() => process.kill(process.pid, "SIGKILL"), ORPHAN_DEADLINE_MS)
       void finish(0)

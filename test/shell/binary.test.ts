@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync, realpathSync } from "node:fs"
 import { join } from "node:path"
 import { ProcessGroup } from "../../src/shell/group"
 import { core, exec, sandbox, settlementOf, start } from "../cli/fixture"
-import { alive, DETACHING, pidsIn, running as runs } from "./processes"
+import { alive, DETACHING, hostPids, pidsIn, running as runs } from "./processes"
 
 describe("core exec bash", () => {
   test("runs a command line, parsed with the grammar embedded in the binary", async () => {
@@ -64,9 +64,12 @@ describe("core exec bash", () => {
     const command = "sleep 1000 & echo $! $$ > pids; echo ready; sleep 1000"
     const running = await start(box, ["exec", "bash", "--input", JSON.stringify({ command }), "--location", box.location])
     await running.stderrContains("progress: ready\n")
-    const [background, leader] = pidsIn(readFileSync(join(box.location, "pids"), "utf8"))
-    expect(alive(background!)).toBe(true)
+    // As the command's own PID namespace numbers them (what the cancel names), and as the host does.
+    const [inBackground, inLeader] = pidsIn(readFileSync(join(box.location, "pids"), "utf8"))
     // Both have become sleep (not still copies of bash), so the cancel names them as such.
+    for (let tries = 0; tries < 250 && hostPids([inLeader!], box.location)[0] === inLeader; tries++) await Bun.sleep(20)
+    const [background, leader] = hostPids([inBackground!, inLeader!], box.location)
+    expect(alive(background!)).toBe(true)
     expect(await runs(background!, "sleep")).toBe(true)
     expect(await runs(leader!, "sleep")).toBe(true)
     running.child.kill("SIGINT")
@@ -79,8 +82,8 @@ describe("core exec bash", () => {
       { type: "text", text: expect.stringContaining("Ended 2 processes it had started: ") },
     ])
     const said = (settlement.content[0] as { text: string }).text
-    expect(said).toContain(`sleep (${background})`)
-    expect(said).toContain(`sleep (${leader})`)
+    expect(said).toContain(`sleep (${inBackground})`)
+    expect(said).toContain(`sleep (${inLeader})`)
     expect(alive(background!)).toBe(false)
     expect(alive(leader!)).toBe(false)
     expect(ProcessGroup.members(leader!)).toEqual([])
@@ -92,7 +95,7 @@ describe("core exec bash", () => {
     // perl -e runs code core cannot read, so it is asked: --yes approves it once.
     const running = await start(box, ["exec", "bash", "--input", input, "--location", box.location, "--yes", ...ids])
     await running.stderrContains("progress: ready\n")
-    const pids = pidsIn(readFileSync(join(box.location, "pids"), "utf8"))
+    const pids = hostPids(pidsIn(readFileSync(join(box.location, "pids"), "utf8")), box.location)
     expect(pids).toHaveLength(4)
     for (const pid of pids) expect(alive(pid)).toBe(true)
     running.child.kill("SIGKILL")
@@ -112,7 +115,7 @@ describe("core exec bash", () => {
     const command = "trap '' TERM; sleep 1000 & echo $! $$ > pids; echo ready; sleep 1000"
     const running = await start(box, ["exec", "bash", "--input", JSON.stringify({ command }), "--location", box.location])
     await running.stderrContains("progress: ready\n")
-    const [background, leader] = pidsIn(readFileSync(join(box.location, "pids"), "utf8"))
+    const [background, leader] = hostPids(pidsIn(readFileSync(join(box.location, "pids"), "utf8")), box.location)
     running.child.kill("SIGINT")
     await Bun.sleep(200)
     expect(alive(background!)).toBe(true)

@@ -1,7 +1,7 @@
 // Looking at processes from tests: whether a pid still runs (a zombie has ended; it only waits to be reaped),
 // the pids a command printed, and a command whose children detach every way a shell offers.
 
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync } from "node:fs"
 
 /** Whether a process is still running: present in /proc and not a zombie. */
 export const alive = (pid: number): boolean => {
@@ -47,3 +47,25 @@ export const DETACHING = [
   `perl -e 'setpgrp(0,0); open(F,">>pids"); print F "$$\\n"; close F; exec "sleep","1000"' &`,
   'while [ "$(wc -l < pids)" -lt 4 ]; do :; done',
 ].join("\n")
+
+/**
+ * The host's pids of processes a sandboxed command printed: each command has a PID namespace of its own, so `$$`
+ * and `$!` number its processes as that namespace does. Found by their working directory (`cwd`, unique to the
+ * test) and the last pid their NSpid line gives; a pid already the host's (no namespace) is answered as it is.
+ */
+export const hostPids = (pids: ReadonlyArray<number>, cwd: string): Array<number> => {
+  const real = realpathSync(cwd)
+  const found = new Map<number, number>()
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      if (readlinkSync(`/proc/${entry}/cwd`) !== real) continue
+      const line = /^NSpid:\s*(.*)$/m.exec(readFileSync(`/proc/${entry}/status`, "latin1"))?.[1]?.trim().split(/\s+/)
+      if (line === undefined) continue
+      found.set(Number(line.at(-1)), Number(entry))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids.map((pid) => found.get(pid) ?? pid)
+}
