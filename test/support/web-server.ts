@@ -3,10 +3,10 @@
 // text, binary and images, a latin-1 page, and a route that never answers.
 
 import { gzipSync } from "node:zlib"
+import { png } from "./image"
 
-export const PNG = Uint8Array.from([
-  0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0,
-])
+/** A real 2×2 PNG (a truncated one is refused by the image check every image part meets). */
+export const PNG = Uint8Array.from(png(2, 2))
 
 export const ARTICLE = `<!doctype html>
 <html><head><title>The Guide</title><style>body { color: red }</style><script>window.secret = "script text"</script></head>
