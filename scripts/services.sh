@@ -15,6 +15,17 @@ DIR=${CORE_SERVICES_DIR:-${TMPDIR:-/tmp}/core-services-$(id -u)}
 ENV_FILE=$DIR/env
 HOST=127.0.0.1
 
+# Debian's postgresql and pgbouncer, installed when missing where this may (root, with apt-get), so the README's
+# `npm install && npm test` sets up what the store tests need on a fresh Debian machine too.
+install_missing() {
+  if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && { command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ]; }; then
+    return 0
+  fi
+  [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null || return 0
+  echo "installing Debian's postgresql and pgbouncer for the store tests" >&2
+  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql pgbouncer; } >&2 || true
+}
+
 bindir() {
   local found
   found=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
@@ -49,6 +60,7 @@ running() {
 
 start() {
   local bin pg_port bouncer_port pgbouncer
+  install_missing
   bin=$(bindir)
   pgbouncer=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
   if running; then echo "$ENV_FILE"; return 0; fi
