@@ -26,6 +26,7 @@ import type { Permission } from "../permission/permission"
 import { Hooks } from "../settlement/hooks"
 import { Settler } from "../settlement/settler"
 import { Api } from "./api"
+import { ApiDocument } from "./api-document"
 import { Store } from "../store/store"
 import { Sse } from "./sse"
 import { Range } from "./range"
@@ -171,7 +172,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
     openapi: (route) =>
       Effect.sync(() => {
         const host = Respond.header(route.request, "host")
-        openapi ??= JSON.stringify(Api.openapi(host === undefined ? {} : { server: `http://${host}` }))
+        openapi ??= JSON.stringify(ApiDocument.openapi(host === undefined ? {} : { server: `http://${host}` }))
         return Respond.text(200, openapi)
       }),
 

@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test"
 import { cpSync, existsSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Api } from "../../src/server/api"
+import { ApiDocument } from "../../src/server/api-document"
 import { tempDir } from "../support/temp"
 import { EventReader, HOST, IMPORTS, TOKEN, callBody, inProcess } from "./support"
 
@@ -47,7 +47,7 @@ describe("the OpenAPI document for generators", () => {
     })
     expect(document.servers).toEqual([{ url: `http://${HOST}`, description: "This server" }])
     // The document on its own (no request) describes where core serve listens.
-    expect(Api.openapi().servers).toEqual([expect.objectContaining({ url: "http://127.0.0.1:{port}" })])
+    expect(ApiDocument.openapi().servers).toEqual([expect.objectContaining({ url: "http://127.0.0.1:{port}" })])
   })
 
   test("the JSON and event-stream forms of a call are separate operations; each event stream is typed by its data", async () => {
@@ -80,7 +80,7 @@ describe("the OpenAPI document for generators", () => {
 
   test("redocly lint reports no error", async () => {
     const file = join(tempDir("core-openapi-"), "openapi.json")
-    writeFileSync(file, JSON.stringify(Api.openapi()))
+    writeFileSync(file, JSON.stringify(ApiDocument.openapi()))
     const lint = Bun.spawn([join(BIN, "redocly"), "lint", "--format", "json", file], { stdout: "pipe", stderr: "pipe" })
     const [code, stdout] = await Promise.all([lint.exited, new Response(lint.stdout).text()])
     const report = JSON.parse(stdout) as { totals: { errors: number }; problems: Array<{ message: string; severity: string }> }
@@ -232,7 +232,7 @@ describe("a client generated from the document", () => {
     expect({ installed: existsSync(generator), install: GENERATOR_INSTALL }).toEqual({ installed: true, install: GENERATOR_INSTALL })
     const work = tempDir("core-openapi-client-")
     const spec = join(work, "openapi.json")
-    writeFileSync(spec, JSON.stringify(Api.openapi()))
+    writeFileSync(spec, JSON.stringify(ApiDocument.openapi()))
     expect(await runGenerator([generator, "-i", spec, "-o", join(work, "client")], work)).toEqual({
       code: 0,
       stderr: expect.any(String),
