@@ -7,25 +7,22 @@ export * as Read from "./read"
 
 import { readdirSync, statSync, type Dirent } from "node:fs"
 import { constants, type FileHandle } from "node:fs/promises"
-import { basename, dirname, extname, join, relative } from "node:path"
+import { basename, extname, join } from "node:path"
 import type { Stats } from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { Boundary } from "../permission/boundary"
 import { Pinned } from "../permission/pinned"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
+import { ReadPage } from "./read-page"
+import { ReadSuggestions } from "./read-suggestions"
 import { ReadTracking } from "./read-tracking"
-import { Ripgrep } from "./ripgrep"
 import { Text as TextFile } from "./text"
-import { Distance } from "../text/distance"
 
 /** Lines of output per page, the footer included: a full page fits the settlement's default bound. */
 export const MAX_LINES = 2_000
 /** Bytes per page, counted as the page's output (numbered, and JSON-escaped in the structured output). */
 export const MAX_PAGE_BYTES = 50 * 1024
-/** Characters of one line shown before it is cut. */
-export const MAX_LINE_CHARS = 2_000
 /**
  * The largest image file read takes (a 12-megapixel PNG is about 35 MiB). What goes back to the model is smaller:
  * images over the image limits are resized on the way out (../output/image), whichever tool returned them.
@@ -37,9 +34,6 @@ const RESERVE_BYTES = 1_024
 /** The first read: enough for a page. Reads after it, streaming past earlier pages, take bigger steps. */
 const HEAD_BYTES = 64 * 1024
 const CHUNK_BYTES = 1024 * 1024
-/** The first block, sniffed for binary content. */
-const SNIFF_BYTES = 8 * 1024
-const MAX_CONTROL_RATIO = 0.3
 /** After a page, the rest of the file is counted for its total line count when it is at most this big. */
 const COUNT_REST_BYTES = 64 * 1024 * 1024
 /**
@@ -53,9 +47,6 @@ const LARGE_FILE_PAGE_BYTES = 16 * 1024
 const HEADER_BYTES = 128
 /** While streaming past earlier pages, progress is reported this often. */
 const PROGRESS_BYTES = 256 * 1024 * 1024
-/** Enough bytes of a line for MAX_LINE_CHARS characters and one more. */
-const LINE_KEEP_BYTES = (MAX_LINE_CHARS + 1) * 4
-const MAX_SUGGESTIONS = 3
 
 /**
  * Refused by name. Images are recognised by content instead (a PNG named .txt is an image, a text file named
@@ -131,255 +122,6 @@ const codeOf = (cause: unknown): unknown =>
   typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
 
 // ---------------------------------------------------------------------------------------------------------------
-// Pages of text
-
-/** Bytes a text costs in a page: its UTF-8 size plus what JSON escaping adds in the structured output. */
-const pageBytes = (text: string): number => {
-  let extra = 0
-  for (let index = 0; index < text.length; index++) {
-    const code = text.charCodeAt(index)
-    if (code === 0x22 || code === 0x5c) extra += 1
-    else if (code < 0x20) extra += code === 8 || code === 9 || code === 10 || code === 12 || code === 13 ? 1 : 5
-  }
-  return Buffer.byteLength(text) + extra
-}
-
-/** The first `count` code points of `text`, or undefined when it has no more than that. */
-const cutAt = (text: string, count: number): string | undefined => {
-  if (text.length <= count) return undefined
-  let seen = 0
-  for (let index = 0; index < text.length; index++) {
-    const code = text.charCodeAt(index)
-    if (code >= 0xd800 && code <= 0xdbff) index++
-    if (++seen === count) return index + 1 < text.length ? text.slice(0, index + 1) : undefined
-  }
-  return undefined
-}
-
-const cutNote = (bytes: number) => ` … [line cut at ${MAX_LINE_CHARS} characters; it is ${bytes} bytes long]`
-
-type Invalid = { readonly invalidLine: number }
-
-const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
-
-/**
- * Splits streamed bytes into lines, skipping to `offset` by counting line breaks only, then collecting one page
- * of decoded lines within the line and byte budgets. Holds at most one line's first LINE_KEEP_BYTES bytes.
- */
-const scanner = (offset: number, maxLines: number, budget: number) => {
-  const page: Array<string> = []
-  let pageCost = 0
-  let line = 1
-  let lineBytes = 0
-  let kept: Array<Uint8Array> = []
-  let keptBytes = 0
-  let phase: "skip" | "collect" | "after" | "count" = offset === 1 ? "collect" : "skip"
-  let more = false
-  let breaks = 0
-  let lastByte = -1
-
-  const finishLine = (): Invalid | undefined => {
-    const bytes = kept.length === 1 ? kept[0]! : Buffer.concat(kept)
-    kept = []
-    keptBytes = 0
-    let text: string
-    let cut = false
-    try {
-      if (lineBytes > bytes.length) {
-        text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes, { stream: true })
-        cut = true
-      } else {
-        const end = bytes.length > 0 && bytes[bytes.length - 1] === 13 ? bytes.length - 1 : bytes.length
-        text = strict.decode(bytes.subarray(0, end))
-      }
-    } catch {
-      return { invalidLine: line }
-    }
-    const shortened = cutAt(text, MAX_LINE_CHARS)
-    if (shortened !== undefined) {
-      text = shortened
-      cut = true
-    }
-    if (cut) text += cutNote(lineBytes)
-    const cost = pageBytes(text) + String(line).length + 3
-    if (page.length > 0 && pageCost + cost > budget) {
-      more = true
-      phase = "count"
-      return undefined
-    }
-    page.push(text)
-    pageCost += cost
-    if (page.length >= maxLines) phase = "after"
-    return undefined
-  }
-
-  const feed = (chunk: Uint8Array): Invalid | undefined => {
-    if (chunk.length === 0) return undefined
-    lastByte = chunk[chunk.length - 1]!
-    let position = 0
-    while (position < chunk.length) {
-      if (phase === "after") {
-        more = true
-        phase = "count"
-      }
-      const newline = chunk.indexOf(10, position)
-      if (phase === "count" || phase === "skip") {
-        if (newline === -1) {
-          lineBytes += chunk.length - position
-          break
-        }
-        breaks++
-        line++
-        lineBytes = 0
-        position = newline + 1
-        if (phase === "skip" && line === offset) phase = "collect"
-        continue
-      }
-      const end = newline === -1 ? chunk.length : newline
-      if (keptBytes < LINE_KEEP_BYTES && end > position) {
-        const piece = chunk.subarray(position, Math.min(end, position + LINE_KEEP_BYTES - keptBytes))
-        kept.push(piece.slice())
-        keptBytes += piece.length
-      }
-      lineBytes += end - position
-      if (newline === -1) break
-      const invalid = finishLine()
-      if (invalid !== undefined) return invalid
-      breaks++
-      line++
-      lineBytes = 0
-      position = newline + 1
-    }
-    return undefined
-  }
-
-  /** At the end of the file: the last line, if it has no line break. */
-  const end = (): Invalid | undefined => (phase === "collect" && lineBytes > 0 ? finishLine() : undefined)
-
-  return {
-    feed,
-    end,
-    page,
-    get phase() {
-      return phase
-    },
-    get more() {
-      return more
-    },
-    /** Lines in the file, once it was read to the end. */
-    get total() {
-      return breaks + (lastByte !== -1 && lastByte !== 10 ? 1 : 0)
-    },
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Content sniffing
-
-const IMAGE_SIGNATURES: ReadonlyArray<{ readonly mime: string; readonly matches: (head: Uint8Array) => boolean }> = [
-  { mime: "image/png", matches: (head) => startsWith(head, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]) },
-  { mime: "image/jpeg", matches: (head) => startsWith(head, [0xff, 0xd8, 0xff]) },
-  { mime: "image/gif", matches: (head) => ascii(head, 0, "GIF87a") || ascii(head, 0, "GIF89a") },
-  { mime: "image/webp", matches: (head) => ascii(head, 0, "RIFF") && ascii(head, 8, "WEBP") },
-  // Converted to PNG on the way out: no provider takes BMP.
-  { mime: "image/bmp", matches: (head) => ascii(head, 0, "BM") && head.length >= 26 },
-]
-
-const startsWith = (head: Uint8Array, bytes: ReadonlyArray<number>) =>
-  head.length >= bytes.length && bytes.every((byte, index) => head[index] === byte)
-
-const ascii = (head: Uint8Array, at: number, text: string) =>
-  head.length >= at + text.length && [...text].every((character, index) => head[at + index] === character.charCodeAt(0))
-
-/** Why the first block looks binary, or undefined when it looks like text. */
-const binaryReason = (head: Uint8Array): string | undefined => {
-  const sample = head.subarray(0, SNIFF_BYTES)
-  if (sample.includes(0)) return "it contains NUL bytes"
-  let control = 0
-  for (const byte of sample) {
-    if ((byte < 0x20 && byte !== 9 && byte !== 10 && byte !== 12 && byte !== 13 && byte !== 27 && byte !== 8) || byte === 0x7f) {
-      control++
-    }
-  }
-  return sample.length > 0 && control / sample.length > MAX_CONTROL_RATIO
-    ? `${Math.round((control / sample.length) * 100)}% of its first ${sample.length} bytes are control characters`
-    : undefined
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Did you mean
-
-/** How alike an existing name is to the missing one (lower is closer), or undefined when not alike. */
-const likeness = (wanted: string, name: string): number | undefined => {
-  const a = wanted.toLowerCase()
-  const b = name.toLowerCase()
-  if (a === b) return 0
-  const stem = (text: string) => text.slice(0, text.length - extname(text).length)
-  if (stem(a) !== "" && stem(a) === stem(b)) return 1
-  const most = Math.max(2, Math.floor(a.length / 4))
-  if (Math.abs(a.length - b.length) <= most) {
-    const edits = Distance.levenshtein(a, b)
-    if (edits <= most) return 1 + edits
-  }
-  if (a.length >= 3 && (b.includes(a) || (b.length >= 3 && a.includes(b)))) return 10
-  return undefined
-}
-/**
- * Up to three existing paths the model may have meant: alike names beside it, then the same name elsewhere. Only
- * paths inside the Location that the agent may read (or be asked about) are suggested, so a suggestion never
- * reveals the name of a path it is denied; for a missing path outside the Location there are none.
- */
-const suggestions = (services: Builtin.Services, context: Tool.Context, real: string, inside: boolean) =>
-  Effect.gen(function* () {
-    const directory = services.directory
-    const wanted = basename(real)
-    if (!inside || wanted === "") return []
-    const readable = (paths: ReadonlyArray<string>) =>
-      Effect.gen(function* () {
-        const within = paths.filter((path) => path !== directory && Boundary.isWithin(directory, path))
-        if (within.length === 0) return []
-        const decisions = yield* services.permission
-          .explain({ agent: context.agent, action: "read", resources: within.map((path) => relative(directory, path)) })
-        return within.filter((_, index) => decisions[index]?.effect !== "deny")
-      })
-    const parent = dirname(real)
-    let beside: Array<string> = []
-    try {
-      beside = readdirSync(parent)
-        .map((name) => ({ name, score: likeness(wanted, name) }))
-        .filter((entry): entry is { name: string; score: number } => entry.score !== undefined)
-        .sort((a, b) => a.score - b.score || (a.name < b.name ? -1 : 1))
-        .map((entry) => join(parent, entry.name))
-    } catch {
-      // the directory is missing too
-    }
-    const found = (yield* readable(beside)).slice(0, MAX_SUGGESTIONS)
-    if (found.length >= MAX_SUGGESTIONS) return found
-    const elsewhere: Array<string> = []
-    yield* Ripgrep.run({
-      args: [...Ripgrep.COMMON_FLAGS, "--files", "--null", `--iglob=${Ripgrep.globEscape(wanted)}`, "--", directory],
-      cwd: directory,
-      root: directory,
-      ...Ripgrep.records(0, (record) => {
-        const { text, utf8 } = Ripgrep.decode(record)
-        if (utf8 && elsewhere.length < 100) elsewhere.push(text)
-      }),
-    })
-    // Nearest first: the longer the shared leading directories, the nearer.
-    const shared = (path: string) => {
-      const left = relative(directory, path).split("/")
-      const right = relative(directory, real).split("/")
-      let count = 0
-      while (count < left.length && left[count] === right[count]) count++
-      return count
-    }
-    const extra = elsewhere
-      .filter((path) => !found.includes(path))
-      .sort((a, b) => shared(b) - shared(a) || a.length - b.length || (a < b ? -1 : 1))
-    return [...found, ...(yield* readable(extra))].slice(0, MAX_SUGGESTIONS)
-  })
-
-// ---------------------------------------------------------------------------------------------------------------
 // The tool
 
 const FOOTER_HINT = "Use offset"
@@ -421,7 +163,7 @@ const renderDirectory = (output: typeof Directory.Type): string => {
 }
 
 const makeTool = (services: Builtin.Services) => {
-  const pageBudget = (shown: string) => MAX_PAGE_BYTES - RESERVE_BYTES - pageBytes(shown)
+  const pageBudget = (shown: string) => MAX_PAGE_BYTES - RESERVE_BYTES - ReadPage.pageBytes(shown)
 
   const vanished = (shown: string) =>
     failure(`${shown} was removed or replaced while it was being read. Check that it still exists, then read it again.`)
@@ -435,7 +177,7 @@ const makeTool = (services: Builtin.Services) => {
     )
 
   const notFound = (shown: string, real: string, inside: boolean, context: Tool.Context) =>
-    Effect.flatMap(suggestions(services, context, real, inside), (found) =>
+    Effect.flatMap(ReadSuggestions.suggestions(services, context, real, inside), (found) =>
       Effect.fail(
         failure(
           found.length === 0
@@ -490,7 +232,7 @@ const makeTool = (services: Builtin.Services) => {
       const page: Array<string> = []
       let cost = 0
       for (let index = offset - 1; index < names.length && page.length < maxEntries; index++) {
-        const next = pageBytes(names[index]!) + 1
+        const next = ReadPage.pageBytes(names[index]!) + 1
         if (page.length > 0 && cost + next > budget) break
         page.push(names[index]!)
         cost += next
@@ -544,8 +286,8 @@ const makeTool = (services: Builtin.Services) => {
         ? LARGE_FILE_LINES
         : Math.min(input.limit ?? MAX_LINES, MAX_LINES - FOOTER_LINES - (before.size > LARGE_FILE_BYTES ? 1 : 0))
       // A large file's header (its path, size and line count) takes room from the page.
-      const budget = before.size > LARGE_FILE_BYTES ? pageBudget(shown) - HEADER_BYTES - pageBytes(shown) : pageBudget(shown)
-      const scan = scanner(offset, maxLines, large ? LARGE_FILE_PAGE_BYTES : budget)
+      const budget = before.size > LARGE_FILE_BYTES ? pageBudget(shown) - HEADER_BYTES - ReadPage.pageBytes(shown) : pageBudget(shown)
+      const scan = ReadPage.scanner(offset, maxLines, large ? LARGE_FILE_PAGE_BYTES : budget)
       const invalid = (line: number) =>
         failure(
           `${shown} is not valid UTF-8 text: line ${line} holds bytes that are not UTF-8. It may use another ` +
@@ -640,13 +382,13 @@ const makeTool = (services: Builtin.Services) => {
           const buffer = Buffer.allocUnsafe(HEAD_BYTES)
           const { bytesRead } = yield* Effect.promise(() => handle.read(buffer, 0, HEAD_BYTES, 0))
           const head = buffer.subarray(0, bytesRead)
-          const image = IMAGE_SIGNATURES.find((signature) => signature.matches(head))
+          const image = ReadPage.IMAGE_SIGNATURES.find((signature) => signature.matches(head))
           if (image !== undefined) return yield* readImage(handle, before.size, image.mime, shown)
           const extension = extname(real).slice(1).toLowerCase()
           if (BINARY_EXTENSIONS.has(extension)) {
             return yield* failure(`${shown} is a binary file (.${extension}); read shows text files, directories and images.`)
           }
-          const reason = binaryReason(head)
+          const reason = ReadPage.binaryReason(head)
           if (reason !== undefined) {
             return yield* failure(`${shown} looks like a binary file (${reason}); read shows text files, directories and images.`)
           }
@@ -663,7 +405,7 @@ const makeTool = (services: Builtin.Services) => {
       `page at a time: at most ${MAX_LINES} lines of output or 50 KiB, whichever comes first (without a limit, a ` +
       `file over 1 MiB gives ${LARGE_FILE_LINES} lines or 16 KiB a page). When more remains, the page starts with ` +
       "the file's size and line count and ends with the offset to read next. Lines " +
-      `longer than ${MAX_LINE_CHARS} characters are cut, with a note on the line. A byte order mark is dropped and ` +
+      `longer than ${ReadPage.MAX_LINE_CHARS} characters are cut, with a note on the line. A byte order mark is dropped and ` +
       "Windows line endings are shown without the \\r. A directory comes back as its entries (directories first, " +
       "with a trailing /), paged the same way. PNG, JPEG, GIF, WEBP and BMP images (recognised by content) come " +
       "back as images, resized when over the image limits (by default 5 MiB, 2000 px on the long side). Binary files and text that is not UTF-8 are refused. Use offset and limit to page " +

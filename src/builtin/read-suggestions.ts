@@ -1,0 +1,86 @@
+export * as ReadSuggestions from "./read-suggestions"
+
+// The paths `read` (./read) offers when the one asked for does not exist: alike names beside it, then the same
+// name elsewhere in the Location, never a path the agent may not read.
+
+import { readdirSync } from "node:fs"
+import { basename, dirname, extname, join, relative } from "node:path"
+import * as Effect from "effect/Effect"
+import { Boundary } from "../permission/boundary"
+import { Tool } from "../tool/tool"
+import { Builtin } from "./builtin"
+import { Ripgrep } from "./ripgrep"
+import { Distance } from "../text/distance"
+
+const MAX_SUGGESTIONS = 3
+
+/** How alike an existing name is to the missing one (lower is closer), or undefined when not alike. */
+const likeness = (wanted: string, name: string): number | undefined => {
+  const a = wanted.toLowerCase()
+  const b = name.toLowerCase()
+  if (a === b) return 0
+  const stem = (text: string) => text.slice(0, text.length - extname(text).length)
+  if (stem(a) !== "" && stem(a) === stem(b)) return 1
+  const most = Math.max(2, Math.floor(a.length / 4))
+  if (Math.abs(a.length - b.length) <= most) {
+    const edits = Distance.levenshtein(a, b)
+    if (edits <= most) return 1 + edits
+  }
+  if (a.length >= 3 && (b.includes(a) || (b.length >= 3 && a.includes(b)))) return 10
+  return undefined
+}
+/**
+ * Up to three existing paths the model may have meant: alike names beside it, then the same name elsewhere. Only
+ * paths inside the Location that the agent may read (or be asked about) are suggested, so a suggestion never
+ * reveals the name of a path it is denied; for a missing path outside the Location there are none.
+ */
+export const suggestions = (services: Builtin.Services, context: Tool.Context, real: string, inside: boolean) =>
+  Effect.gen(function* () {
+    const directory = services.directory
+    const wanted = basename(real)
+    if (!inside || wanted === "") return []
+    const readable = (paths: ReadonlyArray<string>) =>
+      Effect.gen(function* () {
+        const within = paths.filter((path) => path !== directory && Boundary.isWithin(directory, path))
+        if (within.length === 0) return []
+        const decisions = yield* services.permission
+          .explain({ agent: context.agent, action: "read", resources: within.map((path) => relative(directory, path)) })
+        return within.filter((_, index) => decisions[index]?.effect !== "deny")
+      })
+    const parent = dirname(real)
+    let beside: Array<string> = []
+    try {
+      beside = readdirSync(parent)
+        .map((name) => ({ name, score: likeness(wanted, name) }))
+        .filter((entry): entry is { name: string; score: number } => entry.score !== undefined)
+        .sort((a, b) => a.score - b.score || (a.name < b.name ? -1 : 1))
+        .map((entry) => join(parent, entry.name))
+    } catch {
+      // the directory is missing too
+    }
+    const found = (yield* readable(beside)).slice(0, MAX_SUGGESTIONS)
+    if (found.length >= MAX_SUGGESTIONS) return found
+    const elsewhere: Array<string> = []
+    yield* Ripgrep.run({
+      args: [...Ripgrep.COMMON_FLAGS, "--files", "--null", `--iglob=${Ripgrep.globEscape(wanted)}`, "--", directory],
+      cwd: directory,
+      root: directory,
+      ...Ripgrep.records(0, (record) => {
+        const { text, utf8 } = Ripgrep.decode(record)
+        if (utf8 && elsewhere.length < 100) elsewhere.push(text)
+      }),
+    })
+    // Nearest first: the longer the shared leading directories, the nearer.
+    const shared = (path: string) => {
+      const left = relative(directory, path).split("/")
+      const right = relative(directory, real).split("/")
+      let count = 0
+      while (count < left.length && left[count] === right[count]) count++
+      return count
+    }
+    const extra = elsewhere
+      .filter((path) => !found.includes(path))
+      .sort((a, b) => shared(b) - shared(a) || a.length - b.length || (a < b ? -1 : 1))
+    return [...found, ...(yield* readable(extra))].slice(0, MAX_SUGGESTIONS)
+  })
+
