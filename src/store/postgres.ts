@@ -216,7 +216,7 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
       })
       const sql = yield* acquire(url)
       const attempt = attemptAt(url)
-      const keyOf = (key: Store.Key) => JSON.stringify([key.location, key.sessionID, key.toolCallID])
+      const keyOf = Store.keyOf
       /** The records (by id) of calls this process began and has not settled: their leases are renewed together. */
       const running = yield* Effect.acquireRelease(
         Effect.sync(() =>

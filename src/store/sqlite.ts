@@ -358,7 +358,7 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
         catch: (cause) => new Store.StoreError({ reason: "open", path, message: describe(cause) }),
       })
       const statements = yield* acquire(path, prepare)
-      const keyOf = (key: Store.Key) => JSON.stringify([key.location, key.sessionID, key.toolCallID])
+      const keyOf = Store.keyOf
       /** Calls this store began and has not yet settled or failed, whose leases it renews. */
       const running = yield* Effect.acquireRelease(
         Effect.sync(() =>

@@ -141,7 +141,8 @@ export const otherThan = (record: Record, call: { readonly name: string; readonl
   return undefined
 }
 
-const keyOf = (key: Key) => JSON.stringify([key.location, key.sessionID, key.toolCallID])
+/** One string per recorded call, for maps of calls: its Location, session and call id. */
+export const keyOf = (key: Key) => JSON.stringify([key.location, key.sessionID, key.toolCallID])
 
 /**
  * Keeps records in memory for the life of the layer: tests, benchmarks and throwaway runs. Settlements are kept
