@@ -1,0 +1,83 @@
+// Tool files the tests write into a Location's tools/, written once: the echo tool and the gate tool (which waits at
+// a Latch until the test releases it). A test says only how its copy differs, through options; what it asserts
+// about a tool (its description, its input schema, its answer, whether a run is recorded) stays visible there.
+
+import type { Latch } from "./latch"
+
+/** The imports every tool file in these tests starts with. */
+export const IMPORTS = `import { Tool } from "@core/tool"\nimport { Effect, Schema } from "effect"\n`
+
+/**
+ * Lets a tool file record that it ran: `ran("name")` appends the name to `<location>/ran.log`, so a test can
+ * count executions across processes.
+ */
+export const RAN = `import { appendFileSync } from "node:fs"
+import { join as joinPath } from "node:path"
+const ran = (name: string) => appendFileSync(joinPath(import.meta.dir, "..", "ran.log"), name + "\\n")
+`
+
+/** What a tool reports before it answers or waits: `context.progress`'s argument. */
+export interface Progress {
+  readonly message: string
+  readonly metadata?: Record<string, unknown>
+}
+
+export interface EchoOptions {
+  /** The description the model reads (default "Echo text back"). */
+  readonly description?: string
+  /** Records each run as `ran(record)`, counted by `runs(box, record)`. */
+  readonly record?: string
+  /** Progress reported before answering. */
+  readonly progress?: Progress
+  /** Input fields besides `text`, as Schema source: `times: Schema.optionalKey(Schema.Int)`. */
+  readonly fields?: string
+  /** The answer, an expression over `input` (default `input.text`). */
+  readonly answer?: string
+}
+
+/**
+ * The echo tool's `Tool.make({ ... })` expression, for a file of several tools: it needs IMPORTS before it (and RAN
+ * when it records).
+ */
+export const echoDefinition = (options: EchoOptions = {}): string => `Tool.make({
+  description: ${JSON.stringify(options.description ?? "Echo text back")},
+  input: Schema.Struct({ text: Schema.String${options.fields === undefined ? "" : `, ${options.fields}`} }),
+  output: Schema.String,
+  execute: (input, context) => Effect.gen(function* () {
+${options.record === undefined ? "" : `    ran(${JSON.stringify(options.record)})\n`}${
+  options.progress === undefined ? "" : `    yield* context.progress(${JSON.stringify(options.progress)})\n`
+}    return ${options.answer ?? "input.text"}
+  }),
+})`
+
+/** A tool file whose default export answers the text it is given (`{ text }`). */
+export const echoTool = (options: EchoOptions = {}): string =>
+  `${IMPORTS}${options.record === undefined ? "" : RAN}export default ${echoDefinition(options)}\n`
+
+export interface GateOptions {
+  /** Records each run, before waiting, as `ran(record)`, counted by `runs(box, record)`. */
+  readonly record?: string
+  /** Progress reported before waiting. */
+  readonly progress?: Progress
+  /** What it answers once through the gate (default "opened"). */
+  readonly answer?: string
+}
+
+/**
+ * A tool file whose default export (input `{}`) waits at `latch` until the test releases it, then answers.
+ * Cancelling the call ends the wait.
+ */
+export const gateTool = (latch: Pick<Latch.Interface, "url">, options: GateOptions = {}): string => `${IMPORTS}${
+  options.record === undefined ? "" : RAN
+}export default Tool.make({
+  description: "Wait until the gate opens",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: (_, context) => Effect.gen(function* () {
+${options.record === undefined ? "" : `    ran(${JSON.stringify(options.record)})\n`}${
+  options.progress === undefined ? "" : `    yield* context.progress(${JSON.stringify(options.progress)})\n`
+}    yield* Effect.promise((signal) => fetch(${JSON.stringify(latch.url)}, { signal }).then((response) => response.text()))
+    return ${JSON.stringify(options.answer ?? "opened")}
+  }),
+})
+`
