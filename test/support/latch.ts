@@ -34,6 +34,8 @@ export const open = (): Interface => {
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
+    // A tool may wait at the gate for as long as the test takes: the connection must not time out meanwhile.
+    idleTimeout: 0,
     fetch: async () => {
       arrived++
       for (const waiter of waiters.filter((waiter) => arrived >= waiter.count)) {
