@@ -50,6 +50,12 @@ ${options.record === undefined ? "" : `    ran(${JSON.stringify(options.record)}
   }),
 })`
 
+/** An echo whose input may say how many `times` to repeat the text (at most 3, so a fuzzer's numbers stay small). */
+export const REPEATING: EchoOptions = {
+  fields: "times: Schema.optionalKey(Schema.Int)",
+  answer: "input.text.repeat(Math.min(input.times ?? 1, 3))",
+}
+
 /** A tool file whose default export answers the text it is given (`{ text }`). */
 export const echoTool = (options: EchoOptions = {}): string =>
   `${IMPORTS}${options.record === undefined ? "" : RAN}export default ${echoDefinition(options)}\n`
