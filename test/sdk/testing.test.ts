@@ -18,13 +18,9 @@ import {
 } from "../../src/sdk/testing"
 import { Tool } from "../../src/tool/tool"
 import { tempDir } from "../support/temp"
+import { echo as makeEcho } from "../support/tools"
 
-const echo = Tool.make({
-  description: "Echo text back",
-  input: Schema.Struct({ text: Schema.String }),
-  output: Schema.String,
-  execute: (input) => Effect.succeed(input.text),
-})
+const echo = makeEcho()
 
 const countdown = Tool.make({
   description: "Count down, reporting each step",

@@ -1,7 +1,9 @@
-// Tool files the tests write into a Location's tools/, written once: the echo tool and the gate tool (which waits at
-// a Latch until the test releases it). A test says only how its copy differs, through options; what it asserts
+// Tools the tests use, written once: the echo tool in process, and as the files tests write into a Location's tools/
+// the echo tool and the gate tool (which waits at a Latch until the test releases it). A test says only how its copy differs, through options; what it asserts
 // about a tool (its description, its input schema, its answer, whether a run is recorded) stays visible there.
 
+import { Effect, Schema } from "effect"
+import { Tool } from "../../src/tool/tool"
 import type { Latch } from "./latch"
 
 /** The imports every tool file in these tests starts with. */
@@ -87,3 +89,12 @@ ${options.record === undefined ? "" : `    ran(${JSON.stringify(options.record)}
   }),
 })
 `
+
+/** The echo tool in process: answers the text it is given, after `prefix`. */
+export const echo = (prefix = "") =>
+  Tool.make({
+    description: "Echo text back",
+    input: Schema.Struct({ text: Schema.String }),
+    output: Schema.String,
+    execute: (input) => Effect.succeed(`${prefix}${input.text}`),
+  })
