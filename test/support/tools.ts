@@ -1,5 +1,6 @@
 // Tools the tests use, written once: the echo tool in process, and as the files tests write into a Location's tools/
-// the echo tool and the gate tool (which waits at a Latch until the test releases it). A test says only how its copy differs, through options; what it asserts
+// the echo tool, the gate tool (which waits at a Latch until the test releases it) and the wait tool (which waits
+// until its call is cancelled). A test says only how its copy differs, through options; what it asserts
 // about a tool (its description, its input schema, its answer, whether a run is recorded) stays visible there.
 
 import { Effect, Schema } from "effect"
@@ -24,13 +25,22 @@ export interface Progress {
   readonly metadata?: Record<string, unknown>
 }
 
+/** The statements of a tool's body that record its run (through RAN). */
+const records = (record: string | undefined): string => (record === undefined ? "" : `    ran(${JSON.stringify(record)})\n`)
+
+/** The statements of a tool's body that report `progress`, in order. */
+const reports = (progress: Progress | ReadonlyArray<Progress> | undefined): string =>
+  (progress === undefined ? [] : Array.isArray(progress) ? progress : [progress])
+    .map((each) => `    yield* context.progress(${JSON.stringify(each)})\n`)
+    .join("")
+
 export interface EchoOptions {
   /** The description the model reads (default "Echo text back"). */
   readonly description?: string
   /** Records each run as `ran(record)`, counted by `runs(box, record)`. */
   readonly record?: string
   /** Progress reported before answering. */
-  readonly progress?: Progress
+  readonly progress?: Progress | ReadonlyArray<Progress>
   /** Input fields besides `text`, as Schema source: `times: Schema.optionalKey(Schema.Int)`. */
   readonly fields?: string
   /** The answer, an expression over `input` (default `input.text`). */
@@ -46,9 +56,7 @@ export const echoDefinition = (options: EchoOptions = {}): string => `Tool.make(
   input: Schema.Struct({ text: Schema.String${options.fields === undefined ? "" : `, ${options.fields}`} }),
   output: Schema.String,
   execute: (input, context) => Effect.gen(function* () {
-${options.record === undefined ? "" : `    ran(${JSON.stringify(options.record)})\n`}${
-  options.progress === undefined ? "" : `    yield* context.progress(${JSON.stringify(options.progress)})\n`
-}    return ${options.answer ?? "input.text"}
+${records(options.record)}${reports(options.progress)}    return ${options.answer ?? "input.text"}
   }),
 })`
 
@@ -66,7 +74,7 @@ export interface GateOptions {
   /** Records each run, before waiting, as `ran(record)`, counted by `runs(box, record)`. */
   readonly record?: string
   /** Progress reported before waiting. */
-  readonly progress?: Progress
+  readonly progress?: Progress | ReadonlyArray<Progress>
   /** What it answers once through the gate (default "opened"). */
   readonly answer?: string
 }
@@ -82,10 +90,30 @@ export const gateTool = (latch: Pick<Latch.Interface, "url">, options: GateOptio
   input: Schema.Struct({}),
   output: Schema.String,
   execute: (_, context) => Effect.gen(function* () {
-${options.record === undefined ? "" : `    ran(${JSON.stringify(options.record)})\n`}${
-  options.progress === undefined ? "" : `    yield* context.progress(${JSON.stringify(options.progress)})\n`
-}    yield* Effect.promise((signal) => fetch(${JSON.stringify(latch.url)}, { signal }).then((response) => response.text()))
+${records(options.record)}${reports(options.progress)}    yield* Effect.promise((signal) => fetch(${JSON.stringify(latch.url)}, { signal }).then((response) => response.text()))
     return ${JSON.stringify(options.answer ?? "opened")}
+  }),
+})
+`
+
+export interface WaitOptions {
+  /** The description the model reads (default "Wait until cancelled"). */
+  readonly description?: string
+  /** Records each run, before waiting, as `ran(record)`, counted by `runs(box, record)`. */
+  readonly record?: string
+  /** Progress reported before waiting. */
+  readonly progress?: Progress | ReadonlyArray<Progress>
+  /** The tool's annotations: `{ readOnly: true }`. */
+  readonly annotations?: Record<string, boolean>
+}
+
+/** A tool file whose default export (input `{}`) never answers: it runs until its call is cancelled or core ends. */
+export const waitTool = (options: WaitOptions = {}): string => `${IMPORTS}${options.record === undefined ? "" : RAN}export default Tool.make({
+  description: ${JSON.stringify(options.description ?? "Wait until cancelled")},
+  input: Schema.Struct({}),
+  output: Schema.String,
+${options.annotations === undefined ? "" : `  annotations: ${JSON.stringify(options.annotations)},\n`}  execute: (_, context) => Effect.gen(function* () {
+${records(options.record)}${reports(options.progress)}    return yield* Effect.never
   }),
 })
 `
