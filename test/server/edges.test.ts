@@ -111,6 +111,7 @@ describe("connections held without the token", () => {
     const { turnID } = await server.turn()
     const call = server.json("POST", `/v1/turns/${turnID}/calls`, { body: callBody({ name: "gate", input: {}, toolCallID: "call_quiet" }) })
     expect((await events.until("call.started")).data.toolCallID).toBe("call_quiet")
+    await latch.entered()
 
     const holder = holdConnections(server.port, server.host, HELD)
     expect(await holder.next()).toEqual({ connected: HELD, failed: 0 })

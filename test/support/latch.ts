@@ -57,7 +57,8 @@ export const open = (): Interface => {
       (closing ??= (async () => {
         opened.delete(latch)
         released.resolve()
-        await server.stop(true)
+        // Not forced: the requests just released are answered before the server goes.
+        await server.stop()
       })()),
     [Symbol.asyncDispose]: () => latch.close(),
   }
