@@ -225,7 +225,7 @@ describe("@core/client", () => {
 
   test("a call whose stream is cut mid-call is posted again with the same ids: it joins the call, which runs once", async () => {
     // Reports progress, then waits at the latch.
-    const latch = Latch.open()
+    await using latch = Latch.open()
     const box = sandbox({ "tools/slow.ts": gateTool(latch, { record: "slow", progress: { message: "started" }, answer: "through" }) })
     const core = await spawn(box)
     // A TCP proxy in front of core that drops the connection of the first call once its first event passed.

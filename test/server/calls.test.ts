@@ -18,7 +18,7 @@ const ASK_ECHO = '{ "permission": { "echo": "ask" } }'
 
 describe("a call's event stream", () => {
   test("streams progress as it comes, then one settlement, and the Location's events say the same", async () => {
-    const latch = Latch.open()
+    await using latch = Latch.open()
     const sidecar = await inProcess({ "tools/gate.ts": GATE(latch) })
     const events = await sidecar.events()
     const { turnID } = await sidecar.turn()
@@ -236,7 +236,7 @@ describe("cancelling", () => {
 
 describe("duplicates and departures", () => {
   test("a duplicate of a running call joins it: it runs once and both get its settlement", async () => {
-    const latch = Latch.open()
+    await using latch = Latch.open()
     const sidecar = await inProcess({ "tools/gate.ts": GATE(latch) })
     const events = await sidecar.events()
     const { turnID } = await sidecar.turn()
@@ -292,7 +292,7 @@ describe("duplicates and departures", () => {
   })
 
   test("a client that goes away mid-call does not stop it: it settles and is recorded", async () => {
-    const latch = Latch.open()
+    await using latch = Latch.open()
     const sidecar = await inProcess({ "tools/gate.ts": GATE(latch) })
     const events = await sidecar.events()
     const { turnID } = await sidecar.turn()

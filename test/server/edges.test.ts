@@ -102,7 +102,7 @@ describe("connections held without the token", () => {
     if (Server.openFileLimit()! < HELD + 1_000) {
       throw new Error(`this test needs an open-file limit of ${HELD + 1_000} (ulimit -n); it is ${Server.openFileLimit()!}`)
     }
-    const latch = Latch.open()
+    await using latch = Latch.open()
     const server = await listen({ "tools/gate.ts": GATE(latch) })
     expect(server.log.some((line) => line.includes("open-file limit"))).toBe(false)
 

@@ -71,7 +71,7 @@ describe("Locations named by X-Core-Location", () => {
   })
 
   test("a Location is kept while an event stream is open on it or a call runs in it", async () => {
-    const latch = Latch.open()
+    await using latch = Latch.open()
     const roots = root(["a", "b"], { "tools/gate.ts": GATE(latch) })
     const [a, b] = [join(roots, "a"), join(roots, "b")]
     const sidecar = await inProcess({}, { roots: [roots], locations: { max: 0 } })

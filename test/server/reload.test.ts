@@ -150,7 +150,7 @@ describe("hot reload of core.json", () => {
   })
 
   test("a call running when core.json changes finishes, and its pending ask stays answerable", async () => {
-    const latch = Latch.open()
+    await using latch = Latch.open()
     const sidecar = await inProcess({ "tools/gate.ts": GATE(latch), "tools/hello.ts": tool("v1"), "core.json": '{ "permission": { "hello": "ask" } }' }, { watch: true })
     const events = await sidecar.events()
     const { turnID } = await sidecar.turn()

@@ -23,7 +23,7 @@ describe("Latch", () => {
   })
 
   test("closing releases whoever still waits, then stops the server", async () => {
-    const latch = Latch.open()
+    await using latch = Latch.open()
     const waiting = fetch(latch.url).then((response) => response.text())
     await latch.entered()
     await latch.close()

@@ -2,10 +2,8 @@ export * as Latch from "./latch"
 
 // A gate a test holds shut and a tool waits at, in this process or another (the compiled binary): a loopback HTTP
 // server of the test's own, whose requests are answered only once the test releases it. The tool awaits
-// `fetch(latch.url)`; the test awaits `entered()` to know the tool is at the gate, then calls `release()`. Every
-// latch still open when a test ends is released and closed then, whether it passed or failed, so nothing hangs.
-
-import { afterEach } from "bun:test"
+// `fetch(latch.url)`; the test awaits `entered()` to know the tool is at the gate, then calls `release()`. A test
+// opens it with `await using`, so it is released and closed when the test ends, passed or failed: nothing hangs.
 
 export interface Interface extends AsyncDisposable {
   /** Where a tool waits: a GET here is answered once the latch is released. */
@@ -20,13 +18,7 @@ export interface Interface extends AsyncDisposable {
   readonly close: () => Promise<void>
 }
 
-const opened = new Set<Interface>()
-
-afterEach(async () => {
-  for (const latch of [...opened]) await latch.close()
-})
-
-/** A latch on a loopback port of its own, shut until `release`. */
+/** A latch on a loopback port of its own, shut until `release`; open it with `await using`. */
 export const open = (): Interface => {
   const released = Promise.withResolvers<void>()
   let arrived = 0
@@ -55,13 +47,11 @@ export const open = (): Interface => {
     release: () => released.resolve(),
     close: () =>
       (closing ??= (async () => {
-        opened.delete(latch)
         released.resolve()
         // Not forced: the requests just released are answered before the server goes.
         await server.stop()
       })()),
     [Symbol.asyncDispose]: () => latch.close(),
   }
-  opened.add(latch)
   return latch
 }
