@@ -288,7 +288,8 @@ describe.skipIf(!landlock)("Ripgrep.run confined to its root", () => {
     writeFileSync(join(root, "a.txt"), "x")
     // Two searches, so that a spare is kept for the next one.
     for (let index = 0; index < 2; index++) expect((await files(root, { root })).seen).toEqual(["./a.txt"])
-    await Bun.sleep(50)
+    // The spare starts off the second search's path: wait until it is up, idle.
+    for (let tries = 0; tries < 250 && idleSupervisors().length === 0; tries++) await Bun.sleep(20)
     const spares = idleSupervisors()
     expect(spares.length).toBeGreaterThan(0)
     // In the same turn as the next search: core has not seen them go when it hands the search to one.

@@ -4,16 +4,10 @@
 
 import { describe, expect, test } from "bun:test"
 import { BUN, FIXTURE } from "../remote/support"
+import { echoTool } from "../support/tools"
 import { core, IMPORTS, sandbox } from "./fixture"
 
-const ECHO = `${IMPORTS}
-export default Tool.make({
-  description: "Echo text back",
-  input: Schema.Struct({ text: Schema.String }),
-  output: Schema.String,
-  execute: (input) => Effect.succeed(input.text),
-})
-`
+const ECHO = echoTool()
 
 interface Report {
   readonly location: string

@@ -4,19 +4,10 @@
 import { describe, expect, test } from "bun:test"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { echoTool } from "../support/tools"
 import { core, exec, IMPORTS, RAN, runs, sandbox, settlementOf, start } from "./fixture"
 
-const ECHO = `${IMPORTS}${RAN}
-export default Tool.make({
-  description: "Echo text back",
-  input: Schema.Struct({ text: Schema.String }),
-  output: Schema.String,
-  execute: (input) => Effect.sync(() => {
-    ran("echo")
-    return input.text
-  }),
-})
-`
+const ECHO = echoTool({ record: "echo" })
 
 describe("a successful call", () => {
   test("prints the settlement JSON with the string output as one text part and as structured, and exits 0", async () => {

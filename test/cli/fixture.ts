@@ -9,17 +9,7 @@ import { binary, run, type Run } from "../support/binary"
 import { type DeveloperHome, developerHome } from "../support/home"
 import { tempDir } from "../support/temp"
 
-/** The imports every tool file in these tests starts with. */
-export const IMPORTS = `import { Tool } from "@core/tool"\nimport { Effect, Schema } from "effect"\n`
-
-/**
- * Lets a tool file record that it ran: `ran("name")` appends the name to `<location>/ran.log`, so a test can
- * count executions across processes.
- */
-export const RAN = `import { appendFileSync } from "node:fs"
-import { join as joinPath } from "node:path"
-const ran = (name: string) => appendFileSync(joinPath(import.meta.dir, "..", "ran.log"), name + "\\n")
-`
+export { IMPORTS, RAN } from "../support/tools"
 
 /** The names among `names` that are not built-in tools: what a test's own tool files contributed. */
 export const own = (names: ReadonlyArray<string>): ReadonlyArray<string> =>

@@ -2,22 +2,13 @@
 // settles as `cancelled` and is recorded so, and progress reaches stderr as plain lines off a terminal.
 
 import { describe, expect, test } from "bun:test"
-import { exec, IMPORTS, RAN, runs, sandbox, settlementOf, start } from "./fixture"
+import { waitTool } from "../support/tools"
+import { exec, runs, sandbox, settlementOf, start } from "./fixture"
 
-const WAIT = `${IMPORTS}${RAN}
-export default Tool.make({
-  description: "Report progress, then wait forever",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  execute: (_, context) =>
-    Effect.gen(function* () {
-      ran("wait")
-      yield* context.progress({ message: "connecting" })
-      yield* context.progress({ message: "still\\nwaiting", metadata: { step: 2 } })
-      return yield* Effect.never
-    }),
+const WAIT = waitTool({
+  record: "wait",
+  progress: [{ message: "connecting" }, { message: "still\nwaiting", metadata: { step: 2 } }],
 })
-`
 
 describe("an interrupted call", () => {
   for (const signal of ["SIGINT", "SIGTERM"] as const) {

@@ -4,6 +4,7 @@
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { binary } from "../support/binary"
+import { echoTool } from "../support/tools"
 import { IMPORTS, sandbox } from "./fixture"
 
 const BYTES = 3_000_000
@@ -51,14 +52,7 @@ describe("stdout", () => {
     // Enough tools that the definitions outgrow a pipe's buffer.
     const files: Record<string, string> = {}
     for (let index = 0; index < 200; index++) {
-      files[`tools/t${index}.ts`] = `${IMPORTS}
-export default Tool.make({
-  description: "${"A tool with a long description. ".repeat(20)}",
-  input: Schema.Struct({ text: Schema.String }),
-  output: Schema.String,
-  execute: (input) => Effect.succeed(input.text),
-})
-`
+      files[`tools/t${index}.ts`] = echoTool({ description: "A tool with a long description. ".repeat(20) })
     }
     const box = sandbox(files)
     const into = join(box.data, "tools.json")

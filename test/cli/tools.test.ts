@@ -4,14 +4,10 @@
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { Builtins } from "../../src/builtin/builtins"
+import { echoDefinition } from "../support/tools"
 import { core, IMPORTS, own, sandbox } from "./fixture"
 
-const plain = (description: string) => `Tool.make({
-  description: ${JSON.stringify(description)},
-  input: Schema.Struct({ text: Schema.String }),
-  output: Schema.String,
-  execute: (input) => Effect.succeed(input.text),
-})`
+const plain = (description: string) => echoDefinition({ description })
 
 interface Definition {
   readonly name: string

@@ -9,7 +9,9 @@ import { connect, createServer, type AddressInfo } from "node:net"
 import { join } from "node:path"
 import { Core, CoreError, type PermissionRequest, type Progress } from "@core/client"
 import { binary } from "../support/binary"
-import { IMPORTS, RAN, runs, sandbox, type Sandbox } from "../cli/fixture"
+import { Latch } from "../support/latch"
+import { echoTool, gateTool } from "../support/tools"
+import { runs, sandbox, type Sandbox } from "../cli/fixture"
 import { isDead } from "../server/support"
 import { project } from "./fixture"
 
@@ -24,14 +26,8 @@ const spawn = async (box: Sandbox): Promise<Core> => {
   return core
 }
 
-const tool = (description: string, body = `"${description}"`) => `${IMPORTS}${RAN}
-export default Tool.make({
-  description: "${description}",
-  input: Schema.Struct({ text: Schema.String }),
-  output: Schema.String,
-  execute: (input) => Effect.sync(() => { ran("echo"); return ${body} }),
-})
-`
+/** An echo tool described as `description` that answers its description (or `answer`, over `input`); records its runs. */
+const tool = (description: string, answer = JSON.stringify(description)) => echoTool({ description, record: "echo", answer })
 
 describe("@core/client", () => {
   test("spawns core serve, reads its ready line, settles a call as JSON and replays it with the same ids", async () => {
@@ -232,25 +228,11 @@ describe("@core/client", () => {
   })
 
   test("a call whose stream is cut mid-call is posted again with the same ids: it joins the call, which runs once", async () => {
-    const box = sandbox({
-      "tools/slow.ts": `${IMPORTS}${RAN}
-import { existsSync } from "node:fs"
-export default Tool.make({
-  description: "Report progress, then wait for a gate file",
-  input: Schema.Struct({ gate: Schema.String }),
-  output: Schema.String,
-  execute: (input, context) => Effect.gen(function* () {
-    ran("slow")
-    yield* context.progress({ message: "started" })
-    while (!existsSync(input.gate)) yield* Effect.sleep("10 millis")
-    return "through"
-  }),
-})
-`,
-    })
+    // Reports progress, then waits at the latch.
+    await using latch = Latch.open()
+    const box = sandbox({ "tools/slow.ts": gateTool(latch, { record: "slow", progress: { message: "started" }, answer: "through" }) })
     const core = await spawn(box)
     // A TCP proxy in front of core that drops the connection of the first call once its first event passed.
-    const gate = join(box.data, "gate")
     const target = new URL(core.url)
     let posts = 0
     let cut = 0
@@ -262,7 +244,7 @@ export default Tool.make({
         if (/^POST \S+\/calls /.test(text)) {
           call = ++posts
           // The call posted again after the cut: now let the tool finish.
-          if (call === 2) writeFileSync(gate, "")
+          if (call === 2) latch.release()
         }
         text = text.replace(/^host: .*$/im, `host: ${target.host}`)
         upstream.write(Buffer.from(text, "latin1"))
@@ -287,7 +269,7 @@ export default Tool.make({
       const turn = await through.materialize()
       const settlement = await through.settle(
         turn.turnID,
-        { sessionID: "ses_cut", assistantMessageID: "m", toolCallID: "call_cut", name: "slow", input: { gate } },
+        { sessionID: "ses_cut", assistantMessageID: "m", toolCallID: "call_cut", name: "slow", input: {} },
         { stream: true },
       )
       expect(cut).toBe(1)

@@ -8,17 +8,9 @@ import { Settler } from "../../src/settlement/settler"
 import { Tool } from "../../src/tool/tool"
 import * as Kernel from "../support/kernel"
 import { tempDir } from "../support/temp"
+import { echoTool } from "../support/tools"
 
-const TOOL = (body = `Effect.succeed(input.text)`) => `
-import { Tool } from "@core/tool"
-import { Effect, Schema } from "effect"
-export default Tool.make({
-  description: "echo",
-  input: Schema.Struct({ text: Schema.String }),
-  output: Schema.String,
-  execute: (input) => ${body},
-})
-`
+const TOOL = () => echoTool({ description: "echo" })
 
 /** A Location directory whose tools/ holds the given files. */
 const location = (files: Record<string, string>) => {

@@ -6,18 +6,12 @@ import { realpathSync } from "node:fs"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { Effect } from "effect"
 import { Events } from "../../src/mcp/events"
-import { IMPORTS, RAN, runs, write } from "../cli/fixture"
+import { IMPORTS, runs, write } from "../cli/fixture"
 import { tempDir } from "../support/temp"
+import { echoTool } from "../support/tools"
 import { HOST, INITIALIZE, TOKEN, httpHarness, httpTransport } from "./support"
 
-const ECHO = `${IMPORTS}${RAN}
-export default Tool.make({
-  description: "Echoes text",
-  input: Schema.Struct({ text: Schema.String }),
-  output: Schema.String,
-  execute: (input) => Effect.sync(() => { ran("echo"); return input.text }),
-})
-`
+const ECHO = echoTool({ record: "echo" })
 
 const { served, connect, cleanups } = httpHarness()
 

@@ -5,22 +5,11 @@ import { expect, test } from "bun:test"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js"
-import { IMPORTS, RAN, runs, sandbox } from "../cli/fixture"
+import { runs, sandbox } from "../cli/fixture"
 import { serve } from "../server/support"
+import { waitTool } from "../support/tools"
 
-const WAIT = `${IMPORTS}${RAN}
-export default Tool.make({
-  description: "Waits until cancelled",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  annotations: { readOnly: true },
-  execute: (_input, context) => Effect.gen(function* () {
-    ran("wait")
-    yield* context.progress({ message: "waiting" })
-    return yield* Effect.never
-  }),
-})
-`
+const WAIT = waitTool({ record: "wait", progress: { message: "waiting" }, annotations: { readOnly: true } })
 
 test("core serve answers MCP at /mcp with its token; SIGTERM records a running call cancelled and exits 0", async () => {
   const box = sandbox({ "tools/wait.ts": WAIT })

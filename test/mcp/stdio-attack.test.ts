@@ -7,17 +7,11 @@ import { join } from "node:path"
 import type { Subprocess } from "bun"
 import { IMPORTS, RAN, runs, sandbox } from "../cli/fixture"
 import { coreJson } from "../cli/permissions-fixture"
+import { echoTool } from "../support/tools"
 
 const MAIN = join(import.meta.dir, "../../src/cli/main.ts")
 
-const ECHO = `${IMPORTS}${RAN}
-export default Tool.make({
-  description: "Echoes text",
-  input: Schema.Struct({ text: Schema.String }),
-  output: Schema.String,
-  execute: (input) => Effect.sync(() => { ran("echo"); return input.text }),
-})
-`
+const ECHO = echoTool({ record: "echo" })
 
 const COUNT = `${IMPORTS}${RAN}
 import { readFileSync } from "node:fs"

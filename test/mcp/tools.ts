@@ -2,6 +2,7 @@
 // cancelled, outputs too large for the model (text and structured), and an image.
 
 import { IMPORTS, RAN } from "../cli/fixture"
+import { waitTool } from "../support/tools"
 
 export const GREET = `${IMPORTS}${RAN}
 export default Tool.make({
@@ -18,18 +19,7 @@ export default Tool.make({
 })
 `
 
-export const WAIT = `${IMPORTS}${RAN}
-export default Tool.make({
-  description: "Waits until cancelled",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  execute: (_input, context) => Effect.gen(function* () {
-    ran("wait")
-    yield* context.progress({ message: "waiting" })
-    return yield* Effect.never
-  }),
-})
-`
+export const WAIT = waitTool({ record: "wait", progress: { message: "waiting" } })
 
 export const BIG = `${IMPORTS}
 export default Tool.make({

@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test"
 import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Context, Effect, Exit, Layer, Schema, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { Permission } from "../../src/permission/permission"
 import { Plugin } from "../../src/plugin/plugin"
 import { Plugins } from "../../src/plugin/plugins"
@@ -17,14 +17,7 @@ import { Hooks } from "../../src/settlement/hooks"
 import { Settler } from "../../src/settlement/settler"
 import { Tool } from "../../src/tool/tool"
 import { tempDir } from "../support/temp"
-
-const echo = (prefix: string) =>
-  Tool.make({
-    description: "Echo text back",
-    input: Schema.Struct({ text: Schema.String }),
-    output: Schema.String,
-    execute: (input) => Effect.succeed(`${prefix}${input.text}`),
-  })
+import { echo } from "../support/tools"
 
 /** A plugin registering `echo` (answering `<tag>:text`) and tagging every description and output with `tag`. */
 const tagged = (tag: string, extra: Record<string, Tool.Any> = {}) =>

@@ -17,14 +17,7 @@ import { Hooks } from "../../src/settlement/hooks"
 import { Settler } from "../../src/settlement/settler"
 import { Tool } from "../../src/tool/tool"
 import { tempDir } from "../support/temp"
-
-const echo = (prefix = "") =>
-  Tool.make({
-    description: "Echo text back",
-    input: Schema.Struct({ text: Schema.String }),
-    output: Schema.String,
-    execute: (input) => Effect.succeed(`${prefix}${input.text}`),
-  })
+import { echo } from "../support/tools"
 
 /** A plugin holding one resource: counts acquisitions and releases in `counts`. */
 const counted = (counts: { acquired: number; released: number }, name = "greet") =>

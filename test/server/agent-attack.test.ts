@@ -2,16 +2,10 @@
 // never a way around the rules.
 
 import { describe, expect, test } from "bun:test"
-import { IMPORTS, inProcess } from "./support"
+import { echoTool } from "../support/tools"
+import { inProcess } from "./support"
 
-const ECHO = `${IMPORTS}
-export default Tool.make({
-  description: "Echoes text",
-  input: Schema.Struct({ text: Schema.String }),
-  output: Schema.String,
-  execute: (input) => Effect.succeed(input.text),
-})
-`
+const ECHO = echoTool()
 
 describe("agent names from a request", () => {
   test("inherited property names are unknown agents: a 400 naming the known ones, never a 500 or a turn", async () => {

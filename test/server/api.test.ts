@@ -7,16 +7,10 @@ import { join } from "node:path"
 import { Api } from "../../src/server/api"
 import { Respond } from "../../src/server/respond"
 import { tempDir } from "../support/temp"
+import { echoTool } from "../support/tools"
 import { callBody, HOST, IMPORTS, inProcess, RAN, runs, sweeper, TOKEN } from "./support"
 
-const ECHO = `${IMPORTS}
-export default Tool.make({
-  description: "Echo text back",
-  input: Schema.Struct({ text: Schema.String }),
-  output: Schema.String,
-  execute: (input) => Effect.succeed(input.text),
-})
-`
+const ECHO = echoTool()
 
 const COUNT = `${IMPORTS}${RAN}
 export default Tool.make({

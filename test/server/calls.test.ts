@@ -5,39 +5,21 @@ import { describe, expect, test } from "bun:test"
 import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Events } from "../../src/host/events"
-import { callBody, EventReader, IMPORTS, inProcess, isDead, RAN, runs } from "./support"
+import { Latch } from "../support/latch"
+import { echoTool, gateTool } from "../support/tools"
+import { callBody, EventReader, IMPORTS, inProcess, isDead, runs } from "./support"
 
-/** Reports progress, then waits until `<location>/gate` exists; records each run. */
-const GATE = `${IMPORTS}${RAN}
-import { existsSync } from "node:fs"
-export default Tool.make({
-  description: "Wait for the gate file",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  execute: (_, context) =>
-    Effect.gen(function* () {
-      ran("gate")
-      yield* context.progress({ message: "waiting", metadata: { step: 1 } })
-      while (!existsSync(joinPath(import.meta.dir, "..", "gate"))) yield* Effect.sleep(5)
-      return "opened"
-    }),
-})
-`
+/** Reports progress, then waits at `latch`; records each run. */
+const GATE = (latch: Latch.Interface) => gateTool(latch, { record: "gate", progress: { message: "waiting", metadata: { step: 1 } } })
 
-const ECHO = `${IMPORTS}${RAN}
-export default Tool.make({
-  description: "Echo text back",
-  input: Schema.Struct({ text: Schema.String }),
-  output: Schema.String,
-  execute: (input) => Effect.sync(() => { ran("echo"); return input.text }),
-})
-`
+const ECHO = echoTool({ record: "echo" })
 
 const ASK_ECHO = '{ "permission": { "echo": "ask" } }'
 
 describe("a call's event stream", () => {
   test("streams progress as it comes, then one settlement, and the Location's events say the same", async () => {
-    const sidecar = await inProcess({ "tools/gate.ts": GATE })
+    await using latch = Latch.open()
+    const sidecar = await inProcess({ "tools/gate.ts": GATE(latch) })
     const events = await sidecar.events()
     const { turnID } = await sidecar.turn()
     const response = await sidecar.fetch("POST", `/v1/turns/${turnID}/calls`, {
@@ -48,7 +30,7 @@ describe("a call's event stream", () => {
     expect(response.headers.get("content-type")).toBe("text/event-stream")
     const stream = new EventReader(response)
     expect(await stream.next()).toEqual({ event: "progress", data: { message: "waiting", metadata: { step: 1 } } })
-    writeFileSync(join(sidecar.box.location, "gate"), "")
+    latch.release()
     const rest = await stream.rest()
     expect(rest).toEqual([{ event: "settlement", data: expect.objectContaining({ status: "success", structured: "opened" }) }])
 
@@ -254,14 +236,15 @@ describe("cancelling", () => {
 
 describe("duplicates and departures", () => {
   test("a duplicate of a running call joins it: it runs once and both get its settlement", async () => {
-    const sidecar = await inProcess({ "tools/gate.ts": GATE })
+    await using latch = Latch.open()
+    const sidecar = await inProcess({ "tools/gate.ts": GATE(latch) })
     const events = await sidecar.events()
     const { turnID } = await sidecar.turn()
     const call = { name: "gate", input: {}, toolCallID: "call_twice" }
     const first = sidecar.settle(turnID, call)
     await events.until("call.progress")
     const second = sidecar.settle(turnID, call)
-    writeFileSync(join(sidecar.box.location, "gate"), "")
+    latch.release()
     const [a, b] = await Promise.all([first, second])
     expect(a.body).toEqual(b.body)
     expect(a.body.status).toBe("success")
@@ -309,7 +292,8 @@ describe("duplicates and departures", () => {
   })
 
   test("a client that goes away mid-call does not stop it: it settles and is recorded", async () => {
-    const sidecar = await inProcess({ "tools/gate.ts": GATE })
+    await using latch = Latch.open()
+    const sidecar = await inProcess({ "tools/gate.ts": GATE(latch) })
     const events = await sidecar.events()
     const { turnID } = await sidecar.turn()
     const abort = new AbortController()
@@ -322,7 +306,7 @@ describe("duplicates and departures", () => {
     await stream.until("progress")
     abort.abort()
     await stream.close()
-    writeFileSync(join(sidecar.box.location, "gate"), "")
+    latch.release()
     const settled = await events.until("call.settled", (data) => data.toolCallID === "call_gone")
     expect(settled.data.settlement.status).toBe("success")
     const recorded = await sidecar.json("GET", "/v1/settlements/ses_gone/call_gone")

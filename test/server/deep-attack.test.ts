@@ -2,16 +2,10 @@
 // never a failure of core, and core answers the next request.
 
 import { describe, expect, test } from "bun:test"
-import { IMPORTS, inProcess } from "./support"
+import { echoTool } from "../support/tools"
+import { inProcess } from "./support"
 
-const ECHO = `${IMPORTS}
-export default Tool.make({
-  description: "Echoes text",
-  input: Schema.Struct({ text: Schema.String }),
-  output: Schema.String,
-  execute: (input) => Effect.succeed(input.text),
-})
-`
+const ECHO = echoTool()
 
 describe("deeply nested call inputs", () => {
   test("a call input nested 200,000 deep is refused without a 500, through every provider mapping", async () => {

@@ -11,7 +11,9 @@ import { join } from "node:path"
 import { Deferred, Effect, Fiber } from "effect"
 import { Runtime } from "../../src/cli/runtime"
 import { Server } from "../../src/server/server"
-import { callBody, client, EventReader, IMPORTS, inProcess, RAN, runs, sandbox } from "./support"
+import { Latch } from "../support/latch"
+import { gateTool } from "../support/tools"
+import { callBody, client, EventReader, IMPORTS, inProcess, runs, sandbox } from "./support"
 
 /** Held connections, a third of each kind. */
 const HELD = 5_000
@@ -19,21 +21,8 @@ const HELD = 5_000
 const DEADLINE_S = 2
 const TOKEN = "edge-token"
 
-/** Waits, without reporting progress, until `<location>/gate` exists: quiet for as long as that takes. */
-const GATE = `${IMPORTS}${RAN}
-import { existsSync } from "node:fs"
-export default Tool.make({
-  description: "Wait for the gate file",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  execute: () =>
-    Effect.gen(function* () {
-      ran("gate")
-      while (!existsSync(joinPath(import.meta.dir, "..", "gate"))) yield* Effect.sleep(5)
-      return "opened"
-    }),
-})
-`
+/** Waits at `latch`, without reporting progress: quiet for as long as that takes. */
+const GATE = (latch: Latch.Interface) => gateTool(latch, { record: "gate" })
 
 const stops: Array<() => Promise<void>> = []
 afterAll(async () => {
@@ -113,7 +102,8 @@ describe("connections held without the token", () => {
     if (Server.openFileLimit()! < HELD + 1_000) {
       throw new Error(`this test needs an open-file limit of ${HELD + 1_000} (ulimit -n); it is ${Server.openFileLimit()!}`)
     }
-    const server = await listen({ "tools/gate.ts": GATE })
+    await using latch = Latch.open()
+    const server = await listen({ "tools/gate.ts": GATE(latch) })
     expect(server.log.some((line) => line.includes("open-file limit"))).toBe(false)
 
     // The host's own requests, begun before the flood: an event stream and a call that stays quiet until the gate.
@@ -121,6 +111,7 @@ describe("connections held without the token", () => {
     const { turnID } = await server.turn()
     const call = server.json("POST", `/v1/turns/${turnID}/calls`, { body: callBody({ name: "gate", input: {}, toolCallID: "call_quiet" }) })
     expect((await events.until("call.started")).data.toolCallID).toBe("call_quiet")
+    await latch.entered()
 
     const holder = holdConnections(server.port, server.host, HELD)
     expect(await holder.next()).toEqual({ connected: HELD, failed: 0 })
@@ -136,7 +127,7 @@ describe("connections held without the token", () => {
 
     // Past the deadline, the quiet call and the quiet stream are still there.
     expect(runs(server.box, "gate")).toBe(1)
-    writeFileSync(join(server.box.location, "gate"), "")
+    latch.release()
     const answer = await call
     expect(answer.status).toBe(200)
     expect(answer.body.structured).toBe("opened")

@@ -7,7 +7,8 @@ import { describe, expect, test } from "bun:test"
 import { connect } from "node:net"
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
-import { IMPORTS, sandbox, serve } from "./support"
+import { echoTool, REPEATING } from "../support/tools"
+import { sandbox, serve } from "./support"
 
 const REQUESTS = 3_000
 const CONCURRENCY = 16
@@ -26,14 +27,7 @@ const generator = (seed: number) => {
   }
 }
 
-const ECHO = `${IMPORTS}
-export default Tool.make({
-  description: "Echo text back",
-  input: Schema.Struct({ text: Schema.String, times: Schema.optionalKey(Schema.Int) }),
-  output: Schema.String,
-  execute: (input) => Effect.succeed(input.text.repeat(Math.min(input.times ?? 1, 3))),
-})
-`
+const ECHO = echoTool(REPEATING)
 
 // Nothing a fuzzed call reaches may change the machine or wait for a person.
 const CONFIG = JSON.stringify({ permission: { bash: "deny", edit: "deny", external_directory: "deny" } })

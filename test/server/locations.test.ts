@@ -5,25 +5,13 @@
 import { describe, expect, test } from "bun:test"
 import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Latch } from "../support/latch"
 import { tempDir } from "../support/temp"
-import { callBody, EventReader, IMPORTS, inProcess, location, RAN, runs } from "./support"
+import { gateTool } from "../support/tools"
+import { callBody, EventReader, inProcess, location, runs } from "./support"
 
-/** Reports progress, then waits until `<location>/gate` exists. */
-const GATE = `${IMPORTS}${RAN}
-import { existsSync } from "node:fs"
-export default Tool.make({
-  description: "Wait for the gate file",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  execute: (_, context) =>
-    Effect.gen(function* () {
-      ran("gate")
-      yield* context.progress({ message: "waiting" })
-      while (!existsSync(joinPath(import.meta.dir, "..", "gate"))) yield* Effect.sleep(5)
-      return "opened"
-    }),
-})
-`
+/** Reports progress, then waits at `latch`; records each run. */
+const GATE = (latch: Latch.Interface) => gateTool(latch, { record: "gate", progress: { message: "waiting" } })
 
 const IDLE_MS = 1_000
 
@@ -83,7 +71,8 @@ describe("Locations named by X-Core-Location", () => {
   })
 
   test("a Location is kept while an event stream is open on it or a call runs in it", async () => {
-    const roots = root(["a", "b"], { "tools/gate.ts": GATE })
+    await using latch = Latch.open()
+    const roots = root(["a", "b"], { "tools/gate.ts": GATE(latch) })
     const [a, b] = [join(roots, "a"), join(roots, "b")]
     const sidecar = await inProcess({}, { roots: [roots], locations: { max: 0 } })
     const kept = () => sidecar.sidecar.locations.all().map((served) => served.directory)
@@ -103,7 +92,7 @@ describe("Locations named by X-Core-Location", () => {
 
     expect((await sidecar.json("GET", "/v1/permissions")).status).toBe(200)
     expect(kept()).toEqual([location(sidecar.box), a, b])
-    writeFileSync(join(b, "gate"), "")
+    latch.release()
     // Joining the call waits for its settlement; once it has one, the call no longer holds its Location.
     const joined = await sidecar.settle(turnID, call, { "x-core-location": b })
     expect(joined.body.structured).toBe("opened")

@@ -8,24 +8,15 @@ import { cpSync, existsSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { ApiDocument } from "../../src/server/api-document"
 import { tempDir } from "../support/temp"
-import { EventReader, HOST, IMPORTS, TOKEN, callBody, inProcess } from "./support"
+import { echoTool, REPEATING } from "../support/tools"
+import { EventReader, HOST, TOKEN, callBody, inProcess } from "./support"
 
 const BIN = join(import.meta.dir, "../../node_modules/.bin")
 /** The generator's own package (it prints with TypeScript 5's compiler API), installed by the root's postinstall. */
 const GENERATOR = join(import.meta.dir, "generator")
 const GENERATOR_INSTALL = "npm ci --prefix test/server/generator"
 
-const ECHO = `${IMPORTS}
-export default Tool.make({
-  description: "Echo text back",
-  input: Schema.Struct({ text: Schema.String, times: Schema.optionalKey(Schema.Int) }),
-  output: Schema.String,
-  execute: (input, context) => Effect.gen(function* () {
-    yield* context.progress({ message: "echoing" })
-    return input.text.repeat(input.times ?? 1)
-  }),
-})
-`
+const ECHO = echoTool({ ...REPEATING, progress: { message: "echoing" } })
 
 const walk = (value: unknown, visit: (node: Record<string, any>) => void): void => {
   if (Array.isArray(value)) return value.forEach((item) => walk(item, visit))

@@ -2,16 +2,14 @@
 // would not have taken without it, and a bad provider in `POST /v1/turns` is a bad request, never a failure of core.
 
 import { describe, expect, test } from "bun:test"
-import { IMPORTS, inProcess } from "./support"
+import { echoTool } from "../support/tools"
+import { inProcess } from "./support"
 
-const ECHO = `${IMPORTS}
-export default Tool.make({
+const ECHO = echoTool({
   description: "Echo the input back as JSON",
-  input: Schema.Struct({ text: Schema.String, times: Schema.optionalKey(Schema.Int), nested: Schema.optionalKey(Schema.Struct({ path: Schema.String })) }),
-  output: Schema.String,
-  execute: (input) => Effect.succeed(JSON.stringify({ text: input.text, path: input.nested?.path ?? null })),
+  fields: "times: Schema.optionalKey(Schema.Int), nested: Schema.optionalKey(Schema.Struct({ path: Schema.String }))",
+  answer: "JSON.stringify({ text: input.text, path: input.nested?.path ?? null })",
 })
-`
 
 describe("openai-strict normalisation against a hostile model", () => {
   test("a __proto__ key cannot supply a property the arguments left out, at the top or nested", async () => {

@@ -4,20 +4,14 @@
 // fails the turn with model_compatibility; an unknown provider is a bad request.
 
 import { describe, expect, test } from "bun:test"
+import { echoTool } from "../support/tools"
 import { EventReader, IMPORTS, callBody, inProcess } from "./support"
 
-const ECHO = `${IMPORTS}
-export default Tool.make({
+const ECHO = echoTool({
   description: "Echo the input back as JSON",
-  input: Schema.Struct({
-    text: Schema.String,
-    times: Schema.optionalKey(Schema.Int),
-    style: Schema.optionalKey(Schema.Struct({ upper: Schema.optionalKey(Schema.Boolean) })),
-  }),
-  output: Schema.String,
-  execute: (input) => Effect.succeed(JSON.stringify(input)),
+  fields: "times: Schema.optionalKey(Schema.Int), style: Schema.optionalKey(Schema.Struct({ upper: Schema.optionalKey(Schema.Boolean) }))",
+  answer: "JSON.stringify(input)",
 })
-`
 
 const RECORD = `${IMPORTS}
 export default Tool.make({

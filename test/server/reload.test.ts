@@ -6,6 +6,8 @@
 import { describe, expect, test } from "bun:test"
 import { rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Latch } from "../support/latch"
+import { gateTool } from "../support/tools"
 import { IMPORTS, inProcess } from "./support"
 
 const tool = (reply: string) => `${IMPORTS}
@@ -17,21 +19,8 @@ export default Tool.make({
 })
 `
 
-const GATE = `${IMPORTS}
-import { existsSync } from "node:fs"
-import { join } from "node:path"
-export default Tool.make({
-  description: "Wait for the gate file",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  execute: (_, context) =>
-    Effect.gen(function* () {
-      yield* context.progress({ message: "waiting" })
-      while (!existsSync(join(import.meta.dir, "..", "gate"))) yield* Effect.sleep(5)
-      return "opened"
-    }),
-})
-`
+/** Reports progress, then waits at `latch`. */
+const GATE = (latch: Latch.Interface) => gateTool(latch, { progress: { message: "waiting" } })
 
 const names = (definitions: Array<{ name: string }>) => definitions.map((definition) => definition.name)
 
@@ -161,7 +150,8 @@ describe("hot reload of core.json", () => {
   })
 
   test("a call running when core.json changes finishes, and its pending ask stays answerable", async () => {
-    const sidecar = await inProcess({ "tools/gate.ts": GATE, "tools/hello.ts": tool("v1"), "core.json": '{ "permission": { "hello": "ask" } }' }, { watch: true })
+    await using latch = Latch.open()
+    const sidecar = await inProcess({ "tools/gate.ts": GATE(latch), "tools/hello.ts": tool("v1"), "core.json": '{ "permission": { "hello": "ask" } }' }, { watch: true })
     const events = await sidecar.events()
     const { turnID } = await sidecar.turn()
     const gated = sidecar.settle(turnID, { name: "gate", input: {} })
@@ -174,7 +164,7 @@ describe("hot reload of core.json", () => {
     expect((await sidecar.json("GET", "/v1/permissions")).body.map((request: { id: string }) => request.id)).toEqual([asked.data.id])
     expect((await sidecar.json("POST", `/v1/permissions/${asked.data.id}/reply`, { body: { reply: "once" } })).status).toBe(200)
     expect((await asking).body.structured).toBe("v1")
-    writeFileSync(join(sidecar.box.location, "gate"), "")
+    latch.release()
     expect((await gated).body.structured).toBe("opened")
     await events.close()
   })

@@ -7,6 +7,7 @@ import { createServer } from "node:net"
 import { truncateSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { run } from "../support/binary"
+import { waitTool } from "../support/tools"
 import { EventReader, IMPORTS, isDead, RAN, runs, sandbox, serve } from "./support"
 
 const COUNT = `${IMPORTS}${RAN}
@@ -210,19 +211,8 @@ describe("core serve", () => {
   })
 
   test("after kill -9 mid-call, the call is never half-recorded: it replays as interrupted and never runs again", async () => {
-    const GATE = `${IMPORTS}${RAN}
-export default Tool.make({
-  description: "Wait forever after recording that it ran",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  execute: (_, context) => Effect.gen(function* () {
-    ran("hang")
-    yield* context.progress({ message: "running" })
-    return yield* Effect.never
-  }),
-})
-`
-    const box = sandbox({ "tools/hang.ts": GATE })
+    const HANG = waitTool({ record: "hang", progress: { message: "running" } })
+    const box = sandbox({ "tools/hang.ts": HANG })
     const server = await serve(box)
     const call = { name: "hang", input: {}, sessionID: "ses_kill", toolCallID: "call_kill" }
     const response = await server.fetch("POST", `/v1/turns/${(await server.turn()).turnID}/calls`, {

@@ -14,6 +14,17 @@ const call = (log: Array<string>, name: string, release: Deferred.Deferred<void>
     }),
   )
 
+/**
+ * Waits until `log` holds `count` entries, then one macrotask more: turns are granted on macrotasks of their own, so
+ * a call let in alongside the awaited ones would show by then.
+ */
+const logged = (log: ReadonlyArray<string>, count: number) =>
+  Effect.promise(async () => {
+    const deadline = Date.now() + 5_000
+    while (log.length < count && Date.now() < deadline) await new Promise((resolve) => setImmediate(resolve))
+    await new Promise((resolve) => setImmediate(resolve))
+  })
+
 test("at most AT_ONCE calls are prepared at once; `done` or the end of a call lets the next in", async () => {
   const log: Array<string> = []
   await Effect.runPromise(
@@ -22,14 +33,14 @@ test("at most AT_ONCE calls are prepared at once; `done` or the end of a call le
       const fibers = yield* Effect.forEach(["a", "b", "c", "d"], (name, index) =>
         Effect.forkDetach(call(log, name, releases[index]!, index === 0 ? "done" : "return"), { startImmediately: true }),
       )
-      yield* Effect.promise(() => Bun.sleep(20))
+      yield* logged(log, 2)
       expect(log).toEqual(["a in", "b in"])
       // `a` is prepared and then waits on the world: it no longer holds a turn.
       yield* Deferred.succeed(releases[0]!, undefined)
-      yield* Effect.promise(() => Bun.sleep(20))
+      yield* logged(log, 4)
       expect(log).toEqual(["a in", "b in", "a out", "c in"])
       yield* Deferred.succeed(releases[1]!, undefined)
-      yield* Effect.promise(() => Bun.sleep(20))
+      yield* logged(log, 6)
       expect(log.slice(4)).toEqual(["b out", "d in"])
       for (const release of releases) yield* Deferred.succeed(release, undefined)
       yield* Fiber.joinAll(fibers)
@@ -49,7 +60,8 @@ test("a call that holds its turn past BUDGET_MS lets the next in, and a cancelle
       )
       const cancelled = yield* Effect.forkDetach(call(log, "c", never, "return"), { startImmediately: true })
       const last = yield* Effect.forkDetach(call(log, "d", open, "return"), { startImmediately: true })
-      yield* Effect.promise(() => Bun.sleep(10))
+      // The holders are in; the other two wait for a turn.
+      yield* logged(log, 2)
       yield* Fiber.interrupt(cancelled)
       const started = performance.now()
       yield* Deferred.succeed(open, undefined)

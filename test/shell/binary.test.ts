@@ -111,13 +111,16 @@ describe("core exec bash", () => {
 
   test("a second SIGINT does not wait for the graceful stop, and still leaves no process behind", async () => {
     const box = sandbox()
-    // The group ignores SIGTERM, so the graceful stop would wait its full grace period before SIGKILL.
-    const command = "trap '' TERM; sleep 1000 & echo $! $$ > pids; echo ready; sleep 1000"
+    // The group ignores SIGTERM, so the graceful stop would wait its full grace period before SIGKILL; the shell
+    // itself notes the SIGTERM (in `termed`) and carries on waiting.
+    const command = "trap '' TERM; sleep 1000 & echo $! $$ > pids; sleep 1000 & trap ': > termed' TERM; echo ready; while :; do wait; done"
     const running = await start(box, ["exec", "bash", "--input", JSON.stringify({ command }), "--location", box.location])
     await running.stderrContains("progress: ready\n")
     const [background, leader] = hostPids(pidsIn(readFileSync(join(box.location, "pids"), "utf8")), box.location)
     running.child.kill("SIGINT")
-    await Bun.sleep(200)
+    // The graceful stop is under way once the group has had its SIGTERM.
+    for (let tries = 0; tries < 250 && !existsSync(join(box.location, "termed")); tries++) await Bun.sleep(20)
+    expect(existsSync(join(box.location, "termed"))).toBe(true)
     expect(alive(background!)).toBe(true)
     running.child.kill("SIGINT")
     const result = await running.finished()

@@ -4,14 +4,7 @@ import { Definition } from "../../src/tool/definition"
 import * as Internal from "../../src/tool/internal"
 import { ToolName } from "../../src/tool/name"
 import { Tool } from "../../src/tool/tool"
-
-const echo = () =>
-  Tool.make({
-    description: "Echo text back",
-    input: Schema.Struct({ text: Schema.String }),
-    output: Schema.String,
-    execute: (input) => Effect.succeed(input.text),
-  })
+import { echo } from "../support/tools"
 
 describe("Tool.make", () => {
   test("makes an opaque, frozen value with no public fields", () => {
