@@ -114,7 +114,7 @@ export const call = (
   Effect.gen(function* () {
     const record = Internal.get(call.tool)!
     const decoded = yield* Effect.exit(
-      Schema.decodeUnknownEffect(record.inputJson)(call.input, Internal.INPUT_OPTIONS),
+      Schema.decodeUnknownEffect(record.inputJson)(call.input, Internal.EXPLAIN_OPTIONS),
     )
     if (Exit.isFailure(decoded)) {
       const error = Cause.findError(decoded.cause)

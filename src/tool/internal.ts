@@ -13,6 +13,12 @@ import type { Annotations, Content, Context, Failure } from "./tool"
  */
 export const INPUT_OPTIONS = { errors: "all", reportInput: true, onExcessProperty: "error" } as const
 
+/**
+ * The same, for a call explained to a host (`core check`, the check route) rather than settled for the model: the
+ * value is not quoted back, so a smuggled key's value (a path, say) never appears in what the host is shown.
+ */
+export const EXPLAIN_OPTIONS = { ...INPUT_OPTIONS, reportInput: false } as const
+
 export type Executor = (input: unknown, context: Context) => Effect.Effect<unknown, Failure | Refusal.Any>
 export type Projector = (call: { readonly input: unknown; readonly output: unknown }) => string | ReadonlyArray<Content>
 

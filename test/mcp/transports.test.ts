@@ -15,7 +15,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js"
 import { IMPORTS, runs, sandbox, type Sandbox } from "../cli/fixture"
 import { coreJson, recording } from "../cli/permissions-fixture"
-import { alive } from "../shell/processes"
+import { alive, hostPids } from "../shell/processes"
 import { httpSidecar, httpTransport } from "./support"
 import { BIG, GREET, HUGE, PICTURE, PIXEL } from "./tools"
 
@@ -166,7 +166,8 @@ for (const transport of [stdio, http]) {
     })
 
     test("cancelling a bash call kills its sleep processes and records it cancelled", async () => {
-      const { client } = await transport.connect(sandbox({ ...coreJson({ permission: { bash: "allow" } }) }))
+      const box = sandbox({ ...coreJson({ permission: { bash: "allow" } }) })
+      const { client } = await transport.connect(box)
       const abort = new AbortController()
       const call = {
         name: "bash",
@@ -179,7 +180,8 @@ for (const transport of [stdio, http]) {
         onprogress: (update) => {
           const match = /pids (\d+) (\d+)/.exec(update.message ?? "")
           if (match === null) return
-          pids = [Number(match[1]), Number(match[2])]
+          // As the host numbers them (the command has a PID namespace of its own where core can give it one).
+          pids = hostPids([Number(match[1]), Number(match[2])], box.location)
           expect(pids.every(alive)).toBe(true)
           abort.abort("enough")
         },

@@ -5,6 +5,7 @@ import { describe, expect, test } from "bun:test"
 import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Events } from "../../src/host/events"
+import { hostPids } from "../shell/processes"
 import { Latch } from "../support/latch"
 import { echoTool, gateTool } from "../support/tools"
 import { callBody, EventReader, IMPORTS, inProcess, isDead, runs } from "./support"
@@ -190,7 +191,9 @@ describe("cancelling", () => {
     })
     const stream = new EventReader(response)
     const progress = await stream.until("progress", (data) => /pids \d+ \d+/.test(data.message))
-    const pids = (/pids (\d+) (\d+)/.exec(progress.data.message) ?? []).slice(1).map(Number)
+    // As the command numbers them: its own PID namespace's, where it has one; the host's are what /proc shows here.
+    const said = (/pids (\d+) (\d+)/.exec(progress.data.message) ?? []).slice(1).map(Number)
+    const pids = hostPids(said, sidecar.box.location)
     expect(pids.every((pid) => !isDead(pid))).toBe(true)
 
     const cancel = await sidecar.json("POST", "/v1/calls/ses_cancel/call_cancel/cancel")
@@ -199,13 +202,14 @@ describe("cancelling", () => {
     expect(settlement).toEqual({ event: "settlement", data: expect.objectContaining({ status: "cancelled", tool: "bash" }) })
     expect(pids.every(isDead)).toBe(true)
     // The settlement names what the cancel ended: the shell and both sleeps.
-    const [background, shell] = pids
-    const said = (settlement!.data as { content: Array<{ text: string }> }).content[0]!.text
-    expect(said).toContain("Ended 3 processes it had started: ")
-    expect(said).toContain(`sleep (${background})`)
-    expect(said).toContain(`(${shell})`)
+    // Named as the command numbered them, which is what the model saw.
+    const [background, shell] = said
+    const ended = (settlement!.data as { content: Array<{ text: string }> }).content[0]!.text
+    expect(ended).toContain("Ended 3 processes it had started: ")
+    expect(ended).toContain(`sleep (${background})`)
+    expect(ended).toContain(`(${shell})`)
     const recorded = await sidecar.json("GET", "/v1/settlements/ses_cancel/call_cancel")
-    expect(recorded.body).toMatchObject({ status: "cancelled", content: [{ type: "text", text: said }] })
+    expect(recorded.body).toMatchObject({ status: "cancelled", content: [{ type: "text", text: ended }] })
     expect((await sidecar.json("POST", "/v1/calls/ses_cancel/call_cancel/cancel")).status).toBe(404)
   })
 
