@@ -2,11 +2,13 @@ export * as Owner from "./owner"
 
 // Identifies the process that began a call or holds a lock. Whether a call recorded in the store is still running
 // is told by its lease (./lease), which hosts sharing a store can all read; the process check here answers only on
-// the owner's own host, for file locks and for records kept before leases. A pid alone can be reused, so the
-// identity includes the process start time where the platform exposes it (Linux /proc).
+// the owner's own host, for file locks and for records kept before leases, and ends a lease early where it can be
+// sure: an owner on this kernel and in this PID namespace whose process no longer runs (core killed and started
+// again on one machine). A pid alone can be reused, so the identity includes the process start time where the
+// platform exposes it (Linux /proc).
 
 import { randomBytes } from "node:crypto"
-import { readFileSync } from "node:fs"
+import { readFileSync, statSync } from "node:fs"
 import { hostname } from "node:os"
 
 /** The start time of a process in clock ticks since boot, or "" where it cannot be read. */
@@ -24,10 +26,39 @@ const startTime = (pid: number): string => {
 const HOST = hostname()
 
 /**
- * This process's identity: host, pid, start time and a random part, so processes on hosts that share a name and
- * a pid (containers) are never taken for one another. `isAlive` reads the first three.
+ * The kernel this process runs on (its boot id) and the PID namespace it sees, where Linux tells them: two
+ * processes that share both number each other alike, so one can check whether the other still runs. Empty
+ * elsewhere.
  */
-export const current: string = `${HOST}:${process.pid}:${startTime(process.pid)}:${randomBytes(6).toString("hex")}`
+const machine = (): string => {
+  try {
+    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim()
+    return `${boot}/${statSync("/proc/self/ns/pid").ino}`
+  } catch {
+    return ""
+  }
+}
+
+const MACHINE = machine()
+
+/**
+ * This process's identity: host, pid, start time, a random part (so processes on hosts that share a name and a
+ * pid, containers, are never taken for one another) and its machine (see `machine`). `isAlive` reads the first
+ * three; `isGone` the machine too.
+ */
+export const current: string = `${HOST}:${process.pid}:${startTime(process.pid)}:${randomBytes(6).toString("hex")}:${MACHINE}`
+
+/**
+ * Whether the process identified by `owner` has certainly stopped: it ran on this kernel, in this PID namespace,
+ * and its pid no longer runs the process that began (so its lease, however long it has left, renews no more). On
+ * another host or namespace nothing can be known, and only its lease tells.
+ */
+export const isGone = (owner: string): boolean => {
+  const [, pidText, start, , ...rest] = owner.split(":")
+  if (MACHINE === "" || rest.join(":") !== MACHINE || owner === current) return false
+  const pid = Number(pidText)
+  return Number.isInteger(pid) && pid > 0 && !runs(pid, start ?? "")
+}
 
 /**
  * Whether the process identified by `owner` is still running. A process on another host cannot be checked and
@@ -38,6 +69,11 @@ export const isAlive = (owner: string): boolean => {
   const pid = Number(pidText)
   if (host !== HOST || !Number.isInteger(pid) || pid <= 0) return false
   if (owner === current) return true
+  return runs(pid, start ?? "")
+}
+
+/** Whether `pid` runs the process that started at `start` (clock ticks since boot; "" when unknown). */
+const runs = (pid: number, start: string): boolean => {
   try {
     process.kill(pid, 0)
   } catch (cause) {

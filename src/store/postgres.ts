@@ -237,7 +237,7 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
         }
         if (row.state === "failed") return { state: "failed", agent, tool: row.tool, reason: row.reason ?? "" }
         // Running here, or under a lease still renewed (by another process, or another store in this one).
-        const alive = running.has(keyOf(key)) || row.live === true
+        const alive = running.has(keyOf(key)) || (row.live === true && !Owner.isGone(row.owner ?? ""))
         return { state: "started", agent, tool: row.tool, owner: row.owner ?? "", running: alive }
       }
 
@@ -291,12 +291,14 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
                       AND state = 'started' AND owner = ${Owner.current}`,
                 )
               case "abandoned":
-                // Never a call whose lease is still renewed: its owner is running it.
+                // Never a call whose lease is still renewed: its owner is running it (unless it is known gone:
+                // on this kernel and PID namespace, its process no longer runs).
                 return changed(
                   await sql`
                     UPDATE core.settlements SET state = 'settled', settlement = ${json}, settled_at = ${sql.unsafe(NOW_MS)}, lease_until = NULL
                     WHERE session_id = ${sessionID} AND call_id = ${toolCallID} AND location = ${location}
-                      AND state = 'started' AND owner = ${expected.owner} AND lease_until <= ${sql.unsafe(NOW_MS)}`,
+                      AND state = 'started' AND owner = ${expected.owner}
+                      AND (lease_until <= ${sql.unsafe(NOW_MS)} OR ${Owner.isGone(expected.owner)})`,
                 )
               case "failed":
                 return changed(

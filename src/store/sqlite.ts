@@ -289,6 +289,7 @@ const prepare = (db: Database) => ({
       "WHERE session_id = ? AND call_id = ? AND location IN (?, '') AND state = 'started' AND owner = ?",
   ),
   // A call whose owner's lease has lapsed (or, kept before leases, whose owner is gone): never one still renewed.
+  // The last parameter is the time leases are compared with: later than any, for an owner known to be gone.
   settleAbandoned: db.query<unknown, [string, number, string, string, string, string, number]>(
     "UPDATE settlements SET state = 'settled', settlement = ?, settled_at = ? " +
       "WHERE session_id = ? AND call_id = ? AND location IN (?, '') AND state = 'started' AND owner = ? " +
@@ -381,7 +382,9 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
         // Running here, or under a lease still renewed (by another process, or another store in this one).
         const alive =
           running.has(keyOf(key)) ||
-          (row.lease_until === null ? owner !== Owner.current && Owner.isAlive(owner) : row.lease_until > Date.now())
+          (row.lease_until === null
+            ? owner !== Owner.current && Owner.isAlive(owner)
+            : row.lease_until > Date.now() && !Owner.isGone(owner))
         return { state: "started", agent, tool: row.tool, owner, running: alive }
       }
 
@@ -441,7 +444,9 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
                 return statements.settleStarted.run(json, now, sessionID, toolCallID, location, Owner.current).changes === 1
               case "abandoned":
                 return (
-                  statements.settleAbandoned.run(json, now, sessionID, toolCallID, location, expected.owner, now).changes === 1
+                  statements.settleAbandoned
+                    .run(json, now, sessionID, toolCallID, location, expected.owner, Owner.isGone(expected.owner) ? Number.MAX_SAFE_INTEGER : now)
+                    .changes === 1
                 )
               case "failed":
                 return statements.settleFailed.run(json, now, sessionID, toolCallID, location).changes === 1

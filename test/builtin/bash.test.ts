@@ -5,10 +5,9 @@
 import { describe, expect, test } from "bun:test"
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync } from "node:fs"
 import { join } from "node:path"
-import { ProcessGroup } from "../../src/shell/group"
 import { harness, textOf } from "../support/builtin"
 import { tempDir } from "../support/temp"
-import { alive, pidsIn } from "../shell/processes"
+import { alive, aliveIn, pidsIn } from "../shell/processes"
 
 interface Structured {
   readonly exitCode: number | null
@@ -71,10 +70,11 @@ describe("bash results", () => {
   })
 
   test("a background job does not keep the call open and is killed with the group", async () => {
-    const outcome = await harness().settle("bash", { command: "sleep 1000 & echo $!" })
+    const box = harness()
+    const outcome = await box.settle("bash", { command: "sleep 1000 & echo $!" })
     const [pid] = pidsIn(structured(outcome).stdout)
     expect(outcome.settlement.status).toBe("success")
-    expect(alive(pid!)).toBe(false)
+    expect(aliveIn(box.directory, pid!)).toBe(false)
   })
 
   test("a command that closes stdout early settles with its stderr", async () => {
@@ -83,7 +83,8 @@ describe("bash results", () => {
   })
 
   test("a timeout stops the whole group and says so", async () => {
-    const outcome = await harness().settle("bash", { command: "sleep 1000 & echo $! $$; sleep 1000", timeoutMs: 300 })
+    const box = harness()
+    const outcome = await box.settle("bash", { command: "sleep 1000 & echo $! $$; sleep 1000", timeoutMs: 300 })
     const [background, leader] = pidsIn(structured(outcome).stdout)
     expect(outcome.settlement.status).toBe("success")
     expect(textOf(outcome.settlement)).toContain(
@@ -92,8 +93,9 @@ describe("bash results", () => {
     )
     expect(structured(outcome).killed?.map((killed) => killed.pid)).toEqual(expect.arrayContaining([background, leader]))
     expect(structured(outcome)).toMatchObject({ timedOut: true, timeout: { kind: "wall", ms: 300 }, signal: "SIGTERM" })
-    expect(alive(background!)).toBe(false)
-    expect(ProcessGroup.members(leader!)).toEqual([])
+    // Numbered as the command numbered them (its own PID namespace, where it has one): none of them runs.
+    expect(aliveIn(box.directory, background!)).toBe(false)
+    expect(aliveIn(box.directory, leader!)).toBe(false)
   })
 
   test("a command that never prints stops after the configured inactivity timeout", async () => {

@@ -12,7 +12,7 @@ import { MockLanguageModelV4 } from "ai/test"
 import { Core, type PermissionRequest, type Settlement } from "@core/client"
 import { aiTools, toModelOutput } from "@core/client/ai"
 import { binary } from "../support/binary"
-import { isDead } from "../server/support"
+import { aliveIn } from "../shell/processes"
 import { IMPORTS, type Sandbox } from "../cli/fixture"
 import { PNG_BASE64, project } from "./fixture"
 
@@ -230,7 +230,8 @@ export default Tool.make({ description: "Say hello v2", input: Schema.Struct({})
   })
 
   test("aborting generateText's signal cancels the running call on core: its processes die and it settles cancelled", async () => {
-    const core = await spawn(project({ "core.json": '{ "permission": { "bash": { "*": "allow" } } }' }))
+    const location = project({ "core.json": '{ "permission": { "bash": { "*": "allow" } } }' })
+    const core = await spawn(location)
     const session = core.session()
     const abort = new AbortController()
     let pid = 0
@@ -255,7 +256,8 @@ export default Tool.make({ description: "Say hello v2", input: Schema.Struct({})
     expect(ended).toBe("AbortError")
     expect(pid).toBeGreaterThan(0)
     expect((await core.settlement(session.id, "c_sleep"))?.status).toBe("cancelled")
-    expect(isDead(pid)).toBe(true)
+    // Numbered as the command numbered it (its own PID namespace, where it has one).
+    expect(aliveIn(location.location, pid)).toBe(false)
     session.close()
   })
 })

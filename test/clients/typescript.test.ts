@@ -12,7 +12,7 @@ import { binary } from "../support/binary"
 import { Latch } from "../support/latch"
 import { echoTool, gateTool } from "../support/tools"
 import { runs, sandbox, type Sandbox } from "../cli/fixture"
-import { isDead } from "../server/support"
+import { aliveIn } from "../shell/processes"
 import { project } from "./fixture"
 
 const opened: Array<Core> = []
@@ -197,7 +197,8 @@ describe("@core/client", () => {
     )
     expect(settlement.status).toBe("cancelled")
     expect(pid).toBeGreaterThan(0)
-    expect(isDead(pid)).toBe(true)
+    // Numbered as the command numbered it (its own PID namespace, where it has one).
+    expect(aliveIn(box.location, pid)).toBe(false)
     expect((await core.settlement("ses_abort", "call_abort"))?.status).toBe("cancelled")
     // A signal aborted before the call sends nothing.
     const early = await core

@@ -8,7 +8,8 @@ import { truncateSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { run } from "../support/binary"
 import { waitTool } from "../support/tools"
-import { EventReader, IMPORTS, isDead, RAN, runs, sandbox, serve } from "./support"
+import { EventReader, IMPORTS, RAN, runs, sandbox, serve } from "./support"
+import { aliveIn } from "../shell/processes"
 
 const COUNT = `${IMPORTS}${RAN}
 export default Tool.make({
@@ -144,11 +145,12 @@ describe("core serve", () => {
       const event = await stream.until("progress")
       pids.splice(0, pids.length, ...[...String(event.data.metadata?.tail ?? event.data.message).matchAll(/(?:child|top) (\d+)/g)].map((match) => Number(match[1])))
     }
-    expect(pids.some(isDead)).toBe(false)
+    // Numbered as the command numbered them (its own PID namespace, where it has one).
+    expect(pids.every((pid) => aliveIn(box.location, pid))).toBe(true)
     expect((await server.json("POST", "/v1/calls/ses_tree/call_tree/cancel")).status).toBe(202)
     const settlement = await stream.until("settlement")
     expect(settlement.data.status).toBe("cancelled")
-    expect(pids.every(isDead)).toBe(true)
+    expect(pids.some((pid) => aliveIn(box.location, pid))).toBe(false)
     server.child.kill("SIGTERM")
     expect((await server.exited()).code).toBe(0)
   })
@@ -203,7 +205,7 @@ describe("core serve", () => {
     server.child.kill("SIGTERM")
     const { code } = await server.exited()
     expect(code).toBe(0)
-    expect(isDead(pid)).toBe(true)
+    expect(aliveIn(box.location, pid)).toBe(false)
     const again = await serve(box)
     expect((await again.json("GET", "/v1/settlements/ses_stop/call_stop")).body.status).toBe("cancelled")
     again.child.kill("SIGTERM")

@@ -69,3 +69,23 @@ export const hostPids = (pids: ReadonlyArray<number>, cwd: string): Array<number
   }
   return pids.map((pid) => found.get(pid) ?? pid)
 }
+
+/**
+ * Whether a process a command printed still runs, numbered as the command numbers it (`$$`, `$!`: its own PID
+ * namespace's where it has one, else the host's): a running, non-zombie process working in `cwd` (unique to the
+ * test) whose innermost pid is `pid`. Once the namespace is gone, none is.
+ */
+export const aliveIn = (cwd: string, pid: number): boolean => {
+  const real = realpathSync(cwd)
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      if (readlinkSync(`/proc/${entry}/cwd`) !== real) continue
+      const innermost = /^NSpid:\s*(.*)$/m.exec(readFileSync(`/proc/${entry}/status`, "latin1"))?.[1]?.trim().split(/\s+/).at(-1)
+      if (Number(innermost) === pid && alive(Number(entry))) return true
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return false
+}

@@ -26,10 +26,16 @@ const layerOf = (opened: Opened): Layer.Layer<Store.Service, Store.StoreError> =
     ? SqliteStore.layer(opened.target, { leaseMs: LEASE_MS })
     : PostgresStore.layer(opened.target, { leaseMs: LEASE_MS })
 
-/** Another process that begins KEY in the store and keeps running it until killed. */
+/**
+ * Another process that begins KEY in the store and keeps running it until killed: in a PID namespace of its own,
+ * as a process on another host would be, so only its lease can tell whether it still runs (a process on this
+ * kernel and in this namespace is known gone once it has ended; see Owner.isGone).
+ */
 const owner = async (opened: Opened) => {
+  const unshare = ["unshare", ...(process.getuid?.() === 0 ? [] : ["--user", "--map-root-user"]), "--pid", "--fork", "--kill-child"]
   const child = Bun.spawn(
     [
+      ...unshare,
       process.execPath,
       "-e",
       `

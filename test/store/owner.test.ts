@@ -25,4 +25,25 @@ describe("Owner", () => {
     expect(Owner.isAlive("")).toBe(false)
     expect(Owner.isAlive(`${hostname()}:abc:1`)).toBe(false)
   })
+
+  test("an owner on this kernel and PID namespace is known gone once its process ends, whatever its host name", async () => {
+    const machine = Owner.current.split(":").slice(4).join(":")
+    expect(machine).not.toBe("")
+    const child = Bun.spawn(["sleep", "30"])
+    const start = (await Bun.file(`/proc/${child.pid}/stat`).text()).split(") ")[1]!.split(" ")[19]
+    // Another host name on the same kernel (a shared data directory between namespaces of one machine).
+    const owner = `another-host:${child.pid}:${start}:0123456789ab:${machine}`
+    expect(Owner.isGone(owner)).toBe(false)
+    child.kill()
+    await child.exited
+    expect(Owner.isGone(owner)).toBe(true)
+    expect(Owner.isGone(Owner.current)).toBe(false)
+  })
+
+  test("an owner on another kernel or PID namespace, or with no machine, is never known gone: its lease tells", () => {
+    expect(Owner.isGone(`${hostname()}:999999999:1:0123456789ab:another-boot/4026531836`)).toBe(false)
+    expect(Owner.isGone(`${hostname()}:999999999:1:0123456789ab`)).toBe(false)
+    expect(Owner.isGone(`${hostname()}:999999999:1`)).toBe(false)
+    expect(Owner.isGone("")).toBe(false)
+  })
 })
