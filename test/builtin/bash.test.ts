@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync } from "
 import { join } from "node:path"
 import { harness, textOf } from "../support/builtin"
 import { tempDir } from "../support/temp"
-import { alive, aliveIn, pidsIn } from "../shell/processes"
+import { aliveIn, pidsIn } from "../shell/processes"
 
 interface Structured {
   readonly exitCode: number | null
@@ -442,10 +442,12 @@ describe("bash: processes that left the command's group", () => {
       `setsid sh -c 'while :; do echo tick; sleep 0.05; done' & pid=$!; ` +
       `while [ "${session("$pid")}" = "${session("$$")}" ]; do :; done; echo "writer $pid"`
     // Reading /proc/$pid is a path outside known only when it runs: asked, and approved here.
-    const outcome = await harness().settle("bash", { command }, { reply: { reply: "once" } })
+    const box = harness()
+    const outcome = await box.settle("bash", { command }, { reply: { reply: "once" } })
     const [pid] = pidsIn(structured(outcome).stdout.split("\n").find((line) => line.startsWith("writer"))!)
     expect(outcome.settlement.status).toBe("success")
-    expect(alive(pid!)).toBe(false)
+    // Numbered as the command numbered it (its own PID namespace, where it has one).
+    expect(aliveIn(box.directory, pid!)).toBe(false)
     expect(structured(outcome).killed).toEqual(expect.arrayContaining([{ pid: pid!, name: "sh" }]))
     expect(structured(outcome).capture.stdout).toMatchObject({ complete: true })
     expect(textOf(outcome.settlement)).toContain(`\nKilled `)
