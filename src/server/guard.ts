@@ -16,8 +16,11 @@ export * as Guard from "./guard"
 /** The header naming the guard's connection a request came on. */
 export const CONNECTION_HEADER = "x-core-connection"
 
-/** A request head longer than this is passed on as it is (Bun answers it with 431), unframed. */
-const MAX_HEAD_BYTES = 64 * 1024
+/**
+ * A request head longer than this is passed on as it is, unframed (Bun answers it with 431: this is Bun's own limit,
+ * `--max-http-header-size`). It bounds what a connection holding half a header costs the guard.
+ */
+const MAX_HEAD_BYTES = 16 * 1024
 /** A chunk-size or trailer line longer than this leaves the connection unframed. */
 const MAX_LINE_BYTES = 4 * 1024
 /** How often the deadline is checked, at most. */

@@ -150,6 +150,13 @@ describe("the connection guard", () => {
     expect(forger.closed() && victim.closed()).toBe(true)
   }, 60_000)
 
+  test("a request head longer than Bun's header limit is passed on and refused by Bun (431), as without the guard", async () => {
+    const server = await listen()
+    const client = raw(server.port)
+    client.socket.write(`GET /v1/health HTTP/1.1\r\nHost: ${server.host}\r\nX-Long: ${"a".repeat(20 * 1024)}\r\n\r\n`)
+    expect(statuses(await client.until((text) => statuses(text).length === 1))[0]).toBe(431)
+  }, 60_000)
+
   test("the server's unix socket is in a 0700 directory of the data directory, removed at stop (and at start, one a killed core left)", async () => {
     // A pid no process has (above the kernel's pid_max of 2^22).
     const left = "serve-9999999-abcdef"
