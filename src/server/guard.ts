@@ -79,24 +79,25 @@ interface Connection {
 const CRLFCRLF = Buffer.from("\r\n\r\n")
 const LF = 0x0a
 
+/** The header fields the guard reads or drops, at the start of a line. */
+const FIELDS = /\r\n(content-length|transfer-encoding|upgrade|x-core-connection)[ \t]*:([^\r]*)/gi
+
 /** How a request head frames its body, and the head to pass on (with the connection's header). */
 const frame = (head: Buffer, id: number): { readonly head: Buffer; readonly phase: Phase; readonly length: number } => {
-  const lines = head.toString("latin1").slice(0, -4).split("\r\n")
-  const kept: Array<string> = [lines[0]!]
+  const text = head.toString("latin1")
   const lengths: Array<string> = []
   const codings: Array<string> = []
   let upgrade = false
-  for (const line of lines.slice(1)) {
-    const colon = line.indexOf(":")
-    const name = (colon < 0 ? line : line.slice(0, colon)).trim().toLowerCase()
-    const value = colon < 0 ? "" : line.slice(colon + 1).trim()
-    if (name === CONNECTION_HEADER) continue
-    kept.push(line)
+  let forged = false
+  for (const match of text.matchAll(FIELDS)) {
+    const name = match[1]!.toLowerCase()
+    const value = match[2]!.trim()
     if (name === "content-length") lengths.push(value)
     else if (name === "transfer-encoding") codings.push(...value.toLowerCase().split(","))
     else if (name === "upgrade") upgrade = true
+    else forged = true
   }
-  const method = lines[0]!.split(" ", 1)[0]!.toUpperCase()
+  const method = text.slice(0, text.indexOf(" ")).toUpperCase()
   let phase: Phase = "head"
   let length = 0
   if (upgrade || method === "CONNECT") phase = "opaque"
@@ -107,8 +108,9 @@ const frame = (head: Buffer, id: number): { readonly head: Buffer; readonly phas
     if (!lengths.every((value) => value === lengths[0] && /^\d{1,15}$/.test(value))) phase = "opaque"
     else if (length > 0) phase = "length"
   }
-  kept.push(`${CONNECTION_HEADER}: ${id}`)
-  return { head: Buffer.from(`${kept.join("\r\n")}\r\n\r\n`, "latin1"), phase, length }
+  // The connection's header goes last; a client's own of that name is dropped.
+  const kept = forged ? text.slice(0, -2).replace(/\r\nx-core-connection[ \t]*:[^\r]*/gi, "") : text.slice(0, -2)
+  return { head: Buffer.from(`${kept}${CONNECTION_HEADER}: ${id}\r\n\r\n`, "latin1"), phase, length }
 }
 
 /** Listens on `options.hostname:port` and passes connections to the server on `options.backend`. */
@@ -246,8 +248,15 @@ export const listen = (options: Options): Interface => {
     },
   }
 
-  /** Frames what the client sent and passes it on. */
+  /** Frames what the client sent and passes it on, in one write. */
   const fromClient = (connection: Connection, data: Buffer) => {
+    const out: Array<Uint8Array> = []
+    frameInto(connection, data, out)
+    if (out.length === 1) toBackend(connection, out[0]!)
+    else if (out.length > 1) toBackend(connection, Buffer.concat(out))
+  }
+
+  const frameInto = (connection: Connection, data: Buffer, out: Array<Uint8Array>) => {
     let offset = 0
     while (offset < data.length && !connection.closed) {
       switch (connection.phase) {
@@ -260,7 +269,7 @@ export const listen = (options: Options): Interface => {
             if (head.length > MAX_HEAD_BYTES) {
               connection.pending = undefined
               connection.phase = "opaque"
-              toBackend(connection, head)
+              out.push(head)
             } else connection.pending = Buffer.from(head)
             return
           }
@@ -269,14 +278,14 @@ export const listen = (options: Options): Interface => {
           const framed = frame(head.subarray(0, end + 4), connection.id)
           connection.phase = framed.phase
           connection.remaining = framed.length
-          toBackend(connection, framed.head)
+          out.push(framed.head)
           offset += consumed
           break
         }
         case "length":
         case "chunk-data": {
           const take = Math.min(connection.remaining, data.length - offset)
-          toBackend(connection, data.subarray(offset, offset + take))
+          out.push(data.subarray(offset, offset + take))
           offset += take
           connection.remaining -= take
           if (connection.remaining === 0) connection.phase = connection.phase === "length" ? "head" : "chunk-end"
@@ -288,7 +297,7 @@ export const listen = (options: Options): Interface => {
           const newline = data.indexOf(LF, offset)
           const stop = newline < 0 ? data.length : newline + 1
           const piece = data.subarray(offset, stop)
-          toBackend(connection, piece)
+          out.push(piece)
           offset = stop
           const line = connection.pending === undefined ? piece : Buffer.concat([connection.pending, piece])
           if (newline < 0) {
@@ -316,7 +325,7 @@ export const listen = (options: Options): Interface => {
           break
         }
         case "opaque": {
-          toBackend(connection, data.subarray(offset))
+          out.push(data.subarray(offset))
           return
         }
       }

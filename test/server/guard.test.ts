@@ -1,7 +1,7 @@
 // The connection guard in front of the sidecar's HTTP server, over raw sockets: it follows each request's framing on
 // a kept-alive connection (no body, Content-Length, chunked, pipelined), so a long call after a health check on the
 // same connection is released from the read deadline and answered past it; a client's own X-Core-Connection header
-// gets it nothing; and the server's unix socket is in a private directory, gone once the server stops.
+// is dropped; and the server's unix socket is in a private directory, gone once the server stops.
 
 import { afterAll, describe, expect, test } from "bun:test"
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs"
@@ -135,19 +135,24 @@ describe("the connection guard", () => {
     client.socket.destroy()
   }, 60_000)
 
-  test("a connection without the token is closed at the deadline whatever X-Core-Connection it sends", async () => {
+  test("a client's own X-Core-Connection is dropped: naming another connection releases neither that one nor breaks its own", async () => {
     const server = await listen()
+    // The server's first connection (the guard numbers them from 1): half a header, no token.
     const victim = raw(server.port)
-    victim.socket.write(`GET /v1/health HTTP/1.1\r\nHost: ${server.host}\r\n\r\n`)
-    await victim.until((text) => statuses(text).length === 1)
+    await new Promise((resolve) => victim.socket.once("connect", resolve))
+    victim.socket.write(`GET /v1/health HTTP/1.1\r\nHost: ${server.host}\r\n`)
+    // A token holder's request naming it.
     const forger = raw(server.port)
-    const forged = Array.from({ length: 8 }, (_, id) => `X-Core-Connection: ${id}\r\n`).join("")
-    forger.socket.write(`POST /v1/turns HTTP/1.1\r\nHost: ${server.host}\r\n${forged}Content-Length: 2\r\n\r\n{}`)
-    expect(statuses(await forger.until((text) => statuses(text).length === 1))).toEqual([401])
-    // Neither the forger nor the connection it named was released: the deadline closes both.
-    await forger.until(() => false)
+    forger.socket.write(
+      `POST /v1/turns HTTP/1.1\r\nHost: ${server.host}\r\nAuthorization: Bearer ${TOKEN}\r\nx-core-CONNECTION: 1\r\nContent-Length: 2\r\n\r\n{}`,
+    )
+    expect(statuses(await forger.until((text) => statuses(text).length === 1))).toEqual([200])
+    // The victim was not released: the deadline closes it. The forger's own request was: it is still open.
     await victim.until(() => false)
-    expect(forger.closed() && victim.closed()).toBe(true)
+    expect(victim.closed()).toBe(true)
+    await deadlinePassed(server.port, server.host)
+    expect(forger.closed()).toBe(false)
+    forger.socket.destroy()
   }, 60_000)
 
   test("a request head longer than Bun's header limit is passed on and refused by Bun (431), as without the guard", async () => {
