@@ -46,12 +46,11 @@ export const header = (request: HttpServerRequest.HttpServerRequest, name: strin
 const headersOf = new WeakMap<Request, Headers>()
 
 /**
- * The read deadline, in seconds (Bun.serve's idle timeout, set by Server): a connection must deliver a request's
- * headers and body (and an idle keep-alive connection its next request) within it, or it is closed. Bun's timer
- * moves in 4-second steps, so a connection goes between this and 4 seconds later; trickling bytes does not extend
- * it. A request that passed the Host and token checks and whose body is read is released from it (Http's
- * `release`): calls, event streams and downloads may then stay quiet as long as they need. So a process without the
- * token holds a connection for seconds only.
+ * The read deadline, in seconds (kept by the connection guard, ./guard): a connection must deliver a request's
+ * headers and body within it, or it is closed; it is checked every second, and trickling bytes does not extend it.
+ * A request that passed the Host and token checks and whose body is read is released from it (Http's `release`):
+ * calls, event streams and downloads may then stay quiet as long as they need, and the connection stays open until
+ * its next request. So a process without the token holds a connection for seconds only.
  */
 export const READ_DEADLINE_S = 10
 

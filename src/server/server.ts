@@ -4,7 +4,9 @@ export * as Server from "./server"
 // on `stop` shuts down gracefully: no new connections, running calls cancelled and recorded, event streams ended,
 // remaining connections closed, then the Locations and the store closed (by the Scope, in that order).
 
-import { readFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Deferred from "effect/Deferred"
 import * as Schema from "effect/Schema"
@@ -15,6 +17,7 @@ import type { Activity } from "../host/activity"
 import type { Host } from "../host/host"
 import { Sidecar } from "../host/sidecar"
 import { Supervised } from "../shell/supervised"
+import { Guard } from "./guard"
 import { Http } from "./http"
 import { Respond } from "./respond"
 import { Security } from "./security"
@@ -59,15 +62,51 @@ export interface Options {
 
 /** How long answers in flight may take to finish at shutdown before their connections are closed. */
 const DRAIN_MS = 2_000
+/** How long the guard's connections get at shutdown to pass on what the server sent them. */
+const CLOSE_MS = 1_000
 
 /** The read deadline (see Respond.READ_DEADLINE_S). */
 export const READ_DEADLINE_S = Respond.READ_DEADLINE_S
 
 /**
- * Below this open-file limit core warns at start: held connections are bounded by the limit (Bun.serve has no hook
- * at accept to cap them lower), and this leaves room for thousands held through the deadline plus the tools' files.
+ * Below this open-file limit core warns at start: the connections served at once are bounded by the limit (see
+ * connectionDescriptors), and this leaves room for thousands of them plus the tools' files.
  */
 export const MIN_OPEN_FILES = 8192
+
+/** The open files kept for everything but connections (the store, tool processes' pipes, watched directories). */
+const RESERVED_FILES = 2_048
+
+/** The descriptors the connections may hold together under an open-file limit: a reserve is kept for the rest. */
+export const connectionDescriptors = (limit: number): number =>
+  Math.max(Math.floor(limit / 2), limit - RESERVED_FILES)
+
+/** The longest path of a unix socket (sun_path, less its terminating zero), with a margin. */
+const MAX_SOCKET_PATH = 100
+
+/** Whether process `pid` is alive (or not ours to signal). */
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (cause) {
+    return (cause as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/**
+ * A private (0700) directory for the server's unix socket, `serve-<pid>-<random>`: in the data directory, or the
+ * temporary one if that is too deep for a socket's path. Those a killed core left behind there are removed.
+ */
+const socketDirectory = (dataDir: string): string => {
+  const prefix = `serve-${process.pid}-`
+  const parent = join(dataDir, prefix).length + 6 + "/http.sock".length <= MAX_SOCKET_PATH ? dataDir : tmpdir()
+  for (const name of readdirSync(parent)) {
+    const pid = /^serve-(\d+)-/.exec(name)?.[1]
+    if (pid !== undefined && !alive(Number(pid))) rmSync(join(parent, name), { recursive: true, force: true })
+  }
+  return mkdtempSync(join(parent, prefix))
+}
 
 /** The process's open-file limit (Bun raises the soft limit to the hard one at start); undefined where unknown. */
 export const openFileLimit = (): number | undefined => {
@@ -103,7 +142,7 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
   })
   // The port is known once listening; no request is handled before the checker is in place (same tick).
   let checkHost: (host: string | undefined) => boolean = () => false
-  let listening: Bun.Server<undefined> | undefined
+  let guard: Guard.Interface | undefined
   const mcp = options.mcp === undefined ? undefined : yield* options.mcp(sidecar)
   // Requests run in the handler's own fibers: they get the tracer this server runs with, when one keeps spans.
   const tracer = yield* Effect.tracer
@@ -116,18 +155,24 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
     checkHost: (host) => checkHost(host),
     roots: options.roots,
     log: options.log,
-    release: (request) => listening?.timeout(request, 0),
+    release: (request) => guard?.release(request),
   })
   yield* Effect.addFinalizer(() => Effect.promise(() => web.dispose()))
 
+  // Bun.serve answers on a unix socket in a private directory; the guard (./guard) listens on the address, keeps
+  // the read deadline and bounds the connections below the open-file limit.
+  yield* Effect.sync(() => mkdirSync(options.environment.dataDir, { recursive: true, mode: 0o700 }))
+  const directory = yield* Effect.sync(() => socketDirectory(options.environment.dataDir))
+  yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(directory, { recursive: true, force: true })))
+  const socket = join(directory, "http.sock")
   const server = yield* Effect.try({
     try: () =>
       Bun.serve({
-        hostname: options.host,
-        port: options.port,
+        unix: socket,
         fetch: web.handler,
-        // The read deadline of every connection; requests that pass the checks are released from it.
-        idleTimeout: options.readDeadlineS ?? READ_DEADLINE_S,
+        // The guard keeps the read deadline; only it can connect here. Bun's types leave idleTimeout out for a unix
+        // socket, yet it applies there (10 s unless set): 0 turns it off.
+        ...({ idleTimeout: 0 } as object),
         maxRequestBodySize: BUN_MAX_BODY_BYTES,
         error: (error) => {
           options.log(`core: operational failure in the HTTP server: ${error.stack ?? error.message}`)
@@ -143,29 +188,52 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
       return new ListenError({ host: options.host, port: options.port, message: `cannot listen on ${address}: ${reason}` })
     },
   })
-  listening = server
-  const port = server.port ?? options.port
+  yield* Effect.addFinalizer(() => Effect.promise(() => server.stop(true)))
+  const limit = openFileLimit()
+  guard = yield* Effect.try({
+    try: () =>
+      Guard.listen({
+        hostname: options.host,
+        port: options.port,
+        backend: socket,
+        deadlineMs: (options.readDeadlineS ?? READ_DEADLINE_S) * 1_000,
+        maxDescriptors: connectionDescriptors(limit ?? MIN_OPEN_FILES),
+        log: options.log,
+      }),
+    catch: (cause) => {
+      const reason = cause instanceof Error ? cause.message : String(cause)
+      const address = Security.authority(options.host, options.port)
+      return new ListenError({ host: options.host, port: options.port, message: `cannot listen on ${address}: ${reason}` })
+    },
+  })
+  const front = guard
+  // The server's connections close first, then the guard's, once what the server sent them is passed on.
+  yield* Effect.addFinalizer(() =>
+    Effect.promise(async () => {
+      await server.stop(true)
+      await front.close(CLOSE_MS)
+    }),
+  )
+  const port = front.port
   checkHost = Security.hostChecker(options.host, port)
   // No command core runs from now on may connect to this port (where Landlock has network rules).
   Supervised.listening(port)
-  yield* Effect.addFinalizer(() => Effect.promise(() => server.stop(true)))
   if (!Security.isLoopback(options.host)) {
     options.log(
       `core: warning: listening on ${options.host}, reachable from other machines; anyone with the token can run tools`,
     )
   }
-  const limit = openFileLimit()
   if (limit !== undefined && limit < MIN_OPEN_FILES) {
     options.log(
-      `core: warning: the open-file limit is ${limit} (ulimit -n): a local process that holds that many connections ` +
-        `can keep new ones waiting for up to the ${options.readDeadlineS ?? READ_DEADLINE_S} s read deadline; raise ` +
-        `the limit to at least ${MIN_OPEN_FILES}`,
+      `core: warning: the open-file limit is ${limit} (ulimit -n): core holds at most ` +
+        `${Math.floor(connectionDescriptors(limit) / 3)} connections at once; raise the limit to at least ${MIN_OPEN_FILES}`,
     )
   }
   options.onReady({ url: `http://${Security.authority(options.host, port)}`, token: options.token })
 
   yield* options.stop
   options.log("core: shutting down: cancelling running calls")
+  front.stopAccepting()
   const stopped = server.stop(false)
   yield* sidecar.calls.cancelAll
   yield* Deferred.succeed(sidecar.closing, undefined)

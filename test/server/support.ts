@@ -276,8 +276,16 @@ afterAll(() => {
 })
 
 /** Starts `core serve --location <sandbox> ...args` and waits for its ready line. */
-export const serve = async (box: Sandbox, args: ReadonlyArray<string> = [], env: Record<string, string> = {}): Promise<Served> => {
-  const child = Bun.spawn([await binary(), "serve", "--location", box.location, ...args], {
+export const serve = async (
+  box: Sandbox,
+  args: ReadonlyArray<string> = [],
+  env: Record<string, string> = {},
+  /** The open-file limit (ulimit -n) to serve under, lower than this process's. */
+  openFiles?: number,
+): Promise<Served> => {
+  const argv = [await binary(), "serve", "--location", box.location, ...args]
+  const limited = openFiles === undefined ? argv : ["sh", "-c", `ulimit -n ${openFiles} && exec "$@"`, "sh", ...argv]
+  const child = Bun.spawn(limited, {
     env: { ...process.env, ...box.env, ...env },
     stdin: "ignore",
     stdout: "pipe",
