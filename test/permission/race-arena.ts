@@ -2,7 +2,7 @@
 // again, for a symlink to a directory outside, while tool calls are settled there one after another.
 
 import { afterEach } from "bun:test"
-import { existsSync, lstatSync, mkdirSync, realpathSync, renameSync, symlinkSync, writeFileSync } from "node:fs"
+import { existsSync, lstatSync, mkdirSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { setPriority } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
@@ -86,8 +86,12 @@ export const arena = (swapped: string, fill: (inside: string, outside: string) =
     const real = `${inside}.real`
     if (!existsSync(real)) return
     const now = lstatSync(inside, { throwIfNoEntry: false })
-    if (now?.isSymbolicLink() === true) renameSync(inside, `${inside}.alt`)
-    else if (now !== undefined) renameSync(inside, `${inside}.made`)
+    // What an earlier round set aside goes first: a rename onto a directory that holds files fails.
+    const aside = now?.isSymbolicLink() === true ? `${inside}.alt` : `${inside}.made`
+    if (now !== undefined) {
+      rmSync(aside, { recursive: true, force: true })
+      renameSync(inside, aside)
+    }
     renameSync(real, inside)
   }
   return { directory, outside, inside, start, restore }

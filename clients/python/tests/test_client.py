@@ -75,6 +75,25 @@ def project(extra: dict = {}) -> Sandbox:  # noqa: B006 - never mutated
     )
 
 
+def alive_in(cwd: Path, pid: int) -> bool:
+    """Whether a process a command printed still runs, numbered as the command numbers it ($$, $!: its own PID
+    namespace's where it has one): a running process working in `cwd` whose innermost pid is `pid`."""
+    real = str(cwd.resolve())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(entry / "cwd") != real:
+                continue
+            status = (entry / "status").read_text()
+            innermost = re.search(r"^NSpid:\s*(.*)$", status, re.M)
+            if innermost and int(innermost.group(1).split()[-1]) == pid and not is_dead(int(entry.name)):
+                return True
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    return False
+
+
 def is_dead(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -204,13 +223,13 @@ class HostLoop(unittest.TestCase):
         self.assertEqual(core.settle(turn["turnID"], call), first)
         self.assertEqual(core.settlement("ses_py", "c_1"), first)
         self.assertIsNone(core.settlement("ses_py", "c_none"))
+        recorded = core.calls(session_id="ses_py", since="1h", limit=10)
+        self.assertEqual([(entry["toolCallID"], entry["tool"], entry["status"], entry["input"]) for entry in recorded], [("c_1", "read", "success", {"filePath": "notes.txt"})])
+        self.assertEqual(core.calls(session_id="ses_none"), [])
         todos = [{"content": "Ship", "status": "in_progress", "priority": "high"}]
         core.settle(turn["turnID"], dict(call, toolCallID="c_todo", name="todowrite", input={"todos": todos}))
         self.assertEqual(core.todos("ses_py"), {"sessionID": "ses_py", "todos": todos})
         self.assertEqual(core.todos("ses_none")["todos"], [])
-        recorded = core.calls(session_id="ses_py", since="1h", limit=10)
-        self.assertEqual([(entry["toolCallID"], entry["tool"], entry["status"], entry["input"]) for entry in recorded], [("c_1", "read", "success", {"filePath": "notes.txt"})])
-        self.assertEqual(core.calls(session_id="ses_none"), [])
         check = core.check(turn["turnID"], "bash", {"command": "rm -rf build"})
         self.assertEqual(check["decision"], "ask")
         self.assertEqual(core.permissions(), [])
@@ -246,7 +265,7 @@ class HostLoop(unittest.TestCase):
             cancel=cancel,
         )
         self.assertEqual(settlement["status"], "cancelled")
-        self.assertTrue(is_dead(pids[0]))
+        self.assertFalse(alive_in(self.box.location, pids[0]))
 
 
 class Outputs(unittest.TestCase):
