@@ -8,7 +8,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
-import type { ManagedOutputs as ManagedOutputsModule } from "../src/output/managed"
+import type { ManagedOutputs as ManagedOutputsModule } from "../src/output/managed-outputs"
 import type { Output as OutputModule } from "../src/output/output"
 
 const LINE_BYTES = 100

@@ -11,12 +11,12 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { Effect, ManagedRuntime } from "effect"
 import { Host } from "../src/host/host"
 import { Permission } from "../src/permission/permission"
-import { Remote } from "../src/remote/remote"
+import { McpClient } from "../src/mcp-client/mcp-client"
 import { Settler } from "../src/settlement/settler"
 import { Store } from "../src/store/store"
 import { cleanup, duration, main, progress, ratio, type Report, summarize } from "./measure"
 
-const SERVER = [process.execPath, join(import.meta.dir, "../test/remote/fixture-server.ts")]
+const SERVER = [process.execPath, join(import.meta.dir, "../test/mcp-client/fixture-server.ts")]
 const WARMUP_CALLS = 300
 const ROUNDS = 8
 const CALLS_PER_BLOCK = 250
@@ -55,7 +55,7 @@ const throughCore = async (root: string, durable: boolean): Promise<Side> => {
   const runtime = ManagedRuntime.make(Host.settlingLayer(environment, prepared, durable ? undefined : Store.layerMemory))
   const turn = await runtime.runPromise(
     Effect.gen(function* () {
-      yield* (yield* Remote.Service).ensure
+      yield* (yield* McpClient.Service).ensure
       const rules = (yield* Permission.Service).rules("build")
       return yield* (yield* Settler.Service).materialize(rules)
     }),

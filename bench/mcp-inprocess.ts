@@ -14,7 +14,7 @@ import { Effect, Exit, Scope } from "effect"
 import { z } from "zod"
 import { Runtime } from "../src/cli/runtime"
 import { Sidecar } from "../src/host/sidecar"
-import { Mcp } from "../src/mcp/mcp"
+import { Mcp } from "../src/mcp-server/mcp"
 import { Store } from "../src/store/store"
 import { cleanup, duration, ECHO_TOOL, main, progress, ratio, type Report, summarize } from "./measure"
 

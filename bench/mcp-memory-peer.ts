@@ -9,9 +9,9 @@ import { Effect, Scope } from "effect"
 import { Runtime } from "../src/cli/runtime"
 import { Host } from "../src/host/host"
 import { Sidecar } from "../src/host/sidecar"
-import { Mcp } from "../src/mcp/mcp"
-import { McpHttp } from "../src/mcp/http"
-import { Http } from "../src/server/http"
+import { Mcp } from "../src/mcp-server/mcp"
+import { McpHttp } from "../src/mcp-server/mcp-http"
+import { Router } from "../src/server/router"
 import { Security } from "../src/server/security"
 import { Store } from "../src/store/store"
 
@@ -40,7 +40,7 @@ if (mode === "stdio") {
   const token = Security.generateToken()
   const mcp = await run(McpHttp.make({ sidecar, version: "bench", log: () => {} }))
   let checkHost: (host: string | undefined) => boolean = () => false
-  const web = Http.make({
+  const web = Router.make({
     sidecar,
     mcp,
     version: "bench",

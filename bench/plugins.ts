@@ -86,8 +86,8 @@ const AFTER: Hooks.Entry = { plugin: "after", hooks: { "tool.execute.after": () 
  */
 const isolatedCosts = () => {
   const record = Internal.get(echo)!
-  const empty = new Hooks.Table()
-  const one = new Hooks.Table()
+  const empty = new Hooks.Chain()
+  const one = new Hooks.Chain()
   one.add(BEFORE)
   one.add(AFTER)
   const call = { input: { text: "hi" }, output: "hi", content: [{ type: "text" as const, text: "hi" }] }

@@ -8,7 +8,7 @@
 import { cpus, loadavg } from "node:os"
 import { Effect, Schema } from "effect"
 import { Provider } from "../src/provider/provider"
-import type { Settlement } from "../src/settlement/settlement"
+import type { Settlement } from "../src/contract/settlement"
 import { Definition } from "../src/tool/definition"
 import { Tool } from "../src/tool/tool"
 import { duration, main, summarize, type Report } from "./measure"

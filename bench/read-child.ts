@@ -12,7 +12,7 @@ import { Kernel } from "../src/host/kernel"
 import { Location } from "../src/location/location"
 import { Permission } from "../src/permission/permission"
 import { Settler } from "../src/settlement/settler"
-import { Shell } from "../src/shell/producer"
+import { Shell } from "../src/shell/shell"
 import { Approvals } from "../src/store/approvals"
 import { Store } from "../src/store/store"
 

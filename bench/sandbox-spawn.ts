@@ -10,7 +10,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { Rule } from "../src/permission/rule"
-import { Shell } from "../src/shell/producer"
+import { Shell } from "../src/shell/shell"
 import { cleanup, duration, main, progress, ratio, type Report, summarize, type Summary } from "./measure"
 
 const ROOT = join(import.meta.dir, "..")

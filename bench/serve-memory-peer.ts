@@ -1,4 +1,4 @@
-// A reference point for bench/serve.ts, not a configuration core ships: the same sidecar (Sidecar, Http, Bun.serve,
+// A reference point for bench/serve.ts, not a configuration core ships: the same sidecar (Sidecar, Router, Bun.serve,
 // as `core serve` composes them) with the in-memory settlement store instead of the durable one, in a process of
 // its own, run from source. The difference from `core serve` is what durable recording (law 12) costs over HTTP.
 // Prints one JSON line `{ "url", "token" }` once listening.
@@ -6,7 +6,7 @@
 import { Effect, Scope } from "effect"
 import { Runtime } from "../src/cli/runtime"
 import { Host } from "../src/host/host"
-import { Http } from "../src/server/http"
+import { Router } from "../src/server/router"
 import { Security } from "../src/server/security"
 import { Sidecar } from "../src/host/sidecar"
 import { Store } from "../src/store/store"
@@ -21,7 +21,7 @@ const sidecar = await Effect.runPromise(
   }).pipe(Scope.provide(Effect.runSync(Scope.make()))),
 )
 let checkHost: (host: string | undefined) => boolean = () => false
-const web = Http.make({
+const web = Router.make({
   sidecar,
   version: "bench",
   checkToken: Security.tokenChecker(token),

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { Effect } from "effect"
-import { Shell } from "../src/shell/producer"
+import { Shell } from "../src/shell/shell"
 
 /** Peak RSS in bytes: the kernel's high-water mark (VmHWM) where /proc has it, else getrusage's maxrss. */
 const peakRss = (): number => {

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
-import { Shell } from "../src/shell/producer"
+import { Shell } from "../src/shell/shell"
 import { buildCore, cleanup, duration, main, megabytes, progress, ratio, type Report, summarize } from "./measure"
 
 const ROOT = join(import.meta.dir, "..")

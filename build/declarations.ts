@@ -34,7 +34,7 @@ const sourceFiles = (directory: string, prefix = ""): Array<string> =>
 
 /**
  * Emits the declarations of `entries` (paths relative to `<root>/src`) and everything they reach; answers the
- * `.d.ts` files by path relative to src/ (`sdk/index.d.ts`, `tool/tool.d.ts`, ...).
+ * `.d.ts` files by path relative to src/ (`author/index.d.ts`, `tool/tool.d.ts`, ...).
  */
 export const emit = async (root: string, entries: ReadonlyArray<string>): Promise<Record<string, string>> => {
   // Inside the repository, so `effect` and `bun-types` resolve from its node_modules; dist/ is not tracked.

@@ -22,7 +22,7 @@ const MODULES = join(ROOT, "node_modules")
 
 /** Where each part goes inside `.core/` (the tsconfig that `core init` writes points at these). */
 const TOOL_PACKAGE = "node_modules/@core/tool"
-const ENTRIES = { index: "sdk/index.ts", testing: "sdk/testing.ts" } as const
+const ENTRIES = { index: "author/index.ts", testing: "sdk/testing.ts" } as const
 
 /** Decodes UTF-8 exactly; anything else (a binary) is refused, since the archive keeps text and must not alter a byte. */
 const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
@@ -54,7 +54,7 @@ const packageFiles = async (
 const javascript = async (version: string): Promise<Record<string, string>> => {
   const build = await Bun.build({
     entrypoints: Object.values(ENTRIES).map((entry) => join(ROOT, "src", entry)),
-    root: join(ROOT, "src", "sdk"),
+    root: join(ROOT, "src"),
     target: "bun",
     format: "esm",
     splitting: true,

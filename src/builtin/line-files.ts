@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import { Boundary } from "../permission/boundary"
 import { Protected } from "../permission/protected"
 import { Accessed } from "../shell/accessed"
-import { CommandLine } from "../shell/command"
+import { CommandLine } from "../shell/command-line"
 import { CommandChecks } from "../shell/command-checks"
 import { Words } from "../shell/words"
 

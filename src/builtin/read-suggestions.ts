@@ -10,7 +10,7 @@ import { Boundary } from "../permission/boundary"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { Ripgrep } from "./ripgrep"
-import { Distance } from "../text/distance"
+import { Distance } from "../registry/distance"
 
 const MAX_SUGGESTIONS = 3
 

@@ -14,7 +14,7 @@ import { homedir, tmpdir } from "node:os"
 import { basename, dirname, join, resolve } from "node:path"
 import * as Effect from "effect/Effect"
 import { Confine } from "../shell/confine"
-import { Shell } from "../shell/producer"
+import { Shell } from "../shell/shell"
 
 /**
  * Flags every search shares: .gitignore (and .ignore) honoured even outside a git repository, hidden files

@@ -19,7 +19,7 @@ import { Skills } from "../location/skills"
 import { Permission } from "../permission/permission"
 import { Pinned } from "../permission/pinned"
 import { Registry } from "../registry/registry"
-import { Distance } from "../text/distance"
+import { Distance } from "../registry/distance"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 

@@ -7,14 +7,14 @@ import * as Effect from "effect/Effect"
 import { Skill } from "../builtin/skill"
 import { Application } from "../location/application"
 import { Location } from "../location/location"
-import { Remote } from "../remote/remote"
+import { McpClient } from "../mcp-client/mcp-client"
 import { Plugins } from "../plugin/plugins"
 import { Command } from "./command"
 
 export const report = Effect.gen(function* () {
   const application = yield* Application.Service
   const location = yield* Location.Service
-  const remote = yield* Remote.Service
+  const remote = yield* McpClient.Service
   const plugins = yield* Plugins.Service
   const skills = (yield* Skill.Service).diagnostics()
   for (const diagnostic of [...application.diagnostics, ...plugins.diagnostics, ...location.diagnostics, ...skills, ...remote.diagnostics()]) {

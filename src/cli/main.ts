@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import packageJson from "../../package.json" with { type: "json" }
-import { ProcessGroup } from "../shell/group"
+import { ProcessGroup } from "../shell/process-group"
 import { Command } from "./command"
 import { Telemetry } from "./telemetry"
 
@@ -62,16 +62,16 @@ const lazy =
     Effect.flatMap(Effect.promise(load), (module) => pick(module)(args))
 
 const COMMANDS: Readonly<Record<string, Run>> = {
-  exec: lazy(() => import("./exec"), (module) => module.ExecCommand.run),
-  tools: lazy(() => import("./tools"), (module) => module.ToolsCommand.run),
-  output: lazy(() => import("./output"), (module) => module.OutputCommand.run),
-  check: lazy(() => import("./check"), (module) => module.CheckCommand.run),
-  permissions: lazy(() => import("./permissions"), (module) => module.PermissionsCommand.run),
+  exec: lazy(() => import("./exec-command"), (module) => module.ExecCommand.run),
+  tools: lazy(() => import("./tools-command"), (module) => module.ToolsCommand.run),
+  output: lazy(() => import("./output-command"), (module) => module.OutputCommand.run),
+  check: lazy(() => import("./check-command"), (module) => module.CheckCommand.run),
+  permissions: lazy(() => import("./permissions-command"), (module) => module.PermissionsCommand.run),
   init: lazy(() => import("./init"), (module) => module.InitCommand.run),
-  test: lazy(() => import("./test"), (module) => module.TestCommand.run),
-  mcp: lazy(() => import("./mcp"), (module) => module.McpCommand.run),
-  serve: lazy(() => import("./serve"), (module) => module.ServeCommand.run),
-  log: lazy(() => import("./log"), (module) => module.LogCommand.run),
+  test: lazy(() => import("./test-command"), (module) => module.TestCommand.run),
+  mcp: lazy(() => import("./mcp-command"), (module) => module.McpCommand.run),
+  serve: lazy(() => import("./serve-command"), (module) => module.ServeCommand.run),
+  log: lazy(() => import("./log-command"), (module) => module.LogCommand.run),
 }
 
 /** Commands that settle calls: they export traces when an OTLP endpoint is set (docs/operating.md). */

@@ -5,7 +5,7 @@ export * as Document from "./document"
 // schema issue. It knows nothing of what the keys mean; `Config` owns the schema and the messages.
 
 import type { Node, ParseError } from "jsonc-parser"
-import { Json } from "../json/json"
+import { Json } from "./json"
 import type * as SchemaAST from "effect/SchemaAST"
 import type * as SchemaIssue from "effect/SchemaIssue"
 

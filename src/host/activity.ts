@@ -5,7 +5,7 @@ export * as Activity from "./activity"
 // JSON-quoted, so a line never breaks (ids and names come from clients). Inputs and ask resources may hold secrets:
 // they are written at debug only, the input cut to DEBUG_INPUT_CHARS.
 
-import type { Settlement } from "../settlement/settlement"
+import type { Settlement } from "../contract/settlement"
 
 export const LEVELS = ["error", "warn", "info", "debug"] as const
 export type Level = (typeof LEVELS)[number]

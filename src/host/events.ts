@@ -7,7 +7,7 @@ export * as Events from "./events"
 import * as Effect from "effect/Effect"
 import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
-import { Settlement as SettlementSchema } from "../settlement/settlement"
+import { Settlement as SettlementSchema } from "../contract/settlement"
 import { HostTools } from "./host-tools"
 import { Todos } from "../store/todos"
 

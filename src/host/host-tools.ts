@@ -13,12 +13,12 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
-import { ProviderDialect } from "../provider/dialect"
+import { ProviderDialect } from "../provider/provider-dialect"
 import type { Registry } from "../registry/registry"
-import { RemoteSdk } from "../remote/sdk"
+import { McpSdk } from "../mcp-client/mcp-sdk"
 import { Described } from "../tool/described"
 import type { JsonSchema } from "../tool/json-schema"
-import { ToolName } from "../tool/name"
+import { ToolName } from "../tool/tool-name"
 import { Tool } from "../tool/tool"
 import { ShippedTools } from "./shipped-tools"
 
@@ -144,7 +144,7 @@ interface Waiting {
 const compile = (schema: unknown, what: string): Effect.Effect<(value: unknown) => string | undefined, Invalid> =>
   Effect.try({
     try: () => {
-      const validators = new (RemoteSdk.load().ajv.AjvJsonSchemaValidator)()
+      const validators = new (McpSdk.load().ajv.AjvJsonSchemaValidator)()
       const validator = validators.getValidator(schema as Parameters<typeof validators.getValidator>[0])
       return (value: unknown) => {
         const result = validator(value)

@@ -15,20 +15,20 @@ import { Skill } from "../builtin/skill"
 import { Config } from "../config/config"
 import { Application } from "../location/application"
 import { Location } from "../location/location"
-import { ManagedOutputs } from "../output/managed"
+import { ManagedOutputs } from "../output/managed-outputs"
 import { Output } from "../output/output"
 import { Permission } from "../permission/permission"
-import { Remote } from "../remote/remote"
+import { McpClient } from "../mcp-client/mcp-client"
 import { Plugins } from "../plugin/plugins"
-import { PluginShell } from "../plugin/shell"
+import { PluginShell } from "../plugin/plugin-shell"
 import { Hooks } from "../settlement/hooks"
 import { Settler } from "../settlement/settler"
 import { Home } from "../shell/home"
-import { Shell } from "../shell/producer"
+import { Shell } from "../shell/shell"
 import { Approvals } from "../store/approvals"
 import { Reads } from "../store/reads"
-import { PostgresStore } from "../store/postgres"
-import { SqliteStore } from "../store/sqlite"
+import { PostgresStore } from "../store/postgres-store"
+import { SqliteStore } from "../store/sqlite-store"
 import { Todos } from "../store/todos"
 import type { Store } from "../store/store"
 
@@ -199,7 +199,7 @@ export const remoteLayer = (
   eager: boolean,
   onChange?: (server: string) => void,
 ) =>
-  Remote.layer({
+  McpClient.layer({
     directory,
     servers: config.mcp ?? [],
     eager,
@@ -210,7 +210,7 @@ export const remoteLayer = (
  * A Location with its built-in tools, discovered tools and MCP servers' tools over the application's, given the
  * Location's permission service (the built-ins capture it) and what sessions read. A command that lists the
  * catalog connects its MCP servers while the Location is built (`eager`); one that calls a tool connects only the
- * server that could offer it, when it asks (`Remote.ensureFor`).
+ * server that could offer it, when it asks (`McpClient.ensureFor`).
  */
 const locationLayer = (environment: Environment, prepared: Prepared, eager: boolean) =>
   remoteLayer(prepared.directory, prepared.config, eager).pipe(

@@ -6,7 +6,7 @@ export * as Kernel from "./kernel"
 // must not import built-ins, configuration files or any edge: the author kit ships it.
 
 import * as Layer from "effect/Layer"
-import { ManagedOutputs } from "../output/managed"
+import { ManagedOutputs } from "../output/managed-outputs"
 import { Output } from "../output/output"
 import { Permission } from "../permission/permission"
 import { Registry } from "../registry/registry"

@@ -4,7 +4,7 @@ export * as Recorded from "./recorded"
 // made from a store listing, and the `since` syntax both accept. No store access and no output formatting here.
 
 import * as Schema from "effect/Schema"
-import { Settlement } from "../settlement/settlement"
+import { Settlement } from "../contract/settlement"
 import type { Store } from "../store/store"
 
 /** How many calls a listing gives when not told, and at most. */

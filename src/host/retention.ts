@@ -6,7 +6,7 @@ export * as Retention from "./retention"
 // large backlog never holds the store or the event loop for long. It decides nothing about what is kept.
 
 import * as Effect from "effect/Effect"
-import { ManagedOutputs } from "../output/managed"
+import { ManagedOutputs } from "../output/managed-outputs"
 import type { Store } from "../store/store"
 
 /** Records removed per batch. */

@@ -19,17 +19,17 @@ import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import { Skill } from "../builtin/skill"
 import { Config } from "../config/config"
-import { Host } from "../host/host"
+import { Host } from "./host"
 import { Discovery } from "../location/discovery"
 import { Skills } from "../location/skills"
-import type { ManagedOutputs } from "../output/managed"
+import type { ManagedOutputs } from "../output/managed-outputs"
 import { Permission } from "../permission/permission"
 import { Provider } from "../provider/provider"
 import { Plugins } from "../plugin/plugins"
 import { Hooks } from "../settlement/hooks"
 import type { Rule } from "../permission/rule"
 import { Registry } from "../registry/registry"
-import { Remote } from "../remote/remote"
+import { McpClient } from "../mcp-client/mcp-client"
 import { Settler } from "../settlement/settler"
 import type { Approvals } from "../store/approvals"
 import type { Store } from "../store/store"
@@ -58,14 +58,14 @@ export interface Generation {
   readonly serial: number
   readonly settler: Settler.Interface
   readonly permission: Permission.Interface
-  readonly turns: Turns.Table<Turn>
+  readonly turns: Turns.Cache<Turn>
   readonly files: ToolFiles.Interface
   /** Its MCP servers, connected before a turn's catalog is made. */
-  readonly remote: Remote.Interface
+  readonly remote: McpClient.Interface
   /** Its plugins, installed after the built-ins and before the tool files. */
   readonly plugins: Plugins.Interface
   /** Its plugins' hooks, in installation order (what `core check` lists for a tool). */
-  readonly hooks: Hooks.Table
+  readonly hooks: Hooks.Chain
   /** Its skills (the `skill` tool, MCP prompts). */
   readonly skills: Skill.Interface
   /** Counts a call running in this generation until the returned effect runs. */
@@ -230,9 +230,9 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         serial: ++serial,
         settler: Context.get(context, Settler.Service),
         permission,
-        turns: new Turns.Table<Turn>(),
+        turns: new Turns.Cache<Turn>(),
         files: ToolFiles.make(directory, registry.tools, generationScope, versions),
-        remote: Context.get(context, Remote.Service),
+        remote: Context.get(context, McpClient.Service),
         plugins: installation.plugins,
         hooks: installation.hooks,
         skills: Context.get(context, Skill.Service),

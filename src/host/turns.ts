@@ -19,7 +19,7 @@ export interface Options {
   readonly now?: () => number
 }
 
-export class Table<A> {
+export class Cache<A> {
   private readonly entries = new Map<string, Entry<A>>()
   private readonly max: number
   private readonly idleMs: number

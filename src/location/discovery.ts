@@ -11,7 +11,7 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { Closure } from "../permission/closure"
 import type { Registry } from "../registry/registry"
-import { Modules } from "../sdk/modules"
+import { Modules } from "../author/modules"
 import type { Tool } from "../tool/tool"
 import * as Internal from "../tool/internal"
 

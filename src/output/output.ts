@@ -13,7 +13,7 @@ import * as Schema from "effect/Schema"
 import type { Tool } from "../tool/tool"
 import { Bound } from "./bound"
 import { Image } from "./image"
-import { ManagedOutputs } from "./managed"
+import { ManagedOutputs } from "./managed-outputs"
 
 export const DEFAULT_MAX_MEDIA_BYTES = 5 * 1024 * 1024
 

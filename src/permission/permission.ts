@@ -21,13 +21,13 @@ import { relative } from "node:path"
 import { Agent } from "./agent"
 import { Boundary } from "./boundary"
 import { Credentials } from "./credentials"
-import { ManagedOutputs } from "../output/managed"
+import { ManagedOutputs } from "../output/managed-outputs"
 import { Protected } from "./protected"
-import { type Any as AnyRefusal, Declined, Denied, deniedText, Rejected } from "./refusal"
+import { type Any as AnyRefusal, Declined, Denied, deniedText, Rejected } from "../tool/refusal"
 import { Rule } from "./rule"
 
 // The refusals live below the tool value (./refusal); this module's namespace keeps naming them.
-export { Declined, Denied, Rejected } from "./refusal"
+export { Declined, Denied, Rejected } from "../tool/refusal"
 
 export class UnknownRequest extends Schema.TaggedError<UnknownRequest>()("Permission.UnknownRequest", {
   id: Schema.String,

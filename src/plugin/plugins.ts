@@ -22,8 +22,8 @@ import { Rule } from "../permission/rule"
 import { Registry } from "../registry/registry"
 import { Hooks } from "../settlement/hooks"
 import { Tool } from "../tool/tool"
-import * as Internal from "./internal"
-import { Plugin } from "./plugin"
+import * as Internal from "../author/plugin-internal"
+import { Plugin } from "../author/plugin"
 
 /** The folder plugins live in, in a Location and in `$CORE_HOME`. */
 export const FOLDER = "plugins"
@@ -39,7 +39,7 @@ export interface Services {
   readonly permission: Permission.Interface
   /** The shell producer as a capability; without it, running a process fails saying the shell is not here. */
   readonly shell?: (typeof Plugin.Shell)["Service"]
-  readonly hooks: Hooks.Table
+  readonly hooks: Hooks.Chain
 }
 
 /** What one plugin file holds now. */
@@ -265,7 +265,7 @@ const delegate = <A, B, E>(hook: ((value: A) => Effect.Effect<B, E>) | undefined
  * call meeting them waits for the new installation, then meets its hooks (none if it failed). So a call racing a
  * reload is never let through unhooked. Answers how to let the waiting calls go, with what the installation answered.
  */
-export const holdHooks = (table: Hooks.Table, plugin: string, old: Plugin.Hooks | undefined) => {
+export const holdHooks = (table: Hooks.Chain, plugin: string, old: Plugin.Hooks | undefined) => {
   if (old === undefined || (old["tool.execute.before"] === undefined && old["tool.execute.after"] === undefined)) {
     return (_installed: Plugin.Hooks | undefined) => Effect.void
   }
@@ -391,7 +391,7 @@ export const make = (
 export interface Installation {
   readonly plugins: Interface
   readonly diagnostics: ReadonlyArray<Diagnostic>
-  readonly hooks: Hooks.Table
+  readonly hooks: Hooks.Chain
 }
 
 export class Service extends Context.Service<Service, Installation>()("core/Plugins") {}

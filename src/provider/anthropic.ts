@@ -17,10 +17,10 @@ export * as Anthropic from "./anthropic"
 // A result is `{ type: "tool_result", tool_use_id, content, is_error? }` whose content holds `text` blocks, `image`
 // blocks (base64 source; JPEG, PNG, GIF, WEBP) and `document` blocks (base64 PDF, or plain text).
 
-import type { Settlement } from "../settlement/settlement"
+import type { Settlement } from "../contract/settlement"
 import type { Definition } from "../tool/definition"
-import { ProviderResult } from "./result"
-import { ProviderSchema } from "./schema"
+import { ProviderResult } from "./provider-result"
+import { ProviderSchema } from "./provider-schema"
 
 type Node = ProviderSchema.Node
 

@@ -18,10 +18,10 @@ export * as Gemini from "./gemini"
 // A result is `{ functionResponse: { id, name, response } }` with `response` `{ output }` or `{ error }` (the
 // text), and inline media in its `parts` as `{ inlineData: { mimeType, data } }`.
 
-import type { Settlement } from "../settlement/settlement"
+import type { Settlement } from "../contract/settlement"
 import type { Definition } from "../tool/definition"
-import { ProviderResult } from "./result"
-import { ProviderSchema } from "./schema"
+import { ProviderResult } from "./provider-result"
+import { ProviderSchema } from "./provider-schema"
 
 type Node = ProviderSchema.Node
 

@@ -17,7 +17,7 @@ export * as OpenAiStrict from "./openai-strict"
 
 import type { Definition } from "../tool/definition"
 import { OpenAi } from "./openai"
-import { ProviderSchema } from "./schema"
+import { ProviderSchema } from "./provider-schema"
 
 type Node = ProviderSchema.Node
 

@@ -11,10 +11,10 @@ export * as OpenAi from "./openai"
 // (`image_url` may be a data: URL; PNG, JPEG, WEBP and non-animated GIF) and `input_file` (`file_data` as a data: URL
 // with a `filename`) items. There is no error flag: an error is told by its text.
 
-import type { Settlement } from "../settlement/settlement"
+import type { Settlement } from "../contract/settlement"
 import type { Definition } from "../tool/definition"
-import { ProviderResult } from "./result"
-import { ProviderSchema } from "./schema"
+import { ProviderResult } from "./provider-result"
+import { ProviderSchema } from "./provider-schema"
 
 export const NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/
 export const IMAGE_TYPES: ReadonlySet<string> = new Set(["image/png", "image/jpeg", "image/webp", "image/gif"])

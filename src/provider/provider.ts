@@ -7,13 +7,13 @@ export * as Provider from "./provider"
 
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import type { Settlement } from "../settlement/settlement"
+import type { Settlement } from "../contract/settlement"
 import type { Definition } from "../tool/definition"
 import { Anthropic } from "./anthropic"
 import { Gemini } from "./gemini"
 import { OpenAi } from "./openai"
 import { OpenAiStrict } from "./openai-strict"
-import type { ProviderSchema } from "./schema"
+import type { ProviderSchema } from "./provider-schema"
 
 export const NAMES = ["openai", "openai-strict", "anthropic", "gemini"] as const
 export const Name = Schema.Literals(NAMES)

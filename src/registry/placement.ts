@@ -15,7 +15,7 @@ export interface Entry {
   definition?: Definition.Definition
 }
 
-export class Table {
+export class Stacks {
   readonly #stacks = new Map<string, Array<Entry>>()
   /** Kept sorted incrementally once first asked for, so a change never re-sorts every name. */
   #sortedNames: Array<string> | undefined = undefined

@@ -13,10 +13,10 @@ import * as Scope from "effect/Scope"
 import { Rule } from "../permission/rule"
 import { Definition } from "../tool/definition"
 import * as Internal from "../tool/internal"
-import { ToolName } from "../tool/name"
+import { ToolName } from "../tool/tool-name"
 import type { Tool } from "../tool/tool"
 import { Placement } from "./placement"
-import { Distance } from "../text/distance"
+import { Distance } from "./distance"
 
 export class RegistrationError extends Schema.TaggedError<RegistrationError>()("Registry.RegistrationError", {
   reason: Schema.Literals(["invalid_record", "invalid_name", "not_a_tool", "scope_closed"]),
@@ -47,7 +47,7 @@ export interface Catalog {
   readonly resolve: (name: string) => Resolution
 }
 
-const makeTools = (placement: Placement.Table): Tools => ({
+const makeTools = (placement: Placement.Stacks): Tools => ({
   register: Effect.fn("Registry.register")(function* (record: Readonly<Record<string, Tool.Any>>) {
     if (typeof record !== "object" || record === null || Array.isArray(record)) {
       return yield* new RegistrationError({ reason: "invalid_record", message: "register expects a { name: tool } record" })
@@ -83,14 +83,14 @@ const makeTools = (placement: Placement.Table): Tools => ({
 
 export interface ApplicationInterface {
   readonly tools: Tools
-  readonly placement: Placement.Table
+  readonly placement: Placement.Stacks
 }
 
 /** The process placement: application tools shared by every Location. */
 export class Application extends Context.Service<Application, ApplicationInterface>()("core/Registry/Application") {}
 
 export const applicationLayer: Layer.Layer<Application> = Layer.sync(Application, () => {
-  const placement = new Placement.Table()
+  const placement = new Placement.Stacks()
   return Application.of({ tools: makeTools(placement), placement })
 })
 
@@ -108,7 +108,7 @@ export const layer: Layer.Layer<Service, never, Application> = Layer.effect(
   Service,
   Effect.gen(function* () {
     const application = (yield* Application).placement
-    const location = new Placement.Table()
+    const location = new Placement.Stacks()
     const effective = (name: string) => location.top(name) ?? application.top(name)
 
     let cached: { app: number; loc: number; rules: Rule.Ruleset | undefined; catalog: Catalog } | undefined

@@ -15,7 +15,7 @@ import { Explain } from "../builtin/explain"
 import { Events } from "../host/events"
 import { HostTools } from "../host/host-tools"
 import { Recorded } from "../host/recorded"
-import { Plugin } from "../plugin/plugin"
+import { Plugin } from "../author/plugin"
 import { Provider } from "../provider/provider"
 
 // Errors

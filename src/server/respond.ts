@@ -13,7 +13,7 @@ import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as Stream from "effect/Stream"
-import { Json } from "../json/json"
+import { Json } from "../config/json"
 import { Api } from "./api"
 import { Sse } from "./sse"
 

@@ -18,7 +18,7 @@ import type { Host } from "../host/host"
 import { Sidecar } from "../host/sidecar"
 import { Supervised } from "../shell/supervised"
 import { Guard } from "./guard"
-import { Http } from "./http"
+import { Router } from "./router"
 import { Respond } from "./respond"
 import { Security } from "./security"
 
@@ -57,7 +57,7 @@ export interface Options {
   /** The read deadline in seconds (default READ_DEADLINE_S). */
   readonly readDeadlineS?: number
   /** Makes what answers `/mcp` on the sidecar, for the life of the server (the CLI gives MCP's streamable HTTP). */
-  readonly mcp?: (sidecar: Sidecar.Interface) => Effect.Effect<Http.McpEndpoint, never, Scope.Scope>
+  readonly mcp?: (sidecar: Sidecar.Interface) => Effect.Effect<Router.McpEndpoint, never, Scope.Scope>
 }
 
 /** How long answers in flight may take to finish at shutdown before their connections are closed. */
@@ -146,7 +146,7 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
   const mcp = options.mcp === undefined ? undefined : yield* options.mcp(sidecar)
   // Requests run in the handler's own fibers: they get the tracer this server runs with, when one keeps spans.
   const tracer = yield* Effect.tracer
-  const web = Http.make({
+  const web = Router.make({
     ...(tracer === Tracer.nativeTracer ? {} : { tracer }),
     ...(mcp === undefined ? {} : { mcp }),
     sidecar,

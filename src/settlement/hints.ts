@@ -6,7 +6,7 @@ export * as Hints from "./hints"
 
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
-import { Distance } from "../text/distance"
+import { Distance } from "../registry/distance"
 
 /** Names other agent products give their tools, by core's built-in that does the same job. */
 const EQUIVALENTS: ReadonlyArray<readonly [core: string, others: ReadonlyArray<string>]> = [

@@ -12,7 +12,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { Rule } from "../permission/rule"
-import { Plugin } from "../plugin/plugin"
+import { Plugin } from "../author/plugin"
 import type { Definition } from "../tool/definition"
 import * as Internal from "../tool/internal"
 import type { Tool } from "../tool/tool"
@@ -38,7 +38,7 @@ export interface Applied {
 }
 
 /** The hooks of one Location, in installation order; each plugin's entry goes when its Scope closes. */
-export class Table {
+export class Chain {
   private entries: ReadonlyArray<Entry> = []
   /** The entries applying to each tool name met so far (settles are hot: match the patterns once per name). */
   private readonly byTool = new Map<string, ReadonlyArray<Entry>>()
@@ -95,13 +95,13 @@ export class Table {
 }
 
 /** The Location's table; none (no hooks) unless a host provides one. */
-export const Current = Context.Reference<Table | undefined>("core/Hooks", { defaultValue: () => undefined })
+export const Current = Context.Reference<Chain | undefined>("core/Hooks", { defaultValue: () => undefined })
 
 /** A fresh table for one Location, shared by its settler and its plugins. */
-export const layer = (): Layer.Layer<never> => Layer.succeed(Current, new Table()) as Layer.Layer<never>
+export const layer = (): Layer.Layer<never> => Layer.succeed(Current, new Chain()) as Layer.Layer<never>
 
 /** Which hooks apply to `tool`, plugin by plugin. */
-export const applied = (table: Table | undefined, tool: string): ReadonlyArray<Applied> =>
+export const applied = (table: Chain | undefined, tool: string): ReadonlyArray<Applied> =>
   (table?.for(tool) ?? []).flatMap(({ plugin, hooks }) => {
     const names = Plugin.HOOKS.filter((name) => typeof hooks[name] === "function")
     return names.length === 0 ? [] : [{ plugin, hooks: names }]
@@ -138,7 +138,7 @@ const messageOf = (cause: unknown): string =>
 
 /** Definitions as the plugins adjust them; the name and schemas stay. Throws HookError for a hook that fails. */
 export const definitions = (
-  table: Table | undefined,
+  table: Chain | undefined,
   definitions: ReadonlyArray<Definition.Definition>,
 ): ReadonlyArray<Definition.Definition> => {
   if (table === undefined || table.size === 0) return definitions
@@ -173,7 +173,7 @@ export type BeforeOutcome =
 
 /** Runs the before hooks in order; a replaced input must encode and decode again with the tool's input schema. */
 export const before = (
-  table: Table | undefined,
+  table: Chain | undefined,
   name: string,
   tool: Internal.Record,
   input: unknown,
@@ -224,7 +224,7 @@ export const before = (
 
 /** Runs the after hooks in order over the projection; answers the content the model reads. */
 export const after = (
-  table: Table | undefined,
+  table: Chain | undefined,
   name: string,
   call: { readonly input: unknown; readonly output: unknown; readonly content: ReadonlyArray<Tool.Content> },
   decodeContent: (parts: unknown) => Exit.Exit<ReadonlyArray<Tool.Content>, unknown>,

@@ -25,7 +25,7 @@ import { Hints } from "./hints"
 import { Hooks } from "./hooks"
 import { Projection } from "./projection"
 import { Spans } from "./spans"
-import { Settlement } from "./settlement"
+import { Settlement } from "../contract/settlement"
 import { Stopping } from "./stopping"
 
 /** A failure that is not a tool result: a broken store, an output that could not be kept, an unexpected error. */

@@ -15,7 +15,7 @@ import * as Option from "effect/Option"
 import * as Tracer from "effect/Tracer"
 import { Permission } from "../permission/permission"
 import { Tool } from "../tool/tool"
-import type { Settlement } from "./settlement"
+import type { Settlement } from "../contract/settlement"
 
 /** Where a traced call's step spans go: under its settle span, made by the installed tracer, timed by its clock. */
 export interface Trace {

@@ -6,7 +6,7 @@ export * as Accessed from "./accessed"
 // a path hold for `cat app.env` as they hold for the `read` tool. Pure: where each path leads is the caller's.
 
 import { basename } from "node:path"
-import type { CommandLine } from "./command"
+import type { CommandLine } from "./command-line"
 import { Operands } from "./operands"
 import { Runs } from "./runs"
 

@@ -9,7 +9,7 @@ export * as Supervised from "./supervised"
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import { join } from "node:path"
-import { ProcessGroup } from "./group"
+import { ProcessGroup } from "./process-group"
 import { Native } from "./native"
 import { Supervisor } from "./supervisor"
 

@@ -14,7 +14,7 @@ import { Confine } from "./confine"
 import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
 import { Native } from "./native"
-import { ProcessGroup } from "./group"
+import { ProcessGroup } from "./process-group"
 import { Sockets } from "./sockets"
 
 /** The argument that makes the core executable a supervisor. */

@@ -10,7 +10,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Store } from "./store"
-import { SqliteStore } from "./sqlite"
+import { SqliteStore } from "./sqlite-store"
 
 /** A version of a file's content. */
 export interface Version {

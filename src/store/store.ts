@@ -10,7 +10,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import type { Settlement } from "../settlement/settlement"
+import type { Settlement } from "../contract/settlement"
 import { Owner } from "./owner"
 
 export class StoreError extends Schema.TaggedError<StoreError>()("Store.StoreError", {

@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { Store } from "./store"
-import { SqliteStore } from "./sqlite"
+import { SqliteStore } from "./sqlite-store"
 
 export const Status = Schema.Literals(["pending", "in_progress", "completed", "cancelled"])
 export type Status = typeof Status.Type

@@ -3,7 +3,7 @@
 
 import * as Schema from "effect/Schema"
 import type * as Effect from "effect/Effect"
-import type { Refusal } from "../permission/refusal"
+import type { Refusal } from "./refusal"
 import type { Annotations, Content, Context, Failure } from "./tool"
 
 /**

@@ -6,7 +6,7 @@ export * as Tool from "./tool"
 
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import type { Refusal } from "../permission/refusal"
+import type { Refusal } from "./refusal"
 import * as Internal from "./internal"
 import { JsonSchema } from "./json-schema"
 

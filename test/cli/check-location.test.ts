@@ -3,7 +3,7 @@
 // invalid core.json, a tool a provider cannot take, a failing definition hook); the servers and their tools listed.
 
 import { describe, expect, test } from "bun:test"
-import { BUN, FIXTURE } from "../remote/support"
+import { BUN, FIXTURE } from "../mcp-client/support"
 import { echoTool } from "../support/tools"
 import { core, IMPORTS, sandbox } from "./fixture"
 

@@ -5,7 +5,7 @@ import { realpathSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { Approvals } from "../../src/store/approvals"
-import { SqliteStore } from "../../src/store/sqlite"
+import { SqliteStore } from "../../src/store/sqlite-store"
 import { IMPORTS, RAN, type Sandbox } from "./fixture"
 
 /** A tool file whose default export takes `{ target }`, records through RAN that it ran, and answers `NAME target`. */

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { ProgressLine } from "../../src/cli/progress"
+import { ProgressLine } from "../../src/cli/progress-line"
 
 const stream = (isTTY: boolean) => {
   const written: Array<string> = []

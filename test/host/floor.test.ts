@@ -51,20 +51,21 @@ describe("the host floor", () => {
 })
 
 // The floors, lowest first (docs/architecture.md): a module imports only its own floor and the ones below it,
-// counting type-only imports, since a type import is a dependency too. A path names a folder or, where one file
-// sits lower than its folder, the file. Every folder under src/ must be placed, so a new one takes a floor.
+// counting type-only imports, since a type import is a dependency too. Each folder under src/ is on one floor,
+// whole: no file sits apart from its folder, and every folder must be placed, so a new one takes a floor.
 const FLOORS: ReadonlyArray<ReadonlyArray<string>> = [
-  // the tool value and what it needs: refusals a tool may fail with, `@core/tool` and the module plugin serving it
-  ["tool", "json", "text", "permission/refusal.ts", "plugin/plugin.ts", "plugin/internal.ts", "sdk/index.ts", "sdk/modules.ts", "sdk/effect-modules.ts", "sdk/subpackages.ts"],
-  // the services a settlement runs on, and the settlement schema the store persists
-  ["registry", "output", "permission", "store", "settlement/settlement.ts"],
+  // the tool value and what it needs: refusals a tool may fail with; `@core/tool` (tools and plugins as authors
+  // write them) and the module plugin serving it to tool files
+  ["tool", "author"],
+  // the services a settlement runs on, and the settlement's contract (the JSON shape the store persists)
+  ["contract", "registry", "output", "permission", "store"],
   ["settlement"],
   // what fills a Location: built-ins, the shell producer they run on, tool files, core.json, MCP servers, plugins;
   // provider mappings
-  ["builtin", "shell", "location", "config", "remote", "plugin", "provider"],
+  ["builtin", "shell", "location", "config", "mcp-client", "plugin", "provider"],
   ["host"],
   // the edges; only the CLI, the binary's entry, starts another edge
-  ["cli", "server", "mcp", "sdk"],
+  ["cli", "server", "mcp-server", "sdk"],
 ]
 const EDGES = FLOORS[FLOORS.length - 1]!
 const ENTRY = "cli"
@@ -125,6 +126,53 @@ const violations = (): ReadonlyArray<string> => {
   return found
 }
 
+/** The folders each folder under src/ imports (other than itself), type-only imports included. */
+const folderImports = (): ReadonlyMap<string, ReadonlySet<string>> => {
+  const graph = new Map<string, Set<string>>()
+  for (const file of sources()) {
+    const from = file.split("/")[0]!
+    for (const specifier of importsOf(readFileSync(join(SRC, file), "utf8"))) {
+      const resolved = relative(SRC, resolve(dirname(join(SRC, file)), specifier))
+      if (resolved.startsWith("..")) continue
+      const to = resolved.split("/")[0]!
+      if (to === from || !resolved.includes("/")) continue
+      if (!graph.has(from)) graph.set(from, new Set())
+      graph.get(from)!.add(to)
+    }
+  }
+  return graph
+}
+
+/** The groups of nodes that reach each other (strongly connected, more than one node), each sorted. */
+const cyclesOf = (graph: ReadonlyMap<string, ReadonlySet<string>>): ReadonlyArray<ReadonlyArray<string>> => {
+  const index = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: Array<string> = []
+  const found: Array<Array<string>> = []
+  const visit = (node: string) => {
+    index.set(node, index.size)
+    low.set(node, index.get(node)!)
+    stack.push(node)
+    for (const next of graph.get(node) ?? []) {
+      if (!index.has(next)) {
+        visit(next)
+        low.set(node, Math.min(low.get(node)!, low.get(next)!))
+      } else if (stack.includes(next)) low.set(node, Math.min(low.get(node)!, index.get(next)!))
+    }
+    if (low.get(node) !== index.get(node)) return
+    const group: Array<string> = []
+    for (let top = stack.pop()!; ; top = stack.pop()!) {
+      group.push(top)
+      if (top === node) break
+    }
+    if (group.length > 1) found.push(group.sort())
+  }
+  for (const node of [...graph.keys()].sort()) if (!index.has(node)) visit(node)
+  return found
+}
+
+const folderCycles = () => cyclesOf(folderImports())
+
 describe("the floors", () => {
   test("every folder under src/ has a floor", () => {
     const unplaced = sources().filter((file) => placement(file) === undefined)
@@ -137,18 +185,18 @@ describe("the floors", () => {
 
   test("an import up a floor or across edges is refused; down or within a floor it is not", () => {
     expect(runsUp("tool/tool.ts", "permission/permission.ts")).toBe(true)
-    expect(runsUp("tool/tool.ts", "permission/refusal.ts")).toBe(false)
-    expect(runsUp("store/store.ts", "settlement/settlement.ts")).toBe(false)
+    expect(runsUp("permission/permission.ts", "tool/refusal.ts")).toBe(false)
+    expect(runsUp("store/store.ts", "contract/settlement.ts")).toBe(false)
     expect(runsUp("store/store.ts", "settlement/settler.ts")).toBe(true)
     expect(runsUp("permission/permission.ts", "store/approvals.ts")).toBe(false)
-    expect(runsUp("location/discovery.ts", "sdk/modules.ts")).toBe(false)
+    expect(runsUp("location/discovery.ts", "author/modules.ts")).toBe(false)
     expect(runsUp("location/discovery.ts", "sdk/testing.ts")).toBe(true)
     expect(runsUp("host/served.ts", "server/api.ts")).toBe(true)
     expect(runsUp("host/host.ts", "cli/runtime.ts")).toBe(true)
-    expect(runsUp("server/http.ts", "cli/runtime.ts")).toBe(true)
+    expect(runsUp("server/router.ts", "cli/runtime.ts")).toBe(true)
     expect(runsUp("sdk/testing.ts", "server/api.ts")).toBe(true)
     expect(runsUp("cli/serve.ts", "server/server.ts")).toBe(false)
-    expect(runsUp("server/http.ts", "host/sidecar.ts")).toBe(false)
+    expect(runsUp("server/router.ts", "host/sidecar.ts")).toBe(false)
   })
 
   test("the scan sees type-only imports in every form", () => {
@@ -165,6 +213,21 @@ describe("the floors", () => {
       `const k = () => import("./k")`,
     ].join("\n")
     expect([...importsOf(source)].sort()).toEqual(["./a", "./b", "./d", "./e", "./f", "./g", "./h", "./k"])
+  })
+
+  test("every place is a whole folder", () => {
+    const folders = new Set(sources().map((file) => file.split("/")[0]!))
+    expect(FLOORS.flat().filter((place) => !folders.has(place))).toEqual([])
+  })
+
+  test("no folder imports another that imports it back, at whatever distance, counting type-only imports", () => {
+    expect(folderCycles()).toEqual([])
+  })
+
+  test("a cycle between folders is found, direct or through others", () => {
+    expect(cyclesOf(new Map([["a", new Set(["b"])], ["b", new Set(["a"])]]))).toEqual([["a", "b"]])
+    expect(cyclesOf(new Map([["a", new Set(["b"])], ["b", new Set(["c"])], ["c", new Set(["a"])]]))).toEqual([["a", "b", "c"]])
+    expect(cyclesOf(new Map([["a", new Set(["b"])], ["b", new Set(["c"])]]))).toEqual([])
   })
 
   test("an edge is the top floor and nothing is placed twice", () => {

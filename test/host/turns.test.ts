@@ -3,10 +3,10 @@
 import { describe, expect, test } from "bun:test"
 import { Turns } from "../../src/host/turns"
 
-describe("Turns.Table", () => {
+describe("Turns.Cache", () => {
   test("a turn is found by its id until it goes unused for the idle period", () => {
     let now = 0
-    const table = new Turns.Table<string>({ idleMs: 100, now: () => now })
+    const table = new Turns.Cache<string>({ idleMs: 100, now: () => now })
     const id = table.add((turnID) => turnID)
     now = 100
     expect(table.get(id)).toBe(id)
@@ -19,7 +19,7 @@ describe("Turns.Table", () => {
 
   test("beyond the bound the least recently used turn goes first", () => {
     let now = 0
-    const table = new Turns.Table<number>({ max: 3, now: () => now })
+    const table = new Turns.Cache<number>({ max: 3, now: () => now })
     const ids: Array<string> = []
     for (let index = 0; index < 3; index++) table.add((id) => (ids.push(id), index))
     now = 1
@@ -33,7 +33,7 @@ describe("Turns.Table", () => {
 
   test("idle turns are dropped when new ones are added", () => {
     let now = 0
-    const table = new Turns.Table<number>({ idleMs: 10, now: () => now })
+    const table = new Turns.Cache<number>({ idleMs: 10, now: () => now })
     for (let index = 0; index < 5; index++) table.add(() => index)
     now = 11
     table.add(() => 5)

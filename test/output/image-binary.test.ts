@@ -9,7 +9,7 @@ import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { BUN, location } from "../remote/support"
+import { BUN, location } from "../mcp-client/support"
 import { binary, run } from "../support/binary"
 import { bomb, metadata, png } from "../support/image"
 

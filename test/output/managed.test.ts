@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test"
 import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
-import { ManagedOutputs } from "../../src/output/managed"
+import { ManagedOutputs } from "../../src/output/managed-outputs"
 import { tempDir } from "../support/temp"
 
 const withOutputs = <A, E>(directory: string, program: Effect.Effect<A, E, ManagedOutputs.Service>, retentionDays?: number) =>

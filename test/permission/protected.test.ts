@@ -3,8 +3,8 @@ import { existsSync, linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSy
 import { join } from "node:path"
 import { Effect } from "effect"
 import { Approvals } from "../../src/store/approvals"
-import { SqliteStore } from "../../src/store/sqlite"
-import { ManagedOutputs } from "../../src/output/managed"
+import { SqliteStore } from "../../src/store/sqlite-store"
+import { ManagedOutputs } from "../../src/output/managed-outputs"
 import { messageOf, world } from "./protected-harness"
 
 type World = ReturnType<typeof world>

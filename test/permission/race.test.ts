@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test"
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import type { Settlement } from "../../src/settlement/settlement"
+import type { Settlement } from "../../src/contract/settlement"
 import { arena, quiet, race as settle, textOf } from "./race-arena"
 
 /** Calls per tool. */

@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Schema } from "effect"
 import { location } from "../../src/sdk/testing"
-import { Plugin } from "../../src/plugin/plugin"
+import { Plugin } from "../../src/author/plugin"
 import { Tool } from "../../src/tool/tool"
 import { tempDir } from "../support/temp"
 

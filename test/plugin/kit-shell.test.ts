@@ -4,7 +4,7 @@
 
 import { describe, expect, test } from "bun:test"
 import { Effect, Schema } from "effect"
-import { Plugin } from "../../src/plugin/plugin"
+import { Plugin } from "../../src/author/plugin"
 import { location, SHELL_UNAVAILABLE } from "../../src/sdk/testing"
 import { Tool } from "../../src/tool/tool"
 

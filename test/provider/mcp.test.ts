@@ -5,10 +5,10 @@
 
 import { describe, expect, test } from "bun:test"
 import * as Effect from "effect/Effect"
-import { ProviderDialect } from "../../src/provider/dialect"
+import { ProviderDialect } from "../../src/provider/provider-dialect"
 import { Provider } from "../../src/provider/provider"
 import type { Definition } from "../../src/tool/definition"
-import { EVERYTHING, FILESYSTEM, turn, withLocation } from "../remote/support"
+import { EVERYTHING, FILESYSTEM, turn, withLocation } from "../mcp-client/support"
 import * as Rules from "./rules"
 
 /** Every key anywhere in a JSON value, and every `$ref`. */

@@ -1,15 +1,15 @@
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import * as Effect from "effect"
-import { EFFECT_MODULES } from "../../src/sdk/effect-modules"
-import { expectedSpecifiers, render } from "../../src/sdk/generate"
-import { Modules } from "../../src/sdk/modules"
+import { EFFECT_MODULES } from "../../src/author/effect-modules"
+import { expectedSpecifiers, render } from "../../src/author/generate"
+import { Modules } from "../../src/author/modules"
 
 const EFFECT_ROOT = join(import.meta.dir, "../../node_modules/effect")
 
 describe("Modules", () => {
   test("the generated module table matches the installed effect package (run `bun run generate` if not)", async () => {
-    const current = await Bun.file(join(import.meta.dir, "../../src/sdk/effect-modules.ts")).text()
+    const current = await Bun.file(join(import.meta.dir, "../../src/author/effect-modules.ts")).text()
     expect(current).toBe(render(expectedSpecifiers(EFFECT_ROOT)))
     expect(Object.keys(EFFECT_MODULES)).toContain("effect/Schema")
   })

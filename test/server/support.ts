@@ -7,7 +7,7 @@ import { realpathSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Exit, Scope } from "effect"
 import { Runtime } from "../../src/cli/runtime"
-import { Http } from "../../src/server/http"
+import { Router } from "../../src/server/router"
 import { Security } from "../../src/server/security"
 import { Sidecar } from "../../src/host/sidecar"
 import { binary } from "../support/binary"
@@ -234,7 +234,7 @@ export const inProcess = async (
       })
     }).pipe(Scope.provide(scope)),
   )
-  const web = Http.make({
+  const web = Router.make({
     sidecar,
     version: "test",
     checkToken: Security.tokenChecker(TOKEN),

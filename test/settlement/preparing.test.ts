@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test"
 import { Deferred, Effect, Fiber } from "effect"
-import { Preparing } from "../../src/settlement/preparing"
+import { Preparing } from "../../src/shell/preparing"
 
 /** A call that records while it holds its turn and ends it with `done` once `release` completes. */
 const call = (log: Array<string>, name: string, release: Deferred.Deferred<void>, end: "done" | "return" | "hold") =>

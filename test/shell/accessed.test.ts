@@ -4,7 +4,7 @@
 import { describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import { Accessed } from "../../src/shell/accessed"
-import { CommandLine } from "../../src/shell/command"
+import { CommandLine } from "../../src/shell/command-line"
 
 const accessed = async (text: string) =>
   Accessed.of(await Effect.runPromise(CommandLine.parse(text))).paths.map(

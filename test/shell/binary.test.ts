@@ -4,7 +4,7 @@
 import { describe, expect, test } from "bun:test"
 import { existsSync, readdirSync, readFileSync, realpathSync } from "node:fs"
 import { join } from "node:path"
-import { ProcessGroup } from "../../src/shell/group"
+import { ProcessGroup } from "../../src/shell/process-group"
 import { core, exec, sandbox, settlementOf, start } from "../cli/fixture"
 import { alive, DETACHING, hostPids, pidsIn, running as runs } from "./processes"
 

@@ -4,7 +4,7 @@
 
 import { describe, expect, test } from "bun:test"
 import { Effect } from "effect"
-import { CommandLine } from "../../src/shell/command"
+import { CommandLine } from "../../src/shell/command-line"
 import { CommandChecks } from "../../src/shell/command-checks"
 import { Flags } from "../../src/shell/flags"
 import { Planted } from "../../src/shell/planted"

@@ -6,7 +6,7 @@ import { homedir } from "node:os"
 import { Effect } from "effect"
 import { Rule } from "../../src/permission/rule"
 import { Arity } from "../../src/shell/arity"
-import { CommandLine } from "../../src/shell/command"
+import { CommandLine } from "../../src/shell/command-line"
 import { CommandChecks } from "../../src/shell/command-checks"
 
 const parse = (text: string) => Effect.runPromise(CommandLine.parse(text))

@@ -4,7 +4,7 @@
 
 import * as Effect from "effect/Effect"
 import { join } from "node:path"
-import { Shell } from "../../src/shell/producer"
+import { Shell } from "../../src/shell/shell"
 
 const [root, command] = process.argv.slice(2)
 const shell = Shell.make({}, { records: join(root!, "runs") })

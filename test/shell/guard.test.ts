@@ -11,7 +11,7 @@ import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync
 import { join } from "node:path"
 import { Effect, Fiber } from "effect"
 import { Guard } from "../../src/shell/guard"
-import { Shell } from "../../src/shell/producer"
+import { Shell } from "../../src/shell/shell"
 import { tempDir } from "../support/temp"
 
 const keeping = tempDir("core-undone-")

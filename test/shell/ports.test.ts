@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import { Landlock } from "../../src/shell/landlock"
-import { Shell } from "../../src/shell/producer"
+import { Shell } from "../../src/shell/shell"
 import { Supervised } from "../../src/shell/supervised"
 import { tempDir } from "../support/temp"
 

@@ -3,8 +3,8 @@
 
 import { describe, expect, test } from "bun:test"
 import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
-import { ProcessGroup } from "../../src/shell/group"
-import { Shell } from "../../src/shell/producer"
+import { ProcessGroup } from "../../src/shell/process-group"
+import { Shell } from "../../src/shell/shell"
 import { tempDir } from "../support/temp"
 import { alive, pidsIn } from "./processes"
 

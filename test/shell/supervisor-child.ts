@@ -3,7 +3,7 @@
 // the test can wait for the command to be ready before it kills this process.
 
 import * as Effect from "effect/Effect"
-import { Shell } from "../../src/shell/producer"
+import { Shell } from "../../src/shell/shell"
 
 const [records, cwd, command] = process.argv.slice(2)
 const shell = Shell.make({}, { records: records! })

@@ -5,7 +5,7 @@ import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { SQL } from "bun"
 import { Effect } from "effect"
-import { PostgresStore } from "../../src/store/postgres"
+import { PostgresStore } from "../../src/store/postgres-store"
 import { freshDatabase } from "../support/postgres"
 
 const open = (url: string) => Effect.runPromiseExit(Effect.void.pipe(Effect.provide(PostgresStore.layer(url))))

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test"
 import { Effect, Schema } from "effect"
 import { Definition } from "../../src/tool/definition"
 import * as Internal from "../../src/tool/internal"
-import { ToolName } from "../../src/tool/name"
+import { ToolName } from "../../src/tool/tool-name"
 import { Tool } from "../../src/tool/tool"
 import { echo } from "../support/tools"
 

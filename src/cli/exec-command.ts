@@ -1,0 +1,174 @@
+export * as ExecCommand from "./exec-command"
+
+// `core exec NAME --input JSON`: settles one call in a Location and prints its settlement (DESIGN §5, §6).
+// Exit codes: 0 success, 1 model-visible error, 2 usage, 3 operational, 4 declined, 130 cancelled.
+
+import * as Effect from "effect/Effect"
+import { Json } from "../config/json"
+import { Application } from "../location/application"
+import { Discovery } from "../location/discovery"
+import { Location } from "../location/location"
+import { Agent } from "../permission/agent"
+import { Permission } from "../permission/permission"
+import { ManagedOutputs } from "../output/managed-outputs"
+import { McpClient } from "../mcp-client/mcp-client"
+import { Registry } from "../registry/registry"
+import { Settler } from "../settlement/settler"
+import { Settlement } from "../contract/settlement"
+import { Store } from "../store/store"
+import { Asks } from "./asks"
+import { Command } from "./command"
+import { Diagnostics } from "./diagnostics"
+import { ProgressLine } from "./progress-line"
+import { Runtime } from "./runtime"
+import { Host } from "../host/host"
+import { Retention } from "../host/retention"
+
+export const HELP = `Usage: core exec NAME --input JSON [options]
+
+Settle one tool call in a Location and print its settlement JSON on stdout.
+
+Options:
+  --input JSON      the call's input, a JSON object ("-" reads it from stdin)
+  --location DIR    the Location (default: the current directory)
+  --agent ID        the agent making the call: its permission rules apply (default: build)
+  --session ID      session id (default: a fresh id)
+  --message ID      assistant message id (default: a fresh id)
+  --call ID         tool call id (default: a fresh id); a recorded (session, call) replays without running
+  --yes             approve permission asks once without prompting (without a terminal and
+                    without --yes, an ask is declined)
+  -h, --help        show this help
+
+Exit codes: 0 success, 1 model-visible error, 2 usage error, 3 operational failure, 4 declined, 130 cancelled.
+`
+
+const OPTIONS = {
+  input: { type: "string" },
+  location: { type: "string" },
+  agent: { type: "string" },
+  session: { type: "string" },
+  message: { type: "string" },
+  call: { type: "string" },
+  yes: { type: "boolean" },
+} as const
+
+const usage = (message: string) => new Command.UsageError({ command: "exec", message })
+
+/** The `--input` of `command`, parsed: a JSON object, or a usage error saying what is wrong and where. */
+export const readInput = (command: string, raw: string | undefined) =>
+  Effect.gen(function* () {
+    const usage = (message: string) => new Command.UsageError({ command, message })
+    if (raw === undefined) return yield* usage("--input JSON is required (use --input - to read it from stdin)")
+    const text = raw === "-" ? yield* Effect.promise(() => Bun.stdin.text()) : raw
+    const parsed = Json.parseStrict(text)
+    if (!parsed.ok) return yield* usage(`--input is not valid JSON: ${parsed.problem.message}`)
+    const value = parsed.value
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      const found = Array.isArray(value) ? "an array" : value === null ? "null" : `a ${typeof value}`
+      return yield* usage(`--input must be a JSON object, not ${found}`)
+    }
+    return value
+  })
+
+export const exitCodeOf = (settlement: Settlement.Info): number => {
+  switch (settlement.status) {
+    case "success":
+      return Command.EXIT.ok
+    case "error":
+      return Command.EXIT.modelError
+    case "declined":
+      return Command.EXIT.declined
+    case "cancelled":
+      return Command.EXIT.cancelled
+  }
+}
+
+/**
+ * A tool that is not in the catalog because its file failed to load: a person learns which file and why, and
+ * nothing is settled (so the same call runs once the file is fixed), instead of an `Unknown tool` settlement.
+ */
+const refuseUnloaded = (name: string) =>
+  Effect.gen(function* () {
+    const diagnostics = [...(yield* Application.Service).diagnostics, ...(yield* Location.Service).diagnostics]
+    const failed = Discovery.diagnosticFor(diagnostics, name)
+    if (failed === undefined) return
+    if ((yield* Registry.Service).capture().resolve(name)._tag !== "Unknown") return
+    return yield* new Command.UsageError({
+      command: "exec",
+      message: `the tool "${name}" did not load: ${failed.file}: ${failed.message}`,
+    })
+  })
+
+export const run = (args: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const { values, positionals } = yield* Command.parse("exec", args, OPTIONS)
+    if (values.help) {
+      Command.stdout(HELP)
+      return Command.EXIT.ok
+    }
+    const [name, ...extra] = positionals
+    if (name === undefined) return yield* usage("NAME is required: core exec NAME --input JSON")
+    if (extra.length > 0) return yield* usage(`unexpected argument "${extra[0]}"`)
+    for (const flag of ["agent", "session", "message", "call"] as const) {
+      if (values[flag] !== undefined && values[flag].trim() === "") return yield* usage(`--${flag} cannot be empty`)
+    }
+    const input = yield* readInput("exec", values.input)
+    // No tool takes a NUL character; the call is refused as invalid input before anything loads, runs or is recorded.
+    const nul = Json.findNul(input)
+    if (nul !== undefined) {
+      const message = `Invalid input for ${name}: ${Json.describeNul(nul)} and call it again.`
+      const refused = Settlement.error(name, values.call ?? `call_${crypto.randomUUID()}`, "invalid_input", message)
+      Command.stdout(`${JSON.stringify(refused, null, 2)}\n`)
+      return Command.EXIT.modelError
+    }
+    const environment = Host.environment()
+    const prepared = yield* Runtime.prepare("exec", environment, values.location)
+    const progress = ProgressLine.make(process.stderr)
+    const agent = values.agent ?? Agent.DEFAULT_AGENT
+
+    return yield* Effect.gen(function* () {
+      yield* Diagnostics.report
+      const permission = yield* Permission.Service
+      yield* Runtime.checkAgent("exec", permission, agent)
+      yield* Asks.answer(permission, {
+        yes: values.yes === true,
+        interactive: process.stdin.isTTY === true && process.stderr.isTTY === true,
+      })
+      yield* refuseUnloaded(name)
+      // Only the MCP server that could offer this tool is connected, and none for a tool the Location has.
+      yield* (yield* McpClient.Service).ensureFor(name)
+      const settler = yield* Settler.Service
+      // Not filtered by the agent's rules: a person calling a tool directly learns why it is refused (denied,
+      // with the rule) instead of being told it does not exist.
+      const turn = yield* settler.materialize()
+      const call: Settler.Call = {
+        sessionID: values.session ?? `ses_${crypto.randomUUID()}`,
+        agent,
+        assistantMessageID: values.message ?? `msg_${crypto.randomUUID()}`,
+        toolCallID: values.call ?? `call_${crypto.randomUUID()}`,
+        name,
+        input,
+      }
+      const store = yield* Store.Service
+      const { settlement } = yield* turn.settle(call, { onProgress: (update) => Effect.sync(() => progress.show(update)) }).pipe(
+        Effect.onInterrupt(() =>
+          // What the settler recorded (a cancel names the processes it ended), else a cancelled of its own.
+          Effect.flatMap(Effect.orElseSucceed(store.lookup({ ...call, location: permission.project }), () => undefined), (known) =>
+            Effect.sync(() => {
+              progress.clear()
+              const cancelled =
+                known?.state === "settled" ? known.settlement : Settlement.runnerOutcome(name, call.toolCallID, "cancelled")
+              Command.stdout(`${JSON.stringify(cancelled, null, 2)}\n`)
+            }),
+          ),
+        ),
+      )
+      progress.clear()
+      Command.stdout(`${JSON.stringify(settlement, null, 2)}\n`)
+      // The retention sweep runs at most hourly across processes, after the answer is out: expired managed
+      // outputs, and the records of calls as old (their outputs are gone with them).
+      const sweeping = Retention.sweepIfDue(yield* Store.Service, yield* ManagedOutputs.Service)
+      yield* sweeping.pipe(Effect.ignore)
+      return exitCodeOf(settlement)
+    }).pipe(Effect.scoped, Effect.provide(Host.settlingLayer(environment, prepared)))
+  })

@@ -1,0 +1,122 @@
+export * as LogCommand from "./log-command"
+
+// `core log`: the calls recorded in a Location (DESIGN §6, §15), newest last: a table that fits the terminal, or
+// with --json the entries `GET /v1/settlements` answers. Only the Location's own calls are listed, never another's.
+
+import * as Effect from "effect/Effect"
+import { Host } from "../host/host"
+import { Recorded } from "../host/recorded"
+import { Location } from "../location/location"
+import { Store } from "../store/store"
+import { Command } from "./command"
+
+export const HELP = `Usage: core log [--session ID] [--location DIR] [--since T] [--limit N] [--json]
+
+List the tool calls recorded in a Location, oldest first: time (UTC), tool, status,
+duration, call id and the start of the input. Only that Location's calls are listed.
+
+Options:
+  --session ID      only this session's calls
+  --location DIR    the Location (default: the current directory)
+  --since T         only calls received since T: an ISO time (2026-01-31, 2026-01-31T10:00:00Z)
+                    or a duration back from now (90s, 10m, 2h, 7d)
+  --limit N         at most the newest N calls (default ${Recorded.DEFAULT_LIMIT}, at most ${Recorded.MAX_LIMIT})
+  --json            an array of objects: sessionID, toolCallID, tool, status, error, agent,
+                    location, messageID, input, inputTruncated, startedAt, settledAt, durationMs
+  -h, --help        show this help
+
+Inputs are kept up to 8 KiB of JSON (longer ones are cut, inputTruncated), in the store
+under CORE_DATA_DIR (default ~/.local/share/core), for as long as managed outputs are
+(output.retentionDays, default 7). See docs/operating.md.
+`
+
+const OPTIONS = {
+  session: { type: "string" },
+  location: { type: "string" },
+  since: { type: "string" },
+  limit: { type: "string" },
+  json: { type: "boolean" },
+} as const
+
+/** The table's width when stdout is not a terminal. */
+const DEFAULT_COLUMNS = 120
+const MIN_INPUT_WIDTH = 16
+
+const duration = (ms: number | null): string => {
+  if (ms === null) return "-"
+  if (ms < 1_000) return `${ms}ms`
+  if (ms < 60_000) return `${(ms / 1_000).toFixed(1)}s`
+  const minutes = Math.floor(ms / 60_000)
+  return `${minutes}m${String(Math.floor((ms % 60_000) / 1_000)).padStart(2, "0")}s`
+}
+
+const statusOf = (entry: Recorded.Entry): string => (entry.error === undefined ? entry.status : `error:${entry.error.kind}`)
+
+const time = (entry: Recorded.Entry): string => {
+  const at = entry.startedAt ?? entry.settledAt
+  return at === null ? "-" : `${at.slice(0, 10)} ${at.slice(11, 19)}`
+}
+
+/** The input on one line, cut to `width` characters (control characters shown as spaces). */
+const shortInput = (entry: Recorded.Entry, width: number): string => {
+  const text = (typeof entry.input === "string" && entry.inputTruncated ? entry.input : JSON.stringify(entry.input)).replace(
+    /[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g,
+    " ",
+  )
+  return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`
+}
+
+export const table = (entries: ReadonlyArray<Recorded.Entry>, columns: number): string => {
+  const rows = entries.map((entry) => [time(entry), entry.tool, statusOf(entry), duration(entry.durationMs), entry.toolCallID])
+  const header = ["TIME (UTC)", "TOOL", "STATUS", "DURATION", "CALL"]
+  const widths = header.map((title, index) => Math.max(title.length, ...rows.map((row) => row[index]!.length)))
+  const line = (cells: ReadonlyArray<string>) => cells.map((cell, index) => cell.padEnd(widths[index]!)).join("  ")
+  const used = widths.reduce((sum, width) => sum + width + 2, 0)
+  const inputWidth = Math.max(MIN_INPUT_WIDTH, columns - used)
+  return [
+    `${line(header)}  INPUT`,
+    ...rows.map((row, index) => `${line(row)}  ${shortInput(entries[index]!, inputWidth)}`),
+  ].join("\n")
+}
+
+export const run = (args: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const { values, positionals } = yield* Command.parse("log", args, OPTIONS)
+    if (values.help) {
+      Command.stdout(HELP)
+      return Command.EXIT.ok
+    }
+    const usage = (message: string) => new Command.UsageError({ command: "log", message })
+    if (positionals.length > 0) return yield* usage(`unexpected argument "${positionals[0]}"`)
+    if (values.session !== undefined && values.session.trim() === "") return yield* usage("--session cannot be empty")
+    let since: number | undefined
+    if (values.since !== undefined) {
+      const parsed = Recorded.parseSince(values.since, Date.now())
+      if ("problem" in parsed) return yield* usage(`--since ${parsed.problem}`)
+      since = parsed.at
+    }
+    const limit = values.limit === undefined ? Recorded.DEFAULT_LIMIT : Number(values.limit)
+    if (!/^\d+$/.test(values.limit ?? "1") || limit < 1 || limit > Recorded.MAX_LIMIT) {
+      return yield* usage(`--limit must be a whole number from 1 to ${Recorded.MAX_LIMIT}, not "${values.limit}"`)
+    }
+    // Only the directory is needed: the calls of a Location whose core.json is broken can still be listed.
+    const directory = yield* Location.check(values.location ?? ".").pipe(Effect.mapError((error) => usage(error.message)))
+    const environment = Host.environment()
+
+    return yield* Effect.gen(function* () {
+      const store = yield* Store.Service
+      const listed = yield* store.list({ location: directory, sessionID: values.session, since, limit })
+      const entries = listed.map(Recorded.entryOf)
+      if (values.json) {
+        Command.stdout(`${JSON.stringify(entries, null, 2)}\n`)
+        return Command.EXIT.ok
+      }
+      if (entries.length === 0) {
+        const which = values.session === undefined ? "" : ` in session ${values.session}`
+        Command.stdout(`No calls recorded in ${directory}${which}${values.since === undefined ? "" : ` since ${values.since}`}.\n`)
+        return Command.EXIT.ok
+      }
+      Command.stdout(`${table(entries, process.stdout.columns ?? DEFAULT_COLUMNS)}\n`)
+      return Command.EXIT.ok
+    }).pipe(Effect.provide(Host.storeLayer(environment)))
+  })

@@ -1,0 +1,54 @@
+export * as OutputCommand from "./output-command"
+
+// `core output ID [--structured]`: prints a managed output's full text, or the structured value its settlement
+// dropped, to stdout (exit 1 if unknown or expired).
+
+import * as Effect from "effect/Effect"
+import { ManagedOutputs } from "../output/managed-outputs"
+import { Command } from "./command"
+import { Host } from "../host/host"
+
+export const HELP = `Usage: core output ID [--structured]
+
+Print a managed output to stdout: what a call's bounded settlement left out.
+Without options, the full text its preview replaced (for an output that kept
+no text, its structured value's JSON).
+
+Options:
+  --structured      print the full structured value the settlement dropped, as JSON
+  -h, --help        show this help
+
+Exit codes: 0 printed, 1 unknown or expired id (or no structured value kept), 2 usage error.
+`
+
+export const run = (args: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const { values, positionals } = yield* Command.parse("output", args, { structured: { type: "boolean" } })
+    if (values.help) {
+      Command.stdout(HELP)
+      return Command.EXIT.ok
+    }
+    const [id, ...extra] = positionals
+    if (id === undefined) return yield* new Command.UsageError({ command: "output", message: "ID is required" })
+    if (extra.length > 0) {
+      return yield* new Command.UsageError({ command: "output", message: `unexpected argument "${extra[0]}"` })
+    }
+    const managed = yield* ManagedOutputs.Service
+    const reference = yield* managed.open(id, values.structured === true ? "structured" : "text").pipe(
+      Effect.mapError((error) => new Command.Exit({ code: Command.EXIT.modelError, message: error.message })),
+    )
+    // A reader that stops early (`core output ID | head`) closes the pipe: that is not a failure.
+    yield* Effect.tryPromise({
+      try: () => Bun.write(Bun.stdout, Bun.file(reference.path)),
+      catch: (cause) => cause,
+    }).pipe(
+      Effect.catchIf(
+        (cause) => (cause as { code?: unknown } | undefined)?.code === "EPIPE",
+        () => Effect.void,
+      ),
+      Effect.mapError(
+        (cause) => new Command.Exit({ code: Command.EXIT.operational, message: `could not print ${id}: ${String(cause)}` }),
+      ),
+    )
+    return Command.EXIT.ok
+  }).pipe(Effect.provide(Host.outputsLayer(Host.environment())))

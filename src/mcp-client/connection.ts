@@ -1,0 +1,532 @@
+export * as Connection from "./connection"
+
+// One configured MCP server as the Location sees it: connecting (a process core starts, or a streamable HTTP
+// URL), registering the server's tools as `<server>_<tool>` in a scope the connection owns, registering them again
+// in a fresh scope on `list_changed` or a reconnect (so turns made before see them as stale), and calling them with
+// a per-call timeout, progress and cancellation. Whatever the server does (crash, hang, garbage, protocol errors),
+// a call ends as a model-visible failure naming the server; nothing here ever fails operationally or hangs.
+
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js"
+import type { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
+import type { Config } from "../config/config"
+import { ProviderDialect } from "../provider/provider-dialect"
+import type { Registry } from "../registry/registry"
+import { Described } from "../tool/described"
+import { ToolName } from "../tool/tool-name"
+import { Tool } from "../tool/tool"
+import { McpContent } from "./mcp-content"
+import { McpClientHttp } from "./mcp-client-http"
+import { McpSdk } from "./mcp-sdk"
+import { McpClientStdio } from "./mcp-client-stdio"
+
+/** How long one request to a server (connecting, listing, a call) may take unless `timeoutMs` says otherwise. */
+export const DEFAULT_TIMEOUT_MS = 60_000
+/** After a failed connection, how long before listing tries it again (a call always tries at once). */
+export const RETRY_AFTER_MS = 5_000
+
+export type Status = "idle" | "connecting" | "connected" | "failed" | "closed"
+
+/** What `core mcp list` shows of a server. */
+export interface State {
+  readonly name: string
+  readonly kind: "stdio" | "http"
+  /** The command line or the URL. */
+  readonly target: string
+  readonly status: Status
+  /** The core names of the tools registered from it, in the server's order. */
+  readonly tools: ReadonlyArray<string>
+  /** Tools core could not offer, each naming the tool and why. */
+  readonly problems: ReadonlyArray<string>
+  /** Why the last connection failed or ended. */
+  readonly error?: string
+  readonly pid?: number
+  /** Lines on the server's stdout that were not JSON-RPC and were skipped. */
+  readonly ignoredLines?: number
+}
+
+export interface Options {
+  readonly entry: Config.McpEntry
+  /** The Location's directory: a server core starts serves it, from a directory outside it (./launch). */
+  readonly directory: string
+  readonly tools: Registry.Tools
+  /** Whether another registration already has this name (a built-in, a tool file, another server). */
+  readonly taken: (name: string) => boolean
+  /** Called after the server's tools were registered again. */
+  readonly onChange: () => void
+  readonly version: string
+}
+
+/** The server's hints about a tool's effects, as core declares them; none when the server gave none. */
+const annotationsOf = (tool: McpTool): { readonly annotations?: Tool.Annotations } => {
+  const hints = tool.annotations
+  if (hints === undefined) return {}
+  const annotations: { -readonly [K in keyof Tool.Annotations]: boolean } = {}
+  if (typeof hints.readOnlyHint === "boolean") annotations.readOnly = hints.readOnlyHint
+  if (typeof hints.destructiveHint === "boolean") annotations.destructive = hints.destructiveHint
+  if (typeof hints.idempotentHint === "boolean") annotations.idempotent = hints.idempotentHint
+  if (typeof hints.openWorldHint === "boolean") annotations.openWorld = hints.openWorldHint
+  return Object.keys(annotations).length === 0 ? {} : { annotations }
+}
+
+/** Keywords whose value maps names to schemas (the names are not keywords). */
+const SCHEMA_MAPS: ReadonlySet<string> = new Set(["properties", "$defs", "definitions", "dependentSchemas"])
+/** Keywords whose value is data, not schemas. */
+const DATA: ReadonlySet<string> = new Set(["const", "enum", "default", "examples"])
+
+/**
+ * Throws unless `pattern` is a regular expression (as JSON Schema's unicode one or as a plain one, which servers
+ * written in other languages often mean). Compiling never runs it on any input.
+ */
+const compile = (pattern: string): void => {
+  for (const flags of ["u", ""]) {
+    try {
+      new RegExp(pattern, flags)
+      return
+    } catch {}
+  }
+  throw new SyntaxError(`the pattern ${JSON.stringify(pattern)} is not a regular expression`)
+}
+
+/**
+ * A server's JSON Schema without its regular expressions (`pattern`, `patternProperties`), for core's own check of
+ * a model's input: a pattern the server wrote may backtrack for seconds on the input a model chooses, stalling
+ * every Location core serves. The server still checks its patterns; the model still reads them. A pattern that does
+ * not compile makes the schema unusable (it throws), as it would if core checked it.
+ */
+const withoutPatterns = (node: unknown): unknown => {
+  if (Array.isArray(node)) return node.map(withoutPatterns)
+  if (typeof node !== "object" || node === null) return node
+  const patterned = "patternProperties" in node
+  return Object.fromEntries(
+    Object.entries(node).flatMap(([key, value]): Array<[string, unknown]> => {
+      if (key === "pattern" && typeof value === "string") {
+        compile(value)
+        return []
+      }
+      if (key === "patternProperties") {
+        // Its names are patterns; its schemas may hold patterns of their own.
+        for (const [pattern, schema] of Object.entries(typeof value === "object" && value !== null ? value : {})) {
+          compile(pattern)
+          withoutPatterns(schema)
+        }
+        return []
+      }
+      // Keys the patterns allowed are not refused for lack of them.
+      if (patterned && key === "additionalProperties") return []
+      if (DATA.has(key)) return [[key, value]]
+      if (SCHEMA_MAPS.has(key) && typeof value === "object" && value !== null && !Array.isArray(value)) {
+        return [[key, Object.fromEntries(Object.entries(value).map(([name, schema]) => [name, withoutPatterns(schema)]))]]
+      }
+      return [[key, withoutPatterns(value)]]
+    }),
+  )
+}
+
+const messageOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+/** A server's tools as listed, and the problems of those left out. */
+interface Listed {
+  readonly tools: ReadonlyArray<McpTool>
+  readonly problems: ReadonlyArray<string>
+}
+
+/** A listed tool by its name when it has one, else by its place in the listing. */
+const toolLabel = (raw: unknown, index: number): string => {
+  const name = typeof raw === "object" && raw !== null ? (raw as { name?: unknown }).name : undefined
+  return typeof name === "string" ? JSON.stringify(name) : `#${index + 1} (no name)`
+}
+
+/** What made a listed tool invalid, in a line: where, and what was expected. */
+const describeIssues = (issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>): string =>
+  issues
+    .slice(0, 3)
+    .map((issue) => `${issue.path.length === 0 ? "" : `${issue.path.map(String).join(".")}: `}${issue.message}`)
+    .join("; ")
+
+export class Server {
+  readonly name: string
+  private readonly options: Options
+  private readonly timeoutMs: number
+  private status: Status = "idle"
+  private error: string | undefined
+  private failedAt = 0
+  private client: Client | undefined
+  private process: McpClientStdio.Process | undefined
+  private connecting: Promise<void> | undefined
+  /** The client being connected, until it is connected or has failed. */
+  private opening: Client | undefined
+  private scope: Scope.Closeable | undefined
+  private registered: ReadonlyArray<string> = []
+  private problems: ReadonlyArray<string> = []
+  /** Whether the tools are being listed again after `list_changed`, and the client of one that came meanwhile. */
+  private refreshing = false
+  private refreshFor: Client | undefined
+
+  constructor(options: Options) {
+    this.options = options
+    this.name = options.entry.name
+    this.timeoutMs = options.entry.server.timeoutMs ?? DEFAULT_TIMEOUT_MS
+  }
+
+  state(): State {
+    const { server } = this.options.entry
+    return {
+      name: this.name,
+      kind: server.command !== undefined ? "stdio" : "http",
+      target: server.command !== undefined ? server.command.join(" ") : server.url!,
+      status: this.status,
+      tools: this.registered,
+      problems: this.problems,
+      ...(this.error === undefined ? {} : { error: this.error }),
+      ...(this.process === undefined ? {} : { pid: this.process.pid, ignoredLines: this.process.ignoredLines }),
+    }
+  }
+
+  /** Whether `ensure` has nothing to do: connected, closed, or failed too recently to retry. */
+  ensured(): boolean {
+    if (this.status === "failed") return Date.now() - this.failedAt < RETRY_AFTER_MS
+    return this.status === "connected" || this.status === "closed"
+  }
+
+  /** Connects unless connected, or failed too recently (listing should not retry a broken server every turn). */
+  ensure(): Promise<void> {
+    if (this.status === "failed" && Date.now() - this.failedAt < RETRY_AFTER_MS) return Promise.resolve()
+    return this.connect()
+  }
+
+  /** Connects unless connected; resolves either way (the state says how it went). */
+  connect(): Promise<void> {
+    if (this.status === "connected" || this.status === "closed") return Promise.resolve()
+    this.connecting ??= this.open().finally(() => {
+      this.connecting = undefined
+      this.opening = undefined
+    })
+    return this.connecting
+  }
+
+  private async transport(): Promise<Transport | McpClientStdio.SpawnFailure> {
+    const { server } = this.options.entry
+    if (server.command !== undefined) {
+      const started = await McpClientStdio.Process.spawn({
+        command: server.command,
+        location: this.options.directory,
+        ...(server.env === undefined ? {} : { env: server.env }),
+      })
+      return started
+    }
+    return new (McpSdk.load().http.StreamableHTTPClientTransport)(new URL(server.url!), {
+      // A server's answers are read in bounded messages, like a process's lines.
+      fetch: McpClientHttp.bounded(),
+      ...(server.headers === undefined ? {} : { requestInit: { headers: { ...server.headers } } }),
+    })
+  }
+
+  private async open(): Promise<void> {
+    this.status = "connecting"
+    // Whatever the last process left in its group goes before another starts.
+    await this.process?.close()
+    let transport: Transport | McpClientStdio.SpawnFailure
+    try {
+      transport = await this.transport()
+    } catch (cause) {
+      // A URL the schema let through but the URL parser refuses.
+      return this.fail(`cannot be reached: ${messageOf(cause)}`)
+    }
+    if (transport instanceof McpClientStdio.SpawnFailure) return this.fail(transport.message)
+    // Closed while the server started: the Location is going away.
+    if ((this.status as Status) === "closed") return void (await transport.close())
+    this.process = transport instanceof McpClientStdio.Process ? transport : undefined
+    const process = this.process
+    const client = new (McpSdk.load().client.Client)({ name: "core", version: this.options.version }, { capabilities: {} })
+    this.opening = client
+    client.setNotificationHandler(McpSdk.load().types.ToolListChangedNotificationSchema, () => {
+      if (this.client === client) this.refresh(client)
+    })
+    client.onclose = () => this.ended(client)
+    // Transport errors (a garbled line, a failed POST) surface through the request they break.
+    client.onerror = () => undefined
+    try {
+      await client.connect(transport, { timeout: this.timeoutMs })
+      const listed = await this.list(client)
+      // Closed while connecting: the Location is going away.
+      if ((this.status as Status) === "closed") {
+        await client.close().catch(() => undefined)
+        return await process?.close()
+      }
+      this.client = client
+      this.status = "connected"
+      this.error = undefined
+      const reconnected = this.scope !== undefined
+      this.register(listed)
+      // Turns made before now see the server's tools as stale: a host tells its clients.
+      if (reconnected) this.options.onChange()
+    } catch (cause) {
+      await client.close().catch(() => undefined)
+      await process?.close()
+      this.fail(this.describe(cause, "connecting", undefined, false))
+    }
+  }
+
+  private fail(error: string): void {
+    if (this.status === "closed") return
+    this.status = "failed"
+    this.error = error
+    this.failedAt = Date.now()
+  }
+
+  /** The connection ended under a connected client: the process exited or the HTTP session went away. */
+  private ended(client: Client): void {
+    if (this.client !== client) return
+    this.client = undefined
+    const how = this.process !== undefined ? `the server process ${this.process.describeExit()}` : "the connection closed"
+    // Its tools stay registered: a call starts the server again.
+    this.fail(how)
+  }
+
+  /**
+   * The server's tools, each checked on its own: one that is not a valid MCP tool (an input schema that is not an
+   * object, say) is left out with a problem naming it, and the rest are offered. The SDK's own listing refuses the
+   * whole page for one such tool.
+   */
+  private async list(client: Client): Promise<Listed> {
+    const tools: Array<McpTool> = []
+    const problems: Array<string> = []
+    let cursor: string | undefined
+    do {
+      const page = await client.request(
+        { method: "tools/list", params: cursor === undefined ? {} : { cursor } },
+        McpSdk.load().types.ResultSchema,
+        { timeout: this.timeoutMs },
+      )
+      const listed: ReadonlyArray<unknown> = Array.isArray(page.tools) ? page.tools : []
+      if (!Array.isArray(page.tools)) problems.push("its tools/list answer has no tools array")
+      for (const [index, raw] of listed.entries()) {
+        const checked = McpSdk.load().types.ToolSchema.safeParse(raw)
+        if (checked.success) tools.push(checked.data)
+        else problems.push(`tool ${toolLabel(raw, index)}: not offered: ${describeIssues(checked.error.issues)}`)
+      }
+      cursor = typeof page.nextCursor === "string" ? page.nextCursor : undefined
+    } while (cursor !== undefined)
+    // The client checks each call's structured result against the tool's output schema, as its own listing would.
+    const usable = tools.filter((tool) => {
+      if (tool.outputSchema === undefined) return true
+      try {
+        new (McpSdk.load().ajv.AjvJsonSchemaValidator)().getValidator(tool.outputSchema as Parameters<AjvJsonSchemaValidator["getValidator"]>[0])
+        return true
+      } catch (cause) {
+        problems.push(`tool "${tool.name}": not offered: its output schema cannot be used: ${messageOf(cause)}`)
+        return false
+      }
+    })
+    ;(client as unknown as { cacheToolMetadata: (tools: ReadonlyArray<McpTool>) => void }).cacheToolMetadata(usable)
+    return { tools: usable, problems }
+  }
+
+  /**
+   * Lists the tools again after `list_changed`: one listing at a time, and notifications that arrive meanwhile make
+   * one more afterwards, so a server flooding them costs a listing or two, not one each.
+   */
+  private refresh(client: Client): void {
+    this.refreshFor = client
+    if (this.refreshing) return
+    this.refreshing = true
+    void (async () => {
+      for (let next = this.refreshFor; next !== undefined; next = this.refreshFor) {
+        this.refreshFor = undefined
+        if (next === this.client) await this.relist(next)
+      }
+      this.refreshing = false
+    })()
+  }
+
+  private async relist(client: Client): Promise<void> {
+    try {
+      const listed = await this.list(client)
+      if (this.client !== client) return
+      this.register(listed)
+      this.options.onChange()
+    } catch (cause) {
+      this.problems = [...this.problems, `listing its tools again after list_changed failed: ${messageOf(cause)}`]
+    }
+  }
+
+  /** Registers `tools` in a fresh scope, closing the previous one: turns made before see them as stale. */
+  private register({ tools, problems: listing }: Listed): void {
+    const previous = this.scope
+    if (previous !== undefined) Effect.runSync(Scope.close(previous, Exit.void))
+    const record: Record<string, Tool.Any> = {}
+    const problems: Array<string> = [...listing]
+    for (const tool of tools) {
+      const name = `${this.name}_${tool.name}`
+      const problem = this.problem(tool, name, record)
+      if (problem !== undefined) {
+        problems.push(`tool "${tool.name}": ${problem}`)
+        continue
+      }
+      const made = this.make(tool, name)
+      if (typeof made === "string") problems.push(`tool "${tool.name}": ${made}`)
+      else record[name] = made
+    }
+    const scope = Effect.runSync(Scope.make())
+    Effect.runSync(Scope.provide(this.options.tools.register(record), scope))
+    this.scope = scope
+    this.registered = Object.keys(record)
+    this.problems = problems
+  }
+
+  private problem(tool: McpTool, name: string, record: Record<string, Tool.Any>): string | undefined {
+    const invalid = ToolName.problem(name)
+    if (invalid !== undefined) return `its core name "${name}" is not a valid tool name (${invalid})`
+    if (Object.hasOwn(record, name)) return `the server lists "${tool.name}" twice`
+    if (this.options.taken(name)) return `"${name}" is already a tool in this Location; the server's tool is not offered`
+    return undefined
+  }
+
+  /** The core tool for one of the server's tools, or why there is none. */
+  private make(tool: McpTool, name: string): Tool.Any | string {
+    let validate: (input: unknown) => string | undefined
+    try {
+      // A validator of the tool's own: one shared would answer a schema's `$id` with whatever schema of that id it
+      // compiled first (another server's, or this one's before list_changed), and would keep every schema forever.
+      const validators = new (McpSdk.load().ajv.AjvJsonSchemaValidator)()
+      const validator = validators.getValidator(withoutPatterns(tool.inputSchema) as Parameters<typeof validators.getValidator>[0])
+      validate = (input) => {
+        const result = validator(input)
+        return result.valid ? undefined : result.errorMessage
+      }
+    } catch (cause) {
+      return `its input schema cannot be used: ${messageOf(cause)}`
+    }
+    const description = tool.description?.trim() || tool.title?.trim() || `${tool.name} (from the MCP server "${this.name}")`
+    try {
+      return Described.make<McpContent.Result>({
+        description,
+        // What is advertised is in core's dialect, as core's own tools are (each provider mapping then treats it
+        // alike); the server's own schema, as it wrote it, checks the input.
+        inputSchema: ProviderDialect.canonical(tool.inputSchema),
+        ...(tool.outputSchema === undefined ? {} : { outputSchema: ProviderDialect.canonical(tool.outputSchema) }),
+        ...annotationsOf(tool),
+        validate,
+        execute: (input, context) => this.call(tool.name, name, input as Record<string, unknown>, context),
+        toModelOutput: ({ output }) => McpContent.parts(output),
+        structured: (output) => output.structuredContent,
+      })
+    } catch (cause) {
+      return messageOf(cause)
+    }
+  }
+
+  /** One call of the server's tool `tool` (core's `name`): its result, or a failure naming the server. */
+  call(
+    tool: string,
+    name: string,
+    input: Record<string, unknown>,
+    context: Tool.Context,
+  ): Effect.Effect<McpContent.Result, Tool.Failure> {
+    return Effect.tryPromise({
+      try: async (signal) => {
+        // Connected is the usual case: no promise to wait for then.
+        if (this.status !== "connected") await this.connect()
+        const client = this.client
+        if (client === undefined) throw new Unavailable(this.error ?? this.status)
+        return await this.broken(client, client.callTool({ name: tool, arguments: input }, undefined, {
+          timeout: this.timeoutMs,
+          signal,
+          onprogress: (progress) => {
+            const total = progress.total === undefined ? "" : `/${progress.total}`
+            Effect.runFork(
+              context.progress({
+                message: progress.message ?? `${progress.progress}${total}`,
+                metadata: { progress: progress.progress, ...(progress.total === undefined ? {} : { total: progress.total }) },
+              }),
+            )
+          },
+        }))
+      },
+      catch: (cause) => new Tool.Failure({ message: this.describe(cause, `calling ${tool}`, name) }),
+    }).pipe(
+      Effect.flatMap((result) => {
+        const output = result as McpContent.Result & { readonly isError?: boolean }
+        if (!Array.isArray(output.content)) {
+          return Effect.fail(
+            new Tool.Failure({ message: `MCP server "${this.name}" answered ${name} without content, which core cannot read.` }),
+          )
+        }
+        if (output.isError === true) return Effect.fail(new Tool.Failure({ message: McpContent.text(output) }))
+        return Effect.succeed({
+          content: output.content,
+          ...(output.structuredContent === undefined ? {} : { structuredContent: output.structuredContent }),
+        })
+      }),
+    )
+  }
+
+  /**
+   * A request's outcome; when it failed below the protocol (the HTTP session expired, the server went away, a
+   * request could not be sent), the connection is dropped so that the next call connects afresh. An error the
+   * server answered, or a timeout of one call, leaves it as it is.
+   */
+  private async broken<A>(client: Client, request: Promise<A>): Promise<A> {
+    try {
+      return await request
+    } catch (cause) {
+      const { McpError, ErrorCode } = McpSdk.load().types
+      const answered = cause instanceof McpError && cause.code !== ErrorCode.ConnectionClosed
+      if (!answered && this.client === client) {
+        this.client = undefined
+        this.fail(this.describe(cause, "calling a tool", undefined, false))
+        void client.close().catch(() => undefined)
+      }
+      throw cause
+    }
+  }
+
+  /** What went wrong with a request, in words a model (or a person) can act on. */
+  private describe(cause: unknown, doing: string, name?: string, named = true): string {
+    // Without the server's name for its state, where the name is said beside it.
+    const server = named ? `MCP server "${this.name}"` : "the server"
+    if (cause instanceof Unavailable) return `${server} is not available (${cause.reason}); nothing ran. It is tried again on the next call.`
+    const { McpError, ErrorCode } = McpSdk.load().types
+    const { StreamableHTTPError } = McpSdk.load().http
+    if (cause instanceof McpError && cause.code === ErrorCode.RequestTimeout) {
+      return (
+        `${server} did not answer within ${this.timeoutMs} ms while ${doing}; the request was cancelled. ` +
+        `Try again, or raise "timeoutMs" for "${this.name}" in core.json if it needs longer.`
+      )
+    }
+    if (cause instanceof McpError && cause.code === ErrorCode.ConnectionClosed) {
+      const how = this.process?.exit !== undefined ? `: the server process ${this.process.describeExit()}` : ""
+      return `${server} closed the connection while ${doing}${how}. It is started again on the next call${name === undefined ? "" : ` to ${name}`}.`
+    }
+    if (cause instanceof McpError) return `${server} answered with an error while ${doing}: ${cause.message}`
+    if (cause instanceof StreamableHTTPError && cause.code !== undefined) {
+      return `${server} answered HTTP ${cause.code} while ${doing}: ${cause.message}`
+    }
+    if (this.process?.exit !== undefined) return `${server} stopped while ${doing}: the server process ${this.process.describeExit()}`
+    return `${server} failed while ${doing}: ${messageOf(cause)}`
+  }
+
+  /** Removes its tools, ends the session and the server's process group. */
+  async close(): Promise<void> {
+    this.status = "closed"
+    if (this.scope !== undefined) Effect.runSync(Scope.close(this.scope, Exit.void))
+    this.scope = undefined
+    const client = this.client
+    this.client = undefined
+    // A connection still being made is broken off, not waited for: its requests fail at once.
+    await Promise.all([client?.close(), this.opening?.close(), this.process?.close()].map((done) => done?.catch(() => undefined)))
+    await this.connecting
+  }
+}
+
+/** A call found the server not connected and could not connect it. */
+class Unavailable extends Error {
+  constructor(readonly reason: string) {
+    super(reason)
+  }
+}

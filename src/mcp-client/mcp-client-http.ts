@@ -1,0 +1,57 @@
+export * as McpClientHttp from "./mcp-client-http"
+
+// The fetch core's streamable-HTTP MCP client goes through: a server's answer is read in bounded messages, as a
+// server's stdout lines are (./stdio.ts). A JSON answer larger than the limit, or one server-sent event that runs
+// past it without ending, errors the body instead of growing core's memory without end; the call then fails
+// naming the server (or times out), and core goes on.
+
+import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
+
+/** The most one message from a server may take: a JSON answer, or one server-sent event. */
+export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+const LF = 10
+const CR = 13
+
+/** Where the last event boundary (a blank line: LF LF, or LF CR LF) ends in `chunk`, given the bytes before it. */
+const boundaryEnd = (chunk: Uint8Array, before: ReadonlyArray<number>): number => {
+  for (let index = chunk.length - 1; index >= 0; index--) {
+    if (chunk[index] !== LF) continue
+    const previous = index >= 1 ? chunk[index - 1] : before[before.length - 1]
+    const earlier = index >= 2 ? chunk[index - 2] : before[before.length - 2 + index]
+    if (previous === LF || (previous === CR && earlier === LF)) return index + 1
+  }
+  return -1
+}
+
+export class TooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`the server's answer ran past ${limit} bytes in one message; core stopped reading it`)
+  }
+}
+
+/** `base`, with every response body bounded per message (see above). */
+export const bounded =
+  (base: FetchLike = fetch, limit = MAX_MESSAGE_BYTES): FetchLike =>
+  async (url, init) => {
+    const response = await base(url, init)
+    if (response.body === null) return response
+    const events = (response.headers.get("content-type") ?? "").includes("text/event-stream")
+    // Bytes of the message being read: the whole body for JSON, the current event for a stream of events.
+    let pending = 0
+    let tail: Array<number> = []
+    const body = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          if (events) {
+            const end = boundaryEnd(chunk, tail)
+            pending = end === -1 ? pending + chunk.length : chunk.length - end
+            tail = [...tail, ...chunk.subarray(Math.max(0, chunk.length - 2))].slice(-2)
+          } else pending += chunk.length
+          if (pending > limit) return controller.error(new TooLarge(limit))
+          controller.enqueue(chunk)
+        },
+      }),
+    )
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers })
+  }

@@ -1,0 +1,225 @@
+export * as McpClientStdio from "./mcp-client-stdio"
+
+// The stdio side of an MCP server core starts (where and as what: ./launch), in its own process group under a supervisor of its own (the shell's
+// per-call supervisor, so the server and whatever it starts die with core, however core ends); the group is ended
+// (SIGTERM, then SIGKILL) when the connection closes. It speaks newline-delimited JSON-RPC; a line that is not a
+// JSON-RPC message (a server logging to stdout) is counted and skipped, never fatal. It spawns nothing itself and
+// decides nothing about tools.
+
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
+import { ProcessGroup } from "../shell/process-group"
+import { ServerLaunch } from "./server-launch"
+import { McpSdk } from "./mcp-sdk"
+import { Supervised } from "../shell/supervised"
+
+/** How long a server gets to exit after SIGTERM when its connection closes. */
+export const GRACE_MS = 1000
+/** How much of a server's stderr is kept for saying why it ended. */
+const STDERR_TAIL_BYTES = 2048
+/** How long, after the process ended, its last stderr output is waited for. */
+const STDERR_SETTLE_MS = 100
+/** A line longer than this is not a message core will read: it is dropped like garbage. */
+const MAX_LINE_BYTES = 16 * 1024 * 1024
+
+export interface Options {
+  readonly command: ReadonlyArray<string>
+  /** Added to the few variables a server inherits (PATH, HOME, USER, SHELL, TERM, LOGNAME): never core's secrets. */
+  readonly env?: Readonly<Record<string, string>>
+  /** The Location the server serves: it starts outside it, and nothing in it names its program (./launch). */
+  readonly location: string
+}
+
+/** Why a server could not be started: the program is missing, not executable, or the like. */
+export class SpawnFailure {
+  readonly _tag = "SpawnFailure"
+  constructor(
+    readonly code: string,
+    readonly message: string,
+  ) {}
+}
+
+/** A started server, however it was started. */
+interface Child {
+  /** The server's own pid, which is also its process group's. */
+  readonly pid: number
+  readonly stdin: Bun.FileSink
+  readonly stdout: ReadableStream<Uint8Array>
+  readonly stderr: ReadableStream<Uint8Array>
+  /** How the server ended: its exit code or signal. */
+  readonly exited: Promise<{ readonly code: number | null; readonly signal: string | null }>
+  /** Ends the server's group and waits until it is gone. */
+  readonly end: () => Promise<void>
+}
+
+const failure = (program: string, code: string, detail: string): SpawnFailure =>
+  new SpawnFailure(
+    code,
+    code === "ENOENT"
+      ? `command "${program}" not found (check the path, or that it is installed and on PATH)`
+      : code === "EACCES"
+        ? `command "${program}" is not executable`
+        : `command "${program}" could not be started (${detail})`,
+  )
+
+/** The server under a supervisor of its own: it dies with core. */
+const supervised = async (options: Options, launch: ServerLaunch.Launch): Promise<Child | SpawnFailure> => {
+  const server = Supervised.server({ argv: [...launch.argv], cwd: launch.cwd, env: { ...launch.env }, graceMs: GRACE_MS })
+  const started = await server.started
+  if (started.kind === "refused") return failure(options.command[0]!, started.code, started.message)
+  if (started.kind === "failed") {
+    await server.stop()
+    return failure(options.command[0]!, "EUNKNOWN", started.message)
+  }
+  ProcessGroup.track(started.pid)
+  return {
+    pid: started.pid,
+    stdin: server.stdin,
+    stdout: server.stdout,
+    stderr: server.stderr,
+    exited: server.ended.then((report) =>
+      report === undefined ? { code: null, signal: "its supervisor's end" } : { code: report.exitCode, signal: report.signal },
+    ),
+    end: async () => {
+      await server.stop()
+      await ProcessGroup.terminate(started.pid, 0)
+    },
+  }
+}
+
+const stderrTail = (chunks: Array<Uint8Array>): string => {
+  const text = Buffer.concat(chunks).toString("utf8").trim()
+  return text.length <= STDERR_TAIL_BYTES ? text : `…${text.slice(-STDERR_TAIL_BYTES)}`
+}
+
+/** A started server process as an MCP transport. */
+export class Process implements Transport {
+  onclose?: () => void
+  onerror?: (error: Error) => void
+  onmessage?: (message: JSONRPCMessage) => void
+
+  readonly pid: number
+  /** Lines on stdout that were not JSON-RPC messages. */
+  ignoredLines = 0
+  /** How the process ended, once it has. */
+  exit: { readonly code: number | null; readonly signal: string | null; readonly stderr: string } | undefined
+  private readonly child: Child
+  private readonly stderr: Array<Uint8Array> = []
+  private closed = false
+
+  private constructor(child: Child) {
+    this.child = child
+    this.pid = child.pid
+  }
+
+  /** Starts the server, or says why it could not be started. */
+  static async spawn(options: Options): Promise<Process | SpawnFailure> {
+    const env = { ...McpSdk.load().stdio.getDefaultEnvironment(), ...options.env }
+    if (!Supervised.launchable()) {
+      return new SpawnFailure("ENOSUPERVISOR", "no supervisor can be started from this build of core to run it")
+    }
+    const launch = ServerLaunch.resolve(options.command, options.location, env)
+    if ("code" in launch) return new SpawnFailure(launch.code, launch.message)
+    const child = await supervised(options, launch)
+    return child instanceof SpawnFailure ? child : new Process(child)
+  }
+
+  async start(): Promise<void> {
+    void this.read()
+    const drained = this.drainStderr()
+    void this.child.exited.then(async (exit) => {
+      // What it said last explains why it ended; a grandchild holding stderr open must not delay saying so.
+      await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, STDERR_SETTLE_MS))])
+      this.exit = { ...exit, stderr: stderrTail(this.stderr) }
+      this.finish()
+    })
+  }
+
+  private async read(): Promise<void> {
+    const decoder = new TextDecoder()
+    let buffer = ""
+    const reader = this.child.stdout.getReader()
+    try {
+      for (;;) {
+        const { value: chunk, done } = await reader.read()
+        if (done) break
+        buffer += decoder.decode(chunk, { stream: true })
+        let newline = buffer.indexOf("\n")
+        while (newline !== -1) {
+          this.line(buffer.slice(0, newline))
+          buffer = buffer.slice(newline + 1)
+          newline = buffer.indexOf("\n")
+        }
+        if (buffer.length > MAX_LINE_BYTES) {
+          this.ignoredLines++
+          buffer = ""
+        }
+      }
+    } catch (cause) {
+      this.onerror?.(cause instanceof Error ? cause : new Error(String(cause)))
+    }
+  }
+
+  private line(raw: string): void {
+    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw
+    if (line.trim() === "") return
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(line)
+    } catch {
+      this.ignoredLines++
+      return
+    }
+    const message = McpSdk.load().types.JSONRPCMessageSchema.safeParse(parsed)
+    if (!message.success) {
+      this.ignoredLines++
+      return
+    }
+    this.onmessage?.(message.data)
+  }
+
+  private async drainStderr(): Promise<void> {
+    let kept = 0
+    try {
+      for await (const chunk of this.child.stderr) {
+        this.stderr.push(chunk)
+        kept += chunk.byteLength
+        while (kept > STDERR_TAIL_BYTES * 2 && this.stderr.length > 1) kept -= this.stderr.shift()!.byteLength
+      }
+    } catch {
+      // The stream broke as the process went: what was kept is what it said.
+    }
+  }
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    if (this.closed || this.exit !== undefined) throw new Error("the server process has ended")
+    this.child.stdin.write(`${JSON.stringify(message)}\n`)
+    // A promise only when the pipe is full: waiting then keeps a slow server from being flooded.
+    const flushed = this.child.stdin.flush()
+    if (typeof flushed !== "number") await flushed
+  }
+
+  private finish(): void {
+    if (this.closed) return
+    this.closed = true
+    this.onclose?.()
+  }
+
+  /** Ends the server's process group and waits until it is gone. */
+  async close(): Promise<void> {
+    try {
+      this.child.stdin.end()
+    } catch {
+      // already closed by the process ending
+    }
+    await this.child.end()
+    this.finish()
+  }
+
+  /** How the process ended, in words, for a failure or the server's state. */
+  describeExit(): string {
+    if (this.exit === undefined) return "the process is running"
+    const how = this.exit.signal !== null ? `was killed by ${this.exit.signal}` : `exited with code ${this.exit.code}`
+    return this.exit.stderr === "" ? how : `${how}: ${this.exit.stderr}`
+  }
+}

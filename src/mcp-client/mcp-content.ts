@@ -1,0 +1,70 @@
+export * as McpContent from "./mcp-content"
+
+// What an MCP server's tool result becomes in core: text stays text, an image or audio clip becomes a file part,
+// an embedded resource's text becomes text and its blob a file part, a resource link a line naming it. The
+// structured part is the server's `structuredContent`, else none. Pure: no I/O, no services.
+
+import type { Tool } from "../tool/tool"
+
+/** The part of an MCP `CallToolResult` core keeps as a call's output. */
+export interface Result {
+  readonly content: ReadonlyArray<Part>
+  readonly structuredContent?: { readonly [key: string]: unknown }
+}
+
+/** One MCP content block, as far as core reads it. */
+export type Part =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "image" | "audio"; readonly data: string; readonly mimeType: string }
+  | {
+      readonly type: "resource"
+      readonly resource: { readonly uri: string; readonly mimeType?: string; readonly text?: string; readonly blob?: string }
+    }
+  | { readonly type: "resource_link"; readonly uri: string; readonly name?: string; readonly mimeType?: string }
+  | { readonly type: string }
+
+const nameOf = (uri: string): string | undefined => {
+  const last = uri.split(/[/\\]/).filter((segment) => segment !== "").at(-1)
+  return last === undefined || last.includes(":") ? undefined : last
+}
+
+/** One MCP content block as core content; a block core does not know is named, never dropped silently. */
+export const part = (block: Part): Tool.Content => {
+  switch (block.type) {
+    case "text":
+      return { type: "text", text: (block as { text: string }).text }
+    case "image":
+    case "audio": {
+      const media = block as { data: string; mimeType: string }
+      return { type: "file", data: media.data, mime: media.mimeType }
+    }
+    case "resource": {
+      const { resource } = block as Extract<Part, { type: "resource" }>
+      if (typeof resource.text === "string") return { type: "text", text: resource.text }
+      const name = nameOf(resource.uri)
+      return {
+        type: "file",
+        data: resource.blob ?? "",
+        mime: resource.mimeType ?? "application/octet-stream",
+        ...(name === undefined ? {} : { name }),
+      }
+    }
+    case "resource_link": {
+      const link = block as Extract<Part, { type: "resource_link" }>
+      const label = link.name === undefined || link.name === link.uri ? "" : ` (${link.name})`
+      return { type: "text", text: `Resource: ${link.uri}${label}` }
+    }
+    default:
+      return { type: "text", text: `[content of type "${block.type}" that core does not show]` }
+  }
+}
+
+export const parts = (result: Result): ReadonlyArray<Tool.Content> => result.content.map(part)
+
+/** The text of a result, for a failure's message: its text parts, or a note that it had none. */
+export const text = (result: Result): string => {
+  const texts = result.content.flatMap((block) =>
+    block.type === "text" ? [(block as { text: string }).text] : [],
+  )
+  return texts.length > 0 ? texts.join("\n") : "(no text in the error result)"
+}

@@ -1,0 +1,200 @@
+export * as McpHttp from "./mcp-http"
+
+// MCP's streamable HTTP transport for `core serve` (`/mcp`): one MCP session (./mcp) per `Mcp-Session-Id`, made by
+// an `initialize` request and bound for its life to the Location that request acted on (`X-Core-Location`, as every
+// route) and to an agent (`?agent=`, default build). A session holds its Location while it is open; DELETE ends it,
+// and so does the server's shutdown: its calls cancelled and recorded, its streams ended. A session no request has
+// used for the idle period (and with no call running) is ended too, as is the least recently used one beyond the
+// bound, so clients that never say goodbye hold nothing for long; when every session has a call running, no new
+// one is made beyond the bound. The caller has already checked the Host and the token; this module does no HTTP
+// routing.
+
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
+import type { Served } from "../host/served"
+import type { Sidecar } from "../host/sidecar"
+import { Agent } from "../permission/agent"
+import { McpEvents } from "./mcp-events"
+import { Mcp } from "./mcp"
+
+/**
+ * Sessions kept at most: beyond it, the least recently used idle one is ended, and when every one has a call running
+ * a new session is refused (503).
+ */
+export const MAX_SESSIONS = 1_000
+/** A session no request has used for this long (and with no call running) is ended. */
+export const IDLE_MS = 30 * 60 * 1000
+
+export interface Options {
+  readonly sidecar: Sidecar.Interface
+  readonly version: string
+  /** Writes a line for the operator (stderr). */
+  readonly log: (line: string) => void
+  readonly max?: number
+  readonly idleMs?: number
+  /** The clock, in epoch milliseconds. */
+  readonly now?: () => number
+}
+
+export interface Request {
+  readonly request: globalThis.Request
+  /** The parsed JSON body of a POST (the body stream has been read by then). */
+  readonly body: unknown
+  /** The Location the request acts on (its `X-Core-Location`, or the serve's own). */
+  readonly served: Served.Interface
+  /** Whether the request named its Location itself. */
+  readonly namedLocation: boolean
+}
+
+export interface Interface {
+  /** Answers one request to `/mcp`. */
+  readonly handle: (request: Request) => Effect.Effect<Response>
+  /** How many sessions are open. */
+  readonly size: () => number
+  /** Ends every session: calls cancelled and recorded, streams ended. */
+  readonly closeAll: Effect.Effect<void>
+}
+
+interface Open {
+  readonly transport: WebStandardStreamableHTTPServerTransport
+  readonly session: Mcp.Session
+  readonly scope: Scope.Closeable
+  readonly directory: string
+  /** When a request last used it. */
+  used: number
+}
+
+/** A JSON-RPC error answer, for what is refused before a session's transport sees it. */
+const rpcError = (status: number, code: number, message: string): Response =>
+  new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }), {
+    status,
+    headers: { "content-type": "application/json" },
+  })
+
+/** The session table, for the life of the Scope (closing it ends every session). */
+export const make = (options: Options): Effect.Effect<Interface, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const { sidecar } = options
+    const max = options.max ?? MAX_SESSIONS
+    const idleMs = options.idleMs ?? IDLE_MS
+    const now = options.now ?? Date.now
+    /** In order of last use (a use moves a session to the end). */
+    const sessions = new Map<string, Open>()
+    const parent = yield* Scope.Scope
+
+    const end = (id: string) =>
+      Effect.suspend(() => {
+        const open = sessions.get(id)
+        if (open === undefined) return Effect.void
+        sessions.delete(id)
+        return open.session.close.pipe(Effect.andThen(Scope.close(open.scope, Exit.void)))
+      })
+
+    /** A new session for an `initialize` request, bound to the request's Location and `?agent=`. */
+    const start = (request: Request) =>
+      Effect.gen(function* () {
+        const agent = new URL(request.request.url).searchParams.get("agent") ?? Agent.DEFAULT_AGENT
+        const scope = yield* Scope.fork(parent)
+        const id = crypto.randomUUID()
+        const opened = yield* Effect.gen(function* () {
+          // The session holds its Location (it is not let go while the session is open).
+          const served = yield* sidecar.locations.get(request.served.directory)
+          const known = yield* Effect.result(served.capture(agent, { connect: false }))
+          if (known._tag === "Failure") return rpcError(400, -32602, known.failure.message)
+          const session = yield* Mcp.session(
+            { served, calls: sidecar.calls, outputs: sidecar.outputs },
+            {
+              agent,
+              sessionID: `ses_mcp_${id}`,
+              name: "core",
+              version: options.version,
+              note: (text) => options.log(text.trimEnd()),
+            },
+          )
+          const transport = new WebStandardStreamableHTTPServerTransport({
+            sessionIdGenerator: () => id,
+            onsessionclosed: () => void Effect.runFork(end(id)),
+          })
+          yield* Effect.promise(() => session.server.connect(transport))
+          return { transport, session, scope, directory: served.directory, used: now() } satisfies Open
+        }).pipe(
+          Scope.provide(scope),
+          Effect.catchTag("Config.ConfigError", (error) =>
+            Effect.succeed(rpcError(400, -32602, `The Location cannot be served: ${error.message}`)),
+          ),
+        )
+        if (opened instanceof Response) {
+          yield* Scope.close(scope, Exit.void)
+          return opened
+        }
+        sessions.set(id, opened)
+        const answer = McpEvents.answer(
+          yield* Effect.promise(() => opened.transport.handleRequest(request.request, { parsedBody: request.body })),
+        )
+        // An initialize the transport refused made no session.
+        if (opened.transport.sessionId === undefined) yield* end(id)
+        return answer
+      })
+
+    /**
+     * Ends the sessions idle too long, then the least recently used beyond the bound with `room` more to come
+     * (never one with a call running).
+     */
+    const expire = (room: number) => Effect.suspend(() => {
+      const at = now()
+      let excess = sessions.size + room - max
+      const gone: Array<string> = []
+      for (const [id, open] of sessions) {
+        if (at - open.used <= idleMs && excess <= 0) break
+        if (open.session.busy()) continue
+        gone.push(id)
+        excess--
+      }
+      return Effect.forEach(gone, end, { discard: true })
+    })
+
+    const handle = (request: Request): Effect.Effect<Response> =>
+      Effect.gen(function* () {
+        const id = request.request.headers.get("mcp-session-id")
+        yield* expire(id === null ? 1 : 0)
+        if (id === null) {
+          if (request.request.method === "POST" && isInitializeRequest(request.body)) {
+            // Every session at the bound has a call running: none is ended for a newcomer, whose work would be lost.
+            if (sessions.size >= max) {
+              return rpcError(
+                503,
+                -32000,
+                `Too many MCP sessions (${max}), each with a call running: end one with DELETE /mcp or retry later`,
+              )
+            }
+            return yield* start(request)
+          }
+          return rpcError(400, -32000, "No Mcp-Session-Id: start a session with an initialize request (POST /mcp)")
+        }
+        const open = sessions.get(id)
+        if (open === undefined) return rpcError(404, -32001, "Session not found: it ended or never existed; initialize again")
+        open.used = now()
+        sessions.delete(id)
+        sessions.set(id, open)
+        if (request.namedLocation && request.served.directory !== open.directory) {
+          return rpcError(400, -32000, `This session serves ${open.directory}; send that X-Core-Location or none`)
+        }
+        const answer = McpEvents.answer(
+          yield* Effect.promise(() =>
+            open.transport.handleRequest(
+              request.request,
+              request.request.method === "POST" ? { parsedBody: request.body } : undefined,
+            ),
+          ),
+        )
+        if (request.request.method === "DELETE") yield* end(id)
+        return answer
+      })
+
+    const closeAll = Effect.suspend(() => Effect.forEach([...sessions.keys()], end, { concurrency: "unbounded", discard: true }))
+    yield* Effect.addFinalizer(() => closeAll)
+    return { handle, size: () => sessions.size, closeAll }
+  })

@@ -1,0 +1,190 @@
+export * as McpStdio from "./mcp-stdio"
+
+// The stdio transport of `core mcp`: newline-delimited JSON-RPC on a readable and a writable stream, with memory
+// bounded per line and every malformed message answered as JSON-RPC says (a parse error with id null, an invalid
+// request with its id when it can be read), so a client never waits forever and one bad line never ends the server.
+// It knows nothing of tools or sessions; the MCP server on top dispatches what it passes on.
+
+import type { Readable, Writable } from "node:stream"
+import type { Transport as McpTransport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import { ErrorCode, JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
+
+/** A line longer than this is not read: it is answered with an error (carrying its id when it can be read). */
+export const MAX_LINE_BYTES = 8 * 1024 * 1024
+/** How much of an over-long line is kept to find its id (clients put `id` before `params`). */
+const ID_SCAN_BYTES = 64 * 1024
+
+type Id = string | number
+
+const ID_VALUE = /^\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)/
+
+/** The index of the quote that closes the JSON string opening at `start`, or -1 if the text ends first. */
+const stringEnd = (text: string, start: number): number => {
+  for (let index = start + 1; index < text.length; index++) {
+    const char = text[index]
+    if (char === "\\") index++
+    else if (char === '"') return index
+  }
+  return -1
+}
+
+/** The top-level `id` of a JSON object's text, read from its beginning alone (the rest may be missing). */
+export const scanId = (text: string): Id | undefined => {
+  let depth = 0
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index]
+    if (char === '"') {
+      const end = stringEnd(text, index)
+      if (end === -1) return undefined
+      if (depth === 1 && text.slice(index, end + 1) === '"id"') {
+        const colon = /^\s*:/.exec(text.slice(end + 1, end + 64))
+        if (colon !== null) {
+          const value = ID_VALUE.exec(text.slice(end + 1 + colon[0].length, end + 1 + colon[0].length + 1024))
+          return value === null ? undefined : (JSON.parse(value[1]!) as Id)
+        }
+      }
+      index = end
+    } else if (char === "{" || char === "[") depth++
+    else if (char === "}" || char === "]") depth--
+  }
+  return undefined
+}
+
+/** The id of a parsed message that is not valid JSON-RPC, when it has one JSON-RPC allows. */
+const idOf = (value: unknown): Id | null => {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return null
+  const id = (value as { id?: unknown }).id
+  return typeof id === "string" || (typeof id === "number" && Number.isFinite(id)) ? id : null
+}
+
+const isResponse = (value: unknown): boolean =>
+  typeof value === "object" && value !== null && !("method" in value) && ("result" in value || "error" in value)
+
+export class Transport implements McpTransport {
+  onclose?: () => void
+  onerror?: (error: Error) => void
+  onmessage?: (message: JSONRPCMessage) => void
+
+  private chunks: Array<Buffer> = []
+  private size = 0
+  /** While an over-long line is skipped: its beginning (to find its id) and how many bytes it has had. */
+  private skipping: { prefix: Buffer; bytes: number } | undefined
+  private closed = false
+
+  constructor(
+    private readonly input: Readable,
+    private readonly output: Writable,
+    private readonly maxLineBytes: number = MAX_LINE_BYTES,
+  ) {}
+
+  private readonly onData = (chunk: Buffer | string) => this.take(typeof chunk === "string" ? Buffer.from(chunk) : chunk)
+  private readonly onEnd = () => void this.close()
+  private readonly onError = (error: Error) => this.onerror?.(error)
+
+  async start(): Promise<void> {
+    this.input.on("data", this.onData)
+    this.input.once("end", this.onEnd)
+    this.input.on("error", this.onError)
+  }
+
+  private take(chunk: Buffer): void {
+    let start = 0
+    for (;;) {
+      const newline = chunk.indexOf(10, start)
+      const piece = newline === -1 ? chunk.subarray(start) : chunk.subarray(start, newline)
+      this.append(piece)
+      if (newline === -1) return
+      this.endLine()
+      start = newline + 1
+    }
+  }
+
+  private append(piece: Buffer): void {
+    if (piece.length === 0) return
+    const skipping = this.skipping
+    if (skipping !== undefined) {
+      if (skipping.prefix.length < ID_SCAN_BYTES) {
+        skipping.prefix = Buffer.concat([skipping.prefix, piece.subarray(0, ID_SCAN_BYTES - skipping.prefix.length)])
+      }
+      skipping.bytes += piece.length
+      return
+    }
+    if (this.size + piece.length <= this.maxLineBytes) {
+      this.chunks.push(piece)
+      this.size += piece.length
+      return
+    }
+    // Too long to read: only its beginning is kept, to answer with its id.
+    const prefix = Buffer.concat([...this.chunks, piece.subarray(0, ID_SCAN_BYTES)]).subarray(0, ID_SCAN_BYTES)
+    this.skipping = { prefix: Buffer.from(prefix), bytes: this.size + piece.length }
+    this.chunks = []
+    this.size = 0
+  }
+
+  private endLine(): void {
+    const skipped = this.skipping
+    if (skipped !== undefined) {
+      this.skipping = undefined
+      const id = scanId(skipped.prefix.toString("utf8")) ?? null
+      this.answer(
+        id,
+        ErrorCode.InvalidRequest,
+        `Message too large: ${skipped.bytes} bytes, over the limit of ${this.maxLineBytes} bytes per message; it was not read. Send less in one call (for example, write a large file in parts).`,
+      )
+      return
+    }
+    const line = Buffer.concat(this.chunks).toString("utf8")
+    this.chunks = []
+    this.size = 0
+    this.line(line.endsWith("\r") ? line.slice(0, -1) : line)
+  }
+
+  private line(line: string): void {
+    if (line.trim() === "") return
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(line)
+    } catch {
+      return this.answer(null, ErrorCode.ParseError, "Parse error: the message is not JSON.")
+    }
+    if (Array.isArray(parsed)) {
+      return this.answer(null, ErrorCode.InvalidRequest, "Invalid request: batches are not supported; send one message per line.")
+    }
+    let checked: ReturnType<typeof JSONRPCMessageSchema.safeParse> | undefined
+    try {
+      checked = JSONRPCMessageSchema.safeParse(parsed)
+    } catch {
+      // Nested too deeply to check: invalid like any other malformed message.
+    }
+    if (checked?.success === true) return this.onmessage?.(checked.data)
+    // A malformed response answers nothing of ours: JSON-RPC never answers a response.
+    if (isResponse(parsed)) return this.onerror?.(new Error("a malformed JSON-RPC response was skipped"))
+    this.answer(idOf(parsed), ErrorCode.InvalidRequest, "Invalid request: not a JSON-RPC 2.0 request or notification.")
+  }
+
+  private answer(id: Id | null, code: number, message: string): void {
+    this.onerror?.(new Error(message))
+    // The SDK's message types have no id null; JSON-RPC answers a message whose id cannot be read with one.
+    void this.send({ jsonrpc: "2.0", id, error: { code, message } } as unknown as JSONRPCMessage).catch(() => undefined)
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    if (this.closed) return Promise.reject(new Error("the transport is closed"))
+    return new Promise((resolve) => {
+      if (this.output.write(`${JSON.stringify(message)}\n`)) resolve()
+      else this.output.once("drain", resolve)
+    })
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    this.input.off("data", this.onData)
+    this.input.off("end", this.onEnd)
+    this.input.off("error", this.onError)
+    this.input.pause()
+    this.chunks = []
+    this.skipping = undefined
+    this.onclose?.()
+  }
+}

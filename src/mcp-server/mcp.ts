@@ -1,0 +1,378 @@
+export * as Mcp from "./mcp"
+
+// One MCP session serving a Location's tools, whatever carries it (stdio for `core mcp`, streamable HTTP at `/mcp`):
+// `tools/list` is the agent's catalog now, `tools/call` settles through the host's running calls (permissions,
+// bounding, managed outputs, at most once) against the catalog current at the call, a reload announces
+// `notifications/tools/list_changed`, `resources/read` opens managed outputs, and the Location's skills are its
+// prompts (`prompts/list`, `prompts/get`: the skill's instructions as one user message; `list_changed` when they
+// change). It answers the permission asks of its own calls only. No transport here, and no wording of results
+// (./mapping).
+
+import { readFile } from "node:fs/promises"
+import { existsSync } from "node:fs"
+import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Tracer from "effect/Tracer"
+import * as PubSub from "effect/PubSub"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
+import type { Calls } from "../host/calls"
+import type { Events } from "../host/events"
+import type { Served } from "../host/served"
+import type { ManagedOutputs } from "../output/managed-outputs"
+import { Permission } from "../permission/permission"
+import type { Settler } from "../settlement/settler"
+import { Mapping } from "./mapping"
+import { McpDelegated } from "./mcp-delegated"
+
+/** MCP's code for a resource that does not exist (the protocol's own, beside JSON-RPC's). */
+export const RESOURCE_NOT_FOUND = -32002
+
+/** How long a permission ask waits for the client's user before it is declined. */
+const ASK_TIMEOUT_MS = 24 * 60 * 60 * 1000
+
+/** What a session runs on: the served Location, the host's running calls, the managed outputs. */
+export interface Host {
+  readonly served: Served.Interface
+  readonly calls: Calls.Interface
+  readonly outputs: ManagedOutputs.Interface
+}
+
+export interface Options {
+  /** The agent whose rules filter the catalog and authorize each call. */
+  readonly agent: string
+  /** The session id of calls whose `_meta` names none: one per MCP session. */
+  readonly sessionID: string
+  readonly name: string
+  readonly version: string
+  /** Writes a note for the person running core (stderr), never to the client. */
+  readonly note: (text: string) => void
+  /**
+   * Whether the client is the Location's one host (`core mcp`): then it is offered the shipped host tools it can
+   * perform (`question` with form elicitation, `task` with sampling). Never on a Location other hosts share.
+   */
+  readonly hostTools?: boolean
+}
+
+export interface Session {
+  /** The MCP server; the caller connects it to a transport. */
+  readonly server: Server
+  /**
+   * Cancels the calls this session started that still run and waits until each is settled and recorded, then
+   * closes the server (and its transport).
+   */
+  readonly close: Effect.Effect<void>
+  /** Whether a call of this session is still being waited on. */
+  readonly busy: () => boolean
+  /**
+   * Serves `host` from now on: requests that came before the first one wait for it; a later one (another Location)
+   * is announced with `notifications/tools/list_changed`, and calls already running finish where they started.
+   */
+  readonly attach: (host: Host) => Effect.Effect<void>
+}
+
+const metaString = (meta: Record<string, unknown> | undefined, key: string): string | undefined => {
+  const value = meta?.[key]
+  return typeof value === "string" && value.trim() !== "" ? value : undefined
+}
+
+const keyOf = (key: { readonly sessionID: string; readonly toolCallID: string }) =>
+  JSON.stringify([key.sessionID, key.toolCallID])
+
+/**
+ * A session for the life of the Scope (closing it closes the session), on `host`, or on the first host `attach`
+ * gives when `host` is undefined (a Location known only once the client has said its roots).
+ */
+export const session = (initial: Host | undefined, options: Options): Effect.Effect<Session, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const scope = yield* Effect.scope
+    const run = Effect.runPromiseWith(yield* Effect.context<never>())
+    // With a tracer that keeps spans, each request is a server span (its call's settle spans below it).
+    const traced = (yield* Effect.tracer) !== Tracer.nativeTracer
+    const span = <A, E>(name: string, effect: Effect.Effect<A, E>, attributes: Record<string, unknown> = {}) =>
+      traced ? Effect.withSpan(effect, name, { kind: "server", attributes }) : effect
+    let host: Host | undefined
+    let attached: () => void = () => undefined
+    const ready = new Promise<void>((resolve) => {
+      attached = resolve
+    })
+    const current = async (): Promise<Host> => {
+      if (host === undefined) await ready
+      return host!
+    }
+    /** The calls this session is waiting on, by key, with the host and turn each settles through. */
+    const running = new Map<
+      string,
+      { readonly call: Settler.Call; readonly host: Host; readonly turn: Served.Turn; readonly requestId: string | number }
+    >()
+    const waiting = new Set<Promise<unknown>>()
+    const server = new Server(
+      { name: options.name, version: options.version },
+      { capabilities: { tools: { listChanged: true }, resources: {}, prompts: { listChanged: true } } },
+    )
+
+    /**
+     * Registers in `served`, once, the shipped host tools the client can perform; a Location tool of such a name
+     * stays the Location's.
+     */
+    const delegating = new WeakMap<Served.Interface, ReadonlyArray<string>>()
+    const offerHostTools = (served: Served.Interface) => {
+      if (options.hostTools !== true || delegating.has(served)) return Promise.resolve()
+      const names = McpDelegated.offered(server.getClientCapabilities())
+      delegating.set(served, names)
+      if (names.length === 0) return Promise.resolve()
+      return run(
+        Effect.forEach(names, (name) =>
+          served.hostTools.register({ enable: [name] }).pipe(
+            Effect.catchTag("HostTools.Taken", (error) => Effect.sync(() => options.note(`core: ${error.message}\n`))),
+          ),
+        ).pipe(Effect.orDie),
+      )
+    }
+
+    /** The skills offered as prompts: the Location's, but those a rule of the agent denies. */
+    const prompts = (served: Served.Interface) =>
+      served
+        .skills()
+        .skills()
+        .filter((skill) => !served.skillDenied(options.agent, skill.name))
+        .map((skill) => ({ name: skill.name, description: skill.description }))
+
+    server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: prompts((await current()).served) }))
+
+    server.setRequestHandler(GetPromptRequestSchema, async (request) => {
+      const { served } = await current()
+      const { name } = request.params
+      const prompt = prompts(served).find((candidate) => candidate.name === name)
+      if (prompt === undefined) {
+        const known = prompts(served).map((candidate) => candidate.name)
+        throw new McpError(
+          ErrorCode.InvalidParams,
+          `Unknown prompt "${name.slice(0, 100)}"; ${known.length === 0 ? "this Location has no skills" : `the prompts are: ${known.join(", ")}`}`,
+        )
+      }
+      const instructions = await run(Effect.result(served.skills().instructions(name)))
+      if (instructions._tag === "Failure") throw new McpError(ErrorCode.InvalidParams, instructions.failure.message)
+      return {
+        description: prompt.description,
+        messages: [{ role: "user" as const, content: { type: "text" as const, text: instructions.success } }],
+      }
+    })
+
+    server.setRequestHandler(ListToolsRequestSchema, async () => {
+      const { served } = await current()
+      await offerHostTools(served)
+      const turn = await run(span("mcp tools/list", served.capture(options.agent)))
+      return { tools: turn.materialization.definitions.map(Mapping.toolOf) }
+    })
+
+    // Managed outputs are named by the results that have them; none are listed (they belong to calls, not to the
+    // session, and an id is only ever learnt from a result).
+    server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [] }))
+
+    server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+      const { uri } = request.params
+      const named = Mapping.parseOutputUri(uri)
+      if (named === undefined) {
+        throw new McpError(RESOURCE_NOT_FOUND, `Unknown resource ${uri}: core serves managed outputs as ${Mapping.OUTPUTS_PREFIX}ID`, { uri })
+      }
+      const { outputs } = await current()
+      const opened = await run(Effect.result(outputs.open(named.id, named.part)))
+      if (opened._tag === "Failure") throw new McpError(RESOURCE_NOT_FOUND, opened.failure.message, { uri })
+      const text = await readFile(opened.success.path, "utf8")
+      return { contents: [{ uri, mimeType: named.part === "structured" ? "application/json" : "text/plain", text }] }
+    })
+
+    const kept = (outputs: ManagedOutputs.Interface) => (id: string): Mapping.Kept => {
+      const paths = outputs.paths(id)
+      return { text: existsSync(paths.text), structured: existsSync(paths.structured) }
+    }
+
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      const serving = await current()
+      const { served, calls, outputs } = serving
+      await offerHostTools(served)
+      const meta = request.params._meta as Record<string, unknown> | undefined
+      const progressToken = request.params._meta?.progressToken
+      const call: Settler.Call = {
+        sessionID: metaString(meta, "sessionID") ?? options.sessionID,
+        agent: options.agent,
+        assistantMessageID: metaString(meta, "assistantMessageID") ?? `msg_${crypto.randomUUID()}`,
+        toolCallID: metaString(meta, "toolCallID") ?? String(extra.requestId),
+        name: request.params.name,
+        input: request.params.arguments ?? {},
+      }
+      const key = keyOf(call)
+      let progress = 0
+      const forward = (event: Events.Call) =>
+        event.event !== "progress" || progressToken === undefined
+          ? Effect.void
+          : Effect.promise(() =>
+              extra
+                .sendNotification({
+                  method: "notifications/progress",
+                  params: { progressToken, progress: ++progress, message: event.data.message },
+                })
+                .catch(() => undefined),
+            )
+      const settled = Effect.scoped(
+        Effect.gen(function* () {
+          // Each call settles against the catalog current when it arrives.
+          // For this call alone: a built-in's call never waits on an MCP server.
+          const turn = yield* served.capture(options.agent, { call: call.name })
+          running.set(key, { call, host: serving, turn, requestId: extra.requestId })
+          const { entry, subscription } = yield* calls.start(served, turn, call, { listen: progressToken !== undefined })
+          const forwarding =
+            subscription === undefined
+              ? undefined
+              : yield* Effect.forkScoped(Effect.forever(Effect.flatMap(PubSub.take(subscription), forward)))
+          const cancel = () => void run(calls.cancel({ ...call, location: served.directory }))
+          // A request cancelled before its call started is cancelled now.
+          if (extra.signal.aborted) cancel()
+          else extra.signal.addEventListener("abort", cancel, { once: true })
+          yield* Effect.addFinalizer(() => Effect.sync(() => extra.signal.removeEventListener("abort", cancel)))
+          const { settlement } = yield* Deferred.await(entry.done)
+          // Progress reported before the outcome goes out before the result.
+          if (forwarding !== undefined && subscription !== undefined) {
+            yield* Fiber.interrupt(forwarding)
+            yield* Effect.forEach(yield* PubSub.takeAll(subscription), forward, { discard: true })
+          }
+          const definition = turn.materialization.definitions.find((candidate) => candidate.name === call.name)
+          return Mapping.resultOf(settlement, definition !== undefined && Mapping.isObjectSchema(definition.outputSchema), kept(outputs))
+        }),
+      ).pipe(Effect.ensuring(Effect.sync(() => running.delete(key))))
+      const settling = run(
+        span("mcp tools/call", settled, { "core.tool": call.name, "core.session": call.sessionID, "core.call": call.toolCallID }),
+      )
+      waiting.add(settling)
+      try {
+        return await settling
+      } catch (error) {
+        throw new McpError(ErrorCode.InternalError, error instanceof Error ? error.message : String(error))
+      } finally {
+        waiting.delete(settling)
+      }
+    })
+
+    // Permission asks of this session's calls: a client that can ask its user (form elicitation) is asked;
+    // otherwise nobody can answer, and the ask is declined as unattended (a change to core's own configuration is
+    // refused as needing a person).
+    const answer = async (request: Permission.Request, relatedRequestId: string | number): Promise<Permission.Reply> => {
+      if (server.getClientCapabilities()?.elicitation?.form === undefined) {
+        options.note(`core: declined ${Mapping.describe(request)}: the MCP client cannot ask its user; allow it in core.json to let MCP clients run it\n`)
+        return request.protected === undefined
+          ? { reply: "reject", unattended: true, why: "the MCP client cannot ask its user" }
+          : Permission.personRequired(request)
+      }
+      try {
+        // A person may take their time: the request's own default timeout (a minute) would decline for them.
+        // Sent along the call's own request, so a streamable HTTP client gets it on that call's stream.
+        const result = await server.elicitInput(Mapping.askForm(request), { timeout: ASK_TIMEOUT_MS, relatedRequestId })
+        if (result.action !== "accept") return { reply: "reject" }
+        const reply = result.content?.reply
+        if (reply === "once" || reply === "always") return { reply }
+        const message = typeof result.content?.message === "string" ? result.content.message.trim() : ""
+        return message === "" ? { reply: "reject" } : { reply: "reject", message }
+      } catch (error) {
+        options.note(`core: declined ${Mapping.describe(request)}: asking the MCP client failed: ${error instanceof Error ? error.message : String(error)}\n`)
+        return { reply: "reject", unattended: true, why: "asking the MCP client's user failed" }
+      }
+    }
+
+    /** Answers an ask the Location announced, when it is one of this session's calls. */
+    const onAsked = (asked: Events.PermissionRequest) =>
+      Effect.gen(function* () {
+        const mine = running.get(keyOf(asked))
+        if (mine === undefined) return
+        // The announced id is the request's own id and its generation's serial; the full request (what it
+        // protects) is the generation's.
+        const { generation } = mine.turn
+        const suffix = `.${generation.serial}`
+        if (!asked.id.endsWith(suffix)) return
+        const id = asked.id.slice(0, -suffix.length)
+        const request = (yield* generation.permission.pending).find((candidate) => candidate.id === id)
+        if (request === undefined) return
+        const reply = yield* Effect.promise(() => answer(request, mine.requestId))
+        // The request may have gone meanwhile (its call was cancelled, or another answerer was first).
+        yield* mine.host.served.reply(asked.id, reply).pipe(Effect.ignore)
+      })
+
+    /** Performs a delegated call of this session's own through the client. */
+    const onHostCall = (hostCall: Events.HostCall) =>
+      Effect.gen(function* () {
+        const mine = running.get(keyOf(hostCall))
+        if (mine === undefined || !(delegating.get(mine.host.served) ?? []).includes(hostCall.name)) return
+        const answer = yield* Effect.promise(() => McpDelegated.perform(server, hostCall, mine.requestId, options.note))
+        // The call may have gone meanwhile (cancelled, or timed out).
+        yield* mine.host.served.hostTools.answer(hostCall.id, answer).pipe(Effect.ignore)
+      })
+
+    /** The prompts last listed as changed, so a reload that left them as they were announces nothing for them. */
+    let promptsSent: string | undefined
+    const listChanged = Effect.promise(async () => {
+      await server.sendToolListChanged().catch(() => undefined)
+      if (host === undefined) return
+      const now = JSON.stringify(prompts(host.served))
+      if (now === promptsSent) return
+      promptsSent = now
+      await server.sendPromptListChanged().catch(() => undefined)
+    })
+    /**
+     * Listens to the events of the Location served now (its asks and its reloads), in a scope of its own that the
+     * next Location's replaces. Subscribed before it returns: an ask of the first call is never missed.
+     */
+    const listen = (served: Served.Interface) =>
+      Effect.gen(function* () {
+        const listening = yield* Scope.fork(scope)
+        const events = yield* PubSub.subscribe(served.events).pipe(Scope.provide(listening))
+        yield* Effect.forkIn(
+          Effect.forever(
+            Effect.flatMap(PubSub.take(events), (event) => {
+              if (event.event === "permission.asked") return Effect.forkIn(onAsked(event.data), scope).pipe(Effect.asVoid)
+              if (event.event === "host_call") return Effect.forkIn(onHostCall(event.data), scope).pipe(Effect.asVoid)
+              if (event.event === "tools.changed") return listChanged
+              return Effect.void
+            }),
+          ),
+          listening,
+        )
+        return listening
+      })
+    let listening: Scope.Closeable | undefined
+    const attach = (next: Host) =>
+      Effect.gen(function* () {
+        const previous = host
+        if (previous?.served === next.served) return
+        if (listening !== undefined) yield* Scope.close(listening, Exit.void)
+        host = next
+        if (previous === undefined) promptsSent = JSON.stringify(prompts(next.served))
+        listening = yield* listen(next.served)
+        attached()
+        if (previous !== undefined) yield* listChanged
+      })
+    if (initial !== undefined) yield* attach(initial)
+
+    let closing: Promise<void> | undefined
+    const close = Effect.promise(
+      () =>
+        (closing ??= (async () => {
+          for (const { call, host } of running.values()) await run(host.calls.cancel({ ...call, location: host.served.directory }))
+          await Promise.allSettled(waiting)
+          await server.close()
+        })()),
+    )
+    yield* Effect.addFinalizer(() => close)
+    return { server, close, busy: () => waiting.size > 0, attach }
+  })

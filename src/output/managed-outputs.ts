@@ -1,0 +1,364 @@
+export * as ManagedOutputs from "./managed-outputs"
+
+// Managed outputs on disk: what a bounded settlement left out, kept under one id in a directory of the Location that
+// made it (`<data dir>/outputs/<key>/`, the key a hash of the Location's directory, so a Location's tools can read
+// its own outputs and no other's): the full text as `<id>`, the full structured value as `<id>.json`, media too large
+// to inline as `<id>.<n>`. Each file is written atomically (temp file + rename); outputs are looked up by id and
+// part wherever they are, and swept after the retention period. The platform edge for output files; it never
+// decides what to bound.
+
+import { closeSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs"
+import { createHash } from "node:crypto"
+import { basename, join } from "node:path"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+
+export const DEFAULT_RETENTION_DAYS = 7
+const DAY_MS = 24 * 60 * 60 * 1000
+export const SWEEP_INTERVAL_MS = 60 * 60 * 1000
+/** Its modification time records the last sweep. */
+const SWEEP_MARKER = ".last-sweep"
+const ID_PATTERN = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}$/
+/** Every file of an output: the text, the structured value, the media parts. */
+const FILE_PATTERN = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}(\.json|\.[0-9]{1,4})?$/
+/** A Location's directory of outputs. */
+const LOCATION_PATTERN = /^[0-9a-f]{16}$/
+
+/**
+ * Where the outputs a Location makes are kept, under `directory` (the outputs directory): the only outputs its tools
+ * may read without asking. Outputs kept before outputs had a Location stay in `directory` itself, readable by none.
+ */
+export const locationDirectory = (directory: string, location: string): string =>
+  join(directory, createHash("sha256").update(location).digest("hex").slice(0, 16))
+
+/**
+ * Where the outputs one session of a Location makes are kept, inside the Location's directory: a tool reads them
+ * without asking only in calls of that session (./permission checks the caller's session against this).
+ */
+export const sessionDirectory = (locationDirectory: string, sessionID: string): string =>
+  join(locationDirectory, createHash("sha256").update(`session\0${sessionID}`).digest("hex").slice(0, 16))
+
+/** The directory an output of `location` (and `session`) is kept in, under the outputs directory. */
+const placeOf = (directory: string, location: string | undefined, session: string | undefined): string => {
+  const base = location === undefined ? directory : locationDirectory(directory, location)
+  return session === undefined ? base : sessionDirectory(base, session)
+}
+
+export class RetentionError extends Schema.TaggedError<RetentionError>()("ManagedOutputs.RetentionError", {
+  path: Schema.String,
+  message: Schema.String,
+}) {}
+
+export class NotFound extends Schema.TaggedError<NotFound>()("ManagedOutputs.NotFound", {
+  id: Schema.String,
+  reason: Schema.Literals(["invalid_id", "unknown", "expired", "no_part"]),
+  message: Schema.String,
+}) {}
+
+/** The parts of one managed output. */
+export type Part = "text" | "structured"
+
+/** What one settlement keeps: any of the full text, the full structured value, media too large to inline. */
+export interface Contents {
+  readonly text?: string
+  /** The structured value as JSON text; `"text"` when it is the very text kept (stored once). */
+  readonly structured?: string | "text"
+  readonly files?: ReadonlyArray<Uint8Array>
+}
+
+export interface Written {
+  readonly id: string
+  /** The size of the output's default part (what `open(id)` gives): its text, else its structured JSON. */
+  readonly bytes: number
+  /** Where each part went. */
+  readonly text: string | undefined
+  readonly structured: string | undefined
+  readonly files: ReadonlyArray<string>
+}
+
+/** One part of a kept output. */
+export interface Reference {
+  readonly id: string
+  readonly part: Part
+  readonly bytes: number
+  readonly path: string
+}
+
+export interface Interface {
+  readonly directory: string
+  /**
+   * Keeps `contents` in full under one id (a fresh one unless given, from `newID`). Fails (never silently) when
+   * any of it cannot be kept.
+   */
+  readonly write: (contents: Contents, id?: string, location?: string, session?: string) => Effect.Effect<Written, RetentionError>
+  /**
+   * Where the parts of output `id` are (or will be) kept, by the Location that makes it, or, without one, wherever
+   * it is kept now; `file(n)` is the n-th media file, from 1.
+   */
+  readonly paths: (
+    id: string,
+    location?: string,
+    session?: string,
+  ) => { readonly text: string; readonly structured: string; readonly file: (n: number) => string }
+  /**
+   * Finds a part of a kept output. The text part of an output that kept no text is what it did keep: its
+   * structured value's JSON (what the model reads of a structured-only output), else its first media file.
+   */
+  readonly open: (id: string, part?: Part) => Effect.Effect<Reference, NotFound>
+  /** Deletes outputs older than the retention period; answers how many were removed. */
+  readonly sweep: Effect.Effect<number>
+  /**
+   * Sweeps unless a sweep already ran within the last hour (so short-lived processes can call it each start);
+   * answers how many were removed, or undefined when no sweep was due.
+   */
+  readonly sweepIfDue: Effect.Effect<number | undefined>
+  /** How long outputs are kept. */
+  readonly retentionMs: number
+}
+
+export class Service extends Context.Service<Service, Interface>()("core/ManagedOutputs") {}
+
+export interface Options {
+  /** The outputs directory (usually `<data dir>/outputs`). */
+  readonly directory: string
+  readonly retentionDays?: number
+}
+
+const osMessage = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+export const newID = (): string =>
+  `out_${Date.now().toString(36)}_${Buffer.from(crypto.getRandomValues(new Uint8Array(8))).toString("hex")}`
+
+export const layer = (options: Options): Layer.Layer<Service> =>
+  Layer.sync(Service, () => {
+    const directory = options.directory
+    const retentionMs = (options.retentionDays ?? DEFAULT_RETENTION_DAYS) * DAY_MS
+
+    /** The directory holding output `id`: a Location's, or the outputs directory itself (older outputs). */
+    const holding = (id: string): string => {
+      for (const place of placesOf(directory)) {
+        if (filesOf(place, id).length > 0) return place
+      }
+      return directory
+    }
+
+    const paths = (id: string, location?: string, session?: string) => {
+      const base = join(location === undefined ? holding(id) : placeOf(directory, location, session), id)
+      return { text: base, structured: `${base}.json`, file: (n: number) => `${base}.${n}` }
+    }
+
+    const write = Effect.fn("ManagedOutputs.write")(function* (
+      contents: Contents,
+      id: string = newID(),
+      location?: string,
+      session?: string,
+    ) {
+      const place = placeOf(directory, location, session)
+      const base = join(place, id)
+      const written: Array<string> = []
+      const keep = (path: string, data: string | Uint8Array) =>
+        Effect.tryPromise({
+          try: async () => {
+            const temporary = join(place, `.${basename(path)}.tmp`)
+            try {
+              // Outputs are the user's alone: private directories, each file made private before anything is written.
+              mkdirSync(place, { recursive: true, mode: 0o700 })
+              closeSync(openSync(temporary, "w", 0o600))
+              const bytes = await writeFile(temporary, data)
+              renameSync(temporary, path)
+              written.push(path)
+              return bytes
+            } catch (cause) {
+              removeQuietly(temporary)
+              throw cause
+            }
+          },
+          catch: (cause) => cause,
+        })
+      const kept = yield* Effect.gen(function* () {
+        // The size of what `open(id)` gives: the text, else the structured JSON, else the first media file.
+        let bytes = 0
+        const files: Array<string> = []
+        for (const [index, data] of (contents.files ?? []).entries()) {
+          const path = `${base}.${index + 1}`
+          const size = yield* keep(path, data)
+          if (index === 0) bytes = size
+          files.push(path)
+        }
+        let structured: string | undefined
+        if (typeof contents.structured === "string" && contents.structured !== "text") {
+          structured = `${base}.json`
+          bytes = yield* keep(structured, contents.structured)
+        }
+        let text: string | undefined
+        if (contents.text !== undefined) {
+          text = base
+          bytes = yield* keep(text, contents.text)
+          // The structured value is this very text: one more name for the same bytes, not a second copy.
+          if (contents.structured === "text") {
+            structured = `${base}.json`
+            yield* Effect.try({
+              try: () => {
+                linkSync(base, structured!)
+                written.push(structured!)
+              },
+              catch: (cause) => cause,
+            })
+          }
+        }
+        return { id, bytes, text, structured, files } satisfies Written
+      }).pipe(
+        Effect.mapError((cause) => {
+          for (const path of written) removeQuietly(path)
+          return new RetentionError({
+            path: directory,
+            message: `Could not keep the full output in ${directory}: ${osMessage(cause)}`,
+          })
+        }),
+      )
+      return kept
+    })
+
+    const open = Effect.fn("ManagedOutputs.open")(function* (id: string, part: Part = "text") {
+      if (!ID_PATTERN.test(id)) {
+        return yield* new NotFound({ id, reason: "invalid_id", message: `"${id}" is not a managed output id` })
+      }
+      const place = holding(id)
+      const { text, structured, file } = paths(id)
+      // The text part of an output that kept no text is what it did keep: its structured JSON, else its media.
+      const candidates = part === "text" ? [text, structured, file(1)] : [structured]
+      let found: { readonly path: string; readonly stats: NonNullable<ReturnType<typeof statOrUndefined>> } | undefined
+      for (const path of candidates) {
+        const stats = statOrUndefined(path)
+        if (stats !== undefined) {
+          found = { path, stats }
+          break
+        }
+      }
+      if (found === undefined) {
+        if (part === "structured" && filesOf(place, id).length > 0) {
+          return yield* new NotFound({
+            id,
+            reason: "no_part",
+            message:
+              `Managed output ${id} holds no separate structured value: its settlement kept the structured output ` +
+              `inline, or the output was a string, which is the text itself (print it without --structured)`,
+          })
+        }
+        return yield* new NotFound({
+          id,
+          reason: "unknown",
+          message: `No managed output ${id} in ${directory} (it may have been swept or kept by another data directory)`,
+        })
+      }
+      if (Date.now() - found.stats.mtimeMs > retentionMs) {
+        for (const name of filesOf(place, id)) removeQuietly(join(place, name))
+        return yield* new NotFound({ id, reason: "expired", message: `Managed output ${id} has expired` })
+      }
+      return { id, part, bytes: found.stats.size, path: found.path }
+    })
+
+    const sweep = Effect.sync(() => {
+      const cutoff = Date.now() - retentionMs
+      let removed = 0
+      for (const place of placesOf(directory)) {
+        let names: Array<string>
+        try {
+          names = readdirSync(place)
+        } catch {
+          continue
+        }
+        for (const name of names) {
+          if (!FILE_PATTERN.test(name) && !name.endsWith(".tmp")) continue
+          const stats = statOrUndefined(join(place, name))
+          if (stats !== undefined && stats.mtimeMs < cutoff && removeQuietly(join(place, name))) removed++
+        }
+      }
+      return removed
+    }).pipe(Effect.withSpan("ManagedOutputs.sweep"))
+
+    const sweepIfDue = Effect.suspend(() => {
+      const marker = join(directory, SWEEP_MARKER)
+      const last = statOrUndefined(marker)
+      if (last !== undefined && Date.now() - last.mtimeMs < SWEEP_INTERVAL_MS) return Effect.succeed(undefined)
+      return sweep.pipe(
+        Effect.tap(() =>
+          Effect.sync(() => {
+            try {
+              writeFileSync(marker, "", { mode: 0o600 })
+            } catch {
+              // no outputs directory yet: nothing to sweep, nothing to remember
+            }
+          }),
+        ),
+      )
+    })
+
+    return Service.of({ directory, write, paths, open, sweep, sweepIfDue, retentionMs })
+  })
+
+/** Characters encoded at a time when writing a large text, so a 100 MB output is never copied whole. */
+const CHUNK_CHARS = 1 << 20
+
+/** Writes `data` to `path`, encoding a large text chunk by chunk (never splitting a surrogate pair). */
+const writeFile = async (path: string, data: string | Uint8Array): Promise<number> => {
+  if (typeof data !== "string" || data.length <= CHUNK_CHARS) return Bun.write(path, data)
+  const sink = Bun.file(path).writer()
+  let written = 0
+  for (let start = 0; start < data.length; ) {
+    let end = Math.min(start + CHUNK_CHARS, data.length)
+    const last = data.charCodeAt(end - 1)
+    if (end < data.length && last >= 0xd800 && last <= 0xdbff) end--
+    written += await sink.write(data.slice(start, end))
+    await sink.flush()
+    start = end
+  }
+  await sink.end()
+  return written
+}
+
+/** Every directory that may hold outputs: `directory`, its Locations' directories, and their sessions' directories. */
+const placesOf = (directory: string): Array<string> => [
+  directory,
+  ...locationsOf(directory).flatMap((location) => [location, ...locationsOf(location)]),
+]
+
+/** The Locations' directories of outputs in `directory` (or the sessions' in a Location's). */
+const locationsOf = (directory: string): Array<string> => {
+  try {
+    return readdirSync(directory)
+      .filter((name) => LOCATION_PATTERN.test(name))
+      .map((name) => join(directory, name))
+  } catch {
+    return []
+  }
+}
+
+/** The files of output `id` in `directory`. */
+const filesOf = (directory: string, id: string): Array<string> => {
+  try {
+    return readdirSync(directory).filter((name) => name.startsWith(id) && FILE_PATTERN.test(name))
+  } catch {
+    return []
+  }
+}
+
+const statOrUndefined = (path: string) => {
+  try {
+    const stats = statSync(path)
+    return stats.isFile() ? stats : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const removeQuietly = (path: string): boolean => {
+  try {
+    unlinkSync(path)
+    return true
+  } catch {
+    return false
+  }
+}

@@ -1,0 +1,400 @@
+export * as CommandLine from "./command-line"
+
+// Reads a bash command line for permission checks: tree-sitter's bash grammar finds every simple command, however
+// deeply it is nested (lists, pipelines, subshells, substitutions, heredocs, and the literal code given to
+// `bash -c`, `eval` or `trap`), so each is checked on its own, with its file redirections. What cannot be known
+// from the text (a line the grammar cannot read, a command named by an expansion, code in a string core cannot
+// read, a path held in an expansion) is reported as opaque, to be asked about every time. ./command-checks turns
+// what it read into permission checks and the paths the line touches. It decides nothing and spawns nothing.
+
+import * as Effect from "effect/Effect"
+import type { Node, Parser } from "web-tree-sitter"
+import treeSitterWasm from "web-tree-sitter/tree-sitter.wasm" with { type: "file" }
+import bashWasm from "tree-sitter-bash/tree-sitter-bash.wasm" with { type: "file" }
+import { Evaluation } from "./evaluation"
+import { Planted } from "./planted"
+import { Runs } from "./runs"
+import { Words } from "./words"
+
+/**
+ * Opens the resource of a line the grammar cannot read, which is checked as a whole. A parsed command's resource
+ * starts with its literal name or an assignment, never with `<` (a redirection in bash).
+ */
+export const UNPARSED = "<unparsed>"
+
+/** How deeply code inside code (`bash -c "eval '…'"`) is read before the rest is taken as opaque. */
+const MAX_DEPTH = 8
+
+/** One word of a command: as written, and its value when it has no expansion. */
+export type Word = Words.Word
+
+/** A file redirection (`> out.txt`, `2>>log`, `< in`); descriptor duplications (`2>&1`) are not files. */
+export interface Redirect {
+  /** As written, from the descriptor or operator to the end of the target. */
+  readonly text: string
+  readonly target: Word
+  /** Whether it writes the target (`>`, `>>`, `>|`, `&>`, `&>>`, `N>`), rather than reading it (`<`). */
+  readonly writes: boolean
+}
+
+/** A simple command (or a declaration, test or bare assignment) found in the line. */
+export interface Simple {
+  readonly kind: "command" | "declaration" | "test" | "assignment"
+  /** `NAME=value` words before the command, as written. */
+  readonly assignments: ReadonlyArray<string>
+  /** The command name first (its value is always a literal), then its arguments. Empty for an assignment. */
+  readonly words: ReadonlyArray<Word>
+  /** Its own file redirections. */
+  readonly redirects: ReadonlyArray<Redirect>
+  /** What it is checked as: its text with the name unquoted, then its redirections. */
+  readonly resource: string
+  /**
+   * The resource of the command whose code string holds it (`bash -c '…'`), if any: what is asked about when
+   * something in it cannot be known, since the inner text alone would not show what runs it.
+   */
+  readonly within: string | undefined
+  /** The node's own text. */
+  readonly text: string
+  /**
+   * Set for a shell that only runs literal code (`bash -lc '…'`, `env sh -c '…'`): its commands are checked in
+   * their own right, as if unwrapped, and the shell adds no check of its own.
+   */
+  readonly transparent?: boolean
+}
+
+/** Something the line runs whose effect cannot be known from its text: asked about as `resource`, every time. */
+export interface Opaque {
+  readonly resource: string
+  /** Why, in a few words, for whoever is asked. */
+  readonly reason: string
+  /** Set when it plants code the user's own programs run (Planted): what, for the person who must approve it. */
+  readonly protected?: string
+}
+
+export interface Parsed {
+  /** The line as given. */
+  readonly text: string
+  readonly commands: ReadonlyArray<Simple>
+  /** Redirections of statements that are not simple commands (`{ a; b; } > out`), with the statement's text. */
+  readonly statements: ReadonlyArray<{ readonly owner: string; readonly redirect: Redirect }>
+  /** What the line runs that cannot be known from its text. */
+  readonly opaque: ReadonlyArray<Opaque>
+  /** Why the grammar cannot read the line; undefined when it can. */
+  readonly unparsed: string | undefined
+}
+
+// The web-tree-sitter runtime is one WebAssembly instance per process, so the parser is one per process too:
+// made on first use, never at start-up, since most commands never parse a shell line.
+let parser: Promise<Parser> | undefined
+
+const loadParser = async (): Promise<Parser> => {
+  const { Parser, Language } = await import("web-tree-sitter")
+  await Parser.init({ wasmBinary: await Bun.file(treeSitterWasm).bytes() })
+  const language = await Language.load(await Bun.file(bashWasm).bytes())
+  return new Parser().setLanguage(language)
+}
+
+// Walking the tree
+
+interface Collector {
+  readonly parser: Parser
+  /** How many code strings deep this walk is. */
+  readonly depth: number
+  /** The outermost command whose code string is being read, if any. */
+  readonly within: string | undefined
+  readonly commands: Array<Simple>
+  readonly statements: Array<{ readonly owner: string; readonly redirect: Redirect }>
+  readonly opaque: Array<Opaque>
+  unparsed: string | undefined
+  /** Variables whose value the line itself makes a number, so evaluating them as arithmetic runs nothing. */
+  numeric: ReadonlySet<string>
+  /** The text being read (the line, or the code a command runs). */
+  line: string
+}
+
+const isRedirect = (type: string) => type === "file_redirect" || type === "herestring_redirect" || type === "heredoc_redirect"
+
+interface Gathered {
+  readonly redirects: Array<Redirect>
+  /** Words the grammar attached to a redirection that are really the command's arguments (`echo > out hi`). */
+  readonly words: Array<Word>
+}
+
+/** Reads one redirection node into `into`: its file target, if it has one, and any arguments it swallowed. */
+const redirection = (node: Node, into: Gathered): void => {
+  if (node.type === "file_redirect") {
+    const [target, ...rest] = node.childrenForFieldName("destination").filter((child) => child !== null)
+    into.words.push(...rest.map(Words.of))
+    if (target === undefined) return
+    const operator = node.children.find((child) => child !== null && !child.isNamed)?.text ?? ""
+    // `2>&1` and `>&-` name descriptors, not files; `> >(tee log)` feeds a command, walked like any other.
+    if (operator.endsWith("&") && (target.type === "number" || target.text === "-")) return
+    if (target.type === "process_substitution") return
+    into.redirects.push({
+      text: node.text.slice(0, target.endIndex - node.startIndex),
+      target: Words.of(target),
+      writes: operator.includes(">"),
+    })
+    return
+  }
+  if (node.type === "heredoc_redirect") {
+    into.words.push(...node.childrenForFieldName("argument").filter((child) => child !== null).map(Words.of))
+    // `cat <<EOF > out`: the grammar nests the redirections that follow the heredoc's start.
+    for (const nested of node.childrenForFieldName("redirect")) if (nested !== null) redirection(nested, into)
+  }
+}
+
+/**
+ * A command name as checked: its value, quoted when it holds a space or a character that means something to bash,
+ * so that the program literally named `git status` (`'git status'`) is never read as `git` given `status`, nor
+ * `a=b` as an assignment.
+ */
+export const nameOf = (value: string): string =>
+  /^[^\s'"\\;&|<>()$`*?!#~=]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`
+
+export const textOf = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>): string =>
+  [...assignments, nameOf(words[0]!.value!), ...words.slice(1).map((word) => word.text)].join(" ")
+
+export const suffixOf = (redirects: ReadonlyArray<Redirect>): string => redirects.map((redirect) => ` ${redirect.text}`).join("")
+
+/**
+ * Reads literal bash code a command runs (`bash -c '…'`) into the same collector, its commands checked like the
+ * line's. Code that is all a transparent shell does is read as if it stood in the line itself; any other code is
+ * read within `owner`, which is what is asked about when something in it cannot be known.
+ */
+const readCode = (code: string, owner: string, collector: Collector, unwrapped = false): void => {
+  if (collector.depth >= MAX_DEPTH) {
+    collector.opaque.push({ resource: owner, reason: "it nests code in code too deeply to read" })
+    return
+  }
+  const inner: Collector = {
+    ...collector,
+    depth: collector.depth + 1,
+    within: unwrapped ? collector.within : (collector.within ?? owner),
+    unparsed: undefined,
+    numeric: new Set(),
+    line: code,
+  }
+  read(code, inner)
+  if (inner.unparsed !== undefined) {
+    collector.opaque.push({ resource: owner, reason: `the code it runs cannot be read (${inner.unparsed})` })
+  }
+}
+
+/**
+ * What a command runs besides itself: wrapped commands, code strings, or the reason it cannot be known. `neutral`
+ * says whether every wrapper around it so far is neutral (Runs.neutral), so a shell there may be transparent.
+ */
+const inspect = (words: ReadonlyArray<Word>, owner: string, collector: Collector, neutral = true): void => {
+  const planted = Planted.git(words)
+  if (planted !== undefined) collector.opaque.push({ resource: owner, reason: `${planted} sets what git runs for the user`, protected: Planted.WHAT })
+  const inner = Runs.of(words)
+  if (inner.opaque !== undefined) collector.opaque.push({ resource: owner, reason: inner.opaque })
+  for (const code of inner.code) readCode(code, owner, collector, neutral && inner.unwrapped === true)
+  const passes = neutral && Runs.neutral(words) !== undefined
+  for (const command of inner.commands) inspect(command, owner, collector, passes)
+}
+
+const simple = (node: Node, outer: Gathered, collector: Collector) => {
+  const assignments: Array<string> = []
+  const gathered: Gathered = { redirects: [], words: [] }
+  const args: Array<Word> = []
+  let name: Word | undefined
+  let named = false
+  for (const child of node.namedChildren) {
+    if (child === null) continue
+    if (child.type === "variable_assignment") assignments.push(child.text)
+    else if (child.type === "command_name") {
+      const first = child.namedChild(0)
+      name = first === null ? undefined : Words.of(first)
+      named = true
+    } else if (isRedirect(child.type)) redirection(child, gathered)
+    else if (named) args.push(Words.of(child))
+  }
+  const redirects = [...gathered.redirects, ...outer.redirects]
+  const rest = [...args, ...gathered.words, ...outer.words]
+  if (!named) {
+    for (const redirect of redirects) collector.statements.push({ owner: collector.within ?? node.text, redirect })
+    return
+  }
+  if (name === undefined || name.value === undefined || name.value === "" || name.glob) {
+    // Which program runs is known only when it runs: asked as the command, every time. Its redirections still
+    // name files, checked as the statement's.
+    const text = [...assignments, name?.text ?? "", ...rest.map((word) => word.text)].join(" ") + suffixOf(redirects)
+    const resource = collector.within ?? text
+    collector.opaque.push({ resource, reason: `its command name ${name?.text ?? ""} is not known before it runs` })
+    for (const redirect of redirects) collector.statements.push({ owner: resource, redirect })
+    return
+  }
+  const words = [name, ...rest]
+  const resource = textOf(assignments, words) + suffixOf(redirects)
+  const within = collector.within
+  // A shell in a line that mentions where it reads its start-up files from (HOME, a login shell's profile;
+  // ZDOTDIR, zsh's) may run more than its code: it is not transparent. One given an environment keeps its own
+  // check (its code's commands are still their own).
+  const neutral = !STARTUP.test(collector.line)
+  const transparent = neutral && assignments.length === 0 && redirects.length === 0 && Runs.transparent(words)
+  collector.commands.push({ kind: "command", assignments, words, redirects, resource, within, text: node.text, transparent })
+  Evaluation.evaluatingCommand(words, within ?? resource, collector)
+  // Also the environment a wrapper gives (`env PS4='…' bash -x`, `sudo EDITOR=… visudo`).
+  const environment = [...assignments, ...words.slice(1).flatMap((word) => (word.value === undefined ? [] : [word.value]))]
+  Evaluation.codeVariables(environment, within ?? resource, collector)
+  templates(environment, within ?? resource, collector)
+  inspect(words, within ?? resource, collector, neutral)
+}
+
+/** Makes the statement protected when it sets where git copies hooks from (Planted.template). */
+const templates = (assignments: ReadonlyArray<string>, resource: string, collector: Collector): void => {
+  const found = assignments.find(Planted.template)
+  if (found !== undefined) collector.opaque.push({ resource, reason: `${found.split("=")[0]} sets where git init and clone copy hooks from`, protected: Planted.WHAT })
+}
+
+/** Variables that say where a shell reads start-up code from. */
+const STARTUP = /(^|[^A-Za-z0-9_])(HOME|ZDOTDIR)([^A-Za-z0-9_]|$)/
+
+const other = (kind: Simple["kind"], text: string, within: string | undefined, words: ReadonlyArray<Word> = []): Simple => ({
+  kind,
+  assignments: [],
+  words,
+  redirects: [],
+  resource: text,
+  within,
+  text,
+})
+
+const declaration = (node: Node, collector: Collector) => {
+  const [keyword, ...rest] = node.children.filter((child) => child !== null)
+  if (keyword === undefined) return
+  const words = [{ text: keyword.text, value: keyword.text, glob: false, tilde: false }, ...rest.map(Words.of)]
+  const resource = textOf([], words)
+  collector.commands.push({ ...other("declaration", node.text, collector.within, words), resource })
+  Evaluation.evaluatingCommand(words, collector.within ?? resource, collector)
+  Evaluation.compoundDeclaration(words, collector.within ?? resource, collector)
+  Evaluation.codeVariables(words.slice(1).map((word) => word.value ?? word.text), collector.within ?? resource, collector)
+  templates(words.slice(1).map((word) => word.value ?? word.text), collector.within ?? resource, collector)
+}
+
+const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [], words: [] }): void => {
+  Evaluation.evaluates(node, collector)
+  if (node.isError || node.isMissing) collector.unparsed ??= "bash cannot parse it"
+  switch (node.type) {
+    case "command":
+      simple(node, outer, collector)
+      break
+    case "redirected_statement": {
+      const body = node.childForFieldName("body")
+      const gathered: Gathered = { redirects: [], words: [] }
+      for (const redirect of node.childrenForFieldName("redirect")) if (redirect !== null) redirection(redirect, gathered)
+      if (body?.type === "command") walk(body, collector, gathered)
+      else {
+        if (gathered.words.length > 0) collector.unparsed ??= "it gives arguments after a redirection"
+        for (const redirect of gathered.redirects) collector.statements.push({ owner: collector.within ?? node.text, redirect })
+        if (body !== null) walk(body, collector)
+      }
+      for (const child of node.children) if (child !== null && child.id !== body?.id) walk(child, collector)
+      return
+    }
+    case "declaration_command":
+    case "unset_command":
+      declaration(node, collector)
+      break
+    case "test_command":
+      collector.commands.push(other("test", node.text, collector.within))
+      break
+    case "variable_assignment":
+      // A bare assignment (`PATH=/x`) changes what later commands run: it is checked like a command.
+      if (!["command", "declaration_command", "variable_assignments"].includes(node.parent?.type ?? "")) {
+        collector.commands.push(other("assignment", node.text, collector.within))
+        Evaluation.codeVariables([node.text], collector.within ?? node.text, collector)
+        templates([node.text], collector.within ?? node.text, collector)
+      }
+      break
+    case "variable_assignments":
+      collector.commands.push(other("assignment", node.text, collector.within))
+      break
+    case "file_redirect":
+    case "heredoc_redirect": {
+      // Inside a command or a redirected statement these were read with it; elsewhere (a function's own
+      // redirections) here, as the enclosing statement's.
+      const parent = node.parent
+      if (parent !== null && !["command", "redirected_statement", "heredoc_redirect"].includes(parent.type)) {
+        const gathered: Gathered = { redirects: [], words: [] }
+        redirection(node, gathered)
+        for (const redirect of gathered.redirects) collector.statements.push({ owner: collector.within ?? parent.text, redirect })
+      }
+      break
+    }
+  }
+  for (const child of node.children) if (child !== null) walk(child, collector)
+}
+
+/**
+ * The text with each line continuation (backslash, newline) between two tokens removed, as bash removes it before
+ * splitting words: the grammar reads `r\<newline>m` as two words where bash runs `rm`. Continuations inside a
+ * token (a quoted string, a comment) are left to it.
+ */
+const joinContinuations = (root: Node, text: string): string => {
+  const cuts: Array<number> = []
+  let previous: Node | undefined
+  const visit = (node: Node): void => {
+    if (node.childCount === 0) {
+      if (previous !== undefined) {
+        const gap = text.slice(previous.endIndex, node.startIndex)
+        if (gap.includes("\\\n") && /^(?:[ \t]|\\\n)*$/.test(gap)) {
+          for (let at = gap.indexOf("\\\n"); at !== -1; at = gap.indexOf("\\\n", at + 2)) cuts.push(previous.endIndex + at)
+        }
+      }
+      previous = node
+      return
+    }
+    for (const child of node.children) if (child !== null) visit(child)
+  }
+  visit(root)
+  let joined = text
+  for (const at of cuts.reverse()) joined = joined.slice(0, at) + joined.slice(at + 2)
+  return joined
+}
+
+/** Parses `text` and walks it into `collector`. */
+const read = (given: string, collector: Collector): void => {
+  let tree = collector.parser.parse(given)
+  if (tree !== null) {
+    const joined = joinContinuations(tree.rootNode, given)
+    if (joined !== given) {
+      tree.delete()
+      tree = collector.parser.parse(joined)
+    }
+  }
+  if (tree === null) {
+    collector.unparsed ??= "bash cannot parse it"
+    return
+  }
+  try {
+    if (collector.depth === 0) collector.numeric = Evaluation.numericNames(tree.rootNode)
+    walk(tree.rootNode, collector)
+    if (tree.rootNode.hasError) collector.unparsed ??= "bash cannot parse it"
+  } finally {
+    tree.delete()
+  }
+}
+
+/** Reads a command line. */
+export const parse = (text: string): Effect.Effect<Parsed> =>
+  Effect.promise(() => (parser ??= loadParser())).pipe(
+    Effect.map((loaded) => {
+      const collector: Collector = {
+        parser: loaded,
+        depth: 0,
+        within: undefined,
+        commands: [],
+        statements: [],
+        opaque: [],
+        unparsed: undefined,
+        numeric: new Set(),
+        line: text,
+      }
+      read(text, collector)
+      const { commands, statements, opaque, unparsed } = collector
+      return { text, commands, statements, opaque, unparsed }
+    }),
+  )

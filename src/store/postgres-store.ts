@@ -1,0 +1,443 @@
+export * as PostgresStore from "./postgres-store"
+
+// The store of record for a fleet: settlements, intents and saved approvals in one Postgres that every host
+// serving the same projects shares (`CORE_STORE_URL=postgres://…`), behind the same interfaces as ./sqlite (the
+// same contract tests). The intent is an `INSERT … ON CONFLICT DO NOTHING RETURNING`, so exactly one host begins
+// a call; whether a begun call still runs is its lease (./lease), renewed on the database's clock. Through Bun's
+// built-in client; `?pgbouncer=true` on the URL turns named prepared statements off, as pgbouncer's transaction
+// mode needs. Every statement is one transaction on its own, so a transaction pooler may serve each from any
+// server connection: no session state, no session advisory lock, no LISTEN.
+//
+// The schema lives in the `core` schema, versioned in `core.schema_version` and migrated on start, once, under a
+// transaction-scoped advisory lock (which pgbouncer's transaction mode keeps): hosts starting together migrate
+// once. Adding a column or table: append one entry to MIGRATIONS, never edit a shipped one.
+
+import { SQL } from "bun"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import { Settlement } from "../contract/settlement"
+import { Approvals } from "./approvals"
+import { Lease } from "./lease"
+import { Owner } from "./owner"
+import { Project } from "./project"
+import { Store } from "./store"
+import { Todos } from "./todos"
+
+/** Each entry moves the schema from version `index` to `index + 1`. Never edit one that has shipped. */
+const MIGRATIONS: ReadonlyArray<string> = [
+  // Times are epoch milliseconds on the database's clock. A settlement is kept as the JSON text core wrote, so a
+  // replay is byte for byte what was recorded. Records are never partitioned by time: the unique key must hold
+  // across the whole table.
+  `CREATE TABLE core.settlements (
+     id BIGSERIAL PRIMARY KEY,
+     location TEXT NOT NULL,
+     session_id TEXT NOT NULL,
+     call_id TEXT NOT NULL,
+     tool TEXT NOT NULL,
+     agent TEXT,
+     state TEXT NOT NULL CHECK (state IN ('started', 'failed', 'settled')),
+     owner TEXT,
+     lease_until BIGINT,
+     reason TEXT,
+     settlement TEXT,
+     started_at BIGINT,
+     settled_at BIGINT,
+     UNIQUE (session_id, call_id, location)
+   );
+   CREATE INDEX settlements_by_time ON core.settlements (COALESCE(settled_at, started_at));
+   CREATE TABLE core.approvals (
+     project TEXT NOT NULL,
+     action TEXT NOT NULL,
+     pattern TEXT NOT NULL,
+     saved_at BIGINT NOT NULL,
+     approved_by TEXT,
+     PRIMARY KEY (project, action, pattern)
+   );
+   CREATE TABLE core.sweeps (name TEXT PRIMARY KEY, at BIGINT NOT NULL)`,
+  // What operators list (`core log`): the turn that made each call and its input (JSON cut to
+  // Store.INPUT_MAX_BYTES; input_bytes is the whole size), listed per Location by time. And each session's todo
+  // list in its Location (see ./todos), shared by the hosts serving it.
+  `ALTER TABLE core.settlements ADD COLUMN message_id TEXT, ADD COLUMN input TEXT, ADD COLUMN input_bytes BIGINT;
+   CREATE INDEX settlements_by_location ON core.settlements (location, (COALESCE(started_at, settled_at)));
+   CREATE TABLE core.todos (
+     location TEXT NOT NULL,
+     session_id TEXT NOT NULL,
+     todos TEXT NOT NULL,
+     updated_at BIGINT NOT NULL,
+     PRIMARY KEY (location, session_id)
+   )`,
+]
+
+export const SCHEMA_VERSION = MIGRATIONS.length
+
+/** The advisory lock migrations run under (any constant no other application uses: "core" in ASCII). */
+const MIGRATION_LOCK = 0x636f7265
+/** Connections each process keeps at most: a sidecar's calls are short statements, and a fleet's are many. */
+const POOL_MAX = 4
+const IDLE_TIMEOUT_S = 30
+const CONNECT_TIMEOUT_S = 10
+
+/** Now on the database's clock, in epoch milliseconds. */
+const NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+
+const decodeSettlement = Schema.decodeUnknownSync(Schema.fromJsonString(Settlement.Info))
+
+const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+/** The URL without its password, for messages. */
+export const redact = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== "") parsed.password = "***"
+    return parsed.toString()
+  } catch {
+    return "(an unreadable URL)"
+  }
+}
+
+export interface Options {
+  /** How long a call's lease lasts unless renewed; by default `CORE_LEASE_MS` or ./lease's default. */
+  readonly leaseMs?: number
+  /** Who saves approvals through this store (see Approvals.approver). */
+  readonly approvedBy?: string
+}
+
+/** The client for a store URL: `pgbouncer=true` (removed from the URL) turns named prepared statements off. */
+const clientOf = (url: string) => {
+  const parsed = new URL(url)
+  if (parsed.protocol !== "postgres:" && parsed.protocol !== "postgresql:") {
+    throw new Error(`a store URL starts with postgres:// (got ${parsed.protocol}//)`)
+  }
+  const pooled = parsed.searchParams.get("pgbouncer") === "true"
+  parsed.searchParams.delete("pgbouncer")
+  return new SQL(parsed.toString(), {
+    prepare: !pooled,
+    max: POOL_MAX,
+    idleTimeout: IDLE_TIMEOUT_S,
+    connectionTimeout: CONNECT_TIMEOUT_S,
+  })
+}
+
+class NewerVersion {
+  constructor(readonly found: number) {}
+}
+
+/** Brings the schema to SCHEMA_VERSION in one transaction under the migration lock; hosts starting together wait. */
+const migrate = (sql: SQL) =>
+  sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`
+    await tx.unsafe(
+      "CREATE SCHEMA IF NOT EXISTS core; " +
+        "CREATE TABLE IF NOT EXISTS core.schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+    )
+    const [row] = await tx`SELECT COALESCE(max(version), 0)::int AS version FROM core.schema_version`
+    const version = Number(row.version)
+    if (version > SCHEMA_VERSION) throw new NewerVersion(version)
+    for (let index = version; index < SCHEMA_VERSION; index++) {
+      await tx.unsafe(MIGRATIONS[index]!)
+      await tx`INSERT INTO core.schema_version (version) VALUES (${index + 1})`
+    }
+  })
+
+/** Opens the store at `url` for the life of the scope, migrating its schema. */
+const acquire = (url: string) =>
+  Effect.acquireRelease(
+    Effect.tryPromise({
+      try: async () => {
+        const sql = clientOf(url)
+        try {
+          await migrate(sql)
+          return sql
+        } catch (cause) {
+          await sql.close({ timeout: 0 }).catch(() => undefined)
+          throw cause
+        }
+      },
+      catch: (cause) =>
+        cause instanceof NewerVersion
+          ? new Store.StoreError({
+              reason: "newer_version",
+              path: redact(url),
+              message:
+                `The store at ${redact(url)} has schema version ${cause.found}, newer than this core understands ` +
+                `(${SCHEMA_VERSION}). Upgrade core on this host; the database was left untouched.`,
+            })
+          : new Store.StoreError({
+              reason: "open",
+              path: redact(url),
+              message: `Could not open the store at ${redact(url)}: ${describe(cause)}`,
+            }),
+    }),
+    (sql) => Effect.promise(() => sql.close({ timeout: 5 }).catch(() => undefined)),
+  )
+
+const attemptAt =
+  (url: string) =>
+  <A>(operation: string, run: () => Promise<A>) =>
+    Effect.tryPromise({
+      try: run,
+      catch: (cause) =>
+        new Store.StoreError({ reason: "io", path: redact(url), message: `Settlement store ${operation} failed: ${describe(cause)}` }),
+    })
+
+type Row = {
+  state: "started" | "failed" | "settled"
+  tool: string
+  agent: string | null
+  owner: string | null
+  reason: string | null
+  settlement: string | null
+  live: boolean | null
+}
+
+type ListedRow = Row & {
+  location: string
+  session_id: string
+  call_id: string
+  message_id: string | null
+  input: string | null
+  input_bytes: string | number | null
+  started_at: string | number | null
+  settled_at: string | number | null
+}
+
+/** A BIGINT column as a number (Bun's client hands large integers back as strings). */
+const numberOf = (value: string | number | null): number | undefined => (value === null ? undefined : Number(value))
+
+/** The store of record at `url` (`CORE_STORE_URL`). */
+export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Service, Store.StoreError> =>
+  Layer.effect(
+    Store.Service,
+    Effect.gen(function* () {
+      const leaseMs = yield* Effect.try({
+        try: () => options.leaseMs ?? Lease.durationMs(),
+        catch: (cause) => new Store.StoreError({ reason: "open", path: redact(url), message: describe(cause) }),
+      })
+      const sql = yield* acquire(url)
+      const attempt = attemptAt(url)
+      const keyOf = Store.keyOf
+      /** The records (by id) of calls this process began and has not settled: their leases are renewed together. */
+      const running = yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          Lease.renewer<string>(
+            leaseMs,
+            (ids) =>
+              sql`UPDATE core.settlements SET lease_until = ${sql.unsafe(NOW_MS)} + ${leaseMs}
+                  WHERE id = ANY(${`{${ids.join(",")}}`}::bigint[]) AND state = 'started' AND owner = ${Owner.current}`,
+          ),
+        ),
+        (renewer) => Effect.sync(() => renewer.close()),
+      )
+      const changed = (result: { count: number }) => result.count === 1
+      const recordOf = (row: Row, key: Store.Key): Store.Record => {
+        const agent = row.agent ?? undefined
+        if (row.state === "settled" && row.settlement !== null) {
+          return { state: "settled", agent, settlement: decodeSettlement(row.settlement) }
+        }
+        if (row.state === "failed") return { state: "failed", agent, tool: row.tool, reason: row.reason ?? "" }
+        // Running here, or under a lease still renewed (by another process, or another store in this one).
+        const alive = running.has(keyOf(key)) || (row.live === true && !Owner.isGone(row.owner ?? ""))
+        return { state: "started", agent, tool: row.tool, owner: row.owner ?? "", running: alive }
+      }
+
+      return Store.Service.of({
+        lookup: (key) =>
+          attempt("lookup", async (): Promise<Store.Record | undefined> => {
+            const rows: Array<Row> = await sql`
+              SELECT state, tool, agent, owner, reason, settlement, lease_until > ${sql.unsafe(NOW_MS)} AS live
+              FROM core.settlements WHERE session_id = ${key.sessionID} AND call_id = ${key.toolCallID} AND location = ${key.location}`
+            const row = rows[0]
+            return row === undefined ? undefined : recordOf(row, key)
+          }),
+        begin: (key, tool, agent, details) =>
+          attempt("write", async () => {
+            const rows = await sql`
+              INSERT INTO core.settlements
+                (location, session_id, call_id, tool, agent, state, owner, started_at, lease_until, message_id, input, input_bytes)
+              VALUES (${key.location}, ${key.sessionID}, ${key.toolCallID}, ${tool}, ${agent}, 'started', ${Owner.current},
+                      COALESCE(${details?.startedAt ?? null}::bigint, ${sql.unsafe(NOW_MS)}), ${sql.unsafe(NOW_MS)} + ${leaseMs},
+                      ${details?.messageID ?? null},
+                      ${details?.input ?? null}, ${details?.inputBytes ?? null})
+              ON CONFLICT DO NOTHING RETURNING id`
+            if (rows.length !== 1) return false
+            running.add(keyOf(key), String(rows[0].id))
+            return true
+          }),
+        settle: (key, settlement, expected) =>
+          attempt("write", async () => {
+            const json = JSON.stringify(settlement)
+            const { location, sessionID, toolCallID } = key
+            switch (expected.state) {
+              case "absent": {
+                const details = expected.details
+                return changed(
+                  await sql`
+                    INSERT INTO core.settlements
+                      (location, session_id, call_id, tool, agent, state, settlement, settled_at, started_at, message_id, input, input_bytes)
+                    VALUES (${location}, ${sessionID}, ${toolCallID}, ${settlement.tool}, ${expected.agent}, 'settled', ${json},
+                            ${sql.unsafe(NOW_MS)}, COALESCE(${details?.startedAt ?? null}::bigint, ${sql.unsafe(NOW_MS)}),
+                            ${details?.messageID ?? null},
+                            ${details?.input ?? null}, ${details?.inputBytes ?? null})
+                    ON CONFLICT DO NOTHING`,
+                )
+              }
+              case "owned":
+                running.remove(keyOf(key))
+                return changed(
+                  await sql`
+                    UPDATE core.settlements SET state = 'settled', settlement = ${json}, settled_at = ${sql.unsafe(NOW_MS)}, lease_until = NULL
+                    WHERE session_id = ${sessionID} AND call_id = ${toolCallID} AND location = ${location}
+                      AND state = 'started' AND owner = ${Owner.current}`,
+                )
+              case "abandoned":
+                // Never a call whose lease is still renewed: its owner is running it (unless it is known gone:
+                // on this kernel and PID namespace, its process no longer runs).
+                return changed(
+                  await sql`
+                    UPDATE core.settlements SET state = 'settled', settlement = ${json}, settled_at = ${sql.unsafe(NOW_MS)}, lease_until = NULL
+                    WHERE session_id = ${sessionID} AND call_id = ${toolCallID} AND location = ${location}
+                      AND state = 'started' AND owner = ${expected.owner}
+                      AND (lease_until <= ${sql.unsafe(NOW_MS)} OR ${Owner.isGone(expected.owner)})`,
+                )
+              case "failed":
+                return changed(
+                  await sql`
+                    UPDATE core.settlements SET state = 'settled', settlement = ${json}, settled_at = ${sql.unsafe(NOW_MS)}
+                    WHERE session_id = ${sessionID} AND call_id = ${toolCallID} AND location = ${location} AND state = 'failed'`,
+                )
+            }
+          }),
+        fail: (key, reason) =>
+          attempt("write", async () => {
+            running.remove(keyOf(key))
+            await sql`
+              UPDATE core.settlements SET state = 'failed', reason = ${reason}, settled_at = ${sql.unsafe(NOW_MS)}, lease_until = NULL
+              WHERE session_id = ${key.sessionID} AND call_id = ${key.toolCallID} AND location = ${key.location}
+                AND state = 'started' AND owner = ${Owner.current}`
+          }),
+        prune: (before, limit) =>
+          attempt("prune", async () => {
+            const result = await sql`
+              DELETE FROM core.settlements WHERE id IN
+                (SELECT id FROM core.settlements WHERE COALESCE(settled_at, started_at) < ${before} LIMIT ${limit})`
+            return result.count
+          }),
+        claimSweep: (now, intervalMs) =>
+          attempt("write", async () =>
+            changed(
+              await sql`
+                INSERT INTO core.sweeps (name, at) VALUES ('retention', ${now})
+                ON CONFLICT (name) DO UPDATE SET at = excluded.at
+                WHERE core.sweeps.at <= ${now - intervalMs} OR core.sweeps.at > ${now}`,
+            ),
+          ),
+        list: (filter) =>
+          attempt("lookup", async () => {
+            // The newest of the Location's calls through its time index, returned oldest first.
+            const rows: Array<ListedRow> = await sql`
+              SELECT location, session_id, call_id, tool, agent, state, owner, reason, settlement,
+                     lease_until > ${sql.unsafe(NOW_MS)} AS live, message_id, input, input_bytes, started_at, settled_at
+              FROM core.settlements
+              WHERE location = ${filter.location} AND location <> ''
+                AND (${filter.sessionID ?? null}::text IS NULL OR session_id = ${filter.sessionID ?? null})
+                AND COALESCE(started_at, settled_at) >= ${filter.since ?? 0}
+              ORDER BY COALESCE(started_at, settled_at) DESC, id DESC LIMIT ${filter.limit}`
+            return rows.reverse().map(
+              (row): Store.Listed => ({
+                location: row.location,
+                sessionID: row.session_id,
+                toolCallID: row.call_id,
+                tool: row.tool,
+                agent: row.agent ?? undefined,
+                messageID: row.message_id ?? undefined,
+                input: row.input ?? undefined,
+                inputBytes: numberOf(row.input_bytes),
+                startedAt: numberOf(row.started_at),
+                settledAt: numberOf(row.settled_at),
+                record: recordOf(row, { location: row.location, sessionID: row.session_id, toolCallID: row.call_id }),
+              }),
+            )
+          }),
+      })
+    }),
+  )
+
+/** Saved approvals in the same database: shared by every host serving the project (see Approvals.projectOf). */
+export const approvalsLayer = (url: string, options: Options = {}): Layer.Layer<Approvals.Service, Store.StoreError> =>
+  Layer.effect(
+    Approvals.Service,
+    Effect.gen(function* () {
+      const sql = yield* acquire(url)
+      const attempt = attemptAt(url)
+      const approvedBy = options.approvedBy ?? Approvals.approver()
+      // A project is asked for by its Location's real path and kept under its identity across machines.
+      const identities = new Map<string, string>()
+      const identityOf = (directory: string) => {
+        let identity = identities.get(directory)
+        if (identity === undefined) identities.set(directory, (identity = Project.identityOf(directory)))
+        return identity
+      }
+      return Approvals.Service.of({
+        list: (directory) =>
+          attempt("lookup", async () => {
+            const project = identityOf(directory)
+            const rows: Array<{ project: string; action: string; pattern: string; saved_at: string; approved_by: string | null }> =
+              await sql`SELECT project, action, pattern, saved_at, approved_by FROM core.approvals
+                        WHERE project = ${project} ORDER BY saved_at, action, pattern`
+            return rows.map((row) => ({
+              project: row.project,
+              action: row.action,
+              pattern: row.pattern,
+              savedAt: Number(row.saved_at),
+              ...(row.approved_by === null ? {} : { approvedBy: row.approved_by }),
+            }))
+          }),
+        save: (directory, action, patterns) =>
+          attempt("write", async () => {
+            const project = identityOf(directory)
+            if (patterns.length === 0) return
+            // One statement: a pooler may serve it from any connection.
+            await sql`
+              INSERT INTO core.approvals (project, action, pattern, saved_at, approved_by)
+              SELECT ${project}, ${action}, pattern, ${sql.unsafe(NOW_MS)}, ${approvedBy}
+              FROM jsonb_array_elements_text(CAST(${JSON.stringify(patterns)}::text AS jsonb)) AS pattern
+              ON CONFLICT DO NOTHING`
+          }),
+        reset: (directory, action) =>
+          attempt("write", async () => {
+            const project = identityOf(directory)
+            const result =
+              action === undefined
+                ? await sql`DELETE FROM core.approvals WHERE project = ${project}`
+                : await sql`DELETE FROM core.approvals WHERE project = ${project} AND action = ${action}`
+            return result.count
+          }),
+      })
+    }),
+  )
+
+/** Each session's todo list in the same database, shared by every host serving its Location (see ./todos). */
+export const todosLayer = (url: string): Layer.Layer<Todos.Service, Store.StoreError> =>
+  Layer.effect(
+    Todos.Service,
+    Effect.gen(function* () {
+      const sql = yield* acquire(url)
+      const attempt = attemptAt(url)
+      return Todos.Service.of({
+        read: (key) =>
+          attempt("lookup", async () => {
+            const rows: Array<{ todos: string }> = await sql`
+              SELECT todos FROM core.todos WHERE location = ${key.location} AND session_id = ${key.sessionID}`
+            return rows[0] === undefined ? [] : Todos.decodeItems(rows[0].todos)
+          }),
+        write: (key, items) =>
+          attempt("write", async () => {
+            await sql`
+              INSERT INTO core.todos (location, session_id, todos, updated_at)
+              VALUES (${key.location}, ${key.sessionID}, ${JSON.stringify(items)}, ${sql.unsafe(NOW_MS)})
+              ON CONFLICT (location, session_id) DO UPDATE SET todos = excluded.todos, updated_at = excluded.updated_at`
+          }),
+      })
+    }),
+  )

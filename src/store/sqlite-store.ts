@@ -1,0 +1,540 @@
+export * as SqliteStore from "./sqlite-store"
+
+// The durable settlement store on bun:sqlite (WAL, synchronous=NORMAL). The schema is versioned with
+// `PRAGMA user_version` and forward-only migrations; a corrupt file or one written by a newer core is reported,
+// never replaced. This module is the platform edge for SQLite and holds no settlement logic.
+//
+// Adding a table (or changing one): append one entry to MIGRATIONS, never edit a shipped one. It runs once, in
+// the same write transaction as the version bump, on every database older than it; SCHEMA_VERSION follows.
+
+import { Database } from "bun:sqlite"
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from "node:fs"
+import { dirname } from "node:path"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import { Settlement } from "../contract/settlement"
+import { Lease } from "./lease"
+import { Owner } from "./owner"
+import { Approvals } from "./approvals"
+import { Store } from "./store"
+
+/** Each entry moves the schema from version `index` to `index + 1`. Never edit one that has shipped. */
+export const MIGRATIONS: ReadonlyArray<string> = [
+  `CREATE TABLE settlements (
+     session_id TEXT NOT NULL,
+     call_id TEXT NOT NULL,
+     tool TEXT NOT NULL,
+     state TEXT NOT NULL CHECK (state IN ('started', 'failed', 'settled')),
+     owner TEXT,
+     reason TEXT,
+     settlement TEXT,
+     started_at INTEGER,
+     settled_at INTEGER,
+     PRIMARY KEY (session_id, call_id)
+   ) WITHOUT ROWID`,
+  `CREATE TABLE approvals (
+     project TEXT NOT NULL,
+     action TEXT NOT NULL,
+     pattern TEXT NOT NULL,
+     saved_at INTEGER NOT NULL,
+     PRIMARY KEY (project, action, pattern)
+   ) WITHOUT ROWID`,
+  // A settlement (~1 KB of JSON) does not fit in a WITHOUT ROWID leaf and spilled into overflow pages: a rowid
+  // table keeps it inline. The time index lets the retention sweep find expired records without a full scan;
+  // `sweeps` records when a sweep last ran, so it runs at most hourly whatever else the data directory holds.
+  `CREATE TABLE settlements_rowid (
+     id INTEGER PRIMARY KEY,
+     session_id TEXT NOT NULL,
+     call_id TEXT NOT NULL,
+     tool TEXT NOT NULL,
+     state TEXT NOT NULL CHECK (state IN ('started', 'failed', 'settled')),
+     owner TEXT,
+     reason TEXT,
+     settlement TEXT,
+     started_at INTEGER,
+     settled_at INTEGER,
+     UNIQUE (session_id, call_id)
+   );
+   INSERT INTO settlements_rowid (session_id, call_id, tool, state, owner, reason, settlement, started_at, settled_at)
+     SELECT session_id, call_id, tool, state, owner, reason, settlement, started_at, settled_at FROM settlements
+     ORDER BY COALESCE(settled_at, started_at);
+   DROP TABLE settlements;
+   ALTER TABLE settlements_rowid RENAME TO settlements;
+   CREATE INDEX settlements_by_time ON settlements (COALESCE(settled_at, started_at));
+   CREATE TABLE sweeps (name TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID`,
+  // What each session read of each file (see ./reads).
+  `CREATE TABLE reads (
+     session_id TEXT NOT NULL,
+     path TEXT NOT NULL,
+     hash TEXT,
+     size INTEGER NOT NULL,
+     mtime_ns TEXT NOT NULL,
+     ino TEXT NOT NULL,
+     seen_at INTEGER NOT NULL,
+     PRIMARY KEY (session_id, path)
+   ) WITHOUT ROWID`,
+  // A call belongs to its Location, and a record names the agent it was made for: the same ids in another
+  // Location are another call, and a replay asked by another agent is refused. Records kept before this step
+  // have no Location ('') and no agent (NULL): they still answer in every Location, so none runs again.
+  `CREATE TABLE settlements_located (
+     id INTEGER PRIMARY KEY,
+     location TEXT NOT NULL,
+     session_id TEXT NOT NULL,
+     call_id TEXT NOT NULL,
+     tool TEXT NOT NULL,
+     agent TEXT,
+     state TEXT NOT NULL CHECK (state IN ('started', 'failed', 'settled')),
+     owner TEXT,
+     reason TEXT,
+     settlement TEXT,
+     started_at INTEGER,
+     settled_at INTEGER,
+     UNIQUE (session_id, call_id, location)
+   );
+   INSERT INTO settlements_located
+       (id, location, session_id, call_id, tool, state, owner, reason, settlement, started_at, settled_at)
+     SELECT id, '', session_id, call_id, tool, state, owner, reason, settlement, started_at, settled_at
+     FROM settlements ORDER BY id;
+   DROP TABLE settlements;
+   ALTER TABLE settlements_located RENAME TO settlements;
+   CREATE INDEX settlements_by_time ON settlements (COALESCE(settled_at, started_at))`,
+  // Each session's todo list in its Location (see ./todos).
+  `CREATE TABLE todos (
+     location TEXT NOT NULL,
+     session_id TEXT NOT NULL,
+     todos TEXT NOT NULL,
+     updated_at INTEGER NOT NULL,
+     PRIMARY KEY (location, session_id)
+   ) WITHOUT ROWID`,
+  // A begun call is running while its lease (epoch ms) is live, renewed by the process running it (see ./lease):
+  // hosts sharing the data directory can read it, as they cannot check each other's processes. Records kept
+  // before this step have none, and are checked by their owner's process as before. An approval records who
+  // approved it.
+  `ALTER TABLE settlements ADD COLUMN lease_until INTEGER;
+   ALTER TABLE approvals ADD COLUMN approved_by TEXT`,
+  // What operators list (`core log`): the turn that made each call and its input (JSON cut to
+  // Store.INPUT_MAX_BYTES; input_bytes is the whole size). A call settled without beginning (unknown, denied)
+  // now has a start time too. Records kept before this step have none of these: they list without them.
+  `ALTER TABLE settlements ADD COLUMN message_id TEXT;
+   ALTER TABLE settlements ADD COLUMN input TEXT;
+   ALTER TABLE settlements ADD COLUMN input_bytes INTEGER;
+   CREATE INDEX settlements_by_location ON settlements (location, COALESCE(started_at, settled_at))`,
+]
+
+/** The last version that rebuilt the settlements table: migrating from before it leaves free pages. */
+const REBUILT_VERSION = 5
+
+export const SCHEMA_VERSION = MIGRATIONS.length
+
+const MMAP_BYTES = 256 * 1024 * 1024
+/** WAL pages between automatic checkpoints (SQLite's default is 1,000); 4 KiB pages, so 16 MiB. */
+const CHECKPOINT_PAGES = 4_000
+const WAL_LIMIT_BYTES = 16 * 1024 * 1024
+
+const decodeSettlement = Schema.decodeUnknownSync(Schema.fromJsonString(Settlement.Info))
+
+const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+/**
+ * Makes an existing data directory the user's alone (an older core, or a umask, may have left it 0755): once it is
+ * 0700, nothing below it (the store, managed outputs) can be reached by another user, whatever their own modes.
+ * A directory the user does not own, or a shared sticky one such as /tmp, is left as it is.
+ */
+const makePrivate = (directory: string) => {
+  const stat = statSync(directory)
+  const shared = (stat.mode & 0o1000) !== 0
+  if ((stat.mode & 0o077) === 0 || shared || stat.uid !== process.getuid?.()) return
+  chmodSync(directory, stat.mode & 0o700)
+}
+
+const open = (path: string): Database => {
+  // The data directory and the store are the user's alone; SQLite gives -wal and -shm the database file's mode.
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+  makePrivate(dirname(path))
+  closeSync(openSync(path, "a", 0o600))
+  chmodSync(path, 0o600)
+  const db = new Database(path, { create: true, strict: true })
+  try {
+    db.exec("PRAGMA busy_timeout = 5000")
+    db.exec("PRAGMA journal_mode = WAL")
+    db.exec("PRAGMA synchronous = NORMAL")
+    // Every call commits twice (its intent, then its settlement), a few pages each; with NORMAL the only syncs are
+    // at checkpoints, so checkpointing less often takes most of the syncing off the calls. The WAL file is cut
+    // back to the limit after each checkpoint.
+    db.exec(`PRAGMA wal_autocheckpoint = ${CHECKPOINT_PAGES}`)
+    db.exec(`PRAGMA journal_size_limit = ${WAL_LIMIT_BYTES}`)
+    // Reads through the OS page cache without copying each page: a lookup at a scattered key in a large store
+    // costs a page fault instead of a read call per page.
+    db.exec(`PRAGMA mmap_size = ${MMAP_BYTES}`)
+    migrate(db)
+    return db
+  } catch (cause) {
+    db.close()
+    throw cause
+  }
+}
+
+class NewerVersion {
+  constructor(readonly found: number) {}
+}
+
+const readVersion = (db: Database): number =>
+  (db.query("PRAGMA user_version").get() as { user_version: number }).user_version
+
+const migrate = (db: Database) => {
+  if (readVersion(db) === SCHEMA_VERSION) return
+  // Under a write lock, and reading the version again inside it: processes starting together migrate once.
+  const from = db.transaction(() => {
+    const version = readVersion(db)
+    if (version > SCHEMA_VERSION) throw new NewerVersion(version)
+    for (let index = version; index < SCHEMA_VERSION; index++) db.exec(MIGRATIONS[index]!)
+    db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`)
+    return version
+  }).immediate()
+  // Rebuilding the settlements table freed the old one's pages: give them back once, outside the transaction.
+  if (from > 0 && from < REBUILT_VERSION) {
+    try {
+      db.exec("VACUUM")
+    } catch {
+      // Another process holds the database: the free pages are reused by later writes instead.
+    }
+  }
+}
+
+const openError = (path: string, cause: unknown): Store.StoreError => {
+  if (cause instanceof NewerVersion) {
+    return new Store.StoreError({
+      reason: "newer_version",
+      path,
+      message:
+        `The settlement store ${path} has schema version ${cause.found}, newer than this core understands ` +
+        `(${SCHEMA_VERSION}). Upgrade core, or point CORE_DATA_DIR elsewhere; the file was left untouched.`,
+    })
+  }
+  const message = describe(cause)
+  const code = (cause as { code?: unknown } | undefined)?.code
+  if (code === "SQLITE_NOTADB" || code === "SQLITE_CORRUPT") {
+    return new Store.StoreError({
+      reason: "corrupt",
+      path,
+      message: `The settlement store ${path} is corrupt (${message}). It was left untouched: move it aside to start afresh.`,
+    })
+  }
+  return new Store.StoreError({ reason: "open", path, message: `Could not open the settlement store ${path}: ${message}` })
+}
+
+type Row = {
+  state: "started" | "failed" | "settled"
+  tool: string
+  agent: string | null
+  owner: string | null
+  reason: string | null
+  settlement: string | null
+  lease_until: number | null
+}
+
+type ListedRow = Row & {
+  location: string
+  session_id: string
+  call_id: string
+  message_id: string | null
+  input: string | null
+  input_bytes: number | null
+  started_at: number | null
+  settled_at: number | null
+}
+
+/** No record kept without a Location for the call `?2`, `?3`. */
+const NO_UNLOCATED = "NOT EXISTS (SELECT 1 FROM settlements WHERE session_id = ?2 AND call_id = ?3 AND location = '')"
+
+/**
+ * The statements the store runs, prepared once; preparing also checks the schema is the one expected. A record
+ * without a Location ('', kept before records had one) answers for every Location; one of the Location's own wins.
+ */
+const prepare = (db: Database) => ({
+  select: db.query<Row, [string, string, string]>(
+    "SELECT state, tool, agent, owner, reason, settlement, lease_until FROM settlements " +
+      "WHERE session_id = ? AND call_id = ? AND location IN (?, '') ORDER BY location DESC LIMIT 1",
+  ),
+  // A new record, unless the Location has one or one kept without a Location answers for it.
+  begin: db.query<
+    unknown,
+    [string, string, string, string, string, string, number, number, string | null, string | null, number | null]
+  >(
+    "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, owner, started_at, lease_until, " +
+      "message_id, input, input_bytes) " +
+      `SELECT ?1, ?2, ?3, ?4, ?5, 'started', ?6, ?7, ?8, ?9, ?10, ?11 WHERE ${NO_UNLOCATED} ON CONFLICT DO NOTHING`,
+  ),
+  renew: db.query<unknown, [number, string, string, string, string]>(
+    "UPDATE settlements SET lease_until = ? " +
+      "WHERE session_id = ? AND call_id = ? AND location = ? AND state = 'started' AND owner = ?",
+  ),
+  settleAbsent: db.query<
+    unknown,
+    [string, string, string, string, string, string, number, number | null, string | null, string | null, number | null]
+  >(
+    "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, settlement, settled_at, started_at, message_id, input, input_bytes) " +
+      `SELECT ?1, ?2, ?3, ?4, ?5, 'settled', ?6, ?7, ?8, ?9, ?10, ?11 WHERE ${NO_UNLOCATED} ON CONFLICT DO NOTHING`,
+  ),
+  // The newest of a Location's calls through its time index; ?2 NULL means every session, ?3 the earliest start.
+  list: db.query<ListedRow, [string, string | null, number, number]>(
+    "SELECT location, session_id, call_id, tool, agent, state, owner, reason, settlement, lease_until, message_id, " +
+      "input, input_bytes, started_at, settled_at FROM settlements " +
+      "WHERE location = ?1 AND (?2 IS NULL OR session_id = ?2) AND COALESCE(started_at, settled_at) >= ?3 " +
+      "ORDER BY COALESCE(started_at, settled_at) DESC, id DESC LIMIT ?4",
+  ),
+  settleStarted: db.query<unknown, [string, number, string, string, string, string]>(
+    "UPDATE settlements SET state = 'settled', settlement = ?, settled_at = ? " +
+      "WHERE session_id = ? AND call_id = ? AND location IN (?, '') AND state = 'started' AND owner = ?",
+  ),
+  // A call whose owner's lease has lapsed (or, kept before leases, whose owner is gone): never one still renewed.
+  // The last parameter is the time leases are compared with: later than any, for an owner known to be gone.
+  settleAbandoned: db.query<unknown, [string, number, string, string, string, string, number]>(
+    "UPDATE settlements SET state = 'settled', settlement = ?, settled_at = ? " +
+      "WHERE session_id = ? AND call_id = ? AND location IN (?, '') AND state = 'started' AND owner = ? " +
+      "AND (lease_until IS NULL OR lease_until <= ?)",
+  ),
+  settleFailed: db.query<unknown, [string, number, string, string, string]>(
+    "UPDATE settlements SET state = 'settled', settlement = ?, settled_at = ? " +
+      "WHERE session_id = ? AND call_id = ? AND location IN (?, '') AND state = 'failed'",
+  ),
+  fail: db.query<unknown, [string, number, string, string, string, string]>(
+    "UPDATE settlements SET state = 'failed', reason = ?, settled_at = ? " +
+      "WHERE session_id = ? AND call_id = ? AND location = ? AND state = 'started' AND owner = ?",
+  ),
+  // Through the time index, at most `limit` rows at a time: a sweep never holds the write lock for long.
+  prune: db.query<unknown, [number, number]>(
+    "DELETE FROM settlements WHERE id IN " +
+      "(SELECT id FROM settlements WHERE COALESCE(settled_at, started_at) < ? LIMIT ?)",
+  ),
+  // Claims the sweep unless one ran within the interval (a time in the future means the clock went back).
+  claimSweep: db.query<unknown, [number, number, number]>(
+    "INSERT INTO sweeps (name, at) VALUES ('retention', ?) " +
+      "ON CONFLICT (name) DO UPDATE SET at = excluded.at WHERE sweeps.at <= ? OR sweeps.at > ?",
+  ),
+})
+
+/** Opens the database at `path` for the life of the scope, checking its schema. */
+export const acquire = <A>(path: string, statementsOf: (db: Database) => A) =>
+  Effect.gen(function* () {
+    const db = yield* Effect.acquireRelease(
+      Effect.try({ try: () => open(path), catch: (cause) => openError(path, cause) }),
+      (db) => Effect.sync(() => db.close()),
+    )
+    return yield* Effect.try({
+      try: () => statementsOf(db),
+      catch: (cause) =>
+        new Store.StoreError({
+          reason: "corrupt",
+          path,
+          message:
+            `The settlement store ${path} does not have the expected tables (${describe(cause)}). ` +
+            `It was left untouched: move it aside to start afresh.`,
+        }),
+    })
+  })
+
+export const attemptAt =
+  (path: string) =>
+  <A>(operation: string, run: () => A) =>
+    Effect.try({
+      try: run,
+      catch: (cause) =>
+        new Store.StoreError({ reason: "io", path, message: `Settlement store ${operation} failed: ${describe(cause)}` }),
+    })
+
+export interface Options {
+  /** How long a call's lease lasts unless renewed; by default `CORE_LEASE_MS` or ./lease's default. */
+  readonly leaseMs?: number
+}
+
+/** The durable store at `path` (usually `<data dir>/core.db`). */
+export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Service, Store.StoreError> =>
+  Layer.effect(
+    Store.Service,
+    Effect.gen(function* () {
+      const leaseMs = yield* Effect.try({
+        try: () => options.leaseMs ?? Lease.durationMs(),
+        catch: (cause) => new Store.StoreError({ reason: "open", path, message: describe(cause) }),
+      })
+      const statements = yield* acquire(path, prepare)
+      const keyOf = Store.keyOf
+      /** Calls this store began and has not yet settled or failed, whose leases it renews. */
+      const running = yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          Lease.renewer<Store.Key>(leaseMs, (keys) => {
+            const until = Date.now() + leaseMs
+            for (const key of keys) statements.renew.run(until, key.sessionID, key.toolCallID, key.location, Owner.current)
+          }),
+        ),
+        (renewer) => Effect.sync(() => renewer.close()),
+      )
+      const attempt = attemptAt(path)
+
+      const recordOf = (row: Row, key: Store.Key): Store.Record => {
+        const agent = row.agent ?? undefined
+        if (row.state === "settled" && row.settlement !== null) {
+          return { state: "settled", agent, settlement: decodeSettlement(row.settlement) }
+        }
+        if (row.state === "failed") return { state: "failed", agent, tool: row.tool, reason: row.reason ?? "" }
+        const owner = row.owner ?? ""
+        // Running here, or under a lease still renewed (by another process, or another store in this one).
+        const alive =
+          running.has(keyOf(key)) ||
+          (row.lease_until === null
+            ? owner !== Owner.current && Owner.isAlive(owner)
+            : row.lease_until > Date.now() && !Owner.isGone(owner))
+        return { state: "started", agent, tool: row.tool, owner, running: alive }
+      }
+
+      return Store.Service.of({
+        lookup: (key) =>
+          attempt("lookup", (): Store.Record | undefined => {
+            const row = statements.select.get(key.sessionID, key.toolCallID, key.location)
+            return row === null ? undefined : recordOf(row, key)
+          }),
+        begin: (key, tool, agent, details) =>
+          attempt("write", () => {
+            const { location, sessionID, toolCallID } = key
+            const now = Date.now()
+            const begun =
+              statements.begin.run(
+                location,
+                sessionID,
+                toolCallID,
+                tool,
+                agent,
+                Owner.current,
+                details?.startedAt ?? now,
+                now + leaseMs,
+                details?.messageID ?? null,
+                details?.input ?? null,
+                details?.inputBytes ?? null,
+              ).changes === 1
+            if (begun) running.add(keyOf(key), key)
+            return begun
+          }),
+        settle: (key, settlement, expected) =>
+          attempt("write", () => {
+            const json = JSON.stringify(settlement)
+            const now = Date.now()
+            const { location, sessionID, toolCallID } = key
+            switch (expected.state) {
+              case "absent": {
+                const details = expected.details
+                return (
+                  statements.settleAbsent.run(
+                    location,
+                    sessionID,
+                    toolCallID,
+                    settlement.tool,
+                    expected.agent,
+                    json,
+                    now,
+                    details?.startedAt ?? now,
+                    details?.messageID ?? null,
+                    details?.input ?? null,
+                    details?.inputBytes ?? null,
+                  ).changes === 1
+                )
+              }
+              case "owned":
+                running.remove(keyOf(key))
+                return statements.settleStarted.run(json, now, sessionID, toolCallID, location, Owner.current).changes === 1
+              case "abandoned":
+                return (
+                  statements.settleAbandoned
+                    .run(json, now, sessionID, toolCallID, location, expected.owner, Owner.isGone(expected.owner) ? Number.MAX_SAFE_INTEGER : now)
+                    .changes === 1
+                )
+              case "failed":
+                return statements.settleFailed.run(json, now, sessionID, toolCallID, location).changes === 1
+            }
+          }),
+        fail: (key, reason) =>
+          attempt("write", () => {
+            running.remove(keyOf(key))
+            statements.fail.run(reason, Date.now(), key.sessionID, key.toolCallID, key.location, Owner.current)
+          }),
+        prune: (before, limit) => attempt("prune", () => statements.prune.run(before, limit).changes),
+        claimSweep: (now, intervalMs) =>
+          attempt("write", () => statements.claimSweep.run(now, now - intervalMs, now).changes === 1),
+        list: (filter) =>
+          attempt("lookup", () =>
+            statements.list
+              .all(filter.location, filter.sessionID ?? null, filter.since ?? 0, filter.limit)
+              .reverse()
+              .map(
+                (row): Store.Listed => ({
+                  location: row.location,
+                  sessionID: row.session_id,
+                  toolCallID: row.call_id,
+                  tool: row.tool,
+                  agent: row.agent ?? undefined,
+                  messageID: row.message_id ?? undefined,
+                  input: row.input ?? undefined,
+                  inputBytes: row.input_bytes ?? undefined,
+                  startedAt: row.started_at ?? undefined,
+                  settledAt: row.settled_at ?? undefined,
+                  record: recordOf(row, { location: row.location, sessionID: row.session_id, toolCallID: row.call_id }),
+                }),
+              ),
+          ),
+      })
+    }),
+  )
+
+/** Saved approvals in the same database as the settlements. */
+export const approvalsLayer = (
+  path: string,
+  approvedBy: string = Approvals.approver(),
+): Layer.Layer<Approvals.Service, Store.StoreError> =>
+  Layer.effect(
+    Approvals.Service,
+    Effect.gen(function* () {
+      const statements = yield* acquire(path, (db) => ({
+        list: db.query<
+          { project: string; action: string; pattern: string; saved_at: number; approved_by: string | null },
+          [string]
+        >(
+          "SELECT project, action, pattern, saved_at, approved_by FROM approvals WHERE project = ? " +
+            "ORDER BY saved_at, action, pattern",
+        ),
+        save: db.query<unknown, [string, string, string, number, string]>(
+          "INSERT INTO approvals (project, action, pattern, saved_at, approved_by) VALUES (?, ?, ?, ?, ?) " +
+            "ON CONFLICT DO NOTHING",
+        ),
+        resetAll: db.query<unknown, [string]>("DELETE FROM approvals WHERE project = ?"),
+        resetAction: db.query<unknown, [string, string]>("DELETE FROM approvals WHERE project = ? AND action = ?"),
+        transaction: (run: () => void) => db.transaction(run)(),
+      }))
+      const attempt = attemptAt(path)
+      return Approvals.Service.of({
+        list: (project) =>
+          attempt("lookup", () =>
+            statements.list
+              .all(project)
+              .map((row) => ({
+                project: row.project,
+                action: row.action,
+                pattern: row.pattern,
+                savedAt: row.saved_at,
+                ...(row.approved_by === null ? {} : { approvedBy: row.approved_by }),
+              })),
+          ),
+        save: (project, action, patterns) =>
+          attempt("write", () =>
+            statements.transaction(() => {
+              for (const pattern of patterns) statements.save.run(project, action, pattern, Date.now(), approvedBy)
+            }),
+          ),
+        reset: (project, action) =>
+          attempt("write", () =>
+            action === undefined
+              ? statements.resetAll.run(project).changes
+              : statements.resetAction.run(project, action).changes,
+          ),
+      })
+    }),
+  )

@@ -1,0 +1,63 @@
+import { describe, expect, test } from "bun:test"
+import { Json } from "../../src/config/json"
+
+describe("Json.parseStrict", () => {
+  test("parses valid JSON", () => {
+    expect(Json.parseStrict('{"city":"Oslo","n":[1,2]}')).toEqual({ ok: true, value: { city: "Oslo", n: [1, 2] } })
+  })
+
+  test("says what is wrong and where, by line and column", () => {
+    const missingComma = Json.parseStrict('{\n  "city": "Oslo"\n  "days": 3\n}')
+    expect(missingComma).toMatchObject({ ok: false, problem: { line: 3, column: 3 } })
+    expect(!missingComma.ok && missingComma.problem.message).toBe("comma expected at line 3, column 3")
+    expect(Json.parseStrict('{"a":1,}')).toMatchObject({ ok: false, problem: { line: 1, column: 8 } })
+    expect(Json.parseStrict("")).toMatchObject({ ok: false, problem: { offset: 0 } })
+    expect(Json.parseStrict("{city: 1}")).toMatchObject({ ok: false, problem: { column: 2 } })
+  })
+
+  test("refuses comments and trailing commas (inputs are strict JSON)", () => {
+    expect(Json.parseStrict('// note\n{"a":1}').ok).toBe(false)
+    expect(Json.parseStrict("[1,2,]").ok).toBe(false)
+  })
+})
+
+describe("Json.parseStrict on hostile text", () => {
+  test("refuses 50,000 unclosed brackets with a located problem, not a stack overflow", () => {
+    const parsed = Json.parseStrict("[".repeat(50_000))
+    expect(parsed).toMatchObject({ ok: false, problem: { line: 1, column: Json.MAX_DEPTH + 1 } })
+    expect(!parsed.ok && parsed.problem.message).toBe(`${Json.TOO_DEEP} at line 1, column ${Json.MAX_DEPTH + 1}`)
+  })
+
+  test("refuses valid JSON nested deeper than MAX_DEPTH, at the bracket that goes too deep", () => {
+    const deep = `{"a":${"[".repeat(200_000)}${"]".repeat(200_000)}}`
+    expect(Json.parseStrict(deep)).toMatchObject({ ok: false, problem: { line: 1, column: 6 + Json.MAX_DEPTH - 1 } })
+    const objects = `${'{"a":'.repeat(Json.MAX_DEPTH + 1)}1${"}".repeat(Json.MAX_DEPTH + 1)}`
+    expect(Json.parseStrict(objects).ok).toBe(false)
+  })
+
+  test("accepts nesting up to MAX_DEPTH, and brackets inside strings do not count", () => {
+    const limit = `${"[".repeat(Json.MAX_DEPTH)}${"]".repeat(Json.MAX_DEPTH)}`
+    expect(Json.parseStrict(limit).ok).toBe(true)
+    expect(Json.parseStrict(JSON.stringify({ text: "[".repeat(10_000) })).ok).toBe(true)
+    expect(Json.parseStrict(JSON.stringify({ text: "[".repeat(10_000) }).slice(0, -1)).ok).toBe(false)
+  })
+})
+
+describe("Json.findNul", () => {
+  test("finds the first string or key holding a NUL, in document order, with its path", () => {
+    expect(Json.findNul({ pattern: "a", paths: ["x", "b\u0000", "c\u0000"] })).toEqual(["paths", 1])
+    expect(Json.findNul({ a: { "k\u0000": 1 } })).toEqual(["a", "k\u0000"])
+    expect(Json.findNul("\u0000")).toEqual([])
+    expect(Json.findNul({ text: "no nul here", n: 1, ok: true, none: null })).toBeUndefined()
+    expect(Json.describeNul(["input", "paths", 1])).toContain("input.paths[1] holds a NUL character")
+  })
+})
+
+describe("Json.scan", () => {
+  test("skips comments and strings, and reports a NUL escape at its string", () => {
+    expect(Json.scan('// [[[[\n{"a": "[[[["}', { nul: true })).toBeUndefined()
+    expect(Json.scan('{"a": "x\\u0000"}', { nul: true })).toEqual({ _tag: "Nul", offset: 6 })
+    expect(Json.scan('{"a": "x\\u0000"}', { nul: false })).toBeUndefined()
+    expect(Json.scan("[".repeat(Json.MAX_DEPTH + 1), { nul: false })).toEqual({ _tag: "TooDeep", offset: Json.MAX_DEPTH })
+  })
+})

@@ -1,0 +1,623 @@
+// core as an MCP client, against real servers: the reference "everything" and "filesystem" servers from npm, and
+// a fixture server for the fault paths (hang, crash, garbage, silence, bad names). Servers' tools are Location
+// tools named <server>_<tool> that settle through the normal pipeline: asked by default, bounded, recorded.
+
+import { describe, expect, test } from "bun:test"
+import { readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import * as Deferred from "effect/Deferred"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
+import { Registry } from "../../src/registry/registry"
+import * as Fiber from "effect/Fiber"
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
+import { ProcessGroup } from "../../src/shell/process-group"
+import { McpClient } from "../../src/mcp-client/mcp-client"
+import { BUN, EVERYTHING, FILESYSTEM, FIXTURE, settle, textOf, turn, withLocation } from "./support"
+import { tempDir } from "../support/temp"
+
+const fixture = (mode = "serve", extra: Record<string, unknown> = {}) => ({
+  mcp: { fix: { command: [BUN, FIXTURE, mode], ...extra } },
+  permission: { "fix_*": "allow" },
+})
+
+const alive = (pid: number) => {
+  const state = ProcessGroup.stat(pid)?.state
+  return state !== undefined && state !== "Z"
+}
+
+const stateOf = Effect.map(McpClient.Service, (remote) => remote.states()[0]!)
+
+/**
+ * Calls `name` of the Location's one server, kills the server with SIGKILL once the call's first progress says it is
+ * under way there, then calls `next`: answers the server's pid before, both settlements and its state after.
+ */
+const killedMidCall = (name: string, input: unknown, next: string, nextInput: unknown) =>
+  Effect.gen(function* () {
+    const current = yield* turn
+    const pid = (yield* stateOf).pid!
+    const started = yield* Deferred.make<void>()
+    const fiber = yield* Effect.forkChild(
+      current.settle(
+        { sessionID: "ses_kill", agent: "build", assistantMessageID: "m", toolCallID: "c1", name, input },
+        { onProgress: () => Deferred.succeed(started, undefined).pipe(Effect.asVoid) },
+      ),
+    )
+    yield* Deferred.await(started)
+    process.kill(pid, "SIGKILL")
+    const killed = (yield* Fiber.join(fiber)).settlement
+    const after = yield* settle(yield* turn, next, nextInput)
+    return { pid, killed, next: after, state: yield* stateOf }
+  })
+
+describe("core as an MCP client of the reference servers", () => {
+  test("the everything server's tools appear as every_<tool>, a call is asked first and then settles", async () => {
+    const result = await withLocation({ mcp: { every: { command: [EVERYTHING, "stdio"] } } }, () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const names = current.definitions.map((definition) => definition.name)
+        const echo = current.definitions.find((definition) => definition.name === "every_echo")!
+        const approved = yield* settle(current, "every_echo", { message: "hello" })
+        const refused = yield* settle(current, "every_echo", { message: "again" }, { reply: "reject" })
+        const image = yield* settle(current, "every_get-tiny-image", {})
+        return { names, echo, approved, refused, image }
+      }),
+    )
+    expect(result.names).toContain("every_echo")
+    expect(result.names).toContain("read")
+    expect(result.echo.inputSchema).toMatchObject({ type: "object", properties: { message: { type: "string" } } })
+    expect(result.approved.asked.map((request) => request.action)).toEqual(["every_echo"])
+    expect(result.approved.settlement).toMatchObject({ status: "success", content: [{ type: "text", text: "Echo: hello" }] })
+    expect(result.refused.settlement.status).toBe("declined")
+    expect(result.image.settlement.content.some((part) => part.type === "file" && part.mime === "image/png")).toBe(true)
+  }, 30_000)
+
+  // timeoutMs bounds connecting too: long enough for the server to start on a loaded machine.
+  test("a call of the everything server that outlasts timeoutMs fails naming the server; the connection stays for the next", async () => {
+    const result = await withLocation(
+      { mcp: { every: { command: [EVERYTHING, "stdio"], timeoutMs: 5000 } }, permission: { "every_*": "allow" } },
+      () =>
+        Effect.gen(function* () {
+          const current = yield* turn
+          const pid = (yield* stateOf).pid!
+          const long = yield* settle(current, "every_trigger-long-running-operation", { duration: 600, steps: 1 })
+          const echo = yield* settle(current, "every_echo", { message: "after" })
+          return { pid, long, echo, state: yield* stateOf }
+        }),
+    )
+    expect(result.long.settlement.status).toBe("error")
+    expect(result.long.settlement.error?.kind).toBe("failure")
+    expect(result.long.settlement.error?.message).toStartWith(
+      'MCP server "every" did not answer within 5000 ms while calling trigger-long-running-operation; the request was cancelled.',
+    )
+    expect(result.echo.settlement).toMatchObject({ status: "success", content: [{ type: "text", text: "Echo: after" }] })
+    expect(result.state).toMatchObject({ status: "connected", pid: result.pid })
+  }, 30_000)
+
+  test("the everything server killed during a call is a failure naming the server; the next call runs on a new process", async () => {
+    const result = await withLocation(
+      { mcp: { every: { command: [EVERYTHING, "stdio"] } }, permission: { "every_*": "allow" } },
+      () =>
+        killedMidCall("every_trigger-long-running-operation", { duration: 600, steps: 6000 }, "every_echo", { message: "back" }),
+    )
+    expect(result.killed.status).toBe("error")
+    expect(result.killed.error?.kind).toBe("failure")
+    expect(result.killed.error?.message).toStartWith(
+      'MCP server "every" closed the connection while calling trigger-long-running-operation: the server process was killed by SIGKILL',
+    )
+    expect(result.killed.error?.message).toContain("It is started again on the next call")
+    expect(result.next.settlement).toMatchObject({ status: "success", content: [{ type: "text", text: "Echo: back" }] })
+    expect(result.state.status).toBe("connected")
+    expect(result.state.pid).not.toBe(result.pid)
+    expect(alive(result.pid)).toBe(false)
+  }, 30_000)
+
+  test("the filesystem server reads a file of the Location through core, allowed by a rule", async () => {
+    const result = await withLocation(
+      // The server starts outside the Location: it is named by its absolute path.
+      (directory) => ({ mcp: { fs: { command: [FILESYSTEM, directory] } }, permission: { "fs_*": "allow" } }),
+      (directory) =>
+        Effect.gen(function* () {
+          writeFileSync(join(directory, "notes.txt"), "remote notes\n")
+          const current = yield* turn
+          return {
+            names: current.definitions.map((definition) => definition.name),
+            read: yield* settle(current, "fs_read_text_file", { path: join(directory, "notes.txt") }),
+          }
+        }),
+    )
+    expect(result.names).toContain("fs_list_directory")
+    expect(result.read.asked).toEqual([])
+    expect(result.read.settlement.status).toBe("success")
+    expect(textOf(result.read.settlement)).toContain("remote notes")
+  }, 30_000)
+
+  test("the everything server over streamable HTTP: listed and called through its URL", async () => {
+    const port = await freePort()
+    const server = Bun.spawn([EVERYTHING, "streamableHttp"], {
+      env: { ...process.env, PORT: String(port) },
+      stdout: "ignore",
+      stderr: "pipe",
+    })
+    try {
+      await listening(server.stderr)
+      const result = await withLocation(
+        { mcp: { web: { url: `http://127.0.0.1:${port}/mcp` } }, permission: { "web_*": "allow" } },
+        () =>
+          Effect.gen(function* () {
+            const current = yield* turn
+            return {
+              state: yield* stateOf,
+              echo: yield* settle(current, "web_echo", { message: "over http" }),
+            }
+          }),
+      )
+      expect(result.state).toMatchObject({ kind: "http", status: "connected" })
+      expect(result.state.tools).toContain("web_echo")
+      expect(result.echo.settlement).toMatchObject({ status: "success", content: [{ type: "text", text: "Echo: over http" }] })
+    } finally {
+      server.kill()
+      await server.exited
+    }
+  }, 30_000)
+})
+
+describe("core as an MCP client over streamable HTTP", () => {
+  test("headers go with every request; a server that refuses without them is a diagnostic", async () => {
+    const server = new McpServer({ name: "guarded", version: "1.0.0" })
+    server.registerTool("whoami", { description: "Says hello", inputSchema: {} }, async () => ({
+      content: [{ type: "text", text: "hello, token holder" }],
+    }))
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => crypto.randomUUID() })
+    await server.connect(transport)
+    const http = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: (request) =>
+        request.headers.get("authorization") === "Bearer secret"
+          ? transport.handleRequest(request)
+          : new Response("unauthorized", { status: 401 }),
+    })
+    const url = `http://127.0.0.1:${http.port}/mcp`
+    try {
+      const allowed = { "web_*": "allow" }
+      const granted = await withLocation(
+        { mcp: { web: { url, headers: { Authorization: "Bearer secret" } } }, permission: allowed },
+        () => Effect.flatMap(turn, (current) => settle(current, "web_whoami", {})),
+      )
+      expect(textOf(granted.settlement)).toBe("hello, token holder")
+      const refused = await withLocation({ mcp: { web: { url } }, permission: allowed }, () =>
+        Effect.gen(function* () {
+          const current = yield* turn
+          return { names: current.definitions.map((definition) => definition.name), state: yield* stateOf }
+        }),
+      )
+      expect(refused.names).not.toContain("web_whoami")
+      expect(refused.state.status).toBe("failed")
+      expect(refused.state.error).toStartWith("the server answered HTTP 401 while connecting")
+    } finally {
+      await http.stop(true)
+      await server.close()
+    }
+  }, 30_000)
+})
+
+describe("core as an MCP client over streamable HTTP, when the server restarts", () => {
+  test("a call whose session the server no longer knows is a clear failure; the next call connects afresh", async () => {
+    const serve = async (port: number) => {
+      const server = new McpServer({ name: "restartable", version: "1.0.0" })
+      server.registerTool("ping", { description: "Pong", inputSchema: {} }, async () => ({ content: [{ type: "text", text: "pong" }] }))
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => crypto.randomUUID() })
+      await server.connect(transport)
+      const http = Bun.serve({ hostname: "127.0.0.1", port, fetch: (request) => transport.handleRequest(request) })
+      return { port: http.port!, stop: async () => (await http.stop(true), await server.close()) }
+    }
+    let current = await serve(0)
+    const port = current.port
+    try {
+      const result = await withLocation(
+        { mcp: { web: { url: `http://127.0.0.1:${port}/mcp` } }, permission: { "web_*": "allow" } },
+        () =>
+          Effect.gen(function* () {
+            const turn_ = yield* turn
+            const before = yield* settle(turn_, "web_ping", {})
+            yield* Effect.promise(async () => {
+              await current.stop()
+              current = await serve(port)
+            })
+            const lost = yield* settle(turn_, "web_ping", {})
+            const again = yield* settle(turn_, "web_ping", {})
+            return { before, lost, again, state: yield* stateOf }
+          }),
+      )
+      expect(textOf(result.before.settlement)).toBe("pong")
+      expect(result.lost.settlement.error?.kind).toBe("failure")
+      expect(result.lost.settlement.error?.message).toMatch(/^MCP server "web" answered HTTP 4\d\d while calling ping/)
+      expect(textOf(result.again.settlement)).toBe("pong")
+      expect(result.state.status).toBe("connected")
+    } finally {
+      await current.stop()
+    }
+  }, 30_000)
+})
+
+describe("core as an MCP client: results and failures", () => {
+  test("input is checked against the server's JSON Schema before anything is sent", async () => {
+    const result = await withLocation(fixture(), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return {
+          empty: yield* settle(current, "fix_echo", { text: "" }),
+          missing: yield* settle(current, "fix_echo", {}),
+          fine: yield* settle(current, "fix_echo", { text: "ok" }),
+          definition: current.definitions.find((definition) => definition.name === "fix_echo")!,
+        }
+      }),
+    )
+    expect(result.empty.settlement.error?.kind).toBe("invalid_input")
+    expect(result.empty.settlement.error?.message).toContain("fix_echo")
+    expect(result.missing.settlement.error?.kind).toBe("invalid_input")
+    expect(result.missing.settlement.error?.message).toContain("text")
+    expect(textOf(result.fine.settlement)).toBe("echo: ok")
+    // The server's hints about the tool's effects travel with it.
+    expect(result.definition.annotations).toEqual({ readOnly: true, openWorld: false })
+  }, 30_000)
+
+  test("isError is a failure; images and blobs become file parts, resource text becomes text; structured content is kept", async () => {
+    const result = await withLocation(fixture(), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return {
+          fail: yield* settle(current, "fix_fail", {}),
+          media: yield* settle(current, "fix_media", {}),
+          structured: yield* settle(current, "fix_structured", {}),
+          definition: current.definitions.find((definition) => definition.name === "fix_structured")!,
+        }
+      }),
+    )
+    expect(result.fail.settlement.error).toEqual({ kind: "failure", message: "the fixture refuses" })
+    expect(result.media.settlement.content).toEqual([
+      { type: "file", mime: "image/png", uri: "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==" },
+      { type: "text", text: "note text" },
+      { type: "file", mime: "application/octet-stream", uri: "data:application/octet-stream;base64,AAEC", name: "data.bin" },
+    ])
+    expect(result.structured.settlement.structured).toEqual({ total: 3 })
+    expect(result.definition.outputSchema).toMatchObject({ type: "object", required: ["total"] })
+  }, 30_000)
+
+  test("a large result is bounded with a managed output; a call settled before replays without reaching the server", async () => {
+    const result = await withLocation(fixture(), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const big = yield* settle(current, "fix_big", {})
+        const call = { sessionID: "ses_replay", agent: "build", assistantMessageID: "m", toolCallID: "c_once", name: "fix_count", input: {} }
+        const first = yield* current.settle(call)
+        const again = yield* current.settle(call)
+        const other = yield* settle(current, "fix_count", {})
+        return { big, first, again, other }
+      }),
+    )
+    expect(result.big.settlement.outputs).toHaveLength(1)
+    expect(textOf(result.big.settlement)).toContain("line 1\n")
+    expect(textOf(result.big.settlement).length).toBeLessThan(60_000)
+    expect(textOf(result.first.settlement)).toBe("1")
+    expect(result.again.replayed).toBe(true)
+    expect(textOf(result.again.settlement)).toBe("1")
+    // The replay never reached the server: its next call is its second.
+    expect(textOf(result.other.settlement)).toBe("2")
+  }, 30_000)
+
+  // timeoutMs bounds connecting too: long enough for the fixture server to start on a loaded machine.
+  test("a JSON-RPC error the server answers is a failure naming the server and its message; the connection stays up", async () => {
+    const result = await withLocation(fixture(), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const pid = (yield* stateOf).pid!
+        const thrown = yield* settle(current, "fix_throws", {})
+        // Through the same turn: a reconnect would have registered the tools again, and this call would be stale.
+        const after = yield* settle(current, "fix_pid", {})
+        return { pid, thrown, after, state: yield* stateOf }
+      }),
+    )
+    expect(result.thrown.settlement.status).toBe("error")
+    expect(result.thrown.settlement.error?.kind).toBe("failure")
+    expect(result.thrown.settlement.error?.message).toStartWith('MCP server "fix" answered with an error while calling throws: ')
+    expect(result.thrown.settlement.error?.message).toContain("boom")
+    expect(textOf(result.after.settlement)).toBe(String(result.pid))
+    expect(result.state).toMatchObject({ status: "connected", pid: result.pid })
+  }, 30_000)
+
+  test("a server that does not answer a call fails it after timeoutMs, naming the server", async () => {
+    const result = await withLocation(fixture("serve", { timeoutMs: 4000 }), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return { hang: yield* settle(current, "fix_hang", {}), after: yield* settle(current, "fix_echo", { text: "still" }) }
+      }),
+    )
+    expect(result.hang.settlement.status).toBe("error")
+    expect(result.hang.settlement.error?.message).toContain('MCP server "fix" did not answer within 4000 ms')
+    expect(textOf(result.after.settlement)).toBe("echo: still")
+  }, 30_000)
+
+  test("a server that crashes mid-call is a failure saying how it ended; the next call starts it again", async () => {
+    const result = await withLocation(fixture(), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const first = (yield* stateOf).pid!
+        const crash = yield* settle(current, "fix_crash", {})
+        const again = yield* settle(current, "fix_pid", {})
+        const stale = yield* settle(current, "fix_pid", {})
+        const fresh = yield* settle(yield* turn, "fix_pid", {})
+        return { first, crash, again, stale, fresh, state: yield* stateOf }
+      }),
+    )
+    expect(result.crash.settlement.error?.kind).toBe("failure")
+    expect(result.crash.settlement.error?.message).toContain('MCP server "fix" closed the connection')
+    expect(result.crash.settlement.error?.message).toContain("exited with code 7: fixture: crashing on purpose")
+    expect(textOf(result.again.settlement)).not.toBe(String(result.first))
+    expect(Number(textOf(result.again.settlement))).toBe(result.state.pid!)
+    // Reconnecting registered the tools again: the turn made before sees them as stale.
+    expect(result.stale.settlement.error?.kind).toBe("stale")
+    expect(textOf(result.fresh.settlement)).toBe(String(result.state.pid))
+  }, 30_000)
+
+  test("a server killed during a call is a clear failure, and reconnects on the next use", async () => {
+    const result = await withLocation(fixture(), () => killedMidCall("fix_wait", {}, "fix_echo", { text: "back" }))
+    expect(result.killed.error?.message).toContain('MCP server "fix" closed the connection while calling wait')
+    expect(result.killed.error?.message).toContain("SIGKILL")
+    expect(textOf(result.next.settlement)).toBe("echo: back")
+    expect(result.state.pid).not.toBe(result.pid)
+    expect(alive(result.pid)).toBe(false)
+  }, 30_000)
+
+  test("server progress becomes the call's progress; cancelling the call sends notifications/cancelled", async () => {
+    const result = await withLocation(fixture(), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const progress: Array<string> = []
+        const started = yield* Deferred.make<void>()
+        const fiber = yield* Effect.forkChild(
+          current.settle(
+            { sessionID: "ses_cancel", agent: "build", assistantMessageID: "m", toolCallID: "c1", name: "fix_wait", input: {} },
+            {
+              onProgress: (update) =>
+                Effect.sync(() => progress.push(update.message)).pipe(Effect.andThen(Deferred.succeed(started, undefined))),
+            },
+          ),
+        )
+        yield* Deferred.await(started)
+        yield* Fiber.interrupt(fiber)
+        const counted = yield* settle(current, "fix_cancelled", {})
+        return { progress, counted }
+      }),
+    )
+    expect(result.progress).toEqual(["waiting"])
+    expect(textOf(result.counted.settlement)).toBe("1")
+  }, 30_000)
+
+  test("a server's process runs in its own group with the env given, never core's own, and ends with the Location", async () => {
+    process.env.CORE_REMOTE_SECRET = "core's own"
+    const result = await withLocation(fixture("serve", { env: { GIVEN: "yes" } }), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const pid = (yield* stateOf).pid!
+        return {
+          pid,
+          parent: readFileSync(`/proc/${ProcessGroup.stat(pid)!.ppid}/cmdline`, "utf8"),
+          group: ProcessGroup.members(pid),
+          given: yield* settle(current, "fix_env", { name: "GIVEN" }),
+          secret: yield* settle(current, "fix_env", { name: "CORE_REMOTE_SECRET" }),
+        }
+      }),
+    )
+    delete process.env.CORE_REMOTE_SECRET
+    expect(result.group).toContain(result.pid)
+    // Started under a supervisor of its own, which ends it with core however core ends.
+    expect(result.parent).toContain("__supervise")
+    expect(textOf(result.given.settlement)).toBe("yes")
+    expect(textOf(result.secret.settlement)).toBe("(unset)")
+    expect(alive(result.pid)).toBe(false)
+  }, 30_000)
+
+  test("list_changed registers the tools again in a fresh scope: new tools appear, older turns are stale", async () => {
+    const result = await withLocation(fixture(), () =>
+      Effect.gen(function* () {
+        const before = yield* turn
+        const remote = yield* McpClient.Service
+        yield* settle(before, "fix_grow", {})
+        // The notification is handled when it arrives; the state shows it once the tools were listed again.
+        while (!remote.states()[0]!.tools.includes("fix_extra")) yield* Effect.yieldNow
+        const after = yield* turn
+        return {
+          stale: yield* settle(before, "fix_echo", { text: "x" }),
+          names: after.definitions.map((definition) => definition.name),
+          extra: yield* settle(after, "fix_extra", {}),
+        }
+      }),
+    )
+    expect(result.stale.settlement.error?.kind).toBe("stale")
+    expect(result.names).toContain("fix_extra")
+    expect(textOf(result.extra.settlement)).toBe("extra")
+  }, 30_000)
+})
+
+describe("core as an MCP client: servers that misbehave", () => {
+  test("lines on stdout that are not JSON-RPC are skipped and counted; calls still settle", async () => {
+    const result = await withLocation(fixture("garbage"), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return { echo: yield* settle(current, "fix_echo", { text: "through" }), state: yield* stateOf }
+      }),
+    )
+    expect(textOf(result.echo.settlement)).toBe("echo: through")
+    expect(result.state.ignoredLines).toBeGreaterThanOrEqual(3)
+  }, 30_000)
+
+  test("a server that never answers is a diagnostic after timeoutMs, its process ended; the rest of the Location works", async () => {
+    const result = await withLocation(fixture("mute", { timeoutMs: 500 }), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const remote = yield* McpClient.Service
+        return { names: current.definitions.map((definition) => definition.name), state: yield* stateOf, diagnostics: remote.diagnostics() }
+      }),
+    )
+    expect(result.state.status).toBe("failed")
+    expect(result.names).toContain("read")
+    expect(result.names.some((name) => name.startsWith("fix_"))).toBe(false)
+    expect(result.diagnostics[0]!.message).toStartWith('MCP server "fix": the server did not answer within 500 ms while connecting')
+    expect(result.diagnostics[0]!.file).toEndWith("core.json")
+    expect(alive(result.state.pid!)).toBe(false)
+  }, 30_000)
+
+  test("a Location closed while a server is still connecting ends it at once, without waiting for the timeout", async () => {
+    const result = await Effect.runPromise(
+      Effect.gen(function* () {
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(
+          McpClient.layer({
+            // A Location of its own: bun may lie inside the repository, and a server's program never runs from its Location.
+            directory: tempDir("core-remote-loc-"),
+            servers: [{ name: "fix", file: "core.json", server: { command: [BUN, FIXTURE, "mute"], timeoutMs: 60_000 } }],
+            eager: false,
+          }).pipe(Layer.provideMerge(Registry.layer), Layer.provide(Registry.applicationLayer)),
+          scope,
+        )
+        const remote = Context.get(context, McpClient.Service)
+        const connecting = yield* Effect.forkChild(remote.ensure)
+        while (remote.states()[0]!.pid === undefined) yield* Effect.yieldNow
+        const pid = remote.states()[0]!.pid!
+        // The server would answer nothing for a minute; this test's own time limit is far shorter.
+        yield* Scope.close(scope, Exit.void)
+        yield* Fiber.join(connecting)
+        return { pid, state: remote.states()[0]! }
+      }),
+    )
+    expect(result.state.status).toBe("closed")
+    expect(alive(result.pid)).toBe(false)
+  }, 20_000)
+
+  test("a command that does not exist is a diagnostic, not a crash", async () => {
+    const result = await withLocation({ mcp: { ghost: { command: ["/nonexistent/mcp-server"] } } }, () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return { names: current.definitions.map((definition) => definition.name), diagnostics: (yield* McpClient.Service).diagnostics() }
+      }),
+    )
+    expect(result.names).toContain("read")
+    expect(result.diagnostics.map((diagnostic) => diagnostic.message)).toEqual([
+      'MCP server "ghost": command "/nonexistent/mcp-server" not found (check the path, or that it is installed and on PATH)',
+    ])
+  }, 30_000)
+
+  test("tool names core cannot offer are diagnostics naming the server and the tool; the others are offered", async () => {
+    const result = await withLocation(fixture("bad-names"), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return { names: current.definitions.map((definition) => definition.name), diagnostics: (yield* McpClient.Service).diagnostics() }
+      }),
+    )
+    expect(result.names).toContain("fix_echo")
+    const messages = result.diagnostics.map((diagnostic) => diagnostic.message)
+    expect(messages).toHaveLength(2)
+    expect(messages[0]).toStartWith('MCP server "fix", tool "has space": its core name "fix_has space" is not a valid tool name')
+    expect(messages[1]).toStartWith(`MCP server "fix", tool "${"x".repeat(70)}": its core name`)
+  }, 30_000)
+
+  test("a tool listed twice, one whose schema cannot be compiled or is not an object are diagnostics naming the server and the tool; the others are offered", async () => {
+    const result = await withLocation(fixture("bad-tools"), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return {
+          names: current.definitions.map((definition) => definition.name),
+          echo: yield* settle(current, "fix_echo", { text: "first" }),
+          echoDescription: current.definitions.find((definition) => definition.name === "fix_echo")!.description,
+          state: yield* stateOf,
+          diagnostics: (yield* McpClient.Service).diagnostics(),
+        }
+      }),
+    )
+    const messages = result.diagnostics.map((diagnostic) => diagnostic.message)
+    expect(messages).toEqual([
+      expect.stringContaining('MCP server "fix", tool "scalar": not offered: inputSchema.type: '),
+      expect.stringContaining('MCP server "fix", tool "listy": not offered: outputSchema.type: '),
+      'MCP server "fix", tool "echo": the server lists "echo" twice',
+      'MCP server "fix", tool "unmatched": its input schema cannot be used: the pattern "(" is not a regular expression',
+      'MCP server "fix", tool "unmatched-keys": its input schema cannot be used: the pattern "[a-z" is not a regular expression',
+      expect.stringContaining('MCP server "fix", tool "untyped": its input schema cannot be used: '),
+    ])
+    expect(messages[5]).toContain("strnig")
+    for (const name of ["fix_unmatched", "fix_unmatched-keys", "fix_untyped", "fix_scalar", "fix_listy"]) {
+      expect(result.names).not.toContain(name)
+    }
+    // The first of the two listings is the one offered.
+    expect(result.names.filter((name) => name === "fix_echo")).toHaveLength(1)
+    expect(result.echo.settlement.status).toBe("success")
+    expect(result.echoDescription).toBe("Echoes text")
+    expect(result.state.tools).toContain("fix_pid")
+    expect(result.state.tools).toContain("fix_throws")
+  }, 30_000)
+
+  test("two servers' schemas of the same $id each check their own tool's input", async () => {
+    const typed = (type: string) => ({ command: [BUN, FIXTURE, "typed"], env: { VALUE_TYPE: type } })
+    const result = await withLocation(
+      { mcp: { one: typed("string"), two: typed("number") }, permission: { "one_*": "allow", "two_*": "allow" } },
+      () =>
+        Effect.gen(function* () {
+          const current = yield* turn
+          const call = (name: string, value: unknown) => Effect.map(settle(current, name, { value }), (done) => done.settlement)
+          return {
+            text: yield* call("one_typed", "a"),
+            number: yield* call("two_typed", 5),
+            textRefused: yield* call("one_typed", 5),
+            numberRefused: yield* call("two_typed", "a"),
+          }
+        }),
+    )
+    expect(textOf(result.text)).toBe('typed: "a"')
+    expect(textOf(result.number)).toBe("typed: 5")
+    expect(result.textRefused.error?.kind).toBe("invalid_input")
+    expect(result.numberRefused.error?.kind).toBe("invalid_input")
+  }, 30_000)
+
+  test("a server tool whose core name is already taken in the Location is not offered, and says so", async () => {
+    const tool =
+      `import { Tool } from "@core/tool"\nimport { Effect, Schema } from "effect"\n` +
+      `export default Tool.make({ description: "mine", input: Schema.Struct({}), output: Schema.String, ` +
+      `execute: () => Effect.succeed("mine") })\n`
+    const result = await withLocation(
+      { ...fixture(), files: { "tools/fix_echo.ts": tool } },
+      () =>
+        Effect.gen(function* () {
+          const current = yield* turn
+          return { mine: yield* settle(current, "fix_echo", {}), diagnostics: (yield* McpClient.Service).diagnostics() }
+        }),
+    )
+    expect(textOf(result.mine.settlement)).toBe("mine")
+    expect(result.diagnostics.map((diagnostic) => diagnostic.message)).toEqual([
+      'MCP server "fix", tool "echo": "fix_echo" is already a tool in this Location; the server\'s tool is not offered',
+    ])
+  }, 30_000)
+})
+
+/** A port nothing listens on now. */
+const freePort = async (): Promise<number> => {
+  const probe = Bun.serve({ port: 0, fetch: () => new Response() })
+  const port = probe.port!
+  await probe.stop(true)
+  return port
+}
+
+/** Resolves when the everything server says on stderr that it listens. */
+const listening = async (stderr: ReadableStream<Uint8Array>) => {
+  const decoder = new TextDecoder()
+  let seen = ""
+  for await (const chunk of stderr) {
+    seen += decoder.decode(chunk)
+    if (seen.includes("listening on port")) return
+  }
+  throw new Error(`the server ended before listening:\n${seen}`)
+}
