@@ -40,7 +40,7 @@ const bytes = Number(bytesArgument)
 if (!Number.isSafeInteger(bytes) || bytes <= 0 || directory === undefined || (shape !== "string" && shape !== "object")) {
   throw new Error("usage: bun bench/bounding-child.ts BYTES DIRECTORY [string|object] [ROOT]")
 }
-const { ManagedOutputs } = (await import(join(root, "src/output/managed.ts"))) as { ManagedOutputs: typeof ManagedOutputsModule }
+const { ManagedOutputs } = (await import(join(root, "src/output/managed-outputs.ts"))) as { ManagedOutputs: typeof ManagedOutputsModule }
 const { Output } = (await import(join(root, "src/output/output.ts"))) as { Output: typeof OutputModule }
 
 const runtime = ManagedRuntime.make(Output.layer().pipe(Layer.provide(ManagedOutputs.layer({ directory }))))

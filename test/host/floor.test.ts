@@ -195,7 +195,7 @@ describe("the floors", () => {
     expect(runsUp("host/host.ts", "cli/runtime.ts")).toBe(true)
     expect(runsUp("server/router.ts", "cli/runtime.ts")).toBe(true)
     expect(runsUp("sdk/testing.ts", "server/api.ts")).toBe(true)
-    expect(runsUp("cli/serve.ts", "server/server.ts")).toBe(false)
+    expect(runsUp("cli/serve-command.ts", "server/server.ts")).toBe(false)
     expect(runsUp("server/router.ts", "host/sidecar.ts")).toBe(false)
   })
 

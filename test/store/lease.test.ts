@@ -40,8 +40,8 @@ const owner = async (opened: Opened) => {
       "-e",
       `
       import { Effect, Layer } from "effect"
-      import { PostgresStore } from ${JSON.stringify(join(import.meta.dir, "../../src/store/postgres.ts"))}
-      import { SqliteStore } from ${JSON.stringify(join(import.meta.dir, "../../src/store/sqlite.ts"))}
+      import { PostgresStore } from ${JSON.stringify(join(import.meta.dir, "../../src/store/postgres-store.ts"))}
+      import { SqliteStore } from ${JSON.stringify(join(import.meta.dir, "../../src/store/sqlite-store.ts"))}
       import { Store } from ${JSON.stringify(join(import.meta.dir, "../../src/store/store.ts"))}
       const layer = ${JSON.stringify(opened.kind)} === "sqlite"
         ? SqliteStore.layer(${JSON.stringify(opened.target)}, { leaseMs: ${LEASE_MS} })

@@ -15,7 +15,7 @@ describe("PostgresStore migrations", () => {
     const { pgbouncer, postgres } = await freshDatabase()
     const script = `
       import { Effect } from "effect"
-      import { PostgresStore } from ${JSON.stringify(join(import.meta.dir, "../../src/store/postgres.ts"))}
+      import { PostgresStore } from ${JSON.stringify(join(import.meta.dir, "../../src/store/postgres-store.ts"))}
       await Effect.runPromise(Effect.void.pipe(Effect.provide(PostgresStore.layer(process.argv[1]))))
       console.log("opened")
     `

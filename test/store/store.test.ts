@@ -439,7 +439,7 @@ describe("SqliteStore", () => {
     const path = join(tempDir(), "core.db")
     const script = `
       import { Effect, Layer } from "effect"
-      import { SqliteStore } from ${JSON.stringify(join(import.meta.dir, "../../src/store/sqlite.ts"))}
+      import { SqliteStore } from ${JSON.stringify(join(import.meta.dir, "../../src/store/sqlite-store.ts"))}
       await Effect.runPromise(Effect.scoped(Layer.build(SqliteStore.layer(${JSON.stringify(path)}))))
     `
     const children = Array.from({ length: 8 }, () =>
