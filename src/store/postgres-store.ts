@@ -191,19 +191,7 @@ type Row = {
   live: boolean | null
 }
 
-type ListedRow = Row & {
-  location: string
-  session_id: string
-  call_id: string
-  message_id: string | null
-  input: string | null
-  input_bytes: string | number | null
-  started_at: string | number | null
-  settled_at: string | number | null
-}
-
-/** A BIGINT column as a number (Bun's client hands large integers back as strings). */
-const numberOf = (value: string | number | null): number | undefined => (value === null ? undefined : Number(value))
+type ListedRow = Row & Store.ListedRow
 
 /** The store of record at `url` (`CORE_STORE_URL`). */
 export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Service, Store.StoreError> =>
@@ -343,21 +331,7 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
                 AND (${filter.sessionID ?? null}::text IS NULL OR session_id = ${filter.sessionID ?? null})
                 AND COALESCE(started_at, settled_at) >= ${filter.since ?? 0}
               ORDER BY COALESCE(started_at, settled_at) DESC, id DESC LIMIT ${filter.limit}`
-            return rows.reverse().map(
-              (row): Store.Listed => ({
-                location: row.location,
-                sessionID: row.session_id,
-                toolCallID: row.call_id,
-                tool: row.tool,
-                agent: row.agent ?? undefined,
-                messageID: row.message_id ?? undefined,
-                input: row.input ?? undefined,
-                inputBytes: numberOf(row.input_bytes),
-                startedAt: numberOf(row.started_at),
-                settledAt: numberOf(row.settled_at),
-                record: recordOf(row, { location: row.location, sessionID: row.session_id, toolCallID: row.call_id }),
-              }),
-            )
+            return rows.reverse().map((row) => Store.listedOf(row, (key) => recordOf(row, key)))
           }),
       })
     }),

@@ -234,16 +234,7 @@ type Row = {
   lease_until: number | null
 }
 
-type ListedRow = Row & {
-  location: string
-  session_id: string
-  call_id: string
-  message_id: string | null
-  input: string | null
-  input_bytes: number | null
-  started_at: number | null
-  settled_at: number | null
-}
+type ListedRow = Row & Store.ListedRow
 
 /** No record kept without a Location for the call `?2`, `?3`. */
 const NO_UNLOCATED = "NOT EXISTS (SELECT 1 FROM settlements WHERE session_id = ?2 AND call_id = ?3 AND location = '')"
@@ -465,21 +456,7 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
             statements.list
               .all(filter.location, filter.sessionID ?? null, filter.since ?? 0, filter.limit)
               .reverse()
-              .map(
-                (row): Store.Listed => ({
-                  location: row.location,
-                  sessionID: row.session_id,
-                  toolCallID: row.call_id,
-                  tool: row.tool,
-                  agent: row.agent ?? undefined,
-                  messageID: row.message_id ?? undefined,
-                  input: row.input ?? undefined,
-                  inputBytes: row.input_bytes ?? undefined,
-                  startedAt: row.started_at ?? undefined,
-                  settledAt: row.settled_at ?? undefined,
-                  record: recordOf(row, { location: row.location, sessionID: row.session_id, toolCallID: row.call_id }),
-                }),
-              ),
+              .map((row) => Store.listedOf(row, (key) => recordOf(row, key))),
           ),
       })
     }),

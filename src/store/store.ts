@@ -106,6 +106,38 @@ export interface Listed {
   readonly record: Record
 }
 
+/** A listed call's columns as the durable stores name them (a BIGINT may come back as a string). */
+export interface ListedRow {
+  readonly location: string
+  readonly session_id: string
+  readonly call_id: string
+  readonly tool: string
+  readonly agent: string | null
+  readonly message_id: string | null
+  readonly input: string | null
+  readonly input_bytes: number | string | null
+  readonly started_at: number | string | null
+  readonly settled_at: number | string | null
+}
+
+const numberOf = (value: number | string | null): number | undefined => (value === null ? undefined : Number(value))
+
+/** A durable store's row as listed, with its record (which only the store can read from the row). */
+export const listedOf = (row: ListedRow, record: (key: Key) => Record): Listed => {
+  const key = { location: row.location, sessionID: row.session_id, toolCallID: row.call_id }
+  return {
+    ...key,
+    tool: row.tool,
+    agent: row.agent ?? undefined,
+    messageID: row.message_id ?? undefined,
+    input: row.input ?? undefined,
+    inputBytes: numberOf(row.input_bytes),
+    startedAt: numberOf(row.started_at),
+    settledAt: numberOf(row.settled_at),
+    record: record(key),
+  }
+}
+
 export interface Interface {
   readonly lookup: (key: Key) => Effect.Effect<Record | undefined, StoreError>
   /** Records that a call is about to execute. Answers false (and records nothing) if the call is already known. */
