@@ -315,7 +315,14 @@ describe("core mcp", () => {
       closed = resolve
     })
     transport.onclose = () => closed()
-    const pending = client.callTool(call, CallToolResultSchema, { onprogress: () => process.kill(transport.pid!, "SIGTERM") })
+    // One signal, to the pid read while the process runs (a second would force the exit without recording).
+    const pid = transport.pid!
+    let signalled = false
+    const terminate = () => {
+      if (!signalled) process.kill(pid, "SIGTERM")
+      signalled = true
+    }
+    const pending = client.callTool(call, CallToolResultSchema, { onprogress: terminate })
     pending.catch(() => undefined)
     await gone
     const replay = await (await connect(box)).client.callTool(call)

@@ -1,7 +1,7 @@
 // The compiled `core` executable for end-to-end tests: built once per test run (per process) into a temp
 // directory with the repository's build.ts, so tests never use a stale dist/core.
 
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
@@ -12,7 +12,10 @@ let built: Promise<string> | undefined
 /** The path of a freshly built `core` binary. */
 export const binary = (): Promise<string> => {
   built ??= (async () => {
-    const outfile = join(mkdtempSync(join(tmpdir(), "core-bin-")), "core")
+    const directory = mkdtempSync(join(tmpdir(), "core-bin-"))
+    // Removed when the test run ends: each build is ~130 MB, and runs add up on a developer's disk.
+    process.once("exit", () => rmSync(directory, { recursive: true, force: true }))
+    const outfile = join(directory, "core")
     const build = Bun.spawn([process.execPath, join(ROOT, "build.ts"), "--outfile", outfile], {
       cwd: ROOT,
       stdout: "pipe",

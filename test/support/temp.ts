@@ -8,7 +8,8 @@ import { join } from "node:path"
 const created: Array<string> = []
 
 afterAll(() => {
-  for (const directory of created.splice(0)) rmSync(directory, { recursive: true, force: true })
+  // Retried: a process a test started may still be writing its last files as it exits.
+  for (const directory of created.splice(0)) rmSync(directory, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 })
 })
 
 /** A fresh empty directory under the system temp dir. */
