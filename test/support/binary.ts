@@ -8,13 +8,20 @@ import { join } from "node:path"
 const ROOT = join(import.meta.dir, "../..")
 
 let built: Promise<string> | undefined
+let builtIn: string | undefined
+
+/** Removes the built binary (~130 MB); the test run's global hook (test/support/run-end.ts) calls it at the end. */
+export const removeBuilt = (): void => {
+  if (builtIn !== undefined) rmSync(builtIn, { recursive: true, force: true })
+  builtIn = undefined
+  built = undefined
+}
 
 /** The path of a freshly built `core` binary. */
 export const binary = (): Promise<string> => {
   built ??= (async () => {
     const directory = mkdtempSync(join(tmpdir(), "core-bin-"))
-    // Removed when the test run ends: each build is ~130 MB, and runs add up on a developer's disk.
-    process.once("exit", () => rmSync(directory, { recursive: true, force: true }))
+    builtIn = directory
     const outfile = join(directory, "core")
     const build = Bun.spawn([process.execPath, join(ROOT, "build.ts"), "--outfile", outfile], {
       cwd: ROOT,
