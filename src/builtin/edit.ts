@@ -298,17 +298,7 @@ const makeTool = (services: Builtin.Services) =>
             message: "oldString and newString are identical, so the edit would change nothing. Put the new text in newString.",
           })
         }
-        const ending = Text.directoryEnding(input.filePath)
-        if (ending !== undefined) {
-          return yield* new Tool.Failure({ message: `Cannot edit ${input.filePath}: ${Text.namesDirectory(ending)}` })
-        }
-        const resolved = yield* Builtin.authorizePath(services, context, {
-          action: "edit",
-          path: input.filePath,
-          access: "write",
-          tool: "edit",
-        })
-        const shown = Builtin.display(services.directory, resolved.real)
+        const { resolved, shown } = yield* Builtin.authorizeChange(services, context, { tool: "edit", path: input.filePath })
         if (!resolved.exists) {
           return yield* new Tool.Failure({
             message: `File not found: ${shown}. edit changes existing files; to create this one, use write.`,

@@ -66,17 +66,7 @@ const makeTool = (services: Builtin.Services) =>
     toModelOutput: ({ output }) => describe(output),
     execute: (input, context) =>
       Effect.gen(function* () {
-        const ending = Text.directoryEnding(input.filePath)
-        if (ending !== undefined) {
-          return yield* new Tool.Failure({ message: `Cannot write ${input.filePath}: ${Text.namesDirectory(ending)}` })
-        }
-        const resolved = yield* Builtin.authorizePath(services, context, {
-          action: "edit",
-          path: input.filePath,
-          access: "write",
-          tool: "write",
-        })
-        const shown = Builtin.display(services.directory, resolved.real)
+        const { resolved, shown } = yield* Builtin.authorizeChange(services, context, { tool: "write", path: input.filePath })
         if (resolved.kind === "directory") {
           return yield* new Tool.Failure({
             message: `Cannot write ${shown}: it is a directory. Give the path of a file, such as ${shown}/name.txt.`,
