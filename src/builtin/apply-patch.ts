@@ -5,7 +5,6 @@ export * as ApplyPatch from "./apply-patch"
 // temp files before the first one is committed; a failure while committing restores the files already changed
 // from their saved originals. So a patch applies completely or leaves every file as it was.
 
-import { lstat } from "node:fs/promises"
 import { dirname } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
@@ -18,9 +17,6 @@ import { Match } from "./match"
 import { Patch } from "./patch"
 import { ReadTracking } from "./read-tracking"
 import { Text } from "./text"
-
-/** How often a patch is planned again when another process changed one of its files meanwhile. */
-export const MAX_ATTEMPTS = 5
 
 export const Input = Schema.Struct({
   patchText: Schema.String.annotate({
@@ -94,17 +90,6 @@ const counted = (removed: ReadonlyArray<string>, inserted: ReadonlyArray<string>
   while (tail < removed.length - head && tail < inserted.length - head && removed[removed.length - 1 - tail] === inserted[inserted.length - 1 - tail]) tail++
   return { added: inserted.length - head - tail, removed: removed.length - head - tail }
 }
-
-const exists = (path: string, shown: string): Effect.Effect<boolean, Tool.Failure> =>
-  Text.io("check", shown, () =>
-    lstat(path).then(
-      () => true,
-      (cause: unknown) => {
-        if (typeof cause === "object" && cause !== null && "code" in cause && cause.code === "ENOENT") return false
-        throw cause
-      },
-    ),
-  )
 
 const summary = (files: ReadonlyArray<FileChange>): string => {
   const counts = (file: FileChange) =>
@@ -188,13 +173,21 @@ const makeTool = (services: Builtin.Services) =>
         }
 
         const paths = places.flatMap(({ source, target }) => (target === undefined ? [source.resolved.real] : [source.resolved.real, target.resolved.real]))
-        return yield* FileLock.serialized(paths, attempt(services, context, operations, places, replacedByMove, 1))
+        return yield* FileLock.retried(
+          paths,
+          (tries) => attempt(services, context, operations, places, replacedByMove, tries),
+          () =>
+            failure(
+              "A file of the patch changed on disk while the patch was being applied (another program wrote it), " +
+                "again and again, so nothing was changed. Read the files again and retry.",
+            ),
+        )
       }),
   })
 
 /**
  * One try at a patch: read every file, plan every change, stage it, and commit it if no file changed since it was
- * read; when another process changed one meanwhile, nothing is written and the patch is planned again.
+ * read; when another process changed one meanwhile, nothing is written and it answers FileLock.CHANGED, to plan again.
  */
 const attempt = (
   services: Builtin.Services,
@@ -203,13 +196,13 @@ const attempt = (
   places: ReadonlyArray<{ readonly source: Place; readonly target: Place | undefined }>,
   replacedByMove: ReadonlySet<string>,
   tries: number,
-): Effect.Effect<Output, Tool.Failure> =>
+): Effect.Effect<Output | typeof FileLock.CHANGED, Tool.Failure> =>
   Effect.gen(function* () {
     const plans: Array<Plan> = []
     for (const [index, operation] of operations.entries()) {
       const { source, target } = places[index]!
       const at = `(patch line ${operation.line})`
-      const sourceExists = yield* exists(source.resolved.real, source.shown)
+      const sourceExists = yield* Text.exists(source.resolved.real, source.shown)
       if (operation._tag === "Add") {
         if (sourceExists) {
           return yield* failure(
@@ -261,7 +254,7 @@ const attempt = (
         removed += change.removed
       }
       const moving = target !== undefined && target.resolved.real !== source.resolved.real
-      if (moving && !replacedByMove.has(target.resolved.real) && (yield* exists(target.resolved.real, target.shown))) {
+      if (moving && !replacedByMove.has(target.resolved.real) && (yield* Text.exists(target.resolved.real, target.shown))) {
         return yield* failure(
           `Cannot move ${source.shown} to ${target.shown} ${at}: ${target.shown} already exists. To replace it, delete it in the same patch ("*** Delete File: ${target.shown}"), or choose another name. Nothing was changed.`,
         )
@@ -305,7 +298,7 @@ const attempt = (
         Effect.flatMap((same) => (same ? Effect.void : Effect.fail(Text.changed(place.shown)))),
       )
     const absent = (place: Place) =>
-      exists(place.resolved.real, place.shown).pipe(
+      Text.exists(place.resolved.real, place.shown).pipe(
         Effect.flatMap((found) =>
           found ? Effect.fail(failure(`${place.shown} was created by someone else while the patch was being applied.`)) : Effect.void,
         ),
@@ -353,12 +346,12 @@ const attempt = (
     const verify = Effect.gen(function* () {
       for (const plan of plans) {
         if (plan._tag === "Add") {
-          if (yield* exists(plan.target.resolved.real, plan.target.shown)) return false
+          if (yield* Text.exists(plan.target.resolved.real, plan.target.shown)) return false
           continue
         }
         if (!(yield* Text.unchanged(plan.source.resolved.real, plan.snapshot, plan.source.shown))) return false
         if (plan._tag === "Update" && plan.target !== plan.source && !replacedByMove.has(plan.target.resolved.real)) {
-          if (yield* exists(plan.target.resolved.real, plan.target.shown)) return false
+          if (yield* Text.exists(plan.target.resolved.real, plan.target.shown)) return false
         }
       }
       return true
@@ -401,13 +394,7 @@ const attempt = (
     if (!committed) {
       // Another process changed a file after it was read: nothing was written; plan again from the files as they are.
       yield* cleanup
-      if (tries >= MAX_ATTEMPTS) {
-        return yield* failure(
-          "A file of the patch changed on disk while the patch was being applied (another program wrote it), " +
-            "again and again, so nothing was changed. Read the files again and retry.",
-        )
-      }
-      return yield* attempt(services, context, operations, places, replacedByMove, tries + 1)
+      return FileLock.CHANGED
     }
     for (const plan of plans) {
       if (plan._tag === "Delete") continue

@@ -12,6 +12,7 @@ import type { Shell } from "../shell/shell"
 import type { Reads } from "../store/reads"
 import type { Todos } from "../store/todos"
 import { Tool } from "../tool/tool"
+import { Text } from "./text"
 
 /** The services a built-in captures at construction. */
 export interface Services {
@@ -71,6 +72,25 @@ export const authorizePath = (
       .pipe(Effect.catchTag("Boundary.PathError", (error) => Effect.fail(new Tool.Failure({ message: error.message }))))
     yield* authorize(services, context, checks, { tool: input.tool })
     return resolved
+  })
+
+/**
+ * Checks a file a tool changes whole (write, edit): a path that names a directory (a trailing "/") is refused before
+ * anything is asked, then `edit` with write access is authorized. Answers where the path really leads, and how
+ * it is shown.
+ */
+export const authorizeChange = (
+  services: Services,
+  context: Tool.Context,
+  input: { readonly tool: string; readonly path: string },
+): Effect.Effect<{ readonly resolved: Boundary.Resolved; readonly shown: string }, Tool.Failure | Permission.Refusal> =>
+  Effect.gen(function* () {
+    const ending = Text.directoryEnding(input.path)
+    if (ending !== undefined) {
+      return yield* new Tool.Failure({ message: `Cannot ${input.tool} ${input.path}: ${Text.namesDirectory(ending)}` })
+    }
+    const resolved = yield* authorizePath(services, context, { action: "edit", path: input.path, access: "write", tool: input.tool })
+    return { resolved, shown: display(services.directory, resolved.real) }
   })
 
 /**

@@ -18,9 +18,6 @@ import { Text } from "./text"
 export const DIFF_CONTEXT_LINES = 3
 /** Line numbers listed in an ambiguity message before "and N more". */
 const MAX_LISTED = 20
-/** How often an edit is redone against the file's new content when another process changed it meanwhile. */
-export const MAX_ATTEMPTS = 5
-
 export const Input = Schema.Struct({
   filePath: Schema.String.annotate({
     description: "The file to change: relative to the Location (the project directory the tools work in), or absolute",
@@ -301,17 +298,7 @@ const makeTool = (services: Builtin.Services) =>
             message: "oldString and newString are identical, so the edit would change nothing. Put the new text in newString.",
           })
         }
-        const ending = Text.directoryEnding(input.filePath)
-        if (ending !== undefined) {
-          return yield* new Tool.Failure({ message: `Cannot edit ${input.filePath}: ${Text.namesDirectory(ending)}` })
-        }
-        const resolved = yield* Builtin.authorizePath(services, context, {
-          action: "edit",
-          path: input.filePath,
-          access: "write",
-          tool: "edit",
-        })
-        const shown = Builtin.display(services.directory, resolved.real)
+        const { resolved, shown } = yield* Builtin.authorizeChange(services, context, { tool: "edit", path: input.filePath })
         if (!resolved.exists) {
           return yield* new Tool.Failure({
             message: `File not found: ${shown}. edit changes existing files; to create this one, use write.`,
@@ -322,13 +309,17 @@ const makeTool = (services: Builtin.Services) =>
             message: `Cannot edit ${shown}: it is ${resolved.kind === "directory" ? "a directory" : "not a regular file"}. Give the path of a text file.`,
           })
         }
-        return yield* FileLock.serialized([resolved.real], attempt(services, context, input, resolved.real, shown, 1))
+        return yield* FileLock.retried(
+          [resolved.real],
+          (tries) => attempt(services, context, input, resolved.real, shown, tries),
+          () => Text.changed(shown),
+        )
       }),
   })
 
 /**
  * One try at the edit: read the file, find oldString, write the result if the file is still what was read. When
- * another process changed it in between, the edit is redone against the new content (up to MAX_ATTEMPTS).
+ * another process changed it in between, it answers FileLock.CHANGED, to be redone against the new content.
  */
 const attempt = (
   services: Builtin.Services,
@@ -337,17 +328,9 @@ const attempt = (
   real: string,
   shown: string,
   tries: number,
-): Effect.Effect<Output, Tool.Failure> =>
+): Effect.Effect<Output | typeof FileLock.CHANGED, Tool.Failure> =>
   Effect.gen(function* () {
-    const snapshot = yield* Text.read(real, shown)
-    yield* Text.writable(real, shown, "edit")
-    yield* ReadTracking.check(services, context, {
-      path: real,
-      shown,
-      tool: "edit",
-      version: ReadTracking.ofSnapshot(snapshot),
-      unseen: "allow",
-    })
+    const snapshot = yield* ReadTracking.readToChange(services, context, { path: real, shown, tool: "edit", unseen: "allow" })
     const decoded = yield* Text.decode(snapshot.bytes, shown, "edit")
     const view = viewOf(decoded.text)
     const search = (oldString: string, newString: string) =>
@@ -390,10 +373,7 @@ const attempt = (
     }
     const bytes = Text.encode(text, decoded.bom)
     const replaced = yield* Text.replace({ path: real, bytes, shown, mode: snapshot.mode, expected: snapshot })
-    if (replaced === "changed") {
-      if (tries >= MAX_ATTEMPTS) return yield* Text.changed(shown)
-      return yield* attempt(services, context, input, real, shown, tries + 1)
-    }
+    if (replaced === "changed") return FileLock.CHANGED
     yield* ReadTracking.see(services, context, real, yield* ReadTracking.written(real, bytes))
     const changes = changesOf(view.text, outcome.spans)
     return {

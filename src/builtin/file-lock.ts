@@ -4,7 +4,8 @@ export * as FileLock from "./file-lock"
 // (`serialized`), so two parallel edit calls on one file apply one after the other, the second to the first's
 // result. Across processes, the short step that checks a file is still what a change read and renames the new
 // content over it runs under a lock file beside it (`committing`), so a core process can never replace content
-// another one wrote after it read. The per-process table is process-wide on purpose: two Locations, or two
+// another one wrote after it read; a change that finds its file changed since its read is made again from a fresh
+// read (`retried`). The per-process table is process-wide on purpose: two Locations, or two
 // sessions, may change the same file.
 
 import { readFile, unlink } from "node:fs/promises"
@@ -52,6 +53,31 @@ const lockOne = <A, E, R>(path: string, effect: Effect.Effect<A, E, R>): Effect.
  */
 export const serialized = <A, E, R>(paths: ReadonlyArray<string>, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   [...new Set(paths)].sort().reduceRight<Effect.Effect<A, E, R>>((inner, path) => lockOne(path, inner), effect)
+
+/** How often a change is made again when another process changed one of its files between its read and its commit. */
+export const MAX_ATTEMPTS = 5
+
+/** What an attempt at a change answers when a file changed since it was read: nothing was written, try again. */
+export const CHANGED = "changed"
+
+/**
+ * Makes a change to the files at `paths` (`serialized`), from a fresh read each time: `attempt` (given its try,
+ * 1-based) answers CHANGED when another process changed a file between its read and its commit, and the change is
+ * made again, at most MAX_ATTEMPTS times in all; then it fails with `exhausted`.
+ */
+export const retried = <A, E, R>(
+  paths: ReadonlyArray<string>,
+  attempt: (tries: number) => Effect.Effect<A | typeof CHANGED, E, R>,
+  exhausted: () => E,
+): Effect.Effect<A, E, R> => {
+  const from = (tries: number): Effect.Effect<A, E, R> =>
+    attempt(tries).pipe(
+      Effect.flatMap((result) =>
+        result !== CHANGED ? Effect.succeed(result as A) : tries >= MAX_ATTEMPTS ? Effect.fail(exhausted()) : from(tries + 1),
+      ),
+    )
+  return serialized(paths, Effect.suspend(() => from(1)))
+}
 
 /** The lock file that guards commits to `path`. */
 export const lockPath = (path: string): string => join(dirname(path), `.${basename(path)}.core-lock`)

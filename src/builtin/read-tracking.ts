@@ -39,7 +39,7 @@ export const versionOf = (
 })
 
 /** The version of a snapshot a tool read whole. */
-export const ofSnapshot = (snapshot: Text.Snapshot): Reads.Version => versionOf(snapshot.bytes, snapshot)
+const ofSnapshot = (snapshot: Text.Snapshot): Reads.Version => versionOf(snapshot.bytes, snapshot)
 
 const store = <A>(effect: Effect.Effect<A, Store.StoreError>): Effect.Effect<A> =>
   effect.pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
@@ -69,7 +69,7 @@ export const see = (
  * `unseen` decides what a file the session never saw means (write refuses it, edit allows it, since oldString
  * must match the file as it is).
  */
-export const check = (
+const check = (
   services: Builtin.Services,
   context: Tool.Context,
   input: {
@@ -99,4 +99,20 @@ export const check = (
         `${input.version.size} now): someone else changed it. Nothing was changed. Read it again and redo the ` +
         `change against its current content.`,
     })
+  })
+
+/**
+ * Reads the file at `path` for a tool to change: its snapshot, once the file is known writable and the call's
+ * session has seen it as it is (`check`; `unseen` as there).
+ */
+export const readToChange = (
+  services: Builtin.Services,
+  context: Tool.Context,
+  input: { readonly path: string; readonly shown: string; readonly tool: string; readonly unseen: "refuse" | "allow" },
+): Effect.Effect<Text.Snapshot, Tool.Failure> =>
+  Effect.gen(function* () {
+    const snapshot = yield* Text.read(input.path, input.shown)
+    yield* Text.writable(input.path, input.shown, input.tool)
+    yield* check(services, context, { ...input, version: ofSnapshot(snapshot) })
+    return snapshot
   })

@@ -528,16 +528,17 @@ export const replace = (options: WriteOptions & { readonly expected: Snapshot })
 
 /** Creates a file that must not exist yet; "changed" when a file appeared at `path` meanwhile. */
 export const create = (options: WriteOptions): Effect.Effect<Replaced, Tool.Failure> =>
-  commitIf(
-    options,
-    io("check", options.shown, () =>
-      lstat(options.path).then(
-        () => false,
-        (cause: unknown) => {
-          if (codeOf(cause) === "ENOENT") return true
-          throw cause
-        },
-      ),
+  commitIf(options, exists(options.path, options.shown).pipe(Effect.map((found) => !found)))
+
+/** Whether anything is at `path` (a symlink counts as itself); an error other than its absence is a failure. */
+export const exists = (path: string, shown: string): Effect.Effect<boolean, Tool.Failure> =>
+  io("check", shown, () =>
+    lstat(path).then(
+      () => true,
+      (cause: unknown) => {
+        if (codeOf(cause) === "ENOENT") return false
+        throw cause
+      },
     ),
   )
 

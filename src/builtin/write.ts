@@ -4,7 +4,6 @@ export * as Write from "./write"
 // see in the text it sends (the byte order mark, CRLF line endings, the file's mode), and happens atomically,
 // so a failure leaves the old file (or no file) rather than a part of the new one.
 
-import { lstat } from "node:fs/promises"
 import { dirname } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -13,9 +12,6 @@ import { Builtin } from "./builtin"
 import { FileLock } from "./file-lock"
 import { ReadTracking } from "./read-tracking"
 import { Text } from "./text"
-
-/** How often a write is redone when another process changed or created the file between its read and rename. */
-export const MAX_ATTEMPTS = 5
 
 export const Input = Schema.Struct({
   filePath: Schema.String.annotate({
@@ -70,17 +66,7 @@ const makeTool = (services: Builtin.Services) =>
     toModelOutput: ({ output }) => describe(output),
     execute: (input, context) =>
       Effect.gen(function* () {
-        const ending = Text.directoryEnding(input.filePath)
-        if (ending !== undefined) {
-          return yield* new Tool.Failure({ message: `Cannot write ${input.filePath}: ${Text.namesDirectory(ending)}` })
-        }
-        const resolved = yield* Builtin.authorizePath(services, context, {
-          action: "edit",
-          path: input.filePath,
-          access: "write",
-          tool: "write",
-        })
-        const shown = Builtin.display(services.directory, resolved.real)
+        const { resolved, shown } = yield* Builtin.authorizeChange(services, context, { tool: "write", path: input.filePath })
         if (resolved.kind === "directory") {
           return yield* new Tool.Failure({
             message: `Cannot write ${shown}: it is a directory. Give the path of a file, such as ${shown}/name.txt.`,
@@ -91,43 +77,30 @@ const makeTool = (services: Builtin.Services) =>
             message: `Cannot write ${shown}: it is not a regular file (a device, socket or pipe). write only creates and replaces regular files.`,
           })
         }
-        return yield* FileLock.serialized([resolved.real], attempt(services, context, input, resolved.real, shown, 1))
+        return yield* FileLock.retried(
+          [resolved.real],
+          () => attempt(services, context, input, resolved.real, shown),
+          () => Text.changed(shown),
+        )
       }),
   })
 
-/** One try at the write; redone when another process changed or created the file between reading and renaming. */
+/** One try at the write: FileLock.CHANGED when another process changed or created the file between reading and renaming. */
 const attempt = (
   services: Builtin.Services,
   context: Tool.Context,
   input: typeof Input.Type,
   real: string,
   shown: string,
-  tries: number,
-): Effect.Effect<Output, Tool.Failure> =>
+): Effect.Effect<Output | typeof FileLock.CHANGED, Tool.Failure> =>
   Effect.gen(function* () {
-    const exists = yield* Text.io("check", shown, () =>
-      lstat(real).then(
-        () => true,
-        (cause: unknown) => {
-          if ((cause as { code?: unknown } | undefined)?.code === "ENOENT") return false
-          throw cause
-        },
-      ),
-    )
+    const exists = yield* Text.exists(real, shown)
     let text = input.content
     let bom = false
     let snapshot: Text.Snapshot | undefined
     let replaced: { lines: number; bytes: number } | undefined
     if (exists) {
-      snapshot = yield* Text.read(real, shown)
-      yield* Text.writable(real, shown, "write")
-      yield* ReadTracking.check(services, context, {
-        path: real,
-        shown,
-        tool: "write",
-        version: ReadTracking.ofSnapshot(snapshot),
-        unseen: "refuse",
-      })
+      snapshot = yield* ReadTracking.readToChange(services, context, { path: real, shown, tool: "write", unseen: "refuse" })
       // The old file's conventions apply only if it was text; a binary file is simply replaced.
       const old = Text.probe(snapshot.bytes)
       replaced = { lines: old === undefined ? 0 : Text.lineCount(old.text), bytes: snapshot.bytes.length }
@@ -149,8 +122,7 @@ const attempt = (
     ).pipe(Effect.onError(() => Text.removeDirectories(created)))
     if (outcome === "changed") {
       yield* Text.removeDirectories(created)
-      if (tries >= MAX_ATTEMPTS) return yield* Text.changed(shown)
-      return yield* attempt(services, context, input, real, shown, tries + 1)
+      return FileLock.CHANGED
     }
     yield* ReadTracking.see(services, context, real, yield* ReadTracking.written(real, bytes))
     return {

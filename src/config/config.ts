@@ -183,9 +183,8 @@ export interface McpEntry {
   readonly file: string
 }
 
-/** One file, lowered. */
-export interface Lowered {
-  readonly file: string
+/** What a configuration sets, lowered: rules in order, MCP servers, agents, and the other settings. */
+interface Settings {
   readonly rules: ReadonlyArray<SourcedRule>
   readonly mcp?: ReadonlyArray<McpEntry>
   readonly agents: ReadonlyMap<string, AgentRules>
@@ -194,17 +193,18 @@ export interface Lowered {
   readonly editing?: Editing
 }
 
-/** Both files together; `files` lists those that existed, in the order they apply (later wins). */
-export interface Resolved {
+/** One file, lowered. */
+export interface Lowered extends Settings {
+  readonly file: string
+}
+
+/**
+ * Both files together; `files` lists those that existed, in the order they apply (later wins). The rules are
+ * core's default for each MCP server's tools (`<server>_*` asks), then the files' rules in order; the MCP servers
+ * are by name, in document order, a server the Location names replacing the home's of that name.
+ */
+export interface Resolved extends Settings {
   readonly files: ReadonlyArray<string>
-  /** Core's default for each MCP server's tools (`<server>_*` asks), then the files' rules in order. */
-  readonly rules: ReadonlyArray<SourcedRule>
-  /** MCP servers by name, in document order; a server the Location names replaces the home's of that name. */
-  readonly mcp?: ReadonlyArray<McpEntry>
-  readonly agents: ReadonlyMap<string, AgentRules>
-  readonly output: Output
-  readonly shell: Shell
-  readonly editing?: Editing
 }
 
 export interface LoadOptions {

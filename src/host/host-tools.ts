@@ -16,6 +16,7 @@ import * as Scope from "effect/Scope"
 import { ProviderDialect } from "../provider/provider-dialect"
 import type { Registry } from "../registry/registry"
 import { McpSdk } from "../mcp-client/mcp-sdk"
+import { Definition as ToolDefinition } from "../tool/definition"
 import { Described } from "../tool/described"
 import type { JsonSchema } from "../tool/json-schema"
 import { ToolName } from "../tool/tool-name"
@@ -45,14 +46,7 @@ export const Definition = Schema.Struct({
       description: `How long a call waits for the host's answer, in ms (default ${DEFAULT_TIMEOUT_MS}, at most ${MAX_TIMEOUT_MS})`,
     }),
   ),
-  annotations: Schema.optionalKey(
-    Schema.Struct({
-      readOnly: Schema.optionalKey(Schema.Boolean),
-      destructive: Schema.optionalKey(Schema.Boolean),
-      idempotent: Schema.optionalKey(Schema.Boolean),
-      openWorld: Schema.optionalKey(Schema.Boolean),
-    }),
-  ),
+  annotations: Schema.optionalKey(ToolDefinition.Annotations),
 }).annotate({ identifier: "HostToolDefinition" })
 export type Definition = typeof Definition.Type
 

@@ -48,11 +48,21 @@ export const kindOf = (chunk: Uint8Array): Kind => {
   return undefined
 }
 
+/** For each stream `bounded` made, when its source ended: then every event it will hand on waits in its queue. */
+const sourceEnds = new WeakMap<ReadableStream<Uint8Array>, Promise<void>>()
+
+/**
+ * Resolves once every event of a stream `bounded` made has been written into it, whether the client read them or
+ * not (at once for any other stream): what a check of the queue waits on before it reads.
+ */
+export const written = (stream: ReadableStream<Uint8Array>): Promise<void> => sourceEnds.get(stream) ?? Promise.resolve()
+
 /**
  * `source` as the client reads it: read from as fast as it writes, its events handed on only as the client asks
  * for them, with the replaceable ones coalesced meanwhile. Cancelling the result cancels `source`.
  */
 export const bounded = (source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> => {
+  const sourceEnded = Promise.withResolvers<void>()
   const queue: Array<Waiting> = []
   const reader = source.getReader()
   let ended = false
@@ -78,9 +88,10 @@ export const bounded = (source: ReadableStream<Uint8Array>): ReadableStream<Uint
     } finally {
       ended = true
       wake?.()
+      sourceEnded.resolve()
     }
   })()
-  return new ReadableStream<Uint8Array>(
+  const stream = new ReadableStream<Uint8Array>(
     {
       pull: async (controller) => {
         while (queue.length === 0 && !ended) await new Promise<void>((resolve) => (wake = resolve))
@@ -99,6 +110,8 @@ export const bounded = (source: ReadableStream<Uint8Array>): ReadableStream<Uint
     // Nothing is pulled ahead of the client: what it has not asked for waits in the queue, where it can be replaced.
     { highWaterMark: 0 },
   )
+  sourceEnds.set(stream, sourceEnded.promise)
+  return stream
 }
 
 /** `answer` with its body bounded, when it is an event stream; any other answer as it is. */

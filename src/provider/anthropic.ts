@@ -46,19 +46,10 @@ export const IMAGE_TYPES: ReadonlySet<string> = new Set(["image/jpeg", "image/pn
  */
 export const IMAGE_LIMITS = { maxBytes: (5 * 1024 * 1024 * 3) / 4, maxDimension: 1_568 } as const
 
-/** Keywords refused, with what they are in words (a list: walked once per schema node). */
-const REFUSED: ReadonlyMap<string, string> = new Map([
-  ["allOf", "an allOf (a value matching several schemas at once)"],
-  ["not", "a not (any value but one schema)"],
-  ["if", "a conditional schema (if/then/else)"],
-  ["prefixItems", "a tuple (array items typed by position)"],
-  ["patternProperties", "properties matched by pattern"],
-  ["dependentRequired", "dependent requirements"],
-  ["dependentSchemas", "dependent schemas"],
-  ["propertyNames", "a rule on property names"],
-  ["unevaluatedProperties", "unevaluatedProperties"],
-  ["unevaluatedItems", "unevaluatedItems"],
-  ["contains", "a contains rule (some item matching a schema)"],
+/** Keywords refused. */
+const REFUSED = ProviderSchema.refusing([
+  "allOf", "not", "if", "prefixItems", "patternProperties", "dependentRequired", "dependentSchemas",
+  "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contains",
 ])
 
 const MOVED: ReadonlySet<string> = new Set([
@@ -116,17 +107,12 @@ const strict = (node: Node, path: string, problems: ProviderSchema.Problems, rec
     problems.add(path, `a recursive schema (${ref} contains itself)`, "Anthropic strict tool use does not support recursion")
   }
   const copy = ProviderSchema.moveToDescription(node, found.moved)
-  if (Array.isArray(copy.oneOf)) {
-    copy.anyOf = copy.oneOf
-    delete copy.oneOf
-  }
-  if (Array.isArray(copy.anyOf)) copy.anyOf = copy.anyOf.map((branch: Node) => strict(branch, path, problems, recursive))
-  if (ProviderSchema.isNode(copy.items)) copy.items = strict(copy.items, `${path}[]`, problems, recursive)
+  ProviderSchema.mapBranchesAndItems(copy, path, (branch, at) => strict(branch, at, problems, recursive))
   if (copy.type === "object" || "properties" in copy) {
     if (copy.additionalProperties !== undefined && copy.additionalProperties !== false) {
       problems.add(
         path,
-        "a record (an object whose keys are not listed in advance)",
+        ProviderSchema.RECORD,
         "Anthropic strict tool use needs additionalProperties false on every object; use a struct, or an array of key-value pairs",
       )
     }
@@ -147,9 +133,7 @@ const strict = (node: Node, path: string, problems: ProviderSchema.Problems, rec
 
 export const tool = (definition: Definition.Definition): ProviderSchema.Mapped => {
   const problems = new ProviderSchema.Problems(definition.name)
-  if (!NAME_PATTERN.test(definition.name)) {
-    problems.add("", `the tool name ${JSON.stringify(definition.name)}`, `${PROVIDER} tool names hold only letters, digits, "_" and "-", at most 64`)
-  }
+  problems.checkName(NAME_PATTERN, `${PROVIDER} tool names hold only letters, digits, "_" and "-", at most 64`)
   const defs = ProviderSchema.defsOf(definition.inputSchema)
   const recursive = ProviderSchema.recursiveDefs(defs)
   const { $defs: _, ...root } = definition.inputSchema

@@ -63,16 +63,10 @@ export const KEYWORDS: ReadonlySet<string> = new Set([
   "anyOf",
 ])
 
-/** Keywords refused, with what they are in words (a list: walked once per schema node). */
-const REFUSED: ReadonlyMap<string, string> = new Map([
-  ["allOf", "an allOf (a value matching several schemas at once)"],
-  ["not", "a not (any value but one schema)"],
-  ["if", "a conditional schema (if/then/else)"],
-  ["prefixItems", "a tuple (array items typed by position)"],
-  ["patternProperties", "properties matched by pattern"],
-  ["dependentSchemas", "dependent schemas"],
-  ["propertyNames", "a rule on property names"],
-  ["contains", "a contains rule (some item matching a schema)"],
+/** Keywords refused. */
+const REFUSED = ProviderSchema.refusing([
+  "allOf", "not", "if", "prefixItems", "patternProperties", "dependentSchemas", "propertyNames",
+  "contains",
 ])
 
 /** Keywords that only annotate or identify, dropped without a word. */
@@ -154,7 +148,7 @@ const convert = (input: Node, path: string, walk: Walk): Node => {
   if (typeof node.additionalProperties === "object" && node.additionalProperties !== null) {
     walk.problems.add(
       path,
-      "a record (an object whose keys are not listed in advance)",
+      ProviderSchema.RECORD,
       "Gemini's Schema lists every property and has no additionalProperties; use a struct, or an array of key-value pairs",
     )
   }
@@ -162,8 +156,7 @@ const convert = (input: Node, path: string, walk: Walk): Node => {
   if (typeof copy.type === "string" && !TYPES.has(copy.type)) {
     walk.problems.add(path, `the type ${JSON.stringify(copy.type)}`, "Gemini's Schema has no such type")
   }
-  if (Array.isArray(copy.anyOf)) copy.anyOf = copy.anyOf.map((branch: Node) => convert(branch, path, walk))
-  if (ProviderSchema.isNode(copy.items)) copy.items = convert(copy.items, `${path}[]`, walk)
+  ProviderSchema.mapBranchesAndItems(copy, path, (branch, at) => convert(branch, at, walk))
   if (ProviderSchema.isNode(copy.properties)) {
     const properties = copy.properties as Record<string, Node>
     const converted: Record<string, Node> = {}
@@ -197,13 +190,10 @@ const withNullable = (node: Node, nullable: boolean): Node => (nullable ? { ...n
 
 export const tool = (definition: Definition.Definition): ProviderSchema.Mapped => {
   const problems = new ProviderSchema.Problems(definition.name)
-  if (!NAME_PATTERN.test(definition.name)) {
-    problems.add(
-      "",
-      `the tool name ${JSON.stringify(definition.name)}`,
-      `${PROVIDER} function names start with a letter or "_" and hold letters, digits, "_", ".", ":" and "-", at most 64`,
-    )
-  }
+  problems.checkName(
+    NAME_PATTERN,
+    `${PROVIDER} function names start with a letter or "_" and hold letters, digits, "_", ".", ":" and "-", at most 64`,
+  )
   const defs = ProviderSchema.defsOf(definition.inputSchema)
   const parameters = convert(definition.inputSchema, "", { problems, defs, recursive: ProviderSchema.recursiveDefs(defs) })
   return problems.mapped((): FunctionDeclaration => ({ name: definition.name, description: definition.description, parameters }))

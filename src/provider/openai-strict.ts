@@ -25,19 +25,10 @@ export const MAX_PROPERTIES = 5_000
 export const MAX_NESTING = 10
 export const FORMATS: ReadonlySet<string> = new Set(["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"])
 
-/** Keywords refused, with what they are in words (a list: walked once per schema node). */
-const REFUSED: ReadonlyMap<string, string> = new Map([
-  ["allOf", "an allOf (a value matching several schemas at once)"],
-  ["not", "a not (any value but one schema)"],
-  ["if", "a conditional schema (if/then/else)"],
-  ["prefixItems", "a tuple (array items typed by position)"],
-  ["patternProperties", "properties matched by pattern"],
-  ["dependentRequired", "dependent requirements"],
-  ["dependentSchemas", "dependent schemas"],
-  ["propertyNames", "a rule on property names"],
-  ["unevaluatedProperties", "unevaluatedProperties"],
-  ["unevaluatedItems", "unevaluatedItems"],
-  ["contains", "a contains rule (some item matching a schema)"],
+/** Keywords refused. */
+const REFUSED = ProviderSchema.refusing([
+  "allOf", "not", "if", "prefixItems", "patternProperties", "dependentRequired", "dependentSchemas",
+  "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contains",
 ])
 
 /** Constraints strict mode lacks: said in the description instead. */
@@ -72,12 +63,7 @@ const strict = (node: Node, path: string, level: number, walk: Walk): Node => {
     copy.enum = [copy.const]
     delete copy.const
   }
-  if (Array.isArray(copy.oneOf)) {
-    copy.anyOf = copy.oneOf
-    delete copy.oneOf
-  }
-  if (Array.isArray(copy.anyOf)) copy.anyOf = copy.anyOf.map((branch: Node) => strict(branch, path, level, walk))
-  if (ProviderSchema.isNode(copy.items)) copy.items = strict(copy.items, `${path}[]`, level, walk)
+  ProviderSchema.mapBranchesAndItems(copy, path, (branch, at) => strict(branch, at, level, walk))
   if (copy.type === "object" || "properties" in copy) {
     if (level + 1 > MAX_NESTING) {
       walk.problems.add(path, `an object nested ${level + 1} levels deep`, `OpenAI strict mode allows at most ${MAX_NESTING} levels`)
@@ -85,7 +71,7 @@ const strict = (node: Node, path: string, level: number, walk: Walk): Node => {
     if (copy.additionalProperties !== undefined && copy.additionalProperties !== false) {
       walk.problems.add(
         path,
-        "a record (an object whose keys are not listed in advance)",
+        ProviderSchema.RECORD,
         "OpenAI strict mode needs every key listed, with additionalProperties false; use a struct, or an array of key-value pairs",
       )
     }
@@ -106,7 +92,7 @@ const strict = (node: Node, path: string, level: number, walk: Walk): Node => {
 
 export const tool = (definition: Definition.Definition): ProviderSchema.Mapped => {
   const problems = new ProviderSchema.Problems(definition.name)
-  OpenAi.checkName(problems, definition.name, PROVIDER)
+  problems.checkName(OpenAi.NAME_PATTERN, OpenAi.nameRule(PROVIDER))
   const walk: Walk = { problems, properties: 0 }
   const { $defs, ...root } = definition.inputSchema
   const parameters: Record<string, unknown> = strict(root, "", 0, walk)

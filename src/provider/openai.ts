@@ -43,16 +43,12 @@ export interface FunctionCallOutput {
   readonly output: string | ReadonlyArray<OutputItem>
 }
 
-/** Adds the problem of a name OpenAI refuses (core's grammar fits within it; a renamed tool might not). */
-export const checkName = (problems: ProviderSchema.Problems, name: string, provider: string): void => {
-  if (!NAME_PATTERN.test(name)) {
-    problems.add("", `the tool name ${JSON.stringify(name)}`, `${provider} tool names hold only letters, digits, "_" and "-", at most 64`)
-  }
-}
+/** What OpenAI's tool names hold (core's grammar fits within it; a renamed tool might not), said as `provider`'s. */
+export const nameRule = (provider: string): string => `${provider} tool names hold only letters, digits, "_" and "-", at most 64`
 
 export const tool = (definition: Definition.Definition): ProviderSchema.Mapped => {
   const problems = new ProviderSchema.Problems(definition.name)
-  checkName(problems, definition.name, "openai")
+  problems.checkName(NAME_PATTERN, nameRule("openai"))
   return problems.mapped(
     (): FunctionTool => ({
       type: "function",

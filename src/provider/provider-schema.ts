@@ -30,10 +30,36 @@ export class Problems {
   add(path: string, construct: string, reason: string): void {
     this.found.push({ tool: this.tool, path: path === "" ? "(root)" : path, construct, reason })
   }
+  /** Adds the problem of a tool name the provider's `pattern` refuses; `rule` says what the provider's names hold. */
+  checkName(pattern: RegExp, rule: string): void {
+    if (!pattern.test(this.tool)) this.add("", `the tool name ${JSON.stringify(this.tool)}`, rule)
+  }
   mapped(tool: () => unknown): Mapped {
     return this.found.length === 0 ? { _tag: "Tool", tool: tool() } : { _tag: "Problems", problems: this.found }
   }
 }
+
+/** The keywords of constructs a provider may refuse, each with the construct in words, as a problem names it. */
+const CONSTRUCTS = {
+  allOf: "an allOf (a value matching several schemas at once)",
+  not: "a not (any value but one schema)",
+  if: "a conditional schema (if/then/else)",
+  prefixItems: "a tuple (array items typed by position)",
+  patternProperties: "properties matched by pattern",
+  dependentRequired: "dependent requirements",
+  dependentSchemas: "dependent schemas",
+  propertyNames: "a rule on property names",
+  unevaluatedProperties: "unevaluatedProperties",
+  unevaluatedItems: "unevaluatedItems",
+  contains: "a contains rule (some item matching a schema)",
+} as const
+
+/** The keywords a provider refuses, each with its construct in words (a list: `scan` walks it once per node). */
+export const refusing = (keywords: ReadonlyArray<keyof typeof CONSTRUCTS>): ReadonlyMap<string, string> =>
+  new Map(keywords.map((keyword) => [keyword, CONSTRUCTS[keyword]]))
+
+/** The construct of an object whose keys are not listed (`additionalProperties` a schema), which no mapping takes. */
+export const RECORD = "a record (an object whose keys are not listed in advance)"
 
 export const isNode = (value: unknown): value is Node => typeof value === "object" && value !== null && !Array.isArray(value)
 
@@ -48,6 +74,24 @@ export const put = (target: Record<string, unknown>, key: string, value: unknown
 /** The `$defs` name a local reference points to, if it is one. */
 export const refName = (node: Node): string | undefined =>
   typeof node.$ref === "string" ? /^#\/\$defs\/(.+)$/.exec(node.$ref)?.[1] : undefined
+
+/**
+ * Maps the branches and the items of `copy` (a node's fresh copy, changed in place) with `map`: a `oneOf` becomes
+ * an `anyOf` (the provider dialects have no oneOf; every branch is tried), each branch at `path`, the items at
+ * `path[]`.
+ */
+export const mapBranchesAndItems = (
+  copy: Record<string, unknown>,
+  path: string,
+  map: (node: Node, path: string) => Node,
+): void => {
+  if (Array.isArray(copy.oneOf)) {
+    copy.anyOf = copy.oneOf
+    delete copy.oneOf
+  }
+  if (Array.isArray(copy.anyOf)) copy.anyOf = copy.anyOf.map((branch: Node) => map(branch, path))
+  if (isNode(copy.items)) copy.items = map(copy.items, `${path}[]`)
+}
 
 /**
  * One pass over a node's keywords: the constructs of those `refused` names (keyword → construct in words), and the

@@ -4,8 +4,11 @@
 
 import { realpathSync, statSync } from "node:fs"
 import { resolve } from "node:path"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import { Kernel } from "../host/kernel"
 import type { Output } from "../output/output"
 import type { Agent } from "../permission/agent"
@@ -131,13 +134,38 @@ export const messageOf = (cause: unknown): string =>
   typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
 
 /** A reply as the permission service takes it; none given means nobody is there to answer. */
-export const replyOf = (reply: Reply | undefined): Permission.Reply => {
+const replyOf = (reply: Reply | undefined): Permission.Reply => {
   if (reply === "once" || reply === "always") return { reply }
   // No reply given: nobody is there to answer, as with core exec without a terminal.
   if (reply === undefined) return { reply: "reject", unattended: true }
   const message = reply.reject
   return message === undefined ? { reply: "reject" } : { reply: "reject", message }
 }
+
+/**
+ * Answers the asks of `permission` as they come, for as long as the scope lasts (declined without a reply, as
+ * `core exec` does), recording each in `asks`.
+ */
+export const answerAsks = (
+  permission: Permission.Interface,
+  reply: PermissionOptions["reply"],
+  asks: Array<Ask>,
+): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const events = yield* permission.subscribe
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.gen(function* () {
+          const event = yield* PubSub.take(events)
+          if (event.type !== "asked") return
+          const ask = { action: event.request.action, resources: event.request.resources }
+          asks.push(ask)
+          const answer = typeof reply === "function" ? yield* Effect.promise(async () => reply(ask)) : reply
+          yield* permission.reply(event.request.id, replyOf(answer)).pipe(Effect.ignore)
+        }),
+      ),
+    )
+  })
 
 /** The real path of a Location directory, or OptionsError. */
 export const locationOf = (path: string): string => {

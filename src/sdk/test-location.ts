@@ -10,7 +10,6 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as PubSub from "effect/PubSub"
 import * as Scope from "effect/Scope"
 import { ManagedOutputs } from "../output/managed-outputs"
 import { Agent } from "../permission/agent"
@@ -23,6 +22,7 @@ import { Settler } from "../settlement/settler"
 import { Store } from "../store/store"
 import type { Tool } from "../tool/tool"
 import {
+  answerAsks,
   type Ask,
   CheckError,
   type Definition,
@@ -33,7 +33,6 @@ import {
   OptionsError,
   type PermissionOptions,
   type Progress,
-  replyOf,
   type Settlement,
   type Trace,
 } from "./harness"
@@ -131,25 +130,7 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
     shell: options.shell ?? Plugins.unavailableShell(SHELL_UNAVAILABLE),
   }
   const asks: Array<Ask> = []
-  const reply = options.permission?.reply
-  await runIn(
-    Effect.gen(function* () {
-      const events = yield* permission.subscribe.pipe(Scope.provide(scope))
-      yield* Effect.forkIn(
-        Effect.forever(
-          Effect.gen(function* () {
-            const event = yield* PubSub.take(events)
-            if (event.type !== "asked") return
-            const ask = { action: event.request.action, resources: event.request.resources }
-            asks.push(ask)
-            const answer = typeof reply === "function" ? yield* Effect.promise(async () => reply(ask)) : reply
-            yield* permission.reply(event.request.id, replyOf(answer)).pipe(Effect.ignore)
-          }),
-        ),
-        scope,
-      )
-    }),
-  )
+  await runIn(answerAsks(permission, options.permission?.reply, asks).pipe(Scope.provide(scope)))
 
   const installed = new Map<string, { readonly scope: Scope.Closeable; readonly active: Plugins.Active }>()
   const diagnostics: Array<{ file: string; message: string }> = []

@@ -10,7 +10,6 @@ import { basename, dirname, join, resolve } from "node:path"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
 import { Discovery } from "../location/discovery"
 import { ManagedOutputs } from "../output/managed-outputs"
@@ -23,6 +22,7 @@ import { Definition as ToolDefinition } from "../tool/definition"
 import { ToolName } from "../tool/tool-name"
 import { Tool } from "../tool/tool"
 import {
+  answerAsks,
   type Ask,
   CheckError,
   type Definition,
@@ -34,7 +34,6 @@ import {
   type Options,
   OptionsError,
   type Progress,
-  replyOf,
   type Settlement,
   type Trace,
 } from "./harness"
@@ -239,20 +238,7 @@ const program = (
 
     // Asks are answered as they come, like `core exec` does (declined unless a reply is given).
     const { asks, progress } = observed
-    const reply = options.permission?.reply
-    const events = yield* permission.subscribe
-    yield* Effect.forkScoped(
-      Effect.forever(
-        Effect.gen(function* () {
-          const event = yield* PubSub.take(events)
-          if (event.type !== "asked") return
-          const ask = { action: event.request.action, resources: event.request.resources }
-          asks.push(ask)
-          const answer = typeof reply === "function" ? yield* Effect.promise(async () => reply(ask)) : reply
-          yield* permission.reply(event.request.id, replyOf(answer)).pipe(Effect.ignore)
-        }),
-      ),
-    )
+    yield* answerAsks(permission, options.permission?.reply, asks)
 
     const turn = yield* (yield* Settler.Service).materialize()
     const call: Settler.Call = {

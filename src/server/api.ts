@@ -17,6 +17,7 @@ import { HostTools } from "../host/host-tools"
 import { Recorded } from "../host/recorded"
 import { Plugin } from "../author/plugin"
 import { Provider } from "../provider/provider"
+import { Definition as ToolDefinition } from "../tool/definition"
 
 // Errors
 
@@ -105,12 +106,7 @@ export const Definition = Schema.Struct({
   inputSchema: Schema.Record(Schema.String, Schema.Json).annotate({ description: "JSON Schema (2020-12) of the input" }),
   outputSchema: Schema.Record(Schema.String, Schema.Json).annotate({ description: "JSON Schema (2020-12) of the output" }),
   annotations: Schema.optionalKey(
-    Schema.Struct({
-      readOnly: Schema.optionalKey(Schema.Boolean),
-      destructive: Schema.optionalKey(Schema.Boolean),
-      idempotent: Schema.optionalKey(Schema.Boolean),
-      openWorld: Schema.optionalKey(Schema.Boolean),
-    }).annotate({
+    ToolDefinition.Annotations.annotate({
       identifier: "Annotations",
       description:
         "What the tool declares about its effects (absent when it declares nothing): hints for the host, never " +

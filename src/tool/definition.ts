@@ -4,9 +4,18 @@ export * as Definition from "./definition"
 // computed from the tool's Effect schemas once per (tool, name) and then reused, so a name yields the identical
 // definition object every turn.
 
+import * as Schema from "effect/Schema"
 import * as Internal from "./internal"
 import { JsonSchema } from "./json-schema"
 import type { Tool } from "./tool"
+
+/** `Tool.Annotations` as a schema, for the edges that read or write a definition as JSON. */
+export const Annotations: Schema.Codec<Tool.Annotations> = Schema.Struct({
+  readOnly: Schema.optionalKey(Schema.Boolean),
+  destructive: Schema.optionalKey(Schema.Boolean),
+  idempotent: Schema.optionalKey(Schema.Boolean),
+  openWorld: Schema.optionalKey(Schema.Boolean),
+})
 
 export interface Definition {
   readonly name: string

@@ -50,3 +50,57 @@ describe("FileLock.committing", () => {
     expect(committed).toBe("committed")
   })
 })
+
+describe("FileLock.retried", () => {
+  test("makes a change again while its attempt finds a file changed, and answers the first attempt that is not", async () => {
+    const tries: Array<number> = []
+    const result = await Effect.runPromise(
+      FileLock.retried(
+        ["/nowhere/a.txt"],
+        (attempt) =>
+          Effect.sync(() => {
+            tries.push(attempt)
+            return attempt < 3 ? FileLock.CHANGED : `written on try ${attempt}`
+          }),
+        () => "exhausted",
+      ),
+    )
+    expect(result).toBe("written on try 3")
+    expect(tries).toEqual([1, 2, 3])
+  })
+
+  test("gives up with its failure after MAX_ATTEMPTS attempts that all found a file changed", async () => {
+    const tries: Array<number> = []
+    const exit = await Effect.runPromise(
+      Effect.exit(
+        FileLock.retried(
+          ["/nowhere/a.txt"],
+          (attempt) => Effect.sync(() => (tries.push(attempt), FileLock.CHANGED)),
+          () => "a.txt kept changing",
+        ),
+      ),
+    )
+    expect(exit).toMatchObject({ _tag: "Failure" })
+    expect(String(exit)).toContain("a.txt kept changing")
+    expect(tries).toEqual(Array.from({ length: FileLock.MAX_ATTEMPTS }, (_, index) => index + 1))
+  })
+
+  test("runs every attempt alone among the changes of this process to the same file", async () => {
+    let running = 0
+    let most = 0
+    const change = FileLock.retried(
+      ["/nowhere/shared.txt"],
+      (attempt) =>
+        Effect.gen(function* () {
+          running++
+          most = Math.max(most, running)
+          yield* Effect.yieldNow
+          running--
+          return attempt < 2 ? FileLock.CHANGED : "done"
+        }),
+      () => "exhausted",
+    )
+    expect(await Effect.runPromise(Effect.all([change, change, change], { concurrency: "unbounded" }))).toEqual(["done", "done", "done"])
+    expect(most).toBe(1)
+  })
+})

@@ -125,16 +125,22 @@ describe("core with MCP servers in core.json", () => {
       const core = Bun.spawn([await binary(), "mcp", "--location", directory], {
         env: { ...process.env, ...env(environment) },
         stdin: "pipe",
-        stdout: "ignore",
+        stdout: "pipe",
         stderr: "ignore",
       })
-      // `core mcp` connects its servers when the client lists the tools; the server writes its pid once it runs.
+      // `core mcp` connects its servers when the client lists the tools; the server writes its pid before it answers.
       const initialize = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
       core.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: initialize })}\n`)
       core.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`)
       core.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" })}\n`)
       core.stdin.flush()
-      for (let tries = 0; tries < 500 && !existsSync(pidFile); tries++) await Bun.sleep(20)
+      let answered = ""
+      const decoder = new TextDecoder()
+      for await (const chunk of core.stdout) {
+        answered += decoder.decode(chunk, { stream: true })
+        if (answered.split("\n").slice(0, -1).some((line) => JSON.parse(line).id === 1)) break
+      }
+      expect(answered).toContain('"fix_')
       const server = Number(readFileSync(pidFile, "utf8"))
       expect(alive(server)).toBe(true)
       core.kill("SIGKILL")

@@ -238,21 +238,17 @@ describe("/mcp resources/read against guessed and crafted URIs", () => {
 
 describe("/mcp against a client that does not read its event stream", () => {
   test("a call's progress waiting for the client is replaced by the latest; its result is kept", async () => {
-    const { web, sidecar } = await served({ "tools/chatty.ts": CHATTY, "core.json": JSON.stringify({ permission: { "*": "allow" } }) })
+    const { web, sidecar, answers } = await served({ "tools/chatty.ts": CHATTY, "core.json": JSON.stringify({ permission: { "*": "allow" } }) })
     const { transport } = await connect(web.handler)
     const headers = { ...AUTH, "mcp-session-id": transport.sessionId!, "mcp-protocol-version": "2025-06-18" }
     const ids = { sessionID: "ses_unread", toolCallID: "call_unread" }
     const body = { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "chatty", arguments: {}, _meta: { progressToken: "p", ...ids } } }
     const answer = await send(web.handler, "POST", headers, body)
     expect(answer.headers.get("content-type")).toStartWith("text/event-stream")
-    // The stream is not read until the call has settled and every event has been written to it.
-    for (let tries = 0; ; tries++) {
-      const known = await Effect.runPromise(sidecar.store.lookup({ ...ids, location: sidecar.primary.directory }))
-      if (known?.state === "settled") break
-      expect(tries).toBeLessThan(500)
-      await Bun.sleep(10)
-    }
-    await Bun.sleep(50)
+    // The stream is not read until every event of the call, its result last, has been written to it.
+    await McpEvents.written(answers.at(-1)!.body!)
+    const known = await Effect.runPromise(sidecar.store.lookup({ ...ids, location: sidecar.primary.directory }))
+    expect(known?.state).toBe("settled")
     const events = (await answer.text())
       .split("\n\n")
       .filter((event) => event.startsWith("event: message"))
@@ -299,5 +295,26 @@ describe("McpEvents.kindOf", () => {
     controller.close()
     expect((await reader.read()).done).toBe(true)
     expect(seen).toEqual(chunks.map((chunk) => new TextDecoder().decode(chunk)))
+  })
+
+  test("written waits, without reading, until the source has written its last event; the events wait whole", async () => {
+    let controller!: ReadableStreamDefaultController<Uint8Array>
+    const source = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) })
+    const stream = McpEvents.bounded(source)
+    let done = false
+    const written = McpEvents.written(stream).then(() => void (done = true))
+    const progress = (step: number) => ({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "a", progress: step } })
+    controller.enqueue(event(progress(1)))
+    controller.enqueue(event(progress(2)))
+    // Whatever is pending meanwhile runs first: the source has not ended, so nothing has resolved.
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(done).toBe(false)
+    controller.enqueue(event({ jsonrpc: "2.0", id: 1, result: {} }))
+    controller.close()
+    await written
+    const events = (await new Response(stream).text()).split("\n\n").filter((text) => text !== "")
+    expect(events.map((text) => JSON.parse(text.slice(text.indexOf("data: ") + 6)))).toEqual([progress(2), { jsonrpc: "2.0", id: 1, result: {} }])
+    // A stream it did not make has nothing to wait for.
+    await McpEvents.written(new ReadableStream())
   })
 })

@@ -40,9 +40,11 @@ export const httpSidecar = async (
       return { sidecar, mcp }
     }).pipe(Scope.provide(scope)),
   )
+  // Each answer of the MCP edge, as it made it, before the router hands its body on.
+  const answers: Array<Response> = []
   const web = Router.make({
     sidecar,
-    mcp,
+    mcp: { ...mcp, handle: (request) => mcp.handle(request).pipe(Effect.tap((answer) => Effect.sync(() => answers.push(answer)))) },
     version: "test",
     checkToken: Security.tokenChecker(TOKEN),
     checkHost: options.checkHost ?? Security.hostChecker("127.0.0.1", 4321),
@@ -55,7 +57,7 @@ export const httpSidecar = async (
     await web.dispose()
     await Effect.runPromise(Scope.close(scope, Exit.void))
   }
-  return { sidecar, mcp, web, log, close }
+  return { sidecar, mcp, web, log, answers, close }
 }
 
 /**

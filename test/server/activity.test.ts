@@ -8,28 +8,17 @@ import { join } from "node:path"
 import { run } from "../support/binary"
 import { location, sandbox, serve, type Served } from "./support"
 
-const waitFor = async (check: () => boolean, what: string) => {
-  const deadline = Date.now() + 15_000
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await Bun.sleep(20)
-  }
-}
-
-/** A bash call the Location's rules ask about, answered `once` by the host. */
+/** A bash call the Location's rules ask about, answered `once` by the host as soon as it is asked. */
 const askedCall = async (server: Served, turnID: string, toolCallID: string, command: string) => {
-  const settling = server.settle(turnID, { name: "bash", input: { command, description: "say it" }, sessionID: "ses_ask", toolCallID })
-  let pending: Array<{ id: string }> = []
-  const poll = setInterval(async () => {
-    pending = (await server.json("GET", "/v1/permissions")).body
-  }, 20)
+  const events = await server.events()
   try {
-    await waitFor(() => pending.length > 0, "the ask")
+    const settling = server.settle(turnID, { name: "bash", input: { command, description: "say it" }, sessionID: "ses_ask", toolCallID })
+    const asked = await events.until("permission.asked", (data) => data.sessionID === "ses_ask")
+    expect((await server.json("POST", `/v1/permissions/${asked.data.id}/reply`, { body: { reply: "once" } })).status).toBe(200)
+    return await settling
   } finally {
-    clearInterval(poll)
+    await events.close()
   }
-  expect((await server.json("POST", `/v1/permissions/${pending[0]!.id}/reply`, { body: { reply: "once" } })).status).toBe(200)
-  return await settling
 }
 
 describe("core serve's per-call log", () => {
@@ -45,7 +34,7 @@ describe("core serve's per-call log", () => {
     expect(asked.body.status).toBe("success")
     // A replay is told too, as such.
     await server.settle(turnID, { name: "read", input: { filePath: "a.txt" }, sessionID: "ses_1", toolCallID: "call_ok" })
-    await waitFor(() => (server.stderr().match(/^core: call /gm) ?? []).length >= 4, "four call lines")
+    await server.stderrUntil((stderr) => (stderr.match(/^core: call /gm) ?? []).length >= 4, "four call lines")
 
     const lines = server.stderr().split("\n").filter((line) => /^core: (call|ask|reply) /.test(line))
     const directory = location(box)
@@ -73,7 +62,7 @@ describe("core serve's per-call log", () => {
     const { turnID } = await debug.turn()
     await debug.settle(turnID, { name: "nope", input: { visible: "AT_DEBUG" }, toolCallID: "call_1" })
     await askedCall(debug, turnID, "call_2", "echo SHOWN_RESOURCE")
-    await waitFor(() => debug.stderr().includes("core: call tool=bash"), "the bash call line")
+    await debug.stderrUntil((stderr) => stderr.includes("core: call tool=bash"), "the bash call line")
     expect(debug.stderr()).toMatch(/^core: call tool=nope .* input="\{\\"visible\\":\\"AT_DEBUG\\"\}"$/m)
     expect(debug.stderr()).toMatch(/^core: ask .* resources=.*SHOWN_RESOURCE/m)
     debug.child.kill("SIGTERM")

@@ -3,11 +3,11 @@
 // killed mid-call leaves the call to be answered `interrupted` by the other once its lease lapses, never run again.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, readFileSync } from "node:fs"
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { freshDatabase } from "../support/postgres"
 import { tempDir } from "../support/temp"
-import { sandbox, serve } from "./support"
+import { callBody, EventReader, sandbox, serve } from "./support"
 
 const fleet = async () => {
   const box = sandbox({ "core.json": JSON.stringify({ permission: { "*": "allow" } }) })
@@ -37,10 +37,13 @@ describe("two sidecars sharing a Postgres store", () => {
 
   test("a sidecar killed mid-call: the other answers interrupted once the lease lapses, and the call never runs again", async () => {
     const { box, a, b } = await fleet()
-    const command = "echo ran >> ran.txt; sleep 20; echo done"
+    const command = "echo ran >> ran.txt; echo running; sleep 20; echo done"
     const turnA = await a.turn()
-    void a.settle(turnA.turnID, call(command)).catch(() => undefined)
-    for (let attempt = 0; attempt < 600 && !existsSync(join(box.location, "ran.txt")); attempt++) await Bun.sleep(50)
+    // Killed once the command is under way: its progress says it has run its first steps.
+    const stream = new EventReader(
+      await a.fetch("POST", `/v1/turns/${turnA.turnID}/calls`, { body: callBody(call(command)), headers: { accept: "text/event-stream" } }),
+    )
+    await stream.until("progress", (data) => String(data.message).includes("running"))
     a.child.kill("SIGKILL")
     await a.child.exited
     const turnB = await b.turn()

@@ -59,9 +59,7 @@ describe("core serve", () => {
   test("tells a person on stderr how to call it, with calls that work as printed", async () => {
     const box = sandbox()
     const server = await serve(box)
-    const deadline = Date.now() + 10_000
-    while (!server.stderr().includes("openapi.json") && Date.now() < deadline) await Bun.sleep(20)
-    const hint = server.stderr()
+    const hint = await server.stderrUntil((stderr) => stderr.includes("openapi.json"), "the hint")
     expect(hint).toContain(`${server.url}/v1/health`)
     expect(hint).toContain('Authorization: Bearer $TOKEN')
     // The token itself stays on stdout: stderr often ends up in a host's logs.

@@ -266,6 +266,8 @@ export interface Served extends Client {
   readonly token: string
   /** Everything the server wrote on stderr so far. */
   readonly stderr: () => string
+  /** Resolves with stderr once what it wrote satisfies `check` (each write is looked at); fails if stderr ends first. */
+  readonly stderrUntil: (check: (stderr: string) => boolean, what: string) => Promise<string>
   /** Waits for the server to exit; answers its code and whole stdout. */
   readonly exited: () => Promise<{ code: number; stdout: string; stderr: string }>
 }
@@ -293,10 +295,30 @@ export const serve = async (
   })
   running.push(child)
   let stderr = ""
+  let stderrEnded = false
+  // Waiters are looked at after every write to stderr, and told when it ends.
+  const waiters = new Set<() => void>()
   const stderrDone = (async () => {
     const decoder = new TextDecoder()
-    for await (const chunk of child.stderr) stderr += decoder.decode(chunk, { stream: true })
-  })()
+    for await (const chunk of child.stderr) {
+      stderr += decoder.decode(chunk, { stream: true })
+      for (const wake of waiters) wake()
+    }
+  })().finally(() => {
+    stderrEnded = true
+    for (const wake of waiters) wake()
+  })
+  const stderrUntil = (check: (stderr: string) => boolean, what: string) =>
+    new Promise<string>((resolve, reject) => {
+      const look = () => {
+        if (check(stderr)) resolve(stderr)
+        else if (stderrEnded) reject(new Error(`core serve's stderr ended before ${what}:\n${stderr}`))
+        else return
+        waiters.delete(look)
+      }
+      waiters.add(look)
+      look()
+    })
   const reader = child.stdout.getReader()
   const decoder = new TextDecoder()
   let stdout = ""
@@ -316,6 +338,7 @@ export const serve = async (
     url: ready.url,
     token: ready.token,
     stderr: () => stderr,
+    stderrUntil,
     exited: async () => {
       for (;;) {
         const chunk = await reader.read()
