@@ -73,5 +73,5 @@ const command = argv[0]
 if (command === undefined) await answer(2, HELP, USAGE)
 if (command === "--help" || command === "-h" || command === "help") await answer(1, HELP, OK)
 if (command === "--version" || command === "-v") await answer(1, `${packageJson.version}\n`, OK)
-const { Dispatch } = await import("./dispatch")
-await Dispatch.run(argv)
+const dispatch = await import("./dispatch")
+await dispatch.Dispatch.run(argv)
