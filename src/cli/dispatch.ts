@@ -42,6 +42,12 @@ const TRACED: ReadonlySet<string> = new Set(["exec", "serve", "mcp"])
  */
 const HANDLES_SIGNALS: ReadonlySet<string> = new Set(["serve", "test"])
 
+/**
+ * Commands that serve until stopped: they take JavaScriptCore's normal JIT policy back, since the binary starts
+ * reluctant to compile (build.ts) for the sake of short commands.
+ */
+const LONG_RUNNING: ReadonlySet<string> = new Set(["serve", "mcp"])
+
 const messageOf = (error: unknown): string =>
   typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
 
@@ -77,6 +83,7 @@ const main = async (command: string, rest: ReadonlyArray<string>): Promise<numbe
     Command.stderr(`core: unknown command "${command}"\nRun 'core --help' for usage.\n`)
     return Command.EXIT.usage
   }
+  if (LONG_RUNNING.has(command)) Bun.unsafe.setJITPolicy(1)
   const program =
     TRACED.has(command) && Telemetry.asked(process.env)
       ? Telemetry.traced(run(rest), process.env, (line) => Command.stderr(`${line}\n`), command === "exec" ? "core exec" : undefined)
