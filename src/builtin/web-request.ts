@@ -6,11 +6,14 @@ export * as WebRequest from "./web-request"
 // while TLS still verifies the certificate for the URL's host name. It follows no redirect, sends no cookie or
 // credential, decompresses what it accepts, and stops reading at the size cap.
 
-import { type ClientRequest, request as httpRequest, type IncomingMessage } from "node:http"
-import { request as httpsRequest } from "node:https"
+import type { ClientRequest, IncomingMessage } from "node:http"
 import type { LookupAddress } from "node:dns"
-import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib"
 import type { Readable } from "node:stream"
+
+// node:http, node:https and node:zlib load on the first request: loading them costs every start of core.
+const zlib = () => require("node:zlib") as typeof import("node:zlib")
+const requestOf = (secure: boolean): typeof import("node:http").request =>
+  secure ? (require("node:https") as typeof import("node:https")).request : (require("node:http") as typeof import("node:http")).request
 
 export const USER_AGENT = "core-webfetch/0.1"
 
@@ -62,11 +65,11 @@ const decoded = (response: IncomingMessage): Readable | string => {
       return response
     case "gzip":
     case "x-gzip":
-      return response.pipe(createGunzip())
+      return response.pipe(zlib().createGunzip())
     case "deflate":
-      return response.pipe(createInflate())
+      return response.pipe(zlib().createInflate())
     case "br":
-      return response.pipe(createBrotliDecompress())
+      return response.pipe(zlib().createBrotliDecompress())
     default:
       return `the server sent an unsupported Content-Encoding (${encoding})`
   }
@@ -99,7 +102,7 @@ export const get = (input: Input): Promise<Outcome> =>
     }
     let request: ClientRequest
     try {
-      request = (secure ? httpsRequest : httpRequest)({
+      request = requestOf(secure)({
         protocol: url.protocol,
         hostname,
         port: url.port === "" ? (secure ? 443 : 80) : Number(url.port),

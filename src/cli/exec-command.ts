@@ -21,6 +21,7 @@ import { Command } from "./command"
 import { Diagnostics } from "./diagnostics"
 import { ProgressLine } from "./progress-line"
 import { Runtime } from "./runtime"
+import type { Tool } from "../tool/tool"
 import { Host } from "../host/host"
 import { Retention } from "../host/retention"
 
@@ -123,7 +124,13 @@ export const run = (args: ReadonlyArray<string>) =>
     }
     const environment = Host.environment()
     const prepared = yield* Runtime.prepare("exec", environment, values.location)
-    const progress = ProgressLine.make(process.stderr)
+    // process.stderr and process.stdin are made on first use, at a cost of tens of milliseconds of CPU: a call
+    // that shows no progress and asks nothing never touches them.
+    let line: ProgressLine.ProgressLine | undefined
+    const progress = {
+      show: (update: Tool.Progress) => (line ??= ProgressLine.make(process.stderr)).show(update),
+      clear: () => line?.clear(),
+    }
     const agent = values.agent ?? Agent.DEFAULT_AGENT
 
     return yield* Effect.gen(function* () {
@@ -132,7 +139,9 @@ export const run = (args: ReadonlyArray<string>) =>
       yield* Runtime.checkAgent("exec", permission, agent)
       yield* Asks.answer(permission, {
         yes: values.yes === true,
-        interactive: process.stdin.isTTY === true && process.stderr.isTTY === true,
+        get interactive() {
+          return process.stdin.isTTY === true && process.stderr.isTTY === true
+        },
       })
       yield* refuseUnloaded(name)
       // Only the MCP server that could offer this tool is connected, and none for a tool the Location has.

@@ -1,16 +1,10 @@
-// The `core` executable: dispatches a command, turns its outcome into an exit code (DESIGN §6), and turns
-// SIGINT/SIGTERM into interruption of the running command (which cancels a call and records it).
+// The `core` executable's entry: answers `--version` and `--help` (and a bare `core`) before anything of core is
+// loaded, then hands every command to ./dispatch, which loads Effect and the command's own modules. Nothing here may
+// import more than the supervisor hook and package.json: this file is what the two cheapest commands cost.
 
 // First: `core __supervise` is the per-call supervisor of a shell command, and must not wait for the rest.
 import "../shell/launch"
-import * as Cause from "effect/Cause"
-import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
 import packageJson from "../../package.json" with { type: "json" }
-import { ProcessGroup } from "../shell/process-group"
-import { Command } from "./command"
-import { Telemetry } from "./telemetry"
 
 const HELP = `core ${packageJson.version}: a tool runtime for AI agents
 
@@ -53,113 +47,32 @@ Environment:
                   export OpenTelemetry traces over OTLP/HTTP (exec, serve, mcp); unset: none
 `
 
-type Run = (args: ReadonlyArray<string>) => Effect.Effect<number, unknown>
-
-/** A command loaded when it runs: `--version`, `--help` and each command load only what they use. */
-const lazy =
-  <M>(load: () => Promise<M>, pick: (module: M) => Run): Run =>
-  (args) =>
-    Effect.flatMap(Effect.promise(load), (module) => pick(module)(args))
-
-const COMMANDS: Readonly<Record<string, Run>> = {
-  exec: lazy(() => import("./exec-command"), (module) => module.ExecCommand.run),
-  tools: lazy(() => import("./tools-command"), (module) => module.ToolsCommand.run),
-  output: lazy(() => import("./output-command"), (module) => module.OutputCommand.run),
-  check: lazy(() => import("./check-command"), (module) => module.CheckCommand.run),
-  permissions: lazy(() => import("./permissions-command"), (module) => module.PermissionsCommand.run),
-  init: lazy(() => import("./init"), (module) => module.InitCommand.run),
-  test: lazy(() => import("./test-command"), (module) => module.TestCommand.run),
-  mcp: lazy(() => import("./mcp-command"), (module) => module.McpCommand.run),
-  serve: lazy(() => import("./serve-command"), (module) => module.ServeCommand.run),
-  log: lazy(() => import("./log-command"), (module) => module.LogCommand.run),
-}
-
-/** Commands that settle calls: they export traces when an OTLP endpoint is set (docs/operating.md). */
-const TRACED: ReadonlySet<string> = new Set(["exec", "serve", "mcp"])
+/** The exit codes of DESIGN §6 this file answers with itself (./command has all of them). */
+const OK = 0
+const USAGE = 2
+const OPERATIONAL = 3
 
 /**
- * Commands that answer SIGINT and SIGTERM themselves: the sidecar shuts down gracefully and exits 0; the test run
- * gets the signal and ends on its own.
+ * Writes `text` and exits once the reader has it: a pipe keeps unread bytes until the process exits, then drops
+ * them. A reader that stops early (`core --help | head -1`) is no failure; any other failed write is.
  */
-const HANDLES_SIGNALS: ReadonlySet<string> = new Set(["serve", "test"])
-
-const messageOf = (error: unknown): string =>
-  typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
-
-/** The exit code and what to say on stderr for a command that did not complete normally. */
-const failureOf = (cause: Cause.Cause<unknown>): { code: number; message: string } => {
-  if (Cause.hasInterruptsOnly(cause)) return { code: Command.EXIT.cancelled, message: "" }
-  const error = Cause.findError(cause)
-  if (error._tag === "Success") {
-    const failure = error.success
-    if (failure instanceof Command.UsageError) {
-      return {
-        code: Command.EXIT.usage,
-        message: `core ${failure.command}: ${failure.message}\nRun 'core ${failure.command} --help' for usage.`,
-      }
-    }
-    if (failure instanceof Command.Exit) return { code: failure.code, message: `core: ${failure.message}` }
-    // An operational error: say what failed, then the underlying error's own words when they add something.
-    const inner = typeof failure === "object" && failure !== null && "cause" in failure ? failure.cause : undefined
-    const outer = messageOf(failure)
-    const detail = inner === undefined ? "" : messageOf(inner)
-    return {
-      code: Command.EXIT.operational,
-      message: `core: ${outer}${detail === "" || outer.includes(detail) ? "" : `: ${detail}`}`,
+const answer = async (fd: 1 | 2, text: string, code: number): Promise<never> => {
+  try {
+    await Bun.write(fd === 1 ? Bun.stdout : Bun.stderr, text)
+  } catch (cause) {
+    if ((cause as { code?: unknown } | undefined)?.code !== "EPIPE") {
+      process.stderr.write(`core: could not write to stdout: ${String((cause as Error | undefined)?.message ?? cause)}\n`)
+      process.exit(code === OK ? OPERATIONAL : code)
     }
   }
-  // A defect (a tool that threw or died): its own stack points into the tool file.
-  return { code: Command.EXIT.operational, message: `core: operational failure:\n${Cause.pretty(cause)}` }
+  process.exit(code)
 }
 
-const main = async (argv: ReadonlyArray<string>): Promise<number> => {
-  const [command, ...rest] = argv
-  if (command === undefined) {
-    Command.stderr(HELP)
-    return Command.EXIT.usage
-  }
-  if (command === "--help" || command === "-h" || command === "help") {
-    Command.stdout(HELP)
-    return Command.EXIT.ok
-  }
-  if (command === "--version" || command === "-v") {
-    Command.stdout(`${packageJson.version}\n`)
-    return Command.EXIT.ok
-  }
-  const run = COMMANDS[command]
-  if (run === undefined) {
-    Command.stderr(`core: unknown command "${command}"\nRun 'core --help' for usage.\n`)
-    return Command.EXIT.usage
-  }
-  const program =
-    TRACED.has(command) && Telemetry.asked(process.env)
-      ? Telemetry.traced(run(rest), process.env, (line) => Command.stderr(`${line}\n`), command === "exec" ? "core exec" : undefined)
-      : run(rest)
-  const fiber = Effect.runFork(program)
-  let interrupted = false
-  const interrupt = () => {
-    if (interrupted) {
-      // A second signal does not wait for the call to end gracefully, but no process outlives core either.
-      ProcessGroup.killAllNow()
-      process.exit(Command.EXIT.cancelled)
-    }
-    interrupted = true
-    Effect.runFork(Fiber.interrupt(fiber))
-  }
-  const signals = !HANDLES_SIGNALS.has(command)
-  if (signals) process.on("SIGINT", interrupt)
-  if (signals) process.on("SIGTERM", interrupt)
-  const exit = await Effect.runPromise(Fiber.await(fiber))
-  process.off("SIGINT", interrupt)
-  process.off("SIGTERM", interrupt)
-  if (Exit.isSuccess(exit)) return exit.value
-  const { code, message } = failureOf(exit.cause)
-  if (message !== "") Command.stderr(`${message}\n`)
-  return code
-}
-
-const code = await main(process.argv.slice(2))
-// Exiting drops whatever stdout still holds: wait until the reader has taken every byte, however slow it is.
-const failure = await Command.drain()
-if (failure !== undefined) Command.stderr(`core: could not write to stdout: ${messageOf(failure)}\n`)
-process.exit(failure === undefined || code !== Command.EXIT.ok ? code : Command.EXIT.operational)
+const argv = process.argv.slice(2)
+const command = argv[0]
+if (command === undefined) await answer(2, HELP, USAGE)
+if (command === "--help" || command === "-h" || command === "help") await answer(1, HELP, OK)
+if (command === "--version" || command === "-v") await answer(1, `${packageJson.version}\n`, OK)
+// Through a function: knip traces the namespace's members only in a dynamic import's callback.
+const dispatch = () => import("./dispatch")
+await dispatch().then((module) => module.Dispatch.run(argv))

@@ -27,7 +27,7 @@ import { Home } from "../shell/home"
 import { Shell } from "../shell/shell"
 import { Approvals } from "../store/approvals"
 import { Reads } from "../store/reads"
-import { PostgresStore } from "../store/postgres-store"
+import type { PostgresStore } from "../store/postgres-store"
 import { SqliteStore } from "../store/sqlite-store"
 import { Todos } from "../store/todos"
 import type { Store } from "../store/store"
@@ -54,18 +54,27 @@ export const outputsLayer = (environment: Environment, retentionDays?: number) =
     ...(retentionDays === undefined ? {} : { retentionDays }),
   })
 
+/**
+ * A layer of the Postgres store, its module loaded only when `$CORE_STORE_URL` names one: every other start of core
+ * leaves it (and Bun's Postgres client) unloaded.
+ */
+const postgres = <A, E, R>(url: string, make: (store: typeof PostgresStore, url: string) => Layer.Layer<A, E, R>) =>
+  Layer.unwrap(Effect.map(Effect.promise(() => import("../store/postgres-store")), (module) => make(module.PostgresStore, url)))
+
 /** The SQLite store in the data directory: settlements and saved approvals (unless `$CORE_STORE_URL`), what sessions read. */
 export const storePath = (environment: Environment) => join(environment.dataDir, "core.db")
 
 /** The durable settlement store: the fleet's Postgres when `$CORE_STORE_URL` names one, else the data directory's. */
 export const storeLayer = (environment: Environment) =>
-  environment.storeUrl === undefined ? SqliteStore.layer(storePath(environment)) : PostgresStore.layer(environment.storeUrl)
+  environment.storeUrl === undefined
+    ? SqliteStore.layer(storePath(environment))
+    : postgres(environment.storeUrl, (store, url) => store.layer(url))
 
 /** Saved approvals, in the durable store. */
 export const approvalsLayer = (environment: Environment) =>
   environment.storeUrl === undefined
     ? SqliteStore.approvalsLayer(storePath(environment))
-    : PostgresStore.approvalsLayer(environment.storeUrl)
+    : postgres(environment.storeUrl, (store, url) => store.approvalsLayer(url))
 
 /** A Location a host can serve: its real directory and its configuration. */
 export interface Prepared {
@@ -183,7 +192,7 @@ export const sharedLayer = (
       ? Todos.layerMemory
       : environment.storeUrl === undefined
         ? Todos.layer(storePath(environment))
-        : PostgresStore.todosLayer(environment.storeUrl),
+        : postgres(environment.storeUrl, (store, url) => store.todosLayer(url)),
     approvalsLayer(environment),
     outputsLayer(environment, retentionDays),
   ).pipe(Layer.provideMerge(store ?? storeLayer(environment)))

@@ -12,7 +12,7 @@ export * as PostgresStore from "./postgres-store"
 // transaction-scoped advisory lock (which pgbouncer's transaction mode keeps): hosts starting together migrate
 // once. Adding a column or table: append one entry to MIGRATIONS, never edit a shipped one.
 
-import { SQL } from "bun"
+import type { SQL } from "bun"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
@@ -111,7 +111,8 @@ const clientOf = (url: string) => {
   }
   const pooled = parsed.searchParams.get("pgbouncer") === "true"
   parsed.searchParams.delete("pgbouncer")
-  return new SQL(parsed.toString(), {
+  // Bun.SQL read when a store is opened: importing it from "bun" would load the Postgres client at every start.
+  return new Bun.SQL(parsed.toString(), {
     prepare: !pooled,
     max: POOL_MAX,
     idleTimeout: IDLE_TIMEOUT_S,

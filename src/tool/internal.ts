@@ -65,13 +65,20 @@ export const remember = (
   inputSchema: Record["inputSchema"],
   described?: Described,
 ): void => {
+  // The JSON codecs are derived on first use: a process makes every built-in but settles calls of few of them.
+  let inputJson = described?.inputJson
+  let outputJson = described?.outputJson
   records.set(
     tool,
     Object.freeze({
       ...record,
       inputSchema,
-      inputJson: described?.inputJson ?? (Schema.toCodecJson(record.input) as Schema.Codec<unknown, unknown, never, never>),
-      outputJson: described?.outputJson ?? (Schema.toCodecJson(record.output) as Schema.Codec<unknown, unknown, never, never>),
+      get inputJson() {
+        return (inputJson ??= Schema.toCodecJson(record.input) as Schema.Codec<unknown, unknown, never, never>)
+      },
+      get outputJson() {
+        return (outputJson ??= Schema.toCodecJson(record.output) as Schema.Codec<unknown, unknown, never, never>)
+      },
       ...(described === undefined ? {} : { outputSchema: described.outputSchema }),
       definitions: new Map(),
     }),

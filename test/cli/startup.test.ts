@@ -1,5 +1,6 @@
-// What start-up loads: `core --version`, `core --help` and `core exec` of a built-in evaluate no module of the MCP
-// SDK, zod or ajv (heavy at evaluation), even in a Location that names MCP servers. A guard against start-up
+// What start-up loads: `core --version` and `core --help` evaluate nothing of core but its entry (no Effect at all);
+// `core exec` of a built-in evaluates no module of the MCP SDK, zod or ajv, no HTML converter and no Postgres store
+// (each heavy at evaluation, and unused by it), even in a Location that names MCP servers. A guard against start-up
 // growing back, in place of a timed test: the figures are in bench/cold-start.ts.
 
 import { describe, expect, test } from "bun:test"
@@ -10,12 +11,17 @@ import { tempDir } from "../support/temp"
 
 const ROOT = join(import.meta.dir, "../..")
 const HEAVY = /node_modules\/(@modelcontextprotocol\/sdk|zod|ajv|ajv-formats)\//
+const HTML = /node_modules\/(turndown|@mixmark-io\/domino)\/|\/src\/builtin\/html-convert\.ts$/
+const POSTGRES = /\/src\/store\/postgres-store\.ts$/
+/** What `--version` and `--help` may evaluate: the entry, the supervisor hook it imports first, package.json. */
+const ENTRY = /\/src\/cli\/main\.ts$|\/src\/shell\/launch\.ts$|\/package\.json$|\/startup-recorder\.ts$/
 
 /** The modules `core ARGS` evaluated, run from source with the recorder preloaded, in `location`. */
 const loaded = async (
   args: ReadonlyArray<string>,
   location: string,
   env: Record<string, string> = {},
+  exitCode = 0,
 ): Promise<ReadonlyArray<string>> => {
   const record = join(tempDir("core-loaded-"), "loaded.json")
   const child = Bun.spawn(
@@ -28,7 +34,7 @@ const loaded = async (
     },
   )
   const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()])
-  expect({ code, stderr }).toMatchObject({ code: 0 })
+  expect({ code, stderr }).toMatchObject({ code: exitCode })
   return JSON.parse(readFileSync(record, "utf8")) as ReadonlyArray<string>
 }
 
@@ -39,13 +45,18 @@ describe("start-up", () => {
     "a.txt": "hello\n",
   })
 
-  test("--version and --help evaluate no MCP SDK, zod or ajv module, and few modules at all", async () => {
-    for (const args of [["--version"], ["--help"]]) {
+  test("--version and --help evaluate nothing but the entry: no Effect, no command, no host", async () => {
+    for (const args of [["--version"], ["-v"], ["--help"], ["-h"], ["help"]]) {
       const modules = await loaded(args, location)
-      expect(modules.filter((path) => HEAVY.test(path))).toEqual([])
-      // The commands themselves (and the host floor they load) stay out.
-      expect(modules.filter((path) => path.includes("/src/host/") || path.includes("/src/builtin/"))).toEqual([])
+      // The entry is still evaluating when it exits, so the module it imports first stands for it.
+      expect(modules.some((path) => /\/src\/shell\/launch\.ts$/.test(path))).toBe(true)
+      expect({ args, modules: modules.filter((path) => !ENTRY.test(path)) }).toEqual({ args, modules: [] })
     }
+  })
+
+  test("a bare core (the usage, exit 2) evaluates nothing but the entry either", async () => {
+    const modules = await loaded([], location, {}, 2)
+    expect(modules.filter((path) => !ENTRY.test(path))).toEqual([])
   })
 
   test("core exec of a built-in evaluates no MCP SDK, zod or ajv module, with MCP servers configured", async () => {
@@ -57,7 +68,13 @@ describe("start-up", () => {
   test("core exec of a built-in evaluates no HTML converter (turndown, domino): webfetch loads it for a page", async () => {
     const modules = await loaded(["exec", "read", "--input", '{"filePath":"a.txt"}', "--location", location], location)
     expect(modules.some((path) => path.includes("/src/builtin/webfetch.ts"))).toBe(true)
-    expect(modules.filter((path) => /node_modules\/(turndown|@mixmark-io\/domino)\/|\/src\/builtin\/html-convert\.ts/.test(path))).toEqual([])
+    expect(modules.filter((path) => HTML.test(path))).toEqual([])
+  })
+
+  test("core exec with the SQLite store evaluates no Postgres store module", async () => {
+    const modules = await loaded(["exec", "read", "--input", '{"filePath":"a.txt"}', "--location", location], location)
+    expect(modules.some((path) => path.includes("/src/store/sqlite-store.ts"))).toBe(true)
+    expect(modules.filter((path) => POSTGRES.test(path))).toEqual([])
   })
 
   test("without an OTLP endpoint, core exec loads no tracing exporter; with one, it does", async () => {
@@ -70,8 +87,11 @@ describe("start-up", () => {
     expect(on.some((path) => TRACING.test(path))).toBe(true)
   })
 
-  test("the recorder sees the SDK when a command does use it (so the checks above can fail)", async () => {
-    const modules = await loaded(["mcp", "--help"], location)
-    expect(modules.some((path) => HEAVY.test(path))).toBe(true)
+  test("the recorder sees what a command does use (so the checks above can fail)", async () => {
+    expect((await loaded(["mcp", "--help"], location)).some((path) => HEAVY.test(path))).toBe(true)
+    expect((await loaded(["exec", "--help"], location)).some((path) => path.includes("/node_modules/effect/"))).toBe(true)
+    // A store URL core refuses (not postgres://): the Postgres store module is loaded to say so, and nothing runs.
+    const refused = await loaded(["exec", "read", "--input", '{"filePath":"a.txt"}', "--location", location], location, { CORE_STORE_URL: "mysql://127.0.0.1:9/core" }, 3)
+    expect(refused.some((path) => POSTGRES.test(path))).toBe(true)
   })
 })
