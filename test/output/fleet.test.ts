@@ -4,6 +4,8 @@
 // at start; a store that is down keeps the call's result on the host that made it, and says so.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { existsSync, mkdirSync, writeFileSync } from "node:fs"
 import { join, relative } from "node:path"
 import { binary, run } from "../support/binary"
@@ -46,7 +48,7 @@ const exec = async (env: Record<string, string>, location: string, command: stri
 }
 
 describe("two hosts sharing a Postgres store and an object store", () => {
-  test("a bounded output made on one host is read back whole on the other, with core output and over HTTP with Range", async () => {
+  test("a bounded output made on one host is read back whole on the other, with core output, over HTTP with Range and over MCP", async () => {
     const { location, host } = world()
     const { pgbouncer } = await freshDatabase()
     const shared = { CORE_STORE_URL: pgbouncer, CORE_OUTPUTS_URL: server.url("fleet"), ...server.env }
@@ -88,6 +90,22 @@ describe("two hosts sharing a Postgres store and an object store", () => {
     const missing = await served.fetch("GET", "/v1/outputs/out_zzzzzzzz_0000000000000000")
     expect(missing.status).toBe(404)
     served.child.kill()
+
+    // And over MCP: host B's `core mcp` answers resources/read of it.
+    const transport = new StdioClientTransport({
+      command: await binary(),
+      args: ["mcp", "--location", location],
+      env: { PATH: process.env.PATH ?? "", ...b },
+      stderr: "pipe",
+    })
+    const client = new Client({ name: "test", version: "1.0.0" })
+    await client.connect(transport)
+    try {
+      const read = await client.readResource({ uri: `core://outputs/${id}` })
+      expect((read.contents[0] as { text: string }).text === whole).toBe(true)
+    } finally {
+      await client.close()
+    }
   }, 180_000)
 
   test("the read tool on another host reads this session's output by the path its preview names, and no other session's", async () => {
