@@ -9,7 +9,7 @@ import { S3Client, type S3File } from "bun"
 import * as Schema from "effect/Schema"
 
 /** The parts a large upload is cut in, and how many are in flight: what an upload holds in memory at most. */
-const PART_BYTES = 8 * 1024 * 1024
+const PART_BYTES = 16 * 1024 * 1024
 const PARTS_IN_FLIGHT = 2
 /** Keys asked for per listing page (S3's own maximum). */
 const LIST_PAGE = 1_000
