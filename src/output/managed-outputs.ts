@@ -9,7 +9,18 @@ export * as ManagedOutputs from "./managed-outputs"
 // any host can read them; the local files stay what this host's tools read, and what keeps an output when the store
 // cannot be reached. It never decides what to bound.
 
-import { closeSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs"
+import {
+  closeSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs"
 import { createHash } from "node:crypto"
 import { basename, dirname, join, relative, sep } from "node:path"
 import * as Context from "effect/Context"
@@ -24,6 +35,8 @@ export const SWEEP_INTERVAL_MS = 60 * 60 * 1000
 /** Its modification time records the last sweep. */
 const SWEEP_MARKER = ".last-sweep"
 const ID_PATTERN = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}$/
+/** The id at the start of one of its files' names. */
+const ID_PREFIX = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}/
 /** Every file of an output: the text, the structured value, the media parts. */
 const FILE_PATTERN = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}(\.json|\.[0-9]{1,4})?$/
 /** A Location's directory of outputs. */
@@ -353,25 +366,37 @@ export const layer = (options: Options): Layer.Layer<Service> =>
 
     const fetch = Effect.fn("ManagedOutputs.fetch")(function* (path: string) {
       if (remote === undefined || statOrUndefined(path) !== undefined) return false
-      // Only a file where `paths` puts one: `[<location>/[<session>/]]<output file>` under the outputs directory.
-      const within = relative(directory, path).split(sep)
-      const name = within[within.length - 1] ?? ""
-      if (
-        within.length > 3 ||
-        !FILE_PATTERN.test(name) ||
-        !within.slice(0, -1).every((segment) => LOCATION_PATTERN.test(segment))
-      ) {
-        return false
-      }
-      const id = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}/.exec(name)![0]
+      // Only a file where `paths` puts one: `[<location>/[<session>/]]<output file>` under the outputs directory
+      // (as named, or by its real path, which is what a tool's path check resolves to).
+      const within = [directory, realOrSame(directory)]
+        .map((base) => relative(base, path).split(sep))
+        .find((segments) => {
+          const name = segments[segments.length - 1] ?? ""
+          return (
+            segments.length <= 3 &&
+            FILE_PATTERN.test(name) &&
+            segments.slice(0, -1).every((segment) => LOCATION_PATTERN.test(segment))
+          )
+        })
+      if (within === undefined) return false
+      const name = within[within.length - 1]!
+      const id = ID_PREFIX.exec(name)![0]
+      const key = `${id}/${within.join("/")}`
       const place = dirname(path)
-      const temporary = join(place, `.${name}.fetch.tmp`)
+      // A name of its own, so fetches of one file at once never write into each other's.
+      const temporary = join(place, `.${name}.${crypto.randomUUID()}.tmp`)
       return yield* Effect.promise(async () => {
         try {
-          const object = remote.content(keyOf(id, path))
+          const object = remote.content(key)
           mkdirSync(place, { recursive: true, mode: 0o700 })
           closeSync(openSync(temporary, "w", 0o600))
-          await Bun.write(temporary, object)
+          // Streamed to the file, never held whole.
+          const sink = Bun.file(temporary).writer()
+          for await (const chunk of object.stream()) {
+            sink.write(chunk)
+            await sink.flush()
+          }
+          await sink.end()
           renameSync(temporary, path)
           return true
         } catch {
@@ -386,8 +411,10 @@ export const layer = (options: Options): Layer.Layer<Service> =>
         let removed = 0
         try {
           for await (const object of store.list("")) {
+            // Only an output's file under its own id (`<id>/…/<id>[.part]`): nothing else under the prefix.
+            const id = object.key.slice(0, object.key.indexOf("/"))
             const name = object.key.slice(object.key.lastIndexOf("/") + 1)
-            if (!FILE_PATTERN.test(name) || object.modifiedMs >= cutoff) continue
+            if (!ID_PATTERN.test(id) || !name.startsWith(id) || !FILE_PATTERN.test(name) || object.modifiedMs >= cutoff) continue
             await store.remove(object.key)
             removed++
           }
@@ -485,6 +512,14 @@ const filesOf = (directory: string, id: string): Array<string> => {
     return readdirSync(directory).filter((name) => name.startsWith(id) && FILE_PATTERN.test(name))
   } catch {
     return []
+  }
+}
+
+const realOrSame = (path: string): string => {
+  try {
+    return realpathSync(path)
+  } catch {
+    return path
   }
 }
 

@@ -4,7 +4,7 @@
 // call's result, and says so.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { existsSync, readFileSync, statSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { ManagedOutputs } from "../../src/output/managed-outputs"
@@ -208,6 +208,16 @@ describe("ManagedOutputs in an object store", () => {
     expect((statSync(join(own, written.id)).mode & 0o777).toString(8)).toBe("600")
     expect((statSync(own).mode & 0o777).toString(8)).toBe("700")
     expect(existsSync(join(otherSession, written.id))).toBe(false)
+
+    // A data directory reached through a symlink: a tool's path check names the real path, which is fetched too.
+    const real = join(tempDir(), "real-outputs")
+    mkdirSync(real)
+    const linked = join(tempDir(), "linked-outputs")
+    symlinkSync(real, linked)
+    const throughLink = ManagedOutputs.layer({ directory: linked, remote: storeOf("fetch") })
+    const realPath = join(ManagedOutputs.sessionDirectory(ManagedOutputs.locationDirectory(real, "/work/a"), "s1"), written.id)
+    expect(await Effect.runPromise(Effect.flatMap(managed, (outputs) => outputs.fetch(realPath)).pipe(Effect.provide(throughLink)))).toBe(true)
+    expect(readFileSync(realPath, "utf8")).toBe("for session s1")
   })
 
   test("retention removes expired outputs from the store, and an expired one is not found", async () => {
@@ -222,14 +232,22 @@ describe("ManagedOutputs in an object store", () => {
     expect(expired._tag === "ManagedOutputs.NotFound" && expired.reason).toBe("expired")
     expect(await Array.fromAsync(store.list(""))).toEqual([])
 
+    // Objects under the prefix that are not outputs' files under their ids are never the sweep's.
+    const foreign = join(tempDir(), "foreign")
+    writeFileSync(foreign, "not core's")
+    await store.put("notes/readme", foreign)
+    await store.put("misc/out_aaaaaaaa_0000000000000000", foreign)
     const swept = await a.run(Effect.flatMap(managed, (outputs) => outputs.write({ text: "to sweep" })))
     const kept = await a.run(Effect.flatMap(managed, (outputs) => outputs.write({ text: "to keep" })))
-    expect((await Array.fromAsync(store.list(""))).length).toBe(2)
+    expect((await Array.fromAsync(store.list(""))).length).toBe(4)
     // A sweep with a retention this short removes both hosts' objects; the local files of this host go too.
     const sweeper = host("retention", { retentionDays: 1 / 86_400_000 })
     await Bun.sleep(5)
     expect(await sweeper.run(Effect.flatMap(managed, (outputs) => outputs.sweep))).toBe(2)
-    expect(await Array.fromAsync(store.list(""))).toEqual([])
+    expect((await Array.fromAsync(store.list(""))).map((object) => object.key).sort()).toEqual([
+      "misc/out_aaaaaaaa_0000000000000000",
+      "notes/readme",
+    ])
     expect(existsSync(swept.text!)).toBe(true)
     expect(kept.id).not.toBe(swept.id)
   })
