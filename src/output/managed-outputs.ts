@@ -164,6 +164,23 @@ export interface Options {
   readonly retentionDays?: number
   /** An object store every output is put in too, so any host sharing it can read them. */
   readonly remote?: ObjectStore.Interface
+  /** How long a lookup in the store may take, and the base of a put's time (plus its size at 1 MB/s); PUT_BASE_MS unless given. */
+  readonly putBaseMs?: number
+}
+
+/**
+ * How long one file's put may take before the output is kept on this host only: a base for the round trips, plus
+ * its size at 1 MB/s. A store that does not answer (a dropped connection) must not hold a call's result for ever.
+ */
+const PUT_BASE_MS = 30_000
+const PUT_MIN_BYTES_PER_MS = 1_000
+
+const withinTime = <A>(promise: Promise<A>, ms: number): Promise<A> => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${Math.round(ms / 1000)} s`)), ms)
+  })
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer))
 }
 
 const osMessage = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
@@ -176,6 +193,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
     const directory = options.directory
     const retentionMs = (options.retentionDays ?? DEFAULT_RETENTION_DAYS) * DAY_MS
     const remote = options.remote
+    const putBaseMs = options.putBaseMs ?? PUT_BASE_MS
     const where = remote === undefined ? directory : `${directory} and ${remote.where}`
     /** An output's file's key in the object store: under its id, in the layout of the outputs directory. */
     const keyOf = (id: string, path: string) => `${id}/${relative(directory, path).split(sep).join("/")}`
@@ -270,7 +288,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
         try {
           for (const path of written) {
             const key = keyOf(id, path)
-            await remote.put(key, path)
+            await withinTime(remote.put(key, path), putBaseMs + (statOrUndefined(path)?.size ?? 0) / PUT_MIN_BYTES_PER_MS)
             put.push(key)
           }
           return undefined
@@ -298,7 +316,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
 
     const openRemote = Effect.fnUntraced(function* (store: ObjectStore.Interface, id: string, part: Part) {
       const listed = yield* Effect.tryPromise({
-        try: () => Array.fromAsync(store.list(`${id}/`)),
+        try: () => withinTime(Array.fromAsync(store.list(`${id}/`)), putBaseMs),
         catch: (cause) =>
           new Unavailable({
             id,

@@ -277,6 +277,26 @@ describe("ManagedOutputs when the object store fails", () => {
     expect((await back.content.text()).length).toBe(25_000)
   })
 
+  test("a store that accepts the connection and never answers: kept here once the put's time is up", async () => {
+    const silent = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
+    try {
+      const settings = ObjectStore.settings("s3://silent/x", { ...server.env, AWS_ENDPOINT_URL: `http://127.0.0.1:${silent.port}` })
+      const layer = ManagedOutputs.layer({ directory: join(tempDir(), "outputs"), remote: ObjectStore.make(settings as ObjectStore.Settings), putBaseMs: 500 })
+      const started = Date.now()
+      const written = await Effect.runPromise(Effect.flatMap(managed, (outputs) => outputs.write({ text: "not held" })).pipe(Effect.provide(layer)))
+      expect(Date.now() - started).toBeLessThan(10_000)
+      expect(written.unshared).toContain("no answer within")
+      expect(readFileSync(written.text!, "utf8")).toBe("not held")
+      // Another host's lookup gives up in time too, as unavailable.
+      const elsewhere = ManagedOutputs.layer({ directory: join(tempDir(), "outputs"), remote: ObjectStore.make(settings as ObjectStore.Settings), putBaseMs: 500 })
+      const lookup = await Effect.runPromise(Effect.flip(Effect.flatMap(managed, (outputs) => outputs.open(written.id))).pipe(Effect.provide(elsewhere)))
+      expect(lookup._tag).toBe("ManagedOutputs.Unavailable")
+      expect(lookup.message).toContain("no answer within")
+    } finally {
+      silent.stop(true)
+    }
+  })
+
   test("a bucket that does not exist: kept here, saying which bucket", async () => {
     const h = host("x", { url: "s3://no-such-bucket/x" })
     const written = await h.run(Effect.flatMap(managed, (outputs) => outputs.write({ text: "still here" })))
