@@ -8,6 +8,7 @@ import { isAbsolute, relative, sep } from "node:path"
 import * as Effect from "effect/Effect"
 import { Boundary } from "../permission/boundary"
 import { Permission } from "../permission/permission"
+import type { ManagedOutputs } from "../output/managed-outputs"
 import type { Shell } from "../shell/shell"
 import type { Reads } from "../store/reads"
 import type { Todos } from "../store/todos"
@@ -28,6 +29,8 @@ export interface Services {
   readonly todos?: Todos.Interface
   /** Whether write and edit refuse changes to files the session has not seen as they are (default true). */
   readonly readBeforeWrite?: boolean
+  /** Managed outputs: read brings one another host kept from the object store they share. */
+  readonly outputs?: Pick<ManagedOutputs.Interface, "fetch">
 }
 
 /** The part of a permission request every check of one call shares. */

@@ -7,6 +7,7 @@ export * as Builtins from "./builtins"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import { ManagedOutputs } from "../output/managed-outputs"
 import { Permission } from "../permission/permission"
 import { Registry } from "../registry/registry"
 import { Shell } from "../shell/shell"
@@ -58,8 +59,11 @@ export const layer: Layer.Layer<never, never, Registry.Service | Permission.Serv
     const reads = Option.getOrElse(yield* Effect.serviceOption(Reads.Service), Reads.memory)
     const todos = Option.getOrElse(yield* Effect.serviceOption(Todos.Service), Todos.memory)
     const readBeforeWrite = yield* ReadTracking.Required
+    const outputs = Option.getOrUndefined(yield* Effect.serviceOption(ManagedOutputs.Service))
     yield* registry.tools
-      .register(make({ directory: permission.project, permission, shell, reads, todos, readBeforeWrite }))
+      .register(
+        make({ directory: permission.project, permission, shell, reads, todos, readBeforeWrite, ...(outputs === undefined ? {} : { outputs }) }),
+      )
       .pipe(Effect.orDie)
   }),
 )

@@ -39,6 +39,9 @@ Environment:
   CORE_DATA_DIR   managed outputs and the settlement store (default ~/.local/share/core)
   CORE_STORE_URL  postgres://… : settlements and saved approvals in a Postgres shared by a
                   fleet (docs/fleet.md); add ?pgbouncer=true behind pgbouncer
+  CORE_OUTPUTS_URL
+                  s3://bucket/prefix : managed outputs in an S3-compatible store too, read on
+                  every host sharing it (AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, ...)
   CORE_LEASE_MS   how long a running call's lease lasts unless renewed (default 5000)
   CORE_USER       who saved approvals are recorded as approved by (default user@host)
   CORE_HOME       application tools in $CORE_HOME/tools/*.ts and $CORE_HOME/core.json

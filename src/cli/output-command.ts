@@ -18,7 +18,8 @@ Options:
   --structured      print the full structured value the settlement dropped, as JSON
   -h, --help        show this help
 
-Exit codes: 0 printed, 1 unknown or expired id (or no structured value kept), 2 usage error.
+Exit codes: 0 printed, 1 unknown or expired id (or no structured value kept), 2 usage error,
+3 the object store (CORE_OUTPUTS_URL) could not be read.
 `
 
 export const run = (args: ReadonlyArray<string>) =>
@@ -35,11 +36,18 @@ export const run = (args: ReadonlyArray<string>) =>
     }
     const managed = yield* ManagedOutputs.Service
     const reference = yield* managed.open(id, values.structured === true ? "structured" : "text").pipe(
-      Effect.mapError((error) => new Command.Exit({ code: Command.EXIT.modelError, message: error.message })),
+      Effect.mapError(
+        (error) =>
+          new Command.Exit({
+            // An object store that cannot be reached is core's own failure, not an unknown id.
+            code: error._tag === "ManagedOutputs.Unavailable" ? Command.EXIT.operational : Command.EXIT.modelError,
+            message: error.message,
+          }),
+      ),
     )
     // A reader that stops early (`core output ID | head`) closes the pipe: that is not a failure.
     yield* Effect.tryPromise({
-      try: () => Bun.write(Bun.stdout, Bun.file(reference.path)),
+      try: () => Bun.write(Bun.stdout, reference.content),
       catch: (cause) => cause,
     }).pipe(
       Effect.catchIf(

@@ -16,6 +16,7 @@ import { Config } from "../config/config"
 import { Application } from "../location/application"
 import { Location } from "../location/location"
 import { ManagedOutputs } from "../output/managed-outputs"
+import { ObjectStore } from "../output/object-store"
 import { Output } from "../output/output"
 import { Permission } from "../permission/permission"
 import { McpClient } from "../mcp-client/mcp-client"
@@ -37,22 +38,42 @@ export interface Environment {
   readonly home: string
   /** `$CORE_STORE_URL`: settlements and saved approvals in a Postgres shared by a fleet, not in the data directory. */
   readonly storeUrl?: string
+  /**
+   * `$CORE_OUTPUTS_URL` (`s3://bucket/prefix`) with the `AWS_*` variables: managed outputs put in an object store
+   * every host sharing it reads, besides the data directory.
+   */
+  readonly outputs?: { readonly url: string; readonly env: Readonly<Record<string, string | undefined>> }
 }
 
 export const environment = (env: Record<string, string | undefined> = process.env): Environment => ({
   dataDir: resolve(env.CORE_DATA_DIR || join(homedir(), ".local/share/core")),
   home: resolve(env.CORE_HOME || join(homedir(), ".config/core")),
   ...(env.CORE_STORE_URL ? { storeUrl: env.CORE_STORE_URL } : {}),
+  ...(env.CORE_OUTPUTS_URL ? { outputs: { url: env.CORE_OUTPUTS_URL, env: awsOf(env) } } : {}),
 })
+
+const awsOf = (env: Record<string, string | undefined>) =>
+  Object.fromEntries(Object.entries(env).filter(([name]) => name.startsWith("AWS_")))
 
 /** Where managed outputs are kept. */
 export const outputsDirectory = (environment: Environment) => join(environment.dataDir, "outputs")
 
-export const outputsLayer = (environment: Environment, retentionDays?: number) =>
-  ManagedOutputs.layer({
+export const outputsLayer = (
+  environment: Environment,
+  retentionDays?: number,
+): Layer.Layer<ManagedOutputs.Service, ObjectStore.ConfigError> => {
+  const options = {
     directory: outputsDirectory(environment),
     ...(retentionDays === undefined ? {} : { retentionDays }),
-  })
+  }
+  const given = environment.outputs
+  if (given === undefined) return ManagedOutputs.layer(options)
+  // A URL that cannot name a bucket stops the host at start; a store that cannot be reached is met per output.
+  const settings = ObjectStore.settings(given.url, given.env)
+  return settings instanceof ObjectStore.ConfigError
+    ? Layer.effect(ManagedOutputs.Service, Effect.fail(settings))
+    : ManagedOutputs.layer({ ...options, remote: ObjectStore.make(settings) })
+}
 
 /**
  * A layer of the Postgres store, its module loaded only when `$CORE_STORE_URL` names one: every other start of core

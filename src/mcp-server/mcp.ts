@@ -8,7 +8,6 @@ export * as Mcp from "./mcp"
 // change). It answers the permission asks of its own calls only. No transport here, and no wording of results
 // (./mapping).
 
-import { readFile } from "node:fs/promises"
 import { existsSync } from "node:fs"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import {
@@ -190,8 +189,12 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       }
       const { outputs } = await current()
       const opened = await run(Effect.result(outputs.open(named.id, named.part)))
-      if (opened._tag === "Failure") throw new McpError(RESOURCE_NOT_FOUND, opened.failure.message, { uri })
-      const text = await readFile(opened.success.path, "utf8")
+      if (opened._tag === "Failure") {
+        // An object store that cannot be reached is core's failure, not an unknown resource.
+        const code = opened.failure._tag === "ManagedOutputs.Unavailable" ? ErrorCode.InternalError : RESOURCE_NOT_FOUND
+        throw new McpError(code, opened.failure.message, { uri })
+      }
+      const text = await opened.success.content.text()
       return { contents: [{ uri, mimeType: named.part === "structured" ? "application/json" : "text/plain", text }] }
     })
 

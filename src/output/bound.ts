@@ -44,6 +44,8 @@ export interface Reference {
   readonly path: string
   /** Whether the text itself is what a producer captured after losing bytes (so "whole" would overclaim). */
   readonly lossy?: boolean
+  /** Whether the text is kept on this host only: the object store other hosts read from could not take it. */
+  readonly unshared?: boolean
 }
 
 /** What a preview left out, in the kept text's own line numbers (1-based, inclusive). */
@@ -77,6 +79,7 @@ const markers = [
       (reference.lossy === true
         ? `The text as captured (the capture had already lost bytes; the text says where) is kept in `
         : `The whole text is kept in `) +
+      (reference.unshared === true ? `this host's files only (the shared object store could not take it), at ` : ``) +
       `${reference.path}: read the rest with the read tool (filePath "${reference.path}", offset ` +
       `${omitted.from}, limit ${Math.min(MAX_READ_LINES, omitted.to - omitted.from + 1)}), or search it with grep. ` +
       `Do not run the call again to see it.]\n`,
@@ -86,7 +89,8 @@ const markers = [
   (omitted: Omitted, reference: Reference) => ({
     summary:
       `[Output too large: ${omitted.totalLines} lines, ${omitted.totalBytes} bytes; ` +
-      `${lineRange(omitted.from, omitted.to)} left out, kept${reference.lossy === true ? " as captured" : ""} in ` +
+      `${lineRange(omitted.from, omitted.to)} left out, kept${reference.lossy === true ? " as captured" : ""}` +
+      `${reference.unshared === true ? " on this host only" : ""} in ` +
       `${reference.path}]\n`,
     cut: `[… ${lineRange(omitted.from, omitted.to)} left out …]\n`,
   }),

@@ -1,19 +1,33 @@
 export * as ManagedOutputs from "./managed-outputs"
 
-// Managed outputs on disk: what a bounded settlement left out, kept under one id in a directory of the Location that
-// made it (`<data dir>/outputs/<key>/`, the key a hash of the Location's directory, so a Location's tools can read
-// its own outputs and no other's): the full text as `<id>`, the full structured value as `<id>.json`, media too large
-// to inline as `<id>.<n>`. Each file is written atomically (temp file + rename); outputs are looked up by id and
-// part wherever they are, and swept after the retention period. The platform edge for output files; it never
-// decides what to bound.
+// Managed outputs: what a bounded settlement left out, kept under one id in a directory of the Location that made it
+// (`<data dir>/outputs/<key>/`, the key a hash of the Location's directory, so a Location's tools can read its own
+// outputs and no other's): the full text as `<id>`, the full structured value as `<id>.json`, media too large to
+// inline as `<id>.<n>`. Each file is written atomically (temp file + rename); outputs are looked up by id and part
+// wherever they are, read whole or by byte range, and swept after the retention period. With an object store
+// (./object-store, `CORE_OUTPUTS_URL`) each output's files are put there too, under `<id>/` in the same layout, so
+// any host can read them; the local files stay what this host's tools read, and what keeps an output when the store
+// cannot be reached. It never decides what to bound.
 
-import { closeSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs"
+import {
+  closeSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs"
 import { createHash } from "node:crypto"
-import { basename, join } from "node:path"
+import { basename, dirname, join, relative, sep } from "node:path"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import { ObjectStore } from "./object-store"
 
 export const DEFAULT_RETENTION_DAYS = 7
 const DAY_MS = 24 * 60 * 60 * 1000
@@ -21,6 +35,8 @@ export const SWEEP_INTERVAL_MS = 60 * 60 * 1000
 /** Its modification time records the last sweep. */
 const SWEEP_MARKER = ".last-sweep"
 const ID_PATTERN = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}$/
+/** The id at the start of one of its files' names. */
+const ID_PREFIX = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}/
 /** Every file of an output: the text, the structured value, the media parts. */
 const FILE_PATTERN = /^out_[0-9a-z]{8,12}_[0-9a-f]{16}(\.json|\.[0-9]{1,4})?$/
 /** A Location's directory of outputs. */
@@ -57,6 +73,12 @@ export class NotFound extends Schema.TaggedError<NotFound>()("ManagedOutputs.Not
   message: Schema.String,
 }) {}
 
+/** The object store could not be asked (down, refusing the keys): the output may exist, but cannot be read now. */
+export class Unavailable extends Schema.TaggedError<Unavailable>()("ManagedOutputs.Unavailable", {
+  id: Schema.String,
+  message: Schema.String,
+}) {}
+
 /** The parts of one managed output. */
 export type Part = "text" | "structured"
 
@@ -76,6 +98,11 @@ export interface Written {
   readonly text: string | undefined
   readonly structured: string | undefined
   readonly files: ReadonlyArray<string>
+  /**
+   * Set when an object store is configured and the output could not be put there: why. The output is then kept on
+   * this host only (its local files), and other hosts cannot read it.
+   */
+  readonly unshared?: string
 }
 
 /** One part of a kept output. */
@@ -83,11 +110,16 @@ export interface Reference {
   readonly id: string
   readonly part: Part
   readonly bytes: number
-  readonly path: string
+  /** Its file on this host; undefined when it is read from the object store. */
+  readonly path: string | undefined
+  /** Its bytes: whole, or a range with `.slice(start, end)` (a ranged GET from the object store). */
+  readonly content: Blob
 }
 
 export interface Interface {
   readonly directory: string
+  /** Where outputs are kept, for messages: the directory, and the object store's `s3://` URL when there is one. */
+  readonly where: string
   /**
    * Keeps `contents` in full under one id (a fresh one unless given, from `newID`). Fails (never silently) when
    * any of it cannot be kept.
@@ -106,7 +138,13 @@ export interface Interface {
    * Finds a part of a kept output. The text part of an output that kept no text is what it did keep: its
    * structured value's JSON (what the model reads of a structured-only output), else its first media file.
    */
-  readonly open: (id: string, part?: Part) => Effect.Effect<Reference, NotFound>
+  readonly open: (id: string, part?: Part) => Effect.Effect<Reference, NotFound | Unavailable>
+  /**
+   * Brings the file `path` of an output kept by another host from the object store to this host, where the
+   * Location's tools read it; `path` is one `paths` names, in the same Location and session directories as the
+   * object, so it reaches nothing another Location or session kept. Answers whether a file was brought.
+   */
+  readonly fetch: (path: string) => Effect.Effect<boolean>
   /** Deletes outputs older than the retention period; answers how many were removed. */
   readonly sweep: Effect.Effect<number>
   /**
@@ -124,6 +162,25 @@ export interface Options {
   /** The outputs directory (usually `<data dir>/outputs`). */
   readonly directory: string
   readonly retentionDays?: number
+  /** An object store every output is put in too, so any host sharing it can read them. */
+  readonly remote?: ObjectStore.Interface
+  /** How long a lookup in the store may take, and the base of a put's time (plus its size at 1 MB/s); PUT_BASE_MS unless given. */
+  readonly putBaseMs?: number
+}
+
+/**
+ * How long one file's put may take before the output is kept on this host only: a base for the round trips, plus
+ * its size at 1 MB/s. A store that does not answer (a dropped connection) must not hold a call's result for ever.
+ */
+const PUT_BASE_MS = 30_000
+const PUT_MIN_BYTES_PER_MS = 1_000
+
+const withinTime = <A>(promise: Promise<A>, ms: number): Promise<A> => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${Math.round(ms / 1000)} s`)), ms)
+  })
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer))
 }
 
 const osMessage = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
@@ -135,6 +192,11 @@ export const layer = (options: Options): Layer.Layer<Service> =>
   Layer.sync(Service, () => {
     const directory = options.directory
     const retentionMs = (options.retentionDays ?? DEFAULT_RETENTION_DAYS) * DAY_MS
+    const remote = options.remote
+    const putBaseMs = options.putBaseMs ?? PUT_BASE_MS
+    const where = remote === undefined ? directory : `${directory} and ${remote.where}`
+    /** An output's file's key in the object store: under its id, in the layout of the outputs directory. */
+    const keyOf = (id: string, path: string) => `${id}/${relative(directory, path).split(sep).join("/")}`
 
     /** The directory holding output `id`: a Location's, or the outputs directory itself (older outputs). */
     const holding = (id: string): string => {
@@ -218,13 +280,81 @@ export const layer = (options: Options): Layer.Layer<Service> =>
           })
         }),
       )
-      return kept
+      if (remote === undefined) return kept
+      // Put from the files just written, so a large output is streamed, never held whole. An output the store
+      // does not take stays kept here: the call's result is never lost to the store, and the caller says so.
+      const unshared = yield* Effect.promise(async () => {
+        const put: Array<string> = []
+        try {
+          for (const path of written) {
+            const key = keyOf(id, path)
+            await withinTime(remote.put(key, path), putBaseMs + (statOrUndefined(path)?.size ?? 0) / PUT_MIN_BYTES_PER_MS)
+            put.push(key)
+          }
+          return undefined
+        } catch (cause) {
+          await Promise.allSettled(put.map((key) => remote.remove(key)))
+          return `could not put it in ${remote.where}: ${ObjectStore.messageOf(cause)}`
+        }
+      }).pipe(Effect.withSpan("ManagedOutputs.put"))
+      return unshared === undefined ? kept : { ...kept, unshared }
     })
 
     const open = Effect.fn("ManagedOutputs.open")(function* (id: string, part: Part = "text") {
       if (!ID_PATTERN.test(id)) {
         return yield* new NotFound({ id, reason: "invalid_id", message: `"${id}" is not a managed output id` })
       }
+      if (remote === undefined) return yield* openLocal(id, part)
+      // Kept here when this host made it (or fetched it); else in the store, where every host put its outputs.
+      return yield* openLocal(id, part).pipe(
+        Effect.catchIf(
+          (error) => error.reason === "unknown",
+          () => openRemote(remote, id, part),
+        ),
+      )
+    })
+
+    const openRemote = Effect.fnUntraced(function* (store: ObjectStore.Interface, id: string, part: Part) {
+      const listed = yield* Effect.tryPromise({
+        try: () => withinTime(Array.fromAsync(store.list(`${id}/`)), putBaseMs),
+        catch: (cause) =>
+          new Unavailable({
+            id,
+            message: `Could not look up managed output ${id} in ${store.where}: ${ObjectStore.messageOf(cause)}. Try again once the object store can be reached.`,
+          }),
+      })
+      const objects = listed.filter((object) => {
+        const name = object.key.slice(object.key.lastIndexOf("/") + 1)
+        return name.startsWith(id) && FILE_PATTERN.test(name)
+      })
+      const named = (suffix: string) => objects.find((object) => object.key.endsWith(`/${id}${suffix}`))
+      const candidates = part === "text" ? [named(""), named(".json"), named(".1")] : [named(".json")]
+      const found = candidates.find((object) => object !== undefined)
+      if (found === undefined) {
+        if (part === "structured" && objects.length > 0) return yield* noPart(id)
+        return yield* new NotFound({
+          id,
+          reason: "unknown",
+          message: `No managed output ${id} in ${where} (it may have been swept)`,
+        })
+      }
+      if (Date.now() - found.modifiedMs > retentionMs) {
+        yield* Effect.promise(() => Promise.allSettled(objects.map((object) => store.remove(object.key))))
+        return yield* new NotFound({ id, reason: "expired", message: `Managed output ${id} has expired` })
+      }
+      return { id, part, bytes: found.bytes, path: undefined, content: store.content(found.key) } satisfies Reference
+    })
+
+    const noPart = (id: string) =>
+      new NotFound({
+        id,
+        reason: "no_part",
+        message:
+          `Managed output ${id} holds no separate structured value: its settlement kept the structured output ` +
+          `inline, or the output was a string, which is the text itself (print it without --structured)`,
+      })
+
+    const openLocal = Effect.fnUntraced(function* (id: string, part: Part) {
       const place = holding(id)
       const { text, structured, file } = paths(id)
       // The text part of an output that kept no text is what it did keep: its structured JSON, else its media.
@@ -238,15 +368,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
         }
       }
       if (found === undefined) {
-        if (part === "structured" && filesOf(place, id).length > 0) {
-          return yield* new NotFound({
-            id,
-            reason: "no_part",
-            message:
-              `Managed output ${id} holds no separate structured value: its settlement kept the structured output ` +
-              `inline, or the output was a string, which is the text itself (print it without --structured)`,
-          })
-        }
+        if (part === "structured" && filesOf(place, id).length > 0) return yield* noPart(id)
         return yield* new NotFound({
           id,
           reason: "unknown",
@@ -257,10 +379,70 @@ export const layer = (options: Options): Layer.Layer<Service> =>
         for (const name of filesOf(place, id)) removeQuietly(join(place, name))
         return yield* new NotFound({ id, reason: "expired", message: `Managed output ${id} has expired` })
       }
-      return { id, part, bytes: found.stats.size, path: found.path }
+      return { id, part, bytes: found.stats.size, path: found.path, content: Bun.file(found.path) } satisfies Reference
     })
 
-    const sweep = Effect.sync(() => {
+    const fetch = Effect.fn("ManagedOutputs.fetch")(function* (path: string) {
+      if (remote === undefined || statOrUndefined(path) !== undefined) return false
+      // Only a file where `paths` puts one: `[<location>/[<session>/]]<output file>` under the outputs directory
+      // (as named, or by its real path, which is what a tool's path check resolves to).
+      const within = [directory, realOrSame(directory)]
+        .map((base) => relative(base, path).split(sep))
+        .find((segments) => {
+          const name = segments[segments.length - 1] ?? ""
+          return (
+            segments.length <= 3 &&
+            FILE_PATTERN.test(name) &&
+            segments.slice(0, -1).every((segment) => LOCATION_PATTERN.test(segment))
+          )
+        })
+      if (within === undefined) return false
+      const name = within[within.length - 1]!
+      const id = ID_PREFIX.exec(name)![0]
+      const key = `${id}/${within.join("/")}`
+      const place = dirname(path)
+      // A name of its own, so fetches of one file at once never write into each other's.
+      const temporary = join(place, `.${name}.${crypto.randomUUID()}.tmp`)
+      return yield* Effect.promise(async () => {
+        try {
+          const object = remote.content(key)
+          mkdirSync(place, { recursive: true, mode: 0o700 })
+          closeSync(openSync(temporary, "w", 0o600))
+          // Streamed to the file, never held whole.
+          const sink = Bun.file(temporary).writer()
+          for await (const chunk of object.stream()) {
+            sink.write(chunk)
+            await sink.flush()
+          }
+          await sink.end()
+          renameSync(temporary, path)
+          return true
+        } catch {
+          removeQuietly(temporary)
+          return false
+        }
+      })
+    })
+
+    const sweepRemote = (store: ObjectStore.Interface, cutoff: number) =>
+      Effect.promise(async () => {
+        let removed = 0
+        try {
+          for await (const object of store.list("")) {
+            // Only an output's file under its own id (`<id>/…/<id>[.part]`): nothing else under the prefix.
+            const id = object.key.slice(0, object.key.indexOf("/"))
+            const name = object.key.slice(object.key.lastIndexOf("/") + 1)
+            if (!ID_PATTERN.test(id) || !name.startsWith(id) || !FILE_PATTERN.test(name) || object.modifiedMs >= cutoff) continue
+            await store.remove(object.key)
+            removed++
+          }
+        } catch {
+          // An unreachable store is swept at the next sweep; what is kept here is swept now all the same.
+        }
+        return removed
+      })
+
+    const sweepLocal = Effect.sync(() => {
       const cutoff = Date.now() - retentionMs
       let removed = 0
       for (const place of placesOf(directory)) {
@@ -277,6 +459,12 @@ export const layer = (options: Options): Layer.Layer<Service> =>
         }
       }
       return removed
+    })
+
+    const sweep = Effect.gen(function* () {
+      const cutoff = Date.now() - retentionMs
+      const local = yield* sweepLocal
+      return remote === undefined ? local : local + (yield* sweepRemote(remote, cutoff))
     }).pipe(Effect.withSpan("ManagedOutputs.sweep"))
 
     const sweepIfDue = Effect.suspend(() => {
@@ -296,7 +484,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       )
     })
 
-    return Service.of({ directory, write, paths, open, sweep, sweepIfDue, retentionMs })
+    return Service.of({ directory, where, write, paths, open, fetch, sweep, sweepIfDue, retentionMs })
   })
 
 /** Characters encoded at a time when writing a large text, so a 100 MB output is never copied whole. */
@@ -342,6 +530,14 @@ const filesOf = (directory: string, id: string): Array<string> => {
     return readdirSync(directory).filter((name) => name.startsWith(id) && FILE_PATTERN.test(name))
   } catch {
     return []
+  }
+}
+
+const realOrSame = (path: string): string => {
+  try {
+    return realpathSync(path)
+  } catch {
+    return path
   }
 }
 

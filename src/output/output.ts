@@ -206,7 +206,12 @@ export const layer = (limits: Settings = {}): Layer.Layer<Service, never, Manage
         const content: Array<Part> = []
         if (previewText) {
           // All text shares one budget: it becomes one preview, in the place of the first text part.
-          const text = Bound.preview(fullText, resolved, { id, path: paths.text, lossy: projected.lossy === true })
+          const text = Bound.preview(fullText, resolved, {
+            id,
+            path: paths.text,
+            lossy: projected.lossy === true,
+            unshared: written.unshared !== undefined,
+          })
           let placed = false
           for (const part of parts) {
             if (part.type === "file") content.push(...asParts([part]))

@@ -228,9 +228,9 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
       const structured: Record<string, unknown> = {}
       for (const { id } of settlement.outputs) {
         const text = await Effect.runPromise(managed.open(id).pipe(Effect.orDie))
-        outputs[id] = await Bun.file(text.path).text()
+        outputs[id] = await text.content.text()
         const kept = await Effect.runPromise(Effect.option(managed.open(id, "structured")))
-        if (kept._tag === "Some") structured[id] = await Bun.file(kept.value.path).json()
+        if (kept._tag === "Some") structured[id] = await kept.value.content.json()
       }
       return { settlement, progress, asks: asks.slice(before), outputs, structured }
     }

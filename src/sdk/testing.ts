@@ -276,9 +276,9 @@ const program = (
     const structured: Record<string, unknown> = {}
     for (const { id } of settlement.outputs) {
       const text = yield* managed.open(id).pipe(Effect.orDie)
-      outputs[id] = yield* Effect.promise(() => Bun.file(text.path).text())
+      outputs[id] = yield* Effect.promise(() => text.content.text())
       const kept = yield* Effect.option(managed.open(id, "structured"))
-      if (kept._tag === "Some") structured[id] = yield* Effect.promise(() => Bun.file(kept.value.path).json())
+      if (kept._tag === "Some") structured[id] = yield* Effect.promise(() => kept.value.content.json())
     }
     return { settlement, progress, asks, outputs, structured } satisfies Trace
   })

@@ -363,22 +363,31 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
         }
         const output = yield* sidecar.outputs
           .open(param(route, "id"), part)
-          .pipe(Effect.mapError((error) => Respond.notFound(error.message)))
-        const file = Bun.file(output.path)
+          .pipe(
+            Effect.mapError((error) =>
+              error._tag === "ManagedOutputs.Unavailable"
+                ? new Respond.Problem({ status: 500, kind: "operational", message: error.message })
+                : Respond.notFound(error.message),
+            ),
+          )
+        const file = output.content
         const requested = Respond.header(route.request, "range")
         const range = Range.resolve(requested, output.bytes)
         const headers = { "accept-ranges": "bytes", "cache-control": "no-store", "x-content-type-options": "nosniff" }
         const contentType = part === "structured" ? "application/json" : "text/plain; charset=utf-8"
+        // A local file is sent as a file; an object of the store is streamed (a Blob of the store would be answered
+        // with a redirect to the store), chunked: its length is known here, but Bun sends such a stream chunked.
+        const body = (blob: Blob) => (output.path === undefined ? blob.stream() : blob)
         switch (range._tag) {
           case "Whole":
             // Bun.serve applies a request's Range itself to a file answered with 200, by its own reading of the
             // header: a Range this module chose to ignore is answered with the whole content as a plain stream.
             return HttpServerResponseModule.raw(
-              requested === undefined ? file : file.stream().pipeThrough(new TransformStream()),
+              requested === undefined ? body(file) : file.stream().pipeThrough(new TransformStream()),
               { status: 200, contentType, contentLength: output.bytes, headers },
             )
           case "Partial":
-            return HttpServerResponseModule.raw(file.slice(range.start, range.end + 1), {
+            return HttpServerResponseModule.raw(body(file.slice(range.start, range.end + 1)), {
               status: 206,
               contentType,
               contentLength: range.end - range.start + 1,

@@ -177,7 +177,7 @@ export const harness = (options: HarnessOptions = {}): Harness => {
       const outputs: Record<string, string> = {}
       for (const { id } of settlement.outputs) {
         const reference = yield* managed.open(id).pipe(Effect.orDie)
-        outputs[id] = yield* Effect.promise(() => Bun.file(reference.path).text())
+        outputs[id] = yield* Effect.promise(() => reference.content.text())
       }
       return { settlement, asks, progress, outputs } satisfies Outcome
     })

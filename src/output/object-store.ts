@@ -1,0 +1,153 @@
+export * as ObjectStore from "./object-store"
+
+// Managed outputs in an S3-compatible object store (`CORE_OUTPUTS_URL=s3://bucket/prefix`), through Bun's own S3
+// client: putting a file's bytes under a key (streamed, multipart when large), reading an object whole or a byte
+// range of it (ranged GETs), listing and removing for retention. The platform edge for objects: it knows keys and
+// bytes only, never ids, Locations or what to keep (./managed-outputs decides that).
+
+import { S3Client, type S3File } from "bun"
+import * as Schema from "effect/Schema"
+
+/** The parts a large upload is cut in, and how many are in flight: what an upload holds in memory at most. */
+const PART_BYTES = 16 * 1024 * 1024
+const PARTS_IN_FLIGHT = 2
+/** Keys asked for per listing page (S3's own maximum). */
+const LIST_PAGE = 1_000
+/** S3's rules for a bucket name (lower case letters, digits, dots and hyphens, 3 to 63 characters). */
+const BUCKET_PATTERN = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/
+
+export class ConfigError extends Schema.TaggedError<ConfigError>()("ObjectStore.ConfigError", {
+  url: Schema.String,
+  message: Schema.String,
+}) {}
+
+/** Where the objects are and how to reach them: `CORE_OUTPUTS_URL` and the standard `AWS_*` variables. */
+export interface Settings {
+  /** The URL as given, for messages. */
+  readonly url: string
+  readonly bucket: string
+  /** Every key starts with it (no leading or trailing slash; empty for the bucket's root). */
+  readonly prefix: string
+  readonly endpoint?: string
+  readonly region?: string
+  readonly accessKeyId?: string
+  readonly secretAccessKey?: string
+  readonly sessionToken?: string
+}
+
+/**
+ * The settings `url` (`s3://BUCKET[/PREFIX]`) and `env` give: the endpoint from `AWS_ENDPOINT_URL_S3`, else
+ * `AWS_ENDPOINT_URL` (else AWS's own for the region), the region from `AWS_REGION` (else `AWS_DEFAULT_REGION`),
+ * the keys from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`.
+ */
+export const settings = (url: string, env: Record<string, string | undefined>): Settings | ConfigError => {
+  const bad = (reason: string) =>
+    new ConfigError({ url, message: `CORE_OUTPUTS_URL "${url}" is not usable: ${reason}. Give s3://BUCKET or s3://BUCKET/PREFIX.` })
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    return bad("it is not a URL")
+  }
+  if (parsed.protocol !== "s3:") return bad(`only s3:// URLs are supported, not ${parsed.protocol}//`)
+  if (parsed.username !== "" || parsed.password !== "") {
+    return bad("keys do not go in the URL; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+  }
+  if (parsed.port !== "" || parsed.search !== "" || parsed.hash !== "") {
+    return bad("it may name a bucket and a prefix only (the endpoint comes from AWS_ENDPOINT_URL)")
+  }
+  if (parsed.hostname === "") return bad("it names no bucket")
+  if (!BUCKET_PATTERN.test(parsed.hostname)) return bad(`"${parsed.hostname}" is not a valid bucket name`)
+  const prefix = decodeURIComponent(parsed.pathname).replace(/^\/+|\/+$/g, "")
+  if (prefix.split("/").some((segment) => segment === "." || segment === "..")) return bad("the prefix may not contain . or ..")
+  const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL
+  if (endpoint !== undefined) {
+    let given: URL | undefined
+    try {
+      given = new URL(endpoint)
+    } catch {
+      given = undefined
+    }
+    if (given === undefined || (given.protocol !== "http:" && given.protocol !== "https:")) {
+      return new ConfigError({ url, message: `The S3 endpoint "${endpoint}" (AWS_ENDPOINT_URL) is not an http:// or https:// URL.` })
+    }
+  }
+  const region = env.AWS_REGION || env.AWS_DEFAULT_REGION
+  return {
+    url,
+    bucket: parsed.hostname,
+    prefix,
+    ...(endpoint === undefined ? {} : { endpoint }),
+    ...(region ? { region } : {}),
+    ...(env.AWS_ACCESS_KEY_ID ? { accessKeyId: env.AWS_ACCESS_KEY_ID } : {}),
+    ...(env.AWS_SECRET_ACCESS_KEY ? { secretAccessKey: env.AWS_SECRET_ACCESS_KEY } : {}),
+    ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
+  }
+}
+
+/** One object, its key relative to the prefix. */
+export interface Listed {
+  readonly key: string
+  readonly bytes: number
+  readonly modifiedMs: number
+}
+
+export interface Interface {
+  /** `s3://bucket/prefix`, for messages. */
+  readonly where: string
+  /** Puts the bytes of the file at `path` under `key`, streamed; answers how many were put. */
+  readonly put: (key: string, path: string) => Promise<number>
+  /** The object under `key`: `.slice(start, end)` reads a range with a ranged GET, `.stream()` the whole. */
+  readonly content: (key: string) => Blob
+  /** Every object whose key starts with `under`, page by page. */
+  readonly list: (under: string) => AsyncGenerator<Listed>
+  readonly remove: (key: string) => Promise<void>
+}
+
+/** The object store the settings name. Nothing is sent until it is used. */
+export const make = (settings: Settings): Interface => {
+  const client = new S3Client({
+    bucket: settings.bucket,
+    ...(settings.endpoint === undefined ? {} : { endpoint: settings.endpoint }),
+    ...(settings.region === undefined ? {} : { region: settings.region }),
+    ...(settings.accessKeyId === undefined ? {} : { accessKeyId: settings.accessKeyId }),
+    ...(settings.secretAccessKey === undefined ? {} : { secretAccessKey: settings.secretAccessKey }),
+    ...(settings.sessionToken === undefined ? {} : { sessionToken: settings.sessionToken }),
+  })
+  const base = settings.prefix === "" ? "" : `${settings.prefix}/`
+  const full = (key: string) => `${base}${key}`
+  return {
+    where: `s3://${settings.bucket}${settings.prefix === "" ? "" : `/${settings.prefix}`}`,
+    put: (key, path) =>
+      client.write(full(key), Bun.file(path), { partSize: PART_BYTES, queueSize: PARTS_IN_FLIGHT, type: "application/octet-stream" }),
+    content: (key): S3File => client.file(full(key)),
+    list: async function* (under) {
+      let continuationToken: string | undefined
+      do {
+        const page = await client.list({
+          prefix: full(under),
+          maxKeys: LIST_PAGE,
+          ...(continuationToken === undefined ? {} : { continuationToken }),
+        })
+        for (const object of page.contents ?? []) {
+          yield {
+            key: object.key.slice(base.length),
+            bytes: object.size ?? 0,
+            modifiedMs: object.lastModified === undefined ? 0 : Date.parse(String(object.lastModified)),
+          }
+        }
+        continuationToken = page.isTruncated ? page.nextContinuationToken : undefined
+      } while (continuationToken !== undefined)
+    },
+    remove: (key) => client.delete(full(key)),
+  }
+}
+
+/** What went wrong talking to the store, in a line: S3's code and message (`NoSuchBucket: …`, `ConnectionRefused`). */
+export const messageOf = (cause: unknown): string => {
+  if (typeof cause !== "object" || cause === null) return String(cause)
+  const { code, message } = cause as { readonly code?: unknown; readonly message?: unknown }
+  const text = typeof message === "string" && message !== "an unexpected error has occurred" ? message : ""
+  if (typeof code === "string" && code !== "") return text === "" ? code : `${code}: ${text}`
+  return text === "" ? String(cause) : text
+}
