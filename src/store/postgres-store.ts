@@ -137,46 +137,46 @@ const migrate = (sql: SQL) =>
     }
   })
 
-/** Opens the store at `url` for the life of the scope, migrating its schema. */
-const acquire = (url: string) =>
-  Effect.acquireRelease(
-    Effect.tryPromise({
-      try: async () => {
-        const sql = clientOf(url)
-        try {
-          await migrate(sql)
-          return sql
-        } catch (cause) {
-          await sql.close({ timeout: 0 }).catch(() => undefined)
-          throw cause
-        }
-      },
-      catch: (cause) =>
-        cause instanceof NewerVersion
-          ? new Store.StoreError({
-              reason: "newer_version",
-              path: redact(url),
-              message:
-                `The store at ${redact(url)} has schema version ${cause.found}, newer than this core understands ` +
-                `(${SCHEMA_VERSION}). Upgrade core on this host; the database was left untouched.`,
-            })
-          : new Store.StoreError({
-              reason: "open",
-              path: redact(url),
-              message: `Could not open the store at ${redact(url)}: ${describe(cause)}`,
-            }),
-    }),
-    (sql) => Effect.promise(() => sql.close({ timeout: 5 }).catch(() => undefined)),
-  )
-
+/** How an operation on the store at `url` runs: a failure is a StoreError naming the store and the operation. */
 const attemptAt =
   (url: string) =>
   <A>(operation: string, run: () => Promise<A>) =>
-    Effect.tryPromise({
-      try: run,
-      catch: (cause) =>
-        new Store.StoreError({ reason: "io", path: redact(url), message: `Settlement store ${operation} failed: ${describe(cause)}` }),
-    })
+    Effect.tryPromise({ try: run, catch: (cause) => Store.failed(redact(url), operation, cause) })
+
+/** Opens the store at `url` for the life of the scope, migrating its schema: its client, and how an operation runs. */
+const acquire = (url: string) =>
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.tryPromise({
+        try: async () => {
+          const sql = clientOf(url)
+          try {
+            await migrate(sql)
+            return sql
+          } catch (cause) {
+            await sql.close({ timeout: 0 }).catch(() => undefined)
+            throw cause
+          }
+        },
+        catch: (cause) =>
+          cause instanceof NewerVersion
+            ? new Store.StoreError({
+                reason: "newer_version",
+                path: redact(url),
+                message:
+                  `The store at ${redact(url)} has schema version ${cause.found}, newer than this core understands ` +
+                  `(${SCHEMA_VERSION}). Upgrade core on this host; the database was left untouched.`,
+              })
+            : new Store.StoreError({
+                reason: "open",
+                path: redact(url),
+                message: `Could not open the store at ${redact(url)}: ${describe(cause)}`,
+              }),
+      }),
+      (sql) => Effect.promise(() => sql.close({ timeout: 5 }).catch(() => undefined)),
+    ),
+    (sql) => ({ sql, attempt: attemptAt(url) }),
+  )
 
 type Row = Store.RecordRow & { live: boolean | null }
 
@@ -191,8 +191,7 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
         try: () => options.leaseMs ?? Lease.durationMs(),
         catch: (cause) => new Store.StoreError({ reason: "open", path: redact(url), message: describe(cause) }),
       })
-      const sql = yield* acquire(url)
-      const attempt = attemptAt(url)
+      const { sql, attempt } = yield* acquire(url)
       const keyOf = Store.keyOf
       /** The records (by id) of calls this process began and has not settled: their leases are renewed together. */
       const running = yield* Effect.acquireRelease(
@@ -334,8 +333,7 @@ export const approvalsLayer = (url: string, options: Options = {}): Layer.Layer<
   Layer.effect(
     Approvals.Service,
     Effect.gen(function* () {
-      const sql = yield* acquire(url)
-      const attempt = attemptAt(url)
+      const { sql, attempt } = yield* acquire(url)
       const approvedBy = options.approvedBy ?? Approvals.approver()
       // A project is asked for by its Location's real path and kept under its identity across machines.
       const identities = new Map<string, string>()
@@ -388,8 +386,7 @@ export const todosLayer = (url: string): Layer.Layer<Todos.Service, Store.StoreE
   Layer.effect(
     Todos.Service,
     Effect.gen(function* () {
-      const sql = yield* acquire(url)
-      const attempt = attemptAt(url)
+      const { sql, attempt } = yield* acquire(url)
       return Todos.Service.of({
         read: (key) =>
           attempt("lookup", async () => {

@@ -300,14 +300,23 @@ const prepare = (db: Database) => ({
   ),
 })
 
-/** Opens the database at `path` for the life of the scope, checking its schema. */
+/** How an operation on the store at `path` runs: a failure is a StoreError naming the store and the operation. */
+const attemptAt =
+  (path: string) =>
+  <A>(operation: string, run: () => A) =>
+    Effect.try({ try: run, catch: (cause) => Store.failed(path, operation, cause) })
+
+/**
+ * Opens the database at `path` for the life of the scope, checking its schema: the statements `statementsOf`
+ * prepares, and how an operation on them runs.
+ */
 export const acquire = <A>(path: string, statementsOf: (db: Database) => A) =>
   Effect.gen(function* () {
     const db = yield* Effect.acquireRelease(
       Effect.try({ try: () => open(path), catch: (cause) => openError(path, cause) }),
       (db) => Effect.sync(() => db.close()),
     )
-    return yield* Effect.try({
+    const statements = yield* Effect.try({
       try: () => statementsOf(db),
       catch: (cause) =>
         new Store.StoreError({
@@ -318,16 +327,8 @@ export const acquire = <A>(path: string, statementsOf: (db: Database) => A) =>
             `It was left untouched: move it aside to start afresh.`,
         }),
     })
+    return { statements, attempt: attemptAt(path) }
   })
-
-export const attemptAt =
-  (path: string) =>
-  <A>(operation: string, run: () => A) =>
-    Effect.try({
-      try: run,
-      catch: (cause) =>
-        new Store.StoreError({ reason: "io", path, message: `Settlement store ${operation} failed: ${describe(cause)}` }),
-    })
 
 export interface Options {
   /** How long a call's lease lasts unless renewed; by default `CORE_LEASE_MS` or ./lease's default. */
@@ -343,7 +344,7 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
         try: () => options.leaseMs ?? Lease.durationMs(),
         catch: (cause) => new Store.StoreError({ reason: "open", path, message: describe(cause) }),
       })
-      const statements = yield* acquire(path, prepare)
+      const { statements, attempt } = yield* acquire(path, prepare)
       const keyOf = Store.keyOf
       /** Calls this store began and has not yet settled or failed, whose leases it renews. */
       const running = yield* Effect.acquireRelease(
@@ -355,7 +356,6 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
         ),
         (renewer) => Effect.sync(() => renewer.close()),
       )
-      const attempt = attemptAt(path)
 
       // Whether records kept without a Location may still answer: read once, then true only until the last is
       // pruned (none are made any more, by any core that opens this schema). Without them a lookup is one probe.
@@ -511,7 +511,7 @@ export const approvalsLayer = (
   Layer.effect(
     Approvals.Service,
     Effect.gen(function* () {
-      const statements = yield* acquire(path, (db) => ({
+      const { statements, attempt } = yield* acquire(path, (db) => ({
         list: db.query<
           { project: string; action: string; pattern: string; saved_at: number; approved_by: string | null },
           [string]
@@ -527,7 +527,6 @@ export const approvalsLayer = (
         resetAction: db.query<unknown, [string, string]>("DELETE FROM approvals WHERE project = ? AND action = ?"),
         transaction: (run: () => void) => db.transaction(run)(),
       }))
-      const attempt = attemptAt(path)
       return Approvals.Service.of({
         list: (project) =>
           attempt("lookup", () =>

@@ -51,6 +51,10 @@ const decodeSettlement = Schema.decodeUnknownSync(Schema.fromJsonString(Settleme
 
 export const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
+/** An operation (a lookup, a write, a prune) on the store at `path` failed. */
+export const failed = (path: string, operation: string, cause: unknown): StoreError =>
+  new StoreError({ reason: "io", path, message: `Settlement store ${operation} failed: ${describe(cause)}` })
+
 /** What a settled record a store made was read from: its settlement's tool and JSON, beside it and not in it. */
 const recorded = new WeakMap<Record, { readonly tool: string; readonly json: string }>()
 
