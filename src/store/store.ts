@@ -55,8 +55,15 @@ export const describe = (cause: unknown): string => (cause instanceof Error ? ca
 export const failed = (path: string, operation: string, cause: unknown): StoreError =>
   new StoreError({ reason: "io", path, message: `Settlement store ${operation} failed: ${describe(cause)}` })
 
-/** What a settled record a store made was read from: its settlement's tool and JSON, beside it and not in it. */
-const recorded = new WeakMap<Record, { readonly tool: string; readonly json: string }>()
+/**
+ * What a settled record a store made was read from (its settlement's tool and JSON): a property beside the record
+ * and not in it, neither enumerable nor reachable from outside this module.
+ */
+const RECORDED = Symbol("Store.recorded")
+
+interface Recorded {
+  readonly [RECORDED]?: { readonly tool: string; readonly json: string }
+}
 
 /** The settled record of `tool`'s settlement recorded as `json` in the store at `path` (named if it cannot be read). */
 export const settled = (agent: string | undefined, tool: string, json: string, path: string): Record => {
@@ -77,17 +84,17 @@ export const settled = (agent: string | undefined, tool: string, json: string, p
       }
     },
   }
-  recorded.set(record, { tool, json })
+  Object.defineProperty(record, RECORDED, { value: { tool, json } })
   return record
 }
 
 /** A settled record's settlement as JSON: as it was recorded when a store read it, without decoding it. */
 export const jsonOf = (record: Record & { readonly state: "settled" }): string =>
-  recorded.get(record)?.json ?? JSON.stringify(record.settlement)
+  (record as Recorded)[RECORDED]?.json ?? JSON.stringify(record.settlement)
 
 /** The tool a record was made for (a settled one's without decoding its settlement, when a store read it). */
 const toolOf = (record: Record): string =>
-  record.state === "settled" ? (recorded.get(record)?.tool ?? record.settlement.tool) : record.tool
+  record.state === "settled" ? ((record as Recorded)[RECORDED]?.tool ?? record.settlement.tool) : record.tool
 
 /**
  * What a settlement expects to replace, so it never replaces a record it did not see: `absent` for a call that
