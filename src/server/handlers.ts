@@ -239,7 +239,8 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
           toolCallID: param(route, "toolCallID"),
         }
         const known = yield* sidecar.store.lookup(key).pipe(Effect.orDie)
-        if (known?.state === "settled") return Respond.json(200, known.settlement)
+        // The settlement as recorded, handed on without decoding it.
+        if (known?.state === "settled") return Respond.text(200, Store.jsonOf(known))
         const call = `(${key.sessionID}, ${key.toolCallID})`
         if (known === undefined) return yield* Respond.notFound(`No call ${call} is recorded`)
         if (known.state === "started" && known.running) {

@@ -15,8 +15,7 @@ export * as PostgresStore from "./postgres-store"
 import type { SQL } from "bun"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Schema from "effect/Schema"
-import { Settlement } from "../contract/settlement"
+import type { Settlement } from "../contract/settlement"
 import { Approvals } from "./approvals"
 import { Lease } from "./lease"
 import { Owner } from "./owner"
@@ -81,9 +80,7 @@ const CONNECT_TIMEOUT_S = 10
 /** Now on the database's clock, in epoch milliseconds. */
 const NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
 
-const decodeSettlement = Schema.decodeUnknownSync(Schema.fromJsonString(Settlement.Info))
-
-const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+const describe = Store.describe
 
 /** The URL without its password, for messages. */
 export const redact = (url: string): string => {
@@ -141,56 +138,48 @@ const migrate = (sql: SQL) =>
     }
   })
 
-/** Opens the store at `url` for the life of the scope, migrating its schema. */
-const acquire = (url: string) =>
-  Effect.acquireRelease(
-    Effect.tryPromise({
-      try: async () => {
-        const sql = clientOf(url)
-        try {
-          await migrate(sql)
-          return sql
-        } catch (cause) {
-          await sql.close({ timeout: 0 }).catch(() => undefined)
-          throw cause
-        }
-      },
-      catch: (cause) =>
-        cause instanceof NewerVersion
-          ? new Store.StoreError({
-              reason: "newer_version",
-              path: redact(url),
-              message:
-                `The store at ${redact(url)} has schema version ${cause.found}, newer than this core understands ` +
-                `(${SCHEMA_VERSION}). Upgrade core on this host; the database was left untouched.`,
-            })
-          : new Store.StoreError({
-              reason: "open",
-              path: redact(url),
-              message: `Could not open the store at ${redact(url)}: ${describe(cause)}`,
-            }),
-    }),
-    (sql) => Effect.promise(() => sql.close({ timeout: 5 }).catch(() => undefined)),
-  )
-
+/** How an operation on the store at `url` runs: a failure is a StoreError naming the store and the operation. */
 const attemptAt =
   (url: string) =>
   <A>(operation: string, run: () => Promise<A>) =>
-    Effect.tryPromise({
-      try: run,
-      catch: (cause) =>
-        new Store.StoreError({ reason: "io", path: redact(url), message: `Settlement store ${operation} failed: ${describe(cause)}` }),
-    })
+    Effect.tryPromise({ try: run, catch: (cause) => Store.failed(redact(url), operation, cause) })
 
-type Row = {
-  state: "started" | "failed" | "settled"
-  tool: string
-  agent: string | null
-  owner: string | null
-  reason: string | null
-  settlement: string | null
-  live: boolean | null
-}
+/** Opens the store at `url` for the life of the scope, migrating its schema: its client, and how an operation runs. */
+const acquire = (url: string) =>
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.tryPromise({
+        try: async () => {
+          const sql = clientOf(url)
+          try {
+            await migrate(sql)
+            return sql
+          } catch (cause) {
+            await sql.close({ timeout: 0 }).catch(() => undefined)
+            throw cause
+          }
+        },
+        catch: (cause) =>
+          cause instanceof NewerVersion
+            ? new Store.StoreError({
+                reason: "newer_version",
+                path: redact(url),
+                message:
+                  `The store at ${redact(url)} has schema version ${cause.found}, newer than this core understands ` +
+                  `(${SCHEMA_VERSION}). Upgrade core on this host; the database was left untouched.`,
+              })
+            : new Store.StoreError({
+                reason: "open",
+                path: redact(url),
+                message: `Could not open the store at ${redact(url)}: ${describe(cause)}`,
+              }),
+      }),
+      (sql) => Effect.promise(() => sql.close({ timeout: 5 }).catch(() => undefined)),
+    ),
+    (sql) => ({ sql, attempt: attemptAt(url) }),
+  )
+
+type Row = Store.RecordRow & { live: boolean | null }
 
 type ListedRow = Row & Store.ListedRow
 
@@ -203,8 +192,7 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
         try: () => options.leaseMs ?? Lease.durationMs(),
         catch: (cause) => new Store.StoreError({ reason: "open", path: redact(url), message: describe(cause) }),
       })
-      const sql = yield* acquire(url)
-      const attempt = attemptAt(url)
+      const { sql, attempt } = yield* acquire(url)
       const keyOf = Store.keyOf
       /** The records (by id) of calls this process began and has not settled: their leases are renewed together. */
       const running = yield* Effect.acquireRelease(
@@ -219,16 +207,34 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
         (renewer) => Effect.sync(() => renewer.close()),
       )
       const changed = (result: { count: number }) => result.count === 1
-      const recordOf = (row: Row, key: Store.Key): Store.Record => {
-        const agent = row.agent ?? undefined
-        if (row.state === "settled" && row.settlement !== null) {
-          return { state: "settled", agent, settlement: decodeSettlement(row.settlement) }
-        }
-        if (row.state === "failed") return { state: "failed", agent, tool: row.tool, reason: row.reason ?? "" }
-        // Running here, or under a lease still renewed (by another process, or another store in this one).
-        const alive = running.has(keyOf(key)) || (row.live === true && !Owner.isGone(row.owner ?? ""))
-        return { state: "started", agent, tool: row.tool, owner: row.owner ?? "", running: alive }
-      }
+      const recordOf = (row: Row, key: Store.Key): Store.Record =>
+        Store.recordOf(
+          row,
+          // Running here, or under a lease still renewed (by another process, or another store in this one).
+          (owner) => running.has(keyOf(key)) || (row.live === true && !Owner.isGone(owner)),
+          redact(url),
+        )
+
+      /**
+       * Settles the recorded call `key` if it is still `from`, begun by `owner` (null: anyone), unless its lease is
+       * still renewed (`anyLease`: whatever its lease). A settled record's tool is its settlement's.
+       */
+      const settleRecorded = async (
+        key: Store.Key,
+        settlement: Settlement.Info,
+        from: "started" | "failed",
+        owner: string | null,
+        anyLease: boolean,
+      ) =>
+        changed(
+          await sql`
+            UPDATE core.settlements
+            SET state = 'settled', tool = ${settlement.tool}, settlement = ${JSON.stringify(settlement)},
+                settled_at = ${sql.unsafe(NOW_MS)}, lease_until = NULL
+            WHERE session_id = ${key.sessionID} AND call_id = ${key.toolCallID} AND location = ${key.location}
+              AND state = ${from} AND (${owner}::text IS NULL OR owner = ${owner})
+              AND (${anyLease} OR lease_until <= ${sql.unsafe(NOW_MS)})`,
+        )
 
       return Store.Service.of({
         lookup: (key) =>
@@ -255,11 +261,11 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
           }),
         settle: (key, settlement, expected) =>
           attempt("write", async () => {
-            const json = JSON.stringify(settlement)
             const { location, sessionID, toolCallID } = key
             switch (expected.state) {
               case "absent": {
                 const details = expected.details
+                const json = JSON.stringify(settlement)
                 return changed(
                   await sql`
                     INSERT INTO core.settlements
@@ -273,28 +279,13 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
               }
               case "owned":
                 running.remove(keyOf(key))
-                return changed(
-                  await sql`
-                    UPDATE core.settlements SET state = 'settled', settlement = ${json}, settled_at = ${sql.unsafe(NOW_MS)}, lease_until = NULL
-                    WHERE session_id = ${sessionID} AND call_id = ${toolCallID} AND location = ${location}
-                      AND state = 'started' AND owner = ${Owner.current}`,
-                )
+                return settleRecorded(key, settlement, "started", Owner.current, true)
               case "abandoned":
                 // Never a call whose lease is still renewed: its owner is running it (unless it is known gone:
                 // on this kernel and PID namespace, its process no longer runs).
-                return changed(
-                  await sql`
-                    UPDATE core.settlements SET state = 'settled', settlement = ${json}, settled_at = ${sql.unsafe(NOW_MS)}, lease_until = NULL
-                    WHERE session_id = ${sessionID} AND call_id = ${toolCallID} AND location = ${location}
-                      AND state = 'started' AND owner = ${expected.owner}
-                      AND (lease_until <= ${sql.unsafe(NOW_MS)} OR ${Owner.isGone(expected.owner)})`,
-                )
+                return settleRecorded(key, settlement, "started", expected.owner, Owner.isGone(expected.owner))
               case "failed":
-                return changed(
-                  await sql`
-                    UPDATE core.settlements SET state = 'settled', settlement = ${json}, settled_at = ${sql.unsafe(NOW_MS)}
-                    WHERE session_id = ${sessionID} AND call_id = ${toolCallID} AND location = ${location} AND state = 'failed'`,
-                )
+                return settleRecorded(key, settlement, "failed", null, true)
             }
           }),
         fail: (key, reason) =>
@@ -343,8 +334,7 @@ export const approvalsLayer = (url: string, options: Options = {}): Layer.Layer<
   Layer.effect(
     Approvals.Service,
     Effect.gen(function* () {
-      const sql = yield* acquire(url)
-      const attempt = attemptAt(url)
+      const { sql, attempt } = yield* acquire(url)
       const approvedBy = options.approvedBy ?? Approvals.approver()
       // A project is asked for by its Location's real path and kept under its identity across machines.
       const identities = new Map<string, string>()
@@ -397,8 +387,7 @@ export const todosLayer = (url: string): Layer.Layer<Todos.Service, Store.StoreE
   Layer.effect(
     Todos.Service,
     Effect.gen(function* () {
-      const sql = yield* acquire(url)
-      const attempt = attemptAt(url)
+      const { sql, attempt } = yield* acquire(url)
       return Todos.Service.of({
         read: (key) =>
           attempt("lookup", async () => {

@@ -56,7 +56,7 @@ export const layer = (path: string): Layer.Layer<Service, Store.StoreError> =>
   Layer.effect(
     Service,
     Effect.gen(function* () {
-      const statements = yield* SqliteStore.acquire(path, (db) => ({
+      const { statements, attempt } = yield* SqliteStore.acquire(path, (db) => ({
         select: db.query<Row, [string, string]>("SELECT hash, size, mtime_ns, ino FROM reads WHERE session_id = ? AND path = ?"),
         upsert: db.query<unknown, [string, string, string | null, number, string, string, number]>(
           "INSERT INTO reads (session_id, path, hash, size, mtime_ns, ino, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?) " +
@@ -64,7 +64,6 @@ export const layer = (path: string): Layer.Layer<Service, Store.StoreError> =>
             "mtime_ns = excluded.mtime_ns, ino = excluded.ino, seen_at = excluded.seen_at",
         ),
       }))
-      const attempt = SqliteStore.attemptAt(path)
       return Service.of({
         record: (sessionID, file, version) =>
           attempt("write", () => {

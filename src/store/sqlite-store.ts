@@ -12,8 +12,7 @@ import { chmodSync, closeSync, mkdirSync, openSync, statSync } from "node:fs"
 import { dirname } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Schema from "effect/Schema"
-import { Settlement } from "../contract/settlement"
+import type { Settlement } from "../contract/settlement"
 import { Lease } from "./lease"
 import { Owner } from "./owner"
 import { Approvals } from "./approvals"
@@ -132,9 +131,7 @@ const MMAP_BYTES = 256 * 1024 * 1024
 const CHECKPOINT_PAGES = 4_000
 const WAL_LIMIT_BYTES = 16 * 1024 * 1024
 
-const decodeSettlement = Schema.decodeUnknownSync(Schema.fromJsonString(Settlement.Info))
-
-const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+const describe = Store.describe
 
 /**
  * Makes an existing data directory the user's alone (an older core, or a umask, may have left it 0755): once it is
@@ -224,15 +221,7 @@ const openError = (path: string, cause: unknown): Store.StoreError => {
   return new Store.StoreError({ reason: "open", path, message: `Could not open the settlement store ${path}: ${message}` })
 }
 
-type Row = {
-  state: "started" | "failed" | "settled"
-  tool: string
-  agent: string | null
-  owner: string | null
-  reason: string | null
-  settlement: string | null
-  lease_until: number | null
-}
+type Row = Store.RecordRow & { lease_until: number | null }
 
 type ListedRow = Row & Store.ListedRow
 
@@ -244,29 +233,53 @@ const NO_UNLOCATED = "NOT EXISTS (SELECT 1 FROM settlements WHERE session_id = ?
  * without a Location ('', kept before records had one) answers for every Location; one of the Location's own wins.
  */
 const prepare = (db: Database) => ({
+  // One probe of the unique index: the Location's own record, or (asked with '') one kept without a Location.
   select: db.query<Row, [string, string, string]>(
     "SELECT state, tool, agent, owner, reason, settlement, lease_until FROM settlements " +
-      "WHERE session_id = ? AND call_id = ? AND location IN (?, '') ORDER BY location DESC LIMIT 1",
+      "WHERE session_id = ? AND call_id = ? AND location = ?",
   ),
-  // A new record, unless the Location has one or one kept without a Location answers for it.
-  begin: db.query<
+  // Whether any record kept without a Location is left: none are made any more, so once gone they stay gone.
+  unlocated: db.query<{ found: number }, []>("SELECT 1 AS found FROM settlements WHERE location = '' LIMIT 1"),
+  // A new record (begun, or settled at once), unless the Location has one or one kept without a Location
+  // answers for it.
+  insert: db.query<
     unknown,
-    [string, string, string, string, string, string, number, number, string | null, string | null, number | null]
+    [
+      string,
+      string,
+      string,
+      string,
+      string,
+      "started" | "settled",
+      string | null,
+      number | null,
+      string | null,
+      number | null,
+      number,
+      string | null,
+      string | null,
+      number | null,
+    ]
   >(
-    "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, owner, started_at, lease_until, " +
-      "message_id, input, input_bytes) " +
-      `SELECT ?1, ?2, ?3, ?4, ?5, 'started', ?6, ?7, ?8, ?9, ?10, ?11 WHERE ${NO_UNLOCATED} ON CONFLICT DO NOTHING`,
+    "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, owner, lease_until, settlement, " +
+      "settled_at, started_at, message_id, input, input_bytes) " +
+      "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14 " +
+      `WHERE ${NO_UNLOCATED} ON CONFLICT DO NOTHING`,
   ),
   renew: db.query<unknown, [number, string, string, string, string]>(
     "UPDATE settlements SET lease_until = ? " +
       "WHERE session_id = ? AND call_id = ? AND location = ? AND state = 'started' AND owner = ?",
   ),
-  settleAbsent: db.query<
-    unknown,
-    [string, string, string, string, string, string, number, number | null, string | null, string | null, number | null]
-  >(
-    "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, settlement, settled_at, started_at, message_id, input, input_bytes) " +
-      `SELECT ?1, ?2, ?3, ?4, ?5, 'settled', ?6, ?7, ?8, ?9, ?10, ?11 WHERE ${NO_UNLOCATED} ON CONFLICT DO NOTHING`,
+  // The settlement of a recorded call still in state ?7: begun by the owner ?8 (NULL: by anyone) whose lease
+  // lapsed by ?9 (or, kept before leases, whatever ?9 is). A settled record's tool is its settlement's.
+  settle: db.query<unknown, [string, string, number, string, string, string, "started" | "failed", string | null, number]>(
+    "UPDATE settlements SET state = 'settled', tool = ?1, settlement = ?2, settled_at = ?3 " +
+      "WHERE session_id = ?4 AND call_id = ?5 AND location IN (?6, '') AND state = ?7 " +
+      "AND (?8 IS NULL OR owner = ?8) AND (lease_until IS NULL OR lease_until <= ?9)",
+  ),
+  fail: db.query<unknown, [string, number, string, string, string, string]>(
+    "UPDATE settlements SET state = 'failed', reason = ?, settled_at = ? " +
+      "WHERE session_id = ? AND call_id = ? AND location = ? AND state = 'started' AND owner = ?",
   ),
   // The newest of a Location's calls through its time index; ?2 NULL means every session, ?3 the earliest start.
   list: db.query<ListedRow, [string, string | null, number, number]>(
@@ -274,25 +287,6 @@ const prepare = (db: Database) => ({
       "input, input_bytes, started_at, settled_at FROM settlements " +
       "WHERE location = ?1 AND (?2 IS NULL OR session_id = ?2) AND COALESCE(started_at, settled_at) >= ?3 " +
       "ORDER BY COALESCE(started_at, settled_at) DESC, id DESC LIMIT ?4",
-  ),
-  settleStarted: db.query<unknown, [string, number, string, string, string, string]>(
-    "UPDATE settlements SET state = 'settled', settlement = ?, settled_at = ? " +
-      "WHERE session_id = ? AND call_id = ? AND location IN (?, '') AND state = 'started' AND owner = ?",
-  ),
-  // A call whose owner's lease has lapsed (or, kept before leases, whose owner is gone): never one still renewed.
-  // The last parameter is the time leases are compared with: later than any, for an owner known to be gone.
-  settleAbandoned: db.query<unknown, [string, number, string, string, string, string, number]>(
-    "UPDATE settlements SET state = 'settled', settlement = ?, settled_at = ? " +
-      "WHERE session_id = ? AND call_id = ? AND location IN (?, '') AND state = 'started' AND owner = ? " +
-      "AND (lease_until IS NULL OR lease_until <= ?)",
-  ),
-  settleFailed: db.query<unknown, [string, number, string, string, string]>(
-    "UPDATE settlements SET state = 'settled', settlement = ?, settled_at = ? " +
-      "WHERE session_id = ? AND call_id = ? AND location IN (?, '') AND state = 'failed'",
-  ),
-  fail: db.query<unknown, [string, number, string, string, string, string]>(
-    "UPDATE settlements SET state = 'failed', reason = ?, settled_at = ? " +
-      "WHERE session_id = ? AND call_id = ? AND location = ? AND state = 'started' AND owner = ?",
   ),
   // Through the time index, at most `limit` rows at a time: a sweep never holds the write lock for long.
   prune: db.query<unknown, [number, number]>(
@@ -306,14 +300,23 @@ const prepare = (db: Database) => ({
   ),
 })
 
-/** Opens the database at `path` for the life of the scope, checking its schema. */
+/** How an operation on the store at `path` runs: a failure is a StoreError naming the store and the operation. */
+const attemptAt =
+  (path: string) =>
+  <A>(operation: string, run: () => A) =>
+    Effect.try({ try: run, catch: (cause) => Store.failed(path, operation, cause) })
+
+/**
+ * Opens the database at `path` for the life of the scope, checking its schema: the statements `statementsOf`
+ * prepares, and how an operation on them runs.
+ */
 export const acquire = <A>(path: string, statementsOf: (db: Database) => A) =>
   Effect.gen(function* () {
     const db = yield* Effect.acquireRelease(
       Effect.try({ try: () => open(path), catch: (cause) => openError(path, cause) }),
       (db) => Effect.sync(() => db.close()),
     )
-    return yield* Effect.try({
+    const statements = yield* Effect.try({
       try: () => statementsOf(db),
       catch: (cause) =>
         new Store.StoreError({
@@ -324,16 +327,8 @@ export const acquire = <A>(path: string, statementsOf: (db: Database) => A) =>
             `It was left untouched: move it aside to start afresh.`,
         }),
     })
+    return { statements, attempt: attemptAt(path) }
   })
-
-export const attemptAt =
-  (path: string) =>
-  <A>(operation: string, run: () => A) =>
-    Effect.try({
-      try: run,
-      catch: (cause) =>
-        new Store.StoreError({ reason: "io", path, message: `Settlement store ${operation} failed: ${describe(cause)}` }),
-    })
 
 export interface Options {
   /** How long a call's lease lasts unless renewed; by default `CORE_LEASE_MS` or ./lease's default. */
@@ -349,7 +344,7 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
         try: () => options.leaseMs ?? Lease.durationMs(),
         catch: (cause) => new Store.StoreError({ reason: "open", path, message: describe(cause) }),
       })
-      const statements = yield* acquire(path, prepare)
+      const { statements, attempt } = yield* acquire(path, prepare)
       const keyOf = Store.keyOf
       /** Calls this store began and has not yet settled or failed, whose leases it renews. */
       const running = yield* Effect.acquireRelease(
@@ -361,86 +356,127 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
         ),
         (renewer) => Effect.sync(() => renewer.close()),
       )
-      const attempt = attemptAt(path)
 
-      const recordOf = (row: Row, key: Store.Key): Store.Record => {
-        const agent = row.agent ?? undefined
-        if (row.state === "settled" && row.settlement !== null) {
-          return { state: "settled", agent, settlement: decodeSettlement(row.settlement) }
-        }
-        if (row.state === "failed") return { state: "failed", agent, tool: row.tool, reason: row.reason ?? "" }
-        const owner = row.owner ?? ""
-        // Running here, or under a lease still renewed (by another process, or another store in this one).
-        const alive =
-          running.has(keyOf(key)) ||
-          (row.lease_until === null
-            ? owner !== Owner.current && Owner.isAlive(owner)
-            : row.lease_until > Date.now() && !Owner.isGone(owner))
-        return { state: "started", agent, tool: row.tool, owner, running: alive }
+      // Whether records kept without a Location may still answer: read once, then true only until the last is
+      // pruned (none are made any more, by any core that opens this schema). Without them a lookup is one probe.
+      let unlocated = statements.unlocated.get() !== null
+
+      const recordOf = (row: Row, key: Store.Key): Store.Record =>
+        Store.recordOf(
+          row,
+          // Running here, or under a lease still renewed (by another process, or another store in this one).
+          (owner) =>
+            running.has(keyOf(key)) ||
+            (row.lease_until === null
+              ? owner !== Owner.current && Owner.isAlive(owner)
+              : row.lease_until > Date.now() && !Owner.isGone(owner)),
+          path,
+        )
+
+      /** A new record for `key` (begun, or settled at once), unless one is recorded for it; answers whether it was made. */
+      const insert = (
+        key: Store.Key,
+        details: Store.Details | undefined,
+        now: number,
+        record: {
+          readonly tool: string
+          readonly agent: string
+          readonly state: "started" | "settled"
+          readonly owner: string | null
+          readonly leaseUntil: number | null
+          readonly json: string | null
+          readonly settledAt: number | null
+        },
+      ): boolean => {
+        if (key.location === "") unlocated = true
+        return (
+          statements.insert.run(
+            key.location,
+            key.sessionID,
+            key.toolCallID,
+            record.tool,
+            record.agent,
+            record.state,
+            record.owner,
+            record.leaseUntil,
+            record.json,
+            record.settledAt,
+            details?.startedAt ?? now,
+            details?.messageID ?? null,
+            details?.input ?? null,
+            details?.inputBytes ?? null,
+          ).changes === 1
+        )
       }
+
+      /** Settles the recorded call `key` if it is still `from`, begun by `owner` (null: anyone), its lease lapsed by `lapsedBy`. */
+      const settleRecorded = (
+        key: Store.Key,
+        settlement: Settlement.Info,
+        from: "started" | "failed",
+        owner: string | null,
+        lapsedBy: number,
+      ): boolean =>
+        statements.settle.run(
+          settlement.tool,
+          JSON.stringify(settlement),
+          Date.now(),
+          key.sessionID,
+          key.toolCallID,
+          key.location,
+          from,
+          owner,
+          lapsedBy,
+        ).changes === 1
 
       return Store.Service.of({
         lookup: (key) =>
           attempt("lookup", (): Store.Record | undefined => {
-            const row = statements.select.get(key.sessionID, key.toolCallID, key.location)
+            const row =
+              statements.select.get(key.sessionID, key.toolCallID, key.location) ??
+              (unlocated ? statements.select.get(key.sessionID, key.toolCallID, "") : null)
             return row === null ? undefined : recordOf(row, key)
           }),
         begin: (key, tool, agent, details) =>
           attempt("write", () => {
-            const { location, sessionID, toolCallID } = key
             const now = Date.now()
-            const begun =
-              statements.begin.run(
-                location,
-                sessionID,
-                toolCallID,
-                tool,
-                agent,
-                Owner.current,
-                details?.startedAt ?? now,
-                now + leaseMs,
-                details?.messageID ?? null,
-                details?.input ?? null,
-                details?.inputBytes ?? null,
-              ).changes === 1
+            const begun = insert(key, details, now, {
+              tool,
+              agent,
+              state: "started",
+              owner: Owner.current,
+              leaseUntil: now + leaseMs,
+              json: null,
+              settledAt: null,
+            })
             if (begun) running.add(keyOf(key), key)
             return begun
           }),
         settle: (key, settlement, expected) =>
           attempt("write", () => {
-            const json = JSON.stringify(settlement)
-            const now = Date.now()
-            const { location, sessionID, toolCallID } = key
             switch (expected.state) {
               case "absent": {
-                const details = expected.details
-                return (
-                  statements.settleAbsent.run(
-                    location,
-                    sessionID,
-                    toolCallID,
-                    settlement.tool,
-                    expected.agent,
-                    json,
-                    now,
-                    details?.startedAt ?? now,
-                    details?.messageID ?? null,
-                    details?.input ?? null,
-                    details?.inputBytes ?? null,
-                  ).changes === 1
-                )
+                const now = Date.now()
+                return insert(key, expected.details, now, {
+                  tool: settlement.tool,
+                  agent: expected.agent,
+                  state: "settled",
+                  owner: null,
+                  leaseUntil: null,
+                  json: JSON.stringify(settlement),
+                  settledAt: now,
+                })
               }
               case "owned":
                 running.remove(keyOf(key))
-                return statements.settleStarted.run(json, now, sessionID, toolCallID, location, Owner.current).changes === 1
-              case "abandoned":
-                return (
-                  statements.settleAbandoned
-                    .run(json, now, sessionID, toolCallID, location, expected.owner, Owner.isGone(expected.owner) ? Number.MAX_SAFE_INTEGER : now)
-                    .changes === 1
-                )
+                return settleRecorded(key, settlement, "started", Owner.current, Number.MAX_SAFE_INTEGER)
+              case "abandoned": {
+                // Never a call whose lease is still renewed, unless its owner is known gone.
+                const lapsedBy = Owner.isGone(expected.owner) ? Number.MAX_SAFE_INTEGER : Date.now()
+                return settleRecorded(key, settlement, "started", expected.owner, lapsedBy)
+              }
               case "failed":
-                return statements.settleFailed.run(json, now, sessionID, toolCallID, location).changes === 1
+                return settleRecorded(key, settlement, "failed", null, Number.MAX_SAFE_INTEGER)
             }
           }),
         fail: (key, reason) =>
@@ -448,7 +484,12 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
             running.remove(keyOf(key))
             statements.fail.run(reason, Date.now(), key.sessionID, key.toolCallID, key.location, Owner.current)
           }),
-        prune: (before, limit) => attempt("prune", () => statements.prune.run(before, limit).changes),
+        prune: (before, limit) =>
+          attempt("prune", () => {
+            const removed = statements.prune.run(before, limit).changes
+            if (unlocated && removed > 0) unlocated = statements.unlocated.get() !== null
+            return removed
+          }),
         claimSweep: (now, intervalMs) =>
           attempt("write", () => statements.claimSweep.run(now, now - intervalMs, now).changes === 1),
         list: (filter) =>
@@ -470,7 +511,7 @@ export const approvalsLayer = (
   Layer.effect(
     Approvals.Service,
     Effect.gen(function* () {
-      const statements = yield* acquire(path, (db) => ({
+      const { statements, attempt } = yield* acquire(path, (db) => ({
         list: db.query<
           { project: string; action: string; pattern: string; saved_at: number; approved_by: string | null },
           [string]
@@ -486,7 +527,6 @@ export const approvalsLayer = (
         resetAction: db.query<unknown, [string, string]>("DELETE FROM approvals WHERE project = ? AND action = ?"),
         transaction: (run: () => void) => db.transaction(run)(),
       }))
-      const attempt = attemptAt(path)
       return Approvals.Service.of({
         list: (project) =>
           attempt("lookup", () =>

@@ -10,7 +10,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import type { Settlement } from "../contract/settlement"
+import { Settlement } from "../contract/settlement"
 import { Owner } from "./owner"
 
 export class StoreError extends Schema.TaggedError<StoreError>()("Store.StoreError", {
@@ -38,8 +38,63 @@ export type Record = { readonly agent: string | undefined } & (
   | { readonly state: "started"; readonly tool: string; readonly owner: string; readonly running: boolean }
   /** Begun, then failed operationally (a defect, a lost output): it ran at least in part, with no settlement. */
   | { readonly state: "failed"; readonly tool: string; readonly reason: string }
+  /**
+   * Settled. A store reads the settlement's JSON as it was written and decodes it (checking it against the
+   * settlement schema) only when `settlement` is first read: a lookup that needs only the state, the agent or the
+   * tool (see `otherThan`), or a replay that hands the JSON on as it is (see `jsonOf`), never decodes it. One the
+   * store cannot decode throws a StoreError (`corrupt`) when read.
+   */
   | { readonly state: "settled"; readonly settlement: Settlement.Info }
 )
+
+const decodeSettlement = Schema.decodeUnknownSync(Schema.fromJsonString(Settlement.Info))
+
+export const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+/** An operation (a lookup, a write, a prune) on the store at `path` failed. */
+export const failed = (path: string, operation: string, cause: unknown): StoreError =>
+  new StoreError({ reason: "io", path, message: `Settlement store ${operation} failed: ${describe(cause)}` })
+
+/**
+ * What a settled record a store made was read from (its settlement's tool and JSON): a property beside the record
+ * and not in it, neither enumerable nor reachable from outside this module.
+ */
+const RECORDED = Symbol("Store.recorded")
+
+interface Recorded {
+  readonly [RECORDED]?: { readonly tool: string; readonly json: string }
+}
+
+/** The settled record of `tool`'s settlement recorded as `json` in the store at `path` (named if it cannot be read). */
+export const settled = (agent: string | undefined, tool: string, json: string, path: string): Record => {
+  let decoded: Settlement.Info | undefined
+  const record: Record = {
+    state: "settled",
+    agent,
+    get settlement(): Settlement.Info {
+      if (decoded !== undefined) return decoded
+      try {
+        return (decoded = decodeSettlement(json))
+      } catch (cause) {
+        throw new StoreError({
+          reason: "corrupt",
+          path,
+          message: `A settlement recorded in ${path} is not one core can read (${describe(cause)}); it was left as it is.`,
+        })
+      }
+    },
+  }
+  Object.defineProperty(record, RECORDED, { value: { tool, json } })
+  return record
+}
+
+/** A settled record's settlement as JSON: as it was recorded when a store read it, without decoding it. */
+export const jsonOf = (record: Record & { readonly state: "settled" }): string =>
+  (record as Recorded)[RECORDED]?.json ?? JSON.stringify(record.settlement)
+
+/** The tool a record was made for (a settled one's without decoding its settlement, when a store read it). */
+const toolOf = (record: Record): string =>
+  record.state === "settled" ? ((record as Recorded)[RECORDED]?.tool ?? record.settlement.tool) : record.tool
 
 /**
  * What a settlement expects to replace, so it never replaces a record it did not see: `absent` for a call that
@@ -122,6 +177,28 @@ export interface ListedRow {
 
 const numberOf = (value: number | string | null): number | undefined => (value === null ? undefined : Number(value))
 
+/** A record's columns as the durable stores keep them. */
+export interface RecordRow {
+  readonly state: "started" | "failed" | "settled"
+  readonly tool: string
+  readonly agent: string | null
+  readonly owner: string | null
+  readonly reason: string | null
+  readonly settlement: string | null
+}
+
+/**
+ * A durable store's row as a record. Whether a begun call still runs is `running(owner)`: each store reads its
+ * leases its own way.
+ */
+export const recordOf = (row: RecordRow, running: (owner: string) => boolean, path: string): Record => {
+  const agent = row.agent ?? undefined
+  if (row.state === "settled" && row.settlement !== null) return settled(agent, row.tool, row.settlement, path)
+  if (row.state === "failed") return { state: "failed", agent, tool: row.tool, reason: row.reason ?? "" }
+  const owner = row.owner ?? ""
+  return { state: "started", agent, tool: row.tool, owner, running: running(owner) }
+}
+
 /** A durable store's row as listed, with its record (which only the store can read from the row). */
 export const listedOf = (row: ListedRow, record: (key: Key) => Record): Listed => {
   const key = { location: row.location, sessionID: row.session_id, toolCallID: row.call_id }
@@ -167,8 +244,7 @@ export class Service extends Context.Service<Service, Interface>()("core/Store")
  * is only ever for the same call; records kept before agents were recorded name no agent.
  */
 export const otherThan = (record: Record, call: { readonly name: string; readonly agent: string }) => {
-  const tool = record.state === "settled" ? record.settlement.tool : record.tool
-  if (tool !== call.name) return "tool" as const
+  if (toolOf(record) !== call.name) return "tool" as const
   if (record.agent !== undefined && record.agent !== call.agent) return "agent" as const
   return undefined
 }
@@ -202,7 +278,7 @@ export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
   }
   const recordOf = (stored: Stored): Record => {
     const agent = stored.agent
-    if (stored.state === "settled") return { state: "settled", agent, settlement: JSON.parse(stored.json) }
+    if (stored.state === "settled") return settled(agent, stored.tool, stored.json, "memory")
     if (stored.state === "failed") return { state: "failed", agent, tool: stored.tool, reason: stored.reason }
     return { state: "started", agent, tool: stored.tool, owner: Owner.current, running: true }
   }

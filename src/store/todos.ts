@@ -63,14 +63,13 @@ export const layer = (path: string): Layer.Layer<Service, Store.StoreError> =>
   Layer.effect(
     Service,
     Effect.gen(function* () {
-      const statements = yield* SqliteStore.acquire(path, (db) => ({
+      const { statements, attempt } = yield* SqliteStore.acquire(path, (db) => ({
         select: db.query<{ todos: string }, [string, string]>("SELECT todos FROM todos WHERE location = ? AND session_id = ?"),
         upsert: db.query<unknown, [string, string, string, number]>(
           "INSERT INTO todos (location, session_id, todos, updated_at) VALUES (?, ?, ?, ?) " +
             "ON CONFLICT (location, session_id) DO UPDATE SET todos = excluded.todos, updated_at = excluded.updated_at",
         ),
       }))
-      const attempt = SqliteStore.attemptAt(path)
       return Service.of({
         read: (key) =>
           attempt("lookup", () => {

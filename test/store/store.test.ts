@@ -1,3 +1,4 @@
+import { SQL } from "bun"
 import { Database } from "bun:sqlite"
 import { describe, expect, test } from "bun:test"
 import { existsSync, writeFileSync } from "node:fs"
@@ -167,6 +168,23 @@ for (const [name, make] of implementations) {
         expect(Store.otherThan(settled, { name: "read", agent: "plan" })).toBe("agent")
       })))
 
+    test("a settled record hands its settlement on as the JSON recorded, and answers for its settlement's tool", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        const key = { location: "/p", sessionID: "s", toolCallID: "c" }
+        yield* store.begin(key, "read", "build")
+        const recorded = { ...settlement("c"), tool: "list" }
+        yield* store.settle(key, recorded, { state: "owned" })
+        const record = (yield* store.lookup(key))!
+        if (record.state !== "settled") throw new Error(`expected a settled record, got ${record.state}`)
+        expect(Store.jsonOf(record)).toBe(JSON.stringify(recorded))
+        expect(Store.otherThan(record, { name: "list", agent: "build" })).toBeUndefined()
+        expect(Store.otherThan(record, { name: "read", agent: "build" })).toBe("tool")
+        // Spread or serialized, a record is its state, agent and settlement, decoded.
+        expect(JSON.parse(JSON.stringify(record))).toEqual({ state: "settled", agent: "build", settlement: recorded })
+        expect({ ...record }).toEqual({ state: "settled", agent: "build", settlement: recorded })
+      })))
+
     test("calls are keyed by session and call id together", () =>
       use(make(), Effect.gen(function* () {
         const store = yield* Store.Service
@@ -233,6 +251,66 @@ for (const [name, make] of implementations) {
       })))
   })
 }
+
+describe("A settlement the store cannot decode", () => {
+  const key = { location: "/p", sessionID: "s", toolCallID: "c" }
+  const unreadable = '{"tool":"echo","callID":"c","status":"exploded"}'
+
+  /** Settles `key` through the store, then has `corrupt` replace its JSON behind the store's back. */
+  const check = async (layer: () => Layer.Layer<Store.Service, Store.StoreError>, corrupt: () => Promise<void>, path: string) => {
+    await use(layer(), Effect.gen(function* () {
+      yield* (yield* Store.Service).settle(key, settlement("c"), { state: "absent", agent: "build" })
+    }))
+    await corrupt()
+    await use(layer(), Effect.gen(function* () {
+      const store = yield* Store.Service
+      // The lookup and what is read beside the settlement do not decode it.
+      const record = (yield* store.lookup(key))!
+      expect(record).toMatchObject({ state: "settled", agent: "build" })
+      if (record.state !== "settled") return
+      expect(Store.otherThan(record, { name: "echo", agent: "build" })).toBeUndefined()
+      expect(Store.jsonOf(record)).toBe(unreadable)
+      // Reading the settlement says it cannot be read, and where, every time.
+      for (let attempt = 0; attempt < 2; attempt++) {
+        let thrown: unknown
+        try {
+          void record.settlement
+        } catch (error) {
+          thrown = error
+        }
+        expect(thrown).toBeInstanceOf(Store.StoreError)
+        expect(thrown).toMatchObject({ reason: "corrupt", path })
+        expect((thrown as Store.StoreError).message).toContain("is not one core can read")
+      }
+    }))
+  }
+
+  test("sqlite: the lookup answers; reading the settlement fails with a StoreError naming the store", async () => {
+    const path = join(tempDir(), "core.db")
+    await check(
+      () => SqliteStore.layer(path),
+      async () => {
+        const db = new Database(path)
+        db.query("UPDATE settlements SET settlement = ?").run(unreadable)
+        db.close()
+      },
+      path,
+    )
+  })
+
+  test("postgres: the lookup answers; reading the settlement fails with a StoreError naming the store", async () => {
+    const urls = await freshDatabase()
+    await check(
+      () => PostgresStore.layer(urls.postgres),
+      async () => {
+        const sql = new SQL(urls.postgres, { max: 1 })
+        await sql`UPDATE core.settlements SET settlement = ${unreadable}`
+        await sql.close()
+      },
+      PostgresStore.redact(urls.postgres),
+    )
+  })
+})
 
 describe("Store.recordInput", () => {
   test("keeps a small input whole, with its size", () => {
@@ -433,6 +511,57 @@ describe("SqliteStore", () => {
       return yield* (yield* Store.Service).lookup(key)
     }))
     expect(recorded).toEqual({ state: "settled", agent: "build", settlement: settlement("c") })
+  })
+
+  test("records kept without a Location answer in every Location until the last of them is pruned", async () => {
+    const path = join(tempDir(), "core.db")
+    await use(SqliteStore.layer(path), Effect.void)
+    const db = new Database(path)
+    const insert = db.query(
+      "INSERT INTO settlements (location, session_id, call_id, tool, state, settlement, settled_at) VALUES ('', 's', ?, 'echo', 'settled', ?, ?)",
+    )
+    insert.run("old", JSON.stringify(settlement("old")), 1_000)
+    insert.run("kept", JSON.stringify(settlement("kept")), Date.now())
+    db.close()
+    const at = (location: string, toolCallID: string) => ({ location, sessionID: "s", toolCallID })
+    const found = await use(SqliteStore.layer(path), Effect.gen(function* () {
+      const store = yield* Store.Service
+      const old = yield* store.lookup(at("/a", "old"))
+      const pruned = yield* store.prune(5_000, 10)
+      // One is left: it still answers, and still keeps the same call from beginning in a Location.
+      const kept = yield* store.lookup(at("/b", "kept"))
+      const begunKept = yield* store.begin(at("/b", "kept"), "echo", "build")
+      const prunedLast = yield* store.prune(Date.now() + 1, 10)
+      return {
+        old,
+        pruned,
+        kept,
+        begunKept,
+        prunedLast,
+        gone: yield* store.lookup(at("/b", "kept")),
+        begun: yield* store.begin(at("/b", "kept"), "echo", "build"),
+      }
+    }))
+    expect(found).toMatchObject({
+      old: { state: "settled", settlement: settlement("old") },
+      pruned: 1,
+      kept: { state: "settled", settlement: settlement("kept") },
+      begunKept: false,
+      prunedLast: 1,
+      gone: undefined,
+      begun: true,
+    })
+  })
+
+  test("a record made without a Location after the store opened answers in every Location too", async () => {
+    const path = join(tempDir(), "core.db")
+    const found = await use(SqliteStore.layer(path), Effect.gen(function* () {
+      const store = yield* Store.Service
+      const before = yield* store.lookup({ location: "/p", sessionID: "s", toolCallID: "c" })
+      yield* store.settle({ location: "", sessionID: "s", toolCallID: "c" }, settlement("c"), { state: "absent", agent: "build" })
+      return { before, after: yield* store.lookup({ location: "/p", sessionID: "s", toolCallID: "c" }) }
+    }))
+    expect(found).toEqual({ before: undefined, after: { state: "settled", agent: "build", settlement: settlement("c") } })
   })
 
   test("processes opening a new store at the same moment all succeed: it is created and migrated once", async () => {
