@@ -1,4 +1,5 @@
-// The cost of confining rg (Landlock under a per-call supervisor, read only beneath the searched directory) for
+// The cost of confining rg (Landlock on a thread of core kept for the searched directory, which spawns rg; read
+// only beneath that directory) for
 // grep- and glob-like searches, three ways interleaved in the same run: `Ripgrep.run` confined (as grep, glob and
 // list run it where the kernel has Landlock), `Ripgrep.run` unconfined (in its own process group, in the held
 // directory: how it ran before, and how it runs without Landlock), and bare rg spawned with the same arguments
@@ -59,7 +60,7 @@ export const measure = async (): Promise<Report> => {
           }
           const samples = { bare: [] as Array<number>, unconfined: [] as Array<number>, confined: [] as Array<number> }
           progress(`search-confined: ${tree.label}, ${search.label}`)
-          // Warm-up: the first calls start supervisors cold; a spare is kept from the second on.
+          // Warm-up: the first confined call makes the directory's thread; it is kept for the next.
           for (let index = 0; index < 3; index++) for (const run of Object.values(ways)) await run()
           for (let index = 0; index < RUNS; index++) {
             samples.bare.push(await timed(ways.bare))
