@@ -268,6 +268,27 @@ describe.skipIf(!landlock)("Ripgrep.run confined to its root", () => {
     expect(alive(rg)).toBe(false)
   })
 
+  test("rg killed from outside mid-search is reported, and the next search in that directory runs", async () => {
+    const root = realpathSync(tempDir())
+    const fifo = join(root, "pipe")
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0)
+    writeFileSync(join(root, "a.txt"), "needle\n")
+    const outcome = await Effect.runPromise(
+      Effect.gen(function* () {
+        const fiber = yield* Effect.forkChild(
+          Ripgrep.run({ args: ["--no-config", "-e", "needle", "--", "./pipe"], cwd: root, root, onData: () => {} }),
+        )
+        const writer = yield* Effect.promise(() => open(fifo, "w"))
+        process.kill(searching("./pipe"), "SIGKILL")
+        const outcome = yield* Fiber.join(fiber)
+        yield* Effect.promise(() => writer.close())
+        return outcome
+      }),
+    )
+    expect(outcome).toEqual({ code: 2, problems: ["rg was ended by SIGKILL before it finished: search again"] })
+    expect((await files(root, { root })).seen).toEqual(["./a.txt"])
+  })
+
   test("a directory replaced at the same path gets a new confinement: the old one's files stay out of reach", async () => {
     const base = realpathSync(tempDir())
     const root = join(base, "project")
