@@ -1,9 +1,8 @@
-// The cost of confining rg (Landlock on a thread of core kept for the searched directory, which spawns rg; read
-// only beneath that directory) for
-// grep- and glob-like searches, three ways interleaved in the same run: `Ripgrep.run` confined (as grep, glob and
-// list run it where the kernel has Landlock), `Ripgrep.run` unconfined (in its own process group, in the held
-// directory: how it ran before, and how it runs without Landlock), and bare rg spawned with the same arguments
-// (the peer). On a small tree (this repository's src/, the per-call cost shows) and a larger one (a copy of
+// The cost of confining rg (spawned from a thread of core that Landlock restricts to reading beneath the searched
+// directory, kept for that directory) for grep- and glob-like searches, three ways interleaved in the same run:
+// `Ripgrep.run` confined (as grep, glob and list run it where the kernel has Landlock), `Ripgrep.run` unconfined
+// (spawned directly in the held directory, as without Landlock), and bare rg spawned with the same arguments (the
+// peer). On a small tree (this repository's src/, the per-call cost shows) and a larger one (a copy of
 // node_modules/effect). Figures only; target: confined grep on the larger tree ≤ 1.5x bare rg.
 
 import { cpSync, mkdtempSync, realpathSync } from "node:fs"

@@ -307,6 +307,21 @@ describe.skipIf(!landlock)("Ripgrep.run confined to its root", () => {
     expect(outcome.problems.join("\n")).toContain("link")
   })
 
+  test("a subdirectory searched after its parent is confined to itself, not to the parent's kept confinement", async () => {
+    const root = realpathSync(tempDir())
+    mkdirSync(join(root, "sub"))
+    mkdirSync(join(root, "other"))
+    writeFileSync(join(root, "other", "secret.txt"), "x")
+    writeFileSync(join(root, "sub", "mine.txt"), "x")
+    symlinkSync(join(root, "other"), join(root, "sub", "link"))
+    // The parent's search may follow the link: it stays beneath the parent.
+    expect((await files(root, { root, follow: true })).seen).toEqual(["./other/secret.txt", "./sub/link/secret.txt", "./sub/mine.txt"])
+    const sub = join(root, "sub")
+    const { outcome, seen } = await files(sub, { root: sub, follow: true })
+    expect(seen).toEqual(["./mine.txt"])
+    expect(outcome.problems.join("\n")).toContain("link")
+  })
+
   test("an ignore file that appears above the root after a search applies to the next one", async () => {
     const base = realpathSync(tempDir())
     const root = join(base, "sub")
