@@ -1,8 +1,8 @@
-// The cost of confining rg (Landlock under a per-call supervisor, read only beneath the searched directory) for
-// grep- and glob-like searches, three ways interleaved in the same run: `Ripgrep.run` confined (as grep, glob and
-// list run it where the kernel has Landlock), `Ripgrep.run` unconfined (in its own process group, in the held
-// directory: how it ran before, and how it runs without Landlock), and bare rg spawned with the same arguments
-// (the peer). On a small tree (this repository's src/, the per-call cost shows) and a larger one (a copy of
+// The cost of confining rg (spawned from a thread of core that Landlock restricts to reading beneath the searched
+// directory, kept for that directory) for grep- and glob-like searches, three ways interleaved in the same run:
+// `Ripgrep.run` confined (as grep, glob and list run it where the kernel has Landlock), `Ripgrep.run` unconfined
+// (spawned directly in the held directory, as without Landlock), and bare rg spawned with the same arguments (the
+// peer). On a small tree (this repository's src/, the per-call cost shows) and a larger one (a copy of
 // node_modules/effect). Figures only; target: confined grep on the larger tree ≤ 1.5x bare rg.
 
 import { cpSync, mkdtempSync, realpathSync } from "node:fs"
@@ -59,7 +59,7 @@ export const measure = async (): Promise<Report> => {
           }
           const samples = { bare: [] as Array<number>, unconfined: [] as Array<number>, confined: [] as Array<number> }
           progress(`search-confined: ${tree.label}, ${search.label}`)
-          // Warm-up: the first calls start supervisors cold; a spare is kept from the second on.
+          // Warm-up: the first confined call makes the directory's thread; it is kept for the next.
           for (let index = 0; index < 3; index++) for (const run of Object.values(ways)) await run()
           for (let index = 0; index < RUNS; index++) {
             samples.bare.push(await timed(ways.bare))

@@ -5,13 +5,13 @@ export * as Glob from "./glob"
 // answers the newest `limit` of them and how many matched in all, so the model narrows its search rather than
 // reading thousands of paths; bounding what is left is still the settlement's job (DESIGN §2 law 10).
 
-import { statSync } from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Pinned } from "../permission/pinned"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { Ripgrep } from "./ripgrep"
+import { SearchTool } from "./search-tool"
 
 /** How many files an answer lists by default (the newest); the total is always counted. */
 export const DEFAULT_LIMIT = 100
@@ -64,37 +64,14 @@ interface Found {
   readonly modified: number
 }
 
-interface Dated {
-  readonly path: string
-  readonly modified: number
-}
-
-/** Newer first; equal times by path, so the order is stable. */
-export const newerFirst = (a: Dated, b: Dated): number =>
-  b.modified - a.modified || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)
-
-/** A file's modification time; 0 for one that vanished since rg listed it. */
-export const modifiedTime = (path: string | Buffer): number => {
-  try {
-    return statSync(path).mtimeMs
-  } catch {
-    return 0
-  }
-}
-
-/** Where a search ran, as a sentence ends with it: the Location itself is named so, never as a bare ".". */
-export const where = (path: string): string => (path === "." ? "the Location (.)" : path)
-
-/** The directory to search was removed or replaced after it was checked. */
-export const replaced = (shown: string) =>
-  new Tool.Failure({
-    message: `${shown} was removed or replaced while it was being searched. Check that it still exists, then search again.`,
-  })
-
 const render = (output: Output): string => {
   const hidden = output.hidden === undefined ? [] : ["", Builtin.hiddenNote(output.hidden, "matching file")]
   if (output.total === 0) {
-    return [`No files found matching ${output.pattern} in ${where(output.path)}.`, ...hidden, ...problemLines(output.problems)].join("\n")
+    return [
+      `No files found matching ${output.pattern} in ${SearchTool.where(output.path)}.`,
+      ...hidden,
+      ...SearchTool.problemLines(output.problems, "results"),
+    ].join("\n")
   }
   const lines = [...output.files]
   if (output.files.length < output.total) {
@@ -106,11 +83,8 @@ const render = (output: Output): string => {
   if (output.notUtf8 !== undefined) {
     lines.push("", `(Not UTF-8, shown with U+FFFD: ${output.notUtf8.length} of these names.)`)
   }
-  return [...lines, ...hidden, ...problemLines(output.problems)].join("\n")
+  return [...lines, ...hidden, ...SearchTool.problemLines(output.problems, "results")].join("\n")
 }
-
-const problemLines = (problems: ReadonlyArray<string> | undefined): Array<string> =>
-  problems === undefined ? [] : ["", "ripgrep reported problems, so the results may be incomplete:", ...problems]
 
 const makeTool = (services: Builtin.Services) =>
   Tool.make({
@@ -123,7 +97,7 @@ const makeTool = (services: Builtin.Services) =>
     input: Input,
     output: Output,
     checksPermissions: true,
-    annotations: { readOnly: true, idempotent: true, openWorld: false },
+    annotations: SearchTool.ANNOTATIONS,
     execute: (input, context) =>
       Effect.scoped(Effect.gen(function* () {
         const { resolved, shown } = yield* Builtin.authorizeDirectory(services, context, {
@@ -135,9 +109,8 @@ const makeTool = (services: Builtin.Services) =>
         const found: Array<Found> = []
         const denied = Builtin.hidden(services, context.agent)
         let hidden = 0
-        // rg walks from the directory as checked, held open (Pinned), so a directory on its path swapped since
-        // cannot lead it elsewhere; the "./" paths it prints are put back under the real path.
-        const held = yield* Pinned.hold(resolved.real).pipe(Effect.catch(() => Effect.fail(replaced(shown))))
+        // rg walks the directory as checked, held open; the "./" paths it prints are put back under the real path.
+        const held = yield* SearchTool.hold(resolved.real, shown, "searched")
         const absolute = Pinned.underneath(resolved.real)
         const outcome = yield* Ripgrep.run({
           args: [...Ripgrep.COMMON_FLAGS, "--files", "--null", "--", "."],
@@ -152,21 +125,15 @@ const makeTool = (services: Builtin.Services) =>
               hidden++
               return
             }
-            found.push({ path: text, utf8, modified: modifiedTime(utf8 ? text : Buffer.from(record)) })
+            found.push({ path: text, utf8, modified: SearchTool.modifiedTime(utf8 ? text : Buffer.from(record)) })
           }),
         })
         const { problems, selectError } = outcome
-        if (selectError !== undefined) {
-          return yield* new Tool.Failure({
-            message:
-              `Invalid glob ${JSON.stringify(input.pattern)}: ${selectError}.\n` +
-              "Glob syntax: * (any characters but /), ** (any directories), ? (one character), [abc], {a,b}.",
-          })
-        }
-        if (outcome.code === 2 && found.length === 0 && !Ripgrep.onlyPathProblems(problems)) {
+        if (selectError !== undefined) return yield* SearchTool.invalidGlob("glob", input.pattern, selectError)
+        if (SearchTool.failed(outcome, found.length)) {
           return yield* new Tool.Failure({ message: `ripgrep could not search ${shown}:\n${problems.join("\n")}` })
         }
-        found.sort(newerFirst)
+        found.sort(SearchTool.newerFirst)
         // rg prints every path as the directory it was given followed by the rest, so the directory's shown form
         // is worked out once rather than per file (which costs more than the search itself for many files).
         const base = resolved.real.endsWith("/") ? resolved.real : `${resolved.real}/`
@@ -190,8 +157,5 @@ const makeTool = (services: Builtin.Services) =>
     toModelOutput: ({ output }) => render(output),
   })
 
-/** The glob built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */
-export const make = (services: Builtin.Services) =>
-  Builtin.planned(makeTool(services), (input) =>
-    Builtin.pathPlan(services, { action: "glob", path: input.path ?? ".", access: "read" }),
-  )
+/** The glob built-in, with the checks it makes recorded for explaining a call. */
+export const make = (services: Builtin.Services) => SearchTool.planned(services, "glob", makeTool(services))

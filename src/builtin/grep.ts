@@ -11,8 +11,8 @@ import * as Schema from "effect/Schema"
 import { Pinned } from "../permission/pinned"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
-import { Glob } from "./glob"
 import { Ripgrep } from "./ripgrep"
+import { SearchTool } from "./search-tool"
 
 export const DEFAULT_LIMIT = 100
 /** Characters of a matching line shown before it is cut. */
@@ -204,13 +204,10 @@ const regexError = (problems: ReadonlyArray<string>): string | undefined => {
 }
 
 const render = (output: Output): string => {
-  const problems =
-    output.problems === undefined
-      ? []
-      : ["", "ripgrep reported problems, so the results may be incomplete:", ...output.problems]
+  const problems = SearchTool.problemLines(output.problems, "results")
   if (output.matches === 0) {
     const among = output.include === undefined ? "" : ` (searching only files matching ${output.include})`
-    return [`No matches for ${output.pattern} in ${Glob.where(output.path)}${among}.`, ...problems].join("\n")
+    return [`No matches for ${output.pattern} in ${SearchTool.where(output.path)}${among}.`, ...problems].join("\n")
   }
   const shownCount = output.matches - output.notShown
   const lines = [
@@ -247,7 +244,7 @@ const makeTool = (services: Builtin.Services) =>
     input: Input,
     output: Output,
     checksPermissions: true,
-    annotations: { readOnly: true, idempotent: true, openWorld: false },
+    annotations: SearchTool.ANNOTATIONS,
     execute: (input, context) =>
       Effect.scoped(Effect.gen(function* () {
         const resolved = yield* Builtin.authorizePath(services, context, {
@@ -285,7 +282,7 @@ const makeTool = (services: Builtin.Services) =>
         const notes: Array<string> = []
         const finish = () => {
           if (current === undefined || !showing) return
-          let at = kept.findIndex((other) => Glob.newerFirst(current!, other) < 0)
+          let at = kept.findIndex((other) => SearchTool.newerFirst(current!, other) < 0)
           if (at === -1) at = kept.length
           kept.splice(at, 0, current)
           filled = 0
@@ -299,35 +296,39 @@ const makeTool = (services: Builtin.Services) =>
         }
         const begin = (raw: Uint8Array) => {
           const { text, utf8 } = Ripgrep.decode(raw)
-          const modified = Glob.modifiedTime(utf8 ? text : Buffer.from(raw))
+          const modified = SearchTool.modifiedTime(utf8 ? text : Buffer.from(raw))
           current = { path: text, raw, utf8, modified, count: 0, lines: [] }
           const oldest = kept[kept.length - 1]
-          showing = filled < limit || oldest === undefined || Glob.newerFirst(current, oldest) < 0
+          showing = filled < limit || oldest === undefined || SearchTool.newerFirst(current, oldest) < 0
           files++
         }
         const realBytes = Buffer.from(resolved.real)
-        // rg runs in the directory as checked (the file's own, for one file), held open (Pinned), so a directory on
-        // its path swapped since cannot lead it elsewhere; the "./" paths it prints are put back under the real path.
-        const held = yield* Pinned.hold(single ? dirname(resolved.real) : resolved.real).pipe(
-          Effect.catch(() => Effect.fail(Glob.replaced(shown))),
-        )
+        // rg runs in the directory as checked (the file's own, for one file), held open; the "./" paths it prints
+        // are put back under the real path.
+        const held = yield* SearchTool.hold(single ? dirname(resolved.real) : resolved.real, shown, "searched")
         const absolute = Pinned.underneath(resolved.real)
         const target = single ? `./${basename(resolved.real)}` : "."
         // rg prints a file's lines together, so a denied file is judged once, at its first line.
         let skipped: Uint8Array | undefined
+        let printed: Uint8Array | undefined
+        let raw: Uint8Array = realBytes
         const hides = (raw: Uint8Array): boolean => denied !== undefined && denied(Ripgrep.decode(raw).text)
         const parser = matchingLines(
           !single,
           (path, line, text, length) => {
-            const raw = single ? realBytes : absolute(path)
+            // rg prints a file's lines one after another: its path is made absolute once, at its first line.
+            if (!single && (printed === undefined || !sameBytes(path, printed))) {
+              printed = path.slice()
+              raw = absolute(printed)
+            }
             if (skipped !== undefined && sameBytes(raw, skipped)) return
             if (current === undefined || !sameBytes(raw, current.raw)) {
               if (hides(raw)) {
-                skipped = raw.slice()
+                skipped = raw
                 return
               }
               finish()
-              begin(raw.slice())
+              begin(raw)
             }
             current!.count++
             matches++
@@ -363,14 +364,8 @@ const makeTool = (services: Builtin.Services) =>
         })
         const { selectError } = outcome
         const problems = [...outcome.problems, ...notes]
-        if (selectError !== undefined) {
-          return yield* new Tool.Failure({
-            message:
-              `Invalid include glob ${JSON.stringify(input.include)}: ${selectError}.\n` +
-              "Glob syntax: * (any characters but /), ** (any directories), ? (one character), [abc], {a,b}.",
-          })
-        }
-        if (outcome.code === 2 && matches === 0 && !Ripgrep.onlyPathProblems(outcome.problems)) {
+        if (selectError !== undefined) return yield* SearchTool.invalidGlob("include glob", input.include, selectError)
+        if (SearchTool.failed(outcome, matches)) {
           const regex = regexError(outcome.problems)
           return yield* new Tool.Failure({
             message:
@@ -408,8 +403,5 @@ const makeTool = (services: Builtin.Services) =>
     toModelOutput: ({ output }) => render(output),
   })
 
-/** The grep built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */
-export const make = (services: Builtin.Services) =>
-  Builtin.planned(makeTool(services), (input) =>
-    Builtin.pathPlan(services, { action: "grep", path: input.path ?? ".", access: "read" }),
-  )
+/** The grep built-in, with the checks it makes recorded for explaining a call. */
+export const make = (services: Builtin.Services) => SearchTool.planned(services, "grep", makeTool(services))

@@ -6,10 +6,10 @@ export * as List from "./list"
 
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { Pinned } from "../permission/pinned"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { Ripgrep } from "./ripgrep"
+import { SearchTool } from "./search-tool"
 
 /** Entries (files and directories) shown; the rest are counted. */
 export const MAX_ENTRIES = 100
@@ -108,7 +108,7 @@ const render = (output: Output): string => {
   const header = output.path.endsWith("/") ? output.path : `${output.path}/`
   const hidden = output.hidden === undefined ? [] : ["", Builtin.hiddenNote(output.hidden, "file")]
   if (output.total === 0) {
-    return [`${header} (no files)`, ...hidden, ...problemLines(output.problems)].join("\n")
+    return [`${header} (no files)`, ...hidden, ...SearchTool.problemLines(output.problems, "listing")].join("\n")
   }
   const lines = [header]
   for (const entry of output.entries) {
@@ -125,11 +125,8 @@ const render = (output: Output): string => {
     )
   }
   if (output.notUtf8 !== undefined) lines.push("", `(${output.notUtf8} names are not UTF-8; shown with U+FFFD.)`)
-  return [...lines, ...hidden, ...problemLines(output.problems)].join("\n")
+  return [...lines, ...hidden, ...SearchTool.problemLines(output.problems, "listing")].join("\n")
 }
-
-const problemLines = (problems: ReadonlyArray<string> | undefined): Array<string> =>
-  problems === undefined ? [] : ["", "ripgrep reported problems, so the listing may be incomplete:", ...problems]
 
 const makeTool = (services: Builtin.Services) =>
   Tool.make({
@@ -142,7 +139,7 @@ const makeTool = (services: Builtin.Services) =>
     input: Input,
     output: Output,
     checksPermissions: true,
-    annotations: { readOnly: true, idempotent: true, openWorld: false },
+    annotations: SearchTool.ANNOTATIONS,
     execute: (input, context) =>
       Effect.scoped(Effect.gen(function* () {
         const { resolved, shown } = yield* Builtin.authorizeDirectory(services, context, {
@@ -161,18 +158,7 @@ const makeTool = (services: Builtin.Services) =>
         let hidden = 0
         const denied = Builtin.hidden(services, context.agent)
         const under = resolved.real.endsWith("/") ? resolved.real : `${resolved.real}/`
-        const held = yield* Effect.acquireRelease(
-          Effect.tryPromise({ try: () => Pinned.directory(resolved.real), catch: (cause) => cause }).pipe(
-            Effect.catch(() =>
-              Effect.fail(
-                new Tool.Failure({
-                  message: `${shown} was removed or replaced while it was being listed. Check that it still exists, then list it again.`,
-                }),
-              ),
-            ),
-          ),
-          (directory) => Effect.promise(() => directory.close()),
-        )
+        const held = yield* SearchTool.hold(resolved.real, shown, "listed")
         const outcome = yield* Ripgrep.run({
           args: [
             ...Ripgrep.COMMON_FLAGS,
@@ -214,7 +200,7 @@ const makeTool = (services: Builtin.Services) =>
           }),
         })
         const { problems } = outcome
-        if (outcome.code === 2 && total === 0 && !Ripgrep.onlyPathProblems(problems)) {
+        if (SearchTool.failed(outcome, total)) {
           return yield* new Tool.Failure({
             message: `Cannot list ${shown}: ${problems.join("\n")}\nCheck the ignore globs (syntax: * ** ? [abc] {a,b}).`,
           })
@@ -234,8 +220,5 @@ const makeTool = (services: Builtin.Services) =>
     toModelOutput: ({ output }) => render(output),
   })
 
-/** The list built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */
-export const make = (services: Builtin.Services) =>
-  Builtin.planned(makeTool(services), (input) =>
-    Builtin.pathPlan(services, { action: "list", path: input.path ?? ".", access: "read" }),
-  )
+/** The list built-in, with the checks it makes recorded for explaining a call. */
+export const make = (services: Builtin.Services) => SearchTool.planned(services, "list", makeTool(services))

@@ -3,18 +3,18 @@ export * as Ripgrep from "./ripgrep"
 // The platform edge for ripgrep, which powers glob, grep and list: where the rg executable is, and running it.
 // From source that is the @vscode/ripgrep package's binary. The compiled core embeds rg, but an embedded file
 // cannot be executed in place, so it is extracted once (atomically) to `$CORE_DATA_DIR/bin` and reused after.
-// rg runs through the shell producer under a timeout, killed on cancel, on timeout and by a second signal. Where
-// the kernel has Landlock it runs under a per-call supervisor, confined to reading beneath the directory the caller
-// checked and holds open (and the few files rg needs besides): a directory deeper in the tree swapped for a symlink
-// while rg walks it then leads nowhere. Without Landlock it runs in its own process group in that held directory.
+// rg runs under a time limit, killed on cancel, on timeout and by core's forced exit (./search-process). Where the
+// kernel has Landlock it is confined to reading beneath the directory the caller checked and holds open (and the
+// few files rg needs besides): a directory deeper in the tree swapped for a symlink while rg walks it then leads
+// nowhere. Without Landlock it runs in its own process group in that held directory.
 // This module knows nothing of tools or permissions: callers check paths before they search them.
 
 import { chmodSync, lstatSync, mkdirSync, realpathSync, renameSync, rmSync, statSync } from "node:fs"
-import { homedir, tmpdir } from "node:os"
+import { homedir } from "node:os"
 import { basename, dirname, join, resolve } from "node:path"
 import * as Effect from "effect/Effect"
-import { Confine } from "../shell/confine"
 import { Shell } from "../shell/shell"
+import { SearchProcess } from "./search-process"
 
 /**
  * Flags every search shares: .gitignore (and .ignore) honoured even outside a git repository, hidden files
@@ -180,21 +180,13 @@ export const concat = (left: Uint8Array, right: Uint8Array): Uint8Array => {
   return joined
 }
 
-let producer: Shell.Interface | undefined
-
-/**
- * The producer rg runs through: core's default shell limits; supervisors with no mount namespace and no port rules
- * (rg writes nothing and connects nowhere), used only where rg is confined.
- */
-const shell = (): Shell.Interface => (producer ??= Shell.make({}, { namespaces: false, ports: false }))
-
 /** The ignore files rg reads in each directory above the one it searches (with --no-require-git). */
 const IGNORE_FILES = [".gitignore", ".ignore", ".rgignore", ".git/info/exclude"]
 
 /**
  * The files outside `root` that rg reads to decide what to leave out: the ignore files of every directory above it
  * and the global git excludes file (rg's default place for it: a core.excludesFile set in ~/.gitconfig is not
- * read, since rg may not read ~/.gitconfig). Only regular files; the supervisor grants each only if no symlink
+ * read, since rg may not read ~/.gitconfig). Only regular files; the confinement grants each only if no symlink
  * leads to it.
  */
 const ignoreFiles = (root: string): Array<string> => {
@@ -215,40 +207,12 @@ const ignoreFiles = (root: string): Array<string> => {
   return found
 }
 
-let temporary: { readonly path: string; readonly real: string } | undefined
-
-/** The system temp directory's real path. */
-const realTemp = (): string => {
-  const path = tmpdir()
-  if (temporary?.path !== path) temporary = { path, real: realpathSync(path) }
-  return temporary.real
-}
-
 let realExecutable: { readonly path: string; readonly real: string } | undefined
 
 /** The real path of the rg executable, which the confined rg may read and run. */
 const realOf = (rg: string): string => {
   if (realExecutable?.path !== rg) realExecutable = { path: rg, real: realpathSync(rg) }
   return realExecutable.real
-}
-
-/**
- * The confinement of a search in `root` (held open at `cwd`), with `extra` files (the select rules) readable; or
- * undefined when `cwd` is gone (then the search is refused as replaced).
- */
-const confinement = (
-  rg: string,
-  root: string,
-  cwd: string,
-  extra: ReadonlyArray<string>,
-): Confine.Confinement | undefined => {
-  const stat = statSync(cwd, { bigint: true, throwIfNoEntry: false })
-  if (stat === undefined) return undefined
-  const { dev, ino } = stat
-  return {
-    directory: { path: root, dev: String(dev), ino: String(ino) },
-    files: [realOf(rg), ...extra, ...ignoreFiles(root)],
-  }
 }
 
 /** A name pattern: no slash, or only a leading `**` and slash; rg can select it as a file type. */
@@ -278,78 +242,65 @@ const selection = (glob: string): string =>
   // A leading # or ! would make a comment or a negation of the user's pattern: escaped, they are literal.
   `*\n!*/\n!${/^[#!]/.test(glob) ? "\\" : ""}${glob}\n`
 
+/** Where rg reads the select rules from: its stdin, a pipe no other process can reach. */
+const RULES = "/dev/stdin"
+
 /**
- * Runs rg to completion with stdin closed, handing stdout to `onData` as it arrives. Interrupting the fiber
- * kills rg. A failure to start it is an operational failure.
+ * Runs rg to completion, handing stdout to `onData` as it arrives (./search-process: confined to `root` where the
+ * kernel has Landlock). Interrupting the fiber kills rg. A failure to start it is an operational failure.
  */
 export const run = (options: Options): Effect.Effect<Outcome> =>
   Effect.gen(function* () {
     const rg = yield* executable
-    const producer = shell()
-    const spawn = (args: ReadonlyArray<string>, extra: ReadonlyArray<string> = []) =>
-      Effect.suspend(() => {
-        const confine =
-          options.root === undefined || !producer.sandbox.active
-            ? undefined
-            : confinement(rg, options.root, options.cwd, extra)
-        if (options.root !== undefined && producer.sandbox.active && confine === undefined) {
-          return Effect.fail(
-            new Shell.SpawnError({ command: rg, cwd: options.cwd, code: Confine.MOVED, message: `${options.root} is gone` }),
-          )
-        }
-        return producer.run({
-          argv: [rg, ...args],
-          cwd: options.cwd,
-          supervise: false,
-          ...(confine === undefined ? {} : { confine }),
-          onStdout: options.onData,
-          ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-        })
-      }).pipe(
-          Effect.catchTag("Shell.SpawnError", (error) =>
-            error.code === Confine.MOVED
-              ? // The directory was swapped since the caller checked it: the model may look again.
-                Effect.succeed({
-                  exitCode: 2,
-                  timedOut: undefined,
-                  stderr: { text: `rg: ${options.root} was removed or replaced while it was being searched: search it again\n` },
-                })
-              : // A missing or unusable rg is core's fault, not the model's: an operational failure.
-                Effect.die(error),
-          ),
-          Effect.map((result) => {
-            options.onEnd?.()
-            const stopped =
-              result.timedOut === undefined ? "" : `rg: the search took longer than ${result.timedOut.ms} ms and was stopped\n`
-            return { code: result.exitCode ?? 2, stderr: stopped + result.stderr.text }
-          }),
-        )
     const select = options.select === undefined ? undefined : normalise(options.select)
-    if (select === undefined) {
-      const { code, stderr } = yield* spawn(options.args)
-      return { code, problems: problemsOf(stderr) }
+    if (select !== undefined && /[\r\n]/.test(select)) return { code: 2, problems: [], selectError: "a glob cannot contain a line break" }
+    // A name pattern is selected as a file type (applied after the ignore rules, and the quicker of the two ways);
+    // a path pattern as ignore rules below .gitignore in precedence.
+    const name = select === undefined ? undefined : NAME_PATTERN.exec(select)?.[1]
+    const args =
+      select === undefined
+        ? options.args
+        : name !== undefined
+          ? [`--type-add=coreselect:${name}`, "--type=coreselect", ...options.args]
+          : [`--ignore-file=${RULES}`, ...options.args]
+    const root = options.root
+    const spawn: SearchProcess.Spawn = {
+      argv: [rg, ...args],
+      cwd: options.cwd,
+      ...(select !== undefined && name === undefined ? { stdin: selection(select) } : {}),
+      ...(root === undefined ? {} : { root, files: [realOf(rg), ...ignoreFiles(root)] }),
+      onData: options.onData,
+      timeoutMs: options.timeoutMs ?? Shell.limits().timeoutMs,
     }
-    if (/[\r\n]/.test(select)) return { code: 2, problems: [], selectError: "a glob cannot contain a line break" }
-    const name = NAME_PATTERN.exec(select)?.[1]
+    const ended = yield* Effect.acquireUseRelease(
+      // A missing or unusable rg is core's fault, not the model's: an operational failure (a defect).
+      Effect.promise(() => SearchProcess.start(spawn)),
+      (running) => Effect.promise(() => running.ended),
+      // However the search ends: on interruption, rg is gone before the fiber is.
+      (running) => Effect.promise(() => (running.stop(), running.ended.catch(() => undefined))),
+    )
+    if (ended.kind === "moved") {
+      // The directory was swapped since the caller checked it: the model may look again.
+      return { code: 2, problems: [`${root} was removed or replaced while it was being searched: search it again`] }
+    }
+    options.onEnd?.()
+    const stopped =
+      ended.timedOutMs !== undefined
+        ? [`the search took longer than ${ended.timedOutMs} ms and was stopped`]
+        : ended.signal !== null
+          ? [`rg was ended by ${ended.signal} before it finished: search again`]
+          : []
+    const all = [...stopped, ...problemsOf(ended.stderr)]
+    const code = stopped.length === 0 ? (ended.exitCode ?? 2) : 2
+    if (select === undefined) return { code, problems: all }
     if (name !== undefined) {
-      // File types apply after the ignore rules (and are the quicker of the two ways).
-      const { code, stderr } = yield* spawn([`--type-add=coreselect:${name}`, "--type=coreselect", ...options.args])
-      const all = problemsOf(stderr)
       const refused = code === 2 ? all.find((line) => line.startsWith("error parsing glob")) : undefined
       return refused === undefined ? { code, problems: all } : { code, problems: [], selectError: refused }
     }
-    // Under the real temp directory: the confined rg is granted the file only where no symlink leads to it.
-    const rules = join(realTemp(), `core-rg-select-${process.pid}-${crypto.randomUUID()}`)
-    const { code, stderr } = yield* Effect.acquireUseRelease(
-      Effect.promise(() => Bun.write(rules, selection(select))),
-      () => spawn([`--ignore-file=${rules}`, ...options.args], [rules]),
-      () => Effect.sync(() => rmSync(rules, { force: true })),
-    )
     // rg warns about a rules line it cannot parse and goes on without it; here that means the glob was invalid.
-    const all = problemsOf(stderr)
-    const prefix = `${rules}: line 3: `
+    const prefix = `${RULES}: line 3: `
     const refused = all.find((line) => line.startsWith(prefix))
-    const problems = all.filter((line) => !line.startsWith(rules))
+    const problems = all.filter((line) => !line.startsWith(RULES))
     return refused === undefined
       ? { code, problems }
       : { code, problems, selectError: refused.slice(prefix.length).replace("'!", "'") }

@@ -221,11 +221,54 @@ const covers = (prepared: Prepared, grants: Grants, version: number): boolean =>
 }
 
 /**
+ * A ruleset of `grants` and read beneath each of `held` (rules made from the descriptors themselves, so no path is
+ * looked up again): its descriptor, which the caller closes, or why it could not be made. It takes `prepared` over:
+ * a prepared ruleset that `grants` covers is completed and answered instead of a new one; one it does not cover is
+ * closed. Restricting nothing, it can be made by one thread and applied by another (`restrictSelf`).
+ */
+export const ruleset = (
+  grants: Grants,
+  version = abi(),
+  held: ReadonlyArray<Held> = [],
+  prepared?: Prepared,
+): { readonly fd: number } | { readonly failed: string } => {
+  if (version < 1) {
+    if (prepared !== undefined) discard(prepared)
+    return { failed: "Landlock is not available" }
+  }
+  const handled = handledFs(version)
+  const ready = prepared !== undefined && covers(prepared, grants, version) ? prepared : undefined
+  if (prepared !== undefined && ready === undefined) discard(prepared)
+  const ruleset = ready?.ruleset ?? create(version)
+  if (ruleset < 0) return { failed: `landlock_create_ruleset failed (errno ${-ruleset})` }
+  const fail = (failed: string) => {
+    Native.close(ruleset)
+    return { failed }
+  }
+  for (const entry of held) {
+    const failed = addHeld(ruleset, version, entry.fd, entry.directory, READ_RIGHTS, `descriptor ${entry.fd}`)
+    if (failed !== undefined) return fail(failed)
+  }
+  const rules: ReadonlyArray<readonly [ReadonlyArray<string>, bigint, ReadonlySet<string> | undefined]> = [
+    [grants.read, READ_RIGHTS, ready?.read],
+    [grants.devices, DEVICE_RIGHTS, ready?.devices],
+    [grants.write, handled & ~NEVER, undefined],
+  ]
+  for (const [paths, rights, done] of rules) {
+    for (const path of paths) {
+      if (done?.has(path)) continue
+      const failed = addPath(ruleset, version, path, rights)
+      if (failed !== undefined) return fail(failed)
+    }
+  }
+  return { fd: ruleset }
+}
+
+/**
  * Restricts the calling thread (and every process it spawns afterwards) to `grants`, and read beneath each of
- * `held` (rules made from the descriptors themselves, so no path is looked up again). Answers undefined, or why it
- * could not (then nothing was restricted, unless the last step failed, which the kernel does not do in practice).
- * With `apply` false, it builds the rules and drops them, restricting nothing. It takes `prepared` over: a
- * prepared ruleset that `grants` covers is completed and used instead of a new one; one it does not cover is closed.
+ * `held`. Answers undefined, or why it could not (then nothing was restricted, unless the last step failed, which
+ * the kernel does not do in practice). With `apply` false, it builds the rules and drops them, restricting
+ * nothing. It takes `prepared` over, as `ruleset` does.
  */
 export const restrict = (
   grants: Grants,
@@ -234,41 +277,22 @@ export const restrict = (
   held: ReadonlyArray<Held> = [],
   prepared?: Prepared,
 ): string | undefined => {
-  if (version < 1) {
-    if (prepared !== undefined) discard(prepared)
-    return "Landlock is not available"
-  }
-  const handled = handledFs(version)
-  const ready = prepared !== undefined && covers(prepared, grants, version) ? prepared : undefined
-  if (prepared !== undefined && ready === undefined) discard(prepared)
-  const ruleset = ready?.ruleset ?? create(version)
-  if (ruleset < 0) return `landlock_create_ruleset failed (errno ${-ruleset})`
+  const made = ruleset(grants, version, held, prepared)
+  if ("failed" in made) return made.failed
   try {
-    for (const entry of held) {
-      const failed = addHeld(ruleset, version, entry.fd, entry.directory, READ_RIGHTS, `descriptor ${entry.fd}`)
-      if (failed !== undefined) return failed
-    }
-    const rules: ReadonlyArray<readonly [ReadonlyArray<string>, bigint, ReadonlySet<string> | undefined]> = [
-      [grants.read, READ_RIGHTS, ready?.read],
-      [grants.devices, DEVICE_RIGHTS, ready?.devices],
-      [grants.write, handled & ~NEVER, undefined],
-    ]
-    for (const [paths, rights, done] of rules) {
-      for (const path of paths) {
-        if (done?.has(path)) continue
-        const failed = addPath(ruleset, version, path, rights)
-        if (failed !== undefined) return failed
-      }
-    }
     // Not applied: a dry run, which readies this code so that the real one is quicker.
-    if (!apply) return undefined
-    const privileged = Native.prctl(Native.PR_SET_NO_NEW_PRIVS, 1)
-    if (privileged !== 0) return `prctl(PR_SET_NO_NEW_PRIVS) failed (errno ${privileged})`
-    const restricted = Native.syscall(SYS_RESTRICT_SELF, ruleset, 0)
-    return restricted < 0 ? `landlock_restrict_self failed (errno ${-restricted})` : undefined
+    return apply ? restrictSelf(made.fd) : undefined
   } finally {
-    Native.close(ruleset)
+    Native.close(made.fd)
   }
+}
+
+/** Restricts the calling thread (and every process it spawns afterwards) to a ruleset (`ruleset`'s descriptor). */
+const restrictSelf = (ruleset: number): string | undefined => {
+  const privileged = Native.prctl(Native.PR_SET_NO_NEW_PRIVS, 1)
+  if (privileged !== 0) return `prctl(PR_SET_NO_NEW_PRIVS) failed (errno ${privileged})`
+  const restricted = Native.syscall(SYS_RESTRICT_SELF, ruleset, 0)
+  return restricted < 0 ? `landlock_restrict_self failed (errno ${-restricted})` : undefined
 }
 
 /** LANDLOCK_ACCESS_NET_CONNECT_TCP (ABI 4). */

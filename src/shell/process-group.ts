@@ -30,6 +30,20 @@ export const untrackSupervisor = (pid: number): void => {
   supervisors.delete(pid)
 }
 
+/**
+ * Processes this process started in its own group (rg, which starts nothing itself, so needs no group of its own),
+ * until they have ended: a forced exit kills each of them too.
+ */
+const singles = new Set<number>()
+
+export const trackProcess = (pid: number): void => {
+  singles.add(pid)
+}
+
+export const untrackProcess = (pid: number): void => {
+  singles.delete(pid)
+}
+
 /** Remembers a group this process started, until `terminate` has ended it. */
 export const track = (pgid: number): void => {
   live.add(pgid)
@@ -56,6 +70,14 @@ export const killAllNow = (): void => {
     }
   }
   live.clear()
+  for (const pid of singles) {
+    try {
+      process.kill(pid, "SIGKILL")
+    } catch {
+      // already gone
+    }
+  }
+  singles.clear()
 }
 
 /** Sends `name` to every member of the group; false when the group has no member left at all. */

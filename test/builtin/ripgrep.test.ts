@@ -3,7 +3,7 @@
 // carries: extracted into the sandbox's data directory on first use and reused after.
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { open } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect, Fiber } from "effect"
@@ -186,20 +186,6 @@ const searching = (path: string): number => {
   throw new Error(`no rg on ${path}`)
 }
 
-/** This process's supervisors that run nothing yet (spares), from /proc. */
-const idleSupervisors = (): Array<number> => {
-  const all = readdirSync("/proc").filter((entry) => /^\d+$/.test(entry)).map(Number)
-  const parents = new Set(all.map((pid) => ProcessGroup.stat(pid)?.ppid))
-  return all.filter((pid) => {
-    try {
-      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8")
-      return argv.includes("__supervise") && ProcessGroup.stat(pid)?.ppid === process.pid && !parents.has(pid)
-    } catch {
-      return false
-    }
-  })
-}
-
 const landlock = Landlock.abi() > 0
 if (!landlock) console.warn("ripgrep.test: this kernel has no Landlock; the confined searches are skipped")
 
@@ -250,7 +236,7 @@ describe.skipIf(!landlock)("Ripgrep.run confined to its root", () => {
     expect(outcome).toEqual({ code: 2, problems: [`${gone} was removed or replaced while it was being searched: search it again`] })
   })
 
-  test("a confined search over its time limit is stopped, though its supervisor may not read /proc", async () => {
+  test("a confined search over its time limit is stopped", async () => {
     const root = realpathSync(tempDir())
     expect(Bun.spawnSync(["mkfifo", join(root, "pipe")]).exitCode).toBe(0)
     const writer = open(join(root, "pipe"), "w")
@@ -261,42 +247,112 @@ describe.skipIf(!landlock)("Ripgrep.run confined to its root", () => {
     expect(outcome).toEqual({ code: 2, problems: ["the search took longer than 300 ms and was stopped"] })
   })
 
-  test("a cancelled confined search ends: rg and its supervisor are gone, checked in /proc", async () => {
+  test("a cancelled confined search ends: rg is gone, checked in /proc", async () => {
     const root = realpathSync(tempDir())
     const fifo = join(root, "pipe")
     expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0)
-    const [rg, supervisor] = await Effect.runPromise(
+    const rg = await Effect.runPromise(
       Effect.gen(function* () {
         const fiber = yield* Effect.forkChild(
           Ripgrep.run({ args: ["--no-config", "-e", "needle", "--", `./pipe`], cwd: root, root, onData: () => {} }),
         )
         const writer = yield* Effect.promise(() => open(fifo, "w"))
         const rg = searching("./pipe")
-        const supervisor = ProcessGroup.stat(rg)!.ppid
-        expect(ProcessGroup.stat(supervisor)?.ppid).toBe(process.pid)
+        // Spawned by a thread of core itself: no process stands between them.
+        expect(ProcessGroup.stat(rg)?.ppid).toBe(process.pid)
         yield* Fiber.interrupt(fiber)
         yield* Effect.promise(() => writer.close())
-        return [rg, supervisor]
+        return rg
       }),
     )
     expect(alive(rg)).toBe(false)
-    expect(alive(supervisor)).toBe(false)
   })
 
-  test("a confined search whose spare supervisor was killed from outside starts again under a new one", async () => {
+  test("rg killed from outside mid-search is reported, and the next search in that directory runs", async () => {
+    const root = realpathSync(tempDir())
+    const fifo = join(root, "pipe")
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0)
+    writeFileSync(join(root, "a.txt"), "needle\n")
+    const outcome = await Effect.runPromise(
+      Effect.gen(function* () {
+        const fiber = yield* Effect.forkChild(
+          Ripgrep.run({ args: ["--no-config", "-e", "needle", "--", "./pipe"], cwd: root, root, onData: () => {} }),
+        )
+        const writer = yield* Effect.promise(() => open(fifo, "w"))
+        process.kill(searching("./pipe"), "SIGKILL")
+        const outcome = yield* Fiber.join(fiber)
+        yield* Effect.promise(() => writer.close())
+        return outcome
+      }),
+    )
+    expect(outcome).toEqual({ code: 2, problems: ["rg was ended by SIGKILL before it finished: search again"] })
+    expect((await files(root, { root })).seen).toEqual(["./a.txt"])
+  })
+
+  test("a directory replaced at the same path gets a new confinement: the old one's files stay out of reach", async () => {
+    const base = realpathSync(tempDir())
+    const root = join(base, "project")
+    mkdirSync(root)
+    writeFileSync(join(root, "old.txt"), "x")
+    expect((await files(root, { root })).seen).toEqual(["./old.txt"])
+    // Swapped behind the kept confinement's back: the old directory moved aside, a new one in its place that
+    // links to it.
+    renameSync(root, join(base, "aside"))
+    mkdirSync(root)
+    writeFileSync(join(root, "new.txt"), "x")
+    symlinkSync(join(base, "aside"), join(root, "link"))
+    const { outcome, seen } = await files(root, { root, follow: true })
+    expect(seen).toEqual(["./new.txt"])
+    expect(Ripgrep.onlyPathProblems(outcome.problems)).toBe(true)
+    expect(outcome.problems.join("\n")).toContain("link")
+  })
+
+  test("a subdirectory searched after its parent is confined to itself, not to the parent's kept confinement", async () => {
+    const root = realpathSync(tempDir())
+    mkdirSync(join(root, "sub"))
+    mkdirSync(join(root, "other"))
+    writeFileSync(join(root, "other", "secret.txt"), "x")
+    writeFileSync(join(root, "sub", "mine.txt"), "x")
+    symlinkSync(join(root, "other"), join(root, "sub", "link"))
+    // The parent's search may follow the link: it stays beneath the parent.
+    expect((await files(root, { root, follow: true })).seen).toEqual(["./other/secret.txt", "./sub/link/secret.txt", "./sub/mine.txt"])
+    const sub = join(root, "sub")
+    const { outcome, seen } = await files(sub, { root: sub, follow: true })
+    expect(seen).toEqual(["./mine.txt"])
+    expect(outcome.problems.join("\n")).toContain("link")
+  })
+
+  test("an ignore file that appears above the root after a search applies to the next one", async () => {
+    const base = realpathSync(tempDir())
+    const root = join(base, "sub")
+    mkdirSync(root)
+    writeFileSync(join(root, "kept.txt"), "x")
+    writeFileSync(join(root, "left.log"), "x")
+    expect((await files(root, { root })).seen).toEqual(["./kept.txt", "./left.log"])
+    writeFileSync(join(base, ".ignore"), "*.log\n")
+    expect((await files(root, { root })).seen).toEqual(["./kept.txt"])
+    // Replaced (a new file at the same path, as an editor saves): read again too.
+    rmSync(join(base, ".ignore"))
+    writeFileSync(join(base, ".ignore"), "kept.txt\n")
+    expect((await files(root, { root })).seen).toEqual(["./left.log"])
+  })
+
+  test("confining searches never confines core: it still reads, spawns and writes outside every root", async () => {
     const root = realpathSync(tempDir())
     writeFileSync(join(root, "a.txt"), "x")
-    // Two searches, so that a spare is kept for the next one.
-    for (let index = 0; index < 2; index++) expect((await files(root, { root })).seen).toEqual(["./a.txt"])
-    // The spare starts off the second search's path: wait until it is up, idle.
-    for (let tries = 0; tries < 250 && idleSupervisors().length === 0; tries++) await Bun.sleep(20)
-    const spares = idleSupervisors()
-    expect(spares.length).toBeGreaterThan(0)
-    // In the same turn as the next search: core has not seen them go when it hands the search to one.
-    for (const pid of spares) process.kill(pid, "SIGKILL")
-    const { outcome, seen } = await files(root, { root })
-    expect(outcome).toEqual({ code: 0, problems: [] })
-    expect(seen).toEqual(["./a.txt"])
+    const outside = join(realpathSync(tempDir()), "outside.txt")
+    writeFileSync(outside, "outside")
+    // Several searches at once, each from its directory's thread.
+    const roots = Array.from({ length: 3 }, () => realpathSync(tempDir()))
+    for (const other of roots) writeFileSync(join(other, "b.txt"), "x")
+    await Promise.all([root, ...roots].map((path) => files(path, { root: path })))
+    expect(readFileSync(outside, "utf8")).toBe("outside")
+    // Through Bun's thread pool too, many at once, so that it starts more threads than it had.
+    const reads = await Promise.all(Array.from({ length: 32 }, () => Bun.file(outside).text()))
+    expect(new Set(reads)).toEqual(new Set(["outside"]))
+    await Bun.write(`${outside}.copy`, "written")
+    expect(readFileSync(`${outside}.copy`, "utf8")).toBe("written")
+    expect(Bun.spawnSync(["cat", outside]).stdout.toString()).toBe("outside")
   })
 
   test("a root reached through a symlink is refused as replaced", async () => {
