@@ -27,7 +27,6 @@ import { Hooks } from "../settlement/hooks"
 import { Settler } from "../settlement/settler"
 import { Api } from "./api"
 import { ApiDocument } from "./api-document"
-import { Store } from "../store/store"
 import { Sse } from "./sse"
 import { Range } from "./range"
 import { Respond } from "./respond"
@@ -98,17 +97,16 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
 
   const settleEvents = (route: Route, turn: Served.Turn, call: Settler.Call) =>
     Effect.gen(function* () {
-      // A recorded call is answered at once, saying so in the headers (sent before any event).
-      const known = yield* sidecar.store.lookup({ ...call, location: route.served.directory }).pipe(Effect.orDie)
-      // Recorded for another agent or tool, it goes through the settler, which answers a conflict.
-      if (known?.state === "settled" && Store.otherThan(known, call) === undefined) {
-        const event = eventOf(turn)({ event: "settlement", data: known.settlement })
+      // What the settler will answer from the call's record, asked before anything is sent: the headers say
+      // whether it is a replay. A settled call is answered at once; one begun by a core that stopped (or failed)
+      // mid-call replays as interrupted through the settler, running nothing. One recorded for another agent or
+      // tool goes through the settler, which answers a conflict (not a replay).
+      const recorded = yield* turn.generation.settler.peek(call).pipe(Effect.orDie)
+      if (recorded._tag === "Settled") {
+        const event = eventOf(turn)({ event: "settlement", data: recorded.settlement })
         return Respond.events(Stream.succeed(Sse.encode(event)), REPLAYED)
       }
-      // A call begun by a core that stopped (or failed) mid-call replays as interrupted; it runs nothing. One
-      // recorded for another agent or tool is a conflict, not a replay.
-      const replay =
-        known !== undefined && !(known.state === "started" && known.running) && Store.otherThan(known, call) === undefined
+      const replay = recorded._tag === "Interrupted"
       // Subscribed before the call starts, so none of its asks is missed.
       const asks = yield* PubSub.subscribe(route.served.events)
       const { entry, subscription } = yield* sidecar.calls.start(route.served, turn, call, { listen: true })
