@@ -123,6 +123,9 @@ const operational = (message: string) => (cause: unknown) => new OperationalErro
 const hookFailed = (error: Hooks.HookError) => new OperationalError({ message: error.message, cause: error })
 const refused = (call: Call, kind: Settlement.ErrorKind, message: string) =>
   new Refused(Settlement.error(call.name, call.toolCallID, kind, message))
+/** A step that lets the call go on, answered without allocating. */
+const NOT_RECORDED = Effect.succeed(undefined)
+const NOT_REFUSED = Effect.succeed(undefined)
 
 // Persist: the call's record (DESIGN §2 law 12). A call that never began is recorded only if still absent; a call
 // this process began, over its own intent.
@@ -195,25 +198,29 @@ const recordCancelledBeforeStart = (services: Services, call: Received) =>
  * recorded for another agent or tool is a conflict; one another settler runs is waited for. `undefined`: none is
  * recorded, the call goes on.
  */
-const replayed = Effect.fnUntraced(function* (services: Services, call: Received) {
-  let verdict = Replay.of(yield* lookup(services, call), call)
-  // Another settler is running this very call: wait for its settlement rather than run it twice.
-  while (verdict._tag === "Running") {
-    yield* Effect.sleep(OWNER_POLL_MS)
-    verdict = Replay.of(yield* lookup(services, call), call)
-  }
+const replayed = (services: Services, call: Received): Effect.Effect<Settled | typeof CONFLICT | undefined, OperationalError> =>
+  Effect.flatMap(lookup(services, call), (known) => replayOf(services, call, Replay.of(known, call)))
+
+const replayOf = (
+  services: Services,
+  call: Received,
+  verdict: Replay.Verdict,
+): Effect.Effect<Settled | typeof CONFLICT | undefined, OperationalError> => {
   switch (verdict._tag) {
     case "Absent":
-      return undefined
+      return NOT_RECORDED
     case "Conflict":
       // Not recorded: the record is the other's.
-      return { settlement: verdict.settlement, replayed: false } satisfies Settled
+      return Effect.succeed({ settlement: verdict.settlement, replayed: false })
     case "Settled":
-      return { settlement: verdict.settlement, replayed: true } satisfies Settled
+      return Effect.succeed({ settlement: verdict.settlement, replayed: true })
     case "Interrupted":
-      return yield* recordNew(services, call, verdict.settlement, verdict.expected, true)
+      return recordNew(services, call, verdict.settlement, verdict.expected, true)
+    case "Running":
+      // Another settler is running this very call: wait for its settlement rather than run it twice.
+      return Effect.sleep(OWNER_POLL_MS).pipe(Effect.andThen(replayed(services, call)))
   }
-})
+}
 
 /** Resolve: the tool the turn's catalog captured for the call's name, or why there is none. */
 const resolve = (catalog: Registry.Catalog, call: Call): Internal.Record | Refused => {
@@ -240,56 +247,64 @@ const resolve = (catalog: Registry.Catalog, call: Call): Internal.Record | Refus
 }
 
 /** Decode: the input by the tool's input schema (the codec boundary, DESIGN §2 law 2), or why it does not fit. */
-const decode = Effect.fnUntraced(function* (call: Received, tool: Internal.Record) {
+const decode = (call: Received, tool: Internal.Record): Effect.Effect<unknown, OperationalError> =>
   // Spans say what happened, never with what: messages here quote the input, which may hold secrets.
-  const decoded = yield* Spans.step(
+  Spans.step(
     call.trace,
     "Settler.decode",
-    Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, Internal.INPUT_OPTIONS)),
-    { after: (exit) => ({ "core.input.valid": Exit.isSuccess(exit) }) },
+    Schema.decodeUnknownEffect(tool.inputJson)(call.input, Internal.INPUT_OPTIONS).pipe(
+      Effect.catch((issue) =>
+        Effect.succeed(
+          refused(
+            call,
+            "invalid_input",
+            `Invalid input for ${call.name}; nothing ran:\n` +
+              `${Hints.describeIssues(issue, Hints.misspelledKeys(call.input, tool.inputSchema))}\nFix the input to match ` +
+              `the tool's input schema and call it again.`,
+          ),
+        ),
+      ),
+    ),
+    { after: (decoded) => ({ "core.input.valid": !(decoded instanceof Refused) }) },
   )
-  if (Exit.isSuccess(decoded)) return decoded.value
-  const error = Cause.findError(decoded.cause)
-  if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
-  return refused(
-    call,
-    "invalid_input",
-    `Invalid input for ${call.name}; nothing ran:\n` +
-      `${Hints.describeIssues(error.success, Hints.misspelledKeys(call.input, tool.inputSchema))}\nFix the input to match ` +
-      `the tool's input schema and call it again.`,
-  )
-})
 
 /**
  * Permission: authorization happens at settlement whatever the catalog showed (DESIGN §2 law 9): the tool's action,
  * as a whole, for the calling agent, unless the tool checks each path or command itself. An ask waits here for a
  * reply; nothing has run yet. `undefined`: allowed.
  */
-const authorize = Effect.fnUntraced(function* (permission: Permission.Interface, call: Received, tool: Internal.Record) {
-  const authorized = yield* Spans.step(
-    call.trace,
-    "Settler.permission",
-    Effect.exit(
-      tool.checksPermissions
-        ? Effect.void
-        : permission.authorize(
-            {
-              sessionID: call.sessionID,
-              agent: call.agent,
-              source: { messageID: call.assistantMessageID, callID: call.toolCallID },
-              metadata: { tool: call.name },
-            },
-            [{ action: Rule.actionOf(call.name), resources: ["*"], save: ["*"] }],
-          ),
+const authorize = (
+  permission: Permission.Interface,
+  call: Received,
+  tool: Internal.Record,
+): Effect.Effect<Refused | undefined, OperationalError> =>
+  Effect.flatMap(
+    Spans.step(
+      call.trace,
+      "Settler.permission",
+      Effect.exit(
+        tool.checksPermissions
+          ? Effect.void
+          : permission.authorize(
+              {
+                sessionID: call.sessionID,
+                agent: call.agent,
+                source: { messageID: call.assistantMessageID, callID: call.toolCallID },
+                metadata: { tool: call.name },
+              },
+              [{ action: Rule.actionOf(call.name), resources: ["*"], save: ["*"] }],
+            ),
+      ),
+      { after: (exit) => ({ "core.permission.decision": Spans.decisionOf(tool.checksPermissions, exit) }) },
     ),
-    { after: (exit) => ({ "core.permission.decision": Spans.decisionOf(tool.checksPermissions, exit) }) },
+    (authorized) => {
+      if (Exit.isSuccess(authorized)) return NOT_REFUSED
+      const error = Cause.findError(authorized.cause)
+      if (error._tag === "Failure") return Effect.failCause(error.failure)
+      const refusal = refusalOf(call, error.success)
+      return refusal === undefined ? Effect.die(error.success) : Effect.succeed(refusal)
+    },
   )
-  if (Exit.isSuccess(authorized)) return undefined
-  const error = Cause.findError(authorized.cause)
-  if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
-  const refusal = refusalOf(call, error.success)
-  return refusal === undefined ? yield* Effect.die(error.success) : refusal
-})
 
 /** A permission refusal, met at admission or from the tool's own check, as the settlement it records. */
 const refusalOf = (call: Call, refusal: unknown): Refused | undefined => {
@@ -322,8 +337,11 @@ const admit: (
   catalog,
   call,
 ) {
-  const recorded = yield* replayed(services, call)
-  if (recorded !== undefined) return recorded
+  const verdict = Replay.of(yield* lookup(services, call), call)
+  if (verdict._tag !== "Absent") {
+    const recorded = yield* replayOf(services, call, verdict)
+    if (recorded !== undefined) return recorded
+  }
   const tool = resolve(catalog, call)
   if (tool instanceof Refused) return yield* recordNew(services, call, tool.settlement)
   const decoded = yield* decode(call, tool)
@@ -341,12 +359,12 @@ const admit: (
  * Execute: the captured tool, interruptible by `restore` alone. Its refusals, failures and a cancellation are the
  * settlement to record; anything else is operational.
  */
-const execute = Effect.fnUntraced(function* (
+const execute = (
   call: Received,
   admitted: Admitted,
   options: Options | undefined,
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
-) {
+): Effect.Effect<unknown, OperationalError> => {
   const { tool } = admitted
   const context: Tool.Context = {
     sessionID: call.sessionID,
@@ -357,7 +375,7 @@ const execute = Effect.fnUntraced(function* (
   }
   // What the call did while being cancelled, should it be (Stopping: never part of the tool's context).
   const stopping: Array<string> = []
-  const executed = yield* Spans.step(
+  const executed = Spans.step(
     call.trace,
     "Settler.execute",
     Effect.exit(
@@ -372,22 +390,26 @@ const execute = Effect.fnUntraced(function* (
     ),
     { after: (exit) => ({ "core.execute.outcome": Spans.outcomeOf(exit) }) },
   )
-  if (Exit.isSuccess(executed)) return executed.value
-  if (Cause.hasInterruptsOnly(executed.cause)) {
-    return new Refused(Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled", stopping))
-  }
-  const error = Cause.findError(executed.cause)
-  if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
-  if (error.success instanceof Tool.Failure) return refused(call, "failure", error.success.message)
-  // The tool's own permission check refused (DESIGN §2 law 9): settled like a refusal at admission.
-  const refusal = refusalOf(call, error.success)
-  if (refusal !== undefined) return refusal
-  if (error.success instanceof OperationalError) return yield* error.success
-  return yield* new OperationalError({
-    message: `${call.name} failed with an unexpected error (only Tool.Failure is model-visible)`,
-    cause: error.success,
+  return Effect.flatMap(executed, (exit): Effect.Effect<unknown, OperationalError> => {
+    if (Exit.isSuccess(exit)) return Effect.succeed(exit.value)
+    if (Cause.hasInterruptsOnly(exit.cause)) {
+      return Effect.succeed(new Refused(Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled", stopping)))
+    }
+    const error = Cause.findError(exit.cause)
+    if (error._tag === "Failure") return Effect.failCause(error.failure)
+    if (error.success instanceof Tool.Failure) return Effect.succeed(refused(call, "failure", error.success.message))
+    // The tool's own permission check refused (DESIGN §2 law 9): settled like a refusal at admission.
+    const refusal = refusalOf(call, error.success)
+    if (refusal !== undefined) return Effect.succeed(refusal)
+    if (error.success instanceof OperationalError) return Effect.fail(error.success)
+    return Effect.fail(
+      new OperationalError({
+        message: `${call.name} failed with an unexpected error (only Tool.Failure is model-visible)`,
+        cause: error.success,
+      }),
+    )
   })
-})
+}
 
 /** A tool's output as encoded and projected: what the hooks after it and bounding start from. */
 interface Encoded {
@@ -401,34 +423,34 @@ interface Encoded {
  * Encode and project: the output by the tool's output schema (the codec boundary), then as content. toModelOutput
  * gets the decoded input and the output encoded by the tool's own schema, as its type says.
  */
-const encode = Effect.fnUntraced(function* (call: Received, admitted: Admitted, output: unknown) {
+const encode = (call: Received, admitted: Admitted, output: unknown): Effect.Effect<Encoded | Refused, OperationalError> => {
   const { tool } = admitted
-  const encodings = yield* Effect.exit(
-    Effect.all([
-      Schema.encodeEffect(tool.outputJson)(output, OUTPUT_OPTIONS),
-      tool.toModelOutput === undefined ? Effect.succeed(undefined) : Schema.encodeEffect(tool.output)(output, OUTPUT_OPTIONS),
-    ]),
+  return Effect.all([
+    Schema.encodeEffect(tool.outputJson)(output, OUTPUT_OPTIONS),
+    tool.toModelOutput === undefined ? Effect.succeed(undefined) : Schema.encodeEffect(tool.output)(output, OUTPUT_OPTIONS),
+  ]).pipe(
+    Effect.map(([structured, encoded]): Encoded | Refused => {
+      const projected = Projection.project(tool, admitted.input, structured, encoded)
+      if (Exit.isSuccess(projected)) return { structured, projected: projected.value }
+      const problem = Exit.findErrorOption(projected)
+      return refused(
+        call,
+        "invalid_output",
+        `${call.name}'s toModelOutput returned ${problem._tag === "Some" ? problem.value : "something that is not content"}; this is a defect in the tool.`,
+      )
+    }),
+    Effect.catch((issue) =>
+      Effect.succeed(
+        refused(
+          call,
+          "invalid_output",
+          `${call.name} produced output that does not match its output schema, so it was not returned:\n` +
+            `${Hints.describeIssues(issue)}\nThis is a defect in the tool, not in the input.`,
+        ),
+      ),
+    ),
   )
-  if (Exit.isFailure(encodings)) {
-    const error = Cause.findError(encodings.cause)
-    if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
-    return refused(
-      call,
-      "invalid_output",
-      `${call.name} produced output that does not match its output schema, so it was not returned:\n` +
-        `${Hints.describeIssues(error.success)}\nThis is a defect in the tool, not in the input.`,
-    )
-  }
-  const [structured, encoded] = encodings.value
-  const projected = Projection.project(tool, admitted.input, structured, encoded)
-  if (Exit.isSuccess(projected)) return { structured, projected: projected.value } satisfies Encoded
-  const problem = Exit.findErrorOption(projected)
-  return refused(
-    call,
-    "invalid_output",
-    `${call.name}'s toModelOutput returned ${problem._tag === "Some" ? problem.value : "something that is not content"}; this is a defect in the tool.`,
-  )
-})
+}
 
 /** The after hooks: the content the model reads (a hook may replace it); a hook's failure is operational. */
 const after = (hooks: Hooks.Chain | undefined, call: Call, input: unknown, encoded: Encoded) => {
@@ -442,51 +464,59 @@ const after = (hooks: Hooks.Chain | undefined, call: Call, input: unknown, encod
  * Bound: images fitted to the image limits (one that cannot be shown fails the call), then the output bounded
  * (DESIGN §2 law 10), kept in managed outputs where it does not fit: the success settlement.
  */
-const bound = Effect.fnUntraced(function* (
+const bound = (
   services: Services,
   call: Received,
   admitted: Admitted,
   encoded: Encoded,
   content: ReadonlyArray<Tool.Content>,
   options: Options | undefined,
-) {
+): Effect.Effect<Settlement.Info | Refused, OperationalError> => {
   // Content a hook replaced is all the model may read: the structured output it did not see through would
   // reach the model by another road (MCP structuredContent, a host showing `structured`), so it goes.
   const replaced = content !== encoded.projected.content
   // Images from any source are within the image limits before bounding.
-  const shown = yield* Effect.exit(services.output.images(content, options?.images))
-  if (Exit.isFailure(shown)) {
-    const error = Cause.findError(shown.cause)
-    if (error._tag === "Failure") return yield* Effect.failCause(error.failure)
-    return refused(call, "failure", error.success.message)
-  }
-  const bounded = yield* Spans.step(
-    call.trace,
-    "Settler.bound",
-    services.output.bound({
-      content: shown.value,
-      structured: replaced ? undefined : encoded.projected.structured,
-      lossy: Internal.lostCapture(admitted.tool, encoded.structured),
-      location: services.location,
-      session: call.sessionID,
-    }),
-    {
-      after: (bounded) => ({
-        "core.output.bytes": Spans.contentBytes(bounded.content),
-        "core.output.bounded": bounded.outputs.length > 0,
-        "core.output.managed_bytes": bounded.outputs.reduce((sum, kept) => sum + kept.bytes, 0),
-      }),
+  return Effect.flatMap(
+    Effect.exit(services.output.images(content, options?.images)),
+    (shown): Effect.Effect<Settlement.Info | Refused, OperationalError> => {
+      if (Exit.isFailure(shown)) {
+        const error = Cause.findError(shown.cause)
+        if (error._tag === "Failure") return Effect.failCause(error.failure)
+        return Effect.succeed(refused(call, "failure", error.success.message))
+      }
+      return Spans.step(
+        call.trace,
+        "Settler.bound",
+        services.output.bound({
+          content: shown.value,
+          structured: replaced ? undefined : encoded.projected.structured,
+          lossy: Internal.lostCapture(admitted.tool, encoded.structured),
+          location: services.location,
+          session: call.sessionID,
+        }),
+        {
+          after: (bounded) => ({
+            "core.output.bytes": Spans.contentBytes(bounded.content),
+            "core.output.bounded": bounded.outputs.length > 0,
+            "core.output.managed_bytes": bounded.outputs.reduce((sum, kept) => sum + kept.bytes, 0),
+          }),
+        },
+      ).pipe(
+        Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })),
+        Effect.map(
+          (bounded): Settlement.Info => ({
+            tool: call.name,
+            callID: call.toolCallID,
+            status: "success",
+            content: bounded.content,
+            structured: bounded.structured as Schema.Json,
+            outputs: bounded.outputs,
+          }),
+        ),
+      )
     },
-  ).pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
-  return {
-    tool: call.name,
-    callID: call.toolCallID,
-    status: "success",
-    content: bounded.content,
-    structured: bounded.structured as Schema.Json,
-    outputs: bounded.outputs,
-  } satisfies Settlement.Info
-})
+  )
+}
 
 /**
  * Runs an admitted call whose intent this process recorded: execute → encode → project → bound → persist.
