@@ -99,9 +99,25 @@ interface Admitted {
   readonly input: unknown
 }
 
-/** A step's verdict that the call goes no further: the settlement to record for it. */
-class Refused {
-  constructor(readonly settlement: Settlement.Info) {}
+/**
+ * Why a step stops the call: a settlement to record for it (Refused), or a failure that is no settlement (Halted).
+ * Steps hand back their exit, read by a pure function into a value or a Stop: settles are hot, and a step of the
+ * fiber per step (a flatMap, a nested generator) costs more than the reading.
+ */
+abstract class Stop {}
+
+/** The settlement to record for a call that goes no further. */
+class Refused extends Stop {
+  constructor(readonly settlement: Settlement.Info) {
+    super()
+  }
+}
+
+/** A failure that is not the tool's result (a defect, an operational failure, an interruption), failed as it came. */
+class Halted extends Stop {
+  constructor(readonly cause: Cause.Cause<OperationalError>) {
+    super()
+  }
 }
 
 /** The Location's services every step reads, bound once when the settler is built. */
@@ -123,9 +139,8 @@ const operational = (message: string) => (cause: unknown) => new OperationalErro
 const hookFailed = (error: Hooks.HookError) => new OperationalError({ message: error.message, cause: error })
 const refused = (call: Call, kind: Settlement.ErrorKind, message: string) =>
   new Refused(Settlement.error(call.name, call.toolCallID, kind, message))
-/** A step that lets the call go on, answered without allocating. */
+/** Nothing recorded: the call goes on. */
 const NOT_RECORDED = Effect.succeed(undefined)
-const NOT_REFUSED = Effect.succeed(undefined)
 
 // Persist: the call's record (DESIGN §2 law 12). A call that never began is recorded only if still absent; a call
 // this process began, over its own intent.
@@ -246,65 +261,62 @@ const resolve = (catalog: Registry.Catalog, call: Call): Internal.Record | Refus
   return Internal.get(resolution.tool)!
 }
 
-/** Decode: the input by the tool's input schema (the codec boundary, DESIGN §2 law 2), or why it does not fit. */
-const decode = (call: Received, tool: Internal.Record): Effect.Effect<unknown, OperationalError> =>
+/** Decode: the input by the tool's input schema (the codec boundary, DESIGN §2 law 2). */
+const decode = (call: Received, tool: Internal.Record) =>
   // Spans say what happened, never with what: messages here quote the input, which may hold secrets.
   Spans.step(
     call.trace,
     "Settler.decode",
-    Schema.decodeUnknownEffect(tool.inputJson)(call.input, Internal.INPUT_OPTIONS).pipe(
-      Effect.catch((issue) =>
-        Effect.succeed(
-          refused(
-            call,
-            "invalid_input",
-            `Invalid input for ${call.name}; nothing ran:\n` +
-              `${Hints.describeIssues(issue, Hints.misspelledKeys(call.input, tool.inputSchema))}\nFix the input to match ` +
-              `the tool's input schema and call it again.`,
-          ),
-        ),
-      ),
-    ),
-    { after: (decoded) => ({ "core.input.valid": !(decoded instanceof Refused) }) },
+    Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, Internal.INPUT_OPTIONS)),
+    { after: (exit) => ({ "core.input.valid": Exit.isSuccess(exit) }) },
   )
+
+/** The decoded input, or why it does not fit. */
+const inputOf = (call: Call, tool: Internal.Record, exit: Exit.Exit<unknown, Schema.SchemaError>): unknown => {
+  if (Exit.isSuccess(exit)) return exit.value
+  const error = Cause.findError(exit.cause)
+  if (error._tag === "Failure") return new Halted(error.failure)
+  return refused(
+    call,
+    "invalid_input",
+    `Invalid input for ${call.name}; nothing ran:\n` +
+      `${Hints.describeIssues(error.success, Hints.misspelledKeys(call.input, tool.inputSchema))}\nFix the input to match ` +
+      `the tool's input schema and call it again.`,
+  )
+}
 
 /**
  * Permission: authorization happens at settlement whatever the catalog showed (DESIGN §2 law 9): the tool's action,
  * as a whole, for the calling agent, unless the tool checks each path or command itself. An ask waits here for a
- * reply; nothing has run yet. `undefined`: allowed.
+ * reply; nothing has run yet.
  */
-const authorize = (
-  permission: Permission.Interface,
-  call: Received,
-  tool: Internal.Record,
-): Effect.Effect<Refused | undefined, OperationalError> =>
-  Effect.flatMap(
-    Spans.step(
-      call.trace,
-      "Settler.permission",
-      Effect.exit(
-        tool.checksPermissions
-          ? Effect.void
-          : permission.authorize(
-              {
-                sessionID: call.sessionID,
-                agent: call.agent,
-                source: { messageID: call.assistantMessageID, callID: call.toolCallID },
-                metadata: { tool: call.name },
-              },
-              [{ action: Rule.actionOf(call.name), resources: ["*"], save: ["*"] }],
-            ),
-      ),
-      { after: (exit) => ({ "core.permission.decision": Spans.decisionOf(tool.checksPermissions, exit) }) },
+const authorize = (permission: Permission.Interface, call: Received, tool: Internal.Record) =>
+  Spans.step(
+    call.trace,
+    "Settler.permission",
+    Effect.exit(
+      tool.checksPermissions
+        ? Effect.void
+        : permission.authorize(
+            {
+              sessionID: call.sessionID,
+              agent: call.agent,
+              source: { messageID: call.assistantMessageID, callID: call.toolCallID },
+              metadata: { tool: call.name },
+            },
+            [{ action: Rule.actionOf(call.name), resources: ["*"], save: ["*"] }],
+          ),
     ),
-    (authorized) => {
-      if (Exit.isSuccess(authorized)) return NOT_REFUSED
-      const error = Cause.findError(authorized.cause)
-      if (error._tag === "Failure") return Effect.failCause(error.failure)
-      const refusal = refusalOf(call, error.success)
-      return refusal === undefined ? Effect.die(error.success) : Effect.succeed(refusal)
-    },
+    { after: (exit) => ({ "core.permission.decision": Spans.decisionOf(tool.checksPermissions, exit) }) },
   )
+
+/** Why authorization stops the call; `undefined`: allowed. */
+const deniedBy = (call: Call, exit: Exit.Exit<void, unknown>): Stop | undefined => {
+  if (Exit.isSuccess(exit)) return undefined
+  const error = Cause.findError(exit.cause)
+  if (error._tag === "Failure") return new Halted(error.failure)
+  return refusalOf(call, error.success) ?? new Halted(Cause.die(error.success))
+}
 
 /** A permission refusal, met at admission or from the tool's own check, as the settlement it records. */
 const refusalOf = (call: Call, refusal: unknown): Refused | undefined => {
@@ -314,13 +326,15 @@ const refusalOf = (call: Call, refusal: unknown): Refused | undefined => {
   return undefined
 }
 
-/** The before hooks: the input they leave (checked again by the tool's schema), or a plugin's denial. */
+/**
+ * The before hooks: the input they leave (checked again by the tool's schema), or a plugin's denial; answered at
+ * once (a done Effect) when no hook runs.
+ */
 const before = (hooks: Hooks.Chain | undefined, call: Call, tool: Internal.Record, input: unknown) => {
   if (hooks === undefined || !hooks.has(call.name, "tool.execute.before")) return Effect.succeed(input)
   const ran = Hooks.before(hooks, call.name, tool, input)
   const verdict = (outcome: Hooks.BeforeOutcome) =>
     outcome._tag === "Denied" ? refused(call, "denied", outcome.message) : outcome.input
-  // Hooks that answered at once (no-ops, most of them) cost no step of the fiber: settles are hot.
   return Hooks.isDone(ran) ? Effect.succeed(verdict(ran.value)) : ran.pipe(Effect.mapError(hookFailed), Effect.map(verdict))
 }
 
@@ -343,29 +357,39 @@ const admit: (
     if (recorded !== undefined) return recorded
   }
   const tool = resolve(catalog, call)
-  if (tool instanceof Refused) return yield* recordNew(services, call, tool.settlement)
-  const decoded = yield* decode(call, tool)
-  if (decoded instanceof Refused) return yield* recordNew(services, call, decoded.settlement)
-  const denied = yield* authorize(services.permission, call, tool)
-  if (denied !== undefined) return yield* recordNew(services, call, denied.settlement)
-  const input = yield* before(services.hooks, call, tool, decoded)
-  if (input instanceof Refused) return yield* recordNew(services, call, input.settlement)
+  if (tool instanceof Stop) return yield* stopNew(services, call, tool)
+  const decoded = inputOf(call, tool, yield* decode(call, tool))
+  if (decoded instanceof Stop) return yield* stopNew(services, call, decoded)
+  const denied = deniedBy(call, yield* authorize(services.permission, call, tool))
+  if (denied !== undefined) return yield* stopNew(services, call, denied)
+  // Hooks that answered at once (no-ops, most of them, or none) cost no step of the fiber.
+  const hooked = before(services.hooks, call, tool, decoded)
+  const input = Hooks.isDone(hooked) ? hooked.value : yield* hooked
+  if (input instanceof Stop) return yield* stopNew(services, call, input)
   return { _tag: "Admitted", tool, input } satisfies Admitted
 })
+
+/** Ends a call stopped before it began: its refusal recorded as new (if still absent), or its failure failed. */
+const stopNew = (services: Services, call: Received, stop: Stop) =>
+  stop instanceof Refused ? recordNew(services, call, stop.settlement) : Effect.failCause((stop as Halted).cause)
+
+/** Ends a call this process began: its refusal recorded over its intent, or its failure failed. */
+const stopOwned = (services: Services, call: Received, stop: Stop) =>
+  stop instanceof Refused ? recordOwned(services, call, stop.settlement) : Effect.failCause((stop as Halted).cause)
 
 // Performing: what an admitted call does once its intent is recorded.
 
 /**
- * Execute: the captured tool, interruptible by `restore` alone. Its refusals, failures and a cancellation are the
- * settlement to record; anything else is operational.
+ * Execute: the captured tool, interruptible by `restore` alone. What the call did while being cancelled, should it
+ * be, goes to `stopping` (Stopping: never part of the tool's context).
  */
 const execute = (
   call: Received,
   admitted: Admitted,
   options: Options | undefined,
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
-): Effect.Effect<unknown, OperationalError> => {
-  const { tool } = admitted
+  stopping: Array<string>,
+) => {
   const context: Tool.Context = {
     sessionID: call.sessionID,
     agent: call.agent,
@@ -373,15 +397,13 @@ const execute = (
     toolCallID: call.toolCallID,
     progress: (update) => (options?.onProgress === undefined ? Effect.void : options.onProgress(update)),
   }
-  // What the call did while being cancelled, should it be (Stopping: never part of the tool's context).
-  const stopping: Array<string> = []
-  const executed = Spans.step(
+  return Spans.step(
     call.trace,
     "Settler.execute",
     Effect.exit(
       restore(
         Effect.suspend((): Effect.Effect<unknown, Tool.Failure | Permission.Refusal | OperationalError> => {
-          const called = Execution.call(call.name, tool, admitted.input, context)
+          const called = Execution.call(call.name, admitted.tool, admitted.input, context)
           return called._tag === "Effect"
             ? called.effect
             : Effect.fail(new OperationalError({ message: called.message, cause: called.cause }))
@@ -390,25 +412,32 @@ const execute = (
     ),
     { after: (exit) => ({ "core.execute.outcome": Spans.outcomeOf(exit) }) },
   )
-  return Effect.flatMap(executed, (exit): Effect.Effect<unknown, OperationalError> => {
-    if (Exit.isSuccess(exit)) return Effect.succeed(exit.value)
-    if (Cause.hasInterruptsOnly(exit.cause)) {
-      return Effect.succeed(new Refused(Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled", stopping)))
-    }
-    const error = Cause.findError(exit.cause)
-    if (error._tag === "Failure") return Effect.failCause(error.failure)
-    if (error.success instanceof Tool.Failure) return Effect.succeed(refused(call, "failure", error.success.message))
-    // The tool's own permission check refused (DESIGN §2 law 9): settled like a refusal at admission.
-    const refusal = refusalOf(call, error.success)
-    if (refusal !== undefined) return Effect.succeed(refusal)
-    if (error.success instanceof OperationalError) return Effect.fail(error.success)
-    return Effect.fail(
+}
+
+/**
+ * The tool's output; or its refusals, failures and a cancellation as the settlement to record; anything else is
+ * operational.
+ */
+const outputOf = (call: Call, exit: Exit.Exit<unknown, unknown>, stopping: ReadonlyArray<string>): unknown => {
+  if (Exit.isSuccess(exit)) return exit.value
+  if (Cause.hasInterruptsOnly(exit.cause)) {
+    return new Refused(Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled", stopping))
+  }
+  const error = Cause.findError(exit.cause)
+  if (error._tag === "Failure") return new Halted(error.failure)
+  if (error.success instanceof Tool.Failure) return refused(call, "failure", error.success.message)
+  // The tool's own permission check refused (DESIGN §2 law 9): settled like a refusal at admission.
+  const refusal = refusalOf(call, error.success)
+  if (refusal !== undefined) return refusal
+  if (error.success instanceof OperationalError) return new Halted(Cause.fail(error.success))
+  return new Halted(
+    Cause.fail(
       new OperationalError({
         message: `${call.name} failed with an unexpected error (only Tool.Failure is model-visible)`,
         cause: error.success,
       }),
-    )
-  })
+    ),
+  )
 }
 
 /** A tool's output as encoded and projected: what the hooks after it and bounding start from. */
@@ -420,39 +449,48 @@ interface Encoded {
 }
 
 /**
- * Encode and project: the output by the tool's output schema (the codec boundary), then as content. toModelOutput
- * gets the decoded input and the output encoded by the tool's own schema, as its type says.
+ * Encode: the output by the tool's output schema (the codec boundary). The JSON encoding is the structured output;
+ * toModelOutput gets the output encoded by the tool's own schema, as its type says.
  */
-const encode = (call: Received, admitted: Admitted, output: unknown): Effect.Effect<Encoded | Refused, OperationalError> => {
-  const { tool } = admitted
-  return Effect.all([
-    Schema.encodeEffect(tool.outputJson)(output, OUTPUT_OPTIONS),
-    tool.toModelOutput === undefined ? Effect.succeed(undefined) : Schema.encodeEffect(tool.output)(output, OUTPUT_OPTIONS),
-  ]).pipe(
-    Effect.map(([structured, encoded]): Encoded | Refused => {
-      const projected = Projection.project(tool, admitted.input, structured, encoded)
-      if (Exit.isSuccess(projected)) return { structured, projected: projected.value }
-      const problem = Exit.findErrorOption(projected)
-      return refused(
-        call,
-        "invalid_output",
-        `${call.name}'s toModelOutput returned ${problem._tag === "Some" ? problem.value : "something that is not content"}; this is a defect in the tool.`,
-      )
-    }),
-    Effect.catch((issue) =>
-      Effect.succeed(
-        refused(
-          call,
-          "invalid_output",
-          `${call.name} produced output that does not match its output schema, so it was not returned:\n` +
-            `${Hints.describeIssues(issue)}\nThis is a defect in the tool, not in the input.`,
-        ),
-      ),
-    ),
+const encode = (tool: Internal.Record, output: unknown) =>
+  Effect.exit(
+    Effect.all([
+      Schema.encodeEffect(tool.outputJson)(output, OUTPUT_OPTIONS),
+      tool.toModelOutput === undefined ? Effect.succeed(undefined) : Schema.encodeEffect(tool.output)(output, OUTPUT_OPTIONS),
+    ]),
+  )
+
+/** Project: the encodings as content (toModelOutput gets the decoded input), or why the output cannot be returned. */
+const encodedOf = (
+  call: Call,
+  admitted: Admitted,
+  exit: Exit.Exit<readonly [unknown, unknown], Schema.SchemaError>,
+): Encoded | Stop => {
+  if (Exit.isFailure(exit)) {
+    const error = Cause.findError(exit.cause)
+    if (error._tag === "Failure") return new Halted(error.failure)
+    return refused(
+      call,
+      "invalid_output",
+      `${call.name} produced output that does not match its output schema, so it was not returned:\n` +
+        `${Hints.describeIssues(error.success)}\nThis is a defect in the tool, not in the input.`,
+    )
+  }
+  const [structured, encoded] = exit.value
+  const projected = Projection.project(admitted.tool, admitted.input, structured, encoded)
+  if (Exit.isSuccess(projected)) return { structured, projected: projected.value }
+  const problem = Exit.findErrorOption(projected)
+  return refused(
+    call,
+    "invalid_output",
+    `${call.name}'s toModelOutput returned ${problem._tag === "Some" ? problem.value : "something that is not content"}; this is a defect in the tool.`,
   )
 }
 
-/** The after hooks: the content the model reads (a hook may replace it); a hook's failure is operational. */
+/**
+ * The after hooks: the content the model reads (a hook may replace it); a hook's failure is operational. Answered
+ * at once (a done Effect) when no hook runs.
+ */
 const after = (hooks: Hooks.Chain | undefined, call: Call, input: unknown, encoded: Encoded) => {
   const { content } = encoded.projected
   if (hooks === undefined || !hooks.has(call.name, "tool.execute.after")) return Effect.succeed(content)
@@ -460,9 +498,22 @@ const after = (hooks: Hooks.Chain | undefined, call: Call, input: unknown, encod
   return Hooks.isDone(ran) ? Effect.succeed(ran.value) : ran.pipe(Effect.mapError(hookFailed))
 }
 
+/** Images: every image part fitted to the image limits (the turn's provider's, where tighter) before bounding. */
+const show = (services: Services, content: ReadonlyArray<Tool.Content>, options: Options | undefined) =>
+  Effect.exit(services.output.images(content, options?.images))
+
+/** The content with its images fitted; an image that cannot be shown fails the call. */
+const shownOf = (call: Call, exit: Exit.Exit<ReadonlyArray<Tool.Content>, { readonly message: string }>) => {
+  if (Exit.isSuccess(exit)) return exit.value
+  const error = Cause.findError(exit.cause)
+  if (error._tag === "Failure") return new Halted(error.failure)
+  return refused(call, "failure", error.success.message)
+}
+
 /**
- * Bound: images fitted to the image limits (one that cannot be shown fails the call), then the output bounded
- * (DESIGN §2 law 10), kept in managed outputs where it does not fit: the success settlement.
+ * Bound: the output bounded (DESIGN §2 law 10), kept in managed outputs where it does not fit. Content a hook
+ * replaced is all the model may read: the structured output it did not see through would reach the model by
+ * another road (MCP structuredContent, a host showing `structured`), so it goes.
  */
 const bound = (
   services: Services,
@@ -470,53 +521,36 @@ const bound = (
   admitted: Admitted,
   encoded: Encoded,
   content: ReadonlyArray<Tool.Content>,
-  options: Options | undefined,
-): Effect.Effect<Settlement.Info | Refused, OperationalError> => {
-  // Content a hook replaced is all the model may read: the structured output it did not see through would
-  // reach the model by another road (MCP structuredContent, a host showing `structured`), so it goes.
-  const replaced = content !== encoded.projected.content
-  // Images from any source are within the image limits before bounding.
-  return Effect.flatMap(
-    Effect.exit(services.output.images(content, options?.images)),
-    (shown): Effect.Effect<Settlement.Info | Refused, OperationalError> => {
-      if (Exit.isFailure(shown)) {
-        const error = Cause.findError(shown.cause)
-        if (error._tag === "Failure") return Effect.failCause(error.failure)
-        return Effect.succeed(refused(call, "failure", error.success.message))
-      }
-      return Spans.step(
-        call.trace,
-        "Settler.bound",
-        services.output.bound({
-          content: shown.value,
-          structured: replaced ? undefined : encoded.projected.structured,
-          lossy: Internal.lostCapture(admitted.tool, encoded.structured),
-          location: services.location,
-          session: call.sessionID,
-        }),
-        {
-          after: (bounded) => ({
-            "core.output.bytes": Spans.contentBytes(bounded.content),
-            "core.output.bounded": bounded.outputs.length > 0,
-            "core.output.managed_bytes": bounded.outputs.reduce((sum, kept) => sum + kept.bytes, 0),
-          }),
-        },
-      ).pipe(
-        Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })),
-        Effect.map(
-          (bounded): Settlement.Info => ({
-            tool: call.name,
-            callID: call.toolCallID,
-            status: "success",
-            content: bounded.content,
-            structured: bounded.structured as Schema.Json,
-            outputs: bounded.outputs,
-          }),
-        ),
-      )
+  replaced: boolean,
+) =>
+  Spans.step(
+    call.trace,
+    "Settler.bound",
+    services.output.bound({
+      content,
+      structured: replaced ? undefined : encoded.projected.structured,
+      lossy: Internal.lostCapture(admitted.tool, encoded.structured),
+      location: services.location,
+      session: call.sessionID,
+    }),
+    {
+      after: (bounded) => ({
+        "core.output.bytes": Spans.contentBytes(bounded.content),
+        "core.output.bounded": bounded.outputs.length > 0,
+        "core.output.managed_bytes": bounded.outputs.reduce((sum, kept) => sum + kept.bytes, 0),
+      }),
     },
-  )
-}
+  ).pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
+
+/** Persist: the settlement of a call that ran and returned, as bounded. */
+const succeeded = (call: Call, bounded: Output.Bounded): Settlement.Info => ({
+  tool: call.name,
+  callID: call.toolCallID,
+  status: "success",
+  content: bounded.content,
+  structured: bounded.structured as Schema.Json,
+  outputs: bounded.outputs,
+})
 
 /**
  * Runs an admitted call whose intent this process recorded: execute → encode → project → bound → persist.
@@ -530,13 +564,17 @@ const perform = Effect.fnUntraced(function* (
   options: Options | undefined,
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
 ) {
-  const output = yield* execute(call, admitted, options, restore)
-  if (output instanceof Refused) return yield* recordOwned(services, call, output.settlement)
-  const encoded = yield* encode(call, admitted, output)
-  if (encoded instanceof Refused) return yield* recordOwned(services, call, encoded.settlement)
-  const content = yield* after(services.hooks, call, admitted.input, encoded)
-  const settlement = yield* bound(services, call, admitted, encoded, content, options)
-  return yield* recordOwned(services, call, settlement instanceof Refused ? settlement.settlement : settlement)
+  const stopping: Array<string> = []
+  const output = outputOf(call, yield* execute(call, admitted, options, restore, stopping), stopping)
+  if (output instanceof Stop) return yield* stopOwned(services, call, output)
+  const encoded = encodedOf(call, admitted, yield* encode(admitted.tool, output))
+  if (encoded instanceof Stop) return yield* stopOwned(services, call, encoded)
+  const hooked = after(services.hooks, call, admitted.input, encoded)
+  const content = Hooks.isDone(hooked) ? hooked.value : yield* hooked
+  const shown = shownOf(call, yield* show(services, content, options))
+  if (shown instanceof Stop) return yield* stopOwned(services, call, shown)
+  const bounded = yield* bound(services, call, admitted, encoded, shown, content !== encoded.projected.content)
+  return yield* recordOwned(services, call, succeeded(call, bounded))
 })
 
 /** One settle of a received call: admit, record the intent, perform; again through the record on a CONFLICT. */
