@@ -1,7 +1,7 @@
 export * as Settler from "./settler"
 
-// Settles tool calls through a captured catalog: resolve → decode → execute → encode → project → bound →
-// persist (DESIGN §2 laws 2, 6–8, 10, 12). Model-visible outcomes become settlements; defects and storage
+// Settles tool calls through a captured catalog: replay → resolve → decode → permission → execute → encode →
+// project → bound → persist (DESIGN §2 laws 2, 6–10, 12), one named step each. Model-visible outcomes become settlements; defects and storage
 // failures stay operational and are never turned into a result. Interruption records `cancelled`.
 
 import * as Cause from "effect/Cause"
@@ -208,14 +208,15 @@ const recordCancelledBeforeStart = (services: Services, call: Received) =>
 
 // Admission: everything before the tool runs.
 
+/** The record step from a fresh look at the call's record (after waiting for another settler). */
+const replayed = (services: Services, call: Received): Effect.Effect<Settled | typeof CONFLICT | undefined, OperationalError> =>
+  Effect.flatMap(lookup(services, call), (known) => replayOf(services, call, Replay.of(known, call)))
+
 /**
  * The record step: a recorded call replays (settled, or as interrupted when it never settled) and runs nothing; one
  * recorded for another agent or tool is a conflict; one another settler runs is waited for. `undefined`: none is
  * recorded, the call goes on.
  */
-const replayed = (services: Services, call: Received): Effect.Effect<Settled | typeof CONFLICT | undefined, OperationalError> =>
-  Effect.flatMap(lookup(services, call), (known) => replayOf(services, call, Replay.of(known, call)))
-
 const replayOf = (
   services: Services,
   call: Received,
