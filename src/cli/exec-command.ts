@@ -158,15 +158,13 @@ export const run = (args: ReadonlyArray<string>) =>
         name,
         input,
       }
-      const store = yield* Store.Service
       const { settlement } = yield* turn.settle(call, { onProgress: (update) => Effect.sync(() => progress.show(update)) }).pipe(
         Effect.onInterrupt(() =>
           // What the settler recorded (a cancel names the processes it ended), else a cancelled of its own.
-          Effect.flatMap(Effect.orElseSucceed(store.lookup({ ...call, location: permission.project }), () => undefined), (known) =>
+          Effect.flatMap(Effect.orElseSucceed(settler.interrupted(call), () => undefined), (recorded) =>
             Effect.sync(() => {
               progress.clear()
-              const cancelled =
-                known?.state === "settled" ? known.settlement : Settlement.runnerOutcome(name, call.toolCallID, "cancelled")
+              const cancelled = recorded ?? Settlement.runnerOutcome(name, call.toolCallID, "cancelled")
               Command.stdout(`${JSON.stringify(cancelled, null, 2)}\n`)
             }),
           ),

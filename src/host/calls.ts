@@ -16,6 +16,7 @@ import * as PubSub from "effect/PubSub"
 import * as Scope from "effect/Scope"
 import { Provider } from "../provider/provider"
 import { Preparing } from "../shell/preparing"
+import { CallKey } from "../contract/call-key"
 import { Settlement } from "../contract/settlement"
 import { Settler } from "../settlement/settler"
 import { Store } from "../store/store"
@@ -53,9 +54,6 @@ export interface Interface {
   readonly cancelAll: Effect.Effect<void>
 }
 
-const keyOf = (location: string, call: Settler.Call) =>
-  JSON.stringify([location, call.sessionID, call.toolCallID, call.agent, call.name])
-
 /** Runs calls in `scope` (the server's), recording with `store`. */
 export const make = (
   scope: Scope.Scope,
@@ -70,27 +68,22 @@ export const make = (
    * it began, or the outcome that won the race). Only when nothing is recorded (another owner still runs it) is
    * the answer a `cancelled` that is not a record.
    */
-  const cancelled = (location: string, call: Settler.Call) =>
-    store.lookup({ ...call, location }).pipe(
-      Effect.map((known) =>
-        known?.state === "settled" && Store.otherThan(known, call) === undefined
-          ? { settlement: known.settlement, replayed: false }
-          : { settlement: Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"), replayed: false },
-      ),
-      Effect.mapError(
-        (error) =>
-          new Settler.OperationalError({ message: `Could not read the cancelled call's record: ${error.message}`, cause: error }),
-      ),
+  const cancelled = (turn: Served.Turn, call: Settler.Call) =>
+    turn.generation.settler.interrupted(call).pipe(
+      Effect.map((recorded) => ({
+        settlement: recorded ?? Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"),
+        replayed: false,
+      })),
     )
 
   /** The call's outcome, from how its fiber ended: a settlement, or an operational failure (never a defect). */
   const outcomeOf = (
-    location: string,
+    turn: Served.Turn,
     call: Settler.Call,
     exit: Exit.Exit<Settler.Settled, Settler.OperationalError>,
   ) => {
     if (Exit.isSuccess(exit)) return Effect.succeed(exit)
-    if (Cause.hasInterruptsOnly(exit.cause)) return Effect.exit(cancelled(location, call))
+    if (Cause.hasInterruptsOnly(exit.cause)) return Effect.exit(cancelled(turn, call))
     const error = Cause.findError(exit.cause)
     if (error._tag === "Success") return Effect.succeed(Exit.fail(error.success))
     log(`core: operational failure settling ${call.name} (${call.toolCallID}):\n${Cause.pretty(exit.cause)}`)
@@ -116,7 +109,7 @@ export const make = (
 
   const start: Interface["start"] = (served, turn, call, options) =>
     Effect.gen(function* () {
-      const key = keyOf(served.directory, call)
+      const key = CallKey.of(served.directory, call, call)
       const existing = running.get(key)
       if (existing !== undefined) {
         const subscription = options.listen ? yield* listen(existing) : undefined
@@ -153,7 +146,7 @@ export const make = (
       // done is sure to receive that event.
       const finish = (exit: Exit.Exit<Settler.Settled, Settler.OperationalError>) =>
         Effect.gen(function* () {
-          const outcome = yield* outcomeOf(served.directory, call, exit)
+          const outcome = yield* outcomeOf(turn, call, exit)
           running.delete(key)
           yield* leaveOnce
           yield* Deferred.done(entry.done, outcome)

@@ -27,6 +27,7 @@ import * as Tracer from "effect/Tracer"
 import * as PubSub from "effect/PubSub"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
+import { CallKey } from "../contract/call-key"
 import type { Calls } from "../host/calls"
 import type { Events } from "../host/events"
 import type { Served } from "../host/served"
@@ -86,9 +87,6 @@ const metaString = (meta: Record<string, unknown> | undefined, key: string): str
   const value = meta?.[key]
   return typeof value === "string" && value.trim() !== "" ? value : undefined
 }
-
-const keyOf = (key: { readonly sessionID: string; readonly toolCallID: string }) =>
-  JSON.stringify([key.sessionID, key.toolCallID])
 
 /**
  * A session for the life of the Scope (closing it closes the session), on `host`, or on the first host `attach`
@@ -217,7 +215,7 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         name: request.params.name,
         input: request.params.arguments ?? {},
       }
-      const key = keyOf(call)
+      const key = CallKey.of(served.directory, call)
       let progress = 0
       const forward = (event: Events.Call) =>
         event.event !== "progress" || progressToken === undefined
@@ -295,9 +293,9 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
     }
 
     /** Answers an ask the Location announced, when it is one of this session's calls. */
-    const onAsked = (asked: Events.PermissionRequest) =>
+    const onAsked = (location: string, asked: Events.PermissionRequest) =>
       Effect.gen(function* () {
-        const mine = running.get(keyOf(asked))
+        const mine = running.get(CallKey.of(location, asked))
         if (mine === undefined) return
         // The announced id is the request's own id and its generation's serial; the full request (what it
         // protects) is the generation's.
@@ -313,9 +311,9 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       })
 
     /** Performs a delegated call of this session's own through the client. */
-    const onHostCall = (hostCall: Events.HostCall) =>
+    const onHostCall = (location: string, hostCall: Events.HostCall) =>
       Effect.gen(function* () {
-        const mine = running.get(keyOf(hostCall))
+        const mine = running.get(CallKey.of(location, hostCall))
         if (mine === undefined || !(delegating.get(mine.host.served) ?? []).includes(hostCall.name)) return
         const answer = yield* Effect.promise(() => McpDelegated.perform(server, hostCall, mine.requestId, options.note))
         // The call may have gone meanwhile (cancelled, or timed out).
@@ -343,8 +341,8 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         yield* Effect.forkIn(
           Effect.forever(
             Effect.flatMap(PubSub.take(events), (event) => {
-              if (event.event === "permission.asked") return Effect.forkIn(onAsked(event.data), scope).pipe(Effect.asVoid)
-              if (event.event === "host_call") return Effect.forkIn(onHostCall(event.data), scope).pipe(Effect.asVoid)
+              if (event.event === "permission.asked") return Effect.forkIn(onAsked(served.directory, event.data), scope).pipe(Effect.asVoid)
+              if (event.event === "host_call") return Effect.forkIn(onHostCall(served.directory, event.data), scope).pipe(Effect.asVoid)
               if (event.event === "tools.changed") return listChanged
               return Effect.void
             }),

@@ -19,7 +19,6 @@ import { Plugins } from "../plugin/plugins"
 import { Registry } from "../registry/registry"
 import { Hooks } from "../settlement/hooks"
 import { Settler } from "../settlement/settler"
-import { Store } from "../store/store"
 import type { Tool } from "../tool/tool"
 import {
   answerAsks,
@@ -211,9 +210,9 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
       )
       if (Exit.isFailure(exit)) {
         if (Cause.hasInterruptsOnly(exit.cause)) {
-          const known = await runIn(Context.get(context, Store.Service).lookup({ ...call, location: permission.project }))
-          if (Exit.isSuccess(known) && known.value?.state === "settled") {
-            return { settlement: known.value.settlement, progress, asks: asks.slice(before), outputs: {}, structured: {} }
+          const recorded = await runIn(Context.get(context, Settler.Service).interrupted(call))
+          if (Exit.isSuccess(recorded) && recorded.value !== undefined) {
+            return { settlement: recorded.value, progress, asks: asks.slice(before), outputs: {}, structured: {} }
           }
         }
         throw new OperationalFailure({

@@ -17,7 +17,6 @@ import { Agent } from "../permission/agent"
 import { Permission } from "../permission/permission"
 import { Registry } from "../registry/registry"
 import { Settler } from "../settlement/settler"
-import { Store } from "../store/store"
 import { Definition as ToolDefinition } from "../tool/definition"
 import { ToolName } from "../tool/tool-name"
 import { Tool } from "../tool/tool"
@@ -240,7 +239,8 @@ const program = (
     const { asks, progress } = observed
     yield* answerAsks(permission, options.permission?.reply, asks)
 
-    const turn = yield* (yield* Settler.Service).materialize()
+    const settler = yield* Settler.Service
+    const turn = yield* settler.materialize()
     const call: Settler.Call = {
       sessionID: options.sessionID ?? `ses_${crypto.randomUUID()}`,
       agent,
@@ -249,7 +249,6 @@ const program = (
       name,
       input,
     }
-    const store = yield* Store.Service
     const { settlement } = yield* turn.settle(
       call,
       {
@@ -262,9 +261,9 @@ const program = (
     ).pipe(
       // The settler records what an interrupted call settled as; the answer is that record.
       Effect.onInterrupt(() =>
-        store.lookup({ ...call, location: permission.project }).pipe(
-          Effect.map((known) => {
-            if (known?.state === "settled") observed.cancelled = known.settlement
+        settler.interrupted(call).pipe(
+          Effect.map((recorded) => {
+            observed.cancelled = recorded
           }),
           Effect.ignore,
         ),

@@ -16,6 +16,7 @@ import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Explain } from "../builtin/explain"
+import type { Calls } from "../host/calls"
 import { Events } from "../host/events"
 import { Recorded } from "../host/recorded"
 import type { Served } from "../host/served"
@@ -27,7 +28,6 @@ import { Hooks } from "../settlement/hooks"
 import { Settler } from "../settlement/settler"
 import { Api } from "./api"
 import { ApiDocument } from "./api-document"
-import { Store } from "../store/store"
 import { Sse } from "./sse"
 import { Range } from "./range"
 import { Respond } from "./respond"
@@ -76,6 +76,84 @@ const inputOf = (turn: Served.Turn, name: string, input: unknown): unknown =>
 const incompatible = (error: Provider.CompatibilityError) =>
   new Respond.Problem({ status: 400, kind: "model_compatibility", message: error.message })
 
+// `X-Core-Replayed: true` says the answer is a settlement recorded before this request, and nothing ran for it. A
+// request that joins a call still running gets that call's fresh settlement, so it is not marked.
+const settleJson = (calls: Calls.Interface, route: Route, turn: Served.Turn, call: Settler.Call) =>
+  Effect.gen(function* () {
+    const { entry } = yield* calls.start(route.served, turn, call, { listen: false })
+    const { settlement, replayed } = yield* Deferred.await(entry.done)
+    return Respond.json(200, answerOf(turn, settlement), replayed ? REPLAYED : {})
+  })
+
+const settleEvents = (calls: Calls.Interface, route: Route, turn: Served.Turn, call: Settler.Call) =>
+  Effect.gen(function* () {
+    // What the settler will answer from the call's record, asked before anything is sent: the headers say
+    // whether it is a replay. A settled call is answered at once; one begun by a core that stopped (or failed)
+    // mid-call replays as interrupted through the settler, running nothing. One recorded for another agent or
+    // tool goes through the settler, which answers a conflict (not a replay).
+    const recorded = yield* turn.generation.settler.peek(call).pipe(Effect.orDie)
+    if (recorded._tag === "Settled") {
+      const event = eventOf(turn)({ event: "settlement", data: recorded.settlement })
+      return Respond.events(Stream.succeed(Sse.encode(event)), REPLAYED)
+    }
+    const replay = recorded._tag === "Interrupted"
+    // Subscribed before the call starts, so none of its asks is missed.
+    const asks = yield* PubSub.subscribe(route.served.events)
+    const { entry, subscription } = yield* calls.start(route.served, turn, call, { listen: true })
+    // A call joined in another Location asks there.
+    const home = entry.served
+    const live = home === route.served ? asks : yield* PubSub.subscribe(home.events)
+    const permissions = yield* asksOf(home, live, call)
+    const own = yield* eventsOf(entry, subscription!)
+    const body = Stream.merge(own, permissions).pipe(Stream.takeUntil(isFinal), Stream.map(eventOf(turn)), Stream.map(Sse.encode))
+    return Respond.events(body, replay ? REPLAYED : {})
+  })
+
+/**
+ * The asks and delegated host calls of `call` in its Location `home`, as its stream sends them. Asks already pending
+ * (the call was joined, say re-posted after a network fault) come first; those are read after subscribing (`live`),
+ * so an ask is in the snapshot, in the live events, or in both (sent once). Delegated calls to the host are sent the
+ * same way: those waiting first, then those announced.
+ */
+const asksOf = (home: Served.Interface, live: PubSub.Subscription<Events.Server>, call: Settler.Call) =>
+  Effect.gen(function* () {
+    const isOwn = (request: { readonly sessionID: string; readonly toolCallID: string }) =>
+      request.sessionID === call.sessionID && request.toolCallID === call.toolCallID
+    const pending = (yield* home.pending).filter(isOwn)
+    const delegated = home.hostTools.pending().filter(isOwn)
+    const sent = new Set([...pending.map((request) => request.id), ...delegated.map((hostCall) => hostCall.id)])
+    return Stream.concat(
+      Stream.fromIterable([
+        ...pending.map((data): Events.Call => ({ event: "permission", data })),
+        ...delegated.map((data): Events.Call => ({ event: "host_call", data })),
+      ]),
+      Stream.fromSubscription(live).pipe(
+        Stream.filterMap((event): Result.Result<Events.Call, void> =>
+          event.event === "permission.asked" && isOwn(event.data) && !sent.has(event.data.id)
+            ? Result.succeed({ event: "permission", data: event.data })
+            : event.event === "host_call" && isOwn(event.data) && !sent.has(event.data.id)
+              ? Result.succeed({ event: "host_call", data: event.data })
+              : Result.failVoid,
+        ),
+      ),
+    )
+  })
+
+/**
+ * The call's own events (progress, then its settlement or error). A call that is already done (it finished at once,
+ * or a joiner came late) may or may not have published its final event to `subscription`: what it did publish is
+ * sent, then the final event from its result.
+ */
+const eventsOf = (entry: Calls.Entry, subscription: PubSub.Subscription<Events.Call>) =>
+  Effect.gen(function* () {
+    if (!(yield* Deferred.isDone(entry.done))) return Stream.fromSubscription(subscription)
+    const published = (yield* PubSub.takeUpTo(subscription, Events.BUFFER)).filter((event) => !isFinal(event))
+    return Stream.concat(
+      Stream.fromIterable(published),
+      Stream.fromEffect(Effect.map(Effect.exit(Deferred.await(entry.done)), finalEvent)),
+    )
+  })
+
 /** The handlers of every route, over the sidecar's services. */
 export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Record<Api.Name, Handler>> => {
   /** A catalog's definitions (and provider tools) serialized once: every turn of an unchanged catalog shares them. */
@@ -86,69 +164,6 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
     return cached
   }
   let openapi: string | undefined
-
-  // `X-Core-Replayed: true` says the answer is a settlement recorded before this request, and nothing ran for it. A
-  // request that joins a call still running gets that call's fresh settlement, so it is not marked.
-  const settleJson = (route: Route, turn: Served.Turn, call: Settler.Call) =>
-    Effect.gen(function* () {
-      const { entry } = yield* sidecar.calls.start(route.served, turn, call, { listen: false })
-      const { settlement, replayed } = yield* Deferred.await(entry.done)
-      return Respond.json(200, answerOf(turn, settlement), replayed ? REPLAYED : {})
-    })
-
-  const settleEvents = (route: Route, turn: Served.Turn, call: Settler.Call) =>
-    Effect.gen(function* () {
-      // A recorded call is answered at once, saying so in the headers (sent before any event).
-      const known = yield* sidecar.store.lookup({ ...call, location: route.served.directory }).pipe(Effect.orDie)
-      // Recorded for another agent or tool, it goes through the settler, which answers a conflict.
-      if (known?.state === "settled" && Store.otherThan(known, call) === undefined) {
-        const event = eventOf(turn)({ event: "settlement", data: known.settlement })
-        return Respond.events(Stream.succeed(Sse.encode(event)), REPLAYED)
-      }
-      // A call begun by a core that stopped (or failed) mid-call replays as interrupted; it runs nothing. One
-      // recorded for another agent or tool is a conflict, not a replay.
-      const replay =
-        known !== undefined && !(known.state === "started" && known.running) && Store.otherThan(known, call) === undefined
-      // Subscribed before the call starts, so none of its asks is missed.
-      const asks = yield* PubSub.subscribe(route.served.events)
-      const { entry, subscription } = yield* sidecar.calls.start(route.served, turn, call, { listen: true })
-      // A call joined in another Location asks there.
-      const home = entry.served
-      const live = home === route.served ? asks : yield* PubSub.subscribe(home.events)
-      // Asks already pending (the call was joined, say re-posted after a network fault) come first; those are
-      // read after subscribing, so an ask is in the snapshot, in the live events, or in both (sent once).
-      const isOwn = (request: { readonly sessionID: string; readonly toolCallID: string }) =>
-        request.sessionID === call.sessionID && request.toolCallID === call.toolCallID
-      // Delegated calls to the host are sent the same way: those waiting first, then those announced.
-      const pending = (yield* home.pending).filter(isOwn)
-      const delegated = home.hostTools.pending().filter(isOwn)
-      const sent = new Set([...pending.map((request) => request.id), ...delegated.map((hostCall) => hostCall.id)])
-      const permissions = Stream.concat(
-        Stream.fromIterable([
-          ...pending.map((data): Events.Call => ({ event: "permission", data })),
-          ...delegated.map((data): Events.Call => ({ event: "host_call", data })),
-        ]),
-        Stream.fromSubscription(live).pipe(
-          Stream.filterMap((event): Result.Result<Events.Call, void> =>
-            event.event === "permission.asked" && isOwn(event.data) && !sent.has(event.data.id)
-              ? Result.succeed({ event: "permission", data: event.data })
-              : event.event === "host_call" && isOwn(event.data) && !sent.has(event.data.id)
-                ? Result.succeed({ event: "host_call", data: event.data })
-                : Result.failVoid,
-          ),
-        ),
-      )
-      // A call that is already done (it finished at once, or a joiner came late) may or may not have published its
-      // final event to this subscription: what it did publish is sent, then the final event from its result.
-      const own: Stream.Stream<Events.Call> = (yield* Deferred.isDone(entry.done))
-        ? Stream.concat(
-            Stream.fromIterable((yield* PubSub.takeUpTo(subscription!, Events.BUFFER)).filter((event) => !isFinal(event))),
-            Stream.fromEffect(Effect.map(Effect.exit(Deferred.await(entry.done)), finalEvent)),
-          )
-        : Stream.fromSubscription(subscription!)
-      const body = Stream.merge(own, permissions).pipe(Stream.takeUntil(isFinal), Stream.map(eventOf(turn)), Stream.map(Sse.encode))
-      return Respond.events(body, replay ? REPLAYED : {})
-    })
 
   const settle = (route: Route, stream: boolean) =>
     Effect.gen(function* () {
@@ -162,7 +177,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
       }
       const request = yield* Respond.body(route.request, Api.CallRequest)
       const call: Settler.Call = { ...request, input: inputOf(turn, request.name, request.input), agent: turn.agent }
-      return yield* stream ? settleEvents(route, turn, call) : settleJson(route, turn, call)
+      return yield* stream ? settleEvents(sidecar.calls, route, turn, call) : settleJson(sidecar.calls, route, turn, call)
     })
 
   return {

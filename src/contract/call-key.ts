@@ -1,0 +1,24 @@
+export * as CallKey from "./call-key"
+
+// One string per call, for every map that holds calls: its Location, its session and the id the model gave it (what
+// its record is kept under). A running call that a duplicate may join is keyed with the agent that asked and the tool
+// it named as well: asked by another agent or under another tool, the same ids are another call, which meets a
+// conflict and never this call's result.
+
+/** The session and call id a call came with. */
+export interface Ids {
+  readonly sessionID: string
+  readonly toolCallID: string
+}
+
+/** Who asked for a call, and under which tool name. */
+export interface Asked {
+  readonly agent: string
+  readonly name: string
+}
+
+/** The key of the call `ids` in `location`; with `asked`, of that running call as a duplicate may join it. */
+export const of = (location: string, ids: Ids, asked?: Asked): string =>
+  asked === undefined
+    ? JSON.stringify([location, ids.sessionID, ids.toolCallID])
+    : JSON.stringify([location, ids.sessionID, ids.toolCallID, asked.agent, asked.name])

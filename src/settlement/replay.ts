@@ -1,0 +1,76 @@
+export * as Replay from "./replay"
+
+// What a call's record says a settle of it answers without running it (DESIGN §2 law 12): nothing yet (the call
+// runs), a conflict (the record is another agent's or tool's, and is never shown), a wait (another settler runs it),
+// the recorded settlement, or `interrupted` (begun and never settled). Pure: the settler reads records through it,
+// and so does every edge that asks the settler what a call settled as.
+
+import { Settlement } from "../contract/settlement"
+import { Store } from "../store/store"
+
+/** The call as a record is checked against: its ids, the agent that asked and the tool it named. */
+export interface Call {
+  readonly sessionID: string
+  readonly toolCallID: string
+  readonly agent: string
+  readonly name: string
+}
+
+export type Verdict =
+  /** Nothing is recorded: the call runs. */
+  | { readonly _tag: "Absent" }
+  /** Recorded for another agent or tool: this error answers, recorded nowhere. */
+  | { readonly _tag: "Conflict"; readonly settlement: Settlement.Info }
+  /** Another settler runs the call now: its settlement is waited for. */
+  | { readonly _tag: "Running" }
+  /** Settled: the record replays, nothing runs. */
+  | { readonly _tag: "Settled"; readonly settlement: Settlement.Info }
+  /** Begun and never settled, and no longer running: replays as this `interrupted`, recorded over `expected`. */
+  | { readonly _tag: "Interrupted"; readonly settlement: Settlement.Info; readonly expected: Store.Expected }
+
+const ABSENT: Verdict = { _tag: "Absent" }
+const RUNNING: Verdict = { _tag: "Running" }
+
+/** What the record `known` (of the call's key) says a settle of `call` answers. */
+export const of = (known: Store.Record | undefined, call: Call): Verdict => {
+  if (known === undefined) return ABSENT
+  const other = Store.otherThan(known, call)
+  if (other !== undefined) return { _tag: "Conflict", settlement: conflict(call, other) }
+  if (known.state === "settled") return { _tag: "Settled", settlement: known.settlement }
+  if (known.state === "started" && known.running) return RUNNING
+  return {
+    _tag: "Interrupted",
+    settlement: interrupted(call, known),
+    expected: known.state === "failed" ? { state: "failed" } : { state: "abandoned", owner: known.owner },
+  }
+}
+
+/**
+ * What an interrupted settle of `call` settled as: the settlement recorded for it (`cancelled`, also when it was
+ * interrupted before it began, or the outcome that won the race); `undefined` when none is recorded for this very
+ * call (another owner still runs it, or the record is another agent's or tool's).
+ */
+export const settledAs = (known: Store.Record | undefined, call: Call): Settlement.Info | undefined =>
+  known?.state === "settled" && Store.otherThan(known, call) === undefined ? known.settlement : undefined
+
+/** Never the other's record: only that the id was used. */
+const conflict = (call: Call, other: "tool" | "agent"): Settlement.Info =>
+  Settlement.error(
+    call.name,
+    call.toolCallID,
+    "conflict",
+    `The call id ${JSON.stringify(call.toolCallID)} in this session was already used ${other === "tool" ? "for another tool" : "by another agent"}; nothing ran. ` +
+      `Call ${call.name} again with a new call id.`,
+  )
+
+const interrupted = (call: Call, known: Store.Record & { readonly state: "started" | "failed" }): Settlement.Info =>
+  Settlement.error(
+    known.tool,
+    call.toolCallID,
+    "interrupted",
+    known.state === "failed"
+      ? `${known.tool} (${call.toolCallID}) ran but core could not settle it (an operational failure). It may ` +
+          `have taken effect; check before calling it again with a new call id.`
+      : `${known.tool} (${call.toolCallID}) was started but never settled: core stopped while it ran. It may ` +
+          `or may not have taken effect; check before calling it again with a new call id.`,
+  )

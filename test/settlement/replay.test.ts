@@ -1,0 +1,111 @@
+// What a call's record says a settle answers (Replay.of), read once for the settler and every edge that asks it
+// (Settler.peek, Settler.interrupted): a record is only ever shown to the very call it was made for.
+
+import { describe, expect, test } from "bun:test"
+import { Effect, Schema } from "effect"
+import { CallKey } from "../../src/contract/call-key"
+import { Settlement } from "../../src/contract/settlement"
+import { Registry } from "../../src/registry/registry"
+import { Replay } from "../../src/settlement/replay"
+import { Settler } from "../../src/settlement/settler"
+import { Store } from "../../src/store/store"
+import { Tool } from "../../src/tool/tool"
+import * as Kernel from "../support/kernel"
+
+const echo = Tool.make({
+  description: "Echo",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.succeed(input.text),
+})
+
+describe("Replay.of", () => {
+  const call = { sessionID: "ses", toolCallID: "call_1", agent: "build", name: "echo" }
+  const settled = Settlement.error("echo", "call_1", "failure", "no")
+
+  test("nothing recorded: the call runs; settled for this call: the record replays", () => {
+    expect(Replay.of(undefined, call)._tag).toBe("Absent")
+    expect(Replay.of({ state: "settled", agent: "build", settlement: settled }, call)).toEqual({ _tag: "Settled", settlement: settled })
+  })
+
+  test("recorded for another agent or tool: a conflict that never shows the record", () => {
+    const other = Replay.of({ state: "settled", agent: "plan", settlement: settled }, call)
+    expect(other._tag).toBe("Conflict")
+    if (other._tag !== "Conflict") return
+    expect(other.settlement.error?.kind).toBe("conflict")
+    expect(other.settlement.error?.message).toContain("by another agent")
+    expect(JSON.stringify(other.settlement)).not.toContain('"no"')
+    const tool = Replay.of({ state: "started", agent: "build", tool: "write", owner: "o", running: true }, call)
+    expect(tool._tag === "Conflict" && tool.settlement.error?.message).toContain("for another tool")
+  })
+
+  test("running elsewhere is waited for; begun and never settled replays as interrupted over what it saw", () => {
+    expect(Replay.of({ state: "started", agent: "build", tool: "echo", owner: "o", running: true }, call)._tag).toBe("Running")
+    const abandoned = Replay.of({ state: "started", agent: "build", tool: "echo", owner: "o", running: false }, call)
+    expect(abandoned).toMatchObject({ _tag: "Interrupted", expected: { state: "abandoned", owner: "o" } })
+    expect(abandoned._tag === "Interrupted" && abandoned.settlement.error?.kind).toBe("interrupted")
+    const failed = Replay.of({ state: "failed", agent: "build", tool: "echo", reason: "disk" }, call)
+    expect(failed).toMatchObject({ _tag: "Interrupted", expected: { state: "failed" } })
+    expect(failed._tag === "Interrupted" && failed.settlement.error?.message).toContain("could not settle it")
+  })
+
+  test("settledAs answers the record only for the very call it was made for", () => {
+    expect(Replay.settledAs({ state: "settled", agent: "build", settlement: settled }, call)).toEqual(settled)
+    expect(Replay.settledAs({ state: "settled", agent: "plan", settlement: settled }, call)).toBeUndefined()
+    expect(Replay.settledAs({ state: "settled", agent: "build", settlement: settled }, { ...call, name: "read" })).toBeUndefined()
+    expect(Replay.settledAs({ state: "started", agent: "build", tool: "echo", owner: "o", running: false }, call)).toBeUndefined()
+    expect(Replay.settledAs(undefined, call)).toBeUndefined()
+  })
+})
+
+describe("CallKey.of", () => {
+  test("the same ids in another Location, or asked by another agent or tool, are another key", () => {
+    const ids = { sessionID: "ses", toolCallID: "call" }
+    const keys = new Set([
+      CallKey.of("/a", ids),
+      CallKey.of("/b", ids),
+      CallKey.of("/a", ids, { agent: "build", name: "echo" }),
+      CallKey.of("/a", ids, { agent: "plan", name: "echo" }),
+      CallKey.of("/a", ids, { agent: "build", name: "read" }),
+      // Parts are never run together: a separator in an id makes no other call's key.
+      CallKey.of("/a", { sessionID: 'ses","call', toolCallID: "" }),
+    ])
+    expect(keys.size).toBe(6)
+    expect(CallKey.of("/a", ids)).toBe(Store.keyOf({ location: "/a", ...ids }))
+  })
+})
+
+describe("Settler.peek and Settler.interrupted", () => {
+  test("answer from the call's record as the settler reads it, never another agent's record", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        yield* (yield* Registry.Service).tools.register({ echo })
+        const settler = yield* Settler.Service
+        const turn = yield* settler.materialize()
+        const call = Kernel.call("echo", { text: "hi" })
+        expect((yield* settler.peek(call))._tag).toBe("Absent")
+        expect(yield* settler.interrupted(call)).toBeUndefined()
+
+        const { settlement } = yield* turn.settle(call)
+        expect(yield* settler.peek(call)).toEqual({ _tag: "Settled", settlement })
+        expect(yield* settler.interrupted(call)).toEqual(settlement)
+
+        const other = { ...call, agent: "plan" }
+        expect((yield* settler.peek(other))._tag).toBe("Conflict")
+        expect(yield* settler.interrupted(other)).toBeUndefined()
+
+        // Begun by an owner that is gone: what settling it again answers, before it does.
+        const abandoned = Kernel.call("echo", { text: "lost" })
+        const store = yield* Store.Service
+        yield* store.begin(yield* Kernel.keyOf(abandoned), "echo", "build")
+        // This process owns the record, so it is running; the settler would wait for it.
+        expect((yield* settler.peek(abandoned))._tag).toBe("Running")
+        yield* store.fail(yield* Kernel.keyOf(abandoned), "disk full")
+        const peeked = yield* settler.peek(abandoned)
+        expect(peeked._tag).toBe("Interrupted")
+        const replayed = yield* turn.settle(abandoned)
+        expect(replayed).toMatchObject({ replayed: true, settlement: { status: "error", error: { kind: "interrupted" } } })
+        expect(peeked._tag === "Interrupted" && peeked.settlement).toEqual(replayed.settlement)
+      }),
+    ))
+})
