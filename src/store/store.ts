@@ -10,6 +10,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import { CallKey } from "../contract/call-key"
 import { Settlement } from "../contract/settlement"
 import { Owner } from "./owner"
 
@@ -249,8 +250,8 @@ export const otherThan = (record: Record, call: { readonly name: string; readonl
   return undefined
 }
 
-/** One string per recorded call, for maps of calls: its Location, session and call id. */
-export const keyOf = (key: Key) => JSON.stringify([key.location, key.sessionID, key.toolCallID])
+/** One string per recorded call, for maps of calls: its Location, session and call id (`CallKey`). */
+export const keyOf = (key: Key) => CallKey.of(key.location, key)
 
 /**
  * Keeps records in memory for the life of the layer: tests, benchmarks and throwaway runs. Settlements are kept
