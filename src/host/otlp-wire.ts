@@ -183,6 +183,9 @@ const encoder = new TextEncoder()
 const KNOWN_STRINGS = 1_024
 const KEYS = new Map<string, Uint8Array>()
 const NAMES = new Map<string, Uint8Array>()
+/** A span attribute (field 9) as written, by key and value: the first KNOWN_STRINGS pairs seen. */
+const PAIRS = new Map<string, Map<unknown, Uint8Array>>()
+let pairCount = 0
 
 const HEX = new Int8Array(128).fill(-1)
 for (let digit = 0; digit < 16; digit++) {
@@ -346,6 +349,12 @@ class Writer {
     }
   }
 
+  copy(bytes: Uint8Array): void {
+    this.room(bytes.length)
+    this.bytes.set(bytes, this.at)
+    this.at += bytes.length
+  }
+
   /** A string field whose bytes are kept once made (attribute keys and span names repeat in every batch). */
   knownString(field: number, value: string, cache: Map<string, Uint8Array>): void {
     let encoded = cache.get(value)
@@ -355,18 +364,29 @@ class Writer {
       if (cache.size < KNOWN_STRINGS) cache.set(value, this.bytes.slice(start, this.at))
       return
     }
-    this.room(encoded.length)
-    this.bytes.set(encoded, this.at)
-    this.at += encoded.length
+    this.copy(encoded)
   }
 
   keyValue(field: number, key: string, value: unknown): void {
+    // An attribute said again and again (a tool's name, an outcome, a flag) is copied as it was first written.
+    const known = typeof value === "string" || typeof value === "boolean" ? PAIRS.get(key)?.get(value) : undefined
+    if (known !== undefined && field === 9) {
+      this.copy(known)
+      return
+    }
+    const start = this.at
     const pair = this.begin(field)
     this.knownString(1, key, KEYS)
     const inner = this.begin(2)
     this.anyValue(value)
     this.end(inner)
     this.end(pair)
+    if (field === 9 && (typeof value === "boolean" || (typeof value === "string" && value.length <= SHORT_STRING)) && pairCount < KNOWN_STRINGS) {
+      let values = PAIRS.get(key)
+      if (values === undefined) PAIRS.set(key, (values = new Map()))
+      values.set(value, this.bytes.slice(start, this.at))
+      pairCount++
+    }
   }
 
   keyValues(field: number, entries: Iterable<readonly [string, unknown]>): void {
@@ -377,11 +397,17 @@ class Writer {
   wordsField(field: number, words: ArrayLike<number>): void {
     this.tag(field, LENGTH_DELIMITED)
     this.room(1 + words.length * 4)
-    this.bytes[this.at++] = words.length * 4
+    const bytes = this.bytes
+    let at = this.at
+    bytes[at++] = words.length * 4
     for (let index = 0; index < words.length; index++) {
-      this.view.setUint32(this.at, words[index]!, false)
-      this.at += 4
+      const word = words[index]!
+      bytes[at++] = word >>> 24
+      bytes[at++] = (word >>> 16) & 255
+      bytes[at++] = (word >>> 8) & 255
+      bytes[at++] = word & 255
     }
+    this.at = at
   }
 
   span(span: Ended): void {
