@@ -31,9 +31,14 @@ export interface Trace {
   readonly originMs: number
 }
 
-/** The installed tracer, if it keeps spans: read once per call, without a step of the fiber. */
+/**
+ * The installed tracer, if it keeps spans and tracing is not turned off where the call runs
+ * (`Effect.withTracerEnabled(false)`): read once per call, without a step of the fiber.
+ */
 export const keepingTracer = (): Tracer.Tracer | undefined => {
-  const tracer = Fiber.getCurrent()?.getRef(Tracer.Tracer)
+  const fiber = Fiber.getCurrent()
+  if (fiber === undefined || !fiber.cache.tracerEnabled) return undefined
+  const tracer = fiber.getRef(Tracer.Tracer)
   return tracer === Tracer.nativeTracer ? undefined : tracer
 }
 

@@ -182,6 +182,41 @@ describe("a settle's spans", () => {
   })
 })
 
+describe("a settle where tracing is turned off", () => {
+  test("makes no span (Effect.withTracerEnabled(false)), and settles as ever", async () => {
+    const otlp = receiver()
+    const dir = mkdtempSync(join(tmpdir(), "core-otlp-"))
+    dirs.push(dir)
+    const echo = Tool.make({
+      description: "Echo text back",
+      input: Schema.Struct({ text: Schema.String }),
+      output: Schema.String,
+      execute: (input) => Effect.succeed(input.text),
+    })
+    const runtime = ManagedRuntime.make(
+      Layer.merge(Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(dir, "outputs") }), Otlp.layer(settings(otlp.url))),
+    )
+    const registration = Effect.runSync(Scope.make())
+    const turn = await runtime.runPromise(
+      Effect.gen(function* () {
+        yield* (yield* Registry.Service).tools.register({ echo }).pipe(Scope.provide(registration))
+        return yield* (yield* Settler.Service).materialize()
+      }),
+    )
+    const call = (toolCallID: string) =>
+      turn.settle({ sessionID: "ses_off", agent: "build", assistantMessageID: "msg", toolCallID, name: "echo", input: { text: "hi" } })
+    const quiet = await runtime.runPromise(call("call_quiet").pipe(Effect.withTracerEnabled(false)))
+    const traced = await runtime.runPromise(call("call_traced"))
+    expect([quiet.settlement.status, traced.settlement.status]).toEqual(["success", "success"])
+    await Effect.runPromise(Scope.close(registration, Exit.void))
+    await runtime.dispose()
+    const calls = spansOf(otlp.received)
+      .filter((span) => span.name === "Settler.settle")
+      .map((span) => attribute(span, "core.call"))
+    expect(calls).toEqual(["call_traced"])
+  })
+})
+
 describe("the exporter", () => {
   test("sends each full batch without waiting for the interval, and the rest when it closes", async () => {
     const otlp = receiver()
