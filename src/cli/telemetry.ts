@@ -39,6 +39,15 @@ const millis = (text: string | undefined, fallback: number): number => {
   return text !== undefined && Number.isFinite(value) && value >= 0 ? value : fallback
 }
 
+/** A positive whole count, or undefined (the exporter's default) when unset or not one. */
+const count = (text: string | undefined): number | undefined => {
+  const value = Number(text)
+  return text !== undefined && Number.isSafeInteger(value) && value > 0 ? value : undefined
+}
+
+const optional = <K extends string>(key: K, value: number | undefined): { readonly [P in K]?: number } =>
+  (value === undefined ? {} : { [key]: value }) as { readonly [P in K]?: number }
+
 /** What to export to, or why not (`problem`, for stderr); undefined when tracing is not asked for. */
 export const settings = (
   env: Env,
@@ -69,8 +78,11 @@ export const settings = (
       protocol,
       compression: compression === "gzip" ? "gzip" : "none",
       serviceName: first(env, "OTEL_SERVICE_NAME") ?? resource["service.name"] ?? "core",
+      resource,
       exportIntervalMs: millis(first(env, "OTEL_BSP_SCHEDULE_DELAY"), defaults.exportIntervalMs),
       flushMs: millis(first(env, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"), defaults.flushMs),
+      ...optional("maxBatchSpans", count(first(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"))),
+      ...optional("maxQueuedSpans", count(first(env, "OTEL_BSP_MAX_QUEUE_SIZE"))),
     },
   }
 }

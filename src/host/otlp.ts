@@ -1,21 +1,43 @@
 export * as Otlp from "./otlp"
 
-// Exports spans over OTLP/HTTP with Effect's own exporter (effect/observability), configured by the standard
-// OpenTelemetry variables. Loaded only when an endpoint is set (see ../cli/telemetry): without one, core installs no
-// tracer and creates no spans. Spans are batched, sent in the background, and flushed when the layer's scope
-// closes, within a bound, so an endpoint that is down never holds a call and delays an exit by at most that bound.
+// Exports spans over OTLP/HTTP, configured by the standard OpenTelemetry variables (see ../cli/telemetry). Loaded
+// only when an endpoint is set: without one, core installs no tracer and makes no spans.
+//
+// The tracer is Effect's tracer interface (what Effect.withSpan, the HTTP server's request spans and the settle's
+// spans use) over light spans: ending one puts it in a queue, nothing more. Its attributes, status and error events
+// are turned into OTLP when its batch is sent (./otlp-wire), after the call that made it has returned: a full
+// batch is sent on the next turn of the event loop, the rest every export interval, and what is left when the
+// layer's scope closes, within a bound, so an endpoint that is down never holds a call and delays an exit by at
+// most that bound. A failed request drops its batch and pauses sending for a while; spans queued beyond the queue's
+// bound are dropped, so a slow endpoint costs memory within that bound and nothing else.
 
-import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as FetchHttpClient from "effect/http/FetchHttpClient"
-import * as OtlpSerialization from "effect/observability/OtlpSerialization"
-import * as OtlpTracer from "effect/observability/OtlpTracer"
+import * as Option from "effect/Option"
+import * as Tracer from "effect/Tracer"
+import type * as Cause from "effect/Cause"
+import type * as Context from "effect/Context"
 import packageJson from "../../package.json" with { type: "json" }
+import { OtlpWire } from "./otlp-wire"
 
 /** How long spans wait to be sent together (OTEL_BSP_SCHEDULE_DELAY overrides). */
 export const EXPORT_INTERVAL_MS = 5_000
 /** How long core waits at exit for its last spans to be sent (OTEL_EXPORTER_OTLP_TIMEOUT overrides). */
 export const EXIT_FLUSH_MS = 1_000
+/** Spans in one request at most (OTEL_BSP_MAX_EXPORT_BATCH_SIZE overrides). */
+export const MAX_BATCH_SPANS = 512
+/** Spans waiting to be sent at most; more are dropped while the endpoint is behind (OTEL_BSP_MAX_QUEUE_SIZE overrides). */
+export const MAX_QUEUED_SPANS = 2_048
+/** How long one request may take. */
+const REQUEST_TIMEOUT_MS = 10_000
+/** Requests in flight at once; further full batches wait in the queue. */
+const MAX_IN_FLIGHT = 2
+/** How long sending pauses after a failed request (a Retry-After up to a minute is honoured instead). */
+const PAUSE_MS = 5_000
+const MAX_RETRY_AFTER_MS = 60_000
+/** Bodies at least this large are gzipped when compression is asked for. */
+const GZIP_MIN_BYTES = 1_024
 
 export interface Settings {
   /** Where spans are POSTed: `<endpoint>/v1/traces`, or the traces endpoint as given. */
@@ -24,20 +46,344 @@ export interface Settings {
   readonly protocol: "http/protobuf" | "http/json"
   readonly compression: "gzip" | "none"
   readonly serviceName: string
+  /** OTEL_RESOURCE_ATTRIBUTES (service.name and service.version are set apart). */
+  readonly resource?: Readonly<Record<string, string>>
   readonly exportIntervalMs: number
   readonly flushMs: number
+  readonly maxBatchSpans?: number
+  readonly maxQueuedSpans?: number
 }
 
-/** A tracer exporting to `settings.url` for the life of the layer. */
-export const layer = (settings: Settings) =>
-  OtlpTracer.layer({
-    url: settings.url,
-    headers: settings.headers,
-    compression: settings.compression,
-    resource: { serviceName: settings.serviceName, serviceVersion: packageJson.version },
-    exportInterval: Duration.millis(settings.exportIntervalMs),
-    shutdownTimeout: Duration.millis(settings.flushMs),
-  }).pipe(
-    Layer.provide(settings.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),
-    Layer.provide(FetchHttpClient.layer),
+// --- span ids -------------------------------------------------------------------------------------------------------
+
+const POOL_WORDS = 1_024
+const pool = new Uint32Array(POOL_WORDS)
+let pooled = POOL_WORDS
+
+/** A random 32-bit word, drawn from a pool refilled by the system's random source. */
+const randomWord = (): number => {
+  if (pooled === POOL_WORDS) {
+    crypto.getRandomValues(pool)
+    pooled = 0
+  }
+  return pool[pooled++]!
+}
+
+const hexOf = (words: ArrayLike<number>): string => {
+  let hex = ""
+  for (let index = 0; index < words.length; index++) hex += (words[index]! >>> 0).toString(16).padStart(8, "0")
+  return hex
+}
+
+// --- spans ----------------------------------------------------------------------------------------------------------
+
+const NO_EVENTS: OtlpWire.Ended["events"] = []
+
+type Options = Parameters<Tracer.Tracer["span"]>[0]
+
+/** A span that keeps what it is told; ended, it waits in the exporter's queue as it is. */
+class Span implements Tracer.Span, OtlpWire.Ended {
+  readonly _tag = "Span"
+  readonly name: string
+  readonly parent: Option.Option<Tracer.AnySpan>
+  readonly annotations: Context.Context<never>
+  readonly links: Array<Tracer.SpanLink>
+  readonly kind: Tracer.SpanKind
+  readonly sampled: boolean
+  status: Tracer.SpanStatus
+  /** The trace's id as four words, shared with the parent when the parent is one of these; else in `traceHex`. */
+  readonly traceWords: OtlpWire.Ended["traceWords"]
+  readonly spanWords: readonly [number, number]
+  readonly pairs: Array<unknown> = []
+  private readonly exporter: Exporter
+  private traceHex: string | undefined = undefined
+  private spanHex: string | undefined = undefined
+  private noted: Array<[name: string, time: bigint, attributes: Record<string, unknown> | undefined]> | undefined = undefined
+
+  constructor(options: Options, exporter: Exporter) {
+    this.name = options.name
+    this.parent = options.parent
+    this.annotations = options.annotations
+    this.links = options.links
+    this.kind = options.kind
+    this.sampled = options.sampled
+    this.status = { _tag: "Started", startTime: options.startTime }
+    this.exporter = exporter
+    this.spanWords = [randomWord(), randomWord()]
+    const above = Option.isSome(options.parent) ? options.parent.value : undefined
+    if (above === undefined) this.traceWords = [randomWord(), randomWord(), randomWord(), randomWord()]
+    else if (above instanceof Span && above.traceWords !== undefined) this.traceWords = above.traceWords
+    else {
+      this.traceWords = undefined
+      this.traceHex = above.traceId
+    }
+  }
+
+  get traceId(): string {
+    return (this.traceHex ??= hexOf(this.traceWords!))
+  }
+
+  get spanId(): string {
+    return (this.spanHex ??= hexOf(this.spanWords))
+  }
+
+  get parentSpanId(): string | undefined {
+    return Option.isSome(this.parent) ? this.parent.value.spanId : undefined
+  }
+
+  get parentWords(): readonly [number, number] | undefined {
+    return Option.isSome(this.parent) && this.parent.value instanceof Span ? this.parent.value.spanWords : undefined
+  }
+
+  get attributes(): ReadonlyMap<string, unknown> {
+    const found = new Map<string, unknown>()
+    for (let index = 0; index < this.pairs.length; index += 2) found.set(this.pairs[index] as string, this.pairs[index + 1])
+    return found
+  }
+
+  get events(): OtlpWire.Ended["events"] {
+    return this.noted ?? NO_EVENTS
+  }
+
+  get startTime(): bigint {
+    return this.status.startTime
+  }
+
+  get endTime(): bigint {
+    return this.status._tag === "Ended" ? this.status.endTime : this.status.startTime
+  }
+
+  get failure(): Cause.Cause<unknown> | undefined {
+    return this.status._tag === "Ended" && Exit.isFailure(this.status.exit) ? this.status.exit.cause : undefined
+  }
+
+  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
+    if (this.status._tag === "Ended") return
+    // A success's value is not kept: only how the span ended is exported.
+    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit: Exit.isSuccess(exit) ? Exit.void : exit }
+    if (this.sampled) this.exporter.push(this)
+  }
+
+  attribute(key: string, value: unknown): void {
+    if (this.status._tag === "Ended") return
+    // Kept as key, value, key, value: a handful per span, cheaper than a Map; a key said again is replaced.
+    for (let index = 0; index < this.pairs.length; index += 2) {
+      if (this.pairs[index] === key) {
+        this.pairs[index + 1] = value
+        return
+      }
+    }
+    this.pairs.push(key, value)
+  }
+
+  event(name: string, startTime: bigint, attributes?: Record<string, unknown>): void {
+    if (this.status._tag === "Ended") return
+    ;(this.noted ??= []).push([name, startTime, attributes])
+  }
+
+  addLinks(links: ReadonlyArray<Tracer.SpanLink>): void {
+    if (this.status._tag === "Ended") return
+    for (const link of links) this.links.push(link)
+  }
+}
+
+// --- the exporter ---------------------------------------------------------------------------------------------------
+
+/** What the exporter did, for tests and benchmarks. */
+export interface Stats {
+  /** Spans in requests the endpoint accepted. */
+  sent: number
+  /** Spans dropped: the queue was full, or their request failed. */
+  dropped: number
+  requests: number
+  failures: number
+}
+
+interface Body {
+  readonly body: Uint8Array<ArrayBuffer> | string
+  readonly spans: number
+}
+
+class Exporter {
+  readonly stats: Stats = { sent: 0, dropped: 0, requests: 0, failures: 0 }
+  /** Spans encoded as they ended, not yet a request body. */
+  private readonly filling: OtlpWire.Batch
+  /** Request bodies waiting for a request. */
+  private ready: Array<Body> = []
+  private waiting = 0
+  private readonly inFlight = new Set<Promise<void>>()
+  private readonly closing = new AbortController()
+  private readonly timer: ReturnType<typeof setInterval>
+  private readonly headers: Record<string, string>
+  private readonly maxBatch: number
+  private readonly maxQueued: number
+  private scheduled = false
+  private pausedUntil = 0
+  private closed = false
+
+  constructor(private readonly settings: Settings) {
+    const { "service.name": _name, "service.version": _version, ...resource } = settings.resource ?? {}
+    this.filling = OtlpWire.batch(settings.protocol, {
+      resource: {
+        "telemetry.sdk.name": "core",
+        "telemetry.sdk.language": "nodejs",
+        "telemetry.sdk.version": packageJson.version,
+        ...resource,
+        "service.name": settings.serviceName,
+        "service.version": packageJson.version,
+      },
+      scope: { name: "core", version: packageJson.version },
+    })
+    const userAgent = Object.entries(settings.headers).find(([name]) => name.toLowerCase() === "user-agent")?.[1]
+    this.headers = {
+      ...Object.fromEntries(Object.entries(settings.headers).filter(([name]) => name.toLowerCase() !== "user-agent")),
+      "user-agent": userAgent === undefined ? `core/${packageJson.version}` : `${userAgent} core/${packageJson.version}`,
+      "content-type": settings.protocol === "http/json" ? "application/json" : "application/x-protobuf",
+    }
+    this.maxBatch = Math.max(1, settings.maxBatchSpans ?? MAX_BATCH_SPANS)
+    this.maxQueued = Math.max(this.maxBatch, settings.maxQueuedSpans ?? MAX_QUEUED_SPANS)
+    this.timer = setInterval(() => this.send(false), Math.max(1, settings.exportIntervalMs))
+    this.timer.unref?.()
+  }
+
+  /**
+   * An ended span, encoded at once so that nothing of it is kept (spans kept until their batch is sent outlive
+   * the young generation and cost the collector more than their encoding).
+   */
+  push(span: OtlpWire.Ended): void {
+    if (this.waiting >= this.maxQueued) {
+      this.stats.dropped++
+      return
+    }
+    this.filling.add(span)
+    this.waiting++
+    if (this.filling.count() >= this.maxBatch) {
+      this.seal()
+      if (!this.scheduled && !this.closed) {
+        // Sent after the call that ended this span has gone on its way, not inside it.
+        this.scheduled = true
+        setImmediate(() => {
+          this.scheduled = false
+          this.send(true)
+        })
+      }
+    }
+  }
+
+  /** The spans being filled in, as a request body ready to send. */
+  private seal(): void {
+    const spans = this.filling.count()
+    if (spans > 0) this.ready.push({ body: this.filling.take(), spans })
+  }
+
+  /** Sends ready bodies (and, unless `fullOnly`, the partial batch), within the requests allowed in flight. */
+  private send(fullOnly: boolean): void {
+    if (Date.now() < this.pausedUntil) return
+    if (!fullOnly) this.seal()
+    while (this.ready.length > 0 && this.inFlight.size < MAX_IN_FLIGHT) this.post(this.ready.shift()!)
+  }
+
+  private post(batch: Body): void {
+    this.stats.requests++
+    const request = this.request(batch.body).then(
+      (accepted) => {
+        if (accepted) this.stats.sent += batch.spans
+        else this.stats.dropped += batch.spans
+      },
+      () => {
+        this.stats.dropped += batch.spans
+      },
+    )
+    const tracked = request.finally(() => {
+      this.waiting -= batch.spans
+      this.inFlight.delete(tracked)
+      if (!this.closed && this.ready.length > 0) this.send(true)
+    })
+    this.inFlight.add(tracked)
+  }
+
+  /** One POST of `encoded`; whether the endpoint accepted it. */
+  private async request(encoded: Uint8Array<ArrayBuffer> | string): Promise<boolean> {
+    let body: Uint8Array<ArrayBuffer> | string = encoded
+    let headers = this.headers
+    if (this.settings.compression === "gzip" && encoded.length >= GZIP_MIN_BYTES) {
+      body = Bun.gzipSync(encoded)
+      headers = { ...headers, "content-encoding": "gzip" }
+    }
+    try {
+      const response = await fetch(this.settings.url, {
+        method: "POST",
+        headers,
+        body,
+        signal: AbortSignal.any([this.closing.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
+      })
+      await response.arrayBuffer().catch(() => undefined)
+      if (response.ok) return true
+      this.pause(response.headers.get("retry-after"))
+      return false
+    } catch {
+      this.pause(null)
+      return false
+    }
+  }
+
+  private pause(retryAfter: string | null): void {
+    this.stats.failures++
+    const seconds = retryAfter === null ? Number.NaN : Number(retryAfter)
+    const wait = Number.isFinite(seconds) && seconds >= 0 ? Math.min(seconds * 1000, MAX_RETRY_AFTER_MS) : PAUSE_MS
+    this.pausedUntil = Date.now() + wait
+  }
+
+  /** Sends everything waiting and waits for every request, for at most `boundMs`; then gives up on the rest. */
+  async close(boundMs: number): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    clearInterval(this.timer)
+    this.pausedUntil = 0
+    this.seal()
+    const deadline = Date.now() + boundMs
+    while ((this.ready.length > 0 || this.inFlight.size > 0) && Date.now() < deadline) {
+      this.send(true)
+      if (this.inFlight.size === 0) break
+      let timer: ReturnType<typeof setTimeout> | undefined
+      await Promise.race([
+        Promise.race(this.inFlight),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now())))),
+      ])
+      clearTimeout(timer)
+    }
+    this.closing.abort()
+    for (const left of this.ready.splice(0)) this.stats.dropped += left.spans
+    await Promise.allSettled(this.inFlight)
+  }
+}
+
+export interface Made {
+  readonly tracer: Tracer.Tracer
+  readonly stats: Readonly<Stats>
+  readonly close: () => Promise<void>
+}
+
+/** A tracer exporting to `settings.url`, and its exporter's figures; `close` flushes it within `settings.flushMs`. */
+export const make = (settings: Settings): Made => {
+  const exporter = new Exporter(settings)
+  return {
+    tracer: Tracer.make({ span: (options) => new Span(options, exporter) }),
+    stats: exporter.stats as Readonly<Stats>,
+    close: () => exporter.close(settings.flushMs),
+  }
+}
+
+/** `make` for the life of the scope, flushed (within the bound) when it closes. */
+export const scoped = (settings: Settings) =>
+  Effect.acquireRelease(
+    Effect.sync(() => make(settings)),
+    (made) => Effect.promise(made.close),
+  )
+
+/** A tracer exporting to `settings.url` for the life of the layer, flushed (within the bound) when it ends. */
+export const layer = (settings: Settings): Layer.Layer<never> =>
+  Layer.effect(
+    Tracer.Tracer,
+    Effect.map(scoped(settings), (made) => made.tracer),
   )

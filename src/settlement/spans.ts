@@ -17,16 +17,28 @@ import { Permission } from "../permission/permission"
 import { Tool } from "../tool/tool"
 import type { Settlement } from "../contract/settlement"
 
-/** Where a traced call's step spans go: under its settle span, made by the installed tracer, timed by its clock. */
+/**
+ * Where a traced call's step spans go: under its settle span, made by the installed tracer. Times are read from a
+ * monotonic clock in milliseconds (cheaper than Effect's clock in nanoseconds) and placed from `origin`, the settle
+ * span's start in nanoseconds, read once per call.
+ */
 export interface Trace {
   readonly tracer: Tracer.Tracer
-  readonly clock: Clock.Clock
   readonly parent: Tracer.Span
+  /** `Option.some(parent)`, made once per call. */
+  readonly under: Option.Option<Tracer.AnySpan>
+  readonly origin: bigint
+  readonly originMs: number
 }
 
-/** The installed tracer, if it keeps spans: read once per call, without a step of the fiber. */
+/**
+ * The installed tracer, if it keeps spans and tracing is not turned off where the call runs
+ * (`Effect.withTracerEnabled(false)`): read once per call, without a step of the fiber.
+ */
 export const keepingTracer = (): Tracer.Tracer | undefined => {
-  const tracer = Fiber.getCurrent()?.getRef(Tracer.Tracer)
+  const fiber = Fiber.getCurrent()
+  if (fiber === undefined || !fiber.cache.tracerEnabled) return undefined
+  const tracer = fiber.getRef(Tracer.Tracer)
   return tracer === Tracer.nativeTracer ? undefined : tracer
 }
 
@@ -42,6 +54,18 @@ export interface StepOptions<A> {
 export const RECORD_INTENT = { attributes: { "core.record": "intent" } } as const
 export const RECORD_SETTLEMENT = { attributes: { "core.record": "settlement" } } as const
 
+const NO_OPTIONS: StepOptions<unknown> = {}
+const NO_ANNOTATIONS = Context.empty()
+const NANOS_PER_MS = 1e6
+
+/** The time `ms` (a `performance.now()` reading) in nanoseconds since the epoch, placed from the trace's origin. */
+const nanosAt = (trace: Trace, ms: number): bigint => trace.origin + BigInt(Math.round((ms - trace.originMs) * NANOS_PER_MS))
+
+const set = (span: Tracer.Span, attributes: Readonly<Record<string, unknown>> | undefined) => {
+  if (attributes === undefined) return
+  for (const key in attributes) span.attribute(key, attributes[key])
+}
+
 /**
  * `effect` as a step span named `name` when the call is traced; as it is otherwise. A step span is made when the
  * step ends, from its start and end times, under the settle span: it changes nothing in the fiber (a span provided
@@ -51,30 +75,28 @@ export const step = <A, E, R>(
   trace: Trace | undefined,
   name: string,
   effect: Effect.Effect<A, E, R>,
-  options: StepOptions<A> = {},
+  options: StepOptions<A> = NO_OPTIONS,
 ): Effect.Effect<A, E, R> => {
   if (trace === undefined) return effect
   return Effect.suspend(() => {
-    const startTime = trace.clock.currentTimeNanosUnsafe()
-    return Effect.onExit(effect, (exit) =>
-      Effect.sync(() => {
-        const made = trace.tracer.span({
-          name,
-          parent: Option.some(trace.parent),
-          annotations: Context.empty(),
-          links: [],
-          startTime,
-          kind: "internal",
-          root: false,
-          sampled: trace.parent.sampled,
-        })
-        for (const [key, value] of Object.entries(options.attributes ?? {})) made.attribute(key, value)
-        if (options.after !== undefined && Exit.isSuccess(exit)) {
-          for (const [key, value] of Object.entries(options.after(exit.value))) made.attribute(key, value)
-        }
-        made.end(trace.clock.currentTimeNanosUnsafe(), exit)
-      }),
-    )
+    const started = performance.now()
+    return Effect.flatMap(Effect.exit(effect), (exit) => {
+      const ended = performance.now()
+      const made = trace.tracer.span({
+        name,
+        parent: trace.under,
+        annotations: NO_ANNOTATIONS,
+        links: [],
+        startTime: nanosAt(trace, started),
+        kind: "internal",
+        root: false,
+        sampled: trace.parent.sampled,
+      })
+      set(made, options.attributes)
+      if (options.after !== undefined && Exit.isSuccess(exit)) set(made, options.after(exit.value))
+      made.end(nanosAt(trace, ended), exit)
+      return exit
+    })
   })
 }
 
@@ -87,8 +109,9 @@ interface Called {
 }
 
 /**
- * A settle as the `Settler.settle` span: the call's ids and tool, then how it settled. `settling` gets the trace its
- * steps' spans go under.
+ * A settle as the `Settler.settle` span, under the fiber's current span (a request's, or a command's): the call's
+ * ids and tool, then how it settled. The span is the fiber's parent span while the call settles, so spans its tool
+ * makes sit under it; `settling` gets the trace its steps' spans go under.
  */
 export const settle = <E>(
   call: Called,
@@ -96,31 +119,39 @@ export const settle = <E>(
   tracer: Tracer.Tracer,
   settling: (trace: Trace) => Effect.Effect<{ readonly settlement: Settlement.Info; readonly replayed: boolean }, E>,
 ) =>
-  Effect.useSpan(
-    "Settler.settle",
-    {
-      attributes: {
-        "core.tool": call.name,
-        "core.session": call.sessionID,
-        "core.call": call.toolCallID,
-        "core.agent": call.agent,
-        "core.message": call.assistantMessageID,
-        "core.input.bytes": inputBytes,
-      },
-    },
-    (parent) =>
-      settling({ tracer, clock: Fiber.getCurrent()!.getRef(Clock.Clock), parent }).pipe(
-        Effect.tap(({ settlement, replayed }) =>
-          Effect.sync(() => {
-            parent.attribute("core.status", settlement.status)
-            if (settlement.error !== undefined) parent.attribute("core.error.kind", settlement.error.kind)
-            parent.attribute("core.replayed", replayed)
-            parent.attribute("core.output.bytes", contentBytes(settlement.content))
-          }),
-        ),
-        Effect.withParentSpan(parent, { captureStackTrace: false }),
-      ),
-  )
+  Effect.withFiber((fiber) => {
+    const above = fiber.cache.span
+    const origin = fiber.getRef(Clock.Clock).currentTimeNanosUnsafe()
+    const originMs = performance.now()
+    const parent = tracer.span({
+      name: "Settler.settle",
+      parent: above === undefined ? Option.none() : Option.some(above),
+      annotations: NO_ANNOTATIONS,
+      links: [],
+      startTime: origin,
+      kind: "internal",
+      root: false,
+      sampled: above?.sampled ?? true,
+    })
+    parent.attribute("core.tool", call.name)
+    parent.attribute("core.session", call.sessionID)
+    parent.attribute("core.call", call.toolCallID)
+    parent.attribute("core.agent", call.agent)
+    parent.attribute("core.message", call.assistantMessageID)
+    parent.attribute("core.input.bytes", inputBytes)
+    const trace: Trace = { tracer, parent, under: Option.some(parent), origin, originMs }
+    return Effect.flatMap(Effect.exit(Effect.provideService(settling(trace), Tracer.ParentSpan, parent)), (exit) => {
+      if (Exit.isSuccess(exit)) {
+        const { settlement, replayed } = exit.value
+        parent.attribute("core.status", settlement.status)
+        if (settlement.error !== undefined) parent.attribute("core.error.kind", settlement.error.kind)
+        parent.attribute("core.replayed", replayed)
+        parent.attribute("core.output.bytes", contentBytes(settlement.content))
+      }
+      parent.end(nanosAt(trace, performance.now()), exit)
+      return exit
+    })
+  })
 
 /** The size of a settlement's model-facing parts in bytes (text in UTF-8, files as their data: URIs). */
 export const contentBytes = (content: Settlement.Info["content"]): number =>

@@ -86,6 +86,7 @@ describe("traces from core exec", () => {
       OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
       OTEL_EXPORTER_OTLP_HEADERS: "x-api-key=s%20ecret,x-team=core",
       OTEL_SERVICE_NAME: "agent-tools",
+      OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=ci,service.name=overridden",
     }
     const result = await exec({ ...box, env: { ...box.env, ...env } }, "read", { filePath: "a.txt" }, [
       "--session",
@@ -110,6 +111,8 @@ describe("traces from core exec", () => {
     expect(attribute(settle!, "core.status")).toBe("success")
     expect(Number(attribute(settle!, "core.output.bytes"))).toBeGreaterThan(0)
     expect(attribute({ attributes: settle!.resource }, "service.name")).toBe("agent-tools")
+    expect(attribute({ attributes: settle!.resource }, "deployment.environment")).toBe("ci")
+    expect(settle!.resource.filter((entry) => entry.key === "service.name")).toHaveLength(1)
     // Each step of the call is a span under the settle, in the same trace.
     for (const name of ["Settler.decode", "Settler.permission", "Settler.execute", "Settler.bound", "Settler.record"]) {
       const steps = byName(spans, name)

@@ -1,0 +1,539 @@
+export * as OtlpWire from "./otlp-wire"
+
+// Ended spans as an OTLP/HTTP request body: protobuf (ExportTraceServiceRequest, written straight into one growing
+// buffer, field by field, in the order and form Effect's own OTLP encoder writes them) or OTLP/JSON (the same data
+// as objects). A span's attributes, status and error events are worked out here, when a batch is sent, not when
+// the span ends: ending a span only keeps what it needs.
+
+import * as Cause from "effect/Cause"
+import type * as Tracer from "effect/Tracer"
+import { format } from "effect/Formatter"
+
+/** What an ended span keeps until its batch is sent. */
+export interface Ended {
+  readonly name: string
+  readonly kind: Tracer.SpanKind
+  readonly traceId: string
+  readonly spanId: string
+  readonly parentSpanId: string | undefined
+  /** The ids as 32-bit words, when the span has them so (written without going through hex). */
+  readonly traceWords?: readonly [number, number, number, number] | undefined
+  readonly spanWords?: readonly [number, number] | undefined
+  readonly parentWords?: readonly [number, number] | undefined
+  readonly startTime: bigint
+  readonly endTime: bigint
+  /** Attributes as key, value, key, value. */
+  readonly pairs: ReadonlyArray<unknown>
+  readonly events: ReadonlyArray<readonly [name: string, time: bigint, attributes: Record<string, unknown> | undefined]>
+  readonly links: ReadonlyArray<Tracer.SpanLink>
+  /** How the span ended when it did not succeed (undefined: it succeeded). */
+  readonly failure: Cause.Cause<unknown> | undefined
+}
+
+/** The `service.*` and other resource attributes, and the instrumentation scope, of every batch. */
+export interface Source {
+  readonly resource: Readonly<Record<string, unknown>>
+  readonly scope: { readonly name: string; readonly version: string }
+}
+
+const SPAN_KIND: Record<Tracer.SpanKind, number> = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 }
+const STATUS_UNSET = 0
+const STATUS_OK = 1
+const STATUS_ERROR = 2
+/** OTLP `intValue` is a signed 64-bit integer. */
+const INT64_BOUND = 2 ** 63
+
+// --- attribute values, as OTLP/JSON AnyValue (what Effect's exporter makes of them) ----------------------------
+
+type AnyValue =
+  | { readonly stringValue: string }
+  | { readonly boolValue: boolean }
+  | { readonly intValue: number | string }
+  | { readonly doubleValue: number }
+  | { readonly arrayValue: { readonly values: ReadonlyArray<AnyValue> } }
+
+interface KeyValue {
+  readonly key: string
+  readonly value: AnyValue
+}
+
+const anyValue = (value: unknown): AnyValue => {
+  if (Array.isArray(value)) return { arrayValue: { values: value.map(anyValue) } }
+  switch (typeof value) {
+    case "string":
+      return { stringValue: value }
+    case "bigint":
+      return BigInt.asIntN(64, value) === value ? { intValue: String(value) } : { stringValue: String(value) }
+    case "number":
+      return Number.isInteger(value) && value >= -INT64_BOUND && value < INT64_BOUND
+        ? { intValue: Number.isSafeInteger(value) ? value : String(BigInt(value)) }
+        : { doubleValue: value }
+    case "boolean":
+      return { boolValue: value }
+    default:
+      return { stringValue: format(value) }
+  }
+}
+
+const keyValues = (entries: Iterable<readonly [string, unknown]>): Array<KeyValue> => {
+  const found: Array<KeyValue> = []
+  for (const [key, value] of entries) found.push({ key, value: anyValue(value) })
+  return found
+}
+
+const pairValues = (pairs: ReadonlyArray<unknown>): Array<KeyValue> => {
+  const found: Array<KeyValue> = []
+  for (let index = 0; index < pairs.length; index += 2) found.push({ key: pairs[index] as string, value: anyValue(pairs[index + 1]) })
+  return found
+}
+
+interface Outcome {
+  readonly code: number
+  readonly message: string | undefined
+  /** `effect.fiber.interrupted`, as Effect's exporter says it. */
+  readonly interrupted: boolean
+  readonly errors: ReadonlyArray<Error>
+}
+
+const SUCCEEDED: Outcome = { code: STATUS_OK, message: undefined, interrupted: false, errors: [] }
+
+const outcomeOf = (span: Ended): Outcome => {
+  if (span.failure === undefined) return SUCCEEDED
+  if (Cause.hasInterruptsOnly(span.failure)) return { code: STATUS_UNSET, message: undefined, interrupted: true, errors: [] }
+  const errors = Cause.prettyErrors(span.failure, { includeCauseInStack: true })
+  return errors.length === 0
+    ? SUCCEEDED
+    : { code: STATUS_ERROR, message: errors[0]!.message, interrupted: false, errors }
+}
+
+const exceptionAttributes = (error: Error): Array<KeyValue> => [
+  { key: "exception.type", value: { stringValue: error.name } },
+  { key: "exception.message", value: { stringValue: error.message } },
+  { key: "exception.stacktrace", value: { stringValue: error.stack ?? "No stack trace available" } },
+]
+
+const resourceAttributes = (source: Source): Array<KeyValue> => keyValues(Object.entries(source.resource))
+
+// --- OTLP/JSON ----------------------------------------------------------------------------------------------------
+
+/** The batch as OTLP/JSON (`ExportTraceServiceRequest`), ids in hex and times as decimal strings. */
+export const json = (spans: ReadonlyArray<Ended>, source: Source) => ({
+  resourceSpans: [
+    {
+      resource: { attributes: resourceAttributes(source), droppedAttributesCount: 0 },
+      scopeSpans: [{ scope: { name: source.scope.name, version: source.scope.version }, spans: spans.map(jsonSpan) }],
+    },
+  ],
+})
+
+const jsonSpan = (span: Ended) => {
+  const outcome = outcomeOf(span)
+  const attributes = pairValues(span.pairs)
+  if (outcome.interrupted) attributes.push({ key: "effect.fiber.interrupted", value: { boolValue: true } })
+  const events = span.events.map(([name, time, eventAttributes]) => ({
+    name,
+    timeUnixNano: String(time),
+    attributes: eventAttributes === undefined ? [] : keyValues(Object.entries(eventAttributes)),
+    droppedAttributesCount: 0,
+  }))
+  for (const error of outcome.errors) {
+    events.push({ name: "exception", timeUnixNano: String(span.endTime), droppedAttributesCount: 0, attributes: exceptionAttributes(error) })
+  }
+  return {
+    traceId: span.traceId.padStart(32, "0"),
+    spanId: span.spanId,
+    parentSpanId: span.parentSpanId,
+    name: span.name,
+    kind: SPAN_KIND[span.kind],
+    startTimeUnixNano: String(span.startTime),
+    endTimeUnixNano: String(span.endTime),
+    attributes,
+    droppedAttributesCount: 0,
+    events,
+    droppedEventsCount: 0,
+    status: outcome.message === undefined ? { code: outcome.code } : { code: outcome.code, message: outcome.message },
+    links: span.links.map((link) => ({
+      traceId: link.span.traceId.padStart(32, "0"),
+      spanId: link.span.spanId,
+      attributes: keyValues(Object.entries(link.attributes)),
+      droppedAttributesCount: 0,
+    })),
+    droppedLinksCount: 0,
+  }
+}
+
+/** The OTLP/JSON body: non-finite numbers as the strings OTLP/JSON expects, not JSON's null. */
+export const jsonBody = (spans: ReadonlyArray<Ended>, source: Source): string => {
+  const one = jsonBatch(source)
+  for (const span of spans) one.add(span)
+  return one.take() as string
+}
+
+// --- protobuf -----------------------------------------------------------------------------------------------------
+
+const VARINT = 0
+const FIXED64 = 1
+const LENGTH_DELIMITED = 2
+const INITIAL_BYTES = 64 * 1024
+/** Strings up to this many UTF-16 units take at most 127 bytes in UTF-8: their length is one byte. */
+const SHORT_STRING = 42
+
+const encoder = new TextEncoder()
+/** Encoded attribute keys and span names kept at most (each is a few bytes). */
+const KNOWN_STRINGS = 1_024
+const KEYS = new Map<string, Uint8Array>()
+const NAMES = new Map<string, Uint8Array>()
+/** A span attribute (field 9) as written, by key and value: the first KNOWN_STRINGS pairs seen. */
+const PAIRS = new Map<string, Map<unknown, Uint8Array>>()
+let pairCount = 0
+
+const HEX = new Int8Array(128).fill(-1)
+for (let digit = 0; digit < 16; digit++) {
+  HEX["0123456789abcdef".charCodeAt(digit)] = digit
+  HEX["0123456789ABCDEF".charCodeAt(digit)] = digit
+}
+
+/** A protobuf writer over one growing buffer; a message's length is written when it ends. */
+class Writer {
+  bytes: Uint8Array<ArrayBuffer> = new Uint8Array(INITIAL_BYTES)
+  view = new DataView(this.bytes.buffer)
+  at = 0
+
+  room(count: number): void {
+    if (this.at + count <= this.bytes.length) return
+    let size = this.bytes.length * 2
+    while (this.at + count > size) size *= 2
+    const grown = new Uint8Array(size)
+    grown.set(this.bytes.subarray(0, this.at))
+    this.bytes = grown
+    this.view = new DataView(grown.buffer)
+  }
+
+  /** A non-negative integer below 2^53. */
+  varint(value: number): void {
+    this.room(10)
+    while (value > 127) {
+      this.bytes[this.at++] = (value % 128) | 128
+      value = Math.floor(value / 128)
+    }
+    this.bytes[this.at++] = value
+  }
+
+  /** Any 64-bit integer, as protobuf writes int64 (negative ones in ten bytes). */
+  int64(value: bigint): void {
+    let rest = BigInt.asUintN(64, value)
+    this.room(10)
+    while (rest > 127n) {
+      this.bytes[this.at++] = Number(rest & 127n) | 128
+      rest >>= 7n
+    }
+    this.bytes[this.at++] = Number(rest)
+  }
+
+  tag(field: number, wire: number): void {
+    this.varint((field << 3) | wire)
+  }
+
+  varintField(field: number, value: number): void {
+    this.tag(field, VARINT)
+    this.varint(value)
+  }
+
+  fixed64Field(field: number, value: bigint): void {
+    this.tag(field, FIXED64)
+    this.room(8)
+    this.view.setBigUint64(this.at, BigInt.asUintN(64, value), true)
+    this.at += 8
+  }
+
+  doubleField(field: number, value: number): void {
+    this.tag(field, FIXED64)
+    this.room(8)
+    this.view.setFloat64(this.at, value, true)
+    this.at += 8
+  }
+
+  stringField(field: number, value: string): void {
+    this.tag(field, LENGTH_DELIMITED)
+    if (value.length <= SHORT_STRING) {
+      this.room(1 + value.length * 3)
+      const lengthAt = this.at++
+      let ascii = true
+      for (let index = 0; index < value.length; index++) {
+        const code = value.charCodeAt(index)
+        if (code >= 128) {
+          ascii = false
+          break
+        }
+        this.bytes[this.at + index] = code
+      }
+      const written = ascii ? value.length : encoder.encodeInto(value, this.bytes.subarray(this.at)).written
+      this.bytes[lengthAt] = written
+      this.at += written
+      return
+    }
+    const length = Buffer.byteLength(value, "utf8")
+    this.varint(length)
+    this.room(length)
+    encoder.encodeInto(value, this.bytes.subarray(this.at, this.at + length))
+    this.at += length
+  }
+
+  /** Bytes given in hex (ids), as Effect's encoder reads them: two digits a byte, a bad digit as 0. */
+  hexField(field: number, hex: string): void {
+    const length = hex.length >>> 1
+    this.tag(field, LENGTH_DELIMITED)
+    this.varint(length)
+    this.room(length)
+    for (let index = 0; index < length; index++) {
+      const high = HEX[hex.charCodeAt(index * 2)] ?? -1
+      const low = HEX[hex.charCodeAt(index * 2 + 1)] ?? -1
+      this.bytes[this.at++] = high < 0 ? 0 : low < 0 ? high : high * 16 + low
+    }
+  }
+
+  /** Starts an embedded message: its length, one byte for now, is fixed by `end`. */
+  begin(field: number): number {
+    this.tag(field, LENGTH_DELIMITED)
+    this.room(1)
+    return this.at++
+  }
+
+  end(lengthAt: number): void {
+    const length = this.at - lengthAt - 1
+    if (length < 128) {
+      this.bytes[lengthAt] = length
+      return
+    }
+    let extra = 0
+    for (let rest = length; rest > 127; rest = Math.floor(rest / 128)) extra++
+    this.room(extra)
+    this.bytes.copyWithin(lengthAt + 1 + extra, lengthAt + 1, this.at)
+    const after = this.at + extra
+    this.at = lengthAt
+    this.varint(length)
+    this.at = after
+  }
+
+  anyValue(value: unknown): void {
+    if (Array.isArray(value)) {
+      const array = this.begin(5)
+      for (const item of value) {
+        const one = this.begin(1)
+        this.anyValue(item)
+        this.end(one)
+      }
+      this.end(array)
+      return
+    }
+    switch (typeof value) {
+      case "string":
+        return this.stringField(1, value)
+      case "boolean":
+        return this.varintField(2, value ? 1 : 0)
+      case "bigint":
+        if (BigInt.asIntN(64, value) === value) {
+          this.tag(3, VARINT)
+          return this.int64(value)
+        }
+        return this.stringField(1, String(value))
+      case "number":
+        if (Number.isInteger(value) && value >= -INT64_BOUND && value < INT64_BOUND) {
+          this.tag(3, VARINT)
+          if (value >= 0 && value <= Number.MAX_SAFE_INTEGER) return this.varint(value)
+          return this.int64(BigInt(value))
+        }
+        return this.doubleField(4, value)
+      default:
+        return this.stringField(1, format(value))
+    }
+  }
+
+  copy(bytes: Uint8Array): void {
+    this.room(bytes.length)
+    this.bytes.set(bytes, this.at)
+    this.at += bytes.length
+  }
+
+  /** A string field whose bytes are kept once made (attribute keys and span names repeat in every batch). */
+  knownString(field: number, value: string, cache: Map<string, Uint8Array>): void {
+    let encoded = cache.get(value)
+    if (encoded === undefined) {
+      const start = this.at
+      this.stringField(field, value)
+      if (cache.size < KNOWN_STRINGS) cache.set(value, this.bytes.slice(start, this.at))
+      return
+    }
+    this.copy(encoded)
+  }
+
+  keyValue(field: number, key: string, value: unknown): void {
+    // An attribute said again and again (a tool's name, an outcome, a flag) is copied as it was first written.
+    const known = typeof value === "string" || typeof value === "boolean" ? PAIRS.get(key)?.get(value) : undefined
+    if (known !== undefined && field === 9) {
+      this.copy(known)
+      return
+    }
+    const start = this.at
+    const pair = this.begin(field)
+    this.knownString(1, key, KEYS)
+    const inner = this.begin(2)
+    this.anyValue(value)
+    this.end(inner)
+    this.end(pair)
+    if (field === 9 && (typeof value === "boolean" || (typeof value === "string" && value.length <= SHORT_STRING)) && pairCount < KNOWN_STRINGS) {
+      let values = PAIRS.get(key)
+      if (values === undefined) PAIRS.set(key, (values = new Map()))
+      values.set(value, this.bytes.slice(start, this.at))
+      pairCount++
+    }
+  }
+
+  keyValues(field: number, entries: Iterable<readonly [string, unknown]>): void {
+    for (const [key, value] of entries) this.keyValue(field, key, value)
+  }
+
+  /** An id given as 32-bit words, each written high byte first (as its hex reads). */
+  wordsField(field: number, words: ArrayLike<number>): void {
+    this.tag(field, LENGTH_DELIMITED)
+    this.room(1 + words.length * 4)
+    const bytes = this.bytes
+    let at = this.at
+    bytes[at++] = words.length * 4
+    for (let index = 0; index < words.length; index++) {
+      const word = words[index]!
+      bytes[at++] = word >>> 24
+      bytes[at++] = (word >>> 16) & 255
+      bytes[at++] = (word >>> 8) & 255
+      bytes[at++] = word & 255
+    }
+    this.at = at
+  }
+
+  span(span: Ended): void {
+    const outcome = outcomeOf(span)
+    const message = this.begin(2)
+    if (span.traceWords !== undefined) this.wordsField(1, span.traceWords)
+    else {
+      const traceId = span.traceId
+      this.hexField(1, traceId.length < 32 ? traceId.padStart(32, "0") : traceId)
+    }
+    if (span.spanWords !== undefined) this.wordsField(2, span.spanWords)
+    else this.hexField(2, span.spanId)
+    const parentWords = span.parentWords
+    if (parentWords !== undefined) this.wordsField(4, parentWords)
+    else {
+      const parentSpanId = span.parentSpanId
+      if (parentSpanId !== undefined) this.hexField(4, parentSpanId)
+    }
+    this.knownString(5, span.name, NAMES)
+    this.varintField(6, SPAN_KIND[span.kind])
+    this.fixed64Field(7, span.startTime)
+    this.fixed64Field(8, span.endTime)
+    const pairs = span.pairs
+    for (let index = 0; index < pairs.length; index += 2) this.keyValue(9, pairs[index] as string, pairs[index + 1])
+    if (outcome.interrupted) this.keyValue(9, "effect.fiber.interrupted", true)
+    for (const [name, time, attributes] of span.events) {
+      const event = this.begin(11)
+      this.fixed64Field(1, time)
+      this.stringField(2, name)
+      if (attributes !== undefined) this.keyValues(3, Object.entries(attributes))
+      this.end(event)
+    }
+    for (const error of outcome.errors) {
+      const event = this.begin(11)
+      this.fixed64Field(1, span.endTime)
+      this.stringField(2, "exception")
+      this.keyValue(3, "exception.type", error.name)
+      this.keyValue(3, "exception.message", error.message)
+      this.keyValue(3, "exception.stacktrace", error.stack ?? "No stack trace available")
+      this.end(event)
+    }
+    for (const link of span.links) {
+      const linked = this.begin(13)
+      this.hexField(1, link.span.traceId.padStart(32, "0"))
+      this.hexField(2, link.span.spanId)
+      this.keyValues(4, Object.entries(link.attributes))
+      this.end(linked)
+    }
+    const status = this.begin(15)
+    if (outcome.message !== undefined) this.stringField(2, outcome.message)
+    this.varintField(3, outcome.code)
+    this.end(status)
+    this.end(message)
+  }
+}
+
+/** Spans encoded as they end, waiting to be sent as one request body; the spans themselves are not kept. */
+export interface Batch {
+  readonly add: (span: Ended) => void
+  /** Spans added since the last `take`. */
+  readonly count: () => number
+  /** The request body of the spans added since the last `take`, and a fresh start. */
+  readonly take: () => Uint8Array<ArrayBuffer> | string
+}
+
+const jsonReplacer = (_key: string, value: unknown) => (typeof value === "number" && !Number.isFinite(value) ? String(value) : value)
+
+/** A batch of spans in OTLP protobuf: each span's message written when it is added, the envelope when taken. */
+const protobufBatch = (source: Source): Batch => {
+  let spans = new Writer()
+  let count = 0
+  return {
+    add: (span) => {
+      spans.span(span)
+      count++
+    },
+    count: () => count,
+    take: () => {
+      const writer = new Writer()
+      writer.room(spans.at + 256)
+      const resourceSpans = writer.begin(1)
+      const resource = writer.begin(1)
+      writer.keyValues(1, Object.entries(source.resource))
+      writer.end(resource)
+      const scopeSpans = writer.begin(2)
+      const scope = writer.begin(1)
+      writer.stringField(1, source.scope.name)
+      writer.stringField(2, source.scope.version)
+      writer.end(scope)
+      writer.room(spans.at)
+      writer.bytes.set(spans.bytes.subarray(0, spans.at), writer.at)
+      writer.at += spans.at
+      writer.end(scopeSpans)
+      writer.end(resourceSpans)
+      spans = new Writer()
+      count = 0
+      return writer.bytes.subarray(0, writer.at)
+    },
+  }
+}
+
+/** A batch of spans in OTLP/JSON: each span's JSON made when it is added, the envelope when taken. */
+const jsonBatch = (source: Source): Batch => {
+  let spans: Array<string> = []
+  const head = JSON.stringify(json([], source), jsonReplacer)
+  // The envelope with its empty span list, split where the spans go.
+  const at = head.indexOf('"spans":[]') + '"spans":['.length
+  return {
+    add: (span) => {
+      spans.push(JSON.stringify(jsonSpan(span), jsonReplacer))
+    },
+    count: () => spans.length,
+    take: () => {
+      const body = `${head.slice(0, at)}${spans.join(",")}${head.slice(at)}`
+      spans = []
+      return body
+    },
+  }
+}
+
+export const batch = (protocol: "http/protobuf" | "http/json", source: Source): Batch =>
+  protocol === "http/json" ? jsonBatch(source) : protobufBatch(source)
+
+/** The batch as an OTLP protobuf `ExportTraceServiceRequest`. */
+export const protobuf = (spans: ReadonlyArray<Ended>, source: Source): Uint8Array<ArrayBuffer> => {
+  const one = protobufBatch(source)
+  for (const span of spans) one.add(span)
+  return one.take() as Uint8Array<ArrayBuffer>
+}

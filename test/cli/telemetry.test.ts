@@ -1,0 +1,73 @@
+// What the standard OpenTelemetry variables ask of core's exporter (src/cli/telemetry.ts): nothing unless an endpoint
+// is set and tracing is not turned off; the endpoint, headers, resource, batch and queue sizes as OTel reads them;
+// values that are not numbers fall back to the defaults.
+
+import { describe, expect, test } from "bun:test"
+import { Telemetry } from "../../src/cli/telemetry"
+
+const DEFAULTS = { exportIntervalMs: 5_000, flushMs: 1_000 }
+
+const settingsOf = (env: Record<string, string>) => {
+  const found = Telemetry.settings(env, DEFAULTS)
+  if (found === undefined || !("settings" in found)) throw new Error(`no settings: ${JSON.stringify(found)}`)
+  return found.settings
+}
+
+describe("Telemetry.settings", () => {
+  test("nothing without an endpoint, or with tracing turned off", () => {
+    expect(Telemetry.settings({}, DEFAULTS)).toBeUndefined()
+    expect(Telemetry.settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "  " }, DEFAULTS)).toBeUndefined()
+    expect(Telemetry.settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://x", OTEL_SDK_DISABLED: "TRUE" }, DEFAULTS)).toBeUndefined()
+    expect(Telemetry.settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://x", OTEL_TRACES_EXPORTER: "none" }, DEFAULTS)).toBeUndefined()
+    expect(Telemetry.asked({})).toBe(false)
+    expect(Telemetry.asked({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://x/t" })).toBe(true)
+  })
+
+  test("the endpoint, headers, resource and batching as OTel reads them", () => {
+    const settings = settingsOf({
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/",
+      OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20t,bad,=x",
+      OTEL_RESOURCE_ATTRIBUTES: "service.name=from-resource,deployment.environment=prod",
+      OTEL_BSP_SCHEDULE_DELAY: "250",
+      OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "64",
+      OTEL_BSP_MAX_QUEUE_SIZE: "4096",
+      OTEL_EXPORTER_OTLP_COMPRESSION: "gzip",
+    })
+    expect(settings).toEqual({
+      url: "http://collector:4318/v1/traces",
+      headers: { authorization: "Bearer t" },
+      protocol: "http/protobuf",
+      compression: "gzip",
+      serviceName: "from-resource",
+      resource: { "service.name": "from-resource", "deployment.environment": "prod" },
+      exportIntervalMs: 250,
+      flushMs: 1_000,
+      maxBatchSpans: 64,
+      maxQueuedSpans: 4_096,
+    })
+  })
+
+  test("sizes and delays that are not numbers are left to the defaults", () => {
+    const settings = settingsOf({
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://collector:4318/custom",
+      OTEL_BSP_SCHEDULE_DELAY: "soon",
+      OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "0",
+      OTEL_BSP_MAX_QUEUE_SIZE: "1.5",
+      OTEL_EXPORTER_OTLP_TIMEOUT: "-3",
+    })
+    expect(settings.url).toBe("http://collector:4318/custom")
+    expect(settings.exportIntervalMs).toBe(5_000)
+    expect(settings.flushMs).toBe(1_000)
+    expect(settings.maxBatchSpans).toBeUndefined()
+    expect(settings.maxQueuedSpans).toBeUndefined()
+  })
+
+  test("a protocol core does not speak, or an endpoint that is not a URL, is said and not exported to", () => {
+    expect(Telemetry.settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://x", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }, DEFAULTS)).toEqual({
+      problem: "core: warning: not exporting traces: core sends OTLP over HTTP (http/protobuf or http/json), not grpc",
+    })
+    expect(Telemetry.settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "not a url" }, DEFAULTS)).toEqual({
+      problem: "core: warning: not exporting traces: not a url is not a URL",
+    })
+  })
+})

@@ -1,0 +1,162 @@
+// OTLP encoding (src/host/otlp-wire.ts): the protobuf core writes is byte for byte what Effect's own OTLP encoder
+// makes of the same data (its JSON form), whatever the attributes, ids, failures, events, links and sizes; the JSON
+// body is that data; batches taken one after another start afresh.
+
+import { describe, expect, test } from "bun:test"
+import { Cause, Effect } from "effect"
+import type * as Tracer from "effect/Tracer"
+import * as OtlpSerialization from "effect/observability/OtlpSerialization"
+import { OtlpWire } from "../../src/host/otlp-wire"
+
+const SOURCE: OtlpWire.Source = {
+  resource: { "service.name": "core-test", "service.version": "1.2.3", "deployment.environment": "ünïcode" },
+  scope: { name: "core", version: "1.2.3" },
+}
+
+const effectProtobuf = (data: unknown): Uint8Array =>
+  Effect.runSync(
+    Effect.gen(function* () {
+      const serialization = yield* OtlpSerialization.OtlpSerialization
+      const body = serialization.traces(data as never)
+      if (body._tag !== "Uint8Array") throw new Error(`unexpected body ${body._tag}`)
+      return body.body
+    }).pipe(Effect.provide(OtlpSerialization.layerProtobuf)),
+  )
+
+const ended = (overrides: Partial<OtlpWire.Ended> & Pick<OtlpWire.Ended, "name">): OtlpWire.Ended => ({
+  kind: "internal",
+  traceId: "0af7651916cd43dd8448eb211c80319c",
+  spanId: "b7ad6b7169203331",
+  parentSpanId: undefined,
+  startTime: 1_764_000_000_000_000_000n,
+  endTime: 1_764_000_000_000_123_456n,
+  pairs: [],
+  events: [],
+  links: [],
+  failure: undefined,
+  ...overrides,
+})
+
+const external = (traceId: string, spanId: string): Tracer.ExternalSpan =>
+  ({ _tag: "ExternalSpan", traceId, spanId, sampled: true, annotations: undefined as never }) as Tracer.ExternalSpan
+
+const spans: Array<OtlpWire.Ended> = [
+  ended({
+    name: "Settler.settle",
+    pairs: [
+      "core.tool", "read",
+      "core.session", "ses_ü",
+      "core.input.bytes", 42,
+      "zero", 0,
+      "negative", -7,
+      "large", 2 ** 60,
+      "unsafe", Number.MAX_SAFE_INTEGER + 2,
+      "huge", 1e300,
+      "double", 1.5,
+      "nan", Number.NaN,
+      "infinite", Number.POSITIVE_INFINITY,
+      "true", true,
+      "false", false,
+      "bigint", 123456789012345678901234567890n,
+      "small bigint", -5n,
+      "array", ["a", 1, true, [2.5]],
+      "object", { nested: { deep: 1 } },
+      "null", null,
+      "undefined", undefined,
+      "long", "x".repeat(300),
+      "emoji", "🙂".repeat(50),
+    ],
+  }),
+  ended({
+    name: "Settler.decode",
+    spanId: "00f067aa0ba902b7",
+    parentSpanId: "b7ad6b7169203331",
+    traceWords: [0x0af76519, 0x16cd43dd, 0x8448eb21, 0x1c80319c],
+    spanWords: [0x00f067aa, 0x0ba902b7],
+    parentWords: [0xb7ad6b71, 0x69203331],
+    pairs: ["core.input.valid", true],
+  }),
+  ended({ name: "server", kind: "server", traceId: "abc", spanId: "0123456789abcdef" }),
+  ended({
+    name: "Settler.record",
+    kind: "client",
+    failure: Cause.fail(new Error("disk full")),
+    events: [["retry", 1_764_000_000_000_000_500n, { attempt: 2 }], ["plain", 1_764_000_000_000_000_600n, undefined]],
+    links: [{ span: external("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"), attributes: { why: "follows" } }],
+  }),
+  ended({ name: "Settler.execute", kind: "producer", failure: Cause.interrupt(1), pairs: ["core.execute.outcome", "interrupted"] }),
+  ended({ name: "defect", kind: "consumer", failure: Cause.die("boom") }),
+  ended({ name: "n".repeat(200), pairs: Array.from({ length: 400 }, (_, index) => [`key.${index}`, `value ${index}`]).flat() }),
+]
+
+describe("OtlpWire.protobuf", () => {
+  test("is what Effect's OTLP encoder writes for the same data, span for span", () => {
+    for (const span of spans) {
+      expect({ name: span.name.slice(0, 20), bytes: Buffer.from(OtlpWire.protobuf([span], SOURCE)).toString("hex") }).toEqual({
+        name: span.name.slice(0, 20),
+        bytes: Buffer.from(effectProtobuf(OtlpWire.json([span], SOURCE))).toString("hex"),
+      })
+    }
+  })
+
+  test("a batch of many spans (lengths over 16 KB) is the same too", () => {
+    const many = Array.from({ length: 300 }, (_, index) => spans[index % spans.length]!)
+    const mine = OtlpWire.protobuf(many, SOURCE)
+    expect(mine.length).toBeGreaterThan(16_384 * 8)
+    expect(Buffer.from(mine).equals(Buffer.from(effectProtobuf(OtlpWire.json(many, SOURCE))))).toBe(true)
+  })
+
+  test("no spans is an empty batch under the resource and scope", () => {
+    expect(Buffer.from(OtlpWire.protobuf([], SOURCE)).equals(Buffer.from(effectProtobuf(OtlpWire.json([], SOURCE))))).toBe(true)
+  })
+})
+
+describe("OtlpWire.json", () => {
+  test("says how each span ended: ok, an error with its exception event, or interrupted", () => {
+    const data = JSON.parse(OtlpWire.jsonBody(spans, SOURCE)) as ReturnType<typeof OtlpWire.json>
+    const [resource] = data.resourceSpans
+    const found = resource!.scopeSpans[0]!.spans
+    expect(resource!.resource.attributes).toContainEqual({ key: "service.name", value: { stringValue: "core-test" } })
+    expect(found.map((span) => span.status.code)).toEqual([1, 1, 1, 2, 0, 2, 1])
+    const failed = found[3]!
+    expect(failed.status.message).toBe("disk full")
+    expect(failed.events.map((event) => event.name)).toEqual(["retry", "plain", "exception"])
+    expect(failed.events[2]!.attributes.find((entry) => entry.key === "exception.message")?.value).toEqual({ stringValue: "disk full" })
+    expect(failed.links).toEqual([
+      { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7", attributes: [{ key: "why", value: { stringValue: "follows" } }], droppedAttributesCount: 0 },
+    ])
+    expect(found[4]!.attributes).toContainEqual({ key: "effect.fiber.interrupted", value: { boolValue: true } })
+    const settle = found[0]!
+    expect(settle.parentSpanId).toBeUndefined()
+    expect(found[1]!.parentSpanId).toBe("b7ad6b7169203331")
+    expect(found[2]!.traceId).toBe("abc".padStart(32, "0"))
+    expect(settle.startTimeUnixNano).toBe("1764000000000000000")
+    const value = (key: string) => settle.attributes.find((entry) => entry.key === key)?.value
+    expect(value("core.input.bytes")).toEqual({ intValue: 42 })
+    expect(value("unsafe")).toEqual({ intValue: String(BigInt(Number.MAX_SAFE_INTEGER + 2)) })
+    expect(value("nan")).toEqual({ doubleValue: "NaN" as never })
+    expect(value("infinite")).toEqual({ doubleValue: "Infinity" as never })
+    expect(value("bigint")).toEqual({ stringValue: "123456789012345678901234567890" })
+    expect(value("array")).toEqual({ arrayValue: { values: [{ stringValue: "a" }, { intValue: 1 }, { boolValue: true }, { arrayValue: { values: [{ doubleValue: 2.5 }] } }] } })
+  })
+
+  test("a batch taken starts afresh: the next holds only what came after", () => {
+    for (const protocol of ["http/json", "http/protobuf"] as const) {
+      const batch = OtlpWire.batch(protocol, SOURCE)
+      batch.add(spans[0]!)
+      batch.add(spans[1]!)
+      expect(batch.count()).toBe(2)
+      const first = batch.take()
+      expect(batch.count()).toBe(0)
+      batch.add(spans[2]!)
+      const second = batch.take()
+      if (protocol === "http/json") {
+        expect(first).toBe(OtlpWire.jsonBody(spans.slice(0, 2), SOURCE))
+        expect(second).toBe(OtlpWire.jsonBody([spans[2]!], SOURCE))
+      } else {
+        expect(Buffer.from(first).equals(Buffer.from(OtlpWire.protobuf(spans.slice(0, 2), SOURCE)))).toBe(true)
+        expect(Buffer.from(second).equals(Buffer.from(OtlpWire.protobuf([spans[2]!], SOURCE)))).toBe(true)
+      }
+    }
+  })
+})

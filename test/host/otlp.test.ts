@@ -1,0 +1,301 @@
+// The OTLP exporter (src/host/otlp.ts) against a real local receiver (Bun.serve): a settle's spans, named and
+// nested as the operator reads them (a tool's own span under the settle), times in order; full batches sent without
+// waiting for the interval; everything left flushed when the layer closes; gzip; a receiver that hangs or fails
+// costs a bounded queue and a bounded wait, never the call.
+
+import { afterAll, describe, expect, test } from "bun:test"
+import { gunzipSync } from "node:zlib"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Context, Effect, Exit, Layer, ManagedRuntime, Option, Schema, Scope } from "effect"
+import { Kernel } from "../../src/host/kernel"
+import { Otlp } from "../../src/host/otlp"
+import { Registry } from "../../src/registry/registry"
+import { Settler } from "../../src/settlement/settler"
+import { Store } from "../../src/store/store"
+import { Tool } from "../../src/tool/tool"
+
+interface Received {
+  readonly headers: Headers
+  readonly body: Uint8Array
+}
+
+const servers: Array<{ stop: (force?: boolean) => void }> = []
+const dirs: Array<string> = []
+afterAll(() => {
+  for (const server of servers) server.stop(true)
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+})
+
+/** A receiver answering `status`, or never answering when `hang`. */
+const receiver = (options: { readonly status?: number; readonly hang?: boolean } = {}) => {
+  const received: Array<Received> = []
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(request) {
+      received.push({ headers: request.headers, body: new Uint8Array(await request.arrayBuffer()) })
+      if (options.hang) return new Promise<Response>(() => {})
+      return new Response("{}", { status: options.status ?? 200 })
+    },
+  })
+  servers.push(server)
+  return { url: `http://127.0.0.1:${server.port}/v1/traces`, received }
+}
+
+const settings = (url: string, overrides: Partial<Otlp.Settings> = {}): Otlp.Settings => ({
+  url,
+  headers: { "x-team": "core" },
+  protocol: "http/json",
+  compression: "none",
+  serviceName: "core-test",
+  exportIntervalMs: 3_600_000,
+  flushMs: 2_000,
+  ...overrides,
+})
+
+interface JsonSpan {
+  readonly traceId: string
+  readonly spanId: string
+  readonly parentSpanId?: string
+  readonly name: string
+  readonly startTimeUnixNano: string
+  readonly endTimeUnixNano: string
+  readonly attributes: ReadonlyArray<{ readonly key: string; readonly value: Record<string, unknown> }>
+}
+
+const spansOf = (received: ReadonlyArray<Received>): Array<JsonSpan> =>
+  received.flatMap((request) => {
+    const data = JSON.parse(new TextDecoder().decode(request.body)) as {
+      resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<JsonSpan> }> }>
+    }
+    return data.resourceSpans.flatMap((resource) => resource.scopeSpans.flatMap((scope) => scope.spans))
+  })
+
+const attribute = (span: JsonSpan, key: string): unknown => {
+  const value = span.attributes.find((entry) => entry.key === key)?.value
+  return value === undefined ? undefined : Object.values(value)[0]
+}
+
+/** Ends `count` spans named `name-<i>` through `made`'s tracer, as Effect would. */
+const endSpans = (made: Otlp.Made, count: number, name = "span") => {
+  for (let index = 0; index < count; index++) {
+    const span = made.tracer.span({
+      name: `${name}-${index}`,
+      parent: Option.none(),
+      annotations: Context.empty(),
+      links: [],
+      startTime: 1n,
+      kind: "internal",
+      root: false,
+      sampled: true,
+    })
+    span.attribute("index", index)
+    span.end(2n, Exit.void)
+  }
+}
+
+const until = async (condition: () => boolean, ms = 5_000) => {
+  const deadline = Date.now() + ms
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting")
+    await Bun.sleep(10)
+  }
+}
+
+describe("a settle's spans", () => {
+  test("reach the receiver when the layer closes: settle over its steps, a tool's own span under the settle", async () => {
+    const otlp = receiver()
+    const dir = mkdtempSync(join(tmpdir(), "core-otlp-"))
+    dirs.push(dir)
+    const echo = Tool.make({
+      description: "Echo text back",
+      input: Schema.Struct({ text: Schema.String }),
+      output: Schema.String,
+      execute: (input) => Effect.succeed(input.text).pipe(Effect.withSpan("echo.inner")),
+    })
+    const runtime = ManagedRuntime.make(
+      Layer.merge(Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(dir, "outputs") }), Otlp.layer(settings(otlp.url))),
+    )
+    const registration = Effect.runSync(Scope.make())
+    const settled = await runtime.runPromise(
+      Effect.gen(function* () {
+        yield* (yield* Registry.Service).tools.register({ echo }).pipe(Scope.provide(registration))
+        const turn = yield* (yield* Settler.Service).materialize()
+        return yield* turn.settle({
+          sessionID: "ses_otlp",
+          agent: "build",
+          assistantMessageID: "msg_otlp",
+          toolCallID: "call_otlp",
+          name: "echo",
+          input: { text: "SECRET_INPUT" },
+        })
+      }),
+    )
+    expect(settled.settlement.status).toBe("success")
+    // Nothing is sent before the interval or a full batch: the spans wait for the layer to close.
+    expect(otlp.received).toEqual([])
+    await Effect.runPromise(Scope.close(registration, Exit.void))
+    await runtime.dispose()
+
+    expect(otlp.received.length).toBe(1)
+    expect(otlp.received[0]!.headers.get("content-type")).toBe("application/json")
+    expect(otlp.received[0]!.headers.get("x-team")).toBe("core")
+    expect(otlp.received[0]!.headers.get("user-agent")).toStartWith("core/")
+    const all = spansOf(otlp.received)
+    const settle = all.find((span) => span.name === "Settler.settle")!
+    // The call's trace (registering the tool is a trace of its own: Registry.register).
+    const spans = all.filter((span) => span.traceId === settle.traceId)
+    expect(settle.parentSpanId).toBeUndefined()
+    for (const [key, value] of Object.entries({
+      "core.tool": "echo",
+      "core.session": "ses_otlp",
+      "core.call": "call_otlp",
+      "core.agent": "build",
+      "core.status": "success",
+      "core.output.bytes": 12,
+      "core.replayed": false,
+    })) {
+      expect({ key, value: attribute(settle, key) }).toEqual({ key, value })
+    }
+    const names = spans.map((span) => span.name).sort()
+    expect(names).toEqual(
+      ["Settler.bound", "Settler.decode", "Settler.execute", "Settler.permission", "Settler.record", "Settler.record", "Settler.settle", "echo.inner"].sort(),
+    )
+    const start = BigInt(settle.startTimeUnixNano)
+    const end = BigInt(settle.endTimeUnixNano)
+    expect(end >= start).toBe(true)
+    for (const span of spans.filter((one) => one !== settle)) {
+      expect({ name: span.name, parent: span.parentSpanId, trace: span.traceId }).toEqual({ name: span.name, parent: settle.spanId, trace: settle.traceId })
+      // Each step lies within the settle, its end after its start.
+      expect({ name: span.name, inside: BigInt(span.startTimeUnixNano) >= start && BigInt(span.endTimeUnixNano) <= end + 1_000_000n }).toEqual({ name: span.name, inside: true })
+      expect(BigInt(span.endTimeUnixNano) >= BigInt(span.startTimeUnixNano)).toBe(true)
+    }
+    expect(attribute(spans.find((span) => span.name === "Settler.permission")!, "core.permission.decision")).toBe("allow")
+    expect(attribute(spans.find((span) => span.name === "Settler.execute")!, "core.execute.outcome")).toBe("success")
+    // Ids are hex of their length, never all zeros.
+    expect(settle.traceId).toMatch(/^[0-9a-f]{32}$/)
+    expect(settle.spanId).toMatch(/^[0-9a-f]{16}$/)
+    expect(settle.traceId).not.toBe("0".repeat(32))
+    expect(new TextDecoder().decode(otlp.received[0]!.body)).not.toContain("SECRET_INPUT")
+  })
+})
+
+describe("a settle where tracing is turned off", () => {
+  test("makes no span (Effect.withTracerEnabled(false)), and settles as ever", async () => {
+    const otlp = receiver()
+    const dir = mkdtempSync(join(tmpdir(), "core-otlp-"))
+    dirs.push(dir)
+    const echo = Tool.make({
+      description: "Echo text back",
+      input: Schema.Struct({ text: Schema.String }),
+      output: Schema.String,
+      execute: (input) => Effect.succeed(input.text),
+    })
+    const runtime = ManagedRuntime.make(
+      Layer.merge(Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(dir, "outputs") }), Otlp.layer(settings(otlp.url))),
+    )
+    const registration = Effect.runSync(Scope.make())
+    const turn = await runtime.runPromise(
+      Effect.gen(function* () {
+        yield* (yield* Registry.Service).tools.register({ echo }).pipe(Scope.provide(registration))
+        return yield* (yield* Settler.Service).materialize()
+      }),
+    )
+    const call = (toolCallID: string) =>
+      turn.settle({ sessionID: "ses_off", agent: "build", assistantMessageID: "msg", toolCallID, name: "echo", input: { text: "hi" } })
+    const quiet = await runtime.runPromise(call("call_quiet").pipe(Effect.withTracerEnabled(false)))
+    const traced = await runtime.runPromise(call("call_traced"))
+    expect([quiet.settlement.status, traced.settlement.status]).toEqual(["success", "success"])
+    await Effect.runPromise(Scope.close(registration, Exit.void))
+    await runtime.dispose()
+    const calls = spansOf(otlp.received)
+      .filter((span) => span.name === "Settler.settle")
+      .map((span) => attribute(span, "core.call"))
+    expect(calls).toEqual(["call_traced"])
+  })
+})
+
+describe("the exporter", () => {
+  test("sends each full batch without waiting for the interval, and the rest when it closes", async () => {
+    const otlp = receiver()
+    const made = Otlp.make(settings(otlp.url, { protocol: "http/protobuf", maxBatchSpans: 10 }))
+    endSpans(made, 25)
+    // Sent as each batch filled, long before the hour-long interval.
+    await until(() => made.stats.sent === 20)
+    expect(otlp.received.length).toBe(2)
+    await made.close()
+    expect(otlp.received.length).toBe(3)
+    expect(made.stats).toEqual({ sent: 25, dropped: 0, requests: 3, failures: 0 })
+    expect(otlp.received[0]!.headers.get("content-type")).toBe("application/x-protobuf")
+    const text = otlp.received.map((request) => Buffer.from(request.body).toString("latin1")).join("")
+    // Each name once, as a protobuf string: its length, then its bytes.
+    for (let index = 0; index < 25; index++) {
+      const name = `span-${index}`
+      expect(text.split(`${String.fromCharCode(name.length)}${name}`).length - 1).toBe(1)
+    }
+  })
+
+  test("sends what is waiting every interval", async () => {
+    const otlp = receiver()
+    const made = Otlp.make(settings(otlp.url, { exportIntervalMs: 50 }))
+    endSpans(made, 3)
+    await until(() => otlp.received.length === 1)
+    expect(spansOf(otlp.received).map((span) => span.name)).toEqual(["span-0", "span-1", "span-2"])
+    await made.close()
+    expect(otlp.received.length).toBe(1)
+  })
+
+  test("gzips a body of a kilobyte or more when asked", async () => {
+    const otlp = receiver()
+    const made = Otlp.make(settings(otlp.url, { compression: "gzip" }))
+    endSpans(made, 20)
+    await made.close()
+    expect(otlp.received[0]!.headers.get("content-encoding")).toBe("gzip")
+    const data = JSON.parse(gunzipSync(otlp.received[0]!.body).toString("utf8")) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<JsonSpan> }> }> }
+    expect(data.resourceSpans[0]!.scopeSpans[0]!.spans.length).toBe(20)
+  })
+
+  test("a receiver that never answers costs a bounded queue and a bounded wait at close", async () => {
+    const otlp = receiver({ hang: true })
+    const made = Otlp.make(settings(otlp.url, { maxBatchSpans: 10, maxQueuedSpans: 30, flushMs: 300 }))
+    endSpans(made, 100)
+    await until(() => otlp.received.length === 2)
+    // Two requests in flight, one more batch waiting: the rest are dropped, not kept.
+    expect(made.stats.dropped).toBe(70)
+    const started = performance.now()
+    await made.close()
+    expect(performance.now() - started).toBeLessThan(2_000)
+    expect(made.stats.sent).toBe(0)
+    expect(made.stats.dropped).toBe(100)
+  })
+
+  test("a failing receiver pauses sending; spans made meanwhile wait, within the bound", async () => {
+    const otlp = receiver({ status: 503 })
+    const made = Otlp.make(settings(otlp.url, { maxBatchSpans: 5, maxQueuedSpans: 20, exportIntervalMs: 20 }))
+    endSpans(made, 5)
+    await until(() => made.stats.failures === 1)
+    endSpans(made, 12, "later")
+    await Bun.sleep(200)
+    // Paused after the failure: no second request within the pause.
+    expect(otlp.received.length).toBe(1)
+    expect(made.stats.dropped).toBe(5)
+    endSpans(made, 30, "over")
+    // 12 waiting, room for 8 more (the bound is 20 spans not yet sent).
+    expect(made.stats.dropped).toBe(5 + 22)
+    await made.close()
+  })
+
+  test("an endpoint nothing listens on: the spans are dropped and close returns at once", async () => {
+    const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() })
+    const url = `http://127.0.0.1:${probe.port}/v1/traces`
+    probe.stop(true)
+    const made = Otlp.make(settings(url))
+    endSpans(made, 3)
+    const started = performance.now()
+    await made.close()
+    expect(performance.now() - started).toBeLessThan(1_500)
+    expect(made.stats).toMatchObject({ sent: 0, dropped: 3, failures: 1 })
+  })
+})
