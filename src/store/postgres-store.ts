@@ -301,7 +301,12 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
             const result = await sql`
               DELETE FROM core.settlements WHERE id IN
                 (SELECT id FROM core.settlements WHERE COALESCE(settled_at, started_at) < ${before} LIMIT ${limit})`
-            return result.count
+            if (result.count >= limit) return result.count
+            // Todo lists not written since the cutoff go with the calls of their time, also in batches.
+            const todos = await sql`
+              DELETE FROM core.todos WHERE (location, session_id) IN
+                (SELECT location, session_id FROM core.todos WHERE updated_at < ${before} LIMIT ${limit - result.count})`
+            return result.count + todos.count
           }),
         claimSweep: (now, intervalMs) =>
           attempt("write", async () =>

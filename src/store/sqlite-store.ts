@@ -293,6 +293,11 @@ const prepare = (db: Database) => ({
     "DELETE FROM settlements WHERE id IN " +
       "(SELECT id FROM settlements WHERE COALESCE(settled_at, started_at) < ? LIMIT ?)",
   ),
+  // Todo lists not written since the cutoff go with the calls of their time, also in batches.
+  pruneTodos: db.query<unknown, [number, number]>(
+    "DELETE FROM todos WHERE (location, session_id) IN " +
+      "(SELECT location, session_id FROM todos WHERE updated_at < ? LIMIT ?)",
+  ),
   // Claims the sweep unless one ran within the interval (a time in the future means the clock went back).
   claimSweep: db.query<unknown, [number, number, number]>(
     "INSERT INTO sweeps (name, at) VALUES ('retention', ?) " +
@@ -488,7 +493,7 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
           attempt("prune", () => {
             const removed = statements.prune.run(before, limit).changes
             if (unlocated && removed > 0) unlocated = statements.unlocated.get() !== null
-            return removed
+            return removed < limit ? removed + statements.pruneTodos.run(before, limit - removed).changes : removed
           }),
         claimSweep: (now, intervalMs) =>
           attempt("write", () => statements.claimSweep.run(now, now - intervalMs, now).changes === 1),

@@ -224,7 +224,10 @@ export interface Interface {
   readonly settle: (key: Key, settlement: Settlement.Info, expected: Expected) => Effect.Effect<boolean, StoreError>
   /** Records that a call this store began failed operationally, with the reason (for operators, not models). */
   readonly fail: (key: Key, reason: string) => Effect.Effect<void, StoreError>
-  /** Forgets at most `limit` calls recorded before `before` (epoch ms); answers how many. */
+  /**
+   * Forgets at most `limit` records from before `before` (epoch ms): calls, then todo lists not written since
+   * (stores that keep them); answers how many.
+   */
   readonly prune: (before: number, limit: number) => Effect.Effect<number, StoreError>
   /**
    * Records that a retention sweep starts at `now` (epoch ms), unless one started within `intervalMs` before;

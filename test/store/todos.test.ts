@@ -133,3 +133,39 @@ describe("Todos (sqlite)", () => {
     expect(outcome.reason).toBe("io")
   })
 })
+
+describe("Todos and retention", () => {
+  const durable: ReadonlyArray<[string, () => Promise<Layer.Layer<Todos.Service | Store.Service, Store.StoreError>>]> = [
+    ["sqlite", async () => {
+      const path = join(tempDir(), "core.db")
+      return Layer.merge(Todos.layer(path), SqliteStore.layer(path))
+    }],
+    ["postgres", async () => {
+      const urls = await freshDatabase()
+      return Layer.merge(PostgresStore.todosLayer(urls.postgres), PostgresStore.layer(urls.postgres))
+    }],
+  ]
+  for (const [name, make] of durable) {
+    test(`a prune forgets the lists not written since its cutoff, after the calls, in its batch (${name})`, async () => {
+      const layer = await make()
+      const found = await Effect.runPromise(
+        Effect.gen(function* () {
+          const todos = yield* Todos.Service
+          const store = yield* Store.Service
+          for (const sessionID of ["old1", "old2", "old3"]) yield* todos.write({ location: "/p", sessionID }, [item(sessionID)])
+          yield* store.begin({ location: "/p", sessionID: "old1", toolCallID: "c" }, "todowrite", "build")
+          const cutoff = Date.now() + 1
+          yield* Effect.promise(() => Bun.sleep(5))
+          yield* todos.write({ location: "/p", sessionID: "new" }, [item("new")])
+          // The list written after the cutoff stays. One call, then one list fit a batch of two; the rest go in the next.
+          const first = yield* store.prune(cutoff, 2)
+          const second = yield* store.prune(cutoff, 2)
+          const third = yield* store.prune(cutoff, 2)
+          const read = (sessionID: string) => todos.read({ location: "/p", sessionID })
+          return { first, second, third, old: [yield* read("old1"), yield* read("old2"), yield* read("old3")], kept: yield* read("new") }
+        }).pipe(Effect.provide(layer)),
+      )
+      expect(found).toEqual({ first: 2, second: 2, third: 0, old: [[], [], []], kept: [item("new")] })
+    })
+  }
+})
