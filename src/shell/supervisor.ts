@@ -28,17 +28,25 @@ export const ISOLATE = "isolate"
 export const PID = "pid"
 /** An argument after core's pid, `deny=PORT,PORT`: core's own TCP ports, which the command may not connect to. */
 export const DENY = "deny="
+/**
+ * An argument after core's pid, with `isolate`: the supervisor will take a sandboxed order, and makes ahead, while
+ * it waits for it, the mounts every sandbox has (the command's own terminals and /dev/shm, the system's secrets
+ * covered); when the order comes, it covers only what changed since (a secret the system added or replaced).
+ */
+export const SANDBOX = "sandbox"
 
 /** What the arguments after core's pid ask of a supervisor. */
 export interface Flags {
   readonly isolate: boolean
   readonly deny: ReadonlyArray<number>
   readonly pid: boolean
+  readonly sandbox?: boolean
 }
 
 export const flags = (args: ReadonlyArray<string>): Flags => ({
   isolate: args.includes(ISOLATE),
   pid: args.includes(PID),
+  sandbox: args.includes(SANDBOX),
   deny: (args.find((arg) => arg.startsWith(DENY))?.slice(DENY.length).split(",") ?? [])
     .map(Number)
     .filter((port) => Number.isInteger(port) && port > 0 && port < 65_536),
@@ -278,7 +286,7 @@ const settle = (report: Ending | Promise<Ending>): Promise<never> =>
  */
 export const main = async (
   parent: number,
-  { isolate, deny, pid }: Flags = { isolate: false, deny: [], pid: false },
+  { isolate, deny, pid, sandbox = false }: Flags = { isolate: false, deny: [], pid: false },
 ): Promise<never> => {
   const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
   // Dies with core: a parent-death signal, then a check that core did not die before it was set.
@@ -306,6 +314,10 @@ export const main = async (
   let ending: Promise<never> | undefined
   /** The sandbox's shared rules, made ready during the warm-up. */
   let prepared: Landlock.Prepared | undefined
+  /** The system's secrets covered so far (Namespace.hideSystemSecrets). */
+  const hidden: Namespace.Hidden = new Map()
+  /** The mounts every sandbox has, made ahead (SANDBOX): whether /dev/shm is the command's own. */
+  let ahead: { readonly sharedMemory: boolean } | undefined
   let graceMs = GRACE_MS
   let confined = false
   /** The command's name as the kernel shows it, for a confined command's report. */
@@ -355,12 +367,15 @@ export const main = async (
     }
     // Mounting too: /dev/pts and /dev/shm become the command's own, /dev/shm writable; where it cannot, the
     // command sees the host's terminals and /dev/shm stays unwritable.
+    // Made ahead in a spare readied for a sandbox, but for the system's secrets added or replaced since.
     if (order.grants !== undefined) {
-      Namespace.privateTerminals(way)
-      Namespace.hideSystemSecrets(way)
+      if (ahead === undefined) Namespace.privateTerminals(way)
+      Namespace.hideSystemSecrets(way, hidden)
     }
+    const sharedMemory =
+      order.grants !== undefined && (ahead?.sharedMemory ?? Namespace.privateSharedMemory(way) === undefined)
     const grants =
-      order.grants !== undefined && Namespace.privateSharedMemory(way) === undefined
+      order.grants !== undefined && sharedMemory
         ? { ...order.grants, write: [...order.grants.write, Namespace.SHARED_MEMORY] }
         : order.grants
     // What the rules deny inside granted trees (last of the mounts: each namespace made after it would copy every
@@ -440,6 +455,12 @@ export const main = async (
     } catch {
       // nothing to warm with: the command's spawn takes the first-use cost
     }
+  }
+  // What every sandbox mounts, done while waiting; the order's own mounts and rules come with it.
+  if (sandbox && way === "mount") {
+    Namespace.privateTerminals(way)
+    Namespace.hideSystemSecrets(way, hidden)
+    ahead = { sharedMemory: Namespace.privateSharedMemory(way) === undefined }
   }
   run(undefined)
   isWarm = true
