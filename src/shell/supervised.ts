@@ -296,6 +296,8 @@ export const pool = (
   const spares = new Map<boolean, Spare>()
   /** The kinds commands were launched in so far, which `warm` readies spares of. */
   const kinds = new Set<boolean>()
+  /** The last sandboxed order's grants: a sandboxed spare builds their rules while it waits (Supervisor.Expect). */
+  let expected: Supervisor.Expect["grants"] | undefined
   let launched = 0
   let owner: Owner | undefined
   /**
@@ -352,6 +354,13 @@ export const pool = (
     // In a PID namespace, the supervisor is its first process: the namespace ends with it, whatever it ran.
     const child = pid ? Native.inPidNamespace(make).value : make()
     ;(entry as { process: Process_ }).process = child
+    if (sandboxed && expected !== undefined) {
+      try {
+        child.send({ kind: "expect", grants: expected } satisfies Supervisor.Expect)
+      } catch {
+        // Gone already: it is not used.
+      }
+    }
     ProcessGroup.trackSupervisor(child.pid)
     // Recorded before any order can reach it, so that the record exists before its command runs anything, and
     // off the call's path when it starts as a spare. A supervisor that cannot be recorded is not used.
@@ -423,6 +432,7 @@ export const pool = (
 
   const launch: Pool["launch"] = (order) => {
     const entry = take(order)
+    if (order.grants !== undefined && order.confine === undefined) expected = order.grants
     const child = entry.process
     child.ref()
     const marker = entry.marker

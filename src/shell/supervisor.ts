@@ -58,6 +58,19 @@ const POLL_MS = 20
 const KILL_ROUNDS = 50
 const SIGHUP = 1
 
+/**
+ * What core tells a spare readied for a sandbox before its order: the grants it expects the order to make (the
+ * last sandboxed order's), whose rules the spare builds while it waits (Landlock.prepare). An order granting
+ * anything else gets its rules built as it comes.
+ */
+export interface Expect {
+  readonly kind: "expect"
+  readonly grants: Landlock.Grants
+}
+
+/** How long rules built ahead from expected grants are used: past it, they are built again as the order comes. */
+export const EXPECTED_MS = 5_000
+
 /** What core asks the supervisor to run (one per supervisor). */
 export interface Order {
   readonly kind: "run"
@@ -318,6 +331,19 @@ export const main = async (
   const hidden: Namespace.Hidden = new Map()
   /** The mounts every sandbox has, made ahead (SANDBOX): whether /dev/shm is the command's own. */
   let ahead: { readonly sharedMemory: boolean } | undefined
+  /** The grants the order is expected to make (Expect), and when their rules were built ahead. */
+  let expected: Landlock.Grants | undefined
+  let expectedAt: number | undefined
+  /** Builds ahead the rules of the expected grants, once the warm-up is done (it ends with the mounts made ahead). */
+  const expect = () => {
+    if (expected === undefined || Landlock.abi() === 0) return
+    const grants = ahead?.sharedMemory ? { ...expected, write: [...expected.write, Namespace.SHARED_MEMORY] } : expected
+    const made = Landlock.prepare(Landlock.abi(), grants)
+    if (made === undefined) return
+    if (prepared !== undefined) Landlock.discard(prepared)
+    prepared = made
+    expectedAt = performance.now()
+  }
   let graceMs = GRACE_MS
   let confined = false
   /** The command's name as the kernel shows it, for a confined command's report. */
@@ -344,6 +370,12 @@ export const main = async (
   let ordered = false
   let isWarm = false
   process.on("message", (message: unknown) => {
+    if ((message as { readonly kind?: string }).kind === "expect") {
+      if (ordered) return
+      expected = (message as Expect).grants
+      if (isWarm) expect()
+      return
+    }
     if (ordered) return
     ordered = true
     if (isWarm) run(message as Order)
@@ -387,6 +419,11 @@ export const main = async (
         void send({ kind: "failed", message }).then(() => process.exit(0))
         return
       }
+    }
+    // Rules built ahead from expected grants are as old as the spare's wait: past EXPECTED_MS, built again now.
+    if (expectedAt !== undefined && performance.now() - expectedAt > EXPECTED_MS && prepared !== undefined) {
+      Landlock.discard(prepared)
+      prepared = undefined
     }
     if (grants !== undefined) {
       const failed = Landlock.restrict(grants, Landlock.abi(), true, held?.grants, prepared)
@@ -462,6 +499,7 @@ export const main = async (
     Namespace.hideSystemSecrets(way, hidden)
     ahead = { sharedMemory: Namespace.privateSharedMemory(way) === undefined }
   }
+  expect()
   run(undefined)
   isWarm = true
   warmed()

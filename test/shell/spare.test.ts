@@ -1,12 +1,13 @@
 // The spare supervisor readied for a sandbox makes ahead, while it waits, the mounts every sandbox has (the
-// command's own terminals and /dev/shm, the system's secrets covered). What changed on the system between then and
-// the order must not get past it: a secret that appeared since, or one the system replaced (a rename takes the
-// cover made ahead away with the old file), is covered when the order comes. Real processes, real mounts; the
+// command's own terminals and /dev/shm, the system's secrets covered) and the rules of the grants it expects (the
+// last sandboxed order's). What changed between then and the order must not get past it: a secret that appeared
+// since, or one the system replaced (a rename takes the cover made ahead away with the old file), is covered when
+// the order comes; an order granting other paths than expected gets its own rules, nothing of the expected ones. Real processes, real mounts; the
 // secret is a user's registry logins under /run/user/<uid>/containers, which the test makes and removes (skipped,
 // and says so, where it already exists, or without Landlock or root).
 
 import { afterEach, describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { Landlock } from "../../src/shell/landlock"
@@ -29,7 +30,16 @@ const why =
         ? ` (SKIPPED: ${SECRETS} exists here and is not the test's to change)`
         : ""
 
+const made: Array<string> = []
+/** A Location outside the system temp directory (removed after the test). */
+const outside = () => {
+  const directory = mkdtempSync(join("/var/tmp", "core-spare-"))
+  made.push(directory)
+  return directory
+}
+
 afterEach(() => {
+  for (const directory of made.splice(0)) rmSync(directory, { recursive: true, force: true })
   if (skipped) return
   rmSync(SECRETS, { recursive: true, force: true })
   rmSync(`${SECRETS}.old`, { recursive: true, force: true })
@@ -54,6 +64,31 @@ const read = async (shell: Shell.Interface, location: string) => {
 }
 
 describe("a spare readied for a sandbox", () => {
+  test.skipIf(Landlock.abi() === 0 || !existsSync("/var/tmp"))("an order in another Location than expected can write none of the expected one", async () => {
+    const shell = Shell.make({}, { records: tempDir("core-runs-") })
+    // Outside the system temp directory, which every sandboxed command may write.
+    const first = outside()
+    const second = outside()
+    const touch = async (location: string, target: string) =>
+      Effect.runPromise(
+        shell.run({ argv: ["sh", "-c", `touch ${target} && echo wrote`], cwd: location, sandbox: { location, approved: [] } }),
+      )
+    // Two runs in the first Location: the spare now up expects its grants.
+    await touch(first, join(first, "a"))
+    expect((await touch(first, join(first, "b"))).stdout.text).toBe("wrote\n")
+    await Effect.runPromise(shell.warm)
+    const refused = await touch(second, join(first, "c"))
+    expect(refused.stdout.text).toBe("")
+    expect(refused.stderr.text).toContain("Permission denied")
+    expect(existsSync(join(first, "c"))).toBe(false)
+    // Its own Location it writes; and the first again, now expected, as before.
+    await Effect.runPromise(shell.warm)
+    expect((await touch(second, join(second, "d"))).stdout.text).toBe("wrote\n")
+    await Effect.runPromise(shell.warm)
+    expect((await touch(first, join(second, "e"))).stderr.text).toContain("Permission denied")
+    expect(existsSync(join(second, "e"))).toBe(false)
+  })
+
   test.skipIf(skipped)(`covers a system secret that appeared while it waited${why}`, async () => {
     const shell = Shell.make({}, { records: tempDir("core-runs-") })
     const location = tempDir("core-spare-")
