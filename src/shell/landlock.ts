@@ -198,16 +198,24 @@ export const prepare = (
   const ruleset = create(version)
   if (ruleset < 0) return undefined
   const handled = handledFs(version)
-  const rules = [[grants.read, READ_RIGHTS], [grants.devices, DEVICE_RIGHTS], [grants.write, handled & ~NEVER]] as const
-  for (const [paths, rights] of rules) {
+  // Only what a rule was made for counts as done: a path missing now gets its rule when an order grants it.
+  const made = { read: new Set<string>(), devices: new Set<string>(), write: new Set<string>() }
+  const rules = [
+    [grants.read, READ_RIGHTS, made.read],
+    [grants.devices, DEVICE_RIGHTS, made.devices],
+    [grants.write, handled & ~NEVER, made.write],
+  ] as const
+  for (const [paths, rights, done] of rules) {
     for (const path of paths) {
+      if (!existsSync(path)) continue
       if (addPath(ruleset, version, path, rights) !== undefined) {
         Native.close(ruleset)
         return undefined
       }
+      done.add(path)
     }
   }
-  return { ruleset, version, read: new Set(grants.read), devices: new Set(grants.devices), write: new Set(grants.write) }
+  return { ruleset, version, ...made }
 }
 
 /** Drops a prepared ruleset that will not be used. */
