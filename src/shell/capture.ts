@@ -75,9 +75,11 @@ const orphanedStart = (bytes: Uint8Array): number => {
 /**
  * A capture keeping at most `limit` bytes: the first half of the limit as the head, the rest as the tail. When
  * bytes are dropped, a UTF-8 sequence cut by the gap is dropped whole (and counted in the gap), so the kept text
- * never starts or ends with a broken character.
+ * never starts or ends with a broken character. `release` is told (with the chunk, or the part of it kept), once
+ * for every chunk pushed, when the capture keeps no reference to its buffer any more: at once for a chunk it
+ * copied or dropped, a tail chunk once later ones pushed it out; chunks still in the tail at `finish` are not told.
  */
-export const make = (limit: number): Capture => {
+export const make = (limit: number, release: (chunk: Uint8Array) => void = () => {}): Capture => {
   const headLimit = Math.ceil(limit / 2)
   const tailLimit = limit - headLimit
   const head: Array<Uint8Array> = []
@@ -90,15 +92,19 @@ export const make = (limit: number): Capture => {
   // Small chunks are gathered here before joining the tail.
   let small: Uint8Array | undefined
   let smallBytes = 0
+  /** The buffers small chunks were gathered in: the capture's own, nobody's to release. */
+  const own = new WeakSet<ArrayBufferLike>()
 
   const enqueue = (chunk: Uint8Array) => {
     tail.push(chunk)
     tailBytes += chunk.byteLength
     while (start < tail.length - 1 && tailBytes - tail[start]!.byteLength >= tailLimit) {
-      tailBytes -= tail[start]!.byteLength
+      const dropped = tail[start]!
+      tailBytes -= dropped.byteLength
       // Released now, not at the next compaction: a dropped chunk must not stay reachable.
       tail[start] = EMPTY
       start++
+      if (!own.has(dropped.buffer)) release(dropped)
     }
     if (start > 1024 && start * 2 > tail.length) {
       tail = tail.slice(start)
@@ -123,16 +129,21 @@ export const make = (limit: number): Capture => {
       headBytes += take
       chunk = chunk.subarray(take)
     }
-    if (chunk.byteLength === 0 || tailLimit === 0) return
+    if (chunk.byteLength === 0 || tailLimit === 0) return release(input)
     if (chunk.byteLength >= SMALL_CHUNK_BYTES) {
       flushSmall()
+      // Kept by reference: released once a later chunk pushes it out of the tail.
       enqueue(chunk)
       return
     }
     if (small !== undefined && smallBytes + chunk.byteLength > small.byteLength) flushSmall()
-    small ??= new Uint8Array(COALESCE_BYTES)
+    if (small === undefined) {
+      small = new Uint8Array(COALESCE_BYTES)
+      own.add(small.buffer)
+    }
     small.set(chunk, smallBytes)
     smallBytes += chunk.byteLength
+    release(input)
   }
 
   const recent = (bytes: number): string => {

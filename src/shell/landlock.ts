@@ -172,37 +172,50 @@ const addPath = (ruleset: number, version: number, path: string, rights: bigint)
 }
 
 /**
- * A ruleset readied ahead of the order that uses it, holding the grants that do not depend on the call: read
- * beneath the system directories, devices beneath /dev. `restrict` takes it up only when the call grants at least
- * those paths with those rights (so it adds nothing the call's grants lack); it is used at most once.
+ * A ruleset readied ahead of the order that uses it: the grants every call shares (read beneath the system
+ * directories, devices beneath /dev), or those a supervisor expects its order to make (the last order's, which
+ * the next one usually repeats). `restrict` takes it up only when the call grants at least those paths with those
+ * rights (so it adds nothing the call's grants lack); it is used at most once.
  */
 export interface Prepared {
   readonly ruleset: number
   readonly version: number
   readonly read: ReadonlySet<string>
   readonly devices: ReadonlySet<string>
+  readonly write: ReadonlySet<string>
 }
 
 /**
- * Builds the ruleset of the grants every sandboxed call shares (see `Prepared`), restricting nothing; undefined
- * where Landlock is missing or the kernel refuses. The rules are bound to the directories as they are now, as
- * any rule is to the directory it was made from.
+ * Builds the ruleset of `grants` (by default the grants every sandboxed call shares, see `Prepared`), restricting
+ * nothing; undefined where Landlock is missing or the kernel refuses. The rules are bound to the directories as
+ * they are now, as any rule is to the directory it was made from.
  */
-export const prepare = (version = abi()): Prepared | undefined => {
+export const prepare = (
+  version = abi(),
+  grants: Grants = { read: granted(SYSTEM_READABLE, []), devices: granted(["/dev"], []), write: [] },
+): Prepared | undefined => {
   if (version < 1) return undefined
-  const read = granted(SYSTEM_READABLE, [])
-  const devices = granted(["/dev"], [])
   const ruleset = create(version)
   if (ruleset < 0) return undefined
-  for (const [paths, rights] of [[read, READ_RIGHTS], [devices, DEVICE_RIGHTS]] as const) {
+  const handled = handledFs(version)
+  // Only what a rule was made for counts as done: a path missing now gets its rule when an order grants it.
+  const made = { read: new Set<string>(), devices: new Set<string>(), write: new Set<string>() }
+  const rules = [
+    [grants.read, READ_RIGHTS, made.read],
+    [grants.devices, DEVICE_RIGHTS, made.devices],
+    [grants.write, handled & ~NEVER, made.write],
+  ] as const
+  for (const [paths, rights, done] of rules) {
     for (const path of paths) {
+      if (!existsSync(path)) continue
       if (addPath(ruleset, version, path, rights) !== undefined) {
         Native.close(ruleset)
         return undefined
       }
+      done.add(path)
     }
   }
-  return { ruleset, version, read: new Set(read), devices: new Set(devices) }
+  return { ruleset, version, ...made }
 }
 
 /** Drops a prepared ruleset that will not be used. */
@@ -215,8 +228,10 @@ const covers = (prepared: Prepared, grants: Grants, version: number): boolean =>
   if (prepared.version !== version) return false
   const read = new Set(grants.read)
   const devices = new Set(grants.devices)
+  const write = new Set(grants.write)
   for (const path of prepared.read) if (!read.has(path)) return false
   for (const path of prepared.devices) if (!devices.has(path)) return false
+  for (const path of prepared.write) if (!write.has(path)) return false
   return true
 }
 
@@ -252,7 +267,7 @@ export const ruleset = (
   const rules: ReadonlyArray<readonly [ReadonlyArray<string>, bigint, ReadonlySet<string> | undefined]> = [
     [grants.read, READ_RIGHTS, ready?.read],
     [grants.devices, DEVICE_RIGHTS, ready?.devices],
-    [grants.write, handled & ~NEVER, undefined],
+    [grants.write, handled & ~NEVER, ready?.write],
   ]
   for (const [paths, rights, done] of rules) {
     for (const path of paths) {

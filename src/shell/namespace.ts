@@ -122,14 +122,30 @@ export const systemDenied = (): ReadonlyArray<string> => {
   return [...new Set([...SYSTEM_DENIED, runtime, ...hostKeys()].filter((path) => existsSync(path)).map(Landlock.real))]
 }
 
+/** What covers each system secret covered so far: the device and inode its path shows once covered. */
+export type Hidden = Map<string, string>
+
+/** The device and inode `path` shows now ("gone" when it cannot be looked at). */
+const shown = (path: string): string => {
+  try {
+    const stat = statSync(path)
+    return `${stat.dev}:${stat.ino}`
+  } catch {
+    return "gone"
+  }
+}
+
 /**
  * Covers each of the system's secrets (systemDenied) in a mount namespace of this thread's own: a directory with an
  * empty read-only tmpfs, a file with /dev/null read-only. The command, which can neither mount nor unmount, reads
- * nothing there. Answers undefined, or why it could not (then some or none are covered).
+ * nothing there. `hidden` holds what was covered before (by an earlier call, made ahead of the order): a secret
+ * still showing its cover is left as it is; one that appeared since, or whose cover no longer shows at its path
+ * (the system replaced the file by renaming, which takes a mount on it away), is covered now. Answers undefined, or
+ * why it could not (then some or none are covered).
  */
-export const hideSystemSecrets = (way: Way): string | undefined => {
+export const hideSystemSecrets = (way: Way, hidden: Hidden = new Map()): string | undefined => {
   if (way === "none") return "this process cannot make a mount namespace"
-  const secrets = systemDenied()
+  const secrets = systemDenied().filter((path) => hidden.get(path) === undefined || hidden.get(path) !== shown(path))
   if (secrets.length === 0) return undefined
   const unshared = Native.unshare(Native.CLONE_NEWNS)
   if (unshared !== 0) return `unshare(CLONE_NEWNS) failed (errno ${unshared})`
@@ -148,6 +164,7 @@ export const hideSystemSecrets = (way: Way): string | undefined => {
       : Native.mount("/dev/null", path, Native.MS_BIND) ||
         Native.mount(null, path, Native.MS_REMOUNT | Native.MS_BIND | Native.MS_RDONLY | Native.mountFlags(path))
     if (covered !== 0) return `covering ${path} failed (errno ${covered})`
+    hidden.set(path, shown(path))
   }
   return undefined
 }

@@ -65,12 +65,13 @@ const admit = (signal: AbortSignal | undefined): Promise<() => void> =>
 const compiled = (): boolean => import.meta.path.startsWith("/$bunfs/")
 
 /** How core starts a supervisor: itself, as a launcher; from source, bun on the supervisor's file. */
-const launcher = (isolate: boolean, deny: ReadonlyArray<number>, pid = false): ReadonlyArray<string> => [
+const launcher = (isolate: boolean, deny: ReadonlyArray<number>, pid = false, sandboxed = false): ReadonlyArray<string> => [
   ...(compiled()
     ? [process.execPath, Supervisor.LAUNCH, String(process.pid)]
     : [process.execPath, join(import.meta.dir, "launch.ts"), Supervisor.LAUNCH, String(process.pid)]),
   ...(isolate ? [Supervisor.ISOLATE] : []),
   ...(pid ? [Supervisor.PID] : []),
+  ...(sandboxed ? [Supervisor.SANDBOX] : []),
   ...(deny.length > 0 ? [`${Supervisor.DENY}${deny.join(",")}`] : []),
 ]
 
@@ -126,6 +127,8 @@ interface Spare {
   readonly marker: string
   /** Whether it is the first process of a PID namespace of its own (`Supervisor.PID`). */
   readonly pid: boolean
+  /** Whether it is readied for a sandboxed command (`Supervisor.SANDBOX`), and only takes such. */
+  readonly sandboxed: boolean
 }
 
 const startOf = (pid: number): number | undefined => ProcessGroup.stat(pid)?.start
@@ -284,7 +287,17 @@ export const pool = (
   startTimeoutMs = START_TIMEOUT_MS,
   pids = true,
 ): Pool => {
-  let spare: Spare | undefined
+  /**
+   * The spare of each kind: where supervisors can mount (`isolate`), one readied for sandboxed commands (the first
+   * process of a PID namespace of its own where core can make one, with what every sandbox mounts done ahead:
+   * Supervisor.SANDBOX) and one for commands without a sandbox; elsewhere one for both. A call never waits for the
+   * other kind's.
+   */
+  const spares = new Map<boolean, Spare>()
+  /** The kinds commands were launched in so far, which `warm` readies spares of. */
+  const kinds = new Set<boolean>()
+  /** The last sandboxed order's grants: a sandboxed spare builds their rules while it waits (Supervisor.Expect). */
+  let expected: Supervisor.Expect["grants"] | undefined
   let launched = 0
   let owner: Owner | undefined
   /**
@@ -293,9 +306,10 @@ export const pool = (
    * stay between core and it). Commands without a sandbox keep the host's pids.
    */
   let pidCapable: boolean | undefined
-  const wantsPid = (order: Order | undefined): boolean =>
-    (order === undefined || order.grants !== undefined) &&
-    (pidCapable ??= pids && isolate && isolation().length === 0 && Native.capable(Native.CAP_SYS_ADMIN))
+  /** The kind of spare an order needs (true: one readied for a sandbox); without an order, a sandboxed one's. */
+  const kindOf = (order: Order | undefined): boolean => isolate && (order === undefined || order.grants !== undefined)
+  const pidOf = (sandboxed: boolean): boolean =>
+    sandboxed && (pidCapable ??= pids && isolate && isolation().length === 0 && Native.capable(Native.CAP_SYS_ADMIN))
 
   /**
    * Ends a supervisor that has no order: SIGHUP, or SIGKILL for the first process of a PID namespace, which
@@ -303,13 +317,23 @@ export const pool = (
    */
   const dismiss = (entry: Spare) => entry.process.kill(entry.pid ? "SIGKILL" : "SIGHUP")
 
-  const spawn = (pid = wantsPid(undefined)): Spare => {
+  const spawn = (sandboxed = kindOf(undefined)): Spare => {
     let up: () => void = () => {}
     const ready = new Promise<void>((resolve) => (up = resolve))
     const marker = crypto.randomUUID()
-    const entry: Spare = { process: undefined as never, reports: [], listener: undefined, ready, ports: ownPorts.size, marker, pid }
+    const pid = pidOf(sandboxed)
+    const entry: Spare = {
+      process: undefined as never,
+      reports: [],
+      listener: undefined,
+      ready,
+      ports: ownPorts.size,
+      marker,
+      pid,
+      sandboxed,
+    }
     const deny = ports ? [...ownPorts] : []
-    const argv = [...(isolate ? isolation() : []), ...launcher(isolate, deny, pid)]
+    const argv = [...(isolate ? isolation() : []), ...launcher(isolate, deny, pid, sandboxed)]
     const make = () => Bun.spawn(argv, {
       // Not the workspace: from source, bun would read a bunfig.toml or .env found there.
       cwd: "/",
@@ -330,6 +354,13 @@ export const pool = (
     // In a PID namespace, the supervisor is its first process: the namespace ends with it, whatever it ran.
     const child = pid ? Native.inPidNamespace(make).value : make()
     ;(entry as { process: Process_ }).process = child
+    if (sandboxed && expected !== undefined) {
+      try {
+        child.send({ kind: "expect", grants: expected } satisfies Supervisor.Expect)
+      } catch {
+        // Gone already: it is not used.
+      }
+    }
     ProcessGroup.trackSupervisor(child.pid)
     // Recorded before any order can reach it, so that the record exists before its command runs anything, and
     // off the call's path when it starts as a spare. A supervisor that cannot be recorded is not used.
@@ -346,19 +377,33 @@ export const pool = (
     void child.exited.then(() => {
       up()
       ProcessGroup.untrackSupervisor(child.pid)
-      if (spare === entry) spare = undefined
+      if (spares.get(entry.sandboxed) === entry) spares.delete(entry.sandboxed)
       if (records !== undefined) forget(records, marker)
     })
     return entry
   }
 
   /** A spare, or none when it cannot be recorded: the call that needs one then fails as it starts its own. */
-  const spawnable = (): Spare | undefined => {
+  const spawnable = (sandboxed: boolean): Spare | undefined => {
     try {
-      return spawn()
+      return spawn(sandboxed)
     } catch {
       return undefined
     }
+  }
+
+  /** The spare of a kind that is still usable (one that is not is ended), starting one when `make` says so. */
+  const spareOf = (sandboxed: boolean, make: boolean): Spare | undefined => {
+    const found = spares.get(sandboxed)
+    if (found !== undefined && !usable(found)) {
+      dismiss(found)
+      spares.delete(sandboxed)
+    }
+    if (make && !spares.has(sandboxed)) {
+      const made = spawnable(sandboxed)
+      if (made !== undefined) spares.set(sandboxed, made)
+    }
+    return spares.get(sandboxed)
   }
 
   /** Whether a spare is still up, and keeps its command from every port core now listens on. */
@@ -369,28 +414,25 @@ export const pool = (
     (!ports || entry.ports === ownPorts.size)
 
   const take = (order: Order): Spare => {
-    if (spare !== undefined && !usable(spare)) {
-      dismiss(spare)
-      spare = undefined
-    }
-    const pid = wantsPid(order)
-    // A spare readied for the other kind of command stays the spare.
-    const taken = usable(spare) && spare!.pid === pid ? spare! : spawn(pid)
-    if (taken === spare) spare = undefined
+    const sandboxed = kindOf(order)
+    const found = spareOf(sandboxed, false)
+    if (found !== undefined) spares.delete(sandboxed)
+    kinds.add(sandboxed)
     launched++
-    return taken
+    return found ?? spawn(sandboxed)
   }
 
   /**
    * Once commands repeat, the next one gets a supervisor that is already up: started once this one's run has
    * ended, so that starting it takes no processor time from the command.
    */
-  const replenish = () => {
-    if (launched > 1) setTimeout(() => (spare ??= spawnable()), 0)
+  const replenish = (sandboxed: boolean) => {
+    if (launched > 1) setTimeout(() => spareOf(sandboxed, true), 0)
   }
 
   const launch: Pool["launch"] = (order) => {
     const entry = take(order)
+    if (order.grants !== undefined && order.confine === undefined) expected = order.grants
     const child = entry.process
     child.ref()
     const marker = entry.marker
@@ -405,7 +447,7 @@ export const pool = (
       if (report.kind === "ended") {
         if (stopping) last = report
         else onEnded(report)
-        replenish()
+        replenish(entry.sandboxed)
       } else if (report.kind !== "ready") onStarted(report)
     }
     let stuck = false
@@ -449,15 +491,13 @@ export const pool = (
       },
     }
   }
+  /** Readies a spare of every kind commands were launched in (before any, of the kind a sandboxed one needs). */
   const warm = () => {
-    if (spare !== undefined && !usable(spare)) {
-      dismiss(spare)
-      spare = undefined
-    }
-    return (spare ??= spawnable())?.ready ?? Promise.resolve()
+    const wanted = kinds.size === 0 ? [kindOf(undefined)] : [...kinds]
+    return Promise.all(wanted.map((sandboxed) => spareOf(sandboxed, true)?.ready)).then(() => {})
   }
   const start: Pool["start"] = async (order, signal) => {
-    const release = usable(spare) ? () => {} : await admit(signal)
+    const release = spareOf(kindOf(order), false) !== undefined ? () => {} : await admit(signal)
     let run: Run
     try {
       run = launch(order)

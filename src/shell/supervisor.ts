@@ -28,17 +28,25 @@ export const ISOLATE = "isolate"
 export const PID = "pid"
 /** An argument after core's pid, `deny=PORT,PORT`: core's own TCP ports, which the command may not connect to. */
 export const DENY = "deny="
+/**
+ * An argument after core's pid, with `isolate`: the supervisor will take a sandboxed order, and makes ahead, while
+ * it waits for it, the mounts every sandbox has (the command's own terminals and /dev/shm, the system's secrets
+ * covered); when the order comes, it covers only what changed since (a secret the system added or replaced).
+ */
+export const SANDBOX = "sandbox"
 
 /** What the arguments after core's pid ask of a supervisor. */
 export interface Flags {
   readonly isolate: boolean
   readonly deny: ReadonlyArray<number>
   readonly pid: boolean
+  readonly sandbox?: boolean
 }
 
 export const flags = (args: ReadonlyArray<string>): Flags => ({
   isolate: args.includes(ISOLATE),
   pid: args.includes(PID),
+  sandbox: args.includes(SANDBOX),
   deny: (args.find((arg) => arg.startsWith(DENY))?.slice(DENY.length).split(",") ?? [])
     .map(Number)
     .filter((port) => Number.isInteger(port) && port > 0 && port < 65_536),
@@ -49,6 +57,19 @@ export const GRACE_MS = 3000
 const POLL_MS = 20
 const KILL_ROUNDS = 50
 const SIGHUP = 1
+
+/**
+ * What core tells a spare readied for a sandbox before its order: the grants it expects the order to make (the
+ * last sandboxed order's), whose rules the spare builds while it waits (Landlock.prepare). An order granting
+ * anything else gets its rules built as it comes.
+ */
+export interface Expect {
+  readonly kind: "expect"
+  readonly grants: Landlock.Grants
+}
+
+/** How long rules built ahead from expected grants are used: past it, they are built again as the order comes. */
+export const EXPECTED_MS = 5_000
 
 /** What core asks the supervisor to run (one per supervisor). */
 export interface Order {
@@ -278,7 +299,7 @@ const settle = (report: Ending | Promise<Ending>): Promise<never> =>
  */
 export const main = async (
   parent: number,
-  { isolate, deny, pid }: Flags = { isolate: false, deny: [], pid: false },
+  { isolate, deny, pid, sandbox = false }: Flags = { isolate: false, deny: [], pid: false },
 ): Promise<never> => {
   const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
   // Dies with core: a parent-death signal, then a check that core did not die before it was set.
@@ -306,6 +327,23 @@ export const main = async (
   let ending: Promise<never> | undefined
   /** The sandbox's shared rules, made ready during the warm-up. */
   let prepared: Landlock.Prepared | undefined
+  /** The system's secrets covered so far (Namespace.hideSystemSecrets). */
+  const hidden: Namespace.Hidden = new Map()
+  /** The mounts every sandbox has, made ahead (SANDBOX): whether /dev/shm is the command's own. */
+  let ahead: { readonly sharedMemory: boolean } | undefined
+  /** The grants the order is expected to make (Expect), and when their rules were built ahead. */
+  let expected: Landlock.Grants | undefined
+  let expectedAt: number | undefined
+  /** Builds ahead the rules of the expected grants, once the warm-up is done (it ends with the mounts made ahead). */
+  const expect = () => {
+    if (expected === undefined || Landlock.abi() === 0) return
+    const grants = ahead?.sharedMemory ? { ...expected, write: [...expected.write, Namespace.SHARED_MEMORY] } : expected
+    const made = Landlock.prepare(Landlock.abi(), grants)
+    if (made === undefined) return
+    if (prepared !== undefined) Landlock.discard(prepared)
+    prepared = made
+    expectedAt = performance.now()
+  }
   let graceMs = GRACE_MS
   let confined = false
   /** The command's name as the kernel shows it, for a confined command's report. */
@@ -332,6 +370,12 @@ export const main = async (
   let ordered = false
   let isWarm = false
   process.on("message", (message: unknown) => {
+    if ((message as { readonly kind?: string }).kind === "expect") {
+      if (ordered) return
+      expected = (message as Expect).grants
+      if (isWarm) expect()
+      return
+    }
     if (ordered) return
     ordered = true
     if (isWarm) run(message as Order)
@@ -355,12 +399,15 @@ export const main = async (
     }
     // Mounting too: /dev/pts and /dev/shm become the command's own, /dev/shm writable; where it cannot, the
     // command sees the host's terminals and /dev/shm stays unwritable.
+    // Made ahead in a spare readied for a sandbox, but for the system's secrets added or replaced since.
     if (order.grants !== undefined) {
-      Namespace.privateTerminals(way)
-      Namespace.hideSystemSecrets(way)
+      if (ahead === undefined) Namespace.privateTerminals(way)
+      Namespace.hideSystemSecrets(way, hidden)
     }
+    const sharedMemory =
+      order.grants !== undefined && (ahead?.sharedMemory ?? Namespace.privateSharedMemory(way) === undefined)
     const grants =
-      order.grants !== undefined && Namespace.privateSharedMemory(way) === undefined
+      order.grants !== undefined && sharedMemory
         ? { ...order.grants, write: [...order.grants.write, Namespace.SHARED_MEMORY] }
         : order.grants
     // What the rules deny inside granted trees (last of the mounts: each namespace made after it would copy every
@@ -372,6 +419,11 @@ export const main = async (
         void send({ kind: "failed", message }).then(() => process.exit(0))
         return
       }
+    }
+    // Rules built ahead from expected grants are as old as the spare's wait: past EXPECTED_MS, built again now.
+    if (expectedAt !== undefined && performance.now() - expectedAt > EXPECTED_MS && prepared !== undefined) {
+      Landlock.discard(prepared)
+      prepared = undefined
     }
     if (grants !== undefined) {
       const failed = Landlock.restrict(grants, Landlock.abi(), true, held?.grants, prepared)
@@ -441,6 +493,13 @@ export const main = async (
       // nothing to warm with: the command's spawn takes the first-use cost
     }
   }
+  // What every sandbox mounts, done while waiting; the order's own mounts and rules come with it.
+  if (sandbox && way === "mount") {
+    Namespace.privateTerminals(way)
+    Namespace.hideSystemSecrets(way, hidden)
+    ahead = { sharedMemory: Namespace.privateSharedMemory(way) === undefined }
+  }
+  expect()
   run(undefined)
   isWarm = true
   warmed()

@@ -79,4 +79,25 @@ describe("Capture", () => {
     expect(capture.recent(30)).toBe("x".repeat(30))
     expect(capture.seen()).toBe(10_600)
   })
+
+  test("tells each pushed chunk's release once it keeps no reference to it, never one it still keeps", () => {
+    for (const size of [1, 100, 5000, 70_000]) {
+      const released: Array<Uint8Array> = []
+      const capture = Capture.make(20_000, (chunk) => released.push(chunk))
+      const chunks = Array.from({ length: 40 }, (_, index) => new Uint8Array(size).fill(48 + (index % 10)))
+      for (const chunk of chunks) capture.push(chunk)
+      const buffers = released.map((chunk) => chunk.buffer)
+      // Never told twice, never told of a buffer it did not get.
+      expect(new Set(buffers).size).toBe(buffers.length)
+      for (const buffer of buffers) expect(chunks.some((chunk) => chunk.buffer === buffer)).toBe(true)
+      // What it was not told of, it may still keep: emptying those would change what it reports.
+      for (const chunk of chunks) if (buffers.includes(chunk.buffer)) chunk.fill(0)
+      const expected = chunks.map((chunk, index) => String(index % 10).repeat(size)).join("")
+      const captured = capture.finish()
+      expect(captured.seen).toBe(expected.length)
+      expect(captured.head + captured.tail).toBe(expected.length <= 20_000 ? expected : expected.slice(0, 10_000) + expected.slice(-10_000))
+      // Every chunk but the few the tail holds was let go.
+      expect(buffers.length).toBeGreaterThanOrEqual(chunks.length - Math.ceil(10_000 / size) - 1)
+    }
+  })
 })

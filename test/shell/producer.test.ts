@@ -51,6 +51,23 @@ describe("Shell.run", () => {
     expect(result.stderr).toMatchObject({ seen: 0, kept: 0, gap: undefined })
   })
 
+  test("a stream of many megabytes keeps exactly its first and last bytes, though read chunks are freed as it goes", async () => {
+    // Numbered lines (no two chunks alike), on stdout and stderr both, so a chunk freed while still kept would show.
+    const result = await run("seq 1 2000000; seq 2000001 2200000 >&2")
+    const out = Array.from({ length: 2_000_000 }, (_, index) => `${index + 1}\n`).join("")
+    const err = Array.from({ length: 200_000 }, (_, index) => `${2_000_001 + index}\n`).join("")
+    const half = Shell.DEFAULT_MAX_CAPTURE_BYTES / 2
+    expect(result.exitCode).toBe(0)
+    expect(result.stdout.seen).toBe(out.length)
+    expect(result.stdout.head).toBe(out.slice(0, half))
+    expect(result.stdout.tail).toBe(out.slice(-half))
+    expect(result.stdout.gap).toEqual({ offset: half, length: out.length - 2 * half })
+    expect(result.stderr.head).toBe(err.slice(0, half))
+    expect(result.stderr.tail).toBe(err.slice(-half))
+    expect(result.output.seen).toBe(out.length + err.length)
+    expect(result.output.kept).toBe(2 * half)
+  })
+
   test("a per-call capture limit overrides the configured one", async () => {
     const result = await run("printf abcdefghij", { maxCaptureBytes: 4 })
     expect(result.stdout).toMatchObject({ head: "ab", tail: "ij", seen: 10, kept: 4, gap: { offset: 2, length: 6 } })
