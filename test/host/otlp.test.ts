@@ -104,40 +104,51 @@ const until = async (condition: () => boolean, ms = 5_000) => {
   }
 }
 
+/** A kernel exporting to `otlp` with an echo tool registered (its execution inside `inner`), and its first turn. */
+const kernelWithEcho = async (otlp: { readonly url: string }, inner: (effect: Effect.Effect<string>) => Effect.Effect<string> = (effect) => effect) => {
+  const dir = mkdtempSync(join(tmpdir(), "core-otlp-"))
+  dirs.push(dir)
+  const echo = Tool.make({
+    description: "Echo text back",
+    input: Schema.Struct({ text: Schema.String }),
+    output: Schema.String,
+    execute: (input) => inner(Effect.succeed(input.text)),
+  })
+  const runtime = ManagedRuntime.make(
+    Layer.merge(Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(dir, "outputs") }), Otlp.layer(settings(otlp.url))),
+  )
+  const registration = Effect.runSync(Scope.make())
+  const turn = await runtime.runPromise(
+    Effect.gen(function* () {
+      yield* (yield* Registry.Service).tools.register({ echo }).pipe(Scope.provide(registration))
+      return yield* (yield* Settler.Service).materialize()
+    }),
+  )
+  const close = async () => {
+    await Effect.runPromise(Scope.close(registration, Exit.void))
+    await runtime.dispose()
+  }
+  return { runtime, turn, close }
+}
+
 describe("a settle's spans", () => {
   test("reach the receiver when the layer closes: settle over its steps, a tool's own span under the settle", async () => {
     const otlp = receiver()
-    const dir = mkdtempSync(join(tmpdir(), "core-otlp-"))
-    dirs.push(dir)
-    const echo = Tool.make({
-      description: "Echo text back",
-      input: Schema.Struct({ text: Schema.String }),
-      output: Schema.String,
-      execute: (input) => Effect.succeed(input.text).pipe(Effect.withSpan("echo.inner")),
-    })
-    const runtime = ManagedRuntime.make(
-      Layer.merge(Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(dir, "outputs") }), Otlp.layer(settings(otlp.url))),
-    )
-    const registration = Effect.runSync(Scope.make())
+    const { runtime, turn, close } = await kernelWithEcho(otlp, (effect) => effect.pipe(Effect.withSpan("echo.inner")))
     const settled = await runtime.runPromise(
-      Effect.gen(function* () {
-        yield* (yield* Registry.Service).tools.register({ echo }).pipe(Scope.provide(registration))
-        const turn = yield* (yield* Settler.Service).materialize()
-        return yield* turn.settle({
-          sessionID: "ses_otlp",
-          agent: "build",
-          assistantMessageID: "msg_otlp",
-          toolCallID: "call_otlp",
-          name: "echo",
-          input: { text: "SECRET_INPUT" },
-        })
+      turn.settle({
+        sessionID: "ses_otlp",
+        agent: "build",
+        assistantMessageID: "msg_otlp",
+        toolCallID: "call_otlp",
+        name: "echo",
+        input: { text: "SECRET_INPUT" },
       }),
     )
     expect(settled.settlement.status).toBe("success")
     // Nothing is sent before the interval or a full batch: the spans wait for the layer to close.
     expect(otlp.received).toEqual([])
-    await Effect.runPromise(Scope.close(registration, Exit.void))
-    await runtime.dispose()
+    await close()
 
     expect(otlp.received.length).toBe(1)
     expect(otlp.received[0]!.headers.get("content-type")).toBe("application/json")
@@ -185,31 +196,13 @@ describe("a settle's spans", () => {
 describe("a settle where tracing is turned off", () => {
   test("makes no span (Effect.withTracerEnabled(false)), and settles as ever", async () => {
     const otlp = receiver()
-    const dir = mkdtempSync(join(tmpdir(), "core-otlp-"))
-    dirs.push(dir)
-    const echo = Tool.make({
-      description: "Echo text back",
-      input: Schema.Struct({ text: Schema.String }),
-      output: Schema.String,
-      execute: (input) => Effect.succeed(input.text),
-    })
-    const runtime = ManagedRuntime.make(
-      Layer.merge(Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(dir, "outputs") }), Otlp.layer(settings(otlp.url))),
-    )
-    const registration = Effect.runSync(Scope.make())
-    const turn = await runtime.runPromise(
-      Effect.gen(function* () {
-        yield* (yield* Registry.Service).tools.register({ echo }).pipe(Scope.provide(registration))
-        return yield* (yield* Settler.Service).materialize()
-      }),
-    )
+    const { runtime, turn, close } = await kernelWithEcho(otlp)
     const call = (toolCallID: string) =>
       turn.settle({ sessionID: "ses_off", agent: "build", assistantMessageID: "msg", toolCallID, name: "echo", input: { text: "hi" } })
     const quiet = await runtime.runPromise(call("call_quiet").pipe(Effect.withTracerEnabled(false)))
     const traced = await runtime.runPromise(call("call_traced"))
     expect([quiet.settlement.status, traced.settlement.status]).toEqual(["success", "success"])
-    await Effect.runPromise(Scope.close(registration, Exit.void))
-    await runtime.dispose()
+    await close()
     const calls = spansOf(otlp.received)
       .filter((span) => span.name === "Settler.settle")
       .map((span) => attribute(span, "core.call"))

@@ -6,12 +6,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { existsSync, mkdirSync, writeFileSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { join, relative } from "node:path"
 import { binary, run } from "../support/binary"
 import { freshDatabase } from "../support/postgres"
 import { startS3, type S3Server } from "../support/s3"
-import { tempDir } from "../support/temp"
+import { world } from "../support/hosts"
 import { sandbox, serve } from "../server/support"
 
 let server: S3Server
@@ -25,19 +25,6 @@ afterAll(async () => {
 /** The text `seq 1 N` prints. */
 const seq = (n: number) => Array.from({ length: n }, (_, index) => `${index + 1}\n`).join("")
 
-/** A Location that allows everything, and hosts sharing `shared`: each its own data directory and home. */
-const world = () => {
-  const root = tempDir()
-  const location = join(root, "project")
-  mkdirSync(location)
-  writeFileSync(join(location, "core.json"), JSON.stringify({ permission: { "*": "allow" } }))
-  const host = (name: string, shared: Record<string, string>) => {
-    const env = { CORE_DATA_DIR: join(root, name, "data"), CORE_HOME: join(root, name, "home"), HOME: join(root, name, "user") }
-    for (const directory of Object.values(env)) mkdirSync(directory, { recursive: true })
-    return { ...env, ...shared }
-  }
-  return { location, host }
-}
 
 const exec = async (env: Record<string, string>, location: string, command: string, call = "C1") => {
   const result = await run(

@@ -13,23 +13,12 @@ import { Approvals } from "../../src/store/approvals"
 import { PostgresStore } from "../../src/store/postgres-store"
 import { binary, run } from "../support/binary"
 import { freshDatabase } from "../support/postgres"
+import { world as worldOf } from "../support/hosts"
 import { tempDir } from "../support/temp"
 
 const LEASE_MS = "1500"
 
-/** A Location that allows everything, and a host's environment: its own data directory and home. */
-const world = () => {
-  const root = tempDir()
-  const location = join(root, "project")
-  mkdirSync(location)
-  writeFileSync(join(location, "core.json"), JSON.stringify({ permission: { "*": "allow" } }))
-  const host = (name: string, shared: Record<string, string>) => {
-    const env = { CORE_DATA_DIR: join(root, name, "data"), CORE_HOME: join(root, name, "home"), HOME: join(root, name, "user") }
-    for (const directory of Object.values(env)) mkdirSync(directory, { recursive: true })
-    return { ...env, CORE_LEASE_MS: LEASE_MS, ...shared }
-  }
-  return { location, host }
-}
+const world = () => worldOf({ CORE_LEASE_MS: LEASE_MS })
 
 /** `core exec bash` of `command` as session S1, call C1. */
 const execArgs = (location: string, command: string) => [
