@@ -1,11 +1,10 @@
 export * as Confine from "./confine"
 
 // A read-only confinement for a program core runs itself (rg): it may read beneath one directory, the very one
-// core checked and holds open, and a few named files; nothing else, and it writes nowhere. The supervisor, another
-// process, cannot use core's descriptor, so it opens the directory again by its real path and proves it is the same
-// one (device and inode, which core's open descriptor keeps from being reused) reached with no symlink on the way;
-// it then grants from its own descriptor and starts the program in it, so no path is looked up after the proof.
-// Light on imports: the supervisor loads it for every command. It decides no permissions.
+// core checked, and a few named files; nothing else, and it writes nowhere. The directory is opened again by its
+// real path and proved to be the same one (device and inode, which the caller's open descriptor keeps from being
+// reused) reached with no symlink on the way; the rules are then made from the new descriptor and the program
+// started in it, so no path is looked up after the proof (../builtin/search-process). It decides no permissions.
 
 import { fstatSync, readlinkSync } from "node:fs"
 import { Native } from "./native"
@@ -30,9 +29,6 @@ export interface Held {
   /** Lets go of every descriptor. */
   readonly close: () => void
 }
-
-/** The code of a directory that is no longer the one core checked. */
-export const MOVED = "EMOVED"
 
 const where = (fd: number): string | undefined => {
   try {

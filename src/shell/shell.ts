@@ -17,7 +17,6 @@ import { Stopping } from "../settlement/stopping"
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
 import { Capture } from "./capture"
-import { Confine } from "./confine"
 import { ProcessGroup } from "./process-group"
 import { Guard } from "./guard"
 import { Landlock } from "./landlock"
@@ -123,13 +122,6 @@ export interface Request {
    * program core runs itself (rg) may do without, in its own process group.
    */
   readonly supervise?: boolean
-  /**
-   * A read-only confinement for a program core runs itself (rg): where the kernel has Landlock, a supervisor runs
-   * it (whatever `supervise` says) in the confinement's directory, proved to be the one core checked, reading only
-   * beneath it and the named files, writing nowhere. Without Landlock it runs in `cwd` as `supervise` says. A
-   * directory that is no longer the one checked fails the run with SpawnError code EMOVED.
-   */
-  readonly confine?: Confine.Confinement
   /** Takes stdout chunk by chunk instead of capturing it (a chunk is valid only during the call). */
   readonly onStdout?: (chunk: Uint8Array) => void
 }
@@ -290,10 +282,7 @@ const spawnSupervised = (
   grants: Landlock.Grants | undefined,
   guarded: Guard.Guarded | undefined,
   cover: Namespace.Cover | undefined,
-  confine: Confine.Confinement | undefined,
   sockets: ReadonlyArray<string> | undefined,
-  // A confined program only reads: should its supervisor be killed before saying anything, it may start again.
-  again = confine !== undefined,
 ): Effect.Effect<Handle, SpawnError> =>
   Effect.flatMap(
     // Interruptible while it waits its turn to start (Supervised.MAX_STARTING): a cancelled call starts nothing.
@@ -307,7 +296,6 @@ const spawnSupervised = (
         ...(request.stdin === undefined ? {} : { stdin: Buffer.from(request.stdin).toString("base64") }),
         ...(grants === undefined ? {} : { grants }),
         ...(guarded === undefined ? {} : { readOnly: guarded.readOnly }),
-        ...(confine === undefined ? {} : { confine }),
         ...(cover === undefined ? {} : { cover }),
         ...(sockets === undefined ? {} : { sockets }),
         graceMs: ProcessGroup.GRACE_MS,
@@ -320,12 +308,11 @@ const spawnSupervised = (
           if (started.kind === "gone") {
             // Killed from outside before it said anything: whatever it may have started goes, by its marker.
             Supervised.killMarked(run.marker)
-            if (again) return spawnSupervised(supervisors, request, grants, guarded, cover, confine, sockets, false)
             return Effect.die(new Error(started.message))
           }
           if (started.kind === "refused") {
             run.stop()
-            if (!SPAWN_ERRNO.has(started.code) && started.code !== Confine.MOVED) return Effect.die(new Error(started.message))
+            if (!SPAWN_ERRNO.has(started.code)) return Effect.die(new Error(started.message))
             return Effect.fail(spawnError(request, started.code, started.message))
           }
           if (started.kind === "failed") {
@@ -554,12 +541,6 @@ export const guardNotice = (mode: "auto" | "required" | "off" = "auto"): string 
     : "Commands get no mount namespace here (core is not root and cannot make a user namespace): what a command " +
       "changes in core.json, tools/, plugins/ or .core/ is taken out once it has ended, instead of being read-only to it."
 
-/**
- * What a confined program may touch besides its confinement: /dev/null (its closed stdin), nothing else. Every
- * right Landlock knows is handled, so it can write nowhere.
- */
-const CONFINED: Landlock.Grants = { read: [], write: [], devices: ["/dev/null"] }
-
 /** Variables of core's own environment that no process may read, from /proc/<core>/environ or its own. */
 export const SECRETS: ReadonlyArray<string> = ["CORE_TOKEN"]
 
@@ -615,8 +596,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
     const progress =
       onProgress === undefined ? undefined : (update: Progress) => Effect.runPromiseWith(context)(onProgress(update))
     const started = performance.now()
-    const confine = request.confine !== undefined && supervisors !== undefined && sandbox.active ? request.confine : undefined
-    const supervised = supervisors !== undefined && (request.supervise !== false || confine !== undefined)
+    const supervised = supervisors !== undefined && request.supervise !== false
     const prepared =
       supervised && request.sandbox !== undefined && sandbox.active
         ? Policies.prepare(request.sandbox, request.env ?? process.env, config, mounts() && emptyFile() !== undefined)
@@ -629,11 +609,10 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
       ? spawnSupervised(
           supervisors,
           prepared === undefined ? request : { ...request, env: { ...(request.env ?? process.env), ...prepared.env } },
-          confine === undefined ? prepared?.grants : CONFINED,
+          prepared?.grants,
           guarded,
-          confine === undefined && prepared?.cover !== undefined ? { ...prepared.cover, empty: emptyFile()! } : undefined,
-          confine,
-          confine === undefined && request.sandbox !== undefined
+          prepared?.cover !== undefined ? { ...prepared.cover, empty: emptyFile()! } : undefined,
+          request.sandbox !== undefined
             ? Sockets.reachable(config.sockets, [request.sandbox.location, ...request.sandbox.approved])
             : undefined,
         )

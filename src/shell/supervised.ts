@@ -432,7 +432,7 @@ export const pool = (
 
   const launch: Pool["launch"] = (order) => {
     const entry = take(order)
-    if (order.grants !== undefined && order.confine === undefined) expected = order.grants
+    if (order.grants !== undefined) expected = order.grants
     const child = entry.process
     child.ref()
     const marker = entry.marker

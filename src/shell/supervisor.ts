@@ -10,7 +10,6 @@ export * as Supervisor from "./supervisor"
 
 import { openSync, readSync } from "node:fs"
 import { Capabilities } from "./capabilities"
-import { Confine } from "./confine"
 import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
 import { Native } from "./native"
@@ -83,11 +82,6 @@ export interface Order {
   readonly stdinPipe?: boolean
   /** The sandbox, applied before spawning; none when absent. */
   readonly grants?: Landlock.Grants
-  /**
-   * A read-only confinement (for rg): the command runs in the held directory, proved to be the one core checked,
-   * and may read only beneath it and the named files, besides `grants`. Applied with `grants`, which must be given.
-   */
-  readonly confine?: Confine.Confinement
   /** Paths mounted read-only for the command (core's configuration in its Location), before the sandbox. */
   readonly readOnly?: ReadonlyArray<string>
   /**
@@ -214,9 +208,9 @@ const endAll = async (graceMs: number): Promise<{ killed: ReadonlyArray<Ended>; 
 const signalGroup = (pgid: number, signal: NodeJS.Signals) => kill(-pgid, signal)
 
 /**
- * Ends the command's process group without reading /proc, which a confined command's supervisor may not: SIGTERM,
- * up to `graceMs`, then SIGKILL rounds, until nothing the command started is left (`alone`). A process that left
- * the group cannot be found this way; a confined command is a program core runs itself (rg), which starts none.
+ * Ends the command's process group without reading /proc, where /proc cannot be read: SIGTERM, up to `graceMs`,
+ * then SIGKILL rounds, until nothing the command started is left (`alone`). A process that left the group cannot
+ * be found this way.
  */
 const endGroup = async (
   command: Bun.Subprocess,
@@ -264,18 +258,14 @@ const ended = (command: Bun.Subprocess, killed: ReadonlyArray<Ended>, survivors:
 })
 
 /**
- * Ends what is left of a command (its whole group without reading /proc when `confined`, every descendant
- * otherwise), reaps the orphans ended meanwhile, and answers the report of its end: at once when the command has
- * exited alone, the usual case.
+ * Ends what is left of a command (every descendant), reaps the orphans ended meanwhile, and answers the report of
+ * its end: at once when the command has exited alone, the usual case.
  */
-const conclude = (command: Bun.Subprocess, confined: boolean, name: string, grace: number): Ending | Promise<Ending> => {
+const conclude = (command: Bun.Subprocess, name: string, grace: number): Ending | Promise<Ending> => {
   if (alone(command)) return ended(command, [], [])
   return (async () => {
-    // A confined command's supervisor runs under the command's confinement, which leaves /proc out; should /proc
-    // be unreadable for any other reason, the group is still ended rather than the call left waiting.
-    const { killed, survivors } = confined
-      ? await endGroup(command, name, grace)
-      : await endAll(grace).catch(() => endGroup(command, name, grace))
+    // Should /proc be unreadable, the group is still ended rather than the call left waiting.
+    const { killed, survivors } = await endAll(grace).catch(() => endGroup(command, name, grace))
     await command.exited
     // Orphans it adopted and ended are its children: reap them, so none is left a zombie.
     while (Native.reap() > 0);
@@ -345,11 +335,10 @@ export const main = async (
     expectedAt = performance.now()
   }
   let graceMs = GRACE_MS
-  let confined = false
-  /** The command's name as the kernel shows it, for a confined command's report. */
+  /** The command's name as the kernel shows it, for a report made without /proc. */
   let name = ""
   const finish = (grace: number): Promise<never> =>
-    (ending ??= child === undefined ? process.exit(0) : settle(conclude(child, confined, name, grace)))
+    (ending ??= child === undefined ? process.exit(0) : settle(conclude(child, name, grace)))
 
   // SIGTERM: end gracefully (a timeout or a cancel). SIGHUP: core is gone or forcing its exit: no grace.
   process.on("SIGTERM", () => void finish(graceMs))
@@ -392,11 +381,6 @@ export const main = async (
     // Mounting, so before Landlock; where this supervisor cannot, the command reaches every socket file, as it would
     // without the sandbox.
     if (order.grants !== undefined && order.sockets !== undefined && way === "mount") Sockets.hide(order.sockets)
-    const held = order.confine === undefined ? undefined : Confine.hold(order.confine)
-    if (held !== undefined && "moved" in held) {
-      void send({ kind: "refused", code: Confine.MOVED, message: held.moved }).then(() => process.exit(0))
-      return
-    }
     // Mounting too: /dev/pts and /dev/shm become the command's own, /dev/shm writable; where it cannot, the
     // command sees the host's terminals and /dev/shm stays unwritable.
     // Made ahead in a spare readied for a sandbox, but for the system's secrets added or replaced since.
@@ -426,7 +410,7 @@ export const main = async (
       prepared = undefined
     }
     if (grants !== undefined) {
-      const failed = Landlock.restrict(grants, Landlock.abi(), true, held?.grants, prepared)
+      const failed = Landlock.restrict(grants, Landlock.abi(), true, [], prepared)
       if (failed !== undefined) {
         void send({ kind: "failed", message: `Could not apply the sandbox: ${failed}` }).then(() => process.exit(0))
         return
@@ -440,11 +424,10 @@ export const main = async (
     }
     // Capabilities a user namespace gave the supervisor stay its own: the command inherits none of them.
     Native.prctl(Native.PR_CAP_AMBIENT, Native.PR_CAP_AMBIENT_CLEAR_ALL)
-    confined = held !== undefined
     name = (order.argv[0] ?? "").split("/").pop()!.slice(0, 15)
     try {
       const stdin = order.stdinPipe === true ? "inherit" : order.stdin === undefined ? "ignore" : Buffer.from(order.stdin, "base64")
-      child = spawn(order.argv, held?.cwd ?? order.cwd, order.env, stdin)
+      child = spawn(order.argv, order.cwd, order.env, stdin)
     } catch (cause) {
       const code = typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
       const text = cause instanceof Error ? cause.message : String(cause)
@@ -452,9 +435,6 @@ export const main = async (
         () => process.exit(0),
       )
       return
-    } finally {
-      // The command has its working directory: the descriptors have served.
-      held?.close()
     }
     // The command's output pipes are the command's alone now: they close as soon as its last process is gone,
     // without waiting for the supervisor to exit.
@@ -488,7 +468,7 @@ export const main = async (
   const warmer = Bun.which("true")
   if (warmer !== null) {
     try {
-      await conclude(spawn([warmer], "/", {}, "ignore"), false, "", 0)
+      await conclude(spawn([warmer], "/", {}, "ignore"), "", 0)
     } catch {
       // nothing to warm with: the command's spawn takes the first-use cost
     }
