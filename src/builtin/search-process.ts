@@ -73,7 +73,7 @@ const CONFINED: Landlock.Grants = { read: [], write: [], devices: ["/dev/null"] 
 // The worker's code: self-contained (it runs from a blob in the compiled binary too), so it imports only bun:ffi.
 // It restricts its own thread with the ruleset core made (no_new_privs, then landlock_restrict_self) and refuses
 // to run anything unless that succeeded; then it spawns what it is told and streams back what it prints.
-const SOURCE = `
+export const SOURCE = `
 import { dlopen } from "bun:ffi"
 const SYMBOLS = {
   prctl: { args: ["i32", "u64", "u64", "u64", "u64"], returns: "i32" },
