@@ -6,11 +6,10 @@ import { afterEach, describe, expect, test } from "bun:test"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { PromptListChangedNotificationSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { sandbox, type Sandbox } from "../cli/fixture"
+import { connectStdio } from "./stdio-client"
 
-const MAIN = join(import.meta.dir, "../../src/cli/main.ts")
 
 const skill = (name: string, description: string, body: string) => `---\nname: ${name}\ndescription: ${description}\n---\n\n${body}\n`
 
@@ -19,18 +18,7 @@ afterEach(async () => {
   for (const client of open.splice(0)) await client.close()
 })
 
-const connect = async (box: Sandbox) => {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [MAIN, "mcp", "--location", box.location],
-    env: { PATH: process.env.PATH ?? "", HOME: box.home, ...box.env },
-    stderr: "pipe",
-  })
-  const client = new Client({ name: "test", version: "1.0.0" })
-  await client.connect(transport)
-  open.push(client)
-  return client
-}
+const connect = (box: Sandbox) => connectStdio(box, open)
 
 const textOf = (result: { readonly [key: string]: unknown }) =>
   (result.content as ReadonlyArray<{ type: string; text?: string }>).map((part) => part.text ?? "").join("\n")

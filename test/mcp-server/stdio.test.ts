@@ -5,11 +5,11 @@ import { afterEach, describe, expect, test } from "bun:test"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { CallToolResultSchema, ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js"
 import { IMPORTS, runs, sandbox, type Sandbox } from "../cli/fixture"
 import { coreJson, recording } from "../cli/permissions-fixture"
 import { FIXTURE } from "../mcp-client/support"
+import { stdioTransport } from "./stdio-client"
 import { BIG, GREET, HUGE, PICTURE, PIXEL, WAIT } from "./tools"
 
 const MAIN = join(import.meta.dir, "../../src/cli/main.ts")
@@ -35,12 +35,7 @@ afterEach(async () => {
 
 /** A client whose user answers each permission ask with `answer`; the forms it was shown are kept. */
 const connectAsking = async (box: Sandbox, answer: ElicitResult) => {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [MAIN, "mcp", "--location", box.location],
-    env: { PATH: process.env.PATH ?? "", HOME: box.home, ...box.env },
-    stderr: "pipe",
-  })
+  const transport = stdioTransport(box)
   const client = new Client({ name: "test", version: "1.0.0" }, { capabilities: { elicitation: { form: {} } } })
   const asked: Array<string> = []
   client.setRequestHandler(ElicitRequestSchema, async (request) => {
@@ -53,12 +48,7 @@ const connectAsking = async (box: Sandbox, answer: ElicitResult) => {
 }
 
 const connect = async (box: Sandbox, extra: ReadonlyArray<string> = []) => {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [MAIN, "mcp", "--location", box.location, ...extra],
-    env: { PATH: process.env.PATH ?? "", HOME: box.home, ...box.env },
-    stderr: "pipe",
-  })
+  const transport = stdioTransport(box, extra)
   let stderr = ""
   transport.stderr?.on("data", (chunk: Buffer) => {
     stderr += chunk.toString()
@@ -302,12 +292,7 @@ describe("core mcp", () => {
   test("SIGTERM interrupts a running call, records it cancelled, and core exits", async () => {
     const box = sandbox({ "tools/wait.ts": WAIT })
     const call = { name: "wait", arguments: {}, _meta: { sessionID: "ses_host", toolCallID: "call_term" } }
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [MAIN, "mcp", "--location", box.location],
-      env: { PATH: process.env.PATH ?? "", HOME: box.home, ...box.env },
-      stderr: "pipe",
-    })
+    const transport = stdioTransport(box)
     const client = new Client({ name: "test", version: "1.0.0" })
     await client.connect(transport)
     let closed!: () => void

@@ -3,14 +3,12 @@
 // the same call is an isError result saying why.
 
 import { afterAll, describe, expect, test } from "bun:test"
-import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js"
 import { sandbox, type Sandbox } from "../cli/fixture"
 import { webServer } from "../support/web-server"
+import { connectStdio } from "./stdio-client"
 
-const MAIN = join(import.meta.dir, "../../src/cli/main.ts")
 const web = webServer()
 const clients: Array<Client> = []
 afterAll(async () => {
@@ -18,18 +16,7 @@ afterAll(async () => {
   web.stop()
 })
 
-const connect = async (box: Sandbox) => {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [MAIN, "mcp", "--location", box.location],
-    env: { PATH: process.env.PATH ?? "", HOME: box.home, ...box.env },
-    stderr: "pipe",
-  })
-  const client = new Client({ name: "test", version: "1.0.0" })
-  await client.connect(transport)
-  clients.push(client)
-  return client
-}
+const connect = (box: Sandbox) => connectStdio(box, clients)
 
 describe("webfetch over core mcp", () => {
   test("a page comes back as markdown text with its redirects; 127.0.0.1 without a rule is an error", async () => {
