@@ -10,10 +10,11 @@ export * as Skills from "./skills"
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs"
 import { join, relative, sep } from "node:path"
 import { Boundary } from "../permission/boundary"
+import { Protected } from "../permission/protected"
 import type { Discovery } from "./discovery"
 
-/** Where a Location's skills are, in order of precedence (relative to the Location). */
-export const LOCATION_ROOTS = [".core/skills", ".opencode/skills", ".opencode/skill", ".claude/skills"] as const
+/** Where a Location's skills are, in order of precedence (relative to the Location); protected as core.json is. */
+export const LOCATION_ROOTS = Protected.SKILL_FOLDERS
 /** Where `$CORE_HOME`'s skills are, relative to it. */
 export const HOME_ROOT = "skills"
 export const FILE_NAME = "SKILL.md"

@@ -1,7 +1,8 @@
 export * as Protected from "./protected"
 
 // What configures core, and so may change only with a person's approval asked each time (DESIGN §2 law 13): a
-// Location's core.json, tools/, plugins/ and .core/, everything under $CORE_HOME and $CORE_DATA_DIR, the code the
+// Location's core.json, tools/, plugins/, .core/ and the other folders core loads skills from (instructions every
+// later session is shown), everything under $CORE_HOME and $CORE_DATA_DIR, the code the
 // tool and plugin files import (./closure), and what the user's own git runs (./git); and what no tool reads:
 // $CORE_DATA_DIR (the settlement store, saved approvals) except the managed outputs. Paths are matched by where
 // they really are: by name without regard to case, and by file identity (a bind mount, a case-folding file system,
@@ -13,8 +14,11 @@ import { basename, dirname, join, relative, resolve, sep } from "node:path"
 import { Closure } from "./closure"
 import { Git } from "./git"
 
-/** The entries of a Location that configure core. */
-export const LOCATION_ENTRIES = ["core.json", "tools", "plugins", ".core"] as const
+/** The folders of a Location core loads skills from, in order of precedence (../location/skills reads them). */
+export const SKILL_FOLDERS = [".core/skills", ".opencode/skills", ".opencode/skill", ".claude/skills"] as const
+
+/** The entries of a Location that configure core (a nested one moves with a folder above it renamed). */
+export const LOCATION_ENTRIES = ["core.json", "tools", "plugins", ".core", ".opencode/skills", ".opencode/skill", ".claude/skills"] as const
 
 /** Files looked at when searching protected directories for a hard link's other names. */
 export const MAX_SCANNED = 5_000
@@ -123,7 +127,9 @@ export const roots = (input: Omit<Roots, "fixed">): Roots => ({
 const locationPlaces = (location: string, which = "the Location"): Array<Place> =>
   LOCATION_ENTRIES.flatMap((entry) => {
     const path = join(location, entry)
-    const what = `${entry}${entry === "core.json" ? "" : "/"} of ${which} (core's configuration and code)`
+    const what = (SKILL_FOLDERS as ReadonlyArray<string>).includes(entry)
+      ? `${entry}/ of ${which} (skills core shows every session)`
+      : `${entry}${entry === "core.json" ? "" : "/"} of ${which} (core's configuration and code)`
     const stats = lstatFree(path)
     if (stats === undefined) return [{ path, what, identity: undefined }]
     if (!stats.isSymbolicLink()) return [{ path, what, identity: { dev: stats.dev, ino: stats.ino } }]

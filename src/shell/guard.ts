@@ -227,8 +227,12 @@ export const begin = (
   const under = (root: string, path: string) => path === root || path.startsWith(root + sep)
   const temporary = realOf(tmpdir())
   const entries: Array<Entry> = [
+    // A nested entry (.claude/skills) is a mount that moves with a folder above it renamed: checked as code
+    // elsewhere in the Location is, by the folders above it.
     ...keys.flatMap((key) =>
-      Protected.LOCATION_ENTRIES.map((name) => noted(join(key, name), key, "fixed", name === "core.json")),
+      Protected.LOCATION_ENTRIES.map((name) =>
+        noted(join(key, name), key, name.includes("/") ? "renamed" : "fixed", name === "core.json"),
+      ),
     ),
     // Inside an entry already mounted, a path needs no mount of its own. Outside the Locations and the temp
     // directory (the places a command may write), a path is mounted and no more: what changes there is a person's.

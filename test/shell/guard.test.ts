@@ -130,6 +130,21 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(readFileSync(join(result.undoneKeptIn!, "core.json"), "utf8")).toBe("{}\n")
   })
 
+  test("a skills folder nested in another folder: renaming the folder above it does not let a command plant skills", async () => {
+    const location = tempDir("core-loc-")
+    mkdirSync(join(location, ".claude/skills/kept"), { recursive: true })
+    writeFileSync(join(location, ".claude/skills/kept/SKILL.md"), "kept")
+    const result = await run(
+      "echo x > .claude/skills/kept/SKILL.md; mv .claude moved; mkdir -p .claude/skills/evil && echo planted > .claude/skills/evil/SKILL.md; mkdir -p .opencode/skill/x && echo planted > .opencode/skill/x/SKILL.md",
+      location,
+    )
+    // Whatever the command managed (read-only where mounted), no skill it wrote is where core loads skills.
+    expect(existsSync(join(location, ".claude/skills/evil"))).toBe(false)
+    expect(existsSync(join(location, ".opencode/skill"))).toBe(false)
+    expect(result.undone).toContain(join(location, ".opencode/skill"))
+    if (MOUNTS) expect(readFileSync(join(location, existsSync(join(location, "moved")) ? "moved" : ".claude", "skills/kept/SKILL.md"), "utf8")).toBe("kept")
+  })
+
   test.skipIf(!MOUNTS)(`another Location core serves is guarded as the command's own is${needs}`, async () => {
     // Both in the temp directory, which commands may write: the way a command reaches another served Location.
     const location = tempDir("core-loc-")

@@ -34,6 +34,8 @@ const settled = (callID: string): Settlement.Info => ({
   callID,
   status: "success",
   content: [{ type: "text", text: "hi" }],
+  structured: "hi",
+  outputs: [],
 })
 
 describe("Checkpointer", () => {
