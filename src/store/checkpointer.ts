@@ -63,7 +63,7 @@ onmessage = (event) => {
         const done = (wal.size > message.truncateBytes ? truncate : passive).get()
         // Busy: another checkpoint ran (another process), or the writers did not pause; look again next time.
         if (done && done.busy === 0) seen = now
-        postMessage({ kind: "checkpointed", busy: done ? done.busy : 1, log: done ? done.log : -1 })
+        postMessage({ kind: "checkpointed", busy: done ? done.busy : 1, log: done ? done.log : -1, copied: done ? done.checkpointed : -1 })
       } catch (cause) {
         postMessage({ kind: "failed", message: String((cause && cause.message) || cause) })
       }
@@ -81,7 +81,7 @@ onmessage = (event) => {
 
 type Report =
   | { readonly kind: "started" | "stopped" }
-  | { readonly kind: "checkpointed"; readonly busy: number; readonly log: number }
+  | { readonly kind: "checkpointed"; readonly busy: number; readonly log: number; readonly copied: number }
   | { readonly kind: "failed"; readonly message: string }
 
 /** One database file's connections in this process, and the thread checkpointing it. */
@@ -91,8 +91,9 @@ interface Entry {
   worker: Worker | undefined
   /** The thread could not start or stopped: SQLite's own checkpoints, for the rest of this entry's life. */
   fallback: boolean
-  /** Checkpoints the thread made, for tests and benchmarks. */
+  /** Checkpoints the thread made, and the last one's frames in the log and copied from it: for tests and benchmarks. */
   checkpoints: number
+  last: { readonly log: number; readonly copied: number } | undefined
   failure: string | undefined
 }
 
@@ -129,7 +130,10 @@ const start = (path: string, entry: Entry) => {
   entry.worker = worker
   worker.onmessage = (event: MessageEvent<Report>) => {
     const report = event.data
-    if (report.kind === "checkpointed") entry.checkpoints++
+    if (report.kind === "checkpointed") {
+      entry.checkpoints++
+      entry.last = { log: report.log, copied: report.copied }
+    }
     else if (report.kind === "failed") fallBack(entry, report.message)
     else if (report.kind === "stopped") worker.terminate()
   }
@@ -148,7 +152,7 @@ const start = (path: string, entry: Entry) => {
 export const attach = (path: string, db: Database, delayMs: number = START_DELAY_MS): (() => void) => {
   let entry = entries.get(path)
   if (entry === undefined) {
-    entry = { connections: new Set(), timer: undefined, worker: undefined, fallback: false, checkpoints: 0, failure: undefined }
+    entry = { connections: new Set(), timer: undefined, worker: undefined, fallback: false, checkpoints: 0, last: undefined, failure: undefined }
     entries.set(path, entry)
   }
   const joined = entry
@@ -173,13 +177,22 @@ export const attach = (path: string, db: Database, delayMs: number = START_DELAY
 /** What checkpoints the store at `path` in this process now: for tests and benchmarks. */
 export const status = (
   path: string,
-): { readonly thread: boolean; readonly fallback: boolean; readonly checkpoints: number; readonly failure?: string } | undefined => {
+):
+  | {
+      readonly thread: boolean
+      readonly fallback: boolean
+      readonly checkpoints: number
+      readonly last?: { readonly log: number; readonly copied: number }
+      readonly failure?: string
+    }
+  | undefined => {
   const entry = entries.get(path)
   if (entry === undefined) return undefined
   return {
     thread: entry.worker !== undefined,
     fallback: entry.fallback,
     checkpoints: entry.checkpoints,
+    ...(entry.last === undefined ? {} : { last: entry.last }),
     ...(entry.failure === undefined ? {} : { failure: entry.failure }),
   }
 }

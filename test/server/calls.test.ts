@@ -2,7 +2,7 @@
 // answered over HTTP, cancellation, duplicates joining a running call, clients that go away, operational failures.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Events } from "../../src/host/events"
 import { hostPids } from "../shell/processes"
@@ -195,6 +195,9 @@ describe("cancelling", () => {
     const said = (/pids (\d+) (\d+)/.exec(progress.data.message) ?? []).slice(1).map(Number)
     const pids = hostPids(said, sidecar.box.location)
     expect(pids.every((pid) => !isDead(pid))).toBe(true)
+    // `$!` is known as soon as the shell forks, before the child runs sleep: wait until it does, so the cancel
+    // finds it named sleep.
+    while (readFileSync(`/proc/${pids[0]}/comm`, "utf8") !== "sleep\n") await Bun.sleep(5)
 
     const cancel = await sidecar.json("POST", "/v1/calls/ses_cancel/call_cancel/cancel")
     expect(cancel).toMatchObject({ status: 202, body: { sessionID: "ses_cancel", toolCallID: "call_cancel", status: "cancelling" } })
