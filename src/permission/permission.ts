@@ -205,6 +205,34 @@ interface Pending {
 const savable = (resource: string, suffix = 0): ReadonlyArray<string> =>
   /[*?]/.test(resource.slice(0, resource.length - suffix)) ? [] : [resource]
 
+/**
+ * How each resource is decided by an agent's rules; where they would ask, by the project's saved approvals (read only
+ * then), which answer an ask and never override a configured deny.
+ */
+const explained = Effect.fnUntraced(function* (
+  ruleset: ReadonlyArray<Agent.SourcedRule>,
+  input: Pick<AssertInput, "action" | "resources">,
+  approvals: Approvals.Interface,
+  project: string,
+) {
+  const decided = input.resources.map((resource) => {
+    const rule = Rule.find(ruleset, input.action, resource) as Agent.SourcedRule | undefined
+    return { resource, effect: rule?.effect ?? ("ask" as const), rule }
+  })
+  if (!decided.some((decision) => decision.effect === "ask")) {
+    return decided.map((decision) => ({ ...decision, approvedBy: undefined }))
+  }
+  const approved = (yield* approvals.list(project)).filter((approval) => approval.action === input.action)
+  return decided.map((decision) => {
+    // A saved approval answers an ask; it never overrides a configured deny.
+    const approval =
+      decision.effect === "ask" ? approved.find((entry) => Rule.matches(entry.pattern, decision.resource)) : undefined
+    return approval === undefined
+      ? { ...decision, approvedBy: undefined }
+      : { ...decision, effect: "allow" as const, approvedBy: approval.pattern }
+  })
+})
+
 /** A path's real path, or the path as given where it cannot be resolved (it does not exist, say). */
 const realOr = (path: string): string => {
   try {
@@ -406,30 +434,12 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
       const rules = (agent: string) => Agent.rules(configured, agent)
 
       // explain and assert are untraced on purpose: they run inside every settle, where a span would cost more
-      // than the decision itself.
-      const explainStored = Effect.fnUntraced(function* (input: Pick<AssertInput, "agent" | "action" | "resources">) {
-        const ruleset = rules(input.agent)
-        const decided = input.resources.map((resource) => {
-          const rule = Rule.find(ruleset, input.action, resource) as Agent.SourcedRule | undefined
-          return { resource, effect: rule?.effect ?? ("ask" as const), rule }
-        })
-        if (!decided.some((decision) => decision.effect === "ask")) {
-          return decided.map((decision) => ({ ...decision, approvedBy: undefined }))
-        }
-        const saved = (yield* approvals.list(project)).filter((approval) => approval.action === input.action)
-        return decided.map((decision) => {
-          // A saved approval answers an ask; it never overrides a configured deny.
-          const approval =
-            decision.effect === "ask" ? saved.find((entry) => Rule.matches(entry.pattern, decision.resource)) : undefined
-          return approval === undefined
-            ? { ...decision, approvedBy: undefined }
-            : { ...decision, effect: "allow" as const, approvedBy: approval.pattern }
-        })
-      })
-
-      // The store failing is no refusal and no answer: an operational failure of whatever asked.
+      // than the decision itself. The store failing is no refusal and no answer: an operational failure of
+      // whatever asked.
       const explain = (input: Pick<AssertInput, "agent" | "action" | "resources">) =>
-        explainStored(input).pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
+        explained(rules(input.agent), input, approvals, project).pipe(
+          Effect.catchTag("Store.StoreError", (error) => Effect.die(error)),
+        )
 
       // How a request is decided now: as explained, except that a request marked `ask` is never allowed.
       const decide = (input: Pick<AssertInput, "agent" | "action" | "resources" | "ask" | "protected">) =>
