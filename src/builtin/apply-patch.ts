@@ -105,6 +105,56 @@ const summary = (files: ReadonlyArray<FileChange>): string => {
   return `Applied the patch to ${files.length} file${files.length === 1 ? "" : "s"}:\n${files.map(line).join("\n")}`
 }
 
+/** The refusal of a patch naming a path as a directory ("a.txt/"), if it names one so. */
+const directoryNamed = (operations: ReadonlyArray<Patch.Operation>): Tool.Failure | undefined => {
+  for (const operation of operations) {
+    const moveTo = operation._tag === "Update" ? operation.moveTo : undefined
+    for (const path of moveTo === undefined ? [operation.path] : [operation.path, moveTo]) {
+      const ending = Text.directoryEnding(path)
+      if (ending !== undefined) {
+        return failure(`Cannot use ${path} (patch line ${operation.line}): ${Text.namesDirectory(ending)} Nothing was changed.`)
+      }
+    }
+  }
+  return undefined
+}
+
+/** Where an operation's file is, and where it moves to. */
+type Places = ReadonlyArray<{ readonly source: Place; readonly target: Place | undefined }>
+
+/**
+ * Checks that each file appears in one section only, except that a file the patch deletes may be a move's target;
+ * answers the files a move replaces so (deleted first, then moved onto).
+ */
+const claims = (operations: ReadonlyArray<Patch.Operation>, places: Places): Result.Result<Set<string>, Tool.Failure> => {
+  const deletes = new Set<string>()
+  for (const [index, operation] of operations.entries()) {
+    if (operation._tag === "Delete") deletes.add(places[index]!.source.resolved.real)
+  }
+  const claimed = new Map<string, number>()
+  const replacedByMove = new Set<string>()
+  for (const [index, operation] of operations.entries()) {
+    const { source, target } = places[index]!
+    for (const touched of target === undefined || target.resolved.real === source.resolved.real ? [source] : [source, target]) {
+      const earlier = claimed.get(touched.resolved.real)
+      const movedOntoDeleted =
+        touched === target && deletes.has(target.resolved.real) && !replacedByMove.has(target.resolved.real)
+      const deletedUnderMove =
+        operation._tag === "Delete" && replacedByMove.has(touched.resolved.real) && claimed.get(touched.resolved.real) !== undefined
+      if (movedOntoDeleted) replacedByMove.add(touched.resolved.real)
+      if (earlier !== undefined && !movedOntoDeleted && !deletedUnderMove) {
+        return Result.fail(
+          failure(
+            `The patch changes ${touched.shown} twice (sections at lines ${earlier} and ${operation.line}). Put all changes to a file in one section. Nothing was changed.`,
+          ),
+        )
+      }
+      claimed.set(touched.resolved.real, operation.line)
+    }
+  }
+  return Result.succeed(replacedByMove)
+}
+
 const makeTool = (services: Builtin.Services) =>
   Tool.make({
     description: DESCRIPTION,
@@ -120,17 +170,8 @@ const makeTool = (services: Builtin.Services) =>
           return yield* failure(`The patch could not be read. ${parsed.failure.message} Nothing was changed.`)
         }
         const operations = parsed.success
-        for (const operation of operations) {
-          const moveTo = operation._tag === "Update" ? operation.moveTo : undefined
-          for (const path of moveTo === undefined ? [operation.path] : [operation.path, moveTo]) {
-            const ending = Text.directoryEnding(path)
-            if (ending !== undefined) {
-              return yield* failure(
-                `Cannot use ${path} (patch line ${operation.line}): ${Text.namesDirectory(ending)} Nothing was changed.`,
-              )
-            }
-          }
-        }
+        const misnamed = directoryNamed(operations)
+        if (misnamed !== undefined) return yield* misnamed
 
         // Every permission is asked before anything is read; a rule denying any path refuses before anything is asked.
         const planned = yield* Effect.forEach(pathsOf(operations), (path) =>
@@ -147,30 +188,9 @@ const makeTool = (services: Builtin.Services) =>
           const target = operation._tag === "Update" && operation.moveTo !== undefined ? yield* place(operation.moveTo) : undefined
           places.push({ source, target })
         }
-        // A file may appear in one section only, except that a file the patch deletes may be a move's target.
-        const deletes = new Set<string>()
-        for (const [index, operation] of operations.entries()) {
-          if (operation._tag === "Delete") deletes.add(places[index]!.source.resolved.real)
-        }
-        const claimed = new Map<string, number>()
-        const replacedByMove = new Set<string>()
-        for (const [index, operation] of operations.entries()) {
-          const { source, target } = places[index]!
-          for (const touched of target === undefined || target.resolved.real === source.resolved.real ? [source] : [source, target]) {
-            const earlier = claimed.get(touched.resolved.real)
-            const movedOntoDeleted =
-              touched === target && deletes.has(target.resolved.real) && !replacedByMove.has(target.resolved.real)
-            const deletedUnderMove =
-              operation._tag === "Delete" && replacedByMove.has(touched.resolved.real) && claimed.get(touched.resolved.real) !== undefined
-            if (movedOntoDeleted) replacedByMove.add(touched.resolved.real)
-            if (earlier !== undefined && !movedOntoDeleted && !deletedUnderMove) {
-              return yield* failure(
-                `The patch changes ${touched.shown} twice (sections at lines ${earlier} and ${operation.line}). Put all changes to a file in one section. Nothing was changed.`,
-              )
-            }
-            claimed.set(touched.resolved.real, operation.line)
-          }
-        }
+        const claimed = claims(operations, places)
+        if (Result.isFailure(claimed)) return yield* claimed.failure
+        const replacedByMove = claimed.success
 
         const paths = places.flatMap(({ source, target }) => (target === undefined ? [source.resolved.real] : [source.resolved.real, target.resolved.real]))
         return yield* FileLock.retried(
@@ -185,6 +205,95 @@ const makeTool = (services: Builtin.Services) =>
       }),
   })
 
+/** The refusal of a hunk that matches nothing, showing the most similar region of the file. */
+const unmatched = (
+  operation: Extract<Patch.Operation, { _tag: "Update" }>,
+  failed: { readonly hunk: Patch.Hunk; readonly message: string },
+  text: string,
+  lines: ReadonlyArray<string>,
+  shown: string,
+) => {
+  const { hunk, message } = failed
+  const number = operation.hunks.indexOf(hunk) + 1
+  const closest = Match.nearest(text.replaceAll("\r\n", "\n"), hunk.old.join("\n"))
+  const region =
+    closest === undefined
+      ? ""
+      : `\nThe most similar region is ${closest.startLine === closest.endLine ? `line ${closest.startLine}` : `lines ${closest.startLine}-${closest.endLine}`} (${Math.round(closest.similarity * 100)}% similar):\n${Text.numbered(lines, closest.startLine, closest.endLine)}`
+  return failure(
+    `Cannot apply hunk ${number} of ${operation.hunks.length} to ${shown} (patch line ${hunk.line}): ${message}${region}\nRead the file again and make the hunk's context and removed lines match it. Nothing was changed.`,
+  )
+}
+
+/**
+ * Reads an operation's file and computes its change in memory: the new bytes of an added or updated file, or the
+ * snapshot of a deleted one. Refuses what cannot apply (a file that exists or does not, a hunk that matches nothing).
+ */
+const planOf = (
+  operation: Patch.Operation,
+  source: Place,
+  target: Place | undefined,
+  replacedByMove: ReadonlySet<string>,
+): Effect.Effect<Plan, Tool.Failure> =>
+  Effect.gen(function* () {
+    const at = `(patch line ${operation.line})`
+    const sourceExists = yield* Text.exists(source.resolved.real, source.shown)
+    if (operation._tag === "Add") {
+      if (sourceExists) {
+        return yield* failure(
+          `Cannot add ${source.shown} ${at}: it already exists. Use "*** Update File: ${operation.path}" to change it. Nothing was changed.`,
+        )
+      }
+      const text = operation.lines.map((line) => `${line}\n`).join("")
+      return { _tag: "Add", operation, target: source, bytes: Text.encode(text, false), lines: operation.lines.length } as const
+    }
+    const verb = operation._tag === "Update" ? "update" : "delete"
+    if (!sourceExists) {
+      return yield* failure(
+        `Cannot ${verb} ${source.shown} ${at}: the file does not exist.${operation._tag === "Update" ? ` To create it, use "*** Add File: ${operation.path}".` : ""} Nothing was changed.`,
+      )
+    }
+    if (source.resolved.kind !== "file") {
+      return yield* failure(
+        `Cannot ${verb} ${source.shown} ${at}: it is ${source.resolved.kind === "directory" ? "a directory" : "not a regular file (a FIFO, socket or device)"}. Nothing was changed.`,
+      )
+    }
+    const snapshot = yield* Text.read(source.resolved.real, source.shown)
+    yield* Text.writable(source.resolved.real, source.shown, "apply_patch")
+    if (operation._tag === "Delete") {
+      const removed = Text.lineCount(new TextDecoder().decode(snapshot.bytes))
+      return { _tag: "Delete", operation, source, snapshot, removed } as const
+    }
+    const decoded = yield* Text.decode(snapshot.bytes, source.shown, "apply_patch")
+    const lines = Text.lines(decoded.text)
+    const located = Patch.locate(lines.texts, operation.hunks)
+    if (Result.isFailure(located)) return yield* unmatched(operation, located.failure, decoded.text, lines.texts, source.shown)
+    let added = 0
+    let removed = 0
+    for (const splice of located.success) {
+      const change = counted(lines.texts.slice(splice.at, splice.at + splice.remove), splice.insert)
+      added += change.added
+      removed += change.removed
+    }
+    const moving = target !== undefined && target.resolved.real !== source.resolved.real
+    if (moving && !replacedByMove.has(target.resolved.real) && (yield* Text.exists(target.resolved.real, target.shown))) {
+      return yield* failure(
+        `Cannot move ${source.shown} to ${target.shown} ${at}: ${target.shown} already exists. To replace it, delete it in the same patch ("*** Delete File: ${target.shown}"), or choose another name. Nothing was changed.`,
+      )
+    }
+    const text = Text.splice(lines, located.success, decoded.eol)
+    return {
+      _tag: "Update",
+      operation,
+      source,
+      target: moving ? target : source,
+      snapshot,
+      bytes: Text.encode(text, decoded.bom),
+      added,
+      removed,
+    } as const
+  })
+
 /**
  * One try at a patch: read every file, plan every change, stage it, and commit it if no file changed since it was
  * read; when another process changed one meanwhile, nothing is written and it answers FileLock.CHANGED, to plan again.
@@ -193,7 +302,7 @@ const attempt = (
   services: Builtin.Services,
   context: Tool.Context,
   operations: ReadonlyArray<Patch.Operation>,
-  places: ReadonlyArray<{ readonly source: Place; readonly target: Place | undefined }>,
+  places: Places,
   replacedByMove: ReadonlySet<string>,
   tries: number,
 ): Effect.Effect<Output | typeof FileLock.CHANGED, Tool.Failure> =>
@@ -201,82 +310,118 @@ const attempt = (
     const plans: Array<Plan> = []
     for (const [index, operation] of operations.entries()) {
       const { source, target } = places[index]!
-      const at = `(patch line ${operation.line})`
-      const sourceExists = yield* Text.exists(source.resolved.real, source.shown)
-      if (operation._tag === "Add") {
-        if (sourceExists) {
-          return yield* failure(
-            `Cannot add ${source.shown} ${at}: it already exists. Use "*** Update File: ${operation.path}" to change it. Nothing was changed.`,
-          )
-        }
-        const text = operation.lines.map((line) => `${line}\n`).join("")
-        plans.push({ _tag: "Add", operation, target: source, bytes: Text.encode(text, false), lines: operation.lines.length })
-        continue
-      }
-      const verb = operation._tag === "Update" ? "update" : "delete"
-      if (!sourceExists) {
-        return yield* failure(
-          `Cannot ${verb} ${source.shown} ${at}: the file does not exist.${operation._tag === "Update" ? ` To create it, use "*** Add File: ${operation.path}".` : ""} Nothing was changed.`,
-        )
-      }
-      if (source.resolved.kind !== "file") {
-        return yield* failure(
-          `Cannot ${verb} ${source.shown} ${at}: it is ${source.resolved.kind === "directory" ? "a directory" : "not a regular file (a FIFO, socket or device)"}. Nothing was changed.`,
-        )
-      }
-      const snapshot = yield* Text.read(source.resolved.real, source.shown)
-      yield* Text.writable(source.resolved.real, source.shown, "apply_patch")
-      if (operation._tag === "Delete") {
-        const removed = Text.lineCount(new TextDecoder().decode(snapshot.bytes))
-        plans.push({ _tag: "Delete", operation, source, snapshot, removed })
-        continue
-      }
-      const decoded = yield* Text.decode(snapshot.bytes, source.shown, "apply_patch")
-      const lines = Text.lines(decoded.text)
-      const located = Patch.locate(lines.texts, operation.hunks)
-      if (Result.isFailure(located)) {
-        const { hunk, message } = located.failure
-        const number = operation.hunks.indexOf(hunk) + 1
-        const closest = Match.nearest(decoded.text.replaceAll("\r\n", "\n"), hunk.old.join("\n"))
-        const region =
-          closest === undefined
-            ? ""
-            : `\nThe most similar region is ${closest.startLine === closest.endLine ? `line ${closest.startLine}` : `lines ${closest.startLine}-${closest.endLine}`} (${Math.round(closest.similarity * 100)}% similar):\n${Text.numbered(lines.texts, closest.startLine, closest.endLine)}`
-        return yield* failure(
-          `Cannot apply hunk ${number} of ${operation.hunks.length} to ${source.shown} (patch line ${hunk.line}): ${message}${region}\nRead the file again and make the hunk's context and removed lines match it. Nothing was changed.`,
-        )
-      }
-      let added = 0
-      let removed = 0
-      for (const splice of located.success) {
-        const change = counted(lines.texts.slice(splice.at, splice.at + splice.remove), splice.insert)
-        added += change.added
-        removed += change.removed
-      }
-      const moving = target !== undefined && target.resolved.real !== source.resolved.real
-      if (moving && !replacedByMove.has(target.resolved.real) && (yield* Text.exists(target.resolved.real, target.shown))) {
-        return yield* failure(
-          `Cannot move ${source.shown} to ${target.shown} ${at}: ${target.shown} already exists. To replace it, delete it in the same patch ("*** Delete File: ${target.shown}"), or choose another name. Nothing was changed.`,
-        )
-      }
-      const text = Text.splice(lines, located.success, decoded.eol)
-      plans.push({
-        _tag: "Update",
-        operation,
-        source,
-        target: moving ? target : source,
-        snapshot,
-        bytes: Text.encode(text, decoded.bom),
-        added,
-        removed,
-      })
+      plans.push(yield* planOf(operation, source, target, replacedByMove))
     }
     // A file the patch deletes to move another onto it goes first.
     plans.sort((left, right) => Number(isReplacedDelete(right, replacedByMove)) - Number(isReplacedDelete(left, replacedByMove)))
-    // Stage every new content beside its destination, then commit in patch order.
+    // Another process changed a file after it was read: nothing was written; plan again from the files as they are.
+    if (!(yield* transact(plans, replacedByMove, context, tries))) return FileLock.CHANGED
+    for (const plan of plans) {
+      if (plan._tag === "Delete") continue
+      yield* ReadTracking.see(services, context, plan.target.resolved.real, yield* ReadTracking.written(plan.target.resolved.real, plan.bytes))
+    }
+    return { files: plans.map(fileChange) }
+  })
+
+const fileChange = (plan: Plan): FileChange => {
+  switch (plan._tag) {
+    case "Add":
+      return { path: plan.target.shown, action: "added", added: plan.lines, removed: 0 }
+    case "Delete":
+      return { path: plan.source.shown, action: "deleted", added: 0, removed: plan.removed }
+    case "Update":
+      return plan.target === plan.source
+        ? { path: plan.source.shown, action: "updated", added: plan.added, removed: plan.removed }
+        : { path: plan.target.shown, action: "moved", from: plan.source.shown, added: plan.added, removed: plan.removed }
+  }
+}
+
+const restore = (place: Place, snapshot: Text.Snapshot) =>
+  Text.write({ path: place.resolved.real, bytes: snapshot.bytes, shown: place.shown, mode: snapshot.mode })
+const remove = (place: Place) => Text.remove(place.resolved.real, place.shown)
+const unchanged = (place: Place, snapshot: Text.Snapshot) =>
+  Text.unchanged(place.resolved.real, snapshot, place.shown).pipe(
+    Effect.flatMap((same) => (same ? Effect.void : Effect.fail(Text.changed(place.shown)))),
+  )
+const absent = (place: Place) =>
+  Text.exists(place.resolved.real, place.shown).pipe(
+    Effect.flatMap((found) =>
+      found ? Effect.fail(failure(`${place.shown} was created by someone else while the patch was being applied.`)) : Effect.void,
+    ),
+  )
+
+/** A committed change's way back, for the rollback. */
+interface Undo {
+  readonly shown: string
+  readonly run: Effect.Effect<void, Tool.Failure>
+}
+
+/** Commits one staged change (`staged` is its temp file; none for a delete), noting how to undo it. */
+const commitPlan = (plan: Plan, staged: Text.Staged | undefined, undo: Array<Undo>) =>
+  Effect.gen(function* () {
+    if (plan._tag === "Add") {
+      yield* absent(plan.target)
+      yield* Text.commit(staged!, plan.target.resolved.real, plan.target.shown)
+      undo.push({ shown: plan.target.shown, run: remove(plan.target) })
+      return
+    }
+    yield* unchanged(plan.source, plan.snapshot)
+    if (plan._tag === "Delete") {
+      yield* remove(plan.source)
+      undo.push({ shown: plan.source.shown, run: restore(plan.source, plan.snapshot) })
+      return
+    }
+    if (plan.target === plan.source) {
+      yield* Text.commit(staged!, plan.source.resolved.real, plan.source.shown)
+      undo.push({ shown: plan.source.shown, run: restore(plan.source, plan.snapshot) })
+      return
+    }
+    yield* absent(plan.target)
+    yield* Text.commit(staged!, plan.target.resolved.real, plan.target.shown)
+    undo.push({ shown: plan.target.shown, run: remove(plan.target) })
+    yield* remove(plan.source)
+    undo.push({ shown: plan.source.shown, run: restore(plan.source, plan.snapshot) })
+  })
+
+/** Whether every file is still as read (or still absent), as the plans were made. */
+const verify = (plans: ReadonlyArray<Plan>, replacedByMove: ReadonlySet<string>) =>
+  Effect.gen(function* () {
+    for (const plan of plans) {
+      if (plan._tag === "Add") {
+        if (yield* Text.exists(plan.target.resolved.real, plan.target.shown)) return false
+        continue
+      }
+      if (!(yield* Text.unchanged(plan.source.resolved.real, plan.snapshot, plan.source.shown))) return false
+      if (plan._tag === "Update" && plan.target !== plan.source && !replacedByMove.has(plan.target.resolved.real)) {
+        if (yield* Text.exists(plan.target.resolved.real, plan.target.shown)) return false
+      }
+    }
+    return true
+  })
+
+/** The files the commit locks: each plan's file, and a move's both ends. */
+const lockedPaths = (plans: ReadonlyArray<Plan>) =>
+  plans.flatMap((plan) =>
+    plan._tag === "Update" && plan.target !== plan.source
+      ? [plan.source.resolved.real, plan.target.resolved.real]
+      : [(plan._tag === "Add" ? plan.target : plan.source).resolved.real],
+  )
+
+/**
+ * Stages every new content beside its destination, then commits in patch order, all or nothing: whatever stops the
+ * commit, the files already changed are put back. Answers false, having written nothing, when a file changed since
+ * it was read.
+ */
+const transact = (
+  plans: ReadonlyArray<Plan>,
+  replacedByMove: ReadonlySet<string>,
+  context: Tool.Context,
+  tries: number,
+): Effect.Effect<boolean, Tool.Failure> =>
+  Effect.gen(function* () {
     const temps = new Map<Plan, Text.Staged>()
     const created: Array<ReadonlyArray<string>> = []
-    const undo: Array<{ readonly shown: string; readonly run: Effect.Effect<void, Tool.Failure> }> = []
+    const undo: Array<Undo> = []
     let unrestored: ReadonlyArray<string> = []
     const rollback = Effect.gen(function* () {
       const lost: Array<string> = []
@@ -290,19 +435,6 @@ const attempt = (
         Effect.andThen(Text.removeDirectories(created.toReversed().flat())),
       ),
     )
-    const restore = (place: Place, snapshot: Text.Snapshot) =>
-      Text.write({ path: place.resolved.real, bytes: snapshot.bytes, shown: place.shown, mode: snapshot.mode })
-    const remove = (place: Place) => Text.remove(place.resolved.real, place.shown)
-    const unchanged = (place: Place, snapshot: Text.Snapshot) =>
-      Text.unchanged(place.resolved.real, snapshot, place.shown).pipe(
-        Effect.flatMap((same) => (same ? Effect.void : Effect.fail(Text.changed(place.shown)))),
-      )
-    const absent = (place: Place) =>
-      Text.exists(place.resolved.real, place.shown).pipe(
-        Effect.flatMap((found) =>
-          found ? Effect.fail(failure(`${place.shown} was created by someone else while the patch was being applied.`)) : Effect.void,
-        ),
-      )
 
     const stage = Effect.gen(function* () {
       for (const plan of plans) {
@@ -314,67 +446,22 @@ const attempt = (
       }
     })
 
-    const commitAll = Effect.gen(function* () {
-      for (const plan of plans) {
-        if (plan._tag === "Add") {
-          yield* absent(plan.target)
-          yield* Text.commit(temps.get(plan)!, plan.target.resolved.real, plan.target.shown)
-          undo.push({ shown: plan.target.shown, run: remove(plan.target) })
-          continue
-        }
-        yield* unchanged(plan.source, plan.snapshot)
-        if (plan._tag === "Delete") {
-          yield* remove(plan.source)
-          undo.push({ shown: plan.source.shown, run: restore(plan.source, plan.snapshot) })
-          continue
-        }
-        if (plan.target === plan.source) {
-          yield* Text.commit(temps.get(plan)!, plan.source.resolved.real, plan.source.shown)
-          undo.push({ shown: plan.source.shown, run: restore(plan.source, plan.snapshot) })
-          continue
-        }
-        yield* absent(plan.target)
-        yield* Text.commit(temps.get(plan)!, plan.target.resolved.real, plan.target.shown)
-        undo.push({ shown: plan.target.shown, run: remove(plan.target) })
-        yield* remove(plan.source)
-        undo.push({ shown: plan.source.shown, run: restore(plan.source, plan.snapshot) })
-      }
-    })
-
-    // Every file is still as read (or still absent) just before the first commit, checked under the files'
-    // commit locks so no other core process can change one between the check and the renames.
-    const verify = Effect.gen(function* () {
-      for (const plan of plans) {
-        if (plan._tag === "Add") {
-          if (yield* Text.exists(plan.target.resolved.real, plan.target.shown)) return false
-          continue
-        }
-        if (!(yield* Text.unchanged(plan.source.resolved.real, plan.snapshot, plan.source.shown))) return false
-        if (plan._tag === "Update" && plan.target !== plan.source && !replacedByMove.has(plan.target.resolved.real)) {
-          if (yield* Text.exists(plan.target.resolved.real, plan.target.shown)) return false
-        }
-      }
-      return true
-    })
-    const locked = plans.flatMap((plan) =>
-      plan._tag === "Update" && plan.target !== plan.source
-        ? [plan.source.resolved.real, plan.target.resolved.real]
-        : [(plan._tag === "Add" ? plan.target : plan.source).resolved.real],
-    )
     const committed = yield* stage.pipe(
       Effect.andThen(
         FileLock.committing(
-          locked,
+          lockedPaths(plans),
           plans.map((plan) => (plan._tag === "Add" ? plan.target : plan.source).shown).join(", "),
           Effect.gen(function* () {
-            if (!(yield* verify)) return false
+            // Every file is still as read (or still absent) just before the first commit, checked under the files'
+            // commit locks so no other core process can change one between the check and the renames.
+            if (!(yield* verify(plans, replacedByMove))) return false
             if (tries === 1) {
               yield* context.progress({
                 message: `Applying the patch to ${plans.length} file${plans.length === 1 ? "" : "s"}`,
                 metadata: { files: plans.length },
               })
             }
-            yield* commitAll
+            for (const plan of plans) yield* commitPlan(plan, temps.get(plan), undo)
             return true
           }),
         ),
@@ -391,30 +478,8 @@ const attempt = (
       // A commit half done must not be left half done by an interruption.
       Effect.uninterruptible,
     )
-    if (!committed) {
-      // Another process changed a file after it was read: nothing was written; plan again from the files as they are.
-      yield* cleanup
-      return FileLock.CHANGED
-    }
-    for (const plan of plans) {
-      if (plan._tag === "Delete") continue
-      yield* ReadTracking.see(services, context, plan.target.resolved.real, yield* ReadTracking.written(plan.target.resolved.real, plan.bytes))
-    }
-
-    return {
-      files: plans.map((plan): FileChange => {
-        switch (plan._tag) {
-          case "Add":
-            return { path: plan.target.shown, action: "added", added: plan.lines, removed: 0 }
-          case "Delete":
-            return { path: plan.source.shown, action: "deleted", added: 0, removed: plan.removed }
-          case "Update":
-            return plan.target === plan.source
-              ? { path: plan.source.shown, action: "updated", added: plan.added, removed: plan.removed }
-              : { path: plan.target.shown, action: "moved", from: plan.source.shown, added: plan.added, removed: plan.removed }
-        }
-      }),
-    }
+    if (!committed) yield* cleanup
+    return committed
   })
 
 const isReplacedDelete = (plan: Plan, replacedByMove: ReadonlySet<string>): boolean =>

@@ -231,16 +231,113 @@ const render = (output: Output): string => {
   return [...lines, ...problems].join("\n")
 }
 
+/**
+ * Collects matching lines newest file first, trimmed to the files whose matches fill the limit. A file is stat'ed
+ * when its first match arrives (`begin`); one that cannot be shown any more is only counted, its lines never decoded.
+ */
+const newestFirst = (limit: number) => {
+  const kept: Array<Collected> = []
+  let filled = 0
+  let current: Collected | undefined
+  let showing = false
+  let matches = 0
+  let files = 0
+  /** Ranks the file whose lines were arriving among those kept, and drops the files past the limit. */
+  const finish = () => {
+    if (current === undefined || !showing) return
+    let at = kept.findIndex((other) => SearchTool.newerFirst(current!, other) < 0)
+    if (at === -1) at = kept.length
+    kept.splice(at, 0, current)
+    filled = 0
+    for (let index = 0; index < kept.length; index++) {
+      filled += kept[index]!.count
+      if (filled >= limit) {
+        kept.length = index + 1
+        break
+      }
+    }
+  }
+  const begin = (raw: Uint8Array) => {
+    const { text, utf8 } = Ripgrep.decode(raw)
+    const modified = SearchTool.modifiedTime(utf8 ? text : Buffer.from(raw))
+    current = { path: text, raw, utf8, modified, count: 0, lines: [] }
+    const oldest = kept[kept.length - 1]
+    showing = filled < limit || oldest === undefined || SearchTool.newerFirst(current, oldest) < 0
+    files++
+  }
+  return {
+    kept,
+    finish,
+    begin,
+    /** Whether the lines arriving are the file `raw`'s, begun already. */
+    isCurrent: (raw: Uint8Array) => current !== undefined && sameBytes(raw, current.raw),
+    add: (line: number, text: Uint8Array, length: number) => {
+      current!.count++
+      matches++
+      if (showing && current!.lines.length < limit) current!.lines.push({ line, text: shownLine(text, length) })
+    },
+    matches: () => matches,
+    files: () => files,
+  }
+}
+
+/** rg's arguments for a search of `target` (one file: printed without its name). */
+const searchArgs = (single: boolean, pattern: string, target: string) => [
+  ...Ripgrep.COMMON_FLAGS,
+  "--line-number",
+  "--no-heading",
+  single ? "--no-filename" : "--with-filename",
+  "--null",
+  "--color=never",
+  // A CRLF file's lines end before the \r, so $ matches at their end as it does in an LF file.
+  "--crlf",
+  `--regexp=${pattern}`,
+  "--",
+  target,
+]
+
+/** Why a search rg could not run failed: an invalid regular expression said so, or rg's own words. */
+const searchFailure = (problems: ReadonlyArray<string>, pattern: string) => {
+  const regex = regexError(problems)
+  return new Tool.Failure({
+    message:
+      regex === undefined
+        ? `ripgrep could not run this search:\n${problems.join("\n")}`
+        : `Invalid regular expression ${JSON.stringify(pattern)}: ${regex}\n` +
+          "grep uses Rust regex syntax: escape ( ) [ ] { } . * + ? | \\ ^ $ with a backslash to match them literally.",
+  })
+}
+
+/** The kept files' lines, newest file first, up to the limit; answers how many of the limit were left unused. */
+const shownFiles = (kept: ReadonlyArray<Collected>, limit: number, directory: string) => {
+  let remaining = limit
+  const shown: Array<typeof FileMatches.Type> = []
+  for (const file of kept) {
+    if (remaining === 0) break
+    const lines = file.lines.slice(0, remaining)
+    remaining -= lines.length
+    shown.push({
+      path: Builtin.display(directory, file.path),
+      matches: file.count,
+      lines,
+      ...(file.utf8 ? {} : { notUtf8: true }),
+    })
+  }
+  return { shown, remaining }
+}
+
+const DESCRIPTION =
+  "Search file contents for a regular expression (ripgrep), case-sensitive: start the pattern with (?i) to " +
+  "ignore case. Answers the matching lines with their line numbers, grouped by file (paths relative to the " +
+  `Location, the project directory the tools work in), newest files first, at most ${DEFAULT_LIMIT} lines by ` +
+  `default (limit changes it) with a count of the rest. Lines over ${MAX_LINE_CHARS} characters are cut. Each ` +
+  "line is matched without its line ending, so $ works in Windows files too. include filters files by glob " +
+  "(*.ts, *.{ts,tsx}). Honours .gitignore, includes hidden files, never looks inside .git, skips binary files. " +
+  "Use glob to find files by name, then read to see a match in context."
+
 const makeTool = (services: Builtin.Services) =>
   Tool.make({
-    description:
-      "Search file contents for a regular expression (ripgrep), case-sensitive: start the pattern with (?i) to " +
-      "ignore case. Answers the matching lines with their line numbers, grouped by file (paths relative to the " +
-      `Location, the project directory the tools work in), newest files first, at most ${DEFAULT_LIMIT} lines by ` +
-      `default (limit changes it) with a count of the rest. Lines over ${MAX_LINE_CHARS} characters are cut. Each ` +
-      "line is matched without its line ending, so $ works in Windows files too. include filters files by glob " +
-      "(*.ts, *.{ts,tsx}). Honours .gitignore, includes hidden files, never looks inside .git, skips binary files. " +
-      "Use glob to find files by name, then read to see a match in context.",
+    description: DESCRIPTION,
     input: Input,
     output: Output,
     checksPermissions: true,
@@ -271,37 +368,8 @@ const makeTool = (services: Builtin.Services) =>
         // rg searches a file it is given by name whatever the globs, so include is applied to it here (rg still
         // runs, listing the file, to report an invalid glob as it would for a directory).
         const excluded = single && input.include !== undefined && !Ripgrep.selects(input.include, shown)
-        // Newest first, trimmed to the files whose matches fill the limit. A file is stat'ed when its first match
-        // arrives; one that cannot be shown any more is only counted, its lines never decoded.
-        const kept: Array<Collected> = []
-        let filled = 0
-        let current: Collected | undefined
-        let showing = false
-        let matches = 0
-        let files = 0
+        const collected = newestFirst(limit)
         const notes: Array<string> = []
-        const finish = () => {
-          if (current === undefined || !showing) return
-          let at = kept.findIndex((other) => SearchTool.newerFirst(current!, other) < 0)
-          if (at === -1) at = kept.length
-          kept.splice(at, 0, current)
-          filled = 0
-          for (let index = 0; index < kept.length; index++) {
-            filled += kept[index]!.count
-            if (filled >= limit) {
-              kept.length = index + 1
-              break
-            }
-          }
-        }
-        const begin = (raw: Uint8Array) => {
-          const { text, utf8 } = Ripgrep.decode(raw)
-          const modified = SearchTool.modifiedTime(utf8 ? text : Buffer.from(raw))
-          current = { path: text, raw, utf8, modified, count: 0, lines: [] }
-          const oldest = kept[kept.length - 1]
-          showing = filled < limit || oldest === undefined || SearchTool.newerFirst(current, oldest) < 0
-          files++
-        }
         const realBytes = Buffer.from(resolved.real)
         // rg runs in the directory as checked (the file's own, for one file), held open; the "./" paths it prints
         // are put back under the real path.
@@ -322,79 +390,44 @@ const makeTool = (services: Builtin.Services) =>
               raw = absolute(printed)
             }
             if (skipped !== undefined && sameBytes(raw, skipped)) return
-            if (current === undefined || !sameBytes(raw, current.raw)) {
+            if (!collected.isCurrent(raw)) {
               if (hides(raw)) {
                 skipped = raw
                 return
               }
-              finish()
-              begin(raw)
+              collected.finish()
+              collected.begin(raw)
             }
-            current!.count++
-            matches++
-            if (showing && current!.lines.length < limit) current!.lines.push({ line, text: shownLine(text, length) })
+            collected.add(line, text, length)
           },
           (path, note) => {
             if (!hides(single ? realBytes : absolute(path))) notes.push(`${shown}: ${Ripgrep.decode(note).text}`)
           },
         )
-        const search = [
-          ...Ripgrep.COMMON_FLAGS,
-          "--line-number",
-          "--no-heading",
-          single ? "--no-filename" : "--with-filename",
-          "--null",
-          "--color=never",
-          // A CRLF file's lines end before the \r, so $ matches at their end as it does in an LF file.
-          "--crlf",
-          `--regexp=${input.pattern}`,
-          "--",
-          target,
-        ]
         const outcome = yield* Ripgrep.run({
-          args: excluded ? [...Ripgrep.COMMON_FLAGS, "--files", "--", target] : search,
+          args: excluded ? [...Ripgrep.COMMON_FLAGS, "--files", "--", target] : searchArgs(single, input.pattern, target),
           ...(input.include === undefined ? {} : { select: input.include }),
           cwd: held.at(""),
           root: held.path,
           onData: excluded ? () => undefined : parser.onData,
           onEnd: () => {
             parser.onEnd()
-            finish()
+            collected.finish()
           },
         })
         const { selectError } = outcome
         const problems = [...outcome.problems, ...notes]
+        const matches = collected.matches()
         if (selectError !== undefined) return yield* SearchTool.invalidGlob("include glob", input.include, selectError)
-        if (SearchTool.failed(outcome, matches)) {
-          const regex = regexError(outcome.problems)
-          return yield* new Tool.Failure({
-            message:
-              regex === undefined
-                ? `ripgrep could not run this search:\n${outcome.problems.join("\n")}`
-                : `Invalid regular expression ${JSON.stringify(input.pattern)}: ${regex}\n` +
-                  "grep uses Rust regex syntax: escape ( ) [ ] { } . * + ? | \\ ^ $ with a backslash to match them literally.",
-          })
-        }
-        let remaining = limit
-        const shownFiles: Array<typeof FileMatches.Type> = []
-        for (const file of kept) {
-          if (remaining === 0) break
-          const lines = file.lines.slice(0, remaining)
-          remaining -= lines.length
-          shownFiles.push({
-            path: Builtin.display(services.directory, file.path),
-            matches: file.count,
-            lines,
-            ...(file.utf8 ? {} : { notUtf8: true }),
-          })
-        }
+        if (SearchTool.failed(outcome, matches)) return yield* searchFailure(outcome.problems, input.pattern)
+        const { shown: files, remaining } = shownFiles(collected.kept, limit, services.directory)
         const output: Output = {
           pattern: input.pattern,
           path: shown,
           ...(input.include === undefined ? {} : { include: input.include }),
           matches,
-          files,
-          shown: shownFiles,
+          files: collected.files(),
+          shown: files,
           notShown: matches - (limit - remaining),
           ...(problems.length === 0 ? {} : { problems }),
         }

@@ -86,17 +86,168 @@ const unwrap = (text: string): Array<{ readonly text: string; readonly number: n
   return lines.slice(first, last + 1)
 }
 
+/** A line of the patch, numbered as in the text. */
+type Line = { readonly text: string; readonly number: number }
+
+/** A section parsed: its operation, and where the next section starts. */
+type Section = Result.Result<{ readonly operation: Operation; readonly at: number }, ParseError>
+
+const fail = (line: number, message: string) => Result.fail<ParseError>({ line, message: `Line ${line}: ${message}` })
+
+const pathAfter = (line: string, marker: string) => line.trim().slice(marker.length).trim()
+
+/** An "*** Add File" section's lines, from `at`: each added line starts with "+". */
+const parseAdd = (lines: ReadonlyArray<Line>, at: number, path: string, number: number): Section => {
+  const content: Array<string> = []
+  let blank = 0
+  while (at < lines.length && !isFileMarker(lines[at]!.text)) {
+    const next = lines[at]!
+    // A blank line among the added ones is an empty line whose "+" was dropped; blank lines at the end are not content.
+    if (next.text.trim() === "") blank++
+    else if (next.text.startsWith("+")) {
+      for (; blank > 0; blank--) content.push("")
+      content.push(next.text.slice(1))
+    } else {
+      return fail(next.number, `expected an added line starting with "+" (the content of ${path}), or the next "*** " section, found ${shown(next.text)}.`)
+    }
+    at++
+  }
+  return Result.succeed({ operation: { _tag: "Add", path, line: number, lines: content }, at })
+}
+
+/** An "*** Delete File" section, from `at`: nothing but blank lines. */
+const parseDelete = (lines: ReadonlyArray<Line>, at: number, path: string, number: number): Section => {
+  while (at < lines.length && !isFileMarker(lines[at]!.text)) {
+    const next = lines[at]!
+    if (next.text.trim() !== "") {
+      return fail(next.number, `expected the next "*** " section after "${DELETE} ${path}" (a deleted file has no lines), found ${shown(next.text)}.`)
+    }
+    at++
+  }
+  return Result.succeed({ operation: { _tag: "Delete", path, line: number }, at })
+}
+
+/** A hunk being read. */
+interface OpenHunk {
+  line: number
+  header: string | undefined
+  old: Array<string>
+  new: Array<string>
+  context: Array<number | undefined>
+  endOfFile: boolean
+  /** Empty lines (without even the leading space) at the end so far. */
+  trailingEmpty: number
+}
+
+const openHunk = (line: number, header: string | undefined): OpenHunk => ({
+  line,
+  header,
+  old: [],
+  new: [],
+  context: [],
+  endOfFile: false,
+  trailingEmpty: 0,
+})
+
+/** Ends the hunk being read (if any) into `hunks`; an error when it has no lines. */
+const closeHunk = (current: OpenHunk | undefined, hunks: Array<Hunk>): ParseError | undefined => {
+  if (current === undefined) return undefined
+  // Empty lines ending a hunk before the next section or "@@" separate sections; they are not context.
+  if (!current.endOfFile && current.trailingEmpty > 0 && current.trailingEmpty < current.old.length) {
+    const keep = current.old.length - current.trailingEmpty
+    current.old.length = keep
+    current.new.length -= current.trailingEmpty
+    current.context.length -= current.trailingEmpty
+  }
+  if (current.old.length === 0 && current.new.length === 0) {
+    return { line: current.line, message: `Line ${current.line}: the hunk has no lines; give context (" "), removed ("-") or added ("+") lines after "@@".` }
+  }
+  const { line, header, old, context, endOfFile } = current
+  hunks.push({ line, header, old, new: current.new, context, endOfFile })
+  return undefined
+}
+
+/** Adds a hunk line (" " context, "-" removed, "+" added; an empty line is context whose space was lost). */
+const addHunkLine = (current: OpenHunk, text: string) => {
+  const kind = text[0]
+  current.trailingEmpty = text === "" ? current.trailingEmpty + 1 : 0
+  const body = text.slice(1)
+  if (kind === undefined || kind === " ") {
+    current.context.push(current.old.length)
+    current.old.push(body)
+    current.new.push(body)
+  } else if (kind === "-") current.old.push(body)
+  else {
+    current.context.push(undefined)
+    current.new.push(body)
+  }
+}
+
+/** An update's hunks, from `at` to the next section: "@@" lines, hunk lines and "*** End of File" markers. */
+const parseHunks = (
+  lines: ReadonlyArray<Line>,
+  at: number,
+): Result.Result<{ readonly hunks: ReadonlyArray<Hunk>; readonly at: number }, ParseError> => {
+  const hunks: Array<Hunk> = []
+  let current: OpenHunk | undefined
+  while (at < lines.length && !isFileMarker(lines[at]!.text)) {
+    const next = lines[at]!
+    at++
+    if (next.text.trim() === END_OF_FILE) {
+      if (current === undefined) return fail(next.number, `"${END_OF_FILE}" must follow a hunk's lines.`)
+      current.endOfFile = true
+      const error = closeHunk(current, hunks)
+      if (error !== undefined) return Result.fail(error)
+      current = undefined
+      continue
+    }
+    if (next.text.startsWith("@@")) {
+      const error = closeHunk(current, hunks)
+      if (error !== undefined) return Result.fail(error)
+      const header = next.text.slice(2).trim()
+      current = openHunk(next.number, header === "" || UNIFIED_RANGE.test(header) ? undefined : header.replace(/\s*@@$/, ""))
+      continue
+    }
+    // Blank lines after a hunk closed by "*** End of File" are spacing, not a new hunk.
+    if (current === undefined && hunks.length > 0 && next.text.trim() === "") continue
+    const kind = next.text[0]
+    if (kind !== " " && kind !== "-" && kind !== "+" && next.text !== "") {
+      return fail(next.number, `expected a hunk line starting with " " (context), "-" (removed) or "+" (added), an "@@" line, "${END_OF_FILE}", or the next "*** " section, found ${shown(next.text)}.`)
+    }
+    current ??= openHunk(next.number, undefined)
+    addHunkLine(current, next.text)
+  }
+  const error = closeHunk(current, hunks)
+  if (error !== undefined) return Result.fail(error)
+  return Result.succeed({ hunks, at })
+}
+
+/** An "*** Update File" section, from `at`: an optional "*** Move to" line, then its hunks. */
+const parseUpdate = (lines: ReadonlyArray<Line>, at: number, path: string, number: number): Section => {
+  let moveTo: string | undefined
+  if (at < lines.length && lines[at]!.text.trim().startsWith(MOVE)) {
+    moveTo = pathAfter(lines[at]!.text, MOVE)
+    if (moveTo === "") return fail(lines[at]!.number, `"${MOVE}" needs a file path after it.`)
+    at++
+  }
+  const parsed = parseHunks(lines, at)
+  if (Result.isFailure(parsed)) return Result.fail(parsed.failure)
+  const { hunks } = parsed.success
+  if (hunks.length === 0 && moveTo === undefined) {
+    return fail(number, `"${UPDATE} ${path}" has no hunks: add lines after "@@", or a "${MOVE} <path>" line to rename it.`)
+  }
+  return Result.succeed({ operation: { _tag: "Update", path, line: number, moveTo, hunks }, at: parsed.success.at })
+}
+
 /** Parses a patch; an error names the patch line and what was expected there. */
 export const parse = (text: string): Result.Result<ReadonlyArray<Operation>, ParseError> => {
   const lines = unwrap(text)
-  const fail = (line: number, message: string) => Result.fail<ParseError>({ line, message: `Line ${line}: ${message}` })
   const start = lines[0]
   if (start === undefined) return fail(1, `expected "${BEGIN}", found an empty patch.`)
   if (UNIFIED_START.test(start.text)) return fail(start.number, UNIFIED_REMINDER)
   if (start.text.trim() !== BEGIN) return fail(start.number, `expected "${BEGIN}", found ${shown(start.text)}.`)
   const operations: Array<Operation> = []
   let at = 1
-  const pathAfter = (line: string, marker: string) => line.trim().slice(marker.length).trim()
 
   while (at < lines.length) {
     const { text: raw, number } = lines[at]!
@@ -115,125 +266,10 @@ export const parse = (text: string): Result.Result<ReadonlyArray<Operation>, Par
     }
     const path = pathAfter(raw, marker)
     if (path === "") return fail(number, `"${marker}" needs a file path after it.`)
-    at++
-
-    if (marker === ADD) {
-      const content: Array<string> = []
-      let blank = 0
-      while (at < lines.length && !isFileMarker(lines[at]!.text)) {
-        const next = lines[at]!
-        // A blank line among the added ones is an empty line whose "+" was dropped; blank lines at the end are not content.
-        if (next.text.trim() === "") blank++
-        else if (next.text.startsWith("+")) {
-          for (; blank > 0; blank--) content.push("")
-          content.push(next.text.slice(1))
-        } else {
-          return fail(next.number, `expected an added line starting with "+" (the content of ${path}), or the next "*** " section, found ${shown(next.text)}.`)
-        }
-        at++
-      }
-      operations.push({ _tag: "Add", path, line: number, lines: content })
-      continue
-    }
-
-    if (marker === DELETE) {
-      while (at < lines.length && !isFileMarker(lines[at]!.text)) {
-        const next = lines[at]!
-        if (next.text.trim() !== "") {
-          return fail(next.number, `expected the next "*** " section after "${DELETE} ${path}" (a deleted file has no lines), found ${shown(next.text)}.`)
-        }
-        at++
-      }
-      operations.push({ _tag: "Delete", path, line: number })
-      continue
-    }
-
-    let moveTo: string | undefined
-    if (at < lines.length && lines[at]!.text.trim().startsWith(MOVE)) {
-      moveTo = pathAfter(lines[at]!.text, MOVE)
-      if (moveTo === "") return fail(lines[at]!.number, `"${MOVE}" needs a file path after it.`)
-      at++
-    }
-    const hunks: Array<Hunk> = []
-    type Open = {
-      line: number
-      header: string | undefined
-      old: Array<string>
-      new: Array<string>
-      context: Array<number | undefined>
-      endOfFile: boolean
-      /** Empty lines (without even the leading space) at the end so far. */
-      trailingEmpty: number
-    }
-    let current: Open | undefined
-    const close = (): ParseError | undefined => {
-      if (current === undefined) return undefined
-      // Empty lines ending a hunk before the next section or "@@" separate sections; they are not context.
-      if (!current.endOfFile && current.trailingEmpty > 0 && current.trailingEmpty < current.old.length) {
-        const keep = current.old.length - current.trailingEmpty
-        current.old.length = keep
-        current.new.length -= current.trailingEmpty
-        current.context.length -= current.trailingEmpty
-      }
-      if (current.old.length === 0 && current.new.length === 0) {
-        return { line: current.line, message: `Line ${current.line}: the hunk has no lines; give context (" "), removed ("-") or added ("+") lines after "@@".` }
-      }
-      const { line, header, old, context, endOfFile } = current
-      hunks.push({ line, header, old, new: current.new, context, endOfFile })
-      current = undefined
-      return undefined
-    }
-    while (at < lines.length && !isFileMarker(lines[at]!.text)) {
-      const next = lines[at]!
-      at++
-      if (next.text.trim() === END_OF_FILE) {
-        if (current === undefined) return fail(next.number, `"${END_OF_FILE}" must follow a hunk's lines.`)
-        current.endOfFile = true
-        const error = close()
-        if (error !== undefined) return Result.fail(error)
-        continue
-      }
-      if (next.text.startsWith("@@")) {
-        const error = close()
-        if (error !== undefined) return Result.fail(error)
-        const header = next.text.slice(2).trim()
-        current = {
-          line: next.number,
-          header: header === "" || UNIFIED_RANGE.test(header) ? undefined : header.replace(/\s*@@$/, ""),
-          old: [],
-          new: [],
-          context: [],
-          endOfFile: false,
-          trailingEmpty: 0,
-        }
-        continue
-      }
-      // Blank lines after a hunk closed by "*** End of File" are spacing, not a new hunk.
-      if (current === undefined && hunks.length > 0 && next.text.trim() === "") continue
-      const kind = next.text[0]
-      if (kind !== " " && kind !== "-" && kind !== "+" && next.text !== "") {
-        return fail(next.number, `expected a hunk line starting with " " (context), "-" (removed) or "+" (added), an "@@" line, "${END_OF_FILE}", or the next "*** " section, found ${shown(next.text)}.`)
-      }
-      current ??= { line: next.number, header: undefined, old: [], new: [], context: [], endOfFile: false, trailingEmpty: 0 }
-      current.trailingEmpty = next.text === "" ? current.trailingEmpty + 1 : 0
-      const body = next.text.slice(1)
-      // An empty line is a context line whose leading space was lost.
-      if (kind === undefined || kind === " ") {
-        current.context.push(current.old.length)
-        current.old.push(body)
-        current.new.push(body)
-      } else if (kind === "-") current.old.push(body)
-      else {
-        current.context.push(undefined)
-        current.new.push(body)
-      }
-    }
-    const error = close()
-    if (error !== undefined) return Result.fail(error)
-    if (hunks.length === 0 && moveTo === undefined) {
-      return fail(number, `"${UPDATE} ${path}" has no hunks: add lines after "@@", or a "${MOVE} <path>" line to rename it.`)
-    }
-    operations.push({ _tag: "Update", path, line: number, moveTo, hunks })
+    const section = (marker === ADD ? parseAdd : marker === DELETE ? parseDelete : parseUpdate)(lines, at + 1, path, number)
+    if (Result.isFailure(section)) return Result.fail(section.failure)
+    operations.push(section.success.operation)
+    at = section.success.at
   }
   const last = lines[lines.length - 1]!
   return fail(last.number, `the patch ends without "${END}"; end it with that line.`)

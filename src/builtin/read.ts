@@ -162,20 +162,223 @@ const renderDirectory = (output: typeof Directory.Type): string => {
   return `${output.content}\n\n${footer}${output.hidden === undefined ? "" : `\n${Builtin.hiddenNote(output.hidden, "file")}`}`
 }
 
+const pageBudget = (shown: string) => MAX_PAGE_BYTES - RESERVE_BYTES - ReadPage.pageBytes(shown)
+
+const vanished = (shown: string) =>
+  failure(`${shown} was removed or replaced while it was being read. Check that it still exists, then read it again.`)
+const changed = (shown: string) =>
+  failure(`${shown} changed while it was being read, so this page could be inconsistent. Read it again.`)
+
+const pastEnd = (shown: string, offset: number, total: number, unit: "line" | "entry") =>
+  failure(
+    `offset ${offset} is past the end of ${shown}: it has ${count(total, unit)}. ` +
+      (total === 0 ? "There is nothing to read." : `Use an offset from 1 to ${total}.`),
+  )
+
+/** Why opening or listing a path failed, for the model: gone or swapped since the check, or denied; else a defect. */
+const unreachable = (cause: unknown, shown: string, verb: "listed" | "read"): Effect.Effect<never, Tool.Failure> => {
+  const code = codeOf(cause)
+  if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP" || code === Pinned.MOVED) return Effect.fail(vanished(shown))
+  if (code === "EACCES" || code === "EPERM") {
+    return Effect.fail(failure(`${shown} cannot be ${verb}: the operating system denied access (${code}).`))
+  }
+  return Effect.die(cause)
+}
+
+/** Reads from the start of a file into `bytes` until they are full or the file ends; answers how many were read. */
+const fill = async (handle: FileHandle, bytes: Buffer): Promise<number> => {
+  let got = 0
+  while (got < bytes.length) {
+    const { bytesRead } = await handle.read(bytes, got, bytes.length - got, got)
+    if (bytesRead === 0) break
+    got += bytesRead
+  }
+  return got
+}
+
+/**
+ * A directory's entries, listed through the directory as checked (Pinned): a directory on its path swapped since is
+ * refused. A symlink is shown as a directory when it leads to one.
+ */
+const listed = (real: string) =>
+  Effect.promise(async () => {
+    try {
+      return await Pinned.within(real, async (held) => {
+        const entries = readdirSync(held.at(""), { withFileTypes: true })
+        const isDirectory = (entry: Dirent) => {
+          if (entry.isDirectory()) return true
+          if (!entry.isSymbolicLink()) return false
+          try {
+            return statSync(held.at(entry.name)).isDirectory()
+          } catch {
+            return false
+          }
+        }
+        return { entries: entries.map((entry) => ({ name: entry.name, directory: isDirectory(entry) })) }
+      })
+    } catch (cause) {
+      return { cause }
+    }
+  })
+
+/** Entry names as shown: directories first (with a trailing /), then the rest, by name. */
+const sortedNames = (entries: Array<{ readonly name: string; readonly directory: boolean }>): Array<string> =>
+  entries
+    .sort((a, b) => (a.directory === b.directory ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.directory ? -1 : 1))
+    .map((entry) => (entry.directory ? `${entry.name}/` : entry.name))
+
+/** The entries from `offset` that fit a page: at most the limit, and within the page's bytes (one entry at least). */
+const entryPage = (names: ReadonlyArray<string>, offset: number, input: typeof Input.Type, shown: string) => {
+  const maxEntries = Math.min(input.limit ?? MAX_LINES, MAX_LINES - FOOTER_LINES)
+  const budget = pageBudget(shown)
+  const page: Array<string> = []
+  let cost = 0
+  for (let index = offset - 1; index < names.length && page.length < maxEntries; index++) {
+    const next = ReadPage.pageBytes(names[index]!) + 1
+    if (page.length > 0 && cost + next > budget) break
+    page.push(names[index]!)
+    cost += next
+  }
+  return page
+}
+
+const readImage = (handle: FileHandle, size: number, mime: string, shown: string) =>
+  Effect.gen(function* () {
+    if (size > MAX_IMAGE_BYTES) {
+      return yield* failure(
+        `${shown} is a ${mime} image of ${size} bytes, over the ${MAX_IMAGE_BYTES}-byte limit for image files. ` +
+          `Use a smaller version of it (for example, scaled down with bash).`,
+      )
+    }
+    const data = Buffer.allocUnsafe(size)
+    const got = yield* Effect.promise(() => fill(handle, data))
+    const after = yield* Effect.promise(() => handle.stat())
+    if (got !== size || after.size !== size) return yield* changed(shown)
+    return { kind: "image" as const, path: shown, mime, bytes: size, data: data.toString("base64") }
+  })
+
+/** How a text page is cut: how many lines, and how many bytes (a large file without a limit gets a smaller page). */
+const textPage = (size: number, shown: string, input: typeof Input.Type) => {
+  const large = input.limit === undefined && size > LARGE_FILE_BYTES
+  // The footer takes two lines of the page's output (and a large file's header one more).
+  const maxLines = large
+    ? LARGE_FILE_LINES
+    : Math.min(input.limit ?? MAX_LINES, MAX_LINES - FOOTER_LINES - (size > LARGE_FILE_BYTES ? 1 : 0))
+  // A large file's header (its path, size and line count) takes room from the page.
+  const budget = size > LARGE_FILE_BYTES ? pageBudget(shown) - HEADER_BYTES - ReadPage.pageBytes(shown) : pageBudget(shown)
+  return { maxLines, maxBytes: large ? LARGE_FILE_PAGE_BYTES : budget }
+}
+
+const invalidText = (shown: string, line: number) =>
+  failure(
+    `${shown} is not valid UTF-8 text: line ${line} holds bytes that are not UTF-8. It may use another ` +
+      `encoding (such as Latin-1 or UTF-16) or be binary; inspect it with bash (for example \`file\` or \`xxd\`).`,
+  )
+
+const readText = (
+  handle: FileHandle,
+  before: Stats,
+  head: Uint8Array,
+  shown: string,
+  input: typeof Input.Type,
+  context: Tool.Context,
+) =>
+  Effect.gen(function* () {
+    const offset = input.offset ?? 1
+    const { maxLines, maxBytes } = textPage(before.size, shown, input)
+    const scan = ReadPage.scanner(offset, maxLines, maxBytes)
+    if (offset > 1) yield* context.progress({ message: `Reading ${shown} from line ${offset}` })
+    const buffer = Buffer.allocUnsafe(CHUNK_BYTES)
+    // A byte order mark is not part of line 1.
+    const bom = head.length >= 3 && head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf
+    let position = head.length
+    let reported = PROGRESS_BYTES
+    let bad = scan.feed(bom ? head.subarray(3) : head)
+    let ended = head.length === 0
+    while (bad === undefined && !ended) {
+      if (scan.phase === "count" && before.size > COUNT_REST_BYTES) break
+      const { bytesRead } = yield* Effect.promise(() => handle.read(buffer, 0, CHUNK_BYTES, position))
+      if (bytesRead === 0) {
+        ended = true
+        break
+      }
+      position += bytesRead
+      bad = scan.feed(buffer.subarray(0, bytesRead))
+      if (scan.phase === "skip" && position >= reported) {
+        reported += PROGRESS_BYTES
+        yield* context.progress({ message: `Reading ${shown}: ${Math.round(position / 1e6)} MB passed` })
+      }
+    }
+    if (bad === undefined && ended) bad = scan.end()
+    if (bad !== undefined) return yield* invalidText(shown, bad.invalidLine)
+    const after = yield* Effect.promise(() => handle.stat())
+    if (after.size !== before.size || after.mtimeMs !== before.mtimeMs) return yield* changed(shown)
+
+    const total = ended ? scan.total : undefined
+    if (scan.page.length === 0) {
+      if (total === 0 && offset === 1) {
+        return { kind: "text" as const, path: shown, offset, lines: 0, content: "", totalLines: 0 }
+      }
+      return yield* pastEnd(shown, offset, total ?? scan.total, "line")
+    }
+    const page = scan.page
+    const more = scan.more
+    return {
+      kind: "text" as const,
+      path: shown,
+      offset,
+      lines: page.length,
+      content: page.join("\n"),
+      ...(more ? { nextOffset: offset + page.length, bytes: before.size } : {}),
+      ...(total === undefined ? {} : { totalLines: total }),
+    }
+  })
+
+/** The version of the open file, for read tracking: hashed from the first block when that was all of it. */
+const seen = (handle: FileHandle, head: Uint8Array) =>
+  Effect.promise(async () => {
+    const stats = await handle.stat({ bigint: true })
+    if (stats.size > BigInt(ReadTracking.MAX_HASH_BYTES)) return ReadTracking.versionOf(undefined, stats)
+    if (stats.size === BigInt(head.length)) return ReadTracking.versionOf(head, stats)
+    const bytes = Buffer.allocUnsafe(Number(stats.size))
+    const got = await fill(handle, bytes)
+    return ReadTracking.versionOf(bytes.subarray(0, got), stats)
+  })
+
+/** Opens a file to read: non-blocking and pinned (see readFile). */
+const openToRead = (real: string, shown: string) =>
+  Effect.tryPromise({
+    // Non-blocking, so a FIFO swapped in after the check cannot hang the open; pinned, so a symlink swapped in
+    // for the file or any directory on its path cannot lead elsewhere.
+    try: () => Pinned.openFile(real, constants.O_RDONLY | constants.O_NONBLOCK),
+    catch: (cause) => cause,
+  }).pipe(Effect.catch((cause) => unreachable(cause, shown, "read")))
+
+const DESCRIPTION =
+  "Read a file or directory in the project. A text file comes back with 1-based line numbers (`N: text`), one " +
+  `page at a time: at most ${MAX_LINES} lines of output or 50 KiB, whichever comes first (without a limit, a ` +
+  `file over 1 MiB gives ${LARGE_FILE_LINES} lines or 16 KiB a page). When more remains, the page starts with ` +
+  "the file's size and line count and ends with the offset to read next. Lines " +
+  `longer than ${ReadPage.MAX_LINE_CHARS} characters are cut, with a note on the line. A byte order mark is dropped and ` +
+  "Windows line endings are shown without the \\r. A directory comes back as its entries (directories first, " +
+  "with a trailing /), paged the same way. PNG, JPEG, GIF, WEBP and BMP images (recognised by content) come " +
+  "back as images, resized when over the image limits (by default 5 MiB, 2000 px on the long side). Binary files and text that is not UTF-8 are refused. Use offset and limit to page " +
+  "through large files rather than reading them whole; use grep to find the lines you need first, and glob " +
+  "or list to find files."
+
+/** The refusal of a path written as a directory ("a.txt/") that resolves to something else, if it is one. */
+const notADirectory = (filePath: string, resolved: { readonly kind: string }, shown: string) => {
+  // Resolving drops a trailing "/" (a.txt/ resolves to a.txt), but the path as given asks for a directory.
+  const ending = TextFile.directoryEnding(filePath)
+  if (ending === undefined || (resolved.kind !== "file" && resolved.kind !== "other")) return undefined
+  return failure(
+    `Cannot read ${filePath}: it ends with "${ending}", so it names a directory, but ${shown} is ` +
+      `${resolved.kind === "file" ? "a file" : "not a directory"}. To read it, give ${shown} without the ` +
+      `trailing "${ending}".`,
+  )
+}
+
 const makeTool = (services: Builtin.Services) => {
-  const pageBudget = (shown: string) => MAX_PAGE_BYTES - RESERVE_BYTES - ReadPage.pageBytes(shown)
-
-  const vanished = (shown: string) =>
-    failure(`${shown} was removed or replaced while it was being read. Check that it still exists, then read it again.`)
-  const changed = (shown: string) =>
-    failure(`${shown} changed while it was being read, so this page could be inconsistent. Read it again.`)
-
-  const pastEnd = (shown: string, offset: number, total: number, unit: "line" | "entry") =>
-    failure(
-      `offset ${offset} is past the end of ${shown}: it has ${count(total, unit)}. ` +
-        (total === 0 ? "There is nothing to read." : `Use an offset from 1 to ${total}.`),
-    )
-
   const notFound = (shown: string, real: string, inside: boolean, context: Tool.Context) =>
     Effect.flatMap(ReadSuggestions.suggestions(services, context, real, inside), (found) =>
       Effect.fail(
@@ -189,54 +392,16 @@ const makeTool = (services: Builtin.Services) => {
 
   const readDirectory = (real: string, shown: string, input: typeof Input.Type, agent: string) =>
     Effect.gen(function* () {
-      // Listed through the directory as checked (Pinned): a directory on its path swapped since is refused.
-      const listed = yield* Effect.promise(async () => {
-        try {
-          return await Pinned.within(real, async (held) => {
-            const entries = readdirSync(held.at(""), { withFileTypes: true })
-            // A symlink is shown as a directory when it leads to one.
-            const isDirectory = (entry: Dirent) => {
-              if (entry.isDirectory()) return true
-              if (!entry.isSymbolicLink()) return false
-              try {
-                return statSync(held.at(entry.name)).isDirectory()
-              } catch {
-                return false
-              }
-            }
-            return { entries: entries.map((entry) => ({ name: entry.name, directory: isDirectory(entry) })) }
-          })
-        } catch (cause) {
-          return { cause }
-        }
-      })
-      if ("cause" in listed) {
-        const code = codeOf(listed.cause)
-        if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP" || code === Pinned.MOVED) return yield* vanished(shown)
-        if (code === "EACCES" || code === "EPERM") {
-          return yield* failure(`${shown} cannot be listed: the operating system denied access (${code}).`)
-        }
-        return yield* Effect.die(listed.cause)
-      }
+      const listing = yield* listed(real)
+      if ("cause" in listing) return yield* unreachable(listing.cause, shown, "listed")
       // A file whose read a rule denies is not named here either.
       const denied = Builtin.hidden(services, agent)
-      const entries = listed.entries.filter((entry) => denied === undefined || entry.directory || !denied(join(real, entry.name)))
-      const hidden = listed.entries.length - entries.length
-      const names = entries
-        .sort((a, b) => (a.directory === b.directory ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.directory ? -1 : 1))
-        .map((entry) => (entry.directory ? `${entry.name}/` : entry.name))
+      const entries = listing.entries.filter((entry) => denied === undefined || entry.directory || !denied(join(real, entry.name)))
+      const hidden = listing.entries.length - entries.length
+      const names = sortedNames(entries)
       const offset = input.offset ?? 1
       if (offset > Math.max(names.length, 1)) return yield* pastEnd(shown, offset, names.length, "entry")
-      const maxEntries = Math.min(input.limit ?? MAX_LINES, MAX_LINES - FOOTER_LINES)
-      const budget = pageBudget(shown)
-      const page: Array<string> = []
-      let cost = 0
-      for (let index = offset - 1; index < names.length && page.length < maxEntries; index++) {
-        const next = ReadPage.pageBytes(names[index]!) + 1
-        if (page.length > 0 && cost + next > budget) break
-        page.push(names[index]!)
-        cost += next
-      }
+      const page = entryPage(names, offset, input, shown)
       const after = offset - 1 + page.length
       return {
         kind: "directory" as const,
@@ -250,131 +415,9 @@ const makeTool = (services: Builtin.Services) => {
       }
     })
 
-  const readImage = (handle: FileHandle, size: number, mime: string, shown: string) =>
-    Effect.gen(function* () {
-      if (size > MAX_IMAGE_BYTES) {
-        return yield* failure(
-          `${shown} is a ${mime} image of ${size} bytes, over the ${MAX_IMAGE_BYTES}-byte limit for image files. ` +
-            `Use a smaller version of it (for example, scaled down with bash).`,
-        )
-      }
-      const data = Buffer.allocUnsafe(size)
-      let got = 0
-      while (got < size) {
-        const { bytesRead } = yield* Effect.promise(() => handle.read(data, got, size - got, got))
-        if (bytesRead === 0) break
-        got += bytesRead
-      }
-      const after = yield* Effect.promise(() => handle.stat())
-      if (got !== size || after.size !== size) return yield* changed(shown)
-      return { kind: "image" as const, path: shown, mime, bytes: size, data: data.toString("base64") }
-    })
-
-  const readText = (
-    handle: FileHandle,
-    before: Stats,
-    head: Uint8Array,
-    shown: string,
-    input: typeof Input.Type,
-    context: Tool.Context,
-  ) =>
-    Effect.gen(function* () {
-      const offset = input.offset ?? 1
-      const large = input.limit === undefined && before.size > LARGE_FILE_BYTES
-      // The footer takes two lines of the page's output (and a large file's header one more).
-      const maxLines = large
-        ? LARGE_FILE_LINES
-        : Math.min(input.limit ?? MAX_LINES, MAX_LINES - FOOTER_LINES - (before.size > LARGE_FILE_BYTES ? 1 : 0))
-      // A large file's header (its path, size and line count) takes room from the page.
-      const budget = before.size > LARGE_FILE_BYTES ? pageBudget(shown) - HEADER_BYTES - ReadPage.pageBytes(shown) : pageBudget(shown)
-      const scan = ReadPage.scanner(offset, maxLines, large ? LARGE_FILE_PAGE_BYTES : budget)
-      const invalid = (line: number) =>
-        failure(
-          `${shown} is not valid UTF-8 text: line ${line} holds bytes that are not UTF-8. It may use another ` +
-            `encoding (such as Latin-1 or UTF-16) or be binary; inspect it with bash (for example \`file\` or \`xxd\`).`,
-        )
-      if (offset > 1) yield* context.progress({ message: `Reading ${shown} from line ${offset}` })
-      const buffer = Buffer.allocUnsafe(CHUNK_BYTES)
-      // A byte order mark is not part of line 1.
-      const bom = head.length >= 3 && head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf
-      let position = head.length
-      let reported = PROGRESS_BYTES
-      let bad = scan.feed(bom ? head.subarray(3) : head)
-      let ended = head.length === 0
-      while (bad === undefined && !ended) {
-        if (scan.phase === "count" && before.size > COUNT_REST_BYTES) break
-        const { bytesRead } = yield* Effect.promise(() => handle.read(buffer, 0, CHUNK_BYTES, position))
-        if (bytesRead === 0) {
-          ended = true
-          break
-        }
-        position += bytesRead
-        bad = scan.feed(buffer.subarray(0, bytesRead))
-        if (scan.phase === "skip" && position >= reported) {
-          reported += PROGRESS_BYTES
-          yield* context.progress({ message: `Reading ${shown}: ${Math.round(position / 1e6)} MB passed` })
-        }
-      }
-      if (bad === undefined && ended) bad = scan.end()
-      if (bad !== undefined) return yield* invalid(bad.invalidLine)
-      const after = yield* Effect.promise(() => handle.stat())
-      if (after.size !== before.size || after.mtimeMs !== before.mtimeMs) return yield* changed(shown)
-
-      const total = ended ? scan.total : undefined
-      if (scan.page.length === 0) {
-        if (total === 0 && offset === 1) {
-          return { kind: "text" as const, path: shown, offset, lines: 0, content: "", totalLines: 0 }
-        }
-        return yield* pastEnd(shown, offset, total ?? scan.total, "line")
-      }
-      const page = scan.page
-      const more = scan.more
-      return {
-        kind: "text" as const,
-        path: shown,
-        offset,
-        lines: page.length,
-        content: page.join("\n"),
-        ...(more ? { nextOffset: offset + page.length, bytes: before.size } : {}),
-        ...(total === undefined ? {} : { totalLines: total }),
-      }
-    })
-
-  /** The version of the open file, for read tracking: hashed from the first block when that was all of it. */
-  const seen = (handle: FileHandle, head: Uint8Array) =>
-    Effect.promise(async () => {
-      const stats = await handle.stat({ bigint: true })
-      if (stats.size > BigInt(ReadTracking.MAX_HASH_BYTES)) return ReadTracking.versionOf(undefined, stats)
-      if (stats.size === BigInt(head.length)) return ReadTracking.versionOf(head, stats)
-      const bytes = Buffer.allocUnsafe(Number(stats.size))
-      let got = 0
-      while (got < bytes.length) {
-        const { bytesRead } = await handle.read(bytes, got, bytes.length - got, got)
-        if (bytesRead === 0) break
-        got += bytesRead
-      }
-      return ReadTracking.versionOf(bytes.subarray(0, got), stats)
-    })
-
   const readFile = (real: string, shown: string, input: typeof Input.Type, context: Tool.Context) =>
     Effect.acquireUseRelease(
-      Effect.tryPromise({
-        // Non-blocking, so a FIFO swapped in after the check cannot hang the open; pinned, so a symlink swapped in
-        // for the file or any directory on its path cannot lead elsewhere.
-        try: () => Pinned.openFile(real, constants.O_RDONLY | constants.O_NONBLOCK),
-        catch: (cause) => cause,
-      }).pipe(
-        Effect.catch((cause) => {
-          const code = codeOf(cause)
-          if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP" || code === Pinned.MOVED) {
-            return Effect.fail(vanished(shown))
-          }
-          if (code === "EACCES" || code === "EPERM") {
-            return Effect.fail(failure(`${shown} cannot be read: the operating system denied access (${code}).`))
-          }
-          return Effect.die(cause)
-        }),
-      ),
+      openToRead(real, shown),
       (handle) =>
         Effect.gen(function* () {
           const before = yield* Effect.promise(() => handle.stat())
@@ -400,17 +443,7 @@ const makeTool = (services: Builtin.Services) => {
     )
 
   return Tool.make({
-    description:
-      "Read a file or directory in the project. A text file comes back with 1-based line numbers (`N: text`), one " +
-      `page at a time: at most ${MAX_LINES} lines of output or 50 KiB, whichever comes first (without a limit, a ` +
-      `file over 1 MiB gives ${LARGE_FILE_LINES} lines or 16 KiB a page). When more remains, the page starts with ` +
-      "the file's size and line count and ends with the offset to read next. Lines " +
-      `longer than ${ReadPage.MAX_LINE_CHARS} characters are cut, with a note on the line. A byte order mark is dropped and ` +
-      "Windows line endings are shown without the \\r. A directory comes back as its entries (directories first, " +
-      "with a trailing /), paged the same way. PNG, JPEG, GIF, WEBP and BMP images (recognised by content) come " +
-      "back as images, resized when over the image limits (by default 5 MiB, 2000 px on the long side). Binary files and text that is not UTF-8 are refused. Use offset and limit to page " +
-      "through large files rather than reading them whole; use grep to find the lines you need first, and glob " +
-      "or list to find files.",
+    description: DESCRIPTION,
     input: Input,
     output: Output,
     checksPermissions: true,
@@ -424,15 +457,8 @@ const makeTool = (services: Builtin.Services) => {
           tool: "read",
         })
         const shown = Builtin.display(services.directory, resolved.real)
-        // Resolving drops a trailing "/" (a.txt/ resolves to a.txt), but the path as given asks for a directory.
-        const ending = TextFile.directoryEnding(input.filePath)
-        if (ending !== undefined && (resolved.kind === "file" || resolved.kind === "other")) {
-          return yield* failure(
-            `Cannot read ${input.filePath}: it ends with "${ending}", so it names a directory, but ${shown} is ` +
-              `${resolved.kind === "file" ? "a file" : "not a directory"}. To read it, give ${shown} without the ` +
-              `trailing "${ending}".`,
-          )
-        }
+        const misnamed = notADirectory(input.filePath, resolved, shown)
+        if (misnamed !== undefined) return yield* misnamed
         switch (resolved.kind) {
           case "missing":
             // A managed output this session made on another host is brought from the object store they share.

@@ -188,6 +188,212 @@ const osMessage = (cause: unknown): string => (cause instanceof Error ? cause.me
 export const newID = (): string =>
   `out_${Date.now().toString(36)}_${Buffer.from(crypto.getRandomValues(new Uint8Array(8))).toString("hex")}`
 
+/** An output's file's key in the object store: under its id, in the layout of the outputs directory. */
+const keyOf = (directory: string, id: string, path: string) => `${id}/${relative(directory, path).split(sep).join("/")}`
+
+/**
+ * Writes a file of an output atomically: `fill` writes the private temporary file, which then takes `path`'s name.
+ * Outputs are the user's alone: private directories, each file made private before anything is written.
+ */
+const atomically = async <A>(
+  place: string,
+  temporary: string,
+  path: string,
+  fill: (temporary: string) => Promise<A>,
+): Promise<A> => {
+  try {
+    mkdirSync(place, { recursive: true, mode: 0o700 })
+    closeSync(openSync(temporary, "w", 0o600))
+    const result = await fill(temporary)
+    renameSync(temporary, path)
+    return result
+  } catch (cause) {
+    removeQuietly(temporary)
+    throw cause
+  }
+}
+
+/**
+ * Keeps each part of `contents` under `base` with `keep`; answers where each went and the size of what `open(id)`
+ * gives: the text, else the structured JSON, else the first media file.
+ */
+const keepParts = (
+  id: string,
+  base: string,
+  contents: Contents,
+  keep: (path: string, data: string | Uint8Array) => Effect.Effect<number, unknown>,
+  link: (structured: string) => Effect.Effect<void, unknown>,
+) =>
+  Effect.gen(function* () {
+    let bytes = 0
+    const files: Array<string> = []
+    for (const [index, data] of (contents.files ?? []).entries()) {
+      const path = `${base}.${index + 1}`
+      const size = yield* keep(path, data)
+      if (index === 0) bytes = size
+      files.push(path)
+    }
+    let structured: string | undefined
+    if (typeof contents.structured === "string" && contents.structured !== "text") {
+      structured = `${base}.json`
+      bytes = yield* keep(structured, contents.structured)
+    }
+    let text: string | undefined
+    if (contents.text !== undefined) {
+      text = base
+      bytes = yield* keep(text, contents.text)
+      // The structured value is this very text: one more name for the same bytes, not a second copy.
+      if (contents.structured === "text") {
+        structured = `${base}.json`
+        yield* link(structured)
+      }
+    }
+    return { id, bytes, text, structured, files } satisfies Written
+  })
+
+/**
+ * Puts the files just written in the store, streamed from them so a large output is never held whole; answers why
+ * the store did not take them (having removed what it took), or undefined when it did.
+ */
+const putAll = async (
+  remote: ObjectStore.Interface,
+  keys: ReadonlyArray<{ readonly key: string; readonly path: string }>,
+  putBaseMs: number,
+): Promise<string | undefined> => {
+  const put: Array<string> = []
+  try {
+    for (const { key, path } of keys) {
+      await withinTime(remote.put(key, path), putBaseMs + (statOrUndefined(path)?.size ?? 0) / PUT_MIN_BYTES_PER_MS)
+      put.push(key)
+    }
+    return undefined
+  } catch (cause) {
+    await Promise.allSettled(put.map((key) => remote.remove(key)))
+    return `could not put it in ${remote.where}: ${ObjectStore.messageOf(cause)}`
+  }
+}
+
+const noPart = (id: string) =>
+  new NotFound({
+    id,
+    reason: "no_part",
+    message:
+      `Managed output ${id} holds no separate structured value: its settlement kept the structured output ` +
+      `inline, or the output was a string, which is the text itself (print it without --structured)`,
+  })
+
+/** Where an output's part is looked up in the object store, and how long it is kept there. */
+interface RemoteLookup {
+  readonly store: ObjectStore.Interface
+  readonly where: string
+  readonly putBaseMs: number
+  readonly retentionMs: number
+}
+
+/** Opens a part of an output in the object store (see `open`); an expired output is removed from it. */
+const openRemote = Effect.fnUntraced(function* (lookup: RemoteLookup, id: string, part: Part) {
+  const { store } = lookup
+  const listed = yield* Effect.tryPromise({
+    try: () => withinTime(Array.fromAsync(store.list(`${id}/`)), lookup.putBaseMs),
+    catch: (cause) =>
+      new Unavailable({
+        id,
+        message: `Could not look up managed output ${id} in ${store.where}: ${ObjectStore.messageOf(cause)}. Try again once the object store can be reached.`,
+      }),
+  })
+  const objects = listed.filter((object) => {
+    const name = object.key.slice(object.key.lastIndexOf("/") + 1)
+    return name.startsWith(id) && FILE_PATTERN.test(name)
+  })
+  const named = (suffix: string) => objects.find((object) => object.key.endsWith(`/${id}${suffix}`))
+  const candidates = part === "text" ? [named(""), named(".json"), named(".1")] : [named(".json")]
+  const found = candidates.find((object) => object !== undefined)
+  if (found === undefined) {
+    if (part === "structured" && objects.length > 0) return yield* noPart(id)
+    return yield* new NotFound({
+      id,
+      reason: "unknown",
+      message: `No managed output ${id} in ${lookup.where} (it may have been swept)`,
+    })
+  }
+  if (Date.now() - found.modifiedMs > lookup.retentionMs) {
+    yield* Effect.promise(() => Promise.allSettled(objects.map((object) => store.remove(object.key))))
+    return yield* new NotFound({ id, reason: "expired", message: `Managed output ${id} has expired` })
+  }
+  return { id, part, bytes: found.bytes, path: undefined, content: store.content(found.key) } satisfies Reference
+})
+
+/**
+ * The store's key of a file `path` may be brought to, if it is one `paths` names: `[<location>/[<session>/]]<output
+ * file>` under the outputs directory (as named, or by its real path, which is what a tool's path check resolves to).
+ */
+const fetchable = (directory: string, path: string): { readonly name: string; readonly key: string } | undefined => {
+  const within = [directory, realOrSame(directory)]
+    .map((base) => relative(base, path).split(sep))
+    .find((segments) => {
+      const name = segments[segments.length - 1] ?? ""
+      return (
+        segments.length <= 3 &&
+        FILE_PATTERN.test(name) &&
+        segments.slice(0, -1).every((segment) => LOCATION_PATTERN.test(segment))
+      )
+    })
+  if (within === undefined) return undefined
+  const name = within[within.length - 1]!
+  const id = ID_PREFIX.exec(name)![0]
+  return { name, key: `${id}/${within.join("/")}` }
+}
+
+/** Streams an object to a file, never holding it whole. */
+const download = async (object: Blob, path: string): Promise<void> => {
+  const sink = Bun.file(path).writer()
+  for await (const chunk of object.stream()) {
+    sink.write(chunk)
+    await sink.flush()
+  }
+  await sink.end()
+}
+
+/** Removes the store's output files modified before `cutoff`; answers how many. */
+const sweepRemote = (store: ObjectStore.Interface, cutoff: number) =>
+  Effect.promise(async () => {
+    let removed = 0
+    try {
+      for await (const object of store.list("")) {
+        // Only an output's file under its own id (`<id>/…/<id>[.part]`): nothing else under the prefix.
+        const id = object.key.slice(0, object.key.indexOf("/"))
+        const name = object.key.slice(object.key.lastIndexOf("/") + 1)
+        if (!ID_PATTERN.test(id) || !name.startsWith(id) || !FILE_PATTERN.test(name) || object.modifiedMs >= cutoff) continue
+        await store.remove(object.key)
+        removed++
+      }
+    } catch {
+      // An unreachable store is swept at the next sweep; what is kept here is swept now all the same.
+    }
+    return removed
+  })
+
+/** Removes the output files (and temporary files) in `directory` older than the retention; answers how many. */
+const sweepLocal = (directory: string, retentionMs: number) =>
+  Effect.sync(() => {
+    const cutoff = Date.now() - retentionMs
+    let removed = 0
+    for (const place of placesOf(directory)) {
+      let names: Array<string>
+      try {
+        names = readdirSync(place)
+      } catch {
+        continue
+      }
+      for (const name of names) {
+        if (!FILE_PATTERN.test(name) && !name.endsWith(".tmp")) continue
+        const stats = statOrUndefined(join(place, name))
+        if (stats !== undefined && stats.mtimeMs < cutoff && removeQuietly(join(place, name))) removed++
+      }
+    }
+    return removed
+  })
+
 export const layer = (options: Options): Layer.Layer<Service> =>
   Layer.sync(Service, () => {
     const directory = options.directory
@@ -195,8 +401,6 @@ export const layer = (options: Options): Layer.Layer<Service> =>
     const remote = options.remote
     const putBaseMs = options.putBaseMs ?? PUT_BASE_MS
     const where = remote === undefined ? directory : `${directory} and ${remote.where}`
-    /** An output's file's key in the object store: under its id, in the layout of the outputs directory. */
-    const keyOf = (id: string, path: string) => `${id}/${relative(directory, path).split(sep).join("/")}`
 
     /** The directory holding output `id`: a Location's, or the outputs directory itself (older outputs). */
     const holding = (id: string): string => {
@@ -223,55 +427,23 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       const keep = (path: string, data: string | Uint8Array) =>
         Effect.tryPromise({
           try: async () => {
-            const temporary = join(place, `.${basename(path)}.tmp`)
-            try {
-              // Outputs are the user's alone: private directories, each file made private before anything is written.
-              mkdirSync(place, { recursive: true, mode: 0o700 })
-              closeSync(openSync(temporary, "w", 0o600))
-              const bytes = await writeFile(temporary, data)
-              renameSync(temporary, path)
-              written.push(path)
-              return bytes
-            } catch (cause) {
-              removeQuietly(temporary)
-              throw cause
-            }
+            const bytes = await atomically(place, join(place, `.${basename(path)}.tmp`), path, (temporary) =>
+              writeFile(temporary, data),
+            )
+            written.push(path)
+            return bytes
           },
           catch: (cause) => cause,
         })
-      const kept = yield* Effect.gen(function* () {
-        // The size of what `open(id)` gives: the text, else the structured JSON, else the first media file.
-        let bytes = 0
-        const files: Array<string> = []
-        for (const [index, data] of (contents.files ?? []).entries()) {
-          const path = `${base}.${index + 1}`
-          const size = yield* keep(path, data)
-          if (index === 0) bytes = size
-          files.push(path)
-        }
-        let structured: string | undefined
-        if (typeof contents.structured === "string" && contents.structured !== "text") {
-          structured = `${base}.json`
-          bytes = yield* keep(structured, contents.structured)
-        }
-        let text: string | undefined
-        if (contents.text !== undefined) {
-          text = base
-          bytes = yield* keep(text, contents.text)
-          // The structured value is this very text: one more name for the same bytes, not a second copy.
-          if (contents.structured === "text") {
-            structured = `${base}.json`
-            yield* Effect.try({
-              try: () => {
-                linkSync(base, structured!)
-                written.push(structured!)
-              },
-              catch: (cause) => cause,
-            })
-          }
-        }
-        return { id, bytes, text, structured, files } satisfies Written
-      }).pipe(
+      const link = (structured: string) =>
+        Effect.try({
+          try: () => {
+            linkSync(base, structured)
+            written.push(structured)
+          },
+          catch: (cause) => cause,
+        })
+      const kept = yield* keepParts(id, base, contents, keep, link).pipe(
         Effect.mapError((cause) => {
           for (const path of written) removeQuietly(path)
           return new RetentionError({
@@ -281,22 +453,12 @@ export const layer = (options: Options): Layer.Layer<Service> =>
         }),
       )
       if (remote === undefined) return kept
-      // Put from the files just written, so a large output is streamed, never held whole. An output the store
-      // does not take stays kept here: the call's result is never lost to the store, and the caller says so.
-      const unshared = yield* Effect.promise(async () => {
-        const put: Array<string> = []
-        try {
-          for (const path of written) {
-            const key = keyOf(id, path)
-            await withinTime(remote.put(key, path), putBaseMs + (statOrUndefined(path)?.size ?? 0) / PUT_MIN_BYTES_PER_MS)
-            put.push(key)
-          }
-          return undefined
-        } catch (cause) {
-          await Promise.allSettled(put.map((key) => remote.remove(key)))
-          return `could not put it in ${remote.where}: ${ObjectStore.messageOf(cause)}`
-        }
-      }).pipe(Effect.withSpan("ManagedOutputs.put"))
+      // An output the store does not take stays kept here: the call's result is never lost to the store, and the
+      // caller says so.
+      const keys = written.map((path) => ({ key: keyOf(directory, id, path), path }))
+      const unshared = yield* Effect.promise(() => putAll(remote, keys, putBaseMs)).pipe(
+        Effect.withSpan("ManagedOutputs.put"),
+      )
       return unshared === undefined ? kept : { ...kept, unshared }
     })
 
@@ -309,50 +471,10 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       return yield* openLocal(id, part).pipe(
         Effect.catchIf(
           (error) => error.reason === "unknown",
-          () => openRemote(remote, id, part),
+          () => openRemote({ store: remote, where, putBaseMs, retentionMs }, id, part),
         ),
       )
     })
-
-    const openRemote = Effect.fnUntraced(function* (store: ObjectStore.Interface, id: string, part: Part) {
-      const listed = yield* Effect.tryPromise({
-        try: () => withinTime(Array.fromAsync(store.list(`${id}/`)), putBaseMs),
-        catch: (cause) =>
-          new Unavailable({
-            id,
-            message: `Could not look up managed output ${id} in ${store.where}: ${ObjectStore.messageOf(cause)}. Try again once the object store can be reached.`,
-          }),
-      })
-      const objects = listed.filter((object) => {
-        const name = object.key.slice(object.key.lastIndexOf("/") + 1)
-        return name.startsWith(id) && FILE_PATTERN.test(name)
-      })
-      const named = (suffix: string) => objects.find((object) => object.key.endsWith(`/${id}${suffix}`))
-      const candidates = part === "text" ? [named(""), named(".json"), named(".1")] : [named(".json")]
-      const found = candidates.find((object) => object !== undefined)
-      if (found === undefined) {
-        if (part === "structured" && objects.length > 0) return yield* noPart(id)
-        return yield* new NotFound({
-          id,
-          reason: "unknown",
-          message: `No managed output ${id} in ${where} (it may have been swept)`,
-        })
-      }
-      if (Date.now() - found.modifiedMs > retentionMs) {
-        yield* Effect.promise(() => Promise.allSettled(objects.map((object) => store.remove(object.key))))
-        return yield* new NotFound({ id, reason: "expired", message: `Managed output ${id} has expired` })
-      }
-      return { id, part, bytes: found.bytes, path: undefined, content: store.content(found.key) } satisfies Reference
-    })
-
-    const noPart = (id: string) =>
-      new NotFound({
-        id,
-        reason: "no_part",
-        message:
-          `Managed output ${id} holds no separate structured value: its settlement kept the structured output ` +
-          `inline, or the output was a string, which is the text itself (print it without --structured)`,
-      })
 
     const openLocal = Effect.fnUntraced(function* (id: string, part: Part) {
       const place = holding(id)
@@ -384,86 +506,25 @@ export const layer = (options: Options): Layer.Layer<Service> =>
 
     const fetch = Effect.fn("ManagedOutputs.fetch")(function* (path: string) {
       if (remote === undefined || statOrUndefined(path) !== undefined) return false
-      // Only a file where `paths` puts one: `[<location>/[<session>/]]<output file>` under the outputs directory
-      // (as named, or by its real path, which is what a tool's path check resolves to).
-      const within = [directory, realOrSame(directory)]
-        .map((base) => relative(base, path).split(sep))
-        .find((segments) => {
-          const name = segments[segments.length - 1] ?? ""
-          return (
-            segments.length <= 3 &&
-            FILE_PATTERN.test(name) &&
-            segments.slice(0, -1).every((segment) => LOCATION_PATTERN.test(segment))
-          )
-        })
-      if (within === undefined) return false
-      const name = within[within.length - 1]!
-      const id = ID_PREFIX.exec(name)![0]
-      const key = `${id}/${within.join("/")}`
+      const target = fetchable(directory, path)
+      if (target === undefined) return false
       const place = dirname(path)
       // A name of its own, so fetches of one file at once never write into each other's.
-      const temporary = join(place, `.${name}.${crypto.randomUUID()}.tmp`)
+      const temporary = join(place, `.${target.name}.${crypto.randomUUID()}.tmp`)
       return yield* Effect.promise(async () => {
         try {
-          const object = remote.content(key)
-          mkdirSync(place, { recursive: true, mode: 0o700 })
-          closeSync(openSync(temporary, "w", 0o600))
-          // Streamed to the file, never held whole.
-          const sink = Bun.file(temporary).writer()
-          for await (const chunk of object.stream()) {
-            sink.write(chunk)
-            await sink.flush()
-          }
-          await sink.end()
-          renameSync(temporary, path)
+          const object = remote.content(target.key)
+          await atomically(place, temporary, path, (into) => download(object, into))
           return true
         } catch {
-          removeQuietly(temporary)
           return false
         }
       })
     })
 
-    const sweepRemote = (store: ObjectStore.Interface, cutoff: number) =>
-      Effect.promise(async () => {
-        let removed = 0
-        try {
-          for await (const object of store.list("")) {
-            // Only an output's file under its own id (`<id>/…/<id>[.part]`): nothing else under the prefix.
-            const id = object.key.slice(0, object.key.indexOf("/"))
-            const name = object.key.slice(object.key.lastIndexOf("/") + 1)
-            if (!ID_PATTERN.test(id) || !name.startsWith(id) || !FILE_PATTERN.test(name) || object.modifiedMs >= cutoff) continue
-            await store.remove(object.key)
-            removed++
-          }
-        } catch {
-          // An unreachable store is swept at the next sweep; what is kept here is swept now all the same.
-        }
-        return removed
-      })
-
-    const sweepLocal = Effect.sync(() => {
-      const cutoff = Date.now() - retentionMs
-      let removed = 0
-      for (const place of placesOf(directory)) {
-        let names: Array<string>
-        try {
-          names = readdirSync(place)
-        } catch {
-          continue
-        }
-        for (const name of names) {
-          if (!FILE_PATTERN.test(name) && !name.endsWith(".tmp")) continue
-          const stats = statOrUndefined(join(place, name))
-          if (stats !== undefined && stats.mtimeMs < cutoff && removeQuietly(join(place, name))) removed++
-        }
-      }
-      return removed
-    })
-
     const sweep = Effect.gen(function* () {
       const cutoff = Date.now() - retentionMs
-      const local = yield* sweepLocal
+      const local = yield* sweepLocal(directory, retentionMs)
       return remote === undefined ? local : local + (yield* sweepRemote(remote, cutoff))
     }).pipe(Effect.withSpan("ManagedOutputs.sweep"))
 

@@ -205,6 +205,221 @@ interface Pending {
 const savable = (resource: string, suffix = 0): ReadonlyArray<string> =>
   /[*?]/.test(resource.slice(0, resource.length - suffix)) ? [] : [resource]
 
+/**
+ * How each resource is decided by an agent's rules; where they would ask, by the project's saved approvals (read only
+ * then), which answer an ask and never override a configured deny.
+ */
+const explained = Effect.fnUntraced(function* (
+  ruleset: ReadonlyArray<Agent.SourcedRule>,
+  input: Pick<AssertInput, "action" | "resources">,
+  approvals: Approvals.Interface,
+  project: string,
+) {
+  const decided = input.resources.map((resource) => {
+    const rule = Rule.find(ruleset, input.action, resource) as Agent.SourcedRule | undefined
+    return { resource, effect: rule?.effect ?? ("ask" as const), rule }
+  })
+  if (!decided.some((decision) => decision.effect === "ask")) {
+    return decided.map((decision) => ({ ...decision, approvedBy: undefined }))
+  }
+  const approved = (yield* approvals.list(project)).filter((approval) => approval.action === input.action)
+  return decided.map((decision) => {
+    // A saved approval answers an ask; it never overrides a configured deny.
+    const approval =
+      decision.effect === "ask" ? approved.find((entry) => Rule.matches(entry.pattern, decision.resource)) : undefined
+    return approval === undefined
+      ? { ...decision, approvedBy: undefined }
+      : { ...decision, effect: "allow" as const, approvedBy: approval.pattern }
+  })
+})
+
+/** A path's real path, or the path as given where it cannot be resolved (it does not exist, say). */
+const realOr = (path: string): string => {
+  try {
+    return realpathSync(path)
+  } catch {
+    return path
+  }
+}
+
+/** A check as `assert` meets it: nothing named is the whole action; protected or always-asked resources save nothing. */
+const asAsserted = (given: AssertInput): AssertInput => {
+  // Nothing named is not nothing to check: an empty list is checked as the whole action.
+  const whole = given.resources.length === 0 ? { ...given, resources: ["*"], save: ["*"] } : given
+  return whole.protected !== undefined
+    ? { ...whole, ask: true as const, save: [] }
+    : whole.ask === true
+      ? { ...whole, save: [] }
+      : whole
+}
+
+/** The refusal of a request a bare "no" declines (the request answered, and every other of its session). */
+const declinedBy =
+  (answer: Reply) =>
+  (request: Request): Effect.Effect<never, Declined> => {
+    const unattended = "unattended" in answer && answer.unattended === true
+    const why = "why" in answer ? answer.why : undefined
+    return Effect.fail(
+      new Declined({
+        action: request.action,
+        resources: request.resources,
+        unattended,
+        ...(why === undefined ? {} : { why }),
+        message: `The ${request.action} request was declined.`,
+      }),
+    )
+  }
+
+/** The refusal of a request still waiting when core shuts down. */
+const shutDown = (request: Request): Effect.Effect<never, Declined> =>
+  Effect.fail(
+    new Declined({
+      action: request.action,
+      resources: request.resources,
+      unattended: true,
+      why: "core shut down before a reply came",
+      message: "core shut down before a reply came.",
+    }),
+  )
+
+/** The requests waiting for a reply, and the events that tell whoever answers asks about them. */
+const waitingRoom = Effect.gen(function* () {
+  const pending = new Map<string, Pending>()
+  const events = yield* PubSub.unbounded<Event>()
+  let counter = 0
+
+  /**
+   * Answers a request that is still pending, once: it is taken out of `pending` first, so a second answer
+   * (or a withdrawal meanwhile) finds nothing to answer. Answers whether it was answered here.
+   */
+  const claim = (entry: Pending): boolean => pending.get(entry.request.id) === entry && pending.delete(entry.request.id)
+
+  const finish = (entry: Pending, outcome: Effect.Effect<void, Rejected | Declined>, reply: Reply["reply"]) =>
+    Deferred.complete(entry.answer, outcome).pipe(
+      Effect.andThen(
+        PubSub.publish(events, { type: "replied", id: entry.request.id, sessionID: entry.request.sessionID, reply }),
+      ),
+    )
+
+  const settle = (entry: Pending, outcome: Effect.Effect<void, Rejected | Declined>, reply: Reply["reply"]) =>
+    Effect.suspend(() => (claim(entry) ? finish(entry, outcome, reply).pipe(Effect.as(true)) : Effect.succeed(false)))
+
+  /** Asks about the resources of a check and waits for the reply. */
+  const ask = Effect.fnUntraced(function* (input: AssertInput, asked: ReadonlyArray<string>) {
+    const request: Request = { ...input, resources: asked, id: `per_${Date.now().toString(36)}_${++counter}` }
+    const entry: Pending = { request, answer: yield* Deferred.make<void, Rejected | Declined>() }
+    // However the wait ends (a reply, or a cancelled call that stops waiting), the request is withdrawn.
+    return yield* Effect.sync(() => pending.set(request.id, entry)).pipe(
+      Effect.andThen(PubSub.publish(events, { type: "asked", request })),
+      Effect.andThen(Deferred.await(entry.answer)),
+      Effect.ensuring(Effect.sync(() => pending.delete(request.id))),
+    )
+  })
+
+  // Shutting down declines what is still waiting.
+  yield* Effect.addFinalizer(() =>
+    Effect.forEach([...pending.values()], (entry) => settle(entry, shutDown(entry.request), "reject")),
+  )
+
+  return { pending, events, claim, finish, settle, ask }
+})
+
+/** Where the paths of one Location's checks are compared: real paths, and what is protected among them. */
+interface Paths {
+  readonly realProject: string
+  readonly user: NonNullable<Options["user"]>
+  readonly readableReal: ReadonlyArray<string>
+  readonly protectedRoots: Protected.Roots
+}
+
+type PathCheckInput = Pick<PathInput, "path" | "access" | "action"> & { readonly sessionID?: string }
+
+/**
+ * Why a resolved path is kept from every tool whatever the rules say (a credential store, core's data directory,
+ * another session's managed outputs), or undefined when it is not.
+ */
+const keptFrom = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolved): Boundary.PathError | undefined => {
+  const { user, protectedRoots } = paths
+  const store = Credentials.storeOf(user.home, resolved.real, input.access === "read" ? user.read : user.write)
+  if (store !== undefined) {
+    return new Boundary.PathError({
+      path: input.path,
+      reason: "protected",
+      message:
+        `Cannot ${input.access === "read" ? "read" : "change"} ${input.path}: it is in ${store}, one of the ` +
+        "user's credential stores and login files, which core keeps from every tool and command. Do not try " +
+        "to reach it another way; if the task needs it, ask the user.",
+    })
+  }
+  if (input.access === "read" && Protected.secret(protectedRoots, resolved.real)) {
+    return new Boundary.PathError({
+      path: input.path,
+      reason: "protected",
+      message:
+        `Cannot read ${input.path}: it is in core's data directory (${protectedRoots.dataDir}), which holds the ` +
+        "settlement store, saved approvals and other Locations' outputs, and is not readable by tools. Only this " +
+        "Location's own managed outputs (the paths its previews name) can be read.",
+    })
+  }
+  // A managed output is read without asking only in calls of the session that made it.
+  const foreign =
+    input.sessionID !== undefined && input.access === "read" && !resolved.inside && resolved.readable
+      ? paths.readableReal.find(
+          (root) =>
+            Boundary.isWithin(root, resolved.real) &&
+            !Boundary.isWithin(ManagedOutputs.sessionDirectory(root, input.sessionID!), resolved.real),
+        )
+      : undefined
+  if (foreign !== undefined) {
+    return new Boundary.PathError({
+      path: input.path,
+      reason: "protected",
+      message:
+        `Cannot read ${input.path}: managed outputs are readable only in the session that made them, and ` +
+        "this is not it (or it names their directory). Read an output this session's results name.",
+    })
+  }
+  return undefined
+}
+
+/** The checks touching a resolved path needs: leaving the Location first (unless readable), then the action. */
+const checksOf = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolved): Array<Check> => {
+  const checks: Array<Check> = []
+  if (!resolved.inside && !(input.access === "read" && resolved.readable)) {
+    const pattern = resolved.pattern!
+    checks.push({ action: "external_directory", resources: [pattern], save: savable(pattern, 2) })
+  }
+  const resource = resolved.inside ? relative(paths.realProject, resolved.real) || "." : resolved.real
+  const changes =
+    input.access === "write" ? Protected.change(paths.protectedRoots, resolved.real, { encloses: true }) : undefined
+  checks.push(
+    changes === undefined
+      ? { action: input.action, resources: [resource], save: savable(resource) }
+      : { action: input.action, resources: [resource], save: [], ask: true, protected: changes },
+  )
+  return checks
+}
+
+/** The real paths of a Location's options, and what is protected there. */
+const pathsOf = (options: Options): Paths => {
+  // Paths are compared with the project's real path (a project reached through a symlink included).
+  const realProject = realOr(options.project)
+  const given = options.user ?? { home: homedir(), read: [], write: [] }
+  const directories = Protected.directoriesOf()
+  return {
+    realProject,
+    user: { ...given, home: realOr(given.home) },
+    readableReal: (options.readableRoots ?? []).map(realOr),
+    protectedRoots: Protected.roots({
+      location: realProject,
+      home: options.home ?? directories.home,
+      dataDir: options.dataDir ?? directories.dataDir,
+      readable: options.readableRoots ?? [],
+      ...(options.locations === undefined ? {} : { others: options.locations }),
+    }),
+  }
+}
+
 export const layer = (options: Options): Layer.Layer<Service, never, Approvals.Service> =>
   Layer.effect(
     Service,
@@ -212,68 +427,19 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
       const approvals = yield* Approvals.Service
       const configured = options.configured ?? Agent.NOTHING_CONFIGURED
       const project = options.project
-      // Paths are compared with the project's real path (a project reached through a symlink included).
-      const realProject = (() => {
-        try {
-          return realpathSync(project)
-        } catch {
-          return project
-        }
-      })()
-      const user = (() => {
-        const given = options.user ?? { home: homedir(), read: [], write: [] }
-        try {
-          return { ...given, home: realpathSync(given.home) }
-        } catch {
-          return given
-        }
-      })()
-      const readableReal = (options.readableRoots ?? []).map((root) => {
-        try {
-          return realpathSync(root)
-        } catch {
-          return root
-        }
-      })
-      const directories = Protected.directoriesOf()
-      const protectedRoots = Protected.roots({
-        location: realProject,
-        home: options.home ?? directories.home,
-        dataDir: options.dataDir ?? directories.dataDir,
-        readable: options.readableRoots ?? [],
-        ...(options.locations === undefined ? {} : { others: options.locations }),
-      })
-      const pending = new Map<string, Pending>()
-      const events = yield* PubSub.unbounded<Event>()
-      let counter = 0
+      const paths = pathsOf(options)
+      const { user, protectedRoots } = paths
+      const { pending, events, claim, finish, settle, ask } = yield* waitingRoom
 
       const rules = (agent: string) => Agent.rules(configured, agent)
 
       // explain and assert are untraced on purpose: they run inside every settle, where a span would cost more
-      // than the decision itself.
-      const explainStored = Effect.fnUntraced(function* (input: Pick<AssertInput, "agent" | "action" | "resources">) {
-        const ruleset = rules(input.agent)
-        const decided = input.resources.map((resource) => {
-          const rule = Rule.find(ruleset, input.action, resource) as Agent.SourcedRule | undefined
-          return { resource, effect: rule?.effect ?? ("ask" as const), rule }
-        })
-        if (!decided.some((decision) => decision.effect === "ask")) {
-          return decided.map((decision) => ({ ...decision, approvedBy: undefined }))
-        }
-        const saved = (yield* approvals.list(project)).filter((approval) => approval.action === input.action)
-        return decided.map((decision) => {
-          // A saved approval answers an ask; it never overrides a configured deny.
-          const approval =
-            decision.effect === "ask" ? saved.find((entry) => Rule.matches(entry.pattern, decision.resource)) : undefined
-          return approval === undefined
-            ? { ...decision, approvedBy: undefined }
-            : { ...decision, effect: "allow" as const, approvedBy: approval.pattern }
-        })
-      })
-
-      // The store failing is no refusal and no answer: an operational failure of whatever asked.
+      // than the decision itself. The store failing is no refusal and no answer: an operational failure of
+      // whatever asked.
       const explain = (input: Pick<AssertInput, "agent" | "action" | "resources">) =>
-        explainStored(input).pipe(Effect.catchTag("Store.StoreError", (error) => Effect.die(error)))
+        explained(rules(input.agent), input, approvals, project).pipe(
+          Effect.catchTag("Store.StoreError", (error) => Effect.die(error)),
+        )
 
       // How a request is decided now: as explained, except that a request marked `ask` is never allowed.
       const decide = (input: Pick<AssertInput, "agent" | "action" | "resources" | "ask" | "protected">) =>
@@ -285,22 +451,6 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
             )
           : explain(input)
 
-      /**
-       * Answers a request that is still pending, once: it is taken out of `pending` first, so a second answer
-       * (or a withdrawal meanwhile) finds nothing to answer. Answers whether it was answered here.
-       */
-      const claim = (entry: Pending): boolean => pending.get(entry.request.id) === entry && pending.delete(entry.request.id)
-
-      const finish = (entry: Pending, outcome: Effect.Effect<void, Rejected | Declined>, reply: Reply["reply"]) =>
-        Deferred.complete(entry.answer, outcome).pipe(
-          Effect.andThen(
-            PubSub.publish(events, { type: "replied", id: entry.request.id, sessionID: entry.request.sessionID, reply }),
-          ),
-        )
-
-      const settle = (entry: Pending, outcome: Effect.Effect<void, Rejected | Declined>, reply: Reply["reply"]) =>
-        Effect.suspend(() => (claim(entry) ? finish(entry, outcome, reply).pipe(Effect.as(true)) : Effect.succeed(false)))
-
       const refuse = (agent: string, action: string, denied: Decision) =>
         Effect.fail(
           new Denied({
@@ -311,27 +461,28 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         )
 
       const assert = Effect.fnUntraced(function* (given: AssertInput) {
-        // Nothing named is not nothing to check: an empty list is checked as the whole action.
-        const whole = given.resources.length === 0 ? { ...given, resources: ["*"], save: ["*"] } : given
-        const input =
-          whole.protected !== undefined
-            ? { ...whole, ask: true as const, save: [] }
-            : whole.ask === true
-              ? { ...whole, save: [] }
-              : whole
+        const input = asAsserted(given)
         const decisions = yield* decide(input)
         const denied = decisions.find((decision) => decision.effect === "deny")
         if (denied !== undefined) return yield* refuse(input.agent, input.action, denied)
         const asked = decisions.filter((decision) => decision.effect === "ask").map((decision) => decision.resource)
         if (asked.length === 0) return
-        const request: Request = { ...input, resources: asked, id: `per_${Date.now().toString(36)}_${++counter}` }
-        const entry: Pending = { request, answer: yield* Deferred.make<void, Rejected | Declined>() }
-        // However the wait ends (a reply, or a cancelled call that stops waiting), the request is withdrawn.
-        return yield* Effect.sync(() => pending.set(request.id, entry)).pipe(
-          Effect.andThen(PubSub.publish(events, { type: "asked", request })),
-          Effect.andThen(Deferred.await(entry.answer)),
-          Effect.ensuring(Effect.sync(() => pending.delete(request.id))),
+        return yield* ask(input, asked)
+      })
+
+      /**
+       * Answers "always": claimed first, so nothing else answers it meanwhile; saved before the call goes on, so the
+       * approval exists by the time the call (and its process) is done. What was saved may answer other requests too.
+       */
+      const approve = Effect.fnUntraced(function* (entry: Pending) {
+        yield* approvals.save(project, entry.request.action, entry.request.save).pipe(
+          Effect.ensuring(finish(entry, Effect.void, "always")),
+          Effect.catchTag("Store.StoreError", (error) => Effect.die(error)),
         )
+        for (const other of [...pending.values()]) {
+          const decisions = yield* decide(other.request)
+          if (decisions.every((decision) => decision.effect === "allow")) yield* settle(other, Effect.void, "always")
+        }
       })
 
       const reply = Effect.fn("Permission.reply")(function* (id: string, answer: Reply) {
@@ -344,19 +495,8 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
           return
         }
         if (answer.reply === "always") {
-          // Claimed first, so nothing else answers it meanwhile; saved before the call goes on, so the approval
-          // exists by the time the call (and its process) is done.
           if (!claim(entry)) return yield* unknown
-          yield* approvals.save(project, action, entry.request.save).pipe(
-            Effect.ensuring(finish(entry, Effect.void, "always")),
-            Effect.catchTag("Store.StoreError", (error) => Effect.die(error)),
-          )
-          // What was just saved may answer other requests too.
-          for (const other of [...pending.values()]) {
-            const decisions = yield* decide(other.request)
-            if (decisions.every((decision) => decision.effect === "allow")) yield* settle(other, Effect.void, "always")
-          }
-          return
+          return yield* approve(entry)
         }
         const feedback = "message" in answer ? answer.message?.trim() : undefined
         if (feedback !== undefined && feedback !== "") {
@@ -366,103 +506,22 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
           return
         }
         // A bare "no" stops the whole session's asks, not just this one.
-        const unattended = "unattended" in answer && answer.unattended === true
-        const why = "why" in answer ? answer.why : undefined
-        const declined = (request: Request) =>
-          Effect.fail(
-            new Declined({
-              action: request.action,
-              resources: request.resources,
-              unattended,
-              ...(why === undefined ? {} : { why }),
-              message: `The ${request.action} request was declined.`,
-            }),
-          )
+        const declined = declinedBy(answer)
         if (!(yield* settle(entry, declined(entry.request), "reject"))) return yield* unknown
         for (const other of [...pending.values()]) {
           if (other.request.sessionID === sessionID) yield* settle(other, declined(other.request), "reject")
         }
       })
 
-      // Shutting down declines what is still waiting.
-      yield* Effect.addFinalizer(() =>
-        Effect.forEach([...pending.values()], (entry) =>
-          settle(
-            entry,
-            Effect.fail(
-              new Declined({
-                action: entry.request.action,
-                resources: entry.request.resources,
-                unattended: true,
-                why: "core shut down before a reply came",
-                message: "core shut down before a reply came.",
-              }),
-            ),
-            "reject",
-          ),
-        ),
-      )
-
-      const pathChecks = Effect.fnUntraced(function* (
-        input: Pick<PathInput, "path" | "access" | "action"> & { readonly sessionID?: string },
-      ) {
+      const pathChecks = Effect.fnUntraced(function* (input: PathCheckInput) {
         const resolved = yield* Boundary.resolve({
           location: project,
           path: input.path,
           readableRoots: options.readableRoots ?? [],
         })
-        const store = Credentials.storeOf(user.home, resolved.real, input.access === "read" ? user.read : user.write)
-        if (store !== undefined) {
-          return yield* new Boundary.PathError({
-            path: input.path,
-            reason: "protected",
-            message:
-              `Cannot ${input.access === "read" ? "read" : "change"} ${input.path}: it is in ${store}, one of the ` +
-              "user's credential stores and login files, which core keeps from every tool and command. Do not try " +
-              "to reach it another way; if the task needs it, ask the user.",
-          })
-        }
-        if (input.access === "read" && Protected.secret(protectedRoots, resolved.real)) {
-          return yield* new Boundary.PathError({
-            path: input.path,
-            reason: "protected",
-            message:
-              `Cannot read ${input.path}: it is in core's data directory (${protectedRoots.dataDir}), which holds the ` +
-              "settlement store, saved approvals and other Locations' outputs, and is not readable by tools. Only this " +
-              "Location's own managed outputs (the paths its previews name) can be read.",
-          })
-        }
-        // A managed output is read without asking only in calls of the session that made it.
-        const foreign =
-          input.sessionID !== undefined && input.access === "read" && !resolved.inside && resolved.readable
-            ? readableReal.find(
-                (root) =>
-                  Boundary.isWithin(root, resolved.real) &&
-                  !Boundary.isWithin(ManagedOutputs.sessionDirectory(root, input.sessionID!), resolved.real),
-              )
-            : undefined
-        if (foreign !== undefined) {
-          return yield* new Boundary.PathError({
-            path: input.path,
-            reason: "protected",
-            message:
-              `Cannot read ${input.path}: managed outputs are readable only in the session that made them, and ` +
-              "this is not it (or it names their directory). Read an output this session's results name.",
-          })
-        }
-        const checks: Array<Check> = []
-        if (!resolved.inside && !(input.access === "read" && resolved.readable)) {
-          const pattern = resolved.pattern!
-          checks.push({ action: "external_directory", resources: [pattern], save: savable(pattern, 2) })
-        }
-        const resource = resolved.inside ? relative(realProject, resolved.real) || "." : resolved.real
-        const changes = input.access === "write" ? Protected.change(protectedRoots, resolved.real, { encloses: true }) : undefined
-        checks.push(
-          changes === undefined
-            ? { action: input.action, resources: [resource], save: savable(resource) }
-            : { action: input.action, resources: [resource], save: [], ask: true, protected: changes },
-        )
-        return { resolved, checks }
+        const kept = keptFrom(paths, input, resolved)
+        if (kept !== undefined) return yield* kept
+        return { resolved, checks: checksOf(paths, input, resolved) }
       })
 
       const decideAll = Effect.fnUntraced(function* (agent: string, checks: ReadonlyArray<Check>) {

@@ -15,6 +15,7 @@ import type { Agent } from "../permission/agent"
 import { Permission } from "../permission/permission"
 import type { Rule as PermissionRule } from "../permission/rule"
 import type { Settlement as SettlementInfo } from "../contract/settlement"
+import type { Settler } from "../settlement/settler"
 import { Approvals } from "../store/approvals"
 import { Store } from "../store/store"
 import type { Definition as ToolDefinition } from "../tool/definition"
@@ -179,6 +180,21 @@ export const locationOf = (path: string): string => {
   if (!isDirectory) throw new OptionsError({ message: `location ${absolute} is not a directory` })
   return realpathSync(absolute)
 }
+
+/** A call's ids: the options' own, else fresh ones. */
+export const callOf = (
+  agent: string,
+  name: string,
+  input: unknown,
+  ids: Pick<Options, "sessionID" | "assistantMessageID" | "toolCallID">,
+): Settler.Call => ({
+  sessionID: ids.sessionID ?? `ses_${crypto.randomUUID()}`,
+  agent,
+  assistantMessageID: ids.assistantMessageID ?? `msg_${crypto.randomUUID()}`,
+  toolCallID: ids.toolCallID ?? `call_${crypto.randomUUID()}`,
+  name,
+  input,
+})
 
 /** The kernel a test settles on: an in-memory store, outputs in `outputsDirectory`, the options' rules and limits. */
 export const kernelLayer = (

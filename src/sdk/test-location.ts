@@ -23,6 +23,7 @@ import type { Tool } from "../tool/tool"
 import {
   answerAsks,
   type Ask,
+  callOf,
   CheckError,
   type Definition,
   kernelLayer,
@@ -104,6 +105,78 @@ export interface TestLocation extends AsyncDisposable {
 const pluginFile = (source: PluginSource, index: number, directory: string): string =>
   typeof source === "string" ? resolve(directory, source) : `plugin${index + 1}`
 
+/** Runs an effect in a test Location's kernel (an abort of `signal` interrupts it). */
+type Runner = <A, E>(effect: Effect.Effect<A, E, any>, signal?: AbortSignal) => Promise<Exit.Exit<A, E>>
+
+/** What a test Location's turns share: its kernel, and the asks answered so far. */
+interface Kernel {
+  readonly run: Runner
+  readonly permission: Permission.Interface
+  readonly settler: Settler.Interface
+  readonly managed: ManagedOutputs.Interface
+  readonly asks: Array<Ask>
+}
+
+/** The full text and structured value of each managed output a settlement names, by id. */
+const keptOutputs = async (managed: ManagedOutputs.Interface, settlement: Settlement) => {
+  const outputs: Record<string, string> = {}
+  const structured: Record<string, unknown> = {}
+  for (const { id } of settlement.outputs) {
+    const text = await Effect.runPromise(managed.open(id).pipe(Effect.orDie))
+    outputs[id] = await text.content.text()
+    const kept = await Effect.runPromise(Effect.option(managed.open(id, "structured")))
+    if (kept._tag === "Some") structured[id] = await kept.value.content.json()
+  }
+  return { outputs, structured }
+}
+
+/** Captures the catalog for an agent, and settles calls through it. */
+const turnOf = async (kernel: Kernel, agent: string): Promise<Turn> => {
+  const { permission, run, asks } = kernel
+  if (!permission.isAgent(agent)) {
+    throw new OptionsError({ message: `unknown agent "${agent}"; known agents: ${permission.agents.join(", ")}` })
+  }
+  const made = await run(kernel.settler.materialize(permission.rules(agent)))
+  if (Exit.isFailure(made)) throw new OperationalFailure({ tool: "(definitions)", message: Cause.pretty(made.cause), cause: Cause.squash(made.cause) })
+  const materialization = made.value
+  const traceThrough = async (name: string, input: unknown, callOptions: CallOptions = {}): Promise<Trace> => {
+    const progress: Array<Progress> = []
+    const before = asks.length
+    const call = callOf(agent, name, input, callOptions)
+    const exit = await run(
+      materialization.settle(call, {
+        onProgress: (update) =>
+          Effect.sync(() => {
+            progress.push(update)
+            callOptions.onProgress?.(update)
+          }),
+      }),
+      callOptions.signal,
+    )
+    if (Exit.isFailure(exit)) {
+      if (Cause.hasInterruptsOnly(exit.cause)) {
+        const recorded = await run(kernel.settler.interrupted(call))
+        if (Exit.isSuccess(recorded) && recorded.value !== undefined) {
+          return { settlement: recorded.value, progress, asks: asks.slice(before), outputs: {}, structured: {} }
+        }
+      }
+      throw new OperationalFailure({
+        tool: name,
+        message: `${name} ended in an operational failure, which is never a tool result (\`core exec\` exits 3):\n${Cause.pretty(exit.cause)}`,
+        cause: Cause.squash(exit.cause),
+      })
+    }
+    const { settlement } = exit.value
+    const { outputs, structured } = await keptOutputs(kernel.managed, settlement)
+    return { settlement, progress, asks: asks.slice(before), outputs, structured }
+  }
+  return {
+    definitions: materialization.definitions,
+    trace: traceThrough,
+    settle: async (name, input, callOptions) => (await traceThrough(name, input, callOptions)).settlement,
+  }
+}
+
 /** Makes a test Location and installs its plugins; see TestLocation. */
 export const location = async (options: LocationOptions = {}): Promise<TestLocation> => {
   const scratch = realpathSync(mkdtempSync(join(tmpdir(), "core-testing-")))
@@ -116,7 +189,7 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
   const context = await Effect.runPromise(
     Layer.buildWithScope(kernelLayer(directory, join(scratch, "outputs"), options), scope),
   )
-  const runIn = <A, E>(effect: Effect.Effect<A, E, any>, signal?: AbortSignal) =>
+  const runIn: Runner = <A, E>(effect: Effect.Effect<A, E, any>, signal?: AbortSignal) =>
     Effect.runPromiseExit(effect.pipe(Effect.provideContext(context)) as Effect.Effect<A, E>, signal === undefined ? undefined : { signal })
 
   const permission = Context.get(context, Permission.Service)
@@ -130,6 +203,13 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
   }
   const asks: Array<Ask> = []
   await runIn(answerAsks(permission, options.permission?.reply, asks).pipe(Scope.provide(scope)))
+  const kernel: Kernel = {
+    run: runIn,
+    permission,
+    settler: Context.get(context, Settler.Service),
+    managed: Context.get(context, ManagedOutputs.Service),
+    asks,
+  }
 
   const installed = new Map<string, { readonly scope: Scope.Closeable; readonly active: Plugins.Active }>()
   const diagnostics: Array<{ file: string; message: string }> = []
@@ -180,64 +260,30 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
     }
   }
 
-  const turn = async (agent: string = Agent.DEFAULT_AGENT): Promise<Turn> => {
-    if (!permission.isAgent(agent)) {
-      throw new OptionsError({ message: `unknown agent "${agent}"; known agents: ${permission.agents.join(", ")}` })
-    }
-    const made = await runIn((Context.get(context, Settler.Service)).materialize(permission.rules(agent)))
-    if (Exit.isFailure(made)) throw new OperationalFailure({ tool: "(definitions)", message: Cause.pretty(made.cause), cause: Cause.squash(made.cause) })
-    const materialization = made.value
-    const traceThrough = async (name: string, input: unknown, callOptions: CallOptions = {}): Promise<Trace> => {
-      const progress: Array<Progress> = []
-      const before = asks.length
-      const call: Settler.Call = {
-        sessionID: callOptions.sessionID ?? `ses_${crypto.randomUUID()}`,
-        agent,
-        assistantMessageID: callOptions.assistantMessageID ?? `msg_${crypto.randomUUID()}`,
-        toolCallID: callOptions.toolCallID ?? `call_${crypto.randomUUID()}`,
-        name,
-        input,
-      }
-      const exit = await runIn(
-        materialization.settle(call, {
-          onProgress: (update) =>
-            Effect.sync(() => {
-              progress.push(update)
-              callOptions.onProgress?.(update)
-            }),
-        }),
-        callOptions.signal,
-      )
-      if (Exit.isFailure(exit)) {
-        if (Cause.hasInterruptsOnly(exit.cause)) {
-          const recorded = await runIn(Context.get(context, Settler.Service).interrupted(call))
-          if (Exit.isSuccess(recorded) && recorded.value !== undefined) {
-            return { settlement: recorded.value, progress, asks: asks.slice(before), outputs: {}, structured: {} }
-          }
-        }
-        throw new OperationalFailure({
-          tool: name,
-          message: `${name} ended in an operational failure, which is never a tool result (\`core exec\` exits 3):\n${Cause.pretty(exit.cause)}`,
-          cause: Cause.squash(exit.cause),
-        })
-      }
-      const { settlement } = exit.value
-      const managed = Context.get(context, ManagedOutputs.Service)
-      const outputs: Record<string, string> = {}
-      const structured: Record<string, unknown> = {}
-      for (const { id } of settlement.outputs) {
-        const text = await Effect.runPromise(managed.open(id).pipe(Effect.orDie))
-        outputs[id] = await text.content.text()
-        const kept = await Effect.runPromise(Effect.option(managed.open(id, "structured")))
-        if (kept._tag === "Some") structured[id] = await kept.value.content.json()
-      }
-      return { settlement, progress, asks: asks.slice(before), outputs, structured }
-    }
-    return {
-      definitions: materialization.definitions,
-      trace: traceThrough,
-      settle: async (name, input, callOptions) => (await traceThrough(name, input, callOptions)).settlement,
-    }
+  const turn = (agent: string = Agent.DEFAULT_AGENT): Promise<Turn> => turnOf(kernel, agent)
+
+  /** Installs a plugin again: its Scope closes, a fresh one installs it, ranked where it was. */
+  const reload = async (source: PluginSource) => {
+    const index = sources.indexOf(source)
+    const file = typeof source === "string" && index === -1 ? resolve(directory, source) : pluginFile(source, index, directory)
+    const previous = installed.get(file)
+    installed.delete(file)
+    const release = Plugins.holdHooks(services.hooks, basename(file, ".ts"), previous?.active.hooks)
+    if (previous !== undefined) await Effect.runPromise(Scope.close(previous.scope, Exit.void))
+    const exit = await runIn(
+      Effect.gen(function* () {
+        const diagnostic = yield* install(source, file, true)
+        const names = installed.get(file)?.active.names
+        if (names === undefined) return diagnostic
+        // Installed last, it would win over what is ranked after it: the later plugins, then the tools.
+        const ranked = sources.map((candidate, rank) => installed.get(pluginFile(candidate, rank, directory))?.active)
+        yield* Plugins.raiseAfter(ranked, index === -1 ? ranked.length : index, names)
+        yield* registerTools(new Set(names))
+        return diagnostic
+      }).pipe(Effect.ensuring(Effect.suspend(() => release(installed.get(file)?.active.hooks)))),
+    )
+    if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
+    return exit.value
   }
 
   let closed = false
@@ -252,30 +298,8 @@ export const location = async (options: LocationOptions = {}): Promise<TestLocat
     turn,
     trace: async (name, input, callOptions) => (await turn(callOptions?.agent)).trace(name, input, callOptions),
     settle: async (name, input, callOptions) => (await turn(callOptions?.agent)).settle(name, input, callOptions),
-    reload: async (source) => {
-      const index = sources.indexOf(source)
-      const file = typeof source === "string" && index === -1 ? resolve(directory, source) : pluginFile(source, index, directory)
-      const previous = installed.get(file)
-      installed.delete(file)
-      const release = Plugins.holdHooks(services.hooks, basename(file, ".ts"), previous?.active.hooks)
-      if (previous !== undefined) await Effect.runPromise(Scope.close(previous.scope, Exit.void))
-      const exit = await runIn(
-        Effect.gen(function* () {
-          const diagnostic = yield* install(source, file, true)
-          const names = installed.get(file)?.active.names
-          if (names === undefined) return diagnostic
-          // Installed last, it would win over what is ranked after it: the later plugins, then the tools.
-          const ranked = sources.map((candidate, rank) => installed.get(pluginFile(candidate, rank, directory))?.active)
-          yield* Plugins.raiseAfter(ranked, index === -1 ? ranked.length : index, names)
-          yield* registerTools(new Set(names))
-          return diagnostic
-        }).pipe(Effect.ensuring(Effect.suspend(() => release(installed.get(file)?.active.hooks)))),
-      )
-      if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
-      return exit.value
-    },
+    reload,
     close,
     [Symbol.asyncDispose]: close,
   }
 }
-

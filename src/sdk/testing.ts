@@ -22,6 +22,7 @@ import { ToolName } from "../tool/tool-name"
 import { Tool } from "../tool/tool"
 import {
   answerAsks,
+  callOf,
   type Ask,
   CheckError,
   type Definition,
@@ -241,14 +242,7 @@ const program = (
 
     const settler = yield* Settler.Service
     const turn = yield* settler.materialize()
-    const call: Settler.Call = {
-      sessionID: options.sessionID ?? `ses_${crypto.randomUUID()}`,
-      agent,
-      assistantMessageID: options.assistantMessageID ?? `msg_${crypto.randomUUID()}`,
-      toolCallID: options.toolCallID ?? `call_${crypto.randomUUID()}`,
-      name,
-      input,
-    }
+    const call = callOf(agent, name, input, options)
     const { settlement } = yield* turn.settle(
       call,
       {

@@ -113,6 +113,199 @@ const frame = (head: Buffer, id: number): { readonly head: Buffer; readonly phas
   return { head: Buffer.from(`${kept}${CONNECTION_HEADER}: ${id}\r\n\r\n`, "latin1"), phase, length }
 }
 
+/** A connection just accepted: waiting for its request head, with no unix socket yet. */
+const opened = (id: number, client: Bun.Socket<Connection>): Connection => ({
+  id,
+  client,
+  backend: undefined,
+  connecting: false,
+  toBackend: [],
+  toClient: [],
+  phase: "head",
+  pending: undefined,
+  remaining: 0,
+  armedAt: undefined,
+  closed: false,
+  backendClosed: false,
+})
+
+/** Writes a queue to a socket as far as it takes it; answers whether the queue is empty. */
+const flush = (socket: Bun.Socket<Connection>, queue: Array<Uint8Array>): boolean => {
+  while (queue.length > 0) {
+    const bytes = queue[0]!
+    const written = socket.write(bytes)
+    if (written < bytes.length) {
+      queue[0] = bytes.subarray(Math.max(written, 0))
+      return false
+    }
+    queue.shift()
+  }
+  return true
+}
+
+/**
+ * Writes bytes on to a socket after what is queued for it; what it does not take now is queued, and `source` paused
+ * until it drains.
+ */
+const forward = (to: Bun.Socket<Connection>, queue: Array<Uint8Array>, bytes: Uint8Array, source: Bun.Socket<Connection>) => {
+  if (queue.length > 0) {
+    queue.push(Buffer.from(bytes))
+    return
+  }
+  const written = to.write(bytes)
+  if (written < bytes.length) {
+    queue.push(Buffer.from(bytes.subarray(Math.max(written, 0))))
+    source.pause()
+  }
+}
+
+/** The handlers of a connection's unix socket to the server: what the server sends goes on to the client. */
+const backendSocket = (on: {
+  readonly dropBackend: (connection: Connection) => void
+  readonly close: (connection: Connection) => void
+  readonly log: (line: string) => void
+}): Bun.SocketHandler<Connection> => ({
+  open: (socket) => {
+    const connection = socket.data
+    connection.connecting = false
+    if (connection.closed || connection.backendClosed) {
+      socket.terminate()
+      return
+    }
+    connection.backend = socket
+    if (flush(socket, connection.toBackend)) connection.client.resume()
+  },
+  data: (socket, data) => {
+    const connection = socket.data
+    if (connection.closed) return
+    forward(connection.client, connection.toClient, data, socket)
+  },
+  drain: (socket) => {
+    const connection = socket.data
+    if (flush(socket, connection.toBackend)) connection.client.resume()
+  },
+  end: (socket) => {
+    socket.end()
+  },
+  close: (socket) => {
+    const connection = socket.data
+    on.dropBackend(connection)
+    if (!connection.closed && connection.toClient.length === 0) connection.client.end()
+  },
+  connectError: (socket, error) => {
+    const connection = socket.data
+    on.dropBackend(connection)
+    connection.connecting = false
+    if (!connection.closed) on.log(`core: cannot reach the HTTP server: ${error.message}`)
+    on.close(connection)
+  },
+})
+
+/**
+ * Takes a request head from `data` at `offset` into `out`, framed (or, past MAX_HEAD_BYTES, as it is); keeps a
+ * partial head in `pending`. `arm` starts the deadline when a head begins. Answers the offset after what it took.
+ */
+const takeHead = (
+  connection: Connection,
+  data: Buffer,
+  offset: number,
+  out: Array<Uint8Array>,
+  arm: (connection: Connection) => void,
+): number => {
+  const before = connection.pending
+  if (before === undefined) arm(connection)
+  const head = before === undefined ? data.subarray(offset) : Buffer.concat([before, data.subarray(offset)])
+  const end = head.indexOf(CRLFCRLF, Math.max(0, (before?.length ?? 0) - 3))
+  if (end < 0) {
+    if (head.length > MAX_HEAD_BYTES) {
+      connection.pending = undefined
+      connection.phase = "opaque"
+      out.push(head)
+    } else connection.pending = Buffer.from(head)
+    return data.length
+  }
+  const consumed = end + 4 - (before?.length ?? 0)
+  connection.pending = undefined
+  const framed = frame(head.subarray(0, end + 4), connection.id)
+  connection.phase = framed.phase
+  connection.remaining = framed.length
+  out.push(framed.head)
+  return offset + consumed
+}
+
+/** Takes what is left of a Content-Length body or a chunk's data; answers the offset after it. */
+const takeBody = (connection: Connection, data: Buffer, offset: number, out: Array<Uint8Array>): number => {
+  const take = Math.min(connection.remaining, data.length - offset)
+  out.push(data.subarray(offset, offset + take))
+  connection.remaining -= take
+  if (connection.remaining === 0) connection.phase = connection.phase === "length" ? "head" : "chunk-end"
+  return offset + take
+}
+
+/**
+ * Takes a chunk-size, chunk-end or trailer line (or, past MAX_LINE_BYTES, leaves the connection unframed); keeps a
+ * partial line in `pending`. Answers the offset after what it took.
+ */
+const takeLine = (connection: Connection, data: Buffer, offset: number, out: Array<Uint8Array>): number => {
+  const newline = data.indexOf(LF, offset)
+  const stop = newline < 0 ? data.length : newline + 1
+  const piece = data.subarray(offset, stop)
+  out.push(piece)
+  const line = connection.pending === undefined ? piece : Buffer.concat([connection.pending, piece])
+  if (newline < 0) {
+    if (line.length > MAX_LINE_BYTES) {
+      connection.pending = undefined
+      connection.phase = "opaque"
+    } else connection.pending = Buffer.from(line)
+    return stop
+  }
+  connection.pending = undefined
+  const text = line.toString("latin1").trim()
+  if (connection.phase === "chunk-end") connection.phase = "chunk-size"
+  else if (connection.phase === "trailer") {
+    if (text === "") connection.phase = "head"
+  } else {
+    const size = Number.parseInt(text.split(";", 1)[0]!.trim(), 16)
+    if (!/^[0-9a-f]+$/i.test(text.split(";", 1)[0]!.trim()) || !Number.isSafeInteger(size)) {
+      connection.phase = "opaque"
+    } else if (size === 0) connection.phase = "trailer"
+    else {
+      connection.phase = "chunk-data"
+      connection.remaining = size
+    }
+  }
+  return stop
+}
+
+/** Follows the requests in what a client sent, phase by phase, pushing the bytes to pass on into `out`. */
+const frameInto = (
+  connection: Connection,
+  data: Buffer,
+  out: Array<Uint8Array>,
+  arm: (connection: Connection) => void,
+) => {
+  let offset = 0
+  while (offset < data.length && !connection.closed) {
+    switch (connection.phase) {
+      case "head":
+        offset = takeHead(connection, data, offset, out, arm)
+        break
+      case "length":
+      case "chunk-data":
+        offset = takeBody(connection, data, offset, out)
+        break
+      case "chunk-size":
+      case "chunk-end":
+      case "trailer":
+        offset = takeLine(connection, data, offset, out)
+        break
+      case "opaque":
+        out.push(data.subarray(offset))
+        return
+    }
+  }
+}
+
 /** Listens on `options.hostname:port` and passes connections to the server on `options.backend`. */
 export const listen = (options: Options): Interface => {
   const connections = new Map<number, Connection>()
@@ -169,30 +362,15 @@ export const listen = (options: Options): Interface => {
   const toBackend = (connection: Connection, bytes: Uint8Array) => {
     if (bytes.length === 0 || connection.backendClosed) return
     const backend = connection.backend
-    if (backend === undefined || connection.toBackend.length > 0) {
+    if (backend === undefined) {
       connection.toBackend.push(Buffer.from(bytes))
-      if (backend === undefined && !connection.connecting) connectBackend(connection)
+      if (!connection.connecting) connectBackend(connection)
       return
     }
-    const written = backend.write(bytes)
-    if (written < bytes.length) {
-      connection.toBackend.push(Buffer.from(bytes.subarray(Math.max(written, 0))))
-      connection.client.pause()
-    }
+    forward(backend, connection.toBackend, bytes, connection.client)
   }
 
-  const flush = (socket: Bun.Socket<Connection>, queue: Array<Uint8Array>): boolean => {
-    while (queue.length > 0) {
-      const bytes = queue[0]!
-      const written = socket.write(bytes)
-      if (written < bytes.length) {
-        queue[0] = bytes.subarray(Math.max(written, 0))
-        return false
-      }
-      queue.shift()
-    }
-    return true
-  }
+  const backendHandlers = backendSocket({ dropBackend, close, log: options.log })
 
   const connectBackend = (connection: Connection) => {
     connection.connecting = true
@@ -203,165 +381,34 @@ export const listen = (options: Options): Interface => {
     })
   }
 
-  const backendHandlers: Bun.SocketHandler<Connection> = {
-    open: (socket) => {
-      const connection = socket.data
-      connection.connecting = false
-      if (connection.closed || connection.backendClosed) {
-        socket.terminate()
-        return
-      }
-      connection.backend = socket
-      if (flush(socket, connection.toBackend)) connection.client.resume()
-    },
-    data: (socket, data) => {
-      const connection = socket.data
-      if (connection.closed) return
-      if (connection.toClient.length > 0) {
-        connection.toClient.push(Buffer.from(data))
-        return
-      }
-      const written = connection.client.write(data)
-      if (written < data.length) {
-        connection.toClient.push(Buffer.from(data.subarray(Math.max(written, 0))))
-        socket.pause()
-      }
-    },
-    drain: (socket) => {
-      const connection = socket.data
-      if (flush(socket, connection.toBackend)) connection.client.resume()
-    },
-    end: (socket) => {
-      socket.end()
-    },
-    close: (socket) => {
-      const connection = socket.data
-      dropBackend(connection)
-      if (!connection.closed && connection.toClient.length === 0) connection.client.end()
-    },
-    connectError: (socket, error) => {
-      const connection = socket.data
-      dropBackend(connection)
-      connection.connecting = false
-      if (!connection.closed) options.log(`core: cannot reach the HTTP server: ${error.message}`)
-      close(connection)
-    },
-  }
-
   /** Frames what the client sent and passes it on, in one write. */
   const fromClient = (connection: Connection, data: Buffer) => {
     const out: Array<Uint8Array> = []
-    frameInto(connection, data, out)
+    frameInto(connection, data, out, arm)
     if (out.length === 1) toBackend(connection, out[0]!)
     else if (out.length > 1) toBackend(connection, Buffer.concat(out))
   }
 
-  const frameInto = (connection: Connection, data: Buffer, out: Array<Uint8Array>) => {
-    let offset = 0
-    while (offset < data.length && !connection.closed) {
-      switch (connection.phase) {
-        case "head": {
-          const before = connection.pending
-          if (before === undefined) arm(connection)
-          const head = before === undefined ? data.subarray(offset) : Buffer.concat([before, data.subarray(offset)])
-          const end = head.indexOf(CRLFCRLF, Math.max(0, (before?.length ?? 0) - 3))
-          if (end < 0) {
-            if (head.length > MAX_HEAD_BYTES) {
-              connection.pending = undefined
-              connection.phase = "opaque"
-              out.push(head)
-            } else connection.pending = Buffer.from(head)
-            return
-          }
-          const consumed = end + 4 - (before?.length ?? 0)
-          connection.pending = undefined
-          const framed = frame(head.subarray(0, end + 4), connection.id)
-          connection.phase = framed.phase
-          connection.remaining = framed.length
-          out.push(framed.head)
-          offset += consumed
-          break
-        }
-        case "length":
-        case "chunk-data": {
-          const take = Math.min(connection.remaining, data.length - offset)
-          out.push(data.subarray(offset, offset + take))
-          offset += take
-          connection.remaining -= take
-          if (connection.remaining === 0) connection.phase = connection.phase === "length" ? "head" : "chunk-end"
-          break
-        }
-        case "chunk-size":
-        case "chunk-end":
-        case "trailer": {
-          const newline = data.indexOf(LF, offset)
-          const stop = newline < 0 ? data.length : newline + 1
-          const piece = data.subarray(offset, stop)
-          out.push(piece)
-          offset = stop
-          const line = connection.pending === undefined ? piece : Buffer.concat([connection.pending, piece])
-          if (newline < 0) {
-            if (line.length > MAX_LINE_BYTES) {
-              connection.pending = undefined
-              connection.phase = "opaque"
-            } else connection.pending = Buffer.from(line)
-            break
-          }
-          connection.pending = undefined
-          const text = line.toString("latin1").trim()
-          if (connection.phase === "chunk-end") connection.phase = "chunk-size"
-          else if (connection.phase === "trailer") {
-            if (text === "") connection.phase = "head"
-          } else {
-            const size = Number.parseInt(text.split(";", 1)[0]!.trim(), 16)
-            if (!/^[0-9a-f]+$/i.test(text.split(";", 1)[0]!.trim()) || !Number.isSafeInteger(size)) {
-              connection.phase = "opaque"
-            } else if (size === 0) connection.phase = "trailer"
-            else {
-              connection.phase = "chunk-data"
-              connection.remaining = size
-            }
-          }
-          break
-        }
-        case "opaque": {
-          out.push(data.subarray(offset))
-          return
-        }
-      }
+  /** Takes a new connection in, making room for it by closing the one waiting longest (or itself, if none can go). */
+  const admit = (client: Bun.Socket<Connection>) => {
+    const connection = opened(nextID++, client)
+    client.data = connection
+    connections.set(connection.id, connection)
+    descriptors += 1
+    arm(connection)
+    while (descriptors + PASSED_DESCRIPTORS - 1 > options.maxDescriptors) {
+      const evicted = evictable(connection)
+      if (evicted === undefined) break
+      close(evicted)
     }
+    if (descriptors + PASSED_DESCRIPTORS - 1 > options.maxDescriptors) close(connection)
   }
 
   const listener = Bun.listen<Connection>({
     hostname: options.hostname,
     port: options.port,
     socket: {
-      open: (client) => {
-        const connection: Connection = {
-          id: nextID++,
-          client,
-          backend: undefined,
-          connecting: false,
-          toBackend: [],
-          toClient: [],
-          phase: "head",
-          pending: undefined,
-          remaining: 0,
-          armedAt: undefined,
-          closed: false,
-          backendClosed: false,
-        }
-        client.data = connection
-        connections.set(connection.id, connection)
-        descriptors += 1
-        arm(connection)
-        while (descriptors + PASSED_DESCRIPTORS - 1 > options.maxDescriptors) {
-          const evicted = evictable(connection)
-          if (evicted === undefined) break
-          close(evicted)
-        }
-        if (descriptors + PASSED_DESCRIPTORS - 1 > options.maxDescriptors) close(connection)
-      },
+      open: admit,
       data: (client, data) => fromClient(client.data, data),
       drain: (client) => {
         const connection = client.data

@@ -276,6 +276,99 @@ const isolation = (): ReadonlyArray<string> => {
 export const canMount = (): boolean => isolation().length > 0 || Native.capable(Native.CAP_SYS_ADMIN)
 
 /**
+ * Ends a supervisor that has no order: SIGHUP, or SIGKILL for the first process of a PID namespace, which
+ * ignores a signal it has no handler for yet (and ends with nothing of its own left behind).
+ */
+const dismiss = (entry: Spare) => entry.process.kill(entry.pid ? "SIGKILL" : "SIGHUP")
+
+/** Starts a supervisor process on `argv` (`inNamespace`: as the first process of a PID namespace of its own). */
+const spawnSupervisor = (
+  argv: ReadonlyArray<string>,
+  inNamespace: boolean,
+  ipc: (message: Supervisor.Report) => void,
+): Process_ => {
+  const make = () => Bun.spawn([...argv], {
+    // Not the workspace: from source, bun would read a bunfig.toml or .env found there.
+    cwd: "/",
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    // Its own session: a terminal's Ctrl-C reaches core, which decides.
+    detached: true,
+    // Structured clone: an order (the whole environment) reaches the supervisor sooner than as JSON.
+    serialization: "advanced",
+    ipc,
+  })
+  // In a PID namespace, the supervisor is its first process: the namespace ends with it, whatever it ran.
+  return inNamespace ? Native.inPidNamespace(make).value : make()
+}
+
+/**
+ * Hands `order` to the supervisor `entry` and follows its reports: a supervisor that says nothing about the start
+ * within `startTimeoutMs` is killed; `onRunEnded` runs when the run has ended (to ready the next spare).
+ */
+const runIn = (entry: Spare, order: Order, startTimeoutMs: number, onRunEnded: () => void): Run => {
+  const child = entry.process
+  child.ref()
+  const marker = entry.marker
+  let onStarted: (report: Awaited<Run["started"]>) => void
+  let onEnded: (report: Awaited<Run["ended"]>) => void
+  const started = new Promise<Awaited<Run["started"]>>((resolve) => (onStarted = resolve))
+  const ended = new Promise<Awaited<Run["ended"]>>((resolve) => (onEnded = resolve))
+  let stopping = false
+  /** The report of a stopped run, which ends once its supervisor is gone too: a cancelled call leaves nothing. */
+  let last: Awaited<Run["ended"]>
+  const receive = (report: Supervisor.Report) => {
+    if (report.kind === "ended") {
+      if (stopping) last = report
+      else onEnded(report)
+      onRunEnded()
+    } else if (report.kind !== "ready") onStarted(report)
+  }
+  let stuck = false
+  const watchdog = setTimeout(() => {
+    stuck = true
+    child.kill("SIGKILL")
+  }, startTimeoutMs)
+  // The timer alone must not keep core running.
+  watchdog.unref()
+  void started.then(() => clearTimeout(watchdog))
+  entry.listener = receive
+  for (const report of entry.reports.splice(0)) receive(report)
+  void child.exited.then(() => {
+    onStarted({
+      kind: "gone",
+      message: stuck
+        ? `The command's supervisor said nothing for ${startTimeoutMs} ms and was killed before starting it`
+        : `The command's supervisor exited (${child.signalCode ?? child.exitCode}) before starting it`,
+    })
+    onEnded(last)
+  })
+  try {
+    child.send({ ...order, kind: "run", env: { ...order.env, [MARKER]: marker } } satisfies Supervisor.Order)
+  } catch {
+    // Gone already: its exit says so (`gone`).
+  }
+  return {
+    pid: child.pid,
+    stdout: child.stdout,
+    stderr: child.stderr,
+    started,
+    ended,
+    marker,
+    stop: () => {
+      stopping = true
+      try {
+        child.kill("SIGTERM")
+      } catch {
+        // ended already
+      }
+    },
+  }
+}
+
+/**
  * With `isolate`, supervisors are readied to mount paths read-only for their commands (`Order.readOnly`); with
  * `ports`, their commands cannot connect to core's own ports (`listening`); with `pids`, sandboxed commands get a
  * PID namespace of their own where core can make one.
@@ -311,12 +404,6 @@ export const pool = (
   const pidOf = (sandboxed: boolean): boolean =>
     sandboxed && (pidCapable ??= pids && isolate && isolation().length === 0 && Native.capable(Native.CAP_SYS_ADMIN))
 
-  /**
-   * Ends a supervisor that has no order: SIGHUP, or SIGKILL for the first process of a PID namespace, which
-   * ignores a signal it has no handler for yet (and ends with nothing of its own left behind).
-   */
-  const dismiss = (entry: Spare) => entry.process.kill(entry.pid ? "SIGKILL" : "SIGHUP")
-
   const spawn = (sandboxed = kindOf(undefined)): Spare => {
     let up: () => void = () => {}
     const ready = new Promise<void>((resolve) => (up = resolve))
@@ -334,25 +421,11 @@ export const pool = (
     }
     const deny = ports ? [...ownPorts] : []
     const argv = [...(isolate ? isolation() : []), ...launcher(isolate, deny, pid, sandboxed)]
-    const make = () => Bun.spawn(argv, {
-      // Not the workspace: from source, bun would read a bunfig.toml or .env found there.
-      cwd: "/",
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-      // Its own session: a terminal's Ctrl-C reaches core, which decides.
-      detached: true,
-      // Structured clone: an order (the whole environment) reaches the supervisor sooner than as JSON.
-      serialization: "advanced",
-      ipc: (message: Supervisor.Report) => {
-        if (message.kind === "ready") return up()
-        if (entry.listener !== undefined) entry.listener(message)
-        else entry.reports.push(message)
-      },
+    const child = spawnSupervisor(argv, pid, (message) => {
+      if (message.kind === "ready") return up()
+      if (entry.listener !== undefined) entry.listener(message)
+      else entry.reports.push(message)
     })
-    // In a PID namespace, the supervisor is its first process: the namespace ends with it, whatever it ran.
-    const child = pid ? Native.inPidNamespace(make).value : make()
     ;(entry as { process: Process_ }).process = child
     if (sandboxed && expected !== undefined) {
       try {
@@ -433,63 +506,7 @@ export const pool = (
   const launch: Pool["launch"] = (order) => {
     const entry = take(order)
     if (order.grants !== undefined) expected = order.grants
-    const child = entry.process
-    child.ref()
-    const marker = entry.marker
-    let onStarted: (report: Awaited<Run["started"]>) => void
-    let onEnded: (report: Awaited<Run["ended"]>) => void
-    const started = new Promise<Awaited<Run["started"]>>((resolve) => (onStarted = resolve))
-    const ended = new Promise<Awaited<Run["ended"]>>((resolve) => (onEnded = resolve))
-    let stopping = false
-    /** The report of a stopped run, which ends once its supervisor is gone too: a cancelled call leaves nothing. */
-    let last: Awaited<Run["ended"]>
-    const receive = (report: Supervisor.Report) => {
-      if (report.kind === "ended") {
-        if (stopping) last = report
-        else onEnded(report)
-        replenish(entry.sandboxed)
-      } else if (report.kind !== "ready") onStarted(report)
-    }
-    let stuck = false
-    const watchdog = setTimeout(() => {
-      stuck = true
-      child.kill("SIGKILL")
-    }, startTimeoutMs)
-    // The timer alone must not keep core running.
-    watchdog.unref()
-    void started.then(() => clearTimeout(watchdog))
-    entry.listener = receive
-    for (const report of entry.reports.splice(0)) receive(report)
-    void child.exited.then(() => {
-      onStarted({
-        kind: "gone",
-        message: stuck
-          ? `The command's supervisor said nothing for ${startTimeoutMs} ms and was killed before starting it`
-          : `The command's supervisor exited (${child.signalCode ?? child.exitCode}) before starting it`,
-      })
-      onEnded(last)
-    })
-    try {
-      child.send({ ...order, kind: "run", env: { ...order.env, [MARKER]: marker } } satisfies Supervisor.Order)
-    } catch {
-      // Gone already: its exit says so (`gone`).
-    }
-    return {
-      pid: child.pid,
-      stdout: child.stdout,
-      stderr: child.stderr,
-      started,
-      ended,
-      marker,
-      stop: () => {
-        stopping = true
-        try {
-          child.kill("SIGTERM")
-        } catch {
-          // ended already
-        }
-      },
-    }
+    return runIn(entry, order, startTimeoutMs, () => replenish(entry.sandboxed))
   }
   /** Readies a spare of every kind commands were launched in (before any, of the kind a sandboxed one needs). */
   const warm = () => {

@@ -282,16 +282,25 @@ const deliver = (report: Ending): Promise<never> =>
 const settle = (report: Ending | Promise<Ending>): Promise<never> =>
   report instanceof Promise ? report.then(deliver) : deliver(report)
 
+/** What a supervisor readies while it waits as a spare, for the order to come. */
+interface Readied {
+  /** The sandbox's shared rules, made ready during the warm-up. */
+  prepared: Landlock.Prepared | undefined
+  /** The system's secrets covered so far (Namespace.hideSystemSecrets). */
+  readonly hidden: Namespace.Hidden
+  /** The mounts every sandbox has, made ahead (SANDBOX): whether /dev/shm is the command's own. */
+  ahead: { readonly sharedMemory: boolean } | undefined
+  /** The grants the order is expected to make (Expect), and when their rules were built ahead. */
+  expected: Landlock.Grants | undefined
+  expectedAt: number | undefined
+}
+
 /**
- * Runs the supervisor to its end (it exits the process); `parent` is core's pid. With `isolate`, it mounts the
- * paths an order names read-only for its command, where it holds CAP_SYS_ADMIN (see ./namespace); with `deny`,
- * the command cannot connect to those TCP ports, where Landlock has network rules.
+ * Makes the supervisor what it must be before any order: dying with core (and exiting now if core is gone already),
+ * a subreaper, unable to gain privileges, unreadable by its command, and keeping the command from core's ports.
+ * Answers whether it is the first process of its own PID namespace, and how it reads core's pid.
  */
-export const main = async (
-  parent: number,
-  { isolate, deny, pid, sandbox = false }: Flags = { isolate: false, deny: [], pid: false },
-): Promise<never> => {
-  const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
+const harden = (parent: number, pid: boolean, way: Namespace.Way, deny: ReadonlyArray<number>) => {
   // Dies with core: a parent-death signal, then a check that core did not die before it was set.
   Native.prctl(Native.PR_SET_PDEATHSIG, SIGHUP)
   // The first process of its own PID namespace sees no parent (getppid answers 0): its parent is read from the
@@ -312,27 +321,141 @@ export const main = async (
   // Core's own ports, before the order comes: this layer takes the longest to build, and does not depend on it.
   // (It leaves the filesystem alone, so mounting stays possible until the order's sandbox is applied.)
   if (deny.length > 0) Landlock.denyConnect(deny)
+  return { inNamespace, parentOf }
+}
+
+/** Builds ahead the rules of the expected grants, once the warm-up is done (it ends with the mounts made ahead). */
+const expectRules = (readied: Readied) => {
+  const expected = readied.expected
+  if (expected === undefined || Landlock.abi() === 0) return
+  const grants = readied.ahead?.sharedMemory ? { ...expected, write: [...expected.write, Namespace.SHARED_MEMORY] } : expected
+  const made = Landlock.prepare(Landlock.abi(), grants)
+  if (made === undefined) return
+  if (readied.prepared !== undefined) Landlock.discard(readied.prepared)
+  readied.prepared = made
+  readied.expectedAt = performance.now()
+}
+
+/**
+ * Applies an order's sandbox to this thread, which spawns its command: read-only mounts, hidden sockets, private
+ * terminals and shared memory, covers, Landlock rules, dropped capabilities. Answers whether the read-only paths
+ * were mounted, or why the command must not start.
+ */
+const applySandbox = (
+  order: Order,
+  way: Namespace.Way,
+  readied: Readied,
+): { readonly readOnly: boolean } | { readonly failed: string } => {
+  if (order.grants === undefined && readied.prepared !== undefined) Landlock.discard(readied.prepared)
+  // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
+  const readOnly =
+    order.readOnly !== undefined && order.readOnly.length > 0 && Namespace.protect(way, order.readOnly) === undefined
+  // Mounting, so before Landlock; where this supervisor cannot, the command reaches every socket file, as it would
+  // without the sandbox.
+  if (order.grants !== undefined && order.sockets !== undefined && way === "mount") Sockets.hide(order.sockets)
+  // Mounting too: /dev/pts and /dev/shm become the command's own, /dev/shm writable; where it cannot, the
+  // command sees the host's terminals and /dev/shm stays unwritable.
+  // Made ahead in a spare readied for a sandbox, but for the system's secrets added or replaced since.
+  if (order.grants !== undefined) {
+    if (readied.ahead === undefined) Namespace.privateTerminals(way)
+    Namespace.hideSystemSecrets(way, readied.hidden)
+  }
+  const sharedMemory =
+    order.grants !== undefined && (readied.ahead?.sharedMemory ?? Namespace.privateSharedMemory(way) === undefined)
+  const grants =
+    order.grants !== undefined && sharedMemory
+      ? { ...order.grants, write: [...order.grants.write, Namespace.SHARED_MEMORY] }
+      : order.grants
+  // What the rules deny inside granted trees (last of the mounts: each namespace made after it would copy every
+  // cover): a command that would read it must not start.
+  if (order.grants !== undefined && order.cover !== undefined) {
+    const uncovered = Namespace.cover(way, order.cover)
+    if (uncovered !== undefined) return { failed: `Could not keep what the read rules deny from the command: ${uncovered}` }
+  }
+  // Rules built ahead from expected grants are as old as the spare's wait: past EXPECTED_MS, built again now.
+  if (readied.expectedAt !== undefined && performance.now() - readied.expectedAt > EXPECTED_MS && readied.prepared !== undefined) {
+    Landlock.discard(readied.prepared)
+    readied.prepared = undefined
+  }
+  if (grants !== undefined) {
+    const failed = Landlock.restrict(grants, Landlock.abi(), true, [], readied.prepared)
+    if (failed !== undefined) return { failed: `Could not apply the sandbox: ${failed}` }
+  }
+  if (order.grants !== undefined) {
+    // Last, as the mounts and rules above needed them; the supervisor needs none of those it drops to end the
+    // command. Where the kernel refuses, the command runs as it would without them (nothing to drop, or no seccomp).
+    Capabilities.drop()
+    if (order.sockets === undefined) Sockets.refuse()
+  }
+  // Capabilities a user namespace gave the supervisor stay its own: the command inherits none of them.
+  Native.prctl(Native.PR_CAP_AMBIENT, Native.PR_CAP_AMBIENT_CLEAR_ALL)
+  return { readOnly }
+}
+
+/** Spawns an order's command; answers it, or the report of why it could not start (refused with a code, or failed). */
+const spawnOrder = (order: Order): Bun.Subprocess | Extract<Report, { kind: "refused" | "failed" }> => {
+  try {
+    const stdin = order.stdinPipe === true ? "inherit" : order.stdin === undefined ? "ignore" : Buffer.from(order.stdin, "base64")
+    return spawn(order.argv, order.cwd, order.env, stdin)
+  } catch (cause) {
+    const code = typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
+    const text = cause instanceof Error ? cause.message : String(cause)
+    return typeof code === "string" ? { kind: "refused", code, message: text } : { kind: "failed", message: text }
+  }
+}
+
+/** Sends the report of a command that did not start, and exits. */
+const refuse = (report: Extract<Report, { kind: "refused" | "failed" }>) => void send(report).then(() => process.exit(0))
+
+/**
+ * Spends, while the supervisor waits as the spare, the first-use costs an order would otherwise pay (see `main`),
+ * and with `sandbox` makes what every sandbox mounts ahead.
+ */
+const warmUp = async (readied: Readied, sandbox: boolean, way: Namespace.Way) => {
+  Capabilities.drop(false)
+  Sockets.prepare()
+  if (Landlock.abi() > 0) {
+    const sample = { read: Landlock.granted(Landlock.SYSTEM_READABLE, []), write: ["/tmp"], devices: ["/dev"] }
+    Landlock.restrict(sample, Landlock.abi(), false)
+    for (let round = 0; round < WARM_ROUNDS; round++) Landlock.restrict(sample, Landlock.abi(), false, [], Landlock.prepare())
+    readied.prepared = Landlock.prepare()
+  }
+  const warmer = Bun.which("true")
+  if (warmer !== null) {
+    try {
+      await conclude(spawn([warmer], "/", {}, "ignore"), "", 0)
+    } catch {
+      // nothing to warm with: the command's spawn takes the first-use cost
+    }
+  }
+  // What every sandbox mounts, done while waiting; the order's own mounts and rules come with it.
+  if (sandbox && way === "mount") {
+    Namespace.privateTerminals(way)
+    Namespace.hideSystemSecrets(way, readied.hidden)
+    readied.ahead = { sharedMemory: Namespace.privateSharedMemory(way) === undefined }
+  }
+}
+
+/**
+ * Runs the supervisor to its end (it exits the process); `parent` is core's pid. With `isolate`, it mounts the
+ * paths an order names read-only for its command, where it holds CAP_SYS_ADMIN (see ./namespace); with `deny`,
+ * the command cannot connect to those TCP ports, where Landlock has network rules.
+ */
+export const main = async (
+  parent: number,
+  { isolate, deny, pid, sandbox = false }: Flags = { isolate: false, deny: [], pid: false },
+): Promise<never> => {
+  const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
+  const { inNamespace, parentOf } = harden(parent, pid, way, deny)
 
   let child: Bun.Subprocess | undefined
   let ending: Promise<never> | undefined
-  /** The sandbox's shared rules, made ready during the warm-up. */
-  let prepared: Landlock.Prepared | undefined
-  /** The system's secrets covered so far (Namespace.hideSystemSecrets). */
-  const hidden: Namespace.Hidden = new Map()
-  /** The mounts every sandbox has, made ahead (SANDBOX): whether /dev/shm is the command's own. */
-  let ahead: { readonly sharedMemory: boolean } | undefined
-  /** The grants the order is expected to make (Expect), and when their rules were built ahead. */
-  let expected: Landlock.Grants | undefined
-  let expectedAt: number | undefined
-  /** Builds ahead the rules of the expected grants, once the warm-up is done (it ends with the mounts made ahead). */
-  const expect = () => {
-    if (expected === undefined || Landlock.abi() === 0) return
-    const grants = ahead?.sharedMemory ? { ...expected, write: [...expected.write, Namespace.SHARED_MEMORY] } : expected
-    const made = Landlock.prepare(Landlock.abi(), grants)
-    if (made === undefined) return
-    if (prepared !== undefined) Landlock.discard(prepared)
-    prepared = made
-    expectedAt = performance.now()
+  const readied: Readied = {
+    prepared: undefined,
+    hidden: new Map(),
+    ahead: undefined,
+    expected: undefined,
+    expectedAt: undefined,
   }
   let graceMs = GRACE_MS
   /** The command's name as the kernel shows it, for a report made without /proc. */
@@ -361,8 +484,8 @@ export const main = async (
   process.on("message", (message: unknown) => {
     if ((message as { readonly kind?: string }).kind === "expect") {
       if (ordered) return
-      expected = (message as Expect).grants
-      if (isWarm) expect()
+      readied.expected = (message as Expect).grants
+      if (isWarm) expectRules(readied)
       return
     }
     if (ordered) return
@@ -374,73 +497,17 @@ export const main = async (
   const run = (order: Order | undefined) => {
     if (order === undefined || child !== undefined || ending !== undefined) return
     graceMs = order.graceMs
-    if (order.grants === undefined && prepared !== undefined) Landlock.discard(prepared)
-    // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
-    const readOnly =
-      order.readOnly !== undefined && order.readOnly.length > 0 && Namespace.protect(way, order.readOnly) === undefined
-    // Mounting, so before Landlock; where this supervisor cannot, the command reaches every socket file, as it would
-    // without the sandbox.
-    if (order.grants !== undefined && order.sockets !== undefined && way === "mount") Sockets.hide(order.sockets)
-    // Mounting too: /dev/pts and /dev/shm become the command's own, /dev/shm writable; where it cannot, the
-    // command sees the host's terminals and /dev/shm stays unwritable.
-    // Made ahead in a spare readied for a sandbox, but for the system's secrets added or replaced since.
-    if (order.grants !== undefined) {
-      if (ahead === undefined) Namespace.privateTerminals(way)
-      Namespace.hideSystemSecrets(way, hidden)
-    }
-    const sharedMemory =
-      order.grants !== undefined && (ahead?.sharedMemory ?? Namespace.privateSharedMemory(way) === undefined)
-    const grants =
-      order.grants !== undefined && sharedMemory
-        ? { ...order.grants, write: [...order.grants.write, Namespace.SHARED_MEMORY] }
-        : order.grants
-    // What the rules deny inside granted trees (last of the mounts: each namespace made after it would copy every
-    // cover): a command that would read it must not start.
-    if (order.grants !== undefined && order.cover !== undefined) {
-      const uncovered = Namespace.cover(way, order.cover)
-      if (uncovered !== undefined) {
-        const message = `Could not keep what the read rules deny from the command: ${uncovered}`
-        void send({ kind: "failed", message }).then(() => process.exit(0))
-        return
-      }
-    }
-    // Rules built ahead from expected grants are as old as the spare's wait: past EXPECTED_MS, built again now.
-    if (expectedAt !== undefined && performance.now() - expectedAt > EXPECTED_MS && prepared !== undefined) {
-      Landlock.discard(prepared)
-      prepared = undefined
-    }
-    if (grants !== undefined) {
-      const failed = Landlock.restrict(grants, Landlock.abi(), true, [], prepared)
-      if (failed !== undefined) {
-        void send({ kind: "failed", message: `Could not apply the sandbox: ${failed}` }).then(() => process.exit(0))
-        return
-      }
-    }
-    if (order.grants !== undefined) {
-      // Last, as the mounts and rules above needed them; the supervisor needs none of those it drops to end the
-      // command. Where the kernel refuses, the command runs as it would without them (nothing to drop, or no seccomp).
-      Capabilities.drop()
-      if (order.sockets === undefined) Sockets.refuse()
-    }
-    // Capabilities a user namespace gave the supervisor stay its own: the command inherits none of them.
-    Native.prctl(Native.PR_CAP_AMBIENT, Native.PR_CAP_AMBIENT_CLEAR_ALL)
+    const sandboxed = applySandbox(order, way, readied)
+    if ("failed" in sandboxed) return refuse({ kind: "failed", message: sandboxed.failed })
     name = (order.argv[0] ?? "").split("/").pop()!.slice(0, 15)
-    try {
-      const stdin = order.stdinPipe === true ? "inherit" : order.stdin === undefined ? "ignore" : Buffer.from(order.stdin, "base64")
-      child = spawn(order.argv, order.cwd, order.env, stdin)
-    } catch (cause) {
-      const code = typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
-      const text = cause instanceof Error ? cause.message : String(cause)
-      void send(typeof code === "string" ? { kind: "refused", code, message: text } : { kind: "failed", message: text }).then(
-        () => process.exit(0),
-      )
-      return
-    }
+    const spawned = spawnOrder(order)
+    if ("kind" in spawned) return refuse(spawned)
+    child = spawned
     // The command's output pipes are the command's alone now: they close as soon as its last process is gone,
     // without waiting for the supervisor to exit.
     Native.releaseOutput()
-    void send({ kind: "started", pid: child.pid, readOnly, pidNamespace: inNamespace })
-    void child.exited.then(() => finish(graceMs))
+    void send({ kind: "started", pid: spawned.pid, readOnly: sandboxed.readOnly, pidNamespace: inNamespace })
+    void spawned.exited.then(() => finish(graceMs))
   }
   // Should the parent-death signal be missed, the supervisor still notices that core is gone.
   // And should ending ever stall with core gone, nothing is left to report to: it stops itself outright, once the
@@ -457,33 +524,11 @@ export const main = async (
   // spawning on first use; the code of an order and of its end is cold): spent here, while the supervisor waits as
   // the spare, not when the command starts. The sandbox's code runs once without applying anything, and the rules
   // every sandboxed order shares are made ready; a command is started and its end concluded as an order's are.
-  Capabilities.drop(false)
-  Sockets.prepare()
-  if (Landlock.abi() > 0) {
-    const sample = { read: Landlock.granted(Landlock.SYSTEM_READABLE, []), write: ["/tmp"], devices: ["/dev"] }
-    Landlock.restrict(sample, Landlock.abi(), false)
-    for (let round = 0; round < WARM_ROUNDS; round++) Landlock.restrict(sample, Landlock.abi(), false, [], Landlock.prepare())
-    prepared = Landlock.prepare()
-  }
-  const warmer = Bun.which("true")
-  if (warmer !== null) {
-    try {
-      await conclude(spawn([warmer], "/", {}, "ignore"), "", 0)
-    } catch {
-      // nothing to warm with: the command's spawn takes the first-use cost
-    }
-  }
-  // What every sandbox mounts, done while waiting; the order's own mounts and rules come with it.
-  if (sandbox && way === "mount") {
-    Namespace.privateTerminals(way)
-    Namespace.hideSystemSecrets(way, hidden)
-    ahead = { sharedMemory: Namespace.privateSharedMemory(way) === undefined }
-  }
-  expect()
+  await warmUp(readied, sandbox, way)
+  expectRules(readied)
   run(undefined)
   isWarm = true
   warmed()
   void send({ kind: "ready" })
   return new Promise<never>(() => {})
 }
-

@@ -1,0 +1,80 @@
+// The apply_patch format's parser on its own: each malformed section is refused naming the patch line and what was
+// expected there; a well-formed patch gives its operations in order (sections, moves, hunks with End of File).
+
+import { describe, expect, test } from "bun:test"
+import * as Result from "effect/Result"
+import { Patch } from "../../src/builtin/patch"
+
+const refusal = (...lines: ReadonlyArray<string>) => {
+  const parsed = Patch.parse(lines.join("\n"))
+  if (Result.isSuccess(parsed)) throw new Error(`expected a refusal, parsed ${JSON.stringify(parsed.success)}`)
+  return parsed.failure
+}
+
+describe("Patch.parse", () => {
+  test("a section marker without a path is refused at its line", () => {
+    expect(refusal("*** Begin Patch", "*** Add File:", "+a", "*** End Patch")).toEqual({
+      line: 2,
+      message: 'Line 2: "*** Add File:" needs a file path after it.',
+    })
+    expect(refusal("*** Begin Patch", "*** Update File: a.txt", "*** Move to:", "*** End Patch").message).toBe(
+      'Line 3: "*** Move to:" needs a file path after it.',
+    )
+  })
+
+  test("a deleted file with lines, a hunk with none, and a patch with no sections are refused", () => {
+    expect(refusal("*** Begin Patch", "*** Delete File: a.txt", "+x", "*** End Patch").message).toBe(
+      'Line 3: expected the next "*** " section after "*** Delete File: a.txt" (a deleted file has no lines), found "+x".',
+    )
+    expect(refusal("*** Begin Patch", "*** Update File: a.txt", "@@", "@@", "-x", "*** End Patch").message).toBe(
+      'Line 3: the hunk has no lines; give context (" "), removed ("-") or added ("+") lines after "@@".',
+    )
+    expect(refusal("*** Begin Patch", "*** End Patch").message).toBe(
+      'Line 2: the patch changes no files: add "*** Add File:", "*** Update File:" or "*** Delete File:" sections.',
+    )
+  })
+
+  test("anything after the end marker is refused", () => {
+    expect(refusal("*** Begin Patch", "*** Delete File: a.txt", "*** End Patch", "", "more")).toEqual({
+      line: 5,
+      message: 'Line 5: expected nothing after "*** End Patch", found "more".',
+    })
+  })
+
+  test("a well-formed patch gives its sections in order, with moves, headers and End of File", () => {
+    const parsed = Patch.parse(
+      [
+        "*** Begin Patch",
+        "*** Add File: new.txt",
+        "+one",
+        "",
+        "+two",
+        "*** Update File: old.txt",
+        "*** Move to: moved.txt",
+        "@@ function f() {",
+        " keep",
+        "-gone",
+        "+come",
+        "*** End of File",
+        "",
+        "*** Delete File: gone.txt",
+        "*** End Patch",
+      ].join("\n"),
+    )
+    expect(Result.isSuccess(parsed)).toBe(true)
+    if (Result.isFailure(parsed)) return
+    expect(parsed.success).toEqual([
+      { _tag: "Add", path: "new.txt", line: 2, lines: ["one", "", "two"] },
+      {
+        _tag: "Update",
+        path: "old.txt",
+        line: 6,
+        moveTo: "moved.txt",
+        hunks: [
+          { line: 8, header: "function f() {", old: ["keep", "gone"], new: ["keep", "come"], context: [0, undefined], endOfFile: true },
+        ],
+      },
+      { _tag: "Delete", path: "gone.txt", line: 14 },
+    ])
+  })
+})
