@@ -316,6 +316,8 @@ describe("a sidecar exec cannot trust", () => {
 
   test("dying mid-call: exec says so and exits 3; the call does not run again", async () => {
     const box = sandbox({ "tools/wait.ts": waitTool({ record: "wait", progress: { message: "waiting" } }) })
+    // A short lease, so the call the sidecar held is known to be abandoned soon after it died.
+    box.env.CORE_LEASE_MS = "500"
     const sidecar = await serve(box)
     const running = await start(box, [
       "exec", "wait", "--input", "{}", "--location", box.location, "--session", "ses_died", "--call", "call_died",
@@ -327,6 +329,12 @@ describe("a sidecar exec cannot trust", () => {
     expect(result.stdout).toBe("")
     expect(result.stderr).toContain("stopped before answering; it may have run")
     expect(result.stderr).toContain("--session ses_died --call call_died")
+    expect(runs(box, "wait")).toBe(1)
+
+    // Called again (in process now), it does not run a second time: the store's record of it answers.
+    const again = await exec(box, "died", "wait", {})
+    expect(again.code).toBe(1)
+    expect(JSON.parse(again.stdout)).toMatchObject({ callID: "call_died", status: "error", error: { kind: "interrupted" } })
     expect(runs(box, "wait")).toBe(1)
   })
 })
