@@ -182,6 +182,38 @@ describe("core exec with a core serve of the same data directory", () => {
     }
   })
 
+  test("on a terminal, the person is prompted as in process and the answer reaches the sidecar", async () => {
+    const sidecar = await ready()
+    const before = runs(box, "deploy")
+    const outputs: Array<{ code: number; output: string }> = []
+    for (const [tag, typed, env] of [
+      ["ttyf1", "o\n", {}],
+      ["ttyp1", "o\n", OFF],
+      ["ttyf2", "r\nDeploy to staging first.\n", {}],
+      ["ttyp2", "r\nDeploy to staging first.\n", OFF],
+    ] as const) {
+      const args = ["exec", "deploy", "--input", '{"target":"prod"}', "--location", box.location, "--session", `ses_${tag}`, "--call", `call_${tag}`]
+      const command = [await binary(), ...args].map((part) => `'${part.replaceAll("'", "'\\''")}'`).join(" ")
+      const child = Bun.spawn(["script", "-qec", command, "/dev/null"], {
+        env: { ...process.env, ...box.env, ...env },
+        stdin: new Blob([typed]),
+        stdout: "pipe",
+        stderr: "pipe",
+      })
+      const [code, output] = await Promise.all([child.exited, new Response(child.stdout).text()])
+      outputs.push({ code, output: output.replaceAll(tag, "X") })
+    }
+    expect(sidecar.stderr()).toContain("call=call_ttyf1 ")
+    expect(sidecar.stderr()).toContain("call=call_ttyf2 ")
+    expect(outputs[0]).toEqual(outputs[1]!)
+    expect(outputs[2]).toEqual(outputs[3]!)
+    expect(outputs[0]!.output).toContain('core: allow deploy on "*"? [o]nce, [a]lways (saves "*"), [r]eject:')
+    expect(outputs[0]!.code).toBe(0)
+    expect(outputs[2]!.output).toContain("Deploy to staging first.")
+    expect(outputs[2]!.code).toBe(1)
+    expect(runs(box, "deploy")).toBe(before + 2)
+  })
+
   test("a replay answers the recorded settlement across the two: forwarded then in process, and back", async () => {
     const sidecar = await ready()
     const first = await exec(box, "replay1", "echo", { text: "once" })
