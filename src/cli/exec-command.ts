@@ -41,6 +41,10 @@ Options:
   -h, --help        show this help
 
 Exit codes: 0 success, 1 model-visible error, 2 usage error, 3 operational failure, 4 declined, 130 cancelled.
+
+With a core serve of the same data directory running on this Location (its --location or under an --allow-root),
+with the same core and environment, the call settles there, printing and exiting the same (docs/serve.md, "core
+exec forwards"). CORE_EXEC_FORWARD=0 settles it in this process.
 `
 
 const OPTIONS = {

@@ -45,6 +45,9 @@ Environment:
                   every host sharing it (AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, ...)
   CORE_LEASE_MS   how long a running call's lease lasts unless renewed (default 5000)
   CORE_USER       who saved approvals are recorded as approved by (default user@host)
+  CORE_EXEC_FORWARD
+                  0: core exec settles in process even with a core serve of the same data
+                  directory running (default: it settles there, see core exec --help)
   CORE_HOME       application tools in $CORE_HOME/tools/*.ts and $CORE_HOME/core.json
                   (default ~/.config/core)
   OTEL_EXPORTER_OTLP_ENDPOINT
