@@ -112,15 +112,18 @@ const within = (location: string, root: string) => location === root || location
 export const candidates = (dataDir: string, location: string): ReadonlyArray<Sidecar> => {
   const uid = process.getuid?.()
   if (uid === undefined) return []
+  let names: ReadonlyArray<string>
   try {
     // The data directory may be a link the user made; what it holds is checked without following links.
-    if (!own(statSync(dataDir), uid, 0o022)) return []
+    const stats = statSync(dataDir)
+    if (!stats.isDirectory() || !own(stats, uid, 0o022)) return []
+    names = readdirSync(dataDir)
   } catch {
     return []
   }
   const environment = Forwarding.environmentDigest(process.env)
   const found: Array<Sidecar> = []
-  for (const name of readdirSync(dataDir)) {
+  for (const name of names) {
     const pid = Forwarding.DIRECTORY_PATTERN.exec(name)?.[1]
     if (pid === undefined) continue
     const directory = join(dataDir, name)
