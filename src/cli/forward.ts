@@ -239,24 +239,33 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
     name: flags.name,
     input,
   }
+  const cancelPath = `/v1/calls/${encodeURIComponent(call.sessionID)}/${encodeURIComponent(call.toolCallID)}/cancel`
+  const cancel = () => void request(sidecar, "POST", cancelPath).catch(() => undefined)
+  let signalled = false
+  const onSignal = () => {
+    // A second signal does not wait for the cancelled settlement; the sidecar still ends the call's processes.
+    if (signalled) process.exit(EXIT.cancelled)
+    signalled = true
+    cancel()
+  }
+  // From before the call is sent: a signal while it starts cancels it too.
+  process.on("SIGINT", onSignal)
+  process.on("SIGTERM", onSignal)
+
   // Refused, or the sidecar gone, before an answer began (the turn expired meanwhile, say): in process it goes. Were
   // the call started there after all, the store's record of it keeps it from running twice.
   const response = await request(sidecar, "POST", `/v1/turns/${encodeURIComponent(turnID)}/calls/stream`, {
     body: call,
     accept: "text/event-stream",
   }).catch(() => undefined)
-  if (response === undefined || response.status !== 200 || response.body === null) return undefined
-
-  const callPath = `/v1/calls/${encodeURIComponent(call.sessionID)}/${encodeURIComponent(call.toolCallID)}/cancel`
-  let signalled = false
-  const onSignal = () => {
-    // A second signal does not wait for the cancelled settlement; the sidecar still ends the call's processes.
-    if (signalled) process.exit(EXIT.cancelled)
-    signalled = true
-    void request(sidecar, "POST", callPath).catch(() => undefined)
+  if (response === undefined || response.status !== 200 || response.body === null) {
+    process.off("SIGINT", onSignal)
+    process.off("SIGTERM", onSignal)
+    if (signalled) return EXIT.cancelled
+    return undefined
   }
-  process.on("SIGINT", onSignal)
-  process.on("SIGTERM", onSignal)
+  // A cancel sent before the call was running found nothing to cancel: the call is running now.
+  if (signalled) cancel()
 
   let line: ProgressLine.ProgressLine | undefined
   const options = {
