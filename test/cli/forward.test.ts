@@ -6,7 +6,7 @@
 // forwarded is read off the sidecar's own log line for it.
 
 import { afterAll, describe, expect, test } from "bun:test"
-import { chmodSync, chownSync, cpSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, chownSync, cpSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { binary } from "../support/binary"
 import { echoTool, waitTool } from "../support/tools"
@@ -344,6 +344,46 @@ describe("a sidecar exec cannot trust", () => {
     chmodSync(record, 0o600)
     await exec(box, "trusted", "echo", { text: "t" })
     expect(sidecar.stderr()).toContain("call=call_trusted ")
+  })
+
+  test("a record or directory that is a symbolic link is not followed: in process", async () => {
+    const box = sandbox({ "tools/echo.ts": echoTool() })
+    const sidecar = await serve(box)
+    const directory = socketDirectory(box)
+    const record = join(directory, "serve.json")
+    const copy = join(box.data, "elsewhere.json")
+    cpSync(record, copy)
+    rmSync(record)
+    symlinkSync(copy, record)
+    await exec(box, "linked-record", "echo", { text: "l" })
+    rmSync(record)
+    cpSync(copy, record)
+    chmodSync(record, 0o600)
+    // The whole directory under another name, linked where a serve's would be.
+    const linked = join(box.data, `serve-${sidecar.pid}-linked`)
+    renameSync(directory, `${directory}-moved`)
+    symlinkSync(`${directory}-moved`, linked)
+    await exec(box, "linked-folder", "echo", { text: "l" })
+    expect(sidecar.stderr()).not.toContain("call=call_linked-record ")
+    expect(sidecar.stderr()).not.toContain("call=call_linked-folder ")
+  })
+
+  test("a model's tools cannot read the record's token, nor plant one, through exec", async () => {
+    const box = sandbox({ "tools/echo.ts": echoTool() })
+    await serve(box)
+    const record = join(socketDirectory(box), "serve.json")
+    const token = JSON.parse(readFileSync(record, "utf8")).token as string
+    for (const [name, input] of [
+      ["read", { filePath: record }],
+      ["grep", { pattern: ".", path: socketDirectory(box) }],
+      ["bash", { command: `cat ${record}` }],
+      ["write", { filePath: join(box.data, `serve-${process.pid}-model`, "serve.json"), content: "{}" }],
+    ] as const) {
+      const result = await exec(box, `model-${name}`, name, input)
+      expect({ name, leaked: result.stdout.includes(token) || result.stderr.includes(token) }).toEqual({ name, leaked: false })
+      expect({ name, status: JSON.parse(result.stdout).status }).not.toEqual({ name, status: "success" })
+    }
+    expect(readdirSync(box.data).some((entry) => entry.endsWith("-model"))).toBe(false)
   })
 
   test("dying mid-call: exec says so and exits 3; the call does not run again", async () => {
