@@ -19,6 +19,7 @@ import { Json } from "../config/json"
 import { Forwarding } from "../server/forwarding"
 import { AskAnswer } from "./ask-answer"
 import { ProgressLine } from "./progress-line"
+import { StdinText } from "./stdin-text"
 
 /** How long a sidecar may take to answer health before exec runs in process instead. */
 const HEALTH_TIMEOUT_MS = 1_000
@@ -44,8 +45,8 @@ interface Flags {
 }
 
 /**
- * The flags of `core exec ARGS`, when they are the plain form forwarding handles: anything else (help, a usage error,
- * `--input -`, which reads stdin once) is left to the in-process path, which says what is wrong.
+ * The flags of `core exec ARGS`, when they are the plain form forwarding handles: anything else (help, a usage error)
+ * is left to the in-process path, which says what is wrong.
  */
 const flagsOf = (args: ReadonlyArray<string>): Flags | undefined => {
   const values: Record<string, string> = {}
@@ -70,7 +71,7 @@ const flagsOf = (args: ReadonlyArray<string>): Flags | undefined => {
     else return undefined
   }
   const [name] = positionals
-  if (name === undefined || positionals.length !== 1 || values.input === undefined || values.input === "-") return undefined
+  if (name === undefined || positionals.length !== 1 || values.input === undefined) return undefined
   for (const flag of ["agent", "session", "message", "call"]) if (values[flag]?.trim() === "") return undefined
   return { ...values, name, input: values.input, yes } as Flags
 }
@@ -330,10 +331,6 @@ export const run = async (args: ReadonlyArray<string>): Promise<number | undefin
   if (Object.keys(env).some((name) => name.startsWith("OTEL_"))) return undefined
   const flags = flagsOf(args)
   if (flags === undefined) return undefined
-  const parsed = Json.parseStrict(flags.input)
-  if (!parsed.ok) return undefined
-  const input = parsed.value
-  if (typeof input !== "object" || input === null || Array.isArray(input) || Json.findNul(input) !== undefined) return undefined
   let location: string
   try {
     const absolute = resolve(flags.location ?? ".")
@@ -343,7 +340,14 @@ export const run = async (args: ReadonlyArray<string>): Promise<number | undefin
     return undefined
   }
   const dataDir = resolve(env.CORE_DATA_DIR || join(homedir(), ".local/share/core"))
-  for (const sidecar of candidates(dataDir, location)) {
+  const found = candidates(dataDir, location)
+  if (found.length === 0) return undefined
+  // `--input -` is read only now that there is somewhere to forward to; in process reads the same text (./stdin-text).
+  const parsed = Json.parseStrict(flags.input === "-" ? await StdinText.read() : flags.input)
+  if (!parsed.ok) return undefined
+  const input = parsed.value
+  if (typeof input !== "object" || input === null || Array.isArray(input) || Json.findNul(input) !== undefined) return undefined
+  for (const sidecar of found) {
     let turnID: string | undefined
     try {
       turnID = await turnFor(sidecar, flags.name, flags.agent)

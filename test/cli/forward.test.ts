@@ -157,6 +157,26 @@ describe("core exec with a core serve of the same data directory", () => {
     expect(broken.code).toBe(2)
   })
 
+  test("--input - reads stdin once: forwarded, or in process after all (invalid JSON), the same as in process", async () => {
+    const sidecar = await ready()
+    const outcomes: Array<ReturnType<typeof neutral>> = []
+    for (const [tag, stdin, env] of [
+      ["stdinf", '{"text":"piped"}', {}],
+      ["stdinp", '{"text":"piped"}', OFF],
+      ["stdinbadf", "{oops", {}],
+      ["stdinbadp", "{oops", OFF],
+    ] as const) {
+      const args = ["exec", "echo", "--input", "-", "--location", box.location, "--session", `ses_${tag}`, "--call", `call_${tag}`]
+      outcomes.push(neutral(await core({ ...box, env: { ...box.env, ...env } }, args, { stdin }), tag))
+    }
+    expect(sidecar.stderr()).toContain("call=call_stdinf ")
+    expect(outcomes[0]).toEqual(outcomes[1]!)
+    expect(JSON.parse(outcomes[0]!.stdout).structured).toBe("piped")
+    expect(outcomes[2]).toEqual(outcomes[3]!)
+    expect(outcomes[2]!.code).toBe(2)
+    expect(outcomes[2]!.stderr).toContain("--input is not valid JSON")
+  })
+
   test("asks: --yes approves once, without a terminal an ask is declined, a protected change is refused; all as in process", async () => {
     const sidecar = await ready()
     const before = runs(box, "deploy")
