@@ -94,6 +94,8 @@ const isRecord = (value: unknown): value is Forwarding.Record => {
   return (
     ["version", "execPath", "url", "token", "location", "environment"].every((key) => typeof record[key] === "string") &&
     typeof record.pid === "number" &&
+    // Only ever a plain http address: requests go to the socket, and name it as their Host.
+    /^http:\/\/[^/?#@\s]+$/.test(record.url as string) &&
     Array.isArray(record.roots) &&
     record.roots.every((root) => typeof root === "string")
   )
@@ -110,7 +112,7 @@ interface Sidecar {
 const within = (location: string, root: string) => location === root || location.startsWith(root.endsWith(sep) ? root : root + sep)
 
 /** The sidecars of `dataDir` whose record checks out for `location`, the one serving it as its --location first. */
-export const candidates = (dataDir: string, location: string): ReadonlyArray<Sidecar> => {
+const candidates = (dataDir: string, location: string): ReadonlyArray<Sidecar> => {
   const uid = process.getuid?.()
   if (uid === undefined) return []
   let names: ReadonlyArray<string>
