@@ -323,8 +323,8 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
 
 /**
  * Settles `core exec ARGS` in a running core serve of the same data directory and answers its exit code, or
- * undefined (having sent nothing) when exec must run in process: forwarding turned off, a form or a case it does
- * not handle, no sidecar that checks out.
+ * undefined when exec must run in process: forwarding turned off, a form or a case it does not handle, no sidecar
+ * that checks out, or one that refused the call before settling anything.
  */
 export const run = async (args: ReadonlyArray<string>): Promise<number | undefined> => {
   const env = process.env
