@@ -406,6 +406,23 @@ describe("a sidecar exec cannot trust", () => {
     expect(readdirSync(box.data).some((entry) => entry.endsWith("-model"))).toBe(false)
   })
 
+})
+
+describe("a sidecar that stops mid-call", () => {
+  test("stopping gracefully mid-call: the call is cancelled, and exec prints its cancelled settlement and exits 130", async () => {
+    const box = sandbox({ "tools/wait.ts": waitTool({ record: "wait", progress: { message: "waiting" } }) })
+    const sidecar = await serve(box)
+    const running = await start(box, [
+      "exec", "wait", "--input", "{}", "--location", box.location, "--session", "ses_stop", "--call", "call_stop",
+    ])
+    await running.stderrContains("progress: waiting\n")
+    await sidecar.stop("SIGTERM")
+    const result = await running.finished()
+    expect(result.code).toBe(130)
+    expect(JSON.parse(result.stdout)).toMatchObject({ callID: "call_stop", status: "cancelled" })
+    expect(runs(box, "wait")).toBe(1)
+  })
+
   test("dying mid-call: exec says so and exits 3; the call does not run again", async () => {
     const box = sandbox({ "tools/wait.ts": waitTool({ record: "wait", progress: { message: "waiting" } }) })
     // A short lease, so the call the sidecar held is known to be abandoned soon after it died.
