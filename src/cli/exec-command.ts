@@ -20,6 +20,7 @@ import { Asks } from "./asks"
 import { Command } from "./command"
 import { Diagnostics } from "./diagnostics"
 import { ProgressLine } from "./progress-line"
+import { StdinText } from "./stdin-text"
 import { Runtime } from "./runtime"
 import type { Tool } from "../tool/tool"
 import { Host } from "../host/host"
@@ -41,6 +42,10 @@ Options:
   -h, --help        show this help
 
 Exit codes: 0 success, 1 model-visible error, 2 usage error, 3 operational failure, 4 declined, 130 cancelled.
+
+With a core serve of the same data directory running on this Location (its --location or under an --allow-root),
+with the same core and environment, the call settles there, printing and exiting the same (docs/serve.md, "core
+exec forwards"). CORE_EXEC_FORWARD=0 settles it in this process.
 `
 
 const OPTIONS = {
@@ -60,7 +65,7 @@ export const readInput = (command: string, raw: string | undefined) =>
   Effect.gen(function* () {
     const usage = (message: string) => new Command.UsageError({ command, message })
     if (raw === undefined) return yield* usage("--input JSON is required (use --input - to read it from stdin)")
-    const text = raw === "-" ? yield* Effect.promise(() => Bun.stdin.text()) : raw
+    const text = raw === "-" ? yield* Effect.promise(StdinText.read) : raw
     const parsed = Json.parseStrict(text)
     if (!parsed.ok) return yield* usage(`--input is not valid JSON: ${parsed.problem.message}`)
     const value = parsed.value

@@ -1,6 +1,7 @@
 // The `core` executable's entry: answers `--version` and `--help` (and a bare `core`) before anything of core is
-// loaded, then hands every command to ./dispatch, which loads Effect and the command's own modules. Nothing here may
-// import more than the supervisor hook and package.json: this file is what the two cheapest commands cost.
+// loaded, then hands every command to ./dispatch, which loads Effect and the command's own modules (`core exec` first
+// tries ./forward, which loads no Effect). Nothing here may import more than the supervisor hook and package.json:
+// this file is what the two cheapest commands cost.
 
 // First: `core __supervise` is the per-call supervisor of a shell command, and must not wait for the rest.
 import "../shell/launch"
@@ -44,6 +45,9 @@ Environment:
                   every host sharing it (AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, ...)
   CORE_LEASE_MS   how long a running call's lease lasts unless renewed (default 5000)
   CORE_USER       who saved approvals are recorded as approved by (default user@host)
+  CORE_EXEC_FORWARD
+                  0: core exec settles in process even with a core serve of the same data
+                  directory running (default: it settles there, see core exec --help)
   CORE_HOME       application tools in $CORE_HOME/tools/*.ts and $CORE_HOME/core.json
                   (default ~/.config/core)
   OTEL_EXPORTER_OTLP_ENDPOINT
@@ -76,6 +80,13 @@ const command = argv[0]
 if (command === undefined) await answer(2, HELP, USAGE)
 if (command === "--help" || command === "-h" || command === "help") await answer(1, HELP, OK)
 if (command === "--version" || command === "-v") await answer(1, `${packageJson.version}\n`, OK)
+// `core exec` settles through a running `core serve` of the same data directory when there is one that fits, before
+// Effect or anything of the host is loaded (./forward); otherwise in process, below.
+if (command === "exec") {
+  const forward = () => import("./forward")
+  const code = await forward().then((module) => module.Forward.run(argv.slice(1)))
+  if (code !== undefined) process.exit(code)
+}
 // Through a function: knip traces the namespace's members only in a dynamic import's callback.
 const dispatch = () => import("./dispatch")
 await dispatch().then((module) => module.Dispatch.run(argv))

@@ -21,6 +21,13 @@ export const PermissionRequest = Schema.Struct({
   action: Schema.String,
   resources: Schema.Array(Schema.String),
   save: Schema.Array(Schema.String).annotate({ description: 'The patterns an "always" reply saves' }),
+  protected: Schema.optionalKey(
+    Schema.String.annotate({
+      description:
+        "Present when the resources are core's own configuration (what they are): only a person may approve it, " +
+        "each time; an answerer without a person replies reject",
+    }),
+  ),
 }).annotate({ identifier: "PermissionRequest" })
 export type PermissionRequest = typeof PermissionRequest.Type
 

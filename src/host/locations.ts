@@ -79,13 +79,16 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   }
   /** The Locations kept now: each protects the others' configuration from its calls. */
   const locations = () => [...kept.keys()]
+  /** Whether the application's tools reported a diagnostic when first loaded (later ones reach each Location). */
+  let homeWarned = false
+  const applicationWarned = () => homeWarned
 
   // Built in a fiber of its own: a client that goes away mid-build does not fail the build for others waiting.
   const build = (entry: Kept) =>
     Effect.gen(function* () {
       const config = yield* Config.load({ location: entry.directory, home: options.home })
       const locationScope = yield* Scope.fork(scope)
-      const served = yield* Served.make({ ...options, directory: entry.directory, config, locations }).pipe(
+      const served = yield* Served.make({ ...options, directory: entry.directory, config, locations, applicationWarned }).pipe(
         Scope.provide(locationScope),
         Effect.provideContext(context),
         Effect.onError(() => Scope.close(locationScope, Exit.void)),
@@ -150,7 +153,10 @@ export const make = Effect.fnUntraced(function* (options: Options) {
 
   const application = yield* Registry.Application
   const home = ToolFiles.make(options.home, application.tools, scope, new ToolFiles.Versions())
-  for (const diagnostic of yield* home.loadAll) options.log(`core: warning: ${diagnostic.file}: ${diagnostic.message}`)
+  for (const diagnostic of yield* home.loadAll) {
+    options.log(`core: warning: ${diagnostic.file}: ${diagnostic.message}`)
+    homeWarned = true
+  }
 
   const all = () => [...kept.values()].flatMap((entry) => (entry.served === undefined ? [] : [entry.served]))
   const everywhere = (effect: (served: Served.Interface) => Effect.Effect<void>) => Effect.forEach(all(), effect)

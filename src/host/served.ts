@@ -112,6 +112,8 @@ export interface Interface {
   readonly reload: (changes: Watch.Changes) => Effect.Effect<void>
   /** Diagnostics of the first load. */
   readonly diagnostics: ReadonlyArray<Discovery.Diagnostic>
+  /** Whether it (or the application's tools) reported a diagnostic since it was made, even one fixed since. */
+  readonly warned: () => boolean
   /** The tools the host registered and performs itself, and their calls waiting for an answer. */
   readonly hostTools: HostTools.Interface
   /** How many calls are running in it (in every live generation). */
@@ -138,6 +140,8 @@ export interface Options {
   readonly activity?: Activity.Log
   /** Every Location the host serves now (real directories), this one among them. */
   readonly locations?: () => ReadonlyArray<string>
+  /** Whether the application's tools ($CORE_HOME) reported a diagnostic at the host's start. */
+  readonly applicationWarned?: () => boolean
 }
 
 /** The pending ask as a host sees it; its id names the generation that asked, so a reply finds it. */
@@ -148,6 +152,7 @@ const publicRequest = (serial: number, request: Permission.Request): Events.Perm
   action: request.action,
   resources: request.resources,
   save: request.save,
+  ...(request.protected === undefined ? {} : { protected: request.protected }),
 })
 
 /**
@@ -184,7 +189,12 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   const scope = yield* Scope.Scope
   const shared = yield* Effect.context<Shared>()
   const events = yield* Events.bus<Events.Server>()
-  const publish = (event: Events.Server) => PubSub.publish(events, event).pipe(Effect.asVoid)
+  let warned = false
+  const publish = (event: Events.Server) =>
+    Effect.suspend(() => {
+      if (event.event === "diagnostic") warned = true
+      return PubSub.publish(events, event).pipe(Effect.asVoid)
+    })
   // The built-ins write todo lists through this, so every list written in the Location is announced.
   const todos = Context.get(shared, Todos.Service)
   const announcing = Context.add(shared, Todos.Service, Todos.Service.of({
@@ -474,6 +484,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     reload,
     hostTools,
     diagnostics: first.diagnostics,
+    warned: () => warned || options.applicationWarned?.() === true,
     running: () => {
       let count = 0
       for (const generation of live) count += generation.active

@@ -23,6 +23,7 @@ import { Boundary } from "./boundary"
 import { Credentials } from "./credentials"
 import { ManagedOutputs } from "../output/managed-outputs"
 import { Protected } from "./protected"
+import { ProtectedMessage } from "./protected-message"
 import { type Any as AnyRefusal, Declined, Denied, deniedText, Rejected } from "../tool/refusal"
 import { Rule } from "./rule"
 
@@ -171,7 +172,7 @@ export class Service extends Context.Service<Service, Interface>()("core/Permiss
  */
 export const personRequired = (request: Request): Reply => ({
   reply: "reject",
-  message: Protected.personRequired(request.protected ?? "core's own configuration", request.resources),
+  message: ProtectedMessage.personRequired(request.protected ?? "core's own configuration", request.resources),
 })
 
 export interface Options {

@@ -326,9 +326,3 @@ export const movesDirectory = (names: ReadonlyArray<string>): boolean =>
 export const anchored = (value: string | undefined): boolean =>
   value !== undefined && (value.startsWith("/") || value === "~" || value.startsWith("~/"))
 
-/** What a person is told when a protected change cannot be asked: nobody is there to approve it. */
-export const personRequired = (what: string, resources: ReadonlyArray<string>): string =>
-  `Refused: ${resources.map((resource) => JSON.stringify(resource)).join(", ")} would change ${what}. Core's own ` +
-  "configuration changes only with a person's approval, asked each time; no rule, saved approval or --yes can " +
-  "give it, and there is no person here to ask. A person must make that change (or run the call where core can " +
-  "ask them). Do not retry it."

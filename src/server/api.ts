@@ -127,6 +127,13 @@ export const Turn = Schema.Struct({
         "declarations, sent as tools: [{ functionDeclarations }])",
     }),
   ),
+  warnings: Schema.optionalKey(
+    Schema.Literal(true).annotate({
+      description:
+        "Present once this Location (or the application's tools) reported a load problem since the serve started " +
+        "(the serve's stderr and diagnostic events say which), even if fixed since",
+    }),
+  ),
 }).annotate({
   identifier: "Turn",
   description: "The catalog captured for one provider turn; settle the turn's calls through its turnID",
@@ -204,6 +211,15 @@ export const ReplyRequest = Schema.Struct({
     Schema.String.annotate({
       description: "With reject: feedback the model reads (the call fails with it); without, the call is declined",
     }),
+  ),
+  unattended: Schema.optionalKey(
+    Schema.Boolean.annotate({
+      description:
+        "With reject and no message: nobody could be asked (the model is told so, with why); for a host with no person to ask",
+    }),
+  ),
+  why: Schema.optionalKey(
+    Schema.String.annotate({ description: "With unattended: why nobody could be asked, naming the host" }),
   ),
 }).annotate({ identifier: "ReplyRequest" })
 export type ReplyRequest = typeof ReplyRequest.Type

@@ -202,10 +202,11 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
           }),
         )
         const { definitions } = turn.materialization
+        const warnings = route.served.warned() ? `,"warnings":true` : ""
         const head = `{"turnID":${JSON.stringify(turn.id)},"definitions":${serialized(definitions)}`
-        if (turn.prepared === undefined) return Respond.text(200, `${head}}`)
+        if (turn.prepared === undefined) return Respond.text(200, `${head}${warnings}}`)
         const { provider, tools } = turn.prepared
-        return Respond.text(200, `${head},"provider":${JSON.stringify(provider)},"tools":${serialized(tools)}}`)
+        return Respond.text(200, `${head},"provider":${JSON.stringify(provider)},"tools":${serialized(tools)}${warnings}}`)
       }),
 
     settle: (route) => settle(route, wantsEvents(route.request)),
@@ -316,7 +317,9 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
         const reply: Permission.Reply =
           request.reply === "reject"
             ? request.message === undefined
-              ? { reply: "reject" }
+              ? request.unattended === true
+                ? { reply: "reject", unattended: true, ...(request.why === undefined ? {} : { why: request.why }) }
+                : { reply: "reject" }
               : { reply: "reject", message: request.message }
             : { reply: request.reply }
         yield* route.served.reply(id, reply).pipe(

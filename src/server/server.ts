@@ -17,6 +17,7 @@ import type { Activity } from "../host/activity"
 import type { Host } from "../host/host"
 import { Sidecar } from "../host/sidecar"
 import { Supervised } from "../shell/supervised"
+import { Forwarding } from "./forwarding"
 import { Guard } from "./guard"
 import { Router } from "./router"
 import { Respond } from "./respond"
@@ -146,12 +147,16 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
   const mcp = options.mcp === undefined ? undefined : yield* options.mcp(sidecar)
   // Requests run in the handler's own fibers: they get the tracer this server runs with, when one keeps spans.
   const tracer = yield* Effect.tracer
+  // `core exec` of the same data directory forwards its calls with a token of its own (./forwarding).
+  const forwardToken = Security.generateToken()
+  const checkToken = Security.tokenChecker(options.token)
+  const checkForwardToken = Security.tokenChecker(forwardToken)
   const web = Router.make({
     ...(tracer === Tracer.nativeTracer ? {} : { tracer }),
     ...(mcp === undefined ? {} : { mcp }),
     sidecar,
     version: packageJson.version,
-    checkToken: Security.tokenChecker(options.token),
+    checkToken: (authorization) => checkToken(authorization) || checkForwardToken(authorization),
     checkHost: (host) => checkHost(host),
     roots: options.roots,
     log: options.log,
@@ -164,7 +169,7 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
   yield* Effect.sync(() => mkdirSync(options.environment.dataDir, { recursive: true, mode: 0o700 }))
   const directory = yield* Effect.sync(() => socketDirectory(options.environment.dataDir))
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(directory, { recursive: true, force: true })))
-  const socket = join(directory, "http.sock")
+  const socket = join(directory, Forwarding.SOCKET_NAME)
   const server = yield* Effect.try({
     try: () =>
       Bun.serve({
@@ -229,7 +234,20 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
         `${Math.floor(connectionDescriptors(limit) / 3)} connections at once; raise the limit to at least ${MIN_OPEN_FILES}`,
     )
   }
-  options.onReady({ url: `http://${Security.authority(options.host, port)}`, token: options.token })
+  const url = `http://${Security.authority(options.host, port)}`
+  yield* Effect.sync(() =>
+    Forwarding.write(directory, {
+      version: packageJson.version,
+      pid: process.pid,
+      execPath: process.execPath,
+      url,
+      token: forwardToken,
+      location: options.primary.directory,
+      roots: options.roots,
+      environment: Forwarding.environmentDigest(process.env),
+    }),
+  )
+  options.onReady({ url, token: options.token })
 
   yield* options.stop
   options.log("core: shutting down: cancelling running calls")

@@ -16,19 +16,22 @@ const POSTGRES = /\/src\/store\/postgres-store\.ts$/
 /** What `--version` and `--help` may evaluate: the entry, the supervisor hook it imports first, package.json. */
 const ENTRY = /\/src\/cli\/main\.ts$|\/src\/shell\/launch\.ts$|\/package\.json$|\/startup-recorder\.ts$/
 
+/** The environment a recorded run gets: where the recorder writes, and a fresh CORE_HOME and data directory. */
+const isolated = (record: string) => ({ CORE_TEST_LOADED: record, CORE_HOME: tempDir("core-home-"), CORE_DATA_DIR: tempDir("core-data-") })
+
 /** The modules `core ARGS` evaluated, run from source with the recorder preloaded, in `location`. */
 const loaded = async (
   args: ReadonlyArray<string>,
   location: string,
   env: Record<string, string> = {},
   exitCode = 0,
+  record = join(tempDir("core-loaded-"), "loaded.json"),
 ): Promise<ReadonlyArray<string>> => {
-  const record = join(tempDir("core-loaded-"), "loaded.json")
   const child = Bun.spawn(
     [process.execPath, "--preload", join(import.meta.dir, "startup-recorder.ts"), join(ROOT, "src/cli/main.ts"), ...args],
     {
       cwd: location,
-      env: { ...process.env, CORE_TEST_LOADED: record, CORE_HOME: tempDir("core-home-"), CORE_DATA_DIR: tempDir("core-data-"), ...env },
+      env: { ...process.env, ...isolated(record), ...env },
       stdout: "pipe",
       stderr: "pipe",
     },
@@ -85,6 +88,30 @@ describe("start-up", () => {
     // An endpoint where nothing listens: the call is unaffected, and the exporter is loaded.
     const on = await loaded(args, location, { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", OTEL_EXPORTER_OTLP_TIMEOUT: "100" })
     expect(on.some((path) => TRACING.test(path))).toBe(true)
+  })
+
+  test("core exec forwarded to a core serve of the same data directory evaluates no Effect and nothing of the host", async () => {
+    const record = join(tempDir("core-loaded-"), "loaded.json")
+    // The same environment for both (exec forwards only then); the serve runs without the recorder.
+    const env = isolated(record)
+    const serve = Bun.spawn([process.execPath, join(ROOT, "src/cli/main.ts"), "serve", "--location", location], {
+      cwd: location,
+      env: { ...process.env, ...env },
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    try {
+      await serve.stdout.getReader().read()
+      const modules = await loaded(["exec", "read", "--input", '{"filePath":"a.txt"}', "--location", location], location, env, 0, record)
+      expect(modules.some((path) => path.endsWith("/src/cli/forward.ts"))).toBe(true)
+      expect(modules.filter((path) => path.includes("/node_modules/effect/") || path.includes("/src/host/"))).toEqual([])
+      // Forced in process, the same call loads them.
+      const off = await loaded(["exec", "read", "--input", '{"filePath":"a.txt"}', "--location", location], location, { ...env, CORE_EXEC_FORWARD: "0" }, 0, record)
+      expect(off.some((path) => path.includes("/src/host/host.ts"))).toBe(true)
+    } finally {
+      serve.kill()
+      await serve.exited
+    }
   })
 
   test("the recorder sees what a command does use (so the checks above can fail)", async () => {

@@ -99,6 +99,8 @@ class Turn(TypedDict):
     # With a provider mapping: its name, and one tool per definition in that provider's shape.
     provider: NotRequired[str]
     tools: NotRequired[List[Any]]
+    # Present once the Location (or the application's tools) reported a load problem since the serve started.
+    warnings: NotRequired[bool]
 
 
 class PermissionRequest(TypedDict):
@@ -108,6 +110,7 @@ class PermissionRequest(TypedDict):
     action: str
     resources: List[str]
     save: List[str]
+    protected: NotRequired[str]
 
 
 class Progress(TypedDict):
@@ -163,5 +166,6 @@ class Event(TypedDict):
 # The host's answer to a delegated call: {"output": ...}, or {"error": {"message": ...}} for the model to read.
 HostCallResult = Dict[str, Any]
 
-# How to answer an ask: "once", "always", "reject", or {"reply": "reject", "message": ...} to fail the call with it.
-Reply = Union[ReplyKind, Dict[str, str]]
+# How to answer an ask: "once", "always", "reject", or {"reply": "reject", "message": ...} to fail the call with it,
+# or {"reply": "reject", "unattended": True, "why": ...} to tell the model nobody could be asked.
+Reply = Union[ReplyKind, Dict[str, Any]]

@@ -70,6 +70,8 @@ export interface Turn {
   readonly provider?: string
   /** With a provider: one tool per definition, in the same order, in that provider's shape. */
   readonly tools?: ReadonlyArray<unknown>
+  /** Present once the Location (or the application's tools) reported a load problem since the serve started. */
+  readonly warnings?: true
 }
 
 export interface PermissionRequest {
@@ -80,10 +82,20 @@ export interface PermissionRequest {
   readonly resources: ReadonlyArray<string>
   /** The patterns an `always` reply saves. */
   readonly save: ReadonlyArray<string>
+  /** Present when the ask would change core's own configuration (what it is): only a person may approve it. */
+  readonly protected?: string
 }
 
-/** How to answer an ask: `reject` with a message fails the call with it; without one, the call is declined. */
-export type Reply = "once" | "always" | "reject" | { readonly reply: "reject"; readonly message: string }
+/**
+ * How to answer an ask: `reject` with a message fails the call with it; without one, the call is declined; with
+ * `unattended`, the model is told nobody could be asked (and `why`).
+ */
+export type Reply =
+  | "once"
+  | "always"
+  | "reject"
+  | { readonly reply: "reject"; readonly message: string }
+  | { readonly reply: "reject"; readonly unattended: true; readonly why?: string }
 
 export interface Progress {
   readonly message: string

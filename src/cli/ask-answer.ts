@@ -1,0 +1,95 @@
+export * as AskAnswer from "./ask-answer"
+
+// How `core exec` answers one permission ask, whether the call runs in process or in a `core serve` it forwards to:
+// on a terminal a person is prompted (once / always / reject, with an optional message for the model); `--yes`
+// approves each ask once; otherwise an ask is declined, since nobody is there to answer it. A change to core's own
+// configuration is never approved without a person: `--yes` does not stand in for one. Prompts and notes go to
+// stderr. Imports nothing but types and a message: the forwarding path loads it without Effect.
+
+import type { Permission } from "../permission/permission"
+import { ProtectedMessage } from "../permission/protected-message"
+
+export interface Options {
+  /** Approve every ask once without prompting. */
+  readonly yes: boolean
+  /** Whether a person can be prompted (stdin and stderr are terminals). */
+  readonly interactive: boolean
+}
+
+/** What an ask shows: its action and resources, and what it changes of core's own configuration, if anything. */
+export interface Ask {
+  readonly action: string
+  readonly resources: ReadonlyArray<string>
+  readonly save: ReadonlyArray<string>
+  readonly protected?: string | undefined
+}
+
+export const describe = (request: Ask) =>
+  `${request.action} on ${request.resources.map((resource) => JSON.stringify(resource)).join(", ")}`
+
+/**
+ * Reads lines from the terminal through one readline interface, made when a person is first asked (loading
+ * node:readline only then) and kept: a second interface would miss lines the first had already buffered.
+ */
+export const terminalReader = (write: (text: string) => void) => {
+  let lines: { readonly iterator: AsyncIterator<string>; readonly close: () => void } | undefined
+  return {
+    readLine: async (prompt: string): Promise<string | undefined> => {
+      if (lines === undefined) {
+        const { createInterface } = require("node:readline") as typeof import("node:readline")
+        const terminal = createInterface({ input: process.stdin, terminal: false })
+        // The iterator buffers lines typed ahead of the next prompt.
+        lines = { iterator: terminal[Symbol.asyncIterator](), close: () => terminal.close() }
+      }
+      write(prompt)
+      const next = await lines.iterator.next()
+      return next.done === true ? undefined : next.value
+    },
+    close: () => lines?.close(),
+  }
+}
+
+/** What a person answered, as a reply. */
+export const promptReply = async (
+  request: Ask,
+  readLine: (prompt: string) => Promise<string | undefined>,
+): Promise<Permission.Reply> => {
+  const saves = request.save.length === 0 ? "nothing: it acts as once" : request.save.map((pattern) => JSON.stringify(pattern)).join(", ")
+  const note =
+    request.protected === undefined ? "" : `core: this changes ${request.protected}: asked each time, never saved.\n`
+  for (;;) {
+    const typed = await readLine(`${note}core: allow ${describe(request)}? [o]nce, [a]lways (saves ${saves}), [r]eject: `)
+    // The end of input (the terminal closed, or core is stopping) answers nothing, which declines.
+    if (typed === undefined) return { reply: "reject" }
+    const answer = typed.trim().toLowerCase()
+    if (answer === "o" || answer === "once") return { reply: "once" }
+    if (answer === "a" || answer === "always") return { reply: "always" }
+    if (answer === "r" || answer === "reject" || answer === "") {
+      const message = ((await readLine("core: a message for the model (leave empty to decline): ")) ?? "").trim()
+      return message === "" ? { reply: "reject" } : { reply: "reject", message }
+    }
+  }
+}
+
+/** The reply to `request`: a person's, through `readLine`, when one must be asked; `write` takes the notes. */
+export const reply = async (
+  request: Ask,
+  options: Options,
+  readLine: (prompt: string) => Promise<string | undefined>,
+  write: (text: string) => void,
+): Promise<Permission.Reply> => {
+  if (request.protected !== undefined && !options.interactive) {
+    write(`core: refused ${describe(request)}: it changes ${request.protected}, and only a person on a terminal may approve that (--yes does not)\n`)
+    return { reply: "reject", message: ProtectedMessage.personRequired(request.protected, request.resources) }
+  }
+  if (options.yes && request.protected === undefined) {
+    write(`core: approved once (--yes): ${describe(request)}\n`)
+    return { reply: "once" }
+  }
+  if (options.interactive) return promptReply(request, readLine)
+  write(`core: declined ${describe(request)}: no terminal to ask; pass --yes to approve it once\n`)
+  return { reply: "reject", unattended: true, why: UNATTENDED_WHY }
+}
+
+/** Why an ask of `core exec` was declined without a person. */
+export const UNATTENDED_WHY = "core exec has no terminal to ask a person"

@@ -1,0 +1,363 @@
+export * as Forward from "./forward"
+
+// `core exec` through a running `core serve` of the same data directory (docs/serve.md, "core exec forwards"): the
+// call settles in the sidecar, which has the Location loaded already, and exec prints what it would have printed in
+// process: the same settlement, progress, asks (answered here, through the reply route) and exit code. Anything that
+// does not fit answers undefined before the call is sent, and exec runs in process. Loads no Effect and nothing of
+// the host floor: this path's cost is reading a few files and three requests on a unix socket.
+//
+// The sidecar is found only through its record in the data directory (../server/forwarding), and trusted only when
+// the directory, the record and the socket are the user's own and no one else can write them, its process is alive,
+// it answers health with this version, and it runs the same executable with the same environment on a Location
+// that is exec's own (its --location, or under an --allow-root).
+
+import { lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs"
+import { homedir } from "node:os"
+import { join, resolve, sep } from "node:path"
+import packageJson from "../../package.json" with { type: "json" }
+import { Json } from "../config/json"
+import { Forwarding } from "../server/forwarding"
+import { AskAnswer } from "./ask-answer"
+import { ProgressLine } from "./progress-line"
+import { StdinText } from "./stdin-text"
+
+/** How long a sidecar may take to answer health before exec runs in process instead. */
+const HEALTH_TIMEOUT_MS = 1_000
+/** How long it may take to make the turn (it may be loading a Location under a root for the first time). */
+const TURN_TIMEOUT_MS = 30_000
+/** A record larger than this is not one core serve wrote. */
+const MAX_RECORD_BYTES = 64 * 1024
+
+/** Exit codes (DESIGN §6), as ./command has them; that module loads Effect. */
+const EXIT = { ok: 0, modelError: 1, operational: 3, declined: 4, cancelled: 130 } as const
+
+const STRING_FLAGS = new Set(["input", "location", "agent", "session", "message", "call"])
+
+interface Flags {
+  readonly name: string
+  readonly input: string
+  readonly location?: string
+  readonly agent?: string
+  readonly session?: string
+  readonly message?: string
+  readonly call?: string
+  readonly yes: boolean
+}
+
+/**
+ * The flags of `core exec ARGS`, when they are the plain form forwarding handles: anything else (help, a usage error)
+ * is left to the in-process path, which says what is wrong.
+ */
+const flagsOf = (args: ReadonlyArray<string>): Flags | undefined => {
+  const values: Record<string, string> = {}
+  const positionals: Array<string> = []
+  let yes = false
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index]!
+    if (!arg.startsWith("-")) {
+      positionals.push(arg)
+      continue
+    }
+    if (arg === "--yes") {
+      yes = true
+      continue
+    }
+    if (!arg.startsWith("--")) return undefined
+    const equals = arg.indexOf("=")
+    const flag = arg.slice(2, equals === -1 ? undefined : equals)
+    if (!STRING_FLAGS.has(flag)) return undefined
+    if (equals !== -1) values[flag] = arg.slice(equals + 1)
+    else if (index + 1 < args.length) values[flag] = args[++index]!
+    else return undefined
+  }
+  const [name] = positionals
+  if (name === undefined || positionals.length !== 1 || values.input === undefined) return undefined
+  for (const flag of ["agent", "session", "message", "call"]) if (values[flag]?.trim() === "") return undefined
+  return { ...values, name, input: values.input, yes } as Flags
+}
+
+/** Whether `stats` are the user's own and nobody else may write (or, for `private`, enter or read) them. */
+const own = (stats: Stats, uid: number, mask: number) => stats.uid === uid && (stats.mode & mask) === 0
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const isRecord = (value: unknown): value is Forwarding.Record => {
+  if (typeof value !== "object" || value === null) return false
+  const record = value as Record<string, unknown>
+  return (
+    ["version", "execPath", "url", "token", "location", "environment"].every((key) => typeof record[key] === "string") &&
+    typeof record.pid === "number" &&
+    // Only ever a plain http address: requests go to the socket, and name it as their Host.
+    /^http:\/\/[^/?#@\s]+$/.test(record.url as string) &&
+    Array.isArray(record.roots) &&
+    record.roots.every((root) => typeof root === "string")
+  )
+}
+
+interface Sidecar {
+  readonly record: Forwarding.Record
+  readonly socket: string
+  /** Requests name exec's Location with X-Core-Location unless it is the serve's own. */
+  readonly headers: Record<string, string>
+}
+
+/** Whether `location` is `root` or under it (both real paths). */
+const within = (location: string, root: string) => location === root || location.startsWith(root.endsWith(sep) ? root : root + sep)
+
+/** The sidecars of `dataDir` whose record checks out for `location`, the one serving it as its --location first. */
+const candidates = (dataDir: string, location: string): ReadonlyArray<Sidecar> => {
+  const uid = process.getuid?.()
+  if (uid === undefined) return []
+  let names: ReadonlyArray<string>
+  try {
+    // The data directory may be a link the user made; what it holds is checked without following links.
+    const stats = statSync(dataDir)
+    if (!stats.isDirectory() || !own(stats, uid, 0o022)) return []
+    names = readdirSync(dataDir)
+  } catch {
+    return []
+  }
+  const environment = Forwarding.environmentDigest(process.env)
+  const found: Array<Sidecar> = []
+  for (const name of names) {
+    const pid = Forwarding.DIRECTORY_PATTERN.exec(name)?.[1]
+    if (pid === undefined) continue
+    const directory = join(dataDir, name)
+    const file = join(directory, Forwarding.FILE_NAME)
+    const socket = join(directory, Forwarding.SOCKET_NAME)
+    try {
+      const folder = lstatSync(directory)
+      if (!folder.isDirectory() || !own(folder, uid, 0o077)) continue
+      const stats = lstatSync(file)
+      if (!stats.isFile() || !own(stats, uid, 0o077) || stats.size > MAX_RECORD_BYTES) continue
+      const listening = lstatSync(socket)
+      if (!listening.isSocket() || listening.uid !== uid) continue
+      if (!alive(Number(pid))) continue
+      const record: unknown = JSON.parse(readFileSync(file, "utf8"))
+      if (!isRecord(record) || record.pid !== Number(pid)) continue
+      if (record.version !== packageJson.version || record.execPath !== process.execPath) continue
+      if (record.environment !== environment) continue
+      if (location !== record.location && !record.roots.some((root) => within(location, root))) continue
+      const headers: Record<string, string> = { authorization: `Bearer ${record.token}` }
+      if (location !== record.location) headers["x-core-location"] = location
+      found.push({ record, socket, headers })
+    } catch {
+      continue
+    }
+  }
+  return found.sort((a, b) => Number(b.record.location === location) - Number(a.record.location === location))
+}
+
+const request = (sidecar: Sidecar, method: string, path: string, options: { body?: unknown; timeoutMs?: number; accept?: string } = {}) =>
+  fetch(`${sidecar.record.url}${path}`, {
+    method,
+    unix: sidecar.socket,
+    headers: {
+      ...sidecar.headers,
+      ...(options.body === undefined ? {} : { "content-type": "application/json" }),
+      ...(options.accept === undefined ? {} : { accept: options.accept }),
+    },
+    ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+    ...(options.timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(options.timeoutMs) }),
+  } as RequestInit)
+
+const json = async (response: Response): Promise<unknown> => (response.ok ? response.json() : undefined)
+
+/** Whether `sidecar` is a live core serve of this version that would settle `name` as exec in process would. */
+const turnFor = async (sidecar: Sidecar, name: string, agent: string | undefined): Promise<string | undefined> => {
+  const health = (await json(await request(sidecar, "GET", "/v1/health", { timeoutMs: HEALTH_TIMEOUT_MS }))) as
+    | { ok?: unknown; version?: unknown }
+    | undefined
+  if (health?.ok !== true || health.version !== packageJson.version) return undefined
+  const body = agent === undefined ? {} : { agent }
+  const turn = (await json(await request(sidecar, "POST", "/v1/turns", { body, timeoutMs: TURN_TIMEOUT_MS }))) as
+    | { turnID?: unknown; definitions?: ReadonlyArray<{ name?: unknown }>; warnings?: unknown }
+    | undefined
+  // A Location that reported a load problem prints it in process; a tool the turn does not offer (unknown, denied
+  // to the agent, or a host tool the sidecar performs through its host) is worded in process.
+  if (typeof turn?.turnID !== "string" || turn.warnings !== undefined) return undefined
+  if (!Array.isArray(turn.definitions) || !turn.definitions.some((definition) => definition.name === name)) return undefined
+  const hostTools = (await json(await request(sidecar, "GET", "/v1/host-tools", { timeoutMs: TURN_TIMEOUT_MS }))) as
+    | ReadonlyArray<{ name?: unknown }>
+    | undefined
+  if (!Array.isArray(hostTools) || hostTools.some((tool) => tool.name === name)) return undefined
+  return turn.turnID
+}
+
+/** The events of a server-sent event stream, as they arrive. */
+async function* events(body: ReadableStream<Uint8Array>): AsyncGenerator<{ event: string; data: string }> {
+  const decoder = new TextDecoder()
+  let buffer = ""
+  for await (const chunk of body) {
+    buffer += decoder.decode(chunk, { stream: true }).replaceAll("\r\n", "\n")
+    for (let end = buffer.indexOf("\n\n"); end !== -1; end = buffer.indexOf("\n\n")) {
+      const block = buffer.slice(0, end)
+      buffer = buffer.slice(end + 2)
+      let event = "message"
+      const data: Array<string> = []
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) event = line.slice(6).trim()
+        else if (line.startsWith("data:")) data.push(line.slice(line.startsWith("data: ") ? 6 : 5))
+      }
+      if (data.length > 0) yield { event, data: data.join("\n") }
+    }
+  }
+}
+
+const stderr = (text: string) => void process.stderr.write(text)
+
+/** Writes `text` on stdout and waits until the reader has it; a reader gone away is no failure. */
+const stdout = async (text: string): Promise<unknown> => {
+  try {
+    await Bun.write(Bun.stdout, text)
+    return undefined
+  } catch (cause) {
+    return (cause as { code?: unknown } | undefined)?.code === "EPIPE" ? undefined : cause
+  }
+}
+
+const exitCodeOf = (status: unknown): number =>
+  status === "success" ? EXIT.ok : status === "error" ? EXIT.modelError : status === "declined" ? EXIT.declined : EXIT.cancelled
+
+interface Settling {
+  readonly sidecar: Sidecar
+  readonly turnID: string
+  readonly flags: Flags
+  readonly input: unknown
+}
+
+/** Settles the call in the sidecar, printing what exec in process prints; answers the exit code. */
+const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<number | undefined> => {
+  const call = {
+    sessionID: flags.session ?? `ses_${crypto.randomUUID()}`,
+    assistantMessageID: flags.message ?? `msg_${crypto.randomUUID()}`,
+    toolCallID: flags.call ?? `call_${crypto.randomUUID()}`,
+    name: flags.name,
+    input,
+  }
+  const cancelPath = `/v1/calls/${encodeURIComponent(call.sessionID)}/${encodeURIComponent(call.toolCallID)}/cancel`
+  const cancel = () => void request(sidecar, "POST", cancelPath).catch(() => undefined)
+  let signalled = false
+  const onSignal = () => {
+    // A second signal does not wait for the cancelled settlement; the sidecar still ends the call's processes.
+    if (signalled) process.exit(EXIT.cancelled)
+    signalled = true
+    cancel()
+  }
+  // From before the call is sent: a signal while it starts cancels it too.
+  process.on("SIGINT", onSignal)
+  process.on("SIGTERM", onSignal)
+
+  // Refused, or the sidecar gone, before an answer began (the turn expired meanwhile, say): in process it goes. Were
+  // the call started there after all, the store's record of it keeps it from running twice.
+  const response = await request(sidecar, "POST", `/v1/turns/${encodeURIComponent(turnID)}/calls/stream`, {
+    body: call,
+    accept: "text/event-stream",
+  }).catch(() => undefined)
+  if (response === undefined || response.status !== 200 || response.body === null) {
+    process.off("SIGINT", onSignal)
+    process.off("SIGTERM", onSignal)
+    if (signalled) return EXIT.cancelled
+    return undefined
+  }
+  // A cancel sent before the call was running found nothing to cancel: the call is running now.
+  if (signalled) cancel()
+
+  let line: ProgressLine.ProgressLine | undefined
+  const options = {
+    yes: flags.yes,
+    get interactive() {
+      return process.stdin.isTTY === true && process.stderr.isTTY === true
+    },
+  }
+  const terminal = AskAnswer.terminalReader(stderr)
+  // Asks are answered one at a time, in the order they come, as in process.
+  let answering: Promise<void> = Promise.resolve()
+  try {
+    for await (const { event, data } of events(response.body)) {
+      if (event === "progress") {
+        const update = JSON.parse(data) as { message: string }
+        ;(line ??= ProgressLine.make(process.stderr)).show(update)
+      } else if (event === "permission") {
+        const ask = JSON.parse(data) as AskAnswer.Ask & { id: string }
+        answering = answering.then(async () => {
+          const reply = await AskAnswer.reply(ask, options, terminal.readLine, stderr)
+          // The ask may have gone meanwhile (its call was cancelled): nothing to answer then.
+          await request(sidecar, "POST", `/v1/permissions/${encodeURIComponent(ask.id)}/reply`, { body: reply }).catch(() => undefined)
+        })
+      } else if (event === "settlement") {
+        const { result: _result, ...settlement } = JSON.parse(data) as { status: unknown; result?: unknown }
+        line?.clear()
+        terminal.close()
+        const failure = await stdout(`${JSON.stringify(settlement, null, 2)}\n`)
+        const code = exitCodeOf(settlement.status)
+        if (failure === undefined) return code
+        stderr(`core: could not write to stdout: ${String((failure as Error).message ?? failure)}\n`)
+        return code === EXIT.ok ? EXIT.operational : code
+      } else if (event === "error") {
+        const { error } = JSON.parse(data) as { error: { message: string } }
+        line?.clear()
+        terminal.close()
+        stderr(`core: ${error.message}\n`)
+        return EXIT.operational
+      }
+    }
+  } catch {
+    // The connection broke: the sidecar stopped.
+  }
+  line?.clear()
+  terminal.close()
+  stderr(
+    `core: the core serve settling the call (pid ${sidecar.record.pid}) stopped before answering; it may have run. ` +
+      `Call again with --session ${call.sessionID} --call ${call.toolCallID} to get its settlement once recorded\n`,
+  )
+  return EXIT.operational
+}
+
+/**
+ * Settles `core exec ARGS` in a running core serve of the same data directory and answers its exit code, or
+ * undefined when exec must run in process: forwarding turned off, a form or a case it does not handle, no sidecar
+ * that checks out, or one that refused the call before settling anything.
+ */
+export const run = async (args: ReadonlyArray<string>): Promise<number | undefined> => {
+  const env = process.env
+  if (env.CORE_EXEC_FORWARD === "0") return undefined
+  // Traces of exec are made in process.
+  if (Object.keys(env).some((name) => name.startsWith("OTEL_"))) return undefined
+  const flags = flagsOf(args)
+  if (flags === undefined) return undefined
+  let location: string
+  try {
+    const absolute = resolve(flags.location ?? ".")
+    if (!statSync(absolute).isDirectory()) return undefined
+    location = realpathSync(absolute)
+  } catch {
+    return undefined
+  }
+  const dataDir = resolve(env.CORE_DATA_DIR || join(homedir(), ".local/share/core"))
+  const found = candidates(dataDir, location)
+  if (found.length === 0) return undefined
+  // `--input -` is read only now that there is somewhere to forward to; in process reads the same text (./stdin-text).
+  const parsed = Json.parseStrict(flags.input === "-" ? await StdinText.read() : flags.input)
+  if (!parsed.ok) return undefined
+  const input = parsed.value
+  if (typeof input !== "object" || input === null || Array.isArray(input) || Json.findNul(input) !== undefined) return undefined
+  for (const sidecar of found) {
+    let turnID: string | undefined
+    try {
+      turnID = await turnFor(sidecar, flags.name, flags.agent)
+    } catch {
+      turnID = undefined
+    }
+    if (turnID === undefined) continue
+    return settle({ sidecar, turnID, flags, input })
+  }
+  return undefined
+}
