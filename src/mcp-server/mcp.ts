@@ -13,6 +13,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import {
   CallToolRequestSchema,
   ErrorCode,
+  isJSONRPCRequest,
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
@@ -76,6 +77,12 @@ export interface Session {
   readonly close: Effect.Effect<void>
   /** Whether a call of this session is still being waited on. */
   readonly busy: () => boolean
+  /**
+   * Whether answering `message` may send the client anything before its result: a call's progress (it gave a
+   * progress token), its permission asks (the client can ask its user), the host calls it delegates. Only such a
+   * request needs an event stream.
+   */
+  readonly mayStream: (message: unknown) => boolean
   /**
    * Serves `host` from now on: requests that came before the first one wait for it; a later one (another Location)
    * is announced with `notifications/tools/list_changed`, and calls already running finish where they started.
@@ -375,5 +382,11 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         })()),
     )
     yield* Effect.addFinalizer(() => close)
-    return { server, close, busy: () => waiting.size > 0, attach }
+    const mayStream = (message: unknown): boolean => {
+      if (!isJSONRPCRequest(message) || message.method !== CallToolRequestSchema.shape.method.value) return false
+      if (message.params?._meta?.progressToken !== undefined) return true
+      const capabilities = server.getClientCapabilities()
+      return capabilities?.elicitation?.form !== undefined || (options.hostTools === true && McpDelegated.offered(capabilities).length > 0)
+    }
+    return { server, close, busy: () => waiting.size > 0, attach, mayStream }
   })
