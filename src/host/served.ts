@@ -87,10 +87,22 @@ export interface CaptureOptions {
   readonly connect?: false
 }
 
+export interface SubscribeOptions {
+  /**
+   * Whether the subscriber reads the calls' events (`call.*`, default true): they are published only while a
+   * subscriber does, and then reach every subscriber.
+   */
+  readonly calls?: boolean
+}
+
 export interface Interface {
   readonly directory: string
-  readonly events: PubSub.PubSub<Events.Server>
+  /** The Location's events from now on, for the life of the Scope. */
+  readonly subscribe: (options?: SubscribeOptions) => Effect.Effect<PubSub.Subscription<Events.Server>, never, Scope.Scope>
+  /** Publishes `event` to the subscribers (nothing, and nothing kept, while none would read it). */
   readonly publish: (event: Events.Server) => Effect.Effect<void>
+  /** Whether a subscriber reads the calls' events now. */
+  readonly listened: () => boolean
   /** Captures the catalog for `agent` as a new turn, prepared for `provider` when one is named. */
   readonly materialize: (
     agent: string,
@@ -178,13 +190,41 @@ const generationLayer = (
     ),
   )
 
+/** The subscribers of every event, and of the calls' events. */
+interface Listeners {
+  all: number
+  calls: number
+}
+
+const isCallEvent = (event: Events.Server): boolean => event.event.startsWith("call.")
+
+/**
+ * A Location's event bus. An event none of the subscribers would read is not published: most hosts only wait for
+ * their calls' settlements, and a bus with no subscriber keeps nothing anyway.
+ */
+const bus = Effect.map(Events.bus<Events.Server>(), (events) => {
+  const listeners: Listeners = { all: 0, calls: 0 }
+  const subscribe = (options: SubscribeOptions = {}) => {
+    const calls = options.calls !== false
+    const count = (by: number) =>
+      Effect.sync(() => {
+        listeners.all += by
+        if (calls) listeners.calls += by
+      })
+    // Counted before it subscribes and after it unsubscribes.
+    return Effect.andThen(Effect.acquireRelease(count(1), () => count(-1)), PubSub.subscribe(events))
+  }
+  const publish = (event: Events.Server): Effect.Effect<void> =>
+    (isCallEvent(event) ? listeners.calls : listeners.all) === 0 ? Effect.void : Effect.asVoid(PubSub.publish(events, event))
+  return { subscribe, publish, listened: () => listeners.calls > 0 }
+})
+
 /** Serves the Location of `options` for the life of the Scope. */
 export const make = Effect.fnUntraced(function* (options: Options) {
   const { directory } = options
   const scope = yield* Scope.Scope
   const shared = yield* Effect.context<Shared>()
-  const events = yield* Events.bus<Events.Server>()
-  const publish = (event: Events.Server) => PubSub.publish(events, event).pipe(Effect.asVoid)
+  const { subscribe, publish, listened } = yield* bus
   // The built-ins write todo lists through this, so every list written in the Location is announced.
   const todos = Context.get(shared, Todos.Service)
   const announcing = Context.add(shared, Todos.Service, Todos.Service.of({
@@ -464,8 +504,9 @@ export const make = Effect.fnUntraced(function* (options: Options) {
 
   return {
     directory,
-    events,
+    subscribe,
     publish,
+    listened,
     materialize,
     capture,
     turn: (id: string) => current.turns.get(id),

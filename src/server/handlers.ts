@@ -81,7 +81,7 @@ const incompatible = (error: Provider.CompatibilityError) =>
 // request that joins a call still running gets that call's fresh settlement, so it is not marked.
 const settleJson = (calls: Calls.Interface, route: Route, turn: Served.Turn, call: Settler.Call) =>
   Effect.gen(function* () {
-    const { entry } = yield* calls.start(route.served, turn, call, { listen: false })
+    const entry = yield* calls.start(route.served, turn, call)
     const { settlement, replayed } = yield* Deferred.await(entry.done)
     return Respond.json(200, answerOf(turn, settlement), replayed ? REPLAYED : {})
   })
@@ -99,13 +99,13 @@ const settleEvents = (calls: Calls.Interface, route: Route, turn: Served.Turn, c
     }
     const replay = recorded._tag === "Interrupted"
     // Subscribed before the call starts, so none of its asks is missed.
-    const asks = yield* PubSub.subscribe(route.served.events)
-    const { entry, subscription } = yield* calls.start(route.served, turn, call, { listen: true })
+    const asks = yield* route.served.subscribe({ calls: false })
+    const { entry, subscription } = yield* calls.startListening(route.served, turn, call)
     // A call joined in another Location asks there.
     const home = entry.served
-    const live = home === route.served ? asks : yield* PubSub.subscribe(home.events)
+    const live = home === route.served ? asks : yield* home.subscribe({ calls: false })
     const permissions = yield* asksOf(home, live, call)
-    const own = yield* eventsOf(entry, subscription!)
+    const own = yield* eventsOf(entry, subscription)
     const body = Stream.merge(own, permissions).pipe(Stream.takeUntil(isFinal), Stream.map(eventOf(turn)), Stream.map(Sse.encode))
     return Respond.events(body, replay ? REPLAYED : {})
   })
@@ -366,7 +366,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
 
     events: (route) =>
       Effect.gen(function* () {
-        const subscription = yield* PubSub.subscribe(route.served.events)
+        const subscription = yield* route.served.subscribe()
         const events = Stream.fromSubscription(subscription).pipe(Stream.map(Sse.encode))
         return Respond.events(Respond.live(events).pipe(Stream.interruptWhen(Deferred.await(sidecar.closing))))
       }),
