@@ -219,19 +219,52 @@ const bus = Effect.map(Events.bus<Events.Server>(), (events) => {
   return { subscribe, publish, listened: () => listeners.calls > 0 }
 })
 
+/** The shared services, with todo lists written through them announced (`todo.updated`): the built-ins write so. */
+const announcingTodos = (shared: Context.Context<Shared>, publish: (event: Events.Server) => Effect.Effect<void>) => {
+  const todos = Context.get(shared, Todos.Service)
+  return Context.add(shared, Todos.Service, Todos.Service.of({
+    read: todos.read,
+    write: (key, items) =>
+      Effect.tap(todos.write(key, items), () => publish({ event: "todo.updated", data: { sessionID: key.sessionID, todos: items } })),
+  }))
+}
+
+/**
+ * Announces the permission asks and replies of `generation` (as the host sees them, its serial in their ids) for the
+ * life of its scope; subscribed before it returns, so no ask of a tool goes unannounced.
+ */
+const announceAsks = (
+  options: Options,
+  generation: Generation & { readonly scope: Scope.Scope },
+  publish: (event: Events.Server) => Effect.Effect<void>,
+) =>
+  Effect.gen(function* () {
+    const asks = yield* generation.permission.subscribe.pipe(Scope.provide(generation.scope))
+    yield* Effect.forkIn(
+      Effect.forever(
+        Effect.flatMap(PubSub.take(asks), (event) => {
+          if (event.type === "asked") {
+            const data = publicRequest(generation.serial, event.request)
+            Activity.asked(options.activity, options.directory, data)
+            return publish({ event: "permission.asked", data })
+          }
+          const data = { id: `${event.id}.${generation.serial}`, sessionID: event.sessionID, reply: event.reply }
+          Activity.replied(options.activity, options.directory, data)
+          return publish({ event: "permission.replied", data })
+        }),
+      ),
+      generation.scope,
+    )
+  })
+
 /** Serves the Location of `options` for the life of the Scope. */
 export const make = Effect.fnUntraced(function* (options: Options) {
   const { directory } = options
   const scope = yield* Scope.Scope
   const shared = yield* Effect.context<Shared>()
   const { subscribe, publish, listened } = yield* bus
-  // The built-ins write todo lists through this, so every list written in the Location is announced.
   const todos = Context.get(shared, Todos.Service)
-  const announcing = Context.add(shared, Todos.Service, Todos.Service.of({
-    read: todos.read,
-    write: (key, items) =>
-      Effect.tap(todos.write(key, items), () => publish({ event: "todo.updated", data: { sessionID: key.sessionID, todos: items } })),
-  }))
+  const announcing = announcingTodos(shared, publish)
   const versions = new ToolFiles.Versions()
   const reloading = yield* Semaphore.make(1)
   const hostTools = HostTools.make({ publish: (call) => publish({ event: "host_call", data: call }) })
@@ -287,23 +320,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
           })
         }),
       }
-      // Subscribed before any tool can ask, so no ask goes unannounced.
-      const asks = yield* permission.subscribe.pipe(Scope.provide(generationScope))
-      yield* Effect.forkIn(
-        Effect.forever(
-          Effect.flatMap(PubSub.take(asks), (event) => {
-            if (event.type === "asked") {
-              const data = publicRequest(generation.serial, event.request)
-              Activity.asked(options.activity, options.directory, data)
-              return publish({ event: "permission.asked", data })
-            }
-            const data = { id: `${event.id}.${generation.serial}`, sessionID: event.sessionID, reply: event.reply }
-            Activity.replied(options.activity, options.directory, data)
-            return publish({ event: "permission.replied", data })
-          }),
-        ),
-        generationScope,
-      )
+      yield* announceAsks(options, generation, publish)
       const diagnostics = [...installation.diagnostics, ...generation.skills.diagnostics(), ...(yield* generation.files.loadAll)]
       // The host's tools come last, in names nothing else of the Location holds.
       const left = yield* hostTools.attach({
