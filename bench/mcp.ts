@@ -242,7 +242,8 @@ export const measure = async (): Promise<Report> => {
         "(it also runs without the binary's bytecode)",
       "core: every request is a fresh call (the MCP session and the JSON-RPC id), recorded durably (an intent and a " +
         "settlement), settled against the catalog current at the call, with its result as core words it (_meta); " +
-        "/mcp answers each POST as an SSE stream, so progress and permission asks can reach the client during a call",
+        "/mcp answers a call with JSON when nothing can reach the client during it (no progress token, a client that " +
+        "cannot be asked), as here, and as an SSE stream otherwise",
       "SDK McpServer: zod input, no output schema, nothing recorded; over HTTP it answers with JSON (no stream), " +
         "its strongest configuration",
     ]

@@ -36,17 +36,18 @@ export interface Entry {
 
 export interface Started {
   readonly entry: Entry
-  /** The call's own events from before it started (for a joiner, from now on); with `listen` only. */
-  readonly subscription: PubSub.Subscription<Events.Call> | undefined
+  /** The call's own events from before it started (for a joiner, from now on). */
+  readonly subscription: PubSub.Subscription<Events.Call>
 }
 
 export interface Interface {
   /** Runs `call` through `turn`, or joins it if it is running. */
-  readonly start: (
+  readonly start: (served: Served.Interface, turn: Served.Turn, call: Settler.Call) => Effect.Effect<Entry>
+  /** As `start`, subscribed to the call's own events for the life of the Scope. */
+  readonly startListening: (
     served: Served.Interface,
     turn: Served.Turn,
     call: Settler.Call,
-    options: { readonly listen: boolean },
   ) => Effect.Effect<Started, never, Scope.Scope>
   /** Interrupts the running calls of that Location and ids; false when no such call is running. */
   readonly cancel: (key: Store.Key) => Effect.Effect<boolean>
@@ -107,29 +108,17 @@ export const make = (
   const publish = (entry: Entry, event: Events.Call) =>
     entry.events === undefined ? Effect.void : PubSub.publish(entry.events, event).pipe(Effect.asVoid)
 
-  const start: Interface["start"] = (served, turn, call, options) =>
+  /** Runs `entry` (just added as running under `key`) through `turn`, in its own fiber in the server's scope. */
+  const launch = (key: string, entry: Entry, turn: Served.Turn) =>
     Effect.gen(function* () {
-      const key = CallKey.of(served.directory, call, call)
-      const existing = running.get(key)
-      if (existing !== undefined) {
-        const subscription = options.listen ? yield* listen(existing) : undefined
-        return { entry: existing, subscription }
-      }
-      const entry: Entry = {
-        call,
-        served,
-        events: undefined,
-        done: yield* Deferred.make<Settler.Settled, Settler.OperationalError>(),
-        fiber: undefined,
-      }
-      running.set(key, entry)
-      const subscription = options.listen ? yield* listen(entry) : undefined
+      const { call, served } = entry
       const ids = { sessionID: call.sessionID, toolCallID: call.toolCallID }
       const leave = yield* turn.generation.enter
       const startedAt = performance.now()
       yield* served.publish({ event: "call.started", data: { ...ids, tool: call.name, turnID: turn.id } })
 
       const onProgress = (update: { readonly message: string; readonly metadata?: Readonly<Record<string, unknown>> }) => {
+        if (entry.events === undefined && !served.listened()) return Effect.void
         const data = Events.progress(update)
         return publish(entry, { event: "progress", data }).pipe(
           Effect.andThen(served.publish({ event: "call.progress", data: { ...ids, ...data } })),
@@ -170,6 +159,36 @@ export const make = (
       const images = turn.prepared === undefined ? {} : { images: Provider.imageLimits(turn.prepared.provider) }
       entry.fiber = yield* Preparing.gated(turn.materialization.settle(call, { onProgress, ...images }))
         .pipe(Effect.onExit(finish), Effect.forkIn(scope, { startImmediately: true }))
+    })
+
+  /** The running call of that Location and ids, or a new entry for it, added as running but not yet launched. */
+  const entryOf = (served: Served.Interface, call: Settler.Call) => {
+    const key = CallKey.of(served.directory, call, call)
+    const existing = running.get(key)
+    if (existing !== undefined) return { key, entry: existing, fresh: false }
+    const entry: Entry = {
+      call,
+      served,
+      events: undefined,
+      done: Deferred.makeUnsafe<Settler.Settled, Settler.OperationalError>(),
+      fiber: undefined,
+    }
+    running.set(key, entry)
+    return { key, entry, fresh: true }
+  }
+
+  const start: Interface["start"] = (served, turn, call) =>
+    Effect.suspend(() => {
+      const { key, entry, fresh } = entryOf(served, call)
+      return fresh ? Effect.as(launch(key, entry, turn), entry) : Effect.succeed(entry)
+    })
+
+  // Subscribed before a new call is launched, so none of its events is missed.
+  const startListening: Interface["startListening"] = (served, turn, call) =>
+    Effect.gen(function* () {
+      const { key, entry, fresh } = entryOf(served, call)
+      const subscription = yield* listen(entry)
+      if (fresh) yield* launch(key, entry, turn)
       return { entry, subscription }
     })
 
@@ -192,5 +211,5 @@ export const make = (
     Fiber.interruptAll([...running.values()].flatMap((entry) => (entry.fiber === undefined ? [] : [entry.fiber]))),
   )
 
-  return { start, cancel, cancelAll }
+  return { start, startListening, cancel, cancelAll }
 }

@@ -87,10 +87,22 @@ export interface CaptureOptions {
   readonly connect?: false
 }
 
+export interface SubscribeOptions {
+  /**
+   * Whether the subscriber reads the calls' events (`call.*`, default true): they are published only while a
+   * subscriber does, and then reach every subscriber.
+   */
+  readonly calls?: boolean
+}
+
 export interface Interface {
   readonly directory: string
-  readonly events: PubSub.PubSub<Events.Server>
+  /** The Location's events from now on, for the life of the Scope. */
+  readonly subscribe: (options?: SubscribeOptions) => Effect.Effect<PubSub.Subscription<Events.Server>, never, Scope.Scope>
+  /** Publishes `event` to the subscribers (nothing, and nothing kept, while none would read it). */
   readonly publish: (event: Events.Server) => Effect.Effect<void>
+  /** Whether a subscriber reads the calls' events now. */
+  readonly listened: () => boolean
   /** Captures the catalog for `agent` as a new turn, prepared for `provider` when one is named. */
   readonly materialize: (
     agent: string,
@@ -183,25 +195,90 @@ const generationLayer = (
     ),
   )
 
+/** The subscribers of every event, and of the calls' events. */
+interface Listeners {
+  all: number
+  calls: number
+}
+
+const isCallEvent = (event: Events.Server): boolean => event.event.startsWith("call.")
+
+/**
+ * A Location's event bus. An event none of the subscribers would read is not published: most hosts only wait for
+ * their calls' settlements, and a bus with no subscriber keeps nothing anyway.
+ */
+const bus = Effect.map(Events.bus<Events.Server>(), (events) => {
+  const listeners: Listeners = { all: 0, calls: 0 }
+  const subscribe = (options: SubscribeOptions = {}) => {
+    const calls = options.calls !== false
+    const count = (by: number) =>
+      Effect.sync(() => {
+        listeners.all += by
+        if (calls) listeners.calls += by
+      })
+    // Counted before it subscribes and after it unsubscribes.
+    return Effect.andThen(Effect.acquireRelease(count(1), () => count(-1)), PubSub.subscribe(events))
+  }
+  const publish = (event: Events.Server): Effect.Effect<void> =>
+    (isCallEvent(event) ? listeners.calls : listeners.all) === 0 ? Effect.void : Effect.asVoid(PubSub.publish(events, event))
+  return { subscribe, publish, listened: () => listeners.calls > 0 }
+})
+
+/** The shared services, with todo lists written through them announced (`todo.updated`): the built-ins write so. */
+const announcingTodos = (shared: Context.Context<Shared>, publish: (event: Events.Server) => Effect.Effect<void>) => {
+  const todos = Context.get(shared, Todos.Service)
+  return Context.add(shared, Todos.Service, Todos.Service.of({
+    read: todos.read,
+    write: (key, items) =>
+      Effect.tap(todos.write(key, items), () => publish({ event: "todo.updated", data: { sessionID: key.sessionID, todos: items } })),
+  }))
+}
+
+/**
+ * Announces the permission asks and replies of `generation` (as the host sees them, its serial in their ids) for the
+ * life of its scope; subscribed before it returns, so no ask of a tool goes unannounced.
+ */
+const announceAsks = (
+  options: Options,
+  generation: Generation & { readonly scope: Scope.Scope },
+  publish: (event: Events.Server) => Effect.Effect<void>,
+) =>
+  Effect.gen(function* () {
+    const asks = yield* generation.permission.subscribe.pipe(Scope.provide(generation.scope))
+    yield* Effect.forkIn(
+      Effect.forever(
+        Effect.flatMap(PubSub.take(asks), (event) => {
+          if (event.type === "asked") {
+            const data = publicRequest(generation.serial, event.request)
+            Activity.asked(options.activity, options.directory, data)
+            return publish({ event: "permission.asked", data })
+          }
+          const data = { id: `${event.id}.${generation.serial}`, sessionID: event.sessionID, reply: event.reply }
+          Activity.replied(options.activity, options.directory, data)
+          return publish({ event: "permission.replied", data })
+        }),
+      ),
+      generation.scope,
+    )
+  })
+
 /** Serves the Location of `options` for the life of the Scope. */
 export const make = Effect.fnUntraced(function* (options: Options) {
   const { directory } = options
   const scope = yield* Scope.Scope
   const shared = yield* Effect.context<Shared>()
-  const events = yield* Events.bus<Events.Server>()
+  const { subscribe, publish: announce, listened } = yield* bus
+  // A Location that reported a load problem says so in its turns (`warnings`), listened to or not.
   let warned = false
   const publish = (event: Events.Server) =>
-    Effect.suspend(() => {
-      if (event.event === "diagnostic") warned = true
-      return PubSub.publish(events, event).pipe(Effect.asVoid)
-    })
-  // The built-ins write todo lists through this, so every list written in the Location is announced.
+    event.event === "diagnostic"
+      ? Effect.suspend(() => {
+          warned = true
+          return announce(event)
+        })
+      : announce(event)
   const todos = Context.get(shared, Todos.Service)
-  const announcing = Context.add(shared, Todos.Service, Todos.Service.of({
-    read: todos.read,
-    write: (key, items) =>
-      Effect.tap(todos.write(key, items), () => publish({ event: "todo.updated", data: { sessionID: key.sessionID, todos: items } })),
-  }))
+  const announcing = announcingTodos(shared, publish)
   const versions = new ToolFiles.Versions()
   const reloading = yield* Semaphore.make(1)
   const hostTools = HostTools.make({ publish: (call) => publish({ event: "host_call", data: call }) })
@@ -257,23 +334,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
           })
         }),
       }
-      // Subscribed before any tool can ask, so no ask goes unannounced.
-      const asks = yield* permission.subscribe.pipe(Scope.provide(generationScope))
-      yield* Effect.forkIn(
-        Effect.forever(
-          Effect.flatMap(PubSub.take(asks), (event) => {
-            if (event.type === "asked") {
-              const data = publicRequest(generation.serial, event.request)
-              Activity.asked(options.activity, options.directory, data)
-              return publish({ event: "permission.asked", data })
-            }
-            const data = { id: `${event.id}.${generation.serial}`, sessionID: event.sessionID, reply: event.reply }
-            Activity.replied(options.activity, options.directory, data)
-            return publish({ event: "permission.replied", data })
-          }),
-        ),
-        generationScope,
-      )
+      yield* announceAsks(options, generation, publish)
       const diagnostics = [...installation.diagnostics, ...generation.skills.diagnostics(), ...(yield* generation.files.loadAll)]
       // The host's tools come last, in names nothing else of the Location holds.
       const left = yield* hostTools.attach({
@@ -474,8 +535,9 @@ export const make = Effect.fnUntraced(function* (options: Options) {
 
   return {
     directory,
-    events,
+    subscribe,
     publish,
+    listened,
     materialize,
     capture,
     turn: (id: string) => current.turns.get(id),

@@ -10,7 +10,12 @@ export * as McpHttp from "./mcp-http"
 // routing.
 
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
+import {
+  isInitializeRequest,
+  isJSONRPCErrorResponse,
+  isJSONRPCResultResponse,
+  type JSONRPCMessage,
+} from "@modelcontextprotocol/sdk/types.js"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
@@ -58,8 +63,45 @@ export interface Interface {
   readonly closeAll: Effect.Effect<void>
 }
 
+/** The state of the SDK's transport that chooses how a POST is answered (the SDK's version is pinned). */
+interface Answering {
+  _enableJsonResponse: boolean
+  readonly _requestToStreamMapping: Map<string | number, string>
+  readonly _streamMapping: Map<string, { readonly resolveJson?: unknown }>
+}
+
+/**
+ * The SDK's streamable HTTP transport, choosing per POST how it is answered: with JSON when nothing can be sent
+ * before the results (the SDK's own choice is one for the whole session), else as an event stream.
+ */
+class Transport extends WebStandardStreamableHTTPServerTransport {
+  private get answering(): Answering {
+    return this as unknown as Answering
+  }
+
+  /** Answers a POST whose parsed body is `body`: with JSON when `json`, else as an event stream. */
+  post(request: globalThis.Request, body: unknown, json: boolean): Promise<Response> {
+    // The SDK reads it before handling the POST first waits.
+    this.answering._enableJsonResponse = json
+    return this.handleRequest(request, { parsedBody: body })
+  }
+
+  // Each message goes as the POST it belongs to is answered; the SDK reads this before sending first waits.
+  override send(message: JSONRPCMessage, options?: { relatedRequestId?: string | number }): Promise<void> {
+    const { _requestToStreamMapping: streams, _streamMapping: answers } = this.answering
+    const id = isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message) ? message.id : options?.relatedRequestId
+    const stream = id === undefined ? undefined : streams.get(id)
+    this.answering._enableJsonResponse = stream !== undefined && answers.get(stream)?.resolveJson !== undefined
+    return super.send(message, options)
+  }
+}
+
+/** Whether answering the POSTed `body` may send the session's client anything before the results. */
+const streams = (session: Mcp.Session, body: unknown): boolean =>
+  Array.isArray(body) ? body.some(session.mayStream) : session.mayStream(body)
+
 interface Open {
-  readonly transport: WebStandardStreamableHTTPServerTransport
+  readonly transport: Transport
   readonly session: Mcp.Session
   readonly scope: Scope.Closeable
   readonly directory: string
@@ -114,7 +156,7 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
               note: (text) => options.log(text.trimEnd()),
             },
           )
-          const transport = new WebStandardStreamableHTTPServerTransport({
+          const transport = new Transport({
             sessionIdGenerator: () => id,
             onsessionclosed: () => void Effect.runFork(end(id)),
           })
@@ -131,8 +173,9 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
           return opened
         }
         sessions.set(id, opened)
+        // An initialize is answered before anything else can be sent.
         const answer = McpEvents.answer(
-          yield* Effect.promise(() => opened.transport.handleRequest(request.request, { parsedBody: request.body })),
+          yield* Effect.promise(() => opened.transport.post(request.request, request.body, true)),
         )
         // An initialize the transport refused made no session.
         if (opened.transport.sessionId === undefined) yield* end(id)
@@ -184,10 +227,9 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
         }
         const answer = McpEvents.answer(
           yield* Effect.promise(() =>
-            open.transport.handleRequest(
-              request.request,
-              request.request.method === "POST" ? { parsedBody: request.body } : undefined,
-            ),
+            request.request.method === "POST"
+              ? open.transport.post(request.request, request.body, !streams(open.session, request.body))
+              : open.transport.handleRequest(request.request),
           ),
         )
         if (request.request.method === "DELETE") yield* end(id)

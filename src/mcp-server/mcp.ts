@@ -10,15 +10,21 @@ export * as Mcp from "./mcp"
 
 import { existsSync } from "node:fs"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js"
 import {
+  type CallToolRequest,
   CallToolRequestSchema,
   ErrorCode,
+  isJSONRPCRequest,
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
   McpError,
+  type ProgressToken,
   ReadResourceRequestSchema,
+  type ServerNotification,
+  type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -77,6 +83,12 @@ export interface Session {
   /** Whether a call of this session is still being waited on. */
   readonly busy: () => boolean
   /**
+   * Whether answering `message` may send the client anything before its result: a call's progress (it gave a
+   * progress token), its permission asks (the client can ask its user), the host calls it delegates. Only such a
+   * request needs an event stream.
+   */
+  readonly mayStream: (message: unknown) => boolean
+  /**
    * Serves `host` from now on: requests that came before the first one wait for it; a later one (another Location)
    * is announced with `notifications/tools/list_changed`, and calls already running finish where they started.
    */
@@ -86,6 +98,21 @@ export interface Session {
 const metaString = (meta: Record<string, unknown> | undefined, key: string): string | undefined => {
   const value = meta?.[key]
   return typeof value === "string" && value.trim() !== "" ? value : undefined
+}
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>
+
+/** The call a `tools/call` asks for, with the ids its `_meta` gives (the session's own where it gives none). */
+const callOf = (params: CallToolRequest["params"], options: Options, requestId: string | number): Settler.Call => {
+  const meta = params._meta as Record<string, unknown> | undefined
+  return {
+    sessionID: metaString(meta, "sessionID") ?? options.sessionID,
+    agent: options.agent,
+    assistantMessageID: metaString(meta, "assistantMessageID") ?? `msg_${crypto.randomUUID()}`,
+    toolCallID: metaString(meta, "toolCallID") ?? String(requestId),
+    name: params.name,
+    input: params.arguments ?? {},
+  }
 }
 
 /**
@@ -125,17 +152,17 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
      * stays the Location's.
      */
     const delegating = new WeakMap<Served.Interface, ReadonlyArray<string>>()
-    const offerHostTools = (served: Served.Interface) => {
-      if (options.hostTools !== true || delegating.has(served)) return Promise.resolve()
+    const offerHostTools = (served: Served.Interface): Promise<void> | undefined => {
+      if (options.hostTools !== true || delegating.has(served)) return undefined
       const names = McpDelegated.offered(server.getClientCapabilities())
       delegating.set(served, names)
-      if (names.length === 0) return Promise.resolve()
+      if (names.length === 0) return undefined
       return run(
         Effect.forEach(names, (name) =>
           served.hostTools.register({ enable: [name] }).pipe(
             Effect.catchTag("HostTools.Taken", (error) => Effect.sync(() => options.note(`core: ${error.message}\n`))),
           ),
-        ).pipe(Effect.orDie),
+        ).pipe(Effect.orDie, Effect.asVoid),
       )
     }
 
@@ -201,24 +228,24 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       return { text: existsSync(paths.text), structured: existsSync(paths.structured) }
     }
 
-    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-      const serving = await current()
-      const { served, calls, outputs } = serving
-      await offerHostTools(served)
-      const meta = request.params._meta as Record<string, unknown> | undefined
-      const progressToken = request.params._meta?.progressToken
-      const call: Settler.Call = {
-        sessionID: metaString(meta, "sessionID") ?? options.sessionID,
-        agent: options.agent,
-        assistantMessageID: metaString(meta, "assistantMessageID") ?? `msg_${crypto.randomUUID()}`,
-        toolCallID: metaString(meta, "toolCallID") ?? String(extra.requestId),
-        name: request.params.name,
-        input: request.params.arguments ?? {},
+    /** Waits for the outcome of `call`'s `entry`; the request's abort cancels the call meanwhile. */
+    const outcome = (serving: Host, call: Settler.Call, entry: Calls.Entry, signal: AbortSignal) =>
+      Effect.suspend(() => {
+        const cancel = () => void run(serving.calls.cancel({ ...call, location: serving.served.directory }))
+        // A request cancelled before its call started is cancelled now.
+        if (signal.aborted) cancel()
+        else signal.addEventListener("abort", cancel, { once: true })
+        return Deferred.await(entry.done).pipe(Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", cancel))))
+      })
+
+    /** Settles `call` through `turn` and waits for its outcome, with no more than that when nothing is forwarded. */
+    const settle = (serving: Host, turn: Served.Turn, call: Settler.Call, extra: Extra, progressToken: ProgressToken | undefined) => {
+      if (progressToken === undefined) {
+        return Effect.flatMap(serving.calls.start(serving.served, turn, call), (entry) => outcome(serving, call, entry, extra.signal))
       }
-      const key = CallKey.of(served.directory, call)
       let progress = 0
       const forward = (event: Events.Call) =>
-        event.event !== "progress" || progressToken === undefined
+        event.event !== "progress"
           ? Effect.void
           : Effect.promise(() =>
               extra
@@ -228,34 +255,44 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
                 })
                 .catch(() => undefined),
             )
-      const settled = Effect.scoped(
+      return Effect.scoped(
         Effect.gen(function* () {
-          // Each call settles against the catalog current when it arrives.
-          // For this call alone: a built-in's call never waits on an MCP server.
-          const turn = yield* served.capture(options.agent, { call: call.name })
-          running.set(key, { call, host: serving, turn, requestId: extra.requestId })
-          const { entry, subscription } = yield* calls.start(served, turn, call, { listen: progressToken !== undefined })
-          const forwarding =
-            subscription === undefined
-              ? undefined
-              : yield* Effect.forkScoped(Effect.forever(Effect.flatMap(PubSub.take(subscription), forward)))
-          const cancel = () => void run(calls.cancel({ ...call, location: served.directory }))
-          // A request cancelled before its call started is cancelled now.
-          if (extra.signal.aborted) cancel()
-          else extra.signal.addEventListener("abort", cancel, { once: true })
-          yield* Effect.addFinalizer(() => Effect.sync(() => extra.signal.removeEventListener("abort", cancel)))
-          const { settlement } = yield* Deferred.await(entry.done)
+          const { entry, subscription } = yield* serving.calls.startListening(serving.served, turn, call)
+          const forwarding = yield* Effect.forkScoped(Effect.forever(Effect.flatMap(PubSub.take(subscription), forward)))
+          const settled = yield* outcome(serving, call, entry, extra.signal)
           // Progress reported before the outcome goes out before the result.
-          if (forwarding !== undefined && subscription !== undefined) {
-            yield* Fiber.interrupt(forwarding)
-            yield* Effect.forEach(yield* PubSub.takeAll(subscription), forward, { discard: true })
-          }
-          const definition = turn.materialization.definitions.find((candidate) => candidate.name === call.name)
-          return Mapping.resultOf(settlement, definition !== undefined && Mapping.isObjectSchema(definition.outputSchema), kept(outputs))
+          yield* Fiber.interrupt(forwarding)
+          yield* Effect.forEach(yield* PubSub.takeAll(subscription), forward, { discard: true })
+          return settled
         }),
-      ).pipe(Effect.ensuring(Effect.sync(() => running.delete(key))))
+      )
+    }
+
+    /** Answers a `tools/call`: the call settled against the catalog current when it arrives, as MCP words it. */
+    const callTool = (serving: Host, call: Settler.Call, extra: Extra, progressToken: ProgressToken | undefined) => {
+      const key = CallKey.of(serving.served.directory, call)
+      return Effect.gen(function* () {
+        // For this call alone: a built-in's call never waits on an MCP server.
+        const turn = yield* serving.served.capture(options.agent, { call: call.name })
+        running.set(key, { call, host: serving, turn, requestId: extra.requestId })
+        const { settlement } = yield* settle(serving, turn, call, extra, progressToken)
+        const definition = turn.materialization.definitions.find((candidate) => candidate.name === call.name)
+        const structured = definition !== undefined && Mapping.isObjectSchema(definition.outputSchema)
+        return Mapping.resultOf(settlement, structured, kept(serving.outputs))
+      }).pipe(Effect.ensuring(Effect.sync(() => running.delete(key))))
+    }
+
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      const serving = host ?? (await current())
+      const offering = offerHostTools(serving.served)
+      if (offering !== undefined) await offering
+      const call = callOf(request.params, options, extra.requestId)
       const settling = run(
-        span("mcp tools/call", settled, { "core.tool": call.name, "core.session": call.sessionID, "core.call": call.toolCallID }),
+        span("mcp tools/call", callTool(serving, call, extra, request.params._meta?.progressToken), {
+          "core.tool": call.name,
+          "core.session": call.sessionID,
+          "core.call": call.toolCallID,
+        }),
       )
       waiting.add(settling)
       try {
@@ -337,7 +374,8 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
     const listen = (served: Served.Interface) =>
       Effect.gen(function* () {
         const listening = yield* Scope.fork(scope)
-        const events = yield* PubSub.subscribe(served.events).pipe(Scope.provide(listening))
+        // Its asks and reloads only: the calls' own events are not published for it.
+        const events = yield* served.subscribe({ calls: false }).pipe(Scope.provide(listening))
         yield* Effect.forkIn(
           Effect.forever(
             Effect.flatMap(PubSub.take(events), (event) => {
@@ -375,5 +413,11 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         })()),
     )
     yield* Effect.addFinalizer(() => close)
-    return { server, close, busy: () => waiting.size > 0, attach }
+    const mayStream = (message: unknown): boolean => {
+      if (!isJSONRPCRequest(message) || message.method !== CallToolRequestSchema.shape.method.value) return false
+      if (message.params?._meta?.progressToken !== undefined) return true
+      const capabilities = server.getClientCapabilities()
+      return capabilities?.elicitation?.form !== undefined || (options.hostTools === true && McpDelegated.offered(capabilities).length > 0)
+    }
+    return { server, close, busy: () => waiting.size > 0, attach, mayStream }
   })

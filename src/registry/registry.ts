@@ -111,7 +111,13 @@ export const layer: Layer.Layer<Service, never, Application> = Layer.effect(
     const location = new Placement.Stacks()
     const effective = (name: string) => location.top(name) ?? application.top(name)
 
-    let cached: { app: number; loc: number; rules: Rule.Ruleset | undefined; catalog: Catalog } | undefined
+    /**
+     * The catalogs captured since the placements last changed, by rules: a host that captures for an agent's rules
+     * and without rules in turn (an MCP call checks the tool is known, then settles) builds each once.
+     */
+    let cachedAt = { app: -1, loc: -1 }
+    let unruled: Catalog | undefined
+    let ruled = new WeakMap<Rule.Ruleset, Catalog>()
 
     const build = (rules: Rule.Ruleset | undefined): Catalog => {
       const advertised = new Map<string, Placement.Entry>()
@@ -138,16 +144,14 @@ export const layer: Layer.Layer<Service, never, Application> = Layer.effect(
     }
 
     const capture = (rules?: Rule.Ruleset): Catalog => {
-      if (
-        cached !== undefined &&
-        cached.app === application.version &&
-        cached.loc === location.version &&
-        cached.rules === rules
-      ) {
-        return cached.catalog
+      if (cachedAt.app !== application.version || cachedAt.loc !== location.version) {
+        cachedAt = { app: application.version, loc: location.version }
+        unruled = undefined
+        ruled = new WeakMap()
       }
-      const catalog = build(rules)
-      cached = { app: application.version, loc: location.version, rules, catalog }
+      if (rules === undefined) return (unruled ??= build(undefined))
+      let catalog = ruled.get(rules)
+      if (catalog === undefined) ruled.set(rules, (catalog = build(rules)))
       return catalog
     }
 

@@ -79,12 +79,12 @@ const incompatible = (error: Provider.CompatibilityError) =>
 
 // `X-Core-Replayed: true` says the answer is a settlement recorded before this request, and nothing ran for it. A
 // request that joins a call still running gets that call's fresh settlement, so it is not marked.
-const settleJson = (calls: Calls.Interface, route: Route, turn: Served.Turn, call: Settler.Call) =>
-  Effect.gen(function* () {
-    const { entry } = yield* calls.start(route.served, turn, call, { listen: false })
-    const { settlement, replayed } = yield* Deferred.await(entry.done)
-    return Respond.json(200, answerOf(turn, settlement), replayed ? REPLAYED : {})
-  })
+const settleJson = (calls: Calls.Interface, turn: Served.Turn, call: Settler.Call, served: Served.Interface) =>
+  Effect.flatMap(calls.start(served, turn, call), (entry) =>
+    Effect.map(Deferred.await(entry.done), ({ settlement, replayed }) =>
+      Respond.json(200, answerOf(turn, settlement), replayed ? REPLAYED : {}),
+    ),
+  )
 
 const settleEvents = (calls: Calls.Interface, route: Route, turn: Served.Turn, call: Settler.Call) =>
   Effect.gen(function* () {
@@ -99,13 +99,13 @@ const settleEvents = (calls: Calls.Interface, route: Route, turn: Served.Turn, c
     }
     const replay = recorded._tag === "Interrupted"
     // Subscribed before the call starts, so none of its asks is missed.
-    const asks = yield* PubSub.subscribe(route.served.events)
-    const { entry, subscription } = yield* calls.start(route.served, turn, call, { listen: true })
+    const asks = yield* route.served.subscribe({ calls: false })
+    const { entry, subscription } = yield* calls.startListening(route.served, turn, call)
     // A call joined in another Location asks there.
     const home = entry.served
-    const live = home === route.served ? asks : yield* PubSub.subscribe(home.events)
+    const live = home === route.served ? asks : yield* home.subscribe({ calls: false })
     const permissions = yield* asksOf(home, live, call)
-    const own = yield* eventsOf(entry, subscription!)
+    const own = yield* eventsOf(entry, subscription)
     const body = Stream.merge(own, permissions).pipe(Stream.takeUntil(isFinal), Stream.map(eventOf(turn)), Stream.map(Sse.encode))
     return Respond.events(body, replay ? REPLAYED : {})
   })
@@ -155,6 +155,22 @@ const eventsOf = (entry: Calls.Entry, subscription: PubSub.Subscription<Events.C
     )
   })
 
+/** `POST /v1/turns/{turnID}/calls`: the call through its turn, answered with its settlement or as its events. */
+const settle = (calls: Calls.Interface, route: Route, stream: boolean) =>
+  Effect.gen(function* () {
+    const turnID = param(route, "turnID")
+    const turn = route.served.turn(turnID)
+    if (turn === undefined) {
+      return yield* Respond.notFound(
+        `Unknown or expired turn "${turnID}" in ${route.served.directory}: materialize again with POST /v1/turns ` +
+          `(send the same X-Core-Location with every request of a turn)`,
+      )
+    }
+    const request = yield* Respond.body(route.request, Api.CallRequest)
+    const call: Settler.Call = { ...request, input: inputOf(turn, request.name, request.input), agent: turn.agent }
+    return yield* stream ? settleEvents(calls, route, turn, call) : settleJson(calls, turn, call, route.served)
+  })
+
 /** The handlers of every route, over the sidecar's services. */
 export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Record<Api.Name, Handler>> => {
   /** A catalog's definitions (and provider tools) serialized once: every turn of an unchanged catalog shares them. */
@@ -165,21 +181,6 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
     return cached
   }
   let openapi: string | undefined
-
-  const settle = (route: Route, stream: boolean) =>
-    Effect.gen(function* () {
-      const turnID = param(route, "turnID")
-      const turn = route.served.turn(turnID)
-      if (turn === undefined) {
-        return yield* Respond.notFound(
-          `Unknown or expired turn "${turnID}" in ${route.served.directory}: materialize again with POST /v1/turns ` +
-            `(send the same X-Core-Location with every request of a turn)`,
-        )
-      }
-      const request = yield* Respond.body(route.request, Api.CallRequest)
-      const call: Settler.Call = { ...request, input: inputOf(turn, request.name, request.input), agent: turn.agent }
-      return yield* stream ? settleEvents(sidecar.calls, route, turn, call) : settleJson(sidecar.calls, route, turn, call)
-    })
 
   return {
     health: () => Effect.succeed(Respond.json(200, { ok: true, version } satisfies typeof Api.Health.Type)),
@@ -209,9 +210,9 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
         return Respond.text(200, `${head},"provider":${JSON.stringify(provider)},"tools":${serialized(tools)}${warnings}}`)
       }),
 
-    settle: (route) => settle(route, wantsEvents(route.request)),
+    settle: (route) => settle(sidecar.calls, route, wantsEvents(route.request)),
 
-    settleStream: (route) => settle(route, true),
+    settleStream: (route) => settle(sidecar.calls, route, true),
 
     check: (route) =>
       Effect.gen(function* () {
@@ -369,7 +370,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
 
     events: (route) =>
       Effect.gen(function* () {
-        const subscription = yield* PubSub.subscribe(route.served.events)
+        const subscription = yield* route.served.subscribe()
         const events = Stream.fromSubscription(subscription).pipe(Stream.map(Sse.encode))
         return Respond.events(Respond.live(events).pipe(Stream.interruptWhen(Deferred.await(sidecar.closing))))
       }),

@@ -10,7 +10,7 @@ import { IMPORTS, runs, write } from "../cli/fixture"
 import { coreJson } from "../cli/permissions-fixture"
 import { tempDir } from "../support/temp"
 import { HOST, INITIALIZE, TOKEN, httpHarness } from "./support"
-import { WAIT } from "./tools"
+import { GREET, WAIT } from "./tools"
 
 const HERE = `${IMPORTS}
 export default Tool.make({
@@ -207,5 +207,61 @@ describe("/mcp", () => {
     const known = await Effect.runPromise(sidecar.store.lookup({ location: sidecar.primary.directory, sessionID: "ses_host", toolCallID: "call_shut" }))
     expect(known).toMatchObject({ state: "settled", settlement: { status: "cancelled" } })
     expect(runs(box, "wait")).toBe(1)
+  })
+
+  test("a POST nothing can be streamed for is answered with JSON; a call with a progress token, or from a client that can ask its user, as an event stream", async () => {
+    const { web, box } = await served({ "tools/greet.ts": GREET })
+    const auth = { host: HOST, authorization: `Bearer ${TOKEN}` }
+    const open = async (capabilities: object) => {
+      const initialized = await post(web.handler, auth, { ...INITIALIZE, params: { ...INITIALIZE.params, capabilities } })
+      expect(initialized.headers.get("content-type")).toBe("application/json")
+      const session = { ...auth, "mcp-session-id": initialized.headers.get("mcp-session-id")!, "mcp-protocol-version": "2025-06-18" }
+      expect((await post(web.handler, session, { jsonrpc: "2.0", method: "notifications/initialized" })).status).toBe(202)
+      return session
+    }
+    const greet = (id: number, meta: object = {}) => ({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "greet", arguments: { who: `call ${id}` }, _meta: { toolCallID: `call_json_${id}`, ...meta } },
+    })
+    const plain = await open({})
+
+    const listed = await post(web.handler, plain, { jsonrpc: "2.0", id: 2, method: "tools/list" })
+    expect(listed.headers.get("content-type")).toBe("application/json")
+    expect(((await listed.json()) as any).result.tools.map((tool: { name: string }) => tool.name)).toContain("greet")
+
+    const called = await post(web.handler, plain, greet(3))
+    expect(called.headers.get("content-type")).toBe("application/json")
+    const answer = (await called.json()) as any
+    expect(answer).toMatchObject({ jsonrpc: "2.0", id: 3, result: { structuredContent: { greeting: "hello call 3" } } })
+
+    // A batch is answered as one array of results.
+    const batch = await post(web.handler, plain, [greet(4), { jsonrpc: "2.0", id: 5, method: "tools/list" }])
+    expect(batch.headers.get("content-type")).toBe("application/json")
+    expect(((await batch.json()) as Array<{ id: number }>).map((entry) => entry.id).sort()).toEqual([4, 5])
+
+    // The call's progress reaches its stream before its result.
+    const progressed = await post(web.handler, plain, greet(6, { progressToken: "p6" }))
+    expect(progressed.headers.get("content-type")).toBe("text/event-stream")
+    const events = await progressed.text()
+    expect(events.indexOf('"notifications/progress"')).toBeGreaterThan(-1)
+    expect(events.indexOf('"notifications/progress"')).toBeLessThan(events.indexOf('"id":6'))
+
+    // One call in a batch that streams makes the whole answer a stream.
+    const mixed = await post(web.handler, plain, [greet(7), greet(8, { progressToken: "p8" })])
+    expect(mixed.headers.get("content-type")).toBe("text/event-stream")
+    const both = await mixed.text()
+    expect(both).toContain('"id":7')
+    expect(both).toContain('"id":8')
+
+    // A client that can ask its user may be asked during any call: each call's answer is a stream.
+    const asking = await open({ elicitation: { form: {} } })
+    const asked = await post(web.handler, asking, greet(9))
+    expect(asked.headers.get("content-type")).toBe("text/event-stream")
+    expect(await asked.text()).toContain("hello call 9")
+    const listedToo = await post(web.handler, asking, { jsonrpc: "2.0", id: 10, method: "tools/list" })
+    expect(listedToo.headers.get("content-type")).toBe("application/json")
+    expect(runs(box, "greet")).toBe(6)
   })
 })

@@ -210,6 +210,28 @@ describe("Registry catalogs", () => {
       }),
     ))
 
+  test("a catalog is kept per rules while nothing registers: capturing with and without rules in turn builds neither again", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        const location = yield* Registry.Service
+        yield* location.tools.register({ deploy: named("d"), other: named("o") })
+        const rules = [{ action: "deploy", resource: "*", effect: "deny" }] as const
+        const ruled = location.capture(rules)
+        const unruled = location.capture()
+        expect(location.capture(rules)).toBe(ruled)
+        expect(location.capture()).toBe(unruled)
+        expect(ruled.definitions.map((definition) => definition.name)).toEqual(["other"])
+        expect(unruled.definitions.map((definition) => definition.name)).toEqual(["deploy", "other"])
+        // Other rules (even equal ones) are another catalog; a registration makes every catalog anew.
+        expect(location.capture([...rules])).not.toBe(ruled)
+        yield* location.tools.register({ third: named("t") })
+        const after = location.capture(rules)
+        expect(after).not.toBe(ruled)
+        expect(after.definitions.map((definition) => definition.name)).toEqual(["other", "third"])
+        expect(location.capture().resolve("third")._tag).toBe("Found")
+      }),
+    ))
+
   test("a tool checked as a whole is hidden exactly when its call would be denied", () =>
     Kernel.run(
       Effect.gen(function* () {

@@ -4,6 +4,7 @@
 import { describe, expect, test } from "bun:test"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Effect, Exit, PubSub, Scope } from "effect"
 import { Events } from "../../src/host/events"
 import { hostPids } from "../shell/processes"
 import { Latch } from "../support/latch"
@@ -14,6 +15,8 @@ import { callBody, EventReader, IMPORTS, inProcess, isDead, runs } from "./suppo
 const GATE = (latch: Latch.Interface) => gateTool(latch, { record: "gate", progress: { message: "waiting", metadata: { step: 1 } } })
 
 const ECHO = echoTool({ record: "echo" })
+
+type EventsOf = Events.Server
 
 const ASK_ECHO = '{ "permission": { "echo": "ask" } }'
 
@@ -96,6 +99,39 @@ describe("a call's event stream read by nobody", () => {
     const kept = Events.BUFFER - 1
     expect(progress.slice(-kept)).toEqual(Array.from({ length: kept }, (_, index) => CHATTER - kept + 1 + index))
     expect(events.at(-1)).toEqual({ event: "settlement", data: expect.objectContaining({ status: "success", structured: "done" }) })
+  })
+})
+
+describe("the Location's events", () => {
+  test("reach their subscribers; the calls' events are published only while a subscriber reads them", async () => {
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO })
+    const { turnID } = await sidecar.turn()
+    const served = sidecar.sidecar.primary
+    const scope = Effect.runSync(Scope.make())
+    const taken = (subscription: PubSub.Subscription<EventsOf>) =>
+      Effect.runPromise(PubSub.takeAll(subscription)).then((events) => events.map((event) => event.event))
+    try {
+      // A subscriber of everything but the calls' events (an MCP session): a call publishes nothing for it.
+      const rest = await Effect.runPromise(Scope.provide(served.subscribe({ calls: false }), scope))
+      expect(served.listened()).toBe(false)
+      await sidecar.settle(turnID, { name: "echo", input: { text: "unheard" }, toolCallID: "call_unheard" })
+      await Effect.runPromise(served.publish({ event: "tools.changed", data: { reason: "tools", files: [] } }))
+      expect(await taken(rest)).toEqual(["tools.changed"])
+      // Once one reads them, every subscriber gets them, in order with the rest.
+      const all = await Effect.runPromise(Scope.provide(served.subscribe(), scope))
+      expect(served.listened()).toBe(true)
+      await sidecar.settle(turnID, { name: "echo", input: { text: "heard" }, toolCallID: "call_heard" })
+      await Effect.runPromise(served.publish({ event: "tools.changed", data: { reason: "tools", files: [] } }))
+      expect(await taken(all)).toEqual(["call.started", "call.settled", "tools.changed"])
+      expect(await taken(rest)).toEqual(["call.started", "call.settled", "tools.changed"])
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+    // Every subscriber gone; a new one gets the calls' events again.
+    expect(served.listened()).toBe(false)
+    const events = await sidecar.events()
+    await sidecar.settle(turnID, { name: "echo", input: { text: "again" }, toolCallID: "call_again" })
+    expect((await events.until("call.settled")).data).toMatchObject({ toolCallID: "call_again" })
   })
 })
 
