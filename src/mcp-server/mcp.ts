@@ -115,6 +115,271 @@ const callOf = (params: CallToolRequest["params"], options: Options, requestId: 
   }
 }
 
+/** The calls a session waits on, by key, with the host and turn each settles through. */
+interface Running {
+  readonly call: Settler.Call
+  readonly host: Host
+  readonly turn: Served.Turn
+  readonly requestId: string | number
+}
+
+/** What a session's handlers share. */
+interface State {
+  readonly options: Options
+  readonly server: Server
+  readonly run: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
+  /** With a tracer that keeps spans, each request is a server span (its call's settle spans below it). */
+  readonly span: <A, E>(name: string, effect: Effect.Effect<A, E>, attributes?: Record<string, unknown>) => Effect.Effect<A, E>
+  /** The host served now, if there is one yet. */
+  readonly host: () => Host | undefined
+  /** The host served now, once there is one. */
+  readonly current: () => Promise<Host>
+  readonly running: Map<string, Running>
+  /** The `tools/call` requests being answered. */
+  readonly waiting: Set<Promise<unknown>>
+  /** The shipped host tools registered in each served Location for this client. */
+  readonly delegating: WeakMap<Served.Interface, ReadonlyArray<string>>
+}
+
+/**
+ * Registers in `served`, once, the shipped host tools the client can perform; a Location tool of such a name stays
+ * the Location's.
+ */
+const offerHostTools = (state: State, served: Served.Interface): Promise<void> | undefined => {
+  if (state.options.hostTools !== true || state.delegating.has(served)) return undefined
+  const names = McpDelegated.offered(state.server.getClientCapabilities())
+  state.delegating.set(served, names)
+  if (names.length === 0) return undefined
+  return state.run(
+    Effect.forEach(names, (name) =>
+      served.hostTools.register({ enable: [name] }).pipe(
+        Effect.catchTag("HostTools.Taken", (error) => Effect.sync(() => state.options.note(`core: ${error.message}\n`))),
+      ),
+    ).pipe(Effect.orDie, Effect.asVoid),
+  )
+}
+
+/** The skills offered as prompts: the Location's, but those a rule of the agent denies. */
+const promptsOf = (options: Options, served: Served.Interface) =>
+  served
+    .skills()
+    .skills()
+    .filter((skill) => !served.skillDenied(options.agent, skill.name))
+    .map((skill) => ({ name: skill.name, description: skill.description }))
+
+/** `prompts/list` and `prompts/get`: the Location's skills. */
+const servePrompts = (state: State) => {
+  const { server, options } = state
+  server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: promptsOf(options, (await state.current()).served) }))
+
+  server.setRequestHandler(GetPromptRequestSchema, async (request) => {
+    const { served } = await state.current()
+    const { name } = request.params
+    const prompt = promptsOf(options, served).find((candidate) => candidate.name === name)
+    if (prompt === undefined) {
+      const known = promptsOf(options, served).map((candidate) => candidate.name)
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `Unknown prompt "${name.slice(0, 100)}"; ${known.length === 0 ? "this Location has no skills" : `the prompts are: ${known.join(", ")}`}`,
+      )
+    }
+    const instructions = await state.run(Effect.result(served.skills().instructions(name)))
+    if (instructions._tag === "Failure") throw new McpError(ErrorCode.InvalidParams, instructions.failure.message)
+    return {
+      description: prompt.description,
+      messages: [{ role: "user" as const, content: { type: "text" as const, text: instructions.success } }],
+    }
+  })
+}
+
+/**
+ * `resources/read` of managed outputs. None are listed: they belong to calls, not to the session, and an id is only
+ * ever learnt from a result.
+ */
+const serveResources = (state: State) => {
+  state.server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [] }))
+
+  state.server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    const { uri } = request.params
+    const named = Mapping.parseOutputUri(uri)
+    if (named === undefined) {
+      throw new McpError(RESOURCE_NOT_FOUND, `Unknown resource ${uri}: core serves managed outputs as ${Mapping.OUTPUTS_PREFIX}ID`, { uri })
+    }
+    const { outputs } = await state.current()
+    const opened = await state.run(Effect.result(outputs.open(named.id, named.part)))
+    if (opened._tag === "Failure") {
+      // An object store that cannot be reached is core's failure, not an unknown resource.
+      const code = opened.failure._tag === "ManagedOutputs.Unavailable" ? ErrorCode.InternalError : RESOURCE_NOT_FOUND
+      throw new McpError(code, opened.failure.message, { uri })
+    }
+    const text = await opened.success.content.text()
+    return { contents: [{ uri, mimeType: named.part === "structured" ? "application/json" : "text/plain", text }] }
+  })
+}
+
+const kept = (outputs: ManagedOutputs.Interface) => (id: string): Mapping.Kept => {
+  const paths = outputs.paths(id)
+  return { text: existsSync(paths.text), structured: existsSync(paths.structured) }
+}
+
+/** Waits for the outcome of `call`'s `entry`; the request's abort cancels the call meanwhile. */
+const outcome = (state: State, serving: Host, call: Settler.Call, entry: Calls.Entry, signal: AbortSignal) =>
+  Effect.suspend(() => {
+    const cancel = () => void state.run(serving.calls.cancel({ ...call, location: serving.served.directory }))
+    // A request cancelled before its call started is cancelled now.
+    if (signal.aborted) cancel()
+    else signal.addEventListener("abort", cancel, { once: true })
+    return Deferred.await(entry.done).pipe(Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", cancel))))
+  })
+
+/** Settles `call` through `turn` and waits for its outcome, with no more than that when nothing is forwarded. */
+const settle = (
+  state: State,
+  serving: Host,
+  turn: Served.Turn,
+  call: Settler.Call,
+  extra: Extra,
+  progressToken: ProgressToken | undefined,
+) => {
+  if (progressToken === undefined) {
+    return Effect.flatMap(serving.calls.start(serving.served, turn, call), (entry) => outcome(state, serving, call, entry, extra.signal))
+  }
+  let progress = 0
+  const forward = (event: Events.Call) =>
+    event.event !== "progress"
+      ? Effect.void
+      : Effect.promise(() =>
+          extra
+            .sendNotification({
+              method: "notifications/progress",
+              params: { progressToken, progress: ++progress, message: event.data.message },
+            })
+            .catch(() => undefined),
+        )
+  return Effect.scoped(
+    Effect.gen(function* () {
+      const { entry, subscription } = yield* serving.calls.startListening(serving.served, turn, call)
+      const forwarding = yield* Effect.forkScoped(Effect.forever(Effect.flatMap(PubSub.take(subscription), forward)))
+      const settled = yield* outcome(state, serving, call, entry, extra.signal)
+      // Progress reported before the outcome goes out before the result.
+      yield* Fiber.interrupt(forwarding)
+      yield* Effect.forEach(yield* PubSub.takeAll(subscription), forward, { discard: true })
+      return settled
+    }),
+  )
+}
+
+/** Answers a `tools/call`: the call settled against the catalog current when it arrives, as MCP words it. */
+const callTool = (state: State, serving: Host, call: Settler.Call, extra: Extra, progressToken: ProgressToken | undefined) => {
+  const key = CallKey.of(serving.served.directory, call)
+  return Effect.gen(function* () {
+    // For this call alone: a built-in's call never waits on an MCP server.
+    const turn = yield* serving.served.capture(state.options.agent, { call: call.name })
+    state.running.set(key, { call, host: serving, turn, requestId: extra.requestId })
+    const { settlement } = yield* settle(state, serving, turn, call, extra, progressToken)
+    const definition = turn.materialization.definitions.find((candidate) => candidate.name === call.name)
+    const structured = definition !== undefined && Mapping.isObjectSchema(definition.outputSchema)
+    return Mapping.resultOf(settlement, structured, kept(serving.outputs))
+  }).pipe(Effect.ensuring(Effect.sync(() => state.running.delete(key))))
+}
+
+/** `tools/list` (the agent's catalog now) and `tools/call` (settled through the host's running calls). */
+const serveTools = (state: State) => {
+  const { server, options } = state
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    const { served } = await state.current()
+    await offerHostTools(state, served)
+    const turn = await state.run(state.span("mcp tools/list", served.capture(options.agent)))
+    return { tools: turn.materialization.definitions.map(Mapping.toolOf) }
+  })
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const serving = state.host() ?? (await state.current())
+    const offering = offerHostTools(state, serving.served)
+    if (offering !== undefined) await offering
+    const call = callOf(request.params, options, extra.requestId)
+    const settling = state.run(
+      state.span("mcp tools/call", callTool(state, serving, call, extra, request.params._meta?.progressToken), {
+        "core.tool": call.name,
+        "core.session": call.sessionID,
+        "core.call": call.toolCallID,
+      }),
+    )
+    state.waiting.add(settling)
+    try {
+      return await settling
+    } catch (error) {
+      throw new McpError(ErrorCode.InternalError, error instanceof Error ? error.message : String(error))
+    } finally {
+      state.waiting.delete(settling)
+    }
+  })
+}
+
+/**
+ * A permission ask of one of the session's calls: a client that can ask its user (form elicitation) is asked;
+ * otherwise nobody can answer, and the ask is declined as unattended (a change to core's own configuration is
+ * refused as needing a person).
+ */
+const answer = async (state: State, request: Permission.Request, relatedRequestId: string | number): Promise<Permission.Reply> => {
+  const { server, options } = state
+  if (server.getClientCapabilities()?.elicitation?.form === undefined) {
+    options.note(`core: declined ${Mapping.describe(request)}: the MCP client cannot ask its user; allow it in core.json to let MCP clients run it\n`)
+    return request.protected === undefined
+      ? { reply: "reject", unattended: true, why: "the MCP client cannot ask its user" }
+      : Permission.personRequired(request)
+  }
+  try {
+    // A person may take their time: the request's own default timeout (a minute) would decline for them.
+    // Sent along the call's own request, so a streamable HTTP client gets it on that call's stream.
+    const result = await server.elicitInput(Mapping.askForm(request), { timeout: ASK_TIMEOUT_MS, relatedRequestId })
+    if (result.action !== "accept") return { reply: "reject" }
+    const reply = result.content?.reply
+    if (reply === "once" || reply === "always") return { reply }
+    const message = typeof result.content?.message === "string" ? result.content.message.trim() : ""
+    return message === "" ? { reply: "reject" } : { reply: "reject", message }
+  } catch (error) {
+    options.note(`core: declined ${Mapping.describe(request)}: asking the MCP client failed: ${error instanceof Error ? error.message : String(error)}\n`)
+    return { reply: "reject", unattended: true, why: "asking the MCP client's user failed" }
+  }
+}
+
+/** Answers an ask the Location announced, when it is one of this session's calls. */
+const onAsked = (state: State, location: string, asked: Events.PermissionRequest) =>
+  Effect.gen(function* () {
+    const mine = state.running.get(CallKey.of(location, asked))
+    if (mine === undefined) return
+    // The announced id is the request's own id and its generation's serial; the full request (what it protects)
+    // is the generation's.
+    const { generation } = mine.turn
+    const suffix = `.${generation.serial}`
+    if (!asked.id.endsWith(suffix)) return
+    const id = asked.id.slice(0, -suffix.length)
+    const request = (yield* generation.permission.pending).find((candidate) => candidate.id === id)
+    if (request === undefined) return
+    const reply = yield* Effect.promise(() => answer(state, request, mine.requestId))
+    // The request may have gone meanwhile (its call was cancelled, or another answerer was first).
+    yield* mine.host.served.reply(asked.id, reply).pipe(Effect.ignore)
+  })
+
+/** Performs a delegated call of this session's own through the client. */
+const onHostCall = (state: State, location: string, hostCall: Events.HostCall) =>
+  Effect.gen(function* () {
+    const mine = state.running.get(CallKey.of(location, hostCall))
+    if (mine === undefined || !(state.delegating.get(mine.host.served) ?? []).includes(hostCall.name)) return
+    const performed = yield* Effect.promise(() => McpDelegated.perform(state.server, hostCall, mine.requestId, state.options.note))
+    // The call may have gone meanwhile (cancelled, or timed out).
+    yield* mine.host.served.hostTools.answer(hostCall.id, performed).pipe(Effect.ignore)
+  })
+
+/** Whether answering `message` may send the client anything before its result (Session.mayStream). */
+const mayStream = (state: State, message: unknown): boolean => {
+  if (!isJSONRPCRequest(message) || message.method !== CallToolRequestSchema.shape.method.value) return false
+  if (message.params?._meta?.progressToken !== undefined) return true
+  const capabilities = state.server.getClientCapabilities()
+  return capabilities?.elicitation?.form !== undefined || (state.options.hostTools === true && McpDelegated.offered(capabilities).length > 0)
+}
+
 /**
  * A session for the life of the Scope (closing it closes the session), on `host`, or on the first host `attach`
  * gives when `host` is undefined (a Location known only once the client has said its roots).
@@ -122,247 +387,40 @@ const callOf = (params: CallToolRequest["params"], options: Options, requestId: 
 export const session = (initial: Host | undefined, options: Options): Effect.Effect<Session, never, Scope.Scope> =>
   Effect.gen(function* () {
     const scope = yield* Effect.scope
-    const run = Effect.runPromiseWith(yield* Effect.context<never>())
-    // With a tracer that keeps spans, each request is a server span (its call's settle spans below it).
     const traced = (yield* Effect.tracer) !== Tracer.nativeTracer
-    const span = <A, E>(name: string, effect: Effect.Effect<A, E>, attributes: Record<string, unknown> = {}) =>
-      traced ? Effect.withSpan(effect, name, { kind: "server", attributes }) : effect
     let host: Host | undefined
     let attached: () => void = () => undefined
     const ready = new Promise<void>((resolve) => {
       attached = resolve
     })
-    const current = async (): Promise<Host> => {
-      if (host === undefined) await ready
-      return host!
+    const state: State = {
+      options,
+      server: new Server(
+        { name: options.name, version: options.version },
+        { capabilities: { tools: { listChanged: true }, resources: {}, prompts: { listChanged: true } } },
+      ),
+      run: Effect.runPromiseWith(yield* Effect.context<never>()),
+      span: (name, effect, attributes = {}) => (traced ? Effect.withSpan(effect, name, { kind: "server", attributes }) : effect),
+      host: () => host,
+      current: async () => {
+        if (host === undefined) await ready
+        return host!
+      },
+      running: new Map(),
+      waiting: new Set(),
+      delegating: new WeakMap(),
     }
-    /** The calls this session is waiting on, by key, with the host and turn each settles through. */
-    const running = new Map<
-      string,
-      { readonly call: Settler.Call; readonly host: Host; readonly turn: Served.Turn; readonly requestId: string | number }
-    >()
-    const waiting = new Set<Promise<unknown>>()
-    const server = new Server(
-      { name: options.name, version: options.version },
-      { capabilities: { tools: { listChanged: true }, resources: {}, prompts: { listChanged: true } } },
-    )
-
-    /**
-     * Registers in `served`, once, the shipped host tools the client can perform; a Location tool of such a name
-     * stays the Location's.
-     */
-    const delegating = new WeakMap<Served.Interface, ReadonlyArray<string>>()
-    const offerHostTools = (served: Served.Interface): Promise<void> | undefined => {
-      if (options.hostTools !== true || delegating.has(served)) return undefined
-      const names = McpDelegated.offered(server.getClientCapabilities())
-      delegating.set(served, names)
-      if (names.length === 0) return undefined
-      return run(
-        Effect.forEach(names, (name) =>
-          served.hostTools.register({ enable: [name] }).pipe(
-            Effect.catchTag("HostTools.Taken", (error) => Effect.sync(() => options.note(`core: ${error.message}\n`))),
-          ),
-        ).pipe(Effect.orDie, Effect.asVoid),
-      )
-    }
-
-    /** The skills offered as prompts: the Location's, but those a rule of the agent denies. */
-    const prompts = (served: Served.Interface) =>
-      served
-        .skills()
-        .skills()
-        .filter((skill) => !served.skillDenied(options.agent, skill.name))
-        .map((skill) => ({ name: skill.name, description: skill.description }))
-
-    server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: prompts((await current()).served) }))
-
-    server.setRequestHandler(GetPromptRequestSchema, async (request) => {
-      const { served } = await current()
-      const { name } = request.params
-      const prompt = prompts(served).find((candidate) => candidate.name === name)
-      if (prompt === undefined) {
-        const known = prompts(served).map((candidate) => candidate.name)
-        throw new McpError(
-          ErrorCode.InvalidParams,
-          `Unknown prompt "${name.slice(0, 100)}"; ${known.length === 0 ? "this Location has no skills" : `the prompts are: ${known.join(", ")}`}`,
-        )
-      }
-      const instructions = await run(Effect.result(served.skills().instructions(name)))
-      if (instructions._tag === "Failure") throw new McpError(ErrorCode.InvalidParams, instructions.failure.message)
-      return {
-        description: prompt.description,
-        messages: [{ role: "user" as const, content: { type: "text" as const, text: instructions.success } }],
-      }
-    })
-
-    server.setRequestHandler(ListToolsRequestSchema, async () => {
-      const { served } = await current()
-      await offerHostTools(served)
-      const turn = await run(span("mcp tools/list", served.capture(options.agent)))
-      return { tools: turn.materialization.definitions.map(Mapping.toolOf) }
-    })
-
-    // Managed outputs are named by the results that have them; none are listed (they belong to calls, not to the
-    // session, and an id is only ever learnt from a result).
-    server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [] }))
-
-    server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
-      const { uri } = request.params
-      const named = Mapping.parseOutputUri(uri)
-      if (named === undefined) {
-        throw new McpError(RESOURCE_NOT_FOUND, `Unknown resource ${uri}: core serves managed outputs as ${Mapping.OUTPUTS_PREFIX}ID`, { uri })
-      }
-      const { outputs } = await current()
-      const opened = await run(Effect.result(outputs.open(named.id, named.part)))
-      if (opened._tag === "Failure") {
-        // An object store that cannot be reached is core's failure, not an unknown resource.
-        const code = opened.failure._tag === "ManagedOutputs.Unavailable" ? ErrorCode.InternalError : RESOURCE_NOT_FOUND
-        throw new McpError(code, opened.failure.message, { uri })
-      }
-      const text = await opened.success.content.text()
-      return { contents: [{ uri, mimeType: named.part === "structured" ? "application/json" : "text/plain", text }] }
-    })
-
-    const kept = (outputs: ManagedOutputs.Interface) => (id: string): Mapping.Kept => {
-      const paths = outputs.paths(id)
-      return { text: existsSync(paths.text), structured: existsSync(paths.structured) }
-    }
-
-    /** Waits for the outcome of `call`'s `entry`; the request's abort cancels the call meanwhile. */
-    const outcome = (serving: Host, call: Settler.Call, entry: Calls.Entry, signal: AbortSignal) =>
-      Effect.suspend(() => {
-        const cancel = () => void run(serving.calls.cancel({ ...call, location: serving.served.directory }))
-        // A request cancelled before its call started is cancelled now.
-        if (signal.aborted) cancel()
-        else signal.addEventListener("abort", cancel, { once: true })
-        return Deferred.await(entry.done).pipe(Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", cancel))))
-      })
-
-    /** Settles `call` through `turn` and waits for its outcome, with no more than that when nothing is forwarded. */
-    const settle = (serving: Host, turn: Served.Turn, call: Settler.Call, extra: Extra, progressToken: ProgressToken | undefined) => {
-      if (progressToken === undefined) {
-        return Effect.flatMap(serving.calls.start(serving.served, turn, call), (entry) => outcome(serving, call, entry, extra.signal))
-      }
-      let progress = 0
-      const forward = (event: Events.Call) =>
-        event.event !== "progress"
-          ? Effect.void
-          : Effect.promise(() =>
-              extra
-                .sendNotification({
-                  method: "notifications/progress",
-                  params: { progressToken, progress: ++progress, message: event.data.message },
-                })
-                .catch(() => undefined),
-            )
-      return Effect.scoped(
-        Effect.gen(function* () {
-          const { entry, subscription } = yield* serving.calls.startListening(serving.served, turn, call)
-          const forwarding = yield* Effect.forkScoped(Effect.forever(Effect.flatMap(PubSub.take(subscription), forward)))
-          const settled = yield* outcome(serving, call, entry, extra.signal)
-          // Progress reported before the outcome goes out before the result.
-          yield* Fiber.interrupt(forwarding)
-          yield* Effect.forEach(yield* PubSub.takeAll(subscription), forward, { discard: true })
-          return settled
-        }),
-      )
-    }
-
-    /** Answers a `tools/call`: the call settled against the catalog current when it arrives, as MCP words it. */
-    const callTool = (serving: Host, call: Settler.Call, extra: Extra, progressToken: ProgressToken | undefined) => {
-      const key = CallKey.of(serving.served.directory, call)
-      return Effect.gen(function* () {
-        // For this call alone: a built-in's call never waits on an MCP server.
-        const turn = yield* serving.served.capture(options.agent, { call: call.name })
-        running.set(key, { call, host: serving, turn, requestId: extra.requestId })
-        const { settlement } = yield* settle(serving, turn, call, extra, progressToken)
-        const definition = turn.materialization.definitions.find((candidate) => candidate.name === call.name)
-        const structured = definition !== undefined && Mapping.isObjectSchema(definition.outputSchema)
-        return Mapping.resultOf(settlement, structured, kept(serving.outputs))
-      }).pipe(Effect.ensuring(Effect.sync(() => running.delete(key))))
-    }
-
-    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-      const serving = host ?? (await current())
-      const offering = offerHostTools(serving.served)
-      if (offering !== undefined) await offering
-      const call = callOf(request.params, options, extra.requestId)
-      const settling = run(
-        span("mcp tools/call", callTool(serving, call, extra, request.params._meta?.progressToken), {
-          "core.tool": call.name,
-          "core.session": call.sessionID,
-          "core.call": call.toolCallID,
-        }),
-      )
-      waiting.add(settling)
-      try {
-        return await settling
-      } catch (error) {
-        throw new McpError(ErrorCode.InternalError, error instanceof Error ? error.message : String(error))
-      } finally {
-        waiting.delete(settling)
-      }
-    })
-
-    // Permission asks of this session's calls: a client that can ask its user (form elicitation) is asked;
-    // otherwise nobody can answer, and the ask is declined as unattended (a change to core's own configuration is
-    // refused as needing a person).
-    const answer = async (request: Permission.Request, relatedRequestId: string | number): Promise<Permission.Reply> => {
-      if (server.getClientCapabilities()?.elicitation?.form === undefined) {
-        options.note(`core: declined ${Mapping.describe(request)}: the MCP client cannot ask its user; allow it in core.json to let MCP clients run it\n`)
-        return request.protected === undefined
-          ? { reply: "reject", unattended: true, why: "the MCP client cannot ask its user" }
-          : Permission.personRequired(request)
-      }
-      try {
-        // A person may take their time: the request's own default timeout (a minute) would decline for them.
-        // Sent along the call's own request, so a streamable HTTP client gets it on that call's stream.
-        const result = await server.elicitInput(Mapping.askForm(request), { timeout: ASK_TIMEOUT_MS, relatedRequestId })
-        if (result.action !== "accept") return { reply: "reject" }
-        const reply = result.content?.reply
-        if (reply === "once" || reply === "always") return { reply }
-        const message = typeof result.content?.message === "string" ? result.content.message.trim() : ""
-        return message === "" ? { reply: "reject" } : { reply: "reject", message }
-      } catch (error) {
-        options.note(`core: declined ${Mapping.describe(request)}: asking the MCP client failed: ${error instanceof Error ? error.message : String(error)}\n`)
-        return { reply: "reject", unattended: true, why: "asking the MCP client's user failed" }
-      }
-    }
-
-    /** Answers an ask the Location announced, when it is one of this session's calls. */
-    const onAsked = (location: string, asked: Events.PermissionRequest) =>
-      Effect.gen(function* () {
-        const mine = running.get(CallKey.of(location, asked))
-        if (mine === undefined) return
-        // The announced id is the request's own id and its generation's serial; the full request (what it
-        // protects) is the generation's.
-        const { generation } = mine.turn
-        const suffix = `.${generation.serial}`
-        if (!asked.id.endsWith(suffix)) return
-        const id = asked.id.slice(0, -suffix.length)
-        const request = (yield* generation.permission.pending).find((candidate) => candidate.id === id)
-        if (request === undefined) return
-        const reply = yield* Effect.promise(() => answer(request, mine.requestId))
-        // The request may have gone meanwhile (its call was cancelled, or another answerer was first).
-        yield* mine.host.served.reply(asked.id, reply).pipe(Effect.ignore)
-      })
-
-    /** Performs a delegated call of this session's own through the client. */
-    const onHostCall = (location: string, hostCall: Events.HostCall) =>
-      Effect.gen(function* () {
-        const mine = running.get(CallKey.of(location, hostCall))
-        if (mine === undefined || !(delegating.get(mine.host.served) ?? []).includes(hostCall.name)) return
-        const answer = yield* Effect.promise(() => McpDelegated.perform(server, hostCall, mine.requestId, options.note))
-        // The call may have gone meanwhile (cancelled, or timed out).
-        yield* mine.host.served.hostTools.answer(hostCall.id, answer).pipe(Effect.ignore)
-      })
+    const { server, running, waiting, run } = state
+    servePrompts(state)
+    serveResources(state)
+    serveTools(state)
 
     /** The prompts last listed as changed, so a reload that left them as they were announces nothing for them. */
     let promptsSent: string | undefined
     const listChanged = Effect.promise(async () => {
       await server.sendToolListChanged().catch(() => undefined)
       if (host === undefined) return
-      const now = JSON.stringify(prompts(host.served))
+      const now = JSON.stringify(promptsOf(options, host.served))
       if (now === promptsSent) return
       promptsSent = now
       await server.sendPromptListChanged().catch(() => undefined)
@@ -379,8 +437,8 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         yield* Effect.forkIn(
           Effect.forever(
             Effect.flatMap(PubSub.take(events), (event) => {
-              if (event.event === "permission.asked") return Effect.forkIn(onAsked(served.directory, event.data), scope).pipe(Effect.asVoid)
-              if (event.event === "host_call") return Effect.forkIn(onHostCall(served.directory, event.data), scope).pipe(Effect.asVoid)
+              if (event.event === "permission.asked") return Effect.forkIn(onAsked(state, served.directory, event.data), scope).pipe(Effect.asVoid)
+              if (event.event === "host_call") return Effect.forkIn(onHostCall(state, served.directory, event.data), scope).pipe(Effect.asVoid)
               if (event.event === "tools.changed") return listChanged
               return Effect.void
             }),
@@ -396,7 +454,7 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         if (previous?.served === next.served) return
         if (listening !== undefined) yield* Scope.close(listening, Exit.void)
         host = next
-        if (previous === undefined) promptsSent = JSON.stringify(prompts(next.served))
+        if (previous === undefined) promptsSent = JSON.stringify(promptsOf(options, next.served))
         listening = yield* listen(next.served)
         attached()
         if (previous !== undefined) yield* listChanged
@@ -413,11 +471,5 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         })()),
     )
     yield* Effect.addFinalizer(() => close)
-    const mayStream = (message: unknown): boolean => {
-      if (!isJSONRPCRequest(message) || message.method !== CallToolRequestSchema.shape.method.value) return false
-      if (message.params?._meta?.progressToken !== undefined) return true
-      const capabilities = server.getClientCapabilities()
-      return capabilities?.elicitation?.form !== undefined || (options.hostTools === true && McpDelegated.offered(capabilities).length > 0)
-    }
-    return { server, close, busy: () => waiting.size > 0, attach, mayStream }
+    return { server, close, busy: () => waiting.size > 0, attach, mayStream: (message: unknown) => mayStream(state, message) }
   })
