@@ -30,6 +30,48 @@ export interface Ended {
   readonly failure: Cause.Cause<unknown> | undefined
 }
 
+/**
+ * A step of a traced call, recorded without a span object: under `parent` (a span with its ids as words), in its
+ * trace; times as the high and low 32 bits of nanoseconds since the epoch. Filled in afresh for each step.
+ */
+export interface Step {
+  name: string
+  parent: Pick<Ended, "traceId" | "spanId" | "traceWords"> & { readonly spanWords: readonly [number, number] }
+  readonly spanWords: [number, number]
+  startHigh: number
+  startLow: number
+  endHigh: number
+  endLow: number
+  failure: Cause.Cause<unknown> | undefined
+  /** Attributes as key, value, key, value. */
+  readonly pairs: Array<unknown>
+}
+
+const TWO_TO_32 = 2 ** 32
+const NO_LINKS: Ended["links"] = []
+const NO_EVENTS: Ended["events"] = []
+
+export const hexOf = (words: ArrayLike<number>): string => {
+  let hex = ""
+  for (let index = 0; index < words.length; index++) hex += (words[index]! >>> 0).toString(16).padStart(8, "0")
+  return hex
+}
+
+/** A step as an ended span (for the JSON body, which is made from spans). */
+const endedOf = (step: Step): Ended => ({
+  name: step.name,
+  kind: "internal",
+  traceId: step.parent.traceId,
+  spanId: hexOf(step.spanWords),
+  parentSpanId: step.parent.spanId,
+  startTime: BigInt(step.startHigh) * BigInt(TWO_TO_32) + BigInt(step.startLow),
+  endTime: BigInt(step.endHigh) * BigInt(TWO_TO_32) + BigInt(step.endLow),
+  pairs: step.pairs.slice(),
+  events: NO_EVENTS,
+  links: NO_LINKS,
+  failure: step.failure,
+})
+
 /** The `service.*` and other resource attributes, and the instrumentation scope, of every batch. */
 export interface Source {
   readonly resource: Readonly<Record<string, unknown>>
@@ -97,10 +139,10 @@ interface Outcome {
 
 const SUCCEEDED: Outcome = { code: STATUS_OK, message: undefined, interrupted: false, errors: [] }
 
-const outcomeOf = (span: Ended): Outcome => {
-  if (span.failure === undefined) return SUCCEEDED
-  if (Cause.hasInterruptsOnly(span.failure)) return { code: STATUS_UNSET, message: undefined, interrupted: true, errors: [] }
-  const errors = Cause.prettyErrors(span.failure, { includeCauseInStack: true })
+const outcomeOf = (failure: Cause.Cause<unknown> | undefined): Outcome => {
+  if (failure === undefined) return SUCCEEDED
+  if (Cause.hasInterruptsOnly(failure)) return { code: STATUS_UNSET, message: undefined, interrupted: true, errors: [] }
+  const errors = Cause.prettyErrors(failure, { includeCauseInStack: true })
   return errors.length === 0
     ? SUCCEEDED
     : { code: STATUS_ERROR, message: errors[0]!.message, interrupted: false, errors }
@@ -127,7 +169,7 @@ export const json = (spans: ReadonlyArray<Ended>, source: Source) => ({
 })
 
 const jsonSpan = (span: Ended) => {
-  const outcome = outcomeOf(span)
+  const outcome = outcomeOf(span.failure)
   const attributes = pairValues(span.pairs)
   if (outcome.interrupted) attributes.push({ key: "effect.fiber.interrupted", value: { boolValue: true } })
   const events = span.events.map(([name, time, eventAttributes]) => ({
@@ -195,18 +237,27 @@ for (let digit = 0; digit < 16; digit++) {
 
 /** A protobuf writer over one growing buffer; a message's length is written when it ends. */
 class Writer {
-  bytes: Uint8Array<ArrayBuffer> = new Uint8Array(INITIAL_BYTES)
-  view = new DataView(this.bytes.buffer)
+  bytes: Uint8Array<ArrayBuffer>
+  view: DataView<ArrayBuffer>
   at = 0
+  /** The buffer's length, kept as a number (read on every write). */
+  capacity: number
+
+  constructor(size = INITIAL_BYTES) {
+    this.bytes = new Uint8Array(size)
+    this.view = new DataView(this.bytes.buffer)
+    this.capacity = size
+  }
 
   room(count: number): void {
-    if (this.at + count <= this.bytes.length) return
-    let size = this.bytes.length * 2
+    if (this.at + count <= this.capacity) return
+    let size = this.capacity * 2
     while (this.at + count > size) size *= 2
     const grown = new Uint8Array(size)
     grown.set(this.bytes.subarray(0, this.at))
     this.bytes = grown
     this.view = new DataView(grown.buffer)
+    this.capacity = size
   }
 
   /** A non-negative integer below 2^53. */
@@ -350,9 +401,13 @@ class Writer {
   }
 
   copy(bytes: Uint8Array): void {
-    this.room(bytes.length)
-    this.bytes.set(bytes, this.at)
-    this.at += bytes.length
+    const length = bytes.length
+    this.room(length)
+    // Byte by byte: the copies are a few dozen bytes, where a native set costs more than the loop.
+    const target = this.bytes
+    let at = this.at
+    for (let index = 0; index < length; index++) target[at++] = bytes[index]!
+    this.at = at
   }
 
   /** A string field whose bytes are kept once made (attribute keys and span names repeat in every batch). */
@@ -410,14 +465,67 @@ class Writer {
     this.at = at
   }
 
-  span(span: Ended): void {
-    const outcome = outcomeOf(span)
-    const message = this.begin(2)
+  /** A fixed64 field given as its high and low 32 bits. */
+  fixed64Parts(field: number, high: number, low: number): void {
+    this.tag(field, FIXED64)
+    this.room(8)
+    this.view.setUint32(this.at, low, true)
+    this.view.setUint32(this.at + 4, high, true)
+    this.at += 8
+  }
+
+  /** A trace id, as words when it has them. */
+  traceField(span: Pick<Ended, "traceId" | "traceWords">): void {
     if (span.traceWords !== undefined) this.wordsField(1, span.traceWords)
     else {
       const traceId = span.traceId
       this.hexField(1, traceId.length < 32 ? traceId.padStart(32, "0") : traceId)
     }
+  }
+
+  /** A step, written as `span` writes the span it stands for (no events, no links). */
+  step(step: Step): void {
+    const outcome = outcomeOf(step.failure)
+    const message = this.begin(2)
+    this.traceField(step.parent)
+    this.wordsField(2, step.spanWords)
+    this.wordsField(4, step.parent.spanWords)
+    this.knownString(5, step.name, NAMES)
+    this.varintField(6, SPAN_KIND.internal)
+    this.fixed64Parts(7, step.startHigh, step.startLow)
+    this.fixed64Parts(8, step.endHigh, step.endLow)
+    const pairs = step.pairs
+    for (let index = 0; index < pairs.length; index += 2) this.keyValue(9, pairs[index] as string, pairs[index + 1])
+    if (outcome.interrupted) this.keyValue(9, "effect.fiber.interrupted", true)
+    for (const error of outcome.errors) {
+      const event = this.begin(11)
+      this.fixed64Parts(1, step.endHigh, step.endLow)
+      this.exception(error)
+      this.end(event)
+    }
+    this.status(outcome)
+    this.end(message)
+  }
+
+  /** An exception event's name and attributes. */
+  exception(error: Error): void {
+    this.stringField(2, "exception")
+    this.keyValue(3, "exception.type", error.name)
+    this.keyValue(3, "exception.message", error.message)
+    this.keyValue(3, "exception.stacktrace", error.stack ?? "No stack trace available")
+  }
+
+  status(outcome: Outcome): void {
+    const status = this.begin(15)
+    if (outcome.message !== undefined) this.stringField(2, outcome.message)
+    this.varintField(3, outcome.code)
+    this.end(status)
+  }
+
+  span(span: Ended): void {
+    const outcome = outcomeOf(span.failure)
+    const message = this.begin(2)
+    this.traceField(span)
     if (span.spanWords !== undefined) this.wordsField(2, span.spanWords)
     else this.hexField(2, span.spanId)
     const parentWords = span.parentWords
@@ -443,10 +551,7 @@ class Writer {
     for (const error of outcome.errors) {
       const event = this.begin(11)
       this.fixed64Field(1, span.endTime)
-      this.stringField(2, "exception")
-      this.keyValue(3, "exception.type", error.name)
-      this.keyValue(3, "exception.message", error.message)
-      this.keyValue(3, "exception.stacktrace", error.stack ?? "No stack trace available")
+      this.exception(error)
       this.end(event)
     }
     for (const link of span.links) {
@@ -456,10 +561,7 @@ class Writer {
       this.keyValues(4, Object.entries(link.attributes))
       this.end(linked)
     }
-    const status = this.begin(15)
-    if (outcome.message !== undefined) this.stringField(2, outcome.message)
-    this.varintField(3, outcome.code)
-    this.end(status)
+    this.status(outcome)
     this.end(message)
   }
 }
@@ -467,6 +569,7 @@ class Writer {
 /** Spans encoded as they end, waiting to be sent as one request body; the spans themselves are not kept. */
 export interface Batch {
   readonly add: (span: Ended) => void
+  readonly addStep: (step: Step) => void
   /** Spans added since the last `take`. */
   readonly count: () => number
   /** The request body of the spans added since the last `take`, and a fresh start. */
@@ -477,17 +580,20 @@ const jsonReplacer = (_key: string, value: unknown) => (typeof value === "number
 
 /** A batch of spans in OTLP protobuf: each span's message written when it is added, the envelope when taken. */
 const protobufBatch = (source: Source): Batch => {
-  let spans = new Writer()
+  const spans = new Writer()
   let count = 0
   return {
     add: (span) => {
       spans.span(span)
       count++
     },
+    addStep: (step) => {
+      spans.step(step)
+      count++
+    },
     count: () => count,
     take: () => {
-      const writer = new Writer()
-      writer.room(spans.at + 256)
+      const writer = new Writer(spans.at + 1_024)
       const resourceSpans = writer.begin(1)
       const resource = writer.begin(1)
       writer.keyValues(1, Object.entries(source.resource))
@@ -502,7 +608,8 @@ const protobufBatch = (source: Source): Batch => {
       writer.at += spans.at
       writer.end(scopeSpans)
       writer.end(resourceSpans)
-      spans = new Writer()
+      // The spans' buffer is kept for the next batch (it was copied into the body).
+      spans.at = 0
       count = 0
       return writer.bytes.subarray(0, writer.at)
     },
@@ -518,6 +625,9 @@ const jsonBatch = (source: Source): Batch => {
   return {
     add: (span) => {
       spans.push(JSON.stringify(jsonSpan(span), jsonReplacer))
+    },
+    addStep: (step) => {
+      spans.push(JSON.stringify(jsonSpan(endedOf(step)), jsonReplacer))
     },
     count: () => spans.length,
     take: () => {
