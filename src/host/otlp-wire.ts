@@ -483,8 +483,60 @@ class Writer {
     }
   }
 
-  /** A step, written as `span` writes the span it stands for (no events, no links). */
+  /**
+   * A step, written as `span` writes the span it stands for (no events, no links). A step that succeeded with one
+   * attribute of a string or boolean (all but bound's) is its ids and times between bytes written once: its name
+   * and kind before, its attribute and status after.
+   */
   step(step: Step): void {
+    const pairs = step.pairs
+    const parent = step.parent
+    const traceWords = parent.traceWords
+    if (step.failure !== undefined || pairs.length !== 2 || traceWords === undefined) return this.anyStep(step)
+    const tail = tailOf(step.name, pairs[0] as string, pairs[1])
+    const head = headOf(step.name)
+    // Written whole below only when its length fits in two bytes (names and keys are the settler's own, short).
+    if (tail === undefined || head.length + tail.length > MAX_STEP_PARTS) return this.anyStep(step)
+    // Trace id, span id and parent id fields (18 + 10 + 10 bytes), the head, two times (9 bytes each), the tail.
+    const length = 38 + head.length + 18 + tail.length
+    this.room(length + 3)
+    const bytes = this.bytes
+    let at = this.at
+    bytes[at++] = (2 << 3) | LENGTH_DELIMITED
+    if (length < 128) bytes[at++] = length
+    else {
+      bytes[at++] = (length & 127) | 128
+      bytes[at++] = length >>> 7
+    }
+    bytes[at++] = (1 << 3) | LENGTH_DELIMITED
+    bytes[at++] = 16
+    at = putWord(bytes, at, traceWords[0])
+    at = putWord(bytes, at, traceWords[1])
+    at = putWord(bytes, at, traceWords[2])
+    at = putWord(bytes, at, traceWords[3])
+    bytes[at++] = (2 << 3) | LENGTH_DELIMITED
+    bytes[at++] = 8
+    at = putWord(bytes, at, step.spanWords[0])
+    at = putWord(bytes, at, step.spanWords[1])
+    bytes[at++] = (4 << 3) | LENGTH_DELIMITED
+    bytes[at++] = 8
+    at = putWord(bytes, at, parent.spanWords[0])
+    at = putWord(bytes, at, parent.spanWords[1])
+    for (let index = 0; index < head.length; index++) bytes[at++] = head[index]!
+    bytes[at++] = (7 << 3) | FIXED64
+    this.view.setUint32(at, step.startLow, true)
+    this.view.setUint32(at + 4, step.startHigh, true)
+    at += 8
+    bytes[at++] = (8 << 3) | FIXED64
+    this.view.setUint32(at, step.endLow, true)
+    this.view.setUint32(at + 4, step.endHigh, true)
+    at += 8
+    for (let index = 0; index < tail.length; index++) bytes[at++] = tail[index]!
+    this.at = at
+  }
+
+  /** Any step, field by field. */
+  anyStep(step: Step): void {
     const outcome = outcomeOf(step.failure)
     const message = this.begin(2)
     this.traceField(step.parent)
@@ -564,6 +616,59 @@ class Writer {
     this.status(outcome)
     this.end(message)
   }
+}
+
+/** A word (4 bytes, high byte first, as its hex reads) at `at`; where the next byte goes. */
+const putWord = (bytes: Uint8Array, at: number, word: number): number => {
+  bytes[at] = word >>> 24
+  bytes[at + 1] = (word >>> 16) & 255
+  bytes[at + 2] = (word >>> 8) & 255
+  bytes[at + 3] = word & 255
+  return at + 4
+}
+
+/** A step's head and tail at most, in bytes, for it to be written whole (its length then fits in two bytes). */
+const MAX_STEP_PARTS = 8_192
+
+/** A step's name and kind fields, by name. */
+const HEADS = new Map<string, Uint8Array>()
+/** A step's attribute and status fields, by name, key and value, for steps that succeeded with one attribute. */
+const TAILS = new Map<string, Map<string, Map<unknown, Uint8Array>>>()
+let tailCount = 0
+
+const headOf = (name: string): Uint8Array => {
+  let head = HEADS.get(name)
+  if (head === undefined) {
+    const writer = new Writer(64 + name.length * 3)
+    writer.stringField(5, name)
+    writer.varintField(6, SPAN_KIND.internal)
+    head = writer.bytes.slice(0, writer.at)
+    if (HEADS.size < KNOWN_STRINGS) HEADS.set(name, head)
+  }
+  return head
+}
+
+/** The tail of a step that succeeded with the one attribute `key`: `value`; undefined for other values. */
+const tailOf = (name: string, key: string, value: unknown): Uint8Array | undefined => {
+  if (typeof value !== "boolean" && (typeof value !== "string" || value.length > SHORT_STRING)) return undefined
+  let byKey = TAILS.get(name)
+  if (byKey === undefined) {
+    if (TAILS.size >= KNOWN_STRINGS) return undefined
+    TAILS.set(name, (byKey = new Map()))
+  }
+  let byValue = byKey.get(key)
+  if (byValue === undefined) byKey.set(key, (byValue = new Map()))
+  let tail = byValue.get(value)
+  if (tail === undefined) {
+    if (tailCount >= KNOWN_STRINGS) return undefined
+    const writer = new Writer(256)
+    writer.keyValue(9, key, value)
+    writer.status(SUCCEEDED)
+    tail = writer.bytes.slice(0, writer.at)
+    byValue.set(value, tail)
+    tailCount++
+  }
+  return tail
 }
 
 /** Spans encoded as they end, waiting to be sent as one request body; the spans themselves are not kept. */

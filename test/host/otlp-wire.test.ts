@@ -215,6 +215,14 @@ describe("a step recorded without a span object", () => {
     step(withWords, "Settler.record", start, end, Cause.fail(new Error("disk full")), ["core.record", "settlement"]),
     step(withWords, "Settler.record", start, end, Cause.interrupt(1), ["core.record", "intent"]),
     step(withWords, "Settler.bound", start, end, Cause.die("boom"), []),
+    // Written whole: a success with one attribute, a string or a boolean; a long one takes two bytes of length.
+    step(withWords, "Settler.permission", start, end, undefined, ["core.permission.decision", "allow"]),
+    step(withWords, "Settler.decode", start, end, undefined, ["core.input.valid", false]),
+    step(withWords, "Settler.record", start, end, undefined, ["core.record", "intent"]),
+    step(withWords, "s".repeat(300), start, end, undefined, ["k".repeat(200), "v".repeat(40)]),
+    // A string too long to be kept, and a name too long to be written whole: field by field.
+    step(withWords, "Settler.execute", start, end, undefined, ["core.execute.outcome", "x".repeat(100)]),
+    step(withWords, "n".repeat(9_000), start, end, undefined, ["core.record", "intent"]),
   ]
 
   test("is written as the span it stands for, in protobuf and in JSON", () => {
