@@ -423,11 +423,16 @@ class Writer {
   }
 
   keyValue(field: number, key: string, value: unknown): void {
-    // An attribute said again and again (a tool's name, an outcome, a flag) is copied as it was first written.
-    const known = typeof value === "string" || typeof value === "boolean" ? PAIRS.get(key)?.get(value) : undefined
-    if (known !== undefined && field === 9) {
-      this.copy(known)
-      return
+    if (field === 9) {
+      // An attribute said again and again (a tool's name, an outcome, a flag) is copied as it was first written.
+      const known = typeof value === "string" || typeof value === "boolean" ? PAIRS.get(key)?.get(value) : undefined
+      if (known !== undefined) {
+        this.copy(known)
+        return
+      }
+      // A count, or a short ASCII string (an id), with a key written before: its lengths worked out, not patched.
+      const keyField = KEYS.get(key)
+      if (keyField !== undefined && (typeof value === "number" ? this.countAttribute(keyField, value) : typeof value === "string" && this.asciiAttribute(keyField, value))) return
     }
     const start = this.at
     const pair = this.begin(field)
@@ -442,6 +447,59 @@ class Writer {
       values.set(value, this.bytes.slice(start, this.at))
       pairCount++
     }
+  }
+
+  /** A span attribute whose value is a non-negative integer below 2^31; false when it is not. */
+  countAttribute(keyField: Uint8Array, value: number): boolean {
+    if (!(value >= 0 && value < 2 ** 31 && Number.isInteger(value))) return false
+    const valueLength = value < 128 ? 1 : value < 16_384 ? 2 : value < 2_097_152 ? 3 : value < 268_435_456 ? 4 : 5
+    // AnyValue: its tag, then the varint; the KeyValue: the key field, then the AnyValue field.
+    const inner = 1 + valueLength
+    const total = keyField.length + 2 + inner
+    if (total >= 128) return false
+    this.room(2 + total)
+    const bytes = this.bytes
+    let at = this.at
+    bytes[at++] = (9 << 3) | LENGTH_DELIMITED
+    bytes[at++] = total
+    for (let index = 0; index < keyField.length; index++) bytes[at++] = keyField[index]!
+    bytes[at++] = (2 << 3) | LENGTH_DELIMITED
+    bytes[at++] = inner
+    bytes[at++] = (3 << 3) | VARINT
+    while (value > 127) {
+      bytes[at++] = (value & 127) | 128
+      value >>>= 7
+    }
+    bytes[at++] = value
+    this.at = at
+    return true
+  }
+
+  /** A span attribute whose value is an ASCII string short enough for one-byte lengths; false when it is not. */
+  asciiAttribute(keyField: Uint8Array, value: string): boolean {
+    const length = value.length
+    const inner = 2 + length
+    const total = keyField.length + 2 + inner
+    if (total >= 128) return false
+    this.room(2 + total)
+    const bytes = this.bytes
+    const start = this.at
+    let at = start + 2
+    for (let index = 0; index < keyField.length; index++) bytes[at++] = keyField[index]!
+    bytes[at++] = (2 << 3) | LENGTH_DELIMITED
+    bytes[at++] = inner
+    bytes[at++] = (1 << 3) | LENGTH_DELIMITED
+    bytes[at++] = length
+    for (let index = 0; index < length; index++) {
+      const code = value.charCodeAt(index)
+      // Not ASCII: written the long way over what was begun here.
+      if (code >= 128) return false
+      bytes[at++] = code
+    }
+    bytes[start] = (9 << 3) | LENGTH_DELIMITED
+    bytes[start + 1] = total
+    this.at = at
+    return true
   }
 
   keyValues(field: number, entries: Iterable<readonly [string, unknown]>): void {

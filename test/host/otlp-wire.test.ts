@@ -255,3 +255,19 @@ describe("a step recorded without a span object", () => {
     expect(Buffer.from(batch.take()).equals(Buffer.from(OtlpWire.protobuf([spanOf(cases[1]!, start, end)], SOURCE)))).toBe(true)
   })
 })
+
+describe("attributes of a key written before", () => {
+  test("counts of every length, ids, non-ASCII and long strings are the same bytes as Effect's encoder writes", () => {
+    const values: Array<unknown> = [0, 127, 128, 16_383, 16_384, 2_097_151, 2_097_152, 268_435_456, 2 ** 31 - 1, 2 ** 31, -1, 1.5]
+    values.push("call_1", "call_2", "", "ü", "ascii then ü", "x".repeat(100), "y".repeat(140), true, false)
+    // The first span makes the key known; each later one writes one value of it.
+    const many = [ended({ name: "first", pairs: ["core.attribute", "first"] })]
+    for (const value of values) many.push(ended({ name: "later", pairs: ["core.attribute", value, "k".repeat(120), value] }))
+    for (const span of many) {
+      expect({ value: span.pairs[1], bytes: Buffer.from(OtlpWire.protobuf([span], SOURCE)).toString("hex") }).toEqual({
+        value: span.pairs[1],
+        bytes: Buffer.from(effectProtobuf(OtlpWire.json([span], SOURCE))).toString("hex"),
+      })
+    }
+  })
+})
