@@ -449,14 +449,14 @@ class Writer {
     }
   }
 
-  /** A span attribute whose value is a non-negative integer below 2^31; false when it is not. */
-  countAttribute(keyField: Uint8Array, value: number): boolean {
-    if (!(value >= 0 && value < 2 ** 31 && Number.isInteger(value))) return false
-    const valueLength = value < 128 ? 1 : value < 16_384 ? 2 : value < 2_097_152 ? 3 : value < 268_435_456 ? 4 : 5
-    // AnyValue: its tag, then the varint; the KeyValue: the key field, then the AnyValue field.
-    const inner = 1 + valueLength
+  /**
+   * The start of a span attribute (field 9) whose AnyValue takes `inner` bytes: its tag and length, the key field,
+   * the AnyValue's tag and length. Written past `at` without moving it; where the value goes, or -1 when a length
+   * would take more than a byte.
+   */
+  attributeHead(keyField: Uint8Array, inner: number): number {
     const total = keyField.length + 2 + inner
-    if (total >= 128) return false
+    if (total >= 128) return -1
     this.room(2 + total)
     const bytes = this.bytes
     let at = this.at
@@ -465,6 +465,17 @@ class Writer {
     for (let index = 0; index < keyField.length; index++) bytes[at++] = keyField[index]!
     bytes[at++] = (2 << 3) | LENGTH_DELIMITED
     bytes[at++] = inner
+    return at
+  }
+
+  /** A span attribute whose value is a non-negative integer below 2^31; false when it is not. */
+  countAttribute(keyField: Uint8Array, value: number): boolean {
+    if (!(value >= 0 && value < 2 ** 31 && Number.isInteger(value))) return false
+    const valueLength = value < 128 ? 1 : value < 16_384 ? 2 : value < 2_097_152 ? 3 : value < 268_435_456 ? 4 : 5
+    // AnyValue: its tag, then the varint.
+    let at = this.attributeHead(keyField, 1 + valueLength)
+    if (at < 0) return false
+    const bytes = this.bytes
     bytes[at++] = (3 << 3) | VARINT
     while (value > 127) {
       bytes[at++] = (value & 127) | 128
@@ -478,26 +489,17 @@ class Writer {
   /** A span attribute whose value is an ASCII string short enough for one-byte lengths; false when it is not. */
   asciiAttribute(keyField: Uint8Array, value: string): boolean {
     const length = value.length
-    const inner = 2 + length
-    const total = keyField.length + 2 + inner
-    if (total >= 128) return false
-    this.room(2 + total)
+    let at = this.attributeHead(keyField, 2 + length)
+    if (at < 0) return false
     const bytes = this.bytes
-    const start = this.at
-    let at = start + 2
-    for (let index = 0; index < keyField.length; index++) bytes[at++] = keyField[index]!
-    bytes[at++] = (2 << 3) | LENGTH_DELIMITED
-    bytes[at++] = inner
     bytes[at++] = (1 << 3) | LENGTH_DELIMITED
     bytes[at++] = length
     for (let index = 0; index < length; index++) {
       const code = value.charCodeAt(index)
-      // Not ASCII: written the long way over what was begun here.
+      // Not ASCII: written the long way, over what was begun here.
       if (code >= 128) return false
       bytes[at++] = code
     }
-    bytes[start] = (9 << 3) | LENGTH_DELIMITED
-    bytes[start + 1] = total
     this.at = at
     return true
   }

@@ -246,22 +246,23 @@ class Exporter {
    * the young generation and cost the collector more than their encoding).
    */
   push(span: OtlpWire.Ended): void {
-    if (this.waiting >= this.maxQueued) {
-      this.stats.dropped++
-      return
-    }
+    if (this.full()) return
     this.filling.add(span)
     this.added()
   }
 
   /** A step of a traced call, encoded at once as `push` encodes a span. */
   pushStep(step: OtlpWire.Step): void {
-    if (this.waiting >= this.maxQueued) {
-      this.stats.dropped++
-      return
-    }
+    if (this.full()) return
     this.filling.addStep(step)
     this.added()
+  }
+
+  /** Whether the queue is full: the span about to be added is dropped. */
+  private full(): boolean {
+    if (this.waiting < this.maxQueued) return false
+    this.stats.dropped++
+    return true
   }
 
   private added(): void {
