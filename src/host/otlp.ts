@@ -3,10 +3,10 @@ export * as Otlp from "./otlp"
 // Exports spans over OTLP/HTTP, configured by the standard OpenTelemetry variables (see ../cli/telemetry). Loaded
 // only when an endpoint is set: without one, core installs no tracer and makes no spans.
 //
-// The tracer is Effect's tracer interface (what Effect.withSpan, the HTTP server's request spans and the settle's
-// spans use) over light spans: ending one puts it in a queue, nothing more. Its attributes, status and error events
-// are turned into OTLP when its batch is sent (./otlp-wire), after the call that made it has returned: a full
-// batch is sent on the next turn of the event loop, the rest every export interval, and what is left when the
+// The tracer is Effect's tracer interface (what Effect.withSpan, the HTTP server's request spans and the settle
+// span use) over light spans, each encoded into the batch being filled when it ends (./otlp-wire); a settle's steps
+// come without span objects (Spans.Steps) and are written into it the same way. Batches are sent after the call
+// that filled them has returned: a full batch is sent on the next turn of the event loop, the rest every export interval, and what is left when the
 // layer's scope closes, within a bound, so an endpoint that is down never holds a call and delays an exit by at
 // most that bound. A failed request drops its batch and pauses sending for a while; spans queued beyond the queue's
 // bound are dropped, so a slow endpoint costs memory within that bound and nothing else.
@@ -376,7 +376,7 @@ export interface Made {
 
 const NANOS_PER_MS = 1e6
 const TWO_TO_32 = 2 ** 32
-const NOT_KEPT: Spans.Record = () => {}
+const NOT_KEPT: Spans.Step = () => {}
 
 /**
  * A settle's steps under `parent`, encoded straight into the batch: no span object, no effect; times placed from the

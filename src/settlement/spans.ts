@@ -2,8 +2,10 @@ export * as Spans from "./spans"
 
 // The spans of a settle, made only when a tracer that keeps spans is installed (Effect's native tracer keeps none):
 // one `Settler.settle` span per call, provided to the fiber so that any span its tool makes sits under it, and one
-// span per step (decode, permission, execute, bound, record). Spans say what happened, never with what: no input,
-// no message a model reads (it may quote the input). When tracing is off nothing here runs but one check per call.
+// span per step (decode, permission, execute, bound, record), recorded once the step has ended from two clock
+// readings around it (a tracer may keep them without a span object: `Steps`). Spans say what happened, never with
+// what: no input, no message a model reads (it may quote the input). When tracing is off nothing here runs but one
+// check per call and a branch per step.
 
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -22,7 +24,7 @@ import type { Settlement } from "../contract/settlement"
  * call's settle span, with up to three attributes; `failure` when it failed (operationally: a model-visible outcome
  * is an attribute). Called once the step has ended: it wraps no effect and changes nothing in the fiber.
  */
-export type Record = (
+export type Step = (
   name: string,
   started: number,
   ended: number,
@@ -38,7 +40,7 @@ export type Record = (
 /** A traced call: its settle span, and where its steps go. */
 export interface Trace {
   readonly parent: Tracer.Span
-  readonly step: Record
+  readonly step: Step
   /** The settle span's start as a `performance.now()` reading. */
   readonly originMs: number
 }
@@ -48,7 +50,7 @@ export interface Trace {
  * `origin` is the parent's start in nanoseconds since the epoch, read at `originMs` (`performance.now()`).
  * Undefined when it keeps no such steps for `parent`: they are made as spans through the tracer interface.
  */
-export type Steps = (parent: Tracer.Span, origin: bigint, originMs: number) => Record | undefined
+export type Steps = (parent: Tracer.Span, origin: bigint, originMs: number) => Step | undefined
 
 /** Where a tracer keeps its `Steps` (core's OTLP exporter has them). */
 export const STEPS: unique symbol = Symbol.for("core/Spans.steps")
@@ -80,11 +82,10 @@ export const now = (trace: Trace | undefined): number => (trace === undefined ? 
  * Steps as spans made through the tracer interface (any tracer but core's exporter), placed from the settle span's
  * start: times are read from a monotonic clock in milliseconds, cheaper than Effect's clock in nanoseconds.
  */
-const spanSteps =
-  (tracer: Tracer.Tracer, parent: Tracer.Span, origin: bigint, originMs: number): Record =>
-  (name, started, ended, failure, key1, value1, key2, value2, key3, value3) => {
-    const under = Option.some<Tracer.AnySpan>(parent)
-    const nanosAt = (ms: number) => origin + BigInt(Math.round((ms - originMs) * NANOS_PER_MS))
+const spanSteps = (tracer: Tracer.Tracer, parent: Tracer.Span, origin: bigint, originMs: number): Step => {
+  const under = Option.some<Tracer.AnySpan>(parent)
+  const nanosAt = (ms: number) => origin + BigInt(Math.round((ms - originMs) * NANOS_PER_MS))
+  return (name, started, ended, failure, key1, value1, key2, value2, key3, value3) => {
     const made = tracer.span({
       name,
       parent: under,
@@ -100,6 +101,7 @@ const spanSteps =
     if (key3 !== undefined) made.attribute(key3, value3)
     made.end(nanosAt(ended), failure === undefined ? Exit.void : Exit.failCause(failure))
   }
+}
 
 interface Called {
   readonly name: string
