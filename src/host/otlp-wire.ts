@@ -30,6 +30,48 @@ export interface Ended {
   readonly failure: Cause.Cause<unknown> | undefined
 }
 
+/**
+ * A step of a traced call, recorded without a span object: under `parent` (a span with its ids as words), in its
+ * trace; times as the high and low 32 bits of nanoseconds since the epoch. Filled in afresh for each step.
+ */
+export interface Step {
+  name: string
+  parent: Pick<Ended, "traceId" | "spanId" | "traceWords"> & { readonly spanWords: readonly [number, number] }
+  readonly spanWords: [number, number]
+  startHigh: number
+  startLow: number
+  endHigh: number
+  endLow: number
+  failure: Cause.Cause<unknown> | undefined
+  /** Attributes as key, value, key, value. */
+  readonly pairs: Array<unknown>
+}
+
+const TWO_TO_32 = 2 ** 32
+const NO_LINKS: Ended["links"] = []
+const NO_EVENTS: Ended["events"] = []
+
+export const hexOf = (words: ArrayLike<number>): string => {
+  let hex = ""
+  for (let index = 0; index < words.length; index++) hex += (words[index]! >>> 0).toString(16).padStart(8, "0")
+  return hex
+}
+
+/** A step as an ended span (for the JSON body, which is made from spans). */
+const endedOf = (step: Step): Ended => ({
+  name: step.name,
+  kind: "internal",
+  traceId: step.parent.traceId,
+  spanId: hexOf(step.spanWords),
+  parentSpanId: step.parent.spanId,
+  startTime: BigInt(step.startHigh) * BigInt(TWO_TO_32) + BigInt(step.startLow),
+  endTime: BigInt(step.endHigh) * BigInt(TWO_TO_32) + BigInt(step.endLow),
+  pairs: step.pairs.slice(),
+  events: NO_EVENTS,
+  links: NO_LINKS,
+  failure: step.failure,
+})
+
 /** The `service.*` and other resource attributes, and the instrumentation scope, of every batch. */
 export interface Source {
   readonly resource: Readonly<Record<string, unknown>>
@@ -97,10 +139,10 @@ interface Outcome {
 
 const SUCCEEDED: Outcome = { code: STATUS_OK, message: undefined, interrupted: false, errors: [] }
 
-const outcomeOf = (span: Ended): Outcome => {
-  if (span.failure === undefined) return SUCCEEDED
-  if (Cause.hasInterruptsOnly(span.failure)) return { code: STATUS_UNSET, message: undefined, interrupted: true, errors: [] }
-  const errors = Cause.prettyErrors(span.failure, { includeCauseInStack: true })
+const outcomeOf = (failure: Cause.Cause<unknown> | undefined): Outcome => {
+  if (failure === undefined) return SUCCEEDED
+  if (Cause.hasInterruptsOnly(failure)) return { code: STATUS_UNSET, message: undefined, interrupted: true, errors: [] }
+  const errors = Cause.prettyErrors(failure, { includeCauseInStack: true })
   return errors.length === 0
     ? SUCCEEDED
     : { code: STATUS_ERROR, message: errors[0]!.message, interrupted: false, errors }
@@ -127,7 +169,7 @@ export const json = (spans: ReadonlyArray<Ended>, source: Source) => ({
 })
 
 const jsonSpan = (span: Ended) => {
-  const outcome = outcomeOf(span)
+  const outcome = outcomeOf(span.failure)
   const attributes = pairValues(span.pairs)
   if (outcome.interrupted) attributes.push({ key: "effect.fiber.interrupted", value: { boolValue: true } })
   const events = span.events.map(([name, time, eventAttributes]) => ({
@@ -195,18 +237,27 @@ for (let digit = 0; digit < 16; digit++) {
 
 /** A protobuf writer over one growing buffer; a message's length is written when it ends. */
 class Writer {
-  bytes: Uint8Array<ArrayBuffer> = new Uint8Array(INITIAL_BYTES)
-  view = new DataView(this.bytes.buffer)
+  bytes: Uint8Array<ArrayBuffer>
+  view: DataView<ArrayBuffer>
   at = 0
+  /** The buffer's length, kept as a number (read on every write). */
+  capacity: number
+
+  constructor(size = INITIAL_BYTES) {
+    this.bytes = new Uint8Array(size)
+    this.view = new DataView(this.bytes.buffer)
+    this.capacity = size
+  }
 
   room(count: number): void {
-    if (this.at + count <= this.bytes.length) return
-    let size = this.bytes.length * 2
+    if (this.at + count <= this.capacity) return
+    let size = this.capacity * 2
     while (this.at + count > size) size *= 2
     const grown = new Uint8Array(size)
     grown.set(this.bytes.subarray(0, this.at))
     this.bytes = grown
     this.view = new DataView(grown.buffer)
+    this.capacity = size
   }
 
   /** A non-negative integer below 2^53. */
@@ -350,9 +401,13 @@ class Writer {
   }
 
   copy(bytes: Uint8Array): void {
-    this.room(bytes.length)
-    this.bytes.set(bytes, this.at)
-    this.at += bytes.length
+    const length = bytes.length
+    this.room(length)
+    // Byte by byte: the copies are a few dozen bytes, where a native set costs more than the loop.
+    const target = this.bytes
+    let at = this.at
+    for (let index = 0; index < length; index++) target[at++] = bytes[index]!
+    this.at = at
   }
 
   /** A string field whose bytes are kept once made (attribute keys and span names repeat in every batch). */
@@ -368,11 +423,16 @@ class Writer {
   }
 
   keyValue(field: number, key: string, value: unknown): void {
-    // An attribute said again and again (a tool's name, an outcome, a flag) is copied as it was first written.
-    const known = typeof value === "string" || typeof value === "boolean" ? PAIRS.get(key)?.get(value) : undefined
-    if (known !== undefined && field === 9) {
-      this.copy(known)
-      return
+    if (field === 9) {
+      // An attribute said again and again (a tool's name, an outcome, a flag) is copied as it was first written.
+      const known = typeof value === "string" || typeof value === "boolean" ? PAIRS.get(key)?.get(value) : undefined
+      if (known !== undefined) {
+        this.copy(known)
+        return
+      }
+      // A count, or a short ASCII string (an id), with a key written before: its lengths worked out, not patched.
+      const keyField = KEYS.get(key)
+      if (keyField !== undefined && (typeof value === "number" ? this.countAttribute(keyField, value) : typeof value === "string" && this.asciiAttribute(keyField, value))) return
     }
     const start = this.at
     const pair = this.begin(field)
@@ -387,6 +447,61 @@ class Writer {
       values.set(value, this.bytes.slice(start, this.at))
       pairCount++
     }
+  }
+
+  /**
+   * The start of a span attribute (field 9) whose AnyValue takes `inner` bytes: its tag and length, the key field,
+   * the AnyValue's tag and length. Written past `at` without moving it; where the value goes, or -1 when a length
+   * would take more than a byte.
+   */
+  attributeHead(keyField: Uint8Array, inner: number): number {
+    const total = keyField.length + 2 + inner
+    if (total >= 128) return -1
+    this.room(2 + total)
+    const bytes = this.bytes
+    let at = this.at
+    bytes[at++] = (9 << 3) | LENGTH_DELIMITED
+    bytes[at++] = total
+    for (let index = 0; index < keyField.length; index++) bytes[at++] = keyField[index]!
+    bytes[at++] = (2 << 3) | LENGTH_DELIMITED
+    bytes[at++] = inner
+    return at
+  }
+
+  /** A span attribute whose value is a non-negative integer below 2^31; false when it is not. */
+  countAttribute(keyField: Uint8Array, value: number): boolean {
+    if (!(value >= 0 && value < 2 ** 31 && Number.isInteger(value))) return false
+    const valueLength = value < 128 ? 1 : value < 16_384 ? 2 : value < 2_097_152 ? 3 : value < 268_435_456 ? 4 : 5
+    // AnyValue: its tag, then the varint.
+    let at = this.attributeHead(keyField, 1 + valueLength)
+    if (at < 0) return false
+    const bytes = this.bytes
+    bytes[at++] = (3 << 3) | VARINT
+    while (value > 127) {
+      bytes[at++] = (value & 127) | 128
+      value >>>= 7
+    }
+    bytes[at++] = value
+    this.at = at
+    return true
+  }
+
+  /** A span attribute whose value is an ASCII string short enough for one-byte lengths; false when it is not. */
+  asciiAttribute(keyField: Uint8Array, value: string): boolean {
+    const length = value.length
+    let at = this.attributeHead(keyField, 2 + length)
+    if (at < 0) return false
+    const bytes = this.bytes
+    bytes[at++] = (1 << 3) | LENGTH_DELIMITED
+    bytes[at++] = length
+    for (let index = 0; index < length; index++) {
+      const code = value.charCodeAt(index)
+      // Not ASCII: written the long way, over what was begun here.
+      if (code >= 128) return false
+      bytes[at++] = code
+    }
+    this.at = at
+    return true
   }
 
   keyValues(field: number, entries: Iterable<readonly [string, unknown]>): void {
@@ -410,14 +525,119 @@ class Writer {
     this.at = at
   }
 
-  span(span: Ended): void {
-    const outcome = outcomeOf(span)
-    const message = this.begin(2)
+  /** A fixed64 field given as its high and low 32 bits. */
+  fixed64Parts(field: number, high: number, low: number): void {
+    this.tag(field, FIXED64)
+    this.room(8)
+    this.view.setUint32(this.at, low, true)
+    this.view.setUint32(this.at + 4, high, true)
+    this.at += 8
+  }
+
+  /** A trace id, as words when it has them. */
+  traceField(span: Pick<Ended, "traceId" | "traceWords">): void {
     if (span.traceWords !== undefined) this.wordsField(1, span.traceWords)
     else {
       const traceId = span.traceId
       this.hexField(1, traceId.length < 32 ? traceId.padStart(32, "0") : traceId)
     }
+  }
+
+  /**
+   * A step, written as `span` writes the span it stands for (no events, no links). A step that succeeded with one
+   * attribute of a string or boolean (all but bound's) is its ids and times between bytes written once: its name
+   * and kind before, its attribute and status after.
+   */
+  step(step: Step): void {
+    const pairs = step.pairs
+    const parent = step.parent
+    const traceWords = parent.traceWords
+    if (step.failure !== undefined || pairs.length !== 2 || traceWords === undefined) return this.anyStep(step)
+    const tail = tailOf(step.name, pairs[0] as string, pairs[1])
+    const head = headOf(step.name)
+    // Written whole below only when its length fits in two bytes (names and keys are the settler's own, short).
+    if (tail === undefined || head.length + tail.length > MAX_STEP_PARTS) return this.anyStep(step)
+    // Trace id, span id and parent id fields (18 + 10 + 10 bytes), the head, two times (9 bytes each), the tail.
+    const length = 38 + head.length + 18 + tail.length
+    this.room(length + 3)
+    const bytes = this.bytes
+    let at = this.at
+    bytes[at++] = (2 << 3) | LENGTH_DELIMITED
+    if (length < 128) bytes[at++] = length
+    else {
+      bytes[at++] = (length & 127) | 128
+      bytes[at++] = length >>> 7
+    }
+    bytes[at++] = (1 << 3) | LENGTH_DELIMITED
+    bytes[at++] = 16
+    at = putWord(bytes, at, traceWords[0])
+    at = putWord(bytes, at, traceWords[1])
+    at = putWord(bytes, at, traceWords[2])
+    at = putWord(bytes, at, traceWords[3])
+    bytes[at++] = (2 << 3) | LENGTH_DELIMITED
+    bytes[at++] = 8
+    at = putWord(bytes, at, step.spanWords[0])
+    at = putWord(bytes, at, step.spanWords[1])
+    bytes[at++] = (4 << 3) | LENGTH_DELIMITED
+    bytes[at++] = 8
+    at = putWord(bytes, at, parent.spanWords[0])
+    at = putWord(bytes, at, parent.spanWords[1])
+    for (let index = 0; index < head.length; index++) bytes[at++] = head[index]!
+    bytes[at++] = (7 << 3) | FIXED64
+    this.view.setUint32(at, step.startLow, true)
+    this.view.setUint32(at + 4, step.startHigh, true)
+    at += 8
+    bytes[at++] = (8 << 3) | FIXED64
+    this.view.setUint32(at, step.endLow, true)
+    this.view.setUint32(at + 4, step.endHigh, true)
+    at += 8
+    for (let index = 0; index < tail.length; index++) bytes[at++] = tail[index]!
+    this.at = at
+  }
+
+  /** Any step, field by field. */
+  anyStep(step: Step): void {
+    const outcome = outcomeOf(step.failure)
+    const message = this.begin(2)
+    this.traceField(step.parent)
+    this.wordsField(2, step.spanWords)
+    this.wordsField(4, step.parent.spanWords)
+    this.knownString(5, step.name, NAMES)
+    this.varintField(6, SPAN_KIND.internal)
+    this.fixed64Parts(7, step.startHigh, step.startLow)
+    this.fixed64Parts(8, step.endHigh, step.endLow)
+    const pairs = step.pairs
+    for (let index = 0; index < pairs.length; index += 2) this.keyValue(9, pairs[index] as string, pairs[index + 1])
+    if (outcome.interrupted) this.keyValue(9, "effect.fiber.interrupted", true)
+    for (const error of outcome.errors) {
+      const event = this.begin(11)
+      this.fixed64Parts(1, step.endHigh, step.endLow)
+      this.exception(error)
+      this.end(event)
+    }
+    this.status(outcome)
+    this.end(message)
+  }
+
+  /** An exception event's name and attributes. */
+  exception(error: Error): void {
+    this.stringField(2, "exception")
+    this.keyValue(3, "exception.type", error.name)
+    this.keyValue(3, "exception.message", error.message)
+    this.keyValue(3, "exception.stacktrace", error.stack ?? "No stack trace available")
+  }
+
+  status(outcome: Outcome): void {
+    const status = this.begin(15)
+    if (outcome.message !== undefined) this.stringField(2, outcome.message)
+    this.varintField(3, outcome.code)
+    this.end(status)
+  }
+
+  span(span: Ended): void {
+    const outcome = outcomeOf(span.failure)
+    const message = this.begin(2)
+    this.traceField(span)
     if (span.spanWords !== undefined) this.wordsField(2, span.spanWords)
     else this.hexField(2, span.spanId)
     const parentWords = span.parentWords
@@ -443,10 +663,7 @@ class Writer {
     for (const error of outcome.errors) {
       const event = this.begin(11)
       this.fixed64Field(1, span.endTime)
-      this.stringField(2, "exception")
-      this.keyValue(3, "exception.type", error.name)
-      this.keyValue(3, "exception.message", error.message)
-      this.keyValue(3, "exception.stacktrace", error.stack ?? "No stack trace available")
+      this.exception(error)
       this.end(event)
     }
     for (const link of span.links) {
@@ -456,17 +673,68 @@ class Writer {
       this.keyValues(4, Object.entries(link.attributes))
       this.end(linked)
     }
-    const status = this.begin(15)
-    if (outcome.message !== undefined) this.stringField(2, outcome.message)
-    this.varintField(3, outcome.code)
-    this.end(status)
+    this.status(outcome)
     this.end(message)
   }
+}
+
+/** A word (4 bytes, high byte first, as its hex reads) at `at`; where the next byte goes. */
+const putWord = (bytes: Uint8Array, at: number, word: number): number => {
+  bytes[at] = word >>> 24
+  bytes[at + 1] = (word >>> 16) & 255
+  bytes[at + 2] = (word >>> 8) & 255
+  bytes[at + 3] = word & 255
+  return at + 4
+}
+
+/** A step's head and tail at most, in bytes, for it to be written whole (its length then fits in two bytes). */
+const MAX_STEP_PARTS = 8_192
+
+/** A step's name and kind fields, by name. */
+const HEADS = new Map<string, Uint8Array>()
+/** A step's attribute and status fields, by name, key and value, for steps that succeeded with one attribute. */
+const TAILS = new Map<string, Map<string, Map<unknown, Uint8Array>>>()
+let tailCount = 0
+
+const headOf = (name: string): Uint8Array => {
+  let head = HEADS.get(name)
+  if (head === undefined) {
+    const writer = new Writer(64 + name.length * 3)
+    writer.stringField(5, name)
+    writer.varintField(6, SPAN_KIND.internal)
+    head = writer.bytes.slice(0, writer.at)
+    if (HEADS.size < KNOWN_STRINGS) HEADS.set(name, head)
+  }
+  return head
+}
+
+/** The tail of a step that succeeded with the one attribute `key`: `value`; undefined for other values. */
+const tailOf = (name: string, key: string, value: unknown): Uint8Array | undefined => {
+  if (typeof value !== "boolean" && (typeof value !== "string" || value.length > SHORT_STRING)) return undefined
+  let byKey = TAILS.get(name)
+  if (byKey === undefined) {
+    if (TAILS.size >= KNOWN_STRINGS) return undefined
+    TAILS.set(name, (byKey = new Map()))
+  }
+  let byValue = byKey.get(key)
+  if (byValue === undefined) byKey.set(key, (byValue = new Map()))
+  let tail = byValue.get(value)
+  if (tail === undefined) {
+    if (tailCount >= KNOWN_STRINGS) return undefined
+    const writer = new Writer(256)
+    writer.keyValue(9, key, value)
+    writer.status(SUCCEEDED)
+    tail = writer.bytes.slice(0, writer.at)
+    byValue.set(value, tail)
+    tailCount++
+  }
+  return tail
 }
 
 /** Spans encoded as they end, waiting to be sent as one request body; the spans themselves are not kept. */
 export interface Batch {
   readonly add: (span: Ended) => void
+  readonly addStep: (step: Step) => void
   /** Spans added since the last `take`. */
   readonly count: () => number
   /** The request body of the spans added since the last `take`, and a fresh start. */
@@ -477,17 +745,20 @@ const jsonReplacer = (_key: string, value: unknown) => (typeof value === "number
 
 /** A batch of spans in OTLP protobuf: each span's message written when it is added, the envelope when taken. */
 const protobufBatch = (source: Source): Batch => {
-  let spans = new Writer()
+  const spans = new Writer()
   let count = 0
   return {
     add: (span) => {
       spans.span(span)
       count++
     },
+    addStep: (step) => {
+      spans.step(step)
+      count++
+    },
     count: () => count,
     take: () => {
-      const writer = new Writer()
-      writer.room(spans.at + 256)
+      const writer = new Writer(spans.at + 1_024)
       const resourceSpans = writer.begin(1)
       const resource = writer.begin(1)
       writer.keyValues(1, Object.entries(source.resource))
@@ -502,7 +773,8 @@ const protobufBatch = (source: Source): Batch => {
       writer.at += spans.at
       writer.end(scopeSpans)
       writer.end(resourceSpans)
-      spans = new Writer()
+      // The spans' buffer is kept for the next batch (it was copied into the body).
+      spans.at = 0
       count = 0
       return writer.bytes.subarray(0, writer.at)
     },
@@ -518,6 +790,9 @@ const jsonBatch = (source: Source): Batch => {
   return {
     add: (span) => {
       spans.push(JSON.stringify(jsonSpan(span), jsonReplacer))
+    },
+    addStep: (step) => {
+      spans.push(JSON.stringify(jsonSpan(endedOf(step)), jsonReplacer))
     },
     count: () => spans.length,
     take: () => {

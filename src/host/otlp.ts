@@ -3,10 +3,10 @@ export * as Otlp from "./otlp"
 // Exports spans over OTLP/HTTP, configured by the standard OpenTelemetry variables (see ../cli/telemetry). Loaded
 // only when an endpoint is set: without one, core installs no tracer and makes no spans.
 //
-// The tracer is Effect's tracer interface (what Effect.withSpan, the HTTP server's request spans and the settle's
-// spans use) over light spans: ending one puts it in a queue, nothing more. Its attributes, status and error events
-// are turned into OTLP when its batch is sent (./otlp-wire), after the call that made it has returned: a full
-// batch is sent on the next turn of the event loop, the rest every export interval, and what is left when the
+// The tracer is Effect's tracer interface (what Effect.withSpan, the HTTP server's request spans and the settle
+// span use) over light spans, each encoded into the batch being filled when it ends (./otlp-wire); a settle's steps
+// come without span objects (Spans.Steps) and are written into it the same way. Batches are sent after the call
+// that filled them has returned: a full batch is sent on the next turn of the event loop, the rest every export interval, and what is left when the
 // layer's scope closes, within a bound, so an endpoint that is down never holds a call and delays an exit by at
 // most that bound. A failed request drops its batch and pauses sending for a while; spans queued beyond the queue's
 // bound are dropped, so a slow endpoint costs memory within that bound and nothing else.
@@ -19,6 +19,7 @@ import * as Tracer from "effect/Tracer"
 import type * as Cause from "effect/Cause"
 import type * as Context from "effect/Context"
 import packageJson from "../../package.json" with { type: "json" }
+import { Spans } from "../settlement/spans"
 import { OtlpWire } from "./otlp-wire"
 
 /** How long spans wait to be sent together (OTEL_BSP_SCHEDULE_DELAY overrides). */
@@ -69,12 +70,6 @@ const randomWord = (): number => {
   return pool[pooled++]!
 }
 
-const hexOf = (words: ArrayLike<number>): string => {
-  let hex = ""
-  for (let index = 0; index < words.length; index++) hex += (words[index]! >>> 0).toString(16).padStart(8, "0")
-  return hex
-}
-
 // --- spans ----------------------------------------------------------------------------------------------------------
 
 const NO_EVENTS: OtlpWire.Ended["events"] = []
@@ -120,11 +115,11 @@ class Span implements Tracer.Span, OtlpWire.Ended {
   }
 
   get traceId(): string {
-    return (this.traceHex ??= hexOf(this.traceWords!))
+    return (this.traceHex ??= OtlpWire.hexOf(this.traceWords!))
   }
 
   get spanId(): string {
-    return (this.spanHex ??= hexOf(this.spanWords))
+    return (this.spanHex ??= OtlpWire.hexOf(this.spanWords))
   }
 
   get parentSpanId(): string | undefined {
@@ -251,11 +246,26 @@ class Exporter {
    * the young generation and cost the collector more than their encoding).
    */
   push(span: OtlpWire.Ended): void {
-    if (this.waiting >= this.maxQueued) {
-      this.stats.dropped++
-      return
-    }
+    if (this.full()) return
     this.filling.add(span)
+    this.added()
+  }
+
+  /** A step of a traced call, encoded at once as `push` encodes a span. */
+  pushStep(step: OtlpWire.Step): void {
+    if (this.full()) return
+    this.filling.addStep(step)
+    this.added()
+  }
+
+  /** Whether the queue is full: the span about to be added is dropped. */
+  private full(): boolean {
+    if (this.waiting < this.maxQueued) return false
+    this.stats.dropped++
+    return true
+  }
+
+  private added(): void {
     this.waiting++
     if (this.filling.count() >= this.maxBatch) {
       this.seal()
@@ -364,11 +374,66 @@ export interface Made {
   readonly close: () => Promise<void>
 }
 
+const NANOS_PER_MS = 1e6
+const TWO_TO_32 = 2 ** 32
+const NOT_KEPT: Spans.Step = () => {}
+
+/**
+ * A settle's steps under `parent`, encoded straight into the batch: no span object, no effect; times placed from the
+ * parent's start in whole nanoseconds, as high and low words (no bigint per step).
+ */
+const steps = (exporter: Exporter): Spans.Steps => {
+  // Filled in for each step and encoded at once: one for all.
+  const step: OtlpWire.Step = {
+    name: "",
+    parent: { traceId: "", spanId: "", traceWords: undefined, spanWords: [0, 0] },
+    spanWords: [0, 0],
+    startHigh: 0,
+    startLow: 0,
+    endHigh: 0,
+    endLow: 0,
+    failure: undefined,
+    pairs: [],
+  }
+  return (parent, origin, originMs) => {
+    if (!(parent instanceof Span)) return undefined
+    // Spans not sampled are not exported: neither are their steps.
+    if (!parent.sampled) return NOT_KEPT
+    const originHigh = Number(origin >> 32n)
+    const originLow = Number(BigInt.asUintN(32, origin))
+    return (name, started, ended, failure, key1, value1, key2, value2, key3, value3) => {
+      step.name = name
+      step.parent = parent
+      step.spanWords[0] = randomWord()
+      step.spanWords[1] = randomWord()
+      let at = originLow + Math.round((started - originMs) * NANOS_PER_MS)
+      let carry = Math.floor(at / TWO_TO_32)
+      step.startHigh = originHigh + carry
+      step.startLow = at - carry * TWO_TO_32
+      at = originLow + Math.round((ended - originMs) * NANOS_PER_MS)
+      carry = Math.floor(at / TWO_TO_32)
+      step.endHigh = originHigh + carry
+      step.endLow = at - carry * TWO_TO_32
+      step.failure = failure
+      const pairs = step.pairs
+      pairs.length = 0
+      if (key1 !== undefined) pairs.push(key1, value1)
+      if (key2 !== undefined) pairs.push(key2, value2)
+      if (key3 !== undefined) pairs.push(key3, value3)
+      exporter.pushStep(step)
+    }
+  }
+}
+
 /** A tracer exporting to `settings.url`, and its exporter's figures; `close` flushes it within `settings.flushMs`. */
 export const make = (settings: Settings): Made => {
   const exporter = new Exporter(settings)
+  const tracer: Tracer.Tracer & { readonly [Spans.STEPS]: Spans.Steps } = {
+    span: (options) => new Span(options, exporter),
+    [Spans.STEPS]: steps(exporter),
+  }
   return {
-    tracer: Tracer.make({ span: (options) => new Span(options, exporter) }),
+    tracer,
     stats: exporter.stats as Readonly<Stats>,
     close: () => exporter.close(settings.flushMs),
   }

@@ -167,7 +167,7 @@ const recordNew = (
   expected: Store.Expected = { state: "absent", agent: call.agent, details: call.details },
   replayed = false,
 ) =>
-  Spans.step(call.trace, "Settler.record", services.store.settle(keyOf(services, call), settlement, expected), Spans.RECORD_SETTLEMENT).pipe(
+  Spans.recorded(call.trace, "Settler.record", services.store.settle(keyOf(services, call), settlement, expected), Spans.RECORD, "settlement").pipe(
     Effect.mapError(recordFailed(call)),
     Effect.map((recorded): Settled | typeof CONFLICT => (recorded ? { settlement, replayed } : CONFLICT)),
   )
@@ -176,7 +176,7 @@ const recordNew = (
 const recordOwned = (services: Services, call: Received, settlement: Settlement.Info) =>
   Effect.gen(function* () {
     const owned = services.store.settle(keyOf(services, call), settlement, { state: "owned" })
-    const recorded = Spans.step(call.trace, "Settler.record", owned, Spans.RECORD_SETTLEMENT)
+    const recorded = Spans.recorded(call.trace, "Settler.record", owned, Spans.RECORD, "settlement")
     if (yield* recorded.pipe(Effect.mapError(recordFailed(call)))) {
       return { settlement, replayed: false }
     }
@@ -186,11 +186,12 @@ const recordOwned = (services: Services, call: Received, settlement: Settlement.
 
 /** Records the intent to run a call: false when the call is already known (another settler got there first). */
 const recordIntent = (services: Services, call: Received) =>
-  Spans.step(
+  Spans.recorded(
     call.trace,
     "Settler.record",
     services.store.begin(keyOf(services, call), call.name, call.agent, call.details),
-    Spans.RECORD_INTENT,
+    Spans.RECORD,
+    "intent",
   ).pipe(Effect.mapError(operational("Could not record the call")))
 
 /**
@@ -264,13 +265,7 @@ const resolve = (catalog: Registry.Catalog, call: Call): Internal.Record | Refus
 
 /** Decode: the input by the tool's input schema (the codec boundary, DESIGN §2 law 2). */
 const decode = (call: Received, tool: Internal.Record) =>
-  // Spans say what happened, never with what: messages here quote the input, which may hold secrets.
-  Spans.step(
-    call.trace,
-    "Settler.decode",
-    Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, Internal.INPUT_OPTIONS)),
-    { after: (exit) => ({ "core.input.valid": Exit.isSuccess(exit) }) },
-  )
+  Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, Internal.INPUT_OPTIONS))
 
 /** The decoded input, or why it does not fit. */
 const inputOf = (call: Call, tool: Internal.Record, exit: Exit.Exit<unknown, Schema.SchemaError>): unknown => {
@@ -292,23 +287,18 @@ const inputOf = (call: Call, tool: Internal.Record, exit: Exit.Exit<unknown, Sch
  * reply; nothing has run yet.
  */
 const authorize = (permission: Permission.Interface, call: Received, tool: Internal.Record) =>
-  Spans.step(
-    call.trace,
-    "Settler.permission",
-    Effect.exit(
-      tool.checksPermissions
-        ? Effect.void
-        : permission.authorize(
-            {
-              sessionID: call.sessionID,
-              agent: call.agent,
-              source: { messageID: call.assistantMessageID, callID: call.toolCallID },
-              metadata: { tool: call.name },
-            },
-            [{ action: Rule.actionOf(call.name), resources: ["*"], save: ["*"] }],
-          ),
-    ),
-    { after: (exit) => ({ "core.permission.decision": Spans.decisionOf(tool.checksPermissions, exit) }) },
+  Effect.exit(
+    tool.checksPermissions
+      ? Effect.void
+      : permission.authorize(
+          {
+            sessionID: call.sessionID,
+            agent: call.agent,
+            source: { messageID: call.assistantMessageID, callID: call.toolCallID },
+            metadata: { tool: call.name },
+          },
+          [{ action: Rule.actionOf(call.name), resources: ["*"], save: ["*"] }],
+        ),
   )
 
 /** Why authorization stops the call; `undefined`: allowed. */
@@ -359,9 +349,21 @@ const admit: (
   }
   const tool = resolve(catalog, call)
   if (tool instanceof Stop) return yield* stopNew(services, call, tool)
-  const decoded = inputOf(call, tool, yield* decode(call, tool))
+  const { trace } = call
+  // Each step's span is recorded from two readings around it, once it has ended (nothing is read untraced).
+  let started = Spans.now(trace)
+  const decodedExit = yield* decode(call, tool)
+  // Spans say what happened, never with what: messages here quote the input, which may hold secrets.
+  if (trace !== undefined) trace.step("Settler.decode", started, performance.now(), undefined, "core.input.valid", Exit.isSuccess(decodedExit))
+  const decoded = inputOf(call, tool, decodedExit)
   if (decoded instanceof Stop) return yield* stopNew(services, call, decoded)
-  const denied = deniedBy(call, yield* authorize(services.permission, call, tool))
+  started = Spans.now(trace)
+  const authorized = yield* authorize(services.permission, call, tool)
+  if (trace !== undefined) {
+    const decision = Spans.decisionOf(tool.checksPermissions, authorized)
+    trace.step("Settler.permission", started, performance.now(), undefined, "core.permission.decision", decision)
+  }
+  const denied = deniedBy(call, authorized)
   if (denied !== undefined) return yield* stopNew(services, call, denied)
   // Hooks that answered at once (no-ops, most of them, or none) cost no step of the fiber.
   const hooked = before(services.hooks, call, tool, decoded)
@@ -398,20 +400,15 @@ const execute = (
     toolCallID: call.toolCallID,
     progress: (update) => (options?.onProgress === undefined ? Effect.void : options.onProgress(update)),
   }
-  return Spans.step(
-    call.trace,
-    "Settler.execute",
-    Effect.exit(
-      restore(
-        Effect.suspend((): Effect.Effect<unknown, Tool.Failure | Permission.Refusal | OperationalError> => {
-          const called = Execution.call(call.name, admitted.tool, admitted.input, context)
-          return called._tag === "Effect"
-            ? called.effect
-            : Effect.fail(new OperationalError({ message: called.message, cause: called.cause }))
-        }),
-      ).pipe(Effect.provideService(Stopping.Notes, stopping)),
-    ),
-    { after: (exit) => ({ "core.execute.outcome": Spans.outcomeOf(exit) }) },
+  return Effect.exit(
+    restore(
+      Effect.suspend((): Effect.Effect<unknown, Tool.Failure | Permission.Refusal | OperationalError> => {
+        const called = Execution.call(call.name, admitted.tool, admitted.input, context)
+        return called._tag === "Effect"
+          ? called.effect
+          : Effect.fail(new OperationalError({ message: called.message, cause: called.cause }))
+      }),
+    ).pipe(Effect.provideService(Stopping.Notes, stopping)),
   )
 }
 
@@ -524,24 +521,16 @@ const bound = (
   content: ReadonlyArray<Tool.Content>,
   replaced: boolean,
 ) =>
-  Spans.step(
-    call.trace,
-    "Settler.bound",
-    services.output.bound({
-      content,
-      structured: replaced ? undefined : encoded.projected.structured,
-      lossy: Internal.lostCapture(admitted.tool, encoded.structured),
-      location: services.location,
-      session: call.sessionID,
-    }),
-    {
-      after: (bounded) => ({
-        "core.output.bytes": Spans.contentBytes(bounded.content),
-        "core.output.bounded": bounded.outputs.length > 0,
-        "core.output.managed_bytes": bounded.outputs.reduce((sum, kept) => sum + kept.bytes, 0),
-      }),
-    },
-  ).pipe(Effect.mapError((error) => new OperationalError({ message: error.message, cause: error })))
+  services.output.bound({
+    content,
+    structured: replaced ? undefined : encoded.projected.structured,
+    lossy: Internal.lostCapture(admitted.tool, encoded.structured),
+    location: services.location,
+    session: call.sessionID,
+  })
+
+/** Bounding failed: operational (the output could not be kept). */
+const boundFailed = (error: { readonly message: string }) => new OperationalError({ message: error.message, cause: error })
 
 /** Persist: the settlement of a call that ran and returned, as bounded. */
 const succeeded = (call: Call, bounded: Output.Bounded): Settlement.Info => ({
@@ -565,8 +554,12 @@ const perform = Effect.fnUntraced(function* (
   options: Options | undefined,
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
 ) {
+  const { trace } = call
   const stopping: Array<string> = []
-  const output = outputOf(call, yield* execute(call, admitted, options, restore, stopping), stopping)
+  let started = Spans.now(trace)
+  const executed = yield* execute(call, admitted, options, restore, stopping)
+  if (trace !== undefined) trace.step("Settler.execute", started, performance.now(), undefined, "core.execute.outcome", Spans.outcomeOf(executed))
+  const output = outputOf(call, executed, stopping)
   if (output instanceof Stop) return yield* stopOwned(services, call, output)
   const encoded = encodedOf(call, admitted, yield* encode(admitted.tool, output))
   if (encoded instanceof Stop) return yield* stopOwned(services, call, encoded)
@@ -574,7 +567,28 @@ const perform = Effect.fnUntraced(function* (
   const content = Hooks.isDone(hooked) ? hooked.value : yield* hooked
   const shown = shownOf(call, yield* show(services, content, options))
   if (shown instanceof Stop) return yield* stopOwned(services, call, shown)
-  const bounded = yield* bound(services, call, admitted, encoded, shown, content !== encoded.projected.content)
+  started = Spans.now(trace)
+  const bounding = bound(services, call, admitted, encoded, shown, content !== encoded.projected.content)
+  if (trace === undefined) return yield* recordOwned(services, call, succeeded(call, yield* Effect.mapError(bounding, boundFailed)))
+  const boundExit = yield* Effect.exit(bounding)
+  const ended = performance.now()
+  if (Exit.isFailure(boundExit)) {
+    trace.step("Settler.bound", started, ended, boundExit.cause)
+    return yield* Effect.mapError(Effect.failCause(boundExit.cause), boundFailed)
+  }
+  const bounded = boundExit.value
+  trace.step(
+    "Settler.bound",
+    started,
+    ended,
+    undefined,
+    "core.output.bytes",
+    Spans.contentBytes(bounded.content),
+    "core.output.bounded",
+    bounded.outputs.length > 0,
+    "core.output.managed_bytes",
+    bounded.outputs.reduce((sum, kept) => sum + kept.bytes, 0),
+  )
   return yield* recordOwned(services, call, succeeded(call, bounded))
 })
 
@@ -630,22 +644,16 @@ const settleThrough = (
     if (joined !== undefined) return yield* Deferred.await(joined)
     const done = yield* Deferred.make<Settled, OperationalError>()
     running.set(key, done)
-    const received: Received = {
-      ...call,
-      // What operators see of the call (`core log`), whatever it settles as.
-      details: { messageID: call.assistantMessageID, startedAt: Date.now(), ...Store.recordInput(call.input) },
-      trace: undefined,
-    }
+    // What operators see of the call (`core log`), whatever it settles as.
+    const details: Store.Details = { messageID: call.assistantMessageID, startedAt: Date.now(), ...Store.recordInput(call.input) }
     const tracer = Spans.keepingTracer()
-    const settling =
-      tracer === undefined
-        ? run(services, catalog, received, options)
-        : Spans.settle(received, received.details.inputBytes, tracer, (trace) =>
-            run(services, catalog, { ...received, trace }, options),
-          )
+    const trace = tracer === undefined ? undefined : Spans.begin(call, details.inputBytes, tracer)
+    const received: Received = { ...call, details, trace }
+    const settling = trace === undefined ? run(services, catalog, received, options) : Spans.under(trace, run(services, catalog, received, options))
     return yield* settling.pipe(
       Effect.onExit((exit) =>
         Effect.gen(function* () {
+          if (trace !== undefined) Spans.end(trace, exit)
           running.delete(key)
           // A joiner of an interrupted call gets what was recorded for it (cancelled, or the outcome that
           // won the race), not the interruption of a fiber that was not its own.

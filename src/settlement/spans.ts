@@ -2,8 +2,10 @@ export * as Spans from "./spans"
 
 // The spans of a settle, made only when a tracer that keeps spans is installed (Effect's native tracer keeps none):
 // one `Settler.settle` span per call, provided to the fiber so that any span its tool makes sits under it, and one
-// span per step (decode, permission, execute, bound, record). Spans say what happened, never with what: no input,
-// no message a model reads (it may quote the input). When tracing is off nothing here runs but one check per call.
+// span per step (decode, permission, execute, bound, record), recorded once the step has ended from two clock
+// readings around it (a tracer may keep them without a span object: `Steps`). Spans say what happened, never with
+// what: no input, no message a model reads (it may quote the input). When tracing is off nothing here runs but one
+// check per call and a branch per step.
 
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -18,18 +20,46 @@ import { Tool } from "../tool/tool"
 import type { Settlement } from "../contract/settlement"
 
 /**
- * Where a traced call's step spans go: under its settle span, made by the installed tracer. Times are read from a
- * monotonic clock in milliseconds (cheaper than Effect's clock in nanoseconds) and placed from `origin`, the settle
- * span's start in nanoseconds, read once per call.
+ * Records a step of a traced call that ran from `started` to `ended` (`performance.now()` readings), under the
+ * call's settle span, with up to three attributes; `failure` when it failed (operationally: a model-visible outcome
+ * is an attribute). Called once the step has ended: it wraps no effect and changes nothing in the fiber.
  */
+export type Step = (
+  name: string,
+  started: number,
+  ended: number,
+  failure: Cause.Cause<unknown> | undefined,
+  key1?: string,
+  value1?: unknown,
+  key2?: string,
+  value2?: unknown,
+  key3?: string,
+  value3?: unknown,
+) => void
+
+/** A traced call: its settle span, and where its steps go. */
 export interface Trace {
-  readonly tracer: Tracer.Tracer
   readonly parent: Tracer.Span
-  /** `Option.some(parent)`, made once per call. */
-  readonly under: Option.Option<Tracer.AnySpan>
-  readonly origin: bigint
+  readonly step: Step
+  /** The settle span's start as a `performance.now()` reading. */
   readonly originMs: number
 }
+
+/**
+ * A tracer's own way of recording a settle's steps under `parent` (a span it made), without a span object per step:
+ * `origin` is the parent's start in nanoseconds since the epoch, read at `originMs` (`performance.now()`).
+ * Undefined when it keeps no such steps for `parent`: they are made as spans through the tracer interface.
+ */
+export type Steps = (parent: Tracer.Span, origin: bigint, originMs: number) => Step | undefined
+
+/** Where a tracer keeps its `Steps` (core's OTLP exporter has them). */
+export const STEPS: unique symbol = Symbol.for("core/Spans.steps")
+
+/** A step of a record: intent (before the tool runs) or settlement. */
+export const RECORD = "core.record"
+
+const NO_ANNOTATIONS = Context.empty()
+const NANOS_PER_MS = 1e6
 
 /**
  * The installed tracer, if it keeps spans and tracing is not turned off where the call runs
@@ -45,59 +75,32 @@ export const keepingTracer = (): Tracer.Tracer | undefined => {
 /** Whether calls settled now are traced (what each settle checks once when tracing is off). */
 export const tracing = (): boolean => keepingTracer() !== undefined
 
-export interface StepOptions<A> {
-  readonly attributes?: Readonly<Record<string, unknown>>
-  /** Attributes said of the step's result. */
-  readonly after?: (value: A) => Readonly<Record<string, unknown>>
-}
-
-export const RECORD_INTENT = { attributes: { "core.record": "intent" } } as const
-export const RECORD_SETTLEMENT = { attributes: { "core.record": "settlement" } } as const
-
-const NO_OPTIONS: StepOptions<unknown> = {}
-const NO_ANNOTATIONS = Context.empty()
-const NANOS_PER_MS = 1e6
-
-/** The time `ms` (a `performance.now()` reading) in nanoseconds since the epoch, placed from the trace's origin. */
-const nanosAt = (trace: Trace, ms: number): bigint => trace.origin + BigInt(Math.round((ms - trace.originMs) * NANOS_PER_MS))
-
-const set = (span: Tracer.Span, attributes: Readonly<Record<string, unknown>> | undefined) => {
-  if (attributes === undefined) return
-  for (const key in attributes) span.attribute(key, attributes[key])
-}
+/** A `performance.now()` reading when the call is traced; nothing is read otherwise. */
+export const now = (trace: Trace | undefined): number => (trace === undefined ? 0 : performance.now())
 
 /**
- * `effect` as a step span named `name` when the call is traced; as it is otherwise. A step span is made when the
- * step ends, from its start and end times, under the settle span: it changes nothing in the fiber (a span provided
- * to the fiber, as `Effect.withSpan` does, costs several times a step of a trivial call).
+ * Steps as spans made through the tracer interface (any tracer but core's exporter), placed from the settle span's
+ * start: times are read from a monotonic clock in milliseconds, cheaper than Effect's clock in nanoseconds.
  */
-export const step = <A, E, R>(
-  trace: Trace | undefined,
-  name: string,
-  effect: Effect.Effect<A, E, R>,
-  options: StepOptions<A> = NO_OPTIONS,
-): Effect.Effect<A, E, R> => {
-  if (trace === undefined) return effect
-  return Effect.suspend(() => {
-    const started = performance.now()
-    return Effect.flatMap(Effect.exit(effect), (exit) => {
-      const ended = performance.now()
-      const made = trace.tracer.span({
-        name,
-        parent: trace.under,
-        annotations: NO_ANNOTATIONS,
-        links: [],
-        startTime: nanosAt(trace, started),
-        kind: "internal",
-        root: false,
-        sampled: trace.parent.sampled,
-      })
-      set(made, options.attributes)
-      if (options.after !== undefined && Exit.isSuccess(exit)) set(made, options.after(exit.value))
-      made.end(nanosAt(trace, ended), exit)
-      return exit
+const spanSteps = (tracer: Tracer.Tracer, parent: Tracer.Span, origin: bigint, originMs: number): Step => {
+  const under = Option.some<Tracer.AnySpan>(parent)
+  const nanosAt = (ms: number) => origin + BigInt(Math.round((ms - originMs) * NANOS_PER_MS))
+  return (name, started, ended, failure, key1, value1, key2, value2, key3, value3) => {
+    const made = tracer.span({
+      name,
+      parent: under,
+      annotations: NO_ANNOTATIONS,
+      links: [],
+      startTime: nanosAt(started),
+      kind: "internal",
+      root: false,
+      sampled: parent.sampled,
     })
-  })
+    if (key1 !== undefined) made.attribute(key1, value1)
+    if (key2 !== undefined) made.attribute(key2, value2)
+    if (key3 !== undefined) made.attribute(key3, value3)
+    made.end(nanosAt(ended), failure === undefined ? Exit.void : Exit.failCause(failure))
+  }
 }
 
 interface Called {
@@ -109,49 +112,55 @@ interface Called {
 }
 
 /**
- * A settle as the `Settler.settle` span, under the fiber's current span (a request's, or a command's): the call's
- * ids and tool, then how it settled. The span is the fiber's parent span while the call settles, so spans its tool
- * makes sit under it; `settling` gets the trace its steps' spans go under.
+ * A settle's `Settler.settle` span, under the fiber's current span (a request's, or a command's), with the call's
+ * ids and tool; `end` says how it settled. Made where the settle begins.
  */
-export const settle = <E>(
-  call: Called,
-  inputBytes: number,
-  tracer: Tracer.Tracer,
-  settling: (trace: Trace) => Effect.Effect<{ readonly settlement: Settlement.Info; readonly replayed: boolean }, E>,
-) =>
-  Effect.withFiber((fiber) => {
-    const above = fiber.cache.span
-    const origin = fiber.getRef(Clock.Clock).currentTimeNanosUnsafe()
-    const originMs = performance.now()
-    const parent = tracer.span({
-      name: "Settler.settle",
-      parent: above === undefined ? Option.none() : Option.some(above),
-      annotations: NO_ANNOTATIONS,
-      links: [],
-      startTime: origin,
-      kind: "internal",
-      root: false,
-      sampled: above?.sampled ?? true,
-    })
-    parent.attribute("core.tool", call.name)
-    parent.attribute("core.session", call.sessionID)
-    parent.attribute("core.call", call.toolCallID)
-    parent.attribute("core.agent", call.agent)
-    parent.attribute("core.message", call.assistantMessageID)
-    parent.attribute("core.input.bytes", inputBytes)
-    const trace: Trace = { tracer, parent, under: Option.some(parent), origin, originMs }
-    return Effect.flatMap(Effect.exit(Effect.provideService(settling(trace), Tracer.ParentSpan, parent)), (exit) => {
-      if (Exit.isSuccess(exit)) {
-        const { settlement, replayed } = exit.value
-        parent.attribute("core.status", settlement.status)
-        if (settlement.error !== undefined) parent.attribute("core.error.kind", settlement.error.kind)
-        parent.attribute("core.replayed", replayed)
-        parent.attribute("core.output.bytes", contentBytes(settlement.content))
-      }
-      parent.end(nanosAt(trace, performance.now()), exit)
-      return exit
-    })
+export const begin = (call: Called, inputBytes: number, tracer: Tracer.Tracer): Trace => {
+  const fiber = Fiber.getCurrent()!
+  const above = fiber.cache.span
+  const origin = fiber.getRef(Clock.Clock).currentTimeNanosUnsafe()
+  const originMs = performance.now()
+  const parent = tracer.span({
+    name: "Settler.settle",
+    parent: above === undefined ? Option.none() : Option.some(above),
+    annotations: NO_ANNOTATIONS,
+    links: [],
+    startTime: origin,
+    kind: "internal",
+    root: false,
+    sampled: above?.sampled ?? true,
   })
+  parent.attribute("core.tool", call.name)
+  parent.attribute("core.session", call.sessionID)
+  parent.attribute("core.call", call.toolCallID)
+  parent.attribute("core.agent", call.agent)
+  parent.attribute("core.message", call.assistantMessageID)
+  parent.attribute("core.input.bytes", inputBytes)
+  const own = (tracer as Partial<{ readonly [STEPS]: Steps }>)[STEPS]?.(parent, origin, originMs)
+  return { parent, step: own ?? spanSteps(tracer, parent, origin, originMs), originMs }
+}
+
+/** `effect` with the settle span as the fiber's parent span: spans made inside it (a tool's own) sit under it. */
+export const under = <A, E, R>(trace: Trace, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, Exclude<R, Tracer.ParentSpan>> =>
+  Effect.provideService(effect, Tracer.ParentSpan, trace.parent)
+
+/** Ends the settle span: how the call settled. */
+export const end = (
+  trace: Trace,
+  exit: Exit.Exit<{ readonly settlement: Settlement.Info; readonly replayed: boolean }, unknown>,
+): void => {
+  const { parent } = trace
+  if (Exit.isSuccess(exit)) {
+    const { settlement, replayed } = exit.value
+    parent.attribute("core.status", settlement.status)
+    if (settlement.error !== undefined) parent.attribute("core.error.kind", settlement.error.kind)
+    parent.attribute("core.replayed", replayed)
+    parent.attribute("core.output.bytes", contentBytes(settlement.content))
+  }
+  // Placed from its start, as its steps are.
+  const elapsed = BigInt(Math.round((performance.now() - trace.originMs) * NANOS_PER_MS))
+  parent.end(parent.status.startTime + elapsed, exit)
+}
 
 /** The size of a settlement's model-facing parts in bytes (text in UTF-8, files as their data: URIs). */
 export const contentBytes = (content: Settlement.Info["content"]): number =>
@@ -176,4 +185,30 @@ export const outcomeOf = (exit: Exit.Exit<unknown, unknown>): string => {
   const error = Cause.findError(exit.cause)
   if (error._tag === "Success" && error.success instanceof Tool.Failure) return "failure"
   return "error"
+}
+
+/**
+ * `effect` (a record step) recorded as the step `name` when the call is traced, with its one attribute; as it is
+ * otherwise.
+ */
+export const recorded = <A, E, R>(
+  trace: Trace | undefined,
+  name: string,
+  effect: Effect.Effect<A, E, R>,
+  key: string,
+  value: unknown,
+): Effect.Effect<A, E, R> => {
+  if (trace === undefined) return effect
+  // Made where it runs: the step starts now.
+  const started = performance.now()
+  return Effect.matchCauseEffect(effect, {
+    onSuccess: (done) => {
+      trace.step(name, started, performance.now(), undefined, key, value)
+      return Effect.succeed(done)
+    },
+    onFailure: (cause) => {
+      trace.step(name, started, performance.now(), cause, key, value)
+      return Effect.failCause(cause)
+    },
+  })
 }

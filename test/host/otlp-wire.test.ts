@@ -160,3 +160,114 @@ describe("OtlpWire.json", () => {
     }
   })
 })
+
+/** A step under `parent`, as the settler records one without a span object. */
+const step = (
+  parent: OtlpWire.Step["parent"],
+  name: string,
+  start: bigint,
+  end: bigint,
+  failure: OtlpWire.Step["failure"],
+  pairs: Array<unknown>,
+): OtlpWire.Step => ({
+  name,
+  parent,
+  spanWords: [0x00f067aa, 0x0ba902b7],
+  startHigh: Number(start >> 32n),
+  startLow: Number(BigInt.asUintN(32, start)),
+  endHigh: Number(end >> 32n),
+  endLow: Number(BigInt.asUintN(32, end)),
+  failure,
+  pairs,
+})
+
+/** The span a step stands for. */
+const spanOf = (one: OtlpWire.Step, start: bigint, end: bigint): OtlpWire.Ended =>
+  ended({
+    name: one.name,
+    traceId: one.parent.traceId,
+    traceWords: one.parent.traceWords,
+    spanId: "00f067aa0ba902b7",
+    spanWords: [0x00f067aa, 0x0ba902b7],
+    parentSpanId: one.parent.spanId,
+    parentWords: one.parent.spanWords,
+    startTime: start,
+    endTime: end,
+    failure: one.failure,
+    pairs: one.pairs,
+  })
+
+describe("a step recorded without a span object", () => {
+  const withWords: OtlpWire.Step["parent"] = {
+    traceId: "0af7651916cd43dd8448eb211c80319c",
+    traceWords: [0x0af76519, 0x16cd43dd, 0x8448eb21, 0x1c80319c],
+    spanId: "b7ad6b7169203331",
+    spanWords: [0xb7ad6b71, 0x69203331],
+  }
+  // A parent in a trace begun elsewhere (a request's, given in hex): the step is in that trace.
+  const inHex: OtlpWire.Step["parent"] = { traceId: "abc", traceWords: undefined, spanId: "b7ad6b7169203331", spanWords: [0xb7ad6b71, 0x69203331] }
+  // Just below a 32-bit boundary of nanoseconds, and just past it.
+  const start = 1_764_000_000_000_000_000n | 0xffff_fff0n
+  const end = start + 0x20n
+  const cases = [
+    step(withWords, "Settler.bound", start, end, undefined, ["core.output.bytes", 7, "core.output.bounded", false, "core.output.managed_bytes", 0]),
+    step(inHex, "Settler.decode", start, end, undefined, ["core.input.valid", true]),
+    step(withWords, "Settler.record", start, end, Cause.fail(new Error("disk full")), ["core.record", "settlement"]),
+    step(withWords, "Settler.record", start, end, Cause.interrupt(1), ["core.record", "intent"]),
+    step(withWords, "Settler.bound", start, end, Cause.die("boom"), []),
+    // Written whole: a success with one attribute, a string or a boolean; a long one takes two bytes of length.
+    step(withWords, "Settler.permission", start, end, undefined, ["core.permission.decision", "allow"]),
+    step(withWords, "Settler.decode", start, end, undefined, ["core.input.valid", false]),
+    step(withWords, "Settler.record", start, end, undefined, ["core.record", "intent"]),
+    step(withWords, "s".repeat(300), start, end, undefined, ["k".repeat(200), "v".repeat(40)]),
+    // A string too long to be kept, and a name too long to be written whole: field by field.
+    step(withWords, "Settler.execute", start, end, undefined, ["core.execute.outcome", "x".repeat(100)]),
+    step(withWords, "n".repeat(9_000), start, end, undefined, ["core.record", "intent"]),
+  ]
+
+  test("is written as the span it stands for, in protobuf and in JSON", () => {
+    for (const protocol of ["http/protobuf", "http/json"] as const) {
+      for (const one of cases) {
+        const batch = OtlpWire.batch(protocol, SOURCE)
+        batch.addStep(one)
+        const written = batch.take()
+        const expected = protocol === "http/json" ? OtlpWire.jsonBody([spanOf(one, start, end)], SOURCE) : OtlpWire.protobuf([spanOf(one, start, end)], SOURCE)
+        const text = (body: Uint8Array | string) => (typeof body === "string" ? body : Buffer.from(body).toString("hex"))
+        expect({ protocol, name: one.name, body: text(written) }).toEqual({ protocol, name: one.name, body: text(expected) })
+      }
+    }
+  })
+
+  test("steps and spans in one batch, taken after the buffer grew, then again afresh", () => {
+    const batch = OtlpWire.batch("http/protobuf", SOURCE)
+    const many: Array<OtlpWire.Ended> = []
+    for (let index = 0; index < 2_000; index++) {
+      const one = cases[index % cases.length]!
+      batch.addStep(one)
+      many.push(spanOf(one, start, end))
+      batch.add(spans[index % spans.length]!)
+      many.push(spans[index % spans.length]!)
+    }
+    const first = batch.take()
+    expect(first.length).toBeGreaterThan(128 * 1024)
+    expect(Buffer.from(first).equals(Buffer.from(effectProtobuf(OtlpWire.json(many, SOURCE))))).toBe(true)
+    batch.addStep(cases[1]!)
+    expect(Buffer.from(batch.take()).equals(Buffer.from(OtlpWire.protobuf([spanOf(cases[1]!, start, end)], SOURCE)))).toBe(true)
+  })
+})
+
+describe("attributes of a key written before", () => {
+  test("counts of every length, ids, non-ASCII and long strings are the same bytes as Effect's encoder writes", () => {
+    const values: Array<unknown> = [0, 127, 128, 16_383, 16_384, 2_097_151, 2_097_152, 268_435_456, 2 ** 31 - 1, 2 ** 31, -1, 1.5]
+    values.push("call_1", "call_2", "", "ü", "ascii then ü", "x".repeat(100), "y".repeat(140), true, false)
+    // The first span makes the key known; each later one writes one value of it.
+    const many = [ended({ name: "first", pairs: ["core.attribute", "first"] })]
+    for (const value of values) many.push(ended({ name: "later", pairs: ["core.attribute", value, "k".repeat(120), value] }))
+    for (const span of many) {
+      expect({ value: span.pairs[1], bytes: Buffer.from(OtlpWire.protobuf([span], SOURCE)).toString("hex") }).toEqual({
+        value: span.pairs[1],
+        bytes: Buffer.from(effectProtobuf(OtlpWire.json([span], SOURCE))).toString("hex"),
+      })
+    }
+  })
+})
