@@ -5,15 +5,9 @@ export * as Command from "./command"
 
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { ExitCodes } from "./exit-codes"
 
-export const EXIT = {
-  ok: 0,
-  modelError: 1,
-  usage: 2,
-  operational: 3,
-  declined: 4,
-  cancelled: 130,
-} as const
+export const EXIT = ExitCodes.EXIT
 
 export class UsageError extends Schema.TaggedError<UsageError>()("Command.UsageError", {
   command: Schema.String,

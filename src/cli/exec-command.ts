@@ -19,6 +19,7 @@ import { Store } from "../store/store"
 import { Asks } from "./asks"
 import { Command } from "./command"
 import { Diagnostics } from "./diagnostics"
+import { ExitCodes } from "./exit-codes"
 import { ProgressLine } from "./progress-line"
 import { StdinText } from "./stdin-text"
 import { Runtime } from "./runtime"
@@ -76,18 +77,7 @@ export const readInput = (command: string, raw: string | undefined) =>
     return value
   })
 
-export const exitCodeOf = (settlement: Settlement.Info): number => {
-  switch (settlement.status) {
-    case "success":
-      return Command.EXIT.ok
-    case "error":
-      return Command.EXIT.modelError
-    case "declined":
-      return Command.EXIT.declined
-    case "cancelled":
-      return Command.EXIT.cancelled
-  }
-}
+export const exitCodeOf = (settlement: Settlement.Info): number => ExitCodes.ofStatus(settlement.status)
 
 /**
  * A tool that is not in the catalog because its file failed to load: a person learns which file and why, and

@@ -18,6 +18,8 @@ import packageJson from "../../package.json" with { type: "json" }
 import { Json } from "../config/json"
 import { Forwarding } from "../server/forwarding"
 import { AskAnswer } from "./ask-answer"
+import type { Settlement } from "../contract/settlement"
+import { ExitCodes } from "./exit-codes"
 import { ProgressLine } from "./progress-line"
 import { StdinText } from "./stdin-text"
 
@@ -28,8 +30,7 @@ const TURN_TIMEOUT_MS = 30_000
 /** A record larger than this is not one core serve wrote. */
 const MAX_RECORD_BYTES = 64 * 1024
 
-/** Exit codes (DESIGN §6), as ./command has them; that module loads Effect. */
-const EXIT = { ok: 0, modelError: 1, operational: 3, declined: 4, cancelled: 130 } as const
+const { EXIT } = ExitCodes
 
 const STRING_FLAGS = new Set(["input", "location", "agent", "session", "message", "call"])
 
@@ -223,8 +224,6 @@ const stdout = async (text: string): Promise<unknown> => {
   }
 }
 
-const exitCodeOf = (status: unknown): number =>
-  status === "success" ? EXIT.ok : status === "error" ? EXIT.modelError : status === "declined" ? EXIT.declined : EXIT.cancelled
 
 interface Settling {
   readonly sidecar: Sidecar
@@ -293,11 +292,11 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
           await request(sidecar, "POST", `/v1/permissions/${encodeURIComponent(ask.id)}/reply`, { body: reply }).catch(() => undefined)
         })
       } else if (event === "settlement") {
-        const { result: _result, ...settlement } = JSON.parse(data) as { status: unknown; result?: unknown }
+        const { result: _result, ...settlement } = JSON.parse(data) as { status: Settlement.Status; result?: unknown }
         line?.clear()
         terminal.close()
         const failure = await stdout(`${JSON.stringify(settlement, null, 2)}\n`)
-        const code = exitCodeOf(settlement.status)
+        const code = ExitCodes.ofStatus(settlement.status)
         if (failure === undefined) return code
         stderr(`core: could not write to stdout: ${String((failure as Error).message ?? failure)}\n`)
         return code === EXIT.ok ? EXIT.operational : code
