@@ -1,6 +1,7 @@
 export * as SqliteStore from "./sqlite-store"
 
-// The durable settlement store on bun:sqlite (WAL, synchronous=NORMAL). The schema is versioned with
+// The durable settlement store on bun:sqlite (WAL, synchronous=NORMAL), its records appended to a journal first and
+// written into SQLite in batches (./journal): settlements are read from the journal over SQLite. The schema is versioned with
 // `PRAGMA user_version` and forward-only migrations; a corrupt file or one written by a newer core is reported,
 // never replaced. This module is the platform edge for SQLite and holds no settlement logic.
 //
@@ -14,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Settlement } from "../contract/settlement"
 import { Checkpointer } from "./checkpointer"
+import { Journal } from "./journal"
 import { Lease } from "./lease"
 import { Owner } from "./owner"
 import { Approvals } from "./approvals"
@@ -120,6 +122,10 @@ export const MIGRATIONS: ReadonlyArray<string> = [
    ALTER TABLE settlements ADD COLUMN input TEXT;
    ALTER TABLE settlements ADD COLUMN input_bytes INTEGER;
    CREATE INDEX settlements_by_location ON settlements (location, COALESCE(started_at, settled_at))`,
+  // Records are appended to a journal beside the database and compacted into it (see ./journal); the nonce of the
+  // journal last compacted and how far. A core from before this step would not read the journal: the version
+  // keeps it from opening the store.
+  `CREATE TABLE journal_applied (nonce TEXT PRIMARY KEY, through INTEGER NOT NULL) WITHOUT ROWID`,
 ]
 
 /** The last version that rebuilt the settlements table: migrating from before it leaves free pages. */
@@ -157,7 +163,7 @@ const open = (path: string): Database => {
     db.exec("PRAGMA busy_timeout = 5000")
     db.exec("PRAGMA journal_mode = WAL")
     db.exec("PRAGMA synchronous = NORMAL")
-    // Every call commits twice (its intent, then its settlement), a few pages each; with NORMAL the only syncs are
+    // Calls are committed in batches from the journal, a few pages each; with NORMAL the only syncs are
     // at checkpoints, so checkpointing less often takes most of the syncing off the calls, and ./checkpointer runs
     // them while the writers pause (see acquire). The WAL file is cut back to the limit after each checkpoint.
     db.exec(`PRAGMA wal_autocheckpoint = ${CHECKPOINT_PAGES}`)
@@ -222,70 +228,39 @@ const openError = (path: string, cause: unknown): Store.StoreError => {
   return new Store.StoreError({ reason: "open", path, message: `Could not open the settlement store ${path}: ${message}` })
 }
 
-type Row = Store.RecordRow & { lease_until: number | null }
+type ListedRow = Journal.Row & Store.ListedRow
 
-type ListedRow = Row & Store.ListedRow
-
-/** No record kept without a Location for the call `?2`, `?3`. */
-const NO_UNLOCATED = "NOT EXISTS (SELECT 1 FROM settlements WHERE session_id = ?2 AND call_id = ?3 AND location = '')"
+/** A row's columns, in the order the statements below name them. */
+const COLUMNS =
+  "location, session_id, call_id, tool, agent, state, owner, reason, settlement, lease_until, started_at, settled_at, " +
+  "message_id, input, input_bytes"
 
 /**
- * The statements the store runs, prepared once; preparing also checks the schema is the one expected. A record
- * without a Location ('', kept before records had one) answers for every Location; one of the Location's own wins.
+ * The statements the store runs, prepared once; preparing also checks the schema is the one expected. The
+ * settlements table is the journal's index (see ./journal): rows are read from it, and written to it only by
+ * compaction, a batch at a time.
  */
 const prepare = (db: Database) => ({
-  // One probe of the unique index: the Location's own record, or (asked with '') one kept without a Location.
-  select: db.query<Row, [string, string, string]>(
-    "SELECT state, tool, agent, owner, reason, settlement, lease_until FROM settlements " +
-      "WHERE session_id = ? AND call_id = ? AND location = ?",
+  // One probe of the unique index.
+  row: db.query<Journal.Row, [string, string, string]>(
+    `SELECT ${COLUMNS} FROM settlements WHERE session_id = ? AND call_id = ? AND location = ?`,
   ),
   // Whether any record kept without a Location is left: none are made any more, so once gone they stay gone.
   unlocated: db.query<{ found: number }, []>("SELECT 1 AS found FROM settlements WHERE location = '' LIMIT 1"),
-  // A new record (begun, or settled at once), unless the Location has one or one kept without a Location
-  // answers for it.
-  insert: db.query<
-    unknown,
-    [
-      string,
-      string,
-      string,
-      string,
-      string,
-      "started" | "settled",
-      string | null,
-      number | null,
-      string | null,
-      number | null,
-      number,
-      string | null,
-      string | null,
-      number | null,
-    ]
-  >(
-    "INSERT INTO settlements (location, session_id, call_id, tool, agent, state, owner, lease_until, settlement, " +
-      "settled_at, started_at, message_id, input, input_bytes) " +
-      "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14 " +
-      `WHERE ${NO_UNLOCATED} ON CONFLICT DO NOTHING`,
+  // A row as the journal left it: made, or replaced whole.
+  upsert: db.query<unknown, [string, string, string, string, string | null, string, string | null, string | null, string | null, number | null, number | null, number | null, string | null, string | null, number | null]>(
+    `INSERT INTO settlements (${COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) ` +
+      "ON CONFLICT (session_id, call_id, location) DO UPDATE SET tool = ?4, agent = ?5, state = ?6, owner = ?7, " +
+      "reason = ?8, settlement = ?9, lease_until = ?10, started_at = ?11, settled_at = ?12, message_id = ?13, " +
+      "input = ?14, input_bytes = ?15",
   ),
-  renew: db.query<unknown, [number, string, string, string, string]>(
-    "UPDATE settlements SET lease_until = ? " +
-      "WHERE session_id = ? AND call_id = ? AND location = ? AND state = 'started' AND owner = ?",
-  ),
-  // The settlement of a recorded call still in state ?7: begun by the owner ?8 (NULL: by anyone) whose lease
-  // lapsed by ?9 (or, kept before leases, whatever ?9 is). A settled record's tool is its settlement's.
-  settle: db.query<unknown, [string, string, number, string, string, string, "started" | "failed", string | null, number]>(
-    "UPDATE settlements SET state = 'settled', tool = ?1, settlement = ?2, settled_at = ?3 " +
-      "WHERE session_id = ?4 AND call_id = ?5 AND location IN (?6, '') AND state = ?7 " +
-      "AND (?8 IS NULL OR owner = ?8) AND (lease_until IS NULL OR lease_until <= ?9)",
-  ),
-  fail: db.query<unknown, [string, number, string, string, string, string]>(
-    "UPDATE settlements SET state = 'failed', reason = ?, settled_at = ? " +
-      "WHERE session_id = ? AND call_id = ? AND location = ? AND state = 'started' AND owner = ?",
-  ),
+  applied: db.query<{ through: number }, [string]>("SELECT through FROM journal_applied WHERE nonce = ?"),
+  forgetApplied: db.query<unknown, []>("DELETE FROM journal_applied"),
+  recordApplied: db.query<unknown, [string, number]>("INSERT INTO journal_applied (nonce, through) VALUES (?, ?)"),
+  transaction: <A extends Array<unknown>>(run: (...args: A) => void) => db.transaction(run).immediate,
   // The newest of a Location's calls through its time index; ?2 NULL means every session, ?3 the earliest start.
   list: db.query<ListedRow, [string, string | null, number, number]>(
-    "SELECT location, session_id, call_id, tool, agent, state, owner, reason, settlement, lease_until, message_id, " +
-      "input, input_bytes, started_at, settled_at FROM settlements " +
+    `SELECT ${COLUMNS} FROM settlements ` +
       "WHERE location = ?1 AND (?2 IS NULL OR session_id = ?2) AND COALESCE(started_at, settled_at) >= ?3 " +
       "ORDER BY COALESCE(started_at, settled_at) DESC, id DESC LIMIT ?4",
   ),
@@ -305,6 +280,46 @@ const prepare = (db: Database) => ({
       "ON CONFLICT (name) DO UPDATE SET at = excluded.at WHERE sweeps.at <= ? OR sweeps.at > ?",
   ),
 })
+
+type Statements = ReturnType<typeof prepare>
+
+/** The settlements table as the journal's index. */
+const indexOf = (statements: Statements): Journal.Index => {
+  const write = statements.transaction((rows: Iterable<Journal.Row>, nonce: string, through: number) => {
+    for (const row of rows) {
+      statements.upsert.run(
+        row.location,
+        row.session_id,
+        row.call_id,
+        row.tool,
+        row.agent,
+        row.state,
+        row.owner,
+        row.reason,
+        row.settlement,
+        row.lease_until,
+        row.started_at,
+        row.settled_at,
+        row.message_id,
+        row.input,
+        row.input_bytes,
+      )
+    }
+    statements.forgetApplied.run()
+    statements.recordApplied.run(nonce, through)
+  })
+  return {
+    row: ([location, sessionID, toolCallID]) => statements.row.get(sessionID, toolCallID, location) ?? undefined,
+    applied: (nonce) => statements.applied.get(nonce)?.through,
+    write,
+  }
+}
+
+/** The journal beside the store at `path`. */
+export const journalPath = (path: string) => `${path}.journal`
+
+/** How long the journal is left unwritten before what it holds is compacted into SQLite. */
+const COMPACT_IDLE_MS = 250
 
 /** How an operation on the store at `path` runs: a failure is a StoreError naming the store and the operation. */
 const attemptAt =
@@ -349,9 +364,14 @@ export const acquire = <A>(path: string, statementsOf: (db: Database) => A) =>
 export interface Options {
   /** How long a call's lease lasts unless renewed; by default `CORE_LEASE_MS` or ./lease's default. */
   readonly leaseMs?: number
+  /** The journal's size at which it is compacted (Journal.COMPACT_BYTES); 0 compacts after every record. */
+  readonly compactBytes?: number
 }
 
-/** The durable store at `path` (usually `<data dir>/core.db`). */
+/**
+ * The durable store at `path` (usually `<data dir>/core.db`), its records appended to the journal beside it
+ * (`journalPath`) and compacted into it (see ./journal).
+ */
 export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Service, Store.StoreError> =>
   Layer.effect(
     Store.Service,
@@ -360,15 +380,41 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
         try: () => options.leaseMs ?? Lease.durationMs(),
         catch: (cause) => new Store.StoreError({ reason: "open", path, message: describe(cause) }),
       })
+      const compactBytes = options.compactBytes ?? Journal.COMPACT_BYTES
       const { statements, attempt } = yield* acquire(path, prepare)
+      const journal = yield* Effect.acquireRelease(
+        Effect.try({
+          try: () => Journal.open(journalPath(path), indexOf(statements)),
+          catch: (cause) =>
+            new Store.StoreError({ reason: "open", path, message: `Could not open the journal of ${path}: ${describe(cause)}` }),
+        }),
+        (journal) =>
+          Effect.sync(() => {
+            // What this process recorded goes into SQLite as it closes; should that fail, the journal keeps it.
+            try {
+              journal.writing(() => {
+                if (journal.pending()) journal.compact()
+              })
+            } catch {
+              // left in the journal, for the next process to compact
+            }
+            journal.close()
+          }),
+      )
       const keyOf = Store.keyOf
       /** Calls this store began and has not yet settled or failed, whose leases it renews. */
       const running = yield* Effect.acquireRelease(
         Effect.sync(() =>
-          Lease.renewer<Store.Key>(leaseMs, (keys) => {
-            const until = Date.now() + leaseMs
-            for (const key of keys) statements.renew.run(until, key.sessionID, key.toolCallID, key.location, Owner.current)
-          }),
+          Lease.renewer<Store.Key>(leaseMs, (keys) =>
+            journal.writing(() =>
+              journal.append({
+                e: "renewed",
+                keys: keys.map((key): Journal.Key => [key.location, key.sessionID, key.toolCallID]),
+                owner: Owner.current,
+                until: Date.now() + leaseMs,
+              }),
+            ),
+          ),
         ),
         (renewer) => Effect.sync(() => renewer.close()),
       )
@@ -377,7 +423,12 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
       // pruned (none are made any more, by any core that opens this schema). Without them a lookup is one probe.
       let unlocated = statements.unlocated.get() !== null
 
-      const recordOf = (row: Row, key: Store.Key): Store.Record =>
+      /** The row for `key` now: the Location's own, or (while any may be left) one kept without a Location. */
+      const current = (key: Store.Key): Journal.Row | undefined =>
+        journal.row([key.location, key.sessionID, key.toolCallID]) ??
+        (unlocated ? journal.row(["", key.sessionID, key.toolCallID]) : undefined)
+
+      const recordOf = (row: Journal.Row, key: Store.Key): Store.Record =>
         Store.recordOf(
           row,
           // Running here, or under a lease still renewed (by another process, or another store in this one).
@@ -389,131 +440,169 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
           path,
         )
 
-      /** A new record for `key` (begun, or settled at once), unless one is recorded for it; answers whether it was made. */
+      // Compaction: once the journal reaches its size, and once it was left alone for a moment.
+      let appended = 0
+      let looked = 0
+      let idle: ReturnType<typeof setTimeout> | undefined
+      const compactIdle = () => {
+        idle = undefined
+        if (appended !== looked) {
+          looked = appended
+          idle = setTimeout(compactIdle, COMPACT_IDLE_MS)
+          idle.unref?.()
+          return
+        }
+        try {
+          journal.writing(() => {
+            if (journal.pending()) journal.compact()
+          })
+        } catch {
+          // the journal keeps its records: compacted by the next append past its size, or on close
+        }
+      }
+      yield* Effect.addFinalizer(() => Effect.sync(() => idle !== undefined && clearTimeout(idle)))
+
+      /** Appends `entry` (inside `journal.writing`), compacting when the journal has grown to its size. */
+      const append = (entry: Journal.Entry) => {
+        journal.append(entry)
+        appended++
+        if (journal.size() >= compactBytes) journal.compact()
+        else if (idle === undefined) {
+          looked = appended
+          idle = setTimeout(compactIdle, COMPACT_IDLE_MS)
+          idle.unref?.()
+        }
+      }
+
+      /** A new row for `key` (begun, or settled at once), unless one is recorded for it; answers whether it was made. */
       const insert = (
         key: Store.Key,
         details: Store.Details | undefined,
         now: number,
-        record: {
-          readonly tool: string
-          readonly agent: string
-          readonly state: "started" | "settled"
-          readonly owner: string | null
-          readonly leaseUntil: number | null
-          readonly json: string | null
-          readonly settledAt: number | null
-        },
+        record: Pick<Journal.Row, "tool" | "agent" | "state" | "owner" | "lease_until" | "settlement" | "settled_at">,
       ): boolean => {
+        if (current(key) !== undefined) return false
         if (key.location === "") unlocated = true
-        return (
-          statements.insert.run(
-            key.location,
-            key.sessionID,
-            key.toolCallID,
-            record.tool,
-            record.agent,
-            record.state,
-            record.owner,
-            record.leaseUntil,
-            record.json,
-            record.settledAt,
-            details?.startedAt ?? now,
-            details?.messageID ?? null,
-            details?.input ?? null,
-            details?.inputBytes ?? null,
-          ).changes === 1
-        )
+        append({
+          e: "new",
+          row: {
+            location: key.location,
+            session_id: key.sessionID,
+            call_id: key.toolCallID,
+            reason: null,
+            started_at: details?.startedAt ?? now,
+            message_id: details?.messageID ?? null,
+            input: details?.input ?? null,
+            input_bytes: details?.inputBytes ?? null,
+            ...record,
+          },
+        })
+        return true
       }
 
-      /** Settles the recorded call `key` if it is still `from`, begun by `owner` (null: anyone), its lease lapsed by `lapsedBy`. */
-      const settleRecorded = (
-        key: Store.Key,
-        settlement: Settlement.Info,
-        from: "started" | "failed",
-        owner: string | null,
-        lapsedBy: number,
-      ): boolean =>
-        statements.settle.run(
-          settlement.tool,
-          JSON.stringify(settlement),
-          Date.now(),
-          key.sessionID,
-          key.toolCallID,
-          key.location,
-          from,
-          owner,
-          lapsedBy,
-        ).changes === 1
+      /** Settles `row` with `settlement`. */
+      const settleRow = (row: Journal.Row, settlement: Settlement.Info) => {
+        append({
+          e: "settled",
+          k: [row.location, row.session_id, row.call_id],
+          tool: settlement.tool,
+          settlement: JSON.stringify(settlement),
+          at: Date.now(),
+        })
+        return true
+      }
 
       return Store.Service.of({
         lookup: (key) =>
-          attempt("lookup", (): Store.Record | undefined => {
-            const row =
-              statements.select.get(key.sessionID, key.toolCallID, key.location) ??
-              (unlocated ? statements.select.get(key.sessionID, key.toolCallID, "") : null)
-            return row === null ? undefined : recordOf(row, key)
-          }),
+          attempt("lookup", (): Store.Record | undefined =>
+            journal.reading(() => {
+              const row = current(key)
+              return row === undefined ? undefined : recordOf(row, key)
+            }),
+          ),
         begin: (key, tool, agent, details) =>
-          attempt("write", () => {
-            const now = Date.now()
-            const begun = insert(key, details, now, {
-              tool,
-              agent,
-              state: "started",
-              owner: Owner.current,
-              leaseUntil: now + leaseMs,
-              json: null,
-              settledAt: null,
-            })
-            if (begun) running.add(keyOf(key), key)
-            return begun
-          }),
+          attempt("write", () =>
+            journal.writing(() => {
+              const now = Date.now()
+              const begun = insert(key, details, now, {
+                tool,
+                agent,
+                state: "started",
+                owner: Owner.current,
+                lease_until: now + leaseMs,
+                settlement: null,
+                settled_at: null,
+              })
+              if (begun) running.add(keyOf(key), key)
+              return begun
+            }),
+          ),
         settle: (key, settlement, expected) =>
-          attempt("write", () => {
-            switch (expected.state) {
-              case "absent": {
+          attempt("write", () =>
+            journal.writing(() => {
+              if (expected.state === "absent") {
                 const now = Date.now()
                 return insert(key, expected.details, now, {
                   tool: settlement.tool,
                   agent: expected.agent,
                   state: "settled",
                   owner: null,
-                  leaseUntil: null,
-                  json: JSON.stringify(settlement),
-                  settledAt: now,
+                  lease_until: null,
+                  settlement: JSON.stringify(settlement),
+                  settled_at: now,
                 })
               }
-              case "owned":
-                running.remove(keyOf(key))
-                return settleRecorded(key, settlement, "started", Owner.current, Number.MAX_SAFE_INTEGER)
-              case "abandoned": {
-                // Never a call whose lease is still renewed, unless its owner is known gone.
-                const lapsedBy = Owner.isGone(expected.owner) ? Number.MAX_SAFE_INTEGER : Date.now()
-                return settleRecorded(key, settlement, "started", expected.owner, lapsedBy)
+              if (expected.state === "owned") running.remove(keyOf(key))
+              const row = current(key)
+              switch (expected.state) {
+                case "owned":
+                  return row?.state === "started" && row.owner === Owner.current && settleRow(row, settlement)
+                case "abandoned":
+                  // Never a call whose lease is still renewed, unless its owner is known gone.
+                  return (
+                    row?.state === "started" &&
+                    row.owner === expected.owner &&
+                    (row.lease_until === null || row.lease_until <= Date.now() || Owner.isGone(expected.owner)) &&
+                    settleRow(row, settlement)
+                  )
+                case "failed":
+                  return row?.state === "failed" && settleRow(row, settlement)
               }
-              case "failed":
-                return settleRecorded(key, settlement, "failed", null, Number.MAX_SAFE_INTEGER)
-            }
-          }),
+            }),
+          ),
         fail: (key, reason) =>
-          attempt("write", () => {
-            running.remove(keyOf(key))
-            statements.fail.run(reason, Date.now(), key.sessionID, key.toolCallID, key.location, Owner.current)
-          }),
+          attempt("write", () =>
+            journal.writing(() => {
+              running.remove(keyOf(key))
+              const row = journal.row([key.location, key.sessionID, key.toolCallID])
+              if (row?.state === "started" && row.owner === Owner.current) {
+                append({ e: "failed", k: [key.location, key.sessionID, key.toolCallID], reason, at: Date.now() })
+              }
+            }),
+          ),
         prune: (before, limit) =>
-          attempt("prune", () => {
-            const removed = statements.prune.run(before, limit).changes
-            if (unlocated && removed > 0) unlocated = statements.unlocated.get() !== null
-            return removed < limit ? removed + statements.pruneTodos.run(before, limit - removed).changes : removed
-          }),
+          attempt("prune", () =>
+            journal.writing(() => {
+              // Pruned in SQLite, with everything the journal holds in it first, under a new nonce: every
+              // process reads SQLite's rows afresh.
+              journal.compact()
+              const removed = statements.prune.run(before, limit).changes
+              if (unlocated && removed > 0) unlocated = statements.unlocated.get() !== null
+              return removed < limit ? removed + statements.pruneTodos.run(before, limit - removed).changes : removed
+            }),
+          ),
         claimSweep: (now, intervalMs) =>
           attempt("write", () => statements.claimSweep.run(now, now - intervalMs, now).changes === 1),
         list: (filter) =>
           attempt("lookup", () =>
-            statements.list
-              .all(filter.location, filter.sessionID ?? null, filter.since ?? 0, filter.limit)
-              .reverse()
-              .map((row) => Store.listedOf(row, (key) => recordOf(row, key))),
+            journal.writing(() => {
+              // Listed from SQLite, with everything the journal holds in it first.
+              if (journal.pending()) journal.compact()
+              return statements.list
+                .all(filter.location, filter.sessionID ?? null, filter.since ?? 0, filter.limit)
+                .reverse()
+                .map((row) => Store.listedOf(row, (key) => recordOf(row, key)))
+            }),
           ),
       })
     }),

@@ -4,13 +4,14 @@
 // answered `interrupted` by the other once its lease lapses and never runs again; a call still running on one host
 // is waited for by the other, never reported interrupted.
 
-import { Database } from "bun:sqlite"
 import { describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { Approvals } from "../../src/store/approvals"
 import { PostgresStore } from "../../src/store/postgres-store"
+import { SqliteStore } from "../../src/store/sqlite-store"
+import { Store } from "../../src/store/store"
 import { binary, run } from "../support/binary"
 import { freshDatabase } from "../support/postgres"
 import { world as worldOf } from "../support/hosts"
@@ -125,9 +126,12 @@ describe("two hosts sharing a data directory (SQLite)", () => {
     const a = await start(host("a", shared), location, command, "host-a")
     await waitFor(() => existsSync(join(location, "ran.txt")))
     // Host A recorded the call under its own name: host B cannot check its processes.
-    const db = new Database(join(shared.CORE_DATA_DIR, "core.db"), { readonly: true })
-    expect((db.query("SELECT owner FROM settlements").get() as { owner: string }).owner).toStartWith("host-a:")
-    db.close()
+    const recorded = await Effect.runPromise(
+      Effect.flatMap(Store.Service, (store) =>
+        store.lookup({ location: realpathSync(location), sessionID: "S1", toolCallID: "C1" }),
+      ).pipe(Effect.provide(SqliteStore.layer(join(shared.CORE_DATA_DIR, "core.db")))),
+    )
+    expect(recorded).toMatchObject({ state: "started", owner: expect.stringMatching(/^host-a:/) })
     const b = await start(host("b", shared), location, command, "host-b")
     const [bOut, bCode, aOut, aCode] = await Promise.all([
       new Response(b.stdout).text(),

@@ -27,6 +27,8 @@ const settlement = (callID: string): Settlement.Info => ({
 const implementations: ReadonlyArray<[string, () => Layer.Layer<Store.Service, Store.StoreError>]> = [
   ["memory", () => Store.layerMemory],
   ["sqlite", () => SqliteStore.layer(join(tempDir(), "core.db"))],
+  // Every record goes through the journal into SQLite at once: the same contract read back from the index.
+  ["sqlite, journal compacted after every record", () => SqliteStore.layer(join(tempDir(), "core.db"), { compactBytes: 0 })],
   ["postgres", () => Layer.unwrap(Effect.promise(freshDatabase).pipe(Effect.map((urls) => PostgresStore.layer(urls.postgres))))],
   [
     "postgres through pgbouncer",
@@ -457,6 +459,7 @@ describe("SqliteStore migration to records that belong to a Location", () => {
     const old = new Database(path)
     old.exec("DROP TABLE settlements")
     old.exec("DROP TABLE todos")
+    old.exec("DROP TABLE journal_applied")
     old.exec(VERSION_4_SETTLEMENTS)
     old.exec("DROP TABLE approvals")
     old.exec(VERSION_2[1]!)

@@ -1,0 +1,286 @@
+// The SQLite store's journal (src/store/journal.ts): records appended before SQLite has them, read by every process
+// sharing the data directory. Processes racing the same calls begin each once; a process killed (kill -9) after
+// recording leaves its records for the others to read and compact; a torn append is cut, a record that is not JSON
+// is reported, and a compaction killed after SQLite committed is never applied twice.
+
+import { Database } from "bun:sqlite"
+import { describe, expect, test } from "bun:test"
+import { appendFileSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect } from "effect"
+import type { Settlement } from "../../src/contract/settlement"
+import { Journal } from "../../src/store/journal"
+import { SqliteStore } from "../../src/store/sqlite-store"
+import { Store } from "../../src/store/store"
+import { tempDir } from "../support/temp"
+
+const settlement = (callID: string): Settlement.Info => ({
+  tool: "echo",
+  callID,
+  status: "success",
+  content: [{ type: "text", text: `done ${callID}` }],
+  structured: null,
+  outputs: [],
+})
+
+const keyOf = (toolCallID: string): Store.Key => ({ location: "/p", sessionID: "s", toolCallID })
+
+const use = <A, E>(path: string, program: Effect.Effect<A, E, Store.Service>, options?: SqliteStore.Options) =>
+  Effect.runPromise(program.pipe(Effect.provide(SqliteStore.layer(path, options))))
+
+const STORE = JSON.stringify(join(import.meta.dir, "../../src/store/sqlite-store.ts"))
+const STORE_TYPES = JSON.stringify(join(import.meta.dir, "../../src/store/store.ts"))
+
+/** Runs `body` (with `store` in scope) in another process on the store at `path`, and what it printed. */
+const child = (path: string, body: string, options = "{}") =>
+  Bun.spawn(
+    [
+      process.execPath,
+      "-e",
+      `
+      import { Effect } from "effect"
+      import { SqliteStore } from ${STORE}
+      import { Store } from ${STORE_TYPES}
+      await Effect.runPromise(Effect.gen(function* () {
+        const store = yield* Store.Service
+        ${body}
+      }).pipe(Effect.provide(SqliteStore.layer(${JSON.stringify(path)}, ${options}))))
+      `,
+    ],
+    { stdout: "pipe", stderr: "pipe" },
+  )
+
+/** The journal's lines after its header, parsed (every one must be whole JSON). */
+const records = (path: string) =>
+  readFileSync(SqliteStore.journalPath(path), "utf8")
+    .split("\n")
+    .slice(1, -1)
+    .map((line) => JSON.parse(line) as Journal.Entry)
+
+describe("SQLite store journal", () => {
+  test("processes racing the same calls begin each exactly once, compacting as they go", async () => {
+    const path = join(tempDir(), "core.db")
+    const CALLS = 300
+    const racers = [0, 1, 2].map((index) =>
+      child(
+        path,
+        `
+        let won = []
+        for (let i = 0; i < ${CALLS}; i++) {
+          const key = { location: "/p", sessionID: "s", toolCallID: "c" + i }
+          if (yield* store.begin(key, "echo", "build")) {
+            won.push(i)
+            yield* store.settle(key, { tool: "echo", callID: "c" + i, status: "success", content: [], structured: ${"`${i}`"}, outputs: [] }, { state: "owned" })
+          }
+        }
+        console.log(JSON.stringify(won))
+        `,
+        // One racer compacts after every record, the others by size: SQLite is filled while they append.
+        index === 0 ? "{ compactBytes: 0 }" : "{ compactBytes: 4096 }",
+      ),
+    )
+    const outputs = await Promise.all(racers.map(async (racer) => {
+      const [out, err, code] = await Promise.all([new Response(racer.stdout).text(), new Response(racer.stderr).text(), racer.exited])
+      expect(err).toBe("")
+      expect(code).toBe(0)
+      return JSON.parse(out) as Array<number>
+    }))
+    const won = outputs.flat().sort((a, b) => a - b)
+    expect(won).toEqual(Array.from({ length: CALLS }, (_, i) => i))
+    // Every call settled once, in SQLite (each racer compacted as it closed), by the one that began it.
+    const db = new Database(path, { readonly: true })
+    const rows = db.query("SELECT call_id, state, settlement FROM settlements").all() as Array<{ call_id: string; state: string; settlement: string }>
+    db.close()
+    expect(rows.length).toBe(CALLS)
+    for (const row of rows) {
+      expect(row.state).toBe("settled")
+      expect(JSON.parse(row.settlement).structured).toBe(row.call_id.slice(1))
+    }
+  }, 120_000)
+
+  test("kill -9 after recording: the records stay in the journal, read and listed by the next process", async () => {
+    const path = join(tempDir(), "core.db")
+    const killed = child(
+      path,
+      `
+      yield* store.begin({ location: "/p", sessionID: "s", toolCallID: "done" }, "echo", "build", { messageID: "m", input: "{}", inputBytes: 2, startedAt: Date.now() })
+      yield* store.settle({ location: "/p", sessionID: "s", toolCallID: "done" }, ${JSON.stringify(settlement("done"))}, { state: "owned" })
+      yield* store.begin({ location: "/p", sessionID: "s", toolCallID: "running" }, "echo", "build")
+      console.log("recorded")
+      yield* Effect.never
+      `,
+    )
+    const reader = killed.stdout.getReader()
+    expect(new TextDecoder().decode((await reader.read()).value).trim()).toBe("recorded")
+    killed.kill(9)
+    await killed.exited
+    // Killed before anything was compacted: SQLite has nothing yet, the journal has it all.
+    const db = new Database(path, { readonly: true })
+    expect(db.query("SELECT COUNT(*) AS n FROM settlements").get()).toEqual({ n: 0 })
+    db.close()
+    expect(records(path).map((entry) => entry.e)).toEqual(["new", "settled", "new"])
+
+    const found = await use(path, Effect.gen(function* () {
+      const store = yield* Store.Service
+      return {
+        done: yield* store.lookup(keyOf("done")),
+        running: yield* store.lookup(keyOf("running")),
+        again: yield* store.begin(keyOf("done"), "echo", "build"),
+        listed: (yield* store.list({ location: "/p", limit: 10 })).map((call) => [call.toolCallID, call.record.state]),
+      }
+    }))
+    expect(found.done).toEqual({ state: "settled", agent: "build", settlement: settlement("done") })
+    expect(found.running).toMatchObject({ state: "started", tool: "echo" })
+    expect(found.again).toBe(false)
+    expect(found.listed).toEqual([["done", "settled"], ["running", "started"]])
+    // Listing compacted it: SQLite holds both now.
+    const after = new Database(path, { readonly: true })
+    expect(after.query("SELECT call_id, state FROM settlements ORDER BY call_id").all()).toEqual([
+      { call_id: "done", state: "settled" },
+      { call_id: "running", state: "started" },
+    ])
+    after.close()
+  }, 60_000)
+
+  test("a torn append (killed mid-write) is left unread, then cut by the next append", async () => {
+    const path = join(tempDir(), "core.db")
+    await use(path, Effect.gen(function* () {
+      const store = yield* Store.Service
+      yield* store.begin(keyOf("a"), "echo", "build")
+    }), { compactBytes: Number.MAX_SAFE_INTEGER })
+    // Closing compacted; a record half written after it, as a process killed in the middle of its write leaves.
+    const whole = JSON.stringify({ e: "settled", k: ["/p", "s", "a"], tool: "echo", settlement: JSON.stringify(settlement("a")), at: 1 })
+    appendFileSync(SqliteStore.journalPath(path), whole.slice(0, 40))
+    const found = await use(path, Effect.gen(function* () {
+      const store = yield* Store.Service
+      const before = yield* store.lookup(keyOf("a"))
+      const begun = yield* store.begin(keyOf("b"), "echo", "build")
+      return { before, begun }
+    }), { compactBytes: Number.MAX_SAFE_INTEGER })
+    expect(found.before).toMatchObject({ state: "started", tool: "echo" })
+    expect(found.begun).toBe(true)
+    const reread = await use(path, Effect.gen(function* () {
+      const store = yield* Store.Service
+      return [yield* store.lookup(keyOf("a")), yield* store.lookup(keyOf("b"))]
+    }))
+    expect(reread).toMatchObject([{ state: "started" }, { state: "started" }])
+  })
+
+  test("a record that is not JSON fails every operation, naming the journal; nothing is begun", async () => {
+    const path = join(tempDir(), "core.db")
+    await use(path, Effect.flatMap(Store.Service, (store) => store.begin(keyOf("first"), "echo", "build")))
+    const journal = SqliteStore.journalPath(path)
+    appendFileSync(journal, "not a record\n")
+    const exit = await Effect.runPromiseExit(
+      Effect.gen(function* () {
+        return yield* (yield* Store.Service).begin(keyOf("a"), "echo", "build")
+      }).pipe(Effect.provide(SqliteStore.layer(path))),
+    )
+    expect(String(exit)).toContain(`the journal ${journal} has a record that is not JSON`)
+    expect(readFileSync(journal, "utf8")).toEndWith("not a record\n")
+  })
+
+  test("a journal whose header is not core's is reported, never cut", async () => {
+    const path = join(tempDir(), "core.db")
+    await use(path, Effect.void)
+    const journal = SqliteStore.journalPath(path)
+    writeFileSync(journal, "something else entirely, and long\n")
+    const exit = await Effect.runPromiseExit(
+      Effect.flatMap(Store.Service, (store) => store.lookup(keyOf("a"))).pipe(Effect.provide(SqliteStore.layer(path))),
+    )
+    expect(String(exit)).toContain("does not start as a journal of this core")
+    expect(readFileSync(journal, "utf8")).toBe("something else entirely, and long\n")
+  })
+})
+
+describe("Journal compaction killed after SQLite committed", () => {
+  /** An index in memory: what SQLite would hold; `dies` makes the next write end the writer after committing. */
+  const memoryIndex = () => {
+    const rows = new Map<string, Journal.Row>()
+    const applied = new Map<string, number>()
+    const state = { dies: false, writes: 0 }
+    const index: Journal.Index = {
+      row: ([location, sessionID, toolCallID]) => rows.get(`${location}/${sessionID}/${toolCallID}`),
+      applied: (nonce) => applied.get(nonce),
+      write: (written, nonce, through) => {
+        for (const row of written) rows.set(`${row.location}/${row.session_id}/${row.call_id}`, row)
+        applied.clear()
+        applied.set(nonce, through)
+        state.writes++
+        if (state.dies) {
+          state.dies = false
+          throw new Error("killed after the commit")
+        }
+      },
+    }
+    return { index, rows, state }
+  }
+
+  const row = (callID: string): Journal.Row => ({
+    location: "/p",
+    session_id: "s",
+    call_id: callID,
+    tool: "echo",
+    agent: "build",
+    state: "started",
+    owner: "me",
+    reason: null,
+    settlement: null,
+    lease_until: null,
+    started_at: 1,
+    settled_at: null,
+    message_id: null,
+    input: null,
+    input_bytes: null,
+  })
+
+  test("the next reader skips what SQLite has, and nothing is applied twice", () => {
+    const path = join(tempDir(), "core.journal")
+    const { index, rows, state } = memoryIndex()
+    const first = Journal.open(path, index)
+    first.writing(() => {
+      first.append({ e: "new", row: row("a") })
+      first.append({ e: "settled", k: ["/p", "s", "a"], tool: "echo", settlement: "{}", at: 2 })
+    })
+    state.dies = true
+    expect(() => first.writing(() => first.compact())).toThrow("killed after the commit")
+    first.close()
+    expect(rows.get("/p/s/a")).toMatchObject({ state: "settled", settlement: "{}" })
+    // The journal still holds both records; the next process must not replay them over what SQLite has since.
+    rows.set("/p/s/a", { ...rows.get("/p/s/a")!, settled_at: 99 })
+
+    const second = Journal.open(path, index)
+    second.reading(() => expect(second.row(["/p", "s", "a"])).toMatchObject({ state: "settled", settled_at: 99 }))
+    second.writing(() => {
+      second.append({ e: "new", row: row("b") })
+      second.compact()
+    })
+    expect(rows.get("/p/s/a")).toMatchObject({ settled_at: 99 })
+    expect(rows.get("/p/s/b")).toMatchObject({ state: "started" })
+    expect(readFileSync(path, "utf8").split("\n").length).toBe(2)
+    second.close()
+  })
+
+  test("a journal emptied but given no header (killed in between) starts again under a new nonce", () => {
+    const path = join(tempDir(), "core.journal")
+    writeFileSync(path, "")
+    const { index, rows } = memoryIndex()
+    const journal = Journal.open(path, index)
+    journal.writing(() => journal.append({ e: "new", row: row("a") }))
+    const other = Journal.open(path, index)
+    other.reading(() => expect(other.row(["/p", "s", "a"])).toMatchObject({ state: "started" }))
+    journal.writing(() => journal.compact())
+    expect(rows.get("/p/s/a")).toMatchObject({ state: "started" })
+    // The other sees the new nonce and reads SQLite's row.
+    other.reading(() => expect(other.row(["/p", "s", "a"])).toMatchObject({ state: "started" }))
+    journal.close()
+    other.close()
+  })
+
+  test("appending or compacting outside a write is refused", () => {
+    const journal = Journal.open(join(tempDir(), "core.journal"), memoryIndex().index)
+    expect(() => journal.append({ e: "new", row: row("a") })).toThrow("outside a write")
+    expect(() => journal.reading(() => journal.writing(() => undefined))).toThrow("inside a read")
+    journal.close()
+  })
+})
