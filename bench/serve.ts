@@ -265,8 +265,9 @@ export const measure = async (): Promise<Report> => {
     notes.push(
       "* a reference, not a shipped configuration: the same sidecar from source with the in-memory store " +
         "(bench/serve-memory-peer.ts), so nothing is recorded durably; the gap to core serve is law 12's cost",
-      "core: every call is a fresh (sessionID, toolCallID), recorded durably (an intent and a settlement, two SQLite " +
-        "commits), through one turn; the client is plain fetch with the bearer token",
+      "core: every call is a fresh (sessionID, toolCallID), recorded durably (an intent and a settlement, each a line " +
+        "appended to the store's journal, compacted into SQLite in batches), through one turn; the client is plain fetch " +
+        "with the bearer token",
       "MCP: no output schema (so no output validation, which core does), nothing recorded; one session for all calls",
     )
     for (const close of closers.splice(0).reverse()) await close()

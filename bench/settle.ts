@@ -293,8 +293,8 @@ export const measure = async (): Promise<Report> => {
       ],
       targets,
       notes: [
-        `durable recording costs ${duration(durable.p50 - memory.p50)} per call at p50 (SQLite WAL, synchronous=NORMAL: ` +
-          `a started intent and a settlement, two commits)`,
+        `durable recording costs ${duration(durable.p50 - memory.p50)} per call at p50 (a started intent and a settlement, ` +
+          `each a line appended to the store's journal, compacted into SQLite in batches)`,
         "MCP side: McpServer.registerTool with a zod input schema and no output schema (so no output validation, " +
           "which core does), Client.callTool, JSON-RPC over the SDK's in-memory transport, nothing recorded",
       ],

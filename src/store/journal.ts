@@ -56,11 +56,17 @@ export type Entry =
 
 /** Where a store keeps what the journal does not: its SQLite index, read and filled under the journal's lock. */
 export interface Index {
-  /** The row SQLite holds for `key`, or undefined. */
+  /**
+   * The row SQLite holds for `key`, or undefined. What a row keeps for operators (`started_at`, `message_id`,
+   * `input`, `input_bytes`) may be left null: no record changes it once the row is made, and `write` keeps it.
+   */
   readonly row: (key: Key) => Row | undefined
   /** How far the journal with `nonce` was applied to SQLite (bytes from its start), or undefined. */
   readonly applied: (nonce: string) => number | undefined
-  /** Writes `rows` into SQLite and records the journal `nonce` applied `through` bytes, in one transaction. */
+  /**
+   * Writes `rows` into SQLite and records the journal `nonce` applied `through` bytes, in one transaction. A row
+   * SQLite has already keeps what it keeps for operators; the rest is the row's.
+   */
   readonly write: (rows: Iterable<Row>, nonce: string, through: number) => void
 }
 

@@ -242,17 +242,21 @@ const COLUMNS =
  */
 const prepare = (db: Database) => ({
   // One probe of the unique index.
-  row: db.query<Journal.Row, [string, string, string]>(
-    `SELECT ${COLUMNS} FROM settlements WHERE session_id = ? AND call_id = ? AND location = ?`,
+  // One probe of the unique index, for what a record says: not what it keeps for operators (its input and turn),
+  // which the journal never changes once the row is made.
+  row: db.query<Pick<Journal.Row, "tool" | "agent" | "state" | "owner" | "reason" | "settlement" | "lease_until" | "settled_at">, [string, string, string]>(
+    "SELECT tool, agent, state, owner, reason, settlement, lease_until, settled_at FROM settlements " +
+      "WHERE session_id = ? AND call_id = ? AND location = ?",
   ),
   // Whether any record kept without a Location is left: none are made any more, so once gone they stay gone.
   unlocated: db.query<{ found: number }, []>("SELECT 1 AS found FROM settlements WHERE location = '' LIMIT 1"),
   // A row as the journal left it: made, or replaced whole.
   upsert: db.query<unknown, [string, string, string, string, string | null, string, string | null, string | null, string | null, number | null, number | null, number | null, string | null, string | null, number | null]>(
     `INSERT INTO settlements (${COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) ` +
-      "ON CONFLICT (session_id, call_id, location) DO UPDATE SET tool = ?4, agent = ?5, state = ?6, owner = ?7, " +
-      "reason = ?8, settlement = ?9, lease_until = ?10, started_at = ?11, settled_at = ?12, message_id = ?13, " +
-      "input = ?14, input_bytes = ?15",
+      // Made already (read from here, or by a compaction killed before it emptied the journal): only what a
+      // record changes after the row is made.
+      "ON CONFLICT (session_id, call_id, location) DO UPDATE SET tool = ?4, state = ?6, reason = ?8, settlement = ?9, " +
+      "lease_until = ?10, settled_at = ?12",
   ),
   applied: db.query<{ through: number }, [string]>("SELECT through FROM journal_applied WHERE nonce = ?"),
   forgetApplied: db.query<unknown, []>("DELETE FROM journal_applied"),
@@ -309,7 +313,21 @@ const indexOf = (statements: Statements): Journal.Index => {
     statements.recordApplied.run(nonce, through)
   })
   return {
-    row: ([location, sessionID, toolCallID]) => statements.row.get(sessionID, toolCallID, location) ?? undefined,
+    row: ([location, sessionID, toolCallID]) => {
+      const found = statements.row.get(sessionID, toolCallID, location)
+      if (found === null) return undefined
+      // What the row keeps for operators is left out: an upsert of it never changes those columns.
+      return {
+        ...found,
+        location,
+        session_id: sessionID,
+        call_id: toolCallID,
+        started_at: null,
+        message_id: null,
+        input: null,
+        input_bytes: null,
+      }
+    },
     applied: (nonce) => statements.applied.get(nonce)?.through,
     write,
   }
