@@ -74,7 +74,8 @@ const exec = async (core: string, root: string, bytes: number): Promise<Sample> 
   let peakFile = 0
   const sampler = setInterval(() => {
     const resident = residentOf(process_.pid)
-    if (resident === undefined) return
+    // A process that has exited but is not yet reaped has a status without them.
+    if (resident === undefined || !Number.isFinite(resident.anon) || !Number.isFinite(resident.file)) return
     peakAnon = Math.max(peakAnon, resident.anon)
     peakFile = Math.max(peakFile, resident.file)
   }, SAMPLE_EVERY_MS)
