@@ -2,13 +2,14 @@ export * as Capture from "./capture"
 
 // The producer's in-memory capture of one byte stream (DESIGN §2 law 11): it keeps a bounded head and tail,
 // counts every byte it is given, and reports exactly which bytes it did not keep. This is producer memory
-// management, not model-output bounding: it must stay cheap at gigabytes per second (chunks are kept by
-// reference, never concatenated while streaming) and must never present a lossy capture as complete.
+// management, not model-output bounding: it must stay cheap at gigabytes per second and must never present a lossy
+// capture as complete. What it keeps it copies into buffers of its own (the head, and the tail as a ring), never
+// holding a pushed chunk: read at gigabytes per second, a chunk object still held when the garbage collector runs
+// outlives that collection, and such chunks pile up, megabytes per gigabyte read, until a full collection.
 
-/** Chunks smaller than this are copied into a shared buffer, so a stream of tiny writes keeps few objects. */
-const SMALL_CHUNK_BYTES = 4096
-const COALESCE_BYTES = 65536
-const EMPTY = new Uint8Array(0)
+/** The size a capture's buffers start at; each doubles as it fills, up to its part of the limit. */
+const INITIAL_BYTES = 16_384
+const EMPTY: Uint8Array = new Uint8Array(0)
 
 /** The bytes a capture did not keep: `length` bytes starting at byte `offset` of the stream. */
 export interface Gap {
@@ -33,7 +34,7 @@ export interface Captured {
 }
 
 export interface Capture {
-  /** Takes the next chunk of the stream. The chunk may be kept by reference: the caller must not reuse it. */
+  /** Takes the next chunk of the stream, copying what it keeps: the chunk is the caller's again once it returns. */
   readonly push: (chunk: Uint8Array) => void
   /** The bytes seen so far. */
   readonly seen: () => number
@@ -41,15 +42,17 @@ export interface Capture {
   readonly recent: (bytes: number) => string
   /** What was kept and what was not. */
   readonly finish: () => Captured
+  /** The bytes of memory its buffers take: never more than its limit. */
+  readonly held: () => number
 }
 
-const concat = (chunks: ReadonlyArray<Uint8Array>, total: number): Uint8Array => {
-  if (chunks.length === 1 && chunks[0]!.byteLength === total) return chunks[0]!
+const concat = (parts: ReadonlyArray<Uint8Array>, total: number): Uint8Array => {
+  if (parts.length === 1) return parts[0]!
   const joined = new Uint8Array(total)
   let at = 0
-  for (const chunk of chunks) {
-    joined.set(chunk, at)
-    at += chunk.byteLength
+  for (const part of parts) {
+    joined.set(part, at)
+    at += part.byteLength
   }
   return joined
 }
@@ -72,99 +75,79 @@ const orphanedStart = (bytes: Uint8Array): number => {
   return count
 }
 
+/** A buffer `bytes` long at least (doubling `current`, at most `max`), holding the first `used` bytes of `current`. */
+const grown = (current: Uint8Array, used: number, bytes: number, max: number): Uint8Array => {
+  const next = new Uint8Array(Math.min(max, Math.max(bytes, current.byteLength * 2, INITIAL_BYTES)))
+  next.set(current.subarray(0, used))
+  return next
+}
+
 /**
  * A capture keeping at most `limit` bytes: the first half of the limit as the head, the rest as the tail. When
  * bytes are dropped, a UTF-8 sequence cut by the gap is dropped whole (and counted in the gap), so the kept text
- * never starts or ends with a broken character. `release` is told (with the chunk, or the part of it kept), once
- * for every chunk pushed, when the capture keeps no reference to its buffer any more: at once for a chunk it
- * copied or dropped, a tail chunk once later ones pushed it out; chunks still in the tail at `finish` are not told.
+ * never starts or ends with a broken character. It copies what it keeps: a chunk is the caller's again (to reuse or
+ * free) as soon as `push` returns, and the capture's own memory never exceeds the limit.
  */
-export const make = (limit: number, release: (chunk: Uint8Array) => void = () => {}): Capture => {
+export const make = (limit: number): Capture => {
   const headLimit = Math.ceil(limit / 2)
   const tailLimit = limit - headLimit
-  const head: Array<Uint8Array> = []
+  let head = EMPTY
   let headBytes = 0
-  // The tail is a queue of chunks from `start`; it may hold up to one chunk more than `tailLimit`.
-  let tail: Array<Uint8Array> = []
-  let start = 0
-  let tailBytes = 0
+  // The tail: the latest `filled` bytes, ending at `end` in `ring`. Until the ring has grown to `tailLimit` they are
+  // its first `filled` bytes (`end === filled`); from then on it wraps, the oldest bytes overwritten first.
+  let ring = EMPTY
+  let end = 0
+  let filled = 0
   let seen = 0
-  // Small chunks are gathered here before joining the tail.
-  let small: Uint8Array | undefined
-  let smallBytes = 0
-  /** The buffers small chunks were gathered in: the capture's own, nobody's to release. */
-  const own = new WeakSet<ArrayBufferLike>()
 
-  const enqueue = (chunk: Uint8Array) => {
-    tail.push(chunk)
-    tailBytes += chunk.byteLength
-    while (start < tail.length - 1 && tailBytes - tail[start]!.byteLength >= tailLimit) {
-      const dropped = tail[start]!
-      tailBytes -= dropped.byteLength
-      // Released now, not at the next compaction: a dropped chunk must not stay reachable.
-      tail[start] = EMPTY
-      start++
-      if (!own.has(dropped.buffer)) release(dropped)
-    }
-    if (start > 1024 && start * 2 > tail.length) {
-      tail = tail.slice(start)
-      start = 0
-    }
-  }
-
-  const flushSmall = () => {
-    if (small === undefined || smallBytes === 0) return
-    enqueue(small.subarray(0, smallBytes))
-    small = undefined
-    smallBytes = 0
-  }
-
-  const push = (input: Uint8Array) => {
-    let chunk = input
-    seen += chunk.byteLength
-    if (headBytes < headLimit) {
-      const take = Math.min(chunk.byteLength, headLimit - headBytes)
-      // Copied: a reference would keep the caller's whole buffer alive for the life of the capture.
-      head.push(chunk.slice(0, take))
-      headBytes += take
-      chunk = chunk.subarray(take)
-    }
-    if (chunk.byteLength === 0 || tailLimit === 0) return release(input)
-    if (chunk.byteLength >= SMALL_CHUNK_BYTES) {
-      flushSmall()
-      // Kept by reference: released once a later chunk pushes it out of the tail.
-      enqueue(chunk)
+  const keep = (chunk: Uint8Array) => {
+    const length = chunk.byteLength
+    if (length >= tailLimit) {
+      if (ring.byteLength < tailLimit) ring = new Uint8Array(tailLimit)
+      ring.set(chunk.subarray(length - tailLimit))
+      end = 0
+      filled = tailLimit
       return
     }
-    if (small !== undefined && smallBytes + chunk.byteLength > small.byteLength) flushSmall()
-    if (small === undefined) {
-      small = new Uint8Array(COALESCE_BYTES)
-      own.add(small.buffer)
+    if (filled + length > ring.byteLength && ring.byteLength < tailLimit) {
+      ring = grown(ring, filled, filled + length, tailLimit)
+      end = filled
     }
-    small.set(chunk, smallBytes)
-    smallBytes += chunk.byteLength
-    release(input)
+    const capacity = ring.byteLength
+    const first = Math.min(length, capacity - end)
+    ring.set(first === length ? chunk : chunk.subarray(0, first), end)
+    if (first < length) ring.set(chunk.subarray(first), 0)
+    end = (end + length) % capacity
+    filled = Math.min(capacity, filled + length)
+  }
+
+  const push = (chunk: Uint8Array) => {
+    seen += chunk.byteLength
+    let rest = chunk
+    if (headBytes < headLimit) {
+      const take = Math.min(rest.byteLength, headLimit - headBytes)
+      if (headBytes + take > head.byteLength) head = grown(head, headBytes, headBytes + take, headLimit)
+      head.set(take === rest.byteLength ? rest : rest.subarray(0, take), headBytes)
+      headBytes += take
+      rest = rest.subarray(take)
+    }
+    if (rest.byteLength > 0 && tailLimit > 0) keep(rest)
+  }
+
+  /** The latest `bytes` bytes of the tail, oldest first. */
+  const latest = (bytes: number): Array<Uint8Array> => {
+    const count = Math.min(bytes, filled)
+    if (count === 0) return []
+    const start = end - count
+    return start >= 0 ? [ring.subarray(start, end)] : [ring.subarray(ring.byteLength + start), ring.subarray(0, end)]
   }
 
   const recent = (bytes: number): string => {
-    const parts: Array<Uint8Array> = []
-    let total = 0
-    if (smallBytes > 0) {
-      const part = small!.subarray(Math.max(0, smallBytes - bytes), smallBytes)
-      parts.unshift(part)
-      total += part.byteLength
-    }
-    for (let index = tail.length - 1; index >= start && total < bytes; index--) {
-      const chunk = tail[index]!
-      const part = chunk.subarray(Math.max(0, chunk.byteLength - (bytes - total)))
-      parts.unshift(part)
-      total += part.byteLength
-    }
+    const parts = latest(bytes)
+    let total = Math.min(bytes, filled)
     // The head joins on only while nothing between it and the tail has been dropped.
-    const contiguous = seen === headBytes + tailBytes + smallBytes
-    for (let index = head.length - 1; contiguous && index >= 0 && total < bytes; index--) {
-      const chunk = head[index]!
-      const part = chunk.subarray(Math.max(0, chunk.byteLength - (bytes - total)))
+    if (seen === headBytes + filled && total < bytes) {
+      const part = head.subarray(Math.max(0, headBytes - (bytes - total)), headBytes)
       parts.unshift(part)
       total += part.byteLength
     }
@@ -173,10 +156,8 @@ export const make = (limit: number, release: (chunk: Uint8Array) => void = () =>
   }
 
   const finish = (): Captured => {
-    flushSmall()
-    let headKept = concat(head, headBytes)
-    let tailKept = concat(tail.slice(start), tailBytes)
-    if (tailKept.byteLength > tailLimit) tailKept = tailKept.subarray(tailKept.byteLength - tailLimit)
+    let headKept = head.subarray(0, headBytes)
+    let tailKept = concat(latest(filled), filled)
     const decoder = new TextDecoder()
     if (headKept.byteLength + tailKept.byteLength === seen) {
       const headText = decoder.decode(headKept, { stream: true })
@@ -198,5 +179,5 @@ export const make = (limit: number, release: (chunk: Uint8Array) => void = () =>
     }
   }
 
-  return { push, seen: () => seen, recent, finish }
+  return { push, seen: () => seen, recent, finish, held: () => head.byteLength + ring.byteLength }
 }

@@ -363,19 +363,11 @@ const start = (
   progress: ((update: Progress) => Promise<void>) | undefined,
 ): Running => {
   const captureBytes = request.maxCaptureBytes ?? limits.maxCaptureBytes
-  // Each chunk read goes to its stream's capture and to the merged one; once neither keeps it, its memory is freed
-  // at once, not at a later garbage collection: reading gigabytes then takes no more memory than reading megabytes.
-  const held = new Map<ArrayBufferLike, number>()
-  const release = (chunk: Uint8Array) => {
-    const count = held.get(chunk.buffer)
-    if (count === undefined) return
-    if (count > 1) return void held.set(chunk.buffer, count - 1)
-    held.delete(chunk.buffer)
-    free(chunk.buffer)
-  }
-  const stdout = Capture.make(captureBytes, release)
-  const stderr = Capture.make(captureBytes, release)
-  const output = Capture.make(captureBytes, release)
+  // Each chunk read goes to its stream's capture and to the merged one, which copy what they keep; its memory is
+  // then freed at once, not at a later garbage collection: reading gigabytes takes no more memory than megabytes.
+  const stdout = Capture.make(captureBytes)
+  const stderr = Capture.make(captureBytes)
+  const output = Capture.make(captureBytes)
 
   let timedOut: Timeout | undefined
   const stop = () => {
@@ -433,10 +425,10 @@ const start = (
         onData(value)
         continue
       }
-      // A chunk that is its buffer's whole, as the streams hand them out: freed once both captures let it go.
-      if (value.byteOffset === 0 && value.byteLength === value.buffer.byteLength) held.set(value.buffer, 2)
       capture.push(value)
       output.push(value)
+      // A chunk that is its buffer's whole, as the streams hand them out, is nobody's once both captures have it.
+      if (value.byteOffset === 0 && value.byteLength === value.buffer.byteLength) free(value.buffer)
       if (progress === undefined || pendingProgress !== undefined) continue
       // At most one update per interval; one that falls inside the interval is sent at its end.
       const wait = lastProgress + PROGRESS_INTERVAL_MS - lastOutput

@@ -80,24 +80,62 @@ describe("Capture", () => {
     expect(capture.seen()).toBe(10_600)
   })
 
-  test("tells each pushed chunk's release once it keeps no reference to it, never one it still keeps", () => {
+  test("keeps no reference to a chunk once push returns: emptying every chunk after its push changes nothing", () => {
     for (const size of [1, 100, 5000, 70_000]) {
-      const released: Array<Uint8Array> = []
-      const capture = Capture.make(20_000, (chunk) => released.push(chunk))
-      const chunks = Array.from({ length: 40 }, (_, index) => new Uint8Array(size).fill(48 + (index % 10)))
-      for (const chunk of chunks) capture.push(chunk)
-      const buffers = released.map((chunk) => chunk.buffer)
-      // Never told twice, never told of a buffer it did not get.
-      expect(new Set(buffers).size).toBe(buffers.length)
-      for (const buffer of buffers) expect(chunks.some((chunk) => chunk.buffer === buffer)).toBe(true)
-      // What it was not told of, it may still keep: emptying those would change what it reports.
-      for (const chunk of chunks) if (buffers.includes(chunk.buffer)) chunk.fill(0)
-      const expected = chunks.map((chunk, index) => String(index % 10).repeat(size)).join("")
+      const capture = Capture.make(20_000)
+      let expected = ""
+      for (let index = 0; index < 40; index++) {
+        const chunk = new Uint8Array(size).fill(48 + (index % 10))
+        capture.push(chunk)
+        chunk.fill(0)
+        expected += String(index % 10).repeat(size)
+      }
       const captured = capture.finish()
       expect(captured.seen).toBe(expected.length)
       expect(captured.head + captured.tail).toBe(expected.length <= 20_000 ? expected : expected.slice(0, 10_000) + expected.slice(-10_000))
-      // Every chunk but the few the tail holds was let go.
-      expect(buffers.length).toBeGreaterThanOrEqual(chunks.length - Math.ceil(10_000 / size) - 1)
     }
+  })
+
+  test("keeps the exact head and tail whatever the chunk sizes, while its tail grows, fills and wraps", () => {
+    // A fixed pseudo-random sequence of chunk sizes, from 1 byte to past the whole limit.
+    let state = 7
+    const next = () => (state = (state * 1_103_515_245 + 12_345) % 2 ** 31)
+    for (const limit of [2, 999, 40_000, 300_001]) {
+      const capture = Capture.make(limit)
+      let stream = ""
+      for (let index = 0; stream.length < limit * 4; index++) {
+        const size = [1, 7, 4096, 65_536, limit + 3][next() % 5]! + (next() % 100)
+        const text = String.fromCharCode(97 + (index % 26)).repeat(size)
+        capture.push(bytes(text))
+        stream += text
+        // Partway, what is kept is what a reader of the stream so far would expect.
+        const recent = Math.min(100, limit - Math.ceil(limit / 2))
+        if (index % 5 === 0) expect(capture.recent(recent)).toBe(stream.slice(-recent))
+      }
+      const captured = capture.finish()
+      const head = Math.ceil(limit / 2)
+      expect(captured.head).toBe(stream.slice(0, head))
+      expect(captured.tail).toBe(stream.slice(stream.length - (limit - head)))
+      expect(captured.gap).toEqual({ offset: head, length: stream.length - limit })
+    }
+  })
+
+  test("holds no more memory than its limit, however much it is given", () => {
+    for (const size of [1, 4096, 180_224, 3_000_000]) {
+      const capture = Capture.make(1_048_576)
+      const chunk = new Uint8Array(size).fill(120)
+      // Several times the limit (one-byte chunks: twice it, a chunk at a time being slow to push).
+      const total = size === 1 ? 2 * 1_048_576 : 16 * 1_048_576
+      for (let pushed = 0; pushed < total; pushed += size) capture.push(chunk)
+      expect(capture.held()).toBeLessThanOrEqual(1_048_576)
+      expect(capture.finish().kept).toBe(1_048_576)
+    }
+  })
+
+  test("holds little for a short stream: its buffers grow with what it keeps", () => {
+    const capture = Capture.make(1_048_576)
+    capture.push(bytes("hello\n"))
+    expect(capture.held()).toBeLessThanOrEqual(16_384)
+    expect(capture.finish().text).toBe("hello\n")
   })
 })
