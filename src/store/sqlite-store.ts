@@ -338,6 +338,8 @@ export const journalPath = (path: string) => `${path}.journal`
 
 /** How long the journal is left unwritten before what it holds is compacted into SQLite. */
 const COMPACT_IDLE_MS = 250
+/** How long after a failed compaction the journal's size does not call for another. */
+const COMPACT_RETRY_MS = 1_000
 
 /** How an operation on the store at `path` runs: a failure is a StoreError naming the store and the operation. */
 const attemptAt =
@@ -480,12 +482,24 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
       }
       yield* Effect.addFinalizer(() => Effect.sync(() => idle !== undefined && clearTimeout(idle)))
 
-      /** Appends `entry` (inside `journal.writing`), compacting when the journal has grown to its size. */
+      /** When a compaction last failed (epoch ms): the journal keeps its records, and grows until one succeeds. */
+      let failedAt = 0
+      /**
+       * Appends `entry` (inside `journal.writing`), compacting when the journal has grown to its size. The record is
+       * kept once appended: a compaction that fails (SQLite busy past its timeout, a full disk) does not fail the
+       * operation, and is tried again after COMPACT_RETRY_MS.
+       */
       const append = (entry: Journal.Entry) => {
         journal.append(entry)
         appended++
-        if (journal.size() >= compactBytes) journal.compact()
-        else if (idle === undefined) {
+        const now = Date.now()
+        if (journal.size() >= compactBytes && now - failedAt >= COMPACT_RETRY_MS) {
+          try {
+            journal.compact()
+          } catch {
+            failedAt = now
+          }
+        } else if (idle === undefined) {
           looked = appended
           idle = setTimeout(compactIdle, COMPACT_IDLE_MS)
           idle.unref?.()

@@ -166,6 +166,33 @@ describe("SQLite store journal", () => {
     expect(reread).toMatchObject([{ state: "started" }, { state: "started" }])
   })
 
+  test("a compaction that fails (SQLite held by another writer) fails no call: the journal keeps the records", async () => {
+    const path = join(tempDir(), "core.db")
+    await use(path, Effect.void)
+    const holder = new Database(path)
+    holder.exec("PRAGMA busy_timeout = 0")
+    holder.exec("BEGIN IMMEDIATE")
+    try {
+      const found = await use(path, Effect.gen(function* () {
+        const store = yield* Store.Service
+        // Compacted after every record: this one's compaction waits out SQLite's busy timeout, then gives up.
+        const begun = yield* store.begin(keyOf("a"), "echo", "build")
+        const settled = yield* store.settle(keyOf("a"), settlement("a"), { state: "owned" })
+        return { begun, settled, record: yield* store.lookup(keyOf("a")) }
+      }), { compactBytes: 0 }).finally(() => holder.exec("ROLLBACK"))
+      expect(found).toEqual({ begun: true, settled: true, record: { state: "settled", agent: "build", settlement: settlement("a") } })
+    } finally {
+      holder.close()
+    }
+    // Closing could not compact either: the records wait in the journal, and the next process reads them.
+    expect(records(path).map((entry) => entry.e)).toEqual(["new", "settled"])
+    const again = await use(path, Effect.flatMap(Store.Service, (store) => store.list({ location: "/p", limit: 5 })))
+    expect(again.map((call) => [call.toolCallID, call.record.state])).toEqual([["a", "settled"]])
+    const db = new Database(path, { readonly: true })
+    expect(db.query("SELECT call_id, state FROM settlements").all()).toEqual([{ call_id: "a", state: "settled" }])
+    db.close()
+  }, 60_000)
+
   test("a record that is not JSON fails every operation, naming the journal; nothing is begun", async () => {
     const path = join(tempDir(), "core.db")
     await use(path, Effect.flatMap(Store.Service, (store) => store.begin(keyOf("first"), "echo", "build")))
