@@ -150,7 +150,7 @@ const measure = async (): Promise<Report> => {
       ],
       targets: [],
       notes: [
-        "Postgres's per-call cost is its commit's disk flush (two per call); SQLite in WAL with synchronous=NORMAL flushes at checkpoints only",
+        "Postgres's per-call cost is its commit's disk flush (two per call); SQLite's, two lines appended to its journal, compacted into SQLite in batches (WAL, synchronous=NORMAL: flushed at checkpoints only)",
         "Postgres is for fleets sharing one store, not the default: one host with its own data directory keeps SQLite",
       ],
     }
