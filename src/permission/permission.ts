@@ -534,17 +534,23 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         return decided
       })
 
+      /** Refuses the first check anything denies; answers whether every decision allows (nothing to ask). */
       const refuseDenied = Effect.fnUntraced(function* (agent: string, checks: ReadonlyArray<Check>) {
+        let allowed = true
         for (const { check, decisions } of yield* decideAll(agent, checks)) {
           const denied = decisions.find((decision) => decision.effect === "deny")
           if (denied !== undefined) return yield* refuse(agent, check.action, denied)
+          allowed &&= decisions.every((decision) => decision.effect === "allow")
         }
+        return allowed
       })
 
       // Untraced like explain and assert: it runs inside every settle.
       const authorize = Effect.fnUntraced(function* (caller: Caller, checks: ReadonlyArray<Check>) {
         // A deny anywhere refuses the whole call first: nobody is asked about a part of it that cannot happen.
-        yield* refuseDenied(caller.agent, checks)
+        // Allowed throughout, it is done; otherwise each check is asserted in turn, decided again after the asks
+        // before it (an "always" answer may allow what comes after).
+        if (yield* refuseDenied(caller.agent, checks)) return
         for (const check of checks) yield* assert({ ...caller, ...check })
       })
 
