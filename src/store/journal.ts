@@ -104,9 +104,6 @@ const flock = (): Flock | null => {
   return flockFn
 }
 
-/** Whether journals can be locked here (libc's flock could be opened). */
-export const available = (): boolean => flock() !== null
-
 export class JournalError extends Error {}
 
 const keyString = (location: string, sessionID: string, toolCallID: string) =>
