@@ -87,9 +87,12 @@ const libc = () => {
 }
 let confined = false
 const children = new Map()
-// What rg prints is handed on in batches of up to this many bytes: one message per batch rather than per read
-// of the pipe (a file's matches each), which costs the receiving thread more than the bytes themselves.
+// What rg prints is handed on in batches of up to BATCH_BYTES, one message each rather than one per read of the
+// pipe (a file's matches each), which costs the receiving thread more than the bytes themselves; a batch is handed
+// on at the first read that finds it BATCH_MS old, so core reads it (and stats the files it names) while rg is
+// still searching.
 const BATCH_BYTES = 1 << 18
+const BATCH_MS = 4
 const confine = (ruleset) => {
   const lib = libc()
   if (lib === undefined) return "libc could not be opened"
@@ -119,11 +122,13 @@ const run = async ({ id, argv, cwd, stdin, stderrBytes }) => {
   })()
   let batch
   let filled = 0
+  let posted = performance.now()
   const flush = () => {
     if (filled === 0) return
     postMessage({ kind: "data", id, chunk: batch.subarray(0, filled) }, [batch.buffer])
     batch = undefined
     filled = 0
+    posted = performance.now()
   }
   for await (const chunk of child.stdout) {
     if (filled + chunk.length > BATCH_BYTES) flush()
@@ -135,6 +140,7 @@ const run = async ({ id, argv, cwd, stdin, stderrBytes }) => {
     batch ??= new Uint8Array(BATCH_BYTES)
     batch.set(chunk, filled)
     filled += chunk.length
+    if (performance.now() - posted >= BATCH_MS) flush()
   }
   flush()
   await child.exited
