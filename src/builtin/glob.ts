@@ -111,6 +111,7 @@ const makeTool = (services: Builtin.Services) =>
         let hidden = 0
         // rg walks the directory as checked, held open; the "./" paths it prints are put back under the real path.
         const held = yield* SearchTool.hold(resolved.real, shown, "searched")
+        const times = yield* SearchTool.datedIn(held)
         const absolute = Pinned.underneath(resolved.real)
         const outcome = yield* Ripgrep.run({
           args: [...Ripgrep.COMMON_FLAGS, "--files", "--null", "--", "."],
@@ -125,7 +126,7 @@ const makeTool = (services: Builtin.Services) =>
               hidden++
               return
             }
-            found.push({ path: text, utf8, modified: SearchTool.modifiedTime(utf8 ? text : Buffer.from(record)) })
+            found.push({ path: text, utf8, modified: times.of(printed, utf8 ? text : Buffer.from(record)) })
           }),
         })
         const { problems, selectError } = outcome

@@ -267,7 +267,7 @@ const render = (output: Output): string => {
  * Collects matching lines newest file first, trimmed to the files whose matches fill the limit. A file is stat'ed
  * when its first match arrives (`begin`); one that cannot be shown any more is only counted, its lines never decoded.
  */
-const newestFirst = (limit: number) => {
+const newestFirst = (limit: number, times: ReturnType<typeof SearchTool.modifiedTimes>) => {
   const kept: Array<Collected> = []
   let filled = 0
   let current: Collected | undefined
@@ -289,8 +289,9 @@ const newestFirst = (limit: number) => {
       }
     }
   }
-  const begin = (raw: Uint8Array, path: string, utf8: boolean) => {
-    const modified = SearchTool.modifiedTime(utf8 ? path : Buffer.from(raw))
+  /** Begins the file at `raw` (its real path), printed as `printed`, named `path`. */
+  const begin = (raw: Uint8Array, printed: Uint8Array, path: string, utf8: boolean) => {
+    const modified = times.of(printed, utf8 ? path : Buffer.from(raw))
     current = { path, raw, utf8, modified, count: 0, lines: [] }
     const oldest = kept[kept.length - 1]
     showing = filled < limit || oldest === undefined || SearchTool.newerFirst(current, oldest) < 0
@@ -400,7 +401,6 @@ const makeTool = (services: Builtin.Services) =>
         // rg searches a file it is given by name whatever the globs, so include is applied to it here (rg still
         // runs, listing the file, to report an invalid glob as it would for a directory).
         const excluded = single && input.include !== undefined && !Ripgrep.selects(input.include, shown)
-        const collected = newestFirst(limit)
         const notes: Array<string> = []
         const realBytes = Buffer.from(resolved.real)
         // rg runs in the directory as checked (the file's own, for one file), held open; the "./" paths it prints
@@ -408,15 +408,18 @@ const makeTool = (services: Builtin.Services) =>
         const held = yield* SearchTool.hold(single ? dirname(resolved.real) : resolved.real, shown, "searched")
         const absolute = Pinned.underneath(resolved.real)
         const target = single ? `./${basename(resolved.real)}` : "."
+        const collected = newestFirst(limit, yield* SearchTool.datedIn(held))
         // rg prints a file's records together, so a file is judged (and, unless denied, begun) once, at its first
         // line; its path is made absolute once, when its records begin.
         let skipped: Uint8Array | undefined
         let skipping = false
         let raw: Uint8Array = realBytes
+        let printed: Uint8Array = Buffer.from(target)
         let fresh = true
         const hides = (raw: Uint8Array): boolean => denied !== undefined && denied(Ripgrep.decode(raw).text)
         const parser = matchingLines(!single, {
           path: (path) => {
+            printed = path
             raw = absolute(path)
             fresh = true
           },
@@ -431,7 +434,7 @@ const makeTool = (services: Builtin.Services) =>
                 if (skipping) skipped = raw
                 else {
                   collected.finish()
-                  collected.begin(raw, text, utf8)
+                  collected.begin(raw, printed, text, utf8)
                 }
               }
             }
