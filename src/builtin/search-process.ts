@@ -92,7 +92,7 @@ const children = new Map()
 // on at the first read that finds it BATCH_MS old, so core reads it (and stats the files it names) while rg is
 // still searching.
 const BATCH_BYTES = 1 << 18
-const BATCH_MS = 4
+const BATCH_MS = 20
 const confine = (ruleset) => {
   const lib = libc()
   if (lib === undefined) return "libc could not be opened"
@@ -125,8 +125,14 @@ const run = async ({ id, argv, cwd, stdin, stderrBytes }) => {
   let posted = performance.now()
   const flush = () => {
     if (filled === 0) return
-    postMessage({ kind: "data", id, chunk: batch.subarray(0, filled) }, [batch.buffer])
-    batch = undefined
+    // A small batch is copied out and its buffer kept for the next (a fresh large buffer costs more than the copy).
+    if (filled <= BATCH_BYTES / 4) {
+      const own = batch.slice(0, filled)
+      postMessage({ kind: "data", id, chunk: own }, [own.buffer])
+    } else {
+      postMessage({ kind: "data", id, chunk: batch.subarray(0, filled) }, [batch.buffer])
+      batch = undefined
+    }
     filled = 0
     posted = performance.now()
   }
