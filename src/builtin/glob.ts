@@ -111,21 +111,26 @@ const makeTool = (services: Builtin.Services) =>
         let hidden = 0
         // rg walks the directory as checked, held open; the "./" paths it prints are put back under the real path.
         const held = yield* SearchTool.hold(resolved.real, shown, "searched")
+        const times = yield* SearchTool.datedIn(held)
         const absolute = Pinned.underneath(resolved.real)
+        const base = resolved.real.endsWith("/") ? resolved.real.slice(0, -1) : resolved.real
         const outcome = yield* Ripgrep.run({
           args: [...Ripgrep.COMMON_FLAGS, "--files", "--null", "--", "."],
           select: input.pattern,
           cwd: held.at(""),
           root: held.path,
           ...Ripgrep.records(0, (printed) => {
-            const record = absolute(printed)
-            const { text, utf8 } = Ripgrep.decode(record)
+            // rg prints "./" and the rest of the path: only the rest is decoded, after the real path (UTF-8 as
+            // any string is, so decoding the two together would answer the same).
+            const relative = printed[0] === 0x2e && printed[1] === 0x2f
+            const decoded = Ripgrep.decode(relative ? printed.subarray(1) : printed)
+            const text = relative ? base + decoded.text : decoded.text
             // A file whose read a rule denies is not named.
             if (denied !== undefined && denied(text)) {
               hidden++
               return
             }
-            found.push({ path: text, utf8, modified: SearchTool.modifiedTime(utf8 ? text : Buffer.from(record)) })
+            found.push({ path: text, utf8: decoded.utf8, modified: times.of(printed, decoded.utf8 ? text : Buffer.from(absolute(printed))) })
           }),
         })
         const { problems, selectError } = outcome
@@ -136,10 +141,10 @@ const makeTool = (services: Builtin.Services) =>
         found.sort(SearchTool.newerFirst)
         // rg prints every path as the directory it was given followed by the rest, so the directory's shown form
         // is worked out once rather than per file (which costs more than the search itself for many files).
-        const base = resolved.real.endsWith("/") ? resolved.real : `${resolved.real}/`
+        const under = `${base}/`
         const shownBase = shown === "." ? "" : shown.endsWith("/") ? shown : `${shown}/`
         const display = (path: string) =>
-          path.startsWith(base) ? shownBase + path.slice(base.length) : Builtin.display(services.directory, path)
+          path.startsWith(under) ? shownBase + path.slice(under.length) : Builtin.display(services.directory, path)
         const kept = found.slice(0, input.limit ?? DEFAULT_LIMIT)
         const files = kept.map((file) => display(file.path))
         const notUtf8 = kept.filter((file) => !file.utf8).map((file) => display(file.path))

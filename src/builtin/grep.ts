@@ -81,40 +81,65 @@ interface Collected {
 const sameBytes = (left: Uint8Array, right: Uint8Array): boolean =>
   left.length === right.length && Buffer.from(left.buffer, left.byteOffset, left.length).equals(right)
 
-/** Bytes of a line kept for showing it: enough for MAX_LINE_CHARS characters, its line number and one more. */
-const KEEP_BYTES = (MAX_LINE_CHARS + 1) * 4 + 24
+/** Bytes of a line's text kept for showing it: enough for MAX_LINE_CHARS characters and one more. */
+const KEEP_BYTES = (MAX_LINE_CHARS + 1) * 4
+/** Bytes of a record kept while it spans chunks: its line number, the ":" and the text kept. */
+const KEEP_RECORD_BYTES = KEEP_BYTES + 24
+
+/** What rg's output is handed to, record by record, by `matchingLines`. */
+interface Records {
+  /** The records from here on name another file than the ones before: `path`, a copy of its bytes. */
+  readonly path: (path: Uint8Array) => void
+  /**
+   * A matching line of the current file: its number, and its text as bytes `start` to `end` of `bytes` (only
+   * valid during the call, and only the first KEEP_BYTES of a longer text); `length` is the text's whole length.
+   */
+  readonly line: (line: number, bytes: Uint8Array, start: number, end: number, length: number) => void
+  /** Any other record of the current file (rg's note that a binary file matched). */
+  readonly note: (note: Uint8Array) => void
+}
 
 /**
  * Parses rg's `--null --line-number --no-heading` output: `path NUL number ":" text LF` for each matching line
  * (`number ":" text LF` when one file is searched without its name). A path holds anything but NUL and a line
- * anything but LF, so neither ":" nor bytes that are not UTF-8 confuse it. Of a line only its first KEEP_BYTES
- * are kept (and its length counted), so a megabyte-long minified line costs no more than a short one. Any other
- * line (rg's note that a binary file matched) goes to `onNote`. What it hands on is valid only during the call.
+ * anything but LF, so neither ":" nor bytes that are not UTF-8 confuse it. rg prints a file's records together, so
+ * a path is compared with the one before in place and handed on only when it changes; a line is handed on as a
+ * range of the chunk it arrived in, so counting lines allocates nothing. Of a record spanning chunks only its first
+ * KEEP_RECORD_BYTES are kept (and its length counted), so a megabyte-long minified line costs no more than a short
+ * one.
  */
-const matchingLines = (
-  withPath: boolean,
-  onLine: (path: Uint8Array, line: number, text: Uint8Array, length: number) => void,
-  onNote: (path: Uint8Array, note: Uint8Array) => void,
-) => {
+const matchingLines = (withPath: boolean, records: Records) => {
   let inPath = withPath
   let path: Uint8Array = new Uint8Array(0)
   let pathPending: Uint8Array | undefined
-  let textPending: Uint8Array | undefined
-  let textLength = 0
-  const keepText = (piece: Uint8Array) => {
-    const kept = textPending?.length ?? 0
-    if (kept < KEEP_BYTES) {
-      const taken = piece.subarray(0, KEEP_BYTES - kept)
-      textPending = textPending === undefined ? taken.slice() : Ripgrep.concat(textPending, taken)
+  let recordPending: Uint8Array | undefined
+  let recordLength = 0
+  const keepRecord = (chunk: Uint8Array, start: number, end: number) => {
+    const kept = recordPending?.length ?? 0
+    if (kept < KEEP_RECORD_BYTES) {
+      const taken = chunk.subarray(start, Math.min(end, start + KEEP_RECORD_BYTES - kept))
+      recordPending = recordPending === undefined ? taken.slice() : Ripgrep.concat(recordPending, taken)
     }
-    textLength += piece.length
+    recordLength += end - start
   }
-  const finish = (rest: Uint8Array, length: number) => {
-    let index = 0
+  const setPath = (next: Uint8Array) => {
+    path = next
+    records.path(path)
+  }
+  /** Whether bytes `start` to `end` of `chunk` are the current path. */
+  const samePath = (chunk: Uint8Array, start: number, end: number): boolean => {
+    if (end - start !== path.length) return false
+    for (let index = path.length - 1; index >= 0; index--) if (chunk[start + index] !== path[index]) return false
+    return true
+  }
+  /** A whole record, bytes `start` to `end` of `bytes`, `length` bytes long (more than it holds when cut). */
+  const record = (bytes: Uint8Array, start: number, end: number, length: number) => {
+    let index = start
     let line = 0
-    while (index < rest.length && rest[index]! >= 0x30 && rest[index]! <= 0x39) line = line * 10 + rest[index++]! - 0x30
-    if (index === 0 || rest[index] !== 0x3a) onNote(path, rest)
-    else onLine(path, line, rest.subarray(index + 1), length - index - 1)
+    while (index < end && bytes[index]! >= 0x30 && bytes[index]! <= 0x39) line = line * 10 + bytes[index++]! - 0x30
+    if (index === start || index === end || bytes[index] !== 0x3a) return records.note(bytes.subarray(start, end))
+    const text = index + 1
+    records.line(line, bytes, text, Math.min(end, text + KEEP_BYTES), length - (text - start))
   }
   const onData = (chunk: Uint8Array) => {
     let position = 0
@@ -126,39 +151,46 @@ const matchingLines = (
           pathPending = pathPending === undefined ? chunk.slice(position) : Ripgrep.concat(pathPending, chunk.subarray(position))
           return
         }
-        path = pathPending === undefined ? chunk.subarray(position, end) : Ripgrep.concat(pathPending, chunk.subarray(position, end))
-        pathPending = undefined
+        if (pathPending !== undefined) {
+          const whole = Ripgrep.concat(pathPending, chunk.subarray(position, end))
+          pathPending = undefined
+          if (!sameBytes(whole, path)) setPath(whole)
+        } else if (!samePath(chunk, position, end)) setPath(chunk.slice(position, end))
         inPath = false
         position = end + 1
         continue
       }
       const end = chunk.indexOf(10, position)
       if (end === -1) {
-        keepText(chunk.subarray(position))
-        break
+        keepRecord(chunk, position, chunk.length)
+        return
       }
-      if (textPending === undefined) finish(chunk.subarray(position, end), end - position)
+      if (recordPending === undefined) record(chunk, position, end, end - position)
       else {
-        keepText(chunk.subarray(position, end))
-        finish(textPending, textLength)
-        textPending = undefined
-        textLength = 0
+        keepRecord(chunk, position, end)
+        const pending = recordPending
+        recordPending = undefined
+        record(pending, 0, pending.length, recordLength)
+        recordLength = 0
       }
       inPath = withPath
       position = end + 1
     }
-    // The path may be needed with the next chunk.
-    if (!inPath && path.buffer === chunk.buffer) path = path.slice()
   }
   const onEnd = () => {
-    if (textPending !== undefined) finish(textPending, textLength)
-    textPending = undefined
-    textLength = 0
+    const pending = recordPending
+    recordPending = undefined
+    if (pending !== undefined) record(pending, 0, pending.length, recordLength)
+    recordLength = 0
   }
   return { onData, onEnd }
 }
 
-/** A matching line as shown: without a CR, cut when too long, marked when not UTF-8. */
+/**
+ * A matching line as shown: without a CR, cut when too long, marked when not UTF-8. `bytes` is the text, or only
+ * its first KEEP_BYTES when `length` is more (then a character cut off at their end is dropped, and bytes past
+ * them are not looked at).
+ */
 const shownLine = (bytes: Uint8Array, length: number): string => {
   const whole = bytes.length === length
   const end = whole && bytes[bytes.length - 1] === 0x0d ? bytes.length - 1 : bytes.length
@@ -235,7 +267,7 @@ const render = (output: Output): string => {
  * Collects matching lines newest file first, trimmed to the files whose matches fill the limit. A file is stat'ed
  * when its first match arrives (`begin`); one that cannot be shown any more is only counted, its lines never decoded.
  */
-const newestFirst = (limit: number) => {
+const newestFirst = (limit: number, times: ReturnType<typeof SearchTool.modifiedTimes>) => {
   const kept: Array<Collected> = []
   let filled = 0
   let current: Collected | undefined
@@ -257,10 +289,10 @@ const newestFirst = (limit: number) => {
       }
     }
   }
-  const begin = (raw: Uint8Array) => {
-    const { text, utf8 } = Ripgrep.decode(raw)
-    const modified = SearchTool.modifiedTime(utf8 ? text : Buffer.from(raw))
-    current = { path: text, raw, utf8, modified, count: 0, lines: [] }
+  /** Begins the file at `raw` (its real path), printed as `printed`, named `path`. */
+  const begin = (raw: Uint8Array, printed: Uint8Array, path: string, utf8: boolean) => {
+    const modified = times.of(printed, utf8 ? path : Buffer.from(raw))
+    current = { path, raw, utf8, modified, count: 0, lines: [] }
     const oldest = kept[kept.length - 1]
     showing = filled < limit || oldest === undefined || SearchTool.newerFirst(current, oldest) < 0
     files++
@@ -271,10 +303,11 @@ const newestFirst = (limit: number) => {
     begin,
     /** Whether the lines arriving are the file `raw`'s, begun already. */
     isCurrent: (raw: Uint8Array) => current !== undefined && sameBytes(raw, current.raw),
-    add: (line: number, text: Uint8Array, length: number) => {
+    /** A matching line of the current file (as Records.line hands it on): counted, and kept when it may be shown. */
+    add: (line: number, bytes: Uint8Array, start: number, end: number, length: number) => {
       current!.count++
       matches++
-      if (showing && current!.lines.length < limit) current!.lines.push({ line, text: shownLine(text, length) })
+      if (showing && current!.lines.length < limit) current!.lines.push({ line, text: shownLine(bytes.subarray(start, end), length) })
     },
     matches: () => matches,
     files: () => files,
@@ -368,7 +401,6 @@ const makeTool = (services: Builtin.Services) =>
         // rg searches a file it is given by name whatever the globs, so include is applied to it here (rg still
         // runs, listing the file, to report an invalid glob as it would for a directory).
         const excluded = single && input.include !== undefined && !Ripgrep.selects(input.include, shown)
-        const collected = newestFirst(limit)
         const notes: Array<string> = []
         const realBytes = Buffer.from(resolved.real)
         // rg runs in the directory as checked (the file's own, for one file), held open; the "./" paths it prints
@@ -376,34 +408,42 @@ const makeTool = (services: Builtin.Services) =>
         const held = yield* SearchTool.hold(single ? dirname(resolved.real) : resolved.real, shown, "searched")
         const absolute = Pinned.underneath(resolved.real)
         const target = single ? `./${basename(resolved.real)}` : "."
-        // rg prints a file's lines together, so a denied file is judged once, at its first line.
+        const collected = newestFirst(limit, yield* SearchTool.datedIn(held))
+        // rg prints a file's records together, so a file is judged (and, unless denied, begun) once, at its first
+        // line; its path is made absolute once, when its records begin.
         let skipped: Uint8Array | undefined
-        let printed: Uint8Array | undefined
+        let skipping = false
         let raw: Uint8Array = realBytes
+        let printed: Uint8Array = Buffer.from(target)
+        let fresh = true
         const hides = (raw: Uint8Array): boolean => denied !== undefined && denied(Ripgrep.decode(raw).text)
-        const parser = matchingLines(
-          !single,
-          (path, line, text, length) => {
-            // rg prints a file's lines one after another: its path is made absolute once, at its first line.
-            if (!single && (printed === undefined || !sameBytes(path, printed))) {
-              printed = path.slice()
-              raw = absolute(printed)
-            }
-            if (skipped !== undefined && sameBytes(raw, skipped)) return
-            if (!collected.isCurrent(raw)) {
-              if (hides(raw)) {
-                skipped = raw
-                return
+        const parser = matchingLines(!single, {
+          path: (path) => {
+            printed = path
+            raw = absolute(path)
+            fresh = true
+          },
+          line: (line, bytes, start, end, length) => {
+            if (fresh) {
+              fresh = false
+              if (skipped !== undefined && sameBytes(raw, skipped)) skipping = true
+              else if (collected.isCurrent(raw)) skipping = false
+              else {
+                const { text, utf8 } = Ripgrep.decode(raw)
+                skipping = denied !== undefined && denied(text)
+                if (skipping) skipped = raw
+                else {
+                  collected.finish()
+                  collected.begin(raw, printed, text, utf8)
+                }
               }
-              collected.finish()
-              collected.begin(raw)
             }
-            collected.add(line, text, length)
+            if (!skipping) collected.add(line, bytes, start, end, length)
           },
-          (path, note) => {
-            if (!hides(single ? realBytes : absolute(path))) notes.push(`${shown}: ${Ripgrep.decode(note).text}`)
+          note: (note) => {
+            if (!hides(raw)) notes.push(`${shown}: ${Ripgrep.decode(note).text}`)
           },
-        )
+        })
         const outcome = yield* Ripgrep.run({
           args: excluded ? [...Ripgrep.COMMON_FLAGS, "--files", "--", target] : searchArgs(single, input.pattern, target),
           ...(input.include === undefined ? {} : { select: input.include }),

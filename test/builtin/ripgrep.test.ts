@@ -219,6 +219,24 @@ describe.skipIf(!landlock)("Ripgrep.run confined to its root", () => {
     expect((await files(root, { root, select: "deep/*.txt" })).seen).toEqual(["./deep/a.txt"])
   })
 
+  test("hands on exactly what rg prints, in order, however it is batched", async () => {
+    const root = realpathSync(tempDir())
+    // Hundreds of files with a few matches each (a small write of rg's each), one far longer than a batch.
+    for (let index = 0; index < 600; index++) writeFileSync(join(root, `f${index}.txt`), `needle ${index}\n`.repeat(40))
+    writeFileSync(join(root, "long.txt"), `needle ${"x".repeat(700_000)}\n`)
+    // --sort makes rg's order the same from run to run.
+    const args = [...Ripgrep.COMMON_FLAGS, "--sort=path", "--line-number", "--null", "--regexp=needle", "--", "."]
+    const bare = Bun.spawn([await Effect.runPromise(Ripgrep.executable), ...args], { cwd: root, stdout: "pipe" })
+    const expected = Buffer.from(await new Response(bare.stdout).arrayBuffer())
+    const chunks: Array<Buffer> = []
+    const outcome = await Effect.runPromise(
+      Ripgrep.run({ args, cwd: root, root, onData: (chunk) => chunks.push(Buffer.from(chunk)) }),
+    )
+    expect(outcome.code).toBe(0)
+    expect(Buffer.concat(chunks).equals(expected)).toBe(true)
+    expect(expected.length).toBeGreaterThan(1_000_000)
+  })
+
   test("a root that is not the directory rg would run in is refused as replaced, and nothing is listed", async () => {
     const held = realpathSync(tempDir())
     const other = realpathSync(tempDir())
