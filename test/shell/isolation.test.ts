@@ -5,8 +5,10 @@
 // reports. With and without the sandbox. Real supervisors, real processes.
 
 import { describe, expect, test } from "bun:test"
+import { readdirSync, readFileSync } from "node:fs"
 import { Effect } from "effect"
 import { Landlock } from "../../src/shell/landlock"
+import { Native } from "../../src/shell/native"
 import { Shell } from "../../src/shell/shell"
 import { tempDir } from "../support/temp"
 import { alive, pidsIn } from "./processes"
@@ -66,4 +68,38 @@ describe("a supervised command and its supervisor", () => {
       expect(result.survivors).toEqual([])
     })
   }
+})
+
+/** The live processes whose command line starts with `name`. */
+const named = (name: string) =>
+  readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "latin1").startsWith(`${name}\0`)
+      } catch {
+        return false
+      }
+    })
+
+// Where core is root, a sandboxed command's supervisor is the first process of a PID namespace of its own: the
+// command cannot kill it (the kernel keeps a namespace's first process from signals it has no handler for, sent
+// from inside), and should it die, the kernel ends everything in the namespace.
+const ownNamespace = Landlock.abi() > 0 && Native.capable(Native.CAP_SYS_ADMIN)
+describe("a sandboxed command that turns on its supervisor", () => {
+  test.skipIf(!ownNamespace)(
+    `cannot kill it, and what it hid from the call ends with it${ownNamespace ? "" : " (SKIPPED: core is not root here, or no Landlock)"}`,
+    async () => {
+      const name = `core-hidden-${crypto.randomUUID().slice(0, 8)}`
+      // Out of the command's session and group, with no marker in its environment, then SIGKILL to the supervisor.
+      const result = await run(
+        `(env -i setsid bash -c 'exec -a ${name} sleep 1000' &); sleep 0.3; kill -KILL $PPID; echo "kill: $?"`,
+        true,
+      )
+      expect(result.stdout.text).toBe("kill: 0\n")
+      // Still its supervisor's run: reported, not found dead.
+      expect(result.exitCode).toBe(0)
+      expect(named(name)).toEqual([])
+    },
+  )
 })
