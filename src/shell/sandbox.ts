@@ -209,9 +209,10 @@ export const prepare = (
   // What developer tools read under the home stays read-only where a write grant holds it (a Location holding the
   // home), though never carved out of a grant it holds itself (a Location under ~/go).
   const write = [
-    ...[policy.location, ...policy.approved, temporary ?? system].flatMap((root) =>
-      Landlock.granted([root], [...secret, ...made.readOnly.filter((path) => !within(path, Landlock.real(root)))]),
-    ),
+    ...[policy.location, ...policy.approved, temporary ?? system].flatMap((root) => {
+      const real = Landlock.real(root)
+      return Landlock.granted([real], [...secret, ...made.readOnly.filter((path) => !within(path, real))])
+    }),
     cache,
     ...allowed,
   ]

@@ -296,8 +296,9 @@ const spawnSupervisor = (
     stderr: "pipe",
     // Its own session: a terminal's Ctrl-C reaches core, which decides.
     detached: true,
-    // Structured clone: an order (the whole environment) reaches the supervisor sooner than as JSON.
-    serialization: "advanced",
+    // JSON: an order (the whole environment) and its reports go both ways sooner than as a structured clone, which
+    // costs more to write and to read (every field of an order is a string, a number or an array of them).
+    serialization: "json",
     ipc,
   })
   // In a PID namespace, the supervisor is its first process: the namespace ends with it, whatever it ran.

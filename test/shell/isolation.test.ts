@@ -1,0 +1,105 @@
+// What a supervised command has of its supervisor: nothing to talk to it through and no way to signal it as a
+// group. The command leads a session and a process group of its own, with no controlling terminal; nothing the
+// supervisor holds open (its IPC channel to core above all) is open in it; a signal it sends to its own group
+// (`kill 0`, `kill -- -$$`) reaches what it started and never the supervisor, which still ends everything and
+// reports. With and without the sandbox. Real supervisors, real processes.
+
+import { describe, expect, test } from "bun:test"
+import { readdirSync, readFileSync } from "node:fs"
+import { Effect } from "effect"
+import { Landlock } from "../../src/shell/landlock"
+import { Native } from "../../src/shell/native"
+import { Shell } from "../../src/shell/shell"
+import { tempDir } from "../support/temp"
+import { alive, pidsIn } from "./processes"
+
+const shell = Shell.make({}, { records: tempDir("core-runs-") })
+
+const variants = [
+  ["supervised", false],
+  ["supervised and sandboxed", true],
+] as const
+
+const run = (command: string, sandboxed: boolean) => {
+  const cwd = tempDir("core-isolation-")
+  return Effect.runPromise(
+    shell.run({ argv: ["bash", "-c", command], cwd, ...(sandboxed ? { sandbox: { location: cwd, approved: [] } } : {}) }),
+  )
+}
+
+describe("a supervised command and its supervisor", () => {
+  for (const [name, sandboxed] of variants) {
+    const skip = sandboxed && Landlock.abi() === 0
+    test.skipIf(skip)(`${name}: the command leads its own session and group, with no terminal`, async () => {
+      // /proc/<pid>/stat after the name: state, ppid, pgrp, session, tty_nr.
+      const result = await run('s=$(cat /proc/$$/stat); echo $$ ${s##*) }; exec 3</dev/tty && echo has-terminal', sandboxed)
+      const [pid, , , group, session, tty] = result.stdout.text.trim().split(" ")
+      expect(group).toBe(pid)
+      expect(session).toBe(pid)
+      expect(tty).toBe("0")
+      expect(result.stdout.text).not.toContain("has-terminal")
+      expect(result.stderr.text).toContain("/dev/tty")
+    })
+
+    test.skipIf(skip)(`${name}: nothing the supervisor holds is open in the command`, async () => {
+      // Listed by a child into a file, so that no pipe of the shell's own is open in it meanwhile.
+      const result = await run('ls /proc/$$/fd > fds; tr "\\n" " " < fds; readlink /proc/$$/fd/0', sandboxed)
+      expect(result.stdout.text).toBe("0 1 2 /dev/null\n")
+      // No variable tells it where a channel would be.
+      const variables = await run("env | cut -d= -f1 | grep -i -e NODE_CHANNEL -e BUN_INTERNAL_IPC || true", sandboxed)
+      expect(variables.stdout.text).toBe("")
+    })
+
+    test.skipIf(skip)(`${name}: a signal to its group never reaches the supervisor, which still reports`, async () => {
+      // A signal whose default ends a process and that the supervisor has no handler for: were the supervisor in
+      // the group, it would die, and the run would end without its report (as killed, with no exit code).
+      const result = await run('trap "" ALRM; kill -ALRM 0; kill -ALRM -- -$$; echo survived', sandboxed)
+      expect(result.stdout.text).toBe("survived\n")
+      expect(result.exitCode).toBe(0)
+      expect(result.signal).toBeNull()
+    })
+
+    test.skipIf(skip)(`${name}: kill 0 ends what it started, and the run reports how it ended`, async () => {
+      const result = await run("sleep 1000 & echo $!; sleep 0.1; kill 0", sandboxed)
+      expect(result.signal).toBe("SIGTERM")
+      expect(result.exitCode).toBeNull()
+      // In a PID namespace of its own, the pid printed is not the host's: everything there ended with the supervisor.
+      if (!sandboxed) expect(alive(pidsIn(result.stdout.text)[0]!)).toBe(false)
+      expect(result.survivors).toEqual([])
+    })
+  }
+})
+
+/** The live processes whose command line starts with `name`. */
+const named = (name: string) =>
+  readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "latin1").startsWith(`${name}\0`)
+      } catch {
+        return false
+      }
+    })
+
+// Where core is root, a sandboxed command's supervisor is the first process of a PID namespace of its own: the
+// command cannot kill it (the kernel keeps a namespace's first process from signals it has no handler for, sent
+// from inside), and should it die, the kernel ends everything in the namespace.
+const ownNamespace = Landlock.abi() > 0 && Native.capable(Native.CAP_SYS_ADMIN)
+describe("a sandboxed command that turns on its supervisor", () => {
+  test.skipIf(!ownNamespace)(
+    `cannot kill it, and what it hid from the call ends with it${ownNamespace ? "" : " (SKIPPED: core is not root here, or no Landlock)"}`,
+    async () => {
+      const name = `core-hidden-${crypto.randomUUID().slice(0, 8)}`
+      // Out of the command's session and group, with no marker in its environment, then SIGKILL to the supervisor.
+      const result = await run(
+        `(env -i setsid bash -c 'exec -a ${name} sleep 1000' &); sleep 0.3; kill -KILL $PPID; echo "kill: $?"`,
+        true,
+      )
+      expect(result.stdout.text).toBe("kill: 0\n")
+      // Still its supervisor's run: reported, not found dead.
+      expect(result.exitCode).toBe(0)
+      expect(named(name)).toEqual([])
+    },
+  )
+})
