@@ -1,7 +1,6 @@
 // The arena of the directory-swap race tests: a Location in which a racer process swaps one directory, again and
 // again, for a symlink to a directory outside, while tool calls are settled there one after another.
 
-import { afterEach } from "bun:test"
 import { existsSync, lstatSync, mkdirSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { setPriority } from "node:os"
 import { join } from "node:path"
@@ -32,10 +31,15 @@ for (;;) {
 `
 
 const racers: Array<Bun.Subprocess> = []
-// After each test, not each file: a test that timed out must not leave its racer taking a core from the next.
-afterEach(() => {
+
+/**
+ * Ends every racer started so far. Each file that races calls `afterEach(endRacers)` itself (a hook registered here
+ * would belong to the first file importing this module alone): after each test, not each file, so a test that
+ * timed out does not leave its racer taking a core from the next.
+ */
+export const endRacers = (): void => {
   for (const racer of racers.splice(0)) racer.kill(9)
-})
+}
 
 export interface Arena {
   /** The Location. */

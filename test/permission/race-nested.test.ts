@@ -3,11 +3,13 @@
 // outside during the walk would lead rg outside the Location. Where the kernel has Landlock, rg runs confined to
 // reading beneath the searched directory, so that swap can lead it nowhere: no call may show anything from outside.
 
-import { describe, expect, test } from "bun:test"
+import { afterEach, describe, expect, test } from "bun:test"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Landlock } from "../../src/shell/landlock"
-import { arena, quiet, race, textOf } from "./race-arena"
+import { arena, endRacers, quiet, race, textOf } from "./race-arena"
+
+afterEach(endRacers)
 
 /** Calls per tool. */
 const RUNS = 200

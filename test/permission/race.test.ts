@@ -3,11 +3,13 @@
 // patched, searched, listed or left behind (temp files included): each call either works inside or fails as a
 // model-visible result (never an operational failure).
 
-import { describe, expect, test } from "bun:test"
+import { afterEach, describe, expect, test } from "bun:test"
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Settlement } from "../../src/contract/settlement"
-import { arena, quiet, race as settle, textOf } from "./race-arena"
+import { arena, endRacers, quiet, race as settle, textOf } from "./race-arena"
+
+afterEach(endRacers)
 
 /** Calls per tool. */
 const RUNS = 200

@@ -2,7 +2,7 @@
 // Requests, no socket) and end to end (`core serve` from the freshly built binary on a loopback port, read from its
 // ready line). Also a reader for server-sent events that waits on events, never on time.
 
-import { afterAll } from "bun:test"
+import { atRunEnd } from "../support/at-run-end"
 import { realpathSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Exit, Scope } from "effect"
@@ -194,7 +194,7 @@ export interface InProcess extends Client {
 }
 
 const open: Array<InProcess> = []
-afterAll(async () => {
+atRunEnd(async () => {
   for (const sidecar of open.splice(0)) await sidecar.close()
 })
 
@@ -273,7 +273,7 @@ export interface Served extends Client {
 }
 
 const running: Array<Bun.Subprocess> = []
-afterAll(() => {
+atRunEnd(() => {
   for (const child of running.splice(0)) child.kill("SIGKILL")
 })
 

@@ -1,7 +1,12 @@
-// Preloaded for every test run (bunfig.toml): what a run leaves behind that no single test file owns is removed
-// once the last file has run.
+// Preloaded for every test run (bunfig.toml): what a run leaves behind that no single test file owns (the built
+// binary, and what helper modules registered with ./at-run-end: temp directories, servers started) is removed once
+// the last file has run.
 
 import { afterAll } from "bun:test"
+import { runEnds } from "./at-run-end"
 import { removeBuilt } from "./binary"
 
-afterAll(removeBuilt)
+afterAll(async () => {
+  await runEnds()
+  removeBuilt()
+})

@@ -1,13 +1,13 @@
-// Temporary directories for tests: each test gets its own, removed when the test file finishes.
+// Temporary directories for tests: each test gets its own, removed when the run ends (./at-run-end).
 
-import { afterAll } from "bun:test"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { atRunEnd } from "./at-run-end"
 
 const created: Array<string> = []
 
-afterAll(() => {
+atRunEnd(() => {
   // Retried: a process a test started may still be writing its last files as it exits.
   for (const directory of created.splice(0)) rmSync(directory, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 })
 })
