@@ -9,14 +9,19 @@
 // each first used in small groups: a thousand connections arriving at once would measure connection set-up, not the
 // answer's form. Each batch writes one
 // request on every socket and reads every answer to its end (an event stream until its final event and the
-// chunked body's end), so the server does all its work.
+// chunked body's end), so the server does all its work. Where the open-file limit (the server's or this process's)
+// holds fewer connections, the batches are smaller, and a note says so.
 
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Server } from "../src/server/server"
 import { buildCore, cleanup, ECHO_TOOL, duration, main, median, progress, ratio, type Report, summarize } from "./measure"
 
-const CONCURRENCY = 1_000
+/** Calls in flight per batch, unless an open-file limit holds fewer connections (then as many as it holds). */
+const WANTED = 1_000
+/** Descriptors this process keeps for everything but its sockets. */
+const CLIENT_RESERVE = 256
 /** Rounds of one batch of each form; their order alternates, so the batches run A B B A. */
 const ROUNDS = 10
 /** Sockets opened, and first used, at a time: under the backlog of the server's listener and of its backend. */
@@ -33,6 +38,15 @@ const clockTicks = (): number => {
   const answer = Bun.spawnSync(["getconf", "CLK_TCK"], { stdout: "pipe", stderr: "ignore" })
   const ticks = Number(answer.stdout.toString().trim())
   return answer.exitCode === 0 && Number.isInteger(ticks) && ticks > 0 ? ticks : 100
+}
+
+/** The open-file (soft) limit of a process, as Bun left it (it raises the soft limit to the hard one at start). */
+const openFiles = (pid: number | "self"): number => {
+  const line = readFileSync(`/proc/${pid}/limits`, "utf8")
+    .split("\n")
+    .find((entry) => entry.startsWith("Max open files"))
+  const limit = Number(line?.split(/\s+/)[3])
+  return Number.isFinite(limit) ? limit : Number.POSITIVE_INFINITY
 }
 
 /** The CPU a process has used (user + system, its own threads, not its children's), in milliseconds. */
@@ -176,6 +190,7 @@ const serve = async (binary: string, location: string, root: string) => {
 }
 
 interface Batch {
+  readonly calls: number
   readonly cpuMs: number
   readonly wallMs: number
   readonly success: number
@@ -203,9 +218,18 @@ export const measure = async (): Promise<Report> => {
       body: "{}",
     })
     const { turnID } = (await turn.json()) as { turnID: string }
+    // The server holds a connection with three descriptors (see Server.connectionDescriptors), this process with one.
+    const serverLimit = openFiles(child.pid)
+    const clientLimit = openFiles("self")
+    const concurrency = Math.min(
+      WANTED,
+      Math.floor(Server.connectionDescriptors(serverLimit) / 3) - OPEN_GROUP,
+      clientLimit - CLIENT_RESERVE,
+    )
+    if (concurrency < OPEN_GROUP) throw new Error(`open-file limits too low (server ${serverLimit}, here ${clientLimit})`)
 
-    progress(`serve-sse: opening ${CONCURRENCY} connections`)
-    const pool = await connections(url.hostname, Number(url.port), CONCURRENCY)
+    progress(`serve-sse: opening ${concurrency} connections`)
+    const pool = await connections(url.hostname, Number(url.port), concurrency)
     const closePool = pool.close
     const stopServer = stop
     stop = async () => {
@@ -244,24 +268,24 @@ export const measure = async (): Promise<Report> => {
         if (status === "success") success++
         else failures.set(status, (failures.get(status) ?? 0) + 1)
       }
-      return { cpuMs: cpu, wallMs, success, failures }
+      return { calls: targets.length, cpuMs: cpu, wallMs, success, failures }
     }
     const failed = (label: string, result: Batch) =>
       new Error(
-        `${label}: ${CONCURRENCY - result.success} of ${CONCURRENCY} calls did not settle success (` +
+        `${label}: ${result.calls - result.success} of ${result.calls} calls did not settle success (` +
           `${[...result.failures].map(([status, count]) => `${count} × ${status}`).join(", ")})`,
       )
 
     // Each socket's first request connects it through to the server: a group at a time, then one full batch of each
     // form to warm up.
     progress("serve-sse: warming up (a call on every connection, then a batch of each form)")
-    for (let at = 0; at < CONCURRENCY; at += OPEN_GROUP) {
+    for (let at = 0; at < concurrency; at += OPEN_GROUP) {
       const warm = await batch(FORMS[(at / OPEN_GROUP) % 2]!, pool.all.slice(at, at + OPEN_GROUP))
-      if (warm.success !== Math.min(OPEN_GROUP, CONCURRENCY - at)) throw failed("warm-up", warm)
+      if (warm.success !== warm.calls) throw failed("warm-up", warm)
     }
     for (const form of FORMS) {
       const warm = await batch(form, pool.all)
-      if (warm.success !== CONCURRENCY) throw failed(`warm-up (${LABEL[form]})`, warm)
+      if (warm.success !== warm.calls) throw failed(`warm-up (${LABEL[form]})`, warm)
     }
 
     const batches: Record<Form, Array<Batch>> = { json: [], sse: [] }
@@ -274,7 +298,7 @@ export const measure = async (): Promise<Report> => {
         reopened += await pool.reopen()
         Bun.gc(true)
         const result = await batch(form, pool.all)
-        if (result.success !== CONCURRENCY) throw failed(`round ${round + 1} (${LABEL[form]})`, result)
+        if (result.success !== result.calls) throw failed(`round ${round + 1} (${LABEL[form]})`, result)
         batches[form].push(result)
       }
       ratios.push(batches.sse[round]!.cpuMs / batches.json[round]!.cpuMs)
@@ -282,19 +306,19 @@ export const measure = async (): Promise<Report> => {
     await stop()
     stop = undefined
 
-    const perCall = (form: Form) => summarize(batches[form].map((result) => result.cpuMs / CONCURRENCY))
+    const perCall = (form: Form) => summarize(batches[form].map((result) => result.cpuMs / concurrency))
     const wall = (form: Form) => summarize(batches[form].map((result) => result.wallMs))
     const spread = ratios.length > 0 ? summarize(ratios) : undefined
     const settledCount = (form: Form) => batches[form].reduce((total, result) => total + result.success, 0)
     return {
       name: "serve-sse: server CPU per call, JSON vs event stream",
       about:
-        `core serve (compiled, Bun ${Bun.version}): a trivial tool, ${CONCURRENCY} concurrent calls per batch, each a ` +
+        `core serve (compiled, Bun ${Bun.version}): a trivial tool, ${concurrency} concurrent calls per batch, each a ` +
         `fresh call; the server process's CPU (user + system from /proc) per call answered as JSON and as an event ` +
         `stream, ${ROUNDS} rounds, batches A B B A.`,
       tables: [
         {
-          title: `server CPU per call (${ROUNDS} batches of ${CONCURRENCY} concurrent calls per form)`,
+          title: `server CPU per call (${ROUNDS} batches of ${concurrency} concurrent calls per form)`,
           columns: ["answer", "CPU per call (median)", "min – max", "wall per batch (median)", "min – max", "settled success"],
           rows: FORMS.map((form) => [
             LABEL[form],
@@ -302,7 +326,7 @@ export const measure = async (): Promise<Report> => {
             `${duration(perCall(form).min)} – ${duration(perCall(form).max)}`,
             duration(wall(form).p50),
             `${duration(wall(form).min)} – ${duration(wall(form).max)}`,
-            `${settledCount(form)} of ${ROUNDS * CONCURRENCY}`,
+            `${settledCount(form)} of ${ROUNDS * concurrency}`,
           ]),
         },
         {
@@ -319,9 +343,15 @@ export const measure = async (): Promise<Report> => {
       ],
       targets: [],
       notes: [
+        ...(concurrency < WANTED
+          ? [
+              `${concurrency} calls per batch, not ${WANTED}: the open-file limit (ulimit -n: the server's ${serverLimit}, ` +
+                `this process's ${clientLimit}) holds no more connections; raise it to measure ${WANTED}`,
+            ]
+          : []),
         `no target: a figure to follow. CPU is read from /proc/<pid>/stat at ${ticks} ticks a second (${duration(1000 / ticks)} ` +
           `resolution; a JSON batch used a median of ${duration(median(batches.json.map((result) => result.cpuMs)))} of it)`,
-        `the client is a bare HTTP/1.1 client on ${CONCURRENCY} kept-alive sockets, opened and first used ${OPEN_GROUP} at ` +
+        `the client is a bare HTTP/1.1 client on ${concurrency} kept-alive sockets, opened and first used ${OPEN_GROUP} at ` +
           `a time before measuring, so that connection set-up is not measured` +
           (reopened > 0 ? ` (${reopened} closed by the server between batches and opened again)` : ""),
         "every call is recorded durably (intent and settlement); the event stream carries only its settlement event " +
