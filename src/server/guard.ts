@@ -27,6 +27,14 @@ const MAX_LINE_BYTES = 4 * 1024
 const SWEEP_MS = 1_000
 /** The descriptors a connection holds once it reaches the server: its own and both ends of the unix socket. */
 const PASSED_DESCRIPTORS = 3
+/**
+ * How long a connection's unix socket is tried again when the server refuses it. Bun.serve queues 512 connections it
+ * has not accepted yet and refuses more, and the guard connects as each connection's first request arrives: a burst
+ * of requests on new connections passes that at once, and is answered once the server has accepted the queue.
+ */
+const BACKEND_RETRY_MS = 5_000
+/** The pause before each try again, so that the server accepts what is queued in between. */
+const BACKEND_RETRY_PAUSE_MS = 5
 
 export interface Options {
   readonly hostname: string
@@ -72,6 +80,8 @@ interface Connection {
   remaining: number
   /** When the deadline began, while not released. */
   armedAt: number | undefined
+  /** When the guard began connecting to the server, while connecting. */
+  connectingSince: number
   closed: boolean
   backendClosed: boolean
 }
@@ -125,6 +135,7 @@ const opened = (id: number, client: Bun.Socket<Connection>): Connection => ({
   pending: undefined,
   remaining: 0,
   armedAt: undefined,
+  connectingSince: 0,
   closed: false,
   backendClosed: false,
 })
@@ -161,6 +172,8 @@ const forward = (to: Bun.Socket<Connection>, queue: Array<Uint8Array>, bytes: Ui
 
 /** The handlers of a connection's unix socket to the server: what the server sends goes on to the client. */
 const backendSocket = (on: {
+  /** Tries the connection's unix socket again after a refusal; answers false once it is too late. */
+  readonly retry: (connection: Connection) => boolean
   readonly dropBackend: (connection: Connection) => void
   readonly close: (connection: Connection) => void
   readonly log: (line: string) => void
@@ -194,6 +207,7 @@ const backendSocket = (on: {
   },
   connectError: (socket, error) => {
     const connection = socket.data
+    if (!connection.closed && on.retry(connection)) return
     on.dropBackend(connection)
     connection.connecting = false
     if (!connection.closed) on.log(`core: cannot reach the HTTP server: ${error.message}`)
@@ -370,15 +384,29 @@ export const listen = (options: Options): Interface => {
     forward(backend, connection.toBackend, bytes, connection.client)
   }
 
-  const backendHandlers = backendSocket({ dropBackend, close, log: options.log })
+  const dial = (connection: Connection) => {
+    Bun.connect<Connection>({ unix: options.backend, data: connection, socket: backendHandlers }).catch(() => {
+      // connectError has tried again or closed the client.
+    })
+  }
+
+  // While it waits, the connection still counts its unix socket's descriptors, and stays under the read deadline.
+  const retry = (connection: Connection) => {
+    if (performance.now() - connection.connectingSince >= BACKEND_RETRY_MS) return false
+    setTimeout(() => {
+      if (!connection.closed && !connection.backendClosed) dial(connection)
+    }, BACKEND_RETRY_PAUSE_MS)
+    return true
+  }
+
+  const backendHandlers = backendSocket({ retry, dropBackend, close, log: options.log })
 
   const connectBackend = (connection: Connection) => {
     connection.connecting = true
+    connection.connectingSince = performance.now()
     connection.client.pause()
     descriptors += PASSED_DESCRIPTORS - 1
-    Bun.connect<Connection>({ unix: options.backend, data: connection, socket: backendHandlers }).catch(() => {
-      // connectError has closed the client.
-    })
+    dial(connection)
   }
 
   /** Frames what the client sent and passes it on, in one write. */

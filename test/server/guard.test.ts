@@ -1,7 +1,9 @@
 // The connection guard in front of the sidecar's HTTP server, over raw sockets: it follows each request's framing on
 // a kept-alive connection (no body, Content-Length, chunked, pipelined), so a long call after a health check on the
 // same connection is released from the read deadline and answered past it; a client's own X-Core-Connection header
-// is dropped; and the server's unix socket is in a private directory, gone once the server stops.
+// is dropped; a burst of new connections larger than the server's unix socket queues is answered whole, and a server
+// that stays unreachable closes the connection after a while; and the server's unix socket is in a private
+// directory, gone once the server stops.
 
 import { afterAll, describe, expect, test } from "bun:test"
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs"
@@ -9,6 +11,7 @@ import { connect, type Socket } from "node:net"
 import { join } from "node:path"
 import { Deferred, Effect, Fiber } from "effect"
 import { Runtime } from "../../src/cli/runtime"
+import { Guard } from "../../src/server/guard"
 import { Server } from "../../src/server/server"
 import { IMPORTS, RAN, sandbox } from "./support"
 
@@ -36,7 +39,7 @@ afterAll(async () => {
   for (const stop of stops.splice(0)) await stop()
 })
 
-const listen = async (before?: (data: string) => void) => {
+const listen = async (before?: (data: string) => void, deadlineS = DEADLINE_S) => {
   const box = sandbox({ "tools/gate.ts": GATE })
   before?.(box.data)
   const environment = { dataDir: box.data, home: box.home }
@@ -57,7 +60,7 @@ const listen = async (before?: (data: string) => void) => {
         onReady,
         stop: Deferred.await(stop),
         log: (line) => log.push(line),
-        readDeadlineS: DEADLINE_S,
+        readDeadlineS: deadlineS,
       })
     }).pipe(Effect.scoped),
   )
@@ -153,6 +156,51 @@ describe("the connection guard", () => {
     await deadlinePassed(server.port, server.host)
     expect(forger.closed()).toBe(false)
     forger.socket.destroy()
+  }, 60_000)
+
+  test("a burst of new connections, more than the server's unix socket has room to queue, is answered whole", async () => {
+    // Bun.serve's listener queues 512 connections it has not accepted yet; the guard connects to it as each
+    // connection's first request arrives, so a burst of requests on new connections passes that at once.
+    const BURST = 1_200
+    const server = await listen(undefined, 30)
+    const clients = Array.from({ length: BURST }, () => raw(server.port))
+    // Every connection open first, then every request at once.
+    await Promise.all(clients.map((client) => new Promise((resolve) => client.socket.once("connect", resolve))))
+    for (const client of clients) client.socket.write(`GET /v1/health HTTP/1.1\r\nHost: ${server.host}\r\n\r\n`)
+    const answered = await Promise.all(clients.map((client) => client.until((text) => statuses(text).length === 1)))
+    for (const client of clients) client.socket.destroy()
+    expect(answered.filter((text) => statuses(text)[0] === 200).length).toBe(BURST)
+    expect(server.log.filter((line) => line.includes("cannot reach"))).toEqual([])
+  }, 60_000)
+
+  test("a server that stays unreachable: the connection is tried for a while, then closed, said once on stderr", async () => {
+    const box = sandbox({})
+    const log: Array<string> = []
+    const guard = Guard.listen({
+      hostname: "127.0.0.1",
+      port: 0,
+      backend: join(box.data, "nobody-listens.sock"),
+      deadlineMs: 30_000,
+      maxDescriptors: 1_000,
+      log: (line) => log.push(line),
+    })
+    try {
+      const client = raw(guard.port)
+      const started = performance.now()
+      client.socket.write(`GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:${guard.port}\r\n\r\n`)
+      await client.until(() => false)
+      const waited = performance.now() - started
+      expect({ received: client.received(), cannotReach: log.filter((line) => line.includes("cannot reach")).length }).toEqual({
+        received: "",
+        cannotReach: 1,
+      })
+      // Tried again for about 5 s, and never for the read deadline's 30 s.
+      expect(waited).toBeGreaterThan(4_000)
+      expect(waited).toBeLessThan(20_000)
+      expect(guard.descriptors()).toBe(0)
+    } finally {
+      await guard.close(0)
+    }
   }, 60_000)
 
   test("a request head longer than Bun's header limit is passed on and refused by Bun (431), as without the guard", async () => {
