@@ -552,11 +552,12 @@ class Writer {
     const pairs = step.pairs
     const parent = step.parent
     const traceWords = parent.traceWords
-    if (step.failure !== undefined || pairs.length !== 2 || traceWords === undefined) return this.anyStep(step)
-    const tail = tailOf(step.name, pairs[0] as string, pairs[1])
+    if (step.failure !== undefined || traceWords === undefined) return this.anyStep(step)
+    const tail = pairs.length === 2 ? tailOf(step.name, pairs[0] as string, pairs[1]) : undefined
     const head = headOf(step.name)
+    if (tail === undefined) return head.length > MAX_STEP_PARTS ? this.anyStep(step) : this.succeededStep(step, head, traceWords)
     // Written whole below only when its length fits in two bytes (names and keys are the settler's own, short).
-    if (tail === undefined || head.length + tail.length > MAX_STEP_PARTS) return this.anyStep(step)
+    if (head.length + tail.length > MAX_STEP_PARTS) return this.anyStep(step)
     // Trace id, span id and parent id fields (18 + 10 + 10 bytes), the head, two times (9 bytes each), the tail.
     const length = 38 + head.length + 18 + tail.length
     this.room(length + 3)
@@ -593,6 +594,45 @@ class Writer {
     at += 8
     for (let index = 0; index < tail.length; index++) bytes[at++] = tail[index]!
     this.at = at
+  }
+
+  /**
+   * A step that succeeded with any attributes (bound's three): its ids, name and times as a step written whole
+   * writes them, its attributes one by one, its status as every success's.
+   */
+  succeededStep(step: Step, head: Uint8Array, traceWords: readonly [number, number, number, number]): void {
+    const message = this.begin(2)
+    this.room(38 + head.length + 18)
+    const bytes = this.bytes
+    let at = this.at
+    bytes[at++] = (1 << 3) | LENGTH_DELIMITED
+    bytes[at++] = 16
+    at = putWord(bytes, at, traceWords[0])
+    at = putWord(bytes, at, traceWords[1])
+    at = putWord(bytes, at, traceWords[2])
+    at = putWord(bytes, at, traceWords[3])
+    bytes[at++] = (2 << 3) | LENGTH_DELIMITED
+    bytes[at++] = 8
+    at = putWord(bytes, at, step.spanWords[0])
+    at = putWord(bytes, at, step.spanWords[1])
+    bytes[at++] = (4 << 3) | LENGTH_DELIMITED
+    bytes[at++] = 8
+    at = putWord(bytes, at, step.parent.spanWords[0])
+    at = putWord(bytes, at, step.parent.spanWords[1])
+    for (let index = 0; index < head.length; index++) bytes[at++] = head[index]!
+    bytes[at++] = (7 << 3) | FIXED64
+    this.view.setUint32(at, step.startLow, true)
+    this.view.setUint32(at + 4, step.startHigh, true)
+    at += 8
+    bytes[at++] = (8 << 3) | FIXED64
+    this.view.setUint32(at, step.endLow, true)
+    this.view.setUint32(at + 4, step.endHigh, true)
+    at += 8
+    this.at = at
+    const pairs = step.pairs
+    for (let index = 0; index < pairs.length; index += 2) this.keyValue(9, pairs[index] as string, pairs[index + 1])
+    this.copy(SUCCEEDED_STATUS)
+    this.end(message)
   }
 
   /** Any step, field by field. */
@@ -686,6 +726,13 @@ const putWord = (bytes: Uint8Array, at: number, word: number): number => {
   bytes[at + 3] = word & 255
   return at + 4
 }
+
+/** The status of a span that succeeded, as `Writer.status` writes it. */
+const SUCCEEDED_STATUS = (() => {
+  const writer = new Writer(16)
+  writer.status(SUCCEEDED)
+  return writer.bytes.slice(0, writer.at)
+})()
 
 /** A step's head and tail at most, in bytes, for it to be written whole (its length then fits in two bytes). */
 const MAX_STEP_PARTS = 8_192

@@ -223,6 +223,13 @@ describe("a step recorded without a span object", () => {
     // A string too long to be kept, and a name too long to be written whole: field by field.
     step(withWords, "Settler.execute", start, end, undefined, ["core.execute.outcome", "x".repeat(100)]),
     step(withWords, "n".repeat(9_000), start, end, undefined, ["core.record", "intent"]),
+    // Any other success: ids, name and times as written whole, then its attributes one by one (none, counts of
+    // every size, a long value, a message over 127 bytes); a name too long to be written whole, field by field.
+    step(withWords, "Settler.bound", start, end, undefined, []),
+    step(withWords, "Settler.bound", start, end, undefined, ["core.output.bytes", 2 ** 40, "core.output.bounded", true, "core.output.managed_bytes", 300]),
+    step(withWords, "Settler.execute", start, end, undefined, ["core.execute.outcome", 1.5]),
+    step(withWords, "s".repeat(300), start, end, undefined, ["k".repeat(200), 1, "k2", "v".repeat(100), "ünï", "çödé"]),
+    step(withWords, "n".repeat(9_000), start, end, undefined, ["core.output.bytes", 1, "core.output.bounded", false]),
   ]
 
   test("is written as the span it stands for, in protobuf and in JSON", () => {
