@@ -552,11 +552,12 @@ class Writer {
     const pairs = step.pairs
     const parent = step.parent
     const traceWords = parent.traceWords
-    if (step.failure !== undefined || pairs.length !== 2 || traceWords === undefined) return this.anyStep(step)
-    const tail = tailOf(step.name, pairs[0] as string, pairs[1])
+    if (step.failure !== undefined || traceWords === undefined) return this.anyStep(step)
+    const tail = pairs.length === 2 ? tailOf(step.name, pairs[0] as string, pairs[1]) : undefined
     const head = headOf(step.name)
+    if (tail === undefined) return head.length > MAX_STEP_PARTS ? this.anyStep(step) : this.succeededStep(step, head, traceWords)
     // Written whole below only when its length fits in two bytes (names and keys are the settler's own, short).
-    if (tail === undefined || head.length + tail.length > MAX_STEP_PARTS) return this.anyStep(step)
+    if (head.length + tail.length > MAX_STEP_PARTS) return this.anyStep(step)
     // Trace id, span id and parent id fields (18 + 10 + 10 bytes), the head, two times (9 bytes each), the tail.
     const length = 38 + head.length + 18 + tail.length
     this.room(length + 3)
@@ -593,6 +594,86 @@ class Writer {
     at += 8
     for (let index = 0; index < tail.length; index++) bytes[at++] = tail[index]!
     this.at = at
+  }
+
+  /**
+   * A step that succeeded with any attributes (bound's three): its ids, name and times as a step written whole
+   * writes them, its attributes one by one, its status as every success's.
+   */
+  succeededStep(step: Step, head: Uint8Array, traceWords: readonly [number, number, number, number]): void {
+    const message = this.begin(2)
+    this.room(38 + head.length + 18)
+    const bytes = this.bytes
+    let at = this.at
+    bytes[at++] = (1 << 3) | LENGTH_DELIMITED
+    bytes[at++] = 16
+    at = putWord(bytes, at, traceWords[0])
+    at = putWord(bytes, at, traceWords[1])
+    at = putWord(bytes, at, traceWords[2])
+    at = putWord(bytes, at, traceWords[3])
+    bytes[at++] = (2 << 3) | LENGTH_DELIMITED
+    bytes[at++] = 8
+    at = putWord(bytes, at, step.spanWords[0])
+    at = putWord(bytes, at, step.spanWords[1])
+    bytes[at++] = (4 << 3) | LENGTH_DELIMITED
+    bytes[at++] = 8
+    at = putWord(bytes, at, step.parent.spanWords[0])
+    at = putWord(bytes, at, step.parent.spanWords[1])
+    for (let index = 0; index < head.length; index++) bytes[at++] = head[index]!
+    bytes[at++] = (7 << 3) | FIXED64
+    this.view.setUint32(at, step.startLow, true)
+    this.view.setUint32(at + 4, step.startHigh, true)
+    at += 8
+    bytes[at++] = (8 << 3) | FIXED64
+    this.view.setUint32(at, step.endLow, true)
+    this.view.setUint32(at + 4, step.endHigh, true)
+    at += 8
+    this.at = at
+    const pairs = step.pairs
+    for (let index = 0; index < pairs.length; index += 2) this.keyValue(9, pairs[index] as string, pairs[index + 1])
+    this.copy(SUCCEEDED_STATUS)
+    this.end(message)
+  }
+
+  /**
+   * A span that succeeded with no events or links, its ids as words (a settle span, a tool's own): what `span`
+   * writes, without working out how it ended.
+   */
+  succeededSpan(
+    span: Ended,
+    traceWords: readonly [number, number, number, number],
+    spanWords: readonly [number, number],
+    parentWords: readonly [number, number] | undefined,
+  ): void {
+    const message = this.begin(2)
+    this.room(38)
+    const bytes = this.bytes
+    let at = this.at
+    bytes[at++] = (1 << 3) | LENGTH_DELIMITED
+    bytes[at++] = 16
+    at = putWord(bytes, at, traceWords[0])
+    at = putWord(bytes, at, traceWords[1])
+    at = putWord(bytes, at, traceWords[2])
+    at = putWord(bytes, at, traceWords[3])
+    bytes[at++] = (2 << 3) | LENGTH_DELIMITED
+    bytes[at++] = 8
+    at = putWord(bytes, at, spanWords[0])
+    at = putWord(bytes, at, spanWords[1])
+    if (parentWords !== undefined) {
+      bytes[at++] = (4 << 3) | LENGTH_DELIMITED
+      bytes[at++] = 8
+      at = putWord(bytes, at, parentWords[0])
+      at = putWord(bytes, at, parentWords[1])
+    }
+    this.at = at
+    this.knownString(5, span.name, NAMES)
+    this.varintField(6, SPAN_KIND[span.kind])
+    this.fixed64Field(7, span.startTime)
+    this.fixed64Field(8, span.endTime)
+    const pairs = span.pairs
+    for (let index = 0; index < pairs.length; index += 2) this.keyValue(9, pairs[index] as string, pairs[index + 1])
+    this.copy(SUCCEEDED_STATUS)
+    this.end(message)
   }
 
   /** Any step, field by field. */
@@ -635,12 +716,24 @@ class Writer {
   }
 
   span(span: Ended): void {
+    const traceWords = span.traceWords
+    const spanWords = span.spanWords
+    const parentWords = span.parentWords
+    if (
+      span.failure === undefined &&
+      traceWords !== undefined &&
+      spanWords !== undefined &&
+      (parentWords !== undefined || span.parentSpanId === undefined) &&
+      span.events.length === 0 &&
+      span.links.length === 0
+    ) {
+      return this.succeededSpan(span, traceWords, spanWords, parentWords)
+    }
     const outcome = outcomeOf(span.failure)
     const message = this.begin(2)
     this.traceField(span)
     if (span.spanWords !== undefined) this.wordsField(2, span.spanWords)
     else this.hexField(2, span.spanId)
-    const parentWords = span.parentWords
     if (parentWords !== undefined) this.wordsField(4, parentWords)
     else {
       const parentSpanId = span.parentSpanId
@@ -686,6 +779,13 @@ const putWord = (bytes: Uint8Array, at: number, word: number): number => {
   bytes[at + 3] = word & 255
   return at + 4
 }
+
+/** The status of a span that succeeded, as `Writer.status` writes it. */
+const SUCCEEDED_STATUS = (() => {
+  const writer = new Writer(16)
+  writer.status(SUCCEEDED)
+  return writer.bytes.slice(0, writer.at)
+})()
 
 /** A step's head and tail at most, in bytes, for it to be written whole (its length then fits in two bytes). */
 const MAX_STEP_PARTS = 8_192

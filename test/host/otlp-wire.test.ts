@@ -40,6 +40,9 @@ const ended = (overrides: Partial<OtlpWire.Ended> & Pick<OtlpWire.Ended, "name">
 const external = (traceId: string, spanId: string): Tracer.ExternalSpan =>
   ({ _tag: "ExternalSpan", traceId, spanId, sampled: true, annotations: undefined as never }) as Tracer.ExternalSpan
 
+const WORDS = { traceWords: [0x0af76519, 0x16cd43dd, 0x8448eb21, 0x1c80319c], spanId: "00f067aa0ba902b7", spanWords: [0x00f067aa, 0x0ba902b7] } as const
+const UNDER = { parentSpanId: "b7ad6b7169203331", parentWords: [0xb7ad6b71, 0x69203331] } as const
+
 const spans: Array<OtlpWire.Ended> = [
   ended({
     name: "Settler.settle",
@@ -87,6 +90,13 @@ const spans: Array<OtlpWire.Ended> = [
   ended({ name: "Settler.execute", kind: "producer", failure: Cause.interrupt(1), pairs: ["core.execute.outcome", "interrupted"] }),
   ended({ name: "defect", kind: "consumer", failure: Cause.die("boom") }),
   ended({ name: "n".repeat(200), pairs: Array.from({ length: 400 }, (_, index) => [`key.${index}`, `value ${index}`]).flat() }),
+  // Ids as words (core's own spans): a root that succeeded, one under a parent with a long message, and those that
+  // failed, have events, or a parent known only in hex, which are written the long way.
+  ended({ name: "Settler.settle", ...WORDS, pairs: ["core.tool", "read", "core.call", "call_1", "core.input.bytes", 42, "core.replayed", false, "huge", 1e300] }),
+  ended({ name: "echo.inner", kind: "client", ...WORDS, ...UNDER, pairs: Array.from({ length: 400 }, (_, index) => [`key.${index}`, index]).flat() }),
+  ended({ name: "Settler.settle", ...WORDS, failure: Cause.fail(new Error("disk full")) }),
+  ended({ name: "Settler.settle", ...WORDS, events: [["plain", 1_764_000_000_000_000_600n, undefined]] }),
+  ended({ name: "echo.inner", ...WORDS, parentSpanId: "b7ad6b7169203331" }),
 ]
 
 describe("OtlpWire.protobuf", () => {
@@ -117,7 +127,7 @@ describe("OtlpWire.json", () => {
     const [resource] = data.resourceSpans
     const found = resource!.scopeSpans[0]!.spans
     expect(resource!.resource.attributes).toContainEqual({ key: "service.name", value: { stringValue: "core-test" } })
-    expect(found.map((span) => span.status.code)).toEqual([1, 1, 1, 2, 0, 2, 1])
+    expect(found.map((span) => span.status.code)).toEqual([1, 1, 1, 2, 0, 2, 1, 1, 1, 2, 1, 1])
     const failed = found[3]!
     expect(failed.status.message).toBe("disk full")
     expect(failed.events.map((event) => event.name)).toEqual(["retry", "plain", "exception"])
@@ -223,6 +233,13 @@ describe("a step recorded without a span object", () => {
     // A string too long to be kept, and a name too long to be written whole: field by field.
     step(withWords, "Settler.execute", start, end, undefined, ["core.execute.outcome", "x".repeat(100)]),
     step(withWords, "n".repeat(9_000), start, end, undefined, ["core.record", "intent"]),
+    // Any other success: ids, name and times as written whole, then its attributes one by one (none, counts of
+    // every size, a long value, a message over 127 bytes); a name too long to be written whole, field by field.
+    step(withWords, "Settler.bound", start, end, undefined, []),
+    step(withWords, "Settler.bound", start, end, undefined, ["core.output.bytes", 2 ** 40, "core.output.bounded", true, "core.output.managed_bytes", 300]),
+    step(withWords, "Settler.execute", start, end, undefined, ["core.execute.outcome", 1.5]),
+    step(withWords, "s".repeat(300), start, end, undefined, ["k".repeat(200), 1, "k2", "v".repeat(100), "ünï", "çödé"]),
+    step(withWords, "n".repeat(9_000), start, end, undefined, ["core.output.bytes", 1, "core.output.bounded", false]),
   ]
 
   test("is written as the span it stands for, in protobuf and in JSON", () => {
