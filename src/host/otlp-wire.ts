@@ -569,42 +569,17 @@ class Writer {
       bytes[at++] = (length & 127) | 128
       bytes[at++] = length >>> 7
     }
-    bytes[at++] = (1 << 3) | LENGTH_DELIMITED
-    bytes[at++] = 16
-    at = putWord(bytes, at, traceWords[0])
-    at = putWord(bytes, at, traceWords[1])
-    at = putWord(bytes, at, traceWords[2])
-    at = putWord(bytes, at, traceWords[3])
-    bytes[at++] = (2 << 3) | LENGTH_DELIMITED
-    bytes[at++] = 8
-    at = putWord(bytes, at, step.spanWords[0])
-    at = putWord(bytes, at, step.spanWords[1])
-    bytes[at++] = (4 << 3) | LENGTH_DELIMITED
-    bytes[at++] = 8
-    at = putWord(bytes, at, parent.spanWords[0])
-    at = putWord(bytes, at, parent.spanWords[1])
-    for (let index = 0; index < head.length; index++) bytes[at++] = head[index]!
-    bytes[at++] = (7 << 3) | FIXED64
-    this.view.setUint32(at, step.startLow, true)
-    this.view.setUint32(at + 4, step.startHigh, true)
-    at += 8
-    bytes[at++] = (8 << 3) | FIXED64
-    this.view.setUint32(at, step.endLow, true)
-    this.view.setUint32(at + 4, step.endHigh, true)
-    at += 8
+    at = this.stepHead(at, step, head, traceWords)
     for (let index = 0; index < tail.length; index++) bytes[at++] = tail[index]!
     this.at = at
   }
 
   /**
-   * A step that succeeded with any attributes (bound's three): its ids, name and times as a step written whole
-   * writes them, its attributes one by one, its status as every success's.
+   * Writes at `at` (room made) what every step written whole starts with: its trace, span and parent ids, `head`
+   * (its name and kind), its two times; answers where it ends.
    */
-  succeededStep(step: Step, head: Uint8Array, traceWords: readonly [number, number, number, number]): void {
-    const message = this.begin(2)
-    this.room(38 + head.length + 18)
+  stepHead(at: number, step: Step, head: Uint8Array, traceWords: readonly [number, number, number, number]): number {
     const bytes = this.bytes
-    let at = this.at
     bytes[at++] = (1 << 3) | LENGTH_DELIMITED
     bytes[at++] = 16
     at = putWord(bytes, at, traceWords[0])
@@ -628,7 +603,17 @@ class Writer {
     this.view.setUint32(at, step.endLow, true)
     this.view.setUint32(at + 4, step.endHigh, true)
     at += 8
-    this.at = at
+    return at
+  }
+
+  /**
+   * A step that succeeded with any attributes (bound's three): its ids, name and times as a step written whole
+   * writes them, its attributes one by one, its status as every success's.
+   */
+  succeededStep(step: Step, head: Uint8Array, traceWords: readonly [number, number, number, number]): void {
+    const message = this.begin(2)
+    this.room(38 + head.length + 18)
+    this.at = this.stepHead(this.at, step, head, traceWords)
     const pairs = step.pairs
     for (let index = 0; index < pairs.length; index += 2) this.keyValue(9, pairs[index] as string, pairs[index + 1])
     this.copy(SUCCEEDED_STATUS)
