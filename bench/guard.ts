@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { BIG_BYTES } from "./guard-peer"
-import { buildCore, cleanup, ECHO_TOOL, main, megabytes, progress, ratio, type Report, summarize } from "./measure"
+import { buildCore, cleanup, ECHO_TOOL, firstLine, main, megabytes, progress, ratio, type Report, summarize } from "./measure"
 
 const ROUNDS = 5
 
@@ -25,14 +25,7 @@ const start = async (mode: "direct" | "guard"): Promise<Side> => {
     stdout: "pipe",
     stderr: "inherit",
   })
-  const reader = child.stdout.getReader()
-  let text = ""
-  while (!text.includes("\n")) {
-    const chunk = await reader.read()
-    if (chunk.done) throw new Error(`the ${mode} peer exited before it was ready`)
-    text += new TextDecoder().decode(chunk.value)
-  }
-  const { url } = JSON.parse(text.slice(0, text.indexOf("\n"))) as { url: string }
+  const { url } = JSON.parse(await firstLine(child, `the ${mode} peer`)) as { url: string }
   return { label: mode, url, close: () => child.kill() }
 }
 
@@ -91,14 +84,7 @@ const serveSide = async (label: string, binary: string, root: string) => {
   writeFileSync(join(location, "tools", "echo.ts"), ECHO_TOOL)
   const env = { ...process.env, CORE_DATA_DIR: join(root, label, "data"), CORE_HOME: join(root, label, "home") }
   const child = Bun.spawn([binary, "serve", "--location", location], { env, stdin: "ignore", stdout: "pipe", stderr: "ignore" })
-  const reader = child.stdout.getReader()
-  let text = ""
-  while (!text.includes("\n")) {
-    const chunk = await reader.read()
-    if (chunk.done) throw new Error(`${binary} serve exited before it was ready`)
-    text += new TextDecoder().decode(chunk.value)
-  }
-  const ready = JSON.parse(text.slice(0, text.indexOf("\n"))) as { url: string; token: string }
+  const ready = JSON.parse(await firstLine(child, `${binary} serve`)) as { url: string; token: string }
   const headers = { authorization: `Bearer ${ready.token}`, "content-type": "application/json" }
   const turn = await fetch(`${ready.url}/v1/turns`, { method: "POST", headers, body: "{}" })
   const { turnID } = (await turn.json()) as { turnID: string }

@@ -12,7 +12,7 @@ import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { buildCore, cleanup, ECHO_TOOL, duration, main, megabytes, progress, ratio, type Report, summarize, type Target } from "./measure"
+import { buildCore, cleanup, ECHO_TOOL, duration, main, megabytes, progress, ratio, type Report, rss, spawnServer, summarize, type Target } from "./measure"
 
 const ROOT = join(import.meta.dir, "..")
 const CONCURRENCIES = [1, 32] as const
@@ -41,25 +41,6 @@ const versionOf = (name: string): string => {
   }
 }
 
-/** Resident memory of a process, in bytes. */
-export const rss = (pid: number): number => {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
-  return match === null ? Number.NaN : Number(match[1]) * 1024
-}
-
-/** Spawns a server that prints one JSON line on stdout once ready, and answers that line. */
-export const spawnServer = async (argv: ReadonlyArray<string>, env: Record<string, string | undefined>) => {
-  const child = Bun.spawn([...argv], { env, stdin: "ignore", stdout: "pipe", stderr: "inherit" })
-  const reader = child.stdout.getReader()
-  let text = ""
-  while (!text.includes("\n")) {
-    const chunk = await reader.read()
-    if (chunk.done) throw new Error(`${argv.join(" ")} exited before it was ready (code ${await child.exited})`)
-    text += new TextDecoder().decode(chunk.value)
-  }
-  reader.releaseLock()
-  return { child, ready: JSON.parse(text.slice(0, text.indexOf("\n"))) as Record<string, string> }
-}
 
 /** A side calling `echo` through `client`. */
 const sideOf = (label: string, pid: number, client: Client, close: () => Promise<void>): Side => ({

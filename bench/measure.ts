@@ -3,7 +3,7 @@
 // report; run with `--json` (as bench/run.ts does) it prints the report as JSON on stdout. Figures only: nothing
 // here passes or fails.
 
-import { rmSync } from "node:fs"
+import { readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 
 export interface Summary {
@@ -114,6 +114,41 @@ export const progress = (message: string): void => {
 /** Removes a benchmark's temporary directories however it ends. */
 export const cleanup = (paths: ReadonlyArray<string>): void => {
   for (const path of paths) rmSync(path, { recursive: true, force: true })
+}
+
+/**
+ * The first line `child` prints on stdout (a server's ready line), its stdout left to read on; `what` names the
+ * process should it exit first.
+ */
+export const firstLine = async (
+  child: { readonly stdout: ReadableStream<Uint8Array>; readonly exited: Promise<number> },
+  what: string,
+): Promise<string> => {
+  const reader = child.stdout.getReader()
+  const decoder = new TextDecoder()
+  let text = ""
+  try {
+    while (!text.includes("\n")) {
+      const chunk = await reader.read()
+      if (chunk.done) throw new Error(`${what} exited before it was ready (code ${await child.exited})`)
+      text += decoder.decode(chunk.value, { stream: true })
+    }
+  } finally {
+    reader.releaseLock()
+  }
+  return text.slice(0, text.indexOf("\n"))
+}
+
+/** Spawns a server that prints one JSON line on stdout once ready, and answers that line. */
+export const spawnServer = async (argv: ReadonlyArray<string>, env: Record<string, string | undefined>) => {
+  const child = Bun.spawn([...argv], { env, stdin: "ignore", stdout: "pipe", stderr: "inherit" })
+  return { child, ready: JSON.parse(await firstLine(child, argv.join(" "))) as Record<string, string> }
+}
+
+/** Resident memory of a process, in bytes. */
+export const rss = (pid: number): number => {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
+  return match === null ? Number.NaN : Number(match[1]) * 1024
 }
 
 /** Entry point of a benchmark file run alone: prints the report, or its JSON with `--json`. */

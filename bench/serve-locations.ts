@@ -8,7 +8,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { buildCore, cleanup, duration, ECHO_TOOL, main, megabytes, progress, type Report } from "./measure"
+import { buildCore, cleanup, duration, ECHO_TOOL, firstLine, main, megabytes, progress, type Report } from "./measure"
 
 const LOCATIONS = 100
 const KEPT = 32
@@ -37,14 +37,7 @@ const measure = async (): Promise<Report> => {
       stderr: "ignore",
     })
     try {
-      const reader = serve.stdout.getReader()
-      let printed = ""
-      while (!printed.includes("\n")) {
-        const chunk = await reader.read()
-        if (chunk.done) throw new Error("core serve exited before its ready line")
-        printed += new TextDecoder().decode(chunk.value)
-      }
-      const ready = JSON.parse(printed.slice(0, printed.indexOf("\n"))) as { url: string; token: string }
+      const ready = JSON.parse(await firstLine(serve, "core serve")) as { url: string; token: string }
       const open = async (index: number) => {
         const headers = {
           authorization: `Bearer ${ready.token}`,

@@ -16,7 +16,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Server } from "../src/server/server"
-import { buildCore, cleanup, ECHO_TOOL, duration, main, median, progress, ratio, type Report, summarize } from "./measure"
+import { buildCore, cleanup, ECHO_TOOL, duration, firstLine, main, median, progress, ratio, type Report, summarize } from "./measure"
 
 /** Calls in flight per batch, unless an open-file limit holds fewer connections (then as many as it holds). */
 const WANTED = 1_000
@@ -178,15 +178,7 @@ const serve = async (binary: string, location: string, root: string) => {
     stdout: "pipe",
     stderr: "inherit",
   })
-  const reader = child.stdout.getReader()
-  let text = ""
-  while (!text.includes("\n")) {
-    const chunk = await reader.read()
-    if (chunk.done) throw new Error(`core serve exited before it was ready (code ${await child.exited})`)
-    text += new TextDecoder().decode(chunk.value)
-  }
-  reader.releaseLock()
-  return { child, ready: JSON.parse(text.slice(0, text.indexOf("\n"))) as { url: string; token: string } }
+  return { child, ready: JSON.parse(await firstLine(child, "core serve")) as { url: string; token: string } }
 }
 
 interface Batch {

@@ -21,7 +21,7 @@ import { Spans } from "../src/settlement/spans"
 import { SqliteStore } from "../src/store/sqlite-store"
 import { Store } from "../src/store/store"
 import { Tool } from "../src/tool/tool"
-import { cleanup, duration, main, median, progress, type Report } from "./measure"
+import { cleanup, duration, firstLine, main, median, progress, type Report } from "./measure"
 
 const WARMUP_CALLS = 1_500
 /** Paired rounds per comparison; each runs 4 blocks (A B B A). */
@@ -195,17 +195,8 @@ const checkCost = (): Promise<number> =>
   )
 
 /** The receiver's port: the first line it prints. */
-const portOf = async (child: Bun.Subprocess<"ignore", "pipe", "inherit">): Promise<number> => {
-  const reader = child.stdout.getReader()
-  let text = ""
-  while (!text.includes("\n")) {
-    const chunk = await reader.read()
-    if (chunk.done) throw new Error("the OTLP receiver exited before printing its port")
-    text += new TextDecoder().decode(chunk.value)
-  }
-  reader.releaseLock()
-  return Number(text.trim())
-}
+const portOf = async (child: Bun.Subprocess<"ignore", "pipe", "inherit">): Promise<number> =>
+  Number((await firstLine(child, "the OTLP receiver")).trim())
 
 const ratioText = (value: number) => value.toFixed(3)
 const interval = (found: ReturnType<typeof medianInterval>) => `${ratioText(found.low)} … ${ratioText(found.high)}`
