@@ -85,6 +85,12 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     changed: (w) => existsSync(join(w.dataDir, "evil.db")),
   },
   {
+    name: "write a forged record into the store's journal, $CORE_DATA_DIR/core.db.journal",
+    tool: "write",
+    input: (w) => ({ filePath: join(w.dataDir, "core.db.journal"), content: '{"e":"new","row":{}}\n' }),
+    changed: (w) => existsSync(join(w.dataDir, "core.db.journal")) && readFileSync(join(w.dataDir, "core.db.journal"), "utf8").includes('"row":{}'),
+  },
+  {
     name: "write through a symlink in the Location that points at core.json",
     tool: "write",
     setup: (w) => symlinkSync(join(w.directory, "core.json"), join(w.directory, "innocent.json")),

@@ -29,6 +29,7 @@ beforeEach(() => {
   data = tempDir("core-data-")
   writeFileSync(join(home, "core.json"), "{}")
   writeFileSync(join(data, "core.db"), "secret")
+  writeFileSync(join(data, "core.db.journal"), "journal\n")
   process.env.CORE_HOME = home
   process.env.CORE_DATA_DIR = data
 })
@@ -91,12 +92,15 @@ describe("the shell sandbox", () => {
   test.skipIf(!LANDLOCK)(`$CORE_HOME and $CORE_DATA_DIR are neither readable nor writable${needs}`, async () => {
     const location = tempDir("core-loc-")
     const result = await run(
-      `cat ${data}/core.db; ls ${home}; echo x > ${data}/core.db; echo y > ${home}/core.json; echo done`,
+      // Appending a forged record to the store's journal would make a call replay as whatever it says.
+      `cat ${data}/core.db; ls ${home}; echo x > ${data}/core.db; echo y > ${home}/core.json; ` +
+        `echo '{"e":"new"}' >> ${data}/core.db.journal; echo done`,
       location,
     )
     expect(result.stdout.text).toBe("done\n")
-    expect(result.stderr.text.match(/Permission denied/g)?.length).toBe(4)
+    expect(result.stderr.text.match(/Permission denied/g)?.length).toBe(5)
     expect(readFileSync(join(data, "core.db"), "utf8")).toBe("secret")
+    expect(readFileSync(join(data, "core.db.journal"), "utf8")).toBe("journal\n")
     expect(readFileSync(join(home, "core.json"), "utf8")).toBe("{}")
   })
 
