@@ -3,7 +3,8 @@
 // tries ./forward, which loads no Effect). Nothing here may import more than the supervisor hook and package.json:
 // this file is what the two cheapest commands cost.
 
-// First: `core __supervise` is the per-call supervisor of a shell command, and must not wait for the rest.
+// First: `core __supervise` (the per-call supervisor of a shell command) and `core __start` (the starter of a
+// sandboxed one) must not wait for the rest.
 import "../shell/launch"
 import packageJson from "../../package.json" with { type: "json" }
 

@@ -1,9 +1,9 @@
 export * as Capabilities from "./capabilities"
 
 // The capabilities a sandboxed command keeps when root runs it: the few a developer's build uses, every other one
-// dropped from the bounding, effective, permitted and inheritable sets of the thread that spawns it (the supervisor's,
+// dropped from the bounding, effective, permitted and inheritable sets of the process it starts as (its starter,
 // once its mounts are made), so no program the command runs can get one back. Run by another user, a command has
-// none to drop. Decides nothing: the supervisor calls it.
+// none to drop. Decides nothing: the starter calls it.
 
 import { readFileSync } from "node:fs"
 import { Native } from "./native"

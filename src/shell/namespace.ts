@@ -1,10 +1,11 @@
 export * as Namespace from "./namespace"
 
 // The private mount namespace of one command, in which core's own configuration in its Location is mounted
-// read-only (./guard says which paths), and /dev/shm and /dev/pts are empty ones of its own. Used by the supervisor only, before it applies Landlock (which forbids
-// mounting). It needs CAP_SYS_ADMIN over its mount namespace: core run by root has it; otherwise core starts the
-// supervisor in a user namespace of its own (./supervised, through `unshare --user --map-current-user --mount
-// --keep-caps`), which maps only the user's own uid and gid and gives the supervisor that capability there alone.
+// read-only (./guard says which paths), and /dev/shm and /dev/pts are empty ones of its own. Used by the supervisor
+// and the starter only, before Landlock (which forbids mounting). It needs CAP_SYS_ADMIN over its mount namespace:
+// core run by root has it; otherwise core starts the supervisor in a user namespace of its own (./supervised,
+// through `unshare --user --map-current-user --mount --keep-caps`), which maps only the user's own uid and gid and
+// gives the supervisor that capability there alone (as ambient, which its starter inherits).
 // Bun cannot enter a user namespace itself: the kernel allows that only to a process with a single thread.
 
 import { existsSync, readdirSync, statSync } from "node:fs"

@@ -5,7 +5,7 @@ export * as Native from "./native"
 // libc cannot be opened, `available` is false and callers fall back to running without these protections.
 
 import { dlopen, FFIType, ptr, read } from "bun:ffi"
-import { closeSync, openSync, readFileSync, writeSync } from "node:fs"
+import { closeSync, openSync, readdirSync, readFileSync, writeSync } from "node:fs"
 
 export const PR_SET_PDEATHSIG = 1
 export const PR_SET_DUMPABLE = 4
@@ -36,9 +36,37 @@ export const CAP_SYS_ADMIN = 21
 
 /** System call numbers that differ between the architectures core runs on (Landlock's are the same on all). */
 const NUMBERS = {
-  x64: { capget: 125, capset: 126, seccomp: 317, socket: 41 },
-  arm64: { capget: 90, capset: 91, seccomp: 277, socket: 198 },
+  x64: { capget: 125, capset: 126, seccomp: 317, socket: 41, memfdCreate: 319, fcntl: 72 },
+  arm64: { capget: 90, capset: 91, seccomp: 277, socket: 198, memfdCreate: 279, fcntl: 25 },
 } as const
+
+/** close_range(2), the same number on every architecture core runs on. */
+const SYS_CLOSE_RANGE = 436
+const CLOSE_RANGE_CLOEXEC = 4
+const F_SETFD = 2
+const FD_CLOEXEC = 1
+const SIG_SETMASK = 2
+const SIG_DFL = 0
+
+let ignored: ReadonlyArray<number> | undefined
+
+/**
+ * The signals this process ignores (SigIgn in /proc/self/status), read once: call it before a sandbox could keep
+ * /proc from this process.
+ */
+export const ignoredSignals = (): ReadonlyArray<number> => {
+  if (ignored !== undefined) return ignored
+  let mask = 0n
+  try {
+    const match = /^SigIgn:\s*([0-9a-f]+)$/m.exec(readFileSync("/proc/self/status", "latin1"))
+    if (match !== null) mask = BigInt(`0x${match[1]}`)
+  } catch {
+    // No /proc: nothing known to reset.
+  }
+  const signals: Array<number> = []
+  for (let signal = 1; mask >> BigInt(signal - 1) !== 0n; signal++) if ((mask >> BigInt(signal - 1)) & 1n) signals.push(signal)
+  return (ignored = signals)
+}
 
 /** This architecture's system call numbers, or undefined on one core has none for. */
 export const numbers: (typeof NUMBERS)[keyof typeof NUMBERS] | undefined =
@@ -56,6 +84,9 @@ const SYMBOLS = {
   setns: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
   mount: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.u64, FFIType.ptr], returns: FFIType.i32 },
   statvfs: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+  execve: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+  signal: { args: [FFIType.i32, FFIType.u64], returns: FFIType.u64 },
+  sigprocmask: { args: [FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   __errno_location: { args: [], returns: FFIType.ptr },
 } as const
 
@@ -118,6 +149,68 @@ export const releaseOutput = (): void => {
   lib.dup2(fd, 1)
   lib.dup2(fd, 2)
   if (fd > 2) lib.close(fd)
+}
+
+/** dup2(from, to); answers 0 or the errno. */
+export const dup2 = (from: number, to: number): number => {
+  const lib = libc()
+  if (lib === null) return 38
+  return lib.dup2(from, to) === -1 ? errno(lib) : 0
+}
+
+/**
+ * A file in memory holding `bytes`, read from its start: a command's stdin, as Bun.spawn gives one. Answers its
+ * descriptor, or minus the errno.
+ */
+export const memoryFile = (bytes: Uint8Array): number => {
+  if (numbers === undefined) return -38
+  const fd = syscall(numbers.memfdCreate, address(Buffer.from("stdin\0")), 0)
+  if (fd < 0) return fd
+  try {
+    // At an offset: the file's own position stays at its start, where the command reads from.
+    if (bytes.length > 0) writeSync(fd, bytes, 0, bytes.length, 0)
+    return fd
+  } catch (cause) {
+    close(fd)
+    const code = typeof cause === "object" && cause !== null && "errno" in cause ? Number(cause.errno) : -5
+    return code < 0 ? code : -code
+  }
+}
+
+/**
+ * Replaces this process with the program at `path` (execve), after what a process spawned afresh has: every
+ * signal at its default and none blocked (a runtime ignores or blocks some, and an ignored signal stays ignored
+ * across exec), and no descriptor but 0, 1 and 2 (the others are closed by the exec, so a failed one leaves them
+ * open). Returns only on failure: the errno.
+ */
+export const execute = (path: string, argv: ReadonlyArray<string>, env: ReadonlyArray<string>): number => {
+  const lib = libc()
+  if (lib === null) return 38
+  const strings = (values: ReadonlyArray<string>) => {
+    const kept = values.map((value) => Buffer.from(`${value}\0`))
+    const pointers = new BigUint64Array(kept.length + 1)
+    kept.forEach((value, index) => (pointers[index] = BigInt(ptr(value))))
+    return { kept, pointers }
+  }
+  const file = Buffer.from(`${path}\0`)
+  const args = strings(argv)
+  const environment = strings(env)
+  if (syscall(SYS_CLOSE_RANGE, 3, 0xffffffff, CLOSE_RANGE_CLOEXEC) < 0) {
+    // Kernels before 5.11: one descriptor at a time.
+    for (const entry of readdirSync("/proc/self/fd")) {
+      const fd = Number(entry)
+      if (fd > 2 && numbers !== undefined) syscall(numbers.fcntl, fd, F_SETFD, FD_CLOEXEC)
+    }
+  }
+  // Only the ignored ones: a handled signal is reset by the exec itself, and resetting it before would leave the
+  // runtime, still running until the exec, without a handler it relies on.
+  for (const signal of ignoredSignals()) lib.signal(signal, SIG_DFL)
+  lib.sigprocmask(SIG_SETMASK, ptr(new Uint8Array(128)), null)
+  lib.execve(ptr(file), ptr(args.pointers), ptr(environment.pointers))
+  const failed = errno(lib)
+  // Kept alive until here: the pointers above point into them.
+  void [args.kept, environment.kept]
+  return failed
 }
 
 /** unshare(flags); answers 0 or the errno. */

@@ -4,7 +4,7 @@ export * as Sockets from "./sockets"
 // a seccomp filter refuses the command any new Unix socket (socket(AF_UNIX), and io_uring, which could make one out
 // of the filter's sight), while socketpair() and pipes work: nothing outside (ssh-agent, D-Bus, X11, Docker) is
 // reachable. Where core.json grants sockets (`shell.sockets`), Unix sockets are allowed and every other socket file
-// the kernel lists as bound is covered in the command's mount namespace. The supervisor applies both; nothing here
+// the kernel lists as bound is covered in the command's mount namespace. The starter (./starter) applies both; nothing here
 // decides permissions.
 
 import { readFileSync, realpathSync } from "node:fs"
@@ -43,7 +43,7 @@ const instruction = (view: DataView, at: number, code: number, jt: number, jf: n
 let built: { readonly fprog: Uint8Array; readonly program: Uint8Array } | undefined
 
 /**
- * Builds the filter `refuse` installs, ahead of the command (the supervisor does it while it waits for its order).
+ * Builds the filter `refuse` installs, ahead of the command (the starter does it while it waits for its order).
  * Undefined on an architecture core has no system call numbers for.
  */
 export const prepare = (): typeof built => {

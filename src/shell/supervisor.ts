@@ -3,18 +3,19 @@ export * as Supervisor from "./supervisor"
 // The per-call supervisor: core re-invoked as a small launcher (`core __supervise PID`, or `bun launch.ts
 // __supervise PID` from source) that runs one command and makes sure nothing it started outlives it. It is a child
 // subreaper, so every descendant stays its descendant however it detaches (setsid, `set -m`, double fork,
-// setpgrp); it dies with core (a parent-death signal); it applies the command's sandbox to the thread that spawns
-// it. When the command exits, times out, is cancelled or core dies, it ends every descendant and reports what it
-// ended. It imports nothing heavy: it starts for every command. It decides nothing and never writes to stdout or
-// stderr, which belong to the command.
+// setpgrp); it dies with core (a parent-death signal). It never enters a command's sandbox: a sandboxed command
+// starts as a child of its own (./starter) that applies the sandbox to itself and execs the command, so nothing the
+// command runs can signal the supervisor. When the command exits, times out, is cancelled or core dies, it ends
+// every descendant and reports what it ended. It imports nothing heavy: it starts for every command. It decides
+// nothing and never writes to stdout or stderr, which belong to the command.
 
 import { openSync, readSync } from "node:fs"
-import { Capabilities } from "./capabilities"
+import { join } from "node:path"
 import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
 import { Native } from "./native"
 import { ProcessGroup } from "./process-group"
-import { Sockets } from "./sockets"
+import { Starter } from "./starter"
 
 /** The argument that makes the core executable a supervisor. */
 export const LAUNCH = "__supervise"
@@ -66,9 +67,6 @@ export interface Expect {
   readonly kind: "expect"
   readonly grants: Landlock.Grants
 }
-
-/** How long rules built ahead from expected grants are used: past it, they are built again as the order comes. */
-export const EXPECTED_MS = 5_000
 
 /** What core asks the supervisor to run (one per supervisor). */
 export interface Order {
@@ -142,9 +140,6 @@ const kill = (pid: number, signal: NodeJS.Signals) => {
     // gone already, or not ours to signal: a survivor then, reported as such
   }
 }
-
-/** How many times the warm-up runs the sandbox's code with prepared rules: enough for it to be compiled. */
-const WARM_ROUNDS = 3
 
 /** How long a supervisor whose core is gone may take to end its command's processes before it stops itself. */
 const ORPHAN_DEADLINE_MS = 5_000
@@ -282,19 +277,6 @@ const deliver = (report: Ending): Promise<never> =>
 const settle = (report: Ending | Promise<Ending>): Promise<never> =>
   report instanceof Promise ? report.then(deliver) : deliver(report)
 
-/** What a supervisor readies while it waits as a spare, for the order to come. */
-interface Readied {
-  /** The sandbox's shared rules, made ready during the warm-up. */
-  prepared: Landlock.Prepared | undefined
-  /** The system's secrets covered so far (Namespace.hideSystemSecrets). */
-  readonly hidden: Namespace.Hidden
-  /** The mounts every sandbox has, made ahead (SANDBOX): whether /dev/shm is the command's own. */
-  ahead: { readonly sharedMemory: boolean } | undefined
-  /** The grants the order is expected to make (Expect), and when their rules were built ahead. */
-  expected: Landlock.Grants | undefined
-  expectedAt: number | undefined
-}
-
 /**
  * Makes the supervisor what it must be before any order: dying with core (and exiting now if core is gone already),
  * a subreaper, unable to gain privileges, unreadable by its command, and keeping the command from core's ports.
@@ -324,74 +306,6 @@ const harden = (parent: number, pid: boolean, way: Namespace.Way, deny: Readonly
   return { inNamespace, parentOf }
 }
 
-/** Builds ahead the rules of the expected grants, once the warm-up is done (it ends with the mounts made ahead). */
-const expectRules = (readied: Readied) => {
-  const expected = readied.expected
-  if (expected === undefined || Landlock.abi() === 0) return
-  const grants = readied.ahead?.sharedMemory ? { ...expected, write: [...expected.write, Namespace.SHARED_MEMORY] } : expected
-  const made = Landlock.prepare(Landlock.abi(), grants)
-  if (made === undefined) return
-  if (readied.prepared !== undefined) Landlock.discard(readied.prepared)
-  readied.prepared = made
-  readied.expectedAt = performance.now()
-}
-
-/**
- * Applies an order's sandbox to this thread, which spawns its command: read-only mounts, hidden sockets, private
- * terminals and shared memory, covers, Landlock rules, dropped capabilities. Answers whether the read-only paths
- * were mounted, or why the command must not start.
- */
-const applySandbox = (
-  order: Order,
-  way: Namespace.Way,
-  readied: Readied,
-): { readonly readOnly: boolean } | { readonly failed: string } => {
-  if (order.grants === undefined && readied.prepared !== undefined) Landlock.discard(readied.prepared)
-  // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
-  const readOnly =
-    order.readOnly !== undefined && order.readOnly.length > 0 && Namespace.protect(way, order.readOnly) === undefined
-  // Mounting, so before Landlock; where this supervisor cannot, the command reaches every socket file, as it would
-  // without the sandbox.
-  if (order.grants !== undefined && order.sockets !== undefined && way === "mount") Sockets.hide(order.sockets)
-  // Mounting too: /dev/pts and /dev/shm become the command's own, /dev/shm writable; where it cannot, the
-  // command sees the host's terminals and /dev/shm stays unwritable.
-  // Made ahead in a spare readied for a sandbox, but for the system's secrets added or replaced since.
-  if (order.grants !== undefined) {
-    if (readied.ahead === undefined) Namespace.privateTerminals(way)
-    Namespace.hideSystemSecrets(way, readied.hidden)
-  }
-  const sharedMemory =
-    order.grants !== undefined && (readied.ahead?.sharedMemory ?? Namespace.privateSharedMemory(way) === undefined)
-  const grants =
-    order.grants !== undefined && sharedMemory
-      ? { ...order.grants, write: [...order.grants.write, Namespace.SHARED_MEMORY] }
-      : order.grants
-  // What the rules deny inside granted trees (last of the mounts: each namespace made after it would copy every
-  // cover): a command that would read it must not start.
-  if (order.grants !== undefined && order.cover !== undefined) {
-    const uncovered = Namespace.cover(way, order.cover)
-    if (uncovered !== undefined) return { failed: `Could not keep what the read rules deny from the command: ${uncovered}` }
-  }
-  // Rules built ahead from expected grants are as old as the spare's wait: past EXPECTED_MS, built again now.
-  if (readied.expectedAt !== undefined && performance.now() - readied.expectedAt > EXPECTED_MS && readied.prepared !== undefined) {
-    Landlock.discard(readied.prepared)
-    readied.prepared = undefined
-  }
-  if (grants !== undefined) {
-    const failed = Landlock.restrict(grants, Landlock.abi(), true, [], readied.prepared)
-    if (failed !== undefined) return { failed: `Could not apply the sandbox: ${failed}` }
-  }
-  if (order.grants !== undefined) {
-    // Last, as the mounts and rules above needed them; the supervisor needs none of those it drops to end the
-    // command. Where the kernel refuses, the command runs as it would without them (nothing to drop, or no seccomp).
-    Capabilities.drop()
-    if (order.sockets === undefined) Sockets.refuse()
-  }
-  // Capabilities a user namespace gave the supervisor stay its own: the command inherits none of them.
-  Native.prctl(Native.PR_CAP_AMBIENT, Native.PR_CAP_AMBIENT_CLEAR_ALL)
-  return { readOnly }
-}
-
 /** Spawns an order's command; answers it, or the report of why it could not start (refused with a code, or failed). */
 const spawnOrder = (order: Order): Bun.Subprocess | Extract<Report, { kind: "refused" | "failed" }> => {
   try {
@@ -407,39 +321,79 @@ const spawnOrder = (order: Order): Bun.Subprocess | Extract<Report, { kind: "ref
 /** Sends the report of a command that did not start, and exits. */
 const refuse = (report: Extract<Report, { kind: "refused" | "failed" }>) => void send(report).then(() => process.exit(0))
 
+/** How it went with a starter's order: the command runs, or the report of why it does not. */
+type Outcome = { readonly kind: "started"; readonly readOnly: boolean } | Extract<Report, { kind: "refused" | "failed" }>
+
+/** A starter (./starter): the process a sandboxed command starts as. */
+interface Starting {
+  readonly process: Bun.Subprocess
+  /** True once it is warm and waiting for its order; false when it ended before. */
+  readonly ready: Promise<boolean>
+  /** Known once its order was taken: its exec closes its channel (started), or it says why not. */
+  readonly outcome: Promise<Outcome>
+}
+
+/** Whether this process is the compiled executable (its modules live in Bun's embedded file system). */
+const compiled = (): boolean => import.meta.path.startsWith("/$bunfs/")
+
 /**
- * Spends, while the supervisor waits as the spare, the first-use costs an order would otherwise pay (see `main`),
- * and with `sandbox` makes what every sandbox mounts ahead.
+ * Starts a starter for this supervisor, in a session of its own (the command's), with the supervisor's stdout and
+ * stderr (the command's output) and `stdin`: the supervisor's own, for a server's pipe, or /dev/null.
  */
-const warmUp = async (readied: Readied, sandbox: boolean, way: Namespace.Way) => {
-  Capabilities.drop(false)
-  Sockets.prepare()
-  if (Landlock.abi() > 0) {
-    const sample = { read: Landlock.granted(Landlock.SYSTEM_READABLE, []), write: ["/tmp"], devices: ["/dev"] }
-    Landlock.restrict(sample, Landlock.abi(), false)
-    for (let round = 0; round < WARM_ROUNDS; round++) Landlock.restrict(sample, Landlock.abi(), false, [], Landlock.prepare())
-    readied.prepared = Landlock.prepare()
-  }
-  const warmer = Bun.which("true")
-  if (warmer !== null) {
-    try {
-      await conclude(spawn([warmer], "/", {}, "ignore"), "", 0)
-    } catch {
-      // nothing to warm with: the command's spawn takes the first-use cost
-    }
-  }
-  // What every sandbox mounts, done while waiting; the order's own mounts and rules come with it.
-  if (sandbox && way === "mount") {
-    Namespace.privateTerminals(way)
-    Namespace.hideSystemSecrets(way, readied.hidden)
-    readied.ahead = { sharedMemory: Namespace.privateSharedMemory(way) === undefined }
-  }
+const startStarter = (flags: Starter.Flags, stdin: "inherit" | "ignore"): Starting => {
+  let onReady: (ready: boolean) => void = () => {}
+  let onOutcome: (outcome: Outcome) => void = () => {}
+  const ready = new Promise<boolean>((resolve) => (onReady = resolve))
+  const outcome = new Promise<Outcome>((resolve) => (onOutcome = resolve))
+  let applied: { readonly readOnly: boolean } | undefined
+  const process_ = Bun.spawn(
+    [
+      ...(compiled() ? [process.execPath] : [process.execPath, join(import.meta.dir, "launch.ts")]),
+      Starter.LAUNCH,
+      String(process.pid),
+      ...(flags.isolate ? [Starter.ISOLATE] : []),
+      ...(flags.sandbox ? [Starter.SANDBOX] : []),
+      ...(flags.cold ? [Starter.COLD] : []),
+    ],
+    {
+      cwd: "/",
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+      stdin,
+      stdout: "inherit",
+      stderr: "inherit",
+      detached: true,
+      serialization: "json",
+      ipc: (report: Starter.Report) => {
+        if (report.kind === "ready") onReady(true)
+        else if (report.kind === "applied") applied = report
+        else onOutcome(report)
+      },
+      // Its channel closes on the exec, which leaves it nothing that speaks to the supervisor: the command started.
+      // Closed with nothing said, it ended before.
+      onDisconnect: () => {
+        onReady(false)
+        onOutcome(
+          applied === undefined
+            ? { kind: "failed", message: "The sandboxed command's starter ended before starting it" }
+            : { kind: "started", readOnly: applied.readOnly },
+        )
+      },
+    },
+  )
+  return { process: process_, ready, outcome }
+}
+
+/** Ends a starter that will not be used, and waits until it is gone (it must not be taken for the command's). */
+const dismiss = async (starter: Starting) => {
+  starter.process.kill("SIGKILL")
+  await starter.process.exited
 }
 
 /**
  * Runs the supervisor to its end (it exits the process); `parent` is core's pid. With `isolate`, it mounts the
  * paths an order names read-only for its command, where it holds CAP_SYS_ADMIN (see ./namespace); with `deny`,
- * the command cannot connect to those TCP ports, where Landlock has network rules.
+ * the command cannot connect to those TCP ports, where Landlock has network rules. A sandboxed order runs through a
+ * starter (./starter), readied while the supervisor waits when `sandbox` says one will come.
  */
 export const main = async (
   parent: number,
@@ -450,18 +404,18 @@ export const main = async (
 
   let child: Bun.Subprocess | undefined
   let ending: Promise<never> | undefined
-  const readied: Readied = {
-    prepared: undefined,
-    hidden: new Map(),
-    ahead: undefined,
-    expected: undefined,
-    expectedAt: undefined,
-  }
+  /** The starter readied for the order, and the grants core expects it to make. */
+  let starter: Starting | undefined
+  let expected: Expect | undefined
+  /** While a starter has the order: settled once the command runs or cannot. */
+  let launching: Promise<unknown> | undefined
   let graceMs = GRACE_MS
   /** The command's name as the kernel shows it, for a report made without /proc. */
   let name = ""
   const finish = (grace: number): Promise<never> =>
-    (ending ??= child === undefined ? process.exit(0) : settle(conclude(child, name, grace)))
+    (ending ??= (launching ?? Promise.resolve()).then(() =>
+      child === undefined ? process.exit(0) : settle(conclude(child, name, grace)),
+    ))
 
   // SIGTERM: end gracefully (a timeout or a cancel). SIGHUP: core is gone or forcing its exit: no grace.
   process.on("SIGTERM", () => void finish(graceMs))
@@ -484,8 +438,8 @@ export const main = async (
   process.on("message", (message: unknown) => {
     if ((message as { readonly kind?: string }).kind === "expect") {
       if (ordered) return
-      readied.expected = (message as Expect).grants
-      if (isWarm) expectRules(readied)
+      expected = message as Expect
+      if (starter !== undefined) starter.process.send(expected)
       return
     }
     if (ordered) return
@@ -493,21 +447,53 @@ export const main = async (
     if (isWarm) run(message as Order)
     else void warm.then(() => run(message as Order))
   })
+  /** Runs an order without a sandbox: spawned by this process, after its read-only mounts. */
+  const runHere = (order: Order) => {
+    const applied = Starter.apply(order, way, Starter.readied())
+    if ("failed" in applied) return refuse({ kind: "failed", message: applied.failed })
+    const spawned = spawnOrder(order)
+    if ("kind" in spawned) return refuse(spawned)
+    started(spawned, applied.readOnly)
+  }
+  /**
+   * Runs a sandboxed order through a starter: the one readied, or one started now (a server's, which reads this
+   * process's stdin). This process stays out of the sandbox.
+   */
+  const runStarted = async (order: Order) => {
+    let using = starter
+    starter = undefined
+    if (using !== undefined && order.stdinPipe === true) {
+      await dismiss(using)
+      using = undefined
+    }
+    using ??= startStarter({ isolate, sandbox: false, cold: true }, order.stdinPipe === true ? "inherit" : "ignore")
+    using.process.send(order)
+    const outcome = await using.outcome
+    if (outcome.kind !== "started") return refuse(outcome)
+    started(using.process, outcome.readOnly)
+  }
+  const started = (command: Bun.Subprocess, readOnly: boolean) => {
+    child = command
+    // The command's output pipes are the command's alone now: they close as soon as its last process is gone,
+    // without waiting for the supervisor to exit.
+    Native.releaseOutput()
+    void send({ kind: "started", pid: command.pid, readOnly, pidNamespace: inNamespace })
+    void command.exited.then(() => finish(graceMs))
+  }
   /** Runs the order; without one, does nothing (the warm-up calls it so, to have it compiled before the order). */
   const run = (order: Order | undefined) => {
     if (order === undefined || child !== undefined || ending !== undefined) return
     graceMs = order.graceMs
-    const sandboxed = applySandbox(order, way, readied)
-    if ("failed" in sandboxed) return refuse({ kind: "failed", message: sandboxed.failed })
     name = (order.argv[0] ?? "").split("/").pop()!.slice(0, 15)
-    const spawned = spawnOrder(order)
-    if ("kind" in spawned) return refuse(spawned)
-    child = spawned
-    // The command's output pipes are the command's alone now: they close as soon as its last process is gone,
-    // without waiting for the supervisor to exit.
-    Native.releaseOutput()
-    void send({ kind: "started", pid: spawned.pid, readOnly: sandboxed.readOnly, pidNamespace: inNamespace })
-    void spawned.exited.then(() => finish(graceMs))
+    if (order.grants === undefined) {
+      // A starter readied for a sandbox is not this order's: it goes before the command starts.
+      const unused = starter
+      starter = undefined
+      if (unused === undefined) return runHere(order)
+      launching = dismiss(unused).then(() => runHere(order))
+      return
+    }
+    launching = runStarted(order)
   }
   // Should the parent-death signal be missed, the supervisor still notices that core is gone.
   // And should ending ever stall with core gone, nothing is left to report to: it stops itself outright, once the
@@ -522,13 +508,28 @@ export const main = async (
   }, 1000).unref()
   // Code run for the first time in a process costs several milliseconds more than the next time (Bun sets up its
   // spawning on first use; the code of an order and of its end is cold): spent here, while the supervisor waits as
-  // the spare, not when the command starts. The sandbox's code runs once without applying anything, and the rules
-  // every sandboxed order shares are made ready; a command is started and its end concluded as an order's are.
-  await warmUp(readied, sandbox, way)
-  expectRules(readied)
+  // the spare, not when the command starts. A supervisor readied for a sandbox readies its starter, which spends
+  // the sandbox's own (and makes what every sandbox mounts); any other starts a command and concludes its end as an
+  // order's are.
+  if (sandbox) {
+    starter = startStarter({ isolate, sandbox: true, cold: false }, "ignore")
+    if (expected !== undefined) starter.process.send(expected)
+    await starter.ready
+  } else await warmUp()
   run(undefined)
   isWarm = true
   warmed()
   void send({ kind: "ready" })
   return new Promise<never>(() => {})
+}
+
+/** Starts a command and concludes its end, as an order's are, to have that code compiled before the order. */
+const warmUp = async () => {
+  const warmer = Bun.which("true")
+  if (warmer === null) return
+  try {
+    await conclude(spawn([warmer], "/", {}, "ignore"), "", 0)
+  } catch {
+    // nothing to warm with: the command's spawn takes the first-use cost
+  }
 }

@@ -1,0 +1,254 @@
+export * as Starter from "./starter"
+
+// The process a sandboxed command starts as: core re-invoked once more (`core __start PID`, or `bun launch.ts
+// __start PID` from source), a child of the command's supervisor (./supervisor). When the order comes, it applies
+// the command's sandbox to itself (mounts, covers, Landlock rules, dropped capabilities, the socket filter) and then
+// becomes the command (execve): the command is the sandbox's only process. The supervisor itself never enters the
+// sandbox, so nothing the command runs shares a Landlock domain with it, and Landlock's signal scope keeps every
+// signal from it (kill, tgkill, pidfd_send_signal, a SIGIO owner): a command cannot end its supervisor and outlive
+// the call, whether or not core could give it a PID namespace. A spare supervisor readies its starter while it waits,
+// so the order pays neither start. Like the supervisor, it imports nothing heavy and never writes to stdout or stderr.
+
+import { getSystemErrorMap } from "node:util"
+import { Capabilities } from "./capabilities"
+import { Landlock } from "./landlock"
+import { Namespace } from "./namespace"
+import { Native } from "./native"
+import { Sockets } from "./sockets"
+import type { Supervisor } from "./supervisor"
+
+/** The argument that makes the core executable a starter. */
+export const LAUNCH = "__start"
+/** An argument after the supervisor's pid: the starter may make a mount namespace (Supervisor.ISOLATE). */
+export const ISOLATE = "isolate"
+/** An argument after the supervisor's pid: the starter makes ahead what every sandbox mounts (Supervisor.SANDBOX). */
+export const SANDBOX = "sandbox"
+/** An argument after the supervisor's pid: the order comes at once; no warm-up would pay off. */
+export const COLD = "cold"
+
+export interface Flags {
+  readonly isolate: boolean
+  readonly sandbox: boolean
+  readonly cold: boolean
+}
+
+export const flags = (args: ReadonlyArray<string>): Flags => ({
+  isolate: args.includes(ISOLATE),
+  sandbox: args.includes(SANDBOX),
+  cold: args.includes(COLD),
+})
+
+/** What the supervisor tells its starter: the grants to expect, then the order. */
+export type Message = Supervisor.Expect | Supervisor.Order
+
+/** What a starter tells its supervisor. Once the command runs, it says nothing more: its channel closes with the exec. */
+export type Report =
+  /** Warmed up and waiting for the order. */
+  | { readonly kind: "ready" }
+  /** The sandbox is applied (`readOnly`: the order's read-only paths were mounted so); the exec comes next. */
+  | { readonly kind: "applied"; readonly readOnly: boolean }
+  | Extract<Supervisor.Report, { kind: "refused" | "failed" }>
+
+/** How many times the warm-up runs the sandbox's code with prepared rules: enough for it to be compiled. */
+const WARM_ROUNDS = 3
+
+/** How long rules built ahead from expected grants are used: past it, they are built again as the order comes. */
+export const EXPECTED_MS = 5_000
+
+const SIGKILL = 9
+
+/** What a starter readies while it waits, for the order to come. */
+export interface Readied {
+  /** The sandbox's shared rules, made ready during the warm-up. */
+  prepared: Landlock.Prepared | undefined
+  /** The system's secrets covered so far (Namespace.hideSystemSecrets). */
+  readonly hidden: Namespace.Hidden
+  /** The mounts every sandbox has, made ahead (SANDBOX): whether /dev/shm is the command's own. */
+  ahead: { readonly sharedMemory: boolean } | undefined
+  /** The grants the order is expected to make (Expect), and when their rules were built ahead. */
+  expected: Landlock.Grants | undefined
+  expectedAt: number | undefined
+}
+
+export const readied = (): Readied => ({
+  prepared: undefined,
+  hidden: new Map(),
+  ahead: undefined,
+  expected: undefined,
+  expectedAt: undefined,
+})
+
+/** Builds ahead the rules of the expected grants, once the warm-up is done (it ends with the mounts made ahead). */
+const expectRules = (readied: Readied) => {
+  const expected = readied.expected
+  if (expected === undefined || Landlock.abi() === 0) return
+  const grants = readied.ahead?.sharedMemory ? { ...expected, write: [...expected.write, Namespace.SHARED_MEMORY] } : expected
+  const made = Landlock.prepare(Landlock.abi(), grants)
+  if (made === undefined) return
+  if (readied.prepared !== undefined) Landlock.discard(readied.prepared)
+  readied.prepared = made
+  readied.expectedAt = performance.now()
+}
+
+/**
+ * Applies an order's isolation to this thread, whose children (or whose exec) get it: read-only mounts, and with
+ * grants the sandbox (hidden sockets, private terminals and shared memory, covers, Landlock rules, dropped
+ * capabilities). Answers whether the read-only paths were mounted, or why the command must not start.
+ */
+export const apply = (
+  order: Supervisor.Order,
+  way: Namespace.Way,
+  readied: Readied,
+): { readonly readOnly: boolean } | { readonly failed: string } => {
+  if (order.grants === undefined && readied.prepared !== undefined) Landlock.discard(readied.prepared)
+  // Where it cannot, the entries stay writable; core puts back what it can once the command has ended.
+  const readOnly =
+    order.readOnly !== undefined && order.readOnly.length > 0 && Namespace.protect(way, order.readOnly) === undefined
+  // Mounting, so before Landlock; where this process cannot, the command reaches every socket file, as it would
+  // without the sandbox.
+  if (order.grants !== undefined && order.sockets !== undefined && way === "mount") Sockets.hide(order.sockets)
+  // Mounting too: /dev/pts and /dev/shm become the command's own, /dev/shm writable; where it cannot, the
+  // command sees the host's terminals and /dev/shm stays unwritable.
+  // Made ahead in a starter readied for a sandbox, but for the system's secrets added or replaced since.
+  if (order.grants !== undefined) {
+    if (readied.ahead === undefined) Namespace.privateTerminals(way)
+    Namespace.hideSystemSecrets(way, readied.hidden)
+  }
+  const sharedMemory =
+    order.grants !== undefined && (readied.ahead?.sharedMemory ?? Namespace.privateSharedMemory(way) === undefined)
+  const grants =
+    order.grants !== undefined && sharedMemory
+      ? { ...order.grants, write: [...order.grants.write, Namespace.SHARED_MEMORY] }
+      : order.grants
+  // What the rules deny inside granted trees (last of the mounts: each namespace made after it would copy every
+  // cover): a command that would read it must not start.
+  if (order.grants !== undefined && order.cover !== undefined) {
+    const uncovered = Namespace.cover(way, order.cover)
+    if (uncovered !== undefined) return { failed: `Could not keep what the read rules deny from the command: ${uncovered}` }
+  }
+  // Rules built ahead from expected grants are as old as the wait: past EXPECTED_MS, built again now.
+  if (readied.expectedAt !== undefined && performance.now() - readied.expectedAt > EXPECTED_MS && readied.prepared !== undefined) {
+    Landlock.discard(readied.prepared)
+    readied.prepared = undefined
+  }
+  if (grants !== undefined) {
+    const failed = Landlock.restrict(grants, Landlock.abi(), true, [], readied.prepared)
+    if (failed !== undefined) return { failed: `Could not apply the sandbox: ${failed}` }
+  }
+  if (order.grants !== undefined) {
+    // Last, as the mounts and rules above needed them. Where the kernel refuses, the command runs as it would
+    // without them (nothing to drop, or no seccomp).
+    Capabilities.drop()
+    if (order.sockets === undefined) Sockets.refuse()
+  }
+  // Capabilities a user namespace gave the supervisor stay its own: the command inherits none of them.
+  Native.prctl(Native.PR_CAP_AMBIENT, Native.PR_CAP_AMBIENT_CLEAR_ALL)
+  return { readOnly }
+}
+
+/** Spends, while the starter waits, the first-use costs an order would otherwise pay, and makes ahead what every sandbox mounts. */
+const warmUp = (readied: Readied, sandbox: boolean, way: Namespace.Way) => {
+  Capabilities.drop(false)
+  Sockets.prepare()
+  if (Landlock.abi() > 0) {
+    const sample = { read: Landlock.granted(Landlock.SYSTEM_READABLE, []), write: ["/tmp"], devices: ["/dev"] }
+    Landlock.restrict(sample, Landlock.abi(), false)
+    for (let round = 0; round < WARM_ROUNDS; round++) Landlock.restrict(sample, Landlock.abi(), false, [], Landlock.prepare())
+    readied.prepared = Landlock.prepare()
+  }
+  if (sandbox && way === "mount") {
+    Namespace.privateTerminals(way)
+    Namespace.hideSystemSecrets(way, readied.hidden)
+    readied.ahead = { sharedMemory: Namespace.privateSharedMemory(way) === undefined }
+  }
+}
+
+const send = (report: Report): Promise<void> =>
+  new Promise((resolve) => {
+    if (process.send === undefined || !process.connected) return resolve()
+    process.send(report, undefined, undefined, () => resolve())
+  })
+
+/** The errno's name and text, as Bun.spawn words a refused start. */
+const refusal = (errno: number, syscall: string, path: string): Extract<Report, { kind: "refused" }> => {
+  const [code, text] = getSystemErrorMap().get(-errno) ?? [`E${errno}`, "unknown error"]
+  return { kind: "refused", code, message: `${code}: ${text}, ${syscall} '${path}'` }
+}
+
+/** Where the program of `argv[0]` is, as Bun.spawn finds it: a path as given, a name on the order's PATH. */
+const program = (order: Supervisor.Order): string | undefined => {
+  const name = order.argv[0] ?? ""
+  if (name.includes("/")) return name
+  return Bun.which(name, { PATH: order.env.PATH ?? process.env.PATH ?? "", cwd: order.cwd }) ?? undefined
+}
+
+/**
+ * Becomes the order's command: its stdin, its isolation, its directory, then the exec. Reports why when it cannot
+ * (and the supervisor then ends it); returns nothing when the exec is under way.
+ */
+const become = async (order: Supervisor.Order, way: Namespace.Way, readied: Readied): Promise<Report | undefined> => {
+  // stdin: the supervisor's own (a server's pipe) when the order says so, as this process was started with it; else
+  // the order's bytes in a file of memory, as Bun.spawn gives them, or /dev/null, as it was started with.
+  if (order.stdinPipe !== true && order.stdin !== undefined) {
+    const fd = Native.memoryFile(Buffer.from(order.stdin, "base64"))
+    if (fd < 0) return { kind: "failed", message: `Could not hold the command's stdin (errno ${-fd})` }
+    const moved = Native.dup2(fd, 0)
+    Native.close(fd)
+    if (moved !== 0) return { kind: "failed", message: `Could not give the command its stdin (errno ${moved})` }
+  }
+  const applied = apply(order, way, readied)
+  if ("failed" in applied) return { kind: "failed", message: applied.failed }
+  try {
+    process.chdir(order.cwd)
+  } catch (cause) {
+    const errno = typeof cause === "object" && cause !== null && "errno" in cause ? Math.abs(Number(cause.errno)) : 2
+    return refusal(errno, "chdir", order.cwd)
+  }
+  const path = program(order)
+  if (path === undefined) return { kind: "refused", code: "ENOENT", message: `Executable not found in $PATH: "${order.argv[0]}"` }
+  // Said before the exec, which closes the channel: the supervisor takes that close for the command's start.
+  await send({ kind: "applied", readOnly: applied.readOnly })
+  const env = Object.entries(order.env).map(([name, value]) => `${name}=${value}`)
+  return refusal(Native.execute(path, order.argv, env), "execve", path)
+}
+
+/** Runs the starter to its exec (or its end); `supervisor` is its supervisor's pid. */
+export const main = async (supervisor: number, { isolate, sandbox, cold }: Flags): Promise<never> => {
+  // Dies with its supervisor, the command it becomes too (the signal outlives the exec): nothing of a call is left
+  // running once its supervisor is gone.
+  Native.prctl(Native.PR_SET_PDEATHSIG, SIGKILL)
+  if (Native.getppid() !== supervisor) process.exit(0)
+  // Nothing else may read or change it while it waits (the exec makes the command as dumpable as any process).
+  Native.prctl(Native.PR_SET_DUMPABLE, 0)
+  const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
+  // Read while /proc is still in reach: the exec restores their defaults.
+  Native.ignoredSignals()
+  const ready = readied()
+  let ordered: Supervisor.Order | undefined
+  let isWarm = false
+  const run = (order: Supervisor.Order) =>
+    void become(order, way, ready).then((report) => report === undefined ? undefined : send(report).then(() => process.exit(0)))
+  process.on("message", (message: Message) => {
+    if (message.kind === "expect") {
+      if (ordered !== undefined) return
+      ready.expected = message.grants
+      if (isWarm) expectRules(ready)
+      return
+    }
+    if (ordered !== undefined) return
+    ordered = message
+    if (isWarm) run(message)
+  })
+  // Its supervisor gone: nothing is left to start for.
+  process.on("disconnect", () => {
+    if (ordered === undefined) process.exit(0)
+  })
+  if (!cold) {
+    warmUp(ready, sandbox, way)
+    expectRules(ready)
+  }
+  isWarm = true
+  if (ordered !== undefined) run(ordered)
+  else void send({ kind: "ready" })
+  return new Promise<never>(() => {})
+}

@@ -1,0 +1,84 @@
+// core run by a user who is not root, as developers run it: no PID namespace for a command, no capabilities. Its
+// sandboxed command still cannot end its supervisor and leave something hidden running (the supervisor never shares
+// the command's Landlock domain), nor write outside its Location. Run as an unprivileged user (65534) when the tests
+// run as root and the checkout is readable by that user; real processes throughout.
+
+import { describe, expect, test } from "bun:test"
+import { chownSync, readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { Landlock } from "../../src/shell/landlock"
+import { tempDir } from "../support/temp"
+
+const USER = 65534
+const CHILD = join(import.meta.dir, "user-child.ts")
+const setpriv = Bun.which("setpriv")
+
+/** Runs `argv` as the unprivileged user, in /tmp, with a home of its own. */
+const asUser = (argv: ReadonlyArray<string>, home: string) =>
+  Bun.spawnSync([setpriv!, `--reuid=${USER}`, `--regid=${USER}`, "--clear-groups", ...argv], {
+    cwd: "/tmp",
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home },
+  })
+
+/** A directory the unprivileged user owns. */
+const owned = (prefix: string) => {
+  const directory = tempDir(prefix)
+  chownSync(directory, USER, USER)
+  return directory
+}
+
+/** Whether the unprivileged user can run this checkout's tests (root here, setpriv, every path readable). */
+const possible = (): boolean => {
+  if (process.getuid?.() !== 0 || setpriv === null || Landlock.abi() < 6) return false
+  const shell = join(import.meta.dir, "..", "..", "src", "shell", "shell.ts")
+  return asUser([process.execPath, "-e", `await import(${JSON.stringify(shell)})`], owned("core-user-home-")).exitCode === 0
+}
+const runnable = possible()
+
+const run = (command: string) => {
+  const home = owned("core-user-home-")
+  const records = owned("core-user-runs-")
+  const cwd = owned("core-user-cwd-")
+  const child = asUser([process.execPath, CHILD, records, cwd, command], home)
+  const line = child.stdout.toString().trim().split("\n").pop() ?? ""
+  if (!line.startsWith("{")) throw new Error(`the child failed: ${child.stderr.toString()}`)
+  return { cwd, result: JSON.parse(line) }
+}
+
+/** The live processes whose command line starts with `name`. */
+const named = (name: string) =>
+  readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "latin1").startsWith(`${name}\0`)
+      } catch {
+        return false
+      }
+    })
+
+describe.skipIf(!runnable)(`core run by a user who is not root${runnable ? "" : " (SKIPPED: not root, no setpriv or Landlock 6, or checkout unreadable)"}`, () => {
+  test("a sandboxed command cannot signal its supervisor, and what it hid from the call ends with it", () => {
+    const hidden = `core-hidden-${crypto.randomUUID().slice(0, 8)}`
+    const { result } = run(
+      `id -u; (env -i setsid bash -c 'exec -a ${hidden} sleep 1000' &); sleep 0.3
+       tasks=(/proc/$PPID/task/*); echo "threads: \${#tasks[@]}"
+       for task in "\${tasks[@]}"; do kill -0 "\${task##*/}" 2>/dev/null && echo "signalled \${task##*/}"; done
+       kill -KILL $PPID 2>/dev/null; echo "kill: $?"`,
+    )
+    expect(result.uid).toBe(USER)
+    expect(result.stdout).toMatch(new RegExp(`^${USER}\\nthreads: ([2-9]|\\d{2,})\\nkill: 1\\n$`))
+    expect(result.exitCode).toBe(0)
+    expect(result.signal).toBeNull()
+    expect(named(hidden)).toEqual([])
+  })
+
+  test("the sandbox holds: the command writes in its Location, not in a folder of the user's outside it", () => {
+    const outside = owned("core-user-outside-")
+    const { cwd, result } = run(`echo kept > inside; echo "$?"; echo lost > ${outside}/file; echo "$?"`)
+    expect(result.stdout).toBe("0\n1\n")
+    expect(result.stderr).toContain("Permission denied")
+    expect(readFileSync(join(cwd, "inside"), "utf8")).toBe("kept\n")
+    expect(readdirSync(outside)).toEqual([])
+  })
+})
