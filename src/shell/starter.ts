@@ -25,18 +25,37 @@ export const ISOLATE = "isolate"
 export const SANDBOX = "sandbox"
 /** An argument after the supervisor's pid: the order comes at once; no warm-up would pay off. */
 export const COLD = "cold"
+/** An argument after the supervisor's pid: it is in its supervisor's PID namespace, and mounts that namespace's /proc. */
+export const PID = "pid"
+/** An argument after the supervisor's pid, `deny=PORT,PORT`: core's own TCP ports, which the command may not connect to. */
+export const DENY = "deny="
 
 export interface Flags {
   readonly isolate: boolean
   readonly sandbox: boolean
   readonly cold: boolean
+  readonly pid: boolean
+  readonly deny: ReadonlyArray<number>
 }
 
 export const flags = (args: ReadonlyArray<string>): Flags => ({
   isolate: args.includes(ISOLATE),
   sandbox: args.includes(SANDBOX),
   cold: args.includes(COLD),
+  pid: args.includes(PID),
+  deny: (args.find((arg) => arg.startsWith(DENY))?.slice(DENY.length).split(",") ?? [])
+    .map(Number)
+    .filter((port) => Number.isInteger(port) && port > 0 && port < 65_536),
 })
+
+/** The arguments that give a starter `flags`. */
+export const argv = (flags: Flags): ReadonlyArray<string> => [
+  ...(flags.isolate ? [ISOLATE] : []),
+  ...(flags.sandbox ? [SANDBOX] : []),
+  ...(flags.cold ? [COLD] : []),
+  ...(flags.pid ? [PID] : []),
+  ...(flags.deny.length > 0 ? [`${DENY}${flags.deny.join(",")}`] : []),
+]
 
 /** What the supervisor tells its starter: the grants to expect, then the order. */
 export type Message = Supervisor.Expect | Supervisor.Order
@@ -212,8 +231,12 @@ const become = async (order: Supervisor.Order, way: Namespace.Way, readied: Read
   return refusal(Native.execute(path, order.argv, env), "execve", path)
 }
 
-/** Runs the starter to its exec (or its end); `supervisor` is its supervisor's pid. */
-export const main = async (supervisor: number, { isolate, sandbox, cold }: Flags): Promise<never> => {
+/**
+ * Runs the starter to its exec (or its end); `supervisor` is its supervisor's pid. It readies itself: with `pid`,
+ * the PID namespace's own /proc; with `deny`, the layer keeping the command off core's ports (while it waits, unless
+ * `cold`).
+ */
+export const main = async (supervisor: number, { isolate, sandbox, cold, pid, deny }: Flags): Promise<never> => {
   // Dies with its supervisor, the command it becomes too (the signal outlives the exec): nothing of a call is left
   // running once its supervisor is gone.
   Native.prctl(Native.PR_SET_PDEATHSIG, SIGKILL)
@@ -221,8 +244,11 @@ export const main = async (supervisor: number, { isolate, sandbox, cold }: Flags
   // Nothing else may read or change it while it waits (the exec makes the command as dumpable as any process).
   Native.prctl(Native.PR_SET_DUMPABLE, 0)
   const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
-  // Read while /proc is still in reach: the exec restores their defaults.
+  // Read while /proc is still the host's and in reach: the exec restores their defaults.
   Native.ignoredSignals()
+  // The command sees only its namespace's processes; where this cannot be mounted, the host's /proc.
+  if (pid) Namespace.ownProc(way)
+  Native.prctl(Native.PR_SET_NO_NEW_PRIVS, 1)
   const ready = readied()
   let ordered: Supervisor.Order | undefined
   let isWarm = false
@@ -243,6 +269,8 @@ export const main = async (supervisor: number, { isolate, sandbox, cold }: Flags
   process.on("disconnect", () => {
     if (ordered === undefined) process.exit(0)
   })
+  // The longest to build; it leaves the filesystem alone, so the mounts can still be made after it.
+  if (deny.length > 0) Landlock.denyConnect(deny)
   if (!cold) {
     warmUp(ready, sandbox, way)
     expectRules(ready)

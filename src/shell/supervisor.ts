@@ -351,9 +351,7 @@ const startStarter = (flags: Starter.Flags, stdin: "inherit" | "ignore"): Starti
       ...(compiled() ? [process.execPath] : [process.execPath, join(import.meta.dir, "launch.ts")]),
       Starter.LAUNCH,
       String(process.pid),
-      ...(flags.isolate ? [Starter.ISOLATE] : []),
-      ...(flags.sandbox ? [Starter.SANDBOX] : []),
-      ...(flags.cold ? [Starter.COLD] : []),
+      ...Starter.argv(flags),
     ],
     {
       cwd: "/",
@@ -400,13 +398,21 @@ export const main = async (
   { isolate, deny, pid, sandbox = false }: Flags = { isolate: false, deny: [], pid: false },
 ): Promise<never> => {
   const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
-  const { inNamespace, parentOf } = harden(parent, pid, way, deny)
+  /**
+   * The starter readied for the order, and the grants core expects it to make. A sandboxed spare's starts first,
+   * so that its start overlaps this one's: it readies itself (its /proc, core's ports kept from its command).
+   */
+  let starter: Starting | undefined = sandbox
+    ? startStarter({ isolate, sandbox: true, cold: false, pid: pid && process.pid === 1, deny }, "ignore")
+    : undefined
+  let expected: Expect | undefined
+  // Core's ports are kept from the commands this process spawns itself: not a sandboxed spare's, as its starter
+  // does that for its own (unless an order without a sandbox comes, below).
+  let denied = !sandbox
+  const { inNamespace, parentOf } = harden(parent, pid, way, denied ? deny : [])
 
   let child: Bun.Subprocess | undefined
   let ending: Promise<never> | undefined
-  /** The starter readied for the order, and the grants core expects it to make. */
-  let starter: Starting | undefined
-  let expected: Expect | undefined
   /** While a starter has the order: settled once the command runs or cannot. */
   let launching: Promise<unknown> | undefined
   let graceMs = GRACE_MS
@@ -449,6 +455,8 @@ export const main = async (
   })
   /** Runs an order without a sandbox: spawned by this process, after its read-only mounts. */
   const runHere = (order: Order) => {
+    if (!denied && deny.length > 0) Landlock.denyConnect(deny)
+    denied = true
     const applied = Starter.apply(order, way, Starter.readied())
     if ("failed" in applied) return refuse({ kind: "failed", message: applied.failed })
     const spawned = spawnOrder(order)
@@ -466,7 +474,11 @@ export const main = async (
       await dismiss(using)
       using = undefined
     }
-    using ??= startStarter({ isolate, sandbox: false, cold: true }, order.stdinPipe === true ? "inherit" : "ignore")
+    // Started now, it inherits this process's namespaces and its layer on core's ports.
+    using ??= startStarter(
+      { isolate, sandbox: false, cold: true, pid: false, deny: denied ? [] : deny },
+      order.stdinPipe === true ? "inherit" : "ignore",
+    )
     using.process.send(order)
     const outcome = await using.outcome
     if (outcome.kind !== "started") return refuse(outcome)
@@ -511,11 +523,8 @@ export const main = async (
   // the spare, not when the command starts. A supervisor readied for a sandbox readies its starter, which spends
   // the sandbox's own (and makes what every sandbox mounts); any other starts a command and concludes its end as an
   // order's are.
-  if (sandbox) {
-    starter = startStarter({ isolate, sandbox: true, cold: false }, "ignore")
-    if (expected !== undefined) starter.process.send(expected)
-    await starter.ready
-  } else await warmUp()
+  if (starter !== undefined) await starter.ready
+  else await warmUp()
   run(undefined)
   isWarm = true
   warmed()

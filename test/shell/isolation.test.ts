@@ -139,5 +139,38 @@ describe("a sandboxed command that turns on its supervisor", () => {
       expect(result.signal).toBeNull()
       expect(named(hidden)).toEqual([])
     })
+
+    // The other ways a process signals another: a pidfd, and a SIGIO its descriptor's owner gets (F_SETOWN with
+    // F_SETSIG SIGKILL). Python makes each system call directly.
+    test.skipIf(Landlock.abi() < 6 || Bun.which("python3") === null)(
+      `${name}: a pidfd or a SIGIO owner reaches its supervisor no more than kill does`,
+      async () => {
+        const owned = Shell.make({}, { records: tempDir("core-runs-"), ...options })
+        const cwd = tempDir("core-isolation-")
+        const script = [
+          "import fcntl, os, signal, sys, time",
+          "supervisor = int(sys.argv[1])",
+          "try:",
+          "    signal.pidfd_send_signal(os.pidfd_open(supervisor), signal.SIGKILL)",
+          "    print('pidfd: sent')",
+          "except OSError as error:",
+          "    print('pidfd:', error.errno)",
+          "read, write = os.pipe()",
+          "fcntl.fcntl(read, fcntl.F_SETOWN, supervisor)",
+          "fcntl.fcntl(read, 10, signal.SIGKILL)  # F_SETSIG",
+          "fcntl.fcntl(read, fcntl.F_SETFL, fcntl.fcntl(read, fcntl.F_GETFL) | os.O_ASYNC)",
+          "os.write(write, b'x')",
+          "time.sleep(0.3)",
+          "print('after sigio', flush=True)",
+        ].join("\n")
+        const result = await Effect.runPromise(
+          owned.run({ argv: ["bash", "-c", 'python3 -c "$1" "$PPID"', "bash", script], cwd, sandbox: { location: cwd, approved: [] } }),
+        )
+        // EPERM (1) for the pidfd; the SIGIO was not delivered: the supervisor is alive and reports the run.
+        expect(result.stdout.text).toBe("pidfd: 1\nafter sigio\n")
+        expect(result.exitCode).toBe(0)
+        expect(result.signal).toBeNull()
+      },
+    )
   }
 })
