@@ -18,6 +18,7 @@ import { Store } from "../store/store"
 import type { Definition } from "../tool/definition"
 import * as Internal from "../tool/internal"
 import { Hooks } from "./hooks"
+import { Immediate } from "./immediate"
 import { Projection } from "./projection"
 import { Replay } from "./replay"
 import { Spans } from "./spans"
@@ -324,46 +325,91 @@ const interruptedOf = (services: Steps.Services, call: Steps.Call) =>
   Effect.map(lookup(services, call), (known) => Replay.settledAs(known, call))
 
 /**
+ * Whether a settle takes the immediate path (./immediate) where it applies; on by default. Turned off, every call
+ * settles on the fiber path alone (the law tests run on both).
+ */
+export const Immediately = Context.Reference<boolean>("core/Settler.Immediately", { defaultValue: () => true })
+
+/** Whether `tool` meets a plugin hook: hooks run on the fiber path only. */
+const hooked = (hooks: Hooks.Chain | undefined, tool: string) =>
+  hooks !== undefined && (hooks.has(tool, "tool.execute.before") || hooks.has(tool, "tool.execute.after"))
+
+/**
+ * A settle in flight under `key` in `running`, until it ends: a duplicate joins it, and a joiner of an interrupted
+ * call gets what was recorded for it (cancelled, or the outcome that won the race), not the interruption of a
+ * fiber that was not its own.
+ */
+const tracked = (
+  services: Steps.Services,
+  running: Map<string, Deferred.Deferred<Steps.Settled, Steps.OperationalError>>,
+  key: string,
+  call: Steps.Call,
+  trace: Spans.Trace | undefined,
+  settling: Effect.Effect<Steps.Settled, Steps.OperationalError>,
+) => {
+  const done = Deferred.makeUnsafe<Steps.Settled, Steps.OperationalError>()
+  running.set(key, done)
+  return settling.pipe(
+    Effect.onExit((exit) =>
+      Effect.gen(function* () {
+        if (trace !== undefined) Spans.end(trace, exit)
+        running.delete(key)
+        if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
+          const recorded = yield* Effect.exit(interruptedOf(services, call))
+          if (Exit.isSuccess(recorded) && recorded.value !== undefined) {
+            return yield* Deferred.succeed(done, { settlement: recorded.value, replayed: true })
+          }
+        }
+        yield* Deferred.done(done, exit)
+      }),
+    ),
+  )
+}
+
+/**
  * Settles calls through `catalog`; a duplicate of a call running in this settler (the same ids, agent and tool)
- * joins it through `running`. Asked by another agent or under another name, it meets the conflict in admit.
+ * joins it through `running`. Asked by another agent or under another name, it meets the conflict in admit. A call
+ * nothing runs under yet, untraced and meeting no hook, takes the immediate path (./immediate) unless the store
+ * was found to answer later; it is tracked in `running` only once a step of it waits.
  */
 const settleThrough = (
   services: Steps.Services,
   running: Map<string, Deferred.Deferred<Steps.Settled, Steps.OperationalError>>,
   catalog: Registry.Catalog,
+  store: { waits: boolean },
 ) =>
   // Untraced unless a tracer that keeps spans is installed: settle is the per-call hot path, where a span costs
-  // about as much as the pipeline (bench/trace.ts).
-  Effect.fnUntraced(function* (call: Steps.Call, options?: Steps.Options) {
-    const key = CallKey.of(services.location, call, call)
-    const joined = running.get(key)
-    if (joined !== undefined) return yield* Deferred.await(joined)
-    const done = yield* Deferred.make<Steps.Settled, Steps.OperationalError>()
-    running.set(key, done)
-    // What operators see of the call (`core log`), whatever it settles as.
-    const details: Store.Details = { messageID: call.assistantMessageID, startedAt: Date.now(), ...Store.recordInput(call.input) }
-    const tracer = Spans.keepingTracer()
-    const trace = tracer === undefined ? undefined : Spans.begin(call, details.inputBytes, tracer)
-    const received: Steps.Received = { ...call, details, trace }
-    const settling = trace === undefined ? run(services, catalog, received, options) : Spans.under(trace, run(services, catalog, received, options))
-    return yield* settling.pipe(
-      Effect.onExit((exit) =>
-        Effect.gen(function* () {
-          if (trace !== undefined) Spans.end(trace, exit)
-          running.delete(key)
-          // A joiner of an interrupted call gets what was recorded for it (cancelled, or the outcome that
-          // won the race), not the interruption of a fiber that was not its own.
-          if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
-            const recorded = yield* Effect.exit(interruptedOf(services, call))
-            if (Exit.isSuccess(recorded) && recorded.value !== undefined) {
-              return yield* Deferred.succeed(done, { settlement: recorded.value, replayed: true })
-            }
-          }
-          yield* Deferred.done(done, exit)
-        }),
-      ),
+  // about as much as the pipeline (bench/trace.ts). Uninterruptible as the fiber path's own steps are, the
+  // caller's interruptibility restored for the fiber path and while a tool runs.
+  (call: Steps.Call, options?: Steps.Options): Effect.Effect<Steps.Settled, Steps.OperationalError> =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.withFiber((fiber) => {
+        const key = CallKey.of(services.location, call, call)
+        const joined = running.get(key)
+        if (joined !== undefined) return restore(Deferred.await(joined))
+        // What operators see of the call (`core log`), whatever it settles as.
+        const details: Store.Details = { messageID: call.assistantMessageID, startedAt: Date.now(), ...Store.recordInput(call.input) }
+        const tracer = Spans.keepingTracer()
+        if (tracer === undefined && !store.waits && fiber.getRef(Immediately) && !hooked(services.hooks, call.name)) {
+          const received: Steps.Received = { ...call, details, trace: undefined }
+          const outcome = Immediate.settle(services, catalog, received, options, {
+            context: fiber.context,
+            restore,
+            fibers: () => restore(run(services, catalog, received, options)),
+            waited: () => {
+              store.waits = true
+            },
+          })
+          // Settled at once: nobody could have joined it meanwhile.
+          if (Exit.isExit(outcome)) return outcome
+          return tracked(services, running, key, call, undefined, outcome)
+        }
+        const trace = tracer === undefined ? undefined : Spans.begin(call, details.inputBytes, tracer)
+        const received: Steps.Received = { ...call, details, trace }
+        const settling = trace === undefined ? run(services, catalog, received, options) : Spans.under(trace, run(services, catalog, received, options))
+        return tracked(services, running, key, call, trace, restore(settling))
+      }),
     )
-  })
 
 export const layer: Layer.Layer<
   Service,
@@ -383,6 +429,8 @@ export const layer: Layer.Layer<
     }
     const { hooks } = services
     const running = new Map<string, Deferred.Deferred<Steps.Settled, Steps.OperationalError>>()
+    /** Whether the store was found to answer a lookup later rather than at once (a remote store). */
+    const lookups = { waits: false }
 
     let hooked:
       | { readonly base: ReadonlyArray<Definition.Definition>; readonly version: number; readonly definitions: ReadonlyArray<Definition.Definition> }
@@ -393,7 +441,7 @@ export const layer: Layer.Layer<
     const materialize = Effect.fnUntraced(function* (rules?: Rule.Ruleset) {
       const catalog = registry.capture(rules)
       if (plain?.catalog === catalog && (hooks === undefined || hooks.size === 0)) return plain.materialization
-      const settle = settleThrough(services, running, catalog)
+      const settle = settleThrough(services, running, catalog, lookups)
       if (hooks !== undefined && hooks.size > 0) {
         // Adjusted now, so a failing tool.definition hook fails this turn (operationally), not a later read; kept
         // while neither the catalog nor the hooks change, as the registry keeps its catalog.
