@@ -503,27 +503,28 @@ for (const path of Kernel.PATHS) {
           }),
         ))
 
-      test("a call another settler began after this one looked it up is never overwritten with this one's rejection", async () => {
-        // A store that lets "another settler" begin the call right after this settler's first lookup.
+      test("a call another settler began after this one looked it up (or before its first write) is never overwritten with this one's rejection", async () => {
+        // A store that lets "another settler" begin and settle the call right after this settler's first lookup
+        // (the fiber path reads the record first), or right before its first write (the immediate path reads none).
         const racing = Layer.effect(
           Store.Service,
           Effect.gen(function* () {
             const real = yield* Store.Service
             let raced = false
+            const race = (key: Store.Key) => {
+              if (raced) return Effect.void
+              raced = true
+              return real.begin(key, "elsewhere", "build").pipe(
+                Effect.andThen(
+                  real.settle(key, { tool: "elsewhere", callID: key.toolCallID, status: "success", content: [], structured: 1, outputs: [] }, { state: "owned" }),
+                ),
+              )
+            }
             return Store.Service.of({
               ...real,
-              lookup: (key) =>
-                real.lookup(key).pipe(
-                  Effect.tap(() => {
-                    if (raced) return Effect.void
-                    raced = true
-                    return real.begin(key, "elsewhere", "build").pipe(
-                      Effect.andThen(
-                        real.settle(key, { tool: "elsewhere", callID: key.toolCallID, status: "success", content: [], structured: 1, outputs: [] }, { state: "owned" }),
-                      ),
-                    )
-                  }),
-                ),
+              lookup: (key) => real.lookup(key).pipe(Effect.tap(() => race(key))),
+              begin: (key, tool, agent, details) => race(key).pipe(Effect.andThen(real.begin(key, tool, agent, details))),
+              settle: (key, settlement, expected) => race(key).pipe(Effect.andThen(real.settle(key, settlement, expected))),
             })
           }),
         ).pipe(Layer.provide(Store.layerMemory))
