@@ -28,7 +28,7 @@ import { Steps } from "./steps"
 import { Stopping } from "./stopping"
 
 export { OperationalError } from "./steps"
-export type { Call, Options, Settled } from "./steps"
+export type { Call, Settled } from "./steps"
 
 export interface Materialization {
   readonly definitions: ReadonlyArray<Definition.Definition>
