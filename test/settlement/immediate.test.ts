@@ -125,6 +125,31 @@ for (const path of Kernel.PATHS) {
         }),
       ))
 
+    test("a toModelOutput that throws is a defect after the tool ran: recorded failed, replayed as interrupted", () =>
+      Kernel.run(
+        Effect.gen(function* () {
+          let runs = 0
+          yield* register({
+            shown: Tool.make({
+              description: "s",
+              input: Schema.Struct({}),
+              output: Schema.String,
+              execute: () => Effect.sync(() => `run ${++runs}`),
+              toModelOutput: () => {
+                throw new Error("projection broke")
+              },
+            }),
+          })
+          const settle = (yield* turn).settle
+          const call = Kernel.call("shown", {})
+          const exit = yield* Effect.exit(settle(call))
+          expect(Exit.isFailure(exit) && String(exit.cause)).toContain("projection broke")
+          expect(yield* (yield* Store.Service).lookup(yield* Kernel.keyOf(call))).toMatchObject({ state: "failed", tool: "shown" })
+          expect((yield* settle(call)).settlement.error?.kind).toBe("interrupted")
+          expect(runs).toBe(1)
+        }),
+      ))
+
     test("a synchronous Tool.Failure settles model-visible, is recorded, and replays without running again", () =>
       Kernel.run(
         Effect.gen(function* () {
