@@ -1,8 +1,11 @@
 export * as Settler from "./settler"
 
 // Settles tool calls through a captured catalog: replay → resolve → decode → permission → execute → encode →
-// project → bound → persist (DESIGN §2 laws 2, 6–10, 12), one named step each. Model-visible outcomes become settlements; defects and storage
-// failures stay operational and are never turned into a result. Interruption records `cancelled`.
+// project → bound → persist (DESIGN §2 laws 2, 6–10, 12), one named step each (./steps). Model-visible outcomes become settlements; defects and storage
+// failures stay operational and are never turned into a result. Interruption records `cancelled`. This module is
+// the fiber path and chooses the path of each call: one whose steps end at once takes the immediate path
+// (./immediate), the same steps without a fiber step per step; an ask, a hook, a trace, a joiner, a record found,
+// a store that answers later take this one.
 
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
