@@ -334,7 +334,7 @@ const interruptedOf = (services: Steps.Services, call: Steps.Call) =>
 export const Immediately = Context.Reference<boolean>("core/Settler.Immediately", { defaultValue: () => true })
 
 /** Whether `tool` meets a plugin hook: hooks run on the fiber path only. */
-const hooked = (hooks: Hooks.Chain | undefined, tool: string) =>
+const meetsHooks = (hooks: Hooks.Chain | undefined, tool: string) =>
   hooks !== undefined && (hooks.has(tool, "tool.execute.before") || hooks.has(tool, "tool.execute.after"))
 
 /**
@@ -393,7 +393,7 @@ const settleThrough = (
         // What operators see of the call (`core log`), whatever it settles as.
         const details: Store.Details = { messageID: call.assistantMessageID, startedAt: Date.now(), ...Store.recordInput(call.input) }
         const tracer = Spans.keepingTracer()
-        if (tracer === undefined && !store.waits && fiber.getRef(Immediately) && !hooked(services.hooks, call.name)) {
+        if (tracer === undefined && !store.waits && fiber.getRef(Immediately) && !meetsHooks(services.hooks, call.name)) {
           const received: Steps.Received = { ...call, details, trace: undefined }
           const outcome = Immediate.settle(services, catalog, received, options, {
             context: fiber.context,
@@ -432,8 +432,8 @@ export const layer: Layer.Layer<
     }
     const { hooks } = services
     const running = new Map<string, Deferred.Deferred<Steps.Settled, Steps.OperationalError>>()
-    /** Whether the store was found to answer a lookup later rather than at once (a remote store). */
-    const lookups = { waits: false }
+    /** Whether the store was found to answer a write later rather than at once (a remote store). */
+    const store = { waits: false }
 
     let hooked:
       | { readonly base: ReadonlyArray<Definition.Definition>; readonly version: number; readonly definitions: ReadonlyArray<Definition.Definition> }
@@ -444,7 +444,7 @@ export const layer: Layer.Layer<
     const materialize = Effect.fnUntraced(function* (rules?: Rule.Ruleset) {
       const catalog = registry.capture(rules)
       if (plain?.catalog === catalog && (hooks === undefined || hooks.size === 0)) return plain.materialization
-      const settle = settleThrough(services, running, catalog, lookups)
+      const settle = settleThrough(services, running, catalog, store)
       if (hooks !== undefined && hooks.size > 0) {
         // Adjusted now, so a failing tool.definition hook fails this turn (operationally), not a later read; kept
         // while neither the catalog nor the hooks change, as the registry keeps its catalog.
