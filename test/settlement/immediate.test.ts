@@ -84,6 +84,20 @@ describe("which path a call takes", () => {
       }),
     ))
 
+  test("on the SQLite store such a call settles without an async boundary: Effect.runSyncExit has its settlement", () =>
+    Kernel.run(
+      Effect.gen(function* () {
+        yield* register({ now: tool(() => Effect.succeed("now")) })
+        const settle = (yield* turn).settle
+        const call = Kernel.call("now", {})
+        const exit = Effect.runSyncExit(settle(call))
+        expect(exit).toEqual(Exit.succeed({ replayed: false, settlement: expect.objectContaining({ status: "success", structured: "now" }) }))
+        // Recorded durably: the same call replays.
+        expect((yield* settle(call)).replayed).toBe(true)
+      }),
+      { durable: true },
+    ))
+
   test("with Settler.Immediately off, the same call settles on the fiber path: its tool runs in the settling fiber", () =>
     Kernel.run(
       Effect.gen(function* () {
