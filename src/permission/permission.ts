@@ -141,9 +141,10 @@ export interface Interface {
   readonly authorize: (caller: Caller, checks: ReadonlyArray<Check>) => Effect.Effect<void, Refusal>
   /**
    * The first half of `authorize`, for a caller with work to do between its asks (bash looks at its workdir only
-   * once leaving the Location is approved): refuses when a rule denies any resource of any check, asking nothing.
+   * once leaving the Location is approved): refuses when a rule denies any resource of any check, asking nothing;
+   * answers whether every decision allows (then `authorize` would ask nothing either).
    */
-  readonly refuseDenied: (agent: string, checks: ReadonlyArray<Check>) => Effect.Effect<void, Denied>
+  readonly refuseDenied: (agent: string, checks: ReadonlyArray<Check>) => Effect.Effect<boolean, Denied>
   /** One check (see `authorize`): succeeds when every resource is allowed, asking when a rule says ask. */
   readonly assert: (input: AssertInput) => Effect.Effect<void, Refusal>
   /**

@@ -1,8 +1,11 @@
 export * as Settler from "./settler"
 
 // Settles tool calls through a captured catalog: replay → resolve → decode → permission → execute → encode →
-// project → bound → persist (DESIGN §2 laws 2, 6–10, 12), one named step each. Model-visible outcomes become settlements; defects and storage
-// failures stay operational and are never turned into a result. Interruption records `cancelled`.
+// project → bound → persist (DESIGN §2 laws 2, 6–10, 12), one named step each (./steps). Model-visible outcomes become settlements; defects and storage
+// failures stay operational and are never turned into a result. Interruption records `cancelled`. This module is
+// the fiber path and chooses the path of each call: one whose steps end at once takes the immediate path
+// (./immediate), the same steps without a fiber step per step; an ask, a hook, a trace, a joiner, a record found,
+// a store that answers later take this one.
 
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
@@ -10,8 +13,6 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Schema from "effect/Schema"
-import type { Image } from "../output/image"
 import { Output } from "../output/output"
 import { Permission } from "../permission/permission"
 import { Rule } from "../permission/rule"
@@ -19,48 +20,22 @@ import { Registry } from "../registry/registry"
 import { Store } from "../store/store"
 import type { Definition } from "../tool/definition"
 import * as Internal from "../tool/internal"
-import { Tool } from "../tool/tool"
-import { Execution } from "./execution"
-import { Hints } from "./hints"
 import { Hooks } from "./hooks"
+import { Immediate } from "./immediate"
 import { Projection } from "./projection"
 import { Replay } from "./replay"
 import { Spans } from "./spans"
 import { CallKey } from "../contract/call-key"
 import { Settlement } from "../contract/settlement"
+import { Steps } from "./steps"
 import { Stopping } from "./stopping"
 
-/** A failure that is not a tool result: a broken store, an output that could not be kept, an unexpected error. */
-export class OperationalError extends Schema.TaggedError<OperationalError>()("Settler.OperationalError", {
-  message: Schema.String,
-  cause: Schema.Defect(),
-}) {}
-
-export interface Call {
-  readonly sessionID: string
-  readonly agent: string
-  readonly assistantMessageID: string
-  readonly toolCallID: string
-  readonly name: string
-  readonly input: unknown
-}
-
-export interface Options {
-  /** Receives the tool's `context.progress` updates. */
-  readonly onProgress?: (update: Tool.Progress) => Effect.Effect<void>
-  /** Image limits tighter than the Location's, for the model the result goes to (a provider's own). */
-  readonly images?: Partial<Image.Limits>
-}
-
-export interface Settled {
-  readonly settlement: Settlement.Info
-  /** True when the call was already recorded and nothing ran. */
-  readonly replayed: boolean
-}
+export { OperationalError } from "./steps"
+export type { Call, Settled } from "./steps"
 
 export interface Materialization {
   readonly definitions: ReadonlyArray<Definition.Definition>
-  readonly settle: (call: Call, options?: Options) => Effect.Effect<Settled, OperationalError>
+  readonly settle: (call: Steps.Call, options?: Steps.Options) => Effect.Effect<Steps.Settled, Steps.OperationalError>
   /** What a name settles to through this turn, as `settle` resolves it (for explaining a call without making it). */
   readonly resolve: Registry.Catalog["resolve"]
 }
@@ -69,115 +44,50 @@ export interface Interface {
   /** Captures this turn's catalog; `rules` hide tools whose action they wholly deny. */
   readonly materialize: (rules?: Rule.Ruleset) => Effect.Effect<Materialization>
   /** What settling `call` now would answer from its record, read as the settler reads it (see Replay.of). */
-  readonly peek: (call: Call) => Effect.Effect<Replay.Verdict, OperationalError>
+  readonly peek: (call: Steps.Call) => Effect.Effect<Replay.Verdict, Steps.OperationalError>
   /**
    * What `call` settled as when its settle was interrupted: what the settler recorded for it (`cancelled`, also
    * before it began, or the outcome that won the race); `undefined` when nothing is recorded for this very call.
    */
-  readonly interrupted: (call: Call) => Effect.Effect<Settlement.Info | undefined, OperationalError>
+  readonly interrupted: (call: Steps.Call) => Effect.Effect<Settlement.Info | undefined, Steps.OperationalError>
 }
 
 export class Service extends Context.Service<Service, Interface>()("core/Settler") {}
 
-const OUTPUT_OPTIONS = { errors: "all", reportInput: true } as const
 /** How often a call running in another process is checked for its settlement. */
 const OWNER_POLL_MS = 50
 
-/** Another settler recorded or began the call first. */
-const CONFLICT = Symbol("Settler.conflict")
-
-/** A call as this settler handles it: with what its record keeps of it, and its trace when it is traced. */
-type Received = Call & {
-  readonly details: Store.Details
-  readonly trace: Spans.Trace | undefined
-}
-
-/** An admitted call: its captured tool and decoded input. */
-interface Admitted {
-  readonly _tag: "Admitted"
-  readonly tool: Internal.Record
-  readonly input: unknown
-}
-
-/**
- * Why a step stops the call: a settlement to record for it (Refused), or a failure that is no settlement (Halted).
- * Steps hand back their exit, read by a pure function into a value or a Stop: settles are hot, and a step of the
- * fiber per step (a flatMap, a nested generator) costs more than the reading.
- */
-abstract class Stop {}
-
-/** The settlement to record for a call that goes no further. */
-class Refused extends Stop {
-  constructor(readonly settlement: Settlement.Info) {
-    super()
-  }
-}
-
-/** A failure that is not the tool's result (a defect, an operational failure, an interruption), failed as it came. */
-class Halted extends Stop {
-  constructor(readonly cause: Cause.Cause<OperationalError>) {
-    super()
-  }
-}
-
-/** The Location's services every step reads, bound once when the settler is built. */
-interface Services {
-  readonly store: Store.Interface
-  readonly output: Output.Interface
-  readonly permission: Permission.Interface
-  /** The Location's plugin hooks (DESIGN §12), met after the stale and permission checks, before bounding. */
-  readonly hooks: Hooks.Chain | undefined
-  /** A call belongs to its Location (the permission service's project): the same ids elsewhere are another call. */
-  readonly location: string
-}
-
-const reasonOf = (cause: Cause.Cause<unknown>): string => {
-  const error = Cause.squash(cause)
-  return error instanceof Error ? error.message : String(error)
-}
-const operational = (message: string) => (cause: unknown) => new OperationalError({ message, cause })
-const hookFailed = (error: Hooks.HookError) => new OperationalError({ message: error.message, cause: error })
-const refused = (call: Call, kind: Settlement.ErrorKind, message: string) =>
-  new Refused(Settlement.error(call.name, call.toolCallID, kind, message))
 /** Nothing recorded: the call goes on. */
 const NOT_RECORDED = Effect.succeed(undefined)
 
 // Persist: the call's record (DESIGN §2 law 12). A call that never began is recorded only if still absent; a call
 // this process began, over its own intent.
 
-const keyOf = (services: Services, call: Call): Store.Key => ({
-  location: services.location,
-  sessionID: call.sessionID,
-  toolCallID: call.toolCallID,
-})
-
-const lookup = (services: Services, call: Call) =>
-  services.store.lookup(keyOf(services, call)).pipe(Effect.mapError(operational("Could not read the settlement store")))
-
-const recordFailed = (call: Call) => operational(`Could not record the settlement of ${call.name} (${call.toolCallID})`)
+const lookup = (services: Steps.Services, call: Steps.Call) =>
+  services.store.lookup(Steps.keyOf(services, call)).pipe(Effect.mapError(Steps.operational("Could not read the settlement store")))
 
 /**
  * Records the settlement of a call that never began (unknown, stale, invalid input, refused, or the replay of an
- * unsettled one), only if the call is still as `expected`; CONFLICT when another settler got there first.
+ * unsettled one), only if the call is still as `expected`; Steps.CONFLICT when another settler got there first.
  */
 const recordNew = (
-  services: Services,
-  call: Received,
+  services: Steps.Services,
+  call: Steps.Received,
   settlement: Settlement.Info,
   expected: Store.Expected = { state: "absent", agent: call.agent, details: call.details },
   replayed = false,
 ) =>
-  Spans.recorded(call.trace, "Settler.record", services.store.settle(keyOf(services, call), settlement, expected), Spans.RECORD, "settlement").pipe(
-    Effect.mapError(recordFailed(call)),
-    Effect.map((recorded): Settled | typeof CONFLICT => (recorded ? { settlement, replayed } : CONFLICT)),
+  Spans.recorded(call.trace, "Settler.record", services.store.settle(Steps.keyOf(services, call), settlement, expected), Spans.RECORD, "settlement").pipe(
+    Effect.mapError(Steps.recordFailed(call)),
+    Effect.map((recorded): Steps.Settled | typeof Steps.CONFLICT => (recorded ? { settlement, replayed } : Steps.CONFLICT)),
   )
 
 /** Records the settlement of a call this process ran; if another record won meanwhile, that one stands. */
-const recordOwned = (services: Services, call: Received, settlement: Settlement.Info) =>
+const recordOwned = (services: Steps.Services, call: Steps.Received, settlement: Settlement.Info) =>
   Effect.gen(function* () {
-    const owned = services.store.settle(keyOf(services, call), settlement, { state: "owned" })
+    const owned = services.store.settle(Steps.keyOf(services, call), settlement, { state: "owned" })
     const recorded = Spans.recorded(call.trace, "Settler.record", owned, Spans.RECORD, "settlement")
-    if (yield* recorded.pipe(Effect.mapError(recordFailed(call)))) {
+    if (yield* recorded.pipe(Effect.mapError(Steps.recordFailed(call)))) {
       return { settlement, replayed: false }
     }
     const known = yield* lookup(services, call)
@@ -185,32 +95,32 @@ const recordOwned = (services: Services, call: Received, settlement: Settlement.
   })
 
 /** Records the intent to run a call: false when the call is already known (another settler got there first). */
-const recordIntent = (services: Services, call: Received) =>
+const recordIntent = (services: Steps.Services, call: Steps.Received) =>
   Spans.recorded(
     call.trace,
     "Settler.record",
-    services.store.begin(keyOf(services, call), call.name, call.agent, call.details),
+    services.store.begin(Steps.keyOf(services, call), call.name, call.agent, call.details),
     Spans.RECORD,
     "intent",
-  ).pipe(Effect.mapError(operational("Could not record the call")))
+  ).pipe(Effect.mapError(Steps.operational("Could not record the call")))
 
 /**
  * Records `cancelled` for a call interrupted before it began running (while asked for permission, or while
  * waiting for another owner), unless something else is recorded for it by now: that record stands.
  */
-const recordCancelledBeforeStart = (services: Services, call: Received) =>
+const recordCancelledBeforeStart = (services: Steps.Services, call: Steps.Received) =>
   services.store
-    .settle(keyOf(services, call), Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"), {
+    .settle(Steps.keyOf(services, call), Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"), {
       state: "absent",
       agent: call.agent,
       details: call.details,
     })
-    .pipe(Effect.mapError(recordFailed(call)), Effect.asVoid)
+    .pipe(Effect.mapError(Steps.recordFailed(call)), Effect.asVoid)
 
 // Admission: everything before the tool runs.
 
 /** The record step from a fresh look at the call's record (after waiting for another settler). */
-const replayed = (services: Services, call: Received): Effect.Effect<Settled | typeof CONFLICT | undefined, OperationalError> =>
+const replayed = (services: Steps.Services, call: Steps.Received): Effect.Effect<Steps.Settled | typeof Steps.CONFLICT | undefined, Steps.OperationalError> =>
   Effect.flatMap(lookup(services, call), (known) => replayOf(services, call, Replay.of(known, call)))
 
 /**
@@ -219,10 +129,10 @@ const replayed = (services: Services, call: Received): Effect.Effect<Settled | t
  * recorded, the call goes on.
  */
 const replayOf = (
-  services: Services,
-  call: Received,
+  services: Steps.Services,
+  call: Steps.Received,
   verdict: Replay.Verdict,
-): Effect.Effect<Settled | typeof CONFLICT | undefined, OperationalError> => {
+): Effect.Effect<Steps.Settled | typeof Steps.CONFLICT | undefined, Steps.OperationalError> => {
   switch (verdict._tag) {
     case "Absent":
       return NOT_RECORDED
@@ -239,94 +149,17 @@ const replayOf = (
   }
 }
 
-/** Resolve: the tool the turn's catalog captured for the call's name, or why there is none. */
-const resolve = (catalog: Registry.Catalog, call: Call): Internal.Record | Refused => {
-  const resolution = catalog.resolve(call.name)
-  if (resolution._tag === "Unknown") {
-    const equivalent = Hints.equivalent(call.name, (name) => catalog.resolve(name)._tag !== "Unknown")
-    const hint =
-      equivalent !== undefined
-        ? ` core's tool for that is "${equivalent}": call it instead (its input schema is in the tool list).`
-        : resolution.suggestions.length === 0
-          ? " Use one of the tools in this turn's tool list."
-          : ` Did you mean ${resolution.suggestions.map((name) => `"${name}"`).join(", ")}?`
-    return refused(call, "unknown", `Unknown tool "${call.name}"; nothing ran.${hint}`)
-  }
-  if (resolution._tag === "Stale") {
-    return refused(
-      call,
-      "stale",
-      `The tool "${call.name}" changed since this turn's tool list was made; nothing ran. Use the current tool list.`,
-    )
-  }
-  // Captured: from here on, registry changes do not affect this call.
-  return Internal.get(resolution.tool)!
-}
-
-/** Decode: the input by the tool's input schema (the codec boundary, DESIGN §2 law 2). */
-const decode = (call: Received, tool: Internal.Record) =>
-  Effect.exit(Schema.decodeUnknownEffect(tool.inputJson)(call.input, Internal.INPUT_OPTIONS))
-
-/** The decoded input, or why it does not fit. */
-const inputOf = (call: Call, tool: Internal.Record, exit: Exit.Exit<unknown, Schema.SchemaError>): unknown => {
-  if (Exit.isSuccess(exit)) return exit.value
-  const error = Cause.findError(exit.cause)
-  if (error._tag === "Failure") return new Halted(error.failure)
-  return refused(
-    call,
-    "invalid_input",
-    `Invalid input for ${call.name}; nothing ran:\n` +
-      `${Hints.describeIssues(error.success, Hints.misspelledKeys(call.input, tool.inputSchema))}\nFix the input to match ` +
-      `the tool's input schema and call it again.`,
-  )
-}
-
-/**
- * Permission: authorization happens at settlement whatever the catalog showed (DESIGN §2 law 9): the tool's action,
- * as a whole, for the calling agent, unless the tool checks each path or command itself. An ask waits here for a
- * reply; nothing has run yet.
- */
-const authorize = (permission: Permission.Interface, call: Received, tool: Internal.Record) =>
-  Effect.exit(
-    tool.checksPermissions
-      ? Effect.void
-      : permission.authorize(
-          {
-            sessionID: call.sessionID,
-            agent: call.agent,
-            source: { messageID: call.assistantMessageID, callID: call.toolCallID },
-            metadata: { tool: call.name },
-          },
-          [{ action: Rule.actionOf(call.name), resources: ["*"], save: ["*"] }],
-        ),
-  )
-
-/** Why authorization stops the call; `undefined`: allowed. */
-const deniedBy = (call: Call, exit: Exit.Exit<void, unknown>): Stop | undefined => {
-  if (Exit.isSuccess(exit)) return undefined
-  const error = Cause.findError(exit.cause)
-  if (error._tag === "Failure") return new Halted(error.failure)
-  return refusalOf(call, error.success) ?? new Halted(Cause.die(error.success))
-}
-
-/** A permission refusal, met at admission or from the tool's own check, as the settlement it records. */
-const refusalOf = (call: Call, refusal: unknown): Refused | undefined => {
-  if (refusal instanceof Permission.Denied) return refused(call, "denied", refusal.message)
-  if (refusal instanceof Permission.Rejected) return refused(call, "failure", refusal.message)
-  if (refusal instanceof Permission.Declined) return new Refused(Settlement.declined(call.name, call.toolCallID, refusal))
-  return undefined
-}
 
 /**
  * The before hooks: the input they leave (checked again by the tool's schema), or a plugin's denial; answered at
  * once (a done Effect) when no hook runs.
  */
-const before = (hooks: Hooks.Chain | undefined, call: Call, tool: Internal.Record, input: unknown) => {
+const before = (hooks: Hooks.Chain | undefined, call: Steps.Call, tool: Internal.Record, input: unknown) => {
   if (hooks === undefined || !hooks.has(call.name, "tool.execute.before")) return Effect.succeed(input)
   const ran = Hooks.before(hooks, call.name, tool, input)
   const verdict = (outcome: Hooks.BeforeOutcome) =>
-    outcome._tag === "Denied" ? refused(call, "denied", outcome.message) : outcome.input
-  return Hooks.isDone(ran) ? Effect.succeed(verdict(ran.value)) : ran.pipe(Effect.mapError(hookFailed), Effect.map(verdict))
+    outcome._tag === "Denied" ? Steps.refused(call, "denied", outcome.message) : outcome.input
+  return Hooks.isDone(ran) ? Effect.succeed(verdict(ran.value)) : ran.pipe(Effect.mapError(Steps.hookFailed), Effect.map(verdict))
 }
 
 /**
@@ -334,10 +167,10 @@ const before = (hooks: Hooks.Chain | undefined, call: Call, tool: Internal.Recor
  * (recording those settlements), or admit the call with its captured tool and decoded input.
  */
 const admit: (
-  services: Services,
+  services: Steps.Services,
   catalog: Registry.Catalog,
-  call: Received,
-) => Effect.Effect<Settled | Admitted | typeof CONFLICT, OperationalError> = Effect.fnUntraced(function* (
+  call: Steps.Received,
+) => Effect.Effect<Steps.Settled | Steps.Admitted | typeof Steps.CONFLICT, Steps.OperationalError> = Effect.fnUntraced(function* (
   services,
   catalog,
   call,
@@ -347,38 +180,38 @@ const admit: (
     const recorded = yield* replayOf(services, call, verdict)
     if (recorded !== undefined) return recorded
   }
-  const tool = resolve(catalog, call)
-  if (tool instanceof Stop) return yield* stopNew(services, call, tool)
+  const tool = Steps.resolve(catalog, call)
+  if (tool instanceof Steps.Stop) return yield* stopNew(services, call, tool)
   const { trace } = call
   // Each step's span is recorded from two readings around it, once it has ended (nothing is read untraced).
   let started = Spans.now(trace)
-  const decodedExit = yield* decode(call, tool)
+  const decodedExit = yield* Effect.exit(Steps.decode(call, tool))
   // Spans say what happened, never with what: messages here quote the input, which may hold secrets.
   if (trace !== undefined) trace.step("Settler.decode", started, performance.now(), undefined, "core.input.valid", Exit.isSuccess(decodedExit))
-  const decoded = inputOf(call, tool, decodedExit)
-  if (decoded instanceof Stop) return yield* stopNew(services, call, decoded)
+  const decoded = Steps.inputOf(call, tool, decodedExit)
+  if (decoded instanceof Steps.Stop) return yield* stopNew(services, call, decoded)
   started = Spans.now(trace)
-  const authorized = yield* authorize(services.permission, call, tool)
+  const authorized = yield* Effect.exit(Steps.authorize(services.permission, call, tool))
   if (trace !== undefined) {
     const decision = Spans.decisionOf(tool.checksPermissions, authorized)
     trace.step("Settler.permission", started, performance.now(), undefined, "core.permission.decision", decision)
   }
-  const denied = deniedBy(call, authorized)
+  const denied = Steps.deniedBy(call, authorized)
   if (denied !== undefined) return yield* stopNew(services, call, denied)
   // Hooks that answered at once (no-ops, most of them, or none) cost no step of the fiber.
   const hooked = before(services.hooks, call, tool, decoded)
   const input = Hooks.isDone(hooked) ? hooked.value : yield* hooked
-  if (input instanceof Stop) return yield* stopNew(services, call, input)
-  return { _tag: "Admitted", tool, input } satisfies Admitted
+  if (input instanceof Steps.Stop) return yield* stopNew(services, call, input)
+  return { _tag: "Admitted", tool, input } satisfies Steps.Admitted
 })
 
 /** Ends a call stopped before it began: its refusal recorded as new (if still absent), or its failure failed. */
-const stopNew = (services: Services, call: Received, stop: Stop) =>
-  stop instanceof Refused ? recordNew(services, call, stop.settlement) : Effect.failCause((stop as Halted).cause)
+const stopNew = (services: Steps.Services, call: Steps.Received, stop: Steps.Stop) =>
+  stop instanceof Steps.Refused ? recordNew(services, call, stop.settlement) : Effect.failCause((stop as Steps.Halted).cause)
 
 /** Ends a call this process began: its refusal recorded over its intent, or its failure failed. */
-const stopOwned = (services: Services, call: Received, stop: Stop) =>
-  stop instanceof Refused ? recordOwned(services, call, stop.settlement) : Effect.failCause((stop as Halted).cause)
+const stopOwned = (services: Steps.Services, call: Steps.Received, stop: Steps.Stop) =>
+  stop instanceof Steps.Refused ? recordOwned(services, call, stop.settlement) : Effect.failCause((stop as Steps.Halted).cause)
 
 // Performing: what an admitted call does once its intent is recorded.
 
@@ -387,101 +220,14 @@ const stopOwned = (services: Services, call: Received, stop: Stop) =>
  * be, goes to `stopping` (Stopping: never part of the tool's context).
  */
 const execute = (
-  call: Received,
-  admitted: Admitted,
-  options: Options | undefined,
+  call: Steps.Received,
+  admitted: Steps.Admitted,
+  options: Steps.Options | undefined,
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
   stopping: Array<string>,
 ) => {
-  const context: Tool.Context = {
-    sessionID: call.sessionID,
-    agent: call.agent,
-    assistantMessageID: call.assistantMessageID,
-    toolCallID: call.toolCallID,
-    progress: (update) => (options?.onProgress === undefined ? Effect.void : options.onProgress(update)),
-  }
   return Effect.exit(
-    restore(
-      Effect.suspend((): Effect.Effect<unknown, Tool.Failure | Permission.Refusal | OperationalError> => {
-        const called = Execution.call(call.name, admitted.tool, admitted.input, context)
-        return called._tag === "Effect"
-          ? called.effect
-          : Effect.fail(new OperationalError({ message: called.message, cause: called.cause }))
-      }),
-    ).pipe(Effect.provideService(Stopping.Notes, stopping)),
-  )
-}
-
-/**
- * The tool's output; or its refusals, failures and a cancellation as the settlement to record; anything else is
- * operational.
- */
-const outputOf = (call: Call, exit: Exit.Exit<unknown, unknown>, stopping: ReadonlyArray<string>): unknown => {
-  if (Exit.isSuccess(exit)) return exit.value
-  if (Cause.hasInterruptsOnly(exit.cause)) {
-    return new Refused(Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled", stopping))
-  }
-  const error = Cause.findError(exit.cause)
-  if (error._tag === "Failure") return new Halted(error.failure)
-  if (error.success instanceof Tool.Failure) return refused(call, "failure", error.success.message)
-  // The tool's own permission check refused (DESIGN §2 law 9): settled like a refusal at admission.
-  const refusal = refusalOf(call, error.success)
-  if (refusal !== undefined) return refusal
-  if (error.success instanceof OperationalError) return new Halted(Cause.fail(error.success))
-  return new Halted(
-    Cause.fail(
-      new OperationalError({
-        message: `${call.name} failed with an unexpected error (only Tool.Failure is model-visible)`,
-        cause: error.success,
-      }),
-    ),
-  )
-}
-
-/** A tool's output as encoded and projected: what the hooks after it and bounding start from. */
-interface Encoded {
-  /** The JSON encoding: the structured output (what the output JSON Schema describes). */
-  readonly structured: unknown
-  /** The content and structured output the projection made of it. */
-  readonly projected: { readonly content: ReadonlyArray<Tool.Content>; readonly structured: unknown }
-}
-
-/**
- * Encode: the output by the tool's output schema (the codec boundary). The JSON encoding is the structured output;
- * toModelOutput gets the output encoded by the tool's own schema, as its type says.
- */
-const encode = (tool: Internal.Record, output: unknown) =>
-  Effect.exit(
-    Effect.all([
-      Schema.encodeEffect(tool.outputJson)(output, OUTPUT_OPTIONS),
-      tool.toModelOutput === undefined ? Effect.succeed(undefined) : Schema.encodeEffect(tool.output)(output, OUTPUT_OPTIONS),
-    ]),
-  )
-
-/** Project: the encodings as content (toModelOutput gets the decoded input), or why the output cannot be returned. */
-const encodedOf = (
-  call: Call,
-  admitted: Admitted,
-  exit: Exit.Exit<readonly [unknown, unknown], Schema.SchemaError>,
-): Encoded | Stop => {
-  if (Exit.isFailure(exit)) {
-    const error = Cause.findError(exit.cause)
-    if (error._tag === "Failure") return new Halted(error.failure)
-    return refused(
-      call,
-      "invalid_output",
-      `${call.name} produced output that does not match its output schema, so it was not returned:\n` +
-        `${Hints.describeIssues(error.success)}\nThis is a defect in the tool, not in the input.`,
-    )
-  }
-  const [structured, encoded] = exit.value
-  const projected = Projection.project(admitted.tool, admitted.input, structured, encoded)
-  if (Exit.isSuccess(projected)) return { structured, projected: projected.value }
-  const problem = Exit.findErrorOption(projected)
-  return refused(
-    call,
-    "invalid_output",
-    `${call.name}'s toModelOutput returned ${problem._tag === "Some" ? problem.value : "something that is not content"}; this is a defect in the tool.`,
+    restore(Steps.executing(call, admitted, Steps.contextOf(call, options))    ).pipe(Effect.provideService(Stopping.Notes, stopping)),
   )
 }
 
@@ -489,58 +235,12 @@ const encodedOf = (
  * The after hooks: the content the model reads (a hook may replace it); a hook's failure is operational. Answered
  * at once (a done Effect) when no hook runs.
  */
-const after = (hooks: Hooks.Chain | undefined, call: Call, input: unknown, encoded: Encoded) => {
+const after = (hooks: Hooks.Chain | undefined, call: Steps.Call, input: unknown, encoded: Steps.Encoded) => {
   const { content } = encoded.projected
   if (hooks === undefined || !hooks.has(call.name, "tool.execute.after")) return Effect.succeed(content)
   const ran = Hooks.after(hooks, call.name, { input, output: encoded.structured, content }, Projection.decodeContent)
-  return Hooks.isDone(ran) ? Effect.succeed(ran.value) : ran.pipe(Effect.mapError(hookFailed))
+  return Hooks.isDone(ran) ? Effect.succeed(ran.value) : ran.pipe(Effect.mapError(Steps.hookFailed))
 }
-
-/** Images: every image part fitted to the image limits (the turn's provider's, where tighter) before bounding. */
-const show = (services: Services, content: ReadonlyArray<Tool.Content>, options: Options | undefined) =>
-  Effect.exit(services.output.images(content, options?.images))
-
-/** The content with its images fitted; an image that cannot be shown fails the call. */
-const shownOf = (call: Call, exit: Exit.Exit<ReadonlyArray<Tool.Content>, { readonly message: string }>) => {
-  if (Exit.isSuccess(exit)) return exit.value
-  const error = Cause.findError(exit.cause)
-  if (error._tag === "Failure") return new Halted(error.failure)
-  return refused(call, "failure", error.success.message)
-}
-
-/**
- * Bound: the output bounded (DESIGN §2 law 10), kept in managed outputs where it does not fit. Content a hook
- * replaced is all the model may read: the structured output it did not see through would reach the model by
- * another road (MCP structuredContent, a host showing `structured`), so it goes.
- */
-const bound = (
-  services: Services,
-  call: Received,
-  admitted: Admitted,
-  encoded: Encoded,
-  content: ReadonlyArray<Tool.Content>,
-  replaced: boolean,
-) =>
-  services.output.bound({
-    content,
-    structured: replaced ? undefined : encoded.projected.structured,
-    lossy: Internal.lostCapture(admitted.tool, encoded.structured),
-    location: services.location,
-    session: call.sessionID,
-  })
-
-/** Bounding failed: operational (the output could not be kept). */
-const boundFailed = (error: { readonly message: string }) => new OperationalError({ message: error.message, cause: error })
-
-/** Persist: the settlement of a call that ran and returned, as bounded. */
-const succeeded = (call: Call, bounded: Output.Bounded): Settlement.Info => ({
-  tool: call.name,
-  callID: call.toolCallID,
-  status: "success",
-  content: bounded.content,
-  structured: bounded.structured as Schema.Json,
-  outputs: bounded.outputs,
-})
 
 /**
  * Runs an admitted call whose intent this process recorded: execute → encode → project → bound → persist.
@@ -548,10 +248,10 @@ const succeeded = (call: Call, bounded: Output.Bounded): Settlement.Info => ({
  * interruption waits until its result is settled and recorded, so a finished call is never recorded cancelled.
  */
 const perform = Effect.fnUntraced(function* (
-  services: Services,
-  call: Received,
-  admitted: Admitted,
-  options: Options | undefined,
+  services: Steps.Services,
+  call: Steps.Received,
+  admitted: Steps.Admitted,
+  options: Steps.Options | undefined,
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
 ) {
   const { trace } = call
@@ -559,22 +259,22 @@ const perform = Effect.fnUntraced(function* (
   let started = Spans.now(trace)
   const executed = yield* execute(call, admitted, options, restore, stopping)
   if (trace !== undefined) trace.step("Settler.execute", started, performance.now(), undefined, "core.execute.outcome", Spans.outcomeOf(executed))
-  const output = outputOf(call, executed, stopping)
-  if (output instanceof Stop) return yield* stopOwned(services, call, output)
-  const encoded = encodedOf(call, admitted, yield* encode(admitted.tool, output))
-  if (encoded instanceof Stop) return yield* stopOwned(services, call, encoded)
+  const output = Steps.outputOf(call, executed, stopping)
+  if (output instanceof Steps.Stop) return yield* stopOwned(services, call, output)
+  const encoded = Steps.encodedOf(call, admitted, yield* Effect.exit(Steps.encode(admitted.tool, output)))
+  if (encoded instanceof Steps.Stop) return yield* stopOwned(services, call, encoded)
   const hooked = after(services.hooks, call, admitted.input, encoded)
   const content = Hooks.isDone(hooked) ? hooked.value : yield* hooked
-  const shown = shownOf(call, yield* show(services, content, options))
-  if (shown instanceof Stop) return yield* stopOwned(services, call, shown)
+  const shown = Steps.shownOf(call, yield* Effect.exit(Steps.show(services, content, options)))
+  if (shown instanceof Steps.Stop) return yield* stopOwned(services, call, shown)
   started = Spans.now(trace)
-  const bounding = bound(services, call, admitted, encoded, shown, content !== encoded.projected.content)
-  if (trace === undefined) return yield* recordOwned(services, call, succeeded(call, yield* Effect.mapError(bounding, boundFailed)))
+  const bounding = Steps.bound(services, call, admitted, encoded, shown, content !== encoded.projected.content)
+  if (trace === undefined) return yield* recordOwned(services, call, Steps.succeeded(call, yield* Effect.mapError(bounding, Steps.boundFailed)))
   const boundExit = yield* Effect.exit(bounding)
   const ended = performance.now()
   if (Exit.isFailure(boundExit)) {
     trace.step("Settler.bound", started, ended, boundExit.cause)
-    return yield* Effect.mapError(Effect.failCause(boundExit.cause), boundFailed)
+    return yield* Effect.mapError(Effect.failCause(boundExit.cause), Steps.boundFailed)
   }
   const bounded = boundExit.value
   trace.step(
@@ -589,16 +289,16 @@ const perform = Effect.fnUntraced(function* (
     "core.output.managed_bytes",
     bounded.outputs.reduce((sum, kept) => sum + kept.bytes, 0),
   )
-  return yield* recordOwned(services, call, succeeded(call, bounded))
+  return yield* recordOwned(services, call, Steps.succeeded(call, bounded))
 })
 
-/** One settle of a received call: admit, record the intent, perform; again through the record on a CONFLICT. */
+/** One settle of a received call: admit, record the intent, perform; again through the record on a Steps.CONFLICT. */
 const run = (
-  services: Services,
+  services: Steps.Services,
   catalog: Registry.Catalog,
-  call: Received,
-  options: Options | undefined,
-): Effect.Effect<Settled, OperationalError> =>
+  call: Steps.Received,
+  options: Steps.Options | undefined,
+): Effect.Effect<Steps.Settled, Steps.OperationalError> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function* () {
       // Only admission (which may wait for a reply or another owner) and execute can be interrupted; the
@@ -610,64 +310,109 @@ const run = (
       }
       const admitted = admission.value
       // Another settler recorded or began the call meanwhile: settle through its record instead.
-      if (admitted === CONFLICT) return CONFLICT
+      if (admitted === Steps.CONFLICT) return Steps.CONFLICT
       if (!("_tag" in admitted)) return admitted
-      if (!(yield* recordIntent(services, call))) return CONFLICT
+      if (!(yield* recordIntent(services, call))) return Steps.CONFLICT
       // From here this process owns the call; an operational failure is recorded with its reason (for
       // operators), so a retry replays it as interrupted instead of running it again.
       return yield* perform(services, call, admitted, options, restore).pipe(
-        Effect.tapCause((cause) => Effect.ignore(services.store.fail(keyOf(services, call), reasonOf(cause)))),
+        Effect.tapCause((cause) => Effect.ignore(services.store.fail(Steps.keyOf(services, call), Steps.reasonOf(cause)))),
       )
     }),
   ).pipe(
-    Effect.flatMap((outcome) => (outcome === CONFLICT ? run(services, catalog, call, options) : Effect.succeed(outcome))),
+    Effect.flatMap((outcome) => (outcome === Steps.CONFLICT ? run(services, catalog, call, options) : Effect.succeed(outcome))),
   )
 
 /** What an interrupted settle of `call` settled as, read from its record (Replay.settledAs). */
-const interruptedOf = (services: Services, call: Call) =>
+const interruptedOf = (services: Steps.Services, call: Steps.Call) =>
   Effect.map(lookup(services, call), (known) => Replay.settledAs(known, call))
 
 /**
+ * Whether a settle takes the immediate path (./immediate) where it applies; on by default. Turned off, every call
+ * settles on the fiber path alone (the law tests run on both).
+ */
+export const Immediately = Context.Reference<boolean>("core/Settler.Immediately", { defaultValue: () => true })
+
+/** Whether `tool` meets a plugin hook: hooks run on the fiber path only. */
+const meetsHooks = (hooks: Hooks.Chain | undefined, tool: string) =>
+  hooks !== undefined && (hooks.has(tool, "tool.execute.before") || hooks.has(tool, "tool.execute.after"))
+
+/**
+ * A settle in flight under `key` in `running`, until it ends: a duplicate joins it, and a joiner of an interrupted
+ * call gets what was recorded for it (cancelled, or the outcome that won the race), not the interruption of a
+ * fiber that was not its own.
+ */
+const tracked = (
+  services: Steps.Services,
+  running: Map<string, Deferred.Deferred<Steps.Settled, Steps.OperationalError>>,
+  key: string,
+  call: Steps.Call,
+  trace: Spans.Trace | undefined,
+  settling: Effect.Effect<Steps.Settled, Steps.OperationalError>,
+) => {
+  const done = Deferred.makeUnsafe<Steps.Settled, Steps.OperationalError>()
+  running.set(key, done)
+  return settling.pipe(
+    Effect.onExit((exit) =>
+      Effect.gen(function* () {
+        if (trace !== undefined) Spans.end(trace, exit)
+        running.delete(key)
+        if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
+          const recorded = yield* Effect.exit(interruptedOf(services, call))
+          if (Exit.isSuccess(recorded) && recorded.value !== undefined) {
+            return yield* Deferred.succeed(done, { settlement: recorded.value, replayed: true })
+          }
+        }
+        yield* Deferred.done(done, exit)
+      }),
+    ),
+  )
+}
+
+/**
  * Settles calls through `catalog`; a duplicate of a call running in this settler (the same ids, agent and tool)
- * joins it through `running`. Asked by another agent or under another name, it meets the conflict in admit.
+ * joins it through `running`. Asked by another agent or under another name, it meets the conflict in admit. A call
+ * nothing runs under yet, untraced and meeting no hook, takes the immediate path (./immediate) unless the store
+ * was found to answer later; it is tracked in `running` only once a step of it waits.
  */
 const settleThrough = (
-  services: Services,
-  running: Map<string, Deferred.Deferred<Settled, OperationalError>>,
+  services: Steps.Services,
+  running: Map<string, Deferred.Deferred<Steps.Settled, Steps.OperationalError>>,
   catalog: Registry.Catalog,
+  store: { waits: boolean },
 ) =>
   // Untraced unless a tracer that keeps spans is installed: settle is the per-call hot path, where a span costs
-  // about as much as the pipeline (bench/trace.ts).
-  Effect.fnUntraced(function* (call: Call, options?: Options) {
-    const key = CallKey.of(services.location, call, call)
-    const joined = running.get(key)
-    if (joined !== undefined) return yield* Deferred.await(joined)
-    const done = yield* Deferred.make<Settled, OperationalError>()
-    running.set(key, done)
-    // What operators see of the call (`core log`), whatever it settles as.
-    const details: Store.Details = { messageID: call.assistantMessageID, startedAt: Date.now(), ...Store.recordInput(call.input) }
-    const tracer = Spans.keepingTracer()
-    const trace = tracer === undefined ? undefined : Spans.begin(call, details.inputBytes, tracer)
-    const received: Received = { ...call, details, trace }
-    const settling = trace === undefined ? run(services, catalog, received, options) : Spans.under(trace, run(services, catalog, received, options))
-    return yield* settling.pipe(
-      Effect.onExit((exit) =>
-        Effect.gen(function* () {
-          if (trace !== undefined) Spans.end(trace, exit)
-          running.delete(key)
-          // A joiner of an interrupted call gets what was recorded for it (cancelled, or the outcome that
-          // won the race), not the interruption of a fiber that was not its own.
-          if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
-            const recorded = yield* Effect.exit(interruptedOf(services, call))
-            if (Exit.isSuccess(recorded) && recorded.value !== undefined) {
-              return yield* Deferred.succeed(done, { settlement: recorded.value, replayed: true })
-            }
-          }
-          yield* Deferred.done(done, exit)
-        }),
-      ),
+  // about as much as the pipeline (bench/trace.ts). Uninterruptible as the fiber path's own steps are, the
+  // caller's interruptibility restored for the fiber path and while a tool runs.
+  (call: Steps.Call, options?: Steps.Options): Effect.Effect<Steps.Settled, Steps.OperationalError> =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.withFiber((fiber) => {
+        const key = CallKey.of(services.location, call, call)
+        const joined = running.get(key)
+        if (joined !== undefined) return restore(Deferred.await(joined))
+        // What operators see of the call (`core log`), whatever it settles as.
+        const details: Store.Details = { messageID: call.assistantMessageID, startedAt: Date.now(), ...Store.recordInput(call.input) }
+        const tracer = Spans.keepingTracer()
+        if (tracer === undefined && !store.waits && fiber.getRef(Immediately) && !meetsHooks(services.hooks, call.name)) {
+          const received: Steps.Received = { ...call, details, trace: undefined }
+          const outcome = Immediate.settle(services, catalog, received, options, {
+            context: fiber.context,
+            restore,
+            fibers: () => restore(run(services, catalog, received, options)),
+            waited: () => {
+              store.waits = true
+            },
+          })
+          // Settled at once: nobody could have joined it meanwhile.
+          if (Exit.isExit(outcome)) return outcome
+          return tracked(services, running, key, call, undefined, outcome)
+        }
+        const trace = tracer === undefined ? undefined : Spans.begin(call, details.inputBytes, tracer)
+        const received: Steps.Received = { ...call, details, trace }
+        const settling = trace === undefined ? run(services, catalog, received, options) : Spans.under(trace, run(services, catalog, received, options))
+        return tracked(services, running, key, call, trace, restore(settling))
+      }),
     )
-  })
 
 export const layer: Layer.Layer<
   Service,
@@ -678,7 +423,7 @@ export const layer: Layer.Layer<
   Effect.gen(function* () {
     const registry = yield* Registry.Service
     const permission = yield* Permission.Service
-    const services: Services = {
+    const services: Steps.Services = {
       store: yield* Store.Service,
       output: yield* Output.Service,
       permission,
@@ -686,7 +431,9 @@ export const layer: Layer.Layer<
       location: permission.project,
     }
     const { hooks } = services
-    const running = new Map<string, Deferred.Deferred<Settled, OperationalError>>()
+    const running = new Map<string, Deferred.Deferred<Steps.Settled, Steps.OperationalError>>()
+    /** Whether the store was found to answer a write later rather than at once (a remote store). */
+    const store = { waits: false }
 
     let hooked:
       | { readonly base: ReadonlyArray<Definition.Definition>; readonly version: number; readonly definitions: ReadonlyArray<Definition.Definition> }
@@ -697,7 +444,7 @@ export const layer: Layer.Layer<
     const materialize = Effect.fnUntraced(function* (rules?: Rule.Ruleset) {
       const catalog = registry.capture(rules)
       if (plain?.catalog === catalog && (hooks === undefined || hooks.size === 0)) return plain.materialization
-      const settle = settleThrough(services, running, catalog)
+      const settle = settleThrough(services, running, catalog, store)
       if (hooks !== undefined && hooks.size > 0) {
         // Adjusted now, so a failing tool.definition hook fails this turn (operationally), not a later read; kept
         // while neither the catalog nor the hooks change, as the registry keeps its catalog.

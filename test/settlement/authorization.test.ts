@@ -42,6 +42,7 @@ const withRules = <A, E>(
       return yield* program
     }).pipe(
       Effect.scoped,
+      Kernel.onPath,
       Effect.provide(
         CoreKernel.layer({ store: Store.layerMemory, outputsDirectory: join(tempDir(), "outputs"), permission }),
       ),
@@ -55,92 +56,99 @@ const settle = (name: string, agent = "build") =>
     return (yield* turn.settle(Kernel.call(name, {}, { agent }))).settlement
   })
 
-describe("Settlement authorization", () => {
-  test("a denied action settles as an error of kind denied naming the action, and never runs", async () => {
-    runs = 0
-    const settlement = await withRules([rule("deploy", "*", "deny")], settle("deploy"))
-    expect(runs).toBe(0)
-    expect(settlement.status).toBe("error")
-    expect(settlement.error?.kind).toBe("denied")
-    expect(settlement.error?.message).toContain("deploy")
-  })
+// Every law here holds on both settle paths: the immediate one (where it applies) and the fiber path alone.
+for (const path of Kernel.PATHS) {
+  describe(`on the ${path} path`, () => {
+    Kernel.settleOn(path)
 
-  test("catalog filtering is not authorization: a tool the turn advertised is still refused for the calling agent", async () => {
-    runs = 0
-    const result = await withRules(
-      [],
-      Effect.gen(function* () {
-        // No rules given to materialize: edit is advertised.
-        const turn = yield* (yield* Settler.Service).materialize()
-        expect(turn.definitions.map((definition) => definition.name)).toContain("edit")
-        return (yield* turn.settle(Kernel.call("edit", {}, { agent: "plan" }))).settlement
-      }),
-    )
-    expect(runs).toBe(0)
-    expect(result.error?.kind).toBe("denied")
-  })
+    describe("Settlement authorization", () => {
+      test("a denied action settles as an error of kind denied naming the action, and never runs", async () => {
+        runs = 0
+        const settlement = await withRules([rule("deploy", "*", "deny")], settle("deploy"))
+        expect(runs).toBe(0)
+        expect(settlement.status).toBe("error")
+        expect(settlement.error?.kind).toBe("denied")
+        expect(settlement.error?.message).toContain("deploy")
+      })
 
-  test("an asked call runs once approved, fails with the feedback when rejected with a message, and is declined otherwise", async () => {
-    runs = 0
-    const outcomes = await withRules(
-      [rule("deploy", "*", "ask")],
-      Effect.gen(function* () {
-        const permission = yield* Permission.Service
-        const events = yield* permission.subscribe
-        const answer = (reply: Permission.Reply) =>
+      test("catalog filtering is not authorization: a tool the turn advertised is still refused for the calling agent", async () => {
+        runs = 0
+        const result = await withRules(
+          [],
           Effect.gen(function* () {
-            const fiber = yield* Effect.forkChild(settle("deploy"))
-            const event = yield* PubSub.take(events)
-            if (event.type !== "asked") throw new Error("expected an ask")
-            expect(event.request).toMatchObject({ action: "deploy", resources: ["*"], metadata: { tool: "deploy" } })
-            yield* permission.reply(event.request.id, reply)
-            yield* PubSub.take(events) // the replied event
-            return yield* Fiber.join(fiber)
-          })
-        return {
-          approved: yield* answer({ reply: "once" }),
-          rejected: yield* answer({ reply: "reject", message: "Not on a Friday." }),
-          declined: yield* answer({ reply: "reject" }),
-        }
-      }),
-    )
-    expect(runs).toBe(1)
-    expect(outcomes.approved).toMatchObject({ status: "success", structured: "deploy" })
-    expect(outcomes.rejected).toMatchObject({ status: "error", error: { kind: "failure", message: "Not on a Friday." } })
-    expect(outcomes.declined).toMatchObject({ status: "declined" })
-  })
+            // No rules given to materialize: edit is advertised.
+            const turn = yield* (yield* Settler.Service).materialize()
+            expect(turn.definitions.map((definition) => definition.name)).toContain("edit")
+            return (yield* turn.settle(Kernel.call("edit", {}, { agent: "plan" }))).settlement
+          }),
+        )
+        expect(runs).toBe(0)
+        expect(result.error?.kind).toBe("denied")
+      })
 
-  test("a tool that checks each command itself is not also checked as a whole", async () => {
-    runs = 0
-    const settlement = await withRules(
-      [rule("shell", "*", "ask"), rule("shell", "git status", "allow")],
-      Effect.gen(function* () {
-        const permission = yield* Permission.Service
-        const shell = Tool.make({
-          description: "runs a command",
-          input: Schema.Struct({ command: Schema.String }),
-          output: Schema.String,
-          checksPermissions: true,
-          execute: (input, context) =>
-            permission
-              .assert({
-                sessionID: context.sessionID,
-                agent: context.agent,
-                source: { messageID: context.assistantMessageID, callID: context.toolCallID },
-                action: "shell",
-                resources: [input.command],
-                save: [input.command],
+      test("an asked call runs once approved, fails with the feedback when rejected with a message, and is declined otherwise", async () => {
+        runs = 0
+        const outcomes = await withRules(
+          [rule("deploy", "*", "ask")],
+          Effect.gen(function* () {
+            const permission = yield* Permission.Service
+            const events = yield* permission.subscribe
+            const answer = (reply: Permission.Reply) =>
+              Effect.gen(function* () {
+                const fiber = yield* Effect.forkChild(settle("deploy"))
+                const event = yield* PubSub.take(events)
+                if (event.type !== "asked") throw new Error("expected an ask")
+                expect(event.request).toMatchObject({ action: "deploy", resources: ["*"], metadata: { tool: "deploy" } })
+                yield* permission.reply(event.request.id, reply)
+                yield* PubSub.take(events) // the replied event
+                return yield* Fiber.join(fiber)
               })
-              .pipe(Effect.as((runs++, input.command))),
-        })
-        yield* (yield* Registry.Service).tools.register({ shell })
-        const turn = yield* (yield* Settler.Service).materialize()
-        // "git status" is allowed by its own rule: no ask for the action as a whole gets in the way.
-        const settled = yield* turn.settle(Kernel.call("shell", { command: "git status" }))
-        expect(yield* permission.pending).toEqual([])
-        return settled.settlement
-      }),
-    )
-    expect(settlement).toMatchObject({ status: "success", structured: "git status" })
+            return {
+              approved: yield* answer({ reply: "once" }),
+              rejected: yield* answer({ reply: "reject", message: "Not on a Friday." }),
+              declined: yield* answer({ reply: "reject" }),
+            }
+          }),
+        )
+        expect(runs).toBe(1)
+        expect(outcomes.approved).toMatchObject({ status: "success", structured: "deploy" })
+        expect(outcomes.rejected).toMatchObject({ status: "error", error: { kind: "failure", message: "Not on a Friday." } })
+        expect(outcomes.declined).toMatchObject({ status: "declined" })
+      })
+
+      test("a tool that checks each command itself is not also checked as a whole", async () => {
+        runs = 0
+        const settlement = await withRules(
+          [rule("shell", "*", "ask"), rule("shell", "git status", "allow")],
+          Effect.gen(function* () {
+            const permission = yield* Permission.Service
+            const shell = Tool.make({
+              description: "runs a command",
+              input: Schema.Struct({ command: Schema.String }),
+              output: Schema.String,
+              checksPermissions: true,
+              execute: (input, context) =>
+                permission
+                  .assert({
+                    sessionID: context.sessionID,
+                    agent: context.agent,
+                    source: { messageID: context.assistantMessageID, callID: context.toolCallID },
+                    action: "shell",
+                    resources: [input.command],
+                    save: [input.command],
+                  })
+                  .pipe(Effect.as((runs++, input.command))),
+            })
+            yield* (yield* Registry.Service).tools.register({ shell })
+            const turn = yield* (yield* Settler.Service).materialize()
+            // "git status" is allowed by its own rule: no ask for the action as a whole gets in the way.
+            const settled = yield* turn.settle(Kernel.call("shell", { command: "git status" }))
+            expect(yield* permission.pending).toEqual([])
+            return settled.settlement
+          }),
+        )
+        expect(settlement).toMatchObject({ status: "success", structured: "git status" })
+      })
+    })
   })
-})
+}

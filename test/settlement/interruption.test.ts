@@ -28,42 +28,49 @@ const asking = () => {
   return CoreKernel.layer({ store: Store.layerMemory, outputsDirectory: join(directory, "outputs"), permission })
 }
 
-describe("a call interrupted before it began running", () => {
-  test("is recorded cancelled; the same call again replays it and runs nothing; a joiner gets the record", async () => {
-    let runs = 0
-    const guarded = Tool.make({
-      description: "Runs only when approved",
-      input: Schema.Struct({}),
-      output: Schema.String,
-      execute: () => Effect.sync(() => `run ${++runs}`),
-    })
-    const outcome = await Effect.runPromise(
-      Effect.gen(function* () {
-        yield* (yield* Registry.Service).tools.register({ guarded })
-        const permission = yield* Permission.Service
-        const events = yield* permission.subscribe
-        const asked = yield* Deferred.make<void>()
-        yield* Effect.forkScoped(
-          Effect.forever(
-            PubSub.take(events).pipe(Effect.flatMap((event) => (event.type === "asked" ? Deferred.succeed(asked, undefined) : Effect.void))),
-          ),
+// Every law here holds on both settle paths: the immediate one (where it applies) and the fiber path alone.
+for (const path of Kernel.PATHS) {
+  describe(`on the ${path} path`, () => {
+    Kernel.settleOn(path)
+
+    describe("a call interrupted before it began running", () => {
+      test("is recorded cancelled; the same call again replays it and runs nothing; a joiner gets the record", async () => {
+        let runs = 0
+        const guarded = Tool.make({
+          description: "Runs only when approved",
+          input: Schema.Struct({}),
+          output: Schema.String,
+          execute: () => Effect.sync(() => `run ${++runs}`),
+        })
+        const outcome = await Effect.runPromise(
+          Effect.gen(function* () {
+            yield* (yield* Registry.Service).tools.register({ guarded })
+            const permission = yield* Permission.Service
+            const events = yield* permission.subscribe
+            const asked = yield* Deferred.make<void>()
+            yield* Effect.forkScoped(
+              Effect.forever(
+                PubSub.take(events).pipe(Effect.flatMap((event) => (event.type === "asked" ? Deferred.succeed(asked, undefined) : Effect.void))),
+              ),
+            )
+            const turn = yield* (yield* Settler.Service).materialize()
+            const call = Kernel.call("guarded", {})
+            const first = yield* Effect.forkChild(turn.settle(call))
+            yield* Deferred.await(asked)
+            const joiner = yield* Effect.forkChild(turn.settle(call))
+            yield* Fiber.interrupt(first)
+            const joined = yield* Fiber.join(joiner)
+            const recorded = yield* (yield* Store.Service).lookup({ ...call, location: permission.project })
+            // Nobody asks now: the replay answers from the record.
+            const again = yield* turn.settle(call)
+            return { joined, recorded, again }
+          }).pipe(Effect.scoped, Kernel.onPath, Effect.provide(asking())),
         )
-        const turn = yield* (yield* Settler.Service).materialize()
-        const call = Kernel.call("guarded", {})
-        const first = yield* Effect.forkChild(turn.settle(call))
-        yield* Deferred.await(asked)
-        const joiner = yield* Effect.forkChild(turn.settle(call))
-        yield* Fiber.interrupt(first)
-        const joined = yield* Fiber.join(joiner)
-        const recorded = yield* (yield* Store.Service).lookup({ ...call, location: permission.project })
-        // Nobody asks now: the replay answers from the record.
-        const again = yield* turn.settle(call)
-        return { joined, recorded, again }
-      }).pipe(Effect.scoped, Effect.provide(asking())),
-    )
-    expect(outcome.recorded).toMatchObject({ state: "settled", settlement: { status: "cancelled", tool: "guarded" } })
-    expect(outcome.joined.settlement.status).toBe("cancelled")
-    expect(outcome.again).toMatchObject({ replayed: true, settlement: { status: "cancelled" } })
-    expect(runs).toBe(0)
+        expect(outcome.recorded).toMatchObject({ state: "settled", settlement: { status: "cancelled", tool: "guarded" } })
+        expect(outcome.joined.settlement.status).toBe("cancelled")
+        expect(outcome.again).toMatchObject({ replayed: true, settlement: { status: "cancelled" } })
+        expect(runs).toBe(0)
+      })
+    })
   })
-})
+}

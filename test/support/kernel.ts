@@ -1,6 +1,7 @@
 // A real settlement kernel on a temp data directory for library tests: application and Location registries,
 // the settler, bounding with managed outputs on disk, and a store (in memory unless a path is given).
 
+import { afterAll, beforeAll } from "bun:test"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { Kernel } from "../../src/host/kernel"
@@ -38,9 +39,29 @@ export const layer = (options: Options = {}) => {
   })
 }
 
+/** The settle paths law tests run on: the immediate path where it applies, and the fiber path alone. */
+export const PATHS = ["immediate", "fibers"] as const
+export type Path = (typeof PATHS)[number]
+
+let path: Path = "immediate"
+
+/** Settles on `which` path in the tests of the enclosing describe (`run` and `onPath` follow it). */
+export const settleOn = (which: Path) => {
+  beforeAll(() => {
+    path = which
+  })
+  afterAll(() => {
+    path = "immediate"
+  })
+}
+
+/** `program` settling on the path of the running tests. */
+export const onPath = <A, E, R>(program: Effect.Effect<A, E, R>) =>
+  Effect.provideService(program, Settler.Immediately, path === "immediate")
+
 /** Runs a scoped program on a fresh kernel. */
 export const run = <A, E>(program: Effect.Effect<A, E, Services | import("effect").Scope.Scope>, options: Options = {}) =>
-  Effect.runPromise(Effect.scoped(program).pipe(Effect.provide(layer(options))) as Effect.Effect<A, E>)
+  Effect.runPromise(onPath(Effect.scoped(program)).pipe(Effect.provide(layer(options))) as Effect.Effect<A, E>)
 
 let counter = 0
 

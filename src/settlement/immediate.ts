@@ -1,0 +1,183 @@
+export * as Immediate from "./immediate"
+
+// A settle without a fiber of its own: the fiber path's steps (./steps), in its order, each started at once in a
+// fiber of the caller's context (`Effect.runForkWith`: a fiber runs synchronously to its first async boundary) and
+// read as soon as it has ended, so a call whose steps all end at once (a synchronous tool, the memory or SQLite
+// store, an allowed action) settles without a step of the settling fiber. It reads no record first: every record it
+// makes is made only where none is (the intent, a refusal), and where one is, the fiber path answers from it (a
+// replay, a conflict, a wait). Before the intent it only reads: where a step would wait (an ask, a schema that
+// waits) the call goes to the fiber path from its start. From the intent on nothing runs twice: a step still running
+// (a tool that went async, a store write) is awaited where it stands and the rest goes on as an Effect,
+// interruptible only while the tool runs, as on the fiber path. The settler decides when this path is taken; this
+// module never records spans.
+
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import type { Registry } from "../registry/registry"
+import type { Store } from "../store/store"
+import { Steps } from "./steps"
+import { Stopping } from "./stopping"
+
+/** What a settle answers: at once (an Exit), or an Effect that goes on from the step that waits. */
+export type Outcome =
+  | Exit.Exit<Steps.Settled, Steps.OperationalError>
+  | Effect.Effect<Steps.Settled, Steps.OperationalError>
+
+/** What the settler gives this path for one call. */
+export interface Handover {
+  /** The settling fiber's context: every step runs with it, as it would on the fiber path. */
+  readonly context: Context.Context<never>
+  /** Restores the caller's interruptibility: the settle runs uninterruptibly but while its tool runs. */
+  readonly restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** The call settled by the fiber path from its start (this path recorded nothing for it). */
+  readonly fibers: () => Effect.Effect<Steps.Settled, Steps.OperationalError>
+  /** Told when the store answered a write later rather than at once (a remote store): this path gains nothing on it. */
+  readonly waited: () => void
+}
+
+/** Reads `fiber`'s exit with `next`: now if it has ended, else once it ends (the rest of the settle as an Effect). */
+const then = <A, E>(fiber: Fiber.Fiber<A, E>, next: (exit: Exit.Exit<A, E>) => Outcome): Outcome => {
+  const exit = fiber.pollUnsafe()
+  return exit !== undefined ? next(exit) : Effect.flatMap(Fiber.await(fiber), next)
+}
+
+const settledBy = (settlement: Steps.Settled["settlement"], replayed: boolean): Outcome =>
+  Exit.succeed({ settlement, replayed })
+
+/**
+ * Settles `call` through `catalog` on this path, or hands it to the fiber path: where a step before its intent
+ * waits, and where a record of the call is found.
+ */
+export const settle = (
+  services: Steps.Services,
+  catalog: Registry.Catalog,
+  call: Steps.Received,
+  options: Steps.Options | undefined,
+  handover: Handover,
+): Outcome => {
+  const run = Effect.runForkWith(handover.context)
+  const key = Steps.keyOf(services, call)
+
+  /** A call that never began, settled with `settlement` if still absent; the fiber path if another got there first. */
+  const recordNew = (settlement: Steps.Settled["settlement"]) =>
+    then(run(services.store.settle(key, settlement, { state: "absent", agent: call.agent, details: call.details })), (exit) =>
+      Exit.isFailure(exit)
+        ? Exit.failCause(Cause.map(exit.cause, Steps.recordFailed(call)))
+        : exit.value
+          ? settledBy(settlement, false)
+          : handover.fibers(),
+    )
+
+  /** A call stopped before it began: its refusal recorded, or its failure failed. */
+  const stopNew = (stop: Steps.Stop): Outcome =>
+    stop instanceof Steps.Refused ? recordNew(stop.settlement) : Exit.failCause((stop as Steps.Halted).cause)
+
+  const tool = Steps.resolve(catalog, call)
+  if (tool instanceof Steps.Stop) return stopNew(tool)
+  const decoded = run(Steps.decode(call, tool)).pollUnsafe()
+  if (decoded === undefined) return handover.fibers()
+  const input = Steps.inputOf(call, tool, decoded)
+  if (input instanceof Steps.Stop) return stopNew(input)
+  if (!tool.checksPermissions) {
+    // `authorize`'s first half: a call every rule allows is authorized by it; one that needs an ask is not this path's.
+    const allowed = run(services.permission.refuseDenied(call.agent, Steps.checksOf(call))).pollUnsafe()
+    if (allowed === undefined || (Exit.isSuccess(allowed) && !allowed.value)) return handover.fibers()
+    const denied = Steps.deniedBy(call, allowed)
+    if (denied !== undefined) return stopNew(denied)
+  }
+  const admitted: Steps.Admitted = { _tag: "Admitted", tool, input }
+  const beginning = run(services.store.begin(key, call.name, call.agent, call.details))
+  // A store that answers later (a remote one) is left to the fiber path from the next call on; this one goes on.
+  if (beginning.pollUnsafe() === undefined) handover.waited()
+  return then(beginning, (begun) => {
+    if (Exit.isFailure(begun)) return Exit.failCause(Cause.map(begun.cause, Steps.operational("Could not record the call")))
+    // Recorded already (settled, begun, or another's): the fiber path answers from the record.
+    if (!begun.value) return handover.fibers()
+    return owned(services, call, key, run, () => perform(services, call, key, admitted, options, handover, run))
+  })
+}
+
+/**
+ * The rest of a call this process began, `performing`: an operational failure is recorded with its reason (for
+ * operators), so a retry replays it as interrupted instead of running it again. What it throws is a defect, as the
+ * fiber runtime makes of a throw.
+ */
+const owned = (
+  services: Steps.Services,
+  call: Steps.Received,
+  key: Store.Key,
+  run: ReturnType<typeof Effect.runForkWith<never>>,
+  performing: () => Outcome,
+): Outcome => {
+  let outcome: Outcome
+  try {
+    outcome = performing()
+  } catch (defect) {
+    outcome = Exit.die(defect)
+  }
+  const fail = (cause: Cause.Cause<Steps.OperationalError>) => Effect.ignore(services.store.fail(key, Steps.reasonOf(cause)))
+  if (!Exit.isExit(outcome)) return Effect.tapCause(outcome, fail)
+  if (Exit.isSuccess(outcome)) return outcome
+  const failed = outcome
+  return then(run(fail(failed.cause)), () => failed)
+}
+
+/** Execute → encode → project → bound → persist, for an admitted call whose intent is recorded. */
+const perform = (
+  services: Steps.Services,
+  call: Steps.Received,
+  key: Store.Key,
+  admitted: Steps.Admitted,
+  options: Steps.Options | undefined,
+  handover: Handover,
+  run: ReturnType<typeof Effect.runForkWith<never>>,
+): Outcome => {
+  /** The settlement of a call this process ran; if another record won meanwhile, that one stands. */
+  const recordOwned = (settlement: Steps.Settled["settlement"]) =>
+    then(run(services.store.settle(key, settlement, { state: "owned" })), (exit) => {
+      if (Exit.isFailure(exit)) return Exit.failCause(Cause.map(exit.cause, Steps.recordFailed(call)))
+      if (exit.value) return settledBy(settlement, false)
+      return then(run(services.store.lookup(key)), (known) => {
+        if (Exit.isFailure(known)) {
+          return Exit.failCause(Cause.map(known.cause, Steps.operational("Could not read the settlement store")))
+        }
+        return known.value?.state === "settled" ? settledBy(known.value.settlement, true) : settledBy(settlement, false)
+      })
+    })
+
+  const stopOwned = (stop: Steps.Stop): Outcome =>
+    stop instanceof Steps.Refused ? recordOwned(stop.settlement) : Exit.failCause((stop as Steps.Halted).cause)
+
+  const stopping: Array<string> = []
+  const tool = Effect.runForkWith(Context.add(handover.context, Stopping.Notes, stopping))(
+    Steps.executing(call, admitted, Steps.contextOf(call, options)),
+  )
+  const executed = tool.pollUnsafe()
+  const performed = (exit: Exit.Exit<unknown, unknown>): Outcome => {
+    const output = Steps.outputOf(call, exit, stopping)
+    if (output instanceof Steps.Stop) return stopOwned(output)
+    return then(run(Steps.encode(admitted.tool, output)), (encodedExit) => {
+      const encoded = Steps.encodedOf(call, admitted, encodedExit)
+      if (encoded instanceof Steps.Stop) return stopOwned(encoded)
+      return then(run(Steps.show(services, encoded.projected.content, options)), (shownExit) => {
+        const shown = Steps.shownOf(call, shownExit)
+        if (shown instanceof Steps.Stop) return stopOwned(shown)
+        return then(run(Steps.bound(services, call, admitted, encoded, shown, false)), (bounded) =>
+          Exit.isFailure(bounded)
+            ? Exit.failCause(Cause.map(bounded.cause, Steps.boundFailed))
+            : recordOwned(Steps.succeeded(call, bounded.value)),
+        )
+      })
+    })
+  }
+  if (executed !== undefined) return performed(executed)
+  // The tool went async: it goes on in its fiber, awaited interruptibly; interrupted, the call's tool is stopped and
+  // its own exit read (an interruption, or the result that won the race).
+  return Effect.flatMap(
+    Effect.exit(handover.restore(Fiber.await(tool)).pipe(Effect.onInterrupt(() => Fiber.interrupt(tool)))),
+    () => performed(tool.pollUnsafe()!),
+  )
+}

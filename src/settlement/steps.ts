@@ -1,0 +1,342 @@
+export * as Steps from "./steps"
+
+// The steps of a settle that both of the settler's paths share (./settler runs them in a fiber, ./immediate
+// without one): the call and its outcome types, and each step's reading of its exit into a value or a Stop (a
+// settlement to record, or a failure that is no settlement). Pure but for the Effects they hand back to run:
+// nothing here records, waits or decides which path a call takes.
+
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Schema from "effect/Schema"
+import type { Image } from "../output/image"
+import type { Output } from "../output/output"
+import { Permission } from "../permission/permission"
+import { Rule } from "../permission/rule"
+import type { Registry } from "../registry/registry"
+import type { Store } from "../store/store"
+import * as Internal from "../tool/internal"
+import { Tool } from "../tool/tool"
+import { Settlement } from "../contract/settlement"
+import { Execution } from "./execution"
+import type { Hooks } from "./hooks"
+import { Hints } from "./hints"
+import { Projection } from "./projection"
+import type { Spans } from "./spans"
+
+/** A failure that is not a tool result: a broken store, an output that could not be kept, an unexpected error. */
+export class OperationalError extends Schema.TaggedError<OperationalError>()("Settler.OperationalError", {
+  message: Schema.String,
+  cause: Schema.Defect(),
+}) {}
+
+export interface Call {
+  readonly sessionID: string
+  readonly agent: string
+  readonly assistantMessageID: string
+  readonly toolCallID: string
+  readonly name: string
+  readonly input: unknown
+}
+
+export interface Options {
+  /** Receives the tool's `context.progress` updates. */
+  readonly onProgress?: (update: Tool.Progress) => Effect.Effect<void>
+  /** Image limits tighter than the Location's, for the model the result goes to (a provider's own). */
+  readonly images?: Partial<Image.Limits>
+}
+
+export interface Settled {
+  readonly settlement: Settlement.Info
+  /** True when the call was already recorded and nothing ran. */
+  readonly replayed: boolean
+}
+
+export const OUTPUT_OPTIONS = { errors: "all", reportInput: true } as const
+
+/** Another settler recorded or began the call first. */
+export const CONFLICT = Symbol("Settler.conflict")
+
+/** A call as this settler handles it: with what its record keeps of it, and its trace when it is traced. */
+export type Received = Call & {
+  readonly details: Store.Details
+  readonly trace: Spans.Trace | undefined
+}
+
+/** An admitted call: its captured tool and decoded input. */
+export interface Admitted {
+  readonly _tag: "Admitted"
+  readonly tool: Internal.Record
+  readonly input: unknown
+}
+
+/**
+ * Why a step stops the call: a settlement to record for it (Refused), or a failure that is no settlement (Halted).
+ * Steps hand back their exit, read by a pure function into a value or a Stop: settles are hot, and a step of the
+ * fiber per step (a flatMap, a nested generator) costs more than the reading.
+ */
+export abstract class Stop {}
+
+/** The settlement to record for a call that goes no further. */
+export class Refused extends Stop {
+  constructor(readonly settlement: Settlement.Info) {
+    super()
+  }
+}
+
+/** A failure that is not the tool's result (a defect, an operational failure, an interruption), failed as it came. */
+export class Halted extends Stop {
+  constructor(readonly cause: Cause.Cause<OperationalError>) {
+    super()
+  }
+}
+
+/** The Location's services every step reads, bound once when the settler is built. */
+export interface Services {
+  readonly store: Store.Interface
+  readonly output: Output.Interface
+  readonly permission: Permission.Interface
+  /** The Location's plugin hooks (DESIGN §12), met after the stale and permission checks, before bounding. */
+  readonly hooks: Hooks.Chain | undefined
+  /** A call belongs to its Location (the permission service's project): the same ids elsewhere are another call. */
+  readonly location: string
+}
+
+export const reasonOf = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  return error instanceof Error ? error.message : String(error)
+}
+export const operational = (message: string) => (cause: unknown) => new OperationalError({ message, cause })
+export const hookFailed = (error: Hooks.HookError) => new OperationalError({ message: error.message, cause: error })
+export const refused = (call: Call, kind: Settlement.ErrorKind, message: string) =>
+  new Refused(Settlement.error(call.name, call.toolCallID, kind, message))
+
+// Persist: the call's record (DESIGN §2 law 12).
+
+export const keyOf = (services: Services, call: Call): Store.Key => ({
+  location: services.location,
+  sessionID: call.sessionID,
+  toolCallID: call.toolCallID,
+})
+
+export const recordFailed = (call: Call) => operational(`Could not record the settlement of ${call.name} (${call.toolCallID})`)
+
+// Admission: everything before the tool runs.
+
+/** Resolve: the tool the turn's catalog captured for the call's name, or why there is none. */
+export const resolve = (catalog: Registry.Catalog, call: Call): Internal.Record | Refused => {
+  const resolution = catalog.resolve(call.name)
+  if (resolution._tag === "Unknown") {
+    const equivalent = Hints.equivalent(call.name, (name) => catalog.resolve(name)._tag !== "Unknown")
+    const hint =
+      equivalent !== undefined
+        ? ` core's tool for that is "${equivalent}": call it instead (its input schema is in the tool list).`
+        : resolution.suggestions.length === 0
+          ? " Use one of the tools in this turn's tool list."
+          : ` Did you mean ${resolution.suggestions.map((name) => `"${name}"`).join(", ")}?`
+    return refused(call, "unknown", `Unknown tool "${call.name}"; nothing ran.${hint}`)
+  }
+  if (resolution._tag === "Stale") {
+    return refused(
+      call,
+      "stale",
+      `The tool "${call.name}" changed since this turn's tool list was made; nothing ran. Use the current tool list.`,
+    )
+  }
+  // Captured: from here on, registry changes do not affect this call.
+  return Internal.get(resolution.tool)!
+}
+
+/** Decode: the input by the tool's input schema (the codec boundary, DESIGN §2 law 2). */
+export const decode = (call: Call, tool: Internal.Record) =>
+  Schema.decodeUnknownEffect(tool.inputJson)(call.input, Internal.INPUT_OPTIONS)
+
+/** The decoded input, or why it does not fit. */
+export const inputOf = (call: Call, tool: Internal.Record, exit: Exit.Exit<unknown, Schema.SchemaError>): unknown => {
+  if (Exit.isSuccess(exit)) return exit.value
+  const error = Cause.findError(exit.cause)
+  if (error._tag === "Failure") return new Halted(error.failure)
+  return refused(
+    call,
+    "invalid_input",
+    `Invalid input for ${call.name}; nothing ran:\n` +
+      `${Hints.describeIssues(error.success, Hints.misspelledKeys(call.input, tool.inputSchema))}\nFix the input to match ` +
+      `the tool's input schema and call it again.`,
+  )
+}
+
+/**
+ * Permission: authorization happens at settlement whatever the catalog showed (DESIGN §2 law 9): the tool's action,
+ * as a whole, for the calling agent, unless the tool checks each path or command itself. An ask waits here for a
+ * reply; nothing has run yet.
+ */
+export const authorize = (permission: Permission.Interface, call: Call, tool: Internal.Record) =>
+  tool.checksPermissions
+    ? Effect.void
+    : permission.authorize(
+        {
+          sessionID: call.sessionID,
+          agent: call.agent,
+          source: { messageID: call.assistantMessageID, callID: call.toolCallID },
+          metadata: { tool: call.name },
+        },
+        checksOf(call),
+      )
+
+/** What a call is authorized for, as a whole: its tool's action on anything. */
+export const checksOf = (call: Call): ReadonlyArray<Permission.Check> => [
+  { action: Rule.actionOf(call.name), resources: ["*"], save: ["*"] },
+]
+
+/** Why authorization stops the call; `undefined`: allowed. */
+export const deniedBy = (call: Call, exit: Exit.Exit<unknown, unknown>): Stop | undefined => {
+  if (Exit.isSuccess(exit)) return undefined
+  const error = Cause.findError(exit.cause)
+  if (error._tag === "Failure") return new Halted(error.failure)
+  return refusalOf(call, error.success) ?? new Halted(Cause.die(error.success))
+}
+
+/** A permission refusal, met at admission or from the tool's own check, as the settlement it records. */
+export const refusalOf = (call: Call, refusal: unknown): Refused | undefined => {
+  if (refusal instanceof Permission.Denied) return refused(call, "denied", refusal.message)
+  if (refusal instanceof Permission.Rejected) return refused(call, "failure", refusal.message)
+  if (refusal instanceof Permission.Declined) return new Refused(Settlement.declined(call.name, call.toolCallID, refusal))
+  return undefined
+}
+
+// Performing: what an admitted call does once its intent is recorded.
+
+/** The context a call's tool gets: the runner's ids exactly, and its progress reporter (DESIGN §2 law 3). */
+export const contextOf = (call: Call, options: Options | undefined): Tool.Context => ({
+  sessionID: call.sessionID,
+  agent: call.agent,
+  assistantMessageID: call.assistantMessageID,
+  toolCallID: call.toolCallID,
+  progress: (update) => (options?.onProgress === undefined ? Effect.void : options.onProgress(update)),
+})
+
+/** Execute: the captured tool's Effect, called when it runs; an execute that gives no Effect fails operationally. */
+export const executing = (call: Call, admitted: Admitted, context: Tool.Context) =>
+  Effect.suspend((): Effect.Effect<unknown, Tool.Failure | Permission.Refusal | OperationalError> => {
+    const called = Execution.call(call.name, admitted.tool, admitted.input, context)
+    return called._tag === "Effect"
+      ? called.effect
+      : Effect.fail(new OperationalError({ message: called.message, cause: called.cause }))
+  })
+
+/**
+ * The tool's output; or its refusals, failures and a cancellation as the settlement to record; anything else is
+ * operational.
+ */
+export const outputOf = (call: Call, exit: Exit.Exit<unknown, unknown>, stopping: ReadonlyArray<string>): unknown => {
+  if (Exit.isSuccess(exit)) return exit.value
+  if (Cause.hasInterruptsOnly(exit.cause)) {
+    return new Refused(Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled", stopping))
+  }
+  const error = Cause.findError(exit.cause)
+  if (error._tag === "Failure") return new Halted(error.failure)
+  if (error.success instanceof Tool.Failure) return refused(call, "failure", error.success.message)
+  // The tool's own permission check refused (DESIGN §2 law 9): settled like a refusal at admission.
+  const refusal = refusalOf(call, error.success)
+  if (refusal !== undefined) return refusal
+  if (error.success instanceof OperationalError) return new Halted(Cause.fail(error.success))
+  return new Halted(
+    Cause.fail(
+      new OperationalError({
+        message: `${call.name} failed with an unexpected error (only Tool.Failure is model-visible)`,
+        cause: error.success,
+      }),
+    ),
+  )
+}
+
+/** A tool's output as encoded and projected: what the hooks after it and bounding start from. */
+export interface Encoded {
+  /** The JSON encoding: the structured output (what the output JSON Schema describes). */
+  readonly structured: unknown
+  /** The content and structured output the projection made of it. */
+  readonly projected: { readonly content: ReadonlyArray<Tool.Content>; readonly structured: unknown }
+}
+
+/**
+ * Encode: the output by the tool's output schema (the codec boundary). The JSON encoding is the structured output;
+ * toModelOutput gets the output encoded by the tool's own schema, as its type says.
+ */
+export const encode = (tool: Internal.Record, output: unknown) =>
+  Effect.all([
+    Schema.encodeEffect(tool.outputJson)(output, OUTPUT_OPTIONS),
+    tool.toModelOutput === undefined ? Effect.succeed(undefined) : Schema.encodeEffect(tool.output)(output, OUTPUT_OPTIONS),
+  ])
+
+/** Project: the encodings as content (toModelOutput gets the decoded input), or why the output cannot be returned. */
+export const encodedOf = (
+  call: Call,
+  admitted: Admitted,
+  exit: Exit.Exit<readonly [unknown, unknown], Schema.SchemaError>,
+): Encoded | Stop => {
+  if (Exit.isFailure(exit)) {
+    const error = Cause.findError(exit.cause)
+    if (error._tag === "Failure") return new Halted(error.failure)
+    return refused(
+      call,
+      "invalid_output",
+      `${call.name} produced output that does not match its output schema, so it was not returned:\n` +
+        `${Hints.describeIssues(error.success)}\nThis is a defect in the tool, not in the input.`,
+    )
+  }
+  const [structured, encoded] = exit.value
+  const projected = Projection.project(admitted.tool, admitted.input, structured, encoded)
+  if (Exit.isSuccess(projected)) return { structured, projected: projected.value }
+  const problem = Exit.findErrorOption(projected)
+  return refused(
+    call,
+    "invalid_output",
+    `${call.name}'s toModelOutput returned ${problem._tag === "Some" ? problem.value : "something that is not content"}; this is a defect in the tool.`,
+  )
+}
+
+/** Images: every image part fitted to the image limits (the turn's provider's, where tighter) before bounding. */
+export const show = (services: Services, content: ReadonlyArray<Tool.Content>, options: Options | undefined) =>
+  services.output.images(content, options?.images)
+
+/** The content with its images fitted; an image that cannot be shown fails the call. */
+export const shownOf = (call: Call, exit: Exit.Exit<ReadonlyArray<Tool.Content>, { readonly message: string }>) => {
+  if (Exit.isSuccess(exit)) return exit.value
+  const error = Cause.findError(exit.cause)
+  if (error._tag === "Failure") return new Halted(error.failure)
+  return refused(call, "failure", error.success.message)
+}
+
+/**
+ * Bound: the output bounded (DESIGN §2 law 10), kept in managed outputs where it does not fit. Content a hook
+ * replaced is all the model may read: the structured output it did not see through would reach the model by
+ * another road (MCP structuredContent, a host showing `structured`), so it goes.
+ */
+export const bound = (
+  services: Services,
+  call: Received,
+  admitted: Admitted,
+  encoded: Encoded,
+  content: ReadonlyArray<Tool.Content>,
+  replaced: boolean,
+) =>
+  services.output.bound({
+    content,
+    structured: replaced ? undefined : encoded.projected.structured,
+    lossy: Internal.lostCapture(admitted.tool, encoded.structured),
+    location: services.location,
+    session: call.sessionID,
+  })
+
+/** Bounding failed: operational (the output could not be kept). */
+export const boundFailed = (error: { readonly message: string }) => new OperationalError({ message: error.message, cause: error })
+
+/** Persist: the settlement of a call that ran and returned, as bounded. */
+export const succeeded = (call: Call, bounded: Output.Bounded): Settlement.Info => ({
+  tool: call.name,
+  callID: call.toolCallID,
+  status: "success",
+  content: bounded.content,
+  structured: bounded.structured as Schema.Json,
+  outputs: bounded.outputs,
+})
