@@ -43,10 +43,14 @@ export const flags = (args: ReadonlyArray<string>): Flags => ({
   sandbox: args.includes(SANDBOX),
   cold: args.includes(COLD),
   pid: args.includes(PID),
-  deny: (args.find((arg) => arg.startsWith(DENY))?.slice(DENY.length).split(",") ?? [])
-    .map(Number)
-    .filter((port) => Number.isInteger(port) && port > 0 && port < 65_536),
+  deny: ports(args),
 })
+
+/** The TCP ports a `deny=PORT,PORT` argument names, if any. */
+export const ports = (args: ReadonlyArray<string>): ReadonlyArray<number> =>
+  (args.find((arg) => arg.startsWith(DENY))?.slice(DENY.length).split(",") ?? [])
+    .map(Number)
+    .filter((port) => Number.isInteger(port) && port > 0 && port < 65_536)
 
 /** The arguments that give a starter `flags`. */
 export const argv = (flags: Flags): ReadonlyArray<string> => [

@@ -20,20 +20,20 @@ import { Starter } from "./starter"
 /** The argument that makes the core executable a supervisor. */
 export const LAUNCH = "__supervise"
 /** An argument after core's pid: the supervisor mounts the paths an order names read-only for its command. */
-export const ISOLATE = "isolate"
+export const ISOLATE = Starter.ISOLATE
 /**
  * An argument after core's pid: the supervisor was started as the first process of a PID namespace of its own
  * (core did that, Native.inPidNamespace), and mounts a /proc of that namespace for its command.
  */
-export const PID = "pid"
+export const PID = Starter.PID
 /** An argument after core's pid, `deny=PORT,PORT`: core's own TCP ports, which the command may not connect to. */
-export const DENY = "deny="
+export const DENY = Starter.DENY
 /**
- * An argument after core's pid, with `isolate`: the supervisor will take a sandboxed order, and makes ahead, while
- * it waits for it, the mounts every sandbox has (the command's own terminals and /dev/shm, the system's secrets
- * covered); when the order comes, it covers only what changed since (a secret the system added or replaced).
+ * An argument after core's pid, with `isolate`: the supervisor will take a sandboxed order, and has its starter make
+ * ahead, while it waits for it, the mounts every sandbox has (the command's own terminals and /dev/shm, the system's
+ * secrets covered); when the order comes, it covers only what changed since (a secret the system added or replaced).
  */
-export const SANDBOX = "sandbox"
+export const SANDBOX = Starter.SANDBOX
 
 /** What the arguments after core's pid ask of a supervisor. */
 export interface Flags {
@@ -47,9 +47,7 @@ export const flags = (args: ReadonlyArray<string>): Flags => ({
   isolate: args.includes(ISOLATE),
   pid: args.includes(PID),
   sandbox: args.includes(SANDBOX),
-  deny: (args.find((arg) => arg.startsWith(DENY))?.slice(DENY.length).split(",") ?? [])
-    .map(Number)
-    .filter((port) => Number.isInteger(port) && port > 0 && port < 65_536),
+  deny: Starter.ports(args),
 })
 
 /** After SIGTERM, how long the processes get before SIGKILL (DESIGN §9). */

@@ -5,13 +5,13 @@
 // reports. With and without the sandbox. Real supervisors, real processes.
 
 import { describe, expect, test } from "bun:test"
-import { readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { Landlock } from "../../src/shell/landlock"
 import { Shell } from "../../src/shell/shell"
 import { tempDir } from "../support/temp"
-import { alive, pidsIn } from "./processes"
+import { alive, named, pidsIn } from "./processes"
 
 const shell = Shell.make({}, { records: tempDir("core-runs-") })
 
@@ -89,18 +89,6 @@ describe("a supervised command and its supervisor", () => {
     })
   }
 })
-
-/** The live processes whose command line starts with `name`. */
-const named = (name: string) =>
-  readdirSync("/proc")
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, "latin1").startsWith(`${name}\0`)
-      } catch {
-        return false
-      }
-    })
 
 // A sandboxed command starts as a child of its supervisor that applies the sandbox to itself and then becomes the
 // command: the supervisor never shares its Landlock domain, whose signal scope then keeps every signal from it. So

@@ -1,5 +1,6 @@
 // Looking at processes from tests: whether a pid still runs (a zombie has ended; it only waits to be reaped),
-// the pids a command printed, and a command whose children detach every way a shell offers.
+// the pids a command printed, a command whose children detach every way a shell offers, and the processes a name
+// runs as.
 
 import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync } from "node:fs"
 
@@ -89,3 +90,15 @@ export const aliveIn = (cwd: string, pid: number): boolean => {
   }
   return false
 }
+
+/** The live processes whose command line starts with `name`. */
+export const named = (name: string) =>
+  readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "latin1").startsWith(`${name}\0`)
+      } catch {
+        return false
+      }
+    })

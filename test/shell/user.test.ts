@@ -8,6 +8,7 @@ import { chownSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Landlock } from "../../src/shell/landlock"
 import { tempDir } from "../support/temp"
+import { named } from "./processes"
 
 const USER = 65534
 const CHILD = join(import.meta.dir, "user-child.ts")
@@ -44,18 +45,6 @@ const run = (command: string) => {
   if (!line.startsWith("{")) throw new Error(`the child failed: ${child.stderr.toString()}`)
   return { cwd, result: JSON.parse(line) }
 }
-
-/** The live processes whose command line starts with `name`. */
-const named = (name: string) =>
-  readdirSync("/proc")
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, "latin1").startsWith(`${name}\0`)
-      } catch {
-        return false
-      }
-    })
 
 describe.skipIf(!runnable)(`core run by a user who is not root${runnable ? "" : " (SKIPPED: not root, no setpriv or Landlock 6, or checkout unreadable)"}`, () => {
   test("a sandboxed command cannot signal its supervisor, and what it hid from the call ends with it", () => {
