@@ -160,7 +160,7 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
             sessionIdGenerator: () => id,
             onsessionclosed: () => void Effect.runFork(end(id)),
           })
-          yield* Effect.promise(() => session.server.connect(transport))
+          yield* Effect.promise(() => session.connect(transport))
           return { transport, session, scope, directory: served.directory, used: now() } satisfies Open
         }).pipe(
           Scope.provide(scope),

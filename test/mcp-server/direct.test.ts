@@ -1,0 +1,106 @@
+// A plain `tools/call` (no progress token, no task, only core's ids in `_meta`) answered by the session itself
+// rather than the SDK's dispatch (src/mcp-server/mcp.ts): answered with JSON, cancelled by notifications/cancelled
+// like any request, and malformed ones still refused by the SDK as before. Over `/mcp` in process with the SDK client.
+
+import { describe, expect, test } from "bun:test"
+import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js"
+import { IMPORTS, runs } from "../cli/fixture"
+import { HOST, TOKEN, httpHarness } from "./support"
+import { GREET, WAIT } from "./tools"
+
+const FAILING = `${IMPORTS}
+export default Tool.make({
+  description: "Fails",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.fail(new Tool.Failure({ message: "it broke" })),
+})
+`
+
+const { served, connect } = httpHarness()
+
+/** Resolves once `check` holds, looking again every few milliseconds. */
+const until = async (check: () => boolean, what: string) => {
+  for (let tries = 0; tries < 2_000; tries++) {
+    if (check()) return
+    await Bun.sleep(5)
+  }
+  throw new Error(`never happened: ${what}`)
+}
+
+/** One JSON-RPC message POSTed in an existing session; answers the raw response. */
+const rpc = (handler: (request: Request) => Promise<Response>, session: string, body: unknown) =>
+  handler(
+    new Request(`http://${HOST}/mcp`, {
+      method: "POST",
+      headers: {
+        host: HOST,
+        authorization: `Bearer ${TOKEN}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-session-id": session,
+        "mcp-protocol-version": "2025-06-18",
+      },
+      body: JSON.stringify(body),
+    }),
+  )
+
+describe("a plain tools/call", () => {
+  test("is answered with JSON carrying its result; a tool's failure is an error result", async () => {
+    const { web } = await served({ "tools/greet.ts": GREET, "tools/failing.ts": FAILING })
+    const { transport } = await connect(web.handler)
+    const session = transport.sessionId!
+    const answer = await rpc(web.handler, session, {
+      jsonrpc: "2.0",
+      id: "a1",
+      method: "tools/call",
+      params: { name: "greet", arguments: { who: "Ada" }, _meta: { sessionID: "ses_plain", toolCallID: "call_plain" } },
+    })
+    expect(answer.status).toBe(200)
+    expect(answer.headers.get("content-type")).toContain("application/json")
+    const body = (await answer.json()) as { id: string; result: { content: Array<{ text: string }>; isError?: boolean } }
+    expect(body.id).toBe("a1")
+    expect(body.result.content[0]!.text).toContain("Ada")
+    expect(body.result.isError).not.toBe(true)
+    const failed = (await (
+      await rpc(web.handler, session, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "failing", arguments: {} } })
+    ).json()) as { id: number; result: { content: Array<{ text: string }>; isError?: boolean } }
+    expect(failed.id).toBe(2)
+    expect(failed.result.isError).toBe(true)
+    expect(failed.result.content[0]!.text).toContain("it broke")
+  })
+
+  test("malformed ones are refused by the SDK as before, and the session goes on", async () => {
+    const { web } = await served({ "tools/greet.ts": GREET })
+    const { client, transport } = await connect(web.handler)
+    const session = transport.sessionId!
+    for (const params of [{ name: 7, arguments: {} }, { name: "greet", arguments: [1] }, { name: "greet", arguments: "x" }]) {
+      const answer = (await (await rpc(web.handler, session, { jsonrpc: "2.0", id: 9, method: "tools/call", params })).json()) as {
+        id: number
+        error?: { code: number; message: string }
+      }
+      expect(answer.id).toBe(9)
+      // The SDK's own answer to a request its schema refuses: an internal error naming what is wrong.
+      expect(answer.error?.code).toBe(-32603)
+      expect(answer.error?.message).toContain("invalid_type")
+    }
+    const result = await client.callTool({ name: "greet", arguments: { who: "Bo" } })
+    expect(JSON.stringify(result.content)).toContain("Bo")
+  })
+
+  test("cancelled by notifications/cancelled: interrupted, recorded cancelled, never run again", async () => {
+    const { web, box } = await served({ "tools/wait.ts": WAIT })
+    const { client } = await connect(web.handler)
+    const abort = new AbortController()
+    const call = { name: "wait", arguments: {}, _meta: { sessionID: "ses_host", toolCallID: "call_plain_cancel" } }
+    // No progress token: nothing is sent to the client before the result.
+    const cancelled = client.callTool(call, CallToolResultSchema, { signal: abort.signal })
+    await until(() => runs(box, "wait") === 1, "the tool runs")
+    abort.abort("enough")
+    await expect(cancelled).rejects.toThrow()
+    const replay = await client.callTool(call)
+    expect(replay.isError).toBe(true)
+    expect(replay._meta?.["core/settlement"]).toMatchObject({ status: "cancelled" })
+    expect(runs(box, "wait")).toBe(1)
+  })
+})
