@@ -12,8 +12,6 @@ export * as McpHttp from "./mcp-http"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import {
   isInitializeRequest,
-  isJSONRPCErrorResponse,
-  isJSONRPCResultResponse,
   type JSONRPCMessage,
 } from "@modelcontextprotocol/sdk/types.js"
 import * as Effect from "effect/Effect"
@@ -89,7 +87,8 @@ class Transport extends WebStandardStreamableHTTPServerTransport {
   // Each message goes as the POST it belongs to is answered; the SDK reads this before sending first waits.
   override send(message: JSONRPCMessage, options?: { relatedRequestId?: string | number }): Promise<void> {
     const { _requestToStreamMapping: streams, _streamMapping: answers } = this.answering
-    const id = isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message) ? message.id : options?.relatedRequestId
+    // A response (a result or an error) goes with its own request's answer; anything else with its related request's.
+    const id = "id" in message && !("method" in message) ? (message.id ?? undefined) : options?.relatedRequestId
     const stream = id === undefined ? undefined : streams.get(id)
     this.answering._enableJsonResponse = stream !== undefined && answers.get(stream)?.resolveJson !== undefined
     return super.send(message, options)

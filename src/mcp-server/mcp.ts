@@ -16,7 +16,6 @@ import {
   type CallToolRequest,
   CallToolRequestSchema,
   ErrorCode,
-  isJSONRPCRequest,
   type JSONRPCMessage,
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
@@ -456,8 +455,11 @@ const onHostCall = (state: State, location: string, hostCall: Events.HostCall) =
 
 /** Whether answering `message` may send the client anything before its result (Session.mayStream). */
 const mayStream = (state: State, message: unknown): boolean => {
-  if (!isJSONRPCRequest(message) || message.method !== CallToolRequestSchema.shape.method.value) return false
-  if (message.params?._meta?.progressToken !== undefined) return true
+  // A message that is not a request is refused by the SDK, with JSON.
+  if (!isRecord(message) || message.method !== "tools/call") return false
+  if (typeof message.id !== "string" && typeof message.id !== "number") return false
+  const params = message.params
+  if (isRecord(params) && isRecord(params._meta) && params._meta.progressToken !== undefined) return true
   const capabilities = state.server.getClientCapabilities()
   return capabilities?.elicitation?.form !== undefined || (state.options.hostTools === true && McpDelegated.offered(capabilities).length > 0)
 }

@@ -4,7 +4,10 @@
 
 import { describe, expect, test } from "bun:test"
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js"
+import { realpathSync } from "node:fs"
 import { IMPORTS, runs } from "../cli/fixture"
+import { Router } from "../../src/server/router"
+import { Security } from "../../src/server/security"
 import { HOST, TOKEN, httpHarness } from "./support"
 import { GREET, WAIT } from "./tools"
 
@@ -30,7 +33,10 @@ const until = async (check: () => boolean, what: string) => {
 
 /** One JSON-RPC message POSTed in an existing session; answers the raw response. */
 const rpc = (handler: (request: Request) => Promise<Response>, session: string, body: unknown) =>
-  handler(
+  handler(raw(session, JSON.stringify(body)))
+
+const raw = (session: string, body: string, headers: Record<string, string> = {}) =>
+
     new Request(`http://${HOST}/mcp`, {
       method: "POST",
       headers: {
@@ -40,10 +46,16 @@ const rpc = (handler: (request: Request) => Promise<Response>, session: string, 
         accept: "application/json, text/event-stream",
         "mcp-session-id": session,
         "mcp-protocol-version": "2025-06-18",
+        ...headers,
       },
-      body: JSON.stringify(body),
-    }),
-  )
+      body,
+    })
+
+const read = async (response: Response) => ({
+  status: response.status,
+  headers: Object.fromEntries([...response.headers.entries()].filter(([name]) => name !== "date").sort()),
+  body: await response.text(),
+})
 
 describe("a plain tools/call", () => {
   test("is answered with JSON carrying its result; a tool's failure is an error result", async () => {
@@ -102,5 +114,55 @@ describe("a plain tools/call", () => {
     expect(replay.isError).toBe(true)
     expect(replay._meta?.["core/settlement"]).toMatchObject({ status: "cancelled" })
     expect(runs(box, "wait")).toBe(1)
+  })
+
+  test("a session's messages to /mcp are answered as the router answers them, byte for byte", async () => {
+    const { sidecar, mcp, box, log } = await served({ "tools/greet.ts": GREET })
+    // A Location is held for each request answered directly.
+    let held = 0
+    const counting = {
+      ...sidecar,
+      locations: { ...sidecar.locations, hold: (directory: string) => (held++, sidecar.locations.hold(directory)) },
+    }
+    const make = (direct: boolean) =>
+      Router.make({
+        sidecar: counting,
+        mcp,
+        version: "test",
+        checkToken: Security.tokenChecker(TOKEN),
+        checkHost: Security.hostChecker("127.0.0.1", 4321),
+        roots: [realpathSync(box.location)],
+        log: (line) => log.push(line),
+        direct,
+      })
+    const web = make(true)
+    const routed = make(false)
+    const { transport } = await connect(web.handler)
+    const before = held
+    const session = transport.sessionId!
+    const call = (id: string) =>
+      JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "greet", arguments: { who: "Ada" }, _meta: { toolCallID: id } } })
+    const cases: Array<[string, (suffix: string) => Request]> = [
+      ["a call", (s) => raw(session, call(`c_${s}`))],
+      ["a listing", () => raw(session, JSON.stringify({ jsonrpc: "2.0", id: 5, method: "tools/list" }))],
+      ["a notification", () => raw(session, JSON.stringify({ jsonrpc: "2.0", method: "notifications/roots/list_changed" }))],
+      ["not JSON", () => raw(session, "{")],
+      ["an unknown session", () => raw("nope", JSON.stringify({ jsonrpc: "2.0", id: 6, method: "tools/list" }))],
+      ["an unknown method", () => raw(session, JSON.stringify({ jsonrpc: "2.0", id: 7, method: "nope/nope" }))],
+      ["a wrong token", () => raw(session, JSON.stringify({ jsonrpc: "2.0", id: 8, method: "tools/list" }), { authorization: "Bearer x" })],
+    ]
+    for (const [name, make] of cases) {
+      const direct = await read(await web.handler(make("dq7")))
+      const viaRouter = await read(await routed.handler(make("rq7")))
+      expect({ name, ...direct, body: direct.body.replaceAll("dq7", "X") }).toEqual({
+        name,
+        ...viaRouter,
+        body: viaRouter.body.replaceAll("rq7", "X"),
+      })
+    }
+    // Each but the refused one (wrong token) was answered directly.
+    expect(held - before).toBe(cases.length - 1)
+    await routed.dispose()
+    await web.dispose()
   })
 })
