@@ -89,6 +89,11 @@ export interface Session {
   /** Whether a call of this session is still being waited on. */
   readonly busy: () => boolean
   /**
+   * The answer to `message` when it is a plain `tools/call` the session answers itself, without the transport (a
+   * cancelled one is never answered, as the SDK answers none); undefined for any other message.
+   */
+  readonly answer: (message: unknown) => Promise<JSONRPCMessage> | undefined
+  /**
    * Whether answering `message` may send the client anything before its result: a call's progress (it gave a
    * progress token), its permission asks (the client can ask its user), the host calls it delegates. Only such a
    * request needs an event stream.
@@ -344,8 +349,10 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
  */
 const plainCall = (state: State, message: unknown): CallToolRequest["params"] | undefined => {
   if (!isRecord(message) || message.method !== "tools/call" || message.jsonrpc !== "2.0") return undefined
+  // JSON-RPC's request, with nothing more (the SDK refuses a member it does not know).
+  for (const key in message) if (key !== "jsonrpc" && key !== "id" && key !== "method" && key !== "params") return undefined
   const id = message.id
-  if (typeof id !== "string" && !(typeof id === "number" && Number.isInteger(id))) return undefined
+  if (typeof id !== "string" && !(typeof id === "number" && Number.isSafeInteger(id))) return undefined
   const params = message.params
   if (!isRecord(params) || typeof params.name !== "string" || params.task !== undefined) return undefined
   if (params.arguments !== undefined && !isRecord(params.arguments)) return undefined
@@ -368,20 +375,17 @@ const plainCall = (state: State, message: unknown): CallToolRequest["params"] | 
  * Answers a plain `tools/call` (plainCall) as the SDK's dispatch would, without its schema checks of the request and
  * of the result (core words the result itself, ./mapping): the request is cancelled by `notifications/cancelled`
  * through the SDK's own table, a cancelled request is answered with nothing, a failure with an InternalError.
- * Answers whether it took the message.
+ * `deliver` gets the answer. Answers whether it took the message.
  */
-const answerDirectly = (state: State, message: unknown): boolean => {
+const answerDirectly = (state: State, message: unknown, deliver: (answer: JSONRPCMessage) => void): boolean => {
   const params = plainCall(state, message)
   if (params === undefined) return false
-  const transport = state.server.transport
-  if (transport === undefined) return false
   const id = (message as { readonly id: string | number }).id
   const aborters = abortersOf(state.server)
   const aborter = new AbortController()
   aborters.set(id, aborter)
   const send = (answer: JSONRPCMessage) => {
-    if (aborter.signal.aborted) return
-    transport.send(answer).catch((error) => state.server.onerror?.(new Error(`Failed to send a response: ${error}`)))
+    if (!aborter.signal.aborted) deliver(answer)
   }
   answerCall(state, state.host()!, params, { requestId: id, signal: aborter.signal }).then(
     (result) => send({ jsonrpc: "2.0", id, result }),
@@ -559,8 +563,10 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       await server.connect(transport)
       // The SDK's dispatch stays for everything but a plain call.
       const dispatch = transport.onmessage
+      const deliver = (answer: JSONRPCMessage) =>
+        void transport.send(answer).catch((error) => server.onerror?.(new Error(`Failed to send a response: ${error}`)))
       transport.onmessage = (message, extra) => {
-        if (!answerDirectly(state, message)) dispatch?.(message, extra)
+        if (!answerDirectly(state, message, deliver)) dispatch?.(message, extra)
       }
     }
     return {
@@ -568,6 +574,11 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       connect,
       close,
       busy: () => waiting.size > 0,
+      answer: (message: unknown) => {
+        let deliver!: (answer: JSONRPCMessage) => void
+        const answered = new Promise<JSONRPCMessage>((resolve) => (deliver = resolve))
+        return answerDirectly(state, message, deliver) ? answered : undefined
+      },
       attach,
       mayStream: (message: unknown) => mayStream(state, message),
     }

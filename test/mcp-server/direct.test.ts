@@ -165,4 +165,37 @@ describe("a plain tools/call", () => {
     await routed.dispose()
     await web.dispose()
   })
+
+  test("over /mcp, answered as the SDK's transport answers it, and every request it would refuse refused as before", async () => {
+    const sides = await Promise.all(
+      [true, false].map(async (direct) => {
+        const { web } = await served({ "tools/greet.ts": GREET }, { sessions: { direct } })
+        const { transport } = await connect(web.handler)
+        return { web, session: transport.sessionId! }
+      }),
+    )
+    const call = { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "greet", arguments: { who: "Ada" }, _meta: { toolCallID: "c1" } } }
+    const cases: Array<[string, (session: string) => Request]> = [
+      ["a plain call", (session) => raw(session, JSON.stringify(call))],
+      ["no event streams accepted", (session) => raw(session, JSON.stringify(call), { accept: "application/json" })],
+      ["not JSON by its type", (session) => raw(session, JSON.stringify(call), { "content-type": "text/plain; a=application/json" })],
+      ["JSON by its type, with a charset", (session) => raw(session, JSON.stringify({ ...call, id: 4 }), { "content-type": "Application/JSON; charset=utf-8" })],
+      ["an unsupported protocol version", (session) => raw(session, JSON.stringify(call), { "mcp-protocol-version": "1999-01-01" })],
+      ["no protocol version", (session) => raw(session, JSON.stringify({ ...call, id: 5 }), { "mcp-protocol-version": "" })],
+      ["a member JSON-RPC does not have", (session) => raw(session, JSON.stringify({ ...call, extra: true }))],
+      ["an id that is not an integer", (session) => raw(session, JSON.stringify({ ...call, id: 1.5 }))],
+    ]
+    for (const [name, make] of cases) {
+      const [direct, viaSdk] = await Promise.all(
+        sides.map(async ({ web, session }) => {
+          const request = make(session)
+          if (request.headers.get("mcp-protocol-version") === "") request.headers.delete("mcp-protocol-version")
+          const answer = await read(await web.handler(request))
+          const headers = { ...answer.headers, "mcp-session-id": answer.headers["mcp-session-id"] === session ? "SESSION" : answer.headers["mcp-session-id"] }
+          return { ...answer, headers }
+        }),
+      )
+      expect({ name, ...direct! }).toEqual({ name, ...viaSdk! })
+    }
+  })
 })
