@@ -181,7 +181,7 @@ describe("a call answered without the router", () => {
     expect(held.count).toBe(2)
   })
 
-  test("recognizes only the plain calls path", () => {
+  test("recognizes only the plain calls path and /mcp", () => {
     expect(Direct.turnOf("http://h:1/v1/turns/turn_abc/calls")).toBe("turn_abc")
     expect(Direct.turnOf("http://h:1/v1/turns/turn_abc/calls?x=1")).toBeUndefined()
     expect(Direct.turnOf("http://h:1/v1/turns//calls")).toBeUndefined()
@@ -190,5 +190,10 @@ describe("a call answered without the router", () => {
     expect(Direct.turnOf("http://h:1/x/v1/turns/a/calls")).toBeUndefined()
     expect(Direct.turnOf("http://h:1/v1/turns/a/calls/")).toBeUndefined()
     expect(Direct.turnOf(`http://h:1/v1/turns/${"a".repeat(4097)}/calls`)).toBeUndefined()
+    expect(Direct.isMcp("http://h:1/mcp")).toBe(true)
+    expect(Direct.isMcp("http://h:1/mcp?agent=plan")).toBe(true)
+    expect(Direct.isMcp("http://h:1/mcpx")).toBe(false)
+    expect(Direct.isMcp("http://h:1/mcp/")).toBe(false)
+    expect(Direct.isMcp("http://h:1/v1/mcp")).toBe(false)
   })
 })
