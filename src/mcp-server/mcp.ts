@@ -77,7 +77,7 @@ export interface Session {
   /** The MCP server, connected to a transport with `connect`. */
   readonly server: Server
   /**
-   * Connects the server to `transport`, with the session's own answer to a plain `tools/call` (./mcp: `answerCall`)
+   * Connects the server to `transport`, with the session's own answer to a plain `tools/call` (answerDirectly)
    * in front of the SDK's dispatch.
    */
   readonly connect: (transport: Transport) => Promise<void>
