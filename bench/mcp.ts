@@ -6,15 +6,14 @@
 // in-memory store (bench/mcp-memory-peer.ts) shows what durable recording costs. Every server runs in a process of
 // its own, this process is the client, at 1 and 32 calls in flight; blocks of each side alternate in rotating order.
 
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { buildCore, cleanup, ECHO_TOOL, duration, main, megabytes, progress, ratio, type Report, rss, spawnServer, summarize, type Target } from "./measure"
+import { buildCore, cleanup, ECHO_TOOL, duration, main, megabytes, progress, ratio, type Report, rss, spawnServer, summarize, type Target, versionOf } from "./measure"
 
-const ROOT = join(import.meta.dir, "..")
 const CONCURRENCIES = [1, 32] as const
 const ROUNDS = 5
 const CALLS = { 1: 500, 32: 2_000 } as const
@@ -32,15 +31,6 @@ export interface Side {
   readonly call: () => Promise<void>
   readonly close: () => Promise<void>
 }
-
-const versionOf = (name: string): string => {
-  try {
-    return JSON.parse(readFileSync(join(ROOT, "node_modules", name, "package.json"), "utf8")).version
-  } catch {
-    return "unknown"
-  }
-}
-
 
 /** A side calling `echo` through `client`. */
 const sideOf = (label: string, pid: number, client: Client, close: () => Promise<void>): Side => ({

@@ -171,6 +171,15 @@ export const buildCore = async (outfile: string): Promise<string> => {
   return outfile
 }
 
+/** The version of a package installed in node_modules, as a report names what it compared against. */
+export const versionOf = (name: string): string => {
+  try {
+    return JSON.parse(readFileSync(join(import.meta.dir, "..", "node_modules", name, "package.json"), "utf8")).version
+  } catch {
+    return "unknown"
+  }
+}
+
 /** A one-tool Location's `tools/echo.ts`: the trivial tool benchmarks settle. */
 export const ECHO_TOOL = `import { Tool } from "@core/tool"
 import { Effect, Schema } from "effect"

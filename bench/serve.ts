@@ -5,14 +5,13 @@
 // at 1 and 32 calls in flight. MCP is driven two ways, with its SDK Client and with bare JSON-RPC over fetch, and
 // the stronger of the two is the peer for the targets. Blocks of each side alternate in rotating order.
 
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { buildCore, cleanup, ECHO_TOOL, duration, main, megabytes, progress, ratio, type Report, rss, spawnServer, type Summary, summarize } from "./measure"
+import { buildCore, cleanup, ECHO_TOOL, duration, main, megabytes, progress, ratio, type Report, rss, spawnServer, type Summary, summarize, versionOf } from "./measure"
 
-const ROOT = join(import.meta.dir, "..")
 const CONCURRENCIES = [1, 32] as const
 const ROUNDS = 5
 const CALLS = { 1: 1_000, 32: 4_000 } as const
@@ -28,15 +27,6 @@ interface Side {
   readonly call: (index: number) => Promise<void>
   readonly close: () => Promise<void>
 }
-
-const versionOf = (name: string): string => {
-  try {
-    return JSON.parse(readFileSync(join(ROOT, "node_modules", name, "package.json"), "utf8")).version
-  } catch {
-    return "unknown"
-  }
-}
-
 
 /** A client of a sidecar that printed `ready`: one turn, then each call with a fresh call id. */
 const sidecarSide = async (label: string, child: Bun.Subprocess, ready: Record<string, string>): Promise<Side> => {

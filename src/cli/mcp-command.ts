@@ -141,7 +141,7 @@ const serve = (args: ReadonlyArray<string>) =>
       const initialized = new Promise<"initialized">((resolve) => {
         server.oninitialized = () => resolve("initialized")
       })
-      yield* Effect.promise(() => server.connect(transport))
+      yield* Effect.promise(() => session.connect(transport))
       if (opened === undefined) {
         // No --location: the client's roots say where, once it has said what it supports.
         if ((yield* Effect.promise(() => Promise.race([initialized, closed]))) === "closed") return Command.EXIT.ok

@@ -32,6 +32,11 @@ export interface Interface {
    * closes (it is not let go meanwhile).
    */
   readonly get: (directory: string) => Effect.Effect<Served.Interface, Config.ConfigError, Scope.Scope>
+  /**
+   * As `get`, at once, for a Location already built (undefined otherwise): held until `release` is called (once).
+   * For answers that need no Scope of their own.
+   */
+  readonly hold: (directory: string) => { readonly served: Served.Interface; readonly release: () => void } | undefined
   /** The Locations built and kept so far. */
   readonly all: () => ReadonlyArray<Served.Interface>
 }
@@ -151,6 +156,29 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       }),
     ).pipe(Effect.flatMap((entry) => Deferred.await(entry.built)))
 
+  const hold: Interface["hold"] = (directory) => {
+    const entry = kept.get(directory)
+    const served = entry?.served
+    if (entry === undefined || served === undefined) return undefined
+    entry.holders++
+    use(entry)
+    const gone = evict()
+    // Closing a Location (its watchers, its services) is not the requester's wait.
+    if (gone.length > 0) {
+      Effect.runFork(Effect.forkIn(Effect.forEach(gone, (closed) => Scope.close(closed, Exit.void), { discard: true }), scope))
+    }
+    let released = false
+    return {
+      served,
+      release: () => {
+        if (released) return
+        released = true
+        entry.holders--
+        use(entry)
+      },
+    }
+  }
+
   const application = yield* Registry.Application
   const home = ToolFiles.make(options.home, application.tools, scope, new ToolFiles.Versions())
   for (const diagnostic of yield* home.loadAll) {
@@ -187,5 +215,5 @@ export const make = Effect.fnUntraced(function* (options: Options) {
 
   if (options.watch) yield* Watch.watch(options.home, reloadHome, [Skills.HOME_ROOT])
 
-  return { get, all } satisfies Interface
+  return { get, hold, all } satisfies Interface
 })

@@ -10,10 +10,10 @@ export * as McpHttp from "./mcp-http"
 // routing.
 
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
+import { isJsonContentType } from "@modelcontextprotocol/sdk/shared/mediaType.js"
 import {
   isInitializeRequest,
-  isJSONRPCErrorResponse,
-  isJSONRPCResultResponse,
+  SUPPORTED_PROTOCOL_VERSIONS,
   type JSONRPCMessage,
 } from "@modelcontextprotocol/sdk/types.js"
 import * as Effect from "effect/Effect"
@@ -42,6 +42,11 @@ export interface Options {
   readonly idleMs?: number
   /** The clock, in epoch milliseconds. */
   readonly now?: () => number
+  /**
+   * Whether a session answers a plain call itself rather than through the SDK's transport (default true). The
+   * answers are the same either way.
+   */
+  readonly direct?: boolean
 }
 
 export interface Request {
@@ -86,10 +91,34 @@ class Transport extends WebStandardStreamableHTTPServerTransport {
     return this.handleRequest(request, { parsedBody: body })
   }
 
+  /**
+   * A plain call's answer (Mcp.Session.answer) as JSON, as this transport answers it, without its passes over the
+   * message: only for a request it would take as it is (Accept, Content-Type, its session, a protocol version it
+   * supports); undefined otherwise, for `post`.
+   */
+  answerPlain(request: globalThis.Request, body: unknown, session: Mcp.Session): Promise<Response> | undefined {
+    const state = this as unknown as { readonly _closed: boolean; readonly _initialized: boolean }
+    const id = this.sessionId
+    const headers = request.headers
+    if (state._closed || !state._initialized || id === undefined || headers.get("mcp-session-id") !== id) return undefined
+    const accept = headers.get("accept")
+    if (accept === null || !accept.includes("application/json") || !accept.includes("text/event-stream")) return undefined
+    if (!isJsonContentType(headers.get("content-type"))) return undefined
+    const version = headers.get("mcp-protocol-version")
+    if (version !== null && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return undefined
+    const answering = session.answer(body)
+    if (answering === undefined) return undefined
+    return answering.then(
+      (message) =>
+        new Response(JSON.stringify(message), { status: 200, headers: { "Content-Type": "application/json", "mcp-session-id": id } }),
+    )
+  }
+
   // Each message goes as the POST it belongs to is answered; the SDK reads this before sending first waits.
   override send(message: JSONRPCMessage, options?: { relatedRequestId?: string | number }): Promise<void> {
     const { _requestToStreamMapping: streams, _streamMapping: answers } = this.answering
-    const id = isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message) ? message.id : options?.relatedRequestId
+    // A response (a result or an error) goes with its own request's answer; anything else with its related request's.
+    const id = "id" in message && !("method" in message) ? (message.id ?? undefined) : options?.relatedRequestId
     const stream = id === undefined ? undefined : streams.get(id)
     this.answering._enableJsonResponse = stream !== undefined && answers.get(stream)?.resolveJson !== undefined
     return super.send(message, options)
@@ -160,7 +189,7 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
             sessionIdGenerator: () => id,
             onsessionclosed: () => void Effect.runFork(end(id)),
           })
-          yield* Effect.promise(() => session.server.connect(transport))
+          yield* Effect.promise(() => session.connect(transport))
           return { transport, session, scope, directory: served.directory, used: now() } satisfies Open
         }).pipe(
           Scope.provide(scope),
@@ -225,11 +254,13 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
         if (request.namedLocation && request.served.directory !== open.directory) {
           return rpcError(400, -32000, `This session serves ${open.directory}; send that X-Core-Location or none`)
         }
+        const post = request.request.method === "POST"
+        const json = post && !streams(open.session, request.body)
         const answer = McpEvents.answer(
-          yield* Effect.promise(() =>
-            request.request.method === "POST"
-              ? open.transport.post(request.request, request.body, !streams(open.session, request.body))
-              : open.transport.handleRequest(request.request),
+          yield* Effect.promise(
+            () =>
+              (json && options.direct !== false ? open.transport.answerPlain(request.request, request.body, open.session) : undefined) ??
+              (post ? open.transport.post(request.request, request.body, json) : open.transport.handleRequest(request.request)),
           ),
         )
         if (request.request.method === "DELETE") yield* end(id)

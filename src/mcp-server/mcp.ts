@@ -11,11 +11,12 @@ export * as Mcp from "./mcp"
 import { existsSync } from "node:fs"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
   type CallToolRequest,
   CallToolRequestSchema,
   ErrorCode,
-  isJSONRPCRequest,
+  type JSONRPCMessage,
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
@@ -73,8 +74,13 @@ export interface Options {
 }
 
 export interface Session {
-  /** The MCP server; the caller connects it to a transport. */
+  /** The MCP server, connected to a transport with `connect`. */
   readonly server: Server
+  /**
+   * Connects the server to `transport`, with the session's own answer to a plain `tools/call` (answerDirectly)
+   * in front of the SDK's dispatch.
+   */
+  readonly connect: (transport: Transport) => Promise<void>
   /**
    * Cancels the calls this session started that still run and waits until each is settled and recorded, then
    * closes the server (and its transport).
@@ -82,6 +88,11 @@ export interface Session {
   readonly close: Effect.Effect<void>
   /** Whether a call of this session is still being waited on. */
   readonly busy: () => boolean
+  /**
+   * The answer to `message` when it is a plain `tools/call` the session answers itself, without the transport (a
+   * cancelled one is never answered, as the SDK answers none); undefined for any other message.
+   */
+  readonly answer: (message: unknown) => Promise<JSONRPCMessage> | undefined
   /**
    * Whether answering `message` may send the client anything before its result: a call's progress (it gave a
    * progress token), its permission asks (the client can ask its user), the host calls it delegates. Only such a
@@ -101,6 +112,8 @@ const metaString = (meta: Record<string, unknown> | undefined, key: string): str
 }
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>
+/** What answering a call needs of its request: its id, its abort, and (with a progress token) its notifications. */
+type CallExtra = Pick<Extra, "requestId" | "signal"> & Partial<Pick<Extra, "sendNotification">>
 
 /** The call a `tools/call` asks for, with the ids its `_meta` gives (the session's own where it gives none). */
 const callOf = (params: CallToolRequest["params"], options: Options, requestId: string | number): Settler.Call => {
@@ -238,10 +251,11 @@ const settle = (
   serving: Host,
   turn: Served.Turn,
   call: Settler.Call,
-  extra: Extra,
+  extra: CallExtra,
   progressToken: ProgressToken | undefined,
 ) => {
-  if (progressToken === undefined) {
+  const sendNotification = extra.sendNotification
+  if (progressToken === undefined || sendNotification === undefined) {
     return Effect.flatMap(serving.calls.start(serving.served, turn, call), (entry) => outcome(state, serving, call, entry, extra.signal))
   }
   let progress = 0
@@ -249,8 +263,7 @@ const settle = (
     event.event !== "progress"
       ? Effect.void
       : Effect.promise(() =>
-          extra
-            .sendNotification({
+          sendNotification({
               method: "notifications/progress",
               params: { progressToken, progress: ++progress, message: event.data.message },
             })
@@ -270,7 +283,7 @@ const settle = (
 }
 
 /** Answers a `tools/call`: the call settled against the catalog current when it arrives, as MCP words it. */
-const callTool = (state: State, serving: Host, call: Settler.Call, extra: Extra, progressToken: ProgressToken | undefined) => {
+const callTool = (state: State, serving: Host, call: Settler.Call, extra: CallExtra, progressToken: ProgressToken | undefined) => {
   const key = CallKey.of(serving.served.directory, call)
   return Effect.gen(function* () {
     // For this call alone: a built-in's call never waits on an MCP server.
@@ -297,23 +310,95 @@ const serveTools = (state: State) => {
     const serving = state.host() ?? (await state.current())
     const offering = offerHostTools(state, serving.served)
     if (offering !== undefined) await offering
-    const call = callOf(request.params, options, extra.requestId)
-    const settling = state.run(
-      state.span("mcp tools/call", callTool(state, serving, call, extra, request.params._meta?.progressToken), {
-        "core.tool": call.name,
-        "core.session": call.sessionID,
-        "core.call": call.toolCallID,
-      }),
-    )
-    state.waiting.add(settling)
-    try {
-      return await settling
-    } catch (error) {
-      throw new McpError(ErrorCode.InternalError, error instanceof Error ? error.message : String(error))
-    } finally {
-      state.waiting.delete(settling)
-    }
+    return answerCall(state, serving, request.params, extra)
   })
+}
+
+/** The result of a `tools/call` on `serving`; an operational failure is an InternalError. */
+const answerCall = async (state: State, serving: Host, params: CallToolRequest["params"], extra: CallExtra) => {
+  const call = callOf(params, state.options, extra.requestId)
+  const settling = state.run(
+    state.span("mcp tools/call", callTool(state, serving, call, extra, params._meta?.progressToken), {
+      "core.tool": call.name,
+      "core.session": call.sessionID,
+      "core.call": call.toolCallID,
+    }),
+  )
+  state.waiting.add(settling)
+  try {
+    return await settling
+  } catch (error) {
+    throw new McpError(ErrorCode.InternalError, error instanceof Error ? error.message : String(error))
+  } finally {
+    state.waiting.delete(settling)
+  }
+}
+
+/** The Protocol's table of the requests being handled, which `notifications/cancelled` aborts (the SDK's version is pinned). */
+const abortersOf = (server: Server): Map<string | number, AbortController> =>
+  (server as unknown as { readonly _requestHandlerAbortControllers: Map<string | number, AbortController> })
+    ._requestHandlerAbortControllers
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * The params of `message` when it is a `tools/call` this session answers itself: well formed as the SDK's schema
+ * wants it, with nothing to send the client before its result (no progress token, no task), on a Location already
+ * served, whose host tools were already offered. Anything else is the SDK's to dispatch (and to refuse).
+ */
+const plainCall = (state: State, message: unknown): CallToolRequest["params"] | undefined => {
+  if (!isRecord(message) || message.method !== "tools/call" || message.jsonrpc !== "2.0") return undefined
+  // JSON-RPC's request, with nothing more (the SDK refuses a member it does not know).
+  for (const key in message) if (key !== "jsonrpc" && key !== "id" && key !== "method" && key !== "params") return undefined
+  const id = message.id
+  if (typeof id !== "string" && !(typeof id === "number" && Number.isSafeInteger(id))) return undefined
+  const params = message.params
+  if (!isRecord(params) || typeof params.name !== "string" || params.task !== undefined) return undefined
+  if (params.arguments !== undefined && !isRecord(params.arguments)) return undefined
+  const meta = params._meta
+  if (meta !== undefined) {
+    if (!isRecord(meta)) return undefined
+    // Only the ids core reads: a progress token, a related task or anything else is the SDK's to handle.
+    for (const key in meta) {
+      if ((key !== "sessionID" && key !== "assistantMessageID" && key !== "toolCallID") || typeof meta[key] !== "string") {
+        return undefined
+      }
+    }
+  }
+  const serving = state.host()
+  if (serving === undefined || (state.options.hostTools === true && !state.delegating.has(serving.served))) return undefined
+  return params as CallToolRequest["params"]
+}
+
+/**
+ * Answers a plain `tools/call` (plainCall) as the SDK's dispatch would, without its schema checks of the request and
+ * of the result (core words the result itself, ./mapping): the request is cancelled by `notifications/cancelled`
+ * through the SDK's own table, a cancelled request is answered with nothing, a failure with an InternalError.
+ * `deliver` gets the answer. Answers whether it took the message.
+ */
+const answerDirectly = (state: State, message: unknown, deliver: (answer: JSONRPCMessage) => void): boolean => {
+  const params = plainCall(state, message)
+  if (params === undefined) return false
+  const id = (message as { readonly id: string | number }).id
+  const aborters = abortersOf(state.server)
+  const aborter = new AbortController()
+  aborters.set(id, aborter)
+  const send = (answer: JSONRPCMessage) => {
+    if (!aborter.signal.aborted) deliver(answer)
+  }
+  answerCall(state, state.host()!, params, { requestId: id, signal: aborter.signal }).then(
+    (result) => send({ jsonrpc: "2.0", id, result }),
+    (error: unknown) => {
+      const failure = error as { readonly code?: unknown; readonly message?: unknown }
+      const code = typeof failure.code === "number" && Number.isSafeInteger(failure.code) ? failure.code : ErrorCode.InternalError
+      const text = typeof failure.message === "string" ? failure.message : "Internal error"
+      send({ jsonrpc: "2.0", id, error: { code, message: text } })
+    },
+  ).finally(() => {
+    if (aborters.get(id) === aborter) aborters.delete(id)
+  })
+  return true
 }
 
 /**
@@ -374,8 +459,11 @@ const onHostCall = (state: State, location: string, hostCall: Events.HostCall) =
 
 /** Whether answering `message` may send the client anything before its result (Session.mayStream). */
 const mayStream = (state: State, message: unknown): boolean => {
-  if (!isJSONRPCRequest(message) || message.method !== CallToolRequestSchema.shape.method.value) return false
-  if (message.params?._meta?.progressToken !== undefined) return true
+  // A message that is not a request is refused by the SDK, with JSON.
+  if (!isRecord(message) || message.method !== "tools/call") return false
+  if (typeof message.id !== "string" && typeof message.id !== "number") return false
+  const params = message.params
+  if (isRecord(params) && isRecord(params._meta) && params._meta.progressToken !== undefined) return true
   const capabilities = state.server.getClientCapabilities()
   return capabilities?.elicitation?.form !== undefined || (state.options.hostTools === true && McpDelegated.offered(capabilities).length > 0)
 }
@@ -471,5 +559,27 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         })()),
     )
     yield* Effect.addFinalizer(() => close)
-    return { server, close, busy: () => waiting.size > 0, attach, mayStream: (message: unknown) => mayStream(state, message) }
+    const connect = async (transport: Transport) => {
+      await server.connect(transport)
+      // The SDK's dispatch stays for everything but a plain call.
+      const dispatch = transport.onmessage
+      const deliver = (answer: JSONRPCMessage) =>
+        void transport.send(answer).catch((error) => server.onerror?.(new Error(`Failed to send a response: ${error}`)))
+      transport.onmessage = (message, extra) => {
+        if (!answerDirectly(state, message, deliver)) dispatch?.(message, extra)
+      }
+    }
+    return {
+      server,
+      connect,
+      close,
+      busy: () => waiting.size > 0,
+      answer: (message: unknown) => {
+        let deliver!: (answer: JSONRPCMessage) => void
+        const answered = new Promise<JSONRPCMessage>((resolve) => (deliver = resolve))
+        return answerDirectly(state, message, deliver) ? answered : undefined
+      },
+      attach,
+      mayStream: (message: unknown) => mayStream(state, message),
+    }
   })

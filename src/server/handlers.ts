@@ -44,7 +44,7 @@ export type Handler = (
   route: Route,
 ) => Effect.Effect<HttpServerResponse.HttpServerResponse, Respond.Problem | Settler.OperationalError, Scope.Scope>
 
-const REPLAYED = { "x-core-replayed": "true" } as const
+export const REPLAYED = { "x-core-replayed": "true" } as const
 
 const param = (route: Route, name: string): string => route.params[name] ?? ""
 
@@ -61,7 +61,7 @@ const finalEvent = (exit: Exit.Exit<Settler.Settled, Settler.OperationalError>):
 const isFinal = (event: Events.Call): boolean => event.event === "settlement" || event.event === "error"
 
 /** The settlement as a call through `turn` answers it: with the provider's tool-result block when it has one. */
-const answerOf = (turn: Served.Turn, settlement: typeof Api.Settlement.Type): Api.CallSettlement =>
+export const answerOf = (turn: Served.Turn, settlement: typeof Api.Settlement.Type): Api.CallSettlement =>
   turn.prepared === undefined
     ? settlement
     : { ...settlement, result: Provider.result(turn.prepared.provider, settlement) as Schema.Json }
@@ -71,7 +71,7 @@ const eventOf = (turn: Served.Turn) => (event: Events.Call) =>
   event.event === "settlement" && turn.prepared !== undefined ? { event: "settlement", data: answerOf(turn, event.data) } : event
 
 /** The arguments as the tool declared them, where the turn's provider changed their shape (openai-strict). */
-const inputOf = (turn: Served.Turn, name: string, input: unknown): unknown =>
+export const inputOf = (turn: Served.Turn, name: string, input: unknown): unknown =>
   turn.prepared === undefined ? input : turn.prepared.normalize(name, input)
 
 const incompatible = (error: Provider.CompatibilityError) =>

@@ -58,7 +58,7 @@ export const READ_DEADLINE_S = 10
  * Responses are for this client alone, and are what they say they are. `Keep-Alive` tells a client how long an idle
  * connection lasts, so it stops reusing one before the read deadline closes it.
  */
-const COMMON_HEADERS = {
+export const COMMON_HEADERS = {
   "cache-control": "no-store",
   "x-content-type-options": "nosniff",
   "keep-alive": `timeout=${READ_DEADLINE_S}`,
@@ -158,36 +158,44 @@ export const readText = (request: HttpServerRequest.HttpServerRequest): Effect.E
   })
 
 /**
- * The request's JSON body decoded with `schema`. An empty body counts as `{}` when `emptyIsObject`. Too large →
- * 413; unreadable, not JSON, nested deeper than Json.MAX_DEPTH, or not what the schema wants → 400, saying where and
- * what was expected; a string holding a NUL character → 400 (`invalid_input` when it is in a call's `input`).
+ * A JSON body's text decoded with `schema`. An empty body counts as `{}` when `emptyIsObject`. Not JSON, nested
+ * deeper than Json.MAX_DEPTH, or not what the schema wants → 400, saying where and what was expected; a string
+ * holding a NUL character → 400 (`invalid_input` when it is in a call's `input`).
  */
+export const decode = <S extends Schema.Codec<unknown, unknown>>(
+  raw: string,
+  schema: S,
+  options: { readonly emptyIsObject?: boolean } = {},
+): { readonly ok: true; readonly value: S["Type"] } | { readonly ok: false; readonly problem: Problem } => {
+  let value: unknown = {}
+  if (raw.trim() !== "" || options.emptyIsObject !== true) {
+    const parsed = Json.parseStrict(raw)
+    if (!parsed.ok) return { ok: false, problem: badRequest(`The request body is not valid JSON: ${parsed.problem.message}`) }
+    value = parsed.value
+  }
+  const nul = Json.findNul(value)
+  if (nul !== undefined) {
+    // In a call's `input` it is the model's input that no tool can take; anywhere else, the request's mistake.
+    const kind = nul[0] === "input" ? "invalid_input" : "bad_request"
+    return { ok: false, problem: new Problem({ status: 400, kind, message: `The request body is invalid: ${Json.describeNul(nul)}` }) }
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return { ok: false, problem: badRequest(`The request body must be a JSON object, not ${found(value)}`) }
+  }
+  const decoded = Schema.decodeUnknownExit(schema)(value, DECODE_OPTIONS)
+  if (decoded._tag === "Success") return { ok: true, value: decoded.value as S["Type"] }
+  const issue = decoded.cause.reasons.find((reason) => reason._tag === "Fail")
+  const detail = issue !== undefined && Schema.isSchemaError(issue.error) ? describe(issue.error.issue) : "invalid"
+  return { ok: false, problem: badRequest(`The request body is invalid: ${detail}`) }
+}
+
+/** The request's JSON body, read (readText: too large → 413, unreadable → 400) and decoded with `schema` (decode). */
 export const body = <S extends Schema.Codec<unknown, unknown>>(
   request: HttpServerRequest.HttpServerRequest,
   schema: S,
   options: { readonly emptyIsObject?: boolean } = {},
-) =>
-  Effect.gen(function* () {
-    const raw = yield* readText(request)
-    let value: unknown = {}
-    if (raw.trim() !== "" || options.emptyIsObject !== true) {
-      const parsed = Json.parseStrict(raw)
-      if (!parsed.ok) return yield* badRequest(`The request body is not valid JSON: ${parsed.problem.message}`)
-      value = parsed.value
-    }
-    const nul = Json.findNul(value)
-    if (nul !== undefined) {
-      // In a call's `input` it is the model's input that no tool can take; anywhere else, the request's mistake.
-      const kind = nul[0] === "input" ? "invalid_input" : "bad_request"
-      return yield* new Problem({ status: 400, kind, message: `The request body is invalid: ${Json.describeNul(nul)}` })
-    }
-    if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      return yield* badRequest(`The request body must be a JSON object, not ${found(value)}`)
-    }
-    const decoded = Schema.decodeUnknownExit(schema)(value, DECODE_OPTIONS)
-    if (decoded._tag === "Success") return decoded.value as S["Type"]
-    const issue = decoded.cause.reasons.find((reason) => reason._tag === "Fail")
-    const detail = issue !== undefined && Schema.isSchemaError(issue.error) ? describe(issue.error.issue) : "invalid"
-    return yield* badRequest(`The request body is invalid: ${detail}`)
+): Effect.Effect<S["Type"], Problem> =>
+  Effect.flatMap(readText(request), (raw) => {
+    const decoded = decode(raw, schema, options)
+    return decoded.ok ? Effect.succeed(decoded.value) : Effect.fail(decoded.problem)
   })
-

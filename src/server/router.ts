@@ -19,6 +19,7 @@ import * as Tracer from "effect/Tracer"
 import type { Sidecar } from "../host/sidecar"
 import type { Served } from "../host/served"
 import { Api } from "./api"
+import { Direct } from "./direct"
 import { Handlers } from "./handlers"
 import { Respond } from "./respond"
 import { Security } from "./security"
@@ -48,6 +49,11 @@ export interface Options {
   readonly mcp?: McpEndpoint
   /** A tracer that keeps spans: each request gets a server span, and the calls it starts spans of their own. */
   readonly tracer?: Tracer.Tracer
+  /**
+   * Whether a call's JSON settlement is answered without the router (./direct; default true, unless spans are kept).
+   * The answers are the same either way.
+   */
+  readonly direct?: boolean
 }
 
 /**
@@ -242,8 +248,14 @@ export const make = (options: Options): WebHandler => {
   )
 
   const app = options.tracer === undefined ? routes : Layer.merge(routes, Layer.succeed(Tracer.Tracer, options.tracer))
-  return HttpRouter.toWebHandler(app, {
+  const routed = HttpRouter.toWebHandler(app, {
     disableLogger: true,
     routerConfig: { maxParamLength: MAX_PARAM_LENGTH },
   }) as WebHandler
+  if (options.tracer !== undefined || options.direct === false) return routed
+  const direct = Direct.make(options)
+  return {
+    handler: (request) => direct.handle(request) ?? routed.handler(request),
+    dispose: routed.dispose,
+  }
 }

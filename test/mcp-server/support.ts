@@ -25,7 +25,7 @@ export const httpSidecar = async (
     /** The Host check (default: the address 127.0.0.1:4321). */
     readonly checkHost?: (host: string | undefined) => boolean
     /** How many MCP sessions are kept and for how long, by which clock. */
-    readonly sessions?: Pick<McpHttp.Options, "max" | "idleMs" | "now">
+    readonly sessions?: Pick<McpHttp.Options, "max" | "idleMs" | "now" | "direct">
   } = {},
 ) => {
   const roots = options.roots ?? []

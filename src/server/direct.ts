@@ -1,0 +1,210 @@
+export * as Direct from "./direct"
+
+// The sidecar's most frequent requests answered without the router, in the serve's own Location: a call's settlement
+// as JSON (`POST /v1/turns/{turnID}/calls`), and a message of an open MCP session (`POST /mcp` with its
+// `Mcp-Session-Id`). They pass the same checks in the same order as every request (./router: Host, token, declared
+// body size, then the body read and the request released from the read deadline) and are answered exactly as the
+// routed handlers would (./handlers, the MCP edge), with no per-request Scope or fiber of its own: one fiber starts
+// (or joins) the call and waits for its outcome, or runs the MCP edge. Anything else, or anything unusual about such
+// a request (a refusal, another Location, a call's event stream, an MCP session's first request, a tracer keeping
+// spans), is left to the router (`handle` answers undefined), which answers it as for any request.
+
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type { Served } from "../host/served"
+import type { Sidecar } from "../host/sidecar"
+import type { Settler } from "../settlement/settler"
+import { Api } from "./api"
+import { Handlers } from "./handlers"
+import { Respond } from "./respond"
+import type { Router } from "./router"
+
+export interface Options {
+  readonly sidecar: Sidecar.Interface
+  readonly checkToken: (authorization: string | undefined) => boolean
+  readonly checkHost: (host: string | undefined) => boolean
+  readonly log: (line: string) => void
+  readonly release?: (request: Request) => void
+  /** What answers `/mcp`: a message of an open session is answered here too. */
+  readonly mcp?: Router.McpEndpoint
+}
+
+type Held = NonNullable<ReturnType<Sidecar.Interface["locations"]["hold"]>>
+
+const MCP_PATH = "/mcp"
+/** The router's answer to a POST to `/mcp` whose body is not JSON. */
+const PARSE_ERROR = JSON.stringify({ jsonrpc: "2.0", error: { code: -32700, message: "Parse error: the body is not JSON" }, id: null })
+const PREFIX = "/v1/turns/"
+const SUFFIX = "/calls"
+/** A turn id the router would pass as it is: no escapes to decode, within its parameter limit. */
+const PLAIN_ID = /^[A-Za-z0-9_.~-]{1,4096}$/
+
+/** The headers of every JSON answer (Respond.text's, as the router's web handler writes them). */
+const JSON_HEADERS = { ...Respond.COMMON_HEADERS, "content-type": "application/json" } as const
+const REPLAYED_HEADERS = { ...JSON_HEADERS, ...Handlers.REPLAYED } as const
+
+/** A JSON answer, with its length declared as the router's answers declare it. */
+const answer = (status: number, body: string, headers: Record<string, string> = JSON_HEADERS): Response => {
+  const response = new Response(body, { status, headers })
+  response.headers.set("content-length", String(Buffer.byteLength(body)))
+  return response
+}
+
+const problem = (refusal: Respond.Problem): Response =>
+  answer(refusal.status, JSON.stringify({ error: { kind: refusal.kind, message: refusal.message } } satisfies Api.ErrorBody))
+
+/** The turn id of a `POST /v1/turns/{turnID}/calls` URL, when it is one this module answers. */
+export const turnOf = (url: string): string | undefined => {
+  const path = pathOf(url)
+  if (path < 0 || !url.startsWith(PREFIX, path) || !url.endsWith(SUFFIX)) return undefined
+  const id = url.slice(path + PREFIX.length, url.length - SUFFIX.length)
+  return PLAIN_ID.test(id) ? id : undefined
+}
+
+/** Where a URL's path starts: after the scheme and authority. */
+const pathOf = (url: string): number => url.indexOf("/", url.indexOf("//") + 2)
+
+/** Whether a URL is `/mcp`, with or without a query (`?agent=` is read by the MCP edge). */
+export const isMcp = (url: string): boolean => {
+  const path = pathOf(url)
+  if (path < 0 || !url.startsWith(MCP_PATH, path)) return false
+  const after = path + MCP_PATH.length
+  return after === url.length || url[after] === "?"
+}
+
+type Route =
+  | { readonly kind: "calls"; readonly turnID: string }
+  | { readonly kind: "mcp"; readonly mcp: Router.McpEndpoint }
+
+const routeOf = (url: string, mcp: Router.McpEndpoint | undefined): Route | undefined => {
+  if (mcp !== undefined && isMcp(url)) return { kind: "mcp", mcp }
+  const turnID = turnOf(url)
+  return turnID === undefined ? undefined : { kind: "calls", turnID }
+}
+
+/** A body without a declared length, read up to Respond.MAX_BODY_BYTES: undefined once it is past them. */
+const readCounting = async (request: Request): Promise<string | undefined> => {
+  if (request.body === null) return ""
+  const reader = request.body.getReader()
+  const chunks: Array<Uint8Array> = []
+  let bytes = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    bytes += value.length
+    if (bytes > Respond.MAX_BODY_BYTES) {
+      await reader.cancel().catch(() => undefined)
+      return undefined
+    }
+    chunks.push(value)
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks))
+}
+
+/** The direct answerer; `handle` answers undefined for a request the router must answer. */
+export const make = (options: Options) => {
+  const { sidecar } = options
+  const calls = sidecar.calls
+
+  /** The request's body as text (undefined past the limit); a failure to read it is the router's 400. */
+  const bodyOf = async (request: Request, declared: boolean): Promise<string | undefined | Response> => {
+    try {
+      return declared ? await request.text() : await readCounting(request)
+    } catch (cause) {
+      const reason = cause instanceof Error ? cause.message : String(cause)
+      return problem(Respond.badRequest(`The request body could not be read: ${reason}`))
+    }
+  }
+
+  /** An answer for a failure no handler expected, logged in full, as the router answers one. */
+  const unexpected = (cause: Cause.Cause<unknown>) => {
+    options.log(`core: operational failure answering a request:\n${Cause.pretty(cause)}`)
+    return problem(new Respond.Problem({ status: 500, kind: "operational", message: "core failed to answer; the server log has the details" }))
+  }
+
+  /** Settles the call `request` asks of turn `turnID`, in the Location `served`. */
+  const settle = async (request: Request, raw: string, turnID: string, served: Served.Interface): Promise<Response> => {
+    const turn = served.turn(turnID)
+    if (turn === undefined) {
+      return problem(
+        Respond.notFound(
+          `Unknown or expired turn "${turnID}" in ${served.directory}: materialize again with POST /v1/turns ` +
+            `(send the same X-Core-Location with every request of a turn)`,
+        ),
+      )
+    }
+    const decoded = Respond.decode(raw, Api.CallRequest)
+    if (!decoded.ok) return problem(decoded.problem)
+    const call: Settler.Call = {
+      ...decoded.value,
+      input: Handlers.inputOf(turn, decoded.value.name, decoded.value.input),
+      agent: turn.agent,
+    }
+    const exit = await Effect.runPromiseExit(Effect.flatMap(calls.start(served, turn, call), (entry) => Deferred.await(entry.done)))
+    if (Exit.isSuccess(exit)) {
+      const { settlement, replayed } = exit.value
+      return answer(200, JSON.stringify(Handlers.answerOf(turn, settlement)), replayed ? REPLAYED_HEADERS : JSON_HEADERS)
+    }
+    const error = Cause.findError(exit.cause)
+    if (error._tag === "Success") {
+      options.log(`core: operational failure: ${error.success.message}`)
+      return problem(new Respond.Problem({ status: 500, kind: "operational", message: error.success.message }))
+    }
+    return unexpected(exit.cause)
+  }
+
+  /** A message of an MCP session POSTed to `/mcp`, answered by the MCP edge as it is (JSON, or an event stream). */
+  const post = async (mcp: Router.McpEndpoint, request: Request, raw: string, served: Served.Interface) => {
+    let body: unknown
+    try {
+      body = JSON.parse(raw)
+    } catch {
+      return answer(400, PARSE_ERROR, { "content-type": "application/json" })
+    }
+    const exit = await Effect.runPromiseExit(mcp.handle({ request, body, served, namedLocation: false }))
+    return Exit.isSuccess(exit) ? exit.value : unexpected(exit.cause)
+  }
+
+  /** Reads the body of `request`, releases it from the read deadline, and answers it in the Location `held`. */
+  const respond = async (request: Request, route: Route, held: Held, declared: boolean): Promise<Response> => {
+    try {
+      const raw = await bodyOf(request, declared)
+      if (raw instanceof Response) return raw
+      if (raw === undefined) return problem(Respond.tooLarge)
+      options.release?.(request)
+      return route.kind === "calls"
+        ? await settle(request, raw, route.turnID, held.served)
+        : await post(route.mcp, request, raw, held.served)
+    } finally {
+      held.release()
+    }
+  }
+
+  return {
+    handle: (request: Request): Promise<Response> | undefined => {
+      if (request.method !== "POST") return undefined
+      const route = routeOf(request.url, options.mcp)
+      if (route === undefined) return undefined
+      const headers = request.headers
+      if (route.kind === "calls") {
+        const accept = headers.get("accept")
+        if (accept !== null && accept.includes("text/event-stream")) return undefined
+        // A session's first request (initialize) makes it, through the router.
+      } else if (headers.get("mcp-session-id") === null) return undefined
+      const location = headers.get("x-core-location")
+      if (location !== null && location !== "") return undefined
+      if (!options.checkHost(headers.get("host") ?? undefined)) return undefined
+      if (!options.checkToken(headers.get("authorization") ?? undefined)) return undefined
+      // A declared length over the limit (or not a number) is the router's refusal; a body without one is read
+      // counting, and refused once past the limit.
+      const length = headers.get("content-length")
+      if (length !== null && !(Number(length) <= Respond.MAX_BODY_BYTES)) return undefined
+      // Held from here until answered (for an event stream, until its answer begins: the session holds its own).
+      const held = sidecar.locations.hold(sidecar.primary.directory)
+      if (held === undefined) return undefined
+      return respond(request, route, held, length !== null)
+    },
+  }
+}

@@ -1,0 +1,201 @@
+// A plain `tools/call` (no progress token, no task, only core's ids in `_meta`) answered by the session itself
+// rather than the SDK's dispatch (src/mcp-server/mcp.ts): answered with JSON, cancelled by notifications/cancelled
+// like any request, and malformed ones still refused by the SDK as before. Over `/mcp` in process with the SDK client.
+
+import { describe, expect, test } from "bun:test"
+import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js"
+import { realpathSync } from "node:fs"
+import { IMPORTS, runs } from "../cli/fixture"
+import { Router } from "../../src/server/router"
+import { Security } from "../../src/server/security"
+import { HOST, TOKEN, httpHarness } from "./support"
+import { GREET, WAIT } from "./tools"
+
+const FAILING = `${IMPORTS}
+export default Tool.make({
+  description: "Fails",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.fail(new Tool.Failure({ message: "it broke" })),
+})
+`
+
+const { served, connect } = httpHarness()
+
+/** Resolves once `check` holds, looking again every few milliseconds. */
+const until = async (check: () => boolean, what: string) => {
+  for (let tries = 0; tries < 2_000; tries++) {
+    if (check()) return
+    await Bun.sleep(5)
+  }
+  throw new Error(`never happened: ${what}`)
+}
+
+/** One JSON-RPC message POSTed in an existing session; answers the raw response. */
+const rpc = (handler: (request: Request) => Promise<Response>, session: string, body: unknown) =>
+  handler(raw(session, JSON.stringify(body)))
+
+const raw = (session: string, body: string, headers: Record<string, string> = {}) =>
+
+    new Request(`http://${HOST}/mcp`, {
+      method: "POST",
+      headers: {
+        host: HOST,
+        authorization: `Bearer ${TOKEN}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-session-id": session,
+        "mcp-protocol-version": "2025-06-18",
+        ...headers,
+      },
+      body,
+    })
+
+const read = async (response: Response) => ({
+  status: response.status,
+  headers: Object.fromEntries([...response.headers.entries()].filter(([name]) => name !== "date").sort()),
+  body: await response.text(),
+})
+
+describe("a plain tools/call", () => {
+  test("is answered with JSON carrying its result; a tool's failure is an error result", async () => {
+    const { web } = await served({ "tools/greet.ts": GREET, "tools/failing.ts": FAILING })
+    const { transport } = await connect(web.handler)
+    const session = transport.sessionId!
+    const answer = await rpc(web.handler, session, {
+      jsonrpc: "2.0",
+      id: "a1",
+      method: "tools/call",
+      params: { name: "greet", arguments: { who: "Ada" }, _meta: { sessionID: "ses_plain", toolCallID: "call_plain" } },
+    })
+    expect(answer.status).toBe(200)
+    expect(answer.headers.get("content-type")).toContain("application/json")
+    const body = (await answer.json()) as { id: string; result: { content: Array<{ text: string }>; isError?: boolean } }
+    expect(body.id).toBe("a1")
+    expect(body.result.content[0]!.text).toContain("Ada")
+    expect(body.result.isError).not.toBe(true)
+    const failed = (await (
+      await rpc(web.handler, session, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "failing", arguments: {} } })
+    ).json()) as { id: number; result: { content: Array<{ text: string }>; isError?: boolean } }
+    expect(failed.id).toBe(2)
+    expect(failed.result.isError).toBe(true)
+    expect(failed.result.content[0]!.text).toContain("it broke")
+  })
+
+  test("malformed ones are refused by the SDK as before, and the session goes on", async () => {
+    const { web } = await served({ "tools/greet.ts": GREET })
+    const { client, transport } = await connect(web.handler)
+    const session = transport.sessionId!
+    for (const params of [{ name: 7, arguments: {} }, { name: "greet", arguments: [1] }, { name: "greet", arguments: "x" }]) {
+      const answer = (await (await rpc(web.handler, session, { jsonrpc: "2.0", id: 9, method: "tools/call", params })).json()) as {
+        id: number
+        error?: { code: number; message: string }
+      }
+      expect(answer.id).toBe(9)
+      // The SDK's own answer to a request its schema refuses: an internal error naming what is wrong.
+      expect(answer.error?.code).toBe(-32603)
+      expect(answer.error?.message).toContain("invalid_type")
+    }
+    const result = await client.callTool({ name: "greet", arguments: { who: "Bo" } })
+    expect(JSON.stringify(result.content)).toContain("Bo")
+  })
+
+  test("cancelled by notifications/cancelled: interrupted, recorded cancelled, never run again", async () => {
+    const { web, box } = await served({ "tools/wait.ts": WAIT })
+    const { client } = await connect(web.handler)
+    const abort = new AbortController()
+    const call = { name: "wait", arguments: {}, _meta: { sessionID: "ses_host", toolCallID: "call_plain_cancel" } }
+    // No progress token: nothing is sent to the client before the result.
+    const cancelled = client.callTool(call, CallToolResultSchema, { signal: abort.signal })
+    await until(() => runs(box, "wait") === 1, "the tool runs")
+    abort.abort("enough")
+    await expect(cancelled).rejects.toThrow()
+    const replay = await client.callTool(call)
+    expect(replay.isError).toBe(true)
+    expect(replay._meta?.["core/settlement"]).toMatchObject({ status: "cancelled" })
+    expect(runs(box, "wait")).toBe(1)
+  })
+
+  test("a session's messages to /mcp are answered as the router answers them, byte for byte", async () => {
+    const { sidecar, mcp, box, log } = await served({ "tools/greet.ts": GREET })
+    // A Location is held for each request answered directly.
+    let held = 0
+    const counting = {
+      ...sidecar,
+      locations: { ...sidecar.locations, hold: (directory: string) => (held++, sidecar.locations.hold(directory)) },
+    }
+    const make = (direct: boolean) =>
+      Router.make({
+        sidecar: counting,
+        mcp,
+        version: "test",
+        checkToken: Security.tokenChecker(TOKEN),
+        checkHost: Security.hostChecker("127.0.0.1", 4321),
+        roots: [realpathSync(box.location)],
+        log: (line) => log.push(line),
+        direct,
+      })
+    const web = make(true)
+    const routed = make(false)
+    const { transport } = await connect(web.handler)
+    const before = held
+    const session = transport.sessionId!
+    const call = (id: string) =>
+      JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "greet", arguments: { who: "Ada" }, _meta: { toolCallID: id } } })
+    const cases: Array<[string, (suffix: string) => Request]> = [
+      ["a call", (s) => raw(session, call(`c_${s}`))],
+      ["a listing", () => raw(session, JSON.stringify({ jsonrpc: "2.0", id: 5, method: "tools/list" }))],
+      ["a notification", () => raw(session, JSON.stringify({ jsonrpc: "2.0", method: "notifications/roots/list_changed" }))],
+      ["not JSON", () => raw(session, "{")],
+      ["an unknown session", () => raw("nope", JSON.stringify({ jsonrpc: "2.0", id: 6, method: "tools/list" }))],
+      ["an unknown method", () => raw(session, JSON.stringify({ jsonrpc: "2.0", id: 7, method: "nope/nope" }))],
+      ["a wrong token", () => raw(session, JSON.stringify({ jsonrpc: "2.0", id: 8, method: "tools/list" }), { authorization: "Bearer x" })],
+    ]
+    for (const [name, make] of cases) {
+      const direct = await read(await web.handler(make("dq7")))
+      const viaRouter = await read(await routed.handler(make("rq7")))
+      expect({ name, ...direct, body: direct.body.replaceAll("dq7", "X") }).toEqual({
+        name,
+        ...viaRouter,
+        body: viaRouter.body.replaceAll("rq7", "X"),
+      })
+    }
+    // Each but the refused one (wrong token) was answered directly.
+    expect(held - before).toBe(cases.length - 1)
+    await routed.dispose()
+    await web.dispose()
+  })
+
+  test("over /mcp, answered as the SDK's transport answers it, and every request it would refuse refused as before", async () => {
+    const sides = await Promise.all(
+      [true, false].map(async (direct) => {
+        const { web } = await served({ "tools/greet.ts": GREET }, { sessions: { direct } })
+        const { transport } = await connect(web.handler)
+        return { web, session: transport.sessionId! }
+      }),
+    )
+    const call = { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "greet", arguments: { who: "Ada" }, _meta: { toolCallID: "c1" } } }
+    const cases: Array<[string, (session: string) => Request]> = [
+      ["a plain call", (session) => raw(session, JSON.stringify(call))],
+      ["no event streams accepted", (session) => raw(session, JSON.stringify(call), { accept: "application/json" })],
+      ["not JSON by its type", (session) => raw(session, JSON.stringify(call), { "content-type": "text/plain; a=application/json" })],
+      ["JSON by its type, with a charset", (session) => raw(session, JSON.stringify({ ...call, id: 4 }), { "content-type": "Application/JSON; charset=utf-8" })],
+      ["an unsupported protocol version", (session) => raw(session, JSON.stringify(call), { "mcp-protocol-version": "1999-01-01" })],
+      ["no protocol version", (session) => raw(session, JSON.stringify({ ...call, id: 5 }), { "mcp-protocol-version": "" })],
+      ["a member JSON-RPC does not have", (session) => raw(session, JSON.stringify({ ...call, extra: true }))],
+      ["an id that is not an integer", (session) => raw(session, JSON.stringify({ ...call, id: 1.5 }))],
+    ]
+    for (const [name, make] of cases) {
+      const [direct, viaSdk] = await Promise.all(
+        sides.map(async ({ web, session }) => {
+          const request = make(session)
+          if (request.headers.get("mcp-protocol-version") === "") request.headers.delete("mcp-protocol-version")
+          const answer = await read(await web.handler(request))
+          const headers = { ...answer.headers, "mcp-session-id": answer.headers["mcp-session-id"] === session ? "SESSION" : answer.headers["mcp-session-id"] }
+          return { ...answer, headers }
+        }),
+      )
+      expect({ name, ...direct! }).toEqual({ name, ...viaSdk! })
+    }
+  })
+})

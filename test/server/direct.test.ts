@@ -1,0 +1,199 @@
+// A call's JSON settlement answered without the router (src/server/direct.ts) against the same request answered by
+// the router, on one real sidecar: the same status, headers and body for every outcome and every refusal, and the
+// requests the direct path must leave to the router do reach it.
+
+import { describe, expect, test } from "bun:test"
+import { realpathSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Direct } from "../../src/server/direct"
+import { Router } from "../../src/server/router"
+import { Security } from "../../src/server/security"
+import { echoTool } from "../support/tools"
+import { callBody, HOST, IMPORTS, inProcess, PORT, TOKEN } from "./support"
+
+const BIG = `${IMPORTS}
+export default Tool.make({
+  description: "Print many lines",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.succeed(Array.from({ length: 50 }, (_, i) => "line " + i).join("\\n")),
+})
+`
+
+/** The sidecar answering through both paths, and how many requests took the direct one. */
+const both = async (files: Record<string, string> = {}) => {
+  const sidecar = await inProcess({ "tools/echo.ts": echoTool({ record: "echo" }), "tools/big.ts": BIG, ...files })
+  const held = { count: 0 }
+  const counting = {
+    ...sidecar.sidecar,
+    locations: {
+      ...sidecar.sidecar.locations,
+      hold: (directory: string) => {
+        held.count++
+        return sidecar.sidecar.locations.hold(directory)
+      },
+    },
+  }
+  const make = (direct: boolean) =>
+    Router.make({
+      sidecar: counting,
+      version: "test",
+      checkToken: Security.tokenChecker(TOKEN),
+      checkHost: Security.hostChecker("127.0.0.1", PORT),
+      roots: [realpathSync(sidecar.box.location)],
+      log: (line) => sidecar.log.push(line),
+      direct,
+    })
+  const direct = make(true)
+  const routed = make(false)
+  const { turnID } = await sidecar.turn()
+  return { sidecar, direct, routed, turnID, held }
+}
+
+interface Answer {
+  readonly status: number
+  readonly headers: Record<string, string>
+  readonly body: string
+}
+
+const read = async (response: Response): Promise<Answer> => ({
+  status: response.status,
+  headers: Object.fromEntries([...response.headers.entries()].sort()),
+  body: await response.text(),
+})
+
+/** The same request through both handlers: `make` builds it, given a suffix that keeps call ids apart. */
+const compare = async (
+  handlers: { direct: Router.WebHandler; routed: Router.WebHandler },
+  make: (suffix: string) => Request,
+) => {
+  const direct = await read(await handlers.direct.handler(make("dq7")))
+  const routed = await read(await handlers.routed.handler(make("rq7")))
+  return { direct, routed }
+}
+
+const post = (path: string, body: string | undefined, headers: Record<string, string> = {}) =>
+  new Request(`http://${HOST}${path}`, {
+    method: "POST",
+    headers: { host: HOST, authorization: `Bearer ${TOKEN}`, "content-type": "application/json", ...headers },
+    ...(body === undefined ? {} : { body }),
+  })
+
+/** The ids a call's answer repeats, made alike in both answers. */
+const alike = (answer: Answer, suffix: string): Answer => ({ ...answer, body: answer.body.replaceAll(`_${suffix}`, "_X") })
+
+describe("a call answered without the router", () => {
+  test("answers success, a replay and every refusal as the router does, byte for byte", async () => {
+    const { direct, routed, turnID, held } = await both()
+    const calls = `/v1/turns/${turnID}/calls`
+    const cases: Array<[string, (suffix: string) => Request]> = [
+      ["success", (s) => post(calls, JSON.stringify(callBody({ name: "echo", input: { text: "hi" }, toolCallID: `call_${s}` })))],
+      ["unknown tool", (s) => post(calls, JSON.stringify(callBody({ name: "nope", input: {}, toolCallID: `call_u_${s}` })))],
+      ["invalid input", (s) => post(calls, JSON.stringify(callBody({ name: "echo", input: { text: 1 }, toolCallID: `call_i_${s}` })))],
+      ["not JSON", () => post(calls, "{")],
+      ["not an object", () => post(calls, "[1]")],
+      ["missing fields", () => post(calls, JSON.stringify({ name: "echo" }))],
+      ["an extra field", (s) => post(calls, JSON.stringify({ ...callBody({ name: "echo", input: {}, toolCallID: `c_${s}` }), extra: 1 }))],
+      ["NUL in input", (s) => post(calls, JSON.stringify(callBody({ name: "echo", input: { text: "a\u0000" }, toolCallID: `n_${s}` })))],
+      ["unknown turn", () => post("/v1/turns/turn_nope/calls", JSON.stringify(callBody({ name: "echo", input: {} })))],
+      ["empty body", () => post(calls, "")],
+    ]
+    for (const [name, make] of cases) {
+      const answers = await compare({ direct, routed }, make)
+      expect({ name, ...alike(answers.direct, "dq7") }).toEqual({ name, ...alike(answers.routed, "rq7") })
+    }
+    // Each was answered directly: a Location was held for each.
+    expect(held.count).toBe(cases.length)
+
+    // A replay of a recorded call: marked as such either way.
+    const again = (s: string) => post(calls, JSON.stringify(callBody({ name: "echo", input: { text: "hi" }, toolCallID: `call_${s}` })))
+    const replays = await compare({ direct, routed }, again)
+    expect(replays.direct.headers["x-core-replayed"]).toBe("true")
+    expect(alike(replays.direct, "dq7")).toEqual(alike(replays.routed, "rq7"))
+  })
+
+  test("an operational failure is the router's 500, logged", async () => {
+    const { sidecar, direct, routed, turnID } = await both({ "core.json": '{ "output": { "maxLines": 10 } }' })
+    // The outputs directory is a file: keeping the full output fails.
+    writeFileSync(join(sidecar.box.data, "outputs"), "")
+    const calls = `/v1/turns/${turnID}/calls`
+    const answers = await compare({ direct, routed }, (s) =>
+      post(calls, JSON.stringify(callBody({ name: "big", input: {}, toolCallID: `big_${s}` }))),
+    )
+    expect(answers.direct.status).toBe(500)
+    expect(JSON.parse(answers.direct.body).error.kind).toBe("operational")
+    expect(answers.direct.headers).toEqual(answers.routed.headers)
+    expect(sidecar.log.filter((line) => line.startsWith("core: operational failure")).length).toBeGreaterThanOrEqual(2)
+  })
+
+  test("refusals, event streams and other Locations are left to the router, answered the same", async () => {
+    const { sidecar, direct, routed, turnID, held } = await both()
+    const calls = `/v1/turns/${turnID}/calls`
+    const body = (s: string) => JSON.stringify(callBody({ name: "echo", input: { text: "x" }, toolCallID: `left_${s}` }))
+    const cases: Array<[string, (suffix: string) => Request]> = [
+      ["no token", (s) => post(calls, body(s), { authorization: "" })],
+      ["wrong token", (s) => post(calls, body(s), { authorization: "Bearer wrong" })],
+      ["foreign Host", (s) => post(calls, body(s), { host: "evil.example:4321" })],
+      ["declared too large", () => new Request(`http://${HOST}${calls}`, {
+        method: "POST",
+        headers: { host: HOST, authorization: `Bearer ${TOKEN}`, "content-length": String(11 * 1024 * 1024) },
+        body: "{}",
+      })],
+      ["a Location that is not allowed", (s) => post(calls, body(s), { "x-core-location": "/" })],
+      ["an escaped turn id", (s) => post(`/v1/turns/${turnID.slice(0, 2)}%5F${turnID.slice(3)}/calls`, body(s))],
+      ["a GET", () => new Request(`http://${HOST}${calls}`, { headers: { host: HOST, authorization: `Bearer ${TOKEN}` } })],
+    ]
+    for (const [name, make] of cases) {
+      const answers = await compare({ direct, routed }, make)
+      expect({ name, ...alike(answers.direct, "dq7") }).toEqual({ name, ...alike(answers.routed, "rq7") })
+    }
+    expect(held.count).toBe(0)
+
+    // An event stream goes through the router, and still settles.
+    const events = await direct.handler(post(calls, body("sse"), { accept: "text/event-stream" }))
+    expect(events.headers.get("content-type")).toBe("text/event-stream")
+    expect(await events.text()).toContain("event: settlement")
+    expect(held.count).toBe(0)
+    expect(sidecar.log.filter((line) => line.includes("operational"))).toEqual([])
+  })
+
+  test("a body without a declared length is read counting: settled within the limit, 413 past it", async () => {
+    const { direct, routed, turnID, held } = await both()
+    const calls = `/v1/turns/${turnID}/calls`
+    /** A chunked body of `text`, in pieces of 1 MiB. */
+    const chunked = (text: string) => {
+      const bytes = new TextEncoder().encode(text)
+      const stream = new ReadableStream({
+        start(controller) {
+          for (let at = 0; at < bytes.length; at += 1024 * 1024) controller.enqueue(bytes.subarray(at, at + 1024 * 1024))
+          controller.close()
+        },
+      })
+      return new Request(`http://${HOST}${calls}`, { method: "POST", headers: { host: HOST, authorization: `Bearer ${TOKEN}` }, body: stream })
+    }
+    const small = await compare({ direct, routed }, (s) => chunked(JSON.stringify(callBody({ name: "echo", input: { text: "c" }, toolCallID: `ch_${s}` }))))
+    expect(JSON.parse(small.direct.body).status).toBe("success")
+    expect(alike(small.direct, "dq7")).toEqual(alike(small.routed, "rq7"))
+    const huge = JSON.stringify(callBody({ name: "echo", input: { text: "x".repeat(11 * 1024 * 1024) } }))
+    const large = await compare({ direct, routed }, () => chunked(huge))
+    expect(large.direct.status).toBe(413)
+    expect(large.direct).toEqual(large.routed)
+    expect(held.count).toBe(2)
+  })
+
+  test("recognizes only the plain calls path and /mcp", () => {
+    expect(Direct.turnOf("http://h:1/v1/turns/turn_abc/calls")).toBe("turn_abc")
+    expect(Direct.turnOf("http://h:1/v1/turns/turn_abc/calls?x=1")).toBeUndefined()
+    expect(Direct.turnOf("http://h:1/v1/turns//calls")).toBeUndefined()
+    expect(Direct.turnOf("http://h:1/v1/turns/a/b/calls")).toBeUndefined()
+    expect(Direct.turnOf("http://h:1/v1/turns/a%2Fb/calls")).toBeUndefined()
+    expect(Direct.turnOf("http://h:1/x/v1/turns/a/calls")).toBeUndefined()
+    expect(Direct.turnOf("http://h:1/v1/turns/a/calls/")).toBeUndefined()
+    expect(Direct.turnOf(`http://h:1/v1/turns/${"a".repeat(4097)}/calls`)).toBeUndefined()
+    expect(Direct.isMcp("http://h:1/mcp")).toBe(true)
+    expect(Direct.isMcp("http://h:1/mcp?agent=plan")).toBe(true)
+    expect(Direct.isMcp("http://h:1/mcpx")).toBe(false)
+    expect(Direct.isMcp("http://h:1/mcp/")).toBe(false)
+    expect(Direct.isMcp("http://h:1/v1/mcp")).toBe(false)
+  })
+})
