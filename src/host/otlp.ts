@@ -20,6 +20,7 @@ import type * as Cause from "effect/Cause"
 import type * as Context from "effect/Context"
 import packageJson from "../../package.json" with { type: "json" }
 import { Spans } from "../settlement/spans"
+import { OtlpSender } from "./otlp-sender"
 import { OtlpWire } from "./otlp-wire"
 
 /** How long spans wait to be sent together (OTEL_BSP_SCHEDULE_DELAY overrides). */
@@ -30,15 +31,8 @@ export const EXIT_FLUSH_MS = 1_000
 export const MAX_BATCH_SPANS = 512
 /** Spans waiting to be sent at most; more are dropped while the endpoint is behind (OTEL_BSP_MAX_QUEUE_SIZE overrides). */
 export const MAX_QUEUED_SPANS = 2_048
-/** How long one request may take. */
-const REQUEST_TIMEOUT_MS = 10_000
-/** Requests in flight at once; further full batches wait in the queue. */
-const MAX_IN_FLIGHT = 2
-/** How long sending pauses after a failed request (a Retry-After up to a minute is honoured instead). */
-const PAUSE_MS = 5_000
-const MAX_RETRY_AFTER_MS = 60_000
-/** Bodies at least this large are gzipped when compression is asked for. */
-const GZIP_MIN_BYTES = 1_024
+/** How long past the flush bound the sending thread may take to say it has closed, before it is stopped. */
+const THREAD_SLACK_MS = 50
 
 export interface Settings {
   /** Where spans are POSTed: `<endpoint>/v1/traces`, or the traces endpoint as given. */
@@ -194,29 +188,29 @@ export interface Stats {
   failures: number
 }
 
-interface Body {
-  readonly body: Uint8Array<ArrayBuffer> | string
-  readonly spans: number
-}
-
 class Exporter {
   readonly stats: Stats = { sent: 0, dropped: 0, requests: 0, failures: 0 }
   /** Spans encoded as they ended, not yet a request body. */
   private readonly filling: OtlpWire.Batch
-  /** Request bodies waiting for a request. */
-  private ready: Array<Body> = []
+  /** Request bodies waiting to be handed to the sender. */
+  private readonly ready: Array<{ readonly body: Uint8Array<ArrayBuffer> | string; readonly spans: number }> = []
+  /** Spans ended and not yet sent or dropped: being filled in, ready, or with the sender. */
   private waiting = 0
-  private readonly inFlight = new Set<Promise<void>>()
-  private readonly closing = new AbortController()
   private readonly timer: ReturnType<typeof setInterval>
-  private readonly headers: Record<string, string>
+  private readonly options: OtlpSender.Options
   private readonly maxBatch: number
   private readonly maxQueued: number
+  /** The sending thread, started with the first body sent while calls run; undefined before, or when it failed. */
+  private thread: OtlpSender.Thread | undefined = undefined
+  /** Where bodies go when no thread runs (none could start, or at exit before one was needed). */
+  private local: OtlpSender.Sender | undefined = undefined
+  /** Spans handed to the thread and not yet reported back. */
+  private withThread = 0
   private scheduled = false
   private pausedUntil = 0
   private closed = false
 
-  constructor(private readonly settings: Settings) {
+  constructor(settings: Settings) {
     const { "service.name": _name, "service.version": _version, ...resource } = settings.resource ?? {}
     this.filling = OtlpWire.batch(settings.protocol, {
       resource: {
@@ -230,14 +224,18 @@ class Exporter {
       scope: { name: "core", version: packageJson.version },
     })
     const userAgent = Object.entries(settings.headers).find(([name]) => name.toLowerCase() === "user-agent")?.[1]
-    this.headers = {
-      ...Object.fromEntries(Object.entries(settings.headers).filter(([name]) => name.toLowerCase() !== "user-agent")),
-      "user-agent": userAgent === undefined ? `core/${packageJson.version}` : `${userAgent} core/${packageJson.version}`,
-      "content-type": settings.protocol === "http/json" ? "application/json" : "application/x-protobuf",
+    this.options = {
+      url: settings.url,
+      headers: {
+        ...Object.fromEntries(Object.entries(settings.headers).filter(([name]) => name.toLowerCase() !== "user-agent")),
+        "user-agent": userAgent === undefined ? `core/${packageJson.version}` : `${userAgent} core/${packageJson.version}`,
+        "content-type": settings.protocol === "http/json" ? "application/json" : "application/x-protobuf",
+      },
+      gzip: settings.compression === "gzip",
     }
     this.maxBatch = Math.max(1, settings.maxBatchSpans ?? MAX_BATCH_SPANS)
     this.maxQueued = Math.max(this.maxBatch, settings.maxQueuedSpans ?? MAX_QUEUED_SPANS)
-    this.timer = setInterval(() => this.send(false), Math.max(1, settings.exportIntervalMs))
+    this.timer = setInterval(() => this.send(), Math.max(1, settings.exportIntervalMs))
     this.timer.unref?.()
   }
 
@@ -270,101 +268,98 @@ class Exporter {
     if (this.filling.count() >= this.maxBatch) {
       this.seal()
       if (!this.scheduled && !this.closed) {
-        // Sent after the call that ended this span has gone on its way, not inside it.
+        // Handed on after the call that ended this span has gone on its way, not inside it.
         this.scheduled = true
         setImmediate(() => {
           this.scheduled = false
-          this.send(true)
+          if (Date.now() >= this.pausedUntil) this.hand()
         })
       }
     }
   }
 
-  /** The spans being filled in, as a request body ready to send. */
+  /** The spans being filled in, as a request body ready to hand on. */
   private seal(): void {
     const spans = this.filling.count()
     if (spans > 0) this.ready.push({ body: this.filling.take(), spans })
   }
 
-  /** Sends ready bodies (and, unless `fullOnly`, the partial batch), within the requests allowed in flight. */
-  private send(fullOnly: boolean): void {
+  /** What became of a body's spans, told by the sender. */
+  private readonly result = (result: OtlpSender.Result): void => {
+    this.waiting -= result.spans
+    this.stats.requests += result.accepted || result.failed ? 1 : 0
+    if (result.accepted) this.stats.sent += result.spans
+    else this.stats.dropped += result.spans
+    if (result.failed) this.stats.failures++
+    this.pausedUntil = result.pausedUntil
+  }
+
+  /** The thread's results: as any sender's, and what it holds no longer. */
+  private readonly threadResult = (result: OtlpSender.Result): void => {
+    this.withThread -= result.spans
+    this.result(result)
+  }
+
+  /** The thread stopped on its own: what it held is dropped, and bodies go to a sender on this thread. */
+  private readonly threadFailed = (): void => {
+    this.thread = undefined
+    this.waiting -= this.withThread
+    this.stats.dropped += this.withThread
+    this.withThread = 0
+  }
+
+  /** Where bodies go now: the thread, started if need be; this thread's sender when none can start or at exit. */
+  private sender(): { readonly post: (body: Uint8Array<ArrayBuffer> | string, spans: number) => void } {
+    if (this.thread !== undefined) return this.thread
+    if (this.local === undefined && !this.closed) {
+      try {
+        this.thread = OtlpSender.thread(this.options, this.threadResult, this.threadFailed)
+        return this.thread
+      } catch {
+        // No thread: sent from here.
+      }
+    }
+    return (this.local ??= OtlpSender.make(this.options, this.result))
+  }
+
+  /** Hands the bodies ready to the sender. */
+  private hand(): void {
+    if (this.ready.length === 0) return
+    const sender = this.sender()
+    for (const { body, spans } of this.ready.splice(0)) {
+      if (sender === this.thread) this.withThread += spans
+      sender.post(body, spans)
+    }
+  }
+
+  /** Hands on the batch being filled, full or not, with the bodies ready, unless sending is paused. */
+  private send(): void {
     if (Date.now() < this.pausedUntil) return
-    if (!fullOnly) this.seal()
-    while (this.ready.length > 0 && this.inFlight.size < MAX_IN_FLIGHT) this.post(this.ready.shift()!)
+    this.seal()
+    this.hand()
   }
 
-  private post(batch: Body): void {
-    this.stats.requests++
-    const request = this.request(batch.body).then(
-      (accepted) => {
-        if (accepted) this.stats.sent += batch.spans
-        else this.stats.dropped += batch.spans
-      },
-      () => {
-        this.stats.dropped += batch.spans
-      },
-    )
-    const tracked = request.finally(() => {
-      this.waiting -= batch.spans
-      this.inFlight.delete(tracked)
-      if (!this.closed && this.ready.length > 0) this.send(true)
-    })
-    this.inFlight.add(tracked)
-  }
-
-  /** One POST of `encoded`; whether the endpoint accepted it. */
-  private async request(encoded: Uint8Array<ArrayBuffer> | string): Promise<boolean> {
-    let body: Uint8Array<ArrayBuffer> | string = encoded
-    let headers = this.headers
-    if (this.settings.compression === "gzip" && encoded.length >= GZIP_MIN_BYTES) {
-      body = Bun.gzipSync(encoded)
-      headers = { ...headers, "content-encoding": "gzip" }
-    }
-    try {
-      const response = await fetch(this.settings.url, {
-        method: "POST",
-        headers,
-        body,
-        signal: AbortSignal.any([this.closing.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
-      })
-      await response.arrayBuffer().catch(() => undefined)
-      if (response.ok) return true
-      this.pause(response.headers.get("retry-after"))
-      return false
-    } catch {
-      this.pause(null)
-      return false
-    }
-  }
-
-  private pause(retryAfter: string | null): void {
-    this.stats.failures++
-    const seconds = retryAfter === null ? Number.NaN : Number(retryAfter)
-    const wait = Number.isFinite(seconds) && seconds >= 0 ? Math.min(seconds * 1000, MAX_RETRY_AFTER_MS) : PAUSE_MS
-    this.pausedUntil = Date.now() + wait
-  }
-
-  /** Sends everything waiting and waits for every request, for at most `boundMs`; then gives up on the rest. */
+  /**
+   * Sends everything waiting and waits for it, for at most `boundMs`; then gives up on the rest. With a thread, the
+   * thread is given the same deadline and `slackMs` more to say it has closed, then stopped.
+   */
   async close(boundMs: number): Promise<void> {
     if (this.closed) return
     this.closed = true
     clearInterval(this.timer)
-    this.pausedUntil = 0
-    this.seal()
     const deadline = Date.now() + boundMs
-    while ((this.ready.length > 0 || this.inFlight.size > 0) && Date.now() < deadline) {
-      this.send(true)
-      if (this.inFlight.size === 0) break
-      let timer: ReturnType<typeof setTimeout> | undefined
-      await Promise.race([
-        Promise.race(this.inFlight),
-        new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now())))),
-      ])
-      clearTimeout(timer)
+    this.seal()
+    this.hand()
+    const thread = this.thread
+    if (thread !== undefined) {
+      await thread.close(deadline, THREAD_SLACK_MS)
+      this.thread = undefined
+      // Whatever the thread did not report in time is dropped.
+      this.waiting -= this.withThread
+      this.stats.dropped += this.withThread
+      this.withThread = 0
     }
-    this.closing.abort()
-    for (const left of this.ready.splice(0)) this.stats.dropped += left.spans
-    await Promise.allSettled(this.inFlight)
+    await this.local?.close(deadline)
   }
 }
 
