@@ -33,6 +33,11 @@ export const MAX_BATCH_SPANS = 512
 export const MAX_QUEUED_SPANS = 2_048
 /** How long past the flush bound the sending thread may take to say it has closed, before it is stopped. */
 const THREAD_SLACK_MS = 50
+/** The shared ring of bodies waiting for the sending thread: room per span queued, within these bounds. */
+const RING_BYTES_PER_SPAN = 2_048
+const MIN_RING_BYTES = 256 * 1_024
+const MAX_RING_BYTES = 16 * 1_024 * 1_024
+const NO_COUNTS: OtlpSender.Counts = { done: 0, sent: 0, dropped: 0, requests: 0, failures: 0, pausedUntil: 0 }
 
 export interface Settings {
   /** Where spans are POSTed: `<endpoint>/v1/traces`, or the traces endpoint as given. */
@@ -202,10 +207,15 @@ class Exporter {
   private readonly maxQueued: number
   /** The sending thread, started with the first body sent while calls run; undefined before, or when it failed. */
   private thread: OtlpSender.Thread | undefined = undefined
-  /** Where bodies go when no thread runs (none could start, or at exit before one was needed). */
-  private local: OtlpSender.Sender | undefined = undefined
+  private threadFailed = false
+  /** The thread's counts when last read. */
+  private counted: OtlpSender.Counts = NO_COUNTS
   /** Spans handed to the thread and not yet reported back. */
   private withThread = 0
+  /** The ring's size: room for a full queue of spans of RING_BYTES_PER_SPAN each. */
+  private readonly ringBytes: number
+  /** Where bodies go when no thread runs (none could start, or at exit before one was needed). */
+  private local: OtlpSender.Sender | undefined = undefined
   private scheduled = false
   private pausedUntil = 0
   private closed = false
@@ -235,6 +245,7 @@ class Exporter {
     }
     this.maxBatch = Math.max(1, settings.maxBatchSpans ?? MAX_BATCH_SPANS)
     this.maxQueued = Math.max(this.maxBatch, settings.maxQueuedSpans ?? MAX_QUEUED_SPANS)
+    this.ringBytes = Math.min(MAX_RING_BYTES, Math.max(MIN_RING_BYTES, this.maxQueued * RING_BYTES_PER_SPAN))
     this.timer = setInterval(() => this.send(), Math.max(1, settings.exportIntervalMs))
     this.timer.unref?.()
   }
@@ -259,6 +270,8 @@ class Exporter {
   /** Whether the queue is full: the span about to be added is dropped. */
   private full(): boolean {
     if (this.waiting < this.maxQueued) return false
+    this.sync()
+    if (this.waiting < this.maxQueued) return false
     this.stats.dropped++
     return true
   }
@@ -272,6 +285,7 @@ class Exporter {
         this.scheduled = true
         setImmediate(() => {
           this.scheduled = false
+          this.sync()
           if (Date.now() >= this.pausedUntil) this.hand()
         })
       }
@@ -284,56 +298,80 @@ class Exporter {
     if (spans > 0) this.ready.push({ body: this.filling.take(), spans })
   }
 
-  /** What became of a body's spans, told by the sender. */
+  /** What became of a body's spans, told by the sender on this thread. */
   private readonly result = (result: OtlpSender.Result): void => {
     this.waiting -= result.spans
-    this.stats.requests += result.accepted || result.failed ? 1 : 0
+    if (result.accepted || result.failed) this.stats.requests++
     if (result.accepted) this.stats.sent += result.spans
     else this.stats.dropped += result.spans
     if (result.failed) this.stats.failures++
     this.pausedUntil = result.pausedUntil
   }
 
-  /** The thread's results: as any sender's, and what it holds no longer. */
-  private readonly threadResult = (result: OtlpSender.Result): void => {
-    this.withThread -= result.spans
-    this.result(result)
+  /** The thread's counts as of now, added to the stats since they were last read (counters wrap at 2^31). */
+  sync(): void {
+    if (this.thread === undefined) return
+    const counts = this.thread.counts()
+    const last = this.counted
+    const done = (counts.done - last.done) | 0
+    this.waiting -= done
+    this.withThread -= done
+    this.stats.sent += (counts.sent - last.sent) | 0
+    this.stats.dropped += (counts.dropped - last.dropped) | 0
+    this.stats.requests += (counts.requests - last.requests) | 0
+    this.stats.failures += (counts.failures - last.failures) | 0
+    this.pausedUntil = counts.pausedUntil
+    this.counted = counts
   }
 
-  /** The thread stopped on its own: what it held is dropped, and bodies go to a sender on this thread. */
-  private readonly threadFailed = (): void => {
+  /** The thread stopped on its own, or was stopped: what it still held is dropped. */
+  private readonly threadEnded = (): void => {
+    this.sync()
     this.thread = undefined
     this.waiting -= this.withThread
     this.stats.dropped += this.withThread
     this.withThread = 0
   }
 
-  /** Where bodies go now: the thread, started if need be; this thread's sender when none can start or at exit. */
-  private sender(): { readonly post: (body: Uint8Array<ArrayBuffer> | string, spans: number) => void } {
-    if (this.thread !== undefined) return this.thread
-    if (this.local === undefined && !this.closed) {
-      try {
-        this.thread = OtlpSender.thread(this.options, this.threadResult, this.threadFailed)
-        return this.thread
-      } catch {
-        // No thread: sent from here.
-      }
+  /** The sending thread, started if need be; undefined when none can start, or at exit before one was needed. */
+  private sendingThread(): OtlpSender.Thread | undefined {
+    if (this.thread !== undefined || this.threadFailed || this.closed) return this.thread
+    try {
+      this.thread = OtlpSender.thread(this.options, this.ringBytes, () => {
+        this.threadFailed = true
+        this.threadEnded()
+      })
+      this.counted = NO_COUNTS
+    } catch {
+      // No thread: sent from here.
+      this.threadFailed = true
     }
-    return (this.local ??= OtlpSender.make(this.options, this.result))
+    return this.thread
   }
 
-  /** Hands the bodies ready to the sender. */
+  threaded(): boolean {
+    return this.thread !== undefined
+  }
+
+  /** Hands the bodies ready to the sender: the thread's, or (none running) this thread's. */
   private hand(): void {
     if (this.ready.length === 0) return
-    const sender = this.sender()
+    const thread = this.sendingThread()
     for (const { body, spans } of this.ready.splice(0)) {
-      if (sender === this.thread) this.withThread += spans
-      sender.post(body, spans)
+      if (thread !== undefined) {
+        if (thread.post(body, spans)) this.withThread += spans
+        else {
+          // No room left in the ring: the thread is that far behind.
+          this.waiting -= spans
+          this.stats.dropped += spans
+        }
+      } else (this.local ??= OtlpSender.make(this.options, this.result)).post(body, spans)
     }
   }
 
   /** Hands on the batch being filled, full or not, with the bodies ready, unless sending is paused. */
   private send(): void {
+    this.sync()
     if (Date.now() < this.pausedUntil) return
     this.seal()
     this.hand()
@@ -353,11 +391,8 @@ class Exporter {
     const thread = this.thread
     if (thread !== undefined) {
       await thread.close(deadline, THREAD_SLACK_MS)
-      this.thread = undefined
       // Whatever the thread did not report in time is dropped.
-      this.waiting -= this.withThread
-      this.stats.dropped += this.withThread
-      this.withThread = 0
+      this.threadEnded()
     }
     await this.local?.close(deadline)
   }
@@ -365,7 +400,10 @@ class Exporter {
 
 export interface Made {
   readonly tracer: Tracer.Tracer
+  /** What the exporter did so far (the sending thread's part as of now). */
   readonly stats: Readonly<Stats>
+  /** Whether bodies go to the sending thread (started once a body is sent while calls run). */
+  readonly threaded: boolean
   readonly close: () => Promise<void>
 }
 
@@ -429,7 +467,13 @@ export const make = (settings: Settings): Made => {
   }
   return {
     tracer,
-    stats: exporter.stats as Readonly<Stats>,
+    get stats(): Readonly<Stats> {
+      exporter.sync()
+      return exporter.stats
+    },
+    get threaded() {
+      return exporter.threaded()
+    },
     close: () => exporter.close(settings.flushMs),
   }
 }
