@@ -34,7 +34,7 @@ export const MAX_QUEUED_SPANS = 2_048
 /** How long past the flush bound the sending thread may take to say it has closed, before it is stopped. */
 const THREAD_SLACK_MS = 50
 /** The shared ring of bodies waiting for the sending thread: room per span queued, within these bounds. */
-const RING_BYTES_PER_SPAN = 2_048
+const RING_BYTES_PER_SPAN = 1_024
 const MIN_RING_BYTES = 256 * 1_024
 const MAX_RING_BYTES = 16 * 1_024 * 1_024
 const NO_COUNTS: OtlpSender.Counts = { done: 0, sent: 0, dropped: 0, requests: 0, failures: 0, pausedUntil: 0 }
