@@ -318,6 +318,21 @@ describe("the exporter", () => {
     expect(made.stats.dropped).toBe(105)
   })
 
+  test("the sending thread, asleep after a second without batches, is woken by the next one", async () => {
+    const otlp = receiver()
+    const made = Otlp.make(settings(otlp.url, { maxBatchSpans: 1 }))
+    endSpans(made, 1, "before")
+    await until(() => made.stats.sent === 1)
+    expect(made.threaded).toBe(true)
+    // The thread looks for batches every 10 ms and sleeps after a second of finding none: nothing to wait on from
+    // here but the time.
+    await Bun.sleep(1_500)
+    endSpans(made, 2, "after")
+    await until(() => made.stats.sent === 3, 1_000)
+    await made.close()
+    expect(spansOf(otlp.received).map((span) => span.name)).toEqual(["before-0", "after-0", "after-1"])
+  })
+
   test("a body too large for the sending thread's ring is dropped with a count; the next ones are sent", async () => {
     const otlp = receiver()
     const made = Otlp.make(settings(otlp.url, { maxBatchSpans: 1, maxQueuedSpans: 4 }))
