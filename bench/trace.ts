@@ -315,7 +315,7 @@ const measure = async (): Promise<Report> => {
           "the A/A noise floor, so it is timed alone and added to none's p50",
         "memory store: the same spans over a settle a sixth as long, for scale; the targets are on the store core runs with",
         "calling thread CPU: the settling thread's own time (process CPU also counts the collector's threads, the " +
-          "HTTP client's and the store's checkpoint thread), the steadiest figure on a loaded machine",
+          "exporter's sending thread, the HTTP client's and the store's checkpoint thread), the steadiest figure on a loaded machine",
       ],
     }
   } finally {

@@ -5,11 +5,13 @@ export * as Otlp from "./otlp"
 //
 // The tracer is Effect's tracer interface (what Effect.withSpan, the HTTP server's request spans and the settle
 // span use) over light spans, each encoded into the batch being filled when it ends (./otlp-wire); a settle's steps
-// come without span objects (Spans.Steps) and are written into it the same way. Batches are sent after the call
-// that filled them has returned: a full batch is sent on the next turn of the event loop, the rest every export interval, and what is left when the
-// layer's scope closes, within a bound, so an endpoint that is down never holds a call and delays an exit by at
-// most that bound. A failed request drops its batch and pauses sending for a while; spans queued beyond the queue's
-// bound are dropped, so a slow endpoint costs memory within that bound and nothing else.
+// come without span objects (Spans.Steps) and are written into it the same way. Batches are handed on after the call
+// that filled them has returned: a full batch on the next turn of the event loop, the rest every export interval,
+// and what is left when the layer's scope closes, within a bound, so an endpoint that is down never holds a call and
+// delays an exit by at most that bound. The requests are made by ./otlp-sender: from a thread of its own, started
+// with the first batch handed on while core runs; at exit with none started (a short command), from this thread. A
+// failed request drops its batch and pauses sending for a while; spans queued beyond the queue's bound are dropped,
+// so a slow endpoint costs memory within that bound and nothing else.
 
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -20,6 +22,7 @@ import type * as Cause from "effect/Cause"
 import type * as Context from "effect/Context"
 import packageJson from "../../package.json" with { type: "json" }
 import { Spans } from "../settlement/spans"
+import { OtlpSender } from "./otlp-sender"
 import { OtlpWire } from "./otlp-wire"
 
 /** How long spans wait to be sent together (OTEL_BSP_SCHEDULE_DELAY overrides). */
@@ -30,15 +33,13 @@ export const EXIT_FLUSH_MS = 1_000
 export const MAX_BATCH_SPANS = 512
 /** Spans waiting to be sent at most; more are dropped while the endpoint is behind (OTEL_BSP_MAX_QUEUE_SIZE overrides). */
 export const MAX_QUEUED_SPANS = 2_048
-/** How long one request may take. */
-const REQUEST_TIMEOUT_MS = 10_000
-/** Requests in flight at once; further full batches wait in the queue. */
-const MAX_IN_FLIGHT = 2
-/** How long sending pauses after a failed request (a Retry-After up to a minute is honoured instead). */
-const PAUSE_MS = 5_000
-const MAX_RETRY_AFTER_MS = 60_000
-/** Bodies at least this large are gzipped when compression is asked for. */
-const GZIP_MIN_BYTES = 1_024
+/** How long past the flush bound the sending thread may take to say it has closed, before it is stopped. */
+const THREAD_SLACK_MS = 50
+/** The shared ring of bodies waiting for the sending thread: room per span queued, within these bounds. */
+const RING_BYTES_PER_SPAN = 1_024
+const MIN_RING_BYTES = 256 * 1_024
+const MAX_RING_BYTES = 16 * 1_024 * 1_024
+const NO_COUNTS: OtlpSender.Counts = { done: 0, sent: 0, dropped: 0, requests: 0, failures: 0, pausedUntil: 0 }
 
 export interface Settings {
   /** Where spans are POSTed: `<endpoint>/v1/traces`, or the traces endpoint as given. */
@@ -194,29 +195,34 @@ export interface Stats {
   failures: number
 }
 
-interface Body {
-  readonly body: Uint8Array<ArrayBuffer> | string
-  readonly spans: number
-}
-
 class Exporter {
   readonly stats: Stats = { sent: 0, dropped: 0, requests: 0, failures: 0 }
   /** Spans encoded as they ended, not yet a request body. */
   private readonly filling: OtlpWire.Batch
-  /** Request bodies waiting for a request. */
-  private ready: Array<Body> = []
+  /** Request bodies waiting to be handed to the sender. */
+  private readonly ready: Array<{ readonly body: Uint8Array<ArrayBuffer> | string; readonly spans: number }> = []
+  /** Spans ended and not yet sent or dropped: being filled in, ready, or with the sender. */
   private waiting = 0
-  private readonly inFlight = new Set<Promise<void>>()
-  private readonly closing = new AbortController()
   private readonly timer: ReturnType<typeof setInterval>
-  private readonly headers: Record<string, string>
+  private readonly options: OtlpSender.Options
   private readonly maxBatch: number
   private readonly maxQueued: number
+  /** The sending thread, started with the first body sent while calls run; undefined before, or when it failed. */
+  private thread: OtlpSender.Thread | undefined = undefined
+  private threadFailed = false
+  /** The thread's counts when last read. */
+  private counted: OtlpSender.Counts = NO_COUNTS
+  /** Spans handed to the thread and not yet reported back. */
+  private withThread = 0
+  /** The ring's size: room for a full queue of spans of RING_BYTES_PER_SPAN each. */
+  private readonly ringBytes: number
+  /** Where bodies go when no thread runs (none could start, or at exit before one was needed). */
+  private local: OtlpSender.Sender | undefined = undefined
   private scheduled = false
   private pausedUntil = 0
   private closed = false
 
-  constructor(private readonly settings: Settings) {
+  constructor(settings: Settings) {
     const { "service.name": _name, "service.version": _version, ...resource } = settings.resource ?? {}
     this.filling = OtlpWire.batch(settings.protocol, {
       resource: {
@@ -230,14 +236,19 @@ class Exporter {
       scope: { name: "core", version: packageJson.version },
     })
     const userAgent = Object.entries(settings.headers).find(([name]) => name.toLowerCase() === "user-agent")?.[1]
-    this.headers = {
-      ...Object.fromEntries(Object.entries(settings.headers).filter(([name]) => name.toLowerCase() !== "user-agent")),
-      "user-agent": userAgent === undefined ? `core/${packageJson.version}` : `${userAgent} core/${packageJson.version}`,
-      "content-type": settings.protocol === "http/json" ? "application/json" : "application/x-protobuf",
+    this.options = {
+      url: settings.url,
+      headers: {
+        ...Object.fromEntries(Object.entries(settings.headers).filter(([name]) => name.toLowerCase() !== "user-agent")),
+        "user-agent": userAgent === undefined ? `core/${packageJson.version}` : `${userAgent} core/${packageJson.version}`,
+        "content-type": settings.protocol === "http/json" ? "application/json" : "application/x-protobuf",
+      },
+      gzip: settings.compression === "gzip",
     }
     this.maxBatch = Math.max(1, settings.maxBatchSpans ?? MAX_BATCH_SPANS)
     this.maxQueued = Math.max(this.maxBatch, settings.maxQueuedSpans ?? MAX_QUEUED_SPANS)
-    this.timer = setInterval(() => this.send(false), Math.max(1, settings.exportIntervalMs))
+    this.ringBytes = Math.min(MAX_RING_BYTES, Math.max(MIN_RING_BYTES, this.maxQueued * RING_BYTES_PER_SPAN))
+    this.timer = setInterval(() => this.send(), Math.max(1, settings.exportIntervalMs))
     this.timer.unref?.()
   }
 
@@ -261,6 +272,8 @@ class Exporter {
   /** Whether the queue is full: the span about to be added is dropped. */
   private full(): boolean {
     if (this.waiting < this.maxQueued) return false
+    this.sync()
+    if (this.waiting < this.maxQueued) return false
     this.stats.dropped++
     return true
   }
@@ -270,107 +283,129 @@ class Exporter {
     if (this.filling.count() >= this.maxBatch) {
       this.seal()
       if (!this.scheduled && !this.closed) {
-        // Sent after the call that ended this span has gone on its way, not inside it.
+        // Handed on after the call that ended this span has gone on its way, not inside it.
         this.scheduled = true
         setImmediate(() => {
           this.scheduled = false
-          this.send(true)
+          this.sync()
+          if (Date.now() >= this.pausedUntil) this.hand()
         })
       }
     }
   }
 
-  /** The spans being filled in, as a request body ready to send. */
+  /** The spans being filled in, as a request body ready to hand on. */
   private seal(): void {
     const spans = this.filling.count()
     if (spans > 0) this.ready.push({ body: this.filling.take(), spans })
   }
 
-  /** Sends ready bodies (and, unless `fullOnly`, the partial batch), within the requests allowed in flight. */
-  private send(fullOnly: boolean): void {
-    if (Date.now() < this.pausedUntil) return
-    if (!fullOnly) this.seal()
-    while (this.ready.length > 0 && this.inFlight.size < MAX_IN_FLIGHT) this.post(this.ready.shift()!)
+  /** What became of a body's spans, told by the sender on this thread. */
+  private readonly result = (result: OtlpSender.Result): void => {
+    this.waiting -= result.spans
+    if (result.accepted || result.failed) this.stats.requests++
+    if (result.accepted) this.stats.sent += result.spans
+    else this.stats.dropped += result.spans
+    if (result.failed) this.stats.failures++
+    this.pausedUntil = result.pausedUntil
   }
 
-  private post(batch: Body): void {
-    this.stats.requests++
-    const request = this.request(batch.body).then(
-      (accepted) => {
-        if (accepted) this.stats.sent += batch.spans
-        else this.stats.dropped += batch.spans
-      },
-      () => {
-        this.stats.dropped += batch.spans
-      },
-    )
-    const tracked = request.finally(() => {
-      this.waiting -= batch.spans
-      this.inFlight.delete(tracked)
-      if (!this.closed && this.ready.length > 0) this.send(true)
-    })
-    this.inFlight.add(tracked)
+  /** The thread's counts as of now, added to the stats since they were last read (counters wrap at 2^31). */
+  sync(): void {
+    if (this.thread === undefined) return
+    const counts = this.thread.counts()
+    const last = this.counted
+    const done = (counts.done - last.done) | 0
+    this.waiting -= done
+    this.withThread -= done
+    this.stats.sent += (counts.sent - last.sent) | 0
+    this.stats.dropped += (counts.dropped - last.dropped) | 0
+    this.stats.requests += (counts.requests - last.requests) | 0
+    this.stats.failures += (counts.failures - last.failures) | 0
+    this.pausedUntil = counts.pausedUntil
+    this.counted = counts
   }
 
-  /** One POST of `encoded`; whether the endpoint accepted it. */
-  private async request(encoded: Uint8Array<ArrayBuffer> | string): Promise<boolean> {
-    let body: Uint8Array<ArrayBuffer> | string = encoded
-    let headers = this.headers
-    if (this.settings.compression === "gzip" && encoded.length >= GZIP_MIN_BYTES) {
-      body = Bun.gzipSync(encoded)
-      headers = { ...headers, "content-encoding": "gzip" }
-    }
+  /** The thread stopped on its own, or was stopped: what it still held is dropped. */
+  private readonly threadEnded = (): void => {
+    this.sync()
+    this.thread = undefined
+    this.waiting -= this.withThread
+    this.stats.dropped += this.withThread
+    this.withThread = 0
+  }
+
+  /** The sending thread, started if need be; undefined when none can start, or at exit before one was needed. */
+  private sendingThread(): OtlpSender.Thread | undefined {
+    if (this.thread !== undefined || this.threadFailed || this.closed) return this.thread
     try {
-      const response = await fetch(this.settings.url, {
-        method: "POST",
-        headers,
-        body,
-        signal: AbortSignal.any([this.closing.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
+      this.thread = OtlpSender.thread(this.options, this.ringBytes, () => {
+        this.threadFailed = true
+        this.threadEnded()
       })
-      await response.arrayBuffer().catch(() => undefined)
-      if (response.ok) return true
-      this.pause(response.headers.get("retry-after"))
-      return false
+      this.counted = NO_COUNTS
     } catch {
-      this.pause(null)
-      return false
+      // No thread: sent from here.
+      this.threadFailed = true
+    }
+    return this.thread
+  }
+
+  threaded(): boolean {
+    return this.thread !== undefined
+  }
+
+  /** Hands the bodies ready to the sender: the thread's, or (none running) this thread's. */
+  private hand(): void {
+    if (this.ready.length === 0) return
+    const thread = this.sendingThread()
+    for (const { body, spans } of this.ready.splice(0)) {
+      if (thread !== undefined) {
+        if (thread.post(body, spans)) this.withThread += spans
+        else {
+          // No room left in the ring: the thread is that far behind.
+          this.waiting -= spans
+          this.stats.dropped += spans
+        }
+      } else (this.local ??= OtlpSender.make(this.options, this.result)).post(body, spans)
     }
   }
 
-  private pause(retryAfter: string | null): void {
-    this.stats.failures++
-    const seconds = retryAfter === null ? Number.NaN : Number(retryAfter)
-    const wait = Number.isFinite(seconds) && seconds >= 0 ? Math.min(seconds * 1000, MAX_RETRY_AFTER_MS) : PAUSE_MS
-    this.pausedUntil = Date.now() + wait
+  /** Hands on the batch being filled, full or not, with the bodies ready, unless sending is paused. */
+  private send(): void {
+    this.sync()
+    if (Date.now() < this.pausedUntil) return
+    this.seal()
+    this.hand()
   }
 
-  /** Sends everything waiting and waits for every request, for at most `boundMs`; then gives up on the rest. */
+  /**
+   * Sends everything waiting and waits for it, for at most `boundMs`; then gives up on the rest. With a thread, the
+   * thread is given the same deadline and `slackMs` more to say it has closed, then stopped.
+   */
   async close(boundMs: number): Promise<void> {
     if (this.closed) return
     this.closed = true
     clearInterval(this.timer)
-    this.pausedUntil = 0
-    this.seal()
     const deadline = Date.now() + boundMs
-    while ((this.ready.length > 0 || this.inFlight.size > 0) && Date.now() < deadline) {
-      this.send(true)
-      if (this.inFlight.size === 0) break
-      let timer: ReturnType<typeof setTimeout> | undefined
-      await Promise.race([
-        Promise.race(this.inFlight),
-        new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now())))),
-      ])
-      clearTimeout(timer)
+    this.seal()
+    this.hand()
+    const thread = this.thread
+    if (thread !== undefined) {
+      await thread.close(deadline, THREAD_SLACK_MS)
+      // Whatever the thread did not report in time is dropped.
+      this.threadEnded()
     }
-    this.closing.abort()
-    for (const left of this.ready.splice(0)) this.stats.dropped += left.spans
-    await Promise.allSettled(this.inFlight)
+    await this.local?.close(deadline)
   }
 }
 
 export interface Made {
   readonly tracer: Tracer.Tracer
+  /** What the exporter did so far (the sending thread's part as of now). */
   readonly stats: Readonly<Stats>
+  /** Whether bodies go to the sending thread (started once a body is sent while calls run). */
+  readonly threaded: boolean
   readonly close: () => Promise<void>
 }
 
@@ -434,7 +469,13 @@ export const make = (settings: Settings): Made => {
   }
   return {
     tracer,
-    stats: exporter.stats as Readonly<Stats>,
+    get stats(): Readonly<Stats> {
+      exporter.sync()
+      return exporter.stats
+    },
+    get threaded() {
+      return exporter.threaded()
+    },
     close: () => exporter.close(settings.flushMs),
   }
 }

@@ -112,13 +112,14 @@ interface Called {
 }
 
 /**
- * A settle's `Settler.settle` span, under the fiber's current span (a request's, or a command's), with the call's
- * ids and tool; `end` says how it settled. Made where the settle begins.
+ * A settle's `Settler.settle` span, under `above` when given, else under the fiber's current span (a request's, or a
+ * command's), with the call's ids and tool; `end` says how it settled. Made where the settle begins; outside a fiber
+ * (given `above`, or as a root) its start is read from the system clock.
  */
-export const begin = (call: Called, inputBytes: number, tracer: Tracer.Tracer): Trace => {
-  const fiber = Fiber.getCurrent()!
-  const above = fiber.cache.span
-  const origin = fiber.getRef(Clock.Clock).currentTimeNanosUnsafe()
+export const begin = (call: Called, inputBytes: number, tracer: Tracer.Tracer, above?: Tracer.AnySpan): Trace => {
+  const fiber = Fiber.getCurrent()
+  above ??= fiber?.cache.span
+  const origin = fiber === undefined ? BigInt(Date.now()) * 1_000_000n : fiber.getRef(Clock.Clock).currentTimeNanosUnsafe()
   const originMs = performance.now()
   const parent = tracer.span({
     name: "Settler.settle",

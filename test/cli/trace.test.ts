@@ -11,12 +11,15 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { exec, sandbox } from "./fixture"
 import { serve } from "../server/support"
+import { binary } from "../support/binary"
 
 interface Received {
   readonly path: string
   readonly contentType: string | null
   readonly headers: Headers
   readonly body: Uint8Array
+  /** When it arrived (epoch ms). */
+  readonly at: number
 }
 
 interface Span {
@@ -40,6 +43,7 @@ const receiver = () => {
         contentType: request.headers.get("content-type"),
         headers: request.headers,
         body: new Uint8Array(await request.arrayBuffer()),
+        at: Date.now(),
       })
       return Response.json({})
     },
@@ -126,6 +130,55 @@ describe("traces from core exec", () => {
     const [root] = byName(spans, "core exec")
     expect(root?.parentSpanId).toBeUndefined()
     expect(settle!.traceId).toBe(root!.traceId)
+  })
+
+  test("spans sent from the sending thread while the call runs (batches of one) all arrive, the last before core exec exits", async () => {
+    const otlp = start()
+    const box = sandbox()
+    const env = { ...box.env, ...JSON_PROTOCOL, OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "1" }
+    const result = await exec({ ...box, env }, "bash", { command: "sleep 1; echo slept", description: "wait" }, ["--call", "call_thread"])
+    const exited = Date.now()
+    expect(result.code).toBe(0)
+    expect(JSON.parse(result.stdout).status).toBe("success")
+    // The spans of the steps before the command ran were sent while it slept: by the sending thread, as only it
+    // sends before the command's end.
+    expect(otlp.received[0]!.at).toBeLessThan(exited - 500)
+    const spans = spansOf(otlp.received)
+    // One span a request: the settle and its six steps among the command's, all in the command's trace.
+    expect(otlp.received.length).toBe(spans.length)
+    expect(
+      spans
+        .map((span) => span.name)
+        .filter((name) => name.startsWith("Settler."))
+        .sort(),
+    ).toEqual(["Settler.bound", "Settler.decode", "Settler.execute", "Settler.permission", "Settler.record", "Settler.record", "Settler.settle"])
+    const [root] = byName(spans, "core exec")
+    const [settle] = byName(spans, "Settler.settle")
+    expect(attribute(settle!, "core.call")).toBe("call_thread")
+    expect(attribute(settle!, "core.status")).toBe("success")
+    for (const span of spans) expect(span.traceId).toBe(root!.traceId)
+  })
+
+  test("a receiver that never answers holds core exec no longer than the flush bound, sending thread or not", async () => {
+    const hanging = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Promise<Response>(() => {}) })
+    receivers.push({ stop: () => hanging.stop(true) })
+    const box = sandbox()
+    // Built before anything is timed.
+    await binary()
+    for (const batch of ["1", "512"]) {
+      const env = {
+        ...box.env,
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${hanging.port}`,
+        OTEL_EXPORTER_OTLP_TIMEOUT: "300",
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: batch,
+      }
+      const started = performance.now()
+      // Batches of one while a command sleeps: the sending thread holds requests in flight when exec ends.
+      const result = batch === "1" ? await exec({ ...box, env }, "bash", { command: "sleep 0.5", description: "wait" }) : await exec({ ...box, env }, "list", {})
+      // Bounded by the 300 ms flush (and the command's half second), far under the 10 s a request may take.
+      expect({ batch, code: result.code, fast: performance.now() - started < 5_000 }).toEqual({ batch, code: 0, fast: true })
+      expect(JSON.parse(result.stdout).status).toBe("success")
+    }
   })
 
   test("a refused call's spans say what happened (error kind, the permission decision) and never hold its input", async () => {

@@ -215,8 +215,9 @@ describe("the exporter", () => {
     const otlp = receiver()
     const made = Otlp.make(settings(otlp.url, { protocol: "http/protobuf", maxBatchSpans: 10 }))
     endSpans(made, 25)
-    // Sent as each batch filled, long before the hour-long interval.
+    // Sent as each batch filled, long before the hour-long interval, by the sending thread.
     await until(() => made.stats.sent === 20)
+    expect(made.threaded).toBe(true)
     expect(otlp.received.length).toBe(2)
     await made.close()
     expect(otlp.received.length).toBe(3)
@@ -255,13 +256,17 @@ describe("the exporter", () => {
     const made = Otlp.make(settings(otlp.url, { maxBatchSpans: 10, maxQueuedSpans: 30, flushMs: 300 }))
     endSpans(made, 100)
     await until(() => otlp.received.length === 2)
+    expect(made.threaded).toBe(true)
     // Two requests in flight, one more batch waiting: the rest are dropped, not kept.
     expect(made.stats.dropped).toBe(70)
+    // Ended while the receiver still hangs: dropped at once, the queue stays at its bound.
+    endSpans(made, 50, "more")
+    expect(made.stats.dropped).toBe(120)
     const started = performance.now()
     await made.close()
     expect(performance.now() - started).toBeLessThan(2_000)
     expect(made.stats.sent).toBe(0)
-    expect(made.stats.dropped).toBe(100)
+    expect(made.stats.dropped).toBe(150)
   })
 
   test("a failing receiver pauses sending; spans made meanwhile wait, within the bound", async () => {
@@ -289,6 +294,68 @@ describe("the exporter", () => {
     const started = performance.now()
     await made.close()
     expect(performance.now() - started).toBeLessThan(1_500)
+    // Nothing was sent while it ran: the last spans went from the closing thread, no sending thread was started.
+    expect(made.threaded).toBe(false)
     expect(made.stats).toMatchObject({ sent: 0, dropped: 3, failures: 1 })
+  })
+
+  test("the sending thread, the endpoint down: full batches are dropped with a count and close returns within the bound", async () => {
+    const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() })
+    const url = `http://127.0.0.1:${probe.port}/v1/traces`
+    probe.stop(true)
+    const made = Otlp.make(settings(url, { maxBatchSpans: 5, maxQueuedSpans: 20, flushMs: 300 }))
+    endSpans(made, 5)
+    await until(() => made.stats.failures === 1)
+    expect(made.threaded).toBe(true)
+    expect(made.stats).toMatchObject({ sent: 0, dropped: 5 })
+    // Paused after the failure: what ends meanwhile waits, within the bound, and the rest is dropped.
+    endSpans(made, 100, "later")
+    expect(made.stats.dropped).toBe(5 + 80)
+    const started = performance.now()
+    await made.close()
+    expect(performance.now() - started).toBeLessThan(1_500)
+    expect(made.stats.sent).toBe(0)
+    expect(made.stats.dropped).toBe(105)
+  })
+
+  test("the sending thread, asleep after a second without batches, is woken by the next one", async () => {
+    const otlp = receiver()
+    const made = Otlp.make(settings(otlp.url, { maxBatchSpans: 1 }))
+    endSpans(made, 1, "before")
+    await until(() => made.stats.sent === 1)
+    expect(made.threaded).toBe(true)
+    // The thread looks for batches every 10 ms and sleeps after a second of finding none: nothing to wait on from
+    // here but the time.
+    await Bun.sleep(1_500)
+    endSpans(made, 2, "after")
+    await until(() => made.stats.sent === 3, 1_000)
+    await made.close()
+    expect(spansOf(otlp.received).map((span) => span.name)).toEqual(["before-0", "after-0", "after-1"])
+  })
+
+  test("a body too large for the sending thread's ring is dropped with a count; the next ones are sent", async () => {
+    const otlp = receiver()
+    const made = Otlp.make(settings(otlp.url, { maxBatchSpans: 1, maxQueuedSpans: 4 }))
+    endSpans(made, 1, "first")
+    await until(() => made.stats.sent === 1)
+    expect(made.threaded).toBe(true)
+    const huge = made.tracer.span({
+      name: "huge",
+      parent: Option.none(),
+      annotations: Context.empty(),
+      links: [],
+      startTime: 1n,
+      kind: "internal",
+      root: false,
+      sampled: true,
+    })
+    // Over the ring's least size (a quarter of a MiB) for a queue of 4 spans.
+    huge.attribute("blob", "x".repeat(400 * 1024))
+    huge.end(2n, Exit.void)
+    endSpans(made, 2, "after")
+    await until(() => made.stats.sent === 3)
+    expect(made.stats.dropped).toBe(1)
+    await made.close()
+    expect(spansOf(otlp.received).map((span) => span.name)).toEqual(["first-0", "after-0", "after-1"])
   })
 })

@@ -4,12 +4,14 @@
 
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
-import { Cause, Effect, Exit, Layer, Option, Schema, Tracer } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Option, Schema, Tracer } from "effect"
 import { Kernel as CoreKernel } from "../../src/host/kernel"
 import { Store } from "../../src/store/store"
 import { Tool } from "../../src/tool/tool"
 import { Registry } from "../../src/registry/registry"
 import { Settler } from "../../src/settlement/settler"
+import { Spans } from "../../src/settlement/spans"
+import type { Settlement } from "../../src/contract/settlement"
 import * as Kernel from "../support/kernel"
 import { tempDir } from "../support/temp"
 
@@ -110,5 +112,44 @@ describe("a settle traced by another tracer", () => {
     expect(made.filter((span) => span.name === "Settler.execute")).toEqual([])
     expect(Exit.isSuccess(ended(made.find((span) => span.name === "Settler.permission")!).exit)).toBe(true)
     expect(Exit.isFailure(ended(settleSpan).exit)).toBe(true)
+  })
+})
+
+describe("a settle's spans recorded outside a fiber (a synchronous settle)", () => {
+  test("the settle span sits under the span it is given, its steps under it, timed from the system clock", () => {
+    const made: Array<Tracer.NativeSpan> = []
+    const tracer = Tracer.make({
+      span: (options) => {
+        const span = new Tracer.NativeSpan(options)
+        made.push(span)
+        return span
+      },
+    })
+    const request = tracer.span({
+      name: "POST",
+      parent: Option.none(),
+      annotations: Context.empty(),
+      links: [],
+      startTime: 1n,
+      kind: "server",
+      root: true,
+      sampled: true,
+    })
+    const before = BigInt(Date.now()) * 1_000_000n
+    const call = { name: "echo", sessionID: "ses_sync", toolCallID: "call_sync", agent: "build", assistantMessageID: "msg_sync" }
+    const trace = Spans.begin(call, 16, tracer, request)
+    const started = Spans.now(trace)
+    trace.step("Settler.decode", started, performance.now(), undefined, "core.input.valid", true)
+    const settlement: Settlement.Info = { tool: "echo", callID: "call_sync", status: "success", content: [{ type: "text", text: "hi" }], structured: "hi", outputs: [] }
+    Spans.end(trace, Exit.succeed({ settlement, replayed: false }))
+    const settleSpan = made.find((span) => span.name === "Settler.settle")!
+    expect(settleSpan.parent).toEqual(Option.some(request))
+    expect(settleSpan.traceId).toBe(request.traceId)
+    expect(Object.fromEntries(settleSpan.attributes)).toMatchObject({ "core.call": "call_sync", "core.status": "success", "core.output.bytes": 2 })
+    expect(ended(settleSpan).startTime).toBeGreaterThanOrEqual(before)
+    const [decode] = made.filter((span) => span.name === "Settler.decode")
+    expect(decode!.parent).toEqual(Option.some(settleSpan))
+    expect(ended(decode!).startTime).toBeGreaterThanOrEqual(ended(settleSpan).startTime)
+    expect(ended(decode!).endTime).toBeLessThanOrEqual(ended(settleSpan).endTime)
   })
 })

@@ -1,0 +1,332 @@
+export * as OtlpSender from "./otlp-sender"
+
+// Sends OTLP request bodies (made by ./otlp) to the endpoint: at most MAX_IN_FLIGHT requests at once, each within a
+// timeout, gzipped when asked; a failed request drops its body and pauses sending for a while (a Retry-After up to a
+// minute is honoured). It runs on a thread of its own once the exporter has a body to send while calls run, so that
+// no request is made, compressed or answered on the thread that settles calls; at exit, when no thread was started
+// (a short command), on the calling thread. The same code both ways: `make` is self-contained (the thread runs it
+// from its own source text) and says what became of each body through `report`; the exporter keeps the counts.
+
+/** What the sender is told once. */
+export interface Options {
+  readonly url: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly gzip: boolean
+}
+
+/** What became of one body's spans (sent, or dropped), and until when sending pauses (0: it does not). */
+export interface Result {
+  readonly spans: number
+  readonly accepted: boolean
+  readonly failed: boolean
+  readonly pausedUntil: number
+}
+
+export interface Sender {
+  /** A request body holding `spans` spans, sent in turn. */
+  readonly post: (body: Uint8Array<ArrayBuffer> | string, spans: number) => void
+  /** Sends what is waiting and waits for every request until `deadline` (epoch ms); then gives up on the rest. */
+  readonly close: (deadline: number) => Promise<void>
+}
+
+/**
+ * A sender to `options.url`. Self-contained (its text is a thread's code): nothing from outside but the platform's
+ * globals, its constants inside.
+ */
+export function make(options: Options, report: (result: Result) => void): Sender {
+  /** How long one request may take. */
+  const REQUEST_TIMEOUT_MS = 10_000
+  /** Requests in flight at once; further bodies wait. */
+  const MAX_IN_FLIGHT = 2
+  /** How long sending pauses after a failed request (a Retry-After up to a minute is honoured instead). */
+  const PAUSE_MS = 5_000
+  const MAX_RETRY_AFTER_MS = 60_000
+  /** Bodies at least this large are gzipped when compression is asked for. */
+  const GZIP_MIN_BYTES = 1_024
+  const ready: Array<{ readonly body: Uint8Array<ArrayBuffer> | string; readonly spans: number }> = []
+  const inFlight = new Set<Promise<void>>()
+  const closing = new AbortController()
+  let pausedUntil = 0
+  let resume: ReturnType<typeof setTimeout> | undefined
+  let closed = false
+
+  const pause = (retryAfter: string | null) => {
+    const seconds = retryAfter === null ? Number.NaN : Number(retryAfter)
+    const wait = Number.isFinite(seconds) && seconds >= 0 ? Math.min(seconds * 1000, MAX_RETRY_AFTER_MS) : PAUSE_MS
+    pausedUntil = Date.now() + wait
+    if (resume !== undefined) clearTimeout(resume)
+    resume = setTimeout(() => {
+      resume = undefined
+      pump()
+    }, wait)
+  }
+
+  /** One POST of `encoded`: whether the endpoint accepted it. */
+  const request = async (encoded: Uint8Array<ArrayBuffer> | string): Promise<boolean> => {
+    let body: Uint8Array<ArrayBuffer> | string = encoded
+    let headers = options.headers
+    if (options.gzip && encoded.length >= GZIP_MIN_BYTES) {
+      body = Bun.gzipSync(encoded)
+      headers = { ...headers, "content-encoding": "gzip" }
+    }
+    try {
+      const response = await fetch(options.url, {
+        method: "POST",
+        headers,
+        body,
+        signal: AbortSignal.any([closing.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
+      })
+      await response.arrayBuffer().catch(() => undefined)
+      if (response.ok) return true
+      pause(response.headers.get("retry-after"))
+      return false
+    } catch {
+      pause(null)
+      return false
+    }
+  }
+
+  const send = (one: { readonly body: Uint8Array<ArrayBuffer> | string; readonly spans: number }) => {
+    const tracked: Promise<void> = request(one.body)
+      .then((accepted) => {
+        inFlight.delete(tracked)
+        report({ spans: one.spans, accepted, failed: !accepted, pausedUntil: Date.now() < pausedUntil ? pausedUntil : 0 })
+        if (!closed) pump()
+      })
+    inFlight.add(tracked)
+  }
+
+  const pump = () => {
+    if (Date.now() < pausedUntil) return
+    while (ready.length > 0 && inFlight.size < MAX_IN_FLIGHT) send(ready.shift()!)
+  }
+
+  return {
+    post: (body, spans) => {
+      ready.push({ body, spans })
+      if (!closed) pump()
+    },
+    close: async (deadline) => {
+      if (closed) return
+      closed = true
+      if (resume !== undefined) clearTimeout(resume)
+      pausedUntil = 0
+      while ((ready.length > 0 || inFlight.size > 0) && Date.now() < deadline) {
+        pump()
+        if (inFlight.size === 0) break
+        let timer: ReturnType<typeof setTimeout> | undefined
+        await Promise.race([
+          Promise.race(inFlight),
+          new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now())))),
+        ])
+        clearTimeout(timer)
+      }
+      closing.abort()
+      for (const left of ready.splice(0)) report({ spans: left.spans, accepted: false, failed: false, pausedUntil: 0 })
+      await Promise.allSettled(inFlight)
+    },
+  }
+}
+
+// --- the sending thread -------------------------------------------------------------------------------------------
+//
+// Bodies reach the thread through memory both share, not as messages (a message costs the sending thread a tenth of a
+// millisecond and more while the other one is busy): a ring of bytes that this thread writes, each body behind its
+// length and span count, and the thread reads. What became of them comes back as counters in the same memory. The
+// thread looks at the ring every POLL_MS while bodies come, and sleeps on it after IDLE_POLLS looks found nothing,
+// to be woken by the next body. Messages are only for starting and closing it.
+
+/** The shared header's 32-bit slots. */
+const TAIL = 0
+const HEAD = 1
+const SLEEPING = 2
+const DONE = 3
+const SENT = 4
+const DROPPED = 5
+const REQUESTS = 6
+const FAILURES = 7
+/** Until when sending pauses, in ms from the thread's start (0: it does not). */
+const PAUSED = 8
+const HEADER_BYTES = 64
+/** A body's own header in the ring: its length and its span count. */
+const ENTRY_BYTES = 8
+/** Written where the ring's end had no room for a body: the next one is at its start. */
+const WRAPPED = 0xffff_ffff
+
+/** A message to the thread. */
+type Order =
+  | { readonly kind: "start"; readonly shared: SharedArrayBuffer; readonly startedAt: number }
+  | { readonly kind: "close"; readonly deadline: number }
+
+/** The thread's code: `make` run on the options it is started with, fed from the ring; told when to close. */
+const threadSource = (options: Options): string => `
+const make = ${make.toString()};
+const POLL_MS = 10;
+const IDLE_POLLS = 100;
+let header, ring, view, sender, startedAt, timer, closed = false, idle = 0;
+const report = (result) => {
+  if (result.accepted) Atomics.add(header, ${SENT}, result.spans);
+  else Atomics.add(header, ${DROPPED}, result.spans);
+  if (result.accepted || result.failed) Atomics.add(header, ${REQUESTS}, 1);
+  if (result.failed) Atomics.add(header, ${FAILURES}, 1);
+  Atomics.store(header, ${PAUSED}, result.pausedUntil === 0 ? 0 : Math.max(1, result.pausedUntil - startedAt));
+  Atomics.add(header, ${DONE}, result.spans);
+};
+const drain = () => {
+  let head = Atomics.load(header, ${HEAD});
+  let found = false;
+  while (head !== Atomics.load(header, ${TAIL})) {
+    if (ring.length - head < ${ENTRY_BYTES} || view.getUint32(head, true) === ${WRAPPED}) { head = 0; continue; }
+    const length = view.getUint32(head, true);
+    const spans = view.getUint32(head + 4, true);
+    const body = ring.slice(head + ${ENTRY_BYTES}, head + ${ENTRY_BYTES} + length);
+    head += ${ENTRY_BYTES} + length;
+    if (head === ring.length) head = 0;
+    Atomics.store(header, ${HEAD}, head);
+    sender.post(body, spans);
+    found = true;
+  }
+  return found;
+};
+const look = () => {
+  timer = undefined;
+  if (closed) return;
+  idle = drain() ? 0 : idle + 1;
+  if (idle < IDLE_POLLS) { timer = setTimeout(look, POLL_MS); return; }
+  Atomics.store(header, ${SLEEPING}, 1);
+  const seen = Atomics.load(header, ${TAIL});
+  const waited = Atomics.waitAsync(header, ${TAIL}, seen);
+  const woken = () => { Atomics.store(header, ${SLEEPING}, 0); idle = 0; look(); };
+  if (waited.async) waited.value.then(woken); else woken();
+};
+onmessage = async (event) => {
+  const order = event.data;
+  if (order.kind === "start") {
+    header = new Int32Array(order.shared, 0, ${HEADER_BYTES / 4});
+    ring = new Uint8Array(order.shared, ${HEADER_BYTES});
+    view = new DataView(order.shared, ${HEADER_BYTES});
+    startedAt = order.startedAt;
+    sender = make(${JSON.stringify(options)}, report);
+    look();
+  } else if (order.kind === "close") {
+    closed = true;
+    if (timer !== undefined) clearTimeout(timer);
+    drain();
+    await sender.close(order.deadline);
+    postMessage({ kind: "closed" });
+  }
+};
+`
+
+/** What the thread did with the bodies it was given. */
+export interface Counts {
+  /** Spans sent or dropped. */
+  readonly done: number
+  readonly sent: number
+  readonly dropped: number
+  readonly requests: number
+  readonly failures: number
+  /** Until when sending pauses (epoch ms; 0: it does not). */
+  readonly pausedUntil: number
+}
+
+/** A sender on a thread of its own. */
+export interface Thread {
+  /** Gives the thread a body: false, and nothing given, when the ring has no room for it. */
+  readonly post: (body: Uint8Array<ArrayBuffer> | string, spans: number) => boolean
+  readonly counts: () => Counts
+  /** Closes the thread's sender by `deadline`; resolves when it has, or at `deadline` and `slackMs` at most. */
+  readonly close: (deadline: number, slackMs: number) => Promise<void>
+}
+
+const encoder = new TextEncoder()
+
+/**
+ * `make` on a thread of its own, given bodies through a ring of `ringBytes`; `failed` when the thread stops for any
+ * other reason than being closed. Throws when no thread can be started.
+ */
+export const thread = (options: Options, ringBytes: number, failed: () => void): Thread => {
+  const source = URL.createObjectURL(new Blob([threadSource(options)], { type: "application/javascript" }))
+  let worker: Worker
+  try {
+    worker = new Worker(source)
+  } catch (cause) {
+    URL.revokeObjectURL(source)
+    throw cause
+  }
+  const shared = new SharedArrayBuffer(HEADER_BYTES + ringBytes)
+  const header = new Int32Array(shared, 0, HEADER_BYTES / 4)
+  const ring = new Uint8Array(shared, HEADER_BYTES)
+  const view = new DataView(shared, HEADER_BYTES)
+  const startedAt = Date.now()
+  let tail = 0
+  let closed: (() => void) | undefined
+  let ended = false
+  const end = () => {
+    if (ended) return
+    ended = true
+    worker.terminate()
+    URL.revokeObjectURL(source)
+  }
+  worker.onmessage = () => closed?.()
+  worker.onerror = () => {
+    end()
+    failed()
+    closed?.()
+  }
+  // Sending never keeps the process alive: the exporter's close waits for it.
+  worker.unref()
+  worker.postMessage({ kind: "start", shared, startedAt } satisfies Order)
+
+  /** Where `need` bytes go in the ring, or -1 when they do not fit; a wrap is marked. */
+  const place = (need: number): number => {
+    const head = Atomics.load(header, HEAD)
+    const capacity = ring.length
+    if (tail < head) return head - tail - 1 >= need ? tail : -1
+    // From the tail to the end, never filling it up to an empty ring's head at 0.
+    if (capacity - tail > need || (capacity - tail === need && head !== 0)) return tail
+    if (head - 1 < need) return -1
+    if (capacity - tail >= ENTRY_BYTES) view.setUint32(tail, WRAPPED, true)
+    return 0
+  }
+
+  return {
+    post: (body, spans) => {
+      if (ended) return false
+      const length = typeof body === "string" ? Buffer.byteLength(body) : body.length
+      const at = place(ENTRY_BYTES + length)
+      if (at < 0) return false
+      view.setUint32(at, length, true)
+      view.setUint32(at + 4, spans, true)
+      if (typeof body === "string") encoder.encodeInto(body, ring.subarray(at + ENTRY_BYTES, at + ENTRY_BYTES + length))
+      else ring.set(body, at + ENTRY_BYTES)
+      tail = at + ENTRY_BYTES + length
+      if (tail === ring.length) tail = 0
+      Atomics.store(header, TAIL, tail)
+      if (Atomics.load(header, SLEEPING) === 1) Atomics.notify(header, TAIL)
+      return true
+    },
+    counts: () => {
+      const paused = Atomics.load(header, PAUSED)
+      return {
+        done: Atomics.load(header, DONE),
+        sent: Atomics.load(header, SENT),
+        dropped: Atomics.load(header, DROPPED),
+        requests: Atomics.load(header, REQUESTS),
+        failures: Atomics.load(header, FAILURES),
+        pausedUntil: paused === 0 ? 0 : startedAt + paused,
+      }
+    },
+    close: async (deadline, slackMs) => {
+      if (ended) return
+      let timer: ReturnType<typeof setTimeout> | undefined
+      await new Promise<void>((resolve) => {
+        closed = resolve
+        timer = setTimeout(resolve, Math.max(0, deadline - Date.now()) + slackMs)
+        worker.postMessage({ kind: "close", deadline } satisfies Order)
+      })
+      clearTimeout(timer)
+      end()
+    },
+  }
+}
