@@ -1,7 +1,9 @@
 // core as an MCP client: a trivial tool of an MCP server (the fixture server's `echo`, over stdio) called through
 // core's in-process host settling path (resolve, decode against the server's JSON Schema, permission, the MCP
 // call, content mapping, bounding, durable SQLite recording) against the MCP SDK's own Client calling the same
-// tool of the same server directly. Blocks of the three sides (the SDK, core with its durable store, core in memory) rotate, so drift on the noisy machine lands on both.
+// tool of the same server directly. A fourth side settles an in-process tool that answers after one turn of the event
+// loop through the same in-memory host: the settling path's own cost, so what the MCP part of core's call adds over
+// the SDK's shows apart from it. Blocks of the four sides rotate, so drift on the noisy machine lands on all.
 
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -22,6 +24,17 @@ const ROUNDS = 8
 const CALLS_PER_BLOCK = 250
 const TARGET_RATIO = 1.3
 const INPUT = { text: "hello" }
+/** The in-process tool: the echo, answered after one turn of the event loop as a reply from a process would be. */
+const WAIT_TOOL = `import { Tool } from "@core/tool"
+import { Effect, Schema } from "effect"
+
+export default Tool.make({
+  description: "Echo text back after a turn of the event loop",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.promise(() => new Promise<string>((resolve) => setImmediate(() => resolve(input.text)))),
+})
+`
 
 interface Side {
   readonly label: string
@@ -44,12 +57,13 @@ const direct = async (): Promise<Side> => {
 }
 
 /** core's host settling path for a Location whose core.json connects the same server. */
-const throughCore = async (root: string, durable: boolean): Promise<Side> => {
+const throughCore = async (root: string, durable: boolean, tool = "fix_echo"): Promise<Side> => {
   mkdirSync(root)
   const location = join(root, "location")
-  mkdirSync(location)
+  mkdirSync(join(location, "tools"), { recursive: true })
+  writeFileSync(join(location, "tools", "wait.ts"), WAIT_TOOL)
   mkdirSync(join(root, "home"))
-  writeFileSync(join(location, "core.json"), JSON.stringify({ mcp: { fix: { command: SERVER } }, permission: { "fix_*": "allow" } }))
+  writeFileSync(join(location, "core.json"), JSON.stringify({ mcp: { fix: { command: SERVER } }, permission: { "fix_*": "allow", wait: "allow" } }))
   const environment = { dataDir: join(root, "data"), home: join(root, "home") }
   const prepared = await Effect.runPromise(Host.prepare(environment, location))
   const runtime = ManagedRuntime.make(Host.settlingLayer(environment, prepared, durable ? undefined : Store.layerMemory))
@@ -61,10 +75,15 @@ const throughCore = async (root: string, durable: boolean): Promise<Side> => {
     }),
   )
   return {
-    label: durable ? "core (host settling, SQLite recording)" : "core (host settling, in-memory store)",
+    label:
+      tool !== "fix_echo"
+        ? "core (host settling, in-memory store), in-process tool"
+        : durable
+          ? "core (host settling, SQLite recording)"
+          : "core (host settling, in-memory store)",
     call: async (index) => {
       const { settlement } = await runtime.runPromise(
-        turn.settle({ sessionID: "ses_bench", agent: "build", assistantMessageID: "m", toolCallID: `c${index}`, name: "fix_echo", input: INPUT }),
+        turn.settle({ sessionID: "ses_bench", agent: "build", assistantMessageID: "m", toolCallID: `c${index}`, name: tool, input: INPUT }),
       )
       if (settlement.status !== "success") throw new Error(`the call through core failed: ${JSON.stringify(settlement)}`)
     },
@@ -83,14 +102,19 @@ const block = async (side: Side, start: number, samples: Array<number>) => {
 const measure = async (): Promise<Report> => {
   const root = mkdtempSync(join(tmpdir(), "core-bench-mcp-client-"))
   try {
-    const sides = [await direct(), await throughCore(join(root, "sqlite"), true), await throughCore(join(root, "memory"), false)]
+    const sides = [
+      await direct(),
+      await throughCore(join(root, "sqlite"), true),
+      await throughCore(join(root, "memory"), false),
+      await throughCore(join(root, "in-process"), false, "wait"),
+    ]
     const samples = sides.map(() => [] as Array<number>)
     let counter = 0
     progress("warming up")
     for (const side of sides) for (let index = 0; index < WARMUP_CALLS; index++) await side.call(counter++)
     for (let round = 0; round < ROUNDS; round++) {
       progress(`round ${round + 1} of ${ROUNDS}`)
-      const order = [0, 1, 2].map((offset) => (offset + round) % 3)
+      const order = sides.map((_, offset) => (offset + round) % sides.length)
       for (const which of order) {
         Bun.gc(true)
         await block(sides[which]!, counter, samples[which]!)
@@ -99,7 +123,7 @@ const measure = async (): Promise<Report> => {
     }
     for (const side of sides) await side.close()
     const summaries = samples.map(summarize)
-    const [sdk, core, memory] = summaries
+    const [sdk, core, memory, inProcess] = summaries
     const value = core!.p50 / sdk!.p50
     const withoutRecording = memory!.p50 / sdk!.p50
     return {
@@ -129,6 +153,9 @@ const measure = async (): Promise<Report> => {
       notes: [
         "Both sides talk to the same kind of server process over stdio; the server's own time is in both figures.",
         `core's extra per call: ${duration(core!.p50 - sdk!.p50)} at the median (settling, recording, content mapping).`,
+        `Settling alone (the in-process tool): ${duration(inProcess!.p50)}; the MCP part of core's in-memory call ` +
+          `(its p50 less that): ${duration(memory!.p50 - inProcess!.p50)}, against the SDK's whole call ` +
+          `${duration(sdk!.p50)} (${ratio((memory!.p50 - inProcess!.p50) / sdk!.p50)}).`,
       ],
     }
   } finally {

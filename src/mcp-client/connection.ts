@@ -428,61 +428,67 @@ export class Server {
     input: Record<string, unknown>,
     context: Tool.Context,
   ): Effect.Effect<McpContent.Result, Tool.Failure> {
-    return Effect.tryPromise({
-      try: async (signal) => {
-        // Connected is the usual case: no promise to wait for then.
-        if (this.status !== "connected") await this.connect()
+    // One step of the fiber, and the request sent as it is taken: a call is the per-call hot path.
+    return Effect.callback<McpContent.Result, Tool.Failure>((resume, signal) => {
+      const failed = (cause: unknown) =>
+        resume(Effect.fail(new Tool.Failure({ message: this.describe(cause, `calling ${tool}`, name) })))
+      const request = () => {
         const client = this.client
-        if (client === undefined) throw new Unavailable(this.error ?? this.status)
-        return await this.broken(client, client.callTool({ name: tool, arguments: input }, undefined, {
-          timeout: this.timeoutMs,
-          signal,
-          onprogress: (progress) => {
-            const total = progress.total === undefined ? "" : `/${progress.total}`
-            Effect.runFork(
-              context.progress({
-                message: progress.message ?? `${progress.progress}${total}`,
-                metadata: { progress: progress.progress, ...(progress.total === undefined ? {} : { total: progress.total }) },
-              }),
-            )
-          },
-        }))
-      },
-      catch: (cause) => new Tool.Failure({ message: this.describe(cause, `calling ${tool}`, name) }),
-    }).pipe(
-      Effect.flatMap((result) => {
-        const output = result as McpContent.Result & { readonly isError?: boolean }
-        if (!Array.isArray(output.content)) {
-          return Effect.fail(
-            new Tool.Failure({ message: `MCP server "${this.name}" answered ${name} without content, which core cannot read.` }),
+        if (client === undefined) return failed(new Unavailable(this.error ?? this.status))
+        client
+          .callTool({ name: tool, arguments: input }, undefined, {
+            timeout: this.timeoutMs,
+            signal,
+            onprogress: (progress) => {
+              const total = progress.total === undefined ? "" : `/${progress.total}`
+              Effect.runFork(
+                context.progress({
+                  message: progress.message ?? `${progress.progress}${total}`,
+                  metadata: { progress: progress.progress, ...(progress.total === undefined ? {} : { total: progress.total }) },
+                }),
+              )
+            },
+          })
+          .then(
+            (result) => resume(this.outcome(result, name)),
+            (cause) => {
+              this.broken(client, cause)
+              failed(cause)
+            },
           )
-        }
-        if (output.isError === true) return Effect.fail(new Tool.Failure({ message: McpContent.text(output) }))
-        return Effect.succeed({
-          content: output.content,
-          ...(output.structuredContent === undefined ? {} : { structuredContent: output.structuredContent }),
-        })
-      }),
+      }
+      // Connected is the usual case: no promise to wait for then.
+      if (this.status === "connected") request()
+      else this.connect().then(request, failed)
+    })
+  }
+
+  /** A call's result as core's output, or the failure it says it is. */
+  private outcome(result: unknown, name: string): Effect.Effect<McpContent.Result, Tool.Failure> {
+    const output = result as McpContent.Result & { readonly isError?: boolean }
+    if (!Array.isArray(output.content)) {
+      return Effect.fail(new Tool.Failure({ message: `MCP server "${this.name}" answered ${name} without content, which core cannot read.` }))
+    }
+    if (output.isError === true) return Effect.fail(new Tool.Failure({ message: McpContent.text(output) }))
+    return Effect.succeed(
+      output.structuredContent === undefined
+        ? { content: output.content }
+        : { content: output.content, structuredContent: output.structuredContent },
     )
   }
 
   /**
-   * A request's outcome; when it failed below the protocol (the HTTP session expired, the server went away, a
+   * After a request failed: when it failed below the protocol (the HTTP session expired, the server went away, a
    * request could not be sent), the connection is dropped so that the next call connects afresh. An error the
    * server answered, or a timeout of one call, leaves it as it is.
    */
-  private async broken<A>(client: Client, request: Promise<A>): Promise<A> {
-    try {
-      return await request
-    } catch (cause) {
-      const { McpError, ErrorCode } = McpSdk.load().types
-      const answered = cause instanceof McpError && cause.code !== ErrorCode.ConnectionClosed
-      if (!answered && this.client === client) {
-        this.client = undefined
-        this.fail(this.describe(cause, "calling a tool", undefined, false))
-        void client.close().catch(() => undefined)
-      }
-      throw cause
+  private broken(client: Client, cause: unknown): void {
+    const { McpError, ErrorCode } = McpSdk.load().types
+    const answered = cause instanceof McpError && cause.code !== ErrorCode.ConnectionClosed
+    if (!answered && this.client === client) {
+      this.client = undefined
+      this.fail(this.describe(cause, "calling a tool", undefined, false))
+      void client.close().catch(() => undefined)
     }
   }
 

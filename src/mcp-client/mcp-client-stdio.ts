@@ -9,6 +9,7 @@ export * as McpClientStdio from "./mcp-client-stdio"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { ProcessGroup } from "../shell/process-group"
+import { JsonRpc } from "./json-rpc"
 import { ServerLaunch } from "./server-launch"
 import { McpSdk } from "./mcp-sdk"
 import { Supervised } from "../shell/supervised"
@@ -170,12 +171,11 @@ export class Process implements Transport {
       this.ignoredLines++
       return
     }
-    const message = McpSdk.load().types.JSONRPCMessageSchema.safeParse(parsed)
-    if (!message.success) {
+    if (!JsonRpc.isMessage(parsed)) {
       this.ignoredLines++
       return
     }
-    this.onmessage?.(message.data)
+    this.onmessage?.(parsed)
   }
 
   private async drainStderr(): Promise<void> {
