@@ -259,24 +259,24 @@ const settle = (
     return Effect.flatMap(serving.calls.start(serving.served, turn, call), (entry) => outcome(state, serving, call, entry, extra.signal))
   }
   let progress = 0
+  /** The notifications sent so far, one after another: the last settles once all are written. */
+  let sent: Promise<unknown> = Promise.resolve()
   const forward = (event: Events.Call) =>
-    event.event !== "progress"
-      ? Effect.void
-      : Effect.promise(() =>
-          sendNotification({
-              method: "notifications/progress",
-              params: { progressToken, progress: ++progress, message: event.data.message },
-            })
-            .catch(() => undefined),
-        )
+    Effect.sync(() => {
+      if (event.event !== "progress") return
+      const params = { progressToken, progress: ++progress, message: event.data.message }
+      sent = sent.then(() => sendNotification({ method: "notifications/progress", params })).catch(() => undefined)
+    })
   return Effect.scoped(
     Effect.gen(function* () {
       const { entry, subscription } = yield* serving.calls.startListening(serving.served, turn, call)
       const forwarding = yield* Effect.forkScoped(Effect.forever(Effect.flatMap(PubSub.take(subscription), forward)))
       const settled = yield* outcome(state, serving, call, entry, extra.signal)
-      // Progress reported before the outcome goes out before the result.
+      // Progress reported before the outcome goes out before the result: every notification taken is written
+      // (the SDK's send is asynchronous) before the result is.
       yield* Fiber.interrupt(forwarding)
       yield* Effect.forEach(yield* PubSub.takeAll(subscription), forward, { discard: true })
+      yield* Effect.promise(() => sent)
       return settled
     }),
   )

@@ -173,7 +173,9 @@ describe("each command's own PID namespace", () => {
 
   when("$$, ps, kill %1 and job control in bash -lc still work", async () => {
     const box = sandbox()
-    const line = `bash -lc 'set -m; sleep 100 & ps -o pid=,comm= -p $! ; kill %1; wait $!; echo "ended $?"; echo "me $$"'`
+    // The job is bash until its fork has exec'd sleep: ps is asked again until then (a loaded machine is slow to).
+    const settled = 'for try in $(seq 100); do [ "$(ps -o comm= -p $!)" = sleep ] && break; sleep 0.02; done'
+    const line = `bash -lc 'set -m; sleep 100 & ${settled}; ps -o pid=,comm= -p $! ; kill %1; wait $!; echo "ended $?"; echo "me $$"'`
     const result = await run(box, line)
     expect(result.status).toBe("success")
     expect(result.stdout).toMatch(/^\s*\d+ sleep\nended 143\nme \d+\n$/)
