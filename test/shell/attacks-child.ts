@@ -1,7 +1,7 @@
 // One core's shell, as a model's calls would reach it (`bun test/shell/attacks-child.ts RECORDS CWD PIDS MODE
 // COMMAND...`; PIDS "no" runs sandboxed commands without a PID namespace, as core run by a user who is not root
 // does). MODE "sequence" runs the commands in turn; MODE "crowd" runs its one command while another call runs
-// (`sleep 4`, its process named core-victim) and a spare supervisor waits for the next, then one call more. Prints
+// (named core-victim, until the command writes a file `done` in the Location, 30 s at most) and a spare supervisor waits for the next, then one call more. Prints
 // each run's outcome as one JSON line (crowd: the command's, the other call's, the last's). Started by the attack
 // tests, as root or as another user: that it prints every line shows that core outlived each command.
 
@@ -30,7 +30,7 @@ const print = (outcome: unknown) => console.log(JSON.stringify(outcome))
 if (mode === "crowd") {
   // A short call first: once it has ended, with the command launched after it, a spare is readied for the next call.
   const first = run("sleep 0.3")
-  const other = run("exec -a core-victim sleep 4")
+  const other = run("exec -a core-victim bash -c 'for i in $(seq 300); do [ -e done ] && exit 0; sleep 0.1; done; exit 1'")
   const attack = run(commands[0]!)
   await first
   print(await attack)

@@ -1,11 +1,11 @@
 # What a hostile sandboxed command tries against every process it can find of core's (`python3 attacks.py
-# SUPERVISOR [WAIT]`): its supervisor, core, the spare supervisor and starter readied for the next call, another
-# call's supervisor and command (named core-victim). Prints, for each, what each attempt answered: "ok" or the errno.
-# Each change would set what the process has now, so an attempt let through changes nothing but its result.
+# SUPERVISOR`): its supervisor, core, the spare supervisor and starter readied for the next call, another call's
+# supervisor and command (named core-victim, which waits for a file `done` this writes last). Waits (up to 20 s)
+# until it sees them all where it sees core. Prints, for each, what each attempt answered: "ok" or the errno. Each
+# change would set what the process has now, so an attempt let through changes nothing but its result.
 import ctypes, json, os, resource, signal, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 supervisor = int(sys.argv[1])
-time.sleep(float(sys.argv[2]) if len(sys.argv) > 2 else 0)
 
 def stat(pid):
     text = open(f"/proc/{pid}/stat").read()
@@ -31,20 +31,30 @@ def children(parent):
 def launched(pid, word):
     return any(part.endswith(word.encode()) for part in cmdline(pid))
 
-targets = {"supervisor": supervisor}
-core = int(stat(supervisor)[1])
-if core > 0:
-    targets["core"] = core
+def find():
+    found = {"supervisor": supervisor}
+    core = int(stat(supervisor)[1])
+    if core == 0:
+        return found
+    found["core"] = core
     for other in children(core):
         if other == supervisor or not launched(other, "__supervise"):
             continue
         for child in children(other):
             if launched(child, "__start"):
-                targets["spare supervisor"] = other
-                targets["spare starter"] = child
+                found["spare supervisor"] = other
+                found["spare starter"] = child
             elif cmdline(child)[:1] == [b"core-victim"]:
-                targets["other supervisor"] = other
-                targets["other command"] = child
+                found["other supervisor"] = other
+                found["other command"] = child
+    return found
+
+# In a PID namespace of its own, the command sees its supervisor alone (whose parent it sees as 0).
+deadline = time.time() + 20
+targets = find()
+while "core" in targets and len(targets) < 6 and time.time() < deadline:
+    time.sleep(0.1)
+    targets = find()
 
 def attempt(call):
     try:
@@ -113,4 +123,5 @@ for name, pid in targets.items():
 results["every process of the user"] = {
     "setpriority": attempt(lambda: os.setpriority(os.PRIO_USER, 0, os.getpriority(os.PRIO_USER, 0))),
 }
+open("done", "w").close()
 print(json.dumps(results))
