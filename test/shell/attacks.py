@@ -3,7 +3,7 @@
 # supervisor and command (named core-victim, which waits for a file `done` this writes last). Waits (up to 20 s)
 # until it sees them all where it sees core. Prints, for each, what each attempt answered: "ok" or the errno. Each
 # change would set what the process has now, so an attempt let through changes nothing but its result.
-import ctypes, json, os, resource, signal, sys, time
+import ctypes, fcntl, json, os, resource, signal, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 supervisor = int(sys.argv[1])
 
@@ -96,6 +96,26 @@ def fds(pid):
                 errors.append(error.errno)
     raise OSError(errors[0] if errors else 0, "no descriptor reached")
 
+def alive(pid):
+    try:
+        return stat(pid)[0] != "Z"
+    except OSError:
+        return False
+
+def sigio(pid):
+    # Its owner gets SIGKILL once the pipe can be read: let through, the target is gone; refused, it lives on
+    # (answered as EPERM, as nothing else says so).
+    read, write = os.pipe()
+    fcntl.fcntl(read, fcntl.F_SETOWN, pid)
+    fcntl.fcntl(read, 10, signal.SIGKILL)  # F_SETSIG
+    fcntl.fcntl(read, fcntl.F_SETFL, fcntl.fcntl(read, fcntl.F_GETFL) | os.O_ASYNC)
+    os.write(write, b"x")
+    time.sleep(0.05)
+    os.close(read)
+    os.close(write)
+    if alive(pid):
+        raise OSError(1, "not delivered")
+
 def oom(pid):
     path = f"/proc/{pid}/oom_score_adj"
     value = open(path).read()
@@ -108,6 +128,7 @@ for name, pid in targets.items():
     results[name] = {
         "signal": attempt(lambda: os.kill(pid, 0)),
         "pidfd signal": attempt(lambda: pidfd_kill(pid)),
+        "sigio": attempt(lambda: sigio(pid)),
         "ptrace": attempt(lambda: ptrace(pid)),
         "process_vm_readv": attempt(lambda: vm_read(pid)),
         "mem": attempt(lambda: open(f"/proc/{pid}/mem", "rb").close()),
