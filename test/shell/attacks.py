@@ -116,6 +116,27 @@ def sigio(pid):
     if alive(pid):
         raise OSError(1, "not delivered")
 
+# ioprio_set and ioprio_get, pidfd_getfd: system calls Python has no function for.
+IOPRIO_SET, IOPRIO_GET = {"x86_64": (251, 252), "aarch64": (30, 31)}[os.uname().machine]
+PIDFD_GETFD = 438
+IOPRIO_WHO_PROCESS = 1
+
+def ioprio(pid):
+    current = libc.syscall(IOPRIO_GET, IOPRIO_WHO_PROCESS, pid)
+    checked(current, "ioprio_get")
+    checked(libc.syscall(IOPRIO_SET, IOPRIO_WHO_PROCESS, pid, current), "ioprio_set")
+
+def steal(pid):
+    # A descriptor of its own (the supervisor's channel to core, say) copied out of the target.
+    pidfd = os.pidfd_open(pid)
+    try:
+        for fd in range(64):
+            if libc.syscall(PIDFD_GETFD, pidfd, fd, 0) >= 0:
+                return
+        raise OSError(ctypes.get_errno(), "pidfd_getfd")
+    finally:
+        os.close(pidfd)
+
 def oom(pid):
     path = f"/proc/{pid}/oom_score_adj"
     value = open(path).read()
@@ -138,6 +159,8 @@ for name, pid in targets.items():
         "prlimit": attempt(lambda: resource.prlimit(pid, resource.RLIMIT_NOFILE, resource.prlimit(pid, resource.RLIMIT_NOFILE))),
         "setpriority": attempt(lambda: os.setpriority(os.PRIO_PROCESS, pid, os.getpriority(os.PRIO_PROCESS, pid))),
         "sched_setaffinity": attempt(lambda: os.sched_setaffinity(pid, os.sched_getaffinity(pid))),
+        "ioprio_set": attempt(lambda: ioprio(pid)),
+        "pidfd_getfd": attempt(lambda: steal(pid)),
         "sched_setscheduler": attempt(lambda: os.sched_setscheduler(pid, os.sched_getscheduler(pid), os.sched_getparam(pid))),
     }
 # Every process of the user at once, core's among them.
