@@ -1,6 +1,6 @@
 // One core's shell, as a model's calls would reach it (`bun test/shell/attacks-child.ts RECORDS CWD PIDS MODE
 // COMMAND...`; PIDS "no" runs sandboxed commands without a PID namespace, as core run by a user who is not root
-// does). MODE "sequence" runs the commands in turn; MODE "crowd" runs its one command while another call runs
+// does). MODE "sequence" runs the commands in turn, "sockets" too with Unix sockets granted (`shell.sockets`); MODE "crowd" runs its one command while another call runs
 // (named core-victim, until the command writes a file `done` in the Location, 30 s at most) and a spare supervisor waits for the next, then one call more. Prints
 // each run's outcome as one JSON line (crowd: the command's, the other call's, the last's). Started by the attack
 // tests, as root or as another user: that it prints every line shows that core outlived each command.
@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import { Shell } from "../../src/shell/shell"
 
 const [records, cwd, pids, mode, ...commands] = process.argv.slice(2)
-const shell = Shell.make({}, { records: records!, pids: pids !== "no" })
+const shell = Shell.make(mode === "sockets" ? { sockets: [cwd!] } : {}, { records: records!, pids: pids !== "no" })
 
 const run = (command: string) =>
   Effect.runPromise(

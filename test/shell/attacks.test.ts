@@ -58,7 +58,7 @@ type Outcome = {
 }
 
 /** Runs the child (`mode` and commands as attacks-child.ts takes them) in a Location holding attacks.py. */
-const core = (variant: Variant, mode: "sequence" | "crowd", ...commands: ReadonlyArray<string>): Array<Outcome> => {
+const core = (variant: Variant, mode: "sequence" | "sockets" | "crowd", ...commands: ReadonlyArray<string>): Array<Outcome> => {
   const cwd = owned("core-attack-cwd-", variant)
   copyFileSync(ATTACKS, join(cwd, "attacks.py"))
   const child = spawnAs(variant, [
@@ -219,6 +219,26 @@ print(sorted(fds), signal.value)'`
       )
       expect(forked!.stdout).toBe("[0, 1, 2] 0\n64\n3\naffinity\nidle\n")
       expect(command!.stdout).toBe("[0, 1, 2] 9\n")
+    }, 60_000)
+
+    // The filter cannot read a 32-bit system call's arguments, so it refuses every one: were it let through,
+    // int 0x80 would set core's limits past it. With Unix sockets granted, this filter alone is installed.
+    if (process.arch === "x64") test.skipIf(variant.skip)(`${variant.name}: a 32-bit system call does not get past the filter${skipped}`, () => {
+      const script = `python3 -c 'import ctypes, mmap, resource, socket, struct, sys
+target = int(sys.argv[1])
+socket.socket(socket.AF_UNIX).close(); print("unix socket")
+try: resource.prlimit(target, resource.RLIMIT_NOFILE, resource.prlimit(target, resource.RLIMIT_NOFILE)); print("prlimit ok")
+except OSError as error: print("prlimit", error.errno)
+# prlimit64 (340 on i386) through int 0x80, its arguments in memory below 4 GiB (MAP_32BIT).
+page = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x40, prot=7)
+base = ctypes.addressof(ctypes.c_char.from_buffer(page))
+page[2048:2064] = struct.pack("<QQ", *resource.prlimit(target, resource.RLIMIT_NOFILE))
+code = b"\\x53\\xb8" + struct.pack("<I", 340) + b"\\xbb" + struct.pack("<i", target) + b"\\xb9\\x07\\x00\\x00\\x00\\xba"
+code += struct.pack("<I", base + 2048) + b"\\x31\\xf6\\xcd\\x80\\x5b\\xc3"
+page[0:len(code)] = code
+print("int 0x80", ctypes.CFUNCTYPE(ctypes.c_int)(base)())' $PPID`
+      const [outcome] = core(variant, "sockets", script)
+      expect(outcome!.stdout).toBe(`unix socket\nprlimit ${EPERM}\nint 0x80 -38\n`)
     }, 60_000)
 
     // Only a PID namespace, whose processes all end with its first, ends such a chain for certain: without one,
