@@ -14,6 +14,7 @@ import { Capabilities } from "./capabilities"
 import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
 import { Native } from "./native"
+import { Others } from "./others"
 import { Sockets } from "./sockets"
 import type { Supervisor } from "./supervisor"
 
@@ -163,6 +164,9 @@ export const apply = (
     // without them (nothing to drop, or no seccomp).
     Capabilities.drop()
     if (order.sockets === undefined) Sockets.refuse()
+    // Nor may it set another process's limits or scheduling (core's, its supervisor's, another call's): Landlock
+    // does not mediate those. Where the kernel has no seccomp, it could.
+    Others.refuse()
   }
   // Capabilities a user namespace gave the supervisor stay its own: the command inherits none of them.
   Native.prctl(Native.PR_CAP_AMBIENT, Native.PR_CAP_AMBIENT_CLEAR_ALL)
@@ -173,6 +177,7 @@ export const apply = (
 const warmUp = (readied: Readied, sandbox: boolean, way: Namespace.Way) => {
   Capabilities.drop(false)
   Sockets.prepare()
+  Others.prepare()
   if (Landlock.abi() > 0) {
     const sample = { read: Landlock.granted(Landlock.SYSTEM_READABLE, []), write: ["/tmp"], devices: ["/dev"] }
     Landlock.restrict(sample, Landlock.abi(), false)

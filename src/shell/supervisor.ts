@@ -54,6 +54,8 @@ export const flags = (args: ReadonlyArray<string>): Flags => ({
 export const GRACE_MS = 3000
 const POLL_MS = 20
 const KILL_ROUNDS = 50
+/** How long the supervisor keeps searching for what is left while it still has a child (see `conclude`). */
+const CHASE_MS = 5_000
 const SIGHUP = 1
 
 /**
@@ -258,8 +260,17 @@ const conclude = (command: Bun.Subprocess, name: string, grace: number): Ending 
   if (alone(command)) return ended(command, [], [])
   return (async () => {
     // Should /proc be unreadable, the group is still ended rather than the call left waiting.
-    const { killed, survivors } = await endAll(grace).catch(() => endGroup(command, name, grace))
+    let { killed, survivors } = await endAll(grace).catch(() => endGroup(command, name, grace))
     await command.exited
+    // A chain of processes that each fork the next and exit changes pid faster than /proc is read, and one search
+    // can miss it; it cannot leave this subreaper without a child, though. So while one is left, search again.
+    const deadline = performance.now() + CHASE_MS
+    while (!alone(command) && performance.now() < deadline) {
+      const again = await endAll(0).catch(() => undefined)
+      if (again === undefined) break
+      killed = [...killed, ...again.killed.filter((found) => !killed.some((known) => known.pid === found.pid))]
+      survivors = again.survivors
+    }
     // Orphans it adopted and ended are its children: reap them, so none is left a zombie.
     while (Native.reap() > 0);
     return ended(command, killed, survivors)

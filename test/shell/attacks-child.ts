@@ -1,0 +1,39 @@
+// One core's shell, as a model's calls would reach it (`bun test/shell/attacks-child.ts RECORDS CWD PIDS MODE
+// COMMAND...`; PIDS "no" runs sandboxed commands without a PID namespace, as core run by a user who is not root
+// does). MODE "sequence" runs the commands in turn, "sockets" too with Unix sockets granted (`shell.sockets`); MODE "crowd" runs its one command while another call runs
+// (named core-victim, until the command writes a file `done` in the Location, 30 s at most) and a spare supervisor waits for the next, then one call more. Prints
+// each run's outcome as one JSON line (crowd: the command's, the other call's, the last's). Started by the attack
+// tests, as root or as another user: that it prints every line shows that core outlived each command.
+
+import * as Effect from "effect/Effect"
+import { Shell } from "../../src/shell/shell"
+
+const [records, cwd, pids, mode, ...commands] = process.argv.slice(2)
+const shell = Shell.make(mode === "sockets" ? { sockets: [cwd!] } : {}, { records: records!, pids: pids !== "no" })
+
+const run = (command: string) =>
+  Effect.runPromise(
+    shell.run({ argv: ["bash", "-c", command], cwd: cwd!, sandbox: { location: cwd!, approved: [] } }).pipe(
+      Effect.map((result) => ({
+        stdout: result.stdout.text,
+        stderr: result.stderr.text,
+        exitCode: result.exitCode,
+        signal: result.signal,
+        survivors: result.survivors,
+      })),
+      Effect.catch((error) => Effect.succeed({ error: String(error) })),
+    ),
+  )
+
+const print = (outcome: unknown) => console.log(JSON.stringify(outcome))
+
+if (mode === "crowd") {
+  // A short call first: once it has ended, with the command launched after it, a spare is readied for the next call.
+  const first = run("sleep 0.3")
+  const other = run("exec -a core-victim bash -c 'for i in $(seq 300); do [ -e done ] && exit 0; sleep 0.1; done; exit 1'")
+  const attack = run(commands[0]!)
+  await first
+  print(await attack)
+  print(await other)
+  print(await run("echo next"))
+} else for (const command of commands) print(await run(command))

@@ -1,0 +1,261 @@
+// A hostile sandboxed command against the processes around it: its supervisor, core, the spare supervisor and
+// starter readied for the next call, another call running meanwhile. Signals, pidfds, ptrace, process_vm_readv,
+// /proc/PID/mem, environ, fd and oom_score_adj, and what Landlock does not mediate: another process's resource
+// limits (prlimit), priority, affinity and scheduling. Each as core run by root (the command in a PID namespace of
+// its own, and without one) and by a user who is not root (65534 through setpriv, as test/shell/user.test.ts does),
+// whose command sees every process of core's. Real cores, real processes; python3 makes the system calls.
+
+import { describe, expect, test } from "bun:test"
+import { chownSync, copyFileSync, readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { Landlock } from "../../src/shell/landlock"
+import { tempDir } from "../support/temp"
+
+const USER = 65534
+const CHILD = join(import.meta.dir, "attacks-child.ts")
+const ATTACKS = join(import.meta.dir, "attacks.py")
+const setpriv = Bun.which("setpriv")
+const python = Bun.which("python3", { PATH: "/usr/local/bin:/usr/bin:/bin" })
+
+type Variant = { readonly name: string; readonly user: boolean; readonly pids: boolean }
+
+/** A directory the user of `variant` owns. */
+const owned = (prefix: string, variant: Variant) => {
+  const directory = tempDir(prefix)
+  if (variant.user) chownSync(directory, USER, USER)
+  return directory
+}
+
+/** Runs the child as the variant's user, in /tmp, with a home of its own. */
+const spawnAs = (variant: Variant, argv: ReadonlyArray<string>) =>
+  Bun.spawnSync(variant.user ? [setpriv!, `--reuid=${USER}`, `--regid=${USER}`, "--clear-groups", ...argv] : [...argv], {
+    cwd: "/tmp",
+    env: { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: owned("core-attack-home-", variant) },
+  })
+
+/** Whether the unprivileged user can run this checkout's code (root here, setpriv, every path readable). */
+const userPossible = (): boolean => {
+  if (process.getuid?.() !== 0 || setpriv === null) return false
+  const shell = join(import.meta.dir, "..", "..", "src", "shell", "shell.ts")
+  const variant = { name: "", user: true, pids: false }
+  return spawnAs(variant, [process.execPath, "-e", `await import(${JSON.stringify(shell)})`]).exitCode === 0
+}
+
+const ROOT = process.getuid?.() === 0
+const ready = Landlock.abi() >= 6 && python !== null
+const variants: ReadonlyArray<Variant & { readonly skip: boolean }> = [
+  { name: "core run by root, the command in a PID namespace of its own", user: false, pids: true, skip: !ready || !ROOT },
+  { name: "core run by root, without a PID namespace", user: false, pids: false, skip: !ready || !ROOT },
+  { name: "core run by a user who is not root", user: true, pids: false, skip: !ready || !userPossible() },
+]
+
+type Outcome = {
+  readonly stdout: string
+  readonly stderr: string
+  readonly exitCode: number | null
+  readonly signal: string | null
+  readonly survivors: ReadonlyArray<number>
+}
+
+/** Runs the child (`mode` and commands as attacks-child.ts takes them) in a Location holding attacks.py. */
+const core = (variant: Variant, mode: "sequence" | "sockets" | "crowd", ...commands: ReadonlyArray<string>): Array<Outcome> => {
+  const cwd = owned("core-attack-cwd-", variant)
+  copyFileSync(ATTACKS, join(cwd, "attacks.py"))
+  const child = spawnAs(variant, [
+    process.execPath,
+    CHILD,
+    owned("core-attack-runs-", variant),
+    cwd,
+    variant.pids ? "yes" : "no",
+    mode,
+    ...commands,
+  ])
+  const lines = child.stdout.toString().trim().split("\n").filter((line) => line.startsWith("{"))
+  if (lines.length === 0) throw new Error(`core printed nothing (exit ${child.exitCode}): ${child.stderr.toString()}`)
+  return lines.map((line) => JSON.parse(line))
+}
+
+/** The live processes whose command line starts with `name`. */
+const named = (name: string) =>
+  readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "latin1").startsWith(`${name}\0`)
+      } catch {
+        return false
+      }
+    })
+
+/** Waits (up to 3 s) until no process named `name` is left; answers those left. */
+const gone = async (name: string) => {
+  for (let tries = 0; tries < 30 && named(name).length > 0; tries++) await Bun.sleep(100)
+  return named(name)
+}
+
+/** The live processes named `name` (their comm), with their process groups. */
+const comms = (name: string) =>
+  readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .flatMap((pid) => {
+      try {
+        if (readFileSync(`/proc/${pid}/comm`, "latin1").trim() !== name) return []
+        const stat = readFileSync(`/proc/${pid}/stat`, "latin1")
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+        return fields[0] === "Z" ? [] : [{ pid: Number(pid), group: Number(fields[2]) }]
+      } catch {
+        return []
+      }
+    })
+
+/**
+ * A chain that outruns a search of /proc: each process forks the next and exits at once, so its pid changes faster
+ * than /proc can be read. Out of the command's session first; every one is named `name`.
+ */
+const chain = (name: string) => `python3 -c 'import ctypes, os
+if os.fork() == 0:
+    os.setsid()
+    ctypes.CDLL(None).prctl(15, b"${name}", 0, 0, 0)
+    while True:
+        if os.fork() != 0: os._exit(0)
+'`
+
+/** Ends a chain the test started, should it have outlived the call: its process group, until none is left. */
+const endChain = async (name: string) => {
+  // A search can miss a chain as the supervisor's could: searched again until none is seen for a while.
+  const deadline = performance.now() + 10_000
+  for (let quiet = 0; quiet < 20 && performance.now() < deadline; quiet = comms(name).length > 0 ? 0 : quiet + 1) {
+    for (const group of new Set(comms(name).map((found) => found.group))) {
+      try {
+        process.kill(-group, "SIGKILL")
+      } catch {
+        // gone meanwhile
+      }
+    }
+    await Bun.sleep(10)
+  }
+}
+
+const EPERM = 1
+const EACCES = 13
+
+describe("a sandboxed command that turns on the processes around it", () => {
+  for (const variant of variants) {
+    const skipped = variant.skip ? " (SKIPPED: needs root, Landlock 6, python3, and for another user setpriv and a readable checkout)" : ""
+
+    test.skipIf(variant.skip)(`${variant.name}: every attempt on its supervisor, core, the spare and another call is refused${skipped}`, () => {
+      const [attack, other, next] = core(variant, "crowd", "python3 attacks.py $PPID")
+      const results = JSON.parse(attack!.stdout) as Record<string, Record<string, number | "ok">>
+      // In a PID namespace of its own, the command sees its supervisor alone; otherwise every process of core's.
+      expect(Object.keys(results).sort()).toEqual(
+        variant.pids
+          ? ["every process of the user", "supervisor"]
+          : ["core", "every process of the user", "other command", "other supervisor", "spare starter", "spare supervisor", "supervisor"],
+      )
+      for (const [target, attempts] of Object.entries(results)) {
+        for (const [attempt, result] of Object.entries(attempts)) {
+          expect({ target, attempt, result }).toEqual({ target, attempt, result: expect.any(Number) })
+          // What the kernel's permission checks answer (Landlock's scope and ptrace rules, non-dumpable
+          // processes, the filter on limits and scheduling): a refusal, never a missing process.
+          expect([EPERM, EACCES]).toContain(result as number)
+        }
+      }
+      // The other call ran its course, and the next one ran in the spare: nothing was ended or harmed.
+      expect(other).toMatchObject({ exitCode: 0, signal: null })
+      expect(next).toMatchObject({ stdout: "next\n", exitCode: 0, signal: null })
+    }, 60_000)
+
+    test.skipIf(variant.skip)(`${variant.name}: cannot limit its supervisor's descriptors to hide a process, nor core's file size to end it${skipped}`, async () => {
+      const hidden = `core-hidden-${crypto.randomUUID().slice(0, 8)}`
+      // Without descriptors, a supervisor could not read /proc to find what left the command's group; with a file
+      // size limit of 0, core dies at its next write. Both the kernel allows among processes of one user.
+      const limit = (target: string, resource: string) =>
+        `python3 -c 'import os, resource, sys
+supervisor = int(sys.argv[1])
+stat = open(f"/proc/{supervisor}/stat").read()
+target = supervisor if sys.argv[2] == "supervisor" else int(stat[stat.rindex(")") + 2:].split()[1])
+try:
+    resource.prlimit(target, resource.${resource}, (0, 0)); print("limited")
+except OSError as error: print("refused", error.errno)' $PPID ${target}`
+      const outcomes = core(
+        variant,
+        "sequence",
+        `(env -i setsid bash -c 'exec -a ${hidden} sleep 1000' > /dev/null 2>&1 &); ${limit("supervisor", "RLIMIT_NOFILE")}`,
+        variant.pids ? "echo refused 1" : limit("core", "RLIMIT_FSIZE"),
+        "echo next",
+      )
+      expect(outcomes.map((outcome) => outcome.stdout)).toEqual([`refused ${EPERM}\n`, `refused ${EPERM}\n`, "next\n"])
+      expect(outcomes[0]).toMatchObject({ exitCode: 0, signal: null, survivors: [] })
+      expect(await gone(hidden)).toEqual([])
+    }, 60_000)
+
+    test.skipIf(variant.skip)(`${variant.name}: what it starts in a burst and leaves as it exits ends with the call${skipped}`, async () => {
+      const hidden = `core-burst-${crypto.randomUUID().slice(0, 8)}`
+      // Started before the supervisor could hear that the command runs, each leaving the session, the marker and
+      // the command's parent; the command exits at once.
+      const [outcome] = core(
+        variant,
+        "sequence",
+        `for i in $(seq 20); do (env -i setsid bash -c 'exec -a ${hidden} sleep 1000' > /dev/null 2>&1 &); done; exit 0`,
+      )
+      expect(outcome).toMatchObject({ exitCode: 0, signal: null })
+      expect(await gone(hidden)).toEqual([])
+    }, 60_000)
+
+    test.skipIf(variant.skip)(`${variant.name}: no descriptor but 0, 1 and 2 reaches a grandchild; its own limits and scheduling are still its own${skipped}`, () => {
+      // The descriptors still open once the listing's own is closed; PR_GET_PDEATHSIG (2) of the command and of
+      // its child: the command dies with its supervisor, what it forks does not inherit that.
+      const listing = `python3 -c 'import ctypes, os
+fds = []
+for entry in os.listdir("/proc/self/fd"):
+    try: os.readlink(f"/proc/self/fd/{entry}"); fds.append(int(entry))
+    except OSError: pass
+signal = ctypes.c_int()
+ctypes.CDLL(None).prctl(2, ctypes.byref(signal))
+print(sorted(fds), signal.value)'`
+      const [forked, command] = core(
+        variant,
+        "sequence",
+        `(${listing}; true); ulimit -n 64; ulimit -n; nice -n 3 nice; taskset -c 0 true && echo affinity; ionice -c 3 true && echo idle`,
+        `exec ${listing}`,
+      )
+      expect(forked!.stdout).toBe("[0, 1, 2] 0\n64\n3\naffinity\nidle\n")
+      expect(command!.stdout).toBe("[0, 1, 2] 9\n")
+    }, 60_000)
+
+    // The filter cannot read a 32-bit system call's arguments, so it refuses every one: were it let through,
+    // int 0x80 would set core's limits past it. With Unix sockets granted, this filter alone is installed.
+    if (process.arch === "x64") test.skipIf(variant.skip)(`${variant.name}: a 32-bit system call does not get past the filter${skipped}`, () => {
+      const script = `python3 -c 'import ctypes, mmap, resource, socket, struct, sys
+target = int(sys.argv[1])
+socket.socket(socket.AF_UNIX).close(); print("unix socket")
+try: resource.prlimit(target, resource.RLIMIT_NOFILE, resource.prlimit(target, resource.RLIMIT_NOFILE)); print("prlimit ok")
+except OSError as error: print("prlimit", error.errno)
+# prlimit64 (340 on i386) through int 0x80, its arguments in memory below 4 GiB (MAP_32BIT).
+page = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x40, prot=7)
+base = ctypes.addressof(ctypes.c_char.from_buffer(page))
+page[2048:2064] = struct.pack("<QQ", *resource.prlimit(target, resource.RLIMIT_NOFILE))
+code = b"\\x53\\xb8" + struct.pack("<I", 340) + b"\\xbb" + struct.pack("<i", target) + b"\\xb9\\x07\\x00\\x00\\x00\\xba"
+code += struct.pack("<I", base + 2048) + b"\\x31\\xf6\\xcd\\x80\\x5b\\xc3"
+page[0:len(code)] = code
+print("int 0x80", ctypes.CFUNCTYPE(ctypes.c_int)(base)())' $PPID`
+      const [outcome] = core(variant, "sockets", script)
+      expect(outcome!.stdout).toBe(`unix socket\nprlimit ${EPERM}\nint 0x80 -38\n`)
+    }, 60_000)
+
+    // In a PID namespace, everything ends with its first process. Without one, a single search of /proc can miss a
+    // chain: the supervisor searches again for as long as it still has a child.
+    test.skipIf(variant.skip)(`${variant.name}: a chain of forks that outruns a search of /proc ends with the call${skipped}`, async () => {
+      const name = `core-chain-${crypto.randomUUID().slice(0, 4)}`
+      try {
+        // Several at once: each must be caught.
+        const [outcome] = core(variant, "sequence", `for i in 1 2 3 4; do ${chain(name)}; done; sleep 0.2`)
+        expect(outcome).toMatchObject({ exitCode: 0, signal: null })
+        await Bun.sleep(500)
+        expect(comms(name)).toEqual([])
+      } finally {
+        await endChain(name)
+      }
+    }, 60_000)
+  }
+})
