@@ -293,6 +293,30 @@ export const getppid = (): number => libc()?.getppid() ?? process.ppid
 /** Reaps one ended child without blocking: its pid, 0 when none has ended, or -1 when there is no child. */
 export const reap = (pid = -1): number => libc()?.waitpid(pid, null, WNOHANG) ?? -1
 
+/**
+ * The `struct sock_fprog` of a seccomp filter `program` (8 bytes per instruction): its length, padding, then the
+ * program's address. `program` must stay referenced for as long as the struct is used.
+ */
+export const filterProgram = (program: Uint8Array): Uint8Array => {
+  const fprog = new Uint8Array(16)
+  const header = new DataView(fprog.buffer)
+  header.setUint16(0, program.length / 8, true)
+  header.setBigUint64(8, BigInt(address(program)), true)
+  return fprog
+}
+
+const SECCOMP_SET_MODE_FILTER = 1
+
+/**
+ * Installs the seccomp filter `fprog` (filterProgram) on the calling thread and every process it spawns afterwards.
+ * Needs no_new_privs. Answers undefined, or why it could not.
+ */
+export const installFilter = (fprog: Uint8Array): string | undefined => {
+  if (numbers === undefined) return "no system call numbers for this architecture"
+  const installed = syscall(numbers.seccomp, SECCOMP_SET_MODE_FILTER, 0, address(fprog))
+  return installed < 0 ? `seccomp(SECCOMP_SET_MODE_FILTER) failed (errno ${-installed})` : undefined
+}
+
 /** The address of a buffer, for system calls that take a struct. */
 export const address = (bytes: Uint8Array): number => Number(ptr(bytes))
 

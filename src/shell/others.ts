@@ -24,7 +24,6 @@ const PRIO_USER = 2
 const IOPRIO_WHO_USER = 3
 const EPERM = 1
 const ENOSYS = 38
-const SECCOMP_SET_MODE_FILTER = 1
 const RET_ALLOW = 0x7fff0000
 const RET_ERRNO = 0x00050000
 const LD_ABS = 0x20
@@ -115,12 +114,7 @@ export const prepare = (): typeof built => {
     { label: "deny", returns: RET_ERRNO | EPERM },
     { label: "nosys", returns: RET_ERRNO | ENOSYS },
   ])
-  // struct sock_fprog { u16 len; (padding); struct sock_filter *filter }.
-  const fprog = new Uint8Array(16)
-  const header = new DataView(fprog.buffer)
-  header.setUint16(0, program.length / 8, true)
-  header.setBigUint64(8, BigInt(Native.address(program)), true)
-  return (built = { fprog, program })
+  return (built = { fprog: Native.filterProgram(program), program })
 }
 
 /**
@@ -131,7 +125,5 @@ export const prepare = (): typeof built => {
  */
 export const refuse = (): string | undefined => {
   const filter = prepare()
-  if (filter === undefined || Native.numbers === undefined) return "no system call numbers for this architecture"
-  const installed = Native.syscall(Native.numbers.seccomp, SECCOMP_SET_MODE_FILTER, 0, Native.address(filter.fprog))
-  return installed < 0 ? `seccomp(SECCOMP_SET_MODE_FILTER) failed (errno ${-installed})` : undefined
+  return filter === undefined ? "no system call numbers for this architecture" : Native.installFilter(filter.fprog)
 }

@@ -19,7 +19,6 @@ const X32_BIT = 0x40000000
 const AF_UNIX = 1
 const EACCES = 13
 const ENOSYS = 38
-const SECCOMP_SET_MODE_FILTER = 1
 const RET_ALLOW = 0x7fff0000
 const RET_ERRNO = 0x00050000
 const LD_ABS = 0x20
@@ -64,12 +63,7 @@ export const prepare = (): typeof built => {
   instruction(view, 8, RET, 0, 0, RET_ALLOW)
   instruction(view, 9, RET, 0, 0, RET_ERRNO | EACCES)
   instruction(view, 10, RET, 0, 0, RET_ERRNO | ENOSYS)
-  // struct sock_fprog { u16 len; (padding); struct sock_filter *filter }.
-  const fprog = new Uint8Array(16)
-  const header = new DataView(fprog.buffer)
-  header.setUint16(0, 11, true)
-  header.setBigUint64(8, BigInt(Native.address(program)), true)
-  return (built = { fprog, program })
+  return (built = { fprog: Native.filterProgram(program), program })
 }
 
 /**
@@ -79,9 +73,7 @@ export const prepare = (): typeof built => {
  */
 export const refuse = (): string | undefined => {
   const filter = prepare()
-  if (filter === undefined || Native.numbers === undefined) return "no system call numbers for this architecture"
-  const installed = Native.syscall(Native.numbers.seccomp, SECCOMP_SET_MODE_FILTER, 0, Native.address(filter.fprog))
-  return installed < 0 ? `seccomp(SECCOMP_SET_MODE_FILTER) failed (errno ${-installed})` : undefined
+  return filter === undefined ? "no system call numbers for this architecture" : Native.installFilter(filter.fprog)
 }
 
 const within = (root: string, path: string): boolean =>

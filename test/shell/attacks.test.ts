@@ -10,6 +10,7 @@ import { chownSync, copyFileSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Landlock } from "../../src/shell/landlock"
 import { tempDir } from "../support/temp"
+import { named } from "./processes"
 
 const USER = 65534
 const CHILD = join(import.meta.dir, "attacks-child.ts")
@@ -74,18 +75,6 @@ const core = (variant: Variant, mode: "sequence" | "sockets" | "crowd", ...comma
   if (lines.length === 0) throw new Error(`core printed nothing (exit ${child.exitCode}): ${child.stderr.toString()}`)
   return lines.map((line) => JSON.parse(line))
 }
-
-/** The live processes whose command line starts with `name`. */
-const named = (name: string) =>
-  readdirSync("/proc")
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, "latin1").startsWith(`${name}\0`)
-      } catch {
-        return false
-      }
-    })
 
 /** Waits (up to 3 s) until no process named `name` is left; answers those left. */
 const gone = async (name: string) => {
