@@ -22,7 +22,8 @@ const SERVER = [process.execPath, join(import.meta.dir, "../test/mcp-client/fixt
 const WARMUP_CALLS = 300
 const ROUNDS = 8
 const CALLS_PER_BLOCK = 250
-const TARGET_RATIO = 1.3
+/** core as an MCP client, settled and recorded: p50 within this of the SDK Client calling the same server directly. */
+const TARGET_RATIO = 1.5
 const INPUT = { text: "hello" }
 /** The in-process tool: the echo, answered after one turn of the event loop as a reply from a process would be. */
 const WAIT_TOOL = `import { Tool } from "@core/tool"
