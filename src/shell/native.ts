@@ -308,6 +308,25 @@ export const filterProgram = (program: Uint8Array): Uint8Array => {
 const SECCOMP_SET_MODE_FILTER = 1
 
 /**
+ * What every seccomp filter here is written with: each architecture's audit number, the x32 bit, the filter's
+ * answers, the BPF instructions used, and the offsets of the call's number and architecture in struct seccomp_data.
+ */
+export const Seccomp = {
+  AUDIT_ARCH: { x64: 0xc000003e, arm64: 0xc00000b7 },
+  /** x32 system calls on x86_64 carry this bit: refused, as no program core runs uses that ABI. */
+  X32_BIT: 0x40000000,
+  RET_ALLOW: 0x7fff0000,
+  RET_ERRNO: 0x00050000,
+  LD_ABS: 0x20,
+  JEQ: 0x15,
+  JGE: 0x35,
+  RET: 0x06,
+  NR: 0,
+  ARCH: 4,
+} as const
+
+
+/**
  * Installs the seccomp filter `fprog` (filterProgram) on the calling thread and every process it spawns afterwards.
  * Needs no_new_privs. Answers undefined, or why it could not.
  */

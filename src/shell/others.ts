@@ -11,28 +11,18 @@ export * as Others from "./others"
 
 import { Native } from "./native"
 
-const AUDIT_ARCH = { x64: 0xc000003e, arm64: 0xc00000b7 } as const
 /** The system calls that change another process's limits or scheduling, on each architecture core runs on. */
 const CALLS = {
   x64: { prlimit64: 302, setpriority: 141, ioprioSet: 251, schedSetaffinity: 203, schedSetscheduler: 144, schedSetparam: 142, schedSetattr: 314 },
   arm64: { prlimit64: 261, setpriority: 140, ioprioSet: 30, schedSetaffinity: 122, schedSetscheduler: 119, schedSetparam: 118, schedSetattr: 274 },
 } as const
-/** x32 system calls on x86_64 carry this bit: refused, as no program core runs uses that ABI. */
-const X32_BIT = 0x40000000
 /** setpriority's and ioprio_set's `which` naming every process of a user. */
 const PRIO_USER = 2
 const IOPRIO_WHO_USER = 3
 const EPERM = 1
 const ENOSYS = 38
-const RET_ALLOW = 0x7fff0000
-const RET_ERRNO = 0x00050000
-const LD_ABS = 0x20
-const JEQ = 0x15
-const JGE = 0x35
-const RET = 0x06
-/** Offsets in struct seccomp_data: the call's number, its architecture, and the low and high words of its arguments. */
-const NR = 0
-const ARCH = 4
+const { AUDIT_ARCH, X32_BIT, RET_ALLOW, RET_ERRNO, LD_ABS, JEQ, JGE, RET, NR, ARCH } = Native.Seccomp
+/** The offset in struct seccomp_data of an argument's low or high word. */
 const argument = (index: number, high = false) => 16 + index * 8 + (high ? 4 : 0)
 
 /** One BPF step, which a jump names by its label: a load, a comparison (jumping to the next step where it names none), or a return. */

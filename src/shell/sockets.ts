@@ -12,22 +12,12 @@ import { homedir } from "node:os"
 import { isAbsolute, sep } from "node:path"
 import { Native } from "./native"
 
-const AUDIT_ARCH = { x64: 0xc000003e, arm64: 0xc00000b7 } as const
+const { AUDIT_ARCH, X32_BIT, RET_ALLOW, RET_ERRNO, LD_ABS, JEQ, JGE, RET, NR, ARCH } = Native.Seccomp
 const SYS_IO_URING_SETUP = 425
-/** x32 system calls on x86_64 carry this bit: refused, as no program core runs uses that ABI. */
-const X32_BIT = 0x40000000
 const AF_UNIX = 1
 const EACCES = 13
 const ENOSYS = 38
-const RET_ALLOW = 0x7fff0000
-const RET_ERRNO = 0x00050000
-const LD_ABS = 0x20
-const JEQ = 0x15
-const JGE = 0x35
-const RET = 0x06
-/** Offsets in struct seccomp_data. */
-const NR = 0
-const ARCH = 4
+/** The offset of the first argument in struct seccomp_data. */
 const ARG0 = 16
 
 /** One BPF instruction: struct sock_filter { u16 code; u8 jt; u8 jf; u32 k }. */
