@@ -36,7 +36,8 @@ const DEVICE_RIGHTS = READ_RIGHTS | WRITE_FILE | TRUNCATE | IOCTL_DEV
  * made outside the domain (X11's, a desktop's, a daemon's), and no signal to a process outside it, core and the
  * supervisor included.
  */
-const SCOPES = (1n << 0n) | (1n << 1n)
+const SCOPE_SIGNAL = 1n << 1n
+const SCOPES = (1n << 0n) | SCOPE_SIGNAL
 /** Device files are never made, wherever a command may write: a new one would reach a disk or memory directly. */
 const NEVER = MAKE_CHAR | MAKE_BLOCK
 
@@ -310,6 +311,24 @@ const restrictSelf = (ruleset: number): string | undefined => {
   return restricted < 0 ? `landlock_restrict_self failed (errno ${-restricted})` : undefined
 }
 
+/**
+ * Restricts the calling thread (and every process it spawns afterwards) to a domain of its own that handles nothing
+ * but the signal scope (ABI 6): it keeps every right, and can signal only the processes of its domain and of the
+ * domains nested in it. Answers undefined, or why it could not.
+ */
+export const scopeSignals = (version = abi()): string | undefined => {
+  if (version < 6) return "this kernel's Landlock has no signal scope (ABI 6)"
+  const attr = new DataView(new ArrayBuffer(24))
+  attr.setBigUint64(16, SCOPE_SIGNAL, true)
+  const ruleset = Native.syscall(SYS_CREATE_RULESET, Native.address(new Uint8Array(attr.buffer)), 24, 0)
+  if (ruleset < 0) return `landlock_create_ruleset failed (errno ${-ruleset})`
+  try {
+    return restrictSelf(ruleset)
+  } finally {
+    Native.close(ruleset)
+  }
+}
+
 /** LANDLOCK_ACCESS_NET_CONNECT_TCP (ABI 4). */
 const CONNECT_TCP = 1n << 1n
 const RULE_NET_PORT = 2
@@ -340,10 +359,7 @@ export const denyConnect = (ports: ReadonlyArray<number>, version = abi()): stri
       const added = Native.syscall(SYS_ADD_RULE, ruleset, RULE_NET_PORT, address)
       if (added < 0) return `landlock_add_rule failed for port ${port} (errno ${-added})`
     }
-    const privileged = Native.prctl(Native.PR_SET_NO_NEW_PRIVS, 1)
-    if (privileged !== 0) return `prctl(PR_SET_NO_NEW_PRIVS) failed (errno ${privileged})`
-    const restricted = Native.syscall(SYS_RESTRICT_SELF, ruleset, 0)
-    return restricted < 0 ? `landlock_restrict_self failed (errno ${-restricted})` : undefined
+    return restrictSelf(ruleset)
   } finally {
     Native.close(ruleset)
   }

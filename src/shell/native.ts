@@ -80,6 +80,7 @@ const SYMBOLS = {
   dup2: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
   waitpid: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
   getppid: { args: [], returns: FFIType.i32 },
+  kill: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
   unshare: { args: [FFIType.i32], returns: FFIType.i32 },
   setns: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
   mount: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.u64, FFIType.ptr], returns: FFIType.i32 },
@@ -289,6 +290,13 @@ export const capable = (capability: number): boolean => {
 }
 
 export const getppid = (): number => libc()?.getppid() ?? process.ppid
+
+/** kill(pid, signal); answers 0 or the errno (ENOSYS without libc). */
+export const kill = (pid: number, signal: number): number => {
+  const lib = libc()
+  if (lib === null) return 38
+  return lib.kill(pid, signal) === 0 ? 0 : errno(lib)
+}
 
 /** Reaps one ended child without blocking: its pid, 0 when none has ended, or -1 when there is no child. */
 export const reap = (pid = -1): number => libc()?.waitpid(pid, null, WNOHANG) ?? -1

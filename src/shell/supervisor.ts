@@ -5,8 +5,10 @@ export * as Supervisor from "./supervisor"
 // subreaper, so every descendant stays its descendant however it detaches (setsid, `set -m`, double fork,
 // setpgrp); it dies with core (a parent-death signal). It never enters a command's sandbox: a sandboxed command
 // starts as a child of its own (./starter) that applies the sandbox to itself and execs the command, so nothing the
-// command runs can signal the supervisor. When the command exits, times out, is cancelled or core dies, it ends
-// every descendant and reports what it ended. It imports nothing heavy: it starts for every command. It decides
+// command runs can signal the supervisor. Before that child starts, the supervisor seals itself in a Landlock
+// domain that handles only the signal scope: the command's domain is nested in it, so the supervisor can signal the
+// command's processes and nothing else, and one kill(-1) ends them all at once (`sealed`). When the command exits,
+// times out, is cancelled or core dies, it ends every descendant and reports what it ended. It imports nothing heavy: it starts for every command. It decides
 // nothing and never writes to stdout or stderr, which belong to the command.
 
 import { openSync, readSync } from "node:fs"
@@ -57,6 +59,8 @@ const KILL_ROUNDS = 50
 /** How long the supervisor keeps searching for what is left while it still has a child (see `conclude`). */
 const CHASE_MS = 5_000
 const SIGHUP = 1
+const SIGKILL = 9
+const EPERM = 1
 
 /**
  * What core tells a spare readied for a sandbox before its order: the grants it expects the order to make (the
@@ -166,6 +170,43 @@ const hostParent = (): (() => number) => {
   }
 }
 
+/**
+ * Whether one kill(-1, SIGKILL) reaches every process of the command and nothing else. Either the supervisor is the
+ * first process of the command's PID namespace, whose processes alone kill(-1) reaches then; or its thread is in a
+ * Landlock domain of its own that handles nothing but the signal scope, made before its starter started, so that
+ * the command's domain is nested in it and the scope limits kill(-1) to the processes of the two. The scope is
+ * proven before anything relies on it: it must refuse a signal to core, a process outside it.
+ */
+let sealed = false
+let sealing = false
+
+/** Seals the supervisor (see `sealed`), where it can be; `parent` is core's pid. Answers whether it is sealed. */
+const seal = (inNamespace: boolean, parent: number): boolean => {
+  if (sealing) return sealed
+  sealing = true
+  if (inNamespace) return (sealed = true)
+  if (Landlock.scopeSignals() !== undefined) return false
+  return (sealed = Native.kill(parent, 0) === EPERM)
+}
+
+/**
+ * Ends at once every process still in the supervisor's reach once it is sealed, whether a search of /proc saw it or
+ * not: kill(-1) signals them all in one step, during which the kernel lets no fork complete, so even a chain that
+ * forks faster than /proc is read ends. Rounds until nothing the command started is left; answers what would not die.
+ */
+const sweep = async (command: Bun.Subprocess): Promise<ReadonlyArray<number>> => {
+  for (let round = 0; round < KILL_ROUNDS && !alone(command); round++) {
+    Native.kill(-1, SIGKILL)
+    await sleep(round === 0 ? 1 : POLL_MS)
+  }
+  if (alone(command)) return []
+  try {
+    return ProcessGroup.descendants(process.pid).map((process_) => process_.pid)
+  } catch {
+    return [command.pid]
+  }
+}
+
 /** Set when the end must not wait any longer (core is gone or forcing its exit): cuts a grace period short. */
 let urgent = false
 
@@ -262,10 +303,12 @@ const conclude = (command: Bun.Subprocess, name: string, grace: number): Ending 
     // Should /proc be unreadable, the group is still ended rather than the call left waiting.
     let { killed, survivors } = await endAll(grace).catch(() => endGroup(command, name, grace))
     await command.exited
-    // A chain of processes that each fork the next and exit changes pid faster than /proc is read, and one search
-    // can miss it; it cannot leave this subreaper without a child, though. So while one is left, search again.
+    if (sealed) survivors = await sweep(command)
+    // Not sealed (no Landlock signal scope, or a command run without a sandbox): a chain of processes that each fork
+    // the next and exit changes pid faster than /proc is read, and one search can miss it; it cannot leave this
+    // subreaper without a child, though. So while one is left, search again.
     const deadline = performance.now() + CHASE_MS
-    while (!alone(command) && performance.now() < deadline) {
+    while (!sealed && !alone(command) && performance.now() < deadline) {
       const again = await endAll(0).catch(() => undefined)
       if (again === undefined) break
       killed = [...killed, ...again.killed.filter((found) => !killed.some((known) => known.pid === found.pid))]
@@ -411,6 +454,8 @@ export const main = async (
    * The starter readied for the order, and the grants core expects it to make. A sandboxed spare's starts first,
    * so that its start overlaps this one's: it readies itself (its /proc, core's ports kept from its command).
    */
+  // Sealed before it starts, so that the starter, and the command it becomes, are in the supervisor's reach.
+  if (sandbox) seal(pid && process.pid === 1, parent)
   let starter: Starting | undefined = sandbox
     ? startStarter({ isolate, sandbox: true, cold: false, pid: pid && process.pid === 1, deny }, "ignore")
     : undefined
@@ -483,7 +528,8 @@ export const main = async (
       await dismiss(using)
       using = undefined
     }
-    // Started now, it inherits this process's namespaces and its layer on core's ports.
+    // Started now, it inherits this process's namespaces and its layer on core's ports, and is sealed in with it.
+    if (using === undefined) seal(inNamespace, parent)
     using ??= startStarter(
       { isolate, sandbox: false, cold: true, pid: false, deny: denied ? [] : deny },
       order.stdinPipe === true ? "inherit" : "ignore",
