@@ -104,14 +104,18 @@ export const settle = (
   const key = Steps.keyOf(services, call)
   const { trace } = call
   const held = trace === undefined ? undefined : new Held(trace)
+  // One clock reading per step boundary: a step starts where the one before it ended (only the reading of its
+  // outcome lies between), the first where the settle span starts.
+  let at = trace === undefined ? 0 : trace.originMs
+  const read = () => (at = performance.now())
 
   /** A call that never began, settled with `settlement` if still absent; the fiber path if another got there first. */
   const recordNew = (settlement: Steps.Settled["settlement"]) => {
-    const started = Spans.now(trace)
+    const started = at
     return then(run(services.store.settle(key, settlement, { state: "absent", agent: call.agent, details: call.details })), (exit) => {
       if (held !== undefined) {
         if (Exit.isSuccess(exit) && !exit.value) return handover.fibers()
-        held.hold("Settler.record", started, performance.now(), failureOf(exit), Spans.RECORD, "settlement")
+        held.hold("Settler.record", started, read(), failureOf(exit), Spans.RECORD, "settlement")
         held.release()
       }
       return Exit.isFailure(exit)
@@ -131,27 +135,26 @@ export const settle = (
 
   const tool = Steps.resolve(catalog, call)
   if (tool instanceof Steps.Stop) return stopNew(tool)
-  let started = Spans.now(trace)
+  let started = at
   const decoded = run(Steps.decode(call, tool)).pollUnsafe()
   if (decoded === undefined) return handover.fibers()
-  held?.hold("Settler.decode", started, performance.now(), undefined, "core.input.valid", Exit.isSuccess(decoded))
+  held?.hold("Settler.decode", started, read(), undefined, "core.input.valid", Exit.isSuccess(decoded))
   const input = Steps.inputOf(call, tool, decoded)
   if (input instanceof Steps.Stop) return stopNew(input)
   if (!tool.checksPermissions) {
     // `authorize`'s first half: a call every rule allows is authorized by it; one that needs an ask is not this path's.
-    started = Spans.now(trace)
+    started = at
     const allowed = run(services.permission.refuseDenied(call.agent, Steps.checksOf(call))).pollUnsafe()
     if (allowed === undefined || (Exit.isSuccess(allowed) && !allowed.value)) return handover.fibers()
-    held?.hold("Settler.permission", started, performance.now(), undefined, "core.permission.decision", Spans.decisionOf(false, allowed))
+    held?.hold("Settler.permission", started, read(), undefined, "core.permission.decision", Spans.decisionOf(false, allowed))
     const denied = Steps.deniedBy(call, allowed)
     if (denied !== undefined) return stopNew(denied)
   } else if (held !== undefined) {
     // Checked by the tool itself, inside execute: the step decides nothing and takes no time.
-    started = performance.now()
-    held.hold("Settler.permission", started, started, undefined, "core.permission.decision", "by_tool")
+    held.hold("Settler.permission", at, at, undefined, "core.permission.decision", "by_tool")
   }
   const admitted: Steps.Admitted = { _tag: "Admitted", tool, input }
-  started = Spans.now(trace)
+  started = at
   const beginning = run(services.store.begin(key, call.name, call.agent, call.details))
   // A store that answers later (a remote one) is left to the fiber path from the next call on; this one goes on.
   if (beginning.pollUnsafe() === undefined) handover.waited()
@@ -159,11 +162,11 @@ export const settle = (
     // Recorded already (settled, begun, or another's): the fiber path answers from the record.
     if (Exit.isSuccess(begun) && !begun.value) return handover.fibers()
     if (held !== undefined) {
-      held.hold("Settler.record", started, performance.now(), failureOf(begun), Spans.RECORD, "intent")
+      held.hold("Settler.record", started, read(), failureOf(begun), Spans.RECORD, "intent")
       held.release()
     }
     if (Exit.isFailure(begun)) return Exit.failCause(Cause.map(begun.cause, Steps.operational("Could not record the call")))
-    return owned(services, call, key, run, () => perform(services, call, key, admitted, options, handover, run))
+    return owned(services, call, key, run, () => perform(services, call, key, admitted, options, handover, run, at))
   })
 }
 
@@ -201,13 +204,16 @@ const perform = (
   options: Steps.Options | undefined,
   handover: Handover,
   run: ReturnType<typeof Effect.runForkWith<never>>,
+  begun: number,
 ): Outcome => {
   const { trace } = call
+  /** The last step boundary read (the intent recorded, to begin with: execute starts there). */
+  let at = begun
   /** The settlement of a call this process ran; if another record won meanwhile, that one stands. */
   const recordOwned = (settlement: Steps.Settled["settlement"]) => {
-    const started = Spans.now(trace)
+    const started = at
     return then(run(services.store.settle(key, settlement, { state: "owned" })), (exit) => {
-      trace?.step("Settler.record", started, performance.now(), failureOf(exit), Spans.RECORD, "settlement")
+      trace?.step("Settler.record", started, Spans.now(trace), failureOf(exit), Spans.RECORD, "settlement")
       if (Exit.isFailure(exit)) return Exit.failCause(Cause.map(exit.cause, Steps.recordFailed(call)))
       if (exit.value) return settledBy(settlement, false)
       return then(run(services.store.lookup(key)), (known) => {
@@ -219,28 +225,30 @@ const perform = (
     })
   }
 
-  const stopOwned = (stop: Steps.Stop): Outcome =>
-    stop instanceof Steps.Refused ? recordOwned(stop.settlement) : Exit.failCause((stop as Steps.Halted).cause)
+  /** A stop recorded over the intent; `afresh` when work not timed lies between the last step and its record. */
+  const stopOwned = (stop: Steps.Stop, afresh = false): Outcome => {
+    if (afresh) at = Spans.now(trace)
+    return stop instanceof Steps.Refused ? recordOwned(stop.settlement) : Exit.failCause((stop as Steps.Halted).cause)
+  }
 
   const stopping: Array<string> = []
-  const executing = Spans.now(trace)
   const tool = Effect.runForkWith(Context.add(handover.context, Stopping.Notes, stopping))(
     Steps.executing(call, admitted, Steps.contextOf(call, options)),
   )
   const executed = tool.pollUnsafe()
   const performed = (exit: Exit.Exit<unknown, unknown>): Outcome => {
-    trace?.step("Settler.execute", executing, performance.now(), undefined, "core.execute.outcome", Spans.outcomeOf(exit))
+    if (trace !== undefined) trace.step("Settler.execute", at, (at = performance.now()), undefined, "core.execute.outcome", Spans.outcomeOf(exit))
     const output = Steps.outputOf(call, exit, stopping)
     if (output instanceof Steps.Stop) return stopOwned(output)
     return then(run(Steps.encode(admitted.tool, output)), (encodedExit) => {
       const encoded = Steps.encodedOf(call, admitted, encodedExit)
-      if (encoded instanceof Steps.Stop) return stopOwned(encoded)
+      if (encoded instanceof Steps.Stop) return stopOwned(encoded, true)
       return then(run(Steps.show(services, encoded.projected.content, options)), (shownExit) => {
         const shown = Steps.shownOf(call, shownExit)
-        if (shown instanceof Steps.Stop) return stopOwned(shown)
+        if (shown instanceof Steps.Stop) return stopOwned(shown, true)
         const bounding = Spans.now(trace)
         return then(run(Steps.bound(services, call, admitted, encoded, shown, false)), (bounded) => {
-          if (trace !== undefined) boundStep(trace, bounding, bounded)
+          if (trace !== undefined) at = boundStep(trace, bounding, bounded)
           return Exit.isFailure(bounded)
             ? Exit.failCause(Cause.map(bounded.cause, Steps.boundFailed))
             : recordOwned(Steps.succeeded(call, bounded.value))
@@ -257,10 +265,13 @@ const perform = (
   )
 }
 
-/** The bound step of a traced call, as the fiber path records it. */
-const boundStep = (trace: Spans.Trace, started: number, bounded: Exit.Exit<Effect.Success<ReturnType<typeof Steps.bound>>, unknown>): void => {
+/** The bound step of a traced call, as the fiber path records it; when it ended. */
+const boundStep = (trace: Spans.Trace, started: number, bounded: Exit.Exit<Effect.Success<ReturnType<typeof Steps.bound>>, unknown>): number => {
   const ended = performance.now()
-  if (Exit.isFailure(bounded)) return trace.step("Settler.bound", started, ended, bounded.cause)
+  if (Exit.isFailure(bounded)) {
+    trace.step("Settler.bound", started, ended, bounded.cause)
+    return ended
+  }
   const { content, outputs } = bounded.value
   trace.step(
     "Settler.bound",
@@ -274,4 +285,5 @@ const boundStep = (trace: Spans.Trace, started: number, bounded: Exit.Exit<Effec
     "core.output.managed_bytes",
     outputs.reduce((sum, kept) => sum + kept.bytes, 0),
   )
+  return ended
 }
