@@ -373,7 +373,7 @@ const tracked = (
 /**
  * Settles calls through `catalog`; a duplicate of a call running in this settler (the same ids, agent and tool)
  * joins it through `running`. Asked by another agent or under another name, it meets the conflict in admit. A call
- * nothing runs under yet, meeting no hook, takes the immediate path (./immediate) unless the store
+ * nothing runs under yet, meeting no hook, traced or not, takes the immediate path (./immediate) unless the store
  * was found to answer later; it is tracked in `running` only once a step of it waits.
  */
 const settleThrough = (
@@ -396,13 +396,13 @@ const settleThrough = (
         const tracer = Spans.keepingTracer()
         const trace = tracer === undefined ? undefined : Spans.begin(call, details.inputBytes, tracer)
         const received: Steps.Received = { ...call, details, trace }
-        const fibers = () => (trace === undefined ? run(services, catalog, received, options) : Spans.under(trace, run(services, catalog, received, options)))
+        const fibers = () => restore(trace === undefined ? run(services, catalog, received, options) : Spans.under(trace, run(services, catalog, received, options)))
         if (!store.waits && fiber.getRef(Immediately) && !meetsHooks(services.hooks, call.name)) {
           const outcome = Immediate.settle(services, catalog, received, options, {
             // A traced call's steps run under its settle span, as the fiber path's do.
             context: trace === undefined ? fiber.context : Context.add(fiber.context, Tracer.ParentSpan, trace.parent),
             restore,
-            fibers: () => restore(fibers()),
+            fibers,
             waited: () => {
               store.waits = true
             },
@@ -414,8 +414,7 @@ const settleThrough = (
           }
           return tracked(services, running, key, call, trace, outcome)
         }
-        const settling = fibers()
-        return tracked(services, running, key, call, trace, restore(settling))
+        return tracked(services, running, key, call, trace, fibers())
       }),
     )
 

@@ -2,14 +2,15 @@
 // call: the same names, kinds, attributes, statuses and events, the same parent of each, in the same order, checked
 // byte for byte (ids and times aside) as a real local OTLP receiver (Bun.serve) gets them from core's exporter. Each
 // call is settled once per path on a kernel of its own (the same ids, so the same attributes), on the memory and the
-// SQLite store: a success with a tool's own span, a tool failure, a defect, a tool that goes async, a denial, invalid
-// input, an unknown tool, an output bounded into a managed output, and a replay. Which path a call took is seen from
+// SQLite store: a success with a tool's own span, a tool failure, a defect, a tool that goes async, a denial, a call
+// asked for (begun on the immediate path, handed to the fiber path), invalid input, an unknown tool, an output bounded
+// into a managed output, and a replay. Which path a call took is seen from
 // the fiber its tool ran in.
 
 import { afterAll, describe, expect, test } from "bun:test"
 import { rmSync } from "node:fs"
 import { join } from "node:path"
-import { Effect, Exit, Fiber, Layer, ManagedRuntime, Schema, Scope } from "effect"
+import { Effect, Exit, Fiber, Layer, ManagedRuntime, PubSub, Schema, Scope } from "effect"
 import { Kernel } from "../../src/host/kernel"
 import { Otlp } from "../../src/host/otlp"
 import type { Agent } from "../../src/permission/agent"
@@ -102,6 +103,12 @@ const tools = {
     output: Schema.String,
     execute: () => ran(Array.from({ length: 5_000 }, (_, line) => `line ${line}`).join("\n")),
   }),
+  asked: Tool.make({
+    description: "Asked for, then approved",
+    input: Schema.Struct({}),
+    output: Schema.String,
+    execute: () => ran("approved"),
+  }),
   deploy: Tool.make({
     description: "Denied by a rule",
     input: Schema.Struct({}),
@@ -110,7 +117,10 @@ const tools = {
   }),
 }
 
-const rules: ReadonlyArray<Agent.SourcedRule> = [{ action: "deploy", resource: "*", effect: "deny", source: { file: "core.json", path: "permission.deploy" } }]
+const rules: ReadonlyArray<Agent.SourcedRule> = [
+  { action: "deploy", resource: "*", effect: "deny", source: { file: "core.json", path: "permission.deploy" } },
+  { action: "asked", resource: "*", effect: "ask", source: { file: "core.json", path: "permission.asked" } },
+]
 
 const call = (name: string, input: unknown, toolCallID = `call_${name}`): Settler.Call => ({
   sessionID: "ses_trace",
@@ -129,6 +139,8 @@ const CALLS: ReadonlyArray<{ readonly call: Settler.Call; readonly immediate: bo
   { call: call("later", {}), immediate: true },
   { call: call("big", {}), immediate: true },
   { call: call("deploy", {}), immediate: false },
+  // Decoded on the immediate path, then handed to the fiber path for the ask: recorded by the fiber path alone.
+  { call: call("asked", {}), immediate: false },
   { call: call("echo", { text: 42 }, "call_invalid"), immediate: false },
   { call: call("nothing", {}), immediate: false },
   // The first call again: answered from its record.
@@ -172,9 +184,17 @@ const settleAll = async (store: "memory" | "sqlite", immediately: boolean) => {
       const exit = await runtime.runPromise(
         Effect.gen(function* () {
           const settling = yield* Effect.fiber
-          const outcome = yield* Effect.exit(turn.settle(one).pipe(Effect.provideService(Settler.Immediately, immediately)))
-          return { outcome, ownFiber: ranIn === undefined ? undefined : ranIn !== settling }
-        }),
+          const settle = Effect.exit(turn.settle(one).pipe(Effect.provideService(Settler.Immediately, immediately)))
+          if (one.name !== "asked") return { outcome: yield* settle, ownFiber: ranIn === undefined ? undefined : ranIn !== settling }
+          // Approved once asked.
+          const permission = yield* Permission.Service
+          const events = yield* permission.subscribe
+          const asking = yield* Effect.forkChild(settle)
+          const event = yield* PubSub.take(events)
+          if (event.type !== "asked") throw new Error("expected an ask")
+          yield* permission.reply(event.request.id, { reply: "once" })
+          return { outcome: yield* Fiber.join(asking), ownFiber: undefined }
+        }).pipe(Effect.scoped),
       )
       settled.push(
         Exit.isSuccess(exit.outcome)
@@ -242,6 +262,7 @@ for (const store of ["memory", "sqlite"] as const) {
         ["success", null, false],
         ["success", null, false],
         ["error", "denied", false],
+        ["success", null, false],
         ["error", "invalid_input", false],
         ["error", "unknown", false],
         ["success", null, true],
@@ -264,9 +285,10 @@ for (const store of ["memory", "sqlite"] as const) {
       expect(names(0)).toEqual(["Settler.decode", "Settler.permission", "Settler.record", "echo.inner", "Settler.execute", "Settler.bound", "Settler.record", "Settler.settle"])
       expect(names(4)).toContain("Output.boundOversized")
       expect(names(5)).toEqual(["Settler.decode", "Settler.permission", "Settler.record", "Settler.settle"])
-      expect(names(6)).toEqual(["Settler.decode", "Settler.record", "Settler.settle"])
-      expect(names(7)).toEqual(["Settler.record", "Settler.settle"])
-      expect(names(8)).toEqual(["Settler.settle"])
+      expect(names(6)).toEqual(["Settler.decode", "Settler.permission", "Settler.record", "Settler.execute", "Settler.bound", "Settler.record", "Settler.settle"])
+      expect(names(7)).toEqual(["Settler.decode", "Settler.record", "Settler.settle"])
+      expect(names(8)).toEqual(["Settler.record", "Settler.settle"])
+      expect(names(9)).toEqual(["Settler.settle"])
       for (const trace of parsed) {
         const settle = trace.findIndex((span) => span.name === "Settler.settle")
         expect(trace[settle]!.parent).toBeUndefined()
