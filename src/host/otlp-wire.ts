@@ -22,6 +22,11 @@ export interface Ended {
   readonly parentWords?: readonly [number, number] | undefined
   readonly startTime: bigint
   readonly endTime: bigint
+  /** The times as their high and low 32 bits, when the span has them so (written without a 64-bit integer). */
+  readonly startHigh?: number
+  readonly startLow?: number
+  readonly endHigh?: number
+  readonly endLow?: number
   /** Attributes as key, value, key, value. */
   readonly pairs: ReadonlyArray<unknown>
   readonly events: ReadonlyArray<readonly [name: string, time: bigint, attributes: Record<string, unknown> | undefined]>
@@ -534,6 +539,18 @@ class Writer {
     this.at += 8
   }
 
+  /** A span's start and end (fields 7 and 8), as words when it has them. */
+  times(span: Ended): void {
+    const { startHigh, startLow, endHigh, endLow } = span
+    if (startHigh !== undefined && startLow !== undefined && endHigh !== undefined && endLow !== undefined) {
+      this.fixed64Parts(7, startHigh, startLow)
+      this.fixed64Parts(8, endHigh, endLow)
+    } else {
+      this.fixed64Field(7, span.startTime)
+      this.fixed64Field(8, span.endTime)
+    }
+  }
+
   /** A trace id, as words when it has them. */
   traceField(span: Pick<Ended, "traceId" | "traceWords">): void {
     if (span.traceWords !== undefined) this.wordsField(1, span.traceWords)
@@ -653,8 +670,7 @@ class Writer {
     this.at = at
     this.knownString(5, span.name, NAMES)
     this.varintField(6, SPAN_KIND[span.kind])
-    this.fixed64Field(7, span.startTime)
-    this.fixed64Field(8, span.endTime)
+    this.times(span)
     const pairs = span.pairs
     for (let index = 0; index < pairs.length; index += 2) this.keyValue(9, pairs[index] as string, pairs[index + 1])
     this.copy(SUCCEEDED_STATUS)
@@ -726,8 +742,7 @@ class Writer {
     }
     this.knownString(5, span.name, NAMES)
     this.varintField(6, SPAN_KIND[span.kind])
-    this.fixed64Field(7, span.startTime)
-    this.fixed64Field(8, span.endTime)
+    this.times(span)
     const pairs = span.pairs
     for (let index = 0; index < pairs.length; index += 2) this.keyValue(9, pairs[index] as string, pairs[index + 1])
     if (outcome.interrupted) this.keyValue(9, "effect.fiber.interrupted", true)
