@@ -5,7 +5,7 @@ export * as Otlp from "./otlp"
 //
 // The tracer is Effect's tracer interface (what Effect.withSpan, the HTTP server's request spans and the settle
 // span use) over light spans, each encoded into the batch being filled when it ends (./otlp-wire); a settle's steps
-// come without span objects (Spans.Steps) and are written into it the same way. Batches are handed on after the call
+// come without span objects (Spans.Own) and are written into it the same way. Batches are handed on after the call
 // that filled them has returned: a full batch on the next turn of the event loop, the rest every export interval,
 // and what is left when the layer's scope closes, within a bound, so an endpoint that is down never holds a call and
 // delays an exit by at most that bound. The requests are made by ./otlp-sender: from a thread of its own, started
