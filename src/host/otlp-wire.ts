@@ -22,6 +22,11 @@ export interface Ended {
   readonly parentWords?: readonly [number, number] | undefined
   readonly startTime: bigint
   readonly endTime: bigint
+  /** The times as their high and low 32 bits, when the span has them so (written without a 64-bit integer). */
+  readonly startHigh?: number
+  readonly startLow?: number
+  readonly endHigh?: number
+  readonly endLow?: number
   /** Attributes as key, value, key, value. */
   readonly pairs: ReadonlyArray<unknown>
   readonly events: ReadonlyArray<readonly [name: string, time: bigint, attributes: Record<string, unknown> | undefined]>
@@ -534,6 +539,18 @@ class Writer {
     this.at += 8
   }
 
+  /** A span's start and end (fields 7 and 8), as words when it has them. */
+  times(span: Ended): void {
+    const { startHigh, startLow, endHigh, endLow } = span
+    if (startHigh !== undefined && startLow !== undefined && endHigh !== undefined && endLow !== undefined) {
+      this.fixed64Parts(7, startHigh, startLow)
+      this.fixed64Parts(8, endHigh, endLow)
+    } else {
+      this.fixed64Field(7, span.startTime)
+      this.fixed64Field(8, span.endTime)
+    }
+  }
+
   /** A trace id, as words when it has them. */
   traceField(span: Pick<Ended, "traceId" | "traceWords">): void {
     if (span.traceWords !== undefined) this.wordsField(1, span.traceWords)
@@ -653,8 +670,7 @@ class Writer {
     this.at = at
     this.knownString(5, span.name, NAMES)
     this.varintField(6, SPAN_KIND[span.kind])
-    this.fixed64Field(7, span.startTime)
-    this.fixed64Field(8, span.endTime)
+    this.times(span)
     const pairs = span.pairs
     for (let index = 0; index < pairs.length; index += 2) this.keyValue(9, pairs[index] as string, pairs[index + 1])
     this.copy(SUCCEEDED_STATUS)
@@ -726,8 +742,7 @@ class Writer {
     }
     this.knownString(5, span.name, NAMES)
     this.varintField(6, SPAN_KIND[span.kind])
-    this.fixed64Field(7, span.startTime)
-    this.fixed64Field(8, span.endTime)
+    this.times(span)
     const pairs = span.pairs
     for (let index = 0; index < pairs.length; index += 2) this.keyValue(9, pairs[index] as string, pairs[index + 1])
     if (outcome.interrupted) this.keyValue(9, "effect.fiber.interrupted", true)
@@ -828,9 +843,34 @@ export interface Batch {
 
 const jsonReplacer = (_key: string, value: unknown) => (typeof value === "number" && !Number.isFinite(value) ? String(value) : value)
 
-/** A batch of spans in OTLP protobuf: each span's message written when it is added, the envelope when taken. */
+/** Bytes a length takes as a varint. */
+const varintBytes = (value: number): number => {
+  let count = 1
+  for (let rest = value; rest > 127; rest = Math.floor(rest / 128)) count++
+  return count
+}
+
+/**
+ * A batch of spans in OTLP protobuf: each span's message written when it is added, after room left for the envelope;
+ * the envelope written into that room when taken, so the body is the one buffer's bytes, copied once.
+ */
 const protobufBatch = (source: Source): Batch => {
+  // ResourceSpans' resource (field 1) and ScopeSpans' scope (field 1), the same in every batch.
+  const fixed = new Writer(1_024)
+  const resource = fixed.begin(1)
+  fixed.keyValues(1, Object.entries(source.resource))
+  fixed.end(resource)
+  const resourceEnd = fixed.at
+  const scope = fixed.begin(1)
+  fixed.stringField(1, source.scope.name)
+  fixed.stringField(2, source.scope.version)
+  fixed.end(scope)
+  const resourcePart = fixed.bytes.slice(0, resourceEnd)
+  const scopePart = fixed.bytes.slice(resourceEnd, fixed.at)
+  // Two tags and two lengths (at most 5 bytes each) before the resource, and the same before the scope.
+  const reserved = resourcePart.length + scopePart.length + 2 * (1 + 5)
   const spans = new Writer()
+  spans.at = reserved
   let count = 0
   return {
     add: (span) => {
@@ -843,25 +883,23 @@ const protobufBatch = (source: Source): Batch => {
     },
     count: () => count,
     take: () => {
-      const writer = new Writer(spans.at + 1_024)
-      const resourceSpans = writer.begin(1)
-      const resource = writer.begin(1)
-      writer.keyValues(1, Object.entries(source.resource))
-      writer.end(resource)
-      const scopeSpans = writer.begin(2)
-      const scope = writer.begin(1)
-      writer.stringField(1, source.scope.name)
-      writer.stringField(2, source.scope.version)
-      writer.end(scope)
-      writer.room(spans.at)
-      writer.bytes.set(spans.bytes.subarray(0, spans.at), writer.at)
-      writer.at += spans.at
-      writer.end(scopeSpans)
-      writer.end(resourceSpans)
-      // The spans' buffer is kept for the next batch (it was copied into the body).
-      spans.at = 0
+      const spansBytes = spans.at - reserved
+      const scopeSpans = scopePart.length + spansBytes
+      const resourceSpans = resourcePart.length + 1 + varintBytes(scopeSpans) + scopeSpans
+      const start = reserved - (1 + varintBytes(resourceSpans) + resourcePart.length + 1 + varintBytes(scopeSpans) + scopePart.length)
+      const end = spans.at
+      spans.at = start
+      spans.tag(1, LENGTH_DELIMITED)
+      spans.varint(resourceSpans)
+      spans.bytes.set(resourcePart, spans.at)
+      spans.at += resourcePart.length
+      spans.tag(2, LENGTH_DELIMITED)
+      spans.varint(scopeSpans)
+      spans.bytes.set(scopePart, spans.at)
+      spans.at = reserved
       count = 0
-      return writer.bytes.subarray(0, writer.at)
+      // The buffer is kept for the next batch: the body is a copy.
+      return spans.bytes.slice(start, end)
     },
   }
 }

@@ -5,7 +5,7 @@ export * as Otlp from "./otlp"
 //
 // The tracer is Effect's tracer interface (what Effect.withSpan, the HTTP server's request spans and the settle
 // span use) over light spans, each encoded into the batch being filled when it ends (./otlp-wire); a settle's steps
-// come without span objects (Spans.Steps) and are written into it the same way. Batches are handed on after the call
+// come without span objects (Spans.Own) and are written into it the same way. Batches are handed on after the call
 // that filled them has returned: a full batch on the next turn of the event loop, the rest every export interval,
 // and what is left when the layer's scope closes, within a bound, so an endpoint that is down never holds a call and
 // delays an exit by at most that bound. The requests are made by ./otlp-sender: from a thread of its own, started
@@ -13,13 +13,14 @@ export * as Otlp from "./otlp"
 // failed request drops its batch and pauses sending for a while; spans queued beyond the queue's bound are dropped,
 // so a slow endpoint costs memory within that bound and nothing else.
 
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Tracer from "effect/Tracer"
 import type * as Cause from "effect/Cause"
-import type * as Context from "effect/Context"
 import packageJson from "../../package.json" with { type: "json" }
 import { Spans } from "../settlement/spans"
 import { OtlpSender } from "./otlp-sender"
@@ -77,6 +78,54 @@ const NO_EVENTS: OtlpWire.Ended["events"] = []
 
 type Options = Parameters<Tracer.Tracer["span"]>[0]
 
+const TWO_TO_32 = 2 ** 32
+const NANOS_PER_MS = 1e6
+
+/** The high 32 bits of a time in nanoseconds (below 2^64). */
+const highOf = (nanos: bigint): number => Number(nanos >> 32n)
+/** The low 32 bits. */
+const lowOf = (nanos: bigint): number => Number(BigInt.asUintN(32, nanos))
+
+/**
+ * Epoch nanoseconds at `performance.now()` readings, as high and low 32-bit words, without a 64-bit integer per
+ * reading: anchored on Effect's clock (what its own spans read) and anchored again each second, as that clock
+ * anchors itself again when the system clock moves. Read just after Effect's clock, so a time placed here is never
+ * later than Effect's for the same instant (a span a tool starts inside a settle starts inside it).
+ */
+class Timebase {
+  private readonly clock = Context.get(Context.empty(), Clock.Clock)
+  private anchoredAt = Number.NEGATIVE_INFINITY
+  private anchorHigh = 0
+  private anchorLow = 0
+  /** The last time placed. */
+  high = 0
+  low = 0
+
+  /** Places `ms` (a `performance.now()` reading): its time in `high` and `low`. */
+  place(ms: number): void {
+    if (ms - this.anchoredAt > ANCHOR_MS || ms < this.anchoredAt) {
+      const epoch = this.clock.currentTimeNanosUnsafe()
+      const at = performance.now()
+      const anchor = epoch - BigInt(Math.round(at * NANOS_PER_MS))
+      this.anchorHigh = highOf(anchor)
+      this.anchorLow = lowOf(anchor)
+      this.anchoredAt = at
+    }
+    this.add(this.anchorHigh, this.anchorLow, ms)
+  }
+
+  /** `high` and `low` of `ms` milliseconds after the time given as `high` and `low` (both below 2^64). */
+  add(high: number, low: number, ms: number): void {
+    const at = low + Math.round(ms * NANOS_PER_MS)
+    const carry = Math.floor(at / TWO_TO_32)
+    this.high = high + carry
+    this.low = at - carry * TWO_TO_32
+  }
+}
+
+/** How often the time base is anchored again on Effect's clock. */
+const ANCHOR_MS = 1_000
+
 /** A span that keeps what it is told; ended, it waits in the exporter's queue as it is. */
 class Span implements Tracer.Span, OtlpWire.Ended {
   readonly _tag = "Span"
@@ -86,7 +135,12 @@ class Span implements Tracer.Span, OtlpWire.Ended {
   readonly links: Array<Tracer.SpanLink>
   readonly kind: Tracer.SpanKind
   readonly sampled: boolean
-  status: Tracer.SpanStatus
+  /** Its times in nanoseconds since the epoch, as high and low 32-bit words (no 64-bit integer kept). */
+  startHigh = 0
+  startLow = 0
+  endHigh = 0
+  endLow = 0
+  private exit: Exit.Exit<unknown, unknown> | undefined = undefined
   /** The trace's id as four words, shared with the parent when the parent is one of these; else in `traceHex`. */
   readonly traceWords: OtlpWire.Ended["traceWords"]
   readonly spanWords: readonly [number, number]
@@ -96,14 +150,13 @@ class Span implements Tracer.Span, OtlpWire.Ended {
   private spanHex: string | undefined = undefined
   private noted: Array<[name: string, time: bigint, attributes: Record<string, unknown> | undefined]> | undefined = undefined
 
-  constructor(options: Options, exporter: Exporter) {
+  constructor(options: Omit<Options, "startTime" | "root">, exporter: Exporter) {
     this.name = options.name
     this.parent = options.parent
     this.annotations = options.annotations
     this.links = options.links
     this.kind = options.kind
     this.sampled = options.sampled
-    this.status = { _tag: "Started", startTime: options.startTime }
     this.exporter = exporter
     this.spanWords = [randomWord(), randomWord()]
     const above = Option.isSome(options.parent) ? options.parent.value : undefined
@@ -113,6 +166,14 @@ class Span implements Tracer.Span, OtlpWire.Ended {
       this.traceWords = undefined
       this.traceHex = above.traceId
     }
+  }
+
+  /** A span through the tracer interface, its start given. */
+  static of(options: Options, exporter: Exporter): Span {
+    const span = new Span(options, exporter)
+    span.startHigh = highOf(options.startTime)
+    span.startLow = lowOf(options.startTime)
+    return span
   }
 
   get traceId(): string {
@@ -141,27 +202,41 @@ class Span implements Tracer.Span, OtlpWire.Ended {
     return this.noted ?? NO_EVENTS
   }
 
+  get status(): Tracer.SpanStatus {
+    return this.exit === undefined
+      ? { _tag: "Started", startTime: this.startTime }
+      : { _tag: "Ended", startTime: this.startTime, endTime: this.endTime, exit: this.exit }
+  }
+
   get startTime(): bigint {
-    return this.status.startTime
+    return (BigInt(this.startHigh) << 32n) + BigInt(this.startLow)
   }
 
   get endTime(): bigint {
-    return this.status._tag === "Ended" ? this.status.endTime : this.status.startTime
+    return this.exit === undefined ? this.startTime : (BigInt(this.endHigh) << 32n) + BigInt(this.endLow)
   }
 
   get failure(): Cause.Cause<unknown> | undefined {
-    return this.status._tag === "Ended" && Exit.isFailure(this.status.exit) ? this.status.exit.cause : undefined
+    return this.exit !== undefined && Exit.isFailure(this.exit) ? this.exit.cause : undefined
   }
 
   end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
-    if (this.status._tag === "Ended") return
+    if (this.exit !== undefined) return
+    this.ended(highOf(endTime), lowOf(endTime), exit)
+  }
+
+  /** Ends it at the time given as high and low words. */
+  ended(endHigh: number, endLow: number, exit: Exit.Exit<unknown, unknown>): void {
+    if (this.exit !== undefined) return
+    this.endHigh = endHigh
+    this.endLow = endLow
     // A success's value is not kept: only how the span ended is exported.
-    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit: Exit.isSuccess(exit) ? Exit.void : exit }
+    this.exit = Exit.isSuccess(exit) ? Exit.void : exit
     if (this.sampled) this.exporter.push(this)
   }
 
   attribute(key: string, value: unknown): void {
-    if (this.status._tag === "Ended") return
+    if (this.exit !== undefined) return
     // Kept as key, value, key, value: a handful per span, cheaper than a Map; a key said again is replaced.
     for (let index = 0; index < this.pairs.length; index += 2) {
       if (this.pairs[index] === key) {
@@ -173,12 +248,12 @@ class Span implements Tracer.Span, OtlpWire.Ended {
   }
 
   event(name: string, startTime: bigint, attributes?: Record<string, unknown>): void {
-    if (this.status._tag === "Ended") return
+    if (this.exit !== undefined) return
     ;(this.noted ??= []).push([name, startTime, attributes])
   }
 
   addLinks(links: ReadonlyArray<Tracer.SpanLink>): void {
-    if (this.status._tag === "Ended") return
+    if (this.exit !== undefined) return
     for (const link of links) this.links.push(link)
   }
 }
@@ -409,15 +484,15 @@ export interface Made {
   readonly close: () => Promise<void>
 }
 
-const NANOS_PER_MS = 1e6
-const TWO_TO_32 = 2 ** 32
 const NOT_KEPT: Spans.Step = () => {}
+const NO_ANNOTATIONS = Context.empty()
+const NO_PARENT = Option.none<Tracer.AnySpan>()
 
 /**
- * A settle's steps under `parent`, encoded straight into the batch: no span object, no effect; times placed from the
- * parent's start in whole nanoseconds, as high and low words (no bigint per step).
+ * Settle spans of the exporter's own (Spans.Own): started and ended on `time`, their steps encoded straight into the
+ * batch with no span object, times placed from the settle span's start in whole nanoseconds as high and low words.
  */
-const steps = (exporter: Exporter): Spans.Steps => {
+const own = (exporter: Exporter, time: Timebase): Spans.Own => {
   // Filled in for each step and encoded at once: one for all.
   const step: OtlpWire.Step = {
     name: "",
@@ -430,42 +505,62 @@ const steps = (exporter: Exporter): Spans.Steps => {
     failure: undefined,
     pairs: [],
   }
-  return (parent, origin, originMs) => {
-    if (!(parent instanceof Span)) return undefined
-    // Spans not sampled are not exported: neither are their steps.
-    if (!parent.sampled) return NOT_KEPT
-    const originHigh = Number(origin >> 32n)
-    const originLow = Number(BigInt.asUintN(32, origin))
-    return (name, started, ended, failure, key1, value1, key2, value2, key3, value3) => {
-      step.name = name
-      step.parent = parent
-      step.spanWords[0] = randomWord()
-      step.spanWords[1] = randomWord()
-      let at = originLow + Math.round((started - originMs) * NANOS_PER_MS)
-      let carry = Math.floor(at / TWO_TO_32)
-      step.startHigh = originHigh + carry
-      step.startLow = at - carry * TWO_TO_32
-      at = originLow + Math.round((ended - originMs) * NANOS_PER_MS)
-      carry = Math.floor(at / TWO_TO_32)
-      step.endHigh = originHigh + carry
-      step.endLow = at - carry * TWO_TO_32
-      step.failure = failure
-      const pairs = step.pairs
-      pairs.length = 0
-      if (key1 !== undefined) pairs.push(key1, value1)
-      if (key2 !== undefined) pairs.push(key2, value2)
-      if (key3 !== undefined) pairs.push(key3, value3)
-      exporter.pushStep(step)
-    }
+  return {
+    begin: (above, originMs) => {
+      const span = new Span(
+        {
+          name: "Settler.settle",
+          parent: above === undefined ? NO_PARENT : Option.some(above),
+          annotations: NO_ANNOTATIONS,
+          links: [],
+          kind: "internal",
+          sampled: above?.sampled ?? true,
+        },
+        exporter,
+      )
+      time.place(originMs)
+      span.startHigh = time.high
+      span.startLow = time.low
+      return span
+    },
+    steps: (parent, originMs) => {
+      if (!(parent instanceof Span)) return undefined
+      // Spans not sampled are not exported: neither are their steps.
+      if (!parent.sampled) return NOT_KEPT
+      return (name, started, ended, failure, key1, value1, key2, value2, key3, value3) => {
+        step.name = name
+        step.parent = parent
+        step.spanWords[0] = randomWord()
+        step.spanWords[1] = randomWord()
+        time.add(parent.startHigh, parent.startLow, started - originMs)
+        step.startHigh = time.high
+        step.startLow = time.low
+        time.add(parent.startHigh, parent.startLow, ended - originMs)
+        step.endHigh = time.high
+        step.endLow = time.low
+        step.failure = failure
+        const pairs = step.pairs
+        pairs.length = 0
+        if (key1 !== undefined) pairs.push(key1, value1)
+        if (key2 !== undefined) pairs.push(key2, value2)
+        if (key3 !== undefined) pairs.push(key3, value3)
+        exporter.pushStep(step)
+      }
+    },
+    end: (parent, elapsedMs, exit) => {
+      if (!(parent instanceof Span)) return
+      time.add(parent.startHigh, parent.startLow, elapsedMs)
+      parent.ended(time.high, time.low, exit)
+    },
   }
 }
 
 /** A tracer exporting to `settings.url`, and its exporter's figures; `close` flushes it within `settings.flushMs`. */
 export const make = (settings: Settings): Made => {
   const exporter = new Exporter(settings)
-  const tracer: Tracer.Tracer & { readonly [Spans.STEPS]: Spans.Steps } = {
-    span: (options) => new Span(options, exporter),
-    [Spans.STEPS]: steps(exporter),
+  const tracer: Tracer.Tracer & { readonly [Spans.OWN]: Spans.Own } = {
+    span: (options) => Span.of(options, exporter),
+    [Spans.OWN]: own(exporter, new Timebase()),
   }
   return {
     tracer,

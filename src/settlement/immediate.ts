@@ -8,8 +8,13 @@ export * as Immediate from "./immediate"
 // replay, a conflict, a wait). Before the intent it only reads: where a step would wait (an ask, a schema that
 // waits) the call goes to the fiber path from its start. From the intent on nothing runs twice: a step still running
 // (a tool that went async, a store write) is awaited where it stands and the rest goes on as an Effect,
-// interruptible only while the tool runs, as on the fiber path. The settler decides when this path is taken; this
-// module never records spans.
+// interruptible only while the tool runs, as on the fiber path. The settler decides when this path is taken.
+//
+// A traced call records the fiber path's step spans (./spans), each from two clock readings around its step, under
+// the settle span the settler made (also the parent span of the steps' context, so a tool's own spans sit under
+// it). The steps before the call is known to be this path's (decode, permission, the intent or a refusal recorded)
+// are held and recorded once it is: a call handed to the fiber path from its start records its own there, and the
+// fiber path, having read the call's record first, records none of these for a replay.
 
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
@@ -18,6 +23,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type { Registry } from "../registry/registry"
 import type { Store } from "../store/store"
+import { Spans } from "./spans"
 import { Steps } from "./steps"
 import { Stopping } from "./stopping"
 
@@ -28,7 +34,10 @@ export type Outcome =
 
 /** What the settler gives this path for one call. */
 export interface Handover {
-  /** The settling fiber's context: every step runs with it, as it would on the fiber path. */
+  /**
+   * The settling fiber's context: every step runs with it, as it would on the fiber path (a traced call's with its
+   * settle span as the parent span).
+   */
   readonly context: Context.Context<never>
   /** Restores the caller's interruptibility: the settle runs uninterruptibly but while its tool runs. */
   readonly restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
@@ -47,6 +56,39 @@ const then = <A, E>(fiber: Fiber.Fiber<A, E>, next: (exit: Exit.Exit<A, E>) => O
 const settledBy = (settlement: Steps.Settled["settlement"], replayed: boolean): Outcome =>
   Exit.succeed({ settlement, replayed })
 
+/** The cause of a failed exit, as a step span carries it; `undefined` for a success. */
+const failureOf = (exit: Exit.Exit<unknown, unknown>): Cause.Cause<unknown> | undefined =>
+  Exit.isSuccess(exit) ? undefined : exit.cause
+
+/**
+ * A traced call's steps held until the call is known to be this path's (each as name, start, end, failure and one
+ * attribute); nothing is kept for an untraced one.
+ */
+class Held {
+  private readonly steps: Array<unknown> = []
+  constructor(private readonly trace: Spans.Trace) {}
+
+  hold(name: string, started: number, ended: number, failure: Cause.Cause<unknown> | undefined, key: string, value: unknown): void {
+    this.steps.push(name, started, ended, failure, key, value)
+  }
+
+  /** Records the steps held, in their order. */
+  release(): void {
+    const { steps, trace } = this
+    for (let index = 0; index < steps.length; index += 6) {
+      trace.step(
+        steps[index] as string,
+        steps[index + 1] as number,
+        steps[index + 2] as number,
+        steps[index + 3] as Cause.Cause<unknown> | undefined,
+        steps[index + 4] as string,
+        steps[index + 5],
+      )
+    }
+    steps.length = 0
+  }
+}
+
 /**
  * Settles `call` through `catalog` on this path, or hands it to the fiber path: where a step before its intent
  * waits, and where a record of the call is found.
@@ -60,43 +102,71 @@ export const settle = (
 ): Outcome => {
   const run = Effect.runForkWith(handover.context)
   const key = Steps.keyOf(services, call)
+  const { trace } = call
+  const held = trace === undefined ? undefined : new Held(trace)
+  // One clock reading per step boundary: a step starts where the one before it ended (only the reading of its
+  // outcome lies between), the first where the settle span starts.
+  let at = trace === undefined ? 0 : trace.originMs
+  const read = () => (at = performance.now())
 
   /** A call that never began, settled with `settlement` if still absent; the fiber path if another got there first. */
-  const recordNew = (settlement: Steps.Settled["settlement"]) =>
-    then(run(services.store.settle(key, settlement, { state: "absent", agent: call.agent, details: call.details })), (exit) =>
-      Exit.isFailure(exit)
+  const recordNew = (settlement: Steps.Settled["settlement"]) => {
+    const started = at
+    return then(run(services.store.settle(key, settlement, { state: "absent", agent: call.agent, details: call.details })), (exit) => {
+      if (held !== undefined) {
+        if (Exit.isSuccess(exit) && !exit.value) return handover.fibers()
+        held.hold("Settler.record", started, read(), failureOf(exit), Spans.RECORD, "settlement")
+        held.release()
+      }
+      return Exit.isFailure(exit)
         ? Exit.failCause(Cause.map(exit.cause, Steps.recordFailed(call)))
         : exit.value
           ? settledBy(settlement, false)
-          : handover.fibers(),
-    )
+          : handover.fibers()
+    })
+  }
 
   /** A call stopped before it began: its refusal recorded, or its failure failed. */
-  const stopNew = (stop: Steps.Stop): Outcome =>
-    stop instanceof Steps.Refused ? recordNew(stop.settlement) : Exit.failCause((stop as Steps.Halted).cause)
+  const stopNew = (stop: Steps.Stop): Outcome => {
+    if (stop instanceof Steps.Refused) return recordNew(stop.settlement)
+    held?.release()
+    return Exit.failCause((stop as Steps.Halted).cause)
+  }
 
   const tool = Steps.resolve(catalog, call)
   if (tool instanceof Steps.Stop) return stopNew(tool)
+  let started = at
   const decoded = run(Steps.decode(call, tool)).pollUnsafe()
   if (decoded === undefined) return handover.fibers()
+  held?.hold("Settler.decode", started, read(), undefined, "core.input.valid", Exit.isSuccess(decoded))
   const input = Steps.inputOf(call, tool, decoded)
   if (input instanceof Steps.Stop) return stopNew(input)
   if (!tool.checksPermissions) {
     // `authorize`'s first half: a call every rule allows is authorized by it; one that needs an ask is not this path's.
+    started = at
     const allowed = run(services.permission.refuseDenied(call.agent, Steps.checksOf(call))).pollUnsafe()
     if (allowed === undefined || (Exit.isSuccess(allowed) && !allowed.value)) return handover.fibers()
+    held?.hold("Settler.permission", started, read(), undefined, "core.permission.decision", Spans.decisionOf(false, allowed))
     const denied = Steps.deniedBy(call, allowed)
     if (denied !== undefined) return stopNew(denied)
+  } else if (held !== undefined) {
+    // Checked by the tool itself, inside execute: the step decides nothing and takes no time.
+    held.hold("Settler.permission", at, at, undefined, "core.permission.decision", "by_tool")
   }
   const admitted: Steps.Admitted = { _tag: "Admitted", tool, input }
+  started = at
   const beginning = run(services.store.begin(key, call.name, call.agent, call.details))
   // A store that answers later (a remote one) is left to the fiber path from the next call on; this one goes on.
   if (beginning.pollUnsafe() === undefined) handover.waited()
   return then(beginning, (begun) => {
-    if (Exit.isFailure(begun)) return Exit.failCause(Cause.map(begun.cause, Steps.operational("Could not record the call")))
     // Recorded already (settled, begun, or another's): the fiber path answers from the record.
-    if (!begun.value) return handover.fibers()
-    return owned(services, call, key, run, () => perform(services, call, key, admitted, options, handover, run))
+    if (Exit.isSuccess(begun) && !begun.value) return handover.fibers()
+    if (held !== undefined) {
+      held.hold("Settler.record", started, read(), failureOf(begun), Spans.RECORD, "intent")
+      held.release()
+    }
+    if (Exit.isFailure(begun)) return Exit.failCause(Cause.map(begun.cause, Steps.operational("Could not record the call")))
+    return owned(services, call, key, run, () => perform(services, call, key, admitted, options, handover, run, at))
   })
 }
 
@@ -134,10 +204,16 @@ const perform = (
   options: Steps.Options | undefined,
   handover: Handover,
   run: ReturnType<typeof Effect.runForkWith<never>>,
+  begun: number,
 ): Outcome => {
+  const { trace } = call
+  /** The last step boundary read (the intent recorded, to begin with: execute starts there). */
+  let at = begun
   /** The settlement of a call this process ran; if another record won meanwhile, that one stands. */
-  const recordOwned = (settlement: Steps.Settled["settlement"]) =>
-    then(run(services.store.settle(key, settlement, { state: "owned" })), (exit) => {
+  const recordOwned = (settlement: Steps.Settled["settlement"]) => {
+    const started = at
+    return then(run(services.store.settle(key, settlement, { state: "owned" })), (exit) => {
+      trace?.step("Settler.record", started, Spans.now(trace), failureOf(exit), Spans.RECORD, "settlement")
       if (Exit.isFailure(exit)) return Exit.failCause(Cause.map(exit.cause, Steps.recordFailed(call)))
       if (exit.value) return settledBy(settlement, false)
       return then(run(services.store.lookup(key)), (known) => {
@@ -147,9 +223,13 @@ const perform = (
         return known.value?.state === "settled" ? settledBy(known.value.settlement, true) : settledBy(settlement, false)
       })
     })
+  }
 
-  const stopOwned = (stop: Steps.Stop): Outcome =>
-    stop instanceof Steps.Refused ? recordOwned(stop.settlement) : Exit.failCause((stop as Steps.Halted).cause)
+  /** A stop recorded over the intent; `afresh` when work not timed lies between the last step and its record. */
+  const stopOwned = (stop: Steps.Stop, afresh = false): Outcome => {
+    if (afresh) at = Spans.now(trace)
+    return stop instanceof Steps.Refused ? recordOwned(stop.settlement) : Exit.failCause((stop as Steps.Halted).cause)
+  }
 
   const stopping: Array<string> = []
   const tool = Effect.runForkWith(Context.add(handover.context, Stopping.Notes, stopping))(
@@ -157,19 +237,22 @@ const perform = (
   )
   const executed = tool.pollUnsafe()
   const performed = (exit: Exit.Exit<unknown, unknown>): Outcome => {
+    if (trace !== undefined) trace.step("Settler.execute", at, (at = performance.now()), undefined, "core.execute.outcome", Spans.outcomeOf(exit))
     const output = Steps.outputOf(call, exit, stopping)
     if (output instanceof Steps.Stop) return stopOwned(output)
     return then(run(Steps.encode(admitted.tool, output)), (encodedExit) => {
       const encoded = Steps.encodedOf(call, admitted, encodedExit)
-      if (encoded instanceof Steps.Stop) return stopOwned(encoded)
+      if (encoded instanceof Steps.Stop) return stopOwned(encoded, true)
       return then(run(Steps.show(services, encoded.projected.content, options)), (shownExit) => {
         const shown = Steps.shownOf(call, shownExit)
-        if (shown instanceof Steps.Stop) return stopOwned(shown)
-        return then(run(Steps.bound(services, call, admitted, encoded, shown, false)), (bounded) =>
-          Exit.isFailure(bounded)
+        if (shown instanceof Steps.Stop) return stopOwned(shown, true)
+        const bounding = Spans.now(trace)
+        return then(run(Steps.bound(services, call, admitted, encoded, shown, false)), (bounded) => {
+          if (trace !== undefined) at = boundStep(trace, bounding, bounded)
+          return Exit.isFailure(bounded)
             ? Exit.failCause(Cause.map(bounded.cause, Steps.boundFailed))
-            : recordOwned(Steps.succeeded(call, bounded.value)),
-        )
+            : recordOwned(Steps.succeeded(call, bounded.value))
+        })
       })
     })
   }
@@ -180,4 +263,27 @@ const perform = (
     Effect.exit(handover.restore(Fiber.await(tool)).pipe(Effect.onInterrupt(() => Fiber.interrupt(tool)))),
     () => performed(tool.pollUnsafe()!),
   )
+}
+
+/** The bound step of a traced call, as the fiber path records it; when it ended. */
+const boundStep = (trace: Spans.Trace, started: number, bounded: Exit.Exit<Effect.Success<ReturnType<typeof Steps.bound>>, unknown>): number => {
+  const ended = performance.now()
+  if (Exit.isFailure(bounded)) {
+    trace.step("Settler.bound", started, ended, bounded.cause)
+    return ended
+  }
+  const { content, outputs } = bounded.value
+  trace.step(
+    "Settler.bound",
+    started,
+    ended,
+    undefined,
+    "core.output.bytes",
+    Spans.contentBytes(content),
+    "core.output.bounded",
+    outputs.length > 0,
+    "core.output.managed_bytes",
+    outputs.reduce((sum, kept) => sum + kept.bytes, 0),
+  )
+  return ended
 }

@@ -4,8 +4,8 @@ export * as Settler from "./settler"
 // project → bound → persist (DESIGN §2 laws 2, 6–10, 12), one named step each (./steps). Model-visible outcomes become settlements; defects and storage
 // failures stay operational and are never turned into a result. Interruption records `cancelled`. This module is
 // the fiber path and chooses the path of each call: one whose steps end at once takes the immediate path
-// (./immediate), the same steps without a fiber step per step; an ask, a hook, a trace, a joiner, a record found,
-// a store that answers later take this one.
+// (./immediate), the same steps without a fiber step per step, traced or not; an ask, a hook, a joiner, a record
+// found, a store that answers later take this one.
 
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
@@ -13,6 +13,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Tracer from "effect/Tracer"
 import { Output } from "../output/output"
 import { Permission } from "../permission/permission"
 import { Rule } from "../permission/rule"
@@ -372,7 +373,7 @@ const tracked = (
 /**
  * Settles calls through `catalog`; a duplicate of a call running in this settler (the same ids, agent and tool)
  * joins it through `running`. Asked by another agent or under another name, it meets the conflict in admit. A call
- * nothing runs under yet, untraced and meeting no hook, takes the immediate path (./immediate) unless the store
+ * nothing runs under yet, meeting no hook, traced or not, takes the immediate path (./immediate) unless the store
  * was found to answer later; it is tracked in `running` only once a step of it waits.
  */
 const settleThrough = (
@@ -393,24 +394,27 @@ const settleThrough = (
         // What operators see of the call (`core log`), whatever it settles as.
         const details: Store.Details = { messageID: call.assistantMessageID, startedAt: Date.now(), ...Store.recordInput(call.input) }
         const tracer = Spans.keepingTracer()
-        if (tracer === undefined && !store.waits && fiber.getRef(Immediately) && !meetsHooks(services.hooks, call.name)) {
-          const received: Steps.Received = { ...call, details, trace: undefined }
+        const trace = tracer === undefined ? undefined : Spans.begin(call, details.inputBytes, tracer)
+        const received: Steps.Received = { ...call, details, trace }
+        const fibers = () => restore(trace === undefined ? run(services, catalog, received, options) : Spans.under(trace, run(services, catalog, received, options)))
+        if (!store.waits && fiber.getRef(Immediately) && !meetsHooks(services.hooks, call.name)) {
           const outcome = Immediate.settle(services, catalog, received, options, {
-            context: fiber.context,
+            // A traced call's steps run under its settle span, as the fiber path's do.
+            context: trace === undefined ? fiber.context : Context.add(fiber.context, Tracer.ParentSpan, trace.parent),
             restore,
-            fibers: () => restore(run(services, catalog, received, options)),
+            fibers,
             waited: () => {
               store.waits = true
             },
           })
           // Settled at once: nobody could have joined it meanwhile.
-          if (Exit.isExit(outcome)) return outcome
-          return tracked(services, running, key, call, undefined, outcome)
+          if (Exit.isExit(outcome)) {
+            if (trace !== undefined) Spans.end(trace, outcome)
+            return outcome
+          }
+          return tracked(services, running, key, call, trace, outcome)
         }
-        const trace = tracer === undefined ? undefined : Spans.begin(call, details.inputBytes, tracer)
-        const received: Steps.Received = { ...call, details, trace }
-        const settling = trace === undefined ? run(services, catalog, received, options) : Spans.under(trace, run(services, catalog, received, options))
-        return tracked(services, running, key, call, trace, restore(settling))
+        return tracked(services, running, key, call, trace, fibers())
       }),
     )
 

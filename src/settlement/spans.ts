@@ -3,7 +3,7 @@ export * as Spans from "./spans"
 // The spans of a settle, made only when a tracer that keeps spans is installed (Effect's native tracer keeps none):
 // one `Settler.settle` span per call, provided to the fiber so that any span its tool makes sits under it, and one
 // span per step (decode, permission, execute, bound, record), recorded once the step has ended from two clock
-// readings around it (a tracer may keep them without a span object: `Steps`). Spans say what happened, never with
+// readings around it (a tracer may keep them without a span object: `Own`). Spans say what happened, never with
 // what: no input, no message a model reads (it may quote the input). When tracing is off nothing here runs but one
 // check per call and a branch per step.
 
@@ -43,17 +43,28 @@ export interface Trace {
   readonly step: Step
   /** The settle span's start as a `performance.now()` reading. */
   readonly originMs: number
+  /** The tracer's own settle spans, when it made this one. */
+  readonly own: Own | undefined
 }
 
 /**
- * A tracer's own way of recording a settle's steps under `parent` (a span it made), without a span object per step:
- * `origin` is the parent's start in nanoseconds since the epoch, read at `originMs` (`performance.now()`).
- * Undefined when it keeps no such steps for `parent`: they are made as spans through the tracer interface.
+ * A tracer's own settle spans (core's OTLP exporter has them), placed by `performance.now()` readings on its own
+ * clock, kept in step with Effect's, with no 64-bit integer made per span: `begin` makes a `Settler.settle` span
+ * under `above` starting at `originMs`; `steps` records its steps without a span object per step (undefined when it
+ * keeps none for `parent`: they are made as spans through the tracer interface); `end` ends it `elapsedMs` after its
+ * start.
  */
-export type Steps = (parent: Tracer.Span, origin: bigint, originMs: number) => Step | undefined
+export interface Own {
+  readonly begin: (above: Tracer.AnySpan | undefined, originMs: number) => Tracer.Span
+  readonly steps: (parent: Tracer.Span, originMs: number) => Step | undefined
+  readonly end: (parent: Tracer.Span, elapsedMs: number, exit: Exit.Exit<unknown, unknown>) => void
+}
 
-/** Where a tracer keeps its `Steps` (core's OTLP exporter has them). */
-export const STEPS: unique symbol = Symbol.for("core/Spans.steps")
+/** Where a tracer keeps its `Own` settle spans. */
+export const OWN: unique symbol = Symbol.for("core/Spans.own")
+
+/** The clock every fiber has unless one is provided (a test's): the one a tracer's own clock keeps in step with. */
+const DEFAULT_CLOCK = Context.get(Context.empty(), Clock.Clock)
 
 /** A step of a record: intent (before the tool runs) or settlement. */
 export const RECORD = "core.record"
@@ -119,26 +130,32 @@ interface Called {
 export const begin = (call: Called, inputBytes: number, tracer: Tracer.Tracer, above?: Tracer.AnySpan): Trace => {
   const fiber = Fiber.getCurrent()
   above ??= fiber?.cache.span
-  const origin = fiber === undefined ? BigInt(Date.now()) * 1_000_000n : fiber.getRef(Clock.Clock).currentTimeNanosUnsafe()
+  // The tracer's own settle span where the fiber's clock is Effect's own; else one made through the interface.
+  const clock = fiber?.getRef(Clock.Clock)
+  const own = clock === undefined || clock === DEFAULT_CLOCK ? (tracer as Partial<{ readonly [OWN]: Own }>)[OWN] : undefined
+  const origin = own !== undefined ? 0n : clock === undefined ? BigInt(Date.now()) * 1_000_000n : clock.currentTimeNanosUnsafe()
   const originMs = performance.now()
-  const parent = tracer.span({
-    name: "Settler.settle",
-    parent: above === undefined ? Option.none() : Option.some(above),
-    annotations: NO_ANNOTATIONS,
-    links: [],
-    startTime: origin,
-    kind: "internal",
-    root: false,
-    sampled: above?.sampled ?? true,
-  })
+  const parent =
+    own !== undefined
+      ? own.begin(above, originMs)
+      : tracer.span({
+          name: "Settler.settle",
+          parent: above === undefined ? Option.none() : Option.some(above),
+          annotations: NO_ANNOTATIONS,
+          links: [],
+          startTime: origin,
+          kind: "internal",
+          root: false,
+          sampled: above?.sampled ?? true,
+        })
   parent.attribute("core.tool", call.name)
   parent.attribute("core.session", call.sessionID)
   parent.attribute("core.call", call.toolCallID)
   parent.attribute("core.agent", call.agent)
   parent.attribute("core.message", call.assistantMessageID)
   parent.attribute("core.input.bytes", inputBytes)
-  const own = (tracer as Partial<{ readonly [STEPS]: Steps }>)[STEPS]?.(parent, origin, originMs)
-  return { parent, step: own ?? spanSteps(tracer, parent, origin, originMs), originMs }
+  const steps = own?.steps(parent, originMs)
+  return { parent, step: steps ?? spanSteps(tracer, parent, parent.status.startTime, originMs), originMs, own }
 }
 
 /** `effect` with the settle span as the fiber's parent span: spans made inside it (a tool's own) sit under it. */
@@ -159,8 +176,9 @@ export const end = (
     parent.attribute("core.output.bytes", contentBytes(settlement.content))
   }
   // Placed from its start, as its steps are.
-  const elapsed = BigInt(Math.round((performance.now() - trace.originMs) * NANOS_PER_MS))
-  parent.end(parent.status.startTime + elapsed, exit)
+  const elapsedMs = performance.now() - trace.originMs
+  if (trace.own !== undefined) return trace.own.end(parent, elapsedMs, exit)
+  parent.end(parent.status.startTime + BigInt(Math.round(elapsedMs * NANOS_PER_MS)), exit)
 }
 
 /** The size of a settlement's model-facing parts in bytes (text in UTF-8, files as their data: URIs). */

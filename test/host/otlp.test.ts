@@ -8,7 +8,7 @@ import { gunzipSync } from "node:zlib"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Context, Effect, Exit, Layer, ManagedRuntime, Option, Schema, Scope } from "effect"
+import { Clock, Context, Effect, Exit, Layer, ManagedRuntime, Option, Schema, Scope } from "effect"
 import { Kernel } from "../../src/host/kernel"
 import { Otlp } from "../../src/host/otlp"
 import { Registry } from "../../src/registry/registry"
@@ -190,6 +190,51 @@ describe("a settle's spans", () => {
     expect(settle.spanId).toMatch(/^[0-9a-f]{16}$/)
     expect(settle.traceId).not.toBe("0".repeat(32))
     expect(new TextDecoder().decode(otlp.received[0]!.body)).not.toContain("SECRET_INPUT")
+  })
+})
+
+describe("a settle's times", () => {
+  test("are Effect's clock's: the clock a fiber is given (a test's), or the system's, its steps placed from its start", async () => {
+    const otlp = receiver()
+    const { runtime, turn, close } = await kernelWithEcho(otlp, (effect) => effect.pipe(Effect.withSpan("echo.inner")))
+    const system = Context.get(Context.empty(), Clock.Clock)
+    // 2001-09-09T01:46:40Z, in nanoseconds.
+    const at = 1_000_000_000_000_000_000n
+    const fixed: Clock.Clock = {
+      currentTimeMillisUnsafe: () => Number(at / 1_000_000n),
+      currentTimeMillis: Effect.sync(() => Number(at / 1_000_000n)),
+      currentTimeNanosUnsafe: () => at,
+      currentTimeNanos: Effect.sync(() => at),
+      monotonicTimeNanosUnsafe: () => system.monotonicTimeNanosUnsafe(),
+      monotonicTimeNanos: system.monotonicTimeNanos,
+      sleep: (duration) => system.sleep(duration),
+    }
+    const call = (toolCallID: string) =>
+      turn.settle({ sessionID: "ses_clock", agent: "build", assistantMessageID: "msg", toolCallID, name: "echo", input: { text: "hi" } })
+    const before = BigInt(Date.now()) * 1_000_000n
+    await runtime.runPromise(call("call_fixed").pipe(Effect.provideService(Clock.Clock, fixed)))
+    await runtime.runPromise(call("call_system"))
+    const after = BigInt(Date.now()) * 1_000_000n
+    await close()
+    const all = spansOf(otlp.received)
+    const settleOf = (id: string) => all.find((span) => span.name === "Settler.settle" && attribute(span, "core.call") === id)!
+    const fixedSettle = settleOf("call_fixed")
+    const systemSettle = settleOf("call_system")
+    expect(BigInt(fixedSettle.startTimeUnixNano)).toBe(at)
+    // Core's own clock, in step with Effect's: within the test's two readings of the system clock (1 ms each).
+    expect(BigInt(systemSettle.startTimeUnixNano) >= before - 1_000_000n).toBe(true)
+    expect(BigInt(systemSettle.endTimeUnixNano) <= after + 1_000_000n).toBe(true)
+    for (const settle of [fixedSettle, systemSettle]) {
+      const start = BigInt(settle.startTimeUnixNano)
+      const inside = all.filter((span) => span.parentSpanId === settle.spanId)
+      expect(inside.map((span) => span.name).sort()).toEqual(
+        ["Settler.bound", "Settler.decode", "Settler.execute", "Settler.permission", "Settler.record", "Settler.record", "echo.inner"].sort(),
+      )
+      for (const span of inside) {
+        expect({ name: span.name, start: BigInt(span.startTimeUnixNano) >= start }).toEqual({ name: span.name, start: true })
+        expect({ name: span.name, within: BigInt(span.endTimeUnixNano) <= BigInt(settle.endTimeUnixNano) + 1_000_000n }).toEqual({ name: span.name, within: true })
+      }
+    }
   })
 })
 
