@@ -96,6 +96,7 @@ export const settle = (
     if (Exit.isFailure(begun)) return Exit.failCause(Cause.map(begun.cause, Steps.operational("Could not record the call")))
     // Recorded already (settled, begun, or another's): the fiber path answers from the record.
     if (!begun.value) return handover.fibers()
+    options?.onRecord?.(false)
     return owned(services, call, key, run, () => perform(services, call, key, admitted, options, handover, run))
   })
 }
