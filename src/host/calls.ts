@@ -33,6 +33,18 @@ export interface Entry {
   replays: boolean | undefined
   readonly done: Deferred.Deferred<Settler.Settled, Settler.OperationalError>
   fiber: Fiber.Fiber<unknown, unknown> | undefined
+  /** Those waiting for the outcome outside Effect (Calls.outcome), told once `done` is. */
+  waiting: Array<(outcome: Outcome) => void> | undefined
+  /** The outcome, once `done` is. */
+  outcome: Outcome | undefined
+}
+
+export type Outcome = Exit.Exit<Settler.Settled, Settler.OperationalError>
+
+/** The call's outcome as a promise: for an edge that waits outside Effect, without a fiber of its own. */
+export const outcome = (entry: Entry): Promise<Outcome> => {
+  if (entry.outcome !== undefined) return Promise.resolve(entry.outcome)
+  return new Promise((resolve) => (entry.waiting ??= []).push(resolve))
 }
 
 /** One listening to a call: told of its events as they happen, synchronously, in order. */
@@ -180,7 +192,8 @@ export const make = (
       const ids = { sessionID: call.sessionID, toolCallID: call.toolCallID }
       const leave = yield* turn.generation.enter
       const startedAt = performance.now()
-      yield* served.publish({ event: "call.started", data: { ...ids, tool: call.name, turnID: turn.id } })
+      // The calls' events are made only while someone reads them (most hosts just wait for their settlements).
+      if (served.listened()) yield* served.publish({ event: "call.started", data: { ...ids, tool: call.name, turnID: turn.id } })
 
       const onProgress = (update: { readonly message: string; readonly metadata?: Readonly<Record<string, unknown>> }) => {
         const listened = served.listened()
@@ -203,14 +216,16 @@ export const make = (
           const outcome = yield* outcomeOf(turn, call, exit)
           running.delete(key)
           yield* leaveOnce
+          entry.outcome = outcome
           yield* Deferred.done(entry.done, outcome)
+          if (entry.waiting !== undefined) for (const resolve of entry.waiting.splice(0)) resolve(outcome)
           const durationMs = performance.now() - startedAt
           if (Exit.isSuccess(outcome)) {
             const { settlement, replayed } = outcome.value
             Activity.settled(activity, served.directory, call, outcome.value, durationMs)
             recorded(entry, replayed)
             tell(entry, { event: "settlement", data: settlement })
-            yield* served.publish({ event: "call.settled", data: { ...ids, replayed, settlement } })
+            if (served.listened()) yield* served.publish({ event: "call.settled", data: { ...ids, replayed, settlement } })
           } else {
             const error = Cause.findError(outcome.cause)
             const message = error._tag === "Success" ? error.success.message : "operational failure"
@@ -242,6 +257,8 @@ export const make = (
       replays: undefined,
       done: Deferred.makeUnsafe<Settler.Settled, Settler.OperationalError>(),
       fiber: undefined,
+      waiting: undefined,
+      outcome: undefined,
     }
     running.set(key, entry)
     return { key, entry, fresh: true }

@@ -10,9 +10,9 @@ export * as Direct from "./direct"
 // tracer keeping spans), is left to the router (`handle` answers undefined), which answers it as for any request.
 
 import * as Cause from "effect/Cause"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import { Calls } from "../host/calls"
 import type { Served } from "../host/served"
 import type { Sidecar } from "../host/sidecar"
 import type { Settler } from "../settlement/settler"
@@ -165,7 +165,8 @@ export const make = (options: Options) => {
         signal: request.signal,
       })
     }
-    const exit = await Effect.runPromiseExit(Effect.flatMap(calls.start(served, turn, call), (entry) => Deferred.await(entry.done)))
+    // Started (or joined) at once: nothing in starting a call waits; its outcome is awaited without a fiber.
+    const exit = await Calls.outcome(Effect.runSync(calls.start(served, turn, call)))
     if (Exit.isSuccess(exit)) {
       const { settlement, replayed } = exit.value
       return answer(200, JSON.stringify(Handlers.answerOf(turn, settlement)), replayed ? REPLAYED_HEADERS : JSON_HEADERS)
