@@ -108,6 +108,43 @@ const readCounting = async (request: Request): Promise<string | undefined> => {
   return new TextDecoder().decode(Buffer.concat(chunks))
 }
 
+const isId = (value: unknown): value is string => typeof value === "string" && value !== ""
+
+/** Whether every number in parsed JSON is finite (JSON.parse reads `1e400` as Infinity, which is not JSON), without recursion. */
+const finite = (value: unknown): boolean => {
+  const stack: Array<unknown> = [value]
+  while (stack.length > 0) {
+    const next = stack.pop()
+    if (typeof next === "number") {
+      if (!Number.isFinite(next)) return false
+    } else if (typeof next === "object" && next !== null) {
+      if (Array.isArray(next)) for (const item of next) stack.push(item)
+      else for (const key in next) stack.push((next as Record<string, unknown>)[key])
+    }
+  }
+  return true
+}
+
+/**
+ * A call's body as Api.CallRequest decodes it, read without the schema when it is exactly what the schema takes: its
+ * five fields and no other, the ids non-empty strings, the name a string, the input parsed JSON whose numbers are all
+ * finite. Anything else is left to the schema, which says what is wrong.
+ */
+export const plainCall = (value: object): Api.CallRequest | undefined => {
+  const body = value as Record<string, unknown>
+  let keys = 0
+  for (const key in body) {
+    if (!Object.hasOwn(body, key)) return undefined
+    keys++
+  }
+  const { sessionID, assistantMessageID, toolCallID, name } = body
+  if (keys !== 5 || !Object.hasOwn(body, "input") || !isId(sessionID) || !isId(assistantMessageID) || !isId(toolCallID)) {
+    return undefined
+  }
+  if (typeof name !== "string" || !finite(body.input)) return undefined
+  return { sessionID, assistantMessageID, toolCallID, name, input: body.input as Api.CallRequest["input"] }
+}
+
 /** The direct answerer; `handle` answers undefined for a request the router must answer. */
 export const make = (options: Options) => {
   const { sidecar } = options
@@ -145,7 +182,7 @@ export const make = (options: Options) => {
         ),
       )
     }
-    const decoded = Respond.decode(raw, Api.CallRequest)
+    const decoded = Respond.decode(raw, Api.CallRequest, { plain: plainCall })
     if (!decoded.ok) return problem(decoded.problem)
     const call: Settler.Call = {
       ...decoded.value,

@@ -5,7 +5,9 @@
 import { describe, expect, test } from "bun:test"
 import { realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Api } from "../../src/server/api"
 import { Direct } from "../../src/server/direct"
+import { Respond } from "../../src/server/respond"
 import { Router } from "../../src/server/router"
 import { Security } from "../../src/server/security"
 import { echoTool } from "../support/tools"
@@ -107,6 +109,8 @@ describe("a call answered without the router", () => {
       ["NUL in input", (s) => post(calls, JSON.stringify(callBody({ name: "echo", input: { text: "a\u0000" }, toolCallID: `n_${s}` })))],
       ["unknown turn", () => post("/v1/turns/turn_nope/calls", JSON.stringify(callBody({ name: "echo", input: {} })))],
       ["empty body", () => post(calls, "")],
+      ["a number JSON cannot hold", (s) => post(calls, `{"sessionID":"s","assistantMessageID":"m","toolCallID":"inf_${s}","name":"echo","input":{"text":1e400}}`)],
+      ["an empty id", (s) => post(calls, JSON.stringify(callBody({ name: "echo", input: {}, toolCallID: "", sessionID: `e_${s}` })))],
     ]
     for (const [name, make] of cases) {
       const answers = await compare({ direct, routed }, make)
@@ -209,6 +213,33 @@ describe("a call answered without the router", () => {
     expect(large.direct.status).toBe(413)
     expect(large.direct).toEqual(large.routed)
     expect(held.count).toBe(2)
+  })
+
+  test("a call's body read without the schema is what the schema decodes; anything else is left to the schema", () => {
+    const call = { sessionID: "s", assistantMessageID: "m", toolCallID: "c", name: "echo" }
+    const bodies = [
+      JSON.stringify({ ...call, input: { text: "hi", nested: [1, -0, null, true, { deep: [2.5] }] } }),
+      JSON.stringify({ input: "first", ...call }),
+      `{"sessionID":"s","assistantMessageID":"m","toolCallID":"c","name":"echo","input":[1,{"a":-1e400}]}`,
+      `{"sessionID":"s","assistantMessageID":"m","toolCallID":"c","name":"echo","input":{"__proto__":{"x":1}}}`,
+      `{"sessionID":"s","assistantMessageID":"m","toolCallID":"c","name":"echo","input":{},"__proto__":{}}`,
+      JSON.stringify({ ...call, input: {}, extra: 1 }),
+      JSON.stringify({ ...call }),
+      JSON.stringify({ ...call, sessionID: "", input: {} }),
+      JSON.stringify({ ...call, toolCallID: 7, input: {} }),
+      JSON.stringify({ ...call, name: null, input: {} }),
+      JSON.stringify({ ...call, input: null }),
+    ]
+    for (const body of bodies) {
+      expect({ body, ...Respond.decode(body, Api.CallRequest, { plain: Direct.plainCall }) }).toEqual({
+        body,
+        ...Respond.decode(body, Api.CallRequest),
+      })
+    }
+    // The well-formed ones were read without the schema; the others were not.
+    expect(bodies.map((body) => Direct.plainCall(JSON.parse(body)) !== undefined)).toEqual([
+      true, true, false, true, false, false, false, false, false, false, true,
+    ])
   })
 
   test("recognizes only the plain calls path and /mcp", () => {
