@@ -26,11 +26,11 @@ export default Tool.make({
 `
 
 /** A raw HTTP/1.1 request for a call's event stream. */
-const streamRequest = (url: string, token: string, turnID: string, toolCallID: string, name: string) => {
+const streamRequest = (url: string, token: string, turnID: string, toolCallID: string, name: string, route = "calls") => {
   const body = JSON.stringify({ sessionID: "ses_stream", assistantMessageID: "m", toolCallID, name, input: {} })
   const { host } = new URL(url)
   return (
-    `POST /v1/turns/${turnID}/calls HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${token}\r\n` +
+    `POST /v1/turns/${turnID}/${route} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${token}\r\n` +
     `Accept: text/event-stream\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
   )
 }
@@ -105,7 +105,8 @@ describe("a call's event stream on a real socket", () => {
     expect((await server.exited()).code).toBe(0)
   })
 
-  test("a reader that goes away mid-stream leaves the call to settle and be recorded, and the server answering", async () => {
+  // `/calls` is answered without the router, `/calls/stream` through it: both the same.
+  for (const route of ["calls", "calls/stream"]) test(`a reader that goes away mid-stream leaves the call to settle and be recorded, and the server answering (${route})`, async () => {
     await using latch = Latch.open()
     const box = sandbox({ "tools/gate.ts": gateTool(latch, { progress: { message: "waiting" } }) })
     const server = await serve(box)
@@ -118,12 +119,23 @@ describe("a call's event stream on a real socket", () => {
         if (received.includes("event: progress")) resolve()
       }),
     )
-    socket.write(streamRequest(server.url, server.token, turnID, "call_gone", "gate"))
+    socket.write(streamRequest(server.url, server.token, turnID, "call_gone", "gate", route))
     await progressed
     expect(received).toStartWith("HTTP/1.1 200")
+    // A second reader joins the running call (a host that reconnected) and stays. Its head comes with its first
+    // event (Bun sends a stream's head with its first bytes), so it is awaited only once the call can settle.
+    const joining = server.fetch("POST", `/v1/turns/${turnID}/${route}`, {
+      body: { sessionID: "ses_stream", assistantMessageID: "m", toolCallID: "call_gone", name: "gate", input: {} },
+      headers: { accept: "text/event-stream" },
+    })
     socket.destroy()
-    await Bun.sleep(100)
+    await Bun.sleep(300)
     latch.release()
+    const joined = await joining
+    expect(joined.status).toBe(200)
+    expect(await new EventReader(joined).rest()).toEqual([
+      { event: "settlement", data: expect.objectContaining({ status: "success", structured: "opened" }) },
+    ])
     for (;;) {
       const recorded = await server.json("GET", "/v1/settlements/ses_stream/call_gone")
       if (recorded.status === 200) {
