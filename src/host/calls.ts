@@ -145,7 +145,7 @@ export const make = (
    * Adds `listener` to `entry`; with `asks`, also to the asks of the call in its Location (a call joined in another
    * Location asks there): those pending now first, then those published, each once.
    */
-  const listen = (entry: Entry, listener: Listener) =>
+  const listen = (entry: Entry, listener: Listener, fresh: boolean) =>
     Effect.gen(function* () {
       const ids = { sessionID: entry.call.sessionID, toolCallID: entry.call.toolCallID }
       let unwatch: (() => void) | undefined
@@ -161,8 +161,9 @@ export const make = (
         // Watched before the pending ones are read, so an ask is in the snapshot, in the published ones, or in both.
         unwatch = home.watchAsks(ids, (event) => (early === undefined ? forward(event) : early.push(event)))
         const isOwn = (request: CallKey.Ids) => request.sessionID === ids.sessionID && request.toolCallID === ids.toolCallID
-        const pending = (yield* home.pending).filter(isOwn)
-        const delegated = home.hostTools.pending().filter(isOwn)
+        // A call not yet launched has asked nothing: only a joiner may find asks of it pending.
+        const pending = fresh ? [] : (yield* home.pending).filter(isOwn)
+        const delegated = fresh ? [] : home.hostTools.pending().filter(isOwn)
         for (const data of pending) listener.event({ event: "permission", data })
         for (const data of delegated) listener.event({ event: "host_call", data })
         for (const request of [...pending, ...delegated]) sent.add(request.id)
@@ -274,7 +275,7 @@ export const make = (
   const startListening: Interface["startListening"] = (served, turn, call, listener) =>
     Effect.gen(function* () {
       const { key, entry, fresh } = entryOf(served, call)
-      const listening = yield* listen(entry, listener)
+      const listening = yield* listen(entry, listener, fresh)
       if (fresh) yield* launch(key, entry, turn)
       return listening
     })
