@@ -10,7 +10,8 @@
 // answer's form. Each batch writes one
 // request on every socket and reads every answer to its end (an event stream until its final event and the
 // chunked body's end), so the server does all its work. Where the open-file limit (the server's or this process's)
-// holds fewer connections, the batches are smaller, and a note says so.
+// holds fewer connections, the batches are smaller, and a note says so. With `--base BINARY` (a compiled core of an
+// earlier build) that server is measured beside this build's in the same rounds, taking turns going first.
 
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -189,20 +190,20 @@ interface Batch {
   readonly failures: Map<string, number>
 }
 
-export const measure = async (): Promise<Report> => {
-  const root = mkdtempSync(join(tmpdir(), "core-bench-serve-sse-"))
-  let stop: (() => Promise<void>) | undefined
+/** `--base BINARY`: a compiled core (an earlier build) measured beside this one, in the same rounds. */
+const baseBinary = (): string | undefined => {
+  const at = process.argv.indexOf("--base")
+  return at < 0 ? undefined : process.argv[at + 1]
+}
+
+/** One server under measure: its process, its kept-alive sockets and its calls. */
+const setUp = async (label: string, binary: string, location: string, root: string, wanted: number) => {
+  const { child, ready } = await serve(binary, location, join(root, label.replaceAll(/\W+/g, "-")))
+  const stopServer = async () => {
+    child.kill("SIGTERM")
+    await child.exited
+  }
   try {
-    progress("serve-sse: building the binary (build.ts --outfile)")
-    const binary = await buildCore(join(root, "core"))
-    const location = join(root, "location")
-    mkdirSync(join(location, "tools"), { recursive: true })
-    writeFileSync(join(location, "tools", "echo.ts"), ECHO_TOOL)
-    const { child, ready } = await serve(binary, location, root)
-    stop = async () => {
-      child.kill("SIGTERM")
-      await child.exited
-    }
     const url = new URL(ready.url)
     const turn = await fetch(`${ready.url}/v1/turns`, {
       method: "POST",
@@ -214,21 +215,13 @@ export const measure = async (): Promise<Report> => {
     const serverLimit = openFiles(child.pid)
     const clientLimit = openFiles("self")
     const concurrency = Math.min(
-      WANTED,
+      wanted,
       Math.floor(Server.connectionDescriptors(serverLimit) / 3) - OPEN_GROUP,
       clientLimit - CLIENT_RESERVE,
     )
     if (concurrency < OPEN_GROUP) throw new Error(`open-file limits too low (server ${serverLimit}, here ${clientLimit})`)
-
-    progress(`serve-sse: opening ${concurrency} connections`)
+    progress(`serve-sse: ${label}: opening ${concurrency} connections`)
     const pool = await connections(url.hostname, Number(url.port), concurrency)
-    const closePool = pool.close
-    const stopServer = stop
-    stop = async () => {
-      closePool()
-      await stopServer()
-    }
-    const ticks = clockTicks()
     let next = 0
     const request = (form: Form): string => {
       const index = next++
@@ -245,6 +238,7 @@ export const measure = async (): Promise<Report> => {
         `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
       )
     }
+    const ticks = clockTicks()
     /** One call on each of `targets`, all at once; the server's CPU over the batch. */
     const batch = async (form: Form, targets: ReadonlyArray<Connection>): Promise<Batch> => {
       const requests = targets.map(() => request(form))
@@ -262,55 +256,97 @@ export const measure = async (): Promise<Report> => {
       }
       return { calls: targets.length, cpuMs: cpu, wallMs, success, failures }
     }
-    const failed = (label: string, result: Batch) =>
-      new Error(
-        `${label}: ${result.calls - result.success} of ${result.calls} calls did not settle success (` +
-          `${[...result.failures].map(([status, count]) => `${count} × ${status}`).join(", ")})`,
-      )
+    return {
+      label,
+      pool,
+      concurrency,
+      serverLimit,
+      clientLimit,
+      ticks,
+      batch,
+      stop: async () => {
+        pool.close()
+        await stopServer()
+      },
+    }
+  } catch (cause) {
+    await stopServer()
+    throw cause
+  }
+}
+
+const failed = (label: string, result: Batch) =>
+  new Error(
+    `${label}: ${result.calls - result.success} of ${result.calls} calls did not settle success (` +
+      `${[...result.failures].map(([status, count]) => `${count} × ${status}`).join(", ")})`,
+  )
+
+export const measure = async (): Promise<Report> => {
+  const root = mkdtempSync(join(tmpdir(), "core-bench-serve-sse-"))
+  const stops: Array<() => Promise<void>> = []
+  try {
+    progress("serve-sse: building the binary (build.ts --outfile)")
+    const binary = await buildCore(join(root, "core"))
+    const location = join(root, "location")
+    mkdirSync(join(location, "tools"), { recursive: true })
+    writeFileSync(join(location, "tools", "echo.ts"), ECHO_TOOL)
+    const base = baseBinary()
+    // With a base build, each server gets half the connections this process may hold.
+    const wanted = base === undefined ? WANTED : Math.min(WANTED, Math.floor((openFiles("self") - CLIENT_RESERVE) / 2))
+    const servers = []
+    for (const [label, path] of [["this build", binary], ...(base === undefined ? [] : [["base", base]])] as const) {
+      const server = await setUp(label, path, location, root, wanted)
+      stops.push(server.stop)
+      servers.push(server)
+    }
+    const concurrency = Math.min(...servers.map((server) => server.concurrency))
 
     // Each socket's first request connects it through to the server: a group at a time, then one full batch of each
     // form to warm up.
-    progress("serve-sse: warming up (a call on every connection, then a batch of each form)")
-    for (let at = 0; at < concurrency; at += OPEN_GROUP) {
-      const warm = await batch(FORMS[(at / OPEN_GROUP) % 2]!, pool.all.slice(at, at + OPEN_GROUP))
-      if (warm.success !== warm.calls) throw failed("warm-up", warm)
-    }
-    for (const form of FORMS) {
-      const warm = await batch(form, pool.all)
-      if (warm.success !== warm.calls) throw failed(`warm-up (${LABEL[form]})`, warm)
+    for (const server of servers) {
+      progress(`serve-sse: ${server.label}: warming up (a call on every connection, then a batch of each form)`)
+      for (let at = 0; at < concurrency; at += OPEN_GROUP) {
+        const warm = await server.batch(FORMS[(at / OPEN_GROUP) % 2]!, server.pool.all.slice(at, at + OPEN_GROUP))
+        if (warm.success !== warm.calls) throw failed("warm-up", warm)
+      }
+      for (const form of FORMS) {
+        const warm = await server.batch(form, server.pool.all.slice(0, concurrency))
+        if (warm.success !== warm.calls) throw failed(`warm-up (${LABEL[form]})`, warm)
+      }
     }
 
-    const batches: Record<Form, Array<Batch>> = { json: [], sse: [] }
-    const ratios: Array<number> = []
+    const measured = servers.map(() => ({ batches: { json: [], sse: [] } as Record<Form, Array<Batch>>, ratios: [] as Array<number> }))
     let reopened = 0
     for (let round = 0; round < ROUNDS; round++) {
       const order: ReadonlyArray<Form> = round % 2 === 0 ? FORMS : [...FORMS].reverse()
+      // With a base build, the two servers take turns going first.
+      const turns = servers.map((_, index) => (index + round) % servers.length)
       progress(`serve-sse: round ${round + 1}/${ROUNDS} (${order.map((form) => LABEL[form]).join(", then ")})`)
-      for (const form of order) {
-        reopened += await pool.reopen()
-        Bun.gc(true)
-        const result = await batch(form, pool.all)
-        if (result.success !== result.calls) throw failed(`round ${round + 1} (${LABEL[form]})`, result)
-        batches[form].push(result)
+      for (const index of turns) {
+        const server = servers[index]!
+        const { batches, ratios } = measured[index]!
+        for (const form of order) {
+          reopened += await server.pool.reopen()
+          Bun.gc(true)
+          const result = await server.batch(form, server.pool.all.slice(0, concurrency))
+          if (result.success !== result.calls) throw failed(`${server.label}, round ${round + 1} (${LABEL[form]})`, result)
+          batches[form].push(result)
+        }
+        ratios.push(batches.sse[round]!.cpuMs / batches.json[round]!.cpuMs)
       }
-      ratios.push(batches.sse[round]!.cpuMs / batches.json[round]!.cpuMs)
     }
-    await stop()
-    stop = undefined
+    for (const stop of stops.splice(0).reverse()) await stop()
 
-    const perCall = (form: Form) => summarize(batches[form].map((result) => result.cpuMs / concurrency))
-    const wall = (form: Form) => summarize(batches[form].map((result) => result.wallMs))
-    const spread = ratios.length > 0 ? summarize(ratios) : undefined
-    const settledCount = (form: Form) => batches[form].reduce((total, result) => total + result.success, 0)
-    return {
-      name: "serve-sse: server CPU per call, JSON vs event stream",
-      about:
-        `core serve (compiled, Bun ${Bun.version}): a trivial tool, ${concurrency} concurrent calls per batch, each a ` +
-        `fresh call; the server process's CPU (user + system from /proc) per call answered as JSON and as an event ` +
-        `stream, ${ROUNDS} rounds, batches A B B A.`,
-      tables: [
+    const tables = servers.flatMap((server, index) => {
+      const { batches, ratios } = measured[index]!
+      const perCall = (form: Form) => summarize(batches[form].map((result) => result.cpuMs / concurrency))
+      const wall = (form: Form) => summarize(batches[form].map((result) => result.wallMs))
+      const spread = summarize(ratios)
+      const settledCount = (form: Form) => batches[form].reduce((total, result) => total + result.success, 0)
+      const which = servers.length > 1 ? `${server.label}: ` : ""
+      return [
         {
-          title: `server CPU per call (${ROUNDS} batches of ${concurrency} concurrent calls per form)`,
+          title: `${which}server CPU per call (${ROUNDS} batches of ${concurrency} concurrent calls per form)`,
           columns: ["answer", "CPU per call (median)", "min – max", "wall per batch (median)", "min – max", "settled success"],
           rows: FORMS.map((form) => [
             LABEL[form],
@@ -322,36 +358,51 @@ export const measure = async (): Promise<Report> => {
           ]),
         },
         {
-          title: "event stream / JSON, server CPU per call (per round)",
+          title: `${which}event stream / JSON, server CPU per call (per round)`,
           columns: ["ratio (median of rounds)", "min – max", "rounds"],
           rows: [
-            [
-              ratio(spread?.p50 ?? Number.NaN),
-              `${ratio(spread?.min ?? Number.NaN)} – ${ratio(spread?.max ?? Number.NaN)}`,
-              ratios.map((value) => value.toFixed(2)).join(" "),
-            ],
+            [ratio(spread.p50), `${ratio(spread.min)} – ${ratio(spread.max)}`, ratios.map((value) => value.toFixed(2)).join(" ")],
           ],
         },
-      ],
+      ]
+    })
+    if (servers.length > 1) {
+      const cpu = (index: number, form: Form) => median(measured[index]!.batches[form].map((result) => result.cpuMs))
+      tables.push({
+        title: "this build / base, server CPU per call (median of batches)",
+        columns: ["answer", "this build / base"],
+        rows: FORMS.map((form) => [LABEL[form], ratio(cpu(0, form) / cpu(1, form))]),
+      })
+    }
+    const first = servers[0]!
+    return {
+      name: "serve-sse: server CPU per call, JSON vs event stream",
+      about:
+        `core serve (compiled, Bun ${Bun.version}${base === undefined ? "" : `; beside the base build ${base}`}): a trivial ` +
+        `tool, ${concurrency} concurrent calls per batch, each a fresh call; the server process's CPU (user + system from ` +
+        `/proc) per call answered as JSON and as an event stream, ${ROUNDS} rounds, batches A B B A.`,
+      tables,
       targets: [],
       notes: [
         ...(concurrency < WANTED
           ? [
-              `${concurrency} calls per batch, not ${WANTED}: the open-file limit (ulimit -n: the server's ${serverLimit}, ` +
-                `this process's ${clientLimit}) holds no more connections; raise it to measure ${WANTED}`,
+              `${concurrency} calls per batch, not ${WANTED}: the open-file limit (ulimit -n: the server's ${first.serverLimit}, ` +
+                `this process's ${first.clientLimit}${base === undefined ? "" : ", shared by two servers"}) holds no more ` +
+                `connections; raise it to measure ${WANTED}`,
             ]
           : []),
-        `no target: a figure to follow. CPU is read from /proc/<pid>/stat at ${ticks} ticks a second (${duration(1000 / ticks)} ` +
-          `resolution; a JSON batch used a median of ${duration(median(batches.json.map((result) => result.cpuMs)))} of it)`,
-        `the client is a bare HTTP/1.1 client on ${concurrency} kept-alive sockets, opened and first used ${OPEN_GROUP} at ` +
-          `a time before measuring, so that connection set-up is not measured` +
+        `no target: a figure to follow. CPU is read from /proc/<pid>/stat at ${first.ticks} ticks a second ` +
+          `(${duration(1000 / first.ticks)} resolution; a JSON batch used a median of ` +
+          `${duration(median(measured[0]!.batches.json.map((result) => result.cpuMs)))} of it)`,
+        `the client is a bare HTTP/1.1 client on ${concurrency} kept-alive sockets per server, opened and first used ` +
+          `${OPEN_GROUP} at a time before measuring, so that connection set-up is not measured` +
           (reopened > 0 ? ` (${reopened} closed by the server between batches and opened again)` : ""),
         "every call is recorded durably (intent and settlement); the event stream carries only its settlement event " +
           "(the echo tool reports no progress and asks nothing)",
       ],
     }
   } finally {
-    await stop?.().catch(() => {})
+    for (const stop of stops.reverse()) await stop().catch(() => {})
     cleanup([root])
   }
 }

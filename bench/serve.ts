@@ -3,7 +3,8 @@
 // web-standard streamable HTTP transport inside Bun.serve with one reused session and JSON responses (its strongest
 // configuration; bench/serve-mcp-peer.ts). Both servers run in processes of their own; this process is the client,
 // at 1 and 32 calls in flight. MCP is driven two ways, with its SDK Client and with bare JSON-RPC over fetch, and
-// the stronger of the two is the peer for the targets. Blocks of each side alternate in rotating order.
+// the stronger of the two is the peer for the targets. Blocks of each side alternate in rotating order. With
+// `--base BINARY` (a compiled core of an earlier build) that build is one more side, measured in the same rounds.
 
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -61,7 +62,13 @@ const sidecarSide = async (label: string, child: Bun.Subprocess, ready: Record<s
   }
 }
 
-const coreSides = async (root: string): Promise<{ durable: Side; memory: Side }> => {
+/** `--base BINARY`: a compiled core (an earlier build) measured as one more side, for a side-by-side comparison. */
+const baseBinary = (): string | undefined => {
+  const at = process.argv.indexOf("--base")
+  return at < 0 ? undefined : process.argv[at + 1]
+}
+
+const coreSides = async (root: string): Promise<{ durable: Side; memory: Side; base: Side | undefined }> => {
   const binary = join(root, "core")
   progress("serve: building the binary (build.ts --outfile)")
   await buildCore(binary)
@@ -74,9 +81,13 @@ const coreSides = async (root: string): Promise<{ durable: Side; memory: Side }>
     [process.execPath, join(import.meta.dir, "serve-memory-peer.ts"), location],
     { ...env, CORE_DATA_DIR: join(root, "data-memory") },
   )
+  const baseBuild = baseBinary()
+  const base =
+    baseBuild === undefined ? undefined : await spawnServer([baseBuild, "serve", "--location", location], { ...env, CORE_DATA_DIR: join(root, "data-base") })
   return {
     durable: await sidecarSide("core serve (SQLite)", durable.child, durable.ready),
     memory: await sidecarSide("core sidecar, memory store*", memory.child, memory.ready),
+    base: base === undefined ? undefined : await sidecarSide("core serve (SQLite), base build", base.child, base.ready),
   }
 }
 
@@ -155,12 +166,13 @@ export const measure = async (): Promise<Report> => {
   const root = mkdtempSync(join(tmpdir(), "core-bench-serve-"))
   const closers: Array<() => Promise<void>> = []
   try {
-    const { durable: core, memory } = await coreSides(root)
+    const { durable: core, memory, base } = await coreSides(root)
     closers.push(core.close, memory.close)
+    if (base !== undefined) closers.push(base.close)
     const mcp = await mcpSides()
     closers.push(mcp.close)
     // The targets compare core serve with the MCP sides; the memory-store sidecar shows what durability costs.
-    const sides: ReadonlyArray<Side> = [core, mcp.sdk, mcp.raw, memory]
+    const sides: ReadonlyArray<Side> = [core, mcp.sdk, mcp.raw, memory, ...(base === undefined ? [] : [base])]
     const counters = sides.map(() => ({ value: 0 }))
     const idle = { core: rss(core.pid), mcp: rss(mcp.sdk.pid) }
 

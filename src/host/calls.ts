@@ -12,8 +12,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as PubSub from "effect/PubSub"
-import * as Scope from "effect/Scope"
+import type * as Scope from "effect/Scope"
 import { Provider } from "../provider/provider"
 import { Preparing } from "../shell/preparing"
 import { CallKey } from "../contract/call-key"
@@ -28,31 +27,75 @@ export interface Entry {
   readonly call: Settler.Call
   /** The Location the call runs in (its asks are that Location's). */
   readonly served: Served.Interface
-  /** The call's own events, made when a client first listens (most clients just wait for the settlement). */
-  events: PubSub.PubSub<Events.Call> | undefined
+  /** Those listening to the call's own events (most clients just wait for the settlement). */
+  listeners: Set<Listener> | undefined
+  /** What the call's record says once known: whether its answer replays a record (Steps.Options.onRecord). */
+  replays: boolean | undefined
   readonly done: Deferred.Deferred<Settler.Settled, Settler.OperationalError>
   fiber: Fiber.Fiber<unknown, unknown> | undefined
+  /** Those waiting for the outcome outside Effect (Calls.outcome), told once `done` is. */
+  waiting: Array<(outcome: Outcome) => void> | undefined
+  /** The outcome, once `done` is. */
+  outcome: Outcome | undefined
 }
 
-export interface Started {
+export type Outcome = Exit.Exit<Settler.Settled, Settler.OperationalError>
+
+/** The call's outcome as a promise: for an edge that waits outside Effect, without a fiber of its own. */
+export const outcome = (entry: Entry): Promise<Outcome> => {
+  if (entry.outcome !== undefined) return Promise.resolve(entry.outcome)
+  return new Promise((resolve) => (entry.waiting ??= []).push(resolve))
+}
+
+/** One listening to a call: told of its events as they happen, synchronously, in order. */
+export interface Listener {
+  /**
+   * Told once, before any event, whether the call's answer replays a record: as soon as the settler knows, or when
+   * the call ends (for a joiner already known, at once).
+   */
+  readonly recorded: (replays: boolean) => void
+  /** Each event: progress (and with `asks`, its asks and delegated host calls), then its settlement or error. */
+  readonly event: (event: Events.Call) => void
+  /**
+   * Also the call's asks and delegated host calls, in its Location: those already pending first (a call joined
+   * while it waits for a reply), then each as it is published, each once.
+   */
+  readonly asks?: boolean
+}
+
+export interface Listening {
   readonly entry: Entry
-  /** The call's own events from before it started (for a joiner, from now on). */
-  readonly subscription: PubSub.Subscription<Events.Call>
+  /** Stops listening (idempotent); the call goes on. */
+  readonly stop: () => void
 }
 
 export interface Interface {
   /** Runs `call` through `turn`, or joins it if it is running. */
   readonly start: (served: Served.Interface, turn: Served.Turn, call: Settler.Call) => Effect.Effect<Entry>
-  /** As `start`, subscribed to the call's own events for the life of the Scope. */
+  /** As `start`, with `listener` told of the call's events from its start (for a joiner, from now on). */
   readonly startListening: (
     served: Served.Interface,
     turn: Served.Turn,
     call: Settler.Call,
-  ) => Effect.Effect<Started, never, Scope.Scope>
+    listener: Listener,
+  ) => Effect.Effect<Listening>
   /** Interrupts the running calls of that Location and ids; false when no such call is running. */
   readonly cancel: (key: Store.Key) => Effect.Effect<boolean>
   /** Cancels every running call and waits until each is settled and recorded. */
   readonly cancelAll: Effect.Effect<void>
+}
+
+/** Tells each of the entry's listeners (a copy: a listener may stop listening when told). */
+const tell = (entry: Entry, event: Events.Call) => {
+  if (entry.listeners === undefined) return
+  for (const listener of [...entry.listeners]) listener.event(event)
+}
+
+/** Tells the entry's listeners what its record says, the first time it is known. */
+const recorded = (entry: Entry, replays: boolean) => {
+  if (entry.replays !== undefined) return
+  entry.replays = replays
+  if (entry.listeners !== undefined) for (const listener of [...entry.listeners]) listener.recorded(replays)
 }
 
 /** Runs calls in `scope` (the server's), recording with `store`. */
@@ -98,15 +141,50 @@ export const make = (
     )
   }
 
-  const listen = (entry: Entry) =>
+  /**
+   * Adds `listener` to `entry`; with `asks`, also to the asks of the call in its Location (a call joined in another
+   * Location asks there): those pending now first, then those published, each once.
+   */
+  const listen = (entry: Entry, listener: Listener, fresh: boolean) =>
     Effect.gen(function* () {
-      // Bounded like every event bus: a reader that falls behind loses the oldest events, never the last one.
-      entry.events ??= yield* Events.bus<Events.Call>()
-      return yield* PubSub.subscribe(entry.events)
+      const ids = { sessionID: entry.call.sessionID, toolCallID: entry.call.toolCallID }
+      let unwatch: (() => void) | undefined
+      if (listener.asks === true) {
+        const home = entry.served
+        const sent = new Set<string>()
+        let early: Array<Events.Server> | undefined = []
+        const forward = (event: Events.Server) => {
+          if (event.event === "permission.asked") {
+            if (!sent.has(event.data.id)) listener.event({ event: "permission", data: event.data })
+          } else if (event.event === "host_call" && !sent.has(event.data.id)) listener.event({ event: "host_call", data: event.data })
+        }
+        // Watched before the pending ones are read, so an ask is in the snapshot, in the published ones, or in both.
+        unwatch = home.watchAsks(ids, (event) => (early === undefined ? forward(event) : early.push(event)))
+        const isOwn = (request: CallKey.Ids) => request.sessionID === ids.sessionID && request.toolCallID === ids.toolCallID
+        // A call not yet launched has asked nothing: only a joiner may find asks of it pending.
+        const pending = fresh ? [] : (yield* home.pending).filter(isOwn)
+        const delegated = fresh ? [] : home.hostTools.pending().filter(isOwn)
+        for (const data of pending) listener.event({ event: "permission", data })
+        for (const data of delegated) listener.event({ event: "host_call", data })
+        for (const request of [...pending, ...delegated]) sent.add(request.id)
+        const published = early
+        early = undefined
+        for (const event of published) forward(event)
+      }
+      entry.listeners ??= new Set()
+      entry.listeners.add(listener)
+      if (entry.replays !== undefined) listener.recorded(entry.replays)
+      let stopped = false
+      return {
+        entry,
+        stop: () => {
+          if (stopped) return
+          stopped = true
+          unwatch?.()
+          entry.listeners?.delete(listener)
+        },
+      } satisfies Listening
     })
-
-  const publish = (entry: Entry, event: Events.Call) =>
-    entry.events === undefined ? Effect.void : PubSub.publish(entry.events, event).pipe(Effect.asVoid)
 
   /** Runs `entry` (just added as running under `key`) through `turn`, in its own fiber in the server's scope. */
   const launch = (key: string, entry: Entry, turn: Served.Turn) =>
@@ -115,14 +193,15 @@ export const make = (
       const ids = { sessionID: call.sessionID, toolCallID: call.toolCallID }
       const leave = yield* turn.generation.enter
       const startedAt = performance.now()
-      yield* served.publish({ event: "call.started", data: { ...ids, tool: call.name, turnID: turn.id } })
+      // The calls' events are made only while someone reads them (most hosts just wait for their settlements).
+      if (served.listened()) yield* served.publish({ event: "call.started", data: { ...ids, tool: call.name, turnID: turn.id } })
 
       const onProgress = (update: { readonly message: string; readonly metadata?: Readonly<Record<string, unknown>> }) => {
-        if (entry.events === undefined && !served.listened()) return Effect.void
+        const listened = served.listened()
+        if (entry.listeners === undefined && !listened) return Effect.void
         const data = Events.progress(update)
-        return publish(entry, { event: "progress", data }).pipe(
-          Effect.andThen(served.publish({ event: "call.progress", data: { ...ids, ...data } })),
-        )
+        tell(entry, { event: "progress", data })
+        return listened ? served.publish({ event: "call.progress", data: { ...ids, ...data } }) : Effect.void
       }
       let left = false
       const leaveOnce = Effect.suspend(() => {
@@ -138,18 +217,22 @@ export const make = (
           const outcome = yield* outcomeOf(turn, call, exit)
           running.delete(key)
           yield* leaveOnce
+          entry.outcome = outcome
           yield* Deferred.done(entry.done, outcome)
+          if (entry.waiting !== undefined) for (const resolve of entry.waiting.splice(0)) resolve(outcome)
           const durationMs = performance.now() - startedAt
           if (Exit.isSuccess(outcome)) {
             const { settlement, replayed } = outcome.value
             Activity.settled(activity, served.directory, call, outcome.value, durationMs)
-            yield* publish(entry, { event: "settlement", data: settlement })
-            yield* served.publish({ event: "call.settled", data: { ...ids, replayed, settlement } })
+            recorded(entry, replayed)
+            tell(entry, { event: "settlement", data: settlement })
+            if (served.listened()) yield* served.publish({ event: "call.settled", data: { ...ids, replayed, settlement } })
           } else {
             const error = Cause.findError(outcome.cause)
             const message = error._tag === "Success" ? error.success.message : "operational failure"
             Activity.settled(activity, served.directory, call, { failed: message }, durationMs)
-            yield* publish(entry, { event: "error", data: { error: { kind: "operational", message } } })
+            recorded(entry, false)
+            tell(entry, { event: "error", data: { error: { kind: "operational", message } } })
             yield* served.publish({ event: "call.failed", data: { ...ids, tool: call.name, message } })
           }
         }).pipe(Effect.ensuring(leaveOnce))
@@ -157,7 +240,9 @@ export const make = (
       // Prepared in turn with every other call (Preparing): a burst of calls leaves the server time to answer.
       // A turn prepared for a provider resizes images to what that provider takes, where it is tighter.
       const images = turn.prepared === undefined ? {} : { images: Provider.imageLimits(turn.prepared.provider) }
-      entry.fiber = yield* Preparing.gated(turn.materialization.settle(call, { onProgress, ...images }))
+      // Kept for a joiner that listens later; the JSON answer reads `replayed` from the settlement.
+      const onRecord = (replays: boolean) => recorded(entry, replays)
+      entry.fiber = yield* Preparing.gated(turn.materialization.settle(call, { onProgress, onRecord, ...images }))
         .pipe(Effect.onExit(finish), Effect.forkIn(scope, { startImmediately: true }))
     })
 
@@ -169,9 +254,12 @@ export const make = (
     const entry: Entry = {
       call,
       served,
-      events: undefined,
+      listeners: undefined,
+      replays: undefined,
       done: Deferred.makeUnsafe<Settler.Settled, Settler.OperationalError>(),
       fiber: undefined,
+      waiting: undefined,
+      outcome: undefined,
     }
     running.set(key, entry)
     return { key, entry, fresh: true }
@@ -183,13 +271,13 @@ export const make = (
       return fresh ? Effect.as(launch(key, entry, turn), entry) : Effect.succeed(entry)
     })
 
-  // Subscribed before a new call is launched, so none of its events is missed.
-  const startListening: Interface["startListening"] = (served, turn, call) =>
+  // Listening before a new call is launched, so none of its events is missed.
+  const startListening: Interface["startListening"] = (served, turn, call, listener) =>
     Effect.gen(function* () {
       const { key, entry, fresh } = entryOf(served, call)
-      const subscription = yield* listen(entry)
+      const listening = yield* listen(entry, listener, fresh)
       if (fresh) yield* launch(key, entry, turn)
-      return { entry, subscription }
+      return listening
     })
 
   const cancel = (key: Store.Key) =>

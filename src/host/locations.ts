@@ -110,8 +110,12 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       ),
     )
 
+  const NONE: ReadonlyArray<Scope.Closeable> = []
+
   /** Lets go of Locations idle too long, then of the least recently used beyond the bound; answers their scopes. */
   const evict = (): ReadonlyArray<Scope.Closeable> => {
+    // Only the serve's own Location is kept (the usual case): there is nothing to let go of.
+    if (kept.size === 0 || (kept.size === 1 && kept.has(options.primary))) return NONE
     const at = now()
     const idle = [...kept.values()]
       .filter((entry) => entry.directory !== options.primary && entry.scope !== undefined && entry.holders === 0)

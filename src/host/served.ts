@@ -19,6 +19,7 @@ import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import { Skill } from "../builtin/skill"
 import { Config } from "../config/config"
+import { CallKey } from "../contract/call-key"
 import { Host } from "./host"
 import { Discovery } from "../location/discovery"
 import { Skills } from "../location/skills"
@@ -103,6 +104,11 @@ export interface Interface {
   readonly publish: (event: Events.Server) => Effect.Effect<void>
   /** Whether a subscriber reads the calls' events now. */
   readonly listened: () => boolean
+  /**
+   * Tells `sink` at once of each ask (`permission.asked`) and delegated host call (`host_call`) of the call `ids` as
+   * it is published, listened to on the bus or not, until the answered function is called.
+   */
+  readonly watchAsks: (ids: CallKey.Ids, sink: (event: Events.Server) => void) => () => void
   /** Captures the catalog for `agent` as a new turn, prepared for `provider` when one is named. */
   readonly materialize: (
     agent: string,
@@ -209,6 +215,23 @@ const isCallEvent = (event: Events.Server): boolean => event.event.startsWith("c
  */
 const bus = Effect.map(Events.bus<Events.Server>(), (events) => {
   const listeners: Listeners = { all: 0, calls: 0 }
+  /** The sinks of each call's asks, by its ids (watchAsks). */
+  const watchers = new Map<string, Set<(event: Events.Server) => void>>()
+  const watchAsks = (ids: CallKey.Ids, sink: (event: Events.Server) => void) => {
+    const key = CallKey.of("", ids)
+    let sinks = watchers.get(key)
+    if (sinks === undefined) watchers.set(key, (sinks = new Set()))
+    sinks.add(sink)
+    return () => {
+      sinks.delete(sink)
+      if (sinks.size === 0 && watchers.get(key) === sinks) watchers.delete(key)
+    }
+  }
+  const tell = (event: Events.Server) => {
+    if (watchers.size === 0 || (event.event !== "permission.asked" && event.event !== "host_call")) return
+    const sinks = watchers.get(CallKey.of("", event.data))
+    if (sinks !== undefined) for (const sink of [...sinks]) sink(event)
+  }
   const subscribe = (options: SubscribeOptions = {}) => {
     const calls = options.calls !== false
     const count = (by: number) =>
@@ -219,9 +242,12 @@ const bus = Effect.map(Events.bus<Events.Server>(), (events) => {
     // Counted before it subscribes and after it unsubscribes.
     return Effect.andThen(Effect.acquireRelease(count(1), () => count(-1)), PubSub.subscribe(events))
   }
-  const publish = (event: Events.Server): Effect.Effect<void> =>
-    (isCallEvent(event) ? listeners.calls : listeners.all) === 0 ? Effect.void : Effect.asVoid(PubSub.publish(events, event))
-  return { subscribe, publish, listened: () => listeners.calls > 0 }
+  const publish = (event: Events.Server): Effect.Effect<void> => {
+    const published =
+      (isCallEvent(event) ? listeners.calls : listeners.all) === 0 ? Effect.void : Effect.asVoid(PubSub.publish(events, event))
+    return watchers.size === 0 ? published : Effect.andThen(Effect.sync(() => tell(event)), published)
+  }
+  return { subscribe, publish, listened: () => listeners.calls > 0, watchAsks }
 })
 
 /** The shared services, with todo lists written through them announced (`todo.updated`): the built-ins write so. */
@@ -267,7 +293,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   const { directory } = options
   const scope = yield* Scope.Scope
   const shared = yield* Effect.context<Shared>()
-  const { subscribe, publish: announce, listened } = yield* bus
+  const { subscribe, publish: announce, listened, watchAsks } = yield* bus
   // A Location that reported a load problem says so in its turns (`warnings`), listened to or not.
   let warned = false
   const publish = (event: Events.Server) =>
@@ -538,6 +564,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     subscribe,
     publish,
     listened,
+    watchAsks,
     materialize,
     capture,
     turn: (id: string) => current.turns.get(id),

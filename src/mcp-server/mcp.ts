@@ -29,7 +29,6 @@ import {
 } from "@modelcontextprotocol/sdk/types.js"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
 import * as Tracer from "effect/Tracer"
 import * as PubSub from "effect/PubSub"
 import * as Exit from "effect/Exit"
@@ -261,25 +260,22 @@ const settle = (
   let progress = 0
   /** The notifications sent so far, one after another: the last settles once all are written. */
   let sent: Promise<unknown> = Promise.resolve()
-  const forward = (event: Events.Call) =>
-    Effect.sync(() => {
+  const listener: Calls.Listener = {
+    recorded: () => {},
+    event: (event) => {
       if (event.event !== "progress") return
       const params = { progressToken, progress: ++progress, message: event.data.message }
       sent = sent.then(() => sendNotification({ method: "notifications/progress", params })).catch(() => undefined)
-    })
-  return Effect.scoped(
-    Effect.gen(function* () {
-      const { entry, subscription } = yield* serving.calls.startListening(serving.served, turn, call)
-      const forwarding = yield* Effect.forkScoped(Effect.forever(Effect.flatMap(PubSub.take(subscription), forward)))
-      const settled = yield* outcome(state, serving, call, entry, extra.signal)
-      // Progress reported before the outcome goes out before the result: every notification taken is written
-      // (the SDK's send is asynchronous) before the result is.
-      yield* Fiber.interrupt(forwarding)
-      yield* Effect.forEach(yield* PubSub.takeAll(subscription), forward, { discard: true })
-      yield* Effect.promise(() => sent)
-      return settled
-    }),
-  )
+    },
+  }
+  return Effect.gen(function* () {
+    const { entry, stop } = yield* serving.calls.startListening(serving.served, turn, call, listener)
+    const settled = yield* outcome(state, serving, call, entry, extra.signal).pipe(Effect.ensuring(Effect.sync(stop)))
+    // Progress reported before the outcome goes out before the result: every notification is written (the SDK's
+    // send is asynchronous) before the result is.
+    yield* Effect.promise(() => sent)
+    return settled
+  })
 }
 
 /** Answers a `tools/call`: the call settled against the catalog current when it arrives, as MCP words it. */

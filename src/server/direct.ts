@@ -1,22 +1,23 @@
 export * as Direct from "./direct"
 
 // The sidecar's most frequent requests answered without the router, in the serve's own Location: a call's settlement
-// as JSON (`POST /v1/turns/{turnID}/calls`), and a message of an open MCP session (`POST /mcp` with its
-// `Mcp-Session-Id`). They pass the same checks in the same order as every request (./router: Host, token, declared
-// body size, then the body read and the request released from the read deadline) and are answered exactly as the
-// routed handlers would (./handlers, the MCP edge), with no per-request Scope or fiber of its own: one fiber starts
-// (or joins) the call and waits for its outcome, or runs the MCP edge. Anything else, or anything unusual about such
-// a request (a refusal, another Location, a call's event stream, an MCP session's first request, a tracer keeping
-// spans), is left to the router (`handle` answers undefined), which answers it as for any request.
+// as JSON or as its event stream (`POST /v1/turns/{turnID}/calls`, ./call-stream), and a message of an open MCP
+// session (`POST /mcp` with its `Mcp-Session-Id`). They pass the same checks in the same order as every request
+// (./router: Host, token, declared body size, then the body read and the request released from the read deadline)
+// and are answered exactly as the routed handlers would (./handlers, the MCP edge), with no per-request Scope or
+// fiber of its own: one fiber starts (or joins) the call and waits for its outcome, or runs the MCP edge. Anything
+// else, or anything unusual about such a request (a refusal, another Location, an MCP session's first request, a
+// tracer keeping spans), is left to the router (`handle` answers undefined), which answers it as for any request.
 
 import * as Cause from "effect/Cause"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import { Calls } from "../host/calls"
 import type { Served } from "../host/served"
 import type { Sidecar } from "../host/sidecar"
 import type { Settler } from "../settlement/settler"
 import { Api } from "./api"
+import { CallStream } from "./call-stream"
 import { Handlers } from "./handlers"
 import { Respond } from "./respond"
 import type { Router } from "./router"
@@ -31,7 +32,11 @@ export interface Options {
   readonly mcp?: Router.McpEndpoint
 }
 
-type Held = NonNullable<ReturnType<Sidecar.Interface["locations"]["hold"]>>
+/** The Location a request holds, until `release` (an event stream takes it over, to let go once it is over). */
+interface Held {
+  readonly served: Served.Interface
+  release: () => void
+}
 
 const MCP_PATH = "/mcp"
 /** The router's answer to a POST to `/mcp` whose body is not JSON. */
@@ -75,13 +80,13 @@ export const isMcp = (url: string): boolean => {
 }
 
 type Route =
-  | { readonly kind: "calls"; readonly turnID: string }
+  | { readonly kind: "calls"; readonly turnID: string; readonly stream: boolean }
   | { readonly kind: "mcp"; readonly mcp: Router.McpEndpoint }
 
 const routeOf = (url: string, mcp: Router.McpEndpoint | undefined): Route | undefined => {
   if (mcp !== undefined && isMcp(url)) return { kind: "mcp", mcp }
   const turnID = turnOf(url)
-  return turnID === undefined ? undefined : { kind: "calls", turnID }
+  return turnID === undefined ? undefined : { kind: "calls", turnID, stream: false }
 }
 
 /** A body without a declared length, read up to Respond.MAX_BODY_BYTES: undefined once it is past them. */
@@ -101,6 +106,43 @@ const readCounting = async (request: Request): Promise<string | undefined> => {
     chunks.push(value)
   }
   return new TextDecoder().decode(Buffer.concat(chunks))
+}
+
+const isId = (value: unknown): value is string => typeof value === "string" && value !== ""
+
+/** Whether every number in parsed JSON is finite (JSON.parse reads `1e400` as Infinity, which is not JSON), without recursion. */
+const finite = (value: unknown): boolean => {
+  const stack: Array<unknown> = [value]
+  while (stack.length > 0) {
+    const next = stack.pop()
+    if (typeof next === "number") {
+      if (!Number.isFinite(next)) return false
+    } else if (typeof next === "object" && next !== null) {
+      if (Array.isArray(next)) for (const item of next) stack.push(item)
+      else for (const key in next) stack.push((next as Record<string, unknown>)[key])
+    }
+  }
+  return true
+}
+
+/**
+ * A call's body as Api.CallRequest decodes it, read without the schema when it is exactly what the schema takes: its
+ * five fields and no other, the ids non-empty strings, the name a string, the input parsed JSON whose numbers are all
+ * finite. Anything else is left to the schema, which says what is wrong.
+ */
+export const plainCall = (value: object): Api.CallRequest | undefined => {
+  const body = value as Record<string, unknown>
+  let keys = 0
+  for (const key in body) {
+    if (!Object.hasOwn(body, key)) return undefined
+    keys++
+  }
+  const { sessionID, assistantMessageID, toolCallID, name } = body
+  if (keys !== 5 || !Object.hasOwn(body, "input") || !isId(sessionID) || !isId(assistantMessageID) || !isId(toolCallID)) {
+    return undefined
+  }
+  if (typeof name !== "string" || !finite(body.input)) return undefined
+  return { sessionID, assistantMessageID, toolCallID, name, input: body.input as Api.CallRequest["input"] }
 }
 
 /** The direct answerer; `handle` answers undefined for a request the router must answer. */
@@ -124,8 +166,13 @@ export const make = (options: Options) => {
     return problem(new Respond.Problem({ status: 500, kind: "operational", message: "core failed to answer; the server log has the details" }))
   }
 
-  /** Settles the call `request` asks of turn `turnID`, in the Location `served`. */
-  const settle = async (request: Request, raw: string, turnID: string, served: Served.Interface): Promise<Response> => {
+  /**
+   * Settles the call `request` asks of turn `turnID`, in the Location `held`, answered as JSON or as its event stream
+   * (which lets go of the Location once it is over; answered otherwise, the caller lets go).
+   */
+  const settle = async (request: Request, raw: string, route: Route & { kind: "calls" }, held: Held): Promise<Response> => {
+    const { turnID } = route
+    const served = held.served
     const turn = served.turn(turnID)
     if (turn === undefined) {
       return problem(
@@ -135,14 +182,28 @@ export const make = (options: Options) => {
         ),
       )
     }
-    const decoded = Respond.decode(raw, Api.CallRequest)
+    const decoded = Respond.decode(raw, Api.CallRequest, { plain: plainCall })
     if (!decoded.ok) return problem(decoded.problem)
     const call: Settler.Call = {
       ...decoded.value,
       input: Handlers.inputOf(turn, decoded.value.name, decoded.value.input),
       agent: turn.agent,
     }
-    const exit = await Effect.runPromiseExit(Effect.flatMap(calls.start(served, turn, call), (entry) => Deferred.await(entry.done)))
+    if (route.stream) {
+      const release = held.release
+      held.release = () => {}
+      return CallStream.open({
+        calls,
+        served,
+        turn,
+        call,
+        answer: (settlement) => Handlers.answerOf(turn, settlement),
+        release,
+        signal: request.signal,
+      })
+    }
+    // Started (or joined) at once: nothing in starting a call waits; its outcome is awaited without a fiber.
+    const exit = await Calls.outcome(Effect.runSync(calls.start(served, turn, call)))
     if (Exit.isSuccess(exit)) {
       const { settlement, replayed } = exit.value
       return answer(200, JSON.stringify(Handlers.answerOf(turn, settlement)), replayed ? REPLAYED_HEADERS : JSON_HEADERS)
@@ -175,7 +236,7 @@ export const make = (options: Options) => {
       if (raw === undefined) return problem(Respond.tooLarge)
       options.release?.(request)
       return route.kind === "calls"
-        ? await settle(request, raw, route.turnID, held.served)
+        ? await settle(request, raw, route, held)
         : await post(route.mcp, request, raw, held.served)
     } finally {
       held.release()
@@ -188,9 +249,10 @@ export const make = (options: Options) => {
       const route = routeOf(request.url, options.mcp)
       if (route === undefined) return undefined
       const headers = request.headers
+      let answering: Route = route
       if (route.kind === "calls") {
         const accept = headers.get("accept")
-        if (accept !== null && accept.includes("text/event-stream")) return undefined
+        if (accept !== null && accept.includes("text/event-stream")) answering = { ...route, stream: true }
         // A session's first request (initialize) makes it, through the router.
       } else if (headers.get("mcp-session-id") === null) return undefined
       const location = headers.get("x-core-location")
@@ -204,7 +266,7 @@ export const make = (options: Options) => {
       // Held from here until answered (for an event stream, until its answer begins: the session holds its own).
       const held = sidecar.locations.hold(sidecar.primary.directory)
       if (held === undefined) return undefined
-      return respond(request, route, held, length !== null)
+      return respond(request, answering, { served: held.served, release: held.release }, length !== null)
     },
   }
 }

@@ -6,18 +6,14 @@ export * as Handlers from "./handlers"
 
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as HttpServerResponseModule from "effect/http/HttpServerResponse"
-import * as PubSub from "effect/PubSub"
-import * as Result from "effect/Result"
 import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Explain } from "../builtin/explain"
 import type { Calls } from "../host/calls"
-import { Events } from "../host/events"
 import { Recorded } from "../host/recorded"
 import type { Served } from "../host/served"
 import type { Sidecar } from "../host/sidecar"
@@ -29,6 +25,7 @@ import { Settler } from "../settlement/settler"
 import { Store } from "../store/store"
 import { Api } from "./api"
 import { ApiDocument } from "./api-document"
+import { CallStream } from "./call-stream"
 import { Sse } from "./sse"
 import { Range } from "./range"
 import { Respond } from "./respond"
@@ -51,24 +48,11 @@ const param = (route: Route, name: string): string => route.params[name] ?? ""
 const wantsEvents = (request: HttpServerRequest.HttpServerRequest): boolean =>
   (Respond.header(request, "accept") ?? "").includes("text/event-stream")
 
-const finalEvent = (exit: Exit.Exit<Settler.Settled, Settler.OperationalError>): Events.Call => {
-  if (Exit.isSuccess(exit)) return { event: "settlement", data: exit.value.settlement }
-  const error = Exit.findErrorOption(exit)
-  const message = error._tag === "Some" ? error.value.message : "operational failure"
-  return { event: "error", data: { error: { kind: "operational", message } } }
-}
-
-const isFinal = (event: Events.Call): boolean => event.event === "settlement" || event.event === "error"
-
 /** The settlement as a call through `turn` answers it: with the provider's tool-result block when it has one. */
 export const answerOf = (turn: Served.Turn, settlement: typeof Api.Settlement.Type): Api.CallSettlement =>
   turn.prepared === undefined
     ? settlement
     : { ...settlement, result: Provider.result(turn.prepared.provider, settlement) as Schema.Json }
-
-/** A call's event as sent for `turn`: its settlement with the provider's result block. */
-const eventOf = (turn: Served.Turn) => (event: Events.Call) =>
-  event.event === "settlement" && turn.prepared !== undefined ? { event: "settlement", data: answerOf(turn, event.data) } : event
 
 /** The arguments as the tool declared them, where the turn's provider changed their shape (openai-strict). */
 export const inputOf = (turn: Served.Turn, name: string, input: unknown): unknown =>
@@ -86,77 +70,26 @@ const settleJson = (calls: Calls.Interface, turn: Served.Turn, call: Settler.Cal
     ),
   )
 
-const settleEvents = (calls: Calls.Interface, route: Route, turn: Served.Turn, call: Settler.Call) =>
-  Effect.gen(function* () {
-    // What the settler will answer from the call's record, asked before anything is sent: the headers say
-    // whether it is a replay. A settled call is answered at once; one begun by a core that stopped (or failed)
-    // mid-call replays as interrupted through the settler, running nothing. One recorded for another agent or
-    // tool goes through the settler, which answers a conflict (not a replay).
-    const recorded = yield* turn.generation.settler.peek(call).pipe(Effect.orDie)
-    if (recorded._tag === "Settled") {
-      const event = eventOf(turn)({ event: "settlement", data: recorded.settlement })
-      return Respond.events(Stream.succeed(Sse.encode(event)), REPLAYED)
-    }
-    const replay = recorded._tag === "Interrupted"
-    // Subscribed before the call starts, so none of its asks is missed.
-    const asks = yield* route.served.subscribe({ calls: false })
-    const { entry, subscription } = yield* calls.startListening(route.served, turn, call)
-    // A call joined in another Location asks there.
-    const home = entry.served
-    const live = home === route.served ? asks : yield* home.subscribe({ calls: false })
-    const permissions = yield* asksOf(home, live, call)
-    const own = yield* eventsOf(entry, subscription)
-    const body = Stream.merge(own, permissions).pipe(Stream.takeUntil(isFinal), Stream.map(eventOf(turn)), Stream.map(Sse.encode))
-    return Respond.events(body, replay ? REPLAYED : {})
-  })
-
-/**
- * The asks and delegated host calls of `call` in its Location `home`, as its stream sends them. Asks already pending
- * (the call was joined, say re-posted after a network fault) come first; those are read after subscribing (`live`),
- * so an ask is in the snapshot, in the live events, or in both (sent once). Delegated calls to the host are sent the
- * same way: those waiting first, then those announced.
- */
-const asksOf = (home: Served.Interface, live: PubSub.Subscription<Events.Server>, call: Settler.Call) =>
-  Effect.gen(function* () {
-    const isOwn = (request: { readonly sessionID: string; readonly toolCallID: string }) =>
-      request.sessionID === call.sessionID && request.toolCallID === call.toolCallID
-    const pending = (yield* home.pending).filter(isOwn)
-    const delegated = home.hostTools.pending().filter(isOwn)
-    const sent = new Set([...pending.map((request) => request.id), ...delegated.map((hostCall) => hostCall.id)])
-    return Stream.concat(
-      Stream.fromIterable([
-        ...pending.map((data): Events.Call => ({ event: "permission", data })),
-        ...delegated.map((data): Events.Call => ({ event: "host_call", data })),
-      ]),
-      Stream.fromSubscription(live).pipe(
-        Stream.filterMap((event): Result.Result<Events.Call, void> =>
-          event.event === "permission.asked" && isOwn(event.data) && !sent.has(event.data.id)
-            ? Result.succeed({ event: "permission", data: event.data })
-            : event.event === "host_call" && isOwn(event.data) && !sent.has(event.data.id)
-              ? Result.succeed({ event: "host_call", data: event.data })
-              : Result.failVoid,
-        ),
-      ),
-    )
-  })
-
-/**
- * The call's own events (progress, then its settlement or error). A call that is already done (it finished at once,
- * or a joiner came late) may or may not have published its final event to `subscription`: what it did publish is
- * sent, then the final event from its result.
- */
-const eventsOf = (entry: Calls.Entry, subscription: PubSub.Subscription<Events.Call>) =>
-  Effect.gen(function* () {
-    if (!(yield* Deferred.isDone(entry.done))) return Stream.fromSubscription(subscription)
-    const published = (yield* PubSub.takeUpTo(subscription, Events.BUFFER)).filter((event) => !isFinal(event))
-    return Stream.concat(
-      Stream.fromIterable(published),
-      Stream.fromEffect(Effect.map(Effect.exit(Deferred.await(entry.done)), finalEvent)),
-    )
+/** The call answered as its event stream (./call-stream), holding the request's Location until the stream is over. */
+const settleEvents = (sidecar: Sidecar.Interface, route: Route, turn: Served.Turn, call: Settler.Call) =>
+  Effect.suspend(() => {
+    const held = sidecar.locations.hold(route.served.directory)
+    const source = route.request.source
+    return Effect.promise(() =>
+      CallStream.open({
+        calls: sidecar.calls,
+        served: route.served,
+        turn,
+        call,
+        answer: (settlement) => answerOf(turn, settlement),
+        release: held === undefined ? () => {} : held.release,
+        ...(source instanceof Request ? { signal: source.signal } : {}),
+      }),
+    ).pipe(Effect.map((response) => HttpServerResponseModule.raw(response)))
   })
 
 /** `POST /v1/turns/{turnID}/calls`: the call through its turn, answered with its settlement or as its events. */
-const settle = (calls: Calls.Interface, route: Route, stream: boolean) =>
+const settle = (sidecar: Sidecar.Interface, route: Route, stream: boolean) =>
   Effect.gen(function* () {
     const turnID = param(route, "turnID")
     const turn = route.served.turn(turnID)
@@ -168,7 +101,7 @@ const settle = (calls: Calls.Interface, route: Route, stream: boolean) =>
     }
     const request = yield* Respond.body(route.request, Api.CallRequest)
     const call: Settler.Call = { ...request, input: inputOf(turn, request.name, request.input), agent: turn.agent }
-    return yield* stream ? settleEvents(calls, route, turn, call) : settleJson(calls, turn, call, route.served)
+    return yield* stream ? settleEvents(sidecar, route, turn, call) : settleJson(sidecar.calls, turn, call, route.served)
   })
 
 /** The handlers of every route, over the sidecar's services. */
@@ -210,9 +143,9 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
         return Respond.text(200, `${head},"provider":${JSON.stringify(provider)},"tools":${serialized(tools)}${warnings}}`)
       }),
 
-    settle: (route) => settle(sidecar.calls, route, wantsEvents(route.request)),
+    settle: (route) => settle(sidecar, route, wantsEvents(route.request)),
 
-    settleStream: (route) => settle(sidecar.calls, route, true),
+    settleStream: (route) => settle(sidecar, route, true),
 
     check: (route) =>
       Effect.gen(function* () {

@@ -165,7 +165,14 @@ export const readText = (request: HttpServerRequest.HttpServerRequest): Effect.E
 export const decode = <S extends Schema.Codec<unknown, unknown>>(
   raw: string,
   schema: S,
-  options: { readonly emptyIsObject?: boolean } = {},
+  options: {
+    readonly emptyIsObject?: boolean
+    /**
+     * What `schema` decodes, found without it where it can be (the frequent well-formed body): undefined leaves the
+     * value to `schema`, which says what is wrong.
+     */
+    readonly plain?: (value: object) => S["Type"] | undefined
+  } = {},
 ): { readonly ok: true; readonly value: S["Type"] } | { readonly ok: false; readonly problem: Problem } => {
   let value: unknown = {}
   if (raw.trim() !== "" || options.emptyIsObject !== true) {
@@ -182,6 +189,8 @@ export const decode = <S extends Schema.Codec<unknown, unknown>>(
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return { ok: false, problem: badRequest(`The request body must be a JSON object, not ${found(value)}`) }
   }
+  const plain = options.plain?.(value)
+  if (plain !== undefined) return { ok: true, value: plain }
   const decoded = Schema.decodeUnknownExit(schema)(value, DECODE_OPTIONS)
   if (decoded._tag === "Success") return { ok: true, value: decoded.value as S["Type"] }
   const issue = decoded.cause.reasons.find((reason) => reason._tag === "Fail")

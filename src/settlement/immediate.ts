@@ -166,6 +166,7 @@ export const settle = (
       held.release()
     }
     if (Exit.isFailure(begun)) return Exit.failCause(Cause.map(begun.cause, Steps.operational("Could not record the call")))
+    options?.onRecord?.(false)
     return owned(services, call, key, run, () => perform(services, call, key, admitted, options, handover, run, at))
   })
 }

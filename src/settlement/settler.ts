@@ -171,12 +171,15 @@ const admit: (
   services: Steps.Services,
   catalog: Registry.Catalog,
   call: Steps.Received,
+  options: Steps.Options | undefined,
 ) => Effect.Effect<Steps.Settled | Steps.Admitted | typeof Steps.CONFLICT, Steps.OperationalError> = Effect.fnUntraced(function* (
   services,
   catalog,
   call,
+  options,
 ) {
   const verdict = Replay.of(yield* lookup(services, call), call)
+  options?.onRecord?.(verdict._tag === "Settled" || verdict._tag === "Interrupted")
   if (verdict._tag !== "Absent") {
     const recorded = yield* replayOf(services, call, verdict)
     if (recorded !== undefined) return recorded
@@ -304,7 +307,7 @@ const run = (
     Effect.gen(function* () {
       // Only admission (which may wait for a reply or another owner) and execute can be interrupted; the
       // settler records what an interruption before the start means, whoever called it.
-      const admission = yield* Effect.exit(restore(admit(services, catalog, call)))
+      const admission = yield* Effect.exit(restore(admit(services, catalog, call, options)))
       if (Exit.isFailure(admission)) {
         if (Cause.hasInterruptsOnly(admission.cause)) yield* recordCancelledBeforeStart(services, call)
         return yield* Effect.failCause(admission.cause)

@@ -44,6 +44,13 @@ export interface Options {
   readonly onProgress?: (update: Tool.Progress) => Effect.Effect<void>
   /** Image limits tighter than the Location's, for the model the result goes to (a provider's own). */
   readonly images?: Partial<Image.Limits>
+  /**
+   * Told what the call's record says, as soon as the settler knows it and before anything of the call is reported:
+   * true when the answer replays a record (settled, or interrupted), false when the call goes on (nothing recorded,
+   * a conflict, or another settler runs it). It may be told again when the settler reads the record again; the first
+   * telling counts. A call settled without it is told nothing: its Settled says `replayed`.
+   */
+  readonly onRecord?: (replays: boolean) => void
 }
 
 export interface Settled {

@@ -30,41 +30,44 @@ const next = () => {
   }
 }
 
-/** Waits for a turn; resolves with its end, or rejects once `signal` aborts meanwhile (a cancelled call). */
-const admit = (signal: AbortSignal): Promise<() => void> =>
-  new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason)
-    let ended = false
-    let budget: ReturnType<typeof setTimeout> | undefined
-    const end = () => {
-      if (ended) return
-      ended = true
-      clearTimeout(budget)
-      holding--
-      next()
-    }
-    const grant = () => {
-      signal.removeEventListener("abort", abort)
-      // Granted but aborted before this macrotask ran: the turn goes straight to the next call.
-      if (signal.aborted) return (end(), reject(signal.reason))
-      budget = setTimeout(end, BUDGET_MS)
-      resolve(end)
-    }
-    const abort = () => {
-      const index = queued.indexOf(grant)
-      if (index === -1) return
-      queued.splice(index, 1)
-      reject(signal.reason)
-    }
-    signal.addEventListener("abort", abort, { once: true })
-    queued.push(grant)
+/**
+ * Waits for a turn, then resumes with its end. Interrupted while it waits (a cancelled call), it leaves the queue; a
+ * turn granted to it meanwhile goes straight to the next call. No AbortSignal per call: the wait is the hot path.
+ */
+const admit: Effect.Effect<() => void> = Effect.callback<() => void>((resume) => {
+  let ended = false
+  let cancelled = false
+  let budget: ReturnType<typeof setTimeout> | undefined
+  const end = () => {
+    if (ended) return
+    ended = true
+    clearTimeout(budget)
+    holding--
     next()
+  }
+  let granted = false
+  const grant = () => {
+    // Granted but interrupted before this macrotask ran: the turn goes straight to the next call.
+    if (cancelled) return end()
+    granted = true
+    budget = setTimeout(end, BUDGET_MS)
+    resume(Effect.succeed(end))
+  }
+  queued.push(grant)
+  next()
+  return Effect.sync(() => {
+    cancelled = true
+    const index = queued.indexOf(grant)
+    if (index !== -1) queued.splice(index, 1)
+    // Interrupted as its turn was handed over: nobody will end it but this.
+    if (granted) end()
   })
+})
 
 /** Runs `effect` once it has a turn, ending the turn when `effect` calls `done` or ends. */
 export const gated = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.acquireUseRelease(
-    Effect.interruptible(Effect.promise((signal) => admit(signal))),
+    Effect.interruptible(admit),
     (end) => Effect.provideService(effect, Turn, end),
     (end) => Effect.sync(end),
   )

@@ -5,7 +5,9 @@
 import { describe, expect, test } from "bun:test"
 import { realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Api } from "../../src/server/api"
 import { Direct } from "../../src/server/direct"
+import { Respond } from "../../src/server/respond"
 import { Router } from "../../src/server/router"
 import { Security } from "../../src/server/security"
 import { echoTool } from "../support/tools"
@@ -23,14 +25,24 @@ export default Tool.make({
 /** The sidecar answering through both paths, and how many requests took the direct one. */
 const both = async (files: Record<string, string> = {}) => {
   const sidecar = await inProcess({ "tools/echo.ts": echoTool({ record: "echo" }), "tools/big.ts": BIG, ...files })
-  const held = { count: 0 }
+  const held = { count: 0, released: 0 }
   const counting = {
     ...sidecar.sidecar,
     locations: {
       ...sidecar.sidecar.locations,
       hold: (directory: string) => {
         held.count++
-        return sidecar.sidecar.locations.hold(directory)
+        const hold = sidecar.sidecar.locations.hold(directory)
+        if (hold === undefined) return undefined
+        let released = false
+        return {
+          served: hold.served,
+          release: () => {
+            if (!released) held.released++
+            released = true
+            hold.release()
+          },
+        }
       },
     },
   }
@@ -97,6 +109,8 @@ describe("a call answered without the router", () => {
       ["NUL in input", (s) => post(calls, JSON.stringify(callBody({ name: "echo", input: { text: "a\u0000" }, toolCallID: `n_${s}` })))],
       ["unknown turn", () => post("/v1/turns/turn_nope/calls", JSON.stringify(callBody({ name: "echo", input: {} })))],
       ["empty body", () => post(calls, "")],
+      ["a number JSON cannot hold", (s) => post(calls, `{"sessionID":"s","assistantMessageID":"m","toolCallID":"inf_${s}","name":"echo","input":{"text":1e400}}`)],
+      ["an empty id", (s) => post(calls, JSON.stringify(callBody({ name: "echo", input: {}, toolCallID: "", sessionID: `e_${s}` })))],
     ]
     for (const [name, make] of cases) {
       const answers = await compare({ direct, routed }, make)
@@ -126,7 +140,7 @@ describe("a call answered without the router", () => {
     expect(sidecar.log.filter((line) => line.startsWith("core: operational failure")).length).toBeGreaterThanOrEqual(2)
   })
 
-  test("refusals, event streams and other Locations are left to the router, answered the same", async () => {
+  test("refusals and other Locations are left to the router, answered the same", async () => {
     const { sidecar, direct, routed, turnID, held } = await both()
     const calls = `/v1/turns/${turnID}/calls`
     const body = (s: string) => JSON.stringify(callBody({ name: "echo", input: { text: "x" }, toolCallID: `left_${s}` }))
@@ -148,12 +162,32 @@ describe("a call answered without the router", () => {
       expect({ name, ...alike(answers.direct, "dq7") }).toEqual({ name, ...alike(answers.routed, "rq7") })
     }
     expect(held.count).toBe(0)
+    expect(sidecar.log.filter((line) => line.includes("operational"))).toEqual([])
+  })
 
-    // An event stream goes through the router, and still settles.
-    const events = await direct.handler(post(calls, body("sse"), { accept: "text/event-stream" }))
-    expect(events.headers.get("content-type")).toBe("text/event-stream")
-    expect(await events.text()).toContain("event: settlement")
-    expect(held.count).toBe(0)
+  test("an event stream is answered as the router answers it, a replay too, and lets go of its Location once over", async () => {
+    const { sidecar, direct, routed, turnID, held } = await both()
+    const calls = `/v1/turns/${turnID}/calls`
+    const sse = { accept: "text/event-stream" }
+    const body = (s: string) => JSON.stringify(callBody({ name: "echo", input: { text: "x" }, toolCallID: `sse_${s}` }))
+    const fresh = await compare({ direct, routed }, (s) => post(calls, body(s), sse))
+    expect(fresh.direct.headers["content-type"]).toBe("text/event-stream")
+    expect(fresh.direct.headers["x-core-replayed"]).toBeUndefined()
+    expect(fresh.direct.body).toStartWith("event: settlement\ndata: ")
+    expect(alike(fresh.direct, "dq7")).toEqual(alike(fresh.routed, "rq7"))
+    const replay = await compare({ direct, routed }, (s) => post(calls, body(s), sse))
+    expect(replay.direct.headers["x-core-replayed"]).toBe("true")
+    expect(alike(replay.direct, "dq7")).toEqual(alike(replay.routed, "rq7"))
+    // Refusals of a stream's call are JSON, as the router answers them.
+    const unknownTurn = await compare({ direct, routed }, (s) => post("/v1/turns/turn_nope/calls", body(s), sse))
+    expect(unknownTurn.direct.status).toBe(404)
+    expect(unknownTurn.direct).toEqual(unknownTurn.routed)
+    const notJson = await compare({ direct, routed }, () => post(calls, "{", sse))
+    expect(notJson.direct.status).toBe(400)
+    expect(notJson.direct).toEqual(notJson.routed)
+    // The direct path held the Location for each, the router for each stream; each was let go once it was over.
+    expect(held.count).toBe(4 + 2)
+    expect(held.released).toBe(held.count)
     expect(sidecar.log.filter((line) => line.includes("operational"))).toEqual([])
   })
 
@@ -179,6 +213,33 @@ describe("a call answered without the router", () => {
     expect(large.direct.status).toBe(413)
     expect(large.direct).toEqual(large.routed)
     expect(held.count).toBe(2)
+  })
+
+  test("a call's body read without the schema is what the schema decodes; anything else is left to the schema", () => {
+    const call = { sessionID: "s", assistantMessageID: "m", toolCallID: "c", name: "echo" }
+    const bodies = [
+      JSON.stringify({ ...call, input: { text: "hi", nested: [1, -0, null, true, { deep: [2.5] }] } }),
+      JSON.stringify({ input: "first", ...call }),
+      `{"sessionID":"s","assistantMessageID":"m","toolCallID":"c","name":"echo","input":[1,{"a":-1e400}]}`,
+      `{"sessionID":"s","assistantMessageID":"m","toolCallID":"c","name":"echo","input":{"__proto__":{"x":1}}}`,
+      `{"sessionID":"s","assistantMessageID":"m","toolCallID":"c","name":"echo","input":{},"__proto__":{}}`,
+      JSON.stringify({ ...call, input: {}, extra: 1 }),
+      JSON.stringify({ ...call }),
+      JSON.stringify({ ...call, sessionID: "", input: {} }),
+      JSON.stringify({ ...call, toolCallID: 7, input: {} }),
+      JSON.stringify({ ...call, name: null, input: {} }),
+      JSON.stringify({ ...call, input: null }),
+    ]
+    for (const body of bodies) {
+      expect({ body, ...Respond.decode(body, Api.CallRequest, { plain: Direct.plainCall }) }).toEqual({
+        body,
+        ...Respond.decode(body, Api.CallRequest),
+      })
+    }
+    // The well-formed ones were read without the schema; the others were not.
+    expect(bodies.map((body) => Direct.plainCall(JSON.parse(body)) !== undefined)).toEqual([
+      true, true, false, true, false, false, false, false, false, false, true,
+    ])
   })
 
   test("recognizes only the plain calls path and /mcp", () => {

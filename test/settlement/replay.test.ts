@@ -109,3 +109,43 @@ describe("Settler.peek and Settler.interrupted", () => {
       }),
     ))
 })
+
+describe("Steps.Options.onRecord", () => {
+  const settleTelling = (turn: Settler.Materialization, call: Settler.Call) =>
+    Effect.gen(function* () {
+      const told: Array<boolean> = []
+      const settled = yield* turn.settle(call, { onRecord: (replays) => told.push(replays) })
+      return { told, settled }
+    })
+
+  for (const immediately of [true, false]) {
+    test(`tells what the call's record says before the call goes on, as its Settled says (${immediately ? "immediate" : "fiber"} path)`, () =>
+      Kernel.run(
+        Effect.gen(function* () {
+          yield* (yield* Registry.Service).tools.register({ echo })
+          const settler = yield* Settler.Service
+          const turn = yield* settler.materialize()
+          const call = Kernel.call("echo", { text: "hi" })
+          // Nothing recorded: the call goes on.
+          const fresh = yield* settleTelling(turn, call)
+          expect(fresh.settled.replayed).toBe(false)
+          expect(fresh.told[0]).toBe(false)
+          // Settled: the record replays.
+          const again = yield* settleTelling(turn, call)
+          expect(again).toMatchObject({ told: [true], settled: { replayed: true } })
+          // Another agent's record: a conflict, which is not a replay.
+          const other = yield* settleTelling(turn, { ...call, agent: "plan" })
+          expect(other.told[0]).toBe(false)
+          expect(other.settled.settlement.error?.kind).toBe("conflict")
+          // Begun and never settled: replays as interrupted.
+          const abandoned = Kernel.call("echo", { text: "lost" })
+          const store = yield* Store.Service
+          yield* store.begin(yield* Kernel.keyOf(abandoned), "echo", "build")
+          yield* store.fail(yield* Kernel.keyOf(abandoned), "disk full")
+          const interrupted = yield* settleTelling(turn, abandoned)
+          expect(interrupted.told[0]).toBe(true)
+          expect(interrupted.settled).toMatchObject({ replayed: true, settlement: { error: { kind: "interrupted" } } })
+        }).pipe(Effect.provideService(Settler.Immediately, immediately)),
+      ))
+  }
+})
