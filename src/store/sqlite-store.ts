@@ -126,6 +126,11 @@ export const MIGRATIONS: ReadonlyArray<string> = [
   // journal last compacted and how far. A core from before this step would not read the journal: the version
   // keeps it from opening the store.
   `CREATE TABLE journal_applied (nonce TEXT PRIMARY KEY, through INTEGER NOT NULL) WITHOUT ROWID`,
+  // Every process moves the journal's generation (`core.db.journal-shm`, see ./journal) before it changes the
+  // journal, and skips reading the journal while the generation stands where it last saw it: a core from before this
+  // step changes the journal without moving it, so the version keeps such a core from opening the store. The
+  // database itself does not change.
+  `SELECT 1`,
 ]
 
 /** The last version that rebuilt the settlements table: migrating from before it leaves free pages. */
