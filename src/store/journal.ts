@@ -17,8 +17,9 @@ export * as Journal from "./journal"
 //
 // The first line is a header naming the journal's nonce; every later line is one JSON record (see `Entry`).
 //
-// Looking (a `fstat` and the header, to see what others appended or compacted) is most of an operation's cost, so it
-// is skipped when nothing can have changed: see `Generation`.
+// Looking (a `fstat` and the header, to see what others appended or compacted) was most of an operation's cost: it
+// is skipped when nothing can have changed (see `Generation`). So is asking SQLite about a call of a session SQLite
+// is known to hold nothing more of (see `complete` in `open`): a new call is then one append under the lock.
 
 import { dlopen, FFIType } from "bun:ffi"
 import { closeSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from "node:fs"
@@ -65,6 +66,8 @@ export interface Index {
    * `input`, `input_bytes`) may be left null: no record changes it once the row is made, and `write` keeps it.
    */
   readonly row: (key: Key) => Row | undefined
+  /** Whether SQLite holds no row of session `sessionID` in `location`. */
+  readonly empty: (location: string, sessionID: string) => boolean
   /** How far the journal with `nonce` was applied to SQLite (bytes from its start), or undefined. */
   readonly applied: (nonce: string) => number | undefined
   /**
@@ -204,6 +207,8 @@ const keyString = (location: string, sessionID: string, toolCallID: string) =>
 
 const rowKey = (row: Row) => keyString(row.location, row.session_id, row.call_id)
 
+const sessionString = (location: string, sessionID: string) => `${location}\u0000${sessionID}`
+
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
@@ -218,6 +223,11 @@ export interface Journal {
   readonly append: (entry: Entry) => void
   /** Writes every row the journal changed into SQLite and empties the journal. Inside `writing` only. */
   readonly compact: () => void
+  /**
+   * Forgets what was read of SQLite: its rows changed other than by compaction (a prune). Inside `writing` only,
+   * after a `compact` in the same write (which makes every other process read SQLite afresh).
+   */
+  readonly forget: () => void
   /** Whether the journal holds records not yet in SQLite. */
   readonly pending: () => boolean
   /** The journal's size in bytes as this process last read it. */
@@ -244,6 +254,16 @@ export const open = (path: string, index: Index): Journal => {
    * nonce, so what was read holds until then.
    */
   const indexed = new Map<string, Row | null>()
+  /**
+   * Sessions (by `sessionString`) all of whose SQLite rows are in `indexed`, so a call of theirs missing there is
+   * missing from SQLite: a fresh call is begun without asking SQLite. A session is known so when SQLite was found to
+   * hold none of its rows (`Index.empty`), and stays so while SQLite changes only by this process's compactions,
+   * each of which adds what it wrote to `indexed` (see `compact`). Forgotten with `indexed`: on a new nonce (another
+   * process compacted), on `forget` (a prune), and when `indexed` is cleared for its size.
+   */
+  const complete = new Set<string>()
+  /** Sessions found to have rows in SQLite under this nonce: not asked again whether they are empty. */
+  const partial = new Set<string>()
   let held = 0
   /** The generation beside the journal, made below under the exclusive lock; undefined: look every time. */
   let shared: Generation | undefined
@@ -273,11 +293,33 @@ export const open = (path: string, index: Index): Journal => {
     if (row !== undefined) return row
     let found = indexed.get(key)
     if (found === undefined) {
+      const session = sessionString(location, sessionID)
+      if (complete.has(session)) return undefined
+      if (!partial.has(session)) {
+        // One question per session under a nonce: a new session's calls are then never looked up in SQLite.
+        if (index.empty(location, sessionID)) {
+          remember(session)
+          return undefined
+        }
+        partial.add(session)
+      }
       found = index.row([location, sessionID, toolCallID]) ?? null
-      if (indexed.size >= INDEXED_MAX) indexed.clear()
+      if (indexed.size >= INDEXED_MAX) forgetIndexed()
       indexed.set(key, found)
     }
     return found ?? undefined
+  }
+
+  /** Marks `session` as having all its SQLite rows in `indexed`. */
+  const remember = (session: string) => {
+    if (complete.size >= INDEXED_MAX) forgetIndexed()
+    complete.add(session)
+  }
+
+  const forgetIndexed = () => {
+    indexed.clear()
+    complete.clear()
+    partial.clear()
   }
 
   const apply = (entry: Entry) => {
@@ -307,9 +349,9 @@ export const open = (path: string, index: Index): Journal => {
   }
 
   /** Starts over on the journal with `found` (its header read): SQLite holds what it applied of it. */
-  const restart = (found: string) => {
+  const restart = (found: string, keep = false) => {
     rows.clear()
-    indexed.clear()
+    if (!keep) forgetIndexed()
     nonce = found
     offset = found === "" ? 0 : Math.max(HEADER_BYTES, index.applied(found) ?? HEADER_BYTES)
     torn = false
@@ -397,12 +439,12 @@ export const open = (path: string, index: Index): Journal => {
     while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done)
   }
 
-  /** Starts a journal with a fresh nonce (the file is empty). */
-  const begin = () => {
+  /** Starts a journal with a fresh nonce (the file is empty); `keep`: what was read of SQLite still holds. */
+  const begin = (keep = false) => {
     changing()
     const fresh = randomBytes(8).toString("hex")
     writeAll(encoder.encode(`${HEADER_PREFIX}${fresh}\n`))
-    restart(fresh)
+    restart(fresh, keep)
     offset = HEADER_BYTES
   }
 
@@ -449,9 +491,19 @@ export const open = (path: string, index: Index): Journal => {
       if (held !== LOCK_EX) throw new JournalError("a journal compaction outside a write")
       // Moved first: what SQLite holds changes too.
       changing()
-      if (rows.size > 0) index.write(rows.values(), nonce, offset)
+      const written = [...rows.values()]
+      if (written.length > 0) index.write(written, nonce, offset)
       ftruncateSync(fd, 0)
-      begin()
+      begin(true)
+      // SQLite holds what it held, and what was written (see `complete`).
+      for (const row of written) {
+        if (indexed.size >= INDEXED_MAX) forgetIndexed()
+        indexed.set(rowKey(row), row)
+      }
+    },
+    forget: () => {
+      if (held !== LOCK_EX) throw new JournalError("forgetting SQLite's rows outside a write")
+      forgetIndexed()
     },
     pending: () => rows.size > 0 || offset > HEADER_BYTES,
     size: () => offset,

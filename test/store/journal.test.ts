@@ -315,8 +315,9 @@ describe("SQLite store journal between processes that keep it open", () => {
       expect(await b.run("lookup k")).toBe("settled")
       expect(await b.run("settle j")).toBe(true)
       expect(await a.run("lookup j")).toBe("settled")
-      // a compacts and prunes everything: b must not answer what it had read before.
+      // a compacts and prunes everything: neither may answer what it had read before.
       expect(await a.run("prune")).toBe(2)
+      expect(await a.run("lookup k")).toBe(null)
       expect(await b.run("lookup k")).toBe(null)
       expect(await b.run("lookup j")).toBe(null)
       // b compacts (nothing pending) and prunes: a must see it as well.
@@ -325,6 +326,35 @@ describe("SQLite store journal between processes that keep it open", () => {
       expect(await a.run("lookup m")).toBe(null)
       expect(await a.run("begin m")).toBe(true)
       expect(await b.run("begin m")).toBe(false)
+    } finally {
+      await Promise.all([a.close(), b.close()])
+    }
+  }, 60_000)
+
+  test("a process compacting its own calls again and again still knows every one, and another's among them", async () => {
+    const path = join(tempDir(), "core.db")
+    const a = peer(path)
+    const b = peer(path)
+    try {
+      // A new session: a's calls in it are begun without asking SQLite, across a's own compactions.
+      for (const round of [1, 2, 3]) {
+        expect(await a.run(`begin a${round}`)).toBe(true)
+        expect(await a.run(`settle a${round}`)).toBe(true)
+        expect(await a.run("list")).toEqual(Array.from({ length: round }, (_, i) => `a${i + 1}:settled`))
+      }
+      for (const round of [1, 2, 3]) {
+        expect(await a.run(`begin a${round}`)).toBe(false)
+        expect(await a.run(`lookup a${round}`)).toBe("settled")
+      }
+      // b records in the same session and compacts: a reads SQLite's rows again, b's among them.
+      expect(await b.run("begin b1")).toBe(true)
+      expect(await b.run("list")).toEqual(["a1:settled", "a2:settled", "a3:settled", "b1:started"])
+      expect(await a.run("begin b1")).toBe(false)
+      expect(await a.run("lookup b1")).toBe("started")
+      expect(await a.run("begin a4")).toBe(true)
+      expect(await a.run("list")).toEqual(["a1:settled", "a2:settled", "a3:settled", "b1:started", "a4:started"])
+      expect(await a.run("begin a1")).toBe(false)
+      expect(await b.run("begin a4")).toBe(false)
     } finally {
       await Promise.all([a.close(), b.close()])
     }
@@ -463,6 +493,7 @@ describe("Journal compaction killed after SQLite committed", () => {
     const state = { dies: false, writes: 0 }
     const index: Journal.Index = {
       row: ([location, sessionID, toolCallID]) => rows.get(`${location}/${sessionID}/${toolCallID}`),
+      empty: (location, sessionID) => ![...rows.values()].some((row) => row.location === location && row.session_id === sessionID),
       applied: (nonce) => applied.get(nonce),
       write: (written, nonce, through) => {
         for (const row of written) rows.set(`${row.location}/${row.session_id}/${row.call_id}`, row)
