@@ -4,7 +4,8 @@
 // durable recording shows, each on the immediate path (what a synchronous, allowed call takes) and on the fiber
 // path alone (`Settler.Immediately` off), so what the immediate path saves shows too. Blocks of the sides are
 // interleaved in rotating order, with a full GC between blocks, so drift and garbage on the noisy machine land on
-// every side alike.
+// every side alike. `--base REV` adds the SQLite side (and its store stage) of that revision, imported from a
+// worktree of it into this process and interleaved with the rest: before and after, in one run.
 
 import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -22,7 +23,28 @@ import { Settler } from "../src/settlement/settler"
 import { SqliteStore } from "../src/store/sqlite-store"
 import { Store } from "../src/store/store"
 import { Tool } from "../src/tool/tool"
+import * as BaseTree from "./base-tree"
 import { cleanup, duration, main, median, progress, ratio, type Report, type Summary, summarize } from "./measure"
+
+/** The modules a core side is made of: this tree's, or a base revision's (the same names, from its worktree). */
+interface Modules {
+  readonly Kernel: typeof Kernel
+  readonly Registry: typeof Registry
+  readonly Settler: typeof Settler
+  readonly SqliteStore: typeof SqliteStore
+  readonly Tool: typeof Tool
+}
+
+const here: Modules = { Kernel, Registry, Settler, SqliteStore, Tool }
+
+/** A base revision's modules, imported from its worktree at `root`. */
+const modulesAt = async (root: string): Promise<Modules> => ({
+  Kernel: (await import(join(root, "src/host/kernel.ts"))).Kernel,
+  Registry: (await import(join(root, "src/registry/registry.ts"))).Registry,
+  Settler: (await import(join(root, "src/settlement/settler.ts"))).Settler,
+  SqliteStore: (await import(join(root, "src/store/sqlite-store.ts"))).SqliteStore,
+  Tool: (await import(join(root, "src/tool/tool.ts"))).Tool,
+})
 
 const WARMUP_CALLS = 2_000
 const ROUNDS = 10
@@ -54,12 +76,13 @@ const versionOf = (name: string): string => {
   }
 }
 
-const echo = Tool.make({
-  description: "Echo text back",
-  input: Schema.Struct({ text: Schema.String }),
-  output: Schema.String,
-  execute: (input) => Effect.succeed(input.text),
-})
+const echoOf = (modules: Modules) =>
+  modules.Tool.make({
+    description: "Echo text back",
+    input: Schema.Struct({ text: Schema.String }),
+    output: Schema.String,
+    execute: (input) => Effect.succeed(input.text),
+  })
 
 /**
  * core's settler on real layers, with `echo` registered in a scope that stays open until `close`; on the fiber path
@@ -70,14 +93,16 @@ const coreSide = async (
   storeLayer: Layer.Layer<Store.Service, Store.StoreError>,
   dataDir: string,
   immediate = true,
+  modules: Modules = here,
 ): Promise<CoreSide> => {
+  const { Kernel, Registry, Settler } = modules
   const runtime = ManagedRuntime.make(
     Kernel.layer({ store: storeLayer, outputsDirectory: join(dataDir, "outputs") }),
   )
   const registration = Effect.runSync(Scope.make())
   const { turn, store, output } = await runtime.runPromise(
     Effect.gen(function* () {
-      yield* (yield* Registry.Service).tools.register({ echo }).pipe(Scope.provide(registration))
+      yield* (yield* Registry.Service).tools.register({ echo: echoOf(modules) }).pipe(Scope.provide(registration))
       const turn = yield* (yield* Settler.Service).materialize()
       return { turn, store: yield* Store.Service, output: yield* Output.Service }
     }),
@@ -181,7 +206,7 @@ const recordCycle = (store: Store.Interface, prefix: string) => (index: number) 
 }
 
 /** Each stage of a core call measured alone, to show where the per-call time goes. */
-const stages = async (durable: CoreSide, memory: CoreSide) => {
+const stages = async (durable: CoreSide, memory: CoreSide, base: CoreSide | undefined) => {
   const entries: Array<number> = []
   for (let round = 0; round <= STAGE_ROUNDS; round++) {
     for (let i = 0; i < STAGE_ITERATIONS; i++) {
@@ -203,6 +228,7 @@ const stages = async (durable: CoreSide, memory: CoreSide) => {
     bound: await perIteration(() => memory.output.bound({ content: [{ type: "text", text: INPUT.text }], structured: INPUT.text })),
     memoryStore: await perIteration(recordCycle(memory.store, "memory")),
     sqliteStore: await perIteration(recordCycle(durable.store, "sqlite")),
+    baseSqliteStore: base === undefined ? Number.NaN : await perIteration(recordCycle(base.store, "sqlite_base")),
   }
 }
 
@@ -221,16 +247,31 @@ const row = (label: string, summary: Summary, rounds: ReadonlyArray<number>) => 
 
 export const measure = async (): Promise<Report> => {
   const dataDir = mkdtempSync(join(tmpdir(), "core-bench-settle-"))
+  const rev = BaseTree.revision()
+  const tree = rev === undefined ? undefined : BaseTree.checkout(rev)
   try {
     const durableSide = await coreSide("core, SQLite store", SqliteStore.layer(join(dataDir, "core.db")), dataDir)
     const memorySide = await coreSide("core, memory store", Store.layerMemory, dataDir)
-    const sides: ReadonlyArray<Side> = [
+    const sides: Array<Side> = [
       durableSide,
       memorySide,
       await coreSide("core, SQLite store, fiber path", SqliteStore.layer(join(dataDir, "fibers.db")), dataDir, false),
       await coreSide("core, memory store, fiber path", Store.layerMemory, dataDir, false),
       await mcpSide(),
     ]
+    let baseSide: CoreSide | undefined
+    if (tree !== undefined) {
+      progress(`settle: the SQLite side of ${rev} from its worktree`)
+      const modules = await modulesAt(tree.root)
+      baseSide = await coreSide(
+        `core, SQLite store (${rev})`,
+        modules.SqliteStore.layer(join(dataDir, "base.db")),
+        dataDir,
+        true,
+        modules,
+      )
+      sides.push(baseSide)
+    }
     const counters = sides.map(() => ({ value: 0 }))
     const samples = sides.map((): Array<number> => [])
     const roundMedians = sides.map((): Array<number> => [])
@@ -251,11 +292,11 @@ export const measure = async (): Promise<Report> => {
       }
     }
     progress("settle: stages of a core call, each alone")
-    const stage = await stages(durableSide, memorySide)
+    const stage = await stages(durableSide, memorySide, baseSide)
     for (const side of sides) await side.close()
 
     const summaries = samples.map(summarize)
-    const [durable, memory, durableFibers, memoryFibers, mcp] = summaries as [Summary, Summary, Summary, Summary, Summary]
+    const [durable, memory, durableFibers, memoryFibers, mcp, base] = summaries as [Summary, Summary, Summary, Summary, Summary, Summary?]
     const targets = [
       { label: "core (SQLite) p50 / MCP p50", value: durable.p50 / mcp.p50 },
       { label: "core (SQLite) p99 / MCP p99", value: durable.p99 / mcp.p99 },
@@ -283,6 +324,7 @@ export const measure = async (): Promise<Report> => {
               ["memory, immediate", memory],
               ["SQLite (durable), fiber path", durableFibers],
               ["memory, fiber path", memoryFibers],
+              ...(base === undefined ? [] : [[`SQLite (durable), immediate, ${rev}`, base] as const]),
             ] as const
           ).map(([label, side]) => [label, ratio(side.p50 / mcp.p50), ratio(side.p99 / mcp.p99), ratio(side.mean / mcp.mean)]),
         },
@@ -295,6 +337,7 @@ export const measure = async (): Promise<Report> => {
             ["Output.bound of the 5-byte result (incl. its span)", duration(stage.bound)],
             ["store begin + settle (intent, settlement), memory", duration(stage.memoryStore)],
             ["store begin + settle (intent, settlement), SQLite", duration(stage.sqliteStore)],
+            ...(base === undefined ? [] : [[`store begin + settle (intent, settlement), SQLite, ${rev}`, duration(stage.baseSqliteStore)]]),
             [
               "rest of the immediate path (memory-store p50 minus the above)",
               duration(memory.p50 - stage.entry - stage.codecs - stage.bound - stage.memoryStore),
@@ -304,6 +347,13 @@ export const measure = async (): Promise<Report> => {
       ],
       targets,
       notes: [
+        ...(base === undefined
+          ? []
+          : [
+              `against ${rev} in the same run (its SQLite side interleaved with the others): p50 ${duration(durable.p50)} / ` +
+                `${duration(base.p50)} = ${ratio(durable.p50 / base.p50)}, its ratio to MCP ${ratio(base.p50 / mcp.p50)}; ` +
+                `store begin + settle ${duration(stage.sqliteStore)} / ${duration(stage.baseSqliteStore)}`,
+            ]),
         `durable recording costs ${duration(durable.p50 - memory.p50)} per call at p50 (a started intent and a settlement, ` +
           `each a line appended to the store's journal under its lock, compacted into SQLite in batches)`,
         `the immediate path saves ${duration(durableFibers.p50 - durable.p50)} (SQLite) and ` +
@@ -313,6 +363,7 @@ export const measure = async (): Promise<Report> => {
       ],
     }
   } finally {
+    tree?.remove()
     cleanup([dataDir])
   }
 }

@@ -1,7 +1,8 @@
 // The store of record on Postgres against SQLite: what one call's intent and settlement (store.begin +
 // store.settle, through the store service) cost on each, Postgres directly and through pgbouncer in transaction
 // mode; and calls per second with 1, 4 and 16 writer processes sharing one store. Postgres and pgbouncer come from
-// scripts/services.sh (Debian's packages); without them this prints a note and measures nothing.
+// scripts/services.sh (Debian's packages); without them this prints a note and measures nothing. `--base REV`
+// measures SQLite only, this tree's store against that revision's (from a worktree of it), in alternating rounds.
 
 import { spawnSync } from "node:child_process"
 import { mkdtempSync, readFileSync } from "node:fs"
@@ -13,6 +14,7 @@ import type * as Layer from "effect/Layer"
 import { PostgresStore } from "../src/store/postgres-store"
 import { SqliteStore } from "../src/store/sqlite-store"
 import { Store } from "../src/store/store"
+import * as BaseTree from "./base-tree"
 import { cleanup, duration, main, progress, type Report, summarize } from "./measure"
 
 const CALLS = 400
@@ -42,8 +44,8 @@ const call = (store: Store.Interface, session: string, index: number) =>
     yield* store.settle(key, { ...SETTLEMENT, callID: key.toolCallID }, { state: "owned" })
   })
 
-/** Milliseconds per call, one call at a time. */
-const perCall = (kind: Kind, target: string) =>
+/** Milliseconds per call, one call at a time, on the store `layer` makes (this tree's by default). */
+const perCall = (kind: Kind, target: string, layer: (target: string) => Layer.Layer<Store.Service, Store.StoreError> = (at) => layerOf(kind, at)) =>
   Effect.runPromise(
     Effect.gen(function* () {
       const store = yield* Store.Service
@@ -56,7 +58,7 @@ const perCall = (kind: Kind, target: string) =>
         samples.push(performance.now() - started)
       }
       return summarize(samples)
-    }).pipe(Effect.provide(layerOf(kind, target))),
+    }).pipe(Effect.provide(layer(target))),
   )
 
 /** As a writer process: calls one after another for `ms`, then prints how many. */
@@ -74,10 +76,10 @@ const writer = async (kind: Kind, target: string, ms: number) => {
   process.stdout.write(`${count}\n`)
 }
 
-/** Calls per second of `writers` processes together. */
-const throughput = async (kind: Kind, target: string, writers: number) => {
+/** Calls per second of `writers` processes together (this file's, or the same file in another tree's `root`). */
+const throughput = async (kind: Kind, target: string, writers: number, root = join(import.meta.dir, "..")) => {
   const children = Array.from({ length: writers }, () =>
-    Bun.spawn([process.execPath, import.meta.path, "--writer", kind, target, String(WINDOW_MS)], { stdout: "pipe", stderr: "inherit" }),
+    Bun.spawn([process.execPath, join(root, "bench/store-pg.ts"), "--writer", kind, target, String(WINDOW_MS)], { stdout: "pipe", stderr: "inherit" }),
   )
   const counts = await Promise.all(children.map((child) => new Response(child.stdout).text().then(Number)))
   return counts.reduce((sum, count) => sum + count, 0) / (WINDOW_MS / 1000)
@@ -107,7 +109,66 @@ const database = async (url: string, name: string) => {
   return parsed.toString()
 }
 
+/** Rounds of the SQLite measures with `--base`, each tree's in turn. */
+const BASE_ROUNDS = 3
+
+/** SQLite only, this tree's store against `rev`'s, alternating rounds in fresh data directories. */
+const againstBase = async (rev: string): Promise<Report> => {
+  const tree = BaseTree.checkout(rev)
+  const root = mkdtempSync(join(tmpdir(), "core-bench-pg-"))
+  try {
+    const base: typeof SqliteStore = (await import(join(tree.root, "src/store/sqlite-store.ts"))).SqliteStore
+    const sides = [
+      { label: "SQLite, this tree", layer: (at: string) => SqliteStore.layer(at), root: join(import.meta.dir, "..") },
+      { label: `SQLite, ${rev}`, layer: (at: string) => base.layer(at), root: tree.root },
+    ]
+    const per = sides.map((): Array<number> => [])
+    const rates = sides.map(() => WRITERS.map((): Array<number> => []))
+    for (let round = 0; round < BASE_ROUNDS; round++) {
+      for (const at of round % 2 === 0 ? [0, 1] : [1, 0]) {
+        const side = sides[at]!
+        progress(`round ${round + 1}/${BASE_ROUNDS}: ${side.label}`)
+        per[at]!.push((await perCall("sqlite", join(root, `per-${round}-${at}.db`), side.layer)).p50)
+        for (const [w, writers] of WRITERS.entries()) {
+          rates[at]![w]!.push(await throughput("sqlite", join(root, `w-${round}-${at}-${writers}.db`), writers, side.root))
+        }
+      }
+    }
+    const p50 = per.map((samples) => summarize(samples).p50)
+    const rate = rates.map((byWriters) => byWriters.map((samples) => summarize(samples).p50))
+    return {
+      name: "store: SQLite, this tree against a base revision",
+      about:
+        `store.begin + store.settle(owned) of a ~0.5 KB settlement, ${CALLS} calls one at a time after 20 warm-up calls ` +
+        `(p50 of each round, median of ${BASE_ROUNDS} rounds); then writer processes each making calls one after another ` +
+        `for ${WINDOW_MS / 1000} s against one store (median of the rounds). Rounds alternate the trees.`,
+      tables: [
+        {
+          title: "per call (intent + settlement), p50",
+          columns: ["store", "p50", "rounds"],
+          rows: sides.map((side, index) => [side.label, duration(p50[index]!), per[index]!.map(duration).join(" / ")]),
+        },
+        {
+          title: "calls/s, all writers together",
+          columns: ["store", ...WRITERS.map((count) => `${count} writer${count === 1 ? "" : "s"}`)],
+          rows: sides.map((side, index) => [side.label, ...rate[index]!.map((value) => Math.round(value).toLocaleString("en-US"))]),
+        },
+      ],
+      targets: [],
+      notes: [
+        `this tree / ${rev}: per call ${(p50[0]! / p50[1]!).toFixed(2)}x; calls/s ` +
+          WRITERS.map((count, w) => `${count}: ${(rate[0]![w]! / rate[1]![w]!).toFixed(2)}x`).join(", "),
+      ],
+    }
+  } finally {
+    tree.remove()
+    cleanup([root])
+  }
+}
+
 const measure = async (): Promise<Report> => {
+  const rev = BaseTree.revision()
+  if (rev !== undefined) return againstBase(rev)
   const found = services()
   const name = "store of record: Postgres against SQLite"
   if (typeof found === "string") {

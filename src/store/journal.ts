@@ -16,9 +16,14 @@ export * as Journal from "./journal"
 // mid-append, the torn line at the end is cut by the next append (a complete line is always a whole record).
 //
 // The first line is a header naming the journal's nonce; every later line is one JSON record (see `Entry`).
+//
+// Looking (a `fstat` and the header, to see what others appended or compacted) was most of an operation's cost: it
+// is skipped when nothing can have changed (see `Generation`). So is asking SQLite about a call of a session SQLite
+// is known to hold nothing more of (see `complete` in `open`): a new call is then one append under the lock.
 
 import { dlopen, FFIType } from "bun:ffi"
 import { closeSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from "node:fs"
+import { platform } from "node:os"
 import { randomBytes } from "node:crypto"
 
 /** A settlement row as the journal and SQLite keep it (SQLite's column names). */
@@ -61,6 +66,8 @@ export interface Index {
    * `input`, `input_bytes`) may be left null: no record changes it once the row is made, and `write` keeps it.
    */
   readonly row: (key: Key) => Row | undefined
+  /** Whether SQLite holds no row of session `sessionID` in `location`. */
+  readonly empty: (location: string, sessionID: string) => boolean
   /** How far the journal with `nonce` was applied to SQLite (bytes from its start), or undefined. */
   readonly applied: (nonce: string) => number | undefined
   /**
@@ -86,22 +93,111 @@ const LOCK_UN = 8
 
 type Flock = (fd: number, operation: number) => number
 
-let flockFn: Flock | null | undefined
+interface Libc {
+  readonly flock: Flock
+  /** The type of the filesystem holding `fd` (`f_type` of `fstatfs`, Linux), or undefined where unknown. */
+  readonly filesystem: (fd: number) => number | undefined
+}
 
-/** libc's flock, opened on first use; null where no libc can be opened. */
-const flock = (): Flock | null => {
-  if (flockFn !== undefined) return flockFn
-  flockFn = null
+let libcFns: Libc | null | undefined
+
+/** libc's flock and fstatfs, opened on first use; null where no libc can be opened. */
+const libc = (): Libc | null => {
+  if (libcFns !== undefined) return libcFns
+  libcFns = null
   for (const name of ["libc.so.6", "libc.so", "libSystem.B.dylib"]) {
     try {
-      const { symbols } = dlopen(name, { flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 } })
-      flockFn = (fd, operation) => symbols.flock(fd, operation)
+      const { symbols } = dlopen(name, {
+        flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+        fstatfs: { args: [FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
+      })
+      libcFns = {
+        flock: (fd, operation) => symbols.flock(fd, operation),
+        filesystem: (fd) => {
+          // Linux's struct statfs (120 bytes on 64-bit) starts with f_type; other systems lay it out otherwise.
+          if (platform() !== "linux") return undefined
+          const buffer = new BigInt64Array(32)
+          return symbols.fstatfs(fd, buffer) === 0 ? Number(BigInt.asUintN(32, buffer[0]!)) : undefined
+        },
+      }
       break
     } catch {
       // the next name: glibc, musl and macOS name it differently
     }
   }
-  return flockFn
+  return libcFns
+}
+
+/**
+ * Filesystems (Linux `f_type`) where every process sharing a file sees one page cache, so a store into a shared
+ * mapping of it is seen by every other process at once: ext2/3/4, XFS, Btrfs, tmpfs, ramfs, F2FS, ZFS, and overlayfs
+ * (which maps the upper layer's file). Not NFS, SMB, FUSE, 9p or cluster filesystems, where hosts sharing the data
+ * directory each keep their own pages: there, every operation looks.
+ */
+const COHERENT_FILESYSTEMS: ReadonlySet<number> = new Set([
+  0xef53, 0x58465342, 0x9123683e, 0x01021994, 0x858458f6, 0xf2f52010, 0x2fc12fc1, 0x794c7630,
+])
+
+/** Bytes of the generation file that hold the generation: two 32-bit words, high then low. */
+const GENERATION_BYTES = 8
+
+/**
+ * The journal's generation: a 64-bit counter in `<journal>-shm`, mapped shared by every process using the journal,
+ * moved on by every process before it changes the journal file (an append, a torn tail cut, a compaction), under the
+ * exclusive lock. A process that saw generation g when it last held the lock, and sees g again when it takes the lock
+ * now, knows the file is as it left it, so it skips the `fstat` and the header read:
+ *
+ * - every change to the file is made under the exclusive lock, after the counter moved (a process killed between
+ *   the two leaves a moved counter over an unchanged file, which only costs the next process a look; never the
+ *   other way round, a changed file under an unmoved counter);
+ * - the counter's 2^64 values never repeat (the high word is written first when the low one wraps, so a process
+ *   killed between the two leaves a value never seen before);
+ * - taking and releasing the lock are system calls that order memory, so the counter read under the lock is the
+ *   last one written under it;
+ * - a process that failed while holding the lock (an error reading or writing) forgets what it saw and looks.
+ *
+ * What the counter is worth does not matter (after a reboot it is whatever reached the disk; a fresh process looks
+ * once in any case), only that it moves. Like SQLite's `-shm`, the file must not be removed or truncated while a
+ * core uses the data directory: a process mapping a removed file would see the others' counter no more.
+ */
+interface Generation {
+  /** The generation's high and low words now. */
+  readonly high: () => number
+  readonly low: () => number
+  /** Moves the generation on. Under the exclusive lock only. */
+  readonly bump: () => void
+}
+
+/**
+ * The generation beside the journal open as `fd` at `path`, or undefined where it cannot be shared safely (a
+ * filesystem not known to share pages between processes, or the file not mapped): then every operation looks.
+ * Created, 0600 and zero, by the first process; made under the exclusive lock, so never cut by another's creation.
+ */
+const generation = (lib: Libc, fd: number, path: string): Generation | undefined => {
+  const type = lib.filesystem(fd)
+  if (type === undefined || !COHERENT_FILESYSTEMS.has(type)) return undefined
+  try {
+    const file = openSync(`${path}-shm`, "a+", 0o600)
+    try {
+      if (fstatSync(file).size < GENERATION_BYTES) ftruncateSync(file, GENERATION_BYTES)
+    } finally {
+      closeSync(file)
+    }
+    const mapped = Bun.mmap(`${path}-shm`, { shared: true, size: GENERATION_BYTES })
+    if (mapped.byteLength < GENERATION_BYTES) return undefined
+    const words = new Uint32Array(mapped.buffer, mapped.byteOffset, 2)
+    return {
+      high: () => words[0]!,
+      low: () => words[1]!,
+      bump: () => {
+        const low = words[1]!
+        if (low === 0xffff_ffff) words[0] = (words[0]! + 1) >>> 0
+        words[1] = (low + 1) >>> 0
+      },
+    }
+  } catch {
+    return undefined
+  }
 }
 
 export class JournalError extends Error {}
@@ -110,6 +206,8 @@ const keyString = (location: string, sessionID: string, toolCallID: string) =>
   `${location}\u0000${sessionID}\u0000${toolCallID}`
 
 const rowKey = (row: Row) => keyString(row.location, row.session_id, row.call_id)
+
+const sessionString = (location: string, sessionID: string) => `${location}\u0000${sessionID}`
 
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
@@ -125,6 +223,11 @@ export interface Journal {
   readonly append: (entry: Entry) => void
   /** Writes every row the journal changed into SQLite and empties the journal. Inside `writing` only. */
   readonly compact: () => void
+  /**
+   * Forgets what was read of SQLite: its rows changed other than by compaction (a prune). Inside `writing` only,
+   * after a `compact` in the same write (which makes every other process read SQLite afresh).
+   */
+  readonly forget: () => void
   /** Whether the journal holds records not yet in SQLite. */
   readonly pending: () => boolean
   /** The journal's size in bytes as this process last read it. */
@@ -134,8 +237,9 @@ export interface Journal {
 
 /** Opens (creating, 0600) the journal at `path` over `index`. */
 export const open = (path: string, index: Index): Journal => {
-  const lock = flock()
-  if (lock === null) throw new JournalError("libc's flock could not be opened")
+  const lib = libc()
+  if (lib === null) throw new JournalError("libc's flock could not be opened")
+  const lock = lib.flock
   const fd = openSync(path, "a+", 0o600)
   /** The nonce of the journal as last read; "" before a header was read. */
   let nonce = ""
@@ -150,7 +254,27 @@ export const open = (path: string, index: Index): Journal => {
    * nonce, so what was read holds until then.
    */
   const indexed = new Map<string, Row | null>()
+  /**
+   * Sessions (by `sessionString`) all of whose SQLite rows are in `indexed`, so a call of theirs missing there is
+   * missing from SQLite: a fresh call is begun without asking SQLite. A session is known so when SQLite was found to
+   * hold none of its rows (`Index.empty`), and stays so while SQLite changes only by this process's compactions,
+   * each of which adds what it wrote to `indexed` (see `compact`). Forgotten with `indexed`: on a new nonce (another
+   * process compacted), on `forget` (a prune), and when `indexed` is cleared for its size.
+   */
+  const complete = new Set<string>()
+  /** Sessions found to have rows in SQLite under this nonce: not asked again whether they are empty. */
+  const partial = new Set<string>()
   let held = 0
+  /** The generation beside the journal, made below under the exclusive lock; undefined: look every time. */
+  let shared: Generation | undefined
+  /**
+   * The generation when this process last held the lock and knew the file as it left it (its own changes
+   * included); -1: unknown, look first.
+   */
+  let seenHigh = -1
+  let seenLow = -1
+  /** Whether this hold of the exclusive lock moved the generation yet. */
+  let moved = false
 
   const readAt = (position: number, length: number): Uint8Array => {
     const buffer = new Uint8Array(length)
@@ -169,11 +293,33 @@ export const open = (path: string, index: Index): Journal => {
     if (row !== undefined) return row
     let found = indexed.get(key)
     if (found === undefined) {
+      const session = sessionString(location, sessionID)
+      if (complete.has(session)) return undefined
+      if (!partial.has(session)) {
+        // One question per session under a nonce: a new session's calls are then never looked up in SQLite.
+        if (index.empty(location, sessionID)) {
+          remember(session)
+          return undefined
+        }
+        partial.add(session)
+      }
       found = index.row([location, sessionID, toolCallID]) ?? null
-      if (indexed.size >= INDEXED_MAX) indexed.clear()
+      if (indexed.size >= INDEXED_MAX) forgetIndexed()
       indexed.set(key, found)
     }
     return found ?? undefined
+  }
+
+  /** Marks `session` as having all its SQLite rows in `indexed`. */
+  const remember = (session: string) => {
+    if (complete.size >= INDEXED_MAX) forgetIndexed()
+    complete.add(session)
+  }
+
+  const forgetIndexed = () => {
+    indexed.clear()
+    complete.clear()
+    partial.clear()
   }
 
   const apply = (entry: Entry) => {
@@ -203,9 +349,9 @@ export const open = (path: string, index: Index): Journal => {
   }
 
   /** Starts over on the journal with `found` (its header read): SQLite holds what it applied of it. */
-  const restart = (found: string) => {
+  const restart = (found: string, keep = false) => {
     rows.clear()
-    indexed.clear()
+    if (!keep) forgetIndexed()
     nonce = found
     offset = found === "" ? 0 : Math.max(HEADER_BYTES, index.applied(found) ?? HEADER_BYTES)
     torn = false
@@ -221,7 +367,9 @@ export const open = (path: string, index: Index): Journal => {
     if (found === "" && size >= HEADER_BYTES) {
       throw new JournalError(`${path} does not start as a journal of this core: move it aside only once no core uses it`)
     }
-    if (found !== nonce || size < offset) restart(found)
+    // No header: never written, or emptied by a compaction killed before it wrote the next one, which may have
+    // changed SQLite since this process last read it under no header too: what was read of SQLite is forgotten.
+    if (found !== nonce || found === "" || size < offset) restart(found)
     if (found === "" || size <= offset) {
       torn = found === "" && size > 0
       return
@@ -245,22 +393,42 @@ export const open = (path: string, index: Index): Journal => {
     offset += end + 1
   }
 
+  /** Moves the generation on before the first change to the file under this hold of the exclusive lock. */
+  const changing = () => {
+    if (moved || shared === undefined) return
+    shared.bump()
+    moved = true
+  }
+
+  /** Flocks the journal with `operation`; flock returns -1 when a signal interrupts the wait: wait again. */
+  const take = (operation: number) => {
+    let tries = 0
+    while (lock(fd, operation) !== 0) {
+      if (++tries === 5) throw new JournalError(`could not lock the journal ${path}`)
+    }
+  }
+
   const locked = <A>(operation: number, f: () => A): A => {
     if (held !== 0) {
       // Re-entered: a read inside a read or a write, or a write inside a write, under the lock already held.
       if (operation === LOCK_EX && held !== LOCK_EX) throw new JournalError("a journal write inside a read")
       return f()
     }
-    // flock returns -1 when a signal interrupts the wait: wait again.
-    let tries = 0
-    while (lock(fd, operation) !== 0) {
-      if (++tries === 5) throw new JournalError(`could not lock the journal ${path}`)
-    }
+    take(operation)
     held = operation
+    moved = false
+    let known = false
     try {
-      catchUp()
-      return f()
+      // The file is as this process left it when the generation has not moved since (see `Generation`).
+      if (shared === undefined || shared.high() !== seenHigh || shared.low() !== seenLow) catchUp()
+      const result = f()
+      known = true
+      return result
     } finally {
+      // Known as left only when everything under the lock succeeded: a failed read or write may leave the file
+      // other than this process believes (a partial append), so the next operation looks.
+      seenHigh = known && shared !== undefined ? shared.high() : -1
+      seenLow = known && shared !== undefined ? shared.low() : -1
       held = 0
       lock(fd, LOCK_UN)
     }
@@ -271,23 +439,38 @@ export const open = (path: string, index: Index): Journal => {
     while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done)
   }
 
-  /** Starts a journal with a fresh nonce (the file is empty). */
-  const begin = () => {
+  /** Starts a journal with a fresh nonce (the file is empty); `keep`: what was read of SQLite still holds. */
+  const begin = (keep = false) => {
+    changing()
     const fresh = randomBytes(8).toString("hex")
     writeAll(encoder.encode(`${HEADER_PREFIX}${fresh}\n`))
-    restart(fresh)
+    restart(fresh, keep)
     offset = HEADER_BYTES
   }
 
   /** Makes the file end where the records read end: no header yet, or a torn append cut. */
   const ready = () => {
     if (nonce === "") {
+      changing()
       ftruncateSync(fd, 0)
       begin()
     } else if (torn) {
+      changing()
       ftruncateSync(fd, offset)
       torn = false
     }
+  }
+
+  try {
+    take(LOCK_EX)
+  } catch (cause) {
+    closeSync(fd)
+    throw cause
+  }
+  try {
+    shared = generation(lib, fd, path)
+  } finally {
+    lock(fd, LOCK_UN)
   }
 
   return {
@@ -299,15 +482,28 @@ export const open = (path: string, index: Index): Journal => {
       ready()
       // One write: kill -9 leaves the record whole, or a torn tail the next append cuts.
       const bytes = encoder.encode(`${JSON.stringify(entry)}\n`)
+      changing()
       writeAll(bytes)
       apply(entry)
       offset += bytes.length
     },
     compact: () => {
       if (held !== LOCK_EX) throw new JournalError("a journal compaction outside a write")
-      if (rows.size > 0) index.write(rows.values(), nonce, offset)
+      // Moved first: what SQLite holds changes too.
+      changing()
+      const written = [...rows.values()]
+      if (written.length > 0) index.write(written, nonce, offset)
       ftruncateSync(fd, 0)
-      begin()
+      begin(true)
+      // SQLite holds what it held, and what was written (see `complete`).
+      for (const row of written) {
+        if (indexed.size >= INDEXED_MAX) forgetIndexed()
+        indexed.set(rowKey(row), row)
+      }
+    },
+    forget: () => {
+      if (held !== LOCK_EX) throw new JournalError("forgetting SQLite's rows outside a write")
+      forgetIndexed()
     },
     pending: () => rows.size > 0 || offset > HEADER_BYTES,
     size: () => offset,

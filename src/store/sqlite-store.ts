@@ -126,6 +126,11 @@ export const MIGRATIONS: ReadonlyArray<string> = [
   // journal last compacted and how far. A core from before this step would not read the journal: the version
   // keeps it from opening the store.
   `CREATE TABLE journal_applied (nonce TEXT PRIMARY KEY, through INTEGER NOT NULL) WITHOUT ROWID`,
+  // Every process moves the journal's generation (`core.db.journal-shm`, see ./journal) before it changes the
+  // journal, and skips reading the journal while the generation stands where it last saw it: a core from before this
+  // step changes the journal without moving it, so the version keeps such a core from opening the store. The
+  // database itself does not change.
+  `SELECT 1`,
 ]
 
 /** The last version that rebuilt the settlements table: migrating from before it leaves free pages. */
@@ -250,6 +255,10 @@ const prepare = (db: Database) => ({
   ),
   // Whether any record kept without a Location is left: none are made any more, so once gone they stay gone.
   unlocated: db.query<{ found: number }, []>("SELECT 1 AS found FROM settlements WHERE location = '' LIMIT 1"),
+  // Whether a session has any row in a Location, through the unique index's leading column.
+  session: db.query<{ found: number }, [string, string]>(
+    "SELECT 1 AS found FROM settlements WHERE session_id = ? AND location = ? LIMIT 1",
+  ),
   // A row as the journal left it: made, or replaced whole.
   upsert: db.query<unknown, [string, string, string, string, string | null, string, string | null, string | null, string | null, number | null, number | null, number | null, string | null, string | null, number | null]>(
     `INSERT INTO settlements (${COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) ` +
@@ -328,6 +337,7 @@ const indexOf = (statements: Statements): Journal.Index => {
         input_bytes: null,
       }
     },
+    empty: (location, sessionID) => statements.session.get(sessionID, location) === null,
     applied: (nonce) => statements.applied.get(nonce)?.through,
     write,
   }
@@ -619,6 +629,7 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
               // process reads SQLite's rows afresh.
               journal.compact()
               const removed = statements.prune.run(before, limit).changes
+              journal.forget()
               if (unlocated && removed > 0) unlocated = statements.unlocated.get() !== null
               return removed < limit ? removed + statements.pruneTodos.run(before, limit - removed).changes : removed
             }),

@@ -91,6 +91,13 @@ const ATTEMPTS: ReadonlyArray<Attempt> = [
     changed: (w) => existsSync(join(w.dataDir, "core.db.journal")) && readFileSync(join(w.dataDir, "core.db.journal"), "utf8").includes('"row":{}'),
   },
   {
+    // Setting the journal's generation back would let a process skip reading records others appended.
+    name: "rewrite the journal's generation, $CORE_DATA_DIR/core.db.journal-shm",
+    tool: "write",
+    input: (w) => ({ filePath: join(w.dataDir, "core.db.journal-shm"), content: "\u0000".repeat(8) }),
+    changed: (w) => existsSync(join(w.dataDir, "core.db.journal-shm")) && readFileSync(join(w.dataDir, "core.db.journal-shm"), "utf8") === "\u0000".repeat(8),
+  },
+  {
     name: "write through a symlink in the Location that points at core.json",
     tool: "write",
     setup: (w) => symlinkSync(join(w.directory, "core.json"), join(w.directory, "innocent.json")),

@@ -179,7 +179,7 @@ export default Tool.make({
     const mode = (path: string) => statSync(path).mode & 0o777
     const data = sidecar.box.data
     expect(mode(data)).toBe(0o700)
-    for (const file of ["core.db", "core.db-wal", "core.db-shm", "core.db.journal"]) expect({ file, mode: mode(join(data, file)) }).toEqual({ file, mode: 0o600 })
+    for (const file of ["core.db", "core.db-wal", "core.db-shm", "core.db.journal", "core.db.journal-shm"]) expect({ file, mode: mode(join(data, file)) }).toEqual({ file, mode: 0o600 })
     expect(mode(join(data, "outputs"))).toBe(0o700)
     // Each Location's and session's directory of outputs is 0700, and each output in them 0600.
     const entries = readdirSync(join(data, "outputs"), { recursive: true }).map(String).filter((name) => !name.startsWith("."))

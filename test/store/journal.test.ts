@@ -1,11 +1,13 @@
 // The SQLite store's journal (src/store/journal.ts): records appended before SQLite has them, read by every process
 // sharing the data directory. Processes racing the same calls begin each once; a process killed (kill -9) after
 // recording leaves its records for the others to read and compact; a torn append is cut, a record that is not JSON
-// is reported, and a compaction killed after SQLite committed is never applied twice.
+// is reported, and a compaction killed after SQLite committed is never applied twice. Processes that keep the store
+// open skip looking at the journal while its generation has not moved: each still sees every record and compaction
+// another makes, a compaction killed by kill -9 at each of its steps included.
 
 import { Database } from "bun:sqlite"
 import { describe, expect, test } from "bun:test"
-import { appendFileSync, readFileSync, writeFileSync } from "node:fs"
+import { appendFileSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
 import type { Settlement } from "../../src/contract/settlement"
@@ -220,6 +222,269 @@ describe("SQLite store journal", () => {
   })
 })
 
+/**
+ * A process keeping the store at `path` open, run one command at a time: `begin`, `settle` (owned), `lookup` (the
+ * state, or null), `list` (compacts first), `prune` (everything: compacts, then empties SQLite).
+ */
+const peer = (path: string) => {
+  const process_ = Bun.spawn(
+    [
+      process.execPath,
+      "-e",
+      `
+      import { Effect, ManagedRuntime } from "effect"
+      import { SqliteStore } from ${STORE}
+      import { Store } from ${STORE_TYPES}
+      const runtime = ManagedRuntime.make(SqliteStore.layer(${JSON.stringify(path)}, { compactBytes: ${Number.MAX_SAFE_INTEGER} }))
+      const store = await runtime.runPromise(Effect.service(Store.Service))
+      const key = (id) => ({ location: "/p", sessionID: "s", toolCallID: id })
+      const settled = (id) => ({ tool: "echo", callID: id, status: "success", content: [], structured: null, outputs: [] })
+      for await (const line of console) {
+        const [command, id] = line.split(" ")
+        const answer = await runtime.runPromise(
+          command === "begin" ? store.begin(key(id), "echo", "build")
+          : command === "settle" ? store.settle(key(id), settled(id), { state: "owned" })
+          : command === "lookup" ? Effect.map(store.lookup(key(id)), (record) => record?.state ?? null)
+          : command === "list" ? Effect.map(store.list({ location: "/p", limit: 100 }), (calls) => calls.map((call) => call.toolCallID + ":" + call.record.state))
+          : command === "prune" ? store.prune(Date.now() + 1e9, 1000)
+          : Effect.succeed("unknown"),
+        )
+        console.log(JSON.stringify(answer))
+      }
+      await runtime.dispose()
+      `,
+    ],
+    { stdin: "pipe", stdout: "pipe", stderr: "pipe" },
+  )
+  const reader = process_.stdout.getReader()
+  let buffered = ""
+  const line = async (): Promise<string> => {
+    while (!buffered.includes("\n")) {
+      const chunk = await reader.read()
+      if (chunk.done) throw new Error(`the peer exited: ${await new Response(process_.stderr).text()}`)
+      buffered += new TextDecoder().decode(chunk.value)
+    }
+    const at = buffered.indexOf("\n")
+    const found = buffered.slice(0, at)
+    buffered = buffered.slice(at + 1)
+    return found
+  }
+  return {
+    run: async (command: string): Promise<unknown> => {
+      process_.stdin.write(`${command}\n`)
+      process_.stdin.flush()
+      return JSON.parse(await line())
+    },
+    close: async () => {
+      process_.stdin.end()
+      const code = await process_.exited
+      expect({ code, stderr: code === 0 ? "" : await new Response(process_.stderr).text() }).toEqual({ code: 0, stderr: "" })
+    },
+  }
+}
+
+/** The journal's generation (see Journal), high and low words. */
+const generationOf = (path: string) => {
+  const bytes = readFileSync(`${SqliteStore.journalPath(path)}-shm`)
+  return bytes.readUInt32LE(0) * 2 ** 32 + bytes.readUInt32LE(4)
+}
+
+describe("SQLite store journal between processes that keep it open", () => {
+  test("each sees the other's records, compaction and pruning at its next operation", async () => {
+    const path = join(tempDir(), "core.db")
+    const a = peer(path)
+    const b = peer(path)
+    try {
+      // Both have looked once: from here each skips looking while the generation stays where it saw it.
+      expect(await b.run("lookup k")).toBe(null)
+      expect(await a.run("lookup k")).toBe(null)
+      const before = generationOf(path)
+      expect(await a.run("begin k")).toBe(true)
+      expect(generationOf(path)).toBe(before + 1)
+      // Reading moves nothing.
+      expect(await a.run("lookup k")).toBe("started")
+      expect(generationOf(path)).toBe(before + 1)
+      expect(await b.run("begin k")).toBe(false)
+      expect(await b.run("lookup k")).toBe("started")
+      expect(await a.run("settle k")).toBe(true)
+      expect(await b.run("lookup k")).toBe("settled")
+      expect(await b.run("begin j")).toBe(true)
+      expect(await a.run("begin j")).toBe(false)
+      // a compacts: b reads SQLite's rows under the new journal.
+      expect(await a.run("list")).toEqual(["k:settled", "j:started"])
+      expect(await b.run("lookup k")).toBe("settled")
+      expect(await b.run("settle j")).toBe(true)
+      expect(await a.run("lookup j")).toBe("settled")
+      // a compacts and prunes everything: neither may answer what it had read before.
+      expect(await a.run("prune")).toBe(2)
+      expect(await a.run("lookup k")).toBe(null)
+      expect(await b.run("lookup k")).toBe(null)
+      expect(await b.run("lookup j")).toBe(null)
+      // b compacts (nothing pending) and prunes: a must see it as well.
+      expect(await a.run("begin m")).toBe(true)
+      expect(await b.run("prune")).toBe(1)
+      expect(await a.run("lookup m")).toBe(null)
+      expect(await a.run("begin m")).toBe(true)
+      expect(await b.run("begin m")).toBe(false)
+    } finally {
+      await Promise.all([a.close(), b.close()])
+    }
+  }, 60_000)
+
+  test("a process compacting its own calls again and again still knows every one, and another's among them", async () => {
+    const path = join(tempDir(), "core.db")
+    const a = peer(path)
+    const b = peer(path)
+    try {
+      // A new session: a's calls in it are begun without asking SQLite, across a's own compactions.
+      for (const round of [1, 2, 3]) {
+        expect(await a.run(`begin a${round}`)).toBe(true)
+        expect(await a.run(`settle a${round}`)).toBe(true)
+        expect(await a.run("list")).toEqual(Array.from({ length: round }, (_, i) => `a${i + 1}:settled`))
+      }
+      for (const round of [1, 2, 3]) {
+        expect(await a.run(`begin a${round}`)).toBe(false)
+        expect(await a.run(`lookup a${round}`)).toBe("settled")
+      }
+      // b records in the same session and compacts: a reads SQLite's rows again, b's among them.
+      expect(await b.run("begin b1")).toBe(true)
+      expect(await b.run("list")).toEqual(["a1:settled", "a2:settled", "a3:settled", "b1:started"])
+      expect(await a.run("begin b1")).toBe(false)
+      expect(await a.run("lookup b1")).toBe("started")
+      expect(await a.run("begin a4")).toBe(true)
+      expect(await a.run("list")).toEqual(["a1:settled", "a2:settled", "a3:settled", "b1:started", "a4:started"])
+      expect(await a.run("begin a1")).toBe(false)
+      expect(await b.run("begin a4")).toBe(false)
+    } finally {
+      await Promise.all([a.close(), b.close()])
+    }
+  }, 60_000)
+
+  /**
+   * A process that records `done` (settled) and `running` (begun), then compacts (by listing) and is killed -9 at
+   * `step`; `observer` had looked before it started. Afterwards the observer and a new process agree on both calls
+   * and begin neither again.
+   */
+  const killedCompacting = async (step: "before the SQLite commit" | "after the SQLite commit" | "journal emptied, no header yet") => {
+    const path = join(tempDir(), "core.db")
+    const observer = peer(path)
+    try {
+      expect(await observer.run("lookup done")).toBe(null)
+      // The observer's record (its compaction, 250 ms after, may run at any step of the other's) and a header.
+      expect(await observer.run("begin before")).toBe(true)
+      expect(await observer.run("settle before")).toBe(true)
+      const sqliteStep = step !== "journal emptied, no header yet"
+      const script = `
+        import { Database } from "bun:sqlite"
+        import { Effect } from "effect"
+        import { SqliteStore } from ${STORE}
+        import { Store } from ${STORE_TYPES}
+        let armed = false
+        const transaction = Database.prototype.transaction
+        // The compaction's transaction: killed inside it before it commits, or as it returns committed.
+        Database.prototype.transaction = function (run) {
+          const made = transaction.call(this, (...args) => {
+            if (armed && ${JSON.stringify(step === "before the SQLite commit")}) process.kill(process.pid, "SIGKILL")
+            return run(...args)
+          })
+          const wrapped = (...args) => made(...args)
+          wrapped.deferred = made.deferred
+          wrapped.exclusive = made.exclusive
+          wrapped.immediate = (...args) => {
+            const result = made.immediate(...args)
+            if (armed && ${JSON.stringify(step === "after the SQLite commit")}) process.kill(process.pid, "SIGKILL")
+            return result
+          }
+          return wrapped
+        }
+        await Effect.runPromise(Effect.gen(function* () {
+          const store = yield* Store.Service
+          const key = (id) => ({ location: "/p", sessionID: "s", toolCallID: id })
+          yield* store.begin(key("done"), "echo", "build")
+          yield* store.settle(key("done"), { tool: "echo", callID: "done", status: "success", content: [], structured: null, outputs: [] }, { state: "owned" })
+          yield* store.begin(key("running"), "echo", "build")
+          console.log(process.pid)
+          // Compacts once told to, after the observer has read these records.
+          yield* Effect.promise(() => console[Symbol.asyncIterator]().next())
+          armed = ${JSON.stringify(sqliteStep)}
+          yield* store.list({ location: "/p", limit: 10 })
+          console.log("compacted")
+          yield* Effect.never
+        }).pipe(Effect.provide(SqliteStore.layer(${JSON.stringify(path)}, { compactBytes: ${Number.MAX_SAFE_INTEGER} }))))
+      `
+      // The last step is reached by holding the compaction's truncation of the journal (strace delays its return),
+      // and killing the process while it is held: the journal is empty and has no header yet.
+      const argv = sqliteStep
+        ? [process.execPath, "-e", script]
+        : ["strace", "-f", "-o", "/dev/null", "-e", "trace=ftruncate", "-e", "inject=ftruncate:delay_exit=10000000", process.execPath, "-e", script]
+      const killed = Bun.spawn(argv, { stdin: "pipe", stdout: "pipe", stderr: "pipe" })
+      const reader = killed.stdout.getReader()
+      const first = await reader.read()
+      if (first.done) throw new Error(`the recording process failed: ${await new Response(killed.stderr).text()}`)
+      const pid = Number(new TextDecoder().decode(first.value).trim())
+      expect(pid).toBeGreaterThan(0)
+      // The observer knows the journal as it is before the compaction: only the compaction's own steps are left to see.
+      expect(await observer.run("lookup done")).toBe("settled")
+      expect(await observer.run("lookup running")).toBe("started")
+      killed.stdin.write("go\n")
+      killed.stdin.flush()
+      if (!sqliteStep) {
+        const journal = SqliteStore.journalPath(path)
+        const deadline = Date.now() + 15_000
+        while (statSync(journal).size !== 0 && Date.now() < deadline) await Bun.sleep(5)
+        expect(statSync(journal).size).toBe(0)
+        process.kill(pid, "SIGKILL")
+      }
+      await killed.exited
+      const rest = await reader.read()
+      expect(rest.done === true || !new TextDecoder().decode(rest.value).includes("compacted")).toBe(true)
+
+      const db = new Database(path, { readonly: true })
+      const inSqlite = db.query("SELECT call_id FROM settlements WHERE call_id IN ('done', 'running') ORDER BY call_id").all()
+      db.close()
+      expect(inSqlite).toEqual(step === "before the SQLite commit" ? [] : [{ call_id: "done" }, { call_id: "running" }])
+
+      expect(await observer.run("lookup done")).toBe("settled")
+      expect(await observer.run("lookup running")).toBe("started")
+      expect(await observer.run("begin done")).toBe(false)
+      expect(await observer.run("begin running")).toBe(false)
+      expect(await observer.run("begin fresh")).toBe(true)
+      // Appended to the journal as it is now, not to the one the observer read before the compaction.
+      expect(readFileSync(SqliteStore.journalPath(path), "utf8")).toStartWith("core-journal 1 ")
+      const found = await use(path, Effect.gen(function* () {
+        const store = yield* Store.Service
+        return [
+          (yield* store.lookup(keyOf("done")))?.state,
+          (yield* store.lookup(keyOf("running")))?.state,
+          (yield* store.lookup(keyOf("fresh")))?.state,
+          yield* store.begin(keyOf("running"), "echo", "build"),
+        ]
+      }))
+      expect(found).toEqual(["settled", "started", "started", false])
+      expect(await observer.run("lookup fresh")).toBe("started")
+    } finally {
+      await observer.close()
+    }
+  }
+
+  test("a compaction killed -9 before its SQLite commit", () => killedCompacting("before the SQLite commit"), 60_000)
+  test("a compaction killed -9 after its SQLite commit", () => killedCompacting("after the SQLite commit"), 60_000)
+  test("a compaction killed -9 with the journal emptied and no header yet", () => {
+    // strace holds the process at the one step no hook reaches; Debian's strace package.
+    expect(Bun.which("strace")).not.toBeNull()
+    return killedCompacting("journal emptied, no header yet")
+  }, 60_000)
+
+  test("the generation beside the journal is the user's alone: 0600, 8 bytes", async () => {
+    const path = join(tempDir(), "core.db")
+    await use(path, Effect.flatMap(Store.Service, (store) => store.begin(keyOf("a"), "echo", "build")))
+    const generation = `${SqliteStore.journalPath(path)}-shm`
+    expect(existsSync(generation)).toBe(true)
+    expect(statSync(generation).mode & 0o777).toBe(0o600)
+    expect(statSync(generation).size).toBe(8)
+  })
+})
+
 describe("Journal compaction killed after SQLite committed", () => {
   /** An index in memory: what SQLite would hold; `dies` makes the next write end the writer after committing. */
   const memoryIndex = () => {
@@ -228,6 +493,7 @@ describe("Journal compaction killed after SQLite committed", () => {
     const state = { dies: false, writes: 0 }
     const index: Journal.Index = {
       row: ([location, sessionID, toolCallID]) => rows.get(`${location}/${sessionID}/${toolCallID}`),
+      empty: (location, sessionID) => ![...rows.values()].some((row) => row.location === location && row.session_id === sessionID),
       applied: (nonce) => applied.get(nonce),
       write: (written, nonce, through) => {
         for (const row of written) rows.set(`${row.location}/${row.session_id}/${row.call_id}`, row)
