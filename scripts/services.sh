@@ -15,15 +15,17 @@ DIR=${CORE_SERVICES_DIR:-${TMPDIR:-/tmp}/core-services-$(id -u)}
 ENV_FILE=$DIR/env
 HOST=127.0.0.1
 
-# Debian's postgresql and pgbouncer, installed when missing where this may (root, with apt-get), so the README's
-# `npm install && npm test` sets up what the store tests need on a fresh Debian machine too.
+# Debian's postgresql and pgbouncer, and strace (which holds a process at a system call for the journal's kill -9
+# tests), installed when missing where this may (root, with apt-get), so the README's `npm install && npm test` sets
+# up what the store tests need on a fresh Debian machine too.
 install_missing() {
-  if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && { command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ]; }; then
+  if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && { command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ]; } &&
+    command -v strace >/dev/null; then
     return 0
   fi
   [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null || return 0
-  echo "installing Debian's postgresql and pgbouncer for the store tests" >&2
-  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql pgbouncer; } >&2 || true
+  echo "installing Debian's postgresql, pgbouncer and strace for the store tests" >&2
+  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql pgbouncer strace; } >&2 || true
 }
 
 bindir() {
@@ -133,8 +135,14 @@ case "${1:-}" in
   env)
     running && grep -v _PORT= "$ENV_FILE"
     ;;
+  install)
+    mkdir -p "$(dirname "$DIR")"
+    exec 9>"$DIR.lock"
+    flock 9
+    install_missing
+    ;;
   *)
-    echo "usage: scripts/services.sh start|stop|env" >&2
+    echo "usage: scripts/services.sh start|stop|env|install" >&2
     exit 2
     ;;
 esac
