@@ -15,6 +15,7 @@ import { Registry } from "../../src/registry/registry"
 import { Settler } from "../../src/settlement/settler"
 import { Store } from "../../src/store/store"
 import { Tool } from "../../src/tool/tool"
+import type { JsonSpan } from "../support/otlp"
 
 interface Received {
   readonly headers: Headers
@@ -54,16 +55,6 @@ const settings = (url: string, overrides: Partial<Otlp.Settings> = {}): Otlp.Set
   flushMs: 2_000,
   ...overrides,
 })
-
-interface JsonSpan {
-  readonly traceId: string
-  readonly spanId: string
-  readonly parentSpanId?: string
-  readonly name: string
-  readonly startTimeUnixNano: string
-  readonly endTimeUnixNano: string
-  readonly attributes: ReadonlyArray<{ readonly key: string; readonly value: Record<string, unknown> }>
-}
 
 const spansOf = (received: ReadonlyArray<Received>): Array<JsonSpan> =>
   received.flatMap((request) => {

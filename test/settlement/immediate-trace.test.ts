@@ -22,17 +22,7 @@ import { SqliteStore } from "../../src/store/sqlite-store"
 import { Store } from "../../src/store/store"
 import { Tool } from "../../src/tool/tool"
 import { tempDir } from "../support/temp"
-
-interface JsonSpan {
-  readonly traceId: string
-  readonly spanId: string
-  readonly parentSpanId?: string
-  readonly name: string
-  readonly startTimeUnixNano: string
-  readonly endTimeUnixNano: string
-  readonly attributes: ReadonlyArray<{ readonly key: string; readonly value: Record<string, unknown> }>
-  readonly events?: ReadonlyArray<{ readonly attributes: ReadonlyArray<{ readonly key: string; readonly value: Record<string, unknown> }> }>
-}
+import type { JsonSpan } from "../support/otlp"
 
 const servers: Array<{ stop: (force?: boolean) => void }> = []
 afterAll(() => {
