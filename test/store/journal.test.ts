@@ -412,11 +412,12 @@ describe("SQLite store journal between processes that keep it open", () => {
           yield* Effect.never
         }).pipe(Effect.provide(SqliteStore.layer(${JSON.stringify(path)}, { compactBytes: ${Number.MAX_SAFE_INTEGER} }))))
       `
-      // The last step is reached by holding the compaction's truncation of the journal (strace delays its return),
-      // and killing the process while it is held: the journal is empty and has no header yet.
+      // The last step is reached by holding the compaction's truncation of the journal (strace delays its return,
+      // for the journal alone: SQLite's own truncations go on), and killing the process while it is held: the
+      // journal is empty and has no header yet.
       const argv = sqliteStep
         ? [process.execPath, "-e", script]
-        : ["strace", "-f", "-o", "/dev/null", "-e", "trace=ftruncate", "-e", "inject=ftruncate:delay_exit=10000000", process.execPath, "-e", script]
+        : ["strace", "-f", "-o", "/dev/null", "-P", SqliteStore.journalPath(path), "-e", "trace=ftruncate", "-e", "inject=ftruncate:delay_exit=10000000", process.execPath, "-e", script]
       const killed = Bun.spawn(argv, { stdin: "pipe", stdout: "pipe", stderr: "pipe" })
       const reader = killed.stdout.getReader()
       const first = await reader.read()
@@ -430,7 +431,8 @@ describe("SQLite store journal between processes that keep it open", () => {
       killed.stdin.flush()
       if (!sqliteStep) {
         const journal = SqliteStore.journalPath(path)
-        const deadline = Date.now() + 15_000
+        // A first truncation of the journal (its header written by this process) is held too, for 10 s.
+        const deadline = Date.now() + 45_000
         while (statSync(journal).size !== 0 && Date.now() < deadline) await Bun.sleep(5)
         expect(statSync(journal).size).toBe(0)
         process.kill(pid, "SIGKILL")
