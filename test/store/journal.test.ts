@@ -368,6 +368,8 @@ describe("SQLite store journal between processes that keep it open", () => {
   const killedCompacting = async (step: "before the SQLite commit" | "after the SQLite commit" | "journal emptied, no header yet") => {
     const path = join(tempDir(), "core.db")
     const observer = peer(path)
+    let recording: Bun.Subprocess | undefined
+    let recorder: number | undefined
     try {
       expect(await observer.run("lookup done")).toBe(null)
       // The observer's record (its compaction, 250 ms after, may run at any step of the other's) and a header.
@@ -419,10 +421,12 @@ describe("SQLite store journal between processes that keep it open", () => {
         ? [process.execPath, "-e", script]
         : ["strace", "-f", "-o", "/dev/null", "-P", SqliteStore.journalPath(path), "-e", "trace=ftruncate", "-e", "inject=ftruncate:delay_exit=10000000", process.execPath, "-e", script]
       const killed = Bun.spawn(argv, { stdin: "pipe", stdout: "pipe", stderr: "pipe" })
+      recording = killed
       const reader = killed.stdout.getReader()
       const first = await reader.read()
       if (first.done) throw new Error(`the recording process failed: ${await new Response(killed.stderr).text()}`)
       const pid = Number(new TextDecoder().decode(first.value).trim())
+      recorder = pid
       expect(pid).toBeGreaterThan(0)
       // The observer knows the journal as it is before the compaction: only the compaction's own steps are left to see.
       expect(await observer.run("lookup done")).toBe("settled")
@@ -465,6 +469,15 @@ describe("SQLite store journal between processes that keep it open", () => {
       expect(found).toEqual(["settled", "started", "started", false])
       expect(await observer.run("lookup fresh")).toBe("started")
     } finally {
+      // A check that failed before the kill leaves the recording process (and strace, which would only let go of it).
+      recording?.kill("SIGKILL")
+      if (recorder !== undefined) {
+        try {
+          process.kill(recorder, "SIGKILL")
+        } catch {
+          // killed as the test meant
+        }
+      }
       await observer.close()
     }
   }
