@@ -151,10 +151,13 @@ const endGroups = async (groups: ReadonlyArray<number>) => {
 const crowd = async (count: number) => {
   const parent = Bun.spawn(
     [python!, "-c", `import os, signal, sys
+# Gone within 2 minutes however the test ends: SIGALRM ends each (an alarm is not inherited by a fork).
 for _ in range(${count}):
     if os.fork() == 0:
+        signal.alarm(120)
         signal.pause()
         os._exit(0)
+signal.alarm(120)
 print("up", flush=True)
 signal.pause()`],
     { stdout: "pipe", stderr: "inherit", detached: true },
