@@ -8,8 +8,9 @@ export * as Supervisor from "./supervisor"
 // command runs can signal the supervisor. Before that child starts, the supervisor seals itself in a Landlock
 // domain that handles only the signal scope: the command's domain is nested in it, so the supervisor can signal the
 // command's processes and nothing else, and one kill(-1) ends them all at once (`sealed`). When the command exits,
-// times out, is cancelled or core dies, it ends every descendant and reports what it ended. It imports nothing heavy: it starts for every command. It decides
-// nothing and never writes to stdout or stderr, which belong to the command.
+// times out, is cancelled or core dies, it ends every descendant and reports what it ended. It imports nothing
+// heavy: it starts for every command. It decides nothing and never writes to stdout or stderr, which belong to the
+// command.
 
 import { openSync, readSync } from "node:fs"
 import { join } from "node:path"
@@ -450,12 +451,12 @@ export const main = async (
   { isolate, deny, pid, sandbox = false }: Flags = { isolate: false, deny: [], pid: false },
 ): Promise<never> => {
   const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
+  // Sealed before a sandboxed spare's starter starts, so that the starter, and the command it becomes, are in reach.
+  if (sandbox) seal(pid && process.pid === 1, parent)
   /**
    * The starter readied for the order, and the grants core expects it to make. A sandboxed spare's starts first,
    * so that its start overlaps this one's: it readies itself (its /proc, core's ports kept from its command).
    */
-  // Sealed before it starts, so that the starter, and the command it becomes, are in the supervisor's reach.
-  if (sandbox) seal(pid && process.pid === 1, parent)
   let starter: Starting | undefined = sandbox
     ? startStarter({ isolate, sandbox: true, cold: false, pid: pid && process.pid === 1, deny }, "ignore")
     : undefined
