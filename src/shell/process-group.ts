@@ -185,22 +185,81 @@ const processes = (): Map<number, Process> => {
   return found
 }
 
+/** Whether the kernel lists each thread's children (/proc/PID/task/TID/children, CONFIG_PROC_CHILDREN). */
+let childrenListed: boolean | undefined
+
 /**
- * The live (not zombie) descendants of `root`, from /proc's parent links. Only a subreaper's descendants stay
- * its descendants whatever they do (setsid, double fork); for any other root, orphans are lost to init.
+ * The children of `pid` (zombies among them), from the list the kernel keeps for each of its threads: a process's
+ * children are those of every thread, and an orphan a subreaper adopts becomes the child of one of them. Reads a
+ * few small files, however many processes the machine runs. Empty once `pid` is gone; undefined where the kernel
+ * keeps no such list.
+ */
+export const children = (pid: number): Array<number> | undefined => {
+  if (childrenListed === undefined) {
+    try {
+      readFileSync("/proc/self/task/" + readdirSync("/proc/self/task")[0] + "/children", "latin1")
+      childrenListed = true
+    } catch {
+      childrenListed = false
+    }
+  }
+  if (!childrenListed) return undefined
+  const found: Array<number> = []
+  let threads: Array<string>
+  try {
+    threads = readdirSync(`/proc/${pid}/task`)
+  } catch {
+    return found
+  }
+  for (const thread of threads) {
+    let list: string
+    try {
+      list = readFileSync(`/proc/${pid}/task/${thread}/children`, "latin1")
+    } catch {
+      continue // the thread ended while we looked
+    }
+    for (const child of list.trim().split(" ")) if (child !== "") found.push(Number(child))
+  }
+  return found
+}
+
+/**
+ * The live (not zombie) descendants of `root`. Only a subreaper's descendants stay its descendants whatever they
+ * do (setsid, double fork); for any other root, orphans are lost to init. Walked down through each process's
+ * children (`children`), so it costs what the tree holds rather than every process of the machine; where the kernel
+ * lists no children, every process's parent link is read from /proc.
  */
 export const descendants = (root: number): Array<Process> => {
+  if (children(root) === undefined) return linked(root)
+  const found: Array<Process> = []
+  const seen = new Set<number>([root])
+  const queue = [root]
+  while (queue.length > 0) {
+    for (const pid of children(queue.pop()!) ?? []) {
+      if (seen.has(pid)) continue
+      seen.add(pid)
+      const process_ = stat(pid)
+      if (process_ === undefined) continue
+      queue.push(pid)
+      if (process_.state !== "Z") found.push(process_)
+    }
+  }
+  return found
+}
+
+/** `descendants`, from the parent link of every process in /proc. */
+const linked = (root: number): Array<Process> => {
   const all = processes()
-  const children = new Map<number, Array<Process>>()
+  const byParent = new Map<number, Array<Process>>()
   for (const process_ of all.values()) {
-    const siblings = children.get(process_.ppid)
-    if (siblings === undefined) children.set(process_.ppid, [process_])
+    const siblings = byParent.get(process_.ppid)
+    if (siblings === undefined) byParent.set(process_.ppid, [process_])
     else siblings.push(process_)
   }
   const found: Array<Process> = []
   const queue = [root]
   while (queue.length > 0) {
-    for (const child of children.get(queue.pop()!) ?? []) {
+    for (const child of byParent.get(queue.pop()!) ?? []) {
       if (child.pid === root) continue
       queue.push(child.pid)
       if (child.state !== "Z") found.push(child)

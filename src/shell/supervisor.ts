@@ -57,8 +57,10 @@ export const flags = (args: ReadonlyArray<string>): Flags => ({
 export const GRACE_MS = 3000
 const POLL_MS = 20
 const KILL_ROUNDS = 50
-/** How long the supervisor keeps searching for what is left while it still has a child (see `conclude`). */
+/** How long the supervisor, unsealed, keeps ending its children while it still has one (see `chase`). */
 const CHASE_MS = 5_000
+/** Rounds of `chase` between two turns of the event loop. */
+const CHASE_ROUNDS_PER_TURN = 64
 const SIGHUP = 1
 const SIGKILL = 9
 const EPERM = 1
@@ -208,6 +210,37 @@ const sweep = async (command: Bun.Subprocess): Promise<ReadonlyArray<number>> =>
   }
 }
 
+/**
+ * Ends, unsealed, what the searches missed: a chain of processes that each fork the next and exit. Each process of
+ * it is this subreaper's child once the one that forked it has exited, so the supervisor reads its own children
+ * (ProcessGroup.children: a few small files, however many processes the machine runs) and SIGKILLs them, round
+ * after round, until it has none: a process killed before its fork completes leaves no child, and one a fork
+ * outran is the next round's. Where the kernel lists no children it searches /proc again, which an interpreter's
+ * chain cannot outrun for long but a compiled one can. Up to CHASE_MS; answers what it ended and what is left.
+ */
+const chase = async (command: Bun.Subprocess): Promise<{ killed: ReadonlyArray<Ended>; survivors: ReadonlyArray<number> }> => {
+  const killed = new Map<number, Ended>()
+  const deadline = performance.now() + CHASE_MS
+  for (let round = 1; !alone(command) && performance.now() < deadline; round++) {
+    const found = ProcessGroup.children(process.pid)
+    if (found === undefined) {
+      const again = await endAll(0).catch(() => undefined)
+      if (again === undefined) break
+      for (const ended of again.killed) killed.set(ended.pid, ended)
+      continue
+    }
+    for (const pid of found) {
+      // A child's pid stays its own until it is reaped (by `alone`, before the next read), so this reaches no other.
+      Native.kill(pid, SIGKILL)
+      if (!killed.has(pid)) killed.set(pid, { pid, name: ProcessGroup.stat(pid)?.name ?? "?" })
+    }
+    // The rounds run back to back, faster than a fork; now and then a turn of the event loop, for core's messages.
+    if (round % CHASE_ROUNDS_PER_TURN === 0) await sleep(1)
+  }
+  if (alone(command)) return { killed: [...killed.values()], survivors: [] }
+  return { killed: [...killed.values()], survivors: ProcessGroup.children(process.pid) ?? [command.pid] }
+}
+
 /** Set when the end must not wait any longer (core is gone or forcing its exit): cuts a grace period short. */
 let urgent = false
 
@@ -307,13 +340,11 @@ const conclude = (command: Bun.Subprocess, name: string, grace: number): Ending 
     if (sealed) survivors = await sweep(command)
     // Not sealed (no Landlock signal scope, or a command run without a sandbox): a chain of processes that each fork
     // the next and exit changes pid faster than /proc is read, and one search can miss it; it cannot leave this
-    // subreaper without a child, though. So while one is left, search again.
-    const deadline = performance.now() + CHASE_MS
-    while (!sealed && !alone(command) && performance.now() < deadline) {
-      const again = await endAll(0).catch(() => undefined)
-      if (again === undefined) break
-      killed = [...killed, ...again.killed.filter((found) => !killed.some((known) => known.pid === found.pid))]
-      survivors = again.survivors
+    // subreaper without a child, though.
+    if (!sealed && !alone(command)) {
+      const chased = await chase(command)
+      killed = [...killed, ...chased.killed.filter((found) => !killed.some((known) => known.pid === found.pid))]
+      survivors = chased.survivors
     }
     // Orphans it adopted and ended are its children: reap them, so none is left a zombie.
     while (Native.reap() > 0);

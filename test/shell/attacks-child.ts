@@ -1,6 +1,7 @@
 // One core's shell, as a model's calls would reach it (`bun test/shell/attacks-child.ts RECORDS CWD PIDS MODE
 // COMMAND...`; PIDS "no" runs sandboxed commands without a PID namespace, as core run by a user who is not root
-// does). MODE "sequence" runs the commands in turn, "sockets" too with Unix sockets granted (`shell.sockets`); MODE "crowd" runs its one command while another call runs
+// does). MODE "sequence" runs the commands in turn, "sockets" too with Unix sockets granted (`shell.sockets`), "bare" in
+// turn without a sandbox (as `shell.sandbox: "off"` runs them); MODE "crowd" runs its one command while another call runs
 // (named core-victim, until the command writes a file `done` in the Location, 30 s at most) and a spare supervisor waits for the next, then one call more. Prints
 // each run's outcome as one JSON line (crowd: the command's, the other call's, the last's). Started by the attack
 // tests, as root or as another user: that it prints every line shows that core outlived each command.
@@ -13,7 +14,7 @@ const shell = Shell.make(mode === "sockets" ? { sockets: [cwd!] } : {}, { record
 
 const run = (command: string) =>
   Effect.runPromise(
-    shell.run({ argv: ["bash", "-c", command], cwd: cwd!, sandbox: { location: cwd!, approved: [] } }).pipe(
+    shell.run({ argv: ["bash", "-c", command], cwd: cwd!, ...(mode === "bare" ? {} : { sandbox: { location: cwd!, approved: [] } }) }).pipe(
       Effect.map((result) => ({
         stdout: result.stdout.text,
         stderr: result.stderr.text,
