@@ -127,12 +127,19 @@ const groupAlive = (group: number) => {
   }
 }
 
-/** Whether a process is left in the PID namespace `namespace` (as /proc/PID/ns/pid names it), searched 20 times. */
+/**
+ * Whether a process of the command's is left in the PID namespace `namespace` (as /proc/PID/ns/pid names it),
+ * searched 20 times. Its first process, the supervisor, is not the command's: it reports the call's end and then
+ * exits, and may still be exiting when the call has returned.
+ */
 const namespaceAlive = (namespace: string) =>
   Array.from({ length: 20 }).some(() =>
     readdirSync("/proc").some((entry) => {
       try {
-        return /^\d+$/.test(entry) && readlinkSync(`/proc/${entry}/ns/pid`) === namespace
+        if (!/^\d+$/.test(entry) || readlinkSync(`/proc/${entry}/ns/pid`) !== namespace) return false
+        // NSpid: the process's pid in each namespace it is in, its own namespace's last.
+        const numbers = /^NSpid:\s*(.*)$/m.exec(readFileSync(`/proc/${entry}/status`, "latin1"))![1]!.trim().split(/\s+/)
+        return numbers.at(-1) !== "1"
       } catch {
         return false
       }
