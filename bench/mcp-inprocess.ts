@@ -28,9 +28,9 @@ interface Side {
   readonly client: Client
 }
 
-const linked = async (label: string, server: { connect: (transport: InMemoryTransport) => Promise<void> }): Promise<Side> => {
+const linked = async (label: string, connect: (transport: InMemoryTransport) => Promise<void>): Promise<Side> => {
   const [serverEnd, clientEnd] = InMemoryTransport.createLinkedPair()
-  await server.connect(serverEnd)
+  await connect(serverEnd)
   const client = new Client({ name: "bench", version: "1.0.0" })
   await client.connect(clientEnd)
   return { label, client }
@@ -59,13 +59,14 @@ export const measure = async (): Promise<Report> => {
           { agent: "build", sessionID: `ses_${label.length}_${Date.now()}`, name: "core", version: "bench", note: () => {} },
         ),
       )
-      return linked(label, session.server)
+      // Connected as `core mcp` and `/mcp` connect it: a plain call is answered by the session itself.
+      return linked(label, session.connect)
     }
     const sdkServer = new McpServer({ name: "bench", version: "1.0.0" })
     sdkServer.registerTool("echo", { description: "Echo text back", inputSchema: { text: z.string() } }, async ({ text }) => ({
       content: [{ type: "text", text }],
     }))
-    const sdk = await linked("SDK McpServer", sdkServer)
+    const sdk = await linked("SDK McpServer", (transport) => sdkServer.connect(transport))
     const durable = await core("core (SQLite)", undefined)
     const memory = await core("core (memory store)", Store.layerMemory)
     const sides = [sdk, durable, memory]

@@ -4,13 +4,13 @@
 // recording (law 12) costs. Usage: `bun bench/mcp-memory-peer.ts stdio|http LOCATION`; in `http` mode it prints
 // one JSON line `{ "url", "token" }` once listening.
 
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { Effect, Scope } from "effect"
 import { Runtime } from "../src/cli/runtime"
 import { Host } from "../src/host/host"
 import { Sidecar } from "../src/host/sidecar"
 import { Mcp } from "../src/mcp-server/mcp"
 import { McpHttp } from "../src/mcp-server/mcp-http"
+import { McpStdio } from "../src/mcp-server/mcp-stdio"
 import { Router } from "../src/server/router"
 import { Security } from "../src/server/security"
 import { Store } from "../src/store/store"
@@ -33,9 +33,8 @@ if (mode === "stdio") {
       { agent: "build", sessionID: "ses_bench", name: "core", version: "bench", note: () => {} },
     ),
   )
-  const transport = new StdioServerTransport()
-  process.stdin.once("end", () => void transport.close())
-  await session.server.connect(transport)
+  // core's stdio transport, connected as `core mcp` connects it (a plain call answered by the session itself).
+  await session.connect(new McpStdio.Transport(process.stdin, process.stdout))
 } else {
   const token = Security.generateToken()
   const mcp = await run(McpHttp.make({ sidecar, version: "bench", log: () => {} }))

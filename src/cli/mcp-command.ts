@@ -3,7 +3,6 @@ export * as McpCommand from "./mcp-command"
 // `core mcp`: serves one Location's tools to an MCP client over stdio. stdout carries JSON-RPC only; warnings and
 // notes about declined asks go to stderr. It runs until the client closes stdin (or SIGINT/SIGTERM).
 
-import { Writable } from "node:stream"
 import { format } from "node:util"
 import { RootsListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import * as Effect from "effect/Effect"
@@ -57,20 +56,17 @@ const OPTIONS = {
 
 /**
  * stdout for JSON-RPC alone: what else would write there (a tool's console.log or process.stdout.write, in this
- * process) goes to stderr, and the transport gets a stream of its own onto the real stdout.
+ * process) goes to stderr, and the transport gets the real stdout's own write.
  */
-const claimStdout = (): Writable => {
-  const write = process.stdout.write.bind(process.stdout)
+const claimStdout = (): McpStdio.Output => {
+  const stdout = process.stdout
+  const write = stdout.write.bind(stdout)
   const toStderr = (...values: Array<unknown>) => void process.stderr.write(`${format(...values)}\n`)
   console.log = toStderr
   console.info = toStderr
   console.debug = toStderr
   process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write
-  return new Writable({
-    write: (chunk, encoding, callback) => {
-      write(chunk, encoding, callback)
-    },
-  })
+  return { write: (chunk) => write(chunk), once: (event, listener) => stdout.once(event, listener) }
 }
 
 export const run = (args: ReadonlyArray<string>) =>

@@ -5,7 +5,7 @@ export * as McpStdio from "./mcp-stdio"
 // request with its id when it can be read), so a client never waits forever and one bad line never ends the server.
 // It knows nothing of tools or sessions; the MCP server on top dispatches what it passes on.
 
-import type { Readable, Writable } from "node:stream"
+import type { Readable } from "node:stream"
 import type { Transport as McpTransport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { ErrorCode, JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 
@@ -60,6 +60,15 @@ const idOf = (value: unknown): Id | null => {
 const isResponse = (value: unknown): boolean =>
   typeof value === "object" && value !== null && !("method" in value) && ("result" in value || "error" in value)
 
+/**
+ * Where messages are written: a stream's `write` (false when it would rather not be written to until `drain`), as
+ * `process.stdout` has it; nothing in between, so a message is one write of one string.
+ */
+export interface Output {
+  readonly write: (chunk: string) => boolean
+  readonly once: (event: "drain", listener: () => void) => unknown
+}
+
 export class Transport implements McpTransport {
   onclose?: () => void
   onerror?: (error: Error) => void
@@ -73,7 +82,7 @@ export class Transport implements McpTransport {
 
   constructor(
     private readonly input: Readable,
-    private readonly output: Writable,
+    private readonly output: Output,
     private readonly maxLineBytes: number = MAX_LINE_BYTES,
   ) {}
 

@@ -14,6 +14,7 @@ import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/proto
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
   type CallToolRequest,
+  type CallToolResult,
   CallToolRequestSchema,
   ErrorCode,
   type JSONRPCMessage,
@@ -27,6 +28,7 @@ import {
   type ServerNotification,
   type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js"
+import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Tracer from "effect/Tracer"
@@ -34,7 +36,7 @@ import * as PubSub from "effect/PubSub"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import { CallKey } from "../contract/call-key"
-import type { Calls } from "../host/calls"
+import { Calls } from "../host/calls"
 import type { Events } from "../host/events"
 import type { Served } from "../host/served"
 import type { ManagedOutputs } from "../output/managed-outputs"
@@ -140,6 +142,10 @@ interface State {
   readonly options: Options
   readonly server: Server
   readonly run: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
+  /** Runs `effect` in the session's context: its exit now when it ends without waiting, else once it ends. */
+  readonly now: <A, E>(effect: Effect.Effect<A, E>) => Exit.Exit<A, E> | Promise<Exit.Exit<A, E>>
+  /** Whether a tracer that keeps spans is installed. */
+  readonly traced: boolean
   /** With a tracer that keeps spans, each request is a server span (its call's settle spans below it). */
   readonly span: <A, E>(name: string, effect: Effect.Effect<A, E>, attributes?: Record<string, unknown>) => Effect.Effect<A, E>
   /** The host served now, if there is one yet. */
@@ -330,9 +336,73 @@ const answerCall = async (state: State, serving: Host, params: CallToolRequest["
   }
 }
 
+/** The message of an operational failure, as the client reads it in an InternalError. */
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+/**
+ * A plain call's answer, untraced, without a fiber of its own: its turn captured and its call started at once (as
+ * serve's JSON calls are; only a tool of an MCP server not yet connected waits to be captured), its outcome read
+ * as soon as it is settled and recorded, without a fiber or a promise when it settled at once. `cancel` is told
+ * how to cancel the call once it is started.
+ */
+const answerUntraced = (
+  state: State,
+  serving: Host,
+  params: CallToolRequest["params"],
+  requestId: string | number,
+  cancelled: Cancel,
+): CallToolResult | Promise<CallToolResult> => {
+  const call = callOf(params, state.options, requestId)
+  const key = CallKey.of(serving.served.directory, call)
+  const settled = (turn: Served.Turn, exit: Calls.Outcome): CallToolResult => {
+    state.running.delete(key)
+    if (Exit.isFailure(exit)) throw new McpError(ErrorCode.InternalError, messageOf(Cause.squash(exit.cause)))
+    const definition = turn.materialization.definitions.find((candidate) => candidate.name === call.name)
+    const structured = definition !== undefined && Mapping.isObjectSchema(definition.outputSchema)
+    return Mapping.resultOf(exit.value.settlement, structured, kept(serving.outputs))
+  }
+  const start = (captured: Exit.Exit<Served.Turn, unknown>): CallToolResult | Promise<CallToolResult> => {
+    if (Exit.isFailure(captured)) throw new McpError(ErrorCode.InternalError, messageOf(Cause.squash(captured.cause)))
+    const turn = captured.value
+    state.running.set(key, { call, host: serving, turn, requestId })
+    let entry: Calls.Entry
+    try {
+      entry = Effect.runSync(serving.calls.start(serving.served, turn, call))
+    } catch (error) {
+      state.running.delete(key)
+      throw new McpError(ErrorCode.InternalError, messageOf(error))
+    }
+    cancelled.onCancel(() => void state.run(serving.calls.cancel({ ...call, location: serving.served.directory })))
+    if (entry.outcome !== undefined) return settled(turn, entry.outcome)
+    return Calls.outcome(entry).then((exit) => settled(turn, exit))
+  }
+  const captured = state.now(serving.served.capture(state.options.agent, { call: call.name }))
+  return captured instanceof Promise ? captured.then(start) : start(captured)
+}
+
+/**
+ * A request's cancellation as the SDK's table of requests being handled holds it (the SDK calls `abort` on
+ * `notifications/cancelled` and when the transport closes): no AbortSignal, which costs a call more than its own
+ * settle does when nothing listens.
+ */
+class Cancel {
+  aborted = false
+  private cancel: (() => void) | undefined
+  abort(): void {
+    if (this.aborted) return
+    this.aborted = true
+    this.cancel?.()
+  }
+  /** Cancels with `cancel` once aborted: now if it already is. */
+  onCancel(cancel: () => void): void {
+    if (this.aborted) cancel()
+    else this.cancel = cancel
+  }
+}
+
 /** The Protocol's table of the requests being handled, which `notifications/cancelled` aborts (the SDK's version is pinned). */
-const abortersOf = (server: Server): Map<string | number, AbortController> =>
-  (server as unknown as { readonly _requestHandlerAbortControllers: Map<string | number, AbortController> })
+const abortersOf = (server: Server): Map<string | number, Pick<AbortController, "abort">> =>
+  (server as unknown as { readonly _requestHandlerAbortControllers: Map<string | number, Pick<AbortController, "abort">> })
     ._requestHandlerAbortControllers
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -378,19 +448,51 @@ const answerDirectly = (state: State, message: unknown, deliver: (answer: JSONRP
   if (params === undefined) return false
   const id = (message as { readonly id: string | number }).id
   const aborters = abortersOf(state.server)
+  const send = (cancelled: { readonly aborted: boolean }, answer: JSONRPCMessage) => {
+    if (!cancelled.aborted) deliver(answer)
+  }
+  const failed = (cancelled: { readonly aborted: boolean }, error: unknown) => {
+    const failure = error as { readonly code?: unknown; readonly message?: unknown }
+    const code = typeof failure.code === "number" && Number.isSafeInteger(failure.code) ? failure.code : ErrorCode.InternalError
+    const text = typeof failure.message === "string" ? failure.message : "Internal error"
+    send(cancelled, { jsonrpc: "2.0", id, error: { code, message: text } })
+  }
+  if (!state.traced) {
+    const cancelled = new Cancel()
+    aborters.set(id, cancelled)
+    const done = () => {
+      if (aborters.get(id) === cancelled) aborters.delete(id)
+    }
+    let answered: CallToolResult | Promise<CallToolResult>
+    try {
+      answered = answerUntraced(state, state.host()!, params, id, cancelled)
+    } catch (error) {
+      done()
+      failed(cancelled, error)
+      return true
+    }
+    if (!(answered instanceof Promise)) {
+      done()
+      send(cancelled, { jsonrpc: "2.0", id, result: answered })
+      return true
+    }
+    // Waited on by `close`, which lets every call be settled and recorded first.
+    const waiting = answered.then(
+      (result) => send(cancelled, { jsonrpc: "2.0", id, result }),
+      (error: unknown) => failed(cancelled, error),
+    )
+    state.waiting.add(waiting)
+    void waiting.finally(() => {
+      state.waiting.delete(waiting)
+      done()
+    })
+    return true
+  }
   const aborter = new AbortController()
   aborters.set(id, aborter)
-  const send = (answer: JSONRPCMessage) => {
-    if (!aborter.signal.aborted) deliver(answer)
-  }
   answerCall(state, state.host()!, params, { requestId: id, signal: aborter.signal }).then(
-    (result) => send({ jsonrpc: "2.0", id, result }),
-    (error: unknown) => {
-      const failure = error as { readonly code?: unknown; readonly message?: unknown }
-      const code = typeof failure.code === "number" && Number.isSafeInteger(failure.code) ? failure.code : ErrorCode.InternalError
-      const text = typeof failure.message === "string" ? failure.message : "Internal error"
-      send({ jsonrpc: "2.0", id, error: { code, message: text } })
-    },
+    (result) => send(aborter.signal, { jsonrpc: "2.0", id, result }),
+    (error: unknown) => failed(aborter.signal, error),
   ).finally(() => {
     if (aborters.get(id) === aborter) aborters.delete(id)
   })
@@ -472,6 +574,7 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
   Effect.gen(function* () {
     const scope = yield* Effect.scope
     const traced = (yield* Effect.tracer) !== Tracer.nativeTracer
+    const context = yield* Effect.context<never>()
     let host: Host | undefined
     let attached: () => void = () => undefined
     const ready = new Promise<void>((resolve) => {
@@ -483,7 +586,12 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         { name: options.name, version: options.version },
         { capabilities: { tools: { listChanged: true }, resources: {}, prompts: { listChanged: true } } },
       ),
-      run: Effect.runPromiseWith(yield* Effect.context<never>()),
+      run: Effect.runPromiseWith(context),
+      now: (effect) => {
+        const fiber = Effect.runForkWith(context)(effect)
+        return fiber.pollUnsafe() ?? new Promise((resolve) => fiber.addObserver(resolve))
+      },
+      traced,
       span: (name, effect, attributes = {}) => (traced ? Effect.withSpan(effect, name, { kind: "server", attributes }) : effect),
       host: () => host,
       current: async () => {

@@ -4,7 +4,9 @@ export * as Preparing from "./preparing"
 // up its sandbox and guard) is processor work on core's one thread, and the scheduler runs every ready fiber in one
 // macrotask: a host's burst of hundreds of calls would all be prepared before the HTTP server answered again. A call
 // holds a turn until it first waits on the world (`done`: its process is about to start), it ends, or BUDGET_MS
-// passes (one waiting on a person must not hold the rest); each turn is granted on a macrotask of its own.
+// passes (one waiting on a person must not hold the rest); each turn is granted on a macrotask of its own, but for
+// one: a call that finds no other prepared nor waiting is let in at once, once per turn of the event loop (a call
+// alone waits for no macrotask; a burst still takes its turns).
 
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -20,6 +22,16 @@ export const Turn = Context.Reference<(() => void) | undefined>("core/Preparing"
 
 let holding = 0
 const queued: Array<() => void> = []
+/** Whether a turn may be granted at once: none was since the event loop last ran (reset on a macrotask). */
+let atOnce = true
+/** The turn granted at once and not yet ended, whose budget starts counting if it outlives the macrotask. */
+let unbudgeted: { readonly at: number; readonly arm: (ms: number) => void } | undefined
+const macrotask = () => {
+  atOnce = true
+  const held = unbudgeted
+  unbudgeted = undefined
+  held?.arm(Math.max(0, BUDGET_MS - (performance.now() - held.at)))
+}
 
 /** The next waiting call is let in on a macrotask of its own, so the event loop runs in between. */
 const next = () => {
@@ -42,15 +54,28 @@ const admit: Effect.Effect<() => void> = Effect.callback<() => void>((resume) =>
     if (ended) return
     ended = true
     clearTimeout(budget)
+    if (unbudgeted?.arm === arm) unbudgeted = undefined
     holding--
     next()
+  }
+  const arm = (ms: number) => {
+    if (!ended) budget = setTimeout(end, ms)
+  }
+  if (atOnce && holding === 0 && queued.length === 0) {
+    // Alone: granted now, its budget armed only should it still hold the turn once this macrotask is over.
+    atOnce = false
+    holding++
+    unbudgeted = { at: performance.now(), arm }
+    setImmediate(macrotask)
+    resume(Effect.succeed(end))
+    return
   }
   let granted = false
   const grant = () => {
     // Granted but interrupted before this macrotask ran: the turn goes straight to the next call.
     if (cancelled) return end()
     granted = true
-    budget = setTimeout(end, BUDGET_MS)
+    arm(BUDGET_MS)
     resume(Effect.succeed(end))
   }
   queued.push(grant)

@@ -10,6 +10,7 @@ import { Router } from "../../src/server/router"
 import { Security } from "../../src/server/security"
 import { HOST, TOKEN, httpHarness } from "./support"
 import { GREET, WAIT } from "./tools"
+import { BUN, FIXTURE } from "../mcp-client/support"
 
 const FAILING = `${IMPORTS}
 export default Tool.make({
@@ -19,6 +20,19 @@ export default Tool.make({
   execute: () => Effect.fail(new Tool.Failure({ message: "it broke" })),
 })
 `
+
+/** A tool whose execute dies: a defect, which is an operational failure and never a result the model reads. */
+const DYING = `${IMPORTS}
+export default Tool.make({
+  description: "Dies",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () => Effect.die(new Error("kaput")),
+})
+`
+
+/** A Location whose one MCP server is the fixture server, its tools allowed. */
+const REMOTE = JSON.stringify({ mcp: { fix: { command: [BUN, FIXTURE, "serve"] } }, permission: { "fix_*": "allow" } })
 
 const { served, connect } = httpHarness()
 
@@ -114,6 +128,55 @@ describe("a plain tools/call", () => {
     expect(replay.isError).toBe(true)
     expect(replay._meta?.["core/settlement"]).toMatchObject({ status: "cancelled" })
     expect(runs(box, "wait")).toBe(1)
+  })
+
+  test("an operational failure is a JSON-RPC internal error, never a result, and the session goes on", async () => {
+    const { web } = await served({ "tools/greet.ts": GREET, "tools/dying.ts": DYING })
+    const { client, transport } = await connect(web.handler)
+    const answer = (await (
+      await rpc(web.handler, transport.sessionId!, { jsonrpc: "2.0", id: "d1", method: "tools/call", params: { name: "dying", arguments: {} } })
+    ).json()) as { id: string; result?: unknown; error?: { code: number; message: string } }
+    expect(answer.id).toBe("d1")
+    expect(answer.result).toBeUndefined()
+    expect(answer.error?.code).toBe(-32603)
+    expect(answer.error?.message).toContain("dying (d1) failed unexpectedly; the server log has the details")
+    expect(answer.error?.message).not.toContain("kaput")
+    const result = await client.callTool({ name: "greet", arguments: { who: "Bo" } })
+    expect(JSON.stringify(result.content)).toContain("Bo")
+  })
+
+  test("a call of an MCP server's tool waits for the server to start, then is answered", async () => {
+    const { web } = await served({ "core.json": REMOTE })
+    const { transport } = await connect(web.handler)
+    const answer = (await (
+      await rpc(web.handler, transport.sessionId!, {
+        jsonrpc: "2.0",
+        id: 11,
+        method: "tools/call",
+        params: { name: "fix_echo", arguments: { text: "over there" } },
+      })
+    ).json()) as { id: number; result: { content: Array<{ text: string }>; isError?: boolean } }
+    expect(answer.id).toBe(11)
+    expect(answer.result.isError).not.toBe(true)
+    expect(answer.result.content[0]!.text).toBe("echo: over there")
+  })
+
+  test("cancelled while its MCP server starts: the call is cancelled as soon as it begins, and never answered", async () => {
+    const { web } = await served({ "core.json": REMOTE })
+    const { client, transport } = await connect(web.handler)
+    const session = transport.sessionId!
+    const meta = { sessionID: "ses_early", toolCallID: "call_early_cancel" }
+    let answered = false
+    // `hang` never ends by itself: only the cancellation ends it.
+    const pending = rpc(web.handler, session, { jsonrpc: "2.0", id: 12, method: "tools/call", params: { name: "fix_hang", arguments: {}, _meta: meta } })
+    void pending.then(() => (answered = true))
+    const notified = await rpc(web.handler, session, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 12, reason: "enough" } })
+    expect(notified.status).toBe(202)
+    const replay = await client.callTool({ name: "fix_hang", arguments: {}, _meta: meta })
+    expect(replay.isError).toBe(true)
+    expect(replay._meta?.["core/settlement"]).toMatchObject({ status: "cancelled" })
+    await Bun.sleep(50)
+    expect(answered).toBe(false)
   })
 
   test("a session's messages to /mcp are answered as the router answers them, byte for byte", async () => {

@@ -125,6 +125,23 @@ describe("core mcp over stdio against hostile input", () => {
     expect(mcp.child.exitCode).toBe(null)
   }, 60_000)
 
+  test("a client that stops reading: every answer is kept until it reads again, whole and in order", async () => {
+    const mcp = raw({ "tools/echo.ts": ECHO, ...coreJson({ permission: { "*": "allow" } }) })
+    await mcp.initialize()
+    // Far more than a pipe holds (64 KiB on Linux): the server's writes wait for the client to read.
+    const CALLS = 300
+    const text = (index: number) => `${index}:${"z".repeat(4096)}`
+    for (let index = 1; index <= CALLS; index++) mcp.request(100 + index, "tools/call", { name: "echo", arguments: { text: text(index) } })
+    await Bun.sleep(1_000)
+    expect(mcp.child.exitCode).toBe(null)
+    for (let index = 1; index <= CALLS; index++) {
+      const answer = await mcp.next(100 + index)
+      expect(answer.result.content[0].text).toBe(text(index))
+    }
+    mcp.request(99, "tools/call", { name: "echo", arguments: { text: "read again" } })
+    expect((await mcp.next(99)).result.content[0].text).toBe("read again")
+  }, 60_000)
+
   test("a call's _meta cannot switch the agent: plan's denial holds whatever _meta says", async () => {
     const mcp = raw(
       { "tools/echo.ts": ECHO, ...coreJson({ permission: { "*": "allow" }, agents: { plan: { permission: { echo: "deny" } } } }) },

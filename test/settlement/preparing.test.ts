@@ -96,3 +96,59 @@ test("the event loop runs between two turns: a timer due meanwhile fires before 
     }),
   )
 })
+
+/** One macrotask: a turn may be granted at once again after it. */
+const macrotask = Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+
+test("a call alone is prepared at once, without waiting for a macrotask; the next in the same macrotask waits for one", async () => {
+  const log: Array<string> = []
+  await Effect.runPromise(
+    Effect.gen(function* () {
+      const open = yield* Deferred.make<void>()
+      yield* Deferred.succeed(open, undefined)
+      yield* macrotask
+      const a = yield* Effect.forkDetach(call(log, "a", open, "return"), { startImmediately: true })
+      // Prepared and ended before forking returned: nothing else ran meanwhile.
+      expect(log).toEqual(["a in", "a out"])
+      const b = yield* Effect.forkDetach(call(log, "b", open, "return"), { startImmediately: true })
+      expect(log).toEqual(["a in", "a out"])
+      yield* Fiber.joinAll([a, b])
+      expect(log).toEqual(["a in", "a out", "b in", "b out"])
+      // A macrotask later, a call alone is prepared at once again.
+      yield* macrotask
+      const c = yield* Effect.forkDetach(call(log, "c", open, "return"), { startImmediately: true })
+      expect(log.slice(4)).toEqual(["c in", "c out"])
+      yield* Fiber.join(c)
+    }),
+  )
+})
+
+test("a call prepared at once that holds its turn past BUDGET_MS lets the next in, as one granted later does", async () => {
+  const log: Array<string> = []
+  const entered = new Map<string, number>()
+  await Effect.runPromise(
+    Effect.gen(function* () {
+      const open = yield* Deferred.make<void>()
+      yield* Deferred.succeed(open, undefined)
+      yield* macrotask
+      const started = performance.now()
+      const timed = (name: string) =>
+        Preparing.gated(
+          Effect.gen(function* () {
+            entered.set(name, performance.now())
+            log.push(`${name} in`)
+            if (name !== "d") yield* Effect.never
+          }),
+        )
+      // `a` is prepared at once, `b` on a macrotask; both hold their turns (a call waiting on a person). The budgets
+      // of both let `c` and `d` in together: were `a`'s never counted, `d` would wait for `c`'s budget as well.
+      const holders = yield* Effect.forEach(["a", "b", "c"], (name) => Effect.forkDetach(timed(name), { startImmediately: true }))
+      expect(log).toEqual(["a in"])
+      yield* Effect.forkDetach(timed("d"), { startImmediately: true }).pipe(Effect.flatMap(Fiber.join))
+      expect(log).toEqual(["a in", "b in", "c in", "d in"])
+      expect(entered.get("c")! - started).toBeGreaterThanOrEqual(Preparing.BUDGET_MS - 20)
+      expect(entered.get("d")! - entered.get("c")!).toBeLessThan(Preparing.BUDGET_MS / 2)
+      yield* Fiber.interruptAll(holders)
+    }),
+  )
+})
