@@ -21,6 +21,8 @@ if (kit.built) console.error(`built ${kit.path} (${kit.bytes} bytes) in ${Math.r
 const args = [
   "build",
   join(root, "src/cli/main.ts"),
+  // The thread that makes and sends trace requests (src/host/otlp-sender.ts starts it by this path).
+  join(root, "src/host/otlp-worker.ts"),
   "--compile",
   "--bytecode",
   "--format",

@@ -33,6 +33,8 @@ export interface Ended {
   readonly links: ReadonlyArray<Tracer.SpanLink>
   /** How the span ended when it did not succeed (undefined: it succeeded). */
   readonly failure: Cause.Cause<unknown> | undefined
+  /** How it ended as worked out already (where the span was recorded), instead of `failure`. */
+  readonly outcome?: Outcome | undefined
 }
 
 /**
@@ -48,6 +50,8 @@ export interface Step {
   endHigh: number
   endLow: number
   failure: Cause.Cause<unknown> | undefined
+  /** How it ended as worked out already (where the step was recorded), instead of `failure`. */
+  outcome?: Outcome | undefined
   /** Attributes as key, value, key, value. */
   readonly pairs: Array<unknown>
 }
@@ -75,6 +79,7 @@ const endedOf = (step: Step): Ended => ({
   events: NO_EVENTS,
   links: NO_LINKS,
   failure: step.failure,
+  outcome: step.outcome,
 })
 
 /** The `service.*` and other resource attributes, and the instrumentation scope, of every batch. */
@@ -134,17 +139,18 @@ const pairValues = (pairs: ReadonlyArray<unknown>): Array<KeyValue> => {
   return found
 }
 
-interface Outcome {
+/** How a span ended, as its status, attributes and exception events say it. */
+export interface Outcome {
   readonly code: number
   readonly message: string | undefined
   /** `effect.fiber.interrupted`, as Effect's exporter says it. */
   readonly interrupted: boolean
-  readonly errors: ReadonlyArray<Error>
+  readonly errors: ReadonlyArray<{ readonly name: string; readonly message: string; readonly stack?: string | undefined }>
 }
 
-const SUCCEEDED: Outcome = { code: STATUS_OK, message: undefined, interrupted: false, errors: [] }
+export const SUCCEEDED: Outcome = { code: STATUS_OK, message: undefined, interrupted: false, errors: [] }
 
-const outcomeOf = (failure: Cause.Cause<unknown> | undefined): Outcome => {
+export const outcomeOf = (failure: Cause.Cause<unknown> | undefined): Outcome => {
   if (failure === undefined) return SUCCEEDED
   if (Cause.hasInterruptsOnly(failure)) return { code: STATUS_UNSET, message: undefined, interrupted: true, errors: [] }
   const errors = Cause.prettyErrors(failure, { includeCauseInStack: true })
@@ -153,7 +159,7 @@ const outcomeOf = (failure: Cause.Cause<unknown> | undefined): Outcome => {
     : { code: STATUS_ERROR, message: errors[0]!.message, interrupted: false, errors }
 }
 
-const exceptionAttributes = (error: Error): Array<KeyValue> => [
+const exceptionAttributes = (error: Outcome["errors"][number]): Array<KeyValue> => [
   { key: "exception.type", value: { stringValue: error.name } },
   { key: "exception.message", value: { stringValue: error.message } },
   { key: "exception.stacktrace", value: { stringValue: error.stack ?? "No stack trace available" } },
@@ -174,7 +180,7 @@ export const json = (spans: ReadonlyArray<Ended>, source: Source) => ({
 })
 
 const jsonSpan = (span: Ended) => {
-  const outcome = outcomeOf(span.failure)
+  const outcome = span.outcome ?? outcomeOf(span.failure)
   const attributes = pairValues(span.pairs)
   if (outcome.interrupted) attributes.push({ key: "effect.fiber.interrupted", value: { boolValue: true } })
   const events = span.events.map(([name, time, eventAttributes]) => ({
@@ -569,7 +575,7 @@ class Writer {
     const pairs = step.pairs
     const parent = step.parent
     const traceWords = parent.traceWords
-    if (step.failure !== undefined || traceWords === undefined) return this.anyStep(step)
+    if (step.failure !== undefined || step.outcome !== undefined || traceWords === undefined) return this.anyStep(step)
     const tail = pairs.length === 2 ? tailOf(step.name, pairs[0] as string, pairs[1]) : undefined
     const head = headOf(step.name)
     if (tail === undefined) return head.length > MAX_STEP_PARTS ? this.anyStep(step) : this.succeededStep(step, head, traceWords)
@@ -679,7 +685,7 @@ class Writer {
 
   /** Any step, field by field. */
   anyStep(step: Step): void {
-    const outcome = outcomeOf(step.failure)
+    const outcome = step.outcome ?? outcomeOf(step.failure)
     const message = this.begin(2)
     this.traceField(step.parent)
     this.wordsField(2, step.spanWords)
@@ -702,7 +708,7 @@ class Writer {
   }
 
   /** An exception event's name and attributes. */
-  exception(error: Error): void {
+  exception(error: Outcome["errors"][number]): void {
     this.stringField(2, "exception")
     this.keyValue(3, "exception.type", error.name)
     this.keyValue(3, "exception.message", error.message)
@@ -722,6 +728,7 @@ class Writer {
     const parentWords = span.parentWords
     if (
       span.failure === undefined &&
+      span.outcome === undefined &&
       traceWords !== undefined &&
       spanWords !== undefined &&
       (parentWords !== undefined || span.parentSpanId === undefined) &&
@@ -730,7 +737,7 @@ class Writer {
     ) {
       return this.succeededSpan(span, traceWords, spanWords, parentWords)
     }
-    const outcome = outcomeOf(span.failure)
+    const outcome = span.outcome ?? outcomeOf(span.failure)
     const message = this.begin(2)
     this.traceField(span)
     if (span.spanWords !== undefined) this.wordsField(2, span.spanWords)
