@@ -3,8 +3,8 @@ export * as OtlpRecord from "./otlp-record"
 // Ended spans and steps as compact records, written where they end (the thread that settles calls) and made into an
 // OTLP request body elsewhere (./otlp-wire, on the sending thread): a record holds what a span says in numbers and
 // strings as they are, with no protobuf, no lookups and no span id for a step (the reader draws it), so that ending a
-// span costs its thread a few dozen byte writes. How a span that failed ended is worked out when it is written (it
-// needs its Cause): its status, message and exception events are written as strings. Records are read back in the
+// span costs its thread a few dozen byte writes. How a span that failed ended comes worked out (./otlp-outcome): its
+// status, message and exception events are written as strings. Records are read back in the
 // order they were written, so a body holds its spans in the order they ended.
 //
 // Layout (little-endian; a string is its UTF-8 length in 4 bytes, then its bytes):
@@ -19,9 +19,8 @@ export * as OtlpRecord from "./otlp-record"
 //   value: 0 and a string, 1 true, 2 false, 3 a number (float64), 4 a bigint in decimal, 5 an array (count, values);
 //          anything else as a string, as the encoder formats it
 
-import type * as Cause from "effect/Cause"
 import { format } from "effect/Formatter"
-import * as Tracer from "effect/Tracer"
+import type * as Tracer from "effect/Tracer"
 import { OtlpWire } from "./otlp-wire"
 
 const STEP = 1
@@ -220,9 +219,8 @@ export class Records {
     this.at = at + 16
   }
 
-  private outcome(failure: Cause.Cause<unknown> | undefined): void {
-    const outcome = failure === undefined ? OtlpWire.SUCCEEDED : OtlpWire.outcomeOf(failure)
-    if (outcome === OtlpWire.SUCCEEDED) return this.byte(0)
+  private outcome(outcome: OtlpWire.Outcome | undefined): void {
+    if (outcome === undefined || outcome === OtlpWire.SUCCEEDED) return this.byte(0)
     this.byte(1)
     this.byte(outcome.code)
     if (outcome.message === undefined) this.byte(0)
@@ -248,7 +246,7 @@ export class Records {
     }
   }
 
-  /** A step under `parent`, its times as high and low words, with up to three attributes. */
+  /** A step under `parent`, its times as high and low words, how it ended if it failed, up to three attributes. */
   step(
     parent: Parent,
     name: string,
@@ -256,7 +254,7 @@ export class Records {
     startLow: number,
     endHigh: number,
     endLow: number,
-    failure: Cause.Cause<unknown> | undefined,
+    outcome: OtlpWire.Outcome | undefined,
     key1: string | undefined,
     value1: unknown,
     key2: string | undefined,
@@ -272,7 +270,7 @@ export class Records {
     this.at += 8
     this.string(name)
     this.times(startHigh, startLow, endHigh, endLow)
-    this.outcome(failure)
+    this.outcome(outcome)
     const count = key1 === undefined ? 0 : key2 === undefined ? 1 : key3 === undefined ? 2 : 3
     this.byte(count)
     if (key1 !== undefined) {
@@ -341,7 +339,7 @@ export class Records {
       this.string(link.span.spanId)
       this.entries(link.attributes)
     }
-    this.outcome(span.failure)
+    this.outcome(span.outcome)
     this.spans++
   }
 }
@@ -388,8 +386,6 @@ class ReadSpan implements OtlpWire.Ended {
     readonly links: ReadonlyArray<Tracer.SpanLink>,
     readonly outcome: OtlpWire.Outcome | undefined,
   ) {}
-
-  readonly failure = undefined
 
   get traceId(): string {
     return this.traceHex ?? OtlpWire.hexOf(this.traceWords!)
@@ -505,7 +501,6 @@ const readStep = (): OtlpWire.Step => ({
   startLow: 0,
   endHigh: 0,
   endLow: 0,
-  failure: undefined,
   outcome: undefined,
   pairs: [],
 })
@@ -558,7 +553,9 @@ export const addTo = (chunk: Uint8Array, batch: OtlpWire.Batch): number => {
       for (let count = reader.word(); count > 0; count--) {
         const traceId = reader.string()
         const spanId = reader.string()
-        links.push({ span: Tracer.externalSpan({ traceId, spanId }), attributes: reader.entries() })
+        // Only its ids are written.
+        const span = { _tag: "ExternalSpan", traceId, spanId, sampled: true } as Tracer.ExternalSpan
+        links.push({ span, attributes: reader.entries() })
       }
       const outcome = reader.outcome()
       batch.add(

@@ -191,16 +191,15 @@ export interface Thread {
   readonly close: (deadline: number, slackMs: number) => Promise<void>
 }
 
-/** The thread's code (a module of its own, an entry point of the built executable too). */
-const WORKER = new URL("./otlp-worker.ts", import.meta.url).href
-
 /**
  * `make` on a thread of its own, given chunks of records through a ring of `ringBytes` and making request bodies of
  * them as `encoding` says; `failed` when the thread stops for any other reason than being closed. Throws when no
  * thread can be started.
  */
 export const thread = (options: Options, encoding: Encoding, ringBytes: number, failed: () => void): Thread => {
-  const worker = new Worker(WORKER)
+  // The thread's code: a module of its own, an entry point of the built executable too (named here as the bundler
+  // finds it: in the call).
+  const worker = new Worker(new URL("./otlp-worker.ts", import.meta.url).href)
   const shared = new SharedArrayBuffer(HEADER_BYTES + ringBytes)
   const header = new Int32Array(shared, 0, HEADER_BYTES / 4)
   const ring = new Uint8Array(shared, HEADER_BYTES)

@@ -5,7 +5,6 @@ export * as OtlpWire from "./otlp-wire"
 // as objects). A span's attributes, status and error events are worked out here, when a batch is sent, not when
 // the span ends: ending a span only keeps what it needs.
 
-import * as Cause from "effect/Cause"
 import type * as Tracer from "effect/Tracer"
 import { format } from "effect/Formatter"
 
@@ -31,10 +30,8 @@ export interface Ended {
   readonly pairs: ReadonlyArray<unknown>
   readonly events: ReadonlyArray<readonly [name: string, time: bigint, attributes: Record<string, unknown> | undefined]>
   readonly links: ReadonlyArray<Tracer.SpanLink>
-  /** How the span ended when it did not succeed (undefined: it succeeded). */
-  readonly failure: Cause.Cause<unknown> | undefined
-  /** How it ended as worked out already (where the span was recorded), instead of `failure`. */
-  readonly outcome?: Outcome | undefined
+  /** How the span ended when it did not succeed (undefined: it succeeded), worked out where it ended (./otlp-outcome). */
+  readonly outcome: Outcome | undefined
 }
 
 /**
@@ -49,9 +46,8 @@ export interface Step {
   startLow: number
   endHigh: number
   endLow: number
-  failure: Cause.Cause<unknown> | undefined
-  /** How it ended as worked out already (where the step was recorded), instead of `failure`. */
-  outcome?: Outcome | undefined
+  /** How it ended when it did not succeed (undefined: it succeeded). */
+  outcome: Outcome | undefined
   /** Attributes as key, value, key, value. */
   readonly pairs: Array<unknown>
 }
@@ -78,7 +74,6 @@ const endedOf = (step: Step): Ended => ({
   pairs: step.pairs.slice(),
   events: NO_EVENTS,
   links: NO_LINKS,
-  failure: step.failure,
   outcome: step.outcome,
 })
 
@@ -89,9 +84,9 @@ export interface Source {
 }
 
 const SPAN_KIND: Record<Tracer.SpanKind, number> = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 }
-const STATUS_UNSET = 0
+export const STATUS_UNSET = 0
 const STATUS_OK = 1
-const STATUS_ERROR = 2
+export const STATUS_ERROR = 2
 /** OTLP `intValue` is a signed 64-bit integer. */
 const INT64_BOUND = 2 ** 63
 
@@ -150,15 +145,6 @@ export interface Outcome {
 
 export const SUCCEEDED: Outcome = { code: STATUS_OK, message: undefined, interrupted: false, errors: [] }
 
-export const outcomeOf = (failure: Cause.Cause<unknown> | undefined): Outcome => {
-  if (failure === undefined) return SUCCEEDED
-  if (Cause.hasInterruptsOnly(failure)) return { code: STATUS_UNSET, message: undefined, interrupted: true, errors: [] }
-  const errors = Cause.prettyErrors(failure, { includeCauseInStack: true })
-  return errors.length === 0
-    ? SUCCEEDED
-    : { code: STATUS_ERROR, message: errors[0]!.message, interrupted: false, errors }
-}
-
 const exceptionAttributes = (error: Outcome["errors"][number]): Array<KeyValue> => [
   { key: "exception.type", value: { stringValue: error.name } },
   { key: "exception.message", value: { stringValue: error.message } },
@@ -180,7 +166,7 @@ export const json = (spans: ReadonlyArray<Ended>, source: Source) => ({
 })
 
 const jsonSpan = (span: Ended) => {
-  const outcome = span.outcome ?? outcomeOf(span.failure)
+  const outcome = span.outcome ?? SUCCEEDED
   const attributes = pairValues(span.pairs)
   if (outcome.interrupted) attributes.push({ key: "effect.fiber.interrupted", value: { boolValue: true } })
   const events = span.events.map(([name, time, eventAttributes]) => ({
@@ -575,7 +561,7 @@ class Writer {
     const pairs = step.pairs
     const parent = step.parent
     const traceWords = parent.traceWords
-    if (step.failure !== undefined || step.outcome !== undefined || traceWords === undefined) return this.anyStep(step)
+    if (step.outcome !== undefined || traceWords === undefined) return this.anyStep(step)
     const tail = pairs.length === 2 ? tailOf(step.name, pairs[0] as string, pairs[1]) : undefined
     const head = headOf(step.name)
     if (tail === undefined) return head.length > MAX_STEP_PARTS ? this.anyStep(step) : this.succeededStep(step, head, traceWords)
@@ -685,7 +671,7 @@ class Writer {
 
   /** Any step, field by field. */
   anyStep(step: Step): void {
-    const outcome = step.outcome ?? outcomeOf(step.failure)
+    const outcome = step.outcome ?? SUCCEEDED
     const message = this.begin(2)
     this.traceField(step.parent)
     this.wordsField(2, step.spanWords)
@@ -727,7 +713,6 @@ class Writer {
     const spanWords = span.spanWords
     const parentWords = span.parentWords
     if (
-      span.failure === undefined &&
       span.outcome === undefined &&
       traceWords !== undefined &&
       spanWords !== undefined &&
@@ -737,7 +722,7 @@ class Writer {
     ) {
       return this.succeededSpan(span, traceWords, spanWords, parentWords)
     }
-    const outcome = span.outcome ?? outcomeOf(span.failure)
+    const outcome = span.outcome ?? SUCCEEDED
     const message = this.begin(2)
     this.traceField(span)
     if (span.spanWords !== undefined) this.wordsField(2, span.spanWords)

@@ -20,9 +20,9 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Tracer from "effect/Tracer"
-import type * as Cause from "effect/Cause"
 import packageJson from "../../package.json" with { type: "json" }
 import { Spans } from "../settlement/spans"
+import { OtlpOutcome } from "./otlp-outcome"
 import { OtlpRecord } from "./otlp-record"
 import { OtlpSender } from "./otlp-sender"
 import { OtlpWire } from "./otlp-wire"
@@ -202,8 +202,8 @@ class Span implements Tracer.Span, OtlpWire.Ended {
     return this.exit === undefined ? this.startTime : (BigInt(this.endHigh) << 32n) + BigInt(this.endLow)
   }
 
-  get failure(): Cause.Cause<unknown> | undefined {
-    return this.exit !== undefined && Exit.isFailure(this.exit) ? this.exit.cause : undefined
+  get outcome(): OtlpWire.Outcome | undefined {
+    return this.exit !== undefined && Exit.isFailure(this.exit) ? OtlpOutcome.of(this.exit.cause) : undefined
   }
 
   end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
@@ -510,7 +510,8 @@ const own = (exporter: Exporter, time: Timebase): Spans.Own => {
         const startHigh = time.high
         const startLow = time.low
         time.add(parent.startHigh, parent.startLow, ended - originMs)
-        records.step(parent, name, startHigh, startLow, time.high, time.low, failure, key1, value1, key2, value2, key3, value3)
+        const outcome = failure === undefined ? undefined : OtlpOutcome.of(failure)
+        records.step(parent, name, startHigh, startLow, time.high, time.low, outcome, key1, value1, key2, value2, key3, value3)
         exporter.added()
       }
     },

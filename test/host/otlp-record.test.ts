@@ -7,6 +7,7 @@ import { describe, expect, test } from "bun:test"
 import { Cause } from "effect"
 import type * as Tracer from "effect/Tracer"
 import { OtlpRecord } from "../../src/host/otlp-record"
+import { OtlpOutcome } from "../../src/host/otlp-outcome"
 import { OtlpWire } from "../../src/host/otlp-wire"
 
 const SOURCE: OtlpWire.Source = {
@@ -24,7 +25,7 @@ const ended = (overrides: Partial<OtlpWire.Ended> & Pick<OtlpWire.Ended, "name">
   pairs: [],
   events: [],
   links: [],
-  failure: undefined,
+  outcome: undefined,
   ...overrides,
 })
 
@@ -68,12 +69,12 @@ const SPANS: ReadonlyArray<OtlpWire.Ended> = [
     name: "Settler.record",
     kind: "producer",
     ...WORDS,
-    failure: Cause.fail(new Error("disk full")),
+    outcome: OtlpOutcome.of(Cause.fail(new Error("disk full"))),
     events: [["retry", 1_764_000_000_000_000_500n, { attempt: 2, why: "ünïcode" }], ["plain", 1_764_000_000_000_000_600n, undefined]],
     links: [{ span: external("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"), attributes: { why: "follows" } }],
   }),
-  ended({ name: "Settler.execute", kind: "consumer", ...WORDS, failure: Cause.interrupt(1), pairs: ["core.execute.outcome", "interrupted"] }),
-  ended({ name: "defect", ...WORDS, failure: Cause.die("boom") }),
+  ended({ name: "Settler.execute", kind: "consumer", ...WORDS, outcome: OtlpOutcome.of(Cause.interrupt(1)), pairs: ["core.execute.outcome", "interrupted"] }),
+  ended({ name: "defect", ...WORDS, outcome: OtlpOutcome.of(Cause.die("boom")) }),
 ]
 
 /** Each chunk `records` hands on, copied, with its count. */
@@ -123,8 +124,8 @@ describe("a step recorded and read back", () => {
     const records = new OtlpRecord.Records()
     records.step(parent, "Settler.decode", 410_000_000, 1, 410_000_000, 2, undefined, "core.input.valid", true, undefined, undefined, undefined, undefined)
     records.step(parent, "Settler.bound", 410_000_000, 3, 410_000_001, 0, undefined, "core.output.bounded", false, "core.output.kind", "text", "core.output.bytes", 5)
-    records.step(foreign, "Settler.record", 410_000_000, 5, 410_000_000, 6, Cause.fail(new Error("disk full")), "core.record", "intent", undefined, undefined, undefined, undefined)
-    records.step(parent, "Settler.execute", 410_000_000, 7, 410_000_000, 8, Cause.interrupt(1), "core.execute.outcome", "interrupted", undefined, undefined, undefined, undefined)
+    records.step(foreign, "Settler.record", 410_000_000, 5, 410_000_000, 6, OtlpOutcome.of(Cause.fail(new Error("disk full"))), "core.record", "intent", undefined, undefined, undefined, undefined)
+    records.step(parent, "Settler.execute", 410_000_000, 7, 410_000_000, 8, OtlpOutcome.of(Cause.interrupt(1)), "core.execute.outcome", "interrupted", undefined, undefined, undefined, undefined)
     expect(records.count()).toBe(4)
     records.seal()
     const chunks = handed(records)
@@ -153,7 +154,7 @@ describe("a step recorded and read back", () => {
             startTime: (410_000_000n << 32n) + 5n,
             endTime: (410_000_000n << 32n) + 6n,
             pairs: ["core.record", "intent"],
-            failure: Cause.fail(new Error("disk full")),
+            outcome: OtlpOutcome.of(Cause.fail(new Error("disk full"))),
           }),
           ended({
             name: "Settler.execute",
@@ -162,7 +163,7 @@ describe("a step recorded and read back", () => {
             startTime: (410_000_000n << 32n) + 7n,
             endTime: (410_000_000n << 32n) + 8n,
             pairs: ["core.execute.outcome", "interrupted"],
-            failure: Cause.interrupt(1),
+            outcome: OtlpOutcome.of(Cause.interrupt(1)),
           }),
         ],
         SOURCE,
