@@ -164,12 +164,6 @@ export class Records {
   }
 
   private value(value: unknown): void {
-    if (Array.isArray(value)) {
-      this.byte(ARRAY)
-      this.word(value.length)
-      for (const item of value) this.value(item)
-      return
-    }
     switch (typeof value) {
       case "string":
         this.byte(STRING)
@@ -186,6 +180,12 @@ export class Records {
         this.byte(BIGINT)
         return this.string(value.toString())
       default:
+        if (Array.isArray(value)) {
+          this.byte(ARRAY)
+          this.word(value.length)
+          for (const item of value) this.value(item)
+          return
+        }
         this.byte(STRING)
         return this.string(format(value))
     }
