@@ -4,12 +4,13 @@ export * as Otlp from "./otlp"
 // only when an endpoint is set: without one, core installs no tracer and makes no spans.
 //
 // The tracer is Effect's tracer interface (what Effect.withSpan, the HTTP server's request spans and the settle
-// span use) over light spans, each encoded into the batch being filled when it ends (./otlp-wire); a settle's steps
-// come without span objects (Spans.Own) and are written into it the same way. Batches are handed on after the call
-// that filled them has returned: a full batch on the next turn of the event loop, the rest every export interval,
-// and what is left when the layer's scope closes, within a bound, so an endpoint that is down never holds a call and
-// delays an exit by at most that bound. The requests are made by ./otlp-sender: from a thread of its own, started
-// with the first batch handed on while core runs; at exit with none started (a short command), from this thread. A
+// span use) over light spans, each written as a compact record into the batch being filled when it ends
+// (./otlp-record); a settle's steps come without span objects (Spans.Own) and are written into it the same way.
+// Batches are handed on after the call that filled them has returned: a full batch on the next turn of the event
+// loop, the rest every export interval, and what is left when the layer's scope closes, within a bound, so an
+// endpoint that is down never holds a call and delays an exit by at most that bound. The records are made into
+// request bodies (./otlp-wire) and sent by ./otlp-sender: on a thread of its own, started with the first batch handed
+// on while core runs; at exit with none started (a short command), on this thread. A
 // failed request drops its batch and pauses sending for a while; spans queued beyond the queue's bound are dropped,
 // so a slow endpoint costs memory within that bound and nothing else.
 
