@@ -2,8 +2,9 @@ export * as OtlpWire from "./otlp-wire"
 
 // Ended spans as an OTLP/HTTP request body: protobuf (ExportTraceServiceRequest, written straight into one growing
 // buffer, field by field, in the order and form Effect's own OTLP encoder writes them) or OTLP/JSON (the same data
-// as objects). A span's attributes, status and error events are worked out here, when a batch is sent, not when
-// the span ends: ending a span only keeps what it needs.
+// as objects), made on the thread that sends them (./otlp-worker) from the spans' records (./otlp-record). How a
+// span that failed ended (its status, message and exception events) comes worked out from its Cause where it ended
+// (./otlp-outcome): nothing here needs Effect's Cause.
 
 import type * as Tracer from "effect/Tracer"
 import { format } from "effect/Formatter"
