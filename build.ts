@@ -21,6 +21,8 @@ if (kit.built) console.error(`built ${kit.path} (${kit.bytes} bytes) in ${Math.r
 const args = [
   "build",
   join(root, "src/cli/main.ts"),
+  // The thread that makes and sends trace requests (src/host/otlp-sender.ts starts it by this path).
+  join(root, "src/host/otlp-worker.ts"),
   "--compile",
   "--bytecode",
   "--format",
@@ -32,6 +34,10 @@ const args = [
   // layers, deriving schemas) stays in the interpreter instead of costing JIT compilations a short command never
   // repays (exec: about a quarter less CPU). Long-running commands set the normal policy back (cli/dispatch.ts).
   `--compile-jit-policy=${JIT_POLICY}`,
+  // Entry points at the root of the embedded files, by their names alone: the sending thread's module is where
+  // src/host/otlp-sender.ts looks for it, beside the chunk that starts it.
+  "--entry-naming",
+  "[name].[ext]",
   "--compile-autoload-package-json",
   "--no-compile-autoload-bunfig",
   "--no-compile-autoload-dotenv",

@@ -4,8 +4,10 @@ export * as OtlpSender from "./otlp-sender"
 // timeout, gzipped when asked; a failed request drops its body and pauses sending for a while (a Retry-After up to a
 // minute is honoured). It runs on a thread of its own once the exporter has a body to send while calls run, so that
 // no request is made, compressed or answered on the thread that settles calls; at exit, when no thread was started
-// (a short command), on the calling thread. The same code both ways: `make` is self-contained (the thread runs it
-// from its own source text) and says what became of each body through `report`; the exporter keeps the counts.
+// (a short command), on the calling thread. The same code both ways: `make` (the thread, ./otlp-worker, runs it on
+// the bodies it makes) says what became of each body through `report`; the exporter keeps the counts.
+
+import type { OtlpWire } from "./otlp-wire"
 
 /** What the sender is told once. */
 export interface Options {
@@ -29,10 +31,7 @@ export interface Sender {
   readonly close: (deadline: number) => Promise<void>
 }
 
-/**
- * A sender to `options.url`. Self-contained (its text is a thread's code): nothing from outside but the platform's
- * globals, its constants inside.
- */
+/** A sender to `options.url`. */
 export function make(options: Options, report: (result: Result) => void): Sender {
   /** How long one request may take. */
   const REQUEST_TIMEOUT_MS = 10_000
@@ -130,93 +129,46 @@ export function make(options: Options, report: (result: Result) => void): Sender
 
 // --- the sending thread -------------------------------------------------------------------------------------------
 //
-// Bodies reach the thread through memory both share, not as messages (a message costs the sending thread a tenth of a
-// millisecond and more while the other one is busy): a ring of bytes that this thread writes, each body behind its
-// length and span count, and the thread reads. What became of them comes back as counters in the same memory. The
-// thread looks at the ring every POLL_MS while bodies come, and sleeps on it after IDLE_POLLS looks found nothing,
-// to be woken by the next body. Messages are only for starting and closing it.
+// Chunks of span records (./otlp-record) reach the thread through memory both share, not as messages (a message costs
+// the sending thread a tenth of a millisecond and more while the other one is busy): a ring of bytes that this thread
+// writes, each chunk behind its length and span count, and the thread (./otlp-worker) reads, makes into a request
+// body and sends. What became of them comes back as counters in the same memory. The thread looks at the ring every
+// POLL_MS while chunks come, and sleeps on it after IDLE_POLLS looks found nothing, to be woken by the next chunk.
+// Messages are only for starting and closing it.
 
 /** The shared header's 32-bit slots. */
-const TAIL = 0
-const HEAD = 1
-const SLEEPING = 2
-const DONE = 3
-const SENT = 4
-const DROPPED = 5
-const REQUESTS = 6
-const FAILURES = 7
+export const TAIL = 0
+export const HEAD = 1
+export const SLEEPING = 2
+export const DONE = 3
+export const SENT = 4
+export const DROPPED = 5
+export const REQUESTS = 6
+export const FAILURES = 7
 /** Until when sending pauses, in ms from the thread's start (0: it does not). */
-const PAUSED = 8
-const HEADER_BYTES = 64
-/** A body's own header in the ring: its length and its span count. */
-const ENTRY_BYTES = 8
-/** Written where the ring's end had no room for a body: the next one is at its start. */
-const WRAPPED = 0xffff_ffff
+export const PAUSED = 8
+export const HEADER_BYTES = 64
+/** A chunk's own header in the ring: its length and its span count. */
+export const ENTRY_BYTES = 8
+/** Written where the ring's end had no room for a chunk: the next one is at its start. */
+export const WRAPPED = 0xffff_ffff
+
+/** How the thread makes request bodies of the records it is given. */
+export interface Encoding {
+  readonly protocol: "http/protobuf" | "http/json"
+  readonly source: OtlpWire.Source
+}
 
 /** A message to the thread. */
-type Order =
-  | { readonly kind: "start"; readonly shared: SharedArrayBuffer; readonly startedAt: number }
+export type Order =
+  | {
+      readonly kind: "start"
+      readonly shared: SharedArrayBuffer
+      readonly startedAt: number
+      readonly options: Options
+      readonly encoding: Encoding
+    }
   | { readonly kind: "close"; readonly deadline: number }
-
-/** The thread's code: `make` run on the options it is started with, fed from the ring; told when to close. */
-const threadSource = (options: Options): string => `
-const make = ${make.toString()};
-const POLL_MS = 10;
-const IDLE_POLLS = 100;
-let header, ring, view, sender, startedAt, timer, closed = false, idle = 0;
-const report = (result) => {
-  if (result.accepted) Atomics.add(header, ${SENT}, result.spans);
-  else Atomics.add(header, ${DROPPED}, result.spans);
-  if (result.accepted || result.failed) Atomics.add(header, ${REQUESTS}, 1);
-  if (result.failed) Atomics.add(header, ${FAILURES}, 1);
-  Atomics.store(header, ${PAUSED}, result.pausedUntil === 0 ? 0 : Math.max(1, result.pausedUntil - startedAt));
-  Atomics.add(header, ${DONE}, result.spans);
-};
-const drain = () => {
-  let head = Atomics.load(header, ${HEAD});
-  let found = false;
-  while (head !== Atomics.load(header, ${TAIL})) {
-    if (ring.length - head < ${ENTRY_BYTES} || view.getUint32(head, true) === ${WRAPPED}) { head = 0; continue; }
-    const length = view.getUint32(head, true);
-    const spans = view.getUint32(head + 4, true);
-    const body = ring.slice(head + ${ENTRY_BYTES}, head + ${ENTRY_BYTES} + length);
-    head += ${ENTRY_BYTES} + length;
-    if (head === ring.length) head = 0;
-    Atomics.store(header, ${HEAD}, head);
-    sender.post(body, spans);
-    found = true;
-  }
-  return found;
-};
-const look = () => {
-  timer = undefined;
-  if (closed) return;
-  idle = drain() ? 0 : idle + 1;
-  if (idle < IDLE_POLLS) { timer = setTimeout(look, POLL_MS); return; }
-  Atomics.store(header, ${SLEEPING}, 1);
-  const seen = Atomics.load(header, ${TAIL});
-  const waited = Atomics.waitAsync(header, ${TAIL}, seen);
-  const woken = () => { Atomics.store(header, ${SLEEPING}, 0); idle = 0; look(); };
-  if (waited.async) waited.value.then(woken); else woken();
-};
-onmessage = async (event) => {
-  const order = event.data;
-  if (order.kind === "start") {
-    header = new Int32Array(order.shared, 0, ${HEADER_BYTES / 4});
-    ring = new Uint8Array(order.shared, ${HEADER_BYTES});
-    view = new DataView(order.shared, ${HEADER_BYTES});
-    startedAt = order.startedAt;
-    sender = make(${JSON.stringify(options)}, report);
-    look();
-  } else if (order.kind === "close") {
-    closed = true;
-    if (timer !== undefined) clearTimeout(timer);
-    drain();
-    await sender.close(order.deadline);
-    postMessage({ kind: "closed" });
-  }
-};
-`
 
 /** What the thread did with the bodies it was given. */
 export interface Counts {
@@ -232,28 +184,22 @@ export interface Counts {
 
 /** A sender on a thread of its own. */
 export interface Thread {
-  /** Gives the thread a body: false, and nothing given, when the ring has no room for it. */
-  readonly post: (body: Uint8Array<ArrayBuffer> | string, spans: number) => boolean
+  /** Gives the thread a chunk of `spans` records: false, and nothing given, when the ring has no room for it. */
+  readonly post: (chunk: Uint8Array, spans: number) => boolean
   readonly counts: () => Counts
   /** Closes the thread's sender by `deadline`; resolves when it has, or at `deadline` and `slackMs` at most. */
   readonly close: (deadline: number, slackMs: number) => Promise<void>
 }
 
-const encoder = new TextEncoder()
-
 /**
- * `make` on a thread of its own, given bodies through a ring of `ringBytes`; `failed` when the thread stops for any
- * other reason than being closed. Throws when no thread can be started.
+ * `make` on a thread of its own, given chunks of records through a ring of `ringBytes` and making request bodies of
+ * them as `encoding` says; `failed` when the thread stops for any other reason than being closed. Throws when no
+ * thread can be started.
  */
-export const thread = (options: Options, ringBytes: number, failed: () => void): Thread => {
-  const source = URL.createObjectURL(new Blob([threadSource(options)], { type: "application/javascript" }))
-  let worker: Worker
-  try {
-    worker = new Worker(source)
-  } catch (cause) {
-    URL.revokeObjectURL(source)
-    throw cause
-  }
+export const thread = (options: Options, encoding: Encoding, ringBytes: number, failed: () => void): Thread => {
+  // The thread's code: a module of its own, an entry point of the built executable too (named here as the bundler
+  // finds it: in the call).
+  const worker = new Worker(new URL("./otlp-worker.ts", import.meta.url).href)
   const shared = new SharedArrayBuffer(HEADER_BYTES + ringBytes)
   const header = new Int32Array(shared, 0, HEADER_BYTES / 4)
   const ring = new Uint8Array(shared, HEADER_BYTES)
@@ -266,7 +212,6 @@ export const thread = (options: Options, ringBytes: number, failed: () => void):
     if (ended) return
     ended = true
     worker.terminate()
-    URL.revokeObjectURL(source)
   }
   worker.onmessage = () => closed?.()
   worker.onerror = () => {
@@ -276,7 +221,7 @@ export const thread = (options: Options, ringBytes: number, failed: () => void):
   }
   // Sending never keeps the process alive: the exporter's close waits for it.
   worker.unref()
-  worker.postMessage({ kind: "start", shared, startedAt } satisfies Order)
+  worker.postMessage({ kind: "start", shared, startedAt, options, encoding } satisfies Order)
 
   /** Where `need` bytes go in the ring, or -1 when they do not fit; a wrap is marked. */
   const place = (need: number): number => {
@@ -291,15 +236,14 @@ export const thread = (options: Options, ringBytes: number, failed: () => void):
   }
 
   return {
-    post: (body, spans) => {
+    post: (chunk, spans) => {
       if (ended) return false
-      const length = typeof body === "string" ? Buffer.byteLength(body) : body.length
+      const length = chunk.length
       const at = place(ENTRY_BYTES + length)
       if (at < 0) return false
       view.setUint32(at, length, true)
       view.setUint32(at + 4, spans, true)
-      if (typeof body === "string") encoder.encodeInto(body, ring.subarray(at + ENTRY_BYTES, at + ENTRY_BYTES + length))
-      else ring.set(body, at + ENTRY_BYTES)
+      ring.set(chunk, at + ENTRY_BYTES)
       tail = at + ENTRY_BYTES + length
       if (tail === ring.length) tail = 0
       Atomics.store(header, TAIL, tail)

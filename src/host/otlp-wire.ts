@@ -2,10 +2,10 @@ export * as OtlpWire from "./otlp-wire"
 
 // Ended spans as an OTLP/HTTP request body: protobuf (ExportTraceServiceRequest, written straight into one growing
 // buffer, field by field, in the order and form Effect's own OTLP encoder writes them) or OTLP/JSON (the same data
-// as objects). A span's attributes, status and error events are worked out here, when a batch is sent, not when
-// the span ends: ending a span only keeps what it needs.
+// as objects), made on the thread that sends them (./otlp-worker) from the spans' records (./otlp-record). How a
+// span that failed ended (its status, message and exception events) comes worked out from its Cause where it ended
+// (./otlp-outcome): nothing here needs Effect's Cause.
 
-import * as Cause from "effect/Cause"
 import type * as Tracer from "effect/Tracer"
 import { format } from "effect/Formatter"
 
@@ -31,8 +31,8 @@ export interface Ended {
   readonly pairs: ReadonlyArray<unknown>
   readonly events: ReadonlyArray<readonly [name: string, time: bigint, attributes: Record<string, unknown> | undefined]>
   readonly links: ReadonlyArray<Tracer.SpanLink>
-  /** How the span ended when it did not succeed (undefined: it succeeded). */
-  readonly failure: Cause.Cause<unknown> | undefined
+  /** How the span ended when it did not succeed (undefined: it succeeded), worked out where it ended (./otlp-outcome). */
+  readonly outcome: Outcome | undefined
 }
 
 /**
@@ -47,7 +47,8 @@ export interface Step {
   startLow: number
   endHigh: number
   endLow: number
-  failure: Cause.Cause<unknown> | undefined
+  /** How it ended when it did not succeed (undefined: it succeeded). */
+  outcome: Outcome | undefined
   /** Attributes as key, value, key, value. */
   readonly pairs: Array<unknown>
 }
@@ -74,7 +75,7 @@ const endedOf = (step: Step): Ended => ({
   pairs: step.pairs.slice(),
   events: NO_EVENTS,
   links: NO_LINKS,
-  failure: step.failure,
+  outcome: step.outcome,
 })
 
 /** The `service.*` and other resource attributes, and the instrumentation scope, of every batch. */
@@ -84,9 +85,9 @@ export interface Source {
 }
 
 const SPAN_KIND: Record<Tracer.SpanKind, number> = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 }
-const STATUS_UNSET = 0
+export const STATUS_UNSET = 0
 const STATUS_OK = 1
-const STATUS_ERROR = 2
+export const STATUS_ERROR = 2
 /** OTLP `intValue` is a signed 64-bit integer. */
 const INT64_BOUND = 2 ** 63
 
@@ -134,26 +135,18 @@ const pairValues = (pairs: ReadonlyArray<unknown>): Array<KeyValue> => {
   return found
 }
 
-interface Outcome {
+/** How a span ended, as its status, attributes and exception events say it. */
+export interface Outcome {
   readonly code: number
   readonly message: string | undefined
   /** `effect.fiber.interrupted`, as Effect's exporter says it. */
   readonly interrupted: boolean
-  readonly errors: ReadonlyArray<Error>
+  readonly errors: ReadonlyArray<{ readonly name: string; readonly message: string; readonly stack?: string | undefined }>
 }
 
-const SUCCEEDED: Outcome = { code: STATUS_OK, message: undefined, interrupted: false, errors: [] }
+export const SUCCEEDED: Outcome = { code: STATUS_OK, message: undefined, interrupted: false, errors: [] }
 
-const outcomeOf = (failure: Cause.Cause<unknown> | undefined): Outcome => {
-  if (failure === undefined) return SUCCEEDED
-  if (Cause.hasInterruptsOnly(failure)) return { code: STATUS_UNSET, message: undefined, interrupted: true, errors: [] }
-  const errors = Cause.prettyErrors(failure, { includeCauseInStack: true })
-  return errors.length === 0
-    ? SUCCEEDED
-    : { code: STATUS_ERROR, message: errors[0]!.message, interrupted: false, errors }
-}
-
-const exceptionAttributes = (error: Error): Array<KeyValue> => [
+const exceptionAttributes = (error: Outcome["errors"][number]): Array<KeyValue> => [
   { key: "exception.type", value: { stringValue: error.name } },
   { key: "exception.message", value: { stringValue: error.message } },
   { key: "exception.stacktrace", value: { stringValue: error.stack ?? "No stack trace available" } },
@@ -174,7 +167,7 @@ export const json = (spans: ReadonlyArray<Ended>, source: Source) => ({
 })
 
 const jsonSpan = (span: Ended) => {
-  const outcome = outcomeOf(span.failure)
+  const outcome = span.outcome ?? SUCCEEDED
   const attributes = pairValues(span.pairs)
   if (outcome.interrupted) attributes.push({ key: "effect.fiber.interrupted", value: { boolValue: true } })
   const events = span.events.map(([name, time, eventAttributes]) => ({
@@ -569,7 +562,7 @@ class Writer {
     const pairs = step.pairs
     const parent = step.parent
     const traceWords = parent.traceWords
-    if (step.failure !== undefined || traceWords === undefined) return this.anyStep(step)
+    if (step.outcome !== undefined || traceWords === undefined) return this.anyStep(step)
     const tail = pairs.length === 2 ? tailOf(step.name, pairs[0] as string, pairs[1]) : undefined
     const head = headOf(step.name)
     if (tail === undefined) return head.length > MAX_STEP_PARTS ? this.anyStep(step) : this.succeededStep(step, head, traceWords)
@@ -679,7 +672,7 @@ class Writer {
 
   /** Any step, field by field. */
   anyStep(step: Step): void {
-    const outcome = outcomeOf(step.failure)
+    const outcome = step.outcome ?? SUCCEEDED
     const message = this.begin(2)
     this.traceField(step.parent)
     this.wordsField(2, step.spanWords)
@@ -702,7 +695,7 @@ class Writer {
   }
 
   /** An exception event's name and attributes. */
-  exception(error: Error): void {
+  exception(error: Outcome["errors"][number]): void {
     this.stringField(2, "exception")
     this.keyValue(3, "exception.type", error.name)
     this.keyValue(3, "exception.message", error.message)
@@ -721,7 +714,7 @@ class Writer {
     const spanWords = span.spanWords
     const parentWords = span.parentWords
     if (
-      span.failure === undefined &&
+      span.outcome === undefined &&
       traceWords !== undefined &&
       spanWords !== undefined &&
       (parentWords !== undefined || span.parentSpanId === undefined) &&
@@ -730,7 +723,7 @@ class Writer {
     ) {
       return this.succeededSpan(span, traceWords, spanWords, parentWords)
     }
-    const outcome = outcomeOf(span.failure)
+    const outcome = span.outcome ?? SUCCEEDED
     const message = this.begin(2)
     this.traceField(span)
     if (span.spanWords !== undefined) this.wordsField(2, span.spanWords)

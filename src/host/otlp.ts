@@ -4,12 +4,13 @@ export * as Otlp from "./otlp"
 // only when an endpoint is set: without one, core installs no tracer and makes no spans.
 //
 // The tracer is Effect's tracer interface (what Effect.withSpan, the HTTP server's request spans and the settle
-// span use) over light spans, each encoded into the batch being filled when it ends (./otlp-wire); a settle's steps
-// come without span objects (Spans.Own) and are written into it the same way. Batches are handed on after the call
-// that filled them has returned: a full batch on the next turn of the event loop, the rest every export interval,
-// and what is left when the layer's scope closes, within a bound, so an endpoint that is down never holds a call and
-// delays an exit by at most that bound. The requests are made by ./otlp-sender: from a thread of its own, started
-// with the first batch handed on while core runs; at exit with none started (a short command), from this thread. A
+// span use) over light spans, each written as a compact record into the batch being filled when it ends
+// (./otlp-record); a settle's steps come without span objects (Spans.Own) and are written into it the same way.
+// Batches are handed on after the call that filled them has returned: a full batch on the next turn of the event
+// loop, the rest every export interval, and what is left when the layer's scope closes, within a bound, so an
+// endpoint that is down never holds a call and delays an exit by at most that bound. The records are made into
+// request bodies (./otlp-wire) and sent by ./otlp-sender: on a thread of its own, started with the first batch handed
+// on while core runs; at exit with none started (a short command), on this thread. A
 // failed request drops its batch and pauses sending for a while; spans queued beyond the queue's bound are dropped,
 // so a slow endpoint costs memory within that bound and nothing else.
 
@@ -20,9 +21,10 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Tracer from "effect/Tracer"
-import type * as Cause from "effect/Cause"
 import packageJson from "../../package.json" with { type: "json" }
 import { Spans } from "../settlement/spans"
+import { OtlpOutcome } from "./otlp-outcome"
+import { OtlpRecord } from "./otlp-record"
 import { OtlpSender } from "./otlp-sender"
 import { OtlpWire } from "./otlp-wire"
 
@@ -55,21 +57,6 @@ export interface Settings {
   readonly flushMs: number
   readonly maxBatchSpans?: number
   readonly maxQueuedSpans?: number
-}
-
-// --- span ids -------------------------------------------------------------------------------------------------------
-
-const POOL_WORDS = 1_024
-const pool = new Uint32Array(POOL_WORDS)
-let pooled = POOL_WORDS
-
-/** A random 32-bit word, drawn from a pool refilled by the system's random source. */
-const randomWord = (): number => {
-  if (pooled === POOL_WORDS) {
-    crypto.getRandomValues(pool)
-    pooled = 0
-  }
-  return pool[pooled++]!
 }
 
 // --- spans ----------------------------------------------------------------------------------------------------------
@@ -158,9 +145,9 @@ class Span implements Tracer.Span, OtlpWire.Ended {
     this.kind = options.kind
     this.sampled = options.sampled
     this.exporter = exporter
-    this.spanWords = [randomWord(), randomWord()]
+    this.spanWords = [OtlpRecord.randomWord(), OtlpRecord.randomWord()]
     const above = Option.isSome(options.parent) ? options.parent.value : undefined
-    if (above === undefined) this.traceWords = [randomWord(), randomWord(), randomWord(), randomWord()]
+    if (above === undefined) this.traceWords = [OtlpRecord.randomWord(), OtlpRecord.randomWord(), OtlpRecord.randomWord(), OtlpRecord.randomWord()]
     else if (above instanceof Span && above.traceWords !== undefined) this.traceWords = above.traceWords
     else {
       this.traceWords = undefined
@@ -216,8 +203,8 @@ class Span implements Tracer.Span, OtlpWire.Ended {
     return this.exit === undefined ? this.startTime : (BigInt(this.endHigh) << 32n) + BigInt(this.endLow)
   }
 
-  get failure(): Cause.Cause<unknown> | undefined {
-    return this.exit !== undefined && Exit.isFailure(this.exit) ? this.exit.cause : undefined
+  get outcome(): OtlpWire.Outcome | undefined {
+    return this.exit !== undefined && Exit.isFailure(this.exit) ? OtlpOutcome.of(this.exit.cause) : undefined
   }
 
   end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
@@ -272,10 +259,10 @@ export interface Stats {
 
 class Exporter {
   readonly stats: Stats = { sent: 0, dropped: 0, requests: 0, failures: 0 }
-  /** Spans encoded as they ended, not yet a request body. */
-  private readonly filling: OtlpWire.Batch
-  /** Request bodies waiting to be handed to the sender. */
-  private readonly ready: Array<{ readonly body: Uint8Array<ArrayBuffer> | string; readonly spans: number }> = []
+  /** Spans recorded as they ended, not yet handed on. */
+  readonly records = new OtlpRecord.Records()
+  /** How request bodies are made of the records (on the sending thread, or here when none runs). */
+  private readonly encoding: OtlpSender.Encoding
   /** Spans ended and not yet sent or dropped: being filled in, ready, or with the sender. */
   private waiting = 0
   private readonly timer: ReturnType<typeof setInterval>
@@ -293,23 +280,27 @@ class Exporter {
   private readonly ringBytes: number
   /** Where bodies go when no thread runs (none could start, or at exit before one was needed). */
   private local: OtlpSender.Sender | undefined = undefined
+  private localBatch: OtlpWire.Batch | undefined = undefined
   private scheduled = false
   private pausedUntil = 0
   private closed = false
 
   constructor(settings: Settings) {
     const { "service.name": _name, "service.version": _version, ...resource } = settings.resource ?? {}
-    this.filling = OtlpWire.batch(settings.protocol, {
-      resource: {
+    this.encoding = {
+      protocol: settings.protocol,
+      source: {
+        resource: {
         "telemetry.sdk.name": "core",
         "telemetry.sdk.language": "nodejs",
         "telemetry.sdk.version": packageJson.version,
         ...resource,
         "service.name": settings.serviceName,
-        "service.version": packageJson.version,
+          "service.version": packageJson.version,
+        },
+        scope: { name: "core", version: packageJson.version },
       },
-      scope: { name: "core", version: packageJson.version },
-    })
+    }
     const userAgent = Object.entries(settings.headers).find(([name]) => name.toLowerCase() === "user-agent")?.[1]
     this.options = {
       url: settings.url,
@@ -328,24 +319,17 @@ class Exporter {
   }
 
   /**
-   * An ended span, encoded at once so that nothing of it is kept (spans kept until their batch is sent outlive
-   * the young generation and cost the collector more than their encoding).
+   * An ended span, recorded at once so that nothing of it is kept (spans kept until their batch is sent outlive
+   * the young generation and cost the collector more than their records).
    */
   push(span: OtlpWire.Ended): void {
     if (this.full()) return
-    this.filling.add(span)
+    this.records.span(span)
     this.added()
   }
 
-  /** A step of a traced call, encoded at once as `push` encodes a span. */
-  pushStep(step: OtlpWire.Step): void {
-    if (this.full()) return
-    this.filling.addStep(step)
-    this.added()
-  }
-
-  /** Whether the queue is full: the span about to be added is dropped. */
-  private full(): boolean {
+  /** Whether the queue is full: the span about to be recorded is dropped (the caller records it otherwise). */
+  full(): boolean {
     if (this.waiting < this.maxQueued) return false
     this.sync()
     if (this.waiting < this.maxQueued) return false
@@ -353,9 +337,10 @@ class Exporter {
     return true
   }
 
-  private added(): void {
+  /** A span or step was recorded. */
+  added(): void {
     this.waiting++
-    if (this.filling.count() >= this.maxBatch) {
+    if (this.records.count() >= this.maxBatch) {
       this.seal()
       if (!this.scheduled && !this.closed) {
         // Handed on after the call that ended this span has gone on its way, not inside it.
@@ -369,10 +354,9 @@ class Exporter {
     }
   }
 
-  /** The spans being filled in, as a request body ready to hand on. */
+  /** The records written, as a chunk ready to hand on. */
   private seal(): void {
-    const spans = this.filling.count()
-    if (spans > 0) this.ready.push({ body: this.filling.take(), spans })
+    this.records.seal()
   }
 
   /** What became of a body's spans, told by the sender on this thread. */
@@ -414,7 +398,7 @@ class Exporter {
   private sendingThread(): OtlpSender.Thread | undefined {
     if (this.thread !== undefined || this.threadFailed || this.closed) return this.thread
     try {
-      this.thread = OtlpSender.thread(this.options, this.ringBytes, () => {
+      this.thread = OtlpSender.thread(this.options, this.encoding, this.ringBytes, () => {
         this.threadFailed = true
         this.threadEnded()
       })
@@ -430,20 +414,24 @@ class Exporter {
     return this.thread !== undefined
   }
 
-  /** Hands the bodies ready to the sender: the thread's, or (none running) this thread's. */
+  /** Hands the chunks ready to the sender: the thread's, or (none running) this thread's, made into bodies here. */
   private hand(): void {
-    if (this.ready.length === 0) return
+    if (this.records.chunks() === 0) return
     const thread = this.sendingThread()
-    for (const { body, spans } of this.ready.splice(0)) {
+    this.records.hand((chunk, spans) => {
       if (thread !== undefined) {
-        if (thread.post(body, spans)) this.withThread += spans
+        if (thread.post(chunk, spans)) this.withThread += spans
         else {
           // No room left in the ring: the thread is that far behind.
           this.waiting -= spans
           this.stats.dropped += spans
         }
-      } else (this.local ??= OtlpSender.make(this.options, this.result)).post(body, spans)
-    }
+      } else {
+        const batch = (this.localBatch ??= OtlpWire.batch(this.encoding.protocol, this.encoding.source))
+        OtlpRecord.addTo(chunk, batch)
+        ;(this.local ??= OtlpSender.make(this.options, this.result)).post(batch.take(), spans)
+      }
+    })
   }
 
   /** Hands on the batch being filled, full or not, with the bodies ready, unless sending is paused. */
@@ -489,22 +477,12 @@ const NO_ANNOTATIONS = Context.empty()
 const NO_PARENT = Option.none<Tracer.AnySpan>()
 
 /**
- * Settle spans of the exporter's own (Spans.Own): started and ended on `time`, their steps encoded straight into the
- * batch with no span object, times placed from the settle span's start in whole nanoseconds as high and low words.
+ * Settle spans of the exporter's own (Spans.Own): started and ended on `time`, their steps recorded straight into the
+ * exporter's records with no span object, times placed from the settle span's start in whole nanoseconds as high and
+ * low words.
  */
 const own = (exporter: Exporter, time: Timebase): Spans.Own => {
-  // Filled in for each step and encoded at once: one for all.
-  const step: OtlpWire.Step = {
-    name: "",
-    parent: { traceId: "", spanId: "", traceWords: undefined, spanWords: [0, 0] },
-    spanWords: [0, 0],
-    startHigh: 0,
-    startLow: 0,
-    endHigh: 0,
-    endLow: 0,
-    failure: undefined,
-    pairs: [],
-  }
+  const records = exporter.records
   return {
     begin: (above, originMs) => {
       const span = new Span(
@@ -528,23 +506,14 @@ const own = (exporter: Exporter, time: Timebase): Spans.Own => {
       // Spans not sampled are not exported: neither are their steps.
       if (!parent.sampled) return NOT_KEPT
       return (name, started, ended, failure, key1, value1, key2, value2, key3, value3) => {
-        step.name = name
-        step.parent = parent
-        step.spanWords[0] = randomWord()
-        step.spanWords[1] = randomWord()
+        if (exporter.full()) return
         time.add(parent.startHigh, parent.startLow, started - originMs)
-        step.startHigh = time.high
-        step.startLow = time.low
+        const startHigh = time.high
+        const startLow = time.low
         time.add(parent.startHigh, parent.startLow, ended - originMs)
-        step.endHigh = time.high
-        step.endLow = time.low
-        step.failure = failure
-        const pairs = step.pairs
-        pairs.length = 0
-        if (key1 !== undefined) pairs.push(key1, value1)
-        if (key2 !== undefined) pairs.push(key2, value2)
-        if (key3 !== undefined) pairs.push(key3, value3)
-        exporter.pushStep(step)
+        const outcome = failure === undefined ? undefined : OtlpOutcome.of(failure)
+        records.step(parent, name, startHigh, startLow, time.high, time.low, outcome, key1, value1, key2, value2, key3, value3)
+        exporter.added()
       }
     },
     end: (parent, elapsedMs, exit) => {

@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test"
 import { Cause, Effect } from "effect"
 import type * as Tracer from "effect/Tracer"
 import * as OtlpSerialization from "effect/observability/OtlpSerialization"
+import { OtlpOutcome } from "../../src/host/otlp-outcome"
 import { OtlpWire } from "../../src/host/otlp-wire"
 
 const SOURCE: OtlpWire.Source = {
@@ -33,7 +34,7 @@ const ended = (overrides: Partial<OtlpWire.Ended> & Pick<OtlpWire.Ended, "name">
   pairs: [],
   events: [],
   links: [],
-  failure: undefined,
+  outcome: undefined,
   ...overrides,
 })
 
@@ -83,18 +84,18 @@ const spans: Array<OtlpWire.Ended> = [
   ended({
     name: "Settler.record",
     kind: "client",
-    failure: Cause.fail(new Error("disk full")),
+    outcome: OtlpOutcome.of(Cause.fail(new Error("disk full"))),
     events: [["retry", 1_764_000_000_000_000_500n, { attempt: 2 }], ["plain", 1_764_000_000_000_000_600n, undefined]],
     links: [{ span: external("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"), attributes: { why: "follows" } }],
   }),
-  ended({ name: "Settler.execute", kind: "producer", failure: Cause.interrupt(1), pairs: ["core.execute.outcome", "interrupted"] }),
-  ended({ name: "defect", kind: "consumer", failure: Cause.die("boom") }),
+  ended({ name: "Settler.execute", kind: "producer", outcome: OtlpOutcome.of(Cause.interrupt(1)), pairs: ["core.execute.outcome", "interrupted"] }),
+  ended({ name: "defect", kind: "consumer", outcome: OtlpOutcome.of(Cause.die("boom")) }),
   ended({ name: "n".repeat(200), pairs: Array.from({ length: 400 }, (_, index) => [`key.${index}`, `value ${index}`]).flat() }),
   // Ids as words (core's own spans): a root that succeeded, one under a parent with a long message, and those that
   // failed, have events, or a parent known only in hex, which are written the long way.
   ended({ name: "Settler.settle", ...WORDS, pairs: ["core.tool", "read", "core.call", "call_1", "core.input.bytes", 42, "core.replayed", false, "huge", 1e300] }),
   ended({ name: "echo.inner", kind: "client", ...WORDS, ...UNDER, pairs: Array.from({ length: 400 }, (_, index) => [`key.${index}`, index]).flat() }),
-  ended({ name: "Settler.settle", ...WORDS, failure: Cause.fail(new Error("disk full")) }),
+  ended({ name: "Settler.settle", ...WORDS, outcome: OtlpOutcome.of(Cause.fail(new Error("disk full"))) }),
   ended({ name: "Settler.settle", ...WORDS, events: [["plain", 1_764_000_000_000_000_600n, undefined]] }),
   ended({ name: "echo.inner", ...WORDS, parentSpanId: "b7ad6b7169203331" }),
 ]
@@ -177,7 +178,7 @@ const step = (
   name: string,
   start: bigint,
   end: bigint,
-  failure: OtlpWire.Step["failure"],
+  outcome: OtlpWire.Step["outcome"],
   pairs: Array<unknown>,
 ): OtlpWire.Step => ({
   name,
@@ -187,7 +188,7 @@ const step = (
   startLow: Number(BigInt.asUintN(32, start)),
   endHigh: Number(end >> 32n),
   endLow: Number(BigInt.asUintN(32, end)),
-  failure,
+  outcome,
   pairs,
 })
 
@@ -203,7 +204,7 @@ const spanOf = (one: OtlpWire.Step, start: bigint, end: bigint): OtlpWire.Ended 
     parentWords: one.parent.spanWords,
     startTime: start,
     endTime: end,
-    failure: one.failure,
+    outcome: one.outcome,
     pairs: one.pairs,
   })
 
@@ -222,9 +223,9 @@ describe("a step recorded without a span object", () => {
   const cases = [
     step(withWords, "Settler.bound", start, end, undefined, ["core.output.bytes", 7, "core.output.bounded", false, "core.output.managed_bytes", 0]),
     step(inHex, "Settler.decode", start, end, undefined, ["core.input.valid", true]),
-    step(withWords, "Settler.record", start, end, Cause.fail(new Error("disk full")), ["core.record", "settlement"]),
-    step(withWords, "Settler.record", start, end, Cause.interrupt(1), ["core.record", "intent"]),
-    step(withWords, "Settler.bound", start, end, Cause.die("boom"), []),
+    step(withWords, "Settler.record", start, end, OtlpOutcome.of(Cause.fail(new Error("disk full"))), ["core.record", "settlement"]),
+    step(withWords, "Settler.record", start, end, OtlpOutcome.of(Cause.interrupt(1)), ["core.record", "intent"]),
+    step(withWords, "Settler.bound", start, end, OtlpOutcome.of(Cause.die("boom")), []),
     // Written whole: a success with one attribute, a string or a boolean; a long one takes two bytes of length.
     step(withWords, "Settler.permission", start, end, undefined, ["core.permission.decision", "allow"]),
     step(withWords, "Settler.decode", start, end, undefined, ["core.input.valid", false]),

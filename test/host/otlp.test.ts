@@ -369,7 +369,36 @@ describe("the exporter", () => {
     expect(spansOf(otlp.received).map((span) => span.name)).toEqual(["before-0", "after-0", "after-1"])
   })
 
-  test("a body too large for the sending thread's ring is dropped with a count; the next ones are sent", async () => {
+  test("the sending thread's ring, wrapped around many times, hands on every chunk whole and in order", async () => {
+    const otlp = receiver()
+    // A queue of 4 spans: the ring's least size (a quarter of a MiB), a dozen chunks of one 20 kB span each.
+    const made = Otlp.make(settings(otlp.url, { maxBatchSpans: 1, maxQueuedSpans: 4 }))
+    const count = 60
+    const blob = (index: number) => `${index}:${"ü".repeat(10_000)}`
+    for (let index = 0; index < count; index++) {
+      const span = made.tracer.span({
+        name: `wrap-${index}`,
+        parent: Option.none(),
+        annotations: Context.empty(),
+        links: [],
+        startTime: 1n,
+        kind: "internal",
+        root: false,
+        sampled: true,
+      })
+      span.attribute("blob", blob(index))
+      span.end(2n, Exit.void)
+      await until(() => made.stats.sent === index + 1)
+    }
+    expect(made.threaded).toBe(true)
+    await made.close()
+    const spans = spansOf(otlp.received)
+    expect(spans.map((span) => span.name)).toEqual(Array.from({ length: count }, (_, index) => `wrap-${index}`))
+    expect(spans.every((span, index) => attribute(span, "blob") === blob(index))).toBe(true)
+    expect(made.stats).toEqual({ sent: count, dropped: 0, requests: count, failures: 0 })
+  })
+
+  test("a chunk too large for the sending thread's ring is dropped with a count; the next ones are sent", async () => {
     const otlp = receiver()
     const made = Otlp.make(settings(otlp.url, { maxBatchSpans: 1, maxQueuedSpans: 4 }))
     endSpans(made, 1, "first")
