@@ -66,16 +66,27 @@ export interface Interface {
 
 type Phase = "head" | "length" | "chunk-size" | "chunk-data" | "chunk-end" | "trailer" | "opaque"
 
+/**
+ * Bytes held back until they are whole: a request head, or a chunk-size or trailer line. It grows by doubling and is
+ * searched only where bytes were added, so a head sent a byte at a time costs its length, not its square.
+ */
+interface Held {
+  bytes: Buffer
+  length: number
+}
+
 interface Connection {
   readonly id: number
   readonly client: Bun.Socket<Connection>
+  /** `x-core-connection: <id>\r\n`, the line the guard adds to each request head. */
+  readonly header: Buffer
   backend: Bun.Socket<Connection> | undefined
   connecting: boolean
   toBackend: Array<Uint8Array>
   toClient: Array<Uint8Array>
   phase: Phase
   /** The request head so far, or the current chunk-size or trailer line. */
-  pending: Buffer | undefined
+  pending: Held | undefined
   /** Bytes left of a body or chunk. */
   remaining: number
   /** When the deadline began, while not released. */
@@ -88,45 +99,67 @@ interface Connection {
 
 const CRLFCRLF = Buffer.from("\r\n\r\n")
 const LF = 0x0a
+const SPACE = 0x20
+/**
+ * The room first made for a held head or line; it doubles as needed, to at most MAX_HEAD_BYTES while it is held
+ * (more only for the moment before a head that long is passed on).
+ */
+const HELD_BYTES = 256
 
 /** The header fields the guard reads or drops, at the start of a line. */
 const FIELDS = /\r\n(content-length|transfer-encoding|upgrade|x-core-connection)[ \t]*:([^\r]*)/gi
+const FORGED = /\r\nx-core-connection[ \t]*:[^\r]*/gi
+const DIGITS = /^\d{1,15}$/
+const HEX = /^[0-9a-f]+$/i
 
-/** How a request head frames its body, and the head to pass on (with the connection's header). */
-const frame = (head: Buffer, id: number): { readonly head: Buffer; readonly phase: Phase; readonly length: number } => {
-  const text = head.toString("latin1")
-  const lengths: Array<string> = []
-  const codings: Array<string> = []
+/**
+ * How a request head (`text`, through its blank line) frames its body: Content-Length or chunked, else nothing to
+ * follow ("opaque": both lengths, lengths that differ, an unknown transfer coding, an upgrade, CONNECT). `forged`:
+ * the head carries an X-Core-Connection of its own.
+ */
+const frame = (text: string): { readonly phase: Phase; readonly length: number; readonly forged: boolean } => {
+  let length: string | undefined
+  let lengthsAgree = true
+  let codings = 0
+  let coding = ""
   let upgrade = false
   let forged = false
-  for (const match of text.matchAll(FIELDS)) {
+  FIELDS.lastIndex = 0
+  for (let match = FIELDS.exec(text); match !== null; match = FIELDS.exec(text)) {
     const name = match[1]!.toLowerCase()
     const value = match[2]!.trim()
-    if (name === "content-length") lengths.push(value)
-    else if (name === "transfer-encoding") codings.push(...value.toLowerCase().split(","))
-    else if (name === "upgrade") upgrade = true
+    if (name === "content-length") {
+      if (length === undefined) length = value
+      else if (value !== length) lengthsAgree = false
+    } else if (name === "transfer-encoding") {
+      for (const part of value.toLowerCase().split(",")) {
+        codings++
+        coding = part
+      }
+    } else if (name === "upgrade") upgrade = true
     else forged = true
   }
-  const method = text.slice(0, text.indexOf(" ")).toUpperCase()
-  let phase: Phase = "head"
-  let length = 0
-  if (upgrade || method === "CONNECT") phase = "opaque"
-  else if (codings.length > 0) {
-    phase = lengths.length === 0 && codings.length === 1 && codings[0]!.trim() === "chunked" ? "chunk-size" : "opaque"
-  } else if (lengths.length > 0) {
-    length = Number(lengths[0])
-    if (!lengths.every((value) => value === lengths[0] && /^\d{1,15}$/.test(value))) phase = "opaque"
-    else if (length > 0) phase = "length"
+  // The method is what comes before the first space.
+  const connect = text.charCodeAt(7) === SPACE && text.slice(0, 7).toUpperCase() === "CONNECT"
+  if (upgrade || connect) return { phase: "opaque", length: 0, forged }
+  if (codings > 0) {
+    return { phase: length === undefined && codings === 1 && coding.trim() === "chunked" ? "chunk-size" : "opaque", length: 0, forged }
   }
-  // The connection's header goes last; a client's own of that name is dropped.
-  const kept = forged ? text.slice(0, -2).replace(/\r\nx-core-connection[ \t]*:[^\r]*/gi, "") : text.slice(0, -2)
-  return { head: Buffer.from(`${kept}${CONNECTION_HEADER}: ${id}\r\n\r\n`, "latin1"), phase, length }
+  if (length === undefined) return { phase: "head", length: 0, forged }
+  if (!lengthsAgree || !DIGITS.test(length)) return { phase: "opaque", length: 0, forged }
+  const bytes = Number(length)
+  return { phase: bytes > 0 ? "length" : "head", length: bytes, forged }
 }
+
+/** A head whose client sent an X-Core-Connection: passed on without it, with the connection's own last. */
+const withoutForged = (text: string, header: Buffer): Buffer =>
+  Buffer.from(`${text.slice(0, -2).replace(FORGED, "")}${header.toString("latin1")}\r\n`, "latin1")
 
 /** A connection just accepted: waiting for its request head, with no unix socket yet. */
 const opened = (id: number, client: Bun.Socket<Connection>): Connection => ({
   id,
   client,
+  header: Buffer.from(`${CONNECTION_HEADER}: ${id}\r\n`, "latin1"),
   backend: undefined,
   connecting: false,
   toBackend: [],
@@ -139,6 +172,24 @@ const opened = (id: number, client: Bun.Socket<Connection>): Connection => ({
   closed: false,
   backendClosed: false,
 })
+
+/** Adds `data[from, to)` to what is held (made if none), growing it as needed; answers the length held before. */
+const hold = (connection: Connection, data: Buffer, from: number, to: number): number => {
+  const held = (connection.pending ??= { bytes: Buffer.allocUnsafe(HELD_BYTES), length: 0 })
+  const before = held.length
+  const needed = before + to - from
+  if (needed > held.bytes.length) {
+    let size = held.bytes.length * 2
+    while (size < needed) size *= 2
+    size = Math.max(needed, Math.min(size, MAX_HEAD_BYTES))
+    const grown = Buffer.allocUnsafe(size)
+    held.bytes.copy(grown, 0, 0, before)
+    held.bytes = grown
+  }
+  data.copy(held.bytes, before, from, to)
+  held.length = needed
+  return before
+}
 
 /** Writes a queue to a socket as far as it takes it; answers whether the queue is empty. */
 const flush = (socket: Bun.Socket<Connection>, queue: Array<Uint8Array>): boolean => {
@@ -155,8 +206,8 @@ const flush = (socket: Bun.Socket<Connection>, queue: Array<Uint8Array>): boolea
 }
 
 /**
- * Writes bytes on to a socket after what is queued for it; what it does not take now is queued, and `source` paused
- * until it drains.
+ * Writes bytes on to a socket after what is queued for it; what it does not take now is copied to the queue (`bytes`
+ * may be reused once this returns), and `source` paused until it drains.
  */
 const forward = (to: Bun.Socket<Connection>, queue: Array<Uint8Array>, bytes: Uint8Array, source: Bun.Socket<Connection>) => {
   if (queue.length > 0) {
@@ -216,73 +267,113 @@ const backendSocket = (on: {
 })
 
 /**
- * Takes a request head from `data` at `offset` into `out`, framed (or, past MAX_HEAD_BYTES, as it is); keeps a
- * partial head in `pending`. `arm` starts the deadline when a head begins. Answers the offset after what it took.
+ * What a client sent, as it is to be passed on: runs of its bytes as they are, the guard's own bytes between them
+ * (each head's X-Core-Connection), and none of what is held back (a partial head).
  */
-const takeHead = (
-  connection: Connection,
-  data: Buffer,
-  offset: number,
-  out: Array<Uint8Array>,
-  arm: (connection: Connection) => void,
-): number => {
-  const before = connection.pending
-  if (before === undefined) arm(connection)
-  const head = before === undefined ? data.subarray(offset) : Buffer.concat([before, data.subarray(offset)])
-  const end = head.indexOf(CRLFCRLF, Math.max(0, (before?.length ?? 0) - 3))
-  if (end < 0) {
-    if (head.length > MAX_HEAD_BYTES) {
-      connection.pending = undefined
-      connection.phase = "opaque"
-      out.push(head)
-    } else connection.pending = Buffer.from(head)
-    return data.length
-  }
-  const consumed = end + 4 - (before?.length ?? 0)
-  connection.pending = undefined
-  const framed = frame(head.subarray(0, end + 4), connection.id)
+interface Output {
+  readonly data: Buffer
+  readonly pieces: Array<Uint8Array>
+  /** Where the run of `data` not yet in `pieces` begins. */
+  from: number
+}
+
+/** Ends the current run at `at` and adds the guard's `bytes`; the next run begins at `next`. */
+const splice = (out: Output, at: number, bytes: Uint8Array | undefined, next: number) => {
+  if (at > out.from) out.pieces.push(out.data.subarray(out.from, at))
+  if (bytes !== undefined && bytes.length > 0) out.pieces.push(bytes)
+  out.from = next
+}
+
+/**
+ * Takes the request head in `head[start, end)` (through its blank line): its framing becomes the connection's phase,
+ * and its bytes go out with the connection's header added (a forged one dropped). `at` is where the head is in the
+ * output's data, or, for a head that was held, where in the data it ended.
+ */
+const takeFramed = (connection: Connection, head: Buffer, start: number, end: number, out: Output, held: boolean, at: number) => {
+  const text = head.toString("latin1", start, end)
+  const framed = frame(text)
   connection.phase = framed.phase
   connection.remaining = framed.length
-  out.push(framed.head)
-  return offset + consumed
+  if (framed.forged) splice(out, held ? out.from : at, withoutForged(text, connection.header), held ? at : at + end - start)
+  else if (held) {
+    // The held head (a copy) with the header before its blank line; the blank line itself is in neither.
+    splice(out, out.from, Buffer.concat([head.subarray(start, end - 2), connection.header, CRLFCRLF.subarray(2)]), at)
+  } else splice(out, at + end - start - 2, connection.header, at + end - start - 2)
+}
+
+/**
+ * Takes a request head from the data at `offset`: framed once whole (or, past MAX_HEAD_BYTES, passed on as it is);
+ * a partial head is held. `arm` starts the deadline when a head begins. Answers the offset after what it took.
+ */
+const takeHead = (connection: Connection, out: Output, offset: number, arm: (connection: Connection) => void): number => {
+  const data = out.data
+  if (connection.pending === undefined) {
+    arm(connection)
+    const end = data.indexOf(CRLFCRLF, offset)
+    if (end >= 0) {
+      takeFramed(connection, data, offset, end + 4, out, false, offset)
+      return end + 4
+    }
+    if (data.length - offset > MAX_HEAD_BYTES) connection.phase = "opaque"
+    else {
+      hold(connection, data, offset, data.length)
+      splice(out, offset, undefined, data.length)
+    }
+    return data.length
+  }
+  const before = hold(connection, data, offset, data.length)
+  const held = connection.pending
+  const end = held.bytes.subarray(0, held.length).indexOf(CRLFCRLF, Math.max(0, before - 3))
+  if (end >= 0) {
+    connection.pending = undefined
+    const consumed = end + 4 - before
+    splice(out, offset, undefined, offset)
+    takeFramed(connection, held.bytes, 0, end + 4, out, true, offset + consumed)
+    return offset + consumed
+  }
+  if (held.length > MAX_HEAD_BYTES) {
+    // Passed on as it is: what was held, then this data.
+    connection.pending = undefined
+    connection.phase = "opaque"
+    splice(out, offset, held.bytes.subarray(0, before), offset)
+  } else splice(out, offset, undefined, data.length)
+  return data.length
 }
 
 /** Takes what is left of a Content-Length body or a chunk's data; answers the offset after it. */
-const takeBody = (connection: Connection, data: Buffer, offset: number, out: Array<Uint8Array>): number => {
+const takeBody = (connection: Connection, data: Buffer, offset: number): number => {
   const take = Math.min(connection.remaining, data.length - offset)
-  out.push(data.subarray(offset, offset + take))
   connection.remaining -= take
   if (connection.remaining === 0) connection.phase = connection.phase === "length" ? "head" : "chunk-end"
   return offset + take
 }
 
 /**
- * Takes a chunk-size, chunk-end or trailer line (or, past MAX_LINE_BYTES, leaves the connection unframed); keeps a
- * partial line in `pending`. Answers the offset after what it took.
+ * Takes a chunk-size, chunk-end or trailer line, passed on as it arrives (or, past MAX_LINE_BYTES, leaves the
+ * connection unframed); a partial line is held too, to read once whole. Answers the offset after what it took.
  */
-const takeLine = (connection: Connection, data: Buffer, offset: number, out: Array<Uint8Array>): number => {
+const takeLine = (connection: Connection, data: Buffer, offset: number): number => {
   const newline = data.indexOf(LF, offset)
   const stop = newline < 0 ? data.length : newline + 1
-  const piece = data.subarray(offset, stop)
-  out.push(piece)
-  const line = connection.pending === undefined ? piece : Buffer.concat([connection.pending, piece])
+  if (newline < 0 || connection.pending !== undefined) hold(connection, data, offset, stop)
+  const held = connection.pending
   if (newline < 0) {
-    if (line.length > MAX_LINE_BYTES) {
+    if (held!.length > MAX_LINE_BYTES) {
       connection.pending = undefined
       connection.phase = "opaque"
-    } else connection.pending = Buffer.from(line)
+    }
     return stop
   }
   connection.pending = undefined
-  const text = line.toString("latin1").trim()
+  const text = (held === undefined ? data.toString("latin1", offset, stop) : held.bytes.toString("latin1", 0, held.length)).trim()
   if (connection.phase === "chunk-end") connection.phase = "chunk-size"
   else if (connection.phase === "trailer") {
     if (text === "") connection.phase = "head"
   } else {
-    const size = Number.parseInt(text.split(";", 1)[0]!.trim(), 16)
-    if (!/^[0-9a-f]+$/i.test(text.split(";", 1)[0]!.trim()) || !Number.isSafeInteger(size)) {
-      connection.phase = "opaque"
-    } else if (size === 0) connection.phase = "trailer"
+    const digits = text.split(";", 1)[0]!.trim()
+    const size = Number.parseInt(digits, 16)
+    if (!HEX.test(digits) || !Number.isSafeInteger(size)) connection.phase = "opaque"
+    else if (size === 0) connection.phase = "trailer"
     else {
       connection.phase = "chunk-data"
       connection.remaining = size
@@ -291,33 +382,50 @@ const takeLine = (connection: Connection, data: Buffer, offset: number, out: Arr
   return stop
 }
 
-/** Follows the requests in what a client sent, phase by phase, pushing the bytes to pass on into `out`. */
-const frameInto = (
-  connection: Connection,
-  data: Buffer,
-  out: Array<Uint8Array>,
-  arm: (connection: Connection) => void,
-) => {
+/** Follows the requests in what a client sent, phase by phase, gathering what to pass on in `out`. */
+const frameInto = (connection: Connection, out: Output, arm: (connection: Connection) => void) => {
+  const data = out.data
   let offset = 0
   while (offset < data.length && !connection.closed) {
     switch (connection.phase) {
       case "head":
-        offset = takeHead(connection, data, offset, out, arm)
+        offset = takeHead(connection, out, offset, arm)
         break
       case "length":
       case "chunk-data":
-        offset = takeBody(connection, data, offset, out)
+        offset = takeBody(connection, data, offset)
         break
       case "chunk-size":
       case "chunk-end":
       case "trailer":
-        offset = takeLine(connection, data, offset, out)
+        offset = takeLine(connection, data, offset)
         break
       case "opaque":
-        out.push(data.subarray(offset))
         return
     }
   }
+}
+
+/**
+ * Where what a client sent is put together with the guard's headers before it is written on, when it fits; the
+ * bytes are written (or copied to a queue) before the next data arrives, so one buffer serves every connection.
+ */
+const GATHER_BYTES = 64 * 1024
+const gathered = Buffer.allocUnsafe(GATHER_BYTES)
+
+/** The output in one buffer: the data itself when passed on whole and unchanged, else the pieces put together. */
+const joined = (out: Output): Uint8Array | undefined => {
+  if (out.pieces.length === 0) return out.from === 0 ? out.data : out.from < out.data.length ? out.data.subarray(out.from) : undefined
+  if (out.from < out.data.length) out.pieces.push(out.data.subarray(out.from))
+  let length = 0
+  for (const piece of out.pieces) length += piece.length
+  if (length > GATHER_BYTES) return Buffer.concat(out.pieces, length)
+  let at = 0
+  for (const piece of out.pieces) {
+    gathered.set(piece, at)
+    at += piece.length
+  }
+  return gathered.subarray(0, length)
 }
 
 /** Listens on `options.hostname:port` and passes connections to the server on `options.backend`. */
@@ -411,10 +519,10 @@ export const listen = (options: Options): Interface => {
 
   /** Frames what the client sent and passes it on, in one write. */
   const fromClient = (connection: Connection, data: Buffer) => {
-    const out: Array<Uint8Array> = []
-    frameInto(connection, data, out, arm)
-    if (out.length === 1) toBackend(connection, out[0]!)
-    else if (out.length > 1) toBackend(connection, Buffer.concat(out))
+    const out: Output = { data, pieces: [], from: 0 }
+    frameInto(connection, out, arm)
+    const bytes = joined(out)
+    if (bytes !== undefined) toBackend(connection, bytes)
   }
 
   /** Takes a new connection in, making room for it by closing the one waiting longest (or itself, if none can go). */

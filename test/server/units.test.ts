@@ -57,9 +57,32 @@ describe("Security", () => {
     const check = Security.tokenChecker("s3cret")
     expect(check("Bearer s3cret")).toBe(true)
     expect(check("bearer s3cret")).toBe(true)
+    expect(check("Bearer \t s3cret \t")).toBe(true)
     for (const header of [undefined, "", "Bearer", "Bearer s3cre", "Bearer s3cret2", "Basic s3cret", "s3cret", "Bearer s3cret extra"]) {
       expect(check(header)).toBe(false)
     }
+  })
+
+  test("the token check refuses what a guesser would try: the token repeated, wrapped, recased, a character off anywhere", () => {
+    const token = Security.generateToken()
+    const check = Security.tokenChecker(token)
+    expect(check(`Bearer ${token}`)).toBe(true)
+    const near = [
+      token + token,
+      token + token.slice(0, 1),
+      token.slice(0, -1),
+      token.slice(1) + token.slice(0, 1),
+      token.toUpperCase() === token ? token.toLowerCase() : token.toUpperCase(),
+      // The token's characters with a high bit set (as a byte-wise comparison of truncated code units would miss).
+      Array.from(token, (character) => String.fromCharCode(character.charCodeAt(0) + 0x100)).join(""),
+      ...Array.from(token, (_, index) => `${token.slice(0, index)}${token[index] === "A" ? "B" : "A"}${token.slice(index + 1)}`),
+    ]
+    for (const sent of near) expect({ sent, accepted: check(`Bearer ${sent}`) }).toEqual({ sent, accepted: false })
+    // A one-character token: its repetitions are other tokens.
+    const short = Security.tokenChecker("a")
+    expect([short("Bearer a"), short("Bearer aa"), short("Bearer aaaaaaaa"), short("Bearer A")]).toEqual([true, false, false, false])
+    // A token that could never be used (refused at start) matches nothing.
+    expect(Security.tokenChecker("")("Bearer x")).toBe(false)
   })
 
   test("a token that could never be sent in Authorization is refused, saying why; a usable one is not", () => {
