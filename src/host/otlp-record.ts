@@ -36,7 +36,6 @@ const ARRAY = 5
 const KINDS: ReadonlyArray<Tracer.SpanKind> = ["internal", "server", "client", "producer", "consumer"]
 const KIND_CODE: Record<Tracer.SpanKind, number> = { internal: 0, server: 1, client: 2, producer: 3, consumer: 4 }
 
-const INITIAL_BYTES = 64 * 1024
 const TWO_TO_32 = 2 ** 32
 /** Strings up to this many UTF-16 units are tried as ASCII, byte by byte, before the encoder is called. */
 const SHORT_STRING = 256
@@ -72,11 +71,7 @@ export const randomWord = (): number => {
  * Records written one after another into one growing buffer, sealed into chunks (a request body each) and handed on
  * from the buffer itself, with no copy made here.
  */
-export class Records {
-  private bytes = new Uint8Array(INITIAL_BYTES)
-  private view = new DataView(this.bytes.buffer)
-  private capacity = INITIAL_BYTES
-  private at = 0
+export class Records extends OtlpWire.Growing {
   private spans = 0
   /** The chunks sealed, as where each ends and how many records it holds. */
   private readonly sealed: Array<number> = []
@@ -114,17 +109,6 @@ export class Records {
     sealed.length = 0
     this.bytes.copyWithin(0, from, this.at)
     this.at -= from
-  }
-
-  private room(count: number): void {
-    if (this.at + count <= this.capacity) return
-    let size = this.capacity * 2
-    while (this.at + count > size) size *= 2
-    const grown = new Uint8Array(size)
-    grown.set(this.bytes.subarray(0, this.at))
-    this.bytes = grown
-    this.view = new DataView(grown.buffer)
-    this.capacity = size
   }
 
   private word(value: number): void {

@@ -233,10 +233,11 @@ for (let digit = 0; digit < 16; digit++) {
   HEX["0123456789ABCDEF".charCodeAt(digit)] = digit
 }
 
-/** A protobuf writer over one growing buffer; a message's length is written when it ends. */
-class Writer {
+/** Bytes written one after another into one buffer, which doubles whenever what comes next would not fit. */
+export class Growing {
   bytes: Uint8Array<ArrayBuffer>
   view: DataView<ArrayBuffer>
+  /** Where the next byte goes. */
   at = 0
   /** The buffer's length, kept as a number (read on every write). */
   capacity: number
@@ -247,6 +248,7 @@ class Writer {
     this.capacity = size
   }
 
+  /** Makes room for `count` more bytes at `at`. */
   room(count: number): void {
     if (this.at + count <= this.capacity) return
     let size = this.capacity * 2
@@ -257,6 +259,10 @@ class Writer {
     this.view = new DataView(grown.buffer)
     this.capacity = size
   }
+}
+
+/** A protobuf writer over one growing buffer; a message's length is written when it ends. */
+class Writer extends Growing {
 
   /** A non-negative integer below 2^53. */
   varint(value: number): void {

@@ -5,35 +5,15 @@
 
 import { describe, expect, test } from "bun:test"
 import { Cause } from "effect"
-import type * as Tracer from "effect/Tracer"
 import { OtlpRecord } from "../../src/host/otlp-record"
 import { OtlpOutcome } from "../../src/host/otlp-outcome"
 import { OtlpWire } from "../../src/host/otlp-wire"
+import { ended, external, UNDER, WORDS } from "../support/otlp"
 
 const SOURCE: OtlpWire.Source = {
   resource: { "service.name": "core-test", "service.version": "1.2.3" },
   scope: { name: "core", version: "1.2.3" },
 }
-
-const ended = (overrides: Partial<OtlpWire.Ended> & Pick<OtlpWire.Ended, "name">): OtlpWire.Ended => ({
-  kind: "internal",
-  traceId: "0af7651916cd43dd8448eb211c80319c",
-  spanId: "b7ad6b7169203331",
-  parentSpanId: undefined,
-  startTime: 1_764_000_000_000_000_000n,
-  endTime: 1_764_000_000_000_123_456n,
-  pairs: [],
-  events: [],
-  links: [],
-  outcome: undefined,
-  ...overrides,
-})
-
-const external = (traceId: string, spanId: string): Tracer.ExternalSpan =>
-  ({ _tag: "ExternalSpan", traceId, spanId, sampled: true, annotations: undefined as never }) as Tracer.ExternalSpan
-
-const WORDS = { traceWords: [0x0af76519, 0x16cd43dd, 0x8448eb21, 0x1c80319c], spanId: "00f067aa0ba902b7", spanWords: [0x00f067aa, 0x0ba902b7] } as const
-const UNDER = { parentSpanId: "b7ad6b7169203331", parentWords: [0xb7ad6b71, 0x69203331] } as const
 
 const SPANS: ReadonlyArray<OtlpWire.Ended> = [
   ended({
