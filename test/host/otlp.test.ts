@@ -69,22 +69,25 @@ const attribute = (span: JsonSpan, key: string): unknown => {
   return value === undefined ? undefined : Object.values(value)[0]
 }
 
+/** Ends one span named `name` with one attribute through `made`'s tracer, as Effect would. */
+const endSpan = (made: Otlp.Made, name: string, key: string, value: unknown) => {
+  const span = made.tracer.span({
+    name,
+    parent: Option.none(),
+    annotations: Context.empty(),
+    links: [],
+    startTime: 1n,
+    kind: "internal",
+    root: false,
+    sampled: true,
+  })
+  span.attribute(key, value)
+  span.end(2n, Exit.void)
+}
+
 /** Ends `count` spans named `name-<i>` through `made`'s tracer, as Effect would. */
 const endSpans = (made: Otlp.Made, count: number, name = "span") => {
-  for (let index = 0; index < count; index++) {
-    const span = made.tracer.span({
-      name: `${name}-${index}`,
-      parent: Option.none(),
-      annotations: Context.empty(),
-      links: [],
-      startTime: 1n,
-      kind: "internal",
-      root: false,
-      sampled: true,
-    })
-    span.attribute("index", index)
-    span.end(2n, Exit.void)
-  }
+  for (let index = 0; index < count; index++) endSpan(made, `${name}-${index}`, "index", index)
 }
 
 const until = async (condition: () => boolean, ms = 5_000) => {
@@ -376,18 +379,7 @@ describe("the exporter", () => {
     const count = 60
     const blob = (index: number) => `${index}:${"ü".repeat(10_000)}`
     for (let index = 0; index < count; index++) {
-      const span = made.tracer.span({
-        name: `wrap-${index}`,
-        parent: Option.none(),
-        annotations: Context.empty(),
-        links: [],
-        startTime: 1n,
-        kind: "internal",
-        root: false,
-        sampled: true,
-      })
-      span.attribute("blob", blob(index))
-      span.end(2n, Exit.void)
+      endSpan(made, `wrap-${index}`, "blob", blob(index))
       await until(() => made.stats.sent === index + 1)
     }
     expect(made.threaded).toBe(true)
