@@ -21,19 +21,22 @@ const fetch = async (request: Request) => {
   return new Response("not found", { status: 404 })
 }
 
-if (process.argv[2] === "guard") {
-  const socket = join(mkdtempSync(join(tmpdir(), "guard-bench-")), "http.sock")
-  Bun.serve({ unix: socket, fetch, ...({ idleTimeout: 0 } as object) })
-  const guard = Guard.listen({
-    hostname: "127.0.0.1",
-    port: 0,
-    backend: socket,
-    deadlineMs: 10_000,
-    maxDescriptors: 10_000,
-    log: (line) => process.stderr.write(`${line}\n`),
-  })
-  console.log(JSON.stringify({ url: `http://127.0.0.1:${guard.port}` }))
-} else {
-  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch })
-  console.log(JSON.stringify({ url: `http://127.0.0.1:${server.port}` }))
+// Only when run as the peer: bench/guard.ts imports BIG_BYTES, and a server started on import would keep it running.
+if (import.meta.main) {
+  if (process.argv[2] === "guard") {
+    const socket = join(mkdtempSync(join(tmpdir(), "guard-bench-")), "http.sock")
+    Bun.serve({ unix: socket, fetch, ...({ idleTimeout: 0 } as object) })
+    const guard = Guard.listen({
+      hostname: "127.0.0.1",
+      port: 0,
+      backend: socket,
+      deadlineMs: 10_000,
+      maxDescriptors: 10_000,
+      log: (line) => process.stderr.write(`${line}\n`),
+    })
+    console.log(JSON.stringify({ url: `http://127.0.0.1:${guard.port}` }))
+  } else {
+    const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch })
+    console.log(JSON.stringify({ url: `http://127.0.0.1:${server.port}` }))
+  }
 }
