@@ -396,19 +396,8 @@ describe("the exporter", () => {
     endSpans(made, 1, "first")
     await until(() => made.stats.sent === 1)
     expect(made.threaded).toBe(true)
-    const huge = made.tracer.span({
-      name: "huge",
-      parent: Option.none(),
-      annotations: Context.empty(),
-      links: [],
-      startTime: 1n,
-      kind: "internal",
-      root: false,
-      sampled: true,
-    })
     // Over the ring's least size (a quarter of a MiB) for a queue of 4 spans.
-    huge.attribute("blob", "x".repeat(400 * 1024))
-    huge.end(2n, Exit.void)
+    endSpan(made, "huge", "blob", "x".repeat(400 * 1024))
     endSpans(made, 2, "after")
     await until(() => made.stats.sent === 3)
     expect(made.stats.dropped).toBe(1)
