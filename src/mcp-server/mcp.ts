@@ -41,6 +41,7 @@ import type { Events } from "../host/events"
 import type { Served } from "../host/served"
 import type { ManagedOutputs } from "../output/managed-outputs"
 import { Permission } from "../permission/permission"
+import type { Settlement } from "../contract/settlement"
 import type { Settler } from "../settlement/settler"
 import { Mapping } from "./mapping"
 import { McpDelegated } from "./mcp-delegated"
@@ -292,10 +293,15 @@ const callTool = (state: State, serving: Host, call: Settler.Call, extra: CallEx
     const turn = yield* serving.served.capture(state.options.agent, { call: call.name })
     state.running.set(key, { call, host: serving, turn, requestId: extra.requestId })
     const { settlement } = yield* settle(state, serving, turn, call, extra, progressToken)
-    const definition = turn.materialization.definitions.find((candidate) => candidate.name === call.name)
-    const structured = definition !== undefined && Mapping.isObjectSchema(definition.outputSchema)
-    return Mapping.resultOf(settlement, structured, kept(serving.outputs))
+    return resultOf(serving, turn, call.name, settlement)
   }).pipe(Effect.ensuring(Effect.sync(() => state.running.delete(key))))
+}
+
+/** A settlement of `tool` as an MCP tool result: structured where the turn's definition has an object output schema. */
+const resultOf = (serving: Host, turn: Served.Turn, tool: string, settlement: Settlement.Info): CallToolResult => {
+  const definition = turn.materialization.definitions.find((candidate) => candidate.name === tool)
+  const structured = definition !== undefined && Mapping.isObjectSchema(definition.outputSchema)
+  return Mapping.resultOf(settlement, structured, kept(serving.outputs))
 }
 
 /** `tools/list` (the agent's catalog now) and `tools/call` (settled through the host's running calls). */
@@ -330,7 +336,7 @@ const answerCall = async (state: State, serving: Host, params: CallToolRequest["
   try {
     return await settling
   } catch (error) {
-    throw new McpError(ErrorCode.InternalError, error instanceof Error ? error.message : String(error))
+    throw new McpError(ErrorCode.InternalError, messageOf(error))
   } finally {
     state.waiting.delete(settling)
   }
@@ -357,9 +363,7 @@ const answerUntraced = (
   const settled = (turn: Served.Turn, exit: Calls.Outcome): CallToolResult => {
     state.running.delete(key)
     if (Exit.isFailure(exit)) throw new McpError(ErrorCode.InternalError, messageOf(Cause.squash(exit.cause)))
-    const definition = turn.materialization.definitions.find((candidate) => candidate.name === call.name)
-    const structured = definition !== undefined && Mapping.isObjectSchema(definition.outputSchema)
-    return Mapping.resultOf(exit.value.settlement, structured, kept(serving.outputs))
+    return resultOf(serving, turn, call.name, exit.value.settlement)
   }
   const start = (captured: Exit.Exit<Served.Turn, unknown>): CallToolResult | Promise<CallToolResult> => {
     if (Exit.isFailure(captured)) throw new McpError(ErrorCode.InternalError, messageOf(Cause.squash(captured.cause)))
