@@ -19,7 +19,7 @@ export * as Journal from "./journal"
 //
 // Looking (a `fstat` and the header, to see what others appended or compacted) was most of an operation's cost: it
 // is skipped when nothing can have changed (see `Generation`). So is asking SQLite about a call of a session SQLite
-// is known to hold nothing more of (see `complete` in `open`): a new call is then one append under the lock.
+// is known to hold nothing more of (see `known` in `open`): a new call is then one append under the lock.
 
 import { dlopen, FFIType } from "bun:ffi"
 import { closeSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from "node:fs"
@@ -80,8 +80,15 @@ export interface Index {
 /** The journal of this size or more is compacted after the append that reaches it. */
 export const COMPACT_BYTES = 256 * 1024
 
-/** How many of SQLite's rows a journal keeps as read, at most. */
-const INDEXED_MAX = 10_000
+/** How much of SQLite a journal keeps in memory, at most (see `open`). */
+export interface Limits {
+  /** SQLite's rows kept as read. */
+  readonly rows: number
+  /** Call ids kept of the sessions whose every call id in SQLite is known, over all of them. */
+  readonly ids: number
+}
+
+const LIMITS: Limits = { rows: 10_000, ids: 100_000 }
 
 const HEADER_PREFIX = "core-journal 1 "
 /** The header line: the prefix, a 16-hex-digit nonce, a line feed. */
@@ -235,8 +242,8 @@ export interface Journal {
   readonly close: () => void
 }
 
-/** Opens (creating, 0600) the journal at `path` over `index`. */
-export const open = (path: string, index: Index): Journal => {
+/** Opens (creating, 0600) the journal at `path` over `index`, keeping at most `limits` of SQLite in memory. */
+export const open = (path: string, index: Index, limits: Limits = LIMITS): Journal => {
   const lib = libc()
   if (lib === null) throw new JournalError("libc's flock could not be opened")
   const lock = lib.flock
@@ -251,17 +258,20 @@ export const open = (path: string, index: Index): Journal => {
   const rows = new Map<string, Row>()
   /**
    * SQLite's rows as read under this nonce (null: none): SQLite changes only by compaction, which starts a new
-   * nonce, so what was read holds until then.
+   * nonce, so what was read holds until then. A cache: emptied when full.
    */
   const indexed = new Map<string, Row | null>()
   /**
-   * Sessions (by `sessionString`) all of whose SQLite rows are in `indexed`, so a call of theirs missing there is
+   * Sessions (by `sessionString`) whose every call id in SQLite is listed here, so a call of theirs not listed is
    * missing from SQLite: a fresh call is begun without asking SQLite. A session is known so when SQLite was found to
    * hold none of its rows (`Index.empty`), and stays so while SQLite changes only by this process's compactions,
-   * each of which adds what it wrote to `indexed` (see `compact`). Forgotten with `indexed`: on a new nonce (another
-   * process compacted), on `forget` (a prune), and when `indexed` is cleared for its size.
+   * each of which lists what it wrote (see `compact`). Forgotten on a new nonce (another process compacted) and on
+   * `forget` (a prune); past `limits.ids` call ids in all, the sessions used least recently are forgotten (first in
+   * the map's order: a session used is moved to its end), and asked about again when next used.
    */
-  const complete = new Set<string>()
+  const known = new Map<string, Set<string>>()
+  /** How many call ids `known` lists, over all its sessions. */
+  let knownIds = 0
   /** Sessions found to have rows in SQLite under this nonce: not asked again whether they are empty. */
   const partial = new Set<string>()
   let held = 0
@@ -294,31 +304,53 @@ export const open = (path: string, index: Index): Journal => {
     let found = indexed.get(key)
     if (found === undefined) {
       const session = sessionString(location, sessionID)
-      if (complete.has(session)) return undefined
-      if (!partial.has(session)) {
+      const ids = known.get(session)
+      if (ids !== undefined) {
+        known.delete(session)
+        known.set(session, ids)
+        if (!ids.has(toolCallID)) return undefined
+      } else if (!partial.has(session)) {
         // One question per session under a nonce: a new session's calls are then never looked up in SQLite.
         if (index.empty(location, sessionID)) {
-          remember(session)
+          known.set(session, new Set())
           return undefined
         }
+        if (partial.size >= limits.rows) partial.clear()
         partial.add(session)
       }
       found = index.row([location, sessionID, toolCallID]) ?? null
-      if (indexed.size >= INDEXED_MAX) forgetIndexed()
-      indexed.set(key, found)
+      cache(key, found)
     }
     return found ?? undefined
   }
 
-  /** Marks `session` as having all its SQLite rows in `indexed`. */
-  const remember = (session: string) => {
-    if (complete.size >= INDEXED_MAX) forgetIndexed()
-    complete.add(session)
+  /** Keeps `row` as SQLite's for `key`, emptying the cache first when it is full. */
+  const cache = (key: string, row: Row | null) => {
+    if (indexed.size >= limits.rows) indexed.clear()
+    indexed.set(key, row)
+  }
+
+  /** Lists `row`'s call id as in SQLite, where every call id of its session is known. */
+  const list = (row: Row) => {
+    const ids = known.get(sessionString(row.location, row.session_id))
+    if (ids === undefined || ids.has(row.call_id)) return
+    ids.add(row.call_id)
+    knownIds++
+  }
+
+  /** Forgets the sessions used least recently until `known` lists at most `limits.ids` call ids. */
+  const trim = () => {
+    for (const [session, ids] of known) {
+      if (knownIds <= limits.ids) return
+      known.delete(session)
+      knownIds -= ids.size
+    }
   }
 
   const forgetIndexed = () => {
     indexed.clear()
-    complete.clear()
+    known.clear()
+    knownIds = 0
     partial.clear()
   }
 
@@ -453,7 +485,9 @@ export const open = (path: string, index: Index): Journal => {
     if (nonce === "") {
       changing()
       ftruncateSync(fd, 0)
-      begin()
+      // What was read of SQLite still holds: with no header, it was all read under this hold of the lock (see
+      // `catchUp`).
+      begin(true)
     } else if (torn) {
       changing()
       ftruncateSync(fd, offset)
@@ -495,11 +529,12 @@ export const open = (path: string, index: Index): Journal => {
       if (written.length > 0) index.write(written, nonce, offset)
       ftruncateSync(fd, 0)
       begin(true)
-      // SQLite holds what it held, and what was written (see `complete`).
+      // SQLite holds what it held, and what was written (see `known`).
       for (const row of written) {
-        if (indexed.size >= INDEXED_MAX) forgetIndexed()
-        indexed.set(rowKey(row), row)
+        cache(rowKey(row), row)
+        list(row)
       }
+      trim()
     },
     forget: () => {
       if (held !== LOCK_EX) throw new JournalError("forgetting SQLite's rows outside a write")

@@ -502,48 +502,57 @@ describe("SQLite store journal between processes that keep it open", () => {
   })
 })
 
-describe("Journal compaction killed after SQLite committed", () => {
-  /** An index in memory: what SQLite would hold; `dies` makes the next write end the writer after committing. */
-  const memoryIndex = () => {
-    const rows = new Map<string, Journal.Row>()
-    const applied = new Map<string, number>()
-    const state = { dies: false, writes: 0 }
-    const index: Journal.Index = {
-      row: ([location, sessionID, toolCallID]) => rows.get(`${location}/${sessionID}/${toolCallID}`),
-      empty: (location, sessionID) => ![...rows.values()].some((row) => row.location === location && row.session_id === sessionID),
-      applied: (nonce) => applied.get(nonce),
-      write: (written, nonce, through) => {
-        for (const row of written) rows.set(`${row.location}/${row.session_id}/${row.call_id}`, row)
-        applied.clear()
-        applied.set(nonce, through)
-        state.writes++
-        if (state.dies) {
-          state.dies = false
-          throw new Error("killed after the commit")
-        }
-      },
-    }
-    return { index, rows, state }
+/**
+ * An index in memory: what SQLite would hold; `dies` makes the next write end the writer after committing; `asked`
+ * counts the rows and sessions the journal asked it about.
+ */
+const memoryIndex = () => {
+  const rows = new Map<string, Journal.Row>()
+  const applied = new Map<string, number>()
+  const state = { dies: false, writes: 0, asked: 0 }
+  const index: Journal.Index = {
+    row: ([location, sessionID, toolCallID]) => {
+      state.asked++
+      return rows.get(`${location}/${sessionID}/${toolCallID}`)
+    },
+    empty: (location, sessionID) => {
+      state.asked++
+      return ![...rows.values()].some((row) => row.location === location && row.session_id === sessionID)
+    },
+    applied: (nonce) => applied.get(nonce),
+    write: (written, nonce, through) => {
+      for (const row of written) rows.set(`${row.location}/${row.session_id}/${row.call_id}`, row)
+      applied.clear()
+      applied.set(nonce, through)
+      state.writes++
+      if (state.dies) {
+        state.dies = false
+        throw new Error("killed after the commit")
+      }
+    },
   }
+  return { index, rows, state }
+}
 
-  const row = (callID: string): Journal.Row => ({
-    location: "/p",
-    session_id: "s",
-    call_id: callID,
-    tool: "echo",
-    agent: "build",
-    state: "started",
-    owner: "me",
-    reason: null,
-    settlement: null,
-    lease_until: null,
-    started_at: 1,
-    settled_at: null,
-    message_id: null,
-    input: null,
-    input_bytes: null,
-  })
+const row = (callID: string, sessionID = "s"): Journal.Row => ({
+  location: "/p",
+  session_id: sessionID,
+  call_id: callID,
+  tool: "echo",
+  agent: "build",
+  state: "started",
+  owner: "me",
+  reason: null,
+  settlement: null,
+  lease_until: null,
+  started_at: 1,
+  settled_at: null,
+  message_id: null,
+  input: null,
+  input_bytes: null,
+})
 
+describe("Journal compaction killed after SQLite committed", () => {
   test("the next reader skips what SQLite has, and nothing is applied twice", () => {
     const path = join(tempDir(), "core.journal")
     const { index, rows, state } = memoryIndex()
@@ -592,5 +601,70 @@ describe("Journal compaction killed after SQLite committed", () => {
     expect(() => journal.append({ e: "new", row: row("a") })).toThrow("outside a write")
     expect(() => journal.reading(() => journal.writing(() => undefined))).toThrow("inside a read")
     journal.close()
+  })
+})
+
+describe("Journal: what it knows of SQLite", () => {
+  /** Begins `callID` of `sessionID` unless a row is recorded for it, as the store does; answers whether it did. */
+  const begin = (journal: Journal.Journal, callID: string, sessionID = "s") =>
+    journal.writing(() => {
+      if (journal.row(["/p", sessionID, callID]) !== undefined) return false
+      journal.append({ e: "new", row: row(callID, sessionID) })
+      return true
+    })
+
+  test("a session compacted past every cache still begins a fresh call without asking SQLite, and finds every old one", () => {
+    const { index, state } = memoryIndex()
+    const journal = Journal.open(join(tempDir(), "core.journal"), index, { rows: 8, ids: 1_000 })
+    for (let call = 0; call < 100; call++) {
+      expect(begin(journal, `c${call}`)).toBe(true)
+      if (call % 10 === 9) journal.writing(() => journal.compact())
+    }
+    // One question: whether the new session had rows; SQLite now holds 100 of them, 8 kept as rows.
+    expect(state.asked).toBe(1)
+    expect(begin(journal, "c100")).toBe(true)
+    expect(state.asked).toBe(1)
+    // Every old call is still found (read from SQLite where no longer cached), so none is begun again.
+    for (let call = 0; call < 100; call++) expect(begin(journal, `c${call}`)).toBe(false)
+    expect(state.asked).toBeGreaterThan(1)
+    journal.close()
+  })
+
+  test("past its limit of ids it forgets the sessions used least recently, asks SQLite about them again, and misses none", () => {
+    const { index, state } = memoryIndex()
+    const journal = Journal.open(join(tempDir(), "core.journal"), index, { rows: 4, ids: 10 })
+    // Six calls in each of sessions a and b, compacted: 12 ids over the limit, so a (used first) is forgotten.
+    for (const session of ["a", "b"]) {
+      for (let call = 0; call < 6; call++) expect(begin(journal, `${session}${call}`, session)).toBe(true)
+    }
+    journal.writing(() => journal.compact())
+    const asked = state.asked
+    expect(begin(journal, "b6", "b")).toBe(true)
+    expect(state.asked).toBe(asked)
+    // a is asked about again: it has rows, so each of its calls is looked up, and the old ones are found.
+    expect(begin(journal, "a6", "a")).toBe(true)
+    expect(state.asked).toBe(asked + 2)
+    for (let call = 0; call < 6; call++) {
+      expect(begin(journal, `a${call}`, "a")).toBe(false)
+      expect(begin(journal, `b${call}`, "b")).toBe(false)
+    }
+    journal.close()
+  })
+
+  test("another process's compaction makes it forget what it knew: a call the other made is found, not begun again", () => {
+    const path = join(tempDir(), "core.journal")
+    const { index } = memoryIndex()
+    const first = Journal.open(path, index)
+    const second = Journal.open(path, index)
+    expect(begin(first, "a")).toBe(true)
+    first.writing(() => first.compact())
+    // `first` knows every id of session s in SQLite; `second` adds one and compacts it under a new nonce.
+    expect(begin(second, "a")).toBe(false)
+    expect(begin(second, "b")).toBe(true)
+    second.writing(() => second.compact())
+    expect(begin(first, "b")).toBe(false)
+    expect(begin(first, "c")).toBe(true)
+    first.close()
+    second.close()
   })
 })
