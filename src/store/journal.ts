@@ -1,9 +1,9 @@
 export * as Journal from "./journal"
 
 // The SQLite store's write-ahead journal: a call's intent and its settlement are each one line appended to
-// `core.journal` beside `core.db` (one write, in the OS's hands when it returns, so kill -9 safe as a WAL commit with
-// synchronous=NORMAL is), and SQLite is the index, filled from the journal in batches. A commit costs tens of
-// microseconds (a few B-tree pages into the WAL, its locks); an append, a few.
+// `core.journal` beside `core.db` (in the OS's page cache when the append returns, so kill -9 safe as a WAL commit
+// with synchronous=NORMAL is), and SQLite is the index, filled from the journal in batches. A commit costs tens of
+// microseconds (a few B-tree pages into the WAL, its locks); an append, one or two.
 //
 // Every process sharing the data directory reads and appends the same journal under `flock` on it (shared to read,
 // exclusive to append), catching up on what others appended before it decides anything; a decision (is this call
@@ -11,18 +11,24 @@ export * as Journal from "./journal"
 // never both begin a call. Each process keeps the rows the journal changed in memory, over SQLite's.
 //
 // Compaction (`compact`), under the exclusive lock: the changed rows are written into SQLite in one transaction,
-// with the journal's nonce and how far it was applied (`journal_applied`), then the journal is emptied under a new
-// nonce. Killed between the two, the next reader finds the nonce applied and skips what SQLite already has; killed
-// mid-append, the torn line at the end is cut by the next append (a complete line is always a whole record).
+// with the journal's nonce and how far it was applied (`journal_applied`), then the journal is emptied (cut to
+// nothing, so it has no header) and started again under a new nonce. Killed between the two, the next reader finds
+// the nonce applied and skips what SQLite already has; killed after the cut, it finds no header and starts afresh.
 //
-// The first line is a header naming the journal's nonce; every later line is one JSON record (see `Entry`).
+// Layout: a header line naming the journal's nonce (`HEADER_PREFIX`, 16 hex digits, a line feed), the committed
+// end (a 32-bit little-endian word at `END_AT`), then one JSON record per line (see `Entry`) from `RECORDS_AT` up to
+// the committed end. The file is longer than its records (`CAPACITY`, grown when a record does not fit), so an
+// append changes no file size: its record is copied past the end, then the end is moved over it. Where the journal
+// is on a filesystem whose page cache every process shares (see `Generation`), the file is mapped into memory and an
+// append is two stores, with no system call; elsewhere (NFS and the like) it is two `pwrite`s. Killed mid-append,
+// the end has not moved: the partial record lies past it, unread, and the next append writes over it.
 //
-// Looking (a `fstat` and the header, to see what others appended or compacted) was most of an operation's cost: it
-// is skipped when nothing can have changed (see `Generation`). So is asking SQLite about a call of a session SQLite
+// Looking (a `fstat`, the header and the end, to see what others appended or compacted) was most of an operation's
+// cost: it is skipped when nothing can have changed (see `Generation`). So is asking SQLite about a call of a session SQLite
 // is known to hold nothing more of (see `known` in `open`): a new call is then one append under the lock.
 
 import { dlopen, FFIType } from "bun:ffi"
-import { closeSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from "node:fs"
+import { closeSync, constants, fstatSync, ftruncateSync, openSync, readSync, writeSync } from "node:fs"
 import { platform } from "node:os"
 import { randomBytes } from "node:crypto"
 
@@ -80,19 +86,36 @@ export interface Index {
 /** The journal of this size or more is compacted after the append that reaches it. */
 export const COMPACT_BYTES = 256 * 1024
 
-/** How much of SQLite a journal keeps in memory, at most (see `open`). */
-export interface Limits {
-  /** SQLite's rows kept as read. */
-  readonly rows: number
-  /** Call ids kept of the sessions whose every call id in SQLite is known, over all of them. */
-  readonly ids: number
+/** How a journal is kept (see `open`); each has its default. */
+export interface Options {
+  /** SQLite's rows kept as read, at most. */
+  readonly rows?: number
+  /** Call ids kept of the sessions whose every call id in SQLite is known, over all of them, at most. */
+  readonly ids?: number
+  /**
+   * Whether the journal's filesystem may be taken to share one page cache between processes (a generation, a
+   * mapped file), as it is found to; false treats it as NFS and the like are (every operation looks, records are
+   * written with `pwrite`).
+   */
+  readonly shared?: boolean
 }
 
-const LIMITS: Limits = { rows: 10_000, ids: 100_000 }
-
-const HEADER_PREFIX = "core-journal 1 "
-/** The header line: the prefix, a 16-hex-digit nonce, a line feed. */
-const HEADER_BYTES = HEADER_PREFIX.length + 16 + 1
+const HEADER_PREFIX = "core-journal 2 "
+/**
+ * The header of a journal written by a core before this layout: the file ended where its records ended, a torn
+ * last line was cut. Read once, as a store opens, compacted into SQLite and replaced by this layout.
+ */
+const LEGACY_PREFIX = "core-journal 1 "
+/** The header line: the prefix, a 16-hex-digit nonce, a line feed (the same length in both layouts). */
+const HEADER_LINE = HEADER_PREFIX.length + 16 + 1
+/** Where the committed end is: a 32-bit little-endian word, 4-byte aligned, so one store moves it whole. */
+const END_AT = HEADER_LINE
+/** Where the first record starts. */
+const RECORDS_AT = END_AT + 8
+/** The journal file's size as a compaction leaves it: room for what is appended before the next compaction. */
+const CAPACITY = 2 * COMPACT_BYTES
+/** A journal grown for a record past its end is grown in steps of this many bytes. */
+const GROWTH = 64 * 1024
 
 const LOCK_SH = 1
 const LOCK_EX = 2
@@ -137,7 +160,7 @@ const libc = (): Libc | null => {
 
 /**
  * Filesystems (Linux `f_type`) where every process sharing a file sees one page cache, so a store into a shared
- * mapping of it is seen by every other process at once: ext2/3/4, XFS, Btrfs, tmpfs, ramfs, F2FS, ZFS, and overlayfs
+ * mapping of it is seen by every other process at once (the journal's generation, and the journal itself): ext2/3/4, XFS, Btrfs, tmpfs, ramfs, F2FS, ZFS, and overlayfs
  * (which maps the upper layer's file). Not NFS, SMB, FUSE, 9p or cluster filesystems, where hosts sharing the data
  * directory each keep their own pages: there, every operation looks.
  */
@@ -150,7 +173,7 @@ const GENERATION_BYTES = 8
 
 /**
  * The journal's generation: a 64-bit counter in `<journal>-shm`, mapped shared by every process using the journal,
- * moved on by every process before it changes the journal file (an append, a torn tail cut, a compaction), under the
+ * moved on by every process before it changes the journal file (an append, a growth, a compaction), under the
  * exclusive lock. A process that saw generation g when it last held the lock, and sees g again when it takes the lock
  * now, knows the file is as it left it, so it skips the `fstat` and the header read:
  *
@@ -242,18 +265,24 @@ export interface Journal {
   readonly close: () => void
 }
 
-/** Opens (creating, 0600) the journal at `path` over `index`, keeping at most `limits` of SQLite in memory. */
-export const open = (path: string, index: Index, limits: Limits = LIMITS): Journal => {
+/** Opens (creating, 0600) the journal at `path` over `index`. */
+export const open = (path: string, index: Index, options: Options = {}): Journal => {
+  const limits = { rows: options.rows ?? 10_000, ids: options.ids ?? 100_000 }
   const lib = libc()
   if (lib === null) throw new JournalError("libc's flock could not be opened")
   const lock = lib.flock
-  const fd = openSync(path, "a+", 0o600)
+  // Not O_APPEND: records are written at the committed end, inside the file.
+  const fd = openSync(path, constants.O_RDWR | constants.O_CREAT, 0o600)
   /** The nonce of the journal as last read; "" before a header was read. */
   let nonce = ""
-  /** Where the next unread record starts. */
+  /** Where the next unread record starts: the committed end, once read through. */
   let offset = 0
-  /** Bytes past `offset` that are not a whole record (a torn append): cut before the next append. */
-  let torn = false
+  /** The file's size as this process last knew it (its own changes included). */
+  let size = 0
+  /** The whole file mapped shared, where the generation is shared (so is the page cache); else undefined. */
+  let mapped: Uint8Array | undefined
+  /** The committed end's word in `mapped`. */
+  let endWord: Uint32Array | undefined
   /** Rows changed by the records read, by key. */
   const rows = new Map<string, Row>()
   /**
@@ -295,6 +324,61 @@ export const open = (path: string, index: Index, limits: Limits = LIMITS): Journ
       done += read
     }
     return done === length ? buffer : buffer.subarray(0, done)
+  }
+
+  /** `length` bytes at `position`, a view of the mapping where there is one (valid until the next change). */
+  const bytesAt = (position: number, length: number): Uint8Array =>
+    mapped !== undefined ? mapped.subarray(position, position + length) : readAt(position, length)
+
+  const writeAt = (bytes: Uint8Array, position: number) => {
+    if (mapped !== undefined) {
+      mapped.set(bytes, position)
+      return
+    }
+    let done = 0
+    while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done, position + done)
+  }
+
+  /** The committed end as the file says; 0 where none was written yet. */
+  const endOf = (): number => {
+    if (endWord !== undefined) return endWord[0]!
+    const word = readAt(END_AT, 4)
+    return word.length === 4 ? new DataView(word.buffer, word.byteOffset, 4).getUint32(0, true) : 0
+  }
+
+  /** Moves the committed end to `end`: one aligned 32-bit store, or one `pwrite` of it. */
+  const commit = (end: number) => {
+    if (endWord !== undefined) {
+      endWord[0] = end
+      return
+    }
+    const word = new Uint8Array(4)
+    new DataView(word.buffer).setUint32(0, end, true)
+    writeAt(word, END_AT)
+  }
+
+  /**
+   * Maps the file as it is now (`size` bytes), where its page cache is shared: through `/proc/self/fd`, so it is the
+   * file open here whatever its path names by then. A file too short to hold a header is not mapped.
+   */
+  const map = () => {
+    mapped = undefined
+    endWord = undefined
+    if (shared === undefined || size < RECORDS_AT) return
+    const whole = Bun.mmap(`/proc/self/fd/${fd}`, { shared: true })
+    if (whole.byteLength !== size) throw new JournalError(`the journal ${path} changed size as it was mapped`)
+    mapped = whole
+    endWord = new Uint32Array(whole.buffer, whole.byteOffset + END_AT, 1)
+  }
+
+  /** Makes the file `to` bytes long (zeros past its old end), mapped anew. Under the exclusive lock only. */
+  const resize = (to: number) => {
+    changing()
+    mapped = undefined
+    endWord = undefined
+    ftruncateSync(fd, to)
+    size = to
+    map()
   }
 
   const base = (location: string, sessionID: string, toolCallID: string): Row | undefined => {
@@ -385,44 +469,67 @@ export const open = (path: string, index: Index, limits: Limits = LIMITS): Journ
     rows.clear()
     if (!keep) forgetIndexed()
     nonce = found
-    offset = found === "" ? 0 : Math.max(HEADER_BYTES, index.applied(found) ?? HEADER_BYTES)
-    torn = false
+    offset = found === "" ? 0 : Math.max(RECORDS_AT, index.applied(found) ?? RECORDS_AT)
   }
 
-  /** Reads what was appended since the last read (after a compaction, the new journal from its start). */
-  const catchUp = () => {
-    const size = fstatSync(fd).size
-    const header = size >= HEADER_BYTES ? decoder.decode(readAt(0, HEADER_BYTES)) : ""
-    const found = header.startsWith(HEADER_PREFIX) && header.endsWith("\n") ? header.slice(HEADER_PREFIX.length, -1) : ""
-    // Shorter than a header: one torn as it was written (nothing follows it), cut by the next append. As long
-    // and not one: not a journal this core wrote, never cut.
-    if (found === "" && size >= HEADER_BYTES) {
-      throw new JournalError(`${path} does not start as a journal of this core: move it aside only once no core uses it`)
-    }
-    // No header: never written, or emptied by a compaction killed before it wrote the next one, which may have
-    // changed SQLite since this process last read it under no header too: what was read of SQLite is forgotten.
-    if (found !== nonce || found === "" || size < offset) restart(found)
-    if (found === "" || size <= offset) {
-      torn = found === "" && size > 0
-      return
-    }
-    const bytes = readAt(offset, size - offset)
-    const end = bytes.lastIndexOf(10)
-    torn = end !== bytes.length - 1
-    if (end < 0) return
+  const corrupt = (what: string) => new JournalError(`the journal ${path} ${what}: move it aside only once no core uses it`)
+
+  /** Applies the records in `bytes` (whole lines), the first at `position` of the file. */
+  const applyAll = (bytes: Uint8Array, position: number) => {
     let at = 0
-    while (at < end) {
+    while (at < bytes.length) {
       const next = bytes.indexOf(10, at)
       let entry: Entry
       try {
         entry = JSON.parse(decoder.decode(bytes.subarray(at, next))) as Entry
       } catch {
-        throw new JournalError(`the journal ${path} has a record that is not JSON at byte ${offset + at}`)
+        throw new JournalError(`the journal ${path} has a record that is not JSON at byte ${position + at}`)
       }
       apply(entry)
       at = next + 1
     }
-    offset += end + 1
+  }
+
+  /**
+   * The nonce in the file's header; "" where it has none: shorter than a header (never written, or cut by a
+   * compaction killed before it wrote the next one) or starting with a zero byte (cut and grown, then killed before
+   * the header was written). Anything else that is not a header is not a journal this core wrote: reported, never
+   * cut. A journal in the layout before this one is reported too, but while the store opens (`legacy`).
+   */
+  const headerNonce = (legacy: boolean): string => {
+    if (size < HEADER_LINE) return ""
+    const head = bytesAt(0, HEADER_LINE)
+    if (head[0] === 0) return ""
+    const header = decoder.decode(head)
+    if (header.startsWith(HEADER_PREFIX) && header.endsWith("\n")) return header.slice(HEADER_PREFIX.length, -1)
+    if (legacy && header.startsWith(LEGACY_PREFIX) && header.endsWith("\n")) return header
+    throw corrupt("does not start as a journal of this core")
+  }
+
+  /** Reads what was appended since the last read (after a compaction, the new journal from its start). */
+  const catchUp = () => {
+    // Another process may have grown, emptied or cut the file: never touch the mapping before this.
+    const now = fstatSync(fd).size
+    if (now !== size) {
+      size = now
+      map()
+    }
+    const found = headerNonce(false)
+    // No header: never written, or emptied by a compaction killed before it wrote the next one, which may have
+    // changed SQLite since this process last read it under no header too: what was read of SQLite is forgotten.
+    if (found !== nonce || found === "") restart(found)
+    if (found === "") return
+    // The end is written before the header, so a header comes with one; 0 (a file not written by `reset`) is empty.
+    const written = endOf()
+    const end = written === 0 ? RECORDS_AT : written
+    if (end < RECORDS_AT || end > size) throw corrupt(`ends at byte ${end}, outside its ${size} bytes`)
+    // SQLite applied more of this journal than it holds: never appended to at its end, as a reader would skip it.
+    if (offset > end) throw corrupt(`holds ${end} bytes, of which SQLite applied ${offset}`)
+    if (end === offset) return
+    const bytes = bytesAt(offset, end - offset)
+    if (bytes[bytes.length - 1] !== 10) throw corrupt(`has a record cut short at byte ${end}`)
+    applyAll(bytes, offset)
+    offset = end
   }
 
   /** Moves the generation on before the first change to the file under this hold of the exclusive lock. */
@@ -466,33 +573,67 @@ export const open = (path: string, index: Index, limits: Limits = LIMITS): Journ
     }
   }
 
-  const writeAll = (bytes: Uint8Array) => {
-    let done = 0
-    while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done)
-  }
-
-  /** Starts a journal with a fresh nonce (the file is empty); `keep`: what was read of SQLite still holds. */
-  const begin = (keep = false) => {
+  /**
+   * Starts a journal with a fresh nonce, empty: cut to nothing first (no header: a process killed from here until
+   * the header's first byte is written leaves a journal every reader starts afresh on, never old records under a new
+   * nonce), grown to `CAPACITY` (zeros), its end written, then its header, the first byte last. A mapping of the file
+   * at that size stays valid through the cut (its pages read as zeros again), so it is kept. `keep`: what was read
+   * of SQLite still holds.
+   */
+  const reset = (keep: boolean) => {
     changing()
+    ftruncateSync(fd, 0)
+    ftruncateSync(fd, CAPACITY)
+    if (size !== CAPACITY || mapped === undefined) {
+      size = CAPACITY
+      map()
+    }
+    commit(RECORDS_AT)
     const fresh = randomBytes(8).toString("hex")
-    writeAll(encoder.encode(`${HEADER_PREFIX}${fresh}\n`))
+    const header = encoder.encode(`${HEADER_PREFIX}${fresh}\n`)
+    writeAt(header.subarray(1), 1)
+    writeAt(header.subarray(0, 1), 0)
     restart(fresh, keep)
-    offset = HEADER_BYTES
+    offset = RECORDS_AT
   }
 
-  /** Makes the file end where the records read end: no header yet, or a torn append cut. */
-  const ready = () => {
-    if (nonce === "") {
-      changing()
-      ftruncateSync(fd, 0)
-      // What was read of SQLite still holds: with no header, it was all read under this hold of the lock (see
-      // `catchUp`).
-      begin(true)
-    } else if (torn) {
-      changing()
-      ftruncateSync(fd, offset)
-      torn = false
+  /**
+   * A journal in the layout before this one (`header`, read as the store opens, under the exclusive lock): its
+   * records past what SQLite applied, through its last whole line (a torn last line was never a record), compacted
+   * into SQLite, and the journal started again in this layout.
+   */
+  const upgrade = (header: string) => {
+    const legacyNonce = header.slice(LEGACY_PREFIX.length, -1)
+    restart(legacyNonce)
+    offset = Math.max(HEADER_LINE, index.applied(legacyNonce) ?? HEADER_LINE)
+    const bytes = size > offset ? readAt(offset, size - offset) : new Uint8Array(0)
+    const through = bytes.lastIndexOf(10) + 1
+    applyAll(bytes.subarray(0, through), offset)
+    offset += through
+    compact()
+  }
+
+  /** Writes every row the journal changed into SQLite and starts the journal again, empty. */
+  const compact = () => {
+    // Moved first: what SQLite holds changes too.
+    changing()
+    const written = [...rows.values()]
+    if (written.length > 0) index.write(written, nonce, offset)
+    reset(true)
+    // SQLite holds what it held, and what was written (see `known`).
+    for (const row of written) {
+      cache(rowKey(row), row)
+      list(row)
     }
+    trim()
+  }
+
+  const fail = (cause: unknown) => {
+    mapped = undefined
+    endWord = undefined
+    lock(fd, LOCK_UN)
+    closeSync(fd)
+    throw cause
   }
 
   try {
@@ -502,10 +643,19 @@ export const open = (path: string, index: Index, limits: Limits = LIMITS): Journ
     throw cause
   }
   try {
-    shared = generation(lib, fd, path)
+    shared = options.shared === false ? undefined : generation(lib, fd, path)
+    size = fstatSync(fd).size
+    map()
+    // A journal an older core left: read in its layout, once, into SQLite.
+    held = LOCK_EX
+    const header = headerNonce(true)
+    if (header.startsWith(LEGACY_PREFIX)) upgrade(header)
+  } catch (cause) {
+    fail(cause)
   } finally {
-    lock(fd, LOCK_UN)
+    held = 0
   }
+  lock(fd, LOCK_UN)
 
   return {
     reading: (f) => locked(LOCK_SH, f),
@@ -513,35 +663,33 @@ export const open = (path: string, index: Index, limits: Limits = LIMITS): Journ
     row: (key) => base(key[0], key[1], key[2]),
     append: (entry) => {
       if (held !== LOCK_EX) throw new JournalError("a journal append outside a write")
-      ready()
-      // One write: kill -9 leaves the record whole, or a torn tail the next append cuts.
+      // No header yet: the journal started (what was read of SQLite was read under this hold: see `catchUp`).
+      if (nonce === "") reset(true)
       const bytes = encoder.encode(`${JSON.stringify(entry)}\n`)
+      const end = offset + bytes.length
       changing()
-      writeAll(bytes)
+      // A record past the file's end grows the file, with room for the records after it.
+      if (end > size) resize(Math.ceil((end + COMPACT_BYTES) / GROWTH) * GROWTH)
+      // The record past the end, then the end over it: killed in between, the record was never appended.
+      writeAt(bytes, offset)
+      commit(end)
       apply(entry)
-      offset += bytes.length
+      offset = end
     },
     compact: () => {
       if (held !== LOCK_EX) throw new JournalError("a journal compaction outside a write")
-      // Moved first: what SQLite holds changes too.
-      changing()
-      const written = [...rows.values()]
-      if (written.length > 0) index.write(written, nonce, offset)
-      ftruncateSync(fd, 0)
-      begin(true)
-      // SQLite holds what it held, and what was written (see `known`).
-      for (const row of written) {
-        cache(rowKey(row), row)
-        list(row)
-      }
-      trim()
+      compact()
     },
     forget: () => {
       if (held !== LOCK_EX) throw new JournalError("forgetting SQLite's rows outside a write")
       forgetIndexed()
     },
-    pending: () => rows.size > 0 || offset > HEADER_BYTES,
+    pending: () => rows.size > 0 || offset > RECORDS_AT,
     size: () => offset,
-    close: () => closeSync(fd),
+    close: () => {
+      mapped = undefined
+      endWord = undefined
+      closeSync(fd)
+    },
   }
 }

@@ -131,6 +131,11 @@ export const MIGRATIONS: ReadonlyArray<string> = [
   // step changes the journal without moving it, so the version keeps such a core from opening the store. The
   // database itself does not change.
   `SELECT 1`,
+  // The journal is written in place past a committed end kept in its header, mapped into memory where the page
+  // cache is shared (see ./journal): a core from before this step would append past the file's end, where nothing is
+  // read, so the version keeps it from opening the store. The journal it left is read once, in its layout, as a
+  // newer core opens the store. The database itself does not change.
+  `SELECT 1`,
 ]
 
 /** The last version that rebuilt the settlements table: migrating from before it leaves free pages. */

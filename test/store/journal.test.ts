@@ -7,7 +7,7 @@
 
 import { Database } from "bun:sqlite"
 import { describe, expect, test } from "bun:test"
-import { appendFileSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
 import type { Settlement } from "../../src/contract/settlement"
@@ -52,12 +52,28 @@ const child = (path: string, body: string, options = "{}") =>
     { stdout: "pipe", stderr: "pipe" },
   )
 
-/** The journal's lines after its header, parsed (every one must be whole JSON). */
-const records = (path: string) =>
-  readFileSync(SqliteStore.journalPath(path), "utf8")
-    .split("\n")
-    .slice(1, -1)
-    .map((line) => JSON.parse(line) as Journal.Entry)
+/** Where a journal's committed end is kept (a 32-bit little-endian word), and where its records start. */
+const END_AT = 32
+const RECORDS_AT = 40
+
+/** The journal file's records (`journal`: its path) up to its committed end, as lines. */
+const lines = (journal: string) => {
+  const bytes = readFileSync(journal)
+  expect(bytes.subarray(0, 15).toString()).toBe("core-journal 2 ")
+  return bytes.subarray(RECORDS_AT, bytes.readUInt32LE(END_AT)).toString().split("\n").slice(0, -1)
+}
+
+/** The journal's records, parsed (every one must be whole JSON). */
+const records = (path: string) => lines(SqliteStore.journalPath(path)).map((line) => JSON.parse(line) as Journal.Entry)
+
+/** Writes `text` at the journal's committed end, moving the end over it only when `committed`. */
+const writeAtEnd = (journal: string, text: string, committed: boolean) => {
+  const bytes = readFileSync(journal)
+  const end = bytes.readUInt32LE(END_AT)
+  bytes.write(text, end)
+  if (committed) bytes.writeUInt32LE(end + Buffer.byteLength(text), END_AT)
+  writeFileSync(journal, bytes)
+}
 
 describe("SQLite store journal", () => {
   test("processes racing the same calls begin each exactly once, compacting as they go", async () => {
@@ -144,15 +160,16 @@ describe("SQLite store journal", () => {
     after.close()
   }, 60_000)
 
-  test("a torn append (killed mid-write) is left unread, then cut by the next append", async () => {
+  test("an append killed before it moved the end (its record copied, whole or not) is never read; the next append is made over it", async () => {
     const path = join(tempDir(), "core.db")
     await use(path, Effect.gen(function* () {
       const store = yield* Store.Service
       yield* store.begin(keyOf("a"), "echo", "build")
     }), { compactBytes: Number.MAX_SAFE_INTEGER })
-    // Closing compacted; a record half written after it, as a process killed in the middle of its write leaves.
+    // Closing compacted; a record past the end, as a process killed before it moved the end leaves: a whole line
+    // that would settle the call, and the start of another.
     const whole = JSON.stringify({ e: "settled", k: ["/p", "s", "a"], tool: "echo", settlement: JSON.stringify(settlement("a")), at: 1 })
-    appendFileSync(SqliteStore.journalPath(path), whole.slice(0, 40))
+    writeAtEnd(SqliteStore.journalPath(path), `${whole}\n${whole.slice(0, 40)}`, false)
     const found = await use(path, Effect.gen(function* () {
       const store = yield* Store.Service
       const before = yield* store.lookup(keyOf("a"))
@@ -199,14 +216,14 @@ describe("SQLite store journal", () => {
     const path = join(tempDir(), "core.db")
     await use(path, Effect.flatMap(Store.Service, (store) => store.begin(keyOf("first"), "echo", "build")))
     const journal = SqliteStore.journalPath(path)
-    appendFileSync(journal, "not a record\n")
+    writeAtEnd(journal, "not a record\n", true)
     const exit = await Effect.runPromiseExit(
       Effect.gen(function* () {
         return yield* (yield* Store.Service).begin(keyOf("a"), "echo", "build")
       }).pipe(Effect.provide(SqliteStore.layer(path))),
     )
     expect(String(exit)).toContain(`the journal ${journal} has a record that is not JSON`)
-    expect(readFileSync(journal, "utf8")).toEndWith("not a record\n")
+    expect(lines(journal).at(-1)).toBe("not a record")
   })
 
   test("a journal whose header is not core's is reported, never cut", async () => {
@@ -456,7 +473,7 @@ describe("SQLite store journal between processes that keep it open", () => {
       expect(await observer.run("begin running")).toBe(false)
       expect(await observer.run("begin fresh")).toBe(true)
       // Appended to the journal as it is now, not to the one the observer read before the compaction.
-      expect(readFileSync(SqliteStore.journalPath(path), "utf8")).toStartWith("core-journal 1 ")
+      expect(readFileSync(SqliteStore.journalPath(path), "utf8")).toStartWith("core-journal 2 ")
       const found = await use(path, Effect.gen(function* () {
         const store = yield* Store.Service
         return [
@@ -576,7 +593,7 @@ describe("Journal compaction killed after SQLite committed", () => {
     })
     expect(rows.get("/p/s/a")).toMatchObject({ settled_at: 99 })
     expect(rows.get("/p/s/b")).toMatchObject({ state: "started" })
-    expect(readFileSync(path, "utf8").split("\n").length).toBe(2)
+    expect(lines(path)).toEqual([])
     second.close()
   })
 
@@ -667,4 +684,124 @@ describe("Journal: what it knows of SQLite", () => {
     first.close()
     second.close()
   })
+})
+
+describe("Journal layout", () => {
+  const settledLine = (callID: string) =>
+    JSON.stringify({ e: "settled", k: ["/p", "s", callID], tool: "echo", settlement: JSON.stringify(settlement(callID)), at: 2 })
+  const newLine = (callID: string) => JSON.stringify({ e: "new", row: { ...row(callID), owner: "gone-host:1:1", lease_until: 1 } })
+
+  test("a journal an older core left (one line a record, no end) is read once as the store opens, into SQLite", async () => {
+    const path = join(tempDir(), "core.db")
+    await use(path, Effect.void)
+    // SQLite applied the older journal through its first record (a compaction killed before it emptied it); the
+    // rest: a call settled, one begun, and a torn last line, as that core left them.
+    const header = "core-journal 1 0123456789abcdef\n"
+    const applied = `${header}${newLine("old")}\n`
+    const db = new Database(path)
+    db.query("INSERT INTO journal_applied (nonce, through) VALUES (?, ?)").run("0123456789abcdef", Buffer.byteLength(applied))
+    db.close()
+    const journal = SqliteStore.journalPath(path)
+    writeFileSync(journal, `${applied}${newLine("done")}\n${settledLine("done")}\n${newLine("begun")}\n${settledLine("begun").slice(0, 30)}`)
+    const found = await use(path, Effect.gen(function* () {
+      const store = yield* Store.Service
+      return {
+        old: (yield* store.lookup(keyOf("old")))?.state,
+        done: yield* store.lookup(keyOf("done")),
+        begun: (yield* store.lookup(keyOf("begun")))?.state,
+        again: yield* store.begin(keyOf("done"), "echo", "build"),
+        fresh: yield* store.begin(keyOf("fresh"), "echo", "build"),
+      }
+    }), { compactBytes: Number.MAX_SAFE_INTEGER })
+    // "old" was applied already (SQLite has no row of it: it is not read again); "begun" stays begun, its torn
+    // settlement never a record.
+    expect(found).toEqual({
+      old: undefined,
+      done: { state: "settled", agent: "build", settlement: settlement("done") },
+      begun: "started",
+      again: false,
+      fresh: true,
+    })
+    expect(readFileSync(journal).subarray(0, 15).toString()).toBe("core-journal 2 ")
+    const after = new Database(path, { readonly: true })
+    expect(after.query("SELECT call_id, state FROM settlements ORDER BY call_id").all()).toEqual([
+      { call_id: "begun", state: "started" },
+      { call_id: "done", state: "settled" },
+      { call_id: "fresh", state: "started" },
+    ])
+    after.close()
+  })
+
+  test("a record larger than the file grows it, read whole by another process; compaction brings it back", async () => {
+    const path = join(tempDir(), "core.db")
+    const journal = SqliteStore.journalPath(path)
+    const other = peer(path)
+    try {
+      expect(await other.run("begin small")).toBe(true)
+      const capacity = statSync(journal).size
+      const large = { ...settlement("large"), content: [{ type: "text" as const, text: "x".repeat(3 * capacity) }] }
+      await use(path, Effect.gen(function* () {
+        const store = yield* Store.Service
+        expect(yield* store.begin(keyOf("large"), "echo", "build")).toBe(true)
+        expect(yield* store.settle(keyOf("large"), large, { state: "owned" })).toBe(true)
+      }), { compactBytes: Number.MAX_SAFE_INTEGER })
+      // The closing store compacted: the journal is back to its size, SQLite has the record whole.
+      expect(statSync(journal).size).toBe(capacity)
+      expect(await other.run("lookup large")).toBe("settled")
+      expect(await other.run("begin large")).toBe(false)
+      expect(await other.run("begin next")).toBe(true)
+      const whole = await use(path, Effect.flatMap(Store.Service, (store) => store.lookup(keyOf("large"))))
+      expect(whole).toEqual({ state: "settled", agent: "build", settlement: large })
+    } finally {
+      await other.close()
+    }
+  }, 60_000)
+
+  test("an end past the file's size is reported, never read past", async () => {
+    const path = join(tempDir(), "core.db")
+    await use(path, Effect.flatMap(Store.Service, (store) => store.begin(keyOf("a"), "echo", "build")), {
+      compactBytes: Number.MAX_SAFE_INTEGER,
+    })
+    const journal = SqliteStore.journalPath(path)
+    const bytes = readFileSync(journal)
+    bytes.writeUInt32LE(bytes.length + 1, END_AT)
+    writeFileSync(journal, bytes)
+    const exit = await Effect.runPromiseExit(
+      Effect.flatMap(Store.Service, (store) => store.begin(keyOf("b"), "echo", "build")).pipe(Effect.provide(SqliteStore.layer(path))),
+    )
+    expect(String(exit)).toContain(`the journal ${journal} ends at byte ${bytes.length + 1}, outside its ${bytes.length} bytes`)
+  })
+
+  for (const shared of [true, false]) {
+    test(`two journals on one file (${shared ? "mapped" : "written with pwrite, as on NFS"}) see each other's appends, growth and compaction`, () => {
+      const path = join(tempDir(), "core.journal")
+      const { index, rows } = memoryIndex()
+      const first = Journal.open(path, index, { shared })
+      const second = Journal.open(path, index, { shared })
+      first.writing(() => first.append({ e: "new", row: row("a") }))
+      second.reading(() => expect(second.row(["/p", "s", "a"])).toMatchObject({ state: "started" }))
+      // A record past the file's end: the file grows under the other, which reads it whole.
+      const large = "y".repeat(statSync(path).size + 1)
+      second.writing(() => second.append({ e: "settled", k: ["/p", "s", "a"], tool: "echo", settlement: large, at: 3 }))
+      first.reading(() => expect(first.row(["/p", "s", "a"])).toMatchObject({ state: "settled", settlement: large }))
+      first.writing(() => first.compact())
+      expect(rows.get("/p/s/a")).toMatchObject({ state: "settled", settlement: large })
+      // Cut back by the compaction; the other finds the new journal and appends to it.
+      second.writing(() => second.append({ e: "new", row: row("b") }))
+      first.reading(() => expect(first.row(["/p", "s", "b"])).toMatchObject({ state: "started" }))
+      expect(lines(path).map((line) => (JSON.parse(line) as Journal.Entry).e)).toEqual(["new"])
+      // Copied past the end and not committed (killed in between): unread, and appended over.
+      writeAtEnd(path, `${JSON.stringify({ e: "new", row: row("ghost") })}\n`, false)
+      first.writing(() => first.append({ e: "new", row: row("c") }))
+      for (const journal of [first, second]) {
+        journal.reading(() => {
+          expect(journal.row(["/p", "s", "ghost"])).toBeUndefined()
+          expect(journal.row(["/p", "s", "c"])).toMatchObject({ state: "started" })
+        })
+      }
+      expect(lines(path).map((line) => (JSON.parse(line) as Journal.Row & { row: Journal.Row }).row.call_id)).toEqual(["b", "c"])
+      first.close()
+      second.close()
+    })
+  }
 })
