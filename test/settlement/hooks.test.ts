@@ -1,18 +1,21 @@
 // Plugin hooks (DESIGN §12) in the settler, on both settle paths alike: a before hook's replaced input checked again
 // by the tool's schema, its denial, an after hook's replaced content, a hook's failure (operational, recorded as the
 // fiber path records it), hooks that go async (awaited where they stand, interruptible only before the call begins)
-// and at most once with them (a duplicate joins, a replay runs no hook). Which path a hooked call took is seen from
-// the fiber its tool ran in.
+// and at most once with them (a duplicate joins, a replay runs no hook), also on a store that answers later. Which
+// path a hooked call took is seen from the fiber its tool ran in.
 
 import { describe, expect, test } from "bun:test"
-import { Deferred, Effect, Exit, Fiber, Schema, type Scope } from "effect"
+import { join } from "node:path"
+import { Deferred, Effect, Exit, Fiber, Layer, Schema, type Scope } from "effect"
 import { Plugin } from "../../src/author/plugin"
+import { Kernel as CoreKernel } from "../../src/host/kernel"
 import { Registry } from "../../src/registry/registry"
 import { Hooks } from "../../src/settlement/hooks"
 import { Settler } from "../../src/settlement/settler"
 import { Store } from "../../src/store/store"
 import { Tool } from "../../src/tool/tool"
 import * as Kernel from "../support/kernel"
+import { tempDir } from "../support/temp"
 
 /** Adds `hooks` to the kernel's table as the plugin `plugin`, after those added before. */
 const hook = (plugin: string, hooks: Plugin.Hooks) =>
@@ -285,6 +288,46 @@ for (const path of Kernel.PATHS) {
         })
       })
     }
+
+    test("on a store that answers on a later tick (as a remote one does) hooked calls settle and replay as on any store", async () => {
+      const runs = { count: 0 }
+      const hooked = { before: 0, after: 0 }
+      // The memory store, answering each operation after a yield to the scheduler.
+      const later = Layer.effect(
+        Store.Service,
+        Effect.gen(function* () {
+          const real = yield* Store.Service
+          const after = <A, E>(effect: Effect.Effect<A, E>) => Effect.yieldNow.pipe(Effect.andThen(effect))
+          return Store.Service.of({
+            ...real,
+            lookup: (key) => after(real.lookup(key)),
+            begin: (key, tool, agent, details) => after(real.begin(key, tool, agent, details)),
+            settle: (key, settlement, expected) => after(real.settle(key, settlement, expected)),
+            fail: (key, reason) => after(real.fail(key, reason)),
+          })
+        }),
+      ).pipe(Layer.provide(Store.layerMemory))
+      const outcome = await Effect.runPromise(
+        Effect.gen(function* () {
+          yield* register({ double: doubling(runs) })
+          yield* hook("both", {
+            "tool.execute.before": () => Effect.sync(() => (hooked.before++, { input: { n: 3 } })),
+            "tool.execute.after": () => Effect.sync(() => (hooked.after++, { content: "hooked" })),
+          })
+          const settle = (yield* (yield* Settler.Service).materialize()).settle
+          const call = Kernel.call("double", { n: 1 })
+          const first = yield* settle(call)
+          const again = yield* settle(call)
+          const other = yield* settle(Kernel.call("double", { n: 1 }))
+          return { first, again, other }
+        }).pipe(Effect.scoped, Kernel.onPath, Effect.provide(CoreKernel.layer({ store: later, outputsDirectory: join(tempDir(), "outputs") }))),
+      )
+      expect(outcome.first).toMatchObject({ replayed: false, settlement: { content: [{ type: "text", text: "hooked" }], structured: null } })
+      expect(outcome.again).toMatchObject({ replayed: true, settlement: { content: [{ type: "text", text: "hooked" }] } })
+      expect(outcome.other.replayed).toBe(false)
+      expect(hooked).toEqual({ before: 2, after: 2 })
+      expect(runs.count).toBe(2)
+    })
 
     test("a recorded call runs no hook: settled, it replays; recorded for another agent, it conflicts", () => {
       const runs = { count: 0 }
