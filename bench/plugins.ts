@@ -329,7 +329,10 @@ const measure = async (): Promise<Report> => {
       ],
       notes: [
         `installing ${PLUGINS} plugins vs loading ${PLUGINS} tool files: ${ratio(installMs / loadMs)} the time`,
-        "with the durable SQLite store (core exec, core serve) a settle costs more, so a hook's share is smaller still",
+        "a tool.execute.before hook also costs one read of the call's record before it runs (a recorded call runs no " +
+          "hook, as on the fiber path): most of its share here, where the isolated cost above leaves it out",
+        "with the durable SQLite store (core exec, core serve) a settle costs more, and so does that read: an after " +
+          "hook's share is smaller there, a before hook's about the same",
       ],
     }
   } finally {

@@ -110,11 +110,14 @@ export const applied = (table: Chain | undefined, tool: string): ReadonlyArray<A
 const failed = (plugin: string, hook: string, message: string) => (cause: unknown) =>
   new HookError({ plugin, hook, message: `${hook} hook of ${plugin} ${message}`, cause })
 
-/** A hook's Effect, from a call that may throw or answer something else: those become defects, as a failing Effect's. */
-const invoke = <A, E>(make: () => Effect.Effect<A, E>): Effect.Effect<A, E> => {
+/**
+ * A hook's Effect, from a call of `hook` with `argument` that may throw or answer something else: those become
+ * defects, as a failing Effect's.
+ */
+const invoke = <I, A, E>(hook: (argument: I) => Effect.Effect<A, E>, argument: I): Effect.Effect<A, E> => {
   let effect: Effect.Effect<A, E>
   try {
-    effect = make()
+    effect = hook(argument)
   } catch (cause) {
     return Effect.die(cause)
   }
@@ -131,7 +134,7 @@ const hookFailure = (plugin: string, hook: string, cause: Cause.Cause<unknown>):
 const EMPTY: ReadonlyArray<Entry> = []
 
 /** Whether an Effect is already a success (`Effect.succeed`, `Effect.void` are), so its value can be read now. */
-export const isDone = <A, E>(effect: Effect.Effect<A, E>): effect is Exit.Success<A, E> => Exit.isExit(effect) && Exit.isSuccess(effect)
+export const isDone = <A, E>(effect: Effect.Effect<A, E>): effect is Exit.Success<A, never> => Exit.isExit(effect) && Exit.isSuccess(effect)
 
 const messageOf = (cause: unknown): string =>
   typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
@@ -166,103 +169,120 @@ export const definitions = (
 const isDenied = (error: unknown): boolean =>
   typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "Plugin.Denied"
 
-/** What `tool.execute.before` hooks decided: the input to run with, or a refusal. */
-export type BeforeOutcome =
-  | { readonly _tag: "Run"; readonly input: unknown }
-  | { readonly _tag: "Denied"; readonly plugin: string; readonly message: string }
+/** A `tool.execute.before` hook of `plugin` refused the call: it settles as denied with `message`. */
+export class Denial {
+  constructor(
+    readonly plugin: string,
+    readonly message: string,
+  ) {}
+}
 
-/** Runs the before hooks in order; a replaced input must encode and decode again with the tool's input schema. */
-export const before = (
-  table: Chain | undefined,
+/**
+ * Runs the before hooks in order; a replaced input must encode and decode again with the tool's input schema. Answers
+ * the input to run with, or a Denial; at once (a done Effect) when every hook answered at once.
+ */
+export const before = (table: Chain | undefined, name: string, tool: Internal.Record, input: unknown): Effect.Effect<unknown, HookError> =>
+  beforeFrom(table === undefined ? EMPTY : table.for(name), 0, name, tool, input)
+
+/** The before hooks of `entries` from `index` on, over the input `current`. */
+const beforeFrom = (
+  entries: ReadonlyArray<Entry>,
+  index: number,
   name: string,
   tool: Internal.Record,
-  input: unknown,
-): Effect.Effect<BeforeOutcome, HookError> => {
-  const entries = table === undefined ? EMPTY : table.for(name)
-  const step = (index: number, current: unknown): Effect.Effect<BeforeOutcome, HookError> => {
-    let effect: Effect.Effect<{ readonly input: unknown } | void, Plugin.Denied>
-    for (;;) {
-      while (index < entries.length && entries[index]!.hooks["tool.execute.before"] === undefined) index++
-      if (index === entries.length) return Effect.succeed({ _tag: "Run", input: current })
-      const hook = entries[index]!.hooks["tool.execute.before"]!
-      effect = invoke(() => hook({ tool: name, input: current }))
-      // A hook that answered nothing at once (Effect.void) passes on without a step of its own: hooks are per call.
-      if (!(isDone(effect) && effect.value === undefined)) break
-      index++
-    }
-    const { plugin } = entries[index]!
-    return Effect.matchCauseEffect(effect, {
-      onFailure: (cause): Effect.Effect<BeforeOutcome, HookError> => {
-        if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-        const error = Cause.findError(cause)
-        if (error._tag === "Success" && isDenied(error.success)) {
-          return Effect.succeed({ _tag: "Denied", plugin, message: String(error.success.message) })
-        }
-        return Effect.fail(hookFailure(plugin, "tool.execute.before", cause))
-      },
-      onSuccess: (answer) => {
-        if (answer === undefined) return step(index + 1, current)
-        if (typeof answer !== "object" || answer === null || !("input" in answer)) {
-          return Effect.fail(failed(plugin, "tool.execute.before", "answered something other than { input } or nothing")(answer))
-        }
-        return Schema.encodeUnknownEffect(tool.inputJson)(answer.input, Internal.INPUT_OPTIONS).pipe(
-          Effect.flatMap((json) => Schema.decodeUnknownEffect(tool.inputJson)(json, Internal.INPUT_OPTIONS)),
-          Effect.mapError((issue) =>
-            failed(
-              plugin,
-              "tool.execute.before",
-              `replaced the input of ${name} with a value its input schema refuses: ${issue.message}`,
-            )(issue),
-          ),
-          Effect.flatMap((replaced) => step(index + 1, replaced)),
-        )
-      },
-    })
+  current: unknown,
+): Effect.Effect<unknown, HookError> => {
+  let effect: Effect.Effect<{ readonly input: unknown } | void, Plugin.Denied>
+  for (;; index++) {
+    if (index === entries.length) return Effect.succeed(current)
+    const hook = entries[index]!.hooks["tool.execute.before"]
+    if (hook === undefined) continue
+    effect = invoke(hook, { tool: name, input: current })
+    // A hook that answered nothing at once (Effect.void) passes on without a step of its own: hooks are per call.
+    if (!(isDone(effect) && effect.value === undefined)) break
   }
-  return step(0, input)
+  const { plugin } = entries[index]!
+  return Effect.matchCauseEffect(effect, {
+    onFailure: (cause): Effect.Effect<unknown, HookError> => {
+      if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+      const error = Cause.findError(cause)
+      if (error._tag === "Success" && isDenied(error.success)) return Effect.succeed(new Denial(plugin, String(error.success.message)))
+      return Effect.fail(hookFailure(plugin, "tool.execute.before", cause))
+    },
+    onSuccess: (answer) => {
+      if (answer === undefined) return beforeFrom(entries, index + 1, name, tool, current)
+      if (typeof answer !== "object" || answer === null || !("input" in answer)) {
+        return Effect.fail(failed(plugin, "tool.execute.before", "answered something other than { input } or nothing")(answer))
+      }
+      return Schema.encodeUnknownEffect(tool.inputJson)(answer.input, Internal.INPUT_OPTIONS).pipe(
+        Effect.flatMap((json) => Schema.decodeUnknownEffect(tool.inputJson)(json, Internal.INPUT_OPTIONS)),
+        Effect.mapError((issue) =>
+          failed(
+            plugin,
+            "tool.execute.before",
+            `replaced the input of ${name} with a value its input schema refuses: ${issue.message}`,
+          )(issue),
+        ),
+        Effect.flatMap((replaced) => beforeFrom(entries, index + 1, name, tool, replaced)),
+      )
+    },
+  })
+}
+
+/** What an after hook sees of a call. */
+interface Ran {
+  readonly input: unknown
+  readonly output: unknown
+  readonly content: ReadonlyArray<Tool.Content>
 }
 
 /** Runs the after hooks in order over the projection; answers the content the model reads. */
 export const after = (
   table: Chain | undefined,
   name: string,
-  call: { readonly input: unknown; readonly output: unknown; readonly content: ReadonlyArray<Tool.Content> },
+  call: Ran,
   decodeContent: (parts: unknown) => Exit.Exit<ReadonlyArray<Tool.Content>, unknown>,
+): Effect.Effect<ReadonlyArray<Tool.Content>, HookError> =>
+  afterFrom(table === undefined ? EMPTY : table.for(name), 0, name, call, decodeContent, call.content)
+
+/** The after hooks of `entries` from `index` on, over the content `content`. */
+const afterFrom = (
+  entries: ReadonlyArray<Entry>,
+  index: number,
+  name: string,
+  call: Ran,
+  decodeContent: (parts: unknown) => Exit.Exit<ReadonlyArray<Tool.Content>, unknown>,
+  content: ReadonlyArray<Tool.Content>,
 ): Effect.Effect<ReadonlyArray<Tool.Content>, HookError> => {
-  const entries = table === undefined ? EMPTY : table.for(name)
-  const step = (index: number, content: ReadonlyArray<Tool.Content>): Effect.Effect<ReadonlyArray<Tool.Content>, HookError> => {
-    let effect: Effect.Effect<{ readonly content: string | ReadonlyArray<Tool.Content> } | void>
-    for (;;) {
-      while (index < entries.length && entries[index]!.hooks["tool.execute.after"] === undefined) index++
-      if (index === entries.length) return Effect.succeed(content)
-      const hook = entries[index]!.hooks["tool.execute.after"]!
-      effect = invoke(() => hook({ tool: name, input: call.input, output: call.output, content }))
-      if (!(isDone(effect) && effect.value === undefined)) break
-      index++
-    }
-    const { plugin } = entries[index]!
-    return Effect.matchCauseEffect(effect, {
-      onFailure: (cause): Effect.Effect<ReadonlyArray<Tool.Content>, HookError> =>
-        Cause.hasInterruptsOnly(cause)
-          ? Effect.failCause(cause as Cause.Cause<never>)
-          : Effect.fail(hookFailure(plugin, "tool.execute.after", cause)),
-      onSuccess: (answer) => {
-        if (answer === undefined) return step(index + 1, content)
-        const parts =
-          typeof answer === "object" && answer !== null && "content" in answer
-            ? typeof answer.content === "string"
-              ? [{ type: "text", text: answer.content }]
-              : answer.content
-            : undefined
-        const decoded = parts === undefined ? undefined : decodeContent(parts)
-        if (decoded === undefined || Exit.isFailure(decoded)) {
-          return Effect.fail(
-            failed(plugin, "tool.execute.after", "answered something other than { content } of text or file parts")(answer),
-          )
-        }
-        return step(index + 1, decoded.value)
-      },
-    })
+  let effect: Effect.Effect<{ readonly content: string | ReadonlyArray<Tool.Content> } | void>
+  for (;; index++) {
+    if (index === entries.length) return Effect.succeed(content)
+    const hook = entries[index]!.hooks["tool.execute.after"]
+    if (hook === undefined) continue
+    effect = invoke(hook, { tool: name, input: call.input, output: call.output, content })
+    if (!(isDone(effect) && effect.value === undefined)) break
   }
-  return step(0, call.content)
+  const { plugin } = entries[index]!
+  return Effect.matchCauseEffect(effect, {
+    onFailure: (cause): Effect.Effect<ReadonlyArray<Tool.Content>, HookError> =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause as Cause.Cause<never>)
+        : Effect.fail(hookFailure(plugin, "tool.execute.after", cause)),
+    onSuccess: (answer) => {
+      if (answer === undefined) return afterFrom(entries, index + 1, name, call, decodeContent, content)
+      const parts =
+        typeof answer === "object" && answer !== null && "content" in answer
+          ? typeof answer.content === "string"
+            ? [{ type: "text", text: answer.content }]
+            : answer.content
+          : undefined
+      const decoded = parts === undefined ? undefined : decodeContent(parts)
+      if (decoded === undefined || Exit.isFailure(decoded)) {
+        return Effect.fail(
+          failed(plugin, "tool.execute.after", "answered something other than { content } of text or file parts")(answer),
+        )
+      }
+      return afterFrom(entries, index + 1, name, call, decodeContent, decoded.value)
+    },
+  })
 }

@@ -5,10 +5,12 @@ export * as Immediate from "./immediate"
 // read as soon as it has ended, so a call whose steps all end at once (a synchronous tool, the memory or SQLite
 // store, an allowed action) settles without a step of the settling fiber. It reads no record first: every record it
 // makes is made only where none is (the intent, a refusal), and where one is, the fiber path answers from it (a
-// replay, a conflict, a wait). Before the intent it only reads: where a step would wait (an ask, a schema that
-// waits) the call goes to the fiber path from its start. From the intent on nothing runs twice: a step still running
-// (a tool that went async, a store write) is awaited where it stands and the rest goes on as an Effect,
-// interruptible only while the tool runs, as on the fiber path. The settler decides when this path is taken.
+// replay, a conflict, a wait). Before the intent it only reads, until plugin hooks run: where a step would wait (an
+// ask, a schema that waits) the call goes to the fiber path from its start. A call meeting before hooks reads its
+// record first (a recorded call runs no hook, as on the fiber path); from the first hook on nothing runs twice: a
+// step still running (a hook or a tool that went async, a store write) is awaited where it stands and the rest goes
+// on as an Effect, interruptible only while a before hook or the tool runs, as on the fiber path. The settler
+// decides when this path is taken.
 //
 // A traced call records the fiber path's step spans (./spans), each from two clock readings around its step, under
 // the settle span the settler made (also the parent span of the steps' context, so a tool's own spans sit under
@@ -23,6 +25,8 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type { Registry } from "../registry/registry"
 import type { Store } from "../store/store"
+import type { Tool } from "../tool/tool"
+import { Hooks } from "./hooks"
 import { Spans } from "./spans"
 import { Steps } from "./steps"
 import { Stopping } from "./stopping"
@@ -43,7 +47,7 @@ export interface Handover {
   readonly restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** The call settled by the fiber path from its start (this path recorded nothing for it). */
   readonly fibers: () => Effect.Effect<Steps.Settled, Steps.OperationalError>
-  /** Told when the store answered a write later rather than at once (a remote store): this path gains nothing on it. */
+  /** Told when the store answered later rather than at once (a remote store): this path gains nothing on it. */
   readonly waited: () => void
 }
 
@@ -153,22 +157,62 @@ export const settle = (
     // Checked by the tool itself, inside execute: the step decides nothing and takes no time.
     held.hold("Settler.permission", at, at, undefined, "core.permission.decision", "by_tool")
   }
-  const admitted: Steps.Admitted = { _tag: "Admitted", tool, input }
-  started = at
-  const beginning = run(services.store.begin(key, call.name, call.agent, call.details))
-  // A store that answers later (a remote one) is left to the fiber path from the next call on; this one goes on.
-  if (beginning.pollUnsafe() === undefined) handover.waited()
-  return then(beginning, (begun) => {
-    // Recorded already (settled, begun, or another's): the fiber path answers from the record.
-    if (Exit.isSuccess(begun) && !begun.value) return handover.fibers()
-    if (held !== undefined) {
-      held.hold("Settler.record", started, read(), failureOf(begun), Spans.RECORD, "intent")
-      held.release()
-    }
-    if (Exit.isFailure(begun)) return Exit.failCause(Cause.map(begun.cause, Steps.operational("Could not record the call")))
-    options?.onRecord?.(false)
-    return owned(services, call, key, run, () => perform(services, call, key, admitted, options, handover, run, at))
-  })
+
+  /** Records the intent to run the call with the input the before hooks left, or stops it as they decided. */
+  const begin = (hooked: unknown): Outcome => {
+    if (hooked instanceof Steps.Stop) return stopNew(hooked)
+    const admitted: Steps.Admitted = { _tag: "Admitted", tool, input: hooked }
+    const started = at
+    const beginning = run(services.store.begin(key, call.name, call.agent, call.details))
+    // A store that answers later (a remote one) is left to the fiber path from the next call on; this one goes on.
+    if (beginning.pollUnsafe() === undefined) handover.waited()
+    return then(beginning, (begun) => {
+      // Recorded already (settled, begun, or another's): the fiber path answers from the record.
+      if (Exit.isSuccess(begun) && !begun.value) return handover.fibers()
+      if (held !== undefined) {
+        held.hold("Settler.record", started, read(), failureOf(begun), Spans.RECORD, "intent")
+        held.release()
+      }
+      if (Exit.isFailure(begun)) return Exit.failCause(Cause.map(begun.cause, Steps.operational("Could not record the call")))
+      options?.onRecord?.(false)
+      return owned(services, call, key, run, () => perform(services, call, key, admitted, options, handover, run, at))
+    })
+  }
+
+  if (services.hooks === undefined || !services.hooks.has(call.name, "tool.execute.before")) return begin(input)
+  // A recorded call runs nothing, its hooks neither: its record is read before the first hook runs, as the fiber
+  // path reads it first. Found, or not read at once, the call is the fiber path's from its start.
+  const known = run(services.store.lookup(key)).pollUnsafe()
+  if (known === undefined) handover.waited()
+  if (known === undefined || Exit.isFailure(known) || known.value !== undefined) return handover.fibers()
+  // From the first hook on the call is this path's (a record found later is answered by the fiber path from it); it
+  // goes on, as the fiber path tells once it has read the record.
+  held?.release()
+  options?.onRecord?.(false)
+
+  /** A call interrupted in a before hook never began: recorded cancelled where still absent, as the fiber path does. */
+  const cancelled = (cause: Cause.Cause<Steps.OperationalError>): Outcome =>
+    then(run(Steps.cancelledBeforeStart(services, call)), (recorded) =>
+      Exit.failCause(Exit.isFailure(recorded) ? recorded.cause : cause),
+    )
+  /** What the before hooks decided, once they have ended. */
+  const decided = (exit: Exit.Exit<unknown, Steps.OperationalError>): Outcome => {
+    if (held !== undefined) read()
+    if (Exit.isSuccess(exit)) return begin(exit.value)
+    return Cause.hasInterruptsOnly(exit.cause) ? cancelled(exit.cause) : stopNew(new Steps.Halted(exit.cause))
+  }
+  const hooked = Steps.before(services, call, tool, input)
+  // Hooks that answered at once (no-ops, most of them) cost no fiber.
+  if (Hooks.isDone(hooked)) return decided(hooked)
+  const hooking = run(hooked)
+  const ended = hooking.pollUnsafe()
+  if (ended !== undefined) return decided(ended)
+  // A hook went async: awaited where it stands, interruptibly, as admission is on the fiber path; interrupted, the
+  // hook is stopped and the call, which never began, is recorded cancelled.
+  return Effect.flatMap(
+    Effect.exit(handover.restore(Fiber.await(hooking)).pipe(Effect.onInterrupt(() => Fiber.interrupt(hooking)))),
+    (awaited) => (Exit.isSuccess(awaited) ? decided(awaited.value) : cancelled(awaited.cause)),
+  )
 }
 
 /**
@@ -244,17 +288,24 @@ const perform = (
     return then(run(Steps.encode(admitted.tool, output)), (encodedExit) => {
       const encoded = Steps.encodedOf(call, admitted, encodedExit)
       if (encoded instanceof Steps.Stop) return stopOwned(encoded, true)
-      return then(run(Steps.show(services, encoded.projected.content, options)), (shownExit) => {
-        const shown = Steps.shownOf(call, shownExit)
-        if (shown instanceof Steps.Stop) return stopOwned(shown, true)
-        const bounding = Spans.now(trace)
-        return then(run(Steps.bound(services, call, admitted, encoded, shown, false)), (bounded) => {
-          if (trace !== undefined) at = boundStep(trace, bounding, bounded)
-          return Exit.isFailure(bounded)
-            ? Exit.failCause(Cause.map(bounded.cause, Steps.boundFailed))
-            : recordOwned(Steps.succeeded(call, bounded.value))
+      /** Images, bound and record, for the content the after hooks left (all the model reads if they replaced it). */
+      const shows = (content: ReadonlyArray<Tool.Content>): Outcome =>
+        then(run(Steps.show(services, content, options)), (shownExit) => {
+          const shown = Steps.shownOf(call, shownExit)
+          if (shown instanceof Steps.Stop) return stopOwned(shown, true)
+          const bounding = Spans.now(trace)
+          return then(run(Steps.bound(services, call, admitted, encoded, shown, content !== encoded.projected.content)), (bounded) => {
+            if (trace !== undefined) at = boundStep(trace, bounding, bounded)
+            return Exit.isFailure(bounded)
+              ? Exit.failCause(Cause.map(bounded.cause, Steps.boundFailed))
+              : recordOwned(Steps.succeeded(call, bounded.value))
+          })
         })
-      })
+      const hooked = Steps.after(services, call, admitted.input, encoded)
+      // Hooks that answered at once (no-ops, or none) cost no fiber; one that goes async is awaited where it stands,
+      // uninterruptibly, as on the fiber path.
+      if (Hooks.isDone(hooked)) return shows(hooked.value)
+      return then(run(hooked), (content) => (Exit.isSuccess(content) ? shows(content.value) : Exit.failCause(content.cause)))
     })
   }
   if (executed !== undefined) return performed(executed)

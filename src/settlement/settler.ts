@@ -4,8 +4,8 @@ export * as Settler from "./settler"
 // project → bound → persist (DESIGN §2 laws 2, 6–10, 12), one named step each (./steps). Model-visible outcomes become settlements; defects and storage
 // failures stay operational and are never turned into a result. Interruption records `cancelled`. This module is
 // the fiber path and chooses the path of each call: one whose steps end at once takes the immediate path
-// (./immediate), the same steps without a fiber step per step, traced or not; an ask, a hook, a joiner, a record
-// found, a store that answers later take this one.
+// (./immediate), the same steps without a fiber step per step, traced or not, plugin hooks included; an ask, a
+// joiner, a record found, a store that answers later take this one.
 
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
@@ -20,10 +20,8 @@ import { Rule } from "../permission/rule"
 import { Registry } from "../registry/registry"
 import { Store } from "../store/store"
 import type { Definition } from "../tool/definition"
-import * as Internal from "../tool/internal"
 import { Hooks } from "./hooks"
 import { Immediate } from "./immediate"
-import { Projection } from "./projection"
 import { Replay } from "./replay"
 import { Spans } from "./spans"
 import { CallKey } from "../contract/call-key"
@@ -105,19 +103,6 @@ const recordIntent = (services: Steps.Services, call: Steps.Received) =>
     "intent",
   ).pipe(Effect.mapError(Steps.operational("Could not record the call")))
 
-/**
- * Records `cancelled` for a call interrupted before it began running (while asked for permission, or while
- * waiting for another owner), unless something else is recorded for it by now: that record stands.
- */
-const recordCancelledBeforeStart = (services: Steps.Services, call: Steps.Received) =>
-  services.store
-    .settle(Steps.keyOf(services, call), Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"), {
-      state: "absent",
-      agent: call.agent,
-      details: call.details,
-    })
-    .pipe(Effect.mapError(Steps.recordFailed(call)), Effect.asVoid)
-
 // Admission: everything before the tool runs.
 
 /** The record step from a fresh look at the call's record (after waiting for another settler). */
@@ -148,19 +133,6 @@ const replayOf = (
       // Another settler is running this very call: wait for its settlement rather than run it twice.
       return Effect.sleep(OWNER_POLL_MS).pipe(Effect.andThen(replayed(services, call)))
   }
-}
-
-
-/**
- * The before hooks: the input they leave (checked again by the tool's schema), or a plugin's denial; answered at
- * once (a done Effect) when no hook runs.
- */
-const before = (hooks: Hooks.Chain | undefined, call: Steps.Call, tool: Internal.Record, input: unknown) => {
-  if (hooks === undefined || !hooks.has(call.name, "tool.execute.before")) return Effect.succeed(input)
-  const ran = Hooks.before(hooks, call.name, tool, input)
-  const verdict = (outcome: Hooks.BeforeOutcome) =>
-    outcome._tag === "Denied" ? Steps.refused(call, "denied", outcome.message) : outcome.input
-  return Hooks.isDone(ran) ? Effect.succeed(verdict(ran.value)) : ran.pipe(Effect.mapError(Steps.hookFailed), Effect.map(verdict))
 }
 
 /**
@@ -203,7 +175,7 @@ const admit: (
   const denied = Steps.deniedBy(call, authorized)
   if (denied !== undefined) return yield* stopNew(services, call, denied)
   // Hooks that answered at once (no-ops, most of them, or none) cost no step of the fiber.
-  const hooked = before(services.hooks, call, tool, decoded)
+  const hooked = Steps.before(services, call, tool, decoded)
   const input = Hooks.isDone(hooked) ? hooked.value : yield* hooked
   if (input instanceof Steps.Stop) return yield* stopNew(services, call, input)
   return { _tag: "Admitted", tool, input } satisfies Steps.Admitted
@@ -236,17 +208,6 @@ const execute = (
 }
 
 /**
- * The after hooks: the content the model reads (a hook may replace it); a hook's failure is operational. Answered
- * at once (a done Effect) when no hook runs.
- */
-const after = (hooks: Hooks.Chain | undefined, call: Steps.Call, input: unknown, encoded: Steps.Encoded) => {
-  const { content } = encoded.projected
-  if (hooks === undefined || !hooks.has(call.name, "tool.execute.after")) return Effect.succeed(content)
-  const ran = Hooks.after(hooks, call.name, { input, output: encoded.structured, content }, Projection.decodeContent)
-  return Hooks.isDone(ran) ? Effect.succeed(ran.value) : ran.pipe(Effect.mapError(Steps.hookFailed))
-}
-
-/**
  * Runs an admitted call whose intent this process recorded: execute → encode → project → bound → persist.
  * Runs uninterruptibly but for `execute` (made interruptible by `restore`): once the tool has returned, an
  * interruption waits until its result is settled and recorded, so a finished call is never recorded cancelled.
@@ -267,7 +228,7 @@ const perform = Effect.fnUntraced(function* (
   if (output instanceof Steps.Stop) return yield* stopOwned(services, call, output)
   const encoded = Steps.encodedOf(call, admitted, yield* Effect.exit(Steps.encode(admitted.tool, output)))
   if (encoded instanceof Steps.Stop) return yield* stopOwned(services, call, encoded)
-  const hooked = after(services.hooks, call, admitted.input, encoded)
+  const hooked = Steps.after(services, call, admitted.input, encoded)
   const content = Hooks.isDone(hooked) ? hooked.value : yield* hooked
   const shown = Steps.shownOf(call, yield* Effect.exit(Steps.show(services, content, options)))
   if (shown instanceof Steps.Stop) return yield* stopOwned(services, call, shown)
@@ -309,7 +270,7 @@ const run = (
       // settler records what an interruption before the start means, whoever called it.
       const admission = yield* Effect.exit(restore(admit(services, catalog, call, options)))
       if (Exit.isFailure(admission)) {
-        if (Cause.hasInterruptsOnly(admission.cause)) yield* recordCancelledBeforeStart(services, call)
+        if (Cause.hasInterruptsOnly(admission.cause)) yield* Steps.cancelledBeforeStart(services, call)
         return yield* Effect.failCause(admission.cause)
       }
       const admitted = admission.value
@@ -336,10 +297,6 @@ const interruptedOf = (services: Steps.Services, call: Steps.Call) =>
  * settles on the fiber path alone (the law tests run on both).
  */
 export const Immediately = Context.Reference<boolean>("core/Settler.Immediately", { defaultValue: () => true })
-
-/** Whether `tool` meets a plugin hook: hooks run on the fiber path only. */
-const meetsHooks = (hooks: Hooks.Chain | undefined, tool: string) =>
-  hooks !== undefined && (hooks.has(tool, "tool.execute.before") || hooks.has(tool, "tool.execute.after"))
 
 /**
  * A settle in flight under `key` in `running`, until it ends: a duplicate joins it, and a joiner of an interrupted
@@ -376,8 +333,8 @@ const tracked = (
 /**
  * Settles calls through `catalog`; a duplicate of a call running in this settler (the same ids, agent and tool)
  * joins it through `running`. Asked by another agent or under another name, it meets the conflict in admit. A call
- * nothing runs under yet, meeting no hook, traced or not, takes the immediate path (./immediate) unless the store
- * was found to answer later; it is tracked in `running` only once a step of it waits.
+ * nothing runs under yet, traced or not, hooked or not, takes the immediate path (./immediate) unless the store was
+ * found to answer later; it is tracked in `running` only once a step of it waits.
  */
 const settleThrough = (
   services: Steps.Services,
@@ -400,7 +357,7 @@ const settleThrough = (
         const trace = tracer === undefined ? undefined : Spans.begin(call, details.inputBytes, tracer)
         const received: Steps.Received = { ...call, details, trace }
         const fibers = () => restore(trace === undefined ? run(services, catalog, received, options) : Spans.under(trace, run(services, catalog, received, options)))
-        if (!store.waits && fiber.getRef(Immediately) && !meetsHooks(services.hooks, call.name)) {
+        if (!store.waits && fiber.getRef(Immediately)) {
           const outcome = Immediate.settle(services, catalog, received, options, {
             // A traced call's steps run under its settle span, as the fiber path's do.
             context: trace === undefined ? fiber.context : Context.add(fiber.context, Tracer.ParentSpan, trace.parent),

@@ -19,7 +19,7 @@ import * as Internal from "../tool/internal"
 import { Tool } from "../tool/tool"
 import { Settlement } from "../contract/settlement"
 import { Execution } from "./execution"
-import type { Hooks } from "./hooks"
+import { Hooks } from "./hooks"
 import { Hints } from "./hints"
 import { Projection } from "./projection"
 import type { Spans } from "./spans"
@@ -211,6 +211,36 @@ export const refusalOf = (call: Call, refusal: unknown): Refused | undefined => 
   return undefined
 }
 
+/**
+ * The before hooks (DESIGN §12), met once the call is authorized: the input they leave (checked again by the tool's
+ * schema), or a plugin's denial as the settlement to record; a hook's failure is operational. Answered at once (a
+ * done Effect) when no hook applies or every hook answered at once.
+ */
+export const before = (services: Services, call: Call, tool: Internal.Record, input: unknown): Effect.Effect<unknown, OperationalError> => {
+  const { hooks } = services
+  if (hooks === undefined || !hooks.has(call.name, "tool.execute.before")) return Effect.succeed(input)
+  const ran = Hooks.before(hooks, call.name, tool, input)
+  if (!Hooks.isDone(ran)) return ran.pipe(Effect.mapError(hookFailed), Effect.map((outcome) => verdictOf(call, outcome)))
+  return ran.value instanceof Hooks.Denial ? Effect.succeed(verdictOf(call, ran.value)) : ran
+}
+
+/** What the before hooks answered: the input they left, or their denial as the settlement to record. */
+const verdictOf = (call: Call, outcome: unknown): unknown =>
+  outcome instanceof Hooks.Denial ? refused(call, "denied", outcome.message) : outcome
+
+/**
+ * Records `cancelled` for a call interrupted before it began running (while asked for permission, waiting for
+ * another owner, or in a before hook), unless something else is recorded for it by now: that record stands.
+ */
+export const cancelledBeforeStart = (services: Services, call: Received) =>
+  services.store
+    .settle(keyOf(services, call), Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"), {
+      state: "absent",
+      agent: call.agent,
+      details: call.details,
+    })
+    .pipe(Effect.mapError(recordFailed(call)), Effect.asVoid)
+
 // Performing: what an admitted call does once its intent is recorded.
 
 /** The context a call's tool gets: the runner's ids exactly, and its progress reporter (DESIGN §2 law 3). */
@@ -300,6 +330,18 @@ export const encodedOf = (
     "invalid_output",
     `${call.name}'s toModelOutput returned ${problem._tag === "Some" ? problem.value : "something that is not content"}; this is a defect in the tool.`,
   )
+}
+
+/**
+ * The after hooks over the projection: the content the model reads (a hook may replace it); a hook's failure is
+ * operational. Answered at once (a done Effect) when no hook applies or every hook answered at once.
+ */
+export const after = (services: Services, call: Call, input: unknown, encoded: Encoded): Effect.Effect<ReadonlyArray<Tool.Content>, OperationalError> => {
+  const { hooks } = services
+  const { content } = encoded.projected
+  if (hooks === undefined || !hooks.has(call.name, "tool.execute.after")) return Effect.succeed(content)
+  const ran = Hooks.after(hooks, call.name, { input, output: encoded.structured, content }, Projection.decodeContent)
+  return Hooks.isDone(ran) ? ran : ran.pipe(Effect.mapError(hookFailed))
 }
 
 /** Images: every image part fitted to the image limits (the turn's provider's, where tighter) before bounding. */

@@ -4,8 +4,9 @@
 // call is settled once per path on a kernel of its own (the same ids, so the same attributes), on the memory and the
 // SQLite store: a success with a tool's own span, a tool failure, a defect, a tool that goes async, a denial, a call
 // asked for (begun on the immediate path, handed to the fiber path), invalid input, an unknown tool, an output bounded
-// into a managed output, and a replay. Which path a call took is seen from
-// the fiber its tool ran in.
+// into a managed output, a replay, and calls meeting plugin hooks (replacing the input and the content, with spans of
+// their own; going async; denying; dying; a replay running none). Which path a call took is seen from the fiber its
+// tool ran in.
 
 import { afterAll, describe, expect, test } from "bun:test"
 import { rmSync } from "node:fs"
@@ -14,8 +15,10 @@ import { Effect, Exit, Fiber, Layer, ManagedRuntime, PubSub, Schema, Scope } fro
 import { Kernel } from "../../src/host/kernel"
 import { Otlp } from "../../src/host/otlp"
 import type { Agent } from "../../src/permission/agent"
+import { Plugin } from "../../src/author/plugin"
 import { Permission } from "../../src/permission/permission"
 import { Registry } from "../../src/registry/registry"
+import { Hooks } from "../../src/settlement/hooks"
 import { Settler } from "../../src/settlement/settler"
 import { Approvals } from "../../src/store/approvals"
 import { SqliteStore } from "../../src/store/sqlite-store"
@@ -105,7 +108,53 @@ const tools = {
     output: Schema.String,
     execute: () => ran("deployed"),
   }),
+  hooked: Tool.make({
+    description: "Meets hooks that replace its input and what the model reads",
+    input: Schema.Struct({ text: Schema.String }),
+    output: Schema.String,
+    execute: (input) => ran(input.text),
+  }),
+  slow: Tool.make({
+    description: "Meets hooks that go async",
+    input: Schema.Struct({}),
+    output: Schema.String,
+    execute: () => ran("slow"),
+  }),
+  gated: Tool.make({
+    description: "Denied by a before hook",
+    input: Schema.Struct({}),
+    output: Schema.String,
+    execute: () => ran("gated"),
+  }),
+  broken: Tool.make({
+    description: "Meets a before hook that dies",
+    input: Schema.Struct({}),
+    output: Schema.String,
+    execute: () => ran("broken"),
+  }),
 }
+
+/** Plugin hooks, each for its own tools (the other calls meet none); the hooked call's make spans of their own. */
+const hooks: ReadonlyArray<Hooks.Entry> = [
+  {
+    plugin: "rewrite",
+    hooks: {
+      tools: ["hooked"],
+      "tool.execute.before": () => Effect.succeed({ input: { text: "REPLACED" } }).pipe(Effect.withSpan("hook.before")),
+      "tool.execute.after": () => Effect.succeed({ content: "rewritten" }).pipe(Effect.withSpan("hook.after")),
+    },
+  },
+  {
+    plugin: "slow",
+    hooks: {
+      tools: ["slow"],
+      "tool.execute.before": () => Effect.sleep(2).pipe(Effect.as(undefined)),
+      "tool.execute.after": () => Effect.sleep(2).pipe(Effect.as({ content: "slowly" })),
+    },
+  },
+  { plugin: "gate", hooks: { tools: ["gated"], "tool.execute.before": () => Effect.fail(new Plugin.Denied({ message: "Not today." })) } },
+  { plugin: "broken", hooks: { tools: ["broken"], "tool.execute.before": () => Effect.die(new Error("the hook broke")) } },
+]
 
 const rules: ReadonlyArray<Agent.SourcedRule> = [
   { action: "deploy", resource: "*", effect: "deny", source: { file: "core.json", path: "permission.deploy" } },
@@ -135,6 +184,12 @@ const CALLS: ReadonlyArray<{ readonly call: Settler.Call; readonly immediate: bo
   { call: call("nothing", {}), immediate: false },
   // The first call again: answered from its record.
   { call: call("echo", { text: "SECRET_INPUT" }), immediate: false },
+  { call: call("hooked", { text: "SECRET_INPUT" }), immediate: true },
+  { call: call("slow", {}), immediate: true },
+  { call: call("gated", {}), immediate: false },
+  { call: call("broken", {}), immediate: false },
+  // A recorded call meeting hooks: answered from its record, running none.
+  { call: call("hooked", { text: "SECRET_INPUT" }), immediate: false },
 ]
 
 /**
@@ -164,6 +219,8 @@ const settleAll = async (store: "memory" | "sqlite", immediately: boolean) => {
   const turn = await runtime.runPromise(
     Effect.gen(function* () {
       yield* (yield* Registry.Service).tools.register(tools).pipe(Scope.provide(registration))
+      const table = yield* Hooks.Current
+      for (const entry of hooks) table!.add(entry)
       return yield* (yield* Settler.Service).materialize()
     }),
   )
@@ -256,6 +313,11 @@ for (const store of ["memory", "sqlite"] as const) {
         ["error", "invalid_input", false],
         ["error", "unknown", false],
         ["success", null, true],
+        ["success", null, false],
+        ["success", null, false],
+        ["error", "denied", false],
+        ["operational", null, false],
+        ["success", null, true],
       ])
       CALLS.forEach(({ call: one, immediate: onIt }, index) => {
         const ownFiber = immediate.settled[index]!.ownFiber
@@ -279,6 +341,23 @@ for (const store of ["memory", "sqlite"] as const) {
       expect(names(7)).toEqual(["Settler.decode", "Settler.record", "Settler.settle"])
       expect(names(8)).toEqual(["Settler.record", "Settler.settle"])
       expect(names(9)).toEqual(["Settler.settle"])
+      // Hooks are no step of their own: a hook's own span sits under the settle span, between the steps around it.
+      expect(names(10)).toEqual([
+        "Settler.decode",
+        "Settler.permission",
+        "hook.before",
+        "Settler.record",
+        "Settler.execute",
+        "hook.after",
+        "Settler.bound",
+        "Settler.record",
+        "Settler.settle",
+      ])
+      expect(names(11)).toEqual(["Settler.decode", "Settler.permission", "Settler.record", "Settler.execute", "Settler.bound", "Settler.record", "Settler.settle"])
+      expect(names(12)).toEqual(["Settler.decode", "Settler.permission", "Settler.record", "Settler.settle"])
+      expect(names(13)).toEqual(["Settler.decode", "Settler.permission", "Settler.settle"])
+      expect(names(14)).toEqual(["Settler.settle"])
+      expect(parsed[10]!.slice(0, -1).map((span) => span.parent)).toEqual(names(10).slice(0, -1).map(() => 8))
       for (const trace of parsed) {
         const settle = trace.findIndex((span) => span.name === "Settler.settle")
         expect(trace[settle]!.parent).toBeUndefined()
