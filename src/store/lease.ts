@@ -51,7 +51,10 @@ export const renewer = <K>(
   let timer: ReturnType<typeof setInterval> | undefined
   let renewing = false
   const tick = async () => {
-    if (renewing || held.size === 0) return
+    // Nothing left to renew: the timer stops here rather than as the last call ends, so calls made one after another
+    // set no timer each.
+    if (held.size === 0) return stop()
+    if (renewing) return
     renewing = true
     try {
       await renew([...held.values()])
@@ -75,7 +78,6 @@ export const renewer = <K>(
     },
     remove: (id) => {
       held.delete(id)
-      if (held.size === 0) stop()
     },
     has: (id) => held.has(id),
     close: () => {
