@@ -486,11 +486,10 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         )
 
       /**
-       * How checks end when the rules alone answer every resource: no check is asked every time and no rule leaves a
-       * resource to ask, so no saved approval is read and nobody is asked. Then the first resource a rule denies
-       * (checks in order) refuses, and otherwise all is allowed; undefined where a check needs the whole path. Every
-       * check the full path makes (`decideAll`, `assert`) decides such checks alike; this is its answer, reached
-       * without running it, for the checks of almost every call.
+       * How checks end when the rules alone answer every resource: no check is marked ask or protected and no rule
+       * leaves a resource to ask, so the full path (`refuseDecided`, `asserted`) would read no saved approval and ask
+       * nobody. Its answer then is this one: the first resource a rule denies (checks in order) refuses, and otherwise
+       * all is allowed. Undefined where the full path must decide. Reached synchronously, for most calls' checks.
        */
       const byRules = (agent: string, checks: ReadonlyArray<Check>): Ruled | undefined => {
         const ruleset = rulesetOf(agent)

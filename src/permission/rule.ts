@@ -86,23 +86,31 @@ export interface Compiled<R extends Rule = Rule> {
 /** Actions a compiled ruleset keeps their rules for; past that it starts again (actions come from tools' names). */
 const MAX_ACTIONS = 1_000
 
-interface ActionRule<R extends Rule> {
-  readonly rule: R
-  readonly resource: Matcher
+/** The rules of one action, in order, beside their resource patterns compiled (two arrays: a pointer per rule). */
+interface ActionRules<R extends Rule> {
+  readonly rules: ReadonlyArray<R>
+  readonly resources: ReadonlyArray<Matcher>
 }
 
 export const compile = <R extends Rule>(ruleset: ReadonlyArray<R>): Compiled<R> => {
   const rules = ruleset.slice()
-  const byAction = new Map<string, ReadonlyArray<ActionRule<R>>>()
-  const rulesOf = (action: string): ReadonlyArray<ActionRule<R>> => {
+  // Each rule's patterns are compiled once, here, and shared by the lists of every action the rule applies to.
+  const actions = rules.map((rule) => patternOf(rule.action))
+  const resources = rules.map((rule) => patternOf(rule.resource))
+  const byAction = new Map<string, ActionRules<R>>()
+  const rulesOf = (action: string): ActionRules<R> => {
     let found = byAction.get(action)
     if (found !== undefined) return found
     if (byAction.size >= MAX_ACTIONS) byAction.clear()
     const normalizedAction = normalize(action)
-    found = rules
-      .filter((rule) => patternOf(rule.action)(normalizedAction))
-      .map((rule) => ({ rule, resource: patternOf(rule.resource) }))
-    byAction.set(action, found)
+    const matching: Array<R> = []
+    const matchers: Array<Matcher> = []
+    for (let index = 0; index < rules.length; index++) {
+      if (!actions[index]!(normalizedAction)) continue
+      matching.push(rules[index]!)
+      matchers.push(resources[index]!)
+    }
+    byAction.set(action, (found = { rules: matching, resources: matchers }))
     return found
   }
   return {
@@ -110,9 +118,8 @@ export const compile = <R extends Rule>(ruleset: ReadonlyArray<R>): Compiled<R> 
     find: (action, resource) => {
       const candidates = rulesOf(action)
       const normalizedResource = normalize(resource)
-      for (let index = candidates.length - 1; index >= 0; index--) {
-        const candidate = candidates[index]!
-        if (candidate.resource(normalizedResource)) return candidate.rule
+      for (let index = candidates.resources.length - 1; index >= 0; index--) {
+        if (candidates.resources[index]!(normalizedResource)) return candidates.rules[index]
       }
       return undefined
     },
