@@ -1,5 +1,6 @@
-// Permission costs: evaluating 100 resources against 1,000 rules (last match wins, wildcards), and the share of
-// an in-process settle (memory store) taken by the permission assert that allows it, both measured in this run.
+// Permission costs: evaluating 100 resources against 1,000 rules (last match wins, wildcards), by `Rule.evaluate` and
+// by the ruleset compiled once as the permission service keeps it, and the share of an in-process settle (memory
+// store) taken by the permission assert that allows it, all measured in this run.
 // Target: the assert adds under 10% to the settle it guards.
 
 import { mkdtempSync } from "node:fs"
@@ -41,14 +42,24 @@ const resources = Array.from({ length: RESOURCES }, (_, index) =>
   index % 4 === 0 ? `src/dir${index * 7}/main.ts` : index % 4 === 1 ? `notes.ext${index * 3}` : `cmd${index} --flag value`,
 )
 
+/**
+ * The same decisions by `Rule.evaluate` over the plain ruleset and by the ruleset compiled once (`Rule.compile`, as
+ * the permission service keeps each agent's), in alternating rounds.
+ */
 const evaluation = (rules: ReadonlyArray<Agent.SourcedRule>) => {
-  const samples: Array<number> = []
+  const compiled = Rule.compile(rules)
+  const plain: Array<number> = []
+  const precompiled: Array<number> = []
   for (let round = 0; round < ROUNDS; round++) {
-    const started = performance.now()
-    for (const resource of resources) Rule.evaluate(rules, `tool${round % 20}`, resource)
-    samples.push(performance.now() - started)
+    const action = `tool${round % 20}`
+    let started = performance.now()
+    for (const resource of resources) Rule.evaluate(rules, action, resource)
+    plain.push(performance.now() - started)
+    started = performance.now()
+    for (const resource of resources) compiled.find(action, resource)
+    precompiled.push(performance.now() - started)
   }
-  return summarize(samples)
+  return { plain: summarize(plain), compiled: summarize(precompiled) }
 }
 
 const echo = Tool.make({
@@ -120,7 +131,8 @@ const measure = async (): Promise<Report> => {
       return {
         name: "permission",
         about:
-          `Rule.evaluate of ${RESOURCES} resources against ${RULES.toLocaleString("en")} rules (${ROUNDS} rounds); then ` +
+          `${RESOURCES} resources decided against ${RULES.toLocaleString("en")} rules by Rule.evaluate and by the rules ` +
+          `compiled once, as the permission service decides (${ROUNDS} rounds each, alternating); then ` +
           `${CALLS.toLocaleString("en")} in-process settles of a trivial tool (memory store) and as many allowing asserts, interleaved.`,
         tables: [
           {
@@ -128,12 +140,19 @@ const measure = async (): Promise<Report> => {
             columns: ["case", "p50", "p99", "min / max"],
             rows: [
               [
-                `${RESOURCES} resources × ${RULES.toLocaleString("en")} rules`,
-                duration(evaluated.p50),
-                duration(evaluated.p99),
-                `${duration(evaluated.min)} / ${duration(evaluated.max)}`,
+                `${RESOURCES} resources × ${RULES.toLocaleString("en")} rules, Rule.evaluate`,
+                duration(evaluated.plain.p50),
+                duration(evaluated.plain.p99),
+                `${duration(evaluated.plain.min)} / ${duration(evaluated.plain.max)}`,
               ],
-              ["per resource (p50)", duration(evaluated.p50 / RESOURCES), "", ""],
+              ["per resource (p50)", duration(evaluated.plain.p50 / RESOURCES), "", ""],
+              [
+                `${RESOURCES} resources × ${RULES.toLocaleString("en")} rules, compiled once`,
+                duration(evaluated.compiled.p50),
+                duration(evaluated.compiled.p99),
+                `${duration(evaluated.compiled.min)} / ${duration(evaluated.compiled.max)}`,
+              ],
+              ["per resource (p50)", duration(evaluated.compiled.p50 / RESOURCES), "", ""],
             ],
           },
           {

@@ -53,7 +53,8 @@ export const names = (configured: Configured): ReadonlyArray<string> =>
 export const isKnown = (configured: Configured, agent: string): boolean =>
   Object.hasOwn(BUILT_IN, agent) || configured.agents.has(agent)
 
-const DENY_ALL: ReadonlyArray<SourcedRule> = [rule("*", "*", "deny", "core (unknown agent)", "*")]
+/** The ruleset of an agent nobody defined. */
+export const DENY_ALL: ReadonlyArray<SourcedRule> = [rule("*", "*", "deny", "core (unknown agent)", "*")]
 
 /** The ordered ruleset for `agent`; an unknown agent may do nothing. */
 export const rules = (configured: Configured, agent: string): ReadonlyArray<SourcedRule> => {

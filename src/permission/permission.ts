@@ -207,18 +207,21 @@ interface Pending {
 const savable = (resource: string, suffix = 0): ReadonlyArray<string> =>
   /[*?]/.test(resource.slice(0, resource.length - suffix)) ? [] : [resource]
 
+/** An agent's rules, compiled once for every decision made with them. */
+type Ruleset = Rule.Compiled<Agent.SourcedRule>
+
 /**
  * How each resource is decided by an agent's rules; where they would ask, by the project's saved approvals (read only
  * then), which answer an ask and never override a configured deny.
  */
 const explained = Effect.fnUntraced(function* (
-  ruleset: ReadonlyArray<Agent.SourcedRule>,
+  ruleset: Ruleset,
   input: Pick<AssertInput, "action" | "resources">,
   approvals: Approvals.Interface,
   project: string,
 ) {
   const decided = input.resources.map((resource) => {
-    const rule = Rule.find(ruleset, input.action, resource) as Agent.SourcedRule | undefined
+    const rule = ruleset.find(input.action, resource)
     return { resource, effect: rule?.effect ?? ("ask" as const), rule }
   })
   if (!decided.some((decision) => decision.effect === "ask")) {
@@ -234,6 +237,15 @@ const explained = Effect.fnUntraced(function* (
       : { ...decision, effect: "allow" as const, approvedBy: approval.pattern }
   })
 })
+
+/** How the rules alone decide checks: all allowed, or refused on the first resource denied (with its check's action). */
+type Ruled = typeof ALLOWED | { readonly action: string; readonly denied: Decision }
+
+const ALLOWED = "allowed"
+const ALL_ALLOWED = Effect.succeed(true)
+
+/** The resources of a check that names none: the whole action. */
+const WHOLE_ACTION: ReadonlyArray<string> = ["*"]
 
 /** A path's real path, or the path as given where it cannot be resolved (it does not exist, say). */
 const realOr = (path: string): string => {
@@ -433,13 +445,24 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
       const { user, protectedRoots } = paths
       const { pending, events, claim, finish, settle, ask } = yield* waitingRoom
 
-      const rules = (agent: string) => Agent.rules(configured, agent)
+      // Each known agent's rules are compiled on first use and kept: the configuration is fixed for the life of this
+      // service (a changed core.json makes a new one). Unknown agents share the one ruleset that denies everything,
+      // so what is kept is bounded by the agents configured, whatever names callers send.
+      const compiled = new Map<string, Ruleset>()
+      const unknownAgent: Ruleset = Rule.compile(Agent.DENY_ALL)
+      const rulesetOf = (agent: string): Ruleset => {
+        if (!Agent.isKnown(configured, agent)) return unknownAgent
+        let ruleset = compiled.get(agent)
+        if (ruleset === undefined) compiled.set(agent, (ruleset = Rule.compile(Agent.rules(configured, agent))))
+        return ruleset
+      }
+      const rules = (agent: string) => rulesetOf(agent).rules
 
       // explain and assert are untraced on purpose: they run inside every settle, where a span would cost more
       // than the decision itself. The store failing is no refusal and no answer: an operational failure of
       // whatever asked.
       const explain = (input: Pick<AssertInput, "agent" | "action" | "resources">) =>
-        explained(rules(input.agent), input, approvals, project).pipe(
+        explained(rulesetOf(input.agent), input, approvals, project).pipe(
           Effect.catchTag("Store.StoreError", (error) => Effect.die(error)),
         )
 
@@ -462,7 +485,32 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
           }),
         )
 
-      const assert = Effect.fnUntraced(function* (given: AssertInput) {
+      /**
+       * How checks end when the rules alone answer every resource: no check is marked ask or protected and no rule
+       * leaves a resource to ask, so the full path (`refuseDecided`, `asserted`) would read no saved approval and ask
+       * nobody. Its answer then is this one: the first resource a rule denies (checks in order) refuses, and otherwise
+       * all is allowed. Undefined where the full path must decide. Reached synchronously, for most calls' checks.
+       */
+      const byRules = (agent: string, checks: ReadonlyArray<Check>): Ruled | undefined => {
+        const ruleset = rulesetOf(agent)
+        let denied: Ruled | undefined
+        for (const check of checks) {
+          if (check.ask === true || check.protected !== undefined) return undefined
+          const resources = check.resources.length === 0 ? WHOLE_ACTION : check.resources
+          for (const resource of resources) {
+            const rule = ruleset.find(check.action, resource)
+            if (rule === undefined || rule.effect === "ask") return undefined
+            if (rule.effect === "deny" && denied === undefined) {
+              denied = { action: check.action, denied: { resource, effect: "deny", rule, approvedBy: undefined } }
+            }
+          }
+        }
+        return denied ?? ALLOWED
+      }
+
+      const refuseRuled = (agent: string, ruled: Exclude<Ruled, typeof ALLOWED>) => refuse(agent, ruled.action, ruled.denied)
+
+      const asserted = Effect.fnUntraced(function* (given: AssertInput) {
         const input = asAsserted(given)
         const decisions = yield* decide(input)
         const denied = decisions.find((decision) => decision.effect === "deny")
@@ -471,6 +519,13 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         if (asked.length === 0) return
         return yield* ask(input, asked)
       })
+
+      // Decided when run, never when made: an assert made once and run again meets the approvals saved meanwhile.
+      const assert = (given: AssertInput): Effect.Effect<void, Refusal> =>
+        Effect.suspend(() => {
+          const ruled = byRules(given.agent, [given])
+          return ruled === undefined ? asserted(given) : ruled === ALLOWED ? Effect.void : refuseRuled(given.agent, ruled)
+        })
 
       /**
        * Answers "always": claimed first, so nothing else answers it meanwhile; saved before the call goes on, so the
@@ -536,7 +591,7 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
       })
 
       /** Refuses the first check anything denies; answers whether every decision allows (nothing to ask). */
-      const refuseDenied = Effect.fnUntraced(function* (agent: string, checks: ReadonlyArray<Check>) {
+      const refuseDecided = Effect.fnUntraced(function* (agent: string, checks: ReadonlyArray<Check>) {
         let allowed = true
         for (const { check, decisions } of yield* decideAll(agent, checks)) {
           const denied = decisions.find((decision) => decision.effect === "deny")
@@ -546,14 +601,30 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         return allowed
       })
 
+      const refuseDenied = (agent: string, checks: ReadonlyArray<Check>): Effect.Effect<boolean, Denied> =>
+        Effect.suspend(() => {
+          const ruled = byRules(agent, checks)
+          return ruled === undefined ? refuseDecided(agent, checks) : ruled === ALLOWED ? ALL_ALLOWED : refuseRuled(agent, ruled)
+        })
+
       // Untraced like explain and assert: it runs inside every settle.
-      const authorize = Effect.fnUntraced(function* (caller: Caller, checks: ReadonlyArray<Check>) {
+      const authorized = Effect.fnUntraced(function* (caller: Caller, checks: ReadonlyArray<Check>) {
         // A deny anywhere refuses the whole call first: nobody is asked about a part of it that cannot happen.
         // Allowed throughout, it is done; otherwise each check is asserted in turn, decided again after the asks
         // before it (an "always" answer may allow what comes after).
-        if (yield* refuseDenied(caller.agent, checks)) return
-        for (const check of checks) yield* assert({ ...caller, ...check })
+        if (yield* refuseDecided(caller.agent, checks)) return
+        for (const check of checks) yield* asserted({ ...caller, ...check })
       })
+
+      const authorize = (caller: Caller, checks: ReadonlyArray<Check>): Effect.Effect<void, Refusal> =>
+        Effect.suspend(() => {
+          const ruled = byRules(caller.agent, checks)
+          return ruled === undefined
+            ? authorized(caller, checks)
+            : ruled === ALLOWED
+              ? Effect.void
+              : refuseRuled(caller.agent, ruled)
+        })
 
       const authorizePath = Effect.fn("Permission.authorizePath")(function* (input: PathInput) {
         const { path: _path, access: _access, action: _action, ...caller } = input

@@ -27,7 +27,7 @@ type Matcher = (value: string) => boolean
 const compiled = new Map<string, Matcher>()
 const MAX_COMPILED = 10_000
 
-const compile = (pattern: string): Matcher => {
+const patternOf = (pattern: string): Matcher => {
   let matcher = compiled.get(pattern)
   if (matcher !== undefined) return matcher
   if (compiled.size >= MAX_COMPILED) compiled.clear()
@@ -54,7 +54,7 @@ const compile = (pattern: string): Matcher => {
 const normalize = (value: string) => (value.includes("\\") ? value.replaceAll("\\", "/") : value)
 
 /** Whether `pattern` matches the whole of `value`. */
-export const matches = (pattern: string, value: string): boolean => compile(pattern)(normalize(value))
+export const matches = (pattern: string, value: string): boolean => patternOf(pattern)(normalize(value))
 
 /** The last rule matching both action and resource, if any. */
 export const find = (rules: Ruleset, action: string, resource: string): Rule | undefined => {
@@ -62,7 +62,7 @@ export const find = (rules: Ruleset, action: string, resource: string): Rule | u
   const normalizedResource = normalize(resource)
   for (let index = rules.length - 1; index >= 0; index--) {
     const rule = rules[index]!
-    if (compile(rule.action)(normalizedAction) && compile(rule.resource)(normalizedResource)) return rule
+    if (patternOf(rule.action)(normalizedAction) && patternOf(rule.resource)(normalizedResource)) return rule
   }
   return undefined
 }
@@ -70,6 +70,61 @@ export const find = (rules: Ruleset, action: string, resource: string): Rule | u
 /** The effect for one action on one resource: the last matching rule, or "ask". */
 export const evaluate = (rules: Ruleset, action: string, resource: string): Effect =>
   find(rules, action, resource)?.effect ?? "ask"
+
+/**
+ * A ruleset compiled once for many decisions: `find` answers as `find` over `rules` does, keeping for each action
+ * the rules whose action pattern matches it (in order, each with its resource pattern compiled), so a decision
+ * matches only resource patterns, and only those of its action's rules.
+ */
+export interface Compiled<R extends Rule = Rule> {
+  /** The rules as they were when compiled: changing the array given to `compile` later changes nothing here. */
+  readonly rules: ReadonlyArray<R>
+  /** The last rule matching both action and resource, if any. */
+  readonly find: (action: string, resource: string) => R | undefined
+}
+
+/** Actions a compiled ruleset keeps their rules for; past that it starts again (actions come from tools' names). */
+const MAX_ACTIONS = 1_000
+
+/** The rules of one action, in order, beside their resource patterns compiled (two arrays: a pointer per rule). */
+interface ActionRules<R extends Rule> {
+  readonly rules: ReadonlyArray<R>
+  readonly resources: ReadonlyArray<Matcher>
+}
+
+export const compile = <R extends Rule>(ruleset: ReadonlyArray<R>): Compiled<R> => {
+  const rules = ruleset.slice()
+  // Each rule's patterns are compiled once, here, and shared by the lists of every action the rule applies to.
+  const actions = rules.map((rule) => patternOf(rule.action))
+  const resources = rules.map((rule) => patternOf(rule.resource))
+  const byAction = new Map<string, ActionRules<R>>()
+  const rulesOf = (action: string): ActionRules<R> => {
+    let found = byAction.get(action)
+    if (found !== undefined) return found
+    if (byAction.size >= MAX_ACTIONS) byAction.clear()
+    const normalizedAction = normalize(action)
+    const matching: Array<R> = []
+    const matchers: Array<Matcher> = []
+    for (let index = 0; index < rules.length; index++) {
+      if (!actions[index]!(normalizedAction)) continue
+      matching.push(rules[index]!)
+      matchers.push(resources[index]!)
+    }
+    byAction.set(action, (found = { rules: matching, resources: matchers }))
+    return found
+  }
+  return {
+    rules,
+    find: (action, resource) => {
+      const candidates = rulesOf(action)
+      const normalizedResource = normalize(resource)
+      for (let index = candidates.resources.length - 1; index >= 0; index--) {
+        if (candidates.resources[index]!(normalizedResource)) return candidates.rules[index]
+      }
+      return undefined
+    },
+  }
+}
 
 /**
  * A test of whether `action` is denied on a resource, or undefined when no rule denies the action on anything
