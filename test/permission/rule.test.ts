@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test"
+import { join } from "node:path"
 import { Rule } from "../../src/permission/rule"
 
 describe("Rule", () => {
@@ -19,6 +20,44 @@ describe("Rule", () => {
     expect(Rule.matches("ls *", "ls -la")).toBe(true)
     expect(Rule.matches("ls *", "lsof")).toBe(false)
   })
+
+  // A model chooses the resource: a pattern of several wildcards must not backtrack over it. A regular expression of
+  // `*a*a*a*b` over 200,000 characters runs for years, and no test timeout stops synchronous code: the cases run in
+  // a child process, killed if it has not answered in 20 s.
+  test("several wildcards against a long hostile resource decide at once, and rightly", async () => {
+    const child = Bun.spawn(
+      [
+        process.execPath,
+        "-e",
+        `
+        import { Rule } from ${JSON.stringify(join(import.meta.dir, "../../src/permission/rule.ts"))}
+        const many = "a".repeat(200_000)
+        const forced = "git " + "--force ".repeat(20_000) + "push"
+        const rules = [
+          { action: "bash", resource: "*", effect: "allow" },
+          { action: "bash", resource: "*a*a*a*a*b", effect: "deny" },
+        ]
+        console.log(JSON.stringify([
+          Rule.matches("*a*a*a*b", many),
+          Rule.matches("*a*a*a*b", many + "b"),
+          Rule.matches("*?*?*?*x", many),
+          Rule.matches("*a*?*a*", many),
+          Rule.matches("git * --force *", forced),
+          Rule.matches("git * --force * --tags", forced),
+          Rule.matches("rm -rf * *", "rm -rf " + " ".repeat(100_000) + "\\n"),
+          Rule.evaluate(rules, "bash", many),
+          Rule.evaluate(rules, "bash", many + "b"),
+        ]))
+        `,
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    )
+    const killer = setTimeout(() => child.kill("SIGKILL"), 20_000)
+    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+    clearTimeout(killer)
+    expect({ code, err }).toEqual({ code: 0, err: "" })
+    expect(JSON.parse(out)).toEqual([false, true, false, true, true, false, true, "allow", "deny"])
+  }, 30_000)
 
   test("backslashes are normalised to slashes on both sides", () => {
     expect(Rule.matches("C:\\work\\*", "C:/work/a.ts")).toBe(true)
