@@ -6,7 +6,6 @@ export * as ReadTracking from "./read-tracking"
 // file that changed since the session saw it, are refused (core.json `editing.readBeforeWrite: false` turns the
 // refusal off; the record is kept either way). The record is keyed by the file's real path.
 
-import { createHash } from "node:crypto"
 import { stat } from "node:fs/promises"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -25,7 +24,7 @@ export const MAX_HASH_BYTES = 16 * 1024 * 1024
  */
 export const Required = Context.Reference<boolean>("core/ReadBeforeWrite", { defaultValue: () => true })
 
-const hash = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex")
+const hash = (bytes: Uint8Array): string => new Bun.CryptoHasher("sha256").update(bytes).digest("hex")
 
 /** The version of content whose bytes are known, with the file's metadata. */
 export const versionOf = (

@@ -8,7 +8,6 @@ export * as Text from "./text"
 // (../permission/pinned): a directory swapped for a symlink after the check fails the operation, never leads it
 // (or a temp file) elsewhere.
 
-import { randomBytes } from "node:crypto"
 import { constants } from "node:fs"
 import { access, lstat, stat, unlink } from "node:fs/promises"
 import { basename, dirname } from "node:path"
@@ -373,7 +372,7 @@ export const prepare = (
   mode: number | undefined,
   shown: string,
 ): Effect.Effect<Staged, Tool.Failure> => {
-  const name = `.core-${randomBytes(6).toString("hex")}.tmp`
+  const name = `.core-${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString("hex")}.tmp`
   return io("write", shown, async () => {
     const directory = await Pinned.directory(dirname(target))
     const staged = { directory, name }

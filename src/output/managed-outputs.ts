@@ -21,7 +21,6 @@ import {
   unlinkSync,
   writeFileSync,
 } from "node:fs"
-import { createHash } from "node:crypto"
 import { basename, dirname, join, relative, sep } from "node:path"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -47,14 +46,14 @@ const LOCATION_PATTERN = /^[0-9a-f]{16}$/
  * may read without asking. Outputs kept before outputs had a Location stay in `directory` itself, readable by none.
  */
 export const locationDirectory = (directory: string, location: string): string =>
-  join(directory, createHash("sha256").update(location).digest("hex").slice(0, 16))
+  join(directory, new Bun.CryptoHasher("sha256").update(location).digest("hex").slice(0, 16))
 
 /**
  * Where the outputs one session of a Location makes are kept, inside the Location's directory: a tool reads them
  * without asking only in calls of that session (./permission checks the caller's session against this).
  */
 export const sessionDirectory = (locationDirectory: string, sessionID: string): string =>
-  join(locationDirectory, createHash("sha256").update(`session\0${sessionID}`).digest("hex").slice(0, 16))
+  join(locationDirectory, new Bun.CryptoHasher("sha256").update(`session\0${sessionID}`).digest("hex").slice(0, 16))
 
 /** The directory an output of `location` (and `session`) is kept in, under the outputs directory. */
 const placeOf = (directory: string, location: string | undefined, session: string | undefined): string => {

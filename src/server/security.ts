@@ -5,13 +5,12 @@ export * as Security from "./security"
 // which is refused), and the Locations a request may name (only under the roots given at start). Pure decisions;
 // the HTTP layer turns them into answers.
 
-import { randomBytes } from "node:crypto"
 import { realpathSync, statSync } from "node:fs"
 import { isAbsolute } from "node:path"
 import { Boundary } from "../permission/boundary"
 
 /** A fresh token: 32 random bytes, base64url. */
-export const generateToken = (): string => randomBytes(32).toString("base64url")
+export const generateToken = (): string => Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url")
 
 /**
  * Why `token` (from `$CORE_TOKEN`) could never match an `Authorization: Bearer <token>` header, or undefined when it

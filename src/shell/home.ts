@@ -5,7 +5,6 @@ export * as Home from "./home"
 // installed from, and the cache variables that point tools at a cache of the Location's own. It works out paths
 // only; ./sandbox turns them into grants, and nothing here decides permissions.
 
-import { createHash } from "node:crypto"
 import { type Dirent, lstatSync, readdirSync, readFileSync, realpathSync } from "node:fs"
 import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path"
 import { Credentials } from "../permission/credentials"
@@ -81,7 +80,7 @@ export const CACHES: ReadonlyArray<readonly [variable: string, under: string]> =
  * every command; each call is granted its own Location's cache alone.
  */
 export const cacheOf = (data: string, location: string): string =>
-  join(data, "caches", createHash("sha256").update(location).digest("hex").slice(0, 16))
+  join(data, "caches", new Bun.CryptoHasher("sha256").update(location).digest("hex").slice(0, 16))
 
 /** The variables that send tools' caches to `cache`. */
 export const cacheEnv = (cache: string): Record<string, string> =>

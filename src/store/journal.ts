@@ -30,7 +30,6 @@ export * as Journal from "./journal"
 import { dlopen, FFIType } from "bun:ffi"
 import { closeSync, constants, fstatSync, ftruncateSync, openSync, readSync, writeSync } from "node:fs"
 import { platform } from "node:os"
-import { randomBytes } from "node:crypto"
 
 /** A settlement row as the journal and SQLite keep it (SQLite's column names). */
 export interface Row {
@@ -589,7 +588,7 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
       map()
     }
     commit(RECORDS_AT)
-    const fresh = randomBytes(8).toString("hex")
+    const fresh = Buffer.from(crypto.getRandomValues(new Uint8Array(8))).toString("hex")
     const header = encoder.encode(`${HEADER_PREFIX}${fresh}\n`)
     writeAt(header.subarray(1), 1)
     writeAt(header.subarray(0, 1), 0)

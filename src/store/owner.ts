@@ -7,7 +7,6 @@ export * as Owner from "./owner"
 // again on one machine). A pid alone can be reused, so the identity includes the process start time where the
 // platform exposes it (Linux /proc).
 
-import { randomBytes } from "node:crypto"
 import { readFileSync, statSync } from "node:fs"
 import { hostname } from "node:os"
 
@@ -46,7 +45,7 @@ const MACHINE = machine()
  * pid, containers, are never taken for one another) and its machine (see `machine`). `isAlive` reads the first
  * three; `isGone` the machine too.
  */
-export const current: string = `${HOST}:${process.pid}:${startTime(process.pid)}:${randomBytes(6).toString("hex")}:${MACHINE}`
+export const current: string = `${HOST}:${process.pid}:${startTime(process.pid)}:${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString("hex")}:${MACHINE}`
 
 /**
  * Whether the process identified by `owner` has certainly stopped: it ran on this kernel, in this PID namespace,

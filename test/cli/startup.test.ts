@@ -74,6 +74,15 @@ describe("start-up", () => {
     expect(modules.filter((path) => HTML.test(path))).toEqual([])
   })
 
+  // node:crypto takes 5 ms to load in Bun, a tenth of core exec: core hashes with Bun.CryptoHasher and draws random
+  // bytes from crypto.getRandomValues. Bun's module cache does not list built-in modules, so the sources are read.
+  test("core exec of a built-in evaluates no module that imports node:crypto", async () => {
+    const modules = await loaded(["exec", "read", "--input", '{"filePath":"a.txt"}', "--location", location], location)
+    const sources = modules.filter((path) => path.startsWith("/") && /\.(ts|js|mjs|cjs)$/.test(path))
+    expect(sources.some((path) => path.endsWith("/src/store/journal.ts"))).toBe(true)
+    expect(sources.filter((path) => /["']node:crypto["']|require\(["']crypto["']\)|from ["']crypto["']/.test(readFileSync(path, "utf8")))).toEqual([])
+  })
+
   test("core exec with the SQLite store evaluates no Postgres store module", async () => {
     const modules = await loaded(["exec", "read", "--input", '{"filePath":"a.txt"}', "--location", location], location)
     expect(modules.some((path) => path.includes("/src/store/sqlite-store.ts"))).toBe(true)
