@@ -8,6 +8,7 @@ export * as Runs from "./runs"
 import { basename } from "node:path"
 import { Arity } from "./arity"
 import { Operands } from "./operands"
+import { Sed } from "./sed"
 import type { Words } from "./words"
 
 type Word = Words.Word
@@ -600,10 +601,10 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
     const line = joined(operands)
     return { commands: [], code: args.map((arg) => (line.includes("{}") ? line.replaceAll("{}", arg.value!) : `${line} ${arg.value!}`)), opaque: undefined }
   },
-  // sed's `e` command and the `e` flag of `s` run the pattern space as a command; `w` writes files.
+  // sed's `e` command and the `e` flag of `s` run the pattern space as a command; `w` and `r` touch files (./sed).
   sed: (words) =>
-    words.slice(1).some((word) => word.value === undefined || sedRuns(word.value))
-      ? opaque("sed may run commands (its e command or s///e) or write files (w) core cannot check")
+    Sed.runs(words.slice(1).map((word) => word.value))
+      ? opaque("sed may run commands (its e command or s///e) or read or write files (r, w) core cannot check, or its script is not on the line")
       : NOTHING,
   git: (words) => {
     // Global options come before the subcommand; -c and the like set configuration that can run commands.
@@ -692,15 +693,6 @@ const sshLike = (words: ReadonlyArray<Word>, letters: string): boolean =>
       /^-[A-Za-z]*F/.test(word.value ?? word.text) ||
       (letters !== "" && new RegExp(`^-[A-Za-z]*[${letters}]`).test(word.value ?? word.text)),
   )
-
-/** A sed address: a line number, `$`, or a regular expression, optionally a range. */
-const SED_ADDRESS = String.raw`(?:\d+|\$|/(?:\\.|[^/])*/)`
-
-/** A sed command that runs (`e`), writes (`w`, `W`) or reads (`r`, `R`) something core cannot check. */
-const SED_COMMAND = new RegExp(String.raw`(^|[;\n{}])\s*(${SED_ADDRESS}(\s*,\s*${SED_ADDRESS})?)?\s*!?\s*[ewWrR](\s|;|$)`)
-
-/** Whether a sed script (or option) may run a command or touch a file: such a command, or `s///e` or `s///w`. */
-const sedRuns = (script: string): boolean => SED_COMMAND.test(script) || /s(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpIiMm0-9]*[ew]/s.test(script)
 
 /**
  * Wrappers that change nothing about what the command they run may do to the Location (they only time it, detach
