@@ -77,8 +77,11 @@ const POOL_MAX = 4
 const IDLE_TIMEOUT_S = 30
 const CONNECT_TIMEOUT_S = 10
 
-/** Now on the database's clock, in epoch milliseconds. */
-const NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+/**
+ * Now on the database's clock, in epoch milliseconds, rounded down as `Date.now()` is (a cast alone rounds to the
+ * nearest: a record made at 1000.6 ms said 1001, after a `Date.now()` of 1000 read once it was made).
+ */
+const NOW_MS = "floor(extract(epoch from clock_timestamp()) * 1000)::bigint"
 
 const describe = Store.describe
 

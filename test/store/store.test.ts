@@ -129,6 +129,22 @@ for (const [name, make] of implementations) {
         expect(yield* store.prune(cutoff, 3)).toBe(0)
       })))
 
+    // Times are taken on the store's clock (the database's, for Postgres) and read against the host's Date.now(),
+    // which rounds down: a time rounded to the nearest millisecond was, half the time, after a Date.now() read once
+    // the record was made, and a prune up to that moment missed it.
+    test("a record's time is never after a Date.now() read once it was made", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        const late: Array<unknown> = []
+        for (let index = 0; index < 40; index++) {
+          yield* store.settle({ location: "/t", sessionID: "s", toolCallID: `c${index}` }, settlement(`c${index}`), { state: "absent", agent: "build" })
+          const now = Date.now()
+          const [listed] = (yield* store.list({ location: "/t", limit: 100 })).filter((call) => call.toolCallID === `c${index}`)
+          if (listed === undefined || (listed.settledAt ?? Infinity) > now) late.push({ index, now, settledAt: listed?.settledAt })
+        }
+        expect(late).toEqual([])
+      })))
+
     test("a sweep is claimed once per interval, and again once the interval has passed", () =>
       use(make(), Effect.gen(function* () {
         const store = yield* Store.Service
