@@ -150,7 +150,7 @@ const strict = (input: unknown, path: string, walk: Walk): Node => {
       }
     }
   }
-  const name = ProviderSchema.reference(ref)
+  const name = walk.recursive.size === 0 ? undefined : ProviderSchema.reference(ref)
   if (name !== undefined && walk.recursive.has(name)) {
     walk.problems.add(path, `a recursive schema (${name} contains itself)`, "Anthropic strict tool use does not support recursion")
   }

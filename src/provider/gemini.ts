@@ -142,19 +142,30 @@ const convert = (input: unknown, path: string, walk: Walk): Node => {
   }
   const name = ProviderSchema.reference(ref)
   if (name !== undefined) {
-    if (walk.recursive.has(name)) {
+    if (walk.recursive.size > 0 && walk.recursive.has(name)) {
       walk.problems.add(path, `a recursive schema (${name} contains itself)`, "Gemini schemas have no references, so recursion cannot be written out")
       return {}
     }
-    const target = walk.defs[name]
     // A bare reference is its definition; siblings of `$ref` are laid over a copy of it.
-    if (keys === 1 && Object.hasOwn(walk.defs, name) && ProviderSchema.isNode(target)) return convert(target, path, walk)
+    if (keys === 1) {
+      const target = definition(walk.defs, name)
+      if (ProviderSchema.isNode(target)) return convert(target, path, walk)
+    }
     const { $ref: _, ...siblings } = node
-    return convert({ ...(target ?? {}), ...siblings }, path, walk)
+    return convert({ ...(walk.defs[name] ?? {}), ...siblings }, path, walk)
   }
   if (refused !== undefined) for (const construct of refused) walk.problems.add(path, construct, REFUSED_REASON)
   if (Array.isArray(anyOf) || Array.isArray(oneOf) || Array.isArray(type) || type === "null" || hasConst) return reshape(node, path, walk)
   return finish(node, false, path, walk)
+}
+
+/**
+ * The definition `defs` has under `name`, found by comparing names: a name cut from a `$ref` is a fresh string, which
+ * a property lookup would intern first.
+ */
+const definition = (defs: Readonly<Record<string, Node>>, name: string): unknown => {
+  for (const key in defs) if (key === name) return defs[key]
+  return undefined
 }
 
 /** A node with branches, a type list, a null type or a constant, in the shape Gemini's Schema has for it. */
@@ -238,8 +249,11 @@ const finish = (node: Node, nullable: boolean, path: string, walk: Walk): Node =
   // Said in the description: an enum of other than strings, a format Gemini lacks for the type, unknown keywords.
   let moved = unknown
   const movesEnum = Array.isArray(enumeration) && !allStrings(enumeration)
-  const formats = typeof type === "string" ? FORMATS[type] : undefined
-  const movesFormat = typeof format === "string" && (formats === undefined || !formats.has(format))
+  let movesFormat = false
+  if (typeof format === "string") {
+    const formats = typeof type === "string" ? FORMATS[type] : undefined
+    movesFormat = formats === undefined || !formats.has(format)
+  }
   if (movesEnum || movesFormat) moved = [...(movesEnum ? ["enum"] : []), ...(movesFormat ? ["format"] : []), ...(unknown ?? [])]
   if (typeof additional === "object" && additional !== null) {
     walk.problems.add(

@@ -138,9 +138,17 @@ export const withoutDefs = (document: JsonSchema.JsonSchema): Node => {
   return root
 }
 
-/** The `$defs` name a `$ref` value points to, if it is a local reference. */
+const DEFS_PREFIX = "#/$defs/"
+const LINE_TERMINATOR = /[\n\r\u2028\u2029]/
+
+/**
+ * The `$defs` name a `$ref` value points to, if it is a local reference: what follows `#/$defs/`, at least one
+ * character and no line terminator (what `/^#\/\$defs\/(.+)$/` captures, without making a match).
+ */
 export const reference = (ref: unknown): string | undefined =>
-  typeof ref === "string" ? /^#\/\$defs\/(.+)$/.exec(ref)?.[1] : undefined
+  typeof ref === "string" && ref.length > DEFS_PREFIX.length && ref.startsWith(DEFS_PREFIX) && !LINE_TERMINATOR.test(ref)
+    ? ref.slice(DEFS_PREFIX.length)
+    : undefined
 
 /** The `$defs` name a node's local reference points to, if it is one. */
 export const refName = (node: Node): string | undefined => reference(node.$ref)
