@@ -115,18 +115,25 @@ const convert = (input: unknown, path: string, walk: Walk): Node => {
   let ref, anyOf, oneOf, type: unknown
   let hasConst = false
   let keys = 0
+  let branchKeys = 0
+  let hasOneOf = false
+  let last: string | undefined
   let refused: Array<string> | undefined
   for (const key in node) {
     keys++
+    last = key
     switch (key) {
       case "$ref":
         ref = node[key]
         break
       case "anyOf":
         anyOf = node[key]
+        branchKeys++
         break
       case "oneOf":
         oneOf = node[key]
+        branchKeys++
+        hasOneOf = true
         break
       case "type":
         type = node[key]
@@ -155,7 +162,9 @@ const convert = (input: unknown, path: string, walk: Walk): Node => {
     return convert({ ...(walk.defs[name] ?? {}), ...siblings }, path, walk)
   }
   if (refused !== undefined) for (const construct of refused) walk.problems.add(path, construct, REFUSED_REASON)
-  if (Array.isArray(anyOf) || Array.isArray(oneOf) || Array.isArray(type) || type === "null" || hasConst) return reshape(node, path, walk)
+  if (Array.isArray(anyOf) || Array.isArray(oneOf) || Array.isArray(type) || type === "null" || hasConst) {
+    return reshape(node, path, walk, { branchesOnly: keys === branchKeys, anyOfLast: last === "anyOf" && !hasOneOf })
+  }
   return finish(node, false, path, walk)
 }
 
@@ -169,7 +178,15 @@ const definition = (defs: Readonly<Record<string, Node>>, name: string): unknown
 }
 
 /** A node with branches, a type list, a null type or a constant, in the shape Gemini's Schema has for it. */
-const reshape = (input: Node, path: string, walk: Walk): Node => {
+/** What the pass over a node's keys saw of its branch keys (`anyOf`, `oneOf`). */
+interface Shape {
+  /** Every key of the node is a branch key. */
+  readonly branchesOnly: boolean
+  /** `anyOf` is the node's last key, and it has no `oneOf`. */
+  readonly anyOfLast: boolean
+}
+
+const reshape = (input: Node, path: string, walk: Walk, shape: Shape): Node => {
   let node: Node = input
   // A null branch or a null in a type list is Gemini's `nullable`.
   let nullable = false
@@ -178,9 +195,14 @@ const reshape = (input: Node, path: string, walk: Walk): Node => {
     const kept = (branches as ReadonlyArray<Node>).filter((branch) => !ProviderSchema.isNull(branch))
     nullable = kept.length < branches.length
     if (kept.length === 0) return onlyNull(path, walk)
-    const { anyOf: _a, oneOf: _o, ...rest } = node
-    node = kept.length === 1 ? { ...kept[0]!, ...rest } : { ...rest, anyOf: kept }
-    if (kept.length === 1) return withNullable(convert(node, path, walk), nullable)
+    // The branches' keys go, and the one branch left takes their place, or the branches kept go last. Where that
+    // changes nothing (a node of branches alone; every branch kept and `anyOf` last already), the node is its own.
+    if (kept.length === 1 && shape.branchesOnly && ProviderSchema.isNode(kept[0])) return withNullable(convert(kept[0], path, walk), nullable)
+    if (kept.length === 1 || kept.length < branches.length || !shape.anyOfLast || !Array.isArray(node.anyOf)) {
+      const { anyOf: _a, oneOf: _o, ...rest } = node
+      node = kept.length === 1 ? { ...kept[0]!, ...rest } : { ...rest, anyOf: kept }
+      if (kept.length === 1) return withNullable(convert(node, path, walk), nullable)
+    }
   }
   if (Array.isArray(node.type)) {
     const types = (node.type as ReadonlyArray<string>).filter((type) => type !== "null")

@@ -43,10 +43,26 @@ interface Walk {
   properties: number
 }
 
-/** `node` also admitting null (an optional property, in strict mode's terms). */
-const nullable = (node: Node): Node => {
-  if (Array.isArray(node.anyOf)) return { ...node, anyOf: [...node.anyOf, { type: "null" }] }
-  if (typeof node.type === "string" && !("enum" in node) && !("$ref" in node)) return { ...node, type: [node.type, "null"] }
+/**
+ * A property the tool declares optional, as strict mode says it: `node` as it is when it admits null already (a null
+ * branch, a null in its type list, null among its values), else `node` also admitting null.
+ */
+const optional = (node: Node): Node => {
+  const type = node.type
+  const anyOf = node.anyOf
+  const values = node.enum
+  if (
+    type === "null" ||
+    (Array.isArray(type) && type.includes("null")) ||
+    (Array.isArray(anyOf) && anyOf.some(ProviderSchema.isNull)) ||
+    (Array.isArray(values) && values.includes(null))
+  ) {
+    return node
+  }
+  if (Array.isArray(anyOf)) return { ...node, anyOf: [...anyOf, { type: "null" }] }
+  if (typeof type === "string" && !("enum" in node) && !("$ref" in node)) return { ...node, type: [type, "null"] }
+  // Without a description the node itself is the branch; else the description stays on the whole.
+  if (!("description" in node)) return { anyOf: [node, { type: "null" }] }
   const { description, ...rest } = node
   return { anyOf: [rest, { type: "null" }], ...(description === undefined ? {} : { description }) }
 }
@@ -157,7 +173,7 @@ const strict = (input: unknown, path: string, level: number, walk: Walk): Node =
           isRequired = listed.indexOf(key, next + 1) !== -1
         }
       } else allListed = false
-      return isRequired || ProviderSchema.admitsNull(mapped) ? mapped : nullable(mapped)
+      return isRequired ? mapped : optional(mapped)
     })
     allListed &&= next === listed.length && Array.isArray(required)
   }

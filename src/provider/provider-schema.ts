@@ -160,13 +160,6 @@ export const defsOf = (document: JsonSchema.JsonSchema): Readonly<Record<string,
 /** The branch that only admits null: `{ "type": "null" }`. */
 export const isNull = (node: unknown): boolean => isNode(node) && node.type === "null" && Object.keys(node).length === 1
 
-/** Whether the node admits null (a null branch, a null in its type list, or null among its values). */
-export const admitsNull = (node: Node): boolean =>
-  node.type === "null" ||
-  (Array.isArray(node.type) && node.type.includes("null")) ||
-  (Array.isArray(node.anyOf) && node.anyOf.some(isNull)) ||
-  (Array.isArray(node.enum) && node.enum.includes(null))
-
 const words = (key: string, value: unknown): string => {
   const shown = JSON.stringify(value)
   switch (key) {
