@@ -309,7 +309,7 @@ const finish = (node: Node, nullable: boolean, path: string, walk: Walk): Node =
 
 /** Whether every item is a string (holes skipped, as `every` skips them); by index, which reads a frozen array faster than a callback does. */
 const allStrings = (items: ReadonlyArray<unknown>): boolean => {
-  for (let index = 0; index < items.length; index++) {
+  for (let index = 0, count = items.length; index < count; index++) {
     const item = items[index]
     if (typeof item !== "string" && (item !== undefined || index in items)) return false
   }

@@ -156,15 +156,16 @@ const strict = (input: unknown, path: string, level: number, walk: Walk): Node =
       )
     }
     const listed: ReadonlyArray<unknown> = Array.isArray(required) ? required : []
-    // `listed` is read once, in order: the keys before `next` are properties already seen, so a property is
-    // required only if it is listed from `next` on. Reading a frozen array is slow, and it usually lists the
-    // required properties in their order.
+    const count = listed.length
+    // `listed` is read once, in order, its length once: the keys before `next` are properties already seen, so a
+    // property is required only if it is listed from `next` on. Reading a frozen array is slow, and it usually lists
+    // the required properties in their order.
     let next = 0
     mappedProperties = ProviderSchema.mapProperties(ProviderSchema.isNode(properties) ? properties : {}, (key, value) => {
       walk.properties++
       const mapped = strict(value, ProviderSchema.child(path, key), level + 1, walk)
       let isRequired = false
-      if (next < listed.length) {
+      if (next < count) {
         if (listed[next] === key) {
           isRequired = true
           next++
@@ -175,7 +176,7 @@ const strict = (input: unknown, path: string, level: number, walk: Walk): Node =
       } else allListed = false
       return isRequired ? mapped : optional(mapped)
     })
-    allListed &&= next === listed.length && Array.isArray(required)
+    allListed &&= next === count && Array.isArray(required)
   }
   const unchanged =
     moved === undefined &&

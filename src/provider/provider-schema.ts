@@ -100,7 +100,7 @@ export const keyed = (value: unknown): Node => {
  */
 export const mapEach = (items: ReadonlyArray<unknown>, map: (item: unknown) => unknown): ReadonlyArray<unknown> => {
   let copy: Array<unknown> | undefined
-  for (let index = 0; index < items.length; index++) {
+  for (let index = 0, count = items.length; index < count; index++) {
     const item = items[index]
     const mapped = item === undefined && !(index in items) ? item : map(item)
     if (copy === undefined && mapped !== item) copy = items.slice(0, index)
@@ -261,7 +261,7 @@ export const recursiveDefs = (defs: Readonly<Record<string, Node>>): ReadonlySet
 /** Adds the definitions `value` refers to, anywhere inside it, to `into` (made when the first is found). */
 const references = (value: unknown, into: Set<string> | undefined): Set<string> | undefined => {
   if (Array.isArray(value)) {
-    for (let index = 0; index < value.length; index++) {
+    for (let index = 0, count = value.length; index < count; index++) {
       const item = value[index]
       if (typeof item === "object" && item !== null) into = references(item, into)
     }
