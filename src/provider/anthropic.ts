@@ -112,7 +112,7 @@ interface Walk {
  * part unchanged) is answered as it is, shared with the frozen definition; one that changes is copied once.
  */
 const strict = (input: unknown, path: string, walk: Walk): Node => {
-  if (!ProviderSchema.isNode(input)) return ProviderSchema.copyOf(input)
+  if (!ProviderSchema.isNode(input)) return copyOf(input)
   const node = input
   // One pass over the keywords: the structural ones kept, the refused reported, the moved collected in order.
   let type, properties, items, anyOf, oneOf, additional, ref: unknown
@@ -188,6 +188,18 @@ const strict = (input: unknown, path: string, walk: Walk): Node => {
     copy.properties = mappedProperties
     copy.additionalProperties = false
   }
+  return copy
+}
+
+/**
+ * A schema value that is not an object node (a boolean schema such as `true`, an array) as the walk copies it: the
+ * plain object of its enumerable keys (none for a boolean). Null has no keys to read: a TypeError, as reading a
+ * keyword of it would be.
+ */
+const copyOf = (value: unknown): Record<string, unknown> => {
+  if (value === null || value === undefined) throw new TypeError(`A schema cannot be ${value}`)
+  const copy: Record<string, unknown> = {}
+  for (const key in value as object) ProviderSchema.put(copy, key, (value as Node)[key])
   return copy
 }
 

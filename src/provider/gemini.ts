@@ -177,7 +177,6 @@ const definition = (defs: Readonly<Record<string, Node>>, name: string): unknown
   return undefined
 }
 
-/** A node with branches, a type list, a null type or a constant, in the shape Gemini's Schema has for it. */
 /** What the pass over a node's keys saw of its branch keys (`anyOf`, `oneOf`). */
 interface Shape {
   /** Every key of the node is a branch key. */
@@ -186,6 +185,7 @@ interface Shape {
   readonly anyOfLast: boolean
 }
 
+/** A node with branches, a type list, a null type or a constant, in the shape Gemini's Schema has for it. */
 const reshape = (input: Node, path: string, walk: Walk, shape: Shape): Node => {
   let node: Node = input
   // A null branch or a null in a type list is Gemini's `nullable`.

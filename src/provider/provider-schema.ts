@@ -74,18 +74,6 @@ export const put = (target: Record<string, unknown>, key: string, value: unknown
 }
 
 /**
- * A schema value that is not an object node (a boolean schema such as `true`, an array) as a walk copies it: the
- * plain object of its enumerable keys (none for a boolean). Null has no keys to read: a TypeError, as reading a
- * keyword of it would be.
- */
-export const copyOf = (value: unknown): Record<string, unknown> => {
-  if (value === null || value === undefined) throw new TypeError(`A schema cannot be ${value}`)
-  const copy: Record<string, unknown> = {}
-  for (const key in value as object) put(copy, key, (value as Node)[key])
-  return copy
-}
-
-/**
  * `value` as a node whose keywords a walk reads: an object, or an array (its keys are indices, none a keyword). A
  * string, number or boolean has no keywords to read: a TypeError, as the `in` operator asking it for one would be.
  */
