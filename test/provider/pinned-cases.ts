@@ -169,6 +169,21 @@ export const CASES: ReadonlyArray<Definition.Definition> = [
       odd: { type: "tuple" },
     },
   }),
+  // References that resolve to nothing, to a name objects inherit, to a definition named "__proto__", and ones
+  // that are not references as the pattern `#/$defs/NAME` reads it (a name with a line break, no name at all).
+  described("mcp_references", {
+    type: "object",
+    properties: {
+      missing: { $ref: "#/$defs/Missing", description: "Nowhere" },
+      inherited: { $ref: "#/$defs/constructor" },
+      odd: { $ref: "#/$defs/__proto__" },
+      broken: { $ref: "#/$defs/A\nB" },
+      empty: { $ref: "#/$defs/" },
+    },
+    required: ["missing"],
+    additionalProperties: false,
+    $defs: { ["__proto__"]: { type: "string", minLength: 1 }, "A\nB": { type: "integer" } },
+  }),
   described(
     "mcp_draft07",
     ProviderDialect.canonical({
