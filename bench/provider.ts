@@ -3,15 +3,18 @@
 // definition new (the first turn after the tools were loaded), definitions unchanged but the catalog recaptured (a
 // turn after some other tool changed), and the catalog unchanged. Also a settlement as each provider's result
 // block. No peer: the figures stand against the target (≤ 1 ms per turn for 100 tools), for a turn after a catalog
-// change and for the first turn after the tools loaded.
+// change and for the first turn after the tools loaded. `--base REV` also prepares the first turn with REV's mappings
+// (imported from a git worktree of REV), alternating with this tree's run by run, and gives their ratio.
 
 import { cpus, loadavg } from "node:os"
+import { join } from "node:path"
 import { Effect, Schema } from "effect"
 import { Provider } from "../src/provider/provider"
 import type { Settlement } from "../src/contract/settlement"
 import { Definition } from "../src/tool/definition"
 import { Tool } from "../src/tool/tool"
-import { duration, main, summarize, type Report } from "./measure"
+import * as BaseTree from "./base-tree"
+import { duration, main, ratio, summarize, type Report } from "./measure"
 
 const TOOLS = 100
 const RUNS = 30
@@ -45,7 +48,7 @@ const makeTool = (index: number): Tool.Any =>
   })
 
 /** A fresh catalog: new tools, so every definition is derived and mapped for the first time. */
-const freshCatalog = (run: number): ReadonlyArray<Definition.Definition> =>
+const freshCatalog = (run: number | string): ReadonlyArray<Definition.Definition> =>
   Array.from({ length: TOOLS }, (_, index) => Definition.of(makeTool(index), `tool_${run}_${index}`))
 
 const time = (body: () => unknown): number => {
@@ -62,10 +65,19 @@ const cpuTime = (body: () => unknown): number => {
   return (used.user + used.system) / 1000
 }
 
-const prepare = (definitions: ReadonlyArray<Definition.Definition>, provider: Provider.Name) => {
-  const result = Provider.prepare(definitions, provider)
+type Prepare = typeof Provider.prepare
+
+const prepare = (definitions: ReadonlyArray<Definition.Definition>, provider: Provider.Name, mapping: Prepare = Provider.prepare) => {
+  const result = mapping(definitions, provider)
   if (result._tag === "Failure") throw new Error(result.failure.message)
   return result.success
+}
+
+/** The first turn of a fresh catalog, prepared by `mapping`: the catalog derived, its garbage collected, then timed. */
+const firstTurn = (run: number | string, provider: Provider.Name, mapping: Prepare): number => {
+  const catalog = freshCatalog(run)
+  Bun.gc(true)
+  return time(() => prepare(catalog, provider, mapping))
 }
 
 const SETTLEMENT: Settlement.Info = {
@@ -81,21 +93,41 @@ const SETTLEMENT: Settlement.Info = {
 }
 
 export const measure = async (): Promise<Report> => {
+  const rev = BaseTree.revision()
+  const tree = rev === undefined ? undefined : BaseTree.checkout(rev)
+  try {
+    const base: Prepare | undefined =
+      tree === undefined ? undefined : (await import(join(tree.root, "src/provider/provider.ts"))).Provider.prepare
+    return report(base, rev)
+  } finally {
+    tree?.remove()
+  }
+}
+
+const report = (base: Prepare | undefined, rev: string | undefined): Report => {
   const rows: Array<Array<string>> = []
+  const baseRows: Array<Array<string>> = []
   const firsts = new Map<Provider.Name, number>()
   const turns = new Map<Provider.Name, number>()
   for (const provider of Provider.NAMES) {
     // Warm the JIT on catalogs that are then thrown away.
-    for (let run = 0; run < 5; run++) prepare(freshCatalog(-run - 1), provider)
+    for (let run = 0; run < 5; run++) {
+      prepare(freshCatalog(-run - 1), provider)
+      if (base !== undefined) prepare(freshCatalog(`warm_base_${run}`), provider, base)
+    }
     const first: Array<number> = []
+    const baseFirst: Array<number> = []
     const firstCpu: Array<number> = []
     const recaptured: Array<number> = []
     const unchanged: Array<number> = []
     for (let run = 0; run < RUNS; run++) {
+      // The base's first turn before this tree's in odd runs, after it in even ones.
+      if (base !== undefined && run % 2 === 1) baseFirst.push(firstTurn(`base_${run}`, provider, base))
       const catalog = freshCatalog(run)
       // Deriving the catalog leaves garbage of its own: collected first, so its pause is not counted as mapping.
       Bun.gc(true)
       first.push(time(() => prepare(catalog, provider)))
+      if (base !== undefined && run % 2 === 0) baseFirst.push(firstTurn(`base_${run}`, provider, base))
       const again = freshCatalog(run + RUNS)
       Bun.gc(true)
       firstCpu.push(cpuTime(() => prepare(again, provider)))
@@ -119,6 +151,15 @@ export const measure = async (): Promise<Report> => {
       duration(summarize(unchanged).p50),
       duration(results / RESULT_CALLS),
     ])
+    if (base !== undefined) {
+      const other = summarize(baseFirst)
+      baseRows.push([
+        provider,
+        duration(summary.p50),
+        `${duration(other.p50)} (${duration(other.q1)}–${duration(other.q3)})`,
+        ratio(summary.p50 / other.p50),
+      ])
+    }
   }
   return {
     name: "provider: preparing a turn's tools for a provider",
@@ -129,6 +170,15 @@ export const measure = async (): Promise<Report> => {
         columns: ["provider", "every definition new", "(CPU time)", "recaptured", "unchanged", "result block"],
         rows,
       },
+      ...(base === undefined
+        ? []
+        : [
+            {
+              title: `the first turn (every definition new), this tree against ${rev}, alternating run by run`,
+              columns: ["provider", "this tree", `${rev}`, "this tree / base"],
+              rows: baseRows,
+            },
+          ]),
     ],
     targets: Provider.NAMES.flatMap((provider) => [
       {

@@ -99,49 +99,130 @@ export interface ToolResult {
   readonly is_error?: true
 }
 
-const strict = (node: Node, path: string, problems: ProviderSchema.Problems, recursive: ReadonlySet<string>): Node => {
-  const found = ProviderSchema.scan(node, REFUSED, MOVED, movedByValue)
-  for (const construct of found.refused) problems.add(path, construct, "Anthropic strict tool use does not support it")
-  const ref = ProviderSchema.refName(node)
-  if (ref !== undefined && recursive.has(ref)) {
-    problems.add(path, `a recursive schema (${ref} contains itself)`, "Anthropic strict tool use does not support recursion")
+const REFUSED_REASON = "Anthropic strict tool use does not support it"
+
+interface Walk {
+  readonly problems: ProviderSchema.Problems
+  /** The definitions that refer to themselves, refused where they are referred to. */
+  readonly recursive: ReadonlySet<string>
+}
+
+/**
+ * `input` as a strict schema node. A node that needs no change (no constraint to move, every object closed, every
+ * part unchanged) is answered as it is, shared with the frozen definition; one that changes is copied once.
+ */
+const strict = (input: unknown, path: string, walk: Walk): Node => {
+  if (!ProviderSchema.isNode(input)) return copyOf(input)
+  const node = input
+  // One pass over the keywords: the structural ones kept, the refused reported, the moved collected in order.
+  let type, properties, items, anyOf, oneOf, additional, ref: unknown
+  let hasProperties = false
+  let moved: Array<string> | undefined
+  for (const key in node) {
+    const value = node[key]
+    switch (key) {
+      case "type":
+        type = value
+        break
+      case "properties":
+        properties = value
+        hasProperties = true
+        break
+      case "items":
+        items = value
+        break
+      case "anyOf":
+        anyOf = value
+        break
+      case "oneOf":
+        oneOf = value
+        break
+      case "additionalProperties":
+        additional = value
+        break
+      case "$ref":
+        ref = value
+        break
+      default: {
+        const construct = REFUSED.get(key)
+        if (construct !== undefined) walk.problems.add(path, construct, REFUSED_REASON)
+        else if (MOVED.has(key) || movedByValue(key, value)) (moved ??= []).push(key)
+      }
+    }
   }
-  const copy = ProviderSchema.moveToDescription(node, found.moved)
-  ProviderSchema.mapBranchesAndItems(copy, path, (branch, at) => strict(branch, at, problems, recursive))
-  if (copy.type === "object" || "properties" in copy) {
-    if (copy.additionalProperties !== undefined && copy.additionalProperties !== false) {
-      problems.add(
+  const name = walk.recursive.size === 0 ? undefined : ProviderSchema.reference(ref)
+  if (name !== undefined && walk.recursive.has(name)) {
+    walk.problems.add(path, `a recursive schema (${name} contains itself)`, "Anthropic strict tool use does not support recursion")
+  }
+  // A oneOf becomes an anyOf: the provider dialects have no oneOf, and every branch is tried.
+  const fromOneOf = Array.isArray(oneOf)
+  const branches = fromOneOf ? oneOf : anyOf
+  const mappedBranches = Array.isArray(branches) ? ProviderSchema.mapEach(branches, (branch) => strict(branch, path, walk)) : branches
+  const mappedItems = ProviderSchema.isNode(items) ? strict(items, `${path}[]`, walk) : items
+  const object = type === "object" || hasProperties
+  let mappedProperties = properties
+  if (object) {
+    if (additional !== undefined && additional !== false) {
+      walk.problems.add(
         path,
         ProviderSchema.RECORD,
         "Anthropic strict tool use needs additionalProperties false on every object; use a struct, or an array of key-value pairs",
       )
     }
-    const properties = ProviderSchema.isNode(copy.properties) ? (copy.properties as Record<string, Node>) : {}
-    const strictProperties: Record<string, Node> = {}
-    for (const key in properties) {
-      const at = ProviderSchema.child(path, key)
-      if (!PROPERTY_PATTERN.test(key)) {
-        problems.add(at, `the property name ${JSON.stringify(key)}`, 'Anthropic property names hold only letters, digits, "_", "." and "-", at most 64')
-      }
-      ProviderSchema.put(strictProperties, key, strict(properties[key]!, at, problems, recursive))
-    }
-    copy.properties = strictProperties
+    mappedProperties = ProviderSchema.isNode(properties) ? ProviderSchema.mapProperties(properties, (key, value) => property(key, value, path, walk)) : {}
+  }
+  const unchanged =
+    moved === undefined &&
+    !fromOneOf &&
+    mappedBranches === anyOf &&
+    mappedItems === items &&
+    (!object || (mappedProperties === properties && additional === false))
+  if (unchanged) return node
+  const copy = ProviderSchema.moveToDescription(node, moved ?? [])
+  if (fromOneOf) {
+    copy.anyOf = mappedBranches
+    delete copy.oneOf
+  } else if (Array.isArray(branches)) copy.anyOf = mappedBranches
+  if (ProviderSchema.isNode(items)) copy.items = mappedItems
+  if (object) {
+    copy.properties = mappedProperties
     copy.additionalProperties = false
   }
   return copy
+}
+
+/**
+ * A schema value that is not an object node (a boolean schema such as `true`, an array) as the walk copies it: the
+ * plain object of its enumerable keys (none for a boolean). Null has no keys to read: a TypeError, as reading a
+ * keyword of it would be.
+ */
+const copyOf = (value: unknown): Record<string, unknown> => {
+  if (value === null || value === undefined) throw new TypeError(`A schema cannot be ${value}`)
+  const copy: Record<string, unknown> = {}
+  for (const key in value as object) ProviderSchema.put(copy, key, (value as Node)[key])
+  return copy
+}
+
+const property = (key: string, value: unknown, path: string, walk: Walk): Node => {
+  const at = ProviderSchema.child(path, key)
+  if (!PROPERTY_PATTERN.test(key)) {
+    walk.problems.add(at, `the property name ${JSON.stringify(key)}`, 'Anthropic property names hold only letters, digits, "_", "." and "-", at most 64')
+  }
+  return strict(value, at, walk)
 }
 
 export const tool = (definition: Definition.Definition): ProviderSchema.Mapped => {
   const problems = new ProviderSchema.Problems(definition.name)
   problems.checkName(NAME_PATTERN, `${PROVIDER} tool names hold only letters, digits, "_" and "-", at most 64`)
   const defs = ProviderSchema.defsOf(definition.inputSchema)
-  const recursive = ProviderSchema.recursiveDefs(defs)
-  const { $defs: _, ...root } = definition.inputSchema
-  const schema: Record<string, unknown> = strict(root, "", problems, recursive)
+  const schema: Record<string, unknown> = strict(ProviderSchema.withoutDefs(definition.inputSchema), "", {
+    problems,
+    recursive: ProviderSchema.recursiveDefs(defs),
+  })
   if (Object.keys(defs).length > 0) {
-    schema.$defs = Object.fromEntries(
-      Object.entries(defs).map(([name, node]) => [name, strict(node, `$defs.${name}`, problems, new Set())]),
-    )
+    // Recursion is refused where a definition is referred to, not again inside the definitions.
+    const inDefs: Walk = { problems, recursive: new Set() }
+    schema.$defs = ProviderSchema.mapProperties(defs, (name, node) => strict(node, `$defs.${name}`, inDefs))
   }
   return problems.mapped((): Tool => ({ name: definition.name, description: definition.description, input_schema: schema, strict: true }))
 }

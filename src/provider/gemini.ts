@@ -99,20 +99,94 @@ interface Walk {
   readonly recursive: ReadonlySet<string>
 }
 
-const convert = (input: Node, path: string, walk: Walk): Node => {
-  const ref = ProviderSchema.refName(input)
-  if (ref !== undefined) {
-    if (walk.recursive.has(ref)) {
-      walk.problems.add(path, `a recursive schema (${ref} contains itself)`, "Gemini schemas have no references, so recursion cannot be written out")
+const REFUSED_REASON = "Gemini's Schema does not support it"
+
+/** Keywords besides `type`, `anyOf` and `enum` that say something about a node's value (it is not any value). */
+const TYPING: ReadonlySet<string> = new Set(["oneOf", "allOf", "$ref", "const", "not"])
+
+/**
+ * `input` as Gemini's Schema. A reference is written out, and a node that needs reshaping (branches, a type list,
+ * a null type, a constant) is reshaped first; a node that then needs no change (nothing to drop or move, no
+ * properties to order, every part unchanged) is answered as it is, shared with the frozen definition.
+ */
+const convert = (input: unknown, path: string, walk: Walk): Node => {
+  const node = ProviderSchema.keyed(input)
+  // One pass: what reshapes the node, and the constructs refused (reported unless the node is a reference).
+  let ref, anyOf, oneOf, type: unknown
+  let hasConst = false
+  let keys = 0
+  let branchKeys = 0
+  let hasOneOf = false
+  let last: string | undefined
+  let refused: Array<string> | undefined
+  for (const key in node) {
+    keys++
+    last = key
+    switch (key) {
+      case "$ref":
+        ref = node[key]
+        break
+      case "anyOf":
+        anyOf = node[key]
+        branchKeys++
+        break
+      case "oneOf":
+        oneOf = node[key]
+        branchKeys++
+        hasOneOf = true
+        break
+      case "type":
+        type = node[key]
+        break
+      case "const":
+        hasConst = true
+        break
+      default: {
+        const construct = REFUSED.get(key)
+        if (construct !== undefined) (refused ??= []).push(construct)
+      }
+    }
+  }
+  const name = ProviderSchema.reference(ref)
+  if (name !== undefined) {
+    if (walk.recursive.size > 0 && walk.recursive.has(name)) {
+      walk.problems.add(path, `a recursive schema (${name} contains itself)`, "Gemini schemas have no references, so recursion cannot be written out")
       return {}
     }
-    const { $ref: _, ...siblings } = input
-    return convert({ ...(walk.defs[ref] ?? {}), ...siblings }, path, walk)
+    // A bare reference is its definition; siblings of `$ref` are laid over a copy of it.
+    if (keys === 1) {
+      const target = definition(walk.defs, name)
+      if (ProviderSchema.isNode(target)) return convert(target, path, walk)
+    }
+    const { $ref: _, ...siblings } = node
+    return convert({ ...(walk.defs[name] ?? {}), ...siblings }, path, walk)
   }
-  for (const key in input) {
-    const construct = REFUSED.get(key)
-    if (construct !== undefined) walk.problems.add(path, construct, "Gemini's Schema does not support it")
+  if (refused !== undefined) for (const construct of refused) walk.problems.add(path, construct, REFUSED_REASON)
+  if (Array.isArray(anyOf) || Array.isArray(oneOf) || Array.isArray(type) || type === "null" || hasConst) {
+    return reshape(node, path, walk, { branchesOnly: keys === branchKeys, anyOfLast: last === "anyOf" && !hasOneOf })
   }
+  return finish(node, false, path, walk)
+}
+
+/**
+ * The definition `defs` has under `name`, found by comparing names: a name cut from a `$ref` is a fresh string, which
+ * a property lookup would intern first.
+ */
+const definition = (defs: Readonly<Record<string, Node>>, name: string): unknown => {
+  for (const key in defs) if (key === name) return defs[key]
+  return undefined
+}
+
+/** What the pass over a node's keys saw of its branch keys (`anyOf`, `oneOf`). */
+interface Shape {
+  /** Every key of the node is a branch key. */
+  readonly branchesOnly: boolean
+  /** `anyOf` is the node's last key, and it has no `oneOf`. */
+  readonly anyOfLast: boolean
+}
+
+/** A node with branches, a type list, a null type or a constant, in the shape Gemini's Schema has for it. */
+const reshape = (input: Node, path: string, walk: Walk, shape: Shape): Node => {
   let node: Node = input
   // A null branch or a null in a type list is Gemini's `nullable`.
   let nullable = false
@@ -121,9 +195,14 @@ const convert = (input: Node, path: string, walk: Walk): Node => {
     const kept = (branches as ReadonlyArray<Node>).filter((branch) => !ProviderSchema.isNull(branch))
     nullable = kept.length < branches.length
     if (kept.length === 0) return onlyNull(path, walk)
-    const { anyOf: _a, oneOf: _o, ...rest } = node
-    node = kept.length === 1 ? { ...kept[0]!, ...rest } : { ...rest, anyOf: kept }
-    if (kept.length === 1) return withNullable(convert(node, path, walk), nullable)
+    // The branches' keys go, and the one branch left takes their place, or the branches kept go last. Where that
+    // changes nothing (a node of branches alone; every branch kept and `anyOf` last already), the node is its own.
+    if (kept.length === 1 && shape.branchesOnly && ProviderSchema.isNode(kept[0])) return withNullable(convert(kept[0], path, walk), nullable)
+    if (kept.length === 1 || kept.length < branches.length || !shape.anyOfLast || !Array.isArray(node.anyOf)) {
+      const { anyOf: _a, oneOf: _o, ...rest } = node
+      node = kept.length === 1 ? { ...kept[0]!, ...rest } : { ...rest, anyOf: kept }
+      if (kept.length === 1) return withNullable(convert(node, path, walk), nullable)
+    }
   }
   if (Array.isArray(node.type)) {
     const types = (node.type as ReadonlyArray<string>).filter((type) => type !== "null")
@@ -136,46 +215,117 @@ const convert = (input: Node, path: string, walk: Walk): Node => {
     const { const: value, ...rest } = node
     node = { ...rest, enum: [value] }
   }
-  if (ProviderSchema.isAny(node)) {
+  return finish(node, nullable, path, walk)
+}
+
+/** A node whose reference is written out and whose branches, type list and constant are reshaped, as Gemini's Schema. */
+const finish = (node: Node, nullable: boolean, path: string, walk: Walk): Node => {
+  // One pass over the keywords: the structural ones kept, whether any is dropped, the unknown ones in order.
+  let type, enumeration, format, additional, anyOf, items, properties: unknown
+  let typed = false
+  let drops = false
+  let unknown: Array<string> | undefined
+  for (const key in node) {
+    const value = node[key]
+    switch (key) {
+      case "type":
+        type = value
+        typed = true
+        break
+      case "enum":
+        enumeration = value
+        typed = true
+        break
+      case "anyOf":
+        anyOf = value
+        typed = true
+        break
+      case "format":
+        format = value
+        break
+      case "additionalProperties":
+        additional = value
+        drops = true
+        break
+      case "items":
+        items = value
+        break
+      case "properties":
+        properties = value
+        break
+      case "description":
+      case "required":
+      case "minimum":
+      case "maximum":
+        break
+      default:
+        if (TYPING.has(key)) typed = true
+        if (SILENT.has(key) || REFUSED.has(key)) drops = true
+        else if (!KEYWORDS.has(key)) (unknown ??= []).push(key)
+    }
+  }
+  if (!typed) {
     walk.problems.add(path, "a value of any type", "Gemini's Schema needs a type for every value")
     return node
   }
-  const moved: Array<string> = []
-  if (Array.isArray(node.enum) && !node.enum.every((item) => typeof item === "string")) moved.push("enum")
-  const formats = typeof node.type === "string" ? FORMATS[node.type] : undefined
-  if (typeof node.format === "string" && (formats === undefined || !formats.has(node.format))) moved.push("format")
-  for (const key of Object.keys(node)) if (!KEYWORDS.has(key) && !SILENT.has(key) && !REFUSED.has(key)) moved.push(key)
-  if (typeof node.additionalProperties === "object" && node.additionalProperties !== null) {
+  // Said in the description: an enum of other than strings, a format Gemini lacks for the type, unknown keywords.
+  let moved = unknown
+  const movesEnum = Array.isArray(enumeration) && !allStrings(enumeration)
+  let movesFormat = false
+  if (typeof format === "string") {
+    const formats = typeof type === "string" ? FORMATS[type] : undefined
+    movesFormat = formats === undefined || !formats.has(format)
+  }
+  if (movesEnum || movesFormat) moved = [...(movesEnum ? ["enum"] : []), ...(movesFormat ? ["format"] : []), ...(unknown ?? [])]
+  if (typeof additional === "object" && additional !== null) {
     walk.problems.add(
       path,
       ProviderSchema.RECORD,
       "Gemini's Schema lists every property and has no additionalProperties; use a struct, or an array of key-value pairs",
     )
   }
-  const copy = ProviderSchema.moveToDescription(node, moved, dropped)
-  if (typeof copy.type === "string" && !TYPES.has(copy.type)) {
-    walk.problems.add(path, `the type ${JSON.stringify(copy.type)}`, "Gemini's Schema has no such type")
+  if (typeof type === "string" && !TYPES.has(type)) {
+    walk.problems.add(path, `the type ${JSON.stringify(type)}`, "Gemini's Schema has no such type")
   }
-  ProviderSchema.mapBranchesAndItems(copy, path, (branch, at) => convert(branch, at, walk))
-  if (ProviderSchema.isNode(copy.properties)) {
-    const properties = copy.properties as Record<string, Node>
-    const converted: Record<string, Node> = {}
-    for (const key in properties) {
-      const at = ProviderSchema.child(path, key)
-      if (!PROPERTY_PATTERN.test(key)) {
-        walk.problems.add(
-          at,
-          `the parameter name ${JSON.stringify(key)}`,
-          'Gemini parameter names start with a letter or "_" and hold only letters, digits and "_", at most 64',
-        )
-      }
-      ProviderSchema.put(converted, key, convert(properties[key]!, at, walk))
-    }
-    copy.properties = converted
+  const mappedBranches = Array.isArray(anyOf) ? ProviderSchema.mapEach(anyOf, (branch) => convert(branch, path, walk)) : anyOf
+  const mappedItems = ProviderSchema.isNode(items) ? convert(items, `${path}[]`, walk) : items
+  const hasProperties = ProviderSchema.isNode(properties)
+  const mappedProperties = hasProperties
+    ? ProviderSchema.mapProperties(properties as Node, (key, value) => property(key, value, path, walk))
+    : properties
+  if (moved === undefined && !drops && mappedBranches === anyOf && mappedItems === items && !hasProperties) {
+    return withNullable(node, nullable)
+  }
+  const copy = ProviderSchema.moveToDescription(node, moved ?? [], dropped)
+  if (Array.isArray(anyOf)) copy.anyOf = mappedBranches
+  if (ProviderSchema.isNode(items)) copy.items = mappedItems
+  if (hasProperties) {
+    copy.properties = mappedProperties
     // Gemini may otherwise produce arguments in any order; keep the author's.
-    copy.propertyOrdering = Object.keys(converted)
+    copy.propertyOrdering = Object.keys(mappedProperties as Node)
   }
   return withNullable(copy, nullable)
+}
+
+/** Whether every item is a string (holes skipped, as `every` skips them); by index, which reads a frozen array faster than a callback does. */
+const allStrings = (items: ReadonlyArray<unknown>): boolean => {
+  for (let index = 0, count = items.length; index < count; index++) {
+    const item = items[index]
+    if (typeof item !== "string" && (item !== undefined || index in items)) return false
+  }
+  return true
+}
+
+const property = (key: string, value: unknown, path: string, walk: Walk): Node => {
+  const at = ProviderSchema.child(path, key)
+  if (!PROPERTY_PATTERN.test(key)) {
+    walk.problems.add(
+      at,
+      `the parameter name ${JSON.stringify(key)}`,
+      'Gemini parameter names start with a letter or "_" and hold only letters, digits and "_", at most 64',
+    )
+  }
+  return convert(value, at, walk)
 }
 
 /** Keywords Gemini's Schema leaves out without a word (SILENT) or refuses (REFUSED, reported by the walk). */

@@ -43,48 +43,162 @@ interface Walk {
   properties: number
 }
 
-/** `node` also admitting null (an optional property, in strict mode's terms). */
-const nullable = (node: Node): Node => {
-  if (Array.isArray(node.anyOf)) return { ...node, anyOf: [...node.anyOf, { type: "null" }] }
-  if (typeof node.type === "string" && !("enum" in node) && !("$ref" in node)) return { ...node, type: [node.type, "null"] }
+/**
+ * A property the tool declares optional, as strict mode says it: `node` as it is when it admits null already (a null
+ * branch, a null in its type list, null among its values), else `node` also admitting null.
+ */
+const optional = (node: Node): Node => {
+  const type = node.type
+  const anyOf = node.anyOf
+  const values = node.enum
+  if (
+    type === "null" ||
+    (Array.isArray(type) && type.includes("null")) ||
+    (Array.isArray(anyOf) && anyOf.some(ProviderSchema.isNull)) ||
+    (Array.isArray(values) && values.includes(null))
+  ) {
+    return node
+  }
+  if (Array.isArray(anyOf)) return { ...node, anyOf: [...anyOf, { type: "null" }] }
+  if (typeof type === "string" && !("enum" in node) && !("$ref" in node)) return { ...node, type: [type, "null"] }
+  // Without a description the node itself is the branch; else the description stays on the whole.
+  if (!("description" in node)) return { anyOf: [node, { type: "null" }] }
   const { description, ...rest } = node
   return { anyOf: [rest, { type: "null" }], ...(description === undefined ? {} : { description }) }
 }
 
-const strict = (node: Node, path: string, level: number, walk: Walk): Node => {
-  const found = ProviderSchema.scan(node, REFUSED, MOVED, unsupportedFormat)
-  for (const construct of found.refused) walk.problems.add(path, construct, "OpenAI strict mode does not support it")
-  if (ProviderSchema.isAny(node)) {
+const REFUSED_REASON = "OpenAI strict mode does not support it"
+
+/**
+ * `input` as a strict schema node. A node that needs no change (no constraint to move, every object closed and
+ * listing all its properties as required, every part unchanged) is answered as it is, shared with the frozen
+ * definition; one that changes is copied once.
+ */
+const strict = (input: unknown, path: string, level: number, walk: Walk): Node => {
+  const node = ProviderSchema.keyed(input)
+  // One pass over the keywords: the structural ones kept, the refused reported, the moved collected in order.
+  let type, properties, required, items, anyOf, oneOf, additional, constant: unknown
+  let hasProperties = false
+  let hasConst = false
+  // Whether the node says anything about its value (a type, branches, a reference, values).
+  let typed = false
+  let moved: Array<string> | undefined
+  for (const key in node) {
+    const value = node[key]
+    switch (key) {
+      case "type":
+        type = value
+        typed = true
+        break
+      case "properties":
+        properties = value
+        hasProperties = true
+        break
+      case "required":
+        required = value
+        break
+      case "items":
+        items = value
+        break
+      case "anyOf":
+        anyOf = value
+        typed = true
+        break
+      case "oneOf":
+        oneOf = value
+        typed = true
+        break
+      case "additionalProperties":
+        additional = value
+        break
+      case "const":
+        constant = value
+        hasConst = true
+        typed = true
+        break
+      case "$ref":
+      case "enum":
+        typed = true
+        break
+      default: {
+        const construct = REFUSED.get(key)
+        if (construct !== undefined) {
+          walk.problems.add(path, construct, REFUSED_REASON)
+          if (key === "allOf" || key === "not") typed = true
+        } else if (MOVED.has(key) || unsupportedFormat(key, value)) (moved ??= []).push(key)
+      }
+    }
+  }
+  if (!typed) {
     walk.problems.add(path, "a value of any type", "OpenAI strict mode needs a type for every value")
     return node
   }
-  const copy = ProviderSchema.moveToDescription(node, found.moved)
-  if ("const" in copy) {
-    copy.enum = [copy.const]
-    delete copy.const
-  }
-  ProviderSchema.mapBranchesAndItems(copy, path, (branch, at) => strict(branch, at, level, walk))
-  if (copy.type === "object" || "properties" in copy) {
+  // A oneOf becomes an anyOf: the provider dialects have no oneOf, and every branch is tried.
+  const fromOneOf = Array.isArray(oneOf)
+  const branches = fromOneOf ? oneOf : anyOf
+  const mappedBranches = Array.isArray(branches)
+    ? ProviderSchema.mapEach(branches, (branch) => strict(branch, path, level, walk))
+    : branches
+  const mappedItems = ProviderSchema.isNode(items) ? strict(items, `${path}[]`, level, walk) : items
+  const object = type === "object" || hasProperties
+  let mappedProperties = properties
+  // Whether `required` already lists every property, in order, as strict mode's must.
+  let allListed = true
+  if (object) {
     if (level + 1 > MAX_NESTING) {
       walk.problems.add(path, `an object nested ${level + 1} levels deep`, `OpenAI strict mode allows at most ${MAX_NESTING} levels`)
     }
-    if (copy.additionalProperties !== undefined && copy.additionalProperties !== false) {
+    if (additional !== undefined && additional !== false) {
       walk.problems.add(
         path,
         ProviderSchema.RECORD,
         "OpenAI strict mode needs every key listed, with additionalProperties false; use a struct, or an array of key-value pairs",
       )
     }
-    const properties = ProviderSchema.isNode(copy.properties) ? (copy.properties as Record<string, Node>) : {}
-    const required: ReadonlyArray<unknown> = Array.isArray(copy.required) ? copy.required : []
-    const strictProperties: Record<string, Node> = {}
-    for (const key in properties) {
+    const listed: ReadonlyArray<unknown> = Array.isArray(required) ? required : []
+    const count = listed.length
+    // `listed` is read once, in order, its length once: the keys before `next` are properties already seen, so a
+    // property is required only if it is listed from `next` on. Reading a frozen array is slow, and it usually lists
+    // the required properties in their order.
+    let next = 0
+    mappedProperties = ProviderSchema.mapProperties(ProviderSchema.isNode(properties) ? properties : {}, (key, value) => {
       walk.properties++
-      const mapped = strict(properties[key]!, ProviderSchema.child(path, key), level + 1, walk)
-      ProviderSchema.put(strictProperties, key, required.includes(key) || ProviderSchema.admitsNull(mapped) ? mapped : nullable(mapped))
-    }
-    copy.properties = strictProperties
-    copy.required = Object.keys(strictProperties)
+      const mapped = strict(value, ProviderSchema.child(path, key), level + 1, walk)
+      let isRequired = false
+      if (next < count) {
+        if (listed[next] === key) {
+          isRequired = true
+          next++
+        } else {
+          allListed = false
+          isRequired = listed.indexOf(key, next + 1) !== -1
+        }
+      } else allListed = false
+      return isRequired ? mapped : optional(mapped)
+    })
+    allListed &&= next === count && Array.isArray(required)
+  }
+  const unchanged =
+    moved === undefined &&
+    !hasConst &&
+    !fromOneOf &&
+    mappedBranches === anyOf &&
+    mappedItems === items &&
+    (!object || (mappedProperties === properties && additional === false && allListed))
+  if (unchanged) return node
+  const copy = ProviderSchema.moveToDescription(node, moved ?? [])
+  if (hasConst) {
+    copy.enum = [constant]
+    delete copy.const
+  }
+  if (fromOneOf) {
+    copy.anyOf = mappedBranches
+    delete copy.oneOf
+  } else if (Array.isArray(branches)) copy.anyOf = mappedBranches
+  if (ProviderSchema.isNode(items)) copy.items = mappedItems
+  if (object) {
+    copy.properties = mappedProperties
+    copy.required = Object.keys(mappedProperties as Node)
     copy.additionalProperties = false
   }
   return copy
@@ -94,12 +208,10 @@ export const tool = (definition: Definition.Definition): ProviderSchema.Mapped =
   const problems = new ProviderSchema.Problems(definition.name)
   problems.checkName(OpenAi.NAME_PATTERN, OpenAi.nameRule(PROVIDER))
   const walk: Walk = { problems, properties: 0 }
-  const { $defs, ...root } = definition.inputSchema
-  const parameters: Record<string, unknown> = strict(root, "", 0, walk)
+  const { $defs } = definition.inputSchema
+  const parameters: Record<string, unknown> = strict(ProviderSchema.withoutDefs(definition.inputSchema), "", 0, walk)
   if (ProviderSchema.isNode($defs)) {
-    parameters.$defs = Object.fromEntries(
-      Object.entries($defs).map(([name, node]) => [name, strict(node as Node, `$defs.${name}`, 0, walk)]),
-    )
+    parameters.$defs = ProviderSchema.mapProperties($defs, (name, node) => strict(node, `$defs.${name}`, 0, walk))
   }
   if (walk.properties > MAX_PROPERTIES) {
     problems.add("", `${walk.properties} properties`, `OpenAI strict mode allows at most ${MAX_PROPERTIES} in one schema`)

@@ -3,7 +3,9 @@ export * as ProviderSchema from "./provider-schema"
 // What the provider mappings share: reading core's input JSON Schemas (draft 2020-12, as src/tool/json-schema.ts
 // derives them), collecting the constructs a provider cannot express, and moving constraints a provider's dialect
 // cannot state into the description, where the model still reads them. Decoding keeps enforcing every constraint
-// of the tool's own schema, so a constraint moved into words is never lost. Nothing here knows a provider's rules.
+// of the tool's own schema, so a constraint moved into words is never lost. A mapping copies only the nodes it
+// changes and answers the others as they are: a definition is frozen, so its parts can be shared with what a provider
+// receives, never changed through it. Nothing here knows a provider's rules.
 
 import type { JsonSchema } from "../tool/json-schema"
 
@@ -54,7 +56,7 @@ const CONSTRUCTS = {
   contains: "a contains rule (some item matching a schema)",
 } as const
 
-/** The keywords a provider refuses, each with its construct in words (a list: `scan` walks it once per node). */
+/** The keywords a provider refuses, each with its construct in words (looked up once per keyword of every node). */
 export const refusing = (keywords: ReadonlyArray<keyof typeof CONSTRUCTS>): ReadonlyMap<string, string> =>
   new Map(keywords.map((keyword) => [keyword, CONSTRUCTS[keyword]]))
 
@@ -71,46 +73,73 @@ export const put = (target: Record<string, unknown>, key: string, value: unknown
   else target[key] = value
 }
 
-/** The `$defs` name a local reference points to, if it is one. */
-export const refName = (node: Node): string | undefined =>
-  typeof node.$ref === "string" ? /^#\/\$defs\/(.+)$/.exec(node.$ref)?.[1] : undefined
-
 /**
- * Maps the branches and the items of `copy` (a node's fresh copy, changed in place) with `map`: a `oneOf` becomes
- * an `anyOf` (the provider dialects have no oneOf; every branch is tried), each branch at `path`, the items at
- * `path[]`.
+ * `value` as a node whose keywords a walk reads: an object, or an array (its keys are indices, none a keyword). A
+ * string, number or boolean has no keywords to read: a TypeError, as the `in` operator asking it for one would be.
  */
-export const mapBranchesAndItems = (
-  copy: Record<string, unknown>,
-  path: string,
-  map: (node: Node, path: string) => Node,
-): void => {
-  if (Array.isArray(copy.oneOf)) {
-    copy.anyOf = copy.oneOf
-    delete copy.oneOf
-  }
-  if (Array.isArray(copy.anyOf)) copy.anyOf = copy.anyOf.map((branch: Node) => map(branch, path))
-  if (isNode(copy.items)) copy.items = map(copy.items, `${path}[]`)
+export const keyed = (value: unknown): Node => {
+  if (typeof value !== "object" || value === null) throw new TypeError(`A schema cannot be ${JSON.stringify(value)}`)
+  return value as Node
 }
 
 /**
- * One pass over a node's keywords: the constructs of those `refused` names (keyword → construct in words), and the
- * keywords to move into the description (those in `moved`, and those `alsoMoved` picks by value).
+ * `items` mapped one by one, in order: the same array when every item maps to itself, else a fresh one. A hole
+ * stays empty, as `Array.prototype.map` leaves it.
  */
-export const scan = (
-  node: Node,
-  refused: ReadonlyMap<string, string>,
-  moved: ReadonlySet<string>,
-  alsoMoved?: (key: string, value: unknown) => boolean,
-): { readonly refused: ReadonlyArray<string>; readonly moved: ReadonlyArray<string> } => {
-  const found = { refused: [] as Array<string>, moved: [] as Array<string> }
-  for (const key in node) {
-    const construct = refused.get(key)
-    if (construct !== undefined) found.refused.push(construct)
-    else if (moved.has(key) || alsoMoved?.(key, node[key]) === true) found.moved.push(key)
+export const mapEach = (items: ReadonlyArray<unknown>, map: (item: unknown) => unknown): ReadonlyArray<unknown> => {
+  let copy: Array<unknown> | undefined
+  for (let index = 0, count = items.length; index < count; index++) {
+    const item = items[index]
+    const mapped = item === undefined && !(index in items) ? item : map(item)
+    if (copy === undefined && mapped !== item) copy = items.slice(0, index)
+    if (copy !== undefined) copy.push(mapped)
   }
-  return found
+  return copy ?? items
 }
+
+/**
+ * The named schemas of `properties` (a node's properties, a document's `$defs`) mapped one by one, in order: the
+ * same object when every one maps to itself, else a fresh one with the same keys in the same order.
+ */
+export const mapProperties = (properties: Node, map: (key: string, value: unknown) => unknown): Node => {
+  let copy: Record<string, unknown> | undefined
+  for (const key in properties) {
+    const value = properties[key]
+    const mapped = map(key, value)
+    if (copy === undefined && mapped !== value) {
+      copy = {}
+      for (const earlier in properties) {
+        if (earlier === key) break
+        put(copy, earlier, properties[earlier])
+      }
+    }
+    if (copy !== undefined) put(copy, key, mapped)
+  }
+  return copy ?? properties
+}
+
+/** A document's root without its `$defs`: the document itself when it has none, else a copy. */
+export const withoutDefs = (document: JsonSchema.JsonSchema): Node => {
+  if (!Object.hasOwn(document, "$defs")) return document
+  const root: Record<string, unknown> = {}
+  for (const key in document) if (key !== "$defs") put(root, key, document[key])
+  return root
+}
+
+const DEFS_PREFIX = "#/$defs/"
+const LINE_TERMINATOR = /[\n\r\u2028\u2029]/
+
+/**
+ * The `$defs` name a `$ref` value points to, if it is a local reference: what follows `#/$defs/`, at least one
+ * character and no line terminator (what `/^#\/\$defs\/(.+)$/` captures, without making a match).
+ */
+export const reference = (ref: unknown): string | undefined =>
+  typeof ref === "string" && ref.length > DEFS_PREFIX.length && ref.startsWith(DEFS_PREFIX) && !LINE_TERMINATOR.test(ref)
+    ? ref.slice(DEFS_PREFIX.length)
+    : undefined
+
+/** The `$defs` name a node's local reference points to, if it is one. */
+export const refName = (node: Node): string | undefined => reference(node.$ref)
 
 /** The definitions of a document (core's inputs keep shared parts in `$defs` at the root). */
 export const defsOf = (document: JsonSchema.JsonSchema): Readonly<Record<string, Node>> =>
@@ -118,24 +147,6 @@ export const defsOf = (document: JsonSchema.JsonSchema): Readonly<Record<string,
 
 /** The branch that only admits null: `{ "type": "null" }`. */
 export const isNull = (node: unknown): boolean => isNode(node) && node.type === "null" && Object.keys(node).length === 1
-
-/** Whether the node admits null (a null branch, a null in its type list, or null among its values). */
-export const admitsNull = (node: Node): boolean =>
-  node.type === "null" ||
-  (Array.isArray(node.type) && node.type.includes("null")) ||
-  (Array.isArray(node.anyOf) && node.anyOf.some(isNull)) ||
-  (Array.isArray(node.enum) && node.enum.includes(null))
-
-/** Whether a node says nothing about its value: any JSON value is valid. */
-export const isAny = (node: Node): boolean =>
-  !("type" in node) &&
-  !("anyOf" in node) &&
-  !("oneOf" in node) &&
-  !("allOf" in node) &&
-  !("$ref" in node) &&
-  !("enum" in node) &&
-  !("const" in node) &&
-  !("not" in node)
 
 const words = (key: string, value: unknown): string => {
   const shown = JSON.stringify(value)
@@ -205,28 +216,22 @@ export const moveToDescription = (
   return copy
 }
 
+const NONE: ReadonlySet<string> = new Set()
+
 /** The names of a definition's `$defs` that refer to themselves, directly or through others. */
 export const recursiveDefs = (defs: Readonly<Record<string, Node>>): ReadonlySet<string> => {
-  const refs = new Map<string, Set<string>>()
-  const collect = (value: unknown, into: Set<string>): void => {
-    if (typeof value !== "object" || value === null) return
-    if (Array.isArray(value)) {
-      for (const item of value) collect(item, into)
-      return
-    }
-    const name = refName(value as Node)
-    if (name !== undefined) into.add(name)
-    for (const key in value) collect((value as Node)[key], into)
-  }
+  // Only definitions that refer to others can be part of a cycle: most refer to none, and then none is recursive.
+  let refs: Map<string, Set<string>> | undefined
   for (const name in defs) {
-    const into = new Set<string>()
-    collect(defs[name], into)
-    refs.set(name, into)
+    const definition = defs[name]
+    const into = typeof definition === "object" && definition !== null ? references(definition, undefined) : undefined
+    if (into !== undefined) (refs ??= new Map()).set(name, into)
   }
+  if (refs === undefined) return NONE
   const recursive = new Set<string>()
-  for (const start of refs.keys()) {
+  for (const [start, first] of refs) {
     const seen = new Set<string>()
-    const stack = [...(refs.get(start) ?? [])]
+    const stack = [...first]
     while (stack.length > 0) {
       const next = stack.pop()!
       if (next === start) {
@@ -239,4 +244,22 @@ export const recursiveDefs = (defs: Readonly<Record<string, Node>>): ReadonlySet
     }
   }
   return recursive
+}
+
+/** Adds the definitions `value` refers to, anywhere inside it, to `into` (made when the first is found). */
+const references = (value: unknown, into: Set<string> | undefined): Set<string> | undefined => {
+  if (Array.isArray(value)) {
+    for (let index = 0, count = value.length; index < count; index++) {
+      const item = value[index]
+      if (typeof item === "object" && item !== null) into = references(item, into)
+    }
+    return into
+  }
+  const name = refName(value as Node)
+  if (name !== undefined) (into ??= new Set()).add(name)
+  for (const key in value as Node) {
+    const item = (value as Node)[key]
+    if (typeof item === "object" && item !== null) into = references(item, into)
+  }
+  return into
 }

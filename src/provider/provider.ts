@@ -120,22 +120,34 @@ export const prepare = (
 ): Result.Result<Prepared, CompatibilityError> => {
   const cached = prepared[provider].get(definitions)
   if (cached !== undefined) return cached
-  const problems = lint(definitions, provider)
-  const normalizer = MAPPINGS[provider].normalizer
-  let outcome: Result.Result<Prepared, CompatibilityError>
-  if (problems.length > 0) {
-    outcome = Result.fail(error(provider, problems))
-  } else {
-    const byName = new Map<string, (input: unknown) => unknown>()
-    if (normalizer !== undefined) for (const definition of definitions) byName.set(definition.name, normalizer(definition))
-    outcome = Result.succeed({
-      provider,
-      tools: definitions.map((definition) => (mapOne(provider, definition) as { readonly tool: unknown }).tool),
-      normalize: (name, input) => byName.get(name)?.(input) ?? input,
-    })
+  const tools: Array<unknown> = []
+  const problems: Array<Problem> = []
+  for (const definition of definitions) {
+    const one = mapOne(provider, definition)
+    if (one._tag === "Tool") tools.push(one.tool)
+    else for (const problem of one.problems) problems.push(problem)
   }
+  const outcome: Result.Result<Prepared, CompatibilityError> =
+    problems.length > 0 ? Result.fail(error(provider, problems)) : Result.succeed({ provider, tools, normalize: normalizing(definitions, provider) })
   prepared[provider].set(definitions, outcome)
   return outcome
+}
+
+/**
+ * How a prepared turn normalises a call's arguments by tool name. The normalisers are made when the turn's first
+ * call needs one: a turn is prepared for every model request, and calls few of its tools, if any.
+ */
+const normalizing = (definitions: ReadonlyArray<Definition.Definition>, provider: Name): Prepared["normalize"] => {
+  const normalizer = MAPPINGS[provider].normalizer
+  if (normalizer === undefined) return (_, input) => input
+  let byName: Map<string, (input: unknown) => unknown> | undefined
+  return (name, input) => {
+    if (byName === undefined) {
+      byName = new Map()
+      for (const definition of definitions) byName.set(definition.name, normalizer(definition))
+    }
+    return byName.get(name)?.(input) ?? input
+  }
 }
 
 /** A settlement as `provider`'s tool-result block, answering the call it settled (its `callID`). */

@@ -33,17 +33,40 @@ export const of = (tool: Tool.Any, name: string): Definition => {
   const cached = record.definitions.get(name) as Definition | undefined
   if (cached !== undefined) return cached
   // A copy is frozen, never the author's own annotation objects that the schemas may share.
-  const definition: Definition = deepFreeze(
-    structuredClone({
-      name,
-      description: record.description,
-      inputSchema: record.inputSchema,
-      outputSchema: record.outputSchema ?? JsonSchema.output(record.output),
-      ...(record.annotations === undefined ? {} : { annotations: record.annotations }),
-    }),
-  )
+  const definition = frozenCopy({
+    name,
+    description: record.description,
+    inputSchema: record.inputSchema,
+    outputSchema: record.outputSchema ?? JsonSchema.output(record.output),
+    ...(record.annotations === undefined ? {} : { annotations: record.annotations }),
+  }) as Definition
   record.definitions.set(name, definition)
   return definition
+}
+
+/**
+ * A frozen deep copy of `value`, as `structuredClone` and then freezing every part would make it, in one walk: plain
+ * objects and arrays (holes and keys besides indices kept) are copied here, anything else by `structuredClone` (which
+ * refuses a function or a symbol). The copy keeps the original's strings rather than copies of them, so whoever
+ * reads a definition compares a keyword's value with a string it already holds. Unlike `structuredClone`, an object
+ * met twice is copied twice: a derived schema is a tree.
+ */
+const frozenCopy = (value: unknown): unknown => {
+  if (typeof value === "function" || typeof value === "symbol") return structuredClone(value)
+  if (typeof value !== "object" || value === null) return value
+  const prototype = Object.getPrototypeOf(value)
+  const array = Array.isArray(value)
+  if (array ? prototype !== Array.prototype : prototype !== Object.prototype && prototype !== null) {
+    return deepFreeze(structuredClone(value))
+  }
+  const copy = (array ? new Array((value as ReadonlyArray<unknown>).length) : {}) as Record<string, unknown>
+  for (const key of Object.keys(value)) {
+    const item = frozenCopy((value as Record<string, unknown>)[key])
+    // "__proto__" is a legal property name in a schema: a key of the copy, never its prototype.
+    if (key === "__proto__") Object.defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true })
+    else copy[key] = item
+  }
+  return Object.freeze(copy)
 }
 
 const deepFreeze = <A>(value: A): A => {

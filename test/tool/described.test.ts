@@ -80,4 +80,46 @@ describe("Described tools", () => {
     expect(settled.stale.error?.kind).toBe("stale")
     expect(runs).toEqual([{ n: 4 }])
   })
+
+  test("its definition is a frozen copy, as structuredClone copies: holes, other array keys, a __proto__ key, a Date", () => {
+    const examples: Array<unknown> & { label?: string } = [1, , 3]
+    examples.label = "three"
+    const inputSchema = {
+      type: "object",
+      properties: { ["__proto__"]: { type: "string" }, when: { type: "string", default: new Date(0) } },
+      examples,
+    }
+    const definition = Definition.of(schemaOnly(inputSchema), "copied")
+    expect(definition.inputSchema).toEqual(structuredClone(inputSchema))
+    expect(definition.inputSchema).not.toBe(inputSchema)
+    const properties = definition.inputSchema.properties as Record<string, { default?: unknown }>
+    expect(Object.keys(properties)).toEqual(["__proto__", "when"])
+    expect(Object.getPrototypeOf(properties)).toBe(Object.prototype)
+    expect(properties.when!.default).toBeInstanceOf(Date)
+    expect(properties.when!.default).not.toBe(inputSchema.properties.when.default)
+    const copied = definition.inputSchema.examples as typeof examples
+    expect([1 in copied, copied.length, copied.label]).toEqual([false, 3, "three"])
+    const frozen = (value: unknown): boolean =>
+      typeof value !== "object" || value === null || (Object.isFrozen(value) && Object.values(value).every(frozen))
+    expect(frozen(definition)).toBe(true)
+    // The author's objects stay as they were.
+    expect(Object.isFrozen(inputSchema) || Object.isFrozen(examples)).toBe(false)
+  })
+
+  test("a definition whose schema holds a function is refused, as structuredClone refuses it", () => {
+    expect(() => Definition.of(schemaOnly({ type: "object", default: () => 1 }), "fn")).toThrow(
+      expect.objectContaining({ name: "DataCloneError" }),
+    )
+  })
 })
+
+/** A described tool that only carries `inputSchema`. */
+const schemaOnly = (inputSchema: Record<string, unknown>) =>
+  Described.make({
+    description: "Carries a schema",
+    inputSchema,
+    validate: () => undefined,
+    execute: () => Effect.succeed(""),
+    toModelOutput: () => [],
+    structured: () => undefined,
+  })
