@@ -3,7 +3,8 @@
 // report; run with `--json` (as bench/run.ts does) it prints the report as JSON on stdout. Figures only: nothing
 // here passes or fails.
 
-import { readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 
 export interface Summary {
@@ -139,10 +140,32 @@ export const firstLine = async (
   return text.slice(0, text.indexOf("\n"))
 }
 
-/** Spawns a server that prints one JSON line on stdout once ready, and answers that line. */
+let logDirectory: string | undefined
+let served = 0
+/** A directory for servers' stderr, removed as this process exits. */
+const logs = (): string => {
+  if (logDirectory === undefined) {
+    const made = mkdtempSync(join(tmpdir(), "core-bench-servers-"))
+    logDirectory = made
+    process.on("exit", () => rmSync(made, { recursive: true, force: true }))
+  }
+  return logDirectory
+}
+
+/**
+ * Spawns a server that prints one JSON line on stdout once ready, and answers that line. Its stderr (core serve writes
+ * a line per settled call there, as it does by default, and a run makes hundreds of thousands) goes to a file, whose
+ * end is shown should the server exit before it is ready.
+ */
 export const spawnServer = async (argv: ReadonlyArray<string>, env: Record<string, string | undefined>) => {
-  const child = Bun.spawn([...argv], { env, stdin: "ignore", stdout: "pipe", stderr: "inherit" })
-  return { child, ready: JSON.parse(await firstLine(child, argv.join(" "))) as Record<string, string> }
+  const log = join(logs(), `${++served}.log`)
+  const child = Bun.spawn([...argv], { env, stdin: "ignore", stdout: "pipe", stderr: Bun.file(log) })
+  try {
+    return { child, log, ready: JSON.parse(await firstLine(child, argv.join(" "))) as Record<string, string> }
+  } catch (cause) {
+    const said = existsSync(log) ? readFileSync(log, "utf8").slice(-4_000) : ""
+    throw new Error(`${(cause as Error).message}${said === "" ? "" : `; its stderr ended:\n${said}`}`)
+  }
 }
 
 /** Resident memory of a process, in bytes. */
