@@ -82,8 +82,13 @@ const arithmetic = (nodes: ReadonlyArray<Node | null>, owner: Node, collector: S
   })
 }
 
-/** Whether a word names an array element by something other than a number (`a[$i]`, `'a[$(cmd)]'`). */
-const subscripted = (text: string): boolean => /\[[^\]]*[^\d\s\]@*][^\]]*\]/.test(text)
+/**
+ * Whether a word names an array element by something other than a number (`a[$i]`, `'a[$(cmd)]'`): a `[`, then up to
+ * the next `]` a character other than a digit, a space, `@` or `*`. Each try starts at the text's start or just after a
+ * `]` and takes the first `[` and the first such character, so no character is read by more than one try: the model
+ * writes the word, and the form that let every `[` take every split took a minute on 10,000 `[`.
+ */
+const subscripted = (text: string): boolean => /(?:^|\])[^[\]]*\[[\d\s@*]*[^\d\s\]@*][^\]]*\]/.test(text)
 
 /**
  * Variables the line only ever sets to numbers (`i=0`, `for ((i=0; i<3; i++))`) and never reads from text: their
