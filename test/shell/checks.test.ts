@@ -306,8 +306,8 @@ describe("code planted for the user's own git is protected", () => {
 })
 
 // The model writes the words these checks read, so reading them must not backtrack: a subscript test that let every
-// `[` take every split took a minute on 10,000 `[`, and a brace test that let any `,` be the one took seconds on
-// 100,000 commas. The answers on ordinary words are those the former expressions gave.
+// `[` take every split took a minute on 10,000 `[`, and brace tests that let any `,` be the one, or tried every `{` up
+// to the end, took seconds on 100,000 characters. The answers on ordinary words are those the former expressions gave.
 describe("words a model makes long are read in one pass", () => {
   const pinned: ReadonlyArray<readonly [string, boolean]> = [
     ["printf -v 'a[1]' x", false],
@@ -333,6 +333,13 @@ describe("words a model makes long are read in one pass", () => {
     ["cat {a,b", false],
     ["cat a,b}", false],
     ['cat "{a,b}"c{d,e}', true],
+    ['foo "$X"{a,b}', true],
+    ['foo "$X"a{b}', false],
+    ['foo "$X"}{,', true],
+    ['foo "$X"{a}b,c', false],
+    ['foo {"$X",b}', true],
+    ["foo \"$X\"'${a,b}'", false],
+    ['foo "$X"a{b,', true],
   ]
   for (const [line, expected] of pinned) {
     test(`${JSON.stringify(line)} is ${expected ? "opaque" : "checked as written"}`, async () => {
@@ -358,6 +365,8 @@ describe("words a model makes long are read in one pass", () => {
           await opaque("printf -v 'a[" + " 1@*".repeat(50_000) + "]' x"),
           await opaque("cat {" + ",".repeat(100_000)),
           await opaque("cat {" + ",".repeat(100_000) + "{/etc/shadow,x}"),
+          await opaque('foo "$X"' + "a{".repeat(50_000)),
+          await opaque('foo "$X"' + "a{".repeat(50_000) + "{,"),
         ]))
         `,
       ],
@@ -367,6 +376,6 @@ describe("words a model makes long are read in one pass", () => {
     const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
     clearTimeout(killer)
     expect({ code, err }).toEqual({ code: 0, err: "" })
-    expect(JSON.parse(out)).toEqual([false, true, false, false, true])
+    expect(JSON.parse(out)).toEqual([false, true, false, false, true, false, true])
   }, 30_000)
 })
