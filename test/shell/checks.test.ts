@@ -302,6 +302,9 @@ describe("code planted for the user's own git is protected", () => {
       expect([path, Planted.gitPath(path)]).toEqual([path, true])
     }
     for (const path of [".git/objects/ab", ".gitignore", "x.git/config", ".git/HEAD"]) expect([path, Planted.gitPath(path)]).toEqual([path, false])
+    // Only what follows a line break can end such a path.
+    for (const path of ["a\r/.git/config", "/.git/hooks/\nb/.git", ".git\u2028/.GIT/hooks/x"]) expect([path, Planted.gitPath(path)]).toEqual([path, true])
+    for (const path of ["a\n.git/hooks/x", ".git/hooks/x\n", ".git/hooks/a\nb", "x\u2028"]) expect([path, Planted.gitPath(path)]).toEqual([path, false])
   })
 })
 
@@ -348,7 +351,7 @@ describe("words a model makes long are read in one pass", () => {
   }
 
   // No test timeout stops synchronous code, so the cases run in a child process killed after 20 s.
-  test("long hostile subscripts and braces are decided at once, and rightly", async () => {
+  test("long hostile subscripts, braces and git paths are decided at once, and rightly", async () => {
     const child = Bun.spawn(
       [
         process.execPath,
@@ -359,6 +362,8 @@ describe("words a model makes long are read in one pass", () => {
         import { CommandChecks } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/command-checks.ts"))}
         const opaque = async (line) =>
           CommandChecks.checks(await Effect.runPromise(CommandLine.parse(line))).some((check) => check.opaque !== undefined)
+        const planted = async (line) =>
+          CommandChecks.checks(await Effect.runPromise(CommandLine.parse(line))).some((check) => check.protected !== undefined)
         console.log(JSON.stringify([
           await opaque("printf -v '" + "[".repeat(100_000) + "' x"),
           await opaque("printf -v '" + "[".repeat(100_000) + "k]' x"),
@@ -367,6 +372,8 @@ describe("words a model makes long are read in one pass", () => {
           await opaque("cat {" + ",".repeat(100_000) + "{/etc/shadow,x}"),
           await opaque('foo "$X"' + "a{".repeat(50_000)),
           await opaque('foo "$X"' + "a{".repeat(50_000) + "{,"),
+          await planted("echo x > 'x" + "/.git/hooks/".repeat(30_000) + "\\n'"),
+          await planted("echo x > 'x" + "/.git/hooks/".repeat(30_000) + "\\n/.git/hooks/pre-commit'"),
         ]))
         `,
       ],
@@ -376,6 +383,6 @@ describe("words a model makes long are read in one pass", () => {
     const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
     clearTimeout(killer)
     expect({ code, err }).toEqual({ code: 0, err: "" })
-    expect(JSON.parse(out)).toEqual([false, true, false, false, true, false, true])
+    expect(JSON.parse(out)).toEqual([false, true, false, false, true, false, true, false, true])
   }, 30_000)
 })
