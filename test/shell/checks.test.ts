@@ -309,8 +309,9 @@ describe("code planted for the user's own git is protected", () => {
 })
 
 // The model writes the words these checks read, so reading them must not backtrack: a subscript test that let every
-// `[` take every split took a minute on 10,000 `[`, and brace tests that let any `,` be the one, or tried every `{` up
-// to the end, took seconds on 100,000 characters. The answers on ordinary words are those the former expressions gave.
+// `[` take every split took a minute on 10,000 `[`, brace tests that let any `,` be the one, or tried every `{` up
+// to the end, took seconds on 100,000 characters, and testing the whole line again for each name a declaration
+// assigns took seconds for 10,000 names. The answers on ordinary words are those the former expressions gave.
 describe("words a model makes long are read in one pass", () => {
   const pinned: ReadonlyArray<readonly [string, boolean]> = [
     ["printf -v 'a[1]' x", false],
@@ -343,6 +344,13 @@ describe("words a model makes long are read in one pass", () => {
     ['foo {"$X",b}', true],
     ["foo \"$X\"'${a,b}'", false],
     ['foo "$X"a{b,', true],
+    ["declare a=$x b=$y", false],
+    ["z=(1); declare z=$x", true],
+    ["b[0]=1; declare b=$x", true],
+    ["declare -la  a; declare a=$x", true],
+    ["declare -l a; declare a=$x", false],
+    ["mapfile q; declare a=$x", true],
+    ["xz=(1); declare z=$x", false],
   ]
   for (const [line, expected] of pinned) {
     test(`${JSON.stringify(line)} is ${expected ? "opaque" : "checked as written"}`, async () => {
@@ -351,7 +359,7 @@ describe("words a model makes long are read in one pass", () => {
   }
 
   // No test timeout stops synchronous code, so the cases run in a child process killed after 20 s.
-  test("long hostile subscripts, braces and git paths are decided at once, and rightly", async () => {
+  test("long hostile subscripts, braces, git paths and declarations are decided at once, and rightly", async () => {
     const child = Bun.spawn(
       [
         process.execPath,
@@ -374,6 +382,9 @@ describe("words a model makes long are read in one pass", () => {
           await opaque('foo "$X"' + "a{".repeat(50_000) + "{,"),
           await planted("echo x > 'x" + "/.git/hooks/".repeat(30_000) + "\\n'"),
           await planted("echo x > 'x" + "/.git/hooks/".repeat(30_000) + "\\n/.git/hooks/pre-commit'"),
+          await opaque("declare " + "abcdefgh=$x ".repeat(40_000)),
+          await opaque("declare " + "abcdefgh=$x ".repeat(40_000) + "; z=(1); declare z=$x"),
+          await opaque("declare a=x; ".repeat(30_000) + "b[0]=1; declare b=$x"),
         ]))
         `,
       ],
@@ -383,6 +394,6 @@ describe("words a model makes long are read in one pass", () => {
     const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
     clearTimeout(killer)
     expect({ code, err }).toEqual({ code: 0, err: "" })
-    expect(JSON.parse(out)).toEqual([false, true, false, false, true, false, true, false, true])
+    expect(JSON.parse(out)).toEqual([false, true, false, false, true, false, true, false, true, false, true, true])
   }, 30_000)
 })
