@@ -161,7 +161,7 @@ describe("Skills.discover", () => {
 })
 
 // A SKILL.md in a project may be written by a model, and its frontmatter lines are read by hand: the patterns they
-// replaced tried every split of a line's spaces (cubic: a minute for 10,000) or every space before a `#`.
+// replaced tried every split of a line's spaces (cubic: minutes for 10,000) or every space before a `#`.
 describe("Skills.parse reads frontmatter lines in one pass", () => {
   test("key lines and trailing comments read as before", () => {
     const description = (line: string) => {
