@@ -82,6 +82,8 @@ const remotesOf = (config: string): ReadonlyArray<string> => {
  * `ssh://git@github.com:22/Acme/shop.git` are all `github.com/Acme/shop`. A local path remote stays a path.
  */
 export const normalizeRemote = (url: string): string => {
+  // A run of slashes at the end is tried from its first slash only (`(?<!\/)`): trying it from each of its slashes
+  // took its length squared, and the model may write the URL.
   const trimmed = url.trim()
   const scp = /^(?:[^@/]+@)?([^:/]+):(?!\/)(.+)$/.exec(trimmed)
   let host: string
@@ -89,7 +91,7 @@ export const normalizeRemote = (url: string): string => {
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(trimmed)) {
     try {
       const parsed = new URL(trimmed)
-      if (parsed.protocol === "file:") return `file:${parsed.pathname.replace(/\.git\/?$/, "").replace(/\/+$/, "")}`
+      if (parsed.protocol === "file:") return `file:${parsed.pathname.replace(/\.git\/?$/, "").replace(/(?<!\/)\/+$/, "")}`
       host = parsed.hostname
       path = decodeURIComponent(parsed.pathname)
     } catch {
@@ -99,9 +101,9 @@ export const normalizeRemote = (url: string): string => {
     host = scp[1]!
     path = scp[2]!
   } else {
-    return `file:${trimmed.replace(/\.git\/?$/, "").replace(/\/+$/, "")}`
+    return `file:${trimmed.replace(/\.git\/?$/, "").replace(/(?<!\/)\/+$/, "")}`
   }
-  const cleaned = path.replace(/^\/+/, "").replace(/\/+$/, "").replace(/\.git$/, "")
+  const cleaned = path.replace(/^\/+/, "").replace(/(?<!\/)\/+$/, "").replace(/\.git$/, "")
   return `${host.toLowerCase()}/${cleaned}`
 }
 

@@ -27,8 +27,15 @@ describe("Project.identityOf reads the origin's url line", () => {
     expect(identity("\turl =")).toBe("path:<root>")
   })
 
+  test("a remote's trailing slashes are dropped, its inner ones kept", () => {
+    expect(Project.normalizeRemote("git@github.com:acme//shop//")).toBe("github.com/acme//shop")
+    expect(Project.normalizeRemote("https://github.com/acme/shop.git/")).toBe("github.com/acme/shop")
+    expect(Project.normalizeRemote("file:///srv/shop.git//")).toBe("file:/srv/shop.git")
+    expect(Project.normalizeRemote("/srv/shop///")).toBe("file:/srv/shop")
+  })
+
   // No test timeout stops synchronous code, so the cases run in a child process killed after 20 s.
-  test("a long hostile url line is read at once, and rightly", async () => {
+  test("a long hostile url line and remote are read at once, and rightly", async () => {
     const root = realpathSync(tempDir("core-project-"))
     mkdirSync(join(root, ".git"))
     const child = Bun.spawn(
@@ -47,6 +54,8 @@ describe("Project.identityOf reads the origin's url line", () => {
         console.log(JSON.stringify([
           identity("\\turl =" + spaces + "https://github.com/acme/shop" + spaces + "\\r" + spaces + "x"),
           identity("\\turl =" + spaces + "https://github.com/acme/shop" + spaces + "\\r" + spaces),
+          Project.normalizeRemote("git@github.com:acme" + "/".repeat(200_000) + "shop/").length,
+          Project.normalizeRemote("/srv/acme" + "/".repeat(200_000) + "shop.git").length,
         ]))
         `,
       ],
@@ -56,6 +65,6 @@ describe("Project.identityOf reads the origin's url line", () => {
     const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
     clearTimeout(killer)
     expect({ code, err }).toEqual({ code: 0, err: "" })
-    expect(JSON.parse(out)).toEqual(["path:<root>", "git:github.com/acme/shop"])
+    expect(JSON.parse(out)).toEqual(["path:<root>", "git:github.com/acme/shop", 200_019, 200_018])
   }, 30_000)
 })
