@@ -205,7 +205,9 @@ const parseHunks = (
       const error = closeHunk(current, hunks)
       if (error !== undefined) return Result.fail(error)
       const header = next.text.slice(2).trim()
-      current = openHunk(next.number, header === "" || UNIFIED_RANGE.test(header) ? undefined : header.replace(/\s*@@$/, ""))
+      // A closing `@@` and the spaces before it, tried from the start of a run of spaces only: the model writes the
+      // header, and trying each space of a long run took seconds.
+      current = openHunk(next.number, header === "" || UNIFIED_RANGE.test(header) ? undefined : header.replace(/(?<!\s)\s*@@$/, ""))
       continue
     }
     // Blank lines after a hunk closed by "*** End of File" are spacing, not a new hunk.

@@ -61,7 +61,7 @@ export const settings = (
   if (exporters !== undefined && !exporters.split(",").some((name) => name.trim().toLowerCase() === "otlp")) return undefined
   let url: string
   try {
-    url = traces !== undefined ? new URL(traces).toString() : new URL(`${base!.replace(/\/+$/, "")}/v1/traces`).toString()
+    url = traces !== undefined ? new URL(traces).toString() : new URL(`${base!.replace(/(?<!\/)\/+$/, "")}/v1/traces`).toString()
   } catch {
     return { problem: `core: warning: not exporting traces: ${traces ?? base} is not a URL` }
   }

@@ -68,12 +68,11 @@ export const parse = (text: string): { readonly _tag: "Parsed"; readonly parsed:
       index++
       continue
     }
-    const match = /^([A-Za-z0-9_-]+):(?:\s+(.*?))?\s*$/.exec(line)
-    if (match === null) {
+    const entry = keyValue(line)
+    if (entry === undefined) {
       return invalid(`frontmatter line ${index + 1} is not \`key: value\`: ${JSON.stringify(line.slice(0, 80))}`)
     }
-    const key = match[1]!
-    const raw = match[2] ?? ""
+    const [key, raw] = entry
     // The lines indented under this key: a block scalar's text, a plain value's continuation, or a nested value.
     const nested: Array<string> = []
     index++
@@ -103,6 +102,31 @@ export const parse = (text: string): { readonly _tag: "Parsed"; readonly parsed:
 }
 
 /**
+ * A frontmatter line's key and its value trimmed (`key: value`, or `key:` alone), or undefined when the line is not
+ * one. Read by hand, as a line a pattern like `:\s+(.*?)\s*$` tried for every split of its spaces took cubic time.
+ */
+const keyValue = (line: string): readonly [string, string] | undefined => {
+  const key = /^[A-Za-z0-9_-]+:/.exec(line)?.[0]
+  if (key === undefined) return undefined
+  const rest = line.slice(key.length)
+  if (rest !== "" && !/^\s/.test(rest)) return undefined
+  const value = rest.trim()
+  return /[\n\r\u2028\u2029]/.test(value) ? undefined : [key.slice(0, -1), value]
+}
+
+/** `text` less a trailing comment: the spaces and the `#` after them that no line break follows, and the rest. */
+const uncommented = (text: string): string => {
+  const last = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r"), text.lastIndexOf("\u2028"), text.lastIndexOf("\u2029"))
+  const comment = /\s#/g
+  comment.lastIndex = Math.max(last, 0)
+  const found = comment.exec(text)
+  if (found === null) return text
+  let start = found.index
+  while (start > 0 && /\s/.test(text[start - 1]!)) start--
+  return text.slice(0, start)
+}
+
+/**
  * A YAML scalar from a key's rest of line and its indented lines: 'single' or "double" quoted on one line, a `|` or
  * `>` block, or a plain value (its indented lines folded into it). Undefined for anything else (a list, a map).
  */
@@ -129,7 +153,7 @@ const scalar = (raw: string, nested: ReadonlyArray<string>): string | undefined 
   if (raw === "" && nested.length > 0) return undefined
   if (/^[[{&*!|>%@`-]/.test(raw) && raw !== "-" && !/^-[^\s]/.test(raw)) return undefined
   const folded = [raw, ...nested.map((line) => line.trim())].join(" ").trim()
-  return folded.replace(/\s+#.*$/, "")
+  return uncommented(folded)
 }
 
 /** The skill directories under `root` (sorted by name), each with its SKILL.md. */

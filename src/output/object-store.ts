@@ -58,7 +58,7 @@ export const settings = (url: string, env: Record<string, string | undefined>): 
   }
   if (parsed.hostname === "") return bad("it names no bucket")
   if (!BUCKET_PATTERN.test(parsed.hostname)) return bad(`"${parsed.hostname}" is not a valid bucket name`)
-  const prefix = decodeURIComponent(parsed.pathname).replace(/^\/+|\/+$/g, "")
+  const prefix = decodeURIComponent(parsed.pathname).replace(/^\/+|(?<!\/)\/+$/g, "")
   if (prefix.split("/").some((segment) => segment === "." || segment === "..")) return bad("the prefix may not contain . or ..")
   const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL
   if (endpoint !== undefined) {

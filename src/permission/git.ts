@@ -33,11 +33,33 @@ const read = (path: string): string | undefined => {
   }
 }
 
+/**
+ * What a `.git` file names after its first line starting `gitdir:`: the first line with text after the spaces that
+ * follow, trimmed, as `/^gitdir:\s*(.+?)\s*$/m` took it. Found by plain searches, as the file may be a model's, and
+ * that pattern tried every split of a long run of spaces (seconds for 100,000). When only spaces follow, the pattern
+ * took the last one that ends no line: so does this.
+ */
+const gitdirOf = (text: string): string | undefined => {
+  const line = /^gitdir:/m.exec(text)
+  if (line === null) return undefined
+  const after = line.index + "gitdir:".length
+  const start = /\S/g
+  start.lastIndex = after
+  const found = start.exec(text)
+  if (found === null) {
+    const last = text.slice(after).search(/[^\n\r\u2028\u2029][\n\r\u2028\u2029]*$/)
+    return last === -1 ? undefined : text[after + last]
+  }
+  const end = /[\n\r\u2028\u2029]/g
+  end.lastIndex = found.index
+  return text.slice(found.index, end.exec(text)?.index ?? text.length).trimEnd()
+}
+
 /** The git directory a `.git` file points at (`gitdir: PATH`), or undefined. */
 const pointedBy = (file: string): string | undefined => {
-  const match = /^gitdir:\s*(.+?)\s*$/m.exec(read(file) ?? "")
-  if (match === null) return undefined
-  return isAbsolute(match[1]!) ? match[1]! : resolve(dirname(file), match[1]!)
+  const named = gitdirOf(read(file) ?? "")
+  if (named === undefined) return undefined
+  return isAbsolute(named) ? named : resolve(dirname(file), named)
 }
 
 /** Whether `directory` looks like a git directory (bare repository or `.git`). */

@@ -73,6 +73,9 @@ export const TABLE: Readonly<Record<string, number>> = {
   gcloud: 3,
 }
 
+/** The most words in a TABLE key. */
+const KEY_WORDS_MAX = Math.max(...Object.keys(TABLE).map((key) => key.split(" ").length))
+
 /**
  * How many leading words of `words` (the command name, then its arguments; undefined where a word is not a
  * literal) make the prefix an "always" saves, or undefined when the command does not start with that many plain
@@ -82,7 +85,8 @@ export const TABLE: Readonly<Record<string, number>> = {
 export const prefixLength = (words: ReadonlyArray<string | undefined>): number | undefined => {
   let arity = 1
   let matched = 0
-  for (let length = 1; length <= words.length; length++) {
+  // No longer prefix can be a key: joining every prefix of a model's command took its length squared.
+  for (let length = 1; length <= Math.min(words.length, KEY_WORDS_MAX); length++) {
     const key = words.slice(0, length).join(" ")
     if (words.slice(0, length).includes(undefined)) break
     if (Object.hasOwn(TABLE, key)) {

@@ -82,8 +82,13 @@ const arithmetic = (nodes: ReadonlyArray<Node | null>, owner: Node, collector: S
   })
 }
 
-/** Whether a word names an array element by something other than a number (`a[$i]`, `'a[$(cmd)]'`). */
-const subscripted = (text: string): boolean => /\[[^\]]*[^\d\s\]@*][^\]]*\]/.test(text)
+/**
+ * Whether a word names an array element by something other than a number (`a[$i]`, `'a[$(cmd)]'`): a `[`, then up to
+ * the next `]` a character other than a digit, a space, `@` or `*`. Each try starts at the text's start or just after a
+ * `]` and takes the first `[` and the first such character, so no character is read by more than one try: the model
+ * writes the word, and the form that let every `[` take every split took a minute on 10,000 `[`.
+ */
+const subscripted = (text: string): boolean => /(?:^|\])[^[\]]*\[[\d\s@*]*[^\d\s\]@*][^\]]*\]/.test(text)
 
 /**
  * Variables the line only ever sets to numbers (`i=0`, `for ((i=0; i<3; i++))`) and never reads from text: their
@@ -233,6 +238,33 @@ const arraySubscripts = (node: Node, collector: Sink): void => {
 const DECLARES: ReadonlySet<string> = new Set(["declare", "typeset", "local", "readonly"])
 
 /**
+ * What in a line can make a name an array: the names it gives a list or a subscript (`a=(…)`, `a+=(…)`, `a[0]=`),
+ * the names after an option cluster ending in `a` or `A` (`declare -a a`, `local -A m`), and whether it reads
+ * into arrays (mapfile, readarray, read -a).
+ */
+interface ArrayMakers {
+  readonly names: ReadonlySet<string>
+  readonly reads: boolean
+}
+
+/**
+ * Each line's ArrayMakers, read once: testing the line again for each name a declaration assigns took time in the
+ * line's length times its names, and the model writes both (seconds for `declare` and 10,000 assignments).
+ */
+const arrayMakersOf = new WeakMap<Sink, ArrayMakers>()
+
+const arrayMakers = (collector: Sink): ArrayMakers => {
+  const known = arrayMakersOf.get(collector)
+  if (known !== undefined) return known
+  const names = new Set<string>()
+  for (const match of collector.line.matchAll(/(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*(?=\+?=\(|\[)/g)) names.add(match[0])
+  for (const match of collector.line.matchAll(/-[A-Za-z]*[aA]\s+(\w+)/g)) names.add(match[1]!)
+  const makers = { names, reads: /mapfile|readarray|read\s+-[A-Za-z]*a/.test(collector.line) }
+  arrayMakersOf.set(collector, makers)
+  return makers
+}
+
+/**
  * `declare a=$x` (or `"a=(…)"`) re-reads the value as a compound assignment when `a` is an array, which evaluates
  * the command substitutions in it: opaque when the statement, or the line, can make the name an array.
  */
@@ -245,7 +277,7 @@ export const compoundDeclaration = (words: ReadonlyArray<Word>, resource: string
     if (name === undefined) continue
     const quoted = /^["']/.test(word.text) && /^[^=]*=\(/.test(word.value ?? "") && /[$`]/.test(word.value ?? word.text)
     const value = word.text.slice(word.text.indexOf("=") + 1)
-    const madeArray = arrays || new RegExp(`(^|[^A-Za-z0-9_])${name}(\\+?=\\(|\\[)|-[A-Za-z]*[aA]\\s+${name}\\b|mapfile|readarray|read\\s+-[A-Za-z]*a`).test(collector.line)
+    const madeArray = arrays || arrayMakers(collector).names.has(name) || arrayMakers(collector).reads
     // `a=(…)` written out is parsed with the line (its subscripts are checked as arithmetic); only a value that
     // becomes a string first is re-read.
     const literalArray = !/^["']/.test(word.text) && value.startsWith("(")

@@ -97,6 +97,31 @@ const within = (root: string, path: string): boolean =>
 const INCLUDES_MAX = 5
 
 /**
+ * A git config line's key and value (`key = value`, `key = "value"`, after an optional `[section]`), or undefined,
+ * as `/^\s*(?:\[[^\]]*\]\s*)?([a-z0-9-]+)\s*=\s*"?([^"\n#;]+?)"?\s*$/i` took them: the value stops before `"`, `#`
+ * or `;`, and only a closing `"` and spaces may follow it; only spaces after `=` give the last of them. Found by plain
+ * searches, as that pattern tried every split of a line's spaces (cubic: minutes for 10,000).
+ */
+const configEntry = (line: string): readonly [string, string] | undefined => {
+  const head = /^\s*(?:\[[^\]]*\]\s*)?([a-z0-9-]+)\s*=/i.exec(line)
+  if (head === null) return undefined
+  const rest = line.slice(head[0].length)
+  const spaces = rest.length - rest.trimStart().length
+  const after = rest.slice(spaces)
+  // The value at the start of `text`: up to its trailing spaces, or up to a closing quote that only spaces follow.
+  const valueOf = (text: string): string | undefined => {
+    const stop = text.search(/["\n#;]/)
+    if (stop === -1) return text === "" ? undefined : text.slice(0, Math.max(text.trimEnd().length, 1))
+    return text[stop] === '"' && stop >= 1 && text.slice(stop + 1).trim() === "" ? text.slice(0, stop) : undefined
+  }
+  const value =
+    (after.startsWith('"') ? valueOf(after.slice(1)) : undefined) ??
+    valueOf(after) ??
+    ((after === "" || after === '"') && spaces >= 1 ? rest[spaces - 1] : undefined)
+  return value === undefined ? undefined : [head[1]!, value]
+}
+
+/**
  * The files the user's git config names for git to read, under the home: `core.excludesFile`,
  * `core.attributesFile`, and the files `[include]` and `[includeIf]` sections pull in (git gives up on a config whose
  * include it may not read), followed through their own includes. A relative path is taken against the including
@@ -115,14 +140,14 @@ const gitFiles = (home: string): ReadonlyArray<string> => {
     for (const line of text.split("\n")) {
       const header = /^\s*\[\s*([a-z0-9.-]+)/i.exec(line)
       if (header !== null) section = header[1]!.toLowerCase()
-      const entry = /^\s*(?:\[[^\]]*\]\s*)?([a-z0-9-]+)\s*=\s*"?([^"\n#;]+?)"?\s*$/i.exec(line)
-      if (entry === null) continue
-      const key = entry[1]!.toLowerCase()
+      const entry = configEntry(line)
+      if (entry === undefined) continue
+      const key = entry[0].toLowerCase()
       const named =
         (section === "core" && (key === "excludesfile" || key === "attributesfile")) ||
         ((section === "include" || section === "includeif") && key === "path")
       if (!named) continue
-      const path = expand(entry[2]!.trim(), home, dirname(file))
+      const path = expand(entry[1].trim(), home, dirname(file))
       if (!within(home, path) || found.includes(path)) continue
       found.push(path)
       if (key === "path" && depth < INCLUDES_MAX) visit(path, depth + 1)

@@ -248,6 +248,22 @@ const placeIn = (value: string): string | undefined => {
 }
 
 /**
+ * Whether a word may brace-expand into paths: it starts with `{`, or a `{` not after `$` has a `,` after it before any
+ * `}`. Read in one pass, as the model writes the word and a pattern trying every `{` up to the end took seconds.
+ */
+const braceList = (text: string): boolean => {
+  if (text.startsWith("{")) return true
+  let open = false
+  for (let index = 1; index < text.length; index++) {
+    const char = text[index]
+    if (char === "}") open = false
+    else if (char === "{" && text[index - 1] !== "$") open = true
+    else if (char === "," && open) return true
+  }
+  return false
+}
+
+/**
  * The paths a program that is not in the file table may touch, read from how its words look: every word that is
  * absolute, starts with `~` or `..`, or gives one as an option's or a `key=value`'s value (`dd if=/x`, `sort -o
  * /x`, `--file=/x`); a word holding an expansion after such a start cannot be known. A wrapper's own words are
@@ -264,7 +280,7 @@ export const guessed = (name: string, words: ReadonlyArray<Word>): Array<Operand
     const word = words[index]!
     if (word.value === undefined) {
       // `/etc/$F`, `~/$F`: a place known only when it runs.
-      if (/^(\/|~\/|\.\.\/|[A-Za-z_][\w.-]*=\/|--?[A-Za-z][\w-]*=\/)|\.\.\//.test(word.text) || /^\{|[^$]\{[^}]*,/.test(word.text)) {
+      if (/^(\/|~\/|\.\.\/|[A-Za-z_][\w.-]*=\/|--?[A-Za-z][\w-]*=\/)|\.\.\//.test(word.text) || braceList(word.text)) {
         found.push({ word, writes: false, access: "read" })
       }
       continue

@@ -179,8 +179,52 @@ export interface Prepared {
 
 /** Lines that say the system refused a path. */
 const REFUSAL = /permission denied|EACCES/i
-/** A quoted absolute (or `~/`) path, or a bare one starting a word and running up to a space, colon, quote, comma or bracket. */
-const PATH = /(['"`‘])((?:\/|~\/)[^'"`’\n]*)['"’]|(?<![^\s=:([])((?:\/|~\/)[^\s:'",()[\]]+)/g
+/** Characters that open a quoted path, end one (and close it, when a quote), and end a bare one. */
+const QUOTE_OPENS = new Set(["'", '"', "`", "‘"])
+const QUOTED_ENDS = new Set(["'", '"', "`", "’", "\n"])
+const QUOTE_CLOSES = new Set(["'", '"', "’"])
+const BARE_ENDS = /[\s:'",()[\]]/
+/** Characters after which a bare path may start. */
+const BARE_AFTER = /[\s=:([]/
+
+/**
+ * The absolute (or `~/`) paths a line names, left to right: quoted (from an opening quote up to the next quote or line
+ * end, which must be a closing quote), or bare (starting a word, up to a space, colon, quote, comma or bracket).
+ * These are the matches of `(['"`‘])((?:\/|~\/)[^'"`’\n]*)['"’]|(?<![^\s=:([])((?:\/|~\/)[^\s:'",()[\]]+)` in
+ * turn, read in one pass: a command prints the line, and that pattern read to the line's end from every `‘` (a
+ * quote that does not end a quoted path), minutes for a line of a megabyte.
+ */
+const absoluteNamed = (line: string): Array<string> => {
+  const named: Array<string> = []
+  const prefixed = (at: number) => (line[at] === "/" ? at + 1 : line[at] === "~" && line[at + 1] === "/" ? at + 2 : undefined)
+  // Where the quoted path tried last ended without a closing quote: a later one starting before it ends there too.
+  let unclosed = -1
+  let index = 0
+  while (index < line.length) {
+    if (QUOTE_OPENS.has(line[index]!) && prefixed(index + 1) !== undefined && index + 1 > unclosed) {
+      let end = index + 1
+      while (end < line.length && !QUOTED_ENDS.has(line[end]!)) end++
+      if (end < line.length && QUOTE_CLOSES.has(line[end]!)) {
+        named.push(line.slice(index + 1, end))
+        index = end + 1
+        continue
+      }
+      unclosed = end
+    }
+    const rest = index === 0 || BARE_AFTER.test(line[index - 1]!) ? prefixed(index) : undefined
+    if (rest !== undefined) {
+      let end = rest
+      while (end < line.length && !BARE_ENDS.test(line[end]!)) end++
+      if (end > rest) {
+        named.push(line.slice(index, end))
+        index = end
+        continue
+      }
+    }
+    index++
+  }
+  return named
+}
 /** A relative path as programs name it before their `: Permission denied` (`cat: src/a: Permission denied`). */
 const RELATIVE = /(?<![^\s:])([^\s:'"/~][^\s:'"]*): (?:Permission denied|No such file or directory|Read-only file system)/g
 /** Lines that say a path is missing or read-only: a refusal where the path lies in what the sandbox covers. */
@@ -242,7 +286,7 @@ export const prepare = (
     for (const line of output.split("\n")) {
       const refusal = REFUSAL.test(line)
       if (!refusal && !(missing && COVERED.test(line))) continue
-      const named = [...line.matchAll(PATH)].map((match) => match[2] ?? match[3]!)
+      const named = absoluteNamed(line)
       for (const match of line.matchAll(RELATIVE)) if (match[1]!.includes("/")) named.push(match[1]!)
       for (const name of named) {
         const path = Landlock.real(Home.expand(name, home, cwd))

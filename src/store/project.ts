@@ -37,6 +37,26 @@ const repositoryOf = (directory: string): { root: string; gitDir: string } | und
   }
 }
 
+/**
+ * A config line's `url = VALUE`, trimmed, as `/^\s*url\s*=\s*(.+?)\s*$/` took it (the value ends at a line break
+ * other than `\n`, and only spaces may follow; only spaces after `=` give their last one that ends no line). Found by
+ * plain searches: a model may set a remote's URL, and that pattern tried every split of its spaces (cubic).
+ */
+const urlOf = (line: string): string | undefined => {
+  const key = /^\s*url\s*=/.exec(line)
+  if (key === null) return undefined
+  const rest = line.slice(key[0].length)
+  const start = rest.search(/\S/)
+  if (start === -1) {
+    const last = rest.search(/[^\r\u2028\u2029\n][\r\u2028\u2029\n]*$/)
+    return last === -1 ? undefined : rest[last]
+  }
+  const breaks = /[\n\r\u2028\u2029]/g
+  breaks.lastIndex = start
+  const end = breaks.exec(rest)?.index ?? rest.length
+  return /^\s*$/.test(rest.slice(end)) ? rest.slice(start, end).trimEnd() : undefined
+}
+
 /** The remote URLs of a git config file, `origin` first. */
 const remotesOf = (config: string): ReadonlyArray<string> => {
   const remotes: Array<{ name: string; url: string }> = []
@@ -48,7 +68,7 @@ const remotesOf = (config: string): ReadonlyArray<string> => {
       continue
     }
     if (/^\s*\[/.test(line)) section = undefined
-    const url = /^\s*url\s*=\s*(.+?)\s*$/.exec(line)?.[1]
+    const url = urlOf(line)
     if (section !== undefined && url !== undefined) remotes.push({ name: section, url: url.replace(/^"(.*)"$/, "$1") })
   }
   return [...remotes.filter((remote) => remote.name === "origin"), ...remotes.filter((remote) => remote.name !== "origin")].map(
@@ -62,6 +82,8 @@ const remotesOf = (config: string): ReadonlyArray<string> => {
  * `ssh://git@github.com:22/Acme/shop.git` are all `github.com/Acme/shop`. A local path remote stays a path.
  */
 export const normalizeRemote = (url: string): string => {
+  // A run of slashes at the end is tried from its first slash only (`(?<!\/)`): trying it from each of its slashes
+  // took its length squared, and the model may write the URL.
   const trimmed = url.trim()
   const scp = /^(?:[^@/]+@)?([^:/]+):(?!\/)(.+)$/.exec(trimmed)
   let host: string
@@ -69,7 +91,7 @@ export const normalizeRemote = (url: string): string => {
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(trimmed)) {
     try {
       const parsed = new URL(trimmed)
-      if (parsed.protocol === "file:") return `file:${parsed.pathname.replace(/\.git\/?$/, "").replace(/\/+$/, "")}`
+      if (parsed.protocol === "file:") return `file:${parsed.pathname.replace(/\.git\/?$/, "").replace(/(?<!\/)\/+$/, "")}`
       host = parsed.hostname
       path = decodeURIComponent(parsed.pathname)
     } catch {
@@ -79,9 +101,9 @@ export const normalizeRemote = (url: string): string => {
     host = scp[1]!
     path = scp[2]!
   } else {
-    return `file:${trimmed.replace(/\.git\/?$/, "").replace(/\/+$/, "")}`
+    return `file:${trimmed.replace(/\.git\/?$/, "").replace(/(?<!\/)\/+$/, "")}`
   }
-  const cleaned = path.replace(/^\/+/, "").replace(/\/+$/, "").replace(/\.git$/, "")
+  const cleaned = path.replace(/^\/+/, "").replace(/(?<!\/)\/+$/, "").replace(/\.git$/, "")
   return `${host.toLowerCase()}/${cleaned}`
 }
 

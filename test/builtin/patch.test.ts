@@ -2,6 +2,7 @@
 // expected there; a well-formed patch gives its operations in order (sections, moves, hunks with End of File).
 
 import { describe, expect, test } from "bun:test"
+import { join } from "node:path"
 import * as Result from "effect/Result"
 import { Patch } from "../../src/builtin/patch"
 
@@ -77,4 +78,45 @@ describe("Patch.parse", () => {
       { _tag: "Delete", path: "gone.txt", line: 14 },
     ])
   })
+})
+
+// The model writes the patch: a hunk header's closing `@@` is found without trying each space of a long run before it
+// (seconds for 100,000). No test timeout stops synchronous code, so the cases run in a child process killed after 20 s.
+describe("hunk headers a model makes long", () => {
+  const header = (line: string) => {
+    const parsed = Patch.parse(["*** Begin Patch", "*** Update File: a.txt", line, "-x", "+y", "*** End Patch"].join("\n"))
+    if (!Result.isSuccess(parsed)) throw new Error(parsed.failure.message)
+    const [operation] = parsed.success
+    return operation?._tag === "Update" ? operation.hunks[0]?.header : undefined
+  }
+
+  test("a closing @@ and the spaces before it are dropped, as before", () => {
+    expect(header("@@ function f() {")).toBe("function f() {")
+    expect(header("@@ function f() { \t@@")).toBe("function f() {")
+    expect(header("@@ f@@")).toBe("f")
+    expect(header("@@ a @@ b")).toBe("a @@ b")
+  })
+
+  test("a long hostile header is read at once, and rightly", async () => {
+    const child = Bun.spawn(
+      [
+        process.execPath,
+        "-e",
+        `
+        import { Patch } from ${JSON.stringify(join(import.meta.dir, "../../src/builtin/patch.ts"))}
+        const header = (line) => Patch.parse(["*** Begin Patch", "*** Update File: a.txt", line, "-x", "+y", "*** End Patch"].join("\\n")).success[0].hunks[0].header
+        console.log(JSON.stringify([
+          header("@@ a" + " ".repeat(200_000) + "b@@x").length,
+          header("@@ a" + " ".repeat(200_000) + "@@").length,
+        ]))
+        `,
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    )
+    const killer = setTimeout(() => child.kill("SIGKILL"), 20_000)
+    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+    clearTimeout(killer)
+    expect({ code, err }).toEqual({ code: 0, err: "" })
+    expect(JSON.parse(out)).toEqual([200_005, 1])
+  }, 30_000)
 })

@@ -159,3 +159,54 @@ describe("Skills.discover", () => {
     })
   })
 })
+
+// A SKILL.md in a project may be written by a model, and its frontmatter lines are read by hand: the patterns they
+// replaced tried every split of a line's spaces (cubic: minutes for 10,000) or every space before a `#`.
+describe("Skills.parse reads frontmatter lines in one pass", () => {
+  test("key lines and trailing comments read as before", () => {
+    const description = (line: string) => {
+      const parsed = Skills.parse(`---\nname: a\n${line}\n---\n`)
+      return parsed._tag === "Parsed" ? parsed.parsed.description : parsed.message
+    }
+    expect(description("description:   Fill forms.  \t")).toBe("Fill forms.")
+    expect(description("description:\tFill forms")).toBe("Fill forms")
+    expect(description("description: Fill # forms")).toBe("Fill")
+    expect(description("description: Fill#forms")).toBe("Fill#forms")
+    expect(description("description: Fill \t # a # b")).toBe("Fill")
+    expect(description("description: a\r b")).toBe('frontmatter line 3 is not `key: value`: "description: a\\r b"')
+    expect(description("description:Fill")).toBe('frontmatter line 3 is not `key: value`: "description:Fill"')
+    expect(description("description:")).toBe("the frontmatter has no `description`")
+    expect(description("description: \t ")).toBe("the frontmatter has no `description`")
+  })
+
+  // No test timeout stops synchronous code, so the cases run in a child process killed after 20 s.
+  test("long hostile lines are read at once, and rightly", async () => {
+    const child = Bun.spawn(
+      [
+        process.execPath,
+        "-e",
+        `
+        import { Skills } from ${JSON.stringify(join(import.meta.dir, "../../src/location/skills.ts"))}
+        const spaces = " ".repeat(100_000)
+        const few = " ".repeat(500)
+        const read = (line) => {
+          const parsed = Skills.parse("---\\nname: a\\n" + line + "\\n---\\n")
+          return parsed._tag === "Parsed" ? parsed.parsed.description : parsed.message.slice(0, 40)
+        }
+        console.log(JSON.stringify([
+          read("description:" + spaces + "x" + few + "y" + spaces),
+          read("description:" + spaces + "x" + spaces + "\\u2028:"),
+          read("description: x" + " #".repeat(100_000) + "\\n  y\\u2028z"),
+          read("description: x" + spaces + "#"),
+        ]))
+        `,
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    )
+    const killer = setTimeout(() => child.kill("SIGKILL"), 20_000)
+    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+    clearTimeout(killer)
+    expect({ code, err }).toEqual({ code: 0, err: "" })
+    expect(JSON.parse(out)).toEqual(["x" + " ".repeat(500) + "y", 'frontmatter line 3 is not `key: value`: ', "the description has 200005 characters; a", "x"])
+  }, 30_000)
+})

@@ -3,6 +3,7 @@
 // planted for the user's own git. Pure parsing: what is checked, not what a rule decides.
 
 import { describe, expect, test } from "bun:test"
+import { join } from "node:path"
 import { Effect } from "effect"
 import { CommandLine } from "../../src/shell/command-line"
 import { CommandChecks } from "../../src/shell/command-checks"
@@ -301,5 +302,98 @@ describe("code planted for the user's own git is protected", () => {
       expect([path, Planted.gitPath(path)]).toEqual([path, true])
     }
     for (const path of [".git/objects/ab", ".gitignore", "x.git/config", ".git/HEAD"]) expect([path, Planted.gitPath(path)]).toEqual([path, false])
+    // Only what follows a line break can end such a path.
+    for (const path of ["a\r/.git/config", "/.git/hooks/\nb/.git", ".git\u2028/.GIT/hooks/x"]) expect([path, Planted.gitPath(path)]).toEqual([path, true])
+    for (const path of ["a\n.git/hooks/x", ".git/hooks/x\n", ".git/hooks/a\nb", "x\u2028"]) expect([path, Planted.gitPath(path)]).toEqual([path, false])
   })
+})
+
+// The model writes the words these checks read, so reading them must not backtrack: a subscript test that let every
+// `[` take every split took a minute on 10,000 `[`, brace tests that let any `,` be the one, or tried every `{` up
+// to the end, took seconds on 100,000 characters, and testing the whole line again for each name a declaration
+// assigns took seconds for 10,000 names. The answers on ordinary words are those the former expressions gave.
+describe("words a model makes long are read in one pass", () => {
+  const pinned: ReadonlyArray<readonly [string, boolean]> = [
+    ["printf -v 'a[1]' x", false],
+    ["printf -v 'a[ 1 ]' x", false],
+    ["printf -v 'a[@]' x", false],
+    ["printf -v 'a[*]' x", false],
+    ["printf -v 'a[i]' x", true],
+    ["printf -v 'a]b[1]' x", false],
+    ["printf -v 'a[1]b[k]' x", true],
+    ["printf -v 'a[1][' x", false],
+    ["test 'a[1]x]'", false],
+    ["unset 'a[$i]'", true],
+    ["read 'a[x'", false],
+    ["[[ -v 'a[k]' ]]", true],
+    ["[[ -v 'a[1]' ]]", false],
+    ["cat {/etc,x}/passwd", true],
+    ["cat {ab}", false],
+    ["cat {a}{b,c}", true],
+    ["cat '{a,b}'", false],
+    ["cat \\{a,b}", false],
+    ["cat {a,{b,c}}", true],
+    ["cat x{,}", true],
+    ["cat {a,b", false],
+    ["cat a,b}", false],
+    ['cat "{a,b}"c{d,e}', true],
+    ['foo "$X"{a,b}', true],
+    ['foo "$X"a{b}', false],
+    ['foo "$X"}{,', true],
+    ['foo "$X"{a}b,c', false],
+    ['foo {"$X",b}', true],
+    ["foo \"$X\"'${a,b}'", false],
+    ['foo "$X"a{b,', true],
+    ["declare a=$x b=$y", false],
+    ["z=(1); declare z=$x", true],
+    ["b[0]=1; declare b=$x", true],
+    ["declare -la  a; declare a=$x", true],
+    ["declare -l a; declare a=$x", false],
+    ["mapfile q; declare a=$x", true],
+    ["xz=(1); declare z=$x", false],
+  ]
+  for (const [line, expected] of pinned) {
+    test(`${JSON.stringify(line)} is ${expected ? "opaque" : "checked as written"}`, async () => {
+      expect((await opaque(line)).length > 0).toBe(expected)
+    })
+  }
+
+  // No test timeout stops synchronous code, so the cases run in a child process killed after 20 s.
+  test("long hostile subscripts, braces, git paths and declarations are decided at once, and rightly", async () => {
+    const child = Bun.spawn(
+      [
+        process.execPath,
+        "-e",
+        `
+        import { Effect } from "effect"
+        import { CommandLine } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/command-line.ts"))}
+        import { CommandChecks } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/command-checks.ts"))}
+        const opaque = async (line) =>
+          CommandChecks.checks(await Effect.runPromise(CommandLine.parse(line))).some((check) => check.opaque !== undefined)
+        const planted = async (line) =>
+          CommandChecks.checks(await Effect.runPromise(CommandLine.parse(line))).some((check) => check.protected !== undefined)
+        console.log(JSON.stringify([
+          await opaque("printf -v '" + "[".repeat(100_000) + "' x"),
+          await opaque("printf -v '" + "[".repeat(100_000) + "k]' x"),
+          await opaque("printf -v 'a[" + " 1@*".repeat(50_000) + "]' x"),
+          await opaque("cat {" + ",".repeat(100_000)),
+          await opaque("cat {" + ",".repeat(100_000) + "{/etc/shadow,x}"),
+          await opaque('foo "$X"' + "a{".repeat(50_000)),
+          await opaque('foo "$X"' + "a{".repeat(50_000) + "{,"),
+          await planted("echo x > 'x" + "/.git/hooks/".repeat(30_000) + "\\n'"),
+          await planted("echo x > 'x" + "/.git/hooks/".repeat(30_000) + "\\n/.git/hooks/pre-commit'"),
+          await opaque("declare " + "abcdefgh=$x ".repeat(40_000)),
+          await opaque("declare " + "abcdefgh=$x ".repeat(40_000) + "; z=(1); declare z=$x"),
+          await opaque("declare a=x; ".repeat(30_000) + "b[0]=1; declare b=$x"),
+        ]))
+        `,
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    )
+    const killer = setTimeout(() => child.kill("SIGKILL"), 20_000)
+    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+    clearTimeout(killer)
+    expect({ code, err }).toEqual({ code: 0, err: "" })
+    expect(JSON.parse(out)).toEqual([false, true, false, false, true, false, true, false, true, false, true, true])
+  }, 30_000)
 })

@@ -3,6 +3,7 @@
 
 import { describe, expect, test } from "bun:test"
 import { homedir } from "node:os"
+import { join } from "node:path"
 import { Effect } from "effect"
 import { Rule } from "../../src/permission/rule"
 import { Arity } from "../../src/shell/arity"
@@ -351,6 +352,32 @@ describe("Arity.prefixLength", () => {
     expect(Arity.prefixLength(["npm", "install", "x"])).toBe(2)
     expect(Arity.prefixLength(["unknown-tool", "a", "b"])).toBe(1)
   })
+
+  // A model writes the command: only prefixes as long as a listed one are looked up, as joining every prefix of a
+  // long command took its length squared. No test timeout stops synchronous code, so this runs in a child process.
+  test("a command of many words is measured at once, and rightly", async () => {
+    const child = Bun.spawn(
+      [
+        process.execPath,
+        "-e",
+        `
+        import { Arity } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/arity.ts"))}
+        const many = Array.from({ length: 200_000 }, () => "x")
+        console.log(JSON.stringify([
+          Arity.prefixLength(["npm", "run", ...many]),
+          Arity.prefixLength(["unknown-tool", ...many]),
+          Arity.prefixLength(["git", "-C", ...many]) ?? null,
+        ]))
+        `,
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    )
+    const killer = setTimeout(() => child.kill("SIGKILL"), 20_000)
+    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+    clearTimeout(killer)
+    expect({ code, err }).toEqual({ code: 0, err: "" })
+    expect(JSON.parse(out)).toEqual([3, 1, null])
+  }, 30_000)
 
   test("an option, an expansion, a wildcard or too few words leave no prefix", () => {
     expect(Arity.prefixLength(["git", "-C", "dir", "status"])).toBeUndefined()

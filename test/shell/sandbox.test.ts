@@ -250,6 +250,36 @@ describe("the shell sandbox", () => {
     }
   })
 
+  // A command prints the lines read for refused paths, so they are read in one pass: the pattern before read to the
+  // line's end from every ‘ (a quote that does not end a quoted path). No test timeout stops synchronous code, so
+  // the case runs in a child process killed after 20 s.
+  test(`a long hostile refusal line names its paths at once, and rightly`, async () => {
+    const child = Bun.spawn(
+      [
+        process.execPath,
+        "-e",
+        `
+        import { Sandbox } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/sandbox.ts"))}
+        const prepared = Sandbox.prepare({ location: ${JSON.stringify(tempDir("core-loc-"))}, approved: [] }, { PATH: "/usr/bin:/bin", HOME: ${JSON.stringify(tempDir("core-user-"))} })
+        try {
+          console.log(JSON.stringify([
+            prepared.refused("x: Permission denied '/srv/quoted' =/srv/bare " + "‘/x".repeat(300_000) + "\`", "/"),
+            prepared.refused("x: Permission denied " + "‘/a’ ".repeat(100_000), "/").length,
+          ]))
+        } finally {
+          prepared.cleanup()
+        }
+        `,
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    )
+    const killer = setTimeout(() => child.kill("SIGKILL"), 20_000)
+    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+    clearTimeout(killer)
+    expect({ code, err }).toEqual({ code: 0, err: "" })
+    expect(JSON.parse(out)).toEqual([["/srv/quoted", "/srv/bare"], 1])
+  }, 30_000)
+
   test.skipIf(!LANDLOCK)(`a home inside a system directory keeps its credential stores out, the rest of that directory readable${needs}`, async () => {
     const home = mkdtempSync(join("/var/tmp", "core-user-"))
     try {

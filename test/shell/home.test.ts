@@ -1,0 +1,53 @@
+// The files the user's git config names for git to read (Home.readable): key lines read as the pattern this reader
+// replaced read them, and a long hostile line read at once.
+
+import { describe, expect, test } from "bun:test"
+import { realpathSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Home } from "../../src/shell/home"
+import { tempDir } from "../support/temp"
+
+/** What ~/.gitconfig holding `text` names, relative to the home. */
+const named = (text: string) => {
+  const home = realpathSync(tempDir("core-git-home-"))
+  writeFileSync(join(home, ".gitconfig"), text)
+  return Home.readable(home)
+    .slice(Home.READABLE.length)
+    .map((path) => path.slice(home.length))
+}
+
+describe("Home.readable reads the user's git config lines", () => {
+  test("core.excludesFile, core.attributesFile and include paths, quoted or not; a line with # or ; after its value is not read", () => {
+    expect(named("[core]\n\texcludesFile = ~/.my-ignore\n\tattributesfile=\"~/.attrs\"  \n")).toEqual(["/.my-ignore", "/.attrs"])
+    expect(named("[include]\n\tpath = a b \n[includeIf \"gitdir:/\"]\n\tpath = c\n")).toEqual(["/a b", "/c"])
+    expect(named("[include]\n\tpath = a b # note\n[includeIf \"gitdir:/\"]\n\tpath = c;x\n")).toEqual([])
+    expect(named("[core] excludesFile = ~/.inline\n")).toEqual(["/.inline"])
+    expect(named('[core]\n\texcludesFile = "~/.open\n\texcludesFile = ~/.x" y\n\texcludesFile = ""\n')).toEqual(["/.open"])
+    expect(named("[user]\n\tname = Dev\n[core]\n\tpager = less\n")).toEqual([])
+  })
+
+  // No test timeout stops synchronous code, so the cases run in a child process killed after 20 s.
+  test("a long hostile line is read at once, and rightly", async () => {
+    const home = realpathSync(tempDir("core-git-home-"))
+    const child = Bun.spawn(
+      [
+        process.execPath,
+        "-e",
+        `
+        import { writeFileSync } from "node:fs"
+        import { Home } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/home.ts"))}
+        const home = ${JSON.stringify(home)}
+        const tabs = "\\t".repeat(20_000)
+        writeFileSync(home + "/.gitconfig", "[core]\\n\\texcludesFile=" + tabs + "=" + tabs + '"[\\n\\tattributesFile = x' + " ".repeat(100_000) + "y\\n")
+        console.log(JSON.stringify(Home.readable(home).slice(Home.READABLE.length).map((path) => path.length - home.length)))
+        `,
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    )
+    const killer = setTimeout(() => child.kill("SIGKILL"), 20_000)
+    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+    clearTimeout(killer)
+    expect({ code, err }).toEqual({ code: 0, err: "" })
+    expect(JSON.parse(out)).toEqual([100_003])
+  }, 30_000)
+})

@@ -1,0 +1,70 @@
+// A project's identity from its repository's config (Project.identityOf): the remote's URL is read from its
+// `url = …` line as the pattern this reader replaced read it, and a long hostile line, which a model can write by
+// setting a remote's URL, is read at once.
+
+import { describe, expect, test } from "bun:test"
+import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Project } from "../../src/store/project"
+import { tempDir } from "../support/temp"
+
+/** The identity of a repository whose config's origin has `line` for its url line. */
+const identity = (line: string) => {
+  const root = realpathSync(tempDir("core-project-"))
+  mkdirSync(join(root, ".git"))
+  writeFileSync(join(root, ".git", "config"), `[core]\n\tbare = false\n[remote "origin"]\n${line}\n`)
+  return Project.identityOf(root).replace(root, "<root>")
+}
+
+describe("Project.identityOf reads the origin's url line", () => {
+  test("the value after =, trimmed; a line that is not one leaves the path", () => {
+    expect(identity("\turl = https://github.com/acme/shop.git")).toBe("git:github.com/acme/shop")
+    expect(identity("url=git@github.com:acme/shop.git  \t")).toBe("git:github.com/acme/shop")
+    expect(identity('\turl = "https://github.com/acme/shop"')).toBe("git:github.com/acme/shop")
+    expect(identity("\turl = https://github.com/acme/shop\r")).toBe("git:github.com/acme/shop")
+    expect(identity("\turl = https://github.com/acme/shop\rx")).toBe("path:<root>")
+    expect(identity("\turlx = https://github.com/acme/shop")).toBe("path:<root>")
+    expect(identity("\turl =")).toBe("path:<root>")
+  })
+
+  test("a remote's trailing slashes are dropped, its inner ones kept", () => {
+    expect(Project.normalizeRemote("git@github.com:acme//shop//")).toBe("github.com/acme//shop")
+    expect(Project.normalizeRemote("https://github.com/acme/shop.git/")).toBe("github.com/acme/shop")
+    expect(Project.normalizeRemote("file:///srv/shop.git//")).toBe("file:/srv/shop.git")
+    expect(Project.normalizeRemote("/srv/shop///")).toBe("file:/srv/shop")
+  })
+
+  // No test timeout stops synchronous code, so the cases run in a child process killed after 20 s.
+  test("a long hostile url line and remote are read at once, and rightly", async () => {
+    const root = realpathSync(tempDir("core-project-"))
+    mkdirSync(join(root, ".git"))
+    const child = Bun.spawn(
+      [
+        process.execPath,
+        "-e",
+        `
+        import { writeFileSync } from "node:fs"
+        import { Project } from ${JSON.stringify(join(import.meta.dir, "../../src/store/project.ts"))}
+        const root = ${JSON.stringify(root)}
+        const identity = (line) => {
+          writeFileSync(root + "/.git/config", '[remote "origin"]\\n' + line + "\\n")
+          return Project.identityOf(root).replace(root, "<root>")
+        }
+        const spaces = " ".repeat(100_000)
+        console.log(JSON.stringify([
+          identity("\\turl =" + spaces + "https://github.com/acme/shop" + spaces + "\\r" + spaces + "x"),
+          identity("\\turl =" + spaces + "https://github.com/acme/shop" + spaces + "\\r" + spaces),
+          Project.normalizeRemote("git@github.com:acme" + "/".repeat(200_000) + "shop/").length,
+          Project.normalizeRemote("/srv/acme" + "/".repeat(200_000) + "shop.git").length,
+        ]))
+        `,
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    )
+    const killer = setTimeout(() => child.kill("SIGKILL"), 20_000)
+    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+    clearTimeout(killer)
+    expect({ code, err }).toEqual({ code: 0, err: "" })
+    expect(JSON.parse(out)).toEqual(["path:<root>", "git:github.com/acme/shop", 200_019, 200_018])
+  }, 30_000)
+})
