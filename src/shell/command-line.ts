@@ -355,8 +355,36 @@ const joinContinuations = (root: Node, text: string): string => {
   return joined
 }
 
+/**
+ * The most `|` a line may hold to be parsed. The grammar's runtime aborts (and stays aborted for the whole process:
+ * every later line fails to parse) on a pipeline of some 14,000 commands left open at its end, which a model can
+ * write in 56 KB; 10,000 parse. A line past this is checked whole, as one that cannot be parsed is.
+ */
+const MAX_PIPES = 8_192
+
+/** Whether `text` holds more than MAX_PIPES `|`. */
+const tooManyPipes = (text: string): boolean => {
+  let count = 0
+  for (let at = text.indexOf("|"); at !== -1; at = text.indexOf("|", at + 1)) if (++count > MAX_PIPES) return true
+  return false
+}
+
 /** Parses `text` and walks it into `collector`. */
 const read = (given: string, collector: Collector): void => {
+  if (tooManyPipes(given)) {
+    collector.unparsed ??= "it holds too many pipes to read"
+    return
+  }
+  try {
+    readTree(given, collector)
+  } catch (cause) {
+    // Nesting deeper than the walk's stack (tens of thousands of parentheses): read no further.
+    if (!(cause instanceof RangeError)) throw cause
+    collector.unparsed ??= "it is nested too deeply to read"
+  }
+}
+
+const readTree = (given: string, collector: Collector): void => {
   let tree = collector.parser.parse(given)
   if (tree !== null) {
     const joined = joinContinuations(tree.rootNode, given)

@@ -126,6 +126,39 @@ describe("CommandChecks.checks: what cannot be known from the text is opaque", (
     expect((await parse("ls (")).unparsed).toBeDefined()
   })
 
+  // The grammar's runtime aborted on a pipeline of some 14,000 commands left open, and stayed aborted: every later
+  // line of the process failed to parse. Run in a child process, so a regression poisons no other test.
+  test("a line of too many pipes, or nested too deeply, is checked whole as unreadable; the next line still parses", async () => {
+    const child = Bun.spawn(
+      [
+        process.execPath,
+        "-e",
+        `
+        import { Effect } from "effect"
+        import { CommandLine } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/command-line.ts"))}
+        import { CommandChecks } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/command-checks.ts"))}
+        const read = async (text) => {
+          const parsed = await Effect.runPromise(CommandLine.parse(text))
+          return [parsed.unparsed ?? null, CommandChecks.checks(parsed).filter((check) => check.opaque !== undefined).length]
+        }
+        console.log(JSON.stringify([
+          await read("echo " + "a | ".repeat(20_000)),
+          await read("(".repeat(30_000) + "rm x" + ")".repeat(30_000)),
+          await read("ls -la | wc -l"),
+        ]))
+        `,
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    )
+    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+    expect({ code, err }).toEqual({ code: 0, err: "" })
+    expect(JSON.parse(out)).toEqual([
+      ["it holds too many pipes to read", 1],
+      ["it is nested too deeply to read", 1],
+      [null, 0],
+    ])
+  }, 60_000)
+
   test("the marker keeps prefix rules from matching an unparsed line", async () => {
     const [whole] = await opaque('git status "oops && rm -rf /')
     for (const pattern of ["git *", "git status *", "rm *", "echo *", "git status"]) {
