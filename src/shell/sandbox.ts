@@ -231,6 +231,8 @@ const RELATIVE = /(?<![^\s:])([^\s:'"/~][^\s:'"]*): (?:Permission denied|No such
 const COVERED = /no such file or directory|read-only file system|ENOENT|EROFS/i
 /** How many refused paths a result names. */
 const REFUSED_MAX = 3
+/** Linux's longest path, in bytes. */
+const PATH_MAX = 4096
 
 /**
  * The grants of one call, making its temp directory when the system one cannot be granted whole. With `covering`
@@ -289,6 +291,9 @@ export const prepare = (
       const named = absoluteNamed(line)
       for (const match of line.matchAll(RELATIVE)) if (match[1]!.includes("/")) named.push(match[1]!)
       for (const name of named) {
+        // Longer than any path the kernel takes: never a file refused (and resolving it, segment by segment, would
+        // overflow the stack on a line of hundreds of thousands of slashes a command can print).
+        if (name.length > PATH_MAX) continue
         const path = Landlock.real(Home.expand(name, home, cwd))
         if (core.some((dir) => within(dir, path))) continue
         if ((refusal && !reachable(path)) || covers(path)) paths.add(name)
