@@ -5,6 +5,7 @@ import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import * as Result from "effect/Result"
 import { Patch } from "../../src/builtin/patch"
+import { inChild } from "../support/in-child"
 
 const refusal = (...lines: ReadonlyArray<string>) => {
   const parsed = Patch.parse(lines.join("\n"))
@@ -98,25 +99,15 @@ describe("hunk headers a model makes long", () => {
   })
 
   test("a long hostile header is read at once, and rightly", async () => {
-    const child = Bun.spawn(
-      [
-        process.execPath,
-        "-e",
-        `
+    expect(
+      await inChild(`
         import { Patch } from ${JSON.stringify(join(import.meta.dir, "../../src/builtin/patch.ts"))}
         const header = (line) => Patch.parse(["*** Begin Patch", "*** Update File: a.txt", line, "-x", "+y", "*** End Patch"].join("\\n")).success[0].hunks[0].header
         console.log(JSON.stringify([
           header("@@ a" + " ".repeat(200_000) + "b@@x").length,
           header("@@ a" + " ".repeat(200_000) + "@@").length,
         ]))
-        `,
-      ],
-      { stdout: "pipe", stderr: "pipe" },
-    )
-    const killer = setTimeout(() => child.kill("SIGKILL"), 20_000)
-    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
-    clearTimeout(killer)
-    expect({ code, err }).toEqual({ code: 0, err: "" })
-    expect(JSON.parse(out)).toEqual([200_005, 1])
+        `),
+    ).toEqual([200_005, 1])
   }, 30_000)
 })

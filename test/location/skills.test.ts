@@ -7,6 +7,7 @@ import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Skills } from "../../src/location/skills"
 import { tempDir } from "../support/temp"
+import { inChild } from "../support/in-child"
 
 const skill = (name: string, description: string, body = "Do it.") => `---\nname: ${name}\ndescription: ${description}\n---\n\n${body}\n`
 
@@ -181,11 +182,8 @@ describe("Skills.parse reads frontmatter lines in one pass", () => {
 
   // No test timeout stops synchronous code, so the cases run in a child process killed after 20 s.
   test("long hostile lines are read at once, and rightly", async () => {
-    const child = Bun.spawn(
-      [
-        process.execPath,
-        "-e",
-        `
+    expect(
+      await inChild(`
         import { Skills } from ${JSON.stringify(join(import.meta.dir, "../../src/location/skills.ts"))}
         const spaces = " ".repeat(100_000)
         const few = " ".repeat(500)
@@ -199,14 +197,7 @@ describe("Skills.parse reads frontmatter lines in one pass", () => {
           read("description: x" + " #".repeat(100_000) + "\\n  y\\u2028z"),
           read("description: x" + spaces + "#"),
         ]))
-        `,
-      ],
-      { stdout: "pipe", stderr: "pipe" },
-    )
-    const killer = setTimeout(() => child.kill("SIGKILL"), 20_000)
-    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
-    clearTimeout(killer)
-    expect({ code, err }).toEqual({ code: 0, err: "" })
-    expect(JSON.parse(out)).toEqual(["x" + " ".repeat(500) + "y", 'frontmatter line 3 is not `key: value`: ', "the description has 200005 characters; a", "x"])
+        `),
+    ).toEqual(["x" + " ".repeat(500) + "y", 'frontmatter line 3 is not `key: value`: ', "the description has 200005 characters; a", "x"])
   }, 30_000)
 })

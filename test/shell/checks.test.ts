@@ -9,6 +9,7 @@ import { CommandLine } from "../../src/shell/command-line"
 import { CommandChecks } from "../../src/shell/command-checks"
 import { Flags } from "../../src/shell/flags"
 import { Planted } from "../../src/shell/planted"
+import { inChild } from "../support/in-child"
 
 const checks = async (text: string) => CommandChecks.checks(await Effect.runPromise(CommandLine.parse(text)))
 const plain = async (text: string) => (await checks(text)).filter((check) => check.opaque === undefined).map((check) => check.resource)
@@ -360,11 +361,8 @@ describe("words a model makes long are read in one pass", () => {
 
   // No test timeout stops synchronous code, so the cases run in a child process killed after 20 s.
   test("long hostile subscripts, braces, git paths and declarations are decided at once, and rightly", async () => {
-    const child = Bun.spawn(
-      [
-        process.execPath,
-        "-e",
-        `
+    expect(
+      await inChild(`
         import { Effect } from "effect"
         import { CommandLine } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/command-line.ts"))}
         import { CommandChecks } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/command-checks.ts"))}
@@ -386,14 +384,7 @@ describe("words a model makes long are read in one pass", () => {
           await opaque("declare " + "abcdefgh=$x ".repeat(40_000) + "; z=(1); declare z=$x"),
           await opaque("declare a=x; ".repeat(30_000) + "b[0]=1; declare b=$x"),
         ]))
-        `,
-      ],
-      { stdout: "pipe", stderr: "pipe" },
-    )
-    const killer = setTimeout(() => child.kill("SIGKILL"), 20_000)
-    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
-    clearTimeout(killer)
-    expect({ code, err }).toEqual({ code: 0, err: "" })
-    expect(JSON.parse(out)).toEqual([false, true, false, false, true, false, true, false, true, false, true, true])
+        `),
+    ).toEqual([false, true, false, false, true, false, true, false, true, false, true, true])
   }, 30_000)
 })

@@ -9,6 +9,7 @@ import { Rule } from "../../src/permission/rule"
 import { Arity } from "../../src/shell/arity"
 import { CommandLine } from "../../src/shell/command-line"
 import { CommandChecks } from "../../src/shell/command-checks"
+import { inChild } from "../support/in-child"
 
 const parse = (text: string) => Effect.runPromise(CommandLine.parse(text))
 const resources = async (text: string) => CommandChecks.checks(await parse(text)).map((check) => check.resource)
@@ -129,11 +130,8 @@ describe("CommandChecks.checks: what cannot be known from the text is opaque", (
   // The grammar's runtime aborted on a pipeline of some 14,000 commands left open, and stayed aborted: every later
   // line of the process failed to parse. Run in a child process, so a regression poisons no other test.
   test("a line of too many pipes, or nested too deeply, is checked whole as unreadable; the next line still parses", async () => {
-    const child = Bun.spawn(
-      [
-        process.execPath,
-        "-e",
-        `
+    expect(
+      await inChild(`
         import { Effect } from "effect"
         import { CommandLine } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/command-line.ts"))}
         import { CommandChecks } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/command-checks.ts"))}
@@ -146,13 +144,8 @@ describe("CommandChecks.checks: what cannot be known from the text is opaque", (
           await read("(".repeat(30_000) + "rm x" + ")".repeat(30_000)),
           await read("ls -la | wc -l"),
         ]))
-        `,
-      ],
-      { stdout: "pipe", stderr: "pipe" },
-    )
-    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
-    expect({ code, err }).toEqual({ code: 0, err: "" })
-    expect(JSON.parse(out)).toEqual([
+        `),
+    ).toEqual([
       ["it holds too many pipes to read", 1],
       ["it is nested too deeply to read", 1],
       [null, 0],
@@ -389,11 +382,8 @@ describe("Arity.prefixLength", () => {
   // A model writes the command: only prefixes as long as a listed one are looked up, as joining every prefix of a
   // long command took its length squared. No test timeout stops synchronous code, so this runs in a child process.
   test("a command of many words is measured at once, and rightly", async () => {
-    const child = Bun.spawn(
-      [
-        process.execPath,
-        "-e",
-        `
+    expect(
+      await inChild(`
         import { Arity } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/arity.ts"))}
         const many = Array.from({ length: 200_000 }, () => "x")
         console.log(JSON.stringify([
@@ -401,15 +391,8 @@ describe("Arity.prefixLength", () => {
           Arity.prefixLength(["unknown-tool", ...many]),
           Arity.prefixLength(["git", "-C", ...many]) ?? null,
         ]))
-        `,
-      ],
-      { stdout: "pipe", stderr: "pipe" },
-    )
-    const killer = setTimeout(() => child.kill("SIGKILL"), 20_000)
-    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
-    clearTimeout(killer)
-    expect({ code, err }).toEqual({ code: 0, err: "" })
-    expect(JSON.parse(out)).toEqual([3, 1, null])
+        `),
+    ).toEqual([3, 1, null])
   }, 30_000)
 
   test("an option, an expansion, a wildcard or too few words leave no prefix", () => {

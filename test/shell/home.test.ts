@@ -6,6 +6,7 @@ import { realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Home } from "../../src/shell/home"
 import { tempDir } from "../support/temp"
+import { inChild } from "../support/in-child"
 
 /** What ~/.gitconfig holding `text` names, relative to the home. */
 const named = (text: string) => {
@@ -29,25 +30,15 @@ describe("Home.readable reads the user's git config lines", () => {
   // No test timeout stops synchronous code, so the cases run in a child process killed after 20 s.
   test("a long hostile line is read at once, and rightly", async () => {
     const home = realpathSync(tempDir("core-git-home-"))
-    const child = Bun.spawn(
-      [
-        process.execPath,
-        "-e",
-        `
+    expect(
+      await inChild(`
         import { writeFileSync } from "node:fs"
         import { Home } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/home.ts"))}
         const home = ${JSON.stringify(home)}
         const tabs = "\\t".repeat(20_000)
         writeFileSync(home + "/.gitconfig", "[core]\\n\\texcludesFile=" + tabs + "=" + tabs + '"[\\n\\tattributesFile = x' + " ".repeat(100_000) + "y\\n")
         console.log(JSON.stringify(Home.readable(home).slice(Home.READABLE.length).map((path) => path.length - home.length)))
-        `,
-      ],
-      { stdout: "pipe", stderr: "pipe" },
-    )
-    const killer = setTimeout(() => child.kill("SIGKILL"), 20_000)
-    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
-    clearTimeout(killer)
-    expect({ code, err }).toEqual({ code: 0, err: "" })
-    expect(JSON.parse(out)).toEqual([100_003])
+        `),
+    ).toEqual([100_003])
   }, 30_000)
 })

@@ -15,6 +15,7 @@ import { Home } from "../../src/shell/home"
 import { Sandbox } from "../../src/shell/sandbox"
 import { Supervised } from "../../src/shell/supervised"
 import { tempDir } from "../support/temp"
+import { inChild } from "../support/in-child"
 
 const LANDLOCK = Landlock.abi() > 0
 const needs = LANDLOCK ? "" : " (SKIPPED: this kernel has no Landlock)"
@@ -254,11 +255,8 @@ describe("the shell sandbox", () => {
   // line's end from every ‘ (a quote that does not end a quoted path). No test timeout stops synchronous code, so
   // the case runs in a child process killed after 20 s.
   test(`a long hostile refusal line names its paths at once, and rightly`, async () => {
-    const child = Bun.spawn(
-      [
-        process.execPath,
-        "-e",
-        `
+    expect(
+      await inChild(`
         import { Sandbox } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/sandbox.ts"))}
         const prepared = Sandbox.prepare({ location: ${JSON.stringify(tempDir("core-loc-"))}, approved: [] }, { PATH: "/usr/bin:/bin", HOME: ${JSON.stringify(tempDir("core-user-"))} })
         try {
@@ -272,15 +270,8 @@ describe("the shell sandbox", () => {
         } finally {
           prepared.cleanup()
         }
-        `,
-      ],
-      { stdout: "pipe", stderr: "pipe" },
-    )
-    const killer = setTimeout(() => child.kill("SIGKILL"), 20_000)
-    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
-    clearTimeout(killer)
-    expect({ code, err }).toEqual({ code: 0, err: "" })
-    expect(JSON.parse(out)).toEqual([["/srv/quoted", "/srv/bare"], 1, ["/srv/kept"]])
+        `),
+    ).toEqual([["/srv/quoted", "/srv/bare"], 1, ["/srv/kept"]])
   }, 30_000)
 
   test.skipIf(!LANDLOCK)(`a home inside a system directory keeps its credential stores out, the rest of that directory readable${needs}`, async () => {

@@ -7,6 +7,7 @@ import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Project } from "../../src/store/project"
 import { tempDir } from "../support/temp"
+import { inChild } from "../support/in-child"
 
 /** The identity of a repository whose config's origin has `line` for its url line. */
 const identity = (line: string) => {
@@ -38,11 +39,8 @@ describe("Project.identityOf reads the origin's url line", () => {
   test("a long hostile url line and remote are read at once, and rightly", async () => {
     const root = realpathSync(tempDir("core-project-"))
     mkdirSync(join(root, ".git"))
-    const child = Bun.spawn(
-      [
-        process.execPath,
-        "-e",
-        `
+    expect(
+      await inChild(`
         import { writeFileSync } from "node:fs"
         import { Project } from ${JSON.stringify(join(import.meta.dir, "../../src/store/project.ts"))}
         const root = ${JSON.stringify(root)}
@@ -57,14 +55,7 @@ describe("Project.identityOf reads the origin's url line", () => {
           Project.normalizeRemote("git@github.com:acme" + "/".repeat(200_000) + "shop/").length,
           Project.normalizeRemote("/srv/acme" + "/".repeat(200_000) + "shop.git").length,
         ]))
-        `,
-      ],
-      { stdout: "pipe", stderr: "pipe" },
-    )
-    const killer = setTimeout(() => child.kill("SIGKILL"), 20_000)
-    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
-    clearTimeout(killer)
-    expect({ code, err }).toEqual({ code: 0, err: "" })
-    expect(JSON.parse(out)).toEqual(["path:<root>", "git:github.com/acme/shop", 200_019, 200_018])
+        `),
+    ).toEqual(["path:<root>", "git:github.com/acme/shop", 200_019, 200_018])
   }, 30_000)
 })
