@@ -4,7 +4,7 @@ export * as Server from "./server"
 // on `stop` shuts down gracefully: no new connections, running calls cancelled and recorded, event streams ended,
 // remaining connections closed, then the Locations and the store closed (by the Scope, in that order).
 
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { mkdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
@@ -16,6 +16,7 @@ import packageJson from "../../package.json" with { type: "json" }
 import type { Activity } from "../host/activity"
 import type { Host } from "../host/host"
 import { Sidecar } from "../host/sidecar"
+import { ProcessDirs } from "../shell/process-dirs"
 import { Supervised } from "../shell/supervised"
 import { Forwarding } from "./forwarding"
 import { Guard } from "./guard"
@@ -85,28 +86,15 @@ export const connectionDescriptors = (limit: number): number =>
 /** The longest path of a unix socket (sun_path, less its terminating zero), with a margin. */
 const MAX_SOCKET_PATH = 100
 
-/** Whether process `pid` is alive (or not ours to signal). */
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (cause) {
-    return (cause as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
-
 /**
- * A private (0700) directory for the server's unix socket, `serve-<pid>-<random>`: in the data directory, or the
- * temporary one if that is too deep for a socket's path. Those a killed core left behind there are removed.
+ * A private (0700) directory for the server's unix socket, `serve-<pid>-<machine><random>` (ProcessDirs): in the data
+ * directory, or the temporary one if that is too deep for a socket's path. Those a killed core of this machine left
+ * there are removed.
  */
 const socketDirectory = (dataDir: string): string => {
-  const prefix = `serve-${process.pid}-`
-  const parent = join(dataDir, prefix).length + 6 + "/http.sock".length <= MAX_SOCKET_PATH ? dataDir : tmpdir()
-  for (const name of readdirSync(parent)) {
-    const pid = /^serve-(\d+)-/.exec(name)?.[1]
-    if (pid !== undefined && !alive(Number(pid))) rmSync(join(parent, name), { recursive: true, force: true })
-  }
-  return mkdtempSync(join(parent, prefix))
+  const prefix = "serve-"
+  const parent = join(dataDir, prefix).length + 30 + "/http.sock".length <= MAX_SOCKET_PATH ? dataDir : tmpdir()
+  return ProcessDirs.make(parent, prefix)
 }
 
 /** The process's open-file limit (Bun raises the soft limit to the hard one at start); undefined where unknown. */

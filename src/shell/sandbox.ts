@@ -8,12 +8,13 @@ export * as Sandbox from "./sandbox"
 // carved around them (./landlock). When the system temp directory holds one of them (as in tests), the command
 // gets a fresh temp directory of its own (TMPDIR) instead of all of it.
 
-import { lstatSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { lstatSync, mkdirSync, rmSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
 import { join, resolve, sep } from "node:path"
 import { Covered } from "./covered"
 import { Home } from "./home"
 import { Landlock } from "./landlock"
+import { ProcessDirs } from "./process-dirs"
 
 /** What the caller decides: where the command runs and what was approved for this call. */
 export interface Policy {
@@ -247,10 +248,10 @@ export const prepare = (
   const made = fixed(policy, env, settings, covering)
   const { core, secret, system, read, write: allowed, devices } = made
   // A cache directory someone else made (see Fixed.cache) is not used: the call gets an empty one of its own.
-  const cache = made.cache ?? mkdtempSync(join(system, "core-cache-"))
+  const cache = made.cache ?? ProcessDirs.make(system, "core-cache-")
   const owned = made.cache === undefined ? [cache] : []
   let temporary: string | undefined
-  if (secret.some((dir) => within(system, dir))) temporary = mkdtempSync(join(system, "core-call-"))
+  if (secret.some((dir) => within(system, dir))) temporary = ProcessDirs.make(system, "core-call-")
   // The cache lies in core's data directory, carved out of every grant: it is granted by itself.
   // What developer tools read under the home stays read-only where a write grant holds it (a Location holding the
   // home), though never carved out of a grant it holds itself (a Location under ~/go).

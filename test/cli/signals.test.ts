@@ -2,6 +2,9 @@
 // settles as `cancelled` and is recorded so, and progress reaches stderr as plain lines off a terminal.
 
 import { describe, expect, test } from "bun:test"
+import { existsSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { waitTool } from "../support/tools"
 import { exec, runs, sandbox, settlementOf, start } from "./fixture"
 
@@ -47,5 +50,31 @@ describe("an interrupted call", () => {
     expect(stderr).not.toContain("\r")
     expect(stderr).not.toContain("\x1b")
     expect(stdout).not.toContain("progress")
+  })
+})
+
+describe("a core killed mid-command", () => {
+  test("leaves the call's temp directory, which the next core's first command removes", async () => {
+    // The data directory lies under the system temp directory, so each command gets a TMPDIR of its own there.
+    const box = sandbox({ "core.json": JSON.stringify({ permission: { bash: "allow" } }) })
+    const noted = join(box.location, "tmpdir.txt")
+    const running = await start(box, [
+      "exec", "bash", "--input", JSON.stringify({ command: `echo "$TMPDIR" > tmpdir.txt; sleep 60` }), "--location", box.location,
+    ])
+    while (!existsSync(noted) || !readFileSync(noted, "utf8").endsWith("\n")) await Bun.sleep(20)
+    const left = readFileSync(noted, "utf8").trim()
+    expect(left.startsWith(join(tmpdir(), `core-call-${running.child.pid}-`))).toBe(true)
+    running.child.kill("SIGKILL")
+    await running.child.exited
+    // Killed, core removed nothing.
+    expect(existsSync(left)).toBe(true)
+
+    const next = await exec(box, "bash", { command: 'echo "$TMPDIR"' })
+    expect(settlementOf(next).status).toBe("success")
+    const own = settlementOf(next).structured as { readonly stdout: string }
+    expect(own.stdout.trim().startsWith(join(tmpdir(), "core-call-"))).toBe(true)
+    expect(existsSync(left)).toBe(false)
+    // Its own, removed with its call.
+    expect(existsSync(own.stdout.trim())).toBe(false)
   })
 })

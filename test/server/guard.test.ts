@@ -13,6 +13,7 @@ import { Deferred, Effect, Fiber } from "effect"
 import { Runtime } from "../../src/cli/runtime"
 import { Guard } from "../../src/server/guard"
 import { Server } from "../../src/server/server"
+import { ProcessDirs } from "../../src/shell/process-dirs"
 import { IMPORTS, RAN, sandbox } from "./support"
 
 const DEADLINE_S = 1
@@ -210,15 +211,21 @@ describe("the connection guard", () => {
     expect(statuses(await client.until((text) => statuses(text).length === 1))[0]).toBe(431)
   }, 60_000)
 
-  test("the server's unix socket is in a 0700 directory of the data directory, removed at stop (and at start, one a killed core left)", async () => {
+  test("the server's unix socket is in a 0700 directory of the data directory, removed at stop (and at start, one a killed core of this machine left)", async () => {
     // A pid no process has (above the kernel's pid_max of 2^22).
-    const left = "serve-9999999-abcdef"
-    const server = await listen((data) => mkdirSync(join(data, left), { recursive: true }))
-    const directories = readdirSync(server.box.data).filter((name) => name.startsWith("serve-"))
+    const left = `serve-9999999-${ProcessDirs.machine()}abcdef`
+    // Another host's serve sharing the data directory (its pid means nothing here), and a name core did not make.
+    const elsewhere = `serve-9999999-${ProcessDirs.machine() === "00000000" ? "11111111" : "00000000"}abcdef`
+    const foreign = "serve-9999999-abcdef"
+    const server = await listen((data) => [left, elsewhere, foreign].forEach((name) => mkdirSync(join(data, name), { recursive: true })))
+    const directories = readdirSync(server.box.data).filter((name) => name.startsWith("serve-") && name !== elsewhere && name !== foreign)
     expect(directories).toHaveLength(1)
+    expect(directories[0]).toStartWith(`serve-${process.pid}-${ProcessDirs.machine()}`)
     const directory = join(server.box.data, directories[0]!)
     expect(statSync(directory).mode & 0o777).toBe(0o700)
     expect(statSync(join(directory, "http.sock")).isSocket()).toBe(true)
+    expect(existsSync(join(server.box.data, elsewhere))).toBe(true)
+    expect(existsSync(join(server.box.data, foreign))).toBe(true)
     await server.stop()
     expect(existsSync(directory)).toBe(false)
   }, 60_000)
