@@ -24,7 +24,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type { Registry } from "../registry/registry"
-import type { Store } from "../store/store"
+import { Store } from "../store/store"
 import type { Tool } from "../tool/tool"
 import { Hooks } from "./hooks"
 import { Spans } from "./spans"
@@ -51,10 +51,31 @@ export interface Handover {
   readonly waited: () => void
 }
 
-/** Reads `fiber`'s exit with `next`: now if it has ended, else once it ends (the rest of the settle as an Effect). */
-const then = <A, E>(fiber: Fiber.Fiber<A, E>, next: (exit: Exit.Exit<A, E>) => Outcome): Outcome => {
-  const exit = fiber.pollUnsafe()
-  return exit !== undefined ? next(exit) : Effect.flatMap(Fiber.await(fiber), next)
+/**
+ * Reads the exit of a step (its fiber, or its exit when it ran without one) with `next`: now if it has ended, else
+ * once it ends (the rest of the settle as an Effect).
+ */
+const then = <A, E>(step: Fiber.Fiber<A, E> | Exit.Exit<A, E>, next: (exit: Exit.Exit<A, E>) => Outcome): Outcome => {
+  if (Exit.isExit(step)) return next(step)
+  const exit = step.pollUnsafe()
+  return exit !== undefined ? next(exit) : Effect.flatMap(Fiber.await(step), next)
+}
+
+/**
+ * A store operation: its exit at once where the store answers at once (`Store.Now`, with no fiber), else its
+ * Effect started in a fiber of the settle's context.
+ */
+const stored = <A>(
+  run: ReturnType<typeof Effect.runForkWith<never>>,
+  now: (() => A) | undefined,
+  effect: () => Effect.Effect<A, Store.StoreError>,
+): Fiber.Fiber<A, Store.StoreError> | Exit.Exit<A, Store.StoreError> => {
+  if (now === undefined) return run(effect())
+  try {
+    return Exit.succeed(now())
+  } catch (error) {
+    return error instanceof Store.StoreError ? Exit.fail(error) : Exit.die(error)
+  }
 }
 
 const settledBy = (settlement: Steps.Settled["settlement"], replayed: boolean): Outcome =>
@@ -116,7 +137,10 @@ export const settle = (
   /** A call that never began, settled with `settlement` if still absent; the fiber path if another got there first. */
   const recordNew = (settlement: Steps.Settled["settlement"]) => {
     const started = at
-    return then(run(services.store.settle(key, settlement, { state: "absent", agent: call.agent, details: call.details })), (exit) => {
+    const expected = { state: "absent", agent: call.agent, details: call.details } as const
+    const { store } = services
+    const settling = stored(run, store.now && (() => store.now!.settle(key, settlement, expected)), () => store.settle(key, settlement, expected))
+    return then(settling, (exit) => {
       if (held !== undefined) {
         if (Exit.isSuccess(exit) && !exit.value) return handover.fibers()
         held.hold("Settler.record", started, read(), failureOf(exit), Spans.RECORD, "settlement")
@@ -163,9 +187,14 @@ export const settle = (
     if (hooked instanceof Steps.Stop) return stopNew(hooked)
     const admitted: Steps.Admitted = { _tag: "Admitted", tool, input: hooked }
     const started = at
-    const beginning = run(services.store.begin(key, call.name, call.agent, call.details))
+    const { store } = services
+    const beginning = stored(
+      run,
+      store.now && (() => store.now!.begin(key, call.name, call.agent, call.details)),
+      () => store.begin(key, call.name, call.agent, call.details),
+    )
     // A store that answers later (a remote one) is left to the fiber path from the next call on; this one goes on.
-    if (beginning.pollUnsafe() === undefined) handover.waited()
+    if (!Exit.isExit(beginning) && beginning.pollUnsafe() === undefined) handover.waited()
     return then(beginning, (begun) => {
       // Recorded already (settled, begun, or another's): the fiber path answers from the record.
       if (Exit.isSuccess(begun) && !begun.value) return handover.fibers()
@@ -182,7 +211,9 @@ export const settle = (
   if (services.hooks === undefined || !services.hooks.has(call.name, "tool.execute.before")) return begin(input)
   // A recorded call runs nothing, its hooks neither: its record is read before the first hook runs, as the fiber
   // path reads it first. Found, or not read at once, the call is the fiber path's from its start.
-  const known = run(services.store.lookup(key)).pollUnsafe()
+  const { store } = services
+  const looked = stored(run, store.now && (() => store.now!.lookup(key)), () => store.lookup(key))
+  const known = Exit.isExit(looked) ? looked : looked.pollUnsafe()
   if (known === undefined) handover.waited()
   if (known === undefined || Exit.isFailure(known) || known.value !== undefined) return handover.fibers()
   // From the first hook on the call is this path's (a record found later is answered by the fiber path from it); it
@@ -233,11 +264,16 @@ const owned = (
   } catch (defect) {
     outcome = Exit.die(defect)
   }
-  const fail = (cause: Cause.Cause<Steps.OperationalError>) => Effect.ignore(services.store.fail(key, Steps.reasonOf(cause)))
+  const { store } = services
+  const fail = (cause: Cause.Cause<Steps.OperationalError>) => Effect.ignore(store.fail(key, Steps.reasonOf(cause)))
   if (!Exit.isExit(outcome)) return Effect.tapCause(outcome, fail)
   if (Exit.isSuccess(outcome)) return outcome
   const failed = outcome
-  return then(run(fail(failed.cause)), () => failed)
+  // Recorded failed where it can be; a store failing to record it changes nothing of the outcome.
+  return then(
+    stored(run, store.now && (() => store.now!.fail(key, Steps.reasonOf(failed.cause))), () => fail(failed.cause)),
+    () => failed,
+  )
 }
 
 /** Execute → encode → project → bound → persist, for an admitted call whose intent is recorded. */
@@ -257,11 +293,14 @@ const perform = (
   /** The settlement of a call this process ran; if another record won meanwhile, that one stands. */
   const recordOwned = (settlement: Steps.Settled["settlement"]) => {
     const started = at
-    return then(run(services.store.settle(key, settlement, { state: "owned" })), (exit) => {
+    const { store } = services
+    const expected = { state: "owned" } as const
+    const settling = stored(run, store.now && (() => store.now!.settle(key, settlement, expected)), () => store.settle(key, settlement, expected))
+    return then(settling, (exit) => {
       trace?.step("Settler.record", started, Spans.now(trace), failureOf(exit), Spans.RECORD, "settlement")
       if (Exit.isFailure(exit)) return Exit.failCause(Cause.map(exit.cause, Steps.recordFailed(call)))
       if (exit.value) return settledBy(settlement, false)
-      return then(run(services.store.lookup(key)), (known) => {
+      return then(stored(run, store.now && (() => store.now!.lookup(key)), () => store.lookup(key)), (known) => {
         if (Exit.isFailure(known)) {
           return Exit.failCause(Cause.map(known.cause, Steps.operational("Could not read the settlement store")))
         }

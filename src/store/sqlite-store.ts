@@ -559,24 +559,32 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
         return true
       }
 
-      return Store.Service.of({
+      /** `run`, its throw a StoreError naming the store and `operation`. */
+      const guarded = <A>(operation: string, run: () => A): A => {
+        try {
+          return run()
+        } catch (cause) {
+          throw Store.failed(path, operation, cause)
+        }
+      }
+      const now: Store.Now = {
         lookup: (key) =>
-          attempt("lookup", (): Store.Record | undefined =>
+          guarded("lookup", () =>
             journal.reading(() => {
               const row = current(key)
               return row === undefined ? undefined : recordOf(row, key)
             }),
           ),
         begin: (key, tool, agent, details) =>
-          attempt("write", () =>
+          guarded("write", () =>
             journal.writing(() => {
-              const now = Date.now()
-              const begun = insert(key, details, now, {
+              const at = Date.now()
+              const begun = insert(key, details, at, {
                 tool,
                 agent,
                 state: "started",
                 owner: Owner.current,
-                lease_until: now + leaseMs,
+                lease_until: at + leaseMs,
                 settlement: null,
                 settled_at: null,
               })
@@ -585,18 +593,18 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
             }),
           ),
         settle: (key, settlement, expected) =>
-          attempt("write", () =>
+          guarded("write", () =>
             journal.writing(() => {
               if (expected.state === "absent") {
-                const now = Date.now()
-                return insert(key, expected.details, now, {
+                const at = Date.now()
+                return insert(key, expected.details, at, {
                   tool: settlement.tool,
                   agent: expected.agent,
                   state: "settled",
                   owner: null,
                   lease_until: null,
                   settlement: JSON.stringify(settlement),
-                  settled_at: now,
+                  settled_at: at,
                 })
               }
               if (expected.state === "owned") running.remove(keyOf(key))
@@ -618,7 +626,7 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
             }),
           ),
         fail: (key, reason) =>
-          attempt("write", () =>
+          guarded("write", () =>
             journal.writing(() => {
               running.remove(keyOf(key))
               const row = journal.row([key.location, key.sessionID, key.toolCallID])
@@ -627,32 +635,39 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
               }
             }),
           ),
-        prune: (before, limit) =>
-          attempt("prune", () =>
-            journal.writing(() => {
-              // Pruned in SQLite, with everything the journal holds in it first, under a new nonce: every
-              // process reads SQLite's rows afresh.
-              journal.compact()
-              const removed = statements.prune.run(before, limit).changes
-              journal.forget()
-              if (unlocated && removed > 0) unlocated = statements.unlocated.get() !== null
-              return removed < limit ? removed + statements.pruneTodos.run(before, limit - removed).changes : removed
-            }),
-          ),
-        claimSweep: (now, intervalMs) =>
-          attempt("write", () => statements.claimSweep.run(now, now - intervalMs, now).changes === 1),
-        list: (filter) =>
-          attempt("lookup", () =>
-            journal.writing(() => {
-              // Listed from SQLite, with everything the journal holds in it first.
-              if (journal.pending()) journal.compact()
-              return statements.list
-                .all(filter.location, filter.sessionID ?? null, filter.since ?? 0, filter.limit)
-                .reverse()
-                .map((row) => Store.listedOf(row, (key) => recordOf(row, key)))
-            }),
-          ),
-      })
+      }
+
+      return Store.answering(
+        Store.Service.of({
+            ...Store.effectsOf(now),
+          prune: (before, limit) =>
+            attempt("prune", () =>
+              journal.writing(() => {
+                // Pruned in SQLite, with everything the journal holds in it first, under a new nonce: every
+                // process reads SQLite's rows afresh.
+                journal.compact()
+                const removed = statements.prune.run(before, limit).changes
+                journal.forget()
+                if (unlocated && removed > 0) unlocated = statements.unlocated.get() !== null
+                return removed < limit ? removed + statements.pruneTodos.run(before, limit - removed).changes : removed
+              }),
+            ),
+          claimSweep: (now, intervalMs) =>
+            attempt("write", () => statements.claimSweep.run(now, now - intervalMs, now).changes === 1),
+          list: (filter) =>
+            attempt("lookup", () =>
+              journal.writing(() => {
+                // Listed from SQLite, with everything the journal holds in it first.
+                if (journal.pending()) journal.compact()
+                return statements.list
+                  .all(filter.location, filter.sessionID ?? null, filter.since ?? 0, filter.limit)
+                  .reverse()
+                  .map((row) => Store.listedOf(row, (key) => recordOf(row, key)))
+              }),
+            ),
+        }),
+        now,
+      )
     }),
   )
 

@@ -216,7 +216,50 @@ export const listedOf = (row: ListedRow, record: (key: Key) => Record): Listed =
   }
 }
 
+/**
+ * A store's record-keeping operations answered at once, for a store kept in this process's memory or files: each
+ * as its Effect in `Interface` does, returning its value or throwing its StoreError (anything else it throws is a
+ * defect). The settle's immediate path (settlement/immediate.ts) calls these, without a fiber per operation.
+ */
+export interface Now {
+  readonly lookup: (key: Key) => Record | undefined
+  readonly begin: (key: Key, tool: string, agent: string, details?: Details) => boolean
+  readonly settle: (key: Key, settlement: Settlement.Info, expected: Expected) => boolean
+  readonly fail: (key: Key, reason: string) => void
+}
+
+/**
+ * `service` answering at once through `now` too. Kept out of a copy of the service (`{ ...store, begin }`, not
+ * enumerable): a store wrapping another's operations answers through its own Effects, never past them.
+ */
+export const answering = (service: Interface, now: Now): Interface =>
+  Object.defineProperty(service, "now", { value: now, enumerable: false, writable: false })
+
+/** `now`'s operations as Effects: a StoreError thrown is the Effect's failure, anything else a defect. */
+export const effectsOf = (now: Now): Pick<Interface, keyof Now> => {
+  const attempt = <A>(run: () => A): Effect.Effect<A, StoreError> =>
+    Effect.suspend(() => {
+      try {
+        return Effect.succeed(run())
+      } catch (error) {
+        if (error instanceof StoreError) return Effect.fail(error)
+        throw error
+      }
+    })
+  return {
+    lookup: (key) => attempt(() => now.lookup(key)),
+    begin: (key, tool, agent, details) => attempt(() => now.begin(key, tool, agent, details)),
+    settle: (key, settlement, expected) => attempt(() => now.settle(key, settlement, expected)),
+    fail: (key, reason) => attempt(() => now.fail(key, reason)),
+  }
+}
+
 export interface Interface {
+  /**
+   * The operations below answered at once, where this store can (one in this process's memory or files); set by
+   * `answering`, so a copy of the service does not carry it.
+   */
+  readonly now?: Now
   readonly lookup: (key: Key) => Effect.Effect<Record | undefined, StoreError>
   /** Records that a call is about to execute. Answers false (and records nothing) if the call is already known. */
   readonly begin: (key: Key, tool: string, agent: string, details?: Details) => Effect.Effect<boolean, StoreError>
@@ -286,86 +329,91 @@ export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
     if (stored.state === "failed") return { state: "failed", agent, tool: stored.tool, reason: stored.reason }
     return { state: "started", agent, tool: stored.tool, owner: Owner.current, running: true }
   }
-  return Service.of({
-    lookup: (key) =>
-      Effect.sync((): Record | undefined => {
-        const stored = records.get(keyOf(key))
-        return stored === undefined ? undefined : recordOf(stored)
-      }),
-    begin: (key, tool, agent, details) =>
-      Effect.sync(() => {
-        if (records.has(keyOf(key))) return false
-        records.set(keyOf(key), { key, details, settledAt: undefined, state: "started", tool, agent, at: Date.now() })
-        return true
-      }),
-    settle: (key, settlement, expected) =>
-      Effect.sync(() => {
-        const stored = records.get(keyOf(key))
-        if (!matches(stored, expected)) return false
-        const agent = expected.state === "absent" ? expected.agent : stored!.agent
-        const details = expected.state === "absent" ? expected.details : stored!.details
-        const now = Date.now()
-        records.set(keyOf(key), {
-          key,
-          details,
-          settledAt: now,
-          state: "settled",
-          json: JSON.stringify(settlement),
-          tool: settlement.tool,
-          agent,
-          at: now,
-        })
-        return true
-      }),
-    fail: (key, reason) =>
-      Effect.sync(() => {
-        const stored = records.get(keyOf(key))
-        if (stored?.state === "started") {
-          const now = Date.now()
-          records.set(keyOf(key), { ...stored, state: "failed", reason, settledAt: now, at: now })
-        }
-      }),
-    list: (filter) =>
-      Effect.sync(() => {
-        const startOf = (stored: Stored) => stored.details?.startedAt ?? stored.settledAt ?? stored.at
-        const found = [...records.values()].filter(
-          (stored) =>
-            stored.key.location === filter.location &&
-            (filter.sessionID === undefined || stored.key.sessionID === filter.sessionID) &&
-            (filter.since === undefined || startOf(stored) >= filter.since),
-        )
-        // Stable: calls received in the same millisecond keep the order they were recorded in.
-        found.sort((a, b) => startOf(a) - startOf(b))
-        return found.slice(Math.max(0, found.length - filter.limit)).map(
-          (stored): Listed => ({
-            location: stored.key.location,
-            sessionID: stored.key.sessionID,
-            toolCallID: stored.key.toolCallID,
-            tool: stored.tool,
-            agent: stored.agent,
-            messageID: stored.details?.messageID,
-            input: stored.details?.input,
-            inputBytes: stored.details?.inputBytes,
-            startedAt: stored.details?.startedAt,
-            settledAt: stored.settledAt,
-            record: recordOf(stored),
-          }),
-        )
-      }),
-    prune: (before, limit) =>
-      Effect.sync(() => {
-        let removed = 0
-        for (const [key, stored] of records) {
-          if (removed >= limit) break
-          if (stored.at < before && records.delete(key)) removed++
-        }
-        return removed
-      }),
-    claimSweep: (now, intervalMs) =>
-      Effect.sync(() => {
-        if (lastSweep !== undefined && lastSweep > now - intervalMs && lastSweep <= now) return false
-        lastSweep = now
-        return true
-      }),
-  })
+  const now: Now = {
+    lookup: (key) => {
+      const stored = records.get(keyOf(key))
+      return stored === undefined ? undefined : recordOf(stored)
+    },
+    begin: (key, tool, agent, details) => {
+      const id = keyOf(key)
+      if (records.has(id)) return false
+      records.set(id, { key, details, settledAt: undefined, state: "started", tool, agent, at: Date.now() })
+      return true
+    },
+    settle: (key, settlement, expected) => {
+      const id = keyOf(key)
+      const stored = records.get(id)
+      if (!matches(stored, expected)) return false
+      const agent = expected.state === "absent" ? expected.agent : stored!.agent
+      const details = expected.state === "absent" ? expected.details : stored!.details
+      const at = Date.now()
+      records.set(id, {
+        key,
+        details,
+        settledAt: at,
+        state: "settled",
+        json: JSON.stringify(settlement),
+        tool: settlement.tool,
+        agent,
+        at,
+      })
+      return true
+    },
+    fail: (key, reason) => {
+      const id = keyOf(key)
+      const stored = records.get(id)
+      if (stored?.state === "started") {
+        const at = Date.now()
+        records.set(id, { ...stored, state: "failed", reason, settledAt: at, at })
+      }
+    },
+  }
+  return answering(
+    Service.of({
+        ...effectsOf(now),
+      list: (filter) =>
+        Effect.sync(() => {
+          const startOf = (stored: Stored) => stored.details?.startedAt ?? stored.settledAt ?? stored.at
+          const found = [...records.values()].filter(
+            (stored) =>
+              stored.key.location === filter.location &&
+              (filter.sessionID === undefined || stored.key.sessionID === filter.sessionID) &&
+              (filter.since === undefined || startOf(stored) >= filter.since),
+          )
+          // Stable: calls received in the same millisecond keep the order they were recorded in.
+          found.sort((a, b) => startOf(a) - startOf(b))
+          return found.slice(Math.max(0, found.length - filter.limit)).map(
+            (stored): Listed => ({
+              location: stored.key.location,
+              sessionID: stored.key.sessionID,
+              toolCallID: stored.key.toolCallID,
+              tool: stored.tool,
+              agent: stored.agent,
+              messageID: stored.details?.messageID,
+              input: stored.details?.input,
+              inputBytes: stored.details?.inputBytes,
+              startedAt: stored.details?.startedAt,
+              settledAt: stored.settledAt,
+              record: recordOf(stored),
+            }),
+          )
+        }),
+      prune: (before, limit) =>
+        Effect.sync(() => {
+          let removed = 0
+          for (const [key, stored] of records) {
+            if (removed >= limit) break
+            if (stored.at < before && records.delete(key)) removed++
+          }
+          return removed
+        }),
+      claimSweep: (now, intervalMs) =>
+        Effect.sync(() => {
+          if (lastSweep !== undefined && lastSweep > now - intervalMs && lastSweep <= now) return false
+          lastSweep = now
+          return true
+        }),
+    }),
+    now,
+  )
 })

@@ -5,7 +5,7 @@
 
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
-import { Deferred, Effect, Exit, Fiber, Layer, Schema } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Layer, Schema, Scope } from "effect"
 import { Kernel as CoreKernel } from "../../src/host/kernel"
 import { Registry } from "../../src/registry/registry"
 import { Settler } from "../../src/settlement/settler"
@@ -332,3 +332,100 @@ for (const path of Kernel.PATHS) {
     })
   })
 }
+
+describe("a store that answers at once (Store.Now)", () => {
+  /** The memory store's operations answered through `now` (possibly changed), its Effects counted as they run. */
+  const answering = (change: (now: Store.Now) => Partial<Store.Now>, ran: Array<string>) =>
+    Layer.effect(
+      Store.Service,
+      Effect.gen(function* () {
+        const real = yield* Store.Service
+        const counted = <A, E>(name: string, effect: Effect.Effect<A, E>) => Effect.suspend(() => (ran.push(name), effect))
+        return Store.answering(
+          Store.Service.of({
+            ...real,
+            lookup: (key) => counted("lookup", real.lookup(key)),
+            begin: (key, tool, agent, details) => counted("begin", real.begin(key, tool, agent, details)),
+            settle: (key, settlement, expected) => counted("settle", real.settle(key, settlement, expected)),
+            fail: (key, reason) => counted("fail", real.fail(key, reason)),
+          }),
+          { ...real.now!, ...change(real.now!) },
+        )
+      }),
+    ).pipe(Layer.provide(Store.layerMemory))
+
+  const settleWith = <A>(store: Layer.Layer<Store.Service>, body: Effect.Effect<A, unknown, Registry.Service | Settler.Service | Store.Service | Scope.Scope>) =>
+    Effect.runPromise(
+      body.pipe(Effect.scoped, Effect.provide(CoreKernel.layer({ store, outputsDirectory: join(tempDir(), "outputs") }))),
+    )
+
+  test("the memory and SQLite stores answer at once, and a copy of either ({ ...store }) does not", () =>
+    Promise.all(
+      [false, true].map((durable) =>
+        Kernel.run(
+          Effect.gen(function* () {
+            const store = yield* Store.Service
+            expect(store.now).toBeDefined()
+            expect({ ...store }.now).toBeUndefined()
+          }),
+          { durable },
+        ),
+      ),
+    ))
+
+  test("on the immediate path a call is recorded through it, with no store Effect run; on the fiber path through the Effects", async () => {
+    const ran: Array<string> = []
+    const outcome = await settleWith(
+      answering(() => ({}), ran),
+      Effect.gen(function* () {
+        yield* register({ echo: tool(() => Effect.succeed("hi")) })
+        const settle = (yield* turn).settle
+        const immediate = yield* settle(Kernel.call("echo", {}))
+        const recorded = ran.splice(0)
+        const fibers = yield* settle(Kernel.call("echo", {})).pipe(Effect.provideService(Settler.Immediately, false))
+        return { immediate, recorded, fibers, fiberRan: ran.splice(0) }
+      }),
+    )
+    expect(outcome.immediate).toMatchObject({ replayed: false, settlement: { status: "success", structured: "hi" } })
+    expect(outcome.recorded).toEqual([])
+    expect(outcome.fibers.settlement.structured).toBe("hi")
+    expect(outcome.fiberRan).toEqual(["lookup", "begin", "settle"])
+  })
+
+  test("an intent it fails to record (a StoreError thrown) fails the call operationally, and the tool never runs", async () => {
+    let runs = 0
+    const exit = await settleWith(
+      answering(() => ({ begin: () => { throw Store.failed("/data/core.db", "write", new Error("disk full")) } }), []),
+      Effect.gen(function* () {
+        yield* register({ echo: tool(() => Effect.sync(() => `run ${++runs}`)) })
+        return yield* Effect.exit((yield* turn).settle(Kernel.call("echo", {})))
+      }),
+    )
+    expect(Exit.isFailure(exit) && Cause.squash(exit.cause)).toBeInstanceOf(Settler.OperationalError)
+    expect(String(Exit.isFailure(exit) && Cause.squash(exit.cause))).toContain("Could not record the call")
+    expect(runs).toBe(0)
+  })
+
+  test("a settlement it fails to record fails the call operationally; anything else it throws is a defect", async () => {
+    for (const [thrown, operational] of [
+      [Store.failed("/data/core.db", "write", new Error("disk full")), true],
+      [new TypeError("a bug in the store"), false],
+    ] as const) {
+      let runs = 0
+      const exit = await settleWith(
+        answering(() => ({ settle: () => { throw thrown } }), []),
+        Effect.gen(function* () {
+          yield* register({ echo: tool(() => Effect.sync(() => `run ${++runs}`)) })
+          return yield* Effect.exit((yield* turn).settle(Kernel.call("echo", {})))
+        }),
+      )
+      expect(Exit.isFailure(exit)).toBe(true)
+      if (Exit.isFailure(exit)) {
+        expect(Cause.hasDies(exit.cause)).toBe(!operational)
+        if (operational) expect(Cause.squash(exit.cause)).toBeInstanceOf(Settler.OperationalError)
+        else expect(String(Cause.squash(exit.cause))).toContain("a bug in the store")
+      }
+      expect(runs).toBe(1)
+    }
+  })
+})
