@@ -246,8 +246,9 @@ export const measure = async (): Promise<Report> => {
       ],
     })
     notes.push(
-      "* a reference, not a shipped configuration: the same sidecar from source with the in-memory store " +
-        "(bench/serve-memory-peer.ts), so nothing is recorded durably; the gap to core serve is law 12's cost",
+      "* a reference, not a shipped configuration: core serve's own server (the connection guard, the router, a log " +
+        "line per call) from source with the in-memory store (bench/serve-memory-peer.ts), so nothing is recorded " +
+        "durably; the gap to core serve is law 12's cost (and the compiled binary's difference from source)",
       "core: every call is a fresh (sessionID, toolCallID), recorded durably (an intent and a settlement, each a line " +
         "appended to the store's journal, compacted into SQLite in batches), through one turn; the client is plain fetch " +
         "with the bearer token",

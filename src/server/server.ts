@@ -60,6 +60,8 @@ export interface Options {
   readonly readDeadlineS?: number
   /** Makes what answers `/mcp` on the sidecar, for the life of the server (the CLI gives MCP's streamable HTTP). */
   readonly mcp?: (sidecar: Sidecar.Interface) => Effect.Effect<Router.McpEndpoint, never, Scope.Scope>
+  /** The settlement store; the durable one in the data directory unless given (a benchmark's memory store). */
+  readonly store?: Sidecar.Options["store"]
 }
 
 /** How long answers in flight may take to finish at shutdown before their connections are closed. */
@@ -128,6 +130,7 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
     watch: true,
     log: options.log,
     ...(options.activity === undefined ? {} : { activity: options.activity }),
+    ...(options.store === undefined ? {} : { store: options.store }),
   })
   // The port is known once listening; no request is handled before the checker is in place (same tick).
   let checkHost: (host: string | undefined) => boolean = () => false
