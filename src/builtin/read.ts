@@ -442,7 +442,7 @@ const makeTool = (services: Builtin.Services) => {
       (handle) => Effect.promise(() => handle.close()),
     )
 
-  return Tool.make({
+  return Builtin.tool({
     description: DESCRIPTION,
     input: Input,
     output: Output,

@@ -328,7 +328,7 @@ const makeTool = (services: Builtin.Services) => {
       }
     })
 
-  return Tool.make({
+  return Builtin.tool({
     description:
       "Fetch an http:// or https:// URL and read its content. An HTML page comes back as markdown (default), plain " +
       "text or the HTML as sent (format); JSON, XML and other text as sent; PNG, JPEG, GIF and WEBP images as " +
