@@ -42,6 +42,8 @@ const args = [
   // src/host/otlp-sender.ts looks for it, beside the chunk that starts it.
   "--entry-naming",
   "[name].[ext]",
+  // Tool files resolve packages of a node_modules beside them through package.json (exports and imports maps):
+  // without it they cannot, though it costs each start about a millisecond (test/cli/discovery.test.ts).
   "--compile-autoload-package-json",
   "--no-compile-autoload-bunfig",
   "--no-compile-autoload-dotenv",
