@@ -8,8 +8,12 @@ import { dirname, join, resolve } from "node:path"
 import * as Kit from "./build/kit"
 
 const root = import.meta.dir
-/** How many times more reluctant to JIT-compile the binary starts (1 is JavaScriptCore's normal policy). */
-const JIT_POLICY = 10
+/**
+ * How many times more reluctant to JIT-compile the binary starts (1 is JavaScriptCore's normal policy). Measured on
+ * `core exec` of a one-tool Location (bench/cold-start.ts): 10 leaves 3-4 ms more CPU than 30 to 1000, which are alike;
+ * a tool looping 10^8 times in JavaScript runs as fast at 100 as at 10 (its loops reach the scaled thresholds early).
+ */
+const JIT_POLICY = 100
 const outfileFlag = process.argv.indexOf("--outfile")
 const outfile = outfileFlag === -1 ? join(root, "dist", "core") : resolve(process.argv[outfileFlag + 1]!)
 mkdirSync(dirname(outfile), { recursive: true })
@@ -38,6 +42,8 @@ const args = [
   // src/host/otlp-sender.ts looks for it, beside the chunk that starts it.
   "--entry-naming",
   "[name].[ext]",
+  // Tool files resolve packages of a node_modules beside them through package.json (exports and imports maps):
+  // without it they cannot, though it costs each start about a millisecond (test/cli/discovery.test.ts).
   "--compile-autoload-package-json",
   "--no-compile-autoload-bunfig",
   "--no-compile-autoload-dotenv",

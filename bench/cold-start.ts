@@ -3,11 +3,12 @@
 // (tools/echo.ts written against `@core/tool` and `effect`, no node_modules, settled in process with the SQLite
 // store), and the same call forwarded to a `core serve` of the same data directory (docs/serve.md, "core exec
 // forwards"), against `bun -e ';'` as the peer. Each run is a fresh process timed from spawn to exit; the commands
-// alternate in rotating order so the noisy machine's drift lands on each alike.
+// alternate in rotating order so the noisy machine's drift lands on each alike. With `--base BINARY` (a compiled core
+// of an earlier build), that build's exec, in process and forwarded to a serve of its own, is measured in the same rounds.
 
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
 import { buildCore, cleanup, ECHO_TOOL, duration, main, progress, ratio, type Report, type Summary, summarize } from "./measure"
 
 const RUNS = 30
@@ -34,6 +35,12 @@ interface Sample {
   readonly cpuMs: number
 }
 
+/** `--base BINARY`: a compiled core (an earlier build) whose exec is measured in the same rounds. */
+const baseBinary = (): string | undefined => {
+  const at = process.argv.indexOf("--base")
+  return at < 0 ? undefined : resolve(process.argv[at + 1]!)
+}
+
 /** One fresh process, timed from spawn until it has exited. */
 const time = async (command: Command, cwd: string, env: Record<string, string | undefined>): Promise<Sample> => {
   const started = performance.now()
@@ -50,6 +57,8 @@ const time = async (command: Command, cwd: string, env: Record<string, string | 
 
 export const measure = async (): Promise<Report> => {
   const root = mkdtempSync(join(tmpdir(), "core-bench-cold-"))
+  /** The serves started, stopped however the run ends. */
+  const serves: Array<Bun.Subprocess> = []
   try {
     const binary = join(root, "core")
     progress(`cold start: building the binary (build.ts --outfile)`)
@@ -60,10 +69,20 @@ export const measure = async (): Promise<Report> => {
     const env = { ...process.env, CORE_DATA_DIR: join(root, "data"), CORE_HOME: join(root, "home") }
     // A second data directory with a core serve of the Location running: exec there forwards its call to it.
     const servedEnv = { ...env, CORE_DATA_DIR: join(root, "served-data") }
-    const serve = Bun.spawn([binary, "serve", "--location", location], { cwd: root, env: servedEnv, stdout: "pipe", stderr: "pipe" })
-    const serveLog = new Response(serve.stderr).text()
-    const ready = await serve.stdout.getReader().read()
-    if (ready.done) throw new Error(`core serve did not start:\n${await serveLog}`)
+    const startServe = async (core: string, serveEnv: Record<string, string | undefined>) => {
+      const serve = Bun.spawn([core, "serve", "--location", location], { cwd: root, env: serveEnv, stdout: "pipe", stderr: "pipe" })
+      serves.push(serve)
+      const log = new Response(serve.stderr).text()
+      const ready = await serve.stdout.getReader().read()
+      if (ready.done) throw new Error(`${core} serve did not start:\n${await log}`)
+      return { serve, log }
+    }
+    const { serve, log: serveLog } = await startServe(binary, servedEnv)
+    const base = baseBinary()
+    const baseServedEnv = { ...env, CORE_DATA_DIR: join(root, "base-served-data") }
+    const baseServe = base === undefined ? undefined : await startServe(base, baseServedEnv)
+    const execArgs = ["exec", "echo", "--input", JSON.stringify({ text: "hi" }), "--location", location]
+    const succeeded = (stdout: string) => (JSON.parse(stdout).status === "success" ? undefined : "the call did not succeed")
 
     const commands: ReadonlyArray<Command> = [
       {
@@ -81,17 +100,14 @@ export const measure = async (): Promise<Report> => {
         argv: [binary, "--help"],
         problem: (stdout) => (stdout.includes("Usage:") ? undefined : "no usage printed"),
       },
-      {
-        label: "core exec echo",
-        argv: [binary, "exec", "echo", "--input", JSON.stringify({ text: "hi" }), "--location", location],
-        problem: (stdout) => (JSON.parse(stdout).status === "success" ? undefined : "the call did not succeed"),
-      },
-      {
-        label: "core exec echo, forwarded",
-        argv: [binary, "exec", "echo", "--input", JSON.stringify({ text: "hi" }), "--location", location],
-        env: servedEnv,
-        problem: (stdout) => (JSON.parse(stdout).status === "success" ? undefined : "the call did not succeed"),
-      },
+      { label: "core exec echo", argv: [binary, ...execArgs], problem: succeeded },
+      { label: "core exec echo, forwarded", argv: [binary, ...execArgs], env: servedEnv, problem: succeeded },
+      ...(base === undefined
+        ? []
+        : [
+            { label: "base: core exec echo", argv: [base, ...execArgs], problem: succeeded },
+            { label: "base: core exec echo, forwarded", argv: [base, ...execArgs], env: baseServedEnv, problem: succeeded },
+          ]),
     ]
 
     const samples = commands.map((): Array<Sample> => [])
@@ -106,11 +122,13 @@ export const measure = async (): Promise<Report> => {
 
     const cpu = samples.map((runs) => summarize(runs.map((sample) => sample.cpuMs)))
     const wall = samples.map((runs) => summarize(runs.map((sample) => sample.wallMs)))
-    serve.kill()
-    await serve.exited
-    // Each forwarded run settled in the sidecar (its log line), not in process.
-    const settled = (await serveLog).split("\n").filter((line) => line.startsWith("core: call tool=echo")).length
-    if (settled !== RUNS + WARMUP_RUNS) throw new Error(`the sidecar settled ${settled} of ${RUNS + WARMUP_RUNS} forwarded calls`)
+    for (const { serve: child, log } of [{ serve, log: serveLog }, ...(baseServe === undefined ? [] : [baseServe])]) {
+      child.kill()
+      await child.exited
+      // Each forwarded run settled in the sidecar (its log line), not in process.
+      const settled = (await log).split("\n").filter((line) => line.startsWith("core: call tool=echo")).length
+      if (settled !== RUNS + WARMUP_RUNS) throw new Error(`the sidecar settled ${settled} of ${RUNS + WARMUP_RUNS} forwarded calls`)
+    }
     const [bunCpu, versionCpu, , execCpu, forwardedCpu] = cpu as [Summary, Summary, Summary, Summary, Summary]
     const [bunWall, versionWall, , execWall, forwardedWall] = wall as [Summary, Summary, Summary, Summary, Summary]
     const versionRatio = versionCpu.p50 / bunCpu.p50
@@ -158,6 +176,12 @@ export const measure = async (): Promise<Report> => {
         },
       ],
       notes: [
+        ...(base === undefined
+          ? []
+          : [
+              `base build ${base}: this build / base, CPU p50: exec ${ratio(execCpu.p50 / cpu[5]!.p50)}, exec forwarded ` +
+                `${ratio(forwardedCpu.p50 / cpu[6]!.p50)}`,
+            ]),
         `core exec spends ${duration(execCpu.p50 - versionCpu.p50)} CPU (${duration(execWall.p50 - versionWall.p50)} ` +
           `wall, p50) beyond --version: loading Effect, the host and the built-ins, the Location's tools/echo.ts, ` +
           `opening the SQLite store, settling and printing`,
@@ -169,6 +193,8 @@ export const measure = async (): Promise<Report> => {
       ],
     }
   } finally {
+    for (const child of serves) child.kill()
+    await Promise.all(serves.map((child) => child.exited))
     cleanup([root])
   }
 }

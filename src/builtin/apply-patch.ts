@@ -156,7 +156,7 @@ const claims = (operations: ReadonlyArray<Patch.Operation>, places: Places): Res
 }
 
 const makeTool = (services: Builtin.Services) =>
-  Tool.make({
+  Builtin.tool({
     description: DESCRIPTION,
     input: Input,
     output: Output,

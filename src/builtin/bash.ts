@@ -514,7 +514,7 @@ const nothingRan = (denied: Refusal.Denied) =>
 const makeTool = (services: Builtin.Services) => {
   const { directory, shell } = services
   const limits = shell.limits
-  return Tool.make({
+  return Builtin.tool({
     description: describe(limits, shell.sandbox.active),
     input: inputOf(limits.maxTimeoutMs),
     output: Output,

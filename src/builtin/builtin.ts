@@ -12,6 +12,7 @@ import type { ManagedOutputs } from "../output/managed-outputs"
 import type { Shell } from "../shell/shell"
 import type { Reads } from "../store/reads"
 import type { Todos } from "../store/todos"
+import * as Internal from "../tool/internal"
 import { Tool } from "../tool/tool"
 import { Text } from "./text"
 
@@ -32,6 +33,14 @@ export interface Services {
   /** Managed outputs: read brings one another host kept from the object store they share. */
   readonly outputs?: Pick<ManagedOutputs.Interface, "fetch">
 }
+
+/**
+ * `Tool.make` for a built-in: its input's JSON Schema is derived when first asked for (a turn's definitions), not
+ * when the tool is made (see Internal.deriveInputLater); test/builtin/inputs.test.ts checks that each derives as
+ * `Tool.make` requires.
+ */
+export const tool = <I extends Tool.Codec, O extends Tool.Codec>(config: Tool.Config<I, O>): Tool.Tool<I, O> =>
+  Tool.make(Internal.deriveInputLater(config))
 
 /** The part of a permission request every check of one call shares. */
 export const requestOf = (context: Tool.Context) => ({

@@ -8,13 +8,18 @@ export * as FileLock from "./file-lock"
 // read (`retried`). The per-process table is process-wide on purpose: two Locations, or two
 // sessions, may change the same file.
 
-import { readFile, unlink } from "node:fs/promises"
 import { basename, dirname, join } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Semaphore from "effect/Semaphore"
 import { Pinned } from "../permission/pinned"
 import { Owner } from "../store/owner"
 import { Tool } from "../tool/tool"
+
+/**
+ * node:fs/promises, loaded on first use: it costs milliseconds of start-up, and every core that settles in process
+ * imports this module.
+ */
+const fsp = (): typeof import("node:fs/promises") => require("node:fs/promises")
 
 /** How long a change waits for another process's commit on the same file before it gives up. */
 export const COMMIT_WAIT_MS = 10_000
@@ -105,7 +110,7 @@ const tryTake = async (lock: string): Promise<Taken | undefined> => {
     try {
       await handle.writeFile(Owner.current)
     } catch (cause) {
-      await unlink(directory.at(name)).catch(() => undefined)
+      await fsp().unlink(directory.at(name)).catch(() => undefined)
       throw cause
     } finally {
       await handle.close()
@@ -118,9 +123,9 @@ const tryTake = async (lock: string): Promise<Taken | undefined> => {
     }
   }
   try {
-    const owner = await readFile(directory.at(name), "utf8").catch(() => undefined)
+    const owner = await fsp().readFile(directory.at(name), "utf8").catch(() => undefined)
     // An empty or unreadable lock is being written right now, or was just removed: try again shortly.
-    if (owner !== undefined && owner !== "" && !Owner.isAlive(owner)) await unlink(directory.at(name)).catch(() => undefined)
+    if (owner !== undefined && owner !== "" && !Owner.isAlive(owner)) await fsp().unlink(directory.at(name)).catch(() => undefined)
     return undefined
   } finally {
     await directory.close()
@@ -129,7 +134,7 @@ const tryTake = async (lock: string): Promise<Taken | undefined> => {
 
 const give = (taken: Taken): Effect.Effect<void> =>
   Effect.promise(() =>
-    unlink(taken.directory.at(taken.name))
+    fsp().unlink(taken.directory.at(taken.name))
       .catch(() => undefined)
       .finally(() => taken.directory.close()),
   )

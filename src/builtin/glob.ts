@@ -87,7 +87,7 @@ const render = (output: Output): string => {
 }
 
 const makeTool = (services: Builtin.Services) =>
-  Tool.make({
+  Builtin.tool({
     description:
       "Find files by path pattern (a glob such as **/*.ts or src/**/index.{js,ts}). Answers the matching paths, " +
       `relative to the Location (the project directory the tools work in), newest first: at most ${DEFAULT_LIMIT} ` +

@@ -369,7 +369,7 @@ const DESCRIPTION =
   "Use glob to find files by name, then read to see a match in context."
 
 const makeTool = (services: Builtin.Services) =>
-  Tool.make({
+  Builtin.tool({
     description: DESCRIPTION,
     input: Input,
     output: Output,

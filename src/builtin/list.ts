@@ -129,7 +129,7 @@ const render = (output: Output): string => {
 }
 
 const makeTool = (services: Builtin.Services) =>
-  Tool.make({
+  Builtin.tool({
     description:
       "Show the tree of a directory (default: the project): directories first, then files, breadth first up to " +
       `${MAX_ENTRIES} entries with a count of the rest. Honours .gitignore, includes hidden files, and leaves out ` +

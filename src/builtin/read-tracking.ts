@@ -6,7 +6,6 @@ export * as ReadTracking from "./read-tracking"
 // file that changed since the session saw it, are refused (core.json `editing.readBeforeWrite: false` turns the
 // refusal off; the record is kept either way). The record is keyed by the file's real path.
 
-import { stat } from "node:fs/promises"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import { Reads } from "../store/reads"
@@ -14,6 +13,12 @@ import type { Store } from "../store/store"
 import { Tool } from "../tool/tool"
 import type { Builtin } from "./builtin"
 import { Text } from "./text"
+
+/**
+ * node:fs/promises, loaded on first use: it costs milliseconds of start-up, and every core that settles in process
+ * imports this module.
+ */
+const fsp = (): typeof import("node:fs/promises") => require("node:fs/promises")
 
 /** Files up to this size are hashed when read; larger ones are compared by size, modification time and inode. */
 export const MAX_HASH_BYTES = 16 * 1024 * 1024
@@ -46,7 +51,7 @@ const store = <A>(effect: Effect.Effect<A, Store.StoreError>): Effect.Effect<A> 
 /** The version of the file at `path` just written with `bytes` (its metadata read now); undefined if it is gone. */
 export const written = (path: string, bytes: Uint8Array): Effect.Effect<Reads.Version | undefined> =>
   Effect.promise(() =>
-    stat(path, { bigint: true }).then(
+    fsp().stat(path, { bigint: true }).then(
       (stats) => versionOf(bytes, stats),
       () => undefined,
     ),

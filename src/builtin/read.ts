@@ -5,8 +5,8 @@ export * as Read from "./read"
 // one page, and a later page streams past the earlier bytes without keeping them. It never opens what the
 // permission check refused, nor anything that is not a regular file (a FIFO would block).
 
-import { readdirSync, statSync, type Dirent } from "node:fs"
-import { constants, type FileHandle } from "node:fs/promises"
+import { constants, readdirSync, statSync, type Dirent } from "node:fs"
+import type { FileHandle } from "node:fs/promises"
 import { basename, extname, join } from "node:path"
 import type { Stats } from "node:fs"
 import * as Effect from "effect/Effect"
@@ -442,7 +442,7 @@ const makeTool = (services: Builtin.Services) => {
       (handle) => Effect.promise(() => handle.close()),
     )
 
-  return Tool.make({
+  return Builtin.tool({
     description: DESCRIPTION,
     input: Input,
     output: Output,

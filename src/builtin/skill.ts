@@ -161,7 +161,7 @@ export const make = (
   skills: ReadonlyArray<Skills.Skill>,
 ) => {
   const checks = (name: string): ReadonlyArray<Permission.Check> => [{ action: "skill", resources: [name], save: [name] }]
-  const tool = Tool.make({
+  const tool = Builtin.tool({
     description: description(skills),
     input: Input,
     output: Output,

@@ -9,12 +9,17 @@ export * as Text from "./text"
 // (or a temp file) elsewhere.
 
 import { constants } from "node:fs"
-import { access, lstat, stat, unlink } from "node:fs/promises"
 import { basename, dirname } from "node:path"
 import * as Effect from "effect/Effect"
 import { Pinned } from "../permission/pinned"
 import { Tool } from "../tool/tool"
 import { FileLock } from "./file-lock"
+
+/**
+ * node:fs/promises, loaded on first use: it costs milliseconds of start-up, and every core that settles in process
+ * imports this module.
+ */
+const fsp = (): typeof import("node:fs/promises") => require("node:fs/promises")
 
 export type Eol = "\n" | "\r\n"
 
@@ -402,7 +407,7 @@ export const prepare = (
 const unlinkStaged = async (staged: Staged): Promise<void> => {
   // Committed already (its directory let go): nothing is left to remove.
   await Promise.resolve()
-    .then(() => unlink(staged.directory.at(staged.name)))
+    .then(() => fsp().unlink(staged.directory.at(staged.name)))
     .catch(() => undefined)
   await staged.directory.close().catch(() => undefined)
 }
@@ -479,10 +484,10 @@ export const modeText = (mode: number): string => `0${(mode & 0o7777).toString(8
  */
 export const writable = (path: string, shown: string, tool: string): Effect.Effect<void, Tool.Failure> =>
   Effect.gen(function* () {
-    const stats = yield* io("check", shown, () => stat(path))
+    const stats = yield* io("check", shown, () => fsp().stat(path))
     const allowed =
       (stats.mode & 0o222) !== 0 &&
-      (yield* Effect.promise(() => access(path, constants.W_OK).then(() => true, () => false)))
+      (yield* Effect.promise(() => fsp().access(path, constants.W_OK).then(() => true, () => false)))
     if (allowed) return
     const mine = process.getuid?.() === stats.uid
     return yield* new Tool.Failure({
@@ -532,7 +537,7 @@ export const create = (options: WriteOptions): Effect.Effect<Replaced, Tool.Fail
 /** Whether anything is at `path` (a symlink counts as itself); an error other than its absence is a failure. */
 export const exists = (path: string, shown: string): Effect.Effect<boolean, Tool.Failure> =>
   io("check", shown, () =>
-    lstat(path).then(
+    fsp().lstat(path).then(
       () => true,
       (cause: unknown) => {
         if (codeOf(cause) === "ENOENT") return false

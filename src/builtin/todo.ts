@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Todos } from "../store/todos"
 import { Tool } from "../tool/tool"
+import { Builtin } from "./builtin"
 
 /** Items a list holds at most. */
 export const MAX_ITEMS = 100
@@ -70,7 +71,7 @@ const READ_DESCRIPTION =
 /** The tools, keeping lists in `todos` under the Location `directory`. */
 export const make = (services: { readonly directory: string; readonly todos: Todos.Interface }) => {
   const keyOf = (context: Tool.Context): Todos.Key => ({ location: services.directory, sessionID: context.sessionID })
-  const todowrite = Tool.make({
+  const todowrite = Builtin.tool({
     description: WRITE_DESCRIPTION,
     input: WriteInput,
     output: Output,
@@ -90,7 +91,7 @@ export const make = (services: { readonly directory: string; readonly todos: Tod
         return { todos } satisfies Output
       }),
   })
-  const todoread = Tool.make({
+  const todoread = Builtin.tool({
     description: READ_DESCRIPTION,
     input: ReadInput,
     output: Output,

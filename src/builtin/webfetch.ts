@@ -7,7 +7,6 @@ export * as WebFetch from "./webfetch"
 // allowing the URL names its host. The request then connects to exactly the addresses checked (./web-request), so
 // a second resolution cannot lead elsewhere. It returns the whole content; bounding it is the settlement's job.
 
-import { lookup } from "node:dns/promises"
 import type { LookupAddress } from "node:dns"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -176,13 +175,20 @@ const literalRefusal = (services: Builtin.Services, agent: string, url: URL): Ef
     }
   })
 
+/**
+ * The resolver, loaded on first use: node:dns costs milliseconds to load, and every core that settles in process
+ * imports this module.
+ */
+const lookupAll = (host: string): Promise<ReadonlyArray<LookupAddress>> =>
+  (require("node:dns/promises") as typeof import("node:dns/promises")).lookup(host, { all: true, verbatim: true })
+
 /** The addresses a host stands for: the literal itself, or every address it resolves to. */
 const resolve = (url: URL): Effect.Effect<ReadonlyArray<LookupAddress>, Tool.Failure> => {
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
   if (Address.parseIpv4(host) !== undefined) return Effect.succeed([{ address: host, family: 4 }])
   if (Address.parseIpv6(host) !== undefined) return Effect.succeed([{ address: host, family: 6 }])
   return Effect.tryPromise({
-    try: () => lookup(host, { all: true, verbatim: true }),
+    try: () => lookupAll(host),
     catch: (error) =>
       failure(`Could not resolve ${host} (${(error as NodeJS.ErrnoException).code ?? String(error)}). Check the URL's host name.`),
   }).pipe(
@@ -322,7 +328,7 @@ const makeTool = (services: Builtin.Services) => {
       }
     })
 
-  return Tool.make({
+  return Builtin.tool({
     description:
       "Fetch an http:// or https:// URL and read its content. An HTML page comes back as markdown (default), plain " +
       "text or the HTML as sent (format); JSON, XML and other text as sent; PNG, JPEG, GIF and WEBP images as " +

@@ -57,7 +57,7 @@ const describe = (output: Output): string => {
 }
 
 const makeTool = (services: Builtin.Services) =>
-  Tool.make({
+  Builtin.tool({
     description: DESCRIPTION,
     input: Input,
     output: Output,

@@ -12,7 +12,6 @@ export * as Forward from "./forward"
 // that is exec's own (its --location, or under an --allow-root).
 
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs"
-import { homedir } from "node:os"
 import { join, resolve, sep } from "node:path"
 import packageJson from "../../package.json" with { type: "json" }
 import { Json } from "../config/json"
@@ -125,7 +124,8 @@ const candidates = (dataDir: string, location: string): ReadonlyArray<Sidecar> =
   } catch {
     return []
   }
-  const environment = Forwarding.environmentDigest(process.env)
+  // Hashed only once there is a record to compare it with: a data directory without a serve pays nothing for it.
+  let environment: string | undefined
   const found: Array<Sidecar> = []
   for (const name of names) {
     const pid = Forwarding.DIRECTORY_PATTERN.exec(name)?.[1]
@@ -144,7 +144,7 @@ const candidates = (dataDir: string, location: string): ReadonlyArray<Sidecar> =
       const record: unknown = JSON.parse(readFileSync(file, "utf8"))
       if (!isRecord(record) || record.pid !== Number(pid)) continue
       if (record.version !== packageJson.version || record.execPath !== process.execPath) continue
-      if (record.environment !== environment) continue
+      if (record.environment !== (environment ??= Forwarding.environmentDigest(process.env))) continue
       if (location !== record.location && !record.roots.some((root) => within(location, root))) continue
       const headers: Record<string, string> = { authorization: `Bearer ${record.token}` }
       if (location !== record.location) headers["x-core-location"] = location
@@ -340,7 +340,8 @@ export const run = async (args: ReadonlyArray<string>): Promise<number | undefin
   } catch {
     return undefined
   }
-  const dataDir = resolve(env.CORE_DATA_DIR || join(homedir(), ".local/share/core"))
+  // node:os (a quarter of a millisecond to load) only where the data directory is the default one.
+  const dataDir = resolve(env.CORE_DATA_DIR || join((require("node:os") as typeof import("node:os")).homedir(), ".local/share/core"))
   const found = candidates(dataDir, location)
   if (found.length === 0) return undefined
   // `--input -` is read only now that there is somewhere to forward to; in process reads the same text (./stdin-text).

@@ -6,11 +6,17 @@ export * as Pinned from "./pinned"
 // then go through the pinned directory's descriptor, so swapping a directory on the path for a symlink after the
 // check cannot lead anything (a temp file included) outside. Linux only; it decides no permissions.
 
-import { closeSync, lstatSync, openSync, readlinkSync } from "node:fs"
-import { constants, mkdir, open, rename, rmdir, unlink, type FileHandle } from "node:fs/promises"
+import { closeSync, constants, lstatSync, openSync, readlinkSync } from "node:fs"
+import type { FileHandle } from "node:fs/promises"
 import { basename, dirname, join } from "node:path"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+
+/**
+ * node:fs/promises, loaded on first use: it costs milliseconds of start-up, and every core that settles in process
+ * imports this module.
+ */
+const fsp = (): typeof import("node:fs/promises") => require("node:fs/promises")
 
 /** The error code of a path that no longer leads where it was checked. */
 export const MOVED = "EMOVED"
@@ -125,7 +131,7 @@ export const within = async <A>(real: string, use: (directory: Directory) => Pro
 export const openFile = async (real: string, flags: number, mode?: number): Promise<FileHandle> => {
   let handle: FileHandle
   try {
-    handle = await open(real, flags | constants.O_NOFOLLOW, mode)
+    handle = await fsp().open(real, flags | constants.O_NOFOLLOW, mode)
   } catch (cause) {
     throw replaced(real, cause)
   }
@@ -134,17 +140,17 @@ export const openFile = async (real: string, flags: number, mode?: number): Prom
 
 /** Creates `name` exclusively in a held directory (never following a symlink), with `mode` before the umask. */
 export const create = (held: Directory, name: string, mode: number): Promise<FileHandle> =>
-  open(held.at(name), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode)
+  fsp().open(held.at(name), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode)
 
 /** Renames `from` to `to`, both names in one held directory. */
-export const renameIn = (held: Directory, from: string, to: string): Promise<void> => rename(held.at(from), held.at(to))
+export const renameIn = (held: Directory, from: string, to: string): Promise<void> => fsp().rename(held.at(from), held.at(to))
 
 /** Removes the file at `real` through its directory, proved to be where it was checked. */
-export const remove = (real: string): Promise<void> => within(dirname(real), (held) => unlink(held.at(basename(real))))
+export const remove = (real: string): Promise<void> => within(dirname(real), (held) => fsp().unlink(held.at(basename(real))))
 
 /** Removes the empty directory at `real` through its parent, proved to be where it was checked. */
 export const removeDirectory = (real: string): Promise<void> =>
-  within(dirname(real), (held) => rmdir(held.at(basename(real))))
+  within(dirname(real), (held) => fsp().rmdir(held.at(basename(real))))
 
 /**
  * Creates the directory at `real` and any missing ones above it, each inside its proved parent, so none is made
@@ -171,7 +177,7 @@ export const makeDirectories = async (real: string): Promise<ReadonlyArray<strin
     for (const name of missing) {
       const next = join(held.path, name)
       try {
-        await mkdir(held.at(name))
+        await fsp().mkdir(held.at(name))
         created.unshift(next)
       } catch (cause) {
         if (!(typeof cause === "object" && cause !== null && "code" in cause && cause.code === "EEXIST")) throw cause

@@ -9,7 +9,6 @@ export * as Starter from "./starter"
 // the call, whether or not core could give it a PID namespace. A spare supervisor readies its starter while it waits,
 // so the order pays neither start. Like the supervisor, it imports nothing heavy and never writes to stdout or stderr.
 
-import { getSystemErrorMap } from "node:util"
 import { Capabilities } from "./capabilities"
 import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
@@ -199,6 +198,9 @@ const send = (report: Report): Promise<void> =>
 
 /** The errno's name and text, as Bun.spawn words a refused start. */
 const refusal = (errno: number, syscall: string, path: string): Extract<Report, { kind: "refused" }> => {
+  // node:util costs milliseconds to load, and every core that settles in process imports this module: it is
+  // loaded only here, for a start refused.
+  const { getSystemErrorMap } = require("node:util") as typeof import("node:util")
   const [code, text] = getSystemErrorMap().get(-errno) ?? [`E${errno}`, "unknown error"]
   return { kind: "refused", code, message: `${code}: ${text}, ${syscall} '${path}'` }
 }

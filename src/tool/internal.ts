@@ -35,7 +35,10 @@ export interface Record {
   /** The JSON codecs the runtime decodes input with and encodes output with (what the JSON Schemas describe). */
   readonly inputJson: Schema.Codec<unknown, unknown, never, never>
   readonly outputJson: Schema.Codec<unknown, unknown, never, never>
-  /** The input's JSON Schema, derived (and checked to be an object) when the tool is made. */
+  /**
+   * The input's JSON Schema, derived (and checked to be an object) when the tool is made; for a built-in, on first
+   * use (see `deriveInputLater`).
+   */
   readonly inputSchema: { readonly [key: string]: unknown }
   /** The output's JSON Schema when it is given rather than derived (a tool described by JSON Schema alone). */
   readonly outputSchema?: { readonly [key: string]: unknown }
@@ -59,20 +62,40 @@ export interface Described {
   readonly outputSchema: NonNullable<Record["outputSchema"]>
 }
 
+/**
+ * The configs of core's own built-ins, whose input JSON Schema `Tool.make` derives on first use (a turn's
+ * definitions, the hint for an invalid input) instead of at once: every Location a process loads makes every
+ * built-in, `core exec` settles one tool, and deriving them all was a tenth of its start. Their tests check that each
+ * input derives as `Tool.make` requires. An author's tool is derived and checked when it is made, always.
+ */
+const deferredInputs = new WeakSet<object>()
+
+/** Marks a built-in's `Tool.make` config: its input's JSON Schema is derived on first use. */
+export const deriveInputLater = <C extends object>(config: C): C => {
+  deferredInputs.add(config)
+  return config
+}
+
+/** Whether `config` was marked by `deriveInputLater`. */
+export const derivesInputLater = (config: object): boolean => deferredInputs.has(config)
+
 export const remember = (
   tool: object,
   record: Omit<Record, "definitions" | "inputJson" | "outputJson" | "inputSchema" | "outputSchema">,
-  inputSchema: Record["inputSchema"],
+  inputSchema: Record["inputSchema"] | (() => Record["inputSchema"]),
   described?: Described,
 ): void => {
   // The JSON codecs are derived on first use: a process makes every built-in but settles calls of few of them.
   let inputJson = described?.inputJson
   let outputJson = described?.outputJson
+  let derived = typeof inputSchema === "function" ? undefined : inputSchema
   records.set(
     tool,
     Object.freeze({
       ...record,
-      inputSchema,
+      get inputSchema() {
+        return (derived ??= (inputSchema as () => Record["inputSchema"])())
+      },
       get inputJson() {
         return (inputJson ??= Schema.toCodecJson(record.input) as Schema.Codec<unknown, unknown, never, never>)
       },

@@ -111,7 +111,7 @@ export const make = <I extends Codec, O extends Codec>(config: Config<I, O>): To
     throw new TypeError("Tool.make: `toModelOutput` must be a function when given")
   }
   const annotations = annotationsOf(config.annotations)
-  const inputSchema = JsonSchema.input(config.input)
+  const inputSchema = Internal.derivesInputLater(config) ? () => JsonSchema.input(config.input)! : JsonSchema.input(config.input)
   if (inputSchema === undefined) {
     throw new TypeError("Tool.make: `input` must describe a JSON object (a Schema.Struct): models call tools with one")
   }

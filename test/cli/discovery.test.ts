@@ -85,6 +85,37 @@ export default Tool.make({
     expect(failed.code).toBe(1)
     expect(settlementOf(failed).error).toEqual({ kind: "failure", message: "Nothing to shout in shout.ts" })
   })
+
+  // The binary reads package.json files at run time (build.ts, --compile-autoload-package-json) for this alone: without
+  // it, a package with an exports map cannot be found from a tool file, though leaving it out starts core a
+  // millisecond sooner.
+  test("tool files may import packages from a node_modules beside them: an exports map, a CommonJS main, an imports map", async () => {
+    const box = sandbox({
+      "package.json": JSON.stringify({ name: "workspace", type: "module", imports: { "#suffix": "./suffix.ts" } }),
+      "suffix.ts": `export const suffix = "?"\n`,
+      "node_modules/esm-pkg/package.json": JSON.stringify({
+        name: "esm-pkg",
+        type: "module",
+        exports: { ".": { import: "./dist/index.js", require: "./dist/missing.cjs" } },
+      }),
+      "node_modules/esm-pkg/dist/index.js": `export const shout = (text) => text.toUpperCase() + "!"\n`,
+      "node_modules/cjs-pkg/package.json": JSON.stringify({ name: "cjs-pkg", main: "lib.js" }),
+      "node_modules/cjs-pkg/lib.js": `module.exports = { twice: (text) => text + text }\n`,
+      "tools/packaged.ts": `${IMPORTS}import { shout } from "esm-pkg"
+import cjs from "cjs-pkg"
+import { suffix } from "#suffix"
+export default Tool.make({
+  description: "Uses packages",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.succeed(shout(cjs.twice(input.text)) + suffix),
+})
+`,
+    })
+    const result = await exec(box, "packaged", { text: "hi" })
+    expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: "" })
+    expect(settlementOf(result).structured).toBe("HIHI!?")
+  })
 })
 
 describe("files that cannot load", () => {

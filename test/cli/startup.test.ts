@@ -1,6 +1,7 @@
 // What start-up loads: `core --version` and `core --help` evaluate nothing of core but its entry (no Effect at all);
 // `core exec` of a built-in evaluates no module of the MCP SDK, zod or ajv, no HTML converter and no Postgres store
-// (each heavy at evaluation, and unused by it), even in a Location that names MCP servers. A guard against start-up
+// (each heavy at evaluation, and unused by it), even in a Location that names MCP servers, and no Node built-in module
+// that costs milliseconds to load where it does not use it (node:util, node:dns, node:fs/promises). A guard against start-up
 // growing back, in place of a timed test: the figures are in bench/cold-start.ts.
 
 import { describe, expect, test } from "bun:test"
@@ -81,6 +82,25 @@ describe("start-up", () => {
     const sources = modules.filter((path) => path.startsWith("/") && /\.(ts|js|mjs|cjs)$/.test(path))
     expect(sources.some((path) => path.endsWith("/src/store/journal.ts"))).toBe(true)
     expect(sources.filter((path) => /["']node:crypto["']|require\(["']crypto["']\)|from ["']crypto["']/.test(readFileSync(path, "utf8")))).toEqual([])
+  })
+
+  // Each of these costs Bun from half a millisecond (node:dns) to several (node:util, node:fs/promises, node:tty) to
+  // load, and core exec of a tool uses none: the modules that need one load it where they use it (a refused sandboxed
+  // start, a host name to resolve, a file opened through a held directory).
+  test("core exec of a built-in evaluates no module that imports node:util, node:dns or node:fs/promises at its top", async () => {
+    const LAZY = ["util", "dns", "dns/promises", "fs/promises", "readline", "stream", "http", "https", "zlib", "net", "tty", "child_process", "worker_threads"]
+    const clause = String.raw`(?:\{[^}]*\}|\*\s+as\s+\w+|\w+(?:\s*,\s*\{[^}]*\})?)\s+from\s+`
+    const imports = new RegExp(String.raw`^import\s+(?!type\b)(?:${clause})?["'](?:node:)?(${LAZY.join("|")})["']`, "m")
+    const modules = await loaded(["exec", "read", "--input", '{"filePath":"a.txt"}', "--location", location], location)
+    const sources = modules.filter((path) => path.startsWith("/") && /\/src\/.*\.ts$/.test(path))
+    expect(sources.some((path) => path.endsWith("/src/builtin/webfetch.ts"))).toBe(true)
+    expect(sources.some((path) => path.endsWith("/src/permission/pinned.ts"))).toBe(true)
+    expect(sources.some((path) => path.endsWith("/src/shell/starter.ts"))).toBe(true)
+    const found = sources.flatMap((path) => {
+      const match = imports.exec(readFileSync(path, "utf8"))
+      return match === null ? [] : [`${path.slice(ROOT.length + 1)}: node:${match[1]}`]
+    })
+    expect(found).toEqual([])
   })
 
   test("core exec with the SQLite store evaluates no Postgres store module", async () => {

@@ -64,6 +64,8 @@ export interface Harness {
   /** Writes files relative to the Location. */
   readonly write: (files: Record<string, string | Uint8Array>) => void
   readonly settle: (name: string, input: unknown, options?: SettleOptions) => Promise<Outcome>
+  /** The tool registered under `name` in a Location built the same way. */
+  readonly tool: (name: string) => Promise<Tool.Any>
   /** What `core check` says about the call (Explain.call), in a Location built the same way; nothing runs. */
   readonly check: (name: string, input: unknown, options?: { readonly agent?: string }) => Promise<Explain.Explanation>
 }
@@ -137,6 +139,15 @@ export const harness = (options: HarnessOptions = {}): Harness => {
     return Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(layerFor({}))) as Effect.Effect<Explain.Explanation, unknown>)
   }
 
+  const tool = (name: string) => {
+    const program = Effect.gen(function* () {
+      const resolution = (yield* Registry.Service).capture().resolve(name)
+      if (resolution._tag !== "Found") return yield* Effect.die(`no tool ${name}`)
+      return resolution.tool
+    })
+    return Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(layerFor({}))) as Effect.Effect<Tool.Any, unknown>)
+  }
+
   const settle = (name: string, input: unknown, settleOptions: SettleOptions = {}): Promise<Outcome> => {
     const layer = layerFor(settleOptions)
     const program = Effect.gen(function* () {
@@ -184,7 +195,7 @@ export const harness = (options: HarnessOptions = {}): Harness => {
     return Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(layer)) as Effect.Effect<Outcome, unknown>)
   }
 
-  return { directory, data, home, write, settle, check }
+  return { directory, data, home, write, settle, check, tool }
 }
 
 /** The text of a settlement's content parts, joined. */

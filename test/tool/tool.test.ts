@@ -54,6 +54,19 @@ describe("Tool.make", () => {
     expect(() => Tool.make({ ...base, toModelOutput: 3 as never })).toThrow(/toModelOutput/)
   })
 
+  test("a config marked to derive its input later (the built-ins') is checked when its definition is first made", () => {
+    const config = { description: "d", input: Schema.Struct({ lines: Schema.Number }), output: Schema.String, execute: () => Effect.succeed("") }
+    // Unmarked, the input is derived and refused at once, as for every author's tool.
+    expect(() => Tool.make({ ...config })).toThrow(/Schema.Number/)
+    const tool = Tool.make(Internal.deriveInputLater({ ...config }))
+    expect(Tool.isTool(tool)).toBe(true)
+    expect(() => Definition.of(tool, "later")).toThrow(/Schema.Number/)
+    const fine = Tool.make(Internal.deriveInputLater({ ...config, input: Schema.Struct({ lines: Schema.Finite }) }))
+    const definition = Definition.of(fine, "fine")
+    expect(definition.inputSchema).toEqual(Definition.of(Tool.make({ ...config, input: Schema.Struct({ lines: Schema.Finite }) }), "eager").inputSchema)
+    expect(Definition.of(fine, "fine")).toBe(definition)
+  })
+
   test("Tool.Failure is a tagged, model-visible error carrying its message", () => {
     const failure = new Tool.Failure({ message: "No such city" })
     expect(failure._tag).toBe("Tool.Failure")
