@@ -9,29 +9,22 @@ export * as ProcessDirs from "./process-dirs"
 // Gone is decided only for a directory made on this machine and in this PID namespace (`machine`: the boot's id and
 // the namespace, hashed), where a pid means the same process: a data directory shared with another host (NFS, a
 // shared volume) or a temporary directory shared with another container holds directories of processes this one
-// cannot see, which are left alone. So are directories of another user, anything that is not a directory (a link),
-// and names core did not make. A pid reused by a process that is not core keeps a leftover until it ends.
+// cannot see, which are left alone (all are, where the machine cannot be told). So are directories of another user,
+// anything that is not a directory (a link), and names core did not make. A pid reused by a process that is not core
+// keeps a leftover until it ends.
 
-import { lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs"
+import { lstatSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { join } from "node:path"
+import { Owner } from "../store/owner"
 
 let known: string | undefined
 
-/** This machine's boot and this PID namespace, as 8 hex digits: the same for every core that sees the same pids. */
-export const machine = (): string => (known ??= identify())
-
-const identify = (): string => {
-  const read = (what: () => string) => {
-    try {
-      return what()
-    } catch {
-      return ""
-    }
-  }
-  const boot = read(() => readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim())
-  const namespace = read(() => readlinkSync("/proc/self/ns/pid"))
-  return (Bun.hash.wyhash(`${boot}\n${namespace}`) & 0xffffffffn).toString(16).padStart(8, "0")
-}
+/**
+ * This machine's boot and this PID namespace (Owner.MACHINE), as 8 hex digits: the same for every core that sees the
+ * same pids.
+ */
+export const machine = (): string =>
+  (known ??= (Bun.hash.wyhash(Owner.MACHINE) & 0xffffffffn).toString(16).padStart(8, "0"))
 
 /** Whether process `pid` runs (one of another user counts: signalling it is refused, not missing). */
 const alive = (pid: number): boolean => {
@@ -51,6 +44,8 @@ const swept = new Set<string>()
  * and owned by this user; answers how many. Nothing it meets stops it: a directory that cannot be removed is left.
  */
 export const sweep = (parent: string, prefix: string): number => {
+  // Where the machine cannot be told (no /proc), no pid can be taken to mean a process of this one.
+  if (Owner.MACHINE === "") return 0
   const pattern = new RegExp(`^${prefix.replace(/[^A-Za-z0-9]/g, "\\$&")}(\\d+)-${machine()}[A-Za-z0-9]+$`)
   const uid = process.getuid?.()
   let entries: Array<string>

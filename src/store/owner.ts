@@ -38,7 +38,8 @@ const machine = (): string => {
   }
 }
 
-const MACHINE = machine()
+/** This process's kernel and PID namespace (see `machine`): the same for every process that numbers others alike. */
+export const MACHINE = machine()
 
 /**
  * This process's identity: host, pid, start time, a random part (so processes on hosts that share a name and a
