@@ -47,7 +47,7 @@ export class Service extends Context.Service<Service, Interface>()("core/Approva
 
 /** Approvals kept in memory for the life of the layer. */
 export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
-  const approvedBy = approver()
+  let approvedBy: string | undefined
   const approvals: Array<Approval> = []
   return Service.of({
     list: (project) => Effect.sync(() => approvals.filter((approval) => approval.project === project)),
@@ -57,7 +57,7 @@ export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
           const known = approvals.some(
             (approval) => approval.project === project && approval.action === action && approval.pattern === pattern,
           )
-          if (!known) approvals.push({ project, action, pattern, savedAt: Date.now(), approvedBy })
+          if (!known) approvals.push({ project, action, pattern, savedAt: Date.now(), approvedBy: (approvedBy ??= approver()) })
         }
       }),
     reset: (project, action) =>

@@ -674,7 +674,7 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
 /** Saved approvals in the same database as the settlements. */
 export const approvalsLayer = (
   path: string,
-  approvedBy: string = Approvals.approver(),
+  approvedBy?: string,
 ): Layer.Layer<Approvals.Service, Store.StoreError> =>
   Layer.effect(
     Approvals.Service,
@@ -711,6 +711,8 @@ export const approvalsLayer = (
         save: (project, action, patterns) =>
           attempt("write", () =>
             statements.transaction(() => {
+              // Who approves is asked of the system only when something is saved: a call needs it rarely.
+              approvedBy ??= Approvals.approver()
               for (const pattern of patterns) statements.save.run(project, action, pattern, Date.now(), approvedBy)
             }),
           ),
