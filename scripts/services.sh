@@ -94,6 +94,9 @@ auth_file = $DIR/users.txt
 pool_mode = transaction
 max_client_conn = 2000
 default_pool_size = 20
+# Each test makes a database of its own, and so a pool: idle server connections are closed soon, or a few runs of
+# the tests in a row would hold all of Postgres's max_connections (the default keeps them 10 minutes).
+server_idle_timeout = 5
 logfile = $DIR/pgbouncer.log
 pidfile = $DIR/pgbouncer.pid
 INI
