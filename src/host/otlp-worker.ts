@@ -2,11 +2,11 @@ export * as OtlpWorker from "./otlp-worker"
 
 // The sending thread (started by ./otlp-sender's `thread`): it reads chunks of span records from the ring it shares
 // with the thread that settles calls, makes each into an OTLP request body (./otlp-record, ./otlp-wire) and sends it
-// (./otlp-sender's `make`), counting what became of the spans in the ring's header. It looks at the ring every
-// POLL_MS while chunks come, and sleeps on it after IDLE_POLLS looks found nothing, to be woken by the next chunk. A
-// chunk it cannot read is dropped with a count.
+// (./otlp-sender's `make`), counting what became of the spans in the ring's header. It reads what the ring holds,
+// lets its requests be answered, and sleeps on the ring once it finds it empty, to be woken by the next chunk. A chunk
+// it cannot read is dropped with a count.
 
-import { OtlpRecord } from "./otlp-record"
+import { OtlpRead } from "./otlp-read"
 import { OtlpSender } from "./otlp-sender"
 import { OtlpWire } from "./otlp-wire"
 
@@ -16,18 +16,18 @@ const port = globalThis as unknown as {
   postMessage: (message: unknown) => void
 }
 
-const POLL_MS = 10
-const IDLE_POLLS = 100
-
 let header: Int32Array
 let ring: Uint8Array
 let view: DataView
 let sender: OtlpSender.Sender
 let batch: OtlpWire.Batch
 let startedAt = 0
-let timer: ReturnType<typeof setTimeout> | undefined
+let timer: ReturnType<typeof setImmediate> | undefined
 let closed = false
-let idle = 0
+
+const left = (spans: number): void => {
+  Atomics.add(header, OtlpSender.LEFT, spans)
+}
 
 const report = (result: OtlpSender.Result): void => {
   if (result.accepted) Atomics.add(header, OtlpSender.SENT, result.spans)
@@ -42,20 +42,23 @@ const report = (result: OtlpSender.Result): void => {
 const send = (chunk: Uint8Array, spans: number): void => {
   let body: Uint8Array<ArrayBuffer> | string
   try {
-    OtlpRecord.addTo(chunk, batch)
+    OtlpRead.addTo(chunk, batch)
     body = batch.take()
   } catch {
     batch.take()
+    left(spans)
     report({ spans, accepted: false, failed: false, pausedUntil: 0 })
     return
   }
   sender.post(body, spans)
 }
 
+/** Sends the chunks the ring held when it was looked at (not those written meanwhile: requests are answered first). */
 const drain = (): boolean => {
   let head = Atomics.load(header, OtlpSender.HEAD)
-  let found = false
-  while (head !== Atomics.load(header, OtlpSender.TAIL)) {
+  const tail = Atomics.load(header, OtlpSender.TAIL)
+  if (head === tail) return false
+  while (head !== tail) {
     if (ring.length - head < OtlpSender.ENTRY_BYTES || view.getUint32(head, true) === OtlpSender.WRAPPED) {
       head = 0
       continue
@@ -68,25 +71,24 @@ const drain = (): boolean => {
     if (head === ring.length) head = 0
     Atomics.store(header, OtlpSender.HEAD, head)
     send(chunk, spans)
-    found = true
   }
-  return found
+  return true
 }
 
+/** Sends what the ring holds, then looks again on the next turn; sleeps on the ring once it is empty. */
 const look = (): void => {
   timer = undefined
   if (closed) return
-  idle = drain() ? 0 : idle + 1
-  if (idle < IDLE_POLLS) {
-    timer = setTimeout(look, POLL_MS)
+  if (drain()) {
+    timer = setImmediate(look)
     return
   }
+  // Said before the ring is read once more: a chunk written after that read finds the flag set and notifies.
   Atomics.store(header, OtlpSender.SLEEPING, 1)
   const seen = Atomics.load(header, OtlpSender.TAIL)
   const waited = Atomics.waitAsync(header, OtlpSender.TAIL, seen)
   const woken = () => {
     Atomics.store(header, OtlpSender.SLEEPING, 0)
-    idle = 0
     look()
   }
   if (waited.async) void waited.value.then(woken)
@@ -101,11 +103,11 @@ port.onmessage = async (event) => {
     view = new DataView(order.shared, OtlpSender.HEADER_BYTES)
     startedAt = order.startedAt
     batch = OtlpWire.batch(order.encoding.protocol, order.encoding.source)
-    sender = OtlpSender.make(order.options, report)
+    sender = OtlpSender.make(order.options, report, left)
     look()
   } else {
     closed = true
-    if (timer !== undefined) clearTimeout(timer)
+    if (timer !== undefined) clearImmediate(timer)
     drain()
     await sender.close(order.deadline)
     port.postMessage({ kind: "closed" })

@@ -14,6 +14,7 @@ export * as Otlp from "./otlp"
 // failed request drops its batch and pauses sending for a while; spans queued beyond the queue's bound are dropped,
 // so a slow endpoint costs memory within that bound and nothing else.
 
+import type * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -24,6 +25,7 @@ import * as Tracer from "effect/Tracer"
 import packageJson from "../../package.json" with { type: "json" }
 import { Spans } from "../settlement/spans"
 import { OtlpOutcome } from "./otlp-outcome"
+import { OtlpRead } from "./otlp-read"
 import { OtlpRecord } from "./otlp-record"
 import { OtlpSender } from "./otlp-sender"
 import { OtlpWire } from "./otlp-wire"
@@ -34,15 +36,20 @@ export const EXPORT_INTERVAL_MS = 5_000
 export const EXIT_FLUSH_MS = 1_000
 /** Spans in one request at most (OTEL_BSP_MAX_EXPORT_BATCH_SIZE overrides). */
 export const MAX_BATCH_SPANS = 512
-/** Spans waiting to be sent at most; more are dropped while the endpoint is behind (OTEL_BSP_MAX_QUEUE_SIZE overrides). */
-export const MAX_QUEUED_SPANS = 2_048
+/**
+ * Spans waiting to be sent at most; more are dropped while the endpoint is behind (OTEL_BSP_MAX_QUEUE_SIZE overrides).
+ * OpenTelemetry's SDKs wait with 2,048; a call makes 7 spans, so that is under 300 calls, 6 ms of a sidecar settling
+ * 50,000 a second, and a third of its spans were dropped whenever the sending thread or the collector paused for
+ * longer. This holds about 2,300 calls (50 ms), in a few MiB.
+ */
+export const MAX_QUEUED_SPANS = 16_384
 /** How long past the flush bound the sending thread may take to say it has closed, before it is stopped. */
 const THREAD_SLACK_MS = 50
 /** The shared ring of bodies waiting for the sending thread: room per span queued, within these bounds. */
-const RING_BYTES_PER_SPAN = 1_024
+const RING_BYTES_PER_SPAN = 256
 const MIN_RING_BYTES = 256 * 1_024
 const MAX_RING_BYTES = 16 * 1_024 * 1_024
-const NO_COUNTS: OtlpSender.Counts = { done: 0, sent: 0, dropped: 0, requests: 0, failures: 0, pausedUntil: 0 }
+const NO_COUNTS: OtlpSender.Counts = { done: 0, left: 0, sent: 0, dropped: 0, requests: 0, failures: 0, pausedUntil: 0 }
 
 export interface Settings {
   /** Where spans are POSTed: `<endpoint>/v1/traces`, or the traces endpoint as given. */
@@ -65,7 +72,6 @@ const NO_EVENTS: OtlpWire.Ended["events"] = []
 
 type Options = Parameters<Tracer.Tracer["span"]>[0]
 
-const TWO_TO_32 = 2 ** 32
 const NANOS_PER_MS = 1e6
 
 /** The high 32 bits of a time in nanoseconds (below 2^64). */
@@ -103,10 +109,7 @@ class Timebase {
 
   /** `high` and `low` of `ms` milliseconds after the time given as `high` and `low` (both below 2^64). */
   add(high: number, low: number, ms: number): void {
-    const at = low + Math.round(ms * NANOS_PER_MS)
-    const carry = Math.floor(at / TWO_TO_32)
-    this.high = high + carry
-    this.low = at - carry * TWO_TO_32
+    OtlpRecord.after(high, low, ms, this)
   }
 }
 
@@ -148,7 +151,7 @@ class Span implements Tracer.Span, OtlpWire.Ended {
     this.spanWords = [OtlpRecord.randomWord(), OtlpRecord.randomWord()]
     const above = Option.isSome(options.parent) ? options.parent.value : undefined
     if (above === undefined) this.traceWords = [OtlpRecord.randomWord(), OtlpRecord.randomWord(), OtlpRecord.randomWord(), OtlpRecord.randomWord()]
-    else if (above instanceof Span && above.traceWords !== undefined) this.traceWords = above.traceWords
+    else if ((above instanceof Span || above instanceof Settle) && above.traceWords !== undefined) this.traceWords = above.traceWords
     else {
       this.traceWords = undefined
       this.traceHex = above.traceId
@@ -176,7 +179,7 @@ class Span implements Tracer.Span, OtlpWire.Ended {
   }
 
   get parentWords(): readonly [number, number] | undefined {
-    return Option.isSome(this.parent) && this.parent.value instanceof Span ? this.parent.value.spanWords : undefined
+    return Option.isSome(this.parent) ? wordsOf(this.parent.value) : undefined
   }
 
   get attributes(): ReadonlyMap<string, unknown> {
@@ -245,6 +248,247 @@ class Span implements Tracer.Span, OtlpWire.Ended {
   }
 }
 
+/** A span's id as words, when it is one of core's. */
+const wordsOf = (span: Tracer.AnySpan): readonly [number, number] | undefined =>
+  span instanceof Span || span instanceof Settle ? span.spanWords : undefined
+
+const NO_LINKS: ReadonlyArray<Tracer.SpanLink> = []
+const NO_ANNOTATIONS = Context.empty()
+const NO_PARENT = Option.none<Tracer.AnySpan>()
+
+/**
+ * A settle span of core's own (Spans.Own), the fiber's parent span while its call settles: it keeps its call and what
+ * the call settled as rather than attributes, and is written at its end as one record naming its call's header
+ * (./otlp-record), read back as the span it stands for. An attribute said besides its own (a tool's annotation) makes
+ * it keep them all, in order, as any span does.
+ */
+class Settle implements Tracer.Span, OtlpRecord.Settle {
+  readonly _tag = "Span"
+  readonly name = OtlpRecord.SETTLE
+  readonly kind = "internal"
+  readonly annotations = NO_ANNOTATIONS
+  readonly sampled: boolean
+  readonly traceWords: readonly [number, number, number, number] | undefined
+  readonly spanWords: readonly [number, number]
+  startHigh: number
+  startLow: number
+  endHigh = 0
+  endLow = 0
+  chunk = 0
+  header = 0
+  private exit: Exit.Exit<unknown, unknown> | undefined = undefined
+  private traceHex: string | undefined = undefined
+  private spanHex: string | undefined = undefined
+  private above: Option.Option<Tracer.AnySpan> | undefined = undefined
+  /** All its attributes as key, value, once one besides its own was said; else none kept. */
+  private pairs: Array<unknown> | undefined = undefined
+  private noted: Array<[name: string, time: bigint, attributes: Record<string, unknown> | undefined]> | undefined = undefined
+  private linked: Array<Tracer.SpanLink> | undefined = undefined
+  /** What its call settled as, said at its end (no status: it did not settle). */
+  private status_: string | undefined = undefined
+  private errorKind: string | undefined = undefined
+  private replayed = false
+  private outputBytes = 0
+
+  constructor(
+    readonly exporter: Exporter,
+    private readonly call: Spans.Called,
+    private readonly inputBytes: number,
+    private readonly parentSpan: Tracer.AnySpan | undefined,
+    time: Timebase,
+    originMs: number,
+  ) {
+    this.spanWords = [OtlpRecord.randomWord(), OtlpRecord.randomWord()]
+    if (parentSpan === undefined) {
+      this.traceWords = [OtlpRecord.randomWord(), OtlpRecord.randomWord(), OtlpRecord.randomWord(), OtlpRecord.randomWord()]
+      this.sampled = true
+    } else {
+      this.sampled = parentSpan.sampled
+      this.traceWords = parentSpan instanceof Span || parentSpan instanceof Settle ? parentSpan.traceWords : undefined
+      if (this.traceWords === undefined) this.traceHex = parentSpan.traceId
+    }
+    time.place(originMs)
+    this.startHigh = time.high
+    this.startLow = time.low
+  }
+
+  get parent(): Option.Option<Tracer.AnySpan> {
+    return (this.above ??= this.parentSpan === undefined ? NO_PARENT : Option.some(this.parentSpan))
+  }
+
+  get traceId(): string {
+    return (this.traceHex ??= OtlpWire.hexOf(this.traceWords!))
+  }
+
+  get spanId(): string {
+    return (this.spanHex ??= OtlpWire.hexOf(this.spanWords))
+  }
+
+  get parentSpanId(): string | undefined {
+    return this.parentSpan?.spanId
+  }
+
+  get parentWords(): readonly [number, number] | undefined {
+    return this.parentSpan === undefined ? undefined : wordsOf(this.parentSpan)
+  }
+
+  get links(): ReadonlyArray<Tracer.SpanLink> {
+    return this.linked ?? NO_LINKS
+  }
+
+  get attributes(): ReadonlyMap<string, unknown> {
+    const pairs = this.pairs ?? this.own()
+    const found = new Map<string, unknown>()
+    for (let index = 0; index < pairs.length; index += 2) found.set(pairs[index] as string, pairs[index + 1])
+    return found
+  }
+
+  get status(): Tracer.SpanStatus {
+    const startTime = (BigInt(this.startHigh) << 32n) + BigInt(this.startLow)
+    return this.exit === undefined
+      ? { _tag: "Started", startTime }
+      : { _tag: "Ended", startTime, endTime: (BigInt(this.endHigh) << 32n) + BigInt(this.endLow), exit: this.exit }
+  }
+
+  /** Its own attributes, in the order Spans.begin and Spans.end say them on any other tracer's settle span. */
+  private own(): Array<unknown> {
+    const call = this.call
+    const pairs: Array<unknown> = [
+      Spans.TOOL, call.name,
+      Spans.SESSION, call.sessionID,
+      Spans.CALL, call.toolCallID,
+      Spans.AGENT, call.agent,
+      Spans.MESSAGE, call.assistantMessageID,
+      Spans.INPUT_BYTES, this.inputBytes,
+    ]
+    if (this.status_ === undefined) return pairs
+    pairs.push(Spans.STATUS, this.status_)
+    if (this.errorKind !== undefined) pairs.push(Spans.ERROR_KIND, this.errorKind)
+    pairs.push(Spans.REPLAYED, this.replayed, Spans.OUTPUT_BYTES, this.outputBytes)
+    return pairs
+  }
+
+  /** Ends it now (`elapsedMs` after its start, on `time`), with what its call settled as. */
+  settled(exit: Spans.Settled, elapsedMs: number, time: Timebase): void {
+    if (this.exit !== undefined) return
+    if (Exit.isSuccess(exit)) {
+      const { settlement, replayed } = exit.value
+      const pairs = this.pairs
+      // Said after any other, replacing one said with the same key, as on any span.
+      if (pairs !== undefined) {
+        this.attribute(Spans.STATUS, settlement.status)
+        if (settlement.error !== undefined) this.attribute(Spans.ERROR_KIND, settlement.error.kind)
+        this.attribute(Spans.REPLAYED, replayed)
+        this.attribute(Spans.OUTPUT_BYTES, Spans.contentBytes(settlement.content))
+      } else {
+        this.status_ = settlement.status
+        this.errorKind = settlement.error?.kind
+        this.replayed = replayed
+        this.outputBytes = Spans.contentBytes(settlement.content)
+      }
+    }
+    time.add(this.startHigh, this.startLow, elapsedMs)
+    this.ended(time.high, time.low, exit)
+  }
+
+  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
+    if (this.exit !== undefined) return
+    this.ended(highOf(endTime), lowOf(endTime), exit)
+  }
+
+  private ended(endHigh: number, endLow: number, exit: Exit.Exit<unknown, unknown>): void {
+    this.endHigh = endHigh
+    this.endLow = endLow
+    this.exit = Exit.isSuccess(exit) ? Exit.void : exit
+    const exporter = this.exporter
+    if (!this.sampled || exporter.full()) return
+    const records = exporter.records
+    const outcome = Exit.isSuccess(exit) ? undefined : OtlpOutcome.of(exit.cause)
+    const pairs = this.pairs
+    if (pairs !== undefined) {
+      records.settled(this, endHigh, endLow, pairs.length >>> 1)
+      for (let index = 0; index < pairs.length; index += 2) records.pair(pairs[index] as string, pairs[index + 1])
+      records.ended(this.noted ?? NO_EVENTS, this.linked ?? NO_LINKS, outcome)
+    } else {
+      records.callSettled(
+        this,
+        endHigh,
+        endLow,
+        this.call,
+        this.inputBytes,
+        this.status_,
+        this.errorKind,
+        this.replayed,
+        this.outputBytes,
+        this.noted ?? NO_EVENTS,
+        this.linked ?? NO_LINKS,
+        outcome,
+      )
+    }
+    exporter.added()
+  }
+
+  attribute(key: string, value: unknown): void {
+    if (this.exit !== undefined) return
+    const pairs = (this.pairs ??= this.own())
+    for (let index = 0; index < pairs.length; index += 2) {
+      if (pairs[index] === key) {
+        pairs[index + 1] = value
+        return
+      }
+    }
+    pairs.push(key, value)
+  }
+
+  event(name: string, startTime: bigint, attributes?: Record<string, unknown>): void {
+    if (this.exit !== undefined) return
+    ;(this.noted ??= []).push([name, startTime, attributes])
+  }
+
+  addLinks(links: ReadonlyArray<Tracer.SpanLink>): void {
+    if (this.exit !== undefined) return
+    for (const link of links) (this.linked ??= []).push(link)
+  }
+}
+
+/**
+ * A call traced by core's exporter: its settle span, its steps written straight into the exporter's records with no
+ * span object each, as milliseconds after the settle's start (the sending thread places them).
+ */
+class Traced implements Spans.Trace {
+  constructor(
+    readonly parent: Settle,
+    readonly originMs: number,
+    private readonly time: Timebase,
+  ) {}
+
+  step(
+    name: string,
+    started: number,
+    ended: number,
+    failure: Cause.Cause<unknown> | undefined,
+    key1?: string,
+    value1?: unknown,
+    key2?: string,
+    value2?: unknown,
+    key3?: string,
+    value3?: unknown,
+  ): void {
+    const settle = this.parent
+    const exporter = settle.exporter
+    // Spans not sampled are not exported: neither are their steps.
+    if (!settle.sampled || exporter.full()) return
+    const originMs = this.originMs
+    const outcome = failure === undefined ? undefined : OtlpOutcome.of(failure)
+    exporter.records.step(settle, name, started - originMs, ended - originMs, outcome, key1, value1, key2, value2, key3, value3)
+    exporter.added()
+  }
+
+  settled(exit: Spans.Settled): void {
+    this.parent.settled(exit, performance.now() - this.originMs, this.time)
+  }
+}
+
 // --- the exporter ---------------------------------------------------------------------------------------------------
 
 /** What the exporter did, for tests and benchmarks. */
@@ -259,6 +503,11 @@ export interface Stats {
 
 class Exporter {
   readonly stats: Stats = { sent: 0, dropped: 0, requests: 0, failures: 0 }
+  /** Spans dropped as the queue was full, of `stats.dropped` (the rest were in requests that failed, or left at exit). */
+  private overflowed = 0
+  /** What `stats.dropped` and `overflowed` were when last told to the operator. */
+  private toldDropped = 0
+  private toldOverflowed = 0
   /** Spans recorded as they ended, not yet handed on. */
   readonly records = new OtlpRecord.Records()
   /** How request bodies are made of the records (on the sending thread, or here when none runs). */
@@ -276,6 +525,8 @@ class Exporter {
   private counted: OtlpSender.Counts = NO_COUNTS
   /** Spans handed to the thread and not yet reported back. */
   private withThread = 0
+  /** Spans handed to the thread still in its queue (no request of theirs started). */
+  private queuedWithThread = 0
   /** The ring's size: room for a full queue of spans of RING_BYTES_PER_SPAN each. */
   private readonly ringBytes: number
   /** Where bodies go when no thread runs (none could start, or at exit before one was needed). */
@@ -285,7 +536,10 @@ class Exporter {
   private pausedUntil = 0
   private closed = false
 
-  constructor(settings: Settings) {
+  constructor(
+    settings: Settings,
+    private readonly warn: ((line: string) => void) | undefined,
+  ) {
     const { "service.name": _name, "service.version": _version, ...resource } = settings.resource ?? {}
     this.encoding = {
       protocol: settings.protocol,
@@ -334,6 +588,7 @@ class Exporter {
     this.sync()
     if (this.waiting < this.maxQueued) return false
     this.stats.dropped++
+    this.overflowed++
     return true
   }
 
@@ -359,9 +614,13 @@ class Exporter {
     this.records.seal()
   }
 
+  /** Spans that left the queue (their request started, or they were dropped unsent), told by the sender on this thread. */
+  private readonly left = (spans: number): void => {
+    this.waiting -= spans
+  }
+
   /** What became of a body's spans, told by the sender on this thread. */
   private readonly result = (result: OtlpSender.Result): void => {
-    this.waiting -= result.spans
     if (result.accepted || result.failed) this.stats.requests++
     if (result.accepted) this.stats.sent += result.spans
     else this.stats.dropped += result.spans
@@ -374,9 +633,10 @@ class Exporter {
     if (this.thread === undefined) return
     const counts = this.thread.counts()
     const last = this.counted
-    const done = (counts.done - last.done) | 0
-    this.waiting -= done
-    this.withThread -= done
+    const left = (counts.left - last.left) | 0
+    this.waiting -= left
+    this.queuedWithThread -= left
+    this.withThread -= (counts.done - last.done) | 0
     this.stats.sent += (counts.sent - last.sent) | 0
     this.stats.dropped += (counts.dropped - last.dropped) | 0
     this.stats.requests += (counts.requests - last.requests) | 0
@@ -389,9 +649,10 @@ class Exporter {
   private readonly threadEnded = (): void => {
     this.sync()
     this.thread = undefined
-    this.waiting -= this.withThread
+    this.waiting -= this.queuedWithThread
     this.stats.dropped += this.withThread
     this.withThread = 0
+    this.queuedWithThread = 0
   }
 
   /** The sending thread, started if need be; undefined when none can start, or at exit before one was needed. */
@@ -420,16 +681,20 @@ class Exporter {
     const thread = this.sendingThread()
     this.records.hand((chunk, spans) => {
       if (thread !== undefined) {
-        if (thread.post(chunk, spans)) this.withThread += spans
+        if (thread.post(chunk, spans)) {
+          this.withThread += spans
+          this.queuedWithThread += spans
+        }
         else {
           // No room left in the ring: the thread is that far behind.
           this.waiting -= spans
           this.stats.dropped += spans
+          this.overflowed += spans
         }
       } else {
         const batch = (this.localBatch ??= OtlpWire.batch(this.encoding.protocol, this.encoding.source))
-        OtlpRecord.addTo(chunk, batch)
-        ;(this.local ??= OtlpSender.make(this.options, this.result)).post(batch.take(), spans)
+        OtlpRead.addTo(chunk, batch)
+        ;(this.local ??= OtlpSender.make(this.options, this.result, this.left)).post(batch.take(), spans)
       }
     })
   }
@@ -437,6 +702,7 @@ class Exporter {
   /** Hands on the batch being filled, full or not, with the bodies ready, unless sending is paused. */
   private send(): void {
     this.sync()
+    this.tell()
     if (Date.now() < this.pausedUntil) return
     this.seal()
     this.hand()
@@ -460,6 +726,22 @@ class Exporter {
       this.threadEnded()
     }
     await this.local?.close(deadline)
+    this.tell()
+  }
+
+  /** Tells the operator of spans dropped since it was last told (at most once an export interval, and at exit). */
+  private tell(): void {
+    const dropped = this.stats.dropped - this.toldDropped
+    if (dropped === 0 || this.warn === undefined) return
+    const overflowed = this.overflowed - this.toldOverflowed
+    const failed = dropped - overflowed
+    this.toldDropped = this.stats.dropped
+    this.toldOverflowed = this.overflowed
+    const why = [
+      ...(overflowed > 0 ? [`${overflowed} as ${this.maxQueued} were waiting already (OTEL_BSP_MAX_QUEUE_SIZE)`] : []),
+      ...(failed > 0 ? [`${failed} in requests that failed, or were not answered or sent by exit`] : []),
+    ]
+    this.warn(`core: warning: ${dropped} spans were not exported: ${why.join("; ")}`)
   }
 }
 
@@ -472,61 +754,17 @@ export interface Made {
   readonly close: () => Promise<void>
 }
 
-const NOT_KEPT: Spans.Step = () => {}
-const NO_ANNOTATIONS = Context.empty()
-const NO_PARENT = Option.none<Tracer.AnySpan>()
+/** Settle spans of the exporter's own (Spans.Own), started and ended on `time`. */
+const own = (exporter: Exporter, time: Timebase): Spans.Own => ({
+  begin: (call, inputBytes, above, originMs) => new Traced(new Settle(exporter, call, inputBytes, above, time, originMs), originMs, time),
+})
 
 /**
- * Settle spans of the exporter's own (Spans.Own): started and ended on `time`, their steps recorded straight into the
- * exporter's records with no span object, times placed from the settle span's start in whole nanoseconds as high and
- * low words.
+ * A tracer exporting to `settings.url`, and its exporter's figures; `close` flushes it within `settings.flushMs`.
+ * Spans it could not export are told to `warn` (a line for stderr) at most once an export interval, and at close.
  */
-const own = (exporter: Exporter, time: Timebase): Spans.Own => {
-  const records = exporter.records
-  return {
-    begin: (above, originMs) => {
-      const span = new Span(
-        {
-          name: "Settler.settle",
-          parent: above === undefined ? NO_PARENT : Option.some(above),
-          annotations: NO_ANNOTATIONS,
-          links: [],
-          kind: "internal",
-          sampled: above?.sampled ?? true,
-        },
-        exporter,
-      )
-      time.place(originMs)
-      span.startHigh = time.high
-      span.startLow = time.low
-      return span
-    },
-    steps: (parent, originMs) => {
-      if (!(parent instanceof Span)) return undefined
-      // Spans not sampled are not exported: neither are their steps.
-      if (!parent.sampled) return NOT_KEPT
-      return (name, started, ended, failure, key1, value1, key2, value2, key3, value3) => {
-        if (exporter.full()) return
-        time.add(parent.startHigh, parent.startLow, started - originMs)
-        const startHigh = time.high
-        const startLow = time.low
-        time.add(parent.startHigh, parent.startLow, ended - originMs)
-        const outcome = failure === undefined ? undefined : OtlpOutcome.of(failure)
-        records.step(parent, name, startHigh, startLow, time.high, time.low, outcome, key1, value1, key2, value2, key3, value3)
-        exporter.added()
-      }
-    },
-    end: (parent, elapsedMs, exit) => {
-      if (!(parent instanceof Span)) return
-      time.add(parent.startHigh, parent.startLow, elapsedMs)
-      parent.ended(time.high, time.low, exit)
-    },
-  }
-}
-
-/** A tracer exporting to `settings.url`, and its exporter's figures; `close` flushes it within `settings.flushMs`. */
-export const make = (settings: Settings): Made => {
-  const exporter = new Exporter(settings)
+export const make = (settings: Settings, warn?: (line: string) => void): Made => {
+  const exporter = new Exporter(settings, warn)
   const tracer: Tracer.Tracer & { readonly [Spans.OWN]: Spans.Own } = {
     span: (options) => Span.of(options, exporter),
     [Spans.OWN]: own(exporter, new Timebase()),
@@ -545,15 +783,15 @@ export const make = (settings: Settings): Made => {
 }
 
 /** `make` for the life of the scope, flushed (within the bound) when it closes. */
-export const scoped = (settings: Settings) =>
+export const scoped = (settings: Settings, warn?: (line: string) => void) =>
   Effect.acquireRelease(
-    Effect.sync(() => make(settings)),
+    Effect.sync(() => make(settings, warn)),
     (made) => Effect.promise(made.close),
   )
 
 /** A tracer exporting to `settings.url` for the life of the layer, flushed (within the bound) when it ends. */
-export const layer = (settings: Settings): Layer.Layer<never> =>
+export const layer = (settings: Settings, warn?: (line: string) => void): Layer.Layer<never> =>
   Layer.effect(
     Tracer.Tracer,
-    Effect.map(scoped(settings), (made) => made.tracer),
+    Effect.map(scoped(settings, warn), (made) => made.tracer),
   )
