@@ -3,8 +3,8 @@ export * as OtlpWorker from "./otlp-worker"
 // The sending thread (started by ./otlp-sender's `thread`): it reads chunks of span records from the ring it shares
 // with the thread that settles calls, makes each into an OTLP request body (./otlp-record, ./otlp-wire) and sends it
 // (./otlp-sender's `make`), counting what became of the spans in the ring's header. It reads what the ring holds,
-// lets its requests be answered, and sleeps on the ring once it finds it empty, to be woken by the next chunk. A chunk
-// it cannot read is dropped with a count.
+// lets its requests be answered, looks again every POLL_MS while chunks come and sleeps on the ring once none came for
+// a while, to be woken by the next chunk. A chunk it cannot read is dropped with a count.
 
 import { OtlpRead } from "./otlp-read"
 import { OtlpSender } from "./otlp-sender"
@@ -22,8 +22,13 @@ let view: DataView
 let sender: OtlpSender.Sender
 let batch: OtlpWire.Batch
 let startedAt = 0
-let timer: ReturnType<typeof setImmediate> | undefined
+/** How often the ring is looked at while chunks come, and how many looks find nothing before the thread sleeps. */
+const POLL_MS = 1
+const IDLE_POLLS = 200
+
+let timer: ReturnType<typeof setImmediate> | ReturnType<typeof setTimeout> | undefined
 let closed = false
+let idle = 0
 
 const left = (spans: number): void => {
   Atomics.add(header, OtlpSender.LEFT, spans)
@@ -75,12 +80,21 @@ const drain = (): boolean => {
   return true
 }
 
-/** Sends what the ring holds, then looks again on the next turn; sleeps on the ring once it is empty. */
+/**
+ * Sends what the ring holds, then looks again on the next turn; while chunks come, every POLL_MS; sleeps on the ring
+ * after IDLE_POLLS looks found it empty. (Woken from its sleep by a notify, which costs the settling thread tens of
+ * microseconds: a chunk comes every few milliseconds while calls are settled, and finds it looking.)
+ */
 const look = (): void => {
   timer = undefined
   if (closed) return
   if (drain()) {
+    idle = 0
     timer = setImmediate(look)
+    return
+  }
+  if (++idle < IDLE_POLLS) {
+    timer = setTimeout(look, POLL_MS)
     return
   }
   // Said before the ring is read once more: a chunk written after that read finds the flag set and notifies.
@@ -89,6 +103,7 @@ const look = (): void => {
   const waited = Atomics.waitAsync(header, OtlpSender.TAIL, seen)
   const woken = () => {
     Atomics.store(header, OtlpSender.SLEEPING, 0)
+    idle = 0
     look()
   }
   if (waited.async) void waited.value.then(woken)
@@ -107,7 +122,10 @@ port.onmessage = async (event) => {
     look()
   } else {
     closed = true
-    if (timer !== undefined) clearImmediate(timer)
+    if (timer !== undefined) {
+      clearImmediate(timer as ReturnType<typeof setImmediate>)
+      clearTimeout(timer as ReturnType<typeof setTimeout>)
+    }
     drain()
     await sender.close(order.deadline)
     port.postMessage({ kind: "closed" })

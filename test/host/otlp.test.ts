@@ -423,15 +423,15 @@ describe("the exporter", () => {
     expect(made.stats.dropped).toBe(105)
   })
 
-  test("the sending thread, asleep once it found no batch, is woken by the next one", async () => {
+  test("the sending thread, asleep after 200 ms without batches, is woken by the next one", async () => {
     const otlp = receiver()
     const made = Otlp.make(settings(otlp.url, { maxBatchSpans: 1 }))
     endSpans(made, 1, "before")
     await until(() => made.stats.sent === 1)
     expect(made.threaded).toBe(true)
-    // The thread sleeps on the ring as soon as it finds it empty (answered its request): nothing to wait on from here
-    // but the time.
-    await Bun.sleep(100)
+    // The thread looks for batches every millisecond and sleeps after 200 looks found none: nothing to wait on from
+    // here but the time.
+    await Bun.sleep(400)
     endSpans(made, 2, "after")
     await until(() => made.stats.sent === 3, 1_000)
     await made.close()
