@@ -215,8 +215,11 @@ export const under = <A, E, R>(trace: Trace, effect: Effect.Effect<A, E, R>): Ef
 export const end = (trace: Trace, exit: Settled): void => trace.settled(exit)
 
 /** The size of a settlement's model-facing parts in bytes (text in UTF-8, files as their data: URIs). */
-export const contentBytes = (content: Settlement.Info["content"]): number =>
-  content.reduce((sum, part) => sum + (part.type === "text" ? Buffer.byteLength(part.text) : part.uri.length), 0)
+export const contentBytes = (content: Settlement.Info["content"]): number => {
+  let sum = 0
+  for (const part of content) sum += part.type === "text" ? Buffer.byteLength(part.text) : part.uri.length
+  return sum
+}
 
 /** What the permission step decided. */
 export const decisionOf = (checkedByTool: boolean, exit: Exit.Exit<unknown, unknown>): string => {
