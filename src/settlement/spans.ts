@@ -40,7 +40,7 @@ export type Step = (
 /** How a call settled, as the settle span ends with it. */
 export type Settled = Exit.Exit<{ readonly settlement: Settlement.Info; readonly replayed: boolean }, unknown>
 
-/** A traced call: its settle span, where its steps go, and how the span ends. */
+/** A traced call: its settle span, where its steps go, and how the span ends (`step` and `settled` called on it). */
 export interface Trace {
   readonly parent: Tracer.Span
   readonly step: Step
