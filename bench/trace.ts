@@ -6,7 +6,8 @@
 // batches' encoding and sending over every call). A block holds more calls than one batch of spans, so each B block
 // pays for its share of the sending. Off (no exporter installed) runs the same code as none but for one check per
 // settle and a branch per step; that work is timed alone in a loop, and an A/A pair of two untraced settlers shows
-// the noise floor any ratio here stands on.
+// the noise floor any ratio here stands on. What recording a settle's spans costs the calling thread is timed alone
+// too (the steadiest figure on a loaded machine): the rest of exporting's cost is the settler's and the sending's.
 
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -194,6 +195,54 @@ const checkCost = (): Promise<number> =>
     }),
   )
 
+/** Settles per block when a settle's spans are timed alone, and blocks. */
+const ALONE_SETTLES = 100
+const ALONE_BLOCKS = 200
+const ALONE_STEPS = ["Settler.decode", "Settler.permission", "Settler.record", "Settler.execute", "Settler.bound", "Settler.record"] as const
+
+/**
+ * A settle's spans as core's exporter records them on the calling thread, timed alone: the settle span begun, its six
+ * steps (each with the clock reading at its end, as the settler reads it) and its end, blocks of ALONE_SETTLES in a
+ * loop, each block waiting for the sending thread to have sent it; the median block's time per settle.
+ */
+const spansAlone = async (settings: Otlp.Settings): Promise<number> => {
+  // Sent every millisecond between blocks, so that each block's last spans need not wait for a full batch.
+  const made = Otlp.make({ ...settings, exportIntervalMs: 1 })
+  const settlement = { tool: "echo", callID: "call", status: "success", content: [{ type: "text", text: "hello" }], structured: "hello", outputs: [] } as const
+  const exit = Exit.succeed({ settlement, replayed: false })
+  const times: Array<number> = []
+  // Calls as a settle has them, their ids read from JSON (a string built here would be made flat on first read).
+  const calls: ReadonlyArray<Spans.Called> = JSON.parse(
+    JSON.stringify(
+      Array.from({ length: ALONE_SETTLES }, (_, index) => ({
+        name: "echo",
+        sessionID: "ses_trace",
+        agent: "build",
+        assistantMessageID: "msg_trace",
+        toolCallID: `call_alone_${index}`,
+      })),
+    ),
+  )
+  try {
+    for (let block = 0; block < ALONE_BLOCKS; block++) {
+      const started = performance.now()
+      for (let index = 0; index < ALONE_SETTLES; index++) {
+        const trace = Spans.begin(calls[index]!, 16, made.tracer)
+        let at = trace.originMs
+        for (const name of ALONE_STEPS) trace.step(name, at, (at = performance.now()), undefined, Spans.RECORD, "intent")
+        Spans.end(trace, exit)
+      }
+      times.push((performance.now() - started) / ALONE_SETTLES)
+      const expected = (block + 1) * ALONE_SETTLES * SPANS_PER_SETTLE
+      while (made.stats.sent + made.stats.dropped < expected) await Bun.sleep(1)
+    }
+  } finally {
+    await made.close()
+  }
+  if (made.stats.dropped > 0) throw new Error(`the exporter dropped ${made.stats.dropped} spans timed alone`)
+  return median(times.slice(ALONE_BLOCKS / 10))
+}
+
 /** The receiver's port: the first line it prints. */
 const portOf = async (child: Bun.Subprocess<"ignore", "pipe", "inherit">): Promise<number> =>
   Number((await firstLine(child, "the OTLP receiver")).trim())
@@ -243,6 +292,7 @@ const measure = async (): Promise<Report> => {
     const checks: Array<number> = []
     for (let round = 0; round < 5; round++) checks.push(await checkCost())
     const check = median(checks)
+    const alone = await spansAlone(exporting.settings)
     for (const one of sides.splice(0)) await one.close()
     const stats = made.reduce(
       (sum, one) => ({ sent: sum.sent + one.stats.sent, dropped: sum.dropped + one.stats.dropped, requests: sum.requests + one.stats.requests }),
@@ -287,6 +337,18 @@ const measure = async (): Promise<Report> => {
           rows: [row(aa), row(durable), row(memory)],
         },
         {
+          title: "exporting: a settle's spans on the calling thread, timed alone",
+          columns: ["what", "per settle", "over none's settle (SQLite)", "over none's settle (memory)"],
+          rows: [
+            [
+              `the settle span, ${STEPS} steps with their clock readings, its end`,
+              duration(alone),
+              `+${((alone / durable.base) * 100).toFixed(1)}%`,
+              `+${((alone / memory.base) * 100).toFixed(1)}%`,
+            ],
+          ],
+        },
+        {
           title: "tracing off: what the instrumentation does when no tracer is installed",
           columns: ["what", "per settle", "off / none (SQLite)", "off / none (memory)"],
           rows: [[`the check and ${STEPS} branches`, duration(check), ratioText(off), ratioText(offMemory)]],
@@ -314,6 +376,9 @@ const measure = async (): Promise<Report> => {
         "off runs the settle none runs plus one check per call and one branch per step: the difference is far below " +
           "the A/A noise floor, so it is timed alone and added to none's p50",
         "memory store: the same spans over a settle a sixth as long, for scale; the targets are on the store core runs with",
+        "a settle's spans timed alone: what recording them costs the calling thread, beside which the settler's own work " +
+          "for a traced call (its steps' context with the settle span, the step boundaries it reads) and the batches handed on " +
+          "to the sending thread make the rest of the calling thread's figure",
         "calling thread CPU: the settling thread's own time (process CPU also counts the collector's threads, the " +
           "exporter's sending thread, the HTTP client's and the store's checkpoint thread), the steadiest figure on a loaded machine",
       ],

@@ -111,6 +111,6 @@ export const traced = <A, E>(
         return effect
       }
       const spanned = root === undefined ? effect : Effect.withSpan(effect, root)
-      return Effect.provide(spanned, Layer.fresh(Otlp.layer(found.settings)))
+      return Effect.provide(spanned, Layer.fresh(Otlp.layer(found.settings, warn)))
     },
   )

@@ -1,53 +1,181 @@
 export * as OtlpRecord from "./otlp-record"
 
-// Ended spans and steps as compact records, written where they end (the thread that settles calls) and made into an
-// OTLP request body elsewhere (./otlp-wire, on the sending thread): a record holds what a span says in numbers and
-// strings as they are, with no protobuf, no lookups and no span id for a step (the reader draws it), so that ending a
-// span costs its thread a few dozen byte writes. How a span that failed ended comes worked out (./otlp-outcome): its
-// status, message and exception events are written as strings. Records are read back in the
-// order they were written, so a body holds its spans in the order they ended.
+// Ended spans as compact records, written where they end (the thread that settles calls) and made into an OTLP
+// request body elsewhere (./otlp-wire, on the sending thread): a record holds what a span says in numbers and strings
+// as they are, with no protobuf, no lookups but a small table of the strings core's own spans say again and again,
+// and no span id for a step (the reader draws it), so that ending a span costs its thread a few dozen byte writes. A
+// settle (Spans.Own) is written as a header once per chunk (its ids and start), then its steps and its own end as
+// records that name the header by its place in the chunk, a step's times as milliseconds after the settle's start:
+// the reader makes them the spans they stand for. How a span that failed ended comes worked out (./otlp-outcome): its
+// status, message and exception events are written as strings. Records are read back in the order they were
+// written, so a body holds its spans in the order they ended. A chunk stands alone: nothing in it refers to another.
 //
 // Layout (little-endian; a string is its UTF-8 length in 4 bytes, then its bytes):
-//   step:  1, trace, parent span id (2 words), name, start and end (high, low words), outcome, attribute count (1
-//          byte), attributes
-//   span:  2, name, kind (1 byte), trace, span id (0 and 2 words, or 1 and hex), parent (0 none, 1 as 2 words, 2 as hex), start and end,
-//          attribute count (4 bytes), attributes, events (count; each name, time, 0 or 1 and attributes), links
-//          (count; each trace and span id in hex, attributes), outcome
-//   trace: 0 and 4 words, or 1 and the id in hex
+//   step:    1, settle (its header's place in the chunk, 4 bytes), name (a key), start and end (float64 ms after the
+//            settle's start), outcome, attribute count (1 byte), attributes
+//   span:    2, name, kind (1 byte), trace, span id (0 and 2 words, or 1 and hex), parent, start and end (high, low
+//            words), attribute count (4 bytes), attributes, events (count; each name, time, 0 or 1 and entries), links
+//            (count; each trace and span id in hex, entries), outcome
+//   header:  3, trace, span id (2 words), parent, start (high, low words): a settle span, named Settler.settle; no
+//            span of its own
+//   settled: 4, settle (4 bytes), end (high, low words), attribute count (4 bytes), attributes, events, links,
+//            outcome: the settle span, ended
+//   trace: 0 and 4 words, or 1 and the id in hex; parent: 0 none, 1 as 2 words, 2 as hex
+//   attribute: a key, then a value; key: a KNOWN string's place (1 byte), or OTHER and the string
 //   outcome: 0 (it succeeded), or 1, status code, 0 or 1 and message, interrupted (0 or 1), error count, each error's
 //          name, message and stack
-//   value: 0 and a string, 1 true, 2 false, 3 a number (float64), 4 a bigint in decimal, 5 an array (count, values);
-//          anything else as a string, as the encoder formats it
+//   value: 0 and a string, 1 true, 2 false, 3 a number (float64), 4 a bigint in decimal, 5 an array (count, values),
+//          6 and a KNOWN string's place (1 byte); anything else as a string, as the encoder formats it
 
 import { format } from "effect/Formatter"
 import type * as Tracer from "effect/Tracer"
 import { OtlpWire } from "./otlp-wire"
 
-const STEP = 1
-const SPAN = 2
+export const STEP = 1
+export const SPAN = 2
+export const HEADER = 3
+export const SETTLED = 4
+export const CALL_SETTLED = 5
 
-const STRING = 0
-const TRUE = 1
-const FALSE = 2
-const NUMBER = 3
-const BIGINT = 4
-const ARRAY = 5
+export const STRING = 0
+export const TRUE = 1
+export const FALSE = 2
+export const NUMBER = 3
+export const BIGINT = 4
+export const ARRAY = 5
+export const KNOWN_STRING = 6
 
-const KINDS: ReadonlyArray<Tracer.SpanKind> = ["internal", "server", "client", "producer", "consumer"]
+/** What a settle span (a header's) is named. */
+export const SETTLE = "Settler.settle"
+/** A settle span's attributes, in the order Spans.begin and Spans.end say them: of its call, then how it settled. */
+export const TOOL = "core.tool"
+export const SESSION = "core.session"
+export const CALL = "core.call"
+export const AGENT = "core.agent"
+export const MESSAGE = "core.message"
+export const INPUT_BYTES = "core.input.bytes"
+export const STATUS = "core.status"
+export const ERROR_KIND = "core.error.kind"
+export const REPLAYED = "core.replayed"
+export const OUTPUT_BYTES = "core.output.bytes"
+
+/**
+ * Strings core's own spans say in every settle (names, keys, values), written as their place here: both threads read
+ * the same table. Any other string is written out; at most 255 of them (a place is one byte, OTHER aside).
+ */
+export const KNOWN: ReadonlyArray<string> = [
+  SETTLE,
+  "Settler.decode",
+  "Settler.permission",
+  "Settler.execute",
+  "Settler.bound",
+  "Settler.record",
+  TOOL,
+  SESSION,
+  CALL,
+  AGENT,
+  MESSAGE,
+  INPUT_BYTES,
+  STATUS,
+  ERROR_KIND,
+  REPLAYED,
+  OUTPUT_BYTES,
+  "core.input.valid",
+  "core.permission.decision",
+  "core.execute.outcome",
+  "core.output.bounded",
+  "core.output.managed_bytes",
+  "core.record",
+  "intent",
+  "settlement",
+  "allow",
+  "deny",
+  "reject",
+  "decline",
+  "by_tool",
+  "success",
+  "failure",
+  "error",
+  "interrupted",
+  "declined",
+  "cancelled",
+  "unknown",
+  "invalid_input",
+  "invalid_output",
+  "stale",
+  "denied",
+  "conflict",
+]
+/** A key that is not KNOWN: written out after it. */
+export const OTHER = 255
+/** KNOWN strings by length, and their places: a string is looked up among the few of its length (a Map costs more). */
+const KNOWN_BY_LENGTH: Array<Array<string> | undefined> = []
+const PLACE_BY_LENGTH: Array<Array<number> | undefined> = []
+KNOWN.forEach((known, place) => {
+  ;(KNOWN_BY_LENGTH[known.length] ??= []).push(known)
+  ;(PLACE_BY_LENGTH[known.length] ??= []).push(place)
+})
+
+/** A string's place in KNOWN, or -1. */
+const placeOf = (value: string): number => {
+  const candidates = KNOWN_BY_LENGTH[value.length]
+  if (candidates === undefined) return -1
+  for (let index = 0; index < candidates.length; index++) if (candidates[index] === value) return PLACE_BY_LENGTH[value.length]![index]!
+  return -1
+}
+
+export const KINDS: ReadonlyArray<Tracer.SpanKind> = ["internal", "server", "client", "producer", "consumer"]
 const KIND_CODE: Record<Tracer.SpanKind, number> = { internal: 0, server: 1, client: 2, producer: 3, consumer: 4 }
 
-const TWO_TO_32 = 2 ** 32
+export const TWO_TO_32 = 2 ** 32
+const NANOS_PER_MS = 1e6
 /** Strings up to this many UTF-16 units are tried as ASCII, byte by byte, before the encoder is called. */
 const SHORT_STRING = 256
 
 const encoder = new TextEncoder()
-const decoder = new TextDecoder()
 
-/** A span a step sits under: its trace (as words when it has them) and its id as words. */
-export interface Parent {
+/**
+ * A settle span as its records name it: its ids (the trace as words when it has them), its parent's, its start as the
+ * high and low words of nanoseconds since the epoch; and where its header was written last (kept by `Records`).
+ */
+export interface Settle {
   readonly traceId: string
   readonly traceWords: readonly [number, number, number, number] | undefined
   readonly spanWords: readonly [number, number]
+  readonly parentWords: readonly [number, number] | undefined
+  readonly parentSpanId: string | undefined
+  readonly startHigh: number
+  readonly startLow: number
+  /** The chunk its header was last written in (Records' count of seals then; 0 before any), and its place there. */
+  chunk: number
+  header: number
+}
+
+/** What a settle span says of its call. */
+export interface Call {
+  readonly name: string
+  readonly sessionID: string
+  readonly toolCallID: string
+  readonly agent: string
+  readonly assistantMessageID: string
+}
+
+/** A time as the high and low 32 bits of nanoseconds since the epoch. */
+export interface Words {
+  high: number
+  low: number
+}
+
+/**
+ * The time `ms` milliseconds (a fraction, rounded to whole nanoseconds) after the one given as `high` and `low` words,
+ * into `into`: what the settling thread and the sending thread both place times with, so that a step's times are the
+ * same wherever they are worked out.
+ */
+export const after = (high: number, low: number, ms: number, into: Words): void => {
+  const at = low + Math.round(ms * NANOS_PER_MS)
+  const carry = Math.floor(at / TWO_TO_32)
+  into.high = high + carry
+  into.low = at - carry * TWO_TO_32
 }
 
 // --- random ids ---------------------------------------------------------------------------------------------------
@@ -75,6 +203,10 @@ export class Records extends OtlpWire.Growing {
   private spans = 0
   /** The chunks sealed, as where each ends and how many records it holds. */
   private readonly sealed: Array<number> = []
+  /** Seals made: the chunk being written is known by it. */
+  private seals = 1
+  /** Settle headers written in the chunk being written. */
+  private headers = 0
 
   /** Records written since the last chunk was sealed. */
   count(): number {
@@ -91,6 +223,8 @@ export class Records extends OtlpWire.Growing {
     if (this.spans === 0) return
     this.sealed.push(this.at, this.spans)
     this.spans = 0
+    this.seals++
+    this.headers = 0
   }
 
   /**
@@ -147,11 +281,28 @@ export class Records extends OtlpWire.Growing {
     this.at += 4 + written
   }
 
+  /** A key (a name, an attribute's key): its place when KNOWN, else written out. */
+  private key(key: string): void {
+    const place = placeOf(key)
+    if (place >= 0) return this.byte(place)
+    this.byte(OTHER)
+    this.string(key)
+  }
+
   private value(value: unknown): void {
     switch (typeof value) {
-      case "string":
+      case "string": {
+        const place = placeOf(value)
+        if (place >= 0) {
+          this.room(2)
+          this.bytes[this.at] = KNOWN_STRING
+          this.bytes[this.at + 1] = place
+          this.at += 2
+          return
+        }
         this.byte(STRING)
         return this.string(value)
+      }
       case "boolean":
         return this.byte(value ? TRUE : FALSE)
       case "number":
@@ -175,6 +326,12 @@ export class Records extends OtlpWire.Growing {
     }
   }
 
+  /** An attribute of the span or settle being written (after its count). */
+  pair(key: string, value: unknown): void {
+    this.key(key)
+    this.value(value)
+  }
+
   private trace(parent: { readonly traceId: string; readonly traceWords?: readonly [number, number, number, number] | undefined }): void {
     const words = parent.traceWords
     if (words === undefined) {
@@ -190,6 +347,18 @@ export class Records extends OtlpWire.Growing {
     view.setUint32(at + 9, words[2], true)
     view.setUint32(at + 13, words[3], true)
     this.at = at + 17
+  }
+
+  private parent(span: { readonly parentWords?: readonly [number, number] | undefined; readonly parentSpanId: string | undefined }): void {
+    const parentWords = span.parentWords
+    if (parentWords !== undefined) {
+      this.byte(1)
+      this.word(parentWords[0])
+      this.word(parentWords[1])
+    } else if (span.parentSpanId !== undefined) {
+      this.byte(2)
+      this.string(span.parentSpanId)
+    } else this.byte(0)
   }
 
   private times(startHigh: number, startLow: number, endHigh: number, endLow: number): void {
@@ -230,14 +399,51 @@ export class Records extends OtlpWire.Growing {
     }
   }
 
-  /** A step under `parent`, its times as high and low words, how it ended if it failed, up to three attributes. */
+  /** A span's events, links and how it ended: what every span record ends with. */
+  private tail(events: OtlpWire.Ended["events"], links: ReadonlyArray<Tracer.SpanLink>, outcome: OtlpWire.Outcome | undefined): void {
+    this.word(events.length)
+    for (const [name, time, attributes] of events) {
+      this.string(name)
+      this.word(highOf(time))
+      this.word(lowOf(time))
+      if (attributes === undefined) this.byte(0)
+      else {
+        this.byte(1)
+        this.entries(attributes)
+      }
+    }
+    this.word(links.length)
+    for (const link of links) {
+      this.string(link.span.traceId)
+      this.string(link.span.spanId)
+      this.entries(link.attributes)
+    }
+    this.outcome(outcome)
+  }
+
+  /** `settle`'s place among the chunk's headers, its header written first when the chunk has none of it yet. */
+  private header(settle: Settle): number {
+    if (settle.chunk === this.seals) return settle.header
+    this.byte(HEADER)
+    this.trace(settle)
+    this.word(settle.spanWords[0])
+    this.word(settle.spanWords[1])
+    this.parent(settle)
+    this.word(settle.startHigh)
+    this.word(settle.startLow)
+    settle.chunk = this.seals
+    return (settle.header = this.headers++)
+  }
+
+  /**
+   * A step of `settle`, from `startMs` to `endMs` after the settle's start, how it ended if it failed, up to three
+   * attributes.
+   */
   step(
-    parent: Parent,
+    settle: Settle,
     name: string,
-    startHigh: number,
-    startLow: number,
-    endHigh: number,
-    endLow: number,
+    startMs: number,
+    endMs: number,
     outcome: OtlpWire.Outcome | undefined,
     key1: string | undefined,
     value1: unknown,
@@ -246,29 +452,109 @@ export class Records extends OtlpWire.Growing {
     key3: string | undefined,
     value3: unknown,
   ): void {
-    this.byte(STEP)
-    this.trace(parent)
-    this.room(8)
-    this.view.setUint32(this.at, parent.spanWords[0], true)
-    this.view.setUint32(this.at + 4, parent.spanWords[1], true)
-    this.at += 8
-    this.string(name)
-    this.times(startHigh, startLow, endHigh, endLow)
-    this.outcome(outcome)
-    const count = key1 === undefined ? 0 : key2 === undefined ? 1 : key3 === undefined ? 2 : 3
-    this.byte(count)
-    if (key1 !== undefined) {
-      this.string(key1)
-      this.value(value1)
+    const header = this.header(settle)
+    const place = placeOf(name)
+    // The step's head at most: its kind, settle, name's place, times, a success and the attribute count.
+    this.room(25)
+    const bytes = this.bytes
+    const view = this.view
+    let at = this.at
+    bytes[at] = STEP
+    view.setUint32(at + 1, header, true)
+    at += 5
+    if (place >= 0) bytes[at++] = place
+    else {
+      bytes[at++] = OTHER
+      this.at = at
+      this.string(name)
+      this.room(18)
+      at = this.at
     }
-    if (key2 !== undefined) {
-      this.string(key2)
-      this.value(value2)
+    this.view.setFloat64(at, startMs, true)
+    this.view.setFloat64(at + 8, endMs, true)
+    at += 16
+    if (outcome === undefined) this.bytes[at++] = 0
+    else {
+      this.at = at
+      this.outcome(outcome)
+      this.room(1)
+      at = this.at
     }
-    if (key3 !== undefined) {
-      this.string(key3)
-      this.value(value3)
+    this.bytes[at] = key1 === undefined ? 0 : key2 === undefined ? 1 : key3 === undefined ? 2 : 3
+    this.at = at + 1
+    if (key1 !== undefined) this.pair(key1, value1)
+    if (key2 !== undefined) this.pair(key2, value2)
+    if (key3 !== undefined) this.pair(key3, value3)
+    this.spans++
+  }
+
+  /**
+   * `settle`, ended at the time given as high and low words, with `attributes` attributes: the caller writes them next
+   * (`pair`), then `ended`.
+   */
+  settled(settle: Settle, endHigh: number, endLow: number, attributes: number): void {
+    const header = this.header(settle)
+    this.room(17)
+    const at = this.at
+    this.bytes[at] = SETTLED
+    this.view.setUint32(at + 1, header, true)
+    this.view.setUint32(at + 5, endHigh, true)
+    this.view.setUint32(at + 9, endLow, true)
+    this.view.setUint32(at + 13, attributes, true)
+    this.at = at + 17
+  }
+
+  /**
+   * `settle`, ended at the time given as high and low words, with the attributes of its `call` and, when it settled,
+   * of how (`status` undefined: it did not), in Spans' order, written without their keys; its events, links and how
+   * it ended.
+   */
+  callSettled(
+    settle: Settle,
+    endHigh: number,
+    endLow: number,
+    call: Call,
+    inputBytes: number,
+    status: string | undefined,
+    errorKind: string | undefined,
+    replayed: boolean,
+    outputBytes: number,
+    events: OtlpWire.Ended["events"],
+    links: ReadonlyArray<Tracer.SpanLink>,
+    outcome: OtlpWire.Outcome | undefined,
+  ): void {
+    const header = this.header(settle)
+    this.room(13)
+    const at = this.at
+    this.bytes[at] = CALL_SETTLED
+    this.view.setUint32(at + 1, header, true)
+    this.view.setUint32(at + 5, endHigh, true)
+    this.view.setUint32(at + 9, endLow, true)
+    this.at = at + 13
+    this.string(call.name)
+    this.string(call.sessionID)
+    this.string(call.toolCallID)
+    this.string(call.agent)
+    this.string(call.assistantMessageID)
+    this.room(10)
+    this.view.setFloat64(this.at, inputBytes, true)
+    this.bytes[this.at + 8] = status === undefined ? 0 : errorKind === undefined ? 1 : 2
+    this.at += 9
+    if (status !== undefined) {
+      this.value(status)
+      if (errorKind !== undefined) this.value(errorKind)
+      this.room(9)
+      this.bytes[this.at] = replayed ? TRUE : FALSE
+      this.view.setFloat64(this.at + 1, outputBytes, true)
+      this.at += 9
     }
+    this.tail(events, links, outcome)
+    this.spans++
+  }
+
+  /** The end of a settle begun with `settled`: its events, links and how it ended. */
+  ended(events: OtlpWire.Ended["events"], links: ReadonlyArray<Tracer.SpanLink>, outcome: OtlpWire.Outcome | undefined): void {
+    this.tail(events, links, outcome)
     this.spans++
   }
 
@@ -288,265 +574,17 @@ export class Records extends OtlpWire.Growing {
       this.byte(1)
       this.string(span.spanId)
     }
-    const parentWords = span.parentWords
-    if (parentWords !== undefined) {
-      this.byte(1)
-      this.word(parentWords[0])
-      this.word(parentWords[1])
-    } else if (span.parentSpanId !== undefined) {
-      this.byte(2)
-      this.string(span.parentSpanId)
-    } else this.byte(0)
+    this.parent(span)
     const { startHigh, startLow, endHigh, endLow } = span
     if (startHigh !== undefined && startLow !== undefined && endHigh !== undefined && endLow !== undefined) this.times(startHigh, startLow, endHigh, endLow)
     else this.times(highOf(span.startTime), lowOf(span.startTime), highOf(span.endTime), lowOf(span.endTime))
     const pairs = span.pairs
     this.word(pairs.length >>> 1)
-    for (let index = 0; index < pairs.length; index += 2) {
-      this.string(pairs[index] as string)
-      this.value(pairs[index + 1])
-    }
-    this.word(span.events.length)
-    for (const [name, time, attributes] of span.events) {
-      this.string(name)
-      this.word(highOf(time))
-      this.word(lowOf(time))
-      if (attributes === undefined) this.byte(0)
-      else {
-        this.byte(1)
-        this.entries(attributes)
-      }
-    }
-    this.word(span.links.length)
-    for (const link of span.links) {
-      this.string(link.span.traceId)
-      this.string(link.span.spanId)
-      this.entries(link.attributes)
-    }
-    this.outcome(span.outcome)
+    for (let index = 0; index < pairs.length; index += 2) this.pair(pairs[index] as string, pairs[index + 1])
+    this.tail(span.events, span.links, span.outcome)
     this.spans++
   }
 }
 
 const highOf = (nanos: bigint): number => Number(BigInt.asUintN(64, nanos) >> 32n)
 const lowOf = (nanos: bigint): number => Number(BigInt.asUintN(32, nanos))
-
-// --- reading ------------------------------------------------------------------------------------------------------
-
-/** A step's parent, as read back. */
-class ReadParent {
-  constructor(
-    readonly traceWords: readonly [number, number, number, number] | undefined,
-    private readonly traceHex: string | undefined,
-    readonly spanWords: readonly [number, number],
-  ) {}
-
-  get traceId(): string {
-    return this.traceHex ?? OtlpWire.hexOf(this.traceWords!)
-  }
-
-  get spanId(): string {
-    return OtlpWire.hexOf(this.spanWords)
-  }
-}
-
-/** A span as read back. */
-class ReadSpan implements OtlpWire.Ended {
-  constructor(
-    readonly name: string,
-    readonly kind: Tracer.SpanKind,
-    readonly traceWords: readonly [number, number, number, number] | undefined,
-    private readonly traceHex: string | undefined,
-    readonly spanWords: readonly [number, number] | undefined,
-    private readonly spanHex: string | undefined,
-    readonly parentWords: readonly [number, number] | undefined,
-    private readonly parentHex: string | undefined,
-    readonly startHigh: number,
-    readonly startLow: number,
-    readonly endHigh: number,
-    readonly endLow: number,
-    readonly pairs: ReadonlyArray<unknown>,
-    readonly events: OtlpWire.Ended["events"],
-    readonly links: ReadonlyArray<Tracer.SpanLink>,
-    readonly outcome: OtlpWire.Outcome | undefined,
-  ) {}
-
-  get traceId(): string {
-    return this.traceHex ?? OtlpWire.hexOf(this.traceWords!)
-  }
-
-  get spanId(): string {
-    return this.spanHex ?? OtlpWire.hexOf(this.spanWords!)
-  }
-
-  get parentSpanId(): string | undefined {
-    return this.parentWords !== undefined ? OtlpWire.hexOf(this.parentWords) : this.parentHex
-  }
-
-  get startTime(): bigint {
-    return BigInt(this.startHigh) * BigInt(TWO_TO_32) + BigInt(this.startLow)
-  }
-
-  get endTime(): bigint {
-    return BigInt(this.endHigh) * BigInt(TWO_TO_32) + BigInt(this.endLow)
-  }
-}
-
-/** Reads records written by `Records` from one chunk. */
-class Reader {
-  private at = 0
-  private readonly view: DataView
-
-  constructor(private readonly bytes: Uint8Array) {
-    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  }
-
-  more(): boolean {
-    return this.at < this.bytes.length
-  }
-
-  byte(): number {
-    if (this.at >= this.bytes.length) throw new RangeError("a record ends early")
-    return this.bytes[this.at++]!
-  }
-
-  word(): number {
-    const value = this.view.getUint32(this.at, true)
-    this.at += 4
-    return value
-  }
-
-  string(): string {
-    const length = this.word()
-    if (this.at + length > this.bytes.length) throw new RangeError("a record ends early")
-    const value = decoder.decode(this.bytes.subarray(this.at, this.at + length))
-    this.at += length
-    return value
-  }
-
-  value(): unknown {
-    const tag = this.byte()
-    switch (tag) {
-      case STRING:
-        return this.string()
-      case TRUE:
-        return true
-      case FALSE:
-        return false
-      case NUMBER: {
-        const value = this.view.getFloat64(this.at, true)
-        this.at += 8
-        return value
-      }
-      case BIGINT:
-        return BigInt(this.string())
-      case ARRAY: {
-        const count = this.word()
-        const items: Array<unknown> = []
-        for (let index = 0; index < count; index++) items.push(this.value())
-        return items
-      }
-      default:
-        throw new RangeError(`no value is tagged ${tag}`)
-    }
-  }
-
-  trace(): { readonly words: readonly [number, number, number, number] | undefined; readonly hex: string | undefined } {
-    if (this.byte() === 1) return { words: undefined, hex: this.string() }
-    return { words: [this.word(), this.word(), this.word(), this.word()], hex: undefined }
-  }
-
-  outcome(): OtlpWire.Outcome | undefined {
-    if (this.byte() === 0) return undefined
-    const code = this.byte()
-    const message = this.byte() === 1 ? this.string() : undefined
-    const interrupted = this.byte() === 1
-    const errors: Array<OtlpWire.Outcome["errors"][number]> = []
-    for (let count = this.word(); count > 0; count--) errors.push({ name: this.string(), message: this.string(), stack: this.string() })
-    return { code, message, interrupted, errors }
-  }
-
-  entries(): Record<string, unknown> {
-    const found: Record<string, unknown> = {}
-    for (let count = this.word(); count > 0; count--) {
-      const key = this.string()
-      found[key] = this.value()
-    }
-    return found
-  }
-}
-
-/** A step filled in afresh for each step read (the batch encodes it at once). */
-const readStep = (): OtlpWire.Step => ({
-  name: "",
-  parent: new ReadParent(undefined, "", [0, 0]),
-  spanWords: [0, 0],
-  startHigh: 0,
-  startLow: 0,
-  endHigh: 0,
-  endLow: 0,
-  outcome: undefined,
-  pairs: [],
-})
-
-/** Adds the records of `chunk` to `batch`, in order; how many were added. Throws on a chunk that is not records. */
-export const addTo = (chunk: Uint8Array, batch: OtlpWire.Batch): number => {
-  const reader = new Reader(chunk)
-  const step = readStep()
-  let count = 0
-  while (reader.more()) {
-    const kind = reader.byte()
-    if (kind === STEP) {
-      const trace = reader.trace()
-      step.parent = new ReadParent(trace.words, trace.hex, [reader.word(), reader.word()])
-      step.spanWords[0] = randomWord()
-      step.spanWords[1] = randomWord()
-      step.name = reader.string()
-      step.startHigh = reader.word()
-      step.startLow = reader.word()
-      step.endHigh = reader.word()
-      step.endLow = reader.word()
-      step.outcome = reader.outcome()
-      const pairs = step.pairs
-      pairs.length = 0
-      for (let attributes = reader.byte(); attributes > 0; attributes--) pairs.push(reader.string(), reader.value())
-      batch.addStep(step)
-    } else if (kind === SPAN) {
-      const name = reader.string()
-      const spanKind = KINDS[reader.byte()] ?? "internal"
-      const trace = reader.trace()
-      const spanForm = reader.byte()
-      const spanWords: [number, number] | undefined = spanForm === 0 ? [reader.word(), reader.word()] : undefined
-      const spanHex = spanForm === 1 ? reader.string() : undefined
-      const parentForm = reader.byte()
-      const parentWords: [number, number] | undefined = parentForm === 1 ? [reader.word(), reader.word()] : undefined
-      const parentHex = parentForm === 2 ? reader.string() : undefined
-      const startHigh = reader.word()
-      const startLow = reader.word()
-      const endHigh = reader.word()
-      const endLow = reader.word()
-      const pairs: Array<unknown> = []
-      for (let attributes = reader.word(); attributes > 0; attributes--) pairs.push(reader.string(), reader.value())
-      const events: Array<[string, bigint, Record<string, unknown> | undefined]> = []
-      for (let count = reader.word(); count > 0; count--) {
-        const eventName = reader.string()
-        const time = BigInt(reader.word()) * BigInt(TWO_TO_32) + BigInt(reader.word())
-        events.push([eventName, time, reader.byte() === 1 ? reader.entries() : undefined])
-      }
-      const links: Array<Tracer.SpanLink> = []
-      for (let count = reader.word(); count > 0; count--) {
-        const traceId = reader.string()
-        const spanId = reader.string()
-        // Only its ids are written.
-        const span = { _tag: "ExternalSpan", traceId, spanId, sampled: true } as Tracer.ExternalSpan
-        links.push({ span, attributes: reader.entries() })
-      }
-      const outcome = reader.outcome()
-      batch.add(
-        new ReadSpan(name, spanKind, trace.words, trace.hex, spanWords, spanHex, parentWords, parentHex, startHigh, startLow, endHigh, endLow, pairs, events, links, outcome),
-      )
-    } else throw new RangeError(`no record is of kind ${kind}`)
-    count++
-  }
-  return count
-}

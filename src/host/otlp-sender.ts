@@ -2,10 +2,12 @@ export * as OtlpSender from "./otlp-sender"
 
 // Sends OTLP request bodies (made by ./otlp) to the endpoint: at most MAX_IN_FLIGHT requests at once, each within a
 // timeout, gzipped when asked; a failed request drops its body and pauses sending for a while (a Retry-After up to a
-// minute is honoured). It runs on a thread of its own once the exporter has a body to send while calls run, so that
+// minute is honoured). A body's spans leave the queue when its request starts (or when it is dropped unsent): the
+// queue's bound counts those waiting, as OpenTelemetry's batch processor does, and MAX_IN_FLIGHT bounds the rest. It runs on a thread of its own once the exporter has a body to send while calls run, so that
 // no request is made, compressed or answered on the thread that settles calls; at exit, when no thread was started
 // (a short command), on the calling thread. The same code both ways: `make` (the thread, ./otlp-worker, runs it on
-// the bodies it makes) says what became of each body through `report`; the exporter keeps the counts.
+// the bodies it makes) says what became of each body through `report`, and when its spans left the queue through `left`;
+// the exporter keeps the counts.
 
 import type { OtlpWire } from "./otlp-wire"
 
@@ -31,12 +33,13 @@ export interface Sender {
   readonly close: (deadline: number) => Promise<void>
 }
 
-/** A sender to `options.url`. */
-export function make(options: Options, report: (result: Result) => void): Sender {
+/** Requests in flight at once; further bodies wait in the queue. */
+export const MAX_IN_FLIGHT = 2
+
+/** A sender to `options.url`: `left` is told of spans leaving the queue, `report` of what became of them. */
+export function make(options: Options, report: (result: Result) => void, left: (spans: number) => void): Sender {
   /** How long one request may take. */
   const REQUEST_TIMEOUT_MS = 10_000
-  /** Requests in flight at once; further bodies wait. */
-  const MAX_IN_FLIGHT = 2
   /** How long sending pauses after a failed request (a Retry-After up to a minute is honoured instead). */
   const PAUSE_MS = 5_000
   const MAX_RETRY_AFTER_MS = 60_000
@@ -86,6 +89,7 @@ export function make(options: Options, report: (result: Result) => void): Sender
   }
 
   const send = (one: { readonly body: Uint8Array<ArrayBuffer> | string; readonly spans: number }) => {
+    left(one.spans)
     const tracked: Promise<void> = request(one.body)
       .then((accepted) => {
         inFlight.delete(tracked)
@@ -121,7 +125,10 @@ export function make(options: Options, report: (result: Result) => void): Sender
         clearTimeout(timer)
       }
       closing.abort()
-      for (const left of ready.splice(0)) report({ spans: left.spans, accepted: false, failed: false, pausedUntil: 0 })
+      for (const unsent of ready.splice(0)) {
+        left(unsent.spans)
+        report({ spans: unsent.spans, accepted: false, failed: false, pausedUntil: 0 })
+      }
       await Promise.allSettled(inFlight)
     },
   }
@@ -132,9 +139,9 @@ export function make(options: Options, report: (result: Result) => void): Sender
 // Chunks of span records (./otlp-record) reach the thread through memory both share, not as messages (a message costs
 // the sending thread a tenth of a millisecond and more while the other one is busy): a ring of bytes that this thread
 // writes, each chunk behind its length and span count, and the thread (./otlp-worker) reads, makes into a request
-// body and sends. What became of them comes back as counters in the same memory. The thread looks at the ring every
-// POLL_MS while chunks come, and sleeps on it after IDLE_POLLS looks found nothing, to be woken by the next chunk.
-// Messages are only for starting and closing it.
+// body and sends. What became of them comes back as counters in the same memory. The thread sleeps on the ring
+// whenever it finds it empty and is woken by the next chunk (a notify, only when it said it sleeps). Messages are
+// only for starting and closing it.
 
 /** The shared header's 32-bit slots. */
 export const TAIL = 0
@@ -147,6 +154,8 @@ export const REQUESTS = 6
 export const FAILURES = 7
 /** Until when sending pauses, in ms from the thread's start (0: it does not). */
 export const PAUSED = 8
+/** Spans that left the queue: their request started, or they were dropped unsent. */
+export const LEFT = 9
 export const HEADER_BYTES = 64
 /** A chunk's own header in the ring: its length and its span count. */
 export const ENTRY_BYTES = 8
@@ -174,6 +183,8 @@ export type Order =
 export interface Counts {
   /** Spans sent or dropped. */
   readonly done: number
+  /** Spans that left the queue (in a request, or dropped unsent). */
+  readonly left: number
   readonly sent: number
   readonly dropped: number
   readonly requests: number
@@ -254,6 +265,7 @@ export const thread = (options: Options, encoding: Encoding, ringBytes: number, 
       const paused = Atomics.load(header, PAUSED)
       return {
         done: Atomics.load(header, DONE),
+        left: Atomics.load(header, LEFT),
         sent: Atomics.load(header, SENT),
         dropped: Atomics.load(header, DROPPED),
         requests: Atomics.load(header, REQUESTS),

@@ -428,15 +428,16 @@ class Writer extends Growing {
 
   keyValue(field: number, key: string, value: unknown): void {
     if (field === 9) {
-      // An attribute said again and again (a tool's name, an outcome, a flag) is copied as it was first written.
+      // A count, or a short ASCII string (an id), with a key written before: its lengths worked out, not patched
+      // (cheaper than looking the string up: an id is seldom said twice).
+      const keyField = typeof value === "boolean" ? undefined : KEYS.get(key)
+      if (keyField !== undefined && (typeof value === "number" ? this.countAttribute(keyField, value) : typeof value === "string" && this.asciiAttribute(keyField, value))) return
+      // An attribute said again and again (a flag, a name not in ASCII) is copied as it was first written.
       const known = typeof value === "string" || typeof value === "boolean" ? PAIRS.get(key)?.get(value) : undefined
       if (known !== undefined) {
         this.copy(known)
         return
       }
-      // A count, or a short ASCII string (an id), with a key written before: its lengths worked out, not patched.
-      const keyField = KEYS.get(key)
-      if (keyField !== undefined && (typeof value === "number" ? this.countAttribute(keyField, value) : typeof value === "string" && this.asciiAttribute(keyField, value))) return
     }
     const start = this.at
     const pair = this.begin(field)

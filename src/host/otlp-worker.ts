@@ -2,11 +2,11 @@ export * as OtlpWorker from "./otlp-worker"
 
 // The sending thread (started by ./otlp-sender's `thread`): it reads chunks of span records from the ring it shares
 // with the thread that settles calls, makes each into an OTLP request body (./otlp-record, ./otlp-wire) and sends it
-// (./otlp-sender's `make`), counting what became of the spans in the ring's header. It looks at the ring every
-// POLL_MS while chunks come, and sleeps on it after IDLE_POLLS looks found nothing, to be woken by the next chunk. A
-// chunk it cannot read is dropped with a count.
+// (./otlp-sender's `make`), counting what became of the spans in the ring's header. It reads what the ring holds,
+// lets its requests be answered, looks again every POLL_MS while chunks come and sleeps on the ring once none came for
+// a while, to be woken by the next chunk. A chunk it cannot read is dropped with a count.
 
-import { OtlpRecord } from "./otlp-record"
+import { OtlpRead } from "./otlp-read"
 import { OtlpSender } from "./otlp-sender"
 import { OtlpWire } from "./otlp-wire"
 
@@ -16,18 +16,23 @@ const port = globalThis as unknown as {
   postMessage: (message: unknown) => void
 }
 
-const POLL_MS = 10
-const IDLE_POLLS = 100
-
 let header: Int32Array
 let ring: Uint8Array
 let view: DataView
 let sender: OtlpSender.Sender
 let batch: OtlpWire.Batch
 let startedAt = 0
-let timer: ReturnType<typeof setTimeout> | undefined
+/** How often the ring is looked at while chunks come, and how many looks find nothing before the thread sleeps. */
+const POLL_MS = 1
+const IDLE_POLLS = 200
+
+let timer: ReturnType<typeof setImmediate> | ReturnType<typeof setTimeout> | undefined
 let closed = false
 let idle = 0
+
+const left = (spans: number): void => {
+  Atomics.add(header, OtlpSender.LEFT, spans)
+}
 
 const report = (result: OtlpSender.Result): void => {
   if (result.accepted) Atomics.add(header, OtlpSender.SENT, result.spans)
@@ -42,20 +47,23 @@ const report = (result: OtlpSender.Result): void => {
 const send = (chunk: Uint8Array, spans: number): void => {
   let body: Uint8Array<ArrayBuffer> | string
   try {
-    OtlpRecord.addTo(chunk, batch)
+    OtlpRead.addTo(chunk, batch)
     body = batch.take()
   } catch {
     batch.take()
+    left(spans)
     report({ spans, accepted: false, failed: false, pausedUntil: 0 })
     return
   }
   sender.post(body, spans)
 }
 
+/** Sends the chunks the ring held when it was looked at (not those written meanwhile: requests are answered first). */
 const drain = (): boolean => {
   let head = Atomics.load(header, OtlpSender.HEAD)
-  let found = false
-  while (head !== Atomics.load(header, OtlpSender.TAIL)) {
+  const tail = Atomics.load(header, OtlpSender.TAIL)
+  if (head === tail) return false
+  while (head !== tail) {
     if (ring.length - head < OtlpSender.ENTRY_BYTES || view.getUint32(head, true) === OtlpSender.WRAPPED) {
       head = 0
       continue
@@ -68,19 +76,28 @@ const drain = (): boolean => {
     if (head === ring.length) head = 0
     Atomics.store(header, OtlpSender.HEAD, head)
     send(chunk, spans)
-    found = true
   }
-  return found
+  return true
 }
 
+/**
+ * Sends what the ring holds, then looks again on the next turn; while chunks come, every POLL_MS; sleeps on the ring
+ * after IDLE_POLLS looks found it empty. (Woken from its sleep by a notify, which costs the settling thread tens of
+ * microseconds: a chunk comes every few milliseconds while calls are settled, and finds it looking.)
+ */
 const look = (): void => {
   timer = undefined
   if (closed) return
-  idle = drain() ? 0 : idle + 1
-  if (idle < IDLE_POLLS) {
+  if (drain()) {
+    idle = 0
+    timer = setImmediate(look)
+    return
+  }
+  if (++idle < IDLE_POLLS) {
     timer = setTimeout(look, POLL_MS)
     return
   }
+  // Said before the ring is read once more: a chunk written after that read finds the flag set and notifies.
   Atomics.store(header, OtlpSender.SLEEPING, 1)
   const seen = Atomics.load(header, OtlpSender.TAIL)
   const waited = Atomics.waitAsync(header, OtlpSender.TAIL, seen)
@@ -101,11 +118,14 @@ port.onmessage = async (event) => {
     view = new DataView(order.shared, OtlpSender.HEADER_BYTES)
     startedAt = order.startedAt
     batch = OtlpWire.batch(order.encoding.protocol, order.encoding.source)
-    sender = OtlpSender.make(order.options, report)
+    sender = OtlpSender.make(order.options, report, left)
     look()
   } else {
     closed = true
-    if (timer !== undefined) clearTimeout(timer)
+    if (timer !== undefined) {
+      clearImmediate(timer as ReturnType<typeof setImmediate>)
+      clearTimeout(timer as ReturnType<typeof setTimeout>)
+    }
     drain()
     await sender.close(order.deadline)
     port.postMessage({ kind: "closed" })

@@ -4,28 +4,25 @@ export * as Otlp from "./otlp"
 // only when an endpoint is set: without one, core installs no tracer and makes no spans.
 //
 // The tracer is Effect's tracer interface (what Effect.withSpan, the HTTP server's request spans and the settle
-// span use) over light spans, each written as a compact record into the batch being filled when it ends
+// span use) over light spans (./otlp-span), each written as a compact record into the batch being filled when it ends
 // (./otlp-record); a settle's steps come without span objects (Spans.Own) and are written into it the same way.
 // Batches are handed on after the call that filled them has returned: a full batch on the next turn of the event
 // loop, the rest every export interval, and what is left when the layer's scope closes, within a bound, so an
 // endpoint that is down never holds a call and delays an exit by at most that bound. The records are made into
 // request bodies (./otlp-wire) and sent by ./otlp-sender: on a thread of its own, started with the first batch handed
-// on while core runs; at exit with none started (a short command), on this thread. A
-// failed request drops its batch and pauses sending for a while; spans queued beyond the queue's bound are dropped,
-// so a slow endpoint costs memory within that bound and nothing else.
+// on while core runs; at exit with none started (a short command), on this thread. A failed request drops its batch
+// and pauses sending for a while; spans queued beyond the queue's bound are dropped, so a slow endpoint costs memory
+// within that bound and nothing else, and what was dropped is told on stderr.
 
-import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Tracer from "effect/Tracer"
 import packageJson from "../../package.json" with { type: "json" }
 import { Spans } from "../settlement/spans"
-import { OtlpOutcome } from "./otlp-outcome"
+import { OtlpRead } from "./otlp-read"
 import { OtlpRecord } from "./otlp-record"
 import { OtlpSender } from "./otlp-sender"
+import { OtlpSpan } from "./otlp-span"
 import { OtlpWire } from "./otlp-wire"
 
 /** How long spans wait to be sent together (OTEL_BSP_SCHEDULE_DELAY overrides). */
@@ -34,15 +31,20 @@ export const EXPORT_INTERVAL_MS = 5_000
 export const EXIT_FLUSH_MS = 1_000
 /** Spans in one request at most (OTEL_BSP_MAX_EXPORT_BATCH_SIZE overrides). */
 export const MAX_BATCH_SPANS = 512
-/** Spans waiting to be sent at most; more are dropped while the endpoint is behind (OTEL_BSP_MAX_QUEUE_SIZE overrides). */
-export const MAX_QUEUED_SPANS = 2_048
+/**
+ * Spans waiting to be sent at most; more are dropped while the endpoint is behind (OTEL_BSP_MAX_QUEUE_SIZE overrides).
+ * OpenTelemetry's SDKs wait with 2,048; a call makes 7 spans, so that is under 300 calls, 6 ms of a sidecar settling
+ * 50,000 a second, and a third of its spans were dropped whenever the sending thread or the collector paused for
+ * longer. This holds about 2,300 calls (50 ms), in a few MiB.
+ */
+export const MAX_QUEUED_SPANS = 16_384
 /** How long past the flush bound the sending thread may take to say it has closed, before it is stopped. */
 const THREAD_SLACK_MS = 50
 /** The shared ring of bodies waiting for the sending thread: room per span queued, within these bounds. */
-const RING_BYTES_PER_SPAN = 1_024
+const RING_BYTES_PER_SPAN = 256
 const MIN_RING_BYTES = 256 * 1_024
 const MAX_RING_BYTES = 16 * 1_024 * 1_024
-const NO_COUNTS: OtlpSender.Counts = { done: 0, sent: 0, dropped: 0, requests: 0, failures: 0, pausedUntil: 0 }
+const NO_COUNTS: OtlpSender.Counts = { done: 0, left: 0, sent: 0, dropped: 0, requests: 0, failures: 0, pausedUntil: 0 }
 
 export interface Settings {
   /** Where spans are POSTed: `<endpoint>/v1/traces`, or the traces endpoint as given. */
@@ -59,192 +61,6 @@ export interface Settings {
   readonly maxQueuedSpans?: number
 }
 
-// --- spans ----------------------------------------------------------------------------------------------------------
-
-const NO_EVENTS: OtlpWire.Ended["events"] = []
-
-type Options = Parameters<Tracer.Tracer["span"]>[0]
-
-const TWO_TO_32 = 2 ** 32
-const NANOS_PER_MS = 1e6
-
-/** The high 32 bits of a time in nanoseconds (below 2^64). */
-const highOf = (nanos: bigint): number => Number(nanos >> 32n)
-/** The low 32 bits. */
-const lowOf = (nanos: bigint): number => Number(BigInt.asUintN(32, nanos))
-
-/**
- * Epoch nanoseconds at `performance.now()` readings, as high and low 32-bit words, without a 64-bit integer per
- * reading: anchored on Effect's clock (what its own spans read) and anchored again each second, as that clock
- * anchors itself again when the system clock moves. Read just after Effect's clock, so a time placed here is never
- * later than Effect's for the same instant (a span a tool starts inside a settle starts inside it).
- */
-class Timebase {
-  private readonly clock = Context.get(Context.empty(), Clock.Clock)
-  private anchoredAt = Number.NEGATIVE_INFINITY
-  private anchorHigh = 0
-  private anchorLow = 0
-  /** The last time placed. */
-  high = 0
-  low = 0
-
-  /** Places `ms` (a `performance.now()` reading): its time in `high` and `low`. */
-  place(ms: number): void {
-    if (ms - this.anchoredAt > ANCHOR_MS || ms < this.anchoredAt) {
-      const epoch = this.clock.currentTimeNanosUnsafe()
-      const at = performance.now()
-      const anchor = epoch - BigInt(Math.round(at * NANOS_PER_MS))
-      this.anchorHigh = highOf(anchor)
-      this.anchorLow = lowOf(anchor)
-      this.anchoredAt = at
-    }
-    this.add(this.anchorHigh, this.anchorLow, ms)
-  }
-
-  /** `high` and `low` of `ms` milliseconds after the time given as `high` and `low` (both below 2^64). */
-  add(high: number, low: number, ms: number): void {
-    const at = low + Math.round(ms * NANOS_PER_MS)
-    const carry = Math.floor(at / TWO_TO_32)
-    this.high = high + carry
-    this.low = at - carry * TWO_TO_32
-  }
-}
-
-/** How often the time base is anchored again on Effect's clock. */
-const ANCHOR_MS = 1_000
-
-/** A span that keeps what it is told; ended, it waits in the exporter's queue as it is. */
-class Span implements Tracer.Span, OtlpWire.Ended {
-  readonly _tag = "Span"
-  readonly name: string
-  readonly parent: Option.Option<Tracer.AnySpan>
-  readonly annotations: Context.Context<never>
-  readonly links: Array<Tracer.SpanLink>
-  readonly kind: Tracer.SpanKind
-  readonly sampled: boolean
-  /** Its times in nanoseconds since the epoch, as high and low 32-bit words (no 64-bit integer kept). */
-  startHigh = 0
-  startLow = 0
-  endHigh = 0
-  endLow = 0
-  private exit: Exit.Exit<unknown, unknown> | undefined = undefined
-  /** The trace's id as four words, shared with the parent when the parent is one of these; else in `traceHex`. */
-  readonly traceWords: OtlpWire.Ended["traceWords"]
-  readonly spanWords: readonly [number, number]
-  readonly pairs: Array<unknown> = []
-  private readonly exporter: Exporter
-  private traceHex: string | undefined = undefined
-  private spanHex: string | undefined = undefined
-  private noted: Array<[name: string, time: bigint, attributes: Record<string, unknown> | undefined]> | undefined = undefined
-
-  constructor(options: Omit<Options, "startTime" | "root">, exporter: Exporter) {
-    this.name = options.name
-    this.parent = options.parent
-    this.annotations = options.annotations
-    this.links = options.links
-    this.kind = options.kind
-    this.sampled = options.sampled
-    this.exporter = exporter
-    this.spanWords = [OtlpRecord.randomWord(), OtlpRecord.randomWord()]
-    const above = Option.isSome(options.parent) ? options.parent.value : undefined
-    if (above === undefined) this.traceWords = [OtlpRecord.randomWord(), OtlpRecord.randomWord(), OtlpRecord.randomWord(), OtlpRecord.randomWord()]
-    else if (above instanceof Span && above.traceWords !== undefined) this.traceWords = above.traceWords
-    else {
-      this.traceWords = undefined
-      this.traceHex = above.traceId
-    }
-  }
-
-  /** A span through the tracer interface, its start given. */
-  static of(options: Options, exporter: Exporter): Span {
-    const span = new Span(options, exporter)
-    span.startHigh = highOf(options.startTime)
-    span.startLow = lowOf(options.startTime)
-    return span
-  }
-
-  get traceId(): string {
-    return (this.traceHex ??= OtlpWire.hexOf(this.traceWords!))
-  }
-
-  get spanId(): string {
-    return (this.spanHex ??= OtlpWire.hexOf(this.spanWords))
-  }
-
-  get parentSpanId(): string | undefined {
-    return Option.isSome(this.parent) ? this.parent.value.spanId : undefined
-  }
-
-  get parentWords(): readonly [number, number] | undefined {
-    return Option.isSome(this.parent) && this.parent.value instanceof Span ? this.parent.value.spanWords : undefined
-  }
-
-  get attributes(): ReadonlyMap<string, unknown> {
-    const found = new Map<string, unknown>()
-    for (let index = 0; index < this.pairs.length; index += 2) found.set(this.pairs[index] as string, this.pairs[index + 1])
-    return found
-  }
-
-  get events(): OtlpWire.Ended["events"] {
-    return this.noted ?? NO_EVENTS
-  }
-
-  get status(): Tracer.SpanStatus {
-    return this.exit === undefined
-      ? { _tag: "Started", startTime: this.startTime }
-      : { _tag: "Ended", startTime: this.startTime, endTime: this.endTime, exit: this.exit }
-  }
-
-  get startTime(): bigint {
-    return (BigInt(this.startHigh) << 32n) + BigInt(this.startLow)
-  }
-
-  get endTime(): bigint {
-    return this.exit === undefined ? this.startTime : (BigInt(this.endHigh) << 32n) + BigInt(this.endLow)
-  }
-
-  get outcome(): OtlpWire.Outcome | undefined {
-    return this.exit !== undefined && Exit.isFailure(this.exit) ? OtlpOutcome.of(this.exit.cause) : undefined
-  }
-
-  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
-    if (this.exit !== undefined) return
-    this.ended(highOf(endTime), lowOf(endTime), exit)
-  }
-
-  /** Ends it at the time given as high and low words. */
-  ended(endHigh: number, endLow: number, exit: Exit.Exit<unknown, unknown>): void {
-    if (this.exit !== undefined) return
-    this.endHigh = endHigh
-    this.endLow = endLow
-    // A success's value is not kept: only how the span ended is exported.
-    this.exit = Exit.isSuccess(exit) ? Exit.void : exit
-    if (this.sampled) this.exporter.push(this)
-  }
-
-  attribute(key: string, value: unknown): void {
-    if (this.exit !== undefined) return
-    // Kept as key, value, key, value: a handful per span, cheaper than a Map; a key said again is replaced.
-    for (let index = 0; index < this.pairs.length; index += 2) {
-      if (this.pairs[index] === key) {
-        this.pairs[index + 1] = value
-        return
-      }
-    }
-    this.pairs.push(key, value)
-  }
-
-  event(name: string, startTime: bigint, attributes?: Record<string, unknown>): void {
-    if (this.exit !== undefined) return
-    ;(this.noted ??= []).push([name, startTime, attributes])
-  }
-
-  addLinks(links: ReadonlyArray<Tracer.SpanLink>): void {
-    if (this.exit !== undefined) return
-    for (const link of links) this.links.push(link)
-  }
-}
-
 // --- the exporter ---------------------------------------------------------------------------------------------------
 
 /** What the exporter did, for tests and benchmarks. */
@@ -257,8 +73,13 @@ export interface Stats {
   failures: number
 }
 
-class Exporter {
+class Exporter implements OtlpSpan.Sink {
   readonly stats: Stats = { sent: 0, dropped: 0, requests: 0, failures: 0 }
+  /** Spans dropped as the queue was full, of `stats.dropped` (the rest were in requests that failed, or left at exit). */
+  private overflowed = 0
+  /** What `stats.dropped` and `overflowed` were when last told to the operator. */
+  private toldDropped = 0
+  private toldOverflowed = 0
   /** Spans recorded as they ended, not yet handed on. */
   readonly records = new OtlpRecord.Records()
   /** How request bodies are made of the records (on the sending thread, or here when none runs). */
@@ -276,6 +97,8 @@ class Exporter {
   private counted: OtlpSender.Counts = NO_COUNTS
   /** Spans handed to the thread and not yet reported back. */
   private withThread = 0
+  /** Spans handed to the thread still in its queue (no request of theirs started). */
+  private queuedWithThread = 0
   /** The ring's size: room for a full queue of spans of RING_BYTES_PER_SPAN each. */
   private readonly ringBytes: number
   /** Where bodies go when no thread runs (none could start, or at exit before one was needed). */
@@ -285,7 +108,10 @@ class Exporter {
   private pausedUntil = 0
   private closed = false
 
-  constructor(settings: Settings) {
+  constructor(
+    settings: Settings,
+    private readonly warn: ((line: string) => void) | undefined,
+  ) {
     const { "service.name": _name, "service.version": _version, ...resource } = settings.resource ?? {}
     this.encoding = {
       protocol: settings.protocol,
@@ -334,6 +160,7 @@ class Exporter {
     this.sync()
     if (this.waiting < this.maxQueued) return false
     this.stats.dropped++
+    this.overflowed++
     return true
   }
 
@@ -359,9 +186,13 @@ class Exporter {
     this.records.seal()
   }
 
+  /** Spans that left the queue (their request started, or they were dropped unsent), told by the sender on this thread. */
+  private readonly left = (spans: number): void => {
+    this.waiting -= spans
+  }
+
   /** What became of a body's spans, told by the sender on this thread. */
   private readonly result = (result: OtlpSender.Result): void => {
-    this.waiting -= result.spans
     if (result.accepted || result.failed) this.stats.requests++
     if (result.accepted) this.stats.sent += result.spans
     else this.stats.dropped += result.spans
@@ -374,9 +205,10 @@ class Exporter {
     if (this.thread === undefined) return
     const counts = this.thread.counts()
     const last = this.counted
-    const done = (counts.done - last.done) | 0
-    this.waiting -= done
-    this.withThread -= done
+    const left = (counts.left - last.left) | 0
+    this.waiting -= left
+    this.queuedWithThread -= left
+    this.withThread -= (counts.done - last.done) | 0
     this.stats.sent += (counts.sent - last.sent) | 0
     this.stats.dropped += (counts.dropped - last.dropped) | 0
     this.stats.requests += (counts.requests - last.requests) | 0
@@ -389,9 +221,10 @@ class Exporter {
   private readonly threadEnded = (): void => {
     this.sync()
     this.thread = undefined
-    this.waiting -= this.withThread
+    this.waiting -= this.queuedWithThread
     this.stats.dropped += this.withThread
     this.withThread = 0
+    this.queuedWithThread = 0
   }
 
   /** The sending thread, started if need be; undefined when none can start, or at exit before one was needed. */
@@ -420,16 +253,20 @@ class Exporter {
     const thread = this.sendingThread()
     this.records.hand((chunk, spans) => {
       if (thread !== undefined) {
-        if (thread.post(chunk, spans)) this.withThread += spans
+        if (thread.post(chunk, spans)) {
+          this.withThread += spans
+          this.queuedWithThread += spans
+        }
         else {
           // No room left in the ring: the thread is that far behind.
           this.waiting -= spans
           this.stats.dropped += spans
+          this.overflowed += spans
         }
       } else {
         const batch = (this.localBatch ??= OtlpWire.batch(this.encoding.protocol, this.encoding.source))
-        OtlpRecord.addTo(chunk, batch)
-        ;(this.local ??= OtlpSender.make(this.options, this.result)).post(batch.take(), spans)
+        OtlpRead.addTo(chunk, batch)
+        ;(this.local ??= OtlpSender.make(this.options, this.result, this.left)).post(batch.take(), spans)
       }
     })
   }
@@ -437,6 +274,7 @@ class Exporter {
   /** Hands on the batch being filled, full or not, with the bodies ready, unless sending is paused. */
   private send(): void {
     this.sync()
+    this.tell()
     if (Date.now() < this.pausedUntil) return
     this.seal()
     this.hand()
@@ -460,6 +298,22 @@ class Exporter {
       this.threadEnded()
     }
     await this.local?.close(deadline)
+    this.tell()
+  }
+
+  /** Tells the operator of spans dropped since it was last told (at most once an export interval, and at exit). */
+  private tell(): void {
+    const dropped = this.stats.dropped - this.toldDropped
+    if (dropped === 0 || this.warn === undefined) return
+    const overflowed = this.overflowed - this.toldOverflowed
+    const failed = dropped - overflowed
+    this.toldDropped = this.stats.dropped
+    this.toldOverflowed = this.overflowed
+    const why = [
+      ...(overflowed > 0 ? [`${overflowed} as ${this.maxQueued} were waiting already (OTEL_BSP_MAX_QUEUE_SIZE)`] : []),
+      ...(failed > 0 ? [`${failed} in requests that failed, or were not answered or sent by exit`] : []),
+    ]
+    this.warn(`core: warning: ${dropped} spans were not exported: ${why.join("; ")}`)
   }
 }
 
@@ -472,64 +326,15 @@ export interface Made {
   readonly close: () => Promise<void>
 }
 
-const NOT_KEPT: Spans.Step = () => {}
-const NO_ANNOTATIONS = Context.empty()
-const NO_PARENT = Option.none<Tracer.AnySpan>()
-
 /**
- * Settle spans of the exporter's own (Spans.Own): started and ended on `time`, their steps recorded straight into the
- * exporter's records with no span object, times placed from the settle span's start in whole nanoseconds as high and
- * low words.
+ * A tracer exporting to `settings.url`, and its exporter's figures; `close` flushes it within `settings.flushMs`.
+ * Spans it could not export are told to `warn` (a line for stderr) at most once an export interval, and at close.
  */
-const own = (exporter: Exporter, time: Timebase): Spans.Own => {
-  const records = exporter.records
-  return {
-    begin: (above, originMs) => {
-      const span = new Span(
-        {
-          name: "Settler.settle",
-          parent: above === undefined ? NO_PARENT : Option.some(above),
-          annotations: NO_ANNOTATIONS,
-          links: [],
-          kind: "internal",
-          sampled: above?.sampled ?? true,
-        },
-        exporter,
-      )
-      time.place(originMs)
-      span.startHigh = time.high
-      span.startLow = time.low
-      return span
-    },
-    steps: (parent, originMs) => {
-      if (!(parent instanceof Span)) return undefined
-      // Spans not sampled are not exported: neither are their steps.
-      if (!parent.sampled) return NOT_KEPT
-      return (name, started, ended, failure, key1, value1, key2, value2, key3, value3) => {
-        if (exporter.full()) return
-        time.add(parent.startHigh, parent.startLow, started - originMs)
-        const startHigh = time.high
-        const startLow = time.low
-        time.add(parent.startHigh, parent.startLow, ended - originMs)
-        const outcome = failure === undefined ? undefined : OtlpOutcome.of(failure)
-        records.step(parent, name, startHigh, startLow, time.high, time.low, outcome, key1, value1, key2, value2, key3, value3)
-        exporter.added()
-      }
-    },
-    end: (parent, elapsedMs, exit) => {
-      if (!(parent instanceof Span)) return
-      time.add(parent.startHigh, parent.startLow, elapsedMs)
-      parent.ended(time.high, time.low, exit)
-    },
-  }
-}
-
-/** A tracer exporting to `settings.url`, and its exporter's figures; `close` flushes it within `settings.flushMs`. */
-export const make = (settings: Settings): Made => {
-  const exporter = new Exporter(settings)
+export const make = (settings: Settings, warn?: (line: string) => void): Made => {
+  const exporter = new Exporter(settings, warn)
   const tracer: Tracer.Tracer & { readonly [Spans.OWN]: Spans.Own } = {
-    span: (options) => Span.of(options, exporter),
-    [Spans.OWN]: own(exporter, new Timebase()),
+    span: (options) => OtlpSpan.Span.of(options, exporter),
+    [Spans.OWN]: OtlpSpan.own(exporter, new OtlpSpan.Timebase()),
   }
   return {
     tracer,
@@ -545,15 +350,15 @@ export const make = (settings: Settings): Made => {
 }
 
 /** `make` for the life of the scope, flushed (within the bound) when it closes. */
-export const scoped = (settings: Settings) =>
+export const scoped = (settings: Settings, warn?: (line: string) => void) =>
   Effect.acquireRelease(
-    Effect.sync(() => make(settings)),
+    Effect.sync(() => make(settings, warn)),
     (made) => Effect.promise(made.close),
   )
 
 /** A tracer exporting to `settings.url` for the life of the layer, flushed (within the bound) when it ends. */
-export const layer = (settings: Settings): Layer.Layer<never> =>
+export const layer = (settings: Settings, warn?: (line: string) => void): Layer.Layer<never> =>
   Layer.effect(
     Tracer.Tracer,
-    Effect.map(scoped(settings), (made) => made.tracer),
+    Effect.map(scoped(settings, warn), (made) => made.tracer),
   )

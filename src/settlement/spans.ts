@@ -37,27 +37,36 @@ export type Step = (
   value3?: unknown,
 ) => void
 
-/** A traced call: its settle span, and where its steps go. */
+/** How a call settled, as the settle span ends with it. */
+export type Settled = Exit.Exit<{ readonly settlement: Settlement.Info; readonly replayed: boolean }, unknown>
+
+/** A traced call: its settle span, where its steps go, and how the span ends (`step` and `settled` called on it). */
 export interface Trace {
   readonly parent: Tracer.Span
   readonly step: Step
   /** The settle span's start as a `performance.now()` reading. */
   readonly originMs: number
-  /** The tracer's own settle spans, when it made this one. */
-  readonly own: Own | undefined
+  /** Ends the settle span now, with how the call settled. */
+  readonly settled: (exit: Settled) => void
+}
+
+/** What a settle span says of its call. */
+export interface Called {
+  readonly name: string
+  readonly sessionID: string
+  readonly toolCallID: string
+  readonly agent: string
+  readonly assistantMessageID: string
 }
 
 /**
  * A tracer's own settle spans (core's OTLP exporter has them), placed by `performance.now()` readings on its own
- * clock, kept in step with Effect's, with no 64-bit integer made per span: `begin` makes a `Settler.settle` span
- * under `above` starting at `originMs`; `steps` records its steps without a span object per step (undefined when it
- * keeps none for `parent`: they are made as spans through the tracer interface); `end` ends it `elapsedMs` after its
- * start.
+ * clock, kept in step with Effect's: `begin` makes the trace of `call` (`inputBytes` of input), its settle span under
+ * `above` starting at `originMs`, with the attributes a settle span has (`begin` and `end` below say which) and its
+ * steps recorded without a span object each.
  */
 export interface Own {
-  readonly begin: (above: Tracer.AnySpan | undefined, originMs: number) => Tracer.Span
-  readonly steps: (parent: Tracer.Span, originMs: number) => Step | undefined
-  readonly end: (parent: Tracer.Span, elapsedMs: number, exit: Exit.Exit<unknown, unknown>) => void
+  readonly begin: (call: Called, inputBytes: number, above: Tracer.AnySpan | undefined, originMs: number) => Trace
 }
 
 /** Where a tracer keeps its `Own` settle spans. */
@@ -90,37 +99,80 @@ export const tracing = (): boolean => keepingTracer() !== undefined
 export const now = (trace: Trace | undefined): number => (trace === undefined ? 0 : performance.now())
 
 /**
- * Steps as spans made through the tracer interface (any tracer but core's exporter), placed from the settle span's
- * start: times are read from a monotonic clock in milliseconds, cheaper than Effect's clock in nanoseconds.
+ * A settle span made through the tracer interface (any tracer but core's exporter), its steps made as spans under it
+ * and placed from its start: times are read from a monotonic clock in milliseconds, cheaper than Effect's clock in
+ * nanoseconds.
  */
-const spanSteps = (tracer: Tracer.Tracer, parent: Tracer.Span, origin: bigint, originMs: number): Step => {
-  const under = Option.some<Tracer.AnySpan>(parent)
-  const nanosAt = (ms: number) => origin + BigInt(Math.round((ms - originMs) * NANOS_PER_MS))
-  return (name, started, ended, failure, key1, value1, key2, value2, key3, value3) => {
-    const made = tracer.span({
+class Spanned implements Trace {
+  private readonly under: Option.Option<Tracer.AnySpan>
+  private readonly origin: bigint
+  constructor(
+    private readonly tracer: Tracer.Tracer,
+    readonly parent: Tracer.Span,
+    readonly originMs: number,
+  ) {
+    this.under = Option.some(parent)
+    this.origin = parent.status.startTime
+  }
+
+  private nanosAt(ms: number): bigint {
+    return this.origin + BigInt(Math.round((ms - this.originMs) * NANOS_PER_MS))
+  }
+
+  step(
+    name: string,
+    started: number,
+    ended: number,
+    failure: Cause.Cause<unknown> | undefined,
+    key1?: string,
+    value1?: unknown,
+    key2?: string,
+    value2?: unknown,
+    key3?: string,
+    value3?: unknown,
+  ): void {
+    const made = this.tracer.span({
       name,
-      parent: under,
+      parent: this.under,
       annotations: NO_ANNOTATIONS,
       links: [],
-      startTime: nanosAt(started),
+      startTime: this.nanosAt(started),
       kind: "internal",
       root: false,
-      sampled: parent.sampled,
+      sampled: this.parent.sampled,
     })
     if (key1 !== undefined) made.attribute(key1, value1)
     if (key2 !== undefined) made.attribute(key2, value2)
     if (key3 !== undefined) made.attribute(key3, value3)
-    made.end(nanosAt(ended), failure === undefined ? Exit.void : Exit.failCause(failure))
+    made.end(this.nanosAt(ended), failure === undefined ? Exit.void : Exit.failCause(failure))
+  }
+
+  settled(exit: Settled): void {
+    const { parent } = this
+    if (Exit.isSuccess(exit)) {
+      const { settlement, replayed } = exit.value
+      parent.attribute(STATUS, settlement.status)
+      if (settlement.error !== undefined) parent.attribute(ERROR_KIND, settlement.error.kind)
+      parent.attribute(REPLAYED, replayed)
+      parent.attribute(OUTPUT_BYTES, contentBytes(settlement.content))
+    }
+    // Placed from its start, as its steps are.
+    parent.end(this.nanosAt(performance.now()), exit)
   }
 }
 
-interface Called {
-  readonly name: string
-  readonly sessionID: string
-  readonly toolCallID: string
-  readonly agent: string
-  readonly assistantMessageID: string
-}
+/** A settle span's attributes: of its call, from its start (in this order). */
+export const TOOL = "core.tool"
+export const SESSION = "core.session"
+export const CALL = "core.call"
+export const AGENT = "core.agent"
+export const MESSAGE = "core.message"
+export const INPUT_BYTES = "core.input.bytes"
+/** And of how it settled, at its end (`core.error.kind` only for an error), when it settled. */
+export const STATUS = "core.status"
+export const ERROR_KIND = "core.error.kind"
+export const REPLAYED = "core.replayed"
+export const OUTPUT_BYTES = "core.output.bytes"
 
 /**
  * A settle's `Settler.settle` span, under `above` when given, else under the fiber's current span (a request's, or a
@@ -133,29 +185,26 @@ export const begin = (call: Called, inputBytes: number, tracer: Tracer.Tracer, a
   // The tracer's own settle span where the fiber's clock is Effect's own; else one made through the interface.
   const clock = fiber?.getRef(Clock.Clock)
   const own = clock === undefined || clock === DEFAULT_CLOCK ? (tracer as Partial<{ readonly [OWN]: Own }>)[OWN] : undefined
-  const origin = own !== undefined ? 0n : clock === undefined ? BigInt(Date.now()) * 1_000_000n : clock.currentTimeNanosUnsafe()
+  if (own !== undefined) return own.begin(call, inputBytes, above, performance.now())
+  const origin = clock === undefined ? BigInt(Date.now()) * 1_000_000n : clock.currentTimeNanosUnsafe()
   const originMs = performance.now()
-  const parent =
-    own !== undefined
-      ? own.begin(above, originMs)
-      : tracer.span({
-          name: "Settler.settle",
-          parent: above === undefined ? Option.none() : Option.some(above),
-          annotations: NO_ANNOTATIONS,
-          links: [],
-          startTime: origin,
-          kind: "internal",
-          root: false,
-          sampled: above?.sampled ?? true,
-        })
-  parent.attribute("core.tool", call.name)
-  parent.attribute("core.session", call.sessionID)
-  parent.attribute("core.call", call.toolCallID)
-  parent.attribute("core.agent", call.agent)
-  parent.attribute("core.message", call.assistantMessageID)
-  parent.attribute("core.input.bytes", inputBytes)
-  const steps = own?.steps(parent, originMs)
-  return { parent, step: steps ?? spanSteps(tracer, parent, parent.status.startTime, originMs), originMs, own }
+  const parent = tracer.span({
+    name: "Settler.settle",
+    parent: above === undefined ? Option.none() : Option.some(above),
+    annotations: NO_ANNOTATIONS,
+    links: [],
+    startTime: origin,
+    kind: "internal",
+    root: false,
+    sampled: above?.sampled ?? true,
+  })
+  parent.attribute(TOOL, call.name)
+  parent.attribute(SESSION, call.sessionID)
+  parent.attribute(CALL, call.toolCallID)
+  parent.attribute(AGENT, call.agent)
+  parent.attribute(MESSAGE, call.assistantMessageID)
+  parent.attribute(INPUT_BYTES, inputBytes)
+  return new Spanned(tracer, parent, originMs)
 }
 
 /** `effect` with the settle span as the fiber's parent span: spans made inside it (a tool's own) sit under it. */
@@ -163,27 +212,14 @@ export const under = <A, E, R>(trace: Trace, effect: Effect.Effect<A, E, R>): Ef
   Effect.provideService(effect, Tracer.ParentSpan, trace.parent)
 
 /** Ends the settle span: how the call settled. */
-export const end = (
-  trace: Trace,
-  exit: Exit.Exit<{ readonly settlement: Settlement.Info; readonly replayed: boolean }, unknown>,
-): void => {
-  const { parent } = trace
-  if (Exit.isSuccess(exit)) {
-    const { settlement, replayed } = exit.value
-    parent.attribute("core.status", settlement.status)
-    if (settlement.error !== undefined) parent.attribute("core.error.kind", settlement.error.kind)
-    parent.attribute("core.replayed", replayed)
-    parent.attribute("core.output.bytes", contentBytes(settlement.content))
-  }
-  // Placed from its start, as its steps are.
-  const elapsedMs = performance.now() - trace.originMs
-  if (trace.own !== undefined) return trace.own.end(parent, elapsedMs, exit)
-  parent.end(parent.status.startTime + BigInt(Math.round(elapsedMs * NANOS_PER_MS)), exit)
-}
+export const end = (trace: Trace, exit: Settled): void => trace.settled(exit)
 
 /** The size of a settlement's model-facing parts in bytes (text in UTF-8, files as their data: URIs). */
-export const contentBytes = (content: Settlement.Info["content"]): number =>
-  content.reduce((sum, part) => sum + (part.type === "text" ? Buffer.byteLength(part.text) : part.uri.length), 0)
+export const contentBytes = (content: Settlement.Info["content"]): number => {
+  let sum = 0
+  for (const part of content) sum += part.type === "text" ? Buffer.byteLength(part.text) : part.uri.length
+  return sum
+}
 
 /** What the permission step decided. */
 export const decisionOf = (checkedByTool: boolean, exit: Exit.Exit<unknown, unknown>): string => {

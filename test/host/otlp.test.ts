@@ -8,11 +8,12 @@ import { gunzipSync } from "node:zlib"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Clock, Context, Effect, Exit, Layer, ManagedRuntime, Option, Schema, Scope } from "effect"
+import { Clock, Context, Effect, Exit, Layer, ManagedRuntime, Option, Schema, Scope, Tracer } from "effect"
 import { Kernel } from "../../src/host/kernel"
 import { Otlp } from "../../src/host/otlp"
 import { Registry } from "../../src/registry/registry"
 import { Settler } from "../../src/settlement/settler"
+import { Spans } from "../../src/settlement/spans"
 import { Store } from "../../src/store/store"
 import { Tool } from "../../src/tool/tool"
 import type { JsonSpan } from "../support/otlp"
@@ -187,6 +188,70 @@ describe("a settle's spans", () => {
   })
 })
 
+describe("a settle's attributes", () => {
+  /** Settles `calls` on a kernel exporting through `tracer`, the echo tool annotating the settle span when asked. */
+  const settleWith = async (tracer: Layer.Layer<never>, calls: ReadonlyArray<Settler.Call>) => {
+    const dir = mkdtempSync(join(tmpdir(), "core-otlp-"))
+    dirs.push(dir)
+    const echo = Tool.make({
+      description: "Echo text back",
+      input: Schema.Struct({ text: Schema.String }),
+      output: Schema.String,
+      execute: (input) => (input.text === "annotate" ? Effect.as(Effect.annotateCurrentSpan("tool.note", "ü"), input.text) : Effect.succeed(input.text)),
+    })
+    const runtime = ManagedRuntime.make(Layer.merge(Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(dir, "outputs") }), tracer))
+    const registration = Effect.runSync(Scope.make())
+    const turn = await runtime.runPromise(
+      Effect.gen(function* () {
+        yield* (yield* Registry.Service).tools.register({ echo }).pipe(Scope.provide(registration))
+        return yield* (yield* Settler.Service).materialize()
+      }),
+    )
+    for (const call of calls) await runtime.runPromise(turn.settle(call))
+    await Effect.runPromise(Scope.close(registration, Exit.void))
+    await runtime.dispose()
+  }
+
+  test("are what any other tracer's settle span says, in the same order: of the call, how it settled, a tool's own", async () => {
+    const call = (toolCallID: string, name: string, text: string): Settler.Call => ({
+      sessionID: "ses_ü",
+      agent: "build",
+      assistantMessageID: "msg_attributes",
+      toolCallID,
+      name,
+      input: { text },
+    })
+    const calls = [call("call_echo", "echo", "hello"), call("call_unknown", "nothing", "x"), call("call_annotated", "echo", "annotate")]
+    const otlp = receiver()
+    await settleWith(Otlp.layer(settings(otlp.url)), calls)
+    const made: Array<Tracer.NativeSpan> = []
+    await settleWith(
+      Layer.succeed(
+        Tracer.Tracer,
+        Tracer.make({
+          span: (options) => {
+            const span = new Tracer.NativeSpan(options)
+            made.push(span)
+            return span
+          },
+        }),
+      ),
+      calls,
+    )
+    const exported = spansOf(otlp.received).filter((span) => span.name === "Settler.settle")
+    const ownPairs = exported.map((span) => span.attributes.map((entry) => [entry.key, Object.values(entry.value)[0]]))
+    const otherPairs = made
+      .filter((span) => span.name === "Settler.settle")
+      .map((span) => [...span.attributes])
+    expect(ownPairs).toEqual(otherPairs)
+    expect(ownPairs.map((pairs) => pairs.map(([key]) => key))).toEqual([
+      ["core.tool", "core.session", "core.call", "core.agent", "core.message", "core.input.bytes", "core.status", "core.replayed", "core.output.bytes"],
+      ["core.tool", "core.session", "core.call", "core.agent", "core.message", "core.input.bytes", "core.status", "core.error.kind", "core.replayed", "core.output.bytes"],
+      ["core.tool", "core.session", "core.call", "core.agent", "core.message", "core.input.bytes", "tool.note", "core.status", "core.replayed", "core.output.bytes"],
+    ])
+  })
+})
+
 describe("a settle's times", () => {
   test("are Effect's clock's: the clock a fiber is given (a test's), or the system's, its steps placed from its start", async () => {
     const otlp = receiver()
@@ -296,11 +361,12 @@ describe("the exporter", () => {
     endSpans(made, 100)
     await until(() => otlp.received.length === 2)
     expect(made.threaded).toBe(true)
-    // Two requests in flight, one more batch waiting: the rest are dropped, not kept.
+    // Ended at once: a queue's worth kept (30), the rest dropped, not kept.
     expect(made.stats.dropped).toBe(70)
-    // Ended while the receiver still hangs: dropped at once, the queue stays at its bound.
+    // Two requests in flight left the queue (as in OpenTelemetry's batch processor; at most two are): 10 spans wait,
+    // room for 20 more. Ended while the receiver still hangs: those are kept, the rest dropped at once.
     endSpans(made, 50, "more")
-    expect(made.stats.dropped).toBe(120)
+    expect(made.stats.dropped).toBe(100)
     const started = performance.now()
     await made.close()
     expect(performance.now() - started).toBeLessThan(2_000)
@@ -357,15 +423,15 @@ describe("the exporter", () => {
     expect(made.stats.dropped).toBe(105)
   })
 
-  test("the sending thread, asleep after a second without batches, is woken by the next one", async () => {
+  test("the sending thread, asleep after 200 ms without batches, is woken by the next one", async () => {
     const otlp = receiver()
     const made = Otlp.make(settings(otlp.url, { maxBatchSpans: 1 }))
     endSpans(made, 1, "before")
     await until(() => made.stats.sent === 1)
     expect(made.threaded).toBe(true)
-    // The thread looks for batches every 10 ms and sleeps after a second of finding none: nothing to wait on from
+    // The thread looks for batches every millisecond and sleeps after 200 looks found none: nothing to wait on from
     // here but the time.
-    await Bun.sleep(1_500)
+    await Bun.sleep(400)
     endSpans(made, 2, "after")
     await until(() => made.stats.sent === 3, 1_000)
     await made.close()
@@ -388,6 +454,52 @@ describe("the exporter", () => {
     expect(spans.map((span) => span.name)).toEqual(Array.from({ length: count }, (_, index) => `wrap-${index}`))
     expect(spans.every((span, index) => attribute(span, "blob") === blob(index))).toBe(true)
     expect(made.stats).toEqual({ sent: count, dropped: 0, requests: count, failures: 0 })
+  })
+
+  test("a settle's records, wrapped around the sending thread's ring many times, are its spans whole and in order", async () => {
+    const otlp = receiver()
+    // 10 settles of 7 spans a chunk, each settle's records over 2 kB (its call's id): the ring's least size (a quarter
+    // of a MiB) holds about ten chunks.
+    const made = Otlp.make(settings(otlp.url, { maxBatchSpans: 70, maxQueuedSpans: 700 }))
+    const settlement = { tool: "echo", callID: "", status: "success", content: [{ type: "text", text: "hi" }], structured: "hi", outputs: [] } as const
+    const count = 400
+    const idOf = (index: number) => `call_${index}_${"ü".repeat(1_000)}`
+    for (let index = 0; index < count; index++) {
+      const call = { name: "echo", sessionID: "ses_ring", toolCallID: idOf(index), agent: "build", assistantMessageID: "msg_ring" }
+      const trace = Spans.begin(call, 16, made.tracer)
+      let at = trace.originMs
+      for (const name of ["Settler.decode", "Settler.permission", "Settler.record", "Settler.execute", "Settler.bound", "Settler.record"]) {
+        trace.step(name, at, (at = performance.now()), undefined, "step.index", index)
+      }
+      Spans.end(trace, Exit.succeed({ settlement: { ...settlement, callID: call.toolCallID }, replayed: false }))
+      if (index % 10 === 9) await until(() => made.stats.sent === (index + 1) * 7)
+    }
+    await made.close()
+    expect(made.stats).toMatchObject({ sent: count * 7, dropped: 0 })
+    const spans = spansOf(otlp.received)
+    const settles = spans.filter((span) => span.name === "Settler.settle")
+    expect(settles.map((span) => attribute(span, "core.call"))).toEqual(Array.from({ length: count }, (_, index) => idOf(index)))
+    for (const [index, settle] of settles.entries()) {
+      const steps = spans.filter((span) => span.parentSpanId === settle.spanId)
+      expect({ index, steps: steps.map((span) => [span.name, attribute(span, "step.index"), span.traceId]) }).toEqual({
+        index,
+        steps: ["Settler.decode", "Settler.permission", "Settler.record", "Settler.execute", "Settler.bound", "Settler.record"].map((name) => [name, index, settle.traceId]),
+      })
+    }
+  })
+
+  test("spans it could not export are told to the operator: how many, and why", async () => {
+    const otlp = receiver({ hang: true })
+    const lines: Array<string> = []
+    const made = Otlp.make(settings(otlp.url, { maxBatchSpans: 10, maxQueuedSpans: 30, flushMs: 300, exportIntervalMs: 50 }), (line) => lines.push(line))
+    endSpans(made, 100)
+    // Told at the next interval, once.
+    await until(() => lines.length === 1)
+    expect(lines).toEqual(["core: warning: 70 spans were not exported: 70 as 30 were waiting already (OTEL_BSP_MAX_QUEUE_SIZE)"])
+    await made.close()
+    // At close: the two requests that never got an answer, and the batch still waiting.
+    expect(lines.slice(1)).toEqual(["core: warning: 30 spans were not exported: 30 in requests that failed, or were not answered or sent by exit"])
+    expect(made.stats.dropped).toBe(100)
   })
 
   test("a chunk too large for the sending thread's ring is dropped with a count; the next ones are sent", async () => {
