@@ -15,7 +15,10 @@ describe("core exec bash", () => {
     expect(result.code).toBe(0)
     const settlement = settlementOf(result)
     expect(settlement.status).toBe("success")
-    expect(settlement.content).toEqual([{ type: "text", text: "hi\nthere\n\nExit code 0" }])
+    expect(settlement.structured).toMatchObject({ stdout: "hi\n", stderr: "there\n", exitCode: 0 })
+    // The two pipes joined in the order their chunks reached core (bash's description says so): either order.
+    expect(["hi\nthere\n\nExit code 0", "there\nhi\n\nExit code 0"]).toContain((settlement.content[0] as { text: string }).text)
+    expect(settlement.content).toHaveLength(1)
   })
 
   test("an unparsable line is declined without a terminal: it is asked, never allowed by a prefix", async () => {
