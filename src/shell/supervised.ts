@@ -318,22 +318,14 @@ const runIn = (entry: Spare, order: Order, startTimeoutMs: number, onRunEnded: (
   const started = new Promise<Awaited<Run["started"]>>((resolve) => (onStarted = resolve))
   const ended = new Promise<Awaited<Run["ended"]>>((resolve) => (onEnded = resolve))
   let stopping = false
-  /**
-   * The report of a run that ends once its supervisor is gone too: a stopped one (a cancelled call leaves nothing),
-   * and one whose supervisor is the first process of the command's PID namespace, which the kernel empties as that
-   * process exits (a process forked in it after the supervisor's last look ends then, before the call does).
-   */
+  /** The report of a stopped run, which ends once its supervisor is gone too: a cancelled call leaves nothing. */
   let last: Awaited<Run["ended"]>
-  let ownNamespace = false
   const receive = (report: Supervisor.Report) => {
     if (report.kind === "ended") {
-      if (stopping || ownNamespace) last = report
+      if (stopping) last = report
       else onEnded(report)
       onRunEnded()
-    } else if (report.kind !== "ready") {
-      if (report.kind === "started") ownNamespace = report.pidNamespace
-      onStarted(report)
-    }
+    } else if (report.kind !== "ready") onStarted(report)
   }
   let stuck = false
   const watchdog = setTimeout(() => {

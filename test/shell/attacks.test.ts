@@ -7,7 +7,7 @@
 
 import { describe, expect, test } from "bun:test"
 import { chownSync, copyFileSync, readdirSync, readFileSync, readlinkSync } from "node:fs"
-import { join } from "node:path"
+import { basename, join } from "node:path"
 import { Landlock } from "../../src/shell/landlock"
 import { tempDir } from "../support/temp"
 import { named } from "./processes"
@@ -132,11 +132,17 @@ const groupAlive = (group: number) => {
  * searched 20 times. Its first process, the supervisor, is not the command's: it reports the call's end and then
  * exits, and may still be exiting when the call has returned.
  */
+/**
+ * Whether a process of the chains (python, not the namespace's first process) is left in `namespace`. A namespace's
+ * number is reused once it is gone, by the next one made (the spare supervisor readied for the next command, whose
+ * own processes are core's): only the chains' program counts.
+ */
 const namespaceAlive = (namespace: string) =>
   Array.from({ length: 20 }).some(() =>
     readdirSync("/proc").some((entry) => {
       try {
         if (!/^\d+$/.test(entry) || readlinkSync(`/proc/${entry}/ns/pid`) !== namespace) return false
+        if (!basename(readlinkSync(`/proc/${entry}/exe`)).startsWith("python")) return false
         // NSpid: the process's pid in each namespace it is in, its own namespace's last.
         const numbers = /^NSpid:\s*(.*)$/m.exec(readFileSync(`/proc/${entry}/status`, "latin1"))![1]!.trim().split(/\s+/)
         return numbers.at(-1) !== "1"

@@ -98,23 +98,6 @@ describe("the per-call supervisor", () => {
     expect(report).toMatchObject({ signal: "SIGTERM", killed: [{ pid, name: "sleep" }], survivors: [] })
     expect(alive(pid)).toBe(false)
   })
-
-  test.skipIf(Landlock.abi() === 0 || process.getuid?.() !== 0)(
-    "a run whose supervisor is the first process of the command's PID namespace ends once that process is gone: the kernel has emptied the namespace",
-    async () => {
-      // Readied to mount, as root: sandboxed commands get a PID namespace of their own.
-      const pool = Supervised.pool(undefined, true)
-      const sandboxed = { read: ["/usr", "/bin", "/lib", "/lib64"].filter((path) => existsSync(path)), write: [], devices: ["/dev/null"] }
-      for (let round = 0; round < 5; round++) {
-        const run = pool.launch({ argv: ["sh", "-c", "sleep 5 & exit 0"], cwd: "/", env: { PATH: process.env.PATH! }, grants: sandboxed, graceMs: 1000 })
-        expect(await run.started).toMatchObject({ kind: "started", pidNamespace: true })
-        const report = await run.ended
-        expect(report).toMatchObject({ exitCode: 0, survivors: [] })
-        // Its supervisor has exited and been reaped, and with it went everything in its namespace.
-        expect(existsSync(`/proc/${run.pid}`)).toBe(false)
-      }
-    },
-  )
 })
 
 describe("when core dies", () => {
