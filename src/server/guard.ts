@@ -211,8 +211,15 @@ const flush = (socket: Bun.Socket<Connection>, queue: Array<Uint8Array>): boolea
 }
 
 /**
+ * The part of `bytes` from `from` to `to`, to keep in a queue: a copy when the guard reuses `bytes` (`gathered`), else
+ * a view (the bytes Bun hands over are the handler's own, and so are buffers the guard made for them).
+ */
+const kept = (bytes: Uint8Array, from: number, to: number): Uint8Array =>
+  bytes === gathered ? Buffer.from(bytes.subarray(from, to)) : bytes.subarray(from, to)
+
+/**
  * Writes `bytes[offset, offset + length)` on to a socket after what is queued for it; what it does not take now is
- * copied to the queue (`bytes` may be reused once this returns), and `source` paused until it drains.
+ * kept in the queue, and `source` paused until it drains.
  */
 const forward = (
   to: Bun.Socket<Connection>,
@@ -223,12 +230,12 @@ const forward = (
   source: Bun.Socket<Connection>,
 ) => {
   if (queue.length > 0) {
-    queue.push(Buffer.from(bytes.subarray(offset, offset + length)))
+    queue.push(kept(bytes, offset, offset + length))
     return
   }
   const written = offset === 0 && length === bytes.length ? to.write(bytes) : to.write(bytes, offset, length)
   if (written < length) {
-    queue.push(Buffer.from(bytes.subarray(offset + Math.max(written, 0), offset + length)))
+    queue.push(kept(bytes, offset + Math.max(written, 0), offset + length))
     source.pause()
   }
 }
@@ -538,7 +545,7 @@ export const listen = (options: Options): Interface => {
     if (length === 0 || connection.backendClosed) return
     const backend = connection.backend
     if (backend === undefined) {
-      connection.toBackend.push(Buffer.from(bytes.subarray(offset, offset + length)))
+      connection.toBackend.push(kept(bytes, offset, offset + length))
       if (!connection.connecting) connectBackend(connection)
       return
     }
