@@ -448,8 +448,11 @@ const joinedLength = (out: Output): number => {
   return length
 }
 
-/** Puts the runs and the guard's bytes together at the start of `into`, and empties the output. */
-const join = (out: Output, into: Buffer) => {
+/**
+ * Puts the runs and the guard's bytes together at the start of `into`, then the rest of the data from `out.from` unless
+ * `tail` is false; and empties the output.
+ */
+const join = (out: Output, into: Buffer, tail: boolean) => {
   const { data, runs, inserts } = out
   let at = 0
   for (let index = 0; index < inserts.length; index++) {
@@ -460,7 +463,7 @@ const join = (out: Output, into: Buffer) => {
       at += bytes.length
     }
   }
-  data.copy(into, at, out.from)
+  if (tail) data.copy(into, at, out.from)
   out.data = gathered
   runs.length = 0
   inserts.length = 0
@@ -590,10 +593,15 @@ export const listen = (options: Options): Interface => {
       if (out.from < data.length) toBackend(connection, data, out.from, data.length - out.from)
       return
     }
-    const length = joinedLength(out)
+    // The rest of a large read (a body after its head) is written after the head, not copied with it.
+    const from = out.from
+    const tail = data.length - from
+    const apart = tail > GATHER_BYTES
+    const length = joinedLength(out) - (apart ? tail : 0)
     const into = length > GATHER_BYTES ? Buffer.allocUnsafe(length) : gathered
-    join(out, into)
+    join(out, into, !apart)
     toBackend(connection, into, 0, length)
+    if (apart) toBackend(connection, data, from, tail)
   }
 
   /** Takes a new connection in, making room for it by closing the one waiting longest (or itself, if none can go). */
