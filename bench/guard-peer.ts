@@ -1,9 +1,11 @@
 // A peer for bench/guard.ts: a small HTTP server in a process of its own, either Bun.serve on a loopback port
-// ("direct") or Bun.serve on a unix socket behind the connection guard of `core serve` ("guard"). It answers
-// GET /small (a short JSON body), GET /big (BIG_BYTES) and POST /echo (the body back), and prints one JSON line
-// with its URL once ready.
+// ("direct"), Bun.serve on a unix socket behind the connection guard of `core serve` ("guard"), or the same behind a
+// bare relay ("relay": Bun.listen passing each connection's bytes to the unix socket and back as they come, with
+// backpressure, and nothing else: no framing, deadline or limit), which shows what the extra hop costs on its own.
+// It answers GET /small (a short JSON body), GET /big (BIG_BYTES) and POST /echo (the body back), and prints one
+// JSON line with its URL once ready.
 //
-//   bun bench/guard-peer.ts direct|guard
+//   bun bench/guard-peer.ts direct|guard|relay
 
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -21,9 +23,88 @@ const fetch = async (request: Request) => {
   return new Response("not found", { status: 404 })
 }
 
+interface Relayed {
+  readonly client: Bun.Socket<Relayed>
+  server: Bun.Socket<Relayed> | undefined
+  /** What waits for a socket to take it. */
+  readonly toServer: Array<Uint8Array>
+  readonly toClient: Array<Uint8Array>
+}
+
+/** Writes `bytes` after what waits for `to`; what it does not take waits, and `from` pauses until it drains. */
+const relay = (to: Bun.Socket<Relayed>, waiting: Array<Uint8Array>, bytes: Uint8Array, from: Bun.Socket<Relayed>) => {
+  if (waiting.length > 0) {
+    waiting.push(bytes)
+    return
+  }
+  const written = to.write(bytes)
+  if (written < bytes.length) {
+    waiting.push(bytes.subarray(Math.max(written, 0)))
+    from.pause()
+  }
+}
+
+/** Writes what waits for `to`; once it has all gone, `from` reads again. */
+const drain = (to: Bun.Socket<Relayed>, waiting: Array<Uint8Array>, from: Bun.Socket<Relayed> | undefined) => {
+  while (waiting.length > 0) {
+    const bytes = waiting[0]!
+    const written = to.write(bytes)
+    if (written < bytes.length) {
+      waiting[0] = bytes.subarray(Math.max(written, 0))
+      return
+    }
+    waiting.shift()
+  }
+  from?.resume()
+}
+
+/** The bare relay: each connection gets its unix socket as it opens. */
+const listenRelay = (socket: string) =>
+  Bun.listen<Relayed>({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: {
+      open: (client) => {
+        const relayed: Relayed = { client, server: undefined, toServer: [], toClient: [] }
+        client.data = relayed
+        void Bun.connect<Relayed>({
+          unix: socket,
+          data: relayed,
+          socket: {
+            open: (server) => {
+              relayed.server = server
+              drain(server, relayed.toServer, undefined)
+            },
+            data: (server, data) => relay(client, relayed.toClient, data, server),
+            drain: (server) => drain(server, relayed.toServer, client),
+            close: () => {
+              client.end()
+            },
+          },
+        })
+      },
+      data: (client, data) => {
+        const relayed = client.data
+        if (relayed.server === undefined) relayed.toServer.push(data)
+        else relay(relayed.server, relayed.toServer, data, client)
+      },
+      drain: (client) => {
+        const relayed = client.data
+        if (relayed.server !== undefined) drain(client, relayed.toClient, relayed.server)
+      },
+      close: (client) => {
+        client.data.server?.end()
+      },
+    },
+  })
+
 // Only when run as the peer: bench/guard.ts imports BIG_BYTES, and a server started on import would keep it running.
 if (import.meta.main) {
-  if (process.argv[2] === "guard") {
+  if (process.argv[2] === "relay") {
+    const socket = join(mkdtempSync(join(tmpdir(), "guard-bench-")), "http.sock")
+    Bun.serve({ unix: socket, fetch, ...({ idleTimeout: 0 } as object) })
+    console.log(JSON.stringify({ url: `http://127.0.0.1:${listenRelay(socket).port}` }))
+  } else if (process.argv[2] === "guard") {
     const socket = join(mkdtempSync(join(tmpdir(), "guard-bench-")), "http.sock")
     Bun.serve({ unix: socket, fetch, ...({ idleTimeout: 0 } as object) })
     const guard = Guard.listen({

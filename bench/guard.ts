@@ -1,11 +1,14 @@
 // What the connection guard of `core serve` costs per request: the same small server (bench/guard-peer.ts) as
-// Bun.serve on a loopback port, and as Bun.serve on a unix socket behind the guard, each in a process of its own;
-// this process is the client. Small GETs at 1 and 32 in flight on kept-alive connections, small GETs on a new
-// connection each, 10 MB downloads and 1 MB uploads. Blocks of each side alternate; the ratio is guard / direct.
+// Bun.serve on a loopback port, as Bun.serve on a unix socket behind the guard, and behind a bare relay (the extra hop
+// alone), each in a process of its own; this process is the client. Small GETs at 1 and 32 in flight on kept-alive
+// connections, small GETs on a new connection each, 10 MB downloads and 1 MB uploads. Blocks of each side alternate;
+// the ratio is guard / direct. Throughput on 2 shared cores depends on how the client and the server are scheduled;
+// the server's CPU per request (all its threads, from /proc/<pid>/task/*/schedstat, read around each block) does
+// not, and shows what the guard adds and how much of that is the hop.
 // With `--base BINARY` (a core built from a revision without the guard), it also settles a trivial tool through
 // `core serve` of that binary and of this tree, at 1 and 32 calls in flight: calls/s, this tree / base.
 
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { BIG_BYTES } from "./guard-peer"
@@ -16,17 +19,33 @@ const ROUNDS = 5
 interface Side {
   readonly label: string
   readonly url: string
+  readonly pid: number
   readonly close: () => void
 }
 
-const start = async (mode: "direct" | "guard"): Promise<Side> => {
+/** The CPU time a process's threads have run, in milliseconds (nanoseconds in schedstat); a thread gone is left out. */
+const cpuMs = (pid: number): number => {
+  let total = 0
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      total += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0]) / 1e6
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return total
+}
+
+const MODES = ["direct", "relay", "guard"] as const
+
+const start = async (mode: (typeof MODES)[number]): Promise<Side> => {
   const child = Bun.spawn([process.execPath, join(import.meta.dir, "guard-peer.ts"), mode], {
     stdin: "ignore",
     stdout: "pipe",
     stderr: "inherit",
   })
   const { url } = JSON.parse(await firstLine(child, `the ${mode} peer`)) as { url: string }
-  return { label: mode, url, close: () => child.kill() }
+  return { label: mode, url, pid: child.pid, close: () => child.kill() }
 }
 
 interface Load {
@@ -135,30 +154,55 @@ const versusBase = async (base: string): Promise<Array<Array<string>>> => {
 await main(async (): Promise<Report> => {
   const baseFlag = process.argv.indexOf("--base")
   const base = baseFlag === -1 ? undefined : process.argv[baseFlag + 1]
-  const sides = [await start("direct"), await start("guard")]
+  const sides: Array<Side> = []
+  for (const mode of MODES) sides.push(await start(mode))
   try {
     const rows: Array<Array<string>> = []
+    const cpuRows: Array<Array<string>> = []
     const ratios: Array<number> = []
     for (const load of LOADS) {
       progress(load.name)
       for (const side of sides) await block({ ...load, requests: Math.ceil(load.requests / 5) }, side.url)
       const samples = new Map<string, Array<number>>(sides.map((side) => [side.label, []]))
+      /** The server's CPU per unit (per request, or per MB moved), in microseconds. */
+      const cpu = new Map<string, Array<number>>(sides.map((side) => [side.label, []]))
       for (let round = 0; round < ROUNDS; round++) {
         const order = round % 2 === 0 ? sides : [...sides].reverse()
-        for (const side of order) samples.get(side.label)!.push(await block(load, side.url))
+        for (const side of order) {
+          const before = cpuMs(side.pid)
+          samples.get(side.label)!.push(await block(load, side.url))
+          cpu.get(side.label)!.push(((cpuMs(side.pid) - before) * 1000) / (load.requests * load.per))
+        }
       }
-      const direct = summarize(samples.get("direct")!)
-      const guard = summarize(samples.get("guard")!)
+      const [direct, relay, guard] = MODES.map((mode) => summarize(samples.get(mode)!))
+      const [directCPU, relayCPU, guardCPU] = MODES.map((mode) => summarize(cpu.get(mode)!).p50)
       const fixed = (value: number) => (load.unit === "MB/s" ? megabytes(value * 1e6).replace(" MB", "") : value.toFixed(0))
-      ratios.push(guard.p50 / direct.p50)
-      rows.push([load.name, `${fixed(direct.p50)} (${fixed(direct.min)}–${fixed(direct.max)})`, `${fixed(guard.p50)} (${fixed(guard.min)}–${fixed(guard.max)})`, load.unit, ratio(guard.p50 / direct.p50)])
+      const range = (value: ReturnType<typeof summarize>) => `${fixed(value.p50)} (${fixed(value.min)}–${fixed(value.max)})`
+      ratios.push(guard!.p50 / direct!.p50)
+      rows.push([load.name, range(direct!), range(relay!), range(guard!), load.unit, ratio(relay!.p50 / direct!.p50), ratio(guard!.p50 / direct!.p50)])
+      const micros = (value: number) => value.toFixed(1)
+      cpuRows.push([
+        load.name,
+        micros(directCPU!),
+        micros(relayCPU!),
+        micros(guardCPU!),
+        load.unit === "MB/s" ? "µs/MB" : "µs/req",
+        micros(guardCPU! - relayCPU!),
+        ratio(guardCPU! / directCPU!),
+      ])
     }
     const serveRows = base === undefined ? [] : await versusBase(base)
     return {
       name: "the connection guard of core serve",
-      about: "Bun.serve on a loopback port (direct) against Bun.serve on a unix socket behind the guard (guard), same handler, each in its own process; medians of 5 alternating blocks (min–max).",
+      about:
+        "Bun.serve on a loopback port (direct) against Bun.serve on a unix socket behind a bare relay (relay) and behind the guard (guard), same handler, each in its own process; medians of 5 alternating blocks (min–max), and the server process's CPU per request or MB (median of the blocks).",
       tables: [
-        { title: "throughput", columns: ["load", "direct", "guard", "unit", "guard / direct"], rows },
+        { title: "throughput", columns: ["load", "direct", "relay", "guard", "unit", "relay / direct", "guard / direct"], rows },
+        {
+          title: "server CPU",
+          columns: ["load", "direct", "relay", "guard", "unit", "guard − relay", "guard / direct"],
+          rows: cpuRows,
+        },
         ...(serveRows.length === 0
           ? []
           : [{ title: "core serve, base binary against this tree", columns: ["load", "base", "this tree", "unit", "this tree / base"], rows: serveRows }]),
@@ -171,7 +215,10 @@ await main(async (): Promise<Report> => {
           met: ratios[1]! >= 0.75,
         },
       ],
-      notes: ["A core serve call costs far more than these trivial answers, so its share there is smaller (see serve.ts)."],
+      notes: [
+        "The relay passes bytes to the same unix socket server with nothing else: guard − relay is what the guard's own work (framing, the deadline, the limit) costs beyond the extra hop.",
+        "A core serve call costs far more than these trivial answers, so its share there is smaller (see serve.ts).",
+      ],
     }
   } finally {
     for (const side of sides) side.close()

@@ -91,6 +91,9 @@ interface Connection {
   remaining: number
   /** When the deadline began, while not released. */
   armedAt: number | undefined
+  /** The connections armed before and after this one, while it is armed. */
+  older: Connection | undefined
+  newer: Connection | undefined
   /** When the guard began connecting to the server, while connecting. */
   connectingSince: number
   closed: boolean
@@ -168,6 +171,8 @@ const opened = (id: number, client: Bun.Socket<Connection>): Connection => ({
   pending: undefined,
   remaining: 0,
   armedAt: undefined,
+  older: undefined,
+  newer: undefined,
   connectingSince: 0,
   closed: false,
   backendClosed: false,
@@ -206,17 +211,31 @@ const flush = (socket: Bun.Socket<Connection>, queue: Array<Uint8Array>): boolea
 }
 
 /**
- * Writes bytes on to a socket after what is queued for it; what it does not take now is copied to the queue (`bytes`
- * may be reused once this returns), and `source` paused until it drains.
+ * The part of `bytes` from `from` to `to`, to keep in a queue: a copy when the guard reuses `bytes` (`gathered`), else
+ * a view (the bytes Bun hands over are the handler's own, and so are buffers the guard made for them).
  */
-const forward = (to: Bun.Socket<Connection>, queue: Array<Uint8Array>, bytes: Uint8Array, source: Bun.Socket<Connection>) => {
+const kept = (bytes: Uint8Array, from: number, to: number): Uint8Array =>
+  bytes === gathered ? Buffer.from(bytes.subarray(from, to)) : bytes.subarray(from, to)
+
+/**
+ * Writes `bytes[offset, offset + length)` on to a socket after what is queued for it; what it does not take now is
+ * kept in the queue, and `source` paused until it drains.
+ */
+const forward = (
+  to: Bun.Socket<Connection>,
+  queue: Array<Uint8Array>,
+  bytes: Uint8Array,
+  offset: number,
+  length: number,
+  source: Bun.Socket<Connection>,
+) => {
   if (queue.length > 0) {
-    queue.push(Buffer.from(bytes))
+    queue.push(kept(bytes, offset, offset + length))
     return
   }
-  const written = to.write(bytes)
-  if (written < bytes.length) {
-    queue.push(Buffer.from(bytes.subarray(Math.max(written, 0))))
+  const written = offset === 0 && length === bytes.length ? to.write(bytes) : to.write(bytes, offset, length)
+  if (written < length) {
+    queue.push(kept(bytes, offset + Math.max(written, 0), offset + length))
     source.pause()
   }
 }
@@ -242,7 +261,7 @@ const backendSocket = (on: {
   data: (socket, data) => {
     const connection = socket.data
     if (connection.closed) return
-    forward(connection.client, connection.toClient, data, socket)
+    forward(connection.client, connection.toClient, data, 0, data.length, socket)
   },
   drain: (socket) => {
     const connection = socket.data
@@ -268,19 +287,22 @@ const backendSocket = (on: {
 
 /**
  * What a client sent, as it is to be passed on: runs of its bytes as they are, the guard's own bytes between them
- * (each head's X-Core-Connection), and none of what is held back (a partial head).
+ * (each head's X-Core-Connection), and none of what is held back (a partial head). The runs are offsets, not views:
+ * a view of the bytes Bun hands over costs more than copying them (it gives them a buffer of their own).
  */
 interface Output {
-  readonly data: Buffer
-  readonly pieces: Array<Uint8Array>
-  /** Where the run of `data` not yet in `pieces` begins. */
+  data: Buffer
+  /** Runs of `data` as start and end offsets, each followed by the guard's bytes at the same index in `inserts`. */
+  readonly runs: Array<number>
+  readonly inserts: Array<Uint8Array | undefined>
+  /** Where the run of `data` not yet in `runs` begins. */
   from: number
 }
 
 /** Ends the current run at `at` and adds the guard's `bytes`; the next run begins at `next`. */
 const splice = (out: Output, at: number, bytes: Uint8Array | undefined, next: number) => {
-  if (at > out.from) out.pieces.push(out.data.subarray(out.from, at))
-  if (bytes !== undefined && bytes.length > 0) out.pieces.push(bytes)
+  out.runs.push(out.from, Math.max(at, out.from))
+  out.inserts.push(bytes)
   out.from = next
 }
 
@@ -413,35 +435,75 @@ const frameInto = (connection: Connection, out: Output, arm: (connection: Connec
 const GATHER_BYTES = 64 * 1024
 const gathered = Buffer.allocUnsafe(GATHER_BYTES)
 
-/** The output in one buffer: the data itself when passed on whole and unchanged, else the pieces put together. */
-const joined = (out: Output): Uint8Array | undefined => {
-  if (out.pieces.length === 0) return out.from === 0 ? out.data : out.from < out.data.length ? out.data.subarray(out.from) : undefined
-  if (out.from < out.data.length) out.pieces.push(out.data.subarray(out.from))
-  let length = 0
-  for (const piece of out.pieces) length += piece.length
-  if (length > GATHER_BYTES) return Buffer.concat(out.pieces, length)
-  let at = 0
-  for (const piece of out.pieces) {
-    gathered.set(piece, at)
-    at += piece.length
+/** The one output: what the client sent is framed and written on before the next data arrives. */
+const output: Output = { data: gathered, runs: [], inserts: [], from: 0 }
+
+/** How long the output is, put together. */
+const joinedLength = (out: Output): number => {
+  const { runs, inserts } = out
+  let length = out.data.length - out.from
+  for (let index = 0; index < inserts.length; index++) {
+    length += runs[2 * index + 1]! - runs[2 * index]! + (inserts[index]?.length ?? 0)
   }
-  return gathered.subarray(0, length)
+  return length
+}
+
+/**
+ * Puts the runs and the guard's bytes together at the start of `into`, then the rest of the data from `out.from` unless
+ * `tail` is false; and empties the output.
+ */
+const join = (out: Output, into: Buffer, tail: boolean) => {
+  const { data, runs, inserts } = out
+  let at = 0
+  for (let index = 0; index < inserts.length; index++) {
+    at += data.copy(into, at, runs[2 * index]!, runs[2 * index + 1]!)
+    const bytes = inserts[index]
+    if (bytes !== undefined) {
+      into.set(bytes, at)
+      at += bytes.length
+    }
+  }
+  if (tail) data.copy(into, at, out.from)
+  out.data = gathered
+  runs.length = 0
+  inserts.length = 0
 }
 
 /** Listens on `options.hostname:port` and passes connections to the server on `options.backend`. */
 export const listen = (options: Options): Interface => {
   const connections = new Map<number, Connection>()
-  /** Connections under the deadline, by when it began (oldest first). */
-  const armed = new Map<number, Connection>()
+  /** The ends of the list of connections under the deadline, by when it began (linked by `older` and `newer`). */
+  let oldest: Connection | undefined
+  let newest: Connection | undefined
   let nextID = 1
   let descriptors = 0
   /** Called once no connection is left, while closing. */
   let emptied: (() => void) | undefined
 
+  /** Takes a connection off the deadline. */
+  const disarm = (connection: Connection) => {
+    if (connection.armedAt === undefined) return
+    const { older, newer } = connection
+    if (older === undefined) oldest = newer
+    else older.newer = newer
+    if (newer === undefined) newest = older
+    else newer.older = older
+    connection.older = undefined
+    connection.newer = undefined
+    connection.armedAt = undefined
+  }
+
+  /** Starts a connection's deadline (again), last in the list. */
   const arm = (connection: Connection) => {
-    armed.delete(connection.id)
-    connection.armedAt = performance.now()
-    armed.set(connection.id, connection)
+    const now = performance.now()
+    if (connection !== newest) {
+      disarm(connection)
+      connection.older = newest
+      if (newest === undefined) oldest = connection
+      else newest.newer = connection
+      newest = connection
+    }
+    connection.armedAt = now
   }
 
   /** Lets go of a connection's bookkeeping and its unix socket, once (the descriptors count at once). */
@@ -449,7 +511,7 @@ export const listen = (options: Options): Interface => {
     if (connection.closed) return
     connection.closed = true
     connections.delete(connection.id)
-    armed.delete(connection.id)
+    disarm(connection)
     descriptors -= 1
     if (connections.size === 0) emptied?.()
     connection.toBackend = []
@@ -473,7 +535,7 @@ export const listen = (options: Options): Interface => {
   /** The connection to close for room: the longest waiting for its request, else the longest unreleased. */
   const evictable = (except: Connection): Connection | undefined => {
     let fallback: Connection | undefined
-    for (const connection of armed.values()) {
+    for (let connection = oldest; connection !== undefined; connection = connection.newer) {
       if (connection === except || connection.closed) continue
       if (connection.phase === "head") return connection
       fallback ??= connection
@@ -481,15 +543,16 @@ export const listen = (options: Options): Interface => {
     return fallback
   }
 
-  const toBackend = (connection: Connection, bytes: Uint8Array) => {
-    if (bytes.length === 0 || connection.backendClosed) return
+  /** Passes `bytes[offset, offset + length)` on to the server, connecting to it first if need be. */
+  const toBackend = (connection: Connection, bytes: Uint8Array, offset: number, length: number) => {
+    if (length === 0 || connection.backendClosed) return
     const backend = connection.backend
     if (backend === undefined) {
-      connection.toBackend.push(Buffer.from(bytes))
+      connection.toBackend.push(kept(bytes, offset, offset + length))
       if (!connection.connecting) connectBackend(connection)
       return
     }
-    forward(backend, connection.toBackend, bytes, connection.client)
+    forward(backend, connection.toBackend, bytes, offset, length, connection.client)
   }
 
   const dial = (connection: Connection) => {
@@ -517,12 +580,28 @@ export const listen = (options: Options): Interface => {
     dial(connection)
   }
 
-  /** Frames what the client sent and passes it on, in one write. */
+  /** Frames what the client sent and passes it on, in one write: the data itself when it is passed on unchanged. */
   const fromClient = (connection: Connection, data: Buffer) => {
-    const out: Output = { data, pieces: [], from: 0 }
+    const out = output
+    out.data = data
+    out.from = 0
+    out.runs.length = 0
+    out.inserts.length = 0
     frameInto(connection, out, arm)
-    const bytes = joined(out)
-    if (bytes !== undefined) toBackend(connection, bytes)
+    if (out.inserts.length === 0) {
+      out.data = gathered
+      if (out.from < data.length) toBackend(connection, data, out.from, data.length - out.from)
+      return
+    }
+    // The rest of a large read (a body after its head) is written after the head, not copied with it.
+    const from = out.from
+    const tail = data.length - from
+    const apart = tail > GATHER_BYTES
+    const length = joinedLength(out) - (apart ? tail : 0)
+    const into = length > GATHER_BYTES ? Buffer.allocUnsafe(length) : gathered
+    join(out, into, !apart)
+    toBackend(connection, into, 0, length)
+    if (apart) toBackend(connection, data, from, tail)
   }
 
   /** Takes a new connection in, making room for it by closing the one waiting longest (or itself, if none can go). */
@@ -567,9 +646,9 @@ export const listen = (options: Options): Interface => {
   const sweep = setInterval(
     () => {
       const now = performance.now()
-      for (const connection of armed.values()) {
-        if (now - connection.armedAt! < options.deadlineMs) break
-        armed.delete(connection.id)
+      while (oldest !== undefined && now - oldest.armedAt! >= options.deadlineMs) {
+        const connection = oldest
+        disarm(connection)
         close(connection)
       }
     },
@@ -581,9 +660,7 @@ export const listen = (options: Options): Interface => {
     port: listener.port,
     release: (request) => {
       const connection = connections.get(Number(request.headers.get(CONNECTION_HEADER)))
-      if (connection === undefined) return
-      armed.delete(connection.id)
-      connection.armedAt = undefined
+      if (connection !== undefined) disarm(connection)
     },
     stopAccepting: () => listener.stop(false),
     close: async (graceMs) => {
