@@ -30,6 +30,7 @@ export * as OtlpRecord from "./otlp-record"
 import { format } from "effect/Formatter"
 import type * as Tracer from "effect/Tracer"
 import { OtlpWire } from "./otlp-wire"
+import { AGENT, CALL, ERROR_KIND, INPUT_BYTES, MESSAGE, OUTPUT_BYTES, REPLAYED, SESSION, SETTLE, STATUS, TOOL } from "../contract/trace-names"
 
 export const STEP = 1
 export const SPAN = 2
@@ -45,19 +46,8 @@ export const BIGINT = 4
 export const ARRAY = 5
 export const KNOWN_STRING = 6
 
-/** What a settle span (a header's) is named. */
-export const SETTLE = "Settler.settle"
-/** A settle span's attributes, in the order Spans.begin and Spans.end say them: of its call, then how it settled. */
-export const TOOL = "core.tool"
-export const SESSION = "core.session"
-export const CALL = "core.call"
-export const AGENT = "core.agent"
-export const MESSAGE = "core.message"
-export const INPUT_BYTES = "core.input.bytes"
-export const STATUS = "core.status"
-export const ERROR_KIND = "core.error.kind"
-export const REPLAYED = "core.replayed"
-export const OUTPUT_BYTES = "core.output.bytes"
+/** What a settle span (a header's) is named, and its attributes, in the order Spans.begin and Spans.end say them. */
+export { AGENT, CALL, ERROR_KIND, INPUT_BYTES, MESSAGE, OUTPUT_BYTES, REPLAYED, SESSION, SETTLE, STATUS, TOOL }
 
 /**
  * Strings core's own spans say in every settle (names, keys, values), written as their place here: both threads read

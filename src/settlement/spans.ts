@@ -18,6 +18,7 @@ import * as Tracer from "effect/Tracer"
 import { Permission } from "../permission/permission"
 import { Tool } from "../tool/tool"
 import type { Settlement } from "../contract/settlement"
+import { AGENT, CALL, ERROR_KIND, INPUT_BYTES, MESSAGE, OUTPUT_BYTES, REPLAYED, SESSION, SETTLE, STATUS, TOOL } from "../contract/trace-names"
 
 /**
  * Records a step of a traced call that ran from `started` to `ended` (`performance.now()` readings), under the
@@ -161,18 +162,8 @@ class Spanned implements Trace {
   }
 }
 
-/** A settle span's attributes: of its call, from its start (in this order). */
-export const TOOL = "core.tool"
-export const SESSION = "core.session"
-export const CALL = "core.call"
-export const AGENT = "core.agent"
-export const MESSAGE = "core.message"
-export const INPUT_BYTES = "core.input.bytes"
-/** And of how it settled, at its end (`core.error.kind` only for an error), when it settled. */
-export const STATUS = "core.status"
-export const ERROR_KIND = "core.error.kind"
-export const REPLAYED = "core.replayed"
-export const OUTPUT_BYTES = "core.output.bytes"
+/** A settle span's attributes (contract/trace-names): of its call, from its start, and of how it settled. */
+export { AGENT, CALL, ERROR_KIND, INPUT_BYTES, MESSAGE, OUTPUT_BYTES, REPLAYED, SESSION, STATUS, TOOL }
 
 /**
  * A settle's `Settler.settle` span, under `above` when given, else under the fiber's current span (a request's, or a
@@ -189,7 +180,7 @@ export const begin = (call: Called, inputBytes: number, tracer: Tracer.Tracer, a
   const origin = clock === undefined ? BigInt(Date.now()) * 1_000_000n : clock.currentTimeNanosUnsafe()
   const originMs = performance.now()
   const parent = tracer.span({
-    name: "Settler.settle",
+    name: SETTLE,
     parent: above === undefined ? Option.none() : Option.some(above),
     annotations: NO_ANNOTATIONS,
     links: [],
