@@ -4,10 +4,10 @@
 
 import { describe, expect, test } from "bun:test"
 import { spawnSync } from "node:child_process"
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { chmodSync, chownSync, copyFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { binary } from "../support/binary"
+import { tempDir } from "../support/temp"
 import { harness, textOf } from "../support/builtin"
 import { exec, sandbox, settlementOf } from "../cli/fixture"
 
@@ -136,7 +136,8 @@ describe("read-only and special files", () => {
   })
 
   test("a user who cannot write a file (not root) is refused, even where the directory would let a rename replace it", async () => {
-    const root = mkdtempSync(join(tmpdir(), "core-nobody-"))
+    // Removed at the end of the run (it holds a copy of the binary).
+    const root = tempDir("core-nobody-")
     chmodSync(root, 0o755)
     const core = join(root, "core")
     copyFileSync(await binary(), core)

@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { alive } from "../shell/processes"
 import { binary, run } from "../support/binary"
+import { tempDir } from "../support/temp"
 import { BUN, FIXTURE, location } from "./support"
 
 const env = (data: { dataDir: string; home: string }) => ({ CORE_DATA_DIR: data.dataDir, CORE_HOME: data.home })
@@ -40,8 +41,10 @@ describe("core with MCP servers in core.json", () => {
         fix: { command: [BUN, FIXTURE], env: { PID_FILE: "" } },
       },
     })
-    const mutePid = join(directory, "..", `${directory.split("/").pop()}-mute.pid`)
-    const fixPid = join(directory, "..", `${directory.split("/").pop()}-fix.pid`)
+    // Outside the Location, in a directory removed at the end of the run.
+    const pids = tempDir("core-pids-")
+    const mutePid = join(pids, "mute.pid")
+    const fixPid = join(pids, "fix.pid")
     const config = JSON.parse(readFileSync(join(directory, "core.json"), "utf8"))
     config.mcp.mute.env.PID_FILE = mutePid
     config.mcp.fix.env.PID_FILE = fixPid
