@@ -3,7 +3,7 @@
 // directory; MODE "whole" is the naive reference, reading the whole file as one string and numbering one page of
 // it. Prints one JSON line: the time of the read, the RSS before it and the peak RSS (VmHWM) after it.
 
-import { existsSync, mkdtempSync, readFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { basename, dirname, join } from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
@@ -34,9 +34,10 @@ const directory = dirname(file)
 const permission = Permission.layer({ project: directory, configured: { rules: [], agents: new Map() } }).pipe(
   Layer.provide(Approvals.layerMemory),
 )
+const outputs = mkdtempSync(join(tmpdir(), "core-bench-read-out-"))
 const kernel = Kernel.layer({
   store: Store.layerMemory,
-  outputsDirectory: join(mkdtempSync(join(tmpdir(), "core-bench-read-out-")), "outputs"),
+  outputsDirectory: join(outputs, "outputs"),
   permission,
 })
 const runtime = ManagedRuntime.make(
@@ -83,4 +84,5 @@ if (mode === "read") {
 const readMs = performance.now() - started
 const peak = peakRss()
 await runtime.dispose()
+rmSync(outputs, { recursive: true, force: true })
 process.stdout.write(`${JSON.stringify({ readMs, rssBase, peakRss: peak, lines })}\n`)

@@ -91,10 +91,19 @@ const exec = async (core: string, root: string, bytes: number): Promise<Sample> 
 }
 
 const spawnOverhead = async () => {
-  const shell = Shell.make({}, { records: mkdtempSync(join(tmpdir(), "core-bench-runs-")) })
+  const records = mkdtempSync(join(tmpdir(), "core-bench-runs-"))
   const cwd = mkdtempSync(join(tmpdir(), "core-bench-loc-"))
   // A Location with core's configuration in it: the supervisor also mounts those entries read-only.
   const configured = mkdtempSync(join(tmpdir(), "core-bench-conf-"))
+  try {
+    return await spawnsIn(records, cwd, configured)
+  } finally {
+    cleanup([records, cwd, configured])
+  }
+}
+
+const spawnsIn = async (records: string, cwd: string, configured: string) => {
+  const shell = Shell.make({}, { records })
   writeFileSync(join(configured, "core.json"), "{}")
   for (const entry of ["tools", "plugins", ".core"]) mkdirSync(join(configured, entry))
   const samples = {

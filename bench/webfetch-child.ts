@@ -4,7 +4,7 @@
 // DOM parse). One warm-up call of each, then CALLS timed calls. Prints one JSON line: each call's time, the RSS
 // before the timed calls and the peak RSS (VmHWM) after them, and the size of the markdown.
 
-import { existsSync, mkdtempSync, readFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
@@ -41,6 +41,7 @@ const makeCall = async (): Promise<() => Promise<number>> => {
     }
   }
   const directory = mkdtempSync(join(tmpdir(), "core-bench-webfetch-"))
+  made.push(directory)
   const permission = Permission.layer({
     project: directory,
     configured: {
@@ -65,6 +66,8 @@ const makeCall = async (): Promise<() => Promise<number>> => {
   }
 }
 
+/** The directories this run made, removed once it is measured. */
+const made: Array<string> = []
 const call = await makeCall()
 await call()
 Bun.gc(true)
@@ -76,4 +79,5 @@ for (let index = 0; index < calls; index++) {
   markdownChars = await call()
   times.push(performance.now() - started)
 }
+for (const directory of made) rmSync(directory, { recursive: true, force: true })
 process.stdout.write(`${JSON.stringify({ times, rssBase, peakRss: peakRss(), markdownChars })}\n`)
