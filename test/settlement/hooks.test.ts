@@ -6,7 +6,7 @@
 
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
-import { Deferred, Effect, Exit, Fiber, Layer, Schema, type Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, Schema, type Scope } from "effect"
 import { Plugin } from "../../src/author/plugin"
 import { Kernel as CoreKernel } from "../../src/host/kernel"
 import { Registry } from "../../src/registry/registry"
@@ -292,21 +292,7 @@ for (const path of Kernel.PATHS) {
     test("on a store that answers on a later tick (as a remote one does) hooked calls settle and replay as on any store", async () => {
       const runs = { count: 0 }
       const hooked = { before: 0, after: 0 }
-      // The memory store, answering each operation after a yield to the scheduler.
-      const later = Layer.effect(
-        Store.Service,
-        Effect.gen(function* () {
-          const real = yield* Store.Service
-          const after = <A, E>(effect: Effect.Effect<A, E>) => Effect.yieldNow.pipe(Effect.andThen(effect))
-          return Store.Service.of({
-            ...real,
-            lookup: (key) => after(real.lookup(key)),
-            begin: (key, tool, agent, details) => after(real.begin(key, tool, agent, details)),
-            settle: (key, settlement, expected) => after(real.settle(key, settlement, expected)),
-            fail: (key, reason) => after(real.fail(key, reason)),
-          })
-        }),
-      ).pipe(Layer.provide(Store.layerMemory))
+      const later = Kernel.laterStore
       const outcome = await Effect.runPromise(
         Effect.gen(function* () {
           yield* register({ double: doubling(runs) })

@@ -287,21 +287,7 @@ for (const path of Kernel.PATHS) {
 
     test("on a store that answers on a later tick (as a remote one does) calls settle, replay and fail as on any store", async () => {
       let runs = 0
-      // The memory store, answering each operation after a yield to the scheduler.
-      const later = Layer.effect(
-        Store.Service,
-        Effect.gen(function* () {
-          const real = yield* Store.Service
-          const after = <A, E>(effect: Effect.Effect<A, E>) => Effect.yieldNow.pipe(Effect.andThen(effect))
-          return Store.Service.of({
-            ...real,
-            lookup: (key) => after(real.lookup(key)),
-            begin: (key, tool, agent, details) => after(real.begin(key, tool, agent, details)),
-            settle: (key, settlement, expected) => after(real.settle(key, settlement, expected)),
-            fail: (key, reason) => after(real.fail(key, reason)),
-          })
-        }),
-      ).pipe(Layer.provide(Store.layerMemory))
+      const later = Kernel.laterStore
       const outcome = await Effect.runPromise(
         Effect.gen(function* () {
           yield* register({

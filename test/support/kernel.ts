@@ -3,7 +3,7 @@
 
 import { afterAll, beforeAll } from "bun:test"
 import { join } from "node:path"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { Kernel } from "../../src/host/kernel"
 import { ManagedOutputs } from "../../src/output/managed-outputs"
 import { Output } from "../../src/output/output"
@@ -81,3 +81,22 @@ export const keyOf = (call: Settler.Call) =>
   Effect.gen(function* () {
     return { ...call, location: (yield* Permission.Service).project } satisfies Store.Key
   })
+
+/**
+ * The memory store answering each operation after a yield to the scheduler, as a remote one answers later. A copy
+ * of its service, so it carries no `Store.Now`: every operation goes through these Effects.
+ */
+export const laterStore: Layer.Layer<Store.Service> = Layer.effect(
+  Store.Service,
+  Effect.gen(function* () {
+    const real = yield* Store.Service
+    const after = <A, E>(effect: Effect.Effect<A, E>) => Effect.yieldNow.pipe(Effect.andThen(effect))
+    return Store.Service.of({
+      ...real,
+      lookup: (key) => after(real.lookup(key)),
+      begin: (key, tool, agent, details) => after(real.begin(key, tool, agent, details)),
+      settle: (key, settlement, expected) => after(real.settle(key, settlement, expected)),
+      fail: (key, reason) => after(real.fail(key, reason)),
+    })
+  }),
+).pipe(Layer.provide(Store.layerMemory))
