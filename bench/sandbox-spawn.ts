@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
+import { Builtin } from "../src/builtin/builtin"
 import { Rule } from "../src/permission/rule"
 import { Shell } from "../src/shell/shell"
 import { cleanup, duration, main, progress, ratio, type Report, summarize, type Summary } from "./measure"
@@ -48,11 +49,19 @@ const location = (root: string, denied: number): string => {
   return made
 }
 
-/** A read rule denying `*.env`, as the bash built-in passes the agent's rules (relative inside the Location). */
+/** An agent's rules denying reads of `*.env`. */
+const RULES = [
+  { action: "*", resource: "*", effect: "allow" },
+  { action: "read", resource: "*.env", effect: "deny" },
+] as const
+
+/**
+ * The read rule as the bash built-in passes it (Builtin.readDenied over the agent's rules in `root`): keyed by the
+ * rules and the Location, so the walk's answers and an unchanged walk are reused from one spawn to the next.
+ */
 const readDenied = (root: string) => {
-  const denies = Rule.denier([{ action: "*", resource: "*", effect: "allow" }, { action: "read", resource: "*.env", effect: "deny" }], "read")!
-  const inside = `${root}/`
-  return (real: string) => denies(real === root ? "." : real.startsWith(inside) ? real.slice(inside.length) : real)
+  const permission = { denies: (_agent: string, action: string) => Rule.denier(RULES, action) }
+  return Builtin.readDenied({ directory: root, permission } as unknown as Parameters<typeof Builtin.readDenied>[0], "build")!
 }
 
 const figures = async (): Promise<Figures> => {
