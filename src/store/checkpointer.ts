@@ -116,7 +116,6 @@ const start = (path: string, entry: Entry) => {
       entry.checkpoints++
       entry.last = { log: report.log, copied: report.copied }
     } else if (report.kind === "failed") stop(entry, report.message)
-    else if (report.kind === "stopped") worker.terminate()
   }
   worker.onerror = (event) => stop(entry, `the checkpoint thread failed: ${event.message}`)
   worker.addEventListener("close", () => {
@@ -126,12 +125,15 @@ const start = (path: string, entry: Entry) => {
   worker.unref()
 }
 
+/** How long closing the last connection waits for the thread's own to close first. */
+const STOP_WAIT_MS = 1_000
+
 /**
  * Checkpoints the store at `path` (in WAL mode) from its thread while one of this process's connections to it is
- * open: call when a connection opens; the returned function, before it closes. `delayMs`: when the thread starts,
- * for tests.
+ * open: call when a connection opens; the returned function, before it closes, and close it once what that answers
+ * has resolved (undefined: at once). `delayMs`: when the thread starts, for tests.
  */
-export const attach = (path: string, delayMs: number = START_DELAY_MS): (() => void) => {
+export const attach = (path: string, delayMs: number = START_DELAY_MS): (() => Promise<void> | undefined) => {
   let entry = entries.get(path)
   if (entry === undefined) {
     entry = { users: 0, timer: undefined, worker: undefined, checkpoints: 0, last: undefined, failure: undefined }
@@ -145,15 +147,31 @@ export const attach = (path: string, delayMs: number = START_DELAY_MS): (() => v
   }
   let detached = false
   return () => {
-    if (detached) return
+    if (detached) return undefined
     detached = true
-    if (--joined.users > 0) return
+    if (--joined.users > 0) return undefined
     entries.delete(path)
     if (joined.timer !== undefined) clearTimeout(joined.timer)
     const worker = joined.worker
     joined.worker = undefined
-    // Its own connection closes first, so the last of this process's closes can checkpoint and remove the log.
-    worker?.postMessage({ kind: "stop" })
+    if (worker === undefined) return undefined
+    // Its own connection closes first, so that the caller's, the last of this process's, checkpoints and removes
+    // the log as it closes (were it not the last, a process that exits next would leave the log for the next start
+    // to read through).
+    return new Promise<void>((resolve) => {
+      const stopped = () => {
+        clearTimeout(waiting)
+        worker.terminate()
+        resolve()
+      }
+      const waiting = setTimeout(stopped, STOP_WAIT_MS)
+      worker.onmessage = (event: MessageEvent<Report>) => {
+        if (event.data.kind === "stopped") stopped()
+      }
+      worker.onerror = stopped
+      worker.addEventListener("close", stopped)
+      worker.postMessage({ kind: "stop" })
+    })
   }
 }
 

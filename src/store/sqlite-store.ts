@@ -377,9 +377,11 @@ export const acquire = <A>(path: string, statementsOf: (db: Database) => A) =>
         catch: (cause) => openError(path, cause),
       }),
       ({ db, detach }) =>
-        Effect.sync(() => {
-          detach()
-          db.close()
+        Effect.suspend(() => {
+          const close = Effect.sync(() => db.close())
+          // The checkpoint thread's connection closes first, so this one, the last, checkpoints and removes the log.
+          const stopping = detach()
+          return stopping === undefined ? close : Effect.andThen(Effect.promise(() => stopping), close)
         }),
     )
     const statements = yield* Effect.try({

@@ -71,10 +71,51 @@ describe("Checkpointer", () => {
     } finally {
       await Effect.runPromise(Scope.close(scope, Exit.void))
     }
-    // The last connection gone: the thread stops and the log is checkpointed and removed, as SQLite does.
+    // The last connection gone: the thread's closed first, so the store's own, closing last, checkpointed the log
+    // and removed it, as SQLite does.
     expect(Checkpointer.status(path)).toBeUndefined()
-    expect(await until(() => !existsSync(`${path}-wal`))).toBe(true)
+    expect(existsSync(`${path}-wal`)).toBe(false)
   })
+
+  test("a process that closes its store and exits at once leaves no log for the next start to read", async () => {
+    const directory = tempDir()
+    const path = join(directory, "core.db")
+    const script = join(directory, "close-and-exit.ts")
+    const source = (module: string) => JSON.stringify(join(import.meta.dir, "../../src/store", module))
+    await Bun.write(
+      script,
+      `import { Effect, Exit, Layer, Scope } from "effect"
+import { Checkpointer } from ${source("checkpointer")}
+import { SqliteStore } from ${source("sqlite-store")}
+import { Store } from ${source("store")}
+const path = ${JSON.stringify(path)}
+const scope = Effect.runSync(Scope.make())
+const context = await Effect.runPromise(Layer.buildWithScope(SqliteStore.layer(path, { compactBytes: 0 }), scope))
+const store = Effect.runSync(Effect.service(Store.Service).pipe(Effect.provide(context)))
+while (Checkpointer.status(path)?.thread !== true) await Bun.sleep(10)
+for (let index = 0; index < 50; index++) {
+  const key = { location: "/p", sessionID: "s", toolCallID: "c" + index }
+  await Effect.runPromise(store.begin(key, "echo", "build"))
+  await Effect.runPromise(store.settle(key, { tool: "echo", callID: "c" + index, status: "success", content: [], outputs: [] }, { state: "owned" }))
+}
+await Effect.runPromise(Scope.close(scope, Exit.void))
+process.exit(0)
+`,
+    )
+    const child = Bun.spawn([process.execPath, script], { cwd: join(import.meta.dir, "../.."), stdout: "pipe", stderr: "pipe" })
+    const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()])
+    expect(stderr).toBe("")
+    expect(code).toBe(0)
+    // Compacted into SQLite after every record, so the log had frames; the process's last connection checkpointed
+    // them and removed it before the exit.
+    expect(existsSync(`${path}-wal`)).toBe(false)
+    const db = new Database(path, { readonly: true })
+    try {
+      expect((db.query("SELECT count(*) AS n FROM settlements WHERE state = 'settled'").get() as { n: number }).n).toBe(50)
+    } finally {
+      db.close()
+    }
+  }, 30_000)
 
   test("the next commit after the thread's checkpoint starts the log again, so it stays small", async () => {
     const path = join(tempDir(), "bursts.db")
@@ -96,7 +137,7 @@ describe("Checkpointer", () => {
       expect(framesLeft(db)).toBe(0)
       expect((db.query("SELECT count(*) AS n FROM rows").get() as { n: number }).n).toBe(30 * 600)
     } finally {
-      detach()
+      await detach()
       db.close()
     }
   }, 120_000)
@@ -122,7 +163,7 @@ describe("Checkpointer", () => {
       expect((db.query("SELECT count(*) AS n FROM rows").get() as { n: number }).n).toBe(rows)
       expect(Checkpointer.status(path)?.failure).toBeUndefined()
     } finally {
-      detach()
+      await detach()
       db.close()
     }
   }, 120_000)
@@ -137,7 +178,7 @@ describe("Checkpointer", () => {
       expect(await until(() => Checkpointer.status(path)?.failure !== undefined)).toBe(true)
       expect(Checkpointer.status(path)?.thread).toBe(false)
     } finally {
-      detach()
+      await detach()
       db.close()
     }
     expect(Checkpointer.status(path)).toBeUndefined()
