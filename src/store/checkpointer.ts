@@ -159,7 +159,10 @@ export const attach = (path: string, delayMs: number = START_DELAY_MS): (() => P
     // the log as it closes (were it not the last, a process that exits next would leave the log for the next start
     // to read through).
     return new Promise<void>((resolve) => {
+      let done = false
       const stopped = () => {
+        if (done) return
+        done = true
         clearTimeout(waiting)
         worker.terminate()
         resolve()
