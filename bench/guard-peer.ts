@@ -3,9 +3,10 @@
 // bare relay ("relay": Bun.listen passing each connection's bytes to the unix socket and back as they come, with
 // backpressure, and nothing else: no framing, deadline or limit), which shows what the extra hop costs on its own.
 // It answers GET /small (a short JSON body), GET /big (BIG_BYTES) and POST /echo (the body back), and prints one
-// JSON line with its URL once ready.
+// JSON line with its URL once ready. The unix socket is made in DIRECTORY (which the caller removes once done: the
+// peer is killed), else in a temporary directory of its own.
 //
-//   bun bench/guard-peer.ts direct|guard|relay
+//   bun bench/guard-peer.ts direct|guard|relay [DIRECTORY]
 
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -100,12 +101,13 @@ const listenRelay = (socket: string) =>
 
 // Only when run as the peer: bench/guard.ts imports BIG_BYTES, and a server started on import would keep it running.
 if (import.meta.main) {
+  const socketIn = () => join(process.argv[3] ?? mkdtempSync(join(tmpdir(), "core-bench-guard-")), "http.sock")
   if (process.argv[2] === "relay") {
-    const socket = join(mkdtempSync(join(tmpdir(), "guard-bench-")), "http.sock")
+    const socket = socketIn()
     Bun.serve({ unix: socket, fetch, ...({ idleTimeout: 0 } as object) })
     console.log(JSON.stringify({ url: `http://127.0.0.1:${listenRelay(socket).port}` }))
   } else if (process.argv[2] === "guard") {
-    const socket = join(mkdtempSync(join(tmpdir(), "guard-bench-")), "http.sock")
+    const socket = socketIn()
     Bun.serve({ unix: socket, fetch, ...({ idleTimeout: 0 } as object) })
     const guard = Guard.listen({
       hostname: "127.0.0.1",

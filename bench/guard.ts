@@ -39,13 +39,24 @@ const cpuMs = (pid: number): number => {
 const MODES = ["direct", "relay", "guard"] as const
 
 const start = async (mode: (typeof MODES)[number]): Promise<Side> => {
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, "guard-peer.ts"), mode], {
+  // The peer's socket directory, made here: the peer is killed, so removing it is ours.
+  const directory = mkdtempSync(join(tmpdir(), "core-bench-guard-"))
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, "guard-peer.ts"), mode, directory], {
     stdin: "ignore",
     stdout: "pipe",
     stderr: "inherit",
   })
-  const { url } = JSON.parse(await firstLine(child, `the ${mode} peer`)) as { url: string }
-  return { label: mode, url, pid: child.pid, close: () => child.kill() }
+  const close = () => {
+    child.kill()
+    cleanup([directory])
+  }
+  try {
+    const { url } = JSON.parse(await firstLine(child, `the ${mode} peer`)) as { url: string }
+    return { label: mode, url, pid: child.pid, close }
+  } catch (cause) {
+    close()
+    throw cause
+  }
 }
 
 interface Load {
@@ -122,7 +133,7 @@ const serveSide = async (label: string, binary: string, root: string) => {
 
 /** Calls/s of `core serve` built from this tree against `base`, at 1 and 32 calls in flight. */
 const versusBase = async (base: string): Promise<Array<Array<string>>> => {
-  const root = mkdtempSync(join(tmpdir(), "guard-bench-"))
+  const root = mkdtempSync(join(tmpdir(), "core-bench-guard-"))
   try {
     progress("building core from this tree")
     const current = await buildCore(join(root, "core"))
