@@ -97,6 +97,11 @@ export interface Options {
    * written with `pwrite`).
    */
   readonly shared?: boolean
+  /**
+   * Whether the journal and its generation may be written through their mappings where the filesystem allows it
+   * (ALLOCATED_WRITES); false writes them with write(2), as on a copy-on-write filesystem.
+   */
+  readonly mappedWrites?: boolean
 }
 
 const HEADER_PREFIX = "core-journal 2 "
@@ -126,6 +131,21 @@ interface Libc {
   readonly flock: Flock
   /** The type of the filesystem holding `fd` (`f_type` of `fstatfs`, Linux), or undefined where unknown. */
   readonly filesystem: (fd: number) => number | undefined
+  /**
+   * Gives `length` bytes of `fd` from `offset` their blocks (growing the file where it is shorter): 0, or the
+   * error's number (`posix_fallocate`). Undefined where libc has no such function.
+   */
+  readonly allocate: ((fd: number, offset: number, length: number) => number) | undefined
+}
+
+/** libc's posix_fallocate from `name`, or undefined (macOS has none). */
+const allocateIn = (name: string): Libc["allocate"] => {
+  try {
+    const { symbols } = dlopen(name, { posix_fallocate: { args: [FFIType.i32, FFIType.i64, FFIType.i64], returns: FFIType.i32 } })
+    return (fd, offset, length) => symbols.posix_fallocate(fd, offset, length)
+  } catch {
+    return undefined
+  }
 }
 
 let libcFns: Libc | null | undefined
@@ -142,6 +162,7 @@ const libc = (): Libc | null => {
       })
       libcFns = {
         flock: (fd, operation) => symbols.flock(fd, operation),
+        allocate: allocateIn(name),
         filesystem: (fd) => {
           // Linux's struct statfs (120 bytes on 64-bit) starts with f_type; other systems lay it out otherwise.
           if (platform() !== "linux") return undefined
@@ -166,6 +187,16 @@ const libc = (): Libc | null => {
 const COHERENT_FILESYSTEMS: ReadonlySet<number> = new Set([
   0xef53, 0x58465342, 0x9123683e, 0x01021994, 0x858458f6, 0xf2f52010, 0x2fc12fc1, 0x794c7630,
 ])
+
+/**
+ * Of those, the filesystems where a page whose blocks were allocated beforehand (`posix_fallocate`) can be written
+ * through a shared mapping without needing more space: ext2/3/4, XFS, tmpfs, ramfs and overlayfs (over one of
+ * those). A store into a page that needs space the disk no longer has is a bus error, which ends core, where a
+ * write(2) would fail with ENOSPC: so the journal and its generation are written through their mappings only here,
+ * and only once allocated. Copy-on-write filesystems (Btrfs, ZFS, F2FS) need new space for every write: there the
+ * files are written with write(2), and read through their mappings still.
+ */
+const ALLOCATED_WRITES: ReadonlySet<number> = new Set([0xef53, 0x58465342, 0x01021994, 0x858458f6, 0x794c7630])
 
 /** Bytes of the generation file that hold the generation: two 32-bit words, high then low. */
 const GENERATION_BYTES = 8
@@ -195,6 +226,8 @@ interface Generation {
   readonly low: () => number
   /** Moves the generation on. Under the exclusive lock only. */
   readonly bump: () => void
+  /** Lets go of what it holds open. */
+  readonly close: () => void
 }
 
 /**
@@ -202,29 +235,54 @@ interface Generation {
  * filesystem not known to share pages between processes, or the file not mapped): then every operation looks.
  * Created, 0600 and zero, by the first process; made under the exclusive lock, so never cut by another's creation.
  */
-const generation = (lib: Libc, fd: number, path: string): Generation | undefined => {
+const generation = (lib: Libc, fd: number, path: string, mappedWrites: boolean): Generation | undefined => {
   const type = lib.filesystem(fd)
   if (type === undefined || !COHERENT_FILESYSTEMS.has(type)) return undefined
+  let file: number | undefined
   try {
-    const file = openSync(`${path}-shm`, "a+", 0o600)
-    try {
-      if (fstatSync(file).size < GENERATION_BYTES) ftruncateSync(file, GENERATION_BYTES)
-    } finally {
-      closeSync(file)
-    }
+    // Not O_APPEND: the words are written in place where they are not written through the mapping.
+    file = openSync(`${path}-shm`, constants.O_RDWR | constants.O_CREAT, 0o600)
+    if (fstatSync(file).size < GENERATION_BYTES) ftruncateSync(file, GENERATION_BYTES)
+    const throughMapping = mappedWrites && ALLOCATED_WRITES.has(type) && lib.allocate?.(file, 0, GENERATION_BYTES) === 0
     const mapped = Bun.mmap(`${path}-shm`, { shared: true, size: GENERATION_BYTES })
-    if (mapped.byteLength < GENERATION_BYTES) return undefined
+    if (mapped.byteLength < GENERATION_BYTES) {
+      closeSync(file)
+      return undefined
+    }
     const words = new Uint32Array(mapped.buffer, mapped.byteOffset, 2)
+    if (throughMapping) {
+      closeSync(file)
+      return {
+        high: () => words[0]!,
+        low: () => words[1]!,
+        bump: () => {
+          const low = words[1]!
+          if (low === 0xffff_ffff) words[0] = (words[0]! + 1) >>> 0
+          words[1] = (low + 1) >>> 0
+        },
+        close: () => {},
+      }
+    }
+    // Written in place with pwrite (a full disk fails the write instead of ending core), read through the mapping,
+    // which shows what was written at once (one page cache). Kept open for the life of the process, as the mapping is.
+    const written = file
+    const word = new Uint32Array(1)
+    const put = (index: number, value: number) => {
+      word[0] = value
+      if (writeSync(written, word, 0, 4, index * 4) !== 4) throw new JournalError(`the generation of the journal ${path} could not be written`)
+    }
     return {
       high: () => words[0]!,
       low: () => words[1]!,
       bump: () => {
         const low = words[1]!
-        if (low === 0xffff_ffff) words[0] = (words[0]! + 1) >>> 0
-        words[1] = (low + 1) >>> 0
+        if (low === 0xffff_ffff) put(0, (words[0]! + 1) >>> 0)
+        put(1, (low + 1) >>> 0)
       },
+      close: () => closeSync(written),
     }
   } catch {
+    if (file !== undefined) closeSync(file)
     return undefined
   }
 }
@@ -313,6 +371,15 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
   let seenLow = -1
   /** Whether this hold of the exclusive lock moved the generation yet. */
   let moved = false
+  /** Whether the journal may be written through a mapping here (ALLOCATED_WRITES), once its pages are allocated. */
+  let mappable = false
+  /** Whether every page of the file (`size` bytes) has its blocks now, so a store into the mapping needs no space. */
+  const allocated = () => lib.allocate !== undefined && lib.allocate(fd, 0, size) === 0
+  /** Stops writing through the mapping: the file has pages without blocks, and the disk has none to give them. */
+  const unmap = () => {
+    mapped = undefined
+    endWord = undefined
+  }
 
   const readAt = (position: number, length: number): Uint8Array => {
     const buffer = new Uint8Array(length)
@@ -363,7 +430,10 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
   const map = () => {
     mapped = undefined
     endWord = undefined
-    if (shared === undefined || size < RECORDS_AT) return
+    if (shared === undefined || !mappable || size < RECORDS_AT) return
+    // Every page given its blocks first (a hole written through the mapping on a full disk is a bus error); where
+    // they cannot be had, the file is read and written with system calls, which fail with ENOSPC instead.
+    if (!allocated()) return
     const whole = Bun.mmap(`/proc/self/fd/${fd}`, { shared: true })
     if (whole.byteLength !== size) throw new JournalError(`the journal ${path} changed size as it was mapped`)
     mapped = whole
@@ -516,7 +586,11 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
     const found = headerNonce(false)
     // No header: never written, or emptied by a compaction killed before it wrote the next one, which may have
     // changed SQLite since this process last read it under no header too: what was read of SQLite is forgotten.
-    if (found !== nonce || found === "") restart(found)
+    if (found !== nonce || found === "") {
+      restart(found)
+      // Cut and grown again by another process since this one mapped it: its pages may have no blocks now.
+      if (mapped !== undefined && !allocated()) unmap()
+    }
     if (found === "") return
     // The end is written before the header, so a header comes with one; 0 (a file not written by `reset`) is empty.
     const written = endOf()
@@ -586,6 +660,9 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
     if (size !== CAPACITY || mapped === undefined) {
       size = CAPACITY
       map()
+    } else if (!allocated()) {
+      // The cut took the pages' blocks: the mapping is kept only while they can be had again.
+      unmap()
     }
     commit(RECORDS_AT)
     const fresh = Buffer.from(crypto.getRandomValues(new Uint8Array(8))).toString("hex")
@@ -630,6 +707,7 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
   const fail = (cause: unknown) => {
     mapped = undefined
     endWord = undefined
+    shared?.close()
     lock(fd, LOCK_UN)
     closeSync(fd)
     throw cause
@@ -642,7 +720,10 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
     throw cause
   }
   try {
-    shared = options.shared === false ? undefined : generation(lib, fd, path)
+    const mappedWrites = options.mappedWrites !== false
+    shared = options.shared === false ? undefined : generation(lib, fd, path, mappedWrites)
+    const type = shared === undefined ? undefined : lib.filesystem(fd)
+    mappable = mappedWrites && type !== undefined && ALLOCATED_WRITES.has(type) && lib.allocate !== undefined
     size = fstatSync(fd).size
     map()
     // A journal an older core left: read in its layout, once, into SQLite.
@@ -688,6 +769,7 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
     close: () => {
       mapped = undefined
       endWord = undefined
+      shared?.close()
       closeSync(fd)
     },
   }

@@ -772,12 +772,17 @@ describe("Journal layout", () => {
     expect(String(exit)).toContain(`the journal ${journal} ends at byte ${bytes.length + 1}, outside its ${bytes.length} bytes`)
   })
 
-  for (const shared of [true, false]) {
-    test(`two journals on one file (${shared ? "mapped" : "written with pwrite, as on NFS"}) see each other's appends, growth and compaction`, () => {
+  const WAYS = [
+    ["written through their mappings", { shared: true }],
+    ["its generation shared, both written with pwrite, as on a copy-on-write filesystem", { shared: true, mappedWrites: false }],
+    ["written with pwrite, as on NFS", { shared: false }],
+  ] as const
+  for (const [way, options] of WAYS) {
+    test(`two journals on one file (${way}) see each other's appends, growth and compaction`, () => {
       const path = join(tempDir(), "core.journal")
       const { index, rows } = memoryIndex()
-      const first = Journal.open(path, index, { shared })
-      const second = Journal.open(path, index, { shared })
+      const first = Journal.open(path, index, options)
+      const second = Journal.open(path, index, options)
       first.writing(() => first.append({ e: "new", row: row("a") }))
       second.reading(() => expect(second.row(["/p", "s", "a"])).toMatchObject({ state: "started" }))
       // A record past the file's end: the file grows under the other, which reads it whole.
