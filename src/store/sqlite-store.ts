@@ -9,7 +9,7 @@ export * as SqliteStore from "./sqlite-store"
 // the same write transaction as the version bump, on every database older than it; SCHEMA_VERSION follows.
 
 import { Database } from "bun:sqlite"
-import { chmodSync, closeSync, mkdirSync, openSync, statSync } from "node:fs"
+import { chmodSync, closeSync, mkdirSync, openSync, statfsSync, statSync } from "node:fs"
 import { dirname } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -235,7 +235,18 @@ const openError = (path: string, cause: unknown): Store.StoreError => {
       message: `The settlement store ${path} is corrupt (${message}). It was left untouched: move it aside to start afresh.`,
     })
   }
-  return new Store.StoreError({ reason: "open", path, message: `Could not open the settlement store ${path}: ${message}` })
+  // SQLite says "disk I/O error" where the disk is full (it cannot make its log): say what the person can fix.
+  const full = !/disk is full/.test(message) && diskFull(dirname(path)) ? " (the disk holding it is full: free some space)" : ""
+  return new Store.StoreError({ reason: "open", path, message: `Could not open the settlement store ${path}: ${message}${full}` })
+}
+
+/** Whether the filesystem holding `directory` has no space left for this user. */
+const diskFull = (directory: string): boolean => {
+  try {
+    return statfsSync(directory).bavail === 0
+  } catch {
+    return false
+  }
 }
 
 type ListedRow = Journal.Row & Store.ListedRow

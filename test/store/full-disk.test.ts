@@ -133,6 +133,33 @@ describe("a data directory on a disk that fills up", () => {
     expect(summary.closed).toBe(true)
   }, 120_000)
 
+  test("core exec on a disk already full says so, exits 3 and runs nothing", async () => {
+    const { location, host } = world()
+    const env = host("a", {})
+    const exec = async (...setup: readonly [input: string, core: string, location: string]) => {
+      // A call that made the store before the disk filled ($1 set), then the disk filled, then this call.
+      const script = 'mount -t tmpfs -o size=1m tmpfs "$0" && if [ -n "$1" ]; then "$2" exec bash --input "$1" --location "$3" >/dev/null; fi; (cat /dev/zero > "$0/filler" 2>/dev/null; true) && shift 3 && exec "$@"'
+      const input = JSON.stringify({ command: "echo full >> ran.txt" })
+      const child = Bun.spawn(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, env.CORE_DATA_DIR, ...setup, await binary(), "exec", "bash", "--input", input, "--location", location],
+        { env: { ...process.env, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" },
+      )
+      const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()])
+      return { code, stdout, stderr }
+    }
+    // A data directory whose store was made before the disk filled: SQLite says only "disk I/O error".
+    const made = await exec(JSON.stringify({ command: "echo first >> ran.txt" }), await binary(), location)
+    expect(made.stdout).toBe("")
+    expect(made.stderr).toMatch(/^core: Could not open the settlement store .*: disk I\/O error \(the disk holding it is full: free some space\)\n$/)
+    expect(made.code).toBe(3)
+    // A disk full before the store was ever made: SQLite's own words say so.
+    const fresh = await exec("", "", "")
+    expect(fresh.stderr).toMatch(/^core: Could not open the settlement store .*disk is full/)
+    expect(fresh.code).toBe(3)
+    // Neither ran its command: only the call made while there was room did.
+    expect(readFileSync(join(location, "ran.txt"), "utf8")).toBe("first\n")
+  }, 60_000)
+
   test("core serve answers the calls it cannot record as operational failures, runs none of them, and goes on", async () => {
     const { location, host } = world()
     const env = host("a", {})
