@@ -99,8 +99,14 @@ const until = async (condition: () => boolean, ms = 5_000) => {
   }
 }
 
-/** A kernel exporting to `otlp` with an echo tool registered (its execution inside `inner`), and its first turn. */
-const kernelWithEcho = async (otlp: { readonly url: string }, inner: (effect: Effect.Effect<string>) => Effect.Effect<string> = (effect) => effect) => {
+/**
+ * A kernel exporting to `otlp` (its URL, or a tracer layer of the test's) with an echo tool registered (its execution
+ * inside `inner`), and its first turn.
+ */
+const kernelWithEcho = async (
+  otlp: { readonly url: string } | Layer.Layer<never>,
+  inner: (effect: Effect.Effect<string>) => Effect.Effect<string> = (effect) => effect,
+) => {
   const dir = mkdtempSync(join(tmpdir(), "core-otlp-"))
   dirs.push(dir)
   const echo = Tool.make({
@@ -110,7 +116,10 @@ const kernelWithEcho = async (otlp: { readonly url: string }, inner: (effect: Ef
     execute: (input) => inner(Effect.succeed(input.text)),
   })
   const runtime = ManagedRuntime.make(
-    Layer.merge(Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(dir, "outputs") }), Otlp.layer(settings(otlp.url))),
+    Layer.merge(
+      Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(dir, "outputs") }),
+      "url" in otlp ? Otlp.layer(settings(otlp.url)) : otlp,
+    ),
   )
   const registration = Effect.runSync(Scope.make())
   const turn = await runtime.runPromise(
@@ -191,25 +200,11 @@ describe("a settle's spans", () => {
 describe("a settle's attributes", () => {
   /** Settles `calls` on a kernel exporting through `tracer`, the echo tool annotating the settle span when asked. */
   const settleWith = async (tracer: Layer.Layer<never>, calls: ReadonlyArray<Settler.Call>) => {
-    const dir = mkdtempSync(join(tmpdir(), "core-otlp-"))
-    dirs.push(dir)
-    const echo = Tool.make({
-      description: "Echo text back",
-      input: Schema.Struct({ text: Schema.String }),
-      output: Schema.String,
-      execute: (input) => (input.text === "annotate" ? Effect.as(Effect.annotateCurrentSpan("tool.note", "ü"), input.text) : Effect.succeed(input.text)),
-    })
-    const runtime = ManagedRuntime.make(Layer.merge(Kernel.layer({ store: Store.layerMemory, outputsDirectory: join(dir, "outputs") }), tracer))
-    const registration = Effect.runSync(Scope.make())
-    const turn = await runtime.runPromise(
-      Effect.gen(function* () {
-        yield* (yield* Registry.Service).tools.register({ echo }).pipe(Scope.provide(registration))
-        return yield* (yield* Settler.Service).materialize()
-      }),
-    )
+    const annotating = (effect: Effect.Effect<string>) =>
+      Effect.flatMap(effect, (text) => (text === "annotate" ? Effect.as(Effect.annotateCurrentSpan("tool.note", "ü"), text) : Effect.succeed(text)))
+    const { runtime, turn, close } = await kernelWithEcho(tracer, annotating)
     for (const call of calls) await runtime.runPromise(turn.settle(call))
-    await Effect.runPromise(Scope.close(registration, Exit.void))
-    await runtime.dispose()
+    await close()
   }
 
   test("are what any other tracer's settle span says, in the same order: of the call, how it settled, a tool's own", async () => {
