@@ -375,7 +375,7 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
   let mappable = false
   /** Whether every page of the file (`size` bytes) has its blocks now, so a store into the mapping needs no space. */
   const allocated = () => lib.allocate !== undefined && lib.allocate(fd, 0, size) === 0
-  /** Stops writing through the mapping: the file has pages without blocks, and the disk has none to give them. */
+  /** Lets go of the mapping: the file is read and written with system calls until it is mapped again. */
   const unmap = () => {
     mapped = undefined
     endWord = undefined
@@ -428,8 +428,7 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
    * file open here whatever its path names by then. A file too short to hold a header is not mapped.
    */
   const map = () => {
-    mapped = undefined
-    endWord = undefined
+    unmap()
     if (shared === undefined || !mappable || size < RECORDS_AT) return
     // Every page given its blocks first (a hole written through the mapping on a full disk is a bus error); where
     // they cannot be had, the file is read and written with system calls, which fail with ENOSPC instead.
@@ -443,8 +442,7 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
   /** Makes the file `to` bytes long (zeros past its old end), mapped anew. Under the exclusive lock only. */
   const resize = (to: number) => {
     changing()
-    mapped = undefined
-    endWord = undefined
+    unmap()
     ftruncateSync(fd, to)
     size = to
     map()
@@ -705,8 +703,7 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
   }
 
   const fail = (cause: unknown) => {
-    mapped = undefined
-    endWord = undefined
+    unmap()
     shared?.close()
     lock(fd, LOCK_UN)
     closeSync(fd)
@@ -767,8 +764,7 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
     pending: () => rows.size > 0 || offset > RECORDS_AT,
     size: () => offset,
     close: () => {
-      mapped = undefined
-      endWord = undefined
+      unmap()
       shared?.close()
       closeSync(fd)
     },
