@@ -141,14 +141,16 @@ export const close = (fd: number): void => {
   libc()?.close(fd)
 }
 
-/** Points this process's stdout and stderr at /dev/null, letting go of whatever they were (pipes it shares). */
-export const releaseOutput = (): void => {
+/**
+ * Points this process's stdout and stderr (`targets`) at /dev/null, letting go of whatever they were (pipes it
+ * shares). With no targets it only opens and closes /dev/null: a warm-up, which has this code compiled.
+ */
+export const releaseOutput = (targets: ReadonlyArray<number> = [1, 2]): void => {
   const lib = libc()
   if (lib === null) return
   const fd = open("/dev/null", 2 /* O_RDWR */)
   if (fd < 0) return
-  lib.dup2(fd, 1)
-  lib.dup2(fd, 2)
+  for (const target of targets) lib.dup2(fd, target)
   if (fd > 2) lib.close(fd)
 }
 

@@ -75,6 +75,11 @@ export interface Expect {
   readonly grants: Landlock.Grants
 }
 
+/** What core tells a spare once it is up, to be ignored: it readies the reading of messages before the order. */
+export interface Prime {
+  readonly kind: "prime"
+}
+
 /** What core asks the supervisor to run (one per supervisor). */
 export interface Order {
   readonly kind: "run"
@@ -528,6 +533,7 @@ export const main = async (
   let ordered = false
   let isWarm = false
   process.on("message", (message: unknown) => {
+    if ((message as { readonly kind?: string }).kind === "prime") return
     if ((message as { readonly kind?: string }).kind === "expect") {
       if (ordered) return
       expected = message as Expect
@@ -539,8 +545,9 @@ export const main = async (
     if (isWarm) run(message as Order)
     else void warm.then(() => run(message as Order))
   })
-  /** Runs an order without a sandbox: spawned by this process, after its read-only mounts. */
-  const runHere = (order: Order) => {
+  /** Runs an order without a sandbox: spawned by this process, after its read-only mounts (none: see `run`). */
+  const runHere = (order: Order | undefined) => {
+    if (order === undefined) return
     if (!denied && deny.length > 0) Landlock.denyConnect(deny)
     denied = true
     const applied = Starter.apply(order, way, Starter.readied())
@@ -571,7 +578,9 @@ export const main = async (
     if (outcome.kind !== "started") return refuse(outcome)
     started(using.process, outcome.readOnly)
   }
-  const started = (command: Bun.Subprocess, readOnly: boolean) => {
+  /** The command runs: reported, and followed to its end (none: see `run`). */
+  const started = (command: Bun.Subprocess | undefined, readOnly: boolean) => {
+    if (command === undefined) return
     child = command
     // The command's output pipes are the command's alone now: they close as soon as its last process is gone,
     // without waiting for the supervisor to exit.
@@ -579,9 +588,17 @@ export const main = async (
     void send({ kind: "started", pid: command.pid, readOnly, pidNamespace: inNamespace })
     void command.exited.then(() => finish(graceMs))
   }
-  /** Runs the order; without one, does nothing (the warm-up calls it so, to have it compiled before the order). */
+  /**
+   * Runs the order. Without one it runs nothing, but has its code compiled: the warm-up calls it so before the order
+   * (a function's first call costs a tenth of a millisecond or more, compiling it).
+   */
   const run = (order: Order | undefined) => {
-    if (order === undefined || child !== undefined || ending !== undefined) return
+    if (order === undefined) {
+      runHere(undefined)
+      started(undefined, false)
+      return
+    }
+    if (child !== undefined || ending !== undefined) return
     graceMs = order.graceMs
     name = (order.argv[0] ?? "").split("/").pop()!.slice(0, 15)
     if (order.grants === undefined) {
@@ -611,7 +628,7 @@ export const main = async (
   // the sandbox's own (and makes what every sandbox mounts); any other starts a command and concludes its end as an
   // order's are.
   if (starter !== undefined) await starter.ready
-  else await warmUp()
+  else await warmUp(way)
   run(undefined)
   isWarm = true
   warmed()
@@ -619,12 +636,19 @@ export const main = async (
   return new Promise<never>(() => {})
 }
 
-/** Starts a command and concludes its end, as an order's are, to have that code compiled before the order. */
-const warmUp = async () => {
+/**
+ * Applies an order that asks for nothing (no grants, nothing read-only: it only clears the ambient capabilities,
+ * as every order does), opens and closes /dev/null as `Native.releaseOutput` does, starts a command and concludes
+ * its end, as an order's are: to have that code compiled before the order.
+ */
+const warmUp = async (way: Namespace.Way) => {
+  Starter.apply({ kind: "run", argv: [], cwd: "/", env: {}, graceMs: 0 }, way, Starter.readied())
+  Native.releaseOutput([])
   const warmer = Bun.which("true")
   if (warmer === null) return
   try {
-    await conclude(spawn([warmer], "/", {}, "ignore"), "", 0)
+    const warming = spawnOrder({ kind: "run", argv: [warmer], cwd: "/", env: {}, graceMs: 0 })
+    if (!("kind" in warming)) await conclude(warming, "", 0)
   } catch {
     // nothing to warm with: the command's spawn takes the first-use cost
   }
