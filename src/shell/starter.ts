@@ -173,7 +173,10 @@ export const apply = (
 }
 
 /** Spends, while the starter waits, the first-use costs an order would otherwise pay, and makes ahead what every sandbox mounts. */
-const warmUp = (readied: Readied, sandbox: boolean, way: Namespace.Way) => {
+const warmUp = (ready: Readied, sandbox: boolean, way: Namespace.Way) => {
+  // An order that asks for nothing (it only clears the ambient capabilities, as every order does), against a
+  // readiness of its own: `apply` compiled before the order.
+  apply({ kind: "run", argv: [], cwd: "/", env: {}, graceMs: 0 }, way, readied())
   Capabilities.drop(false)
   Sockets.prepare()
   Others.prepare()
@@ -181,12 +184,12 @@ const warmUp = (readied: Readied, sandbox: boolean, way: Namespace.Way) => {
     const sample = { read: Landlock.granted(Landlock.SYSTEM_READABLE, []), write: ["/tmp"], devices: ["/dev"] }
     Landlock.restrict(sample, Landlock.abi(), false)
     for (let round = 0; round < WARM_ROUNDS; round++) Landlock.restrict(sample, Landlock.abi(), false, [], Landlock.prepare())
-    readied.prepared = Landlock.prepare()
+    ready.prepared = Landlock.prepare()
   }
   if (sandbox && way === "mount") {
     Namespace.privateTerminals(way)
-    Namespace.hideSystemSecrets(way, readied.hidden)
-    readied.ahead = { sharedMemory: Namespace.privateSharedMemory(way) === undefined }
+    Namespace.hideSystemSecrets(way, ready.hidden)
+    ready.ahead = { sharedMemory: Namespace.privateSharedMemory(way) === undefined }
   }
 }
 
@@ -214,9 +217,11 @@ const program = (order: Supervisor.Order): string | undefined => {
 
 /**
  * Becomes the order's command: its stdin, its isolation, its directory, then the exec. Reports why when it cannot
- * (and the supervisor then ends it); returns nothing when the exec is under way.
+ * (and the supervisor then ends it); returns nothing when the exec is under way, or when there is no order (the
+ * warm-up's call, which has it compiled).
  */
-const become = async (order: Supervisor.Order, way: Namespace.Way, readied: Readied): Promise<Report | undefined> => {
+const become = async (order: Supervisor.Order | undefined, way: Namespace.Way, readied: Readied): Promise<Report | undefined> => {
+  if (order === undefined) return undefined
   // stdin: the supervisor's own (a server's pipe) when the order says so, as this process was started with it; else
   // the order's bytes in a file of memory, as Bun.spawn gives them, or /dev/null, as it was started with.
   if (order.stdinPipe !== true && order.stdin !== undefined) {
@@ -263,7 +268,7 @@ export const main = async (supervisor: number, { isolate, sandbox, cold, pid, de
   const ready = readied()
   let ordered: Supervisor.Order | undefined
   let isWarm = false
-  const run = (order: Supervisor.Order) =>
+  const run = (order: Supervisor.Order | undefined) =>
     void become(order, way, ready).then((report) => report === undefined ? undefined : send(report).then(() => process.exit(0)))
   process.on("message", (message: Message) => {
     if (message.kind === "expect") {
@@ -286,6 +291,9 @@ export const main = async (supervisor: number, { isolate, sandbox, cold, pid, de
     warmUp(ready, sandbox, way)
     expectRules(ready)
   }
+  // Compiled before the order (run without one does nothing): a function's first call costs a tenth of a
+  // millisecond or more.
+  if (!cold) run(undefined)
   isWarm = true
   if (ordered !== undefined) run(ordered)
   else void send({ kind: "ready" })

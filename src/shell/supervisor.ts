@@ -558,9 +558,10 @@ export const main = async (
   }
   /**
    * Runs a sandboxed order through a starter: the one readied, or one started now (a server's, which reads this
-   * process's stdin). This process stays out of the sandbox.
+   * process's stdin). This process stays out of the sandbox. (None: see `run`.)
    */
-  const runStarted = async (order: Order) => {
+  const runStarted = async (order: Order | undefined) => {
+    if (order === undefined) return
     let using = starter
     starter = undefined
     if (using !== undefined && order.stdinPipe === true) {
@@ -595,6 +596,7 @@ export const main = async (
   const run = (order: Order | undefined) => {
     if (order === undefined) {
       runHere(undefined)
+      void runStarted(undefined)
       started(undefined, false)
       return
     }
