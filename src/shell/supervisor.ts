@@ -411,7 +411,14 @@ const spawnOrder = (order: Order): Bun.Subprocess | Extract<Report, { kind: "ref
 const refuse = (report: Extract<Report, { kind: "refused" | "failed" }>) => void send(report).then(() => process.exit(0))
 
 /** How it went with a starter's order: the command runs, or the report of why it does not. */
-type Outcome = { readonly kind: "started"; readonly readOnly: boolean } | Extract<Report, { kind: "refused" | "failed" }>
+type Outcome =
+  | { readonly kind: "started"; readonly readOnly: boolean }
+  | Extract<Report, { kind: "refused" | "failed" }>
+  /** It ended before saying anything of an order (killed while it waited, say): nothing of the command ran. */
+  | { readonly kind: "gone" }
+
+/** What a starter that ended before starting the command is reported as. */
+const STARTER_GONE = "The sandboxed command's starter ended before starting it"
 
 /** A starter (./starter): the process a sandboxed command starts as. */
 interface Starting {
@@ -420,6 +427,8 @@ interface Starting {
   readonly ready: Promise<boolean>
   /** Known once its order was taken: its exec closes its channel (started), or it says why not. */
   readonly outcome: Promise<Outcome>
+  /** Whether its channel has closed: it exec'd, or it is gone. */
+  readonly closed: () => boolean
 }
 
 /** Whether this process is the compiled executable (its modules live in Bun's embedded file system). */
@@ -435,6 +444,7 @@ const startStarter = (flags: Starter.Flags, stdin: "inherit" | "ignore"): Starti
   const ready = new Promise<boolean>((resolve) => (onReady = resolve))
   const outcome = new Promise<Outcome>((resolve) => (onOutcome = resolve))
   let applied: { readonly readOnly: boolean } | undefined
+  let closed = false
   const process_ = Bun.spawn(
     [
       ...(compiled() ? [process.execPath] : [process.execPath, join(import.meta.dir, "launch.ts")]),
@@ -458,16 +468,13 @@ const startStarter = (flags: Starter.Flags, stdin: "inherit" | "ignore"): Starti
       // Its channel closes on the exec, which leaves it nothing that speaks to the supervisor: the command started.
       // Closed with nothing said, it ended before.
       onDisconnect: () => {
+        closed = true
         onReady(false)
-        onOutcome(
-          applied === undefined
-            ? { kind: "failed", message: "The sandboxed command's starter ended before starting it" }
-            : { kind: "started", readOnly: applied.readOnly },
-        )
+        onOutcome(applied === undefined ? { kind: "gone" } : { kind: "started", readOnly: applied.readOnly })
       },
     },
   )
-  return { process: process_, ready, outcome }
+  return { process: process_, ready, outcome, closed: () => closed }
 }
 
 /** Ends a starter that will not be used, and waits until it is gone (it must not be taken for the command's). */
@@ -562,20 +569,37 @@ export const main = async (
    */
   const runStarted = async (order: Order | undefined) => {
     if (order === undefined) return
-    let using = starter
+    const readied = starter
     starter = undefined
-    if (using !== undefined && order.stdinPipe === true) {
-      await dismiss(using)
-      using = undefined
+    /** A starter started now: it inherits this process's namespaces and its layer on core's ports, sealed in with it. */
+    const fresh = () => {
+      seal(inNamespace, parent)
+      return startStarter(
+        { isolate, sandbox: false, cold: true, pid: false, deny: denied ? [] : deny },
+        order.stdinPipe === true ? "inherit" : "ignore",
+      )
     }
-    // Started now, it inherits this process's namespaces and its layer on core's ports, and is sealed in with it.
-    if (using === undefined) seal(inNamespace, parent)
-    using ??= startStarter(
-      { isolate, sandbox: false, cold: true, pid: false, deny: denied ? [] : deny },
-      order.stdinPipe === true ? "inherit" : "ignore",
-    )
-    using.process.send(order)
-    const outcome = await using.outcome
+    const handOver = (to: Starting): Promise<Outcome> => {
+      try {
+        to.process.send(order)
+      } catch {
+        // Gone already: its channel's close says so.
+      }
+      return to.outcome
+    }
+    // The readied one does not take a server's order (its stdin is /dev/null), nor one it cannot (it ended while it
+    // waited, killed from outside): it goes, and one started now takes the order.
+    let using = readied !== undefined && order.stdinPipe !== true && !readied.closed() ? readied : undefined
+    if (readied !== undefined && using === undefined) await dismiss(readied)
+    using ??= fresh()
+    let outcome = await handOver(using)
+    // The readied one ended as the order came, before it did any of it: the order is given to one started now.
+    if (outcome.kind === "gone" && using === readied) {
+      await dismiss(using)
+      using = fresh()
+      outcome = await handOver(using)
+    }
+    if (outcome.kind === "gone") return refuse({ kind: "failed", message: STARTER_GONE })
     if (outcome.kind !== "started") return refuse(outcome)
     started(using.process, outcome.readOnly)
   }
@@ -611,7 +635,10 @@ export const main = async (
       launching = dismiss(unused).then(() => runHere(order))
       return
     }
-    launching = runStarted(order)
+    // Whatever goes wrong on the way is reported at once, rather than left to core's wait for a start.
+    launching = runStarted(order).catch((cause: unknown) =>
+      refuse({ kind: "failed", message: `Could not start the sandboxed command: ${cause instanceof Error ? cause.message : String(cause)}` }),
+    )
   }
   // Should the parent-death signal be missed, the supervisor still notices that core is gone.
   // And should ending ever stall with core gone, nothing is left to report to: it stops itself outright, once the

@@ -4,16 +4,19 @@
 // since, or one the system replaced (a rename takes the cover made ahead away with the old file), is covered when
 // the order comes; an order granting other paths than expected gets its own rules, nothing of the expected ones. Real processes, real mounts; the
 // secret is a user's registry logins under /run/user/<uid>/containers, which the test makes and removes (skipped,
-// and says so, where it already exists, or without Landlock or root).
+// and says so, where it already exists, or without Landlock or root). And a spare whose starter was killed while it
+// waited still runs the next order, in a starter started for it.
 
 import { afterEach, describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { Landlock } from "../../src/shell/landlock"
 import { Namespace } from "../../src/shell/namespace"
 import { Shell } from "../../src/shell/shell"
+import { Starter } from "../../src/shell/starter"
 import { tempDir } from "../support/temp"
+import { alive } from "./processes"
 
 const ROOT = process.getuid?.() === 0
 const RUNTIME = `/run/user/${process.getuid?.() ?? 0}`
@@ -31,6 +34,25 @@ const why =
         : ""
 
 const made: Array<string> = []
+/** The processes under `pid` whose command line names `role` (a starter's launch argument). */
+const under = (pid: number, role: string): Array<number> => {
+  let children: Array<number> = []
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, "latin1").trim().split(/\s+/).filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
+  return children.flatMap((child) => {
+    let argv: Array<string> = []
+    try {
+      argv = readFileSync(`/proc/${child}/cmdline`, "latin1").split("\0")
+    } catch {
+      // gone meanwhile
+    }
+    return [...(argv.includes(role) ? [child] : []), ...under(child, role)]
+  })
+}
+
 /** A Location outside the system temp directory (removed after the test). */
 const outside = () => {
   const directory = mkdtempSync(join("/var/tmp", "core-spare-"))
@@ -118,4 +140,54 @@ describe("a spare readied for a sandbox", () => {
     expect(printed).not.toContain(token)
     expect(printed).toBe(`cat: ${join(SECRETS, "auth.json")}: No such file or directory\n`)
   })
+
+  // A spare's starter killed while it waits (by the OOM killer, a stray kill): the order must not wait for it (core
+  // gives up on a supervisor that says nothing for 30 s, and the call failed as a defect). It goes to a starter
+  // started for it, sandboxed as ever.
+  for (const when of ["while it waited", "as the order came"] as const) {
+    test.skipIf(Landlock.abi() === 0 || !existsSync("/var/tmp"))(`whose starter was killed ${when} runs the order in a starter started for it`, async () => {
+      const records = tempDir("core-runs-")
+      const shell = Shell.make({}, { records })
+      const location = outside()
+      const elsewhere = outside()
+      const run = () =>
+        Effect.runPromise(
+          shell.run({
+            argv: ["sh", "-c", `echo ran; touch ${join(location, "mine")} ${join(elsewhere, "theirs")}`],
+            cwd: location,
+            sandbox: { location, approved: [] },
+          }),
+        )
+      // One run first, so that the next order finds a spare readied ahead (commands repeat).
+      await run()
+      await Effect.runPromise(shell.warm)
+      // This shell's spare, by the record it keeps of it (other tests' shells have spares of their own).
+      const supervisors = readdirSync(records)
+        .map((name) => (JSON.parse(readFileSync(join(records, name), "utf8")) as { supervisor: { pid: number } }).supervisor.pid)
+        .filter(alive)
+      expect(supervisors.length).toBe(1)
+      const supervisor = supervisors[0]!
+      const starters = under(supervisor, Starter.LAUNCH)
+      expect(starters.length).toBe(1)
+      if (when === "as the order came") {
+        // The supervisor stopped, its starter killed, the order sent: it wakes to both at once.
+        process.kill(supervisor, "SIGSTOP")
+        process.kill(starters[0]!, "SIGKILL")
+        const running = run()
+        await Bun.sleep(100)
+        process.kill(supervisor, "SIGCONT")
+        const result = await running
+        expect(result.stdout.text).toBe("ran\n")
+        expect(result.stderr.text).toContain("Permission denied")
+      } else {
+        process.kill(starters[0]!, "SIGKILL")
+        for (let tries = 0; tries < 100 && alive(starters[0]!); tries++) await Bun.sleep(10)
+        const result = await run()
+        expect(result.stdout.text).toBe("ran\n")
+        expect(result.stderr.text).toContain("Permission denied")
+      }
+      expect(existsSync(join(location, "mine"))).toBe(true)
+      expect(existsSync(join(elsewhere, "theirs"))).toBe(false)
+    })
+  }
 })
