@@ -297,7 +297,17 @@ export const otherThan = (record: Record, call: { readonly name: string; readonl
 }
 
 /** One string per recorded call, for maps of calls: its Location, session and call id (`CallKey`). */
-export const keyOf = (key: Key) => CallKey.of(key.location, key)
+/** The last key asked for and its string: a call's record is looked up, begun and settled under one Key object. */
+let lastKey: Key | undefined
+let lastId = ""
+
+export const keyOf = (key: Key): string => {
+  if (key !== lastKey) {
+    lastId = CallKey.of(key.location, key)
+    lastKey = key
+  }
+  return lastId
+}
 
 /**
  * Keeps records in memory for the life of the layer: tests, benchmarks and throwaway runs. Settlements are kept

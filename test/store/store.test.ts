@@ -722,3 +722,18 @@ describe("SqliteStore migration to records with details", () => {
     db.close()
   })
 })
+
+describe("Store.keyOf", () => {
+  test("answers each key's own string, however keys alternate, and the same for equal keys made apart", () => {
+    const a: Store.Key = { location: "/l", sessionID: "s", toolCallID: "c1" }
+    const b: Store.Key = { location: "/l", sessionID: "s", toolCallID: "c2" }
+    const elsewhere: Store.Key = { location: "/m", sessionID: "s", toolCallID: "c1" }
+    const ofA = Store.keyOf(a)
+    expect(Store.keyOf(a)).toBe(ofA)
+    expect(Store.keyOf(b)).not.toBe(ofA)
+    expect(Store.keyOf(a)).toBe(ofA)
+    expect(Store.keyOf(elsewhere)).not.toBe(ofA)
+    expect(Store.keyOf({ ...a })).toBe(ofA)
+    expect(new Set([a, b, elsewhere, a, b].map(Store.keyOf)).size).toBe(3)
+  })
+})
