@@ -65,13 +65,14 @@ const admit = (signal: AbortSignal | undefined): Promise<() => void> =>
 const compiled = (): boolean => import.meta.path.startsWith("/$bunfs/")
 
 /** How core starts a supervisor: itself, as a launcher; from source, bun on the supervisor's file. */
-const launcher = (isolate: boolean, deny: ReadonlyArray<number>, pid = false, sandboxed = false): ReadonlyArray<string> => [
+const launcher = (isolate: boolean, deny: ReadonlyArray<number>, pid = false, sandboxed = false, cold = false): ReadonlyArray<string> => [
   ...(compiled()
     ? [process.execPath, Supervisor.LAUNCH, String(process.pid)]
     : [process.execPath, join(import.meta.dir, "launch.ts"), Supervisor.LAUNCH, String(process.pid)]),
   ...(isolate ? [Supervisor.ISOLATE] : []),
   ...(pid ? [Supervisor.PID] : []),
   ...(sandboxed ? [Supervisor.SANDBOX] : []),
+  ...(cold ? [Supervisor.COLD] : []),
   ...(deny.length > 0 ? [`${Supervisor.DENY}${deny.join(",")}`] : []),
 ]
 
@@ -405,7 +406,8 @@ export const pool = (
   const pidOf = (sandboxed: boolean): boolean =>
     sandboxed && (pidCapable ??= pids && isolate && isolation().length === 0 && Native.capable(Native.CAP_SYS_ADMIN))
 
-  const spawn = (sandboxed = kindOf(undefined)): Spare => {
+  /** Starts a supervisor of that kind: a spare, or (`cold`) one for the order at hand, which warms nothing up ahead. */
+  const spawn = (sandboxed = kindOf(undefined), cold = false): Spare => {
     let up: () => void = () => {}
     const ready = new Promise<void>((resolve) => (up = resolve))
     const marker = crypto.randomUUID()
@@ -421,15 +423,17 @@ export const pool = (
       sandboxed,
     }
     const deny = ports ? [...ownPorts] : []
-    const argv = [...(isolate ? isolation() : []), ...launcher(isolate, deny, pid, sandboxed)]
+    const argv = [...(isolate ? isolation() : []), ...launcher(isolate, deny, pid, sandboxed && !cold, cold)]
     const child = spawnSupervisor(argv, pid, (message) => {
       if (message.kind === "ready") {
-        // Its first message takes several tenths of a millisecond more to reach it than the next (the code that
-        // reads one is cold): spent on this one, while it waits, not on the order.
-        try {
-          child.send({ kind: "prime" } satisfies Supervisor.Prime)
-        } catch {
-          // Gone already: its exit says so.
+        // A spare's first message takes several tenths of a millisecond more to reach it than the next (the code
+        // that reads one is cold): spent on this one, while it waits, not on the order.
+        if (!cold) {
+          try {
+            child.send({ kind: "prime" } satisfies Supervisor.Prime)
+          } catch {
+            // Gone already: its exit says so.
+          }
         }
         return up()
       }
@@ -437,7 +441,7 @@ export const pool = (
       else entry.reports.push(message)
     })
     ;(entry as { process: Process_ }).process = child
-    if (sandboxed && expected !== undefined) {
+    if (sandboxed && !cold && expected !== undefined) {
       try {
         child.send({ kind: "expect", grants: expected } satisfies Supervisor.Expect)
       } catch {
@@ -502,7 +506,7 @@ export const pool = (
     if (found !== undefined) spares.delete(sandboxed)
     kinds.add(sandboxed)
     launched++
-    return found ?? spawn(sandboxed)
+    return found ?? spawn(sandboxed, true)
   }
 
   /**
@@ -564,7 +568,7 @@ export const server = (order: Omit<Supervisor.Order, "kind" | "stdin" | "stdinPi
   let onEnded: (report: Awaited<Server["ended"]>) => void = () => {}
   const started = new Promise<Awaited<Server["started"]>>((resolve) => (onStarted = resolve))
   const ended = new Promise<Awaited<Server["ended"]>>((resolve) => (onEnded = resolve))
-  const child = Bun.spawn([...launcher(false, [])], {
+  const child = Bun.spawn([...launcher(false, [], false, false, true)], {
     cwd: "/",
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
     stdin: "pipe",

@@ -37,6 +37,11 @@ export const DENY = Starter.DENY
  * secrets covered); when the order comes, it covers only what changed since (a secret the system added or replaced).
  */
 export const SANDBOX = Starter.SANDBOX
+/**
+ * An argument after core's pid: the order comes at once (there was no spare for it), so nothing is warmed up ahead
+ * (no command started to have spawning ready; a sandboxed order gets a starter started for it).
+ */
+export const COLD = Starter.COLD
 
 /** What the arguments after core's pid ask of a supervisor. */
 export interface Flags {
@@ -44,12 +49,14 @@ export interface Flags {
   readonly deny: ReadonlyArray<number>
   readonly pid: boolean
   readonly sandbox?: boolean
+  readonly cold?: boolean
 }
 
 export const flags = (args: ReadonlyArray<string>): Flags => ({
   isolate: args.includes(ISOLATE),
   pid: args.includes(PID),
   sandbox: args.includes(SANDBOX),
+  cold: args.includes(COLD),
   deny: Starter.ports(args),
 })
 
@@ -491,7 +498,7 @@ const dismiss = async (starter: Starting) => {
  */
 export const main = async (
   parent: number,
-  { isolate, deny, pid, sandbox = false }: Flags = { isolate: false, deny: [], pid: false },
+  { isolate, deny, pid, sandbox = false, cold = false }: Flags = { isolate: false, deny: [], pid: false },
 ): Promise<never> => {
   const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
   // Sealed before a sandboxed spare's starter starts, so that the starter, and the command it becomes, are in reach.
@@ -657,7 +664,7 @@ export const main = async (
   // the sandbox's own (and makes what every sandbox mounts); any other starts a command and concludes its end as an
   // order's are.
   if (starter !== undefined) await starter.ready
-  else await warmUp(way)
+  else if (!cold) await warmUp(way)
   run(undefined)
   isWarm = true
   warmed()
@@ -677,7 +684,10 @@ const warmUp = async (way: Namespace.Way) => {
   if (warmer === null) return
   try {
     const warming = spawnOrder({ kind: "run", argv: [warmer], cwd: "/", env: {}, graceMs: 0 })
-    if (!("kind" in warming)) await conclude(warming, "", 0)
+    if ("kind" in warming) return
+    // Concluded once it has exited, as an order's command is: the usual end, which asks nothing to stop.
+    await warming.exited
+    await conclude(warming, "", 0)
   } catch {
     // nothing to warm with: the command's spawn takes the first-use cost
   }
