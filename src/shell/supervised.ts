@@ -423,7 +423,7 @@ export const pool = (
       sandboxed,
     }
     const deny = ports ? [...ownPorts] : []
-    const argv = [...(isolate ? isolation() : []), ...launcher(isolate, deny, pid, sandboxed && !cold, cold)]
+    const argv = [...(isolate ? isolation() : []), ...launcher(isolate, deny, pid, sandboxed, cold)]
     const child = spawnSupervisor(argv, pid, (message) => {
       if (message.kind === "ready") {
         // A spare's first message takes several tenths of a millisecond more to reach it than the next (the code

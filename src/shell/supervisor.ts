@@ -39,7 +39,8 @@ export const DENY = Starter.DENY
 export const SANDBOX = Starter.SANDBOX
 /**
  * An argument after core's pid: the order comes at once (there was no spare for it), so nothing is warmed up ahead
- * (no command started to have spawning ready; a sandboxed order gets a starter started for it).
+ * (no command started to have spawning ready); with `sandbox`, its starter starts at once, as a spare's does, but
+ * cold (it readies nothing ahead).
  */
 export const COLD = Starter.COLD
 
@@ -508,7 +509,7 @@ export const main = async (
    * so that its start overlaps this one's: it readies itself (its /proc, core's ports kept from its command).
    */
   let starter: Starting | undefined = sandbox
-    ? startStarter({ isolate, sandbox: true, cold: false, pid: pid && process.pid === 1, deny }, "ignore")
+    ? startStarter({ isolate, sandbox: !cold, cold, pid: pid && process.pid === 1, deny }, "ignore")
     : undefined
   let expected: Expect | undefined
   // Core's ports are kept from the commands this process spawns itself: not a sandboxed spare's, as its starter
