@@ -663,7 +663,7 @@ export const main = async (
   // spawning on first use; the code of an order and of its end is cold): spent here, while the supervisor waits as
   // the spare, not when the command starts. A supervisor readied for a sandbox readies its starter, which spends
   // the sandbox's own (and makes what every sandbox mounts); any other starts a command and concludes its end as an
-  // order's are.
+  // order's are. One started for an order at hand (`cold`) spends nothing ahead: the order would only wait for it.
   if (starter !== undefined) await starter.ready
   else if (!cold) await warmUp(way)
   run(undefined)
