@@ -34,7 +34,7 @@ interface Side {
   readonly path: string
   readonly db: Database
   readonly call: () => void
-  readonly close: () => void
+  readonly close: () => Promise<void>
   readonly wall: Array<number>
   readonly cpu: Array<number>
   largestLog: number
@@ -73,8 +73,9 @@ const side = (label: string, directory: string, thread: boolean): Side => {
       insert.run("/work/location", "ses_bench", id, Date.now() + 5_000, Date.now())
       settle.run(SETTLEMENT, Date.now(), "ses_bench", id, "/work/location")
     },
-    close: () => {
-      detach?.()
+    // The thread's connection first (as the store does), so it is gone before the directory is removed.
+    close: async () => {
+      await detach?.()
       db.close()
     },
     wall: [],
@@ -132,7 +133,7 @@ const measure = async (): Promise<Report> => {
       ],
     }
   } finally {
-    for (const one of sides) one.close()
+    for (const one of sides) await one.close()
     cleanup([directory])
   }
 }
