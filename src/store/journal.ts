@@ -231,46 +231,37 @@ interface Generation {
 }
 
 /**
- * The generation beside the journal open as `fd` at `path`, or undefined where it cannot be shared safely (a
- * filesystem not known to share pages between processes, or the file not mapped): then every operation looks.
+ * The generation beside the journal at `path`, on a filesystem of `type`, or undefined where it cannot be shared
+ * safely (a filesystem not known to share pages between processes, or the file not mapped): then every operation
+ * looks. With `mappedWrites` it is written through its mapping once its blocks are allocated.
  * Created, 0600 and zero, by the first process; made under the exclusive lock, so never cut by another's creation.
  */
-const generation = (lib: Libc, fd: number, path: string, mappedWrites: boolean): Generation | undefined => {
-  const type = lib.filesystem(fd)
+const generation = (lib: Libc, path: string, type: number | undefined, mappedWrites: boolean): Generation | undefined => {
   if (type === undefined || !COHERENT_FILESYSTEMS.has(type)) return undefined
   let file: number | undefined
   try {
     // Not O_APPEND: the words are written in place where they are not written through the mapping.
     file = openSync(`${path}-shm`, constants.O_RDWR | constants.O_CREAT, 0o600)
     if (fstatSync(file).size < GENERATION_BYTES) ftruncateSync(file, GENERATION_BYTES)
-    const throughMapping = mappedWrites && ALLOCATED_WRITES.has(type) && lib.allocate?.(file, 0, GENERATION_BYTES) === 0
+    const throughMapping = mappedWrites && lib.allocate?.(file, 0, GENERATION_BYTES) === 0
     const mapped = Bun.mmap(`${path}-shm`, { shared: true, size: GENERATION_BYTES })
     if (mapped.byteLength < GENERATION_BYTES) {
       closeSync(file)
       return undefined
     }
     const words = new Uint32Array(mapped.buffer, mapped.byteOffset, 2)
-    if (throughMapping) {
-      closeSync(file)
-      return {
-        high: () => words[0]!,
-        low: () => words[1]!,
-        bump: () => {
-          const low = words[1]!
-          if (low === 0xffff_ffff) words[0] = (words[0]! + 1) >>> 0
-          words[1] = (low + 1) >>> 0
-        },
-        close: () => {},
-      }
-    }
-    // Written in place with pwrite (a full disk fails the write instead of ending core), read through the mapping,
-    // which shows what was written at once (one page cache). Kept open for the life of the process, as the mapping is.
+    // Elsewhere written in place with pwrite (a full disk fails the write instead of ending core), and read through
+    // the mapping, which shows what was written at once (one page cache); the file is then kept open for the life of
+    // the process, as the mapping is.
     const written = file
     const word = new Uint32Array(1)
-    const put = (index: number, value: number) => {
-      word[0] = value
-      if (writeSync(written, word, 0, 4, index * 4) !== 4) throw new JournalError(`the generation of the journal ${path} could not be written`)
-    }
+    const put = throughMapping
+      ? (index: number, value: number) => void (words[index] = value)
+      : (index: number, value: number) => {
+          word[0] = value
+          if (writeSync(written, word, 0, 4, index * 4) !== 4) throw new JournalError(`the generation of the journal ${path} could not be written`)
+        }
+    if (throughMapping) closeSync(file)
     return {
       high: () => words[0]!,
       low: () => words[1]!,
@@ -279,7 +270,7 @@ const generation = (lib: Libc, fd: number, path: string, mappedWrites: boolean):
         if (low === 0xffff_ffff) put(0, (words[0]! + 1) >>> 0)
         put(1, (low + 1) >>> 0)
       },
-      close: () => closeSync(written),
+      close: throughMapping ? () => {} : () => closeSync(written),
     }
   } catch {
     if (file !== undefined) closeSync(file)
@@ -717,10 +708,11 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
     throw cause
   }
   try {
-    const mappedWrites = options.mappedWrites !== false
-    shared = options.shared === false ? undefined : generation(lib, fd, path, mappedWrites)
-    const type = shared === undefined ? undefined : lib.filesystem(fd)
-    mappable = mappedWrites && type !== undefined && ALLOCATED_WRITES.has(type) && lib.allocate !== undefined
+    const type = lib.filesystem(fd)
+    // Written through their mappings only where the filesystem allows it (ALLOCATED_WRITES), once allocated.
+    const mappedWrites = options.mappedWrites !== false && type !== undefined && ALLOCATED_WRITES.has(type) && lib.allocate !== undefined
+    shared = options.shared === false ? undefined : generation(lib, path, type, mappedWrites)
+    mappable = shared !== undefined && mappedWrites
     size = fstatSync(fd).size
     map()
     // A journal an older core left: read in its layout, once, into SQLite.
