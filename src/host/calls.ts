@@ -186,15 +186,16 @@ export const make = (
       } satisfies Listening
     })
 
-  /** Runs `entry` (just added as running under `key`) through `turn`, in its own fiber in the server's scope. */
+  /**
+   * Runs `entry` (just added as running under `key`) through `turn`, in its own fiber in the server's scope. Written
+   * with combinators, not generators: run once per call, a generator's optimized code was dropped and made again over
+   * and over in a long run (a thread of JIT compiling that a busy sidecar's calls wait on).
+   */
   const launch = (key: string, entry: Entry, turn: Served.Turn) =>
-    Effect.gen(function* () {
+    Effect.flatMap(turn.generation.enter, (leave) => {
       const { call, served } = entry
       const ids = { sessionID: call.sessionID, toolCallID: call.toolCallID }
-      const leave = yield* turn.generation.enter
       const startedAt = performance.now()
-      // The calls' events are made only while someone reads them (most hosts just wait for their settlements).
-      if (served.listened()) yield* served.publish({ event: "call.started", data: { ...ids, tool: call.name, turnID: turn.id } })
 
       const onProgress = (update: { readonly message: string; readonly metadata?: Readonly<Record<string, unknown>> }) => {
         const listened = served.listened()
@@ -209,32 +210,34 @@ export const make = (
         left = true
         return leave
       })
+      /** What is told of the outcome once it is everyone's: the activity line, the call's listeners, the events. */
+      const told = (outcome: Exit.Exit<Settler.Settled, Settler.OperationalError>): Effect.Effect<void> => {
+        if (entry.waiting !== undefined) for (const resolve of entry.waiting.splice(0)) resolve(outcome)
+        const durationMs = performance.now() - startedAt
+        if (Exit.isSuccess(outcome)) {
+          const { settlement, replayed } = outcome.value
+          Activity.settled(activity, served.directory, call, outcome.value, durationMs)
+          recorded(entry, replayed)
+          tell(entry, { event: "settlement", data: settlement })
+          return served.listened() ? served.publish({ event: "call.settled", data: { ...ids, replayed, settlement } }) : Effect.void
+        }
+        const error = Cause.findError(outcome.cause)
+        const message = error._tag === "Success" ? error.success.message : "operational failure"
+        Activity.settled(activity, served.directory, call, { failed: message }, durationMs)
+        recorded(entry, false)
+        tell(entry, { event: "error", data: { error: { kind: "operational", message } } })
+        return served.publish({ event: "call.failed", data: { ...ids, tool: call.name, message } })
+      }
       // The call stops counting as running in its Location before anyone gets its outcome. The deferred is
       // completed before the final event is published: a joiner that subscribes and then finds the call not yet
       // done is sure to receive that event.
       const finish = (exit: Exit.Exit<Settler.Settled, Settler.OperationalError>) =>
-        Effect.gen(function* () {
-          const outcome = yield* outcomeOf(turn, call, exit)
+        Effect.flatMap(outcomeOf(turn, call, exit), (outcome) => {
           running.delete(key)
-          yield* leaveOnce
-          entry.outcome = outcome
-          yield* Deferred.done(entry.done, outcome)
-          if (entry.waiting !== undefined) for (const resolve of entry.waiting.splice(0)) resolve(outcome)
-          const durationMs = performance.now() - startedAt
-          if (Exit.isSuccess(outcome)) {
-            const { settlement, replayed } = outcome.value
-            Activity.settled(activity, served.directory, call, outcome.value, durationMs)
-            recorded(entry, replayed)
-            tell(entry, { event: "settlement", data: settlement })
-            if (served.listened()) yield* served.publish({ event: "call.settled", data: { ...ids, replayed, settlement } })
-          } else {
-            const error = Cause.findError(outcome.cause)
-            const message = error._tag === "Success" ? error.success.message : "operational failure"
-            Activity.settled(activity, served.directory, call, { failed: message }, durationMs)
-            recorded(entry, false)
-            tell(entry, { event: "error", data: { error: { kind: "operational", message } } })
-            yield* served.publish({ event: "call.failed", data: { ...ids, tool: call.name, message } })
-          }
+          return Effect.andThen(leaveOnce, () => {
+            entry.outcome = outcome
+            return Effect.andThen(Deferred.done(entry.done, outcome), () => told(outcome))
+          })
         }).pipe(Effect.ensuring(leaveOnce))
 
       // Prepared in turn with every other call (Preparing): a burst of calls leaves the server time to answer.
@@ -242,8 +245,17 @@ export const make = (
       const images = turn.prepared === undefined ? {} : { images: Provider.imageLimits(turn.prepared.provider) }
       // Kept for a joiner that listens later; the JSON answer reads `replayed` from the settlement.
       const onRecord = (replays: boolean) => recorded(entry, replays)
-      entry.fiber = yield* Preparing.gated(turn.materialization.settle(call, { onProgress, onRecord, ...images }))
-        .pipe(Effect.onExit(finish), Effect.forkIn(scope, { startImmediately: true }))
+      const launched = Preparing.gated(turn.materialization.settle(call, { onProgress, onRecord, ...images })).pipe(
+        Effect.onExit(finish),
+        Effect.forkIn(scope, { startImmediately: true }),
+        Effect.map((fiber) => {
+          entry.fiber = fiber
+        }),
+      )
+      // The calls' events are made only while someone reads them (most hosts just wait for their settlements).
+      return served.listened()
+        ? Effect.andThen(served.publish({ event: "call.started", data: { ...ids, tool: call.name, turnID: turn.id } }), launched)
+        : launched
     })
 
   /** The running call of that Location and ids, or a new entry for it, added as running but not yet launched. */

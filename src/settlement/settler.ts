@@ -313,20 +313,19 @@ const tracked = (
 ) => {
   const done = Deferred.makeUnsafe<Steps.Settled, Steps.OperationalError>()
   running.set(key, done)
+  // Combinators, not a generator: run once per call, a generator's optimized code was dropped and made again and
+  // again in a long run (a thread of JIT compiling that a busy sidecar's calls wait on).
   return settling.pipe(
-    Effect.onExit((exit) =>
-      Effect.gen(function* () {
-        if (trace !== undefined) Spans.end(trace, exit)
-        running.delete(key)
-        if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
-          const recorded = yield* Effect.exit(interruptedOf(services, call))
-          if (Exit.isSuccess(recorded) && recorded.value !== undefined) {
-            return yield* Deferred.succeed(done, { settlement: recorded.value, replayed: true })
-          }
-        }
-        yield* Deferred.done(done, exit)
-      }),
-    ),
+    Effect.onExit((exit) => {
+      if (trace !== undefined) Spans.end(trace, exit)
+      running.delete(key)
+      if (Exit.isSuccess(exit) || !Cause.hasInterruptsOnly(exit.cause)) return Deferred.done(done, exit)
+      return Effect.flatMap(Effect.exit(interruptedOf(services, call)), (recorded) =>
+        Exit.isSuccess(recorded) && recorded.value !== undefined
+          ? Deferred.succeed(done, { settlement: recorded.value, replayed: true })
+          : Deferred.done(done, exit),
+      )
+    }),
   )
 }
 
