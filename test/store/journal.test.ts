@@ -105,7 +105,9 @@ describe("SQLite store journal", () => {
     }))
     const won = outputs.flat().sort((a, b) => a - b)
     expect(won).toEqual(Array.from({ length: CALLS }, (_, i) => i))
-    // Every call settled once, in SQLite (each racer compacted as it closed), by the one that began it.
+    // Every call settled once, in SQLite (compacted as they went, and the last few by a store opened and closed
+    // after them), by the one that began it.
+    await use(path, Effect.void, { compactBytes: 0 })
     const db = new Database(path, { readonly: true })
     const rows = db.query("SELECT call_id, state, settlement FROM settlements").all() as Array<{ call_id: string; state: string; settlement: string }>
     db.close()
@@ -723,13 +725,57 @@ describe("Journal layout", () => {
       fresh: true,
     })
     expect(readFileSync(journal).subarray(0, 15).toString()).toBe("core-journal 2 ")
+    // The older journal went into SQLite as the store opened; the call begun since is in the journal of today's
+    // layout (a few records are left there as the store closes), where the next process reads it.
     const after = new Database(path, { readonly: true })
     expect(after.query("SELECT call_id, state FROM settlements ORDER BY call_id").all()).toEqual([
       { call_id: "begun", state: "started" },
       { call_id: "done", state: "settled" },
-      { call_id: "fresh", state: "started" },
     ])
     after.close()
+    expect(await use(path, Effect.flatMap(Store.Service, (store) => store.lookup(keyOf("fresh"))))).toMatchObject({ state: "started" })
+  })
+
+  test("a process closing the store leaves a few records in the journal for the next, and compacts a longer one", async () => {
+    const path = join(tempDir(), "core.db")
+    const rowsInSqlite = () => {
+      const db = new Database(path, { readonly: true })
+      try {
+        return (db.query("SELECT COUNT(*) AS n FROM settlements").get() as { n: number }).n
+      } finally {
+        db.close()
+      }
+    }
+    const settleAll = (ids: ReadonlyArray<string>) =>
+      Effect.gen(function* () {
+        const store = yield* Store.Service
+        for (const id of ids) {
+          yield* store.begin(keyOf(id), "echo", "build")
+          yield* store.settle(keyOf(id), settlement(id), { state: "owned" })
+        }
+      })
+    // One call, as `core exec` makes it: SQLite is not written as the store closes.
+    await use(path, settleAll(["one"]))
+    expect(rowsInSqlite()).toBe(0)
+    expect(statSync(SqliteStore.journalPath(path)).size).toBeGreaterThan(0)
+    // The next process reads it from the journal, and cannot begin it again.
+    const read = await use(path, Effect.gen(function* () {
+      const store = yield* Store.Service
+      return { found: yield* store.lookup(keyOf("one")), again: yield* store.begin(keyOf("one"), "echo", "build") }
+    }))
+    expect(read).toEqual({ found: { state: "settled", agent: "build", settlement: settlement("one") }, again: false })
+    // Past CLOSE_COMPACT_BYTES (none compacted as they are appended), closing compacts them all.
+    const many = Array.from({ length: 1_000 }, (_, index) => `many-${index}`)
+    const size = await use(
+      path,
+      Effect.andThen(settleAll(many), Effect.sync(() => readFileSync(SqliteStore.journalPath(path)).readUInt32LE(END_AT))),
+      { compactBytes: Number.MAX_SAFE_INTEGER },
+    )
+    // Its records' committed end, as it closed: past the size a closing process compacts from.
+    expect(size).toBeGreaterThan(SqliteStore.CLOSE_COMPACT_BYTES)
+    expect(rowsInSqlite()).toBe(1_001)
+    const reopened = await use(path, Effect.flatMap(Store.Service, (store) => store.lookup(keyOf("many-999"))))
+    expect(reopened?.state).toBe("settled")
   })
 
   test("a record larger than the file grows it, read whole by another process; compaction brings it back", async () => {

@@ -306,7 +306,8 @@ describe("A settlement the store cannot decode", () => {
   test("sqlite: the lookup answers; reading the settlement fails with a StoreError naming the store", async () => {
     const path = join(tempDir(), "core.db")
     await check(
-      () => SqliteStore.layer(path),
+      // Compacted after every record, so that SQLite holds the row to spoil.
+      () => SqliteStore.layer(path, { compactBytes: 0 }),
       async () => {
         const db = new Database(path)
         db.query("UPDATE settlements SET settlement = ?").run(unreadable)
