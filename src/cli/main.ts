@@ -1,6 +1,6 @@
 // The `core` executable's entry: answers `--version` and `--help` (and a bare `core`) before anything of core is
 // loaded, then hands every command to ./dispatch, which loads Effect and the command's own modules (`core exec` first
-// tries ./forward, which loads no Effect). Nothing here may import more than the supervisor hook and package.json:
+// tries ./forward, which loads no Effect, where a `core serve` may be running on its data directory). Nothing here may import more than the supervisor hook and package.json:
 // this file is what the two cheapest commands cost.
 
 // First: `core __supervise` (the per-call supervisor of a shell command) and `core __start` (the starter of a
@@ -81,9 +81,26 @@ const command = argv[0]
 if (command === undefined) await answer(2, HELP, USAGE)
 if (command === "--help" || command === "-h" || command === "help") await answer(1, HELP, OK)
 if (command === "--version" || command === "-v") await answer(1, `${packageJson.version}\n`, OK)
+/**
+ * Whether a `core serve` may be running on exec's data directory: one of its socket directories (`serve-<pid>-…`) is
+ * there, which ./forward then checks in full. Without one, exec settles in process without loading ./forward.
+ */
+const servedMaybe = (): boolean => {
+  const env = process.env
+  if (env.CORE_EXEC_FORWARD === "0") return false
+  // The default data directory as ./forward finds it (os.homedir() is $HOME where that is set): elsewhere it decides.
+  const dataDir = env.CORE_DATA_DIR || (env.HOME ? `${env.HOME}/.local/share/core` : undefined)
+  if (dataDir === undefined) return true
+  try {
+    return (require("node:fs") as typeof import("node:fs")).readdirSync(dataDir).some((name) => name.startsWith("serve-"))
+  } catch {
+    return false
+  }
+}
+
 // `core exec` settles through a running `core serve` of the same data directory when there is one that fits, before
 // Effect or anything of the host is loaded (./forward); otherwise in process, below.
-if (command === "exec") {
+if (command === "exec" && servedMaybe()) {
   const forward = () => import("./forward")
   const code = await forward().then((module) => module.Forward.run(argv.slice(1)))
   if (code !== undefined) process.exit(code)

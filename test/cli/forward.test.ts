@@ -274,6 +274,18 @@ describe("core exec with a core serve of the same data directory", () => {
   })
 })
 
+describe("the default data directory", () => {
+  test("a serve and an exec that set no CORE_DATA_DIR meet in $HOME/.local/share/core: the call is forwarded", async () => {
+    const made = sandbox(TOOLS)
+    const { CORE_DATA_DIR: _data, ...env } = made.env
+    const box: Sandbox = { ...made, env }
+    const sidecar = await serve(box)
+    const { forwarded, inProcess, reached } = await both(box, sidecar, "echo", { text: "home" })
+    expect(reached).toEqual({ forwarded: true, inProcess: false })
+    expect(forwarded).toEqual(inProcess)
+  })
+})
+
 describe("a Location under the serve's --allow-root", () => {
   test("is forwarded with X-Core-Location, and prints as in process", async () => {
     const root = sandbox({})

@@ -134,13 +134,20 @@ describe("start-up", () => {
       const modules = await loaded(["exec", "read", "--input", '{"filePath":"a.txt"}', "--location", location], location, env, 0, record)
       expect(modules.some((path) => path.endsWith("/src/cli/forward.ts"))).toBe(true)
       expect(modules.filter((path) => path.includes("/node_modules/effect/") || path.includes("/src/host/"))).toEqual([])
-      // Forced in process, the same call loads them.
+      // Forced in process, the same call loads them, and nothing of forwarding.
       const off = await loaded(["exec", "read", "--input", '{"filePath":"a.txt"}', "--location", location], location, { ...env, CORE_EXEC_FORWARD: "0" }, 0, record)
       expect(off.some((path) => path.includes("/src/host/host.ts"))).toBe(true)
+      expect(off.filter((path) => path.endsWith("/src/cli/forward.ts"))).toEqual([])
     } finally {
       serve.kill()
       await serve.exited
     }
+  })
+
+  test("core exec with no core serve on its data directory settles in process without loading the forwarding path", async () => {
+    const modules = await loaded(["exec", "read", "--input", '{"filePath":"a.txt"}', "--location", location], location)
+    expect(modules.some((path) => path.includes("/src/host/host.ts"))).toBe(true)
+    expect(modules.filter((path) => /\/src\/cli\/forward\.ts$|\/src\/server\/forwarding\.ts$/.test(path))).toEqual([])
   })
 
   test("the recorder sees what a command does use (so the checks above can fail)", async () => {
