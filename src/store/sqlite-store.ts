@@ -10,7 +10,7 @@ export * as SqliteStore from "./sqlite-store"
 
 import { Database } from "bun:sqlite"
 import { chmodSync, closeSync, mkdirSync, openSync, statfsSync, statSync } from "node:fs"
-import { dirname } from "node:path"
+import { dirname, resolve } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Settlement } from "../contract/settlement"
@@ -378,25 +378,48 @@ const attemptAt =
   <A>(operation: string, run: () => A) =>
     Effect.try({ try: run, catch: (cause) => Store.failed(path, operation, cause) })
 
+/** A database this process has open, shared by every service on it (the store, reads, todos, approvals). */
+interface Connection {
+  readonly db: Database
+  readonly detach: () => Promise<void> | undefined
+  users: number
+}
+
 /**
- * Opens the database at `path` for the life of the scope, checking its schema: the statements `statementsOf`
- * prepares, and how an operation on them runs.
+ * The connection to each database file this process has open. One is enough: its users run their statements on this
+ * one thread, each to its end (a transaction included), so none sees another's half done; a connection of each cost
+ * `core exec` four openings (the file, its pragmas, its schema) and four closings.
+ */
+const connections = new Map<string, Connection>()
+
+/**
+ * Opens the database at `path` for the life of the scope (or joins this process's connection to it), checking its
+ * schema: the statements `statementsOf` prepares, and how an operation on them runs.
  */
 export const acquire = <A>(path: string, statementsOf: (db: Database) => A) =>
   Effect.gen(function* () {
+    const key = resolve(path)
     const { db } = yield* Effect.acquireRelease(
       Effect.try({
-        try: () => {
-          const db = open(path)
-          return { db, detach: Checkpointer.attach(path) }
+        try: (): Connection => {
+          const joined = connections.get(key)
+          if (joined !== undefined) {
+            joined.users++
+            return joined
+          }
+          const made: Connection = { db: open(path), detach: Checkpointer.attach(path), users: 1 }
+          connections.set(key, made)
+          return made
         },
         catch: (cause) => openError(path, cause),
       }),
-      ({ db, detach }) =>
+      (connection) =>
         Effect.suspend(() => {
-          const close = Effect.sync(() => db.close())
+          if (--connection.users > 0) return Effect.void
+          connections.delete(key)
+          const close = Effect.sync(() => connection.db.close())
           // The checkpoint thread's connection closes first, so this one, the last, checkpoints and removes the log.
-          const stopping = detach()
+          const stopping = connection.detach()
           return stopping === undefined ? close : Effect.andThen(Effect.promise(() => stopping), close)
         }),
     )

@@ -1,7 +1,7 @@
 import { SQL } from "bun"
 import { Database } from "bun:sqlite"
 import { describe, expect, test } from "bun:test"
-import { existsSync, writeFileSync } from "node:fs"
+import { existsSync, readdirSync, readlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { Retention } from "../../src/host/retention"
@@ -10,6 +10,8 @@ import { Settlement } from "../../src/contract/settlement"
 import { Approvals } from "../../src/store/approvals"
 import { SqliteStore } from "../../src/store/sqlite-store"
 import { Owner } from "../../src/store/owner"
+import { Reads } from "../../src/store/reads"
+import { Todos } from "../../src/store/todos"
 import { PostgresStore } from "../../src/store/postgres-store"
 import { Store } from "../../src/store/store"
 import { freshDatabase } from "../support/postgres"
@@ -601,6 +603,33 @@ describe("SqliteStore", () => {
     const db = new Database(path, { readonly: true })
     expect((db.query("PRAGMA user_version").get() as { user_version: number }).user_version).toBe(SqliteStore.SCHEMA_VERSION)
     db.close()
+  })
+
+  test("the store, reads, todos and approvals of one data directory share one connection, closed with the last", async () => {
+    const path = join(tempDir(), "core.db")
+    /** This process's descriptors open on the database file itself (each connection holds one). */
+    const open = () =>
+      readdirSync("/proc/self/fd").filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`) === path
+        } catch {
+          return false
+        }
+      }).length
+    const all = Layer.mergeAll(SqliteStore.layer(path), Reads.layer(path), Todos.layer(path), SqliteStore.approvalsLayer(path))
+    const during = await Effect.runPromise(
+      Effect.gen(function* () {
+        const store = yield* Store.Service
+        const approvals = yield* Approvals.Service
+        yield* store.begin({ location: "/p", sessionID: "s", toolCallID: "c" }, "echo", "build")
+        yield* approvals.save("project", "bash", ["git *"])
+        return { open: open(), approved: (yield* approvals.list("project")).map((saved) => saved.pattern) }
+      }).pipe(Effect.provide(all)),
+    )
+    expect(during).toEqual({ open: 1, approved: ["git *"] })
+    // Closed with the last of them: the log is checkpointed and removed, as SQLite does for its last connection.
+    expect(open()).toBe(0)
+    expect(existsSync(`${path}-wal`)).toBe(false)
   })
 
   test("creates its directory and uses WAL journaling at the current schema version", async () => {
