@@ -366,7 +366,7 @@ export const journalPath = (path: string) => `${path}.journal`
  * The journal's size from which a process closing the store compacts it; a smaller one is left for the next process
  * (which reads it as it opens: a few records cost it far less than a compaction cost the one that closed).
  */
-export const CLOSE_COMPACT_BYTES = 64 * 1024
+export const CLOSE_COMPACT_BYTES = 16 * 1024
 /** How long the journal is left unwritten before what it holds is compacted into SQLite. */
 const COMPACT_IDLE_MS = 250
 /** How long after a failed compaction the journal's size does not call for another. */
