@@ -79,7 +79,7 @@ export interface Index {
    * Writes `rows` into SQLite and records the journal `nonce` applied `through` bytes, in one transaction. A row
    * SQLite has already keeps what it keeps for operators; the rest is the row's.
    */
-  readonly write: (rows: Iterable<Row>, nonce: string, through: number) => void
+  readonly write: (rows: ReadonlyArray<Row>, nonce: string, through: number) => void
 }
 
 /** The journal of this size or more is compacted after the append that reaches it. */

@@ -275,14 +275,9 @@ const prepare = (db: Database) => ({
   session: db.query<{ found: number }, [string, string]>(
     "SELECT 1 AS found FROM settlements WHERE session_id = ? AND location = ? LIMIT 1",
   ),
-  // A row as the journal left it: made, or replaced whole.
-  upsert: db.query<unknown, [string, string, string, string, string | null, string, string | null, string | null, string | null, number | null, number | null, number | null, string | null, string | null, number | null]>(
-    `INSERT INTO settlements (${COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) ` +
-      // Made already (read from here, or by a compaction killed before it emptied the journal): only what a
-      // record changes after the row is made.
-      "ON CONFLICT (session_id, call_id, location) DO UPDATE SET tool = ?4, state = ?6, reason = ?8, settlement = ?9, " +
-      "lease_until = ?10, settled_at = ?12",
-  ),
+  // Rows as the journal left them: made, or replaced whole; one row, and UPSERT_ROWS at once.
+  upsert: db.query<unknown, Array<string | number | null>>(upsertOf(1)),
+  upsertMany: db.query<unknown, Array<string | number | null>>(upsertOf(UPSERT_ROWS)),
   applied: db.query<{ through: number }, [string]>("SELECT through FROM journal_applied WHERE nonce = ?"),
   forgetApplied: db.query<unknown, []>("DELETE FROM journal_applied"),
   recordApplied: db.query<unknown, [string, number]>("INSERT INTO journal_applied (nonce, through) VALUES (?, ?)"),
@@ -312,28 +307,57 @@ const prepare = (db: Database) => ({
 
 type Statements = ReturnType<typeof prepare>
 
+/** Rows an upsert statement takes at once when a compaction writes many: each statement's own cost is shared. */
+const UPSERT_ROWS = 32
+
+/**
+ * An upsert of `rows` rows, as the journal left them: made, or (made already: read from here, or by a compaction
+ * killed before it emptied the journal) changed in what a record changes after the row is made.
+ */
+const upsertOf = (rows: number): string =>
+  `INSERT INTO settlements (${COLUMNS}) VALUES ` +
+  Array.from({ length: rows }, (_, row) => `(${Array.from({ length: 15 }, (_, column) => `?${row * 15 + column + 1}`).join(", ")})`).join(", ") +
+  " ON CONFLICT (session_id, call_id, location) DO UPDATE SET tool = excluded.tool, state = excluded.state, " +
+  "reason = excluded.reason, settlement = excluded.settlement, lease_until = excluded.lease_until, settled_at = excluded.settled_at"
+
+/** A row's values in COLUMNS' order, added to `values`. */
+const valuesOf = (row: Journal.Row, values: Array<string | number | null>) => {
+  values.push(
+    row.location,
+    row.session_id,
+    row.call_id,
+    row.tool,
+    row.agent,
+    row.state,
+    row.owner,
+    row.reason,
+    row.settlement,
+    row.lease_until,
+    row.started_at,
+    row.settled_at,
+    row.message_id,
+    row.input,
+    row.input_bytes,
+  )
+  return values
+}
+
 /** The settlements table as the journal's index. */
 const indexOf = (statements: Statements): Journal.Index => {
-  const write = statements.transaction((rows: Iterable<Journal.Row>, nonce: string, through: number) => {
-    for (const row of rows) {
-      statements.upsert.run(
-        row.location,
-        row.session_id,
-        row.call_id,
-        row.tool,
-        row.agent,
-        row.state,
-        row.owner,
-        row.reason,
-        row.settlement,
-        row.lease_until,
-        row.started_at,
-        row.settled_at,
-        row.message_id,
-        row.input,
-        row.input_bytes,
-      )
+  const values: Array<string | number | null> = []
+  const write = statements.transaction((rows: ReadonlyArray<Journal.Row>, nonce: string, through: number) => {
+    let index = 0
+    // UPSERT_ROWS rows a statement while they last (a statement's own cost, shared), then one at a time.
+    for (; index + UPSERT_ROWS <= rows.length; index += UPSERT_ROWS) {
+      values.length = 0
+      for (let row = index; row < index + UPSERT_ROWS; row++) valuesOf(rows[row]!, values)
+      statements.upsertMany.run(...values)
     }
+    for (; index < rows.length; index++) {
+      values.length = 0
+      statements.upsert.run(...valuesOf(rows[index]!, values))
+    }
+    values.length = 0
     statements.forgetApplied.run()
     statements.recordApplied.run(nonce, through)
   })
