@@ -736,6 +736,37 @@ describe("Journal layout", () => {
     expect(await use(path, Effect.flatMap(Store.Service, (store) => store.lookup(keyOf("fresh"))))).toMatchObject({ state: "started" })
   })
 
+  test("a compaction of many rows SQLite has already (begun, now settled) changes each of them, and only them", async () => {
+    const path = join(tempDir(), "core.db")
+    const ids = Array.from({ length: 100 }, (_, index) => `row-${index}`)
+    const sqlite = () => {
+      const db = new Database(path, { readonly: true })
+      try {
+        return db.query("SELECT call_id, state, settlement, agent FROM settlements ORDER BY id").all() as Array<{
+          call_id: string
+          state: string
+          settlement: string | null
+          agent: string | null
+        }>
+      } finally {
+        db.close()
+      }
+    }
+    const options = { compactBytes: Number.MAX_SAFE_INTEGER }
+    // Begun by one process (compacted as it closes: many rows at a time), settled by the next (the same rows again).
+    await use(path, Effect.forEach(ids, (id) => Effect.flatMap(Store.Service, (store) => store.begin(keyOf(id), "echo", "build"))), options)
+    expect(sqlite().map((row) => row.state)).toEqual(ids.map(() => "started"))
+    await use(
+      path,
+      Effect.forEach(ids.slice(0, 99), (id) => Effect.flatMap(Store.Service, (store) => store.settle(keyOf(id), settlement(id), { state: "owned" }))),
+      options,
+    )
+    const rows = sqlite()
+    expect(rows.map((row) => row.call_id)).toEqual(ids)
+    expect(rows.slice(0, 99).map((row) => [row.state, JSON.parse(row.settlement!).callID, row.agent])).toEqual(ids.slice(0, 99).map((id) => ["settled", id, "build"]))
+    expect(rows[99]).toMatchObject({ call_id: "row-99", state: "started", settlement: null })
+  })
+
   test("a process closing the store leaves a few records in the journal for the next, and compacts a longer one", async () => {
     const path = join(tempDir(), "core.db")
     const rowsInSqlite = () => {
