@@ -2,10 +2,11 @@
 // by the paths rg printed, equal to what statSync answers as mtimeMs for every kind of file it can meet.
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs"
+import { mkdirSync, realpathSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Pinned } from "../../src/permission/pinned"
 import { SearchTool } from "../../src/builtin/search-tool"
+import { openOn } from "../support/descriptors"
 import { tempDir } from "../support/temp"
 
 const printed = (relative: string | Uint8Array) => Buffer.concat([Buffer.from("./"), Buffer.from(relative)])
@@ -79,14 +80,7 @@ describe("SearchTool.modifiedTimes", () => {
     const root = realpathSync(tempDir())
     const held = await Pinned.directory(root)
     /** This process's descriptors open on `root`. */
-    const opened = () =>
-      readdirSync("/proc/self/fd").filter((fd) => {
-        try {
-          return readlinkSync(`/proc/self/fd/${fd}`) === root
-        } catch {
-          return false
-        }
-      }).length
+    const opened = () => openOn(root)
     expect(opened()).toBe(1)
     const times = SearchTool.modifiedTimes(held.at(""))
     expect(opened()).toBe(2)

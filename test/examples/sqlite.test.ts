@@ -4,9 +4,9 @@
 
 import { describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
-import { readdirSync, readlinkSync } from "node:fs"
 import { join } from "node:path"
 import { location } from "../../src/sdk/testing"
+import { openOn } from "../support/descriptors"
 import { tempDir } from "../support/temp"
 
 const PLUGIN = join(import.meta.dir, "../../examples/plugins/sqlite.ts")
@@ -20,16 +20,6 @@ const project = (): string => {
   db.close()
   return directory
 }
-
-/** How many of this process's file descriptors are open on `path`. */
-const openOn = (path: string): number =>
-  readdirSync("/proc/self/fd").filter((fd) => {
-    try {
-      return readlinkSync(`/proc/self/fd/${fd}`) === path
-    } catch {
-      return false
-    }
-  }).length
 
 describe("sqlite_query", () => {
   test("answers rows through one connection held for the Location, closed once when it closes", async () => {

@@ -1,7 +1,7 @@
 import { SQL } from "bun"
 import { Database } from "bun:sqlite"
 import { describe, expect, test } from "bun:test"
-import { existsSync, readdirSync, readlinkSync, writeFileSync } from "node:fs"
+import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { Retention } from "../../src/host/retention"
@@ -15,6 +15,7 @@ import { Todos } from "../../src/store/todos"
 import { PostgresStore } from "../../src/store/postgres-store"
 import { Store } from "../../src/store/store"
 import { freshDatabase } from "../support/postgres"
+import { openOn } from "../support/descriptors"
 import { tempDir } from "../support/temp"
 
 const settlement = (callID: string): Settlement.Info => ({
@@ -608,14 +609,7 @@ describe("SqliteStore", () => {
   test("the store, reads, todos and approvals of one data directory share one connection, closed with the last", async () => {
     const path = join(tempDir(), "core.db")
     /** This process's descriptors open on the database file itself (each connection holds one). */
-    const open = () =>
-      readdirSync("/proc/self/fd").filter((fd) => {
-        try {
-          return readlinkSync(`/proc/self/fd/${fd}`) === path
-        } catch {
-          return false
-        }
-      }).length
+    const open = () => openOn(path)
     const all = Layer.mergeAll(SqliteStore.layer(path), Reads.layer(path), Todos.layer(path), SqliteStore.approvalsLayer(path))
     const during = await Effect.runPromise(
       Effect.gen(function* () {
