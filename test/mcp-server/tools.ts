@@ -1,6 +1,8 @@
 // Tool files the MCP tests serve: a greeting with structured output and progress, a wait that runs until
 // cancelled, outputs too large for the model (text and structured), and an image.
 
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { IMPORTS, RAN } from "../cli/fixture"
 import { waitTool } from "../support/tools"
 
@@ -51,3 +53,30 @@ export default Tool.make({
   toModelOutput: () => [{ type: "text", text: "a pixel:" }, { type: "file", mime: "image/png", data: ${JSON.stringify(PIXEL)} }],
 })
 `
+
+/**
+ * Every message `client` receives from now on, in order, as its transport hands them over. The SDK's Client runs a
+ * progress notification's handler a microtask later but answers a result at once, so a notification that reaches it
+ * in the same read as its call's result is dropped by the Client itself: what the server sent is read here.
+ */
+export const received = (client: Client): Array<JSONRPCMessage> => {
+  const transport = client.transport
+  if (transport?.onmessage === undefined) throw new Error("the client is not connected")
+  const messages: Array<JSONRPCMessage> = []
+  const deliver = transport.onmessage
+  transport.onmessage = (message, extra) => {
+    messages.push(message)
+    deliver(message, extra)
+  }
+  return messages
+}
+
+/** The progress notifications `messages` held before the result of request `id`, by their messages. */
+export const progressBefore = (messages: ReadonlyArray<JSONRPCMessage>, id: unknown): Array<unknown> => {
+  const result = messages.findIndex((message) => "id" in message && message.id === id && ("result" in message || "error" in message))
+  return messages
+    .slice(0, result === -1 ? messages.length : result)
+    .flatMap((message) => ("method" in message && message.method === "notifications/progress" ? [message.params ?? {}] : []))
+    .filter((params) => params.progressToken === id)
+    .map((params) => params.message)
+}
