@@ -275,9 +275,10 @@ const prepare = (db: Database) => ({
   session: db.query<{ found: number }, [string, string]>(
     "SELECT 1 AS found FROM settlements WHERE session_id = ? AND location = ? LIMIT 1",
   ),
-  // Rows as the journal left them: made, or replaced whole; one row, and UPSERT_ROWS at once.
+  // A row as the journal left it: made, or replaced whole.
   upsert: db.query<unknown, Array<string | number | null>>(upsertOf(1)),
-  upsertMany: db.query<unknown, Array<string | number | null>>(upsertOf(UPSERT_ROWS)),
+  // UPSERT_ROWS at once, prepared by the first compaction that has as many (a short command never needs it).
+  upsertMany: () => db.query<unknown, Array<string | number | null>>((upsertManySql ??= upsertOf(UPSERT_ROWS))),
   applied: db.query<{ through: number }, [string]>("SELECT through FROM journal_applied WHERE nonce = ?"),
   forgetApplied: db.query<unknown, []>("DELETE FROM journal_applied"),
   recordApplied: db.query<unknown, [string, number]>("INSERT INTO journal_applied (nonce, through) VALUES (?, ?)"),
@@ -309,6 +310,8 @@ type Statements = ReturnType<typeof prepare>
 
 /** Rows an upsert statement takes at once when a compaction writes many: each statement's own cost is shared. */
 const UPSERT_ROWS = 32
+/** Its statement's text, made once. */
+let upsertManySql: string | undefined
 
 /**
  * An upsert of `rows` rows, as the journal left them: made, or (made already: read from here, or by a compaction
@@ -351,7 +354,7 @@ const indexOf = (statements: Statements): Journal.Index => {
     for (; index + UPSERT_ROWS <= rows.length; index += UPSERT_ROWS) {
       values.length = 0
       for (let row = index; row < index + UPSERT_ROWS; row++) valuesOf(rows[row]!, values)
-      statements.upsertMany.run(...values)
+      statements.upsertMany().run(...values)
     }
     for (; index < rows.length; index++) {
       values.length = 0
