@@ -61,6 +61,19 @@ export const isGone = (owner: string): boolean => {
 }
 
 /**
+ * Whether the process identified by `owner`, another process than this one, certainly still runs: it ran on this
+ * kernel, in this PID namespace, and its pid still runs the process that began. Its lease may have lapsed without
+ * its call being abandoned: stopped (SIGSTOP, a terminal's Ctrl-Z) or its event loop held up past a lease, it has
+ * not renewed, and it will go on when it can. On another host or namespace nothing can be known.
+ */
+export const runsHere = (owner: string): boolean => {
+  const [, pidText, start, , ...rest] = owner.split(":")
+  if (MACHINE === "" || rest.join(":") !== MACHINE || owner === current) return false
+  const pid = Number(pidText)
+  return Number.isInteger(pid) && pid > 0 && start !== undefined && start !== "" && runs(pid, start)
+}
+
+/**
  * Whether the process identified by `owner` is still running. A process on another host cannot be checked and
  * counts as not running, so a caller never waits on it forever.
  */

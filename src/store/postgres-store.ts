@@ -213,8 +213,9 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
       const recordOf = (row: Row, key: Store.Key): Store.Record =>
         Store.recordOf(
           row,
-          // Running here, or under a lease still renewed (by another process, or another store in this one).
-          (owner) => running.has(keyOf(key)) || (row.live === true && !Owner.isGone(owner)),
+          // Running here, under a lease still renewed (by another process, or another store in this one), or by a
+          // process of this machine that still runs though its lease lapsed (stopped, or its event loop held up).
+          (owner) => running.has(keyOf(key)) || (row.live === true && !Owner.isGone(owner)) || Owner.runsHere(owner),
           redact(url),
         )
 
@@ -285,7 +286,9 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
                 return settleRecorded(key, settlement, "started", Owner.current, true)
               case "abandoned":
                 // Never a call whose lease is still renewed: its owner is running it (unless it is known gone:
-                // on this kernel and PID namespace, its process no longer runs).
+                // on this kernel and PID namespace, its process no longer runs). Nor one whose owner still runs on
+                // this machine, lapsed lease or not.
+                if (Owner.runsHere(expected.owner)) return false
                 return settleRecorded(key, settlement, "started", expected.owner, Owner.isGone(expected.owner))
               case "failed":
                 return settleRecorded(key, settlement, "failed", null, true)

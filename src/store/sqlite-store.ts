@@ -538,12 +538,13 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
       const recordOf = (row: Journal.Row, key: Store.Key): Store.Record =>
         Store.recordOf(
           row,
-          // Running here, or under a lease still renewed (by another process, or another store in this one).
+          // Running here, under a lease still renewed (by another process, or another store in this one), or by a
+          // process of this machine that still runs though its lease lapsed (stopped, or its event loop held up).
           (owner) =>
             running.has(keyOf(key)) ||
             (row.lease_until === null
               ? owner !== Owner.current && Owner.isAlive(owner)
-              : row.lease_until > Date.now() && !Owner.isGone(owner)),
+              : (row.lease_until > Date.now() && !Owner.isGone(owner)) || Owner.runsHere(owner)),
           path,
         )
 
@@ -685,11 +686,13 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
                 case "owned":
                   return row?.state === "started" && row.owner === Owner.current && settleRow(row, settlement)
                 case "abandoned":
-                  // Never a call whose lease is still renewed, unless its owner is known gone.
+                  // Never a call whose lease is still renewed, unless its owner is known gone; nor one whose owner
+                  // still runs on this machine, lapsed lease or not.
                   return (
                     row?.state === "started" &&
                     row.owner === expected.owner &&
                     (row.lease_until === null || row.lease_until <= Date.now() || Owner.isGone(expected.owner)) &&
+                    !Owner.runsHere(expected.owner) &&
                     settleRow(row, settlement)
                   )
                 case "failed":

@@ -31,8 +31,9 @@ const layerOf = (opened: Opened): Layer.Layer<Store.Service, Store.StoreError> =
  * as a process on another host would be, so only its lease can tell whether it still runs (a process on this
  * kernel and in this namespace is known gone once it has ended; see Owner.isGone).
  */
-const owner = async (opened: Opened) => {
-  const unshare = ["unshare", ...(process.getuid?.() === 0 ? [] : ["--user", "--map-root-user"]), "--pid", "--fork", "--kill-child"]
+const owner = async (opened: Opened, where: "elsewhere" | "here" = "elsewhere") => {
+  const unshare =
+    where === "here" ? [] : ["unshare", ...(process.getuid?.() === 0 ? [] : ["--user", "--map-root-user"]), "--pid", "--fork", "--kill-child"]
   const child = Bun.spawn(
     [
       ...unshare,
@@ -92,6 +93,37 @@ for (const [name, open] of stores) {
         )
       } finally {
         child.kill(9)
+        await child.exited
+      }
+    }, 60_000)
+
+    // Stopped (SIGSTOP, a terminal's Ctrl-Z) or its event loop held up, the owner renews nothing, yet its call goes
+    // on once it can: on this machine it is seen to run, and waited for however long its lease has lapsed.
+    test("a call whose owner on this machine is stopped past its lease is still running, and never abandoned", async () => {
+      const opened = await open()
+      const child = await owner(opened, "here")
+      try {
+        child.kill("SIGSTOP")
+        await Effect.runPromise(
+          Effect.gen(function* () {
+            const store = yield* Store.Service
+            yield* Effect.sleep(LEASE_MS * 3)
+            const record = yield* store.lookup(KEY)
+            expect(record).toMatchObject({ state: "started", tool: "echo", running: true })
+            const abandoned = { state: "abandoned", owner: (record as { owner: string }).owner } as const
+            expect(yield* store.settle(KEY, interrupted, abandoned)).toBe(false)
+            expect(yield* store.begin(KEY, "echo", "build")).toBe(false)
+            // Once it has ended for good, its call is abandoned (at once: it is known gone on this machine).
+            child.kill("SIGKILL")
+            child.kill("SIGCONT")
+            yield* Effect.promise(() => child.exited)
+            expect(yield* store.lookup(KEY)).toMatchObject({ state: "started", running: false })
+            expect(yield* store.settle(KEY, interrupted, abandoned)).toBe(true)
+          }).pipe(Effect.provide(layerOf(opened))),
+        )
+      } finally {
+        child.kill("SIGKILL")
+        child.kill("SIGCONT")
         await child.exited
       }
     }, 60_000)

@@ -40,6 +40,25 @@ describe("Owner", () => {
     expect(Owner.isGone(Owner.current)).toBe(false)
   })
 
+  test("an owner on this kernel and PID namespace runs here while its process runs, stopped or not; never this process", async () => {
+    const machine = Owner.current.split(":").slice(4).join(":")
+    const child = Bun.spawn(["sleep", "30"])
+    const start = (await Bun.file(`/proc/${child.pid}/stat`).text()).split(") ")[1]!.split(" ")[19]
+    const owner = `another-host:${child.pid}:${start}:0123456789ab:${machine}`
+    expect(Owner.runsHere(owner)).toBe(true)
+    child.kill("SIGSTOP")
+    expect(Owner.runsHere(owner)).toBe(true)
+    // The same pid with another start time is a different (reused) process; another machine cannot be checked.
+    expect(Owner.runsHere(`another-host:${child.pid}:1:0123456789ab:${machine}`)).toBe(false)
+    expect(Owner.runsHere(`another-host:${child.pid}:${start}:0123456789ab:another-boot/4026531836`)).toBe(false)
+    expect(Owner.runsHere(`another-host:${child.pid}::0123456789ab:${machine}`)).toBe(false)
+    expect(Owner.runsHere(Owner.current)).toBe(false)
+    child.kill("SIGKILL")
+    child.kill("SIGCONT")
+    await child.exited
+    expect(Owner.runsHere(owner)).toBe(false)
+  })
+
   test("an owner on another kernel or PID namespace, or with no machine, is never known gone: its lease tells", () => {
     expect(Owner.isGone(`${hostname()}:999999999:1:0123456789ab:another-boot/4026531836`)).toBe(false)
     expect(Owner.isGone(`${hostname()}:999999999:1:0123456789ab`)).toBe(false)
