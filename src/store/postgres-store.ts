@@ -306,7 +306,8 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
           attempt("prune", async () => {
             const result = await sql`
               DELETE FROM core.settlements WHERE id IN
-                (SELECT id FROM core.settlements WHERE COALESCE(settled_at, started_at) < ${before} LIMIT ${limit})`
+                (SELECT id FROM core.settlements WHERE COALESCE(settled_at, started_at) < ${before}
+                   AND (state <> 'started' OR COALESCE(lease_until, 0) < ${before}) LIMIT ${limit})`
             if (result.count >= limit) return result.count
             // Todo lists not written since the cutoff go with the calls of their time, also in batches.
             const todos = await sql`

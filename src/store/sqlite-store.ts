@@ -289,10 +289,12 @@ const prepare = (db: Database) => ({
       "WHERE location = ?1 AND (?2 IS NULL OR session_id = ?2) AND COALESCE(started_at, settled_at) >= ?3 " +
       "ORDER BY COALESCE(started_at, settled_at) DESC, id DESC LIMIT ?4",
   ),
-  // Through the time index, at most `limit` rows at a time: a sweep never holds the write lock for long.
+  // Through the time index, at most `limit` rows at a time: a sweep never holds the write lock for long. A call
+  // still running (its lease renewed past the cutoff) is never forgotten: a retry would run it a second time.
   prune: db.query<unknown, [number, number]>(
     "DELETE FROM settlements WHERE id IN " +
-      "(SELECT id FROM settlements WHERE COALESCE(settled_at, started_at) < ? LIMIT ?)",
+      "(SELECT id FROM settlements WHERE COALESCE(settled_at, started_at) < ?1 " +
+      "AND (state <> 'started' OR COALESCE(lease_until, 0) < ?1) LIMIT ?2)",
   ),
   // Todo lists not written since the cutoff go with the calls of their time, also in batches.
   pruneTodos: db.query<unknown, [number, number]>(

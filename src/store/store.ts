@@ -413,7 +413,8 @@ export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
           let removed = 0
           for (const [key, stored] of records) {
             if (removed >= limit) break
-            if (stored.at < before && records.delete(key)) removed++
+            // A call begun here is running: never forgotten (a retry would run it a second time).
+            if (stored.at < before && stored.state !== "started" && records.delete(key)) removed++
           }
           return removed
         }),

@@ -124,12 +124,29 @@ for (const [name, make] of implementations) {
         for (let index = 0; index < 7; index++) {
           yield* store.settle({ location: "/p", sessionID: "s", toolCallID: `c${index}` }, settlement(`c${index}`), { state: "absent", agent: "build" })
         }
-        yield* store.begin({ location: "/p", sessionID: "s", toolCallID: "started" }, "echo", "build")
         const cutoff = Date.now() + 1
         expect(yield* store.prune(cutoff, 3)).toBe(3)
         expect(yield* store.prune(cutoff, 3)).toBe(3)
-        expect(yield* store.prune(cutoff, 3)).toBe(2)
+        expect(yield* store.prune(cutoff, 3)).toBe(1)
         expect(yield* store.prune(cutoff, 3)).toBe(0)
+      })))
+
+    // Forgotten, a call still running would run a second time when retried (a retention shorter than the call).
+    test("prune never forgets a call still running, however old its start", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        const running = { location: "/p", sessionID: "s", toolCallID: "running" }
+        const done = { location: "/p", sessionID: "s", toolCallID: "done" }
+        yield* store.begin(running, "echo", "build")
+        yield* store.settle(done, settlement("done"), { state: "absent", agent: "build" })
+        expect(yield* store.prune(Date.now() + 1, 100)).toBe(1)
+        expect(yield* store.lookup(done)).toBeUndefined()
+        expect(yield* store.lookup(running)).toMatchObject({ state: "started", running: true })
+        expect(yield* store.begin(running, "echo", "build")).toBe(false)
+        // Settled, it goes with the rest.
+        expect(yield* store.settle(running, settlement("running"), { state: "owned" })).toBe(true)
+        expect(yield* store.prune(Date.now() + 1, 100)).toBe(1)
+        expect(yield* store.lookup(running)).toBeUndefined()
       })))
 
     // Times are taken on the store's clock (the database's, for Postgres) and read against the host's Date.now(),
