@@ -18,6 +18,7 @@ import packageJson from "../../package.json" with { type: "json" }
 import { Json } from "../config/json"
 import { Forwarding } from "../server/forwarding"
 import { AskAnswer } from "./ask-answer"
+import { Cancelled } from "../contract/cancelled"
 import type { Settlement } from "../contract/settlement"
 import { ExitCodes } from "./exit-codes"
 import { ProgressLine } from "./progress-line"
@@ -31,6 +32,10 @@ const TURN_TIMEOUT_MS = 30_000
 const MAX_RECORD_BYTES = 64 * 1024
 
 const { EXIT } = ExitCodes
+/** How exec ends when its terminal hangs up (SIGHUP), as a process the signal ends. */
+const EXIT_HANGUP = 128 + 1
+/** How long exec hung up waits for the sidecar to take the cancel of its call. */
+const HANGUP_CANCEL_MS = 1_000
 
 const STRING_FLAGS = new Set(["input", "location", "agent", "session", "message", "call"])
 
@@ -256,17 +261,42 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
     input,
   }
   const cancelPath = `/v1/calls/${encodeURIComponent(call.sessionID)}/${encodeURIComponent(call.toolCallID)}/cancel`
-  const cancel = () => void request(sidecar, "POST", cancelPath).catch(() => undefined)
-  let signalled = false
-  const onSignal = () => {
-    // A second signal does not wait for the cancelled settlement; the sidecar still ends the call's processes.
-    if (signalled) process.exit(EXIT.cancelled)
-    signalled = true
-    cancel()
+  const cancel = () => request(sidecar, "POST", cancelPath).catch(() => undefined)
+  /** The signal that came before the sidecar's answer began, if one did: acted on once it is known whose call it is. */
+  let asked: "stop" | "hangup" | undefined
+  /** Whether the call was running already (this exec joined another's); known once the answer has begun. */
+  let joined: boolean | undefined
+  /**
+   * A signal, once the call is known: a call this exec started is cancelled (a hangup, the terminal gone, exits once
+   * the cancel is sent, as exec in process dies and takes the command's processes with it); a call it joined is left
+   * to the one who started it, as in process: exec stops waiting, a cancelled answer that is no record.
+   */
+  const act = (signal: "stop" | "hangup") => {
+    if (joined === true) {
+      if (signal === "hangup") process.exit(EXIT_HANGUP)
+      const stopped = { tool: flags.name, callID: call.toolCallID, status: "cancelled", content: [{ type: "text", text: Cancelled.text(flags.name) }], structured: null, outputs: [] }
+      return void stdout(`${JSON.stringify(stopped, null, 2)}\n`).then(() => process.exit(EXIT.cancelled))
+    }
+    const cancelling = cancel()
+    if (signal === "hangup") void Promise.race([cancelling, Bun.sleep(HANGUP_CANCEL_MS)]).then(() => process.exit(EXIT_HANGUP))
   }
-  // From before the call is sent: a signal while it starts cancels it too.
-  process.on("SIGINT", onSignal)
-  process.on("SIGTERM", onSignal)
+  const onSignal = (signal: "stop" | "hangup") => {
+    // A second signal does not wait for the cancelled settlement; the sidecar still ends the call's processes.
+    if (asked !== undefined) process.exit(signal === "hangup" ? EXIT_HANGUP : EXIT.cancelled)
+    asked = signal
+    if (joined !== undefined) act(signal)
+  }
+  const onStop = () => onSignal("stop")
+  const onHangup = () => onSignal("hangup")
+  const listen = (on: boolean) => {
+    if (on) {
+      process.on("SIGINT", onStop).on("SIGTERM", onStop).on("SIGHUP", onHangup)
+    } else {
+      process.off("SIGINT", onStop).off("SIGTERM", onStop).off("SIGHUP", onHangup)
+    }
+  }
+  // From before the call is sent: a signal while it starts stops it too.
+  listen(true)
 
   // Refused, or the sidecar gone, before an answer began (the turn expired meanwhile, say): in process it goes. Were
   // the call started there after all, the store's record of it keeps it from running twice.
@@ -275,13 +305,14 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
     accept: "text/event-stream",
   }).catch(() => undefined)
   if (response === undefined || response.status !== 200 || response.body === null) {
-    process.off("SIGINT", onSignal)
-    process.off("SIGTERM", onSignal)
-    if (signalled) return EXIT.cancelled
+    listen(false)
+    if (asked === "hangup") process.exit(EXIT_HANGUP)
+    if (asked !== undefined) return EXIT.cancelled
     return undefined
   }
-  // A cancel sent before the call was running found nothing to cancel: the call is running now.
-  if (signalled) cancel()
+  joined = response.headers.get("x-core-joined") === "true"
+  // A signal that came while the call started is acted on now that it is known whose call it is.
+  if (asked !== undefined) act(asked)
 
   let line: ProgressLine.ProgressLine | undefined
   const options = {
@@ -295,6 +326,9 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
   let answering: Promise<void> = Promise.resolve()
   try {
     for await (const { event, data } of events(response.body)) {
+      // A call this exec joined shows nothing of its progress and answers none of its asks, as in process: the
+      // exec that started it does.
+      if (joined && (event === "progress" || event === "permission")) continue
       if (event === "progress") {
         const update = JSON.parse(data) as { message: string }
         ;(line ??= ProgressLine.make(process.stderr)).show(update)

@@ -5,6 +5,7 @@ export * as Settlement from "./settlement"
 
 import * as Schema from "effect/Schema"
 import { Output } from "../output/output"
+import { Cancelled } from "./cancelled"
 
 export const ErrorKind = Schema.Literals([
   "failure",
@@ -60,13 +61,7 @@ export const runnerOutcome = (
     {
       type: "text",
       text:
-        status === "cancelled"
-          ? [
-              `The ${tool} call was cancelled by the user or the host before it finished; it may have done part of ` +
-                `its work. Check before calling it again.`,
-              ...stopping,
-            ].join("\n")
-          : declinedText(tool, undefined),
+        status === "cancelled" ? Cancelled.text(tool, stopping) : declinedText(tool, undefined),
     },
   ],
   structured: null,

@@ -65,6 +65,8 @@ export interface Listener {
 
 export interface Listening {
   readonly entry: Entry
+  /** Whether the call was running already (started by another request): this one joined it. */
+  readonly joined: boolean
   /** Stops listening (idempotent); the call goes on. */
   readonly stop: () => void
 }
@@ -177,6 +179,7 @@ export const make = (
       let stopped = false
       return {
         entry,
+        joined: !fresh,
         stop: () => {
           if (stopped) return
           stopped = true

@@ -98,10 +98,19 @@ const REPLAYED_HEADER = {
   }),
 }
 
+/** A call's event stream: replayed, or joined (the call was running already, started by another request). */
+const STREAM_HEADERS = {
+  ...REPLAYED_HEADER,
+  "X-Core-Joined": header(
+    "On an event stream, present when the call was already running, started by another request: this one joined it",
+    { type: "string", enum: ["true"] },
+  ),
+}
+
 /** Response headers by operation and status, which the endpoint declarations cannot carry. */
 const RESPONSE_HEADERS: Partial<Record<Api.Name, Record<string, Record<string, unknown>>>> = {
-  settle: { "200": REPLAYED_HEADER },
-  settleStream: { "200": REPLAYED_HEADER },
+  settle: { "200": STREAM_HEADERS },
+  settleStream: { "200": STREAM_HEADERS },
   output: {
     "200": { "Accept-Ranges": header("Always `bytes`: a Range request may ask for part of the content") },
     "206": { "Content-Range": header("The range sent and the whole size: `bytes FIRST-LAST/SIZE`") },

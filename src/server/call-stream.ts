@@ -24,7 +24,15 @@ const HEADERS = {
   "content-type": "text/event-stream",
 } as const
 const REPLAYED_HEADERS = { ...HEADERS, "x-core-replayed": "true" } as const
+/** A call that was running already when this request came: it joined it (`core exec` forwarded leaves it be). */
+const JOINED_HEADERS = { ...HEADERS, "x-core-joined": "true" } as const
 const ENCODER = new TextEncoder()
+/**
+ * An SSE comment the stream opens with (readers skip it): without a first chunk, Bun holds the end of the response's
+ * head until the call's first event, and a client waits that long to learn the call was taken (and the server gone
+ * meanwhile looks like a request refused before it was).
+ */
+const OPENED = ENCODER.encode(":\n\n")
 
 export interface Options {
   readonly calls: Calls.Interface
@@ -107,8 +115,10 @@ export const open = async (options: Options): Promise<Response> => {
     if (options.signal.aborted) finish()
     else options.signal.addEventListener("abort", finish, { once: true })
   }
+  let joined = false
   try {
     const listening = await Effect.runPromise(calls.startListening(served, turn, call, listener))
+    joined = listening.joined
     // A reader that went away meanwhile listens no more; the call goes on.
     if (over) listening.stop()
     else stop = listening.stop
@@ -130,6 +140,7 @@ export const open = async (options: Options): Promise<Response> => {
   }
   const body = new ReadableStream<Uint8Array>(
     {
+      start: (controller) => controller.enqueue(OPENED),
       pull: (controller) => {
         if (over) return controller.close()
         if (flush(controller)) return
@@ -145,5 +156,5 @@ export const open = async (options: Options): Promise<Response> => {
     },
     { highWaterMark: 0 },
   )
-  return new Response(body, { status: 200, headers: replays ? REPLAYED_HEADERS : HEADERS })
+  return new Response(body, { status: 200, headers: replays ? REPLAYED_HEADERS : joined ? JOINED_HEADERS : HEADERS })
 }

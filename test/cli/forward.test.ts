@@ -265,6 +265,75 @@ describe("core exec with a core serve of the same data directory", () => {
     expect(JSON.parse(results[0]!.stdout).status).toBe("cancelled")
   })
 
+  // The terminal gone: exec in process dies of SIGHUP and takes the command's processes with it. Forwarded, the call
+  // would have gone on in the sidecar (and an ask of it stayed open for anyone with the token to approve).
+  test("SIGHUP (its terminal gone) cancels the forwarded call in the sidecar, and exec ends as the signal ends it", async () => {
+    const sidecar = await ready()
+    const running = await start(box, ["exec", "wait", "--input", "{}", "--location", box.location, "--session", "ses_hup", "--call", "call_hup"])
+    await running.stderrContains("progress: still waiting\n")
+    running.child.kill("SIGHUP")
+    const result = await running.finished()
+    expect(result.code).toBe(129)
+    expect(result.stdout).toBe("")
+    // The cancel was taken before exec ended; the call settles as cancelled right after.
+    const deadline = Date.now() + 10_000
+    while (!/call=call_hup .*status=cancelled/.test(sidecar.stderr()) && Date.now() < deadline) await Bun.sleep(20)
+    expect(sidecar.stderr()).toMatch(/call=call_hup .*status=cancelled/)
+  })
+
+  // A second exec of a call already running joins it. In process it waits for the first's record and does nothing
+  // else; forwarded it must not answer the first's ask (a person is being asked at that one's terminal), nor show
+  // its progress, nor cancel it when stopped.
+  test("a second exec of a running call answers none of its asks, and its SIGINT leaves the call to the first; as in process", async () => {
+    const sidecar = await ready()
+    const before = runs(box, "deploy")
+    const args = ["exec", "deploy", "--input", '{"target":"prod"}', "--location", box.location, "--session", "ses_join", "--call", "call_join"]
+    const command = [await binary(), ...args].map((part) => `'${part.replaceAll("'", "'\\''")}'`).join(" ")
+    const first = Bun.spawn(["script", "-qec", command, "/dev/null"], {
+      env: { ...process.env, ...box.env },
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    const reader = first.stdout.getReader()
+    const decoder = new TextDecoder()
+    let shown = ""
+    while (!shown.includes("[r]eject:")) {
+      const chunk = await reader.read()
+      if (chunk.done) throw new Error(`the first exec ended before its prompt:\n${shown}`)
+      shown += decoder.decode(chunk.value, { stream: true })
+    }
+    expect(sidecar.stderr()).toContain("call=call_join ")
+
+    // Joined with --yes and no terminal: it approves nothing, declines nothing, shows nothing.
+    const second = await start(box, [...args, "--yes"])
+    // Stopped, it answers a cancelled settlement that is no record, and the first's call goes on.
+    const third = await start(box, args)
+    await Bun.sleep(1_000)
+    third.child.kill("SIGINT")
+    const stopped = await third.finished()
+    expect(stopped.code).toBe(130)
+    expect(JSON.parse(stopped.stdout)).toMatchObject({ callID: "call_join", status: "cancelled" })
+    expect(stopped.stderr).toBe("")
+    expect(runs(box, "deploy")).toBe(before)
+
+    // The person at the first's terminal rejects: the first and the one still joined both answer the rejection.
+    first.stdin.write("r\nNot today.\n")
+    await first.stdin.end()
+    for (;;) {
+      const chunk = await reader.read()
+      if (chunk.done) break
+      shown += decoder.decode(chunk.value, { stream: true })
+    }
+    expect(await first.exited).toBe(1)
+    expect(shown).toContain("Not today.")
+    const joined = await second.finished()
+    expect(joined.code).toBe(1)
+    expect(joined.stderr).toBe("")
+    expect(JSON.parse(joined.stdout)).toMatchObject({ callID: "call_join", status: "error", error: { kind: "failure", message: "Not today." } })
+    expect(runs(box, "deploy")).toBe(before)
+  })
+
   test("CORE_EXEC_FORWARD=0 and another environment keep exec in process", async () => {
     const sidecar = await ready()
     await exec(box, "env1", "echo", { text: "a" }, [], { CORE_EXTRA_SETTING: "1" })
@@ -432,6 +501,25 @@ describe("a sidecar that stops mid-call", () => {
     const result = await running.finished()
     expect(result.code).toBe(130)
     expect(JSON.parse(result.stdout)).toMatchObject({ callID: "call_stop", status: "cancelled" })
+    expect(runs(box, "wait")).toBe(1)
+  })
+
+  // Before the call's first event too: the sidecar answers the request's head at once, so exec knows the call was
+  // taken (it used to wait for the first event, and took a sidecar gone meanwhile for one that refused the call).
+  test("dying mid-call before the call said anything: exec says so and exits 3", async () => {
+    const box = sandbox({ "tools/wait.ts": waitTool({ record: "wait" }) })
+    box.env.CORE_LEASE_MS = "500"
+    const sidecar = await serve(box)
+    const running = await start(box, [
+      "exec", "wait", "--input", "{}", "--location", box.location, "--session", "ses_mute", "--call", "call_mute",
+    ])
+    while (runs(box, "wait") === 0) await Bun.sleep(20)
+    await Bun.sleep(100)
+    await sidecar.stop("SIGKILL")
+    const result = await running.finished()
+    expect(result.code).toBe(3)
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toContain("stopped before answering; it may have run")
     expect(runs(box, "wait")).toBe(1)
   })
 

@@ -57,7 +57,8 @@ const eventsOf = (text: string) => {
   }
   return body
     .split("\n\n")
-    .filter((block) => block !== "")
+    // The stream opens with a comment (so its head goes out at once): readers skip it.
+    .filter((block) => block !== "" && !block.startsWith(":"))
     .map((block) => {
       const [event, data] = block.split("\n") as [string, string]
       return { event: event.slice("event: ".length), data: JSON.parse(data.slice("data: ".length)) }

@@ -125,7 +125,8 @@ export const run = async (fetch: typeof globalThis.fetch, base: string, token: s
     client,
     path: { turnID: turn.data.turnID },
     body: { ...call, toolCallID: "call_stream" },
-    onSseEvent: (event) => { events.push(String(event.event)) },
+    // The stream opens with an SSE comment, which this generator's client reports as an event with no name.
+    onSseEvent: (event) => { if (event.event !== undefined) events.push(String(event.event)) },
   })
   let streamed: unknown
   for await (const data of stream) if ("status" in data) streamed = data.structured

@@ -1,0 +1,13 @@
+export * as Cancelled from "./cancelled"
+
+// What a cancelled call says to the model (DESIGN §5: a runner outcome, not a tool result), in a module of its own
+// that loads nothing: the settlement schema (./settlement) words it so, and so does `core exec` forwarded to a
+// `core serve` (cli/forward.ts, which loads no Effect), for a call it joined and stopped waiting for.
+
+/** The text of a cancelled call of `tool`, then what was ended of it while it was stopped (`stopping`). */
+export const text = (tool: string, stopping: ReadonlyArray<string> = []): string =>
+  [
+    `The ${tool} call was cancelled by the user or the host before it finished; it may have done part of ` +
+      `its work. Check before calling it again.`,
+    ...stopping,
+  ].join("\n")
