@@ -4,6 +4,7 @@ export * as LogCommand from "./log-command"
 // with --json the entries `GET /v1/settlements` answers. Only the Location's own calls are listed, never another's.
 
 import * as Effect from "effect/Effect"
+import { Activity } from "../host/activity"
 import { Host } from "../host/host"
 import { Recorded } from "../host/recorded"
 import { Location } from "../location/location"
@@ -18,8 +19,8 @@ duration, call id and the start of the input. Only that Location's calls are lis
 Options:
   --session ID      only this session's calls
   --location DIR    the Location (default: the current directory)
-  --since T         only calls received since T: an ISO time (2026-01-31, 2026-01-31T10:00:00Z)
-                    or a duration back from now (90s, 10m, 2h, 7d)
+  --since T         only calls received since T: an ISO time (2026-01-31, 2026-01-31T10:00:00Z;
+                    UTC unless it gives an offset) or a duration back from now (90s, 10m, 2h, 7d)
   --limit N         at most the newest N calls (default ${Recorded.DEFAULT_LIMIT}, at most ${Recorded.MAX_LIMIT})
   --json            an array of objects: sessionID, toolCallID, tool, status, error, agent,
                     location, messageID, input, inputTruncated, startedAt, settledAt, durationMs
@@ -66,8 +67,18 @@ const shortInput = (entry: Recorded.Entry, width: number): string => {
   return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`
 }
 
+/**
+ * A tool name or call id as its cell shows it (both come from clients): as it is when it needs no escape, else
+ * quoted with every character a terminal acts on escaped, so that no cell breaks its row, forges another or drives
+ * the terminal.
+ */
+const cell = (text: string): string => {
+  const shown = Activity.quoted(text)
+  return shown.slice(1, -1) === text ? text : shown
+}
+
 export const table = (entries: ReadonlyArray<Recorded.Entry>, columns: number): string => {
-  const rows = entries.map((entry) => [time(entry), entry.tool, statusOf(entry), duration(entry.durationMs), entry.toolCallID])
+  const rows = entries.map((entry) => [time(entry), cell(entry.tool), statusOf(entry), duration(entry.durationMs), cell(entry.toolCallID)])
   const header = ["TIME (UTC)", "TOOL", "STATUS", "DURATION", "CALL"]
   const widths = header.map((title, index) => Math.max(title.length, ...rows.map((row) => row[index]!.length)))
   const line = (cells: ReadonlyArray<string>) => cells.map((cell, index) => cell.padEnd(widths[index]!)).join("  ")

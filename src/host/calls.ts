@@ -132,7 +132,7 @@ export const make = (
     if (Cause.hasInterruptsOnly(exit.cause)) return Effect.exit(cancelled(turn, call))
     const error = Cause.findError(exit.cause)
     if (error._tag === "Success") return Effect.succeed(Exit.fail(error.success))
-    log(`core: operational failure settling ${call.name} (${call.toolCallID}):\n${Cause.pretty(exit.cause)}`)
+    log(`core: operational failure settling ${Activity.value(call.name)} (${Activity.value(call.toolCallID)}):\n  ${Activity.block(Cause.pretty(exit.cause))}`)
     return Effect.succeed(
       Exit.fail(
         new Settler.OperationalError({

@@ -89,14 +89,29 @@ export const entryOf = (listed: Store.Listed): Entry => {
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const
 
 /**
- * `since` as epoch ms: an ISO 8601 time (a date, or a date and time), or a duration back from `now` (`90s`, `10m`,
- * `2h`, `7d`). Anything else is a problem, in words.
+ * `since` as epoch ms: an ISO 8601 time (a date, or a date and time; without an offset in UTC, as `core log` shows
+ * times), or a duration back from `now` (`90s`, `10m`, `2h`, `7d`). Anything else, a day the month does not have
+ * among it, is a problem, in words.
  */
 export const parseSince = (text: string, now: number): { readonly at: number } | { readonly problem: string } => {
-  const problem = `must be an ISO time (2026-01-31 or 2026-01-31T10:00:00Z) or a duration like 10m, 2h or 7d, not ${JSON.stringify(text)}`
-  const duration = /^(\d{1,9})([smhd])$/.exec(text.trim())
+  const problem = `must be an ISO time (2026-01-31 or 2026-01-31T10:00:00Z; UTC unless it says otherwise) or a duration like 10m, 2h or 7d, not ${JSON.stringify(text)}`
+  const trimmed = text.trim()
+  const duration = /^(\d{1,9})([smhd])$/.exec(trimmed)
   if (duration !== null) return { at: now - Number(duration[1]) * UNIT_MS[duration[2] as keyof typeof UNIT_MS] }
-  if (!/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(text.trim())) return { problem }
-  const at = Date.parse(text.trim())
-  return Number.isNaN(at) ? { problem } : { at }
+  const time = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?(Z|([+-])(\d{2}):?(\d{2}))?)?$/.exec(trimmed)
+  if (time === null) return { problem }
+  const [, year, month, day, hour = "0", minute = "0", second = "0", fraction = "", , sign, offsetHours = "0", offsetMinutes = "0"] = time
+  const fields = [Number(year), Number(month) - 1, Number(day), Number(hour), Number(minute), Number(second)] as const
+  const utc = Date.UTC(...fields, Math.floor(Number(`0${fraction}`) * 1000))
+  // Date.UTC rolls an impossible day over (February 31 is March 3): such a time is refused, not moved.
+  const made = new Date(utc)
+  if (
+    made.getUTCFullYear() !== fields[0] || made.getUTCMonth() !== fields[1] || made.getUTCDate() !== fields[2] ||
+    made.getUTCHours() !== fields[3] || made.getUTCMinutes() !== fields[4] || made.getUTCSeconds() !== fields[5] ||
+    Number(offsetHours) > 23 || Number(offsetMinutes) > 59
+  ) {
+    return { problem }
+  }
+  const offset = sign === undefined ? 0 : (sign === "-" ? -1 : 1) * (Number(offsetHours) * 60 + Number(offsetMinutes)) * 60_000
+  return { at: utc - offset }
 }

@@ -99,6 +99,42 @@ describe("core log", () => {
     expect(lines[3]).toEndWith("…")
   })
 
+  // A call id or a tool name comes from a client (a host, an MCP client, a model's tool call): in the table it must
+  // not break its row, forge another or drive the terminal (a clear screen, a window title, reordered text).
+  test("a call id or tool name holding a line break or terminal controls shows quoted and escaped, on its own row", async () => {
+    const hostile = sandbox()
+    const id = "c\nTIME (UTC)           TOOL  STATUS   FAKE\u001b[2J\u001b]0;pwn\u0007\u009b31m\u202e"
+    await exec(hostile, "list", {}, ["--session", "ses_h", "--call", id])
+    await exec(hostile, "bad\u001b[31mtool\nX", {}, ["--session", "ses_h", "--call", "call_tool"])
+    const result = await core(hostile, ["log", "--location", hostile.location])
+    expect(result).toMatchObject({ code: 0, stderr: "" })
+    const lines = result.stdout.trimEnd().split("\n")
+    expect(lines).toHaveLength(3)
+    expect(lines.filter((line) => line.startsWith("TIME (UTC)"))).toHaveLength(1)
+    expect(result.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/)
+    expect(lines[1]).toContain(String.raw`"c\nTIME (UTC)           TOOL  STATUS   FAKE\u001b[2J\u001b]0;pwn\u0007\u009b31m\u202e"`)
+    expect(lines[2]).toContain(String.raw`"bad\u001b[31mtool\nX"`)
+  })
+
+  // The table's times are UTC: one copied from it and given back without an offset means the same instant, whatever
+  // the zone the user's terminal is in; a day the month does not have is refused, not rolled over into the next.
+  test("--since without an offset is UTC, as the table shows times; an impossible date is a usage error", async () => {
+    await setup
+    const started = (await list(box, ["--location", box.location]))[0]!.startedAt!
+    const second = started.slice(0, 19).replace("T", " ")
+    for (const TZ of ["UTC", "America/Los_Angeles", "Asia/Kolkata"]) {
+      const result = await core({ ...box, env: { ...box.env, TZ } }, ["log", "--json", "--location", box.location, "--since", second])
+      expect({ TZ, code: result.code }).toEqual({ TZ, code: 0 })
+      // The first call started in that second, at or after its start: it and those after it are listed.
+      expect((JSON.parse(result.stdout) as ReadonlyArray<Entry>).length).toBeGreaterThanOrEqual(2)
+    }
+    const later = new Date(Date.parse(started) + 3_600_000).toISOString().slice(0, 19)
+    expect(await list({ ...box, env: { ...box.env, TZ: "America/Los_Angeles" } }, ["--location", box.location, "--since", later])).toEqual([])
+    const impossible = await core(box, ["log", "--location", box.location, "--since", "2026-02-31"])
+    expect(impossible.code).toBe(2)
+    expect(impossible.stderr).toContain("--since must be an ISO time")
+  })
+
   test("a Location with no calls says so", async () => {
     const empty = sandbox()
     const result = await core(empty, ["log", "--location", empty.location])

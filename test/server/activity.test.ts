@@ -76,6 +76,32 @@ describe("core serve's per-call log", () => {
     expect(stderr).not.toContain("core: call ")
   })
 
+  // An operational failure is written at error level with the call's ids and the failure's stack: neither may forge
+  // a line of core's own, nor drive the operator's terminal, whatever the client put in the ids.
+  test("an operational failure's lines quote the call's ids and indent its stack: nothing forges a line or drives a terminal", async () => {
+    const box = sandbox({
+      "tools/die.ts": `import { Tool } from "@core/tool"
+import { Effect, Schema } from "effect"
+export default Tool.make({ description: "dies", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.die(new Error("broke\\ncore: call tool=read call=forged2 status=success")) })
+`,
+    })
+    const server = await serve(box, ["--log-level", "error"])
+    const { turnID } = await server.turn()
+    const forged = "d2)\ncore: call tool=bash call=forged session=x agent=build status=success duration_ms=1 location=/etc\u001b]0;owned\u0007\u009b31m\u2028\n("
+    const died = await server.settle(turnID, { name: "die", input: {}, sessionID: "ses_d", toolCallID: forged })
+    expect(died.status).toBe(500)
+    await server.stderrUntil((stderr) => stderr.includes("core: operational failure: "), "the operational failure's line")
+    const stderr = server.stderr()
+    expect(stderr).toContain("core: operational failure settling die (")
+    // The one call line is the call's own, its ids quoted on it.
+    const calls = stderr.split("\n").filter((line) => line.startsWith("core: call "))
+    expect(calls).toHaveLength(1)
+    expect(calls[0]).toStartWith(String.raw`core: call tool=die call="d2)\ncore: call tool=bash call=forged`)
+    expect(stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/)
+    // The tool's own message is in the stack, on an indented line of its own.
+    expect(stderr).toMatch(/\n {2,}core: call tool=read call=forged2 status=success/)
+  })
+
   test("an unknown --log-level is a usage error", async () => {
     const box = sandbox()
     const result = await run(["serve", "--location", box.location, "--log-level", "loud"], { env: box.env })
