@@ -34,9 +34,30 @@ export const pairs = (text: string | undefined): Record<string, string> => {
   return found
 }
 
+/** A header's name as HTTP has it (a token), and a value it can carry (no line break or NUL, Latin-1 only). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+const HEADER_VALUE = /^[\t\u0020-\u007e\u0080-\u00ff]*$/
+
+/**
+ * The export headers of OTEL_EXPORTER_OTLP_(TRACES_)HEADERS (`pairs`), and what was left out of them and why: a
+ * name or value HTTP cannot carry would fail every export request, silently.
+ */
+const headersOf = (text: string | undefined): { readonly headers: Record<string, string>; readonly skipped: ReadonlyArray<string> } => {
+  const headers: Record<string, string> = {}
+  const skipped: Array<string> = []
+  for (const [name, value] of Object.entries(pairs(text))) {
+    if (HEADER_NAME.test(name) && HEADER_VALUE.test(value)) headers[name] = value
+    else skipped.push(JSON.stringify(name))
+  }
+  return { headers, skipped }
+}
+
+/** The longest wait a timer can take (2^31 - 1 ms, about 24.8 days): more would fire at once, again and again. */
+export const MAX_MS = 2_147_483_647
+
 const millis = (text: string | undefined, fallback: number): number => {
   const value = Number(text)
-  return text !== undefined && Number.isFinite(value) && value >= 0 ? value : fallback
+  return text !== undefined && Number.isFinite(value) && value >= 0 ? Math.min(value, MAX_MS) : fallback
 }
 
 /** A positive whole count, or undefined (the exporter's default) when unset or not one. */
@@ -48,11 +69,14 @@ const count = (text: string | undefined): number | undefined => {
 const optional = <K extends string>(key: K, value: number | undefined): { readonly [P in K]?: number } =>
   (value === undefined ? {} : { [key]: value }) as { readonly [P in K]?: number }
 
-/** What to export to, or why not (`problem`, for stderr); undefined when tracing is not asked for. */
+/**
+ * What to export to, with what was left out of it (`warnings`, for stderr), or why not (`problem`); undefined when
+ * tracing is not asked for.
+ */
 export const settings = (
   env: Env,
   defaults: { readonly exportIntervalMs: number; readonly flushMs: number },
-): { readonly settings: Otlp.Settings } | { readonly problem: string } | undefined => {
+): { readonly settings: Otlp.Settings; readonly warnings: ReadonlyArray<string> } | { readonly problem: string } | undefined => {
   const traces = first(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
   const base = first(env, "OTEL_EXPORTER_OTLP_ENDPOINT")
   if (traces === undefined && base === undefined) return undefined
@@ -71,10 +95,19 @@ export const settings = (
   }
   const compression = first(env, "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION")
   const resource = pairs(first(env, "OTEL_RESOURCE_ATTRIBUTES"))
+  const { headers, skipped } = headersOf(first(env, "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"))
   return {
+    warnings:
+      skipped.length === 0
+        ? []
+        : [
+            `core: warning: exporting traces without the headers ${skipped.join(", ")} of OTEL_EXPORTER_OTLP_HEADERS: ` +
+              "a header's name must be a token (letters, digits and !#$%&'*+.^_`|~-) and its value hold no line break " +
+              "and no character past U+00FF (URL-encode it)",
+          ],
     settings: {
       url,
-      headers: pairs(first(env, "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")),
+      headers,
       protocol,
       compression: compression === "gzip" ? "gzip" : "none",
       serviceName: first(env, "OTEL_SERVICE_NAME") ?? resource["service.name"] ?? "core",
@@ -110,6 +143,7 @@ export const traced = <A, E>(
         warn(found.problem)
         return effect
       }
+      for (const warning of found.warnings) warn(warning)
       const spanned = root === undefined ? effect : Effect.withSpan(effect, root)
       return Effect.provide(spanned, Layer.fresh(Otlp.layer(found.settings, warn)))
     },

@@ -16,7 +16,15 @@ export interface Options {
   readonly url: string
   readonly headers: Readonly<Record<string, string>>
   readonly gzip: boolean
+  /** How long one request may take (OTEL_EXPORTER_OTLP_TIMEOUT when it asks for more than REQUEST_TIMEOUT_MS). */
+  readonly timeoutMs?: number
 }
+
+/** The longest wait a timer can take: more fires at once (and a wait loop spins). */
+const MAX_TIMER_MS = 2_147_483_647
+
+/** How long one request may take, unless the options say longer. */
+export const REQUEST_TIMEOUT_MS = 10_000
 
 /** What became of one body's spans (sent, or dropped), and until when sending pauses (0: it does not). */
 export interface Result {
@@ -38,8 +46,7 @@ export const MAX_IN_FLIGHT = 2
 
 /** A sender to `options.url`: `left` is told of spans leaving the queue, `report` of what became of them. */
 export function make(options: Options, report: (result: Result) => void, left: (spans: number) => void): Sender {
-  /** How long one request may take. */
-  const REQUEST_TIMEOUT_MS = 10_000
+  const timeoutMs = Math.max(REQUEST_TIMEOUT_MS, options.timeoutMs ?? 0)
   /** How long sending pauses after a failed request (a Retry-After up to a minute is honoured instead). */
   const PAUSE_MS = 5_000
   const MAX_RETRY_AFTER_MS = 60_000
@@ -76,7 +83,7 @@ export function make(options: Options, report: (result: Result) => void, left: (
         method: "POST",
         headers,
         body,
-        signal: AbortSignal.any([closing.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
+        signal: AbortSignal.any([closing.signal, AbortSignal.timeout(timeoutMs)]),
       })
       await response.arrayBuffer().catch(() => undefined)
       if (response.ok) return true
@@ -120,7 +127,7 @@ export function make(options: Options, report: (result: Result) => void, left: (
         let timer: ReturnType<typeof setTimeout> | undefined
         await Promise.race([
           Promise.race(inFlight),
-          new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now())))),
+          new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(MAX_TIMER_MS, Math.max(0, deadline - Date.now()))))),
         ])
         clearTimeout(timer)
       }
@@ -278,7 +285,7 @@ export const thread = (options: Options, encoding: Encoding, ringBytes: number, 
       let timer: ReturnType<typeof setTimeout> | undefined
       await new Promise<void>((resolve) => {
         closed = resolve
-        timer = setTimeout(resolve, Math.max(0, deadline - Date.now()) + slackMs)
+        timer = setTimeout(resolve, Math.min(MAX_TIMER_MS, Math.max(0, deadline - Date.now()) + slackMs))
         worker.postMessage({ kind: "close", deadline } satisfies Order)
       })
       clearTimeout(timer)

@@ -136,6 +136,8 @@ class Exporter implements OtlpSpan.Sink {
         "content-type": settings.protocol === "http/json" ? "application/json" : "application/x-protobuf",
       },
       gzip: settings.compression === "gzip",
+      // A request may take as long as the exit waits for the last spans, when that is longer than the default.
+      timeoutMs: settings.flushMs,
     }
     this.maxBatch = Math.max(1, settings.maxBatchSpans ?? MAX_BATCH_SPANS)
     this.maxQueued = Math.max(this.maxBatch, settings.maxQueuedSpans ?? MAX_QUEUED_SPANS)

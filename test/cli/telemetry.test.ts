@@ -62,6 +62,29 @@ describe("Telemetry.settings", () => {
     expect(settings.maxQueuedSpans).toBeUndefined()
   })
 
+  // A header HTTP cannot carry failed every export request, silently: each was dropped, reported only as a count.
+  test("a header whose name or value HTTP cannot carry is left out and said; the others are sent", () => {
+    const found = Telemetry.settings(
+      { OTEL_EXPORTER_OTLP_ENDPOINT: "http://x", OTEL_EXPORTER_OTLP_HEADERS: "x-team=a,bad key=1,x-line=v%0Ax,x-euro=%E2%82%AC,x-latin=%C3%A9" },
+      DEFAULTS,
+    )
+    if (found === undefined || !("settings" in found)) throw new Error("no settings")
+    expect(found.settings.headers).toEqual({ "x-team": "a", "x-latin": "é" })
+    expect(found.warnings).toHaveLength(1)
+    expect(found.warnings[0]).toContain('"bad key", "x-line", "x-euro"')
+    expect(Telemetry.settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://x", OTEL_EXPORTER_OTLP_HEADERS: "x-team=a" }, DEFAULTS)).toMatchObject({
+      warnings: [],
+    })
+  })
+
+  // A timer set past 2^31 - 1 ms fires at once: a wait for the last spans then spun, writing a warning each time.
+  test("a timeout past what a timer can wait is taken as that longest wait", () => {
+    for (const timeout of ["3000000000", "1e12"]) {
+      expect(settingsOf({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://x", OTEL_EXPORTER_OTLP_TIMEOUT: timeout }).flushMs).toBe(2_147_483_647)
+    }
+    expect(settingsOf({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://x", OTEL_EXPORTER_OTLP_TIMEOUT: "15000" }).flushMs).toBe(15_000)
+  })
+
   test("a protocol core does not speak, or an endpoint that is not a URL, is said and not exported to", () => {
     expect(Telemetry.settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://x", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }, DEFAULTS)).toEqual({
       problem: "core: warning: not exporting traces: core sends OTLP over HTTP (http/protobuf or http/json), not grpc",
