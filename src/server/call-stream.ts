@@ -46,6 +46,11 @@ export interface Options {
   readonly release: () => void
   /** The request's signal: its abort ends the stream as a cancel does. */
   readonly signal?: AbortSignal
+  /**
+   * Runs the start of the call with the request's context (its tracer and span, so the call's spans sit in the
+   * request's trace); without one, with none (the direct path, taken only when no tracer keeps spans).
+   */
+  readonly run?: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
 }
 
 /**
@@ -117,7 +122,7 @@ export const open = async (options: Options): Promise<Response> => {
   }
   let joined = false
   try {
-    const listening = await Effect.runPromise(calls.startListening(served, turn, call, listener))
+    const listening = await (options.run ?? Effect.runPromise)(calls.startListening(served, turn, call, listener))
     joined = listening.joined
     // A reader that went away meanwhile listens no more; the call goes on.
     if (over) listening.stop()

@@ -75,16 +75,20 @@ const settleEvents = (sidecar: Sidecar.Interface, route: Route, turn: Served.Tur
   Effect.suspend(() => {
     const held = sidecar.locations.hold(route.served.directory)
     const source = route.request.source
-    return Effect.promise(() =>
-      CallStream.open({
-        calls: sidecar.calls,
-        served: route.served,
-        turn,
-        call,
-        answer: (settlement) => answerOf(turn, settlement),
-        release: held === undefined ? () => {} : held.release,
-        ...(source instanceof Request ? { signal: source.signal } : {}),
-      }),
+    // The call starts with the request's context: its spans sit under the request's, as a JSON call's do.
+    return Effect.flatMap(Effect.context<never>(), (context) =>
+      Effect.promise(() =>
+        CallStream.open({
+          calls: sidecar.calls,
+          served: route.served,
+          turn,
+          call,
+          answer: (settlement) => answerOf(turn, settlement),
+          release: held === undefined ? () => {} : held.release,
+          ...(source instanceof Request ? { signal: source.signal } : {}),
+          run: Effect.runPromiseWith(context),
+        }),
+      ),
     ).pipe(Effect.map((response) => HttpServerResponseModule.raw(response)))
   })
 

@@ -277,6 +277,35 @@ describe("traces from core serve", () => {
     const text = otlp.received.map((request) => new TextDecoder().decode(request.body)).join("\n")
     expect(text).not.toContain(server.token)
   })
+
+  // A call answered as its event stream (`/calls/stream`, or `Accept: text/event-stream`) started without the
+  // request's context: its settle spans were made by no tracer, and streamed calls were missing from traces.
+  test("a call answered as its event stream has its settle span under its request, as a JSON call's", async () => {
+    const otlp = start()
+    const box = sandbox({ "a.txt": "hi\n" })
+    const server = await serve(box, [], { ...JSON_PROTOCOL, OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_BSP_SCHEDULE_DELAY: "100" })
+    const { turnID } = await server.turn()
+    const body = { name: "read", input: { filePath: "a.txt" }, sessionID: "ses_e", assistantMessageID: "msg_e" }
+    const asked = [
+      ["call_stream", `/v1/turns/${turnID}/calls/stream`, {}],
+      ["call_accept", `/v1/turns/${turnID}/calls`, { accept: "text/event-stream" }],
+    ] as const
+    for (const [toolCallID, path, headers] of asked) {
+      const response = await server.fetch("POST", path, { body: { ...body, toolCallID }, headers })
+      expect(await response.text()).toContain("event: settlement")
+    }
+    server.child.kill("SIGTERM")
+    expect((await server.exited()).code).toBe(0)
+
+    const spans = spansOf(otlp.received)
+    const requests = spans.filter((span) => span.kind === 2)
+    for (const [toolCallID, path] of asked) {
+      const settle = byName(spans, "Settler.settle").find((span) => attribute(span, "core.call") === toolCallID)
+      expect({ toolCallID, found: settle !== undefined }).toEqual({ toolCallID, found: true })
+      const request = requests.find((span) => span.traceId === settle!.traceId)
+      expect(request === undefined ? undefined : attribute(request, "url.path")).toBe(path)
+    }
+  })
 })
 
 describe("traces from core mcp", () => {
