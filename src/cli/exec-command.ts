@@ -107,6 +107,10 @@ export const run = (args: ReadonlyArray<string>) =>
     if (extra.length > 0) return yield* usage(`unexpected argument "${extra[0]}"`)
     for (const flag of ["agent", "session", "message", "call"] as const) {
       if (values[flag] !== undefined && values[flag].trim() === "") return yield* usage(`--${flag} cannot be empty`)
+      // Bytes that are not UTF-8 reach core as U+FFFD each, so two different ids would be one call: refused.
+      if (values[flag]?.includes("\uFFFD")) {
+        return yield* usage(`--${flag} is not valid UTF-8 (it reads as U+FFFD, the replacement character): two different ids would be the same`)
+      }
     }
     const input = yield* readInput("exec", values.input)
     // No tool takes a NUL character; the call is refused as invalid input before anything loads, runs or is recorded.

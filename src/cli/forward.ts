@@ -78,7 +78,8 @@ const flagsOf = (args: ReadonlyArray<string>): Flags | undefined => {
   }
   const [name] = positionals
   if (name === undefined || positionals.length !== 1 || values.input === undefined) return undefined
-  for (const flag of ["agent", "session", "message", "call"]) if (values[flag]?.trim() === "") return undefined
+  // Empty, or not UTF-8: in process says what is wrong.
+  for (const flag of ["agent", "session", "message", "call"]) if (values[flag]?.trim() === "" || values[flag]?.includes("\uFFFD")) return undefined
   return { ...values, name, input: values.input, yes } as Flags
 }
 

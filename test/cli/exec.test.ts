@@ -4,6 +4,7 @@
 import { describe, expect, test } from "bun:test"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { binary } from "../support/binary"
 import { echoTool } from "../support/tools"
 import { core, exec, IMPORTS, RAN, runs, sandbox, settlementOf, start } from "./fixture"
 
@@ -287,6 +288,26 @@ describe("a NUL character in the input", () => {
       expect(result.code).toBe(1)
       expect(settlementOf(result).error?.kind).toBe("invalid_input")
     }
+  })
+})
+
+// An id is text: bytes that are not UTF-8 reach core as U+FFFD each, so `x\xff` and `x\xfe` were one call, and the
+// second answered the first's settlement (another command's output) and ran nothing.
+describe("an id that is not valid UTF-8", () => {
+  test("is a usage error, and nothing runs", async () => {
+    const box = sandbox({ "tools/echo.ts": echoTool({ record: "echo" }) })
+    for (const flag of ["--call", "--session"]) {
+      const script = `exec "$0" exec echo --input '{"text":"hi"}' --location "$1" ${flag} "$(printf 'x\\377')"`
+      const child = Bun.spawn(["sh", "-c", script, await binary(), box.location], {
+        env: { ...process.env, ...box.env },
+        stdout: "pipe",
+        stderr: "pipe",
+      })
+      const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()])
+      expect({ flag, code, stdout }).toEqual({ flag, code: 2, stdout: "" })
+      expect(stderr).toContain(`${flag} is not valid UTF-8`)
+    }
+    expect(runs(box, "echo")).toBe(0)
   })
 })
 
