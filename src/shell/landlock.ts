@@ -8,7 +8,7 @@ export * as Landlock from "./landlock"
 // shares ahead of the call. `denyConnect` adds a network layer that keeps a command off core's own TCP ports.
 // Nothing here decides permissions.
 
-import { existsSync, readdirSync, realpathSync, statSync } from "node:fs"
+import { type Dirent, existsSync, readdirSync, realpathSync, statSync } from "node:fs"
 import { basename, dirname, join, resolve, sep } from "node:path"
 import { Native } from "./native"
 
@@ -105,13 +105,15 @@ const cover = (root: string, hidden: ReadonlyArray<string>, into: Array<string>)
     if (existsSync(root)) into.push(root)
     return
   }
-  let entries: Array<string>
+  let entries: Array<Dirent>
   try {
-    entries = readdirSync(root)
+    entries = readdirSync(root, { withFileTypes: true })
   } catch {
     return
   }
-  for (const entry of entries) cover(join(root, entry), hidden, into)
+  // A link is not what it names: granting it would grant its target (/dev/stderr names the pipe core writes to, which
+  // no rule can be made for), and its target is granted or not by where it is.
+  for (const entry of entries) if (!entry.isSymbolicLink()) cover(join(root, entry.name), hidden, into)
 }
 
 /** The paths to grant so that `paths` are covered but none of the `hidden` directories (real paths). */

@@ -357,3 +357,38 @@ describe("the shell sandbox", () => {
     expect(required.notice === undefined).toBe(LANDLOCK)
   })
 })
+
+// A directory core hides (its data directory) inside a granted one makes the grant a walk of that one's entries. A
+// link among them was granted as its target: /dev/stderr names the pipe core writes to, which no rule can be made
+// for, and every sandboxed command of a data directory under /dev (a tmpfs in /dev/shm) failed to start.
+describe("grants around a hidden directory", () => {
+  test("leave out the links beside it: their targets are granted or not by where they are", () => {
+    const root = realpathSync(tempDir("core-grants-"))
+    mkdirSync(join(root, "hidden"))
+    mkdirSync(join(root, "shown"))
+    writeFileSync(join(root, "file"), "x")
+    symlinkSync("/proc/self/fd/2", join(root, "stderr"))
+    symlinkSync(join(root, "hidden"), join(root, "to-hidden"))
+    expect(Landlock.granted([root], [join(root, "hidden")]).sort()).toEqual([join(root, "file"), join(root, "shown")])
+  })
+
+  test(`a sandboxed command runs with the data directory under /dev/shm${needs}`, async () => {
+    if (!LANDLOCK || !existsSync("/dev/shm")) return
+    const data = mkdtempSync("/dev/shm/core-data-")
+    try {
+      const location = realpathSync(tempDir("core-loc-"))
+      const child = Bun.spawn([process.execPath, join(import.meta.dir, "../../src/cli/main.ts"), "exec", "bash", "--input", JSON.stringify({ command: "echo hi there" }), "--location", location], {
+        cwd: location,
+        env: { ...process.env, CORE_DATA_DIR: data, CORE_HOME: tempDir("core-home-"), CORE_EXEC_FORWARD: "0" },
+        stdout: "pipe",
+        stderr: "pipe",
+      })
+      const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()])
+      expect({ code, failed: stderr.includes("Could not apply the sandbox") }).toEqual({ code: 0, failed: false })
+      expect(JSON.parse(stdout)).toMatchObject({ status: "success" })
+      expect(JSON.parse(stdout).content[0].text).toContain("hi there")
+    } finally {
+      rmSync(data, { recursive: true, force: true })
+    }
+  }, 30_000)
+})
