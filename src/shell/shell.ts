@@ -299,9 +299,14 @@ const spawnSupervised = (
         ...(cover === undefined ? {} : { cover }),
         ...(sockets === undefined ? {} : { sockets }),
         graceMs: ProcessGroup.GRACE_MS,
-      }, signal),
+      }, signal).catch((cause: unknown) => {
+        // A supervisor that could not be recorded (a full disk) starts no command: the caller's to handle.
+        if (cause instanceof Supervised.RecordError) return cause
+        throw cause
+      }),
     )),
     (run) =>
+      run instanceof Supervised.RecordError ? Effect.fail(spawnError(request, run.code, run.message)) :
       Effect.flatMap(
         Effect.promise(() => run.started),
         (started): Effect.Effect<Handle, SpawnError> => {

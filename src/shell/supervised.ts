@@ -144,13 +144,42 @@ interface Owner {
   readonly start: number | undefined
 }
 
+/**
+ * A supervisor that could not be recorded (a full disk, a read-only data directory): it is not used, and the
+ * command does not start. `code` is the system's (ENOSPC, EROFS, EACCES, ...).
+ */
+export class RecordError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
 const record = (records: Records, owner: Owner, marker: string, supervisor: number) => {
   const body = JSON.stringify({ owner, supervisor: { pid: supervisor, start: startOf(supervisor) } })
+  const path = join(records.directory, `${marker}.json`)
   try {
-    writeFileSync(join(records.directory, `${marker}.json`), body, { mode: 0o600 })
-  } catch {
-    mkdirSync(records.directory, { recursive: true, mode: 0o700 })
-    writeFileSync(join(records.directory, `${marker}.json`), body, { mode: 0o600 })
+    try {
+      writeFileSync(path, body, { mode: 0o600 })
+    } catch {
+      mkdirSync(records.directory, { recursive: true, mode: 0o700 })
+      writeFileSync(path, body, { mode: 0o600 })
+    }
+  } catch (cause) {
+    // A record cut short (a disk that filled as it was written) goes, where it can.
+    try {
+      rmSync(path, { force: true })
+    } catch {
+      // nothing was made there
+    }
+    const code = (cause as NodeJS.ErrnoException | undefined)?.code ?? "EIO"
+    const reason = cause instanceof Error ? cause.message.replace(/^[A-Z0-9]+: /, "") : String(cause)
+    throw new RecordError(
+      code,
+      `core could not record its supervisor in ${records.directory} (${reason}); core keeps that record to end the command's processes should it die, and starts nothing without it`,
+    )
   }
 }
 

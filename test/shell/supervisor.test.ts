@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test"
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Deferred, Effect, Fiber } from "effect"
+import { Cause, Deferred, Effect, Fiber } from "effect"
 import { Landlock } from "../../src/shell/landlock"
 import { Shell } from "../../src/shell/shell"
 import { Supervised } from "../../src/shell/supervised"
@@ -231,5 +231,26 @@ describe("the records of runs", () => {
     const pool = Supervised.pool({ directory: join(file, "runs") })
     await pool.warm()
     expect(() => pool.launch(order(tempDir("core-sup-")))).toThrow()
+  })
+})
+
+// A full disk or a read-only data directory: the supervisor's record cannot be written, so the command must not
+// start (nothing could end its processes should core die); the caller is told why, in words, as a refused start.
+describe("a supervisor that cannot be recorded", () => {
+  test("starts no command, and the run fails as a refused start that says where and why", async () => {
+    const blocked = join(tempDir("core-runs-"), "a-file")
+    writeFileSync(blocked, "not a directory\n")
+    const records = join(blocked, "runs")
+    const marker = join(tempDir("core-loc-"), "ran")
+    const exit = await Effect.runPromiseExit(
+      Shell.make({}, { records }).run({ argv: ["sh", "-c", `touch ${marker}`], cwd: tempDir("core-loc-") }),
+    )
+    expect(exit._tag).toBe("Failure")
+    const found = exit._tag === "Failure" ? Cause.findError(exit.cause) : undefined
+    const error = found?._tag === "Success" ? found.success : found
+    expect(error).toBeInstanceOf(Shell.SpawnError)
+    expect((error as Shell.SpawnError).code).toBe("ENOTDIR")
+    expect((error as Shell.SpawnError).message).toContain(`could not record its supervisor in ${records}`)
+    expect(existsSync(marker)).toBe(false)
   })
 })
