@@ -18,7 +18,9 @@ import {
 } from "@modelcontextprotocol/sdk/types.js"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
+import * as Tracer from "effect/Tracer"
 import type { Served } from "../host/served"
 import type { Sidecar } from "../host/sidecar"
 import { Agent } from "../permission/agent"
@@ -256,6 +258,9 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
         }
         const post = request.request.method === "POST"
         const json = post && !streams(open.session, request.body)
+        // Traced, the calls this request carries sit under its span, not under the request that opened the session.
+        const parent = post ? yield* Effect.serviceOption(Tracer.ParentSpan) : Option.none()
+        const release = Option.isSome(parent) ? open.session.carried(request.body, parent.value) : undefined
         const answer = McpEvents.answer(
           yield* Effect.promise(
             () =>
@@ -263,6 +268,8 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
               (post ? open.transport.post(request.request, request.body, json) : open.transport.handleRequest(request.request)),
           ),
         )
+        // Answered as JSON, its requests are done; a stream's calls take their span as they start.
+        if (json) release?.()
         if (request.request.method === "DELETE") yield* end(id)
         return answer
       })

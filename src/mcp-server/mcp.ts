@@ -29,6 +29,7 @@ import {
   type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js"
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Tracer from "effect/Tracer"
@@ -91,6 +92,11 @@ export interface Session {
   /** Whether a call of this session is still being waited on. */
   readonly busy: () => boolean
   /**
+   * With a tracer that keeps spans, the requests of `message` (one, or a batch) are traced under `span`, the HTTP
+   * request that carried them, rather than under the one that opened the session; `release` forgets those not taken.
+   */
+  readonly carried: (message: unknown, span: Tracer.AnySpan) => () => void
+  /**
    * The answer to `message` when it is a plain `tools/call` the session answers itself, without the transport (a
    * cancelled one is never answered, as the SDK answers none); undefined for any other message.
    */
@@ -143,6 +149,13 @@ interface State {
   readonly options: Options
   readonly server: Server
   readonly run: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
+  /**
+   * Runs `effect` for the request `requestId`: under the span of the HTTP request that carried it (`requests`, taken
+   * once), else as `run` does (stdio, where the session's context is the command's).
+   */
+  readonly runFor: <A, E>(requestId: string | number, effect: Effect.Effect<A, E>) => Promise<A>
+  /** The spans of the HTTP requests carrying messages not yet answered, by the message's id (traced only). */
+  readonly requests: Map<string | number, Tracer.AnySpan>
   /** Runs `effect` in the session's context: its exit now when it ends without waiting, else once it ends. */
   readonly now: <A, E>(effect: Effect.Effect<A, E>) => Exit.Exit<A, E> | Promise<Exit.Exit<A, E>>
   /** Whether a tracer that keeps spans is installed. */
@@ -307,10 +320,10 @@ const resultOf = (serving: Host, turn: Served.Turn, tool: string, settlement: Se
 /** `tools/list` (the agent's catalog now) and `tools/call` (settled through the host's running calls). */
 const serveTools = (state: State) => {
   const { server, options } = state
-  server.setRequestHandler(ListToolsRequestSchema, async () => {
+  server.setRequestHandler(ListToolsRequestSchema, async (_, extra) => {
     const { served } = await state.current()
     await offerHostTools(state, served)
-    const turn = await state.run(state.span("mcp tools/list", served.capture(options.agent)))
+    const turn = await state.runFor(extra.requestId, state.span("mcp tools/list", served.capture(options.agent)))
     return { tools: turn.materialization.definitions.map(Mapping.toolOf) }
   })
 
@@ -325,7 +338,8 @@ const serveTools = (state: State) => {
 /** The result of a `tools/call` on `serving`; an operational failure is an InternalError. */
 const answerCall = async (state: State, serving: Host, params: CallToolRequest["params"], extra: CallExtra) => {
   const call = callOf(params, state.options, extra.requestId)
-  const settling = state.run(
+  const settling = state.runFor(
+    extra.requestId,
     state.span("mcp tools/call", callTool(state, serving, call, extra, params._meta?.progressToken), {
       "core.tool": call.name,
       "core.session": call.sessionID,
@@ -579,6 +593,7 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
     const scope = yield* Effect.scope
     const traced = (yield* Effect.tracer) !== Tracer.nativeTracer
     const context = yield* Effect.context<never>()
+    const requests = new Map<string | number, Tracer.AnySpan>()
     let host: Host | undefined
     let attached: () => void = () => undefined
     const ready = new Promise<void>((resolve) => {
@@ -591,6 +606,13 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         { capabilities: { tools: { listChanged: true }, resources: {}, prompts: { listChanged: true } } },
       ),
       run: Effect.runPromiseWith(context),
+      runFor: (requestId, effect) => {
+        const span = requests.get(requestId)
+        if (span === undefined) return Effect.runPromiseWith(context)(effect)
+        requests.delete(requestId)
+        return Effect.runPromiseWith(Context.add(context, Tracer.ParentSpan, span))(effect)
+      },
+      requests,
       now: (effect) => {
         const fiber = Effect.runForkWith(context)(effect)
         return fiber.pollUnsafe() ?? new Promise((resolve) => fiber.addObserver(resolve))
@@ -682,6 +704,18 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       connect,
       close,
       busy: () => waiting.size > 0,
+      carried: (message, span) => {
+        if (!traced) return () => {}
+        const ids = (Array.isArray(message) ? message : [message]).flatMap((one: unknown) =>
+          typeof one === "object" && one !== null && "method" in one && "id" in one && (typeof one.id === "string" || typeof one.id === "number")
+            ? [one.id]
+            : [],
+        )
+        for (const id of ids) requests.set(id, span)
+        return () => {
+          for (const id of ids) if (requests.get(id) === span) requests.delete(id)
+        }
+      },
       answer: (message: unknown) => {
         let deliver!: (answer: JSONRPCMessage) => void
         const answered = new Promise<JSONRPCMessage>((resolve) => (deliver = resolve))

@@ -306,6 +306,43 @@ describe("traces from core serve", () => {
       expect(request === undefined ? undefined : attribute(request, "url.path")).toBe(path)
     }
   })
+
+  // A session of /mcp is opened by one HTTP request (initialize) and used by the next: each tools/call was traced under
+  // the initialize request, in its trace, long after it ended; the request that carried the call had nothing under it.
+  test("each tools/call of an /mcp session sits under the HTTP request that carried it", async () => {
+    const otlp = start()
+    const box = sandbox({ "a.txt": "hi\n" })
+    const server = await serve(box, [], { ...JSON_PROTOCOL, OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_BSP_SCHEDULE_DELAY: "100" })
+    const headers = { accept: "application/json, text/event-stream", "content-type": "application/json" }
+    const initialize = await server.fetch("POST", "/mcp", {
+      headers,
+      body: { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } },
+    })
+    expect(initialize.status).toBe(200)
+    await initialize.text()
+    const session = { ...headers, "mcp-session-id": initialize.headers.get("mcp-session-id")!, "mcp-protocol-version": "2025-06-18" }
+    await (await server.fetch("POST", "/mcp", { headers: session, body: { jsonrpc: "2.0", method: "notifications/initialized" } })).text()
+    for (const id of [2, 3]) {
+      const called = await server.fetch("POST", "/mcp", {
+        headers: session,
+        body: { jsonrpc: "2.0", id, method: "tools/call", params: { name: "read", arguments: { filePath: "a.txt" } } },
+      })
+      expect(await called.text()).toContain("hi")
+    }
+    server.child.kill("SIGTERM")
+    expect((await server.exited()).code).toBe(0)
+
+    const spans = spansOf(otlp.received)
+    const posts = spans.filter((span) => span.kind === 2 && attribute(span, "url.path") === "/mcp")
+    expect(posts).toHaveLength(4)
+    const calls = byName(spans, "mcp tools/call")
+    expect(calls).toHaveLength(2)
+    // Each call's span is a child of its own request's: the third and fourth POSTs, in their traces.
+    for (const [index, call] of calls.entries()) {
+      const carrier = posts[2 + index]!
+      expect({ traceId: call.traceId, parent: call.parentSpanId }).toEqual({ traceId: carrier.traceId, parent: carrier.spanId })
+    }
+  })
 })
 
 describe("traces from core mcp", () => {
