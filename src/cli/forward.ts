@@ -36,6 +36,11 @@ const { EXIT } = ExitCodes
 const EXIT_HANGUP = 128 + 1
 /** How long exec hung up waits for the sidecar to take the cancel of its call. */
 const HANGUP_CANCEL_MS = 1_000
+/**
+ * How long exec waits for the cancelled settlement once it has asked for it: a command is ended within its grace
+ * period (3 s, SIGTERM then SIGKILL); a sidecar that says nothing for longer is stopped or stuck.
+ */
+const CANCEL_ANSWER_MS = 10_000
 
 const STRING_FLAGS = new Set(["input", "location", "agent", "session", "message", "call"])
 
@@ -263,6 +268,8 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
   }
   const cancelPath = `/v1/calls/${encodeURIComponent(call.sessionID)}/${encodeURIComponent(call.toolCallID)}/cancel`
   const cancel = () => request(sidecar, "POST", cancelPath).catch(() => undefined)
+  /** The progress line on stderr, once there is progress to show. */
+  let line: ProgressLine.ProgressLine | undefined
   /** The signal that came before the sidecar's answer began, if one did: acted on once it is known whose call it is. */
   let asked: "stop" | "hangup" | undefined
   /** Whether the call was running already (this exec joined another's); known once the answer has begun. */
@@ -279,7 +286,17 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
       return void stdout(`${JSON.stringify(stopped, null, 2)}\n`).then(() => process.exit(EXIT.cancelled))
     }
     const cancelling = cancel()
-    if (signal === "hangup") void Promise.race([cancelling, Bun.sleep(HANGUP_CANCEL_MS)]).then(() => process.exit(EXIT_HANGUP))
+    if (signal === "hangup") return void Promise.race([cancelling, Bun.sleep(HANGUP_CANCEL_MS)]).then(() => process.exit(EXIT_HANGUP))
+    // A sidecar that does not answer (stopped with SIGSTOP, stuck) would leave exec waiting with nothing said.
+    setTimeout(() => {
+      line?.clear()
+      stderr(
+        `core: the core serve settling the call (pid ${sidecar.record.pid}) did not answer its cancel within ` +
+          `${CANCEL_ANSWER_MS / 1000} s; the call may still run there. Call again with --session ${call.sessionID} ` +
+          `--call ${call.toolCallID} to get its settlement once recorded\n`,
+      )
+      process.exit(EXIT.operational)
+    }, CANCEL_ANSWER_MS)
   }
   const onSignal = (signal: "stop" | "hangup") => {
     // A second signal does not wait for the cancelled settlement; the sidecar still ends the call's processes.
@@ -315,7 +332,6 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
   // A signal that came while the call started is acted on now that it is known whose call it is.
   if (asked !== undefined) act(asked)
 
-  let line: ProgressLine.ProgressLine | undefined
   const options = {
     yes: flags.yes,
     get interactive() {

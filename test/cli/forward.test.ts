@@ -523,6 +523,30 @@ describe("a sidecar that stops mid-call", () => {
     expect(runs(box, "wait")).toBe(1)
   })
 
+  // Stopped (SIGSTOP) mid-call, the sidecar cannot take the cancel: exec said nothing and waited, and only a second
+  // signal ended it, silently. It now says so once the cancel has gone unanswered for a while.
+  test("stopped mid-call: a SIGINT it cannot answer ends exec after a while, saying the call may still run", async () => {
+    const box = sandbox({ "tools/wait.ts": waitTool({ record: "wait", progress: { message: "waiting" } }) })
+    const sidecar = await serve(box)
+    const running = await start(box, [
+      "exec", "wait", "--input", "{}", "--location", box.location, "--session", "ses_frozen", "--call", "call_frozen",
+    ])
+    await running.stderrContains("progress: waiting\n")
+    process.kill(sidecar.pid, "SIGSTOP")
+    try {
+      const asked = Date.now()
+      running.child.kill("SIGINT")
+      const result = await running.finished()
+      expect(result.code).toBe(3)
+      expect(result.stdout).toBe("")
+      expect(result.stderr).toContain("did not answer its cancel within 10 s; the call may still run there")
+      expect(result.stderr).toContain("--session ses_frozen --call call_frozen")
+      expect(Date.now() - asked).toBeLessThan(20_000)
+    } finally {
+      process.kill(sidecar.pid, "SIGCONT")
+    }
+  }, 30_000)
+
   test("dying mid-call: exec says so and exits 3; the call does not run again", async () => {
     const box = sandbox({ "tools/wait.ts": waitTool({ record: "wait", progress: { message: "waiting" } }) })
     // A short lease, so the call the sidecar held is known to be abandoned soon after it died.
