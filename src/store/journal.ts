@@ -308,6 +308,8 @@ export interface Journal {
   readonly forget: () => void
   /** Whether the journal holds records not yet in SQLite. */
   readonly pending: () => boolean
+  /** The rows the journal changed that SQLite does not have yet. Inside `reading` or `writing` only. */
+  readonly changed: () => Iterable<Row>
   /** The journal's size in bytes as this process last read it. */
   readonly size: () => number
   readonly close: () => void
@@ -754,6 +756,10 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
       forgetIndexed()
     },
     pending: () => rows.size > 0 || offset > RECORDS_AT,
+    changed: () => {
+      if (held === 0) throw new JournalError("reading the journal's rows outside a read or a write")
+      return rows.values()
+    },
     size: () => offset,
     close: () => {
       unmap()

@@ -310,6 +310,30 @@ const prepare = (db: Database) => ({
 
 type Statements = ReturnType<typeof prepare>
 
+/** When a row was received, as a listing orders them (newest first). */
+const receivedAt = (row: Journal.Row) => row.started_at ?? row.settled_at ?? 0
+
+/**
+ * SQLite's `limit` newest rows of a listing (newest first) with the journal's `changed` rows laid over them: each
+ * call once, as the journal has it where it has it, newest first, at most `limit`.
+ */
+const overlaid = (
+  listed: ReadonlyArray<ListedRow>,
+  changed: Iterable<Journal.Row>,
+  location: string,
+  sessionID: string | undefined,
+  since: number,
+  limit: number,
+): Array<ListedRow> => {
+  const byKey = new Map<string, ListedRow>()
+  for (const row of listed) byKey.set(JSON.stringify([row.session_id, row.call_id]), row)
+  for (const row of changed) {
+    if (row.location !== location || (sessionID !== undefined && row.session_id !== sessionID) || receivedAt(row) < since) continue
+    byKey.set(JSON.stringify([row.session_id, row.call_id]), row)
+  }
+  return [...byKey.values()].sort((a, b) => receivedAt(b) - receivedAt(a)).slice(0, limit)
+}
+
 /** Rows an upsert statement takes at once when a compaction writes many: each statement's own cost is shared. */
 const UPSERT_ROWS = 32
 /** Its statement's text, made once. */
@@ -734,12 +758,20 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
           list: (filter) =>
             attempt("lookup", () =>
               journal.writing(() => {
-                // Listed from SQLite, with everything the journal holds in it first.
-                if (journal.pending()) journal.compact()
-                return statements.list
-                  .all(filter.location, filter.sessionID ?? null, filter.since ?? 0, filter.limit)
-                  .reverse()
-                  .map((row) => Store.listedOf(row, (key) => recordOf(row, key)))
+                // Listed from SQLite, with everything the journal holds in it first; where that cannot be written
+                // (a full disk), with the journal's rows laid over SQLite's instead.
+                let merged = false
+                if (journal.pending()) {
+                  try {
+                    journal.compact()
+                  } catch {
+                    merged = true
+                  }
+                }
+                const since = filter.since ?? 0
+                let rows = statements.list.all(filter.location, filter.sessionID ?? null, since, filter.limit)
+                if (merged) rows = overlaid(rows, journal.changed(), filter.location, filter.sessionID, since, filter.limit)
+                return rows.reverse().map((row) => Store.listedOf(row, (key) => recordOf(row, key)))
               }),
             ),
         }),
