@@ -300,13 +300,13 @@ const spawnSupervised = (
         ...(sockets === undefined ? {} : { sockets }),
         graceMs: ProcessGroup.GRACE_MS,
       }, signal).catch((cause: unknown) => {
-        // A supervisor that could not be recorded (a full disk) starts no command: the caller's to handle.
+        // A supervisor that could not be recorded (a full disk) starts no command: core's failure, in its words.
         if (cause instanceof Supervised.RecordError) return cause
         throw cause
       }),
     )),
     (run) =>
-      run instanceof Supervised.RecordError ? Effect.fail(spawnError(request, run.code, run.message)) :
+      run instanceof Supervised.RecordError ? Effect.die(run) :
       Effect.flatMap(
         Effect.promise(() => run.started),
         (started): Effect.Effect<Handle, SpawnError> => {

@@ -146,7 +146,8 @@ interface Owner {
 
 /**
  * A supervisor that could not be recorded (a full disk, a read-only data directory): it is not used, and the
- * command does not start. `code` is the system's (ENOSPC, EROFS, EACCES, ...).
+ * command does not start. Core's own failure, not the command's: the call fails operationally, in these words
+ * alone (where in core it failed says nothing an operator can use). `code` is the system's (ENOSPC, EROFS, ...).
  */
 export class RecordError extends Error {
   constructor(
@@ -154,6 +155,8 @@ export class RecordError extends Error {
     message: string,
   ) {
     super(message)
+    this.name = "RecordError"
+    this.stack = `${this.name}: ${message}`
   }
 }
 
@@ -175,7 +178,7 @@ const record = (records: Records, owner: Owner, marker: string, supervisor: numb
       // nothing was made there
     }
     const code = (cause as NodeJS.ErrnoException | undefined)?.code ?? "EIO"
-    const reason = cause instanceof Error ? cause.message.replace(/^[A-Z0-9]+: /, "") : String(cause)
+    const reason = cause instanceof Error ? cause.message : String(cause)
     throw new RecordError(
       code,
       `core could not record its supervisor in ${records.directory} (${reason}); core keeps that record to end the command's processes should it die, and starts nothing without it`,

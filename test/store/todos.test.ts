@@ -5,6 +5,7 @@ import { Database } from "bun:sqlite"
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
+import { Settlement } from "../../src/contract/settlement"
 import { PostgresStore } from "../../src/store/postgres-store"
 import { SqliteStore } from "../../src/store/sqlite-store"
 import { Store } from "../../src/store/store"
@@ -153,7 +154,11 @@ describe("Todos and retention", () => {
           const todos = yield* Todos.Service
           const store = yield* Store.Service
           for (const sessionID of ["old1", "old2", "old3"]) yield* todos.write({ location: "/p", sessionID }, [item(sessionID)])
-          yield* store.begin({ location: "/p", sessionID: "old1", toolCallID: "c" }, "todowrite", "build")
+          // A settled call (one still running is never pruned).
+          yield* store.settle({ location: "/p", sessionID: "old1", toolCallID: "c" }, Settlement.error("todowrite", "c", "unknown", "gone"), {
+            state: "absent",
+            agent: "build",
+          })
           const cutoff = Date.now() + 1
           yield* Effect.promise(() => Bun.sleep(5))
           yield* todos.write({ location: "/p", sessionID: "new" }, [item("new")])
