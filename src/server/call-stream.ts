@@ -28,9 +28,9 @@ const REPLAYED_HEADERS = { ...HEADERS, "x-core-replayed": "true" } as const
 const JOINED_HEADERS = { ...HEADERS, "x-core-joined": "true" } as const
 const ENCODER = new TextEncoder()
 /**
- * An SSE comment the stream opens with (readers skip it): without a first chunk, Bun holds the end of the response's
- * head until the call's first event, and a client waits that long to learn the call was taken (and the server gone
- * meanwhile looks like a request refused before it was).
+ * An SSE comment the stream opens with when the call has nothing to say yet (readers skip it): without a first
+ * chunk, Bun holds the end of the response's head until the call's first event, and a client waits that long to
+ * learn the call was taken (and a server gone meanwhile looks like a request refused before it was).
  */
 const OPENED = ENCODER.encode(":\n\n")
 
@@ -133,9 +133,12 @@ export const open = async (options: Options): Promise<Response> => {
   }
   const replays = await head
 
+  /** Whether the stream has sent anything yet (its head goes out with its first chunk). */
+  let opened = false
   /** Hands everything waiting to the stream; closes it after the final event. */
   const flush = (controller: ReadableStreamDefaultController<Uint8Array>): boolean => {
     if (pending.size === 0) return false
+    opened = true
     controller.enqueue(ENCODER.encode(pending.take()))
     if (ended) {
       controller.close()
@@ -145,10 +148,13 @@ export const open = async (options: Options): Promise<Response> => {
   }
   const body = new ReadableStream<Uint8Array>(
     {
-      start: (controller) => controller.enqueue(OPENED),
       pull: (controller) => {
         if (over) return controller.close()
         if (flush(controller)) return
+        if (!opened) {
+          opened = true
+          return controller.enqueue(OPENED)
+        }
         return new Promise<void>((resolve) => {
           wake = () => {
             wake = undefined

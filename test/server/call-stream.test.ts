@@ -57,7 +57,7 @@ const eventsOf = (text: string) => {
   }
   return body
     .split("\n\n")
-    // The stream opens with a comment (so its head goes out at once): readers skip it.
+    // A stream may open with a comment (its head then goes out at once): readers skip it.
     .filter((block) => block !== "" && !block.startsWith(":"))
     .map((block) => {
       const [event, data] = block.split("\n") as [string, string]

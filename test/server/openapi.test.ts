@@ -125,7 +125,7 @@ export const run = async (fetch: typeof globalThis.fetch, base: string, token: s
     client,
     path: { turnID: turn.data.turnID },
     body: { ...call, toolCallID: "call_stream" },
-    // The stream opens with an SSE comment, which this generator's client reports as an event with no name.
+    // A stream may open with an SSE comment (a call with nothing to say yet), which this client reports as an unnamed event.
     onSseEvent: (event) => { if (event.event !== undefined) events.push(String(event.event)) },
   })
   let streamed: unknown
