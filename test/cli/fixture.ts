@@ -133,3 +133,44 @@ export const start = async (box: Sandbox, args: ReadonlyArray<string>): Promise<
     },
   }
 }
+
+/** `core ARGS` on a pseudo-terminal (`script`), as a person runs it: it prompts there, and reads what is typed. */
+export interface OnTerminal {
+  readonly child: Bun.Subprocess<"pipe", "pipe", "pipe">
+  /** What the terminal showed so far. */
+  readonly screen: () => string
+  /** Reads the terminal until it shows `text`; fails if core ends first. */
+  readonly until: (text: string) => Promise<void>
+  /** Reads the terminal to its end; answers core's exit code. */
+  readonly finished: () => Promise<number>
+}
+
+export const onTerminal = async (box: Sandbox, args: ReadonlyArray<string>): Promise<OnTerminal> => {
+  const command = [await binary(), ...args].map((part) => `'${part.replaceAll("'", "'\\''")}'`).join(" ")
+  const child = Bun.spawn(["script", "-qec", command, "/dev/null"], {
+    env: { ...process.env, ...box.env },
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+  })
+  const reader = child.stdout.getReader()
+  const decoder = new TextDecoder()
+  let screen = ""
+  const more = async (): Promise<boolean> => {
+    const chunk = await reader.read()
+    if (chunk.done) return false
+    screen += decoder.decode(chunk.value, { stream: true })
+    return true
+  }
+  return {
+    child,
+    screen: () => screen,
+    until: async (text) => {
+      while (!screen.includes(text)) if (!(await more())) throw new Error(`core ended before showing "${text}":\n${screen}`)
+    },
+    finished: async () => {
+      while (await more()) {}
+      return child.exited
+    },
+  }
+}

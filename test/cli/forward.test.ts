@@ -10,7 +10,7 @@ import { chmodSync, chownSync, cpSync, mkdirSync, readdirSync, readFileSync, ren
 import { join } from "node:path"
 import { binary } from "../support/binary"
 import { echoTool, waitTool } from "../support/tools"
-import { core, runs, sandbox, start, type Sandbox } from "./fixture"
+import { core, onTerminal, runs, sandbox, start, type Sandbox } from "./fixture"
 import { coreJson, recording } from "./permissions-fixture"
 import type { Run } from "../support/binary"
 
@@ -288,21 +288,8 @@ describe("core exec with a core serve of the same data directory", () => {
     const sidecar = await ready()
     const before = runs(box, "deploy")
     const args = ["exec", "deploy", "--input", '{"target":"prod"}', "--location", box.location, "--session", "ses_join", "--call", "call_join"]
-    const command = [await binary(), ...args].map((part) => `'${part.replaceAll("'", "'\\''")}'`).join(" ")
-    const first = Bun.spawn(["script", "-qec", command, "/dev/null"], {
-      env: { ...process.env, ...box.env },
-      stdin: "pipe",
-      stdout: "pipe",
-      stderr: "pipe",
-    })
-    const reader = first.stdout.getReader()
-    const decoder = new TextDecoder()
-    let shown = ""
-    while (!shown.includes("[r]eject:")) {
-      const chunk = await reader.read()
-      if (chunk.done) throw new Error(`the first exec ended before its prompt:\n${shown}`)
-      shown += decoder.decode(chunk.value, { stream: true })
-    }
+    const first = await onTerminal(box, args)
+    await first.until("[r]eject:")
     expect(sidecar.stderr()).toContain("call=call_join ")
 
     // Joined with --yes and no terminal: it approves nothing, declines nothing, shows nothing.
@@ -318,15 +305,10 @@ describe("core exec with a core serve of the same data directory", () => {
     expect(runs(box, "deploy")).toBe(before)
 
     // The person at the first's terminal rejects: the first and the one still joined both answer the rejection.
-    first.stdin.write("r\nNot today.\n")
-    await first.stdin.end()
-    for (;;) {
-      const chunk = await reader.read()
-      if (chunk.done) break
-      shown += decoder.decode(chunk.value, { stream: true })
-    }
-    expect(await first.exited).toBe(1)
-    expect(shown).toContain("Not today.")
+    first.child.stdin.write("r\nNot today.\n")
+    await first.child.stdin.end()
+    expect(await first.finished()).toBe(1)
+    expect(first.screen()).toContain("Not today.")
     const joined = await second.finished()
     expect(joined.code).toBe(1)
     expect(joined.stderr).toBe("")

@@ -3,43 +3,20 @@
 // operational failure (exit 3) whose message says what to write instead.
 
 import { describe, expect, test } from "bun:test"
-import { binary } from "../support/binary"
-import { exec, IMPORTS, runs, sandbox, settlementOf } from "./fixture"
+import { exec, IMPORTS, onTerminal, runs, sandbox, settlementOf } from "./fixture"
 import { coreJson, recording } from "./permissions-fixture"
-
-const quote = (part: string) => `'${part.replaceAll("'", "'\\''")}'`
 
 describe("a call interrupted at its permission prompt", () => {
   test("is recorded cancelled by the settler; the same session and call again replays it and runs nothing", async () => {
     const box = sandbox({ "tools/deploy.ts": recording("deploy"), ...coreJson({ permission: { deploy: "ask" } }) })
     const ids = ["--session", "ses_prompt", "--call", "call_prompt"]
-    const command = [await binary(), "exec", "deploy", "--input", '{"target":"prod"}', "--location", box.location, ...ids]
-      .map(quote)
-      .join(" ")
-    // On a pseudo-terminal (`script`), so core prompts; ^C typed there is SIGINT for core, as a person's would be.
-    const child = Bun.spawn(["script", "-qec", command, "/dev/null"], {
-      env: { ...process.env, ...box.env },
-      stdin: "pipe",
-      stdout: "pipe",
-      stderr: "pipe",
-    })
-    const reader = child.stdout.getReader()
-    const decoder = new TextDecoder()
-    let screen = ""
-    while (!screen.includes("[r]eject:")) {
-      const chunk = await reader.read()
-      if (chunk.done) throw new Error(`core ended before prompting:\n${screen}`)
-      screen += decoder.decode(chunk.value)
-    }
-    child.stdin.write("\x03")
-    await child.stdin.flush()
-    for (;;) {
-      const chunk = await reader.read()
-      if (chunk.done) break
-      screen += decoder.decode(chunk.value)
-    }
-    expect(await child.exited).toBe(130)
-    expect(screen).toContain('"status": "cancelled"')
+    // On a pseudo-terminal, so core prompts; ^C typed there is SIGINT for core, as a person's would be.
+    const terminal = await onTerminal(box, ["exec", "deploy", "--input", '{"target":"prod"}', "--location", box.location, ...ids])
+    await terminal.until("[r]eject:")
+    terminal.child.stdin.write("\x03")
+    await terminal.child.stdin.flush()
+    expect(await terminal.finished()).toBe(130)
+    expect(terminal.screen()).toContain('"status": "cancelled"')
 
     const again = await exec(box, "deploy", { target: "prod" }, [...ids, "--yes"])
     expect(again.code).toBe(130)
