@@ -282,7 +282,14 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
   const act = (signal: "stop" | "hangup") => {
     if (joined === true) {
       if (signal === "hangup") process.exit(EXIT_HANGUP)
-      const stopped = { tool: flags.name, callID: call.toolCallID, status: "cancelled", content: [{ type: "text", text: Cancelled.text(flags.name) }], structured: null, outputs: [] }
+      const stopped = {
+        tool: flags.name,
+        callID: call.toolCallID,
+        status: "cancelled",
+        content: [{ type: "text", text: Cancelled.text(flags.name) }],
+        structured: null,
+        outputs: [],
+      }
       return void stdout(`${JSON.stringify(stopped, null, 2)}\n`).then(() => process.exit(EXIT.cancelled))
     }
     const cancelling = cancel()
