@@ -53,7 +53,7 @@ const headersOf = (text: string | undefined): { readonly headers: Record<string,
 }
 
 /** The longest wait a timer can take (2^31 - 1 ms, about 24.8 days): more would fire at once, again and again. */
-export const MAX_MS = 2_147_483_647
+const MAX_MS = 2_147_483_647
 
 const millis = (text: string | undefined, fallback: number): number => {
   const value = Number(text)

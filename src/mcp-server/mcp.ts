@@ -150,12 +150,10 @@ interface State {
   readonly server: Server
   readonly run: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
   /**
-   * Runs `effect` for the request `requestId`: under the span of the HTTP request that carried it (`requests`, taken
-   * once), else as `run` does (stdio, where the session's context is the command's).
+   * Runs `effect` for the request `requestId`: under the span of the HTTP request that carried it (see `carried`,
+   * taken once), else as `run` does (stdio, where the session's context is the command's).
    */
   readonly runFor: <A, E>(requestId: string | number, effect: Effect.Effect<A, E>) => Promise<A>
-  /** The spans of the HTTP requests carrying messages not yet answered, by the message's id (traced only). */
-  readonly requests: Map<string | number, Tracer.AnySpan>
   /** Runs `effect` in the session's context: its exit now when it ends without waiting, else once it ends. */
   readonly now: <A, E>(effect: Effect.Effect<A, E>) => Exit.Exit<A, E> | Promise<Exit.Exit<A, E>>
   /** Whether a tracer that keeps spans is installed. */
@@ -593,7 +591,9 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
     const scope = yield* Effect.scope
     const traced = (yield* Effect.tracer) !== Tracer.nativeTracer
     const context = yield* Effect.context<never>()
+    /** The spans of the HTTP requests carrying messages not yet answered, by the message's id (traced only). */
     const requests = new Map<string | number, Tracer.AnySpan>()
+    const run = Effect.runPromiseWith(context)
     let host: Host | undefined
     let attached: () => void = () => undefined
     const ready = new Promise<void>((resolve) => {
@@ -605,14 +605,13 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         { name: options.name, version: options.version },
         { capabilities: { tools: { listChanged: true }, resources: {}, prompts: { listChanged: true } } },
       ),
-      run: Effect.runPromiseWith(context),
+      run,
       runFor: (requestId, effect) => {
         const span = requests.get(requestId)
-        if (span === undefined) return Effect.runPromiseWith(context)(effect)
+        if (span === undefined) return run(effect)
         requests.delete(requestId)
         return Effect.runPromiseWith(Context.add(context, Tracer.ParentSpan, span))(effect)
       },
-      requests,
       now: (effect) => {
         const fiber = Effect.runForkWith(context)(effect)
         return fiber.pollUnsafe() ?? new Promise((resolve) => fiber.addObserver(resolve))
@@ -628,7 +627,7 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       waiting: new Set(),
       delegating: new WeakMap(),
     }
-    const { server, running, waiting, run } = state
+    const { server, running, waiting } = state
     servePrompts(state)
     serveResources(state)
     serveTools(state)

@@ -54,10 +54,16 @@ export const current: string = `${HOST}:${process.pid}:${startTime(process.pid)}
  * another host or namespace nothing can be known, and only its lease tells.
  */
 export const isGone = (owner: string): boolean => {
+  const here = onThisMachine(owner)
+  return here !== undefined && !runs(here.pid, here.start)
+}
+
+/** The pid and start time of `owner` when it is another process on this kernel and in this PID namespace. */
+const onThisMachine = (owner: string): { readonly pid: number; readonly start: string } | undefined => {
   const [, pidText, start, , ...rest] = owner.split(":")
-  if (MACHINE === "" || rest.join(":") !== MACHINE || owner === current) return false
+  if (MACHINE === "" || rest.join(":") !== MACHINE || owner === current) return undefined
   const pid = Number(pidText)
-  return Number.isInteger(pid) && pid > 0 && !runs(pid, start ?? "")
+  return Number.isInteger(pid) && pid > 0 ? { pid, start: start ?? "" } : undefined
 }
 
 /**
@@ -67,10 +73,9 @@ export const isGone = (owner: string): boolean => {
  * not renewed, and it will go on when it can. On another host or namespace nothing can be known.
  */
 export const runsHere = (owner: string): boolean => {
-  const [, pidText, start, , ...rest] = owner.split(":")
-  if (MACHINE === "" || rest.join(":") !== MACHINE || owner === current) return false
-  const pid = Number(pidText)
-  return Number.isInteger(pid) && pid > 0 && start !== undefined && start !== "" && runs(pid, start)
+  const here = onThisMachine(owner)
+  // Without its start time, a pid running now may be another process: not certain.
+  return here !== undefined && here.start !== "" && runs(here.pid, here.start)
 }
 
 /**

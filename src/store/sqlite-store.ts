@@ -13,6 +13,7 @@ import { chmodSync, closeSync, mkdirSync, openSync, statfsSync, statSync } from 
 import { dirname, resolve } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { CallKey } from "../contract/call-key"
 import type { Settlement } from "../contract/settlement"
 import { Checkpointer } from "./checkpointer"
 import { Journal } from "./journal"
@@ -326,10 +327,11 @@ const overlaid = (
   limit: number,
 ): Array<ListedRow> => {
   const byKey = new Map<string, ListedRow>()
-  for (const row of listed) byKey.set(JSON.stringify([row.session_id, row.call_id]), row)
+  const keyOf = (row: Journal.Row) => CallKey.of(row.location, { sessionID: row.session_id, toolCallID: row.call_id })
+  for (const row of listed) byKey.set(keyOf(row), row)
   for (const row of changed) {
     if (row.location !== location || (sessionID !== undefined && row.session_id !== sessionID) || receivedAt(row) < since) continue
-    byKey.set(JSON.stringify([row.session_id, row.call_id]), row)
+    byKey.set(keyOf(row), row)
   }
   return [...byKey.values()].sort((a, b) => receivedAt(b) - receivedAt(a)).slice(0, limit)
 }
