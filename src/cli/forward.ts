@@ -363,7 +363,17 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
           // The ask may have gone meanwhile (its call was cancelled): nothing to answer then.
           await request(sidecar, "POST", `/v1/permissions/${encodeURIComponent(ask.id)}/reply`, { body: reply }).catch(() => undefined)
         })
-      } else if (event === "settlement") {
+      } else if (event === "settlement" || event === "error") {
+        // Hung up, exec ends as the signal ends it and prints nothing, whether the settlement came before or after
+        // the sidecar took the cancel: the call is over either way.
+        if (asked === "hangup") process.exit(EXIT_HANGUP)
+        if (event === "error") {
+          const { error } = JSON.parse(data) as { error: { message: string } }
+          line?.clear()
+          terminal.close()
+          stderr(`core: ${error.message}\n`)
+          return EXIT.operational
+        }
         const { result: _result, ...settlement } = JSON.parse(data) as { status: Settlement.Status; result?: unknown }
         line?.clear()
         terminal.close()
@@ -372,17 +382,12 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
         if (failure === undefined) return code
         stderr(`core: could not write to stdout: ${String((failure as Error).message ?? failure)}\n`)
         return code === EXIT.ok ? EXIT.operational : code
-      } else if (event === "error") {
-        const { error } = JSON.parse(data) as { error: { message: string } }
-        line?.clear()
-        terminal.close()
-        stderr(`core: ${error.message}\n`)
-        return EXIT.operational
       }
     }
   } catch {
     // The connection broke: the sidecar stopped.
   }
+  if (asked === "hangup") process.exit(EXIT_HANGUP)
   line?.clear()
   terminal.close()
   stderr(
