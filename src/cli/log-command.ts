@@ -58,14 +58,34 @@ const time = (entry: Recorded.Entry): string => {
   return at === null ? "-" : `${at.slice(0, 10)} ${at.slice(11, 19)}`
 }
 
-/** The input on one line, cut to `width` characters (control characters shown as spaces). */
-const shortInput = (entry: Recorded.Entry, width: number): string => {
-  const text = (typeof entry.input === "string" && entry.inputTruncated ? entry.input : JSON.stringify(entry.input)).replace(
-    /[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g,
-    " ",
-  )
-  return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`
+/** How many terminal columns `text` takes (a CJK character or an emoji two, a combining mark none). */
+const columnsOf = (text: string): number => Bun.stringWidth(text)
+
+const graphemes = new Intl.Segmenter()
+
+/** `text` cut to at most `width` columns, ending in "…" when cut; never inside a character or a grapheme. */
+const fit = (text: string, width: number): string => {
+  if (columnsOf(text) <= width) return text
+  let kept = ""
+  let used = 0
+  for (const { segment } of graphemes.segment(text)) {
+    const columns = columnsOf(segment)
+    if (used + columns > width - 1) break
+    kept += segment
+    used += columns
+  }
+  return `${kept}…`
 }
+
+/** The input on one line, cut to `width` columns (control characters shown as spaces). */
+const shortInput = (entry: Recorded.Entry, width: number): string =>
+  fit(
+    (typeof entry.input === "string" && entry.inputTruncated ? entry.input : JSON.stringify(entry.input)).replace(
+      /[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g,
+      " ",
+    ),
+    width,
+  )
 
 /**
  * A tool name or call id as its cell shows it (both come from clients): as it is when it needs no escape, else
@@ -80,8 +100,10 @@ const cell = (text: string): string => {
 export const table = (entries: ReadonlyArray<Recorded.Entry>, columns: number): string => {
   const rows = entries.map((entry) => [time(entry), cell(entry.tool), statusOf(entry), duration(entry.durationMs), cell(entry.toolCallID)])
   const header = ["TIME (UTC)", "TOOL", "STATUS", "DURATION", "CALL"]
-  const widths = header.map((title, index) => Math.max(title.length, ...rows.map((row) => row[index]!.length)))
-  const line = (cells: ReadonlyArray<string>) => cells.map((cell, index) => cell.padEnd(widths[index]!)).join("  ")
+  // Cells are laid out by the columns they take on a terminal, not by their UTF-16 length.
+  const widths = header.map((title, index) => Math.max(title.length, ...rows.map((row) => columnsOf(row[index]!))))
+  const line = (cells: ReadonlyArray<string>) =>
+    cells.map((cell, index) => cell + " ".repeat(widths[index]! - columnsOf(cell))).join("  ")
   const used = widths.reduce((sum, width) => sum + width + 2, 0)
   const inputWidth = Math.max(MIN_INPUT_WIDTH, columns - used)
   return [

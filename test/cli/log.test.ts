@@ -116,6 +116,29 @@ describe("core log", () => {
     expect(lines[2]).toContain(String.raw`"bad\u001b[31mtool\nX"`)
   })
 
+  // A terminal gives a CJK character or an emoji two columns: the table is laid out by columns, so every row's cells
+  // start where the header's do, and an input is cut to the columns left, never inside a character.
+  test("names, ids and inputs in CJK or with emoji keep the columns aligned and the rows within the width", async () => {
+    const wide = sandbox()
+    await exec(wide, "読み込み", {}, ["--session", "ses_w", "--call", "call_👩‍💻_1"])
+    await exec(wide, "list", { note: "日本語の入力".repeat(40) }, ["--session", "ses_w", "--call", "call_2"])
+    const result = await core(wide, ["log", "--location", wide.location])
+    expect(result).toMatchObject({ code: 0, stderr: "" })
+    const lines = result.stdout.trimEnd().split("\n")
+    expect(lines).toHaveLength(3)
+    const columns = (text: string) => Bun.stringWidth(text)
+    const statusAt = columns(lines[0]!.slice(0, lines[0]!.indexOf("STATUS")))
+    expect(lines[1]).toContain("error:unknown")
+    expect(lines[2]).toContain("error:invalid_input")
+    for (const line of lines.slice(1)) expect(columns(line.slice(0, line.indexOf("error:")))).toBe(statusAt)
+    const inputAt = columns(lines[0]!.slice(0, lines[0]!.indexOf("INPUT")))
+    expect(columns(lines[2]!.slice(0, lines[2]!.indexOf('{"note"')))).toBe(inputAt)
+    for (const line of lines) expect(columns(line)).toBeLessThanOrEqual(120)
+    expect(lines[2]).toEndWith("…")
+    expect(lines[2]).not.toMatch(/[\ud800-\udfff](?![\udc00-\udfff])/)
+    expect(columns(lines[2]!)).toBeGreaterThanOrEqual(118)
+  })
+
   // The table's times are UTC: one copied from it and given back without an offset means the same instant, whatever
   // the zone the user's terminal is in; a day the month does not have is refused, not rolled over into the next.
   test("--since without an offset is UTC, as the table shows times; an impossible date is a usage error", async () => {
