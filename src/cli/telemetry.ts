@@ -55,16 +55,31 @@ const headersOf = (text: string | undefined): { readonly headers: Record<string,
 /** The longest wait a timer can take (2^31 - 1 ms, about 24.8 days): more would fire at once, again and again. */
 const MAX_MS = 2_147_483_647
 
-const millis = (text: string | undefined, fallback: number): number => {
-  const value = Number(text)
-  return text !== undefined && Number.isFinite(value) && value >= 0 ? Math.min(value, MAX_MS) : fallback
+/**
+ * The value of the first of `names` set, read by `read`; one set that `read` refuses is said in `warnings` (it is
+ * left to the default, as the OTel SDKs do, but not silently: the user meant something by it).
+ */
+const numeric = <A>(
+  env: Env,
+  warnings: Array<string>,
+  what: string,
+  read: (value: number) => A | undefined,
+  ...names: ReadonlyArray<string>
+): A | undefined => {
+  const name = names.find((each) => first(env, each) !== undefined)
+  if (name === undefined) return undefined
+  const text = first(env, name)!
+  const value = text === "" ? Number.NaN : Number(text)
+  const found = Number.isNaN(value) ? undefined : read(value)
+  if (found === undefined) warnings.push(`core: warning: ${name}=${JSON.stringify(text)} is not ${what}; the default is used`)
+  return found
 }
 
-/** A positive whole count, or undefined (the exporter's default) when unset or not one. */
-const count = (text: string | undefined): number | undefined => {
-  const value = Number(text)
-  return text !== undefined && Number.isSafeInteger(value) && value > 0 ? value : undefined
-}
+/** Milliseconds: a number, 0 or more; one past what a timer can wait is that longest wait. */
+const millis = (value: number): number | undefined => (value >= 0 ? Math.min(value, MAX_MS) : undefined)
+
+/** A positive whole count. */
+const count = (value: number): number | undefined => (Number.isSafeInteger(value) && value > 0 ? value : undefined)
 
 const optional = <K extends string>(key: K, value: number | undefined): { readonly [P in K]?: number } =>
   (value === undefined ? {} : { [key]: value }) as { readonly [P in K]?: number }
@@ -93,18 +108,24 @@ export const settings = (
   if (protocol !== "http/protobuf" && protocol !== "http/json") {
     return { problem: `core: warning: not exporting traces: core sends OTLP over HTTP (http/protobuf or http/json), not ${protocol}` }
   }
-  const compression = first(env, "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION")
+  const compression = first(env, "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION")?.toLowerCase()
   const resource = pairs(first(env, "OTEL_RESOURCE_ATTRIBUTES"))
   const { headers, skipped } = headersOf(first(env, "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"))
+  const warnings: Array<string> = []
+  if (skipped.length > 0) {
+    warnings.push(
+      `core: warning: exporting traces without the headers ${skipped.join(", ")} of OTEL_EXPORTER_OTLP_HEADERS: ` +
+        "a header's name must be a token (letters, digits and !#$%&'*+.^_`|~-) and its value hold no line break " +
+        "and no character past U+00FF (URL-encode it)",
+    )
+  }
+  if (compression !== undefined && compression !== "gzip" && compression !== "none") {
+    warnings.push(`core: warning: exporting traces uncompressed: core compresses with gzip or none, not ${JSON.stringify(compression)}`)
+  }
+  const ms = "a number of milliseconds (0 or more)"
+  const positive = "a whole number above 0"
   return {
-    warnings:
-      skipped.length === 0
-        ? []
-        : [
-            `core: warning: exporting traces without the headers ${skipped.join(", ")} of OTEL_EXPORTER_OTLP_HEADERS: ` +
-              "a header's name must be a token (letters, digits and !#$%&'*+.^_`|~-) and its value hold no line break " +
-              "and no character past U+00FF (URL-encode it)",
-          ],
+    warnings,
     settings: {
       url,
       headers,
@@ -112,10 +133,10 @@ export const settings = (
       compression: compression === "gzip" ? "gzip" : "none",
       serviceName: first(env, "OTEL_SERVICE_NAME") ?? resource["service.name"] ?? "core",
       resource,
-      exportIntervalMs: millis(first(env, "OTEL_BSP_SCHEDULE_DELAY"), defaults.exportIntervalMs),
-      flushMs: millis(first(env, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"), defaults.flushMs),
-      ...optional("maxBatchSpans", count(first(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"))),
-      ...optional("maxQueuedSpans", count(first(env, "OTEL_BSP_MAX_QUEUE_SIZE"))),
+      exportIntervalMs: numeric(env, warnings, ms, millis, "OTEL_BSP_SCHEDULE_DELAY") ?? defaults.exportIntervalMs,
+      flushMs: numeric(env, warnings, ms, millis, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT") ?? defaults.flushMs,
+      ...optional("maxBatchSpans", numeric(env, warnings, positive, count, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE")),
+      ...optional("maxQueuedSpans", numeric(env, warnings, positive, count, "OTEL_BSP_MAX_QUEUE_SIZE")),
     },
   }
 }

@@ -47,19 +47,42 @@ describe("Telemetry.settings", () => {
     })
   })
 
-  test("sizes and delays that are not numbers are left to the defaults", () => {
-    const settings = settingsOf({
-      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://collector:4318/custom",
-      OTEL_BSP_SCHEDULE_DELAY: "soon",
-      OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "0",
-      OTEL_BSP_MAX_QUEUE_SIZE: "1.5",
-      OTEL_EXPORTER_OTLP_TIMEOUT: "-3",
-    })
+  // Left to the defaults as the OTel SDKs do, but said: a user who set one meant something by it.
+  test("sizes and delays that are not numbers are left to the defaults, each said in a warning", () => {
+    const found = Telemetry.settings(
+      {
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://collector:4318/custom",
+        OTEL_BSP_SCHEDULE_DELAY: "soon",
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "0",
+        OTEL_BSP_MAX_QUEUE_SIZE: "1.5",
+        OTEL_EXPORTER_OTLP_TIMEOUT: "-3",
+        OTEL_EXPORTER_OTLP_COMPRESSION: "zstd",
+      },
+      DEFAULTS,
+    )
+    if (found === undefined || !("settings" in found)) throw new Error("no settings")
+    const { settings, warnings } = found
     expect(settings.url).toBe("http://collector:4318/custom")
     expect(settings.exportIntervalMs).toBe(5_000)
     expect(settings.flushMs).toBe(1_000)
     expect(settings.maxBatchSpans).toBeUndefined()
     expect(settings.maxQueuedSpans).toBeUndefined()
+    expect(settings.compression).toBe("none")
+    expect(warnings).toEqual([
+      'core: warning: exporting traces uncompressed: core compresses with gzip or none, not "zstd"',
+      'core: warning: OTEL_BSP_SCHEDULE_DELAY="soon" is not a number of milliseconds (0 or more); the default is used',
+      'core: warning: OTEL_EXPORTER_OTLP_TIMEOUT="-3" is not a number of milliseconds (0 or more); the default is used',
+      'core: warning: OTEL_BSP_MAX_EXPORT_BATCH_SIZE="0" is not a whole number above 0; the default is used',
+      'core: warning: OTEL_BSP_MAX_QUEUE_SIZE="1.5" is not a whole number above 0; the default is used',
+    ])
+    // The traces' own variable is read first; only the one read is said.
+    expect(
+      Telemetry.settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://x", OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: "x", OTEL_EXPORTER_OTLP_TIMEOUT: "7" }, DEFAULTS),
+    ).toMatchObject({ settings: { flushMs: 1_000 }, warnings: ['core: warning: OTEL_EXPORTER_OTLP_TRACES_TIMEOUT="x" is not a number of milliseconds (0 or more); the default is used'] })
+    expect(Telemetry.settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://x", OTEL_EXPORTER_OTLP_COMPRESSION: "GZIP", OTEL_BSP_SCHEDULE_DELAY: "0" }, DEFAULTS)).toMatchObject({
+      settings: { compression: "gzip", exportIntervalMs: 0 },
+      warnings: [],
+    })
   })
 
   // A header HTTP cannot carry failed every export request, silently: each was dropped, reported only as a count.
