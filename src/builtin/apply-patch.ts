@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type { Boundary } from "../permission/boundary"
+import type { Permission } from "../permission/permission"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { FileLock } from "./file-lock"
@@ -174,18 +175,19 @@ const makeTool = (services: Builtin.Services) =>
         if (misnamed !== undefined) return yield* misnamed
 
         // Every permission is asked before anything is read; a rule denying any path refuses before anything is asked.
-        const planned = yield* Effect.forEach(pathsOf(operations), (path) =>
-          Builtin.pathPlan(services, { action: "edit", path, access: "write" }),
-        )
-        yield* Builtin.refuseDenied(services, context, planned.flat())
-        const place = (path: string) =>
-          Builtin.authorizePath(services, context, { action: "edit", path, access: "write", tool: "apply_patch" }).pipe(
-            Effect.map((resolved): Place => ({ resolved, shown: Builtin.display(services.directory, resolved.real) })),
+        const planned = yield* Effect.forEach(changesOf(operations), (change) => Builtin.changePlan(services, change))
+        yield* Builtin.refuseDenied(services, context, planned.flatMap(({ checks }) => checks))
+        const place = (index: number): Effect.Effect<Place, Permission.Refusal> => {
+          const { resolved, checks } = planned[index]!
+          return Builtin.authorize(services, context, checks, { tool: "apply_patch" }).pipe(
+            Effect.as({ resolved, shown: Builtin.display(services.directory, resolved.real) }),
           )
+        }
         const places: Array<{ source: Place; target: Place | undefined }> = []
+        let next = 0
         for (const operation of operations) {
-          const source = yield* place(operation.path)
-          const target = operation._tag === "Update" && operation.moveTo !== undefined ? yield* place(operation.moveTo) : undefined
+          const source = yield* place(next++)
+          const target = operation._tag === "Update" && operation.moveTo !== undefined ? yield* place(next++) : undefined
           places.push({ source, target })
         }
         const claimed = claims(operations, places)
@@ -486,9 +488,18 @@ const isReplacedDelete = (plan: Plan, replacedByMove: ReadonlySet<string>): bool
   plan._tag === "Delete" && replacedByMove.has(plan.source.resolved.real)
 
 /** The paths a patch touches, in order (each operation's path, then where it moves to). */
-const pathsOf = (operations: ReadonlyArray<Patch.Operation>): ReadonlyArray<string> =>
+/**
+ * The files a patch changes, in order, and whether it reads each: an update reads its file (its hunks are matched
+ * against the text, shown back when they do not match, and a move carries the text elsewhere); an add, a delete and
+ * a move's target are written only.
+ */
+const changesOf = (operations: ReadonlyArray<Patch.Operation>): ReadonlyArray<{ readonly path: string; readonly reads: boolean }> =>
   operations.flatMap((operation) =>
-    operation._tag === "Update" && operation.moveTo !== undefined ? [operation.path, operation.moveTo] : [operation.path],
+    operation._tag !== "Update"
+      ? [{ path: operation.path, reads: false }]
+      : operation.moveTo === undefined
+        ? [{ path: operation.path, reads: true }]
+        : [{ path: operation.path, reads: true }, { path: operation.moveTo, reads: false }],
   )
 
 /** The apply_patch built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */
@@ -497,9 +508,7 @@ export const make = (services: Builtin.Services) =>
     Effect.gen(function* () {
       const parsed = Patch.parse(input.patchText)
       if (Result.isFailure(parsed)) return yield* failure(`The patch could not be read. ${parsed.failure.message}`)
-      const checks = yield* Effect.forEach(pathsOf(parsed.success), (path) =>
-        Builtin.pathPlan(services, { action: "edit", path, access: "write" }),
-      )
-      return checks.flat()
+      const planned = yield* Effect.forEach(changesOf(parsed.success), (change) => Builtin.changePlan(services, change))
+      return planned.flatMap(({ checks }) => checks)
     }),
   )

@@ -87,21 +87,46 @@ export const authorizePath = (
   })
 
 /**
- * Checks a file a tool changes whole (write, edit): a path that names a directory (a trailing "/") is refused before
- * anything is asked, then `edit` with write access is authorized. Answers where the path really leads, and how
- * it is shown.
+ * The checks of a change to the file at `path`, in order: outside the Location `external_directory`, then, when the
+ * tool `reads` the file's text (edit and an apply_patch update read it, show it back in a diff or a near match, and
+ * may move it where it can be read), `read` on it, as bash's `mv` and `sed -i` are checked, then `edit`. A rule
+ * denying the read refuses the change as it refuses the read: one rule per path, whichever tool reaches it.
+ */
+export const changePlan = (
+  services: Services,
+  input: { readonly path: string; readonly reads: boolean },
+): Effect.Effect<{ readonly resolved: Boundary.Resolved; readonly checks: ReadonlyArray<Permission.Check> }, Tool.Failure> =>
+  Effect.gen(function* () {
+    const failed = (error: Boundary.PathError) => Effect.fail(new Tool.Failure({ message: error.message }))
+    const edit = yield* services.permission
+      .pathChecks({ action: "edit", path: input.path, access: "write" })
+      .pipe(Effect.catchTag("Boundary.PathError", failed))
+    if (!input.reads) return edit
+    const read = yield* services.permission
+      .pathChecks({ action: "read", path: input.path, access: "read" })
+      .pipe(Effect.catchTag("Boundary.PathError", failed))
+    const checks = [...edit.checks]
+    checks.splice(checks.length - 1, 0, ...read.checks.filter((check) => check.action === "read"))
+    return { resolved: edit.resolved, checks }
+  })
+
+/**
+ * Checks a file a tool changes (write, edit, apply_patch): a path that names a directory (a trailing "/") is
+ * refused before anything is asked, then the change is authorized (`changePlan`). Answers where the path really
+ * leads, and how it is shown.
  */
 export const authorizeChange = (
   services: Services,
   context: Tool.Context,
-  input: { readonly tool: string; readonly path: string },
+  input: { readonly tool: string; readonly path: string; readonly reads: boolean },
 ): Effect.Effect<{ readonly resolved: Boundary.Resolved; readonly shown: string }, Tool.Failure | Permission.Refusal> =>
   Effect.gen(function* () {
     const ending = Text.directoryEnding(input.path)
     if (ending !== undefined) {
       return yield* new Tool.Failure({ message: `Cannot ${input.tool} ${input.path}: ${Text.namesDirectory(ending)}` })
     }
-    const resolved = yield* authorizePath(services, context, { action: "edit", path: input.path, access: "write", tool: input.tool })
+    const { resolved, checks } = yield* changePlan(services, input)
+    yield* authorize(services, context, checks, { tool: input.tool })
     return { resolved, shown: display(services.directory, resolved.real) }
   })
 

@@ -298,7 +298,7 @@ const makeTool = (services: Builtin.Services) =>
             message: "oldString and newString are identical, so the edit would change nothing. Put the new text in newString.",
           })
         }
-        const { resolved, shown } = yield* Builtin.authorizeChange(services, context, { tool: "edit", path: input.filePath })
+        const { resolved, shown } = yield* Builtin.authorizeChange(services, context, { tool: "edit", path: input.filePath, reads: true })
         if (!resolved.exists) {
           return yield* new Tool.Failure({
             message: `File not found: ${shown}. edit changes existing files; to create this one, use write.`,
@@ -390,5 +390,5 @@ const attempt = (
 /** The edit built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */
 export const make = (services: Builtin.Services) =>
   Builtin.planned(makeTool(services), (input) =>
-    Builtin.pathPlan(services, { action: "edit", path: input.filePath, access: "write" }),
+    Builtin.changePlan(services, { path: input.filePath, reads: true }).pipe(Effect.map(({ checks }) => checks)),
   )

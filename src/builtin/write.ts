@@ -66,7 +66,7 @@ const makeTool = (services: Builtin.Services) =>
     toModelOutput: ({ output }) => describe(output),
     execute: (input, context) =>
       Effect.gen(function* () {
-        const { resolved, shown } = yield* Builtin.authorizeChange(services, context, { tool: "write", path: input.filePath })
+        const { resolved, shown } = yield* Builtin.authorizeChange(services, context, { tool: "write", path: input.filePath, reads: false })
         if (resolved.kind === "directory") {
           return yield* new Tool.Failure({
             message: `Cannot write ${shown}: it is a directory. Give the path of a file, such as ${shown}/name.txt.`,

@@ -145,6 +145,52 @@ describe("bash meets the edit rules of the files it changes", () => {
   }, 120_000)
 })
 
+// edit and an apply_patch update read the file they change: a hunk that does not match shows its nearest lines, a
+// match shows a diff, and a move carries the text where it can be read. So the read rule holds for them too, as for
+// bash's `mv` and `sed -i`; a patch that only adds or deletes reads nothing.
+describe("edit and apply_patch meet the read rules of the files they change", () => {
+  const patch = (body: string) => ({ patchText: `*** Begin Patch\n${body}*** End Patch` })
+
+  test("an edit, an update, a move and an update through a link are refused as denied, showing nothing", async () => {
+    const box = secrets()
+    const calls: ReadonlyArray<readonly [string, unknown]> = [
+      ["edit", { filePath: "app.env", oldString: "TOKEN=\nX", newString: "q" }],
+      ["edit", { filePath: "app.env", oldString: "TOKEN", newString: "T" }],
+      ["edit", { filePath: "alias.txt", oldString: "nothing like it", newString: "q" }],
+      ["apply_patch", patch("*** Update File: app.env\n@@\n-no such line\n+x\n")],
+      ["apply_patch", patch("*** Update File: app.env\n*** Move to: leaked.txt\n")],
+      ["apply_patch", patch("*** Update File: notes.txt\n@@\n-hello\n+hi\n*** Update File: sub/deep.env\n@@\n-x\n+y\n")],
+      ["apply_patch", patch("*** Update File: alias.txt\n*** Move to: copy.txt\n")],
+    ]
+    for (const [name, input] of calls) {
+      const result = await exec(box, name, input)
+      const settlement = settlementOf(result)
+      expect([name, input, settlement.error?.kind]).toEqual([name, input, "denied"])
+      expect(settlement.error?.message).toMatch(/read on "(app|sub\/deep)\.env"/)
+      expect(result.stdout).not.toContain("s3cr3t")
+    }
+    expect(readFileSync(join(box.location, "app.env"), "utf8")).toBe(`${SECRET}\n`)
+    expect(readFileSync(join(box.location, "notes.txt"), "utf8")).toBe("hello\n")
+    expect(existsSync(join(box.location, "leaked.txt"))).toBe(false)
+    expect(existsSync(join(box.location, "copy.txt"))).toBe(false)
+  })
+
+  test("core check edit shows the read check before the edit; an add or a delete reads nothing and is not refused", async () => {
+    const box = secrets()
+    const checked = await core(box, ["check", "edit", "--location", box.location, "--input", JSON.stringify({ filePath: "app.env", oldString: "a", newString: "b" })])
+    const checks = (JSON.parse(checked.stdout) as { checks: ReadonlyArray<{ action: string; decision: string }> }).checks
+    expect(checks.map(({ action, decision }) => [action, decision])).toEqual([
+      ["read", "deny"],
+      ["edit", "allow"],
+    ])
+    const added = settlementOf(await exec(box, "apply_patch", patch("*** Add File: new.env\n+A=1\n")))
+    expect(added.status).toBe("success")
+    const deleted = settlementOf(await exec(box, "apply_patch", patch("*** Delete File: new.env\n")))
+    expect(deleted.status).toBe("success")
+    expect(existsSync(join(box.location, "new.env"))).toBe(false)
+  })
+})
+
 describe("tools that show many files leave out those whose read is denied", () => {
   const text = (settlement: { content: ReadonlyArray<{ type: string; text?: string }> }) =>
     settlement.content.map((part) => part.text ?? "").join("\n")
