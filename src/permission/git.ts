@@ -92,7 +92,22 @@ const placesIn = (directory: string, which: string): Array<Place> => [
   { path: join(directory, "config"), what: `the config of ${which} (${join(directory, "config")}), which tells git what to run` },
   { path: join(directory, "config.worktree"), what: `the worktree config of ${which}, which tells git what to run` },
   { path: join(directory, "info", "attributes"), what: `the attributes of ${which}, which pick the filters git runs` },
+  // Git reads `commondir` in any git directory, not only a worktree's: it moves the hooks and config elsewhere.
+  { path: join(directory, "commondir"), what: `the commondir of ${which}, which tells git where its hooks and config are` },
 ]
+
+/**
+ * A `.git` entry or a place in one that runs code (see `placesIn`), by name: a repository made or moved anywhere
+ * (a Location that is no repository yet, a folder in it) is one the user's git may run, before any of its places
+ * exist to be found. Matched over real paths, ignoring case (a case-folding file system makes them one).
+ */
+const NAMED = /(?:^|\/)\.git(?:\/(?:config|config\.worktree|commondir|hooks(?:\/.*)?|info\/attributes))?$/i
+
+/** What a change to `real` would plant for git by its name alone (a `.git` entry or a code place in one), or undefined. */
+export const named = (real: string): string | undefined =>
+  NAMED.test(real.replaceAll("\\", "/"))
+    ? `${real}, a place of a git repository (its pointer, hooks, config or attributes) that tells the user's git what to run`
+    : undefined
 
 /** Git directories under `directory/modules` (submodules, nested to any depth), up to `budget`. */
 const modulesUnder = (directory: string, found: Array<string>, budget: { left: number }): void => {

@@ -127,13 +127,14 @@ export const git = (words: ReadonlyArray<Word>): string | undefined => {
 export const template = (assignment: string): boolean => /^GIT_TEMPLATE_DIR\+?=/.test(assignment)
 
 /** What gitPath looks for at a path's end; `.*` runs to the end, as a path without line breaks is tested. */
-const GIT_TAIL = /(^|\/)\.git(\/(hooks(\/.*)?|config|info(\/attributes)?|info\/?))?$/i
+const GIT_TAIL = /(^|\/)\.git(\/(hooks(\/.*)?|config(\.worktree)?|commondir|info(\/attributes)?|info\/?))?$/i
 /** The same after a line break, where only a `/` can begin it. */
-const GIT_TAIL_AFTER_BREAK = /\/\.git(\/(hooks(\/.*)?|config|info(\/attributes)?|info\/?))?$/i
+const GIT_TAIL_AFTER_BREAK = /\/\.git(\/(hooks(\/.*)?|config(\.worktree)?|commondir|info(\/attributes)?|info\/?))?$/i
 
 /**
  * Whether a path, as written, leads into what git runs or reads as configuration for the user: `.git/hooks`,
- * `.git/config`, `.git/info/attributes`, or the `.git`, `.git/info` directories holding them. Only what follows the
+ * `.git/config`, `.git/config.worktree`, `.git/commondir` (where the hooks and config are), `.git/info/attributes`,
+ * or the `.git`, `.git/info` directories holding them. Only what follows the
  * last line break can end such a path (`.` takes no line break), so only that is tested: the model writes the path,
  * and testing all of it read to the line break from every `/.git/hooks/` before it.
  */

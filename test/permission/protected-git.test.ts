@@ -132,6 +132,39 @@ describe("core exec: the user's own git is not a way out", () => {
     expect(existsSync(join(box.location, ".git/hooks/pre-commit"))).toBe(false)
   }, 120_000)
 
+  // Git reads `commondir` in any git directory: pointed at a folder the model filled (a config with core.fsmonitor),
+  // the user's next `git status` ran the model's command outside any sandbox.
+  test.skipIf(GIT === null)(`.git/commondir cannot be written: by the write tool (asked), nor by a command's script${needs}`, async () => {
+    const box = repository()
+    const planted = `[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch ${join(box.location, "pwned")}; false #"\n`
+    for (const [filePath, content] of [["evil/objects/info/alternates", `${box.location}/.git/objects\n`], ["evil/refs/heads/.keep", ""], ["evil/config", planted]]) {
+      expect(settlementOf(await exec(box, "write", { filePath, content: content! })).status).toBe("success")
+    }
+    for (const extra of [[], ["--yes"]]) {
+      const settlement = settlementOf(await exec(box, "write", { filePath: ".git/commondir", content: "../evil\n" }, extra))
+      expect(settlement.status).toBe("error")
+      expect(settlement.error?.message).toContain("A person must make that change")
+    }
+    const result = await exec(box, "bash", { command: script(`require("fs").writeFileSync(".git/commondir", "../evil\\n")`) })
+    expect(settlementOf(result).status).toBe("success")
+    expect(existsSync(join(box.location, ".git/commondir"))).toBe(false)
+    userCommits(box)
+  }, 120_000)
+
+  // A repository the model makes where there was none (the Location itself, or a folder in it) is one the user's git
+  // runs once the user works there: its config, hooks, attributes and a `.git` pointer file are asked by name.
+  test(`where no repository is yet, the write tool asks for a .git config, hook, attributes or pointer file`, async () => {
+    const box = sandbox({ "core.json": ALLOW, "a.txt": "a\n" })
+    for (const filePath of [".git/config", ".git/hooks/post-checkout", ".git/info/attributes", ".git/commondir", "sub/.git/config", "sub/.git/hooks/pre-commit", "sub/.git", "sub/.GIT/config"]) {
+      const settlement = settlementOf(await exec(box, "write", { filePath, content: "[core]\n\tfsmonitor = planted\n" }, ["--yes"]))
+      expect([filePath, settlement.status, settlement.error?.message.includes("A person must make that change")]).toEqual([filePath, "error", true])
+    }
+    // What a repository holds besides runs nothing: it stays the model's, as files named like those elsewhere do.
+    for (const filePath of [".git/HEAD", ".git/description", "config", "hooks/pre-commit", "sub/git/config", "sub/.github/config"]) {
+      expect([filePath, settlementOf(await exec(box, "write", { filePath, content: "x\n" })).status]).toEqual([filePath, "success"])
+    }
+  }, 120_000)
+
   test.skipIf(GIT === null)(`the rest of .git stays the model's: commits work in the sandbox${needs}`, async () => {
     const box = repository()
     const result = await exec(box, "bash", { command: "echo b > b.txt && printf %s 'require(\"fs\").writeFileSync(\".git/description\", \"mine\")' > w.js && node w.js && cat .git/description" })

@@ -299,7 +299,7 @@ describe("code planted for the user's own git is protected", () => {
   })
 
   test("Planted.gitPath knows the places git runs or reads for the user", () => {
-    for (const path of [".git/hooks", ".git/hooks/pre-commit", "./.git/config", "/x/.git/info/attributes", ".git", ".git/"]) {
+    for (const path of [".git/hooks", ".git/hooks/pre-commit", "./.git/config", "/x/.git/info/attributes", ".git", ".git/", ".git/commondir", "sub/.git/config.worktree"]) {
       expect([path, Planted.gitPath(path)]).toEqual([path, true])
     }
     for (const path of [".git/objects/ab", ".gitignore", "x.git/config", ".git/HEAD"]) expect([path, Planted.gitPath(path)]).toEqual([path, false])
