@@ -211,6 +211,35 @@ const dependenciesOf = (directory: string): ReadonlyArray<string> => {
   return names
 }
 
+/** A package.json's fields that name files (`main`, `module`, `exports`, `imports`), kept while it stays the same. */
+const manifests = new Map<string, { readonly stamp: string; readonly json: Record<string, unknown> | undefined }>()
+
+const manifestOf = (file: string): Record<string, unknown> | undefined => {
+  const stats = statOf(file, true)
+  if (stats === undefined || !stats.isFile()) return undefined
+  const stamp = stampOf(stats)
+  const known = manifests.get(file)
+  if (known !== undefined && known.stamp === stamp) return known.json
+  let json: Record<string, unknown> | undefined
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(file, "utf8"))
+    json = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined
+  } catch {
+    json = undefined
+  }
+  manifests.set(file, { stamp, json })
+  return json
+}
+
+/** Every string a package.json value holds (an `exports` or `imports` map's targets under every condition). */
+const stringsIn = (value: unknown, found: Array<string> = [], depth = 0): Array<string> => {
+  if (typeof value === "string") found.push(value)
+  else if (depth < 32 && typeof value === "object" && value !== null) {
+    for (const each of Array.isArray(value) ? value : Object.values(value)) stringsIn(each, found, depth + 1)
+  }
+  return found
+}
+
 /**
  * The closure of `roots` (files core loads): every path it reaches, with the root that first reached it. The roots
  * themselves are not included. `complete` is false when MAX_FOLLOWED was reached.
@@ -267,6 +296,68 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
       return
     }
   }
+  /**
+   * A file a package.json maps to (`target`, from `directory`): a relative one is resolved as a relative import, a
+   * pattern (`./src/*.js`) protects the folder its fixed part names whole, a bare one is a package looked up.
+   */
+  const mapped = (target: string, directory: string, by: string, depth: number) => {
+    if (target.startsWith("#")) return
+    const star = target.indexOf("*")
+    if (star !== -1) {
+      const fixed = target.slice(0, star)
+      const folder = fixed.endsWith("/") ? fixed : dirname(fixed)
+      if (folder.startsWith(".") || folder.startsWith("/")) reach(resolve(directory, folder), by, kindOf(resolve(directory, folder)))
+      return
+    }
+    if (target.startsWith(".") || target.startsWith("/")) relative(resolve(directory, target), by, depth + 1)
+    else if (!served(target)) lookUp(packageOf(target), directory, by)
+  }
+  /**
+   * A relative specifier resolved from `base` as the resolver does: the first name that exists is loaded, so it and
+   * every missing one before it are reached. A folder's package.json is followed to the files it names (`main`,
+   * `module`, `exports`): the resolver loads those instead of its index.
+   */
+  const relative = (base: string, by: string, depth: number): void => {
+    for (const candidate of candidatesOf(base)) {
+      const kind = kindOf(candidate)
+      // A folder is looked into (its package.json, its index), never protected whole.
+      if (kind === "directory") continue
+      reach(candidate, by, kind)
+      if (kind === undefined) continue
+      const real = follow(candidate, kind, by)
+      if (statFresh(real, true)?.isFile() !== true) continue
+      if (basename(candidate) === "package.json") {
+        const json = depth < 8 ? manifestOf(real) : undefined
+        for (const key of ["main", "module", "exports"]) {
+          for (const target of stringsIn(json?.[key])) mapped(target.startsWith(".") || target.startsWith("/") ? target : `./${target}`, dirname(candidate), by, depth)
+        }
+        // A folder's package.json may name no entry, when its index is loaded.
+        continue
+      }
+      if (!seen.has(real)) {
+        seen.add(real)
+        files.push({ file: real, by })
+      }
+      break
+    }
+  }
+  /**
+   * A subpath import (`#internal`): mapped by the `imports` of the nearest package.json above the file (every one
+   * nearer, missing now, is reached too: one planted there would decide), to each file it may name.
+   */
+  const subpath = (from: string, by: string) => {
+    const key = `#\0${from}`
+    if (looked.has(key)) return
+    looked.add(key)
+    for (const ancestor of ancestors(from)) {
+      const manifest = join(ancestor, "package.json")
+      const kind = kindOf(manifest)
+      reach(manifest, by, kind)
+      if (kind === undefined) continue
+      for (const target of stringsIn(manifestOf(manifest)?.imports)) mapped(target, ancestor, by, 0)
+      return
+    }
+  }
   // A tool file that is a symbolic link is loaded from where it leads (its imports resolved from there): that file
   // is code core runs too.
   for (const [index, root] of roots.entries()) {
@@ -287,21 +378,11 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
     let bare = false
     for (const specifier of specifiersOf(file, statFresh(file, true))) {
       if (specifier.startsWith(".") || specifier.startsWith("/")) {
-        for (const candidate of candidatesOf(resolve(directory, specifier))) {
-          const kind = kindOf(candidate)
-          // A folder is looked into (its package.json, its index), never protected whole.
-          if (kind === "directory") continue
-          reach(candidate, by, kind)
-          if (kind === undefined) continue
-          const real = follow(candidate, kind, by)
-          if (statFresh(real, true)?.isFile() !== true) continue
-          if (!seen.has(real)) {
-            seen.add(real)
-            files.push({ file: real, by })
-          }
-          // A folder's package.json may name no entry, when its index is loaded.
-          if (basename(candidate) !== "package.json") break
-        }
+        relative(resolve(directory, specifier), by, 0)
+        continue
+      }
+      if (specifier.startsWith("#")) {
+        subpath(directory, by)
         continue
       }
       if (served(specifier)) continue

@@ -50,6 +50,24 @@ describe("Closure: the code tool and plugin files import", () => {
     expect(reached).not.toContain(join(root, "tools/a.ts"))
   })
 
+  test("follows a folder's package.json to the files it names, and a #subpath import through the nearest imports map", () => {
+    const root = files(tempDir("core-closure-"), {
+      "package.json": '{ "imports": { "#internal": "./src/internal.ts", "#pat/*": "./src/pat/*.js", "#dep": "pad", "#cond": { "bun": "./src/bun.ts", "default": "./src/other.ts" } } }',
+      "tools/a.ts": 'import "../lib/fmt"\nimport "../lib/ex"\nimport "#internal"\n',
+      "lib/fmt/package.json": '{ "main": "main.js" }',
+      "lib/fmt/main.js": 'require("./helper.js")\n',
+      "lib/fmt/helper.js": "",
+      "lib/ex/package.json": '{ "exports": { ".": { "import": "./esm/index.js", "default": "./cjs/index.js" } } }',
+      "lib/ex/esm/index.js": "",
+      "src/internal.ts": "export {}\n",
+      "node_modules/pad/package.json": '{ "name": "pad" }',
+    })
+    const reached = reachedFrom(root)
+    for (const path of ["lib/fmt/main.js", "lib/fmt/helper.js", "lib/ex/esm/index.js", "lib/ex/cjs/index.js", "src/internal.ts", "src/pat", "src/bun.ts", "src/other.ts", "node_modules/pad", "tools/package.json", "package.json"]) {
+      expect([path, reached.includes(join(root, path))]).toEqual([path, true])
+    }
+  })
+
   test("a package reached through a symbolic link is protected where it really is too", () => {
     const root = files(tempDir("core-closure-"), {
       "tools/a.ts": 'import "linked"\n',

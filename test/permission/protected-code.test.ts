@@ -118,6 +118,35 @@ describe("core exec: code a tool file imports is core's configuration", () => {
     expect(settlementOf(after)).toMatchObject({ status: "success", structured: "  [hi]" })
   }, 120_000)
 
+  // Bun loads a folder's package.json `main` (not its index) and maps `#name` through the `imports` of the nearest
+  // package.json: the files those name run inside core as much as a relative module does.
+  test("a folder's package.json main and a #subpath import's target: the write tool asks a person; the tool still runs", async () => {
+    const box = sandbox({
+      "core.json": ALLOW,
+      "package.json": '{ "name": "loc", "imports": { "#internal": "./src/internal.ts", "#pat/*": "./src/pat/*.ts" } }\n',
+      "tools/mixed.ts": `${IMPORTS}import { fmt } from "../lib/fmt"\nimport { tag } from "#internal"\nimport { more } from "#pat/more"\n
+export default Tool.make({
+  description: "Formats text",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.succeed(more(tag(fmt(input.text)))),
+})
+`,
+      "lib/fmt/package.json": '{ "main": "./main.js" }\n',
+      "lib/fmt/main.js": "exports.fmt = (text) => `[${text}]`\n",
+      "lib/fmt/index.ts": "export const fmt = (text: string) => `index ${text}`\n",
+      "src/internal.ts": "export const tag = (text: string) => `<${text}>`\n",
+      "src/pat/more.ts": "export const more = (text: string) => `${text}!`\n",
+    })
+    expect(settlementOf(await exec(box, "mixed", { text: "hi" }))).toMatchObject({ status: "success", structured: "<[hi]>!" })
+    for (const filePath of ["lib/fmt/main.js", "package.json", "src/internal.ts", "src/pat/more.ts", "src/pat/new.ts", "tools/package.json"]) {
+      const settlement = settlementOf(await exec(box, "write", { filePath, content: evil(box, "cjs") }, ["--yes"]))
+      expect([filePath, settlement.status, settlement.error?.message.includes("A person must make that change")]).toEqual([filePath, "error", true])
+    }
+    expect(existsSync(join(box.location, "pwned"))).toBe(false)
+    expect(settlementOf(await exec(box, "mixed", { text: "hi" }))).toMatchObject({ status: "success", structured: "<[hi]>!" })
+  }, 120_000)
+
   test("a tool file that is a symbolic link: the file it leads to cannot be rewritten by a command", async () => {
     const box = sandbox({ ...FILES, "lib/shout.ts": FILES["tools/shout.ts"].replaceAll("../lib/fmt", "./fmt"), "tools/shout.ts": "" })
     rmSync(join(box.location, "tools/shout.ts"))
