@@ -123,6 +123,30 @@ export const roots = (input: Omit<Roots, "fixed">): Roots => ({
   },
 })
 
+/**
+ * Where the skills of a skill folder lead when they are links: a skill's directory linked from elsewhere (a shared
+ * folder of the Location), or its SKILL.md. Skills load through them, so what they lead to is the skill.
+ */
+const linkedSkills = (folder: string, shown: string, which: string): Array<Place> => {
+  let entries
+  try {
+    entries = readdirSync(folder, { withFileTypes: true })
+  } catch {
+    return []
+  }
+  const found: Array<Place> = []
+  const add = (link: string, name: string) => {
+    const real = realOf(link)
+    found.push({ path: real, what: `${real}, where the skill ${shown}/${name} of ${which} leads (skills core shows every session)`, identity: identityOf(real) })
+  }
+  for (const entry of entries) {
+    const path = join(folder, entry.name)
+    if (entry.isSymbolicLink()) add(path, entry.name)
+    else if (entry.isDirectory() && lstatFree(join(path, "SKILL.md"))?.isSymbolicLink() === true) add(join(path, "SKILL.md"), `${entry.name}/SKILL.md`)
+  }
+  return found
+}
+
 /** A Location's protected entries, looked up now: one may have become a symlink leading elsewhere. */
 const locationPlaces = (location: string, which = "the Location"): Array<Place> =>
   LOCATION_ENTRIES.flatMap((entry) => {
@@ -142,9 +166,12 @@ const locationPlaces = (location: string, which = "the Location"): Array<Place> 
 const othersOf = (roots: Roots): ReadonlyArray<string> =>
   roots.others === undefined ? [] : roots.others().filter((other) => other !== roots.location)
 
-/** Code core loads (`import`: a tool or plugin file imports it) or the user's git runs (`git`). */
+/**
+ * Code core loads (`import`: a tool or plugin file imports it), a skill core shows that lies outside the skill
+ * folders (`skill`: where a linked skill leads), or what the user's git runs (`git`).
+ */
 export interface Code extends Place {
-  readonly kind: "import" | "git"
+  readonly kind: "import" | "skill" | "git"
 }
 
 /** How a path is shown to a person: from the Location when inside it. */
@@ -155,8 +182,8 @@ const shown = (location: string, path: string): string => {
 
 /**
  * What core loads, or the user's git runs, from outside the sandbox beyond the Locations' entries: the import
- * closure of the tool and plugin files of `locations` and `home`, and the git places of each Location. Looked up
- * now (each file's imports are remembered while it stays the same).
+ * closure of the tool and plugin files of `locations` and `home`, where the linked skills of each Location lead,
+ * and the git places of each Location. Looked up now (each file's imports are remembered while it stays the same).
  */
 export const code = (locations: ReadonlyArray<string>, home: string): Array<Code> => {
   const location = locations[0] ?? home
@@ -167,10 +194,13 @@ export const code = (locations: ReadonlyArray<string>, home: string): Array<Code
     identity,
     kind: "import" as const,
   }))
+  const skills = locations.flatMap((each) =>
+    SKILL_FOLDERS.flatMap((folder) => linkedSkills(join(each, folder), folder, each === location ? "the Location" : `the Location ${each}`)),
+  )
   const git = locations.flatMap((each) =>
     Git.places(each).map((place) => ({ ...place, identity: identityOf(place.path, false), kind: "git" as const })),
   )
-  return [...imported, ...git]
+  return [...imported, ...skills.map((place) => ({ ...place, kind: "skill" as const })), ...git]
 }
 
 /** Whether `path` is `root` or under it, ignoring case (a case-folding file system makes them one). */

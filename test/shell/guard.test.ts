@@ -145,6 +145,25 @@ describe("core's configuration in the Location, against what a command runs", ()
     if (MOUNTS) expect(readFileSync(join(location, existsSync(join(location, "moved")) ? "moved" : ".claude", "skills/kept/SKILL.md"), "utf8")).toBe("kept")
   })
 
+  // A skill's directory linked from a shared folder (or its SKILL.md linked to a file) loads through the link: what it
+  // leads to is the skill, outside the skill folders' own mounts.
+  test.skipIf(!MOUNTS)(`a linked skill's directory and a linked SKILL.md stay as they were, written by name or by a script${needs}`, async () => {
+    const location = tempDir("core-loc-")
+    mkdirSync(join(location, "shared/deploy"), { recursive: true })
+    writeFileSync(join(location, "shared/deploy/SKILL.md"), "deploy")
+    writeFileSync(join(location, "notes.md"), "notes")
+    mkdirSync(join(location, ".claude/skills/notes"), { recursive: true })
+    symlinkSync("../../shared/deploy", join(location, ".claude/skills/deploy"))
+    symlinkSync("../../../notes.md", join(location, ".claude/skills/notes/SKILL.md"))
+    await run(
+      `echo x > shared/deploy/SKILL.md; echo x > notes.md; node -e 'require("fs").writeFileSync("shared/deploy/SKILL.md", "planted")'; echo x > shared/deploy/run.sh`,
+      location,
+    )
+    expect(readFileSync(join(location, "shared/deploy/SKILL.md"), "utf8")).toBe("deploy")
+    expect(readFileSync(join(location, "notes.md"), "utf8")).toBe("notes")
+    expect(existsSync(join(location, "shared/deploy/run.sh"))).toBe(false)
+  })
+
   test.skipIf(!MOUNTS)(`another Location core serves is guarded as the command's own is${needs}`, async () => {
     // Both in the temp directory, which commands may write: the way a command reaches another served Location.
     const location = tempDir("core-loc-")
