@@ -18,6 +18,7 @@ import { Refusal } from "../tool/refusal"
 import { CommandLine } from "../shell/command-line"
 import { CommandChecks } from "../shell/command-checks"
 import { Shell } from "../shell/shell"
+import { Turn } from "../settlement/turn"
 import * as Internal from "../tool/internal"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
@@ -591,5 +592,6 @@ export const make = (services: Builtin.Services) => {
   const tool = makeTool(services)
   // A preview of a cut capture says the kept text is the text as captured, not the command's whole output.
   Internal.reportsCaptureLoss<typeof Output.Encoded>(tool, (output) => !output.capture.output.complete)
-  return Builtin.planned(tool, plan(services))
+  // Its execute goes on preparing (the line parsed, the sandbox and guard set up) and ends the turn itself.
+  return Turn.keeps(Builtin.planned(tool, plan(services)))
 }

@@ -23,6 +23,7 @@ import { Hooks } from "./hooks"
 import { Hints } from "./hints"
 import { Projection } from "./projection"
 import type { Spans } from "./spans"
+import { Turn } from "./turn"
 
 /** A failure that is not a tool result: a broken store, an output that could not be kept, an unexpected error. */
 export class OperationalError extends Schema.TaggedError<OperationalError>()("Settler.OperationalError", {
@@ -254,12 +255,16 @@ export const contextOf = (call: Call, options: Options | undefined): Tool.Contex
 
 /** Execute: the captured tool's Effect, called when it runs; an execute that gives no Effect fails operationally. */
 export const executing = (call: Call, admitted: Admitted, context: Tool.Context) =>
-  Effect.suspend((): Effect.Effect<unknown, Tool.Failure | Permission.Refusal | OperationalError> => {
-    const called = Execution.call(call.name, admitted.tool, admitted.input, context)
-    return called._tag === "Effect"
-      ? called.effect
-      : Effect.fail(new OperationalError({ message: called.message, cause: called.cause }))
-  })
+  Effect.andThen(
+    // Preparing is over: a tool that waits on the world lets the next call be prepared (./turn).
+    Turn.startExecuting(admitted.tool),
+    Effect.suspend((): Effect.Effect<unknown, Tool.Failure | Permission.Refusal | OperationalError> => {
+      const called = Execution.call(call.name, admitted.tool, admitted.input, context)
+      return called._tag === "Effect"
+        ? called.effect
+        : Effect.fail(new OperationalError({ message: called.message, cause: called.cause }))
+    }),
+  )
 
 /**
  * The tool's output; or its refusals, failures and a cancellation as the settlement to record; anything else is

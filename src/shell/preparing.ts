@@ -3,13 +3,14 @@ export * as Preparing from "./preparing"
 // Calls prepared at once, process-wide. Preparing a call (decoding, deciding permissions, parsing a command, setting
 // up its sandbox and guard) is processor work on core's one thread, and the scheduler runs every ready fiber in one
 // macrotask: a host's burst of hundreds of calls would all be prepared before the HTTP server answered again. A call
-// holds a turn until it first waits on the world (`done`: its process is about to start), it ends, or BUDGET_MS
+// holds a turn until it first waits on the world (its tool's execute starts, or for bash `done`: its process is
+// about to start), it ends, or BUDGET_MS
 // passes (one waiting on a person must not hold the rest); each turn is granted on a macrotask of its own, but for
 // one: a call that finds no other prepared nor waiting is let in at once, once per turn of the event loop (a call
 // alone waits for no macrotask; a burst still takes its turns).
 
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import { Turn as SettleTurn } from "../settlement/turn"
 
 /** Calls being prepared at once, at most. */
 export const AT_ONCE = 2
@@ -17,8 +18,9 @@ export const AT_ONCE = 2
 /** How long one call may hold its turn before the next is let in regardless. */
 export const BUDGET_MS = 100
 
-/** Ends the running call's turn (idempotent); undefined outside a gated call. */
-export const Turn = Context.Reference<(() => void) | undefined>("core/Preparing", { defaultValue: () => undefined })
+/** Ends the running call's turn (idempotent); undefined outside a gated call. The settler ends it as a tool's
+ * execute starts, but for a tool that keeps it (../settlement/turn). */
+export const Turn = SettleTurn.End
 
 let holding = 0
 const queued: Array<() => void> = []

@@ -1,6 +1,11 @@
 import { expect, test } from "bun:test"
-import { Deferred, Effect, Fiber } from "effect"
+import { Deferred, Effect, Fiber, Schema } from "effect"
+import { Registry } from "../../src/registry/registry"
+import { Settler } from "../../src/settlement/settler"
+import { Turn } from "../../src/settlement/turn"
 import { Preparing } from "../../src/shell/preparing"
+import { Tool } from "../../src/tool/tool"
+import * as Kernel from "../support/kernel"
 
 /** A call that records while it holds its turn and ends it with `done` once `release` completes. */
 const call = (log: Array<string>, name: string, release: Deferred.Deferred<void>, end: "done" | "return" | "hold") =>
@@ -151,4 +156,52 @@ test("a call prepared at once that holds its turn past BUDGET_MS lets the next i
       yield* Fiber.interruptAll(holders)
     }),
   )
+})
+
+// A call's turn ends as its tool's execute starts: a tool waiting on the world (an MCP server, a request, a timer)
+// held it for the whole budget, so a burst of such calls was let in two per BUDGET_MS, and another session's call
+// waited behind them for seconds. A tool that prepares inside its execute (bash) keeps the turn until `done`.
+test("a tool waiting in its execute lets the next call in at once; one that keeps its turn holds it until done", async () => {
+  const CALLS = 12
+  const outcome = await Effect.runPromise(
+    Effect.gen(function* () {
+      const release = yield* Deferred.make<void>()
+      let started = 0
+      const waits = Tool.make({
+        description: "Waits on the world",
+        input: Schema.Struct({}),
+        output: Schema.String,
+        execute: () => Effect.sync(() => ++started).pipe(Effect.andThen(Deferred.await(release)), Effect.as("ok")),
+      })
+      let keptStarted = 0
+      const keeps = Turn.keeps(
+        Tool.make({
+          description: "Prepares inside its execute",
+          input: Schema.Struct({}),
+          output: Schema.String,
+          execute: () => Effect.sync(() => ++keptStarted).pipe(Effect.andThen(Deferred.await(release)), Effect.as("kept")),
+        }),
+      )
+      yield* (yield* Registry.Service).tools.register({ waits, keeps })
+      const turn = yield* (yield* Settler.Service).materialize()
+      const settle = (name: string) => Preparing.gated(turn.settle(Kernel.call(name, {})))
+      const at = performance.now()
+      const fibers = yield* Effect.forEach(Array.from({ length: CALLS }, () => "waits"), (name) => Effect.forkChild(settle(name)))
+      while (started < CALLS && performance.now() - at < 5_000) yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      const allIn = performance.now() - at
+      // Those holding their turns: two in, the rest wait for a turn to end (or the budget).
+      const kept = yield* Effect.forEach([1, 2, 3, 4], () => Effect.forkChild(settle("keeps")))
+      // Half a budget: the two let in have started; the others still wait for a turn.
+      yield* Effect.sleep(Preparing.BUDGET_MS / 2)
+      const keptIn = keptStarted
+      yield* Deferred.succeed(release, undefined)
+      const settled = yield* Effect.forEach([...fibers, ...kept], Fiber.join)
+      return { started, allIn, keptIn, statuses: new Set(settled.map((each) => each.settlement.status)) }
+    }).pipe(Effect.scoped, Effect.provide(Kernel.layer())),
+  )
+  expect(outcome.started).toBe(CALLS)
+  // Let in on macrotasks of their own, not a budget apart: well under one budget for all twelve.
+  expect(outcome.allIn).toBeLessThan(Preparing.BUDGET_MS)
+  expect(outcome.keptIn).toBe(Preparing.AT_ONCE)
+  expect([...outcome.statuses]).toEqual(["success"])
 })
