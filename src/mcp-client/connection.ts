@@ -28,6 +28,8 @@ import { McpClientStdio } from "./mcp-client-stdio"
 export const DEFAULT_TIMEOUT_MS = 60_000
 /** After a failed connection, how long before listing tries it again (a call always tries at once). */
 export const RETRY_AFTER_MS = 5_000
+/** The least time between two listings after list_changed: a server that announces it in a loop is listed this often. */
+export const RELIST_MS = 1_000
 
 export type Status = "idle" | "connecting" | "connected" | "failed" | "closed"
 
@@ -141,12 +143,23 @@ const toolLabel = (raw: unknown, index: number): string => {
   return typeof name === "string" ? JSON.stringify(name) : `#${index + 1} (no name)`
 }
 
-/** What made a listed tool invalid, in a line: where, and what was expected. */
-const describeIssues = (issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>): string =>
+type Issues = ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>
+
+/** What made a listed tool or a result invalid, in a line: where, and what was expected (three at most, each cut). */
+const describeIssues = (issues: Issues): string =>
   issues
     .slice(0, 3)
-    .map((issue) => `${issue.path.length === 0 ? "" : `${issue.path.map(String).join(".")}: `}${issue.message}`)
+    .map((issue) => `${issue.path.length === 0 ? "" : `${issue.path.map(String).join(".")}: `}${String(issue.message).slice(0, 200)}`)
     .join("; ")
+
+/** The issues of a schema's refusal (the SDK reads each result with its zod schemas), or undefined. */
+const issuesOf = (cause: unknown): Issues | undefined => {
+  const issues = typeof cause === "object" && cause !== null ? (cause as { issues?: unknown }).issues : undefined
+  return Array.isArray(issues) ? (issues as Issues) : undefined
+}
+
+/** The errors the SDK's client raises itself when a result breaks the output schema its tool declared. */
+const OUTPUT_CHECK = /Structured content does not match the tool's output schema|has an output schema but did not return structured content|Failed to validate structured content/
 
 export class Server {
   readonly name: string
@@ -166,6 +179,10 @@ export class Server {
   /** Whether the tools are being listed again after `list_changed`, and the client of one that came meanwhile. */
   private refreshing = false
   private refreshFor: Client | undefined
+  /** When the tools were last listed again after list_changed (performance.now()). */
+  private relistedAt = Number.NEGATIVE_INFINITY
+  /** The tools of the registered listing, as JSON: a listing after list_changed that says the same changes nothing. */
+  private listedAs: string | undefined
 
   constructor(options: Options) {
     this.options = options
@@ -337,8 +354,13 @@ export class Server {
     this.refreshing = true
     void (async () => {
       for (let next = this.refreshFor; next !== undefined; next = this.refreshFor) {
+        // A server announcing list_changed again after every listing is listed once a RELIST_MS at most.
+        const wait = this.relistedAt + RELIST_MS - performance.now()
+        if (wait > 0) await Bun.sleep(wait)
+        next = this.refreshFor ?? next
         this.refreshFor = undefined
-        if (next === this.client) await this.relist(next)
+        this.relistedAt = performance.now()
+        if (next === this.client && this.status === "connected") await this.relist(next)
       }
       this.refreshing = false
     })()
@@ -348,6 +370,8 @@ export class Server {
     try {
       const listed = await this.list(client)
       if (this.client !== client) return
+      // The same tools as before: nothing changed, and turns made before stay current.
+      if (JSON.stringify(listed.tools) === this.listedAs) return
       this.register(listed)
       this.options.onChange()
     } catch (cause) {
@@ -357,6 +381,7 @@ export class Server {
 
   /** Registers `tools` in a fresh scope, closing the previous one: turns made before see them as stale. */
   private register({ tools, problems: listing }: Listed): void {
+    this.listedAs = JSON.stringify(tools)
     const previous = this.scope
     if (previous !== undefined) Effect.runSync(Scope.close(previous, Exit.void))
     const record: Record<string, Tool.Any> = {}
@@ -484,7 +509,9 @@ export class Server {
    */
   private broken(client: Client, cause: unknown): void {
     const { McpError, ErrorCode } = McpSdk.load().types
-    const answered = cause instanceof McpError && cause.code !== ErrorCode.ConnectionClosed
+    // A result the SDK could not read (an unknown content type, an image that is not base64) was answered too: the
+    // connection is as good as before, and the calls running on it go on.
+    const answered = (cause instanceof McpError && cause.code !== ErrorCode.ConnectionClosed) || issuesOf(cause) !== undefined
     if (!answered && this.client === client) {
       this.client = undefined
       this.fail(this.describe(cause, "calling a tool", undefined, false))
@@ -508,6 +535,15 @@ export class Server {
     if (cause instanceof McpError && cause.code === ErrorCode.ConnectionClosed) {
       const how = this.process?.exit !== undefined ? `: the server process ${this.process.describeExit()}` : ""
       return `${server} closed the connection while ${doing}${how}. It is started again on the next call${name === undefined ? "" : ` to ${name}`}.`
+    }
+    const issues = issuesOf(cause)
+    if (issues !== undefined) {
+      return `${server} answered with a result core cannot read while ${doing} (${describeIssues(issues)}); the tool may have run there.`
+    }
+    // The SDK's own check of a result against the output schema the server declared: the server answered.
+    if (cause instanceof McpError && OUTPUT_CHECK.test(cause.message)) {
+      const detail = cause.message.replace(/^MCP error -?\d+: /, "")
+      return `${server} answered with a result that breaks the output schema it declared while ${doing} (${detail.slice(0, 500)}); the tool ran there, and its result is not used.`
     }
     if (cause instanceof McpError) return `${server} answered with an error while ${doing}: ${cause.message}`
     if (cause instanceof StreamableHTTPError && cause.code !== undefined) {

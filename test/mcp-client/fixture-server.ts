@@ -4,7 +4,7 @@
 // core cannot offer), "bad-tools" (lists a tool twice, one whose input schema cannot be compiled, one whose input schema is not an
 // object and one whose output schema is an array), "typed"
 // (adds a tool whose schema has a fixed `$id` and a `value` of the JSON type $VALUE_TYPE names), "stubborn"
-// (serves, but neither the end of its stdin nor SIGTERM ends it). Its tools hang, crash, fail, answer a JSON-RPC
+// (serves, but neither the end of its stdin nor SIGTERM ends it), "relist" (says its list changed after every listing). Its tools hang, crash, fail, answer a JSON-RPC
 // error, report progress, wait to be cancelled or change the tool list.
 
 import { renameSync, writeFileSync } from "node:fs"
@@ -65,6 +65,7 @@ if (mode === "mute") {
     { name: "count", description: "How many times it was called", inputSchema: object() },
     { name: "grow", description: "Adds the tool `extra` and says the list changed", inputSchema: object() },
   ]
+  if (mode === "relist") tools.push({ name: "listings", description: "How many times the tools were listed", inputSchema: object() })
   if (mode === "bad-names") {
     tools.push({ name: "has space", description: "Bad", inputSchema: object() })
     tools.push({ name: "x".repeat(70), description: "Too long", inputSchema: object() })
@@ -96,8 +97,12 @@ if (mode === "mute") {
   let cancelled = 0
   let counted = 0
   const server = new Server({ name: "fixture", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } })
+  let listings = 0
   server.setRequestHandler(ListToolsRequestSchema, async () => {
+    listings++
     if (mode === "garbage") say("this line is not JSON-RPC")
+    // Says the list changed again after every listing, though it never does.
+    if (mode === "relist") setTimeout(() => void server.sendToolListChanged(), 0)
     return {
       tools: grown ? [...tools, { name: "extra", description: "Added later", inputSchema: object() }] : tools,
     }
@@ -161,6 +166,8 @@ if (mode === "mute") {
         return text("grown")
       case "extra":
         return text("extra")
+      case "listings":
+        return text(String(listings))
       default:
         throw new Error(`unknown tool ${request.params.name}`)
     }

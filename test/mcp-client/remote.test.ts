@@ -331,6 +331,44 @@ describe("core as an MCP client: results and failures", () => {
     expect(result.state).toMatchObject({ status: "connected", pid: result.pid })
   }, 30_000)
 
+  // The SDK reads each result with its schemas: one it refuses (an unknown content type) or that breaks the output
+  // schema the server declared was answered all the same. It fails that call, saying so in a line, and the connection
+  // stays: a call running on it meanwhile goes on (it was failed as "closed the connection", core's own SIGTERM).
+  test("a result MCP's schemas refuse fails that call alone, in a short line; the connection and a call running on it stay", async () => {
+    const raw = { mcp: { fix: { command: [BUN, join(import.meta.dir, "raw-server.ts")] } }, permission: { "fix_*": "allow" } }
+    const result = await withLocation(raw, () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const pid = (yield* stateOf).pid!
+        const started = yield* Deferred.make<void>()
+        const running = yield* Effect.forkChild(
+          current.settle(
+            { sessionID: "ses_odd", agent: "build", assistantMessageID: "m", toolCallID: "c_wait", name: "fix_wait", input: {} },
+            { onProgress: () => Deferred.succeed(started, undefined).pipe(Effect.asVoid) },
+          ),
+        )
+        yield* Deferred.await(started)
+        const odd = yield* settle(current, "fix_odd", {})
+        const mistyped = yield* settle(current, "fix_mistyped", {})
+        yield* Fiber.interrupt(running)
+        const cancelled = yield* settle(current, "fix_cancelled", {})
+        return { pid, odd, mistyped, cancelled, state: yield* stateOf }
+      }),
+    )
+    const odd = result.odd.settlement.error!
+    expect(odd.kind).toBe("failure")
+    expect(odd.message).toStartWith('MCP server "fix" answered with a result core cannot read while calling odd (content.0')
+    expect(odd.message).toEndWith("the tool may have run there.")
+    expect(odd.message.length).toBeLessThan(1_000)
+    const mistyped = result.mistyped.settlement.error!
+    expect(mistyped.kind).toBe("failure")
+    expect(mistyped.message).toStartWith('MCP server "fix" answered with a result that breaks the output schema it declared while calling mistyped (')
+    expect(mistyped.message).not.toContain("answered with an error")
+    // The waiting call was cancelled by core, on the same connection: the server counted it.
+    expect(textOf(result.cancelled.settlement)).toBe("1")
+    expect(result.state).toMatchObject({ status: "connected", pid: result.pid })
+  }, 30_000)
+
   test("a server that does not answer a call fails it after timeoutMs, naming the server", async () => {
     const result = await withLocation(fixture("serve", { timeoutMs: 4000 }), () =>
       Effect.gen(function* () {
@@ -421,6 +459,25 @@ describe("core as an MCP client: results and failures", () => {
     expect(textOf(result.given.settlement)).toBe("yes")
     expect(textOf(result.secret.settlement)).toBe("(unset)")
     expect(alive(result.pid)).toBe(false)
+  }, 30_000)
+
+  // A server that says its list changed after every listing kept core listing it as fast as it could (a core's
+  // worth of processor), each listing making every turn stale.
+  test("a server announcing list_changed after every listing is listed once a second at most; the same tools leave turns current", async () => {
+    const result = await withLocation(fixture("relist"), () =>
+      Effect.gen(function* () {
+        const before = yield* turn
+        yield* Effect.sleep("2500 millis")
+        return {
+          listings: Number(textOf((yield* settle(before, "fix_listings", {})).settlement)),
+          echo: yield* settle(before, "fix_echo", { text: "still current" }),
+        }
+      }),
+    )
+    // The first listing, then one a second for 2.5 s.
+    expect(result.listings).toBeGreaterThanOrEqual(2)
+    expect(result.listings).toBeLessThanOrEqual(5)
+    expect(textOf(result.echo.settlement)).toBe("echo: still current")
   }, 30_000)
 
   test("list_changed registers the tools again in a fresh scope: new tools appear, older turns are stale", async () => {

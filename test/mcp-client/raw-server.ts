@@ -1,0 +1,51 @@
+export {}
+
+// An MCP server over stdio written by hand, without the SDK, for results the SDK's own server refuses to send: `odd`
+// answers content of a type MCP does not have, `mistyped` structured content its declared output schema refuses;
+// `wait` reports progress and waits until cancelled, and `cancelled` says how many calls were.
+
+const object = (properties: Record<string, unknown> = {}) => ({ type: "object", properties })
+const TOOLS = [
+  { name: "odd", description: "Content of a type MCP does not have", inputSchema: object() },
+  { name: "mistyped", description: "Structured content its schema refuses", inputSchema: object(), outputSchema: object({ total: { type: "number" } }) },
+  { name: "wait", description: "Reports progress, then waits until cancelled", inputSchema: object() },
+  { name: "cancelled", description: "How many calls were cancelled", inputSchema: object() },
+]
+
+const send = (message: unknown) => process.stdout.write(`${JSON.stringify(message)}\n`)
+const text = (value: string) => ({ content: [{ type: "text", text: value }] })
+const waiting = new Set<unknown>()
+let cancelled = 0
+
+const answer = (id: unknown, method: string, params: Record<string, any>) => {
+  if (method === "initialize") {
+    return send({ jsonrpc: "2.0", id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "raw", version: "1.0.0" } } })
+  }
+  if (method === "ping") return send({ jsonrpc: "2.0", id, result: {} })
+  if (method === "tools/list") return send({ jsonrpc: "2.0", id, result: { tools: TOOLS } })
+  if (method !== "tools/call") return send({ jsonrpc: "2.0", id, error: { code: -32601, message: `no method ${method}` } })
+  switch (params.name) {
+    case "odd":
+      return send({ jsonrpc: "2.0", id, result: { content: [{ type: "video", url: "https://example.com/v.mp4" }] } })
+    case "mistyped":
+      return send({ jsonrpc: "2.0", id, result: { ...text('{"total":"three"}'), structuredContent: { total: "three" } } })
+    case "wait": {
+      const token = params._meta?.progressToken
+      if (token !== undefined) send({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress: 1, message: "waiting" } })
+      waiting.add(id)
+      return
+    }
+    case "cancelled":
+      return send({ jsonrpc: "2.0", id, result: text(String(cancelled)) })
+  }
+}
+
+for await (const line of console) {
+  if (line.trim() === "") continue
+  const message = JSON.parse(line) as { id?: unknown; method?: string; params?: Record<string, any> }
+  if (message.method === "notifications/cancelled") {
+    if (waiting.delete(message.params?.requestId)) cancelled++
+    continue
+  }
+  if (message.method !== undefined && message.id !== undefined) answer(message.id, message.method, message.params ?? {})
+}
