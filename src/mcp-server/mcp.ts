@@ -262,6 +262,9 @@ const outcome = (state: State, serving: Host, call: Settler.Call, entry: Calls.E
     return Deferred.await(entry.done).pipe(Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", cancel))))
   })
 
+/** A call's progress notifications waiting to be written, at most: past it the newest replaces the last. */
+const WAITING_NOTIFICATIONS = 256
+
 /** Settles `call` through `turn` and waits for its outcome, with no more than that when nothing is forwarded. */
 const settle = (
   state: State,
@@ -276,22 +279,43 @@ const settle = (
     return Effect.flatMap(serving.calls.start(serving.served, turn, call), (entry) => outcome(state, serving, call, entry, extra.signal))
   }
   let progress = 0
-  /** The notifications sent so far, one after another: the last settles once all are written. */
-  let sent: Promise<unknown> = Promise.resolve()
+  // One notification is written at a time (the SDK's send is asynchronous, and waits for a full pipe to drain), the
+  // others wait in order; past WAITING_NOTIFICATIONS waiting, the newest replaces the last: a client that does not
+  // read holds a bounded number of a call's notifications, not every one the call reported (as /mcp's event streams
+  // do, ./mcp-events). A client that reads sees every one.
+  let writing: Promise<void> | undefined
+  const waiting: Array<{ readonly progressToken: ProgressToken; readonly progress: number; readonly message: string }> = []
+  const write = () => {
+    const params = writing === undefined ? waiting.shift() : undefined
+    if (params === undefined) return
+    writing = sendNotification({ method: "notifications/progress", params }).then(
+      () => undefined,
+      () => undefined,
+    ).then(() => {
+      writing = undefined
+      write()
+    })
+  }
+  /** Settles once every notification reported so far is written (or replaced by one that is). */
+  const written = async () => {
+    while (writing !== undefined) await writing
+  }
   const listener: Calls.Listener = {
     recorded: () => {},
     event: (event) => {
       if (event.event !== "progress") return
       const params = { progressToken, progress: ++progress, message: event.data.message }
-      sent = sent.then(() => sendNotification({ method: "notifications/progress", params })).catch(() => undefined)
+      if (waiting.length < WAITING_NOTIFICATIONS) waiting.push(params)
+      else waiting[waiting.length - 1] = params
+      write()
     },
   }
   return Effect.gen(function* () {
     const { entry, stop } = yield* serving.calls.startListening(serving.served, turn, call, listener)
     const settled = yield* outcome(state, serving, call, entry, extra.signal).pipe(Effect.ensuring(Effect.sync(stop)))
-    // Progress reported before the outcome goes out before the result: every notification is written (the SDK's
-    // send is asynchronous) before the result is.
-    yield* Effect.promise(() => sent)
+    // Progress reported before the outcome goes out before the result: the last notification is written before the
+    // result is.
+    yield* Effect.promise(written)
     return settled
   })
 }

@@ -53,6 +53,8 @@ const raw = (files: Record<string, string>, args: ReadonlyArray<string> = []) =>
   const decoder = new TextDecoder()
   let buffer = ""
   const answers = new Map<unknown, Array<any>>()
+  /** The notifications read so far, in order. */
+  const notifications: Array<any> = []
   const next = async (id: string | number | null): Promise<any> => {
     while (!answers.get(id)?.length) {
       const newline = buffer.indexOf("\n")
@@ -60,6 +62,7 @@ const raw = (files: Record<string, string>, args: ReadonlyArray<string> = []) =>
         const message = JSON.parse(buffer.slice(0, newline))
         buffer = buffer.slice(newline + 1)
         if ("id" in message) answers.set(message.id, [...(answers.get(message.id) ?? []), message])
+        else notifications.push(message)
         continue
       }
       const { value, done } = await reader.read()
@@ -78,7 +81,7 @@ const raw = (files: Record<string, string>, args: ReadonlyArray<string> = []) =>
     await next(0)
     send(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`)
   }
-  return { box, child, send, request, next, initialize }
+  return { box, child, send, request, next, initialize, notifications }
 }
 
 describe("core mcp over stdio against hostile input", () => {
@@ -141,6 +144,40 @@ describe("core mcp over stdio against hostile input", () => {
     mcp.request(99, "tools/call", { name: "echo", arguments: { text: "read again" } })
     expect((await mcp.next(99)).result.content[0].text).toBe("read again")
   }, 60_000)
+
+  // Each notification waited for the one before it to be written: a client that gave a progress token and did not
+  // read held every one in core's memory (hundreds of MB for a chatty call). Newer progress now replaces older while
+  // one is being written, as on /mcp; the result still comes after the last notification.
+  test("a client that stops reading during a chatty call holds one waiting progress notification, not all of them", async () => {
+    const REPORTS = 20_000
+    const CHATTY = `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "Reports progress many times",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: (_, context) =>
+    Effect.gen(function* () {
+      for (let index = 1; index <= ${REPORTS}; index++) yield* context.progress({ message: \`step \${index} \${"p".repeat(1000)}\` })
+      ran("chatty")
+      return "done"
+    }),
+})
+`
+    const mcp = raw({ "tools/chatty.ts": CHATTY, ...coreJson({ permission: { "*": "allow" } }) })
+    await mcp.initialize()
+    mcp.request(3, "tools/call", { name: "chatty", arguments: {}, _meta: { progressToken: "tok" } })
+    const deadline = Date.now() + 30_000
+    while (runs(mcp.box, "chatty") === 0 && Date.now() < deadline) await Bun.sleep(50)
+    expect(runs(mcp.box, "chatty")).toBe(1)
+    // Now read: a few notifications (what the pipe held, and the last), in order, then the result.
+    const result = await mcp.next(3)
+    const progress = mcp.notifications.filter((message) => message.method === "notifications/progress").map((message) => message.params.progress as number)
+    expect(result.result.content[0].text).toBe("done")
+    expect(progress.length).toBeGreaterThan(0)
+    expect(progress.length).toBeLessThan(REPORTS / 10)
+    expect(progress).toEqual([...progress].sort((a, b) => a - b))
+    expect(progress.at(-1)).toBe(REPORTS)
+  }, 90_000)
 
   test("a call's _meta cannot switch the agent: plan's denial holds whatever _meta says", async () => {
     const mcp = raw(
