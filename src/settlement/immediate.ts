@@ -156,7 +156,8 @@ export const settle = (
 
   /** A call stopped before it began: its refusal recorded, or its failure failed. */
   const stopNew = (stop: Steps.Stop): Outcome => {
-    if (stop instanceof Steps.Refused) return recordNew(stop.settlement)
+    // A message past the bound is bounded on the fiber path (it keeps the message as a managed output).
+    if (stop instanceof Steps.Refused) return Steps.oversized(services, stop.settlement) ? handover.fibers() : recordNew(stop.settlement)
     held?.release()
     return Exit.failCause((stop as Steps.Halted).cause)
   }
@@ -312,7 +313,11 @@ const perform = (
   /** A stop recorded over the intent; `afresh` when work not timed lies between the last step and its record. */
   const stopOwned = (stop: Steps.Stop, afresh = false): Outcome => {
     if (afresh) at = Spans.now(trace)
-    return stop instanceof Steps.Refused ? recordOwned(stop.settlement) : Exit.failCause((stop as Steps.Halted).cause)
+    if (!(stop instanceof Steps.Refused)) return Exit.failCause((stop as Steps.Halted).cause)
+    if (!Steps.oversized(services, stop.settlement)) return recordOwned(stop.settlement)
+    return then(run(Steps.boundRefusal(services, call, stop.settlement)), (bounded) =>
+      Exit.isFailure(bounded) ? Exit.failCause(bounded.cause) : recordOwned(bounded.value),
+    )
   }
 
   const stopping: Array<string> = []

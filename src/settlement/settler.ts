@@ -183,11 +183,19 @@ const admit: (
 
 /** Ends a call stopped before it began: its refusal recorded as new (if still absent), or its failure failed. */
 const stopNew = (services: Steps.Services, call: Steps.Received, stop: Steps.Stop) =>
-  stop instanceof Steps.Refused ? recordNew(services, call, stop.settlement) : Effect.failCause((stop as Steps.Halted).cause)
+  stop instanceof Steps.Refused
+    ? Steps.oversized(services, stop.settlement)
+      ? Effect.flatMap(Steps.boundRefusal(services, call, stop.settlement), (settlement) => recordNew(services, call, settlement))
+      : recordNew(services, call, stop.settlement)
+    : Effect.failCause((stop as Steps.Halted).cause)
 
 /** Ends a call this process began: its refusal recorded over its intent, or its failure failed. */
 const stopOwned = (services: Steps.Services, call: Steps.Received, stop: Steps.Stop) =>
-  stop instanceof Steps.Refused ? recordOwned(services, call, stop.settlement) : Effect.failCause((stop as Steps.Halted).cause)
+  stop instanceof Steps.Refused
+    ? Steps.oversized(services, stop.settlement)
+      ? Effect.flatMap(Steps.boundRefusal(services, call, stop.settlement), (settlement) => recordOwned(services, call, settlement))
+      : recordOwned(services, call, stop.settlement)
+    : Effect.failCause((stop as Steps.Halted).cause)
 
 // Performing: what an admitted call does once its intent is recorded.
 

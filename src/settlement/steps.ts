@@ -9,6 +9,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
+import { Bound } from "../output/bound"
 import type { Image } from "../output/image"
 import type { Output } from "../output/output"
 import { Permission } from "../permission/permission"
@@ -118,6 +119,32 @@ export const operational = (message: string) => (cause: unknown) => new Operatio
 export const hookFailed = (error: Hooks.HookError) => new OperationalError({ message: error.message, cause: error })
 export const refused = (call: Call, kind: Settlement.ErrorKind, message: string) =>
   new Refused(Settlement.error(call.name, call.toolCallID, kind, message))
+
+/**
+ * Whether a refusal's message is past the bound (DESIGN §2 law 10: what goes back to the model is bounded, a
+ * failure's words as much as an output: a tool's message quoting a whole file, a patch's thousand hunks).
+ */
+export const oversized = (services: Services, settlement: Settlement.Info): boolean => {
+  const message = settlement.error?.message
+  if (message === undefined) return false
+  const { maxBytes, maxLines } = services.output.limits
+  // A character is at most three bytes and ends at most one line: most messages are known to fit by their length.
+  if (message.length * 3 <= maxBytes && message.length <= maxLines) return false
+  return Bound.exceeds(message, services.output.limits)
+}
+
+/** A refusal whose message is past the bound, bounded as an output is: a preview, the whole kept as a managed output. */
+export const boundRefusal = (services: Services, call: Received, settlement: Settlement.Info) => {
+  const text = settlement.error!.message
+  const projected = { content: [{ type: "text" as const, text }], structured: undefined, location: services.location, session: call.sessionID }
+  return services.output.bound(projected).pipe(
+    Effect.map((bounded): Settlement.Info => {
+      const preview = bounded.content.map((part) => (part.type === "text" ? part.text : "")).join("\n")
+      return { ...settlement, content: bounded.content, error: { ...settlement.error!, message: preview }, outputs: bounded.outputs }
+    }),
+    Effect.mapError(boundFailed),
+  )
+}
 
 // Persist: the call's record (DESIGN §2 law 12).
 
