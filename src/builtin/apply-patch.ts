@@ -339,7 +339,7 @@ const fileChange = (plan: Plan): FileChange => {
 }
 
 const restore = (place: Place, snapshot: Text.Snapshot) =>
-  Text.write({ path: place.resolved.real, bytes: snapshot.bytes, shown: place.shown, mode: snapshot.mode })
+  Text.write({ path: place.resolved.real, bytes: snapshot.bytes, shown: place.shown, kept: snapshot })
 const remove = (place: Place) => Text.remove(place.resolved.real, place.shown)
 const unchanged = (place: Place, snapshot: Text.Snapshot) =>
   Text.unchanged(place.resolved.real, snapshot, place.shown).pipe(
@@ -443,8 +443,8 @@ const transact = (
         if (plan._tag === "Delete") continue
         const target = plan.target
         if (!target.resolved.exists) created.push(yield* Text.ensureDirectory(dirname(target.resolved.real), target.shown))
-        const mode = plan._tag === "Update" ? plan.snapshot.mode : undefined
-        temps.set(plan, yield* Text.prepare(target.resolved.real, plan.bytes, mode, target.shown))
+        const kept = plan._tag === "Update" ? plan.snapshot : undefined
+        temps.set(plan, yield* Text.prepare(target.resolved.real, plan.bytes, kept, target.shown))
       }
     })
 

@@ -372,7 +372,7 @@ const attempt = (
       })
     }
     const bytes = Text.encode(text, decoded.bom)
-    const replaced = yield* Text.replace({ path: real, bytes, shown, mode: snapshot.mode, expected: snapshot })
+    const replaced = yield* Text.replace({ path: real, bytes, shown, kept: snapshot, expected: snapshot })
     if (replaced === "changed") return FileLock.CHANGED
     yield* ReadTracking.see(services, context, real, yield* ReadTracking.written(real, bytes))
     const changes = changesOf(view.text, outcome.spans)

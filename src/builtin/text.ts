@@ -39,7 +39,13 @@ export interface Snapshot {
   readonly ino: bigint
   /** Permission bits, given to the file that replaces it. */
   readonly mode: number
+  /** Its owner and group, given to the file that replaces it where core may (as root; see `prepare`). */
+  readonly uid: number
+  readonly gid: number
 }
+
+/** What a file that replaces another keeps of it: its mode, owner and group. */
+export type Kept = Pick<Snapshot, "mode" | "uid" | "gid">
 
 /** A file split into lines, each with its own terminator ("" for a last line without one). */
 export interface Lines {
@@ -322,7 +328,8 @@ export const read = (path: string, shown: string): Effect.Effect<Snapshot, Tool.
     try {
       const stats = await handle.stat({ bigint: true })
       const bytes = new Uint8Array(await handle.readFile())
-      return { bytes, size: stats.size, mtimeNs: stats.mtimeNs, ino: stats.ino, mode: Number(stats.mode & 0o7777n) }
+      const mode = Number(stats.mode & 0o7777n)
+      return { bytes, size: stats.size, mtimeNs: stats.mtimeNs, ino: stats.ino, mode, uid: Number(stats.uid), gid: Number(stats.gid) }
     } finally {
       await handle.close()
     }
@@ -374,9 +381,10 @@ export interface Staged {
 export const prepare = (
   target: string,
   bytes: Uint8Array,
-  mode: number | undefined,
+  kept: Kept | undefined,
   shown: string,
 ): Effect.Effect<Staged, Tool.Failure> => {
+  const mode = kept?.mode
   const name = `.core-${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString("hex")}.tmp`
   return io("write", shown, async () => {
     const directory = await Pinned.directory(dirname(target))
@@ -390,6 +398,12 @@ export const prepare = (
     }
     try {
       await handle.writeFile(bytes)
+      // An overwritten file keeps its owner and group: core run as root (a container) would otherwise hand the
+      // user's file to root, and its owner could no longer read it. Only root may give a file away; anyone else
+      // writes files as their own, as every editor does. Before the mode: a change of owner clears set-id bits.
+      if (kept !== undefined && (kept.uid !== process.getuid?.() || kept.gid !== process.getgid?.())) {
+        await handle.chown(kept.uid, kept.gid).catch(() => undefined)
+      }
       // The umask narrowed the mode given to open; an overwritten file keeps exactly its own.
       if (mode !== undefined) await handle.chmod(mode)
       // The rename must never publish a file whose data has not reached the disk.
@@ -435,8 +449,8 @@ export interface WriteOptions {
   readonly bytes: Uint8Array
   /** How the path is shown in messages. */
   readonly shown: string
-  /** The mode to give the file (an overwritten file's own); the default mode otherwise. */
-  readonly mode?: number
+  /** The mode, owner and group to give the file (an overwritten file's own); the defaults otherwise. */
+  readonly kept?: Kept
   /** When set, the write happens only if the file is still exactly this. */
   readonly expected?: Snapshot
 }
@@ -447,7 +461,7 @@ export interface WriteOptions {
  */
 export const write = (options: WriteOptions): Effect.Effect<void, Tool.Failure> =>
   Effect.gen(function* () {
-    const temp = yield* prepare(options.path, options.bytes, options.mode, options.shown)
+    const temp = yield* prepare(options.path, options.bytes, options.kept, options.shown)
     if (options.expected !== undefined) {
       const same = yield* unchanged(options.path, options.expected, options.shown).pipe(
         Effect.onError(() => discard(temp)),
@@ -508,7 +522,7 @@ export type Replaced = "written" | "changed"
  */
 const commitIf = (options: WriteOptions, stillValid: Effect.Effect<boolean, Tool.Failure>): Effect.Effect<Replaced, Tool.Failure> =>
   Effect.gen(function* () {
-    const temp = yield* prepare(options.path, options.bytes, options.mode, options.shown)
+    const temp = yield* prepare(options.path, options.bytes, options.kept, options.shown)
     return yield* FileLock.committing(
       [options.path],
       options.shown,

@@ -118,7 +118,7 @@ const attempt = (
     const outcome = yield* (
       snapshot === undefined
         ? Text.create({ path: real, bytes, shown })
-        : Text.replace({ path: real, bytes, shown, mode: snapshot.mode, expected: snapshot })
+        : Text.replace({ path: real, bytes, shown, kept: snapshot, expected: snapshot })
     ).pipe(Effect.onError(() => Text.removeDirectories(created)))
     if (outcome === "changed") {
       yield* Text.removeDirectories(created)

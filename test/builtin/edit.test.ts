@@ -4,7 +4,7 @@
 // Location, symlinks leading out).
 
 import { describe, expect, test } from "bun:test"
-import { lstatSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, chownSync, lstatSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Exit } from "effect"
 import { Text } from "../../src/builtin/text"
@@ -72,6 +72,33 @@ describe("edit", () => {
     expect(settlement.structured).toMatchObject({ path: "real.txt" })
     expect(lstatSync(join(h.directory, "link.txt")).isSymbolicLink()).toBe(true)
     expect(readFileSync(join(h.directory, "real.txt"), "utf8")).toBe("c b")
+  })
+})
+
+// A changed file is a new one renamed over the old: it must keep the old one's mode, owner and group. Core run as
+// root (a container, a CI job) handed the user's files to root, and their owner could no longer read them.
+describe("a file changed keeps its mode, owner and group", () => {
+  const root = process.getuid?.() === 0
+  // As root, a file of another user; otherwise the user's own (nothing to give away, but nothing may change either).
+  const owner = root ? { uid: 1000, gid: 1000 } : { uid: process.getuid!(), gid: process.getgid!() }
+
+  test(`edit, write, and apply_patch's update and move${root ? " (as root, of a file of uid 1000)" : ""}`, async () => {
+    const h = harness({ files: { "e.txt": "own\n", "w.txt": "own\n", "p.txt": "own\n", "m.txt": "own\n" } })
+    for (const name of ["e.txt", "w.txt", "p.txt", "m.txt"]) {
+      chownSync(join(h.directory, name), owner.uid, owner.gid)
+      chmodSync(join(h.directory, name), 0o640)
+    }
+    const calls: ReadonlyArray<readonly [string, unknown]> = [
+      ["edit", { filePath: "e.txt", oldString: "own", newString: "OWN" }],
+      ["read", { filePath: "w.txt" }],
+      ["write", { filePath: "w.txt", content: "OWN\n" }],
+      ["apply_patch", { patchText: "*** Begin Patch\n*** Update File: p.txt\n@@\n-own\n+OWN\n*** Update File: m.txt\n*** Move to: moved.txt\n@@\n-own\n+OWN\n*** End Patch" }],
+    ]
+    for (const [name, input] of calls) expect([name, (await h.settle(name, input)).settlement.status]).toEqual([name, "success"])
+    for (const name of ["e.txt", "w.txt", "p.txt", "moved.txt"]) {
+      const stats = lstatSync(join(h.directory, name))
+      expect([name, readFileSync(join(h.directory, name), "utf8"), stats.uid, stats.gid, stats.mode & 0o7777]).toEqual([name, "OWN\n", owner.uid, owner.gid, 0o640])
+    }
   })
 })
 
