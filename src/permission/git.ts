@@ -5,7 +5,7 @@ export * as Git from "./git"
 // and of its worktrees. `.git` may be a directory, a file pointing at the git directory (a worktree, a submodule),
 // or absent where the Location is itself a bare repository. Pure reading of the file system.
 
-import { lstatSync, readdirSync, readFileSync, type Stats } from "node:fs"
+import { lstatSync, readdirSync, readFileSync, realpathSync, type Stats } from "node:fs"
 import { dirname, isAbsolute, join, resolve } from "node:path"
 
 /** The most nested git directories (submodules, worktrees) looked at under one repository. */
@@ -102,6 +102,25 @@ const placesIn = (directory: string, which: string): Array<Place> => [
  * exist to be found. Matched over real paths, ignoring case (a case-folding file system makes them one).
  */
 const NAMED = /(?:^|\/)\.git(?:\/(?:config|config\.worktree|commondir|hooks(?:\/.*)?|info\/attributes))?$/i
+
+/**
+ * The user's own git configuration, which git reads in every repository (`core.fsmonitor`, `core.pager`, aliases,
+ * filters: programs it runs unasked): `~/.gitconfig`, `$XDG_CONFIG_HOME/git/config` and `attributes` (by default
+ * under `~/.config`), and the system's `/etc/gitconfig`. What a change to `real` would plant there, or undefined.
+ */
+export const userConfig = (home: string, real: string, env: Readonly<Record<string, string | undefined>> = process.env): string | undefined => {
+  const xdg = env.XDG_CONFIG_HOME !== undefined && isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : join(home, ".config")
+  const places = [join(home, ".gitconfig"), join(xdg, "git", "config"), join(xdg, "git", "attributes"), "/etc/gitconfig"]
+  // Where each really is too: a dotfiles repository often links them.
+  const really = (path: string) => {
+    try {
+      return realpathSync(path)
+    } catch {
+      return path
+    }
+  }
+  return places.some((place) => place === real || really(place) === real) ? `${real}, the user's own git configuration, which tells git what to run in every repository` : undefined
+}
 
 /** What a change to `real` would plant for git by its name alone (a `.git` entry or a code place in one), or undefined. */
 export const named = (real: string): string | undefined =>

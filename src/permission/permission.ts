@@ -21,6 +21,7 @@ import { relative } from "node:path"
 import { Agent } from "./agent"
 import { Boundary } from "./boundary"
 import { Credentials } from "./credentials"
+import { Git } from "./git"
 import { ManagedOutputs } from "../output/managed-outputs"
 import { Protected } from "./protected"
 import { ProtectedMessage } from "./protected-message"
@@ -405,7 +406,9 @@ const checksOf = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolv
   }
   const resource = resolved.inside ? relative(paths.realProject, resolved.real) || "." : resolved.real
   const changes =
-    input.access === "write" ? Protected.change(paths.protectedRoots, resolved.real, { encloses: true }) : undefined
+    input.access === "write"
+      ? (Protected.change(paths.protectedRoots, resolved.real, { encloses: true }) ?? Git.userConfig(paths.user.home, resolved.real))
+      : undefined
   checks.push(
     changes === undefined
       ? { action: input.action, resources: [resource], save: savable(resource) }

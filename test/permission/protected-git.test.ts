@@ -5,7 +5,7 @@
 // `.git` is a file pointing at a repository elsewhere; and the write tool on each. Git then runs no planted code.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { exec, type Sandbox, sandbox, settlementOf } from "../cli/fixture"
 import { tempDir } from "../support/temp"
@@ -163,6 +163,25 @@ describe("core exec: the user's own git is not a way out", () => {
     for (const filePath of [".git/HEAD", ".git/description", "config", "hooks/pre-commit", "sub/git/config", "sub/.github/config"]) {
       expect([filePath, settlementOf(await exec(box, "write", { filePath, content: "x\n" })).status]).toEqual([filePath, "success"])
     }
+  }, 120_000)
+
+  // The user's own git configuration holds programs git runs in every repository: one approval of the home (an
+  // external_directory rule, or "always") let the model plant a core.fsmonitor there. Like the repository's, it is
+  // asked of a person each time, also where a dotfiles repository links it.
+  test("the write tool on ~/.gitconfig or ~/.config/git/config asks a person, even where the home is allowed", async () => {
+    const box = sandbox({ "core.json": '{ "permission": { "*": "allow", "external_directory": "allow" } }\n' })
+    const home = box.user.home
+    mkdirSync(join(home, "dotfiles"), { recursive: true })
+    writeFileSync(join(home, "dotfiles/gitconfig"), "[user]\n\tname = a\n")
+    rmSync(join(home, ".gitconfig"), { force: true })
+    symlinkSync(join(home, "dotfiles/gitconfig"), join(home, ".gitconfig"))
+    for (const filePath of [join(home, ".gitconfig"), join(home, "dotfiles/gitconfig"), join(home, ".config/git/config"), join(home, ".config/git/attributes")]) {
+      const settlement = settlementOf(await exec(box, "write", { filePath, content: '[core]\n\tfsmonitor = "touch /tmp/pwned"\n' }, ["--yes"]))
+      expect([filePath, settlement.status, settlement.error?.message.includes("A person must make that change")]).toEqual([filePath, "error", true])
+    }
+    expect(readFileSync(join(home, "dotfiles/gitconfig"), "utf8")).toBe("[user]\n\tname = a\n")
+    // The rest of the home stays as the rules say.
+    expect(settlementOf(await exec(box, "write", { filePath: join(home, "notes.txt"), content: "x" }, ["--yes"])).status).toBe("success")
   }, 120_000)
 
   test.skipIf(GIT === null)(`the rest of .git stays the model's: commits work in the sandbox${needs}`, async () => {
