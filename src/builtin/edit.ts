@@ -236,7 +236,13 @@ const notFound = (
       "put them with the change in newString."
     )
   }
-  const parts = [`oldString was not found in ${shown}, neither exactly nor by a tolerant matcher.`]
+  const parts = [
+    outcome.stopped === undefined
+      ? `oldString was not found in ${shown}, neither exactly nor by a tolerant matcher.`
+      : `oldString was not found in ${shown} exactly, and the tolerant matchers stopped at ${outcome.stopped}: ` +
+        "the quote is long and the file repeats its lines so often that comparing them loosely would take too long. " +
+        "Quote fewer lines, exactly as the file has them.",
+  ]
   const { closest } = outcome
   if (closest !== undefined) {
     const range = closest.startLine === closest.endLine ? `line ${closest.startLine}` : `lines ${closest.startLine}-${closest.endLine}`

@@ -42,6 +42,11 @@ export const BLOCK_MIN_LINES = 3
 export const BLOCK_MIN_SIMILARITY = 0.6
 // How many line comparisons the closest-region search may make before it compares fewer lines per window.
 const CLOSEST_BUDGET = 2_000_000
+/**
+ * Lines the tolerant matchers compare at most for one edit, all together (tens of milliseconds): past it they stop,
+ * and the quote is not found (the message says why). An ordinary edit compares a line or two per line of the file.
+ */
+export const MATCH_BUDGET = 2_000_000
 
 /** One place to replace: `[start, end)` of the text, and what goes there. */
 export interface Span {
@@ -71,7 +76,13 @@ export interface Closest {
 export type Outcome =
   | { readonly _tag: "Found"; readonly matcher: Matcher; readonly spans: ReadonlyArray<Span> }
   | { readonly _tag: "Ambiguous"; readonly matcher: Matcher; readonly lines: ReadonlyArray<number> }
-  | { readonly _tag: "NotFound"; readonly closest: Closest | undefined; readonly refused: ReadonlyArray<Refusal> }
+  | {
+      readonly _tag: "NotFound"
+      readonly closest: Closest | undefined
+      readonly refused: ReadonlyArray<Refusal>
+      /** The tolerant matcher that ran out of MATCH_BUDGET, when one did: the later ones were not tried. */
+      readonly stopped?: Matcher
+    }
   /** A tolerant match whose indentation style newString cannot be converted to: nothing is replaced. */
   | {
       readonly _tag: "Unindentable"
@@ -94,6 +105,11 @@ interface Indexed {
   readonly content: string
   readonly lines: ReadonlyArray<string>
   readonly offsets: ReadonlyArray<number>
+  /**
+   * The lines the tolerant matchers may still compare (MATCH_BUDGET): a long quote of a line the file repeats
+   * thousands of times (`}`) made every window a candidate, seconds of processor on the thread every call shares.
+   */
+  readonly budget: { left: number }
 }
 
 const index = (content: string): Indexed => {
@@ -104,7 +120,7 @@ const index = (content: string): Indexed => {
     offsets.push(offset)
     offset += line.length + 1
   }
-  return { content, lines, offsets }
+  return { content, lines, offsets, budget: { left: MATCH_BUDGET } }
 }
 
 /** 1-based line of a character offset. */
@@ -175,9 +191,12 @@ const byLines = (file: Indexed, input: Input, normalise: (line: string) => strin
   if (count === 0 || count > file.lines.length || wanted.every((line) => line === "")) return NONE
   const normalised = file.lines.map(normalise)
   const firsts: Array<number> = []
+  const { budget } = file
   for (let first = 0; first + count <= normalised.length; first++) {
     let equal = true
-    for (let offset = 0; offset < count && equal; offset++) equal = normalised[first + offset] === wanted[offset]
+    let offset = 0
+    for (; offset < count && equal; offset++) equal = normalised[first + offset] === wanted[offset]
+    if ((budget.left -= offset) < 0) return NONE
     if (equal) firsts.push(first)
   }
   return settle(file, input, old, firsts.map((first) => ({ first, count })))
@@ -231,8 +250,10 @@ const indentationFlexible = (file: Indexed, input: Input): Step => {
   if (anchor === -1) return NONE
   const anchorText = wanted[anchor]!.trimStart()
   const windows: Array<{ first: number; count: number; indent: string }> = []
+  const { budget } = file
   for (let first = 0; first + count <= file.lines.length; first++) {
     if (file.lines[first + anchor]!.trim() !== anchorText.trim()) continue
+    if ((budget.left -= count) < 0) return NONE
     const window = file.lines.slice(first, first + count)
     const indent = Indentation.commonIndent(window)
     // Same indentation is trimmed-line-ends' case, already tried.
@@ -317,6 +338,7 @@ const blockAnchors = (file: Indexed, input: Input): Step => {
     let best: { first: number; count: number; score: number } | undefined
     const bound = Math.min(trimmed.length, start + maxLines)
     for (let end = nextLast[start + 2] ?? trimmed.length; end < bound; end = nextLast[end + 1]!) {
+      if ((file.budget.left -= end - start) < 0) return NONE
       const score = similarity(middle, file.lines.slice(start + 1, end).join("\n"))
       if (score >= BLOCK_MIN_SIMILARITY && (best === undefined || score > best.score)) {
         best = { first: start, count: end - start + 1, score }
@@ -390,6 +412,7 @@ export const find = (input: Input): Outcome => {
     if (result._tag === "Ambiguous") return { _tag: "Ambiguous", matcher, lines: result.lines }
     if (result._tag === "Unindentable") return { ...result, matcher }
     for (const refusal of result.refused) refused.push({ matcher, ...refusal })
+    if (file.budget.left < 0) return { _tag: "NotFound", closest: closest(file, input.oldString), refused, stopped: matcher }
   }
   return { _tag: "NotFound", closest: closest(file, input.oldString), refused }
 }

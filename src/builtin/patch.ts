@@ -300,6 +300,38 @@ const COMPARISONS: ReadonlyArray<(line: string) => string> = [
   plain,
 ]
 
+/**
+ * Where `wanted` first occurs in `lines` at or after `from`, or -1: Knuth-Morris-Pratt over whole lines, so a hunk
+ * of a line the file repeats thousands of times (`}`) costs a pass over the file, not a pass per line of it.
+ */
+const indexOfLines = (lines: ReadonlyArray<string>, wanted: ReadonlyArray<string>, from: number): number => {
+  // fallback[i]: the length of the longest proper prefix of wanted[0..i] that is also its suffix.
+  const fallback = new Int32Array(wanted.length)
+  for (let index = 1, length = 0; index < wanted.length; ) {
+    if (wanted[index] === wanted[length]) fallback[index++] = ++length
+    else if (length > 0) length = fallback[length - 1]!
+    else fallback[index++] = 0
+  }
+  for (let at = from, matched = 0; at < lines.length; ) {
+    if (lines[at] === wanted[matched]) {
+      at++
+      if (++matched === wanted.length) return at - matched
+    } else if (matched > 0) matched = fallback[matched - 1]!
+    else at++
+  }
+  return -1
+}
+
+/** A file's lines as a comparison sees them, made once per file for all its hunks. */
+const comparedLines = new WeakMap<ReadonlyArray<string>, Map<(line: string) => string, ReadonlyArray<string>>>()
+const compared = (lines: ReadonlyArray<string>, compare: (line: string) => string): ReadonlyArray<string> => {
+  let byComparison = comparedLines.get(lines)
+  if (byComparison === undefined) comparedLines.set(lines, (byComparison = new Map()))
+  let seen = byComparison.get(compare)
+  if (seen === undefined) byComparison.set(compare, (seen = lines.map(compare)))
+  return seen
+}
+
 /** Where `pattern` starts in `lines` at or after `from`, or -1; `endOfFile` tries the end of the file first. */
 export const seek = (
   lines: ReadonlyArray<string>,
@@ -308,12 +340,14 @@ export const seek = (
   endOfFile: boolean,
 ): number => {
   if (pattern.length === 0) return from
+  const last = lines.length - pattern.length
   for (const compare of COMPARISONS) {
     const wanted = pattern.map(compare)
-    const matchesAt = (start: number) => wanted.every((line, offset) => compare(lines[start + offset]!) === line)
-    const last = lines.length - pattern.length
-    if (endOfFile && last >= from && matchesAt(last)) return last
-    for (let start = from; start <= last; start++) if (matchesAt(start)) return start
+    if (endOfFile && last >= from && wanted.every((line, offset) => compare(lines[last + offset]!) === line)) return last
+    if (last < from) continue
+    // Each line of the file compared once per comparison, not once per window it is in.
+    const found = indexOfLines(compare === COMPARISONS[0] ? lines : compared(lines, compare), wanted, from)
+    if (found !== -1) return found
   }
   return -1
 }

@@ -103,6 +103,14 @@ describe("a file changed keeps its mode, owner and group", () => {
 })
 
 describe("edit errors", () => {
+  test("a long quote of a line the file repeats thousands of times: not found, saying the tolerant matchers stopped", async () => {
+    const h = harness({ files: { "braces.txt": "  }\n".repeat(200_000) } })
+    const { settlement } = await h.settle("edit", { filePath: "braces.txt", oldString: `${"  }\n".repeat(1000)}  x`, newString: "y" })
+    expect(settlement.error?.kind).toBe("failure")
+    expect(settlement.error?.message).toStartWith("oldString was not found in braces.txt exactly, and the tolerant matchers stopped at trimmed-line-ends")
+  })
+
+
   const failureOf = async (files: Record<string, string | Uint8Array>, input: Record<string, unknown>) => {
     const h = harness({ files })
     const { settlement } = await h.settle("edit", input)

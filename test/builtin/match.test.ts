@@ -216,3 +216,28 @@ describe("no match", () => {
     expect(Match.similarity("function a()", "class B {}")).toBeLessThan(0.3)
   })
 })
+
+// A long quote of a line the file repeats thousands of times made every window a candidate for the line matchers:
+// 14 s of processor for a 5 KB edit on the thread every call of a core serve shares. They compare MATCH_BUDGET
+// lines at most, then stop, saying which stopped; an exact quote is still found at once.
+describe("the tolerant matchers' budget", () => {
+  const content = "  }\n".repeat(200_000)
+
+  test("a long quote of a much repeated line stops the matchers within the budget, naming the one that stopped", () => {
+    for (const [oldString, stopped] of [
+      ["  }\n".repeat(1000) + "  x", "trimmed-line-ends"],
+      ["    }\n".repeat(1000) + "  x", "indentation-flexible"],
+    ] as const) {
+      const outcome = Match.find({ content, oldString, newString: "y" })
+      expect(outcome).toMatchObject({ _tag: "NotFound", stopped })
+    }
+  })
+
+  test("an exact quote in the same file is found; an ordinary quote stops nothing", () => {
+    const marked = `${content}  the one line\n${content}`
+    expect(Match.find({ content: marked, oldString: "  }\n  the one line\n", newString: "y" })).toMatchObject({ _tag: "Found", matcher: "exact" })
+    const outcome = Match.find({ content: "a\nb\nc\n", oldString: "x\ny", newString: "z" })
+    expect(outcome._tag).toBe("NotFound")
+    expect(outcome).not.toHaveProperty("stopped")
+  })
+})

@@ -111,3 +111,37 @@ describe("hunk headers a model makes long", () => {
     ).toEqual([200_005, 1])
   }, 30_000)
 })
+
+// A hunk was looked for window by window, each line compared (and normalised again) once per window it is in: a
+// hunk of a thousand lines of `}` in a file of 200,000 took a minute of processor. Now each comparison is one pass.
+describe("Patch.seek", () => {
+  const naive = (lines: ReadonlyArray<string>, pattern: ReadonlyArray<string>, from: number, compare: (line: string) => string) => {
+    for (let start = from; start + pattern.length <= lines.length; start++) {
+      if (pattern.every((line, offset) => compare(lines[start + offset]!) === compare(line))) return start
+    }
+    return -1
+  }
+
+  test("finds what a window-by-window search finds, from every start, on many small random files", () => {
+    let seed = 7
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648
+    const pick = () => ["a", "a ", "b", " a"][Math.floor(random() * 4)]!
+    for (let round = 0; round < 2_000; round++) {
+      const lines = Array.from({ length: Math.floor(random() * 12) }, pick)
+      const pattern = Array.from({ length: 1 + Math.floor(random() * 4) }, pick)
+      for (let from = 0; from <= lines.length; from++) {
+        // The strictest comparison that finds any place decides, as seek's order of comparisons says.
+        const expected = [(line: string) => line, (line: string) => line.trimEnd(), (line: string) => line.trim()]
+          .map((compare) => naive(lines, pattern, from, compare))
+          .find((at) => at !== -1) ?? -1
+        expect({ lines, pattern, from, at: Patch.seek(lines, pattern, from, false) }).toEqual({ lines, pattern, from, at: expected })
+      }
+    }
+  })
+
+  test("a long hunk of a line the file repeats thousands of times is looked for in one pass per comparison", () => {
+    const lines = Array.from({ length: 200_000 }, () => "  }")
+    expect(Patch.seek(lines, [...Array.from({ length: 1_000 }, () => "  }"), "  x"], 0, false)).toBe(-1)
+    expect(Patch.seek([...lines, "  x"], [...Array.from({ length: 1_000 }, () => "}"), "x"], 0, false)).toBe(199_000)
+  })
+})
