@@ -87,6 +87,14 @@ const REASONS: Readonly<Record<string, string>> = {
   [Pinned.MOVED]: "a directory on its path was replaced while it was being used, so it no longer leads where it was checked",
 }
 
+/** What to do about an operation that failed with `code`, in a sentence. */
+const adviceOf = (code: string): string => {
+  if (code === "ENOSPC" || code === "EDQUOT") return "free space there (or ask the user to), then try again."
+  if (code === "EROFS") return "nothing on that file system can change; ask the user, or use a path elsewhere."
+  if (code === "EMFILE" || code === "ENFILE") return "try again in a moment."
+  return "check the path and its permissions, or use another path."
+}
+
 const codeOf = (cause: unknown): string | undefined =>
   typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
     ? cause.code
@@ -102,11 +110,7 @@ export const io = <A>(operation: string, shown: string, run: () => Promise<A>): 
       const code = codeOf(cause)
       const reason = code === undefined ? undefined : REASONS[code]
       if (reason === undefined) return Effect.die(cause)
-      return Effect.fail(
-        new Tool.Failure({
-          message: `Cannot ${operation} ${shown}: ${reason} (${code}). Nothing was changed; check the path and its permissions, or use another path.`,
-        }),
-      )
+      return Effect.fail(new Tool.Failure({ message: `Cannot ${operation} ${shown}: ${reason} (${code}). Nothing was changed; ${adviceOf(code!)}` }))
     }),
   )
 
@@ -499,10 +503,14 @@ export const modeText = (mode: number): string => `0${(mode & 0o7777).toString(8
 export const writable = (path: string, shown: string, tool: string): Effect.Effect<void, Tool.Failure> =>
   Effect.gen(function* () {
     const stats = yield* io("check", shown, () => fsp().stat(path))
-    const allowed =
-      (stats.mode & 0o222) !== 0 &&
-      (yield* Effect.promise(() => fsp().access(path, constants.W_OK).then(() => true, () => false)))
-    if (allowed) return
+    const refused = yield* Effect.promise(() => fsp().access(path, constants.W_OK).then(() => undefined, (cause: unknown) => codeOf(cause) ?? "EACCES"))
+    if ((stats.mode & 0o222) !== 0 && refused === undefined) return
+    // A read-only file system refuses whatever the mode says: said as it is, not as the file's mode.
+    if (refused === "EROFS") {
+      return yield* new Tool.Failure({
+        message: `Cannot change ${shown} with ${tool}: ${REASONS.EROFS} (EROFS). Nothing was changed; ${adviceOf("EROFS")}`,
+      })
+    }
     const mine = process.getuid?.() === stats.uid
     return yield* new Tool.Failure({
       message:

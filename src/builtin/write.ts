@@ -46,14 +46,15 @@ const DESCRIPTION = `Write a file: create it, or replace its whole content.
 const describe = (output: Output): string => {
   const size = `${output.lines} line${output.lines === 1 ? "" : "s"}, ${output.bytes} byte${output.bytes === 1 ? "" : "s"}`
   if (output.created) return `Created ${output.path} (${size}).`
-  const kept = [output.lineEnding === "crlf" ? "CRLF line endings" : undefined, output.bom ? "byte order mark" : undefined]
+  // What the file was written with (the old file's conventions, or the content's own): not always what it kept.
+  const kept = [output.lineEnding === "crlf" ? "CRLF line endings" : undefined, output.bom ? "a byte order mark" : undefined]
     .filter((item) => item !== undefined)
     .join(" and ")
   const before =
     output.replaced === undefined
       ? ""
       : `; it held ${output.replaced.lines} line${output.replaced.lines === 1 ? "" : "s"}, ${output.replaced.bytes} byte${output.replaced.bytes === 1 ? "" : "s"}`
-  return `Overwrote ${output.path} (${size}${before}${kept === "" ? "" : `; kept its ${kept}`}).`
+  return `Overwrote ${output.path} (${size}${before}${kept === "" ? "" : `; written with ${kept}`}).`
 }
 
 const makeTool = (services: Builtin.Services) =>

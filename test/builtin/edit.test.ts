@@ -102,6 +102,19 @@ describe("a file changed keeps its mode, owner and group", () => {
   })
 })
 
+// A failed file operation says what to do about its own cause: a full disk is no matter of permissions.
+describe("Text.io: what a failed file operation tells the model", () => {
+  const failure = (code: string) =>
+    Effect.runPromise(Effect.flip(Text.io("write", "a.txt", () => Promise.reject(Object.assign(new Error(code), { code })))))
+  test("a full disk, a read-only file system and a denied permission each say what to do", async () => {
+    expect((await failure("ENOSPC")).message).toBe(
+      "Cannot write a.txt: no space is left on the device (ENOSPC). Nothing was changed; free space there (or ask the user to), then try again.",
+    )
+    expect((await failure("EROFS")).message).toContain("(EROFS). Nothing was changed; nothing on that file system can change")
+    expect((await failure("EACCES")).message).toContain("(EACCES). Nothing was changed; check the path and its permissions")
+  })
+})
+
 describe("edit errors", () => {
   test("a long quote of a line the file repeats thousands of times: not found, saying the tolerant matchers stopped", async () => {
     const h = harness({ files: { "braces.txt": "  }\n".repeat(200_000) } })

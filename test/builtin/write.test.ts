@@ -36,7 +36,7 @@ describe("write", () => {
     const { settlement } = await h.settle("write", { filePath: "win.txt", content: "x\ny\nz\n" })
     expect(readFileSync(join(h.directory, "win.txt"), "utf8")).toBe("x\r\ny\r\nz\r\n")
     expect(settlement.structured).toMatchObject({ lineEnding: "crlf", lines: 3 })
-    expect(textOf(settlement)).toContain("kept its CRLF line endings")
+    expect(textOf(settlement)).toContain("written with CRLF line endings")
   })
 
   test("keeps an LF file's line endings when the new content uses CRLF", async () => {
