@@ -527,6 +527,14 @@ export class Server {
     const { McpError, ErrorCode } = McpSdk.load().types
     const { StreamableHTTPError } = McpSdk.load().http
     if (cause instanceof McpError && cause.code === ErrorCode.RequestTimeout) {
+      const oversized = this.process?.oversized
+      if (oversized !== undefined) {
+        return (
+          `${server} gave no answer core could read within ${this.timeoutMs} ms while ${doing}: it sent a message of more ` +
+          `than ${oversized} bytes, over the ${McpClientStdio.MAX_LINE_BYTES} bytes core reads from a server (likely ` +
+          "this call's answer). Ask for less at once; a longer timeout will not help."
+        )
+      }
       return (
         `${server} did not answer within ${this.timeoutMs} ms while ${doing}; the request was cancelled. ` +
         `Try again, or raise "timeoutMs" for "${this.name}" in core.json if it needs longer.`

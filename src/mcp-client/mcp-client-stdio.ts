@@ -21,7 +21,7 @@ const STDERR_TAIL_BYTES = 2048
 /** How long, after the process ended, its last stderr output is waited for. */
 const STDERR_SETTLE_MS = 100
 /** A line longer than this is not a message core will read: it is dropped like garbage. */
-const MAX_LINE_BYTES = 16 * 1024 * 1024
+export const MAX_LINE_BYTES = 16 * 1024 * 1024
 
 export interface Options {
   readonly command: ReadonlyArray<string>
@@ -102,6 +102,11 @@ export class Process implements Transport {
   readonly pid: number
   /** Lines on stdout that were not JSON-RPC messages. */
   ignoredLines = 0
+  /**
+   * The size read of the last message core dropped for being over MAX_LINE_BYTES, if one was: a request whose
+   * answer it was waits until its timeout, and is told why.
+   */
+  oversized: number | undefined
   /** How the process ended, once it has. */
   exit: { readonly code: number | null; readonly signal: string | null; readonly stderr: string } | undefined
   private readonly child: Child
@@ -144,8 +149,10 @@ export class Process implements Transport {
       for (;;) {
         const { value: chunk, done } = await reader.read()
         if (done) break
+        // Only the text just read can hold the line's end: a long line is not searched again chunk after chunk.
+        const searched = buffer.length
         buffer += decoder.decode(chunk, { stream: true })
-        let newline = buffer.indexOf("\n")
+        let newline = buffer.indexOf("\n", searched)
         while (newline !== -1) {
           this.line(buffer.slice(0, newline))
           buffer = buffer.slice(newline + 1)
@@ -153,6 +160,7 @@ export class Process implements Transport {
         }
         if (buffer.length > MAX_LINE_BYTES) {
           this.ignoredLines++
+          this.oversized = buffer.length
           buffer = ""
         }
       }

@@ -2,7 +2,8 @@ export {}
 
 // An MCP server over stdio written by hand, without the SDK, for results the SDK's own server refuses to send: `odd`
 // answers content of a type MCP does not have, `mistyped` structured content its declared output schema refuses;
-// `wait` reports progress and waits until cancelled, and `cancelled` says how many calls were.
+// `wait` reports progress and waits until cancelled, and `cancelled` says how many calls were; `giant` answers on
+// a line longer than core reads.
 
 const object = (properties: Record<string, unknown> = {}) => ({ type: "object", properties })
 const TOOLS = [
@@ -10,6 +11,7 @@ const TOOLS = [
   { name: "mistyped", description: "Structured content its schema refuses", inputSchema: object(), outputSchema: object({ total: { type: "number" } }) },
   { name: "wait", description: "Reports progress, then waits until cancelled", inputSchema: object() },
   { name: "cancelled", description: "How many calls were cancelled", inputSchema: object() },
+  { name: "giant", description: "An answer of 17 MiB on one line", inputSchema: object() },
 ]
 
 const send = (message: unknown) => process.stdout.write(`${JSON.stringify(message)}\n`)
@@ -37,6 +39,8 @@ const answer = (id: unknown, method: string, params: Record<string, any>) => {
     }
     case "cancelled":
       return send({ jsonrpc: "2.0", id, result: text(String(cancelled)) })
+    case "giant":
+      return send({ jsonrpc: "2.0", id, result: text("g".repeat(17 * 1024 * 1024)) })
   }
 }
 

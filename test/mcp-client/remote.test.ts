@@ -369,6 +369,16 @@ describe("core as an MCP client: results and failures", () => {
     expect(result.state).toMatchObject({ status: "connected", pid: result.pid })
   }, 30_000)
 
+  // An answer on a line over 16 MiB is not read: the call waits for its timeout, which used to say to raise it.
+  test("an answer over 16 MiB on one line fails its call at the timeout saying so, not to raise the timeout", async () => {
+    const raw = { mcp: { fix: { command: [BUN, join(import.meta.dir, "raw-server.ts")], timeoutMs: 2_000 } }, permission: { "fix_*": "allow" } }
+    const result = await withLocation(raw, () => Effect.flatMap(turn, (current) => settle(current, "fix_giant", {})))
+    const message = result.settlement.error?.message ?? ""
+    expect(message).toStartWith('MCP server "fix" gave no answer core could read within 2000 ms while calling giant: it sent a message of more than ')
+    expect(message).toContain("over the 16777216 bytes core reads from a server")
+    expect(message).not.toContain('raise "timeoutMs"')
+  }, 30_000)
+
   test("a server that does not answer a call fails it after timeoutMs, naming the server", async () => {
     const result = await withLocation(fixture("serve", { timeoutMs: 4000 }), () =>
       Effect.gen(function* () {
