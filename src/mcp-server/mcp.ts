@@ -123,6 +123,16 @@ type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>
 /** What answering a call needs of its request: its id, its abort, and (with a progress token) its notifications. */
 type CallExtra = Pick<Extra, "requestId" | "signal"> & Partial<Pick<Extra, "sendNotification">>
 
+/** A string that reads as a JSON number: as a JSON-RPC id it is another id than that number. */
+const NUMERIC = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/
+
+/**
+ * The call id of a request id: the id as it is, but a string that reads as a number, which is quoted (JSON-RPC has
+ * `1` and `"1"` as two ids: one must not join or replay the other's call).
+ */
+const callIdOf = (requestId: string | number): string =>
+  typeof requestId === "string" && NUMERIC.test(requestId) ? JSON.stringify(requestId) : String(requestId)
+
 /** The call a `tools/call` asks for, with the ids its `_meta` gives (the session's own where it gives none). */
 const callOf = (params: CallToolRequest["params"], options: Options, requestId: string | number): Settler.Call => {
   const meta = params._meta as Record<string, unknown> | undefined
@@ -130,7 +140,7 @@ const callOf = (params: CallToolRequest["params"], options: Options, requestId: 
     sessionID: metaString(meta, "sessionID") ?? options.sessionID,
     agent: options.agent,
     assistantMessageID: metaString(meta, "assistantMessageID") ?? `msg_${crypto.randomUUID()}`,
-    toolCallID: metaString(meta, "toolCallID") ?? String(requestId),
+    toolCallID: metaString(meta, "toolCallID") ?? callIdOf(requestId),
     name: params.name,
     input: params.arguments ?? {},
   }

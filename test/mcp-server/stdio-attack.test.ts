@@ -208,5 +208,11 @@ export default Tool.make({
     expect(other.content).toEqual([{ type: "text", text: "run 2" }])
     expect(other._meta["core/settlement"].callID).toBe("10")
     expect(runs(mcp.box, "count")).toBe(2)
+    // JSON-RPC has 9 and "9" as two ids: the string is another call, recorded under its id quoted.
+    mcp.send(`${JSON.stringify({ jsonrpc: "2.0", id: "9", method: "tools/call", params: { name: "count", arguments: {} } })}\n`)
+    const quoted = (await mcp.next("9")).result
+    expect(quoted.content).toEqual([{ type: "text", text: "run 3" }])
+    expect(quoted._meta["core/settlement"].callID).toBe('"9"')
+    expect(runs(mcp.box, "count")).toBe(3)
   }, 60_000)
 })
