@@ -504,7 +504,8 @@ const answerDirectly = (state: State, message: unknown, deliver: (answer: JSONRP
   const failed = (cancelled: { readonly aborted: boolean }, error: unknown) => {
     const failure = error as { readonly code?: unknown; readonly message?: unknown }
     const code = typeof failure.code === "number" && Number.isSafeInteger(failure.code) ? failure.code : ErrorCode.InternalError
-    const text = typeof failure.message === "string" ? failure.message : "Internal error"
+    // An McpError's message carries its code in front ("MCP error -32603: …"): the client's McpError adds it again.
+    const text = typeof failure.message === "string" ? failure.message.replace(/^MCP error -?\d+: /, "") : "Internal error"
     send(cancelled, { jsonrpc: "2.0", id, error: { code, message: text } })
   }
   if (!state.traced) {

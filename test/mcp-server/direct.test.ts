@@ -140,6 +140,8 @@ describe("a plain tools/call", () => {
     expect(answer.result).toBeUndefined()
     expect(answer.error?.code).toBe(-32603)
     expect(answer.error?.message).toContain("dying (d1) failed unexpectedly; the server log has the details")
+    // The code is the error's own field: a client's McpError puts it in front of the message once.
+    expect(answer.error?.message).not.toStartWith("MCP error")
     expect(answer.error?.message).not.toContain("kaput")
     const result = await client.callTool({ name: "greet", arguments: { who: "Bo" } })
     expect(JSON.stringify(result.content)).toContain("Bo")
