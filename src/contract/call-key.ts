@@ -22,3 +22,17 @@ export const of = (location: string, ids: Ids, asked?: Asked): string =>
   asked === undefined
     ? JSON.stringify([location, ids.sessionID, ids.toolCallID])
     : JSON.stringify([location, ids.sessionID, ids.toolCallID, asked.agent, asked.name])
+
+/**
+ * Why a call's ids cannot be kept apart from another call's, or undefined when they can: an id that is not
+ * well-formed Unicode (a lone surrogate, as JSON's `"\ud800"` makes) is stored as UTF-8 with U+FFFD in its place,
+ * so `"a\ud800"` and `"a\udfff"` would be one call, and the second answered the first's settlement.
+ */
+export const malformed = (ids: Ids & { readonly assistantMessageID?: string }): string | undefined => {
+  for (const [name, id] of [["sessionID", ids.sessionID], ["toolCallID", ids.toolCallID], ["assistantMessageID", ids.assistantMessageID]] as const) {
+    if (id !== undefined && !id.isWellFormed()) {
+      return `The ${name} ${JSON.stringify(id)} is not well-formed Unicode (it holds a lone surrogate): ids are kept as UTF-8, where it would be another call's id. Send ids of whole characters.`
+    }
+  }
+  return undefined
+}

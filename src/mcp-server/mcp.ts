@@ -128,15 +128,16 @@ const NUMERIC = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/
 
 /**
  * The call id of a request id: the id as it is, but a string that reads as a number, which is quoted (JSON-RPC has
- * `1` and `"1"` as two ids: one must not join or replay the other's call).
+ * `1` and `"1"` as two ids: one must not join or replay the other's call), and one with a lone surrogate, which is
+ * quoted as JSON escapes it (whole characters: see CallKey.malformed).
  */
 const callIdOf = (requestId: string | number): string =>
-  typeof requestId === "string" && NUMERIC.test(requestId) ? JSON.stringify(requestId) : String(requestId)
+  typeof requestId === "string" && (NUMERIC.test(requestId) || !requestId.isWellFormed()) ? JSON.stringify(requestId) : String(requestId)
 
 /** The call a `tools/call` asks for, with the ids its `_meta` gives (the session's own where it gives none). */
 const callOf = (params: CallToolRequest["params"], options: Options, requestId: string | number): Settler.Call => {
   const meta = params._meta as Record<string, unknown> | undefined
-  return {
+  const call = {
     sessionID: metaString(meta, "sessionID") ?? options.sessionID,
     agent: options.agent,
     assistantMessageID: metaString(meta, "assistantMessageID") ?? `msg_${crypto.randomUUID()}`,
@@ -144,6 +145,10 @@ const callOf = (params: CallToolRequest["params"], options: Options, requestId: 
     name: params.name,
     input: params.arguments ?? {},
   }
+  // `_meta` ids of a lone surrogate would be kept as another call's: refused, as the HTTP API refuses them.
+  const malformed = CallKey.malformed(call)
+  if (malformed !== undefined) throw new McpError(ErrorCode.InvalidParams, malformed)
+  return call
 }
 
 /** The calls a session waits on, by key, with the host and turn each settles through. */

@@ -79,7 +79,12 @@ const LOCATION_HEADER = {
 
 // Bodies
 
-const Id = Schema.NonEmptyString
+/** An id: a non-empty string of whole characters (a lone surrogate would be stored as another call's id). */
+const Id = Schema.NonEmptyString.check(
+  Schema.makeFilter((id: string) => (id.isWellFormed() ? undefined : "a string of well-formed Unicode, with no lone surrogate"), {
+    expected: "a string of well-formed Unicode",
+  }),
+)
 
 export const Health = Schema.Struct({ ok: Schema.Literal(true), version: Schema.String }).annotate({ identifier: "Health" })
 

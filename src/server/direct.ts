@@ -109,7 +109,8 @@ const readCounting = async (request: Request): Promise<string | undefined> => {
   return new TextDecoder().decode(Buffer.concat(chunks))
 }
 
-const isId = (value: unknown): value is string => typeof value === "string" && value !== ""
+/** A non-empty string of whole characters, as the API's `Id` schema takes it. */
+const isId = (value: unknown): value is string => typeof value === "string" && value !== "" && value.isWellFormed()
 
 /** Whether every number in parsed JSON is finite (JSON.parse reads `1e400` as Infinity, which is not JSON), without recursion. */
 const finite = (value: unknown): boolean => {

@@ -355,6 +355,9 @@ const settleThrough = (
   (call: Steps.Call, options?: Steps.Options): Effect.Effect<Steps.Settled, Steps.OperationalError> =>
     Effect.uninterruptibleMask((restore) =>
       Effect.withFiber((fiber) => {
+        // Every edge refuses such ids; here too, since a record kept under one would answer another call (law 12).
+        const malformed = CallKey.malformed(call)
+        if (malformed !== undefined) return Effect.fail(new Steps.OperationalError({ message: malformed, cause: undefined }))
         const key = CallKey.of(services.location, call, call)
         const joined = running.get(key)
         if (joined !== undefined) return restore(Deferred.await(joined))

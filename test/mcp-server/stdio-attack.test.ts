@@ -214,5 +214,15 @@ export default Tool.make({
     expect(quoted.content).toEqual([{ type: "text", text: "run 3" }])
     expect(quoted._meta["core/settlement"].callID).toBe('"9"')
     expect(runs(mcp.box, "count")).toBe(3)
+    // A lone surrogate would be kept as U+FFFD, another call's id: as a request id it is quoted as JSON escapes it
+    // (whole characters), and as a _meta id it is refused as invalid params.
+    mcp.send('{"jsonrpc":"2.0","id":"x\\ud800","method":"tools/call","params":{"name":"count","arguments":{}}}\n')
+    const lone = (await mcp.next("x\ud800")).result
+    expect(lone._meta["core/settlement"].callID).toBe('"x\\ud800"')
+    mcp.send('{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"count","arguments":{},"_meta":{"toolCallID":"m\\udfff"}}}\n')
+    const refused = await mcp.next(12)
+    expect(refused.error.code).toBe(-32602)
+    expect(refused.error.message).toContain("is not well-formed Unicode")
+    expect(runs(mcp.box, "count")).toBe(4)
   }, 60_000)
 })

@@ -111,6 +111,7 @@ describe("a call answered without the router", () => {
       ["empty body", () => post(calls, "")],
       ["a number JSON cannot hold", (s) => post(calls, `{"sessionID":"s","assistantMessageID":"m","toolCallID":"inf_${s}","name":"echo","input":{"text":1e400}}`)],
       ["an empty id", (s) => post(calls, JSON.stringify(callBody({ name: "echo", input: {}, toolCallID: "", sessionID: `e_${s}` })))],
+      ["a lone surrogate in an id", (s) => post(calls, JSON.stringify(callBody({ name: "echo", input: {}, toolCallID: `ls_${s}\ud800` })))],
     ]
     for (const [name, make] of cases) {
       const answers = await compare({ direct, routed }, make)
@@ -124,6 +125,25 @@ describe("a call answered without the router", () => {
     const replays = await compare({ direct, routed }, again)
     expect(replays.direct.headers["x-core-replayed"]).toBe("true")
     expect(alike(replays.direct, "dq7")).toEqual(alike(replays.routed, "rq7"))
+  })
+
+  // bun:sqlite keeps strings as UTF-8, a lone surrogate as U+FFFD: "p\ud800" and "p\udfff" were one record, and a call
+  // under the second answered the first's settlement without running. Such ids are refused; "p\ufffd" is its own.
+  test("an id with a lone surrogate is refused with 400 on both paths, and never answers another call's record", async () => {
+    const { direct, routed, turnID } = await both()
+    const calls = `/v1/turns/${turnID}/calls`
+    const call = (toolCallID: string, text: string) => post(calls, JSON.stringify(callBody({ name: "echo", input: { text }, toolCallID })))
+    for (const handler of [direct, routed]) {
+      for (const id of ["p\ud800", "p\udc00x", "\udfff"]) {
+        const answer = await handler.handler(call(id, "lone"))
+        expect([id, answer.status]).toEqual([id, 400])
+        expect(await answer.text()).toContain("well-formed Unicode")
+      }
+    }
+    const replacement = await read(await direct.handler(call("p\ufffd", "whole")))
+    expect(replacement.status).toBe(200)
+    expect(replacement.headers["x-core-replayed"]).toBeUndefined()
+    expect(JSON.parse(replacement.body)).toMatchObject({ callID: "p\ufffd", structured: "whole" })
   })
 
   test("an operational failure is the router's 500, logged", async () => {
