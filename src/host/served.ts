@@ -550,13 +550,14 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   const reply = (id: string, answer: Permission.Reply) =>
     Effect.suspend(() => {
       const dot = id.lastIndexOf(".")
-      const serialOf = Number(id.slice(dot + 1))
-      const generation = dot === -1 ? undefined : [...live].find((candidate) => candidate.serial === serialOf)
-      if (generation === undefined) {
-        const message = `No pending permission request ${id} (it may have been answered already)`
-        return Effect.fail(new Permission.UnknownRequest({ id, message }))
-      }
-      return generation.permission.reply(id.slice(0, dot), answer)
+      // The serial as published: digits only (Number() also read "0x3", "3e0" and " 3" as 3, aliases of one ask).
+      const serial = id.slice(dot + 1)
+      const serialOf = /^(0|[1-9]\d{0,15})$/.test(serial) ? Number(serial) : undefined
+      const generation = dot === -1 || serialOf === undefined ? undefined : [...live].find((candidate) => candidate.serial === serialOf)
+      const unknown = () => new Permission.UnknownRequest({ id, message: `No pending permission request ${id} (it may have been answered already)` })
+      if (generation === undefined) return Effect.fail(unknown())
+      // A miss names the id as it was sent, not the generation's own part of it.
+      return Effect.mapError(generation.permission.reply(id.slice(0, dot), answer), unknown)
     })
 
   return {

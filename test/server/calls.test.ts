@@ -205,6 +205,28 @@ describe("permission asks over HTTP", () => {
     const again = await sidecar.json("POST", `/v1/permissions/${asked.data.id}/reply`, { body: { reply: "once" } })
     expect(again.status).toBe(404)
     expect(again.body.error.kind).toBe("not_found")
+    // The miss names the id as it was sent, generation and all.
+    expect(again.body.error.message).toContain(`No pending permission request ${asked.data.id} `)
+    await events.close()
+  })
+
+  // An ask's id ends in the generation that asked it (".3"): read with Number(), "0x3", "3e0" and " 3" were that
+  // generation too, so aliases of one ask answered it.
+  test("an ask is answered by its own id only: a spelling of its serial another reading takes for a number is a 404", async () => {
+    const sidecar = await inProcess({ "tools/echo.ts": ECHO, "core.json": ASK_ECHO })
+    const events = await sidecar.events()
+    const { turnID } = await sidecar.turn()
+    const settling = sidecar.settle(turnID, { name: "echo", input: { text: "x" } })
+    const asked = await events.until("permission.asked")
+    const id = asked.data.id as string
+    const [prefix, serial] = [id.slice(0, id.lastIndexOf(".")), id.slice(id.lastIndexOf(".") + 1)]
+    for (const alias of [`${prefix}.0x${Number(serial).toString(16)}`, `${prefix}.${serial}e0`, `${prefix}.0${serial}`, `${prefix}.${serial}.0`]) {
+      const answer = await sidecar.json("POST", `/v1/permissions/${encodeURIComponent(alias)}/reply`, { body: { reply: "once" } })
+      expect([alias, answer.status]).toEqual([alias, 404])
+    }
+    expect(runs(sidecar.box, "echo")).toBe(0)
+    expect((await sidecar.json("POST", `/v1/permissions/${id}/reply`, { body: { reply: "once" } })).status).toBe(200)
+    expect((await settling).body.status).toBe("success")
     for (const id of ["per_unknown", "per_x.99", "nodot"]) {
       expect((await sidecar.json("POST", `/v1/permissions/${id}/reply`, { body: { reply: "once" } })).status).toBe(404)
     }
