@@ -11,3 +11,8 @@ export const text = (tool: string, stopping: ReadonlyArray<string> = []): string
       `its work. Check before calling it again.`,
     ...stopping,
   ].join("\n")
+
+/** The text of a call of `tool` cancelled before it began running (while it waited for permission, say). */
+export const beforeStart = (tool: string): string =>
+  `The ${tool} call was cancelled by the user or the host before it ran (while it waited for permission or for ` +
+  "its turn): nothing of it ran. Call it again if it is still wanted."

@@ -68,6 +68,12 @@ export const runnerOutcome = (
   outputs: [],
 })
 
+/** A call cancelled before it began running: nothing of it ran, and its text says so. */
+export const cancelledBeforeStart = (tool: string, callID: string): Info => ({
+  ...runnerOutcome(tool, callID, "cancelled"),
+  content: [{ type: "text", text: Cancelled.beforeStart(tool) }],
+})
+
 /** What a declined permission ask was for, and whether a person answered it. */
 export interface DeclinedAsk {
   readonly action: string

@@ -262,7 +262,7 @@ const verdictOf = (call: Call, outcome: unknown): unknown =>
  */
 export const cancelledBeforeStart = (services: Services, call: Received) =>
   services.store
-    .settle(keyOf(services, call), Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"), {
+    .settle(keyOf(services, call), Settlement.cancelledBeforeStart(call.name, call.toolCallID), {
       state: "absent",
       agent: call.agent,
       details: call.details,

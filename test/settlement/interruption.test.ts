@@ -67,6 +67,11 @@ for (const path of Kernel.PATHS) {
           }).pipe(Effect.scoped, Kernel.onPath, Effect.provide(asking())),
         )
         expect(outcome.recorded).toMatchObject({ state: "settled", settlement: { status: "cancelled", tool: "guarded" } })
+        // Nothing of it ran, and the model is told so (not that it may have done part of its work).
+        expect(outcome.joined.settlement.content).toEqual([
+          { type: "text", text: expect.stringContaining("The guarded call was cancelled by the user or the host before it ran") },
+        ])
+        expect(JSON.stringify(outcome.joined.settlement.content)).toContain("nothing of it ran")
         expect(outcome.joined.settlement.status).toBe("cancelled")
         expect(outcome.again).toMatchObject({ replayed: true, settlement: { status: "cancelled" } })
         expect(runs).toBe(0)
