@@ -86,22 +86,28 @@ export const repositoryOf = (
   }
 }
 
-/** The places of one git directory that run code. */
-const placesIn = (directory: string, which: string): Array<Place> => [
+/**
+ * The places of one git directory that run code. `commondir` too where git keeps none (a repository's own git
+ * directory, a submodule's): one planted there moves the hooks and config elsewhere. A worktree's git directory
+ * holds one git wrote, which `git worktree remove` must be able to delete with it: that one is protected by name
+ * for the file tools and the paths a line names (`named`), not held read-only for commands.
+ */
+const placesIn = (directory: string, which: string, commondir: boolean): Array<Place> => [
   { path: join(directory, "hooks"), what: `the hooks of ${which} (${join(directory, "hooks")}), which git runs` },
   { path: join(directory, "config"), what: `the config of ${which} (${join(directory, "config")}), which tells git what to run` },
   { path: join(directory, "config.worktree"), what: `the worktree config of ${which}, which tells git what to run` },
   { path: join(directory, "info", "attributes"), what: `the attributes of ${which}, which pick the filters git runs` },
-  // Git reads `commondir` in any git directory, not only a worktree's: it moves the hooks and config elsewhere.
-  { path: join(directory, "commondir"), what: `the commondir of ${which}, which tells git where its hooks and config are` },
+  ...(commondir ? [{ path: join(directory, "commondir"), what: `the commondir of ${which}, which tells git where its hooks and config are` }] : []),
 ]
 
 /**
- * A `.git` entry or a place in one that runs code (see `placesIn`), by name: a repository made or moved anywhere
- * (a Location that is no repository yet, a folder in it) is one the user's git may run, before any of its places
- * exist to be found. Matched over real paths, ignoring case (a case-folding file system makes them one).
+ * A `.git` entry or a place in one that runs code (see `placesIn`), by name, its worktrees' and submodules' too: a
+ * repository made or moved anywhere (a Location that is no repository yet, a folder in it) is one the user's git
+ * may run, before any of its places exist to be found; and a worktree's `commondir` is protected this way only.
+ * Matched over real paths, ignoring case (a case-folding file system makes them one).
  */
-const NAMED = /(?:^|\/)\.git(?:\/(?:config|config\.worktree|commondir|hooks(?:\/.*)?|info\/attributes))?$/i
+const NAMED =
+  /(?:^|\/)\.git(?:\/(?:worktrees\/[^/]+\/|modules\/(?:[^/]+\/)+)?(?:config|config\.worktree|commondir|hooks(?:\/.*)?|info\/attributes))?$/i
 
 /**
  * The user's own git configuration, which git reads in every repository (`core.fsmonitor`, `core.pager`, aliases,
@@ -170,15 +176,21 @@ export const places = (location: string): ReadonlyArray<Place> => {
   const directories = [repository.commonDir]
   if (repository.gitDir !== repository.commonDir) directories.push(repository.gitDir)
   const budget = { left: MAX_NESTED }
+  const worktrees = new Set<string>()
   try {
     for (const name of readdirSync(join(repository.commonDir, "worktrees"))) {
       if (--budget.left < 0) break
       directories.push(join(repository.commonDir, "worktrees", name))
+      worktrees.add(join(repository.commonDir, "worktrees", name))
     }
   } catch {
     // no worktrees
   }
+  // The Location's own git directory in a worktree is one of them too.
+  if (repository.gitDir !== repository.commonDir) worktrees.add(repository.gitDir)
   for (const directory of [...directories]) modulesUnder(directory, directories, budget)
-  for (const directory of new Set(directories)) found.push(...placesIn(directory, `the git repository ${directory}`))
+  for (const directory of new Set(directories)) {
+    found.push(...placesIn(directory, `the git repository ${directory}`, !worktrees.has(directory)))
+  }
   return found
 }

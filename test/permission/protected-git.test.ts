@@ -184,6 +184,22 @@ describe("core exec: the user's own git is not a way out", () => {
     expect(settlementOf(await exec(box, "write", { filePath: join(home, "notes.txt"), content: "x" }, ["--yes"])).status).toBe("success")
   }, 120_000)
 
+  // A worktree's git directory holds the commondir git wrote for it: held read-only for commands, `git worktree
+  // remove` could not delete it (EBUSY). It is protected by name for the file tools and a line's named paths instead.
+  test.skipIf(GIT === null)(`worktrees are made and removed in the sandbox; a worktree's commondir is asked through the write tool${needs}`, async () => {
+    const box = repository()
+    git(box.location, "worktree", "add", "-q", "wts/one")
+    const removed = await exec(box, "bash", { command: "git worktree remove --force wts/one && git worktree add -q wts/two && git worktree list" })
+    expect(settlementOf(removed)).toMatchObject({ status: "success", structured: { exitCode: 0 } })
+    expect(existsSync(join(box.location, ".git/worktrees/one"))).toBe(false)
+    expect(existsSync(join(box.location, ".git/worktrees/two/commondir"))).toBe(true)
+    for (const filePath of [".git/worktrees/two/commondir", ".git/worktrees/two/config.worktree"]) {
+      const settlement = settlementOf(await exec(box, "write", { filePath, content: "../../../evil\n" }, ["--yes"]))
+      expect([filePath, settlement.status, settlement.error?.message.includes("A person must make that change")]).toEqual([filePath, "error", true])
+    }
+    expect(readFileSync(join(box.location, ".git/worktrees/two/commondir"), "utf8")).toBe("../..\n")
+  }, 120_000)
+
   test.skipIf(GIT === null)(`the rest of .git stays the model's: commits work in the sandbox${needs}`, async () => {
     const box = repository()
     const result = await exec(box, "bash", { command: "echo b > b.txt && printf %s 'require(\"fs\").writeFileSync(\".git/description\", \"mine\")' > w.js && node w.js && cat .git/description" })
