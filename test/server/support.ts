@@ -195,7 +195,11 @@ export interface InProcess extends Client {
 
 const open: Array<InProcess> = []
 atRunEnd(async () => {
-  for (const sidecar of open.splice(0)) await sidecar.close()
+  for (const sidecar of open.splice(0)) {
+    // A sidecar that does not close is said, not waited for past a bound: the rest of the clean-up still runs.
+    const closed = await Promise.race([sidecar.close().then(() => true), Bun.sleep(15_000).then(() => false)])
+    if (!closed) console.error(`the in-process sidecar of ${sidecar.box.location} did not close within 15 s`)
+  }
 })
 
 /**
