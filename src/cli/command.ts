@@ -9,6 +9,24 @@ import { ExitCodes } from "./exit-codes"
 
 export const EXIT = ExitCodes.EXIT
 
+/** Core's own way out of the process, taken before any tool or plugin code loads (see `guardExit`). */
+export const exit: (code: number) => never = process.exit.bind(process) as (code: number) => never
+
+/**
+ * Keeps the code core runs (tool and plugin files, at import, in `execute`, in a hook) from ending core with
+ * `process.exit`: that ended a command at once with the code it gave (0: a success with no settlement printed) and a
+ * sidecar with every call it held. It throws instead: a file that calls it does not load (a diagnostic), and a call
+ * that does fails operationally. Core leaves through `exit`.
+ */
+export const guardExit = (): void => {
+  process.exit = ((code?: number | string | null) => {
+    throw new Error(
+      `process.exit(${code ?? ""}) was called by code core runs (a tool or plugin file); it does not end core. A tool ` +
+        "reports a failure with Tool.Failure and leaves the process to core.",
+    )
+  }) as typeof process.exit
+}
+
 export class UsageError extends Schema.TaggedError<UsageError>()("Command.UsageError", {
   command: Schema.String,
   message: Schema.String,

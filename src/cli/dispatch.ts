@@ -94,7 +94,7 @@ const main = async (command: string, rest: ReadonlyArray<string>): Promise<numbe
     if (interrupted) {
       // A second signal does not wait for the call to end gracefully, but no process outlives core either.
       ProcessGroup.killAllNow()
-      process.exit(Command.EXIT.cancelled)
+      Command.exit(Command.EXIT.cancelled)
     }
     interrupted = true
     Effect.runFork(Fiber.interrupt(fiber))
@@ -113,9 +113,10 @@ const main = async (command: string, rest: ReadonlyArray<string>): Promise<numbe
 
 /** Runs `core COMMAND ARGS...` to its end, then exits the process with the command's exit code. */
 export const run = async ([command, ...rest]: ReadonlyArray<string>): Promise<never> => {
+  Command.guardExit()
   const code = await main(command!, rest)
   // Exiting drops whatever stdout still holds: wait until the reader has taken every byte, however slow it is.
   const failure = await Command.drain()
   if (failure !== undefined) Command.stderr(`core: could not write to stdout: ${messageOf(failure)}\n`)
-  process.exit(failure === undefined || code !== Command.EXIT.ok ? code : Command.EXIT.operational)
+  Command.exit(failure === undefined || code !== Command.EXIT.ok ? code : Command.EXIT.operational)
 }

@@ -155,7 +155,7 @@ export const run = (args: ReadonlyArray<string>) =>
       if (signalled) {
         // A second signal does not wait for the graceful path, but no process outlives core either.
         ProcessGroup.killAllNow()
-        process.exit(Command.EXIT.cancelled)
+        Command.exit(Command.EXIT.cancelled)
       }
       signalled = true
       Deferred.doneUnsafe(stop, Effect.void)
