@@ -82,11 +82,16 @@ export const get = (input: Input): Promise<Outcome> =>
     const secure = url.protocol === "https:"
     const hostname = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
     let settled = false
+    /** The body's decompressor, once there is one: ended with the request, or it inflates what it holds on. */
+    let body: Readable | undefined
     const finish = (outcome: Outcome) => {
       if (settled) return
       settled = true
       input.signal.removeEventListener("abort", abort)
       request.destroy()
+      // A compressed body cut at the limit still holds input: a bomb of a few KB inflated for a minute after the
+      // call had settled, a processor's worth, unless its stream ends here too.
+      body?.destroy()
       resolve(outcome)
     }
     const abort = () => finish({ _tag: "Failed", reason: "aborted" })
@@ -131,6 +136,7 @@ export const get = (input: Input): Promise<Outcome> =>
       if (head.length !== undefined && head.length > input.maxBytes) return finish({ _tag: "TooLarge", head, read: 0, declared: head.length })
       const stream = decoded(response)
       if (typeof stream === "string") return finish({ _tag: "Failed", reason: stream })
+      body = stream
       const chunks: Array<Uint8Array> = []
       let read = 0
       stream.on("data", (chunk: Uint8Array) => {

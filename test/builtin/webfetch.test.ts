@@ -214,6 +214,18 @@ describe("webfetch: status, redirects and failures", () => {
     expect(settlement.error?.message).toStartWith(`${web.url("/gzip-bomb")} is larger than webfetch's download cap of ${WebFetch.MAX_BYTES} bytes (5 MiB). Nothing was kept.`)
   })
 
+  // The call settled at the cap, but the decompressor kept inflating what it held: a 13 KB bomb was a minute of a
+  // processor after each call.
+  test("a compressed body cut at the cap stops decompressing with the call", async () => {
+    const settlement = await fetchPage("/brotli-bomb")
+    expect(settlement.error?.message).toStartWith(`${web.url("/brotli-bomb")} is larger than webfetch's download cap`)
+    const before = process.cpuUsage()
+    await Bun.sleep(1_000)
+    const used = process.cpuUsage(before)
+    // Inflating would keep a processor busy the whole second; a stopped stream leaves it idle.
+    expect((used.user + used.system) / 1000).toBeLessThan(400)
+  })
+
   test("a server that does not answer in time fails with the timeout", async () => {
     const started = Date.now()
     const settlement = await fetchPage("/hang", { timeoutMs: 300 })

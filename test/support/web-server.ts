@@ -2,6 +2,7 @@
 // fetches — HTML, redirects (chains, loops, to reserved addresses), errors, huge and compressed bodies, other
 // text, binary and images, a latin-1 page, and a route that never answers.
 
+import { join } from "node:path"
 import { gzipSync } from "node:zlib"
 import { png } from "./image"
 
@@ -87,6 +88,13 @@ export const webServer = (options: { readonly away?: string } = {}): WebServer =
         // A few kilobytes on the wire, 6 MiB once decompressed: the cap counts what it decompresses to.
         return new Response(gzipSync(Buffer.alloc(HUGE_BYTES, 0x61)), {
           headers: { "content-type": "text/plain", "content-encoding": "gzip" },
+        })
+      }
+      if (path === "/brotli-bomb") {
+        // 12.9 KB on the wire, 16 GiB of zeros once decompressed (made by a brotli stream, quality 5, window 24,
+        // of 16 MiB zero chunks): what was cut at the cap must stop inflating with the call.
+        return new Response(Bun.file(join(import.meta.dir, "bomb-16g.br")), {
+          headers: { "content-type": "text/plain", "content-encoding": "br" },
         })
       }
       if (path === "/huge") return new Response("x".repeat(HUGE_BYTES), { headers: { "content-type": "text/plain" } })
