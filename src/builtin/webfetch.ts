@@ -136,7 +136,25 @@ export const hostNamedBy = (pattern: string): string | undefined => {
 }
 
 /** The check a request of `url` makes. */
-const checkOf = (url: URL): Permission.Check => ({ action: NAME, resources: [url.href], save: [savedPattern(url)] })
+/**
+ * The URL as a server reads it, where its spelling differs: the host without its trailing dots, the path with its
+ * percent-escapes decoded and runs of slashes as one (`https://x.example./%61dmin//a` is `https://x.example/admin/a`
+ * to most servers). Checked beside the URL as given, so that a rule denying a host or a path holds for every
+ * spelling of it: a deny of either refuses the call (one rule per resource, whichever spelling reaches it).
+ */
+const spellings = (url: URL): ReadonlyArray<string> => {
+  let path = url.pathname
+  try {
+    path = decodeURIComponent(path)
+  } catch {
+    // An escape that is no UTF-8: the path stays as given, its slashes still collapsed.
+  }
+  const host = url.host.replace(/\.+(?=:\d+$|$)/, "")
+  const read = `${url.protocol}//${host}${path.replace(/\/{2,}/g, "/")}${url.search}`
+  return read === url.href ? [url.href] : [url.href, read]
+}
+
+const checkOf = (url: URL): Permission.Check => ({ action: NAME, resources: spellings(url), save: [savedPattern(url)] })
 
 /**
  * Whether the agent's rules let `url` reach reserved addresses: a rule of theirs allows `webfetch` on it and names

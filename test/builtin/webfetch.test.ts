@@ -436,6 +436,25 @@ describe("webfetch: permission per URL", () => {
     expect(asks).toEqual([])
   })
 
+  // A deny by path or host held only for the URL spelled as the rule spells it: /%61rticle, //article and
+  // /article%2f were the same page to the server, and a host with a trailing dot the same host.
+  test("a rule denying a path or a host holds for every spelling of it a server reads the same", async () => {
+    const before = web.requests.length
+    const h = harness({ rules: [LOCAL, { action: "webfetch", resource: `${web.origin}/article*`, effect: "deny" }] })
+    for (const path of ["/%61rticle", "//article", "/article%2fx", "/%61rticle?q=1"]) {
+      const { settlement } = await h.settle("webfetch", { url: `${web.origin}${path}` })
+      expect([path, settlement.error?.kind]).toEqual([path, "denied"])
+    }
+    const byHost = harness({ rules: [{ action: "webfetch", resource: "https://evil.example/*", effect: "deny" }] })
+    for (const url of ["https://evil.example./", "https://evil.example%2e/x", "https://EVIL.example../"]) {
+      const { settlement } = await byHost.settle("webfetch", { url })
+      expect([url, settlement.error?.kind]).toEqual([url, "denied"])
+    }
+    expect(web.requests.length).toBe(before)
+    // A page the rule does not name is fetched as before, its spelling shown as given.
+    expect((await h.settle("webfetch", { url: web.url("/plain") })).settlement.status).toBe("success")
+  })
+
   test("every redirect hop is checked: a denied hop stops the fetch there", async () => {
     const h = harness({ rules: [LOCAL, { action: "webfetch", resource: `${web.origin}/hop`, effect: "deny" }] })
     const { settlement } = await h.settle("webfetch", { url: web.url("/moved") })
