@@ -464,3 +464,41 @@ for (const path of Kernel.PATHS) {
     })
   })
 }
+
+// A hook is handed copies: one that changed the input or the output in place (`input.n = "3"`, not an answer) got
+// past the schemas, so the tool ran on input its schema refuses and a success carried structured output its schema
+// refuses (law 2). Only what a hook answers changes the call, and is checked.
+for (const path of Kernel.PATHS) {
+  describe(`on the ${path} path: hooks that change what they are handed in place`, () => {
+    Kernel.settleOn(path)
+
+    test("change nothing: the tool gets the decoded input, the settlement keeps its structured output and content", async () => {
+      const seen: Array<unknown> = []
+      const outcome = await kernel(
+        Effect.gen(function* () {
+          yield* register({
+            double: Tool.make({
+              description: "Doubles n",
+              input: Schema.Struct({ n: Schema.Int }),
+              output: Schema.Struct({ doubled: Schema.Int }),
+              execute: (input) => Effect.sync(() => (seen.push(input.n), { doubled: input.n * 2 })),
+              toModelOutput: ({ output }) => `doubled to ${output.doubled}`,
+            }),
+          })
+          yield* hook("careless", {
+            "tool.execute.before": (call) => Effect.sync(() => void ((call.input as { n: unknown }).n = "3")),
+            "tool.execute.after": (call) =>
+              Effect.sync(() => {
+                ;(call.output as { doubled: unknown }).doubled = "[redacted]"
+                ;(call.content as Array<{ text: string }>)[0]!.text = "changed in place"
+              }),
+          })
+        }),
+        (settle) => settle(Kernel.call("double", { n: 4 })),
+      )
+      expect(seen).toEqual([4])
+      expect(outcome.settlement).toMatchObject({ status: "success", structured: { doubled: 8 } })
+      expect(outcome.settlement.content).toEqual([{ type: "text", text: "doubled to 8" }])
+    })
+  })
+}
