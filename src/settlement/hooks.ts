@@ -114,6 +114,67 @@ const failed = (plugin: string, hook: string, message: string) => (cause: unknow
  * A hook's Effect, from a call of `hook` with `argument` that may throw or answer something else: those become
  * defects, as a failing Effect's.
  */
+/**
+ * A read-only view of what a hook is handed. A hook that changed the input or the output in place (`input.n = "3"`,
+ * not an answer) got past the schema checks: the tool ran on input its schema refuses, and a success carried
+ * structured output its schema refuses (law 2). A hook changes the call only by answering, which is checked; a
+ * change in place fails the hook, saying so. Only plain objects and arrays are viewed (a Date or a class instance
+ * is handed as it is, its methods intact).
+ */
+const readOnly = <A>(value: A): A => {
+  if (typeof value !== "object" || value === null) return value
+  const prototype = Object.getPrototypeOf(value)
+  if (prototype !== Object.prototype && prototype !== Array.prototype && prototype !== null) return value
+  return new Proxy(value, READ_ONLY) as A
+}
+
+const refuseChange = (_target: object, key: PropertyKey): never => {
+  throw new TypeError(
+    `a hook changed ${typeof key === "symbol" ? "a property" : JSON.stringify(key)} of what it was handed in place: ` +
+      "what a hook is handed is read-only; it changes the call by answering ({ input } or { content })",
+  )
+}
+
+const READ_ONLY: ProxyHandler<object> = {
+  get: (target, key) => readOnly(Reflect.get(target, key)),
+  set: refuseChange,
+  defineProperty: refuseChange,
+  deleteProperty: refuseChange,
+  setPrototypeOf: () => refuseChange({}, "prototype"),
+  preventExtensions: () => false,
+}
+
+/**
+ * What a before hook is handed: the tool's name and a read-only view of the input, made when the hook first reads
+ * it (a hook that looks at the name alone, or at nothing, costs no view).
+ */
+const beforeArgument = (tool: string, input: unknown) => {
+  let view: unknown
+  return {
+    tool,
+    get input() {
+      return (view ??= readOnly(input))
+    },
+  }
+}
+
+/** What an after hook is handed: read-only views of the input, output and content, each made when first read. */
+const afterArgument = (tool: string, input: unknown, output: unknown, content: ReadonlyArray<Tool.Content>) => {
+  const views: { input?: unknown; output?: unknown; content?: ReadonlyArray<Tool.Content> } = {}
+  return {
+    tool,
+    get input() {
+      return (views.input ??= readOnly(input))
+    },
+    get output() {
+      return (views.output ??= readOnly(output))
+    },
+    get content() {
+      return (views.content ??= readOnly(content))
+    },
+  }
+}
+
 const invoke = <I, A, E>(hook: (argument: I) => Effect.Effect<A, E>, argument: I): Effect.Effect<A, E> => {
   let effect: Effect.Effect<A, E>
   try {
@@ -197,7 +258,7 @@ const beforeFrom = (
     if (index === entries.length) return Effect.succeed(current)
     const hook = entries[index]!.hooks["tool.execute.before"]
     if (hook === undefined) continue
-    effect = invoke(hook, { tool: name, input: current })
+    effect = invoke(hook, beforeArgument(name, current))
     // A hook that answered nothing at once (Effect.void) passes on without a step of its own: hooks are per call.
     if (!(isDone(effect) && effect.value === undefined)) break
   }
@@ -259,7 +320,7 @@ const afterFrom = (
     if (index === entries.length) return Effect.succeed(content)
     const hook = entries[index]!.hooks["tool.execute.after"]
     if (hook === undefined) continue
-    effect = invoke(hook, { tool: name, input: call.input, output: call.output, content })
+    effect = invoke(hook, afterArgument(name, call.input, call.output, content))
     if (!(isDone(effect) && effect.value === undefined)) break
   }
   const { plugin } = entries[index]!

@@ -247,27 +247,9 @@ export const refusalOf = (call: Call, refusal: unknown): Refused | undefined => 
 export const before = (services: Services, call: Call, tool: Internal.Record, input: unknown): Effect.Effect<unknown, OperationalError> => {
   const { hooks } = services
   if (hooks === undefined || !hooks.has(call.name, "tool.execute.before")) return Effect.succeed(input)
-  // Input left as it was handed is the input itself (a class instance stays one): only an answer replaces it.
-  const handed = copyFor(input)
-  const own = (left: unknown) => (left === handed ? input : left)
-  const ran = Hooks.before(hooks, call.name, tool, handed)
-  if (!Hooks.isDone(ran)) return ran.pipe(Effect.mapError(hookFailed), Effect.map((outcome) => verdictOf(call, own(outcome))))
-  return ran.value instanceof Hooks.Denial ? Effect.succeed(verdictOf(call, ran.value)) : Exit.succeed(own(ran.value))
-}
-
-/**
- * What a hook is handed: a copy of the call's input or output. A hook that changed them in place (`input.n = "3"`)
- * got past the schema checks: the tool ran on input its schema refuses, and a success carried structured output
- * its schema refuses (law 2). A hook changes them only by answering, which is checked; what it does to its copy is
- * its own. A value that cannot be copied (a function in a decoded input) is handed as it is.
- */
-const copyFor = <A>(value: A): A => {
-  if (typeof value !== "object" || value === null) return value
-  try {
-    return structuredClone(value)
-  } catch {
-    return value
-  }
+  const ran = Hooks.before(hooks, call.name, tool, input)
+  if (!Hooks.isDone(ran)) return ran.pipe(Effect.mapError(hookFailed), Effect.map((outcome) => verdictOf(call, outcome)))
+  return ran.value instanceof Hooks.Denial ? Effect.succeed(verdictOf(call, ran.value)) : ran
 }
 
 /** What the before hooks answered: the input they left, or their denial as the settlement to record. */
@@ -390,11 +372,8 @@ export const after = (services: Services, call: Call, input: unknown, encoded: E
   const { hooks } = services
   const { content } = encoded.projected
   if (hooks === undefined || !hooks.has(call.name, "tool.execute.after")) return Effect.succeed(content)
-  // Content left as it was handed is the content itself: only an answer replaces it (and makes the structured go).
-  const handed = copyFor(content)
-  const own = (left: ReadonlyArray<Tool.Content>) => (left === handed ? content : left)
-  const ran = Hooks.after(hooks, call.name, { input: copyFor(input), output: copyFor(encoded.structured), content: handed }, Projection.decodeContent)
-  return Hooks.isDone(ran) ? Exit.succeed(own(ran.value)) : ran.pipe(Effect.mapError(hookFailed), Effect.map(own))
+  const ran = Hooks.after(hooks, call.name, { input, output: encoded.structured, content }, Projection.decodeContent)
+  return Hooks.isDone(ran) ? ran : ran.pipe(Effect.mapError(hookFailed))
 }
 
 /** Images: every image part fitted to the image limits (the turn's provider's, where tighter) before bounding. */

@@ -465,40 +465,56 @@ for (const path of Kernel.PATHS) {
   })
 }
 
-// A hook is handed copies: one that changed the input or the output in place (`input.n = "3"`, not an answer) got
-// past the schemas, so the tool ran on input its schema refuses and a success carried structured output its schema
-// refuses (law 2). Only what a hook answers changes the call, and is checked.
+// A hook is handed read-only views: one that changed the input or the output in place (`input.n = "3"`, not an
+// answer) got past the schemas, so the tool ran on input its schema refuses and a success carried structured output
+// its schema refuses (law 2). Only what a hook answers changes the call, and is checked; a change in place fails the
+// hook, operationally, saying so.
 for (const path of Kernel.PATHS) {
   describe(`on the ${path} path: hooks that change what they are handed in place`, () => {
     Kernel.settleOn(path)
 
-    test("change nothing: the tool gets the decoded input, the settlement keeps its structured output and content", async () => {
+    test("fail the call operationally: the tool never runs on what the hook wrote, and no success carries it", async () => {
       const seen: Array<unknown> = []
+      const tool = () =>
+        Tool.make({
+          description: "Doubles n",
+          input: Schema.Struct({ n: Schema.Int }),
+          output: Schema.Struct({ doubled: Schema.Int }),
+          execute: (input) => Effect.sync(() => (seen.push(input.n), { doubled: input.n * 2 })),
+          toModelOutput: ({ output }) => `doubled to ${output.doubled}`,
+        })
       const outcome = await kernel(
         Effect.gen(function* () {
-          yield* register({
-            double: Tool.make({
-              description: "Doubles n",
-              input: Schema.Struct({ n: Schema.Int }),
-              output: Schema.Struct({ doubled: Schema.Int }),
-              execute: (input) => Effect.sync(() => (seen.push(input.n), { doubled: input.n * 2 })),
-              toModelOutput: ({ output }) => `doubled to ${output.doubled}`,
-            }),
-          })
+          yield* register({ before: tool(), after: tool(), reader: tool() })
           yield* hook("careless", {
+            tools: ["before"],
             "tool.execute.before": (call) => Effect.sync(() => void ((call.input as { n: unknown }).n = "3")),
-            "tool.execute.after": (call) =>
-              Effect.sync(() => {
-                ;(call.output as { doubled: unknown }).doubled = "[redacted]"
-                ;(call.content as Array<{ text: string }>)[0]!.text = "changed in place"
-              }),
+          })
+          yield* hook("careless-after", {
+            tools: ["after"],
+            "tool.execute.after": (call) => Effect.sync(() => void ((call.output as { doubled: unknown }).doubled = "[redacted]")),
+          })
+          // Reading what it is handed, nested values and array methods included, is as before.
+          yield* hook("reader", {
+            tools: ["reader"],
+            "tool.execute.before": (call) => Effect.succeed({ input: { n: (call.input as { n: number }).n + 1 } }),
+            "tool.execute.after": (call) => Effect.succeed({ content: call.content.map((part) => (part.type === "text" ? `${part.text}!` : "?")).join("") }),
           })
         }),
-        (settle) => settle(Kernel.call("double", { n: 4 })),
+        (settle) =>
+          Effect.gen(function* () {
+            return {
+              before: yield* Effect.flip(settle(Kernel.call("before", { n: 4 }))),
+              after: yield* Effect.flip(settle(Kernel.call("after", { n: 5 }))),
+              reader: yield* settle(Kernel.call("reader", { n: 1 })),
+            }
+          }),
       )
-      expect(seen).toEqual([4])
-      expect(outcome.settlement).toMatchObject({ status: "success", structured: { doubled: 8 } })
-      expect(outcome.settlement.content).toEqual([{ type: "text", text: "doubled to 8" }])
+      expect(outcome.before.message).toContain("read-only")
+      expect(outcome.after.message).toContain("read-only")
+      // The after hook's tool ran (on its own input); the before hook's never did.
+      expect(seen).toEqual([5, 2])
+      expect(outcome.reader.settlement).toMatchObject({ status: "success", content: [{ type: "text", text: "doubled to 4!" }] })
     })
   })
 }
