@@ -13,6 +13,7 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import { Discovery } from "../location/discovery"
@@ -214,17 +215,27 @@ export const install = (
     )
     // The boundary where whatever an installation does wrong (an error, a throw, a registration refused) becomes
     // a diagnostic; an interruption passes through.
-    const answer = yield* Effect.suspend(() => installation).pipe(
+    const guarded = Effect.suspend(() => installation).pipe(
       Effect.catchCause((cause) =>
         Cause.hasInterruptsOnly(cause)
           ? Effect.failCause(cause as Cause.Cause<never>)
           : Effect.fail(failure(file, `failed to install: ${reasonOf(cause)}`)),
       ),
-      Effect.timeoutOrElse({
-        duration: timeoutMs,
-        orElse: () => Effect.fail(failure(file, `did not finish installing within ${timeoutMs / 1000} s`)),
-      }),
     )
+    // Run apart and waited for only so long: an installation waiting where it cannot be interrupted (the acquire of
+    // an acquireRelease, a connection that never answers) would hold a timeout that waits for its interruption, and
+    // the Location's loading with it, forever. Past the limit it is interrupted without being waited for (what it
+    // acquires later is released as it is added, its Scope being closed by then).
+    const fiber = yield* Effect.forkDetach(guarded)
+    const finished = yield* Effect.raceFirst(
+      Fiber.join(fiber).pipe(Effect.map((answer) => ({ answer }))),
+      Effect.as(Effect.sleep(timeoutMs), undefined),
+    ).pipe(Effect.onInterrupt(() => Effect.sync(() => fiber.interruptUnsafe())))
+    if (finished === undefined) {
+      fiber.interruptUnsafe()
+      return yield* failure(file, `did not finish installing within ${timeoutMs / 1000} s`)
+    }
+    const { answer } = finished
     const hooks = yield* hooksOf(file, answer)
     let raiseHooks = Effect.void
     if (hooks !== undefined) {

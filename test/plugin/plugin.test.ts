@@ -481,20 +481,23 @@ export default Plugin.make({
     const badName = registering({ "bad name": echo() })
     const notTool = registering({ fake: {} as Tool.Any })
     const hanging = Plugin.make({ install: Effect.never })
+    // A connection that never answers, acquired where nothing can interrupt it: the limit holds all the same.
+    const stuck = Plugin.make({ install: Effect.asVoid(Effect.acquireRelease(Effect.promise(() => new Promise<never>(() => {})), () => Effect.void)) })
     const counts = { acquired: 0, released: 0 }
     await using loc = await location({
       directory,
-      plugins: [throwing, badName, notTool, hanging, "plugins/notplugin.ts", counted(counts)],
+      plugins: [throwing, badName, notTool, hanging, "plugins/notplugin.ts", stuck, counted(counts)],
       installTimeoutMs: 50,
     })
     const messages = loc.diagnostics.map((diagnostic) => diagnostic.message)
-    expect(messages).toHaveLength(5)
+    expect(messages).toHaveLength(6)
     expect(messages[0]).toContain("plugin1: failed to install: cannot connect")
     expect(messages[1]).toContain("Invalid tool name")
     expect(messages[2]).toContain('"fake" is not a tool made by Tool.make')
     expect(messages[3]).toContain("did not finish installing within 0.05 s")
     expect(messages[4]).toContain("does not default-export a plugin")
     expect(messages[4]).toContain("notplugin.ts")
+    expect(messages[5]).toContain("did not finish installing within 0.05 s")
     expect((await loc.settle("greet", { who: "x" })).status).toBe("success")
   })
 })
