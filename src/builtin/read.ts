@@ -34,7 +34,7 @@ const RESERVE_BYTES = 1_024
 /** The first read: enough for a page. Reads after it, streaming past earlier pages, take bigger steps. */
 const HEAD_BYTES = 64 * 1024
 const CHUNK_BYTES = 1024 * 1024
-/** After a page, the rest of the file is counted for its total line count when it is at most this big. */
+/** After a page, the rest of the file is counted for its total line count when the file is at most this big. */
 const COUNT_REST_BYTES = 64 * 1024 * 1024
 /**
  * A file this big is read a smaller page at a time unless the model asks for a limit: a first look at a large log
@@ -438,7 +438,16 @@ const makeTool = (services: Builtin.Services) => {
           const page = yield* readText(handle, before, head, shown, input, context)
           if (services.reads !== undefined) yield* ReadTracking.see(services, context, real, yield* seen(handle, head))
           return page
-        }),
+        }).pipe(
+          // A file the kernel refuses to read once open (/proc/self/mem: EIO; some /proc attributes: EINVAL) is a
+          // failure the model reads, as one it cannot open is; not core's own.
+          Effect.catchDefect((defect) => {
+            const code = (defect as { code?: unknown } | undefined)?.code
+            return typeof code === "string" && /^E[A-Z0-9]+$/.test(code)
+              ? failure(`Cannot read ${shown}: the system refused to read it (${code}). It is not a file read can show.`)
+              : Effect.die(defect)
+          }),
+        ),
       (handle) => Effect.promise(() => handle.close()),
     )
 

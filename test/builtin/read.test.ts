@@ -445,6 +445,14 @@ describe("read: permissions", () => {
     expect(approved.settlement.structured).toMatchObject({ path: join(outside, "target.txt") })
   })
 
+  // Opened, but refused once read (/proc/self/mem is EIO): a failure the model reads, not core's own (exit 3).
+  test("a file the system refuses to read once open is a failure naming the error", async () => {
+    const h = harness({ rules: [{ action: "external_directory", resource: "*", effect: "allow" }] })
+    const { settlement } = await h.settle("read", { filePath: "/proc/self/mem" })
+    expect(settlement.error?.kind).toBe("failure")
+    expect(settlement.error?.message).toMatch(/^Cannot read \/proc\/\d+\/mem: the system refused to read it \(EIO\)/)
+  })
+
   test("a path escaping with .. asks external_directory", async () => {
     const root = tempDir()
     mkdirSync(join(root, "project"))
