@@ -389,7 +389,24 @@ const outputOf = (start: URL, fetched: Fetched, format: WebPage.Format): Effect.
     const html = decoded !== undefined && WebPage.isHtml(type, decoded.text)
     // The converter (a DOM and turndown) is loaded on the first page that needs it, never at start-up.
     const convert = (text: string, as: WebPage.Format) =>
-      Effect.promise(() => import("./html-convert")).pipe(Effect.map(({ HtmlConvert }) => HtmlConvert.convert(text, fetched.url.href, as)))
+      Effect.promise(() => import("./html-convert")).pipe(
+        Effect.flatMap(({ HtmlConvert }) =>
+          Effect.try({
+            try: () => HtmlConvert.convert(text, fetched.url.href, as),
+            // The converters walk the document recursively: markup nested thousands deep overflows the stack. The
+            // page is then the model's to take as it is, not core's failure.
+            catch: (error) => error,
+          }),
+        ),
+        Effect.catch((error) =>
+          error instanceof RangeError
+            ? failure(
+                `${fetched.url.href} is HTML nested too deeply to convert to ${as}. Fetch it again with format "html" ` +
+                  "to get its markup as it is.",
+              )
+            : Effect.die(error),
+        ),
+      )
     if (head.status >= 400) {
       const excerpt =
         decoded === undefined ? "" : (html ? (yield* convert(decoded.text, "text")).content : decoded.text).slice(0, ERROR_EXCERPT_CHARS)

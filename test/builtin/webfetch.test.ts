@@ -226,6 +226,13 @@ describe("webfetch: status, redirects and failures", () => {
     expect((used.user + used.system) / 1000).toBeLessThan(400)
   })
 
+  test("HTML nested too deeply to convert is a failure saying to ask for the markup; as html it comes whole", async () => {
+    const settlement = await fetchPage("/deep")
+    expect(settlement.error?.kind).toBe("failure")
+    expect(settlement.error?.message).toBe(`${web.url("/deep")} is HTML nested too deeply to convert to markdown. Fetch it again with format "html" to get its markup as it is.`)
+    expect((await fetchPage("/deep", { format: "html" })).status).toBe("success")
+  })
+
   test("a server that does not answer in time fails with the timeout", async () => {
     const started = Date.now()
     const settlement = await fetchPage("/hang", { timeoutMs: 300 })

@@ -90,6 +90,12 @@ export const webServer = (options: { readonly away?: string } = {}): WebServer =
           headers: { "content-type": "text/plain", "content-encoding": "gzip" },
         })
       }
+      if (path === "/deep") {
+        // 10,000 nested elements: 110 KB that overflowed the converters' recursion.
+        return new Response(`<html><body>${"<div>".repeat(10_000)}deep${"</div>".repeat(10_000)}</body></html>`, {
+          headers: { "content-type": "text/html" },
+        })
+      }
       if (path === "/brotli-bomb") {
         // 12.9 KB on the wire, 16 GiB of zeros once decompressed (made by a brotli stream, quality 5, window 24,
         // of 16 MiB zero chunks): what was cut at the cap must stop inflating with the call.
