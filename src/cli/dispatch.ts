@@ -67,7 +67,8 @@ const failureOf = (cause: Cause.Cause<unknown>): { code: number; message: string
     // An operational error: say what failed, then the underlying error's own words when they add something.
     const inner = typeof failure === "object" && failure !== null && "cause" in failure ? failure.cause : undefined
     const outer = messageOf(failure)
-    const detail = inner === undefined ? "" : messageOf(inner)
+    // The underlying error's words, when it has some: not what a value stringifies to ("[object Promise]", "hi").
+    const detail = inner instanceof Error || typeof inner === "string" ? messageOf(inner) : ""
     return {
       code: Command.EXIT.operational,
       message: `core: ${outer}${detail === "" || outer.includes(detail) ? "" : `: ${detail}`}`,

@@ -67,6 +67,9 @@ export const readInput = (command: string, raw: string | undefined) =>
     const usage = (message: string) => new Command.UsageError({ command, message })
     if (raw === undefined) return yield* usage("--input JSON is required (use --input - to read it from stdin)")
     const text = raw === "-" ? yield* Effect.promise(StdinText.read) : raw
+    if (raw === "-" && text.trim() === "") {
+      return yield* usage("--input - read nothing from stdin: pipe the input JSON in (echo '{...}' | core exec NAME --input -)")
+    }
     const parsed = Json.parseStrict(text)
     if (!parsed.ok) return yield* usage(`--input is not valid JSON: ${parsed.problem.message}`)
     const value = parsed.value

@@ -253,6 +253,26 @@ describe("the input", () => {
     expect(settlementOf(result).structured).toBe("from stdin ✓")
   })
 
+  // An operational failure says what failed, then the underlying error's own words: a value's string ("[object
+  // Promise]", what a tool returned) is none.
+  test("an execute that returns a Promise says so in one line, with no value's string after it", async () => {
+    const box = sandbox({
+      "tools/promised.ts": `${IMPORTS}\nexport default Tool.make({ description: "Returns a Promise", input: Schema.Struct({}), output: Schema.String, execute: (() => Promise.resolve("hi")) as never })\n`,
+    })
+    const result = await exec(box, "promised", {})
+    expect(result.code).toBe(3)
+    expect(result.stderr).toStartWith("core: promised's execute returned a Promise, not an Effect")
+    expect(result.stderr).toEndWith("when it can reject.\n")
+    expect(result.stderr).not.toContain("[object Promise]")
+  })
+
+  test("--input - with nothing on stdin is a usage error saying so", async () => {
+    const box = sandbox({ "tools/echo.ts": ECHO })
+    const result = await core(box, ["exec", "echo", "--input", "-", "--location", box.location], { stdin: " \n" })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toStartWith("core exec: --input - read nothing from stdin: pipe the input JSON in")
+  })
+
   test("the Location defaults to the current directory", async () => {
     const box = sandbox({ "tools/echo.ts": ECHO })
     const result = await core(box, ["exec", "echo", "--input", '{"text":"here"}'], { cwd: box.location })
