@@ -221,6 +221,8 @@ export const WRAPPERS: Readonly<Record<string, Wrapper>> = {
   "flatpak-spawn": wrapper(["--directory", "--env", "--forward-fd", "--app-path", "--usr-path"], 0, false, ["--host", "--watch-bus", "--clear-env", "--latest-version", "--no-network", "--sandbox"]),
   entr: wrapper([], 0, false, ["-a", "-c", "-cc", "-d", "-n", "-p", "-r", "-z"]),
   retry: wrapper(["-t", "-d", "--times", "--delay", "-u", "--until"]),
+  npx: wrapper(["-p", "--package", "-w", "--workspace"], 0, false, ["-y", "--yes", "--no", "-q", "--quiet", "--ws", "--workspaces"]),
+  bunx: wrapper(["-p", "--package"], 0, false, ["--bun", "--silent", "--no-install"]),
   watchexec: wrapper(["-w", "--watch", "-e", "--exts", "-f", "--filter", "-i", "--ignore", "-d", "--debounce", "-s", "--signal", "--shell"], 0, false, ["-r", "--restart", "-c", "--clear", "-p", "--postpone", "-n"]),
 }
 
@@ -248,6 +250,12 @@ export const SUBCOMMAND_WRAPPERS: Readonly<Record<string, Wrapper>> = {
   "bundle exec": wrapper(["--gemfile"], 0, false, ["--keep-file-descriptors"]),
   "pnpm exec": wrapper(["-C", "--dir", "--filter", "-F"], 0, false, ["-r", "--recursive", "--parallel", "--shell-mode", "-c"]),
   "yarn exec": wrapper(),
+  // npm's and bun's runners run a package's program, or one on PATH where no package has it (`npx rm x` is rm).
+  "npm exec": wrapper(["-p", "--package", "-w", "--workspace"], 0, false, ["-y", "--yes", "--no", "-q", "--quiet", "--ws", "--workspaces"]),
+  "npm x": wrapper(["-p", "--package", "-w", "--workspace"], 0, false, ["-y", "--yes", "--no", "-q", "--quiet", "--ws", "--workspaces"]),
+  "bun x": wrapper(["-p", "--package"], 0, false, ["--bun", "--silent", "--no-install"]),
+  "pnpm dlx": wrapper(["--package"], 0, false, ["-s", "--silent"]),
+  "yarn dlx": wrapper(["-p", "--package"], 0, false, ["-q", "--quiet"]),
   "perf stat": wrapper(["-e", "-o", "-r", "-x", "-C", "-p", "-t", "-G", "-I", "--event", "--output", "--repeat", "--pid"], 0, false, ["-a", "-A", "-d", "-n", "-v", "-B"]),
   "perf record": wrapper(["-e", "-o", "-F", "-c", "-C", "-p", "-t", "-g", "-m", "--event", "--output", "--call-graph", "--pid", "--freq", "--count"], 0, false, ["-a", "-g", "-q", "-v", "-s"]),
   "perf trace": wrapper(["-e", "-o", "-p", "-t", "--event", "--output", "--pid"], 0, false, ["-a", "-s", "-f", "-v"]),

@@ -430,7 +430,8 @@ export const of = (words: ReadonlyArray<Word>): Inner => {
     }
   }
   if (BASH_LIKE.has(name) || OTHER_SHELLS.has(name)) return shell(name, words)
-  if (Object.hasOwn(INTERPRETERS, name)) return foreign(name, INTERPRETERS[name]!, words)
+  // `bun x CMD` runs a program as npx does (a wrapper, below); `bun FILE` runs code.
+  if (Object.hasOwn(INTERPRETERS, name) && !(name === "bun" && args[0]?.value === "x")) return foreign(name, INTERPRETERS[name]!, words)
   if (AWKS.has(name)) return awk(name, words)
   if (name === "deno" && args[0]?.value === "eval") return opaque("deno eval runs code given as text, which core does not read")
   if (RUNS_ITS_OWN.has(name)) return opaque(`${name} runs commands of its own language or schedule, which core does not read`)
@@ -676,8 +677,9 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
     words.slice(1).some((word) => /^\+|^(-k|--lesskey-file|--lesskey-src|--lesskey-content)/.test(word.value ?? word.text))
       ? opaque("less is given commands or key bindings that can run a program")
       : NOTHING,
+  // npx runs the program named after its options (a wrapper: ./arity), or with -c a command line.
   npx: (words) =>
-    has(split(words, ["-p", "--package"]).options, ["-c", "--call"]) ? opaque("npx -c runs a command line core cannot read") : NOTHING,
+    has(split(words, ["-p", "--package"]).options, ["-c", "--call"]) ? opaque("npx -c runs a command line core cannot read") : undefined,
   mapfile: (words) => (words.slice(1).some((word) => /^-[A-Za-z]*C/.test(word.value ?? word.text)) ? opaque("mapfile -C runs a callback") : undefined),
   readarray: (words) => (words.slice(1).some((word) => /^-[A-Za-z]*C/.test(word.value ?? word.text)) ? opaque("readarray -C runs a callback") : undefined),
 }
