@@ -5,7 +5,8 @@ export * as Git from "./git"
 // and of its worktrees. `.git` may be a directory, a file pointing at the git directory (a worktree, a submodule),
 // or absent where the Location is itself a bare repository. Pure reading of the file system.
 
-import { lstatSync, readdirSync, readFileSync, realpathSync, type Stats } from "node:fs"
+import { lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs"
+import { homedir } from "node:os"
 import { dirname, isAbsolute, join, resolve } from "node:path"
 
 /** The most nested git directories (submodules, worktrees) looked at under one repository. */
@@ -192,5 +193,98 @@ export const places = (location: string): ReadonlyArray<Place> => {
   for (const directory of new Set(directories)) {
     found.push(...placesIn(directory, `the git repository ${directory}`, !worktrees.has(directory)))
   }
+  // Where the repository's config (and the user's own) sends git for more: the hooks of `core.hooksPath` (husky's
+  // `.husky/`, a `.githooks/` every repository shares) and the files `include.path` and `includeIf.*.path` pull in.
+  // Code there runs as surely as in .git/hooks.
+  const root = repository.entry === undefined ? repository.gitDir : dirname(repository.entry)
+  const configs = [...new Set(directories)].flatMap((directory) => [join(directory, "config"), join(directory, "config.worktree")])
+  found.push(...pointedAt(configs, root))
   return found
+}
+
+/** What is at `path`: nothing yet, a directory or regular file (links followed), or something else (a device). */
+const kindOf = (path: string): "missing" | "entry" | "other" => {
+  try {
+    const stats = statSync(path)
+    return stats.isDirectory() || stats.isFile() ? "entry" : "other"
+  } catch {
+    return "missing"
+  }
+}
+
+/** The most config files followed through includes from one repository's. */
+const MAX_INCLUDES = 50
+
+/**
+ * The hooks directories and included config files that `configs` (and the user's own config) name, followed
+ * through includes: a relative `core.hooksPath` is the working tree's (`root`), a relative include the including
+ * file's directory's, `~/` the home's.
+ */
+const pointedAt = (configs: ReadonlyArray<string>, root: string): Array<Place> => {
+  const home = homedir()
+  const xdg = process.env.XDG_CONFIG_HOME !== undefined && isAbsolute(process.env.XDG_CONFIG_HOME) ? process.env.XDG_CONFIG_HOME : join(home, ".config")
+  const queue = [...configs, join(home, ".gitconfig"), join(xdg, "git", "config")]
+  const seen = new Set<string>()
+  const found: Array<Place> = []
+  const expand = (value: string, base: string) =>
+    value === "~" || value.startsWith("~/") ? join(home, value.slice(1)) : isAbsolute(value) ? value : resolve(base, value)
+  for (let index = 0; index < queue.length && seen.size < MAX_INCLUDES; index++) {
+    const file = queue[index]!
+    if (seen.has(file)) continue
+    seen.add(file)
+    const text = read(file)
+    if (text === undefined) continue
+    for (const { section, key, value } of entriesOf(text)) {
+      if (value === "") continue
+      if (section === "core" && key === "hookspath") {
+        const path = expand(value, root)
+        // A hooks path that is no directory (`/dev/null`, to turn hooks off) holds no hooks: nothing to keep.
+        if (kindOf(path) !== "other") found.push({ path, what: `${path}, the hooks directory core.hooksPath names in ${file}, whose hooks git runs` })
+      } else if ((section === "include" || section === "includeif") && key === "path") {
+        const path = expand(value, dirname(file))
+        if (kindOf(path) === "other") continue
+        found.push({ path, what: `${path}, a config file ${file} includes, which tells git what to run` })
+        queue.push(path)
+      }
+    }
+  }
+  return found
+}
+
+/** A git config file's `key = value` entries, with the section each is in (lower case, its subsection dropped). */
+const entriesOf = (text: string): Array<{ readonly section: string; readonly key: string; readonly value: string }> => {
+  const entries: Array<{ section: string; key: string; value: string }> = []
+  let section = ""
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim()
+    if (line === "" || line.startsWith("#") || line.startsWith(";")) continue
+    const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"(?:[^"\\]|\\.)*")?\s*\]\s*(.*)$/.exec(line)
+    if (header !== null) {
+      section = header[1]!.toLowerCase()
+      // `[core] hooksPath = x` on the header's line.
+      if (header[2] === "") continue
+      const rest = /^([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*)$/.exec(header[2]!)
+      if (rest !== null) entries.push({ section, key: rest[1]!.toLowerCase(), value: valueOf(rest[2]!) })
+      continue
+    }
+    const entry = /^([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*)$/.exec(line)
+    if (entry !== null) entries.push({ section, key: entry[1]!.toLowerCase(), value: valueOf(entry[2]!) })
+  }
+  return entries
+}
+
+/** A config value as git reads it: quotes joined, escapes undone, a comment outside quotes left out. */
+const valueOf = (raw: string): string => {
+  let value = ""
+  let quoted = false
+  for (let index = 0; index < raw.length; index++) {
+    const char = raw[index]!
+    if (char === "\\" && index + 1 < raw.length) {
+      const next = raw[++index]!
+      value += next === "n" ? "\n" : next === "t" ? "\t" : next
+    } else if (char === '"') quoted = !quoted
+    else if (!quoted && (char === "#" || char === ";")) break
+    else value += char
+  }
+  return value.trim()
 }

@@ -200,6 +200,37 @@ describe("core exec: the user's own git is not a way out", () => {
     expect(readFileSync(join(box.location, ".git/worktrees/two/commondir"), "utf8")).toBe("../..\n")
   }, 120_000)
 
+  // The hooks git runs may live where core.hooksPath says (husky's .husky/), and config may come from files an
+  // include names: code there runs as surely as in .git/hooks, on the user's next commit.
+  test.skipIf(GIT === null)(`the hooks of core.hooksPath and the files include.path names are kept, as .git/hooks is${needs}`, async () => {
+    const box = repository()
+    mkdirSync(join(box.location, ".husky"))
+    writeFileSync(join(box.location, ".husky/pre-commit"), "#!/bin/sh\necho lint\n", { mode: 0o755 })
+    writeFileSync(join(box.location, ".gitconfig.shared"), "[alias]\n\tst = status\n")
+    git(box.location, "config", "core.hooksPath", ".husky")
+    git(box.location, "config", "include.path", "../.gitconfig.shared")
+    const planted = `#!/bin/sh\ntouch ${join(box.location, "pwned")}\n`
+    await exec(box, "bash", { command: `printf %s ${quoted(planted)} > .husky/pre-commit` })
+    await exec(box, "bash", { command: script(`require("fs").writeFileSync(".husky/pre-push", ${JSON.stringify(planted)}, { mode: 0o755 })`) })
+    await exec(box, "bash", { command: script(`require("fs").appendFileSync(".gitconfig.shared", "[core]\\n\\tfsmonitor = touch pwned\\n")`) })
+    expect(readFileSync(join(box.location, ".husky/pre-commit"), "utf8")).toBe("#!/bin/sh\necho lint\n")
+    expect(existsSync(join(box.location, ".husky/pre-push"))).toBe(false)
+    expect(readFileSync(join(box.location, ".gitconfig.shared"), "utf8")).toBe("[alias]\n\tst = status\n")
+    for (const filePath of [".husky/pre-commit", ".husky/post-merge", ".gitconfig.shared"]) {
+      const settlement = settlementOf(await exec(box, "write", { filePath, content: planted }, ["--yes"]))
+      expect([filePath, settlement.error?.message.includes("A person must make that change")]).toEqual([filePath, true])
+    }
+    userCommits(box)
+  }, 120_000)
+
+  // Hooks turned off with a hooks path of /dev/null: /dev/null stays what every command writes to.
+  test.skipIf(GIT === null)(`a core.hooksPath of /dev/null protects nothing: output still goes to /dev/null${needs}`, async () => {
+    const box = repository()
+    git(box.location, "config", "core.hooksPath", "/dev/null")
+    const result = await exec(box, "bash", { command: "echo quiet > /dev/null && echo done" })
+    expect(settlementOf(result)).toMatchObject({ status: "success", structured: { exitCode: 0 } })
+  }, 120_000)
+
   test.skipIf(GIT === null)(`the rest of .git stays the model's: commits work in the sandbox${needs}`, async () => {
     const box = repository()
     const result = await exec(box, "bash", { command: "echo b > b.txt && printf %s 'require(\"fs\").writeFileSync(\".git/description\", \"mine\")' > w.js && node w.js && cat .git/description" })
