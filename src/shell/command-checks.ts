@@ -88,16 +88,63 @@ const saveFor = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>,
   return /[*?]/.test(assignments.join(" ")) ? exact(text) : `${prefix} *`
 }
 
+/** git's options before its subcommand, with whether each takes the next word as its value (`-C DIR`). */
+const GIT_GLOBALS: Readonly<Record<string, boolean>> = {
+  "-C": true,
+  "-c": true,
+  "--git-dir": true,
+  "--work-tree": true,
+  "--namespace": true,
+  "--config-env": true,
+  "-P": false,
+  "-p": false,
+  "--no-pager": false,
+  "--paginate": false,
+  "--bare": false,
+  "--no-replace-objects": false,
+  "--literal-pathspecs": false,
+  "--glob-pathspecs": false,
+  "--noglob-pathspecs": false,
+  "--icase-pathspecs": false,
+  "--no-optional-locks": false,
+  "--no-lazy-fetch": false,
+}
+
+/**
+ * The words as they run, where that differs from how they are written: quotes and escapes undone (`git "push"` is
+ * `git push`), and git's options before its subcommand left out (`git -C . push` is a push). Undefined when a word
+ * holds an expansion (what it runs is not known here) or nothing differs.
+ */
+const asRun = (words: ReadonlyArray<Word>): ReadonlyArray<Word> | undefined => {
+  if (words.some((word) => word.value === undefined)) return undefined
+  let run = words
+  if (words[0]!.value === "git") {
+    let index = 1
+    while (index < words.length) {
+      const value = words[index]!.value!
+      const option = value.split("=")[0]!
+      if (!Object.hasOwn(GIT_GLOBALS, option)) break
+      index += GIT_GLOBALS[option] === true && !value.includes("=") ? 2 : 1
+    }
+    run = [words[0]!, ...words.slice(index)]
+  }
+  const plain = run.map((word) => ({ ...word, text: word.value! }))
+  return plain.length === words.length && plain.every((word, index) => word.text === words[index]!.text) ? undefined : plain
+}
+
 /** The check of one command's text, with its other spellings. */
 const checkOf = (assignments: ReadonlyArray<string>, words: ReadonlyArray<Word>, suffix: string): Check => {
   const resource = textOf(assignments, words) + suffix
-  const variants = Flags.variants(
-    words.map((word) => word.value),
-    words.map((word) => word.text),
-    words[0]!.value!,
-  )
-    .map((text) => [...assignments, text].join(" ") + suffix)
-    .filter((text) => text !== resource)
+  const run = asRun(words)
+  const spellings = [words, ...(run === undefined ? [] : [run])].flatMap((each) => [
+    ...(each === words ? [] : [textOf(assignments, each) + suffix]),
+    ...Flags.variants(
+      each.map((word) => word.value),
+      each.map((word) => word.text),
+      each[0]!.value!,
+    ).map((text) => [...assignments, text].join(" ") + suffix),
+  ])
+  const variants = [...new Set(spellings)].filter((text) => text !== resource)
   return {
     resource,
     save: saveFor(assignments, words, suffix),

@@ -149,6 +149,41 @@ describe("a denied command cannot be run another way", () => {
   }
 })
 
+// A deny of a subcommand held only for the words as the rule spells them: quoted or escaped they are the same
+// words to the program, and git's options before its subcommand (`git -C . push`) change nothing of what runs.
+describe("a denied subcommand cannot be run spelled another way", () => {
+  const RULES = [
+    { action: "bash", resource: "git push *", effect: "deny" },
+    { action: "bash", resource: "npm publish *", effect: "deny" },
+  ] as const
+  const ROWS = [
+    'git "push" origin main',
+    "git pu''sh origin main",
+    "git p\\ush origin main",
+    "git -C . push origin main",
+    "git --no-pager push origin main",
+    "git -c core.x=1 push",
+    "git --git-dir=.git push",
+    "git -C . --no-pager push --force",
+    'npm "publish"',
+    "npm publi\\sh",
+  ]
+  for (const command of ROWS) {
+    test(`${JSON.stringify(command)} is denied`, async () => {
+      const box = harness({ rules: RULES })
+      const outcome = await box.settle("bash", { command })
+      expect(outcome.settlement.error?.kind).toBe("denied")
+    })
+  }
+
+  test("other subcommands spelled so still run as before", async () => {
+    const box = harness({ rules: RULES })
+    for (const command of ['git -C . "status" --short || true', "git --no-pager log -1 || true", 'echo "push"']) {
+      expect([command, (await box.settle("bash", { command })).settlement.status]).toEqual([command, "success"])
+    }
+  })
+})
+
 /** Under core's defaults (inside the Location allowed, outside asked), each of these reads or writes outside. */
 describe("a path outside the Location is asked for, whatever program names it", () => {
   const outside = realpathSync(tempDir("core-holes-outside-"))
