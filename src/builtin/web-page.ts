@@ -68,10 +68,12 @@ export const isHtml = (type: string, text: string): boolean =>
  * Why a body that is not an image is binary (so it is refused), or undefined when it is text: its type when that
  * names a binary format, else a known signature, NUL bytes, or mostly control characters in its first 8 KiB.
  */
-export const binaryReason = (type: string, body: Uint8Array): string | undefined => {
+export const binaryReason = (type: string, body: Uint8Array, contentType = type): string | undefined => {
   const known = BINARY_SIGNATURES.find((signature) => signature.matches(body))
   if (type !== "" && !isTextType(type)) return known === undefined ? `${type} content` : `${known.what} (${type})`
   if (known !== undefined) return known.what
+  // UTF-16 text is half NUL bytes: a byte order mark or a charset that says so is text, decoded as such.
+  if (utf16(body, contentType)) return undefined
   const sample = body.subarray(0, 8 * 1024)
   if (sample.includes(0)) return "binary content (it contains NUL bytes)"
   let control = 0
@@ -83,6 +85,10 @@ const charsetOf = (contentType: string): string | undefined => {
   const match = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType)
   return match?.[1]
 }
+
+/** Whether the body is UTF-16 by its byte order mark or its Content-Type's charset. */
+const utf16 = (body: Uint8Array, contentType: string): boolean =>
+  startsWith(body, [0xff, 0xfe]) || startsWith(body, [0xfe, 0xff]) || /^utf-?16/i.test(charsetOf(contentType) ?? "")
 
 /** The charset an HTML page declares in its first 1024 bytes (<meta charset> or http-equiv). */
 const declaredCharset = (body: Uint8Array): string | undefined => {

@@ -384,7 +384,7 @@ const outputOf = (start: URL, fetched: Fetched, format: WebPage.Format): Effect.
     }
     const type = WebPage.mediaType(head.contentType)
     const mime = WebPage.imageOf(body)
-    const binary = mime === undefined ? WebPage.binaryReason(type, body) : undefined
+    const binary = mime === undefined ? WebPage.binaryReason(type, body, head.contentType) : undefined
     const decoded = mime === undefined && binary === undefined ? WebPage.decode(body, head.contentType, type === "text/html") : undefined
     const html = decoded !== undefined && WebPage.isHtml(type, decoded.text)
     // The converter (a DOM and turndown) is loaded on the first page that needs it, never at start-up.

@@ -117,6 +117,19 @@ describe("webfetch: HTML pages", () => {
   })
 })
 
+describe("webfetch: UTF-16 pages", () => {
+  // Half their bytes are NUL: they were refused as binary before their byte order mark or charset was read.
+  test("a page with a UTF-16 byte order mark, or a UTF-16 charset, is decoded as text", async () => {
+    const marked = await fetchPage("/utf16")
+    expect(marked.status).toBe("success")
+    expect(marked.structured).toMatchObject({ charset: "utf-16le" })
+    expect(JSON.stringify(marked.content)).toContain("Grüße aus UTF-16")
+    const declared = await fetchPage("/utf16-charset")
+    expect(declared.status).toBe("success")
+    expect(JSON.stringify(declared.content)).toContain("plain UTF-16 text")
+  })
+})
+
 describe("webfetch: other content", () => {
   test("JSON and plain text come back as sent, shown as text", async () => {
     const json = await fetchPage("/json")

@@ -90,6 +90,14 @@ export const webServer = (options: { readonly away?: string } = {}): WebServer =
           headers: { "content-type": "text/plain", "content-encoding": "gzip" },
         })
       }
+      if (path === "/utf16") {
+        // UTF-16 with a byte order mark, and without one but for the charset: half NUL bytes, and text.
+        const text = "<html><body><p>Grüße aus UTF-16</p></body></html>"
+        return new Response(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, "utf16le")]), { headers: { "content-type": "text/html" } })
+      }
+      if (path === "/utf16-charset") {
+        return new Response(Buffer.from("plain UTF-16 text\n", "utf16le"), { headers: { "content-type": "text/plain; charset=utf-16le" } })
+      }
       if (path === "/deep") {
         // 10,000 nested elements: 110 KB that overflowed the converters' recursion.
         return new Response(`<html><body>${"<div>".repeat(10_000)}deep${"</div>".repeat(10_000)}</body></html>`, {
