@@ -29,10 +29,12 @@ export const of = (location: string, ids: Ids, asked?: Asked): string =>
  * so `"a\ud800"` and `"a\udfff"` would be one call, and the second answered the first's settlement.
  */
 export const malformed = (ids: Ids & { readonly assistantMessageID?: string }): string | undefined => {
-  for (const [name, id] of [["sessionID", ids.sessionID], ["toolCallID", ids.toolCallID], ["assistantMessageID", ids.assistantMessageID]] as const) {
-    if (id !== undefined && !id.isWellFormed()) {
-      return `The ${name} ${JSON.stringify(id)} is not well-formed Unicode (it holds a lone surrogate): ids are kept as UTF-8, where it would be another call's id. Send ids of whole characters.`
-    }
-  }
-  return undefined
+  // Checked on every settle: three calls, no allocation, unless one is malformed.
+  if (ids.sessionID.isWellFormed() && ids.toolCallID.isWellFormed() && (ids.assistantMessageID?.isWellFormed() ?? true)) return undefined
+  const [name, id] = !ids.sessionID.isWellFormed()
+    ? ["sessionID", ids.sessionID]
+    : !ids.toolCallID.isWellFormed()
+      ? ["toolCallID", ids.toolCallID]
+      : ["assistantMessageID", ids.assistantMessageID!]
+  return `The ${name} ${JSON.stringify(id)} is not well-formed Unicode (it holds a lone surrogate): ids are kept as UTF-8, where it would be another call's id. Send ids of whole characters.`
 }

@@ -185,30 +185,18 @@ const ancestors = (from: string): Array<string> => {
   }
 }
 
-/** The dependencies a package's package.json names, kept while it stays the same. */
+/** The dependencies a package's package.json names (read once while it stays the same: manifestOf). */
 const dependenciesOf = (directory: string): ReadonlyArray<string> => {
-  const file = join(directory, "package.json")
-  const stats = statOf(file, true)
-  if (stats === undefined) return []
-  const stamp = stampOf(stats)
-  const known = scanned.get(file)
-  if (known !== undefined && known.stamp === stamp) return known.specifiers
-  let names: ReadonlyArray<string> = []
-  try {
-    const json = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>
-    names = [
-      ...new Set(
-        ["dependencies", "optionalDependencies", "peerDependencies"].flatMap((key) => {
-          const value = json[key]
-          return typeof value === "object" && value !== null ? Object.keys(value) : []
-        }),
-      ),
-    ]
-  } catch {
-    names = []
-  }
-  scanned.set(file, { stamp, specifiers: names })
-  return names
+  const json = manifestOf(join(directory, "package.json"))
+  if (json === undefined) return []
+  return [
+    ...new Set(
+      ["dependencies", "optionalDependencies", "peerDependencies"].flatMap((key) => {
+        const value = json[key]
+        return typeof value === "object" && value !== null ? Object.keys(value) : []
+      }),
+    ),
+  ]
 }
 
 /** A package.json's fields that name files (`main`, `module`, `exports`, `imports`), kept while it stays the same. */

@@ -110,14 +110,22 @@ const placesIn = (directory: string, which: string, commondir: boolean): Array<P
 const NAMED =
   /(?:^|\/)\.git(?:\/(?:worktrees\/[^/]+\/|modules\/(?:[^/]+\/)+)?(?:config|config\.worktree|commondir|hooks(?:\/.*)?|info\/attributes))?$/i
 
+type Env = Readonly<Record<string, string | undefined>>
+
+/** git's own folder of the user's configuration: `$XDG_CONFIG_HOME/git`, by default `~/.config/git`. */
+const gitConfigHome = (home: string, env: Env = process.env): string =>
+  join(env.XDG_CONFIG_HOME !== undefined && isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : join(home, ".config"), "git")
+
+/** The user's git config files, as git reads them in every repository: `~/.gitconfig`, then git's folder's `config`. */
+const userConfigFiles = (home: string, env: Env = process.env): ReadonlyArray<string> => [join(home, ".gitconfig"), join(gitConfigHome(home, env), "config")]
+
 /**
  * The user's own git configuration, which git reads in every repository (`core.fsmonitor`, `core.pager`, aliases,
  * filters: programs it runs unasked): `~/.gitconfig`, `$XDG_CONFIG_HOME/git/config` and `attributes` (by default
  * under `~/.config`), and the system's `/etc/gitconfig`. What a change to `real` would plant there, or undefined.
  */
-export const userConfig = (home: string, real: string, env: Readonly<Record<string, string | undefined>> = process.env): string | undefined => {
-  const xdg = env.XDG_CONFIG_HOME !== undefined && isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : join(home, ".config")
-  const places = [join(home, ".gitconfig"), join(xdg, "git", "config"), join(xdg, "git", "attributes"), "/etc/gitconfig"]
+export const userConfig = (home: string, real: string, env: Env = process.env): string | undefined => {
+  const places = [...userConfigFiles(home, env), join(gitConfigHome(home, env), "attributes"), "/etc/gitconfig"]
   // Where each really is too: a dotfiles repository often links them.
   const really = (path: string) => {
     try {
@@ -222,8 +230,7 @@ const MAX_INCLUDES = 50
  */
 const pointedAt = (configs: ReadonlyArray<string>, root: string): Array<Place> => {
   const home = homedir()
-  const xdg = process.env.XDG_CONFIG_HOME !== undefined && isAbsolute(process.env.XDG_CONFIG_HOME) ? process.env.XDG_CONFIG_HOME : join(home, ".config")
-  const queue = [...configs, join(home, ".gitconfig"), join(xdg, "git", "config")]
+  const queue = [...configs, ...userConfigFiles(home)]
   const seen = new Set<string>()
   const found: Array<Place> = []
   const expand = (value: string, base: string) =>
