@@ -184,18 +184,23 @@ const admit: (
 /** Ends a call stopped before it began: its refusal recorded as new (if still absent), or its failure failed. */
 const stopNew = (services: Steps.Services, call: Steps.Received, stop: Steps.Stop) =>
   stop instanceof Steps.Refused
-    ? Steps.oversized(services, stop.settlement)
-      ? Effect.flatMap(Steps.boundRefusal(services, call, stop.settlement), (settlement) => recordNew(services, call, settlement))
-      : recordNew(services, call, stop.settlement)
+    ? bounded(services, call, stop.settlement, (settlement) => recordNew(services, call, settlement))
     : Effect.failCause((stop as Steps.Halted).cause)
 
 /** Ends a call this process began: its refusal recorded over its intent, or its failure failed. */
 const stopOwned = (services: Steps.Services, call: Steps.Received, stop: Steps.Stop) =>
   stop instanceof Steps.Refused
-    ? Steps.oversized(services, stop.settlement)
-      ? Effect.flatMap(Steps.boundRefusal(services, call, stop.settlement), (settlement) => recordOwned(services, call, settlement))
-      : recordOwned(services, call, stop.settlement)
+    ? bounded(services, call, stop.settlement, (settlement) => recordOwned(services, call, settlement))
     : Effect.failCause((stop as Steps.Halted).cause)
+
+/** Records a refusal, its message bounded first where it is past the bound (law 10; a step only then). */
+const bounded = <A, E>(
+  services: Steps.Services,
+  call: Steps.Received,
+  settlement: Settlement.Info,
+  record: (settlement: Settlement.Info) => Effect.Effect<A, E>,
+): Effect.Effect<A, E | Steps.OperationalError> =>
+  Steps.oversized(services, settlement) ? Effect.flatMap(Steps.boundRefusal(services, call, settlement), record) : record(settlement)
 
 // Performing: what an admitted call does once its intent is recorded.
 
