@@ -4,8 +4,12 @@ export * as AskAnswer from "./ask-answer"
 // on a terminal a person is prompted (once / always / reject, with an optional message for the model); `--yes`
 // approves each ask once; otherwise an ask is declined, since nobody is there to answer it. A change to core's own
 // configuration is never approved without a person: `--yes` does not stand in for one. Prompts and notes go to
-// stderr. Imports nothing but types and a message: the forwarding path loads it without Effect.
+// stderr. What an ask names (a command, a path) is the model's: shown with every character a terminal acts on
+// escaped, and the prompt written on a cleared line in the default rendition, so that nothing printed before it (a
+// command's output that concealed what follows, or moved the cursor) can hide what the person approves. Imports
+// nothing but types and a message: the forwarding path loads it without Effect.
 
+import { Terminal } from "../contract/terminal"
 import type { Permission } from "../permission/permission"
 import { ProtectedMessage } from "../permission/protected-message"
 
@@ -25,7 +29,7 @@ export interface Ask {
 }
 
 export const describe = (request: Ask) =>
-  `${request.action} on ${request.resources.map((resource) => JSON.stringify(resource)).join(", ")}`
+  `${Terminal.inline(request.action)} on ${request.resources.map(Terminal.quoted).join(", ")}`
 
 /**
  * Reads lines from the terminal through one readline interface, made when a person is first asked (loading
@@ -54,18 +58,18 @@ export const promptReply = async (
   request: Ask,
   readLine: (prompt: string) => Promise<string | undefined>,
 ): Promise<Permission.Reply> => {
-  const saves = request.save.length === 0 ? "nothing: it acts as once" : request.save.map((pattern) => JSON.stringify(pattern)).join(", ")
+  const saves = request.save.length === 0 ? "nothing: it acts as once" : request.save.map(Terminal.quoted).join(", ")
   const note =
-    request.protected === undefined ? "" : `core: this changes ${request.protected}: asked each time, never saved.\n`
+    request.protected === undefined ? "" : `core: this changes ${Terminal.inline(request.protected)}: asked each time, never saved.\n`
   for (;;) {
-    const typed = await readLine(`${note}core: allow ${describe(request)}? [o]nce, [a]lways (saves ${saves}), [r]eject: `)
+    const typed = await readLine(`${Terminal.PROMPT_START}${note}core: allow ${describe(request)}? [o]nce, [a]lways (saves ${saves}), [r]eject: `)
     // The end of input (the terminal closed, or core is stopping) answers nothing, which declines.
     if (typed === undefined) return { reply: "reject" }
     const answer = typed.trim().toLowerCase()
     if (answer === "o" || answer === "once") return { reply: "once" }
     if (answer === "a" || answer === "always") return { reply: "always" }
     if (answer === "r" || answer === "reject" || answer === "") {
-      const message = ((await readLine("core: a message for the model (leave empty to decline): ")) ?? "").trim()
+      const message = ((await readLine(`${Terminal.PROMPT_START}core: a message for the model (leave empty to decline): `)) ?? "").trim()
       return message === "" ? { reply: "reject" } : { reply: "reject", message }
     }
   }
@@ -79,7 +83,7 @@ export const reply = async (
   write: (text: string) => void,
 ): Promise<Permission.Reply> => {
   if (request.protected !== undefined && !options.interactive) {
-    write(`core: refused ${describe(request)}: it changes ${request.protected}, and only a person on a terminal may approve that (--yes does not)\n`)
+    write(`core: refused ${describe(request)}: it changes ${Terminal.inline(request.protected)}, and only a person on a terminal may approve that (--yes does not)\n`)
     return { reply: "reject", message: ProtectedMessage.personRequired(request.protected, request.resources) }
   }
   if (options.yes && request.protected === undefined) {

@@ -5,6 +5,7 @@ export * as CheckCommand from "./check-command"
 // reply would save. Prints JSON on stdout. Without NAME it checks the whole Location (check-location.ts).
 
 import * as Effect from "effect/Effect"
+import { Terminal } from "../contract/terminal"
 import { Explain } from "../builtin/explain"
 import { Agent } from "../permission/agent"
 import { Permission } from "../permission/permission"
@@ -114,7 +115,7 @@ export const run = (args: ReadonlyArray<string>) =>
       )
       // The plugin hooks a call to this tool meets after the permission checks (DESIGN §12).
       const hooks = Hooks.applied((yield* Plugins.Service).hooks, name)
-      Command.stdout(`${JSON.stringify(hooks.length === 0 ? explained : { ...explained, hooks }, null, 2)}\n`)
+      Command.stdout(`${Terminal.pretty(hooks.length === 0 ? explained : { ...explained, hooks })}\n`)
       return Command.EXIT.ok
     }).pipe(Effect.provide(Host.checkingLayer(environment, prepared)))
   })

@@ -4,6 +4,7 @@ export * as Diagnostics from "./diagnostics"
 // its tools from being offered on stderr, one line each, naming file and reason.
 
 import * as Effect from "effect/Effect"
+import { Terminal } from "../contract/terminal"
 import { Skill } from "../builtin/skill"
 import { Application } from "../location/application"
 import { Location } from "../location/location"
@@ -18,6 +19,6 @@ export const report = Effect.gen(function* () {
   const plugins = yield* Plugins.Service
   const skills = (yield* Skill.Service).diagnostics()
   for (const diagnostic of [...application.diagnostics, ...plugins.diagnostics, ...location.diagnostics, ...skills, ...remote.diagnostics()]) {
-    Command.stderr(`core: warning: ${diagnostic.file}: ${diagnostic.message}\n`)
+    Command.stderr(`${Terminal.warning(`${diagnostic.file}: ${diagnostic.message}`)}\n`)
   }
 })

@@ -8,6 +8,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import { Terminal } from "../contract/terminal"
 import { ProcessGroup } from "../shell/process-group"
 import { Command } from "./command"
 import { Telemetry } from "./telemetry"
@@ -108,7 +109,8 @@ const main = async (command: string, rest: ReadonlyArray<string>): Promise<numbe
   process.off("SIGTERM", interrupt)
   if (Exit.isSuccess(exit)) return exit.value
   const { code, message } = failureOf(exit.cause)
-  if (message !== "") Command.stderr(`${message}\n`)
+  // Its words may hold the model's (a path, a tool's message): nothing in them may drive the terminal.
+  if (message !== "") Command.stderr(`${Terminal.text(message)}\n`)
   return code
 }
 

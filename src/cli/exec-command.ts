@@ -4,6 +4,7 @@ export * as ExecCommand from "./exec-command"
 // Exit codes: 0 success, 1 model-visible error, 2 usage, 3 operational, 4 declined, 130 cancelled.
 
 import * as Effect from "effect/Effect"
+import { Terminal } from "../contract/terminal"
 import { Json } from "../config/json"
 import { Application } from "../location/application"
 import { Discovery } from "../location/discovery"
@@ -121,7 +122,7 @@ export const run = (args: ReadonlyArray<string>) =>
     if (nul !== undefined) {
       const message = `Invalid input for ${name}: ${Json.describeNul(nul)} and call it again.`
       const refused = Settlement.error(name, values.call ?? `call_${crypto.randomUUID()}`, "invalid_input", message)
-      Command.stdout(`${JSON.stringify(refused, null, 2)}\n`)
+      Command.stdout(`${Terminal.pretty(refused)}\n`)
       return Command.EXIT.modelError
     }
     const environment = Host.environment()
@@ -167,13 +168,13 @@ export const run = (args: ReadonlyArray<string>) =>
             Effect.sync(() => {
               progress.clear()
               const cancelled = recorded ?? Settlement.runnerOutcome(name, call.toolCallID, "cancelled")
-              Command.stdout(`${JSON.stringify(cancelled, null, 2)}\n`)
+              Command.stdout(`${Terminal.pretty(cancelled)}\n`)
             }),
           ),
         ),
       )
       progress.clear()
-      Command.stdout(`${JSON.stringify(settlement, null, 2)}\n`)
+      Command.stdout(`${Terminal.pretty(settlement)}\n`)
       // The retention sweep runs at most hourly across processes, after the answer is out: expired managed
       // outputs, and the records of calls as old (their outputs are gone with them).
       const sweeping = Retention.sweepIfDue(yield* Store.Service, yield* ManagedOutputs.Service)

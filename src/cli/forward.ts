@@ -13,6 +13,7 @@ export * as Forward from "./forward"
 // that is exec's own (its --location, or under an --allow-root).
 
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs"
+import { Terminal } from "../contract/terminal"
 import { join, resolve, sep } from "node:path"
 import packageJson from "../../package.json" with { type: "json" }
 import { Json } from "../config/json"
@@ -290,7 +291,7 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
         structured: null,
         outputs: [],
       }
-      return void stdout(`${JSON.stringify(stopped, null, 2)}\n`).then(() => process.exit(EXIT.cancelled))
+      return void stdout(`${Terminal.pretty(stopped)}\n`).then(() => process.exit(EXIT.cancelled))
     }
     const cancelling = cancel()
     if (signal === "hangup") return void Promise.race([cancelling, Bun.sleep(HANGUP_CANCEL_MS)]).then(() => process.exit(EXIT_HANGUP))
@@ -377,7 +378,7 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
         const { result: _result, ...settlement } = JSON.parse(data) as { status: Settlement.Status; result?: unknown }
         line?.clear()
         terminal.close()
-        const failure = await stdout(`${JSON.stringify(settlement, null, 2)}\n`)
+        const failure = await stdout(`${Terminal.pretty(settlement)}\n`)
         const code = ExitCodes.ofStatus(settlement.status)
         if (failure === undefined) return code
         stderr(`core: could not write to stdout: ${String((failure as Error).message ?? failure)}\n`)

@@ -4,7 +4,7 @@ export * as LogCommand from "./log-command"
 // with --json the entries `GET /v1/settlements` answers. Only the Location's own calls are listed, never another's.
 
 import * as Effect from "effect/Effect"
-import { Activity } from "../host/activity"
+import { Terminal } from "../contract/terminal"
 import { Host } from "../host/host"
 import { Recorded } from "../host/recorded"
 import { Location } from "../location/location"
@@ -77,13 +77,10 @@ const fit = (text: string, width: number): string => {
   return `${kept}…`
 }
 
-/** The input on one line, cut to `width` columns (control characters shown as spaces). */
+/** The input on one line, cut to `width` columns (every character a terminal acts on escaped). */
 const shortInput = (entry: Recorded.Entry, width: number): string =>
   fit(
-    (typeof entry.input === "string" && entry.inputTruncated ? entry.input : JSON.stringify(entry.input)).replace(
-      /[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g,
-      " ",
-    ),
+    Terminal.inline(typeof entry.input === "string" && entry.inputTruncated ? entry.input : JSON.stringify(entry.input)),
     width,
   )
 
@@ -93,7 +90,7 @@ const shortInput = (entry: Recorded.Entry, width: number): string =>
  * the terminal.
  */
 const cell = (text: string): string => {
-  const shown = Activity.quoted(text)
+  const shown = Terminal.quoted(text)
   return shown.slice(1, -1) === text ? text : shown
 }
 
@@ -141,7 +138,7 @@ export const run = (args: ReadonlyArray<string>) =>
       const listed = yield* store.list({ location: directory, sessionID: values.session, since, limit })
       const entries = listed.map(Recorded.entryOf)
       if (values.json) {
-        Command.stdout(`${JSON.stringify(entries, null, 2)}\n`)
+        Command.stdout(`${Terminal.pretty(entries)}\n`)
         return Command.EXIT.ok
       }
       if (entries.length === 0) {

@@ -4,6 +4,7 @@ export * as McpListCommand from "./mcp-list-command"
 // its state, its tools and what kept a server or a tool from being offered. Exit 1 when a server failed.
 
 import * as Effect from "effect/Effect"
+import { Terminal } from "../contract/terminal"
 import { Host } from "../host/host"
 import { McpClient } from "../mcp-client/mcp-client"
 import { Command } from "./command"
@@ -55,7 +56,8 @@ export const run = (args: ReadonlyArray<string>) =>
           for (const problem of state.problems) lines.push(`  not offered: ${problem}`)
           if ((state.ignoredLines ?? 0) > 0) lines.push(`  skipped ${state.ignoredLines} stdout lines that were not JSON-RPC`)
         }
-        Command.stdout(`${lines.join("\n")}\n`)
+        // Names, errors and targets are the servers' own words: nothing in them may drive the terminal.
+        Command.stdout(`${Terminal.text(lines.join("\n"))}\n`)
       }
       return failed ? Command.EXIT.modelError : Command.EXIT.ok
     }).pipe(Effect.provide(Host.catalogLayer(environment, prepared)))

@@ -3,6 +3,7 @@ export * as PermissionsCommand from "./permissions-command"
 // `core permissions [reset [--action A]]`: lists the "always" approvals saved for a Location, or clears them.
 
 import * as Effect from "effect/Effect"
+import { Terminal } from "../contract/terminal"
 import { Location } from "../location/location"
 import { Rule } from "../permission/rule"
 import { Approvals } from "../store/approvals"
@@ -61,7 +62,7 @@ export const run = (args: ReadonlyArray<string>) =>
       const width = Math.max(...saved.map((approval) => approval.action.length))
       const rows = saved.map(
         (approval) =>
-          `${approval.action.padEnd(width)}  ${approval.pattern}  (${new Date(approval.savedAt).toISOString()}` +
+          `${approval.action.padEnd(width)}  ${Terminal.shown(approval.pattern)}  (${new Date(approval.savedAt).toISOString()}` +
           `${approval.approvedBy === undefined ? "" : `, by ${approval.approvedBy}`})`,
       )
       Command.stdout(`${rows.join("\n")}\n`)

@@ -1,8 +1,11 @@
 export * as ProgressLine from "./progress-line"
 
 // Shows a running tool's progress updates on stderr: one live, rewritten line on a terminal; plain lines
-// otherwise (so logs and pipes keep every update).
+// otherwise (so logs and pipes keep every update). A tool's progress text is the model's or a command's (a file
+// name, the last line a command printed): every character a terminal acts on is escaped, so it cannot drive the
+// terminal (clear it, conceal what follows, set its title or clipboard) or fake an ask.
 
+import { Terminal } from "../contract/terminal"
 import type { Tool } from "../tool/tool"
 
 export interface ProgressLine {
@@ -20,14 +23,14 @@ export const make = (stream: Stream): ProgressLine => {
   let live = false
   if (stream.isTTY !== true) {
     return {
-      show: (update) => void stream.write(`progress: ${update.message.replaceAll("\n", " ")}\n`),
+      show: (update) => void stream.write(`progress: ${Terminal.inline(update.message)}\n`),
       clear: () => {},
     }
   }
   return {
     show: (update) => {
       const width = Math.max(20, (stream.columns ?? 80) - 1)
-      const text = update.message.replaceAll(/\s+/g, " ").slice(0, width)
+      const text = Terminal.inline(update.message.replaceAll(/\s+/g, " ")).slice(0, width)
       stream.write(`\r\x1b[2K${text}`)
       live = true
     },

@@ -3,6 +3,7 @@ export * as ToolsCommand from "./tools-command"
 // `core tools`: what a model would be offered in a Location, as a table or (`--json`) as the definitions array.
 
 import * as Effect from "effect/Effect"
+import { Terminal } from "../contract/terminal"
 import { Agent } from "../permission/agent"
 import { Permission } from "../permission/permission"
 import { Provider } from "../provider/provider"
@@ -44,7 +45,8 @@ const OPTIONS = {
   provider: { type: "string" },
 } as const
 
-const firstLine = (text: string) => text.trim().split("\n")[0] ?? ""
+/** A description's first line, as it is but for what a terminal acts on (an MCP server's description is its own). */
+const firstLine = (text: string) => Terminal.inline(text.trim().split("\n")[0] ?? "")
 
 /** `audit: before, after` for the hooks of plugin `audit` that apply to a tool. */
 const hookLabel = (applied: Hooks.Applied) =>

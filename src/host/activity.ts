@@ -6,6 +6,7 @@ export * as Activity from "./activity"
 // they are written at debug only, the input cut to DEBUG_INPUT_CHARS.
 
 import type { Settlement } from "../contract/settlement"
+import { Terminal } from "../contract/terminal"
 
 export const LEVELS = ["error", "warn", "info", "debug"] as const
 export type Level = (typeof LEVELS)[number]
@@ -27,29 +28,10 @@ export const enabled = (log: Log | undefined, level: Level): log is Log => log !
 
 const PLAIN = /^[A-Za-z0-9_.:/@+-]+$/
 
-/**
- * What a terminal acts on that JSON.stringify leaves as it is: DEL and the C1 controls (U+009B starts a control
- * sequence as ESC [ does), the line and paragraph separators, and the bidirectional controls (which reorder what
- * is shown).
- */
-const UNSAFE = /[\u007f-\u009f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
-/** The C0 controls but tab and line feed. */
-const CONTROL = /[\u0000-\u0008\u000b-\u001f]/g
-
-const escaped = (character: string) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`
-
-/** `text` as a JSON string, every character a terminal acts on escaped: it shows on one line as it is. */
-export const quoted = (text: string): string => JSON.stringify(text).replace(UNSAFE, escaped)
-
 /** A value of a line: a plain word as it is, anything else quoted (ids and names come from clients). */
 export const value = (raw: string | number | boolean): string =>
-  typeof raw !== "string" ? String(raw) : PLAIN.test(raw) ? raw : quoted(raw)
+  typeof raw !== "string" ? String(raw) : PLAIN.test(raw) ? raw : Terminal.quoted(raw)
 
-/**
- * Free text on stderr (an error's message, a stack): every character a terminal acts on escaped but tab and line
- * feed, each line after the first indented, so that what it says cannot pass for a line of core's own.
- */
-export const block = (text: string): string => text.replace(CONTROL, escaped).replace(UNSAFE, escaped).replaceAll("\n", "\n  ")
 
 /** `core: EVENT k=v ...`, leaving out undefined values. */
 export const line = (event: string, fields: ReadonlyArray<readonly [string, string | number | boolean | undefined]>) =>
@@ -64,7 +46,7 @@ export interface Call {
 }
 
 const debugInput = (input: unknown): string => {
-  const json = (JSON.stringify(input) ?? "null").replace(UNSAFE, escaped)
+  const json = Terminal.json(JSON.stringify(input) ?? "null")
   return json.length <= DEBUG_INPUT_CHARS ? json : `${json.slice(0, DEBUG_INPUT_CHARS)}…`
 }
 

@@ -8,6 +8,7 @@ export * as Calls from "./calls"
 // `call.started` is followed by exactly one `call.settled` or, when the call ends operationally, `call.failed`.
 
 import * as Cause from "effect/Cause"
+import { Terminal } from "../contract/terminal"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -132,7 +133,7 @@ export const make = (
     if (Cause.hasInterruptsOnly(exit.cause)) return Effect.exit(cancelled(turn, call))
     const error = Cause.findError(exit.cause)
     if (error._tag === "Success") return Effect.succeed(Exit.fail(error.success))
-    log(`core: operational failure settling ${Activity.value(call.name)} (${Activity.value(call.toolCallID)}):\n  ${Activity.block(Cause.pretty(exit.cause))}`)
+    log(`core: operational failure settling ${Activity.value(call.name)} (${Activity.value(call.toolCallID)}):\n  ${Terminal.block(Cause.pretty(exit.cause))}`)
     return Effect.succeed(
       Exit.fail(
         new Settler.OperationalError({

@@ -9,6 +9,7 @@ export * as Locations from "./locations"
 // `$CORE_HOME/core.json` rebuilds every Location's services.
 
 import * as Deferred from "effect/Deferred"
+import { Terminal } from "../contract/terminal"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
@@ -186,7 +187,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   const application = yield* Registry.Application
   const home = ToolFiles.make(options.home, application.tools, scope, new ToolFiles.Versions())
   for (const diagnostic of yield* home.loadAll) {
-    options.log(`core: warning: ${diagnostic.file}: ${diagnostic.message}`)
+    options.log(Terminal.warning(`${diagnostic.file}: ${diagnostic.message}`))
     homeWarned = true
   }
 
@@ -208,7 +209,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       const results = yield* Effect.forEach([...files].sort(), (file) => home.reload(file))
       for (const { diagnostic } of results) {
         if (diagnostic === undefined) continue
-        options.log(`core: warning: ${diagnostic.file}: ${diagnostic.message}`)
+        options.log(Terminal.warning(`${diagnostic.file}: ${diagnostic.message}`))
         yield* everywhere((served) => served.publish({ event: "diagnostic", data: diagnostic }))
       }
       const changed = results.filter(ToolFiles.changed)

@@ -8,6 +8,7 @@ export * as Served from "./served"
 // whatever a file holds, a reload never ends the watch.
 
 import { join } from "node:path"
+import { Terminal } from "../contract/terminal"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -383,7 +384,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
 
   const report = (diagnostics: ReadonlyArray<Discovery.Diagnostic>) =>
     Effect.forEach(diagnostics, (diagnostic) => {
-      options.log(`core: warning: ${diagnostic.file}: ${diagnostic.message}`)
+      options.log(Terminal.warning(`${diagnostic.file}: ${diagnostic.message}`))
       return publish({ event: "diagnostic", data: diagnostic })
     })
 
@@ -484,7 +485,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       const loaded = yield* Effect.result(Config.load({ location: directory, home: options.home }))
       if (loaded._tag === "Failure") {
         const error = loaded.failure
-        options.log(`core: warning: ${error.message} (keeping the last good configuration)`)
+        options.log(Terminal.warning(`${error.message} (keeping the last good configuration)`))
         yield* publish({
           event: "diagnostic",
           data: { file: error.file, message: `${error.message} (the last good configuration stays in effect)` },

@@ -10,6 +10,7 @@ import type { ManagedOutputs } from "../output/managed-outputs"
 import type { Output } from "../output/output"
 import type { Permission } from "../permission/permission"
 import type { Settlement } from "../contract/settlement"
+import { Terminal } from "../contract/terminal"
 import type { Definition } from "../tool/definition"
 
 /** The scheme and prefix of a managed output's URI: `core://outputs/ID` (its text), `.../ID/structured` (its JSON). */
@@ -160,9 +161,12 @@ export const resultOf = (
   }
 }
 
-/** A permission ask in words: the action and its resources. */
+/**
+ * A permission ask in words: the action and its resources, the model's, with every character a terminal (or a
+ * client's form) acts on escaped, so they show as they are to the person asked.
+ */
 export const describe = (request: Permission.Request): string =>
-  `${request.action} on ${request.resources.map((resource) => JSON.stringify(resource)).join(", ")}`
+  `${Terminal.inline(request.action)} on ${request.resources.map(Terminal.quoted).join(", ")}`
 
 /** The form a client shows a person for a permission ask. */
 export const askForm = (request: Permission.Request): ElicitRequestFormParams => ({
@@ -172,8 +176,8 @@ export const askForm = (request: Permission.Request): ElicitRequestFormParams =>
     (request.protected === undefined
       ? request.save.length === 0
         ? ""
-        : ` "always" saves ${request.save.map((pattern) => JSON.stringify(pattern)).join(", ")}.`
-      : ` This changes ${request.protected}: it is asked each time and never saved.`),
+        : ` "always" saves ${request.save.map(Terminal.quoted).join(", ")}.`
+      : ` This changes ${Terminal.inline(request.protected)}: it is asked each time and never saved.`),
   requestedSchema: {
     type: "object",
     properties: {

@@ -43,6 +43,7 @@ import type { Served } from "../host/served"
 import type { ManagedOutputs } from "../output/managed-outputs"
 import { Permission } from "../permission/permission"
 import type { Settlement } from "../contract/settlement"
+import { Terminal } from "../contract/terminal"
 import type { Settler } from "../settlement/settler"
 import { Mapping } from "./mapping"
 import { McpDelegated } from "./mcp-delegated"
@@ -578,7 +579,7 @@ const answer = async (state: State, request: Permission.Request, relatedRequestI
     const message = typeof result.content?.message === "string" ? result.content.message.trim() : ""
     return message === "" ? { reply: "reject" } : { reply: "reject", message }
   } catch (error) {
-    options.note(`core: declined ${Mapping.describe(request)}: asking the MCP client failed: ${error instanceof Error ? error.message : String(error)}\n`)
+    options.note(`core: declined ${Mapping.describe(request)}: asking the MCP client failed: ${Terminal.block(error instanceof Error ? error.message : String(error))}\n`)
     return { reply: "reject", unattended: true, why: "asking the MCP client's user failed" }
   }
 }

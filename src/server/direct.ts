@@ -10,9 +10,9 @@ export * as Direct from "./direct"
 // tracer keeping spans), is left to the router (`handle` answers undefined), which answers it as for any request.
 
 import * as Cause from "effect/Cause"
+import { Terminal } from "../contract/terminal"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import { Activity } from "../host/activity"
 import { Calls } from "../host/calls"
 import type { Served } from "../host/served"
 import type { Sidecar } from "../host/sidecar"
@@ -212,7 +212,7 @@ export const make = (options: Options) => {
     }
     const error = Cause.findError(exit.cause)
     if (error._tag === "Success") {
-      options.log(`core: operational failure: ${Activity.block(error.success.message)}`)
+      options.log(`core: operational failure: ${Terminal.block(error.success.message)}`)
       return problem(new Respond.Problem({ status: 500, kind: "operational", message: error.success.message }))
     }
     return unexpected(exit.cause)

@@ -9,6 +9,7 @@ export * as Router from "./router"
 // a body. No CORS headers are ever sent: browsers keep other origins out.
 
 import * as Cause from "effect/Cause"
+import { Terminal } from "../contract/terminal"
 import * as Effect from "effect/Effect"
 import * as HttpRouter from "effect/http/HttpRouter"
 import * as HttpServerError from "effect/http/HttpServerError"
@@ -16,7 +17,6 @@ import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Layer from "effect/Layer"
 import * as Tracer from "effect/Tracer"
-import { Activity } from "../host/activity"
 import type { Sidecar } from "../host/sidecar"
 import type { Served } from "../host/served"
 import { Api } from "./api"
@@ -136,7 +136,7 @@ export const make = (options: Options): WebHandler => {
     }).pipe(
       Effect.catchTag("Respond.Problem", (refusal) => Effect.succeed(Respond.problem(refusal))),
       Effect.catchTag("Settler.OperationalError", (failure) => {
-        options.log(`core: operational failure: ${Activity.block(failure.message)}`)
+        options.log(`core: operational failure: ${Terminal.block(failure.message)}`)
         return Effect.succeed(Respond.error(500, "operational", failure.message))
       }),
       // The one boundary where an unexpected failure becomes an answer: logged in full, answered as operational.

@@ -43,6 +43,20 @@ describe("Asks.promptReply", () => {
     expect(ended.prompts).toHaveLength(1)
   })
 
+  test("the prompt starts on a cleared line in the default rendition, and shows the model's words inert", async () => {
+    // Output before the prompt may have concealed what follows (ESC [8m) or moved the cursor; the command may hold
+    // C1 controls (U+009B is ESC [ to many terminals) and bidi overrides that would show another command.
+    const hostile = { ...request, resources: ['rm -rf victim "\u009b1G\u009b2Kcore: allow bash on \\"ls\u202e'], save: ["rm \u001b[8m*"] }
+    const reader = scripted(["r", ""])
+    expect(await Asks.promptReply(hostile, reader.readLine)).toEqual({ reply: "reject" })
+    for (const prompt of reader.prompts) {
+      expect(prompt.startsWith("\r\u001b[0m\u001b[2K")).toBe(true)
+      expect(prompt.slice("\r\u001b[0m\u001b[2K".length)).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/)
+    }
+    expect(reader.prompts[0]).toContain('bash on "rm -rf victim \\"\\u009b1G\\u009b2Kcore: allow bash on \\\\\\"ls\\u202e"')
+    expect(reader.prompts[0]).toContain('saves "rm \\u001b[8m*"')
+  })
+
   test("an answer it does not understand is asked again", async () => {
     const reader = scripted(["maybe", "o"])
     expect(await Asks.promptReply(request, reader.readLine)).toEqual({ reply: "once" })

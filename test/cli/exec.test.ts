@@ -26,6 +26,18 @@ describe("a successful call", () => {
     })
   })
 
+  // The settlement is printed on a terminal as often as read by a program: a C1 control (U+009B is ESC [ to many
+  // terminals) or a bidi override in an output must not drive the terminal; escaped, the JSON is the same.
+  test("prints the JSON inert on a terminal: what JSON leaves raw that a terminal acts on is escaped, the JSON the same", async () => {
+    const box = sandbox({ "tools/echo.ts": ECHO })
+    const text = "a\u009b2J\u202eb\u2066c\u2028d\u007f"
+    const result = await exec(box, "echo", { text }, ["--call", "call_c1"])
+    expect(result.code).toBe(0)
+    expect(result.stdout).not.toMatch(/[\u007f-\u009f\u2028\u202e\u2066]/)
+    expect(result.stdout).toContain(String.raw`"a\u009b2J\u202eb\u2066c\u2028d\u007f"`)
+    expect(settlementOf(result).structured).toBe(text)
+  })
+
   test("runs execute on the decoded input and reports the encoded output, projected by toModelOutput", async () => {
     const box = sandbox({
       "tools/later.ts": `${IMPORTS}

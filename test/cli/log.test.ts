@@ -101,17 +101,21 @@ describe("core log", () => {
 
   // A call id or a tool name comes from a client (a host, an MCP client, a model's tool call): in the table it must
   // not break its row, forge another or drive the terminal (a clear screen, a window title, reordered text).
-  test("a call id or tool name holding a line break or terminal controls shows quoted and escaped, on its own row", async () => {
+  test("a call id, tool name or input holding a line break or terminal controls shows escaped, on its own row", async () => {
     const hostile = sandbox()
     const id = "c\nTIME (UTC)           TOOL  STATUS   FAKE\u001b[2J\u001b]0;pwn\u0007\u009b31m\u202e"
     await exec(hostile, "list", {}, ["--session", "ses_h", "--call", id])
     await exec(hostile, "bad\u001b[31mtool\nX", {}, ["--session", "ses_h", "--call", "call_tool"])
+    // An input's bidirectional controls would reorder its cell (and the row after it) as a terminal shows it.
+    await exec(hostile, "read", { filePath: "\u202etxt.exe\u2066X\u200eY\u061cZ\u2069" }, ["--session", "ses_h", "--call", "call_bidi"])
     const result = await core(hostile, ["log", "--location", hostile.location])
     expect(result).toMatchObject({ code: 0, stderr: "" })
     const lines = result.stdout.trimEnd().split("\n")
-    expect(lines).toHaveLength(3)
+    expect(lines).toHaveLength(4)
     expect(lines.filter((line) => line.startsWith("TIME (UTC)"))).toHaveLength(1)
-    expect(result.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/)
+    expect(result.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/)
+    // Its input cell, cut to the width left beside the long call id above, starts with the first one escaped.
+    expect(lines[3]).toMatch(/call_bidi +\{"filePath":"\\u/)
     expect(lines[1]).toContain(String.raw`"c\nTIME (UTC)           TOOL  STATUS   FAKE\u001b[2J\u001b]0;pwn\u0007\u009b31m\u202e"`)
     expect(lines[2]).toContain(String.raw`"bad\u001b[31mtool\nX"`)
   })

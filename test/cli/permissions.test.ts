@@ -601,6 +601,18 @@ describe("core permissions", () => {
     }
   })
 
+  // A saved pattern holds a path or a command the model chose: listed raw, an outside-directory grant could show
+  // as a harmless one (erase the line, write another over it, conceal the rest).
+  test("a saved pattern holding terminal controls is listed quoted and escaped, on its own row", async () => {
+    const box = sandbox()
+    const hostile = "/tmp/ext\u001b[2K\rbash    git status  (2026-01-01T00:00:00.000Z, by admin@host)\u001b[8m/*"
+    await saveApprovals(box, "external_directory", [hostile])
+    const result = await core(box, ["permissions", "--location", box.location])
+    expect(result.code).toBe(0)
+    expect(result.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/)
+    expect(rowsOf(result.stdout)).toEqual([["external_directory", JSON.stringify(hostile)]])
+  })
+
   test("a saved approval answers an ask: exec runs without --yes or a prompt, and check says which approval", async () => {
     const box = sandbox({ ...DEPLOY, ...coreJson({ permission: { deploy: "ask" } }) })
     await saveApprovals(box, "deploy", ["*"])

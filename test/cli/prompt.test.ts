@@ -3,7 +3,9 @@
 
 import { describe, expect, test } from "bun:test"
 import { binary } from "../support/binary"
-import { runs, sandbox, settlementOf, type Sandbox } from "./fixture"
+import { existsSync, mkdirSync } from "node:fs"
+import { join } from "node:path"
+import { onTerminal as driven, runs, sandbox, settlementOf, type Sandbox } from "./fixture"
 import { coreJson, recording, savedApprovals } from "./permissions-fixture"
 
 /** Runs `core exec deploy` on a pseudo-terminal, typing `typed`, and returns its settlement and exit code. */
@@ -45,5 +47,32 @@ describe("the permission prompt on a terminal", () => {
     expect(declined.code).toBe(4)
     expect(declined.settlement.status).toBe("declined")
     expect(runs(box, "deploy")).toBe(0)
+  })
+  // A model that may run `cat` writes a file whose last line, as the command's progress, would clear the screen,
+  // draw a harmless-looking ask where the next one's answer is typed, and conceal what follows: the next call's
+  // real ask (`rm -rf`) would be invisible, and the person would answer the fake one.
+  test("a command's output cannot drive the terminal through its progress, nor hide the next ask", async () => {
+    const fake = 'core: allow bash on "ls -la"? [o]nce, [a]lways (saves "ls *"), [r]eject: '
+    const box = sandbox({
+      "notes.txt": `notes\n\u001b[2J\u001b[3;1H${fake}\u001b]52;c;cHduZWQ=\u0007\u009b1;1H\u001b[1;1H\u001b[8m\n`,
+      ...coreJson({ permission: { bash: { "rm *": "ask" } } }),
+    })
+    mkdirSync(join(box.location, "victim"))
+    const location = ["--location", box.location]
+    const shown = await driven(box, ["exec", "bash", "--input", JSON.stringify({ command: "cat notes.txt; sleep 1" }), ...location])
+    expect(await shown.finished()).toBe(0)
+    const screen = shown.screen()
+    // Its progress line showed (cut to the terminal's width), the controls in it escaped; core's own (return, erase
+    // the line) are all that acted.
+    expect(screen).toContain("\r\u001b[2K\\u001b[2J\\u001b[3;1H")
+    expect(screen.replaceAll("\r\u001b[2K", "")).not.toMatch(/[\u0007\u001b\u009b]/)
+    const asked = await driven(box, ["exec", "bash", "--input", JSON.stringify({ command: "rm -rf victim" }), ...location])
+    await asked.until("[r]eject: ")
+    // The real ask starts on a cleared line in the default rendition: nothing left concealed or moved hides it.
+    expect(asked.screen()).toContain('\r\u001b[0m\u001b[2Kcore: allow bash on "rm -rf victim"?')
+    asked.child.stdin.write("r\n\n")
+    await asked.child.stdin.end()
+    expect(await asked.finished()).toBe(4)
+    expect(existsSync(join(box.location, "victim"))).toBe(true)
   })
 })

@@ -53,6 +53,22 @@ describe("core tools", () => {
     expect(result.stdout).not.toContain("second line")
   })
 
+  // A description is its author's (an MCP server's, a plugin's), a file name may be the model's (a folder not yet
+  // served): neither may drive the terminal, nor forge a line of core's own on stderr.
+  test("a description's or a failed file's controls show escaped, on one line", async () => {
+    const box = sandbox({
+      "tools/d.ts": `${IMPORTS}export default ${plain("Fine\u001b]52;c;cHduZWQ=\u0007\u001b[2K\rfake\u202e")}\n`,
+      "tools/x\u001b[2J\ncore: call tool=read status=success.ts": "export default 1\n",
+    })
+    const result = await core(box, ["tools", "--location", box.location])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/^d\s+Fine\\u001b\]52;c;cHduZWQ=\\u0007\\u001b\[2K fake\\u202e$/m)
+    expect(result.stdout + result.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/)
+    expect(result.stderr).toContain("core: warning: ")
+    expect(result.stderr).toContain("x\\u001b[2J\n  core: call tool=read status=success.ts")
+    expect(result.stderr.split("\n").filter((line) => line.startsWith("core: call"))).toEqual([])
+  })
+
   test("--json prints the definitions in the same order with exactly name, description, inputSchema and outputSchema", async () => {
     const box = catalog()
     const result = await core(box, ["tools", "--json", "--location", box.location])

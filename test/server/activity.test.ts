@@ -102,6 +102,23 @@ export default Tool.make({ description: "dies", input: Schema.Struct({}), output
     expect(stderr).toMatch(/\n {2,}core: call tool=read call=forged2 status=success/)
   })
 
+  // A tool file's name may be the model's (a folder not yet served), and its load error the file's own words: a
+  // warning must not drive the operator's terminal nor forge a line of core's own.
+  test("a load warning escapes the file's name and message: nothing forges a line or drives a terminal", async () => {
+    const box = sandbox({
+      "tools/x\u001b[2J\ncore: call tool=read call=c9 status=success.ts": "export default 1\n",
+      "tools/boom.ts": 'throw new Error("boom\\u001b]0;owned\\u0007\\ncore: call tool=read call=c8 status=success")\n',
+    })
+    const server = await serve(box)
+    await server.turn()
+    await server.stderrUntil((stderr) => (stderr.match(/^core: warning: /gm) ?? []).length >= 2, "two warnings")
+    const stderr = server.stderr()
+    expect(stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/)
+    expect(stderr.split("\n").filter((line) => line.startsWith("core: call "))).toEqual([])
+    expect(stderr).toContain("x\\u001b[2J\n  core: call tool=read call=c9 status=success.ts")
+    expect(stderr).toContain("boom\\u001b]0;owned\\u0007\n  core: call tool=read call=c8 status=success")
+  })
+
   test("an unknown --log-level is a usage error", async () => {
     const box = sandbox()
     const result = await run(["serve", "--location", box.location, "--log-level", "loud"], { env: box.env })

@@ -1,0 +1,59 @@
+export * as Terminal from "./terminal"
+
+// Text core did not write (a model's input, a command's output, a file or tool name, a server's description, an
+// error's message) as core shows it on a terminal or in a log line: every character a terminal acts on is escaped
+// (`\u001b`), so that no such text can move the cursor, hide or rewrite what a person reads (an ask above all),
+// write the clipboard, reorder what is shown, or pass for a line of core's own. One place for every edge: the CLI,
+// the sidecar's log lines and its warnings, the MCP faces' notes. Imports nothing: the forwarding path loads it.
+
+/**
+ * What a terminal acts on that JSON.stringify leaves as it is: DEL and the C1 controls (U+009B starts a control
+ * sequence as ESC [ does), the line and paragraph separators, and the bidirectional controls (which reorder what
+ * is shown).
+ */
+const UNSAFE = /[\u007f-\u009f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
+/** Any of UNSAFE, or a C0 control but tab. */
+const ACTED_ON = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/
+/** The C0 controls but tab and line feed. */
+const CONTROL = /[\u0000-\u0008\u000b-\u001f]/g
+/** Where a line ends, as a terminal or a reader takes it. */
+const BREAK = /\r\n|[\r\n\u2028\u2029]/g
+
+const escaped = (character: string) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`
+
+/** `text` as a JSON string, every character a terminal acts on escaped: it shows on one line as it is. */
+export const quoted = (text: string): string => JSON.stringify(text).replace(UNSAFE, escaped)
+
+/** JSON text (JSON.stringify's) with what a terminal acts on escaped: the same JSON to a parser, inert on a terminal. */
+export const json = (text: string): string => text.replace(UNSAFE, escaped)
+
+/** `value` as indented JSON for stdout (a settlement), inert on a terminal: the same JSON to a parser. */
+export const pretty = (value: unknown): string => json(JSON.stringify(value, null, 2))
+
+/** Text of several lines as core words it (a command's error): every character a terminal acts on escaped but tab and line feed. */
+export const text = (text: string): string => text.replace(CONTROL, escaped).replace(UNSAFE, escaped)
+
+/**
+ * Free text on stderr (an error's message, a stack): as `text`, each line after the first indented, so that what it
+ * says cannot pass for a line of core's own.
+ */
+export const block = (text_: string): string => text(text_).replaceAll("\n", "\n  ")
+
+/** A warning line on stderr (a file that did not load, and why): `core: warning: TEXT`, the text a block. */
+export const warning = (text: string): string => `core: warning: ${block(text)}`
+
+/** Free text on one line (a progress update, a description's first line): line breaks as spaces, the rest escaped. */
+export const inline = (text: string): string =>
+  text.replace(BREAK, " ").replace(CONTROL, escaped).replace(UNSAFE, escaped)
+
+/** Whether `text` shows as it is: nothing in it a terminal acts on, no line break. */
+export const inert = (text: string): boolean => !ACTED_ON.test(text)
+
+/** `text` as it is where it is inert, else quoted: a name or a pattern in a listing. */
+export const shown = (text: string): string => (inert(text) ? text : quoted(text))
+
+/**
+ * Written before an ask's prompt on a terminal: the default rendition (what earlier output may have left on, such
+ * as concealed or invisible text), at the start of a cleared line, so the prompt shows as it is, where it is.
+ */
+export const PROMPT_START = "\r\x1b[0m\x1b[2K"

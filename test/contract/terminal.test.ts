@@ -1,0 +1,49 @@
+import { describe, expect, test } from "bun:test"
+import { Terminal } from "../../src/contract/terminal"
+
+/** Every character a terminal acts on but tab and line feed: ESC, BEL, CR, DEL, C1 (CSI U+009B), separators, bidi. */
+const ACTED_ON = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/
+/** A hostile line: clear the screen, write the clipboard (OSC 52), conceal what follows, a C1 CSI, a bidi override. */
+const HOSTILE = "a\u001b[2J\u001b]52;c;cHduZWQ=\u0007\u001b[8m\r\u009b2K\u202egnp.exe\u2066b\u2028c"
+
+describe("Terminal", () => {
+  test("quoted is a JSON string that parses back to the text, with nothing a terminal acts on left raw", () => {
+    const shown = Terminal.quoted(HOSTILE)
+    expect(shown).not.toMatch(ACTED_ON)
+    expect(JSON.parse(shown)).toBe(HOSTILE)
+    expect(shown).toContain("\\u009b2K")
+    expect(shown).toContain("\\u202e")
+  })
+
+  test("pretty and json keep the JSON a parser reads, inert on a terminal", () => {
+    const value = { text: HOSTILE, nested: [HOSTILE] }
+    const shown = Terminal.pretty(value)
+    expect(shown).not.toMatch(ACTED_ON)
+    expect(JSON.parse(shown)).toEqual(value)
+    expect(JSON.parse(Terminal.json(JSON.stringify(value)))).toEqual(value)
+  })
+
+  test("inline keeps one line: breaks as spaces, every other control escaped", () => {
+    const shown = Terminal.inline(HOSTILE)
+    expect(shown).not.toMatch(ACTED_ON)
+    expect(shown).not.toContain("\n")
+    expect(shown).toContain("\\u001b[2J")
+    expect(Terminal.inline("one\r\ntwo\nthree\u2029four\tfive")).toBe("one two three four\tfive")
+  })
+
+  test("text keeps its lines; block indents every line after the first, so none passes for a line of core's", () => {
+    expect(Terminal.text(`x${HOSTILE}\ny`)).not.toMatch(ACTED_ON)
+    expect(Terminal.text("first\nsecond")).toBe("first\nsecond")
+    expect(Terminal.block("boom\ncore: call tool=read status=success")).toBe("boom\n  core: call tool=read status=success")
+    expect(Terminal.warning(`tools/x\u001b[2J.ts: failed`)).toBe("core: warning: tools/x\\u001b[2J.ts: failed")
+  })
+
+  test("shown leaves inert text as it is and quotes the rest", () => {
+    expect(Terminal.shown("git status *")).toBe("git status *")
+    expect(Terminal.shown("/tmp/a b/*")).toBe("/tmp/a b/*")
+    expect(Terminal.shown("x\u001b[2Ky")).toBe('"x\\u001b[2Ky"')
+    expect(Terminal.shown("x\ny")).toBe('"x\\ny"')
+    expect(Terminal.shown("x\u202ey")).toBe('"x\\u202ey"')
+    expect(Terminal.inert("tab\tis fine")).toBe(true)
+  })
+})
