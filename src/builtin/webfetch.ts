@@ -15,6 +15,7 @@ import { Rule } from "../permission/rule"
 import { Tool } from "../tool/tool"
 import { Address } from "./address"
 import { Builtin } from "./builtin"
+import { HtmlThread } from "./html-thread"
 import { WebPage } from "./web-page"
 import { WebRequest } from "./web-request"
 
@@ -387,26 +388,32 @@ const outputOf = (start: URL, fetched: Fetched, format: WebPage.Format): Effect.
     const binary = mime === undefined ? WebPage.binaryReason(type, body, head.contentType) : undefined
     const decoded = mime === undefined && binary === undefined ? WebPage.decode(body, head.contentType, type === "text/html") : undefined
     const html = decoded !== undefined && WebPage.isHtml(type, decoded.text)
-    // The converter (a DOM and turndown) is loaded on the first page that needs it, never at start-up.
+    // The converter (a DOM and turndown) runs on a thread of its own, started on the first page that needs it, never
+    // at start-up, and within a time budget: some markup takes it time quadratic in its size (./html-thread).
     const convert = (text: string, as: WebPage.Format) =>
-      Effect.promise(() => import("./html-convert")).pipe(
-        Effect.flatMap(({ HtmlConvert }) =>
-          Effect.try({
-            try: () => HtmlConvert.convert(text, fetched.url.href, as),
-            // The converters walk the document recursively: markup nested thousands deep overflows the stack. The
-            // page is then the model's to take as it is, not core's failure.
-            catch: (error) => error,
-          }),
-        ),
-        Effect.catch((error) =>
-          error instanceof RangeError
-            ? failure(
-                `${fetched.url.href} is HTML nested too deeply to convert to ${as}. Fetch it again with format "html" ` +
-                  "to get its markup as it is.",
-              )
-            : Effect.die(error),
-        ),
-      )
+      as === "html"
+        ? Effect.succeed({ content: text })
+        : Effect.flatMap(
+            Effect.promise((signal) => HtmlThread.convert({ html: text, url: fetched.url.href, format: as }, signal)),
+            (outcome) => {
+              if (outcome.kind === "converted") return Effect.succeed(outcome.converted)
+              // The page is then the model's to take another way, not core's failure.
+              if (outcome.kind === "deep") {
+                return failure(
+                  `${fetched.url.href} is HTML nested too deeply to convert to ${as}. Fetch it again with format "html" ` +
+                    "to get its markup as it is.",
+                )
+              }
+              if (outcome.kind === "slow") {
+                return failure(
+                  `${fetched.url.href} is HTML that took longer than ${HtmlThread.BUDGET_MS / 1000} s to convert to ${as}, ` +
+                    "and was left unconverted. Fetch it again with format " +
+                    (as === "markdown" ? '"text" (its text, converted faster) or "html" (its markup as it is).' : '"html" to get its markup as it is.'),
+                )
+              }
+              return Effect.die(new Error(`Converting ${fetched.url.href} to ${as} failed: ${outcome.message}`))
+            },
+          )
     if (head.status >= 400) {
       const excerpt =
         decoded === undefined ? "" : (html ? (yield* convert(decoded.text, "text")).content : decoded.text).slice(0, ERROR_EXCERPT_CHARS)

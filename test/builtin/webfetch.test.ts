@@ -246,6 +246,29 @@ describe("webfetch: status, redirects and failures", () => {
     expect((await fetchPage("/deep", { format: "html" })).status).toBe("success")
   })
 
+  // A page is the web's: markup that takes the converter time quadratic in its size must neither stall every other
+  // call (the conversion runs on a thread of its own) nor run on without end (it has a budget, then it is ended).
+  test("a page that takes too long to convert fails after the budget, saying how else to fetch it; nothing stalls meanwhile", async () => {
+    let ticks = 0
+    const ticking = setInterval(() => ticks++, 10)
+    const started = performance.now()
+    const settlement = await fetchPage("/nested-lists")
+    const took = performance.now() - started
+    clearInterval(ticking)
+    expect(settlement.error?.kind).toBe("failure")
+    expect(settlement.error?.message).toBe(
+      `${web.url("/nested-lists")} is HTML that took longer than 10 s to convert to markdown, and was left unconverted. ` +
+        'Fetch it again with format "text" (its text, converted faster) or "html" (its markup as it is).',
+    )
+    expect(took).toBeGreaterThanOrEqual(10_000)
+    // The settling thread stayed free: its timers kept firing through the whole conversion (a synchronous one
+    // would have let none fire; a loaded machine delays some).
+    expect(ticks).toBeGreaterThan(took / 10 / 4)
+    const text = await fetchPage("/nested-lists", { format: "text" })
+    expect(text.status).toBe("success")
+    expect(textOf(text)).toContain("x\nx\nx")
+  }, 60_000)
+
   test("a server that does not answer in time fails with the timeout", async () => {
     const started = Date.now()
     const settlement = await fetchPage("/hang", { timeoutMs: 300 })

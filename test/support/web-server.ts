@@ -98,6 +98,12 @@ export const webServer = (options: { readonly away?: string } = {}): WebServer =
       if (path === "/utf16-charset") {
         return new Response(Buffer.from("plain UTF-16 text\n", "utf16le"), { headers: { "content-type": "text/plain; charset=utf-16le" } })
       }
+      if (path === "/nested-lists") {
+        // 900 lists nested in one another around 2,000 lines: 40 KB that took turndown 20 s to convert to markdown.
+        return new Response(`<html><body>${"<ul><li>".repeat(900)}${"x<br>".repeat(2_000)}${"</li></ul>".repeat(900)}</body></html>`, {
+          headers: { "content-type": "text/html" },
+        })
+      }
       if (path === "/deep") {
         // 10,000 nested elements: 110 KB that overflowed the converters' recursion.
         return new Response(`<html><body>${"<div>".repeat(10_000)}deep${"</div>".repeat(10_000)}</body></html>`, {
