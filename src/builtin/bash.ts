@@ -241,15 +241,15 @@ export const text =
     return lines.join("\n")
   }
 
-/** Variables a command never sees: core's own secret, and those that would move `cd` where its checks did not look. */
-const WITHHELD = ["CORE_TOKEN", "CDPATH", "OLDPWD"]
+/** Variables a command never sees besides core's secrets (Shell.secrets): those that would move `cd` where its checks did not look. */
+const WITHHELD = ["CDPATH", "OLDPWD"]
 
 /** Set for every command: nothing can answer a prompt or page through output, and no terminal is attached. */
 const NON_INTERACTIVE = { PAGER: "cat", GIT_PAGER: "cat", GIT_TERMINAL_PROMPT: "0", TERM: "dumb" }
 
-/** The whole environment of a command: core's current one, less what is withheld, plus the non-interactive defaults. */
+/** The whole environment of a command: core's current one, less its secrets and what is withheld, plus the non-interactive defaults. */
 const environment = (): Record<string, string | undefined> => {
-  const env: Record<string, string | undefined> = { ...process.env, ...NON_INTERACTIVE }
+  const env: Record<string, string | undefined> = { ...Shell.withoutSecrets(process.env), ...NON_INTERACTIVE }
   for (const name of WITHHELD) delete env[name]
   return env
 }

@@ -18,11 +18,7 @@ const captured = (capture: Capture.Captured): Plugin.Captured => ({
 })
 
 /** Core's environment less its secrets: what the plugin runs may be code the model wrote. */
-const environment = (): Record<string, string | undefined> => {
-  const env: Record<string, string | undefined> = { ...process.env }
-  for (const name of Shell.SECRETS) delete env[name]
-  return env
-}
+const environment = (): Record<string, string | undefined> => Shell.withoutSecrets(process.env)
 
 /** `shell` as the capability a plugin of the Location at `directory` runs processes with. */
 export const capability = (shell: Shell.Interface, directory: string): (typeof Plugin.Shell)["Service"] => ({

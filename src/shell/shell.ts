@@ -538,8 +538,32 @@ export const guardNotice = (mode: "auto" | "required" | "off" = "auto"): string 
     : "Commands get no mount namespace here (core is not root and cannot make a user namespace): what a command " +
       "changes in core.json, tools/, plugins/ or .core/ is taken out once it has ended, instead of being read-only to it."
 
-/** Variables of core's own environment that no process may read, from /proc/<core>/environ or its own. */
-export const SECRETS: ReadonlyArray<string> = ["CORE_TOKEN"]
+/**
+ * Variables of core's own environment (`env`) that no process core starts may read, in its own environment or
+ * from /proc/<core>/environ: core's token, and the credentials of what core itself uses. With a store of record,
+ * its URL (user and password in it) and PGPASSWORD (which Postgres clients fill a URL's missing password from):
+ * with them a command could save approvals of its own or make a recorded call run again. With outputs in object
+ * storage, its URL and the keys (AWS_* as core reads them, S3_* as Bun's client does): every host's outputs. While
+ * traces are exported, the exporter's headers (an API key, as a vendor's endpoint asks). The same names where core
+ * does not use them are the user's own, and pass.
+ */
+export const secrets = (env: Readonly<Record<string, string | undefined>>): ReadonlyArray<string> => [
+  "CORE_TOKEN",
+  ...(env.CORE_STORE_URL ? ["CORE_STORE_URL", "PGPASSWORD"] : []),
+  ...(env.CORE_OUTPUTS_URL
+    ? ["CORE_OUTPUTS_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY", "S3_SESSION_TOKEN"]
+    : []),
+  ...(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+    ? ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"]
+    : []),
+]
+
+/** `env` less core's secrets (`secrets`): what a process core starts for a tool or a plugin gets. */
+export const withoutSecrets = (env: Readonly<Record<string, string | undefined>>): Record<string, string | undefined> => {
+  const kept: Record<string, string | undefined> = { ...env }
+  for (const name of secrets(env)) delete kept[name]
+  return kept
+}
 
 /** Where core keeps its data (DESIGN §9). */
 const dataDirectory = (): string => resolve(process.env.CORE_DATA_DIR || join(homedir(), ".local/share/core"))
@@ -556,10 +580,10 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
   /** Where what a command left in core's configuration is kept for a person (commands cannot reach the data dir). */
   const keeping = options.keeping ?? join(dataDirectory(), "undone")
   if (supervise) {
-    // Core itself: no command may read its memory or environment (its token) through /proc. Non-dumpable is not
-    // enough on every kernel, so the token's value is also overwritten where /proc/<pid>/environ reads it.
+    // Core itself: no command may read its memory or environment (its secrets) through /proc. Non-dumpable is not
+    // enough on every kernel, so their values are also overwritten where /proc/<pid>/environ reads them.
     Native.prctl(Native.PR_SET_DUMPABLE, 0)
-    Native.scrubEnvironment(SECRETS)
+    Native.scrubEnvironment(secrets(process.env))
     // What a dead core left running ends before anything of this one runs (or replays as interrupted).
     Supervised.sweep(records)
   }

@@ -404,6 +404,46 @@ describe("bash environment", () => {
     }
   })
 
+  // The credentials of what core uses itself are core's: the store of record (approvals, settlements), the object
+  // store (every host's outputs), the trace exporter's headers (an API key). Where core does not use them, the same
+  // names are the user's own and pass, as a developer's `aws` or `psql` expects.
+  test("the command sees none of the credentials of core's store, object storage or trace exporter; the user's own pass", async () => {
+    const secret = {
+      CORE_STORE_URL: "postgres://core:pg-secret@db.internal:5432/core",
+      PGPASSWORD: "pg-password",
+      CORE_OUTPUTS_URL: "s3://outputs/core",
+      AWS_ACCESS_KEY_ID: "AKIA-core",
+      AWS_SECRET_ACCESS_KEY: "aws-secret",
+      AWS_SESSION_TOKEN: "aws-session",
+      S3_ACCESS_KEY_ID: "s3-key",
+      S3_SECRET_ACCESS_KEY: "s3-secret",
+      S3_SESSION_TOKEN: "s3-session",
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:1",
+      OTEL_EXPORTER_OTLP_HEADERS: "x-api-key=otel-secret",
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: "x-api-key=otel-traces-secret",
+    }
+    const names = Object.keys(secret)
+    const saved = Object.fromEntries(names.map((name) => [name, process.env[name]]))
+    const restore = () => {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name]
+        else process.env[name] = value
+      }
+    }
+    const command = `${names.map((name) => `echo "${name}=[$${name}]"`).join("; ")}; env | grep -c -e secret -e AKIA`
+    try {
+      Object.assign(process.env, secret)
+      const used = structured(await harness().settle("bash", { command })).stdout
+      expect(used).toBe(`${names.map((name) => `${name}=[${name === "OTEL_EXPORTER_OTLP_ENDPOINT" ? secret[name] : ""}]`).join("\n")}\n0\n`)
+      // Without a store URL, outputs URL or endpoint, the user's own credentials of those names are theirs to use.
+      for (const name of ["CORE_STORE_URL", "CORE_OUTPUTS_URL", "OTEL_EXPORTER_OTLP_ENDPOINT"]) delete process.env[name]
+      const own = structured(await harness().settle("bash", { command: 'echo "[$PGPASSWORD][$AWS_SECRET_ACCESS_KEY][$OTEL_EXPORTER_OTLP_HEADERS]"' })).stdout
+      expect(own).toBe("[pg-password][aws-secret][x-api-key=otel-secret]\n")
+    } finally {
+      restore()
+    }
+  })
+
   test("CDPATH does not move cd away from where its path was checked", async () => {
     const outside = realpathSync(tempDir("core-bash-outside-"))
     mkdirSync(join(outside, "sub"))

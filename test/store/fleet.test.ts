@@ -106,6 +106,27 @@ for (const via of ["postgres", "pgbouncer"] as const) {
   })
 }
 
+// The store of record is core's: with its credentials a command could save approvals of its own ("always" for any
+// project, by anyone) or delete a settlement so a recorded call runs again. A command sees none of them, in its own
+// environment or in core's (/proc/<core>/environ, through its parent).
+describe("a command on a host with a store of record", () => {
+  test("sees neither the store's URL nor PGPASSWORD, in its environment or in core's", async () => {
+    const { location, host } = world()
+    const url = new URL((await freshDatabase()).postgres)
+    const password = "pw-of-the-store-7c1e"
+    const env = host("a", { CORE_STORE_URL: url.toString(), PGPASSWORD: password })
+    // A script's reads are not checked as a command line's are: it reads every environment it can see.
+    writeFileSync(join(location, "look.sh"), 'env; for f in /proc/[0-9]*/environ; do tr "\\0" "\\n" < "$f"; done 2>/dev/null; echo "[$CORE_STORE_URL][$PGPASSWORD]"\n')
+    const result = await exec(env, location, "sh look.sh")
+    expect(result.code).toBe(0)
+    const stdout: string = result.settlement.structured.stdout
+    expect(stdout).toContain("[][]\n")
+    expect(stdout).not.toContain(url.host)
+    expect(stdout).not.toContain(password)
+    expect(stdout).not.toContain("CORE_STORE_URL")
+  }, 60_000)
+})
+
 describe("a host whose store cannot be reached", () => {
   test("fails operationally, naming the store without its password; nothing runs", async () => {
     const { location, host } = world()
