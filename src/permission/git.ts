@@ -67,11 +67,16 @@ const pointedBy = (file: string): string | undefined => {
 const isGitDirectory = (directory: string): boolean =>
   lstat(join(directory, "HEAD"))?.isFile() === true && lstat(join(directory, "objects"))?.isDirectory() === true
 
-/** The repository a Location is in: its `.git` entry (when one), git directory and common directory. */
+/**
+ * The repository a Location is in, as git finds it: from the Location up, in each directory its `.git` entry
+ * first, then the directory itself as a bare repository. Its `.git` entry (when one), git directory and common
+ * directory. (A `HEAD` and an `objects/` a command put beside a `.git` do not make the Location a bare repository
+ * to git, which reads `.git` first: nor to core, which would otherwise guard their would-be `config` and `hooks`
+ * instead of the real `.git`'s.)
+ */
 export const repositoryOf = (
   location: string,
 ): { readonly entry: string | undefined; readonly gitDir: string; readonly commonDir: string } | undefined => {
-  if (isGitDirectory(location)) return { entry: undefined, gitDir: location, commonDir: location }
   for (let current = location; ; current = dirname(current)) {
     const entry = join(current, ".git")
     const stats = lstat(entry)
@@ -83,6 +88,7 @@ export const repositoryOf = (
       const commonDir = common === undefined || common === "" ? gitDir : resolve(gitDir, common)
       return { entry, gitDir, commonDir }
     }
+    if (isGitDirectory(current)) return { entry: undefined, gitDir: current, commonDir: current }
     if (dirname(current) === current) return undefined
   }
 }

@@ -382,6 +382,17 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect([...result.undone].sort()).toEqual([join(location, ".git/info/attributes"), join(location, "lib/node_modules/pad")])
   })
 
+  // git reads a directory's `.git` before taking the directory itself for a bare repository: a `HEAD` and an
+  // `objects/` a command puts beside `.git` change nothing for git, and must not move what core guards either.
+  test.skipIf(!MOUNTS)(`a decoy bare repository beside .git leaves .git's hooks and config read-only${needs}`, async () => {
+    const location = repository()
+    const decoy = await run("touch HEAD; mkdir -p objects", location)
+    expect(decoy.exitCode).toBe(0)
+    const result = await run(PLANT, location)
+    expect(result.stderr.text.match(/Read-only file system/g)?.length).toBe(4)
+    planted(location)
+  })
+
   test("with no mount namespace, what a command planted in git's places or the imported code is taken out, and the config put back", async () => {
     const plain = Shell.make({}, { records: tempDir("core-runs-"), namespaces: false, keeping })
     const location = repository()
