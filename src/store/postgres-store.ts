@@ -304,15 +304,19 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
           }),
         prune: (before, limit) =>
           attempt("prune", async () => {
+            // The cutoff is this host's (its clock less the retention): moved onto the database's clock, which stamps
+            // every row, so a host whose clock runs ahead removes no record still within the retention, and a call
+            // still running (its lease live on that clock) is never forgotten: a retry would run it a second time.
+            const cutoff = sql.unsafe(`(${NOW_MS} + ${Math.trunc(before - Date.now())})`)
             const result = await sql`
               DELETE FROM core.settlements WHERE id IN
-                (SELECT id FROM core.settlements WHERE COALESCE(settled_at, started_at) < ${before}
-                   AND (state <> 'started' OR COALESCE(lease_until, 0) < ${before}) LIMIT ${limit})`
+                (SELECT id FROM core.settlements WHERE COALESCE(settled_at, started_at) < ${cutoff}
+                   AND (state <> 'started' OR COALESCE(lease_until, 0) < LEAST(${cutoff}, ${sql.unsafe(NOW_MS)})) LIMIT ${limit})`
             if (result.count >= limit) return result.count
             // Todo lists not written since the cutoff go with the calls of their time, also in batches.
             const todos = await sql`
               DELETE FROM core.todos WHERE (location, session_id) IN
-                (SELECT location, session_id FROM core.todos WHERE updated_at < ${before} LIMIT ${limit - result.count})`
+                (SELECT location, session_id FROM core.todos WHERE updated_at < ${cutoff} LIMIT ${limit - result.count})`
             return result.count + todos.count
           }),
         claimSweep: (now, intervalMs) =>

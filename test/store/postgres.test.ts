@@ -5,7 +5,9 @@ import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { SQL } from "bun"
 import { Effect } from "effect"
+import type { Settlement } from "../../src/contract/settlement"
 import { PostgresStore } from "../../src/store/postgres-store"
+import { Store } from "../../src/store/store"
 import { freshDatabase } from "../support/postgres"
 
 const open = (url: string) => Effect.runPromiseExit(Effect.void.pipe(Effect.provide(PostgresStore.layer(url))))
@@ -61,5 +63,57 @@ describe("PostgresStore URLs", () => {
     const exit = String(await open("postgres://core:hunter2@127.0.0.1:1/core"))
     expect(exit).toContain("Could not open the store at postgres://core:***@127.0.0.1:1/core")
     expect(exit).not.toContain("hunter2")
+  }, 60_000)
+})
+
+// Hosts sharing a store need not share a clock (fleet.md): every row is stamped by the database's. A host whose
+// clock runs ten days ahead computed its retention cutoff from its own and removed every record of the last three
+// days, a call still running among them: retried, a settled call ran again, and a running one ran twice at once.
+describe("PostgresStore retention on a host whose clock runs ahead", () => {
+  test("its sweep removes nothing still within the retention on the database's clock, nor a running call", async () => {
+    const { postgres } = await freshDatabase()
+    const DAY = 86_400_000
+    const RETENTION = 7 * DAY
+    const done = { location: "/p", sessionID: "s", toolCallID: "done" }
+    const running = { location: "/p", sessionID: "s", toolCallID: "running" }
+    const old = { location: "/p", sessionID: "s", toolCallID: "old" }
+    const success = (callID: string): Settlement.Info => ({ tool: "echo", callID, status: "success", content: [{ type: "text", text: "hi" }], structured: "hi", outputs: [] })
+    const layer = PostgresStore.layer(postgres)
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const store = yield* Store.Service
+        yield* store.settle(done, success("done"), { state: "absent", agent: "build" })
+        expect(yield* store.begin(running, "echo", "build")).toBe(true)
+        yield* store.settle(old, success("old"), { state: "absent", agent: "build" })
+      }).pipe(Effect.provide(layer)),
+    )
+    // A record older than the retention on the database's clock: it goes, from whichever host sweeps.
+    const sql = new SQL(postgres, { max: 1 })
+    await sql`UPDATE core.settlements SET settled_at = settled_at - ${8 * DAY}, started_at = started_at - ${8 * DAY} WHERE call_id = 'old'`
+    await sql.close()
+    const real = Date.now
+    Date.now = () => real() + 10 * DAY
+    let removed: number
+    try {
+      removed = await Effect.runPromise(
+        Effect.gen(function* () {
+          const store = yield* Store.Service
+          expect(yield* store.claimSweep(Date.now(), 3_600_000)).toBe(true)
+          return yield* store.prune(Date.now() - RETENTION, 100)
+        }).pipe(Effect.provide(layer)),
+      )
+    } finally {
+      Date.now = real
+    }
+    expect(removed).toBe(1)
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const store = yield* Store.Service
+        expect(yield* store.lookup(old)).toBeUndefined()
+        expect(yield* store.lookup(done)).toMatchObject({ state: "settled" })
+        expect(yield* store.lookup(running)).toMatchObject({ state: "started" })
+        expect(yield* store.begin(running, "echo", "build")).toBe(false)
+      }).pipe(Effect.provide(layer)),
+    )
   }, 60_000)
 })
