@@ -64,7 +64,7 @@ const pointedBy = (file: string): string | undefined => {
 }
 
 /** Whether `directory` looks like a git directory (bare repository or `.git`). */
-const isGitDirectory = (directory: string): boolean =>
+export const isGitDirectory = (directory: string): boolean =>
   lstat(join(directory, "HEAD"))?.isFile() === true && lstat(join(directory, "objects"))?.isDirectory() === true
 
 /**
@@ -106,6 +106,10 @@ const placesIn = (directory: string, which: string, commondir: boolean): Array<P
   { path: join(directory, "info", "attributes"), what: `the attributes of ${which}, which pick the filters git runs` },
   ...(commondir ? [{ path: join(directory, "commondir"), what: `the commondir of ${which}, which tells git where its hooks and config are` }] : []),
 ]
+
+/** The places of the git directory `directory` that run code (see `placesIn`), as paths, `commondir` among them. */
+export const codePlacesIn = (directory: string): ReadonlyArray<string> =>
+  placesIn(directory, directory, true).map((place) => place.path)
 
 /**
  * A `.git` entry or a place in one that runs code (see `placesIn`), by name, its worktrees' and submodules' too: a

@@ -14,6 +14,7 @@ export * as Guard from "./guard"
 
 import {
   type BigIntStats,
+  type Stats,
   cpSync,
   lstatSync,
   mkdirSync,
@@ -28,6 +29,7 @@ import {
 } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join, relative, sep } from "node:path"
+import { Git } from "../permission/git"
 import { Protected } from "../permission/protected"
 
 interface Before {
@@ -247,6 +249,8 @@ export const begin = (
         return place.identity === undefined ? [] : [noted(place.path, sep, "never", false)]
       }),
   ]
+  // Whether each Location had a `.git` of its own, or was a bare repository, before the command (see `unmade`).
+  const repositories = keys.map((key) => ({ key, entry: lstat(join(key, ".git")), bare: Git.isGitDirectory(key) }))
   let removed: Undone | undefined
   const keptIn = keeping === undefined ? undefined : join(keeping, `${new Date().toISOString()}-${crypto.randomUUID().slice(0, 8)}`)
   /** Where what the command left at `path` (of the entry whose base is `base`) is kept. */
@@ -292,6 +296,7 @@ export const begin = (
       if (before?.link !== undefined) symlinkSync(before.link, entry.path)
       undone.push(entry.path)
     }
+    for (const repository of repositories) undone.push(...unmade(repository, keptAt))
     removed = { paths: undone, keptIn: undone.length === 0 ? undefined : keptIn }
     for (const key of keys) {
       const left = (running.get(key) ?? 1) - 1
@@ -305,6 +310,37 @@ export const begin = (
     return removed
   }
   return { readOnly: entries.filter((entry) => entry.before !== undefined).map((entry) => entry.path), finish }
+}
+
+/**
+ * What git would run of a repository the command made at a Location (`git init`, `git clone URL .`, or a script
+ * writing one), taken out once it has ended: the user's git (their prompt's `git status`, an editor) runs it next,
+ * outside any sandbox, and its remote would give the Location another project's identity, and that project's saved
+ * approvals (../store/project). Where the Location had no `.git`: its hooks, config, config.worktree,
+ * info/attributes and commondir (the objects, refs, index and work stay the command's), or a `.git` file (which
+ * points git at a git directory elsewhere, which the command could fill). Where the Location was no bare
+ * repository and the command made it one (HEAD, objects/, config at its root): its HEAD, without which git takes
+ * it for none. Kept for a person, as the other entries are.
+ */
+const unmade = (
+  repository: { readonly key: string; readonly entry: Stats | undefined; readonly bare: boolean },
+  keptAt: (base: string, path: string) => string | undefined,
+): Array<string> => {
+  const { key } = repository
+  const taken: Array<string> = []
+  const take = (path: string) => {
+    if (lstat(path) === undefined) return
+    setAside(path, keptAt(key, path))
+    taken.push(path)
+  }
+  const entry = join(key, ".git")
+  if (repository.entry === undefined) {
+    const now = lstat(entry)
+    if (now?.isDirectory() === true) for (const place of Git.codePlacesIn(entry)) take(place)
+    else if (now !== undefined) take(entry)
+  }
+  if (!repository.bare && lstat(entry) === undefined && Git.isGitDirectory(key)) take(join(key, "HEAD"))
+  return taken
 }
 
 /**

@@ -7,10 +7,12 @@
 // skipped and say so.
 
 import { describe, expect, test } from "bun:test"
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs"
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Fiber } from "effect"
+import { Git } from "../../src/permission/git"
 import { Guard } from "../../src/shell/guard"
+import { Project } from "../../src/store/project"
 import { Shell } from "../../src/shell/shell"
 import { tempDir } from "../support/temp"
 
@@ -391,6 +393,53 @@ describe("core's configuration in the Location, against what a command runs", ()
     const result = await run(PLANT, location)
     expect(result.stderr.text.match(/Read-only file system/g)?.length).toBe(4)
     planted(location)
+  })
+
+  // A repository a command makes is one the user's git runs next (a prompt's `git status`, an editor), outside any
+  // sandbox; and its remote would give the Location another project's identity, with that project's approvals.
+  test("a repository a command makes at the Location keeps its work, not what git would run nor its remote", async () => {
+    for (const inRepository of [false, true]) {
+      const outer = tempDir("core-outer-")
+      if (inRepository) mkdirSync(join(outer, ".git/objects"), { recursive: true }), writeFileSync(join(outer, ".git/HEAD"), "ref: refs/heads/main\n")
+      const location = join(outer, "project")
+      mkdirSync(location)
+      const before = Project.identityOf(location)
+      const made = [
+        "git init -q",
+        `printf '[core]\\n\\tfsmonitor = touch fsmonitor-ran\\n[remote "origin"]\\n\\turl = https://github.com/acme/shop\\n' >> .git/config`,
+        "printf '#!/bin/sh\\ntouch hook-ran\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
+        "printf '* filter=x\\n' > .git/info/attributes",
+        "echo work > a.txt && git add a.txt && git -c user.name=m -c user.email=m@x -c core.hooksPath=/dev/null commit -qm work",
+      ].join(" && ")
+      const result = await run(made, location)
+      expect(result.exitCode).toBe(0)
+      expect([...result.undone].sort()).toEqual([".git/config", ".git/hooks", ".git/info/attributes"].map((path) => join(location, path)))
+      expect(readFileSync(join(result.undoneKeptIn!, ".git/config"), "utf8")).toContain("fsmonitor")
+      for (const path of [".git/config", ".git/hooks", ".git/info/attributes"]) expect(existsSync(join(location, path))).toBe(false)
+      // The work stays: git still reads the repository, the commit in it. The user's git (a prompt's `git status`)
+      // runs none of what the command planted (it ran inside the command, sandboxed, as the command's own git).
+      rmSync(join(location, "fsmonitor-ran"), { force: true })
+      const user = { cwd: location, env: { PATH: process.env.PATH, HOME: location } }
+      expect(Bun.spawnSync(["git", "log", "--format=%s"], user).stdout.toString()).toBe("work\n")
+      expect(Bun.spawnSync(["git", "status", "--short"], user).exitCode).toBe(0)
+      expect(existsSync(join(location, "fsmonitor-ran"))).toBe(false)
+      // Its identity stays what it was: no remote gives it another project's.
+      expect(Project.identityOf(location)).toBe(before)
+    }
+  })
+
+  test("a .git file a command makes, or a bare repository it makes of the Location, is taken out", async () => {
+    const location = configured()
+    const pointer = await run("printf 'gitdir: /tmp/elsewhere\\n' > .git", location)
+    expect([...pointer.undone]).toEqual([join(location, ".git")])
+    expect(existsSync(join(location, ".git"))).toBe(false)
+    const bare = await run("mkdir -p objects refs && echo 'ref: refs/heads/main' > HEAD && printf '[core]\\n\\tfsmonitor = x\\n' > config", location)
+    expect([...bare.undone]).toEqual([join(location, "HEAD")])
+    expect(Git.isGitDirectory(location)).toBe(false)
+    // A HEAD that makes nothing a repository is the project's own.
+    const plain = await run("rm -r objects refs && echo mine > HEAD", location)
+    expect([...plain.undone]).toEqual([])
+    expect(readFileSync(join(location, "HEAD"), "utf8")).toBe("mine\n")
   })
 
   test("with no mount namespace, what a command planted in git's places or the imported code is taken out, and the config put back", async () => {
