@@ -4,7 +4,8 @@ export * as Project from "./project"
 // same repository checked out at different paths on different hosts is one project. It is the normalized URL of
 // the `origin` remote (else the first remote) of the git repository holding the Location, with the Location's
 // path inside the repository when it is not the root: `git:github.com/acme/shop` or
-// `git:github.com/acme/shop//services/api`. A Location in no repository, or in one without a remote, is known by
+// `git:github.com/acme/shop//services/api`. A Location in no repository, or in one without a remote that names one
+// repository for every host (see `normalizeRemote`), is known by
 // its real path (`path:/srv/shop`), which holds on that machine only. Read from the repository's own config file;
 // git is not run.
 
@@ -78,10 +79,13 @@ const remotesOf = (config: string): ReadonlyArray<string> => {
 
 /**
  * A remote URL as one string for every way of writing it: no scheme, user, password, port or trailing `.git`, the
- * host in lower case. `git@github.com:Acme/shop.git`, `https://user:token@GitHub.com/Acme/shop` and
- * `ssh://git@github.com:22/Acme/shop.git` are all `github.com/Acme/shop`. A local path remote stays a path.
+ * host in lower case, runs of slashes as one. `git@github.com:Acme/shop.git`, `https://user:token@GitHub.com/Acme/shop`
+ * and `ssh://git@github.com:22/Acme/shop.git` are all `github.com/Acme/shop`. An absolute local path remote stays a
+ * path. Undefined, for no identity beyond the Location's own path, where the URL names no one repository for every
+ * host: a relative path (`../shop`, the same text in unrelated repositories), or a path with `.` or `..` segments,
+ * plain or percent-encoded (`acme/%2e%2e/shop`, which a URL parser resolves to another repository's path).
  */
-export const normalizeRemote = (url: string): string => {
+export const normalizeRemote = (url: string): string | undefined => {
   // A run of slashes at the end is tried from its first slash only (`(?<!\/)`): trying it from each of its slashes
   // took its length squared, and the model may write the URL.
   const trimmed = url.trim()
@@ -89,23 +93,35 @@ export const normalizeRemote = (url: string): string => {
   let host: string
   let path: string
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(trimmed)) {
+    // Looked at as written: a parser resolves dot segments before anything could see them.
+    if (DOT_SEGMENT.test(trimmed.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, ""))) return undefined
     try {
       const parsed = new URL(trimmed)
-      if (parsed.protocol === "file:") return `file:${parsed.pathname.replace(/\.git\/?$/, "").replace(/(?<!\/)\/+$/, "")}`
+      if (parsed.protocol === "file:") return `file:${collapsed(parsed.pathname).replace(/\.git\/?$/, "").replace(/(?<!\/)\/+$/, "")}`
       host = parsed.hostname
       path = decodeURIComponent(parsed.pathname)
     } catch {
-      return trimmed
+      return undefined
     }
   } else if (scp !== null && !isAbsolute(trimmed)) {
     host = scp[1]!
     path = scp[2]!
+  } else if (isAbsolute(trimmed)) {
+    if (DOT_SEGMENT.test(trimmed)) return undefined
+    return `file:${collapsed(trimmed).replace(/\.git\/?$/, "").replace(/(?<!\/)\/+$/, "")}`
   } else {
-    return `file:${trimmed.replace(/\.git\/?$/, "").replace(/(?<!\/)\/+$/, "")}`
+    return undefined
   }
-  const cleaned = path.replace(/^\/+/, "").replace(/(?<!\/)\/+$/, "").replace(/\.git$/, "")
+  if (DOT_SEGMENT.test(path)) return undefined
+  const cleaned = collapsed(path).replace(/^\/+/, "").replace(/(?<!\/)\/+$/, "").replace(/\.git$/, "")
   return `${host.toLowerCase()}/${cleaned}`
 }
+
+/** A `.` or `..` path segment, plain or percent-encoded. */
+const DOT_SEGMENT = /(?:^|[/\\])(?:\.|%2e){1,2}(?:[/\\?#]|$)/i
+
+/** Runs of slashes as one: `//` separates a Location's path inside its repository in an identity. */
+const collapsed = (path: string): string => path.replace(/\/{2,}/g, "/")
 
 /** The identity of the project at `directory` (a Location's real path). */
 export const identityOf = (directory: string): string => {
@@ -118,9 +134,10 @@ export const identityOf = (directory: string): string => {
       // No readable config: no remote.
     }
     const remote = remotesOf(config)[0]
-    if (remote !== undefined) {
+    const normalized = remote === undefined ? undefined : normalizeRemote(remote)
+    if (normalized !== undefined) {
       const inside = relative(repository.root, directory).split(sep).join("/")
-      return `git:${normalizeRemote(remote)}${inside === "" ? "" : `//${inside}`}`
+      return `git:${normalized}${inside === "" ? "" : `//${inside}`}`
     }
   }
   return `path:${directory}`

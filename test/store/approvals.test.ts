@@ -131,6 +131,31 @@ describe("Project identity", () => {
     expect(Project.normalizeRemote("file:///srv/git/shop.git")).toBe("file:/srv/git/shop")
   })
 
+  // An identity shared by a fleet must name one repository for every host: text that names different repositories
+  // in different places, or that a parser resolves to another repository's path, gives none (the path holds).
+  test("a remote that names no one repository gives no identity; a path's slashes cannot pass for a subfolder", () => {
+    for (const url of [
+      "../shop",
+      "./shop.git",
+      "shop",
+      "https://github.com/evil/%2e%2e/Acme/shop",
+      "https://github.com/evil/../Acme/shop",
+      "git@github.com:evil/../Acme/shop.git",
+      "ssh://git@github.com/evil/%2E%2e/Acme/shop",
+      "/srv/git/evil/../shop.git",
+      "file:///srv/git/evil/%2e%2e/shop",
+    ]) {
+      expect([url, Project.normalizeRemote(url)]).toEqual([url, undefined])
+    }
+    expect(Project.normalizeRemote("https://github.com/Acme/shop//services/api")).toBe("github.com/Acme/shop/services/api")
+    expect(Project.normalizeRemote("git@github.com:Acme//shop.git")).toBe("github.com/Acme/shop")
+    expect(Project.normalizeRemote("https://github.com/Acme/shop.v2")).toBe("github.com/Acme/shop.v2")
+    const relative = checkout("../shop")
+    expect(Project.identityOf(relative)).toBe(`path:${relative}`)
+    const subfolderLike = checkout("https://github.com/Acme/shop//services/api")
+    expect(Project.identityOf(subfolderLike)).toBe("git:github.com/Acme/shop/services/api")
+  })
+
   test("a credential in a remote URL never becomes part of the identity", () => {
     expect(Project.identityOf(checkout("https://ci:ghp_secret123@github.com/Acme/shop.git"))).toBe("git:github.com/Acme/shop")
   })

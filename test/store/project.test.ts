@@ -28,10 +28,12 @@ describe("Project.identityOf reads the origin's url line", () => {
     expect(identity("\turl =")).toBe("path:<root>")
   })
 
-  test("a remote's trailing slashes are dropped, its inner ones kept", () => {
-    expect(Project.normalizeRemote("git@github.com:acme//shop//")).toBe("github.com/acme//shop")
+  // Inner runs of slashes are one: `//` is what separates a Location's path inside its repository in an identity, and a
+  // remote's own must not pass for it (`acme/shop//services/api` as the remote of another repository).
+  test("a remote's trailing slashes are dropped, its inner runs of them made one", () => {
+    expect(Project.normalizeRemote("git@github.com:acme//shop//")).toBe("github.com/acme/shop")
     expect(Project.normalizeRemote("https://github.com/acme/shop.git/")).toBe("github.com/acme/shop")
-    expect(Project.normalizeRemote("file:///srv/shop.git//")).toBe("file:/srv/shop.git")
+    expect(Project.normalizeRemote("file:///srv/shop.git//")).toBe("file:/srv/shop")
     expect(Project.normalizeRemote("/srv/shop///")).toBe("file:/srv/shop")
   })
 
@@ -56,6 +58,6 @@ describe("Project.identityOf reads the origin's url line", () => {
           Project.normalizeRemote("/srv/acme" + "/".repeat(200_000) + "shop.git").length,
         ]))
         `),
-    ).toEqual(["path:<root>", "git:github.com/acme/shop", 200_019, 200_018])
+    ).toEqual(["path:<root>", "git:github.com/acme/shop", "github.com/acme/shop".length, "file:/srv/acme/shop".length])
   }, 30_000)
 })
