@@ -254,17 +254,47 @@ const keepParts = (
  * Puts the files just written in the store, streamed from them so a large output is never held whole; answers why
  * the store did not take them (having removed what it took), or undefined when it did.
  */
+/**
+ * The key of an output's record of what was put of it (`<id>/<id>.put`: each object's key and bytes), put once
+ * every file of it is: another host reads an output only when its record is there, and a part only at the size the
+ * record gives. A put cut off (the store down mid-way, a host killed) leaves objects without a record, or an object
+ * shorter than the record says: never served as the output, nor one part for another.
+ */
+const recordKey = (id: string) => `${id}/${id}.put`
+
+/** What an output's record says was put: object key to bytes; undefined where there is no record, or none whole. */
+const putRecord = async (store: ObjectStore.Interface, id: string): Promise<ReadonlyMap<string, number> | undefined> => {
+  let text: string
+  try {
+    text = await store.content(recordKey(id)).text()
+  } catch {
+    return undefined
+  }
+  try {
+    const parsed: unknown = JSON.parse(text)
+    if (typeof parsed !== "object" || parsed === null) return undefined
+    const entries = Object.entries(parsed).filter((entry): entry is [string, number] => Number.isSafeInteger(entry[1]))
+    return new Map(entries)
+  } catch {
+    return undefined
+  }
+}
+
 const putAll = async (
   remote: ObjectStore.Interface,
+  id: string,
   keys: ReadonlyArray<{ readonly key: string; readonly path: string }>,
   putBaseMs: number,
 ): Promise<string | undefined> => {
   const put: Array<string> = []
+  const record: Record<string, number> = {}
   try {
     for (const { key, path } of keys) {
-      await withinTime(remote.put(key, path), putBaseMs + (statOrUndefined(path)?.size ?? 0) / PUT_MIN_BYTES_PER_MS)
+      record[key] = await withinTime(remote.put(key, path), putBaseMs + (statOrUndefined(path)?.size ?? 0) / PUT_MIN_BYTES_PER_MS)
       put.push(key)
     }
+    // Last: the output is there, whole, once this is.
+    await withinTime(remote.putText(recordKey(id), JSON.stringify(record)), putBaseMs)
     return undefined
   } catch (cause) {
     await Promise.allSettled(put.map((key) => remote.remove(key)))
@@ -304,19 +334,29 @@ const openRemote = Effect.fnUntraced(function* (lookup: RemoteLookup, id: string
     const name = object.key.slice(object.key.lastIndexOf("/") + 1)
     return name.startsWith(id) && FILE_PATTERN.test(name)
   })
-  const named = (suffix: string) => objects.find((object) => object.key.endsWith(`/${id}${suffix}`))
-  const candidates = part === "text" ? [named(""), named(".json"), named(".1")] : [named(".json")]
-  const found = candidates.find((object) => object !== undefined)
-  if (found === undefined) {
-    if (part === "structured" && objects.length > 0) return yield* noPart(id)
+  // Only what the output's record says was put, at the size it says: a put cut off is not the output, and a part
+  // the record names but the store lacks is not stood in for by another.
+  const record = objects.length === 0 ? undefined : yield* Effect.promise(() => putRecord(store, id))
+  const notWhole = new NotFound({
+    id,
+    reason: "unknown",
+    message: `Managed output ${id} is not whole in ${store.where}: its host is still putting it there, or could not (it is then on that host only)`,
+  })
+  if (objects.length > 0 && record === undefined) return yield* notWhole
+  const recorded = (suffix: string) => [...(record?.keys() ?? [])].find((key) => key.endsWith(`/${id}${suffix}`))
+  const wanted = part === "text" ? (recorded("") ?? recorded(".json") ?? recorded(".1")) : recorded(".json")
+  if (wanted === undefined) {
+    if (part === "structured" && record !== undefined && record.size > 0) return yield* noPart(id)
     return yield* new NotFound({
       id,
       reason: "unknown",
       message: `No managed output ${id} in ${lookup.where} (it may have been swept)`,
     })
   }
+  const found = objects.find((object) => object.key === wanted)
+  if (found === undefined || found.bytes !== record!.get(wanted)) return yield* notWhole
   if (Date.now() - found.modifiedMs > lookup.retentionMs) {
-    yield* Effect.promise(() => Promise.allSettled(objects.map((object) => store.remove(object.key))))
+    yield* Effect.promise(() => Promise.allSettled([...objects.map((object) => object.key), recordKey(id)].map((key) => store.remove(key))))
     return yield* new NotFound({ id, reason: "expired", message: `Managed output ${id} has expired` })
   }
   return { id, part, bytes: found.bytes, path: undefined, content: store.content(found.key) } satisfies Reference
@@ -359,10 +399,11 @@ const sweepRemote = (store: ObjectStore.Interface, cutoff: number) =>
     let removed = 0
     try {
       for await (const object of store.list("")) {
-        // Only an output's file under its own id (`<id>/…/<id>[.part]`): nothing else under the prefix.
+        // Only an output's file under its own id (`<id>/…/<id>[.part]`) and its record: nothing else under the prefix.
         const id = object.key.slice(0, object.key.indexOf("/"))
         const name = object.key.slice(object.key.lastIndexOf("/") + 1)
-        if (!ID_PATTERN.test(id) || !name.startsWith(id) || !FILE_PATTERN.test(name) || object.modifiedMs >= cutoff) continue
+        const file = FILE_PATTERN.test(name) || object.key === recordKey(id)
+        if (!ID_PATTERN.test(id) || !name.startsWith(id) || !file || object.modifiedMs >= cutoff) continue
         await store.remove(object.key)
         removed++
       }
@@ -455,7 +496,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       // An output the store does not take stays kept here: the call's result is never lost to the store, and the
       // caller says so.
       const keys = written.map((path) => ({ key: keyOf(directory, id, path), path }))
-      const unshared = yield* Effect.promise(() => putAll(remote, keys, putBaseMs)).pipe(
+      const unshared = yield* Effect.promise(() => putAll(remote, id, keys, putBaseMs)).pipe(
         Effect.withSpan("ManagedOutputs.put"),
       )
       return unshared === undefined ? kept : { ...kept, unshared }
@@ -510,10 +551,17 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       const place = dirname(path)
       // A name of its own, so fetches of one file at once never write into each other's.
       const temporary = join(place, `.${target.name}.${crypto.randomUUID()}.tmp`)
+      const id = target.key.slice(0, target.key.indexOf("/"))
       return yield* Effect.promise(async () => {
         try {
+          // Only a file the output's record names, whole (see `recordKey`).
+          const bytes = (await putRecord(remote, id))?.get(target.key)
+          if (bytes === undefined) return false
           const object = remote.content(target.key)
-          await atomically(place, temporary, path, (into) => download(object, into))
+          await atomically(place, temporary, path, async (into) => {
+            await download(object, into)
+            if (statOrUndefined(into)?.size !== bytes) throw new Error(`${target.key} is not whole in ${remote.where}`)
+          })
           return true
         } catch {
           return false

@@ -97,6 +97,8 @@ export interface Interface {
   readonly where: string
   /** Puts the bytes of the file at `path` under `key`, streamed; answers how many were put. */
   readonly put: (key: string, path: string) => Promise<number>
+  /** Puts `text` under `key`. */
+  readonly putText: (key: string, text: string) => Promise<number>
   /** The object under `key`: `.slice(start, end)` reads a range with a ranged GET, `.stream()` the whole. */
   readonly content: (key: string) => Blob
   /** Every object whose key starts with `under`, page by page. */
@@ -120,6 +122,7 @@ export const make = (settings: Settings): Interface => {
     where: `s3://${settings.bucket}${settings.prefix === "" ? "" : `/${settings.prefix}`}`,
     put: (key, path) =>
       client.write(full(key), Bun.file(path), { partSize: PART_BYTES, queueSize: PARTS_IN_FLIGHT, type: "application/octet-stream" }),
+    putText: (key, text) => client.write(full(key), text, { type: "application/json" }),
     content: (key): S3File => client.file(full(key)),
     list: async function* (under) {
       let continuationToken: string | undefined

@@ -10,7 +10,8 @@ import { existsSync } from "node:fs"
 import { join, relative } from "node:path"
 import { binary, run } from "../support/binary"
 import { freshDatabase } from "../support/postgres"
-import { startS3, type S3Server } from "../support/s3"
+import { ACCESS_KEY, startS3, type S3Server } from "../support/s3"
+import { S3Client } from "bun"
 import { world } from "../support/hosts"
 import { sandbox, serve } from "../server/support"
 
@@ -134,6 +135,43 @@ describe("two hosts sharing a Postgres store and an object store", () => {
     const printed = await run(["output", "out_zzzzzzzz_0000000000000000"], { env: { ...env, CORE_OUTPUTS_URL: "https://bucket/x" } })
     expect(printed.code).toBe(3)
     expect(printed.stderr).toContain("only s3:// URLs are supported")
+  }, 120_000)
+
+  // A put cut off (the store down mid-way, a host killed) can leave objects behind: a part cut short, a part without
+  // the rest. Another host must not serve it as the output, nor one part (the structured JSON) for another (the text).
+  test("an output not whole in the store is not served: a part cut short, a part gone, no record of the put", async () => {
+    const { location, host } = world()
+    const shared = { CORE_OUTPUTS_URL: server.url("cut"), ...server.env }
+    const a = host("a", shared)
+    const b = host("b", shared)
+    const made = await exec(a, location, "seq 1 100000")
+    expect(made.settlement.status).toBe("success")
+    const id = made.settlement.outputs[0].id as string
+    const whole = (await run(["output", id], { env: a })).stdout
+    expect((await run(["output", id], { env: b })).stdout === whole).toBe(true)
+    const s3 = new S3Client({ endpoint: server.endpoint, bucket: server.bucket, accessKeyId: ACCESS_KEY, secretAccessKey: ACCESS_KEY, region: "us-east-1" })
+    const keys = ((await s3.list({ prefix: `cut/${id}/` })).contents ?? []).map((object) => object.key)
+    const text = keys.find((key) => key.endsWith(`/${id}`))!
+    expect(keys).toContain(`cut/${id}/${id}.put`)
+    expect(keys.some((key) => key.endsWith(`/${id}.json`))).toBe(true)
+    const refused = async () => {
+      // A fresh host each time: nothing fetched before.
+      const other = host(`b${crypto.randomUUID().slice(0, 6)}`, shared)
+      const printed = await run(["output", id], { env: other })
+      expect(printed.stdout).toBe("")
+      expect(printed.code).toBe(1)
+      expect(printed.stderr).toContain(`Managed output ${id} is not whole in ${server.url("cut")}`)
+    }
+    // Cut short.
+    await s3.write(text, whole.slice(0, 1000))
+    await refused()
+    // Gone, while its structured JSON is there: not served in its stead.
+    await s3.delete(text)
+    await refused()
+    // Put again whole, but with no record of the put (a host killed before it wrote one).
+    await s3.write(text, whole)
+    await s3.delete(`cut/${id}/${id}.put`)
+    await refused()
   }, 120_000)
 
   test("a store that is down: the call's result is kept on its host and says so; the other host cannot read it yet", async () => {

@@ -224,7 +224,8 @@ describe("ManagedOutputs in an object store", () => {
     const a = host("retention")
     const written = await a.run(Effect.flatMap(managed, (outputs) => outputs.write({ text: "old", structured: '{"x":1}' })))
     const store = storeOf("retention")
-    expect((await Array.fromAsync(store.list(""))).length).toBe(2)
+    // Its text, its structured JSON, and the record of its put.
+    expect((await Array.fromAsync(store.list(""))).length).toBe(3)
     // Kept for a millisecond: by the time it is read, it has expired.
     const expiring = host("retention", { retentionDays: 1 / 86_400_000 })
     await Bun.sleep(5)
@@ -239,11 +240,12 @@ describe("ManagedOutputs in an object store", () => {
     await store.put("misc/out_aaaaaaaa_0000000000000000", foreign)
     const swept = await a.run(Effect.flatMap(managed, (outputs) => outputs.write({ text: "to sweep" })))
     const kept = await a.run(Effect.flatMap(managed, (outputs) => outputs.write({ text: "to keep" })))
-    expect((await Array.fromAsync(store.list(""))).length).toBe(4)
-    // A sweep with a retention this short removes both hosts' objects; the local files of this host go too.
+    expect((await Array.fromAsync(store.list(""))).length).toBe(6)
+    // A sweep with a retention this short removes both hosts' objects (each output's text and record of its put);
+    // the local files of this host go too.
     const sweeper = host("retention", { retentionDays: 1 / 86_400_000 })
     await Bun.sleep(5)
-    expect(await sweeper.run(Effect.flatMap(managed, (outputs) => outputs.sweep))).toBe(2)
+    expect(await sweeper.run(Effect.flatMap(managed, (outputs) => outputs.sweep))).toBe(4)
     expect((await Array.fromAsync(store.list(""))).map((object) => object.key).sort()).toEqual([
       "misc/out_aaaaaaaa_0000000000000000",
       "notes/readme",
