@@ -30,8 +30,45 @@ export interface Order {
   readonly format: Exclude<WebPage.Format, "html">
 }
 
+/**
+ * How many pages convert at once, each on a thread of its own (a thread holds its page's DOM, tens of times the
+ * page's size): more wait their turn, so calls fetching many large pages at once cannot exhaust memory.
+ */
+export const MAX_THREADS = 2
+
 /** The thread kept for the next page, while no page is converting on it. */
 let idle: Worker | undefined
+/** Conversions running, and those waiting for one to end. */
+let running = 0
+const waiting: Array<() => void> = []
+
+/** Resolves once a conversion may start (at once while fewer than MAX_THREADS run); false when `signal` ended the wait. */
+const turn = (signal: AbortSignal | undefined): Promise<boolean> => {
+  if (signal?.aborted === true) return Promise.resolve(false)
+  if (running < MAX_THREADS) {
+    running++
+    return Promise.resolve(true)
+  }
+  return new Promise((resolve) => {
+    const start = () => {
+      signal?.removeEventListener("abort", gone)
+      running++
+      resolve(true)
+    }
+    const gone = () => {
+      waiting.splice(waiting.indexOf(start), 1)
+      resolve(false)
+    }
+    waiting.push(start)
+    signal?.addEventListener("abort", gone, { once: true })
+  })
+}
+
+/** A conversion ended: the next one waiting starts. */
+const ended = () => {
+  running--
+  waiting.shift()?.()
+}
 
 const started = (): Worker => {
   // A module of its own, an entry point of the built executable too (named as the bundler finds it: in the call).
@@ -40,8 +77,20 @@ const started = (): Worker => {
   return worker
 }
 
-/** Converts `order` on a thread, within `budgetMs`; `signal` (the call's cancellation) ends it at once. */
-export const convert = (order: Order, signal?: AbortSignal, budgetMs: number = BUDGET_MS): Promise<Outcome> =>
+/**
+ * Converts `order` on a thread, within `budgetMs` from when its turn comes (see MAX_THREADS); `signal` (the call's
+ * cancellation) ends it at once, or its wait.
+ */
+export const convert = async (order: Order, signal?: AbortSignal, budgetMs: number = BUDGET_MS): Promise<Outcome> => {
+  if (!(await turn(signal))) return { kind: "failed", message: "cancelled" }
+  try {
+    return await converted(order, signal, budgetMs)
+  } finally {
+    ended()
+  }
+}
+
+const converted = (order: Order, signal: AbortSignal | undefined, budgetMs: number): Promise<Outcome> =>
   new Promise((resolve) => {
     const worker = idle ?? started()
     idle = undefined

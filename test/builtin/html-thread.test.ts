@@ -36,12 +36,41 @@ describe("HtmlThread", () => {
     expect(await HtmlThread.convert(order("<p>after</p>", "text"))).toEqual({ kind: "converted", converted: { content: "after" } })
   })
 
+  // Each thread holds its page's DOM: many large pages at once must not take every thread (and the memory) there is.
+  test("at most MAX_THREADS pages convert at once, the rest in turn; an ended thread stops working", async () => {
+    expect(HtmlThread.MAX_THREADS).toBe(2)
+    const started = performance.now()
+    const ends = await Promise.all(
+      [0, 1, 2].map(() => HtmlThread.convert(order(NESTED_LISTS), undefined, 600).then((outcome) => [outcome.kind, performance.now() - started] as const)),
+    )
+    expect(ends.map(([kind]) => kind)).toEqual(["slow", "slow", "slow"])
+    // The third waited for a turn: its budget ran from then.
+    expect(ends[2]![1]).toBeGreaterThanOrEqual(1_200)
+    expect(Math.max(ends[0]![1], ends[1]![1])).toBeLessThan(1_200)
+    // The threads ended past their budget work no more: the process is idle in the second after.
+    const before = process.cpuUsage()
+    await Bun.sleep(1_000)
+    const used = process.cpuUsage(before)
+    expect((used.user + used.system) / 1_000).toBeLessThan(400)
+  })
+
   test("a cancelled conversion ends at once, its thread with it", async () => {
     const controller = new AbortController()
     setTimeout(() => controller.abort(), 200)
     const { result, ms } = await ticking(() => HtmlThread.convert(order(NESTED_LISTS), controller.signal))
     expect(result).toEqual({ kind: "failed", message: "cancelled" })
     expect(ms).toBeLessThan(2_000)
+    expect(await HtmlThread.convert(order("<p>next</p>", "text"))).toEqual({ kind: "converted", converted: { content: "next" } })
+  })
+
+  test("a conversion cancelled while it waits for its turn ends at once, and takes no turn", async () => {
+    const busy = [0, 1].map(() => HtmlThread.convert(order(NESTED_LISTS), undefined, 1_500))
+    const controller = new AbortController()
+    setTimeout(() => controller.abort(), 100)
+    const { result, ms } = await ticking(() => HtmlThread.convert(order("<p>late</p>", "text"), controller.signal))
+    expect(result).toEqual({ kind: "failed", message: "cancelled" })
+    expect(ms).toBeLessThan(1_000)
+    expect(await Promise.all(busy)).toEqual([{ kind: "slow" }, { kind: "slow" }])
     expect(await HtmlThread.convert(order("<p>next</p>", "text"))).toEqual({ kind: "converted", converted: { content: "next" } })
   })
 
