@@ -202,7 +202,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
           return yield* Respond.notFound(`The call ${call} is still running; it has no settlement yet`)
         }
         return yield* Respond.notFound(
-          `The call ${call} began but was never settled (core stopped while it ran); settle it again to get its ` +
+          `The call ${call} began but was never settled (its core stopped, or could not reach its store, while it ran); settle it again to get its ` +
             `interrupted settlement`,
         )
       }),

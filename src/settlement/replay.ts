@@ -71,6 +71,6 @@ const interrupted = (call: Call, known: Store.Record & { readonly state: "starte
     known.state === "failed"
       ? `${known.tool} (${call.toolCallID}) ran but core could not settle it (an operational failure). It may ` +
           `have taken effect; check before calling it again with a new call id.`
-      : `${known.tool} (${call.toolCallID}) was started but never settled: core stopped while it ran. It may ` +
+      : `${known.tool} (${call.toolCallID}) was started but never settled: its core stopped, or could not reach its store, while it ran. It may ` +
           `or may not have taken effect; check before calling it again with a new call id.`,
   )
