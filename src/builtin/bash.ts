@@ -8,7 +8,7 @@ export * as Bash from "./bash"
 // command gets an explicit environment without core's secrets. It returns the complete capture; bounding what the
 // model sees is the settlement's job.
 
-import { dirname, sep } from "node:path"
+import { basename, dirname, sep } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Boundary } from "../permission/boundary"
@@ -231,15 +231,34 @@ export const text =
     }
     if (output.sandboxed !== undefined) lines.push(sandboxedLine(output.sandboxed))
     if (output.undone !== undefined) {
-      lines.push(
-        `Undone: ${output.undone.join(", ")}. The command changed core's own configuration, which changes only with a ` +
-          "person's approval: what it wrote there was taken out (core.json put back)" +
-          (output.undoneKeptIn === undefined ? "" : ` and kept in ${output.undoneKeptIn} for the person`) +
-          ". Ask the person to make that change.",
-      )
+      const kept = output.undoneKeptIn === undefined ? "" : ` and kept in ${output.undoneKeptIn} for the person`
+      const git = output.undone.filter(isGitPlace)
+      const own = output.undone.filter((path) => !isGitPlace(path))
+      if (own.length > 0) {
+        lines.push(
+          `Undone: ${own.join(", ")}. The command changed core's own configuration, which changes only with a ` +
+            `person's approval: what it wrote there was taken out (core.json put back)${kept}. Ask the person to make that change.`,
+        )
+      }
+      if (git.length > 0) {
+        lines.push(
+          `Undone: ${git.join(", ")}. git runs these for the user outside the sandbox (hooks, its config, a .git ` +
+            `that points elsewhere), so a command may not make or replace them: they were taken out${kept}.` +
+            (git.some((path) => path.endsWith(`${sep}.git`))
+              ? " A repository the command moved or replaced is back where it was, when it was still in the Location."
+              : "") +
+            (git.some((path) => path.endsWith(`${sep}.git${sep}config`))
+              ? " The repository's objects, refs, index and files stay; without its config, a clone's remote and " +
+                "upstream are gone: ask the person to add what it needs (git remote add origin URL)."
+              : ""),
+        )
+      }
     }
     return lines.join("\n")
   }
+
+/** Whether an undone path is one of git's (in a `.git`, or a HEAD that made the Location a bare repository). */
+const isGitPlace = (path: string): boolean => /(?:^|\/)\.git(?:\/|$)/.test(path) || basename(path) === "HEAD"
 
 /** Variables a command never sees besides core's secrets (Shell.secrets): those that would move `cd` where its checks did not look. */
 const WITHHELD = ["CDPATH", "OLDPWD"]

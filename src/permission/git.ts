@@ -63,9 +63,19 @@ const pointedBy = (file: string): string | undefined => {
   return isAbsolute(named) ? named : resolve(dirname(file), named)
 }
 
-/** Whether `directory` looks like a git directory (bare repository or `.git`). */
-export const isGitDirectory = (directory: string): boolean =>
-  lstat(join(directory, "HEAD"))?.isFile() === true && lstat(join(directory, "objects"))?.isDirectory() === true
+/**
+ * Whether `directory` looks like a git directory (bare repository or `.git`), as git takes one: a `HEAD` (a file, or
+ * a symbolic link, which git reads as a ref) and an `objects` directory (through a symbolic link too).
+ */
+export const isGitDirectory = (directory: string): boolean => {
+  const head = lstat(join(directory, "HEAD"))
+  if (head === undefined || !(head.isFile() || head.isSymbolicLink())) return false
+  try {
+    return statSync(join(directory, "objects")).isDirectory()
+  } catch {
+    return false
+  }
+}
 
 /**
  * The repository a Location is in, as git finds it: from the Location up, in each directory its `.git` entry

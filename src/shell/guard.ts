@@ -334,13 +334,57 @@ const unmade = (
     taken.push(path)
   }
   const entry = join(key, ".git")
-  if (repository.entry === undefined) {
+  const was = repository.entry
+  if (was === undefined) {
     const now = lstat(entry)
     if (now?.isDirectory() === true) for (const place of Git.codePlacesIn(entry)) take(place)
     else if (now !== undefined) take(entry)
+  } else {
+    const now = lstat(entry)
+    if (now === undefined || now.dev !== was.dev || now.ino !== was.ino || (now.mode & 0o170000) !== (was.mode & 0o170000)) {
+      // The repository's `.git` was moved, removed or replaced: only its places inside were read-only, not `.git`
+      // itself. What stands in its place now (a `.git` file pointing at a git directory the command filled) goes,
+      // and the repository is moved back where it was, when it is still in the Location.
+      if (now !== undefined) take(entry)
+      const moved = findDirectory(key, was)
+      if (moved !== undefined && lstat(entry) === undefined) {
+        try {
+          renameSync(moved, entry)
+          if (!taken.includes(entry)) taken.push(entry)
+        } catch {
+          // left where the command put it
+        }
+      }
+    }
   }
   if (!repository.bare && lstat(entry) === undefined && Git.isGitDirectory(key)) take(join(key, "HEAD"))
   return taken
+}
+
+/** The most entries looked at to find a repository a command moved elsewhere in its Location. */
+const MAX_SEARCHED = 100_000
+
+/** Where under `root` the directory `was` is now (the same device and inode), looking at MAX_SEARCHED entries. */
+const findDirectory = (root: string, was: Stats): string | undefined => {
+  const queue = [root]
+  let left = MAX_SEARCHED
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    let entries
+    try {
+      entries = readdirSync(next, { withFileTypes: true })
+    } catch {
+      continue
+    }
+    for (const found of entries) {
+      if (--left < 0) return undefined
+      if (!found.isDirectory()) continue
+      const path = join(next, found.name)
+      const stats = lstat(path)
+      if (stats?.dev === was.dev && stats.ino === was.ino) return path
+      queue.push(path)
+    }
+  }
+  return undefined
 }
 
 /**

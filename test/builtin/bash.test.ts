@@ -386,6 +386,26 @@ describe("bash: redirections", () => {
   })
 })
 
+describe("bash: a repository the command makes", () => {
+  // What git would run of it is taken out when the command ends (src/shell/guard.ts): the model is told what, why,
+  // that its work stays, and what a person must do; not that it changed core's configuration.
+  test("keeps its work; the model reads what was taken out of it, and that a person adds its remote", async () => {
+    const box = harness()
+    const outcome = await box.settle("bash", {
+      command: "git init -q && git remote add origin https://example.com/acme/shop.git && echo hi > a.txt && git add a.txt",
+    })
+    expect(outcome.settlement.status).toBe("success")
+    const text = textOf(outcome.settlement)
+    expect(text).toContain(`Undone: ${join(box.directory, ".git/hooks")}, ${join(box.directory, ".git/config")}.`)
+    expect(text).toContain("git runs these for the user outside the sandbox")
+    expect(text).toContain("git remote add origin URL")
+    expect(text).not.toContain("core's own configuration")
+    expect(text).not.toContain("moved or replaced")
+    expect(existsSync(join(box.directory, ".git/index"))).toBe(true)
+    expect(existsSync(join(box.directory, ".git/config"))).toBe(false)
+  })
+})
+
 describe("bash environment", () => {
   test("the command sees core's current environment without CORE_TOKEN, and non-interactive defaults", async () => {
     const saved = { token: process.env.CORE_TOKEN, marker: process.env.CORE_BASH_TEST_MARKER }

@@ -436,10 +436,40 @@ describe("core's configuration in the Location, against what a command runs", ()
     const bare = await run("mkdir -p objects refs && echo 'ref: refs/heads/main' > HEAD && printf '[core]\\n\\tfsmonitor = x\\n' > config", location)
     expect([...bare.undone]).toEqual([join(location, "HEAD")])
     expect(Git.isGitDirectory(location)).toBe(false)
+    // Through symbolic links, as git follows them: an objects directory linked, a HEAD that is a link to a ref.
+    for (const made of ["mkdir -p objs refs && ln -s objs objects && echo 'ref: refs/heads/main' > HEAD", "mkdir -p objects refs/heads && ln -s refs/heads/main HEAD"]) {
+      const linked = await run(`rm -rf objects objs refs HEAD && ${made}`, location)
+      expect([...linked.undone]).toEqual([join(location, "HEAD")])
+      expect(Git.isGitDirectory(location)).toBe(false)
+    }
     // A HEAD that makes nothing a repository is the project's own.
     const plain = await run("rm -r objects refs && echo mine > HEAD", location)
     expect([...plain.undone]).toEqual([])
     expect(readFileSync(join(location, "HEAD"), "utf8")).toBe("mine\n")
+  })
+
+  // Only the places inside `.git` are read-only, not `.git` itself: a command moved the repository aside and put a
+  // `.git` file in its place, pointing at a git directory it had filled (hooks, a config with core.fsmonitor and
+  // another project's remote), which the user's git then ran, and whose remote became the Location's identity.
+  test("a repository's .git moved aside and replaced is put back, the replacement taken out", async () => {
+    for (const replacement of ["file", "directory"] as const) {
+      const location = repository()
+      const before = Project.identityOf(location)
+      const evil = replacement === "file" ? 'echo "gitdir: $PWD/build/cache/.git" > .git' : "mv build/cache/.git .git"
+      const swap = [
+        "git init -q build/cache",
+        `printf '[core]\\n\\tfsmonitor = touch fsmonitor-ran\\n[remote "origin"]\\n\\turl = git@github.com:acme/shop.git\\n' >> build/cache/.git/config`,
+        "mkdir -p build && mv .git build/old",
+        evil,
+      ].join(" && ")
+      const result = await run(swap, location)
+      expect(result.exitCode).toBe(0)
+      expect(result.undone).toContain(join(location, ".git"))
+      expect(readFileSync(join(location, ".git/config"), "utf8")).toBe("[core]\n\tbare = false\n")
+      expect(readdirSync(join(location, ".git/hooks"))).toEqual(["pre-commit.sample"])
+      expect(existsSync(join(location, "build/old"))).toBe(false)
+      expect(Project.identityOf(location)).toBe(before)
+    }
   })
 
   test("with no mount namespace, what a command planted in git's places or the imported code is taken out, and the config put back", async () => {
