@@ -117,6 +117,117 @@ const placesIn = (directory: string, which: string, commondir: boolean): Array<P
   ...(commondir ? [{ path: join(directory, "commondir"), what: `the commondir of ${which}, which tells git where its hooks and config are` }] : []),
 ]
 
+/** The largest index read for its gitlinks; a larger one is taken to hold none (a repository of millions of files). */
+const MAX_INDEX_BYTES = 64 * 1024 * 1024
+
+/** A gitlink's mode (a submodule: a repository checked out inside the work tree). */
+const GITLINK = 0o160000
+
+/**
+ * The paths (from the work tree's root, `/`-separated) of the gitlinks in the git index `index` (versions 2 to 4;
+ * object names of `hashBytes`: 20 for SHA-1, 32 for SHA-256): the repositories checked out inside the work tree
+ * whose own config `git status` at the root reads, and runs (`core.fsmonitor`), when one is populated. An index
+ * that cannot be read holds none.
+ */
+export const gitlinksIn = (index: Uint8Array, hashBytes = 20): ReadonlyArray<string> => {
+  const view = new DataView(index.buffer, index.byteOffset, index.byteLength)
+  if (index.byteLength < 12 || view.getUint32(0) !== 0x44495243) return []
+  const version = view.getUint32(4)
+  if (version < 2 || version > 4) return []
+  const count = view.getUint32(8)
+  const decoder = new TextDecoder()
+  const links: Array<string> = []
+  let at = 12
+  let previous: Uint8Array = new Uint8Array(0)
+  for (let entry = 0; entry < count; entry++) {
+    const start = at
+    if (at + 40 + hashBytes + 2 > index.byteLength) return links
+    const mode = view.getUint32(at + 24)
+    at += 40 + hashBytes
+    const flags = view.getUint16(at)
+    at += 2
+    if (version >= 3 && (flags & 0x4000) !== 0) at += 2
+    let name: Uint8Array
+    if (version === 4) {
+      // The part of the previous path to drop (git's varint), then the rest, NUL-terminated; no padding.
+      let byte = index[at++] ?? 0
+      let drop = byte & 0x7f
+      while ((byte & 0x80) !== 0 && at < index.byteLength) {
+        byte = index[at++]!
+        drop = ((drop + 1) << 7) | (byte & 0x7f)
+      }
+      const end = index.indexOf(0, at)
+      if (end === -1 || drop > previous.length) return links
+      const kept = previous.subarray(0, previous.length - drop)
+      name = new Uint8Array(kept.length + end - at)
+      name.set(kept)
+      name.set(index.subarray(at, end), kept.length)
+      at = end + 1
+    } else {
+      const end = index.indexOf(0, at)
+      if (end === -1) return links
+      name = index.subarray(at, end)
+      // Padded with NULs (at least one) to a multiple of 8 bytes from the entry's start.
+      at = start + Math.ceil((end + 1 - start) / 8) * 8
+    }
+    previous = name
+    if ((mode & 0o170000) === GITLINK) links.push(decoder.decode(name))
+  }
+  return links
+}
+
+/** The gitlinks of the index in `gitDir` (see `gitlinksIn`), read again only when the index file changed. */
+const gitlinksCache = new Map<string, { readonly stamp: string; readonly links: ReadonlyArray<string> }>()
+
+const gitlinksOf = (gitDir: string): ReadonlyArray<string> => {
+  const path = join(gitDir, "index")
+  let stats: Stats
+  try {
+    stats = statSync(path)
+  } catch {
+    return []
+  }
+  if (!stats.isFile() || stats.size > MAX_INDEX_BYTES) return []
+  const stamp = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`
+  const cached = gitlinksCache.get(path)
+  if (cached?.stamp === stamp) return cached.links
+  let links: ReadonlyArray<string> = []
+  try {
+    const sha256 = /^\s*objectformat\s*=\s*sha256\s*$/im.test(read(join(gitDir, "config")) ?? "")
+    links = gitlinksIn(readFileSync(path), sha256 ? 32 : 20)
+  } catch {
+    links = []
+  }
+  if (gitlinksCache.size >= 64) gitlinksCache.clear()
+  gitlinksCache.set(path, { stamp, links })
+  return links
+}
+
+/**
+ * The `.git` entries of the repositories checked out at gitlinks of `location`'s repository (its index), absolute:
+ * `git status` at the root looks into each populated one with that repository's own config.
+ */
+export const gitlinkEntries = (location: string): ReadonlyArray<string> => {
+  const repository = repositoryOf(location)
+  if (repository === undefined) return []
+  const root = repository.entry === undefined ? repository.gitDir : dirname(repository.entry)
+  // An index is written by git, or by a command: a path that would leave the work tree names nothing of it.
+  return gitlinksOf(repository.gitDir)
+    .filter((link) => link.split("/").every((segment) => segment !== "" && segment !== "." && segment !== ".."))
+    .slice(0, MAX_NESTED)
+    .map((link) => join(root, ...link.split("/"), ".git"))
+}
+
+/**
+ * The git directory a gitlink's `.git` entry is (a directory), or points at (a `gitdir:` file); undefined where it is
+ * neither.
+ */
+export const gitDirOf = (entry: string): string | undefined => {
+  const stats = lstat(entry)
+  if (stats?.isDirectory() === true) return entry
+  return stats?.isFile() === true ? pointedBy(entry) : undefined
+}
+
 /** The places of the git directory `directory` that run code (see `placesIn`), as paths, `commondir` among them. */
 export const codePlacesIn = (directory: string): ReadonlyArray<string> =>
   placesIn(directory, directory, true).map((place) => place.path)
@@ -220,6 +331,14 @@ export const places = (location: string): ReadonlyArray<Place> => {
   for (const directory of [...directories]) modulesUnder(directory, directories, budget)
   for (const directory of new Set(directories)) {
     found.push(...placesIn(directory, `the git repository ${directory}`, !worktrees.has(directory)))
+  }
+  // The repositories checked out at the index's gitlinks: `git status` at the root looks into each populated one with
+  // its own config (its `core.fsmonitor` runs), and a `.git` file of one is where git finds it.
+  for (const link of gitlinkEntries(location)) {
+    const gitDir = gitDirOf(link)
+    if (gitDir === undefined) continue
+    if (gitDir !== link) found.push({ path: link, what: `${link}, which tells git where a submodule's repository is` })
+    if (!directories.includes(gitDir)) found.push(...placesIn(gitDir, `the git repository ${gitDir}`, true))
   }
   // Where the repository's config (and the user's own) sends git for more: the hooks of `core.hooksPath` (husky's
   // `.husky/`, a `.githooks/` every repository shares) and the files `include.path` and `includeIf.*.path` pull in.

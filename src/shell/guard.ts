@@ -250,7 +250,12 @@ export const begin = (
       }),
   ]
   // Whether each Location had a `.git` of its own, or was a bare repository, before the command (see `unmade`).
-  const repositories = keys.map((key) => ({ key, entry: lstat(join(key, ".git")), bare: Git.isGitDirectory(key) }))
+  const repositories = keys.map((key) => ({
+    key,
+    entry: lstat(join(key, ".git")),
+    bare: Git.isGitDirectory(key),
+    links: new Map(Git.gitlinkEntries(key).map((link) => [link, lstat(link)] as const)),
+  }))
   let removed: Undone | undefined
   const keptIn = keeping === undefined ? undefined : join(keeping, `${new Date().toISOString()}-${crypto.randomUUID().slice(0, 8)}`)
   /** Where what the command left at `path` (of the entry whose base is `base`) is kept. */
@@ -323,7 +328,13 @@ export const begin = (
  * it for none. Kept for a person, as the other entries are.
  */
 const unmade = (
-  repository: { readonly key: string; readonly entry: Stats | undefined; readonly bare: boolean },
+  repository: {
+    readonly key: string
+    readonly entry: Stats | undefined
+    readonly bare: boolean
+    /** The `.git` entries at the index's gitlinks before the command, as they were. */
+    readonly links: ReadonlyMap<string, Stats | undefined>
+  },
   keptAt: (base: string, path: string) => string | undefined,
 ): Array<string> => {
   const { key } = repository
@@ -358,6 +369,21 @@ const unmade = (
     }
   }
   if (!repository.bare && lstat(entry) === undefined && Git.isGitDirectory(key)) take(join(key, "HEAD"))
+  // A repository checked out at a gitlink that the command added, or whose `.git` it made or replaced: `git status`
+  // at the root would run its config. Its places go as a made repository's do; a `.git` file pointing anywhere but
+  // the repository's own `modules/` (where `git submodule add` puts one) goes whole.
+  const modules = join(Git.repositoryOf(key)?.commonDir ?? entry, "modules")
+  for (const link of Git.gitlinkEntries(key)) {
+    if (!(link === key || link.startsWith(key + sep))) continue
+    const now = lstat(link)
+    if (now === undefined) continue
+    const was = repository.links.get(link)
+    if (repository.links.has(link) && was !== undefined && was.dev === now.dev && was.ino === now.ino) continue
+    const gitDir = Git.gitDirOf(link)
+    if (gitDir === link) for (const place of Git.codePlacesIn(link)) take(place)
+    else if (gitDir !== undefined && gitDir.startsWith(modules + sep)) for (const place of Git.codePlacesIn(gitDir)) take(place)
+    else take(link)
+  }
   return taken
 }
 

@@ -49,3 +49,69 @@ describe("Git.repositoryOf reads a .git file's gitdir line", () => {
     ).toEqual(["/r" + "\t".repeat(200_000) + "i", "/r"])
   }, 30_000)
 })
+
+// The index as git writes it, read for its gitlinks (repositories checked out inside the work tree, which `git
+// status` at the root looks into with their own config): versions 2, 3 (extended flags) and 4 (paths compressed),
+// SHA-1 and SHA-256 object names; a path that would leave the work tree names nothing.
+describe("Git.gitlinkEntries reads the gitlinks of the index", () => {
+  const git = (cwd: string, ...args: ReadonlyArray<string>) => {
+    const done = Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "core.hooksPath=/dev/null", ...args], { cwd, stderr: "pipe" })
+    if (done.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${done.stderr.toString()}`)
+  }
+  const repository = (format: "sha1" | "sha256") => {
+    const root = realpathSync(tempDir("core-gitlinks-"))
+    git(root, "init", "-q", `--object-format=${format}`)
+    for (const path of ["a.txt", "deep/dir/b.txt", "zz/c.txt"]) {
+      const file = join(root, path)
+      Bun.spawnSync(["mkdir", "-p", join(file, "..")])
+      writeFileSync(file, path)
+    }
+    for (const link of ["vendor/lib", "deep/dir/sub", "zz/last"]) {
+      git(root, "init", "-q", `--object-format=${format}`, link)
+      git(join(root, link), "commit", "-q", "--allow-empty", "-m", "i")
+    }
+    git(root, "add", "-A")
+    return root
+  }
+  for (const format of ["sha1", "sha256"] as const) {
+    test(`index versions 2, 3 and 4 (${format})`, () => {
+      const root = repository(format)
+      const expected = ["deep/dir/sub", "vendor/lib", "zz/last"].map((link) => join(root, link, ".git"))
+      expect(Git.gitlinkEntries(root)).toEqual(expected)
+      git(root, "update-index", "--skip-worktree", "a.txt")
+      git(root, "update-index", "--index-version", "3")
+      expect(Git.gitlinkEntries(root)).toEqual(expected)
+      git(root, "update-index", "--index-version", "4")
+      expect(Git.gitlinkEntries(root)).toEqual(expected)
+      // From a folder inside, the repository's.
+      expect(Git.gitlinkEntries(join(root, "deep"))).toEqual(expected)
+    })
+  }
+
+  test("an index written to name paths outside the work tree names none of them; an unreadable one, nothing", () => {
+    const entry = (path: string) => {
+      const name = Buffer.from(path)
+      const size = Math.ceil((62 + name.length + 1) / 8) * 8
+      const bytes = Buffer.alloc(size)
+      bytes.writeUInt32BE(0o160000, 24)
+      bytes.writeUInt16BE(Math.min(name.length, 0xfff), 60)
+      name.copy(bytes, 62)
+      return bytes
+    }
+    const index = (paths: ReadonlyArray<string>) => {
+      const header = Buffer.alloc(12)
+      header.write("DIRC")
+      header.writeUInt32BE(2, 4)
+      header.writeUInt32BE(paths.length, 8)
+      return Buffer.concat([header, ...paths.map(entry)])
+    }
+    expect(Git.gitlinksIn(index(["../../etc", "a/../../b", "/abs", "ok/sub"]))).toEqual(["../../etc", "a/../../b", "/abs", "ok/sub"])
+    const root = realpathSync(tempDir("core-gitlinks-"))
+    Bun.spawnSync(["git", "init", "-q"], { cwd: root })
+    writeFileSync(join(root, ".git/index"), index(["../../etc", "a/../../b", "/abs", "./x", "ok/sub"]))
+    expect(Git.gitlinkEntries(root)).toEqual([join(root, "ok/sub/.git")])
+    writeFileSync(join(root, ".git/index"), "DIRC\u0000\u0000\u0000\u0009garbage")
+    expect(Git.gitlinkEntries(root)).toEqual([])
+    expect(Git.gitlinksIn(new Uint8Array([1, 2, 3]))).toEqual([])
+  })
+})

@@ -472,6 +472,38 @@ describe("core's configuration in the Location, against what a command runs", ()
     }
   })
 
+  // `git status` at the root looks into every populated gitlink (a repository checked out inside the work tree,
+  // added with `git add`, no .gitmodules needed) with that repository's own config: its core.fsmonitor runs.
+  test("a repository a command adds at a gitlink keeps its work, not what git would run; one a person added is read-only", async () => {
+    const plant = (path: string) =>
+      `git init -q ${path} && git -C ${path} -c user.name=m -c user.email=m@x -c core.hooksPath=/dev/null commit -q --allow-empty -m i && ` +
+      `printf '[core]\\n\\tfsmonitor = touch $PWD/fsmonitor-ran\\n' >> ${path}/.git/config`
+    const user = (location: string) => {
+      rmSync(join(location, "fsmonitor-ran"), { force: true })
+      expect(Bun.spawnSync(["git", "status", "--short"], { cwd: location, env: { PATH: process.env.PATH, HOME: location } }).exitCode).toBe(0)
+      return existsSync(join(location, "fsmonitor-ran"))
+    }
+    // In one command, and in two (the repository made first, added to the index by the next).
+    for (const steps of [[`${plant("vendor/lib")} && git add vendor/lib`], [plant("vendor/lib"), "git add vendor/lib"]]) {
+      const location = tempDir("core-gitlink-")
+      expect(Bun.spawnSync(["git", "init", "-q"], { cwd: location }).exitCode).toBe(0)
+      let undone: Array<string> = []
+      for (const step of steps) undone = [...(await run(step, location)).undone]
+      expect(undone).toContain(join(location, "vendor/lib/.git/config"))
+      expect(existsSync(join(location, "vendor/lib/.git/config"))).toBe(false)
+      expect(existsSync(join(location, "vendor/lib/.git/HEAD"))).toBe(true)
+      expect(user(location)).toBe(false)
+    }
+    // A gitlink a person made: its config is read-only to commands, as the repository's own is.
+    if (!MOUNTS) return
+    const location = tempDir("core-gitlink-")
+    const made = Bun.spawnSync(["sh", "-c", `git init -q && git init -q vendor/lib && git -C vendor/lib -c user.name=p -c user.email=p@x commit -q --allow-empty -m i && git add vendor/lib`], { cwd: location })
+    expect(made.exitCode).toBe(0)
+    const result = await run("printf '[core]\\n\\tfsmonitor = touch $PWD/fsmonitor-ran\\n' >> vendor/lib/.git/config", location)
+    expect(result.stderr.text).toContain("Read-only file system")
+    expect(user(location)).toBe(false)
+  })
+
   test("with no mount namespace, what a command planted in git's places or the imported code is taken out, and the config put back", async () => {
     const plain = Shell.make({}, { records: tempDir("core-runs-"), namespaces: false, keeping })
     const location = repository()
