@@ -463,7 +463,7 @@ describe("core's configuration in the Location, against what a command runs", ()
         evil,
       ].join(" && ")
       const result = await run(swap, location)
-      expect(result.exitCode).toBe(0)
+      expect([result.exitCode, result.exitCode === 0 ? "" : result.stderr.text]).toEqual([0, ""])
       expect(result.undone).toContain(join(location, ".git"))
       expect(readFileSync(join(location, ".git/config"), "utf8")).toBe("[core]\n\tbare = false\n")
       expect(readdirSync(join(location, ".git/hooks"))).toEqual(["pre-commit.sample"])
