@@ -52,7 +52,11 @@ const LONG_RUNNING: ReadonlySet<string> = new Set(["serve", "mcp"])
 const messageOf = (error: unknown): string =>
   typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
 
-/** The exit code and what to say on stderr for a command that did not complete normally. */
+/**
+ * The exit code and what to say on stderr for a command that did not complete normally. Its words may hold the
+ * model's (a path, a tool's message, a stack): escaped and indented after their first line (Terminal.block), so
+ * nothing in them drives the terminal or passes for a line of core's own.
+ */
 const failureOf = (cause: Cause.Cause<unknown>): { code: number; message: string } => {
   if (Cause.hasInterruptsOnly(cause)) return { code: Command.EXIT.cancelled, message: "" }
   const error = Cause.findError(cause)
@@ -61,10 +65,10 @@ const failureOf = (cause: Cause.Cause<unknown>): { code: number; message: string
     if (failure instanceof Command.UsageError) {
       return {
         code: Command.EXIT.usage,
-        message: `core ${failure.command}: ${failure.message}\nRun 'core ${failure.command} --help' for usage.`,
+        message: `core ${failure.command}: ${Terminal.block(failure.message)}\nRun 'core ${failure.command} --help' for usage.`,
       }
     }
-    if (failure instanceof Command.Exit) return { code: failure.code, message: `core: ${failure.message}` }
+    if (failure instanceof Command.Exit) return { code: failure.code, message: `core: ${Terminal.block(failure.message)}` }
     // An operational error: say what failed, then the underlying error's own words when they add something.
     const inner = typeof failure === "object" && failure !== null && "cause" in failure ? failure.cause : undefined
     const outer = messageOf(failure)
@@ -72,11 +76,11 @@ const failureOf = (cause: Cause.Cause<unknown>): { code: number; message: string
     const detail = inner instanceof Error || typeof inner === "string" ? messageOf(inner) : ""
     return {
       code: Command.EXIT.operational,
-      message: `core: ${outer}${detail === "" || outer.includes(detail) ? "" : `: ${detail}`}`,
+      message: `core: ${Terminal.block(`${outer}${detail === "" || outer.includes(detail) ? "" : `: ${detail}`}`)}`,
     }
   }
   // A defect (a tool that threw or died): its own stack points into the tool file.
-  return { code: Command.EXIT.operational, message: `core: operational failure:\n${Cause.pretty(cause)}` }
+  return { code: Command.EXIT.operational, message: `core: operational failure:\n  ${Terminal.block(Cause.pretty(cause))}` }
 }
 
 const main = async (command: string, rest: ReadonlyArray<string>): Promise<number> => {
@@ -109,8 +113,7 @@ const main = async (command: string, rest: ReadonlyArray<string>): Promise<numbe
   process.off("SIGTERM", interrupt)
   if (Exit.isSuccess(exit)) return exit.value
   const { code, message } = failureOf(exit.cause)
-  // Its words may hold the model's (a path, a tool's message): nothing in them may drive the terminal.
-  if (message !== "") Command.stderr(`${Terminal.text(message)}\n`)
+  if (message !== "") Command.stderr(`${message}\n`)
   return code
 }
 

@@ -6,6 +6,7 @@ export * as LocationCheck from "./location-check"
 // only the first, and runs no tool.
 
 import * as Effect from "effect/Effect"
+import { Terminal } from "../contract/terminal"
 import { Skill } from "../builtin/skill"
 import { Config } from "../config/config"
 import { Application } from "../location/application"
@@ -32,14 +33,14 @@ const report = (
   problems: ReadonlyArray<Problem>,
   provider: Provider.Name | undefined,
 ): number => {
-  Command.stdout(`${JSON.stringify({ ...body, problems }, null, 2)}\n`)
+  Command.stdout(`${Terminal.pretty({ ...body, problems })}\n`)
   for (const problem of problems) {
-    if (problem.kind !== "provider") Command.stderr(`core check: ${problem.file === undefined ? "" : `${problem.file}: `}${problem.message}\n`)
+    if (problem.kind !== "provider") Command.stderr(`core check: ${Terminal.block(`${problem.file === undefined ? "" : `${problem.file}: `}${problem.message}`)}\n`)
   }
   const fitting = problems.filter((problem) => problem.kind === "provider")
-  if (provider !== undefined && fitting.length > 0) Command.stderr(`core check: ${Provider.error(provider, fitting).message}\n`)
+  if (provider !== undefined && fitting.length > 0) Command.stderr(`core check: ${Terminal.block(Provider.error(provider, fitting).message)}\n`)
   if (problems.length === 0) return Command.EXIT.ok
-  Command.stderr(`core check: ${problems.length} problem${problems.length === 1 ? "" : "s"} in ${String(body.location)}\n`)
+  Command.stderr(`core check: ${problems.length} problem${problems.length === 1 ? "" : "s"} in ${Terminal.inline(String(body.location))}\n`)
   return Command.EXIT.modelError
 }
 

@@ -43,21 +43,21 @@ export const run = (args: ReadonlyArray<string>) =>
       const states = (yield* McpClient.Service).states()
       const failed = states.some((state) => state.status !== "connected")
       if (values.json) {
-        Command.stdout(`${JSON.stringify(states, null, 2)}\n`)
+        Command.stdout(`${Terminal.pretty(states)}\n`)
       } else if (states.length === 0) {
         Command.stdout(`No MCP servers are configured for ${prepared.directory} (core.json "mcp").\n`)
       } else {
         const lines: Array<string> = []
         for (const state of states) {
           const tools = state.status === "connected" ? `${state.tools.length} tools` : ""
-          lines.push(`${state.name}  ${state.kind}  ${state.status}  ${tools}  ${state.target}`.replace(/ {3,}/g, "  "))
-          if (state.error !== undefined) lines.push(`  error: ${state.error}`)
-          if (state.tools.length > 0) lines.push(`  tools: ${state.tools.join(", ")}`)
-          for (const problem of state.problems) lines.push(`  not offered: ${problem}`)
+          lines.push(Terminal.inline(`${state.name}  ${state.kind}  ${state.status}  ${tools}  ${state.target}`.replace(/ {3,}/g, "  ")))
+          if (state.error !== undefined) lines.push(`  error: ${Terminal.inline(state.error)}`)
+          if (state.tools.length > 0) lines.push(`  tools: ${Terminal.inline(state.tools.join(", "))}`)
+          for (const problem of state.problems) lines.push(`  not offered: ${Terminal.inline(problem)}`)
           if ((state.ignoredLines ?? 0) > 0) lines.push(`  skipped ${state.ignoredLines} stdout lines that were not JSON-RPC`)
         }
         // Names, errors and targets are the servers' own words: nothing in them may drive the terminal.
-        Command.stdout(`${Terminal.text(lines.join("\n"))}\n`)
+        Command.stdout(`${lines.join("\n")}\n`)
       }
       return failed ? Command.EXIT.modelError : Command.EXIT.ok
     }).pipe(Effect.provide(Host.catalogLayer(environment, prepared)))

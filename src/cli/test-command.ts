@@ -5,6 +5,7 @@ export * as TestCommand from "./test-command"
 // untouched and exits with the test run's own code; it never reads or changes the workspace itself.
 
 import { existsSync, readFileSync } from "node:fs"
+import { Terminal } from "../contract/terminal"
 import { dirname, join, resolve } from "node:path"
 import * as Effect from "effect/Effect"
 import packageJson from "../../package.json" with { type: "json" }
@@ -53,7 +54,7 @@ export const run = (args: ReadonlyArray<string>) =>
       )
     } else if (kit.version !== packageJson.version) {
       Command.stderr(
-        `core test: warning: ${kit.path} is from core ${kit.version}, this is core ${packageJson.version}; ` +
+        `core test: warning: ${Terminal.inline(kit.path)} is from core ${Terminal.inline(kit.version)}, this is core ${packageJson.version}; ` +
           "run `core init --update` there.\n",
       )
     }

@@ -89,7 +89,7 @@ export const run = (args: ReadonlyArray<string>) =>
         return yield* new Command.Exit({ code: Command.EXIT.modelError, message: prepared.failure.message })
       }
       if (values.json) {
-        Command.stdout(`${JSON.stringify(prepared?.success.tools ?? definitions, null, 2)}\n`)
+        Command.stdout(`${Terminal.pretty(prepared?.success.tools ?? definitions)}\n`)
         return Command.EXIT.ok
       }
       if (definitions.length === 0) {

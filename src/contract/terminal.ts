@@ -30,14 +30,11 @@ export const json = (text: string): string => text.replace(UNSAFE, escaped)
 /** `value` as indented JSON for stdout (a settlement), inert on a terminal: the same JSON to a parser. */
 export const pretty = (value: unknown): string => json(JSON.stringify(value, null, 2))
 
-/** Text of several lines as core words it (a command's error): every character a terminal acts on escaped but tab and line feed. */
-export const text = (text: string): string => text.replace(CONTROL, escaped).replace(UNSAFE, escaped)
-
 /**
- * Free text on stderr (an error's message, a stack): as `text`, each line after the first indented, so that what it
- * says cannot pass for a line of core's own.
+ * Free text on stderr (an error's message, a stack): every character a terminal acts on escaped but tab and line
+ * feed, each line after the first indented, so that what it says cannot pass for a line of core's own.
  */
-export const block = (text_: string): string => text(text_).replaceAll("\n", "\n  ")
+export const block = (text: string): string => text.replace(CONTROL, escaped).replace(UNSAFE, escaped).replaceAll("\n", "\n  ")
 
 /** A warning line on stderr (a file that did not load, and why): `core: warning: TEXT`, the text a block. */
 export const warning = (text: string): string => `core: warning: ${block(text)}`

@@ -51,6 +51,22 @@ describe("core check of a whole Location", () => {
     expect(result.stderr).toContain("core check: 2 problems in ")
   }, 60_000)
 
+  // A problem's message is the file's own words (a tool file that throws, an MCP server's stderr), and a file's
+  // name may be the model's: neither may drive the terminal or pass for a line of core's own.
+  test("a problem's file and message show escaped, its lines after the first indented; the report stays JSON", async () => {
+    const box = sandbox({
+      "tools/boom.ts": 'throw new Error("LOADFAIL\\u001b[31mRED\\u001b]52;c;SGVsbG8=\\u0007\\u009b31m\\u202eRTL\\ncore: check passed")\n',
+      "tools/x\u001b[31m.ts": "export default 1\n",
+    })
+    const result = await check(box)
+    expect(result.code).toBe(1)
+    expect(result.stderr + result.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e]/)
+    expect(result.stderr).toContain("LOADFAIL\\u001b[31mRED\\u001b]52;c;SGVsbG8=\\u0007\\u009b31m\\u202eRTL\n  core: check passed")
+    expect(result.stderr).toContain("tools/x\\u001b[31m.ts: ")
+    expect(result.stderr.split("\n").filter((line) => line.startsWith("core: check passed"))).toEqual([])
+    expect(result.report.problems.map((problem) => problem.message).join("\n")).toContain("LOADFAIL\u001b[31mRED")
+  }, 60_000)
+
   test("a plugin that fails to install, and one whose definition hook throws, are each a plugin problem", async () => {
     const box = sandbox({
       "plugins/throws.ts": `import { Plugin } from "@core/tool"\nimport { Effect } from "effect"\nexport default Plugin.make({ install: Effect.sync(() => { throw new Error("database is down") }) })\n`,

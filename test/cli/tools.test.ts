@@ -67,6 +67,10 @@ describe("core tools", () => {
     expect(result.stderr).toContain("core: warning: ")
     expect(result.stderr).toContain("x\\u001b[2J\n  core: call tool=read status=success.ts")
     expect(result.stderr.split("\n").filter((line) => line.startsWith("core: call"))).toEqual([])
+    // As JSON, the same description, inert: JSON.stringify leaves C1 controls and bidi overrides as they are.
+    const json = await core(box, ["tools", "--json", "--location", box.location])
+    expect(json.stdout).not.toMatch(/[\u007f-\u009f\u202a-\u202e]/)
+    expect(JSON.parse(json.stdout).find((definition: Definition) => definition.name === "d").description).toContain("fake\u202e")
   })
 
   test("--json prints the definitions in the same order with exactly name, description, inputSchema and outputSchema", async () => {

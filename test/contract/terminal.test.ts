@@ -31,9 +31,9 @@ describe("Terminal", () => {
     expect(Terminal.inline("one\r\ntwo\nthree\u2029four\tfive")).toBe("one two three four\tfive")
   })
 
-  test("text keeps its lines; block indents every line after the first, so none passes for a line of core's", () => {
-    expect(Terminal.text(`x${HOSTILE}\ny`)).not.toMatch(ACTED_ON)
-    expect(Terminal.text("first\nsecond")).toBe("first\nsecond")
+  test("block keeps its lines, every line after the first indented, so none passes for a line of core's", () => {
+    expect(Terminal.block(`x${HOSTILE}\ny`)).not.toMatch(ACTED_ON)
+    expect(Terminal.block("first\nsecond")).toBe("first\n  second")
     expect(Terminal.block("boom\ncore: call tool=read status=success")).toBe("boom\n  core: call tool=read status=success")
     expect(Terminal.warning(`tools/x\u001b[2J.ts: failed`)).toBe("core: warning: tools/x\\u001b[2J.ts: failed")
   })
