@@ -27,8 +27,6 @@ const args = [
   join(root, "src/cli/main.ts"),
   // The thread that makes and sends trace requests (src/host/otlp-sender.ts starts it by this path).
   join(root, "src/host/otlp-worker.ts"),
-  // The thread webfetch converts HTML on (src/builtin/html-thread.ts starts it by this path).
-  join(root, "src/builtin/html-worker.ts"),
   "--compile",
   "--bytecode",
   "--format",

@@ -15,7 +15,7 @@ import { Rule } from "../permission/rule"
 import { Tool } from "../tool/tool"
 import { Address } from "./address"
 import { Builtin } from "./builtin"
-import { HtmlThread } from "./html-thread"
+import { HtmlConverter } from "./html-converter"
 import { WebPage } from "./web-page"
 import { WebRequest } from "./web-request"
 
@@ -388,30 +388,40 @@ const outputOf = (start: URL, fetched: Fetched, format: WebPage.Format): Effect.
     const binary = mime === undefined ? WebPage.binaryReason(type, body, head.contentType) : undefined
     const decoded = mime === undefined && binary === undefined ? WebPage.decode(body, head.contentType, type === "text/html") : undefined
     const html = decoded !== undefined && WebPage.isHtml(type, decoded.text)
-    // The converter (a DOM and turndown) runs on a thread of its own, started on the first page that needs it, never
-    // at start-up, and within a time budget: some markup takes it time quadratic in its size (./html-thread).
+    // The converter (a DOM and turndown) runs in a process of its own, started on the first page that needs it, never
+    // at start-up, and within a time budget: some markup takes it time quadratic in its size (./html-converter).
     const convert = (text: string, as: WebPage.Format) =>
       as === "html"
         ? Effect.succeed({ content: text })
         : Effect.flatMap(
-            Effect.promise((signal) => HtmlThread.convert({ html: text, url: fetched.url.href, format: as }, signal)),
+            Effect.promise((signal) => HtmlConverter.convert({ html: text, url: fetched.url.href, format: as }, signal)),
             (outcome) => {
               if (outcome.kind === "converted") return Effect.succeed(outcome.converted)
               // The page is then the model's to take another way, not core's failure.
-              if (outcome.kind === "deep") {
-                return failure(
-                  `${fetched.url.href} is HTML nested too deeply to convert to ${as}. Fetch it again with format "html" ` +
-                    "to get its markup as it is.",
-                )
+              const instead =
+                as === "markdown" ? 'format "text" (its text, converted faster) or "html" (its markup as it is).' : 'format "html" to get its markup as it is.'
+              switch (outcome.kind) {
+                case "deep":
+                  return failure(
+                    `${fetched.url.href} is HTML nested too deeply to convert to ${as}. Fetch it again with format "html" ` +
+                      "to get its markup as it is.",
+                  )
+                case "slow":
+                  return failure(
+                    `${fetched.url.href} is HTML that took longer than ${HtmlConverter.BUDGET_MS / 1000} s to convert to ${as}, ` +
+                      `and was left unconverted. Fetch it again with ${instead}`,
+                  )
+                case "busy":
+                  return failure(
+                    `${fetched.url.href} was not converted to ${as}: core was converting other pages (at most ` +
+                      `${HtmlConverter.MAX_PROCESSES} at once) for longer than ${HtmlConverter.WAIT_MS / 1000} s. Fetch it again later, or with ` +
+                      'format "html" to get its markup as it is.',
+                  )
+                case "failed":
+                  return failure(
+                    `${fetched.url.href} could not be converted to ${as}: ${outcome.message}. Fetch it again with ${instead}`,
+                  )
               }
-              if (outcome.kind === "slow") {
-                return failure(
-                  `${fetched.url.href} is HTML that took longer than ${HtmlThread.BUDGET_MS / 1000} s to convert to ${as}, ` +
-                    "and was left unconverted. Fetch it again with format " +
-                    (as === "markdown" ? '"text" (its text, converted faster) or "html" (its markup as it is).' : '"html" to get its markup as it is.'),
-                )
-              }
-              return Effect.die(new Error(`Converting ${fetched.url.href} to ${as} failed: ${outcome.message}`))
             },
           )
     if (head.status >= 400) {

@@ -1,11 +1,14 @@
 // The `core` executable's entry: answers `--version` and `--help` (and a bare `core`) before anything of core is
 // loaded, then hands every command to ./dispatch, which loads Effect and the command's own modules (`core exec` first
 // tries ./forward, which loads no Effect, where a `core serve` may be running on its data directory). Nothing here may
-// import more than the supervisor hook and package.json: this file is what the two cheapest commands cost.
+// import more than the supervisor's and the HTML converter's hooks and package.json: this file is what the two
+// cheapest commands cost.
 
-// First: `core __supervise` (the per-call supervisor of a shell command) and `core __start` (the starter of a
-// sandboxed one) must not wait for the rest.
+// First: `core __supervise` (the per-call supervisor of a shell command), `core __start` (the starter of a sandboxed
+// one) and `core __convert-html` (webfetch's converter of HTML, a process it ends past a budget) must not wait for
+// the rest.
 import "../shell/launch"
+import "../builtin/html-launch"
 import packageJson from "../../package.json" with { type: "json" }
 
 const HELP = `core ${packageJson.version}: a tool runtime for AI agents

@@ -15,7 +15,7 @@ const HEAVY = /node_modules\/(@modelcontextprotocol\/sdk|zod|ajv|ajv-formats)\//
 const HTML = /node_modules\/(turndown|@mixmark-io\/domino)\/|\/src\/builtin\/html-convert\.ts$/
 const POSTGRES = /\/src\/store\/postgres-store\.ts$/
 /** What `--version` and `--help` may evaluate: the entry, the supervisor hook it imports first, package.json. */
-const ENTRY = /\/src\/cli\/main\.ts$|\/src\/shell\/launch\.ts$|\/package\.json$|\/startup-recorder\.ts$/
+const ENTRY = /\/src\/cli\/main\.ts$|\/src\/shell\/launch\.ts$|\/src\/builtin\/html-launch\.ts$|\/package\.json$|\/startup-recorder\.ts$/
 
 /** The environment a recorded run gets: where the recorder writes, and a fresh CORE_HOME and data directory. */
 const isolated = (record: string) => ({ CORE_TEST_LOADED: record, CORE_HOME: tempDir("core-home-"), CORE_DATA_DIR: tempDir("core-data-") })

@@ -1,0 +1,24 @@
+export * as HtmlChild from "./html-child"
+
+// The process webfetch converts HTML in (started by ./html-converter): one page at a time, each order answered with
+// what it came to, until its parent goes. The converters walk the document recursively: markup nested thousands
+// deep overflows the stack.
+
+import { HtmlConvert } from "./html-convert"
+import type { HtmlConverter } from "./html-converter"
+
+const outcomeOf = ({ html, url, format }: HtmlConverter.Order): HtmlConverter.Outcome => {
+  try {
+    return { kind: "converted", converted: HtmlConvert.convert(html, url, format) }
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error)
+    if (error instanceof RangeError && /call stack/i.test(message)) return { kind: "deep" }
+    return { kind: "failed", message }
+  }
+}
+
+export const main = (): void => {
+  process.on("message", (order: HtmlConverter.Order) => process.send?.(outcomeOf(order)))
+  // Its parent gone (or ending it): nothing is left to convert for.
+  process.on("disconnect", () => process.exit(0))
+}

@@ -1,0 +1,119 @@
+// The process webfetch converts HTML in: a page converted there, a conversion past its budget or cancelled ended
+// with its process (the next page gets another), and the thread that settles calls free all the while.
+
+import { describe, expect, test } from "bun:test"
+import { join } from "node:path"
+import { HtmlConverter } from "../../src/builtin/html-converter"
+import { inChild } from "../support/in-child"
+
+const NESTED_LISTS = `${"<ul><li>".repeat(900)}${"x<br>".repeat(2_000)}${"</li></ul>".repeat(900)}`
+const order = (html: string, format: "markdown" | "text" = "markdown") => ({ html, url: "https://example.com/dir/", format })
+
+/** Ticks of a 10 ms timer on this thread while `work` runs. */
+const ticking = async <A>(work: () => Promise<A>): Promise<{ readonly result: A; readonly ticks: number; readonly ms: number }> => {
+  let ticks = 0
+  const timer = setInterval(() => ticks++, 10)
+  const started = performance.now()
+  const result = await work()
+  clearInterval(timer)
+  return { result, ticks, ms: performance.now() - started }
+}
+
+describe("HtmlConverter", () => {
+  test("converts a page to markdown or text in its process, links made absolute", async () => {
+    expect(await HtmlConverter.convert(order('<title>T</title><h1>Hi</h1><p>see <a href="a">a</a></p>'))).toEqual({
+      kind: "converted",
+      converted: { title: "T", content: "# Hi\n\nsee [a](https://example.com/dir/a)" },
+    })
+    expect(await HtmlConverter.convert(order("<p>one</p><p>two</p>", "text"))).toEqual({ kind: "converted", converted: { content: "one\n\ntwo" } })
+  })
+
+  test("past its budget the conversion is ended, and this thread's timers kept firing meanwhile", async () => {
+    const { result, ticks, ms } = await ticking(() => HtmlConverter.convert(order(NESTED_LISTS), undefined, 1_000))
+    expect(result).toEqual({ kind: "slow" })
+    expect(ms).toBeGreaterThanOrEqual(1_000)
+    expect(ms).toBeLessThan(5_000)
+    expect(ticks).toBeGreaterThan(ms / 10 / 4)
+    // The next page gets a thread of its own: the one ended is not reused.
+    expect(await HtmlConverter.convert(order("<p>after</p>", "text"))).toEqual({ kind: "converted", converted: { content: "after" } })
+  })
+
+  // Each thread holds its page's DOM: many large pages at once must not take every thread (and the memory) there is.
+  test("at most MAX_PROCESSES pages convert at once, the rest in turn", async () => {
+    expect(HtmlConverter.MAX_PROCESSES).toBe(2)
+    const started = performance.now()
+    const ends = await Promise.all(
+      [0, 1, 2].map(() => HtmlConverter.convert(order(NESTED_LISTS), undefined, 600).then((outcome) => [outcome.kind, performance.now() - started] as const)),
+    )
+    expect(ends.map(([kind]) => kind)).toEqual(["slow", "slow", "slow"])
+    // The third waited for a turn: its budget ran from then.
+    expect(ends[2]![1]).toBeGreaterThanOrEqual(1_200)
+    expect(Math.max(ends[0]![1], ends[1]![1])).toBeLessThan(1_200)
+  })
+
+  // A thread cannot be stopped inside one regular expression (turndown's inline-code rule takes time quadratic in a
+  // long run of spaces: minutes for a page of a few hundred KB); a process can. Measured in a process of its own,
+  // where nothing else runs: a converter still at work there would use the whole second after.
+  test("a conversion stuck in one regular expression is ended past its budget, and works no more", async () => {
+    const measured = await inChild(`
+      import { readdirSync, readFileSync } from "node:fs"
+      import { HtmlConverter } from ${JSON.stringify(join(import.meta.dir, "../../src/builtin/html-converter.ts"))}
+      const stuck = "<p><code><br>" + "a ".repeat(400_000) + "a</code></p>"
+      const started = performance.now()
+      const outcome = await HtmlConverter.convert({ html: stuck, url: "https://example.com/", format: "markdown" }, undefined, 1_000)
+      const took = performance.now() - started
+      const before = process.cpuUsage()
+      await Bun.sleep(1_000)
+      const used = process.cpuUsage(before)
+      const converters = readdirSync("/proc").filter((pid) => {
+        try {
+          return readFileSync("/proc/" + pid + "/cmdline", "utf8").includes("__convert-html")
+            && readFileSync("/proc/" + pid + "/stat", "utf8").split(") ")[1].split(" ")[1] === String(process.pid)
+        } catch {
+          return false
+        }
+      })
+      console.log(JSON.stringify({ kind: outcome.kind, took, ms: (used.user + used.system) / 1_000, converters: converters.length }))
+    `)
+    expect(measured).toMatchObject({ kind: "slow", converters: 0 })
+    const { took, ms } = measured as { took: number; ms: number }
+    expect(took).toBeLessThan(5_000)
+    expect(ms).toBeLessThan(400)
+    expect(await HtmlConverter.convert(order("<p>after</p>", "text"))).toEqual({ kind: "converted", converted: { content: "after" } })
+  }, 30_000)
+
+  test("past MAX_WAITING waiting for a turn, a page is refused at once as busy", async () => {
+    const controller = new AbortController()
+    const running = [0, 1].map(() => HtmlConverter.convert(order(NESTED_LISTS), controller.signal, 5_000))
+    const queued = Array.from({ length: HtmlConverter.MAX_WAITING }, () => HtmlConverter.convert(order("<p>q</p>", "text"), controller.signal))
+    const started = performance.now()
+    expect(await HtmlConverter.convert(order("<p>one too many</p>", "text"))).toEqual({ kind: "busy" })
+    expect(performance.now() - started).toBeLessThan(500)
+    controller.abort()
+    for (const outcome of await Promise.all([...running, ...queued])) expect(outcome).toEqual({ kind: "failed", message: "cancelled" })
+  })
+
+  test("a cancelled conversion ends at once, its thread with it", async () => {
+    const controller = new AbortController()
+    setTimeout(() => controller.abort(), 200)
+    const { result, ms } = await ticking(() => HtmlConverter.convert(order(NESTED_LISTS), controller.signal))
+    expect(result).toEqual({ kind: "failed", message: "cancelled" })
+    expect(ms).toBeLessThan(2_000)
+    expect(await HtmlConverter.convert(order("<p>next</p>", "text"))).toEqual({ kind: "converted", converted: { content: "next" } })
+  })
+
+  test("a conversion cancelled while it waits for its turn ends at once, and takes no turn", async () => {
+    const busy = [0, 1].map(() => HtmlConverter.convert(order(NESTED_LISTS), undefined, 1_500))
+    const controller = new AbortController()
+    setTimeout(() => controller.abort(), 100)
+    const { result, ms } = await ticking(() => HtmlConverter.convert(order("<p>late</p>", "text"), controller.signal))
+    expect(result).toEqual({ kind: "failed", message: "cancelled" })
+    expect(ms).toBeLessThan(1_000)
+    expect(await Promise.all(busy)).toEqual([{ kind: "slow" }, { kind: "slow" }])
+    expect(await HtmlConverter.convert(order("<p>next</p>", "text"))).toEqual({ kind: "converted", converted: { content: "next" } })
+  })
+
+  test("markup nested too deeply for the converters' recursion is answered as such", async () => {
+    expect(await HtmlConverter.convert(order(`${"<div>".repeat(10_000)}deep${"</div>".repeat(10_000)}`))).toEqual({ kind: "deep" })
+  })
+})
