@@ -2,6 +2,7 @@
 // with its process (the next page gets another), and the thread that settles calls free all the while.
 
 import { describe, expect, test } from "bun:test"
+import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { HtmlConverter } from "../../src/builtin/html-converter"
 import { inChild } from "../support/in-child"
@@ -93,7 +94,7 @@ describe("HtmlConverter", () => {
     for (const outcome of await Promise.all([...running, ...queued])) expect(outcome).toEqual({ kind: "failed", message: "cancelled" })
   })
 
-  test("a cancelled conversion ends at once, its thread with it", async () => {
+  test("a cancelled conversion ends at once, its process with it", async () => {
     const controller = new AbortController()
     setTimeout(() => controller.abort(), 200)
     const { result, ms } = await ticking(() => HtmlConverter.convert(order(NESTED_LISTS), controller.signal))
@@ -112,6 +113,32 @@ describe("HtmlConverter", () => {
     expect(await Promise.all(busy)).toEqual([{ kind: "slow" }, { kind: "slow" }])
     expect(await HtmlConverter.convert(order("<p>next</p>", "text"))).toEqual({ kind: "converted", converted: { content: "next" } })
   })
+
+  // Out of memory, the kernel kills the biggest process: the converter, ended without an answer. The call fails
+  // saying so (not a defect, not a hang), and the next page gets a converter of its own.
+  test("a converter killed from outside before it answered fails the page, saying so", async () => {
+    const stuck = `<p><code><br>${"a ".repeat(400_000)}a</code></p>`
+    const converting = HtmlConverter.convert(order(stuck))
+    let killed = false
+    for (let attempt = 0; attempt < 200 && !killed; attempt++) {
+      await Bun.sleep(25)
+      for (const pid of readdirSync("/proc")) {
+        try {
+          if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("__convert-html")) continue
+          if (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[1] !== String(process.pid)) continue
+          // The one at work, not one kept idle: it is using the processor.
+          if (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[0] !== "R") continue
+          process.kill(Number(pid), "SIGKILL")
+          killed = true
+        } catch {
+          // gone meanwhile
+        }
+      }
+    }
+    expect(killed).toBe(true)
+    expect(await converting).toEqual({ kind: "failed", message: "the converter stopped (out of memory, or killed) before it answered" })
+    expect(await HtmlConverter.convert(order("<p>next</p>", "text"))).toEqual({ kind: "converted", converted: { content: "next" } })
+  }, 30_000)
 
   test("markup nested too deeply for the converters' recursion is answered as such", async () => {
     expect(await HtmlConverter.convert(order(`${"<div>".repeat(10_000)}deep${"</div>".repeat(10_000)}`))).toEqual({ kind: "deep" })
