@@ -301,7 +301,8 @@ export const begin = (
       if (before?.link !== undefined) symlinkSync(before.link, entry.path)
       undone.push(entry.path)
     }
-    for (const repository of repositories) undone.push(...unmade(repository, keptAt))
+    const guarded = new Set(entries.map((entry) => entry.path))
+    for (const repository of repositories) undone.push(...unmade(repository, keptAt, guarded))
     removed = { paths: undone, keptIn: undone.length === 0 ? undefined : keptIn }
     for (const key of keys) {
       const left = (running.get(key) ?? 1) - 1
@@ -336,6 +337,8 @@ const unmade = (
     readonly links: ReadonlyMap<string, Stats | undefined>
   },
   keptAt: (base: string, path: string) => string | undefined,
+  /** The places guarded from before the command (their changes are undone above, a person's kept). */
+  guarded: ReadonlySet<string>,
 ): Array<string> => {
   const { key } = repository
   const taken: Array<string> = []
@@ -381,8 +384,12 @@ const unmade = (
     if (repository.links.has(link) && was !== undefined && was.dev === now.dev && was.ino === now.ino) continue
     const gitDir = Git.gitDirOf(link)
     if (gitDir === link) for (const place of Git.codePlacesIn(link)) take(place)
-    else if (gitDir !== undefined && gitDir.startsWith(modules + sep)) for (const place of Git.codePlacesIn(gitDir)) take(place)
-    else take(link)
+    else if (gitDir !== undefined && gitDir.startsWith(modules + sep)) {
+      // A submodule's git directory that was there before (a `.git` file written again, as `git submodule update`
+      // may) was guarded with the repository's: a person's config in it stays.
+      const places = Git.codePlacesIn(gitDir)
+      if (!places.some((place) => guarded.has(place))) for (const place of places) take(place)
+    } else take(link)
   }
   return taken
 }

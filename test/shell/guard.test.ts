@@ -494,6 +494,27 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(existsSync(join(location, "vendor/lib/.git/HEAD"))).toBe(true)
       expect(user(location)).toBe(false)
     }
+    // A submodule a person added (its git directory in .git/modules): its `.git` file is guarded with the repository
+    // (read-only where mounts are had), and a command writing it again, where it can, leaves the person's config in
+    // the submodule's git directory as it was.
+    {
+      const upstream = tempDir("core-upstream-")
+      const location = tempDir("core-gitlink-")
+      const git = (cwd: string, args: string) =>
+        expect(Bun.spawnSync(["sh", "-c", `git -c user.name=p -c user.email=p@x -c protocol.file.allow=always ${args}`], { cwd }).exitCode).toBe(0)
+      git(upstream, "init -q")
+      git(upstream, "commit -q --allow-empty -m i")
+      git(location, "init -q")
+      git(location, `submodule add -q ${upstream} sub`)
+      const config = readFileSync(join(location, ".git/modules/sub/config"), "utf8")
+      const plain = Shell.make({}, { records: tempDir("core-runs-"), namespaces: false, keeping })
+      for (const producer of [shell, plain]) {
+        const rewritten = await run("cp sub/.git g && rm sub/.git && mv g sub/.git", location, producer)
+        if (MOUNTS && producer === shell) expect(rewritten.stderr.text).toMatch(/Read-only file system|Device or resource busy/)
+        expect(readFileSync(join(location, ".git/modules/sub/config"), "utf8")).toBe(config)
+        expect(readFileSync(join(location, "sub/.git"), "utf8")).toBe("gitdir: ../.git/modules/sub\n")
+      }
+    }
     // A gitlink a person made: its config is read-only to commands, as the repository's own is.
     if (!MOUNTS) return
     const location = tempDir("core-gitlink-")
