@@ -355,7 +355,10 @@ const unmade = (
     else if (now !== undefined) take(entry)
   } else {
     const now = lstat(entry)
-    if (now === undefined || now.dev !== was.dev || now.ino !== was.ino || (now.mode & 0o170000) !== (was.mode & 0o170000)) {
+    // Who it is: device, inode, kind and birth (an inode the command freed may be reused at once, as a copy's).
+    const same =
+      now !== undefined && now.dev === was.dev && now.ino === was.ino && (now.mode & 0o170000) === (was.mode & 0o170000) && now.birthtimeMs === was.birthtimeMs
+    if (!same) {
       // The repository's `.git` was moved, removed or replaced: only its places inside were read-only, not `.git`
       // itself. What stands in its place now (a `.git` file pointing at a git directory the command filled) goes,
       // and the repository is moved back where it was, when it is still in the Location.
@@ -381,7 +384,7 @@ const unmade = (
     const now = lstat(link)
     if (now === undefined) continue
     const was = repository.links.get(link)
-    if (repository.links.has(link) && was !== undefined && was.dev === now.dev && was.ino === now.ino) continue
+    if (repository.links.has(link) && was !== undefined && was.dev === now.dev && was.ino === now.ino && was.birthtimeMs === now.birthtimeMs) continue
     const gitDir = Git.gitDirOf(link)
     if (gitDir === link) for (const place of Git.codePlacesIn(link)) take(place)
     else if (gitDir !== undefined && gitDir.startsWith(modules + sep)) {
@@ -413,7 +416,7 @@ const findDirectory = (root: string, was: Stats): string | undefined => {
       if (!found.isDirectory()) continue
       const path = join(next, found.name)
       const stats = lstat(path)
-      if (stats?.dev === was.dev && stats.ino === was.ino) return path
+      if (stats?.dev === was.dev && stats.ino === was.ino && stats.birthtimeMs === was.birthtimeMs) return path
       queue.push(path)
     }
   }
