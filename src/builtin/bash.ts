@@ -245,7 +245,7 @@ export const text =
           `Undone: ${git.join(", ")}. git runs these for the user outside the sandbox (hooks, its config, a .git ` +
             `that points elsewhere), so a command may not make or replace them: they were taken out${kept}.` +
             (git.some((path) => path.endsWith(`${sep}.git`))
-              ? " A repository the command moved or replaced is back where it was, when it was still in the Location."
+              ? " What the command put in place of the repository went too; the repository is back where it was if it was still in the Location whole."
               : "") +
             (git.some((path) => path.endsWith(`${sep}.git${sep}config`))
               ? " The repository's objects, refs, index and files stay; without its config, a clone's remote and " +

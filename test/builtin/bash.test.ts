@@ -400,7 +400,7 @@ describe("bash: a repository the command makes", () => {
     expect(text).toContain("git runs these for the user outside the sandbox")
     expect(text).toContain("git remote add origin URL")
     expect(text).not.toContain("core's own configuration")
-    expect(text).not.toContain("moved or replaced")
+    expect(text).not.toContain("in place of the repository")
     expect(existsSync(join(box.directory, ".git/index"))).toBe(true)
     expect(existsSync(join(box.directory, ".git/config"))).toBe(false)
   })
