@@ -498,9 +498,10 @@ describe("bash: processes that left the command's group", () => {
   test("are killed with the call, named in the result, and the output they held is read to its end", async () => {
     // The writer reports its pid once it is in its own session, out of the group's reach, and keeps writing.
     const session = (pid: string) => `$(cut -d' ' -f6 /proc/${pid}/stat)`
+    // And once it is `sh`: setsid leaves the group before it execs the shell, so for a moment it is still `setsid`.
     const command =
       `setsid sh -c 'while :; do echo tick; sleep 0.05; done' & pid=$!; ` +
-      `while [ "${session("$pid")}" = "${session("$$")}" ]; do :; done; echo "writer $pid"`
+      `while [ "${session("$pid")}" = "${session("$$")}" ] || [ "$(cat /proc/$pid/comm)" != sh ]; do :; done; echo "writer $pid"`
     // Reading /proc/$pid is a path outside known only when it runs: asked, and approved here.
     const box = harness()
     const outcome = await box.settle("bash", { command }, { reply: { reply: "once" } })
