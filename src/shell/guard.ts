@@ -343,7 +343,10 @@ const unmade = (
   const { key } = repository
   const taken: Array<string> = []
   const take = (path: string) => {
-    if (lstat(path) === undefined) return
+    // Only what really is in the Location: a folder on the way may be a link the command made to a place outside
+    // (`.git/info` -> ~/.config/git), whose files are the user's, not the command's.
+    const folder = realOf(dirname(path))
+    if (lstat(path) === undefined || !(folder === key || folder.startsWith(key + sep))) return
     setAside(path, keptAt(key, path))
     taken.push(path)
   }

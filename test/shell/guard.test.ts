@@ -428,6 +428,26 @@ describe("core's configuration in the Location, against what a command runs", ()
     }
   })
 
+  // What is taken out must really be in the Location: a folder of the made repository (or of a gitlink's path) that
+  // is a link to a place outside names the user's own files there, which stay.
+  test("a made repository's folders linked outside the Location: nothing outside is touched", async () => {
+    const outside = tempDir("core-outside-")
+    writeFileSync(join(outside, "attributes"), "mine\n")
+    writeFileSync(join(outside, "config"), "[core]\n\tmine = true\n")
+    mkdirSync(join(outside, "sub/.git/hooks"), { recursive: true })
+    writeFileSync(join(outside, "sub/.git/config"), "[core]\n\tmine = true\n")
+    const location = tempDir("core-gitlink-")
+    const made = [
+      `git init -q && rm -rf .git/info && ln -s ${outside} .git/info && ln -s ${outside} vendor`,
+      `git update-index --add --cacheinfo 160000,${"1".repeat(40)},vendor/sub`,
+    ].join(" && ")
+    const result = await run(made, location)
+    expect([result.exitCode, result.stderr.text]).toEqual([0, ""])
+    for (const path of ["attributes", "config", "sub/.git/config"]) expect(existsSync(join(outside, path))).toBe(true)
+    expect(readdirSync(join(outside, "sub/.git"))).toEqual(["config", "hooks"])
+    expect(result.undone.some((path) => path.startsWith(outside) || path.startsWith(join(location, "vendor")))).toBe(false)
+  })
+
   test("a .git file a command makes, or a bare repository it makes of the Location, is taken out", async () => {
     const location = configured()
     const pointer = await run("printf 'gitdir: /tmp/elsewhere\\n' > .git", location)
