@@ -4,8 +4,11 @@ export * as HtmlChild from "./html-child"
 // what it came to, until its parent goes. The converters walk the document recursively: markup nested thousands
 // deep overflows the stack.
 
+import { Native } from "../shell/native"
 import { HtmlConvert } from "./html-convert"
 import type { HtmlConverter } from "./html-converter"
+
+const SIGKILL = 9
 
 const outcomeOf = ({ html, url, format }: HtmlConverter.Order): HtmlConverter.Outcome => {
   try {
@@ -18,6 +21,11 @@ const outcomeOf = ({ html, url, format }: HtmlConverter.Order): HtmlConverter.Ou
 }
 
 export const main = (): void => {
+  // Dies with its parent, even in the middle of a conversion (when it would not see the channel close): a parent
+  // killed with -9 leaves no converter at work. Then, should the parent be gone already, it goes now.
+  const parent = process.ppid
+  Native.prctl(Native.PR_SET_PDEATHSIG, SIGKILL)
+  if (Native.getppid() !== parent) process.exit(0)
   process.on("message", (order: HtmlConverter.Order) => process.send?.(outcomeOf(order)))
   // Its parent gone (or ending it): nothing is left to convert for.
   process.on("disconnect", () => process.exit(0))

@@ -120,6 +120,9 @@ const placesIn = (directory: string, which: string, commondir: boolean): Array<P
 /** The largest index read for its gitlinks; a larger one is taken to hold none (a repository of millions of files). */
 const MAX_INDEX_BYTES = 64 * 1024 * 1024
 
+/** The longest path an index of git's holds (PATH_MAX). */
+const MAX_PATH_BYTES = 4096
+
 /** A gitlink's mode (a submodule: a repository checked out inside the work tree). */
 const GITLINK = 0o160000
 
@@ -138,8 +141,12 @@ export const gitlinksIn = (index: Uint8Array, hashBytes = 20): ReadonlyArray<str
   const decoder = new TextDecoder()
   const links: Array<string> = []
   let at = 12
-  let previous: Uint8Array = new Uint8Array(0)
-  for (let entry = 0; entry < count; entry++) {
+  // Version 4's paths are the previous one's start and a new end: built in one buffer, each entry's path over the
+  // last, so reading costs the index's size and never a path's length per entry (a crafted index of long shared
+  // paths took seconds at every command's start).
+  const path = new Uint8Array(MAX_PATH_BYTES)
+  let length = 0
+  for (let entry = 0; entry < count && links.length < MAX_NESTED; entry++) {
     const start = at
     if (at + 40 + hashBytes + 2 > index.byteLength) return links
     const mode = view.getUint32(at + 24)
@@ -147,31 +154,28 @@ export const gitlinksIn = (index: Uint8Array, hashBytes = 20): ReadonlyArray<str
     const flags = view.getUint16(at)
     at += 2
     if (version >= 3 && (flags & 0x4000) !== 0) at += 2
-    let name: Uint8Array
     if (version === 4) {
       // The part of the previous path to drop (git's varint), then the rest, NUL-terminated; no padding.
       let byte = index[at++] ?? 0
       let drop = byte & 0x7f
-      while ((byte & 0x80) !== 0 && at < index.byteLength) {
+      while ((byte & 0x80) !== 0 && at < index.byteLength && drop <= MAX_PATH_BYTES) {
         byte = index[at++]!
         drop = ((drop + 1) << 7) | (byte & 0x7f)
       }
       const end = index.indexOf(0, at)
-      if (end === -1 || drop > previous.length) return links
-      const kept = previous.subarray(0, previous.length - drop)
-      name = new Uint8Array(kept.length + end - at)
-      name.set(kept)
-      name.set(index.subarray(at, end), kept.length)
+      // A path git cannot have (longer than PATH_MAX): not an index git wrote; what was read so far stands.
+      if (end === -1 || drop > length || length - drop + (end - at) > MAX_PATH_BYTES) return links
+      path.set(index.subarray(at, end), length - drop)
+      length = length - drop + (end - at)
       at = end + 1
+      if ((mode & 0o170000) === GITLINK) links.push(decoder.decode(path.subarray(0, length)))
     } else {
       const end = index.indexOf(0, at)
-      if (end === -1) return links
-      name = index.subarray(at, end)
+      if (end === -1 || end - at > MAX_PATH_BYTES) return links
+      if ((mode & 0o170000) === GITLINK) links.push(decoder.decode(index.subarray(at, end)))
       // Padded with NULs (at least one) to a multiple of 8 bytes from the entry's start.
       at = start + Math.ceil((end + 1 - start) / 8) * 8
     }
-    previous = name
-    if ((mode & 0o170000) === GITLINK) links.push(decoder.decode(name))
   }
   return links
 }

@@ -2,7 +2,7 @@
 // with its process (the next page gets another), and the thread that settles calls free all the while.
 
 import { describe, expect, test } from "bun:test"
-import { readdirSync, readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { HtmlConverter } from "../../src/builtin/html-converter"
 import { inChild } from "../support/in-child"
@@ -57,7 +57,7 @@ describe("HtmlConverter", () => {
   // where nothing else runs: a converter still at work there would use the whole second after.
   test("a conversion stuck in one regular expression is ended past its budget, and works no more", async () => {
     const measured = await inChild(`
-      import { readdirSync, readFileSync } from "node:fs"
+      import { existsSync, readdirSync, readFileSync } from "node:fs"
       import { HtmlConverter } from ${JSON.stringify(join(import.meta.dir, "../../src/builtin/html-converter.ts"))}
       const stuck = "<p><code><br>" + "a ".repeat(400_000) + "a</code></p>"
       const started = performance.now()
@@ -138,6 +138,44 @@ describe("HtmlConverter", () => {
     expect(killed).toBe(true)
     expect(await converting).toEqual({ kind: "failed", message: "the converter stopped (out of memory, or killed) before it answered" })
     expect(await HtmlConverter.convert(order("<p>next</p>", "text"))).toEqual({ kind: "converted", converted: { content: "next" } })
+  }, 30_000)
+
+  // A core killed with -9 mid-conversion: its converter, busy in one regular expression, never sees the channel
+  // close; it dies with its parent all the same (a parent-death signal), instead of converting on for minutes.
+  test("a converter dies with its parent, killed in the middle of a conversion", async () => {
+    const script = `
+      import { HtmlConverter } from ${JSON.stringify(join(import.meta.dir, "../../src/builtin/html-converter.ts"))}
+      console.log("started")
+      await HtmlConverter.convert({ html: "<p><code><br>" + "a ".repeat(400_000) + "a</code></p>", url: "https://example.com/", format: "markdown" }, undefined, 60_000)
+    `
+    const parent = Bun.spawn([process.execPath, "-e", script], { stdout: "pipe", stderr: "ignore" })
+    await parent.stdout.getReader().read()
+    const converterOf = () =>
+      readdirSync("/proc").find((pid) => {
+        try {
+          return (
+            readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("__convert-html") &&
+            readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[1] === String(parent.pid)
+          )
+        } catch {
+          return false
+        }
+      })
+    let converter: string | undefined
+    for (let attempt = 0; attempt < 200 && converter === undefined; attempt++) {
+      await Bun.sleep(25)
+      converter = converterOf()
+    }
+    expect(converter).toBeDefined()
+    await Bun.sleep(300)
+    parent.kill("SIGKILL")
+    await parent.exited
+    let gone = false
+    for (let attempt = 0; attempt < 100 && !gone; attempt++) {
+      await Bun.sleep(20)
+      gone = !existsSync(`/proc/${converter}`) || readFileSync(`/proc/${converter}/stat`, "utf8").split(") ")[1]!.startsWith("Z")
+    }
+    expect(gone).toBe(true)
   }, 30_000)
 
   test("markup nested too deeply for the converters' recursion is answered as such", async () => {

@@ -114,4 +114,25 @@ describe("Git.gitlinkEntries reads the gitlinks of the index", () => {
     expect(Git.gitlinkEntries(root)).toEqual([])
     expect(Git.gitlinksIn(new Uint8Array([1, 2, 3]))).toEqual([])
   })
+
+  // A command may write the index, and it is read at every command's start: a crafted one must cost its size once.
+  test("a crafted index is read in time linear in its size: long shared paths, thousands of gitlinks", () => {
+    const v4 = (entries: number, mode: number, added: number) => {
+      const header = Buffer.alloc(12)
+      header.write("DIRC")
+      header.writeUInt32BE(4, 4)
+      header.writeUInt32BE(entries, 8)
+      const entry = Buffer.alloc(62 + 1 + added + 1)
+      entry.writeUInt32BE(mode, 24)
+      entry[62] = 0 // drop nothing of the previous path: each path is the last one, longer
+      entry.fill("a", 63, 63 + added)
+      return Buffer.concat([header, ...Array.from({ length: entries }, () => entry)])
+    }
+    const started = performance.now()
+    expect(Git.gitlinksIn(v4(40_000, 0o100644, 64))).toEqual([])
+    const links = Git.gitlinksIn(v4(8_000, 0o160000, 120))
+    expect(links.length).toBeLessThanOrEqual(Git.MAX_NESTED)
+    expect(Math.max(...links.map((link) => link.length))).toBeLessThanOrEqual(4096)
+    expect(performance.now() - started).toBeLessThan(1_000)
+  })
 })
