@@ -31,6 +31,7 @@ import { tmpdir } from "node:os"
 import { dirname, join, relative, sep } from "node:path"
 import { Git } from "../permission/git"
 import { Protected } from "../permission/protected"
+import { Planted } from "./planted"
 
 interface Before {
   /** Who it is: device, inode, kind and birth time (an inode number freed by the command may be reused at once). */
@@ -249,6 +250,7 @@ export const begin = (
         return place.identity === undefined ? [] : [noted(place.path, sep, "never", false)]
       }),
   ]
+  const startedAt = Date.now()
   // Whether each Location had a `.git` of its own, or was a bare repository, before the command (see `unmade`).
   const repositories = keys.map((key) => ({
     key,
@@ -302,7 +304,7 @@ export const begin = (
       undone.push(entry.path)
     }
     const guarded = new Set(entries.map((entry) => entry.path))
-    for (const repository of repositories) undone.push(...unmade(repository, keptAt, guarded))
+    for (const repository of repositories) undone.push(...unmade(repository, keptAt, guarded, startedAt))
     removed = { paths: undone, keptIn: undone.length === 0 ? undefined : keptIn }
     for (const key of keys) {
       const left = (running.get(key) ?? 1) - 1
@@ -339,6 +341,8 @@ const unmade = (
   keptAt: (base: string, path: string) => string | undefined,
   /** The places guarded from before the command (their changes are undone above, a person's kept). */
   guarded: ReadonlySet<string>,
+  /** When the command started (epoch ms). */
+  startedAt: number,
 ): Array<string> => {
   const { key } = repository
   const taken: Array<string> = []
@@ -388,7 +392,22 @@ const unmade = (
     if (now === undefined) continue
     const was = repository.links.get(link)
     if (repository.links.has(link) && was !== undefined && was.dev === now.dev && was.ino === now.ino && was.birthtimeMs === now.birthtimeMs) continue
+    // The Location's own repository, reached through a link (`self -> .`), is guarded as itself.
+    if (realOf(link) === realOf(entry)) continue
     const gitDir = Git.gitDirOf(link)
+    // A repository that was there before the command (a clone the user keeps inside, now `git add`ed) keeps what it
+    // had, unless its config runs code: the command may have planted that before adding it.
+    if (gitDir !== undefined && lstat(gitDir) !== undefined && lstat(gitDir)!.birthtimeMs < startedAt - CLOCK_SLACK_MS) {
+      const config = join(gitDir, "config")
+      let text = ""
+      try {
+        text = readFileSync(config, "utf8")
+      } catch {
+        // none: nothing of it runs
+      }
+      if (Planted.configRunsCode(text)) take(config)
+      continue
+    }
     if (gitDir === link) for (const place of Git.codePlacesIn(link)) take(place)
     else if (gitDir !== undefined && gitDir.startsWith(modules + sep)) {
       // A submodule's git directory that was there before (a `.git` file written again, as `git submodule update`
@@ -399,6 +418,12 @@ const unmade = (
   }
   return taken
 }
+
+/**
+ * How much earlier than a command's start a directory must be born to count as there before it: the file system
+ * stamps births with a coarser clock than Date.now(), a tick or so behind.
+ */
+const CLOCK_SLACK_MS = 100
 
 /** The most entries looked at to find a repository a command moved elsewhere in its Location. */
 const MAX_SEARCHED = 100_000

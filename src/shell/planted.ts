@@ -143,3 +143,32 @@ export const gitPath = (value: string): boolean => {
   const lastBreak = Math.max(normal.lastIndexOf("\n"), normal.lastIndexOf("\r"), normal.lastIndexOf("\u2028"), normal.lastIndexOf("\u2029"))
   return lastBreak === -1 ? GIT_TAIL.test(normal) : GIT_TAIL_AFTER_BREAK.test(normal.slice(lastBreak + 1))
 }
+
+/**
+ * Whether git configuration text sets a key that runs or loads code (CODE_KEYS), as git reads sections (`[core]`,
+ * `[filter "x"]`, `[filter.x]`) and keys (`name = value`, a bare `name`, one after a section header on its line).
+ * What it cannot read as configuration counts as running code: git may read it otherwise.
+ */
+export const configRunsCode = (text: string): boolean => {
+  let section = ""
+  let continued = false
+  for (const raw of text.split(/\r?\n/)) {
+    // A value continued from the line before (a trailing backslash) is no key.
+    const line = raw.trim()
+    const wasContinued = continued
+    continued = /(?:^|[^\\])(?:\\\\)*\\$/.test(line)
+    if (wasContinued || line === "" || line.startsWith("#") || line.startsWith(";")) continue
+    let rest = line
+    if (line.startsWith("[")) {
+      const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]/.exec(line)
+      if (header === null) return true
+      section = header[2] === undefined ? header[1]! : `${header[1]}.${header[2]}`
+      rest = line.slice(header[0].length).trim()
+      if (rest === "" || rest.startsWith("#") || rest.startsWith(";")) continue
+    }
+    const key = /^([A-Za-z][A-Za-z0-9-]*)\s*(?:=|$|[#;])/.exec(rest)
+    if (key === null || section === "") return true
+    if (CODE_KEYS.test(`${section}.${key[1]}`.toLowerCase())) return true
+  }
+  return false
+}

@@ -307,6 +307,30 @@ describe("code planted for the user's own git is protected", () => {
     for (const path of ["a\r/.git/config", "/.git/hooks/\nb/.git", ".git\u2028/.GIT/hooks/x"]) expect([path, Planted.gitPath(path)]).toEqual([path, true])
     for (const path of ["a\n.git/hooks/x", ".git/hooks/x\n", ".git/hooks/a\nb", "x\u2028"]) expect([path, Planted.gitPath(path)]).toEqual([path, false])
   })
+
+  test("Planted.configRunsCode reads a git config's keys as git does", () => {
+    for (const text of [
+      "[core]\n\tfsmonitor = touch x\n",
+      '[remote "origin"]\n\turl = u\n[filter "lfs"]\n\tclean = x\n',
+      "[core] hooksPath = .hooks\n",
+      "[alias]\n\tst = !sh -c x\n",
+      "[include]\n\tpath = ../x\n",
+      "[CORE]\n\tFsMonitor = x\n",
+      "[filter.x]\n\tsmudge = y\n",
+      "not a config line\n",
+      "fsmonitor = x\n",
+    ]) {
+      expect([text, Planted.configRunsCode(text)]).toEqual([text, true])
+    }
+    for (const text of [
+      "",
+      '[core]\n\trepositoryformatversion = 0\n\tbare = false\n[remote "origin"]\n\turl = https://x/y\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch "main"]\n\tremote = origin\n',
+      "# a comment\n[user]\n\tname = me ; fsmonitor = x\n",
+      '[core]\n\tname = a \\\n\tfsmonitor = x\n',
+    ]) {
+      expect([text, Planted.configRunsCode(text)]).toEqual([text, false])
+    }
+  })
 })
 
 // The model writes the words these checks read, so reading them must not backtrack: a subscript test that let every

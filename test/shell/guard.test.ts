@@ -542,7 +542,29 @@ describe("core's configuration in the Location, against what a command runs", ()
         expect(readFileSync(join(location, "sub/.git"), "utf8")).toBe("gitdir: ../.git/modules/sub\n")
       }
     }
-    // A gitlink a person made: its config is read-only to commands, as the repository's own is.
+      // A clone the user keeps inside, `git add`ed by a command (`git add -A` adds it as a gitlink): it keeps its
+    // config and hooks; and the Location's own repository reached through a gitlink (`self -> .`) keeps its own.
+    {
+      const location = tempDir("core-gitlink-")
+      const setup = [
+        "git init -q && git remote add origin https://example.com/acme/app.git",
+        "git init -q lib && git -C lib remote add origin https://example.com/acme/lib.git",
+        "git -C lib -c user.name=p -c user.email=p@x commit -q --allow-empty -m i",
+        "printf '#!/bin/sh\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && cp .git/hooks/pre-commit lib/.git/hooks/pre-commit",
+      ].join(" && ")
+      expect(Bun.spawnSync(["sh", "-c", setup], { cwd: location }).exitCode).toBe(0)
+      const libConfig = readFileSync(join(location, "lib/.git/config"), "utf8")
+      const ownConfig = readFileSync(join(location, ".git/config"), "utf8")
+      await Bun.sleep(200)
+      const self = `h=$(printf . | git hash-object -w --stdin) && git update-index --add --cacheinfo 120000,$h,self && git checkout -- self && git rm -q --cached self && git update-index --add --cacheinfo 160000,${"1".repeat(40)},self`
+      const added = await run(`git add -A 2>/dev/null; ${self}`, location)
+      expect([...added.undone]).toEqual([])
+      expect(readFileSync(join(location, "lib/.git/config"), "utf8")).toBe(libConfig)
+      expect(existsSync(join(location, "lib/.git/hooks/pre-commit"))).toBe(true)
+      expect(readFileSync(join(location, ".git/config"), "utf8")).toBe(ownConfig)
+      expect(existsSync(join(location, ".git/hooks/pre-commit"))).toBe(true)
+    }
+  // A gitlink a person made: its config is read-only to commands, as the repository's own is.
     if (!MOUNTS) return
     const location = tempDir("core-gitlink-")
     const made = Bun.spawnSync(["sh", "-c", `git init -q && git init -q vendor/lib && git -C vendor/lib -c user.name=p -c user.email=p@x commit -q --allow-empty -m i && git add vendor/lib`], { cwd: location })
