@@ -5,7 +5,7 @@ export * as Git from "./git"
 // and of its worktrees. `.git` may be a directory, a file pointing at the git directory (a worktree, a submodule),
 // or absent where the Location is itself a bare repository. Pure reading of the file system.
 
-import { lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs"
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs"
 import { homedir } from "node:os"
 import { dirname, isAbsolute, join, resolve } from "node:path"
 
@@ -26,11 +26,25 @@ const lstat = (path: string): Stats | undefined => {
   }
 }
 
-const read = (path: string): string | undefined => {
+/** The largest git file read (a config, a `.git` file, `commondir`). */
+const MAX_READ_BYTES = 1024 * 1024
+
+/**
+ * The text of the regular file at `path` (through links), up to MAX_READ_BYTES; undefined for anything else. A
+ * command may leave a FIFO where git keeps a file: opened without waiting for a writer, and never read, it cannot
+ * stop core.
+ */
+export const read = (path: string): string | undefined => {
+  let fd: number | undefined
   try {
-    return readFileSync(path, "utf8")
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
+    const stats = fstatSync(fd)
+    if (!stats.isFile() || stats.size > MAX_READ_BYTES) return undefined
+    return readFileSync(fd, "utf8")
   } catch {
     return undefined
+  } finally {
+    if (fd !== undefined) closeSync(fd)
   }
 }
 
@@ -185,26 +199,25 @@ const gitlinksCache = new Map<string, { readonly stamp: string; readonly links: 
 
 const gitlinksOf = (gitDir: string): ReadonlyArray<string> => {
   const path = join(gitDir, "index")
-  let stats: Stats
+  let fd: number | undefined
   try {
-    stats = statSync(path)
+    // Opened without waiting (a FIFO a command left there is no index), and read through the one descriptor.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
+    const stats = fstatSync(fd)
+    if (!stats.isFile() || stats.size > MAX_INDEX_BYTES) return []
+    const stamp = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`
+    const cached = gitlinksCache.get(path)
+    if (cached?.stamp === stamp) return cached.links
+    const sha256 = /^\s*objectformat\s*=\s*sha256\s*$/im.test(read(join(gitDir, "config")) ?? "")
+    const links = gitlinksIn(readFileSync(fd), sha256 ? 32 : 20)
+    if (gitlinksCache.size >= 64) gitlinksCache.clear()
+    gitlinksCache.set(path, { stamp, links })
+    return links
   } catch {
     return []
+  } finally {
+    if (fd !== undefined) closeSync(fd)
   }
-  if (!stats.isFile() || stats.size > MAX_INDEX_BYTES) return []
-  const stamp = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`
-  const cached = gitlinksCache.get(path)
-  if (cached?.stamp === stamp) return cached.links
-  let links: ReadonlyArray<string> = []
-  try {
-    const sha256 = /^\s*objectformat\s*=\s*sha256\s*$/im.test(read(join(gitDir, "config")) ?? "")
-    links = gitlinksIn(readFileSync(path), sha256 ? 32 : 20)
-  } catch {
-    links = []
-  }
-  if (gitlinksCache.size >= 64) gitlinksCache.clear()
-  gitlinksCache.set(path, { stamp, links })
-  return links
 }
 
 /**

@@ -399,13 +399,9 @@ const unmade = (
     // had, unless its config runs code: the command may have planted that before adding it.
     if (gitDir !== undefined && lstat(gitDir) !== undefined && lstat(gitDir)!.birthtimeMs < startedAt - CLOCK_SLACK_MS) {
       const config = join(gitDir, "config")
-      let text = ""
-      try {
-        text = readFileSync(config, "utf8")
-      } catch {
-        // none: nothing of it runs
-      }
-      if (Planted.configRunsCode(text)) take(config)
+      // None: nothing of it runs. One that is no file to read (a FIFO, a giant) counts as running code.
+      const text = lstat(config) === undefined ? "" : Git.read(config)
+      if (text === undefined || Planted.configRunsCode(text)) take(config)
       continue
     }
     if (gitDir === link) for (const place of Git.codePlacesIn(link)) take(place)

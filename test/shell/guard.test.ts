@@ -448,6 +448,21 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(result.undone.some((path) => path.startsWith(outside) || path.startsWith(join(location, "vendor")))).toBe(false)
   })
 
+  // A FIFO where git keeps a file would stop core at the first read, on the thread that settles every call.
+  test("a FIFO a command leaves where git keeps a file (a gitlink's config, the index) stops nothing", async () => {
+    const location = tempDir("core-gitlink-")
+    expect(Bun.spawnSync(["sh", "-c", "git init -q && git init -q lib && git -C lib -c user.name=p -c user.email=p@x commit -q --allow-empty -m i"], { cwd: location }).exitCode).toBe(0)
+    await Bun.sleep(200)
+    const started = performance.now()
+    const fifo = await run("git add lib && rm lib/.git/config && mkfifo lib/.git/config", location)
+    expect(fifo.exitCode).toBe(0)
+    expect(fifo.undone).toContain(join(location, "lib/.git/config"))
+    const index = await run("rm .git/index && mkfifo .git/index", location)
+    expect(index.exitCode).toBe(0)
+    expect((await run("true", location)).exitCode).toBe(0)
+    expect(performance.now() - started).toBeLessThan(10_000)
+  }, 20_000)
+
   test("a .git file a command makes, or a bare repository it makes of the Location, is taken out", async () => {
     const location = configured()
     const pointer = await run("printf 'gitdir: /tmp/elsewhere\\n' > .git", location)
