@@ -395,6 +395,10 @@ const unmade = (
     // The Location's own repository, reached through a link (`self -> .`), is guarded as itself.
     if (realOf(link) === realOf(entry)) continue
     const gitDir = Git.gitDirOf(link)
+    const places = gitDir === undefined ? [] : Git.codePlacesIn(gitDir)
+    // Guarded since before the command (a submodule's git directory in `.git/modules`, whose `.git` file the command
+    // wrote again, as `git submodule update` may): what changed there was undone above, and a person's config stays.
+    if (places.some((place) => guarded.has(place))) continue
     // A repository that was there before the command (a clone the user keeps inside, now `git add`ed) keeps what it
     // had, unless its config runs code: the command may have planted that before adding it.
     if (gitDir !== undefined && lstat(gitDir) !== undefined && lstat(gitDir)!.birthtimeMs < startedAt - CLOCK_SLACK_MS) {
@@ -404,13 +408,8 @@ const unmade = (
       if (text === undefined || Planted.configRunsCode(text)) take(config)
       continue
     }
-    if (gitDir === link) for (const place of Git.codePlacesIn(link)) take(place)
-    else if (gitDir !== undefined && gitDir.startsWith(modules + sep)) {
-      // A submodule's git directory that was there before (a `.git` file written again, as `git submodule update`
-      // may) was guarded with the repository's: a person's config in it stays.
-      const places = Git.codePlacesIn(gitDir)
-      if (!places.some((place) => guarded.has(place))) for (const place of places) take(place)
-    } else take(link)
+    if (gitDir === link || (gitDir !== undefined && gitDir.startsWith(modules + sep))) for (const place of places) take(place)
+    else take(link)
   }
   return taken
 }

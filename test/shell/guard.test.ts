@@ -549,6 +549,9 @@ describe("core's configuration in the Location, against what a command runs", ()
       git(location, "init -q")
       git(location, `submodule add -q ${upstream} sub`)
       const config = readFileSync(join(location, ".git/modules/sub/config"), "utf8")
+      // Older than the command by more than the clock's slack, as a person's submodule is (its config names a
+      // core.worktree, a key a command may not set).
+      await Bun.sleep(200)
       const plain = Shell.make({}, { records: tempDir("core-runs-"), namespaces: false, keeping })
       for (const producer of [shell, plain]) {
         const rewritten = await run("cp sub/.git g && rm sub/.git && mv g sub/.git", location, producer)
