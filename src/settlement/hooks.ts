@@ -111,10 +111,6 @@ const failed = (plugin: string, hook: string, message: string) => (cause: unknow
   new HookError({ plugin, hook, message: `${hook} hook of ${plugin} ${message}`, cause })
 
 /**
- * A hook's Effect, from a call of `hook` with `argument` that may throw or answer something else: those become
- * defects, as a failing Effect's.
- */
-/**
  * A read-only view of what a hook is handed. A hook that changed the input or the output in place (`input.n = "3"`,
  * not an answer) got past the schema checks: the tool ran on input its schema refuses, and a success carried
  * structured output its schema refuses (law 2). A hook changes the call only by answering, which is checked; a
@@ -137,6 +133,13 @@ const refuseChange = (_target: object, key: PropertyKey): never => {
 
 const READ_ONLY: ProxyHandler<object> = {
   get: (target, key) => readOnly(Reflect.get(target, key)),
+  // A descriptor's value is viewed as a read of it is: it is not a way around the view.
+  getOwnPropertyDescriptor: (target, key) => {
+    const descriptor = Reflect.getOwnPropertyDescriptor(target, key)
+    // A frozen member must be reported as it is (the proxy's invariant): it cannot be changed in place anyway.
+    if (descriptor !== undefined && (descriptor.configurable === true || descriptor.writable === true)) descriptor.value = readOnly(descriptor.value)
+    return descriptor
+  },
   set: refuseChange,
   defineProperty: refuseChange,
   deleteProperty: refuseChange,
@@ -145,36 +148,20 @@ const READ_ONLY: ProxyHandler<object> = {
 }
 
 /**
- * What a before hook is handed: the tool's name and a read-only view of the input, made when the hook first reads
- * it (a hook that looks at the name alone, or at nothing, costs no view).
+ * What a before hook is handed: the tool's name and the input, as one read-only view (one proxy per call; what it
+ * holds is viewed as it is read, so a hook that looks at nothing costs no more). A plain object under the view, so
+ * that spreading it, `JSON.stringify` and `Object.entries` see every member, each viewed.
  */
-const beforeArgument = (tool: string, input: unknown) => {
-  let view: unknown
-  return {
-    tool,
-    get input() {
-      return (view ??= readOnly(input))
-    },
-  }
-}
+const beforeArgument = (tool: string, input: unknown) => readOnly({ tool, input })
 
-/** What an after hook is handed: read-only views of the input, output and content, each made when first read. */
-const afterArgument = (tool: string, input: unknown, output: unknown, content: ReadonlyArray<Tool.Content>) => {
-  const views: { input?: unknown; output?: unknown; content?: ReadonlyArray<Tool.Content> } = {}
-  return {
-    tool,
-    get input() {
-      return (views.input ??= readOnly(input))
-    },
-    get output() {
-      return (views.output ??= readOnly(output))
-    },
-    get content() {
-      return (views.content ??= readOnly(content))
-    },
-  }
-}
+/** What an after hook is handed: the tool's name, the input, the output and the content, as one read-only view. */
+const afterArgument = (tool: string, input: unknown, output: unknown, content: ReadonlyArray<Tool.Content>) =>
+  readOnly({ tool, input, output, content })
 
+/**
+ * A hook's Effect, from a call of `hook` with `argument` that may throw or answer something else: those become
+ * defects, as a failing Effect's.
+ */
 const invoke = <I, A, E>(hook: (argument: I) => Effect.Effect<A, E>, argument: I): Effect.Effect<A, E> => {
   let effect: Effect.Effect<A, E>
   try {

@@ -516,5 +516,60 @@ for (const path of Kernel.PATHS) {
       expect(seen).toEqual([5, 2])
       expect(outcome.reader.settlement).toMatchObject({ status: "success", content: [{ type: "text", text: "doubled to 4!" }] })
     })
+
+    test("stay read-only through a property's descriptor, and show every member when spread or written as JSON", async () => {
+      const seen: Array<unknown> = []
+      const logged: Array<unknown> = []
+      const tool = () =>
+        Tool.make({
+          description: "Doubles n",
+          input: Schema.Struct({ n: Schema.Int, nested: Schema.Struct({ m: Schema.Int }) }),
+          output: Schema.Struct({ doubled: Schema.Int }),
+          execute: (input) => Effect.sync(() => (seen.push(input.n), { doubled: input.n * 2 })),
+        })
+      const outcome = await kernel(
+        Effect.gen(function* () {
+          yield* register({ sly: tool(), slyNested: tool(), logged: tool() })
+          // The descriptor's value was the object itself, not a view: a way to change it in place.
+          yield* hook("sly", {
+            tools: ["sly"],
+            "tool.execute.before": (call) =>
+              Effect.sync(() => {
+                ;(Object.getOwnPropertyDescriptor(call, "input")!.value as { n: unknown }).n = "3"
+              }),
+          })
+          yield* hook("sly-nested", {
+            tools: ["slyNested"],
+            "tool.execute.before": (call) =>
+              Effect.sync(() => {
+                ;(Object.getOwnPropertyDescriptor(call.input, "nested")!.value as { m: unknown }).m = "x"
+              }),
+          })
+          // A hook that logs what it is handed, as an audit hook would.
+          yield* hook("logger", {
+            tools: ["logged"],
+            "tool.execute.before": (call) => Effect.sync(() => void logged.push(Object.keys({ ...call }), JSON.parse(JSON.stringify(call)))),
+            "tool.execute.after": (call) => Effect.sync(() => void logged.push(JSON.parse(JSON.stringify({ ...call })))),
+          })
+        }),
+        (settle) =>
+          Effect.gen(function* () {
+            return {
+              sly: yield* Effect.flip(settle(Kernel.call("sly", { n: 4, nested: { m: 1 } }))),
+              slyNested: yield* Effect.flip(settle(Kernel.call("slyNested", { n: 6, nested: { m: 1 } }))),
+              logged: yield* settle(Kernel.call("logged", { n: 7, nested: { m: 2 } })),
+            }
+          }),
+      )
+      expect(outcome.sly.message).toContain("read-only")
+      expect(outcome.slyNested.message).toContain("read-only")
+      expect(seen).toEqual([7])
+      expect(outcome.logged.settlement).toMatchObject({ status: "success" })
+      expect(logged).toEqual([
+        ["tool", "input"],
+        { tool: "logged", input: { n: 7, nested: { m: 2 } } },
+        { tool: "logged", input: { n: 7, nested: { m: 2 } }, output: { doubled: 14 }, content: [] },
+      ])
+    })
   })
 }
