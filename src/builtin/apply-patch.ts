@@ -17,6 +17,7 @@ import { FileLock } from "./file-lock"
 import { Match } from "./match"
 import { Patch } from "./patch"
 import { ReadTracking } from "./read-tracking"
+import { Stopping } from "../settlement/stopping"
 import { Text } from "./text"
 
 export const Input = Schema.Struct({
@@ -316,13 +317,18 @@ const attempt = (
     }
     // A file the patch deletes to move another onto it goes first.
     plans.sort((left, right) => Number(isReplacedDelete(right, replacedByMove)) - Number(isReplacedDelete(left, replacedByMove)))
-    // Another process changed a file after it was read: nothing was written; plan again from the files as they are.
-    if (!(yield* transact(plans, replacedByMove, context, tries))) return FileLock.CHANGED
-    for (const plan of plans) {
-      if (plan._tag === "Delete") continue
-      yield* ReadTracking.see(services, context, plan.target.resolved.real, yield* ReadTracking.written(plan.target.resolved.real, plan.bytes))
-    }
-    return { files: plans.map(fileChange) }
+    // Applied in full or not at all, and answered: a cancel meanwhile neither stops it nor hides that it was applied.
+    return yield* Effect.uninterruptible(
+      Effect.gen(function* () {
+        // Another process changed a file after it was read: nothing was written; plan again from the files as they are.
+        if (!(yield* transact(plans, replacedByMove, context, tries))) return FileLock.CHANGED
+        for (const plan of plans) {
+          if (plan._tag === "Delete") continue
+          yield* ReadTracking.see(services, context, plan.target.resolved.real, yield* ReadTracking.written(plan.target.resolved.real, plan.bytes))
+        }
+        return yield* Stopping.finished({ files: plans.map(fileChange) })
+      }),
+    )
   })
 
 const fileChange = (plan: Plan): FileChange => {
@@ -477,8 +483,6 @@ const transact = (
             : `${problem.message}\nThe patch was not applied, and restoring failed for: ${unrestored.join("; ")}. Check those files.`,
         ),
       ),
-      // A commit half done must not be left half done by an interruption.
-      Effect.uninterruptible,
     )
     if (!committed) yield* cleanup
     return committed

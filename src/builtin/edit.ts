@@ -12,6 +12,7 @@ import { Builtin } from "./builtin"
 import { FileLock } from "./file-lock"
 import { Match } from "./match"
 import { ReadTracking } from "./read-tracking"
+import { Stopping } from "../settlement/stopping"
 import { Text } from "./text"
 
 /** Unchanged lines shown around each change in the diff. */
@@ -371,26 +372,33 @@ const attempt = (
         message: `The edit would leave ${shown} unchanged (newString equals the text it replaces). Put the new text in newString.`,
       })
     }
-    if (tries === 1) {
-      yield* context.progress({
-        message: `Writing ${shown}: ${outcome.spans.length} replacement${outcome.spans.length === 1 ? "" : "s"}`,
-        metadata: { path: shown, replacements: outcome.spans.length, matcher: outcome.matcher },
-      })
-    }
     const bytes = Text.encode(text, decoded.bom)
-    const replaced = yield* Text.replace({ path: real, bytes, shown, kept: snapshot, expected: snapshot })
-    if (replaced === "changed") return FileLock.CHANGED
-    yield* ReadTracking.see(services, context, real, yield* ReadTracking.written(real, bytes))
-    const changes = changesOf(view.text, outcome.spans)
-    return {
-      path: shown,
-      replacements: outcome.spans.length,
-      matcher: outcome.matcher,
-      added: changes.reduce((sum, change) => sum + change.new.length, 0),
-      removed: changes.reduce((sum, change) => sum + change.old.length, 0),
-      diff: unified(shown, view.text, changes),
-      ...(lineNumbersRemoved ? { lineNumbersRemoved } : {}),
-    }
+    const spans = outcome.spans
+    const matcher = outcome.matcher
+    // Made in full or not at all, and answered: a cancel meanwhile neither stops it nor hides that it was made.
+    return yield* Effect.uninterruptible(
+      Effect.gen(function* () {
+        if (tries === 1) {
+          yield* context.progress({
+            message: `Writing ${shown}: ${spans.length} replacement${spans.length === 1 ? "" : "s"}`,
+            metadata: { path: shown, replacements: spans.length, matcher },
+          })
+        }
+        const replaced = yield* Text.replace({ path: real, bytes, shown, kept: snapshot, expected: snapshot })
+        if (replaced === "changed") return FileLock.CHANGED
+        yield* ReadTracking.see(services, context, real, yield* ReadTracking.written(real, bytes))
+        const changes = changesOf(view.text, spans)
+        return yield* Stopping.finished({
+          path: shown,
+          replacements: spans.length,
+          matcher,
+          added: changes.reduce((sum, change) => sum + change.new.length, 0),
+          removed: changes.reduce((sum, change) => sum + change.old.length, 0),
+          diff: unified(shown, view.text, changes),
+          ...(lineNumbersRemoved ? { lineNumbersRemoved } : {}),
+        })
+      }),
+    )
   })
 
 /** The edit built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */

@@ -11,6 +11,7 @@ import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { FileLock } from "./file-lock"
 import { ReadTracking } from "./read-tracking"
+import { Stopping } from "../settlement/stopping"
 import { Text } from "./text"
 
 export const Input = Schema.Struct({
@@ -115,26 +116,33 @@ const attempt = (
       bom = true
     }
     const bytes = Text.encode(text, bom)
-    const created = exists ? [] : yield* Text.ensureDirectory(dirname(real), shown)
-    const outcome = yield* (
-      snapshot === undefined
-        ? Text.create({ path: real, bytes, shown })
-        : Text.replace({ path: real, bytes, shown, kept: snapshot, expected: snapshot })
-    ).pipe(Effect.onError(() => Text.removeDirectories(created)))
-    if (outcome === "changed") {
-      yield* Text.removeDirectories(created)
-      return FileLock.CHANGED
-    }
-    yield* ReadTracking.see(services, context, real, yield* ReadTracking.written(real, bytes))
-    return {
-      path: shown,
-      created: !exists,
-      lines: Text.lineCount(text),
-      bytes: bytes.length,
-      lineEnding: text.includes("\r\n") && Text.eolOf(text) === "\r\n" ? ("crlf" as const) : ("lf" as const),
-      bom,
-      ...(replaced === undefined ? {} : { replaced }),
-    }
+    const written = text
+    const kept = bom
+    // Made in full or not at all, and answered: a cancel meanwhile neither stops it nor hides that it was made.
+    return yield* Effect.uninterruptible(
+      Effect.gen(function* () {
+        const created = exists ? [] : yield* Text.ensureDirectory(dirname(real), shown)
+        const outcome = yield* (
+          snapshot === undefined
+            ? Text.create({ path: real, bytes, shown })
+            : Text.replace({ path: real, bytes, shown, kept: snapshot, expected: snapshot })
+        ).pipe(Effect.onError(() => Text.removeDirectories(created)))
+        if (outcome === "changed") {
+          yield* Text.removeDirectories(created)
+          return FileLock.CHANGED
+        }
+        yield* ReadTracking.see(services, context, real, yield* ReadTracking.written(real, bytes))
+        return yield* Stopping.finished({
+          path: shown,
+          created: !exists,
+          lines: Text.lineCount(written),
+          bytes: bytes.length,
+          lineEnding: written.includes("\r\n") && Text.eolOf(written) === "\r\n" ? ("crlf" as const) : ("lf" as const),
+          bom: kept,
+          ...(replaced === undefined ? {} : { replaced }),
+        })
+      }),
+    )
   })
 
 /** The write built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */

@@ -27,6 +27,21 @@ export const guardExit = (): void => {
   }) as typeof process.exit
 }
 
+/**
+ * The exit code of what a command printed as it was interrupted: `core exec` prints the call's settlement as
+ * recorded, which is not always a cancellation (a change the tool made in full as the signal came is a success).
+ * Undefined: the command ends as cancelled (130).
+ */
+let interruptedExit: number | undefined
+
+/** Says the interrupted command ends with `code`, the exit code of what it printed. */
+export const endInterruptedWith = (code: number): void => {
+  interruptedExit = code
+}
+
+/** The exit code of an interrupted command: what it said it ends with, else cancelled. */
+export const interrupted = (): number => interruptedExit ?? EXIT.cancelled
+
 export class UsageError extends Schema.TaggedError<UsageError>()("Command.UsageError", {
   command: Schema.String,
   message: Schema.String,

@@ -58,7 +58,7 @@ const messageOf = (error: unknown): string =>
  * nothing in them drives the terminal or passes for a line of core's own.
  */
 const failureOf = (cause: Cause.Cause<unknown>): { code: number; message: string } => {
-  if (Cause.hasInterruptsOnly(cause)) return { code: Command.EXIT.cancelled, message: "" }
+  if (Cause.hasInterruptsOnly(cause)) return { code: Command.interrupted(), message: "" }
   const error = Cause.findError(cause)
   if (error._tag === "Success") {
     const failure = error.success

@@ -169,6 +169,8 @@ export const run = (args: ReadonlyArray<string>) =>
               progress.clear()
               const cancelled = recorded ?? Settlement.runnerOutcome(name, call.toolCallID, "cancelled")
               Command.stdout(`${Terminal.pretty(cancelled)}\n`)
+              // What was printed says how the call ended (a change made in full as the signal came is a success).
+              Command.endInterruptedWith(exitCodeOf(cancelled))
             }),
           ),
         ),

@@ -320,8 +320,8 @@ const perform = (
     )
   }
 
-  const stopping: Array<string> = []
-  const tool = Effect.runForkWith(Context.add(handover.context, Stopping.Notes, stopping))(
+  const stopping = new Stopping.Record()
+  const tool = Effect.runForkWith(Context.add(handover.context, Stopping.Current, stopping))(
     Steps.executing(call, admitted, Steps.contextOf(call, options)),
   )
   const executed = tool.pollUnsafe()

@@ -213,10 +213,10 @@ const execute = (
   admitted: Steps.Admitted,
   options: Steps.Options | undefined,
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
-  stopping: Array<string>,
+  stopping: Stopping.Record,
 ) => {
   return Effect.exit(
-    restore(Steps.executing(call, admitted, Steps.contextOf(call, options))    ).pipe(Effect.provideService(Stopping.Notes, stopping)),
+    restore(Steps.executing(call, admitted, Steps.contextOf(call, options))).pipe(Effect.provideService(Stopping.Current, stopping)),
   )
 }
 
@@ -233,7 +233,7 @@ const perform = Effect.fnUntraced(function* (
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
 ) {
   const { trace } = call
-  const stopping: Array<string> = []
+  const stopping = new Stopping.Record()
   let started = Spans.now(trace)
   const executed = yield* execute(call, admitted, options, restore, stopping)
   if (trace !== undefined) trace.step("Settler.execute", started, performance.now(), undefined, "core.execute.outcome", Spans.outcomeOf(executed))

@@ -24,6 +24,7 @@ import { Hooks } from "./hooks"
 import { Hints } from "./hints"
 import { Projection } from "./projection"
 import type { Spans } from "./spans"
+import type { Stopping } from "./stopping"
 import { Turn } from "./turn"
 
 /** A failure that is not a tool result: a broken store, an output that could not be kept, an unexpected error. */
@@ -297,10 +298,12 @@ export const executing = (call: Call, admitted: Admitted, context: Tool.Context)
  * The tool's output; or its refusals, failures and a cancellation as the settlement to record; anything else is
  * operational.
  */
-export const outputOf = (call: Call, exit: Exit.Exit<unknown, unknown>, stopping: ReadonlyArray<string>): unknown => {
+export const outputOf = (call: Call, exit: Exit.Exit<unknown, unknown>, stopping: Stopping.Record): unknown => {
   if (Exit.isSuccess(exit)) return exit.value
   if (Cause.hasInterruptsOnly(exit.cause)) {
-    return new Refused(Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled", stopping))
+    // Its change was made in full as the cancel came: that is what the call did.
+    if (stopping.finished !== undefined) return stopping.finished.output
+    return new Refused(Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled", stopping.notes))
   }
   const error = Cause.findError(exit.cause)
   if (error._tag === "Failure") return new Halted(error.failure)

@@ -1,18 +1,39 @@
 export * as Stopping from "./stopping"
 
-// What a call did while it was being cancelled, for its `cancelled` settlement to say (a cancel that ends a
-// command's processes names them). The settler gives each call's execution a fresh list in its fiber's context,
-// never in the tool's Context (DESIGN §2 law 3); a producer interrupted mid-run (the shell) adds a line as it ends
-// what the call started; the settler reads the list only for a call it settles as cancelled.
+// What a call did while it was being cancelled, for the settlement it gets then. The settler gives each call's
+// execution a fresh record in its fiber's context, never in the tool's Context (DESIGN §2 law 3), and reads it only
+// for a call whose tool ended interrupted:
+// - a producer interrupted mid-run (the shell) adds a note as it ends what the call started, which the `cancelled`
+//   settlement says (a cancel that ends a command's processes names them);
+// - a tool whose change cannot be undone once made (a file renamed into place) makes it uninterruptibly and says it
+//   `finished` with its output before it answers: a cancel that came meanwhile cannot stop it, and the call settles
+//   with that output, not as cancelled (which would be untrue, and a host told so would make the change again).
 
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 
-/** The notes of the call running in this fiber; undefined outside a settlement (nothing then records them). */
-export const Notes = Context.Reference<Array<string> | undefined>("core/Stopping", { defaultValue: () => undefined })
+/** What the call running in this fiber did while it was being cancelled. */
+export class Record {
+  readonly notes: Array<string> = []
+  /** The output of a change the tool made in full, the call's whatever ended its fiber. */
+  finished: { readonly output: unknown } | undefined = undefined
+}
+
+/** The record of the call running in this fiber; undefined outside a settlement (nothing then reads it). */
+export const Current = Context.Reference<Record | undefined>("core/Stopping", { defaultValue: () => undefined })
 
 /** Adds `note` to the running call's notes, if a settlement is listening. */
 export const note = (text: string): Effect.Effect<void> =>
-  Effect.map(Notes, (notes) => {
-    notes?.push(text)
+  Effect.map(Current, (record) => {
+    record?.notes.push(text)
+  })
+
+/**
+ * `output`, the running call's own from now on: what a tool answers once its change is made, in the uninterruptible
+ * region that made it. Should the call have been cancelled meanwhile, it still settles with this output.
+ */
+export const finished = <A>(output: A): Effect.Effect<A> =>
+  Effect.map(Current, (record) => {
+    if (record !== undefined) record.finished = { output }
+    return output
   })

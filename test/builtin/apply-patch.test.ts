@@ -434,3 +434,22 @@ describe("apply_patch permissions", () => {
     expect(read(outside, "target.txt")).toBe("outside\n")
   })
 })
+
+// A cancel that comes while the patch is being committed cannot stop it (a commit half done would leave the files
+// half patched): the patch is applied in full, and the call says so. It was settled `cancelled` ("may have done part
+// of its work"), a host retried it, and the patch went in twice.
+describe("apply_patch cancelled while it commits", () => {
+  test("settles with the patch it applied, recorded so, and leaves no temp file", async () => {
+    const big = "x\n".repeat(2_000_000)
+    const h = harness({ files: { "big.txt": `${big}THE END\n`, "small.txt": "a\n" } })
+    const outcome = await h.settle(
+      "apply_patch",
+      { patchText: patch("*** Update File: big.txt", "@@", "-THE END", "+THE END", "+more", "*** Update File: small.txt", "-a", "+b") },
+      { interruptAt: "Applying the patch", session: "ses_cancel", call: "call_cancel" },
+    )
+    expect(outcome.settlement).toMatchObject({ status: "success", structured: { files: [{ path: "big.txt" }, { path: "small.txt" }] } })
+    expect(read(h.directory, "big.txt").endsWith("THE END\nmore\n")).toBe(true)
+    expect(read(h.directory, "small.txt")).toBe("b\n")
+    expect(readdirSync(h.directory).sort()).toEqual(["big.txt", "small.txt"])
+  })
+})

@@ -342,3 +342,18 @@ describe("edit permissions", () => {
     expect(readFileSync(join(outside, "target.txt"), "utf8")).toBe("outside")
   })
 })
+
+// A cancel that comes while the edit is being written cannot stop it: the file is replaced whole or not at all, and
+// the call says what happened. It was settled `cancelled` with the file changed (a host would edit it again), and a
+// cancel while the new content was staged left a temp file of the file's size in the user's tree.
+describe("edit cancelled while it writes", () => {
+  test("settles with the edit it made, and leaves no temp file", async () => {
+    const big = "y\n".repeat(2_000_000)
+    const h = harness({ files: { "big.txt": `${big}needle\n` } })
+    await h.settle("read", { filePath: "big.txt" }, { session: "ses_cancel" })
+    const outcome = await h.settle("edit", { filePath: "big.txt", oldString: "needle", newString: "thread" }, { interruptAt: "Writing", session: "ses_cancel" })
+    expect(outcome.settlement).toMatchObject({ status: "success", structured: { path: "big.txt", replacements: 1 } })
+    expect(readFileSync(join(h.directory, "big.txt"), "utf8").endsWith("y\nthread\n")).toBe(true)
+    expect(readdirSync(h.directory)).toEqual(["big.txt"])
+  })
+})

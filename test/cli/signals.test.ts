@@ -2,7 +2,7 @@
 // settles as `cancelled` and is recorded so, and progress reaches stderr as plain lines off a terminal.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { waitTool } from "../support/tools"
@@ -50,6 +50,27 @@ describe("an interrupted call", () => {
     expect(stderr).not.toContain("\r")
     expect(stderr).not.toContain("\x1b")
     expect(stdout).not.toContain("progress")
+  })
+})
+
+describe("a call interrupted while its change is being made", () => {
+  // The edit goes in whole (a cancel cannot stop a file being replaced part-way): exec printed that settlement, a
+  // success, but exited 130 as a cancel does, and a host going by the exit code thought nothing was done.
+  test("ends with the change made: a success on stdout, exit 0, and the same on replay", async () => {
+    const box = sandbox({ "big.txt": `${"z\n".repeat(2_000_000)}needle\n` })
+    const ids = ["--session", "ses_signal", "--call", "call_edit"]
+    const input = { filePath: "big.txt", oldString: "needle", newString: "thread" }
+    const running = await start(box, ["exec", "edit", "--input", JSON.stringify(input), "--location", box.location, "--yes", ...ids])
+    await running.stderrContains("progress: Writing big.txt")
+    running.child.kill("SIGINT")
+    const result = await running.finished()
+    expect(settlementOf(result)).toMatchObject({ tool: "edit", status: "success" })
+    expect(result.code).toBe(0)
+    expect(readFileSync(join(box.location, "big.txt"), "utf8").endsWith("z\nthread\n")).toBe(true)
+    expect(readdirSync(box.location)).toEqual(["big.txt"])
+    const replay = await exec(box, "edit", input, [...ids, "--yes"])
+    expect(replay.code).toBe(0)
+    expect(settlementOf(replay).status).toBe("success")
   })
 })
 

@@ -9,6 +9,7 @@ import { Kernel as CoreKernel } from "../../src/host/kernel"
 import { Permission } from "../../src/permission/permission"
 import { Registry } from "../../src/registry/registry"
 import { Settler } from "../../src/settlement/settler"
+import { Stopping } from "../../src/settlement/stopping"
 import { Approvals } from "../../src/store/approvals"
 import { Store } from "../../src/store/store"
 import { Tool } from "../../src/tool/tool"
@@ -76,6 +77,80 @@ for (const path of Kernel.PATHS) {
         expect(outcome.again).toMatchObject({ replayed: true, settlement: { status: "cancelled" } })
         expect(runs).toBe(0)
       })
+    })
+  })
+}
+
+// A tool that cannot be stopped part-way (a file change being committed) finishes what it does even when its call is
+// interrupted meanwhile; the output it says it finished with (Stopping.finished) is then the call's settlement, not
+// a cancellation: the change happened, and a host told "cancelled" would make it again. A tool that says nothing
+// of the kind is cancelled as before.
+for (const path of Kernel.PATHS) {
+  describe(`on the ${path} path: a call interrupted while its tool cannot be`, () => {
+    Kernel.settleOn(path)
+
+    test("settles with what the tool did, recorded so; the same call again replays it and runs nothing", async () => {
+      let runs = 0
+      const committing = Tool.make({
+        description: "Commits a change that cannot be stopped part-way",
+        input: Schema.Struct({}),
+        output: Schema.String,
+        execute: (_input, context) =>
+          Effect.gen(function* () {
+            yield* context.progress({ message: "committing" })
+            yield* Effect.sleep("30 millis")
+            runs++
+            return yield* Stopping.finished("committed")
+          }).pipe(Effect.uninterruptible),
+      })
+      const outcome = await Effect.runPromise(
+        Effect.gen(function* () {
+          yield* (yield* Registry.Service).tools.register({ committing })
+          const turn = yield* (yield* Settler.Service).materialize()
+          const call = Kernel.call("committing", {})
+          const started = yield* Deferred.make<void>()
+          const settling = yield* Effect.forkChild(turn.settle(call, { onProgress: () => Deferred.succeed(started, undefined).pipe(Effect.asVoid) }))
+          yield* Deferred.await(started)
+          yield* Fiber.interrupt(settling)
+          const again = yield* turn.settle(call)
+          return { again }
+        }).pipe(Effect.scoped, Kernel.onPath, Effect.provide(Kernel.layer())),
+      )
+      expect(outcome.again).toMatchObject({ replayed: true, settlement: { status: "success", content: [{ type: "text", text: "committed" }] } })
+      expect(runs).toBe(1)
+    })
+  })
+}
+
+for (const path of Kernel.PATHS) {
+  describe(`on the ${path} path: a call interrupted while its tool, which finished nothing, cannot be`, () => {
+    Kernel.settleOn(path)
+
+    test("is cancelled, as any interrupted call", async () => {
+      const slow = Tool.make({
+        description: "Works without saying it finished",
+        input: Schema.Struct({}),
+        output: Schema.String,
+        execute: (_input, context) =>
+          Effect.gen(function* () {
+            yield* context.progress({ message: "working" })
+            yield* Effect.sleep("30 millis")
+            return "done"
+          }).pipe(Effect.uninterruptible),
+      })
+      const again = await Effect.runPromise(
+        Effect.gen(function* () {
+          yield* (yield* Registry.Service).tools.register({ slow })
+          const turn = yield* (yield* Settler.Service).materialize()
+          const call = Kernel.call("slow", {})
+          const started = yield* Deferred.make<void>()
+          const settling = yield* Effect.forkChild(turn.settle(call, { onProgress: () => Deferred.succeed(started, undefined).pipe(Effect.asVoid) }))
+          yield* Deferred.await(started)
+          yield* Fiber.interrupt(settling)
+          return yield* turn.settle(call)
+        }).pipe(Effect.scoped, Kernel.onPath, Effect.provide(Kernel.layer())),
+      )
+      expect(again).toMatchObject({ replayed: true, settlement: { status: "cancelled" } })
     })
   })
 }

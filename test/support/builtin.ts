@@ -5,7 +5,7 @@
 
 import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
-import { Effect, Layer, PubSub } from "effect"
+import { Effect, Exit, Fiber, Layer, PubSub } from "effect"
 import { Builtins } from "../../src/builtin/builtins"
 import { Skill } from "../../src/builtin/skill"
 import { Explain } from "../../src/builtin/explain"
@@ -48,6 +48,11 @@ export interface SettleOptions {
   readonly reply?: Permission.Reply
   readonly limits?: { readonly maxLines?: number; readonly maxBytes?: number }
   readonly onProgress?: (update: Tool.Progress) => void
+  /**
+   * Interrupts the call when its first progress update whose message starts with this arrives (as a host cancels
+   * it); the outcome is then the call settled again: its record, replayed.
+   */
+  readonly interruptAt?: string
   /** The call's sessionID (default "ses_builtin"). */
   readonly session?: string
   /** The call's toolCallID (default a fresh one). */
@@ -167,23 +172,31 @@ export const harness = (options: HarnessOptions = {}): Harness => {
       )
       const progress: Array<Tool.Progress> = []
       const turn = yield* (yield* Settler.Service).materialize()
-      const { settlement } = yield* turn.settle(
-        {
-          sessionID: settleOptions.session ?? "ses_builtin",
-          agent: settleOptions.agent ?? "build",
-          assistantMessageID: "msg_builtin",
-          toolCallID: settleOptions.call ?? `call_${crypto.randomUUID()}`,
-          name,
-          input,
-        },
-        {
+      const call = {
+        sessionID: settleOptions.session ?? "ses_builtin",
+        agent: settleOptions.agent ?? "build",
+        assistantMessageID: "msg_builtin",
+        toolCallID: settleOptions.call ?? `call_${crypto.randomUUID()}`,
+        name,
+        input,
+      }
+      let interrupt: (() => void) | undefined
+      const settling = yield* Effect.forkChild(
+        turn.settle(call, {
           onProgress: (update) =>
             Effect.sync(() => {
               progress.push(update)
               settleOptions.onProgress?.(update)
+              if (settleOptions.interruptAt !== undefined && update.message.startsWith(settleOptions.interruptAt)) interrupt?.()
             }),
-        },
+        }),
       )
+      interrupt = () => {
+        interrupt = undefined
+        Effect.runFork(Fiber.interrupt(settling))
+      }
+      const exit = yield* Fiber.await(settling)
+      const { settlement } = Exit.isSuccess(exit) ? exit.value : yield* turn.settle(call)
       const managed = yield* ManagedOutputs.Service
       const outputs: Record<string, string> = {}
       for (const { id } of settlement.outputs) {
