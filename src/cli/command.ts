@@ -105,6 +105,14 @@ export const parse = <const O extends Options>(command: string, args: ReadonlyAr
     return Effect.succeed({ values: values as Values<O>, positionals })
   })
 
+/** Whether the terminal hung up (SIGHUP): nothing more goes to stdout, as nothing reads it. */
+let hungUp = false
+
+/** The terminal hung up: what the command would still print is dropped (a forwarded exec prints nothing either). */
+export const hangUp = (): void => {
+  hungUp = true
+}
+
 /** Writes to stdout still under way, in order; the process must not exit before they finish (see `drain`). */
 let writing: Promise<void> = Promise.resolve()
 /** The first failure writing stdout, other than the reader going away. */
@@ -118,6 +126,7 @@ const isClosedPipe = (cause: unknown): boolean => (cause as { code?: unknown } |
  * goes through `Bun.write`, which finishes only once the bytes are in the pipe.
  */
 export const stdout = (text: string): void => {
+  if (hungUp) return
   writing = writing
     .then(() => Bun.write(Bun.stdout, text))
     .then(

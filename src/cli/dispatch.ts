@@ -1,8 +1,8 @@
 export * as Dispatch from "./dispatch"
 
 // Runs one command (all but `--version` and `--help`, which ./main answers itself): loads the command's module when
-// it runs, turns its outcome into an exit code (DESIGN §6), and turns SIGINT/SIGTERM into interruption of the running
-// command (which cancels a call and records it).
+// it runs, turns its outcome into an exit code (DESIGN §6), and turns SIGINT, SIGTERM and SIGHUP into interruption
+// of the running command (which cancels a call and records it).
 
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -42,6 +42,11 @@ const TRACED: ReadonlySet<string> = new Set(["exec", "serve", "mcp"])
  * gets the signal and ends on its own.
  */
 const HANDLES_SIGNALS: ReadonlySet<string> = new Set(["serve", "test"])
+
+/** How a command ends when its terminal hangs up (SIGHUP), as a process the signal ends. */
+const EXIT_HANGUP = 128 + 1
+/** How long a command hung up may take to end what it was doing (a change being written, its processes' grace). */
+const HANGUP_MS = 5_000
 
 /**
  * Commands that serve until stopped: they take JavaScriptCore's normal JIT policy back, since the binary starts
@@ -96,21 +101,33 @@ const main = async (command: string, rest: ReadonlyArray<string>): Promise<numbe
       : run(rest)
   const fiber = Effect.runFork(program)
   let interrupted = false
+  let hungUp = false
   const interrupt = () => {
     if (interrupted) {
       // A second signal does not wait for the call to end gracefully, but no process outlives core either.
       ProcessGroup.killAllNow()
-      Command.exit(Command.EXIT.cancelled)
+      Command.exit(hungUp ? EXIT_HANGUP : Command.EXIT.cancelled)
     }
     interrupted = true
     Effect.runFork(Fiber.interrupt(fiber))
   }
+  // The terminal gone: the command is interrupted as by SIGINT (a change being made finishes, a temp file is
+  // removed, the command's processes end), prints nothing, and ends as the signal ends a process, within a bound.
+  const hangup = () => {
+    if (hungUp) return
+    hungUp = true
+    Command.hangUp()
+    setTimeout(() => {
+      ProcessGroup.killAllNow()
+      Command.exit(EXIT_HANGUP)
+    }, HANGUP_MS).unref()
+    if (!interrupted) interrupt()
+  }
   const signals = !HANDLES_SIGNALS.has(command)
-  if (signals) process.on("SIGINT", interrupt)
-  if (signals) process.on("SIGTERM", interrupt)
+  if (signals) process.on("SIGINT", interrupt).on("SIGTERM", interrupt).on("SIGHUP", hangup)
   const exit = await Effect.runPromise(Fiber.await(fiber))
-  process.off("SIGINT", interrupt)
-  process.off("SIGTERM", interrupt)
+  process.off("SIGINT", interrupt).off("SIGTERM", interrupt).off("SIGHUP", hangup)
+  if (hungUp) return EXIT_HANGUP
   if (Exit.isSuccess(exit)) return exit.value
   const { code, message } = failureOf(exit.cause)
   if (message !== "") Command.stderr(`${message}\n`)

@@ -74,6 +74,37 @@ describe("a call interrupted while its change is being made", () => {
   })
 })
 
+describe("a terminal that hangs up (SIGHUP)", () => {
+  // exec in process died of the signal at once: a change being written left its temp file, of the file's size, in
+  // the user's tree, and the call was left started (replayed as interrupted). Now it ends as a forwarded exec does.
+  test("cancels the call, which is recorded so; exec prints nothing and ends as the signal ends a process", async () => {
+    const box = sandbox({ "tools/wait.ts": WAIT })
+    const ids = ["--session", "ses_hup", "--call", "call_hup"]
+    const running = await start(box, ["exec", "wait", "--input", "{}", "--location", box.location, ...ids])
+    await running.stderrContains("progress: still waiting\n")
+    running.child.kill("SIGHUP")
+    const result = await running.finished()
+    expect({ code: result.code, stdout: result.stdout }).toEqual({ code: 129, stdout: "" })
+    const replay = await exec(box, "wait", {}, ids)
+    expect(settlementOf(replay).status).toBe("cancelled")
+    expect(runs(box, "wait")).toBe(1)
+  })
+
+  test("lets a change being made finish whole, and leaves no temp file", async () => {
+    const box = sandbox({ "big.txt": `${"z\n".repeat(2_000_000)}needle\n` })
+    const ids = ["--session", "ses_hup", "--call", "call_hup_edit"]
+    const input = { filePath: "big.txt", oldString: "needle", newString: "thread" }
+    const running = await start(box, ["exec", "edit", "--input", JSON.stringify(input), "--location", box.location, "--yes", ...ids])
+    await running.stderrContains("progress: Writing big.txt")
+    running.child.kill("SIGHUP")
+    const result = await running.finished()
+    expect({ code: result.code, stdout: result.stdout }).toEqual({ code: 129, stdout: "" })
+    expect(readFileSync(join(box.location, "big.txt"), "utf8").endsWith("z\nthread\n")).toBe(true)
+    expect(readdirSync(box.location)).toEqual(["big.txt"])
+    expect(settlementOf(await exec(box, "edit", input, [...ids, "--yes"])).status).toBe("success")
+  })
+})
+
 describe("a core killed mid-command", () => {
   test("leaves the call's temp directory, which the next core's first command removes", async () => {
     // The data directory lies under the system temp directory, so each command gets a TMPDIR of its own there.
