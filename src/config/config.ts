@@ -45,6 +45,21 @@ export const Agent = Schema.Struct({
 const integerAtLeast = (minimum: number) =>
   Schema.Int.check(Schema.isGreaterThanOrEqualTo(minimum, { expected: `an integer of at least ${minimum}` }))
 
+/**
+ * The longest wait a timer can hold: 2^31 - 1 ms (24.8 days). A longer one fires at once (JavaScript's timers keep a
+ * 32-bit delay): a `shell.timeoutMs` of 1e12 timed every command out after a millisecond, saying it had run 1e12 ms.
+ */
+export const MAX_TIMER_MS = 2_147_483_647
+
+/** A duration in milliseconds: an integer from `minimum` to MAX_TIMER_MS. */
+const millisecondsAtLeast = (minimum: number) =>
+  Schema.Int.check(
+    Schema.isBetween(
+      { minimum, maximum: MAX_TIMER_MS },
+      { expected: `an integer number of milliseconds from ${minimum} to ${MAX_TIMER_MS} (24.8 days)` },
+    ),
+  )
+
 export const Output = Schema.Struct({
   maxLines: Schema.optionalKey(integerAtLeast(8)),
   maxBytes: Schema.optionalKey(integerAtLeast(1024)),
@@ -67,12 +82,12 @@ const Paths = Schema.Array(Schema.String.check(Schema.isMinLength(1, { expected:
   .annotate({ expected: PATHS_EXPECTED })
 
 export const Shell = Schema.Struct({
-  timeoutMs: Schema.optionalKey(integerAtLeast(1)),
-  maxTimeoutMs: Schema.optionalKey(integerAtLeast(1)),
+  timeoutMs: Schema.optionalKey(millisecondsAtLeast(1)),
+  maxTimeoutMs: Schema.optionalKey(millisecondsAtLeast(1)),
   maxCaptureBytes: Schema.optionalKey(integerAtLeast(1)),
-  inactivityTimeoutMs: Schema.optionalKey(integerAtLeast(1)),
+  inactivityTimeoutMs: Schema.optionalKey(millisecondsAtLeast(1)),
   /** The OS sandbox of commands: on where the kernel has Landlock (`auto`), always (`required`), or never (`off`). */
-  sandbox: Schema.optionalKey(Schema.Literals(["auto", "required", "off"])),
+  sandbox: Schema.optionalKey(Schema.Literals(["auto", "required", "off"]).annotate({ expected: '"auto", "required" or "off"' })),
   /** Socket files (or directories of them) outside the Location sandboxed commands may connect to; `$VAR` and `~` expand. */
   sockets: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1, { expected: "a non-empty path" })))),
   /** More the sandbox grants or hides (`~/x`, absolute, or relative to the Location); a deny wins over a grant. */
@@ -115,7 +130,7 @@ export const McpServer = Schema.Struct({
   ),
   headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
   /** How long one call may take before it fails (default 60 s). */
-  timeoutMs: Schema.optionalKey(integerAtLeast(1)),
+  timeoutMs: Schema.optionalKey(millisecondsAtLeast(1)),
 }).check(
   Schema.makeFilter(
     (server) =>

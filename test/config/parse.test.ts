@@ -82,12 +82,31 @@ describe("Config.parseText", () => {
     expect(refusal('{ "$schema": 4 }')).toMatchObject({ path: "$schema", expected: "a string" })
   })
 
+  test("says which words a key takes when it gets another", () => {
+    expect(refusal('{ "shell": { "sandbox": "bogus" } }').message).toBe(
+      `${FILE}:1:25: shell.sandbox: expected "auto", "required" or "off", found "bogus"`,
+    )
+  })
+
   test("refuses numbers out of range or not whole", () => {
     expect(refusal('{ "output": { "maxLines": 7 } }')).toMatchObject({ expected: "an integer of at least 8", found: "7" })
     expect(refusal('{ "output": { "maxLines": 8.5 } }')).toMatchObject({ found: "8.5" })
     expect(refusal('{ "output": { "retentionDays": 0 } }')).toMatchObject({ expected: "a number greater than 0" })
     expect(refusal('{ "shell": { "inactivityTimeoutMs": 0 } }')).toMatchObject({ path: "shell.inactivityTimeoutMs" })
     expect(refusal('{ "shell": { "timeoutMs": 1e400 } }')).toMatchObject({ found: "Infinity" })
+  })
+
+  // A timer cannot wait longer than 2^31 - 1 ms: a longer one fires at once. A timeout of 1e12 was accepted, and every
+  // command then timed out after a millisecond, the model told it had run 1e12 ms.
+  test("refuses a duration longer than a timer can wait, saying the range", () => {
+    for (const key of ["shell.timeoutMs", "shell.maxTimeoutMs", "shell.inactivityTimeoutMs"]) {
+      const [, name] = key.split(".")
+      const error = refusal(`{ "shell": { "${name}": 2147483648 } }`)
+      expect(error).toMatchObject({ path: key, found: "2147483648" })
+      expect(error.expected).toContain("from 1 to 2147483647")
+    }
+    expect(refusal('{ "mcp": { "s": { "command": ["x"], "timeoutMs": 1e12 } } }')).toMatchObject({ path: "mcp.s.timeoutMs" })
+    expect(Config.parseText(FILE, '{ "shell": { "timeoutMs": 2147483647, "maxTimeoutMs": 2147483647 } }')).toBeDefined()
   })
 
   test("calls out an unknown effect word at the top level of an action", () => {
