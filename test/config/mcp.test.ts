@@ -51,7 +51,7 @@ describe("core.json mcp", () => {
     )
     expect(refusal(`{"mcp": {"a": {"command": ["x"], "bogus": 1}}}`)).toContain(`${FILE}:1:34: mcp.a.bogus: expected one of the keys`)
     expect(refusal(`{"mcp": {"a": {"command": ["x"], "timeoutMs": 0}}}`)).toBe(
-      `${FILE}:1:47: mcp.a.timeoutMs: expected an integer of at least 1, found 0`,
+      `${FILE}:1:47: mcp.a.timeoutMs: expected an integer number of milliseconds from 1 to 2147483647 (24.8 days), found 0`,
     )
     expect(refusal(`{"mcp": {"a": {"command": ["x"], "env": {"A": 1}}}}`)).toBe(`${FILE}:1:47: mcp.a.env.A: expected a string, found 1`)
   })
