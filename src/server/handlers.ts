@@ -201,6 +201,12 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
         if (known.state === "started" && known.running) {
           return yield* Respond.notFound(`The call ${call} is still running; it has no settlement yet`)
         }
+        if (known.state === "failed") {
+          return yield* Respond.notFound(
+            `The call ${call} failed operationally while it ran (a defect in its tool or in core; GET /v1/settlements ` +
+              `lists its reason) and has no settlement; settle it again to get its interrupted settlement`,
+          )
+        }
         return yield* Respond.notFound(
           `The call ${call} began but was never settled (its core stopped, or could not reach its store, while it ran); settle it again to get its ` +
             `interrupted settlement`,

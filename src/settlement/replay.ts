@@ -25,8 +25,12 @@ export type Verdict =
   | { readonly _tag: "Running" }
   /** Settled: the record replays, nothing runs. */
   | { readonly _tag: "Settled"; readonly settlement: Settlement.Info }
-  /** Begun and never settled, and no longer running: replays as this `interrupted`, recorded over `expected`. */
-  | { readonly _tag: "Interrupted"; readonly settlement: Settlement.Info; readonly expected: Store.Expected }
+  /**
+   * Begun and never settled, and no longer running: replays as this `interrupted`, recorded over `expected` (a call
+   * whose owner is gone); a call recorded `failed` keeps that record (its reason, when it ended), and every replay
+   * answers the same `interrupted` from it.
+   */
+  | { readonly _tag: "Interrupted"; readonly settlement: Settlement.Info; readonly expected: Store.Expected | undefined }
 
 const ABSENT: Verdict = { _tag: "Absent" }
 const RUNNING: Verdict = { _tag: "Running" }
@@ -41,7 +45,7 @@ export const of = (known: Store.Record | undefined, call: Call): Verdict => {
   return {
     _tag: "Interrupted",
     settlement: interrupted(call, known),
-    expected: known.state === "failed" ? { state: "failed" } : { state: "abandoned", owner: known.owner },
+    expected: known.state === "failed" ? undefined : { state: "abandoned", owner: known.owner },
   }
 }
 

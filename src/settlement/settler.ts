@@ -128,7 +128,9 @@ const replayOf = (
     case "Settled":
       return Effect.succeed({ settlement: verdict.settlement, replayed: true })
     case "Interrupted":
-      return recordNew(services, call, verdict.settlement, verdict.expected, true)
+      return verdict.expected === undefined
+        ? Effect.succeed({ settlement: verdict.settlement, replayed: true })
+        : recordNew(services, call, verdict.settlement, verdict.expected, true)
     case "Running":
       // Another settler is running this very call: wait for its settlement rather than run it twice.
       return Effect.sleep(OWNER_POLL_MS).pipe(Effect.andThen(replayed(services, call)))

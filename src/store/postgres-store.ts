@@ -220,14 +220,13 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
         )
 
       /**
-       * Settles the recorded call `key` if it is still `from`, begun by `owner` (null: anyone), unless its lease is
-       * still renewed (`anyLease`: whatever its lease). A settled record's tool is its settlement's.
+       * Settles the recorded call `key` if it is still started by `owner`, unless its lease is still renewed
+       * (`anyLease`: whatever its lease). A settled record's tool is its settlement's.
        */
       const settleRecorded = async (
         key: Store.Key,
         settlement: Settlement.Info,
-        from: "started" | "failed",
-        owner: string | null,
+        owner: string,
         anyLease: boolean,
       ) =>
         changed(
@@ -236,7 +235,7 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
             SET state = 'settled', tool = ${settlement.tool}, settlement = ${JSON.stringify(settlement)},
                 settled_at = ${sql.unsafe(NOW_MS)}, lease_until = NULL
             WHERE session_id = ${key.sessionID} AND call_id = ${key.toolCallID} AND location = ${key.location}
-              AND state = ${from} AND (${owner}::text IS NULL OR owner = ${owner})
+              AND state = 'started' AND owner = ${owner}
               AND (${anyLease} OR lease_until <= ${sql.unsafe(NOW_MS)})`,
         )
 
@@ -283,15 +282,13 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
               }
               case "owned":
                 running.remove(keyOf(key))
-                return settleRecorded(key, settlement, "started", Owner.current, true)
+                return settleRecorded(key, settlement, Owner.current, true)
               case "abandoned":
                 // Never a call whose lease is still renewed: its owner is running it (unless it is known gone:
                 // on this kernel and PID namespace, its process no longer runs). Nor one whose owner still runs on
                 // this machine, lapsed lease or not.
                 if (Owner.runsHere(expected.owner)) return false
-                return settleRecorded(key, settlement, "started", expected.owner, Owner.isGone(expected.owner))
-              case "failed":
-                return settleRecorded(key, settlement, "failed", null, true)
+                return settleRecorded(key, settlement, expected.owner, Owner.isGone(expected.owner))
             }
           }),
         fail: (key, reason) =>

@@ -723,8 +723,6 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
                     !Owner.runsHere(expected.owner) &&
                     settleRow(row, settlement)
                   )
-                case "failed":
-                  return row?.state === "failed" && settleRow(row, settlement)
               }
             }),
           ),

@@ -100,14 +100,13 @@ const toolOf = (record: Record): string =>
 /**
  * What a settlement expects to replace, so it never replaces a record it did not see: `absent` for a call that
  * never began (unknown, stale, invalid input), `owned` for the settlement of a call this store began, `abandoned`
- * for a call begun by `owner` that is no longer running, `failed` for a call that failed operationally. A new
- * record (`absent`) names the agent it is made for.
+ * for a call begun by `owner` that is no longer running. A new record (`absent`) names the agent it is made for. A
+ * call that failed operationally keeps its `failed` record (its reason): nothing settles over it.
  */
 export type Expected =
   | { readonly state: "absent"; readonly agent: string; readonly details?: Details }
   | { readonly state: "owned" }
   | { readonly state: "abandoned"; readonly owner: string }
-  | { readonly state: "failed" }
 
 /**
  * What is recorded about a call beside its outcome, for operators (`core log`): the turn (assistant message) that
@@ -329,8 +328,6 @@ export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
       case "abandoned":
         // Every call in this store was begun by this process.
         return stored?.state === "started"
-      case "failed":
-        return stored?.state === "failed"
     }
   }
   const recordOf = (stored: Stored): Record => {

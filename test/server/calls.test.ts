@@ -452,5 +452,16 @@ export default Tool.make({
     expect((await events.next()).event).toBe("call.started")
     expect(await events.next()).toMatchObject({ event: "call.settled", data: { toolCallID: "call_dies", replayed: true } })
     await events.close()
+
+    // The record stays the failure it was, for operators: its reason and when it ended (a replay overwrote it with
+    // the interrupted settlement, its reason lost and its end moved to the replay). Asked for its settlement, the
+    // sidecar says it failed, not that its core stopped.
+    const listed = await sidecar.json("GET", "/v1/settlements?sessionID=ses_test")
+    const record = (listed.body as ReadonlyArray<{ toolCallID: string; status: string; reason?: string }>).find((one) => one.toolCallID === "call_dies")
+    expect(record).toMatchObject({ status: "failed", reason: expect.stringContaining("the tool broke") })
+    const asked = await sidecar.json("GET", "/v1/settlements/ses_test/call_dies")
+    expect(asked.status).toBe(404)
+    expect(asked.body.error.message).toContain("failed operationally while it ran")
+    expect(asked.body.error.message).not.toContain("its core stopped")
   })
 })

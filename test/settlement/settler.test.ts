@@ -271,6 +271,10 @@ for (const path of Kernel.PATHS) {
               expect(replay.settlement.error?.message).toContain("ran but core could not settle it")
               // The defect's own text stays operational: it never reaches the model.
               expect(JSON.stringify(replay.settlement)).not.toMatch(/kaboom|thrown synchronously/)
+              // The replay runs nothing and records nothing: the record keeps its reason for operators (it was
+              // replaced by the interrupted settlement, its reason lost), and every replay answers the same.
+              expect(yield* store.lookup(yield* Kernel.keyOf(call))).toMatchObject({ state: "failed", reason: expect.stringMatching(/kaboom|thrown synchronously/) })
+              expect((yield* turn.settle(call)).settlement).toEqual(replay.settlement)
             }
           }),
         ))

@@ -83,17 +83,19 @@ for (const [name, make] of implementations) {
         expect(yield* store.lookup(key)).toEqual({ state: "settled", agent: "build", settlement: settlement("first") })
       })))
 
-    test("fail marks a begun call failed with its reason, which can then be settled once", () =>
+    test("fail marks a begun call failed with its reason, which stays: nothing settles over it", () =>
       use(make(), Effect.gen(function* () {
         const store = yield* Store.Service
         const begun = { location: "/p", sessionID: "s", toolCallID: "begun" }
         yield* store.begin(begun, "echo", "build")
         yield* store.fail(begun, "disk full")
-        expect(yield* store.lookup(begun)).toEqual({ state: "failed", agent: "build", tool: "echo", reason: "disk full" })
-        expect(yield* store.settle(begun, settlement("replay"), { state: "failed" })).toBe(true)
-        expect(yield* store.settle(begun, settlement("again"), { state: "failed" })).toBe(false)
+        const failed: Store.Record = { state: "failed", agent: "build", tool: "echo", reason: "disk full" }
+        expect(yield* store.lookup(begun)).toEqual(failed)
+        expect(yield* store.settle(begun, settlement("owned"), { state: "owned" })).toBe(false)
+        expect(yield* store.settle(begun, settlement("abandoned"), { state: "abandoned", owner: Owner.current })).toBe(false)
+        expect(yield* store.settle(begun, settlement("absent"), { state: "absent", agent: "build" })).toBe(false)
         yield* store.fail(begun, "late")
-        expect(yield* store.lookup(begun)).toEqual({ state: "settled", agent: "build", settlement: settlement("replay") })
+        expect(yield* store.lookup(begun)).toEqual(failed)
       })))
 
     test("what a caller does to a returned settlement never changes the record", () =>
