@@ -43,9 +43,10 @@ plugin (here and in $CORE_HOME), each MCP server core.json names (connected to l
 tools), and with --provider (one of ${Provider.NAMES.join(", ")}) that every tool, whatever the
 agents' rules hide, can be offered to provider P. Prints JSON on stdout: { location, provider?,
 tools, servers: [{ name, status, tools }], problems: [{ kind, file?, message }] } (kind config,
-tool, plugin or mcp; a provider problem is { kind: "provider", tool, path, construct, reason }),
-and each problem on stderr. Exit codes: 0 no problem, 1 any problem, 2 usage error (e.g. a
-Location that does not exist).
+tool, plugin, skill or mcp; a provider problem is { kind: "provider", tool, path, construct,
+reason }), and each problem on stderr; an invalid core.json is the one problem (tools 0, no
+servers: the Location does not start). Exit codes: 0 no problem, 1 any problem, 2 usage error
+(e.g. a Location that does not exist).
 
 Options:
   --input JSON      the call's input, a JSON object ("-" reads it from stdin); it is decoded

@@ -411,6 +411,8 @@ export const run = async (args: ReadonlyArray<string>): Promise<number | undefin
   const flags = flagsOf(args)
   if (flags === undefined) return undefined
   let location: string
+  // An empty --location is refused in process, with its reason.
+  if (flags.location?.trim() === "") return undefined
   try {
     const absolute = resolve(flags.location ?? ".")
     if (!statSync(absolute).isDirectory()) return undefined

@@ -57,8 +57,9 @@ export const run = (values: { readonly location?: string | undefined; readonly p
     )
     if (prepared instanceof Config.ConfigError) {
       const directory = Location.check(values.location ?? ".").pipe(Effect.orElseSucceed(() => values.location ?? "."))
+      // The shape every check has: nothing loads, so no tool and no server.
       return report(
-        { location: yield* directory, ...(provider === undefined ? {} : { provider }) },
+        { location: yield* directory, ...(provider === undefined ? {} : { provider }), tools: 0, servers: [] },
         [{ kind: "config", file: prepared.file, message: prepared.message }],
         provider,
       )

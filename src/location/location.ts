@@ -28,6 +28,15 @@ export class Service extends Context.Service<Service, Interface>()("core/Locatio
 /** The Location's real absolute directory, or a LocationError when it is missing or not a directory. */
 export const check = (directory: string): Effect.Effect<string, LocationError> =>
   Effect.suspend(() => {
+    // An empty path (a script's unset variable) would be the current directory: never taken for it.
+    if (directory.trim() === "") {
+      return Effect.fail(
+        new LocationError({
+          directory,
+          message: "The Location is an empty path: give a directory (--location DIR), or leave the option out for the current directory",
+        }),
+      )
+    }
     const absolute = resolve(directory)
     let isDirectory = false
     try {

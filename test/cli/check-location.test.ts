@@ -103,6 +103,8 @@ describe("core check of a whole Location", () => {
     expect(result.report.problems).toEqual([
       { kind: "config", file: expect.stringContaining("core.json"), message: expect.stringContaining("permission.bash") },
     ])
+    // The shape --help promises, whatever the problem: a script reading .servers[] does not break.
+    expect(result.report).toMatchObject({ location: box.location, tools: 0, servers: [] })
     expect(result.stderr).toContain("core.json")
   }, 60_000)
 

@@ -433,6 +433,16 @@ describe("usage errors exit 2 with a message on stderr, nothing on stdout, and r
     })
   }
 
+  // A script's unset variable (`--location "$DIR"`): it ran in the current directory, here a Location with the tool.
+  test("an empty --location, which is never the current directory", async () => {
+    const box = sandbox({ "tools/echo.ts": ECHO })
+    const result = await core(box, ["exec", "echo", "--input", '{"text":"x"}', "--location", ""], { cwd: box.location })
+    expect(result.code).toBe(2)
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toContain("The Location is an empty path")
+    expect(runs(box, "echo")).toBe(0)
+  })
+
   for (const [name, config, says] of [
     ["a core.json nested 50,000 levels deep", `{"permission":${"[".repeat(50_000)}`, "core.json:1:142: syntax error: arrays and objects nested deeper than 128 levels"],
     ["a core.json with a NUL in a string", '{"permission":{"echo":"al\u0000low"}}', "core.json:1:23: syntax error: a string holds a NUL character"],
