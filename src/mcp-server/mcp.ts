@@ -22,7 +22,6 @@ import {
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
-  McpError,
   type ProgressToken,
   ReadResourceRequestSchema,
   type ServerNotification,
@@ -135,6 +134,58 @@ const NUMERIC = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/
 const callIdOf = (requestId: string | number): string =>
   typeof requestId === "string" && (NUMERIC.test(requestId) || !requestId.isWellFormed()) ? JSON.stringify(requestId) : String(requestId)
 
+/** A schema as read here: whether a value passes, and each problem's place and words. */
+interface RequestSchema {
+  readonly safeParse: (value: unknown) => {
+    readonly success: boolean
+    readonly error?: { readonly issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }> }
+  }
+}
+
+/** What the SDK checks a request of each method this session answers against before its handler runs. */
+const REQUESTS: ReadonlyMap<string, RequestSchema> = new Map<string, RequestSchema>([
+
+  ["tools/call", CallToolRequestSchema],
+  ["tools/list", ListToolsRequestSchema],
+  ["prompts/get", GetPromptRequestSchema],
+  ["prompts/list", ListPromptsRequestSchema],
+  ["resources/read", ReadResourceRequestSchema],
+  ["resources/list", ListResourcesRequestSchema],
+])
+
+/**
+ * A request whose params its method's schema refuses, answered as invalid params, in one line naming each problem's
+ * place: the SDK answered it as an internal error (-32603) whose message was the schema's issues as JSON.
+ */
+const invalidParams = (message: unknown): JSONRPCMessage | undefined => {
+  if (!isRecord(message) || typeof message.method !== "string") return undefined
+  const id = message.id
+  if (typeof id !== "string" && typeof id !== "number") return undefined
+  const parsed = REQUESTS.get(message.method)?.safeParse(message)
+  if (parsed === undefined || parsed.success) return undefined
+  const problems = (parsed.error?.issues ?? []).map((issue) => `${issue.path.map(String).join(".")}: ${issue.message}`)
+  return {
+    jsonrpc: "2.0",
+    id,
+    error: { code: ErrorCode.InvalidParams, message: `Invalid params for ${message.method}: ${problems.join("; ") || "refused"}` },
+  }
+}
+
+/**
+ * A request refused with a JSON-RPC error of `code`, its message as the client reads it. The SDK's McpError puts
+ * "MCP error N: " in front of its message, which the SDK passes on as it is and the client's McpError puts in front
+ * again ("MCP error -32602: MCP error -32602: Unknown prompt"): this is read by the SDK as one (code, message, data).
+ */
+class ProtocolError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message)
+  }
+}
+
 /** The call a `tools/call` asks for, with the ids its `_meta` gives (the session's own where it gives none). */
 const callOf = (params: CallToolRequest["params"], options: Options, requestId: string | number): Settler.Call => {
   const meta = params._meta as Record<string, unknown> | undefined
@@ -148,7 +199,7 @@ const callOf = (params: CallToolRequest["params"], options: Options, requestId: 
   }
   // `_meta` ids of a lone surrogate would be kept as another call's: refused, as the HTTP API refuses them.
   const malformed = CallKey.malformed(call)
-  if (malformed !== undefined) throw new McpError(ErrorCode.InvalidParams, malformed)
+  if (malformed !== undefined) throw new ProtocolError(ErrorCode.InvalidParams, malformed)
   return call
 }
 
@@ -224,13 +275,13 @@ const servePrompts = (state: State) => {
     const prompt = promptsOf(options, served).find((candidate) => candidate.name === name)
     if (prompt === undefined) {
       const known = promptsOf(options, served).map((candidate) => candidate.name)
-      throw new McpError(
+      throw new ProtocolError(
         ErrorCode.InvalidParams,
         `Unknown prompt "${name.slice(0, 100)}"; ${known.length === 0 ? "this Location has no skills" : `the prompts are: ${known.join(", ")}`}`,
       )
     }
     const instructions = await state.run(Effect.result(served.skills().instructions(name)))
-    if (instructions._tag === "Failure") throw new McpError(ErrorCode.InvalidParams, instructions.failure.message)
+    if (instructions._tag === "Failure") throw new ProtocolError(ErrorCode.InvalidParams, instructions.failure.message)
     return {
       description: prompt.description,
       messages: [{ role: "user" as const, content: { type: "text" as const, text: instructions.success } }],
@@ -249,14 +300,14 @@ const serveResources = (state: State) => {
     const { uri } = request.params
     const named = Mapping.parseOutputUri(uri)
     if (named === undefined) {
-      throw new McpError(RESOURCE_NOT_FOUND, `Unknown resource ${uri}: core serves managed outputs as ${Mapping.OUTPUTS_PREFIX}ID`, { uri })
+      throw new ProtocolError(RESOURCE_NOT_FOUND, `Unknown resource ${uri}: core serves managed outputs as ${Mapping.OUTPUTS_PREFIX}ID`, { uri })
     }
     const { outputs } = await state.current()
     const opened = await state.run(Effect.result(outputs.open(named.id, named.part)))
     if (opened._tag === "Failure") {
       // An object store that cannot be reached is core's failure, not an unknown resource.
       const code = opened.failure._tag === "ManagedOutputs.Unavailable" ? ErrorCode.InternalError : RESOURCE_NOT_FOUND
-      throw new McpError(code, opened.failure.message, { uri })
+      throw new ProtocolError(code, opened.failure.message, { uri })
     }
     const text = await opened.success.content.text()
     return { contents: [{ uri, mimeType: named.part === "structured" ? "application/json" : "text/plain", text }] }
@@ -388,7 +439,7 @@ const answerCall = async (state: State, serving: Host, params: CallToolRequest["
   try {
     return await settling
   } catch (error) {
-    throw new McpError(ErrorCode.InternalError, messageOf(error))
+    throw new ProtocolError(ErrorCode.InternalError, messageOf(error))
   } finally {
     state.waiting.delete(settling)
   }
@@ -414,11 +465,11 @@ const answerUntraced = (
   const key = CallKey.of(serving.served.directory, call)
   const settled = (turn: Served.Turn, exit: Calls.Outcome): CallToolResult => {
     state.running.delete(key)
-    if (Exit.isFailure(exit)) throw new McpError(ErrorCode.InternalError, messageOf(Cause.squash(exit.cause)))
+    if (Exit.isFailure(exit)) throw new ProtocolError(ErrorCode.InternalError, messageOf(Cause.squash(exit.cause)))
     return resultOf(serving, turn, call.name, exit.value.settlement)
   }
   const start = (captured: Exit.Exit<Served.Turn, unknown>): CallToolResult | Promise<CallToolResult> => {
-    if (Exit.isFailure(captured)) throw new McpError(ErrorCode.InternalError, messageOf(Cause.squash(captured.cause)))
+    if (Exit.isFailure(captured)) throw new ProtocolError(ErrorCode.InternalError, messageOf(Cause.squash(captured.cause)))
     const turn = captured.value
     state.running.set(key, { call, host: serving, turn, requestId })
     let entry: Calls.Entry
@@ -426,7 +477,7 @@ const answerUntraced = (
       entry = Effect.runSync(serving.calls.start(serving.served, turn, call))
     } catch (error) {
       state.running.delete(key)
-      throw new McpError(ErrorCode.InternalError, messageOf(error))
+      throw new ProtocolError(ErrorCode.InternalError, messageOf(error))
     }
     cancelled.onCancel(() => void state.run(serving.calls.cancel({ ...call, location: serving.served.directory })))
     if (entry.outcome !== undefined) return settled(turn, entry.outcome)
@@ -736,7 +787,10 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       const deliver = (answer: JSONRPCMessage) =>
         void transport.send(answer).catch((error) => server.onerror?.(new Error(`Failed to send a response: ${error}`)))
       transport.onmessage = (message, extra) => {
-        if (!answerDirectly(state, message, deliver)) dispatch?.(message, extra)
+        if (answerDirectly(state, message, deliver)) return
+        const refused = invalidParams(message)
+        if (refused !== undefined) deliver(refused)
+        else dispatch?.(message, extra)
       }
     }
     return {

@@ -96,7 +96,7 @@ describe("a plain tools/call", () => {
     expect(failed.result.content[0]!.text).toContain("it broke")
   })
 
-  test("malformed ones are refused by the SDK as before, and the session goes on", async () => {
+  test("malformed ones are refused as invalid params, naming what is wrong, and the session goes on", async () => {
     const { web } = await served({ "tools/greet.ts": GREET })
     const { client, transport } = await connect(web.handler)
     const session = transport.sessionId!
@@ -106,9 +106,9 @@ describe("a plain tools/call", () => {
         error?: { code: number; message: string }
       }
       expect(answer.id).toBe(9)
-      // The SDK's own answer to a request its schema refuses: an internal error naming what is wrong.
-      expect(answer.error?.code).toBe(-32603)
-      expect(answer.error?.message).toContain("invalid_type")
+      // Invalid params, in one line naming the place (the SDK answered an internal error with its issues as JSON).
+      expect(answer.error?.code).toBe(-32602)
+      expect(answer.error?.message).toMatch(/^Invalid params for tools\/call: params\.(name|arguments): /)
     }
     const result = await client.callTool({ name: "greet", arguments: { who: "Bo" } })
     expect(JSON.stringify(result.content)).toContain("Bo")
