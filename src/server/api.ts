@@ -90,6 +90,8 @@ export const Health = Schema.Struct({ ok: Schema.Literal(true), version: Schema.
 
 export const ProviderName = Provider.Name.annotate({
   identifier: "Provider",
+  // Said as the CLI says it: the identifier alone made the refusal "Expected Provider".
+  message: `Expected one of ${Provider.NAMES.join(", ")}`,
   description:
     "A provider mapping (docs/providers.md): definitions in that provider's tool shape and schema dialect, and each " +
     "settlement with that provider's tool-result block",

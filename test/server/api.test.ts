@@ -98,6 +98,10 @@ describe("the sidecar's routes", () => {
     const unknown = await sidecar.json("POST", "/v1/turns", { body: { agent: "nobody" } })
     expectError(unknown, 400, "bad_request")
     expect(unknown.body.error.message).toContain("build, plan, quiet")
+    // An unknown provider names the ones there are, as the CLI does (it said "Expected Provider").
+    const provider = await sidecar.json("POST", "/v1/turns", { body: { provider: "cohere" } })
+    expectError(provider, 400, "bad_request")
+    expect(provider.body.error.message).toContain("one of openai, openai-strict, anthropic, gemini")
   })
 
   test("a call's agent is the turn's: the plan agent's edit is denied through its turn", async () => {
