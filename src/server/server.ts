@@ -30,6 +30,23 @@ export class ListenError extends Schema.TaggedError<ListenError>()("Server.Liste
   message: Schema.String,
 }) {}
 
+/** Why the server could not listen, in words that say what to do: Bun's own says only "Failed to listen at HOST". */
+const listenError = (options: { readonly host: string; readonly port: number }, cause: unknown): ListenError => {
+  const address = Security.authority(options.host, options.port)
+  const code = (cause as { readonly code?: unknown } | undefined)?.code
+  const reason =
+    code === "EADDRINUSE"
+      ? "the port is in use by another program (choose another with --port, or --port 0 for a free one)"
+      : code === "EADDRNOTAVAIL"
+        ? "the address is not one of this machine's (check --host)"
+        : code === "EACCES"
+          ? "permission denied (ports below 1024 need privileges: choose another with --port)"
+          : cause instanceof Error
+            ? cause.message
+            : String(cause)
+  return new ListenError({ host: options.host, port: options.port, message: `cannot listen on ${address}: ${reason}` })
+}
+
 /** `$CORE_TOKEN` is a token no client could send (see Security.tokenProblem); core refuses to start with it. */
 export class InvalidToken extends Schema.TaggedError<InvalidToken>()("Server.InvalidToken", {
   message: Schema.String,
@@ -178,11 +195,7 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
           })
         },
       }),
-    catch: (cause) => {
-      const reason = cause instanceof Error ? cause.message : String(cause)
-      const address = Security.authority(options.host, options.port)
-      return new ListenError({ host: options.host, port: options.port, message: `cannot listen on ${address}: ${reason}` })
-    },
+    catch: (cause) => listenError(options, cause),
   })
   yield* Effect.addFinalizer(() => Effect.promise(() => server.stop(true)))
   const limit = openFileLimit()
@@ -196,11 +209,7 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
         maxDescriptors: connectionDescriptors(limit ?? MIN_OPEN_FILES),
         log: options.log,
       }),
-    catch: (cause) => {
-      const reason = cause instanceof Error ? cause.message : String(cause)
-      const address = Security.authority(options.host, options.port)
-      return new ListenError({ host: options.host, port: options.port, message: `cannot listen on ${address}: ${reason}` })
-    },
+    catch: (cause) => listenError(options, cause),
   })
   const front = guard
   // The server's connections close first, then the guard's, once what the server sent them is passed on.

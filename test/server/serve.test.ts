@@ -376,7 +376,7 @@ describe("core serve's command line", () => {
     }
   })
 
-  test("a port in use is an operational failure (exit 3)", async () => {
+  test("a port in use is an operational failure (exit 3) that says so and what to do", async () => {
     const box = sandbox()
     const blocker = createServer().listen(0, "127.0.0.1")
     await new Promise((resolve) => blocker.once("listening", resolve))
@@ -386,5 +386,6 @@ describe("core serve's command line", () => {
     expect(result.code).toBe(3)
     expect(result.stdout).toBe("")
     expect(result.stderr).toContain(`127.0.0.1:${port}`)
+    expect(result.stderr).toContain("the port is in use by another program (choose another with --port")
   })
 })
