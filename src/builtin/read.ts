@@ -282,6 +282,8 @@ const readText = (
   shown: string,
   input: typeof Input.Type,
   context: Tool.Context,
+  /** Records the file as looked at, before saying it is not UTF-8. */
+  saw: Effect.Effect<void>,
 ) =>
   Effect.gen(function* () {
     const offset = input.offset ?? 1
@@ -310,7 +312,10 @@ const readText = (
       }
     }
     if (bad === undefined && ended) bad = scan.end()
-    if (bad !== undefined) return yield* invalidText(shown, bad.invalidLine)
+    if (bad !== undefined) {
+      yield* saw
+      return yield* invalidText(shown, bad.invalidLine)
+    }
     const after = yield* Effect.promise(() => handle.stat())
     if (after.size !== before.size || after.mtimeMs !== before.mtimeMs) return yield* changed(shown)
 
@@ -425,18 +430,24 @@ const makeTool = (services: Builtin.Services) => {
           const buffer = Buffer.allocUnsafe(HEAD_BYTES)
           const { bytesRead } = yield* Effect.promise(() => handle.read(buffer, 0, HEAD_BYTES, 0))
           const head = buffer.subarray(0, bytesRead)
+          // The file as the model has now looked at it, as far as read shows it: text, an image, or what it is when
+          // read cannot show it (binary, not UTF-8). write and edit then take it as read; otherwise a model told to
+          // read a file read cannot show was told to read it again and again.
+          const saw = services.reads === undefined ? Effect.void : Effect.flatMap(seen(handle, head), (version) => ReadTracking.see(services, context, real, version))
           const image = ReadPage.IMAGE_SIGNATURES.find((signature) => signature.matches(head))
-          if (image !== undefined) return yield* readImage(handle, before.size, image.mime, shown)
+          if (image !== undefined) return yield* Effect.tap(readImage(handle, before.size, image.mime, shown), () => saw)
           const extension = extname(real).slice(1).toLowerCase()
           if (BINARY_EXTENSIONS.has(extension)) {
+            yield* saw
             return yield* failure(`${shown} is a binary file (.${extension}); read shows text files, directories and images.`)
           }
           const reason = ReadPage.binaryReason(head)
           if (reason !== undefined) {
+            yield* saw
             return yield* failure(`${shown} looks like a binary file (${reason}); read shows text files, directories and images.`)
           }
-          const page = yield* readText(handle, before, head, shown, input, context)
-          if (services.reads !== undefined) yield* ReadTracking.see(services, context, real, yield* seen(handle, head))
+          const page = yield* readText(handle, before, head, shown, input, context, saw)
+          yield* saw
           return page
         }).pipe(
           // A file the kernel refuses to read once open (/proc/self/mem: EIO; some /proc attributes: EINVAL) is a

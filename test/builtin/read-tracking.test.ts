@@ -9,6 +9,7 @@ import { Effect, Layer } from "effect"
 import { Reads } from "../../src/store/reads"
 import { exec, sandbox, settlementOf, write } from "../cli/fixture"
 import { harness, textOf } from "../support/builtin"
+import { png } from "../support/image"
 import { tempDir } from "../support/temp"
 
 describe("read before write", () => {
@@ -35,6 +36,20 @@ describe("read before write", () => {
     const again = await h.settle("write", { filePath: "a.txt", content: "five\n" })
     expect(again.settlement.status).toBe("success")
     expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe("five\n")
+  })
+
+  // The model was told to read it first, read it, and was told the same again: a loop with no way out, for every
+  // file read answers without its text (an image, a binary file, text that is not UTF-8).
+  test("a file read shows as an image, or says it cannot show, counts as read: write then replaces it", async () => {
+    const h = harness({ files: { "img.png": png(2, 2), "blob.bin": new Uint8Array([0, 1, 2, 0, 255]), "latin.txt": new Uint8Array([0x63, 0x61, 0x66, 0xe9, 0x0a]) } })
+    for (const name of ["img.png", "blob.bin", "latin.txt"]) {
+      const unread = await h.settle("write", { filePath: name, content: "x\n" })
+      expect([name, unread.settlement.error?.message]).toEqual([name, expect.stringContaining("has not been read in this session")])
+      await h.settle("read", { filePath: name })
+      const { settlement } = await h.settle("write", { filePath: name, content: "x\n" })
+      expect([name, settlement.status]).toEqual([name, "success"])
+      expect(readFileSync(join(h.directory, name), "utf8")).toBe("x\n")
+    }
   })
 
   test("creating a new file needs no read", async () => {
