@@ -511,6 +511,15 @@ export const writable = (path: string, shown: string, tool: string): Effect.Effe
         message: `Cannot change ${shown} with ${tool}: ${REASONS.EROFS} (EROFS). Nothing was changed; ${adviceOf("EROFS")}`,
       })
     }
+    // Writable by its mode, yet refused outright: an attribute of the file (immutable, chattr +i), which no mode change lifts.
+    if (refused === "EPERM" && (stats.mode & 0o222) !== 0) {
+      return yield* new Tool.Failure({
+        message:
+          `Cannot change ${shown} with ${tool}: the system refuses any change to it (EPERM) though its mode ` +
+          `(${modeText(stats.mode)}) allows writing: it is likely marked immutable (chattr +i; lsattr shows it). ` +
+          "Nothing was changed. Leave it alone, or ask the user to lift that if it should change.",
+      })
+    }
     const mine = process.getuid?.() === stats.uid
     return yield* new Tool.Failure({
       message:

@@ -135,6 +135,30 @@ describe("read-only and special files", () => {
     expect(statSync(path).mode & 0o7777).toBe(0o444)
   })
 
+  // Its mode allows writing, so "read-only (mode 0644): chmod u+w" sent the user after a mode that was not the cause.
+  test("an immutable file (chattr +i) is refused by write, edit and apply_patch, saying so, not naming its mode as the cause", async () => {
+    const h = harness({ files: { "fixed.txt": "a\n" } })
+    const path = join(h.directory, "fixed.txt")
+    const marked = spawnSync("chattr", ["+i", path], { encoding: "utf8" })
+    expect(marked.status).toBe(0)
+    try {
+      await h.settle("read", { filePath: "fixed.txt" })
+      for (const [name, input] of [
+        ["write", { filePath: "fixed.txt", content: "b\n" }],
+        ["edit", { filePath: "fixed.txt", oldString: "a", newString: "b" }],
+        ["apply_patch", { patchText: patchOf("fixed.txt") }],
+      ] as const) {
+        const { settlement } = await h.settle(name, input)
+        expect([name, settlement.status]).toEqual([name, "error"])
+        expect(settlement.error?.message).toContain("likely marked immutable (chattr +i")
+        expect(settlement.error?.message).not.toContain("chmod")
+      }
+    } finally {
+      spawnSync("chattr", ["-i", path])
+    }
+    expect(readFileSync(path, "utf8")).toBe("a\n")
+  })
+
   test("a user who cannot write a file (not root) is refused, even where the directory would let a rename replace it", async () => {
     // Removed at the end of the run (it holds a copy of the binary).
     const root = tempDir("core-nobody-")
