@@ -406,7 +406,9 @@ export const prepare = (
       // user's file to root, and its owner could no longer read it. Only root may give a file away; anyone else
       // writes files as their own, as every editor does. Before the mode: a change of owner clears set-id bits.
       if (kept !== undefined && (kept.uid !== process.getuid?.() || kept.gid !== process.getgid?.())) {
-        await handle.chown(kept.uid, kept.gid).catch(() => undefined)
+        // Not root: the owner cannot be kept, but the group can where the user is in it (a group-shared file
+        // whose group lost access when it came back in the user's own group).
+        await handle.chown(kept.uid, kept.gid).catch(() => handle.chown(-1, kept.gid).catch(() => undefined))
       }
       // The umask narrowed the mode given to open; an overwritten file keeps exactly its own.
       if (mode !== undefined) await handle.chmod(mode)

@@ -195,6 +195,38 @@ describe("read-only and special files", () => {
     expect(statSync(join(location, "theirs.txt")).uid).toBe(0)
   }, 60_000)
 
+  // A group-shared file (another owner, the group writing it): edited by a member, it came back in the member's own
+  // group, and its owner, reading through the group, could no longer read it.
+  test("a file of another owner that the user edits through its group keeps its group", async () => {
+    const root = tempDir("core-member-")
+    chmodSync(root, 0o755)
+    const core = join(root, "core")
+    copyFileSync(await binary(), core)
+    chmodSync(core, 0o755)
+    const location = join(root, "loc")
+    const data = join(root, "data")
+    const home = join(root, "home")
+    for (const directory of [location, data, home]) {
+      spawnSync("mkdir", [directory])
+      chownSync(directory, 65534, 65534)
+    }
+    const shared = join(location, "shared.txt")
+    writeFileSync(shared, "a\n")
+    // Owned by daemon (uid 1) and the group 100, which the user 65534 is in and may write through.
+    chownSync(shared, 1, 100)
+    chmodSync(shared, 0o660)
+    const run = (name: string, input: unknown) =>
+      spawnSync(
+        "setpriv",
+        ["--reuid=65534", "--regid=65534", "--groups=100", core, "exec", name, "--input", JSON.stringify(input), "--location", location, "--session", "s1"],
+        { env: { ...process.env, CORE_DATA_DIR: data, CORE_HOME: home, HOME: home }, encoding: "utf8" },
+      )
+    expect(JSON.parse(run("edit", { filePath: "shared.txt", oldString: "a", newString: "b" }).stdout).status).toBe("success")
+    expect(readFileSync(shared, "utf8")).toBe("b\n")
+    expect(statSync(shared).gid).toBe(100)
+    expect(statSync(shared).mode & 0o777).toBe(0o660)
+  }, 60_000)
+
   test("a FIFO is refused by write, edit and apply_patch without blocking", async () => {
     const h = harness()
     expect(spawnSync("mkfifo", [join(h.directory, "pipe")]).status).toBe(0)
