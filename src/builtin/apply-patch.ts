@@ -34,6 +34,7 @@ export const FileChange = Schema.Struct({
   from: Schema.optionalKey(Schema.String.annotate({ description: "For a move: where the file was" })),
   added: Schema.Finite.annotate({ description: "Lines added" }),
   removed: Schema.Finite.annotate({ description: "Lines removed" }),
+  notKept: Schema.optionalKey(Text.NotKept),
 })
 export type FileChange = typeof FileChange.Type
 
@@ -104,7 +105,8 @@ const summary = (files: ReadonlyArray<FileChange>): string => {
     const count = counts(file)
     return `${letter} ${name}${count === "" ? "" : ` (${count})`}`
   }
-  return `Applied the patch to ${files.length} file${files.length === 1 ? "" : "s"}:\n${files.map(line).join("\n")}`
+  const notes = files.map((file) => Text.notKeptNote(file.path, file.notKept)).join("")
+  return `Applied the patch to ${files.length} file${files.length === 1 ? "" : "s"}:\n${files.map(line).join("\n")}${notes}`
 }
 
 /** The refusal of a patch naming a path as a directory ("a.txt/"), if it names one so. */
@@ -321,12 +323,19 @@ const attempt = (
     return yield* Effect.uninterruptible(
       Effect.gen(function* () {
         // Another process changed a file after it was read: nothing was written; plan again from the files as they are.
-        if (!(yield* transact(plans, replacedByMove, context, tries))) return FileLock.CHANGED
+        const lost = yield* transact(plans, replacedByMove, context, tries)
+        if (lost === undefined) return FileLock.CHANGED
         for (const plan of plans) {
           if (plan._tag === "Delete") continue
           yield* ReadTracking.see(services, context, plan.target.resolved.real, yield* ReadTracking.written(plan.target.resolved.real, plan.bytes))
         }
-        return yield* Stopping.finished({ files: plans.map(fileChange) })
+        return yield* Stopping.finished({
+          files: plans.map((plan) => {
+            const change = fileChange(plan)
+            const notKept = lost.get(plan) ?? []
+            return notKept.length === 0 ? change : { ...change, notKept }
+          }),
+        })
       }),
     )
   })
@@ -417,15 +426,15 @@ const lockedPaths = (plans: ReadonlyArray<Plan>) =>
 
 /**
  * Stages every new content beside its destination, then commits in patch order, all or nothing: whatever stops the
- * commit, the files already changed are put back. Answers false, having written nothing, when a file changed since
- * it was read.
+ * commit, the files already changed are put back. Answers what each file written did not keep of the one it
+ * replaced; undefined, having written nothing, when a file changed since it was read.
  */
 const transact = (
   plans: ReadonlyArray<Plan>,
   replacedByMove: ReadonlySet<string>,
   context: Tool.Context,
   tries: number,
-): Effect.Effect<boolean, Tool.Failure> =>
+): Effect.Effect<ReadonlyMap<Plan, ReadonlyArray<string>> | undefined, Tool.Failure> =>
   Effect.gen(function* () {
     const temps = new Map<Plan, Text.Staged>()
     const created: Array<ReadonlyArray<string>> = []
@@ -484,8 +493,11 @@ const transact = (
         ),
       ),
     )
-    if (!committed) yield* cleanup
-    return committed
+    if (!committed) {
+      yield* cleanup
+      return undefined
+    }
+    return new Map([...temps].map(([plan, staged]) => [plan, staged.lost]))
   })
 
 const isReplacedDelete = (plan: Plan, replacedByMove: ReadonlySet<string>): boolean =>

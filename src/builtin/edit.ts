@@ -42,6 +42,7 @@ export const Output = Schema.Struct({
   lineNumbersRemoved: Schema.optionalKey(
     Schema.Boolean.annotate({ description: "oldString (and newString) carried read's `N: ` line numbers, which were removed" }),
   ),
+  notKept: Schema.optionalKey(Text.NotKept),
 })
 export type Output = typeof Output.Type
 
@@ -281,7 +282,7 @@ const describe = (output: Output): string => {
   const count = `${output.replacements} replacement${output.replacements === 1 ? "" : "s"}`
   const how = output.matcher === "exact" ? "" : ` (oldString was not found exactly; matched ${Match.DESCRIPTIONS[output.matcher]}: ${output.matcher})`
   const numbers = output.lineNumbersRemoved === true ? " The `N: ` line numbers copied from read were removed first." : ""
-  return `Edited ${output.path}: ${count}${how}, +${output.added} -${output.removed} lines.${numbers}\n\n${output.diff}`
+  return `Edited ${output.path}: ${count}${how}, +${output.added} -${output.removed} lines.${numbers}${Text.notKeptNote(output.path, output.notKept)}\n\n${output.diff}`
 }
 
 const makeTool = (services: Builtin.Services) =>
@@ -396,6 +397,7 @@ const attempt = (
           removed: changes.reduce((sum, change) => sum + change.old.length, 0),
           diff: unified(shown, view.text, changes),
           ...(lineNumbersRemoved ? { lineNumbersRemoved } : {}),
+          ...(replaced.lost.length === 0 ? {} : { notKept: replaced.lost }),
         })
       }),
     )

@@ -11,6 +11,7 @@ export * as Text from "./text"
 import { constants } from "node:fs"
 import { basename, dirname } from "node:path"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { Pinned } from "../permission/pinned"
 import { Tool } from "../tool/tool"
 import { FileLock } from "./file-lock"
@@ -42,10 +43,12 @@ export interface Snapshot {
   /** Its owner and group, given to the file that replaces it where core may (as root; see `prepare`). */
   readonly uid: number
   readonly gid: number
+  /** Its hard links: names other than this one go on naming the file it was, with the old content. */
+  readonly links: number
 }
 
-/** What a file that replaces another keeps of it: its mode, owner and group. */
-export type Kept = Pick<Snapshot, "mode" | "uid" | "gid">
+/** What a file that replaces another keeps of it: its mode, owner and group (and its links, which it cannot keep). */
+export type Kept = Pick<Snapshot, "mode" | "uid" | "gid"> & Partial<Pick<Snapshot, "links">>
 
 /** A file split into lines, each with its own terminator ("" for a last line without one). */
 export interface Lines {
@@ -333,7 +336,16 @@ export const read = (path: string, shown: string): Effect.Effect<Snapshot, Tool.
       const stats = await handle.stat({ bigint: true })
       const bytes = new Uint8Array(await handle.readFile())
       const mode = Number(stats.mode & 0o7777n)
-      return { bytes, size: stats.size, mtimeNs: stats.mtimeNs, ino: stats.ino, mode, uid: Number(stats.uid), gid: Number(stats.gid) }
+      return {
+        bytes,
+        size: stats.size,
+        mtimeNs: stats.mtimeNs,
+        ino: stats.ino,
+        mode,
+        uid: Number(stats.uid),
+        gid: Number(stats.gid),
+        links: Number(stats.nlink),
+      }
     } finally {
       await handle.close()
     }
@@ -376,7 +388,34 @@ export const changed = (shown: string): Tool.Failure =>
 export interface Staged {
   readonly directory: Pinned.Directory
   readonly name: string
+  /** What the file it replaces had that it will not (see `notKept`): said to the model, who tells the user. */
+  readonly lost: ReadonlyArray<string>
 }
+
+/**
+ * What a file put in place of another by a rename does not keep of it: its owner (only root gives files away: a
+ * user's edit of another's file makes it the user's, and its owner may lose access), its group (where the user is
+ * not in it), its other hard links (they keep naming the old file, with the old content).
+ */
+const notKept = (kept: Kept, now: { readonly uid: number; readonly gid: number }): ReadonlyArray<string> => {
+  const lost: Array<string> = []
+  if (now.uid !== kept.uid) lost.push(`its owner (uid ${kept.uid}): it is now owned by uid ${now.uid}, and its owner may have lost access to it`)
+  if (now.gid !== kept.gid) lost.push(`its group (gid ${kept.gid}): it is now in group gid ${now.gid}`)
+  const others = (kept.links ?? 1) - 1
+  if (others > 0) {
+    lost.push(`its ${others === 1 ? "other hard link" : `${others} other hard links`}: ${others === 1 ? "that name still holds" : "those names still hold"} the old content`)
+  }
+  return lost
+}
+
+/** What a changed file did not keep of the one it replaced, as the editing tools' outputs carry it. */
+export const NotKept = Schema.Array(Schema.String).annotate({
+  description: "What the file had that the new one did not keep (its owner, its group, its other hard links): tell the user",
+})
+
+/** What a change says of a file that did not keep everything it had (`lost`), for the model to tell the user. */
+export const notKeptNote = (shown: string, lost: ReadonlyArray<string> | undefined): string =>
+  lost === undefined || lost.length === 0 ? "" : `\nNote: the new ${shown} did not keep ${lost.join("; nor ")}. Tell the user.`
 
 /**
  * A temp file holding the new content, beside the file it will replace so the rename stays on one file system.
@@ -392,7 +431,7 @@ export const prepare = (
   const name = `.core-${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString("hex")}.tmp`
   return io("write", shown, async () => {
     const directory = await Pinned.directory(dirname(target))
-    const staged = { directory, name }
+    const staged = { directory, name, lost: [] as ReadonlyArray<string> }
     let handle
     try {
       handle = await Pinned.create(directory, name, mode ?? 0o666)
@@ -414,6 +453,7 @@ export const prepare = (
       if (mode !== undefined) await handle.chmod(mode)
       // The rename must never publish a file whose data has not reached the disk.
       await handle.datasync()
+      if (kept !== undefined) staged.lost = notKept(kept, await handle.stat())
     } catch (cause) {
       await handle.close()
       await unlinkStaged(staged)
@@ -531,8 +571,11 @@ export const writable = (path: string, shown: string, tool: string): Effect.Effe
     })
   })
 
-/** What a guarded replacement did: wrote the file, or found it changed since `expected` and left it alone. */
-export type Replaced = "written" | "changed"
+/**
+ * What a guarded replacement did: wrote the file (saying what of the old one the new one did not keep), or found it
+ * changed since `expected` and left it alone.
+ */
+export type Replaced = { readonly lost: ReadonlyArray<string> } | "changed"
 
 /**
  * Stages `options.bytes` and renames it over `options.path` only if `stillValid` holds, checked under the file's
@@ -551,7 +594,7 @@ const commitIf = (options: WriteOptions, stillValid: Effect.Effect<boolean, Tool
           return "changed" as const
         }
         yield* commit(temp, options.path, options.shown)
-        return "written" as const
+        return { lost: temp.lost }
       }),
     ).pipe(Effect.onError(() => discard(temp)))
   })

@@ -33,6 +33,7 @@ export const Output = Schema.Struct({
       description: "What the file held before it was overwritten",
     }),
   ),
+  notKept: Schema.optionalKey(Text.NotKept),
 })
 export type Output = typeof Output.Type
 
@@ -55,7 +56,7 @@ const describe = (output: Output): string => {
     output.replaced === undefined
       ? ""
       : `; it held ${output.replaced.lines} line${output.replaced.lines === 1 ? "" : "s"}, ${output.replaced.bytes} byte${output.replaced.bytes === 1 ? "" : "s"}`
-  return `Overwrote ${output.path} (${size}${before}${kept === "" ? "" : `; written with ${kept}`}).`
+  return `Overwrote ${output.path} (${size}${before}${kept === "" ? "" : `; written with ${kept}`}).${Text.notKeptNote(output.path, output.notKept)}`
 }
 
 const makeTool = (services: Builtin.Services) =>
@@ -140,6 +141,7 @@ const attempt = (
           lineEnding: written.includes("\r\n") && Text.eolOf(written) === "\r\n" ? ("crlf" as const) : ("lf" as const),
           bom: kept,
           ...(replaced === undefined ? {} : { replaced }),
+          ...(outcome.lost.length === 0 ? {} : { notKept: outcome.lost }),
         })
       }),
     )

@@ -4,7 +4,7 @@
 
 import { describe, expect, test } from "bun:test"
 import { spawnSync } from "node:child_process"
-import { chmodSync, chownSync, copyFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { chmodSync, chownSync, copyFileSync, existsSync, linkSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { binary } from "../support/binary"
 import { tempDir } from "../support/temp"
@@ -221,11 +221,42 @@ describe("read-only and special files", () => {
         ["--reuid=65534", "--regid=65534", "--groups=100", core, "exec", name, "--input", JSON.stringify(input), "--location", location, "--session", "s1"],
         { env: { ...process.env, CORE_DATA_DIR: data, CORE_HOME: home, HOME: home }, encoding: "utf8" },
       )
-    expect(JSON.parse(run("edit", { filePath: "shared.txt", oldString: "a", newString: "b" }).stdout).status).toBe("success")
+    const edited = JSON.parse(run("edit", { filePath: "shared.txt", oldString: "a", newString: "b" }).stdout)
+    expect(edited.status).toBe("success")
     expect(readFileSync(shared, "utf8")).toBe("b\n")
     expect(statSync(shared).gid).toBe(100)
     expect(statSync(shared).mode & 0o777).toBe(0o660)
+    // Its owner could not be kept (only root gives a file away): the model is told, to tell the user.
+    expect(statSync(shared).uid).toBe(65534)
+    expect(edited.structured.notKept).toEqual([expect.stringContaining("its owner (uid 1): it is now owned by uid 65534")])
+    expect(edited.content[0].text).toContain("Note: the new shared.txt did not keep its owner (uid 1)")
   }, 60_000)
+
+  // A file with other names: a replace makes a new file under this name, and the others keep the old content. That
+  // went unsaid: the result claimed the change, and the file under its other name was as before.
+  test("write, edit and apply_patch say when the file they replaced has other hard links, which keep the old content", async () => {
+    const h = harness({ files: { "a.txt": "a\n", "w.txt": "w\n", "p.txt": "a\n" } })
+    for (const name of ["a.txt", "w.txt", "p.txt"]) linkSync(join(h.directory, name), join(h.directory, `${name}.link`))
+    await h.settle("read", { filePath: "w.txt" })
+    // A file of several names is asked about (one may lie outside the Location): approved here.
+    const once = { reply: { reply: "once" } } as const
+    const outcomes = {
+      edit: await h.settle("edit", { filePath: "a.txt", oldString: "a", newString: "b" }, once),
+      write: await h.settle("write", { filePath: "w.txt", content: "x\n" }, once),
+      apply_patch: await h.settle("apply_patch", { patchText: patchOf("p.txt") }, once),
+    }
+    expect(outcomes.edit.asks.length).toBeGreaterThan(0)
+    for (const [name, { settlement }] of Object.entries(outcomes)) {
+      expect([name, settlement.status]).toEqual([name, "success"])
+      expect([name, textOf(settlement)]).toEqual([name, expect.stringContaining("did not keep its other hard link: that name still holds the old content")])
+    }
+    expect((outcomes.apply_patch.settlement.structured as { files: ReadonlyArray<{ notKept?: unknown }> }).files[0]!.notKept).toHaveLength(1)
+    expect(readFileSync(join(h.directory, "a.txt.link"), "utf8")).toBe("a\n")
+    // A file of one name says nothing of the kind.
+    const plain = await h.settle("edit", { filePath: "a.txt", oldString: "b", newString: "c" }, once)
+    expect(textOf(plain.settlement)).not.toContain("did not keep")
+    expect(plain.settlement.structured).not.toHaveProperty("notKept")
+  })
 
   test("a FIFO is refused by write, edit and apply_patch without blocking", async () => {
     const h = harness()
