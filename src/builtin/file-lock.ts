@@ -123,12 +123,56 @@ const tryTake = async (lock: string): Promise<Taken | undefined> => {
     }
   }
   try {
-    const owner = await fsp().readFile(directory.at(name), "utf8").catch(() => undefined)
-    // An empty or unreadable lock is being written right now, or was just removed: try again shortly.
-    if (owner !== undefined && owner !== "" && !Owner.isAlive(owner)) await fsp().unlink(directory.at(name)).catch(() => undefined)
+    const found = await holderOf(directory.at(name))
+    if (found === NOT_A_LOCK) throw new NotALock(lock)
+    // An empty lock is being written right now, unless it stayed empty (no core leaves it so): then it is stale.
+    const stale = found !== undefined && (found.owner === "" ? found.ageMs > EMPTY_LOCK_MS : !Owner.isAlive(found.owner))
+    if (stale) await fsp().unlink(directory.at(name)).catch(() => undefined)
     return undefined
   } finally {
     await directory.close()
+  }
+}
+
+/** A lock file holds a process's identity, never more. */
+const MAX_LOCK_BYTES = 4_096
+/** How long a lock may stay empty (a core writes its identity right after making it) before it is taken as stale. */
+const EMPTY_LOCK_MS = 2_000
+
+/** The lock's path holds something no core made (a FIFO, a directory, a device): waiting on it would be forever. */
+const NOT_A_LOCK = Symbol("not a lock")
+
+class NotALock extends Error {
+  constructor(readonly lock: string) {
+    super(`${lock} is not a lock file core made`)
+  }
+}
+
+/**
+ * Who holds the lock at `path`, and how long it has been there; undefined when it is gone. Opened without waiting
+ * (a FIFO planted there blocked the read forever, in a step no cancel could stop) and read only as a small regular
+ * file.
+ */
+const holderOf = async (path: string): Promise<{ readonly owner: string; readonly ageMs: number } | typeof NOT_A_LOCK | undefined> => {
+  const { constants } = require("node:fs") as typeof import("node:fs")
+  let handle
+  try {
+    handle = await fsp().open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW)
+  } catch (cause) {
+    const code = codeOf(cause)
+    // Gone meanwhile; or a symbolic link (ELOOP), which core never makes.
+    if (code === "ENOENT") return undefined
+    if (code === "ELOOP") return NOT_A_LOCK
+    throw cause
+  }
+  try {
+    const stats = await handle.stat()
+    if (!stats.isFile() || stats.size > MAX_LOCK_BYTES) return NOT_A_LOCK
+    const buffer = Buffer.alloc(MAX_LOCK_BYTES)
+    const { bytesRead } = await handle.read(buffer, 0, MAX_LOCK_BYTES, 0)
+    return { owner: buffer.subarray(0, bytesRead).toString("utf8"), ageMs: Date.now() - stats.mtimeMs }
+  } finally {
+    await handle.close()
   }
 }
 
@@ -157,6 +201,13 @@ export const committing = <A, E, R>(
           while (true) {
             const taken = yield* Effect.tryPromise({ try: () => tryTake(lock), catch: (cause) => cause }).pipe(
               Effect.catch((cause) => {
+                if (cause instanceof NotALock) {
+                  return Effect.fail(
+                    new Tool.Failure({
+                      message: `Cannot write ${shown}: the path of its lock file, ${lock}, holds something core did not make (not a regular file). Nothing was changed; ask the user to remove it.`,
+                    }),
+                  )
+                }
                 const code = codeOf(cause)
                 if (code === undefined) return Effect.die(cause)
                 return Effect.fail(
@@ -172,7 +223,8 @@ export const committing = <A, E, R>(
                 message: `Cannot write ${shown}: another core process has been writing it for over ${COMMIT_WAIT_MS / 1000} s (lock file ${lock}). Nothing was changed; try again, or remove the lock file if no core process is running.`,
               })
             }
-            yield* Effect.sleep(RETRY_MS)
+            // The one wait a change makes before its commit: a cancel may end it, with nothing taken or changed.
+            yield* Effect.interruptible(Effect.sleep(RETRY_MS))
           }
         }),
         () => inner,

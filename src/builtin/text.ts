@@ -69,6 +69,21 @@ export interface Splice {
 }
 
 // The error codes a file operation may meet in an ordinary environment; anything else is a defect.
+/** A file read to be changed turned out not to be a regular file (one swapped in for it after it was checked). */
+const NOT_REGULAR = "ENOTREGULAR"
+
+/**
+ * Opens `path` to read it as a file to change: without waiting (a FIFO put in its place would block the open, in a
+ * step of a change no cancel stops), and only as a regular file.
+ */
+const openRegular = async (path: string) => {
+  const handle = await Pinned.openFile(path, constants.O_RDONLY | constants.O_NONBLOCK)
+  const stats = await handle.stat({ bigint: true })
+  if (stats.isFile()) return { handle, stats }
+  await handle.close()
+  throw Object.assign(new Error(`${path} is not a regular file`), { code: NOT_REGULAR })
+}
+
 const REASONS: Readonly<Record<string, string>> = {
   EACCES: "permission denied",
   EPERM: "the operation is not permitted",
@@ -87,6 +102,7 @@ const REASONS: Readonly<Record<string, string>> = {
   EXDEV: "it is on another file system",
   EMFILE: "too many files are open",
   ENFILE: "too many files are open",
+  [NOT_REGULAR]: "it is no longer a regular file (a pipe, a device or another kind was put in its place)",
   [Pinned.MOVED]: "a directory on its path was replaced while it was being used, so it no longer leads where it was checked",
 }
 
@@ -331,9 +347,8 @@ export const endingsLike = (
 /** Reads a file's bytes and the facts `unchanged` compares, from one open file. */
 export const read = (path: string, shown: string): Effect.Effect<Snapshot, Tool.Failure> =>
   io("read", shown, async () => {
-    const handle = await Pinned.openFile(path, constants.O_RDONLY)
+    const { handle, stats } = await openRegular(path)
     try {
-      const stats = await handle.stat({ bigint: true })
       const bytes = new Uint8Array(await handle.readFile())
       const mode = Number(stats.mode & 0o7777n)
       return {
@@ -360,15 +375,16 @@ const sameBytes = (left: Uint8Array, right: Uint8Array): boolean =>
  */
 export const unchanged = (path: string, expected: Snapshot, shown: string): Effect.Effect<boolean, Tool.Failure> =>
   io("check", shown, async () => {
-    let handle
+    let opened
     try {
-      handle = await Pinned.openFile(path, constants.O_RDONLY)
+      opened = await openRegular(path)
     } catch (cause) {
-      if (codeOf(cause) === "ENOENT") return false
+      // Gone, or something other than the file that was read: changed either way.
+      if (codeOf(cause) === "ENOENT" || codeOf(cause) === NOT_REGULAR) return false
       throw cause
     }
+    const { handle, stats } = opened
     try {
-      const stats = await handle.stat({ bigint: true })
       if (stats.ino !== expected.ino || stats.size !== expected.size || stats.mtimeNs !== expected.mtimeNs) return false
       return sameBytes(new Uint8Array(await handle.readFile()), expected.bytes)
     } finally {

@@ -45,8 +45,13 @@ const HANDLES_SIGNALS: ReadonlySet<string> = new Set(["serve", "test"])
 
 /** How a command ends when its terminal hangs up (SIGHUP), as a process the signal ends. */
 const EXIT_HANGUP = 128 + 1
-/** How long a command hung up may take to end what it was doing (a change being written, its processes' grace). */
+/** When a command hung up ends every process it started, should they outlast their grace. */
 const HANGUP_MS = 5_000
+/**
+ * How long a command hung up may take to end at all. A change being made (a large file written, a patch committed)
+ * is let finish: ended by force part-way, it left a patch half applied and its temp files in the user's tree.
+ */
+const HANGUP_EXIT_MS = 60_000
 
 /**
  * Commands that serve until stopped: they take JavaScriptCore's normal JIT policy back, since the binary starts
@@ -117,10 +122,11 @@ const main = async (command: string, rest: ReadonlyArray<string>): Promise<numbe
     if (hungUp) return
     hungUp = true
     Command.hangUp()
+    setTimeout(() => ProcessGroup.killAllNow(), HANGUP_MS).unref()
     setTimeout(() => {
       ProcessGroup.killAllNow()
       Command.exit(EXIT_HANGUP)
-    }, HANGUP_MS).unref()
+    }, HANGUP_EXIT_MS).unref()
     if (!interrupted) interrupt()
   }
   const signals = !HANDLES_SIGNALS.has(command)

@@ -57,7 +57,7 @@ Environment:
                   (see docs/operating.md)
 
 Tool files (tools/*.ts), plugins (plugins/*.ts) and core.json of each served Location and of
-CORE_HOME are watched and reloaded on change; a Location's plugins are closed when it is let go. SIGINT or SIGTERM shuts down gracefully: running calls are cancelled (their
+CORE_HOME are watched and reloaded on change; a Location's plugins are closed when it is let go. SIGINT, SIGTERM or SIGHUP shuts down gracefully: running calls are cancelled (their
 processes killed) and recorded, and core exits 0. A second signal exits at once (130), after
 killing every process core started.
 `
@@ -160,12 +160,11 @@ export const run = (args: ReadonlyArray<string>) =>
       signalled = true
       Deferred.doneUnsafe(stop, Effect.void)
     }
-    process.on("SIGINT", onSignal)
-    process.on("SIGTERM", onSignal)
+    // SIGHUP too (its terminal or session gone): it killed the sidecar at once, a change being made left half done.
+    process.on("SIGINT", onSignal).on("SIGTERM", onSignal).on("SIGHUP", onSignal)
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
-        process.off("SIGINT", onSignal)
-        process.off("SIGTERM", onSignal)
+        process.off("SIGINT", onSignal).off("SIGTERM", onSignal).off("SIGHUP", onSignal)
       }),
     )
 

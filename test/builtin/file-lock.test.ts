@@ -3,10 +3,13 @@
 // lock behind (which would stall every later change of that file) nor removes a file of the same name elsewhere.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, realpathSync, renameSync, symlinkSync, writeFileSync } from "node:fs"
+import { spawnSync } from "node:child_process"
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, symlinkSync, utimesSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { FileLock } from "../../src/builtin/file-lock"
+import { Owner } from "../../src/store/owner"
+import { harness } from "../support/builtin"
 import { tempDir } from "../support/temp"
 
 describe("FileLock.committing", () => {
@@ -102,5 +105,48 @@ describe("FileLock.retried", () => {
     )
     expect(await Effect.runPromise(Effect.all([change, change, change], { concurrency: "unbounded" }))).toEqual(["done", "done", "done"])
     expect(most).toBe(1)
+  })
+})
+
+// What a model can leave at a lock file's path with one bash call. A FIFO there blocked the read of the lock, in a
+// step no cancel stopped: the change, its cancel, a sidecar's shutdown waited forever. A lock left empty made every
+// change of the file wait its whole 10 s and then blame "another core process".
+describe("a lock file's path holding what no core made", () => {
+  test("a FIFO or a directory fails the change at once, saying so, with nothing changed", async () => {
+    const h = harness({ files: { "c.txt": "c\n", "d.txt": "d\n" } })
+    spawnSync("mkfifo", [join(h.directory, ".c.txt.core-lock")])
+    mkdirSync(join(h.directory, ".d.txt.core-lock"))
+    for (const name of ["c.txt", "d.txt"]) {
+      const started = performance.now()
+      const { settlement } = await h.settle("edit", { filePath: name, oldString: name[0]!, newString: "x" })
+      expect(performance.now() - started).toBeLessThan(5_000)
+      expect(settlement).toMatchObject({ status: "error", error: { kind: "failure" } })
+      expect(settlement.error?.message).toContain("holds something core did not make")
+      expect(readFileSync(join(h.directory, name), "utf8")).toBe(`${name[0]}\n`)
+    }
+    expect(readdirSync(h.directory).filter((name) => name.endsWith(".tmp"))).toEqual([])
+  })
+
+  test("a lock left empty for longer than a core takes to write one is stale: the change goes through", async () => {
+    const h = harness({ files: { "e.txt": "e\n" } })
+    const lock = join(h.directory, ".e.txt.core-lock")
+    writeFileSync(lock, "")
+    utimesSync(lock, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000))
+    const started = performance.now()
+    const { settlement } = await h.settle("edit", { filePath: "e.txt", oldString: "e", newString: "x" })
+    expect(settlement.status).toBe("success")
+    expect(performance.now() - started).toBeLessThan(5_000)
+    expect(readFileSync(join(h.directory, "e.txt"), "utf8")).toBe("x\n")
+  })
+
+  test("a cancel while waiting for a lock another live core holds ends the wait: cancelled, nothing changed, no temp file", async () => {
+    const h = harness({ files: { "f.txt": "f\n" } })
+    writeFileSync(join(h.directory, ".f.txt.core-lock"), Owner.current)
+    const started = performance.now()
+    const outcome = await h.settle("edit", { filePath: "f.txt", oldString: "f", newString: "x" }, { interruptAt: "Writing", session: "ses_lock" })
+    expect(performance.now() - started).toBeLessThan(5_000)
+    expect(outcome.settlement.status).toBe("cancelled")
+    expect(readFileSync(join(h.directory, "f.txt"), "utf8")).toBe("f\n")
+    expect(readdirSync(h.directory).sort()).toEqual([".f.txt.core-lock", "f.txt"])
   })
 })

@@ -5,6 +5,7 @@ import { describe, expect, test } from "bun:test"
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { binary } from "../support/binary"
 import { waitTool } from "../support/tools"
 import { exec, runs, sandbox, settlementOf, start } from "./fixture"
 
@@ -103,6 +104,41 @@ describe("a terminal that hangs up (SIGHUP)", () => {
     expect(readdirSync(box.location)).toEqual(["big.txt"])
     expect(settlementOf(await exec(box, "edit", input, [...ids, "--yes"])).status).toBe("success")
   })
+})
+
+describe("a terminal that hangs up while a change takes long", () => {
+  // exec hung up ended itself by force 5 s later, whatever it was doing: in the middle of a commit that took longer
+  // (large files), a patch was left half applied, its temp files in the tree, and the call unrecorded. strace holds
+  // the rename that commits the edit for 7 s, as a slow disk would.
+  test("lets the change finish, however long past 5 s, and exits 129 once it has", async () => {
+    const box = sandbox({ "x.txt": "a\n" })
+    const traced = Bun.spawn(
+      [
+        "strace", "-f", "-o", "/dev/null", "-e", "trace=rename", "-e", "inject=rename:delay_enter=7000000",
+        await binary(), "exec", "edit", "--input", JSON.stringify({ filePath: "x.txt", oldString: "a", newString: "b" }),
+        "--location", box.location, "--yes", "--session", "ses_slow", "--call", "call_slow",
+      ],
+      { env: { ...process.env, ...box.env, CORE_EXEC_FORWARD: "0" }, stdout: "pipe", stderr: "pipe" },
+    )
+    const reader = traced.stderr.getReader()
+    let stderr = ""
+    while (!stderr.includes("progress: Writing x.txt")) {
+      const chunk = await reader.read()
+      if (chunk.done) throw new Error(`stderr ended: ${stderr}`)
+      stderr += new TextDecoder().decode(chunk.value)
+    }
+    // The core strace runs, held (soon) at its rename.
+    const core = Number(readFileSync(`/proc/${traced.pid}/task/${traced.pid}/children`, "utf8").trim().split(" ")[0])
+    expect(core).toBeGreaterThan(0)
+    const hungUp = performance.now()
+    process.kill(core, "SIGHUP")
+    const code = await traced.exited
+    expect(performance.now() - hungUp).toBeGreaterThan(5_500)
+    expect(code).toBe(129)
+    expect(readFileSync(join(box.location, "x.txt"), "utf8")).toBe("b\n")
+    expect(readdirSync(box.location)).toEqual(["x.txt"])
+    expect(settlementOf(await exec(box, "edit", { filePath: "x.txt", oldString: "a", newString: "b" }, ["--session", "ses_slow", "--call", "call_slow", "--yes"])).status).toBe("success")
+  }, 60_000)
 })
 
 describe("a core killed mid-command", () => {

@@ -189,26 +189,30 @@ describe("core serve", () => {
     expect(stderr).toContain("boom at import")
   })
 
-  test("SIGTERM during a call cancels it, records it cancelled and exits 0", async () => {
-    const box = sandbox()
-    const server = await serve(box)
-    const { turnID } = await server.turn()
-    const response = await server.fetch("POST", `/v1/turns/${turnID}/calls`, {
-      body: { sessionID: "ses_stop", assistantMessageID: "m", toolCallID: "call_stop", name: "bash", input: { command: "echo running $$; sleep 300" } },
-      headers: { accept: "text/event-stream" },
+  // SIGHUP (the serve's terminal or session gone) killed it at once: the call was left started (replayed as
+  // interrupted) and a change being made half done.
+  for (const signal of ["SIGTERM", "SIGHUP"] as const) {
+    test(`${signal} during a call cancels it, records it cancelled and exits 0`, async () => {
+      const box = sandbox()
+      const server = await serve(box)
+      const { turnID } = await server.turn()
+      const response = await server.fetch("POST", `/v1/turns/${turnID}/calls`, {
+        body: { sessionID: "ses_stop", assistantMessageID: "m", toolCallID: "call_stop", name: "bash", input: { command: "echo running $$; sleep 300" } },
+        headers: { accept: "text/event-stream" },
+      })
+      const stream = new EventReader(response)
+      const progress = await stream.until("progress")
+      const pid = Number(/running (\d+)/.exec(progress.data.message)![1])
+      server.child.kill(signal)
+      const { code } = await server.exited()
+      expect(code).toBe(0)
+      expect(aliveIn(box.location, pid)).toBe(false)
+      const again = await serve(box)
+      expect((await again.json("GET", "/v1/settlements/ses_stop/call_stop")).body.status).toBe("cancelled")
+      again.child.kill("SIGTERM")
+      await again.exited()
     })
-    const stream = new EventReader(response)
-    const progress = await stream.until("progress")
-    const pid = Number(/running (\d+)/.exec(progress.data.message)![1])
-    server.child.kill("SIGTERM")
-    const { code } = await server.exited()
-    expect(code).toBe(0)
-    expect(aliveIn(box.location, pid)).toBe(false)
-    const again = await serve(box)
-    expect((await again.json("GET", "/v1/settlements/ses_stop/call_stop")).body.status).toBe("cancelled")
-    again.child.kill("SIGTERM")
-    await again.exited()
-  })
+  }
 
   test("after kill -9 mid-call, the call is never half-recorded: it replays as interrupted and never runs again", async () => {
     const HANG = waitTool({ record: "hang", progress: { message: "running" } })
