@@ -249,13 +249,15 @@ const planOf = (
           `Cannot add ${source.shown} ${at}: it already exists. Use "*** Update File: ${operation.path}" to change it. Nothing was changed.`,
         )
       }
+      const twin = Text.otherFormNote(source.resolved.real)
+      if (twin !== "") return yield* failure(`Cannot add ${source.shown} ${at}:${twin} Nothing was changed.`)
       const text = operation.lines.map((line) => `${line}\n`).join("")
       return { _tag: "Add", operation, target: source, bytes: Text.encode(text, false), lines: operation.lines.length } as const
     }
     const verb = operation._tag === "Update" ? "update" : "delete"
     if (!sourceExists) {
       return yield* failure(
-        `Cannot ${verb} ${source.shown} ${at}: the file does not exist.${operation._tag === "Update" ? ` To create it, use "*** Add File: ${operation.path}".` : ""} Nothing was changed.`,
+        `Cannot ${verb} ${source.shown} ${at}: the file does not exist.${Text.otherFormNote(source.resolved.real) || (operation._tag === "Update" ? ` To create it, use "*** Add File: ${operation.path}".` : "")} Nothing was changed.`,
       )
     }
     if (source.resolved.kind !== "file") {

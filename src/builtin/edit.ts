@@ -309,7 +309,7 @@ const makeTool = (services: Builtin.Services) =>
         const { resolved, shown } = yield* Builtin.authorizeChange(services, context, { tool: "edit", path: input.filePath, reads: true })
         if (!resolved.exists) {
           return yield* new Tool.Failure({
-            message: `File not found: ${shown}. edit changes existing files; to create this one, use write.`,
+            message: `File not found: ${shown}.${Text.otherFormNote(resolved.real) || " edit changes existing files; to create this one, use write."}`,
           })
         }
         if (resolved.kind !== "file") {

@@ -385,15 +385,19 @@ const notADirectory = (filePath: string, resolved: { readonly kind: string }, sh
 
 const makeTool = (services: Builtin.Services) => {
   const notFound = (shown: string, real: string, inside: boolean, context: Tool.Context) =>
-    Effect.flatMap(ReadSuggestions.suggestions(services, context, real, inside), (found) =>
-      Effect.fail(
+    Effect.flatMap(ReadSuggestions.suggestions(services, context, real, inside), (found) => {
+      // A name in another Unicode form looks as the one asked for: said as such, or the model reads its own name back.
+      const twin = inside ? TextFile.otherFormNote(real) : ""
+      return Effect.fail(
         failure(
-          found.length === 0
-            ? `File not found: ${shown}. Check the path (relative to the Location, or absolute); glob finds files by name.`
-            : `File not found: ${shown}. Did you mean:\n${found.map((path) => Builtin.display(services.directory, path)).join("\n")}`,
+          twin !== ""
+            ? `File not found: ${shown}.${twin}`
+            : found.length === 0
+              ? `File not found: ${shown}. Check the path (relative to the Location, or absolute); glob finds files by name.`
+              : `File not found: ${shown}. Did you mean:\n${found.map((path) => Builtin.display(services.directory, path)).join("\n")}`,
         ),
-      ),
-    )
+      )
+    })
 
   const readDirectory = (real: string, shown: string, input: typeof Input.Type, agent: string) =>
     Effect.gen(function* () {

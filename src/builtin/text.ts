@@ -549,6 +549,31 @@ export const removeDirectories = (directories: ReadonlyArray<string>): Effect.Ef
     for (const directory of directories) await Pinned.removeDirectory(directory).catch(() => undefined)
   })
 
+/**
+ * The name beside `real` that is its name in another Unicode form (é as one character, or as e and a combining
+ * accent): the two look alike, yet name two files. Undefined when there is none, or the directory cannot be read.
+ */
+export const otherForm = (real: string): string | undefined => {
+  const wanted = basename(real)
+  const normal = wanted.normalize("NFC")
+  // Names of ASCII alone have one form.
+  if (/^[\x00-\x7f]*$/.test(wanted)) return undefined
+  try {
+    const { readdirSync } = require("node:fs") as typeof import("node:fs")
+    return readdirSync(dirname(real)).find((name) => name !== wanted && name.normalize("NFC") === normal)
+  } catch {
+    return undefined
+  }
+}
+
+/** What a model is told of a name that is another's in another Unicode form, or "". */
+export const otherFormNote = (real: string): string => {
+  const other = otherForm(real)
+  return other === undefined
+    ? ""
+    : ` A file named ${JSON.stringify(other)} is there: the same name in another Unicode form (it looks alike, and is another file); give that name exactly, as written here in JSON.`
+}
+
 /** A file's permission bits as `ls` shows them in octal, e.g. "0644". */
 export const modeText = (mode: number): string => `0${(mode & 0o7777).toString(8).padStart(3, "0")}`
 

@@ -98,6 +98,9 @@ const attempt = (
 ): Effect.Effect<Output | typeof FileLock.CHANGED, Tool.Failure> =>
   Effect.gen(function* () {
     const exists = yield* Text.exists(real, shown)
+    // A new file beside one of the same name in another Unicode form would be a second, look-alike file.
+    const twin = exists ? "" : Text.otherFormNote(real)
+    if (twin !== "") return yield* new Tool.Failure({ message: `Cannot create ${shown}:${twin} Nothing was changed.` })
     let text = input.content
     let bom = false
     let snapshot: Text.Snapshot | undefined

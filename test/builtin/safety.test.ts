@@ -330,3 +330,29 @@ describe("texts", () => {
     expect(existsSync(join(h.directory, ".a.txt.core-lock"))).toBe(false)
   })
 })
+
+// A name in another Unicode form (café as NFD, asked for as NFC) looks the same and names another file: read offered
+// it back as "Did you mean: café.txt", edit said to create it with write, and write made a second, look-alike file.
+describe("a file named in another Unicode form", () => {
+  test("is named exactly, as JSON writes it, by read, edit, write and apply_patch; nothing look-alike is made", async () => {
+    const nfd = "cafe\u0301.txt"
+    const nfc = "caf\u00e9.txt"
+    const h = harness({ files: { [nfd]: "old\n" } })
+    const exact = `A file named ${JSON.stringify(nfd)} is there: the same name in another Unicode form`
+    const outcomes = [
+      await h.settle("read", { filePath: nfc }),
+      await h.settle("edit", { filePath: nfc, oldString: "old", newString: "new" }),
+      await h.settle("write", { filePath: nfc, content: "new\n" }),
+      await h.settle("apply_patch", { patchText: `*** Begin Patch\n*** Update File: ${nfc}\n-old\n+new\n*** End Patch` }),
+      await h.settle("apply_patch", { patchText: `*** Begin Patch\n*** Add File: ${nfc}\n+new\n*** End Patch` }),
+    ]
+    for (const { settlement } of outcomes) {
+      expect(settlement.status).toBe("error")
+      expect(settlement.error?.message).toContain(exact)
+    }
+    expect(readdirSync(h.directory)).toEqual([nfd])
+    expect(readFileSync(join(h.directory, nfd), "utf8")).toBe("old\n")
+    // Named exactly, it is the file.
+    expect((await h.settle("edit", { filePath: nfd, oldString: "old", newString: "new" })).settlement.status).toBe("success")
+  })
+})
