@@ -171,6 +171,14 @@ interface Plan {
 
 /** The kit files that are missing or differ from what the manifest says core wrote (all of them without one). */
 /** Files of `.core/` changed, removed or added since core wrote it (per its manifest). */
+/**
+ * The folders of `.core/` that are the user's, not the kit's: `.core/skills/` is where a Location's skills are found
+ * first (docs/todo-and-skills.md). Files there are no change to the kit, and an update carries them over.
+ */
+const USERS_FOLDERS: ReadonlyArray<string> = ["skills"]
+
+const isUsers = (path: string): boolean => USERS_FOLDERS.some((folder) => path.startsWith(`${KIT}/${folder}/`))
+
 const changedKitFiles = (directory: string, manifest: Manifest | undefined): ReadonlyArray<string> => {
   if (manifest === undefined) return [`${KIT}/${MANIFEST}`]
   const changed = Object.entries(manifest.files)
@@ -183,7 +191,7 @@ const changedKitFiles = (directory: string, manifest: Manifest | undefined): Rea
   const added = (readdirSync(join(directory, KIT), { recursive: true, withFileTypes: true }) as Array<Dirent>)
     .filter((entry) => entry.isFile())
     .map((entry) => relative(directory, join(entry.parentPath, entry.name)))
-    .filter((path) => path !== `${KIT}/${MANIFEST}` && manifest.files[path] === undefined)
+    .filter((path) => path !== `${KIT}/${MANIFEST}` && manifest.files[path] === undefined && !isUsers(path))
   return [...changed, ...added]
 }
 
@@ -367,6 +375,13 @@ const apply = (directory: string, chosen: Plan, archive: Archive | undefined): P
       undo.push(() => renameSync(old, kitPath))
       renameSync(staged, kitPath)
       undo.push(() => rmSync(kitPath, { recursive: true, force: true }))
+      // The user's folders go on in the new kit (the old one is removed with the staging folder); undone first.
+      for (const folder of USERS_FOLDERS) {
+        const kept = join(old, folder)
+        if (kindOf(kept) === "missing") continue
+        renameSync(kept, join(kitPath, folder))
+        undo.push(() => renameSync(join(kitPath, folder), kept))
+      }
     }
     for (const file of writes) {
       const target = join(directory, file.path)

@@ -328,6 +328,24 @@ describe("core init with a .core/ of another version", () => {
     expect((await bunTest(directory)).code).toBe(0)
   }, SLOW)
 
+  // .core/skills/ is where a Location's skills are found first: a skill there counted as a change to the kit, so
+  // init refused and --update too, telling the user to move .core away, skills and all.
+  test("a skill in .core/skills/ is no change to the kit: init leaves it, --update carries it over", async () => {
+    const directory = await prepared()
+    const skill = "---\nname: deploy\ndescription: Deploy\n---\n\nRun make deploy.\n"
+    mkdirSync(join(directory, ".core/skills/deploy"), { recursive: true })
+    writeFileSync(join(directory, ".core/skills/deploy/SKILL.md"), skill)
+    const again = await init([directory])
+    expect(again.code).toBe(0)
+    expect(again.stdout).toContain("nothing to do")
+    olderCore(directory, readFileSync(join(directory, "tsconfig.json"), "utf8"))
+    const updated = await init([directory, "--update"])
+    expect(updated.code).toBe(0)
+    expect(readFileSync(join(directory, ".core/VERSION"), "utf8")).toBe(`${VERSION}\n`)
+    expect(readFileSync(join(directory, ".core/skills/deploy/SKILL.md"), "utf8")).toBe(skill)
+    expect((await bunTest(directory)).code).toBe(0)
+  }, SLOW)
+
   test("--update refuses, naming it, a tsconfig.json a person changed when this core writes another", async () => {
     const directory = await prepared()
     olderCore(directory, '{ "compilerOptions": { "strict": true } }\n')
