@@ -43,7 +43,8 @@ Options:
                     without --yes, an ask is declined)
   -h, --help        show this help
 
-Exit codes: 0 success, 1 model-visible error, 2 usage error, 3 operational failure, 4 declined, 130 cancelled.
+Exit codes: 0 success, 1 model-visible error, 2 usage error (or the tool's file did not load), 3 operational
+failure, 4 declined, 130 cancelled.
 
 With a core serve of the same data directory running on this Location (its --location or under an --allow-root),
 with the same core and environment, the call settles there, printing and exiting the same (docs/serve.md, "core
@@ -93,9 +94,10 @@ const refuseUnloaded = (name: string) =>
     const failed = Discovery.diagnosticFor(diagnostics, name)
     if (failed === undefined) return
     if ((yield* Registry.Service).capture().resolve(name)._tag !== "Unknown") return
-    return yield* new Command.UsageError({
-      command: "exec",
-      message: `the tool "${name}" did not load: ${failed.file}: ${failed.message}`,
+    // Exit 2 as a usage error, without pointing at --help: the command was right, the tool's file is what to fix.
+    return yield* new Command.Exit({
+      code: Command.EXIT.usage,
+      message: `exec: the tool "${name}" did not load: ${failed.file}: ${failed.message}`,
     })
   })
 

@@ -194,7 +194,10 @@ export const importFile = Effect.fnUntraced(function* (file: string, options: Fi
   const fail = (reason: string) => new LoadError({ file, message: reason })
   const record = recordOf(file, exports)
   if (Object.keys(record).length === 0) {
-    return yield* fail("exports no tool; export a value made with Tool.make (the default export is named after the file)")
+    return yield* fail(
+      "exports no tool; export a value made with Tool.make (the default export is named after the file). Code the " +
+        "tools share goes in a folder of tools/ (tools/lib/), whose files are not loaded as tools",
+    )
   }
   return record
 })

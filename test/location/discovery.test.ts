@@ -126,6 +126,8 @@ export default Tool.make({
     expect(byFile["9lives.ts"]).toContain("must start with a letter")
     expect(byFile["throws.ts"]).toContain("exploded at import")
     expect(byFile["empty.ts"]).toContain("exports no tool")
+    // A helper module there is the usual cause: where shared code goes is said.
+    expect(byFile["empty.ts"]).toContain("a folder of tools/ (tools/lib/), whose files are not loaded as tools")
     for (const diagnostic of result.diagnostics) expect(diagnostic.file.startsWith(join(directory, "tools"))).toBe(true)
   })
 
