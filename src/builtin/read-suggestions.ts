@@ -23,7 +23,7 @@ const likeness = (wanted: string, name: string): number | undefined => {
   if (stem(a) !== "" && stem(a) === stem(b)) return 1
   const most = Math.max(2, Math.floor(a.length / 4))
   if (Math.abs(a.length - b.length) <= most) {
-    const edits = Distance.levenshtein(a, b)
+    const edits = Distance.edits(a, b)
     if (edits <= most) return 1 + edits
   }
   if (a.length >= 3 && (b.includes(a) || (b.length >= 3 && a.includes(b)))) return 10

@@ -92,7 +92,7 @@ export const description = (skills: ReadonlyArray<Skills.Skill>): string =>
 
 const unknown = (skills: ReadonlyArray<Skills.Skill>, name: string): Tool.Failure => {
   const names = skills.map((skill) => skill.name)
-  const near = names.filter((candidate) => Distance.levenshtein(candidate, name) <= Math.max(2, Math.floor(name.length / 3)))
+  const near = names.filter((candidate) => Distance.edits(candidate, name) <= Math.max(2, Math.floor(name.length / 3)))
   const hint = near.length > 0 ? ` Did you mean ${near.map((candidate) => `"${candidate}"`).join(", ")}?` : ""
   return new Tool.Failure({
     message: `Unknown skill "${name.slice(0, 100)}".${hint} Available skills: ${names.join(", ")}.`,

@@ -195,7 +195,7 @@ export const nearest = (name: string, names: Iterable<string>): ReadonlyArray<st
   const scored: Array<{ name: string; score: number }> = []
   for (const candidate of names) {
     const other = candidate.toLowerCase()
-    const distance = Distance.levenshtein(lower, other)
+    const distance = Distance.edits(lower, other)
     const related = other.includes(lower) || lower.includes(other)
     const limit = Math.max(2, Math.floor(Math.max(lower.length, other.length) / 3))
     if (distance <= limit || related) scored.push({ name: candidate, score: related ? Math.min(distance, 1) : distance })

@@ -54,7 +54,7 @@ const distance = (given: string, known: string): number => {
   const b = normalize(known)
   if (a === b) return 0
   if (a.length >= 3 && b.length >= 3 && (a.startsWith(b) || b.startsWith(a))) return 1
-  return Distance.levenshtein(a, b) + 1
+  return Distance.edits(a, b) + 1
 }
 
 /**

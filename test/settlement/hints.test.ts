@@ -40,6 +40,14 @@ describe("unknown input keys", () => {
     expect(settlement.error?.message).toContain('- timeout: unknown key; did you mean "timeoutMs"?')
   })
 
+  // Two letters typed in the wrong order are one slip: it counted as two edits, past the bound, and went unpaired.
+  test("a key with two letters swapped is paired with the key it meant", async () => {
+    const greet = tool(Schema.Struct({ name: Schema.String, language: Schema.optionalKey(Schema.String) }))
+    const settlement = await settleOnce({ greet }, "greet", { name: "Ada", langauge: "fr" })
+    expect(settlement.error?.message).toContain('- langauge: unknown key; did you mean "language"?')
+    expect(Hints.intendedKeys(["nmae"], ["name"], new Set())).toEqual(new Map([["nmae", "name"]]))
+  })
+
   test("a key like none the tool takes is reported as it is, without a guess", async () => {
     const settlement = await settleOnce({ bash }, "bash", { command: "ls", colour: "red" })
     expect(settlement.error?.message).toContain("- colour: ")
