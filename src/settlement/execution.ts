@@ -52,5 +52,6 @@ export const call = (name: string, tool: Internal.Record, input: unknown, contex
   if (typeof (returned as { then?: unknown } | null)?.then === "function") {
     ;(returned as PromiseLike<unknown>).then(undefined, () => undefined)
   }
-  return { _tag: "Refused", message: problem, cause: returned }
+  // The value returned is no error: kept apart from the message (a string "hi" was read as the cause, ": hi").
+  return { _tag: "Refused", message: problem, cause: new Error(problem) }
 }

@@ -363,7 +363,7 @@ export const encodedOf = (
   return refused(
     call,
     "invalid_output",
-    `${call.name}'s toModelOutput returned ${problem._tag === "Some" ? problem.value : "something that is not content"}; this is a defect in the tool.`,
+    `${call.name}'s toModelOutput returned something that is not content${problem._tag === "Some" ? `: ${problem.value}` : ""}; this is a defect in the tool.`,
   )
 }
 

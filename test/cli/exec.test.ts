@@ -292,6 +292,16 @@ describe("the input", () => {
     expect(result.stderr).not.toContain("[object Promise]")
   })
 
+  test("an execute that returns a plain value says so in one line, with not the value after it", async () => {
+    const box = sandbox({
+      "tools/plain.ts": `${IMPORTS}\nexport default Tool.make({ description: "Returns a string", input: Schema.Struct({}), output: Schema.String, execute: (() => "hi") as never })\n`,
+    })
+    const result = await exec(box, "plain", {})
+    expect(result.code).toBe(3)
+    expect(result.stderr).toStartWith("core: plain's execute returned a plain string, not an Effect")
+    expect(result.stderr).toEndWith("for a computation.\n")
+  })
+
   test("--input - with nothing on stdin is a usage error saying so", async () => {
     const box = sandbox({ "tools/echo.ts": ECHO })
     const result = await core(box, ["exec", "echo", "--input", "-", "--location", box.location], { stdin: " \n" })

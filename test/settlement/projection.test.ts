@@ -47,7 +47,7 @@ describe("a settled call whose toModelOutput gives a file part bytes", () => {
     expect(refused.status).toBe("error")
     expect(refused.error?.kind).toBe("invalid_output")
     expect(refused.error?.message).toBe(
-      `chart's toModelOutput returned part 0: a file part's data is bytes (Uint8Array), but it must be a base64 ` +
+      `chart's toModelOutput returned something that is not content: part 0: a file part's data is bytes (Uint8Array), but it must be a base64 ` +
         `string: data: Buffer.from(bytes).toString("base64"); this is a defect in the tool.`,
     )
     const fixed = await settle(imageTool(Buffer.from(PNG).toString("base64")), {}, { name: "chart" })
