@@ -33,8 +33,18 @@ const notAnEffect = (name: string, returned: unknown): string | undefined => {
   return `${name}'s execute returned ${what}, not an Effect, so core cannot run it as a call. ${fix}`
 }
 
+/**
+ * Where an error was made, as its stack's first frame says (` (at execute (tools/x.ts:7:30))`), or "": an operational
+ * failure's words are for the tool's author, who looks for the line.
+ */
+export const whereOf = (error: unknown): string => {
+  const stack = error instanceof Error ? error.stack : undefined
+  const frame = stack?.split("\n").find((line) => line.trimStart().startsWith("at "))?.trim()
+  return frame === undefined ? "" : ` (${frame})`
+}
+
 const threwSynchronously = (name: string, thrown: unknown): string =>
-  `${name}'s execute threw before returning an Effect: ${thrown instanceof Error ? thrown.message : String(thrown)}. ` +
+  `${name}'s execute threw before returning an Effect: ${thrown instanceof Error ? thrown.message : String(thrown)}${whereOf(thrown)}. ` +
   "Return an Effect instead: `Effect.try(() => compute(input))` or `Effect.sync(...)` for code that may throw, and " +
   "fail with `new Tool.Failure({ message })` for a failure the model should see."
 

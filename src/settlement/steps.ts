@@ -315,7 +315,7 @@ export const outputOf = (call: Call, exit: Exit.Exit<unknown, unknown>, stopping
   return new Halted(
     Cause.fail(
       new OperationalError({
-        message: `${call.name} failed with an unexpected error (only Tool.Failure is model-visible)`,
+        message: `${call.name} failed with an unexpected error (only Tool.Failure is model-visible)${Execution.whereOf(error.success)}`,
         cause: error.success,
       }),
     ),

@@ -292,6 +292,19 @@ describe("the input", () => {
     expect(result.stderr).not.toContain("[object Promise]")
   })
 
+  // The author looks for the line: an execute that threw, or failed with a plain Error, said only the message.
+  test("an execute that throws, or fails with an error that is not Tool.Failure, names where the error was made", async () => {
+    const box = sandbox({
+      "tools/throws.ts": `${IMPORTS}\nexport default Tool.make({ description: "Throws", input: Schema.Struct({}), output: Schema.String, execute: () => { throw new Error("boom") } })\n`,
+      "tools/fails.ts": `${IMPORTS}\nexport default Tool.make({ description: "Fails", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.fail(new Error("plain")) as never })\n`,
+    })
+    for (const name of ["throws", "fails"]) {
+      const result = await exec(box, name, {})
+      expect(result.code).toBe(3)
+      expect(result.stderr).toContain(`(at execute (${join(box.location, "tools", `${name}.ts`)}:`)
+    }
+  })
+
   test("an execute that returns a plain value says so in one line, with not the value after it", async () => {
     const box = sandbox({
       "tools/plain.ts": `${IMPORTS}\nexport default Tool.make({ description: "Returns a string", input: Schema.Struct({}), output: Schema.String, execute: (() => "hi") as never })\n`,
