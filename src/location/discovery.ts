@@ -55,6 +55,22 @@ export const toolFiles = (directory: string, within = "tools"): ReadonlyArray<st
 const message = (cause: unknown): string =>
   typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
 
+/**
+ * Where in `file` an error thrown as it loaded was raised, from the first frame of its stack in that file (a throw
+ * at the top level, a `Tool.make` given what it refuses): " at line L, column C", or "" when its stack names no
+ * line there.
+ */
+const lineIn = (cause: unknown, file: string): string => {
+  const stack = typeof cause === "object" && cause !== null && "stack" in cause ? String(cause.stack) : ""
+  for (const line of stack.split("\n")) {
+    const at = line.indexOf(`${file}:`)
+    if (at === -1) continue
+    const place = /^:(\d+):(\d+)/.exec(line.slice(at + file.length))
+    if (place !== null) return ` at line ${place[1]}, column ${place[2]}`
+  }
+  return ""
+}
+
 /** Bun's transpiler reports syntax errors as build messages, usually gathered in an aggregate. */
 type BuildMessage = { readonly message?: string; readonly position?: { line?: number; column?: number } | null }
 
@@ -174,7 +190,7 @@ export const importModule = Effect.fnUntraced(function* (file: string, options: 
       import(options.version === undefined ? file : `${file}?v=${encodeURIComponent(options.version)}`) as Promise<
         Record<string, unknown>
       >,
-    catch: (cause) => fail(`failed to load: ${message(cause)}`),
+    catch: (cause) => fail(`failed to load${lineIn(cause, file)}: ${message(cause)}`),
   }).pipe(
     Effect.timeoutOrElse({
       duration: timeoutMs,
