@@ -12,6 +12,7 @@ import { basename, dirname, join } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Semaphore from "effect/Semaphore"
 import { Pinned } from "../permission/pinned"
+import { Native } from "../shell/native"
 import { Owner } from "../store/owner"
 import { Tool } from "../tool/tool"
 
@@ -90,10 +91,32 @@ export const lockPath = (path: string): string => join(dirname(path), `.${basena
 const codeOf = (cause: unknown): string | undefined =>
   typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string" ? cause.code : undefined
 
-/** A lock file taken: the directory it was made in, held open until it is removed through it. */
+/** A lock file taken: the directory it was made in, held open until it is removed through it, and the lock itself. */
 interface Taken {
   readonly directory: Pinned.Directory
   readonly name: string
+  /** The lock, open and flocked while it is held: a core judging it stale must take that flock first. */
+  readonly handle: FileHandle
+}
+
+type FileHandle = Awaited<ReturnType<typeof Pinned.create>>
+
+/** A lock file holds a process's identity, never more. */
+const MAX_LOCK_BYTES = 4_096
+/** How long a lock may stay empty (a core writes its identity right after making it) before it is taken as stale. */
+const EMPTY_LOCK_MS = 2_000
+
+/** The lock's path holds something no core made (a FIFO, a directory, a large file): waiting on it would be forever. */
+class NotALock extends Error {
+  constructor(readonly lock: string) {
+    super(`${lock} is not a lock file core made`)
+  }
+}
+
+/** Whether `handle` is still the file at `path` (nobody removed or replaced it since it was opened). */
+const stillAt = async (path: string, handle: FileHandle): Promise<boolean> => {
+  const [now, held] = await Promise.all([fsp().lstat(path).catch(() => undefined), handle.stat()])
+  return now !== undefined && now.ino === held.ino && now.dev === held.dev
 }
 
 /**
@@ -101,87 +124,93 @@ interface Taken {
  * removed). The lock is made, read and removed through its directory as checked (Pinned), and that directory
  * stays held until the lock is given back, so a directory on the path swapped for a symlink in between can
  * neither lead the lock elsewhere nor leave it behind.
+ *
+ * A lock is held open and flocked by the core holding it, and one judged stale is removed only by the core that
+ * took its flock and found it still at its path: two cores that judged one stale lock together removed each
+ * other's new lock after it (a delete decided on what was read), and went into the commit together.
  */
 const tryTake = async (lock: string): Promise<Taken | undefined> => {
   const directory = await Pinned.directory(dirname(lock))
   const name = basename(lock)
+  const path = directory.at(name)
+  let made: FileHandle | undefined
   try {
-    const handle = await Pinned.create(directory, name, 0o600)
-    try {
-      await handle.writeFile(Owner.current)
-    } catch (cause) {
-      await fsp().unlink(directory.at(name)).catch(() => undefined)
-      throw cause
-    } finally {
-      await handle.close()
-    }
-    return { directory, name }
+    made = await Pinned.create(directory, name, 0o600)
   } catch (cause) {
     if (codeOf(cause) !== "EEXIST") {
       await directory.close()
       throw cause
     }
   }
+  if (made !== undefined) {
+    try {
+      // A core judging it meanwhile holds its flock for a moment: taken a few tries later at most.
+      for (let tries = 0; tries < 50 && Native.flock(made.fd, Native.LOCK_EX | Native.LOCK_NB) === EWOULDBLOCK; tries++) {
+        await Bun.sleep(1)
+      }
+      await made.writeFile(Owner.current)
+      return { directory, name, handle: made }
+    } catch (cause) {
+      await fsp().unlink(path).catch(() => undefined)
+      await made.close()
+      await directory.close()
+      throw cause
+    }
+  }
   try {
-    const found = await holderOf(directory.at(name))
-    if (found === NOT_A_LOCK) throw new NotALock(lock)
-    // An empty lock is being written right now, unless it stayed empty (no core leaves it so): then it is stale.
-    const stale = found !== undefined && (found.owner === "" ? found.ageMs > EMPTY_LOCK_MS : !Owner.isAlive(found.owner))
-    if (stale) await fsp().unlink(directory.at(name)).catch(() => undefined)
+    await judge(lock, path)
     return undefined
   } finally {
     await directory.close()
   }
 }
 
-/** A lock file holds a process's identity, never more. */
-const MAX_LOCK_BYTES = 4_096
-/** How long a lock may stay empty (a core writes its identity right after making it) before it is taken as stale. */
-const EMPTY_LOCK_MS = 2_000
-
-/** The lock's path holds something no core made (a FIFO, a directory, a device): waiting on it would be forever. */
-const NOT_A_LOCK = Symbol("not a lock")
-
-class NotALock extends Error {
-  constructor(readonly lock: string) {
-    super(`${lock} is not a lock file core made`)
-  }
-}
+/** errno EWOULDBLOCK (EAGAIN on Linux): another open file holds the flock. */
+const EWOULDBLOCK = 11
 
 /**
- * Who holds the lock at `path`, and how long it has been there; undefined when it is gone. Opened without waiting
- * (a FIFO planted there blocked the read forever, in a step no cancel could stop) and read only as a small regular
- * file.
+ * Looks at the lock another holds at `path`, and removes it when it is stale: its holder gone, or left empty for
+ * longer than a core takes to write it. Opened without waiting (a FIFO planted there blocked the read forever, in
+ * a step no cancel could stop) and read only as a small regular file.
  */
-const holderOf = async (path: string): Promise<{ readonly owner: string; readonly ageMs: number } | typeof NOT_A_LOCK | undefined> => {
+const judge = async (lock: string, path: string): Promise<void> => {
   const { constants } = require("node:fs") as typeof import("node:fs")
-  let handle
+  let handle: FileHandle
   try {
     handle = await fsp().open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW)
   } catch (cause) {
     const code = codeOf(cause)
-    // Gone meanwhile; or a symbolic link (ELOOP), which core never makes.
-    if (code === "ENOENT") return undefined
-    if (code === "ELOOP") return NOT_A_LOCK
+    // Gone meanwhile: try again. A symbolic link (ELOOP) core never makes.
+    if (code === "ENOENT") return
+    if (code === "ELOOP") throw new NotALock(lock)
     throw cause
   }
   try {
     const stats = await handle.stat()
-    if (!stats.isFile() || stats.size > MAX_LOCK_BYTES) return NOT_A_LOCK
+    if (!stats.isFile() || stats.size > MAX_LOCK_BYTES) throw new NotALock(lock)
+    // Held by a live core (or judged by another right now): not stale.
+    if (Native.flock(handle.fd, Native.LOCK_EX | Native.LOCK_NB) === EWOULDBLOCK) return
     const buffer = Buffer.alloc(MAX_LOCK_BYTES)
     const { bytesRead } = await handle.read(buffer, 0, MAX_LOCK_BYTES, 0)
-    return { owner: buffer.subarray(0, bytesRead).toString("utf8"), ageMs: Date.now() - stats.mtimeMs }
+    const owner = buffer.subarray(0, bytesRead).toString("utf8")
+    const stale = owner === "" ? Date.now() - stats.mtimeMs > EMPTY_LOCK_MS : !Owner.isAlive(owner)
+    if (stale && (await stillAt(path, handle))) await fsp().unlink(path).catch(() => undefined)
   } finally {
     await handle.close()
   }
 }
 
+/** Gives the lock back: removed only while it is still this core's own, then let go. */
 const give = (taken: Taken): Effect.Effect<void> =>
-  Effect.promise(() =>
-    fsp().unlink(taken.directory.at(taken.name))
-      .catch(() => undefined)
-      .finally(() => taken.directory.close()),
-  )
+  Effect.promise(async () => {
+    const path = taken.directory.at(taken.name)
+    try {
+      if (await stillAt(path, taken.handle).catch(() => false)) await fsp().unlink(path).catch(() => undefined)
+    } finally {
+      await taken.handle.close().catch(() => undefined)
+      await taken.directory.close().catch(() => undefined)
+    }
+  })
 
 /**
  * Runs `effect` holding the commit lock of each of `paths` (sorted), waiting for other processes' commits. Keep
@@ -204,7 +233,7 @@ export const committing = <A, E, R>(
                 if (cause instanceof NotALock) {
                   return Effect.fail(
                     new Tool.Failure({
-                      message: `Cannot write ${shown}: the path of its lock file, ${lock}, holds something core did not make (not a regular file). Nothing was changed; ask the user to remove it.`,
+                      message: `Cannot write ${shown}: the path of its lock file, ${lock}, holds something core did not make (not a small regular file). Nothing was changed; ask the user to remove it.`,
                     }),
                   )
                 }

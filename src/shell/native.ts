@@ -88,6 +88,7 @@ const SYMBOLS = {
   execve: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   signal: { args: [FFIType.i32, FFIType.u64], returns: FFIType.u64 },
   sigprocmask: { args: [FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+  flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
   __errno_location: { args: [], returns: FFIType.ptr },
 } as const
 
@@ -113,6 +114,25 @@ const libc = (): Library | null => {
 export const available = (): boolean => libc() !== null
 
 const errno = (lib: Library): number => read.i32(lib.__errno_location()!, 0)
+
+export const LOCK_EX = 2
+export const LOCK_NB = 4
+const EINTR = 4
+
+/**
+ * flock(fd, operation): 0, or the errno (EWOULDBLOCK: another open file holds it, with LOCK_NB); -1 where libc
+ * cannot be opened. An interrupted wait is tried again.
+ */
+export const flock = (fd: number, operation: number): number => {
+  const lib = libc()
+  if (lib === null) return -1
+  for (;;) {
+    if (lib.flock(fd, operation) === 0) return 0
+    const code = errno(lib)
+    if (code !== EINTR) return code
+  }
+}
+
 
 /** prctl(option, value); answers 0 or the errno. */
 export const prctl = (option: number, value: number): number => {

@@ -150,3 +150,29 @@ describe("a lock file's path holding what no core made", () => {
     expect(readdirSync(h.directory).sort()).toEqual([".f.txt.core-lock", "f.txt"])
   })
 })
+
+// A stale lock (its holder dead, or left empty) judged by several cores at once: each removed it by name, decided on
+// what it had read, and so removed the fresh lock another had just taken in its place; several went into the
+// commit together. Now only the core holding a lock's flock removes it, and only while it is still at its path.
+describe("cores racing on a stale lock", () => {
+  const racer = join(import.meta.dir, "..", "support", "lock-racer.ts")
+  for (const [kind, content] of [
+    ["left empty", ""],
+    ["of a dead core", `${Owner.current.split(":")[0]}:999999999:1`],
+  ] as const) {
+    test(`${kind}: one at a time goes into the commit, and every one of them does`, async () => {
+      for (let round = 0; round < 3; round++) {
+        const directory = tempDir("core-lock-race-")
+        writeFileSync(join(directory, "target.txt"), "")
+        const lock = join(directory, ".target.txt.core-lock")
+        writeFileSync(lock, content)
+        utimesSync(lock, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000))
+        const start = Date.now() + 800
+        const racers = Array.from({ length: 6 }, (_, id) => Bun.spawn([process.execPath, racer, directory, String(id), String(start)], { stdout: "ignore", stderr: "inherit" }))
+        await Promise.all(racers.map((child) => child.exited))
+        const log = readFileSync(join(directory, "log"), "utf8").trim().split("\n")
+        expect({ round, entries: log.length, overlaps: log.filter((line) => line.endsWith("overlap")) }).toEqual({ round, entries: 6, overlaps: [] })
+      }
+    }, 60_000)
+  }
+})
