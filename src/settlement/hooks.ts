@@ -121,6 +121,9 @@ const readOnly = <A>(value: A): A => {
   if (typeof value !== "object" || value === null) return value
   const prototype = Object.getPrototypeOf(value)
   if (prototype !== Object.prototype && prototype !== Array.prototype && prototype !== null) return value
+  // A frozen (or sealed) value's members must be read through a proxy as they are (the proxy's invariant), so a
+  // member left writable by a shallow freeze was handed as it is: its copy is viewed instead, its members viewed.
+  if (!Object.isExtensible(value)) return new Proxy((Array.isArray(value) ? [...value] : { ...value }) as object, READ_ONLY) as A
   return new Proxy(value, READ_ONLY) as A
 }
 
@@ -136,8 +139,7 @@ const READ_ONLY: ProxyHandler<object> = {
   // A descriptor's value is viewed as a read of it is: it is not a way around the view.
   getOwnPropertyDescriptor: (target, key) => {
     const descriptor = Reflect.getOwnPropertyDescriptor(target, key)
-    // A frozen member must be reported as it is (the proxy's invariant): it cannot be changed in place anyway.
-    if (descriptor !== undefined && (descriptor.configurable === true || descriptor.writable === true)) descriptor.value = readOnly(descriptor.value)
+    if (descriptor !== undefined && "value" in descriptor) descriptor.value = readOnly(descriptor.value)
     return descriptor
   },
   set: refuseChange,
@@ -263,7 +265,11 @@ const beforeFrom = (
         return Effect.fail(failed(plugin, "tool.execute.before", "answered something other than { input } or nothing")(answer))
       }
       return Schema.encodeUnknownEffect(tool.inputJson)(answer.input, Internal.INPUT_OPTIONS).pipe(
-        Effect.flatMap((json) => Schema.decodeUnknownEffect(tool.inputJson)(json, Internal.INPUT_OPTIONS)),
+        // Decoded from a copy of its JSON: what the hook answered may hold the views it was handed (an encoding
+        // hands unchanged values on as they are), and the tool gets its own input, never a hook's view.
+        Effect.flatMap((json) =>
+          Schema.decodeUnknownEffect(tool.inputJson)(json === undefined ? json : JSON.parse(JSON.stringify(json)), Internal.INPUT_OPTIONS),
+        ),
         Effect.mapError((issue) =>
           failed(
             plugin,

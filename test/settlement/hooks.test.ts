@@ -517,6 +517,54 @@ for (const path of Kernel.PATHS) {
       expect(outcome.reader.settlement).toMatchObject({ status: "success", content: [{ type: "text", text: "doubled to 4!" }] })
     })
 
+    // A shallowly frozen output: its members had to be handed as they are (a proxy's rule for a frozen member), so
+    // reading one threw, and one reached through its descriptor was changed in place into the success. And a hook
+    // answering with the input it was handed gave the tool the view, whose own change in place then blamed a hook.
+    test("stay read-only over a frozen value, readable through it; a tool gets its own input back from a hook", async () => {
+      const frozenTool = Tool.make({
+        description: "Answers a frozen object",
+        input: Schema.Struct({}),
+        output: Schema.Unknown,
+        execute: () => Effect.succeed(Object.freeze({ inner: { x: 1 }, list: [1, 2] })),
+      })
+      const changer = Tool.make({
+        description: "Changes its own input",
+        input: Schema.Struct({ n: Schema.Int, nested: Schema.Struct({ m: Schema.Int }) }),
+        output: Schema.Int,
+        execute: (input) => Effect.sync(() => ((input.nested as { m: number }).m = input.n * 10)),
+      })
+      const read: Array<unknown> = []
+      const outcome = await kernel(
+        Effect.gen(function* () {
+          yield* register({ frozen: frozenTool, frozenSly: frozenTool, changer })
+          yield* hook("frozen-reader", {
+            tools: ["frozen"],
+            "tool.execute.after": (call) => Effect.sync(() => void read.push(JSON.parse(JSON.stringify(call.output)), (call.output as { inner: { x: number } }).inner.x)),
+          })
+          yield* hook("frozen-sly", {
+            tools: ["frozenSly"],
+            "tool.execute.after": (call) =>
+              Effect.sync(() => {
+                ;(Object.getOwnPropertyDescriptor(call.output, "inner")!.value as { x: unknown }).x = 99
+              }),
+          })
+          yield* hook("passes-it-on", { tools: ["changer"], "tool.execute.before": (call) => Effect.succeed({ input: call.input }) })
+        }),
+        (settle) =>
+          Effect.gen(function* () {
+            return {
+              frozen: yield* settle(Kernel.call("frozen", {})),
+              sly: yield* Effect.flip(settle(Kernel.call("frozenSly", {}))),
+              changer: yield* settle(Kernel.call("changer", { n: 3, nested: { m: 1 } })),
+            }
+          }),
+      )
+      expect(read).toEqual([{ inner: { x: 1 }, list: [1, 2] }, 1])
+      expect(outcome.frozen.settlement).toMatchObject({ status: "success", structured: { inner: { x: 1 }, list: [1, 2] } })
+      expect(outcome.sly.message).toContain("read-only")
+      expect(outcome.changer.settlement).toMatchObject({ status: "success", structured: 30 })
+    })
+
     test("stay read-only through a property's descriptor, and show every member when spread or written as JSON", async () => {
       const seen: Array<unknown> = []
       const logged: Array<unknown> = []
