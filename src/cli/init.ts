@@ -427,6 +427,8 @@ export const run = (args: ReadonlyArray<string>) =>
     const usage = (message: string) => new Command.UsageError({ command: "init", message })
     if (positionals.length > 1) return yield* usage(`unexpected argument "${positionals[1]}"`)
     const given = positionals[0]
+    // An empty DIR (a script's unset variable) would be the current directory.
+    if (given?.trim() === "") return yield* usage("DIR cannot be empty: give a directory, or leave it out for the current directory")
     const directory = resolve(given ?? ".")
     const update = values.update === true
     const again = `core init${given === undefined ? "" : ` ${JSON.stringify(given)}`}`

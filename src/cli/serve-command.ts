@@ -108,6 +108,8 @@ const takeRoots = (args: ReadonlyArray<string>) => {
     else if (index + 1 < args.length) roots.push(args[++index]!)
     else return Effect.fail(usage("--allow-root needs a value"))
   }
+  // An empty root (a script's unset variable) would be the current directory, the whole file system from /.
+  if (roots.some((root) => root.trim() === "")) return Effect.fail(usage("--allow-root cannot be empty: give a directory"))
   return Effect.succeed({ roots, rest })
 }
 

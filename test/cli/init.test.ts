@@ -372,6 +372,14 @@ describe("core init with a .core/ of another version", () => {
 })
 
 describe("core init refuses bad input and writes nothing", () => {
+  test("an empty DIR (a script's unset variable) is a usage error, never the current directory", async () => {
+    const cwd = tempDir("core-init-cwd-")
+    const result = await run(["init", ""], { cwd })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain("DIR cannot be empty")
+    expect(readdirSync(cwd)).toEqual([])
+  })
+
   test("a DIR that is a file is a usage error (exit 2)", async () => {
     const file = join(tempDir("core-init-"), "notes.txt")
     writeFileSync(file, "hi")

@@ -360,6 +360,9 @@ describe("core serve's command line", () => {
       ["--frob"],
       ["--location", join(box.location, "missing")],
       ["--location", box.location, "--allow-root", join(box.location, "missing")],
+      // A script's unset variable: it allowed every directory under the current one, / for a service.
+      ["--location", box.location, "--allow-root", ""],
+      ["--location", box.location, "--allow-root="],
       ["--location", box.location, "extra"],
     ]) {
       const result = await run(["serve", ...args], { env: box.env })
