@@ -294,7 +294,7 @@ export default Tool.make({
     })
     const file = (name: string) => join(location, "tools", name)
     await expect(settleFile(file("none.ts"), "none", {})).rejects.toThrow("exports no tool")
-    await expect(settleFile(file("throws.ts"), "throws", {})).rejects.toThrow("failed to load: no config")
+    await expect(settleFile(file("throws.ts"), "throws", {})).rejects.toThrow("failed to load at line 3, column 11: no config")
     await expect(settleFile(file("9lives.ts"), "9lives", {})).rejects.toBeInstanceOf(LoadError)
     await expect(settleFile(file("9lives.ts"), "9lives", {})).rejects.toThrow("must start with a letter")
   })
