@@ -114,6 +114,32 @@ describe("indentation of a tolerant match", () => {
   })
 })
 
+/**
+ * A Location, data directory and home of the user 65534 (nobody), and `core exec` run as that user with `groups`
+ * (a setpriv option); removed at the end of the run (the root holds a copy of the binary).
+ */
+const asNobody = async (prefix: string, groups: string) => {
+  const root = tempDir(prefix)
+  chmodSync(root, 0o755)
+  const core = join(root, "core")
+  copyFileSync(await binary(), core)
+  chmodSync(core, 0o755)
+  const location = join(root, "loc")
+  const data = join(root, "data")
+  const home = join(root, "home")
+  for (const directory of [location, data, home]) {
+    spawnSync("mkdir", [directory])
+    chownSync(directory, 65534, 65534)
+  }
+  const run = (name: string, input: unknown) =>
+    spawnSync(
+      "setpriv",
+      ["--reuid=65534", "--regid=65534", groups, core, "exec", name, "--input", JSON.stringify(input), "--location", location, "--session", "s1"],
+      { env: { ...process.env, CORE_DATA_DIR: data, CORE_HOME: home, HOME: home }, encoding: "utf8" },
+    )
+  return { location, run }
+}
+
 describe("read-only and special files", () => {
   const patchOf = (path: string) => `*** Begin Patch\n*** Update File: ${path}\n-a\n+b\n*** End Patch`
 
@@ -169,27 +195,9 @@ describe("read-only and special files", () => {
   })
 
   test("a user who cannot write a file (not root) is refused, even where the directory would let a rename replace it", async () => {
-    // Removed at the end of the run (it holds a copy of the binary).
-    const root = tempDir("core-nobody-")
-    chmodSync(root, 0o755)
-    const core = join(root, "core")
-    copyFileSync(await binary(), core)
-    chmodSync(core, 0o755)
-    const location = join(root, "loc")
-    const data = join(root, "data")
-    const home = join(root, "home")
-    for (const directory of [location, data, home]) {
-      spawnSync("mkdir", [directory])
-      chownSync(directory, 65534, 65534)
-    }
+    const { location, run } = await asNobody("core-nobody-", "--clear-groups")
     // Owned by root, 0644: the user 65534 may read it but not write it; the directory is theirs.
     writeFileSync(join(location, "theirs.txt"), "a\n")
-    const run = (name: string, input: unknown) =>
-      spawnSync(
-        "setpriv",
-        ["--reuid=65534", "--regid=65534", "--clear-groups", core, "exec", name, "--input", JSON.stringify(input), "--location", location, "--session", "s1"],
-        { env: { ...process.env, CORE_DATA_DIR: data, CORE_HOME: home, HOME: home }, encoding: "utf8" },
-      )
     expect(JSON.parse(run("read", { filePath: "theirs.txt" }).stdout).status).toBe("success")
     for (const [name, input] of [
       ["write", { filePath: "theirs.txt", content: "b\n" }],
@@ -207,29 +215,12 @@ describe("read-only and special files", () => {
   // A group-shared file (another owner, the group writing it): edited by a member, it came back in the member's own
   // group, and its owner, reading through the group, could no longer read it.
   test("a file of another owner that the user edits through its group keeps its group", async () => {
-    const root = tempDir("core-member-")
-    chmodSync(root, 0o755)
-    const core = join(root, "core")
-    copyFileSync(await binary(), core)
-    chmodSync(core, 0o755)
-    const location = join(root, "loc")
-    const data = join(root, "data")
-    const home = join(root, "home")
-    for (const directory of [location, data, home]) {
-      spawnSync("mkdir", [directory])
-      chownSync(directory, 65534, 65534)
-    }
+    const { location, run } = await asNobody("core-member-", "--groups=100")
     const shared = join(location, "shared.txt")
     writeFileSync(shared, "a\n")
     // Owned by daemon (uid 1) and the group 100, which the user 65534 is in and may write through.
     chownSync(shared, 1, 100)
     chmodSync(shared, 0o660)
-    const run = (name: string, input: unknown) =>
-      spawnSync(
-        "setpriv",
-        ["--reuid=65534", "--regid=65534", "--groups=100", core, "exec", name, "--input", JSON.stringify(input), "--location", location, "--session", "s1"],
-        { env: { ...process.env, CORE_DATA_DIR: data, CORE_HOME: home, HOME: home }, encoding: "utf8" },
-      )
     const edited = JSON.parse(run("edit", { filePath: "shared.txt", oldString: "a", newString: "b" }).stdout)
     expect(edited.status).toBe("success")
     expect(readFileSync(shared, "utf8")).toBe("b\n")
