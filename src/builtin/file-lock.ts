@@ -8,6 +8,7 @@ export * as FileLock from "./file-lock"
 // read (`retried`). The per-process table is process-wide on purpose: two Locations, or two
 // sessions, may change the same file.
 
+import { constants } from "node:fs"
 import { basename, dirname, join } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Semaphore from "effect/Semaphore"
@@ -145,7 +146,7 @@ const tryTake = async (lock: string): Promise<Taken | undefined> => {
   if (made !== undefined) {
     try {
       // A core judging it meanwhile holds its flock for a moment: taken a few tries later at most.
-      for (let tries = 0; tries < 50 && Native.flock(made.fd, Native.LOCK_EX | Native.LOCK_NB) === EWOULDBLOCK; tries++) {
+      for (let tries = 0; tries < 50 && Native.flock(made.fd, Native.LOCK_EX | Native.LOCK_NB) === Native.EWOULDBLOCK; tries++) {
         await Bun.sleep(1)
       }
       await made.writeFile(Owner.current)
@@ -165,16 +166,12 @@ const tryTake = async (lock: string): Promise<Taken | undefined> => {
   }
 }
 
-/** errno EWOULDBLOCK (EAGAIN on Linux): another open file holds the flock. */
-const EWOULDBLOCK = 11
-
 /**
  * Looks at the lock another holds at `path`, and removes it when it is stale: its holder gone, or left empty for
  * longer than a core takes to write it. Opened without waiting (a FIFO planted there blocked the read forever, in
  * a step no cancel could stop) and read only as a small regular file.
  */
 const judge = async (lock: string, path: string): Promise<void> => {
-  const { constants } = require("node:fs") as typeof import("node:fs")
   let handle: FileHandle
   try {
     handle = await fsp().open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW)
@@ -189,7 +186,7 @@ const judge = async (lock: string, path: string): Promise<void> => {
     const stats = await handle.stat()
     if (!stats.isFile() || stats.size > MAX_LOCK_BYTES) throw new NotALock(lock)
     // Held by a live core (or judged by another right now): not stale.
-    if (Native.flock(handle.fd, Native.LOCK_EX | Native.LOCK_NB) === EWOULDBLOCK) return
+    if (Native.flock(handle.fd, Native.LOCK_EX | Native.LOCK_NB) === Native.EWOULDBLOCK) return
     const buffer = Buffer.alloc(MAX_LOCK_BYTES)
     const { bytesRead } = await handle.read(buffer, 0, MAX_LOCK_BYTES, 0)
     const owner = buffer.subarray(0, bytesRead).toString("utf8")

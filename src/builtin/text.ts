@@ -8,7 +8,7 @@ export * as Text from "./text"
 // (../permission/pinned): a directory swapped for a symlink after the check fails the operation, never leads it
 // (or a temp file) elsewhere.
 
-import { constants } from "node:fs"
+import { constants, readdirSync } from "node:fs"
 import { basename, dirname } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -68,7 +68,6 @@ export interface Splice {
   readonly kept?: ReadonlyArray<number | undefined>
 }
 
-// The error codes a file operation may meet in an ordinary environment; anything else is a defect.
 /** A file read to be changed turned out not to be a regular file (one swapped in for it after it was checked). */
 const NOT_REGULAR = "ENOTREGULAR"
 
@@ -84,6 +83,7 @@ const openRegular = async (path: string) => {
   throw Object.assign(new Error(`${path} is not a regular file`), { code: NOT_REGULAR })
 }
 
+// The error codes a file operation may meet in an ordinary environment; anything else is a defect.
 const REASONS: Readonly<Record<string, string>> = {
   EACCES: "permission denied",
   EPERM: "the operation is not permitted",
@@ -559,7 +559,6 @@ export const otherForm = (real: string): string | undefined => {
   // Names of ASCII alone have one form.
   if (/^[\x00-\x7f]*$/.test(wanted)) return undefined
   try {
-    const { readdirSync } = require("node:fs") as typeof import("node:fs")
     return readdirSync(dirname(real)).find((name) => name !== wanted && name.normalize("NFC") === normal)
   } catch {
     return undefined

@@ -117,6 +117,8 @@ const errno = (lib: Library): number => read.i32(lib.__errno_location()!, 0)
 
 export const LOCK_EX = 2
 export const LOCK_NB = 4
+/** errno EWOULDBLOCK (EAGAIN on Linux): with LOCK_NB, another open file holds the flock. */
+export const EWOULDBLOCK = 11
 const EINTR = 4
 
 /**
