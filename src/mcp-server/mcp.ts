@@ -144,7 +144,6 @@ interface RequestSchema {
 
 /** What the SDK checks a request of each method this session answers against before its handler runs. */
 const REQUESTS: ReadonlyMap<string, RequestSchema> = new Map<string, RequestSchema>([
-
   ["tools/call", CallToolRequestSchema],
   ["tools/list", ListToolsRequestSchema],
   ["prompts/get", GetPromptRequestSchema],
