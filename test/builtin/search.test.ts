@@ -287,6 +287,24 @@ describe("grep", () => {
     expect((whole.settlement.structured as Grep.Output).shown[0]?.lines).toEqual([{ line: 3, text: "needle here" }])
   })
 
+  test("a class, a dot or an anchor keeps its CRLF meaning: no \\r matched, ^ and $ at a \\r too", async () => {
+    const h = harness({ files: { "win.txt": "x\r\nbar\rfoo\n" } })
+    const lines = async (pattern: string) =>
+      ((await h.settle("grep", { pattern })).settlement.structured as Grep.Output).shown.flatMap((file) => file.lines.map((line) => line.line))
+    // Each of these matches the \r (or the place after a lone \r) unless rg treats CRLF as a line end.
+    for (const pattern of ["x\\s", "x.", "x[^a]", "x\\W", "x\\P{L}", "x[[:space:]]"]) expect({ pattern, lines: await lines(pattern) }).toEqual({ pattern, lines: [] })
+    expect(await lines("^foo")).toEqual([2])
+    expect(await lines("x")).toEqual([1])
+  })
+
+  test("rg runs without --crlf, which slows it, only for a pattern CRLF cannot change", () => {
+    const crlf = (pattern: string) => Grep.searchArgs(false, pattern, ".").includes("--crlf")
+    for (const pattern of ["TaggedError", "export const", "console\\.log", "TODO|FIXME", "class \\w+\\(", "a{2,3}\\b", "C:\\\\x"])
+      expect({ pattern, crlf: crlf(pattern) }).toEqual({ pattern, crlf: false })
+    for (const pattern of ["x$", "^x", "a.b", "[ab]", "x\\s", "x\\x0D", "x\\pL", "x\\r", "x\\", "x\r", "\\Dx"])
+      expect({ pattern, crlf: crlf(pattern) }).toEqual({ pattern, crlf: true })
+  })
+
   test("a pattern that matches a line ending is refused with a reason", async () => {
     const h = harness({ files: { "win.txt": "x\r\n" } })
     for (const [pattern, character] of [["x\\r", "\\r"], ["a\\nb", "\\n"]] as const) {
