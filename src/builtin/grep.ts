@@ -314,39 +314,16 @@ const newestFirst = (limit: number, times: ReturnType<typeof SearchTool.modified
   }
 }
 
-/**
- * Whether rg's --crlf can change what `pattern` matches: with it, `^` and `$` match at a \r too, and no class or
- * `.` matches one (a literal \r is refused). False only for a pattern of plain characters, escaped punctuation,
- * \w, \d, \b and \B, grouped, alternated and repeated: none of which can match or sit beside a \r otherwise.
- */
-const crlfMatters = (pattern: string): boolean => {
-  for (let index = 0; index < pattern.length; index++) {
-    const character = pattern[index]!
-    if (character === "\\") {
-      const escaped = pattern[++index]
-      if (escaped === undefined || !SAFE_ESCAPES.test(escaped)) return true
-    } else if (LINE_SENSITIVE.includes(character)) {
-      return true
-    }
-  }
-  return false
-}
-/** What may follow a backslash in a pattern --crlf cannot change: ASCII punctuation (a literal), \w, \d, \b, \B. */
-const SAFE_ESCAPES = /^[!-/:-@[-`{-~wdbB]$/
-/** Characters of a pattern --crlf changes the meaning of, unescaped: a class, any character, the anchors, line ends. */
-const LINE_SENSITIVE = ".^$[\r\n"
-
 /** rg's arguments for a search of `target` (one file: printed without its name). */
-export const searchArgs = (single: boolean, pattern: string, target: string) => [
+const searchArgs = (single: boolean, pattern: string, target: string) => [
   ...Ripgrep.COMMON_FLAGS,
   "--line-number",
   "--no-heading",
   single ? "--no-filename" : "--with-filename",
   "--null",
   "--color=never",
-  // A CRLF file's lines end before the \r, so $ matches at their end as it does in an LF file, and no class matches
-  // the \r. Only where that can change a match: rg prints the same lines either way, and --crlf slows it by a sixth.
-  ...(crlfMatters(pattern) ? ["--crlf"] : []),
+  // A CRLF file's lines end before the \r, so $ matches at their end as it does in an LF file.
+  "--crlf",
   `--regexp=${pattern}`,
   "--",
   target,

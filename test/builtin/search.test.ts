@@ -297,14 +297,6 @@ describe("grep", () => {
     expect(await lines("x")).toEqual([1])
   })
 
-  test("rg runs without --crlf, which slows it, only for a pattern CRLF cannot change", () => {
-    const crlf = (pattern: string) => Grep.searchArgs(false, pattern, ".").includes("--crlf")
-    for (const pattern of ["TaggedError", "export const", "console\\.log", "TODO|FIXME", "class \\w+\\(", "a{2,3}\\b", "C:\\\\x"])
-      expect({ pattern, crlf: crlf(pattern) }).toEqual({ pattern, crlf: false })
-    for (const pattern of ["x$", "^x", "a.b", "[ab]", "x\\s", "x\\x0D", "x\\pL", "x\\r", "x\\", "x\r", "\\Dx"])
-      expect({ pattern, crlf: crlf(pattern) }).toEqual({ pattern, crlf: true })
-  })
-
   test("a pattern that matches a line ending is refused with a reason", async () => {
     const h = harness({ files: { "win.txt": "x\r\n" } })
     for (const [pattern, character] of [["x\\r", "\\r"], ["a\\nb", "\\n"]] as const) {
