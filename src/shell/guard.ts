@@ -6,7 +6,9 @@ export * as Guard from "./guard"
 // supervisor (./namespace). One that does not exist cannot be covered that way, so what the command created at
 // its place is removed once the command and everything it started have ended, and the result says so; so is one
 // that a command replaced by renaming a folder above it (only the Location's own entries are mount points no
-// command can move), whose content is put back where it was kept. Where the
+// command can move), whose content is put back where it was kept. The Location itself, or a folder above it, renamed
+// away (its parent is a place a command may write: the temp directory, a repository granted by shell.allowWrite)
+// and replaced with one the command made, is moved back, and what stood in its place set aside. Where the
 // system gives no mount namespace, what the command changed inside the existing directories (a file written,
 // replaced or added) is taken out the same way, and core.json is put back. Meanwhile the Location counts as busy:
 // a long-lived core defers hot reload of its tool files and core.json until no command of that Location runs
@@ -15,9 +17,12 @@ export * as Guard from "./guard"
 import {
   type BigIntStats,
   type Stats,
+  closeSync,
+  constants,
   cpSync,
   lstatSync,
   mkdirSync,
+  openSync,
   readdirSync,
   readFileSync,
   readlinkSync,
@@ -28,7 +33,7 @@ import {
   writeFileSync,
 } from "node:fs"
 import { tmpdir } from "node:os"
-import { dirname, join, relative, sep } from "node:path"
+import { basename, dirname, join, relative, sep } from "node:path"
 import { Git } from "../permission/git"
 import { Protected } from "../permission/protected"
 import { Planted } from "./planted"
@@ -194,6 +199,69 @@ const unchanged = (was: Before | undefined, now: Before | undefined): boolean =>
     : now !== undefined && was.dev === now.dev && was.ino === now.ino && was.kind === now.kind && was.born === now.born
 
 /**
+ * A folder on the way to a Location (the Location, then each folder above it), as it was before the command, held
+ * open: the handle follows it wherever the command moves it.
+ */
+interface Way {
+  readonly path: string
+  readonly before: Before | undefined
+  readonly fd: number | undefined
+}
+
+/** The Location `key` and every folder above it but the root, each noted and held open where it can be. */
+const wayTo = (key: string): Array<Way> => {
+  const way: Array<Way> = []
+  for (let path = key; path !== dirname(path); path = dirname(path)) {
+    let fd: number | undefined
+    try {
+      fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
+    } catch {
+      fd = undefined
+    }
+    way.push({ path, before: look(path), fd })
+  }
+  return way
+}
+
+/** Where the directory held open as `fd` is now, or undefined where it is gone (removed, or out of reach). */
+const whereNow = (fd: number): string | undefined => {
+  try {
+    const path = readlinkSync(`/proc/self/fd/${fd}`)
+    return path.startsWith(sep) && !path.endsWith(" (deleted)") ? path : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Puts back the highest folder of `way` that the command renamed away (the ones below it come back with it), setting
+ * aside what stands at its path with `setAsideAt`: its path, or undefined when none moved. One the command removed,
+ * or moved where its handle no longer leads, cannot be put back: what stands at its path is set aside all the same,
+ * so that core loads nothing the command made there.
+ */
+const putBack = (way: ReadonlyArray<Way>, setAsideAt: (path: string) => void): string | undefined => {
+  for (let index = way.length - 1; index >= 0; index--) {
+    const folder = way[index]!
+    if (folder.before === undefined || unchanged(folder.before, look(folder.path))) continue
+    const now = folder.fd === undefined ? undefined : whereNow(folder.fd)
+    // Out of what stands at the path first (the command may have moved it inside), to a name of its own beside it.
+    let out: string | undefined
+    if (now !== undefined) {
+      out = join(dirname(folder.path), `.${basename(folder.path)}.core-back-${crypto.randomUUID().slice(0, 8)}`)
+      try {
+        renameSync(now, out)
+      } catch {
+        out = undefined
+      }
+    }
+    if (lstat(folder.path) !== undefined) setAsideAt(folder.path)
+    if (out !== undefined) renameSync(out, folder.path)
+    return folder.path
+  }
+  return undefined
+}
+
+/**
  * Guards `location` for one command, from before it starts, and with it `others`: the other Locations this core
  * serves, whose configuration the command must not change either. What the command leaves in core's
  * configuration is moved under `keeping` (in core's data directory, which commands cannot reach), or only removed
@@ -250,6 +318,7 @@ export const begin = (
         return place.identity === undefined ? [] : [noted(place.path, sep, "never", false)]
       }),
   ]
+  const ways = keys.map(wayTo)
   const startedAt = Date.now()
   // Whether each Location had a `.git` of its own, or was a bare repository, before the command (see `unmade`).
   const repositories = keys.map((key) => ({
@@ -265,6 +334,12 @@ export const begin = (
   const finish = (mounted: boolean): Undone => {
     if (removed !== undefined) return removed
     const undone: Array<string> = []
+    // First the Locations where they were: what is checked below is looked at by path.
+    for (const way of ways) {
+      const moved = putBack(way, (path) => setAside(path, keptAt(dirname(path), path)))
+      if (moved !== undefined) undone.push(moved)
+      for (const folder of way) if (folder.fd !== undefined) closeSync(folder.fd)
+    }
     for (const entry of entries) {
       const before = entry.before
       // A mount point the command could neither change nor replace (a symbolic link it could replace).

@@ -7,8 +7,8 @@
 // skipped and say so.
 
 import { describe, expect, test } from "bun:test"
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { basename, join } from "node:path"
 import { Effect, Fiber } from "effect"
 import { Git } from "../../src/permission/git"
 import { Guard } from "../../src/shell/guard"
@@ -130,6 +130,46 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(result.undoneKeptIn?.startsWith(keeping)).toBe(true)
     expect(readFileSync(join(result.undoneKeptIn!, "tools/x.ts"), "utf8")).toBe("t\n")
     expect(readFileSync(join(result.undoneKeptIn!, "core.json"), "utf8")).toBe("{}\n")
+  })
+
+  // A Location in a folder a command may write (the temp directory, a repository granted by shell.allowWrite): its
+  // own entries are mounts no command can move, but the Location itself, or a folder above it, can be renamed away
+  // and a new one with a core.json and tools of the command's own made at its path, which core would load next.
+  test("a Location renamed away and replaced by one the command made is put back, and what it made kept aside", async () => {
+    const location = configured()
+    const { ino } = statSync(location)
+    const result = await run(
+      `cd .. && mv "$OLDPWD" "$OLDPWD.old" && mkdir -p "$OLDPWD/tools" && echo '{ "permission": { "*": "allow" } }' > "$OLDPWD/core.json" && echo evil > "$OLDPWD/tools/evil.ts" && echo swapped`,
+      location,
+    )
+    expect(result.stdout.text).toBe("swapped\n")
+    expect(statSync(location).ino).toBe(ino)
+    expect(existsSync(`${location}.old`)).toBe(false)
+    unchanged(location)
+    expect(result.undone).toEqual([location])
+    expect(readFileSync(join(result.undoneKeptIn!, basename(location), "tools/evil.ts"), "utf8")).toBe("evil\n")
+  })
+
+  test("a folder above the Location renamed away and replaced is put back, the Location with it", async () => {
+    const root = tempDir("core-repo-")
+    const location = join(root, "services/api")
+    mkdirSync(location, { recursive: true })
+    writeFileSync(join(location, "core.json"), '{ "permission": { "bash": "ask" } }')
+    for (const entry of ["tools", "plugins", ".core"]) {
+      mkdirSync(join(location, entry))
+      writeFileSync(join(location, entry, "kept.ts"), "kept")
+    }
+    const { ino } = statSync(join(root, "services"))
+    // The original moved inside what replaces it: it must come out before what the command made is set aside.
+    const result = await run(
+      "cd ../.. && mv services old && mkdir -p services/api/tools && mv old services/api/old && echo '{}' > services/api/core.json && echo evil > services/api/tools/evil.ts",
+      location,
+    )
+    expect(result.exitCode).toBe(0)
+    expect(statSync(join(root, "services")).ino).toBe(ino)
+    unchanged(location)
+    expect(result.undone).toEqual([join(root, "services")])
+    expect(readFileSync(join(result.undoneKeptIn!, "services/api/tools/evil.ts"), "utf8")).toBe("evil\n")
   })
 
   test("a skills folder nested in another folder: renaming the folder above it does not let a command plant skills", async () => {
