@@ -150,6 +150,21 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(readFileSync(join(result.undoneKeptIn!, basename(location), "tools/evil.ts"), "utf8")).toBe("evil\n")
   })
 
+  test("a Location moved inside its replacement comes out of it before the replacement is set aside", () => {
+    // Done here as a command would: whether a folder holding mounts can be moved into another varies by kernel setup.
+    const location = configured()
+    const guarded = Guard.begin(location, keeping)
+    renameSync(location, `${location}.old`)
+    mkdirSync(location)
+    renameSync(`${location}.old`, join(location, "inner"))
+    writeFileSync(join(location, "core.json"), "{}")
+    const undone = guarded.finish(true)
+    unchanged(location)
+    expect(existsSync(join(location, "inner"))).toBe(false)
+    expect(undone.paths).toEqual([location])
+    expect(readdirSync(join(undone.keptIn!, basename(location)))).toEqual(["core.json"])
+  })
+
   test("a folder above the Location renamed away and replaced is put back, the Location with it", async () => {
     const root = tempDir("core-repo-")
     const location = join(root, "services/api")
@@ -160,12 +175,12 @@ describe("core's configuration in the Location, against what a command runs", ()
       writeFileSync(join(location, entry, "kept.ts"), "kept")
     }
     const { ino } = statSync(join(root, "services"))
-    // The original moved inside what replaces it: it must come out before what the command made is set aside.
     const result = await run(
-      "cd ../.. && mv services old && mkdir -p services/api/tools && mv old services/api/old && echo '{}' > services/api/core.json && echo evil > services/api/tools/evil.ts",
+      "cd ../.. && mv services old && mkdir -p services/api/tools && echo '{}' > services/api/core.json && echo evil > services/api/tools/evil.ts",
       location,
     )
-    expect(result.exitCode).toBe(0)
+    expect({ code: result.exitCode, stderr: result.stderr.text }).toEqual({ code: 0, stderr: "" })
+    expect(existsSync(join(root, "old"))).toBe(false)
     expect(statSync(join(root, "services")).ino).toBe(ino)
     unchanged(location)
     expect(result.undone).toEqual([join(root, "services")])
