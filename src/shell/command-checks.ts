@@ -172,6 +172,9 @@ const checksFor = (
   if (name.includes("/") && basename(name) !== "" && basename(name) !== name && !/\s/.test(name)) {
     checks.push(checkOf([], [{ ...words[0]!, value: basename(name) }, ...words.slice(1)], suffix))
   }
+  // One of git's own programs run by its name is that subcommand: checked as `git push …` too.
+  const git = Runs.gitProgram(words)
+  if (git !== undefined) checks.push(...checksFor([], git, suffix, false))
   for (const inner of Runs.of(words).commands) checks.push(...checksFor([], inner))
   return checks
 }

@@ -185,7 +185,9 @@ const readCode = (code: string, owner: string, collector: Collector, unwrapped =
  * What a command runs besides itself: wrapped commands, code strings, or the reason it cannot be known. `neutral`
  * says whether every wrapper around it so far is neutral (Runs.neutral), so a shell there may be transparent.
  */
-const inspect = (words: ReadonlyArray<Word>, owner: string, collector: Collector, neutral = true): void => {
+const inspect = (given: ReadonlyArray<Word>, owner: string, collector: Collector, neutral = true): void => {
+  // One of git's own programs run by its name is read as the git subcommand it is.
+  const words = Runs.gitProgram(given) ?? given
   const planted = Planted.git(words)
   if (planted !== undefined) collector.opaque.push({ resource: owner, reason: `${planted} sets what git runs for the user`, protected: Planted.WHAT })
   const inner = Runs.of(words)

@@ -371,8 +371,21 @@ const find = (words: ReadonlyArray<Word>): Inner => {
   return { commands, code: [], opaque: undefined }
 }
 
+/**
+ * One of git's own programs run by its name (`/usr/lib/git-core/git-push`, or `git-push` with git's exec path on
+ * PATH) as the git subcommand it is (`git push …`); undefined for any other command.
+ */
+export const gitProgram = (words: ReadonlyArray<Word>): ReadonlyArray<Word> | undefined => {
+  const subcommand = /^git-([a-z][a-z0-9-]*)$/.exec(basename(words[0]!.value!))?.[1]
+  if (subcommand === undefined) return undefined
+  const spelled = (value: string): Word => ({ text: value, value, glob: false, tilde: false })
+  return [spelled("git"), spelled(subcommand), ...words.slice(1)]
+}
+
 /** What `words` (a command with a literal name) runs besides itself. */
 export const of = (words: ReadonlyArray<Word>): Inner => {
+  const git = gitProgram(words)
+  if (git !== undefined) return of(git)
   const name = basename(words[0]!.value!)
   const args = words.slice(1)
   switch (name) {
@@ -640,6 +653,11 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
     if (subcommand === "config" && rest.filter((value) => !value.startsWith("-")).length > 1 && !rest.some((value) => /^--(get|list|unset)/.test(value))) {
       return opaque("git config can set commands (aliases, pagers, hooks) that later git commands run")
     }
+    // What pushes by another name is a push too: a rule about `git push` holds for it.
+    const pushed = PUSHES[subcommand ?? ""] ?? (subcommand === "subtree" && words[index + 1]?.value === "push" ? 2 : undefined)
+    if (pushed !== undefined) {
+      return { commands: [[...words.slice(0, index), { ...words[index]!, text: "push", value: "push" }, ...words.slice(index + pushed)]], code: [], opaque: undefined }
+    }
     return undefined
   },
   // compgen -W expands its word list as bash would a line, command substitutions and all.
@@ -695,6 +713,9 @@ const sshLike = (words: ReadonlyArray<Word>, letters: string): boolean =>
       /^-[A-Za-z]*F/.test(word.value ?? word.text) ||
       (letters !== "" && new RegExp(`^-[A-Za-z]*[${letters}]`).test(word.value ?? word.text)),
   )
+
+/** git's subcommands that push under another name, with how many words name them (`subtree push` is two). */
+const PUSHES: Readonly<Record<string, number>> = { "send-pack": 1, "http-push": 1 }
 
 /**
  * Wrappers that change nothing about what the command they run may do to the Location (they only time it, detach

@@ -78,6 +78,43 @@ describe("CommandChecks.checks: every command on its own", () => {
     expect(await resources("/bin/rm x")).toEqual(["/bin/rm x", "rm x"])
   })
 
+  test("one of git's own programs is checked as its git subcommand, and what pushes by another name as a push", async () => {
+    expect(await resources("/usr/lib/git-core/git-push origin main")).toEqual([
+      "/usr/lib/git-core/git-push origin main",
+      "git-push origin main",
+      "git push origin main",
+    ])
+    expect(await resources("git-push origin main")).toEqual(["git-push origin main", "git push origin main"])
+    expect(await resources("git send-pack origin main")).toEqual(["git send-pack origin main", "git push origin main"])
+    expect(await resources("git -C sub http-push url main")).toEqual(["git -C sub http-push url main", "git -C sub push url main"])
+    expect(await resources("git subtree push --prefix x origin main")).toEqual([
+      "git subtree push --prefix x origin main",
+      "git push --prefix x origin main",
+    ])
+    // Read as git reads its own: a dashed program given a command to run on the other side is asked.
+    expect(await opaque("/usr/lib/git-core/git-push --receive-pack=evil origin")).toEqual(["/usr/lib/git-core/git-push --receive-pack=evil origin"])
+    const planting = CommandChecks.checks(await parse("/usr/lib/git-core/git-config core.hooksPath /tmp/h")).find((check) => check.opaque !== undefined)
+    expect(planting?.protected).toBeDefined()
+    expect(await resources("git subtree split --prefix x")).toEqual(["git subtree split --prefix x"])
+    expect(await resources("git-lfs pull")).toEqual(["git-lfs pull", "git lfs pull"])
+  })
+
+  test("a rule denying git push denies it however git is named", () => {
+    const rules: Rule.Ruleset = [
+      { action: "bash", resource: "*", effect: "allow" },
+      { action: "bash", resource: "git push *", effect: "deny" },
+    ]
+    const decide = async (text: string) =>
+      CommandChecks.checks(await parse(text)).some((check) =>
+        [check.resource, ...(check.variants ?? [])].some((resource) => Rule.evaluate(rules, "bash", resource) === "deny"),
+      )
+    return Promise.all(
+      ["/usr/lib/git-core/git-push ./r.git HEAD:main", "git send-pack ./r.git main", "git subtree push --prefix x o main", "git push o"].map(
+        async (text) => expect({ text, denied: await decide(text) }).toEqual({ text, denied: true }),
+      ),
+    )
+  })
+
   test("assignments before a command belong to it", async () => {
     expect(await resources("CI=1 npm test")).toEqual(["CI=1 npm test", "npm test"])
     expect(await saved("CI=1 npm test")).toEqual(["CI=1 npm test *", "npm test *"])
