@@ -83,6 +83,8 @@ export function make(options: Options, report: (result: Result) => void, left: (
         method: "POST",
         headers,
         body,
+        // Never followed: a redirect would carry the headers (an API key) and the spans to another origin.
+        redirect: "manual",
         signal: AbortSignal.any([closing.signal, AbortSignal.timeout(timeoutMs)]),
       })
       await response.arrayBuffer().catch(() => undefined)

@@ -385,6 +385,21 @@ describe("the exporter", () => {
     await made.close()
   })
 
+  test("a redirect is not followed: the headers and the spans go to no other origin", async () => {
+    const elsewhere = receiver()
+    const redirecting = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: () => new Response(null, { status: 307, headers: { location: elsewhere.url.replace("127.0.0.1", "localhost") } }),
+    })
+    servers.push(redirecting)
+    const made = Otlp.make(settings(`http://127.0.0.1:${redirecting.port}/v1/traces`))
+    endSpans(made, 3)
+    await made.close()
+    expect(elsewhere.received).toEqual([])
+    expect(made.stats).toMatchObject({ sent: 0, dropped: 3, failures: 1 })
+  })
+
   test("an endpoint nothing listens on: the spans are dropped and close returns at once", async () => {
     const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() })
     const url = `http://127.0.0.1:${probe.port}/v1/traces`
