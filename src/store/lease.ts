@@ -56,11 +56,21 @@ export const renewer = <K>(
     if (held.size === 0) return stop()
     if (renewing) return
     renewing = true
+    // A renewal unanswered for a whole lease is given up (the lease has lapsed by then): the next interval tries
+    // again, rather than every later one waiting behind a statement a stalled connection will never answer.
+    let gaveUp: ReturnType<typeof setTimeout> | undefined
     try {
-      await renew([...held.values()])
+      await Promise.race([
+        renew([...held.values()]),
+        new Promise((_, reject) => {
+          gaveUp = setTimeout(() => reject(new Error(`a lease renewal got no answer within ${leaseMs} ms`)), leaseMs)
+          gaveUp.unref?.()
+        }),
+      ])
     } catch (cause) {
       onError(cause)
     } finally {
+      clearTimeout(gaveUp)
       renewing = false
     }
   }

@@ -85,20 +85,34 @@ const NOW_MS = "floor(extract(epoch from clock_timestamp()) * 1000)::bigint"
 
 const describe = Store.describe
 
-/** The URL without its password, for messages. */
+/** Query parameters of a store URL that carry a secret (the client reads a password from the query too). */
+const SECRET_PARAMETERS: ReadonlySet<string> = new Set(["password", "sslpassword", "sslkey", "sslcert", "passfile"])
+
+/** The URL without its password (in its user part or its query), for messages. */
 export const redact = (url: string): string => {
   try {
     const parsed = new URL(url)
     if (parsed.password !== "") parsed.password = "***"
+    for (const name of [...parsed.searchParams.keys()]) {
+      if (SECRET_PARAMETERS.has(name.toLowerCase())) parsed.searchParams.set(name, "***")
+    }
     return parsed.toString()
   } catch {
     return "(an unreadable URL)"
   }
 }
 
+/**
+ * How long one operation on the store may go unanswered before it fails: a pooler, a network path or a database
+ * that stops answering (a half-open connection) must not hold a call, or `core exec`, forever.
+ */
+export const OPERATION_TIMEOUT_MS = 30_000
+
 export interface Options {
   /** How long a call's lease lasts unless renewed; by default `CORE_LEASE_MS` or ./lease's default. */
   readonly leaseMs?: number
+  /** How long one operation may go unanswered (OPERATION_TIMEOUT_MS). */
+  readonly operationTimeoutMs?: number
   /** Who saves approvals through this store (see Approvals.approver). */
   readonly approvedBy?: string
 }
@@ -141,14 +155,22 @@ const migrate = (sql: SQL) =>
     }
   })
 
-/** How an operation on the store at `url` runs: a failure is a StoreError naming the store and the operation. */
+/**
+ * How an operation on the store at `url` runs: a failure is a StoreError naming the store and the operation, and so
+ * is no answer within `timeoutMs` (the statement may still take effect later: a retry then finds what it did).
+ */
 const attemptAt =
-  (url: string) =>
+  (url: string, timeoutMs: number) =>
   <A>(operation: string, run: () => Promise<A>) =>
-    Effect.tryPromise({ try: run, catch: (cause) => Store.failed(redact(url), operation, cause) })
+    Effect.tryPromise({ try: run, catch: (cause) => Store.failed(redact(url), operation, cause) }).pipe(
+      Effect.timeoutOrElse({
+        duration: timeoutMs,
+        orElse: () => Effect.fail(Store.failed(redact(url), operation, new Error(`no answer within ${timeoutMs / 1000} s`))),
+      }),
+    )
 
 /** Opens the store at `url` for the life of the scope, migrating its schema: its client, and how an operation runs. */
-const acquire = (url: string) =>
+const acquire = (url: string, timeoutMs: number) =>
   Effect.map(
     Effect.acquireRelease(
       Effect.tryPromise({
@@ -179,7 +201,7 @@ const acquire = (url: string) =>
       }),
       (sql) => Effect.promise(() => sql.close({ timeout: 5 }).catch(() => undefined)),
     ),
-    (sql) => ({ sql, attempt: attemptAt(url) }),
+    (sql) => ({ sql, attempt: attemptAt(url, timeoutMs) }),
   )
 
 type Row = Store.RecordRow & { live: boolean | null }
@@ -195,7 +217,8 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
         try: () => options.leaseMs ?? Lease.durationMs(),
         catch: (cause) => new Store.StoreError({ reason: "open", path: redact(url), message: describe(cause) }),
       })
-      const { sql, attempt } = yield* acquire(url)
+      const timeoutMs = options.operationTimeoutMs ?? OPERATION_TIMEOUT_MS
+      const { sql, attempt } = yield* acquire(url, timeoutMs)
       const keyOf = Store.keyOf
       /** The records (by id) of calls this process began and has not settled: their leases are renewed together. */
       const running = yield* Effect.acquireRelease(
@@ -347,7 +370,8 @@ export const approvalsLayer = (url: string, options: Options = {}): Layer.Layer<
   Layer.effect(
     Approvals.Service,
     Effect.gen(function* () {
-      const { sql, attempt } = yield* acquire(url)
+      const timeoutMs = options.operationTimeoutMs ?? OPERATION_TIMEOUT_MS
+      const { sql, attempt } = yield* acquire(url, timeoutMs)
       const approvedBy = options.approvedBy ?? Approvals.approver()
       // A project is asked for by its Location's real path and kept under its identity across machines.
       const identities = new Map<string, string>()
@@ -400,7 +424,7 @@ export const todosLayer = (url: string): Layer.Layer<Todos.Service, Store.StoreE
   Layer.effect(
     Todos.Service,
     Effect.gen(function* () {
-      const { sql, attempt } = yield* acquire(url)
+      const { sql, attempt } = yield* acquire(url, OPERATION_TIMEOUT_MS)
       return Todos.Service.of({
         read: (key) =>
           attempt("lookup", async () => {

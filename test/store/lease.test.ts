@@ -182,3 +182,23 @@ describe("Lease.durationMs", () => {
     }
   })
 })
+
+describe("Lease.renewer", () => {
+  test("a renewal that never answers is given up after a lease: the next interval renews again", async () => {
+    const calls: Array<ReadonlyArray<string>> = []
+    const errors: Array<string> = []
+    const renewer = Lease.renewer<string>(
+      300,
+      (keys) => {
+        calls.push(keys)
+        return new Promise(() => {})
+      },
+      (cause) => errors.push(String(cause)),
+    )
+    renewer.add("1", "c")
+    await Bun.sleep(1_000)
+    renewer.close()
+    expect(calls.length).toBeGreaterThanOrEqual(2)
+    expect(errors[0]).toContain("a lease renewal got no answer within 300 ms")
+  })
+})

@@ -59,6 +59,13 @@ describe("PostgresStore URLs", () => {
     expect(String(await open("mysql://core@127.0.0.1/core"))).toContain("a store URL starts with postgres://")
   })
 
+  test("a password given in the query is not shown either", () => {
+    const shown = PostgresStore.redact("postgres://core@127.0.0.1:1/core?password=QSECRET&sslmode=require&SSLPassword=K2")
+    expect(shown).not.toContain("QSECRET")
+    expect(shown).not.toContain("K2")
+    expect(shown).toContain("sslmode=require")
+  })
+
   test("a store that cannot be reached is an open error naming the URL without its password", async () => {
     const exit = String(await open("postgres://core:hunter2@127.0.0.1:1/core"))
     expect(exit).toContain("Could not open the store at postgres://core:***@127.0.0.1:1/core")
@@ -115,5 +122,58 @@ describe("PostgresStore retention on a host whose clock runs ahead", () => {
         expect(yield* store.begin(running, "echo", "build")).toBe(false)
       }).pipe(Effect.provide(layer)),
     )
+  }, 60_000)
+})
+
+// A pooler, a network path or a database that stops answering (a half-open connection) held a call, and core exec,
+// for as long as it stayed so: the tool had finished, its settlement was never answered.
+describe("PostgresStore against a connection that stops answering", () => {
+  test("an operation fails once it has had no answer for its time, naming the store and what it did", async () => {
+    const { postgres } = await freshDatabase()
+    const target = new URL(postgres)
+    let stalled = false
+    // Passes bytes both ways until stalled; then holds them, as a stopped pooler would.
+    const proxy = Bun.listen<{ upstream?: Promise<import("bun").Socket<unknown>> }>({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        open(client) {
+          client.data = {
+            upstream: Bun.connect({
+              hostname: target.hostname,
+              port: Number(target.port),
+              socket: { data: (_, bytes) => void (stalled || client.write(bytes)), close: () => void client.end() },
+            }),
+          }
+        },
+        data(client, bytes) {
+          if (!stalled) void client.data.upstream?.then((upstream) => upstream.write(bytes))
+        },
+        close(client) {
+          void client.data.upstream?.then((upstream) => upstream.end())
+        },
+      },
+    })
+    try {
+      const through = new URL(postgres)
+      through.port = String(proxy.port)
+      through.hostname = "127.0.0.1"
+      const key = { location: "/p", sessionID: "s", toolCallID: "stalled" }
+      const outcome = await Effect.runPromise(
+        Effect.gen(function* () {
+          const store = yield* Store.Service
+          yield* store.lookup(key)
+          stalled = true
+          const started = performance.now()
+          const exit = yield* Effect.exit(store.lookup(key))
+          return { exit: String(exit), waited: performance.now() - started }
+        }).pipe(Effect.provide(PostgresStore.layer(through.toString(), { operationTimeoutMs: 400 })), Effect.scoped),
+      )
+      expect(outcome.exit).toContain("no answer within 0.4 s")
+      expect(outcome.waited).toBeLessThan(5_000)
+    } finally {
+      stalled = false
+      proxy.stop(true)
+    }
   }, 60_000)
 })
