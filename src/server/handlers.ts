@@ -45,6 +45,33 @@ export const REPLAYED = { "x-core-replayed": "true" } as const
 
 const param = (route: Route, name: string): string => route.params[name] ?? ""
 
+/**
+ * The `length` bytes from `start` of an object the store streams: never more (s3rver answers `bytes=0-0` with the
+ * whole object, and a response is chunked, so nothing else holds it to its Content-Length). From the start they
+ * are the first `length` bytes whatever the store did with the range; past it, a store that sent more did not keep
+ * to the range, and a store that sent fewer ended short: the response fails rather than serve other bytes.
+ */
+const exactly = (stream: ReadableStream<Uint8Array>, start: number, length: number): ReadableStream<Uint8Array> => {
+  let left = length
+  return stream.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        if (chunk.byteLength > left && start > 0) {
+          controller.error(new Error(`the output store answered more than the ${length} bytes asked from byte ${start}`))
+          return
+        }
+        const part = chunk.byteLength > left ? chunk.subarray(0, left) : chunk
+        left -= part.byteLength
+        if (part.byteLength > 0) controller.enqueue(part)
+        if (left === 0) controller.terminate()
+      },
+      flush(controller) {
+        if (left > 0) controller.error(new Error(`the output store answered ${length - left} of the ${length} bytes asked`))
+      },
+    }),
+  )
+}
+
 const wantsEvents = (request: HttpServerRequest.HttpServerRequest): boolean =>
   (Respond.header(request, "accept") ?? "").includes("text/event-stream")
 
@@ -341,17 +368,18 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
         const contentType = part === "structured" ? "application/json" : "text/plain; charset=utf-8"
         // A local file is sent as a file; an object of the store is streamed (a Blob of the store would be answered
         // with a redirect to the store), chunked: its length is known here, but Bun sends such a stream chunked.
-        const body = (blob: Blob) => (output.path === undefined ? blob.stream() : blob)
+        const body = (blob: Blob, start: number, length: number) =>
+          output.path === undefined ? exactly(blob.stream(), start, length) : blob
         switch (range._tag) {
           case "Whole":
             // Bun.serve applies a request's Range itself to a file answered with 200, by its own reading of the
             // header: a Range this module chose to ignore is answered with the whole content as a plain stream.
             return HttpServerResponseModule.raw(
-              requested === undefined ? body(file) : file.stream().pipeThrough(new TransformStream()),
+              requested === undefined ? body(file, 0, output.bytes) : exactly(file.stream(), 0, output.bytes),
               { status: 200, contentType, contentLength: output.bytes, headers },
             )
           case "Partial":
-            return HttpServerResponseModule.raw(body(file.slice(range.start, range.end + 1)), {
+            return HttpServerResponseModule.raw(body(file.slice(range.start, range.end + 1), range.start, range.end - range.start + 1), {
               status: 206,
               contentType,
               contentLength: range.end - range.start + 1,
