@@ -118,7 +118,8 @@ export const run = (args: ReadonlyArray<string>) =>
     }
     const usage = (message: string) => new Command.UsageError({ command: "log", message })
     if (positionals.length > 0) return yield* usage(`unexpected argument "${positionals[0]}"`)
-    if (values.session !== undefined && values.session.trim() === "") return yield* usage("--session cannot be empty")
+    // Only empty: a session id is whatever the host sent, spaces and all (the calls route takes " ").
+    if (values.session === "") return yield* usage("--session cannot be empty")
     let since: number | undefined
     if (values.since !== undefined) {
       const parsed = Recorded.parseSince(values.since, Date.now())
@@ -142,8 +143,9 @@ export const run = (args: ReadonlyArray<string>) =>
         return Command.EXIT.ok
       }
       if (entries.length === 0) {
-        const which = values.session === undefined ? "" : ` in session ${values.session}`
-        Command.stdout(`No calls recorded in ${directory}${which}${values.since === undefined ? "" : ` since ${values.since}`}.\n`)
+        // Both shown inert: a directory under a root, or a session id, may hold what a terminal would act on.
+        const which = values.session === undefined ? "" : ` in session ${Terminal.shown(values.session)}`
+        Command.stdout(`No calls recorded in ${Terminal.shown(directory)}${which}${values.since === undefined ? "" : ` since ${values.since}`}.\n`)
         return Command.EXIT.ok
       }
       Command.stdout(`${table(entries, process.stdout.columns ?? DEFAULT_COLUMNS)}\n`)

@@ -23,7 +23,7 @@ Usage:
   core mcp [--location DIR] [--agent ID]
   core mcp list [--location DIR] [--json]
   core serve [--location DIR] [--allow-root DIR]... [--host 127.0.0.1] [--port N] [--log-level L]
-  core log [--session ID] [--location DIR] [--since T] [--json]
+  core log [--session ID] [--location DIR] [--since T] [--limit N] [--json]
   core init [DIR] [--update]
   core test [ARGS...]
   core --version | --help | COMMAND --help

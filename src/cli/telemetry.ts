@@ -19,18 +19,24 @@ const first = (env: Env, ...names: ReadonlyArray<string>): string | undefined =>
   return undefined
 }
 
-/** `k=v,k2=v2` with URL-encoded parts, as OTel writes headers and resource attributes; malformed pairs are skipped. */
-export const pairs = (text: string | undefined): Record<string, string> => {
+/**
+ * `k=v,k2=v2` with URL-encoded parts, as OTel writes headers and resource attributes; malformed pairs are skipped
+ * (as the OTel SDKs skip them), each said in `malformed` without its value, which may be a secret.
+ */
+export const pairs = (text: string | undefined, malformed: Array<string> = []): Record<string, string> => {
   const found: Record<string, string> = {}
-  for (const pair of (text ?? "").split(",")) {
+  ;(text ?? "").split(",").forEach((pair, index) => {
     const equals = pair.indexOf("=")
-    if (equals <= 0) continue
+    if (equals <= 0) {
+      if (pair.trim() !== "") malformed.push(equals === 0 ? `pair ${index + 1} (no name)` : `pair ${index + 1} (no =)`)
+      return
+    }
     try {
       found[decodeURIComponent(pair.slice(0, equals).trim())] = decodeURIComponent(pair.slice(equals + 1).trim())
     } catch {
-      // A pair that does not decode is left out, like the OTel SDKs do.
+      malformed.push(`pair ${index + 1} (not URL-encoded as it should be)`)
     }
-  }
+  })
   return found
 }
 
@@ -45,7 +51,7 @@ const HEADER_VALUE = /^[\t\u0020-\u007e\u0080-\u00ff]*$/
 const headersOf = (text: string | undefined): { readonly headers: Record<string, string>; readonly skipped: ReadonlyArray<string> } => {
   const headers: Record<string, string> = {}
   const skipped: Array<string> = []
-  for (const [name, value] of Object.entries(pairs(text))) {
+  for (const [name, value] of Object.entries(pairs(text, skipped))) {
     if (HEADER_NAME.test(name) && HEADER_VALUE.test(value)) headers[name] = value
     else skipped.push(JSON.stringify(name))
   }
@@ -115,8 +121,9 @@ export const settings = (
   if (skipped.length > 0) {
     warnings.push(
       `core: warning: exporting traces without the headers ${skipped.join(", ")} of OTEL_EXPORTER_OTLP_HEADERS: ` +
-        "a header's name must be a token (letters, digits and !#$%&'*+.^_`|~-) and its value hold no line break " +
-        "and no character past U+00FF (URL-encode it)",
+        "each is name=value, pairs apart by commas, with % escapes that decode; a header's name must be a token " +
+        "(letters, digits and !#$%&'*+.^_`|~-) and its value hold no line break and no character past U+00FF " +
+        "(URL-encode it)",
     )
   }
   if (compression !== undefined && compression !== "gzip" && compression !== "none") {

@@ -251,6 +251,8 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
       Effect.gen(function* () {
         const query = new URL(route.request.url, "http://core").searchParams
         const sessionID = query.get("sessionID") ?? undefined
+        // As the calls route refuses it: no call has an empty session id, so this asks for nothing meant.
+        if (sessionID === "") return yield* Respond.badRequest("sessionID cannot be empty; leave it out to list every session")
         const sinceText = query.get("since")
         let since: number | undefined
         if (sinceText !== null) {

@@ -169,6 +169,15 @@ describe("core log", () => {
     expect(await list(empty, ["--location", empty.location])).toEqual([])
   })
 
+  test("a session or a Location holding what a terminal acts on is shown inert when nothing was recorded", async () => {
+    const result = await core(box, ["log", "--location", box.location, "--session", "s\u001b[2Jx\ncore: fake"])
+    expect(result.code).toBe(0)
+    expect(result.stdout).not.toContain("\u001b")
+    expect(result.stdout.trimEnd().split("\n")).toHaveLength(1)
+    // Any session id the calls route takes can be listed, spaces and all.
+    expect((await core(box, ["log", "--location", box.location, "--session", " "])).code).toBe(0)
+  })
+
   for (const [args, message] of [
     [["--since", "yesterday"], "--since must be an ISO time"],
     [["--since", "5"], "--since must be an ISO time"],
@@ -191,7 +200,7 @@ describe("core log", () => {
     const help = await core(box, ["log", "--help"])
     expect(help).toMatchObject({ code: 0, stderr: "" })
     expect(help.stdout).toStartWith("Usage: core log [--session ID] [--location DIR] [--since T]")
-    expect((await core(box, ["--help"])).stdout).toContain("core log [--session ID] [--location DIR] [--since T] [--json]")
+    expect((await core(box, ["--help"])).stdout).toContain("core log [--session ID] [--location DIR] [--since T] [--limit N] [--json]")
   })
 
   test("a Location that does not exist is a usage error", async () => {

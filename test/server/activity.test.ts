@@ -162,7 +162,7 @@ describe("GET /v1/settlements", () => {
     const theirs = await server.json("GET", "/v1/settlements?sessionID=ses_1", { headers: elsewhere })
     expect(theirs.body.map((entry: any) => entry.toolCallID)).toEqual(["call_other"])
 
-    for (const query of ["since=yesterday", "limit=0", "limit=abc"]) {
+    for (const query of ["since=yesterday", "limit=0", "limit=abc", "sessionID="]) {
       const refused = await server.json("GET", `/v1/settlements?${query}`)
       expect(refused.status).toBe(400)
       expect(refused.body.error.kind).toBe("bad_request")
