@@ -8,12 +8,13 @@ export * as Terminal from "./terminal"
 
 /**
  * What a terminal acts on that JSON.stringify leaves as it is: DEL and the C1 controls (U+009B starts a control
- * sequence as ESC [ does), the line and paragraph separators, and the bidirectional controls (which reorder what
- * is shown).
+ * sequence as ESC [ does), the line and paragraph separators, the bidirectional controls (which reorder what is
+ * shown), and the characters shown as nothing (zero-width spaces and joiners, the soft hyphen, the byte order
+ * mark: `ba\u200bsh` shows as bash).
  */
-const UNSAFE = /[\u007f-\u009f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
+const UNSAFE = /[\u007f-\u009f\u00ad\u2028\u2029\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g
 /** Any of UNSAFE, or a C0 control but tab. */
-const ACTED_ON = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/
+const ACTED_ON = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u00ad\u2028\u2029\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/
 /** The C0 controls but tab and line feed. */
 const CONTROL = /[\u0000-\u0008\u000b-\u001f]/g
 /** Where a line ends, as a terminal or a reader takes it. */

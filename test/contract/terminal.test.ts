@@ -44,6 +44,9 @@ describe("Terminal", () => {
     expect(Terminal.shown("x\u001b[2Ky")).toBe('"x\\u001b[2Ky"')
     expect(Terminal.shown("x\ny")).toBe('"x\\ny"')
     expect(Terminal.shown("x\u202ey")).toBe('"x\\u202ey"')
+    // Shown as nothing, so that one name passes for another: each is named.
+    expect(Terminal.shown("ba\u200bsh")).toBe('"ba\\u200bsh"')
+    for (const hidden of ["\u00ad", "\u200c", "\u200d", "\u2060", "\ufeff"]) expect(Terminal.inert(`a${hidden}b`)).toBe(false)
     expect(Terminal.inert("tab\tis fine")).toBe(true)
   })
 })
