@@ -102,9 +102,11 @@ export const parseSince = (text: string, now: number): { readonly at: number } |
   if (time === null) return { problem }
   const [, year, month, day, hour = "0", minute = "0", second = "0", fraction = "", , sign, offsetHours = "0", offsetMinutes = "0"] = time
   const fields = [Number(year), Number(month) - 1, Number(day), Number(hour), Number(minute), Number(second)] as const
-  const utc = Date.UTC(...fields, Math.floor(Number(`0${fraction}`) * 1000))
+  // Date.UTC reads the years 0 to 99 as 1900 to 1999: the year is set on its own.
+  const made = new Date(Date.UTC(2000, fields[1], fields[2], fields[3], fields[4], fields[5], Math.floor(Number(`0${fraction}`) * 1000)))
+  made.setUTCFullYear(fields[0])
+  const utc = made.getTime()
   // Date.UTC rolls an impossible day over (February 31 is March 3): such a time is refused, not moved.
-  const made = new Date(utc)
   if (
     made.getUTCFullYear() !== fields[0] || made.getUTCMonth() !== fields[1] || made.getUTCDate() !== fields[2] ||
     made.getUTCHours() !== fields[3] || made.getUTCMinutes() !== fields[4] || made.getUTCSeconds() !== fields[5] ||
