@@ -73,7 +73,8 @@ export const settled = (
       ["outputs", failed || outcome.settlement.outputs.length === 0 ? undefined : outcome.settlement.outputs.map((output) => output.id).join(",")],
       ["location", location],
       ["message", failed ? outcome.failed : undefined],
-      ["input", enabled(log, "debug") ? debugInput(call.input) : undefined],
+      // A replay's is the request's, not the recorded call's (core log shows that one): left out.
+      ["input", enabled(log, "debug") && (failed || !outcome.replayed) ? debugInput(call.input) : undefined],
     ]),
   )
 }

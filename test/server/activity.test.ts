@@ -64,6 +64,10 @@ describe("core serve's per-call log", () => {
     await askedCall(debug, turnID, "call_2", "echo SHOWN_RESOURCE")
     await debug.stderrUntil((stderr) => stderr.includes("core: call tool=bash"), "the bash call line")
     expect(debug.stderr()).toMatch(/^core: call tool=nope .* input="\{\\"visible\\":\\"AT_DEBUG\\"\}"$/m)
+    // Replayed, the line names no input: what the request sent is not what the recorded call ran.
+    await debug.settle(turnID, { name: "nope", input: { visible: "NOT_RUN" }, toolCallID: "call_1" })
+    await debug.stderrUntil((stderr) => stderr.includes("replayed=true"), "the replayed call line")
+    expect(debug.stderr()).not.toContain("NOT_RUN")
     expect(debug.stderr()).toMatch(/^core: ask .* resources=.*SHOWN_RESOURCE/m)
     debug.child.kill("SIGTERM")
     await debug.exited()
