@@ -523,6 +523,12 @@ export type Name = keyof typeof ENDPOINTS
 /** Routes that need no token. */
 export const PUBLIC: ReadonlySet<Name> = new Set(["health"])
 
+/**
+ * The routes that read only what is recorded of a Location: answered from its directory, without loading it, so a
+ * Location whose core.json is broken can still be looked into (as `core log` can).
+ */
+export const DIRECTORY_ONLY: ReadonlySet<Name> = new Set(["settlement", "settlements"])
+
 const group = HttpApiGroup.make("core").add(
   ENDPOINTS.health,
   ENDPOINTS.openapi,

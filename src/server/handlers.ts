@@ -33,8 +33,13 @@ import { Respond } from "./respond"
 export interface Route {
   readonly request: HttpServerRequest.HttpServerRequest
   readonly params: Readonly<Record<string, string | undefined>>
-  /** The request's Location; undefined only for routes that need none. */
+  /**
+   * The request's Location, loaded; for a route that needs only its directory (Api.DIRECTORY_ONLY) and for those
+   * that need none, the serve's own, unused.
+   */
   readonly served: Served.Interface
+  /** The request's Location's directory (checked against the roots), whether or not it could be loaded. */
+  readonly directory: string
 }
 
 export type Handler = (
@@ -216,7 +221,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
     settlement: (route) =>
       Effect.gen(function* () {
         const key = {
-          location: route.served.directory,
+          location: route.directory,
           sessionID: param(route, "sessionID"),
           toolCallID: param(route, "toolCallID"),
         }
@@ -267,7 +272,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
         }
         // The request's Location only: another's calls are never listed, whatever the query says.
         const listed = yield* sidecar.store
-          .list({ location: route.served.directory, sessionID, since, limit })
+          .list({ location: route.directory, sessionID, since, limit })
           .pipe(Effect.mapError((error) => new Settler.OperationalError({ message: error.message, cause: error })))
         return Respond.json(200, listed.map(Recorded.entryOf))
       }),

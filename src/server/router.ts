@@ -118,7 +118,7 @@ export const make = (options: Options): WebHandler => {
    * handler that acts on a Location gets the request's (`X-Core-Location`, checked after routing); the others
    * (health, and refusals of a method) get the serve's own, unused.
    */
-  const respond = (isPublic: boolean, handler: Handlers.Handler, actsOnLocation = !isPublic) =>
+  const respond = (isPublic: boolean, handler: Handlers.Handler, actsOnLocation = !isPublic, directoryOnly = false) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const refused = refusal(request, isPublic)
@@ -128,11 +128,14 @@ export const make = (options: Options): WebHandler => {
         if (request.method !== "GET" && request.method !== "HEAD") yield* Respond.readText(request)
         if (request.source instanceof Request) options.release?.(request.source)
       }
-      const served = actsOnLocation
-        ? yield* locationOf(Respond.header(request, "x-core-location"))
-        : options.sidecar.primary
+      const named = Respond.header(request, "x-core-location")
+      if (directoryOnly) {
+        const directory = yield* directoryOf(named)
+        return yield* handler({ request, params: yield* HttpRouter.params, served: options.sidecar.primary, directory })
+      }
+      const served = actsOnLocation ? yield* locationOf(named) : options.sidecar.primary
       const params = yield* HttpRouter.params
-      return yield* handler({ request, params, served })
+      return yield* handler({ request, params, served, directory: served.directory })
     }).pipe(
       Effect.catchTag("Respond.Problem", (refusal) => Effect.succeed(Respond.problem(refusal))),
       Effect.catchTag("Settler.OperationalError", (failure) => {
@@ -146,6 +149,18 @@ export const make = (options: Options): WebHandler => {
         return Effect.succeed(Respond.error(500, "operational", "core failed to answer; the server log has the details"))
       }),
     )
+
+  /** The directory of the Location a request names (checked against the roots as `locationOf` checks it), unloaded. */
+  const directoryOf = (header: string | undefined) =>
+    Effect.gen(function* () {
+      if (header === undefined || header === "") return options.sidecar.primary.directory
+      const checked = Security.checkLocation(options.roots, header)
+      if (checked._tag === "Invalid") return yield* Respond.badRequest(checked.message)
+      if (checked._tag === "Outside") {
+        return yield* new Respond.Problem({ status: 403, kind: "forbidden", message: checked.message })
+      }
+      return checked.directory
+    })
 
   const locationOf = (header: string | undefined) =>
     Effect.gen(function* () {
@@ -217,7 +232,7 @@ export const make = (options: Options): WebHandler => {
       const publicPaths = new Set<string>()
       for (const [name, endpoint] of Object.entries(Api.ENDPOINTS) as Array<[Api.Name, (typeof Api.ENDPOINTS)[Api.Name]]>) {
         const isPublic = Api.PUBLIC.has(name)
-        yield* router.add(endpoint.method, endpoint.path, respond(isPublic, handlers[name]))
+        yield* router.add(endpoint.method, endpoint.path, respond(isPublic, handlers[name], !isPublic, Api.DIRECTORY_ONLY.has(name)))
         methodsOf.set(endpoint.path, [...(methodsOf.get(endpoint.path) ?? []), endpoint.method])
         if (isPublic) publicPaths.add(endpoint.path)
       }

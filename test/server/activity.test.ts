@@ -3,7 +3,7 @@
 // `GET /v1/settlements` listing the request's Location's recorded calls and never another's.
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync } from "node:fs"
+import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { run } from "../support/binary"
 import { location, sandbox, serve, type Served } from "./support"
@@ -165,6 +165,17 @@ describe("GET /v1/settlements", () => {
     expect((await server.json("GET", "/v1/settlements?since=1h&limit=1")).body.map((entry: any) => entry.toolCallID)).toEqual(["call_2"])
     const theirs = await server.json("GET", "/v1/settlements?sessionID=ses_1", { headers: elsewhere })
     expect(theirs.body.map((entry: any) => entry.toolCallID)).toEqual(["call_other"])
+    // A Location whose core.json broke cannot be served, but what was recorded of it can still be looked into,
+    // as core log can: whether or not this serve had loaded it before.
+    const broken = join(box.location, "broken")
+    mkdirSync(broken)
+    writeFileSync(join(broken, "core.json"), '{ "permission":')
+    const unloaded = await server.json("GET", "/v1/settlements", { headers: { "x-core-location": broken } })
+    expect({ status: unloaded.status, body: unloaded.body }).toEqual({ status: 200, body: [] })
+    writeFileSync(join(other, "core.json"), '{ "permission":')
+    const recorded = await server.json("GET", "/v1/settlements/ses_1/call_other", { headers: elsewhere })
+    expect(recorded.status).toBe(200)
+    expect((await server.json("GET", "/v1/settlements", { headers: { "x-core-location": "/etc" } })).status).toBe(403)
 
     for (const query of ["since=yesterday", "limit=0", "limit=abc", "sessionID="]) {
       const refused = await server.json("GET", `/v1/settlements?${query}`)
