@@ -233,32 +233,49 @@ const whereNow = (fd: number): string | undefined => {
   }
 }
 
+/** Whether `path` is a mount point (another file system, or another mount of it, than its folder's). */
+const mountPoint = (path: string): boolean => {
+  const here = lstat(path)
+  const above = lstat(dirname(path))
+  return here === undefined || above === undefined || here.dev !== above.dev || here.ino === above.ino
+}
+
 /**
- * Puts back the highest folder of `way` that the command renamed away (the ones below it come back with it), setting
- * aside what stands at its path with `setAsideAt`: its path, or undefined when none moved. One the command removed,
- * or moved where its handle no longer leads, cannot be put back: what stands at its path is set aside all the same,
- * so that core loads nothing the command made there.
+ * Puts back the highest folder of `way` that changed since the command started (the ones below it come back with
+ * it), when it is sure to be undoing the command's rename: the folder is found where its handle leads, as it was,
+ * and what stands at its path now was made while the command ran and is no mount point (a file system remounted
+ * there, whatever else, is never touched). What stands there is set aside with `setAsideAt` first. Answers whether
+ * the way is as it was (unchanged, or put back), and the path put back.
  */
-const putBack = (way: ReadonlyArray<Way>, setAsideAt: (path: string) => void): string | undefined => {
+const putBack = (
+  way: ReadonlyArray<Way>,
+  startedAt: number,
+  setAsideAt: (path: string) => void,
+): { readonly intact: boolean; readonly moved: string | undefined } => {
   for (let index = way.length - 1; index >= 0; index--) {
     const folder = way[index]!
-    if (folder.before === undefined || unchanged(folder.before, look(folder.path))) continue
+    const current = look(folder.path)
+    if (folder.before === undefined || unchanged(folder.before, current)) continue
     const now = folder.fd === undefined ? undefined : whereNow(folder.fd)
+    const found = now !== undefined && now !== folder.path && unchanged(folder.before, look(now))
+    const made = current === undefined || (current.born >= startedAt - CLOCK_SLACK_MS && !mountPoint(folder.path))
+    if (!found || !made) return { intact: false, moved: undefined }
     // Out of what stands at the path first (the command may have moved it inside), to a name of its own beside it.
-    let out: string | undefined
-    if (now !== undefined) {
-      out = join(dirname(folder.path), `.${basename(folder.path)}.core-back-${crypto.randomUUID().slice(0, 8)}`)
-      try {
-        renameSync(now, out)
-      } catch {
-        out = undefined
-      }
+    const out = join(dirname(folder.path), `.${basename(folder.path)}.core-back-${crypto.randomUUID().slice(0, 8)}`)
+    try {
+      renameSync(now, out)
+    } catch {
+      return { intact: false, moved: undefined }
     }
-    if (lstat(folder.path) !== undefined) setAsideAt(folder.path)
-    if (out !== undefined) renameSync(out, folder.path)
-    return folder.path
+    if (current !== undefined) setAsideAt(folder.path)
+    try {
+      renameSync(out, folder.path)
+    } catch {
+      return { intact: false, moved: undefined }
+    }
+    return { intact: true, moved: folder.path }
   }
-  return undefined
+  return { intact: true, moved: undefined }
 }
 
 /**
@@ -318,8 +335,8 @@ export const begin = (
         return place.identity === undefined ? [] : [noted(place.path, sep, "never", false)]
       }),
   ]
-  const ways = keys.map(wayTo)
   const startedAt = Date.now()
+  const ways = keys.map((key) => ({ key, way: wayTo(key) }))
   // Whether each Location had a `.git` of its own, or was a bare repository, before the command (see `unmade`).
   const repositories = keys.map((key) => ({
     key,
@@ -331,17 +348,21 @@ export const begin = (
   const keptIn = keeping === undefined ? undefined : join(keeping, `${new Date().toISOString()}-${crypto.randomUUID().slice(0, 8)}`)
   /** Where what the command left at `path` (of the entry whose base is `base`) is kept. */
   const keptAt = (base: string, path: string) => (keptIn === undefined ? undefined : join(keptIn, relative(base, path)))
-  const finish = (mounted: boolean): Undone => {
+  const finish = (kept: boolean): Undone => {
     if (removed !== undefined) return removed
     const undone: Array<string> = []
-    // First the Locations where they were: what is checked below is looked at by path.
-    for (const way of ways) {
-      const moved = putBack(way, (path) => setAside(path, keptAt(dirname(path), path)))
-      if (moved !== undefined) undone.push(moved)
+    // First the Locations where they were: what is checked below is looked at by path. One that could not be put
+    // back has its entries checked as if no mount had kept them: what stands at their paths now is not theirs.
+    const moved = new Set<string>()
+    for (const { key, way } of ways) {
+      const back = putBack(way, startedAt, (path) => setAside(path, keptAt(dirname(path), path)))
+      if (back.moved !== undefined) undone.push(back.moved)
+      if (!back.intact) moved.add(key)
       for (const folder of way) if (folder.fd !== undefined) closeSync(folder.fd)
     }
     for (const entry of entries) {
       const before = entry.before
+      const mounted = kept && !moved.has(entry.base)
       // A mount point the command could neither change nor replace (a symbolic link it could replace).
       if (entry.undo === "never") continue
       if (mounted && entry.undo === "fixed" && before !== undefined && before.link === undefined) continue

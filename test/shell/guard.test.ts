@@ -165,6 +165,31 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(readdirSync(join(undone.keptIn!, basename(location)))).toEqual(["core.json"])
   })
 
+  // A folder put in the Location's place that was there before the command began (the command's own from an earlier
+  // call, or a file system remounted there) is never moved: only one made while the command ran is. Its entries are
+  // checked by path instead, as where no mount keeps them: what the command could have planted there goes.
+  test("a folder in the Location's place that was there before the command began stays; what it holds of core's is taken out", async () => {
+    const root = tempDir("core-repo-")
+    const location = join(root, "api")
+    mkdirSync(location)
+    writeFileSync(join(location, "core.json"), '{ "permission": { "bash": "ask" } }')
+    const older = join(root, "src")
+    mkdirSync(join(older, "tools"), { recursive: true })
+    writeFileSync(join(older, "tools/evil.ts"), "evil")
+    writeFileSync(join(older, "core.json"), "{}")
+    writeFileSync(join(older, "main.ts"), "work")
+    await Bun.sleep(200)
+    const guarded = Guard.begin(location, keeping)
+    renameSync(location, join(root, "api.old"))
+    renameSync(older, location)
+    const undone = guarded.finish(true)
+    expect(existsSync(join(root, "api.old"))).toBe(true)
+    expect(readFileSync(join(location, "main.ts"), "utf8")).toBe("work")
+    expect(readFileSync(join(location, "core.json"), "utf8")).toBe('{ "permission": { "bash": "ask" } }')
+    expect(existsSync(join(location, "tools"))).toBe(false)
+    expect([...undone.paths].sort()).toEqual([join(location, "core.json"), join(location, "tools")])
+  })
+
   test("a folder above the Location renamed away and replaced is put back, the Location with it", async () => {
     const root = tempDir("core-repo-")
     const location = join(root, "services/api")
