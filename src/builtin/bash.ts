@@ -237,7 +237,8 @@ export const text =
       if (own.length > 0) {
         lines.push(
           `Undone: ${own.join(", ")}. The command changed core's own configuration, which changes only with a ` +
-            `person's approval: what it wrote there was taken out (core.json put back)${kept}. Ask the person to make that change.`,
+            `person's approval: what it wrote there was taken out${kept}, and what it moved away or changed put back. ` +
+            "Ask the person to make that change.",
         )
       }
       if (git.length > 0) {

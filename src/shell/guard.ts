@@ -241,41 +241,40 @@ const mountPoint = (path: string): boolean => {
 }
 
 /**
- * Puts back the highest folder of `way` that changed since the command started (the ones below it come back with
- * it), when it is sure to be undoing the command's rename: the folder is found where its handle leads, as it was,
- * and what stands at its path now was made while the command ran and is no mount point (a file system remounted
- * there, whatever else, is never touched). What stands there is set aside with `setAsideAt` first. Answers whether
- * the way is as it was (unchanged, or put back), and the path put back.
+ * Puts back, highest first, each folder of `way` the command renamed away, until the way is as it was (a folder put
+ * back may hold the one below it moved aside inside it, or replaced): each only when that surely undoes a rename,
+ * the folder found where its handle leads, as it was, and what stands at its path no mount point (a file system
+ * remounted there is never touched). What stands there is set aside with `setAsideAt` first. Answers whether the
+ * way is as it was (unchanged, or put back), and the paths put back.
  */
 const putBack = (
   way: ReadonlyArray<Way>,
-  startedAt: number,
   setAsideAt: (path: string) => void,
-): { readonly intact: boolean; readonly moved: string | undefined } => {
-  for (let index = way.length - 1; index >= 0; index--) {
-    const folder = way[index]!
-    const current = look(folder.path)
-    if (folder.before === undefined || unchanged(folder.before, current)) continue
+): { readonly intact: boolean; readonly moved: ReadonlyArray<string> } => {
+  const moved: Array<string> = []
+  for (let round = 0; round <= way.length; round++) {
+    const folder = [...way].reverse().find((each) => each.before !== undefined && !unchanged(each.before, look(each.path)))
+    if (folder === undefined) return { intact: true, moved }
     const now = folder.fd === undefined ? undefined : whereNow(folder.fd)
     const found = now !== undefined && now !== folder.path && unchanged(folder.before, look(now))
-    const made = current === undefined || (current.born >= startedAt - CLOCK_SLACK_MS && !mountPoint(folder.path))
-    if (!found || !made) return { intact: false, moved: undefined }
+    const standing = lstat(folder.path) !== undefined
+    if (!found || (standing && mountPoint(folder.path))) return { intact: false, moved }
     // Out of what stands at the path first (the command may have moved it inside), to a name of its own beside it.
     const out = join(dirname(folder.path), `.${basename(folder.path)}.core-back-${crypto.randomUUID().slice(0, 8)}`)
     try {
       renameSync(now, out)
     } catch {
-      return { intact: false, moved: undefined }
+      return { intact: false, moved }
     }
-    if (current !== undefined) setAsideAt(folder.path)
+    if (standing) setAsideAt(folder.path)
     try {
       renameSync(out, folder.path)
     } catch {
-      return { intact: false, moved: undefined }
+      return { intact: false, moved }
     }
-    return { intact: true, moved: folder.path }
+    moved.push(folder.path)
   }
-  return { intact: true, moved: undefined }
+  return { intact: false, moved }
 }
 
 /**
@@ -283,13 +282,16 @@ const putBack = (
  * serves, whose configuration the command must not change either. What the command leaves in core's
  * configuration is moved under `keeping` (in core's data directory, which commands cannot reach), or only removed
  * without one. `unmounted`: no mount is expected to keep the existing entries read-only, so what their
- * directories hold is noted now, to take out what the command changed in them.
+ * directories hold is noted now, to take out what the command changed in them. `writable`: the other places the
+ * command may write (shell.allowWrite, directories approved for the call), where it can rename a folder above a
+ * protected path as it can in the temp directory.
  */
 export const begin = (
   location: string,
   keeping?: string,
   others: ReadonlyArray<string> = [],
   unmounted = false,
+  writable: ReadonlyArray<string> = [],
   home: string = Protected.directoriesOf().home,
 ): Guarded => {
   const keys = [...new Set([location, ...others].map(realOf))]
@@ -314,6 +316,7 @@ export const begin = (
   const own = keys.flatMap((key) => Protected.LOCATION_ENTRIES.map((name) => join(key, name)))
   const under = (root: string, path: string) => path === root || path.startsWith(root + sep)
   const temporary = realOf(tmpdir())
+  const granted = [...new Set(writable.map(realOf))]
   const entries: Array<Entry> = [
     // A nested entry (.claude/skills) is a mount that moves with a folder above it renamed: checked as code
     // elsewhere in the Location is, by the folders above it.
@@ -322,12 +325,16 @@ export const begin = (
         noted(join(key, name), key, name.includes("/") ? "renamed" : "fixed", name === "core.json"),
       ),
     ),
-    // Inside an entry already mounted, a path needs no mount of its own. Outside the Locations and the temp
-    // directory (the places a command may write), a path is mounted and no more: what changes there is a person's.
+    // Inside an entry already mounted, a path needs no mount of its own. Outside the Locations, the places granted
+    // to the command and the temp directory (where a command may rename a folder above it), a path is mounted and
+    // no more: what changes there is a person's.
     ...Protected.code(keys, home)
       .filter((place) => !own.some((entry) => under(entry, place.path)))
       .flatMap((place) => {
-        const base = keys.find((key) => under(key, place.path)) ?? (under(temporary, place.path) ? temporary : undefined)
+        const base =
+          keys.find((key) => under(key, place.path)) ??
+          granted.find((root) => under(root, place.path) && root !== place.path) ??
+          (under(temporary, place.path) ? temporary : undefined)
         // Git's files are put back (a repository without its config breaks); an imported module only where no
         // mount keeps it read-only.
         const keep = unmounted || place.kind === "git"
@@ -355,8 +362,8 @@ export const begin = (
     // back has its entries checked as if no mount had kept them: what stands at their paths now is not theirs.
     const moved = new Set<string>()
     for (const { key, way } of ways) {
-      const back = putBack(way, startedAt, (path) => setAside(path, keptAt(dirname(path), path)))
-      if (back.moved !== undefined) undone.push(back.moved)
+      const back = putBack(way, (path) => setAside(path, keptAt(dirname(path), path)))
+      undone.push(...back.moved)
       if (!back.intact) moved.add(key)
       for (const folder of way) if (folder.fd !== undefined) closeSync(folder.fd)
     }

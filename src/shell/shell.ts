@@ -624,7 +624,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
         : undefined
     const guarded =
       supervised && guards && request.sandbox !== undefined && request.sandbox.configuration !== true
-        ? Guard.begin(request.sandbox.location, keeping, request.sandbox.others, !mounts())
+        ? Guard.begin(request.sandbox.location, keeping, request.sandbox.others, !mounts(), prepared?.grants?.write)
         : undefined
     const spawn = supervised
       ? spawnSupervised(

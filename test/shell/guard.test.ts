@@ -165,10 +165,9 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(readdirSync(join(undone.keptIn!, basename(location)))).toEqual(["core.json"])
   })
 
-  // A folder put in the Location's place that was there before the command began (the command's own from an earlier
-  // call, or a file system remounted there) is never moved: only one made while the command ran is. Its entries are
-  // checked by path instead, as where no mount keeps them: what the command could have planted there goes.
-  test("a folder in the Location's place that was there before the command began stays; what it holds of core's is taken out", async () => {
+  // What the command puts in the Location's place may be a folder that was there before it began (written by an
+  // earlier call): it is set aside all the same, kept for a person, and the Location put back.
+  test("a folder that was there before the command, put in the Location's place, is set aside and the Location put back", async () => {
     const root = tempDir("core-repo-")
     const location = join(root, "api")
     mkdirSync(location)
@@ -176,18 +175,88 @@ describe("core's configuration in the Location, against what a command runs", ()
     const older = join(root, "src")
     mkdirSync(join(older, "tools"), { recursive: true })
     writeFileSync(join(older, "tools/evil.ts"), "evil")
-    writeFileSync(join(older, "core.json"), "{}")
     writeFileSync(join(older, "main.ts"), "work")
     await Bun.sleep(200)
     const guarded = Guard.begin(location, keeping)
     renameSync(location, join(root, "api.old"))
     renameSync(older, location)
     const undone = guarded.finish(true)
-    expect(existsSync(join(root, "api.old"))).toBe(true)
-    expect(readFileSync(join(location, "main.ts"), "utf8")).toBe("work")
+    expect(existsSync(join(root, "api.old"))).toBe(false)
+    expect(readdirSync(location)).toEqual(["core.json"])
+    expect(undone.paths).toEqual([location])
+    expect(readFileSync(join(undone.keptIn!, "api/main.ts"), "utf8")).toBe("work")
+  })
+
+  // A folder put back may hold the Location moved aside inside it and replaced: each is put back in turn.
+  test("a folder above put back, then the Location moved aside inside it and replaced: both are put back", () => {
+    const root = tempDir("core-repo-")
+    const location = join(root, "services/api")
+    mkdirSync(location, { recursive: true })
+    writeFileSync(join(location, "core.json"), '{ "permission": { "bash": "ask" } }')
+    const guarded = Guard.begin(location, keeping)
+    renameSync(join(root, "services"), join(root, "services2"))
+    renameSync(join(root, "services2/api"), join(root, "services2/api-old"))
+    mkdirSync(join(root, "services2/api/tools"), { recursive: true })
+    writeFileSync(join(root, "services2/api/tools/evil.ts"), "evil")
+    writeFileSync(join(root, "services2/api/core.json"), '{ "permission": { "bash": "ask" } }')
+    const undone = guarded.finish(true)
+    expect(readdirSync(location)).toEqual(["core.json"])
+    expect(existsSync(join(root, "services/api-old"))).toBe(false)
+    expect(undone.paths).toEqual([join(root, "services"), location])
+    expect(readFileSync(join(undone.keptIn!, "api/tools/evil.ts"), "utf8")).toBe("evil")
+  })
+
+  // A Location that cannot be put back (its folder gone where core cannot follow) has its entries checked by path.
+  test("a Location that cannot be put back has its entries checked by path: what the command made there goes", () => {
+    const root = tempDir("core-repo-")
+    const location = join(root, "api")
+    mkdirSync(location)
+    writeFileSync(join(location, "core.json"), '{ "permission": { "bash": "ask" } }')
+    const guarded = Guard.begin(location, keeping)
+    rmSync(location, { recursive: true })
+    mkdirSync(join(location, "tools"), { recursive: true })
+    writeFileSync(join(location, "tools/evil.ts"), "evil")
+    writeFileSync(join(location, "core.json"), "{}")
+    const undone = guarded.finish(true)
     expect(readFileSync(join(location, "core.json"), "utf8")).toBe('{ "permission": { "bash": "ask" } }')
     expect(existsSync(join(location, "tools"))).toBe(false)
     expect([...undone.paths].sort()).toEqual([join(location, "core.json"), join(location, "tools")])
+  })
+
+  // A repository granted by shell.allowWrite (the Location a folder of it): its .git can be renamed away and a copy
+  // with a hooksPath of the command's put in its place, which the user's git would then run outside the sandbox.
+  test("a granted repository's .git replaced with a copy of the command's: git's config in it is put back", () => {
+    // Outside the temp directory, which is guarded so already: only the grant makes the place one a command may write.
+    const root = tempDir("core-repo-", "/var/tmp")
+    Bun.spawnSync(["git", "init", "-q", root])
+    const original = readFileSync(join(root, ".git/config"), "utf8")
+    const location = join(root, "services/api")
+    mkdirSync(location, { recursive: true })
+    writeFileSync(join(location, "core.json"), "{}")
+    const guarded = Guard.begin(location, keeping, [], false, [root])
+    renameSync(join(root, ".git"), join(root, ".git-old"))
+    Bun.spawnSync(["cp", "-a", join(root, ".git-old"), join(root, ".git")])
+    writeFileSync(join(root, ".git/config"), `${original}[core]\n\thooksPath = /tmp/planted-hooks\n`)
+    const undone = guarded.finish(true)
+    expect(readFileSync(join(root, ".git/config"), "utf8")).toBe(original)
+    expect(undone.paths).toContain(join(root, ".git/config"))
+  })
+
+  test("the same by a command the grant lets write the repository", async () => {
+    const root = tempDir("core-repo-", "/var/tmp")
+    Bun.spawnSync(["git", "init", "-q", root])
+    const original = readFileSync(join(root, ".git/config"), "utf8")
+    const location = join(root, "services/api")
+    mkdirSync(location, { recursive: true })
+    const granting = Shell.make({ allowWrite: [root] }, { records: tempDir("core-runs-"), keeping })
+    const result = await run(
+      `cd ../.. && mv .git .git-old && cp -a .git-old .git && printf '[core]\\n\\thooksPath = /tmp/planted\\n' >> .git/config && echo swapped`,
+      location,
+      granting,
+    )
+    expect(result.stdout.text).toBe("swapped\n")
+    expect(readFileSync(join(root, ".git/config"), "utf8")).toBe(original)
+    expect(result.undone).toContain(join(root, ".git/config"))
   })
 
   test("a folder above the Location renamed away and replaced is put back, the Location with it", async () => {

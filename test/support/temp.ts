@@ -12,9 +12,9 @@ atRunEnd(() => {
   for (const directory of created.splice(0)) rmSync(directory, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 })
 })
 
-/** A fresh empty directory under the system temp dir. */
-export const tempDir = (prefix = "core-test-"): string => {
-  const directory = mkdtempSync(join(tmpdir(), prefix))
+/** A fresh empty directory under the system temp dir, or under `parent`. */
+export const tempDir = (prefix = "core-test-", parent = tmpdir()): string => {
+  const directory = mkdtempSync(join(parent, prefix))
   created.push(directory)
   return directory
 }
