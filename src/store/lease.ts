@@ -37,6 +37,9 @@ export interface Renewer<K> {
   readonly close: () => void
 }
 
+/** A renewal given up after a whole lease without an answer. */
+export class RenewalTimeout extends Error {}
+
 /**
  * Renews, every third of `leaseMs`, the leases of the calls this process is running, all in one `renew` (one
  * statement per interval whatever the number of calls). The timer does not keep the process alive; a failed
@@ -63,7 +66,7 @@ export const renewer = <K>(
       await Promise.race([
         renew([...held.values()]),
         new Promise((_, reject) => {
-          gaveUp = setTimeout(() => reject(new Error(`a lease renewal got no answer within ${leaseMs} ms`)), leaseMs)
+          gaveUp = setTimeout(() => reject(new RenewalTimeout(`a lease renewal got no answer within ${leaseMs} ms`)), leaseMs)
           gaveUp.unref?.()
         }),
       ])

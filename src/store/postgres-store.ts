@@ -155,21 +155,17 @@ const migrate = (sql: SQL) =>
     }
   })
 
-/**
- * How an operation on the store at `url` runs: a failure is a StoreError naming the store and the operation, and so
- * is no answer within `timeoutMs` (the statement may still take effect later: a retry then finds what it did).
- */
-const attemptAt =
-  (url: string, timeoutMs: number) =>
-  <A>(operation: string, run: () => Promise<A>) =>
-    Effect.tryPromise({ try: run, catch: (cause) => Store.failed(redact(url), operation, cause) }).pipe(
-      Effect.timeoutOrElse({
-        duration: timeoutMs,
-        orElse: () => Effect.fail(Store.failed(redact(url), operation, new Error(`no answer within ${timeoutMs / 1000} s`))),
-      }),
-    )
+/** An operation on the store: `gaveUp` says, once its statement answers, whether its caller had stopped waiting. */
+type Attempt = <A>(operation: string, run: (gaveUp: () => boolean) => Promise<A>) => Effect.Effect<A, Store.StoreError>
 
-/** Opens the store at `url` for the life of the scope, migrating its schema: its client, and how an operation runs. */
+/**
+ * Opens the store at `url` for the life of the scope, migrating its schema: its client, and how an operation runs.
+ * An operation fails as a StoreError naming the store and the operation, and so does one without an answer within
+ * `timeoutMs`: then the client is replaced by a new one and the old one closed, whose connections a statement that
+ * never answers (a stopped pooler, a half-open connection) would otherwise hold for good, until none was left. The
+ * statement may still take effect (a retry then finds what it did); `gaveUp` tells it so. `sql` is always the
+ * client of the moment.
+ */
 const acquire = (url: string, timeoutMs: number) =>
   Effect.map(
     Effect.acquireRelease(
@@ -178,7 +174,7 @@ const acquire = (url: string, timeoutMs: number) =>
           const sql = clientOf(url)
           try {
             await migrate(sql)
-            return sql
+            return { current: sql }
           } catch (cause) {
             await sql.close({ timeout: 0 }).catch(() => undefined)
             throw cause
@@ -199,9 +195,41 @@ const acquire = (url: string, timeoutMs: number) =>
                 message: `Could not open the store at ${redact(url)}: ${describe(cause)}`,
               }),
       }),
-      (sql) => Effect.promise(() => sql.close({ timeout: 5 }).catch(() => undefined)),
+      (client) => Effect.promise(() => client.current.close({ timeout: 5 }).catch(() => undefined)),
     ),
-    (sql) => ({ sql, attempt: attemptAt(url, timeoutMs) }),
+    (client) => {
+      /** Replaces a client whose connections may be held by statements that will never answer. */
+      const recycle = (stale: SQL) => {
+        if (client.current !== stale) return
+        client.current = clientOf(url)
+        void stale.close({ timeout: 0 }).catch(() => undefined)
+      }
+      // The client of the moment, as a tagged template and with its members (`sql.unsafe`, `sql.begin`).
+      const sql = new Proxy(client.current, {
+        apply: (_target, self, args) => Reflect.apply(client.current, self, args),
+        get: (_target, name) => {
+          const member = Reflect.get(client.current, name) as unknown
+          return typeof member === "function" ? member.bind(client.current) : member
+        },
+      }) as SQL
+      const attempt: Attempt = (operation, run) =>
+        Effect.suspend(() => {
+          const using = client.current
+          let waiting = true
+          return Effect.tryPromise({ try: () => run(() => !waiting), catch: (cause) => Store.failed(redact(url), operation, cause) }).pipe(
+            Effect.timeoutOrElse({
+              duration: timeoutMs,
+              orElse: () =>
+                Effect.suspend(() => {
+                  waiting = false
+                  recycle(using)
+                  return Effect.fail(Store.failed(redact(url), operation, new Error(`no answer within ${timeoutMs / 1000} s`)))
+                }),
+            }),
+          )
+        })
+      return { sql, attempt, recycle: () => recycle(client.current) }
+    },
   )
 
 type Row = Store.RecordRow & { live: boolean | null }
@@ -218,8 +246,14 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
         catch: (cause) => new Store.StoreError({ reason: "open", path: redact(url), message: describe(cause) }),
       })
       const timeoutMs = options.operationTimeoutMs ?? OPERATION_TIMEOUT_MS
-      const { sql, attempt } = yield* acquire(url, timeoutMs)
+      const { sql, attempt, recycle } = yield* acquire(url, timeoutMs)
       const keyOf = Store.keyOf
+      /**
+       * Calls whose intent this process failed to record, by key: the statement may have taken effect after all
+       * (it answered too late, or its connection was closed under it), leaving a call started by this process that
+       * it does not run. Such a call is running only while that intent's lease lasts, then abandoned.
+       */
+      const unbegun = new Set<string>()
       /** The records (by id) of calls this process began and has not settled: their leases are renewed together. */
       const running = yield* Effect.acquireRelease(
         Effect.sync(() =>
@@ -228,6 +262,10 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
             (ids) =>
               sql`UPDATE core.settlements SET lease_until = ${sql.unsafe(NOW_MS)} + ${leaseMs}
                   WHERE id = ANY(${`{${ids.join(",")}}`}::bigint[]) AND state = 'started' AND owner = ${Owner.current}`,
+            // A renewal that never answered holds a connection: the client is replaced.
+            (cause) => {
+              if (cause instanceof Lease.RenewalTimeout) recycle()
+            },
           ),
         ),
         (renewer) => Effect.sync(() => renewer.close()),
@@ -238,7 +276,11 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
           row,
           // Running here, under a lease still renewed (by another process, or another store in this one), or by a
           // process of this machine that still runs though its lease lapsed (stopped, or its event loop held up).
-          (owner) => running.has(keyOf(key)) || (row.live === true && !Owner.isGone(owner)) || Owner.runsHere(owner),
+          (owner) =>
+            running.has(keyOf(key)) ||
+            (unbegun.has(keyOf(key)) && owner === Owner.current
+              ? row.live === true
+              : (row.live === true && !Owner.isGone(owner)) || Owner.runsHere(owner)),
           redact(url),
         )
 
@@ -272,7 +314,7 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
             return row === undefined ? undefined : recordOf(row, key)
           }),
         begin: (key, tool, agent, details) =>
-          attempt("write", async () => {
+          attempt("write", async (gaveUp) => {
             const rows = await sql`
               INSERT INTO core.settlements
                 (location, session_id, call_id, tool, agent, state, owner, started_at, lease_until, message_id, input, input_bytes)
@@ -281,10 +323,13 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
                       ${details?.messageID ?? null},
                       ${details?.input ?? null}, ${details?.inputBytes ?? null})
               ON CONFLICT DO NOTHING RETURNING id`
+            // Too late: its caller was told it failed, and runs nothing. Its lease is left to lapse.
+            if (gaveUp()) return false
             if (rows.length !== 1) return false
             running.add(keyOf(key), String(rows[0].id))
+            unbegun.delete(keyOf(key))
             return true
-          }),
+          }).pipe(Effect.tapError(() => Effect.sync(() => unbegun.add(keyOf(key))))),
         settle: (key, settlement, expected) =>
           attempt("write", async () => {
             const { location, sessionID, toolCallID } = key
@@ -310,7 +355,7 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
                 // Never a call whose lease is still renewed: its owner is running it (unless it is known gone:
                 // on this kernel and PID namespace, its process no longer runs). Nor one whose owner still runs on
                 // this machine, lapsed lease or not.
-                if (Owner.runsHere(expected.owner)) return false
+                if (Owner.runsHere(expected.owner) && !(expected.owner === Owner.current && unbegun.has(keyOf(key)))) return false
                 return settleRecorded(key, settlement, expected.owner, Owner.isGone(expected.owner))
             }
           }),

@@ -5,7 +5,8 @@ import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { SQL } from "bun"
 import { Effect } from "effect"
-import type { Settlement } from "../../src/contract/settlement"
+import { Settlement } from "../../src/contract/settlement"
+import { Owner } from "../../src/store/owner"
 import { PostgresStore } from "../../src/store/postgres-store"
 import { Store } from "../../src/store/store"
 import { freshDatabase } from "../support/postgres"
@@ -165,15 +166,66 @@ describe("PostgresStore against a connection that stops answering", () => {
           yield* store.lookup(key)
           stalled = true
           const started = performance.now()
-          const exit = yield* Effect.exit(store.lookup(key))
-          return { exit: String(exit), waited: performance.now() - started }
+          // More at once than the client has connections: each is held by a statement that will never answer.
+          const exits = yield* Effect.all(Array.from({ length: 6 }, () => Effect.exit(store.lookup(key))), { concurrency: "unbounded" })
+          const waited = performance.now() - started
+          stalled = false
+          // The connections given up on went with their client: the store answers again once the network does.
+          const after = yield* Effect.exit(store.lookup(key))
+          return { exits: exits.map(String), waited, after: String(after) }
         }).pipe(Effect.provide(PostgresStore.layer(through.toString(), { operationTimeoutMs: 400 })), Effect.scoped),
       )
-      expect(outcome.exit).toContain("no answer within 0.4 s")
+      // The first given up on closed the client the others were waiting on: each failed, none waited on.
+      expect(outcome.exits.some((exit) => exit.includes("no answer within 0.4 s"))).toBe(true)
+      for (const exit of outcome.exits) expect(exit).toContain("Settlement store lookup failed")
       expect(outcome.waited).toBeLessThan(5_000)
+      expect(outcome.after).toContain("Success")
     } finally {
       stalled = false
       proxy.stop(true)
     }
+  }, 60_000)
+})
+
+// An intent that answered too late (here: a table lock held past the time) may still be written once the statement
+// goes through: this process runs nothing for it, so it must not count as running here for good.
+describe("PostgresStore: an intent recorded after its caller gave up", () => {
+  test("runs nothing, and is abandoned once its lease lapses, to be settled interrupted like any other", async () => {
+    const { postgres } = await freshDatabase()
+    const key = { location: "/p", sessionID: "s", toolCallID: "late" }
+    const locker = new SQL(postgres, { max: 1 })
+    const outcome = await Effect.runPromise(
+      Effect.gen(function* () {
+        const store = yield* Store.Service
+        yield* store.lookup(key)
+        const reserved = yield* Effect.promise(() => locker.reserve())
+        yield* Effect.promise(() => reserved`BEGIN`)
+        yield* Effect.promise(() => reserved`LOCK TABLE core.settlements IN ACCESS EXCLUSIVE MODE`)
+        const begun = String(yield* Effect.exit(store.begin(key, "echo", "build")))
+        yield* Effect.promise(() => reserved`COMMIT`)
+        reserved.release()
+        // Its statement went through after all (here written as it would have been: the client given up on was
+        // closed, which ended this one first): started by this process, which runs nothing for it.
+        yield* Effect.promise(
+          () => locker`INSERT INTO core.settlements (location, session_id, call_id, tool, agent, state, owner, started_at, lease_until)
+            VALUES (${key.location}, ${key.sessionID}, ${key.toolCallID}, 'echo', 'build', 'started', ${Owner.current},
+                    floor(extract(epoch from clock_timestamp()) * 1000)::bigint, floor(extract(epoch from clock_timestamp()) * 1000)::bigint + 600)`,
+        )
+        const during = yield* store.lookup(key)
+        yield* Effect.sleep(900)
+        const lapsed = yield* store.lookup(key)
+        const settled =
+          lapsed?.state === "started"
+            ? yield* store.settle(key, Settlement.error("echo", "late", "interrupted", "core stopped while it ran"), { state: "abandoned", owner: lapsed.owner })
+            : undefined
+        return { begun, during, lapsed, settled, final: yield* store.lookup(key) }
+      }).pipe(Effect.provide(PostgresStore.layer(postgres, { operationTimeoutMs: 300, leaseMs: 600 })), Effect.scoped),
+    )
+    await locker.close()
+    expect(outcome.begun).toContain("no answer within 0.3 s")
+    expect(outcome.during).toMatchObject({ state: "started", running: true })
+    expect(outcome.lapsed).toMatchObject({ state: "started", running: false })
+    expect(outcome.settled).toBe(true)
+    expect(outcome.final?.state).toBe("settled")
   }, 60_000)
 })
