@@ -53,22 +53,24 @@ const param = (route: Route, name: string): string => route.params[name] ?? ""
 /**
  * The `length` bytes from `start` of an object the store streams: never more (s3rver answers `bytes=0-0` with the
  * whole object, and a response is chunked, so nothing else holds it to its Content-Length). From the start they
- * are the first `length` bytes whatever the store did with the range; past it, a store that sent more did not keep
- * to the range, and a store that sent fewer ended short: the response fails rather than serve other bytes.
+ * are the first `length` bytes whatever the store did with the range, and the rest is not read; past it, a store
+ * that sends any byte more did not keep to the range (its first bytes may be the object's), and one that sent
+ * fewer ended short: the response fails, before its end, rather than pass for whole.
  */
-const exactly = (stream: ReadableStream<Uint8Array>, start: number, length: number): ReadableStream<Uint8Array> => {
+export const exactly = (stream: ReadableStream<Uint8Array>, start: number, length: number): ReadableStream<Uint8Array> => {
   let left = length
   return stream.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
+        if (chunk.byteLength === 0) return
         if (chunk.byteLength > left && start > 0) {
           controller.error(new Error(`the output store answered more than the ${length} bytes asked from byte ${start}`))
           return
         }
         const part = chunk.byteLength > left ? chunk.subarray(0, left) : chunk
         left -= part.byteLength
-        if (part.byteLength > 0) controller.enqueue(part)
-        if (left === 0) controller.terminate()
+        controller.enqueue(part)
+        if (left === 0 && start === 0) controller.terminate()
       },
       flush(controller) {
         if (left > 0) controller.error(new Error(`the output store answered ${length - left} of the ${length} bytes asked`))
