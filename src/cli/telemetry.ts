@@ -27,8 +27,8 @@ export const pairs = (text: string | undefined, malformed: Array<string> = []): 
   const found: Record<string, string> = {}
   ;(text ?? "").split(",").forEach((pair, index) => {
     const equals = pair.indexOf("=")
-    if (equals <= 0) {
-      if (pair.trim() !== "") malformed.push(equals === 0 ? `pair ${index + 1} (no name)` : `pair ${index + 1} (no =)`)
+    if (equals === -1 || pair.slice(0, equals).trim() === "") {
+      if (pair.trim() !== "") malformed.push(equals === -1 ? `pair ${index + 1} (no =)` : `pair ${index + 1} (no name)`)
       return
     }
     try {

@@ -9,18 +9,23 @@ export * as Terminal from "./terminal"
 /**
  * What a terminal acts on that JSON.stringify leaves as it is: DEL and the C1 controls (U+009B starts a control
  * sequence as ESC [ does), the line and paragraph separators, the bidirectional controls (which reorder what is
- * shown), and the characters shown as nothing (zero-width spaces and joiners, the soft hyphen, the byte order
- * mark: `ba\u200bsh` shows as bash).
+ * shown), and what is shown as nothing though it joins nothing (`ba\u200bsh` shows as bash): zero-width spaces,
+ * the soft hyphen, the byte order mark, the combining grapheme joiner, the Mongolian vowel separator, the Hangul
+ * fillers and the tag characters (text a reader cannot see). The zero-width joiner and non-joiner stay: emoji
+ * sequences and scripts such as Persian are written with them.
  */
-const UNSAFE = /[\u007f-\u009f\u00ad\u2028\u2029\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g
+const SHOWN_AS_NOTHING = "\\u00ad\\u034f\\u115f\\u1160\\u180e\\u200b\\u2060-\\u2064\\u3164\\ufeff\\uffa0\\u{e0000}-\\u{e007f}"
+const UNSAFE = new RegExp(`[\\u007f-\\u009f\\u2028\\u2029\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069${SHOWN_AS_NOTHING}]`, "gu")
 /** Any of UNSAFE, or a C0 control but tab. */
-const ACTED_ON = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u00ad\u2028\u2029\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/
+const ACTED_ON = new RegExp(`[\\u0000-\\u0008\\u000a-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069${SHOWN_AS_NOTHING}]`, "u")
 /** The C0 controls but tab and line feed. */
 const CONTROL = /[\u0000-\u0008\u000b-\u001f]/g
 /** Where a line ends, as a terminal or a reader takes it. */
 const BREAK = /\r\n|[\r\n\u2028\u2029]/g
 
-const escaped = (character: string) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`
+/** `character` as JSON escapes: one per UTF-16 unit (a tag character is two), so the text stays JSON. */
+const escaped = (character: string) =>
+  Array.from({ length: character.length }, (_, index) => `\\u${character.charCodeAt(index).toString(16).padStart(4, "0")}`).join("")
 
 /** `text` as a JSON string, every character a terminal acts on escaped: it shows on one line as it is. */
 export const quoted = (text: string): string => JSON.stringify(text).replace(UNSAFE, escaped)

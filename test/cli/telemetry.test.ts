@@ -103,13 +103,13 @@ describe("Telemetry.settings", () => {
   // A mistyped API key failed every export, said only as a count of spans not exported.
   test("a pair that is not name=value, or does not decode, is left out and said by its place, never its value", () => {
     const found = Telemetry.settings(
-      { OTEL_EXPORTER_OTLP_ENDPOINT: "http://x", OTEL_EXPORTER_OTLP_HEADERS: "x-team=a,SECRET1,=SECRET2,x-key=%ZZSECRET3" },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: "http://x", OTEL_EXPORTER_OTLP_HEADERS: "x-team=a,SECRET1,=SECRET2,x-key=%ZZSECRET3, =SECRET4" },
       DEFAULTS,
     )
     if (found === undefined || !("settings" in found)) throw new Error("no settings")
     expect(found.settings.headers).toEqual({ "x-team": "a" })
     expect(found.warnings).toHaveLength(1)
-    expect(found.warnings[0]).toContain("pair 2 (no =), pair 3 (no name), pair 4 (not URL-encoded as it should be)")
+    expect(found.warnings[0]).toContain("pair 2 (no =), pair 3 (no name), pair 4 (not URL-encoded as it should be), pair 5 (no name)")
     expect(found.warnings[0]).not.toContain("SECRET")
   })
 

@@ -46,7 +46,12 @@ describe("Terminal", () => {
     expect(Terminal.shown("x\u202ey")).toBe('"x\\u202ey"')
     // Shown as nothing, so that one name passes for another: each is named.
     expect(Terminal.shown("ba\u200bsh")).toBe('"ba\\u200bsh"')
-    for (const hidden of ["\u00ad", "\u200c", "\u200d", "\u2060", "\ufeff"]) expect(Terminal.inert(`a${hidden}b`)).toBe(false)
+    for (const hidden of ["\u00ad", "\u034f", "\u180e", "\u2060", "\u3164", "\ufeff", "\u{e0062}"]) expect(Terminal.inert(`a${hidden}b`)).toBe(false)
+    // A tag character (two UTF-16 units) is escaped as JSON has it: the text parses back as it was.
+    expect(JSON.parse(Terminal.quoted("ba\u{e0062}sh"))).toBe("ba\u{e0062}sh")
+    expect(Terminal.quoted("ba\u{e0062}sh")).toBe('"ba\\udb40\\udc62sh"')
+    // Joiners that emoji and scripts are written with stay as they are.
+    expect(Terminal.inline("👨\u200d👩\u200d👧 می\u200cخواهم")).toBe("👨\u200d👩\u200d👧 می\u200cخواهم")
     expect(Terminal.inert("tab\tis fine")).toBe(true)
   })
 })
