@@ -621,23 +621,58 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
       ? opaque("sed may run commands (its e command or s///e) or read or write files (r, w) core cannot check, or its script is not on the line")
       : NOTHING,
   git: (words) => {
-    // Global options come before the subcommand; -c and the like set configuration that can run commands.
+    // Global options come before the subcommand; -c and the like set configuration that can run commands, but for
+    // an alias given so, which is read as what it stands for.
     let index = 1
+    const aliases = new Map<string, string>()
+    const globals: Array<Word> = [words[0]!]
     for (; index < words.length; index++) {
       const value = words[index]!.value ?? words[index]!.text
+      const alias = value === "-c" ? /^alias\.([^=]+)=(.*)$/is.exec(words[index + 1]?.value ?? "") : null
+      if (alias !== null) {
+        aliases.set(alias[1]!.toLowerCase(), alias[2]!)
+        index++
+        continue
+      }
       if (value === "-c" || /^--(config-env|exec-path)/.test(value)) {
         return opaque("git is given configuration that can run commands (aliases, pagers, hooks)")
       }
-      if (["-C", "--git-dir", "--work-tree", "--namespace"].includes(value)) index++
+      globals.push(words[index]!)
+      if (["-C", "--git-dir", "--work-tree", "--namespace"].includes(value)) globals.push(words[++index]!)
       else if (!value.startsWith("-")) break
     }
     const subcommand = words[index]?.value
+    const aliased = subcommand === undefined ? undefined : aliases.get(subcommand.toLowerCase())
+    if (aliased !== undefined) {
+      // `!…` is a shell command line, given the arguments after it; anything else, git's words in its place.
+      if (aliased.startsWith("!")) return code(aliased.slice(1))
+      if (/['"\\]/.test(aliased) || aliased.trim() === "") return opaque("a git alias core cannot read word by word")
+      const expansion = aliased.trim().split(/\s+/).map((part): Word => ({ text: part, value: part, glob: false, tilde: false }))
+      return { commands: [[...globals.slice(0, -1), ...expansion, ...words.slice(index + 1)]], code: [], opaque: undefined }
+    }
     const rest = words.slice(index + 1).map((word) => word.value ?? word.text)
     if (rest.some((value) => /^(-u|--upload-pack|--receive-pack|--exec)(=|$)/.test(value) && subcommand !== "rebase")) {
       return opaque("git is told to run a command of its own choosing on the other side")
     }
-    if (subcommand === "rebase" && rest.some((value) => /^(-x|--exec)(=|$)|^-[A-Za-z]*x$/.test(value))) {
-      return opaque("git rebase --exec runs a command line core cannot read")
+    if (subcommand === "rebase" && rest.some((value) => /^(-x|--exec)(=|$)|^-[A-Za-z]*x/.test(value))) {
+      // Each command line it runs after a commit, read as code where it is written out.
+      const unread = opaque("git rebase --exec runs a command line core cannot read")
+      const lines: Array<string> = []
+      for (let at = index + 1; at < words.length; at++) {
+        const value = words[at]!.value
+        if (value === "--") break
+        if (value === "-x" || value === "--exec") {
+          const line = words[++at]?.value
+          if (line === undefined) return unread
+          lines.push(line)
+          continue
+        }
+        const attached = value === undefined ? undefined : (/^--exec=(.*)$/s.exec(value)?.[1] ?? /^-x(.+)$/s.exec(value)?.[1])
+        if (attached !== undefined) lines.push(attached)
+        // Flags run together with x (`-ix`), or a word held in an expansion: not read.
+        else if (value === undefined || /^-[A-Za-z]+x/.test(value)) return unread
+      }
+      return { commands: [], code: lines, opaque: undefined }
     }
     if (subcommand === "difftool" && rest.some((value) => /^(-x|--extcmd)(=|$)/.test(value))) {
       return opaque("git difftool --extcmd runs a command line core cannot read")
@@ -648,7 +683,12 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
     if (rest.some((value) => /^(-O|--open-files-in-pager)/.test(value)) && subcommand === "grep") {
       return opaque("git grep -O runs a pager core cannot read")
     }
-    if (subcommand === "submodule" && rest.includes("foreach")) return opaque("git submodule foreach runs code core cannot read")
+    if (subcommand === "submodule" && rest.includes("foreach")) {
+      // The command line it runs in each submodule, read as code where it is one word written out.
+      const after = rest.slice(rest.indexOf("foreach") + 1).filter((value) => !/^(--recursive|-q|--quiet)$/.test(value))
+      const line = words.slice(index + 1 + rest.indexOf("foreach") + 1).filter((word) => !/^(--recursive|-q|--quiet)$/.test(word.value ?? ""))
+      return after.length === 1 && line[0]?.value !== undefined ? code(line[0].value) : opaque("git submodule foreach runs code core cannot read")
+    }
     if (subcommand === "filter-branch") return opaque("git filter-branch runs code core cannot read")
     if (subcommand === "config" && rest.filter((value) => !value.startsWith("-")).length > 1 && !rest.some((value) => /^--(get|list|unset)/.test(value))) {
       return opaque("git config can set commands (aliases, pagers, hooks) that later git commands run")

@@ -99,6 +99,19 @@ describe("CommandChecks.checks: every command on its own", () => {
     expect(await resources("git-lfs pull")).toEqual(["git-lfs pull", "git lfs pull"])
   })
 
+  test("an alias given with -c is read as what it stands for; what rebase --exec and submodule foreach run, as code", async () => {
+    expect(await plain("git -c alias.p=push p origin main")).toContain("git push origin main")
+    expect(await plain("git -C sub -c alias.f='push --force' f origin")).toContain("git -C sub push --force origin")
+    expect(await plain("git -c alias.x='!rm -rf y' x")).toContain("rm -rf y")
+    expect(await plain('git rebase -x "git push origin" HEAD~1')).toContain("git push origin")
+    expect(await plain("git rebase --exec=make HEAD~2")).toContain("make")
+    expect(await plain("git submodule foreach 'git push'")).toContain("git push")
+    // What cannot be read word by word, or is other configuration, is still asked.
+    expect(await opaque("git -c core.pager=less log")).toEqual(["git -c core.pager=less log"])
+    expect(await opaque(`git -c alias.q='log --format="%h"' q`)).toEqual([`git -c alias.q='log --format="%h"' q`])
+    expect(await opaque("git rebase -ix make HEAD~2")).toEqual(["git rebase -ix make HEAD~2"])
+  })
+
   test("a rule denying git push denies it however git is named", () => {
     const rules: Rule.Ruleset = [
       { action: "bash", resource: "*", effect: "allow" },
@@ -109,7 +122,14 @@ describe("CommandChecks.checks: every command on its own", () => {
         [check.resource, ...(check.variants ?? [])].some((resource) => Rule.evaluate(rules, "bash", resource) === "deny"),
       )
     return Promise.all(
-      ["/usr/lib/git-core/git-push ./r.git HEAD:main", "git send-pack ./r.git main", "git subtree push --prefix x o main", "git push o"].map(
+      [
+        "/usr/lib/git-core/git-push ./r.git HEAD:main",
+        "git send-pack ./r.git main",
+        "git subtree push --prefix x o main",
+        "git push o",
+        "git -c alias.p=push p o",
+        'git rebase -x "git push o" HEAD~1',
+      ].map(
         async (text) => expect({ text, denied: await decide(text) }).toEqual({ text, denied: true }),
       ),
     )
