@@ -3,6 +3,7 @@ export * as LogCommand from "./log-command"
 // `core log`: the calls recorded in a Location (DESIGN §6, §15), newest last: a table that fits the terminal, or
 // with --json the entries `GET /v1/settlements` answers. Only the Location's own calls are listed, never another's.
 
+import { existsSync } from "node:fs"
 import * as Effect from "effect/Effect"
 import { Terminal } from "../contract/terminal"
 import { Host } from "../host/host"
@@ -134,22 +135,24 @@ export const run = (args: ReadonlyArray<string>) =>
     // Only the directory is needed: the calls of a Location whose core.json is broken can still be listed.
     const directory = yield* Location.check(values.location ?? ".").pipe(Effect.mapError((error) => usage(error.message)))
     const environment = Host.environment()
-
-    return yield* Effect.gen(function* () {
-      const store = yield* Store.Service
-      const listed = yield* store.list({ location: directory, sessionID: values.session, since, limit })
-      const entries = listed.map(Recorded.entryOf)
-      if (values.json) {
-        Command.stdout(`${Terminal.pretty(entries)}\n`)
-        return Command.EXIT.ok
-      }
-      if (entries.length === 0) {
-        // Both shown inert: a directory under a root, or a session id, may hold what a terminal would act on.
-        const which = values.session === undefined ? "" : ` in session ${Terminal.shown(values.session)}`
-        Command.stdout(`No calls recorded in ${Terminal.shown(directory)}${which}${values.since === undefined ? "" : ` since ${values.since}`}.\n`)
-        return Command.EXIT.ok
-      }
-      Command.stdout(`${table(entries, process.stdout.columns ?? DEFAULT_COLUMNS)}\n`)
+    // No store yet (nothing was ever recorded with this data directory): nothing to list, and nothing made for it.
+    const listed =
+      environment.storeUrl === undefined && !existsSync(Host.storePath(environment))
+        ? []
+        : yield* Effect.flatMap(Store.Service, (store) =>
+            store.list({ location: directory, sessionID: values.session, since, limit }),
+          ).pipe(Effect.provide(Host.storeLayer(environment)))
+    const entries = listed.map(Recorded.entryOf)
+    if (values.json) {
+      Command.stdout(`${Terminal.pretty(entries)}\n`)
       return Command.EXIT.ok
-    }).pipe(Effect.provide(Host.storeLayer(environment)))
+    }
+    if (entries.length === 0) {
+      // Both shown inert: a directory under a root, or a session id, may hold what a terminal would act on.
+      const which = values.session === undefined ? "" : ` in session ${Terminal.shown(values.session)}`
+      Command.stdout(`No calls recorded in ${Terminal.shown(directory)}${which}${values.since === undefined ? "" : ` since ${values.since}`}.\n`)
+      return Command.EXIT.ok
+    }
+    Command.stdout(`${table(entries, process.stdout.columns ?? DEFAULT_COLUMNS)}\n`)
+    return Command.EXIT.ok
   })

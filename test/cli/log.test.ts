@@ -3,7 +3,8 @@
 // errors.
 
 import { describe, expect, test } from "bun:test"
-import { realpathSync } from "node:fs"
+import { existsSync, realpathSync } from "node:fs"
+import { join } from "node:path"
 import { core, exec, sandbox } from "./fixture"
 
 interface Entry {
@@ -167,6 +168,14 @@ describe("core log", () => {
     const result = await core(empty, ["log", "--location", empty.location])
     expect(result).toMatchObject({ code: 0, stdout: `No calls recorded in ${realpathSync(empty.location)}.\n` })
     expect(await list(empty, ["--location", empty.location])).toEqual([])
+  })
+
+  test("a data directory with nothing recorded yet is listed as empty, and nothing is made in it", async () => {
+    const empty = sandbox()
+    const missing = join(empty.data, "never-used")
+    const result = await core({ ...empty, env: { ...empty.env, CORE_DATA_DIR: missing } }, ["log", "--location", empty.location, "--json"])
+    expect(result).toMatchObject({ code: 0, stdout: "[]\n" })
+    expect(existsSync(missing)).toBe(false)
   })
 
   test("a session or a Location holding what a terminal acts on is shown inert when nothing was recorded", async () => {
