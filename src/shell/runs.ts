@@ -642,13 +642,23 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
       else if (!value.startsWith("-")) break
     }
     const subcommand = words[index]?.value
-    const aliased = subcommand === undefined ? undefined : aliases.get(subcommand.toLowerCase())
-    if (aliased !== undefined) {
-      // `!…` is a shell command line, given the arguments after it; anything else, git's words in its place.
-      if (aliased.startsWith("!")) return code(aliased.slice(1))
-      if (/['"\\]/.test(aliased) || aliased.trim() === "") return opaque("a git alias core cannot read word by word")
-      const expansion = aliased.trim().split(/\s+/).map((part): Word => ({ text: part, value: part, glob: false, tilde: false }))
-      return { commands: [[...globals.slice(0, -1), ...expansion, ...words.slice(index + 1)]], code: [], opaque: undefined }
+    if (subcommand !== undefined && aliases.has(subcommand.toLowerCase())) {
+      // As git expands one: `!…` is a shell command line, given the arguments after it; anything else is git's
+      // words in its place, whose first may be an alias again.
+      let tail = words.slice(index + 1)
+      let name = subcommand
+      const seen = new Set<string>()
+      for (let aliased = aliases.get(name.toLowerCase()); aliased !== undefined; aliased = aliases.get(name.toLowerCase())) {
+        if (seen.has(name.toLowerCase())) return opaque("a git alias that expands to itself")
+        seen.add(name.toLowerCase())
+        if (aliased.startsWith("!")) return code(aliased.slice(1))
+        if (/['"\\]/.test(aliased) || aliased.trim() === "") return opaque("a git alias core cannot read word by word")
+        const [first, ...more] = aliased.trim().split(/\s+/)
+        name = first!
+        tail = [...more.map((part): Word => ({ text: part, value: part, glob: false, tilde: false })), ...tail]
+      }
+      const named: Word = { text: name, value: name, glob: false, tilde: false }
+      return { commands: [[...globals.slice(0, -1), named, ...tail]], code: [], opaque: undefined }
     }
     const rest = words.slice(index + 1).map((word) => word.value ?? word.text)
     if (rest.some((value) => /^(-u|--upload-pack|--receive-pack|--exec)(=|$)/.test(value) && subcommand !== "rebase")) {

@@ -103,6 +103,9 @@ describe("CommandChecks.checks: every command on its own", () => {
     expect(await plain("git -c alias.p=push p origin main")).toContain("git push origin main")
     expect(await plain("git -C sub -c alias.f='push --force' f origin")).toContain("git -C sub push --force origin")
     expect(await plain("git -c alias.x='!rm -rf y' x")).toContain("rm -rf y")
+    // An alias standing for another, as git expands them.
+    expect(await plain("git -c alias.a=b -c alias.b=push a origin")).toContain("git push origin")
+    expect(await opaque("git -c alias.a=b -c alias.b=a a")).toEqual(["git -c alias.a=b -c alias.b=a a"])
     expect(await plain('git rebase -x "git push origin" HEAD~1')).toContain("git push origin")
     expect(await plain("git rebase --exec=make HEAD~2")).toContain("make")
     expect(await plain("git submodule foreach 'git push'")).toContain("git push")
