@@ -631,6 +631,7 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
       const alias = value === "-c" ? /^alias\.([^=]+)=(.*)$/is.exec(words[index + 1]?.value ?? "") : null
       if (alias !== null) {
         aliases.set(alias[1]!.toLowerCase(), alias[2]!)
+        globals.push(words[index]!, words[index + 1]!)
         index++
         continue
       }
@@ -642,6 +643,12 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
       else if (!value.startsWith("-")) break
     }
     const subcommand = words[index]?.value
+    // Code git runs here runs with these aliases too (a git in it may use one): read, and asked besides.
+    const coded = (lines: ReadonlyArray<string>): Inner => ({
+      commands: [],
+      code: lines,
+      opaque: aliases.size === 0 ? undefined : "git runs code with aliases given by -c, which a git in that code may use",
+    })
     if (subcommand !== undefined && aliases.has(subcommand.toLowerCase())) {
       // As git expands one: `!…` is a shell command line, given the arguments after it; anything else is git's
       // words in its place, whose first may be an alias again.
@@ -651,12 +658,13 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
       for (let aliased = aliases.get(name.toLowerCase()); aliased !== undefined; aliased = aliases.get(name.toLowerCase())) {
         if (seen.has(name.toLowerCase())) return opaque("a git alias that expands to itself")
         seen.add(name.toLowerCase())
-        if (aliased.startsWith("!")) return code(aliased.slice(1))
+        if (aliased.startsWith("!")) return coded([aliased.slice(1)])
         if (/['"\\]/.test(aliased) || aliased.trim() === "") return opaque("a git alias core cannot read word by word")
         const [first, ...more] = aliased.trim().split(/\s+/)
         name = first!
         tail = [...more.map((part): Word => ({ text: part, value: part, glob: false, tilde: false })), ...tail]
       }
+      // With the aliases given still before it (its subcommand is none of them), so that what it runs knows them.
       const named: Word = { text: name, value: name, glob: false, tilde: false }
       return { commands: [[...globals.slice(0, -1), named, ...tail]], code: [], opaque: undefined }
     }
@@ -682,7 +690,7 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
         // Flags run together with x (`-ix`), or a word held in an expansion: not read.
         else if (value === undefined || /^-[A-Za-z]+x/.test(value)) return unread
       }
-      return { commands: [], code: lines, opaque: undefined }
+      return coded(lines)
     }
     if (subcommand === "difftool" && rest.some((value) => /^(-x|--extcmd)(=|$)/.test(value))) {
       return opaque("git difftool --extcmd runs a command line core cannot read")
@@ -697,7 +705,7 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
       // The command line it runs in each submodule, read as code where it is one word written out.
       const after = rest.slice(rest.indexOf("foreach") + 1).filter((value) => !/^(--recursive|-q|--quiet)$/.test(value))
       const line = words.slice(index + 1 + rest.indexOf("foreach") + 1).filter((word) => !/^(--recursive|-q|--quiet)$/.test(word.value ?? ""))
-      return after.length === 1 && line[0]?.value !== undefined ? code(line[0].value) : opaque("git submodule foreach runs code core cannot read")
+      return after.length === 1 && line[0]?.value !== undefined ? coded([line[0].value]) : opaque("git submodule foreach runs code core cannot read")
     }
     if (subcommand === "filter-branch") return opaque("git filter-branch runs code core cannot read")
     if (subcommand === "config" && rest.filter((value) => !value.startsWith("-")).length > 1 && !rest.some((value) => /^--(get|list|unset)/.test(value))) {

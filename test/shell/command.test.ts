@@ -100,12 +100,17 @@ describe("CommandChecks.checks: every command on its own", () => {
   })
 
   test("an alias given with -c is read as what it stands for; what rebase --exec and submodule foreach run, as code", async () => {
-    expect(await plain("git -c alias.p=push p origin main")).toContain("git push origin main")
-    expect(await plain("git -C sub -c alias.f='push --force' f origin")).toContain("git -C sub push --force origin")
+    expect(await plain("git -c alias.p=push p origin main")).toContain("git -c alias.p=push push origin main")
+    expect(await plain("git -C sub -c alias.f='push --force' f origin")).toContain("git -C sub -c alias.f='push --force' push --force origin")
     expect(await plain("git -c alias.x='!rm -rf y' x")).toContain("rm -rf y")
     // An alias standing for another, as git expands them.
-    expect(await plain("git -c alias.a=b -c alias.b=push a origin")).toContain("git push origin")
+    expect(await plain("git -c alias.a=b -c alias.b=push a origin")).toContain("git -c alias.a=b -c alias.b=push push origin")
     expect(await opaque("git -c alias.a=b -c alias.b=a a")).toEqual(["git -c alias.a=b -c alias.b=a a"])
+    // Code git runs under aliases given by -c may use them: read, and asked besides; an alias standing for a
+    // subcommand that runs code keeps them.
+    expect(await opaque("git -c alias.p=push -c 'alias.q=!git p' q origin")).toEqual(["git -c alias.p=push -c 'alias.q=!git p' q origin"])
+    expect(await opaque("git -c alias.p=push rebase -x 'git p origin' HEAD~1")).toHaveLength(1)
+    expect(await opaque("git -c alias.p=push -c alias.r=rebase r -x 'git p' HEAD~1")).toHaveLength(1)
     expect(await plain('git rebase -x "git push origin" HEAD~1')).toContain("git push origin")
     expect(await plain("git rebase --exec=make HEAD~2")).toContain("make")
     expect(await plain("git submodule foreach 'git push'")).toContain("git push")
