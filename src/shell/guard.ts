@@ -208,18 +208,21 @@ interface Way {
   readonly fd: number | undefined
 }
 
+/** The folder at `path` as it is, held open where it is a folder that can be opened. */
+const holding = (path: string): Way => {
+  let fd: number | undefined
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
+  } catch {
+    fd = undefined
+  }
+  return { path, before: look(path), fd }
+}
+
 /** The Location `key` and every folder above it but the root, each noted and held open where it can be. */
 const wayTo = (key: string): Array<Way> => {
   const way: Array<Way> = []
-  for (let path = key; path !== dirname(path); path = dirname(path)) {
-    let fd: number | undefined
-    try {
-      fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
-    } catch {
-      fd = undefined
-    }
-    way.push({ path, before: look(path), fd })
-  }
+  for (let path = key; path !== dirname(path); path = dirname(path)) way.push(holding(path))
   return way
 }
 
@@ -344,6 +347,19 @@ export const begin = (
   ]
   const startedAt = Date.now()
   const ways = keys.map((key) => ({ key, way: wayTo(key) }))
+  // The .git of a repository holding a Location (a folder of it), where a command may rename it away and put
+  // another (or a .git file naming a git directory of its own) in its place: a granted folder, the temp directory.
+  // The Location's own .git is checked with what it holds (`unmade`); this one is held as the Location's folders are.
+  const gits = [
+    ...new Map(
+      keys.flatMap((key) => {
+        const entry = Git.repositoryOf(key)?.entry
+        if (entry === undefined || keys.some((each) => under(each, entry))) return []
+        if (!granted.some((root) => under(root, entry)) && !under(temporary, entry)) return []
+        return [[entry, holding(entry)] as const]
+      }),
+    ).values(),
+  ]
   // Whether each Location had a `.git` of its own, or was a bare repository, before the command (see `unmade`).
   const repositories = keys.map((key) => ({
     key,
@@ -366,6 +382,17 @@ export const begin = (
       undone.push(...back.moved)
       if (!back.intact) moved.add(key)
       for (const folder of way) if (folder.fd !== undefined) closeSync(folder.fd)
+    }
+    // A .git that cannot be put back goes, whatever stands in its place: git then finds no repository there rather
+    // than run what the command planted (the repository it moved away is kept where it is).
+    for (const git of gits) {
+      const back = putBack([git], (path) => setAside(path, keptAt(dirname(path), path)))
+      undone.push(...back.moved)
+      if (!back.intact && lstat(git.path) !== undefined) {
+        setAside(git.path, keptAt(dirname(git.path), git.path))
+        undone.push(git.path)
+      }
+      if (git.fd !== undefined) closeSync(git.fd)
     }
     for (const entry of entries) {
       const before = entry.before

@@ -238,8 +238,30 @@ describe("core's configuration in the Location, against what a command runs", ()
     Bun.spawnSync(["cp", "-a", join(root, ".git-old"), join(root, ".git")])
     writeFileSync(join(root, ".git/config"), `${original}[core]\n\thooksPath = /tmp/planted-hooks\n`)
     const undone = guarded.finish(true)
+    // The repository's own .git is back, the copy set aside.
     expect(readFileSync(join(root, ".git/config"), "utf8")).toBe(original)
-    expect(undone.paths).toContain(join(root, ".git/config"))
+    expect(existsSync(join(root, ".git-old"))).toBe(false)
+    expect(undone.paths).toContain(join(root, ".git"))
+  })
+
+  // Its .git renamed away and a .git file naming a git directory of the command's own put in its place: the user's
+  // git would read that directory's config (core.fsmonitor runs on git status).
+  test("a granted repository's .git replaced with a .git file naming the command's git directory is put back", () => {
+    const root = tempDir("core-repo-", "/var/tmp")
+    Bun.spawnSync(["git", "init", "-q", root])
+    const original = readFileSync(join(root, ".git/config"), "utf8")
+    const location = join(root, "services/api")
+    mkdirSync(location, { recursive: true })
+    const guarded = Guard.begin(location, keeping, [], false, [root])
+    renameSync(join(root, ".git"), join(root, ".gitold"))
+    Bun.spawnSync(["cp", "-r", join(root, ".gitold"), join(root, "evil")])
+    writeFileSync(join(root, "evil/config"), `${original}[core]\n\tfsmonitor = touch /tmp/planted\n`)
+    writeFileSync(join(root, ".git"), `gitdir: ${join(root, "evil")}\n`)
+    const undone = guarded.finish(true)
+    expect(statSync(join(root, ".git")).isDirectory()).toBe(true)
+    expect(readFileSync(join(root, ".git/config"), "utf8")).toBe(original)
+    expect(existsSync(join(root, ".gitold"))).toBe(false)
+    expect(undone.paths).toContain(join(root, ".git"))
   })
 
   test("the same by a command the grant lets write the repository", async () => {
@@ -256,7 +278,8 @@ describe("core's configuration in the Location, against what a command runs", ()
     )
     expect(result.stdout.text).toBe("swapped\n")
     expect(readFileSync(join(root, ".git/config"), "utf8")).toBe(original)
-    expect(result.undone).toContain(join(root, ".git/config"))
+    expect(existsSync(join(root, ".git-old"))).toBe(false)
+    expect(result.undone).toContain(join(root, ".git"))
   })
 
   test("a folder above the Location renamed away and replaced is put back, the Location with it", async () => {
