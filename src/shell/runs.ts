@@ -659,8 +659,9 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
         if (seen.has(name.toLowerCase())) return opaque("a git alias that expands to itself")
         seen.add(name.toLowerCase())
         if (aliased.startsWith("!")) return coded([aliased.slice(1)])
-        if (/['"\\]/.test(aliased) || aliased.trim() === "") return opaque("a git alias core cannot read word by word")
-        const [first, ...more] = aliased.trim().split(/\s+/)
+        const split = aliasWords(aliased)
+        if (split === undefined || split.length === 0) return opaque("a git alias core cannot read word by word")
+        const [first, ...more] = split
         name = first!
         tail = [...more.map((part): Word => ({ text: part, value: part, glob: false, tilde: false })), ...tail]
       }
@@ -771,6 +772,40 @@ const sshLike = (words: ReadonlyArray<Word>, letters: string): boolean =>
       /^-[A-Za-z]*F/.test(word.value ?? word.text) ||
       (letters !== "" && new RegExp(`^-[A-Za-z]*[${letters}]`).test(word.value ?? word.text)),
   )
+
+/**
+ * A git alias's words as git splits them (split_cmdline): apart at white space outside quotes, single and double
+ * quotes taken off, a backslash keeping the next character (in double quotes too); undefined for an unclosed quote.
+ */
+const aliasWords = (text: string): Array<string> | undefined => {
+  const parts: Array<string> = []
+  let current = ""
+  let started = false
+  let quote: string | undefined
+  for (let index = 0; index < text.length; index++) {
+    const character = text[index]!
+    if (quote !== undefined) {
+      if (character === quote) quote = undefined
+      else if (character === "\\" && quote === '"' && index + 1 < text.length) current += text[++index]
+      else current += character
+    } else if (character === "'" || character === '"') {
+      quote = character
+      started = true
+    } else if (character === "\\" && index + 1 < text.length) {
+      current += text[++index]
+      started = true
+    } else if (/\s/.test(character)) {
+      if (started || current !== "") parts.push(current)
+      current = ""
+      started = false
+    } else {
+      current += character
+    }
+  }
+  if (quote !== undefined) return undefined
+  if (started || current !== "") parts.push(current)
+  return parts
+}
 
 /** git's subcommands that push under another name, with how many words name them (`subtree push` is two). */
 const PUSHES: Readonly<Record<string, number>> = { "send-pack": 1, "http-push": 1 }

@@ -116,7 +116,10 @@ describe("CommandChecks.checks: every command on its own", () => {
     expect(await plain("git submodule foreach 'git push'")).toContain("git push")
     // What cannot be read word by word, or is other configuration, is still asked.
     expect(await opaque("git -c core.pager=less log")).toEqual(["git -c core.pager=less log"])
-    expect(await opaque(`git -c alias.q='log --format="%h"' q`)).toEqual([`git -c alias.q='log --format="%h"' q`])
+    // Split as git splits an alias: quotes taken off, white space inside them kept.
+    expect(await plain(`git -c alias.q='log --format="%h %s"' q`)).toContain(`git -c alias.q='log --format="%h %s"' log --format=%h %s`)
+    expect(await plain(`git -c 'alias.p="push"' p o`)).toContain(`git -c 'alias.p="push"' push o`)
+    expect(await opaque(`git -c 'alias.p="push' p`)).toEqual([`git -c 'alias.p="push' p`])
     expect(await opaque("git rebase -ix make HEAD~2")).toEqual(["git rebase -ix make HEAD~2"])
   })
 
