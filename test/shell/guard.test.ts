@@ -88,6 +88,19 @@ const unchanged = (location: string) => {
 
 const has = (program: string) => Bun.which(program) !== null
 
+/**
+ * A git repository outside the temp directory (which is guarded so already: only a grant makes it a place a
+ * command may write), its config as `git init` wrote it, and a Location two folders down in it.
+ */
+const grantedRepository = () => {
+  const root = tempDir("core-repo-", "/var/tmp")
+  Bun.spawnSync(["git", "init", "-q", root])
+  const location = join(root, "services/api")
+  mkdirSync(location, { recursive: true })
+  writeFileSync(join(location, "core.json"), "{}")
+  return { root, location, original: readFileSync(join(root, ".git/config"), "utf8") }
+}
+
 describe("core's configuration in the Location, against what a command runs", () => {
   test.skipIf(!MOUNTS)(`node, bun and python cannot write core.json, tools/, plugins/ or .core/${needs}`, { timeout: 30_000 }, async () => {
     const location = configured()
@@ -226,13 +239,7 @@ describe("core's configuration in the Location, against what a command runs", ()
   // A repository granted by shell.allowWrite (the Location a folder of it): its .git can be renamed away and a copy
   // with a hooksPath of the command's put in its place, which the user's git would then run outside the sandbox.
   test("a granted repository's .git replaced with a copy of the command's: git's config in it is put back", () => {
-    // Outside the temp directory, which is guarded so already: only the grant makes the place one a command may write.
-    const root = tempDir("core-repo-", "/var/tmp")
-    Bun.spawnSync(["git", "init", "-q", root])
-    const original = readFileSync(join(root, ".git/config"), "utf8")
-    const location = join(root, "services/api")
-    mkdirSync(location, { recursive: true })
-    writeFileSync(join(location, "core.json"), "{}")
+    const { root, original, location } = grantedRepository()
     const guarded = Guard.begin(location, keeping, [], false, [root])
     renameSync(join(root, ".git"), join(root, ".git-old"))
     Bun.spawnSync(["cp", "-a", join(root, ".git-old"), join(root, ".git")])
@@ -247,11 +254,7 @@ describe("core's configuration in the Location, against what a command runs", ()
   // Its .git renamed away and a .git file naming a git directory of the command's own put in its place: the user's
   // git would read that directory's config (core.fsmonitor runs on git status).
   test("a granted repository's .git replaced with a .git file naming the command's git directory is put back", () => {
-    const root = tempDir("core-repo-", "/var/tmp")
-    Bun.spawnSync(["git", "init", "-q", root])
-    const original = readFileSync(join(root, ".git/config"), "utf8")
-    const location = join(root, "services/api")
-    mkdirSync(location, { recursive: true })
+    const { root, original, location } = grantedRepository()
     const guarded = Guard.begin(location, keeping, [], false, [root])
     renameSync(join(root, ".git"), join(root, ".gitold"))
     Bun.spawnSync(["cp", "-r", join(root, ".gitold"), join(root, "evil")])
@@ -265,11 +268,7 @@ describe("core's configuration in the Location, against what a command runs", ()
   })
 
   test("the same by a command the grant lets write the repository", async () => {
-    const root = tempDir("core-repo-", "/var/tmp")
-    Bun.spawnSync(["git", "init", "-q", root])
-    const original = readFileSync(join(root, ".git/config"), "utf8")
-    const location = join(root, "services/api")
-    mkdirSync(location, { recursive: true })
+    const { root, original, location } = grantedRepository()
     const granting = Shell.make({ allowWrite: [root] }, { records: tempDir("core-runs-"), keeping })
     const result = await run(
       `cd ../.. && mv .git .git-old && cp -a .git-old .git && printf '[core]\\n\\thooksPath = /tmp/planted\\n' >> .git/config && echo swapped`,
