@@ -360,6 +360,11 @@ export const begin = (
       }),
     ).values(),
   ]
+  // A `.git` made by the command in a folder above a Location (`git init ..`, `git init /tmp`) would be the user's
+  // git's next repository there, its config and hooks the command's: where none was before, one found after goes.
+  const above = [
+    ...new Set(ways.flatMap(({ way }) => way.slice(1).map((folder) => join(folder.path, ".git")))),
+  ].filter((path) => lstat(path) === undefined)
   // Whether each Location had a `.git` of its own, or was a bare repository, before the command (see `unmade`).
   const repositories = keys.map((key) => ({
     key,
@@ -385,6 +390,11 @@ export const begin = (
     }
     // A .git that cannot be put back goes, whatever stands in its place: git then finds no repository there rather
     // than run what the command planted (the repository it moved away is kept where it is).
+    for (const path of above) {
+      if (lstat(path) === undefined) continue
+      setAside(path, keptAt(dirname(path), path))
+      undone.push(path)
+    }
     for (const git of gits) {
       const back = putBack([git], (path) => setAside(path, keptAt(dirname(path), path)))
       undone.push(...back.moved)

@@ -670,36 +670,40 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
       return { commands: [[...globals.slice(0, -1), named, ...tail]], code: [], opaque: undefined }
     }
     const rest = words.slice(index + 1).map((word) => word.value ?? word.text)
-    if (rest.some((value) => /^(-u|--upload-pack|--receive-pack|--exec)(=|$)/.test(value) && subcommand !== "rebase")) {
+    if (rest.some((value) => (/^-u(=|$)/.test(value) || longOption(value, "upload-pack", "receive-pack", "exec")) && subcommand !== "rebase")) {
       return opaque("git is told to run a command of its own choosing on the other side")
     }
-    if (subcommand === "rebase" && rest.some((value) => /^(-x|--exec)(=|$)|^-[A-Za-z]*x/.test(value))) {
+    // A URL of the ext transport is a command line git runs (where GIT_ALLOW_PROTOCOL or config lets it).
+    if (rest.some((value) => /^ext::/i.test(value))) return opaque("an ext:: URL is a command line git runs")
+    if (subcommand === "rebase" && rest.some((value) => /^-x(=|$)|^-[A-Za-z]*x/.test(value) || longOption(value, "exec"))) {
       // Each command line it runs after a commit, read as code where it is written out.
       const unread = opaque("git rebase --exec runs a command line core cannot read")
       const lines: Array<string> = []
       for (let at = index + 1; at < words.length; at++) {
         const value = words[at]!.value
         if (value === "--") break
-        if (value === "-x" || value === "--exec") {
+        if (value === "-x" || (value !== undefined && !value.includes("=") && longOption(value, "exec"))) {
           const line = words[++at]?.value
           if (line === undefined) return unread
           lines.push(line)
           continue
         }
-        const attached = value === undefined ? undefined : (/^--exec=(.*)$/s.exec(value)?.[1] ?? /^-x(.+)$/s.exec(value)?.[1])
+        const long = value === undefined ? undefined : /^--([a-z-]+)=(.*)$/s.exec(value)
+        const attached =
+          value === undefined ? undefined : long !== null && long !== undefined && longOption(`--${long[1]}`, "exec") ? long[2] : /^-x(.+)$/s.exec(value)?.[1]
         if (attached !== undefined) lines.push(attached)
         // Flags run together with x (`-ix`), or a word held in an expansion: not read.
         else if (value === undefined || /^-[A-Za-z]+x/.test(value)) return unread
       }
       return coded(lines)
     }
-    if (subcommand === "difftool" && rest.some((value) => /^(-x|--extcmd)(=|$)/.test(value))) {
+    if (subcommand === "difftool" && rest.some((value) => /^-x(=|$)/.test(value) || longOption(value, "extcmd"))) {
       return opaque("git difftool --extcmd runs a command line core cannot read")
     }
     if ((subcommand === "diff" || subcommand === "log" || subcommand === "show") && rest.includes("--ext-diff")) {
       return opaque("git --ext-diff runs a configured command")
     }
-    if (rest.some((value) => /^(-O|--open-files-in-pager)/.test(value)) && subcommand === "grep") {
+    if (rest.some((value) => /^-O/.test(value) || longOption(value, "open-files-in-pager")) && subcommand === "grep") {
       return opaque("git grep -O runs a pager core cannot read")
     }
     if (subcommand === "submodule" && rest.includes("foreach")) {
@@ -805,6 +809,16 @@ const aliasWords = (text: string): Array<string> | undefined => {
   if (quote !== undefined) return undefined
   if (started || current !== "") parts.push(current)
   return parts
+}
+
+/**
+ * Whether `value` is one of the long options `names`, as git's option parser takes it: written whole or as any
+ * start of its name two letters or longer (`--exe` is `--exec`, `--upload-pa` is `--upload-pack`), with or
+ * without `=VALUE`.
+ */
+const longOption = (value: string, ...names: ReadonlyArray<string>): boolean => {
+  const given = /^--([a-z][a-z-]+)(=|$)/.exec(value)?.[1]
+  return given !== undefined && names.some((name) => name.startsWith(given))
 }
 
 /** git's subcommands that push under another name, with how many words name them (`subtree push` is two). */

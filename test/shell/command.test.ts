@@ -121,6 +121,20 @@ describe("CommandChecks.checks: every command on its own", () => {
     expect(await plain(`git -c 'alias.p="push"' p o`)).toContain(`git -c 'alias.p="push"' push o`)
     expect(await opaque(`git -c 'alias.p="push' p`)).toEqual([`git -c 'alias.p="push' p`])
     expect(await opaque("git rebase -ix make HEAD~2")).toEqual(["git rebase -ix make HEAD~2"])
+    // git takes any start of a long option's name for it, and an ext:: URL is a command line.
+    expect(await plain("git rebase --exe='rm x' HEAD~1")).toContain("rm x")
+    expect(await plain("git rebase --ex 'rm x' HEAD~1")).toContain("rm x")
+    for (const line of [
+      "git ls-remote --upload-pa='touch x' .",
+      "git fetch --upload-pac=x .",
+      "git grep --open-files-in-pa=x y",
+      "git difftool --extc=x",
+      "git fetch 'ext::sh -c touch% x'",
+      "GIT_ALLOW_PROTOCOL=ext git fetch origin",
+    ]) {
+      expect({ line, opaque: (await opaque(line)).length }).toEqual({ line, opaque: 1 })
+    }
+    expect(await opaque("git log --exit-code --reverse")).toEqual([])
   })
 
   test("a rule denying git push denies it however git is named", () => {

@@ -267,6 +267,18 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(undone.paths).toContain(join(root, ".git"))
   })
 
+  // git looks for a repository from where it runs upwards: one made above the Location (`git init ..`, or in the
+  // temp directory itself) would be the user's next, its config and hooks the command's.
+  test("a repository a command makes in a folder above the Location is taken out", async () => {
+    const root = tempDir("core-repo-")
+    const location = join(root, "api")
+    mkdirSync(location)
+    const result = await run("git init -q .. && git --git-dir=../.git config core.fsmonitor 'touch planted' && echo made", location)
+    expect(result.stdout.text).toBe("made\n")
+    expect(existsSync(join(root, ".git"))).toBe(false)
+    expect(result.undone).toContain(join(root, ".git"))
+  })
+
   test("the same by a command the grant lets write the repository", async () => {
     const { root, original, location } = grantedRepository()
     const granting = Shell.make({ allowWrite: [root] }, { records: tempDir("core-runs-"), keeping })
