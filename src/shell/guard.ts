@@ -382,24 +382,27 @@ export const begin = (
     // First the Locations where they were: what is checked below is looked at by path. One that could not be put
     // back has its entries checked as if no mount had kept them: what stands at their paths now is not theirs.
     const moved = new Set<string>()
+    /** Sets aside what stands at `path`, kept by its name beside the others. */
+    const aside = (path: string) => setAside(path, keptAt(dirname(path), path))
     for (const { key, way } of ways) {
-      const back = putBack(way, (path) => setAside(path, keptAt(dirname(path), path)))
+      const back = putBack(way, aside)
       undone.push(...back.moved)
       if (!back.intact) moved.add(key)
       for (const folder of way) if (folder.fd !== undefined) closeSync(folder.fd)
     }
-    // A .git that cannot be put back goes, whatever stands in its place: git then finds no repository there rather
-    // than run what the command planted (the repository it moved away is kept where it is).
+    // A .git the command made above a Location goes.
     for (const path of above) {
       if (lstat(path) === undefined) continue
-      setAside(path, keptAt(dirname(path), path))
+      aside(path)
       undone.push(path)
     }
+    // A .git that cannot be put back goes, whatever stands in its place: git then finds no repository there rather
+    // than run what the command planted (the repository it moved away is kept where it is).
     for (const git of gits) {
-      const back = putBack([git], (path) => setAside(path, keptAt(dirname(path), path)))
+      const back = putBack([git], aside)
       undone.push(...back.moved)
       if (!back.intact && lstat(git.path) !== undefined) {
-        setAside(git.path, keptAt(dirname(git.path), git.path))
+        aside(git.path)
         undone.push(git.path)
       }
       if (git.fd !== undefined) closeSync(git.fd)

@@ -708,9 +708,8 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
     }
     if (subcommand === "submodule" && rest.includes("foreach")) {
       // The command line it runs in each submodule, read as code where it is one word written out.
-      const after = rest.slice(rest.indexOf("foreach") + 1).filter((value) => !/^(--recursive|-q|--quiet)$/.test(value))
-      const line = words.slice(index + 1 + rest.indexOf("foreach") + 1).filter((word) => !/^(--recursive|-q|--quiet)$/.test(word.value ?? ""))
-      return after.length === 1 && line[0]?.value !== undefined ? coded([line[0].value]) : opaque("git submodule foreach runs code core cannot read")
+      const line = words.slice(index + 2 + rest.indexOf("foreach")).filter((word) => !/^(--recursive|-q|--quiet)$/.test(word.value ?? ""))
+      return line.length === 1 && line[0]!.value !== undefined ? coded([line[0]!.value]) : opaque("git submodule foreach runs code core cannot read")
     }
     if (subcommand === "filter-branch") return opaque("git filter-branch runs code core cannot read")
     if (subcommand === "config" && rest.filter((value) => !value.startsWith("-")).length > 1 && !rest.some((value) => /^--(get|list|unset)/.test(value))) {
