@@ -166,17 +166,9 @@ export const make = (options: Options): WebHandler => {
     Effect.gen(function* () {
       // Taken through the Locations even when it is the serve's own: the request holds its Location until it
       // is answered (or its stream ends), and each request lets go of Locations unused too long.
-      if (header === undefined || header === "") {
-        return yield* options.sidecar.locations.get(options.sidecar.primary.directory)
-      }
-      const checked = Security.checkLocation(options.roots, header)
-      if (checked._tag === "Invalid") return yield* Respond.badRequest(checked.message)
-      if (checked._tag === "Outside") {
-        return yield* new Respond.Problem({ status: 403, kind: "forbidden", message: checked.message })
-      }
-      return yield* options.sidecar.locations
-        .get(checked.directory)
-        .pipe(Effect.mapError((error) => Respond.badRequest(`The Location cannot be served: ${error.message}`)))
+      const location = options.sidecar.locations.get(yield* directoryOf(header))
+      if (header === undefined || header === "") return yield* location
+      return yield* location.pipe(Effect.mapError((error) => Respond.badRequest(`The Location cannot be served: ${error.message}`)))
     })
 
   const methodNotAllowed = (allowed: ReadonlyArray<string>): Handlers.Handler => (route) =>
