@@ -208,17 +208,30 @@ export const readDenied = (services: Pick<Services, "directory" | "permission">,
 
 /**
  * Whether a tool showing many files leaves one out (its name from list and glob, its lines from grep), by its real
- * path: one the agent's `read` rules deny, or one of the user's credential stores, as `read` of it is refused.
+ * path: one the agent's `read` rules deny, one of the user's credential stores, or one in core's data directory (the
+ * store, other sessions' and Locations' managed outputs, what core took out of its configuration), as `read` of it is
+ * refused. A walk that starts inside the data directory (the session's own managed outputs, as its results name
+ * them) was let in by the path checks, and its files are left to the other tests.
  */
-export const hidden = (services: Pick<Services, "directory" | "permission">, agent: string): ((real: string) => boolean) => {
+export const hidden = (
+  services: Pick<Services, "directory" | "permission">,
+  agent: string,
+  root?: string,
+): ((real: string) => boolean) => {
   const denied = readDenied(services, agent)
   const credential = services.permission.credential
-  return denied === undefined ? credential : (real) => credential(real) || denied(real)
+  // Absolute and normal already (as the places were made, and as walks print real paths): tested by prefix, as this
+  // runs for every file a walk finds.
+  const data = services.permission.protectedRoots.fixed.data.map((place) => place.path)
+  const prefixes = data.map((directory) => (directory.endsWith(sep) ? directory : directory + sep))
+  const inData = (real: string) => data.some((directory, index) => real === directory || real.startsWith(prefixes[index]!))
+  const kept = root !== undefined && inData(root) ? credential : (real: string) => credential(real) || inData(real)
+  return denied === undefined ? kept : (real) => kept(real) || denied(real)
 }
 
 /** How many entries a rule kept out of an answer, as the model reads it (never which). */
 export const hiddenNote = (hidden: number, what: string): string =>
-  `(${hidden} ${what}${hidden === 1 ? "" : "s"} not shown: the user's rules or credential stores, which no tool reads.)`
+  `(${hidden} ${what}${hidden === 1 ? "" : "s"} not shown: the user's rules, credential stores or core's data directory, which no tool reads.)`
 
 /** A path as the model should see it: relative to the Location when inside it ("." for the Location itself). */
 export const display = (directory: string, path: string): string => {

@@ -107,7 +107,7 @@ const makeTool = (services: Builtin.Services) =>
           instead: "glob searches a directory: give its parent, or read the file.",
         })
         const found: Array<Found> = []
-        const denied = Builtin.hidden(services, context.agent)
+        const denied = Builtin.hidden(services, context.agent, resolved.real)
         let hidden = 0
         // rg walks the directory as checked, held open; the "./" paths it prints are put back under the real path.
         const held = yield* SearchTool.hold(resolved.real, shown, "searched")

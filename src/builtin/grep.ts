@@ -394,7 +394,7 @@ const makeTool = (services: Builtin.Services) =>
         const single = resolved.kind === "file"
         // Files whose read a rule denies are never shown: their lines, their notes and their counts are left out,
         // without a count of them either (it would tell what they hold). One such file asked for by name is refused.
-        const denied = Builtin.hidden(services, context.agent)
+        const denied = Builtin.hidden(services, context.agent, resolved.real)
         if (single && denied !== undefined && denied(resolved.real)) {
           yield* Builtin.refuseDenied(services, context, [{ action: "read", resources: [shown], save: [] }])
         }

@@ -156,7 +156,7 @@ const makeTool = (services: Builtin.Services) =>
         let total = 0
         let notUtf8 = 0
         let hidden = 0
-        const denied = Builtin.hidden(services, context.agent)
+        const denied = Builtin.hidden(services, context.agent, resolved.real)
         const under = resolved.real.endsWith("/") ? resolved.real : `${resolved.real}/`
         const held = yield* SearchTool.hold(resolved.real, shown, "listed")
         const outcome = yield* Ripgrep.run({

@@ -404,7 +404,7 @@ const makeTool = (services: Builtin.Services) => {
       const listing = yield* listed(real)
       if ("cause" in listing) return yield* unreachable(listing.cause, shown, "listed")
       // A file whose read a rule denies is not named here either.
-      const denied = Builtin.hidden(services, agent)
+      const denied = Builtin.hidden(services, agent, real)
       const entries = listing.entries.filter((entry) => denied === undefined || entry.directory || !denied(join(real, entry.name)))
       const hidden = listing.entries.length - entries.length
       const names = sortedNames(entries)

@@ -376,9 +376,10 @@ const keptFrom = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolv
         "Location's own managed outputs (the paths its previews name) can be read.",
     })
   }
-  // A managed output is read without asking only in calls of the session that made it.
+  // A managed output is read without asking only in calls of the session that made it: wherever the data directory
+  // lies, in the Location too (a Location at $HOME).
   const foreign =
-    input.sessionID !== undefined && input.access === "read" && !resolved.inside && resolved.readable
+    input.sessionID !== undefined && input.access === "read" && resolved.readable
       ? paths.readableReal.find(
           (root) =>
             Boundary.isWithin(root, resolved.real) &&
