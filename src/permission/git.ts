@@ -16,6 +16,11 @@ export const MAX_NESTED = 200
 export interface Place {
   readonly path: string
   readonly what: string
+  /**
+   * Put back as it was once a command has ended, rather than held read-only while it runs: a worktree's
+   * `commondir`, which `git worktree remove` deletes with its folder.
+   */
+  readonly restored?: true
 }
 
 const lstat = (path: string): Stats | undefined => {
@@ -252,7 +257,8 @@ export const codePlacesIn = (directory: string): ReadonlyArray<string> =>
 /**
  * A `.git` entry or a place in one that runs code (see `placesIn`), by name, its worktrees' and submodules' too: a
  * repository made or moved anywhere (a Location that is no repository yet, a folder in it) is one the user's git
- * may run, before any of its places exist to be found; and a worktree's `commondir` is protected this way only.
+ * may run, before any of its places exist to be found (a worktree's `commondir` is also put back after a command,
+ * not held read-only: `git worktree remove` deletes it).
  * Matched over real paths, ignoring case (a case-folding file system makes them one).
  */
 const NAMED =
@@ -348,6 +354,15 @@ export const places = (location: string): ReadonlyArray<Place> => {
   for (const directory of [...directories]) modulesUnder(directory, directories, budget)
   for (const directory of new Set(directories)) {
     found.push(...placesIn(directory, `the git repository ${directory}`, !worktrees.has(directory)))
+    // A worktree's commondir sends git to the hooks and config of the repository it names: one a command rewrote
+    // (or left out) would have the user's git in that worktree run another's.
+    if (worktrees.has(directory)) {
+      found.push({
+        path: join(directory, "commondir"),
+        what: `the commondir of the git worktree ${directory}, which tells git where its hooks and config are`,
+        restored: true,
+      })
+    }
   }
   // The repositories checked out at the index's gitlinks: `git status` at the root looks into each populated one with
   // its own config (its `core.fsmonitor` runs), and a `.git` file of one is where git finds it.

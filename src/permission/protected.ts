@@ -172,6 +172,8 @@ const othersOf = (roots: Roots): ReadonlyArray<string> =>
  */
 export interface Code extends Place {
   readonly kind: "import" | "skill" | "git"
+  /** Put back once a command has ended rather than held read-only while it runs (Git.Place `restored`). */
+  readonly restored?: true
 }
 
 /** How a path is shown to a person: from the Location when inside it. */

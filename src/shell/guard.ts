@@ -115,6 +115,8 @@ interface Entry {
   readonly before: Before | undefined
   /** What a directory held before the command, when no mount is expected to keep it read-only. */
   readonly inside: Map<string, Inside> | undefined
+  /** Whether it is mounted read-only while the command runs (else its content is put back after: `restored`). */
+  readonly mounted: boolean
 }
 
 export interface Undone {
@@ -300,7 +302,7 @@ export const begin = (
   const keys = [...new Set([location, ...others].map(realOf))]
   for (const key of keys) running.set(key, (running.get(key) ?? 0) + 1)
   const folders = new Map<string, Before | undefined>()
-  const noted = (path: string, base: string, undo: Entry["undo"], keep: boolean): Entry => {
+  const noted = (path: string, base: string, undo: Entry["undo"], keep: boolean, mounted = true): Entry => {
     const before = look(path, keep)
     let inside: Map<string, Inside> | undefined
     if (unmounted && before?.kind === Number(DIRECTORY)) {
@@ -314,7 +316,7 @@ export const begin = (
         above.push([folder, folders.get(folder)])
       }
     }
-    return { path, base, undo, above, before, inside }
+    return { path, base, undo, above, before, inside, mounted }
   }
   const own = keys.flatMap((key) => Protected.LOCATION_ENTRIES.map((name) => join(key, name)))
   const under = (root: string, path: string) => path === root || path.startsWith(root + sep)
@@ -341,6 +343,8 @@ export const begin = (
         // Git's files are put back (a repository without its config breaks); an imported module only where no
         // mount keeps it read-only.
         const keep = unmounted || place.kind === "git"
+        // A place put back rather than mounted (a worktree's commondir): where the command cannot write, nothing.
+        if (place.restored === true) return base === undefined ? [] : [noted(place.path, base, "renamed", true, false)]
         if (base !== undefined) return [noted(place.path, base, "renamed", keep)]
         return place.identity === undefined ? [] : [noted(place.path, sep, "never", false)]
       }),
@@ -409,7 +413,7 @@ export const begin = (
     }
     for (const entry of entries) {
       const before = entry.before
-      const mounted = kept && !moved.has(entry.base)
+      const mounted = kept && entry.mounted && !moved.has(entry.base)
       // A mount point the command could neither change nor replace (a symbolic link it could replace).
       if (entry.undo === "never") continue
       if (mounted && entry.undo === "fixed" && before !== undefined && before.link === undefined) continue
@@ -460,7 +464,7 @@ export const begin = (
     }
     return removed
   }
-  return { readOnly: entries.filter((entry) => entry.before !== undefined).map((entry) => entry.path), finish }
+  return { readOnly: entries.filter((entry) => entry.before !== undefined && entry.mounted).map((entry) => entry.path), finish }
 }
 
 /**

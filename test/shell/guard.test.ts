@@ -293,6 +293,61 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(result.undone).toContain(join(root, ".git"))
   })
 
+  // A worktree's commondir names the repository whose hooks and config git uses there: rewritten to name a copy
+  // with core.fsmonitor set, the user's next `git status` in the worktree ran it. It is not held read-only (`git
+  // worktree remove` deletes it with its folder): what it said is put back once the command has ended.
+  const worktree = () => {
+    const { root } = grantedRepository()
+    const git = (...args: ReadonlyArray<string>) =>
+      Bun.spawnSync(["git", "-C", root, "-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { stderr: "pipe" })
+    expect(git("commit", "-q", "--allow-empty", "-m", "first").exitCode).toBe(0)
+    const tree = join(tempDir("core-tree-", "/var/tmp"), "tree")
+    expect(git("worktree", "add", "-q", tree).exitCode).toBe(0)
+    writeFileSync(join(tree, "core.json"), "{}")
+    const commondir = join(root, ".git/worktrees/tree/commondir")
+    // What the command points it at: a copy of the repository whose config runs code on `git status`.
+    const marker = join(tempDir("core-marker-"), "ran")
+    const evil = join(root, "evil")
+    return { root, tree, commondir, before: readFileSync(commondir, "utf8"), marker, evil }
+  }
+  const plant = (evil: string, root: string, marker: string) =>
+    `cp -a ${join(root, ".git")} ${evil} && printf '[core]\\n\\tfsmonitor = touch ${marker}\\n' >> ${evil}/config`
+  const statusRuns = (tree: string, marker: string) => {
+    Bun.spawnSync(["git", "-C", tree, "status", "--short"], { stdout: "ignore", stderr: "ignore" })
+    return existsSync(marker)
+  }
+
+  test("a worktree's commondir rewritten by a command in the granted repository is put back", async () => {
+    const { root, tree, commondir, before, marker, evil } = worktree()
+    const granting = Shell.make({ allowWrite: [root] }, { records: tempDir("core-runs-"), keeping })
+    const result = await run(`${plant(evil, root, marker)} && printf '${evil}' > ${commondir} && echo pointed`, tree, granting)
+    expect(result.stdout.text).toBe("pointed\n")
+    expect(readFileSync(commondir, "utf8")).toBe(before)
+    expect(result.undone).toContain(commondir)
+    expect(statusRuns(tree, marker)).toBe(false)
+  })
+
+  test("the same from the repository as the Location, its worktree elsewhere; and the worktree stays removable", async () => {
+    const { root, tree, commondir, before, marker, evil } = worktree()
+    writeFileSync(join(root, "core.json"), "{}")
+    const guarded = Guard.begin(root, keeping)
+    // Not held read-only, so that git can remove a worktree.
+    expect(guarded.readOnly).not.toContain(commondir)
+    guarded.finish(false)
+    const result = await run(`${plant(evil, root, marker)} && printf '${evil}' > .git/worktrees/tree/commondir && echo pointed`, root)
+    expect(result.stdout.text).toBe("pointed\n")
+    expect(readFileSync(commondir, "utf8")).toBe(before)
+    expect(statusRuns(tree, marker)).toBe(false)
+    // Left out altogether, git took the worktree's own folder for the repository: put back too.
+    const removed = await run(`rm .git/worktrees/tree/commondir && echo removed`, root)
+    expect(removed.stdout.text).toBe("removed\n")
+    expect(readFileSync(commondir, "utf8")).toBe(before)
+    // git worktree remove deletes the folder whole: nothing is put back into it.
+    const pruned = await run(`rm -rf .git/worktrees/tree && echo pruned`, root)
+    expect(pruned.stdout.text).toBe("pruned\n")
+    expect(existsSync(join(root, ".git/worktrees/tree"))).toBe(false)
+  })
+
   test("a folder above the Location renamed away and replaced is put back, the Location with it", async () => {
     const root = tempDir("core-repo-")
     const location = join(root, "services/api")
