@@ -276,6 +276,8 @@ const environment = (): Record<string, string | undefined> => {
 
 const spawnFailure = (error: Shell.SpawnError): string => {
   switch (error.code) {
+    case "EMOVED":
+      return error.message
     case "E2BIG":
       return "The command is too long for the system to run (E2BIG). Write it to a script file and run that file instead."
     case "EMFILE":

@@ -137,6 +137,11 @@ export interface Guarded {
    * any change to them is someone else's (a person's) and stays. Idempotent.
    */
   readonly finish: (mounted: boolean) => Undone
+  /**
+   * Why the command must not start (MOVED): what this guard found differs from what a command still running found
+   * first. Nothing is held or mounted then, and `finish` undoes nothing.
+   */
+  readonly refused?: string
 }
 
 /**
@@ -163,6 +168,26 @@ const setAside = (path: string, target: string | undefined): void => {
 /** Commands running per Location (real path), and who waits for the Location to have none. */
 const running = new Map<string, number>()
 const waiting = new Map<string, Array<() => void>>()
+
+/**
+ * What the earliest command still running found at each path a guard holds or notes (the folders on the way to a
+ * Location, a repository's .git, core's configuration, where a .git above it would be), and how many running
+ * commands' guards noted it. A command started later must find the same: otherwise what stands there is another
+ * command's doing (a Location or .git it swapped), which this one's guard would take for the user's and put back
+ * once it ends, after the other's guard had undone it.
+ */
+const baselines = new Map<string, { readonly before: Before | undefined; count: number }>()
+
+/** Whether `now` is what `was` noted: the same entry, and the same content where both kept it. */
+const sameAs = (was: Before | undefined, now: Before | undefined): boolean =>
+  unchanged(was, now) &&
+  (was?.link === now?.link) &&
+  (was?.content === undefined || now?.content === undefined || was.content.equals(now.content))
+
+/** Why a command is not started (`Guarded.refused`): what another command still running changed. */
+export const MOVED =
+  "another command still running in this Location moved it, a folder above it or its repository's .git away, or " +
+  "changed core's configuration in it; that command's end puts it back. Run this one again once it has ended."
 
 const realOf = (path: string): string => {
   try {
@@ -366,9 +391,10 @@ export const begin = (
   ]
   // A `.git` made by the command in a folder above a Location (`git init ..`, `git init /tmp`) would be the user's
   // git's next repository there, its config and hooks the command's: where none was before, one found after goes.
-  const above = [
-    ...new Set(ways.flatMap(({ way }) => way.slice(1).map((folder) => join(folder.path, ".git")))),
-  ].filter((path) => lstat(path) === undefined)
+  const aboveFound = [...new Set(ways.flatMap(({ way }) => way.slice(1).map((folder) => join(folder.path, ".git"))))].map(
+    (path) => [path, look(path)] as const,
+  )
+  const above = aboveFound.filter(([, before]) => before === undefined).map(([path]) => path)
   // Whether each Location had a `.git` of its own, or was a bare repository, before the command (see `unmade`).
   const repositories = keys.map((key) => ({
     key,
@@ -376,6 +402,38 @@ export const begin = (
     bare: Git.isGitDirectory(key),
     links: new Map(Git.gitlinkEntries(key).map((link) => [link, lstat(link)] as const)),
   }))
+  /** Lets the Locations go: hot reload may run again once no command runs in one. */
+  const release = () => {
+    for (const key of keys) {
+      const left = (running.get(key) ?? 1) - 1
+      if (left > 0) running.set(key, left)
+      else {
+        running.delete(key)
+        for (const wake of waiting.get(key)?.splice(0) ?? []) wake()
+        waiting.delete(key)
+      }
+    }
+  }
+  // What this guard found, against what the earliest command still running found at the same paths.
+  const found: ReadonlyArray<readonly [string, Before | undefined]> = [
+    ...ways.flatMap(({ way }) => way.map((folder) => [folder.path, folder.before] as const)),
+    ...gits.map((git) => [git.path, git.before] as const),
+    ...entries.map((entry) => [entry.path, entry.before] as const),
+    ...aboveFound,
+  ]
+  if (found.some(([path, before]) => { const base = baselines.get(path); return base !== undefined && !sameAs(base.before, before) })) {
+    for (const { way } of ways) for (const folder of way) if (folder.fd !== undefined) closeSync(folder.fd)
+    for (const git of gits) if (git.fd !== undefined) closeSync(git.fd)
+    release()
+    const nothing: Undone = { paths: [], keptIn: undefined }
+    return { readOnly: [], refused: MOVED, finish: () => nothing }
+  }
+  const noting = [...new Map(found).keys()]
+  for (const path of noting) {
+    const base = baselines.get(path)
+    if (base !== undefined) base.count++
+    else baselines.set(path, { before: found.find(([each]) => each === path)![1], count: 1 })
+  }
   let removed: Undone | undefined
   const keptIn = keeping === undefined ? undefined : join(keeping, `${new Date().toISOString()}-${crypto.randomUUID().slice(0, 8)}`)
   /** Where what the command left at `path` (of the entry whose base is `base`) is kept. */
@@ -453,15 +511,11 @@ export const begin = (
     const guarded = new Set(entries.map((entry) => entry.path))
     for (const repository of repositories) undone.push(...unmade(repository, keptAt, guarded, startedAt))
     removed = { paths: undone, keptIn: undone.length === 0 ? undefined : keptIn }
-    for (const key of keys) {
-      const left = (running.get(key) ?? 1) - 1
-      if (left > 0) running.set(key, left)
-      else {
-        running.delete(key)
-        for (const wake of waiting.get(key)?.splice(0) ?? []) wake()
-        waiting.delete(key)
-      }
+    for (const path of noting) {
+      const base = baselines.get(path)
+      if (base !== undefined && --base.count <= 0) baselines.delete(path)
     }
+    release()
     return removed
   }
   return { readOnly: entries.filter((entry) => entry.before !== undefined && entry.mounted).map((entry) => entry.path), finish }

@@ -626,6 +626,11 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
       supervised && guards && request.sandbox !== undefined && request.sandbox.configuration !== true
         ? Guard.begin(request.sandbox.location, keeping, request.sandbox.others, !mounts(), prepared?.grants?.write)
         : undefined
+    // Another command still running swapped what this one's guard would take for the Location's: not started.
+    if (guarded?.refused !== undefined) {
+      prepared?.cleanup()
+      return yield* spawnError(request, "EMOVED", guarded.refused)
+    }
     const spawn = supervised
       ? spawnSupervised(
           supervisors,

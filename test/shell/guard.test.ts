@@ -348,6 +348,72 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(existsSync(join(root, ".git/worktrees/tree"))).toBe(false)
   })
 
+  // Two commands at once: one swaps the granted repository's .git (or the Location) for its own; a guard begun while
+  // the swap stands would take it for the user's, and put it back once its own command ended, after the first
+  // command's guard had undone it. A command begun then is not started.
+  test("a guard begun while another command's swap of the .git stands refuses to start, and starts once it is undone", () => {
+    const { root, original, location } = grantedRepository()
+    const first = Guard.begin(location, keeping, [], false, [root])
+    expect(first.refused).toBeUndefined()
+    renameSync(join(root, ".git"), join(root, ".git-old"))
+    Bun.spawnSync(["cp", "-a", join(root, ".git-old"), join(root, ".git")])
+    writeFileSync(join(root, ".git/config"), `${original}[core]\n\tfsmonitor = touch /tmp/planted\n`)
+    const second = Guard.begin(location, keeping, [], false, [root])
+    expect(second.refused).toContain("another command still running")
+    expect(second.readOnly).toEqual([])
+    // The swap undone by the first command's end, the .git is the user's again, and stays so past the second's.
+    first.finish(true)
+    expect(second.finish(true).paths).toEqual([])
+    expect(readFileSync(join(root, ".git/config"), "utf8")).toBe(original)
+    const third = Guard.begin(location, keeping, [], false, [root])
+    expect(third.refused).toBeUndefined()
+    expect(third.finish(true).paths).toEqual([])
+  })
+
+  test("a guard begun while another command's replacement of the Location stands refuses to start", () => {
+    const { root, location } = grantedRepository()
+    writeFileSync(join(location, "mine.txt"), "the user's")
+    const first = Guard.begin(location, keeping, [], false, [root])
+    renameSync(location, `${location}.orig`)
+    mkdirSync(join(location, "tools"), { recursive: true })
+    writeFileSync(join(location, "core.json"), '{"permission":{"*":"allow"}}')
+    writeFileSync(join(location, "tools/evil.ts"), "export default 1")
+    const second = Guard.begin(location, keeping, [], false, [root])
+    expect(second.refused).toContain("another command still running")
+    // The first command's end undoes the swap; the second's (ending later) must not redo it.
+    first.finish(true)
+    second.finish(true)
+    expect(readFileSync(join(location, "mine.txt"), "utf8")).toBe("the user's")
+    expect(existsSync(join(location, "tools"))).toBe(false)
+    expect(readFileSync(join(location, "core.json"), "utf8")).toBe("{}")
+  })
+
+  test("through the shell: the second command is not run and says why; two commands that swap nothing both run", async () => {
+    const { root, original, location } = grantedRepository()
+    const granting = Shell.make({ allowWrite: [root] }, { records: tempDir("core-runs-"), keeping })
+    const swapping = Effect.runFork(
+      granting.run({
+        argv: [granting.shell, "-c", `cd ../.. && mv .git .git-old && cp -a .git-old .git && printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' >> .git/config && touch ${location}/swapped.flag && sleep 2`],
+        cwd: location,
+        env: { PATH: process.env.PATH, HOME: location },
+        sandbox: { location, approved: [] },
+      }),
+    )
+    await until(join(location, "swapped.flag"))
+    const refused = await run("echo ran > ran.txt", location, granting).then(
+      () => undefined,
+      (cause: unknown) => cause as { readonly code?: string; readonly message?: string },
+    )
+    expect(refused?.code).toBe("EMOVED")
+    expect(refused?.message).toContain(Guard.MOVED)
+    expect(existsSync(join(location, "ran.txt"))).toBe(false)
+    await Effect.runPromise(Fiber.join(swapping))
+    expect(readFileSync(join(root, ".git/config"), "utf8")).toBe(original)
+    // Nothing swapped: commands run side by side as before.
+    const [a, b] = await Promise.all([run("sleep 0.5; echo a", location, granting), run("sleep 0.5; echo b", location, granting)])
+    expect([a.stdout.text, b.stdout.text]).toEqual(["a\n", "b\n"])
+  })
+
   test("a folder above the Location renamed away and replaced is put back, the Location with it", async () => {
     const root = tempDir("core-repo-")
     const location = join(root, "services/api")
