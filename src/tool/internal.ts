@@ -79,6 +79,26 @@ export const deriveInputLater = <C extends object>(config: C): C => {
 /** Whether `config` was marked by `deriveInputLater`. */
 export const derivesInputLater = (config: object): boolean => deferredInputs.has(config)
 
+/**
+ * What an input of no keys (`Schema.Struct({})`) is decoded with: Effect passes any object through such a struct,
+ * whatever `onExcessProperty` says, so a key a model sends it would go unrefused (DESIGN: decoding refuses keys the
+ * schema does not know). A struct of one key no value fits refuses every key as one it does not know, as any other
+ * struct does, and decodes the empty object to itself.
+ */
+const NO_KEYS = Schema.Struct({ "": Schema.optionalKey(Schema.Never) })
+
+/** Whether `schema` is a plain struct of no keys (no index signature, check or transformation on it). */
+const noKeys = (schema: Schema.Top): boolean => {
+  const ast = schema.ast
+  return (
+    ast._tag === "Objects" &&
+    ast.propertySignatures.length === 0 &&
+    ast.indexSignatures.length === 0 &&
+    ast.checks === undefined &&
+    ast.encoding === undefined
+  )
+}
+
 export const remember = (
   tool: object,
   record: Omit<Record, "definitions" | "inputJson" | "outputJson" | "inputSchema" | "outputSchema">,
@@ -97,7 +117,7 @@ export const remember = (
         return (derived ??= (inputSchema as () => Record["inputSchema"])())
       },
       get inputJson() {
-        return (inputJson ??= Schema.toCodecJson(record.input) as Schema.Codec<unknown, unknown, never, never>)
+        return (inputJson ??= Schema.toCodecJson(noKeys(record.input) ? NO_KEYS : record.input) as Schema.Codec<unknown, unknown, never, never>)
       },
       get outputJson() {
         return (outputJson ??= Schema.toCodecJson(record.output) as Schema.Codec<unknown, unknown, never, never>)

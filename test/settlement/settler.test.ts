@@ -111,6 +111,33 @@ for (const path of Kernel.PATHS) {
           }),
         ))
 
+      // Effect passes any object through a struct of no keys: the boundary refuses them all the same, and the
+      // definition the model reads is left as it was.
+      test("a tool of no input keys refuses any key, and takes the empty object", () =>
+        Kernel.run(
+          Effect.gen(function* () {
+            const ran: Array<unknown> = []
+            const none = Tool.make({
+              description: "takes nothing",
+              input: Schema.Struct({}),
+              output: Schema.String,
+              execute: (input) => Effect.sync(() => (ran.push(input), "done")),
+            })
+            yield* register({ none })
+            const refused = yield* settleOnce("none", { x: 1, path: "/etc/passwd" })
+            expect(refused.error?.kind).toBe("invalid_input")
+            expect(refused.error?.message).toContain("x: Unexpected key")
+            expect(refused.error?.message).toContain("path: Unexpected key")
+            expect(ran).toEqual([])
+            const settled = yield* settleOnce("none", {}, { toolCallID: "call_none_2" })
+            expect(settled.status).toBe("success")
+            expect(ran).toEqual([{}])
+            const turn = yield* (yield* Settler.Service).materialize()
+            const definition = turn.definitions.find((each) => each.name === "none")
+            expect(definition?.inputSchema).toEqual({ type: "object", properties: {}, additionalProperties: false })
+          }),
+        ))
+
       test("invalid output never produces a success", () =>
         Kernel.run(
           Effect.gen(function* () {
