@@ -86,6 +86,9 @@ export interface DeclinedAsk {
 
 const MAX_SHOWN_RESOURCES = 3
 
+/** How a command line core could not read is named in an ask (before the line itself), whatever tool asks. */
+export const UNPARSED = "<unparsed>"
+
 const shownResources = (resources: ReadonlyArray<string>): string => {
   const shown = resources.slice(0, MAX_SHOWN_RESOURCES).map((resource) => JSON.stringify(resource)).join(", ")
   const more = resources.length - MAX_SHOWN_RESOURCES
@@ -105,9 +108,15 @@ const declinedText = (tool: string, ask: DeclinedAsk | undefined): string => {
   if (!ask.unattended) {
     return `${tool} did not run: a person declined ${asked}. Do not call it again unchanged; ask the user what they want.`
   }
+  // A line asked only because it could not be read is most often a mistake in it: saying so saves a person's time.
+  const unread = ask.resources.some((resource) => resource.startsWith(`${UNPARSED} `))
   return (
     `${tool} did not run: ${asked} needs a person's approval, and ${ask.why ?? "nobody was there to answer"}. ` +
-    `Calling it again unchanged is declined the same way; ask the user to approve it.`
+    (unread
+      ? "It needs one because core could not read the line as bash (a syntax error, such as an unclosed quote, " +
+        "bracket or $((, or a line too complex to read): if it holds a mistake, fix it and call again; otherwise " +
+        "ask the user to approve it (calling it again unchanged is declined the same way)."
+      : `Calling it again unchanged is declined the same way; ask the user to approve it.`)
   )
 }
 

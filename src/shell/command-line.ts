@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import type { Node, Parser } from "web-tree-sitter"
 import treeSitterWasm from "web-tree-sitter/tree-sitter.wasm" with { type: "file" }
 import bashWasm from "tree-sitter-bash/tree-sitter-bash.wasm" with { type: "file" }
+import { Settlement } from "../contract/settlement"
 import { Evaluation } from "./evaluation"
 import { Planted } from "./planted"
 import { Runs } from "./runs"
@@ -20,7 +21,7 @@ import { Words } from "./words"
  * Opens the resource of a line the grammar cannot read, which is checked as a whole. A parsed command's resource
  * starts with its literal name or an assignment, never with `<` (a redirection in bash).
  */
-export const UNPARSED = "<unparsed>"
+export const UNPARSED = Settlement.UNPARSED
 
 /** How deeply code inside code (`bash -c "eval '…'"`) is read before the rest is taken as opaque. */
 const MAX_DEPTH = 8

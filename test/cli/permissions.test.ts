@@ -116,6 +116,19 @@ describe("a rule that asks", () => {
     expect(runs(box, "deploy")).toBe(0)
   })
 
+  test("a bash line core cannot read is declined saying so: a mistake in it is the model's to fix, not a person's to approve", async () => {
+    const box = sandbox()
+    const result = await exec(box, "bash", { command: "echo $((1+" })
+    expect(result.code).toBe(4)
+    const note = (settlementOf(result).content[0] as { text: string }).text
+    expect(note).toStartWith('bash did not run: permission for bash on "<unparsed> echo $((1+" needs a person\'s approval')
+    expect(note).toContain("core could not read the line as bash")
+    expect(note).toContain("if it holds a mistake, fix it and call again")
+    // A line that reads is declined in the words above.
+    const plain = await exec(box, "bash", { command: "echo ok > ../outside.txt" })
+    expect((settlementOf(plain).content[0] as { text: string }).text).not.toContain("could not read the line")
+  })
+
   test("--yes approves it once: the tool runs, stderr notes the approval, and nothing is saved", async () => {
     const box = sandbox({ ...DEPLOY, ...coreJson({ permission: { deploy: "ask" } }) })
     const approved = await exec(box, "deploy", TARGET, ["--yes"])
