@@ -45,6 +45,8 @@ export const interrupted = (): number => interruptedExit ?? EXIT.cancelled
 export class UsageError extends Schema.TaggedError<UsageError>()("Command.UsageError", {
   command: Schema.String,
   message: Schema.String,
+  /** What to do instead of reading the command's --help (a core.json to fix: `core check` says every problem). */
+  next: Schema.optionalKey(Schema.String),
 }) {}
 
 /** A failure of the command itself, with the exit code it ends with. */

@@ -75,7 +75,7 @@ const failureOf = (cause: Cause.Cause<unknown>): { code: number; message: string
     if (failure instanceof Command.UsageError) {
       return {
         code: Command.EXIT.usage,
-        message: `core ${failure.command}: ${Terminal.block(failure.message)}\nRun 'core ${failure.command} --help' for usage.`,
+        message: `core ${failure.command}: ${Terminal.block(failure.message)}\n${failure.next ?? `Run 'core ${failure.command} --help' for usage.`}`,
       }
     }
     if (failure instanceof Command.Exit) return { code: failure.code, message: `core: ${Terminal.block(failure.message)}` }

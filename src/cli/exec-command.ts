@@ -43,8 +43,8 @@ Options:
                     without --yes, an ask is declined)
   -h, --help        show this help
 
-Exit codes: 0 success, 1 model-visible error, 2 usage error (or the tool's file did not load), 3 operational
-failure, 4 declined, 130 cancelled.
+Exit codes: 0 success, 1 model-visible error, 2 usage error (or an invalid core.json, or the tool's file did
+not load), 3 operational failure, 4 declined, 130 cancelled.
 
 With a core serve of the same data directory running on this Location (its --location or under an --allow-root),
 with the same core and environment, the call settles there, printing and exiting the same (docs/serve.md, "core

@@ -35,7 +35,10 @@ const report = (
 ): number => {
   Command.stdout(`${Terminal.pretty({ ...body, problems })}\n`)
   for (const problem of problems) {
-    if (problem.kind !== "provider") Command.stderr(`core check: ${Terminal.block(`${problem.file === undefined ? "" : `${problem.file}: `}${problem.message}`)}\n`)
+    if (problem.kind === "provider") continue
+    // A message that names its file first (a core.json's, with the line and column) is not given it twice.
+    const named = problem.file === undefined || problem.message.startsWith(problem.file)
+    Command.stderr(`core check: ${Terminal.block(`${named ? "" : `${problem.file}: `}${problem.message}`)}\n`)
   }
   const fitting = problems.filter((problem) => problem.kind === "provider")
   if (provider !== undefined && fitting.length > 0) Command.stderr(`core check: ${Terminal.block(Provider.error(provider, fitting).message)}\n`)

@@ -35,7 +35,7 @@ The table names, after a tool, the plugin hooks that apply to it (definition, be
 
 Exit codes: 0 listed, even when a file failed to load or a server failed (what a model would be
 offered is still listed; \`core check\` exits 1 on such problems, for CI), 1 a tool provider P
-cannot take, 2 usage error, 3 operational failure.
+cannot take, 2 usage error (or an invalid core.json), 3 operational failure.
 `
 
 const OPTIONS = {

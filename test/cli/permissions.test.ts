@@ -333,8 +333,16 @@ describe("an invalid core.json", () => {
         expect(result.stdout).toBe("")
         expect(result.stderr).toContain(`core ${command}: ${file}:${at}: `)
         for (const phrase of says) expect(result.stderr).toContain(phrase)
+        // What to do next is the file's fixing, and core check to see the Location load: not the command's --help.
+        expect(result.stderr).toContain(`Fix it, then see whether the Location loads: core check --location ${box.location}`)
+        expect(result.stderr).not.toContain("--help")
       }
       expect(runs(box, "deploy")).toBe(0)
+      // core check names the file once, with its line and column.
+      const checked = await core(box, ["check", "--location", box.location])
+      expect(checked.code).toBe(1)
+      expect(checked.stderr).toContain(`core check: ${file}:${at}: `)
+      expect(checked.stderr).not.toContain(`${file}: ${file}`)
     })
   }
 
