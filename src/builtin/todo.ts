@@ -45,9 +45,12 @@ export type Output = typeof Output.Type
 const MARKS: Record<Todos.Status, string> = { pending: "[ ]", in_progress: "[>]", completed: "[x]", cancelled: "[-]" }
 const ORDER: ReadonlyArray<Todos.Status> = ["in_progress", "pending", "completed", "cancelled"]
 
-/** The list as the model reads it: one line per item, and the counts per status. */
-export const render = (todos: ReadonlyArray<Todos.Item>, heading: string): string => {
-  if (todos.length === 0) return `${heading}: empty (no todos). Use todowrite to plan multi-step work.`
+/**
+ * The list as the model reads it: one line per item, and the counts per status. An empty list read says how to
+ * start one (`hint`); one just cleared says only that it is empty.
+ */
+export const render = (todos: ReadonlyArray<Todos.Item>, heading: string, hint = ""): string => {
+  if (todos.length === 0) return `${heading}: empty (no todos).${hint}`
   const counts = ORDER.flatMap((status) => {
     const count = todos.filter((item) => item.status === status).length
     return count === 0 ? [] : [`${count} ${status}`]
@@ -96,7 +99,7 @@ export const make = (services: { readonly directory: string; readonly todos: Tod
     input: ReadInput,
     output: Output,
     annotations: { readOnly: true, idempotent: true, openWorld: false },
-    toModelOutput: ({ output }) => render(output.todos, "Todo list"),
+    toModelOutput: ({ output }) => render(output.todos, "Todo list", " Use todowrite to plan multi-step work."),
     execute: (_input, context) =>
       Effect.map(services.todos.read(keyOf(context)).pipe(Effect.orDie), (todos): Output => ({ todos })),
   })

@@ -95,9 +95,10 @@ const refuseUnloaded = (name: string) =>
     if (failed === undefined) return
     if ((yield* Registry.Service).capture().resolve(name)._tag !== "Unknown") return
     // Exit 2 as a usage error, without pointing at --help: the command was right, the tool's file is what to fix.
-    return yield* new Command.Exit({
-      code: Command.EXIT.usage,
-      message: `exec: the tool "${name}" did not load: ${failed.file}: ${failed.message}`,
+    return yield* new Command.UsageError({
+      command: "exec",
+      message: `the tool "${name}" did not load: ${failed.file}: ${failed.message}`,
+      next: "Fix the file, then see whether it loads: core check",
     })
   })
 

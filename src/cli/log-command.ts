@@ -23,9 +23,9 @@ Options:
   --since T         only calls received since T: an ISO time (2026-01-31, 2026-01-31T10:00:00Z;
                     UTC unless it gives an offset) or a duration back from now (90s, 10m, 2h, 7d)
   --limit N         at most the newest N calls (default ${Recorded.DEFAULT_LIMIT}, at most ${Recorded.MAX_LIMIT})
-  --json            an array of objects: sessionID, toolCallID, tool, status, error, agent,
-                    location, messageID, input, inputTruncated, inputBytes, outputs, startedAt,
-                    settledAt, durationMs
+  --json            an array of objects: sessionID, toolCallID, tool, status, error (or, for
+                    status failed, reason: what failed), agent, location, messageID, input,
+                    inputTruncated, inputBytes, outputs, startedAt, settledAt, durationMs
   -h, --help        show this help
 
 Inputs are kept up to 8 KiB of JSON (longer ones are cut, inputTruncated), in the store

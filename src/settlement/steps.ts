@@ -168,7 +168,7 @@ export const resolve = (catalog: Registry.Catalog, call: Call): Internal.Record 
       equivalent !== undefined
         ? ` core's tool for that is "${equivalent}": call it instead (its input schema is in the tool list).`
         : resolution.suggestions.length === 0
-          ? " Use one of the tools in this turn's tool list."
+          ? " Use one of the tools you were offered."
           : ` Did you mean ${resolution.suggestions.map((name) => `"${name}"`).join(", ")}?`
     return refused(call, "unknown", `Unknown tool "${call.name}"; nothing ran.${hint}`)
   }

@@ -67,7 +67,8 @@ describe("todowrite and todoread", () => {
       todos: [{ content: "Only this", status: "pending", priority: "medium" }],
     })
     const cleared = await location.settle("todowrite", { todos: [] })
-    expect(textOf(cleared.settlement)).toBe("Todo list updated: empty (no todos). Use todowrite to plan multi-step work.")
+    // Cleared on purpose: no advice to do what was just done.
+    expect(textOf(cleared.settlement)).toBe("Todo list updated: empty (no todos).")
     expect((await location.settle("todoread", {})).settlement.structured).toEqual({ todos: [] })
   })
 

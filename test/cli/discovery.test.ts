@@ -184,9 +184,10 @@ describe("exec of a tool whose file failed to load", () => {
     const refused = await exec(box, "broken", {}, ["--session", "ses_fix", "--call", "call_fix"])
     expect(refused.code).toBe(2)
     expect(refused.stdout).toBe("")
-    expect(refused.stderr).toContain(`the tool "broken" did not load: ${file}: syntax error at line 4, column 20`)
+    expect(refused.stderr).toContain(`core exec: the tool "broken" did not load: ${file}: syntax error at line 4, column 20`)
     // The command was right: the tool's file is what to fix, not the usage.
     expect(refused.stderr).not.toContain("--help")
+    expect(refused.stderr).toContain("Fix the file, then see whether it loads: core check")
 
     await Bun.write(file, `${IMPORTS}export default ${says("fixed")}\n`)
     const fixed = await exec(box, "broken", {}, ["--session", "ses_fix", "--call", "call_fix"])
