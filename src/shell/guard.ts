@@ -37,6 +37,7 @@ import { basename, dirname, join, relative, sep } from "node:path"
 import { Git } from "../permission/git"
 import { Protected } from "../permission/protected"
 import { Planted } from "./planted"
+import { ProcessGroup } from "./process-group"
 
 interface Before {
   /** Who it is: device, inode, kind and birth time (an inode number freed by the command may be reused at once). */
@@ -176,13 +177,102 @@ const waiting = new Map<string, Array<() => void>>()
  * command's doing (a Location or .git it swapped), which this one's guard would take for the user's and put back
  * once it ends, after the other's guard had undone it.
  */
-const baselines = new Map<string, { readonly before: Before | undefined; count: number }>()
+const baselines = new Map<string, { readonly before: Noted | null; count: number }>()
+
+/**
+ * What a guard found at a path, as another core process reads it from its record: who the entry was (or null for
+ * none), where a link pointed, and a digest of the content kept.
+ */
+interface Noted {
+  readonly dev: number
+  readonly ino: number
+  readonly kind: number
+  readonly born: number
+  readonly link?: string
+  readonly digest?: string
+}
+
+const digestOf = (content: Buffer): string => new Bun.CryptoHasher("sha256").update(content).digest("hex")
+
+const notedOf = (before: Before | undefined): Noted | null =>
+  before === undefined
+    ? null
+    : {
+        dev: before.dev,
+        ino: before.ino,
+        kind: before.kind,
+        born: before.born,
+        ...(before.link === undefined ? {} : { link: before.link }),
+        ...(before.content === undefined ? {} : { digest: digestOf(before.content) }),
+      }
 
 /** Whether `now` is what `was` noted: the same entry, and the same content where both kept it. */
-const sameAs = (was: Before | undefined, now: Before | undefined): boolean =>
-  unchanged(was, now) &&
-  (was?.link === now?.link) &&
-  (was?.content === undefined || now?.content === undefined || was.content.equals(now.content))
+const sameAs = (was: Noted | null, now: Noted | null): boolean =>
+  was === null || now === null
+    ? was === now
+    : was.dev === now.dev &&
+      was.ino === now.ino &&
+      was.kind === now.kind &&
+      was.born === now.born &&
+      was.link === now.link &&
+      (was.digest === undefined || now.digest === undefined || was.digest === now.digest)
+
+/**
+ * A guard's record for other core processes (in core's data directory, which commands cannot reach): whose it is
+ * (pid and start time, so a dead core's is known for one) and what it found before its command started.
+ */
+interface Record_ {
+  readonly pid: number
+  readonly start: number
+  readonly found: ReadonlyArray<readonly [string, Noted | null]>
+}
+
+/**
+ * What the guards of commands still running in other core processes found, read from their records in `directory`
+ * (a dead core's are removed as they are met). None where the directory cannot be read.
+ */
+const othersFound = (directory: string): ReadonlyArray<ReadonlyMap<string, Noted | null>> => {
+  let names: ReadonlyArray<string>
+  try {
+    names = readdirSync(directory).filter((name) => name.endsWith(".json"))
+  } catch {
+    return []
+  }
+  const found: Array<ReadonlyMap<string, Noted | null>> = []
+  for (const name of names) {
+    const path = join(directory, name)
+    let record: Record_
+    try {
+      record = JSON.parse(readFileSync(path, "utf8")) as Record_
+    } catch {
+      // Gone meanwhile (its command ended), or being written: a record is renamed into place whole.
+      continue
+    }
+    if (record.pid === process.pid) continue
+    if (ProcessGroup.stat(record.pid)?.start !== record.start) {
+      rmSync(path, { force: true })
+      continue
+    }
+    found.push(new Map(record.found))
+  }
+  return found
+}
+
+/** Writes this guard's record into `directory`, whole; its path, or undefined where it cannot (a read-only data dir). */
+const writeRecord = (directory: string, found: ReadonlyArray<readonly [string, Noted | null]>): string | undefined => {
+  const start = ProcessGroup.stat(process.pid)?.start
+  if (start === undefined) return undefined
+  const path = join(directory, `${process.pid}-${crypto.randomUUID()}.json`)
+  try {
+    mkdirSync(directory, { recursive: true, mode: 0o700 })
+    writeFileSync(`${path}.tmp`, JSON.stringify({ pid: process.pid, start, found } satisfies Record_), { mode: 0o600 })
+    renameSync(`${path}.tmp`, path)
+    return path
+  } catch {
+    rmSync(`${path}.tmp`, { force: true })
+    return undefined
+  }
+}
 
 /** Why a command is not started (`Guarded.refused`): what another command still running changed. */
 export const MOVED =
@@ -314,7 +404,9 @@ const putBack = (
  * without one. `unmounted`: no mount is expected to keep the existing entries read-only, so what their
  * directories hold is noted now, to take out what the command changed in them. `writable`: the other places the
  * command may write (shell.allowWrite, directories approved for the call), where it can rename a folder above a
- * protected path as it can in the temp directory.
+ * protected path as it can in the temp directory. `records`: the directory (in core's data directory) where the
+ * guards of every core process note what they found, so that a command started in one while another's swap stands
+ * is refused as in the same process.
  */
 export const begin = (
   location: string,
@@ -323,6 +415,7 @@ export const begin = (
   unmounted = false,
   writable: ReadonlyArray<string> = [],
   home: string = Protected.directoriesOf().home,
+  records?: string,
 ): Guarded => {
   const keys = [...new Set([location, ...others].map(realOf))]
   for (const key of keys) running.set(key, (running.get(key) ?? 0) + 1)
@@ -414,26 +507,35 @@ export const begin = (
       }
     }
   }
-  // What this guard found, against what the earliest command still running found at the same paths.
-  const found: ReadonlyArray<readonly [string, Before | undefined]> = [
-    ...ways.flatMap(({ way }) => way.map((folder) => [folder.path, folder.before] as const)),
-    ...gits.map((git) => [git.path, git.before] as const),
-    ...entries.map((entry) => [entry.path, entry.before] as const),
-    ...aboveFound,
+  // What this guard found, against what the earliest command still running found at the same paths: in this
+  // process, and in other core processes (their records, where `records` names core's directory of them).
+  const found = [
+    ...new Map<string, Noted | null>([
+      ...ways.flatMap(({ way }) => way.map((folder) => [folder.path, notedOf(folder.before)] as const)),
+      ...gits.map((git) => [git.path, notedOf(git.before)] as const),
+      ...entries.map((entry) => [entry.path, notedOf(entry.before)] as const),
+      ...aboveFound.map(([path, before]) => [path, notedOf(before)] as const),
+    ]),
   ]
-  if (found.some(([path, before]) => { const base = baselines.get(path); return base !== undefined && !sameAs(base.before, before) })) {
+  const elsewhere = records === undefined ? [] : othersFound(records)
+  const clashes = ([path, noted]: readonly [string, Noted | null]) => {
+    const base = baselines.get(path)
+    if (base !== undefined && !sameAs(base.before, noted)) return true
+    return elsewhere.some((other) => other.has(path) && !sameAs(other.get(path)!, noted))
+  }
+  if (found.some(clashes)) {
     for (const { way } of ways) for (const folder of way) if (folder.fd !== undefined) closeSync(folder.fd)
     for (const git of gits) if (git.fd !== undefined) closeSync(git.fd)
     release()
     const nothing: Undone = { paths: [], keptIn: undefined }
     return { readOnly: [], refused: MOVED, finish: () => nothing }
   }
-  const noting = [...new Map(found).keys()]
-  for (const path of noting) {
+  for (const [path, noted] of found) {
     const base = baselines.get(path)
     if (base !== undefined) base.count++
-    else baselines.set(path, { before: found.find(([each]) => each === path)![1], count: 1 })
+    else baselines.set(path, { before: noted, count: 1 })
   }
+  const recorded = records === undefined ? undefined : writeRecord(records, found)
   let removed: Undone | undefined
   const keptIn = keeping === undefined ? undefined : join(keeping, `${new Date().toISOString()}-${crypto.randomUUID().slice(0, 8)}`)
   /** Where what the command left at `path` (of the entry whose base is `base`) is kept. */
@@ -511,10 +613,11 @@ export const begin = (
     const guarded = new Set(entries.map((entry) => entry.path))
     for (const repository of repositories) undone.push(...unmade(repository, keptAt, guarded, startedAt))
     removed = { paths: undone, keptIn: undone.length === 0 ? undefined : keptIn }
-    for (const path of noting) {
+    for (const [path] of found) {
       const base = baselines.get(path)
       if (base !== undefined && --base.count <= 0) baselines.delete(path)
     }
+    if (recorded !== undefined) rmSync(recorded, { force: true })
     release()
     return removed
   }

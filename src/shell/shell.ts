@@ -488,6 +488,8 @@ export interface Options {
   readonly namespaces?: boolean
   /** Where what a command left in core's configuration is moved; `$CORE_DATA_DIR/undone` by default. */
   readonly keeping?: string
+  /** Where the guards of every core process note what they found; `$CORE_DATA_DIR/guards` by default. */
+  readonly guards?: string
   /**
    * Whether sandboxed commands are kept off core's own TCP ports (default true). Building that rule set costs each
    * supervisor a fraction of a second of processor time: a producer for programs that open no connection (rg)
@@ -579,6 +581,8 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
   const records: Supervised.Records = { directory: options.records ?? join(dataDirectory(), "runs") }
   /** Where what a command left in core's configuration is kept for a person (commands cannot reach the data dir). */
   const keeping = options.keeping ?? join(dataDirectory(), "undone")
+  /** Where the guards of every core process sharing the data directory note what they found (Guard.begin). */
+  const guardRecords = options.guards ?? join(dataDirectory(), "guards")
   if (supervise) {
     // Core itself: no command may read its memory or environment (its secrets) through /proc. Non-dumpable is not
     // enough on every kernel, so their values are also overwritten where /proc/<pid>/environ reads them.
@@ -624,7 +628,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
         : undefined
     const guarded =
       supervised && guards && request.sandbox !== undefined && request.sandbox.configuration !== true
-        ? Guard.begin(request.sandbox.location, keeping, request.sandbox.others, !mounts(), prepared?.grants?.write)
+        ? Guard.begin(request.sandbox.location, keeping, request.sandbox.others, !mounts(), prepared?.grants?.write, undefined, guardRecords)
         : undefined
     // Another command still running swapped what this one's guard would take for the Location's: not started.
     if (guarded?.refused !== undefined) {

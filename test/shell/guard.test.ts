@@ -414,6 +414,40 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect([a.stdout.text, b.stdout.text]).toEqual(["a\n", "b\n"])
   })
 
+  // The same across core processes sharing a data directory: each guard notes what it found there.
+  test("a command in another core process, started while this one's swap of the .git stands, is not run", async () => {
+    const { root, original, location } = grantedRepository()
+    const guards = tempDir("core-guards-")
+    const peer = Bun.spawn(
+      [
+        process.execPath,
+        join(import.meta.dir, "guard-peer-child.ts"),
+        location,
+        root,
+        guards,
+        `cd ../.. && mv .git .git-old && cp -a .git-old .git && printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' >> .git/config && touch ${location}/swapped.flag && sleep 2`,
+      ],
+      { stdout: "pipe", stderr: "inherit" },
+    )
+    await until(join(location, "swapped.flag"))
+    const here = Shell.make({ allowWrite: [root] }, { records: tempDir("core-runs-"), keeping, guards })
+    const refused = await run("echo ran > ran.txt", location, here).then(
+      () => undefined,
+      (cause: unknown) => cause as { readonly code?: string },
+    )
+    expect(refused?.code).toBe("EMOVED")
+    expect(existsSync(join(location, "ran.txt"))).toBe(false)
+    expect(await peer.exited).toBe(0)
+    const reported = JSON.parse(await new Response(peer.stdout).text()) as { readonly undone: ReadonlyArray<string> }
+    expect(reported.undone).toContain(join(root, ".git"))
+    expect(readFileSync(join(root, ".git/config"), "utf8")).toBe(original)
+    // The peer's record went with its command; a dead core's is no obstacle (and goes when met).
+    expect(readdirSync(guards)).toEqual([])
+    writeFileSync(join(guards, "999999-dead.json"), JSON.stringify({ pid: 999_999, start: 1, found: [[join(root, ".git"), null]] }))
+    expect((await run("echo ran", location, here)).stdout.text).toBe("ran\n")
+    expect(readdirSync(guards)).toEqual([])
+  })
+
   test("a folder above the Location renamed away and replaced is put back, the Location with it", async () => {
     const root = tempDir("core-repo-")
     const location = join(root, "services/api")
