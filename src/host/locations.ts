@@ -18,6 +18,7 @@ import { Discovery } from "../location/discovery"
 import { Skills } from "../location/skills"
 import { Plugins } from "../plugin/plugins"
 import { Registry } from "../registry/registry"
+import { Guard } from "../shell/guard"
 import type { Activity } from "./activity"
 import { Served } from "./served"
 import { ToolFiles } from "./tool-files"
@@ -32,7 +33,7 @@ export interface Interface {
    * The served Location at `directory` (a real, absolute directory), built on first use and held until the Scope
    * closes (it is not let go meanwhile).
    */
-  readonly get: (directory: string) => Effect.Effect<Served.Interface, Config.ConfigError, Scope.Scope>
+  readonly get: (directory: string) => Effect.Effect<Served.Interface, Config.ConfigError | Guard.Changing, Scope.Scope>
   /**
    * As `get`, at once, for a Location already built (undefined otherwise): held until `release` is called (once).
    * For answers that need no Scope of their own.
@@ -59,7 +60,7 @@ export interface Options {
 
 interface Kept {
   readonly directory: string
-  readonly built: Deferred.Deferred<Served.Interface, Config.ConfigError>
+  readonly built: Deferred.Deferred<Served.Interface, Config.ConfigError | Guard.Changing>
   served: Served.Interface | undefined
   scope: Scope.Closeable | undefined
   /** Requests holding it. */
@@ -92,6 +93,9 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   // Built in a fiber of its own: a client that goes away mid-build does not fail the build for others waiting.
   const build = (entry: Kept) =>
     Effect.gen(function* () {
+      // Not while a command running in another core process has it changed (a tools/ it planted, the Location swapped).
+      const changing = Guard.loadable(entry.directory)
+      if (changing !== undefined) return yield* changing
       const config = yield* Config.load({ location: entry.directory, home: options.home })
       const locationScope = yield* Scope.fork(scope)
       const served = yield* Served.make({ ...options, directory: entry.directory, config, locations, applicationWarned }).pipe(

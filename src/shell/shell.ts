@@ -582,7 +582,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
   /** Where what a command left in core's configuration is kept for a person (commands cannot reach the data dir). */
   const keeping = options.keeping ?? join(dataDirectory(), "undone")
   /** Where the guards of every core process sharing the data directory note what they found (Guard.begin). */
-  const guardRecords = options.guards ?? join(dataDirectory(), "guards")
+  const guardRecords = options.guards ?? Guard.recordsDirectory()
   if (supervise) {
     // Core itself: no command may read its memory or environment (its secrets) through /proc. Non-dumpable is not
     // enough on every kernel, so their values are also overwritten where /proc/<pid>/environ reads them.

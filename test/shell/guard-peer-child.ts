@@ -11,7 +11,7 @@ import { Shell } from "../../src/shell/shell"
 
 const [location, granted, guards, command] = process.argv.slice(2)
 const scratch = mkdtempSync(join(tmpdir(), "core-peer-"))
-const shell = Shell.make({ allowWrite: [granted!] }, { records: join(scratch, "runs"), keeping: join(scratch, "undone"), guards })
+const shell = Shell.make({ allowWrite: [granted!] }, { records: join(scratch, "runs"), keeping: join(scratch, "undone"), guards: guards! })
 const result = await Effect.runPromise(
   shell.run({
     argv: [shell.shell, "-c", command!],

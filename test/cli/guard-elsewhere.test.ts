@@ -1,0 +1,82 @@
+// A command running in one core process plants core's configuration in its Location (a tools/ file where there was
+// none): it is taken out when the command ends, and until then another core process on the same data directory
+// loads nothing of that Location (exec refuses, as an operational failure saying why), rather than run the
+// planted tool outside the sandbox. Through the compiled binary, as two hosts' core exec would run.
+
+import { beforeAll, describe, expect, test } from "bun:test"
+import { existsSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { sandbox, settlementOf } from "./fixture"
+import { binary, run } from "../support/binary"
+import { serve } from "../server/support"
+import { tempDir } from "../support/temp"
+
+beforeAll(async () => {
+  await binary()
+}, 300_000)
+
+const until = async (path: string): Promise<void> => {
+  while (!existsSync(path)) await Bun.sleep(10)
+}
+
+describe("while a command has changed core's configuration, another core process does not load it", () => {
+  test("core exec elsewhere refuses the Location until the command has ended, and the planted tool never runs", async () => {
+    const box = sandbox({ "notes.txt": "hello\n" })
+    const env = { ...box.env, CORE_EXEC_FORWARD: "0" }
+    const marker = join(tempDir("core-marker-"), "loaded")
+    // The command's code, out of the line (core cannot read it: asked, and --yes approves it).
+    const script = join(tempDir("core-script-"), "plant.sh")
+    writeFileSync(
+      script,
+      `mkdir -p tools\nprintf '%s\\n' 'require("node:fs").writeFileSync(${JSON.stringify(marker)}, "x")' 'export default 1' > tools/pwn.ts\ntouch planted.flag\nsleep 3\n`,
+    )
+    const planting = run(["exec", "bash", "--input", JSON.stringify({ command: `sh ${script}` }), "--location", box.location, "--yes"], { env })
+    await until(join(box.location, "planted.flag"))
+
+    const refused = await run(["exec", "list", "--input", "{}", "--location", box.location], { env })
+    expect(refused.code).toBe(3)
+    expect(refused.stdout).toBe("")
+    expect(refused.stderr).toContain("a command still running in another core process changed")
+    expect(refused.stderr).toContain("run this again once it has ended")
+    expect(existsSync(marker)).toBe(false)
+
+    const planted = await planting
+    expect(planted.code).toBe(0)
+    expect(JSON.stringify(settlementOf(planted).structured)).toContain(join(box.location, "tools"))
+    expect(existsSync(join(box.location, "tools"))).toBe(false)
+    // Once it has ended, the Location loads as ever, with nothing of what was planted.
+    const listed = await run(["exec", "list", "--input", "{}", "--location", box.location], { env })
+    expect(listed.code).toBe(0)
+    expect(existsSync(marker)).toBe(false)
+  }, 60_000)
+
+  test("a core serve of the Location holds its hot reload while the command has it changed, and reloads after", async () => {
+    const box = sandbox({ "notes.txt": "hello\n" })
+    const server = await serve(box)
+    const env = { ...box.env, CORE_EXEC_FORWARD: "0" }
+    const marker = join(tempDir("core-marker-"), "loaded")
+    const script = join(tempDir("core-script-"), "plant.sh")
+    writeFileSync(
+      script,
+      `mkdir -p tools\nprintf '%s\\n' 'require("node:fs").writeFileSync(${JSON.stringify(marker)}, "x")' 'import { Tool } from "@core/tool"' 'import { Effect, Schema } from "effect"' 'export default Tool.make({ description: "p", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("p") })' > tools/pwn.ts\nsleep 3\n`,
+    )
+    const planted = await run(["exec", "bash", "--input", JSON.stringify({ command: `sh ${script}` }), "--location", box.location, "--yes"], { env })
+    expect(planted.code).toBe(0)
+    expect(existsSync(join(box.location, "tools"))).toBe(false)
+    // Past a reload's quiet period, and a poll of the other process's notes.
+    await Bun.sleep(1_000)
+    expect(existsSync(marker)).toBe(false)
+    expect((await server.turn()).definitions.map((definition: { name: string }) => definition.name)).not.toContain("pwn")
+    // A tool a person adds afterwards is loaded as ever: the reload was held, not stopped.
+    await Bun.$`mkdir -p ${join(box.location, "tools")}`
+    writeFileSync(
+      join(box.location, "tools", "mine.ts"),
+      'import { Tool } from "@core/tool"\nimport { Effect, Schema } from "effect"\nexport default Tool.make({ description: "m", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("m") })\n',
+    )
+    for (let tries = 0; tries < 50; tries++) {
+      if ((await server.turn()).definitions.some((definition: { name: string }) => definition.name === "mine")) break
+      await Bun.sleep(100)
+    }
+    expect((await server.turn()).definitions.map((definition: { name: string }) => definition.name)).toContain("mine")
+  }, 60_000)
+})
