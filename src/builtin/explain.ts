@@ -11,6 +11,7 @@ import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import type { Permission } from "../permission/permission"
 import { Rule } from "../permission/rule"
+import { Hints } from "../settlement/hints"
 import * as Internal from "../tool/internal"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
@@ -118,7 +119,11 @@ export const call = (
     )
     if (Exit.isFailure(decoded)) {
       const error = Cause.findError(decoded.cause)
-      const detail = error._tag === "Success" ? String(error.success.message) : Cause.pretty(decoded.cause)
+      // Worded as the settlement words it for the model (each key's problem, a misspelt key's likely name).
+      const detail =
+        error._tag === "Success"
+          ? Hints.describeIssues(error.success, Hints.misspelledKeys(call.input, record.inputSchema))
+          : Cause.pretty(decoded.cause)
       return yield* new InvalidInput({ message: `invalid input for ${call.name}:\n${detail}` })
     }
     const checks = yield* checksOf(call.tool, call.name, decoded.value, call.agent)

@@ -575,7 +575,13 @@ describe("core check", () => {
     expect(result.code).toBe(1)
     expect(result.stdout).toBe("")
     expect(result.stderr).toContain("invalid input for deploy")
-    expect(result.stderr).toContain('["target"]')
+    // Worded as exec words it for the model: the key and what it expected (the value is not quoted to the host).
+    expect(result.stderr).toContain("- target: Expected string")
+    expect(result.stderr).not.toContain("7")
+    // A misspelt key is named with the key it likely meant.
+    const misspelt = await core(box, ["check", "deploy", "--input", '{"targt": "prod"}', "--location", box.location])
+    expect(misspelt.code).toBe(1)
+    expect(misspelt.stderr).toContain('- targt: unknown key; did you mean "target"?')
   })
 
   test("reports an unknown tool with exit 1 and suggestions", async () => {
