@@ -81,26 +81,48 @@ export const intendedKeys = (
 
 const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1()
 
-/** A schema error's issues, one line each by path; unknown keys paired with the keys they meant (`pairs`). */
-export const describeIssues = (error: unknown, pairs: ReadonlyMap<string, string> = new Map()): string => {
+/** What the top-level keys of an input mean to its tool's schema (`misspelledKeys`). */
+export interface Keys {
+  /** Unknown keys paired with the keys they likely meant. */
+  readonly pairs: ReadonlyMap<string, string>
+  /** The keys the schema names, said for an unknown key with no likely one (rather than its value, quoted back). */
+  readonly known?: ReadonlyArray<string>
+}
+
+const NO_KEYS: Keys = { pairs: new Map() }
+
+/** The most keys named for an unknown key. */
+const MAX_NAMED_KEYS = 12
+
+/** A schema error's issues, one line each by path; unknown keys named with the keys they meant, or the tool's keys. */
+export const describeIssues = (error: unknown, keys: Keys = NO_KEYS): string => {
   if (!Schema.isSchemaError(error)) return String(error)
   return issueFormatter(error.issue)
     .issues.map((issue) => {
       const path = issue.path === undefined || issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")
       const key = issue.path?.length === 1 ? String(issue.path[0]) : undefined
-      const intended = key === undefined ? undefined : pairs.get(key)
-      return `- ${path}: ${intended === undefined ? issue.message : `unknown key; did you mean "${intended}"?`}`
+      const intended = key === undefined ? undefined : keys.pairs.get(key)
+      if (intended !== undefined) return `- ${path}: unknown key; did you mean "${intended}"?`
+      const { known } = keys
+      if (key !== undefined && known !== undefined && !known.includes(key) && issue.message.startsWith("Unexpected key")) {
+        const named = known.length === 0 ? "it takes none" : `its keys are ${known.slice(0, MAX_NAMED_KEYS).join(", ")}${known.length > MAX_NAMED_KEYS ? ", ..." : ""}`
+        return `- ${path}: unknown key (${named})`
+      }
+      return `- ${path}: ${issue.message}`
     })
     .join("\n")
 }
 
-/** The top-level keys of `input` the tool's input JSON Schema does not name, paired with the keys they meant. */
-export const misspelledKeys = (input: unknown, schema: { readonly [key: string]: unknown }): ReadonlyMap<string, string> => {
+/**
+ * The top-level keys of `input` the tool's input JSON Schema does not name, paired with the keys they meant, and
+ * the keys it names.
+ */
+export const misspelledKeys = (input: unknown, schema: { readonly [key: string]: unknown }): Keys => {
   const properties = schema.properties
-  if (typeof input !== "object" || input === null || Array.isArray(input)) return new Map()
-  if (typeof properties !== "object" || properties === null) return new Map()
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return NO_KEYS
+  if (typeof properties !== "object" || properties === null) return NO_KEYS
   const known = Object.keys(properties)
   const given = Object.keys(input)
   const unknown = given.filter((key) => !Object.hasOwn(properties, key))
-  return unknown.length === 0 ? new Map() : intendedKeys(unknown, known, new Set(given))
+  return unknown.length === 0 ? { pairs: new Map(), known } : { pairs: intendedKeys(unknown, known, new Set(given)), known }
 }

@@ -108,6 +108,9 @@ for (const path of Kernel.PATHS) {
             expect(ran).toBe(false)
             expect(settlement.error?.kind).toBe("invalid_input")
             expect(settlement.error?.message).toContain("limt")
+            // A key no slip away from any the tool takes is named with the keys it does take.
+            const far = yield* settleOnce("search", { query: "x", size: 5 }, { toolCallID: "call_far" })
+            expect(far.error?.message).toContain("- size: unknown key (its keys are query, limit)")
           }),
         ))
 
@@ -126,8 +129,10 @@ for (const path of Kernel.PATHS) {
             yield* register({ none })
             const refused = yield* settleOnce("none", { x: 1, path: "/etc/passwd" })
             expect(refused.error?.kind).toBe("invalid_input")
-            expect(refused.error?.message).toContain("x: Unexpected key")
-            expect(refused.error?.message).toContain("path: Unexpected key")
+            // Named as unknown, with what the tool takes, not with the value quoted back.
+            expect(refused.error?.message).toContain("- x: unknown key (it takes none)")
+            expect(refused.error?.message).toContain("- path: unknown key (it takes none)")
+            expect(refused.error?.message).not.toContain("/etc/passwd")
             expect(ran).toEqual([])
             const settled = yield* settleOnce("none", {}, { toolCallID: "call_none_2" })
             expect(settled.status).toBe("success")
