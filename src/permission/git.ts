@@ -324,6 +324,17 @@ const modulesUnder = (directory: string, found: Array<string>, budget: { left: n
   for (const name of names) visit(join(directory, "modules", name))
 }
 
+/** The git directories of the worktrees of the repository whose common directory is `commonDir` (MAX_NESTED at most). */
+export const worktreesOf = (commonDir: string): ReadonlyArray<string> => {
+  try {
+    return readdirSync(join(commonDir, "worktrees"))
+      .slice(0, MAX_NESTED)
+      .map((name) => join(commonDir, "worktrees", name))
+  } catch {
+    return []
+  }
+}
+
 /**
  * The places the user's git runs code from for the repository `location` is in (none outside a repository): the
  * `.git` pointer file, then hooks, config and attributes of the git directory, the common directory, every
@@ -340,14 +351,10 @@ export const places = (location: string): ReadonlyArray<Place> => {
   if (repository.gitDir !== repository.commonDir) directories.push(repository.gitDir)
   const budget = { left: MAX_NESTED }
   const worktrees = new Set<string>()
-  try {
-    for (const name of readdirSync(join(repository.commonDir, "worktrees"))) {
-      if (--budget.left < 0) break
-      directories.push(join(repository.commonDir, "worktrees", name))
-      worktrees.add(join(repository.commonDir, "worktrees", name))
-    }
-  } catch {
-    // no worktrees
+  for (const directory of worktreesOf(repository.commonDir)) {
+    if (--budget.left < 0) break
+    directories.push(directory)
+    worktrees.add(directory)
   }
   // The Location's own git directory in a worktree is one of them too.
   if (repository.gitDir !== repository.commonDir) worktrees.add(repository.gitDir)

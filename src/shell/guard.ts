@@ -473,13 +473,26 @@ export const begin = (
   // The .git of a repository holding a Location (a folder of it), where a command may rename it away and put
   // another (or a .git file naming a git directory of its own) in its place: a granted folder, the temp directory.
   // The Location's own .git is checked with what it holds (`unmade`); this one is held as the Location's folders are.
+  // So are the folders of its worktrees' git directories (`.git/worktrees/<name>`, and the folder of them) where the
+  // command may write (in a Location too): one renamed away and replaced by a link to a folder of the command's
+  // would have git in that worktree read the command's config, through a commondir left as it was.
+  const writableHere = (path: string) =>
+    keys.some((key) => under(key, path)) || granted.some((root) => under(root, path)) || under(temporary, path)
   const gits = [
     ...new Map(
       keys.flatMap((key) => {
-        const entry = Git.repositoryOf(key)?.entry
-        if (entry === undefined || keys.some((each) => under(each, entry))) return []
-        if (!granted.some((root) => under(root, entry)) && !under(temporary, entry)) return []
-        return [[entry, holding(entry)] as const]
+        const repository = Git.repositoryOf(key)
+        if (repository === undefined) return []
+        const entry = repository.entry
+        const own =
+          entry === undefined || keys.some((each) => under(each, entry)) || !(granted.some((root) => under(root, entry)) || under(temporary, entry))
+            ? []
+            : [[entry, holding(entry)] as const]
+        const folder = join(repository.commonDir, "worktrees")
+        const worktrees = [folder, ...Git.worktreesOf(repository.commonDir)]
+          .filter((path) => writableHere(path) && lstat(path)?.isDirectory() === true)
+          .map((path) => [path, holding(path)] as const)
+        return [...own, ...worktrees]
       }),
     ).values(),
   ]

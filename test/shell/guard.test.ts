@@ -7,8 +7,8 @@
 // skipped and say so.
 
 import { describe, expect, test } from "bun:test"
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
-import { basename, join } from "node:path"
+import { chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { basename, dirname, join } from "node:path"
 import { Effect, Fiber } from "effect"
 import { Git } from "../../src/permission/git"
 import { Guard } from "../../src/shell/guard"
@@ -346,6 +346,25 @@ describe("core's configuration in the Location, against what a command runs", ()
     const pruned = await run(`rm -rf .git/worktrees/tree && echo pruned`, root)
     expect(pruned.stdout.text).toBe("pruned\n")
     expect(existsSync(join(root, ".git/worktrees/tree"))).toBe(false)
+  })
+
+  // The folder holding the commondir moved into a copy of the repository with its config changed, a link left in its
+  // place: the commondir still says `../..`, which git then resolves through the link, to the copy.
+  test("a worktree's git directory (or the folder of them) swapped for a link into the command's copy is put back", async () => {
+    for (const swapped of [".git/worktrees/tree", ".git/worktrees"]) {
+      const { root, tree, marker, evil } = worktree()
+      writeFileSync(join(root, "core.json"), "{}")
+      const depth = swapped.split("/").length - 1
+      const result = await run(
+        `${plant(evil, root, marker)} && rm -rf ${evil}/worktrees && mkdir -p ${dirname(join(evil, swapped.slice(5)))} && ` +
+          `mv ${swapped} ${join(evil, swapped.slice(5))} && ln -s ${"../".repeat(depth)}evil/${swapped.slice(5)} ${swapped} && echo swapped`,
+        root,
+      )
+      expect(result.stdout.text).toBe("swapped\n")
+      expect(lstatSync(join(root, swapped)).isDirectory()).toBe(true)
+      expect(readFileSync(join(root, ".git/worktrees/tree/commondir"), "utf8")).toBe("../..\n")
+      expect(statusRuns(tree, marker)).toBe(false)
+    }
   })
 
   // Two commands at once: one swaps the granted repository's .git (or the Location) for its own; a guard begun while
