@@ -476,6 +476,8 @@ export const begin = (
   // So are the folders of its worktrees' git directories (`.git/worktrees/<name>`, and the folder of them) where the
   // command may write (in a Location too): one renamed away and replaced by a link to a folder of the command's
   // would have git in that worktree read the command's config, through a commondir left as it was.
+  /** Of those, the worktrees' folders: git removes one (`git worktree remove`) and makes another in its place. */
+  const made = new Set<string>()
   const writableHere = (path: string) =>
     keys.some((key) => under(key, path)) || granted.some((root) => under(root, path)) || under(temporary, path)
   const gits = [
@@ -491,7 +493,7 @@ export const begin = (
         const folder = join(repository.commonDir, "worktrees")
         const worktrees = [folder, ...Git.worktreesOf(repository.commonDir)]
           .filter((path) => writableHere(path) && lstat(path)?.isDirectory() === true)
-          .map((path) => [path, holding(path)] as const)
+          .map((path) => (made.add(path), [path, holding(path)] as const))
         return [...own, ...worktrees]
       }),
     ).values(),
@@ -579,7 +581,11 @@ export const begin = (
     for (const git of gits) {
       const back = putBack([git], aside)
       undone.push(...back.moved)
-      if (!back.intact && lstat(git.path) !== undefined) {
+      // A worktree's folder git removed (its handle leads nowhere), with a folder git made since in its place (a
+      // worktree added), stays: what the folder holds is checked as git's places are. A link there never does.
+      const standing = lstat(git.path)
+      const remade = made.has(git.path) && git.fd !== undefined && whereNow(git.fd) === undefined && standing?.isDirectory() === true
+      if (!back.intact && standing !== undefined && !remade) {
         aside(git.path)
         undone.push(git.path)
       }
