@@ -9,7 +9,7 @@ export * as Ripgrep from "./ripgrep"
 // nowhere. Without Landlock it runs in its own process group in that held directory.
 // This module knows nothing of tools or permissions: callers check paths before they search them.
 
-import { chmodSync, lstatSync, mkdirSync, realpathSync, renameSync, rmSync, statSync } from "node:fs"
+import { chmodSync, linkSync, lstatSync, mkdirSync, realpathSync, renameSync, rmSync, statSync } from "node:fs"
 import { homedir } from "node:os"
 import { basename, dirname, join, resolve } from "node:path"
 import * as Effect from "effect/Effect"
@@ -58,28 +58,38 @@ const dataDirectory = (): string => resolve(process.env.CORE_DATA_DIR || join(ho
 /**
  * The path of an executable copy of `embedded` under `directory`, named after the embedded file (whose name
  * carries a content hash, so a different rg gets a different file). An existing copy of the same size is reused;
- * otherwise it is written to a temporary name, made executable and renamed into place, so a concurrent core or
- * a crash never leaves a partial executable under the final name.
+ * otherwise it is written to a temporary name, made executable and linked into place, so a concurrent core or a
+ * crash never leaves a partial executable under the final name. Where another core linked its copy first, that
+ * one is used: replacing it would change the file under a core that is about to run it (its confinement grants
+ * running that very file, and refused the one put in its place).
  */
 export const extract = async (embedded: string, directory: string): Promise<string> => {
   const target = join(directory, basename(embedded).replace(/\.$/, ""))
   const size = statSync(embedded).size
-  try {
-    const existing = statSync(target)
-    if (existing.isFile() && existing.size === size && (existing.mode & 0o111) !== 0) return target
-  } catch {
-    // not extracted yet
+  const usable = () => {
+    try {
+      const existing = statSync(target)
+      return existing.isFile() && existing.size === size && (existing.mode & 0o111) !== 0
+    } catch {
+      return false
+    }
   }
+  if (usable()) return target
   mkdirSync(directory, { recursive: true, mode: 0o700 })
   const temporary = `${target}.${process.pid}.${crypto.randomUUID()}.tmp`
   try {
     await Bun.write(temporary, Bun.file(embedded))
     // Executable by the user alone, like everything in the data directory.
     chmodSync(temporary, 0o700)
-    renameSync(temporary, target)
-  } catch (cause) {
+    try {
+      linkSync(temporary, target)
+    } catch (cause) {
+      if ((cause as { code?: string }).code !== "EEXIST") throw cause
+      // Another core's copy came first: it is used, unless it is not whole (an older core's, cut short), which goes.
+      if (!usable()) renameSync(temporary, target)
+    }
+  } finally {
     rmSync(temporary, { force: true })
-    throw cause
   }
   return target
 }

@@ -45,6 +45,24 @@ describe("Ripgrep.extract", () => {
   })
 })
 
+describe("Ripgrep.extract, by several cores at once (a host's parallel first calls)", () => {
+  // Each core's confinement grants running the very file it extracted: one replaced under it was refused (EACCES).
+  test("the first copy linked into place is the one every core runs: none is replaced under another", async () => {
+    const source = join(tempDir(), "rg-fed789.")
+    writeFileSync(source, `#!/bin/sh\necho ${"x".repeat(200_000)}\n`)
+    const directory = tempDir()
+    const seen = await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        const path = await Ripgrep.extract(source, directory)
+        return statSync(path).ino
+      }),
+    )
+    expect(new Set(seen).size).toBe(1)
+    expect(seen[0]).toBe(statSync(join(directory, "rg-fed789")).ino)
+    expect(readdirSync(directory)).toEqual(["rg-fed789"])
+  })
+})
+
 describe("Ripgrep.run", () => {
   test("records splits stdout on the separator, across chunks", async () => {
     const directory = tempDir()
