@@ -21,10 +21,7 @@ const quoted = (path: string): string =>
 export const prepare = (command: string, environment: Host.Environment, location: string | undefined) =>
   Host.prepare(environment, location ?? ".").pipe(
     Effect.mapError((error) =>
-      // Not the command's fault nor the file's: an operational failure (exit 3), in its own words.
-      error._tag === "Guard.Changing"
-        ? error
-        : error._tag === "Config.ConfigError"
+      error._tag === "Config.ConfigError"
         ? new Command.UsageError({
             command,
             message: error.message,

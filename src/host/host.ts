@@ -24,7 +24,7 @@ import { Plugins } from "../plugin/plugins"
 import { PluginShell } from "../plugin/plugin-shell"
 import { Hooks } from "../settlement/hooks"
 import { Settler } from "../settlement/settler"
-import { Guard } from "../shell/guard"
+import { LoadGate } from "../shell/load-gate"
 import { Home } from "../shell/home"
 import { Shell } from "../shell/shell"
 import { Approvals } from "../store/approvals"
@@ -108,10 +108,12 @@ export interface Prepared {
 export const prepare = (environment: Environment, location: string) =>
   Effect.gen(function* () {
     const directory = yield* Location.check(location)
-    // Not while a command running in another core process has it changed (a tools/ it planted, the Location swapped).
-    const changing = Guard.loadable(directory, Guard.recordsDirectory({ CORE_DATA_DIR: environment.dataDir }))
-    if (changing !== undefined) return yield* changing
-    const config = yield* Config.load({ location: directory, home: environment.home })
+    // Not while a command of the Location runs in any core process (a core.json it made is taken out when it ends).
+    const config = yield* LoadGate.loading(
+      directory,
+      Config.load({ location: directory, home: environment.home }),
+      LoadGate.directoryOf({ CORE_DATA_DIR: environment.dataDir }),
+    )
     return { directory, config } satisfies Prepared
   })
 

@@ -18,7 +18,7 @@ import { Discovery } from "../location/discovery"
 import { Skills } from "../location/skills"
 import { Plugins } from "../plugin/plugins"
 import { Registry } from "../registry/registry"
-import { Guard } from "../shell/guard"
+import { LoadGate } from "../shell/load-gate"
 import type { Activity } from "./activity"
 import { Served } from "./served"
 import { ToolFiles } from "./tool-files"
@@ -33,7 +33,7 @@ export interface Interface {
    * The served Location at `directory` (a real, absolute directory), built on first use and held until the Scope
    * closes (it is not let go meanwhile).
    */
-  readonly get: (directory: string) => Effect.Effect<Served.Interface, Config.ConfigError | Guard.Changing, Scope.Scope>
+  readonly get: (directory: string) => Effect.Effect<Served.Interface, Config.ConfigError, Scope.Scope>
   /**
    * As `get`, at once, for a Location already built (undefined otherwise): held until `release` is called (once).
    * For answers that need no Scope of their own.
@@ -60,7 +60,7 @@ export interface Options {
 
 interface Kept {
   readonly directory: string
-  readonly built: Deferred.Deferred<Served.Interface, Config.ConfigError | Guard.Changing>
+  readonly built: Deferred.Deferred<Served.Interface, Config.ConfigError>
   served: Served.Interface | undefined
   scope: Scope.Closeable | undefined
   /** Requests holding it. */
@@ -93,10 +93,8 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   // Built in a fiber of its own: a client that goes away mid-build does not fail the build for others waiting.
   const build = (entry: Kept) =>
     Effect.gen(function* () {
-      // Not while a command running in another core process has it changed (a tools/ it planted, the Location swapped).
-      const changing = Guard.loadable(entry.directory)
-      if (changing !== undefined) return yield* changing
-      const config = yield* Config.load({ location: entry.directory, home: options.home })
+      // Not while a command of the Location runs in any core process (a core.json it made is taken out when it ends).
+      const config = yield* LoadGate.loading(entry.directory, Config.load({ location: entry.directory, home: options.home }))
       const locationScope = yield* Scope.fork(scope)
       const served = yield* Served.make({ ...options, directory: entry.directory, config, locations, applicationWarned }).pipe(
         Scope.provide(locationScope),

@@ -3,9 +3,8 @@ export * as Watch from "./watch"
 // Watches a directory's `tools/*.ts`, `plugins/*.ts`, `core.json` and skills folders (fs.watch, the platform edge) and hands each batch of changes
 // to a handler once the directory has been quiet for a moment, so an editor's burst of writes is applied once.
 // Watching `tools/` is re-armed when the folder appears or goes. What a change means is the handler's business.
-// A batch waits while a command of that directory runs (Guard), in this core or, having changed what its guard
-// found, in another sharing the data directory: what a command writes there is undone when it ends, and must never
-// be loaded meanwhile.
+// A batch waits while a command of that directory runs (Guard): what a command writes there is undone when it
+// ends, and must never be loaded meanwhile (a command in another core process holds back each load itself: LoadGate).
 
 import { type FSWatcher, watch as fsWatch } from "node:fs"
 import { join } from "node:path"
@@ -124,7 +123,7 @@ export const watch = <R>(
         skills: changes.some((change) => change._tag === "Skills"),
       } satisfies Changes
     })
-    const settled = Effect.promise(() => Guard.idle(directory).then(() => Guard.settledElsewhere(directory)))
+    const settled = Effect.promise(() => Guard.idle(directory))
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Effect.tap(batch, () => settled), apply)))
   })
 

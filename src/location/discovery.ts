@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { Closure } from "../permission/closure"
+import { LoadGate } from "../shell/load-gate"
 import type { Registry } from "../registry/registry"
 import { Modules } from "../author/modules"
 import type { Tool } from "../tool/tool"
@@ -150,9 +151,14 @@ export interface FileOptions {
 
 /**
  * Checks one file's syntax and imports (as tool files are checked) and imports it; answers its exports, or fails
- * with LoadError naming the reason. Plugin files load through here too.
+ * with LoadError naming the reason. Plugin files load through here too. Only while no command of the file's
+ * Location (the folder above its `tools/` or `plugins/`) runs in any core process sharing the data directory: what
+ * one planted (the file, a module it imports) is taken out when it ends, and must never be imported meanwhile.
  */
-export const importModule = Effect.fnUntraced(function* (file: string, options: FileOptions = {}) {
+export const importModule = (file: string, options: FileOptions = {}) =>
+  LoadGate.loading(dirname(dirname(file)), importChecked(file, options))
+
+const importChecked = Effect.fnUntraced(function* (file: string, options: FileOptions = {}) {
   Modules.install()
   const timeoutMs = options.timeoutMs ?? LOAD_TIMEOUT_MS
   const fail = (reason: string) => new LoadError({ file, message: reason })

@@ -195,7 +195,7 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
           return { transport, session, scope, directory: served.directory, used: now() } satisfies Open
         }).pipe(
           Scope.provide(scope),
-          Effect.catchTag(["Config.ConfigError", "Guard.Changing"], (error) =>
+          Effect.catchTag("Config.ConfigError", (error) =>
             Effect.succeed(rpcError(400, -32602, `The Location cannot be served: ${error.message}`)),
           ),
         )

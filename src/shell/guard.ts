@@ -34,7 +34,6 @@ import {
 } from "node:fs"
 import { tmpdir } from "node:os"
 import { basename, dirname, join, relative, sep } from "node:path"
-import * as Schema from "effect/Schema"
 import { Git } from "../permission/git"
 import { Protected } from "../permission/protected"
 import { Planted } from "./planted"
@@ -807,51 +806,6 @@ export const idle = (location: string): Promise<void> => {
     list.push(resolve)
     waiting.set(key, list)
   })
-}
-
-/** Where the guards of every core process sharing the data directory note what they found (`begin`'s `records`). */
-export const recordsDirectory = (env: Record<string, string | undefined> = process.env): string =>
-  join(Protected.directoriesOf(env).dataDir, "guards")
-
-/**
- * A path a command still running in another core process changed of what its guard found for `location` (the
- * Location, a folder above it, core's configuration in it, its repository's .git), or undefined when none did:
- * core loads nothing of a Location then, as the command's end undoes the change.
- */
-export const changedElsewhere = (location: string, records: string = recordsDirectory()): string | undefined => {
-  const key = realOf(location)
-  for (const found of othersFound(records)) {
-    if (!found.has(key)) continue
-    for (const [path, noted] of found) if (!sameAs(noted, notedOf(look(path, noted?.digest !== undefined)))) return path
-  }
-  return undefined
-}
-
-/** A Location not loaded: a command running in another core process changed what its guard found (`changedElsewhere`). */
-export class Changing extends Schema.TaggedError<Changing>()("Guard.Changing", {
-  directory: Schema.String,
-  message: Schema.String,
-}) {}
-
-/** `changedElsewhere` as the failure of loading `location`, or undefined when nothing is changed. */
-export const loadable = (location: string, records?: string): Changing | undefined => {
-  const path = changedElsewhere(location, records)
-  if (path === undefined) return undefined
-  return new Changing({
-    directory: location,
-    message:
-      `a command still running in another core process changed ${path} (moved a folder away, or changed core's ` +
-      `configuration in ${location}); its end undoes that, and nothing of the Location is loaded before: run this ` +
-      "again once it has ended",
-  })
-}
-
-/** How often a hot reload held back by another core process's command looks again. */
-const ELSEWHERE_POLL_MS = 250
-
-/** Resolves once no command running in another core process has changed what its guard found for `location`. */
-export const settledElsewhere = async (location: string, records: string = recordsDirectory()): Promise<void> => {
-  while (changedElsewhere(location, records) !== undefined) await new Promise((resolve) => setTimeout(resolve, ELSEWHERE_POLL_MS))
 }
 
 /** How many are waiting for `location` to be idle (a long-lived core's hot reload, held back). */

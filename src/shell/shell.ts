@@ -14,11 +14,13 @@ import * as Schema from "effect/Schema"
 import type { Config } from "../config/config"
 import { Preparing } from "./preparing"
 import { Stopping } from "../settlement/stopping"
+import { realpathSync } from "node:fs"
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
 import { Capture } from "./capture"
 import { ProcessGroup } from "./process-group"
 import { Guard } from "./guard"
+import { LoadGate } from "./load-gate"
 import { Landlock } from "./landlock"
 import { Native } from "./native"
 import { Sandbox as Policies } from "./sandbox"
@@ -567,6 +569,15 @@ export const withoutSecrets = (env: Readonly<Record<string, string | undefined>>
   return kept
 }
 
+/** A path's real path, or the path where it cannot be resolved. */
+const realOrSelf = (path: string): string => {
+  try {
+    return realpathSync(path)
+  } catch {
+    return path
+  }
+}
+
 /** Where core keeps its data (DESIGN §9). */
 const dataDirectory = (): string => resolve(process.env.CORE_DATA_DIR || join(homedir(), ".local/share/core"))
 
@@ -582,7 +593,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
   /** Where what a command left in core's configuration is kept for a person (commands cannot reach the data dir). */
   const keeping = options.keeping ?? join(dataDirectory(), "undone")
   /** Where the guards of every core process sharing the data directory note what they found (Guard.begin). */
-  const guardRecords = options.guards ?? Guard.recordsDirectory()
+  const guardRecords = options.guards ?? LoadGate.directoryOf()
   if (supervise) {
     // Core itself: no command may read its memory or environment (its secrets) through /proc. Non-dumpable is not
     // enough on every kernel, so their values are also overwritten where /proc/<pid>/environ reads them.
@@ -626,12 +637,20 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
       supervised && request.sandbox !== undefined && sandbox.active
         ? Policies.prepare(request.sandbox, request.env ?? process.env, config, mounts() && emptyFile() !== undefined)
         : undefined
-    const guarded =
-      supervised && guards && request.sandbox !== undefined && request.sandbox.configuration !== true
-        ? Guard.begin(request.sandbox.location, keeping, request.sandbox.others, !mounts(), prepared?.grants?.write, undefined, guardRecords)
-        : undefined
+    const guarding = supervised && guards && request.sandbox !== undefined && request.sandbox.configuration !== true
+    // No core process loads the Locations' configuration from before the guard looks until it has undone what the
+    // command left (LoadGate); a load under way is waited for.
+    const letGo = guarding
+      ? yield* Effect.promise(() =>
+          LoadGate.command([request.sandbox!.location, ...(request.sandbox!.others ?? [])].map(realOrSelf), guardRecords),
+        )
+      : undefined
+    const guarded = guarding
+      ? Guard.begin(request.sandbox!.location, keeping, request.sandbox!.others, !mounts(), prepared?.grants?.write, undefined, guardRecords)
+      : undefined
     // Another command still running swapped what this one's guard would take for the Location's: not started.
     if (guarded?.refused !== undefined) {
+      letGo?.()
       prepared?.cleanup()
       return yield* spawnError(request, "EMOVED", guarded.refused)
     }
@@ -676,6 +695,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
           prepared?.cleanup()
           // Normally done as the run ended; here for a run that never started.
           guarded?.finish(false)
+          letGo?.()
         }),
       ),
     )

@@ -238,14 +238,14 @@ describe("read-only and special files", () => {
     const h = harness({ files: { "a.txt": "a\n", "w.txt": "w\n", "p.txt": "a\n" } })
     for (const name of ["a.txt", "w.txt", "p.txt"]) linkSync(join(h.directory, name), join(h.directory, `${name}.link`))
     await h.settle("read", { filePath: "w.txt" })
-    // A file of several names is asked about (one may lie outside the Location): approved here.
+    // A file of several names is asked about where one of them could be a protected file (core's directories are
+    // searched for it, within a bound, which a large data directory exhausts): any such ask is approved here.
     const once = { reply: { reply: "once" } } as const
     const outcomes = {
       edit: await h.settle("edit", { filePath: "a.txt", oldString: "a", newString: "b" }, once),
       write: await h.settle("write", { filePath: "w.txt", content: "x\n" }, once),
       apply_patch: await h.settle("apply_patch", { patchText: patchOf("p.txt") }, once),
     }
-    expect(outcomes.edit.asks.length).toBeGreaterThan(0)
     for (const [name, { settlement }] of Object.entries(outcomes)) {
       expect([name, settlement.status]).toEqual([name, "success"])
       expect([name, textOf(settlement)]).toEqual([name, expect.stringContaining("did not keep its other hard link: that name still holds the old content")])

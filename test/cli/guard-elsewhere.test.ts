@@ -1,6 +1,6 @@
 // A command running in one core process plants core's configuration in its Location (a tools/ file where there was
 // none): it is taken out when the command ends, and until then another core process on the same data directory
-// loads nothing of that Location (exec refuses, as an operational failure saying why), rather than run the
+// loads nothing of that Location's configuration (exec waits, serve holds its hot reload), rather than run the
 // planted tool outside the sandbox. Through the compiled binary, as two hosts' core exec would run.
 
 import { beforeAll, describe, expect, test } from "bun:test"
@@ -19,8 +19,8 @@ const until = async (path: string): Promise<void> => {
   while (!existsSync(path)) await Bun.sleep(10)
 }
 
-describe("while a command has changed core's configuration, another core process does not load it", () => {
-  test("core exec elsewhere refuses the Location until the command has ended, and the planted tool never runs", async () => {
+describe("while a command runs, no other core process loads the Location's configuration", () => {
+  test("core exec elsewhere waits for the command to end, and the tool it planted never runs", async () => {
     const box = sandbox({ "notes.txt": "hello\n" })
     const env = { ...box.env, CORE_EXEC_FORWARD: "0" }
     const marker = join(tempDir("core-marker-"), "loaded")
@@ -28,29 +28,54 @@ describe("while a command has changed core's configuration, another core process
     const script = join(tempDir("core-script-"), "plant.sh")
     writeFileSync(
       script,
-      `mkdir -p tools\nprintf '%s\\n' 'require("node:fs").writeFileSync(${JSON.stringify(marker)}, "x")' 'export default 1' > tools/pwn.ts\ntouch planted.flag\nsleep 3\n`,
+      `mkdir -p tools\nprintf '%s\\n' 'require("node:fs").writeFileSync(${JSON.stringify(marker)}, "x")' 'export default 1' > tools/pwn.ts\ntouch planted.flag\nsleep 2\n`,
     )
     const planting = run(["exec", "bash", "--input", JSON.stringify({ command: `sh ${script}` }), "--location", box.location, "--yes"], { env })
+      .then((result) => ({ result, at: performance.now() }))
     await until(join(box.location, "planted.flag"))
 
-    const refused = await run(["exec", "list", "--input", "{}", "--location", box.location], { env })
-    expect(refused.code).toBe(3)
-    expect(refused.stdout).toBe("")
-    expect(refused.stderr).toContain("a command still running in another core process changed")
-    expect(refused.stderr).toContain("run this again once it has ended")
-    expect(existsSync(marker)).toBe(false)
-
-    const planted = await planting
-    expect(planted.code).toBe(0)
-    expect(JSON.stringify(settlementOf(planted).structured)).toContain(join(box.location, "tools"))
-    expect(existsSync(join(box.location, "tools"))).toBe(false)
-    // Once it has ended, the Location loads as ever, with nothing of what was planted.
     const listed = await run(["exec", "list", "--input", "{}", "--location", box.location], { env })
+    const listedAt = performance.now()
+    const planted = await planting
+    // It waited for the command (and its guard's undoing) to end, then loaded the Location as it was.
+    expect(listedAt).toBeGreaterThanOrEqual(planted.at)
     expect(listed.code).toBe(0)
+    expect(settlementOf(listed).status).toBe("success")
+    expect(existsSync(marker)).toBe(false)
+    expect(planted.result.code).toBe(0)
+    expect(JSON.stringify(settlementOf(planted.result).structured)).toContain(join(box.location, "tools"))
+    expect(existsSync(join(box.location, "tools"))).toBe(false)
+  }, 60_000)
+
+  // The plant there and gone again, over and over: a load that only looked before reading was beaten 4 times in 25.
+  test("a command planting and removing a tool over and over never has it imported by another core process", async () => {
+    const box = sandbox({ "notes.txt": "hello\n" })
+    const env = { ...box.env, CORE_EXEC_FORWARD: "0" }
+    const marker = join(tempDir("core-marker-"), "loaded")
+    const script = join(tempDir("core-script-"), "flap.sh")
+    writeFileSync(
+      script,
+      `touch started.flag\nend=$(( $(date +%s) + 3 ))\nwhile [ $(date +%s) -lt $end ]; do\n  mkdir -p tools\n  printf '%s\\n' 'require("node:fs").appendFileSync(${JSON.stringify(marker)}, "x")' 'export default 1' > tools/pwn.ts\n  sleep 0.02\n  rm -rf tools\n  sleep 0.02\ndone\n`,
+    )
+    let done = false
+    const flapping = run(["exec", "bash", "--input", JSON.stringify({ command: `sh ${script}` }), "--location", box.location, "--yes"], { env })
+      .finally(() => (done = true))
+    await until(join(box.location, "started.flag"))
+    // Two hosts' worth of calls, one after another for as long as the command runs (dozens, where nothing holds them).
+    const listings = await Promise.all(
+      Array.from({ length: 2 }, async () => {
+        const codes: Array<number> = []
+        do codes.push((await run(["exec", "list", "--input", "{}", "--location", box.location], { env })).code)
+        while (!done)
+        return codes
+      }),
+    )
+    expect((await flapping).code).toBe(0)
+    expect(listings.flat().every((code) => code === 0)).toBe(true)
     expect(existsSync(marker)).toBe(false)
   }, 60_000)
 
-  test("a core serve of the Location holds its hot reload while the command has it changed, and reloads after", async () => {
+  test("a core serve of the Location holds its hot reload while a command of it runs in another core process, and reloads after", async () => {
     const box = sandbox({ "notes.txt": "hello\n" })
     const server = await serve(box)
     const env = { ...box.env, CORE_EXEC_FORWARD: "0" }

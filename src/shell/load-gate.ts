@@ -1,0 +1,109 @@
+export * as LoadGate from "./load-gate"
+
+// Commands and loads of one Location's configuration, across every core process sharing a data directory: a command
+// a guard watches (./guard) may plant core's configuration in its Location (a `tools/` where there was none, a file a
+// tool imports), which its guard takes out once it has ended; no core process may load that Location's
+// configuration meanwhile, or it would run the planted code outside the sandbox. A command holds the Location's lock
+// shared from before it starts until its guard has undone what it left; a load (core.json read, a tool or plugin
+// file imported) holds it exclusive, so it runs only while no command of the Location runs anywhere. A second lock,
+// the gate, gives loads precedence: a load waiting at it keeps new commands from starting, so a stream of commands
+// cannot keep it waiting for ever. Locks are flock(2)s on files in `$CORE_DATA_DIR/guards/`, out of every command's
+// reach; a process that dies lets go of its own. Where they cannot be had (no libc, an unwritable data directory),
+// commands and loads go on without them.
+
+import * as Effect from "effect/Effect"
+import { closeSync, constants, mkdirSync, openSync } from "node:fs"
+import { join } from "node:path"
+import { Protected } from "../permission/protected"
+import { Native } from "./native"
+
+const LOCK_SH = 1
+const LOCK_UN = 8
+/** How soon a lock held elsewhere is tried again, at first and at most (the wait doubles in between). */
+const FIRST_POLL_MS = 2
+const LAST_POLL_MS = 100
+
+/** The directory of the locks (and of the guards' notes) for the data directory `env` names. */
+export const directoryOf = (env: Readonly<Record<string, string | undefined>> = process.env): string =>
+  join(Protected.directoriesOf(env).dataDir, "guards")
+
+const digest = (key: string): string => new Bun.CryptoHasher("sha256").update(key).digest("hex").slice(0, 32)
+
+const open = (path: string): number | undefined => {
+  try {
+    return openSync(path, constants.O_RDWR | constants.O_CREAT, 0o600)
+  } catch {
+    return undefined
+  }
+}
+
+/** The gate and the lock of `key` (a real directory), opened; undefined where they cannot be. */
+const locksOf = (key: string, directory: string): { readonly gate: number; readonly lock: number } | undefined => {
+  try {
+    mkdirSync(directory, { recursive: true, mode: 0o700 })
+  } catch {
+    return undefined
+  }
+  const name = digest(key)
+  const gate = open(join(directory, `${name}.gate`))
+  const lock = open(join(directory, `${name}.lock`))
+  if (gate !== undefined && lock !== undefined) return { gate, lock }
+  if (gate !== undefined) closeSync(gate)
+  if (lock !== undefined) closeSync(lock)
+  return undefined
+}
+
+/** Takes `operation` on `fd`, trying again while another open file holds it; false where flock fails otherwise. */
+const take = async (fd: number, operation: number): Promise<boolean> => {
+  for (let wait = FIRST_POLL_MS; ; wait = Math.min(LAST_POLL_MS, wait * 2)) {
+    const code = Native.flock(fd, operation | Native.LOCK_NB)
+    if (code !== Native.EWOULDBLOCK) return code === 0
+    await new Promise((resolve) => setTimeout(resolve, wait))
+  }
+}
+
+/**
+ * Holds the locks of `keys` (the Locations a guarded command may reach, real paths) shared, once no load of them
+ * is under way or waiting; answers how to let them go (once the command's guard has undone what it left).
+ */
+export const command = async (keys: ReadonlyArray<string>, directory: string = directoryOf()): Promise<() => void> => {
+  const held: Array<number> = []
+  for (const key of keys) {
+    const locks = locksOf(key, directory)
+    if (locks === undefined) continue
+    await take(locks.gate, LOCK_SH)
+    await take(locks.lock, LOCK_SH)
+    Native.flock(locks.gate, LOCK_UN)
+    closeSync(locks.gate)
+    held.push(locks.lock)
+  }
+  return () => {
+    for (const fd of held.splice(0)) closeSync(fd)
+  }
+}
+
+/** Holds `key`'s locks exclusive (reading its configuration: core.json, a tool or plugin file) once no command of it runs. */
+const load = async (key: string, directory: string): Promise<() => void> => {
+  const locks = locksOf(key, directory)
+  if (locks === undefined) return () => {}
+  const release = () => {
+    closeSync(locks.lock)
+    closeSync(locks.gate)
+  }
+  try {
+    await take(locks.gate, Native.LOCK_EX)
+    await take(locks.lock, Native.LOCK_EX)
+  } catch (cause) {
+    release()
+    throw cause
+  }
+  return release
+}
+
+/** `effect` (a load of `key`'s configuration) run once no command of `key` runs in any core process, and none starts meanwhile. */
+export const loading = <A, E, R>(key: string, effect: Effect.Effect<A, E, R>, directory: string = directoryOf()): Effect.Effect<A, E, R> =>
+  Effect.acquireUseRelease(
+    Effect.promise(() => load(key, directory)),
+    () => effect,
+    (release) => Effect.sync(release),
+  )
