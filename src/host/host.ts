@@ -14,6 +14,7 @@ import { ReadTracking } from "../builtin/read-tracking"
 import { Skill } from "../builtin/skill"
 import { Config } from "../config/config"
 import { Application } from "../location/application"
+import { Discovery } from "../location/discovery"
 import { Location } from "../location/location"
 import { ManagedOutputs } from "../output/managed-outputs"
 import { ObjectStore } from "../output/object-store"
@@ -105,6 +106,9 @@ export interface Prepared {
 }
 
 /** Checks the Location and loads its core.json files (and `$CORE_HOME`'s). */
+// Every tool and plugin file core imports waits while a command of its Location runs in any core process.
+Discovery.gateImports(LoadGate.loading)
+
 export const prepare = (environment: Environment, location: string) =>
   Effect.gen(function* () {
     const directory = yield* Location.check(location)

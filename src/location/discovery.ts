@@ -10,7 +10,6 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { Closure } from "../permission/closure"
-import { LoadGate } from "../shell/load-gate"
 import type { Registry } from "../registry/registry"
 import { Modules } from "../author/modules"
 import type { Tool } from "../tool/tool"
@@ -151,12 +150,22 @@ export interface FileOptions {
 
 /**
  * Checks one file's syntax and imports (as tool files are checked) and imports it; answers its exports, or fails
- * with LoadError naming the reason. Plugin files load through here too. Only while no command of the file's
- * Location (the folder above its `tools/` or `plugins/`) runs in any core process sharing the data directory: what
- * one planted (the file, a module it imports) is taken out when it ends, and must never be imported meanwhile.
+ * with LoadError naming the reason. Plugin files load through here too. Only once the installed gate lets it: in
+ * core, while no command of the file's Location (the folder above its `tools/` or `plugins/`) runs in any core
+ * process sharing the data directory (what one planted, the file or a module it imports, is taken out when it ends,
+ * and must never be imported meanwhile).
  */
-export const importModule = (file: string, options: FileOptions = {}) =>
-  LoadGate.loading(dirname(dirname(file)), importChecked(file, options))
+export const importModule = (file: string, options: FileOptions = {}) => gate(dirname(dirname(file)), importChecked(file, options))
+
+type Gate = <A, E, R>(location: string, load: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+
+/** How an import waits its turn: as installed by the host floor (the shell's LoadGate); at once where none is (the author kit). */
+let gate: Gate = (_location, load) => load
+
+/** Installs how every import waits its turn (`importModule`). */
+export const gateImports = (installed: Gate): void => {
+  gate = installed
+}
 
 const importChecked = Effect.fnUntraced(function* (file: string, options: FileOptions = {}) {
   Modules.install()
