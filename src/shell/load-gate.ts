@@ -5,11 +5,10 @@ export * as LoadGate from "./load-gate"
 // tool imports), which its guard takes out once it has ended; no core process may load that Location's
 // configuration meanwhile, or it would run the planted code outside the sandbox. A command holds the Location's lock
 // shared from before it starts until its guard has undone what it left; a load (core.json read, a tool or plugin
-// file imported) holds it exclusive, so it runs only while no command of the Location runs anywhere. A second lock,
-// the gate, gives loads precedence: a load waiting at it keeps new commands from starting, so a stream of commands
-// cannot keep it waiting for ever. Locks are flock(2)s on files in `$CORE_DATA_DIR/guards/`, out of every command's
-// reach; a process that dies lets go of its own. Where they cannot be had (no libc, an unwritable data directory),
-// commands and loads go on without them.
+// file imported) holds it exclusive, so it runs only while no command of the Location runs anywhere. A load waits
+// for a moment when none runs: it never holds back commands (a sidecar's calls) while it waits. Locks are flock(2)s
+// on files in `$CORE_DATA_DIR/guards/`, out of every command's reach; a process that dies lets go of its own. Where
+// they cannot be had (no libc, an unwritable data directory), commands and loads go on without them.
 
 import * as Effect from "effect/Effect"
 import { closeSync, constants, mkdirSync, openSync } from "node:fs"
@@ -18,7 +17,6 @@ import { Protected } from "../permission/protected"
 import { Native } from "./native"
 
 const LOCK_SH = 1
-const LOCK_UN = 8
 /** How soon a lock held elsewhere is tried again, at first and at most (the wait doubles in between). */
 const FIRST_POLL_MS = 2
 const LAST_POLL_MS = 100
@@ -37,20 +35,14 @@ const open = (path: string): number | undefined => {
   }
 }
 
-/** The gate and the lock of `key` (a real directory), opened; undefined where they cannot be. */
-const locksOf = (key: string, directory: string): { readonly gate: number; readonly lock: number } | undefined => {
+/** The lock of `key` (a real directory), opened; undefined where it cannot be. */
+const lockOf = (key: string, directory: string): number | undefined => {
   try {
     mkdirSync(directory, { recursive: true, mode: 0o700 })
   } catch {
     return undefined
   }
-  const name = digest(key)
-  const gate = open(join(directory, `${name}.gate`))
-  const lock = open(join(directory, `${name}.lock`))
-  if (gate !== undefined && lock !== undefined) return { gate, lock }
-  if (gate !== undefined) closeSync(gate)
-  if (lock !== undefined) closeSync(lock)
-  return undefined
+  return open(join(directory, `${digest(key)}.lock`))
 }
 
 /** Takes `operation` on `fd`, trying again while another open file holds it; false where flock fails otherwise. */
@@ -64,40 +56,32 @@ const take = async (fd: number, operation: number): Promise<boolean> => {
 
 /**
  * Holds the locks of `keys` (the Locations a guarded command may reach, real paths) shared, once no load of them
- * is under way or waiting; answers how to let them go (once the command's guard has undone what it left).
+ * is under way; answers how to let them go (once the command's guard has undone what it left).
  */
 export const command = async (keys: ReadonlyArray<string>, directory: string = directoryOf()): Promise<() => void> => {
   const held: Array<number> = []
   for (const key of keys) {
-    const locks = locksOf(key, directory)
-    if (locks === undefined) continue
-    await take(locks.gate, LOCK_SH)
-    await take(locks.lock, LOCK_SH)
-    Native.flock(locks.gate, LOCK_UN)
-    closeSync(locks.gate)
-    held.push(locks.lock)
+    const lock = lockOf(key, directory)
+    if (lock === undefined) continue
+    await take(lock, LOCK_SH)
+    held.push(lock)
   }
   return () => {
     for (const fd of held.splice(0)) closeSync(fd)
   }
 }
 
-/** Holds `key`'s locks exclusive (reading its configuration: core.json, a tool or plugin file) once no command of it runs. */
+/** Holds `key`'s lock exclusive (reading its configuration: core.json, a tool or plugin file) once no command of it runs. */
 const load = async (key: string, directory: string): Promise<() => void> => {
-  const locks = locksOf(key, directory)
-  if (locks === undefined) return () => {}
-  const release = () => {
-    closeSync(locks.lock)
-    closeSync(locks.gate)
-  }
+  const lock = lockOf(key, directory)
+  if (lock === undefined) return () => {}
   try {
-    await take(locks.gate, Native.LOCK_EX)
-    await take(locks.lock, Native.LOCK_EX)
+    await take(lock, Native.LOCK_EX)
   } catch (cause) {
-    release()
+    closeSync(lock)
     throw cause
   }
-  return release
+  return () => closeSync(lock)
 }
 
 /** `effect` (a load of `key`'s configuration) run once no command of `key` runs in any core process, and none starts meanwhile. */
