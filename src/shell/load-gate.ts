@@ -35,14 +35,19 @@ const open = (path: string): number | undefined => {
   }
 }
 
-/** The lock of `key` (a real directory), opened; undefined where it cannot be. */
+/**
+ * The lock of `key` (a real directory), opened; undefined where it cannot be. One file per Location ever guarded or
+ * loaded, kept (removing a lock file another core may be about to take would give two cores two locks), in a folder
+ * of their own: the guards' notes beside it are read at every command.
+ */
 const lockOf = (key: string, directory: string): number | undefined => {
+  const locks = join(directory, "locks")
   try {
-    mkdirSync(directory, { recursive: true, mode: 0o700 })
+    mkdirSync(locks, { recursive: true, mode: 0o700 })
   } catch {
     return undefined
   }
-  return open(join(directory, `${digest(key)}.lock`))
+  return open(join(locks, `${digest(key)}.lock`))
 }
 
 /** Takes `operation` on `fd`, trying again while another open file holds it; false where flock fails otherwise. */
