@@ -474,8 +474,8 @@ export const begin = (
   // The Location's own .git is checked with what it holds (`unmade`); this one is held as the Location's folders are.
   // So are the folders of its worktrees' git directories (`.git/worktrees/<name>`, and the folder of them) where the
   // command may write (in a Location too): one renamed away and replaced by a link to a folder of the command's
-  // would have git in that worktree read the command's config, through a commondir left as it was.
-  /** Of those, the worktrees' folders: git removes one (`git worktree remove`) and makes another in its place. */
+  // would have git in that worktree read the command's config, through a commondir left as it was. `made`: those
+  // worktree folders, which git itself removes (`git worktree remove`) and makes again in their place.
   const made = new Set<string>()
   const writableHere = (path: string) =>
     keys.some((key) => under(key, path)) || granted.some((root) => under(root, path)) || under(temporary, path)

@@ -14,7 +14,6 @@ import * as Schema from "effect/Schema"
 import type { Config } from "../config/config"
 import { Preparing } from "./preparing"
 import { Stopping } from "../settlement/stopping"
-import { realpathSync } from "node:fs"
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
 import { Capture } from "./capture"
@@ -569,15 +568,6 @@ export const withoutSecrets = (env: Readonly<Record<string, string | undefined>>
   return kept
 }
 
-/** A path's real path, or the path where it cannot be resolved. */
-const realOrSelf = (path: string): string => {
-  try {
-    return realpathSync(path)
-  } catch {
-    return path
-  }
-}
-
 /** Where core keeps its data (DESIGN §9). */
 const dataDirectory = (): string => resolve(process.env.CORE_DATA_DIR || join(homedir(), ".local/share/core"))
 
@@ -642,7 +632,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
     // command left (LoadGate); a load under way is waited for.
     const letGo = guarding
       ? yield* Effect.promise(() =>
-          LoadGate.command([request.sandbox!.location, ...(request.sandbox!.others ?? [])].map(realOrSelf), guardRecords),
+          LoadGate.command([request.sandbox!.location, ...(request.sandbox!.others ?? [])].map(Landlock.real), guardRecords),
         )
       : undefined
     const guarded = guarding

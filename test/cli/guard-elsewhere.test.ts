@@ -4,7 +4,7 @@
 // planted tool outside the sandbox. Through the compiled binary, as two hosts' core exec would run.
 
 import { beforeAll, describe, expect, test } from "bun:test"
-import { existsSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { sandbox, settlementOf } from "./fixture"
 import { binary, run } from "../support/binary"
@@ -19,19 +19,28 @@ const until = async (path: string): Promise<void> => {
   while (!existsSync(path)) await Bun.sleep(10)
 }
 
+/**
+ * A Location, the environment two non-forwarding execs share, a marker a planted tool writes when imported, and a
+ * script (out of the line: core cannot read it, so it is asked, and --yes approves it) made by `body` of the marker.
+ */
+const scene = (body: (marker: string) => string) => {
+  const box = sandbox({ "notes.txt": "hello\n" })
+  const env = { ...box.env, CORE_EXEC_FORWARD: "0" }
+  const marker = join(tempDir("core-marker-"), "loaded")
+  const script = join(tempDir("core-script-"), "plant.sh")
+  writeFileSync(script, body(JSON.stringify(marker)))
+  const command = () =>
+    run(["exec", "bash", "--input", JSON.stringify({ command: `sh ${script}` }), "--location", box.location, "--yes"], { env })
+  return { box, env, marker, command }
+}
+
 describe("while a command runs, no other core process loads the Location's configuration", () => {
   test("core exec elsewhere waits for the command to end, and the tool it planted never runs", async () => {
-    const box = sandbox({ "notes.txt": "hello\n" })
-    const env = { ...box.env, CORE_EXEC_FORWARD: "0" }
-    const marker = join(tempDir("core-marker-"), "loaded")
-    // The command's code, out of the line (core cannot read it: asked, and --yes approves it).
-    const script = join(tempDir("core-script-"), "plant.sh")
-    writeFileSync(
-      script,
-      `mkdir -p tools\nprintf '%s\\n' 'require("node:fs").writeFileSync(${JSON.stringify(marker)}, "x")' 'export default 1' > tools/pwn.ts\ntouch planted.flag\nsleep 2\n`,
+    const { box, env, marker, command } = scene(
+      (marker) =>
+        `mkdir -p tools\nprintf '%s\\n' 'require("node:fs").writeFileSync(${marker}, "x")' 'export default 1' > tools/pwn.ts\ntouch planted.flag\nsleep 2\n`,
     )
-    const planting = run(["exec", "bash", "--input", JSON.stringify({ command: `sh ${script}` }), "--location", box.location, "--yes"], { env })
-      .then((result) => ({ result, at: performance.now() }))
+    const planting = command().then((result) => ({ result, at: performance.now() }))
     await until(join(box.location, "planted.flag"))
 
     const listed = await run(["exec", "list", "--input", "{}", "--location", box.location], { env })
@@ -49,17 +58,12 @@ describe("while a command runs, no other core process loads the Location's confi
 
   // The plant there and gone again, over and over: a load that only looked before reading was beaten 4 times in 25.
   test("a command planting and removing a tool over and over never has it imported by another core process", async () => {
-    const box = sandbox({ "notes.txt": "hello\n" })
-    const env = { ...box.env, CORE_EXEC_FORWARD: "0" }
-    const marker = join(tempDir("core-marker-"), "loaded")
-    const script = join(tempDir("core-script-"), "flap.sh")
-    writeFileSync(
-      script,
-      `touch started.flag\nend=$(( $(date +%s) + 3 ))\nwhile [ $(date +%s) -lt $end ]; do\n  mkdir -p tools\n  printf '%s\\n' 'require("node:fs").appendFileSync(${JSON.stringify(marker)}, "x")' 'export default 1' > tools/pwn.ts\n  sleep 0.02\n  rm -rf tools\n  sleep 0.02\ndone\n`,
+    const { box, env, marker, command } = scene(
+      (marker) =>
+        `touch started.flag\nend=$(( $(date +%s) + 3 ))\nwhile [ $(date +%s) -lt $end ]; do\n  mkdir -p tools\n  printf '%s\\n' 'require("node:fs").appendFileSync(${marker}, "x")' 'export default 1' > tools/pwn.ts\n  sleep 0.02\n  rm -rf tools\n  sleep 0.02\ndone\n`,
     )
     let done = false
-    const flapping = run(["exec", "bash", "--input", JSON.stringify({ command: `sh ${script}` }), "--location", box.location, "--yes"], { env })
-      .finally(() => (done = true))
+    const flapping = command().finally(() => (done = true))
     await until(join(box.location, "started.flag"))
     // Two hosts' worth of calls, one after another for as long as the command runs (dozens, where nothing holds them).
     const listings = await Promise.all(
@@ -76,24 +80,20 @@ describe("while a command runs, no other core process loads the Location's confi
   }, 60_000)
 
   test("a core serve of the Location holds its hot reload while a command of it runs in another core process, and reloads after", async () => {
-    const box = sandbox({ "notes.txt": "hello\n" })
-    const server = await serve(box)
-    const env = { ...box.env, CORE_EXEC_FORWARD: "0" }
-    const marker = join(tempDir("core-marker-"), "loaded")
-    const script = join(tempDir("core-script-"), "plant.sh")
-    writeFileSync(
-      script,
-      `mkdir -p tools\nprintf '%s\\n' 'require("node:fs").writeFileSync(${JSON.stringify(marker)}, "x")' 'import { Tool } from "@core/tool"' 'import { Effect, Schema } from "effect"' 'export default Tool.make({ description: "p", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("p") })' > tools/pwn.ts\nsleep 3\n`,
+    const { box, marker, command } = scene(
+      (marker) =>
+        `mkdir -p tools\nprintf '%s\\n' 'require("node:fs").writeFileSync(${marker}, "x")' 'import { Tool } from "@core/tool"' 'import { Effect, Schema } from "effect"' 'export default Tool.make({ description: "p", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("p") })' > tools/pwn.ts\nsleep 3\n`,
     )
-    const planted = await run(["exec", "bash", "--input", JSON.stringify({ command: `sh ${script}` }), "--location", box.location, "--yes"], { env })
+    const server = await serve(box)
+    const planted = await command()
     expect(planted.code).toBe(0)
     expect(existsSync(join(box.location, "tools"))).toBe(false)
-    // Past a reload's quiet period, and a poll of the other process's notes.
+    // Past a reload's quiet period, and the lock's next try.
     await Bun.sleep(1_000)
     expect(existsSync(marker)).toBe(false)
     expect((await server.turn()).definitions.map((definition: { name: string }) => definition.name)).not.toContain("pwn")
     // A tool a person adds afterwards is loaded as ever: the reload was held, not stopped.
-    await Bun.$`mkdir -p ${join(box.location, "tools")}`
+    mkdirSync(join(box.location, "tools"), { recursive: true })
     writeFileSync(
       join(box.location, "tools", "mine.ts"),
       'import { Tool } from "@core/tool"\nimport { Effect, Schema } from "effect"\nexport default Tool.make({ description: "m", input: Schema.Struct({}), output: Schema.String, execute: () => Effect.succeed("m") })\n',
