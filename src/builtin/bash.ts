@@ -116,7 +116,7 @@ const describe = (limits: Shell.Limits, sandboxed: boolean): string =>
     "- The result is stdout and stderr joined in the order their chunks reached core, then `Exit code N`. The two " +
       "are separate pipes and most programs buffer stdout when it is not a terminal, so stderr can come before " +
       "stdout printed earlier; add `2>&1` where the exact order matters. A non-zero exit code is a normal result, " +
-      "not an error; 127 means the command was not found.",
+      "not an error; 127 means the command was not found. Binary data is shown as a line saying so.",
     `- Each stream is captured up to ${count(limits.maxCaptureBytes)} bytes (first and last halves). A result over ` +
       "2,000 lines or 50 KiB is shown as about 8 KiB, mostly its end, with the whole kept for the read tool: " +
       "filter large output (grep, head, tail).",
@@ -207,11 +207,58 @@ const status = (output: Output, limits: Shell.Limits): string => {
   return `Exit code ${output.exitCode}`
 }
 
+/**
+ * Characters no text a program prints for a person holds, beyond a stray one: control characters other than tab,
+ * line and page ends, backspace and escape (colours, progress bars), and U+FFFD, which stands for bytes that were
+ * not UTF-8.
+ */
+const UNPRINTABLE = /[\u0000-\u0007\u000e-\u001a\u001c-\u001f\u007f\ufffd]/g
+/** A line is binary data when it holds a NUL, or unprintable characters past this share of it (and more than one). */
+const UNPRINTABLE_SHARE = 0.1
+
+const binaryLine = (line: string): boolean => {
+  if (line.includes("\u0000")) return true
+  const unprintable = line.match(UNPRINTABLE)?.length ?? 0
+  return unprintable > 1 && unprintable > line.length * UNPRINTABLE_SHARE
+}
+
+/**
+ * `output` as the model reads it: each run of lines that are binary data (a `cat` of an executable, an image, a
+ * compressed file) is one line saying so, about how large it was and how to look at it; text lines stay. Bytes that
+ * were not UTF-8 were each read as U+FFFD, so the size is of the text they became: about the bytes printed. The
+ * structured output keeps every character.
+ */
+export const withoutBinary = (output: string): string => {
+  UNPRINTABLE.lastIndex = 0
+  if (!UNPRINTABLE.test(output)) return output
+  const lines = output.split("\n")
+  const shown: Array<string> = []
+  let run = 0
+  const flush = () => {
+    if (run === 0) return
+    shown.push(
+      `[binary data, about ${count(run)} bytes, not shown: make text of it with a command (file, xxd | head, ` +
+        "strings | head) or send it to a file]",
+    )
+    run = 0
+  }
+  for (const line of lines) {
+    if (binaryLine(line)) {
+      run += Buffer.byteLength(line) + 1
+      continue
+    }
+    flush()
+    shown.push(line)
+  }
+  flush()
+  return shown.join("\n")
+}
+
 /** The model's view: the interleaved output, how it ended, what was killed, then any capture loss in plain words. */
 export const text =
   (limits: Shell.Limits) =>
   (output: Output): string => {
-    const lines = [output.output === "" ? "(no output)" : output.output.replace(/\n$/, ""), "", status(output, limits)]
+    const lines = [output.output === "" ? "(no output)" : withoutBinary(output.output).replace(/\n$/, ""), "", status(output, limits)]
     if (output.killed !== undefined) lines.push(killedLine(output.killed))
     const streams = [
       ["stdout", output.capture.stdout],

@@ -137,6 +137,30 @@ describe("bash results", () => {
     expect(text).toContain("\n\nExit code 0\nstdout: 2,147,483,648 bytes, the middle 2,146,435,072 bytes were not kept\n")
     expect(text).toContain("[… 2,146,435,072 bytes not kept …]")
   }, 120_000)
+
+  test("binary data in the output reads to the model as one line saying so, with the text around it kept", async () => {
+    // An executable's first bytes: NULs, control characters and bytes that are not UTF-8, some of them line feeds.
+    const blob = new Uint8Array(4096)
+    for (let index = 0; index < blob.length; index++) blob[index] = (index * 7919) % 251
+    const box = harness({ files: { "blob.bin": blob } })
+    const outcome = await box.settle("bash", { command: "echo start; cat blob.bin; echo; echo end" })
+    expect(outcome.settlement.status).toBe("success")
+    const text = textOf(outcome.settlement)
+    expect(text).toMatch(/^start\n\[binary data, about [\d,]+ bytes, not shown: make text of it with a command \(file, xxd \| head, strings \| head\) or send it to a file\]\nend\n\nExit code 0$/)
+    const about = Number(/about ([\d,]+) bytes/.exec(text)![1]!.replaceAll(",", ""))
+    // Each byte that is not UTF-8 was read as U+FFFD (three bytes as UTF-8): about the bytes printed, never less.
+    expect(about).toBeGreaterThanOrEqual(4096)
+    expect(about).toBeLessThan(3 * 4096)
+    // The structured output keeps every character, NULs too.
+    expect(structured(outcome).stdout.startsWith("start\n\u0000")).toBe(true)
+    expect(structured(outcome).stdout).toContain("\ufffd")
+  })
+
+  test("text with a stray byte that is not UTF-8, colours or a bell stays text", async () => {
+    const box = harness({ files: { "latin1.txt": Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]) } })
+    const outcome = await box.settle("bash", { command: "cat latin1.txt; printf '\\033[31mred\\033[0m\\a done\\tok\\r\\n'" })
+    expect(textOf(outcome.settlement)).toBe("caf\ufffd\n\u001b[31mred\u001b[0m\u0007 done\tok\r\n\nExit code 0")
+  })
 })
 
 describe("bash input errors", () => {
