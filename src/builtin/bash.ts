@@ -228,7 +228,7 @@ const binaryLine = (line: string): boolean => {
  * were not UTF-8 were each read as U+FFFD, so the size is of the text they became: about the bytes printed. The
  * structured output keeps every character.
  */
-export const withoutBinary = (output: string): string => {
+const withoutBinary = (output: string): string => {
   UNPRINTABLE.lastIndex = 0
   if (!UNPRINTABLE.test(output)) return output
   const lines = output.split("\n")
