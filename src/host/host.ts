@@ -106,18 +106,38 @@ export interface Prepared {
 }
 
 /** Checks the Location and loads its core.json files (and `$CORE_HOME`'s). */
-// Every tool and plugin file core imports waits while a command of its Location runs in any core process.
-Discovery.gateImports(LoadGate.loading)
+// Every tool and plugin file core imports waits while a command of its Location runs in any core process, and is
+// refused where a dead core's command may have left what it planted.
+Discovery.gateImports((location, file, load) =>
+  LoadGate.loading(location, load).pipe(
+    Effect.catchTag("LoadGate.Stale", (stale) => Effect.fail(new Discovery.LoadError({ file, message: stale.message }))),
+  ),
+)
+
+/**
+ * The core.json files of the Location at `directory` (and `$CORE_HOME`'s), loaded once no command of it runs in any
+ * core process (a core.json one made is taken out when it ends); where a dead core's command may have left what it
+ * planted, a ConfigError saying so.
+ */
+export const loadConfig = (directory: string, home: string, guards?: string) =>
+  LoadGate.loading(directory, Config.load({ location: directory, home }), guards).pipe(
+    Effect.catchTag("LoadGate.Stale", (stale) =>
+      Effect.fail(
+        new Config.ConfigError({
+          file: stale.file,
+          path: "",
+          expected: "the Location as it was when a command started",
+          found: "paths changed by a command of a core process that was stopped",
+          message: stale.message,
+        }),
+      ),
+    ),
+  )
 
 export const prepare = (environment: Environment, location: string) =>
   Effect.gen(function* () {
     const directory = yield* Location.check(location)
-    // Not while a command of the Location runs in any core process (a core.json it made is taken out when it ends).
-    const config = yield* LoadGate.loading(
-      directory,
-      Config.load({ location: directory, home: environment.home }),
-      LoadGate.directoryOf({ CORE_DATA_DIR: environment.dataDir }),
-    )
+    const config = yield* loadConfig(directory, environment.home, LoadGate.directoryOf({ CORE_DATA_DIR: environment.dataDir }))
     return { directory, config } satisfies Prepared
   })
 

@@ -18,8 +18,8 @@ import { Discovery } from "../location/discovery"
 import { Skills } from "../location/skills"
 import { Plugins } from "../plugin/plugins"
 import { Registry } from "../registry/registry"
-import { LoadGate } from "../shell/load-gate"
 import type { Activity } from "./activity"
+import { Host } from "./host"
 import { Served } from "./served"
 import { ToolFiles } from "./tool-files"
 import { Watch } from "./watch"
@@ -93,8 +93,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   // Built in a fiber of its own: a client that goes away mid-build does not fail the build for others waiting.
   const build = (entry: Kept) =>
     Effect.gen(function* () {
-      // Not while a command of the Location runs in any core process (a core.json it made is taken out when it ends).
-      const config = yield* LoadGate.loading(entry.directory, Config.load({ location: entry.directory, home: options.home }))
+      const config = yield* Host.loadConfig(entry.directory, options.home)
       const locationScope = yield* Scope.fork(scope)
       const served = yield* Served.make({ ...options, directory: entry.directory, config, locations, applicationWarned }).pipe(
         Scope.provide(locationScope),

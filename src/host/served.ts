@@ -20,7 +20,6 @@ import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import { Skill } from "../builtin/skill"
 import { Config } from "../config/config"
-import { LoadGate } from "../shell/load-gate"
 import { CallKey } from "../contract/call-key"
 import { Host } from "./host"
 import { Discovery } from "../location/discovery"
@@ -483,7 +482,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   /** Builds a new generation from core.json as it is now; `files` are tool files that changed meanwhile. */
   const reloadConfig = (files: ReadonlyArray<string>) =>
     Effect.gen(function* () {
-      const loaded = yield* Effect.result(LoadGate.loading(directory, Config.load({ location: directory, home: options.home })))
+      const loaded = yield* Effect.result(Host.loadConfig(directory, options.home))
       if (loaded._tag === "Failure") {
         const error = loaded.failure
         options.log(Terminal.warning(`${error.message} (keeping the last good configuration)`))

@@ -155,12 +155,12 @@ export interface FileOptions {
  * process sharing the data directory (what one planted, the file or a module it imports, is taken out when it ends,
  * and must never be imported meanwhile).
  */
-export const importModule = (file: string, options: FileOptions = {}) => gate(dirname(dirname(file)), importChecked(file, options))
+export const importModule = (file: string, options: FileOptions = {}) => gate(dirname(dirname(file)), file, importChecked(file, options))
 
-type Gate = <A, E, R>(location: string, load: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+type Gate = <A, R>(location: string, file: string, load: Effect.Effect<A, LoadError, R>) => Effect.Effect<A, LoadError, R>
 
 /** How an import waits its turn: as installed by the host floor (the shell's LoadGate); at once where none is (the author kit). */
-let gate: Gate = (_location, load) => load
+let gate: Gate = (_location, _file, load) => load
 
 /** Installs how every import waits its turn (`importModule`). */
 export const gateImports = (installed: Gate): void => {

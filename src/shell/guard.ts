@@ -227,18 +227,26 @@ interface Record_ {
   readonly found: ReadonlyArray<readonly [string, Noted | null]>
 }
 
+/** A record read back, with where it is. */
+interface Read {
+  readonly path: string
+  readonly record: Record_
+}
+
 /**
- * What the guards of commands still running in other core processes found, read from their records in `directory`
- * (a dead core's are removed as they are met). None where the directory cannot be read.
+ * The guards' records in `directory` (none where it cannot be read), split into those of commands still running in
+ * other core processes and those of dead cores. A dead core's record whose command left every path as its guard found
+ * it is removed as it is met; one whose paths changed is kept (see `stale`).
  */
-const othersFound = (directory: string): ReadonlyArray<ReadonlyMap<string, Noted | null>> => {
+const recordsIn = (directory: string): { readonly running: ReadonlyArray<Read>; readonly dead: ReadonlyArray<Stale> } => {
   let names: ReadonlyArray<string>
   try {
     names = readdirSync(directory).filter((name) => name.endsWith(".json"))
   } catch {
-    return []
+    return { running: [], dead: [] }
   }
-  const found: Array<ReadonlyMap<string, Noted | null>> = []
+  const running: Array<Read> = []
+  const dead: Array<Stale> = []
   for (const name of names) {
     const path = join(directory, name)
     let record: Record_
@@ -249,13 +257,63 @@ const othersFound = (directory: string): ReadonlyArray<ReadonlyMap<string, Noted
       continue
     }
     if (record.pid === process.pid) continue
-    if (ProcessGroup.stat(record.pid)?.start !== record.start) {
-      rmSync(path, { force: true })
+    if (ProcessGroup.stat(record.pid)?.start === record.start) {
+      running.push({ path, record })
       continue
     }
-    found.push(new Map(record.found))
+    const changed = record.found.filter(([at, was]) => !sameAs(was, notedOf(look(at, was?.digest !== undefined)))).map(([at]) => at)
+    if (changed.length === 0) rmSync(path, { force: true })
+    else dead.push({ record: path, pid: record.pid, found: record.found.map(([at]) => at), changed })
   }
-  return found
+  return { running, dead }
+}
+
+/** What the guards of commands still running in other core processes found, read from their records in `directory`. */
+const othersFound = (directory: string): ReadonlyArray<ReadonlyMap<string, Noted | null>> =>
+  recordsIn(directory).running.map(({ record }) => new Map(record.found))
+
+/**
+ * A record of a core process that died while its command ran (SIGKILL, a crash), whose guard therefore never undid
+ * what the command left, and some of whose paths are no longer what the guard found: a Location, a folder above it
+ * or a .git renamed away and replaced, core's configuration made where there was none. What stands there may be the
+ * command's, and loading it would run it outside the sandbox.
+ */
+export interface Stale {
+  /** The record's file (in core's data directory): removing it lets the paths load again. */
+  readonly record: string
+  readonly pid: number
+  /** Every path its guard noted. */
+  readonly found: ReadonlyArray<string>
+  /** Those no longer as noted. */
+  readonly changed: ReadonlyArray<string>
+}
+
+/** Whether `path` is `location`, inside it or a folder above it. */
+const alongside = (path: string, location: string): boolean =>
+  path === location || path.startsWith(`${location}${sep}`) || location.startsWith(path === sep ? sep : `${path}${sep}`)
+
+/**
+ * The dead cores' records in `directory` that stand in the way of loading the Location at `location` (a real path):
+ * a command of that Location whose paths changed, or another's whose changed paths are the Location, inside it or
+ * above it. Those of dead cores whose paths are all as noted are removed on the way.
+ */
+export const stale = (directory: string, location: string): ReadonlyArray<Stale> =>
+  recordsIn(directory).dead.filter(
+    (dead) => dead.found.includes(location) || dead.changed.some((path) => alongside(path, location)),
+  )
+
+/** Why a Location is not loaded: `stale` found records in the way. */
+export const staleMessage = (location: string, found: ReadonlyArray<Stale>): string => {
+  const changed = [...new Set(found.flatMap((one) => one.changed))]
+  const pids = [...new Set(found.map((one) => one.pid))]
+  return (
+    `core will not load ${location}: a command that core process ${pids.join(", ")} ran here was still running when ` +
+    `that process was stopped, before it could undo what the command changed, and ${changed.join(", ")} ` +
+    `${changed.length === 1 ? "is" : "are"} no longer what ${changed.length === 1 ? "it was" : "they were"} when the ` +
+    "command started: what stands there now may be the command's (a Location, a .git or core's configuration it " +
+    "made), which core would run outside the sandbox. Look at it, put back what is yours, then remove " +
+    `${found.map((one) => one.record).join(" and ")} and start core again.`
+  )
 }
 
 /** Writes this guard's record into `directory`, whole; its path, or undefined where it cannot (a read-only data dir). */

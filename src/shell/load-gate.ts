@@ -9,11 +9,17 @@ export * as LoadGate from "./load-gate"
 // for a moment when none runs: it never holds back commands (a sidecar's calls) while it waits. Locks are flock(2)s
 // on files in `$CORE_DATA_DIR/guards/`, out of every command's reach; a process that dies lets go of its own. Where
 // they cannot be had (no libc, an unwritable data directory), commands and loads go on without them.
+//
+// A core process that dies while its command runs (SIGKILL) lets go of the lock before its guard has undone what the
+// command left. Its guard's record says what it found; a load that finds such a record of its Location, with paths no
+// longer as noted, is refused (`Stale`) until a person has looked (Guard.stale).
 
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import { closeSync, constants, mkdirSync, openSync } from "node:fs"
+import { closeSync, constants, mkdirSync, openSync, realpathSync } from "node:fs"
 import { join } from "node:path"
 import { Protected } from "../permission/protected"
+import { Guard } from "./guard"
 import { Native } from "./native"
 
 const LOCK_SH = 1
@@ -89,10 +95,32 @@ const load = async (key: string, directory: string): Promise<() => void> => {
   return () => closeSync(lock)
 }
 
-/** `effect` (a load of `key`'s configuration) run once no command of `key` runs in any core process, and none starts meanwhile. */
-export const loading = <A, E, R>(key: string, effect: Effect.Effect<A, E, R>, directory: string = directoryOf()): Effect.Effect<A, E, R> =>
+/**
+ * A load refused: a core process died while a command of the Location ran, and what its guard found is no longer
+ * there (`file`: the Location; `message` says what changed, and what a person does about it).
+ */
+export class Stale extends Data.TaggedError("LoadGate.Stale")<{ readonly file: string; readonly message: string }> {}
+
+const realOf = (path: string): string => {
+  try {
+    return realpathSync(path)
+  } catch {
+    return path
+  }
+}
+
+/**
+ * `effect` (a load of `key`'s configuration) run once no command of `key` runs in any core process, and none starts
+ * meanwhile; refused with `Stale` where a dead core's command may have left what it planted.
+ */
+export const loading = <A, E, R>(key: string, effect: Effect.Effect<A, E, R>, directory: string = directoryOf()): Effect.Effect<A, E | Stale, R> =>
   Effect.acquireUseRelease(
     Effect.promise(() => load(key, directory)),
-    () => effect,
+    () =>
+      Effect.suspend((): Effect.Effect<A, E | Stale, R> => {
+        const location = realOf(key)
+        const found = Guard.stale(directory, location)
+        return found.length === 0 ? effect : Effect.fail(new Stale({ file: location, message: Guard.staleMessage(location, found) }))
+      }),
     (release) => Effect.sync(release),
   )

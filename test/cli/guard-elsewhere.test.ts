@@ -4,16 +4,31 @@
 // planted tool outside the sandbox. Through the compiled binary, as two hosts' core exec would run.
 
 import { beforeAll, describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { sandbox, settlementOf } from "./fixture"
 import { binary, run } from "../support/binary"
+import { aliveIn } from "../shell/processes"
 import { serve } from "../server/support"
 import { tempDir } from "../support/temp"
 
 beforeAll(async () => {
   await binary()
 }, 300_000)
+
+/** The pid of the core exec running a command whose Location is `location` (its --location argument). */
+const runningCore = (location: string): number => {
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0")
+      if (argv[1] === "exec" && argv.includes(location) && argv.includes("bash")) return Number(entry)
+    } catch {
+      // gone meanwhile
+    }
+  }
+  throw new Error(`no core exec of ${location} is running`)
+}
 
 const until = async (path: string): Promise<void> => {
   while (!existsSync(path)) await Bun.sleep(10)
@@ -103,5 +118,61 @@ describe("while a command runs, no other core process loads the Location's confi
       await Bun.sleep(100)
     }
     expect((await server.turn()).definitions.map((definition: { name: string }) => definition.name)).toContain("mine")
+  }, 60_000)
+
+  test("a core killed while its command's plant stands: no core loads the Location until a person has looked", async () => {
+    const { box, env, marker, command } = scene(
+      (marker) =>
+        `mkdir -p tools\nprintf '%s\\n' 'require("node:fs").writeFileSync(${marker}, "x")' 'export default 1' > tools/pwn.ts\necho $$ > command.pid\ntouch planted.flag\nsleep 30\n`,
+    )
+    // A serve of the Location, loaded before: its hot reload of the planted file is refused as well.
+    const server = await serve(box)
+    const killed = command()
+    await until(join(box.location, "planted.flag"))
+    const core = runningCore(box.location)
+    process.kill(core, "SIGKILL")
+    await killed
+    // Its supervisor ends the command; nothing undoes the plant.
+    const commandPid = Number(readFileSync(join(box.location, "command.pid"), "utf8"))
+    for (let tries = 0; tries < 100 && aliveIn(box.location, commandPid); tries++) await Bun.sleep(50)
+    expect(aliveIn(box.location, commandPid)).toBe(false)
+    expect(existsSync(join(box.location, "tools", "pwn.ts"))).toBe(true)
+    const guards = join(box.data, "guards")
+    const records = () => readdirSync(guards).filter((name) => name.endsWith(".json"))
+    expect(records()).toHaveLength(1)
+
+    await server.stderrUntil((stderr) => stderr.includes("core will not load"), "the reload refused")
+    expect(existsSync(marker)).toBe(false)
+    expect((await server.turn()).definitions.map((definition: { name: string }) => definition.name)).not.toContain("pwn")
+
+    const refused = await run(["exec", "list", "--input", "{}", "--location", box.location], { env })
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain(`core will not load ${box.location}: a command that core process ${core} ran here`)
+    expect(refused.stderr).toContain(`${join(box.location, "tools")} is no longer what it was`)
+    expect(refused.stderr).toContain(`then remove ${join(guards, records()[0]!)} and start core again`)
+    expect(existsSync(marker)).toBe(false)
+    // Another Location loads, and the record stays for this one.
+    expect((await run(["exec", "list", "--input", "{}", "--location", tempDir("core-other-")], { env })).code).toBe(0)
+    expect(records()).toHaveLength(1)
+
+    // The person takes the plant out and the record away: the Location loads.
+    rmSync(join(box.location, "tools"), { recursive: true })
+    rmSync(join(guards, records()[0]!))
+    const listed = await run(["exec", "list", "--input", "{}", "--location", box.location], { env })
+    expect(listed.code).toBe(0)
+    expect(existsSync(marker)).toBe(false)
+  }, 60_000)
+
+  test("a core killed while its command ran, leaving everything as it was: its record goes and the Location loads", async () => {
+    const { box, env, command } = scene(() => "touch started.flag\nsleep 30\n")
+    const killed = command()
+    await until(join(box.location, "started.flag"))
+    process.kill(runningCore(box.location), "SIGKILL")
+    await killed
+    const guards = join(box.data, "guards")
+    expect(readdirSync(guards).filter((name) => name.endsWith(".json"))).toHaveLength(1)
+    const listed = await run(["exec", "list", "--input", "{}", "--location", box.location], { env })
+    expect(listed.code).toBe(0)
+    expect(readdirSync(guards).filter((name) => name.endsWith(".json"))).toEqual([])
   }, 60_000)
 })

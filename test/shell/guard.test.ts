@@ -464,12 +464,22 @@ describe("core's configuration in the Location, against what a command runs", ()
     const reported = JSON.parse(await new Response(peer.stdout).text()) as { readonly undone: ReadonlyArray<string> }
     expect(reported.undone).toContain(join(root, ".git"))
     expect(readFileSync(join(root, ".git/config"), "utf8")).toBe(original)
-    // The peer's record went with its command; a dead core's is no obstacle (and goes when met).
+    // The peer's record went with its command; a dead core's is no obstacle. One whose paths are as it found them goes
+    // when met; one whose paths changed stays, for loads to refuse the Location until a person has looked.
     const records = () => readdirSync(guards).filter((name) => name.endsWith(".json"))
     expect(records()).toEqual([])
-    writeFileSync(join(guards, "999999-dead.json"), JSON.stringify({ pid: 999_999, start: 1, found: [[join(root, ".git"), null]] }))
+    const asFound = (path: string) => {
+      const stats = lstatSync(path)
+      return { dev: stats.dev, ino: stats.ino, kind: stats.mode & 0o170000, born: stats.birthtimeMs }
+    }
+    const dead = (pid: number, git: unknown) =>
+      writeFileSync(join(guards, `${pid}-dead.json`), JSON.stringify({ pid, start: 1, found: [[location, asFound(location)], [join(root, ".git"), git]] }))
+    dead(999_998, asFound(join(root, ".git")))
+    dead(999_999, null)
     expect((await run("echo ran", location, here)).stdout.text).toBe("ran\n")
-    expect(records()).toEqual([])
+    expect(records()).toEqual(["999999-dead.json"])
+    expect(Guard.stale(guards, location).map((found) => found.changed)).toEqual([[join(root, ".git")]])
+    expect(Guard.stale(guards, tempDir("core-elsewhere-"))).toEqual([])
   })
 
   test("a folder above the Location renamed away and replaced is put back, the Location with it", async () => {
