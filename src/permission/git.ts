@@ -7,7 +7,7 @@ export * as Git from "./git"
 
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs"
 import { homedir } from "node:os"
-import { dirname, isAbsolute, join, resolve } from "node:path"
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path"
 
 /** The most nested git directories (submodules, worktrees) looked at under one repository. */
 export const MAX_NESTED = 200
@@ -296,6 +296,34 @@ export const named = (real: string): string | undefined =>
   NAMED.test(real.replaceAll("\\", "/"))
     ? `${real}, a place of a git repository (its pointer, hooks, config or attributes) that tells the user's git what to run`
     : undefined
+
+/** The places in a git directory that tell git what to run, as paths relative to it. */
+const RUNS = ["hooks", "config", "config.worktree", join("info", "attributes"), "commondir"]
+
+/**
+ * What a change to `real` would plant for git in a bare repository (a directory git takes for a git directory by
+ * its `HEAD` and `objects/`, with no `.git` in its name), or undefined: a code place in one (`config`, `hooks/`, ...),
+ * or the `HEAD` or `objects/` that would make a directory one, so that `config` written into it beforehand goes
+ * unchecked no more. Every folder above `real` is looked at: git finds a bare repository from any folder in it.
+ */
+export const bare = (real: string): string | undefined => {
+  for (let directory = dirname(real); ; directory = dirname(directory)) {
+    const inside = relative(directory, real)
+    if (isGitDirectory(directory)) {
+      if (RUNS.some((place) => inside === place || inside.startsWith(`${place}${sep}`))) {
+        return `${real}, a place of the git repository ${directory} (its hooks, config or attributes) that tells the user's git what to run`
+      }
+    } else {
+      const head = inside === "HEAD"
+      const objects = inside === "objects" || inside.startsWith(`objects${sep}`)
+      const other = head ? join(directory, "objects") : objects ? join(directory, "HEAD") : undefined
+      if (other !== undefined && lstat(other) !== undefined) {
+        return `${directory}, which it would make a git repository whose config and hooks the user's git would run`
+      }
+    }
+    if (dirname(directory) === directory) return undefined
+  }
+}
 
 /** Git directories under `directory/modules` (submodules, nested to any depth), up to `budget`. */
 const modulesUnder = (directory: string, found: Array<string>, budget: { left: number }): void => {

@@ -252,7 +252,7 @@ export const change = (roots: Roots, real: string, options: { readonly encloses?
   // lib`) meets its read-only mount, and what it leaves there is undone (Guard).
   const elsewhere = code([roots.location, ...othersOf(roots)], roots.home)
   for (const place of elsewhere) if (within(place.path, real)) return place.what
-  const git = Git.named(real)
+  const git = Git.named(real) ?? Git.bare(real)
   if (git !== undefined) return git
   const protectedPlaces = [...configuration, ...elsewhere]
   const stats = lstatFree(real)

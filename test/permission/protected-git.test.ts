@@ -165,6 +165,37 @@ describe("core exec: the user's own git is not a way out", () => {
     }
   }, 120_000)
 
+  // A bare repository is a folder with a HEAD and objects/ (no .git in its name): written config first and HEAD last,
+  // the Location became one whose config (an sshCommand, an fsmonitor) the user's git ran, with nothing asked.
+  test.skipIf(GIT === null)(`the write tool asks for the HEAD or objects/ that would make a folder a bare repository, and for its config then${needs}`, async () => {
+    const box = sandbox({ "core.json": ALLOW, "a.txt": "a\n" })
+    const planted = join(box.location, "pwned")
+    const config = `[core]\n\tbare = true\n\tsshCommand = "touch ${planted}; false"\n[remote "origin"]\n\turl = ssh://example.invalid/x\n`
+    const write = async (filePath: string, content = "") => settlementOf(await exec(box, "write", { filePath, content }, ["--yes"]))
+    const asked = (settlement: Awaited<ReturnType<typeof write>>) => [settlement.status, settlement.error?.message.includes("A person must make that change")]
+    for (const base of ["", "pkg/"]) {
+      // Written beside nothing that makes a repository, config, refs and a HEAD are the model's files.
+      expect((await write(`${base}config`, config)).status).toBe("success")
+      expect((await write(`${base}refs/heads/.keep`)).status).toBe("success")
+      expect((await write(`${base}objects/info/.keep`)).status).toBe("success")
+      // The HEAD that would make the folder a repository is asked; so are objects/ beside a HEAD.
+      expect(asked(await write(`${base}HEAD`, "ref: refs/heads/main\n"))).toEqual(["error", true])
+      expect(existsSync(join(box.location, base, "HEAD"))).toBe(false)
+    }
+    rmSync(join(box.location, "pkg/objects"), { recursive: true })
+    writeFileSync(join(box.location, "pkg/HEAD"), "ref: refs/heads/main\n")
+    expect(asked(await write("pkg/objects/info/.keep"))).toEqual(["error", true])
+    expect(existsSync(join(box.location, "pkg/objects"))).toBe(false)
+    // A bare repository a person made (a fixture of a project, say): its config and hooks are asked, the rest not.
+    git(box.location, "init", "-q", "--bare", "fixture.git")
+    for (const filePath of ["fixture.git/config", "fixture.git/hooks/post-update", "fixture.git/info/attributes"]) {
+      expect([filePath, ...asked(await write(filePath, config))]).toEqual([filePath, "error", true])
+    }
+    expect((await write("fixture.git/notes.txt", "mine\n")).status).toBe("success")
+    expect(() => git(join(box.location, "pkg"), "fetch")).toThrow()
+    expect(existsSync(planted)).toBe(false)
+  }, 120_000)
+
   // The user's own git configuration holds programs git runs in every repository: one approval of the home (an
   // external_directory rule, or "always") let the model plant a core.fsmonitor there. Like the repository's, it is
   // asked of a person each time, also where a dotfiles repository links it.
