@@ -222,16 +222,23 @@ export const hidden = (
   const credential = services.permission.credential
   // Absolute and normal already (as the places were made, and as walks print real paths): tested by prefix, as this
   // runs for every file a walk finds.
-  const data = services.permission.protectedRoots.fixed.data.map((place) => place.path)
-  const prefixes = data.map((directory) => (directory.endsWith(sep) ? directory : directory + sep))
-  const inData = (real: string) => data.some((directory, index) => real === directory || real.startsWith(prefixes[index]!))
-  const kept = root !== undefined && inData(root) ? credential : (real: string) => credential(real) || inData(real)
+  const { fixed, location } = services.permission.protectedRoots
+  const starts = (directory: string) => root !== undefined && Boundary.isWithin(directory, root)
+  // core's data directory, unless the walk starts in it (the session's own outputs); and its home (the application's
+  // core.json may hold tokens), unless the walk starts or the Location lies in it. Commands read neither.
+  const directories = [
+    ...fixed.data.map((place) => place.path).filter((directory) => !starts(directory)),
+    ...fixed.home.map((place) => place.path).filter((directory) => !starts(directory) && !Boundary.isWithin(directory, location)),
+  ]
+  const prefixes = directories.map((directory) => (directory.endsWith(sep) ? directory : directory + sep))
+  const inCore = (real: string) => directories.some((directory, index) => real === directory || real.startsWith(prefixes[index]!))
+  const kept = (real: string) => credential(real) || inCore(real)
   return denied === undefined ? kept : (real) => kept(real) || denied(real)
 }
 
 /** How many entries a rule kept out of an answer, as the model reads it (never which). */
 export const hiddenNote = (hidden: number, what: string): string =>
-  `(${hidden} ${what}${hidden === 1 ? "" : "s"} not shown: the user's rules, credential stores or core's data directory, which no tool reads.)`
+  `(${hidden} ${what}${hidden === 1 ? "" : "s"} not shown: the user's rules, credential stores, the system's secrets or core's own directories, which no tool reads.)`
 
 /** A path as the model should see it: relative to the Location when inside it ("." for the Location itself). */
 export const display = (directory: string, path: string): string => {

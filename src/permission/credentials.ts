@@ -122,6 +122,42 @@ export const STORES: ReadonlyArray<string> = [
   ".config/Cursor/User/globalStorage",
 ]
 
+/**
+ * The system's secrets (outside the home), which commands read as empty files whatever is granted (../shell/namespace)
+ * and the file tools refuse: shadow passwords, TLS and Kerberos keys, saved network logins, cluster credentials and
+ * the tokens a container platform mounts. Besides these, the ssh host keys (`/etc/ssh/ssh_host_*`, not their
+ * `.pub`) and rootless podman's registry logins (`/run/user/UID/containers`).
+ */
+export const SYSTEM: ReadonlyArray<string> = [
+  "/etc/shadow",
+  "/etc/shadow-",
+  "/etc/gshadow",
+  "/etc/gshadow-",
+  "/etc/ssl/private",
+  "/etc/letsencrypt",
+  "/etc/krb5.keytab",
+  "/etc/NetworkManager/system-connections",
+  "/etc/wpa_supplicant",
+  "/etc/kubernetes",
+  "/etc/rancher",
+  "/var/lib/kubelet",
+  "/run/secrets",
+  "/var/run/secrets",
+  "/run/containers",
+]
+
+/** The system secret `real` (a real path) lies in, or undefined. */
+export const systemOf = (real: string): string | undefined => {
+  // Most paths (a project's files) are in none: their first folder says so.
+  if (!(real.startsWith("/etc/") || real.startsWith("/run/") || real.startsWith("/var/"))) return undefined
+  const found = SYSTEM.find((secret) => within(secret, real))
+  if (found !== undefined) return found
+  const name = real.startsWith("/etc/ssh/") ? real.slice("/etc/ssh/".length) : undefined
+  if (name !== undefined && name.startsWith("ssh_host_") && !name.includes(sep) && !name.endsWith(".pub")) return real
+  const podman = /^\/run\/user\/\d+\/containers(\/|$)/.exec(real)
+  return podman === null ? undefined : real.slice(0, podman[0].length - (podman[1] === "/" ? 1 : 0))
+}
+
 /** The first name of each store's path (".ssh", ".config", ...). */
 const FIRST: ReadonlySet<string> = new Set(STORES.map((store) => store.split("/")[0]!))
 

@@ -123,7 +123,10 @@ export interface Interface {
    * For tools that show many files at once (list, glob, grep): what a `read` rule denies is not shown.
    */
   readonly denies: (agent: string, action: string) => ((resource: string) => boolean) | undefined
-  /** Whether a real path lies in one of the user's credential stores that core.json does not open for reading. */
+  /**
+   * Whether a real path lies in one of the user's credential stores that core.json does not open for reading, or in
+   * one of the system's secrets.
+   */
   readonly credential: (real: string) => boolean
   /** How each resource would be decided now, without asking anyone. */
   readonly explain: (
@@ -364,6 +367,27 @@ const keptFrom = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolv
         `Cannot ${input.access === "read" ? "read" : "change"} ${input.path}: it is in ${store}, one of the ` +
         "user's credential stores and login files, which core keeps from every tool and command. Do not try " +
         "to reach it another way; if the task needs it, ask the user.",
+    })
+  }
+  const system = Credentials.systemOf(resolved.real)
+  if (system !== undefined) {
+    return new Boundary.PathError({
+      path: input.path,
+      reason: "protected",
+      message:
+        `Cannot ${input.access === "read" ? "read" : "change"} ${input.path}: it is in ${system}, one of the ` +
+        "system's secrets (password hashes, private keys, saved logins, mounted tokens), which core keeps from " +
+        "every tool and command. Do not try to reach it another way; if the task needs it, ask the user.",
+    })
+  }
+  if (input.access === "read" && Protected.homeSecret(protectedRoots, resolved.real)) {
+    return new Boundary.PathError({
+      path: input.path,
+      reason: "protected",
+      message:
+        `Cannot read ${input.path}: it is in core's home (${protectedRoots.home}), which holds the user's ` +
+        "application configuration and tools (tokens too) and is not readable by tools or commands. If the task " +
+        "needs something from it, ask the user.",
     })
   }
   if (input.access === "read" && Protected.secret(protectedRoots, resolved.real)) {
@@ -646,7 +670,7 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         isAgent: (agent) => Agent.isKnown(configured, agent),
         rules,
         denies: (agent, action) => Rule.denier(rules(agent), action),
-        credential: (real) => Credentials.storeOf(user.home, real, user.read) !== undefined,
+        credential: (real) => Credentials.storeOf(user.home, real, user.read) !== undefined || Credentials.systemOf(real) !== undefined,
         explain,
         decide: decideAll,
         authorize,

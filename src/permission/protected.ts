@@ -276,6 +276,13 @@ export const change = (roots: Roots, real: string, options: { readonly encloses?
   return undefined
 }
 
+/**
+ * Whether reading `real` would read `$CORE_HOME` (the application's core.json, which may hold an MCP server's
+ * tokens, and its tools), which commands never read either; not where the Location lies in it.
+ */
+export const homeSecret = (roots: Roots, real: string): boolean =>
+  roots.fixed.home.some((place) => within(place.path, real) && !within(place.path, roots.location))
+
 /** Whether reading `real` would read core's data directory outside the managed outputs. */
 export const secret = (roots: Roots, real: string): boolean => {
   const { data, readable, readableIdentities } = roots.fixed

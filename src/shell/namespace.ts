@@ -10,6 +10,7 @@ export * as Namespace from "./namespace"
 
 import { existsSync, readdirSync, statSync } from "node:fs"
 import { join } from "node:path"
+import { Credentials } from "../permission/credentials"
 import { Landlock } from "./landlock"
 import { Native } from "./native"
 
@@ -79,32 +80,6 @@ export const privateTerminals = (way: Way): string | undefined => {
   return bound === 0 ? undefined : `binding /dev/ptmx failed (errno ${bound})`
 }
 
-/**
- * Secrets of the system inside the directories every command reads (Landlock.SYSTEM_READABLE), which a command
- * run by root (whose CAP_DAC_OVERRIDE passes their modes) could otherwise read: password hashes, host and TLS
- * private keys, Wi-Fi passwords, the secrets container runtimes and Kubernetes mount for the process, registry
- * logins. Covered in the command's mount namespace (`hideSystemSecrets`), not carved out of Landlock's grants:
- * that would grant /etc entry by entry, bound to the files as they were, and a file the system replaces by renaming
- * (/etc/resolv.conf, /etc/passwd) would be unreadable to commands.
- */
-export const SYSTEM_DENIED: ReadonlyArray<string> = [
-  "/etc/shadow",
-  "/etc/shadow-",
-  "/etc/gshadow",
-  "/etc/gshadow-",
-  "/etc/ssl/private",
-  "/etc/letsencrypt",
-  "/etc/krb5.keytab",
-  "/etc/NetworkManager/system-connections",
-  "/etc/wpa_supplicant",
-  "/etc/kubernetes",
-  "/etc/rancher",
-  "/var/lib/kubelet",
-  "/run/secrets",
-  "/var/run/secrets",
-  "/run/containers",
-]
-
 /** The private host keys in /etc/ssh (ssh_host_*_key, not their .pub nor ssh_config). */
 const hostKeys = (): ReadonlyArray<string> => {
   try {
@@ -116,11 +91,18 @@ const hostKeys = (): ReadonlyArray<string> => {
   }
 }
 
-/** The system's secrets that exist, as real paths: SYSTEM_DENIED, the user's podman logins and the host keys. */
+/**
+ * The system's secrets that exist, as real paths (Credentials.SYSTEM, the user's podman logins and the host keys):
+ * inside the directories every command reads (Landlock.SYSTEM_READABLE), a command run by root (whose
+ * CAP_DAC_OVERRIDE passes their modes) could otherwise read them. Covered in the command's mount namespace
+ * (`hideSystemSecrets`), not carved out of Landlock's grants: that would grant /etc entry by entry, bound to the
+ * files as they were, and a file the system replaces by renaming (/etc/resolv.conf, /etc/passwd) would be
+ * unreadable to commands.
+ */
 export const systemDenied = (): ReadonlyArray<string> => {
   // Rootless podman keeps the user's registry logins in the runtime directory.
   const runtime = `/run/user/${process.getuid?.() ?? 0}/containers`
-  return [...new Set([...SYSTEM_DENIED, runtime, ...hostKeys()].filter((path) => existsSync(path)).map(Landlock.real))]
+  return [...new Set([...Credentials.SYSTEM, runtime, ...hostKeys()].filter((path) => existsSync(path)).map(Landlock.real))]
 }
 
 /** What covers each system secret covered so far: the device and inode its path shows once covered. */

@@ -63,7 +63,7 @@ describe("grep, glob and list leave out core's data directory", () => {
     expect(listed.status).toBe("success")
     expect(JSON.stringify(listed.structured)).not.toContain("undone")
     expect(JSON.stringify(listed.structured)).not.toContain("outputs")
-    expect(text(listed)).toContain("not shown: the user's rules, credential stores or core's data directory")
+    expect(text(listed)).toContain("not shown: the user's rules, credential stores, the system's secrets or core's own directories")
 
     // Not even the session that made the output finds it by walking the Location.
     const own = settlementOf(await call(box, "grep", { pattern: `${OTHER}_1500$` }, "sesA"))

@@ -202,7 +202,7 @@ describe("tools that show many files leave out those whose read is denied", () =
     const shown = text(settlement)
     expect(shown).not.toContain(".env")
     expect(shown).toContain("notes.txt")
-    expect(shown).toContain("2 files not shown: the user's rules, credential stores or core's data directory, which no tool reads.")
+    expect(shown).toContain("2 files not shown: the user's rules, credential stores, the system's secrets or core's own directories, which no tool reads.")
     const structured = settlement.structured as { total: number; hidden: number; entries: Array<{ path: string }> }
     expect(structured.hidden).toBe(2)
     expect(structured.entries.map((entry) => entry.path).join(" ")).not.toContain(".env")

@@ -4,23 +4,26 @@
 // Through the compiled binary, on a developer's home (test/support/home).
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { run } from "../support/binary"
 import { developerHome } from "../support/home"
 import { tempDir } from "../support/temp"
 
-const world = (config: object = { permission: { "*": "allow" } }) => {
+const world = (config: object = { permission: { "*": "allow" } }, coreHome = tempDir("core-home-"), location?: string) => {
   const user = developerHome()
   writeFileSync(join(user.home, "core.json"), JSON.stringify(config))
   writeFileSync(join(user.home, "notes.txt"), "ordinary notes\n")
-  const env = { ...user.env, CORE_HOME: tempDir("core-home-"), CORE_DATA_DIR: tempDir("core-data-") }
+  const env = { ...user.env, CORE_HOME: coreHome, CORE_DATA_DIR: tempDir("core-data-") }
   const exec = async (tool: string, input: object) => {
-    const result = await run(["exec", tool, "--input", JSON.stringify(input), "--location", user.home], { env, cwd: user.home })
+    const result = await run(["exec", tool, "--input", JSON.stringify(input), "--location", location ?? user.home], { env, cwd: location ?? user.home })
     return { ...result, settlement: JSON.parse(result.stdout) as { status: string; content: Array<{ text?: string }> } }
   }
   return { user, exec }
 }
+
+/** Every directory outside the Location allowed, as one "always" approval of a folder above it may leave things. */
+const EVERYWHERE = { permission: { "*": "allow", external_directory: "allow" } }
 
 describe("credential stores and the file tools", () => {
   test("under allow-all, read refuses every store and write refuses a login file, saying why", async () => {
@@ -65,5 +68,42 @@ describe("credential stores and the file tools", () => {
     // Other stores stay out.
     const ssh = user.secrets.find((secret) => secret.path.startsWith(".ssh/"))!
     expect((await exec("read", { filePath: ssh.path })).stdout).not.toContain(ssh.marker)
+  }, 120_000)
+
+  // Commands read these as empty files whatever is granted; one approval of /etc (to read /etc/hosts) let read and
+  // grep show the password hashes.
+  test.skipIf(!existsSync("/etc/shadow"))("the system's secrets are refused to read and left out of grep and list, wherever the rules allow", async () => {
+    const { exec } = world(EVERYWHERE)
+    const shadow = await exec("read", { filePath: "/etc/shadow" })
+    expect(shadow.settlement.status).toBe("error")
+    expect(shadow.settlement.content[0]!.text).toContain("it is in /etc/shadow, one of the system's secrets")
+    expect(shadow.stdout).not.toContain("root:")
+    const grep = await exec("grep", { pattern: "^root:", path: "/etc/shadow" })
+    expect(grep.stdout).not.toMatch(/root:[^\n]*:\d+:/)
+    const listed = await exec("list", { path: "/etc" })
+    expect(listed.stdout).not.toContain("shadow")
+    expect(listed.stdout).toContain("hosts")
+    expect((await exec("read", { filePath: "/etc/hosts" })).settlement.status).toBe("success")
+    expect((await exec("write", { filePath: "/etc/ssl/private/planted.pem", content: "x" })).settlement.status).toBe("error")
+  }, 120_000)
+
+  // mcp-servers.md has the tokens of an application's MCP servers written into $CORE_HOME/core.json.
+  test("$CORE_HOME is refused to read and left out of walks, but where the Location lies in it", async () => {
+    const user = developerHome()
+    const coreHome = join(user.home, ".config", "core")
+    mkdirSync(join(coreHome, "tools"), { recursive: true })
+    writeFileSync(join(coreHome, "core.json"), JSON.stringify({ mcp: { gh: { command: ["gh-mcp"], env: { GITHUB_TOKEN: "ghp_HOMESECRET" } } } }))
+    writeFileSync(join(coreHome, "tools", "mine.ts"), "export default 1 // ghp_HOMESECRET\n")
+    const { exec } = world(EVERYWHERE, coreHome)
+    const read = await exec("read", { filePath: join(coreHome, "core.json") })
+    expect(read.settlement.status).toBe("error")
+    expect(read.settlement.content[0]!.text).toContain(`it is in core's home (${coreHome})`)
+    for (const output of [await exec("grep", { pattern: "ghp_", path: "." }), await exec("glob", { pattern: ".config/**" }), await exec("list", { path: ".config" })]) {
+      expect(output.stdout).not.toContain("ghp_HOMESECRET")
+      expect(output.stdout).not.toContain("mine.ts")
+    }
+    // A Location in $CORE_HOME (working on the application's tools) reads its own files.
+    const inside = world({ permission: { "*": "allow" } }, coreHome, coreHome)
+    expect((await inside.exec("read", { filePath: "tools/mine.ts" })).stdout).toContain("ghp_HOMESECRET")
   }, 120_000)
 })
