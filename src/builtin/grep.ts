@@ -314,9 +314,17 @@ const newestFirst = (limit: number, times: ReturnType<typeof SearchTool.modified
   }
 }
 
-/** rg's arguments for a search of `target` (one file: printed without its name). */
-const searchArgs = (single: boolean, pattern: string, target: string) => [
+/**
+ * The kernel's own file systems: files in them look regular, but a read of some blocks until the kernel has more to
+ * say (`/proc/kmsg`, `/sys/kernel/tracing/trace_pipe`) and takes it from the program that should have it. grep
+ * refuses them, and a search of `/` leaves them out.
+ */
+const KERNEL: ReadonlyArray<string> = ["/proc", "/sys"]
+
+/** rg's arguments for a search of `target` (one file: printed without its name) in `real`. */
+const searchArgs = (single: boolean, pattern: string, target: string, real: string) => [
   ...Ripgrep.COMMON_FLAGS,
+  ...(real === "/" ? KERNEL.map((root) => `--glob=!${root}`) : []),
   "--line-number",
   "--no-heading",
   single ? "--no-filename" : "--with-filename",
@@ -390,6 +398,15 @@ const makeTool = (services: Builtin.Services) =>
         if (resolved.kind === "other") {
           return yield* new Tool.Failure({ message: `${shown} is not a directory or regular file (a FIFO, socket or device); grep searches directories and files.` })
         }
+        const kernel = KERNEL.find((root) => resolved.real === root || resolved.real.startsWith(`${root}/`))
+        if (kernel !== undefined) {
+          return yield* new Tool.Failure({
+            message:
+              `${shown} is in ${kernel}, the kernel's own files, which grep does not search: some never end (a read ` +
+              "waits for the next kernel message) or take what another program should get. Read the file you need " +
+              "with read.",
+          })
+        }
         const limit = input.limit ?? DEFAULT_LIMIT
         const single = resolved.kind === "file"
         // Files whose read a rule denies are never shown: their lines, their notes and their counts are left out,
@@ -445,7 +462,7 @@ const makeTool = (services: Builtin.Services) =>
           },
         })
         const outcome = yield* Ripgrep.run({
-          args: excluded ? [...Ripgrep.COMMON_FLAGS, "--files", "--", target] : searchArgs(single, input.pattern, target),
+          args: excluded ? [...Ripgrep.COMMON_FLAGS, "--files", "--", target] : searchArgs(single, input.pattern, target, resolved.real),
           ...(input.include === undefined ? {} : { select: input.include }),
           cwd: held.at(""),
           root: held.path,

@@ -423,6 +423,22 @@ describe("grep", () => {
     expect(textOf(settlement)).toBe("No matches for needle in the Location (.).")
   })
 
+  // /proc/kmsg looks like a regular file; rg's read of it waited for the next kernel message, until the call was cancelled.
+  test("the kernel's files (/proc, /sys) are not searched: refused at once, saying to read the file instead", async () => {
+    const h = harness({ rules: [{ action: "external_directory", resource: "*", effect: "allow" }] })
+    for (const path of ["/proc/kmsg", "/proc", "/proc/version", "/sys/kernel", "/sys"]) {
+      const started = performance.now()
+      const { settlement } = await h.settle("grep", { pattern: "x", path })
+      expect([path, settlement.status, settlement.error?.message]).toEqual([
+        path,
+        "error",
+        `${path} is in ${path.startsWith("/proc") ? "/proc" : "/sys"}, the kernel's own files, which grep does not search: some never end ` +
+          "(a read waits for the next kernel message) or take what another program should get. Read the file you need with read.",
+      ])
+      expect(performance.now() - started).toBeLessThan(5_000)
+    }
+  })
+
   test("an invalid regular expression fails with ripgrep's reason", async () => {
     const h = harness({ files: { "a.txt": "x\n" } })
     const { settlement } = await h.settle("grep", { pattern: "x[z-a]" })
