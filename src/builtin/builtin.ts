@@ -240,6 +240,12 @@ export const hidden = (
 export const hiddenNote = (hidden: number, what: string): string =>
   `(${hidden} ${what}${hidden === 1 ? "" : "s"} not shown: the user's rules, credential stores, the system's secrets or core's own directories, which no tool reads.)`
 
+/**
+ * A file's name or path as a line of a listing shows it: as JSON writes it (quoted, `\n` for a line feed) when it
+ * holds a control character, which would otherwise start a line of its own that reads as another entry.
+ */
+export const nameLine = (name: string): string => (/[\u0000-\u001f\u007f]/.test(name) ? JSON.stringify(name) : name)
+
 /** A path as the model should see it: relative to the Location when inside it ("." for the Location itself). */
 export const display = (directory: string, path: string): string => {
   if (!isAbsolute(path)) return path

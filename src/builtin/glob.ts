@@ -73,7 +73,7 @@ const render = (output: Output): string => {
       ...SearchTool.problemLines(output.problems, "results"),
     ].join("\n")
   }
-  const lines = [...output.files]
+  const lines = output.files.map(Builtin.nameLine)
   if (output.files.length < output.total) {
     lines.push(
       "",

@@ -247,7 +247,7 @@ const render = (output: Output): string => {
       (output.notShown > 0 ? `; showing ${shownCount}, newest files first:` : ", newest files first:"),
   ]
   for (const file of output.shown) {
-    lines.push("", `${file.path}:${file.notUtf8 === true ? " (name not UTF-8: shown with U+FFFD)" : ""}`)
+    lines.push("", `${Builtin.nameLine(file.path)}:${file.notUtf8 === true ? " (name not UTF-8: shown with U+FFFD)" : ""}`)
     for (const line of file.lines) lines.push(`  ${line.line}: ${line.text}`)
     if (file.lines.length < file.matches) lines.push(`  (${file.matches - file.lines.length} more in this file not shown)`)
   }

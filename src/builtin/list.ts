@@ -115,7 +115,7 @@ const render = (output: Output): string => {
     const segments = entry.path.split("/").filter((segment) => segment !== "")
     const name = entry.path.endsWith("/") ? `${segments[segments.length - 1]}/` : segments[segments.length - 1]!
     const note = entry.notShown === undefined ? "" : `  (${entry.notShown} more not shown)`
-    lines.push(`${"  ".repeat(segments.length)}${name}${note}`)
+    lines.push(`${"  ".repeat(segments.length)}${Builtin.nameLine(name)}${note}`)
   }
   if (output.notShown > 0) {
     lines.push(
@@ -124,7 +124,7 @@ const render = (output: Output): string => {
         "subdirectory with path to see more, or find files by name with glob.)",
     )
   }
-  if (output.notUtf8 !== undefined) lines.push("", `(${output.notUtf8} names are not UTF-8; shown with U+FFFD.)`)
+  if (output.notUtf8 !== undefined) lines.push("", `(${output.notUtf8} ${output.notUtf8 === 1 ? "name is" : "names are"} not UTF-8; shown with U+FFFD.)`)
   return [...lines, ...hidden, ...SearchTool.problemLines(output.problems, "listing")].join("\n")
 }
 

@@ -423,6 +423,16 @@ describe("grep", () => {
     expect(textOf(settlement)).toBe("No matches for needle in the Location (.).")
   })
 
+  test("a name holding a line feed is shown quoted by list, glob and grep, never as a line that reads as another entry", async () => {
+    const h = harness({ files: { "nl\nname.txt": "needle\n", "a.txt": "needle\n" } })
+    const quoted = JSON.stringify("nl\nname.txt")
+    for (const [tool, input] of [["list", {}], ["glob", { pattern: "*.txt" }], ["grep", { pattern: "needle" }]] as const) {
+      const text = textOf((await h.settle(tool, input)).settlement)
+      expect([tool, text.includes(quoted)]).toEqual([tool, true])
+      expect([tool, text.split("\n").some((line) => /^\s*name\.txt:?$/.test(line))]).toEqual([tool, false])
+    }
+  })
+
   // /proc/kmsg looks like a regular file; rg's read of it waited for the next kernel message, until the call was cancelled.
   test("the kernel's files (/proc, /sys) are not searched: refused at once, saying to read the file instead", async () => {
     const h = harness({ rules: [{ action: "external_directory", resource: "*", effect: "allow" }] })
