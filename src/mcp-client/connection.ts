@@ -30,6 +30,14 @@ export const DEFAULT_TIMEOUT_MS = 60_000
 export const RETRY_AFTER_MS = 5_000
 /** The least time between two listings after list_changed: a server that announces it in a loop is listed this often. */
 export const RELIST_MS = 1_000
+/**
+ * The most tools of one server core offers, and the most pages of tools/list it asks for: a server paging forever
+ * (a `nextCursor` on every page) held `core tools` and every call of the Location, its memory growing by the page.
+ */
+export const MAX_TOOLS = 1_000
+export const MAX_PAGES = 100
+/** The longest description of a server's tool core offers: a model reads every description at every turn. */
+export const MAX_DESCRIPTION_CHARS = 10_000
 
 export type Status = "idle" | "connecting" | "connected" | "failed" | "closed"
 
@@ -313,22 +321,36 @@ export class Server {
   private async list(client: Client): Promise<Listed> {
     const tools: Array<McpTool> = []
     const problems: Array<string> = []
+    const cursors = new Set<string>()
+    let listed = 0
     let cursor: string | undefined
-    do {
+    for (let pages = 0; ; pages++) {
+      if (pages === MAX_PAGES || listed >= MAX_TOOLS) {
+        problems.push(`it lists more than ${listed >= MAX_TOOLS ? `${MAX_TOOLS} tools` : `${MAX_PAGES} pages of tools`}: those listed first are offered, the rest not`)
+        break
+      }
       const page = await client.request(
         { method: "tools/list", params: cursor === undefined ? {} : { cursor } },
         McpSdk.load().types.ResultSchema,
         { timeout: this.timeoutMs },
       )
-      const listed: ReadonlyArray<unknown> = Array.isArray(page.tools) ? page.tools : []
+      const raws: ReadonlyArray<unknown> = Array.isArray(page.tools) ? page.tools.slice(0, MAX_TOOLS - listed) : []
       if (!Array.isArray(page.tools)) problems.push("its tools/list answer has no tools array")
-      for (const [index, raw] of listed.entries()) {
+      listed += Array.isArray(page.tools) ? page.tools.length : 0
+      for (const [index, raw] of raws.entries()) {
         const checked = McpSdk.load().types.ToolSchema.safeParse(raw)
         if (checked.success) tools.push(checked.data)
         else problems.push(`tool ${toolLabel(raw, index)}: not offered: ${describeIssues(checked.error.issues)}`)
       }
       cursor = typeof page.nextCursor === "string" ? page.nextCursor : undefined
-    } while (cursor !== undefined)
+      if (cursor === undefined) break
+      // A cursor answered before leads round the same pages again.
+      if (cursors.has(cursor)) {
+        problems.push("its tools/list pages lead back to a page listed before: the tools listed so far are offered")
+        break
+      }
+      cursors.add(cursor)
+    }
     // The client checks each call's structured result against the tool's output schema, as its own listing would.
     const usable = tools.filter((tool) => {
       if (tool.outputSchema === undefined) return true
@@ -427,7 +449,11 @@ export class Server {
     } catch (cause) {
       return `its input schema cannot be used: ${messageOf(cause)}`
     }
-    const description = tool.description?.trim() || tool.title?.trim() || `${tool.name} (from the MCP server "${this.name}")`
+    const described = tool.description?.trim() || tool.title?.trim() || `${tool.name} (from the MCP server "${this.name}")`
+    if (described.length > MAX_DESCRIPTION_CHARS) {
+      return `its description is ${described.length} characters long, more than the ${MAX_DESCRIPTION_CHARS} core offers a model at every turn`
+    }
+    const description = described
     try {
       return Described.make<McpContent.Result>({
         description,

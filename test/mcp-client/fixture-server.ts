@@ -3,7 +3,9 @@
 // on stdout before and between answers), "mute" (never answers anything), "bad-names" (lists tools whose names
 // core cannot offer), "bad-tools" (lists a tool twice, one whose input schema cannot be compiled, one whose input schema is not an
 // object and one whose output schema is an array), "typed"
-// (adds a tool whose schema has a fixed `$id` and a `value` of the JSON type $VALUE_TYPE names), "stubborn"
+// (adds a tool whose schema has a fixed `$id` and a `value` of the JSON type $VALUE_TYPE names), "paginate" (a
+// nextCursor on every page, without end), "circle" (cursors leading back to a page listed before), "many" (3,000 tools
+// in 30 pages, the first with a 20,000-character description), "stubborn"
 // (serves, but neither the end of its stdin nor SIGTERM ends it), "relist" (says its list changed after every listing). Its tools hang, crash, fail, answer a JSON-RPC
 // error, report progress, wait to be cancelled or change the tool list.
 
@@ -98,8 +100,23 @@ if (mode === "mute") {
   let counted = 0
   const server = new Server({ name: "fixture", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } })
   let listings = 0
-  server.setRequestHandler(ListToolsRequestSchema, async () => {
+  server.setRequestHandler(ListToolsRequestSchema, async (request) => {
     listings++
+    const cursor = Number(request.params?.cursor ?? 0)
+    // Pages without end, a tool each; "circle": pages whose cursors go 1, 2, 1, 2, ...
+    if (mode === "paginate" || mode === "circle") {
+      const page = [{ name: `p${cursor}`, description: `Page ${cursor}`, inputSchema: object() }]
+      return { tools: page, nextCursor: String(mode === "circle" && cursor === 2 ? 1 : cursor + 1) }
+    }
+    // 30 pages of 100 tools, the first with a description too long to offer.
+    if (mode === "many") {
+      const page = Array.from({ length: 100 }, (_, index) => ({
+        name: `m${cursor * 100 + index}`,
+        description: cursor === 0 && index === 0 ? "x".repeat(20_000) : "Many",
+        inputSchema: object(),
+      }))
+      return { tools: page, ...(cursor < 29 ? { nextCursor: String(cursor + 1) } : {}) }
+    }
     if (mode === "garbage") say("this line is not JSON-RPC")
     // Says the list changed again after every listing, though it never does.
     if (mode === "relist") setTimeout(() => void server.sendToolListChanged(), 0)

@@ -16,6 +16,7 @@ import * as Fiber from "effect/Fiber"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import { ProcessGroup } from "../../src/shell/process-group"
+import { Connection } from "../../src/mcp-client/connection"
 import { McpClient } from "../../src/mcp-client/mcp-client"
 import { BUN, EVERYTHING, FILESYSTEM, FIXTURE, settle, textOf, turn, withLocation } from "./support"
 import { tempDir } from "../support/temp"
@@ -579,6 +580,34 @@ describe("core as an MCP client: servers that misbehave", () => {
       'MCP server "ghost": command "/nonexistent/mcp-server" not found (check the path, or that it is installed and on PATH)',
     ])
   }, 30_000)
+
+  // A nextCursor on every page held `core tools` and every call of the Location for good, core's memory growing by the page.
+  test("a server listing without end, or round in a circle, is listed so far: the tools listed first, and a diagnostic", async () => {
+    const listed = (mode: string) =>
+      withLocation(fixture(mode), () =>
+        Effect.gen(function* () {
+          const current = yield* turn
+          const names = current.definitions.map((definition) => definition.name).filter((name) => name.startsWith("fix_"))
+          return { names, diagnostics: (yield* McpClient.Service).diagnostics().map((diagnostic) => diagnostic.message) }
+        }),
+      )
+    const endless = await listed("paginate")
+    expect(endless.names).toHaveLength(Connection.MAX_PAGES)
+    expect(endless.names.slice(0, 2)).toEqual(["fix_p0", "fix_p1"])
+    expect(endless.diagnostics).toEqual([`MCP server "fix", it lists more than ${Connection.MAX_PAGES} pages of tools: those listed first are offered, the rest not`])
+    const circle = await listed("circle")
+    expect(circle.names.toSorted()).toEqual(["fix_p0", "fix_p1", "fix_p2"])
+    expect(circle.diagnostics).toEqual(['MCP server "fix", its tools/list pages lead back to a page listed before: the tools listed so far are offered'])
+    const many = await listed("many")
+    expect(many.names).toHaveLength(Connection.MAX_TOOLS - 1)
+    expect(many.names).not.toContain("fix_m0")
+    expect(many.names).toContain("fix_m999")
+    expect(many.names).not.toContain("fix_m1000")
+    expect(many.diagnostics).toEqual([
+      `MCP server "fix", it lists more than ${Connection.MAX_TOOLS} tools: those listed first are offered, the rest not`,
+      `MCP server "fix", tool "m0": its description is 20000 characters long, more than the ${Connection.MAX_DESCRIPTION_CHARS} core offers a model at every turn`,
+    ])
+  }, 60_000)
 
   test("tool names core cannot offer are diagnostics naming the server and the tool; the others are offered", async () => {
     const result = await withLocation(fixture("bad-names"), () =>
