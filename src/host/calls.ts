@@ -64,17 +64,24 @@ export interface Listener {
   readonly asks?: boolean
 }
 
-export interface Listening {
+/** A call started, or joined. */
+export interface Started {
   readonly entry: Entry
-  /** Whether the call was running already (started by another request): this one joined it. */
+  /**
+   * Whether the call was running already (started by another request): this one joined it, and waits for its
+   * outcome. A joiner that goes away (cancelled, closed) stops waiting; the call is its owner's to cancel.
+   */
   readonly joined: boolean
+}
+
+export interface Listening extends Started {
   /** Stops listening (idempotent); the call goes on. */
   readonly stop: () => void
 }
 
 export interface Interface {
   /** Runs `call` through `turn`, or joins it if it is running. */
-  readonly start: (served: Served.Interface, turn: Served.Turn, call: Settler.Call) => Effect.Effect<Entry>
+  readonly start: (served: Served.Interface, turn: Served.Turn, call: Settler.Call) => Effect.Effect<Started>
   /** As `start`, with `listener` told of the call's events from its start (for a joiner, from now on). */
   readonly startListening: (
     served: Served.Interface,
@@ -282,9 +289,9 @@ export const make = (
   }
 
   const start: Interface["start"] = (served, turn, call) =>
-    Effect.suspend(() => {
+    Effect.suspend((): Effect.Effect<Started> => {
       const { key, entry, fresh } = entryOf(served, call)
-      return fresh ? Effect.as(launch(key, entry, turn), entry) : Effect.succeed(entry)
+      return fresh ? Effect.as(launch(key, entry, turn), { entry, joined: false }) : Effect.succeed({ entry, joined: true })
     })
 
   // Listening before a new call is launched, so none of its events is missed.

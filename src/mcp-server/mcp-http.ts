@@ -110,9 +110,11 @@ class Transport extends WebStandardStreamableHTTPServerTransport {
     if (version !== null && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return undefined
     const answering = session.answer(body)
     if (answering === undefined) return undefined
-    return answering.then(
-      (message) =>
-        new Response(JSON.stringify(message), { status: 200, headers: { "Content-Type": "application/json", "mcp-session-id": id } }),
+    return answering.then((message) =>
+      // Cancelled: no answer (as the SDK sends none), and the POST ends rather than stay open for good.
+      message === undefined
+        ? new Response(null, { status: 202, headers: { "mcp-session-id": id } })
+        : new Response(JSON.stringify(message), { status: 200, headers: { "Content-Type": "application/json", "mcp-session-id": id } }),
     )
   }
 

@@ -97,10 +97,11 @@ export interface Session {
    */
   readonly carried: (message: unknown, span: Tracer.AnySpan) => () => void
   /**
-   * The answer to `message` when it is a plain `tools/call` the session answers itself, without the transport (a
-   * cancelled one is never answered, as the SDK answers none); undefined for any other message.
+   * The answer to `message` when it is a plain `tools/call` the session answers itself, without the transport
+   * (undefined once settled for a cancelled one, which is never answered, as the SDK answers none); undefined for
+   * any other message.
    */
-  readonly answer: (message: unknown) => Promise<JSONRPCMessage> | undefined
+  readonly answer: (message: unknown) => Promise<JSONRPCMessage | undefined> | undefined
   /**
    * Whether answering `message` may send the client anything before its result: a call's progress (it gave a
    * progress token), its permission asks (the client can ask its user), the host calls it delegates. Only such a
@@ -318,15 +319,47 @@ const kept = (outputs: ManagedOutputs.Interface) => (id: string): Mapping.Kept =
   return { text: existsSync(paths.text), structured: existsSync(paths.structured) }
 }
 
-/** Waits for the outcome of `call`'s `entry`; the request's abort cancels the call meanwhile. */
-const outcome = (state: State, serving: Host, call: Settler.Call, entry: Calls.Entry, signal: AbortSignal) =>
-  Effect.suspend(() => {
+/**
+ * Waits for the outcome of `call`'s `entry`; the request's abort cancels the call meanwhile, where the request
+ * started it. One that joined a call another request started stops waiting: the call goes on, its owner's.
+ */
+const outcome = (state: State, serving: Host, call: Settler.Call, { entry, joined }: Calls.Started, signal: AbortSignal) => {
+  if (joined) {
+    const aborted = Effect.callback<never>((resume) => {
+      const stop = () => resume(Effect.interrupt)
+      if (signal.aborted) stop()
+      else signal.addEventListener("abort", stop, { once: true })
+      return Effect.sync(() => signal.removeEventListener("abort", stop))
+    })
+    return Effect.raceFirst(Deferred.await(entry.done), aborted)
+  }
+  return Effect.suspend(() => {
     const cancel = () => void state.run(serving.calls.cancel({ ...call, location: serving.served.directory }))
     // A request cancelled before its call started is cancelled now.
     if (signal.aborted) cancel()
     else signal.addEventListener("abort", cancel, { once: true })
     return Deferred.await(entry.done).pipe(Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", cancel))))
   })
+}
+
+/**
+ * `call` counted as one of the session's running calls (whose asks and delegated calls the session answers) while
+ * `started` says this request started it; a joiner leaves the entry as it was. Answers how to stop counting it.
+ */
+const counting = (state: State, key: string, running: Running) => {
+  const before = state.running.get(key)
+  state.running.set(key, running)
+  return {
+    started: ({ joined }: Calls.Started) => {
+      if (!joined || state.running.get(key) !== running) return
+      if (before === undefined) state.running.delete(key)
+      else state.running.set(key, before)
+    },
+    stop: () => {
+      if (state.running.get(key) === running) state.running.delete(key)
+    },
+  }
+}
 
 /** A call's progress notifications waiting to be written, at most: past it the newest replaces the last. */
 const WAITING_NOTIFICATIONS = 256
@@ -339,10 +372,14 @@ const settle = (
   call: Settler.Call,
   extra: CallExtra,
   progressToken: ProgressToken | undefined,
+  onStarted: (started: Calls.Started) => void,
 ) => {
   const sendNotification = extra.sendNotification
   if (progressToken === undefined || sendNotification === undefined) {
-    return Effect.flatMap(serving.calls.start(serving.served, turn, call), (entry) => outcome(state, serving, call, entry, extra.signal))
+    return Effect.flatMap(serving.calls.start(serving.served, turn, call), (started) => {
+      onStarted(started)
+      return outcome(state, serving, call, started, extra.signal)
+    })
   }
   let progress = 0
   // One notification is written at a time (the SDK's send is asynchronous, and waits for a full pipe to drain), the
@@ -377,8 +414,9 @@ const settle = (
     },
   }
   return Effect.gen(function* () {
-    const { entry, stop } = yield* serving.calls.startListening(serving.served, turn, call, listener)
-    const settled = yield* outcome(state, serving, call, entry, extra.signal).pipe(Effect.ensuring(Effect.sync(stop)))
+    const listening = yield* serving.calls.startListening(serving.served, turn, call, listener)
+    onStarted(listening)
+    const settled = yield* outcome(state, serving, call, listening, extra.signal).pipe(Effect.ensuring(Effect.sync(listening.stop)))
     // Progress reported before the outcome goes out before the result: the last notification is written before the
     // result is.
     yield* Effect.promise(written)
@@ -392,10 +430,12 @@ const callTool = (state: State, serving: Host, call: Settler.Call, extra: CallEx
   return Effect.gen(function* () {
     // For this call alone: a built-in's call never waits on an MCP server.
     const turn = yield* serving.served.capture(state.options.agent, { call: call.name })
-    state.running.set(key, { call, host: serving, turn, requestId: extra.requestId })
-    const { settlement } = yield* settle(state, serving, turn, call, extra, progressToken)
+    const counted = counting(state, key, { call, host: serving, turn, requestId: extra.requestId })
+    const { settlement } = yield* settle(state, serving, turn, call, extra, progressToken, counted.started).pipe(
+      Effect.ensuring(Effect.sync(counted.stop)),
+    )
     return resultOf(serving, turn, call.name, settlement)
-  }).pipe(Effect.ensuring(Effect.sync(() => state.running.delete(key))))
+  })
 }
 
 /** A settlement of `tool` as an MCP tool result: structured where the turn's definition has an object output schema. */
@@ -462,25 +502,40 @@ const answerUntraced = (
 ): CallToolResult | Promise<CallToolResult> => {
   const call = callOf(params, state.options, requestId)
   const key = CallKey.of(serving.served.directory, call)
-  const settled = (turn: Served.Turn, exit: Calls.Outcome): CallToolResult => {
-    state.running.delete(key)
-    if (Exit.isFailure(exit)) throw new ProtocolError(ErrorCode.InternalError, messageOf(Cause.squash(exit.cause)))
-    return resultOf(serving, turn, call.name, exit.value.settlement)
-  }
   const start = (captured: Exit.Exit<Served.Turn, unknown>): CallToolResult | Promise<CallToolResult> => {
     if (Exit.isFailure(captured)) throw new ProtocolError(ErrorCode.InternalError, messageOf(Cause.squash(captured.cause)))
     const turn = captured.value
-    state.running.set(key, { call, host: serving, turn, requestId })
-    let entry: Calls.Entry
+    const counted = counting(state, key, { call, host: serving, turn, requestId })
+    const settled = (exit: Calls.Outcome): CallToolResult => {
+      counted.stop()
+      if (Exit.isFailure(exit)) throw new ProtocolError(ErrorCode.InternalError, messageOf(Cause.squash(exit.cause)))
+      return resultOf(serving, turn, call.name, exit.value.settlement)
+    }
+    let started: Calls.Started
     try {
-      entry = Effect.runSync(serving.calls.start(serving.served, turn, call))
+      started = Effect.runSync(serving.calls.start(serving.served, turn, call))
     } catch (error) {
-      state.running.delete(key)
+      counted.stop()
       throw new ProtocolError(ErrorCode.InternalError, messageOf(error))
     }
-    cancelled.onCancel(() => void state.run(serving.calls.cancel({ ...call, location: serving.served.directory })))
-    if (entry.outcome !== undefined) return settled(turn, entry.outcome)
-    return Calls.outcome(entry).then((exit) => settled(turn, exit))
+    counted.started(started)
+    const { entry, joined } = started
+    if (entry.outcome !== undefined) return settled(entry.outcome)
+    if (!joined) {
+      cancelled.onCancel(() => void state.run(serving.calls.cancel({ ...call, location: serving.served.directory })))
+      return Calls.outcome(entry).then(settled)
+    }
+    // Joined: a cancel stops this request's wait (nothing is answered to it); the call goes on, its owner's.
+    return new Promise<CallToolResult>((resolve, reject) => {
+      cancelled.onCancel(() => reject(new ProtocolError(ErrorCode.RequestTimeout, "cancelled")))
+      Calls.outcome(entry).then((exit) => {
+        try {
+          resolve(settled(exit))
+        } catch (error) {
+          reject(error)
+        }
+      })
+    })
   }
   const captured = state.now(serving.served.capture(state.options.agent, { call: call.name }))
   return captured instanceof Promise ? captured.then(start) : start(captured)
@@ -549,14 +604,13 @@ const plainCall = (state: State, message: unknown): CallToolRequest["params"] | 
  * through the SDK's own table, a cancelled request is answered with nothing, a failure with an InternalError.
  * `deliver` gets the answer. Answers whether it took the message.
  */
-const answerDirectly = (state: State, message: unknown, deliver: (answer: JSONRPCMessage) => void): boolean => {
+const answerDirectly = (state: State, message: unknown, deliver: (answer: JSONRPCMessage | undefined) => void): boolean => {
   const params = plainCall(state, message)
   if (params === undefined) return false
   const id = (message as { readonly id: string | number }).id
   const aborters = abortersOf(state.server)
-  const send = (cancelled: { readonly aborted: boolean }, answer: JSONRPCMessage) => {
-    if (!cancelled.aborted) deliver(answer)
-  }
+  // A cancelled request is answered nothing: `deliver` is told so, to end what carries the answer (an HTTP POST).
+  const send = (cancelled: { readonly aborted: boolean }, answer: JSONRPCMessage) => deliver(cancelled.aborted ? undefined : answer)
   const failed = (cancelled: { readonly aborted: boolean }, error: unknown) => {
     const failure = error as { readonly code?: unknown; readonly message?: unknown }
     const code = typeof failure.code === "number" && Number.isSafeInteger(failure.code) ? failure.code : ErrorCode.InternalError
@@ -783,8 +837,10 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       await server.connect(transport)
       // The SDK's dispatch stays for everything but a plain call.
       const dispatch = transport.onmessage
-      const deliver = (answer: JSONRPCMessage) =>
+      const deliver = (answer: JSONRPCMessage | undefined) => {
+        if (answer === undefined) return
         void transport.send(answer).catch((error) => server.onerror?.(new Error(`Failed to send a response: ${error}`)))
+      }
       transport.onmessage = (message, extra) => {
         if (answerDirectly(state, message, deliver)) return
         const refused = invalidParams(message)
@@ -810,8 +866,8 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         }
       },
       answer: (message: unknown) => {
-        let deliver!: (answer: JSONRPCMessage) => void
-        const answered = new Promise<JSONRPCMessage>((resolve) => (deliver = resolve))
+        let deliver!: (answer: JSONRPCMessage | undefined) => void
+        const answered = new Promise<JSONRPCMessage | undefined>((resolve) => (deliver = resolve))
         return answerDirectly(state, message, deliver) ? answered : undefined
       },
       attach,

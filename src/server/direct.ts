@@ -205,7 +205,7 @@ export const make = (options: Options) => {
       })
     }
     // Started (or joined) at once: nothing in starting a call waits; its outcome is awaited without a fiber.
-    const exit = await Calls.outcome(Effect.runSync(calls.start(served, turn, call)))
+    const exit = await Calls.outcome(Effect.runSync(calls.start(served, turn, call)).entry)
     if (Exit.isSuccess(exit)) {
       const { settlement, replayed } = exit.value
       return answer(200, JSON.stringify(Handlers.answerOf(turn, settlement)), replayed ? REPLAYED_HEADERS : JSON_HEADERS)

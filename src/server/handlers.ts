@@ -98,7 +98,7 @@ const incompatible = (error: Provider.CompatibilityError) =>
 // `X-Core-Replayed: true` says the answer is a settlement recorded before this request, and nothing ran for it. A
 // request that joins a call still running gets that call's fresh settlement, so it is not marked.
 const settleJson = (calls: Calls.Interface, turn: Served.Turn, call: Settler.Call, served: Served.Interface) =>
-  Effect.flatMap(calls.start(served, turn, call), (entry) =>
+  Effect.flatMap(calls.start(served, turn, call), ({ entry }) =>
     Effect.map(Deferred.await(entry.done), ({ settlement, replayed }) =>
       Respond.json(200, answerOf(turn, settlement), replayed ? REPLAYED : {}),
     ),

@@ -4,12 +4,13 @@
 
 import { describe, expect, test } from "bun:test"
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js"
-import { realpathSync } from "node:fs"
+import { realpathSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { IMPORTS, runs } from "../cli/fixture"
 import { Router } from "../../src/server/router"
 import { Security } from "../../src/server/security"
 import { HOST, TOKEN, httpHarness } from "./support"
-import { GREET, WAIT } from "./tools"
+import { GREET, SLOW, WAIT } from "./tools"
 import { BUN, FIXTURE } from "../mcp-client/support"
 
 const FAILING = `${IMPORTS}
@@ -163,7 +164,7 @@ describe("a plain tools/call", () => {
     expect(answer.result.content[0]!.text).toBe("echo: over there")
   })
 
-  test("cancelled while its MCP server starts: the call is cancelled as soon as it begins, and never answered", async () => {
+  test("cancelled while its MCP server starts: the call is cancelled as soon as it begins; its POST ends with no answer", async () => {
     const { web } = await served({ "core.json": REMOTE })
     const { client, transport } = await connect(web.handler)
     const session = transport.sessionId!
@@ -177,8 +178,36 @@ describe("a plain tools/call", () => {
     const replay = await client.callTool({ name: "fix_hang", arguments: {}, _meta: meta })
     expect(replay.isError).toBe(true)
     expect(replay._meta?.["core/settlement"]).toMatchObject({ status: "cancelled" })
-    await Bun.sleep(50)
-    expect(answered).toBe(false)
+    // Answered nothing, as the SDK answers no cancelled request; but the POST ends (it stayed open for good).
+    const ended = await pending
+    expect(answered).toBe(true)
+    expect(ended.status).toBe(202)
+    expect(await ended.text()).toBe("")
+  })
+
+  // Law 12: a second request for a running call waits for it. One that goes away stops waiting; it cancelled the
+  // owner's call, in another session too.
+  test("a request that joined a running call and is cancelled stops waiting; the call goes on, its owner's", async () => {
+    const { web, box } = await served({ "tools/slow.ts": SLOW })
+    const owner = await connect(web.handler)
+    const other = await connect(web.handler)
+    const meta = { sessionID: "ses_shared", toolCallID: "call_joined" }
+    const params = { name: "slow", arguments: {}, _meta: meta }
+    const owned = rpc(web.handler, owner.transport.sessionId!, { jsonrpc: "2.0", id: 1, method: "tools/call", params })
+    await until(() => runs(box, "slow") === 1, "the tool runs")
+    for (const [session, id] of [[owner.transport.sessionId!, 2], [other.transport.sessionId!, 3]] as const) {
+      const joined = rpc(web.handler, session, { jsonrpc: "2.0", id, method: "tools/call", params })
+      await Bun.sleep(50)
+      const notified = await rpc(web.handler, session, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id } })
+      expect(notified.status).toBe(202)
+      const ended = await joined
+      expect([id, ended.status, await ended.text()]).toEqual([id, 202, ""])
+    }
+    writeFileSync(join(box.location, "go"), "")
+    const answer = (await (await owned).json()) as { id: number; result: { content: Array<{ text: string }>; _meta?: Record<string, unknown> } }
+    expect(answer.result._meta?.["core/settlement"]).toMatchObject({ status: "success" })
+    expect(answer.result.content[0]!.text).toBe("done")
+    expect(runs(box, "slow")).toBe(1)
   })
 
   test("a session's messages to /mcp are answered as the router answers them, byte for byte", async () => {

@@ -10,7 +10,7 @@ import { IMPORTS, runs, sandbox, type Sandbox } from "../cli/fixture"
 import { coreJson, recording } from "../cli/permissions-fixture"
 import { FIXTURE } from "../mcp-client/support"
 import { stdioTransport } from "./stdio-client"
-import { BIG, GREET, HUGE, PICTURE, PIXEL, progressBefore, received, WAIT } from "./tools"
+import { BIG, GREET, HUGE, PICTURE, PIXEL, progressBefore, received, SLOW, WAIT } from "./tools"
 
 const MAIN = join(import.meta.dir, "../../src/cli/main.ts")
 
@@ -274,6 +274,33 @@ describe("core mcp", () => {
     expect(replay._meta?.["core/settlement"]).toMatchObject({ status: "cancelled" })
     expect(textOf(replay)).toContain("was cancelled")
     expect(runs(box, "wait")).toBe(1)
+  })
+
+  test("a request that joined a running call and is cancelled stops waiting; the call goes on and its owner gets it", async () => {
+    const box = sandbox({ "tools/slow.ts": SLOW })
+    const { client } = await connect(box)
+    const call = { name: "slow", arguments: {}, _meta: { sessionID: "ses_host", toolCallID: "call_joined" } }
+    let running!: () => void
+    const started = new Promise<void>((resolve) => (running = resolve))
+    // With progress tokens: each goes the way of a call that reports progress.
+    const owned = client.callTool(call, CallToolResultSchema, { onprogress: () => running() })
+    await started
+    const abort = new AbortController()
+    const joined = client.callTool(call, CallToolResultSchema, { signal: abort.signal, onprogress: () => {} })
+    await Bun.sleep(50)
+    abort.abort("enough")
+    await expect(joined).rejects.toThrow()
+    // A plain request (no progress token) joined and cancelled the same way.
+    const plainAbort = new AbortController()
+    const plain = client.callTool(call, CallToolResultSchema, { signal: plainAbort.signal })
+    await Bun.sleep(50)
+    plainAbort.abort("enough")
+    await expect(plain).rejects.toThrow()
+    writeFileSync(join(box.location, "go"), "")
+    const result = await owned
+    expect(result._meta?.["core/settlement"]).toMatchObject({ status: "success" })
+    expect(textOf(result)).toBe("done")
+    expect(runs(box, "slow")).toBe(1)
   })
 
   test("a call still running when the client goes away is interrupted and recorded cancelled", async () => {

@@ -23,6 +23,22 @@ export default Tool.make({
 
 export const WAIT = waitTool({ record: "wait", progress: { message: "waiting" } })
 
+/** Runs until a file `go` appears in the Location (reporting progress first), then answers "done". */
+export const SLOW = `${IMPORTS}${RAN}
+import { existsSync } from "node:fs"
+export default Tool.make({
+  description: "Waits for go",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: (_input, context) => Effect.gen(function* () {
+    ran("slow")
+    yield* context.progress({ message: "waiting for go" })
+    while (!existsSync(joinPath(import.meta.dir, "..", "go"))) yield* Effect.sleep(10)
+    return "done"
+  }),
+})
+`
+
 export const BIG = `${IMPORTS}
 export default Tool.make({
   description: "Prints many lines",
