@@ -6,12 +6,13 @@ export * as Json from "./json"
 // recurses past it, so no text, however deep, can overflow the stack of whoever reads it.
 
 import type { ParseError } from "jsonc-parser"
+import { Nesting } from "../contract/nesting"
 
 /**
  * How deep arrays and objects may nest. Deeper values are refused before anything recursive (a schema's decoding,
  * JSON.stringify, jsonc-parser) sees them: those overflow the stack somewhere past a few thousand levels.
  */
-export const MAX_DEPTH = 128
+export const MAX_DEPTH = Nesting.MAX_DEPTH
 
 /**
  * jsonc-parser, loaded on first use. Its ESM build, by path: the package's CommonJS entry is a UMD wrapper whose
@@ -87,22 +88,7 @@ const located = (text: string, offset: number, what: string): SyntaxProblem => {
   return { message: `${what} at line ${line}, column ${column}`, offset, line, column }
 }
 
-export const TOO_DEEP = `arrays and objects nested deeper than ${MAX_DEPTH} levels`
-
-/**
- * Whether a parsed value nests deeper than MAX_DEPTH. Recursive, but never more than MAX_DEPTH + 1 calls deep: it
- * stops at the first container past the limit.
- */
-const tooDeep = (value: unknown, depth: number): boolean => {
-  if (typeof value !== "object" || value === null) return false
-  if (depth >= MAX_DEPTH) return true
-  if (Array.isArray(value)) {
-    for (const item of value) if (tooDeep(item, depth + 1)) return true
-    return false
-  }
-  for (const key in value) if (tooDeep((value as Record<string, unknown>)[key], depth + 1)) return true
-  return false
-}
+export const TOO_DEEP = Nesting.TOO_DEEP
 
 /**
  * Parses strict JSON; on failure, says what is wrong and at which line and column. Nesting deeper than MAX_DEPTH
@@ -121,7 +107,7 @@ export const parseStrict = (text: string): Parsed => {
     const first = errors[0]
     return { ok: false, problem: located(text, first?.offset ?? 0, first === undefined ? "invalid JSON" : describeCode(first)) }
   }
-  if (tooDeep(value, 0)) {
+  if (Nesting.tooDeep(value)) {
     const deep = scan(text, { nul: false })
     return { ok: false, problem: located(text, deep?.offset ?? 0, TOO_DEEP) }
   }

@@ -17,6 +17,7 @@ import type { Config } from "../config/config"
 import { ProviderDialect } from "../provider/provider-dialect"
 import type { Registry } from "../registry/registry"
 import { Described } from "../tool/described"
+import { Nesting } from "../contract/nesting"
 import { ToolName } from "../tool/tool-name"
 import { Tool } from "../tool/tool"
 import { McpContent } from "./mcp-content"
@@ -442,9 +443,22 @@ export class Server {
       // compiled first (another server's, or this one's before list_changed), and would keep every schema forever.
       const validators = new (McpSdk.load().ajv.AjvJsonSchemaValidator)()
       const validator = validators.getValidator(withoutPatterns(tool.inputSchema) as Parameters<typeof validators.getValidator>[0])
+      /** The validator's answer, or the message of what it threw. */
+      const checked = (input: unknown): { readonly problem?: string; readonly broke?: string } => {
+        try {
+          const result = validator(input)
+          return result.valid ? {} : { problem: result.errorMessage }
+        } catch (cause) {
+          // A schema that refers to itself without end (`{"$ref": "#"}`) recurses until the stack runs out.
+          return { broke: messageOf(cause) }
+        }
+      }
+      // Such a schema breaks on any input: it is left out at once rather than refuse every call.
+      const probed = checked({})
+      if (probed.broke !== undefined) return `its input schema cannot be used: it could not check an input (${probed.broke})`
       validate = (input) => {
-        const result = validator(input)
-        return result.valid ? undefined : result.errorMessage
+        const { problem, broke } = checked(input)
+        return broke === undefined ? problem : `the server's input schema could not check it (${broke})`
       }
     } catch (cause) {
       return `its input schema cannot be used: ${messageOf(cause)}`
@@ -519,6 +533,12 @@ export class Server {
     const output = result as McpContent.Result & { readonly isError?: boolean }
     if (!Array.isArray(output.content)) {
       return Effect.fail(new Tool.Failure({ message: `MCP server "${this.name}" answered ${name} without content, which core cannot read.` }))
+    }
+    // Nothing past this recurses into what a server sent (core's own JSON of it, the bounding, the store) but this.
+    if (Nesting.tooDeep(output.content) || Nesting.tooDeep(output.structuredContent)) {
+      return Effect.fail(
+        new Tool.Failure({ message: `MCP server "${this.name}" answered ${name} with ${Nesting.TOO_DEEP}, which core does not read.` }),
+      )
     }
     if (output.isError === true) return Effect.fail(new Tool.Failure({ message: McpContent.text(output) }))
     return Effect.succeed(

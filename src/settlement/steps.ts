@@ -9,6 +9,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import { Bound } from "../output/bound"
 import type { Image } from "../output/image"
 import type { Output } from "../output/output"
@@ -18,6 +19,7 @@ import type { Registry } from "../registry/registry"
 import type { Store } from "../store/store"
 import * as Internal from "../tool/internal"
 import { Tool } from "../tool/tool"
+import { Nesting } from "../contract/nesting"
 import { Settlement } from "../contract/settlement"
 import { Execution } from "./execution"
 import { Hooks } from "./hooks"
@@ -183,9 +185,15 @@ export const resolve = (catalog: Registry.Catalog, call: Call): Internal.Record 
   return Internal.get(resolution.tool)!
 }
 
-/** Decode: the input by the tool's input schema (the codec boundary, DESIGN §2 law 2). */
-export const decode = (call: Call, tool: Internal.Record) =>
-  Schema.decodeUnknownEffect(tool.inputJson)(call.input, Internal.INPUT_OPTIONS)
+/**
+ * Decode: the input by the tool's input schema (the codec boundary, DESIGN §2 law 2). An input nested deeper than
+ * Nesting.MAX_DEPTH is refused first, as every edge that parses JSON refuses it: no decoding, validator or tool
+ * overflows its stack on it (an MCP client sends it already parsed).
+ */
+export const decode = (call: Call, tool: Internal.Record): Effect.Effect<unknown, Schema.SchemaError> =>
+  Nesting.tooDeep(call.input)
+    ? Effect.fail(new Schema.SchemaError(new SchemaIssue.InvalidValue({ message: `the input holds ${Nesting.TOO_DEEP}` }, call.input)))
+    : Schema.decodeUnknownEffect(tool.inputJson)(call.input, Internal.INPUT_OPTIONS)
 
 /** The decoded input, or why it does not fit. */
 export const inputOf = (call: Call, tool: Internal.Record, exit: Exit.Exit<unknown, Schema.SchemaError>): unknown => {

@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { CallKey } from "../contract/call-key"
+import { Nesting } from "../contract/nesting"
 import { Settlement } from "../contract/settlement"
 import { Owner } from "./owner"
 
@@ -128,7 +129,13 @@ const encoder = new TextEncoder()
 
 /** The input as a record keeps it: its JSON, cut to `max` bytes at a character boundary, and its whole size. */
 export const recordInput = (input: unknown, max = INPUT_MAX_BYTES): { readonly input: string; readonly inputBytes: number } => {
-  const json = JSON.stringify(input) ?? "null"
+  let json: string
+  try {
+    json = JSON.stringify(input) ?? "null"
+  } catch {
+    // Nested past what JSON.stringify's stack reaches (the decode step refuses the call): not kept.
+    return { input: JSON.stringify(`(not kept: ${Nesting.TOO_DEEP})`), inputBytes: 0 }
+  }
   // Fewer characters than a third of the bound are under it whatever they are (a character is at most 3 bytes).
   if (json.length * 3 <= max) return { input: json, inputBytes: Buffer.byteLength(json) }
   const bytes = Buffer.byteLength(json)

@@ -5,7 +5,8 @@
 // object and one whose output schema is an array), "typed"
 // (adds a tool whose schema has a fixed `$id` and a `value` of the JSON type $VALUE_TYPE names), "paginate" (a
 // nextCursor on every page, without end), "circle" (cursors leading back to a page listed before), "many" (3,000 tools
-// in 30 pages, the first with a 20,000-character description), "stubborn"
+// in 30 pages, the first with a 20,000-character description), "deep" (adds a tool whose input schema refers to
+// itself without end and one answering structured content nested 1,000 levels deep), "stubborn"
 // (serves, but neither the end of its stdin nor SIGTERM ends it), "relist" (says its list changed after every listing). Its tools hang, crash, fail, answer a JSON-RPC
 // error, report progress, wait to be cancelled or change the tool list.
 
@@ -95,6 +96,10 @@ if (mode === "mute") {
       inputSchema: Object.assign(object({ value: { type: process.env.VALUE_TYPE } }, ["value"]), { $id: "https://fixture.example/typed.json" }),
     })
   }
+  if (mode === "deep") {
+    tools.push({ name: "recur", description: "A schema that refers to itself without end", inputSchema: { type: "object", $ref: "#" } as never })
+    tools.push({ name: "nested", description: "Answers structured content nested 1,000 levels deep", inputSchema: object() })
+  }
   let grown = false
   let cancelled = 0
   let counted = 0
@@ -133,6 +138,11 @@ if (mode === "mute") {
         return text(`echo: ${args.text}`)
       case "pid":
         return text(String(process.pid))
+      case "nested": {
+        let deep: unknown = "bottom"
+        for (let level = 0; level < 1_000; level++) deep = [deep]
+        return { ...text("deep"), structuredContent: { deep } }
+      }
       case "env":
         return text(process.env[String(args.name)] ?? "(unset)")
       case "hang":

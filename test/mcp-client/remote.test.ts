@@ -581,6 +581,28 @@ describe("core as an MCP client: servers that misbehave", () => {
     ])
   }, 30_000)
 
+  // What recursed past the stack (a validator, core's JSON of an answer) was an operational failure of core.
+  test("a schema that refers to itself without end is not offered; an answer nested too deep fails that call", async () => {
+    const result = await withLocation(fixture("deep"), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        return {
+          names: current.definitions.map((definition) => definition.name),
+          nested: yield* settle(current, "fix_nested", {}),
+          diagnostics: (yield* McpClient.Service).diagnostics().map((diagnostic) => diagnostic.message),
+        }
+      }),
+    )
+    expect(result.names).not.toContain("fix_recur")
+    expect(result.names).toContain("fix_echo")
+    expect(result.diagnostics).toEqual([expect.stringMatching(/^MCP server "fix", tool "recur": its input schema cannot be used: it could not check an input \(.*stack.*\)$/i)])
+    expect(result.nested.settlement.status).toBe("error")
+    expect(result.nested.settlement.error).toMatchObject({
+      kind: "failure",
+      message: 'MCP server "fix" answered fix_nested with arrays and objects nested deeper than 128 levels, which core does not read.',
+    })
+  }, 30_000)
+
   // A nextCursor on every page held `core tools` and every call of the Location for good, core's memory growing by the page.
   test("a server listing without end, or round in a circle, is listed so far: the tools listed first, and a diagnostic", async () => {
     const listed = (mode: string) =>

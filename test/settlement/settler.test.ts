@@ -143,6 +143,36 @@ for (const path of Kernel.PATHS) {
           }),
         ))
 
+      // An MCP client's arguments come parsed, however deep: JSON.stringify of them (the record) and a schema's
+      // decoding overflowed the stack, an operational failure where the model's input was at fault.
+      test("an input nested deeper than 128 levels is refused as invalid input, recorded, and the tool never runs", () =>
+        Kernel.run(
+          Effect.gen(function* () {
+            const ran: Array<unknown> = []
+            yield* register({
+              anything: Tool.make({
+                description: "takes anything",
+                input: Schema.Struct({ value: Schema.Unknown }),
+                output: Schema.String,
+                execute: (input) => Effect.sync(() => (ran.push(input), "done")),
+              }),
+            })
+            let deep: unknown = "bottom"
+            for (let level = 0; level < 50_000; level++) deep = { inner: deep }
+            const refused = yield* settleOnce("anything", { value: deep })
+            expect(refused.error?.kind).toBe("invalid_input")
+            expect(refused.error?.message).toContain("the input holds arrays and objects nested deeper than 128 levels")
+            expect(ran).toEqual([])
+            // Called again the same, it answers the record: nothing runs.
+            expect((yield* settleOnce("anything", { value: deep })).error?.kind).toBe("invalid_input")
+            // 128 levels are taken.
+            let allowed: unknown = "bottom"
+            for (let level = 0; level < 127; level++) allowed = [allowed]
+            expect((yield* settleOnce("anything", { value: allowed }, { toolCallID: "call_deep_ok" })).status).toBe("success")
+            expect(ran).toHaveLength(1)
+          }),
+        ))
+
       test("invalid output never produces a success", () =>
         Kernel.run(
           Effect.gen(function* () {
