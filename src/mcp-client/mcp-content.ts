@@ -28,6 +28,16 @@ const nameOf = (uri: string): string | undefined => {
   return last === undefined || last.includes(":") ? undefined : last
 }
 
+/** A media type as RFC 6838 writes one (`type/subtype`, no parameters), which a data: URI can carry as it is. */
+const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/i
+
+/**
+ * A server's media type, or `application/octet-stream` for one that is not one (a line break and a header after it,
+ * say): core then reads the bytes for what they are, as for any file part of no type.
+ */
+const mediaType = (declared: string | undefined): string =>
+  declared !== undefined && MEDIA_TYPE.test(declared) ? declared : "application/octet-stream"
+
 /** One MCP content block as core content; a block core does not know is named, never dropped silently. */
 export const part = (block: Part): Tool.Content => {
   switch (block.type) {
@@ -36,7 +46,7 @@ export const part = (block: Part): Tool.Content => {
     case "image":
     case "audio": {
       const media = block as { data: string; mimeType: string }
-      return { type: "file", data: media.data, mime: media.mimeType }
+      return { type: "file", data: media.data, mime: mediaType(media.mimeType) }
     }
     case "resource": {
       const { resource } = block as Extract<Part, { type: "resource" }>
@@ -45,7 +55,7 @@ export const part = (block: Part): Tool.Content => {
       return {
         type: "file",
         data: resource.blob ?? "",
-        mime: resource.mimeType ?? "application/octet-stream",
+        mime: mediaType(resource.mimeType),
         ...(name === undefined ? {} : { name }),
       }
     }
