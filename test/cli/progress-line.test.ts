@@ -16,6 +16,14 @@ describe("ProgressLine", () => {
     expect(out.written).toEqual(["progress: compiling step 1\n", "progress: done\n"])
   })
 
+  test("a plain line shows at most MAX_LINE_CHARS of an update, marking the cut", () => {
+    const out = stream(false)
+    const line = ProgressLine.make(out)
+    line.show({ message: "m".repeat(1_000_000) })
+    line.show({ message: "n".repeat(ProgressLine.MAX_LINE_CHARS) })
+    expect(out.written).toEqual([`progress: ${"m".repeat(ProgressLine.MAX_LINE_CHARS)}…\n`, `progress: ${"n".repeat(ProgressLine.MAX_LINE_CHARS)}\n`])
+  })
+
   test("rewrites one live line on a terminal, cut to its width, and clears it at the end", () => {
     const out = stream(true)
     const line = ProgressLine.make(out)
