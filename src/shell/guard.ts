@@ -257,7 +257,9 @@ const recordsIn = (directory: string): { readonly running: ReadonlyArray<Read>; 
       continue
     }
     if (record.pid === process.pid) continue
-    if (ProcessGroup.stat(record.pid)?.start === record.start) {
+    // A core killed but not yet reaped (a zombie, state Z or X) keeps its start time, but not its lock: it is dead.
+    const owner = ProcessGroup.stat(record.pid)
+    if (owner !== undefined && owner.start === record.start && owner.state !== "Z" && owner.state !== "X") {
       running.push({ path, record })
       continue
     }

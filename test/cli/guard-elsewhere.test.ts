@@ -163,6 +163,37 @@ describe("while a command runs, no other core process loads the Location's confi
     expect(existsSync(marker)).toBe(false)
   }, 60_000)
 
+  // A parent that does not reap at once (a container's pid 1 that never does) leaves the killed core a zombie: it
+  // keeps its start time in /proc, but no longer its lock.
+  test("a core killed and not yet reaped counts as dead: its plant is refused as well", async () => {
+    const { box, env, marker } = scene(() => "")
+    const script = join(tempDir("core-script-"), "plant.sh")
+    writeFileSync(
+      script,
+      `mkdir -p tools\nprintf '%s\\n' 'require("node:fs").writeFileSync(${JSON.stringify(marker)}, "x")' 'export default 1' > tools/pwn.ts\ntouch planted.flag\nsleep 30\n`,
+    )
+    const exec = [await binary(), "exec", "bash", "--input", JSON.stringify({ command: `sh ${script}` }), "--location", box.location, "--yes"]
+    // The core's parent execs into a sleep, which never reaps it.
+    const parent = Bun.spawn(["sh", "-c", `"$@" >/dev/null 2>&1 & exec sleep 60`, "sh", ...exec], {
+      env: { ...process.env, ...env },
+      stdout: "ignore",
+      stderr: "ignore",
+    })
+    try {
+      await until(join(box.location, "planted.flag"))
+      const core = runningCore(box.location)
+      process.kill(core, "SIGKILL")
+      for (let tries = 0; tries < 100 && !/\) Z /.test(readFileSync(`/proc/${core}/stat`, "latin1")); tries++) await Bun.sleep(20)
+      expect(readFileSync(`/proc/${core}/stat`, "latin1")).toMatch(/\) Z /)
+      const refused = await run(["exec", "list", "--input", "{}", "--location", box.location], { env })
+      expect(refused.code).toBe(2)
+      expect(refused.stderr).toContain(`core will not load ${box.location}: a command that core process ${core} ran here`)
+      expect(existsSync(marker)).toBe(false)
+    } finally {
+      parent.kill("SIGKILL")
+    }
+  }, 60_000)
+
   test("a core killed while its command ran, leaving everything as it was: its record goes and the Location loads", async () => {
     const { box, env, command } = scene(() => "touch started.flag\nsleep 30\n")
     const killed = command()
