@@ -82,15 +82,22 @@ const pointedBy = (file: string): string | undefined => {
   return isAbsolute(named) ? named : resolve(dirname(file), named)
 }
 
+/** The common directory a git directory's `commondir` names (where its objects, config and hooks are), else itself. */
+const commonOf = (directory: string): string => {
+  const common = read(join(directory, "commondir"))?.trim()
+  return common === undefined || common === "" ? directory : resolve(directory, common)
+}
+
 /**
  * Whether `directory` looks like a git directory (bare repository or `.git`), as git takes one: a `HEAD` (a file, or
- * a symbolic link, which git reads as a ref) and an `objects` directory (through a symbolic link too).
+ * a symbolic link, which git reads as a ref) and an `objects` directory (through a symbolic link too), in the
+ * common directory its `commondir` names where it has one.
  */
 export const isGitDirectory = (directory: string): boolean => {
   const head = lstat(join(directory, "HEAD"))
   if (head === undefined || !(head.isFile() || head.isSymbolicLink())) return false
   try {
-    return statSync(join(directory, "objects")).isDirectory()
+    return statSync(join(commonOf(directory), "objects")).isDirectory()
   } catch {
     return false
   }
@@ -117,7 +124,7 @@ export const repositoryOf = (
       const commonDir = common === undefined || common === "" ? gitDir : resolve(gitDir, common)
       return { entry, gitDir, commonDir }
     }
-    if (isGitDirectory(current)) return { entry: undefined, gitDir: current, commonDir: current }
+    if (isGitDirectory(current)) return { entry: undefined, gitDir: current, commonDir: commonOf(current) }
     if (dirname(current) === current) return undefined
   }
 }
@@ -316,8 +323,9 @@ export const bare = (real: string): string | undefined => {
     } else {
       const head = inside === "HEAD"
       const objects = inside === "objects" || inside.startsWith(`objects${sep}`)
-      const other = head ? join(directory, "objects") : objects ? join(directory, "HEAD") : undefined
-      if (other !== undefined && lstat(other) !== undefined) {
+      const other = head ? join(commonOf(directory), "objects") : objects ? join(directory, "HEAD") : undefined
+      // A commondir sends git to another folder's objects, config and hooks: by its name alone, wherever it is.
+      if (inside === "commondir" || (other !== undefined && lstat(other) !== undefined)) {
         return `${directory}, which it would make a git repository whose config and hooks the user's git would run`
       }
     }

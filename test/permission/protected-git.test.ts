@@ -192,6 +192,18 @@ describe("core exec: the user's own git is not a way out", () => {
       expect([filePath, ...asked(await write(filePath, config))]).toEqual([filePath, "error", true])
     }
     expect((await write("fixture.git/notes.txt", "mine\n")).status).toBe("success")
+    // A commondir sends git to another folder's objects and config: the Location's HEAD then makes it a repository
+    // whose config is that folder's. Its name alone is asked, wherever it is.
+    for (const filePath of ["commondir", "sub/commondir"]) {
+      expect([filePath, ...asked(await write(filePath, "fixtures/c\n"))]).toEqual([filePath, "error", true])
+    }
+    mkdirSync(join(box.location, "fixtures/c/objects"), { recursive: true })
+    writeFileSync(join(box.location, "fixtures/c/config"), config)
+    mkdirSync(join(box.location, "sub"), { recursive: true })
+    writeFileSync(join(box.location, "sub/commondir"), "../fixtures/c\n")
+    // Beside a commondir a person made, the HEAD that would make the folder a repository is asked.
+    expect(asked(await write("sub/HEAD", "ref: refs/heads/main\n"))).toEqual(["error", true])
+    expect(() => git(join(box.location, "sub"), "fetch")).toThrow()
     expect(() => git(join(box.location, "pkg"), "fetch")).toThrow()
     expect(existsSync(planted)).toBe(false)
   }, 120_000)
