@@ -223,15 +223,16 @@ export const hidden = (
   // Absolute and normal already (as the places were made, and as walks print real paths): tested by prefix, as this
   // runs for every file a walk finds.
   const { fixed, location } = services.permission.protectedRoots
-  const starts = (directory: string) => root !== undefined && Boundary.isWithin(directory, root)
+  const under = (directory: string) => {
+    const prefix = directory.endsWith(sep) ? directory : directory + sep
+    return (real: string) => real === directory || real.startsWith(prefix)
+  }
   // core's data directory, unless the walk starts in it (the session's own outputs); and its home (the application's
-  // core.json may hold tokens), unless the walk starts or the Location lies in it. Commands read neither.
-  const directories = [
-    ...fixed.data.map((place) => place.path).filter((directory) => !starts(directory)),
-    ...fixed.home.map((place) => place.path).filter((directory) => !starts(directory) && !Boundary.isWithin(directory, location)),
-  ]
-  const prefixes = directories.map((directory) => (directory.endsWith(sep) ? directory : directory + sep))
-  const inCore = (real: string) => directories.some((directory, index) => real === directory || real.startsWith(prefixes[index]!))
+  // core.json may hold tokens) but for a Location in it, which sees its own files. Commands read neither.
+  const data = fixed.data.map((place) => place.path).filter((directory) => root === undefined || !Boundary.isWithin(directory, root)).map(under)
+  const home = fixed.home.map((place) => under(place.path))
+  const inLocation = under(location)
+  const inCore = (real: string) => data.some((inside) => inside(real)) || (home.some((inside) => inside(real)) && !inLocation(real))
   const kept = (real: string) => credential(real) || inCore(real)
   return denied === undefined ? kept : (real) => kept(real) || denied(real)
 }

@@ -144,6 +144,25 @@ export const SYSTEM: ReadonlyArray<string> = [
   "/run/secrets",
   "/var/run/secrets",
   "/run/containers",
+  // old password hashes, TLS keys on Red Hat, VPN and dial-up secrets, Wi-Fi passphrases, SSSD's bind password
+  "/etc/security/opasswd",
+  "/etc/pki/tls/private",
+  "/etc/wireguard",
+  "/etc/ipsec.secrets",
+  "/etc/ipsec.d/private",
+  "/etc/ppp/chap-secrets",
+  "/etc/ppp/pap-secrets",
+  "/etc/openvpn",
+  "/var/lib/iwd",
+  "/etc/netplan",
+  "/etc/sssd",
+  // Docker's daemon key and swarm certificates, k3s's cluster token, systemd's credentials
+  "/etc/docker/key.json",
+  "/var/lib/docker/swarm",
+  "/var/lib/rancher",
+  "/etc/credstore",
+  "/etc/credstore.encrypted",
+  "/run/credentials",
 ]
 
 /** The system secret `real` (a real path) lies in, or undefined. */
@@ -164,11 +183,25 @@ const FIRST: ReadonlySet<string> = new Set(STORES.map((store) => store.split("/"
 const within = (root: string, path: string): boolean =>
   path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)
 
+/** Where the homes of the system's users are: `/home/NAME` and root's, `/root`. */
+const OTHER_HOME = /^(\/home\/[^/]+|\/root)\//
+
+/**
+ * The credential store `real` lies in: under `home` (real path) unless a grant names that store or a path inside it
+ * and holds `real`, or under another user's home (`/home/NAME`, `/root`: a core run as root reads every user's keys),
+ * which no grant opens; undefined when `real` is no secret.
+ */
+export const anyStoreOf = (home: string, real: string, granted: ReadonlyArray<string> = []): string | undefined => {
+  if (within(home, real)) return storeOf(home, real, granted)
+  const other = OTHER_HOME.exec(real)?.[1]
+  return other === undefined ? undefined : storeOf(other, real)
+}
+
 /**
  * The store under `home` (real path) that `real` lies in, unless a grant names that store or a path inside it and
  * holds `real`; undefined when `real` is no secret.
  */
-export const storeOf = (home: string, real: string, granted: ReadonlyArray<string> = []): string | undefined => {
+const storeOf = (home: string, real: string, granted: ReadonlyArray<string> = []): string | undefined => {
   if (!within(home, real) || real === home) return undefined
   const relative = real.slice(home.length + (home.endsWith(sep) ? 0 : 1))
   // Most paths under the home (a project's files) are in no store: one lookup of their first name says so.

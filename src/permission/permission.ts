@@ -358,7 +358,7 @@ type PathCheckInput = Pick<PathInput, "path" | "access" | "action"> & { readonly
  */
 const keptFrom = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolved): Boundary.PathError | undefined => {
   const { user, protectedRoots } = paths
-  const store = Credentials.storeOf(user.home, resolved.real, input.access === "read" ? user.read : user.write)
+  const store = Credentials.anyStoreOf(user.home, resolved.real, input.access === "read" ? user.read : user.write)
   if (store !== undefined) {
     return new Boundary.PathError({
       path: input.path,
@@ -670,7 +670,7 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         isAgent: (agent) => Agent.isKnown(configured, agent),
         rules,
         denies: (agent, action) => Rule.denier(rules(agent), action),
-        credential: (real) => Credentials.storeOf(user.home, real, user.read) !== undefined || Credentials.systemOf(real) !== undefined,
+        credential: (real) => Credentials.anyStoreOf(user.home, real, user.read) !== undefined || Credentials.systemOf(real) !== undefined,
         explain,
         decide: decideAll,
         authorize,

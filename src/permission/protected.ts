@@ -278,10 +278,10 @@ export const change = (roots: Roots, real: string, options: { readonly encloses?
 
 /**
  * Whether reading `real` would read `$CORE_HOME` (the application's core.json, which may hold an MCP server's
- * tokens, and its tools), which commands never read either; not where the Location lies in it.
+ * tokens, and its tools), which commands never read either; a Location in it reads its own files, and no more.
  */
 export const homeSecret = (roots: Roots, real: string): boolean =>
-  roots.fixed.home.some((place) => within(place.path, real) && !within(place.path, roots.location))
+  roots.fixed.home.some((place) => within(place.path, real)) && !within(roots.location, real)
 
 /** Whether reading `real` would read core's data directory outside the managed outputs. */
 export const secret = (roots: Roots, real: string): boolean => {

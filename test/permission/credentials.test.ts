@@ -102,8 +102,20 @@ describe("credential stores and the file tools", () => {
       expect(output.stdout).not.toContain("ghp_HOMESECRET")
       expect(output.stdout).not.toContain("mine.ts")
     }
-    // A Location in $CORE_HOME (working on the application's tools) reads its own files.
+    // A Location in $CORE_HOME (working on the application's tools) reads its own files, and no more of it.
     const inside = world({ permission: { "*": "allow" } }, coreHome, coreHome)
     expect((await inside.exec("read", { filePath: "tools/mine.ts" })).stdout).toContain("ghp_HOMESECRET")
+    const project = join(coreHome, "work", "project")
+    mkdirSync(project, { recursive: true })
+    writeFileSync(join(project, "notes.txt"), "ghp_mine\n")
+    const deeper = world(EVERYWHERE, coreHome, project)
+    expect((await deeper.exec("read", { filePath: "notes.txt" })).stdout).toContain("ghp_mine")
+    const refused = await deeper.exec("read", { filePath: join(coreHome, "core.json") })
+    expect(refused.settlement.content[0]!.text).toContain(`it is in core's home (${coreHome})`)
+    for (const output of [await deeper.exec("grep", { pattern: "ghp_", path: coreHome }), await deeper.exec("list", { path: coreHome })]) {
+      expect(output.stdout).not.toContain("ghp_HOMESECRET")
+      expect(output.stdout).not.toContain("mine.ts")
+    }
+    expect((await deeper.exec("grep", { pattern: "ghp_", path: "." })).stdout).toContain("ghp_mine")
   }, 120_000)
 })
