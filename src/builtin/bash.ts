@@ -209,29 +209,44 @@ const status = (output: Output, limits: Shell.Limits): string => {
 
 /**
  * Characters no text a program prints for a person holds, beyond a stray one: control characters other than tab,
- * line and page ends, backspace and escape (colours, progress bars), and U+FFFD, which stands for bytes that were
- * not UTF-8.
+ * line and page ends, backspace, bell and escape (colours, progress bars). Bytes that are not UTF-8 (U+FFFD) are no
+ * sign: text in Latin-1 (café, Größe) is full of them.
  */
-const UNPRINTABLE = /[\u0000-\u0007\u000e-\u001a\u001c-\u001f\u007f\ufffd]/g
-/** A line is binary data when it holds a NUL, or unprintable characters past this share of it (and more than one). */
-const UNPRINTABLE_SHARE = 0.1
+const CONTROL = /[\u0000-\u0006\u000e-\u001a\u001c-\u001f\u007f]/g
+/** A line is binary data when it holds a NUL, or control characters past this share of it (and more than one). */
+const CONTROL_SHARE = 0.05
+const REPLACEMENT = /\ufffd/g
+
+/** What marks a line beside binary data as more of it: any control character but tab and carriage return, or U+FFFD. */
+const UNTEXTUAL = /[\u0000-\u0008\u000b-\u000c\u000e-\u001f\u007f\ufffd]/
 
 const binaryLine = (line: string): boolean => {
   if (line.includes("\u0000")) return true
-  const unprintable = line.match(UNPRINTABLE)?.length ?? 0
-  return unprintable > 1 && unprintable > line.length * UNPRINTABLE_SHARE
+  const controls = line.match(CONTROL)?.length ?? 0
+  return controls > 1 && controls > line.length * CONTROL_SHARE
 }
+
+/** Whether a line beside binary data is more of it: a piece of it cut off where a byte happened to be a line feed. */
+const binaryBeside = (line: string): boolean => UNTEXTUAL.test(line)
 
 /**
  * `output` as the model reads it: each run of lines that are binary data (a `cat` of an executable, an image, a
- * compressed file) is one line saying so, about how large it was and how to look at it; text lines stay. Bytes that
- * were not UTF-8 were each read as U+FFFD, so the size is of the text they became: about the bytes printed. The
- * structured output keeps every character.
+ * compressed file) is one line saying so, about how large it was and how to look at it; text lines stay. A byte that
+ * was not UTF-8 was read as U+FFFD (three bytes in UTF-8): counted as the one byte it was. The structured output keeps
+ * every character.
  */
 const withoutBinary = (output: string): string => {
-  UNPRINTABLE.lastIndex = 0
-  if (!UNPRINTABLE.test(output)) return output
+  CONTROL.lastIndex = 0
+  if (!CONTROL.test(output)) return output
   const lines = output.split("\n")
+  const binary = lines.map(binaryLine)
+  // What lies beside binary data and looks like more of it joins it, both ways.
+  for (let index = 1; index < lines.length; index++) {
+    if (binary[index - 1] && !binary[index] && binaryBeside(lines[index]!)) binary[index] = true
+  }
+  for (let index = lines.length - 2; index >= 0; index--) {
+    if (binary[index + 1] && !binary[index] && binaryBeside(lines[index]!)) binary[index] = true
+  }
   const shown: Array<string> = []
   let run = 0
   const flush = () => {
@@ -242,9 +257,9 @@ const withoutBinary = (output: string): string => {
     )
     run = 0
   }
-  for (const line of lines) {
-    if (binaryLine(line)) {
-      run += Buffer.byteLength(line) + 1
+  for (const [index, line] of lines.entries()) {
+    if (binary[index]) {
+      run += Buffer.byteLength(line) - 2 * (line.match(REPLACEMENT)?.length ?? 0) + (index < lines.length - 1 ? 1 : 0)
       continue
     }
     flush()
