@@ -116,7 +116,9 @@ const fixed = (
   const expand = (paths: ReadonlyArray<string> | undefined) =>
     (paths ?? []).map((path) => Landlock.real(Home.expand(path, home, policy.location)))
   const core = homes.map(Landlock.real)
-  const denied = Home.denied(home).map(Landlock.real)
+  // Run by root, the other users' stores too: root keeps DAC_OVERRIDE, which passes their modes.
+  const others = process.getuid?.() === 0 ? Home.otherHomes(home).flatMap(Home.denied) : []
+  const denied = [...Home.denied(home), ...others].map(Landlock.real)
   const system = Landlock.real(tmpdir())
   const allowRead = expand(settings.allowRead)
   const allowWrite = expand(settings.allowWrite)

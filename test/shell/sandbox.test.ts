@@ -90,6 +90,27 @@ describe("the shell sandbox", () => {
     expect(readFileSync(join(outside, "new.txt"), "utf8")).toBe("more\n")
   })
 
+  // Root keeps DAC_OVERRIDE in the sandbox (a root build chowns and extracts as it does): another user's 0700 .ssh was
+  // read through a directory approved for the call.
+  const ROOT = process.getuid?.() === 0
+  test.skipIf(!LANDLOCK || !ROOT)(`run by root, another user's credential stores stay out of a directory approved for the call${needs}`, async () => {
+    const other = mkdtempSync("/home/core-other-")
+    try {
+      mkdirSync(join(other, ".ssh"), { mode: 0o700 })
+      writeFileSync(join(other, ".ssh", "id_ed25519"), "OTHER-USERS-KEY\n", { mode: 0o600 })
+      writeFileSync(join(other, "notes.txt"), "their notes\n")
+      const location = tempDir("core-loc-")
+      const result = await run(`cat ${other}/notes.txt; cat ${other}/.ssh/id_ed25519`, location, [other], shell, {
+        PATH: process.env.PATH,
+        HOME: tempDir("core-user-"),
+      })
+      expect(result.stdout.text).toBe("their notes\n")
+      expect(result.stderr.text).toContain("Permission denied")
+    } finally {
+      rmSync(other, { recursive: true, force: true })
+    }
+  })
+
   test.skipIf(!LANDLOCK)(`$CORE_HOME and $CORE_DATA_DIR are neither readable nor writable${needs}`, async () => {
     const location = tempDir("core-loc-")
     const result = await run(
