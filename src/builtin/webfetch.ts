@@ -175,22 +175,37 @@ const opensReserved = (permission: Permission.Interface, agent: string, url: URL
     )
 }
 
-const refusedAddress = (url: URL, address: string, kind: string) =>
-  failure(
-    `Refused: ${url.host} ${Address.isIp(url.hostname) ? "is" : `resolves to ${address},`} ${kind}. webfetch reaches ` +
-      `loopback, private and link-local addresses only when a core.json rule allowing the URL names its host, e.g. ` +
-      `"permission": { "webfetch": { "${url.protocol}//${url.host}/*": "allow" } }. Ask the user to add one if this ` +
-      "fetch is meant.",
+/** How a URL was reached: the URL the call named and the redirects that led from it (none when it is that URL). */
+interface Reached {
+  readonly start: string
+  readonly redirects: ReadonlyArray<typeof Redirect.Type>
+}
+
+const refusedAddress = (url: URL, address: string, kind: string, reached?: Reached) => {
+  const what = `${url.host} ${Address.isIp(url.hostname) ? "is" : `resolves to ${address},`} ${kind}`
+  // Where a page's redirect led: the call never named that address, and no one should be asked to open it for it.
+  if (reached !== undefined && reached.redirects.length > 0) {
+    return failure(
+      `Refused: ${reached.start} redirected to ${url.href}, and ${what}. webfetch follows no redirect to a loopback, ` +
+        `private or link-local address that the user's rules do not open; nothing was fetched from it. The page chose ` +
+        `that address, not this call. Redirects: ${chainText(reached.start, reached.redirects)}`,
+    )
+  }
+  return failure(
+    `Refused: ${what}. webfetch reaches loopback, private and link-local addresses only when a core.json rule ` +
+      `allowing the URL names its host, e.g. "permission": { "webfetch": { "${url.protocol}//${url.host}/*": ` +
+      `"allow" } }. Ask the user to add one if this fetch is meant.`,
   )
+}
 
 /** Refuses a URL whose host is a literal reserved address that no rule opens; a host name passes (resolved later). */
-const literalRefusal = (services: Builtin.Services, agent: string, url: URL): Effect.Effect<void, Tool.Failure> =>
+const literalRefusal = (services: Builtin.Services, agent: string, url: URL, reached?: Reached): Effect.Effect<void, Tool.Failure> =>
   Effect.gen(function* () {
     const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
     if (!Address.isIp(host)) return
     const kind = Address.reserved(host)
     if (kind !== undefined && !opensReserved(services.permission, agent, url)) {
-      return yield* refusedAddress(url, host, kind)
+      return yield* refusedAddress(url, host, kind, reached)
     }
   })
 
@@ -265,11 +280,11 @@ interface Fetched {
 
 const makeTool = (services: Builtin.Services) => {
   /** One request: checked, resolved, every address checked, then made to those addresses within `budget`. */
-  const hop = (url: URL, input: Input, context: Tool.Context, budget: { remaining: number }) =>
+  const hop = (url: URL, input: Input, context: Tool.Context, budget: { remaining: number }, reached: Reached) =>
     Effect.gen(function* () {
       // A literal reserved address is refused before anyone is asked; a name is resolved only once the URL is
       // authorized (resolving a name the user would refuse already sends it to a DNS server).
-      yield* literalRefusal(services, context.agent, url)
+      yield* literalRefusal(services, context.agent, url, reached)
       yield* Builtin.authorize(services, context, [checkOf(url)], { tool: NAME, url: url.href })
       const open = opensReserved(services.permission, context.agent, url)
       yield* context.progress({ message: `GET ${url.href}` })
@@ -279,7 +294,7 @@ const makeTool = (services: Builtin.Services) => {
         if (!open) {
           for (const { address } of addresses) {
             const kind = Address.reserved(address)
-            if (kind !== undefined) return yield* refusedAddress(url, address, kind)
+            if (kind !== undefined) return yield* refusedAddress(url, address, kind, reached)
           }
         }
         return yield* Effect.promise((signal) =>
@@ -310,7 +325,7 @@ const makeTool = (services: Builtin.Services) => {
       const seen = new Set<string>([start.href])
       let url = start
       for (;;) {
-        const outcome = yield* hop(url, input, context, budget)
+        const outcome = yield* hop(url, input, context, budget, { start: start.href, redirects })
         switch (outcome._tag) {
           case "Failed":
             return yield* failure(

@@ -91,7 +91,9 @@ describe("core exec webfetch with a rule opening 127.0.0.1", () => {
     const before = other.requests.length
     const { code, settlement } = await fetchUrl(web.url(`/away?to=${encodeURIComponent(to)}`))
     expect(code).toBe(1)
-    expect(settlement.error?.message).toStartWith(`Refused: localhost:${other.port} resolves to 127.0.0.1, a loopback address`)
+    expect(settlement.error?.message).toStartWith(
+      `Refused: ${web.url(`/away?to=${encodeURIComponent(to)}`)} redirected to ${to}, and localhost:${other.port} resolves to 127.0.0.1, a loopback address`,
+    )
     expect(other.requests.length).toBe(before)
   })
 })

@@ -394,8 +394,14 @@ describe("webfetch: loopback, private and link-local addresses", () => {
     const onePort = harness({ rules: [{ action: "webfetch", resource: `${web.origin}/*`, effect: "allow" }] })
     const before = other.requests.length
     for (const to of [other.url("/article"), `http://[::ffff:127.0.0.1]:${other.port}/article`, "http://169.254.169.254/latest/meta-data/", `http://localhost:${other.port}/article`]) {
-      const { settlement } = await onePort.settle("webfetch", { url: web.url(`/away?to=${encodeURIComponent(to)}`) })
-      expect([to, settlement.status, settlement.error?.message.startsWith("Refused: ")]).toEqual([to, "error", true])
+      const start = web.url(`/away?to=${encodeURIComponent(to)}`)
+      const { settlement } = await onePort.settle("webfetch", { url: start })
+      const message = settlement.error?.message ?? ""
+      // Said as where the page's redirect led: no rule is suggested for an address the call never named.
+      expect([to, settlement.status, message.startsWith(`Refused: ${start} redirected to ${new URL(to).href}, and `)]).toEqual([to, "error", true])
+      expect([to, message.includes('"allow"'), message.includes("Ask the user")]).toEqual([to, false, false])
+      expect(message).toContain("The page chose that address, not this call.")
+      expect(message).toEndWith(`Redirects: ${start} → (302) ${new URL(to).href}`)
     }
     expect(other.requests.length).toBe(before)
   })
