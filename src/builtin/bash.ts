@@ -376,6 +376,11 @@ interface Needs {
   readonly external: ReadonlySet<string>
   /** Files a redirection writes, by known path: each is checked as an edit (outside: external_directory first). */
   readonly written: ReadonlySet<string>
+  /**
+   * Paths in core's data directory the line only reads: checked as reads, which refuse them (no tool or command
+   * reads it; asking a person to approve an edit of it would grant nothing).
+   */
+  readonly secrets: ReadonlySet<string>
   /** Files the line reads, as the `read` rules name them (relative inside the Location, absolute outside). */
   readonly reads: ReadonlySet<string>
   /** Files a redirection writes whose path cannot be known: checked as an edit of the text written. */
@@ -413,6 +418,7 @@ const needsOf = Effect.fnUntraced(function* (
   const external = new Set<string>()
   if (workdir.pattern !== undefined) external.add(workdir.pattern)
   const written = new Set<string>()
+  const secrets = new Set<string>()
   const edits = new Set<string>()
   // Core's own configuration (Protected): a path a command may change that leads there (or holds it), or into
   // core's data directory, is checked as an edit of it, which is then always asked of a person.
@@ -430,10 +436,13 @@ const needsOf = Effect.fnUntraced(function* (
     const absolute = CommandChecks.locate(path.word, workdir.real)
     if (absolute === undefined) continue
     const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: absolute }))
+    const secret = resolved._tag === "Success" && Protected.secret(roots, resolved.success.real)
+    if (secret && !changes) {
+      secrets.add(absolute)
+      continue
+    }
     const guarded =
-      resolved._tag === "Success" &&
-      ((changes && Protected.change(roots, resolved.success.real, { encloses: true }) !== undefined) ||
-        Protected.secret(roots, resolved.success.real))
+      resolved._tag === "Success" && ((changes && Protected.change(roots, resolved.success.real, { encloses: true }) !== undefined) || secret)
     if ((path.writes || guarded) && resolved._tag === "Success") {
       written.add(absolute)
       continue
@@ -467,6 +476,7 @@ const needsOf = Effect.fnUntraced(function* (
     external,
     reads: files.reads,
     written,
+    secrets,
     edits,
     unsure,
     unknownChange,
@@ -539,6 +549,8 @@ const editCheck = (needs: Needs): ReadonlyArray<Permission.Check> => [
  * that cannot be known, and the commands. `execute` makes exactly these, and the plan explains exactly these.
  */
 const checksOf = Effect.fnUntraced(function* (services: Builtin.Services, agent: string, needs: Needs) {
+  // Refused as a read of core's data directory is, before anything is asked.
+  yield* Effect.forEach([...needs.secrets], (path) => Builtin.pathPlan(services, { action: "read", path, access: "read" }))
   const written = yield* Effect.forEach([...needs.written], (path) =>
     Builtin.pathPlan(services, { action: "edit", path, access: "write" }),
   )

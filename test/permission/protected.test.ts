@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test"
 import { existsSync, linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { Effect } from "effect"
 import { Approvals } from "../../src/store/approvals"
 import { SqliteStore } from "../../src/store/sqlite-store"
@@ -427,12 +427,21 @@ describe("core's data directory is not readable by tools, but for managed output
     }
   })
 
-  test("bash naming a file in the data directory is asked of a person, never allowed by rules", async () => {
+  // A command that only reads the data directory was asked as an edit of it, which a person's approval could not
+  // grant (commands never read it): it is refused as a read, as the read tool refuses it; a change is still asked.
+  test("bash reading a file in the data directory is refused as a read, asking no one; changing one is asked of a person", async () => {
     const w = world()
     await w.approve("unrelated", ["x"])
     await w.approve("external_directory", ["*"])
-    const outcome = await w.settle("bash", { command: `cat ${w.store}` }, "no-terminal")
-    expect(outcome.settlement.status).toBe("error")
-    expect(messageOf(outcome.settlement)).toContain("A person must make that change")
+    for (const command of [`cat ${w.store}`, `ls -la ${dirname(w.store)}`]) {
+      const outcome = await w.settle("bash", { command }, "no-terminal")
+      expect([command, outcome.settlement.status]).toEqual([command, "error"])
+      expect(messageOf(outcome.settlement)).toContain("it is in core's data directory")
+      expect(messageOf(outcome.settlement)).toContain("is not readable by tools")
+      expect(outcome.asks).toEqual([])
+    }
+    const changed = await w.settle("bash", { command: `touch ${w.store}` }, "no-terminal")
+    expect(changed.settlement.status).toBe("error")
+    expect(messageOf(changed.settlement)).toContain("A person must make that change")
   })
 })
