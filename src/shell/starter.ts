@@ -9,6 +9,7 @@ export * as Starter from "./starter"
 // the call, whether or not core could give it a PID namespace. A spare supervisor readies its starter while it waits,
 // so the order pays neither start. Like the supervisor, it imports nothing heavy and never writes to stdout or stderr.
 
+import { writeFileSync } from "node:fs"
 import { Capabilities } from "./capabilities"
 import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
@@ -259,6 +260,13 @@ export const main = async (supervisor: number, { isolate, sandbox, cold, pid, de
   if (Native.getppid() !== supervisor) process.exit(0)
   // Nothing else may read or change it while it waits (the exec makes the command as dumpable as any process).
   Native.prctl(Native.PR_SET_DUMPABLE, 0)
+  // The command it becomes is what the kernel ends first when memory runs out (Supervisor's `harden` says why); set
+  // here too, as a starter readied ahead may have been started before its supervisor set its own.
+  try {
+    writeFileSync("/proc/self/oom_score_adj", "1000")
+  } catch {
+    // No /proc to write: the kernel's own choice stands.
+  }
   const way: Namespace.Way = isolate && Native.capable(Native.CAP_SYS_ADMIN) ? "mount" : "none"
   // Read while /proc is still the host's and in reach: the exec restores their defaults.
   Native.ignoredSignals()

@@ -12,7 +12,7 @@ export * as Supervisor from "./supervisor"
 // heavy: it starts for every command. It decides nothing and never writes to stdout or stderr, which belong to the
 // command.
 
-import { openSync, readSync } from "node:fs"
+import { openSync, readSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Landlock } from "./landlock"
 import { Namespace } from "./namespace"
@@ -392,6 +392,13 @@ const harden = (parent: number, pid: boolean, way: Namespace.Way, deny: Readonly
   if (inNamespace) Namespace.ownProc(way)
   Native.prctl(Native.PR_SET_CHILD_SUBREAPER, 1)
   Native.prctl(Native.PR_SET_NO_NEW_PRIVS, 1)
+  // Should the machine run out of memory, the kernel ends a command (which inherits this) before core or anything
+  // else: a command's memory is not bounded otherwise, and a hog would take the sidecar down with it.
+  try {
+    writeFileSync("/proc/self/oom_score_adj", "1000")
+  } catch {
+    // No /proc to write (a namespace without it): the kernel's own choice stands.
+  }
   // Nothing the command runs may read this process's memory or environment, nor core's (both non-dumpable):
   // even run by root, the command cannot gain CAP_SYS_PTRACE, which would override that. (Fails harmlessly
   // for a user who has no capabilities to drop.)

@@ -85,6 +85,18 @@ describe("the per-call supervisor", () => {
     expect(result.stdout.text.trim()).toMatch(/^NoNewPrivs:\s+1$/)
   })
 
+  // Nothing else bounds a command's memory: a hog must not take core (a sidecar serving others) down with it.
+  test("a command is what the kernel ends first when memory runs out, sandboxed or not; core is not", async () => {
+    const location = tempDir("core-sup-")
+    for (const sandbox of [undefined, { location, approved: [] }]) {
+      const result = await Effect.runPromise(
+        shell.run({ argv: [shell.shell, "-c", "cat /proc/self/oom_score_adj"], cwd: location, ...(sandbox === undefined ? {} : { sandbox }) }),
+      )
+      expect([sandbox !== undefined, result.stdout.text.trim()]).toEqual([sandbox !== undefined, "1000"])
+    }
+    expect(readFileSync("/proc/self/oom_score_adj", "utf8").trim()).not.toBe("1000")
+  })
+
   test.skipIf(Landlock.abi() === 0)("a command whose sandbox leaves /proc out is still ended on a stop, and named", async () => {
     const pool = Supervised.pool(undefined)
     const sandboxed = { read: ["/usr", "/bin", "/lib", "/lib64"].filter((path) => existsSync(path)), write: [], devices: ["/dev/null"] }
