@@ -358,47 +358,33 @@ type PathCheckInput = Pick<PathInput, "path" | "access" | "action"> & { readonly
  */
 const keptFrom = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolved): Boundary.PathError | undefined => {
   const { user, protectedRoots } = paths
+  const refused = (message: string) => new Boundary.PathError({ path: input.path, reason: "protected", message })
+  const verb = input.access === "read" ? "read" : "change"
+  /** A secret core keeps from every tool and command: `where` it is, and `what` such places hold. */
+  const secret = (where: string, what: string) =>
+    refused(
+      `Cannot ${verb} ${input.path}: it is in ${where}, ${what}, which core keeps from every tool and command. Do ` +
+        "not try to reach it another way; if the task needs it, ask the user.",
+    )
   const store = Credentials.anyStoreOf(user.home, resolved.real, input.access === "read" ? user.read : user.write)
-  if (store !== undefined) {
-    return new Boundary.PathError({
-      path: input.path,
-      reason: "protected",
-      message:
-        `Cannot ${input.access === "read" ? "read" : "change"} ${input.path}: it is in ${store}, one of the ` +
-        "user's credential stores and login files, which core keeps from every tool and command. Do not try " +
-        "to reach it another way; if the task needs it, ask the user.",
-    })
-  }
+  if (store !== undefined) return secret(store, "one of the user's credential stores and login files")
   const system = Credentials.systemOf(resolved.real)
   if (system !== undefined) {
-    return new Boundary.PathError({
-      path: input.path,
-      reason: "protected",
-      message:
-        `Cannot ${input.access === "read" ? "read" : "change"} ${input.path}: it is in ${system}, one of the ` +
-        "system's secrets (password hashes, private keys, saved logins, mounted tokens), which core keeps from " +
-        "every tool and command. Do not try to reach it another way; if the task needs it, ask the user.",
-    })
+    return secret(system, "one of the system's secrets (password hashes, private keys, saved logins, mounted tokens)")
   }
   if (input.access === "read" && Protected.homeSecret(protectedRoots, resolved.real)) {
-    return new Boundary.PathError({
-      path: input.path,
-      reason: "protected",
-      message:
-        `Cannot read ${input.path}: it is in core's home (${protectedRoots.home}), which holds the user's ` +
+    return refused(
+      `Cannot read ${input.path}: it is in core's home (${protectedRoots.home}), which holds the user's ` +
         "application configuration and tools (tokens too) and is not readable by tools or commands. If the task " +
         "needs something from it, ask the user.",
-    })
+    )
   }
   if (input.access === "read" && Protected.secret(protectedRoots, resolved.real)) {
-    return new Boundary.PathError({
-      path: input.path,
-      reason: "protected",
-      message:
-        `Cannot read ${input.path}: it is in core's data directory (${protectedRoots.dataDir}), which holds the ` +
+    return refused(
+      `Cannot read ${input.path}: it is in core's data directory (${protectedRoots.dataDir}), which holds the ` +
         "settlement store, saved approvals and other Locations' outputs, and is not readable by tools. Only this " +
         "Location's own managed outputs (the paths its previews name) can be read.",
-    })
+    )
   }
   // A managed output is read without asking only in calls of the session that made it: wherever the data directory
   // lies, in the Location too (a Location at $HOME).
@@ -411,13 +397,10 @@ const keptFrom = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolv
         )
       : undefined
   if (foreign !== undefined) {
-    return new Boundary.PathError({
-      path: input.path,
-      reason: "protected",
-      message:
-        `Cannot read ${input.path}: managed outputs are readable only in the session that made them, and ` +
+    return refused(
+      `Cannot read ${input.path}: managed outputs are readable only in the session that made them, and ` +
         "this is not it (or it names their directory). Read an output this session's results name.",
-    })
+    )
   }
   return undefined
 }
