@@ -352,14 +352,28 @@ const attempt = (
     let lineNumbersRemoved = false
     const first = outcome._tag === "NotFound" ? numberedFrom(input.oldString.replaceAll("\r\n", "\n")) : undefined
     if (first !== undefined && (allNumbered(input.newString) || !LINE_NUMBER.test(input.newString))) {
-      // Taken only when the numbers are right: the text without them is found exactly where they say.
-      const stripped = search(
-        withoutNumbers(input.oldString.replaceAll("\r\n", "\n")),
-        allNumbered(input.newString) ? withoutNumbers(input.newString.replaceAll("\r\n", "\n")) : input.newString,
-      )
+      // Taken only when the numbers are right: the text without them is found exactly where they say. The numbers
+      // pin it there where it occurs elsewhere too (the place read showed, of several alike).
+      const oldText = withoutNumbers(input.oldString.replaceAll("\r\n", "\n"))
+      const newText = allNumbered(input.newString) ? withoutNumbers(input.newString.replaceAll("\r\n", "\n")) : input.newString
+      let stripped = search(oldText, newText)
+      if (stripped._tag === "Ambiguous" && stripped.matcher === "exact" && stripped.lines.includes(first) && input.replaceAll !== true) {
+        const every = Match.find({ content: view.text, oldString: oldText, newString: newText.replaceAll("\r\n", "\n"), replaceAll: true })
+        if (every._tag === "Found" && every.matcher === "exact") {
+          stripped = { ...every, spans: every.spans.filter((span) => span.line === first) }
+        }
+      }
       if (stripped._tag === "Found" && stripped.spans.length === 1 && stripped.spans[0]!.line === first) {
         outcome = stripped
         lineNumbersRemoved = true
+      } else if (stripped._tag === "Ambiguous" && stripped.matcher === "exact") {
+        // Without the numbers it is in the file, at several places, none of them where the numbers say.
+        return yield* new Tool.Failure({
+          message:
+            `oldString without read's line numbers occurs ${stripped.lines.length} times in ${shown} (at lines ` +
+            `${listed(stripped.lines)}), none of them at line ${first}, which its numbers name. Use the numbers read ` +
+            "shows for the place you mean, or drop them and include more surrounding lines so that oldString matches one place.",
+        })
       }
     }
     if (outcome._tag === "NotFound") {

@@ -307,6 +307,29 @@ describe("texts", () => {
     expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe("one\nTWO\nthree\n")
   })
 
+  // The text occurs at lines 2 and 4: the number read showed says which. It was refused as "not found".
+  test("edit takes read's line numbers as naming which of several alike places is meant", async () => {
+    for (const [line, expected] of [
+      [4, "alpha\nbeta\ngamma\nBETA\n"],
+      [2, "alpha\nBETA\ngamma\nbeta\n"],
+    ] as const) {
+      const h = harness({ files: { "n.txt": "alpha\nbeta\ngamma\nbeta\n" } })
+      const { settlement } = await h.settle("edit", { filePath: "n.txt", oldString: `${line}: beta`, newString: `${line}: BETA` })
+      expect([line, settlement.status]).toEqual([line, "success"])
+      expect(settlement.structured).toMatchObject({ lineNumbersRemoved: true, replacements: 1 })
+      expect(readFileSync(join(h.directory, "n.txt"), "utf8")).toBe(expected)
+    }
+    // A number that names neither place is no help.
+    const h = harness({ files: { "n.txt": "alpha\nbeta\ngamma\nbeta\n" } })
+    const { settlement } = await h.settle("edit", { filePath: "n.txt", oldString: "3: beta", newString: "3: BETA" })
+    expect(settlement.error?.message).toBe(
+      "oldString without read's line numbers occurs 2 times in n.txt (at lines 2, 4), none of them at line 3, which its numbers " +
+        "name. Use the numbers read shows for the place you mean, or drop them and include more surrounding lines so that " +
+        "oldString matches one place.",
+    )
+    expect(readFileSync(join(h.directory, "n.txt"), "utf8")).toBe("alpha\nbeta\ngamma\nbeta\n")
+  })
+
   test("edit says to drop line numbers that do not match where the text is", async () => {
     const h = harness({ files: { "a.txt": "one\ntwo\nthree\n" } })
     const { settlement } = await h.settle("edit", { filePath: "a.txt", oldString: "7: two", newString: "7: TWO" })
