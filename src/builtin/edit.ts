@@ -258,13 +258,50 @@ const notFound = (
     )
   }
   const prefix = LINE_NUMBER.exec(oldString)
-  if (prefix !== null) {
+  const region = closest === undefined ? undefined : splitLines(content).slice(closest.startLine - 1, closest.endLine).join("\n")
+  const unlike = unlikeOnly(content, region, prefix !== null && allNumbered(oldString) ? withoutNumbers(oldString) : oldString)
+  if (unlike !== undefined) {
+    parts.push(
+      `oldString is in ${shown}, but written with other code points there: ${unlike}. They look the same, and ` +
+        "read shows them as they are. Write those characters in oldString as the file has them (as JSON \\u escapes), " +
+        "or quote only the text around them.",
+    )
+  } else if (prefix !== null) {
     parts.push(
       `oldString starts with "${prefix[0]}": the line number read shows before each line, which is not part of the file. Drop these numbers from oldString and newString.`,
     )
   }
   parts.push("Read the file again and copy oldString exactly from it, including indentation, then retry.")
   return parts.join("\n\n")
+}
+
+/** Characters no one sees: zero-width spaces and joiners, the word joiner, a byte order mark inside text, soft hyphens. */
+const INVISIBLE = /[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]/gu
+/** Text as it looks: composed (NFC), without invisible characters. */
+const looks = (text: string): string => text.normalize("NFC").replace(INVISIBLE, "")
+
+/** The code points that look like nothing or merge into the letter before them. */
+const UNSEEN = /[\p{M}\u00ad\u200b-\u200f\u2060-\u2064\ufeff]/gu
+
+/**
+ * Where `oldString` is in `content` only once both are taken as they look (one composed and the other not, or an
+ * invisible character in one): the code points that differ, named (`U+0301`, `U+200B`) from the file's `region`
+ * most like oldString, or undefined.
+ */
+const unlikeOnly = (content: string, region: string | undefined, oldString: string): string | undefined => {
+  const wanted = looks(oldString)
+  if (wanted.trim() === "" || !looks(content).includes(wanted)) return undefined
+  const named = (text: string) => new Set(text.match(UNSEEN) ?? [])
+  const inOld = named(oldString)
+  const inFile = named(region ?? "")
+  const codes = (chars: Iterable<string>) => [...chars].map((char) => `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`)
+  const fileOnly = codes([...inFile].filter((char) => !inOld.has(char))).slice(0, 5)
+  const oldOnly = codes([...inOld].filter((char) => !inFile.has(char))).slice(0, 5)
+  const sides = [
+    ...(fileOnly.length === 0 ? [] : [`the file has ${fileOnly.join(", ")} (combining marks or invisible characters)`]),
+    ...(oldOnly.length === 0 ? [] : [`oldString has ${oldOnly.join(", ")}, which the file does not`]),
+  ]
+  return sides.length === 0 ? "one is composed (NFC) and the other not (NFD)" : sides.join("; ")
 }
 
 const ambiguous = (shown: string, outcome: Extract<Match.Outcome, { _tag: "Ambiguous" }>): string =>

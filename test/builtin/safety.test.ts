@@ -330,6 +330,22 @@ describe("texts", () => {
     expect(readFileSync(join(h.directory, "n.txt"), "utf8")).toBe("alpha\nbeta\ngamma\nbeta\n")
   })
 
+  // The line shown looked identical to what the model sent, so it retried the same way, or dropped numbers in vain.
+  test("edit names the code points where oldString is in the file only in another Unicode form or with invisible characters", async () => {
+    const h = harness({ files: { "nfd.txt": "un cafe\u0301 noir\n", "zw.txt": "foo\u200bbar\n" } })
+    const nfd = await h.settle("edit", { filePath: "nfd.txt", oldString: "café", newString: "thé" })
+    expect(nfd.settlement.error?.message).toContain(
+      "oldString is in nfd.txt, but written with other code points there: the file has U+0301 (combining marks or invisible characters).",
+    )
+    const numbered = await h.settle("edit", { filePath: "nfd.txt", oldString: "1: un café noir", newString: "1: un thé" })
+    expect(numbered.settlement.error?.message).toContain("but written with other code points there: the file has U+0301")
+    expect(numbered.settlement.error?.message).not.toContain("Drop these numbers")
+    const zw = await h.settle("edit", { filePath: "zw.txt", oldString: "foobar", newString: "baz" })
+    expect(zw.settlement.error?.message).toContain("the file has U+200B")
+    // Written as the file has them, they match.
+    expect((await h.settle("edit", { filePath: "nfd.txt", oldString: "cafe\u0301", newString: "the\u0301" })).settlement.status).toBe("success")
+  })
+
   test("edit says to drop line numbers that do not match where the text is", async () => {
     const h = harness({ files: { "a.txt": "one\ntwo\nthree\n" } })
     const { settlement } = await h.settle("edit", { filePath: "a.txt", oldString: "7: two", newString: "7: TWO" })
