@@ -290,7 +290,7 @@ const UNSEEN = /[\p{M}\u00ad\u200b-\u200f\u2060-\u2064\ufeff]/gu
  */
 const unlikeOnly = (content: string, region: string | undefined, oldString: string): string | undefined => {
   const wanted = looks(oldString)
-  if (wanted.trim() === "" || !looks(content).includes(wanted)) return undefined
+  if (wanted.trim() === "" || content.includes(oldString) || !looks(content).includes(wanted)) return undefined
   const named = (text: string) => new Set(text.match(UNSEEN) ?? [])
   const inOld = named(oldString)
   const inFile = named(region ?? "")
