@@ -610,7 +610,15 @@ export const begin = (
     if (base !== undefined) base.count++
     else baselines.set(path, { before: noted, count: 1 })
   }
-  const recorded = records === undefined ? undefined : writeRecord(records, found)
+  // Noted for other cores alone (no clash with a command running beside it): whether each Location was a repository,
+  // its own `.git` and a `HEAD` at its root. What a command made of them `unmade` takes out when it ends; should this
+  // core die first, the next one finds them changed (`stale`).
+  const inFound = new Set(found.map(([path]) => path))
+  const repositoryFound = keys
+    .flatMap((key) => [join(key, ".git"), join(key, "HEAD")])
+    .filter((path) => !inFound.has(path))
+    .map((path) => [path, notedOf(look(path))] as const)
+  const recorded = records === undefined ? undefined : writeRecord(records, [...found, ...repositoryFound])
   let removed: Undone | undefined
   const keptIn = keeping === undefined ? undefined : join(keeping, `${new Date().toISOString()}-${crypto.randomUUID().slice(0, 8)}`)
   /** Where what the command left at `path` (of the entry whose base is `base`) is kept. */

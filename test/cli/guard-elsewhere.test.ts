@@ -163,6 +163,19 @@ describe("while a command runs, no other core process loads the Location's confi
     expect(existsSync(marker)).toBe(false)
   }, 60_000)
 
+  // The note named the .git of the folders above the Location, not the Location's own where it had none: a repository
+  // a killed core's command made there (its config's fsmonitor run by the user's next git status) went unseen.
+  test("a core killed while its command made the Location a repository: no core loads it until a person has looked", async () => {
+    const { box, env, command } = scene(() => "git init -q .\nprintf '[core]\\n\\tfsmonitor = touch planted\\n' >> .git/config\ntouch made.flag\nsleep 30\n")
+    const killed = command()
+    await until(join(box.location, "made.flag"))
+    process.kill(runningCore(box.location), "SIGKILL")
+    await killed
+    const refused = await run(["exec", "list", "--input", "{}", "--location", box.location], { env })
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain(`${join(box.location, ".git")} is no longer what it was`)
+  }, 60_000)
+
   // A parent that does not reap at once (a container's pid 1 that never does) leaves the killed core a zombie: it
   // keeps its start time in /proc, but no longer its lock.
   test("a core killed and not yet reaped counts as dead: its plant is refused as well", async () => {
