@@ -183,18 +183,49 @@ const FIRST: ReadonlySet<string> = new Set(STORES.map((store) => store.split("/"
 const within = (root: string, path: string): boolean =>
   path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)
 
-/** Where the homes of the system's users are: `/home/NAME` and root's, `/root`. */
+/** Where the homes of the system's users are, by path: `/home/NAME` and root's, `/root`. */
 const OTHER_HOME = /^(\/home\/[^/]+|\/root)\//
 
 /**
  * The credential store `real` lies in: under `home` (real path) unless a grant names that store or a path inside it
- * and holds `real`, or under another user's home (`/home/NAME`, `/root`: a core run as root reads every user's keys),
- * which no grant opens; undefined when `real` is no secret.
+ * and holds `real`, or under another user's home (`others`, real paths, as ./homes finds them; and `/home/NAME`,
+ * `/root` by path: a core run as root reads every user's keys), which no grant opens; undefined when `real` is no
+ * secret.
  */
-export const anyStoreOf = (home: string, real: string, granted: ReadonlyArray<string> = []): string | undefined => {
+export const anyStoreOf = (
+  home: string,
+  real: string,
+  granted: ReadonlyArray<string> = [],
+  others: (real: string) => string | undefined = NO_OTHERS,
+): string | undefined => {
   if (within(home, real)) return storeOf(home, real, granted)
+  const found = others(real)
+  if (found !== undefined) return found
   const other = OTHER_HOME.exec(real)?.[1]
   return other === undefined ? undefined : storeOf(other, real)
+}
+
+const NO_OTHERS = (): undefined => undefined
+
+/** The first folder of a path (`var` of `/var/lib/postgresql`). */
+const firstOf = (path: string): string => path.slice(1, path.indexOf(sep, 1) === -1 ? undefined : path.indexOf(sep, 1))
+
+/**
+ * The store `real` lies in under one of `homes` (other users' homes, real paths), for anyStoreOf; made once for a
+ * walk's many paths: most share no first folder with any home and are passed by one lookup.
+ */
+export const storesUnder = (homes: ReadonlyArray<string>): ((real: string) => string | undefined) => {
+  if (homes.length === 0) return NO_OTHERS
+  const firsts = new Set(homes.map(firstOf))
+  return (real) => {
+    if (!firsts.has(firstOf(real))) return undefined
+    for (const home of homes) {
+      if (real === home || !within(home, real)) continue
+      const store = storeOf(home, real)
+      if (store !== undefined) return store
+    }
+    return undefined
+  }
 }
 
 /**

@@ -21,6 +21,7 @@ import { relative } from "node:path"
 import { Agent } from "./agent"
 import { Boundary } from "./boundary"
 import { Credentials } from "./credentials"
+import { Homes } from "./homes"
 import { Git } from "./git"
 import { ManagedOutputs } from "../output/managed-outputs"
 import { Protected } from "./protected"
@@ -346,6 +347,8 @@ const waitingRoom = Effect.gen(function* () {
 interface Paths {
   readonly realProject: string
   readonly user: NonNullable<Options["user"]>
+  /** The credential stores of the system's other users (Credentials.storesUnder), looked up on first use. */
+  readonly otherStores: () => (real: string) => string | undefined
   readonly readableReal: ReadonlyArray<string>
   readonly protectedRoots: Protected.Roots
 }
@@ -366,7 +369,7 @@ const keptFrom = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolv
       `Cannot ${verb} ${input.path}: it is in ${where}, ${what}, which core keeps from every tool and command. Do ` +
         "not try to reach it another way; if the task needs it, ask the user.",
     )
-  const store = Credentials.anyStoreOf(user.home, resolved.real, input.access === "read" ? user.read : user.write)
+  const store = Credentials.anyStoreOf(user.home, resolved.real, input.access === "read" ? user.read : user.write, paths.otherStores())
   if (store !== undefined) return secret(store, "one of the user's credential stores and login files")
   const system = Credentials.systemOf(resolved.real)
   if (system !== undefined) {
@@ -431,9 +434,12 @@ const pathsOf = (options: Options): Paths => {
   const realProject = realOr(options.project)
   const given = options.user ?? { home: homedir(), read: [], write: [] }
   const directories = Protected.directoriesOf()
+  const home = realOr(given.home)
+  let others: ((real: string) => string | undefined) | undefined
   return {
     realProject,
-    user: { ...given, home: realOr(given.home) },
+    user: { ...given, home },
+    otherStores: () => (others ??= Credentials.storesUnder(Homes.others(home))),
     readableReal: (options.readableRoots ?? []).map(realOr),
     protectedRoots: Protected.roots({
       location: realProject,
@@ -653,7 +659,8 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         isAgent: (agent) => Agent.isKnown(configured, agent),
         rules,
         denies: (agent, action) => Rule.denier(rules(agent), action),
-        credential: (real) => Credentials.anyStoreOf(user.home, real, user.read) !== undefined || Credentials.systemOf(real) !== undefined,
+        credential: (real) =>
+          Credentials.anyStoreOf(user.home, real, user.read, paths.otherStores()) !== undefined || Credentials.systemOf(real) !== undefined,
         explain,
         decide: decideAll,
         authorize,

@@ -164,23 +164,6 @@ export const readable = (home: string): ReadonlyArray<string> => [...READABLE.ma
 export const denied = (home: string): ReadonlyArray<string> =>
   DENIED.map((path) => join(home, path)).filter((path) => lstatSync(path, { throwIfNoEntry: false }) !== undefined)
 
-/** The most other users' homes looked into for their credential stores. */
-const MAX_OTHER_HOMES = 256
-
-/**
- * The homes of the system's other users (`/home/NAME`, `/root`), but `home`: where a command run by root (which keeps
- * DAC_OVERRIDE, past their modes) would reach their credential stores through a directory approved for the call.
- */
-export const otherHomes = (home: string): ReadonlyArray<string> => {
-  let names: ReadonlyArray<string>
-  try {
-    names = readdirSync("/home").slice(0, MAX_OTHER_HOMES)
-  } catch {
-    names = []
-  }
-  return [...names.map((name) => join("/home", name)), "/root"].filter((path) => path !== home && lstatSync(path, { throwIfNoEntry: false })?.isDirectory() === true)
-}
-
 /**
  * Where a program installed as a symlink lives: the package holding its target (the directory under the nearest
  * `node_modules`, as npm and nvm link their bins), else the directory above a `bin/` holding it (a venv, a

@@ -12,6 +12,7 @@ import { lstatSync, mkdirSync, rmSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
 import { join, resolve, sep } from "node:path"
 import { Covered } from "./covered"
+import { Homes } from "../permission/homes"
 import { Home } from "./home"
 import { Landlock } from "./landlock"
 import { ProcessDirs } from "./process-dirs"
@@ -117,7 +118,7 @@ const fixed = (
     (paths ?? []).map((path) => Landlock.real(Home.expand(path, home, policy.location)))
   const core = homes.map(Landlock.real)
   // Run by root, the other users' stores too: root keeps DAC_OVERRIDE, which passes their modes.
-  const others = process.getuid?.() === 0 ? Home.otherHomes(home).flatMap(Home.denied) : []
+  const others = process.getuid?.() === 0 ? Homes.others(home).flatMap(Home.denied) : []
   const denied = [...Home.denied(home), ...others].map(Landlock.real)
   const system = Landlock.real(tmpdir())
   const allowRead = expand(settings.allowRead)

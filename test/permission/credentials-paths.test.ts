@@ -3,6 +3,7 @@
 
 import { describe, expect, test } from "bun:test"
 import { Credentials } from "../../src/permission/credentials"
+import { Homes } from "../../src/permission/homes"
 
 describe("Credentials.systemOf", () => {
   test("names the system's secrets and what lies in them, and nothing beside them", () => {
@@ -38,6 +39,34 @@ describe("Credentials.anyStoreOf", () => {
     expect(Credentials.anyStoreOf("/srv/me", "/home/bob/.netrc")).toBe("/home/bob/.netrc")
     for (const path of ["/home/bob/project/.sshrc", "/home/bob/notes.txt", "/home", "/home/bob", "/srv/.ssh/x"]) {
       expect([path, Credentials.anyStoreOf("/home/me", path)]).toEqual([path, undefined])
+    }
+  })
+})
+
+describe("the homes of the system's other users", () => {
+  test("Homes.named reads every home /etc/passwd names, service accounts' too, and none that is no home", () => {
+    const passwd = [
+      "root:x:0:0:root:/root:/bin/bash",
+      "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin",
+      "bin:x:2:2:bin:/bin:/usr/sbin/nologin",
+      "www-data:x:33:33:www-data:/var/www:/usr/sbin/nologin",
+      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin",
+      "postgres:x:104:110:PostgreSQL administrator,,,:/var/lib/postgresql:/bin/bash",
+      "bob:x:1000:1000::/var/home/bob:/bin/bash",
+      "odd:x:1001:1001::relative/home:/bin/sh",
+      "# a comment",
+      "",
+    ].join("\n")
+    expect(Homes.named(passwd)).toEqual(["/root", "/var/www", "/var/lib/postgresql", "/var/home/bob"])
+  })
+
+  test("a service account's home and a home reached through a link keep their stores, as /home/NAME does", () => {
+    const others = Credentials.storesUnder(["/var/lib/postgresql", "/var/home/bob"])
+    expect(Credentials.anyStoreOf("/root", "/var/lib/postgresql/.pgpass", [], others)).toBe("/var/lib/postgresql/.pgpass")
+    expect(Credentials.anyStoreOf("/root", "/var/lib/postgresql/.ssh/id_ed25519", [], others)).toBe("/var/lib/postgresql/.ssh")
+    expect(Credentials.anyStoreOf("/root", "/var/home/bob/.aws/credentials", ["/var/home/bob/.aws"], others)).toBe("/var/home/bob/.aws")
+    for (const path of ["/var/lib/postgresql/15/main/base/1", "/var/lib/other/.ssh/x", "/var/home/bob/src/app.ts", "/work/.ssh/x"]) {
+      expect([path, Credentials.anyStoreOf("/root", path, [], others)]).toEqual([path, undefined])
     }
   })
 })
