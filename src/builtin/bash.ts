@@ -437,7 +437,8 @@ const needsOf = Effect.fnUntraced(function* (
     if (absolute === undefined) continue
     const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: absolute }))
     const secret = resolved._tag === "Success" && Protected.secret(roots, resolved.success.real)
-    if (secret && !changes) {
+    // Only read, by what the command is (`cat`, `ls`) or by what its table says this operand is (a copy's source).
+    if (secret && !path.writes && (!changes || path.access === "read" || path.access === "none")) {
       secrets.add(absolute)
       continue
     }

@@ -59,6 +59,11 @@ export interface Path {
   readonly owner: string
   /** Why where it leads cannot be known before the line runs; undefined when it can. */
   readonly unknown: string | undefined
+  /**
+   * What its command does with it where the command's table says (a copy's source is read, its target written);
+   * undefined for a program core has no table for, which may do anything with it.
+   */
+  readonly access?: Operands.Access
 }
 
 
@@ -272,11 +277,13 @@ export const paths = (parsed: Parsed): ReadonlyArray<Path> => {
   const found: Array<Path> = []
   // A line that mentions HOME at all may change it, and with it what `~` means.
   const homeMoves = /(^|[^A-Za-z0-9_])HOME([^A-Za-z0-9_]|$)/.test(parsed.text)
-  const add = (word: Word, writes: boolean, owner: string) => found.push({ word, writes, owner, unknown: unknownWhy(word, homeMoves) })
+  const add = (word: Word, writes: boolean, owner: string, access?: Operands.Access) =>
+    found.push({ word, writes, owner, unknown: unknownWhy(word, homeMoves), ...(access === undefined ? {} : { access }) })
   const visit = (words: ReadonlyArray<Word>, owner: string) => {
     const name = basename(words[0]!.value!)
-    const operands = Operands.isFileCommand(name) ? Operands.of(name, words) : Operands.guessed(name, words)
-    for (const operand of operands) add(operand.word, operand.writes, owner)
+    const known = Operands.isFileCommand(name)
+    const operands = known ? Operands.of(name, words) : Operands.guessed(name, words)
+    for (const operand of operands) add(operand.word, operand.writes, owner, known ? operand.access : undefined)
     if (name === "cd" && words.length === 1) add(HOME, false, owner)
     for (const inner of Runs.of(words).commands) visit(inner, owner)
   }

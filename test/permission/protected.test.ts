@@ -433,15 +433,17 @@ describe("core's data directory is not readable by tools, but for managed output
     const w = world()
     await w.approve("unrelated", ["x"])
     await w.approve("external_directory", ["*"])
-    for (const command of [`cat ${w.store}`, `ls -la ${dirname(w.store)}`]) {
+    for (const command of [`cat ${w.store}`, `ls -la ${dirname(w.store)}`, `cp ${w.store} ./copy.db`]) {
       const outcome = await w.settle("bash", { command }, "no-terminal")
       expect([command, outcome.settlement.status]).toEqual([command, "error"])
       expect(messageOf(outcome.settlement)).toContain("it is in core's data directory")
       expect(messageOf(outcome.settlement)).toContain("is not readable by tools")
       expect(outcome.asks).toEqual([])
     }
-    const changed = await w.settle("bash", { command: `touch ${w.store}` }, "no-terminal")
-    expect(changed.settlement.status).toBe("error")
-    expect(messageOf(changed.settlement)).toContain("A person must make that change")
+    for (const command of [`touch ${w.store}`, `cp ./x ${w.store}`]) {
+      const changed = await w.settle("bash", { command }, "no-terminal")
+      expect([command, changed.settlement.status]).toEqual([command, "error"])
+      expect(messageOf(changed.settlement)).toContain("A person must make that change")
+    }
   })
 })
