@@ -217,8 +217,12 @@ const CONTROL = /[\u0000-\u0006\u000e-\u001a\u001c-\u001f\u007f]/g
 const CONTROL_SHARE = 0.05
 const REPLACEMENT = /\ufffd/g
 
-/** What marks a line beside binary data as more of it: any control character but tab and carriage return, or U+FFFD. */
-const UNTEXTUAL = /[\u0000-\u0008\u000b-\u000c\u000e-\u001f\u007f\ufffd]/
+/** What marks a line between two of binary data as more of it: any control character but tab and carriage return, or U+FFFD. */
+const UNTEXTUAL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\ufffd]/
+
+/** A line beside binary data shorter than this, mostly U+FFFD, is a piece of it (see `binaryBeside`). */
+const SHORT_PIECE = 48
+const PIECE_REPLACED_SHARE = 0.15
 
 const binaryLine = (line: string): boolean => {
   if (line.includes("\u0000")) return true
@@ -226,8 +230,16 @@ const binaryLine = (line: string): boolean => {
   return controls > 1 && controls > line.length * CONTROL_SHARE
 }
 
-/** Whether a line beside binary data is more of it: a piece of it cut off where a byte happened to be a line feed. */
-const binaryBeside = (line: string): boolean => UNTEXTUAL.test(line)
+/**
+ * Whether a line beside binary data is a piece of it, cut off where a byte happened to be a line feed: a control
+ * character (but a tab, a carriage return, a bell, a backspace or an escape: colours and progress bars are text), or
+ * a short line of which bytes that were not UTF-8 make a good part.
+ */
+const binaryBeside = (line: string): boolean => {
+  CONTROL.lastIndex = 0
+  if (CONTROL.test(line)) return true
+  return line.length < SHORT_PIECE && (line.match(REPLACEMENT)?.length ?? 0) > line.length * PIECE_REPLACED_SHARE
+}
 
 /**
  * `output` as the model reads it: each run of lines that are binary data (a `cat` of an executable, an image, a
@@ -239,14 +251,14 @@ const withoutBinary = (output: string): string => {
   CONTROL.lastIndex = 0
   if (!CONTROL.test(output)) return output
   const lines = output.split("\n")
-  const binary = lines.map(binaryLine)
-  // What lies beside binary data and looks like more of it joins it, both ways.
-  for (let index = 1; index < lines.length; index++) {
-    if (binary[index - 1] && !binary[index] && binaryBeside(lines[index]!)) binary[index] = true
-  }
-  for (let index = lines.length - 2; index >= 0; index--) {
-    if (binary[index + 1] && !binary[index] && binaryBeside(lines[index]!)) binary[index] = true
-  }
+  const core = lines.map(binaryLine)
+  // The line just before or after binary data joins it where it looks like a piece of it (one line on each side,
+  // never a chain: one line of binary data must not hide the text after it); then a line between two of them that
+  // is not plain text.
+  const beside = core.map((isBinary, index) => isBinary || ((core[index - 1] === true || core[index + 1] === true) && binaryBeside(lines[index]!)))
+  const binary = beside.map(
+    (isBinary, index) => isBinary || (beside[index - 1] === true && beside[index + 1] === true && UNTEXTUAL.test(lines[index]!)),
+  )
   const shown: Array<string> = []
   let run = 0
   const flush = () => {

@@ -168,6 +168,23 @@ describe("bash results", () => {
     expect(about).toBeLessThanOrEqual(1.05 * 8192)
   })
 
+  // One line holding a NUL, then lines starting with an escape (invisible in a terminal): the text after it was hidden.
+  test("one line of binary data hides none of the text lines after it, coloured or in Latin-1", async () => {
+    const out = Buffer.concat([
+      Buffer.from("blob\u0000\u0001\u0002\u0003\n"),
+      Buffer.from("\u001b[31mFAIL: 3 tests failed\u001b[0m\n\u001b[1mERROR: migration will DROP TABLE users\u001b[0m\n"),
+      Buffer.from("Größe: café\n", "latin1"),
+      Buffer.from("plain line\n"),
+    ])
+    const box = harness({ files: { "out.txt": out } })
+    const text = textOf((await box.settle("bash", { command: "cat out.txt" })).settlement)
+    expect(text).toBe(
+      "[binary data, about 9 bytes, not shown: make text of it with a command (file, xxd | head, strings | head) or send it to a file]\n" +
+        "\u001b[31mFAIL: 3 tests failed\u001b[0m\n\u001b[1mERROR: migration will DROP TABLE users\u001b[0m\n" +
+        "Gr\ufffd\ufffde: caf\ufffd\nplain line\n\nExit code 0",
+    )
+  })
+
   test("text in Latin-1, colours, a bell or a progress bar stays text", async () => {
     const latin1 = Buffer.from("Größe über Äpfel und Käse\ncafé crème brûlée naïve\n", "latin1")
     const styled = "\u001b[31mred\u001b[0m\u0007 done\tok\r\n[##  ] 50%\r[####] 100%\n"
