@@ -37,6 +37,13 @@ export const Output = Schema.Struct({
 })
 export type Output = typeof Output.Type
 
+/** The lines of content that is not UTF-8 text, by its line feeds (a last line without one counts too). */
+const linesIn = (bytes: Uint8Array): number => {
+  let count = 0
+  for (const byte of bytes) if (byte === 0x0a) count++
+  return bytes.length > 0 && bytes[bytes.length - 1] !== 0x0a ? count + 1 : count
+}
+
 const DESCRIPTION = `Write a file: create it, or replace its whole content.
 
 - Missing parent directories are created.
@@ -109,7 +116,7 @@ const attempt = (
       snapshot = yield* ReadTracking.readToChange(services, context, { path: real, shown, tool: "write", unseen: "refuse" })
       // The old file's conventions apply only if it was text; a binary file is simply replaced.
       const old = Text.probe(snapshot.bytes)
-      replaced = { lines: old === undefined ? 0 : Text.lineCount(old.text), bytes: snapshot.bytes.length }
+      replaced = { lines: old === undefined ? linesIn(snapshot.bytes) : Text.lineCount(old.text), bytes: snapshot.bytes.length }
       if (old !== undefined) {
         bom = old.bom
         if (old.text.includes("\n")) text = Text.withEol(text, old.eol)

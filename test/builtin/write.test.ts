@@ -31,6 +31,14 @@ describe("write", () => {
     expect(readFileSync(join(h.directory, "a.txt"), "utf8")).toBe("new")
   })
 
+  test("over a file that is not UTF-8 text, says how many lines it held by its line feeds", async () => {
+    const h = harness({ files: { "l1.txt": Buffer.from("caf\xe9\nplain\n", "latin1"), "tail.bin": Buffer.from("a\nb\xff") }, readBeforeWrite: false })
+    const latin1 = await h.settle("write", { filePath: "l1.txt", content: "x\n" })
+    expect(textOf(latin1.settlement)).toBe("Overwrote l1.txt (1 line, 2 bytes; it held 2 lines, 11 bytes).")
+    const tail = await h.settle("write", { filePath: "tail.bin", content: "x\n" })
+    expect(tail.settlement.structured).toMatchObject({ replaced: { lines: 2, bytes: 4 } })
+  })
+
   test("keeps a CRLF file's line endings when the new content uses LF", async () => {
     const h = harness({ files: { "win.txt": "a\r\nb\r\n" }, readBeforeWrite: false })
     const { settlement } = await h.settle("write", { filePath: "win.txt", content: "x\ny\nz\n" })
