@@ -32,7 +32,7 @@ describe("write", () => {
   })
 
   test("over a file that is not UTF-8 text, says how many lines it held by its line feeds", async () => {
-    const h = harness({ files: { "l1.txt": Buffer.from("caf\xe9\nplain\n", "latin1"), "tail.bin": Buffer.from("a\nb\xff") }, readBeforeWrite: false })
+    const h = harness({ files: { "l1.txt": Buffer.from("caf\xe9\nplain\n", "latin1"), "tail.bin": Buffer.from("a\nb\xff", "latin1") }, readBeforeWrite: false })
     const latin1 = await h.settle("write", { filePath: "l1.txt", content: "x\n" })
     expect(textOf(latin1.settlement)).toBe("Overwrote l1.txt (1 line, 2 bytes; it held 2 lines, 11 bytes).")
     const tail = await h.settle("write", { filePath: "tail.bin", content: "x\n" })
