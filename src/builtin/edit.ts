@@ -183,7 +183,9 @@ const changesOf = (content: string, spans: ReadonlyArray<Match.Span>): Array<Cha
 /** A unified diff of the changes, DIFF_CONTEXT_LINES lines of context around each, nearby changes in one hunk. */
 const unified = (shown: string, content: string, changes: ReadonlyArray<Change>): string => {
   const lines = splitLines(content)
-  const out = [`--- a/${shown}`, `+++ b/${shown}`]
+  // An absolute path (a file outside the Location) follows a/ and b/ without a second slash, as git writes one.
+  const named = shown.startsWith("/") ? shown.slice(1) : shown
+  const out = [`--- a/${named}`, `+++ b/${named}`]
   let delta = 0
   let index = 0
   while (index < changes.length) {

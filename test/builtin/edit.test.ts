@@ -4,7 +4,7 @@
 // Location, symlinks leading out).
 
 import { describe, expect, test } from "bun:test"
-import { chmodSync, chownSync, lstatSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, chownSync, lstatSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Exit } from "effect"
 import { Text } from "../../src/builtin/text"
@@ -22,6 +22,14 @@ describe("edit", () => {
     expect(settlement.structured).toEqual({ path: "n.txt", replacements: 1, matcher: "exact", added: 1, removed: 1, diff })
     expect(textOf(settlement)).toBe(`Edited n.txt: 1 replacement, +1 -1 lines.\n\n${diff}`)
     expect(readFileSync(join(h.directory, "n.txt"), "utf8")).toBe(NUMBERS.replace("5\n", "five\n"))
+  })
+
+  test("a file outside the Location has its absolute path after a/ and b/ in the diff, with no second slash", async () => {
+    const outside = realpathSync(tempDir("core-edit-outside-"))
+    writeFileSync(join(outside, "o.txt"), "one\n")
+    const h = harness({ rules: [{ action: "external_directory", resource: "*", effect: "allow" }], readBeforeWrite: false })
+    const { settlement } = await h.settle("edit", { filePath: join(outside, "o.txt"), oldString: "one", newString: "two" })
+    expect((settlement.structured as { diff: string }).diff.split("\n").slice(0, 2)).toEqual([`--- a${outside}/o.txt`, `+++ b${outside}/o.txt`])
   })
 
   test("replaceAll replaces every occurrence, with one hunk per distant change", async () => {
