@@ -16,10 +16,11 @@ export * as LoadGate from "./load-gate"
 
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import { closeSync, constants, mkdirSync, openSync, realpathSync } from "node:fs"
+import { closeSync, constants, mkdirSync, openSync } from "node:fs"
 import { join } from "node:path"
 import { Protected } from "../permission/protected"
 import { Guard } from "./guard"
+import { Landlock } from "./landlock"
 import { Native } from "./native"
 
 const LOCK_SH = 1
@@ -101,14 +102,6 @@ const load = async (key: string, directory: string): Promise<() => void> => {
  */
 export class Stale extends Data.TaggedError("LoadGate.Stale")<{ readonly file: string; readonly message: string }> {}
 
-const realOf = (path: string): string => {
-  try {
-    return realpathSync(path)
-  } catch {
-    return path
-  }
-}
-
 /**
  * `effect` (a load of `key`'s configuration) run once no command of `key` runs in any core process, and none starts
  * meanwhile; refused with `Stale` where a dead core's command may have left what it planted.
@@ -118,7 +111,7 @@ export const loading = <A, E, R>(key: string, effect: Effect.Effect<A, E, R>, di
     Effect.promise(() => load(key, directory)),
     () =>
       Effect.suspend((): Effect.Effect<A, E | Stale, R> => {
-        const location = realOf(key)
+        const location = Landlock.real(key)
         const found = Guard.stale(directory, location)
         return found.length === 0 ? effect : Effect.fail(new Stale({ file: location, message: Guard.staleMessage(location, found) }))
       }),
