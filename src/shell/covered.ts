@@ -7,8 +7,9 @@ export * as Covered from "./covered"
 // trees and cannot carve a path out of one without granting its siblings one by one (then the folder takes no new
 // file).
 
-import { type Dirent, lstatSync, mkdirSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { lstatSync, mkdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Listing } from "./listing"
 
 /** How many entries a walk reads at most: past that, what it found is covered and the rest is not (Found.partial). */
 export const MAX_ENTRIES = 500_000
@@ -20,54 +21,6 @@ export interface Found {
   readonly entries: number
   /** True when the walk stopped at MAX_ENTRIES: files past it are not covered. */
   readonly partial: boolean
-}
-
-/** What a directory held when last listed: a listing is read again only once the directory has changed. */
-interface Listing {
-  /** The directory's inode and change time (nanoseconds): any entry added, removed or renamed changes it. */
-  readonly stamp: string
-  readonly entries: ReadonlyArray<{ readonly name: string; readonly kind: "directory" | "link" | "file" | "other" }>
-}
-
-/** How many directories' listings are kept (a few large Locations); past it, the cache starts again. */
-const MAX_LISTINGS = 200_000
-
-const listings = new Map<string, Listing>()
-
-/**
- * The entries of `directory`, from the cache while its change time stands (a command cannot set a change time
- * back; and what a sandboxed command could add unseen is its own: a hard link to a covered file crosses a mount,
- * EXDEV), otherwise read. Undefined when it cannot be read.
- */
-/** What a directory's inode and change time are now ("gone" when it cannot be looked at). */
-const stampOf = (directory: string): string => {
-  try {
-    const stat = lstatSync(directory, { bigint: true })
-    return `${stat.dev}:${stat.ino}:${stat.ctimeNs}:${stat.mtimeNs}`
-  } catch {
-    return "gone"
-  }
-}
-
-const list = (directory: string, stamps: Array<readonly [string, string]>): Listing["entries"] | undefined => {
-  const stamp = stampOf(directory)
-  stamps.push([directory, stamp])
-  if (stamp === "gone") return undefined
-  const cached = listings.get(directory)
-  if (cached?.stamp === stamp) return cached.entries
-  let read: Array<Dirent>
-  try {
-    read = readdirSync(directory, { withFileTypes: true })
-  } catch {
-    return undefined
-  }
-  const entries = read.map((entry) => ({
-    name: entry.name,
-    kind: entry.isDirectory() ? ("directory" as const) : entry.isSymbolicLink() ? ("link" as const) : entry.isFile() ? ("file" as const) : ("other" as const),
-  }))
-  if (listings.size >= MAX_LISTINGS) listings.clear()
-  listings.set(directory, { stamp, entries })
-  return entries
 }
 
 /** What the walk of some roots under some rules found in its folders, before links and other names are looked at. */
@@ -133,7 +86,7 @@ const visit = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, 
   const stamps: Array<readonly [string, string]> = []
   /** Walks one directory; answers whether everything in it is denied (then its caller may cover it whole). */
   const into = (directory: string, root: boolean): boolean => {
-    const listed = list(directory, stamps)
+    const listed = Listing.list(directory, stamps)
     if (listed === undefined) return false
     entries += listed.length
     if (entries > max) {
@@ -195,7 +148,7 @@ export const walk = (roots: ReadonlyArray<string>, test: (real: string) => boole
   const walkKey = key === undefined ? undefined : JSON.stringify([roots, key, max])
   const last = walkKey === undefined ? undefined : walks.get(walkKey)
   const visited =
-    last !== undefined && last.stamps.every(([directory, stamp]) => stampOf(directory) === stamp)
+    last !== undefined && last.stamps.every(([directory, stamp]) => Listing.stampOf(directory) === stamp)
       ? last.visited
       : visit(roots, denied, max, walkKey)
   const files = new Set(visited.files)

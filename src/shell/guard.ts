@@ -38,6 +38,7 @@ import { Git } from "../permission/git"
 import { Protected } from "../permission/protected"
 import { Planted } from "./planted"
 import { ProcessGroup } from "./process-group"
+import { Repositories } from "./repositories"
 
 interface Before {
   /** Who it is: device, inode, kind and birth time (an inode number freed by the command may be reused at once). */
@@ -225,6 +226,11 @@ interface Record_ {
   readonly pid: number
   readonly start: number
   readonly found: ReadonlyArray<readonly [string, Noted | null]>
+  /**
+   * The folders searched for repositories (the Locations, the folders granted) and those found in them: one made
+   * since (a nested repository, one added at a gitlink) would keep what git runs of it, never taken out.
+   */
+  readonly repositories?: { readonly roots: ReadonlyArray<string>; readonly found: ReadonlyArray<string> }
 }
 
 /** A record read back, with where it is. */
@@ -264,6 +270,14 @@ const recordsIn = (directory: string): { readonly running: ReadonlyArray<Read>; 
       continue
     }
     const changed = record.found.filter(([at, was]) => !sameAs(was, notedOf(look(at, was?.digest !== undefined)))).map(([at]) => at)
+    if (record.repositories !== undefined) {
+      const now = Repositories.under(record.repositories.roots)
+      const was = new Set(record.repositories.found)
+      // A search stopped at its bound is no sign of one made: the folder searched counts as changed.
+      if (now.partial) changed.push(...record.repositories.roots)
+      // (A root made a repository is noted by its own `.git` and `HEAD`.)
+      else changed.push(...now.repositories.filter((repository) => !was.has(repository) && !record.repositories!.roots.includes(repository)))
+    }
     if (changed.length === 0) rmSync(path, { force: true })
     else dead.push({ record: path, pid: record.pid, found: record.found.map(([at]) => at), changed })
   }
@@ -319,13 +333,17 @@ export const staleMessage = (location: string, found: ReadonlyArray<Stale>): str
 }
 
 /** Writes this guard's record into `directory`, whole; its path, or undefined where it cannot (a read-only data dir). */
-const writeRecord = (directory: string, found: ReadonlyArray<readonly [string, Noted | null]>): string | undefined => {
+const writeRecord = (
+  directory: string,
+  found: ReadonlyArray<readonly [string, Noted | null]>,
+  repositories: Record_["repositories"],
+): string | undefined => {
   const start = ProcessGroup.stat(process.pid)?.start
   if (start === undefined) return undefined
   const path = join(directory, `${process.pid}-${crypto.randomUUID()}.json`)
   try {
     mkdirSync(directory, { recursive: true, mode: 0o700 })
-    writeFileSync(`${path}.tmp`, JSON.stringify({ pid: process.pid, start, found } satisfies Record_), { mode: 0o600 })
+    writeFileSync(`${path}.tmp`, JSON.stringify({ pid: process.pid, start, found, ...(repositories === undefined ? {} : { repositories }) } satisfies Record_), { mode: 0o600 })
     renameSync(`${path}.tmp`, path)
     return path
   } catch {
@@ -466,7 +484,8 @@ const putBack = (
  * command may write (shell.allowWrite, directories approved for the call), where it can rename a folder above a
  * protected path as it can in the temp directory. `records`: the directory (in core's data directory) where the
  * guards of every core process note what they found, so that a command started in one while another's swap stands
- * is refused as in the same process.
+ * is refused as in the same process. `people`: the folders of `writable` a person granted (shell.allowWrite,
+ * directories approved for the call; not the temp directory), whose repositories are guarded as the Location's.
  */
 export const begin = (
   location: string,
@@ -476,6 +495,7 @@ export const begin = (
   writable: ReadonlyArray<string> = [],
   home: string = Protected.directoriesOf().home,
   records?: string,
+  people: ReadonlyArray<string> = writable,
 ): Guarded => {
   const keys = [...new Set([location, ...others].map(realOf))]
   for (const key of keys) running.set(key, (running.get(key) ?? 0) + 1)
@@ -500,6 +520,40 @@ export const begin = (
   const under = (root: string, path: string) => path === root || path.startsWith(root + sep)
   const temporary = realOf(tmpdir())
   const granted = [...new Set(writable.map(realOf))]
+  // The repositories the command may write besides the Location's own (and one holding it): kept in a folder of the
+  // Location (a clone, not a submodule), at or in a folder a person granted, or holding one. The user's git runs
+  // their hooks and config outside any sandbox: they are guarded as the Location's repository is. The temp
+  // directory, granted to every command, is not searched (docs/shell.md, known limits).
+  const grantedRoots = [...new Set(people.map(realOf))].filter(
+    (root) => root !== temporary && !keys.some((key) => under(key, root)),
+  )
+  const writableHere = (path: string) =>
+    keys.some((key) => under(key, path)) || granted.some((root) => under(root, path)) || under(temporary, path)
+  // Not the Location's repository's own worktrees and submodules (guarded with it, see `unmade` for its gitlinks).
+  const links = new Set(keys.flatMap(Git.gitlinkEntries))
+  const commons = keys.flatMap((key) => {
+    const repository = Git.repositoryOf(key)
+    return repository === undefined ? [] : [repository.commonDir]
+  })
+  const searched = [...keys, ...grantedRoots]
+  const walked = Repositories.under(searched)
+  const foundBefore = new Set(walked.repositories)
+  const nested = [...new Set([...grantedRoots, ...foundBefore])].filter((repository) => {
+    if (keys.includes(repository) || links.has(join(repository, ".git"))) return false
+    const gitDir = Git.gitDirOf(join(repository, ".git"))
+    return gitDir === undefined || !commons.some((common) => under(common, gitDir))
+  })
+  const code = Protected.code(keys, home)
+  /** The places of the Locations' repositories (the others' are guarded as they are, but are not theirs: `unmade`). */
+  const ownPlaces = new Set(code.map((place) => place.path))
+  const nestedPlaces = [
+    ...new Map(
+      nested
+        .flatMap(Git.places)
+        .filter((place) => !ownPlaces.has(place.path) && writableHere(place.path))
+        .map((place) => [place.path, { ...place, identity: undefined, kind: "git" as const }] as const),
+    ).values(),
+  ]
   const entries: Array<Entry> = [
     // A nested entry (.claude/skills) is a mount that moves with a folder above it renamed: checked as code
     // elsewhere in the Location is, by the folders above it.
@@ -511,7 +565,7 @@ export const begin = (
     // Inside an entry already mounted, a path needs no mount of its own. Outside the Locations, the places granted
     // to the command and the temp directory (where a command may rename a folder above it), a path is mounted and
     // no more: what changes there is a person's.
-    ...Protected.code(keys, home)
+    ...[...code, ...nestedPlaces]
       .filter((place) => !own.some((entry) => under(entry, place.path)))
       .flatMap((place) => {
         const base =
@@ -537,11 +591,9 @@ export const begin = (
   // would have git in that worktree read the command's config, through a commondir left as it was. `made`: those
   // worktree folders, which git itself removes (`git worktree remove`) and makes again in their place.
   const made = new Set<string>()
-  const writableHere = (path: string) =>
-    keys.some((key) => under(key, path)) || granted.some((root) => under(root, path)) || under(temporary, path)
   const gits = [
-    ...new Map(
-      keys.flatMap((key) => {
+    ...new Map([
+      ...keys.flatMap((key) => {
         const repository = Git.repositoryOf(key)
         if (repository === undefined) return []
         const entry = repository.entry
@@ -555,7 +607,12 @@ export const begin = (
           .map((path) => (made.add(path), [path, holding(path)] as const))
         return [...own, ...worktrees]
       }),
-    ).values(),
+      // The `.git` of each other repository, where the command may rename it away and put its own in its place.
+      ...nested
+        .map((repository) => join(repository, ".git"))
+        .filter((entry) => writableHere(entry) && lstat(entry) !== undefined)
+        .map((entry) => [entry, holding(entry)] as const),
+    ]).values(),
   ]
   // A `.git` made by the command in a folder above a Location (`git init ..`, `git init /tmp`) would be the user's
   // git's next repository there, its config and hooks the command's: where none was before, one found after goes.
@@ -564,7 +621,7 @@ export const begin = (
   )
   const above = aboveFound.filter(([, before]) => before === undefined).map(([path]) => path)
   // Whether each Location had a `.git` of its own, or was a bare repository, before the command (see `unmade`).
-  const repositories = keys.map((key) => ({
+  const repositories = [...keys, ...grantedRoots].map((key) => ({
     key,
     entry: lstat(join(key, ".git")),
     bare: Git.isGitDirectory(key),
@@ -614,11 +671,15 @@ export const begin = (
   // its own `.git` and a `HEAD` at its root. What a command made of them `unmade` takes out when it ends; should this
   // core die first, the next one finds them changed (`stale`).
   const inFound = new Set(found.map(([path]) => path))
-  const repositoryFound = keys
+  const repositoryFound = [...keys, ...grantedRoots]
     .flatMap((key) => [join(key, ".git"), join(key, "HEAD")])
     .filter((path) => !inFound.has(path))
     .map((path) => [path, notedOf(look(path))] as const)
-  const recorded = records === undefined ? undefined : writeRecord(records, [...found, ...repositoryFound])
+  const recorded = records === undefined ? undefined : writeRecord(
+          records,
+          [...found, ...repositoryFound],
+          walked.partial ? undefined : { roots: searched, found: [...foundBefore] },
+        )
   let removed: Undone | undefined
   const keptIn = keeping === undefined ? undefined : join(keeping, `${new Date().toISOString()}-${crypto.randomUUID().slice(0, 8)}`)
   /** Where what the command left at `path` (of the entry whose base is `base`) is kept. */
@@ -697,8 +758,10 @@ export const begin = (
       if (before?.link !== undefined) symlinkSync(before.link, entry.path)
       undone.push(entry.path)
     }
-    const guarded = new Set(entries.map((entry) => entry.path))
+    const guarded = new Set(entries.map((entry) => entry.path).filter((path) => ownPlaces.has(path)))
     for (const repository of repositories) undone.push(...unmade(repository, keptAt, guarded, startedAt))
+    // Where the search stopped at its bound, a repository it did not reach is no sign of one made.
+    if (!walked.partial) undone.push(...madeDeeper(searched, foundBefore, commons, keptAt))
     removed = { paths: undone, keptIn: undone.length === 0 ? undefined : keptIn }
     for (const [path] of found) {
       const base = baselines.get(path)
@@ -709,6 +772,48 @@ export const begin = (
     return removed
   }
   return { readOnly: entries.filter((entry) => entry.before !== undefined && entry.mounted).map((entry) => entry.path), finish }
+}
+
+/**
+ * What git would run of each repository the command made deeper in a Location or a granted folder (`git init sub`,
+ * `git clone URL vendor/x`, `git init --bare fixture.git`), taken out once it has ended, as of one made at the
+ * Location (`unmade`, which also sees to the roots themselves and the Location's gitlinks): its hooks, config,
+ * config.worktree, info/attributes and commondir, or its `.git` file or link (not one of a worktree of the Location's
+ * own repository). Its objects, refs, index and work stay. `before`: the repositories found there before the command.
+ */
+const madeDeeper = (
+  roots: ReadonlyArray<string>,
+  before: ReadonlySet<string>,
+  commons: ReadonlyArray<string>,
+  keptAt: (base: string, path: string) => string | undefined,
+): Array<string> => {
+  const taken: Array<string> = []
+  const inside = (root: string, path: string) => path.startsWith(root + sep)
+  const links = new Set(roots.flatMap(Git.gitlinkEntries))
+  const now = Repositories.under(roots)
+  if (now.partial) return taken
+  for (const repository of now.repositories) {
+    const base = roots.find((root) => inside(root, repository))
+    const entry = join(repository, ".git")
+    if (base === undefined || before.has(repository) || links.has(entry)) continue
+    const take = (path: string) => {
+      // Only what really is in the folder: one on the way may be a link the command made to a place outside.
+      const folder = realOf(dirname(path))
+      if (lstat(path) === undefined || !(folder === base || inside(base, folder))) return
+      setAside(path, keptAt(base, path))
+      taken.push(path)
+    }
+    const stats = lstat(entry)
+    if (stats === undefined) {
+      for (const place of Git.codePlacesIn(repository)) take(place)
+    } else if (stats.isDirectory()) {
+      for (const place of Git.codePlacesIn(entry)) take(place)
+    } else {
+      const gitDir = Git.gitDirOf(entry)
+      if (gitDir === undefined || !commons.some((common) => gitDir === common || inside(common, gitDir))) take(entry)
+    }
+  }
+  return taken
 }
 
 /**

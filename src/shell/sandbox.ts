@@ -77,6 +77,8 @@ interface Fixed {
   readonly readOnly: ReadonlyArray<string>
   /** core.json's allowWrite, carved. */
   readonly write: ReadonlyArray<string>
+  /** The folders a person granted for writing: the directories approved for the call and core.json's allowWrite. */
+  readonly granted: ReadonlyArray<string>
   readonly devices: ReadonlyArray<string>
   /** The Location's cache directory, undefined when core's data directory cannot hold it or another user made it first. */
   readonly cache: string | undefined
@@ -151,6 +153,7 @@ const fixed = (
     system,
     read: [...systemRead, ...homeward, ...granted(allowRead)],
     write: granted(allowWrite),
+    granted: [...policy.approved.map(Landlock.real), ...allowWrite],
     devices: Landlock.granted(["/dev"], secret),
     cache: cacheDirectory(core[1]!, policy.location),
     readOnly,
@@ -177,6 +180,8 @@ export interface Prepared {
    * or when covering was not asked (then core.json's denies are carved out of the grants instead).
    */
   readonly cover?: { readonly files: ReadonlyArray<string>; readonly directories: ReadonlyArray<string> }
+  /** The folders a person granted the command for writing (approved for the call, shell.allowWrite), uncarved. */
+  readonly granted: ReadonlyArray<string>
   /** Removes the per-call temp and cache directories, if any were made. */
   readonly cleanup: () => void
 }
@@ -314,6 +319,7 @@ export const prepare = (
       ...(temporary === undefined ? {} : { TMPDIR: temporary, TMP: temporary, TEMP: temporary }),
     },
     refused,
+    granted: made.granted,
     cleanup: () => {
       for (const own of [...owned, ...(temporary === undefined ? [] : [temporary])]) rmSync(own, { recursive: true, force: true })
     },

@@ -636,7 +636,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
         )
       : undefined
     const guarded = guarding
-      ? Guard.begin(request.sandbox!.location, keeping, request.sandbox!.others, !mounts(), prepared?.grants?.write, undefined, guardRecords)
+      ? Guard.begin(request.sandbox!.location, keeping, request.sandbox!.others, !mounts(), prepared?.grants?.write, undefined, guardRecords, prepared?.granted)
       : undefined
     // Another command still running swapped what this one's guard would take for the Location's: not started.
     if (guarded?.refused !== undefined) {

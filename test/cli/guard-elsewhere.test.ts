@@ -176,6 +176,27 @@ describe("while a command runs, no other core process loads the Location's confi
     expect(refused.stderr).toContain(`${join(box.location, ".git")} is no longer what it was`)
   }, 60_000)
 
+  // A repository the command made deeper in the Location, or added at a gitlink of the Location's (the user's next
+  // `git status` at the root runs its fsmonitor), is stripped of what git runs when the command ends: not when core
+  // is killed first. The note names the repositories it found; one found since stands in the way.
+  test("a core killed while its command made a nested repository, or added one at a gitlink: no core loads it", async () => {
+    for (const add of [false, true]) {
+      const { box, env, command } = scene(
+        () =>
+          `git init -q vendor/lib\nprintf '[core]\\n\\tfsmonitor = touch planted\\n' >> vendor/lib/.git/config\n` +
+          `${add ? "git -C vendor/lib -c user.name=m -c user.email=m@x commit -q --allow-empty -m i\ngit add vendor/lib\n" : ""}touch made.flag\nsleep 30\n`,
+      )
+      expect(Bun.spawnSync(["git", "init", "-q"], { cwd: box.location }).exitCode).toBe(0)
+      const killed = command()
+      await until(join(box.location, "made.flag"))
+      process.kill(runningCore(box.location), "SIGKILL")
+      await killed
+      const refused = await run(["exec", "list", "--input", "{}", "--location", box.location], { env })
+      expect(refused.code).toBe(2)
+      expect(refused.stderr).toContain(`${join(box.location, "vendor/lib")} is no longer what it was`)
+    }
+  }, 60_000)
+
   // A parent that does not reap at once (a container's pid 1 that never does) leaves the killed core a zombie: it
   // keeps its start time in /proc, but no longer its lock.
   test("a core killed and not yet reaped counts as dead: its plant is refused as well", async () => {

@@ -12,6 +12,7 @@ import { basename, dirname, join } from "node:path"
 import { Effect, Fiber } from "effect"
 import { Git } from "../../src/permission/git"
 import { Guard } from "../../src/shell/guard"
+import { Repositories } from "../../src/shell/repositories"
 import { Project } from "../../src/store/project"
 import { Shell } from "../../src/shell/shell"
 import { tempDir } from "../support/temp"
@@ -820,13 +821,15 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(result.undone.some((path) => path.startsWith(outside) || path.startsWith(join(location, "vendor")))).toBe(false)
   })
 
-  // A FIFO where git keeps a file would stop core at the first read, on the thread that settles every call.
+  // A FIFO where git keeps a file would stop core at the first read, on the thread that settles every call. (Where
+  // mounts are had, the clone's config is read-only to the command: without them it can be replaced.)
   test("a FIFO a command leaves where git keeps a file (a gitlink's config, the index) stops nothing", async () => {
     const location = tempDir("core-gitlink-")
     expect(Bun.spawnSync(["sh", "-c", "git init -q && git init -q lib && git -C lib -c user.name=p -c user.email=p@x commit -q --allow-empty -m i"], { cwd: location }).exitCode).toBe(0)
     await Bun.sleep(200)
     const started = performance.now()
-    const fifo = await run("git add lib && rm lib/.git/config && mkfifo lib/.git/config", location)
+    const plain = Shell.make({}, { records: tempDir("core-runs-"), namespaces: false, keeping })
+    const fifo = await run("git add lib && rm lib/.git/config && mkfifo lib/.git/config", location, plain)
     expect(fifo.exitCode).toBe(0)
     expect(fifo.undone).toContain(join(location, "lib/.git/config"))
     const index = await run("rm .git/index && mkfifo .git/index", location)
@@ -902,7 +905,8 @@ describe("core's configuration in the Location, against what a command runs", ()
       const location = tempDir("core-gitlink-")
       expect(Bun.spawnSync(["git", "init", "-q"], { cwd: location }).exitCode).toBe(0)
       let undone: Array<string> = []
-      for (const step of steps) undone = [...(await run(step, location)).undone]
+      // Taken out by the first command's end where it made the repository, deeper in the Location (see below).
+      for (const step of steps) undone = [...undone, ...(await run(step, location)).undone]
       expect(undone).toContain(join(location, "vendor/lib/.git/config"))
       expect(existsSync(join(location, "vendor/lib/.git/config"))).toBe(false)
       expect(existsSync(join(location, "vendor/lib/.git/HEAD"))).toBe(true)
@@ -996,6 +1000,169 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(result.undone).toEqual([])
     expect(readFileSync(join(location, "lib/fmt.ts"), "utf8")).toBe("export const mine = 1\n")
     expect(readFileSync(join(location, ".git/config"), "utf8")).toBe("[user]\n\tname = me\n")
+  })
+
+  // The user's git runs the hooks and config of every repository they work in, outside any sandbox: not only the
+  // Location's. A repository in a folder a person granted the command (approved for the call, shell.allowWrite),
+  // one such a folder is, and a clone kept in a folder of the Location are guarded as the Location's repository is.
+  describe("other repositories the command may write", () => {
+    /** A repository of the user's, outside the temp directory, and the marker its planted code would make. */
+    const usersRepository = (parent = tempDir("core-grant-", "/var/tmp"), name = "proj") => {
+      const root = join(parent, name)
+      Bun.spawnSync(["git", "init", "-q", root])
+      return { parent, root, original: readFileSync(join(root, ".git/config"), "utf8"), marker: join(tempDir("core-marker-"), "ran") }
+    }
+    const plantIn = (root: string, marker: string) =>
+      [
+        `printf '#!/bin/sh\\ntouch ${marker}\\n' > ${root}/.git/hooks/pre-commit`,
+        `chmod +x ${root}/.git/hooks/pre-commit`,
+        `git -C ${root} config core.fsmonitor 'touch ${marker}'`,
+        `printf '[core]\\n\\tfsmonitor = touch ${marker}\\n' >> ${root}/.git/config`,
+        `mkdir -p ${root}/.git/info && echo '* filter=evil' > ${root}/.git/info/attributes`,
+        "echo tried",
+      ].join("; ")
+    /** What the user's git runs there next: status and a commit. */
+    const usersGitRuns = (root: string, marker: string) => {
+      const env = { PATH: process.env.PATH, HOME: root }
+      Bun.spawnSync(["git", "-C", root, "status", "--short"], { env, stdout: "ignore", stderr: "ignore" })
+      Bun.spawnSync(["git", "-C", root, "-c", "user.name=u", "-c", "user.email=u@example.com", "commit", "-q", "--allow-empty", "-m", "u"], {
+        env,
+        stdout: "ignore",
+        stderr: "ignore",
+      })
+      return existsSync(marker)
+    }
+    const runIn = (command: string, location: string, approved: ReadonlyArray<string>, producer = shell) =>
+      Effect.runPromise(
+        producer.run({
+          argv: [producer.shell, "-c", command],
+          cwd: location,
+          env: { PATH: process.env.PATH, HOME: location },
+          sandbox: { location, approved },
+        }),
+      )
+    const untouched = (root: string, original: string) => {
+      expect(readFileSync(join(root, ".git/config"), "utf8")).toBe(original)
+      expect(existsSync(join(root, ".git/hooks/pre-commit"))).toBe(false)
+      expect(existsSync(join(root, ".git/info/attributes"))).toBe(false)
+    }
+
+    test.skipIf(!MOUNTS)(`a repository in, or at, a directory approved for the call: its hooks, config and attributes stay the user's${needs}`, async () => {
+      for (const approvedIs of ["above", "at"] as const) {
+        const { parent, root, original, marker } = usersRepository()
+        const location = tempDir("core-loc-", "/var/tmp")
+        const result = await runIn(plantIn(root, marker), location, [approvedIs === "above" ? parent : root])
+        expect(result.stdout.text).toBe("tried\n")
+        expect(result.stderr.text).toMatch(/Read-only file system|busy/)
+        untouched(root, original)
+        expect(usersGitRuns(root, marker)).toBe(false)
+      }
+    })
+
+    test.skipIf(!MOUNTS)(`the same for a repository shell.allowWrite grants, and a clone kept in a folder of the Location${needs}`, async () => {
+      const granted = usersRepository()
+      const granting = Shell.make({ allowWrite: [granted.parent] }, { records: tempDir("core-runs-"), keeping })
+      const location = tempDir("core-loc-", "/var/tmp")
+      const result = await runIn(plantIn(granted.root, granted.marker), location, [], granting)
+      expect(result.stdout.text).toBe("tried\n")
+      untouched(granted.root, granted.original)
+      expect(usersGitRuns(granted.root, granted.marker)).toBe(false)
+      // A clone the user keeps two folders down in the Location (no submodule of it: the Location is no repository).
+      const vendored = usersRepository(join(location, "vendor"), "lib")
+      const again = await runIn(plantIn("vendor/lib", vendored.marker), location, [])
+      expect(again.stdout.text).toBe("tried\n")
+      untouched(vendored.root, vendored.original)
+      expect(usersGitRuns(vendored.root, vendored.marker)).toBe(false)
+    })
+
+    test("its .git renamed away and replaced by a copy of the command's is put back", async () => {
+      const { parent, root, original, marker } = usersRepository()
+      const location = tempDir("core-loc-", "/var/tmp")
+      const swap = `cd ${root} && mv .git .git-old && cp -a .git-old .git && printf '[core]\\n\\tfsmonitor = touch ${marker}\\n' >> .git/config && echo swapped`
+      const result = await runIn(swap, location, [parent])
+      expect(result.stdout.text).toBe("swapped\n")
+      expect(readFileSync(join(root, ".git/config"), "utf8")).toBe(original)
+      expect(existsSync(join(root, ".git-old"))).toBe(false)
+      expect(result.undone).toContain(join(root, ".git"))
+      expect(usersGitRuns(root, marker)).toBe(false)
+    })
+
+    test("a repository the command makes at the approved directory keeps its work, not what git would run", async () => {
+      const approved = tempDir("core-grant-", "/var/tmp")
+      const marker = join(tempDir("core-marker-"), "ran")
+      const location = tempDir("core-loc-", "/var/tmp")
+      const result = await runIn(`git init -q ${approved} && git -C ${approved} config core.fsmonitor 'touch ${marker}' && echo made`, location, [approved])
+      expect(result.stdout.text).toBe("made\n")
+      expect(existsSync(join(approved, ".git/config"))).toBe(false)
+      expect(existsSync(join(approved, ".git/objects"))).toBe(true)
+      expect(result.undone).toContain(join(approved, ".git/config"))
+      Bun.spawnSync(["git", "-C", approved, "status"], { env: { PATH: process.env.PATH, HOME: approved }, stdout: "ignore", stderr: "ignore" })
+      expect(existsSync(marker)).toBe(false)
+    })
+
+    test("a repository the command makes deeper in the Location or an approved directory keeps its work, not what git would run", async () => {
+      const location = tempDir("core-loc-", "/var/tmp")
+      const approved = tempDir("core-grant-", "/var/tmp")
+      const marker = join(tempDir("core-marker-"), "ran")
+      // Kept by the user before the command: untouched.
+      const kept = usersRepository(join(location, "vendor"), "kept")
+      const made = [join(location, "sub/repo"), join(approved, "a/b")]
+      const planting = [
+        ...made.map((root) => `git init -q ${root} && printf '[core]\\n\\tfsmonitor = touch ${marker}\\n' >> ${root}/.git/config`),
+        `git init -q --bare ${location}/fixture.git && printf '#!/bin/sh\\ntouch ${marker}\\n' > ${location}/fixture.git/hooks/post-receive`,
+        `git init -q ${location}/pointed && mv ${location}/pointed/.git ${location}/elsewhere && echo "gitdir: ${location}/elsewhere" > ${location}/pointed/.git`,
+        "echo made",
+      ].join(" && ")
+      const result = await runIn(planting, location, [approved])
+      expect(result.stdout.text).toBe("made\n")
+      for (const root of made) {
+        expect(existsSync(join(root, ".git/config"))).toBe(false)
+        expect(existsSync(join(root, ".git/hooks"))).toBe(false)
+        expect(existsSync(join(root, ".git/HEAD"))).toBe(true)
+        expect(result.undone).toContain(join(root, ".git/config"))
+        Bun.spawnSync(["git", "-C", root, "status"], { env: { PATH: process.env.PATH, HOME: root }, stdout: "ignore", stderr: "ignore" })
+      }
+      expect(existsSync(join(location, "fixture.git/hooks"))).toBe(false)
+      expect(existsSync(join(location, "fixture.git/objects"))).toBe(true)
+      // A .git file pointing at a git directory of the command's goes whole.
+      expect(existsSync(join(location, "pointed/.git"))).toBe(false)
+      expect(existsSync(marker)).toBe(false)
+      expect(readFileSync(join(kept.root, ".git/config"), "utf8")).toBe(kept.original)
+      expect(result.undone.some((path) => path.startsWith(kept.root))).toBe(false)
+    })
+
+    test("with no mount namespace, what a command planted in a granted repository is taken out and its config put back", () => {
+      const { parent, root, original } = usersRepository()
+      const location = tempDir("core-loc-", "/var/tmp")
+      const guarded = Guard.begin(location, keeping, [], true, [parent], undefined, undefined, [parent])
+      writeFileSync(join(root, ".git/hooks/pre-commit"), "#!/bin/sh\ntouch /tmp/planted\n", { mode: 0o755 })
+      writeFileSync(join(root, ".git/config"), `${original}[core]\n\tfsmonitor = touch /tmp/planted\n`)
+      // No mount kept anything read-only.
+      const undone = guarded.finish(false)
+      expect(readFileSync(join(root, ".git/config"), "utf8")).toBe(original)
+      expect(existsSync(join(root, ".git/hooks/pre-commit"))).toBe(false)
+      expect(undone.paths).toEqual(expect.arrayContaining([join(root, ".git/config"), join(root, ".git/hooks/pre-commit")]))
+    })
+
+    test("a bare repository in a granted directory is found, and nothing is searched inside a git directory or node_modules", () => {
+      const parent = tempDir("core-grant-", "/var/tmp")
+      Bun.spawnSync(["git", "init", "-q", "--bare", join(parent, "served.git")])
+      Bun.spawnSync(["git", "init", "-q", join(parent, "a/b/c")])
+      // A folder named as git names its own is walked into like any other.
+      Bun.spawnSync(["git", "init", "-q", join(parent, "objects/hooks/d")])
+      Bun.spawnSync(["git", "init", "-q", join(parent, "a/b/c/inner")])
+      Bun.spawnSync(["git", "init", "-q", join(parent, "node_modules/pkg")])
+      // A folder that looks like a repository inside a git directory is git's own, not one more.
+      Bun.spawnSync(["git", "init", "-q", "--bare", join(parent, "a/b/c/.git/modules/x")])
+      writeFileSync(join(parent, "a/b/c/.git/modules/x/.git"), "gitdir: /nowhere\n")
+      expect(Repositories.under([parent]).repositories.toSorted()).toEqual(
+        [join(parent, "a/b/c"), join(parent, "a/b/c/inner"), join(parent, "objects/hooks/d"), join(parent, "served.git")].toSorted(),
+      )
+      // One made since is found (the folders it changed are listed again); past the bound, the walk says so.
+      Bun.spawnSync(["git", "init", "-q", join(parent, "a/later")])
+      expect(Repositories.under([parent]).repositories).toContain(join(parent, "a/later"))
+      expect(Repositories.under([parent], 3).partial).toBe(true)
+    })
   })
 
   test("a call whose change to core's configuration a person approved may make it", async () => {

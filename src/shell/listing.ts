@@ -1,0 +1,61 @@
+export * as Listing from "./listing"
+
+// Directory listings kept while the directory is unchanged, for the walks core makes of a command's grants before
+// it starts (./covered, ./repositories): a walk made again for the next command reads only what changed since.
+
+import { type Dirent, lstatSync, readdirSync } from "node:fs"
+
+export type Kind = "directory" | "link" | "file" | "other"
+
+export interface Entry {
+  readonly name: string
+  readonly kind: Kind
+}
+
+/** What a directory held when last listed: a listing is read again only once the directory has changed. */
+interface Kept {
+  /** The directory's inode and change time (nanoseconds): any entry added, removed or renamed changes it. */
+  readonly stamp: string
+  readonly entries: ReadonlyArray<Entry>
+}
+
+/** How many directories' listings are kept (a few large Locations); past it, the cache starts again. */
+const MAX_LISTINGS = 200_000
+
+const listings = new Map<string, Kept>()
+
+/** What a directory's inode and change time are now ("gone" when it cannot be looked at). */
+export const stampOf = (directory: string): string => {
+  try {
+    const stat = lstatSync(directory, { bigint: true })
+    return `${stat.dev}:${stat.ino}:${stat.ctimeNs}:${stat.mtimeNs}`
+  } catch {
+    return "gone"
+  }
+}
+
+/**
+ * The entries of `directory`, from the cache while its change time stands (a command cannot set a change time
+ * back; and what a sandboxed command could add unseen is its own: a hard link to a covered file crosses a mount,
+ * EXDEV), otherwise read; its stamp noted in `stamps`. Undefined when it cannot be read.
+ */
+export const list = (directory: string, stamps: Array<readonly [string, string]>): ReadonlyArray<Entry> | undefined => {
+  const stamp = stampOf(directory)
+  stamps.push([directory, stamp])
+  if (stamp === "gone") return undefined
+  const cached = listings.get(directory)
+  if (cached?.stamp === stamp) return cached.entries
+  let read: Array<Dirent>
+  try {
+    read = readdirSync(directory, { withFileTypes: true })
+  } catch {
+    return undefined
+  }
+  const entries = read.map((entry) => ({
+    name: entry.name,
+    kind: entry.isDirectory() ? ("directory" as const) : entry.isSymbolicLink() ? ("link" as const) : entry.isFile() ? ("file" as const) : ("other" as const),
+  }))
+  if (listings.size >= MAX_LISTINGS) listings.clear()
+  listings.set(directory, { stamp, entries })
+  return entries
+}
