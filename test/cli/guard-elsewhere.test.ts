@@ -120,6 +120,15 @@ describe("while a command runs, no other core process loads the Location's confi
     expect((await server.turn()).definitions.map((definition: { name: string }) => definition.name)).toContain("mine")
   }, 60_000)
 
+  /** Runs the scene's command, kills its core once the command has made `made.flag`, then lists in the Location. */
+  const killedOnceMade = async ({ box, env, command }: ReturnType<typeof scene>) => {
+    const killed = command()
+    await until(join(box.location, "made.flag"))
+    process.kill(runningCore(box.location), "SIGKILL")
+    await killed
+    return run(["exec", "list", "--input", "{}", "--location", box.location], { env })
+  }
+
   test("a core killed while its command's plant stands: no core loads the Location until a person has looked", async () => {
     const { box, env, marker, command } = scene(
       (marker) =>
@@ -166,12 +175,9 @@ describe("while a command runs, no other core process loads the Location's confi
   // The note named the .git of the folders above the Location, not the Location's own where it had none: a repository
   // a killed core's command made there (its config's fsmonitor run by the user's next git status) went unseen.
   test("a core killed while its command made the Location a repository: no core loads it until a person has looked", async () => {
-    const { box, env, command } = scene(() => "git init -q .\nprintf '[core]\\n\\tfsmonitor = touch planted\\n' >> .git/config\ntouch made.flag\nsleep 30\n")
-    const killed = command()
-    await until(join(box.location, "made.flag"))
-    process.kill(runningCore(box.location), "SIGKILL")
-    await killed
-    const refused = await run(["exec", "list", "--input", "{}", "--location", box.location], { env })
+    const made = scene(() => "git init -q .\nprintf '[core]\\n\\tfsmonitor = touch planted\\n' >> .git/config\ntouch made.flag\nsleep 30\n")
+    const { box } = made
+    const refused = await killedOnceMade(made)
     expect(refused.code).toBe(2)
     expect(refused.stderr).toContain(`${join(box.location, ".git")} is no longer what it was`)
   }, 60_000)
@@ -181,17 +187,14 @@ describe("while a command runs, no other core process loads the Location's confi
   // is killed first. The note names the repositories it found; one found since stands in the way.
   test("a core killed while its command made a nested repository, or added one at a gitlink: no core loads it", async () => {
     for (const add of [false, true]) {
-      const { box, env, command } = scene(
+      const made = scene(
         () =>
           `git init -q vendor/lib\nprintf '[core]\\n\\tfsmonitor = touch planted\\n' >> vendor/lib/.git/config\n` +
           `${add ? "git -C vendor/lib -c user.name=m -c user.email=m@x commit -q --allow-empty -m i\ngit add vendor/lib\n" : ""}touch made.flag\nsleep 30\n`,
       )
+      const { box } = made
       expect(Bun.spawnSync(["git", "init", "-q"], { cwd: box.location }).exitCode).toBe(0)
-      const killed = command()
-      await until(join(box.location, "made.flag"))
-      process.kill(runningCore(box.location), "SIGKILL")
-      await killed
-      const refused = await run(["exec", "list", "--input", "{}", "--location", box.location], { env })
+      const refused = await killedOnceMade(made)
       expect(refused.code).toBe(2)
       expect(refused.stderr).toContain(`${join(box.location, "vendor/lib")} is no longer what it was`)
     }
