@@ -29,11 +29,12 @@ import {
   realpathSync,
   renameSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs"
 import { tmpdir } from "node:os"
-import { basename, dirname, join, relative, sep } from "node:path"
+import { basename, dirname, join, relative, resolve, sep } from "node:path"
 import { Git } from "../permission/git"
 import { Protected } from "../permission/protected"
 import { Planted } from "./planted"
@@ -457,6 +458,9 @@ const putBack = (
     const found = now !== undefined && now !== folder.path && unchanged(folder.before, look(now))
     const standing = lstat(folder.path) !== undefined
     if (!found || (standing && mountPoint(folder.path))) return { intact: false, moved }
+    // Its folder must be where it was, not a link the command put on the way: putting back through one would move
+    // the folder out to wherever the link leads.
+    if (realOf(dirname(folder.path)) !== dirname(folder.path)) return { intact: false, moved }
     // Out of what stands at the path first (the command may have moved it inside), to a name of its own beside it.
     const out = join(dirname(folder.path), `.${basename(folder.path)}.core-back-${crypto.randomUUID().slice(0, 8)}`)
     try {
@@ -538,6 +542,7 @@ export const begin = (
   const searched = [...keys, ...grantedRoots]
   const walked = Repositories.under(searched)
   const foundBefore = new Set(walked.repositories)
+  const before = foundBeforeOf(foundBefore, commons)
   const nested = [...new Set([...grantedRoots, ...foundBefore])].filter((repository) => {
     if (keys.includes(repository) || links.has(join(repository, ".git"))) return false
     const gitDir = Git.gitDirOf(join(repository, ".git"))
@@ -761,7 +766,7 @@ export const begin = (
     const guarded = new Set(entries.map((entry) => entry.path).filter((path) => ownPlaces.has(path)))
     for (const repository of repositories) undone.push(...unmade(repository, keptAt, guarded, startedAt))
     // Where the search stopped at its bound, a repository it did not reach is no sign of one made.
-    if (!walked.partial) undone.push(...madeDeeper(searched, foundBefore, commons, keptAt))
+    if (!walked.partial) undone.push(...madeDeeper(searched, before, keptAt))
     removed = { paths: undone, keptIn: undone.length === 0 ? undefined : keptIn }
     for (const [path] of found) {
       const base = baselines.get(path)
@@ -774,43 +779,100 @@ export const begin = (
   return { readOnly: entries.filter((entry) => entry.before !== undefined && entry.mounted).map((entry) => entry.path), finish }
 }
 
+/** The repositories found before a command, to tell one it made from one it moved (a folder above renamed). */
+interface FoundBefore {
+  readonly repositories: ReadonlySet<string>
+  /** Their git directories' device and inode. */
+  readonly identities: ReadonlySet<string>
+  /** The common directories of theirs and the Locations' repositories (where their worktrees and modules are). */
+  readonly commons: ReadonlyArray<string>
+}
+
+const identityOf = (path: string): string | undefined => {
+  try {
+    const stats = statSync(path)
+    return `${stats.dev}:${stats.ino}`
+  } catch {
+    return undefined
+  }
+}
+
+const foundBeforeOf = (repositories: ReadonlySet<string>, commons: ReadonlyArray<string>): FoundBefore => {
+  const found = [...repositories].map((repository) => Git.repositoryOf(repository))
+  return {
+    repositories,
+    identities: new Set(
+      found.flatMap((one) => {
+        const identity = one === undefined ? undefined : identityOf(one.gitDir)
+        return identity === undefined ? [] : [identity]
+      }),
+    ),
+    commons: [...new Set([...commons, ...found.flatMap((one) => (one === undefined ? [] : [one.commonDir]))])],
+  }
+}
+
 /**
  * What git would run of each repository the command made deeper in a Location or a granted folder (`git init sub`,
- * `git clone URL vendor/x`, `git init --bare fixture.git`), taken out once it has ended, as of one made at the
- * Location (`unmade`, which also sees to the roots themselves and the Location's gitlinks): its hooks, config,
- * config.worktree, info/attributes and commondir, or its `.git` file or link (not one of a worktree of the Location's
- * own repository). Its objects, refs, index and work stay. `before`: the repositories found there before the command.
+ * `git clone URL vendor/x`, `git init --bare fixture.git`, one added at a gitlink of a repository found there, in
+ * `node_modules` too), taken out once it has ended, as of one made at the Location (`unmade`, which also sees to the
+ * roots themselves and the Location's gitlinks): its hooks and info/attributes, its config and config.worktree where
+ * they set a key that runs code (a clone keeps its remote, a repository its format), a commondir (of a worktree of a
+ * repository found before: one naming another), or its `.git` link, or `.git` file pointing at no repository found
+ * before. Its objects, refs, index and work stay. A repository moved here (a folder above it renamed) is the same one.
  */
 const madeDeeper = (
   roots: ReadonlyArray<string>,
-  before: ReadonlySet<string>,
-  commons: ReadonlyArray<string>,
+  before: FoundBefore,
   keptAt: (base: string, path: string) => string | undefined,
 ): Array<string> => {
   const taken: Array<string> = []
-  const inside = (root: string, path: string) => path.startsWith(root + sep)
+  const inside = (root: string, path: string) => path === root || path.startsWith(root + sep)
   const links = new Set(roots.flatMap(Git.gitlinkEntries))
   const now = Repositories.under(roots)
   if (now.partial) return taken
-  for (const repository of now.repositories) {
-    const base = roots.find((root) => inside(root, repository))
+  const gitlinked = [...before.repositories].flatMap(Git.gitlinkEntries).map(dirname)
+  for (const repository of new Set([...now.repositories, ...gitlinked])) {
+    const base = roots.find((root) => repository !== root && inside(root, repository))
     const entry = join(repository, ".git")
-    if (base === undefined || before.has(repository) || links.has(entry)) continue
+    if (base === undefined || before.repositories.has(repository) || links.has(entry)) continue
     const take = (path: string) => {
-      // Only what really is in the folder: one on the way may be a link the command made to a place outside.
+      // Only what really is in a folder searched: one on the way may be a link the command made to a place outside.
       const folder = realOf(dirname(path))
-      if (lstat(path) === undefined || !(folder === base || inside(base, folder))) return
+      if (lstat(path) === undefined || !roots.some((root) => inside(root, folder))) return
       setAside(path, keptAt(base, path))
       taken.push(path)
     }
     const stats = lstat(entry)
-    if (stats === undefined) {
-      for (const place of Git.codePlacesIn(repository)) take(place)
-    } else if (stats.isDirectory()) {
-      for (const place of Git.codePlacesIn(entry)) take(place)
-    } else {
-      const gitDir = Git.gitDirOf(entry)
-      if (gitDir === undefined || !commons.some((common) => gitDir === common || inside(common, gitDir))) take(entry)
+    if (stats !== undefined && !stats.isDirectory() && !stats.isFile()) {
+      take(entry)
+      continue
+    }
+    const gitDir = stats === undefined ? repository : stats.isDirectory() ? entry : Git.gitDirOf(entry)
+    if (gitDir === undefined) {
+      take(entry)
+      continue
+    }
+    const identity = identityOf(gitDir)
+    if (identity !== undefined && before.identities.has(identity)) continue
+    const common = before.commons.find((each) => inside(each, gitDir))
+    if (stats?.isFile() === true && common === undefined) {
+      take(entry)
+      continue
+    }
+    take(join(gitDir, "hooks"))
+    take(join(gitDir, "info", "attributes"))
+    for (const name of ["config", "config.worktree"]) {
+      const path = join(gitDir, name)
+      if (lstat(path) === undefined) continue
+      const text = Git.read(path)
+      if (text === undefined || Planted.configRunsCode(text)) take(path)
+    }
+    // A worktree's commondir names the repository whose hooks and config git uses there: its own, or it goes.
+    const commondir = join(gitDir, "commondir")
+    if (lstat(commondir) !== undefined) {
+      const named = Git.read(commondir)?.trim()
+      const worktree = common !== undefined && dirname(gitDir) === join(common, "worktrees")
+      if (!worktree || named === undefined || named === "" || realOf(resolve(gitDir, named)) !== realOf(common)) take(commondir)
     }
   }
   return taken

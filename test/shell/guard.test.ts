@@ -1131,6 +1131,53 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(result.undone.some((path) => path.startsWith(kept.root))).toBe(false)
     })
 
+    test("what git runs goes, not what a clone, a moved repository or a worktree needs: its remote, its config, its .git file", async () => {
+      const location = tempDir("core-loc-", "/var/tmp")
+      const approved = usersRepository()
+      const kept = usersRepository(join(location, "vendor"), "kept")
+      const commit = (root: string) => `git -C ${root} -c user.name=m -c user.email=m@x commit -q --allow-empty -m i`
+      const steps = [
+        "git init -q sub && git -C sub remote add origin https://example.com/acme/lib.git",
+        // A folder above the user's clone renamed: the same repository, moved.
+        "mv vendor vendor2",
+        `${commit(approved.root)} && git -C ${approved.root} worktree add -q ${approved.parent}/tree`,
+        "echo done",
+      ].join(" && ")
+      const result = await runIn(steps, location, [approved.parent])
+      expect(result.stdout.text).toBe("done\n")
+      expect(readFileSync(join(location, "sub/.git/config"), "utf8")).toContain("https://example.com/acme/lib.git")
+      expect(readFileSync(join(location, "vendor2/kept/.git/config"), "utf8")).toBe(kept.original)
+      expect(readFileSync(join(approved.parent, "tree/.git"), "utf8")).toContain("worktrees/tree")
+      // Only the new repository's hooks (git's samples) went.
+      expect(result.undone).toEqual([join(location, "sub/.git/hooks")])
+    })
+
+    test("a repository added at a gitlink in node_modules of a guarded one, or a worktree pointed at another config, loses what git runs", async () => {
+      const location = tempDir("core-loc-", "/var/tmp")
+      const kept = usersRepository(location, "proj")
+      const evil = (root: string) => `git init -q ${root} && git -C ${root} -c user.name=m -c user.email=m@x commit -q --allow-empty -m e && git -C ${root} config core.fsmonitor 'touch ${kept.marker}'`
+      const gitlink = `cd proj && ${evil("node_modules/evil")} && git update-index --add --cacheinfo 160000,$(git -C node_modules/evil rev-parse HEAD),node_modules/evil && cd ..`
+      Bun.spawnSync(["git", "-C", location, "init", "-q"])
+      Bun.spawnSync(["git", "-C", location, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "--allow-empty", "-m", "u"])
+      const worktree = `git worktree add -q wt && cp -r .git/. other && git --git-dir=other config core.fsmonitor 'touch ${kept.marker}' && echo ../../../other > .git/worktrees/wt/commondir`
+      const result = await runIn(`${gitlink} && ${worktree} && echo done`, location, [])
+      expect(result.stdout.text).toBe("done\n")
+      expect(result.undone).toEqual(expect.arrayContaining([join(location, "proj/node_modules/evil/.git/config"), join(location, ".git/worktrees/wt/commondir")]))
+      expect(usersGitRuns(kept.root, kept.marker)).toBe(false)
+      Bun.spawnSync(["git", "-C", join(location, "wt"), "status"], { env: { PATH: process.env.PATH, HOME: location }, stdout: "ignore", stderr: "ignore" })
+      expect(existsSync(kept.marker)).toBe(false)
+    })
+
+    test("a link put on the way to a guarded repository is not followed when its .git is put back", async () => {
+      const location = tempDir("core-loc-", "/var/tmp")
+      const kept = usersRepository(join(location, "vendor"), "lib")
+      const away = tempDir("core-away-")
+      const result = await runIn(`mv vendor vendor-away && ln -s ${away} vendor && git init -q vendor/lib && echo swapped`, location, [])
+      expect(result.stdout.text).toBe("swapped\n")
+      expect(existsSync(join(away, "lib/.git/config"))).toBe(false)
+      expect(readFileSync(join(location, "vendor-away/lib/.git/config"), "utf8")).toBe(kept.original)
+    })
+
     test("with no mount namespace, what a command planted in a granted repository is taken out and its config put back", () => {
       const { parent, root, original } = usersRepository()
       const location = tempDir("core-loc-", "/var/tmp")
