@@ -181,6 +181,25 @@ const waiting = new Map<string, Array<() => void>>()
  */
 const baselines = new Map<string, { readonly before: Noted | null; count: number }>()
 
+/** What a guard searched for repositories, and found there (see Record_ `repositories`). */
+interface Search {
+  readonly roots: ReadonlyArray<string>
+  readonly found: ReadonlyArray<string>
+}
+
+/** The searches of the commands running in this process, each guard's own. */
+const searches = new Set<Search>()
+
+/**
+ * Whether a command still running may have made `repository`: one of its searches covered where it is and did not
+ * find it. Such a repository is not the user's to the guard of a command started after (its end would otherwise
+ * put back, as the user's, what the first command planted there).
+ */
+const madeByOther = (repository: string, others: ReadonlyArray<Search>): boolean =>
+  others.some(
+    (search) => search.roots.some((root) => repository.startsWith(root + sep)) && !search.found.includes(repository),
+  )
+
 /**
  * What a guard found at a path, as another core process reads it from its record: who the entry was (or null for
  * none), where a link pointed, and a digest of the content kept.
@@ -286,8 +305,6 @@ const recordsIn = (directory: string): { readonly running: ReadonlyArray<Read>; 
 }
 
 /** What the guards of commands still running in other core processes found, read from their records in `directory`. */
-const othersFound = (directory: string): ReadonlyArray<ReadonlyMap<string, Noted | null>> =>
-  recordsIn(directory).running.map(({ record }) => new Map(record.found))
 
 /**
  * A record of a core process that died while its command ran (SIGKILL, a crash), whose guard therefore never undid
@@ -541,7 +558,12 @@ export const begin = (
   })
   const searched = [...keys, ...grantedRoots]
   const walked = Repositories.under(searched)
-  const foundBefore = new Set(walked.repositories)
+  // What the guards of commands still running found: in this process, and in other core processes (their records,
+  // where `records` names core's directory of them).
+  const runningElsewhere = records === undefined ? [] : recordsIn(records).running.map(({ record }) => record)
+  const otherSearches = [...searches, ...runningElsewhere.flatMap((record) => (record.repositories === undefined ? [] : [record.repositories]))]
+  const foundBefore = new Set(walked.repositories.filter((repository) => !madeByOther(repository, otherSearches)))
+  const search: Search = { roots: searched, found: [...foundBefore] }
   const before = foundBeforeOf(foundBefore, commons)
   const nested = [...new Set([...grantedRoots, ...foundBefore])].filter((repository) => {
     if (keys.includes(repository) || links.has(join(repository, ".git"))) return false
@@ -654,7 +676,7 @@ export const begin = (
       ...aboveFound.map(([path, before]) => [path, notedOf(before)] as const),
     ]),
   ]
-  const elsewhere = records === undefined ? [] : othersFound(records)
+  const elsewhere = runningElsewhere.map((record) => new Map(record.found))
   const clashes = ([path, noted]: readonly [string, Noted | null]) => {
     const base = baselines.get(path)
     if (base !== undefined && !sameAs(base.before, noted)) return true
@@ -672,6 +694,7 @@ export const begin = (
     if (base !== undefined) base.count++
     else baselines.set(path, { before: noted, count: 1 })
   }
+  if (!walked.partial) searches.add(search)
   // Noted for other cores alone (no clash with a command running beside it): whether each Location was a repository,
   // its own `.git` and a `HEAD` at its root. What a command made of them `unmade` takes out when it ends; should this
   // core die first, the next one finds them changed (`stale`).
@@ -683,7 +706,7 @@ export const begin = (
   const recorded = records === undefined ? undefined : writeRecord(
           records,
           [...found, ...repositoryFound],
-          walked.partial ? undefined : { roots: searched, found: [...foundBefore] },
+          walked.partial ? undefined : search,
         )
   let removed: Undone | undefined
   const keptIn = keeping === undefined ? undefined : join(keeping, `${new Date().toISOString()}-${crypto.randomUUID().slice(0, 8)}`)
@@ -767,6 +790,7 @@ export const begin = (
     for (const repository of repositories) undone.push(...unmade(repository, keptAt, guarded, startedAt))
     // Where the search stopped at its bound, a repository it did not reach is no sign of one made.
     if (!walked.partial) undone.push(...madeDeeper(searched, before, keptAt))
+    searches.delete(search)
     removed = { paths: undone, keptIn: undone.length === 0 ? undefined : keptIn }
     for (const [path] of found) {
       const base = baselines.get(path)

@@ -1168,6 +1168,22 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(existsSync(kept.marker)).toBe(false)
     })
 
+    // Two commands of one Location at once: a repository the first made is no user's to the second, whose end would
+    // otherwise put back, as the user's, the config the first planted (after the first's end had taken it out).
+    test("a repository a command still running made is not the user's to a command started beside it", async () => {
+      const location = tempDir("core-loc-", "/var/tmp")
+      const marker = join(tempDir("core-marker-"), "ran")
+      const first = runIn(`git init -q sub && git -C sub config core.fsmonitor 'touch ${marker}' && touch made.flag && sleep 1`, location, [])
+      await until(join(location, "made.flag"))
+      const second = runIn("sleep 2; mv sub sub-away && mkdir -p sub/.git && cp -r sub-away/.git/HEAD sub-away/.git/objects sub-away/.git/refs sub/.git/ && echo moved", location, [])
+      expect((await first).exitCode).toBe(0)
+      expect((await second).stdout.text).toBe("moved\n")
+      for (const repository of ["sub", "sub-away"]) {
+        Bun.spawnSync(["git", "-C", join(location, repository), "status"], { env: { PATH: process.env.PATH, HOME: location }, stdout: "ignore", stderr: "ignore" })
+      }
+      expect(existsSync(marker)).toBe(false)
+    })
+
     test("a link put on the way to a guarded repository is not followed when its .git is put back", async () => {
       const location = tempDir("core-loc-", "/var/tmp")
       const kept = usersRepository(join(location, "vendor"), "lib")
