@@ -49,6 +49,10 @@ const CODE_KEYS = new RegExp(
       "guitool\\..+",
       "gpg\\.ssh\\.(defaultkeycommand|allowedsignersfile)",
       "ssh\\.variant",
+      "tar\\..+\\.command",
+      "hook\\..+",
+      "svn\\.authorsprog",
+      "git-p4\\..+",
     ].join("|") +
     ")$",
 )
@@ -151,13 +155,15 @@ export const gitPath = (value: string): boolean => {
  */
 export const configRunsCode = (text: string): boolean => {
   let section = ""
-  let continued = false
+  /** Inside a value continued from the line before (a backslash ending it), and whether inside its quotes. */
+  let continued: { readonly quoted: boolean } | undefined
   for (const raw of text.split(/\r?\n/)) {
-    // A value continued from the line before (a trailing backslash) is no key.
+    if (continued !== undefined) {
+      continued = valueGoesOn(raw.trimEnd(), continued.quoted)
+      continue
+    }
     const line = raw.trim()
-    const wasContinued = continued
-    continued = /(?:^|[^\\])(?:\\\\)*\\$/.test(line)
-    if (wasContinued || line === "" || line.startsWith("#") || line.startsWith(";")) continue
+    if (line === "" || line.startsWith("#") || line.startsWith(";")) continue
     let rest = line
     if (line.startsWith("[")) {
       const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]/.exec(line)
@@ -169,6 +175,25 @@ export const configRunsCode = (text: string): boolean => {
     const key = /^([A-Za-z][A-Za-z0-9-]*)\s*(?:=|$|[#;])/.exec(rest)
     if (key === null || section === "") return true
     if (CODE_KEYS.test(`${section}.${key[1]}`.toLowerCase())) return true
+    const equals = /^[A-Za-z][A-Za-z0-9-]*\s*=/.exec(rest)
+    if (equals !== null) continued = valueGoesOn(rest.slice(equals[0].length), false)
   }
   return false
+}
+
+/**
+ * Whether a value's text (the rest of its line) goes on to the next line, as git reads it: only a backslash
+ * ending it, outside a comment (`#` or `;` outside quotes ends the value; a backslash there is the comment's).
+ * Answers the quotes it ends inside, which carry over; undefined where it ends on this line.
+ */
+const valueGoesOn = (text: string, quoted: boolean): { readonly quoted: boolean } | undefined => {
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index]
+    if (char === "\\") {
+      if (index === text.length - 1) return { quoted }
+      index++
+    } else if (char === '"') quoted = !quoted
+    else if (!quoted && (char === "#" || char === ";")) return undefined
+  }
+  return undefined
 }

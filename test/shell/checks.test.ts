@@ -319,6 +319,14 @@ describe("code planted for the user's own git is protected", () => {
       "[filter.x]\n\tsmudge = y\n",
       "not a config line\n",
       "fsmonitor = x\n",
+      // A backslash in a comment continues nothing: git reads the next line as a key.
+      "[core]\n# \\\n\tfsmonitor = touch x\n",
+      "[core] # \\\n\tfsmonitor = touch x\n",
+      "[core]\n\tname = y ; \\\n\tfsmonitor = touch x\n",
+      '[core]\n\tname = "a # \\\n b" \n\tfsmonitor = x\n',
+      '[tar "tar.gz"]\n\tcommand = touch x; gzip -cn\n',
+      '[hook "lint"]\n\tevent = pre-commit\n\tcommand = touch x\n',
+      "[svn]\n\tauthorsProg = touch x\n",
     ]) {
       expect([text, Planted.configRunsCode(text)]).toEqual([text, true])
     }
@@ -327,6 +335,8 @@ describe("code planted for the user's own git is protected", () => {
       '[core]\n\trepositoryformatversion = 0\n\tbare = false\n[remote "origin"]\n\turl = https://x/y\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch "main"]\n\tremote = origin\n',
       "# a comment\n[user]\n\tname = me ; fsmonitor = x\n",
       '[core]\n\tname = a \\\n\tfsmonitor = x\n',
+      // Continued inside quotes, across a comment sign: still the value.
+      '[user]\n\tname = "a \\\n # b \\\n\tfsmonitor = x"\n',
     ]) {
       expect([text, Planted.configRunsCode(text)]).toEqual([text, false])
     }
