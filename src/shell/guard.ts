@@ -571,7 +571,7 @@ export const begin = (
     return gitDir === undefined || !commons.some((common) => under(common, gitDir))
   })
   const code = Protected.code(keys, home)
-  /** The places of the Locations' repositories (the others' are guarded as they are, but are not theirs: `unmade`). */
+  /** The places of the Locations' repositories and imports (the others' are added to them once). */
   const ownPlaces = new Set(code.map((place) => place.path))
   const nestedPlaces = [
     ...new Map(
@@ -608,7 +608,6 @@ export const begin = (
         return place.identity === undefined ? [] : [noted(place.path, sep, "never", false)]
       }),
   ]
-  const startedAt = Date.now()
   const ways = keys.map((key) => ({ key, way: wayTo(key) }))
   // The .git of a repository holding a Location (a folder of it), where a command may rename it away and put
   // another (or a .git file naming a git directory of its own) in its place: a granted folder, the temp directory.
@@ -652,7 +651,6 @@ export const begin = (
     key,
     entry: lstat(join(key, ".git")),
     bare: Git.isGitDirectory(key),
-    links: new Map(Git.gitlinkEntries(key).map((link) => [link, lstat(link)] as const)),
   }))
   /** Lets the Locations go: hot reload may run again once no command runs in one. */
   const release = () => {
@@ -786,10 +784,9 @@ export const begin = (
       if (before?.link !== undefined) symlinkSync(before.link, entry.path)
       undone.push(entry.path)
     }
-    const guarded = new Set(entries.map((entry) => entry.path).filter((path) => ownPlaces.has(path)))
-    for (const repository of repositories) undone.push(...unmade(repository, keptAt, guarded, startedAt))
+    for (const repository of repositories) undone.push(...unmade(repository, keptAt))
     // Where the search stopped at its bound, a repository it did not reach is no sign of one made.
-    if (!walked.partial) undone.push(...madeDeeper(searched, before, keptAt))
+    undone.push(...madeDeeper(searched, before, keptAt, walked.partial))
     searches.delete(search)
     removed = { paths: undone, keptIn: undone.length === 0 ? undefined : keptIn }
     for (const [path] of found) {
@@ -831,7 +828,7 @@ const foundBeforeOf = (repositories: ReadonlySet<string>, commons: ReadonlyArray
         return identity === undefined ? [] : [identity]
       }),
     ),
-    commons: [...new Set([...commons, ...found.flatMap((one) => (one === undefined ? [] : [one.commonDir]))])],
+    commons: [...new Set([...commons, ...found.flatMap((one) => (one === undefined ? [] : [one.commonDir]))].map(realOf))],
   }
 }
 
@@ -848,17 +845,27 @@ const madeDeeper = (
   roots: ReadonlyArray<string>,
   before: FoundBefore,
   keptAt: (base: string, path: string) => string | undefined,
+  /** Whether the search of the roots before the command stopped at its bound (then only gitlinks are looked at). */
+  partial: boolean,
 ): Array<string> => {
   const taken: Array<string> = []
   const inside = (root: string, path: string) => path === root || path.startsWith(root + sep)
-  const links = new Set(roots.flatMap(Git.gitlinkEntries))
-  const now = Repositories.under(roots)
-  if (now.partial) return taken
-  const gitlinked = [...before.repositories].flatMap(Git.gitlinkEntries).map(dirname)
-  for (const repository of new Set([...now.repositories, ...gitlinked])) {
+  const now = partial ? undefined : Repositories.under(roots)
+  const gitlinked = [...roots, ...before.repositories].flatMap(Git.gitlinkEntries).map(dirname)
+  const candidates = [...new Set([...(now === undefined || now.partial ? [] : now.repositories), ...gitlinked])].flatMap((repository) => {
     const base = roots.find((root) => repository !== root && inside(root, repository))
+    if (base === undefined || before.repositories.has(repository)) return []
     const entry = join(repository, ".git")
-    if (base === undefined || before.repositories.has(repository) || links.has(entry)) continue
+    const stats = lstat(entry)
+    const pointed = stats === undefined ? repository : stats.isDirectory() ? entry : stats.isFile() ? Git.gitDirOf(entry) : undefined
+    const gitDir = pointed === undefined ? undefined : realOf(pointed)
+    // One moved here (a folder above it renamed) is the same repository.
+    if (gitDir !== undefined && before.identities.has(identityOf(gitDir) ?? "")) return []
+    return [{ repository, base, entry, stats, gitDir }]
+  })
+  // Where git keeps other git directories: the repositories' found before, and those of the ones made.
+  const commons = [...before.commons, ...candidates.flatMap(({ stats, gitDir }) => (stats?.isDirectory() === true && gitDir !== undefined ? [gitDir] : []))]
+  for (const { base, entry, stats, gitDir } of candidates) {
     const take = (path: string) => {
       // Only what really is in a folder searched: one on the way may be a link the command made to a place outside.
       const folder = realOf(dirname(path))
@@ -866,21 +873,15 @@ const madeDeeper = (
       setAside(path, keptAt(base, path))
       taken.push(path)
     }
-    const stats = lstat(entry)
-    if (stats !== undefined && !stats.isDirectory() && !stats.isFile()) {
+    const common = gitDir === undefined ? undefined : commons.find((each) => inside(each, gitDir))
+    // A `.git` link, or a `.git` file naming no git directory, or one outside every repository found or made (a
+    // link on its way leading out of the folders searched counts as outside): the whole pointer goes.
+    if (stats !== undefined && !stats.isDirectory() && (!stats.isFile() || gitDir === undefined || common === undefined)) {
       take(entry)
       continue
     }
-    const gitDir = stats === undefined ? repository : stats.isDirectory() ? entry : Git.gitDirOf(entry)
-    if (gitDir === undefined) {
-      take(entry)
-      continue
-    }
-    const identity = identityOf(gitDir)
-    if (identity !== undefined && before.identities.has(identity)) continue
-    const common = before.commons.find((each) => inside(each, gitDir))
-    if (stats?.isFile() === true && common === undefined) {
-      take(entry)
+    if (gitDir === undefined || !roots.some((root) => inside(root, gitDir))) {
+      if (stats !== undefined) take(entry)
       continue
     }
     take(join(gitDir, "hooks"))
@@ -895,8 +896,8 @@ const madeDeeper = (
     const commondir = join(gitDir, "commondir")
     if (lstat(commondir) !== undefined) {
       const named = Git.read(commondir)?.trim()
-      const worktree = common !== undefined && dirname(gitDir) === join(common, "worktrees")
-      if (!worktree || named === undefined || named === "" || realOf(resolve(gitDir, named)) !== realOf(common)) take(commondir)
+      const owner = commons.find((each) => dirname(gitDir) === join(each, "worktrees"))
+      if (owner === undefined || named === undefined || named === "" || realOf(resolve(gitDir, named)) !== owner) take(commondir)
     }
   }
   return taken
@@ -917,14 +918,8 @@ const unmade = (
     readonly key: string
     readonly entry: Stats | undefined
     readonly bare: boolean
-    /** The `.git` entries at the index's gitlinks before the command, as they were. */
-    readonly links: ReadonlyMap<string, Stats | undefined>
   },
   keptAt: (base: string, path: string) => string | undefined,
-  /** The places guarded from before the command (their changes are undone above, a person's kept). */
-  guarded: ReadonlySet<string>,
-  /** When the command started (epoch ms). */
-  startedAt: number,
 ): Array<string> => {
   const { key } = repository
   const taken: Array<string> = []
@@ -964,43 +959,8 @@ const unmade = (
     }
   }
   if (!repository.bare && lstat(entry) === undefined && Git.isGitDirectory(key)) take(join(key, "HEAD"))
-  // A repository checked out at a gitlink that the command added, or whose `.git` it made or replaced: `git status`
-  // at the root would run its config. Its places go as a made repository's do; a `.git` file pointing anywhere but
-  // the repository's own `modules/` (where `git submodule add` puts one) goes whole.
-  const modules = join(Git.repositoryOf(key)?.commonDir ?? entry, "modules")
-  for (const link of Git.gitlinkEntries(key)) {
-    if (!(link === key || link.startsWith(key + sep))) continue
-    const now = lstat(link)
-    if (now === undefined) continue
-    const was = repository.links.get(link)
-    if (repository.links.has(link) && was !== undefined && was.dev === now.dev && was.ino === now.ino && was.birthtimeMs === now.birthtimeMs) continue
-    // The Location's own repository, reached through a link (`self -> .`), is guarded as itself.
-    if (realOf(link) === realOf(entry)) continue
-    const gitDir = Git.gitDirOf(link)
-    const places = gitDir === undefined ? [] : Git.codePlacesIn(gitDir)
-    // Guarded since before the command (a submodule's git directory in `.git/modules`, whose `.git` file the command
-    // wrote again, as `git submodule update` may): what changed there was undone above, and a person's config stays.
-    if (places.some((place) => guarded.has(place))) continue
-    // A repository that was there before the command (a clone the user keeps inside, now `git add`ed) keeps what it
-    // had, unless its config runs code: the command may have planted that before adding it.
-    if (gitDir !== undefined && lstat(gitDir) !== undefined && lstat(gitDir)!.birthtimeMs < startedAt - CLOCK_SLACK_MS) {
-      const config = join(gitDir, "config")
-      // None: nothing of it runs. One that is no file to read (a FIFO, a giant) counts as running code.
-      const text = lstat(config) === undefined ? "" : Git.read(config)
-      if (text === undefined || Planted.configRunsCode(text)) take(config)
-      continue
-    }
-    if (gitDir === link || (gitDir !== undefined && gitDir.startsWith(modules + sep))) for (const place of places) take(place)
-    else take(link)
-  }
   return taken
 }
-
-/**
- * How much earlier than a command's start a directory must be born to count as there before it: the file system
- * stamps births with a coarser clock than Date.now(), a tick or so behind.
- */
-const CLOCK_SLACK_MS = 100
 
 /** The most entries looked at to find a repository a command moved elsewhere in its Location. */
 const MAX_SEARCHED = 100_000

@@ -14,6 +14,12 @@ export const MAX_ENTRIES = 200_000
 /** Folders not walked into: what they hold is a package manager's, not a repository anyone works in. */
 const SKIPPED = new Set(["node_modules"])
 
+/** Folders of a git directory that hold no other git directory (objects, refs, logs: large), not walked into. */
+const INTERNAL = new Set(["objects", "refs", "logs", "lfs", "hooks", "info"])
+
+/** The folders of a `.git` where git keeps other git directories. */
+const GIT_DIRECTORIES = ["modules", "worktrees"]
+
 export interface Found {
   /** Each folder holding a `.git` (directory, file or link), and each bare repository, by the path it was found at. */
   readonly repositories: ReadonlyArray<string>
@@ -27,8 +33,9 @@ const walks = new Map<string, { readonly stamps: ReadonlyArray<readonly [string,
 const MAX_WALKS = 16
 
 /**
- * The repositories under `roots` (real paths; symbolic links not followed; the inside of a git directory, and of
- * `node_modules`, not walked), the roots themselves included.
+ * The repositories under `roots` (real paths; symbolic links not followed; `node_modules` not walked, nor what a git
+ * directory keeps of its own: objects, refs, logs), the roots themselves included, and the git directories of
+ * submodules and worktrees in a `.git` (`modules/`, `worktrees/`) or a bare repository.
  */
 export const under = (roots: ReadonlyArray<string>, max = MAX_ENTRIES): Found => {
   const key = JSON.stringify([roots, max])
@@ -38,40 +45,40 @@ export const under = (roots: ReadonlyArray<string>, max = MAX_ENTRIES): Found =>
   const repositories: Array<string> = []
   const seen = new Set<string>()
   let entries = 0
-  const queue = [...roots]
+  /** Each folder to look at, and whether it is a git directory (a `.git`, or a bare repository found). */
+  const queue: Array<readonly [string, boolean]> = roots.map((root) => [root, false])
   for (let index = 0; index < queue.length; index++) {
-    const directory = queue[index]!
+    const [directory, gitDirectory] = queue[index]!
     if (seen.has(directory)) continue
     seen.add(directory)
     const listed = Listing.list(directory, stamps)
     if (listed === undefined) continue
     entries += listed.length
-    if (entries > max) {
-      const found = { repositories, partial: true }
-      return found
-    }
+    if (entries > max) return { repositories, partial: true }
     let head = false
     let objects = false
-    let dotGit = false
-    const folders: Array<string> = []
-    for (const entry of listed) {
-      const { name, kind } = entry
+    let dotGit: Listing.Kind | undefined
+    for (const { name, kind } of listed) {
+      if (name === ".git") dotGit = kind
+      else if (name === "HEAD") head = kind === "file" || kind === "link"
+      else if (name === "objects" || name === "commondir") objects = true
+    }
+    // A bare repository (as git takes one: a HEAD and objects, or a commondir naming some), a submodule's or a
+    // worktree's git directory in another's among them.
+    const bare = head && objects && Git.isGitDirectory(directory)
+    if (bare) repositories.push(directory)
+    else if (dotGit !== undefined && dotGit !== "other") repositories.push(directory)
+    const inGit = gitDirectory || bare
+    const prefix = directory.endsWith("/") ? directory : `${directory}/`
+    for (const { name, kind } of listed) {
+      if (kind !== "directory" || SKIPPED.has(name) || (inGit && INTERNAL.has(name))) continue
+      // Inside a `.git`, only where git keeps other git directories: its submodules' and worktrees'.
       if (name === ".git") {
-        dotGit = kind !== "other"
+        for (const inner of GIT_DIRECTORIES) queue.push([`${prefix}.git/${inner}`, true])
         continue
       }
-      if (name === "HEAD") head = kind === "file" || kind === "link"
-      else if (name === "objects" || name === "commondir") objects = true
-      if (kind === "directory" && !SKIPPED.has(name)) folders.push(name)
+      queue.push([prefix + name, inGit])
     }
-    // A bare repository (as git takes one: a HEAD and objects, or a commondir naming some): nothing in it to walk.
-    if (head && objects && Git.isGitDirectory(directory)) {
-      repositories.push(directory)
-      continue
-    }
-    if (dotGit) repositories.push(directory)
-    const prefix = directory.endsWith("/") ? directory : `${directory}/`
-    for (const name of folders) queue.push(prefix + name)
   }
   const found = { repositories, partial: false }
   if (walks.size >= MAX_WALKS) walks.delete(walks.keys().next().value!)

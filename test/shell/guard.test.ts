@@ -1168,6 +1168,58 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(existsSync(kept.marker)).toBe(false)
     })
 
+    // What a command could make where the searches looked no further: a repository inside a bare one, a submodule's
+    // git directory in a made repository's `.git/modules` (or the Location's own, its checkout removed), a folder
+    // made earlier and moved in as a `.git`, a `.git` file through a link out of the folders searched.
+    test("repositories made inside git directories, or pointed at through links, lose what git runs; a made one's submodule keeps its checkout", async () => {
+      const location = tempDir("core-loc-", "/var/tmp")
+      const marker = join(tempDir("core-marker-"), "ran")
+      const away = tempDir("core-away-")
+      const env = { PATH: process.env.PATH, HOME: location }
+      const git = (cwd: string, ...args: ReadonlyArray<string>) =>
+        Bun.spawnSync(["git", "-c", "user.name=u", "-c", "user.email=u@x", "-c", "protocol.file.allow=always", ...args], { cwd, env, stdout: "ignore", stderr: "ignore" })
+      expect(git(location, "init", "-q").exitCode).toBe(0)
+      expect(git(location, "commit", "-q", "--allow-empty", "-m", "u").exitCode).toBe(0)
+      const fsmonitor = (gitDir: string) => `printf '[core]\\n\\tfsmonitor = touch ${marker}\\n' >> ${gitDir}/config`
+      const hook = (gitDir: string) => `mkdir -p ${gitDir}/hooks && printf '#!/bin/sh\\ntouch ${marker}\\n' > ${gitDir}/hooks/post-checkout && chmod +x ${gitDir}/hooks/post-checkout`
+      const first = await runIn(`mkdir -p pre/hooks && printf '#!/bin/sh\\ntouch ${marker}\\n' > pre/hooks/pre-commit && chmod +x pre/hooks/pre-commit && echo ok`, location, [])
+      expect(first.stdout.text).toBe("ok\n")
+      const g = "git -c user.name=m -c user.email=m@x -c protocol.file.allow=always"
+      const steps = [
+        `git init -q --bare B && git init -q B/work && ${fsmonitor("B/work/.git")}`,
+        `git init -q src && ${g} -C src commit -q --allow-empty -m s`,
+        `git init -q X && ${g} -C X submodule add -q ../src m && ${g} -C X commit -q -m x && ${hook("X/.git/modules/m")} && ${fsmonitor("X/.git/modules/m")}`,
+        `${g} submodule add -q ./src m 2>/dev/null; ${g} commit -q -m m; ${hook(".git/modules/m")}; rm -rf m`,
+        `git init -q evil && cp -r evil/.git/. pre/ && rm -rf evil/.git && mv pre evil/.git && ${g} -C evil commit -q --allow-empty -m e && git add evil`,
+        `git init -q ${away}/w && ${fsmonitor(`${away}/w/.git`)} && ln -s ${away}/w/.git .git/lnk && mkdir -p P && echo "gitdir: ${location}/.git/lnk" > P/.git`,
+        "echo made",
+      ].join("; ")
+      const result = await runIn(steps, location, [])
+      expect(result.stdout.text).toContain("made\n")
+      expect(result.undone).toEqual(
+        expect.arrayContaining([
+          join(location, "B/work/.git/config"),
+          join(location, "X/.git/modules/m/config"),
+          join(location, "X/.git/modules/m/hooks"),
+          join(location, ".git/modules/m/hooks"),
+          join(location, "evil/.git/hooks"),
+          join(location, "P/.git"),
+        ]),
+      )
+      // The made repository's submodule is still checked out.
+      expect(readFileSync(join(location, "X/m/.git"), "utf8")).toContain("modules/m")
+      // What the command's own git ran of it, in the sandbox, is not the question: the user's git is.
+      rmSync(marker, { force: true })
+      const ran = (step: string, cwd: string, ...args: ReadonlyArray<string>) => {
+        git(join(location, cwd), ...args)
+        return [step, existsSync(marker)]
+      }
+      for (const cwd of ["B/work", "X", "X/m", "evil", "P", "."]) expect(ran(`status in ${cwd}`, cwd, "status")).toEqual([`status in ${cwd}`, false])
+      expect(ran("X's submodule update", "X", "submodule", "update", "--init")).toEqual(["X's submodule update", false])
+      expect(ran("submodule update", ".", "submodule", "update", "--init")).toEqual(["submodule update", false])
+      expect(ran("commit in evil", "evil", "commit", "-q", "--allow-empty", "-m", "u")).toEqual(["commit in evil", false])
+    })
+
     // Two commands of one Location at once: a repository the first made is no user's to the second, whose end would
     // otherwise put back, as the user's, the config the first planted (after the first's end had taken it out).
     test("a repository a command still running made is not the user's to a command started beside it", async () => {
@@ -1207,22 +1259,32 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(undone.paths).toEqual(expect.arrayContaining([join(root, ".git/config"), join(root, ".git/hooks/pre-commit")]))
     })
 
-    test("a bare repository in a granted directory is found, and nothing is searched inside a git directory or node_modules", () => {
+    test("the search finds bare repositories, those inside them and a .git's submodules and worktrees; not node_modules or objects", () => {
       const parent = tempDir("core-grant-", "/var/tmp")
-      Bun.spawnSync(["git", "init", "-q", "--bare", join(parent, "served.git")])
-      Bun.spawnSync(["git", "init", "-q", join(parent, "a/b/c")])
-      // A folder named as git names its own is walked into like any other.
-      Bun.spawnSync(["git", "init", "-q", join(parent, "objects/hooks/d")])
-      Bun.spawnSync(["git", "init", "-q", join(parent, "a/b/c/inner")])
-      Bun.spawnSync(["git", "init", "-q", join(parent, "node_modules/pkg")])
-      // A folder that looks like a repository inside a git directory is git's own, not one more.
-      Bun.spawnSync(["git", "init", "-q", "--bare", join(parent, "a/b/c/.git/modules/x")])
-      writeFileSync(join(parent, "a/b/c/.git/modules/x/.git"), "gitdir: /nowhere\n")
+      const init = (...args: ReadonlyArray<string>) => expect(Bun.spawnSync(["git", "init", "-q", ...args]).exitCode).toBe(0)
+      init("--bare", join(parent, "served.git"))
+      init(join(parent, "served.git/work"))
+      init(join(parent, "a/b/c"))
+      init(join(parent, "a/b/c/inner"))
+      init(join(parent, "node_modules/pkg"))
+      // A folder named as git names its own is walked into like any other, but not one of a git directory.
+      init(join(parent, "objects/hooks/d"))
+      init(join(parent, "served.git/objects/zz"))
+      // A submodule's git directory in a .git (git keeps them there), with what a command could hide in it.
+      init("--bare", join(parent, "a/b/c/.git/modules/x"))
+      init(join(parent, "a/b/c/.git/hooks/y"))
       expect(Repositories.under([parent]).repositories.toSorted()).toEqual(
-        [join(parent, "a/b/c"), join(parent, "a/b/c/inner"), join(parent, "objects/hooks/d"), join(parent, "served.git")].toSorted(),
+        [
+          join(parent, "a/b/c"),
+          join(parent, "a/b/c/.git/modules/x"),
+          join(parent, "a/b/c/inner"),
+          join(parent, "objects/hooks/d"),
+          join(parent, "served.git"),
+          join(parent, "served.git/work"),
+        ].toSorted(),
       )
       // One made since is found (the folders it changed are listed again); past the bound, the walk says so.
-      Bun.spawnSync(["git", "init", "-q", join(parent, "a/later")])
+      init(join(parent, "a/later"))
       expect(Repositories.under([parent]).repositories).toContain(join(parent, "a/later"))
       expect(Repositories.under([parent], 3).partial).toBe(true)
     })
