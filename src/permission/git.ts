@@ -472,6 +472,12 @@ const pointedAt = (configs: ReadonlyArray<string>, root: string): Array<Place> =
   return found
 }
 
+/** The values a git config's text gives `section.key` (both lower case; a subsection's dropped), in order. */
+export const valuesOf = (text: string, section: string, key: string): ReadonlyArray<string> =>
+  entriesOf(text)
+    .filter((entry) => entry.section === section && entry.key === key)
+    .map((entry) => entry.value)
+
 /** A git config file's `key = value` entries, with the section each is in (lower case, its subsection dropped). */
 const entriesOf = (text: string): Array<{ readonly section: string; readonly key: string; readonly value: string }> => {
   const entries: Array<{ section: string; key: string; value: string }> = []

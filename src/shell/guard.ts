@@ -53,6 +53,11 @@ interface Before {
   readonly content: Buffer | undefined
   /** Its permission bits, which content put back keeps. */
   readonly mode: number
+  /**
+   * Whether it is a regular file with other names (hard links): one of them may lie where the command can write,
+   * so a mount of this one does not keep its content. Its content is kept and looked at when the command ends.
+   */
+  readonly linked: boolean
 }
 
 /** The largest core.json whose content is kept to put back. */
@@ -398,11 +403,12 @@ const look = (path: string, keep = false): Before | undefined => {
   let content: Buffer | undefined
   try {
     if (stats.isSymbolicLink()) link = readlinkSync(path)
-    else if (keep && stats.isFile() && stats.size <= MAX_CONTENT_BYTES) content = readFileSync(path)
+    else if ((keep || stats.nlink > 1) && stats.isFile() && stats.size <= MAX_CONTENT_BYTES) content = readFileSync(path)
   } catch {
     // gone or unreadable meanwhile: nothing to put back
   }
-  return { dev: stats.dev, ino: stats.ino, kind: stats.mode & 0o170000, born: stats.birthtimeMs, link, content, mode: stats.mode & 0o7777 }
+  const linked = stats.isFile() && stats.nlink > 1
+  return { dev: stats.dev, ino: stats.ino, kind: stats.mode & 0o170000, born: stats.birthtimeMs, link, content, mode: stats.mode & 0o7777, linked }
 }
 
 /** Whether a path is who it was (the same inode, kind and birth), or missing both times. */
@@ -565,10 +571,18 @@ export const begin = (
   const foundBefore = new Set(walked.repositories.filter((repository) => !madeByOther(repository, otherSearches)))
   const search: Search = { roots: searched, found: [...foundBefore] }
   const before = foundBeforeOf(foundBefore, commons)
+  // A worktree's or submodule's checkout of a repository found (its `.git` file pointing into that repository's git
+  // directory, guarded with it): its `.git` file is put back as it was when the command ends, not held read-only
+  // (`git worktree remove` deletes it with its folder).
+  const pointers: Array<Protected.Code> = []
   const nested = [...new Set([...grantedRoots, ...foundBefore])].filter((repository) => {
-    if (keys.includes(repository) || links.has(join(repository, ".git"))) return false
-    const gitDir = Git.gitDirOf(join(repository, ".git"))
-    return gitDir === undefined || !commons.some((common) => under(common, gitDir))
+    const entry = join(repository, ".git")
+    if (keys.includes(repository) || links.has(entry)) return false
+    if (lstat(entry)?.isFile() !== true) return true
+    const gitDir = Git.gitDirOf(entry)
+    if (gitDir === undefined || !before.commons.some((common) => under(common, realOf(gitDir)))) return true
+    pointers.push({ path: entry, what: `${entry}, which tells git where its repository is`, identity: undefined, kind: "git", restored: true })
+    return false
   })
   const code = Protected.code(keys, home)
   /** The places of the Locations' repositories and imports (the others' are added to them once). */
@@ -592,7 +606,7 @@ export const begin = (
     // Inside an entry already mounted, a path needs no mount of its own. Outside the Locations, the places granted
     // to the command and the temp directory (where a command may rename a folder above it), a path is mounted and
     // no more: what changes there is a person's.
-    ...[...code, ...nestedPlaces]
+    ...[...code, ...nestedPlaces, ...pointers.filter((place) => !ownPlaces.has(place.path))]
       .filter((place) => !own.some((entry) => under(entry, place.path)))
       .flatMap((place) => {
         const base =
@@ -750,9 +764,9 @@ export const begin = (
       const mounted = kept && entry.mounted && !moved.has(entry.base)
       // A mount point the command could neither change nor replace (a symbolic link it could replace).
       if (entry.undo === "never") continue
-      if (mounted && entry.undo === "fixed" && before !== undefined && before.link === undefined) continue
+      if (mounted && entry.undo === "fixed" && before !== undefined && before.link === undefined && !before.linked) continue
       // Mounted, code elsewhere that existed changes only by a folder above it renamed (a person's change stays).
-      if (mounted && entry.undo === "renamed" && before !== undefined && entry.above.every(([folder, was]) => unchanged(was, look(folder)))) continue
+      if (mounted && entry.undo === "renamed" && before !== undefined && !before.linked && entry.above.every(([folder, was]) => unchanged(was, look(folder)))) continue
       const now = look(entry.path, before?.content !== undefined)
       if (before?.content !== undefined) {
         // Only where no mount kept it read-only can it differ.
@@ -798,6 +812,19 @@ export const begin = (
     return removed
   }
   return { readOnly: entries.filter((entry) => entry.before !== undefined && entry.mounted).map((entry) => entry.path), finish }
+}
+
+/** Copies the regular file at `path` to a new file in its place (its other names keep the old one); whether it could. */
+const ownInode = (path: string): boolean => {
+  const fresh = `${path}.core-${crypto.randomUUID().slice(0, 8)}`
+  try {
+    writeFileSync(fresh, readFileSync(path), { mode: (lstat(path)?.mode ?? 0o644) & 0o7777, flag: "wx" })
+    renameSync(fresh, path)
+    return true
+  } catch {
+    rmSync(fresh, { force: true })
+    return false
+  }
 }
 
 /** The repositories found before a command, to tell one it made from one it moved (a folder above renamed). */
@@ -886,11 +913,18 @@ const madeDeeper = (
     }
     take(join(gitDir, "hooks"))
     take(join(gitDir, "info", "attributes"))
+    // A submodule's git directory names its checkout (`core.worktree`): kept where that is the checkout whose `.git`
+    // file points back at it (`git clone --recurse-submodules`).
+    const checkouts = candidates.filter((each) => each.stats?.isFile() === true && each.gitDir === gitDir).map((each) => realOf(dirname(each.entry)))
     for (const name of ["config", "config.worktree"]) {
       const path = join(gitDir, name)
       if (lstat(path) === undefined) continue
       const text = Git.read(path)
-      if (text === undefined || Planted.configRunsCode(text)) take(path)
+      const ownWorktree = (key: string) =>
+        key === "core.worktree" && Git.valuesOf(text ?? "", "core", "worktree").every((value) => checkouts.includes(realOf(resolve(gitDir, value))))
+      if (text === undefined || Planted.configRunsCode(text, ownWorktree)) take(path)
+      // Kept, it gets an inode of its own: a hard link the command left elsewhere would let the next command write it.
+      else if ((lstat(path)?.nlink ?? 1) > 1 && !ownInode(path)) take(path)
     }
     // A worktree's commondir names the repository whose hooks and config git uses there: its own, or it goes.
     const commondir = join(gitDir, "commondir")

@@ -55,6 +55,8 @@ const CODE_KEYS = new RegExp(
       "git-p4\\..+",
     ].join("|") +
     ")$",
+  // A subsection may hold any character but a line feed and NUL (a carriage return, U+2028): `.` matches them too.
+  "s",
 )
 
 /** git config options that take a value and are not the key. */
@@ -151,9 +153,10 @@ export const gitPath = (value: string): boolean => {
 /**
  * Whether git configuration text sets a key that runs or loads code (CODE_KEYS), as git reads sections (`[core]`,
  * `[filter "x"]`, `[filter.x]`) and keys (`name = value`, a bare `name`, one after a section header on its line).
- * What it cannot read as configuration counts as running code: git may read it otherwise.
+ * What it cannot read as configuration counts as running code: git may read it otherwise. `allowed`: keys (lower
+ * case, `section.key`) the caller has checked itself.
  */
-export const configRunsCode = (text: string): boolean => {
+export const configRunsCode = (text: string, allowed?: (key: string) => boolean): boolean => {
   let section = ""
   /** Inside a value continued from the line before (a backslash ending it), and whether inside its quotes. */
   let continued: { readonly quoted: boolean } | undefined
@@ -174,7 +177,8 @@ export const configRunsCode = (text: string): boolean => {
     }
     const key = /^([A-Za-z][A-Za-z0-9-]*)\s*(?:=|$|[#;])/.exec(rest)
     if (key === null || section === "") return true
-    if (CODE_KEYS.test(`${section}.${key[1]}`.toLowerCase())) return true
+    const name = `${section}.${key[1]}`.toLowerCase()
+    if (CODE_KEYS.test(name) && allowed?.(name) !== true) return true
     const equals = /^[A-Za-z][A-Za-z0-9-]*\s*=/.exec(rest)
     if (equals !== null) continued = valueGoesOn(rest.slice(equals[0].length), false)
   }

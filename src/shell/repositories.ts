@@ -45,10 +45,9 @@ export const under = (roots: ReadonlyArray<string>, max = MAX_ENTRIES): Found =>
   const repositories: Array<string> = []
   const seen = new Set<string>()
   let entries = 0
-  /** Each folder to look at, and whether it is a git directory (a `.git`, or a bare repository found). */
-  const queue: Array<readonly [string, boolean]> = roots.map((root) => [root, false])
+  const queue = [...roots]
   for (let index = 0; index < queue.length; index++) {
-    const [directory, gitDirectory] = queue[index]!
+    const directory = queue[index]!
     if (seen.has(directory)) continue
     seen.add(directory)
     const listed = Listing.list(directory, stamps)
@@ -68,16 +67,16 @@ export const under = (roots: ReadonlyArray<string>, max = MAX_ENTRIES): Found =>
     const bare = head && objects && Git.isGitDirectory(directory)
     if (bare) repositories.push(directory)
     else if (dotGit !== undefined && dotGit !== "other") repositories.push(directory)
-    const inGit = gitDirectory || bare
     const prefix = directory.endsWith("/") ? directory : `${directory}/`
     for (const { name, kind } of listed) {
-      if (kind !== "directory" || SKIPPED.has(name) || (inGit && INTERNAL.has(name))) continue
+      // What a git directory keeps of its own, not below it (a submodule may be named `hooks`).
+      if (kind !== "directory" || SKIPPED.has(name) || (bare && INTERNAL.has(name))) continue
       // Inside a `.git`, only where git keeps other git directories: its submodules' and worktrees'.
       if (name === ".git") {
-        for (const inner of GIT_DIRECTORIES) queue.push([`${prefix}.git/${inner}`, true])
+        for (const inner of GIT_DIRECTORIES) queue.push(`${prefix}.git/${inner}`)
         continue
       }
-      queue.push([prefix + name, inGit])
+      queue.push(prefix + name)
     }
   }
   const found = { repositories, partial: false }

@@ -327,6 +327,8 @@ describe("code planted for the user's own git is protected", () => {
       '[tar "tar.gz"]\n\tcommand = touch x; gzip -cn\n',
       '[hook "lint"]\n\tevent = pre-commit\n\tcommand = touch x\n',
       "[svn]\n\tauthorsProg = touch x\n",
+      '[filter "a\u2028b"]\n\tclean = touch x\n',
+      '[diff "a\rb"]\n\ttextconv = touch x\n',
     ]) {
       expect([text, Planted.configRunsCode(text)]).toEqual([text, true])
     }

@@ -1220,6 +1220,55 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(ran("commit in evil", "evil", "commit", "-q", "--allow-empty", "-m", "u")).toEqual(["commit in evil", false])
     })
 
+    test("a config kept with another name (a hard link) gets a file of its own; core.json written through one is put back", async () => {
+      const location = configured()
+      const marker = join(tempDir("core-marker-"), "ran")
+      // A person's link to core.json, made before.
+      Bun.spawnSync(["ln", join(location, "core.json"), join(location, "notes.json")])
+      // In the same folder (a link across folders may need Landlock's right to refer, not granted everywhere).
+      const first = await runIn("git init -q sub && ln sub/.git/config sub/.git/notes && echo linked", location, [])
+      expect([first.stdout.text, first.stderr.text]).toEqual(["linked\n", ""])
+      const second = await runIn(
+        `printf '[core]\\n\\tfsmonitor = touch ${marker}\\n' >> sub/.git/notes && echo '{ "permission": { "bash": "allow" } }' > notes.json && echo wrote`,
+        location,
+        [],
+      )
+      expect(second.stdout.text).toBe("wrote\n")
+      unchanged(location)
+      expect(second.undone).toContain(join(location, "core.json"))
+      Bun.spawnSync(["git", "-C", join(location, "sub"), "status"], { env: { PATH: process.env.PATH, HOME: location }, stdout: "ignore", stderr: "ignore" })
+      expect(existsSync(marker)).toBe(false)
+    })
+
+    test("a nested clone's worktree stays removable, its .git file put back if rewritten; a clone's submodules keep their remote", async () => {
+      const location = tempDir("core-loc-", "/var/tmp")
+      const env = { PATH: process.env.PATH, HOME: location }
+      const git = (cwd: string, ...args: ReadonlyArray<string>) =>
+        expect(Bun.spawnSync(["git", "-c", "user.name=u", "-c", "user.email=u@x", "-c", "protocol.file.allow=always", ...args], { cwd, env, stdout: "ignore", stderr: "ignore" }).exitCode).toBe(0)
+      const app = join(location, "vendor/app")
+      git(location, "init", "-q", "vendor/app")
+      git(app, "commit", "-q", "--allow-empty", "-m", "a")
+      git(app, "worktree", "add", "-q", "../wt-one")
+      git(app, "worktree", "add", "-q", "../wt-two")
+      git(location, "init", "-q", "up/lib")
+      git(join(location, "up/lib"), "commit", "-q", "--allow-empty", "-m", "l")
+      git(location, "init", "-q", "up/super")
+      git(join(location, "up/super"), "submodule", "add", "-q", "../lib", "lib")
+      git(join(location, "up/super"), "commit", "-q", "-m", "s")
+      const pointer = readFileSync(join(location, "vendor/wt-two/.git"), "utf8")
+      const g = "git -c user.name=m -c user.email=m@x -c protocol.file.allow=always"
+      const result = await runIn(
+        `${g} -C vendor/app worktree remove ../wt-one && echo "gitdir: $PWD/evil" > vendor/wt-two/.git && ${g} clone -q --recurse-submodules ./up/super s2 && echo done`,
+        location,
+        [],
+      )
+      expect(result.stdout.text).toBe("done\n")
+      expect(existsSync(join(location, "vendor/wt-one"))).toBe(false)
+      expect(readFileSync(join(location, "vendor/wt-two/.git"), "utf8")).toBe(pointer)
+      expect(readFileSync(join(location, "s2/.git/modules/lib/config"), "utf8")).toContain("[remote \"origin\"]")
+      git(join(location, "s2"), "submodule", "status")
+    })
+
     // Two commands of one Location at once: a repository the first made is no user's to the second, whose end would
     // otherwise put back, as the user's, the config the first planted (after the first's end had taken it out).
     test("a repository a command still running made is not the user's to a command started beside it", async () => {
@@ -1272,11 +1321,15 @@ describe("core's configuration in the Location, against what a command runs", ()
       init(join(parent, "served.git/objects/zz"))
       // A submodule's git directory in a .git (git keeps them there), with what a command could hide in it.
       init("--bare", join(parent, "a/b/c/.git/modules/x"))
+      init("--bare", join(parent, "a/b/c/.git/modules/hooks"))
+      init("--bare", join(parent, "served.git/modules/objects"))
       init(join(parent, "a/b/c/.git/hooks/y"))
       expect(Repositories.under([parent]).repositories.toSorted()).toEqual(
         [
           join(parent, "a/b/c"),
           join(parent, "a/b/c/.git/modules/x"),
+          join(parent, "a/b/c/.git/modules/hooks"),
+          join(parent, "served.git/modules/objects"),
           join(parent, "a/b/c/inner"),
           join(parent, "objects/hooks/d"),
           join(parent, "served.git"),
