@@ -530,7 +530,7 @@ export const begin = (
   const noted = (path: string, base: string, undo: Entry["undo"], keep: boolean, mounted = true): Entry => {
     const before = look(path, keep)
     let inside: Map<string, Inside> | undefined
-    if (unmounted && before?.kind === Number(DIRECTORY)) {
+    if ((unmounted || !mounted) && before?.kind === Number(DIRECTORY)) {
       inside = new Map()
       if (!survey(path, inside, { left: MAX_INSIDE })) inside = undefined
     }
@@ -592,7 +592,9 @@ export const begin = (
       nested
         .flatMap(Git.places)
         .filter((place) => !ownPlaces.has(place.path) && writableHere(place.path))
-        .map((place) => [place.path, { ...place, identity: undefined, kind: "git" as const }] as const),
+        // Not held read-only (a command may remove the whole repository, `rm -rf vendor/x`): what the command
+        // changed of them is put back, or taken out, when it ends.
+        .map((place) => [place.path, { ...place, identity: undefined, kind: "git" as const, restored: true as const }] as const),
     ).values(),
   ]
   const entries: Array<Entry> = [
@@ -631,6 +633,8 @@ export const begin = (
   // would have git in that worktree read the command's config, through a commondir left as it was. `made`: those
   // worktree folders, which git itself removes (`git worktree remove`) and makes again in their place.
   const made = new Set<string>()
+  /** The `.git` of the other repositories: one that cannot be put back (removed) is left to `madeDeeper`. */
+  const nestedGits = new Set<string>()
   const gits = [
     ...new Map([
       ...keys.flatMap((key) => {
@@ -651,7 +655,7 @@ export const begin = (
       ...nested
         .map((repository) => join(repository, ".git"))
         .filter((entry) => writableHere(entry) && lstat(entry) !== undefined)
-        .map((entry) => [entry, holding(entry)] as const),
+        .map((entry) => (nestedGits.add(entry), [entry, holding(entry)] as const)),
     ]).values(),
   ]
   // A `.git` made by the command in a folder above a Location (`git init ..`, `git init /tmp`) would be the user's
@@ -753,7 +757,7 @@ export const begin = (
       // worktree added), stays: what the folder holds is checked as git's places are. A link there never does.
       const standing = lstat(git.path)
       const remade = made.has(git.path) && git.fd !== undefined && whereNow(git.fd) === undefined && standing?.isDirectory() === true
-      if (!back.intact && standing !== undefined && !remade) {
+      if (!back.intact && standing !== undefined && !remade && !nestedGits.has(git.path)) {
         aside(git.path)
         undone.push(git.path)
       }
@@ -881,13 +885,15 @@ const madeDeeper = (
   const gitlinked = [...roots, ...before.repositories].flatMap(Git.gitlinkEntries).map(dirname)
   const candidates = [...new Set([...(now === undefined || now.partial ? [] : now.repositories), ...gitlinked])].flatMap((repository) => {
     const base = roots.find((root) => repository !== root && inside(root, repository))
-    if (base === undefined || before.repositories.has(repository)) return []
+    if (base === undefined) return []
     const entry = join(repository, ".git")
     const stats = lstat(entry)
     const pointed = stats === undefined ? repository : stats.isDirectory() ? entry : stats.isFile() ? Git.gitDirOf(entry) : undefined
     const gitDir = pointed === undefined ? undefined : realOf(pointed)
-    // One moved here (a folder above it renamed) is the same repository.
+    // One found before, or moved here (a folder above it renamed), is the same repository; one whose git directory
+    // the command removed and made again is not.
     if (gitDir !== undefined && before.identities.has(identityOf(gitDir) ?? "")) return []
+    if (gitDir === undefined && before.repositories.has(repository)) return []
     return [{ repository, base, entry, stats, gitDir }]
   })
   // Where git keeps other git directories: the repositories' found before, and those of the ones made.
@@ -922,7 +928,14 @@ const madeDeeper = (
       const text = Git.read(path)
       const ownWorktree = (key: string) =>
         key === "core.worktree" && Git.valuesOf(text ?? "", "core", "worktree").every((value) => checkouts.includes(realOf(resolve(gitDir, value))))
-      if (text === undefined || Planted.configRunsCode(text, ownWorktree)) take(path)
+      const harmless = text === undefined ? undefined : Planted.withoutCode(text, ownWorktree)
+      if (harmless === undefined) take(path)
+      // What runs code goes, the rest (a clone's remote, a repository's format) stays: the file as it was is kept.
+      else if (harmless !== text) {
+        const mode = (lstat(path)?.mode ?? 0o644) & 0o7777
+        take(path)
+        if (lstat(path) === undefined) writeFileSync(path, harmless, { mode, flag: "wx" })
+      }
       // Kept, it gets an inode of its own: a hard link the command left elsewhere would let the next command write it.
       else if ((lstat(path)?.nlink ?? 1) > 1 && !ownInode(path)) take(path)
     }

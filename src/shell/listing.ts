@@ -24,11 +24,21 @@ const MAX_LISTINGS = 200_000
 
 const listings = new Map<string, Kept>()
 
-/** What a directory's inode and change time are now ("gone" when it cannot be looked at). */
+/**
+ * How recent a directory's change may be for its listing to be trusted later by its stamp: the kernel stamps changes
+ * with a coarse clock (a tick of up to 10 ms), so an entry added within the same tick as the listing leaves the stamp
+ * as it was. A listing of a directory changed this recently is not kept (as git treats a racily clean index).
+ */
+const RACY_MS = 100
+
+/** A stamp no directory has: a walk that met a racy directory is looked at again next time. */
+const RACY = "racy"
+
+/** What a directory's inode and change times are now ("gone" when it cannot be looked at). */
 export const stampOf = (directory: string): string => {
   try {
-    const stat = lstatSync(directory, { bigint: true })
-    return `${stat.dev}:${stat.ino}:${stat.ctimeNs}:${stat.mtimeNs}`
+    const stat = lstatSync(directory)
+    return `${stat.dev}:${stat.ino}:${stat.ctimeMs}:${stat.mtimeMs}`
   } catch {
     return "gone"
   }
@@ -37,14 +47,22 @@ export const stampOf = (directory: string): string => {
 /**
  * The entries of `directory`, from the cache while its change time stands (a command cannot set a change time
  * back; and what a sandboxed command could add unseen is its own: a hard link to a covered file crosses a mount,
- * EXDEV), otherwise read; its stamp noted in `stamps`. Undefined when it cannot be read.
+ * EXDEV), otherwise read; its stamp noted in `stamps` (one that matches nothing where it changed too recently to be
+ * trusted). Undefined when it cannot be read.
  */
 export const list = (directory: string, stamps: Array<readonly [string, string]>): ReadonlyArray<Entry> | undefined => {
-  const stamp = stampOf(directory)
-  stamps.push([directory, stamp])
-  if (stamp === "gone") return undefined
+  let stat
+  try {
+    stat = lstatSync(directory)
+  } catch {
+    stamps.push([directory, "gone"])
+    return undefined
+  }
+  const stamp = `${stat.dev}:${stat.ino}:${stat.ctimeMs}:${stat.mtimeMs}`
+  const racy = Date.now() - Math.max(stat.ctimeMs, stat.mtimeMs) < RACY_MS
+  stamps.push([directory, racy ? RACY : stamp])
   const cached = listings.get(directory)
-  if (cached?.stamp === stamp) return cached.entries
+  if (!racy && cached?.stamp === stamp) return cached.entries
   let read: Array<Dirent>
   try {
     read = readdirSync(directory, { withFileTypes: true })
@@ -55,7 +73,10 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
     name: entry.name,
     kind: entry.isDirectory() ? ("directory" as const) : entry.isSymbolicLink() ? ("link" as const) : entry.isFile() ? ("file" as const) : ("other" as const),
   }))
-  if (listings.size >= MAX_LISTINGS) listings.clear()
-  listings.set(directory, { stamp, entries })
+  if (racy) listings.delete(directory)
+  else {
+    if (listings.size >= MAX_LISTINGS) listings.clear()
+    listings.set(directory, { stamp, entries })
+  }
   return entries
 }

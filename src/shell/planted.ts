@@ -156,33 +156,58 @@ export const gitPath = (value: string): boolean => {
  * What it cannot read as configuration counts as running code: git may read it otherwise. `allowed`: keys (lower
  * case, `section.key`) the caller has checked itself.
  */
-export const configRunsCode = (text: string, allowed?: (key: string) => boolean): boolean => {
+export const configRunsCode = (text: string, allowed?: (key: string) => boolean): boolean => withoutCode(text, allowed) !== text
+
+/**
+ * The git configuration text without the lines setting a key that runs or loads code (see `configRunsCode`), each
+ * with the lines its value goes on to; every other line as it was, its line ends kept. Undefined where it cannot be
+ * read as configuration.
+ */
+export const withoutCode = (text: string, allowed?: (key: string) => boolean): string | undefined => {
   let section = ""
   /** Inside a value continued from the line before (a backslash ending it), and whether inside its quotes. */
   let continued: { readonly quoted: boolean } | undefined
-  for (const raw of text.split(/\r?\n/)) {
+  /** Whether the value going on is a key's that runs code (its lines go with it). */
+  let dropping = false
+  const kept: Array<string> = []
+  for (const part of text.split(/(?<=\n)/)) {
+    const raw = part.replace(/\r?\n$/, "")
     if (continued !== undefined) {
       continued = valueGoesOn(raw.trimEnd(), continued.quoted)
+      if (!dropping) kept.push(part)
       continue
     }
+    dropping = false
     const line = raw.trim()
-    if (line === "" || line.startsWith("#") || line.startsWith(";")) continue
+    if (line === "" || line.startsWith("#") || line.startsWith(";")) {
+      kept.push(part)
+      continue
+    }
     let rest = line
+    let header = ""
     if (line.startsWith("[")) {
-      const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]/.exec(line)
-      if (header === null) return true
-      section = header[2] === undefined ? header[1]! : `${header[1]}.${header[2]}`
-      rest = line.slice(header[0].length).trim()
-      if (rest === "" || rest.startsWith("#") || rest.startsWith(";")) continue
+      const found = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]/.exec(line)
+      if (found === null) return undefined
+      section = found[2] === undefined ? found[1]! : `${found[1]}.${found[2]}`
+      rest = line.slice(found[0].length).trim()
+      if (rest === "" || rest.startsWith("#") || rest.startsWith(";")) {
+        kept.push(part)
+        continue
+      }
+      header = found[0]
     }
     const key = /^([A-Za-z][A-Za-z0-9-]*)\s*(?:=|$|[#;])/.exec(rest)
-    if (key === null || section === "") return true
+    if (key === null || section === "") return undefined
     const name = `${section}.${key[1]}`.toLowerCase()
-    if (CODE_KEYS.test(name) && allowed?.(name) !== true) return true
     const equals = /^[A-Za-z][A-Za-z0-9-]*\s*=/.exec(rest)
     if (equals !== null) continued = valueGoesOn(rest.slice(equals[0].length), false)
+    if (CODE_KEYS.test(name) && allowed?.(name) !== true) {
+      dropping = true
+      // A key on its section's line: the section stays.
+      if (header !== "") kept.push(`${header}\n`)
+    } else kept.push(part)
   }
-  return false
+  return kept.join("")
 }
 
 /**

@@ -308,6 +308,20 @@ describe("code planted for the user's own git is protected", () => {
     for (const path of ["a\n.git/hooks/x", ".git/hooks/x\n", ".git/hooks/a\nb", "x\u2028"]) expect([path, Planted.gitPath(path)]).toEqual([path, false])
   })
 
+  test("Planted.withoutCode keeps every line but those setting a key that runs code, with their continued values", () => {
+    const text =
+      '# mine\r\n[core]\r\n\trepositoryformatversion = 0\r\n\tfsmonitor = "touch \\\r\n x"\r\n[remote "origin"]\r\n\turl = https://x/y\r\n' +
+      "[alias] st = !sh -c x\n\tco = checkout\n"
+    expect(Planted.withoutCode(text)).toBe(
+      '# mine\r\n[core]\r\n\trepositoryformatversion = 0\r\n[remote "origin"]\r\n\turl = https://x/y\r\n[alias]\n',
+    )
+    const plain = '[core]\r\n\tbare = false\r\n[remote "origin"]\r\n\turl = u\r\n'
+    expect(Planted.withoutCode(plain)).toBe(plain)
+    expect(Planted.withoutCode("not a config line\n")).toBeUndefined()
+    // What it keeps runs nothing, as git reads it.
+    expect(Planted.configRunsCode(Planted.withoutCode(text)!)).toBe(false)
+  })
+
   test("Planted.configRunsCode reads a git config's keys as git does", () => {
     for (const text of [
       "[core]\n\tfsmonitor = touch x\n",
