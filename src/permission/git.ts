@@ -424,6 +424,21 @@ export const places = (location: string): ReadonlyArray<Place> => {
   return found
 }
 
+/**
+ * Where the config of the repository `location` is in (its own and its common directory's, and the user's) sends
+ * git for more from that work tree: a `core.hooksPath` (a relative one is the work tree's), the files included.
+ */
+export const pointedFrom = (location: string): ReadonlyArray<Place> => {
+  const repository = repositoryOf(location)
+  if (repository === undefined) return []
+  const root = repository.entry === undefined ? repository.gitDir : dirname(repository.entry)
+  const directories = [...new Set([repository.commonDir, repository.gitDir])]
+  return pointedAt(
+    directories.flatMap((directory) => [join(directory, "config"), join(directory, "config.worktree")]),
+    root,
+  )
+}
+
 /** What is at `path`: nothing yet, a directory or regular file (links followed), or something else (a device). */
 const kindOf = (path: string): "missing" | "entry" | "other" => {
   try {

@@ -582,6 +582,10 @@ export const begin = (
     const gitDir = Git.gitDirOf(entry)
     if (gitDir === undefined || !before.commons.some((common) => under(common, realOf(gitDir)))) return true
     pointers.push({ path: entry, what: `${entry}, which tells git where its repository is`, identity: undefined, kind: "git", restored: true })
+    // And where its repository's config sends git from this work tree: a relative `core.hooksPath` is this one's.
+    for (const place of Git.pointedFrom(repository)) {
+      if (!before.commons.some((common) => under(common, realOf(place.path)))) pointers.push({ ...place, identity: undefined, kind: "git", restored: true })
+    }
     return false
   })
   const code = Protected.code(keys, home)
@@ -938,6 +942,12 @@ const madeDeeper = (
       }
       // Kept, it gets an inode of its own: a hard link the command left elsewhere would let the next command write it.
       else if ((lstat(path)?.nlink ?? 1) > 1 && !ownInode(path)) take(path)
+    }
+    // Where its config (or the user's) sends git from its work tree (a relative `core.hooksPath`, `.githooks`).
+    if (stats !== undefined) {
+      for (const place of Git.pointedFrom(dirname(entry))) {
+        if (!commons.some((each) => inside(each, realOf(place.path)))) take(place.path)
+      }
     }
     // A worktree's commondir names the repository whose hooks and config git uses there: its own, or it goes.
     const commondir = join(gitDir, "commondir")

@@ -1292,6 +1292,28 @@ describe("core's configuration in the Location, against what a command runs", ()
       git(join(location, "s2"), "submodule", "status")
     })
 
+    test("a relative core.hooksPath is each work tree's: a worktree's, found or made, is guarded as the repository's", async () => {
+      const location = tempDir("core-loc-", "/var/tmp")
+      const marker = join(tempDir("core-marker-"), "ran")
+      const env = { PATH: process.env.PATH, HOME: location }
+      const git = (...args: ReadonlyArray<string>) =>
+        expect(Bun.spawnSync(["git", "-C", location, "-c", "user.name=u", "-c", "user.email=u@x", ...args], { env, stdout: "ignore", stderr: "ignore" }).exitCode).toBe(0)
+      git("init", "-q")
+      git("commit", "-q", "--allow-empty", "-m", "u")
+      git("worktree", "add", "-q", "wt")
+      // The user's hooks, kept in each work tree.
+      git("config", "core.hooksPath", ".githooks")
+      const hook = (tree: string) => `mkdir -p ${tree}/.githooks && printf '#!/bin/sh\\ntouch ${marker}\\n' > ${tree}/.githooks/pre-commit && chmod +x ${tree}/.githooks/pre-commit`
+      const result = await runIn(`${hook("wt")} && git worktree add -q wt2 && ${hook("wt2")} && echo planted`, location, [])
+      expect(result.stdout.text).toBe("planted\n")
+      rmSync(marker, { force: true })
+      expect(result.undone).toEqual(expect.arrayContaining([join(location, "wt/.githooks"), join(location, "wt2/.githooks")]))
+      for (const tree of ["wt", "wt2"]) {
+        Bun.spawnSync(["git", "-C", join(location, tree), "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "--allow-empty", "-m", "u"], { env, stdout: "ignore", stderr: "ignore" })
+      }
+      expect(existsSync(marker)).toBe(false)
+    })
+
     // Two commands of one Location at once: a repository the first made is no user's to the second, whose end would
     // otherwise put back, as the user's, the config the first planted (after the first's end had taken it out).
     test("a repository a command still running made is not the user's to a command started beside it", async () => {
