@@ -595,6 +595,8 @@ export const begin = (
     ...new Map(
       nested
         .flatMap(Git.places)
+        // A place that is a link (`.git/hooks` -> `../githooks`): where it leads is noted too, where writable.
+        .flatMap((place) => (lstat(place.path)?.isSymbolicLink() === true ? [place, { ...place, path: realOf(place.path) }] : [place]))
         .filter((place) => !ownPlaces.has(place.path) && writableHere(place.path))
         // Not held read-only (a command may remove the whole repository, `rm -rf vendor/x`): what the command
         // changed of them is put back, or taken out, when it ends.
@@ -772,6 +774,9 @@ export const begin = (
       const mounted = kept && entry.mounted && !moved.has(entry.base)
       // A mount point the command could neither change nor replace (a symbolic link it could replace).
       if (entry.undo === "never") continue
+      // A place no mount held whose folder is no longer where it was (a link the command put on the way): nothing is
+      // touched through it. Its repository, moved, is one the command made (`madeDeeper`).
+      if (!entry.mounted && realOf(dirname(entry.path)) !== dirname(entry.path)) continue
       if (mounted && entry.undo === "fixed" && before !== undefined && before.link === undefined && !before.linked) continue
       // Mounted, code elsewhere that existed changes only by a folder above it renamed (a person's change stays).
       if (mounted && entry.undo === "renamed" && before !== undefined && !before.linked && entry.above.every(([folder, was]) => unchanged(was, look(folder)))) continue
@@ -838,8 +843,8 @@ const ownInode = (path: string): boolean => {
 /** The repositories found before a command, to tell one it made from one it moved (a folder above renamed). */
 interface FoundBefore {
   readonly repositories: ReadonlySet<string>
-  /** Their git directories' device and inode. */
-  readonly identities: ReadonlySet<string>
+  /** Their git directories' device and inode, and where each repository was. */
+  readonly identities: ReadonlyMap<string, ReadonlySet<string>>
   /** The common directories of theirs and the Locations' repositories (where their worktrees and modules are). */
   readonly commons: ReadonlyArray<string>
 }
@@ -854,16 +859,19 @@ const identityOf = (path: string): string | undefined => {
 }
 
 const foundBeforeOf = (repositories: ReadonlySet<string>, commons: ReadonlyArray<string>): FoundBefore => {
-  const found = [...repositories].map((repository) => Git.repositoryOf(repository))
+  const found = [...repositories].map((repository) => [repository, Git.repositoryOf(repository)] as const)
+  // (One git directory may be found at two places: a worktree's checkout and its folder in `.git/worktrees`.)
+  const identities = new Map<string, Set<string>>()
+  for (const [repository, one] of found) {
+    const identity = one === undefined ? undefined : identityOf(one.gitDir)
+    if (identity === undefined) continue
+    const places = identities.get(identity) ?? new Set<string>()
+    identities.set(identity, places.add(repository))
+  }
   return {
     repositories,
-    identities: new Set(
-      found.flatMap((one) => {
-        const identity = one === undefined ? undefined : identityOf(one.gitDir)
-        return identity === undefined ? [] : [identity]
-      }),
-    ),
-    commons: [...new Set([...commons, ...found.flatMap((one) => (one === undefined ? [] : [one.commonDir]))].map(realOf))],
+    identities,
+    commons: [...new Set([...commons, ...found.flatMap(([, one]) => (one === undefined ? [] : [one.commonDir]))].map(realOf))],
   }
 }
 
@@ -889,20 +897,26 @@ const madeDeeper = (
   const gitlinked = [...roots, ...before.repositories].flatMap(Git.gitlinkEntries).map(dirname)
   const candidates = [...new Set([...(now === undefined || now.partial ? [] : now.repositories), ...gitlinked])].flatMap((repository) => {
     const base = roots.find((root) => repository !== root && inside(root, repository))
-    if (base === undefined) return []
+    // Reached through a link (a gitlink `self` -> `.`): not a place of its own.
+    if (base === undefined || realOf(repository) !== repository) return []
     const entry = join(repository, ".git")
     const stats = lstat(entry)
     const pointed = stats === undefined ? repository : stats.isDirectory() ? entry : stats.isFile() ? Git.gitDirOf(entry) : undefined
     const gitDir = pointed === undefined ? undefined : realOf(pointed)
-    // One found before, or moved here (a folder above it renamed), is the same repository; one whose git directory
-    // the command removed and made again is not.
-    if (gitDir !== undefined && before.identities.has(identityOf(gitDir) ?? "")) return []
+    // One found before where it was is the same repository. One whose git directory the command removed and made
+    // again is not; nor one it moved (its places were noted where it was, and no mount held them).
+    const identity = gitDir === undefined ? undefined : identityOf(gitDir)
+    const was = identity === undefined ? undefined : before.identities.get(identity)
+    if (was?.has(repository) === true) return []
     if (gitDir === undefined && before.repositories.has(repository)) return []
-    return [{ repository, base, entry, stats, gitDir }]
+    // A git directory found before and still where it was, reached from here by a `.git` file (another checkout of
+    // it): its places are its repository's, never taken; only what this work tree's config sends git to is.
+    const alias = was !== undefined && [...was].some((place) => identityOf(Git.repositoryOf(place)?.gitDir ?? place) === identity)
+    return [{ repository, base, entry, stats, gitDir, alias }]
   })
   // Where git keeps other git directories: the repositories' found before, and those of the ones made.
   const commons = [...before.commons, ...candidates.flatMap(({ stats, gitDir }) => (stats?.isDirectory() === true && gitDir !== undefined ? [gitDir] : []))]
-  for (const { base, entry, stats, gitDir } of candidates) {
+  for (const { base, entry, stats, gitDir, alias } of candidates) {
     const take = (path: string) => {
       // Only what really is in a folder searched: one on the way may be a link the command made to a place outside.
       const folder = realOf(dirname(path))
@@ -919,6 +933,13 @@ const madeDeeper = (
     }
     if (gitDir === undefined || !roots.some((root) => inside(root, gitDir))) {
       if (stats !== undefined) take(entry)
+      continue
+    }
+    const pointedHere = () => {
+      for (const place of Git.pointedFrom(dirname(entry))) if (!commons.some((each) => inside(each, realOf(place.path)))) take(place.path)
+    }
+    if (alias) {
+      pointedHere()
       continue
     }
     take(join(gitDir, "hooks"))
@@ -944,11 +965,7 @@ const madeDeeper = (
       else if ((lstat(path)?.nlink ?? 1) > 1 && !ownInode(path)) take(path)
     }
     // Where its config (or the user's) sends git from its work tree (a relative `core.hooksPath`, `.githooks`).
-    if (stats !== undefined) {
-      for (const place of Git.pointedFrom(dirname(entry))) {
-        if (!commons.some((each) => inside(each, realOf(place.path)))) take(place.path)
-      }
-    }
+    if (stats !== undefined) pointedHere()
     // A worktree's commondir names the repository whose hooks and config git uses there: its own, or it goes.
     const commondir = join(gitDir, "commondir")
     if (lstat(commondir) !== undefined) {

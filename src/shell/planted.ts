@@ -53,6 +53,8 @@ const CODE_KEYS = new RegExp(
       "hook\\..+",
       "svn\\.authorsprog",
       "git-p4\\..+",
+      "lfs\\.(extension|customtransfer)\\..+",
+      "lfs\\.standalonetransferagent",
     ].join("|") +
     ")$",
   // A subsection may hold any character but a line feed and NUL (a carriage return, U+2028): `.` matches them too.

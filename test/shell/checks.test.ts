@@ -341,6 +341,8 @@ describe("code planted for the user's own git is protected", () => {
       '[tar "tar.gz"]\n\tcommand = touch x; gzip -cn\n',
       '[hook "lint"]\n\tevent = pre-commit\n\tcommand = touch x\n',
       "[svn]\n\tauthorsProg = touch x\n",
+      '[lfs "extension.x"]\n\tclean = touch x\n',
+      '[lfs "customtransfer.y"]\n\tpath = /bin/evil\n',
       '[filter "a\u2028b"]\n\tclean = touch x\n',
       '[diff "a\rb"]\n\ttextconv = touch x\n',
     ]) {

@@ -1171,8 +1171,10 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(readFileSync(join(location, "sub2/.git/config"), "utf8")).not.toContain("helper")
       expect(readFileSync(join(location, "vendor2/kept/.git/config"), "utf8")).toBe(kept.original)
       expect(readFileSync(join(approved.parent, "tree/.git"), "utf8")).toContain("worktrees/tree")
-      // Only the new repositories' hooks (git's samples) went, and the one key that runs code.
-      expect(result.undone.toSorted()).toEqual([join(location, "sub/.git/hooks"), join(location, "sub2/.git/config"), join(location, "sub2/.git/hooks")])
+      // Only the hooks (git's samples) of the new repositories and of the one moved went, and the one key that runs code.
+      expect(result.undone.toSorted()).toEqual(
+        [join(location, "sub/.git/hooks"), join(location, "sub2/.git/config"), join(location, "sub2/.git/hooks"), join(location, "vendor2/kept/.git/hooks")].toSorted(),
+      )
     })
 
     test("a repository added at a gitlink in node_modules of a guarded one, or a worktree pointed at another config, loses what git runs", async () => {
@@ -1304,14 +1306,59 @@ describe("core's configuration in the Location, against what a command runs", ()
       // The user's hooks, kept in each work tree.
       git("config", "core.hooksPath", ".githooks")
       const hook = (tree: string) => `mkdir -p ${tree}/.githooks && printf '#!/bin/sh\\ntouch ${marker}\\n' > ${tree}/.githooks/pre-commit && chmod +x ${tree}/.githooks/pre-commit`
-      const result = await runIn(`${hook("wt")} && git worktree add -q wt2 && ${hook("wt2")} && echo planted`, location, [])
+      const hooks = readdirSync(join(location, ".git/hooks"))
+      // And another checkout of the repository's own git directory, by a `.git` file: its hooks folder goes, never
+      // the repository's places.
+      const alias = `mkdir sub && echo "gitdir: ${location}/.git" > sub/.git && ${hook("sub")}`
+      const result = await runIn(`${hook("wt")} && git worktree add -q wt2 && ${hook("wt2")} && ${alias} && echo planted`, location, [])
       expect(result.stdout.text).toBe("planted\n")
       rmSync(marker, { force: true })
-      expect(result.undone).toEqual(expect.arrayContaining([join(location, "wt/.githooks"), join(location, "wt2/.githooks")]))
-      for (const tree of ["wt", "wt2"]) {
+      expect(result.undone).toEqual(expect.arrayContaining([join(location, "wt/.githooks"), join(location, "wt2/.githooks"), join(location, "sub/.githooks")]))
+      expect(readdirSync(join(location, ".git/hooks"))).toEqual(hooks)
+      for (const tree of ["wt", "wt2", "sub"]) {
         Bun.spawnSync(["git", "-C", join(location, tree), "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "--allow-empty", "-m", "u"], { env, stdout: "ignore", stderr: "ignore" })
       }
       expect(existsSync(marker)).toBe(false)
+    })
+
+    // Its places were noted where it was and no mount holds them: a repository a command moved (or moved a folder
+    // above) is one it made; and nothing is touched through a link the command put on the way to them.
+    test("a repository moved by the command loses what git runs; a link on the way leads core nowhere; a linked hooks folder is guarded", async () => {
+      const location = tempDir("core-loc-", "/var/tmp")
+      const marker = join(tempDir("core-marker-"), "ran")
+      // Named as the repository the command moves away, so that a link in its folder's place leads to this one.
+      const victim = usersRepository(tempDir("core-victim-", "/var/tmp"), "w")
+      const victimHooks = readdirSync(join(victim.root, ".git/hooks"))
+      const moved = usersRepository(join(location, "vendor"), "x")
+      const above = usersRepository(join(location, "lib"), "w")
+      const linked = usersRepository(join(location, "tools-repo"), "h")
+      mkdirSync(join(linked.root, "githooks"))
+      renameSync(join(linked.root, ".git/hooks"), join(linked.root, "old-hooks"))
+      symlinkSync("../githooks", join(linked.root, ".git/hooks"))
+      const hook = (dir: string) => `printf '#!/bin/sh\\ntouch ${marker}\\n' > ${dir}/pre-commit && chmod +x ${dir}/pre-commit`
+      const steps = [
+        `mv vendor/x vendor/y && ${hook("vendor/y/.git/hooks")}`,
+        `mv lib lib2 && git -C lib2/w config core.fsmonitor 'touch ${marker}' && ln -s ${victim.parent} lib`,
+        hook("tools-repo/h/githooks"),
+        "echo done",
+      ].join(" && ")
+      const result = await runIn(steps, location, [])
+      expect(result.stdout.text).toBe("done\n")
+      rmSync(marker, { force: true })
+      // Nothing of the repository outside was touched through the link.
+      expect(readFileSync(join(victim.root, ".git/config"), "utf8")).toBe(victim.original)
+      expect(readdirSync(join(victim.root, ".git/hooks"))).toEqual(victimHooks)
+      expect(result.undone).toEqual(
+        expect.arrayContaining([join(location, "vendor/y/.git/hooks"), join(location, "lib2/w/.git/config"), join(linked.root, "githooks/pre-commit")]),
+      )
+      const env = { PATH: process.env.PATH, HOME: location }
+      for (const root of [join(location, "vendor/y"), join(location, "lib2/w"), linked.root]) {
+        Bun.spawnSync(["git", "-C", root, "status"], { env, stdout: "ignore", stderr: "ignore" })
+        Bun.spawnSync(["git", "-C", root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "--allow-empty", "-m", "u"], { env, stdout: "ignore", stderr: "ignore" })
+      }
+      expect(existsSync(marker)).toBe(false)
+      expect(readFileSync(join(location, "vendor/y/.git/config"), "utf8")).toBe(moved.original)
+      expect(existsSync(join(location, "lib2/w/.git/HEAD"))).toBe(above.original !== "")
     })
 
     // Two commands of one Location at once: a repository the first made is no user's to the second, whose end would
