@@ -428,7 +428,7 @@ export const places = (location: string): ReadonlyArray<Place> => {
  * Where the config of the repository `location` is in (its own and its common directory's, and the user's) sends
  * git for more from that work tree: a `core.hooksPath` (a relative one is the work tree's), the files included.
  */
-export const pointedFrom = (location: string): ReadonlyArray<Place> => {
+export const pointedFrom = (location: string, user = true): ReadonlyArray<Place> => {
   const repository = repositoryOf(location)
   if (repository === undefined) return []
   const root = repository.entry === undefined ? repository.gitDir : dirname(repository.entry)
@@ -436,8 +436,17 @@ export const pointedFrom = (location: string): ReadonlyArray<Place> => {
   return pointedAt(
     directories.flatMap((directory) => [join(directory, "config"), join(directory, "config.worktree")]),
     root,
+    user,
   )
 }
+
+/** The `core.hooksPath` values of the user's own git config files (includes not followed), as written. */
+export const userHooksPaths = (): ReadonlyArray<string> =>
+  userConfigFiles(homedir()).flatMap((file) =>
+    entriesOf(read(file) ?? "")
+      .filter((entry) => entry.section === "core" && entry.key === "hookspath" && entry.value !== "")
+      .map((entry) => entry.value),
+  )
 
 /** What is at `path`: nothing yet, a directory or regular file (links followed), or something else (a device). */
 const kindOf = (path: string): "missing" | "entry" | "other" => {
@@ -457,9 +466,9 @@ const MAX_INCLUDES = 50
  * through includes: a relative `core.hooksPath` is the working tree's (`root`), a relative include the including
  * file's directory's, `~/` the home's.
  */
-const pointedAt = (configs: ReadonlyArray<string>, root: string): Array<Place> => {
+const pointedAt = (configs: ReadonlyArray<string>, root: string, user = true): Array<Place> => {
   const home = homedir()
-  const queue = [...configs, ...userConfigFiles(home)]
+  const queue = [...configs, ...(user ? userConfigFiles(home) : [])]
   const seen = new Set<string>()
   const found: Array<Place> = []
   const expand = (value: string, base: string) =>

@@ -34,7 +34,7 @@ import {
   writeFileSync,
 } from "node:fs"
 import { tmpdir } from "node:os"
-import { basename, dirname, join, relative, resolve, sep } from "node:path"
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path"
 import { Git } from "../permission/git"
 import { Protected } from "../permission/protected"
 import { Planted } from "./planted"
@@ -840,6 +840,18 @@ const ownInode = (path: string): boolean => {
   }
 }
 
+/**
+ * Whether the repository found at `place` is still there with the git directory `identity`, by no link the command
+ * may have put on the way: its folder where it was, its `.git` (or itself, bare) that git directory.
+ */
+const stillAt = (place: string, identity: string): boolean => {
+  if (realOf(place) !== place) return false
+  const entry = join(place, ".git")
+  const stats = lstat(entry)
+  const gitDir = stats === undefined ? place : stats.isDirectory() ? entry : stats.isFile() ? Git.gitDirOf(entry) : undefined
+  return gitDir !== undefined && identityOf(gitDir) === identity
+}
+
 /** The repositories found before a command, to tell one it made from one it moved (a folder above renamed). */
 interface FoundBefore {
   readonly repositories: ReadonlySet<string>
@@ -911,7 +923,7 @@ const madeDeeper = (
     if (gitDir === undefined && before.repositories.has(repository)) return []
     // A git directory found before and still where it was, reached from here by a `.git` file (another checkout of
     // it): its places are its repository's, never taken; only what this work tree's config sends git to is.
-    const alias = was !== undefined && [...was].some((place) => identityOf(Git.repositoryOf(place)?.gitDir ?? place) === identity)
+    const alias = was !== undefined && [...was].some((place) => stillAt(place, identity!))
     return [{ repository, base, entry, stats, gitDir, alias }]
   })
   // Where git keeps other git directories: the repositories' found before, and those of the ones made.
@@ -935,8 +947,12 @@ const madeDeeper = (
       if (stats !== undefined) take(entry)
       continue
     }
+    // What its own config names (not the user's, whose hooks and includes are the user's), and the folder in its
+    // work tree that a relative `core.hooksPath` of the user's names.
     const pointedHere = () => {
-      for (const place of Git.pointedFrom(dirname(entry))) if (!commons.some((each) => inside(each, realOf(place.path)))) take(place.path)
+      const work = dirname(entry)
+      const named = [...Git.pointedFrom(work, false).map((place) => place.path), ...Git.userHooksPaths().filter((path) => !isAbsolute(path)).map((path) => join(work, path))]
+      for (const path of named) if (inside(work, realOf(path)) && !commons.some((each) => inside(each, realOf(path)))) take(path)
     }
     if (alias) {
       pointedHere()

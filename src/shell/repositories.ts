@@ -45,6 +45,7 @@ export const under = (roots: ReadonlyArray<string>, max = MAX_ENTRIES): Found =>
   const repositories: Array<string> = []
   const seen = new Set<string>()
   let entries = 0
+  let unsure = false
   const queue = [...roots]
   for (let index = 0; index < queue.length; index++) {
     const directory = queue[index]!
@@ -65,6 +66,9 @@ export const under = (roots: ReadonlyArray<string>, max = MAX_ENTRIES): Found =>
     // A bare repository (as git takes one: a HEAD and objects, or a commondir naming some), a submodule's or a
     // worktree's git directory in another's among them.
     const bare = head && objects && Git.isGitDirectory(directory)
+    // One that is not yet may become one with no folder listed here changing (its `objects` a link made to lead
+    // somewhere, its `commondir` rewritten): a walk that met one is not kept.
+    if (head && objects && !bare) unsure = true
     if (bare) repositories.push(directory)
     else if (dotGit !== undefined && dotGit !== "other") repositories.push(directory)
     const prefix = directory.endsWith("/") ? directory : `${directory}/`
@@ -80,6 +84,7 @@ export const under = (roots: ReadonlyArray<string>, max = MAX_ENTRIES): Found =>
     }
   }
   const found = { repositories, partial: false }
+  if (unsure) return found
   if (walks.size >= MAX_WALKS) walks.delete(walks.keys().next().value!)
   walks.set(key, { stamps, found })
   return found

@@ -1361,6 +1361,28 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(existsSync(join(location, "lib2/w/.git/HEAD"))).toBe(above.original !== "")
     })
 
+    test("a repository moved with a link left in its place is a moved one; a folder made a bare repository by a link's target later is found", async () => {
+      const location = tempDir("core-loc-", "/var/tmp")
+      const marker = join(tempDir("core-marker-"), "ran")
+      const moved = usersRepository(join(location, "vendor"), "a")
+      const hook = (dir: string) => `printf '#!/bin/sh\\ntouch ${marker}\\n' > ${dir}/pre-commit && chmod +x ${dir}/pre-commit`
+      const first = await runIn(
+        `mv vendor/a vendor/c && ln -s c vendor/a && ${hook("vendor/c/.git/hooks")} && git -C vendor/c config core.fsmonitor 'touch ${marker}' && ` +
+          `mkdir -p src/refs node_modules/x && echo 'ref: refs/heads/main' > src/HEAD && ln -s ../node_modules/x/objects src/objects && printf '[core]\\n\\tfsmonitor = touch ${marker}\\n' > src/config && echo one`,
+        location,
+        [],
+      )
+      expect(first.stdout.text).toBe("one\n")
+      expect(first.undone).toEqual(expect.arrayContaining([join(location, "vendor/c/.git/hooks"), join(location, "vendor/c/.git/config")]))
+      expect(readFileSync(join(location, "vendor/c/.git/config"), "utf8")).toBe(moved.original)
+      // Its target made in a folder no search lists (node_modules): no folder listed changes.
+      await Bun.sleep(150)
+      const second = await runIn("mkdir node_modules/x/objects && echo two", location, [])
+      expect(second.stdout.text).toBe("two\n")
+      expect(second.undone).toContain(join(location, "src/config"))
+      expect(readFileSync(join(location, "src/config"), "utf8")).not.toContain("fsmonitor")
+    })
+
     // Two commands of one Location at once: a repository the first made is no user's to the second, whose end would
     // otherwise put back, as the user's, the config the first planted (after the first's end had taken it out).
     test("a repository a command still running made is not the user's to a command started beside it", async () => {
