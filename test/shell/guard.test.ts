@@ -1383,6 +1383,27 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(readFileSync(join(location, "src/config"), "utf8")).not.toContain("fsmonitor")
     })
 
+    // The user's own config may name a hooks folder (or an include) anywhere, a Location among them: a repository a
+    // command makes there takes none of it with it. (The guard reads the user's config from the process's home: a
+    // core of its own, in a child process, with a home made here.)
+    test("a made repository never takes what the user's own config names outside its work tree", () => {
+      const location = tempDir("core-loc-", "/var/tmp")
+      const home = tempDir("core-home-", "/var/tmp")
+      mkdirSync(join(location, "githooks"))
+      writeFileSync(join(location, "githooks/pre-commit"), "#!/bin/sh\n# the user's secret scan\n", { mode: 0o755 })
+      writeFileSync(join(home, ".gitconfig"), `[core]\n\thooksPath = ${join(location, "githooks")}\n`)
+      const script = [
+        `import { Guard } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/guard"))}`,
+        `const guarded = Guard.begin(${JSON.stringify(location)}, ${JSON.stringify(keeping)}, [], false, [${JSON.stringify(location)}])`,
+        `Bun.spawnSync(["git", "init", "-q", ${JSON.stringify(join(location, "sub"))}])`,
+        "console.log(JSON.stringify(guarded.finish(true).paths))",
+      ].join("\n")
+      const child = Bun.spawnSync([process.execPath, "-e", script], { env: { PATH: process.env.PATH, HOME: home }, stderr: "pipe" })
+      expect(child.stderr.toString()).toBe("")
+      expect(JSON.parse(child.stdout.toString())).toEqual([join(location, "sub/.git/hooks")])
+      expect(readdirSync(join(location, "githooks"))).toEqual(["pre-commit"])
+    })
+
     // Two commands of one Location at once: a repository the first made is no user's to the second, whose end would
     // otherwise put back, as the user's, the config the first planted (after the first's end had taken it out).
     test("a repository a command still running made is not the user's to a command started beside it", async () => {
