@@ -404,12 +404,14 @@ describe("installation failures", () => {
         })),
         acquiring(hung, Effect.never),
       ],
-      installTimeoutMs: 1,
+      // Long enough that the hung one has surely acquired its resource first, on a loaded machine too (at 1 ms the
+      // timeout could come before it had).
+      installTimeoutMs: 200,
     })
     expect(loc.diagnostics.map((diagnostic) => diagnostic.file)).toEqual(["plugin1", "plugin2", "plugin3"])
     expect(loc.diagnostics[0]!.message).toContain("plugin1: failed to install: no database")
     expect(loc.diagnostics[1]!.message).toContain("plugin2: failed to install: no socket")
-    expect(loc.diagnostics[2]!.message).toContain("plugin3: did not finish installing within 0.001 s")
+    expect(loc.diagnostics[2]!.message).toContain("plugin3: did not finish installing within 0.2 s")
     for (const counts of [failed, thrown, hung]) expect(counts).toEqual({ acquired: 1, released: 1 })
     await loc.close()
     for (const counts of [failed, thrown, hung]) expect(counts).toEqual({ acquired: 1, released: 1 })
