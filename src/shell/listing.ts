@@ -3,7 +3,7 @@ export * as Listing from "./listing"
 // Directory listings kept while the directory is unchanged, for the walks core makes of a command's grants before
 // it starts (./covered, ./repositories): a walk made again for the next command reads only what changed since.
 
-import { type Dirent, lstatSync, readdirSync } from "node:fs"
+import { type Dirent, lstatSync, readdirSync, type Stats } from "node:fs"
 
 export type Kind = "directory" | "link" | "file" | "other"
 
@@ -34,11 +34,13 @@ const RACY_MS = 100
 /** A stamp no directory has: a walk that met a racy directory is looked at again next time. */
 const RACY = "racy"
 
+/** A directory's inode and change times, as its stamp. */
+const stampFrom = (stat: Stats): string => `${stat.dev}:${stat.ino}:${stat.ctimeMs}:${stat.mtimeMs}`
+
 /** What a directory's inode and change times are now ("gone" when it cannot be looked at). */
 export const stampOf = (directory: string): string => {
   try {
-    const stat = lstatSync(directory)
-    return `${stat.dev}:${stat.ino}:${stat.ctimeMs}:${stat.mtimeMs}`
+    return stampFrom(lstatSync(directory))
   } catch {
     return "gone"
   }
@@ -58,7 +60,7 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
     stamps.push([directory, "gone"])
     return undefined
   }
-  const stamp = `${stat.dev}:${stat.ino}:${stat.ctimeMs}:${stat.mtimeMs}`
+  const stamp = stampFrom(stat)
   const racy = Date.now() - Math.max(stat.ctimeMs, stat.mtimeMs) < RACY_MS
   stamps.push([directory, racy ? RACY : stamp])
   const cached = listings.get(directory)
