@@ -92,6 +92,12 @@ export const Output = Schema.Struct({
   undoneKeptIn: Schema.optionalKey(
     Schema.String.annotate({ description: "Where what the command had left there was moved, for a person to look at" }),
   ),
+  unchecked: Schema.optionalKey(
+    Schema.String.annotate({
+      description:
+        "Set when the command left more folders than core searches for the git repositories it made: what that means (the folders are refused until a person has looked)",
+    }),
+  ),
   sandboxed: Schema.optionalKey(
     Schema.Array(Schema.String).annotate({
       description: "Paths the output says were refused that core's OS sandbox keeps out of commands' reach",
@@ -178,6 +184,7 @@ const outputOf = (result: Shell.Result): Output => {
     ...(result.survivors.length === 0 ? {} : { survivors: [...result.survivors] }),
     ...(result.undone.length === 0 ? {} : { undone: [...result.undone] }),
     ...(result.undoneKeptIn === undefined ? {} : { undoneKeptIn: result.undoneKeptIn }),
+    ...(result.unchecked === undefined ? {} : { unchecked: result.unchecked }),
     ...(result.refused === undefined || result.refused.length === 0 ? {} : { sandboxed: [...result.refused] }),
   }
 }
@@ -329,6 +336,7 @@ export const text =
         )
       }
     }
+    if (output.unchecked !== undefined) lines.push(output.unchecked)
     return lines.join("\n")
   }
 
@@ -351,6 +359,7 @@ const environment = (): Record<string, string | undefined> => {
 const spawnFailure = (error: Shell.SpawnError): string => {
   switch (error.code) {
     case "EMOVED":
+    case "EUNCOVERED":
       return error.message
     case "E2BIG":
       return "The command is too long for the system to run (E2BIG). Write it to a script file and run that file instead."

@@ -11,15 +11,31 @@ import { lstatSync, mkdirSync, realpathSync, rmSync, statSync, writeFileSync } f
 import { join } from "node:path"
 import { Listing } from "./listing"
 
-/** How many entries a walk reads at most: past that, what it found is covered and the rest is not (Found.partial). */
+/**
+ * How many entries a walk reads at most: past that, what it found would be covered and the rest not (Found.partial),
+ * so the command does not start (Sandbox.Prepared.uncovered).
+ */
 export const MAX_ENTRIES = 500_000
+
+let bounded = MAX_ENTRIES
+
+/** The bound walks use now: MAX_ENTRIES, unless a test set another (`boundedAt`). */
+export const bound = (): number => bounded
+
+/** Makes every walk stop past `entries` (a test's small bound); answers how to put MAX_ENTRIES back. */
+export const boundedAt = (entries: number): (() => void) => {
+  bounded = entries
+  return () => {
+    bounded = MAX_ENTRIES
+  }
+}
 
 export interface Found {
   readonly files: ReadonlyArray<string>
   readonly directories: ReadonlyArray<string>
   /** Entries read. */
   readonly entries: number
-  /** True when the walk stopped at MAX_ENTRIES: files past it are not covered. */
+  /** True when the walk stopped at its bound: files past it are not covered. */
   readonly partial: boolean
 }
 
@@ -142,7 +158,7 @@ const visit = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, 
  * target, so reading through any link meets it); and every other name of a denied file (a hard link made before
  * the call) found in the walk. The roots themselves are never covered whole: their files are, one by one.
  */
-export const walk = (roots: ReadonlyArray<string>, test: (real: string) => boolean, max = MAX_ENTRIES): Found => {
+export const walk = (roots: ReadonlyArray<string>, test: (real: string) => boolean, max = bounded): Found => {
   const denied = remembered(test)
   const key = (test as { readonly key?: string }).key
   const walkKey = key === undefined ? undefined : JSON.stringify([roots, key, max])

@@ -132,6 +132,11 @@ export interface Undone {
   readonly paths: ReadonlyArray<string>
   /** Where what the command had left there was moved, for a person to look at; none when nothing was undone. */
   readonly keptIn: string | undefined
+  /**
+   * Set when the command left more than core searches for the repositories it made: what that means, and that the
+   * folders are refused until a person has looked (see `Record_.unchecked`).
+   */
+  readonly unchecked?: string
 }
 
 export interface Guarded {
@@ -196,6 +201,12 @@ interface Search {
 const searches = new Set<Search>()
 
 /**
+ * The folders where a command of this process ended with the search after it unfinished, and where it stopped, when
+ * no record of it could be written (no records directory): refused here until the process stops (see `Record_.unchecked`).
+ */
+const uncheckedHere = new Map<string, string | undefined>()
+
+/**
  * Whether a command still running may have made `repository`: one of its searches covered where it is and did not
  * find it. Such a repository is not the user's to the guard of a command started after (its end would otherwise
  * put back, as the user's, what the first command planted there).
@@ -256,6 +267,13 @@ interface Record_ {
    * since (a nested repository, one added at a gitlink) would keep what git runs of it, never taken out.
    */
   readonly repositories?: { readonly roots: ReadonlyArray<string>; readonly found: ReadonlyArray<string> }
+  /**
+   * Written over the record when its command has ended and the search after it stopped at a bound (the command left
+   * more folders than core searches): the roots, and where it stopped. A repository the command made among them
+   * keeps what git runs of it, unseen, so the record stands, for every core process, its own included, until a person
+   * removes it.
+   */
+  readonly unchecked?: { readonly roots: ReadonlyArray<string>; readonly at: string | undefined }
 }
 
 /** A record read back, with where it is. */
@@ -285,6 +303,10 @@ const recordsIn = (directory: string): { readonly running: ReadonlyArray<Read>; 
       record = JSON.parse(readFileSync(path, "utf8")) as Record_
     } catch {
       // Gone meanwhile (its command ended), or being written: a record is renamed into place whole.
+      continue
+    }
+    if (record.unchecked !== undefined) {
+      dead.push({ record: path, pid: record.pid, found: record.unchecked.roots, changed: record.unchecked.roots, unchecked: record.unchecked.at ?? "" })
       continue
     }
     if (record.pid === process.pid) continue
@@ -325,6 +347,11 @@ export interface Stale {
   readonly found: ReadonlyArray<string>
   /** Those no longer as noted. */
   readonly changed: ReadonlyArray<string>
+  /**
+   * Set where the record is of a command that ended with the search after it unfinished (`Record_.unchecked`): the
+   * folder where that search stopped ("" when unknown). `changed` is then the folders it searched.
+   */
+  readonly unchecked?: string
 }
 
 /** Whether `path` is `location`, inside it or a folder above it. */
@@ -343,6 +370,8 @@ export const stale = (directory: string, location: string): ReadonlyArray<Stale>
 
 /** Why a Location is not loaded: `stale` found records in the way. */
 export const staleMessage = (location: string, found: ReadonlyArray<Stale>): string => {
+  const unchecked = found.filter((one) => one.unchecked !== undefined)
+  if (unchecked.length > 0) return uncheckedMessage(location, unchecked)
   const changed = [...new Set(found.flatMap((one) => one.changed))]
   const pids = [...new Set(found.map((one) => one.pid))]
   return (
@@ -355,18 +384,59 @@ export const staleMessage = (location: string, found: ReadonlyArray<Stale>): str
   )
 }
 
-/** Writes this guard's record into `directory`, whole; its path, or undefined where it cannot (a read-only data dir). */
+/** The bounds of a search, in words. */
+const boundsText = (): string => {
+  const { folders, entries } = Repositories.bounds()
+  return `${folders.toLocaleString("en-US")} folders or ${entries.toLocaleString("en-US")} entries`
+}
+
+/** Why a Location is refused: a command ended there with the search for the repositories it made unfinished. */
+const uncheckedMessage = (location: string, found: ReadonlyArray<Stale>): string => {
+  const roots = [...new Set(found.flatMap((one) => one.changed))]
+  const at = [...new Set(found.flatMap((one) => (one.unchecked === "" || one.unchecked === undefined ? [] : [one.unchecked])))]
+  return (
+    `core will not load ${location} or run commands in it: a command core process ${[...new Set(found.map((one) => one.pid))].join(", ")} ` +
+    `ran here left more than ${boundsText()} in ${roots.join(", ")} (outside node_modules), so core could not search ` +
+    `them for a git repository the command made${at.length === 0 ? "" : ` (the search stopped at ${at.join(", ")})`}. ` +
+    "A repository it made there keeps its hooks and config, which the user's git would run outside the sandbox. " +
+    "Look at what the command left (remove the folders it made, and any .git in them that is not yours), then " +
+    (found.every((one) => one.record === "")
+      ? "start core again."
+      : `remove ${found.flatMap((one) => (one.record === "" ? [] : [one.record])).join(" and ")}.`)
+  )
+}
+
+/** Why a command is not started: the search for the repositories it may write stopped at a bound (`Found.stoppedAt`). */
+const tooManyMessage = (roots: ReadonlyArray<string>, at: string | undefined): string =>
+  `core did not run the command: before each command core searches ${roots.join(", ")} for the git repositories ` +
+  "the command may write (their hooks and config run when the user runs git, outside the sandbox), and there are " +
+  `more than ${boundsText()} there (outside node_modules${at === undefined ? "" : `; the search stopped at ${at}`}), ` +
+  "too many to search. Ask the user to remove what is not needed there (a folder of generated files), or to serve a " +
+  "smaller Location or grant a smaller folder. Do not retry the command until then."
+
+/**
+ * Writes this guard's record into `directory`, whole (over the one at `path` when given); its path, or undefined
+ * where it cannot (a read-only data dir).
+ */
 const writeRecord = (
   directory: string,
   found: ReadonlyArray<readonly [string, Noted | null]>,
   repositories: Record_["repositories"],
+  unchecked?: Record_["unchecked"],
+  path: string = join(directory, `${process.pid}-${crypto.randomUUID()}.json`),
 ): string | undefined => {
   const start = ProcessGroup.stat(process.pid)?.start
   if (start === undefined) return undefined
-  const path = join(directory, `${process.pid}-${crypto.randomUUID()}.json`)
+  const record: Record_ = {
+    pid: process.pid,
+    start,
+    found,
+    ...(repositories === undefined ? {} : { repositories }),
+    ...(unchecked === undefined ? {} : { unchecked }),
+  }
   try {
     mkdirSync(directory, { recursive: true, mode: 0o700 })
-    writeFileSync(`${path}.tmp`, JSON.stringify({ pid: process.pid, start, found, ...(repositories === undefined ? {} : { repositories }) } satisfies Record_), { mode: 0o600 })
+    writeFileSync(`${path}.tmp`, JSON.stringify(record), { mode: 0o600 })
     renameSync(`${path}.tmp`, path)
     return path
   } catch {
@@ -526,6 +596,18 @@ export const begin = (
 ): Guarded => {
   const keys = [...new Set([location, ...others].map(realOf))]
   for (const key of keys) running.set(key, (running.get(key) ?? 0) + 1)
+  /** Lets the Locations go: hot reload may run again once no command runs in one. */
+  const leave = () => {
+    for (const key of keys) {
+      const left = (running.get(key) ?? 1) - 1
+      if (left > 0) running.set(key, left)
+      else {
+        running.delete(key)
+        for (const wake of waiting.get(key)?.splice(0) ?? []) wake()
+        waiting.delete(key)
+      }
+    }
+  }
   const folders = new Map<string, Before | undefined>()
   const noted = (path: string, base: string, undo: Entry["undo"], keep: boolean, mounted = true): Entry => {
     const before = look(path, keep)
@@ -563,10 +645,24 @@ export const begin = (
     return repository === undefined ? [] : [repository.commonDir]
   })
   const searched = [...keys, ...grantedRoots]
-  const walked = Repositories.under(searched)
   // What the guards of commands still running found: in this process, and in other core processes (their records,
   // where `records` names core's directory of them).
-  const runningElsewhere = records === undefined ? [] : recordsIn(records).running.map(({ record }) => record)
+  const read = records === undefined ? undefined : recordsIn(records)
+  const runningElsewhere = read === undefined ? [] : read.running.map(({ record }) => record)
+  // A command that ended with the search after it unfinished, in a folder this one searches: what it made there is
+  // unknown until a person has looked. And a search that stops at its bound now cannot say which repositories this
+  // command may write. Either way it does not start (fail closed: a command can fill a folder past the bound).
+  const unfinished = [
+    ...(read?.dead ?? []).filter((dead) => dead.unchecked !== undefined && searched.some((root) => dead.changed.some((path) => alongside(path, root)))),
+    ...[...uncheckedHere].filter(([root]) => searched.some((each) => alongside(root, each))).map(([root, at]) => ({ record: "", pid: process.pid, found: [root], changed: [root], unchecked: at ?? "" })),
+  ]
+  const walked = unfinished.length > 0 ? undefined : Repositories.under(searched)
+  if (walked === undefined || walked.partial) {
+    leave()
+    const nothing: Undone = { paths: [], keptIn: undefined }
+    const refused = walked === undefined ? uncheckedMessage(keys[0]!, unfinished) : tooManyMessage(searched, walked.stoppedAt)
+    return { readOnly: [], refused, finish: () => nothing }
+  }
   const otherSearches = [...searches, ...runningElsewhere.flatMap((record) => (record.repositories === undefined ? [] : [record.repositories]))]
   const foundBefore = new Set(walked.repositories.filter((repository) => !madeByOther(repository, otherSearches)))
   const search: Search = { roots: searched, found: [...foundBefore] }
@@ -676,18 +772,6 @@ export const begin = (
     entry: lstat(join(key, ".git")),
     bare: Git.isGitDirectory(key),
   }))
-  /** Lets the Locations go: hot reload may run again once no command runs in one. */
-  const release = () => {
-    for (const key of keys) {
-      const left = (running.get(key) ?? 1) - 1
-      if (left > 0) running.set(key, left)
-      else {
-        running.delete(key)
-        for (const wake of waiting.get(key)?.splice(0) ?? []) wake()
-        waiting.delete(key)
-      }
-    }
-  }
   // What this guard found, against what the earliest command still running found at the same paths: in this
   // process, and in other core processes (their records, where `records` names core's directory of them).
   const found = [
@@ -707,7 +791,7 @@ export const begin = (
   if (found.some(clashes)) {
     for (const { way } of ways) for (const folder of way) if (folder.fd !== undefined) closeSync(folder.fd)
     for (const git of gits) if (git.fd !== undefined) closeSync(git.fd)
-    release()
+    leave()
     const nothing: Undone = { paths: [], keptIn: undefined }
     return { readOnly: [], refused: MOVED, finish: () => nothing }
   }
@@ -716,7 +800,7 @@ export const begin = (
     if (base !== undefined) base.count++
     else baselines.set(path, { before: noted, count: 1 })
   }
-  if (!walked.partial) searches.add(search)
+  searches.add(search)
   // Noted for other cores alone (no clash with a command running beside it): whether each Location was a repository,
   // its own `.git` and a `HEAD` at its root. What a command made of them `unmade` takes out when it ends; should this
   // core die first, the next one finds them changed (`stale`).
@@ -728,7 +812,7 @@ export const begin = (
   const recorded = records === undefined ? undefined : writeRecord(
           records,
           [...found, ...repositoryFound],
-          walked.partial ? undefined : search,
+          search,
         )
   let removed: Undone | undefined
   const keptIn = keeping === undefined ? undefined : join(keeping, `${new Date().toISOString()}-${crypto.randomUUID().slice(0, 8)}`)
@@ -812,16 +896,28 @@ export const begin = (
       undone.push(entry.path)
     }
     for (const repository of repositories) undone.push(...unmade(repository, keptAt))
-    // Where the search stopped at its bound, a repository it did not reach is no sign of one made.
-    undone.push(...madeDeeper(searched, before, keptAt, walked.partial))
+    const deeper = madeDeeper(searched, before, keptAt)
+    undone.push(...deeper.taken)
     searches.delete(search)
-    removed = { paths: undone, keptIn: undone.length === 0 ? undefined : keptIn }
     for (const [path] of found) {
       const base = baselines.get(path)
       if (base !== undefined && --base.count <= 0) baselines.delete(path)
     }
-    if (recorded !== undefined) rmSync(recorded, { force: true })
-    release()
+    // The command left too much to search for the repositories it made: its record stands, marked, so that no core
+    // loads these folders or runs a command in them until a person has looked (without a records directory, this
+    // process alone refuses them until it stops).
+    const unchecked = deeper.stoppedAt === false ? undefined : { roots: searched, at: deeper.stoppedAt }
+    let uncheckedIn: string | undefined
+    if (unchecked !== undefined) {
+      uncheckedIn = records === undefined ? undefined : writeRecord(records, found, search, unchecked, recorded)
+      if (uncheckedIn === undefined) for (const root of searched) uncheckedHere.set(root, unchecked.at)
+    } else if (recorded !== undefined) rmSync(recorded, { force: true })
+    removed = {
+      paths: undone,
+      keptIn: undone.length === 0 ? undefined : keptIn,
+      ...(unchecked === undefined ? {} : { unchecked: uncheckedMessage(keys[0]!, [{ record: uncheckedIn ?? "", pid: process.pid, found: searched, changed: searched, unchecked: unchecked.at ?? "" }]) }),
+    }
+    leave()
     return removed
   }
   return { readOnly: entries.filter((entry) => entry.before !== undefined && entry.mounted).map((entry) => entry.path), finish }
@@ -900,14 +996,13 @@ const madeDeeper = (
   roots: ReadonlyArray<string>,
   before: FoundBefore,
   keptAt: (base: string, path: string) => string | undefined,
-  /** Whether the search of the roots before the command stopped at its bound (then only gitlinks are looked at). */
-  partial: boolean,
-): Array<string> => {
+): { readonly taken: Array<string>; readonly stoppedAt: string | undefined | false } => {
   const taken: Array<string> = []
   const inside = (root: string, path: string) => path === root || path.startsWith(root + sep)
-  const now = partial ? undefined : Repositories.under(roots)
+  const now = Repositories.under(roots)
   const gitlinked = [...roots, ...before.repositories].flatMap(Git.gitlinkEntries).map(dirname)
-  const candidates = [...new Set([...(now === undefined || now.partial ? [] : now.repositories), ...gitlinked])].flatMap((repository) => {
+  // Where the search stopped at a bound, the repositories it found are still stripped; the rest are unknown.
+  const candidates = [...new Set([...now.repositories, ...gitlinked])].flatMap((repository) => {
     const base = roots.find((root) => repository !== root && inside(root, repository))
     // Reached through a link (a gitlink `self` -> `.`): not a place of its own.
     if (base === undefined || realOf(repository) !== repository) return []
@@ -990,7 +1085,7 @@ const madeDeeper = (
       if (owner === undefined || named === undefined || named === "" || realOf(resolve(gitDir, named)) !== owner) take(commondir)
     }
   }
-  return taken
+  return { taken, stoppedAt: now.partial ? now.stoppedAt : false }
 }
 
 /**

@@ -21,8 +21,17 @@ interface Kept {
 
 /** How many directories' listings are kept (a few large Locations); past it, the cache starts again. */
 const MAX_LISTINGS = 200_000
+/** How many entries they hold together, at most (about a hundred bytes each); past it, the cache starts again. */
+const MAX_ENTRIES = 2_000_000
 
 const listings = new Map<string, Kept>()
+/** The entries the kept listings hold. */
+let kept = 0
+
+const forget = (directory: string) => {
+  kept -= listings.get(directory)?.entries.length ?? 0
+  listings.delete(directory)
+}
 
 /**
  * How recent a directory's change may be for its listing to be trusted later by its stamp: the kernel stamps changes
@@ -75,10 +84,14 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
     name: entry.name,
     kind: entry.isDirectory() ? ("directory" as const) : entry.isSymbolicLink() ? ("link" as const) : entry.isFile() ? ("file" as const) : ("other" as const),
   }))
-  if (racy) listings.delete(directory)
-  else {
-    if (listings.size >= MAX_LISTINGS) listings.clear()
+  forget(directory)
+  if (!racy) {
+    if (listings.size >= MAX_LISTINGS || kept + entries.length > MAX_ENTRIES) {
+      listings.clear()
+      kept = 0
+    }
     listings.set(directory, { stamp, entries })
+    kept += entries.length
   }
   return entries
 }

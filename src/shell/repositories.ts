@@ -8,8 +8,31 @@ export * as Repositories from "./repositories"
 import { Git } from "../permission/git"
 import { Listing } from "./listing"
 
-/** How many entries a walk reads at most: past that, the repositories further on are not found (`partial`). */
-export const MAX_ENTRIES = 200_000
+/**
+ * How far a walk goes: past either bound the repositories further on are not found (`partial`), and the guard runs no
+ * command (it cannot say which repositories the command may write). Folders bound its time (each is looked at, an
+ * lstat, before every command), entries what its listings hold in memory: a home directory (tens of thousands of
+ * folders, a few hundred thousand entries) fits well inside both.
+ */
+export interface Bounds {
+  readonly folders: number
+  readonly entries: number
+}
+
+export const BOUNDS: Bounds = { folders: 200_000, entries: 1_000_000 }
+
+let bounded: Bounds = BOUNDS
+
+/** The bounds searches use now: BOUNDS, unless a test set others (`boundedAt`). */
+export const bounds = (): Bounds => bounded
+
+/** Makes every search use `next` (a test's small bounds); answers how to put BOUNDS back. */
+export const boundedAt = (next: Bounds): (() => void) => {
+  bounded = next
+  return () => {
+    bounded = BOUNDS
+  }
+}
 
 /** Folders not walked into: what they hold is a package manager's, not a repository anyone works in. */
 const SKIPPED = new Set(["node_modules"])
@@ -23,8 +46,10 @@ const GIT_DIRECTORIES = ["modules", "worktrees"]
 export interface Found {
   /** Each folder holding a `.git` (directory, file or link), and each bare repository, by the path it was found at. */
   readonly repositories: ReadonlyArray<string>
-  /** True when the walk stopped at its bound. */
+  /** True when the walk stopped at one of its bounds. */
   readonly partial: boolean
+  /** Where it stopped: the folder whose listing took it past a bound. */
+  readonly stoppedAt?: string
 }
 
 /** The last walk of some roots, with every folder it looked at and how it was: while none has changed, it stands. */
@@ -37,8 +62,8 @@ const MAX_WALKS = 16
  * directory keeps of its own: objects, refs, logs), the roots themselves included, and the git directories of
  * submodules and worktrees in a `.git` (`modules/`, `worktrees/`) or a bare repository.
  */
-export const under = (roots: ReadonlyArray<string>, max = MAX_ENTRIES): Found => {
-  const key = JSON.stringify([roots, max])
+export const under = (roots: ReadonlyArray<string>, limits: Bounds = bounded): Found => {
+  const key = JSON.stringify([roots, limits.folders, limits.entries])
   const last = walks.get(key)
   if (last !== undefined && last.stamps.every(([directory, stamp]) => Listing.stampOf(directory) === stamp)) return last.found
   const stamps: Array<readonly [string, string]> = []
@@ -51,10 +76,13 @@ export const under = (roots: ReadonlyArray<string>, max = MAX_ENTRIES): Found =>
     const directory = queue[index]!
     if (seen.has(directory)) continue
     seen.add(directory)
+    // The folders walked so far (this one included) and every entry listed: a command that made files by the
+    // million in one folder reaches the second bound, one that made folders the first.
+    if (seen.size > limits.folders) return { repositories, partial: true, stoppedAt: directory }
     const listed = Listing.list(directory, stamps)
     if (listed === undefined) continue
     entries += listed.length
-    if (entries > max) return { repositories, partial: true }
+    if (entries > limits.entries) return { repositories, partial: true, stoppedAt: directory }
     let head = false
     let objects = false
     let dotGit: Listing.Kind | undefined

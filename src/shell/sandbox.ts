@@ -182,6 +182,11 @@ export interface Prepared {
   readonly cover?: { readonly files: ReadonlyArray<string>; readonly directories: ReadonlyArray<string> }
   /** The folders a person granted the command for writing (approved for the call, shell.allowWrite), uncarved. */
   readonly granted: ReadonlyArray<string>
+  /**
+   * Why the command must not start: the walk for what the read rules deny stopped at its bound (a command can fill a
+   * folder past it), so files past it would not be covered. The rules fail closed.
+   */
+  readonly uncovered?: string
   /** Removes the per-call temp and cache directories, if any were made. */
   readonly cleanup: () => void
 }
@@ -320,6 +325,16 @@ export const prepare = (
     },
     refused,
     granted: made.granted,
+    ...(walked?.partial === true
+      ? {
+          uncovered:
+            `core did not run the command: the read rules deny files in ${[policy.location, ...policy.approved].join(", ")}, which ` +
+            "core covers before each command so that no program reads them, and there are more than " +
+            `${Covered.bound().toLocaleString("en-US")} entries there, too many to look through. Ask the user to remove ` +
+            "what is not needed there (a folder of generated files), or to serve a smaller Location. Do not retry the " +
+            "command until then.",
+        }
+      : {}),
     cleanup: () => {
       for (const own of [...owned, ...(temporary === undefined ? [] : [temporary])]) rmSync(own, { recursive: true, force: true })
     },

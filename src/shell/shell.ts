@@ -176,6 +176,11 @@ export interface Result {
   readonly undone: ReadonlyArray<string>
   /** Where what the command had left in those places was moved (in core's data directory), when any was undone. */
   readonly undoneKeptIn: string | undefined
+  /**
+   * Set when the command left more folders than core searches for the repositories it made (Guard.Undone): what that
+   * means; the folders are refused to every core until a person has looked.
+   */
+  readonly unchecked?: string
   /** Paths the output says were refused that the OS sandbox keeps out of the command's reach (Sandbox.Prepared). */
   readonly refused?: ReadonlyArray<string>
 }
@@ -473,6 +478,7 @@ const start = (
       survivors: ending.survivors,
       undone: ending.undone.paths,
       undoneKeptIn: ending.undone.keptIn,
+      ...(ending.undone.unchecked === undefined ? {} : { unchecked: ending.undone.unchecked }),
     }
   })()
 
@@ -627,6 +633,11 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
       supervised && request.sandbox !== undefined && sandbox.active
         ? Policies.prepare(request.sandbox, request.env ?? process.env, config, mounts() && emptyFile() !== undefined)
         : undefined
+    // Too much to look through for what the read rules deny: not started (the rules fail closed).
+    if (prepared?.uncovered !== undefined) {
+      prepared.cleanup()
+      return yield* spawnError(request, "EUNCOVERED", prepared.uncovered)
+    }
     const guarding = supervised && guards && request.sandbox !== undefined && request.sandbox.configuration !== true
     // No core process loads the Locations' configuration from before the guard looks until it has undone what the
     // command left (LoadGate); a load under way is waited for.

@@ -5,6 +5,9 @@
 import { describe, expect, test } from "bun:test"
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync } from "node:fs"
 import { join } from "node:path"
+import { Covered } from "../../src/shell/covered"
+import { Native } from "../../src/shell/native"
+import { Repositories } from "../../src/shell/repositories"
 import { harness, textOf } from "../support/builtin"
 import { tempDir } from "../support/temp"
 import { aliveIn, pidsIn } from "../shell/processes"
@@ -461,6 +464,47 @@ describe("bash: a repository the command makes", () => {
     expect(text).not.toContain("in place of the repository")
     expect(existsSync(join(box.directory, ".git/index"))).toBe(true)
     expect(existsSync(join(box.directory, ".git/config"))).toBe(false)
+  })
+})
+
+describe("bash: more folders than core searches for repositories", () => {
+  // Past the search's bound core cannot say which repositories a command made (or may write): the model reads that,
+  // and is refused the next command, with what a person must do.
+  test("the model reads that core could not look, and the next command is refused", async () => {
+    const restore = Repositories.boundedAt({ folders: 50, entries: 10_000 })
+    try {
+      const box = harness()
+      const outcome = await box.settle("bash", {
+        command: `mkdir -p ${Array.from({ length: 60 }, (_, index) => `flood/d${index}`).join(" ")} && echo made`,
+      })
+      expect(outcome.settlement.status).toBe("success")
+      expect(textOf(outcome.settlement)).toContain(`ran here left more than 50 folders or 10,000 entries in ${realpathSync(box.directory)}`)
+      const refused = await box.settle("bash", { command: "echo again" })
+      expect(refused.settlement.status).toBe("error")
+      expect(textOf(refused.settlement)).toContain(`core will not load ${realpathSync(box.directory)} or run commands in it`)
+    } finally {
+      restore()
+    }
+  })
+})
+
+describe("bash: more entries than core looks through for what the read rules deny", () => {
+  // The files the read rules deny are covered in the command's mount namespace (root or a user namespace needed):
+  // past the walk's bound the rest would not be, so the command does not start.
+  const covering = Native.capable(Native.CAP_SYS_ADMIN) ? test : test.skip
+  covering("the command does not start, and the model reads why", async () => {
+    const restore = Covered.boundedAt(20)
+    try {
+      const files = Object.fromEntries(Array.from({ length: 30 }, (_, index) => [`d${index}/f.txt`, ""]))
+      const box = harness({ rules: [{ action: "read", resource: "*.env", effect: "deny" }], files: { ...files, "zz/app.env": "TOKEN=1\n" } })
+      const outcome = await box.settle("bash", { command: "echo ran > ran.txt" })
+      expect(outcome.settlement.status).toBe("error")
+      expect(textOf(outcome.settlement)).toContain(`core did not run the command: the read rules deny files in ${box.directory}`)
+      expect(textOf(outcome.settlement)).toContain("more than 20 entries there")
+      expect(existsSync(join(box.directory, "ran.txt"))).toBe(false)
+    } finally {
+      restore()
+    }
   })
 })
 

@@ -1486,7 +1486,79 @@ describe("core's configuration in the Location, against what a command runs", ()
       // One made since is found (the folders it changed are listed again); past the bound, the walk says so.
       init(join(parent, "a/later"))
       expect(Repositories.under([parent]).repositories).toContain(join(parent, "a/later"))
-      expect(Repositories.under([parent], 3).partial).toBe(true)
+      const folders = Repositories.under([parent], { folders: 3, entries: 1_000_000 })
+      expect(folders.partial).toBe(true)
+      expect(folders.stoppedAt).toBeString()
+      expect(Repositories.under([parent], { folders: 1_000_000, entries: 3 }).partial).toBe(true)
+      // Files count as entries only: a folder of many files is no nearer the bound on folders.
+      const files = tempDir("core-files-")
+      for (let index = 0; index < 50; index++) writeFileSync(join(files, `f${index}`), "")
+      expect(Repositories.under([files], { folders: 2, entries: 1_000 })).toEqual({ repositories: [], partial: false })
+      expect(Repositories.under([files], { folders: 2, entries: 49 })).toEqual({ repositories: [], partial: true, stoppedAt: files })
+    })
+
+    // A hostile command can fill a folder past what core searches: then core cannot say which repositories the next
+    // command may write, nor which the last one made, and fails closed rather than let a hook it could not find stay
+    // unnoticed.
+    test("a search that cannot finish fails closed: the command left too many folders, or there are too many before one", async () => {
+      // Smaller bounds than core's (200,000 folders; making and removing that many takes a minute here).
+      const folders = 2_000
+      const restore = Repositories.boundedAt({ folders, entries: 100_000 })
+      try {
+        const guards = tempDir("core-guards-")
+        const here = Shell.make({}, { records: tempDir("core-runs-"), keeping, guards })
+        const location = tempDir("core-loc-", "/var/tmp")
+        const marker = join(tempDir("core-marker-"), "ran")
+        // The repository at depth 3, past the flood's folders at depth 2 in a breadth-first search.
+        const flood =
+          `node -e 'const fs = require("fs"); fs.mkdirSync("flood"); for (let i = 0; i <= ${folders}; i++) fs.mkdirSync("flood/d" + i)'`
+        const result = await runIn(
+          `git init -q deep/a/repo && printf '#!/bin/sh\\ntouch ${marker}\\n' > deep/a/repo/.git/hooks/pre-commit && ` +
+            `chmod +x deep/a/repo/.git/hooks/pre-commit && ${flood} && echo made`,
+          location,
+          [],
+          here,
+        )
+        expect(result.stdout.text).toBe("made\n")
+        // What core could not find it says it could not find, and the folders are refused until a person has looked.
+        expect(existsSync(join(location, "deep/a/repo/.git/hooks/pre-commit"))).toBe(true)
+        expect(result.unchecked).toContain(`left more than ${folders.toLocaleString("en-US")} folders`)
+        expect(result.unchecked).toContain(location)
+        const records = readdirSync(guards).filter((name) => name.endsWith(".json"))
+        expect(records).toHaveLength(1)
+        const record = join(guards, records[0]!)
+        expect(result.unchecked).toContain(`remove ${record}`)
+        expect(Guard.stale(guards, location).map((found) => found.changed)).toEqual([[location]])
+        expect(Guard.staleMessage(location, Guard.stale(guards, location))).toContain(`core will not load ${location} or run commands in it`)
+        const refusedWith = (producer: Shell.Interface) =>
+          runIn("echo ran > ran.txt", location, [], producer).then(
+            () => undefined,
+            (cause: unknown) => cause as { readonly code?: string; readonly message?: string },
+          )
+        // Refused by this core and by another sharing the data directory, even once the folders are gone, until the
+        // record is removed.
+        rmSync(join(location, "flood"), { recursive: true })
+        for (const producer of [here, Shell.make({}, { records: tempDir("core-runs-"), keeping, guards })]) {
+          const refused = await refusedWith(producer)
+          expect(refused?.code).toBe("EMOVED")
+          expect(refused?.message).toContain(`core will not load ${location} or run commands in it`)
+        }
+        expect(existsSync(join(location, "ran.txt"))).toBe(false)
+        rmSync(record)
+        expect((await runIn("echo ran", location, [], here)).stdout.text).toBe("ran\n")
+        // Too many folders there before a command: it does not start.
+        Bun.spawnSync(["node", "-e", `const fs = require("fs"); fs.mkdirSync("flood"); for (let i = 0; i <= ${folders}; i++) fs.mkdirSync("flood/d" + i)`], {
+          cwd: location,
+        })
+        const refused = await refusedWith(here)
+        expect(refused?.code).toBe("EMOVED")
+        expect(refused?.message).toContain(`core did not run the command: before each command core searches ${location}`)
+        expect(refused?.message).toContain(`more than ${folders.toLocaleString("en-US")} folders`)
+        expect(existsSync(join(location, "ran.txt"))).toBe(false)
+        rmSync(join(location, "flood"), { recursive: true })
+      } finally {
+        restore()
+      }
     })
   })
 

@@ -127,7 +127,8 @@ export const harness = (options: HarnessOptions = {}): Harness => {
       ...(settleOptions.limits === undefined ? {} : { limits: settleOptions.limits }),
     })
     const builtins = Skill.layer({ directory, home }).pipe(Layer.provideMerge(Builtins.layer)).pipe(
-      Layer.provide(Shell.layer(options.shell)),
+      // The guards' notes in the test's own data directory, as core keeps them in its own.
+      Layer.provide(Shell.layer(options.shell, { guards: join(data, "guards"), keeping: join(data, "undone") })),
       Layer.provide(reads),
       Layer.provide(todos),
       Layer.provide(Layer.succeed(ReadTracking.Required, options.readBeforeWrite ?? true)),
