@@ -359,6 +359,7 @@ const environment = (): Record<string, string | undefined> => {
 const spawnFailure = (error: Shell.SpawnError): string => {
   switch (error.code) {
     case "EMOVED":
+    case "EUNSEARCHED":
     case "EUNCOVERED":
       return error.message
     case "E2BIG":

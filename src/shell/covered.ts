@@ -15,7 +15,7 @@ import { Listing } from "./listing"
  * How many entries a walk reads at most: past that, what it found would be covered and the rest not (Found.partial),
  * so the command does not start (Sandbox.Prepared.uncovered).
  */
-export const MAX_ENTRIES = 500_000
+export const MAX_ENTRIES = 1_000_000
 
 let bounded = MAX_ENTRIES
 
@@ -35,8 +35,10 @@ export interface Found {
   readonly directories: ReadonlyArray<string>
   /** Entries read. */
   readonly entries: number
-  /** True when the walk stopped at its bound: files past it are not covered. */
+  /** True when the walk stopped before its end: files past it are not covered. */
   readonly partial: boolean
+  /** Where it stopped: at a folder it cannot list (`Listing.shut`), else at its bound. */
+  readonly shut?: string
 }
 
 /** What the walk of some roots under some rules found in its folders, before links and other names are looked at. */
@@ -46,6 +48,8 @@ interface Visited {
   readonly regular: ReadonlyArray<string>
   readonly links: ReadonlyArray<string>
   readonly entries: number
+  /** A folder the walk could not list though a command may have shut it (then it stopped there). */
+  readonly shut?: string
 }
 
 /**
@@ -98,12 +102,20 @@ const visit = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, 
   const seen = new Set<string>()
   let entries = 0
   let partial = false
+  let shut: string | undefined
   /** Every folder looked at, as it was then. */
   const stamps: Array<readonly [string, string]> = []
   /** Walks one directory; answers whether everything in it is denied (then its caller may cover it whole). */
   const into = (directory: string, root: boolean): boolean => {
     const listed = Listing.list(directory, stamps)
-    if (listed === undefined) return false
+    if (listed === undefined) {
+      // One a command may have shut would keep a denied file in it uncovered: the walk stops, as at its bound.
+      if (Listing.shut(directory)) {
+        shut ??= directory
+        partial = true
+      }
+      return false
+    }
     entries += listed.length
     if (entries > max) {
       partial = true
@@ -142,7 +154,14 @@ const visit = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, 
     seen.add(root)
     into(root, true)
   }
-  const visited = { files: [...files], directories: [...directories], regular, links, entries: partial ? max + 1 : entries }
+  const visited = {
+    files: [...files],
+    directories: [...directories],
+    regular,
+    links,
+    entries: partial ? max + 1 : entries,
+    ...(shut === undefined ? {} : { shut }),
+  }
   if (walkKey !== undefined && !partial) {
     if (walks.size >= MAX_WALKS) walks.delete(walks.keys().next().value!)
     walks.set(walkKey, { stamps, visited })
@@ -206,6 +225,7 @@ export const walk = (roots: ReadonlyArray<string>, test: (real: string) => boole
     directories: [...directories].filter((directory) => !inside(directory)),
     entries,
     partial,
+    ...(visited.shut === undefined ? {} : { shut: visited.shut }),
   }
 }
 

@@ -155,6 +155,8 @@ export interface Guarded {
    * first. Nothing is held or mounted then, and `finish` undoes nothing.
    */
   readonly refused?: string
+  /** Why: what another command moved (MOVED), or a search for repositories that could not finish. */
+  readonly refusedBy?: "moved" | "unsearched"
 }
 
 /**
@@ -204,7 +206,7 @@ const searches = new Set<Search>()
  * The folders where a command of this process ended with the search after it unfinished, and where it stopped, when
  * no record of it could be written (no records directory): refused here until the process stops (see `Record_.unchecked`).
  */
-const uncheckedHere = new Map<string, string | undefined>()
+const uncheckedHere = new Map<string, Unsearched>()
 
 /**
  * Whether a command still running may have made `repository`: one of its searches covered where it is and did not
@@ -273,7 +275,7 @@ interface Record_ {
    * keeps what git runs of it, unseen, so the record stands, for every core process, its own included, until a person
    * removes it.
    */
-  readonly unchecked?: { readonly roots: ReadonlyArray<string>; readonly at: string | undefined }
+  readonly unchecked?: { readonly roots: ReadonlyArray<string> } & Unsearched
 }
 
 /** A record read back, with where it is. */
@@ -306,7 +308,8 @@ const recordsIn = (directory: string): { readonly running: ReadonlyArray<Read>; 
       continue
     }
     if (record.unchecked !== undefined) {
-      dead.push({ record: path, pid: record.pid, found: record.unchecked.roots, changed: record.unchecked.roots, unchecked: record.unchecked.at ?? "" })
+      const { roots, at, by } = record.unchecked
+      dead.push({ record: path, pid: record.pid, found: roots, changed: roots, unchecked: { at, by: by ?? "bound" } })
       continue
     }
     if (record.pid === process.pid) continue
@@ -348,10 +351,16 @@ export interface Stale {
   /** Those no longer as noted. */
   readonly changed: ReadonlyArray<string>
   /**
-   * Set where the record is of a command that ended with the search after it unfinished (`Record_.unchecked`): the
-   * folder where that search stopped ("" when unknown). `changed` is then the folders it searched.
+   * Set where the record is of a command that ended with the search after it unfinished (`Record_.unchecked`): where
+   * and why that search stopped. `changed` is then the folders it searched.
    */
-  readonly unchecked?: string
+  readonly unchecked?: Unsearched
+}
+
+/** Where a search for repositories stopped before its end, and why: past a bound, or at a folder it cannot list. */
+export interface Unsearched {
+  readonly at: string | undefined
+  readonly by: "bound" | "shut"
 }
 
 /** Whether `path` is `location`, inside it or a folder above it. */
@@ -364,14 +373,25 @@ const alongside = (path: string, location: string): boolean =>
  * above it. Those of dead cores whose paths are all as noted are removed on the way.
  */
 export const stale = (directory: string, location: string): ReadonlyArray<Stale> =>
-  recordsIn(directory).dead.filter(
+  [...recordsIn(directory).dead, ...uncheckedInProcess()].filter(
     (dead) => dead.found.includes(location) || dead.changed.some((path) => alongside(path, location)),
   )
+
+/** The commands of this process that ended with the search after them unfinished and no record of it written. */
+const uncheckedInProcess = (): ReadonlyArray<Stale> =>
+  [...uncheckedHere].map(([root, unsearched]) => ({ record: "", pid: process.pid, found: [root], changed: [root], unchecked: unsearched }))
 
 /** Why a Location is not loaded: `stale` found records in the way. */
 export const staleMessage = (location: string, found: ReadonlyArray<Stale>): string => {
   const unchecked = found.filter((one) => one.unchecked !== undefined)
-  if (unchecked.length > 0) return uncheckedMessage(location, unchecked)
+  const killed = found.filter((one) => one.unchecked === undefined)
+  return [...(unchecked.length > 0 ? [uncheckedMessage(location, unchecked)] : []), ...(killed.length > 0 ? [killedMessage(location, killed)] : [])].join(
+    " And ",
+  )
+}
+
+/** Why a Location is not loaded: a core died while a command ran there, and some of what its guard found changed. */
+const killedMessage = (location: string, found: ReadonlyArray<Stale>): string => {
   const changed = [...new Set(found.flatMap((one) => one.changed))]
   const pids = [...new Set(found.map((one) => one.pid))]
   return (
@@ -390,29 +410,43 @@ const boundsText = (): string => {
   return `${folders.toLocaleString("en-US")} folders or ${entries.toLocaleString("en-US")} entries`
 }
 
+/** What stopped a search, in words: where it met too much, or a folder it cannot list. */
+const stopText = (unsearched: ReadonlyArray<Unsearched>): string => {
+  const shut = [...new Set(unsearched.flatMap((one) => (one.by === "shut" && one.at !== undefined ? [one.at] : [])))]
+  const bound = unsearched.filter((one) => one.by === "bound")
+  const at = [...new Set(bound.flatMap((one) => (one.at === undefined ? [] : [one.at])))]
+  return [
+    ...(bound.length > 0
+      ? [`more than ${boundsText()} (node_modules not counted${at.length === 0 ? "" : `; the search stopped at ${at.join(", ")}`})`]
+      : []),
+    ...(shut.length > 0 ? [`${shut.join(", ")}, which core cannot list (its permissions, or a path longer than the system takes)`] : []),
+  ].join(", and ")
+}
+
 /** Why a Location is refused: a command ended there with the search for the repositories it made unfinished. */
 const uncheckedMessage = (location: string, found: ReadonlyArray<Stale>): string => {
   const roots = [...new Set(found.flatMap((one) => one.changed))]
-  const at = [...new Set(found.flatMap((one) => (one.unchecked === "" || one.unchecked === undefined ? [] : [one.unchecked])))]
+  const records = found.flatMap((one) => (one.record === "" ? [] : [one.record]))
   return (
     `core will not load ${location} or run commands in it: a command core process ${[...new Set(found.map((one) => one.pid))].join(", ")} ` +
-    `ran here left more than ${boundsText()} in ${roots.join(", ")} (outside node_modules), so core could not search ` +
-    `them for a git repository the command made${at.length === 0 ? "" : ` (the search stopped at ${at.join(", ")})`}. ` +
-    "A repository it made there keeps its hooks and config, which the user's git would run outside the sandbox. " +
-    "Look at what the command left (remove the folders it made, and any .git in them that is not yours), then " +
-    (found.every((one) => one.record === "")
-      ? "start core again."
-      : `remove ${found.flatMap((one) => (one.record === "" ? [] : [one.record])).join(" and ")}.`)
+    `ran left ${stopText(found.flatMap((one) => (one.unchecked === undefined ? [] : [one.unchecked])))} in ${roots.join(", ")}, ` +
+    "so core could not search them for a git repository that command made. A repository it made there keeps its " +
+    "hooks and config, which the user's git would run outside the sandbox. Ask the user to look at what it left " +
+    "(remove the folders it made, and any .git in them that is not theirs), then to " +
+    (records.length === 0 ? "start core again." : `remove ${records.join(" and ")}.`) +
+    " Do not retry until then."
   )
 }
 
-/** Why a command is not started: the search for the repositories it may write stopped at a bound (`Found.stoppedAt`). */
-const tooManyMessage = (roots: ReadonlyArray<string>, at: string | undefined): string =>
+/** Why a command is not started: the search for the repositories it may write stopped before its end. */
+const unsearchedMessage = (roots: ReadonlyArray<string>, unsearched: Unsearched): string =>
   `core did not run the command: before each command core searches ${roots.join(", ")} for the git repositories ` +
   "the command may write (their hooks and config run when the user runs git, outside the sandbox), and there are " +
-  `more than ${boundsText()} there (outside node_modules${at === undefined ? "" : `; the search stopped at ${at}`}), ` +
-  "too many to search. Ask the user to remove what is not needed there (a folder of generated files), or to serve a " +
-  "smaller Location or grant a smaller folder. Do not retry the command until then."
+  `${stopText([unsearched])} there, so the search cannot finish. Ask the user to ` +
+  (unsearched.by === "bound"
+    ? "remove what is not needed there (a folder of generated files), or to serve a smaller Location or grant a smaller folder."
+    : "make that folder readable again, or remove it.") +
+  " Do not retry the command until then."
 
 /**
  * Writes this guard's record into `directory`, whole (over the one at `path` when given); its path, or undefined
@@ -652,16 +686,18 @@ export const begin = (
   // A command that ended with the search after it unfinished, in a folder this one searches: what it made there is
   // unknown until a person has looked. And a search that stops at its bound now cannot say which repositories this
   // command may write. Either way it does not start (fail closed: a command can fill a folder past the bound).
-  const unfinished = [
-    ...(read?.dead ?? []).filter((dead) => dead.unchecked !== undefined && searched.some((root) => dead.changed.some((path) => alongside(path, root)))),
-    ...[...uncheckedHere].filter(([root]) => searched.some((each) => alongside(root, each))).map(([root, at]) => ({ record: "", pid: process.pid, found: [root], changed: [root], unchecked: at ?? "" })),
-  ]
+  const unfinished = [...(read?.dead ?? []), ...uncheckedInProcess()].filter(
+    (dead) => dead.unchecked !== undefined && searched.some((root) => dead.changed.some((path) => alongside(path, root))),
+  )
   const walked = unfinished.length > 0 ? undefined : Repositories.under(searched)
   if (walked === undefined || walked.partial) {
     leave()
     const nothing: Undone = { paths: [], keptIn: undefined }
-    const refused = walked === undefined ? uncheckedMessage(keys[0]!, unfinished) : tooManyMessage(searched, walked.stoppedAt)
-    return { readOnly: [], refused, finish: () => nothing }
+    const refused =
+      walked === undefined
+        ? uncheckedMessage(keys[0]!, unfinished)
+        : unsearchedMessage(searched, { at: walked.stoppedAt, by: walked.stoppedBy ?? "bound" })
+    return { readOnly: [], refused, refusedBy: "unsearched", finish: () => nothing }
   }
   const otherSearches = [...searches, ...runningElsewhere.flatMap((record) => (record.repositories === undefined ? [] : [record.repositories]))]
   const foundBefore = new Set(walked.repositories.filter((repository) => !madeByOther(repository, otherSearches)))
@@ -793,7 +829,7 @@ export const begin = (
     for (const git of gits) if (git.fd !== undefined) closeSync(git.fd)
     leave()
     const nothing: Undone = { paths: [], keptIn: undefined }
-    return { readOnly: [], refused: MOVED, finish: () => nothing }
+    return { readOnly: [], refused: MOVED, refusedBy: "moved", finish: () => nothing }
   }
   for (const [path, noted] of found) {
     const base = baselines.get(path)
@@ -906,16 +942,18 @@ export const begin = (
     // The command left too much to search for the repositories it made: its record stands, marked, so that no core
     // loads these folders or runs a command in them until a person has looked (without a records directory, this
     // process alone refuses them until it stops).
-    const unchecked = deeper.stoppedAt === false ? undefined : { roots: searched, at: deeper.stoppedAt }
+    const unsearched = deeper.unsearched
     let uncheckedIn: string | undefined
-    if (unchecked !== undefined) {
-      uncheckedIn = records === undefined ? undefined : writeRecord(records, found, search, unchecked, recorded)
-      if (uncheckedIn === undefined) for (const root of searched) uncheckedHere.set(root, unchecked.at)
+    if (unsearched !== undefined) {
+      uncheckedIn = records === undefined ? undefined : writeRecord(records, found, search, { roots: searched, ...unsearched }, recorded)
+      if (uncheckedIn === undefined) for (const root of searched) uncheckedHere.set(root, unsearched)
     } else if (recorded !== undefined) rmSync(recorded, { force: true })
     removed = {
       paths: undone,
       keptIn: undone.length === 0 ? undefined : keptIn,
-      ...(unchecked === undefined ? {} : { unchecked: uncheckedMessage(keys[0]!, [{ record: uncheckedIn ?? "", pid: process.pid, found: searched, changed: searched, unchecked: unchecked.at ?? "" }]) }),
+      ...(unsearched === undefined
+        ? {}
+        : { unchecked: uncheckedMessage(keys[0]!, [{ record: uncheckedIn ?? "", pid: process.pid, found: searched, changed: searched, unchecked: unsearched }]) }),
     }
     leave()
     return removed
@@ -996,7 +1034,7 @@ const madeDeeper = (
   roots: ReadonlyArray<string>,
   before: FoundBefore,
   keptAt: (base: string, path: string) => string | undefined,
-): { readonly taken: Array<string>; readonly stoppedAt: string | undefined | false } => {
+): { readonly taken: Array<string>; readonly unsearched: Unsearched | undefined } => {
   const taken: Array<string> = []
   const inside = (root: string, path: string) => path === root || path.startsWith(root + sep)
   const now = Repositories.under(roots)
@@ -1085,7 +1123,7 @@ const madeDeeper = (
       if (owner === undefined || named === undefined || named === "" || realOf(resolve(gitDir, named)) !== owner) take(commondir)
     }
   }
-  return { taken, stoppedAt: now.partial ? now.stoppedAt : false }
+  return { taken, unsearched: now.partial ? { at: now.stoppedAt, by: now.stoppedBy ?? "bound" } : undefined }
 }
 
 /**

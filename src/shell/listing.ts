@@ -3,7 +3,7 @@ export * as Listing from "./listing"
 // Directory listings kept while the directory is unchanged, for the walks core makes of a command's grants before
 // it starts (./covered, ./repositories): a walk made again for the next command reads only what changed since.
 
-import { type Dirent, lstatSync, readdirSync, type Stats } from "node:fs"
+import { accessSync, constants, type Dirent, lstatSync, readdirSync, type Stats } from "node:fs"
 
 export type Kind = "directory" | "link" | "file" | "other"
 
@@ -85,7 +85,8 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
     kind: entry.isDirectory() ? ("directory" as const) : entry.isSymbolicLink() ? ("link" as const) : entry.isFile() ? ("file" as const) : ("other" as const),
   }))
   forget(directory)
-  if (!racy) {
+  // One folder holding a good part of what all may hold is read again each time, not kept.
+  if (!racy && entries.length <= MAX_ENTRIES / 4) {
     if (listings.size >= MAX_LISTINGS || kept + entries.length > MAX_ENTRIES) {
       listings.clear()
       kept = 0
@@ -94,4 +95,29 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
     kept += entries.length
   }
   return entries
+}
+
+/**
+ * Whether `directory`, found in a walk but not listed (`list` answered undefined), is one a command may have shut to
+ * hide what it holds: anything but a folder gone or no longer a folder (a change the walk's next look sees), or a
+ * folder another user owns that this process may not write either (which a command running as this user can
+ * neither have made unreadable nor put anything in). A folder made unreadable (`chmod 111`, its parent `chmod 444`)
+ * or moved past the longest path the kernel takes is: a walk meeting one stops there, as at its bound.
+ */
+export const shut = (directory: string): boolean => {
+  let stat: Stats
+  try {
+    stat = lstatSync(directory)
+  } catch (cause) {
+    const code = (cause as NodeJS.ErrnoException).code
+    return code !== "ENOENT" && code !== "ENOTDIR"
+  }
+  if (!stat.isDirectory()) return false
+  if (stat.uid === process.getuid?.()) return true
+  try {
+    accessSync(directory, constants.W_OK)
+    return true
+  } catch {
+    return false
+  }
 }

@@ -37,8 +37,12 @@ export const boundedAt = (next: Bounds): (() => void) => {
 /** Folders not walked into: what they hold is a package manager's, not a repository anyone works in. */
 const SKIPPED = new Set(["node_modules"])
 
-/** Folders of a git directory that hold no other git directory (objects, refs, logs: large), not walked into. */
-const INTERNAL = new Set(["objects", "refs", "logs", "lfs", "hooks", "info"])
+/**
+ * The folders of a git directory's object stores (`objects`, `lfs/objects`) that git fills (large), not walked into.
+ * What else a folder that looks like a git directory holds is walked: anything can make one look like that
+ * (`HEAD`, `objects`, `refs`), and a folder inside it would be hidden.
+ */
+const OBJECTS = /^(?:[0-9a-f]{2}|pack|info)$/
 
 /** The folders of a `.git` where git keeps other git directories. */
 const GIT_DIRECTORIES = ["modules", "worktrees"]
@@ -48,19 +52,25 @@ export interface Found {
   readonly repositories: ReadonlyArray<string>
   /** True when the walk stopped at one of its bounds. */
   readonly partial: boolean
-  /** Where it stopped: the folder whose listing took it past a bound. */
+  /** Where it stopped: the folder whose listing took it past a bound, or one it could not list (`Listing.shut`). */
   readonly stoppedAt?: string
+  /** Why: past a bound, or at a folder it could not list. */
+  readonly stoppedBy?: "bound" | "shut"
 }
 
 /** The last walk of some roots, with every folder it looked at and how it was: while none has changed, it stands. */
 const walks = new Map<string, { readonly stamps: ReadonlyArray<readonly [string, string]>; readonly found: Found }>()
-/** How many such walks are kept (a few Locations and grants). */
+/** How many such walks are kept (a few Locations and grants), and how many folders they note together at most. */
 const MAX_WALKS = 16
+const MAX_KEPT_FOLDERS = 400_000
+
+/** The folders the kept walks note. */
+const keptFolders = () => [...walks.values()].reduce((sum, walk) => sum + walk.stamps.length, 0)
 
 /**
- * The repositories under `roots` (real paths; symbolic links not followed; `node_modules` not walked, nor what a git
- * directory keeps of its own: objects, refs, logs), the roots themselves included, and the git directories of
- * submodules and worktrees in a `.git` (`modules/`, `worktrees/`) or a bare repository.
+ * The repositories under `roots` (real paths; symbolic links not followed; `node_modules` not walked, nor a `.git`
+ * but for its `modules/` and `worktrees/`, nor the object folders git fills in a bare repository), the roots
+ * themselves included, and the git directories of submodules and worktrees in a `.git` or a bare repository.
  */
 export const under = (roots: ReadonlyArray<string>, limits: Bounds = bounded): Found => {
   const key = JSON.stringify([roots, limits.folders, limits.entries])
@@ -69,6 +79,8 @@ export const under = (roots: ReadonlyArray<string>, limits: Bounds = bounded): F
   const stamps: Array<readonly [string, string]> = []
   const repositories: Array<string> = []
   const seen = new Set<string>()
+  /** The object stores of the bare repositories met: git's folders in them are not walked into. */
+  const stores = new Set<string>()
   let entries = 0
   let unsure = false
   const queue = [...roots]
@@ -78,11 +90,15 @@ export const under = (roots: ReadonlyArray<string>, limits: Bounds = bounded): F
     seen.add(directory)
     // The folders walked so far (this one included) and every entry listed: a command that made files by the
     // million in one folder reaches the second bound, one that made folders the first.
-    if (seen.size > limits.folders) return { repositories, partial: true, stoppedAt: directory }
+    if (seen.size > limits.folders) return { repositories, partial: true, stoppedAt: directory, stoppedBy: "bound" }
     const listed = Listing.list(directory, stamps)
-    if (listed === undefined) continue
+    if (listed === undefined) {
+      // One a command may have shut hides what it holds: the walk cannot say what is there.
+      if (Listing.shut(directory)) return { repositories, partial: true, stoppedAt: directory, stoppedBy: "shut" }
+      continue
+    }
     entries += listed.length
-    if (entries > limits.entries) return { repositories, partial: true, stoppedAt: directory }
+    if (entries > limits.entries) return { repositories, partial: true, stoppedAt: directory, stoppedBy: "bound" }
     let head = false
     let objects = false
     let dotGit: Listing.Kind | undefined
@@ -100,9 +116,10 @@ export const under = (roots: ReadonlyArray<string>, limits: Bounds = bounded): F
     if (bare) repositories.push(directory)
     else if (dotGit !== undefined && dotGit !== "other") repositories.push(directory)
     const prefix = directory.endsWith("/") ? directory : `${directory}/`
+    if (bare) stores.add(`${prefix}objects`).add(`${prefix}lfs/objects`)
+    const store = stores.has(directory)
     for (const { name, kind } of listed) {
-      // What a git directory keeps of its own, not below it (a submodule may be named `hooks`).
-      if (kind !== "directory" || SKIPPED.has(name) || (bare && INTERNAL.has(name))) continue
+      if (kind !== "directory" || SKIPPED.has(name) || (store && OBJECTS.test(name))) continue
       // Inside a `.git`, only where git keeps other git directories: its submodules' and worktrees'.
       if (name === ".git") {
         for (const inner of GIT_DIRECTORIES) queue.push(`${prefix}.git/${inner}`)
@@ -112,8 +129,10 @@ export const under = (roots: ReadonlyArray<string>, limits: Bounds = bounded): F
     }
   }
   const found = { repositories, partial: false }
-  if (unsure) return found
-  if (walks.size >= MAX_WALKS) walks.delete(walks.keys().next().value!)
+  // Not kept: one that met a folder that may change unseen, or one too large to keep beside the others.
+  if (unsure || stamps.length > MAX_KEPT_FOLDERS / 2) return found
+  walks.delete(key)
+  while (walks.size > 0 && (walks.size >= MAX_WALKS || keptFolders() + stamps.length > MAX_KEPT_FOLDERS)) walks.delete(walks.keys().next().value!)
   walks.set(key, { stamps, found })
   return found
 }

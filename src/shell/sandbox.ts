@@ -329,10 +329,14 @@ export const prepare = (
       ? {
           uncovered:
             `core did not run the command: the read rules deny files in ${[policy.location, ...policy.approved].join(", ")}, which ` +
-            "core covers before each command so that no program reads them, and there are more than " +
-            `${Covered.bound().toLocaleString("en-US")} entries there, too many to look through. Ask the user to remove ` +
-            "what is not needed there (a folder of generated files), or to serve a smaller Location. Do not retry the " +
-            "command until then.",
+            "core covers before each command so that no program reads them, and " +
+            (walked.shut === undefined
+              ? `there are more than ${Covered.bound().toLocaleString("en-US")} entries there (node_modules included), too ` +
+                "many to look through. Ask the user to remove what is not needed there (a folder of generated files), or to " +
+                "serve a smaller Location."
+              : `core cannot list ${walked.shut} (its permissions, or a path longer than the system takes). Ask the user to ` +
+                "make it readable again, or remove it.") +
+            " Do not retry the command until then.",
         }
       : {}),
     cleanup: () => {

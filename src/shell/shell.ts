@@ -653,7 +653,7 @@ export const make = (config: Config.Shell = {}, options: Options = {}): Interfac
     if (guarded?.refused !== undefined) {
       letGo?.()
       prepared?.cleanup()
-      return yield* spawnError(request, "EMOVED", guarded.refused)
+      return yield* spawnError(request, guarded.refusedBy === "unsearched" ? "EUNSEARCHED" : "EMOVED", guarded.refused)
     }
     const spawn = supervised
       ? spawnSupervised(

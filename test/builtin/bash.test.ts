@@ -478,7 +478,8 @@ describe("bash: more folders than core searches for repositories", () => {
         command: `mkdir -p ${Array.from({ length: 60 }, (_, index) => `flood/d${index}`).join(" ")} && echo made`,
       })
       expect(outcome.settlement.status).toBe("success")
-      expect(textOf(outcome.settlement)).toContain(`ran here left more than 50 folders or 10,000 entries in ${realpathSync(box.directory)}`)
+      expect(textOf(outcome.settlement)).toContain(`ran left more than 50 folders or 10,000 entries (node_modules not counted`)
+      expect(textOf(outcome.settlement)).toContain(`in ${realpathSync(box.directory)}, so core could not search them`)
       const refused = await box.settle("bash", { command: "echo again" })
       expect(refused.settlement.status).toBe("error")
       expect(textOf(refused.settlement)).toContain(`core will not load ${realpathSync(box.directory)} or run commands in it`)

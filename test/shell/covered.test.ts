@@ -3,7 +3,7 @@
 // never a root), a link's denied target, every other name of a denied file, and the empty file covers are made of.
 
 import { describe, expect, test } from "bun:test"
-import { chmodSync, linkSync, mkdirSync, realpathSync, renameSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, linkSync, mkdirSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { join, relative } from "node:path"
 import { Rule } from "../../src/permission/rule"
 import { Covered } from "../../src/shell/covered"
@@ -79,6 +79,16 @@ describe("Covered.walk", () => {
     const missing = Covered.walk([join(root, "nope")], rules(root, { "*.env": "deny" }))
     expect(found.files.length).toBeLessThan(3)
     expect(missing).toEqual({ files: [], directories: [], entries: 0, partial: false })
+  })
+
+  test("a folder it cannot list (moved past the longest path the kernel takes) stops the walk, as its bound does", () => {
+    const root = tree(["a/1.env"])
+    const name = "d".repeat(200)
+    Bun.spawnSync(["bash", "-c", `for i in $(seq 22); do mkdir ${name} && cd ${name} || exit 1; done; echo s > deep.env`], { cwd: root })
+    const found = Covered.walk([root], rules(root, { "*.env": "deny" }))
+    expect(found.partial).toBe(true)
+    expect(found.shut!.length).toBeGreaterThan(4096)
+    rmSync(join(root, name), { recursive: true, force: true })
   })
 })
 

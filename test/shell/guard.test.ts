@@ -1446,7 +1446,7 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(undone.paths).toEqual(expect.arrayContaining([join(root, ".git/config"), join(root, ".git/hooks/pre-commit")]))
     })
 
-    test("the search finds bare repositories, those inside them and a .git's submodules and worktrees; not node_modules or objects", async () => {
+    test("the search finds bare repositories, those inside them and a .git's submodules and worktrees; not node_modules or git's object folders", async () => {
       const parent = tempDir("core-grant-", "/var/tmp")
       const init = (...args: ReadonlyArray<string>) => expect(Bun.spawnSync(["git", "init", "-q", ...args]).exitCode).toBe(0)
       init("--bare", join(parent, "served.git"))
@@ -1456,7 +1456,16 @@ describe("core's configuration in the Location, against what a command runs", ()
       init(join(parent, "node_modules/pkg"))
       // A folder named as git names its own is walked into like any other, but not one of a git directory.
       init(join(parent, "objects/hooks/d"))
+      // In a bare repository, what git fills (objects/ab, objects/pack) is not walked; anything else is, so a folder
+      // made to look like a git directory (HEAD, objects, refs) hides nothing in its info/ or refs/.
       init(join(parent, "served.git/objects/zz"))
+      init(join(parent, "served.git/objects/ab/in-objects"))
+      init(join(parent, "served.git/info/app"))
+      mkdirSync(join(parent, "fake/objects"), { recursive: true })
+      mkdirSync(join(parent, "fake/refs"))
+      writeFileSync(join(parent, "fake/HEAD"), "ref: refs/heads/main\n")
+      init(join(parent, "fake/info/app"))
+      init(join(parent, "fake/refs/app"))
       // A submodule's git directory in a .git (git keeps them there), with what a command could hide in it.
       init("--bare", join(parent, "a/b/c/.git/modules/x"))
       init("--bare", join(parent, "a/b/c/.git/modules/hooks"))
@@ -1472,6 +1481,11 @@ describe("core's configuration in the Location, against what a command runs", ()
           join(parent, "objects/hooks/d"),
           join(parent, "served.git"),
           join(parent, "served.git/work"),
+          join(parent, "served.git/objects/zz"),
+          join(parent, "served.git/info/app"),
+          join(parent, "fake"),
+          join(parent, "fake/info/app"),
+          join(parent, "fake/refs/app"),
         ].toSorted(),
       )
       // A folder changed within a tick or so of its listing is listed again next time, whatever its stamp says (a
@@ -1494,7 +1508,21 @@ describe("core's configuration in the Location, against what a command runs", ()
       const files = tempDir("core-files-")
       for (let index = 0; index < 50; index++) writeFileSync(join(files, `f${index}`), "")
       expect(Repositories.under([files], { folders: 2, entries: 1_000 })).toEqual({ repositories: [], partial: false })
-      expect(Repositories.under([files], { folders: 2, entries: 49 })).toEqual({ repositories: [], partial: true, stoppedAt: files })
+      expect(Repositories.under([files], { folders: 2, entries: 49 })).toEqual({ repositories: [], partial: true, stoppedAt: files, stoppedBy: "bound" })
+      // A folder it cannot list (moved past the longest path the kernel takes; as another user, made unreadable)
+      // may hide a repository: the walk stops there.
+      const deep = tempDir("core-deep-")
+      const name = "d".repeat(200)
+      Bun.spawnSync(["bash", "-c", `for i in $(seq 22); do mkdir ${name} && cd ${name} || exit 1; done; git init -q hidden`], { cwd: deep })
+      const shut = Repositories.under([deep])
+      expect(shut.partial).toBe(true)
+      expect(shut.stoppedBy).toBe("shut")
+      expect(shut.stoppedAt!.length).toBeGreaterThan(4096)
+      // A folder gone, or no longer a folder, by the time it is listed is no such folder: the walk goes on.
+      expect(Listing.shut(join(deep, "gone"))).toBe(false)
+      writeFileSync(join(deep, "file"), "")
+      expect(Listing.shut(join(deep, "file"))).toBe(false)
+      rmSync(join(deep, name), { recursive: true, force: true })
     })
 
     // A hostile command can fill a folder past what core searches: then core cannot say which repositories the next
@@ -1522,12 +1550,12 @@ describe("core's configuration in the Location, against what a command runs", ()
         expect(result.stdout.text).toBe("made\n")
         // What core could not find it says it could not find, and the folders are refused until a person has looked.
         expect(existsSync(join(location, "deep/a/repo/.git/hooks/pre-commit"))).toBe(true)
-        expect(result.unchecked).toContain(`left more than ${folders.toLocaleString("en-US")} folders`)
+        expect(result.unchecked).toContain(`ran left more than ${folders.toLocaleString("en-US")} folders`)
         expect(result.unchecked).toContain(location)
         const records = readdirSync(guards).filter((name) => name.endsWith(".json"))
         expect(records).toHaveLength(1)
         const record = join(guards, records[0]!)
-        expect(result.unchecked).toContain(`remove ${record}`)
+        expect(result.unchecked).toContain(`then to remove ${record}. Do not retry until then.`)
         expect(Guard.stale(guards, location).map((found) => found.changed)).toEqual([[location]])
         expect(Guard.staleMessage(location, Guard.stale(guards, location))).toContain(`core will not load ${location} or run commands in it`)
         const refusedWith = (producer: Shell.Interface) =>
@@ -1540,7 +1568,7 @@ describe("core's configuration in the Location, against what a command runs", ()
         rmSync(join(location, "flood"), { recursive: true })
         for (const producer of [here, Shell.make({}, { records: tempDir("core-runs-"), keeping, guards })]) {
           const refused = await refusedWith(producer)
-          expect(refused?.code).toBe("EMOVED")
+          expect(refused?.code).toBe("EUNSEARCHED")
           expect(refused?.message).toContain(`core will not load ${location} or run commands in it`)
         }
         expect(existsSync(join(location, "ran.txt"))).toBe(false)
@@ -1551,7 +1579,7 @@ describe("core's configuration in the Location, against what a command runs", ()
           cwd: location,
         })
         const refused = await refusedWith(here)
-        expect(refused?.code).toBe("EMOVED")
+        expect(refused?.code).toBe("EUNSEARCHED")
         expect(refused?.message).toContain(`core did not run the command: before each command core searches ${location}`)
         expect(refused?.message).toContain(`more than ${folders.toLocaleString("en-US")} folders`)
         expect(existsSync(join(location, "ran.txt"))).toBe(false)
