@@ -133,8 +133,9 @@ export interface Undone {
   /** Where what the command had left there was moved, for a person to look at; none when nothing was undone. */
   readonly keptIn: string | undefined
   /**
-   * Set when the command left more than core searches for the repositories it made: what that means, and that the
-   * folders are refused until a person has looked (see `Record_.unchecked`).
+   * Set when the search for the repositories the command made could not finish (it left more than core searches, or
+   * a folder core cannot list): what that means, and that the folders are refused until a person has looked (see
+   * `Record_.unchecked`).
    */
   readonly unchecked?: string
 }
@@ -270,10 +271,10 @@ interface Record_ {
    */
   readonly repositories?: { readonly roots: ReadonlyArray<string>; readonly found: ReadonlyArray<string> }
   /**
-   * Written over the record when its command has ended and the search after it stopped at a bound (the command left
-   * more folders than core searches): the roots, and where it stopped. A repository the command made among them
-   * keeps what git runs of it, unseen, so the record stands, for every core process, its own included, until a person
-   * removes it.
+   * Written over the record when its command has ended and the search after it could not finish (the command left
+   * more than core searches, or a folder core cannot list): the roots, and where and why it stopped. A repository
+   * the command made among them keeps what git runs of it, unseen, so the record stands, for every core process,
+   * its own included, until a person removes it.
    */
   readonly unchecked?: { readonly roots: ReadonlyArray<string> } & Unsearched
 }
@@ -939,9 +940,9 @@ export const begin = (
       const base = baselines.get(path)
       if (base !== undefined && --base.count <= 0) baselines.delete(path)
     }
-    // The command left too much to search for the repositories it made: its record stands, marked, so that no core
-    // loads these folders or runs a command in them until a person has looked (without a records directory, this
-    // process alone refuses them until it stops).
+    // The command left too much, or a folder shut, to search for the repositories it made: its record stands,
+    // marked, so that no core loads these folders or runs a command in them until a person has looked (where no
+    // record can be written, this process alone refuses them until it stops).
     const unsearched = deeper.unsearched
     let uncheckedIn: string | undefined
     if (unsearched !== undefined) {
