@@ -37,8 +37,8 @@ export interface Found {
   readonly entries: number
   /** True when the walk stopped before its end: files past it are not covered. */
   readonly partial: boolean
-  /** Where it stopped: at a folder it cannot list (`Listing.shut`), else at its bound. */
-  readonly shut?: string
+  /** Where it stopped: at a folder it cannot list (`Listing.shut`: the folder and the error), else at its bound. */
+  readonly shut?: { readonly at: string; readonly code: string }
 }
 
 /** What the walk of some roots under some rules found in its folders, before links and other names are looked at. */
@@ -49,7 +49,7 @@ interface Visited {
   readonly links: ReadonlyArray<string>
   readonly entries: number
   /** A folder the walk could not list though a command may have shut it (then it stopped there). */
-  readonly shut?: string
+  readonly shut?: { readonly at: string; readonly code: string }
 }
 
 /**
@@ -102,7 +102,7 @@ const visit = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, 
   const seen = new Set<string>()
   let entries = 0
   let partial = false
-  let shut: string | undefined
+  let shut: { readonly at: string; readonly code: string } | undefined
   /** Every folder looked at, as it was then. */
   const stamps: Array<readonly [string, string]> = []
   /** Walks one directory; answers whether everything in it is denied (then its caller may cover it whole). */
@@ -110,8 +110,9 @@ const visit = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, 
     const listed = Listing.list(directory, stamps)
     if (listed === undefined) {
       // One a command may have shut would keep a denied file in it uncovered: the walk stops, as at its bound.
-      if (Listing.shut(directory)) {
-        shut ??= directory
+      const code = Listing.shut(directory)
+      if (code !== undefined) {
+        shut ??= { at: directory, code }
         partial = true
       }
       return false

@@ -39,6 +39,7 @@ import { Git } from "../permission/git"
 import { Protected } from "../permission/protected"
 import { Planted } from "./planted"
 import { ProcessGroup } from "./process-group"
+import { Listing } from "./listing"
 import { Repositories } from "./repositories"
 
 interface Before {
@@ -309,8 +310,8 @@ const recordsIn = (directory: string): { readonly running: ReadonlyArray<Read>; 
       continue
     }
     if (record.unchecked !== undefined) {
-      const { roots, at, by } = record.unchecked
-      dead.push({ record: path, pid: record.pid, found: roots, changed: roots, unchecked: { at, by: by ?? "bound" } })
+      const { roots, ...unsearched } = record.unchecked
+      dead.push({ record: path, pid: record.pid, found: roots, changed: roots, unchecked: { ...unsearched, by: unsearched.by ?? "bound" } })
       continue
     }
     if (record.pid === process.pid) continue
@@ -362,6 +363,8 @@ export interface Stale {
 export interface Unsearched {
   readonly at: string | undefined
   readonly by: "bound" | "shut"
+  /** For a folder it could not list, the error (`Listing.shut`). */
+  readonly code?: string
 }
 
 /** Whether `path` is `location`, inside it or a folder above it. */
@@ -411,16 +414,16 @@ const boundsText = (): string => {
   return `${folders.toLocaleString("en-US")} folders or ${entries.toLocaleString("en-US")} entries`
 }
 
-/** What stopped a search, in words: where it met too much, or a folder it cannot list. */
+/** What stopped a search, in words: more than it searches, or a folder it cannot list. */
 const stopText = (unsearched: ReadonlyArray<Unsearched>): string => {
-  const shut = [...new Set(unsearched.flatMap((one) => (one.by === "shut" && one.at !== undefined ? [one.at] : [])))]
   const bound = unsearched.filter((one) => one.by === "bound")
   const at = [...new Set(bound.flatMap((one) => (one.at === undefined ? [] : [one.at])))]
+  const shut = unsearched.flatMap((one) => (one.by === "shut" && one.at !== undefined ? [`${one.at} (${Listing.shutText(one.code ?? "")})`] : []))
   return [
     ...(bound.length > 0
       ? [`more than ${boundsText()} (node_modules not counted${at.length === 0 ? "" : `; the search stopped at ${at.join(", ")}`})`]
       : []),
-    ...(shut.length > 0 ? [`${shut.join(", ")}, which core cannot list (its permissions, or a path longer than the system takes)`] : []),
+    ...(shut.length > 0 ? [`a folder core cannot list: ${[...new Set(shut)].join(", ")}`] : []),
   ].join(", and ")
 }
 
@@ -442,11 +445,11 @@ const uncheckedMessage = (location: string, found: ReadonlyArray<Stale>): string
 /** Why a command is not started: the search for the repositories it may write stopped before its end. */
 const unsearchedMessage = (roots: ReadonlyArray<string>, unsearched: Unsearched): string =>
   `core did not run the command: before each command core searches ${roots.join(", ")} for the git repositories ` +
-  "the command may write (their hooks and config run when the user runs git, outside the sandbox), and there are " +
-  `${stopText([unsearched])} there, so the search cannot finish. Ask the user to ` +
+  "the command may write (their hooks and config run when the user runs git, outside the sandbox), and it met " +
+  `${stopText([unsearched])}, so the search cannot finish. Ask the user to ` +
   (unsearched.by === "bound"
     ? "remove what is not needed there (a folder of generated files), or to serve a smaller Location or grant a smaller folder."
-    : "make that folder readable again, or remove it.") +
+    : "look at that folder (make it readable, move it to a shorter path, or remove it).") +
   " Do not retry the command until then."
 
 /**
@@ -697,7 +700,7 @@ export const begin = (
     const refused =
       walked === undefined
         ? uncheckedMessage(keys[0]!, unfinished)
-        : unsearchedMessage(searched, { at: walked.stoppedAt, by: walked.stoppedBy ?? "bound" })
+        : unsearchedMessage(searched, { at: walked.stoppedAt, by: walked.stoppedBy ?? "bound", ...(walked.code === undefined ? {} : { code: walked.code }) })
     return { readOnly: [], refused, refusedBy: "unsearched", finish: () => nothing }
   }
   const otherSearches = [...searches, ...runningElsewhere.flatMap((record) => (record.repositories === undefined ? [] : [record.repositories]))]
@@ -1124,7 +1127,10 @@ const madeDeeper = (
       if (owner === undefined || named === undefined || named === "" || realOf(resolve(gitDir, named)) !== owner) take(commondir)
     }
   }
-  return { taken, unsearched: now.partial ? { at: now.stoppedAt, by: now.stoppedBy ?? "bound" } : undefined }
+  return {
+    taken,
+    unsearched: now.partial ? { at: now.stoppedAt, by: now.stoppedBy ?? "bound", ...(now.code === undefined ? {} : { code: now.code }) } : undefined,
+  }
 }
 
 /**

@@ -39,6 +39,15 @@ const forget = (directory: string) => {
  * as it was. A listing of a directory changed this recently is not kept (as git treats a racily clean index).
  */
 const RACY_MS = 100
+/**
+ * The same where the file system keeps whole seconds only (ext4 with small inodes, ext3, FAT's two seconds, many
+ * network file systems), as its stamps tell (no fraction in either): an entry added in the same second as the
+ * listing leaves the stamp as it was.
+ */
+const COARSE_RACY_MS = 2_000 + RACY_MS
+
+/** How long after `stat`'s last change its directory's listing is not trusted by its stamp. */
+export const racyFor = (stat: Pick<Stats, "ctimeMs" | "mtimeMs">): number => (stat.ctimeMs % 1000 === 0 && stat.mtimeMs % 1000 === 0 ? COARSE_RACY_MS : RACY_MS)
 
 /** A stamp no directory has: a walk that met a racy directory is looked at again next time. */
 const RACY = "racy"
@@ -70,7 +79,12 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
     return undefined
   }
   const stamp = stampFrom(stat)
-  const racy = Date.now() - Math.max(stat.ctimeMs, stat.mtimeMs) < RACY_MS
+  // Never through a link (a `.git/modules` made one leading out of the folders searched): not a folder to list.
+  if (!stat.isDirectory()) {
+    stamps.push([directory, stamp])
+    return undefined
+  }
+  const racy = Date.now() - Math.max(stat.ctimeMs, stat.mtimeMs) < racyFor(stat)
   stamps.push([directory, racy ? RACY : stamp])
   const cached = listings.get(directory)
   if (!racy && cached?.stamp === stamp) return cached.entries
@@ -97,27 +111,54 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
   return entries
 }
 
-/**
- * Whether `directory`, found in a walk but not listed (`list` answered undefined), is one a command may have shut to
- * hide what it holds: anything but a folder gone or no longer a folder (a change the walk's next look sees), or a
- * folder another user owns that this process may not write either (which a command running as this user can
- * neither have made unreadable nor put anything in). A folder made unreadable (`chmod 111`, its parent `chmod 444`)
- * or moved past the longest path the kernel takes is: a walk meeting one stops there, as at its bound.
- */
-export const shut = (directory: string): boolean => {
-  let stat: Stats
+/** An error's code, or what it says where it has none. */
+const codeOf = (cause: unknown): string => (cause as NodeJS.ErrnoException | undefined)?.code ?? String(cause)
+
+/** Whether this process may `mode` (W_OK, X_OK) `directory`. */
+const may = (directory: string, mode: number): boolean => {
   try {
-    stat = lstatSync(directory)
-  } catch (cause) {
-    const code = (cause as NodeJS.ErrnoException).code
-    return code !== "ENOENT" && code !== "ENOTDIR"
-  }
-  if (!stat.isDirectory()) return false
-  if (stat.uid === process.getuid?.()) return true
-  try {
-    accessSync(directory, constants.W_OK)
+    accessSync(directory, mode)
     return true
   } catch {
     return false
   }
 }
+
+/**
+ * Why `directory`, found in a walk but not listed (`list` answered undefined), may hide what a command put in it: the
+ * error that keeps it from being listed (EACCES where a command made it unreadable, `chmod 111`, or its parent
+ * `chmod 444`; ENAMETOOLONG where it was moved past the longest path the kernel takes). Undefined where it cannot
+ * hide anything: a folder gone, or no longer a folder (a change the walk's next look sees), or one another user owns
+ * that this process may neither write nor enter (a command running as this user can have put nothing in it, and the
+ * user's git cannot run there). A walk meeting one that may stops there, as at its bound.
+ */
+export const shut = (directory: string): string | undefined => {
+  let stat: Stats
+  try {
+    stat = lstatSync(directory)
+  } catch (cause) {
+    const code = codeOf(cause)
+    return code === "ENOENT" || code === "ENOTDIR" ? undefined : code
+  }
+  if (!stat.isDirectory()) return undefined
+  if (stat.uid !== process.getuid?.() && !may(directory, constants.W_OK) && !may(directory, constants.X_OK)) return undefined
+  try {
+    readdirSync(directory)
+  } catch (cause) {
+    return codeOf(cause)
+  }
+  // Listed now, though not a moment ago: changed while the walk looked (its content was not seen).
+  return "ECHANGED"
+}
+
+/** What `shut`'s code means, in words. */
+export const shutText = (code: string): string =>
+  code === "EACCES" || code === "EPERM"
+    ? "its permissions keep core out"
+    : code === "ENAMETOOLONG"
+      ? "its path is longer than the system takes"
+      : code === "ELOOP"
+        ? "links on its way loop"
+        : code === "ECHANGED"
+          ? "it changed while core listed it"
+          : `listing it fails with ${code}`

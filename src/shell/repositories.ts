@@ -56,6 +56,8 @@ export interface Found {
   readonly stoppedAt?: string
   /** Why: past a bound, or at a folder it could not list. */
   readonly stoppedBy?: "bound" | "shut"
+  /** For a folder it could not list, the error (`Listing.shut`). */
+  readonly code?: string
 }
 
 /** The last walk of some roots, with every folder it looked at and how it was: while none has changed, it stands. */
@@ -94,7 +96,8 @@ export const under = (roots: ReadonlyArray<string>, limits: Bounds = bounded): F
     const listed = Listing.list(directory, stamps)
     if (listed === undefined) {
       // One a command may have shut hides what it holds: the walk cannot say what is there.
-      if (Listing.shut(directory)) return { repositories, partial: true, stoppedAt: directory, stoppedBy: "shut" }
+      const code = Listing.shut(directory)
+      if (code !== undefined) return { repositories, partial: true, stoppedAt: directory, stoppedBy: "shut", code }
       continue
     }
     entries += listed.length

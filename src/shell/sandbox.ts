@@ -12,6 +12,7 @@ import { lstatSync, mkdirSync, rmSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
 import { join, resolve, sep } from "node:path"
 import { Covered } from "./covered"
+import { Listing } from "./listing"
 import { Homes } from "../permission/homes"
 import { Home } from "./home"
 import { Landlock } from "./landlock"
@@ -334,8 +335,8 @@ export const prepare = (
               ? `there are more than ${Covered.bound().toLocaleString("en-US")} entries there (node_modules included), too ` +
                 "many to look through. Ask the user to remove what is not needed there (a folder of generated files), or to " +
                 "serve a smaller Location."
-              : `core cannot list ${walked.shut} (its permissions, or a path longer than the system takes). Ask the user to ` +
-                "make it readable again, or remove it.") +
+              : `core cannot list ${walked.shut.at} (${Listing.shutText(walked.shut.code)}). Ask the user to look at that ` +
+                "folder (make it readable, move it to a shorter path, or remove it).") +
             " Do not retry the command until then.",
         }
       : {}),

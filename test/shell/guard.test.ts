@@ -1497,6 +1497,11 @@ describe("core's configuration in the Location, against what a command runs", ()
       await Bun.sleep(150)
       Listing.list(fresh, stamps)
       expect(stamps[1]).toEqual([fresh, Listing.stampOf(fresh)])
+      // Where the file system keeps whole seconds (no fraction in either stamp), a listing is not trusted for two
+      // seconds and a tick: an entry added later in the same second (or FAT's two) leaves the stamps as they were.
+      expect(Listing.racyFor({ ctimeMs: 1_764_547_200_123.456, mtimeMs: 1_764_547_200_123.456 })).toBe(100)
+      expect(Listing.racyFor({ ctimeMs: 1_764_547_200_000, mtimeMs: 1_764_547_199_000 })).toBe(2_100)
+      expect(Listing.racyFor({ ctimeMs: 1_764_547_200_000, mtimeMs: 1_764_547_199_500 })).toBe(100)
       // One made since is found (the folders it changed are listed again); past the bound, the walk says so.
       init(join(parent, "a/later"))
       expect(Repositories.under([parent]).repositories).toContain(join(parent, "a/later"))
@@ -1518,10 +1523,17 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(shut.partial).toBe(true)
       expect(shut.stoppedBy).toBe("shut")
       expect(shut.stoppedAt!.length).toBeGreaterThan(4096)
+      expect(shut.code).toBe("ENAMETOOLONG")
       // A folder gone, or no longer a folder, by the time it is listed is no such folder: the walk goes on.
-      expect(Listing.shut(join(deep, "gone"))).toBe(false)
+      expect(Listing.shut(join(deep, "gone"))).toBeUndefined()
       writeFileSync(join(deep, "file"), "")
-      expect(Listing.shut(join(deep, "file"))).toBe(false)
+      expect(Listing.shut(join(deep, "file"))).toBeUndefined()
+      // Nor is a link where git keeps other git directories (`.git/modules` -> /): never walked through.
+      const linked = tempDir("core-linked-")
+      init(join(linked, "sub"))
+      symlinkSync("/", join(linked, "sub/.git/modules"))
+      expect(Listing.list(join(linked, "sub/.git/modules"), [])).toBeUndefined()
+      expect(Repositories.under([linked])).toEqual({ repositories: [join(linked, "sub")], partial: false })
       rmSync(join(deep, name), { recursive: true, force: true })
     })
 
