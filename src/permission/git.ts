@@ -54,25 +54,25 @@ export const read = (path: string): string | undefined => {
 }
 
 /**
- * What a `.git` file names after its first line starting `gitdir:`: the first line with text after the spaces that
- * follow, trimmed, as `/^gitdir:\s*(.+?)\s*$/m` took it. Found by plain searches, as the file may be a model's, and
- * that pattern tried every split of a long run of spaces (seconds for 100,000). When only spaces follow, the pattern
- * took the last one that ends no line: so does this.
+ * `text` as git keeps a path read from a file: up to its first NUL (git reads it as a C string), less the line
+ * feeds and carriage returns that end it; nothing else (spaces are the path's). By a loop: a pattern anchored at the
+ * end tries every start in a long run of line feeds.
+ */
+const gitPath = (text: string): string => {
+  const nul = text.indexOf("\0")
+  let end = nul === -1 ? text.length : nul
+  while (end > 0 && (text[end - 1] === "\n" || text[end - 1] === "\r")) end--
+  return text.slice(0, end)
+}
+
+/**
+ * What a `.git` file names, as git reads it (`read_gitfile_gently`): the text after `gitdir: ` at its very start,
+ * as `gitPath` keeps it; undefined where git finds none (then git refuses the file, and runs nothing there).
  */
 const gitdirOf = (text: string): string | undefined => {
-  const line = /^gitdir:/m.exec(text)
-  if (line === null) return undefined
-  const after = line.index + "gitdir:".length
-  const start = /\S/g
-  start.lastIndex = after
-  const found = start.exec(text)
-  if (found === null) {
-    const last = text.slice(after).search(/[^\n\r\u2028\u2029][\n\r\u2028\u2029]*$/)
-    return last === -1 ? undefined : text[after + last]
-  }
-  const end = /[\n\r\u2028\u2029]/g
-  end.lastIndex = found.index
-  return text.slice(found.index, end.exec(text)?.index ?? text.length).trimEnd()
+  if (!text.startsWith("gitdir: ")) return undefined
+  const path = gitPath(text.slice("gitdir: ".length))
+  return path === "" ? undefined : path
 }
 
 /** The git directory a `.git` file points at (`gitdir: PATH`), or undefined. */
@@ -82,25 +82,31 @@ const pointedBy = (file: string): string | undefined => {
   return isAbsolute(named) ? named : resolve(dirname(file), named)
 }
 
-/** The common directory a git directory's `commondir` names (where its objects, config and hooks are), else itself. */
-const commonOf = (directory: string): string => {
-  const common = read(join(directory, "commondir"))?.trim()
-  return common === undefined || common === "" ? directory : resolve(directory, common)
+/**
+ * The common directory a git directory's `commondir` names (where its objects, config and hooks are), read as git
+ * reads it (`gitPath`; empty names the directory itself), else the directory itself; undefined where there is a
+ * `commondir` core cannot read (larger than it reads, not a file), whose common directory is then unknown.
+ */
+export const commonOf = (directory: string): string | undefined => {
+  const path = join(directory, "commondir")
+  if (lstat(path) === undefined) return directory
+  const text = read(path)
+  if (text === undefined) return undefined
+  const common = gitPath(text)
+  return common === "" ? directory : resolve(directory, common)
 }
 
 /**
- * Whether `directory` looks like a git directory (bare repository or `.git`), as git takes one: a `HEAD` (a file, or
- * a symbolic link, which git reads as a ref) and an `objects` directory (through a symbolic link too), in the
- * common directory its `commondir` names where it has one.
+ * Whether `directory` may be a git directory (bare repository or `.git`) to git, which takes one by a `HEAD` and an
+ * `objects` and `refs` it may enter (`is_git_directory`: whatever they are, an executable file too) in the common
+ * directory its `commondir` names. Taken wider, never narrower, since what git takes for one runs its hooks and
+ * config: a `HEAD` file or link (its content not read), anything at `objects`, and a `commondir` core cannot read.
  */
 export const isGitDirectory = (directory: string): boolean => {
   const head = lstat(join(directory, "HEAD"))
   if (head === undefined || !(head.isFile() || head.isSymbolicLink())) return false
-  try {
-    return statSync(join(commonOf(directory), "objects")).isDirectory()
-  } catch {
-    return false
-  }
+  const common = commonOf(directory)
+  return common === undefined || lstat(join(common, "objects")) !== undefined
 }
 
 /**
@@ -120,11 +126,9 @@ export const repositoryOf = (
       const gitDir = stats.isFile() ? pointedBy(entry) : entry
       if (gitDir === undefined) return undefined
       // A worktree's git directory names the repository's own (`commondir`), where hooks and config are.
-      const common = read(join(gitDir, "commondir"))?.trim()
-      const commonDir = common === undefined || common === "" ? gitDir : resolve(gitDir, common)
-      return { entry, gitDir, commonDir }
+      return { entry, gitDir, commonDir: commonOf(gitDir) ?? gitDir }
     }
-    if (isGitDirectory(current)) return { entry: undefined, gitDir: current, commonDir: commonOf(current) }
+    if (isGitDirectory(current)) return { entry: undefined, gitDir: current, commonDir: commonOf(current) ?? current }
     if (dirname(current) === current) return undefined
   }
 }
@@ -323,7 +327,7 @@ export const bare = (real: string): string | undefined => {
     } else {
       const head = inside === "HEAD"
       const objects = inside === "objects" || inside.startsWith(`objects${sep}`)
-      const other = head ? join(commonOf(directory), "objects") : objects ? join(directory, "HEAD") : undefined
+      const other = head ? join(commonOf(directory) ?? directory, "objects") : objects ? join(directory, "HEAD") : undefined
       // A commondir sends git to another folder's objects, config and hooks: by its name alone, wherever it is.
       if (inside === "commondir" || (other !== undefined && lstat(other) !== undefined)) {
         return `${directory}, which it would make a git repository whose config and hooks the user's git would run`

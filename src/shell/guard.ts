@@ -1122,9 +1122,10 @@ const madeDeeper = (
     // A worktree's commondir names the repository whose hooks and config git uses there: its own, or it goes.
     const commondir = join(gitDir, "commondir")
     if (lstat(commondir) !== undefined) {
-      const named = Git.read(commondir)?.trim()
+      // Read as git reads it (Git.commonOf): a name it would take otherwise than core, or one core cannot read, goes.
+      const named = Git.commonOf(gitDir)
       const owner = commons.find((each) => dirname(gitDir) === join(each, "worktrees"))
-      if (owner === undefined || named === undefined || named === "" || realOf(resolve(gitDir, named)) !== owner) take(commondir)
+      if (owner === undefined || named === undefined || named === gitDir || realOf(named) !== owner) take(commondir)
     }
   }
   return {

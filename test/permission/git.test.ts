@@ -1,8 +1,10 @@
-// Reading a `.git` file for the git directory it points at (Git.repositoryOf): the first line starting `gitdir:`
-// gives it, trimmed, as the pattern this reader replaced took it; and a model's long file of spaces is read at once.
+// Reading a `.git` file for the git directory it points at (Git.repositoryOf), as git reads it: `gitdir: ` at its very
+// start, then the rest up to a NUL, less the line feeds and carriage returns that end it (spaces and inner line feeds
+// are the path's); anything else names nothing, and git refuses the file. A reading of core's own that differed would
+// let a command point git at a repository core never looks at. A model's long file is read at once.
 
 import { describe, expect, test } from "bun:test"
-import { realpathSync, writeFileSync } from "node:fs"
+import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Git } from "../../src/permission/git"
 import { tempDir } from "../support/temp"
@@ -16,16 +18,30 @@ const pointed = (text: string) => {
   return found === undefined ? undefined : found.startsWith(location) ? found.slice(location.length) : found
 }
 
-describe("Git.repositoryOf reads a .git file's gitdir line", () => {
-  test("the first gitdir line's path, trimmed, absolute or from the file's directory", () => {
+describe("Git.repositoryOf reads a .git file as git does", () => {
+  test("`gitdir: ` at the start, the rest to its end less the line ends, absolute or from the file's directory", () => {
     expect(pointed("gitdir: /srv/repo/.git/worktrees/a\n")).toBe("/srv/repo/.git/worktrees/a")
-    expect(pointed("gitdir:\tsub/.git/modules/x  \r\n")).toBe("/sub/.git/modules/x")
-    expect(pointed("gitdir: inner/dir \n")).toBe("/inner/dir")
-    expect(pointed("# note\ngitdir: /a b/c \t\ngitdir: /d\n")).toBe("/a b/c")
-    expect(pointed("gitdir:\n\n  /next/line\n")).toBe("/next/line")
+    expect(pointed("gitdir: inner/dir \n")).toBe("/inner/dir ")
+    expect(pointed("gitdir:  two\r\n\n")).toBe("/ two")
+    expect(pointed("gitdir: /a\nb\n")).toBe("/a\nb")
+    expect(pointed("gitdir: /nul\0/after\n")).toBe("/nul")
+    expect(pointed("gitdir:\tsub/.git/modules/x\n")).toBeUndefined()
+    expect(pointed("# note\ngitdir: /a b/c\n")).toBeUndefined()
+    expect(pointed("gitdir:\n\n  /next/line\n")).toBeUndefined()
     expect(pointed(" gitdir: /indented\n")).toBeUndefined()
     expect(pointed("GITDIR: /upper\n")).toBeUndefined()
+    expect(pointed("gitdir: \n")).toBeUndefined()
     expect(pointed("")).toBeUndefined()
+  })
+
+  test("git itself finds the same git directory: one whose name ends in a space", () => {
+    const root = realpathSync(tempDir("core-git-file-"))
+    expect(Bun.spawnSync(["git", "init", "-q", "--bare", join(root, "real ")]).exitCode).toBe(0)
+    mkdirSync(join(root, "work"))
+    writeFileSync(join(root, "work/.git"), "gitdir: ../real \n")
+    const git = Bun.spawnSync(["git", "rev-parse", "--absolute-git-dir"], { cwd: join(root, "work"), stderr: "pipe" })
+    expect(git.stdout.toString()).toBe(`${join(root, "real ")}\n`)
+    expect(Git.repositoryOf(join(root, "work"))?.gitDir).toBe(join(root, "real "))
   })
 
   // No test timeout stops synchronous code, so the cases run in a child process killed after 20 s.
@@ -42,11 +58,13 @@ describe("Git.repositoryOf reads a .git file's gitdir line", () => {
           return Git.repositoryOf(location)?.gitDir ?? null
         }
         console.log(JSON.stringify([
-          pointed("gitdir:/r" + "\\t".repeat(200_000) + "i"),
+          pointed("gitdir: /r" + "\\t".repeat(200_000) + "i"),
           pointed("gitdir: /r" + " ".repeat(200_000) + "\\n"),
+          pointed("gitdir: /r" + "\\n".repeat(500_000)),
+          pointed("gitdir: /r" + "\\n".repeat(500_000) + "x"),
         ]))
         `),
-    ).toEqual(["/r" + "\t".repeat(200_000) + "i", "/r"])
+    ).toEqual(["/r" + "\t".repeat(200_000) + "i", "/r" + " ".repeat(200_000), "/r", "/r" + "\n".repeat(500_000) + "x"])
   }, 30_000)
 })
 

@@ -1361,7 +1361,7 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(existsSync(join(location, "lib2/w/.git/HEAD"))).toBe(above.original !== "")
     })
 
-    test("a repository moved with a link left in its place is a moved one; a folder made a bare repository by a link's target later is found", async () => {
+    test("a repository moved with a link left in its place is a moved one; a folder a link's target may make a bare repository later is one already", async () => {
       const location = tempDir("core-loc-", "/var/tmp")
       const marker = join(tempDir("core-marker-"), "ran")
       const moved = usersRepository(join(location, "vendor"), "a")
@@ -1375,9 +1375,12 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(first.stdout.text).toBe("one\n")
       expect(first.undone).toEqual(expect.arrayContaining([join(location, "vendor/c/.git/hooks"), join(location, "vendor/c/.git/config")]))
       expect(readFileSync(join(location, "vendor/c/.git/config"), "utf8")).toBe(moved.original)
-      // Its target made in a folder no search lists (node_modules): no folder listed changes.
+      // Its `objects` a link to nothing yet (git would take it once its target is made, in a folder no search lists):
+      // taken for a repository now, whose config loses what runs code.
+      expect(first.undone).toContain(join(location, "src/config"))
+      expect(readFileSync(join(location, "src/config"), "utf8")).not.toContain("fsmonitor")
       await Bun.sleep(150)
-      const second = await runIn("mkdir node_modules/x/objects && echo two", location, [])
+      const second = await runIn(`mkdir node_modules/x/objects && printf '[core]\\n\\tfsmonitor = touch ${marker}\\n' >> src/config && echo two`, location, [])
       expect(second.stdout.text).toBe("two\n")
       expect(second.undone).toContain(join(location, "src/config"))
       expect(readFileSync(join(location, "src/config"), "utf8")).not.toContain("fsmonitor")
@@ -1535,6 +1538,41 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(Listing.list(join(linked, "sub/.git/modules"), [])).toBeUndefined()
       expect(Repositories.under([linked])).toEqual({ repositories: [join(linked, "sub")], partial: false })
       rmSync(join(deep, name), { recursive: true, force: true })
+    })
+
+    // What core takes for a repository, and where a `.git` file points, must be what git takes: a reading of its own
+    // that differs leaves a repository git runs and core never strips.
+    test("a .git file and a bare repository are read as git reads them: a trailing space, an objects that is a file", async () => {
+      const location = tempDir("core-loc-", "/var/tmp")
+      const env = { PATH: process.env.PATH, HOME: location, GIT_CONFIG_NOSYSTEM: "1" }
+      for (const args of [["init", "-q"], ["-c", "user.name=u", "-c", "user.email=u@example.com", "commit", "-q", "--allow-empty", "-m", "u"]]) {
+        expect(Bun.spawnSync(["git", ...args], { cwd: location, env }).exitCode).toBe(0)
+      }
+      const marker = join(tempDir("core-marker-"), "ran")
+      const config = `[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tfsmonitor = \\"touch ${marker}; false\\"\\n`
+      // git reads `gitdir: ../.git ` as `../.git ` (a link to a repository in node_modules, which is not searched).
+      const pointed = await runIn(
+        `mkdir -p node_modules sub && git init -q --bare node_modules/evil && printf '${config}' > node_modules/evil/config && ` +
+          `ln -s node_modules/evil '.git ' && printf 'gitdir: ../.git \\n' > sub/.git && echo made`,
+        location,
+        [],
+      )
+      expect(pointed.stdout.text).toBe("made\n")
+      expect(pointed.undone).toContain(join(location, "sub/.git"))
+      expect(usersGitRuns(join(location, "sub"), marker)).toBe(false)
+      // git takes a folder for a git directory by an `objects` it may enter: an executable file too.
+      const elsewhere = tempDir("core-loc-", "/var/tmp")
+      const bare = await runIn(
+        `for d in . sub; do mkdir -p $d/refs && printf 'ref: refs/heads/main\\n' > $d/HEAD && printf '#!/bin/sh\\n' > $d/objects && ` +
+          `chmod +x $d/objects && printf '${config.replace("bare = false", "bare = false\\\\n\\\\tworktree = .")}' > $d/config; done; echo made`,
+        elsewhere,
+        [],
+      )
+      expect(bare.stdout.text).toBe("made\n")
+      // At the Location its HEAD goes (so it is no repository), deeper what git would run of it.
+      expect(bare.undone).toEqual(expect.arrayContaining([join(elsewhere, "HEAD"), join(elsewhere, "sub/config")]))
+      expect(usersGitRuns(elsewhere, marker)).toBe(false)
+      expect(usersGitRuns(join(elsewhere, "sub"), marker)).toBe(false)
     })
 
     // A hostile command can fill a folder past what core searches: then core cannot say which repositories the next
