@@ -162,11 +162,18 @@ const GITLINK = 0o160000
  * whose own config `git status` at the root reads, and runs (`core.fsmonitor`), when one is populated. An index
  * that cannot be read holds none.
  */
-export const gitlinksIn = (index: Uint8Array, hashBytes = 20): ReadonlyArray<string> => {
+export const gitlinksIn = (index: Uint8Array, hashBytes = 20): ReadonlyArray<string> => indexRead(index, hashBytes).links
+
+/**
+ * The gitlinks of an index (`gitlinksIn`), and the shared index it names where it is split (`git update-index
+ * --split-index`: its `link` extension, the object name of `sharedindex.<name>` beside it, which holds the rest of
+ * its entries).
+ */
+const indexRead = (index: Uint8Array, hashBytes: number): { readonly links: ReadonlyArray<string>; readonly shared?: string } => {
   const view = new DataView(index.buffer, index.byteOffset, index.byteLength)
-  if (index.byteLength < 12 || view.getUint32(0) !== 0x44495243) return []
+  if (index.byteLength < 12 || view.getUint32(0) !== 0x44495243) return { links: [] }
   const version = view.getUint32(4)
-  if (version < 2 || version > 4) return []
+  if (version < 2 || version > 4) return { links: [] }
   const count = view.getUint32(8)
   const decoder = new TextDecoder()
   const links: Array<string> = []
@@ -178,7 +185,7 @@ export const gitlinksIn = (index: Uint8Array, hashBytes = 20): ReadonlyArray<str
   let length = 0
   for (let entry = 0; entry < count && links.length < MAX_NESTED; entry++) {
     const start = at
-    if (at + 40 + hashBytes + 2 > index.byteLength) return links
+    if (at + 40 + hashBytes + 2 > index.byteLength) return { links }
     const mode = view.getUint32(at + 24)
     at += 40 + hashBytes
     const flags = view.getUint16(at)
@@ -194,20 +201,30 @@ export const gitlinksIn = (index: Uint8Array, hashBytes = 20): ReadonlyArray<str
       }
       const end = index.indexOf(0, at)
       // A path git cannot have (longer than PATH_MAX): not an index git wrote; what was read so far stands.
-      if (end === -1 || drop > length || length - drop + (end - at) > MAX_PATH_BYTES) return links
+      if (end === -1 || drop > length || length - drop + (end - at) > MAX_PATH_BYTES) return { links }
       path.set(index.subarray(at, end), length - drop)
       length = length - drop + (end - at)
       at = end + 1
       if ((mode & 0o170000) === GITLINK) links.push(decoder.decode(path.subarray(0, length)))
     } else {
       const end = index.indexOf(0, at)
-      if (end === -1 || end - at > MAX_PATH_BYTES) return links
+      if (end === -1 || end - at > MAX_PATH_BYTES) return { links }
       if ((mode & 0o170000) === GITLINK) links.push(decoder.decode(index.subarray(at, end)))
       // Padded with NULs (at least one) to a multiple of 8 bytes from the entry's start.
       at = start + Math.ceil((end + 1 - start) / 8) * 8
     }
   }
-  return links
+  if (links.length >= MAX_NESTED) return { links }
+  // The extensions, up to the trailing checksum: a split index's `link` names its shared index.
+  let shared: string | undefined
+  while (at + 8 <= index.byteLength - hashBytes) {
+    const size = view.getUint32(at + 4)
+    if (decoder.decode(index.subarray(at, at + 4)) === "link" && size >= hashBytes) {
+      shared = Buffer.from(index.subarray(at + 8, at + 8 + hashBytes)).toString("hex")
+    }
+    at += 8 + size
+  }
+  return shared === undefined ? { links } : { links, shared }
 }
 
 /** The gitlinks of the index in `gitDir` (see `gitlinksIn`), read again only when the index file changed. */
@@ -225,10 +242,29 @@ const gitlinksOf = (gitDir: string): ReadonlyArray<string> => {
     const cached = gitlinksCache.get(path)
     if (cached?.stamp === stamp) return cached.links
     const sha256 = /^\s*objectformat\s*=\s*sha256\s*$/im.test(read(join(gitDir, "config")) ?? "")
-    const links = gitlinksIn(readFileSync(fd), sha256 ? 32 : 20)
+    const main = indexRead(readFileSync(fd), sha256 ? 32 : 20)
+    // A split index keeps most of its entries in its shared index: git reads both (a gitlink there is one too).
+    const shared = main.shared === undefined ? [] : sharedLinks(join(gitDir, `sharedindex.${main.shared}`), sha256 ? 32 : 20)
+    const links = [...new Set([...main.links, ...shared])].slice(0, MAX_NESTED)
+    // A split index is read again each time: its shared index may change under the same main index.
+    if (main.shared !== undefined) return links
     if (gitlinksCache.size >= 64) gitlinksCache.clear()
     gitlinksCache.set(path, { stamp, links })
     return links
+  } catch {
+    return []
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
+}
+
+/** The gitlinks of the shared index at `path` (none where it cannot be read: git cannot read the index then either). */
+const sharedLinks = (path: string, hashBytes: number): ReadonlyArray<string> => {
+  let fd: number | undefined
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
+    const stats = fstatSync(fd)
+    return stats.isFile() && stats.size <= MAX_INDEX_BYTES ? indexRead(readFileSync(fd), hashBytes).links : []
   } catch {
     return []
   } finally {
@@ -387,6 +423,9 @@ export const places = (location: string): ReadonlyArray<Place> => {
   if (repository.entry !== undefined && lstat(repository.entry)?.isFile() === true) {
     found.push({ path: repository.entry, what: `${repository.entry}, which tells git where the repository (its hooks and config) is` })
   }
+  // A folder holding a `.git` that git would also take for a git directory itself (where its `.git` is not one).
+  const holder = repository.entry === undefined ? undefined : dirname(repository.entry)
+  if (holder !== undefined && isGitDirectory(holder)) found.push(...placesIn(holder, `the folder ${holder}, which git takes for a repository where its .git is not one`, true))
   const directories = [repository.commonDir]
   if (repository.gitDir !== repository.commonDir) directories.push(repository.gitDir)
   const budget = { left: MAX_NESTED }
@@ -513,16 +552,17 @@ const entriesOf = (text: string): Array<{ readonly section: string; readonly key
   for (const raw of text.split(/\r?\n/)) {
     const line = raw.trim()
     if (line === "" || line.startsWith("#") || line.startsWith(";")) continue
-    const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"(?:[^"\\]|\\.)*")?\s*\]\s*(.*)$/.exec(line)
+    const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"(?:[^"\\]|\\.)*")?\s*\]\s*(.*)$/s.exec(line)
     if (header !== null) {
       section = header[1]!.toLowerCase()
       // `[core] hooksPath = x` on the header's line.
       if (header[2] === "") continue
-      const rest = /^([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*)$/.exec(header[2]!)
+      const rest = /^([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*)$/s.exec(header[2]!)
       if (rest !== null) entries.push({ section, key: rest[1]!.toLowerCase(), value: valueOf(rest[2]!) })
       continue
     }
-    const entry = /^([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*)$/.exec(line)
+    // (`s`: a carriage return inside a line is the value's, as git reads it, not where the line ends.)
+    const entry = /^([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*)$/s.exec(line)
     if (entry !== null) entries.push({ section, key: entry[1]!.toLowerCase(), value: valueOf(entry[2]!) })
   }
   return entries

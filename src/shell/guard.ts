@@ -997,6 +997,8 @@ interface FoundBefore {
   readonly identities: ReadonlyMap<string, ReadonlySet<string>>
   /** The common directories of theirs and the Locations' repositories (where their worktrees and modules are). */
   readonly commons: ReadonlyArray<string>
+  /** Those with a `.git` that git would also take for a git directory themselves (a `HEAD` and an `objects` in them). */
+  readonly bare: ReadonlySet<string>
 }
 
 const identityOf = (path: string): string | undefined => {
@@ -1022,6 +1024,7 @@ const foundBeforeOf = (repositories: ReadonlySet<string>, commons: ReadonlyArray
     repositories,
     identities,
     commons: [...new Set([...commons, ...found.flatMap(([, one]) => (one === undefined ? [] : [one.commonDir]))].map(realOf))],
+    bare: new Set([...repositories].filter((repository) => lstat(join(repository, ".git")) !== undefined && Git.isGitDirectory(repository))),
   }
 }
 
@@ -1063,6 +1066,17 @@ const madeDeeper = (
     const alias = was !== undefined && [...was].some((place) => stillAt(place, identity!))
     return [{ repository, base, entry, stats, gitDir, alias }]
   })
+  // A folder with a `.git` made a git directory itself (a `HEAD` and an `objects` put in it): git takes it for its
+  // repository wherever its `.git` is not one, which a command can also make so (a `.git/HEAD` moved away). Its
+  // `HEAD` goes, so that git never does; one that was so before the command is left as it was.
+  for (const repository of new Set([...now.repositories, ...gitlinked])) {
+    const base = roots.find((root) => repository !== root && inside(root, repository))
+    if (base === undefined || realOf(repository) !== repository || before.bare.has(repository)) continue
+    const head = join(repository, "HEAD")
+    if (lstat(join(repository, ".git")) === undefined || lstat(head) === undefined || !Git.isGitDirectory(repository)) continue
+    setAside(head, keptAt(base, head))
+    taken.push(head)
+  }
   // Where git keeps other git directories: the repositories' found before, and those of the ones made.
   const commons = [...before.commons, ...candidates.flatMap(({ stats, gitDir }) => (stats?.isDirectory() === true && gitDir !== undefined ? [gitDir] : []))]
   for (const { base, entry, stats, gitDir, alias } of candidates) {
@@ -1104,8 +1118,10 @@ const madeDeeper = (
       const path = join(gitDir, name)
       if (lstat(path) === undefined) continue
       const text = Git.read(path)
+      // Kept only where core reads the values git does (none read: not kept).
+      const worktrees = Git.valuesOf(text ?? "", "core", "worktree")
       const ownWorktree = (key: string) =>
-        key === "core.worktree" && Git.valuesOf(text ?? "", "core", "worktree").every((value) => checkouts.includes(realOf(resolve(gitDir, value))))
+        key === "core.worktree" && worktrees.length > 0 && worktrees.every((value) => checkouts.includes(realOf(resolve(gitDir, value))))
       const harmless = text === undefined ? undefined : Planted.withoutCode(text, ownWorktree)
       if (harmless === undefined) take(path)
       // What runs code goes, the rest (a clone's remote, a repository's format) stays: the file as it was is kept.
@@ -1189,7 +1205,9 @@ const unmade = (
       }
     }
   }
-  if (!repository.bare && lstat(entry) === undefined && Git.isGitDirectory(key)) take(join(key, "HEAD"))
+  // A Location (or granted folder) made a git directory: git takes it for one where it has no `.git`, and where its
+  // `.git` is not one (a command can make it so: its `HEAD` moved away). Its `HEAD` goes, so that git never does.
+  if (!repository.bare && Git.isGitDirectory(key)) take(join(key, "HEAD"))
   return taken
 }
 

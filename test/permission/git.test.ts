@@ -4,7 +4,7 @@
 // let a command point git at a repository core never looks at. A model's long file is read at once.
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
+import { mkdirSync, readdirSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Git } from "../../src/permission/git"
 import { tempDir } from "../support/temp"
@@ -104,6 +104,18 @@ describe("Git.gitlinkEntries reads the gitlinks of the index", () => {
       // From a folder inside, the repository's.
       expect(Git.gitlinkEntries(join(root, "deep"))).toEqual(expected)
     })
+
+    test(`a split index: its gitlinks in its shared index too, and one added since in its own (${format})`, () => {
+      const root = repository(format)
+      git(root, "update-index", "--split-index")
+      const shared = readdirSync(join(root, ".git")).filter((name) => name.startsWith("sharedindex."))
+      expect(shared).toHaveLength(1)
+      expect(Git.gitlinkEntries(root).toSorted()).toEqual(["deep/dir/sub", "vendor/lib", "zz/last"].map((link) => join(root, link, ".git")))
+      git(root, "init", "-q", `--object-format=${format}`, "later")
+      git(join(root, "later"), "commit", "-q", "--allow-empty", "-m", "i")
+      git(root, "add", "later")
+      expect(Git.gitlinkEntries(root).toSorted()).toEqual(["deep/dir/sub", "later", "vendor/lib", "zz/last"].map((link) => join(root, link, ".git")))
+    })
   }
 
   test("an index written to name paths outside the work tree names none of them; an unreadable one, nothing", () => {
@@ -154,3 +166,18 @@ describe("Git.gitlinkEntries reads the gitlinks of the index", () => {
     expect(performance.now() - started).toBeLessThan(1_000)
   })
 })
+
+// A config's values as git reads them (Git.valuesOf): a carriage return inside a line is the value's whitespace, not
+// where the line ends; what core keeps of a made repository's `core.worktree` depends on it.
+describe("Git.valuesOf reads a value as git does", () => {
+  test("a carriage return before a comment: the value git reads", () => {
+    const root = realpathSync(tempDir("core-git-config-"))
+    for (const text of ["[core]\n\tworktree = /tmp/w\r#\n", "[core] worktree = /tmp/w\r;x\n", "[core]\n\tworktree = \"/tmp/w\"\n"]) {
+      writeFileSync(join(root, "config"), text)
+      const git = Bun.spawnSync(["git", "config", "--file", join(root, "config"), "--get-all", "core.worktree"], { stderr: "pipe" })
+      expect(Git.valuesOf(text, "core", "worktree")).toEqual(git.stdout.toString().split("\n").filter((line) => line !== ""))
+      expect(Git.valuesOf(text, "core", "worktree")).toEqual(["/tmp/w"])
+    }
+  })
+})
+

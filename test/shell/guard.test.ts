@@ -1575,6 +1575,41 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(usersGitRuns(join(elsewhere, "sub"), marker)).toBe(false)
     })
 
+    // git takes a folder for its own git directory where its `.git` is not one (a junk file, an empty folder, a `.git`
+    // whose HEAD was moved away): a HEAD, objects and config put in the folder would be what the user's git runs.
+    test("a folder whose .git git rejects, made a git directory itself: it loses the HEAD that makes it one", async () => {
+      const location = tempDir("core-loc-", "/var/tmp")
+      const env = { PATH: process.env.PATH, HOME: location, GIT_CONFIG_NOSYSTEM: "1" }
+      const commit = ["-c", "user.name=u", "-c", "user.email=u@example.com", "commit", "-q", "--allow-empty", "-m", "u"]
+      for (const args of [["init", "-q"], commit]) expect(Bun.spawnSync(["git", ...args], { cwd: location, env }).exitCode).toBe(0)
+      usersRepository(location, "kept")
+      const marker = join(tempDir("core-marker-"), "ran")
+      const overlay = (dir: string) =>
+        `printf 'ref: refs/heads/master\\n' > ${dir}/HEAD && mkdir -p ${dir}/objects ${dir}/refs && ` +
+        `printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = '$PWD/${dir}'\\n\\tfsmonitor = \\"touch ${marker}; false\\"\\n' > ${dir}/config`
+      const result = await runIn(
+        [
+          // Made in the command: a junk `.git` file, an empty `.git` folder.
+          "mkdir -p x y && echo junk > x/.git && mkdir y/.git",
+          overlay("x"),
+          overlay("y"),
+          // The Location's own repository and a clone found before: their `.git/HEAD` moved away.
+          "mv .git/HEAD .git/HEAD.x",
+          overlay("."),
+          "mv kept/.git/HEAD kept/.git/HEAD.x",
+          overlay("kept"),
+          "echo made",
+        ].join(" && "),
+        location,
+        [],
+      )
+      expect(result.stdout.text).toBe("made\n")
+      expect(result.undone).toEqual(
+        expect.arrayContaining([join(location, "x/HEAD"), join(location, "y/HEAD"), join(location, "HEAD"), join(location, "kept/HEAD")]),
+      )
+      for (const dir of ["x", "y", ".", "kept"]) expect(usersGitRuns(join(location, dir), marker)).toBe(false)
+    })
+
     // A hostile command can fill a folder past what core searches: then core cannot say which repositories the next
     // command may write, nor which the last one made, and fails closed rather than let a hook it could not find stay
     // unnoticed.
