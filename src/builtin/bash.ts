@@ -95,7 +95,7 @@ export const Output = Schema.Struct({
   unchecked: Schema.optionalKey(
     Schema.String.annotate({
       description:
-        "Set when the command left more folders than core searches for the git repositories it made: what that means (the folders are refused until a person has looked)",
+        "Set when core could not search what the command left for the git repositories it made (more than it searches, or a folder it cannot list): what that means (the folders are refused until a person has looked)",
     }),
   ),
   sandboxed: Schema.optionalKey(

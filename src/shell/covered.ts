@@ -30,6 +30,12 @@ export const boundedAt = (entries: number): (() => void) => {
   }
 }
 
+/** Where a walk stopped at a folder it cannot list (`Listing.shut`): the folder, and the error. */
+export interface Shut {
+  readonly at: string
+  readonly code: string
+}
+
 export interface Found {
   readonly files: ReadonlyArray<string>
   readonly directories: ReadonlyArray<string>
@@ -38,7 +44,7 @@ export interface Found {
   /** True when the walk stopped before its end: files past it are not covered. */
   readonly partial: boolean
   /** Where it stopped: at a folder it cannot list (`Listing.shut`: the folder and the error), else at its bound. */
-  readonly shut?: { readonly at: string; readonly code: string }
+  readonly shut?: Shut
 }
 
 /** What the walk of some roots under some rules found in its folders, before links and other names are looked at. */
@@ -49,7 +55,7 @@ interface Visited {
   readonly links: ReadonlyArray<string>
   readonly entries: number
   /** A folder the walk could not list though a command may have shut it (then it stopped there). */
-  readonly shut?: { readonly at: string; readonly code: string }
+  readonly shut?: Shut
 }
 
 /**
@@ -102,7 +108,7 @@ const visit = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, 
   const seen = new Set<string>()
   let entries = 0
   let partial = false
-  let shut: { readonly at: string; readonly code: string } | undefined
+  let shut: Shut | undefined
   /** Every folder looked at, as it was then. */
   const stamps: Array<readonly [string, string]> = []
   /** Walks one directory; answers whether everything in it is denied (then its caller may cover it whole). */

@@ -66,8 +66,6 @@ const walks = new Map<string, { readonly stamps: ReadonlyArray<readonly [string,
 const MAX_WALKS = 16
 const MAX_KEPT_FOLDERS = 400_000
 
-/** The folders the kept walks note. */
-const keptFolders = () => [...walks.values()].reduce((sum, walk) => sum + walk.stamps.length, 0)
 
 /**
  * The repositories under `roots` (real paths; symbolic links not followed; `node_modules` not walked, nor a `.git`
@@ -135,7 +133,12 @@ export const under = (roots: ReadonlyArray<string>, limits: Bounds = bounded): F
   // Not kept: one that met a folder that may change unseen, or one too large to keep beside the others.
   if (unsure || stamps.length > MAX_KEPT_FOLDERS / 2) return found
   walks.delete(key)
-  while (walks.size > 0 && (walks.size >= MAX_WALKS || keptFolders() + stamps.length > MAX_KEPT_FOLDERS)) walks.delete(walks.keys().next().value!)
+  let kept = [...walks.values()].reduce((sum, walk) => sum + walk.stamps.length, 0)
+  for (const [oldest, walk] of walks) {
+    if (walks.size < MAX_WALKS && kept + stamps.length <= MAX_KEPT_FOLDERS) break
+    walks.delete(oldest)
+    kept -= walk.stamps.length
+  }
   walks.set(key, { stamps, found })
   return found
 }

@@ -177,7 +177,7 @@ export interface Result {
   /** Where what the command had left in those places was moved (in core's data directory), when any was undone. */
   readonly undoneKeptIn: string | undefined
   /**
-   * Set when the command left more folders than core searches for the repositories it made (Guard.Undone): what that
+   * Set when core could not search what the command left for the repositories it made (Guard.Undone): what that
    * means; the folders are refused to every core until a person has looked.
    */
   readonly unchecked?: string
