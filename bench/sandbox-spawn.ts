@@ -1,8 +1,9 @@
 // What the sandbox's kernel side costs per spawn of `true` through the producer: a supervised, sandboxed run
 // (Landlock, capabilities dropped, the seccomp filter on Unix sockets, a PID namespace of its own where core is
 // root), the same without the PID namespace, one with a socket granted in core.json (bound socket files covered in
-// a mount namespace instead), and runs in a 25,000-file Location under a read rule denying `*.env` (the walk that
-// finds the denied files, and one mount per file), against a bare `Bun.spawn(["true"])` awaited, interleaved in one
+// a mount namespace instead), runs in a 25,000-file Location under a read rule denying `*.env` (the walk that
+// finds the denied files, and one mount per file), and one in a 30,000-folder Location (the guard's search for
+// repositories before and after the command), against a bare `Bun.spawn(["true"])` awaited, interleaved in one
 // run. `--base REV` runs the same measure on a git worktree of REV too, for the ratios before.
 
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
@@ -25,6 +26,8 @@ const TARGET_GROWTH = 1.1
 /** The Location the read rule is measured in: this many folders of this many files. */
 const FOLDERS = 250
 const FILES_PER_FOLDER = 100
+/** A Location of many folders (the repository search looks at every folder): this many, in folders of a thousand. */
+const MANY_FOLDERS = 30_000
 /** How many of its files the rule denies, per measured row (0: no read rule, the Location's own cost). */
 const DENIED = [0, 10, 1000] as const
 
@@ -35,6 +38,8 @@ interface Figures {
   /** Absent in a tree before these rows existed. */
   readonly unpidded?: Summary
   readonly denied?: Readonly<Record<string, Summary>>
+  /** In the Location of MANY_FOLDERS folders, no read rule. */
+  readonly folders?: Summary
 }
 
 /** A Location of FOLDERS × FILES_PER_FOLDER files, `denied` of them named `*.env`, spread over the folders. */
@@ -55,6 +60,13 @@ const RULES = [
   { action: "read", resource: "*.env", effect: "deny" },
 ] as const
 
+/** A Location of MANY_FOLDERS empty folders, a thousand to a folder. */
+const manyFolders = (root: string): string => {
+  const made = mkdtempSync(join(root, "folders-"))
+  for (let outer = 0; outer < MANY_FOLDERS / 1000; outer++) for (let inner = 0; inner < 1000; inner++) mkdirSync(join(made, `d${outer}`, `e${inner}`), { recursive: true })
+  return made
+}
+
 /**
  * The read rule as the bash built-in passes it (Builtin.readDenied over the agent's rules in `root`): keyed by the
  * rules and the Location, so the walk's answers and an unchanged walk are reused from one spawn to the next.
@@ -72,7 +84,8 @@ const figures = async (): Promise<Figures> => {
     const granted = Shell.make({ sockets: [join(root, "agent.sock")] }, { records: mkdtempSync(join(root, "runs-")) })
     const unpidded = Shell.make({}, { records: mkdtempSync(join(root, "runs-")), pids: false })
     const trees = DENIED.map((count) => [count, realpathSync(location(root, count))] as const)
-    const samples: Record<string, Array<number>> = { bare: [], sandboxed: [], granted: [], unpidded: [] }
+    const wide = realpathSync(manyFolders(root))
+    const samples: Record<string, Array<number>> = { bare: [], sandboxed: [], granted: [], unpidded: [], folders: [] }
     for (const count of DENIED) samples[`denied${count}`] = []
     // Every producer's spare, not only the one the timed call takes: a spare still starting for the previous row
     // (a whole runtime's start-up) would take the processor from this one.
@@ -100,6 +113,9 @@ const figures = async (): Promise<Figures> => {
           ),
         )
       }
+      await time(samples.folders!, plain.warm, () =>
+        Effect.runPromise(plain.run({ argv: ["true"], cwd: wide, sandbox: { location: wide, approved: [] } })),
+      )
       await time(samples.granted!, granted.warm, sandboxed(granted))
       await time(samples.bare!, Effect.void, () => Bun.spawn(["true"]).exited)
     }
@@ -112,6 +128,7 @@ const figures = async (): Promise<Figures> => {
       granted: summarize(samples.granted!),
       unpidded: summarize(samples.unpidded!),
       denied: Object.fromEntries(DENIED.map((count) => [String(count), summarize(samples[`denied${count}`]!)])),
+      folders: summarize(samples.folders!),
     }
   } finally {
     cleanup([root])
@@ -169,6 +186,9 @@ const measure = async (): Promise<Report> => {
             run.unpidded,
           ),
         ),
+        ...(run.folders === undefined
+          ? []
+          : [row(`Shell.run, sandboxed, ${MANY_FOLDERS.toLocaleString("en")}-folder Location, no read rule`, run.folders, run.bare, run.unpidded)]),
         row("Shell.run, sandboxed, one socket granted in core.json", run.granted, run.bare, run.unpidded),
         row('bare Bun.spawn(["true"]) awaited', run.bare, run.bare, run.unpidded),
       ],
@@ -188,7 +208,8 @@ const measure = async (): Promise<Report> => {
       "each run's ratios are against the bare spawn measured in that same run; the base runs after this tree's, not interleaved",
       "before the socket grant existed, the granted row is the plain sandboxed path (the setting is ignored)",
       "the PID namespace is had only where core is root; elsewhere both sandboxed rows are the same path",
-      "the read-denied rows look at the Location at every spawn (one lstat per folder while none changed, the walk reused) and mount one cover per denied file",
+      "the read-denied rows look at the Location at every spawn (the walk reused while no folder changed: its folders trusted by their watches, or one lstat per folder where none can be set) and mount one cover per denied file",
+      `every sandboxed spawn searches its Location for repositories before and after the command (the guard): the ${MANY_FOLDERS.toLocaleString("en")}-folder row is what that search costs where the Location has many folders`,
     ],
   }
 }

@@ -189,10 +189,7 @@ export const walk = (roots: ReadonlyArray<string>, test: (real: string) => boole
   const key = (test as { readonly key?: string }).key
   const walkKey = key === undefined ? undefined : JSON.stringify([roots, key, max])
   const last = walkKey === undefined ? undefined : walks.get(walkKey)
-  const visited =
-    last !== undefined && last.stamps.every(([directory, stamp]) => Listing.stampOf(directory) === stamp)
-      ? last.visited
-      : visit(roots, denied, max, walkKey)
+  const visited = Listing.standing(last?.stamps) && last !== undefined ? last.visited : visit(roots, denied, max, walkKey)
   const files = new Set(visited.files)
   const directories = new Set(visited.directories)
   const { regular, links, entries } = visited

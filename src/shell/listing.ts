@@ -3,7 +3,8 @@ export * as Listing from "./listing"
 // Directory listings kept while the directory is unchanged, for the walks core makes of a command's grants before
 // it starts (./covered, ./repositories): a walk made again for the next command reads only what changed since.
 
-import { accessSync, constants, type Dirent, lstatSync, readdirSync, type Stats } from "node:fs"
+import { accessSync, constants, lstatSync, readdirSync, type Stats } from "node:fs"
+import { Watched } from "./watched"
 
 export type Kind = "directory" | "link" | "file" | "other"
 
@@ -17,6 +18,8 @@ interface Kept {
   /** The directory's inode and change time (nanoseconds): any entry added, removed or renamed changes it. */
   readonly stamp: string
   readonly entries: ReadonlyArray<Entry>
+  /** Read with a watch on it (./watched). */
+  readonly watched: boolean
 }
 
 /** How many directories' listings are kept (a few large Locations); past it, the cache starts again. */
@@ -64,13 +67,22 @@ export const stampOf = (directory: string): string => {
   }
 }
 
+/** The stamp of a folder whose listing was read with a watch on it (./watched): it stands while the watch says so. */
+const WATCHED = "watched"
+
 /**
- * The entries of `directory`, from the cache while its change time stands (a command cannot set a change time
- * back; and what a sandboxed command could add unseen is its own: a hard link to a covered file crosses a mount,
- * EXDEV), otherwise read; its stamp noted in `stamps` (one that matches nothing where it changed too recently to be
- * trusted). Undefined when it cannot be read.
+ * The entries of `directory`, from the cache while nothing has changed it: while its watch is silent and its path
+ * leads to it (./watched), else while its change time stands (a command cannot set a change time back; and what a
+ * sandboxed command could add unseen is its own: a hard link to a covered file crosses a mount, EXDEV); otherwise
+ * read, with a watch set on it first where one can be. Its stamp is noted in `stamps` (one that matches nothing
+ * where it changed too recently to be trusted). Undefined when it cannot be read.
  */
 export const list = (directory: string, stamps: Array<readonly [string, string]>): ReadonlyArray<Entry> | undefined => {
+  const cached = listings.get(directory)
+  if (cached?.watched === true && Watched.trusted(directory)) {
+    stamps.push([directory, WATCHED])
+    return cached.entries
+  }
   let stat
   try {
     stat = lstatSync(directory)
@@ -84,31 +96,69 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
     stamps.push([directory, stamp])
     return undefined
   }
+  if (cached?.watched === true && Watched.confirm(directory, stat)) {
+    stamps.push([directory, WATCHED])
+    return cached.entries
+  }
   const racy = Date.now() - Math.max(stat.ctimeMs, stat.mtimeMs) < racyFor(stat)
-  stamps.push([directory, racy ? RACY : stamp])
-  const cached = listings.get(directory)
-  if (!racy && cached?.stamp === stamp) return cached.entries
-  let read: Array<Dirent>
-  try {
-    read = readdirSync(directory, { withFileTypes: true })
-  } catch {
+  // By its stamp only where it was read unwatched: one whose watch was dropped (a mount, a lost report) is read again
+  // with a watch.
+  if (!racy && cached?.watched === false && cached.stamp === stamp) {
+    stamps.push([directory, stamp])
+    return cached.entries
+  }
+  const read = Watched.read(directory)
+  if (read === undefined) {
+    stamps.push([directory, racy ? RACY : stamp])
     return undefined
   }
-  const entries = read.map((entry) => ({
+  const entries = read.entries.map((entry) => ({
     name: entry.name,
     kind: entry.isDirectory() ? ("directory" as const) : entry.isSymbolicLink() ? ("link" as const) : entry.isFile() ? ("file" as const) : ("other" as const),
   }))
+  stamps.push([directory, read.watched ? WATCHED : racy ? RACY : stamp])
   forget(directory)
   // One folder holding a good part of what all may hold is read again each time, not kept.
-  if (!racy && entries.length <= MAX_ENTRIES / 4) {
+  if (entries.length <= MAX_ENTRIES / 4) {
     if (listings.size >= MAX_LISTINGS || kept + entries.length > MAX_ENTRIES) {
       listings.clear()
+      Watched.reset()
       kept = 0
     }
-    listings.set(directory, { stamp, entries })
-    kept += entries.length
-  }
+    // A racy stamp is kept as one that matches nothing: the listing stands only while its watch does.
+    if (read.watched || !racy) {
+      listings.set(directory, { stamp: racy ? RACY : stamp, entries, watched: read.watched })
+      kept += entries.length
+    }
+  } else Watched.forget(directory)
   return entries
+}
+
+/**
+ * Begins a walk (what the watches reported is taken in first: call it before any `list`), and answers whether the
+ * last walk's record of what it looked at (`stamps`, as `list` noted them, each folder after its parent) still
+ * stands: every watched folder trusted or found again where it was, every other one's stamp the same. False with no
+ * record.
+ */
+export const standing = (stamps: ReadonlyArray<readonly [string, string]> | undefined): boolean => {
+  Watched.begin()
+  if (stamps === undefined) return false
+  for (const [directory, stamp] of stamps) {
+    if (stamp !== WATCHED) {
+      if (stampOf(directory) !== stamp) return false
+      continue
+    }
+    if (listings.get(directory)?.watched !== true) return false
+    if (Watched.trusted(directory)) continue
+    let stat
+    try {
+      stat = lstatSync(directory)
+    } catch {
+      return false
+    }
+    if (!Watched.confirm(directory, stat)) return false
+  }
+  return true
 }
 
 /** An error's code, or what it says where it has none. */

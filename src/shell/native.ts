@@ -36,8 +36,30 @@ export const CAP_SYS_ADMIN = 21
 
 /** System call numbers that differ between the architectures core runs on (Landlock's are the same on all). */
 const NUMBERS = {
-  x64: { capget: 125, capset: 126, seccomp: 317, socket: 41, memfdCreate: 319, fcntl: 72 },
-  arm64: { capget: 90, capset: 91, seccomp: 277, socket: 198, memfdCreate: 279, fcntl: 25 },
+  x64: {
+    capget: 125,
+    capset: 126,
+    seccomp: 317,
+    socket: 41,
+    memfdCreate: 319,
+    fcntl: 72,
+    inotifyInit1: 294,
+    inotifyAddWatch: 254,
+    inotifyRmWatch: 255,
+    ppoll: 271,
+  },
+  arm64: {
+    capget: 90,
+    capset: 91,
+    seccomp: 277,
+    socket: 198,
+    memfdCreate: 279,
+    fcntl: 25,
+    inotifyInit1: 26,
+    inotifyAddWatch: 27,
+    inotifyRmWatch: 28,
+    ppoll: 73,
+  },
 } as const
 
 /** close_range(2), the same number on every architecture core runs on. */

@@ -75,7 +75,7 @@ const MAX_KEPT_FOLDERS = 400_000
 export const under = (roots: ReadonlyArray<string>, limits: Bounds = bounded): Found => {
   const key = JSON.stringify([roots, limits.folders, limits.entries])
   const last = walks.get(key)
-  if (last !== undefined && last.stamps.every(([directory, stamp]) => Listing.stampOf(directory) === stamp)) return last.found
+  if (Listing.standing(last?.stamps) && last !== undefined) return last.found
   const stamps: Array<readonly [string, string]> = []
   const repositories: Array<string> = []
   const seen = new Set<string>()

@@ -16,6 +16,7 @@ import { Listing } from "../../src/shell/listing"
 import { Repositories } from "../../src/shell/repositories"
 import { Project } from "../../src/store/project"
 import { Shell } from "../../src/shell/shell"
+import { Watched } from "../../src/shell/watched"
 import { tempDir } from "../support/temp"
 
 const keeping = tempDir("core-undone-")
@@ -1491,15 +1492,27 @@ describe("core's configuration in the Location, against what a command runs", ()
           join(parent, "fake/refs/app"),
         ].toSorted(),
       )
-      // A folder changed within a tick or so of its listing is listed again next time, whatever its stamp says (a
-      // kernel with coarse timestamps leaves it unchanged by a second change in the same tick).
+      // Where no watch can be set on it, a folder changed within a tick or so of its listing is listed again next
+      // time, whatever its stamp says (a kernel with coarse timestamps leaves it unchanged by a second change in the
+      // same tick); with a watch, its watch says whether it changed.
       const fresh = tempDir("core-fresh-", "/var/tmp")
       const stamps: Array<readonly [string, string]> = []
+      const unlimited = Watched.limitedTo(0)
+      try {
+        Listing.list(fresh, stamps)
+        expect(stamps).toEqual([[fresh, "racy"]])
+        await Bun.sleep(150)
+        Listing.list(fresh, stamps)
+        expect(stamps[1]).toEqual([fresh, Listing.stampOf(fresh)])
+      } finally {
+        unlimited()
+      }
+      // Listed unwatched, it stands by its stamp until it changes; then it is read again, watched.
       Listing.list(fresh, stamps)
-      expect(stamps).toEqual([[fresh, "racy"]])
-      await Bun.sleep(150)
+      expect(stamps[2]).toEqual([fresh, Listing.stampOf(fresh)])
+      writeFileSync(join(fresh, "new"), "")
       Listing.list(fresh, stamps)
-      expect(stamps[1]).toEqual([fresh, Listing.stampOf(fresh)])
+      expect(stamps[3]).toEqual([fresh, "watched"])
       // Where the file system keeps whole seconds (no fraction in either stamp), a listing is not trusted for two
       // seconds and a tick: an entry added later in the same second (or FAT's two) leaves the stamps as they were.
       expect(Listing.racyFor({ ctimeMs: 1_764_547_200_123.456, mtimeMs: 1_764_547_200_123.456 })).toBe(100)

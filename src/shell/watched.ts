@@ -1,0 +1,338 @@
+export * as Watched from "./watched"
+
+// Folders the walks before and after a command list (./listing), watched with inotify so that a walk made again
+// trusts what nothing has touched without looking at it: a Location of tens of thousands of folders is otherwise
+// looked at folder by folder (an lstat each) twice a command.
+//
+// A folder's listing is trusted while all of these hold, and looked at as before (its stamp) otherwise:
+// - its watch has reported nothing since the listing was read (the watch is set on the very folder listed, through
+//   a descriptor of it, before the listing is read: whatever changes it after is reported);
+// - its path still leads to the folder watched: its parent is watched, trusted this walk, and has reported no change
+//   of its name (a name is changed only in its parent) since this folder was last found at its path; or, for the
+//   first folder of a walk and any other, an lstat finds the same folder there;
+// - nothing was mounted or unmounted in core's mount namespace since (mounts change what a path leads to without a
+//   change in any folder), no report was lost (the queue overflowed), and the folder is on a file system whose
+//   changes all go through this kernel (ext4, xfs, btrfs, tmpfs and the like; not a network or FUSE file system,
+//   where a change made elsewhere is never reported).
+// Watches are a shared resource of the user (an editor's file watcher needs them too): core takes a quarter of what
+// the system allows at most, and lists the rest as before.
+
+import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, readSync, statfsSync, type Dirent, type Stats } from "node:fs"
+import { Native } from "./native"
+
+const IN_NONBLOCK = 0o4000
+const IN_CLOEXEC = 0o2000000
+const IN_ATTRIB = 0x4
+const IN_MOVED_FROM = 0x40
+const IN_MOVED_TO = 0x80
+const IN_CREATE = 0x100
+const IN_DELETE = 0x200
+const IN_DELETE_SELF = 0x400
+const IN_MOVE_SELF = 0x800
+const IN_UNMOUNT = 0x2000
+export const IN_Q_OVERFLOW = 0x4000
+const IN_IGNORED = 0x8000
+const IN_ONLYDIR = 0x1000000
+/** What a folder's watch reports: its names changing, and itself changed, moved or gone. */
+const MASK = IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR
+/** A change of one of the folder's names (the event names it). */
+const NAMED = IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
+/** The folder itself moved, gone, unmounted or its watch dropped. */
+const GONE = IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED
+const POLLPRI = 2
+const POLLERR = 8
+
+/**
+ * File systems every change of which goes through this kernel's file system calls, so that inotify reports it:
+ * ext2/3/4, xfs, btrfs, tmpfs, f2fs, overlay, zfs, bcachefs. Any other (NFS, 9p, virtiofs, FUSE, SMB) is looked at
+ * as before: a change made through another machine or a daemon is not reported there.
+ */
+const LOCAL = new Set([0xef53, 0x58465342, 0x9123683e, 0x01021994, 0xf2f52010, 0x794c7630, 0x2fc12fc1, 0xca451a4e])
+
+/** A watched folder. */
+interface Watch {
+  /** The watch; -1 once dropped. */
+  wd: number
+  /** The folder watched: device and inode. */
+  readonly identity: string
+  /** Its watch reported a change of its names or itself since its listing was read. */
+  changed: boolean
+  /** A change of its name in its parent was reported (or it moved): an lstat must find it at its path again. */
+  unmapped: boolean
+  /** The walk (`begin`'s count) in which its path was last known to lead to it. */
+  verified: number
+  /** Unique, and new whenever its path may have led elsewhere: what the folders under it were found through. */
+  mapped: number
+  /** Its parent's `mapped` when this folder was last found at its path (undefined: found with no parent watched). */
+  parentMapped: number | undefined
+}
+
+let fd: number | undefined
+/** The mount table's descriptor, polled for changes; -1 where it cannot be polled (nothing is watched then). */
+let mounts: number | undefined
+const byPath = new Map<string, Watch>()
+const byWd = new Map<number, Array<string>>()
+let walk = 0
+let counter = 0
+/** Whether watching failed for good here (no inotify, no /proc): walks look at every folder. */
+let off = false
+let budget: number | undefined
+const localByDevice = new Map<number, boolean>()
+const buffer = Buffer.alloc(64 * 1024)
+const noWait = new Uint8Array(16)
+const pollFd = new Uint8Array(8)
+
+/** How many watches core may hold: a quarter of the user's, at most 131,072 (a test may set another: `limitedTo`). */
+const limit = (): number => {
+  if (budget !== undefined) return budget
+  let most = 8_192
+  try {
+    most = Number(readFileSync("/proc/sys/fs/inotify/max_user_watches", "latin1").trim()) || most
+  } catch {
+    // The kernel's old default.
+  }
+  return (budget = Math.min(131_072, Math.floor(most / 4)))
+}
+
+/** Makes at most `watches` watches be held (a test's); answers how to put the default back. Drops every watch. */
+export const limitedTo = (watches: number): (() => void) => {
+  reset()
+  budget = watches
+  return () => {
+    reset()
+    budget = undefined
+  }
+}
+
+/** Drops every watch and what they said: every folder is looked at again. */
+export const reset = (): void => {
+  if (fd !== undefined && fd >= 0) closeSync(fd)
+  fd = undefined
+  byPath.clear()
+  byWd.clear()
+  walk++
+}
+
+const ready = (): boolean => {
+  if (off) return false
+  if (fd !== undefined) return fd >= 0
+  const numbers = Native.numbers
+  if (numbers === undefined || !Native.available()) return !(off = true)
+  if (mounts === undefined) {
+    try {
+      mounts = openSync("/proc/self/mountinfo", "r")
+    } catch {
+      mounts = -1
+    }
+    if (mounts < 0) return !(off = true)
+    mountsChanged()
+  }
+  fd = Native.syscall(numbers.inotifyInit1, IN_NONBLOCK | IN_CLOEXEC)
+  if (fd < 0) off = true
+  return fd >= 0
+}
+
+/** Whether the mount table changed since it was last polled (a poll takes the change). */
+const mountsChanged = (): boolean => {
+  if (mounts === undefined || mounts < 0 || Native.numbers === undefined) return true
+  const view = new DataView(pollFd.buffer)
+  view.setInt32(0, mounts, true)
+  view.setInt16(4, POLLPRI, true)
+  view.setInt16(6, 0, true)
+  const ready = Native.syscall(Native.numbers.ppoll, Native.address(pollFd), 1, Native.address(noWait), 0)
+  if (ready < 0) return true
+  return ready > 0 && (view.getInt16(6, true) & (POLLPRI | POLLERR)) !== 0
+}
+
+/**
+ * Takes in what the watches reported since the last walk; begins a walk. Called at the start of each walk and
+ * before a walk's record is checked: a path is trusted through its parent only within one walk.
+ */
+export const begin = (): void => {
+  walk++
+  if (fd === undefined || fd < 0) return
+  if (mountsChanged()) return reset()
+  for (;;) {
+    let read: number
+    try {
+      read = readSync(fd, buffer, 0, buffer.length, null)
+    } catch {
+      return // EAGAIN: nothing more
+    }
+    if (read <= 0) return
+    if (!take(buffer.subarray(0, read))) return reset()
+  }
+}
+
+/** Applies a read of events; false when one was lost (the queue overflowed): then nothing watched can be trusted. */
+export const take = (events: Buffer): boolean => {
+  const view = new DataView(events.buffer, events.byteOffset, events.byteLength)
+  for (let at = 0; at + 16 <= events.length; ) {
+    const wd = view.getInt32(at, true)
+    const mask = view.getUint32(at + 4, true)
+    const length = view.getUint32(at + 12, true)
+    const raw = events.subarray(at + 16, at + 16 + length)
+    const end = raw.indexOf(0)
+    const name = length === 0 ? "" : raw.toString("utf8", 0, end < 0 ? raw.length : end)
+    at += 16 + length
+    if (mask & IN_Q_OVERFLOW) return false
+    for (const path of byWd.get(wd) ?? []) {
+      const watch = byPath.get(path)
+      if (watch === undefined || watch.wd !== wd) continue
+      if (mask & NAMED) {
+        watch.changed = true
+        // The folder that had the name moves or goes (its own watch says so too), or another takes its name.
+        const child = byPath.get(`${path === "/" ? "" : path}/${name}`)
+        if (child !== undefined) unmap(child)
+      }
+      // Its own permissions (a folder made unlistable): read again. A name's metadata is its own watch's.
+      if (mask & IN_ATTRIB && length === 0) watch.changed = true
+      if (mask & GONE) {
+        watch.changed = true
+        unmap(watch)
+        if (mask & IN_IGNORED) drop(path, watch)
+      }
+    }
+  }
+  return true
+}
+
+const unmap = (watch: Watch) => {
+  watch.unmapped = true
+  watch.mapped = ++counter
+}
+
+/** Forgets `path`'s watch; answers whether another path still leads to the folder watched. */
+const detach = (path: string, watch: Watch): boolean => {
+  byPath.delete(path)
+  const paths = byWd.get(watch.wd)?.filter((other) => other !== path) ?? []
+  if (paths.length === 0) byWd.delete(watch.wd)
+  else byWd.set(watch.wd, paths)
+  return paths.length > 0
+}
+
+/** Removes watch `wd` from the kernel. */
+const unwatch = (wd: number) => {
+  if (fd !== undefined && fd >= 0 && wd >= 0 && Native.numbers !== undefined) Native.syscall(Native.numbers.inotifyRmWatch, fd, wd)
+}
+
+/** Forgets `path`'s watch, removing it from the kernel where no other path leads to it. */
+const drop = (path: string, watch: Watch) => {
+  if (!detach(path, watch)) unwatch(watch.wd)
+  watch.wd = -1
+}
+
+/** Forgets what `path`'s watch said (its listing is no longer kept). */
+export const forget = (path: string): void => {
+  const watch = byPath.get(path)
+  if (watch !== undefined) drop(path, watch)
+}
+
+const parentOf = (path: string): string => {
+  const slash = path.lastIndexOf("/")
+  return slash <= 0 ? "/" : path.slice(0, slash)
+}
+
+/**
+ * Whether `directory`'s kept listing stands with no look at it: its watch silent and its path known to lead to it
+ * this walk, through its parent's (see above).
+ */
+export const trusted = (directory: string): boolean => {
+  const watch = byPath.get(directory)
+  if (watch === undefined || watch.wd < 0 || watch.changed || watch.unmapped) return false
+  if (watch.verified === walk) return true
+  const parent = byPath.get(parentOf(directory))
+  if (parent === undefined || parent.wd < 0 || parent.verified !== walk || watch.parentMapped !== parent.mapped) return false
+  watch.verified = walk
+  counts.trusted++
+  return true
+}
+
+/** Whether `directory`'s kept listing stands, `stat` (an lstat of it now) finding the folder its watch is on. */
+export const confirm = (directory: string, stat: Stats): boolean => {
+  const watch = byPath.get(directory)
+  if (watch === undefined || watch.wd < 0 || watch.changed || `${stat.dev}:${stat.ino}` !== watch.identity) return false
+  found(directory, watch)
+  return true
+}
+
+/** Notes that `directory` was found at its path now, through its parent as it is now. */
+const found = (directory: string, watch: Watch) => {
+  const parent = byPath.get(parentOf(directory))
+  watch.unmapped = false
+  watch.verified = walk
+  watch.parentMapped = parent !== undefined && parent.wd >= 0 && parent.verified === walk ? parent.mapped : undefined
+}
+
+const local = (device: number, folder: number): boolean => {
+  let known = localByDevice.get(device)
+  if (known === undefined) {
+    try {
+      known = LOCAL.has(Number(statfsSync(`/proc/self/fd/${folder}`).type))
+    } catch {
+      known = false
+    }
+    localByDevice.set(device, known)
+  }
+  return known
+}
+
+/**
+ * The entries of `directory`, read through a descriptor of it, its watch set before they are read where it can be
+ * (`watched`): undefined when it cannot be opened as a folder (not one, a link, gone, shut: the caller's reading says
+ * which). Throws nothing.
+ */
+export const read = (directory: string): { readonly entries: ReadonlyArray<Dirent>; readonly watched: boolean } | undefined => {
+  let folder: number
+  try {
+    folder = openSync(directory, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
+  } catch {
+    return undefined
+  }
+  try {
+    const through = `/proc/self/fd/${folder}`
+    let watched = false
+    if (ready() && Native.numbers !== undefined) {
+      const stat = fstatSync(folder)
+      const identity = `${stat.dev}:${stat.ino}`
+      // Its watch made again (the same, where the folder is the same: the kernel answers the one it has).
+      const before = byPath.get(directory)
+      const shared = before !== undefined && detach(directory, before)
+      let wd = -1
+      if (byPath.size < limit() && local(stat.dev, folder))
+        wd = Native.syscall(Native.numbers.inotifyAddWatch, fd!, Native.address(Buffer.from(`${through}\0`)), MASK)
+      if (before !== undefined) {
+        if (!shared && before.wd !== wd) unwatch(before.wd)
+        before.wd = -1
+      }
+      if (wd >= 0) {
+        const watch: Watch = { wd, identity, changed: false, unmapped: false, verified: walk, mapped: ++counter, parentMapped: undefined }
+        byPath.set(directory, watch)
+        byWd.set(wd, [...(byWd.get(wd) ?? []), directory])
+        found(directory, watch)
+        watched = true
+      }
+    }
+    try {
+      return { entries: readdirSync(through, { withFileTypes: true }), watched }
+    } catch {
+      // Not through /proc (none mounted): by its path, unwatched.
+      forget(directory)
+      return { entries: readdirSync(directory, { withFileTypes: true }), watched: false }
+    }
+  } catch {
+    forget(directory)
+    return undefined
+  } finally {
+    closeSync(folder)
+  }
+}
+
+/** How many folders are watched now (for tests and figures). */
+export const size = (): number => byPath.size
+
+/** Whether `directory` is watched now (for tests). */
+export const watching = (directory: string): boolean => (byPath.get(directory)?.wd ?? -1) >= 0
+
+/** How many listings were trusted by their watches alone, no look at the folder (for tests and figures). */
+export const counts = { trusted: 0 }

@@ -1,0 +1,137 @@
+// The walks before and after a command trust a folder's listing while its inotify watch is silent and its path still
+// leads to it (src/shell/watched.ts), with the real kernel: a repository made, moved in, or put under a folder
+// swapped for another is found by the next search however it got there; a lost report (the queue overflowed) and a
+// mount make every folder looked at again; past the watches core may hold, and on a file system whose changes may
+// not all be reported, folders are looked at as before.
+
+import { afterEach, describe, expect, test } from "bun:test"
+import { mkdirSync, renameSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Repositories } from "../../src/shell/repositories"
+import { Watched } from "../../src/shell/watched"
+import { tempDir } from "../support/temp"
+
+const init = (directory: string) => expect(Bun.spawnSync(["git", "init", "-q", directory]).exitCode).toBe(0)
+
+/** A tree of `width` × `width` folders, two deep, with a file in each. */
+const tree = (width = 4): string => {
+  const root = tempDir("core-watched-", "/var/tmp")
+  for (let a = 0; a < width; a++)
+    for (let b = 0; b < width; b++) {
+      mkdirSync(join(root, `a${a}/b${b}`), { recursive: true })
+      writeFileSync(join(root, `a${a}/b${b}/file`), "")
+    }
+  return root
+}
+
+const found = (root: string) => Repositories.under([root]).repositories
+
+afterEach(() => Watched.reset())
+
+describe("watched folders", () => {
+  test("a walk made again over nothing changed trusts every folder below the first by its watch", () => {
+    const root = tree()
+    expect(found(root)).toEqual([])
+    // Twenty-one folders: the root, four, sixteen. Every one of them is watched; the second walk looks at none below
+    // the root.
+    const folders = [root, ...[0, 1, 2, 3].flatMap((a) => [join(root, `a${a}`), ...[0, 1, 2, 3].map((b) => join(root, `a${a}/b${b}`))])]
+    expect(folders.filter(Watched.watching)).toHaveLength(21)
+    const before = Watched.counts.trusted
+    expect(found(root)).toEqual([])
+    expect(Watched.counts.trusted - before).toBe(20)
+  })
+
+  test("a repository made, or moved in, deep in a watched tree is found by the next walk", () => {
+    const root = tree()
+    expect(found(root)).toEqual([])
+    init(join(root, "a1/b2/new"))
+    expect(found(root)).toEqual([join(root, "a1/b2/new")])
+    const outside = tempDir("core-watched-out-", "/var/tmp")
+    init(join(outside, "deep/moved"))
+    renameSync(join(outside, "deep"), join(root, "a3/b0/deep"))
+    expect(found(root).toSorted()).toEqual([join(root, "a1/b2/new"), join(root, "a3/b0/deep/moved")])
+  })
+
+  test("a folder swapped for another with the same names is looked at again, and every folder under it", () => {
+    const root = tree()
+    expect(found(root)).toEqual([])
+    // The same names all the way down (a2/b1), a repository deeper still: only the swap of a2 changed anything the
+    // walk's folders above it saw, and nothing under the new a2 was ever watched.
+    const twin = tempDir("core-watched-twin-", "/var/tmp")
+    for (let b = 0; b < 4; b++) mkdirSync(join(twin, `b${b}`))
+    init(join(twin, "b1/x"))
+    renameSync(join(root, "a2"), join(twin, "..", `${twin.split("/").pop()}-old`))
+    renameSync(twin, join(root, "a2"))
+    expect(found(root)).toEqual([join(root, "a2/b1/x")])
+    // Swapped out and back (the folder watched is at its path again) while a repository was made in the other.
+    const other = join(root, "a0-other")
+    mkdirSync(join(other, "b0"), { recursive: true })
+    renameSync(join(root, "a0"), join(root, "a0-away"))
+    renameSync(other, join(root, "a0"))
+    init(join(root, "a0/b0/y"))
+    renameSync(join(root, "a0"), other)
+    renameSync(join(root, "a0-away"), join(root, "a0"))
+    expect(found(root).toSorted()).toEqual([join(root, "a0-other/b0/y"), join(root, "a2/b1/x")])
+  })
+
+  test("a lost report (the queue overflowed) makes every folder looked at again", () => {
+    const root = tree()
+    expect(found(root)).toEqual([])
+    // More changes than the kernel queues (16,384 by default) before the next walk: what comes after is lost.
+    const limit = Number(require("node:fs").readFileSync("/proc/sys/fs/inotify/max_queued_events", "latin1"))
+    for (let index = 0; index <= limit + 10; index++) writeFileSync(join(root, `a0/b0/f${index}`), "")
+    init(join(root, "a3/b3/late"))
+    expect(found(root)).toEqual([join(root, "a3/b3/late")])
+    // The report of an overflow alone: nothing after it is trusted.
+    const overflow = Buffer.alloc(16)
+    overflow.writeInt32LE(-1, 0)
+    overflow.writeUInt32LE(Watched.IN_Q_OVERFLOW, 4)
+    expect(Watched.take(overflow)).toBe(false)
+  }, 60_000)
+
+  test("past the watches core may hold, the folders left are looked at as before", () => {
+    const restore = Watched.limitedTo(3)
+    try {
+      const root = tree()
+      expect(found(root)).toEqual([])
+      expect(Watched.size()).toBe(3)
+      init(join(root, "a3/b3/unwatched"))
+      init(join(root, "a0/watched"))
+      expect(found(root).toSorted()).toEqual([join(root, "a0/watched"), join(root, "a3/b3/unwatched")])
+    } finally {
+      restore()
+    }
+  })
+
+  // A mount changes what a path leads to with no change in any folder: core's own mount namespace is polled. Run in a
+  // mount namespace of its own (root, or a user namespace), so that the mounts stay there.
+  test("a mount in core's namespace makes every folder looked at again, and watched again; a file system not known to report every change is not watched", () => {
+    const root = tree()
+    const script = join(tempDir("core-watched-script-"), "child.ts")
+    writeFileSync(
+      script,
+      `import { Repositories } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/repositories"))}
+import { Watched } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/watched"))}
+const root = process.argv[2]
+const say = (what: unknown) => console.log(JSON.stringify(what))
+say(Repositories.under([root]).repositories)
+// Past the time a folder's stamp is distrusted for, so that only its watch can have it read again.
+await Bun.sleep(250)
+const mount = (...args: string[]) => Bun.spawnSync(["mount", ...args]).exitCode
+say(mount("-t", "tmpfs", "none", root + "/a1/b1"))
+say(Bun.spawnSync(["git", "init", "-q", root + "/a1/b1/under-mount"]).exitCode)
+say(Repositories.under([root]).repositories)
+// ramfs: local, but not among the file systems core trusts the watches of: its folders are not watched.
+say(mount("-t", "ramfs", "none", root + "/a2/b2"))
+Bun.spawnSync(["mkdir", "-p", root + "/a2/b2/x/y"])
+Repositories.under([root])
+say([root + "/a2", root + "/a2/b2", root + "/a2/b2/x"].map(Watched.watching))
+`,
+    )
+    const namespace = process.getuid?.() === 0 ? ["unshare", "-m", "--propagation", "private"] : ["unshare", "-rm", "--propagation", "private"]
+    const run = Bun.spawnSync([...namespace, process.execPath, script, root], { stderr: "pipe" })
+    expect(run.stderr.toString()).toBe("")
+    const lines = run.stdout.toString().trim().split("\n").map((line) => JSON.parse(line))
+    expect(lines).toEqual([[], 0, 0, [join(root, "a1/b1/under-mount")], 0, [true, false, false]])
+  })
+})
