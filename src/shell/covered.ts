@@ -133,6 +133,12 @@ const visit = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, 
     for (const entry of listed) {
       if (partial) return false
       const path = prefix + entry.name
+      // A name that is not UTF-8 leads nowhere as core reads it: what it names could be neither covered nor walked.
+      if (entry.name.includes("\uFFFD") && Listing.shut(path) === "EILSEQ") {
+        shut ??= { at: path, code: "EILSEQ" }
+        partial = true
+        return false
+      }
       if (entry.kind === "directory") {
         if (seen.has(path)) continue
         seen.add(path)

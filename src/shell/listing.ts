@@ -177,7 +177,8 @@ const may = (directory: string, mode: number): boolean => {
 /**
  * Why `directory`, found in a walk but not listed (`list` answered undefined), may hide what a command put in it: the
  * error that keeps it from being listed (EACCES where a command made it unreadable, `chmod 111`, or its parent
- * `chmod 444`; ENAMETOOLONG where it was moved past the longest path the kernel takes). Undefined where it cannot
+ * `chmod 444`; ENAMETOOLONG where it was moved past the longest path the kernel takes; EILSEQ where its name is not
+ * UTF-8). Undefined where it cannot
  * hide anything: a folder gone, or no longer a folder (a change the walk's next look sees), or one another user owns
  * that this process may neither write nor enter (a command running as this user can have put nothing in it, and the
  * user's git cannot run there). A walk meeting one that may stops there, as at its bound.
@@ -188,6 +189,9 @@ export const shut = (directory: string): string | undefined => {
     stat = lstatSync(directory)
   } catch (cause) {
     const code = codeOf(cause)
+    // A name that is not UTF-8 is read as one with U+FFFD in place of its bytes, which leads nowhere: the folder is
+    // there, but cannot be looked at by any name core has.
+    if (code === "ENOENT" && directory.slice(directory.lastIndexOf("/") + 1).includes("\uFFFD")) return "EILSEQ"
     return code === "ENOENT" || code === "ENOTDIR" ? undefined : code
   }
   if (!stat.isDirectory()) return undefined
@@ -211,4 +215,6 @@ export const shutText = (code: string): string =>
         ? "links on its way loop"
         : code === "ECHANGED"
           ? "it changed while core listed it"
-          : `listing it fails with ${code}`
+          : code === "EILSEQ"
+            ? "its name is not UTF-8, so core cannot look at it by name"
+            : `listing it fails with ${code}`

@@ -91,6 +91,19 @@ describe("Covered.walk", () => {
     expect(found.shut!.code).toBe("ENAMETOOLONG")
     rmSync(join(root, name), { recursive: true, force: true })
   })
+
+  test("a name that is not UTF-8 (a file it would cover, a folder it would walk) stops the walk: no path core has leads to it", () => {
+    for (const made of ["open(b'\\xfe.env', 'w').write('key')", "import os; os.mkdir(b'\\xff'); open(b'\\xff/deep.env', 'w').write('key')"]) {
+      const root = tree(["a/1.env"])
+      expect(Bun.spawnSync(["python3", "-c", made], { cwd: root }).exitCode).toBe(0)
+      const found = Covered.walk([root], rules(root, { "*.env": "deny" }))
+      expect(found.partial).toBe(true)
+      expect(found.shut).toEqual({ at: expect.stringContaining("\uFFFD"), code: "EILSEQ" })
+    }
+    // A name with U+FFFD written out in UTF-8 is a name like any other.
+    const root = tree(["a/1.env", "\uFFFD/2.env", "\uFFFD.env"])
+    expect(names(root, Covered.walk([root], rules(root, { "*.env": "deny" })).files).toSorted()).toEqual(["a/1.env", "\uFFFD.env", "\uFFFD/2.env"])
+  })
 })
 
 describe("the rules' answers kept between walks", () => {

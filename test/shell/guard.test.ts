@@ -1540,6 +1540,14 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(shut.stoppedBy).toBe("shut")
       expect(shut.stoppedAt!.length).toBeGreaterThan(4096)
       expect(shut.code).toBe("ENAMETOOLONG")
+      // A folder whose name is not UTF-8 cannot be looked at by any path core has: the walk stops there too.
+      const latin = tempDir("core-latin-")
+      expect(Bun.spawnSync(["python3", "-c", "import os, subprocess; os.mkdir(b'caf\\xe9'); subprocess.run([b'git', b'init', b'-q', b'caf\\xe9/hidden'], check=True)"], { cwd: latin }).exitCode).toBe(0)
+      expect(Repositories.under([latin])).toEqual({ repositories: [], partial: true, stoppedAt: join(latin, "caf\uFFFD"), stoppedBy: "shut", code: "EILSEQ" })
+      mkdirSync(join(latin, "\uFFFD-named"))
+      init(join(latin, "\uFFFD-named/found"))
+      expect(Bun.spawnSync(["python3", "-c", "import shutil; shutil.rmtree(b'caf\\xe9')"], { cwd: latin }).exitCode).toBe(0)
+      expect(Repositories.under([latin])).toEqual({ repositories: [join(latin, "\uFFFD-named/found")], partial: false })
       // A folder gone, or no longer a folder, by the time it is listed is no such folder: the walk goes on.
       expect(Listing.shut(join(deep, "gone"))).toBeUndefined()
       writeFileSync(join(deep, "file"), "")
@@ -1685,6 +1693,25 @@ describe("core's configuration in the Location, against what a command runs", ()
       } finally {
         restore()
       }
+    })
+
+    test("a repository a command made in a folder whose name is not UTF-8 is not passed over: its folders are refused until a person has looked", async () => {
+      const guards = tempDir("core-guards-")
+      const here = Shell.make({}, { records: tempDir("core-runs-"), keeping, guards })
+      const location = tempDir("core-loc-", "/var/tmp")
+      const result = await runIn(
+        `mkdir $'caf\\xe9' && git init -q $'caf\\xe9/repo' && printf '#!/bin/sh\\ntouch /tmp/x\\n' > $'caf\\xe9/repo/.git/hooks/pre-commit' && echo made`,
+        location,
+        [],
+        here,
+      )
+      expect(result.stdout.text).toBe("made\n")
+      expect(result.unchecked).toContain(`${join(location, "caf\uFFFD")} (its name is not UTF-8, so core cannot look at it by name)`)
+      const refused = await runIn("echo ran", location, [], here).then(
+        () => undefined,
+        (cause: unknown) => cause as { readonly code?: string },
+      )
+      expect(refused?.code).toBe("EUNSEARCHED")
     })
   })
 
