@@ -12,8 +12,8 @@ export * as Watched from "./watched"
 //   first folder of a walk and any other, an lstat finds the same folder there;
 // - nothing was mounted or unmounted in core's mount namespace since (mounts change what a path leads to without a
 //   change in any folder), no report was lost (the queue overflowed), and the folder is on a file system whose
-//   changes all go through this kernel (ext4, xfs, btrfs, tmpfs and the like; not a network or FUSE file system,
-//   where a change made elsewhere is never reported).
+//   changes all go through this kernel on its folders (ext4, xfs, btrfs, tmpfs and the like; not a network or FUSE
+//   file system, where a change made elsewhere is never reported, nor overlay, whose layers can be written directly).
 // Watches are a shared resource of the user (an editor's file watcher needs them too): core takes a quarter of what
 // the system allows at most, and lists the rest as before.
 
@@ -43,11 +43,12 @@ const POLLPRI = 2
 const POLLERR = 8
 
 /**
- * File systems every change of which goes through this kernel's file system calls, so that inotify reports it:
- * ext2/3/4, xfs, btrfs, tmpfs, f2fs, overlay, zfs, bcachefs. Any other (NFS, 9p, virtiofs, FUSE, SMB) is looked at
- * as before: a change made through another machine or a daemon is not reported there.
+ * File systems every change of which goes through this kernel's file system calls on the folders themselves, so that
+ * inotify reports it: ext2/3/4, xfs, btrfs, tmpfs, f2fs, zfs, bcachefs. Any other is looked at as before: NFS, 9p,
+ * virtiofs, FUSE and SMB, where a change made through another machine or a daemon is not reported, and overlay, where
+ * a change written to one of its layers directly is not reported on the overlay's folders.
  */
-const LOCAL = new Set([0xef53, 0x58465342, 0x9123683e, 0x01021994, 0xf2f52010, 0x794c7630, 0x2fc12fc1, 0xca451a4e])
+const LOCAL = new Set([0xef53, 0x58465342, 0x9123683e, 0x01021994, 0xf2f52010, 0x2fc12fc1, 0xca451a4e])
 
 /** A watched folder. */
 interface Watch {
@@ -77,7 +78,6 @@ let counter = 0
 /** Whether watching failed for good here (no inotify, no /proc): walks look at every folder. */
 let off = false
 let budget: number | undefined
-const localByDevice = new Map<number, boolean>()
 const buffer = Buffer.alloc(64 * 1024)
 const noWait = new Uint8Array(16)
 const pollFd = new Uint8Array(8)
@@ -264,17 +264,16 @@ const found = (directory: string, watch: Watch) => {
   watch.parentMapped = parent !== undefined && parent.wd >= 0 && parent.verified === walk ? parent.mapped : undefined
 }
 
-const local = (device: number, folder: number): boolean => {
-  let known = localByDevice.get(device)
-  if (known === undefined) {
-    try {
-      known = LOCAL.has(Number(statfsSync(`/proc/self/fd/${folder}`).type))
-    } catch {
-      known = false
-    }
-    localByDevice.set(device, known)
+/**
+ * Whether the folder open as `folder` is on a LOCAL file system: asked of each folder as its watch is set (a device
+ * number says nothing lasting: one unmounted is given to the next file system mounted).
+ */
+const local = (folder: number): boolean => {
+  try {
+    return LOCAL.has(Number(statfsSync(`/proc/self/fd/${folder}`).type))
+  } catch {
+    return false
   }
-  return known
 }
 
 /**
@@ -299,7 +298,7 @@ export const read = (directory: string): { readonly entries: ReadonlyArray<Diren
       const before = byPath.get(directory)
       const shared = before !== undefined && detach(directory, before)
       let wd = -1
-      if (byPath.size < limit() && local(stat.dev, folder))
+      if (byPath.size < limit() && local(folder))
         wd = Native.syscall(Native.numbers.inotifyAddWatch, fd!, Native.address(Buffer.from(`${through}\0`)), MASK)
       if (before !== undefined) {
         if (!shared && before.wd !== wd) unwatch(before.wd)

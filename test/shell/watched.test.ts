@@ -105,7 +105,7 @@ describe("watched folders", () => {
 
   // A mount changes what a path leads to with no change in any folder: core's own mount namespace is polled. Run in a
   // mount namespace of its own (root, or a user namespace), so that the mounts stay there.
-  test("a mount in core's namespace makes every folder looked at again, and watched again; a file system not known to report every change is not watched", () => {
+  test("a mount in core's namespace makes every folder looked at again, and watched again; a file system not known to report every change (ramfs, an overlay whose layer is written) is not watched", () => {
     const root = tree()
     const script = join(tempDir("core-watched-script-"), "child.ts")
     writeFileSync(
@@ -126,12 +126,46 @@ say(mount("-t", "ramfs", "none", root + "/a2/b2"))
 Bun.spawnSync(["mkdir", "-p", root + "/a2/b2/x/y"])
 Repositories.under([root])
 say([root + "/a2", root + "/a2/b2", root + "/a2/b2/x"].map(Watched.watching))
+// A device number says nothing lasting: tmpfs's, once unmounted, goes to the next file system mounted.
+say(mount("-t", "tmpfs", "none", root + "/a0/b0"))
+Bun.spawnSync(["mkdir", root + "/a0/b0/d"])
+Repositories.under([root])
+say(Watched.watching(root + "/a0/b0/d"))
+say(Bun.spawnSync(["umount", root + "/a0/b0"]).exitCode)
+say(mount("-t", "ramfs", "none", root + "/a0/b0"))
+Bun.spawnSync(["mkdir", root + "/a0/b0/d"])
+Repositories.under([root])
+say([root + "/a0/b0", root + "/a0/b0/d"].map(Watched.watching))
+// An overlay's layers can be written directly, with no report on the overlay's folders: not watched.
+const layers = process.argv[3]
+Bun.spawnSync(["mkdir", "-p", layers + "/lower/sub", layers + "/upper", layers + "/work", root + "/a3/ov"])
+say(mount("-t", "overlay", "overlay", "-o", "lowerdir=" + layers + "/lower,upperdir=" + layers + "/upper,workdir=" + layers + "/work", root + "/a3/ov"))
+Repositories.under([root])
+await Bun.sleep(250)
+Repositories.under([root])
+say(Bun.spawnSync(["git", "init", "-q", layers + "/lower/sub/repo"]).exitCode)
+say(Repositories.under([root]).repositories)
 `,
     )
     const namespace = process.getuid?.() === 0 ? ["unshare", "-m", "--propagation", "private"] : ["unshare", "-rm", "--propagation", "private"]
-    const run = Bun.spawnSync([...namespace, process.execPath, script, root], { stderr: "pipe" })
+    const run = Bun.spawnSync([...namespace, process.execPath, script, root, tempDir("core-watched-layers-")], { stderr: "pipe" })
     expect(run.stderr.toString()).toBe("")
     const lines = run.stdout.toString().trim().split("\n").map((line) => JSON.parse(line))
-    expect(lines).toEqual([[], 0, 0, [join(root, "a1/b1/under-mount")], 0, [true, false, false]])
+    expect(lines).toEqual([
+      [],
+      0,
+      0,
+      [join(root, "a1/b1/under-mount")],
+      0,
+      [true, false, false],
+      0,
+      true,
+      0,
+      0,
+      [false, false],
+      0,
+      0,
+      [join(root, "a1/b1/under-mount"), join(root, "a3/ov/sub/repo")],
+    ])
   })
 })
