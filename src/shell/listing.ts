@@ -18,8 +18,8 @@ interface Kept {
   /** The directory's inode and change time (nanoseconds): any entry added, removed or renamed changes it. */
   readonly stamp: string
   readonly entries: ReadonlyArray<Entry>
-  /** Read with a watch on it (./watched). */
-  readonly watched: boolean
+  /** Read with a watch on it (./watched): the watch's id. */
+  readonly watched: number | undefined
 }
 
 /** How many directories' listings are kept (a few large Locations); past it, the cache starts again. */
@@ -67,8 +67,14 @@ export const stampOf = (directory: string): string => {
   }
 }
 
-/** The stamp of a folder whose listing was read with a watch on it (./watched): it stands while the watch says so. */
-const WATCHED = "watched"
+/**
+ * The stamp of a folder whose listing was read with a watch on it (./watched), before the watch's id: it stands while
+ * that watch says so (a listing read again, by this walk or another, has a watch of its own).
+ */
+const WATCHED = "watched:"
+
+/** The watch a stamp names, or undefined. */
+const watchOf = (stamp: string): number | undefined => (stamp.startsWith(WATCHED) ? Number(stamp.slice(WATCHED.length)) : undefined)
 
 /**
  * The entries of `directory`, from the cache while nothing has changed it: while its watch is silent and its path
@@ -79,8 +85,8 @@ const WATCHED = "watched"
  */
 export const list = (directory: string, stamps: Array<readonly [string, string]>): ReadonlyArray<Entry> | undefined => {
   const cached = listings.get(directory)
-  if (cached?.watched === true && Watched.trusted(directory)) {
-    stamps.push([directory, WATCHED])
+  if (cached?.watched !== undefined && Watched.trusted(directory, cached.watched)) {
+    stamps.push([directory, WATCHED + cached.watched])
     return cached.entries
   }
   let stat
@@ -96,14 +102,14 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
     stamps.push([directory, stamp])
     return undefined
   }
-  if (cached?.watched === true && Watched.confirm(directory, stat)) {
-    stamps.push([directory, WATCHED])
+  if (cached?.watched !== undefined && Watched.confirm(directory, cached.watched, stat)) {
+    stamps.push([directory, WATCHED + cached.watched])
     return cached.entries
   }
   const racy = Date.now() - Math.max(stat.ctimeMs, stat.mtimeMs) < racyFor(stat)
   // By its stamp only where it was read unwatched: one whose watch was dropped (a mount, a lost report) is read again
   // with a watch.
-  if (!racy && cached?.watched === false && cached.stamp === stamp) {
+  if (!racy && cached !== undefined && cached.watched === undefined && cached.stamp === stamp) {
     stamps.push([directory, stamp])
     return cached.entries
   }
@@ -116,7 +122,7 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
     name: entry.name,
     kind: entry.isDirectory() ? ("directory" as const) : entry.isSymbolicLink() ? ("link" as const) : entry.isFile() ? ("file" as const) : ("other" as const),
   }))
-  stamps.push([directory, read.watched ? WATCHED : racy ? RACY : stamp])
+  stamps.push([directory, read.watched !== undefined ? WATCHED + read.watched : racy ? RACY : stamp])
   forget(directory)
   // One folder holding a good part of what all may hold is read again each time, not kept.
   if (entries.length <= MAX_ENTRIES / 4) {
@@ -126,7 +132,7 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
       kept = 0
     }
     // A racy stamp is kept as one that matches nothing: the listing stands only while its watch does.
-    if (read.watched || !racy) {
+    if (read.watched !== undefined || !racy) {
       listings.set(directory, { stamp: racy ? RACY : stamp, entries, watched: read.watched })
       kept += entries.length
     }
@@ -144,19 +150,19 @@ export const standing = (stamps: ReadonlyArray<readonly [string, string]> | unde
   Watched.begin()
   if (stamps === undefined) return false
   for (const [directory, stamp] of stamps) {
-    if (stamp !== WATCHED) {
+    const watch = watchOf(stamp)
+    if (watch === undefined) {
       if (stampOf(directory) !== stamp) return false
       continue
     }
-    if (listings.get(directory)?.watched !== true) return false
-    if (Watched.trusted(directory)) continue
+    if (Watched.trusted(directory, watch)) continue
     let stat
     try {
       stat = lstatSync(directory)
     } catch {
       return false
     }
-    if (!Watched.confirm(directory, stat)) return false
+    if (!Watched.confirm(directory, watch, stat)) return false
   }
   return true
 }

@@ -52,6 +52,8 @@ const LOCAL = new Set([0xef53, 0x58465342, 0x9123683e, 0x01021994, 0xf2f52010, 0
 
 /** A watched folder. */
 interface Watch {
+  /** Unique: the listing read with this watch set (a record of a walk names it; one read again has another). */
+  readonly id: number
   /** The watch; -1 once dropped. */
   wd: number
   /** The folder watched: device and inode. */
@@ -234,12 +236,12 @@ const parentOf = (path: string): string => {
 }
 
 /**
- * Whether `directory`'s kept listing stands with no look at it: its watch silent and its path known to lead to it
- * this walk, through its parent's (see above).
+ * Whether the listing of `directory` read with watch `id` stands with no look at the folder: that watch still set and
+ * silent, and the folder's path known to lead to it this walk, through its parent's (see above).
  */
-export const trusted = (directory: string): boolean => {
+export const trusted = (directory: string, id: number): boolean => {
   const watch = byPath.get(directory)
-  if (watch === undefined || watch.wd < 0 || watch.changed || watch.unmapped) return false
+  if (watch === undefined || watch.id !== id || watch.wd < 0 || watch.changed || watch.unmapped) return false
   if (watch.verified === walk) return true
   const parent = byPath.get(parentOf(directory))
   if (parent === undefined || parent.wd < 0 || parent.verified !== walk || watch.parentMapped !== parent.mapped) return false
@@ -248,10 +250,10 @@ export const trusted = (directory: string): boolean => {
   return true
 }
 
-/** Whether `directory`'s kept listing stands, `stat` (an lstat of it now) finding the folder its watch is on. */
-export const confirm = (directory: string, stat: Stats): boolean => {
+/** Whether the listing of `directory` read with watch `id` stands, `stat` (an lstat of it now) finding that folder. */
+export const confirm = (directory: string, id: number, stat: Stats): boolean => {
   const watch = byPath.get(directory)
-  if (watch === undefined || watch.wd < 0 || watch.changed || `${stat.dev}:${stat.ino}` !== watch.identity) return false
+  if (watch === undefined || watch.id !== id || watch.wd < 0 || watch.changed || `${stat.dev}:${stat.ino}` !== watch.identity) return false
   found(directory, watch)
   return true
 }
@@ -278,10 +280,10 @@ const local = (folder: number): boolean => {
 
 /**
  * The entries of `directory`, read through a descriptor of it, its watch set before they are read where it can be
- * (`watched`): undefined when it cannot be opened as a folder (not one, a link, gone, shut: the caller's reading says
- * which). Throws nothing.
+ * (`watched`: the watch's id, which `trusted` and `confirm` take): undefined when it cannot be opened as a folder
+ * (not one, a link, gone, shut: the caller's reading says which). Throws nothing.
  */
-export const read = (directory: string): { readonly entries: ReadonlyArray<Dirent>; readonly watched: boolean } | undefined => {
+export const read = (directory: string): { readonly entries: ReadonlyArray<Dirent>; readonly watched: number | undefined } | undefined => {
   let folder: number
   try {
     folder = openSync(directory, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
@@ -290,7 +292,7 @@ export const read = (directory: string): { readonly entries: ReadonlyArray<Diren
   }
   try {
     const through = `/proc/self/fd/${folder}`
-    let watched = false
+    let watched: number | undefined
     if (ready() && Native.numbers !== undefined) {
       const stat = fstatSync(folder)
       const identity = `${stat.dev}:${stat.ino}`
@@ -305,11 +307,11 @@ export const read = (directory: string): { readonly entries: ReadonlyArray<Diren
         before.wd = -1
       }
       if (wd >= 0) {
-        const watch: Watch = { wd, identity, changed: false, unmapped: false, verified: walk, mapped: ++counter, parentMapped: undefined }
+        const watch: Watch = { id: ++counter, wd, identity, changed: false, unmapped: false, verified: walk, mapped: ++counter, parentMapped: undefined }
         byPath.set(directory, watch)
         byWd.set(wd, [...(byWd.get(wd) ?? []), directory])
         found(directory, watch)
-        watched = true
+        watched = watch.id
       }
     }
     try {
@@ -317,7 +319,7 @@ export const read = (directory: string): { readonly entries: ReadonlyArray<Diren
     } catch {
       // Not through /proc (none mounted): by its path, unwatched.
       forget(directory)
-      return { entries: readdirSync(directory, { withFileTypes: true }), watched: false }
+      return { entries: readdirSync(directory, { withFileTypes: true }), watched: undefined }
     }
   } catch {
     forget(directory)

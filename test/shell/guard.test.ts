@@ -1512,7 +1512,8 @@ describe("core's configuration in the Location, against what a command runs", ()
       expect(stamps[2]).toEqual([fresh, Listing.stampOf(fresh)])
       writeFileSync(join(fresh, "new"), "")
       Listing.list(fresh, stamps)
-      expect(stamps[3]).toEqual([fresh, "watched"])
+      expect(stamps[3]![0]).toBe(fresh)
+      expect(stamps[3]![1]).toStartWith("watched:")
       // Where the file system keeps whole seconds (no fraction in either stamp), a listing is not trusted for two
       // seconds and a tick: an entry added later in the same second (or FAT's two) leaves the stamps as they were.
       expect(Listing.racyFor({ ctimeMs: 1_764_547_200_123.456, mtimeMs: 1_764_547_200_123.456 })).toBe(100)

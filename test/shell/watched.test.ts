@@ -52,6 +52,18 @@ describe("watched folders", () => {
     expect(found(root).toSorted()).toEqual([join(root, "a1/b2/new"), join(root, "a3/b0/deep/moved")])
   })
 
+  test("a walk's record stands only on the watches its listings were read with: one listed again by another walk does not vouch for it", () => {
+    const root = tree()
+    const other = tempDir("core-watched-other-", "/var/tmp")
+    // Two records over the same folders (other roots, as a grant adds), then a repository made in one of them.
+    expect(found(root)).toEqual([])
+    expect(Repositories.under([root, other]).repositories).toEqual([])
+    init(join(root, "a1/b1/new"))
+    // The second walk lists a1/b1 again, with a new watch on it, silent since: the first record is not taken for it.
+    expect(Repositories.under([root, other]).repositories).toEqual([join(root, "a1/b1/new")])
+    expect(found(root)).toEqual([join(root, "a1/b1/new")])
+  })
+
   test("a folder swapped for another with the same names is looked at again, and every folder under it", () => {
     const root = tree()
     expect(found(root)).toEqual([])
