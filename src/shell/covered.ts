@@ -62,7 +62,10 @@ interface Visited {
  * The last walk of some roots under some rules (by the rules' key), with every folder it looked at and how it was:
  * while none has changed, what it found in them stands (what links lead to is looked at again each time).
  */
-const walks = new Map<string, { readonly stamps: ReadonlyArray<readonly [string, string]>; readonly visited: Visited }>()
+const walks = new Map<
+  string,
+  { readonly stamps: ReadonlyArray<readonly [string, string]>; readonly visited: Visited; count: number; readonly watched: boolean }
+>()
 /** How many such walks are kept (a few Locations and agents). */
 const MAX_WALKS = 16
 
@@ -99,7 +102,8 @@ const remembered = (denied: (real: string) => boolean): ((real: string) => boole
 const PROBE = "\u0000any"
 
 /** Walks the roots' folders (see `walk`); kept for `walkKey` unless it stopped at `max`. */
-const visit = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, max: number, walkKey: string | undefined): Visited => {
+const visit = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, max: number, walkKey: string | undefined, count: number): Visited => {
+  const mode = walkKey === undefined ? "stamps" : Listing.modeFor(count)
   const files = new Set<string>()
   const directories = new Set<string>()
   /** Every regular file seen: searched for other names of a denied file only when one has more than one. */
@@ -113,7 +117,7 @@ const visit = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, 
   const stamps: Array<readonly [string, string]> = []
   /** Walks one directory; answers whether everything in it is denied (then its caller may cover it whole). */
   const into = (directory: string, root: boolean): boolean => {
-    const listed = Listing.list(directory, stamps)
+    const listed = Listing.list(directory, stamps, mode)
     if (listed === undefined) {
       // One a command may have shut would keep a denied file in it uncovered: the walk stops, as at its bound.
       const code = Listing.shut(directory)
@@ -177,7 +181,7 @@ const visit = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, 
   }
   if (walkKey !== undefined && !partial) {
     if (walks.size >= MAX_WALKS) walks.delete(walks.keys().next().value!)
-    walks.set(walkKey, { stamps, visited })
+    walks.set(walkKey, { stamps, visited, count, watched: Listing.watchedAll(mode) })
   }
   return visited
 }
@@ -195,7 +199,13 @@ export const walk = (roots: ReadonlyArray<string>, test: (real: string) => boole
   const key = (test as { readonly key?: string }).key
   const walkKey = key === undefined ? undefined : JSON.stringify([roots, key, max])
   const last = walkKey === undefined ? undefined : walks.get(walkKey)
-  const visited = Listing.standing(last?.stamps) && last !== undefined ? last.visited : visit(roots, denied, max, walkKey)
+  // The how-manyth walk of these roots under these rules this is: one made again and again watches what it lists.
+  const count = (last?.count ?? 0) + 1
+  // A walk that did not watch all it could is made again, watching, whether or not its record stands.
+  const again = last !== undefined && Listing.modeFor(count) === "watching" && !last.watched
+  const stands = Listing.standing(again ? undefined : last?.stamps) && last !== undefined
+  if (stands) last.count = count
+  const visited = stands ? last.visited : visit(roots, denied, max, walkKey, count)
   const files = new Set(visited.files)
   const directories = new Set(visited.directories)
   const { regular, links, entries } = visited

@@ -3,7 +3,7 @@ export * as Listing from "./listing"
 // Directory listings kept while the directory is unchanged, for the walks core makes of a command's grants before
 // it starts (./covered, ./repositories): a walk made again for the next command reads only what changed since.
 
-import { accessSync, constants, lstatSync, readdirSync, type Stats } from "node:fs"
+import { accessSync, constants, type Dirent, lstatSync, readdirSync, type Stats } from "node:fs"
 import { Watched } from "./watched"
 
 export type Kind = "directory" | "link" | "file" | "other"
@@ -20,6 +20,8 @@ interface Kept {
   readonly entries: ReadonlyArray<Entry>
   /** Read with a watch on it (./watched): the watch's id. */
   readonly watched: number | undefined
+  /** A watching walk could set no watch on it (past the watches core may hold, or a file system not watched). */
+  readonly unwatchable: boolean
 }
 
 /** How many directories' listings are kept (a few large Locations); past it, the cache starts again. */
@@ -77,13 +79,36 @@ const WATCHED = "watched:"
 const watchOf = (stamp: string): number | undefined => (stamp.startsWith(WATCHED) ? Number(stamp.slice(WATCHED.length)) : undefined)
 
 /**
+ * How a walk lists: by stamps alone (a walk made once or twice, as `core exec` makes: setting a watch costs more than
+ * reading a folder), or watching what it reads (a walk made again and again, as a long-lived host makes: each folder
+ * is then trusted by its watch, a look in memory, rather than an lstat). Watching, a walk reads with a watch every
+ * folder it must read, and watches, up to UPGRADES a walk, folders whose listings stand by their stamps.
+ */
+export type Mode = "stamps" | "watching"
+
+/** How many listings standing by their stamps a watching walk watches (`Watched.adopt`): spread over a few walks. */
+const UPGRADES = 16_384
+
+/** What the current walk may still watch of them (`standing` begins a walk). */
+let upgrades = UPGRADES
+
+/** The mode of a walk made for the `count`-th time (from 1) of the same roots: watching from the third on. */
+export const modeFor = (count: number): Mode => (count >= 3 ? "watching" : "stamps")
+
+/**
+ * Whether the walk that just ended in `mode` left nothing to watch that could be (its upgrades did not run out): a
+ * record of one that did not is walked again, watching, though it stands.
+ */
+export const watchedAll = (mode: Mode): boolean => mode === "watching" && upgrades > 0
+
+/**
  * The entries of `directory`, from the cache while nothing has changed it: while its watch is silent and its path
  * leads to it (./watched), else while its change time stands (a command cannot set a change time back; and what a
  * sandboxed command could add unseen is its own: a hard link to a covered file crosses a mount, EXDEV); otherwise
- * read, with a watch set on it first where one can be. Its stamp is noted in `stamps` (one that matches nothing
- * where it changed too recently to be trusted). Undefined when it cannot be read.
+ * read, with a watch set on it first when `mode` is watching and one can be. Its stamp is noted in `stamps` (one that
+ * matches nothing where it changed too recently to be trusted). Undefined when it cannot be read.
  */
-export const list = (directory: string, stamps: Array<readonly [string, string]>): ReadonlyArray<Entry> | undefined => {
+export const list = (directory: string, stamps: Array<readonly [string, string]>, mode: Mode = "stamps"): ReadonlyArray<Entry> | undefined => {
   const cached = listings.get(directory)
   if (cached?.watched !== undefined && Watched.trusted(directory, cached.watched)) {
     stamps.push([directory, WATCHED + cached.watched])
@@ -107,13 +132,23 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
     return cached.entries
   }
   const racy = Date.now() - Math.max(stat.ctimeMs, stat.mtimeMs) < racyFor(stat)
-  // By its stamp only where it was read unwatched: one whose watch was dropped (a mount, a lost report) is read again
-  // with a watch.
+  // By its stamp only where it was read unwatched (one whose watch was dropped, by a mount or a lost report, is read
+  // again). A watching walk watches it as it stands, up to UPGRADES a walk: the watch set, the folder is the one listed
+  // if its stamp is still the same (as a walk by stamps would take it), and whatever changes it afterwards is reported.
   if (!racy && cached !== undefined && cached.watched === undefined && cached.stamp === stamp) {
+    if (mode === "watching" && !cached.unwatchable && upgrades > 0) {
+      upgrades--
+      const id = Watched.adopt(directory, (now) => stampFrom(now) === stamp)
+      listings.set(directory, id === undefined ? { ...cached, unwatchable: true } : { ...cached, watched: id })
+      if (id !== undefined) {
+        stamps.push([directory, WATCHED + id])
+        return cached.entries
+      }
+    }
     stamps.push([directory, stamp])
     return cached.entries
   }
-  const read = Watched.read(directory)
+  const read = mode === "watching" ? Watched.read(directory) : unwatched(directory)
   if (read === undefined) {
     stamps.push([directory, racy ? RACY : stamp])
     return undefined
@@ -133,11 +168,20 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
     }
     // A racy stamp is kept as one that matches nothing: the listing stands only while its watch does.
     if (read.watched !== undefined || !racy) {
-      listings.set(directory, { stamp: racy ? RACY : stamp, entries, watched: read.watched })
+      listings.set(directory, { stamp: racy ? RACY : stamp, entries, watched: read.watched, unwatchable: mode === "watching" && read.watched === undefined })
       kept += entries.length
     }
   } else Watched.forget(directory)
   return entries
+}
+
+/** A folder's entries read by its path, unwatched. */
+const unwatched = (directory: string): { readonly entries: ReadonlyArray<Dirent>; readonly watched: undefined } | undefined => {
+  try {
+    return { entries: readdirSync(directory, { withFileTypes: true }), watched: undefined }
+  } catch {
+    return undefined
+  }
 }
 
 /**
@@ -148,6 +192,7 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
  */
 export const standing = (stamps: ReadonlyArray<readonly [string, string]> | undefined): boolean => {
   Watched.begin()
+  upgrades = UPGRADES
   if (stamps === undefined) return false
   for (const [directory, stamp] of stamps) {
     const watch = watchOf(stamp)

@@ -60,8 +60,18 @@ export interface Found {
   readonly code?: string
 }
 
-/** The last walk of some roots, with every folder it looked at and how it was: while none has changed, it stands. */
-const walks = new Map<string, { readonly stamps: ReadonlyArray<readonly [string, string]>; readonly found: Found }>()
+/**
+ * The last walk of some roots: every folder it looked at and how it was, what it found (it stands while none has
+ * changed), how many times these roots were searched, and whether it watched all it could (./listing).
+ */
+interface Walk {
+  readonly stamps: ReadonlyArray<readonly [string, string]>
+  readonly found: Found
+  count: number
+  readonly watched: boolean
+}
+
+const walks = new Map<string, Walk>()
 /** How many such walks are kept (a few Locations and grants), and how many folders they note together at most. */
 const MAX_WALKS = 16
 const MAX_KEPT_FOLDERS = 400_000
@@ -75,7 +85,15 @@ const MAX_KEPT_FOLDERS = 400_000
 export const under = (roots: ReadonlyArray<string>, limits: Bounds = bounded): Found => {
   const key = JSON.stringify([roots, limits.folders, limits.entries])
   const last = walks.get(key)
-  if (Listing.standing(last?.stamps) && last !== undefined) return last.found
+  // The how-manyth search of these roots this is: one made again and again watches what it lists.
+  const count = (last?.count ?? 0) + 1
+  const mode = Listing.modeFor(count)
+  // A walk that did not watch all it could is made again, watching, whether or not its record stands.
+  const again = last !== undefined && mode === "watching" && !last.watched
+  if (Listing.standing(again ? undefined : last?.stamps) && last !== undefined) {
+    last.count = count
+    return last.found
+  }
   const stamps: Array<readonly [string, string]> = []
   const repositories: Array<string> = []
   const seen = new Set<string>()
@@ -91,7 +109,7 @@ export const under = (roots: ReadonlyArray<string>, limits: Bounds = bounded): F
     // The folders walked so far (this one included) and every entry listed: a command that made files by the
     // million in one folder reaches the second bound, one that made folders the first.
     if (seen.size > limits.folders) return { repositories, partial: true, stoppedAt: directory, stoppedBy: "bound" }
-    const listed = Listing.list(directory, stamps)
+    const listed = Listing.list(directory, stamps, mode)
     if (listed === undefined) {
       // One a command may have shut hides what it holds: the walk cannot say what is there.
       const code = Listing.shut(directory)
@@ -139,6 +157,6 @@ export const under = (roots: ReadonlyArray<string>, limits: Bounds = bounded): F
     walks.delete(oldest)
     kept -= walk.stamps.length
   }
-  walks.set(key, { stamps, found })
+  walks.set(key, { stamps, found, count, watched: Listing.watchedAll(mode) })
   return found
 }

@@ -75,6 +75,8 @@ let fd: number | undefined
 let mounts: number | undefined
 const byPath = new Map<string, Watch>()
 const byWd = new Map<number, Array<string>>()
+/** Whether a device's file system reports every change (`local`), while the mount table stands. */
+const localByDevice = new Map<number, boolean>()
 let walk = 0
 let counter = 0
 /** Whether watching failed for good here (no inotify, no /proc): walks look at every folder. */
@@ -112,6 +114,7 @@ export const reset = (): void => {
   fd = undefined
   byPath.clear()
   byWd.clear()
+  localByDevice.clear()
   walk++
 }
 
@@ -267,15 +270,58 @@ const found = (directory: string, watch: Watch) => {
 }
 
 /**
- * Whether the folder open as `folder` is on a LOCAL file system: asked of each folder as its watch is set (a device
- * number says nothing lasting: one unmounted is given to the next file system mounted).
+ * Whether the folder open as `folder`, on `device`, is on a LOCAL file system: asked once a device while the mount
+ * table stands (a device number says nothing lasting: one unmounted is given to the next file system mounted, and a
+ * mount drops every watch and this with them).
  */
-const local = (folder: number): boolean => {
-  try {
-    return LOCAL.has(Number(statfsSync(`/proc/self/fd/${folder}`).type))
-  } catch {
-    return false
+const local = (device: number, folder: number): boolean => {
+  let known = localByDevice.get(device)
+  if (known === undefined) {
+    try {
+      known = LOCAL.has(Number(statfsSync(`/proc/self/fd/${folder}`).type))
+    } catch {
+      known = false
+    }
+    localByDevice.set(device, known)
   }
+  return known
+}
+
+/** Opens `directory` as a folder, not through a link; undefined where it cannot be. */
+const openFolder = (directory: string): number | undefined => {
+  try {
+    return openSync(directory, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Sets a watch on the folder open as `folder` for `directory` (replacing what its path had), where one can be: the
+ * watch's id, and the folder as it is now, read after the watch was set (whatever changes it afterwards is reported).
+ */
+const watchOpen = (directory: string, folder: number): { readonly id: number | undefined; readonly stat: Stats } => {
+  const stat = fstatSync(folder)
+  if (!ready() || Native.numbers === undefined) return { id: undefined, stat }
+  // Its watch made again (the same, where the folder is the same: the kernel answers the one it has).
+  const before = byPath.get(directory)
+  const shared = before !== undefined && detach(directory, before)
+  let wd = -1
+  if (byPath.size < limit() && local(stat.dev, folder))
+    wd = Native.syscall(Native.numbers.inotifyAddWatch, fd!, Native.address(Buffer.from(`/proc/self/fd/${folder}\0`)), MASK)
+  if (before !== undefined) {
+    if (!shared && before.wd !== wd) unwatch(before.wd)
+    before.wd = -1
+  }
+  if (wd < 0) return { id: undefined, stat }
+  const watch: Watch = { id: ++counter, wd, identity: `${stat.dev}:${stat.ino}`, changed: false, unmapped: false, verified: walk, mapped: ++counter, parentMapped: undefined }
+  byPath.set(directory, watch)
+  const paths = byWd.get(wd)
+  if (paths === undefined) byWd.set(wd, [directory])
+  else paths.push(directory)
+  found(directory, watch)
+  // After the watch: a change made between the two is reported, and seen here too.
+  return { id: watch.id, stat: fstatSync(folder) }
 }
 
 /**
@@ -284,43 +330,39 @@ const local = (folder: number): boolean => {
  * (not one, a link, gone, shut: the caller's reading says which). Throws nothing.
  */
 export const read = (directory: string): { readonly entries: ReadonlyArray<Dirent>; readonly watched: number | undefined } | undefined => {
-  let folder: number
+  const folder = openFolder(directory)
+  if (folder === undefined) return undefined
   try {
-    folder = openSync(directory, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
-  } catch {
-    return undefined
-  }
-  try {
-    const through = `/proc/self/fd/${folder}`
-    let watched: number | undefined
-    if (ready() && Native.numbers !== undefined) {
-      const stat = fstatSync(folder)
-      const identity = `${stat.dev}:${stat.ino}`
-      // Its watch made again (the same, where the folder is the same: the kernel answers the one it has).
-      const before = byPath.get(directory)
-      const shared = before !== undefined && detach(directory, before)
-      let wd = -1
-      if (byPath.size < limit() && local(folder))
-        wd = Native.syscall(Native.numbers.inotifyAddWatch, fd!, Native.address(Buffer.from(`${through}\0`)), MASK)
-      if (before !== undefined) {
-        if (!shared && before.wd !== wd) unwatch(before.wd)
-        before.wd = -1
-      }
-      if (wd >= 0) {
-        const watch: Watch = { id: ++counter, wd, identity, changed: false, unmapped: false, verified: walk, mapped: ++counter, parentMapped: undefined }
-        byPath.set(directory, watch)
-        byWd.set(wd, [...(byWd.get(wd) ?? []), directory])
-        found(directory, watch)
-        watched = watch.id
-      }
-    }
+    const { id } = watchOpen(directory, folder)
     try {
-      return { entries: readdirSync(through, { withFileTypes: true }), watched }
+      return { entries: readdirSync(`/proc/self/fd/${folder}`, { withFileTypes: true }), watched: id }
     } catch {
       // Not through /proc (none mounted): by its path, unwatched.
       forget(directory)
       return { entries: readdirSync(directory, { withFileTypes: true }), watched: undefined }
     }
+  } catch {
+    forget(directory)
+    return undefined
+  } finally {
+    closeSync(folder)
+  }
+}
+
+/**
+ * Watches `directory` without reading it again, where its kept listing stands by its stamp: `unchanged` says of the
+ * folder as it is once the watch is set whether it is the one listed, unchanged since (its stamp). The watch's id;
+ * undefined where no watch can be set, or the folder is not the one listed (then nothing is watched).
+ */
+export const adopt = (directory: string, unchanged: (stat: Stats) => boolean): number | undefined => {
+  counts.adopted++
+  const folder = openFolder(directory)
+  if (folder === undefined) return undefined
+  try {
+    const { id, stat } = watchOpen(directory, folder)
+    if (id === undefined || unchanged(stat)) return id
+    forget(directory)
+    return undefined
   } catch {
     forget(directory)
     return undefined
@@ -335,5 +377,8 @@ export const size = (): number => byPath.size
 /** Whether `directory` is watched now (for tests). */
 export const watching = (directory: string): boolean => (byPath.get(directory)?.wd ?? -1) >= 0
 
-/** How many listings were trusted by their watches alone, no look at the folder (for tests and figures). */
-export const counts = { trusted: 0 }
+/**
+ * How many listings were trusted by their watches alone, no look at the folder, and how many kept listings a watch
+ * was tried on without reading them again (for tests and figures).
+ */
+export const counts = { trusted: 0, adopted: 0 }

@@ -1507,11 +1507,11 @@ describe("core's configuration in the Location, against what a command runs", ()
       } finally {
         unlimited()
       }
-      // Listed unwatched, it stands by its stamp until it changes; then it is read again, watched.
+      // Listed unwatched, it stands by its stamp until it changes; then a watching walk reads it again, watched.
       Listing.list(fresh, stamps)
       expect(stamps[2]).toEqual([fresh, Listing.stampOf(fresh)])
       writeFileSync(join(fresh, "new"), "")
-      Listing.list(fresh, stamps)
+      Listing.list(fresh, stamps, "watching")
       expect(stamps[3]![0]).toBe(fresh)
       expect(stamps[3]![1]).toStartWith("watched:")
       // Where the file system keeps whole seconds (no fraction in either stamp), a listing is not trusted for two

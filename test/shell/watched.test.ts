@@ -5,7 +5,7 @@
 // not all be reported, folders are looked at as before.
 
 import { afterEach, describe, expect, test } from "bun:test"
-import { mkdirSync, renameSync, writeFileSync } from "node:fs"
+import { lstatSync, mkdirSync, renameSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Repositories } from "../../src/shell/repositories"
 import { Watched } from "../../src/shell/watched"
@@ -26,24 +26,74 @@ const tree = (width = 4): string => {
 
 const found = (root: string) => Repositories.under([root]).repositories
 
+/** The folders of `tree()` under `root`: the root, four, sixteen. */
+const folders = (root: string) => [root, ...[0, 1, 2, 3].flatMap((a) => [join(root, `a${a}`), ...[0, 1, 2, 3].map((b) => join(root, `a${a}/b${b}`))])]
+
+/** Searches `roots` as a long-lived host does, command after command, until what it lists is watched. */
+const watch = (roots: ReadonlyArray<string>) => {
+  for (let walk = 0; walk < 3; walk++) Repositories.under(roots)
+  return Repositories.under(roots).repositories
+}
+
 afterEach(() => Watched.reset())
 
 describe("watched folders", () => {
-  test("a walk made again over nothing changed trusts every folder below the first by its watch", () => {
+  test("the first two searches of some roots look by stamps (as core exec makes them); from the third, what is listed is watched and trusted by its watch", () => {
     const root = tree()
     expect(found(root)).toEqual([])
-    // Twenty-one folders: the root, four, sixteen. Every one of them is watched; the second walk looks at none below
-    // the root.
-    const folders = [root, ...[0, 1, 2, 3].flatMap((a) => [join(root, `a${a}`), ...[0, 1, 2, 3].map((b) => join(root, `a${a}/b${b}`))])]
-    expect(folders.filter(Watched.watching)).toHaveLength(21)
+    init(join(root, "a0/b0/one"))
+    expect(found(root)).toEqual([join(root, "a0/b0/one")])
+    expect(folders(root).filter(Watched.watching)).toEqual([])
+    // The third: every folder read again with a watch (it stood by its stamps); the fourth looks at none below the
+    // root: 20 of the tree's, and the repository's work tree.
+    expect(found(root)).toEqual([join(root, "a0/b0/one")])
+    expect([...folders(root), join(root, "a0/b0/one")].filter(Watched.watching)).toHaveLength(22)
     const before = Watched.counts.trusted
+    expect(found(root)).toEqual([join(root, "a0/b0/one")])
+    expect(Watched.counts.trusted - before).toBe(21)
+  })
+
+  test("a folder changed before the walk that watches what stood by its stamps is read again, not watched as it was", async () => {
+    const root = tree()
     expect(found(root)).toEqual([])
-    expect(Watched.counts.trusted - before).toBe(20)
+    expect(found(root)).toEqual([])
+    // Past the time a stamp is distrusted for: the change is seen by its stamp alone.
+    await Bun.sleep(250)
+    init(join(root, "a2/b3/late"))
+    expect(found(root)).toEqual([join(root, "a2/b3/late")])
+    expect(Watched.watching(join(root, "a2/b3"))).toBe(true)
+    init(join(root, "a2/b3/later"))
+    expect(found(root).toSorted()).toEqual([join(root, "a2/b3/late"), join(root, "a2/b3/later")])
+  })
+
+  test("a kept listing is watched without being read again only where the folder, seen once the watch is set, is the one listed", () => {
+    const root = tree()
+    const folder = join(root, "a1")
+    // Not the one listed: nothing is watched.
+    expect(Watched.adopt(folder, () => false)).toBeUndefined()
+    expect(Watched.watching(folder)).toBe(false)
+    // The watch is set before the folder is looked at: a change made meanwhile is reported.
+    const id = Watched.adopt(folder, () => {
+      writeFileSync(join(folder, "meanwhile"), "")
+      return true
+    })
+    expect(id).toBeNumber()
+    Watched.begin()
+    expect(Watched.confirm(folder, id!, lstatSync(folder))).toBe(false)
+    // Unchanged since, it is the one watched.
+    const again = Watched.adopt(folder, () => true)
+    Watched.begin()
+    expect(Watched.confirm(folder, again!, lstatSync(folder))).toBe(true)
+    // Its parent vouches for its path only where the parent is trusted in the same walk: the first folder never is.
+    const quiet = Watched.adopt(join(root, "a2"), () => true)
+    Watched.begin()
+    expect(Watched.trusted(join(root, "a2"), quiet!)).toBe(false)
   })
 
   test("a repository made, or moved in, deep in a watched tree is found by the next walk", () => {
     const root = tree()
-    expect(found(root)).toEqual([])
+    expect(watch([root])).toEqual([])
+    expect(folders(root).every(Watched.watching)).toBe(true)
     init(join(root, "a1/b2/new"))
     expect(found(root)).toEqual([join(root, "a1/b2/new")])
     const outside = tempDir("core-watched-out-", "/var/tmp")
@@ -56,8 +106,8 @@ describe("watched folders", () => {
     const root = tree()
     const other = tempDir("core-watched-other-", "/var/tmp")
     // Two records over the same folders (other roots, as a grant adds), then a repository made in one of them.
-    expect(found(root)).toEqual([])
-    expect(Repositories.under([root, other]).repositories).toEqual([])
+    expect(watch([root])).toEqual([])
+    expect(watch([root, other])).toEqual([])
     init(join(root, "a1/b1/new"))
     // The second walk lists a1/b1 again, with a new watch on it, silent since: the first record is not taken for it.
     expect(Repositories.under([root, other]).repositories).toEqual([join(root, "a1/b1/new")])
@@ -66,7 +116,7 @@ describe("watched folders", () => {
 
   test("a folder swapped for another with the same names is looked at again, and every folder under it", () => {
     const root = tree()
-    expect(found(root)).toEqual([])
+    expect(watch([root])).toEqual([])
     // The same names all the way down (a2/b1), a repository deeper still: only the swap of a2 changed anything the
     // walk's folders above it saw, and nothing under the new a2 was ever watched.
     const twin = tempDir("core-watched-twin-", "/var/tmp")
@@ -88,7 +138,7 @@ describe("watched folders", () => {
 
   test("a lost report (the queue overflowed) makes every folder looked at again", () => {
     const root = tree()
-    expect(found(root)).toEqual([])
+    expect(watch([root])).toEqual([])
     // More changes than the kernel queues (16,384 by default) before the next walk: what comes after is lost.
     const limit = Number(require("node:fs").readFileSync("/proc/sys/fs/inotify/max_queued_events", "latin1"))
     for (let index = 0; index <= limit + 10; index++) writeFileSync(join(root, `a0/b0/f${index}`), "")
@@ -105,8 +155,12 @@ describe("watched folders", () => {
     const restore = Watched.limitedTo(3)
     try {
       const root = tree()
-      expect(found(root)).toEqual([])
+      expect(watch([root])).toEqual([])
       expect(Watched.size()).toBe(3)
+      // What could not be watched is not tried again by every walk: the walk's record stands.
+      const adopted = Watched.counts.adopted
+      expect(found(root)).toEqual([])
+      expect(Watched.counts.adopted).toBe(adopted)
       init(join(root, "a3/b3/unwatched"))
       init(join(root, "a0/watched"))
       expect(found(root).toSorted()).toEqual([join(root, "a0/watched"), join(root, "a3/b3/unwatched")])
@@ -126,6 +180,8 @@ describe("watched folders", () => {
 import { Watched } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/watched"))}
 const root = process.argv[2]
 const say = (what: unknown) => console.log(JSON.stringify(what))
+// Searched as a long-lived host searches, until what it lists is watched.
+for (let walk = 0; walk < 3; walk++) Repositories.under([root])
 say(Repositories.under([root]).repositories)
 // Past the time a folder's stamp is distrusted for, so that only its watch can have it read again.
 await Bun.sleep(250)
