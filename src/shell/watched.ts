@@ -7,9 +7,10 @@ export * as Watched from "./watched"
 // A folder's listing is trusted while all of these hold, and looked at as before (its stamp) otherwise:
 // - its watch has reported nothing since the listing was read (the watch is set on the very folder listed, through
 //   a descriptor of it, before the listing is read: whatever changes it after is reported);
-// - its path still leads to the folder watched: its parent is watched, trusted this walk, and has reported no change
-//   of its name (a name is changed only in its parent) since this folder was last found at its path; or, for the
-//   first folder of a walk and any other, an lstat finds the same folder there;
+// - its path still leads to the folder watched: the parent's watch it was last found at its path through is still
+//   its parent's, silent, and trusted in this walk (a name changes only in its parent, which reports it; a parent
+//   moved or swapped for another is read again, with a watch of its own); or, for the first folder of a walk and any
+//   other, an lstat finds the same folder there;
 // - nothing was mounted or unmounted in core's mount namespace since (mounts change what a path leads to without a
 //   change in any folder), no report was lost (the queue overflowed), and the folder is on a file system whose
 //   changes all go through this kernel on its folders (ext4, xfs, btrfs, tmpfs and the like; not a network or FUSE
@@ -60,14 +61,14 @@ interface Watch {
   readonly identity: string
   /** Its watch reported a change of its names or itself since its listing was read. */
   changed: boolean
-  /** A change of its name in its parent was reported (or it moved): an lstat must find it at its path again. */
-  unmapped: boolean
   /** The walk (`begin`'s count) in which its path was last known to lead to it. */
   verified: number
-  /** Unique, and new whenever its path may have led elsewhere: what the folders under it were found through. */
-  mapped: number
-  /** Its parent's `mapped` when this folder was last found at its path (undefined: found with no parent watched). */
-  parentMapped: number | undefined
+  /**
+   * The parent's watch this folder was last found at its path through (undefined: none, trusted in that walk). While
+   * that watch is its parent's path's, silent, and trusted in the current walk, the name leads to this folder still:
+   * a name changes only in its parent, which reports it; a parent moved, swapped or read again has another watch.
+   */
+  parent: Watch | undefined
 }
 
 let fd: number | undefined
@@ -112,6 +113,7 @@ export const limitedTo = (watches: number): (() => void) => {
 export const reset = (): void => {
   if (fd !== undefined && fd >= 0) closeSync(fd)
   fd = undefined
+  for (const watch of byPath.values()) watch.wd = -1
   byPath.clear()
   byWd.clear()
   localByDevice.clear()
@@ -170,41 +172,29 @@ export const begin = (): void => {
 }
 
 /** Applies a read of events; false when one was lost (the queue overflowed): then nothing watched can be trusted. */
-export const take = (events: Buffer): boolean => {
+export const take = (events: Uint8Array): boolean => {
   const view = new DataView(events.buffer, events.byteOffset, events.byteLength)
   for (let at = 0; at + 16 <= events.length; ) {
     const wd = view.getInt32(at, true)
     const mask = view.getUint32(at + 4, true)
+    // The name's length (0: the event is the folder's own); what it names matters not, the folder is read again.
     const length = view.getUint32(at + 12, true)
-    const raw = events.subarray(at + 16, at + 16 + length)
-    const end = raw.indexOf(0)
-    const name = length === 0 ? "" : raw.toString("utf8", 0, end < 0 ? raw.length : end)
     at += 16 + length
     if (mask & IN_Q_OVERFLOW) return false
     for (const path of byWd.get(wd) ?? []) {
       const watch = byPath.get(path)
       if (watch === undefined || watch.wd !== wd) continue
-      if (mask & NAMED) {
-        watch.changed = true
-        // The folder that had the name moves or goes (its own watch says so too), or another takes its name.
-        const child = byPath.get(`${path === "/" ? "" : path}/${name}`)
-        if (child !== undefined) unmap(child)
-      }
+      // A name made, removed or moved: the folder is read again, and a folder found through it is looked at again.
+      if (mask & NAMED) watch.changed = true
       // Its own permissions (a folder made unlistable): read again. A name's metadata is its own watch's.
       if (mask & IN_ATTRIB && length === 0) watch.changed = true
       if (mask & GONE) {
         watch.changed = true
-        unmap(watch)
         if (mask & IN_IGNORED) drop(path, watch)
       }
     }
   }
   return true
-}
-
-const unmap = (watch: Watch) => {
-  watch.unmapped = true
-  watch.mapped = ++counter
 }
 
 /** Forgets `path`'s watch; answers whether another path still leads to the folder watched. */
@@ -244,10 +234,11 @@ const parentOf = (path: string): string => {
  */
 export const trusted = (directory: string, id: number): boolean => {
   const watch = byPath.get(directory)
-  if (watch === undefined || watch.id !== id || watch.wd < 0 || watch.changed || watch.unmapped) return false
+  if (watch === undefined || watch.id !== id || watch.wd < 0 || watch.changed) return false
   if (watch.verified === walk) return true
-  const parent = byPath.get(parentOf(directory))
-  if (parent === undefined || parent.wd < 0 || parent.verified !== walk || watch.parentMapped !== parent.mapped) return false
+  // Only a watch its path has is trusted in a walk (one dropped or replaced has left byPath, its wd -1).
+  const parent = watch.parent
+  if (parent === undefined || parent.wd < 0 || parent.verified !== walk) return false
   watch.verified = walk
   counts.trusted++
   return true
@@ -264,9 +255,8 @@ export const confirm = (directory: string, id: number, stat: Stats): boolean => 
 /** Notes that `directory` was found at its path now, through its parent as it is now. */
 const found = (directory: string, watch: Watch) => {
   const parent = byPath.get(parentOf(directory))
-  watch.unmapped = false
   watch.verified = walk
-  watch.parentMapped = parent !== undefined && parent.wd >= 0 && parent.verified === walk ? parent.mapped : undefined
+  watch.parent = parent !== undefined && parent.wd >= 0 && parent.verified === walk ? parent : undefined
 }
 
 /**
@@ -314,7 +304,7 @@ const watchOpen = (directory: string, folder: number): { readonly id: number | u
     before.wd = -1
   }
   if (wd < 0) return { id: undefined, stat }
-  const watch: Watch = { id: ++counter, wd, identity: `${stat.dev}:${stat.ino}`, changed: false, unmapped: false, verified: walk, mapped: ++counter, parentMapped: undefined }
+  const watch: Watch = { id: ++counter, wd, identity: `${stat.dev}:${stat.ino}`, changed: false, verified: walk, parent: undefined }
   byPath.set(directory, watch)
   const paths = byWd.get(wd)
   if (paths === undefined) byWd.set(wd, [directory])

@@ -136,6 +136,18 @@ describe("watched folders", () => {
     expect(found(root).toSorted()).toEqual([join(root, "a0-other/b0/y"), join(root, "a2/b1/x")])
   })
 
+  test("a root inside another walk's folders is looked at again when a folder above it moved, though nothing in it did", () => {
+    const root = tree()
+    const inner = join(root, "a1/b1")
+    expect(watch([root])).toEqual([])
+    expect(watch([inner])).toEqual([])
+    // a1 moves away with b1 in it (b1's own watch says nothing: a folder above it moved), and another a1/b1 takes
+    // the path, a repository in it. No walk of root comes between: a1's report waits, and b1 must be looked at.
+    renameSync(join(root, "a1"), join(root, "gone"))
+    init(join(inner, "planted"))
+    expect(Repositories.under([inner]).repositories).toEqual([join(inner, "planted")])
+  })
+
   test("a lost report (the queue overflowed) makes every folder looked at again", () => {
     const root = tree()
     expect(watch([root])).toEqual([])
