@@ -159,6 +159,8 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
   }))
   stamps.push([directory, read.watched !== undefined ? WATCHED + read.watched : racy ? RACY : stamp])
   forget(directory)
+  // A watch its path had before, now of no listing kept (read by stamps): its place goes to another folder.
+  if (read.watched === undefined) Watched.forget(directory)
   // One folder holding a good part of what all may hold is read again each time, not kept.
   if (entries.length <= MAX_ENTRIES / 4) {
     if (listings.size >= MAX_LISTINGS || kept + entries.length > MAX_ENTRIES) {
