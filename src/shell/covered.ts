@@ -137,11 +137,17 @@ const visit = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, 
     for (const entry of listed) {
       if (partial) return false
       const path = prefix + entry.name
-      // A name that is not UTF-8 leads nowhere as core reads it: what it names could be neither covered nor walked.
-      if (entry.name.includes("\uFFFD") && Listing.shut(path) === "EILSEQ") {
-        shut ??= { at: path, code: "EILSEQ" }
-        partial = true
-        return false
+      // A name that is not UTF-8 leads nowhere as core reads it (or to another entry, named U+FFFD): what it names
+      // could be neither walked nor covered, nor a link's target read. A file the rules would not deny by the name as
+      // read (its bytes in U+FFFD's place) is passed over.
+      if (entry.unnamed === true) {
+        if (entry.kind === "directory" || entry.kind === "link" || (entry.kind === "file" && denied(path))) {
+          shut ??= { at: path, code: "EILSEQ" }
+          partial = true
+          return false
+        }
+        all = false
+        continue
       }
       if (entry.kind === "directory") {
         if (seen.has(path)) continue

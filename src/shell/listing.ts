@@ -11,6 +11,24 @@ export type Kind = "directory" | "link" | "file" | "other"
 export interface Entry {
   readonly name: string
   readonly kind: Kind
+  /**
+   * Its name as read stands for bytes that are not UTF-8 (each read as U+FFFD), or may: a path made of it leads
+   * nowhere, or to another entry whose name is U+FFFD written in UTF-8. A walk cannot look at what it names.
+   */
+  readonly unnamed?: true
+}
+
+/**
+ * Whether the folder read at `through` (its path, or its descriptor's) holds a name that is not UTF-8: asked only
+ * where a name read holds U+FFFD, which is how such bytes are read.
+ */
+const notUtf8In = (through: string): boolean => {
+  try {
+    return readdirSync(through, { encoding: "buffer" }).some((raw) => !Buffer.from(raw.toString("utf8"), "utf8").equals(raw))
+  } catch {
+    // Gone meanwhile: as good as one (the walk stops, to look again).
+    return true
+  }
 }
 
 /** What a directory held when last listed: a listing is read again only once the directory has changed. */
@@ -148,15 +166,12 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
     stamps.push([directory, stamp])
     return cached.entries
   }
-  const read = mode === "watching" ? Watched.read(directory) : unwatched(directory)
+  const read = mode === "watching" ? Watched.read(directory, entriesOf) : unwatched(directory)
   if (read === undefined) {
     stamps.push([directory, racy ? RACY : stamp])
     return undefined
   }
-  const entries = read.entries.map((entry) => ({
-    name: entry.name,
-    kind: entry.isDirectory() ? ("directory" as const) : entry.isSymbolicLink() ? ("link" as const) : entry.isFile() ? ("file" as const) : ("other" as const),
-  }))
+  const entries = read.entries
   stamps.push([directory, read.watched !== undefined ? WATCHED + read.watched : racy ? RACY : stamp])
   forget(directory)
   // A watch its path had before, now of no listing kept (read by stamps): its place goes to another folder.
@@ -177,10 +192,20 @@ export const list = (directory: string, stamps: Array<readonly [string, string]>
   return entries
 }
 
+/** The entries read of a folder, which can be read again at `through`: names that are not UTF-8 marked. */
+const entriesOf = (read: ReadonlyArray<Dirent>, through: string): ReadonlyArray<Entry> => {
+  const unnamed = read.some((entry) => entry.name.includes("\uFFFD")) && notUtf8In(through)
+  return read.map((entry) => ({
+    name: entry.name,
+    kind: entry.isDirectory() ? "directory" : entry.isSymbolicLink() ? "link" : entry.isFile() ? "file" : "other",
+    ...(unnamed && entry.name.includes("\uFFFD") ? { unnamed: true } : {}),
+  }))
+}
+
 /** A folder's entries read by its path, unwatched. */
-const unwatched = (directory: string): { readonly entries: ReadonlyArray<Dirent>; readonly watched: undefined } | undefined => {
+const unwatched = (directory: string): Watched.Read<ReadonlyArray<Entry>> | undefined => {
   try {
-    return { entries: readdirSync(directory, { withFileTypes: true }), watched: undefined }
+    return { entries: entriesOf(readdirSync(directory, { withFileTypes: true }), directory), watched: undefined }
   } catch {
     return undefined
   }
@@ -230,8 +255,8 @@ const may = (directory: string, mode: number): boolean => {
 /**
  * Why `directory`, found in a walk but not listed (`list` answered undefined), may hide what a command put in it: the
  * error that keeps it from being listed (EACCES where a command made it unreadable, `chmod 111`, or its parent
- * `chmod 444`; ENAMETOOLONG where it was moved past the longest path the kernel takes; EILSEQ where its name is not
- * UTF-8). Undefined where it cannot
+ * `chmod 444`; ENAMETOOLONG where it was moved past the longest path the kernel takes). A walk that meets an entry
+ * whose name is not UTF-8 (`Entry.unnamed`) stops there too, with EILSEQ. Undefined where it cannot
  * hide anything: a folder gone, or no longer a folder (a change the walk's next look sees), or one another user owns
  * that this process may neither write nor enter (a command running as this user can have put nothing in it, and the
  * user's git cannot run there). A walk meeting one that may stops there, as at its bound.
@@ -242,9 +267,6 @@ export const shut = (directory: string): string | undefined => {
     stat = lstatSync(directory)
   } catch (cause) {
     const code = codeOf(cause)
-    // A name that is not UTF-8 is read as one with U+FFFD in place of its bytes, which leads nowhere: the folder is
-    // there, but cannot be looked at by any name core has.
-    if (code === "ENOENT" && directory.slice(directory.lastIndexOf("/") + 1).includes("\uFFFD")) return "EILSEQ"
     return code === "ENOENT" || code === "ENOTDIR" ? undefined : code
   }
   if (!stat.isDirectory()) return undefined

@@ -137,7 +137,9 @@ export const under = (roots: ReadonlyArray<string>, limits: Bounds = bounded): F
     const prefix = directory.endsWith("/") ? directory : `${directory}/`
     if (bare) stores.add(`${prefix}objects`).add(`${prefix}lfs/objects`)
     const store = stores.has(directory)
-    for (const { name, kind } of listed) {
+    for (const { name, kind, unnamed } of listed) {
+      // A folder whose name is not UTF-8: no path core has leads to it (one may lead to another, named U+FFFD).
+      if (kind === "directory" && unnamed === true) return { repositories, partial: true, stoppedAt: prefix + name, stoppedBy: "shut", code: "EILSEQ" }
       if (kind !== "directory" || SKIPPED.has(name) || (store && OBJECTS.test(name))) continue
       // Inside a `.git`, only where git keeps other git directories: its submodules' and worktrees'.
       if (name === ".git") {

@@ -314,23 +314,33 @@ const watchOpen = (directory: string, folder: number): { readonly id: number | u
   return { id: watch.id, stat: fstatSync(folder) }
 }
 
+/** A folder read: what `take` made of its entries, and its watch's id where one was set. */
+export interface Read<A> {
+  readonly entries: A
+  readonly watched: number | undefined
+}
+
 /**
  * The entries of `directory`, read through a descriptor of it, its watch set before they are read where it can be
- * (`watched`: the watch's id, which `trusted` and `confirm` take): undefined when it cannot be opened as a folder
- * (not one, a link, gone, shut: the caller's reading says which). Throws nothing.
+ * (`watched`: the watch's id, which `trusted` and `confirm` take), as `take` makes them of the entries read and of a
+ * path to read the same folder at again (while `take` runs): undefined when it cannot be opened as a folder (not one,
+ * a link, gone, shut: the caller's reading says which). Throws nothing.
  */
-export const read = (directory: string): { readonly entries: ReadonlyArray<Dirent>; readonly watched: number | undefined } | undefined => {
+export const read = <A>(directory: string, take: (entries: ReadonlyArray<Dirent>, through: string) => A): Read<A> | undefined => {
   const folder = openFolder(directory)
   if (folder === undefined) return undefined
   try {
     const { id } = watchOpen(directory, folder)
+    const through = `/proc/self/fd/${folder}`
+    let entries: ReadonlyArray<Dirent>
     try {
-      return { entries: readdirSync(`/proc/self/fd/${folder}`, { withFileTypes: true }), watched: id }
+      entries = readdirSync(through, { withFileTypes: true })
     } catch {
       // Not through /proc (none mounted): by its path, unwatched.
       forget(directory)
-      return { entries: readdirSync(directory, { withFileTypes: true }), watched: undefined }
+      return { entries: take(readdirSync(directory, { withFileTypes: true }), directory), watched: undefined }
     }
+    return { entries: take(entries, through), watched: id }
   } catch {
     forget(directory)
     return undefined

@@ -100,6 +100,16 @@ describe("Covered.walk", () => {
       expect(found.partial).toBe(true)
       expect(found.shut).toEqual({ at: expect.stringContaining("\uFFFD"), code: "EILSEQ" })
     }
+    // Beside an entry whose name is U+FFFD written in UTF-8 (which a path made of the name read leads to), the same.
+    const beside = tree(["k\uFFFD.env"])
+    expect(Bun.spawnSync(["python3", "-c", "open(b'k\\xff.env', 'w').write('key')"], { cwd: beside }).exitCode).toBe(0)
+    expect(Covered.walk([beside], rules(beside, { "*.env": "deny" })).shut).toEqual({ at: join(beside, "k\uFFFD.env"), code: "EILSEQ" })
+    // One the rules would not deny by its name as read is passed over.
+    const other = tree(["a/1.env"])
+    expect(Bun.spawnSync(["python3", "-c", "open(b'notes\\xff.txt', 'w').write('x')"], { cwd: other }).exitCode).toBe(0)
+    const passed = Covered.walk([other], rules(other, { "*.env": "deny" }))
+    expect(passed.partial).toBe(false)
+    expect(names(other, passed.files)).toEqual(["a/1.env"])
     // A name with U+FFFD written out in UTF-8 is a name like any other.
     const root = tree(["a/1.env", "\uFFFD/2.env", "\uFFFD.env"])
     expect(names(root, Covered.walk([root], rules(root, { "*.env": "deny" })).files).toSorted()).toEqual(["a/1.env", "\uFFFD.env", "\uFFFD/2.env"])

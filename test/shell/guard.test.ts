@@ -1545,6 +1545,13 @@ describe("core's configuration in the Location, against what a command runs", ()
       const latin = tempDir("core-latin-")
       expect(Bun.spawnSync(["python3", "-c", "import os, subprocess; os.mkdir(b'caf\\xe9'); subprocess.run([b'git', b'init', b'-q', b'caf\\xe9/hidden'], check=True)"], { cwd: latin }).exitCode).toBe(0)
       expect(Repositories.under([latin])).toEqual({ repositories: [], partial: true, stoppedAt: join(latin, "caf\uFFFD"), stoppedBy: "shut", code: "EILSEQ" })
+      // Beside a file, folder or link whose name is U+FFFD written in UTF-8 (which a path made of the name read leads
+      // to), the same.
+      for (const sibling of ["echo y > $'\\xef\\xbf\\xbd'", "mkdir $'\\xef\\xbf\\xbd'", "ln -s /nowhere $'\\xef\\xbf\\xbd'"]) {
+        const beside = tempDir("core-beside-")
+        expect(Bun.spawnSync(["bash", "-c", `mkdir -p $'\\xff'/repo/.git && ${sibling}`], { cwd: beside }).exitCode).toBe(0)
+        expect(Repositories.under([beside])).toMatchObject({ partial: true, stoppedAt: join(beside, "\uFFFD"), code: "EILSEQ" })
+      }
       mkdirSync(join(latin, "\uFFFD-named"))
       init(join(latin, "\uFFFD-named/found"))
       expect(Bun.spawnSync(["python3", "-c", "import shutil; shutil.rmtree(b'caf\\xe9')"], { cwd: latin }).exitCode).toBe(0)
