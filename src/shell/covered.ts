@@ -62,10 +62,7 @@ interface Visited {
  * The last walk of some roots under some rules (by the rules' key), with every folder it looked at and how it was:
  * while none has changed, what it found in them stands (what links lead to is looked at again each time).
  */
-const walks = new Map<
-  string,
-  { readonly stamps: ReadonlyArray<readonly [string, string]>; readonly visited: Visited; count: number; readonly watched: boolean }
->()
+const walks = new Map<string, Listing.Record & { readonly visited: Visited }>()
 /** How many such walks are kept (a few Locations and agents). */
 const MAX_WALKS = 16
 
@@ -102,8 +99,14 @@ const remembered = (denied: (real: string) => boolean): ((real: string) => boole
 const PROBE = "\u0000any"
 
 /** Walks the roots' folders (see `walk`); kept for `walkKey` unless it stopped at `max`. */
-const visit = (roots: ReadonlyArray<string>, denied: (real: string) => boolean, max: number, walkKey: string | undefined, count: number): Visited => {
-  const mode = walkKey === undefined ? "stamps" : Listing.modeFor(count)
+const visit = (
+  roots: ReadonlyArray<string>,
+  denied: (real: string) => boolean,
+  max: number,
+  walkKey: string | undefined,
+  count: number,
+  mode: Listing.Mode,
+): Visited => {
   const files = new Set<string>()
   const directories = new Set<string>()
   /** Every regular file seen: searched for other names of a denied file only when one has more than one. */
@@ -205,13 +208,9 @@ export const walk = (roots: ReadonlyArray<string>, test: (real: string) => boole
   const key = (test as { readonly key?: string }).key
   const walkKey = key === undefined ? undefined : JSON.stringify([roots, key, max])
   const last = walkKey === undefined ? undefined : walks.get(walkKey)
-  // The how-manyth walk of these roots under these rules this is: one made again and again watches what it lists.
-  const count = (last?.count ?? 0) + 1
-  // A walk that did not watch all it could is made again, watching, whether or not its record stands.
-  const again = last !== undefined && Listing.modeFor(count) === "watching" && !last.watched
-  const stands = Listing.standing(again ? undefined : last?.stamps) && last !== undefined
-  if (stands) last.count = count
-  const visited = stands ? last.visited : visit(roots, denied, max, walkKey, count)
+  // A walk with no key keeps no record: each is a first, by stamps.
+  const { stands, count, mode } = Listing.begin(last)
+  const visited = stands && last !== undefined ? last.visited : visit(roots, denied, max, walkKey, count, mode)
   const files = new Set(visited.files)
   const directories = new Set(visited.directories)
   const { regular, links, entries } = visited

@@ -111,13 +111,37 @@ const UPGRADES = 16_384
 let upgrades = UPGRADES
 
 /** The mode of a walk made for the `count`-th time (from 1) of the same roots: watching from the third on. */
-export const modeFor = (count: number): Mode => (count >= 3 ? "watching" : "stamps")
+const modeFor = (count: number): Mode => (count >= 3 ? "watching" : "stamps")
 
 /**
  * Whether the walk that just ended in `mode` left nothing to watch that could be (its upgrades did not run out): a
  * record of one that did not is walked again, watching, though it stands.
  */
 export const watchedAll = (mode: Mode): boolean => mode === "watching" && upgrades > 0
+
+/** What a walk keeps of itself for the next walk of the same roots. */
+export interface Record {
+  /** Every folder it looked at and how it was (`list`'s stamps), each after its parent. */
+  readonly stamps: ReadonlyArray<readonly [string, string]>
+  /** How many times these roots were walked (its record reused or not). */
+  count: number
+  /** Whether it watched all it could (`watchedAll`). */
+  readonly watched: boolean
+}
+
+/**
+ * Begins a walk of the roots `last` (if any) is the record of: whether that record stands for it (then noted as
+ * walked once more), and else the walk's count and the mode it lists in. A record of a walk that did not watch all it
+ * could is walked again, watching, whether or not it stands.
+ */
+export const begin = (last: Record | undefined): { readonly stands: boolean; readonly count: number; readonly mode: Mode } => {
+  const count = (last?.count ?? 0) + 1
+  const mode = modeFor(count)
+  const again = last !== undefined && mode === "watching" && !last.watched
+  const stands = standing(again ? undefined : last?.stamps) && last !== undefined
+  if (stands) last.count = count
+  return { stands, count, mode }
+}
 
 /**
  * The entries of `directory`, from the cache while nothing has changed it: while its watch is silent and its path
@@ -212,12 +236,11 @@ const unwatched = (directory: string): Watched.Read<ReadonlyArray<Entry>> | unde
 }
 
 /**
- * Begins a walk (what the watches reported is taken in first: call it before any `list`), and answers whether the
- * last walk's record of what it looked at (`stamps`, as `list` noted them, each folder after its parent) still
- * stands: every watched folder trusted or found again where it was, every other one's stamp the same. False with no
- * record.
+ * Begins a walk (what the watches reported is taken in first: before any `list`), and answers whether the last
+ * walk's record of what it looked at (`stamps`, as `list` noted them, each folder after its parent) still stands:
+ * every watched folder trusted or found again where it was, every other one's stamp the same. False with no record.
  */
-export const standing = (stamps: ReadonlyArray<readonly [string, string]> | undefined): boolean => {
+const standing = (stamps: ReadonlyArray<readonly [string, string]> | undefined): boolean => {
   Watched.begin()
   upgrades = UPGRADES
   if (stamps === undefined) return false

@@ -60,18 +60,8 @@ export interface Found {
   readonly code?: string
 }
 
-/**
- * The last walk of some roots: every folder it looked at and how it was, what it found (it stands while none has
- * changed), how many times these roots were searched, and whether it watched all it could (./listing).
- */
-interface Walk {
-  readonly stamps: ReadonlyArray<readonly [string, string]>
-  readonly found: Found
-  count: number
-  readonly watched: boolean
-}
-
-const walks = new Map<string, Walk>()
+/** The last walk of some roots: what it looked at (./listing) and what it found, which stands while none has changed. */
+const walks = new Map<string, Listing.Record & { readonly found: Found }>()
 /** How many such walks are kept (a few Locations and grants), and how many folders they note together at most. */
 const MAX_WALKS = 16
 const MAX_KEPT_FOLDERS = 400_000
@@ -85,15 +75,8 @@ const MAX_KEPT_FOLDERS = 400_000
 export const under = (roots: ReadonlyArray<string>, limits: Bounds = bounded): Found => {
   const key = JSON.stringify([roots, limits.folders, limits.entries])
   const last = walks.get(key)
-  // The how-manyth search of these roots this is: one made again and again watches what it lists.
-  const count = (last?.count ?? 0) + 1
-  const mode = Listing.modeFor(count)
-  // A walk that did not watch all it could is made again, watching, whether or not its record stands.
-  const again = last !== undefined && mode === "watching" && !last.watched
-  if (Listing.standing(again ? undefined : last?.stamps) && last !== undefined) {
-    last.count = count
-    return last.found
-  }
+  const { stands, count, mode } = Listing.begin(last)
+  if (stands && last !== undefined) return last.found
   const stamps: Array<readonly [string, string]> = []
   const repositories: Array<string> = []
   const seen = new Set<string>()
