@@ -1,7 +1,8 @@
 export * as Listing from "./listing"
 
-// Directory listings kept while the directory is unchanged, for the walks core makes of a command's grants before
-// it starts (./covered, ./repositories): a walk made again for the next command reads only what changed since.
+// Directory listings kept while the directory is unchanged (as its stamp says, or its watch: ./watched), for the
+// walks core makes of a command's grants before it starts and after it ends (./covered, ./repositories): a walk made
+// again reads only what changed since, and where its folders are watched looks at none that did not.
 
 import { accessSync, constants, type Dirent, lstatSync, readdirSync, type Stats } from "node:fs"
 import { Watched } from "./watched"
