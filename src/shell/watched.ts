@@ -80,8 +80,10 @@ const byWd = new Map<number, Array<string>>()
 const localByDevice = new Map<number, boolean>()
 let walk = 0
 let counter = 0
-/** Whether watching failed for good here (no inotify, no /proc): walks look at every folder. */
+/** Whether watching cannot be had here (no libc, no /proc): walks look at every folder by its stamp. */
 let off = false
+/** The walk in which no inotify instance could be had. */
+let unavailableIn = -1
 let budget: number | undefined
 const buffer = Buffer.alloc(64 * 1024)
 const noWait = new Uint8Array(16)
@@ -134,9 +136,15 @@ const ready = (): boolean => {
     if (mounts < 0) return !(off = true)
     mountsChanged()
   }
-  fd = Native.syscall(numbers.inotifyInit1, IN_NONBLOCK | IN_CLOEXEC)
-  if (fd < 0) off = true
-  return fd >= 0
+  // None to be had now (the user's inotify instances all taken, say): tried again in the next walk.
+  if (unavailableIn === walk) return false
+  const made = Native.syscall(numbers.inotifyInit1, IN_NONBLOCK | IN_CLOEXEC)
+  if (made < 0) {
+    unavailableIn = walk
+    return false
+  }
+  fd = made
+  return true
 }
 
 /** Whether the mount table changed since it was last polled (a poll takes the change). */

@@ -5,8 +5,9 @@
 // not all be reported, folders are looked at as before.
 
 import { afterEach, describe, expect, test } from "bun:test"
-import { lstatSync, mkdirSync, renameSync, writeFileSync } from "node:fs"
+import { closeSync, lstatSync, mkdirSync, renameSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Native } from "../../src/shell/native"
 import { Repositories } from "../../src/shell/repositories"
 import { Watched } from "../../src/shell/watched"
 import { tempDir } from "../support/temp"
@@ -179,6 +180,28 @@ describe("watched folders", () => {
     } finally {
       restore()
     }
+  })
+
+  test("with no inotify instance to be had (the user's all taken), walks go by stamps, and watch once one can be had", () => {
+    const root = tree()
+    Watched.reset()
+    // Every instance the user may have, taken.
+    const taken: Array<number> = []
+    const numbers = Native.numbers!
+    try {
+      for (let made = 0; made >= 0 && taken.length < 100_000; ) {
+        made = Native.syscall(numbers.inotifyInit1, 0)
+        if (made >= 0) taken.push(made)
+      }
+      init(join(root, "a0/b0/r"))
+      expect(watch([root])).toEqual([join(root, "a0/b0/r")])
+      expect(folders(root).some(Watched.watching)).toBe(false)
+    } finally {
+      for (const fd of taken) closeSync(fd)
+    }
+    init(join(root, "a3/b3/s"))
+    expect(found(root)).toEqual([join(root, "a0/b0/r"), join(root, "a3/b3/s")])
+    expect(folders(root).filter(Watched.watching).length).toBeGreaterThan(0)
   })
 
   // A mount changes what a path leads to with no change in any folder: core's own mount namespace is polled. Run in a
