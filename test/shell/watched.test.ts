@@ -123,7 +123,7 @@ describe("watched folders", () => {
     const twin = tempDir("core-watched-twin-", "/var/tmp")
     for (let b = 0; b < 4; b++) mkdirSync(join(twin, `b${b}`))
     init(join(twin, "b1/x"))
-    renameSync(join(root, "a2"), join(twin, "..", `${twin.split("/").pop()}-old`))
+    renameSync(join(root, "a2"), join(tempDir("core-watched-old-", "/var/tmp"), "a2"))
     renameSync(twin, join(root, "a2"))
     expect(found(root)).toEqual([join(root, "a2/b1/x")])
     // Swapped out and back (the folder watched is at its path again) while a repository was made in the other.
