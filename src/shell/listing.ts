@@ -4,6 +4,7 @@ export * as Listing from "./listing"
 // walks core makes of a command's grants before it starts and after it ends (./covered, ./repositories): a walk made
 // again reads only what changed since, and where its folders are watched looks at none that did not.
 
+import { isUtf8 } from "node:buffer"
 import { accessSync, constants, type Dirent, lstatSync, readdirSync, type Stats } from "node:fs"
 import { Watched } from "./watched"
 
@@ -25,7 +26,7 @@ export interface Entry {
  */
 const notUtf8In = (through: string): boolean => {
   try {
-    return readdirSync(through, { encoding: "buffer" }).some((raw) => !Buffer.from(raw.toString("utf8"), "utf8").equals(raw))
+    return readdirSync(through, { encoding: "buffer" }).some((raw) => !isUtf8(raw))
   } catch {
     // Gone meanwhile: as good as one (the walk stops, to look again).
     return true
