@@ -23,18 +23,24 @@ export const of = (location: string, ids: Ids, asked?: Asked): string =>
     ? JSON.stringify([location, ids.sessionID, ids.toolCallID])
     : JSON.stringify([location, ids.sessionID, ids.toolCallID, asked.agent, asked.name])
 
+/** Whether `id` can be kept apart from every other id: whole characters (no lone surrogate) and no NUL. */
+const keepable = (id: string): boolean => id.isWellFormed() && !id.includes("\u0000")
+
 /**
  * Why a call's ids cannot be kept apart from another call's, or undefined when they can: an id that is not
  * well-formed Unicode (a lone surrogate, as JSON's `"\ud800"` makes) is stored as UTF-8 with U+FFFD in its place,
- * so `"a\ud800"` and `"a\udfff"` would be one call, and the second answered the first's settlement.
+ * so `"a\ud800"` and `"a\udfff"` would be one call, and the second answered the first's settlement; an id holding
+ * a NUL character cannot be kept by every store (Postgres refuses it in text), so none takes it.
  */
 export const malformed = (ids: Ids & { readonly assistantMessageID?: string }): string | undefined => {
-  // Checked on every settle: three calls, no allocation, unless one is malformed.
-  if (ids.sessionID.isWellFormed() && ids.toolCallID.isWellFormed() && (ids.assistantMessageID?.isWellFormed() ?? true)) return undefined
-  const [name, id] = !ids.sessionID.isWellFormed()
+  // Checked on every settle: six calls, no allocation, unless one is malformed.
+  if (keepable(ids.sessionID) && keepable(ids.toolCallID) && (ids.assistantMessageID === undefined || keepable(ids.assistantMessageID))) return undefined
+  const [name, id] = !keepable(ids.sessionID)
     ? ["sessionID", ids.sessionID]
-    : !ids.toolCallID.isWellFormed()
+    : !keepable(ids.toolCallID)
       ? ["toolCallID", ids.toolCallID]
       : ["assistantMessageID", ids.assistantMessageID!]
-  return `The ${name} ${JSON.stringify(id)} is not well-formed Unicode (it holds a lone surrogate): ids are kept as UTF-8, where it would be another call's id. Send ids of whole characters.`
+  return id.isWellFormed()
+    ? `The ${name} ${JSON.stringify(id)} holds a NUL character (U+0000), which the settlement stores cannot keep. Send ids without it.`
+    : `The ${name} ${JSON.stringify(id)} is not well-formed Unicode (it holds a lone surrogate): ids are kept as UTF-8, where it would be another call's id. Send ids of whole characters.`
 }

@@ -129,11 +129,13 @@ const NUMERIC = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/
 
 /**
  * The call id of a request id: the id as it is, but a string that reads as a number, which is quoted (JSON-RPC has
- * `1` and `"1"` as two ids: one must not join or replay the other's call), and one with a lone surrogate, which is
- * quoted as JSON escapes it (whole characters: see CallKey.malformed).
+ * `1` and `"1"` as two ids: one must not join or replay the other's call), and one with a lone surrogate or a NUL,
+ * which is quoted as JSON escapes it (ids the stores can keep: see CallKey.malformed).
  */
 const callIdOf = (requestId: string | number): string =>
-  typeof requestId === "string" && (NUMERIC.test(requestId) || !requestId.isWellFormed()) ? JSON.stringify(requestId) : String(requestId)
+  typeof requestId === "string" && (NUMERIC.test(requestId) || !requestId.isWellFormed() || requestId.includes("\u0000"))
+    ? JSON.stringify(requestId)
+    : String(requestId)
 
 /** A schema as read here: whether a value passes, and each problem's place and words. */
 interface RequestSchema {

@@ -79,11 +79,20 @@ const LOCATION_HEADER = {
 
 // Bodies
 
-/** An id: a non-empty string of whole characters (a lone surrogate would be stored as another call's id). */
+/**
+ * An id: a non-empty string of whole characters (a lone surrogate would be stored as another call's id) with no NUL
+ * (which not every store can keep).
+ */
 const Id = Schema.NonEmptyString.check(
-  Schema.makeFilter((id: string) => (id.isWellFormed() ? undefined : "a string of well-formed Unicode, with no lone surrogate"), {
-    expected: "a string of well-formed Unicode",
-  }),
+  Schema.makeFilter(
+    (id: string) =>
+      !id.isWellFormed()
+        ? "a string of well-formed Unicode, with no lone surrogate"
+        : id.includes("\u0000")
+          ? "a string with no NUL character (U+0000)"
+          : undefined,
+    { expected: "a string of well-formed Unicode with no NUL character" },
+  ),
 )
 
 export const Health = Schema.Struct({ ok: Schema.Literal(true), version: Schema.String }).annotate({ identifier: "Health" })

@@ -109,8 +109,9 @@ const readCounting = async (request: Request): Promise<string | undefined> => {
   return new TextDecoder().decode(Buffer.concat(chunks))
 }
 
-/** A non-empty string of whole characters, as the API's `Id` schema takes it. */
-const isId = (value: unknown): value is string => typeof value === "string" && value !== "" && value.isWellFormed()
+/** A non-empty string of whole characters with no NUL, as the API's `Id` schema takes it. */
+const isId = (value: unknown): value is string =>
+  typeof value === "string" && value !== "" && value.isWellFormed() && !value.includes("\u0000")
 
 /** Whether every number in parsed JSON is finite (JSON.parse reads `1e400` as Infinity, which is not JSON), without recursion. */
 const finite = (value: unknown): boolean => {

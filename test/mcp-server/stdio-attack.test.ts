@@ -224,5 +224,14 @@ export default Tool.make({
     expect(refused.error.code).toBe(-32602)
     expect(refused.error.message).toContain("is not well-formed Unicode")
     expect(runs(mcp.box, "count")).toBe(4)
+    // A NUL cannot be kept by every store: as a request id it is quoted too, as a _meta id refused.
+    mcp.send('{"jsonrpc":"2.0","id":"x\\u0000y","method":"tools/call","params":{"name":"count","arguments":{}}}\n')
+    const nul = (await mcp.next("x\u0000y")).result
+    expect(nul._meta["core/settlement"].callID).toBe('"x\\u0000y"')
+    mcp.send('{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"count","arguments":{},"_meta":{"toolCallID":"m\\u0000"}}}\n')
+    const nulMeta = await mcp.next(13)
+    expect(nulMeta.error.code).toBe(-32602)
+    expect(nulMeta.error.message).toContain("holds a NUL character")
+    expect(runs(mcp.box, "count")).toBe(5)
   }, 60_000)
 })

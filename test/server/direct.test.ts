@@ -146,6 +146,20 @@ describe("a call answered without the router", () => {
     expect(JSON.parse(replacement.body)).toMatchObject({ callID: "p\ufffd", structured: "whole" })
   })
 
+  // Postgres keeps no NUL in text, and the journal kept "s\0x"/"y" and "s"/"x\0y" as one call: such ids are refused
+  // (as a NUL anywhere in a call's body is).
+  test("an id holding a NUL is refused with 400 on both paths", async () => {
+    const { direct, routed, turnID } = await both()
+    const calls = `/v1/turns/${turnID}/calls`
+    for (const handler of [direct, routed]) {
+      for (const ids of [{ sessionID: "s\u0000x", toolCallID: "y" }, { sessionID: "s", toolCallID: "x\u0000y" }]) {
+        const answer = await handler.handler(post(calls, JSON.stringify({ ...callBody({ name: "echo", input: { text: "nul" } }), ...ids })))
+        expect([ids, answer.status]).toEqual([ids, 400])
+        expect(await answer.text()).toContain("holds a NUL character")
+      }
+    }
+  })
+
   test("an operational failure is the router's 500, logged", async () => {
     const { sidecar, direct, routed, turnID } = await both({ "core.json": '{ "output": { "maxLines": 10 } }' })
     // The outputs directory is a file: keeping the full output fails.

@@ -44,5 +44,35 @@ for (const path of Kernel.PATHS) {
       expect(outcome.kept).toBeUndefined()
       expect(runs).toBe(1)
     })
+
+    test("a session, call or message id holding a NUL is an operational failure; nothing runs or is recorded", async () => {
+      let runs = 0
+      const counted = Tool.make({
+        description: "Counts its runs",
+        input: Schema.Struct({}),
+        output: Schema.Number,
+        execute: () => Effect.sync(() => ++runs),
+      })
+      const outcome = await Kernel.run(
+        Effect.gen(function* () {
+          yield* (yield* Registry.Service).tools.register({ counted })
+          const turn = yield* (yield* Settler.Service).materialize()
+          const refused = []
+          for (const overrides of [{ sessionID: "s\u0000x" }, { toolCallID: "x\u0000y" }, { assistantMessageID: "m\u0000" }]) {
+            refused.push(yield* Effect.flip(turn.settle(Kernel.call("counted", {}, overrides))))
+          }
+          const kept = yield* (yield* Store.Service).lookup(yield* Kernel.keyOf(Kernel.call("counted", {}, { sessionID: "s\u0000x" })))
+          return { refused: refused.map((error) => error.message), kept }
+        }),
+        { durable: true },
+      )
+      expect(outcome.refused).toEqual([
+        'The sessionID "s\\u0000x" holds a NUL character (U+0000), which the settlement stores cannot keep. Send ids without it.',
+        'The toolCallID "x\\u0000y" holds a NUL character (U+0000), which the settlement stores cannot keep. Send ids without it.',
+        'The assistantMessageID "m\\u0000" holds a NUL character (U+0000), which the settlement stores cannot keep. Send ids without it.',
+      ])
+      expect(outcome.kept).toBeUndefined()
+      expect(runs).toBe(0)
+    })
   })
 }
