@@ -231,10 +231,39 @@ interface Generation {
 }
 
 /**
+ * Moves the generation beside the journal at `path` without mapping it, for a process that cannot trust it (a
+ * filesystem not known to share its pages, or told so): it still moves it before every change it makes, so that a
+ * process that does trust it (the same directory seen through a filesystem that shares its pages, as on an NFS
+ * server's own disk) looks. It writes a value of 64 random bits, never the one another process saw, whatever it read
+ * or was told; a process killed between the two words leaves one never seen either.
+ */
+const mover = (path: string): Pick<Generation, "bump" | "close"> => {
+  const file = openSync(`${path}-shm`, constants.O_RDWR | constants.O_CREAT, 0o600)
+  try {
+    if (fstatSync(file).size < GENERATION_BYTES) ftruncateSync(file, GENERATION_BYTES)
+  } catch (cause) {
+    closeSync(file)
+    throw cause
+  }
+  const words = new Uint32Array(2)
+  return {
+    bump: () => {
+      crypto.getRandomValues(words)
+      if (writeSync(file, words, 0, GENERATION_BYTES, 0) !== GENERATION_BYTES) {
+        throw new JournalError(`the generation of the journal ${path} could not be written`)
+      }
+    },
+    close: () => closeSync(file),
+  }
+}
+
+/**
  * The generation beside the journal at `path`, on a filesystem of `type`, or undefined where it cannot be shared
- * safely (a filesystem not known to share pages between processes, or the file not mapped): then every operation
- * looks. With `mappedWrites` it is written through its mapping once its blocks are allocated.
- * Created, 0600 and zero, by the first process; made under the exclusive lock, so never cut by another's creation.
+ * safely (a filesystem not known to share pages between processes): then every operation looks. With `mappedWrites`
+ * it is written through its mapping once its blocks are allocated. Where it can be shared, it must be: a process
+ * that could not open or map it would change the journal without moving it, under others who trust it, so the
+ * journal is not opened (a JournalError). Created, 0600 and zero, by the first process; made under the exclusive
+ * lock, so never cut by another's creation.
  */
 const generation = (lib: Libc, path: string, type: number | undefined, mappedWrites: boolean): Generation | undefined => {
   if (type === undefined || !COHERENT_FILESYSTEMS.has(type)) return undefined
@@ -245,10 +274,7 @@ const generation = (lib: Libc, path: string, type: number | undefined, mappedWri
     if (fstatSync(file).size < GENERATION_BYTES) ftruncateSync(file, GENERATION_BYTES)
     const throughMapping = mappedWrites && lib.allocate?.(file, 0, GENERATION_BYTES) === 0
     const mapped = Bun.mmap(`${path}-shm`, { shared: true, size: GENERATION_BYTES })
-    if (mapped.byteLength < GENERATION_BYTES) {
-      closeSync(file)
-      return undefined
-    }
+    if (mapped.byteLength < GENERATION_BYTES) throw new JournalError(`the generation of the journal ${path} is shorter than its ${GENERATION_BYTES} bytes`)
     const words = new Uint32Array(mapped.buffer, mapped.byteOffset, 2)
     // Elsewhere written in place with pwrite (a full disk fails the write instead of ending core), and read through
     // the mapping, which shows what was written at once (one page cache); the file is then kept open for the life of
@@ -272,19 +298,26 @@ const generation = (lib: Libc, path: string, type: number | undefined, mappedWri
       },
       close: throughMapping ? () => {} : () => closeSync(written),
     }
-  } catch {
+  } catch (cause) {
     if (file !== undefined) closeSync(file)
-    return undefined
+    throw new JournalError(
+      `the generation of the journal ${path} (${path}-shm) could not be opened and mapped, which every core using it needs: ${cause instanceof Error ? cause.message : String(cause)}`,
+    )
   }
 }
 
 export class JournalError extends Error {}
 
+/**
+ * One string per row: apart for every two keys, whatever their ids hold (a NUL too, which ids kept before it was
+ * refused may): the Location (a path, which holds none), the session's length, the session, then the call id.
+ */
 const keyString = (location: string, sessionID: string, toolCallID: string) =>
-  `${location}\u0000${sessionID}\u0000${toolCallID}`
+  `${location}\u0000${sessionID.length}\u0000${sessionID}${toolCallID}`
 
 const rowKey = (row: Row) => keyString(row.location, row.session_id, row.call_id)
 
+/** One string per session: the Location (which holds no NUL), then the session. */
 const sessionString = (location: string, sessionID: string) => `${location}\u0000${sessionID}`
 
 const encoder = new TextEncoder()
@@ -356,6 +389,14 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
   let held = 0
   /** The generation beside the journal, made below under the exclusive lock; undefined: look every time. */
   let shared: Generation | undefined
+  /** Where the generation is not trusted here (`shared` undefined): how this process still moves it (see `mover`). */
+  let moving: Pick<Generation, "bump" | "close"> | undefined
+  /**
+   * Whether a change to the file failed part way since this process last read it (a cut, a growth or a record that
+   * could not all be written, say on a full disk), even where the caller went on: the file may then be other than
+   * this process believes, so it is read again before anything else is done with it, whatever the generation says.
+   */
+  let unsure = false
   /**
    * The generation when this process last held the lock and knew the file as it left it (its own changes
    * included); -1: unknown, look first.
@@ -598,9 +639,24 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
 
   /** Moves the generation on before the first change to the file under this hold of the exclusive lock. */
   const changing = () => {
-    if (moved || shared === undefined) return
-    shared.bump()
+    if (moved) return
+    ;(shared ?? moving)?.bump()
     moved = true
+  }
+
+  /** `change`, after which the file is known as this process left it only if it did all of it (see `unsure`). */
+  const changed = <A>(change: () => A): A => {
+    // A change failed before under this hold (and its caller went on): the file is read again first.
+    if (unsure) {
+      catchUp()
+      unsure = false
+    }
+    try {
+      return change()
+    } catch (cause) {
+      unsure = true
+      throw cause
+    }
   }
 
   /** Flocks the journal with `operation`; flock returns -1 when a signal interrupts the wait: wait again. */
@@ -623,13 +679,18 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
     let known = false
     try {
       // The file is as this process left it when the generation has not moved since (see `Generation`).
-      if (shared === undefined || shared.high() !== seenHigh || shared.low() !== seenLow) catchUp()
+      if (unsure || shared === undefined || shared.high() !== seenHigh || shared.low() !== seenLow) {
+        catchUp()
+        unsure = false
+      }
       const result = f()
       known = true
       return result
     } finally {
       // Known as left only when everything under the lock succeeded: a failed read or write may leave the file
-      // other than this process believes (a partial append), so the next operation looks.
+      // other than this process believes (a partial append), so the next operation looks; so does a change that
+      // failed under the lock, though the caller went on (a compaction that could not start the journal again).
+      known &&= !unsure
       seenHigh = known && shared !== undefined ? shared.high() : -1
       seenLow = known && shared !== undefined ? shared.low() : -1
       held = 0
@@ -698,6 +759,7 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
   const fail = (cause: unknown) => {
     unmap()
     shared?.close()
+    moving?.close()
     lock(fd, LOCK_UN)
     closeSync(fd)
     throw cause
@@ -714,6 +776,7 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
     // Written through their mappings only where the filesystem allows it (ALLOCATED_WRITES), once allocated.
     const mappedWrites = options.mappedWrites !== false && type !== undefined && ALLOCATED_WRITES.has(type) && lib.allocate !== undefined
     shared = options.shared === false ? undefined : generation(lib, path, type, mappedWrites)
+    if (shared === undefined) moving = mover(path)
     mappable = shared !== undefined && mappedWrites
     size = fstatSync(fd).size
     map()
@@ -734,22 +797,24 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
     row: (key) => base(key[0], key[1], key[2]),
     append: (entry) => {
       if (held !== LOCK_EX) throw new JournalError("a journal append outside a write")
-      // No header yet: the journal started (what was read of SQLite was read under this hold: see `catchUp`).
-      if (nonce === "") reset(true)
-      const bytes = encoder.encode(`${JSON.stringify(entry)}\n`)
-      const end = offset + bytes.length
-      changing()
-      // A record past the file's end grows the file, with room for the records after it.
-      if (end > size) resize(Math.ceil((end + COMPACT_BYTES) / GROWTH) * GROWTH)
-      // The record past the end, then the end over it: killed in between, the record was never appended.
-      writeAt(bytes, offset)
-      commit(end)
-      apply(entry)
-      offset = end
+      changed(() => {
+        // No header yet: the journal started (what was read of SQLite was read under this hold: see `catchUp`).
+        if (nonce === "") reset(true)
+        const bytes = encoder.encode(`${JSON.stringify(entry)}\n`)
+        const end = offset + bytes.length
+        changing()
+        // A record past the file's end grows the file, with room for the records after it.
+        if (end > size) resize(Math.ceil((end + COMPACT_BYTES) / GROWTH) * GROWTH)
+        // The record past the end, then the end over it: killed in between, the record was never appended.
+        writeAt(bytes, offset)
+        commit(end)
+        apply(entry)
+        offset = end
+      })
     },
     compact: () => {
       if (held !== LOCK_EX) throw new JournalError("a journal compaction outside a write")
-      compact()
+      changed(compact)
     },
     forget: () => {
       if (held !== LOCK_EX) throw new JournalError("forgetting SQLite's rows outside a write")
@@ -764,6 +829,7 @@ export const open = (path: string, index: Index, options: Options = {}): Journal
     close: () => {
       unmap()
       shared?.close()
+      moving?.close()
       closeSync(fd)
     },
   }

@@ -9,7 +9,7 @@ import { Database } from "bun:sqlite"
 import { describe, expect, test } from "bun:test"
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Effect } from "effect"
+import { Context, Effect, Exit, Layer, Scope } from "effect"
 import type { Settlement } from "../../src/contract/settlement"
 import { Journal } from "../../src/store/journal"
 import { SqliteStore } from "../../src/store/sqlite-store"
@@ -848,6 +848,147 @@ describe("Journal layout", () => {
     )
     expect(String(exit)).toContain(`the journal ${journal} ends at byte ${bytes.length + 1}, outside its ${bytes.length} bytes`)
   })
+
+  test("a journal that trusts its generation sees the appends of one that cannot (an NFS client of the same disk)", () => {
+    const path = join(tempDir(), "core.journal")
+    const { index } = memoryIndex()
+    const trusting = Journal.open(path, index, { shared: true })
+    // Told its filesystem shares no pages: it looks every time, and still moves the generation for those who trust it.
+    const looking = Journal.open(path, index, { shared: false })
+    trusting.writing(() => trusting.append({ e: "new", row: row("a") }))
+    looking.writing(() => {
+      expect(looking.row(["/p", "s", "a"])).toMatchObject({ state: "started" })
+      looking.append({ e: "new", row: row("b") })
+    })
+    trusting.writing(() => {
+      expect(trusting.row(["/p", "s", "b"])).toMatchObject({ state: "started" })
+      trusting.append({ e: "new", row: row("c") })
+    })
+    looking.writing(() => looking.compact())
+    trusting.reading(() => expect(trusting.row(["/p", "s", "c"])).toMatchObject({ state: "started" }))
+    trusting.close()
+    looking.close()
+  })
+
+  test("ids whose NUL sits in different places are two calls, before and after compaction", async () => {
+    const path = join(tempDir(), "core.db")
+    // Refused by every edge now (CallKey.malformed), but kept by stores of older cores: never one call's record for another's.
+    const first = { location: "/p", sessionID: "s\u0000x", toolCallID: "y" }
+    const second = { location: "/p", sessionID: "s", toolCallID: "x\u0000y" }
+    const found = await use(path, Effect.gen(function* () {
+      const store = yield* Store.Service
+      expect(yield* store.begin(first, "echo", "build")).toBe(true)
+      expect(yield* store.settle(first, settlement("first"), { state: "owned" })).toBe(true)
+      const before = yield* store.lookup(second)
+      return { before, begun: yield* store.begin(second, "echo", "build") }
+    }), { compactBytes: Number.MAX_SAFE_INTEGER })
+    expect(found).toEqual({ before: undefined, begun: true })
+    const after = await use(path, Effect.gen(function* () {
+      const store = yield* Store.Service
+      return [(yield* store.lookup(first))?.state, (yield* store.lookup(second))?.state, yield* store.begin(second, "echo", "build")]
+    }), { compactBytes: 0 })
+    expect(after).toEqual(["settled", "started", false])
+  })
+
+  /**
+   * Begins c1, c2 and c3 in another process, compacting after every record, under strace injecting `faults` into its
+   * calls on the journal; that process kills itself -9 after the three. Answers what each begin answered.
+   */
+  const begunUnder = async (path: string, faults: ReadonlyArray<string>) => {
+    if (Bun.which("strace") === null) Bun.spawnSync([join(import.meta.dir, "..", "..", "scripts", "services.sh"), "install"], { stderr: "inherit" })
+    expect(Bun.which("strace")).not.toBeNull()
+    const script = `
+      import { Effect } from "effect"
+      import { writeSync } from "node:fs"
+      import { SqliteStore } from ${STORE}
+      import { Store } from ${STORE_TYPES}
+      await Effect.runPromise(Effect.gen(function* () {
+        const store = yield* Store.Service
+        for (const id of ["c1", "c2", "c3"]) {
+          const exit = yield* Effect.exit(store.begin({ location: "/p", sessionID: "s", toolCallID: id }, "echo", "build"))
+          writeSync(1, JSON.stringify([id, exit._tag === "Success" ? exit.value : "failed"]) + "\\n")
+        }
+        process.kill(process.pid, "SIGKILL")
+      }).pipe(Effect.provide(SqliteStore.layer(${JSON.stringify(path)}, { compactBytes: 0 }))))
+    `
+    const traced = Bun.spawn(
+      ["strace", "-f", "-qq", "-o", "/dev/null", "-P", SqliteStore.journalPath(path), ...faults.flatMap((fault) => ["-e", fault]), process.execPath, "-e", script],
+      { stdout: "pipe", stderr: "pipe" },
+    )
+    const [out, err, code] = await Promise.all([new Response(traced.stdout).text(), new Response(traced.stderr).text(), traced.exited])
+    // Killed -9 by itself after the three (strace exits as its tracee did), never by a bus error.
+    expect({ code, err: code === 137 && !err.includes("Bus error") ? "" : err }).toEqual({ code: 137, err: "" })
+    return out.trim().split("\n").map((line) => JSON.parse(line) as [string, boolean | "failed"])
+  }
+
+  /** What the next process finds of c1, c2 and c3: each one's state, and whether it could be begun again. */
+  const foundAfter = (path: string) =>
+    use(path, Effect.gen(function* () {
+      const store = yield* Store.Service
+      const found: Array<[string, string | undefined, boolean]> = []
+      for (const id of ["c1", "c2", "c3"]) found.push([id, (yield* store.lookup(keyOf(id)))?.state, yield* store.begin(keyOf(id), "echo", "build")])
+      return found
+    }))
+
+  test("a compaction that could not start the journal again (a full disk) loses no intent answered as recorded", async () => {
+    const path = join(tempDir(), "core.db")
+    // The journal's blocks cannot be had (from the second fallocate on) and its first pwrite fails: the compaction
+    // after c1 cuts the journal, then cannot write its new header.
+    const answers = await begunUnder(path, ["trace=pwrite64,fallocate", "inject=fallocate:error=ENOSPC:when=2+", "inject=pwrite64:error=ENOSPC:when=1"])
+    expect(answers.map(([id]) => id)).toEqual(["c1", "c2", "c3"])
+    expect(answers.some(([, begun]) => begun === true)).toBe(true)
+    const found = await foundAfter(path)
+    for (const [id, begun] of answers) {
+      const [, state, again] = found.find(([other]) => other === id)!
+      // Answered as recorded: there, and never begun again. Answered failed: nothing of it ran, so it may begin now.
+      expect([id, begun === true ? state : "not recorded", begun === true ? again : "-"]).toEqual([id, begun === true ? "started" : "not recorded", begun === true ? false : "-"])
+    }
+  }, 60_000)
+
+  test("a compaction whose journal could not be grown again keeps no mapping past the file's end: no bus error, nothing lost", async () => {
+    const path = join(tempDir(), "core.db")
+    // The fourth ftruncate is the first compaction's growth of the journal it has just cut to nothing.
+    const answers = await begunUnder(path, ["trace=ftruncate", "inject=ftruncate:error=EIO:when=4"])
+    const found = await foundAfter(path)
+    for (const [id, begun] of answers) {
+      if (begun !== true) continue
+      expect(found.find(([other]) => other === id)).toEqual([id, "started", false])
+    }
+    expect(answers.filter(([, begun]) => begun === true).length).toBeGreaterThan(0)
+  }, 60_000)
+
+  test("a process that cannot open the journal's generation does not open the store, rather than change the journal unseen", async () => {
+    const path = join(tempDir(), "core.db")
+    // A long-lived process that trusts the generation (and skips reading the journal while it stands still).
+    const scope = Effect.runSync(Scope.make())
+    const context = await Effect.runPromise(Layer.buildWithScope(SqliteStore.layer(path), scope))
+    const store = Context.get(context, Store.Service)
+    try {
+      expect(await Effect.runPromise(store.begin(keyOf("warm"), "echo", "build"))).toBe(true)
+      if (Bun.which("strace") === null) Bun.spawnSync([join(import.meta.dir, "..", "..", "scripts", "services.sh"), "install"], { stderr: "inherit" })
+      const other = Bun.spawn(
+        ["strace", "-f", "-qq", "-o", "/dev/null", "-P", `${SqliteStore.journalPath(path)}-shm`, "-e", "trace=openat", "-e", "inject=openat:error=EMFILE",
+          process.execPath, "-e", `
+          import { Effect } from "effect"
+          import { SqliteStore } from ${STORE}
+          import { Store } from ${STORE_TYPES}
+          const exit = await Effect.runPromiseExit(Effect.gen(function* () {
+            return yield* (yield* Store.Service).begin(${JSON.stringify(keyOf("c1"))}, "echo", "build")
+          }).pipe(Effect.provide(SqliteStore.layer(${JSON.stringify(path)}))))
+          console.log(JSON.stringify(exit._tag === "Success" ? exit.value : String(exit.cause)))
+        `],
+        { stdout: "pipe", stderr: "pipe" },
+      )
+      const said = JSON.parse((await new Response(other.stdout).text()).trim()) as unknown
+      await other.exited
+      expect(String(said)).toContain("-shm) could not be opened and mapped")
+      // Nothing was begun by the other: the long-lived process begins the call, once.
+      expect(await Effect.runPromise(store.lookup(keyOf("c1")))).toBeUndefined()
+      expect(await Effect.runPromise(store.begin(keyOf("c1"), "echo", "build"))).toBe(true)
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+  }, 60_000)
 
   const WAYS = [
     ["written through their mappings", { shared: true }],
