@@ -8,11 +8,12 @@ export * as Forward from "./forward"
 // the host tools at once, then the call).
 //
 // The sidecar is found only through its record in the data directory (../server/forwarding), and trusted only when
-// the directory, the record and the socket are the user's own and no one else can write them, its process is alive,
-// it answers health with this version, and it runs the same executable with the same environment on a Location
-// that is exec's own (its --location, or under an --allow-root).
+// the directory, the record and the socket are the user's own and no one else can write them (the directory held
+// open as it is checked, and the record and socket reached through it), its process is alive, it answers health
+// with this version, and it runs the same executable with the same environment and umask on a Location that is
+// exec's own (its --location, or under an --allow-root).
 
-import { lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs"
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs"
 import { Terminal } from "../contract/terminal"
 import { join, resolve, sep } from "node:path"
 import packageJson from "../../package.json" with { type: "json" }
@@ -29,6 +30,11 @@ import { StdinText } from "./stdin-text"
 const HEALTH_TIMEOUT_MS = 1_000
 /** How long it may take to make the turn (it may be loading a Location under a root for the first time). */
 const TURN_TIMEOUT_MS = 30_000
+/**
+ * Ids longer than this, escaped for a path, do not fit the routes that name a call by them (its cancel, its
+ * settlement): such a call settles in process, where Ctrl-C still reaches it.
+ */
+const MAX_PATH_ID = 4096
 /** A record larger than this is not one core serve wrote. */
 const MAX_RECORD_BYTES = 64 * 1024
 
@@ -86,6 +92,7 @@ const flagsOf = (args: ReadonlyArray<string>): Flags | undefined => {
   if (name === undefined || positionals.length !== 1 || values.input === undefined) return undefined
   // Empty, or not UTF-8: in process says what is wrong.
   for (const flag of ["agent", "session", "message", "call"]) if (values[flag]?.trim() === "" || values[flag]?.includes("\uFFFD")) return undefined
+  for (const flag of ["session", "call"]) if (encodeURIComponent(values[flag] ?? "").length > MAX_PATH_ID) return undefined
   return { ...values, name, input: values.input, yes } as Flags
 }
 
@@ -107,6 +114,7 @@ const isRecord = (value: unknown): value is Forwarding.Record => {
   return (
     ["version", "execPath", "url", "token", "location", "environment"].every((key) => typeof record[key] === "string") &&
     typeof record.pid === "number" &&
+    typeof record.umask === "number" &&
     // Only ever a plain http address: requests go to the socket, and name it as their Host.
     /^http:\/\/[^/?#@\s]+$/.test(record.url as string) &&
     Array.isArray(record.roots) &&
@@ -139,32 +147,53 @@ const candidates = (dataDir: string, location: string): ReadonlyArray<Sidecar> =
   }
   // Hashed only once there is a record to compare it with: a data directory without a serve pays nothing for it.
   let environment: string | undefined
+  const proc = process.platform === "linux"
   const found: Array<Sidecar> = []
+  /** The sidecar whose directory (`name`, of `pid`) is held open as `held`, where it checks out. */
+  const checked = (held: number, name: string, pid: number): Sidecar | undefined => {
+    // Elsewhere than Linux (no /proc), by its path.
+    const directory = proc ? `/proc/self/fd/${held}` : join(dataDir, name)
+    const file = join(directory, Forwarding.FILE_NAME)
+    const socket = join(directory, Forwarding.SOCKET_NAME)
+    const folder = fstatSync(held)
+    if (!folder.isDirectory() || !own(folder, uid, 0o077)) return undefined
+    const stats = lstatSync(file)
+    if (!stats.isFile() || !own(stats, uid, 0o077) || stats.size > MAX_RECORD_BYTES) return undefined
+    const listening = lstatSync(socket)
+    if (!listening.isSocket() || listening.uid !== uid) return undefined
+    if (!alive(pid)) return undefined
+    const record: unknown = JSON.parse(readFileSync(file, "utf8"))
+    if (!isRecord(record) || record.pid !== pid) return undefined
+    if (record.version !== packageJson.version || record.execPath !== process.execPath) return undefined
+    if (record.environment !== (environment ??= Forwarding.environmentDigest(process.env))) return undefined
+    // Files the call's commands and tools create take the serve's umask: forwarded only where it is exec's own.
+    if (record.umask !== process.umask()) return undefined
+    if (location !== record.location && !record.roots.some((root) => within(location, root))) return undefined
+    const headers: Record<string, string> = { authorization: `Bearer ${record.token}` }
+    if (location !== record.location) headers["x-core-location"] = location
+    return { record, socket, headers }
+  }
   for (const name of names) {
     const pid = Forwarding.DIRECTORY_PATTERN.exec(name)?.[1]
     if (pid === undefined) continue
-    const directory = join(dataDir, name)
-    const file = join(directory, Forwarding.FILE_NAME)
-    const socket = join(directory, Forwarding.SOCKET_NAME)
+    // The serve's directory held open, checked as it is held, and everything in it reached through the descriptor:
+    // someone who may write a folder above the data directory could point its path elsewhere between a check and a
+    // connection (a record and socket of theirs would get exec's input and the serve's token). Kept open while exec
+    // runs; let go of where it does not check out.
+    let held: number
     try {
-      const folder = lstatSync(directory)
-      if (!folder.isDirectory() || !own(folder, uid, 0o077)) continue
-      const stats = lstatSync(file)
-      if (!stats.isFile() || !own(stats, uid, 0o077) || stats.size > MAX_RECORD_BYTES) continue
-      const listening = lstatSync(socket)
-      if (!listening.isSocket() || listening.uid !== uid) continue
-      if (!alive(Number(pid))) continue
-      const record: unknown = JSON.parse(readFileSync(file, "utf8"))
-      if (!isRecord(record) || record.pid !== Number(pid)) continue
-      if (record.version !== packageJson.version || record.execPath !== process.execPath) continue
-      if (record.environment !== (environment ??= Forwarding.environmentDigest(process.env))) continue
-      if (location !== record.location && !record.roots.some((root) => within(location, root))) continue
-      const headers: Record<string, string> = { authorization: `Bearer ${record.token}` }
-      if (location !== record.location) headers["x-core-location"] = location
-      found.push({ record, socket, headers })
+      held = openSync(join(dataDir, name), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
     } catch {
       continue
     }
+    let sidecar: Sidecar | undefined
+    try {
+      sidecar = checked(held, name, Number(pid))
+    } catch {
+      sidecar = undefined
+    }
+    if (sidecar === undefined) closeSync(held)
+    else found.push(sidecar)
   }
   return found.sort((a, b) => Number(b.record.location === location) - Number(a.record.location === location))
 }

@@ -3,7 +3,7 @@ export * as Forwarding from "./forwarding"
 // What `core serve` leaves in its private socket directory so that `core exec` of the same data directory can
 // forward its call here instead of loading a Location of its own (docs/serve.md, "core exec forwards"): a record
 // naming the unix socket Bun.serve answers on, a token of its own for it, the serve's version, executable, Locations,
-// and a digest of the environment it runs with. Only the user can write it (0600 in a 0700 directory of the 0700
+// a digest of the environment it runs with, and its umask. Only the user can write it (0600 in a 0700 directory of the 0700
 // data directory); exec checks that again before trusting it. Imports nothing of core: exec reads it before
 // loading Effect.
 
@@ -38,6 +38,8 @@ export interface Record {
   readonly roots: ReadonlyArray<string>
   /** The digest of the serve's environment (see `environmentDigest`). */
   readonly environment: string
+  /** The serve's umask: what its commands create is as private as exec's own would be only where they agree. */
+  readonly umask: number
 }
 
 /** A digest of every variable of `env` but the IGNORED ones: equal when a call would see the same environment. */

@@ -4,7 +4,7 @@ export * as Server from "./server"
 // on `stop` shuts down gracefully: no new connections, running calls cancelled and recorded, event streams ended,
 // remaining connections closed, then the Locations and the store closed (by the Scope, in that order).
 
-import { mkdirSync, readFileSync, rmSync } from "node:fs"
+import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
@@ -116,6 +116,24 @@ const socketDirectory = (dataDir: string): string => {
   return ProcessDirs.make(parent, prefix)
 }
 
+/**
+ * The socket directory `directory` (just made) held open: the socket, the record and every connection the guard
+ * passes on reach it through its descriptor (`/proc/self/fd/N`), never through its path again. Someone who may write
+ * a folder above the data directory could otherwise point that path at a directory of theirs after it was made, and
+ * take the connections (with the tokens they carry) and the forwarding record. It must be this user's alone.
+ */
+const held = (directory: string): { readonly at: (name: string) => string; readonly close: () => void } => {
+  const fd = openSync(directory, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
+  const stats = fstatSync(fd)
+  if (!stats.isDirectory() || stats.uid !== process.getuid?.() || (stats.mode & 0o077) !== 0) {
+    closeSync(fd)
+    throw new Error(`${directory} is not the private directory core made for its socket (it was replaced as it was made)`)
+  }
+  // Elsewhere than Linux (no /proc), by its path.
+  const base = existsSync("/proc/self/fd") ? `/proc/self/fd/${fd}` : directory
+  return { at: (name) => `${base}/${name}`, close: () => closeSync(fd) }
+}
+
 /** The process's open-file limit (Bun raises the soft limit to the hard one at start); undefined where unknown. */
 export const openFileLimit = (): number | undefined => {
   try {
@@ -177,7 +195,11 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
   yield* Effect.sync(() => mkdirSync(options.environment.dataDir, { recursive: true, mode: 0o700 }))
   const directory = yield* Effect.sync(() => socketDirectory(options.environment.dataDir))
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(directory, { recursive: true, force: true })))
-  const socket = join(directory, Forwarding.SOCKET_NAME)
+  const place = yield* Effect.acquireRelease(
+    Effect.try({ try: () => held(directory), catch: (cause) => listenError(options, cause) }),
+    (place) => Effect.sync(place.close),
+  )
+  const socket = place.at(Forwarding.SOCKET_NAME)
   const server = yield* Effect.try({
     try: () =>
       Bun.serve({
@@ -236,7 +258,7 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
   }
   const url = `http://${Security.authority(options.host, port)}`
   yield* Effect.sync(() =>
-    Forwarding.write(directory, {
+    Forwarding.write(place.at(""), {
       version: packageJson.version,
       pid: process.pid,
       execPath: process.execPath,
@@ -245,6 +267,7 @@ export const run = Effect.fn("Server.run")(function* (options: Options) {
       location: options.primary.directory,
       roots: options.roots,
       environment: Forwarding.environmentDigest(process.env),
+      umask: process.umask(),
     }),
   )
   options.onReady({ url, token: options.token })

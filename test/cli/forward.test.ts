@@ -6,7 +6,7 @@
 // forwarded is read off the sidecar's own log line for it.
 
 import { afterAll, describe, expect, test } from "bun:test"
-import { chmodSync, chownSync, cpSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, chownSync, cpSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { binary } from "../support/binary"
 import { echoTool, waitTool } from "../support/tools"
@@ -454,6 +454,96 @@ describe("a sidecar exec cannot trust", () => {
     await exec(box, "linked-folder", "echo", { text: "l" })
     expect(sidecar.stderr()).not.toContain("call=call_linked-record ")
     expect(sidecar.stderr()).not.toContain("call=call_linked-folder ")
+  })
+
+  test("a umask other than the serve's, or ids too long for a path, keep exec in process", async () => {
+    const box = sandbox({ "tools/echo.ts": echoTool() })
+    const sidecar = await serve(box)
+    // Files the call's commands create take the umask of the process that runs them: the serve's, forwarded.
+    const masked = Bun.spawn(
+      ["sh", "-c", 'umask 077 && exec "$0" "$@"', await binary(), "exec", "echo", "--input", '{"text":"u"}', "--location", box.location, "--call", "call_umask"],
+      { env: { ...process.env, ...box.env }, stdout: "pipe", stderr: "pipe" },
+    )
+    expect(await masked.exited).toBe(0)
+    // A session id that does not fit the cancel route's path: Ctrl-C could not reach the call in the sidecar.
+    const long = await core(box, ["exec", "echo", "--input", '{"text":"l"}', "--location", box.location, "--session", "s".repeat(5000), "--call", "call_long"])
+    expect(long.code).toBe(0)
+    expect(sidecar.stderr()).not.toContain("call=call_umask ")
+    expect(sidecar.stderr()).not.toContain("call=call_long ")
+    // The same with the serve's umask and a short id: forwarded (so the two above are what kept exec in process).
+    await exec(box, "plain", "echo", { text: "p" })
+    expect(sidecar.stderr()).toContain("call=call_plain ")
+  })
+
+  test("a data directory pointed elsewhere after exec's checks (by whoever may write a folder above it): nothing reaches the other place", async () => {
+    const box = sandbox({ "tools/echo.ts": echoTool() })
+    const above = join(box.data, "above")
+    const data = join(above, "data")
+    mkdirSync(data, { recursive: true, mode: 0o700 })
+    const moved = { ...box, data, env: { ...box.env, CORE_DATA_DIR: data } }
+    const sidecar = await serve(moved)
+    const name = readdirSync(data).find((entry) => entry.startsWith("serve-"))!
+    const url = JSON.parse(readFileSync(join(data, name, "serve.json"), "utf8")).url as string
+    // Another directory of the same name, with a server of its own on a socket of the same name, answering as a
+    // serve would and noting every request it gets.
+    const other = join(above, "other")
+    mkdirSync(join(other, name), { recursive: true, mode: 0o700 })
+    cpSync(join(data, name, "serve.json"), join(other, name, "serve.json"))
+    const heard: Array<string> = []
+    const impostor = Bun.serve({
+      unix: join(other, name, "http.sock"),
+      fetch: async (request) => {
+        heard.push(`${request.method} ${new URL(request.url).pathname} ${await request.text()}`)
+        if (request.url.endsWith("/v1/health")) return Response.json({ ok: true, version: "impostor" })
+        if (request.url.endsWith("/v1/host-tools")) return Response.json([])
+        if (request.url.endsWith("/v1/turns")) return Response.json({ turnID: "t", definitions: [{ name: "echo" }] })
+        return new Response("event: settlement\ndata: {\"tool\":\"echo\",\"status\":\"success\",\"structured\":\"impostor\"}\n\n", {
+          headers: { "content-type": "text/event-stream" },
+        })
+      },
+    })
+    try {
+      // exec checks the serve's record, then waits for its input on stdin; meanwhile the data directory's path is
+      // pointed at the other directory.
+      const child = Bun.spawn([await binary(), "exec", "echo", "--input", "-", "--location", box.location, "--call", "call_swapped"], {
+        env: { ...process.env, ...moved.env },
+        stdin: "pipe",
+        stdout: "pipe",
+        stderr: "pipe",
+      })
+      const held = () => {
+        try {
+          return readdirSync(`/proc/${child.pid}/fd`).some((fd) => {
+            try {
+              return readlinkSync(`/proc/${child.pid}/fd/${fd}`) === join(data, name)
+            } catch {
+              return false
+            }
+          })
+        } catch {
+          return false
+        }
+      }
+      const deadline = Date.now() + 20_000
+      while (!held() && Date.now() < deadline) await Bun.sleep(10)
+      expect(held()).toBe(true)
+      renameSync(data, `${data}.moved`)
+      symlinkSync(other, data)
+      child.stdin.write('{"text":"secret input"}')
+      await child.stdin.end()
+      const [stdout, code] = await Promise.all([new Response(child.stdout).text(), child.exited])
+      expect(code).toBe(0)
+      expect(JSON.parse(stdout)).toMatchObject({ status: "success", structured: "secret input" })
+      expect(sidecar.stderr()).toContain("call=call_swapped ")
+      // The serve's own connections (each one the guard passes on) reach its server, not the other socket.
+      const health = await fetch(`${url}/v1/health`)
+      expect(await health.json()).toMatchObject({ ok: true })
+      expect(heard).toEqual([])
+    } finally {
+      impostor.stop(true)
+      rmSync(data, { force: true })
+      renameSync(`${data}.moved`, data)
+    }
   })
 
   test("a model's tools cannot read the record's token, nor plant one, through exec", async () => {
