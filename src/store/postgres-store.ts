@@ -198,11 +198,16 @@ const acquire = (url: string, timeoutMs: number) =>
       (client) => Effect.promise(() => client.current.close({ timeout: 5 }).catch(() => undefined)),
     ),
     (client) => {
-      /** Replaces a client whose connections may be held by statements that will never answer. */
+      /**
+       * Replaces a client whose connections may be held by statements that will never answer: new statements go to a
+       * new one. The statements already sent on the old one keep their time (an operation's timeout) to answer, as
+       * they would have: a pooler or database held up for a while answers them once it is back, and a call's
+       * settlement is then recorded rather than cut off (and the call recorded failed, replayed `interrupted`).
+       */
       const recycle = (stale: SQL) => {
         if (client.current !== stale) return
         client.current = clientOf(url)
-        void stale.close({ timeout: 0 }).catch(() => undefined)
+        void stale.close({ timeout: Math.ceil(timeoutMs / 1000) }).catch(() => undefined)
       }
       // The client of the moment, as a tagged template and with its members (`sql.unsafe`, `sql.begin`).
       const sql = new Proxy(client.current, {

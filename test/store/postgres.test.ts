@@ -4,9 +4,8 @@
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { SQL } from "bun"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import { Settlement } from "../../src/contract/settlement"
-import { Owner } from "../../src/store/owner"
 import { PostgresStore } from "../../src/store/postgres-store"
 import { Store } from "../../src/store/store"
 import { freshDatabase } from "../support/postgres"
@@ -187,6 +186,82 @@ describe("PostgresStore against a connection that stops answering", () => {
   }, 60_000)
 })
 
+describe("PostgresStore against a pooler held up for longer than a lease", () => {
+  test("a settlement sent before it stopped is recorded once it answers again: the call is not failed", async () => {
+    const { postgres } = await freshDatabase()
+    const target = new URL(postgres)
+    let held = false
+    /** What each way carried while held, passed on once let go, in order, as a stopped pooler's sockets keep it. */
+    const waiting: Array<() => void> = []
+    const pass = (send: () => void) => (held ? waiting.push(send) : send())
+    const proxy = Bun.listen<{ upstream?: Promise<import("bun").Socket<unknown>> }>({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        open(client) {
+          client.data = {
+            upstream: Bun.connect({
+              hostname: target.hostname,
+              port: Number(target.port),
+              socket: {
+                data: (_, bytes) => {
+                  const copy = Buffer.from(bytes)
+                  pass(() => void client.write(copy))
+                },
+                close: () => void client.end(),
+              },
+            }),
+          }
+        },
+        data(client, bytes) {
+          const copy = Buffer.from(bytes)
+          pass(() => void client.data.upstream?.then((upstream) => upstream.write(copy)))
+        },
+        close(client) {
+          void client.data.upstream?.then((upstream) => upstream.end())
+        },
+      },
+    })
+    try {
+      const through = new URL(postgres)
+      through.port = String(proxy.port)
+      through.hostname = "127.0.0.1"
+      const key = { location: "/p", sessionID: "s", toolCallID: "held" }
+      const settlement: Settlement.Info = {
+        tool: "echo",
+        callID: "held",
+        status: "success",
+        content: [{ type: "text", text: "done" }],
+        structured: "done",
+        outputs: [],
+      }
+      const outcome = await Effect.runPromise(
+        Effect.gen(function* () {
+          const store = yield* Store.Service
+          const begun = yield* store.begin(key, "echo", "build")
+          held = true
+          // The call runs on: its lease's renewal is sent, and goes unanswered.
+          yield* Effect.sleep(300)
+          const settling = yield* Effect.forkChild(Effect.exit(store.settle(key, settlement, { state: "owned" })))
+          // The renewal is given up after a whole lease, and the client replaced, while the settlement waits.
+          yield* Effect.sleep(1_200)
+          held = false
+          for (const send of waiting.splice(0)) send()
+          const settled = yield* Fiber.join(settling)
+          return { begun, settled: String(settled), record: yield* store.lookup(key) }
+        }).pipe(Effect.provide(PostgresStore.layer(through.toString(), { operationTimeoutMs: 10_000, leaseMs: 500 })), Effect.scoped),
+      )
+      expect(outcome.begun).toBe(true)
+      expect(outcome.settled).toContain("Success")
+      expect(outcome.record).toMatchObject({ state: "settled", settlement: { status: "success", structured: "done" } })
+    } finally {
+      held = false
+      for (const send of waiting.splice(0)) send()
+      proxy.stop(true)
+    }
+  }, 60_000)
+})
+
 // An intent that answered too late (here: a table lock held past the time) may still be written once the statement
 // goes through: this process runs nothing for it, so it must not count as running here for good.
 describe("PostgresStore: an intent recorded after its caller gave up", () => {
@@ -204,13 +279,15 @@ describe("PostgresStore: an intent recorded after its caller gave up", () => {
         const begun = String(yield* Effect.exit(store.begin(key, "echo", "build")))
         yield* Effect.promise(() => reserved`COMMIT`)
         reserved.release()
-        // Its statement went through after all (here written as it would have been: the client given up on was
-        // closed, which ended this one first): started by this process, which runs nothing for it.
-        yield* Effect.promise(
-          () => locker`INSERT INTO core.settlements (location, session_id, call_id, tool, agent, state, owner, started_at, lease_until)
-            VALUES (${key.location}, ${key.sessionID}, ${key.toolCallID}, 'echo', 'build', 'started', ${Owner.current},
-                    floor(extract(epoch from clock_timestamp()) * 1000)::bigint, floor(extract(epoch from clock_timestamp()) * 1000)::bigint + 600)`,
-        )
+        // Its statement goes through after all, once the lock is let go: the client given up on keeps its statements
+        // their time to answer. Started by this process, which runs nothing for it.
+        const deadline = Date.now() + 10_000
+        while (
+          (yield* Effect.promise(() => locker`SELECT 1 FROM core.settlements WHERE call_id = ${key.toolCallID}`)).length === 0 &&
+          Date.now() < deadline
+        ) {
+          yield* Effect.sleep(20)
+        }
         const during = yield* store.lookup(key)
         yield* Effect.sleep(900)
         const lapsed = yield* store.lookup(key)
