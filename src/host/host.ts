@@ -7,6 +7,7 @@ export * as Host from "./host"
 
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Builtins } from "../builtin/builtins"
@@ -31,6 +32,7 @@ import { Shell } from "../shell/shell"
 import { Approvals } from "../store/approvals"
 import { Reads } from "../store/reads"
 import type { PostgresStore } from "../store/postgres-store"
+import { Project } from "../store/project"
 import { SqliteStore } from "../store/sqlite-store"
 import { Todos } from "../store/todos"
 import type { Store } from "../store/store"
@@ -93,11 +95,29 @@ export const storeLayer = (environment: Environment) =>
     ? SqliteStore.layer(storePath(environment))
     : postgres(environment.storeUrl, (store, url) => store.layer(url))
 
-/** Saved approvals, in the durable store. */
-export const approvalsLayer = (environment: Environment) =>
-  environment.storeUrl === undefined
-    ? SqliteStore.approvalsLayer(storePath(environment))
-    : postgres(environment.storeUrl, (store, url) => store.approvalsLayer(url))
+/**
+ * Saved approvals, in the durable store: with `$CORE_STORE_URL`, the fleet's for a project known across machines,
+ * and the data directory's for one known by its path alone (which holds on this machine only: Approvals.split).
+ */
+export const approvalsLayer = (environment: Environment): Layer.Layer<Approvals.Service, Store.StoreError> => {
+  const local = SqliteStore.approvalsLayer(storePath(environment))
+  if (environment.storeUrl === undefined) return local
+  const shared = postgres(environment.storeUrl, (store, url) => store.approvalsLayer(url))
+  return Layer.effect(
+    Approvals.Service,
+    Effect.gen(function* () {
+      const fleet = Context.get(yield* Layer.build(shared), Approvals.Service)
+      const own = Context.get(yield* Layer.build(local), Approvals.Service)
+      const identities = new Map<string, boolean>()
+      const machineOnly = (directory: string) => {
+        let only = identities.get(directory)
+        if (only === undefined) identities.set(directory, (only = Project.identityOf(directory).startsWith("path:")))
+        return only
+      }
+      return Approvals.split(fleet, own, machineOnly)
+    }),
+  )
+}
 
 /** A Location a host can serve: its real directory and its configuration. */
 export interface Prepared {

@@ -45,6 +45,17 @@ export interface Interface {
 
 export class Service extends Context.Service<Service, Interface>()("core/Approvals") {}
 
+/**
+ * Approvals kept by `shared` (a fleet's store, where a project is known by its identity across machines) but for a
+ * project `machineOnly` says is known by its path alone (./project: `path:/srv/shop`), kept by `local` (this data
+ * directory's store): the same path on another machine is another project, and its approvals hold on it alone.
+ */
+export const split = (shared: Interface, local: Interface, machineOnly: (project: string) => boolean): Interface => ({
+  list: (project) => (machineOnly(project) ? local : shared).list(project),
+  save: (project, action, patterns) => (machineOnly(project) ? local : shared).save(project, action, patterns),
+  reset: (project, action) => (machineOnly(project) ? local : shared).reset(project, action),
+})
+
 /** Approvals kept in memory for the life of the layer. */
 export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
   let approvedBy: string | undefined

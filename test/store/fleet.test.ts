@@ -8,6 +8,7 @@ import { describe, expect, test } from "bun:test"
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
+import { Host } from "../../src/host/host"
 import { Approvals } from "../../src/store/approvals"
 import { PostgresStore } from "../../src/store/postgres-store"
 import { SqliteStore } from "../../src/store/sqlite-store"
@@ -194,6 +195,33 @@ describe("approvals for a team (Postgres)", () => {
     writeFileSync(join(root, ".git", "config"), `[remote "origin"]\n\turl = ${remote}\n`)
     return root
   }
+
+  test("an approval for a Location known by its path alone holds on the host that saved it, never on another at the same path", async () => {
+    const { location, host } = world()
+    const { pgbouncer } = await freshDatabase()
+    // No repository: the project is `path:<its real path>`, which another machine may have too (a container's
+    // /workspace) for another project altogether.
+    const saveOn = (env: Record<string, string>) =>
+      Effect.runPromise(
+        Effect.gen(function* () {
+          yield* (yield* Approvals.Service).save(realpathSync(location), "bash", ["rm *"])
+        }).pipe(Effect.provide(Host.approvalsLayer(Host.environment(env))), Effect.scoped),
+      )
+    const a = host("a", { CORE_STORE_URL: pgbouncer })
+    const b = host("b", { CORE_STORE_URL: pgbouncer })
+    await saveOn(a)
+    const listedOnA = await run(["permissions", "--location", location], { env: a })
+    expect(listedOnA.stdout).toContain("bash  rm *")
+    const listedOnB = await run(["permissions", "--location", location], { env: b })
+    expect(listedOnB.stdout).not.toContain("rm *")
+    // Nor in the fleet's store, where every host would find it.
+    const shared = await Effect.runPromise(
+      Effect.gen(function* () {
+        return yield* (yield* Approvals.Service).list(realpathSync(location))
+      }).pipe(Effect.provide(PostgresStore.approvalsLayer(pgbouncer))),
+    )
+    expect(shared).toEqual([])
+  }, 120_000)
 
   test("an approval saved on host A is listed on host B for its own checkout, with who approved it; B's reset clears it for both", async () => {
     const { host } = world()
