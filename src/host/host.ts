@@ -97,7 +97,7 @@ export const storeLayer = (environment: Environment) =>
 
 /**
  * Saved approvals, in the durable store: with `$CORE_STORE_URL`, the fleet's for a project known across machines,
- * and the data directory's for one known by its path alone (which holds on this machine only: Approvals.split).
+ * and the data directory's for one known by a path on this machine (which holds here only: Approvals.split).
  */
 export const approvalsLayer = (environment: Environment): Layer.Layer<Approvals.Service, Store.StoreError> => {
   const local = SqliteStore.approvalsLayer(storePath(environment))
@@ -111,7 +111,7 @@ export const approvalsLayer = (environment: Environment): Layer.Layer<Approvals.
       const identities = new Map<string, boolean>()
       const machineOnly = (directory: string) => {
         let only = identities.get(directory)
-        if (only === undefined) identities.set(directory, (only = Project.identityOf(directory).startsWith("path:")))
+        if (only === undefined) identities.set(directory, (only = Project.machineOnly(Project.identityOf(directory))))
         return only
       }
       return Approvals.split(fleet, own, machineOnly)

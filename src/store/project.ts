@@ -123,6 +123,13 @@ const DOT_SEGMENT = /(?:^|[/\\])(?:\.|%2e){1,2}(?:[/\\?#]|$)/i
 /** Runs of slashes as one: `//` separates a Location's path inside its repository in an identity. */
 const collapsed = (path: string): string => path.replace(/\/{2,}/g, "/")
 
+/**
+ * Whether `identity` names a project by a path on this machine: the Location's own (`path:`), or a repository whose
+ * remote is a local path (`git:file:`), which on another machine is that machine's own. Approvals for it hold here
+ * only.
+ */
+export const machineOnly = (identity: string): boolean => identity.startsWith("path:") || identity.startsWith("git:file:")
+
 /** The identity of the project at `directory` (a Location's real path). */
 export const identityOf = (directory: string): string => {
   const repository = repositoryOf(directory)

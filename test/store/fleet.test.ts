@@ -221,6 +221,17 @@ describe("approvals for a team (Postgres)", () => {
       }).pipe(Effect.provide(PostgresStore.approvalsLayer(pgbouncer))),
     )
     expect(shared).toEqual([])
+    // A repository whose remote is a local path: each machine's own repository at that path.
+    const mirrored = join(location, "mirrored")
+    mkdirSync(join(mirrored, ".git"), { recursive: true })
+    writeFileSync(join(mirrored, ".git", "config"), '[remote "origin"]\n\turl = /srv/git/shop.git\n')
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        yield* (yield* Approvals.Service).save(realpathSync(mirrored), "bash", ["make deploy"])
+      }).pipe(Effect.provide(Host.approvalsLayer(Host.environment(a))), Effect.scoped),
+    )
+    expect((await run(["permissions", "--location", mirrored], { env: a })).stdout).toContain("bash  make deploy")
+    expect((await run(["permissions", "--location", mirrored], { env: b })).stdout).not.toContain("make deploy")
   }, 120_000)
 
   test("an approval saved on host A is listed on host B for its own checkout, with who approved it; B's reset clears it for both", async () => {
