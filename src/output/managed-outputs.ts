@@ -355,9 +355,14 @@ const openRemote = Effect.fnUntraced(function* (lookup: RemoteLookup, id: string
   }
   const found = objects.find((object) => object.key === wanted)
   if (found === undefined || found.bytes !== record!.get(wanted)) return yield* notWhole
+  // Expired by the store's clock, not this host's (one running days ahead would remove every host's outputs): asked
+  // only where this host's clock says so; a store whose clock cannot be read keeps the output.
   if (Date.now() - found.modifiedMs > lookup.retentionMs) {
-    yield* Effect.promise(() => Promise.allSettled([...objects.map((object) => object.key), recordKey(id)].map((key) => store.remove(key))))
-    return yield* new NotFound({ id, reason: "expired", message: `Managed output ${id} has expired` })
+    const now = yield* Effect.promise(() => store.now().catch(() => undefined))
+    if (now !== undefined && now - found.modifiedMs > lookup.retentionMs) {
+      yield* Effect.promise(() => Promise.allSettled([...objects.map((object) => object.key), recordKey(id)].map((key) => store.remove(key))))
+      return yield* new NotFound({ id, reason: "expired", message: `Managed output ${id} has expired` })
+    }
   }
   return { id, part, bytes: found.bytes, path: undefined, content: store.content(found.key) } satisfies Reference
 })
@@ -394,10 +399,15 @@ const download = async (object: Blob, path: string): Promise<void> => {
 }
 
 /** Removes the store's output files modified before `cutoff`; answers how many. */
-const sweepRemote = (store: ObjectStore.Interface, cutoff: number) =>
+/**
+ * Removes the outputs in `store` put longer than `retentionMs` ago by the store's own clock (a host whose clock runs
+ * ahead would otherwise remove every host's outputs); answers how many.
+ */
+const sweepRemote = (store: ObjectStore.Interface, retentionMs: number) =>
   Effect.promise(async () => {
     let removed = 0
     try {
+      const cutoff = (await store.now()) - retentionMs
       for await (const object of store.list("")) {
         // Only an output's file under its own id (`<id>/…/<id>[.part]`) and its record: nothing else under the prefix.
         const id = object.key.slice(0, object.key.indexOf("/"))
@@ -570,9 +580,8 @@ export const layer = (options: Options): Layer.Layer<Service> =>
     })
 
     const sweep = Effect.gen(function* () {
-      const cutoff = Date.now() - retentionMs
       const local = yield* sweepLocal(directory, retentionMs)
-      return remote === undefined ? local : local + (yield* sweepRemote(remote, cutoff))
+      return remote === undefined ? local : local + (yield* sweepRemote(remote, retentionMs))
     }).pipe(Effect.withSpan("ManagedOutputs.sweep"))
 
     const sweepIfDue = Effect.suspend(() => {

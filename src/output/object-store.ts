@@ -104,7 +104,15 @@ export interface Interface {
   /** Every object whose key starts with `under`, page by page. */
   readonly list: (under: string) => AsyncGenerator<Listed>
   readonly remove: (key: string) => Promise<void>
+  /**
+   * The store's own time now (epoch ms, to its second): what its objects' times are compared with, whatever this
+   * host's clock says. Read off a small object written for it (`CLOCK_KEY`).
+   */
+  readonly now: () => Promise<number>
 }
+
+/** The object written to read the store's clock off (see `now`): no output's key, so never listed as one. */
+export const CLOCK_KEY = ".core-clock"
 
 /** The object store the settings name. Nothing is sent until it is used. */
 export const make = (settings: Settings): Interface => {
@@ -143,6 +151,14 @@ export const make = (settings: Settings): Interface => {
       } while (continuationToken !== undefined)
     },
     remove: (key) => client.delete(full(key)),
+    now: async () => {
+      const clock = client.file(full(CLOCK_KEY))
+      await client.write(full(CLOCK_KEY), "", { type: "text/plain" })
+      const modified = (await clock.stat()).lastModified
+      const at = modified instanceof Date ? modified.getTime() : Date.parse(String(modified))
+      if (!Number.isFinite(at)) throw new Error(`${full(CLOCK_KEY)} has no time`)
+      return at
+    },
   }
 }
 

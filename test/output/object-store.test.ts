@@ -43,6 +43,10 @@ const host = (prefix: string, options: { env?: Record<string, string>; url?: str
 
 const managed = ManagedOutputs.Service
 
+/** The objects under a store's prefix but the one its clock is read off. */
+const outputsIn = async (store: ObjectStore.Interface) =>
+  (await Array.fromAsync(store.list(""))).filter((object) => object.key !== ObjectStore.CLOCK_KEY)
+
 describe("ObjectStore.settings", () => {
   test("takes s3://BUCKET/PREFIX with the endpoint, region and keys of the standard AWS variables", () => {
     const settings = ObjectStore.settings("s3://my-bucket/a/b/", {
@@ -225,13 +229,13 @@ describe("ManagedOutputs in an object store", () => {
     const written = await a.run(Effect.flatMap(managed, (outputs) => outputs.write({ text: "old", structured: '{"x":1}' })))
     const store = storeOf("retention")
     // Its text, its structured JSON, and the record of its put.
-    expect((await Array.fromAsync(store.list(""))).length).toBe(3)
-    // Kept for a millisecond: by the time it is read, it has expired.
+    expect((await outputsIn(store)).length).toBe(3)
+    // Kept for a millisecond: by the time it is read, it has expired (by the store's clock, which keeps seconds).
     const expiring = host("retention", { retentionDays: 1 / 86_400_000 })
-    await Bun.sleep(5)
+    await Bun.sleep(1_100)
     const expired = await expiring.runFlip(Effect.flatMap(managed, (outputs) => outputs.open(written.id)))
     expect(expired._tag === "ManagedOutputs.NotFound" && expired.reason).toBe("expired")
-    expect(await Array.fromAsync(store.list(""))).toEqual([])
+    expect(await outputsIn(store)).toEqual([])
 
     // Objects under the prefix that are not outputs' files under their ids are never the sweep's.
     const foreign = join(tempDir(), "foreign")
@@ -240,18 +244,42 @@ describe("ManagedOutputs in an object store", () => {
     await store.put("misc/out_aaaaaaaa_0000000000000000", foreign)
     const swept = await a.run(Effect.flatMap(managed, (outputs) => outputs.write({ text: "to sweep" })))
     const kept = await a.run(Effect.flatMap(managed, (outputs) => outputs.write({ text: "to keep" })))
-    expect((await Array.fromAsync(store.list(""))).length).toBe(6)
+    expect((await outputsIn(store)).length).toBe(6)
     // A sweep with a retention this short removes both hosts' objects (each output's text and record of its put);
     // the local files of this host go too.
     const sweeper = host("retention", { retentionDays: 1 / 86_400_000 })
-    await Bun.sleep(5)
+    await Bun.sleep(1_100)
     expect(await sweeper.run(Effect.flatMap(managed, (outputs) => outputs.sweep))).toBe(4)
-    expect((await Array.fromAsync(store.list(""))).map((object) => object.key).sort()).toEqual([
+    expect((await outputsIn(store)).map((object) => object.key).sort()).toEqual([
       "misc/out_aaaaaaaa_0000000000000000",
       "notes/readme",
     ])
     expect(existsSync(swept.text!)).toBe(true)
     expect(kept.id).not.toBe(swept.id)
+  })
+})
+
+describe("ManagedOutputs on a host whose clock runs ahead", () => {
+  test("its reads and sweeps go by the store's clock: other hosts' outputs within the retention stay", async () => {
+    const a = host("skewed")
+    const written = await a.run(Effect.flatMap(managed, (outputs) => outputs.write({ text: "recent" })))
+    const ahead = host("skewed")
+    const real = Date.now
+    // Eight days ahead, past the default retention of seven.
+    Date.now = () => real() + 8 * 86_400_000
+    let swept: number
+    let read: unknown
+    try {
+      swept = await ahead.run(Effect.flatMap(managed, (outputs) => outputs.sweep))
+      read = await ahead.run(Effect.flatMap(managed, (outputs) => outputs.open(written.id)))
+    } finally {
+      Date.now = real
+    }
+    expect(swept).toBe(0)
+    expect(read).toMatchObject({ id: written.id, bytes: 6 })
+    expect((await outputsIn(storeOf("skewed"))).length).toBe(2)
+    const again = await host("skewed").run(Effect.flatMap(managed, (outputs) => outputs.open(written.id)))
+    expect(again).toMatchObject({ id: written.id, bytes: 6 })
   })
 })
 
