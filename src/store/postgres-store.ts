@@ -83,6 +83,13 @@ const CONNECT_TIMEOUT_S = 10
  */
 const NOW_MS = "floor(extract(epoch from clock_timestamp()) * 1000)::bigint"
 
+/**
+ * A time this host's clock gave (`at`, epoch ms), as the database's clock tells it: so long before its now (a call
+ * received `Date.now() - at` ago is recorded that long before the database's now). Hosts' clocks then never order
+ * or filter the calls the fleet lists.
+ */
+const onDatabaseClock = (at: number | undefined): number | null => (at === undefined ? null : Math.max(0, Date.now() - at))
+
 const describe = Store.describe
 
 /** Query parameters of a store URL that carry a secret (the client reads a password from the query too). */
@@ -324,7 +331,7 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
               INSERT INTO core.settlements
                 (location, session_id, call_id, tool, agent, state, owner, started_at, lease_until, message_id, input, input_bytes)
               VALUES (${key.location}, ${key.sessionID}, ${key.toolCallID}, ${tool}, ${agent}, 'started', ${Owner.current},
-                      COALESCE(${details?.startedAt ?? null}::bigint, ${sql.unsafe(NOW_MS)}), ${sql.unsafe(NOW_MS)} + ${leaseMs},
+                      ${sql.unsafe(NOW_MS)} - COALESCE(${onDatabaseClock(details?.startedAt)}::bigint, 0), ${sql.unsafe(NOW_MS)} + ${leaseMs},
                       ${details?.messageID ?? null},
                       ${details?.input ?? null}, ${details?.inputBytes ?? null})
               ON CONFLICT DO NOTHING RETURNING id`
@@ -347,7 +354,7 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
                     INSERT INTO core.settlements
                       (location, session_id, call_id, tool, agent, state, settlement, settled_at, started_at, message_id, input, input_bytes)
                     VALUES (${location}, ${sessionID}, ${toolCallID}, ${settlement.tool}, ${expected.agent}, 'settled', ${json},
-                            ${sql.unsafe(NOW_MS)}, COALESCE(${details?.startedAt ?? null}::bigint, ${sql.unsafe(NOW_MS)}),
+                            ${sql.unsafe(NOW_MS)}, ${sql.unsafe(NOW_MS)} - COALESCE(${onDatabaseClock(details?.startedAt)}::bigint, 0),
                             ${details?.messageID ?? null},
                             ${details?.input ?? null}, ${details?.inputBytes ?? null})
                     ON CONFLICT DO NOTHING`,
@@ -407,7 +414,7 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
               FROM core.settlements
               WHERE location = ${filter.location} AND location <> ''
                 AND (${filter.sessionID ?? null}::text IS NULL OR session_id = ${filter.sessionID ?? null})
-                AND COALESCE(started_at, settled_at) >= ${filter.since ?? 0}
+                AND COALESCE(started_at, settled_at) >= ${sql.unsafe(NOW_MS)} - ${onDatabaseClock(filter.since ?? 0)}::bigint
               ORDER BY COALESCE(started_at, settled_at) DESC, id DESC LIMIT ${filter.limit}`
             return rows.reverse().map((row) => Store.listedOf(row, (key) => recordOf(row, key)))
           }),

@@ -127,6 +127,38 @@ describe("PostgresStore retention on a host whose clock runs ahead", () => {
 
 // A pooler, a network path or a database that stops answering (a half-open connection) held a call, and core exec,
 // for as long as it stayed so: the tool had finished, its settlement was never answered.
+describe("PostgresStore on a host whose clock is off", () => {
+  test("records when its calls started on the database's clock: they list in order and within --since like any host's", async () => {
+    const { postgres } = await freshDatabase()
+    const settlement = (callID: string): Settlement.Info => ({ tool: "echo", callID, status: "success", content: [], structured: null, outputs: [] })
+    const call = (toolCallID: string) => ({ location: "/p", sessionID: "s", toolCallID })
+    const real = Date.now
+    const listed = await Effect.runPromise(
+      Effect.gen(function* () {
+        const store = yield* Store.Service
+        const record = (id: string) =>
+          Effect.gen(function* () {
+            const received = Date.now()
+            yield* store.begin(call(id), "echo", "build", { startedAt: received, messageID: "m", input: "{}", inputBytes: 2 })
+            yield* store.settle(call(id), settlement(id), { state: "owned" })
+          })
+        yield* record("first")
+        // A host an hour behind records the second call.
+        Date.now = () => real() - 3_600_000
+        try {
+          yield* record("second")
+        } finally {
+          Date.now = real
+        }
+        yield* record("third")
+        return yield* store.list({ location: "/p", since: real() - 600_000, limit: 10 })
+      }).pipe(Effect.provide(PostgresStore.layer(postgres)), Effect.scoped),
+    )
+    expect(listed.map((entry) => entry.toolCallID)).toEqual(["first", "second", "third"])
+    for (const entry of listed) expect(entry.settledAt! - entry.startedAt!).toBeLessThan(60_000)
+  }, 60_000)
+})
+
 describe("PostgresStore against a connection that stops answering", () => {
   test("an operation fails once it has had no answer for its time, naming the store and what it did", async () => {
     const { postgres } = await freshDatabase()
