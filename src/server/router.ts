@@ -91,11 +91,14 @@ export const make = (options: Options): WebHandler => {
    */
   const refusal = (request: HttpServerRequest.HttpServerRequest, isPublic: boolean) => {
     const host = Respond.header(request, "host")
+    // Refused, the connection is closed after the answer: each request would otherwise start a fresh read deadline,
+    // and a process without the token could hold a connection for good by asking again and again.
     if (!options.checkHost(host)) {
       return Respond.error(
         403,
         "forbidden",
         `Host "${host ?? ""}" is not this server's address; connect to the address in the ready line`,
+        { connection: "close" },
       )
     }
     const authorization = Respond.header(request, "authorization")
@@ -106,7 +109,7 @@ export const make = (options: Options): WebHandler => {
         authorization === undefined
           ? "Missing Authorization: Bearer <token> (the token is in core serve's ready line, or $CORE_TOKEN)"
           : "Wrong token in Authorization: Bearer <token>",
-        { "www-authenticate": "Bearer" },
+        { "www-authenticate": "Bearer", connection: "close" },
       )
     }
     if (Respond.declaresTooLarge(request)) return Respond.problem(Respond.tooLarge)

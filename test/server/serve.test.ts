@@ -40,6 +40,25 @@ describe("core serve", () => {
     const refused = await fetch(`${server.url}/v1/turns`, { method: "POST" })
     expect(refused.status).toBe(401)
     expect(((await refused.json()) as any).error.kind).toBe("unauthorized")
+    // Refused, the connection is closed after the answer: asking again and again without the token (each request a
+    // fresh read deadline) holds no connection for good.
+    const port = Number(new URL(server.url).port)
+    const closedAfter = await new Promise<string>((resolve) => {
+      let answer = ""
+      void Bun.connect({
+        hostname: "127.0.0.1",
+        port,
+        socket: {
+          open: (socket) => void socket.write(`GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`),
+          data: (_, bytes) => void (answer += Buffer.from(bytes).toString()),
+          close: () => resolve(answer),
+          error: () => resolve(answer),
+        },
+      })
+      setTimeout(() => resolve(`${answer}\n(still open after 3 s)`), 3_000)
+    })
+    expect(closedAfter).toStartWith("HTTP/1.1 401")
+    expect(closedAfter).not.toContain("still open")
 
     const events = await server.events()
     server.child.kill("SIGTERM")
