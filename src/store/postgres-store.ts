@@ -83,13 +83,6 @@ const CONNECT_TIMEOUT_S = 10
  */
 const NOW_MS = "floor(extract(epoch from clock_timestamp()) * 1000)::bigint"
 
-/**
- * A time this host's clock gave (`at`, epoch ms), as the database's clock tells it: so long before its now (a call
- * received `Date.now() - at` ago is recorded that long before the database's now). Hosts' clocks then never order
- * or filter the calls the fleet lists.
- */
-const onDatabaseClock = (at: number | undefined): number | null => (at === undefined ? null : Math.max(0, Date.now() - at))
-
 const describe = Store.describe
 
 /** Query parameters of a store URL that carry a secret (the client reads a password from the query too). */
@@ -259,6 +252,20 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
       })
       const timeoutMs = options.operationTimeoutMs ?? OPERATION_TIMEOUT_MS
       const { sql, attempt, recycle } = yield* acquire(url, timeoutMs)
+      /**
+       * The database's clock less this host's (ms), read as the store opens: when a call started (a time this host
+       * gave) is kept on the database's clock, and listed back on this host's, so hosts' clocks never order or
+       * filter the calls the fleet lists, nor make a call's duration.
+       */
+      const ahead = yield* attempt("open", async () => {
+        const before = Date.now()
+        const rows: Array<{ now: string }> = await sql`SELECT ${sql.unsafe(NOW_MS)} AS now`
+        return Number(rows[0]!.now) - Math.round((before + Date.now()) / 2)
+      })
+      /** A time of this host's clock on the database's; undefined stays so. */
+      const onDatabase = (at: number | undefined) => (at === undefined ? null : at + ahead)
+      /** A time of the database's clock (a column) on this host's. */
+      const onHost = (at: string | number | null) => (at === null ? null : Number(at) - ahead)
       const keyOf = Store.keyOf
       /**
        * Calls whose intent this process failed to record, by key: the statement may have taken effect after all
@@ -331,7 +338,7 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
               INSERT INTO core.settlements
                 (location, session_id, call_id, tool, agent, state, owner, started_at, lease_until, message_id, input, input_bytes)
               VALUES (${key.location}, ${key.sessionID}, ${key.toolCallID}, ${tool}, ${agent}, 'started', ${Owner.current},
-                      ${sql.unsafe(NOW_MS)} - COALESCE(${onDatabaseClock(details?.startedAt)}::bigint, 0), ${sql.unsafe(NOW_MS)} + ${leaseMs},
+                      COALESCE(${onDatabase(details?.startedAt)}::bigint, ${sql.unsafe(NOW_MS)}), ${sql.unsafe(NOW_MS)} + ${leaseMs},
                       ${details?.messageID ?? null},
                       ${details?.input ?? null}, ${details?.inputBytes ?? null})
               ON CONFLICT DO NOTHING RETURNING id`
@@ -354,7 +361,7 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
                     INSERT INTO core.settlements
                       (location, session_id, call_id, tool, agent, state, settlement, settled_at, started_at, message_id, input, input_bytes)
                     VALUES (${location}, ${sessionID}, ${toolCallID}, ${settlement.tool}, ${expected.agent}, 'settled', ${json},
-                            ${sql.unsafe(NOW_MS)}, ${sql.unsafe(NOW_MS)} - COALESCE(${onDatabaseClock(details?.startedAt)}::bigint, 0),
+                            ${sql.unsafe(NOW_MS)}, COALESCE(${onDatabase(details?.startedAt)}::bigint, ${sql.unsafe(NOW_MS)}),
                             ${details?.messageID ?? null},
                             ${details?.input ?? null}, ${details?.inputBytes ?? null})
                     ON CONFLICT DO NOTHING`,
@@ -414,9 +421,13 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
               FROM core.settlements
               WHERE location = ${filter.location} AND location <> ''
                 AND (${filter.sessionID ?? null}::text IS NULL OR session_id = ${filter.sessionID ?? null})
-                AND COALESCE(started_at, settled_at) >= ${sql.unsafe(NOW_MS)} - ${onDatabaseClock(filter.since ?? 0)}::bigint
+                AND COALESCE(started_at, settled_at) >= ${onDatabase(filter.since ?? 0)}
               ORDER BY COALESCE(started_at, settled_at) DESC, id DESC LIMIT ${filter.limit}`
-            return rows.reverse().map((row) => Store.listedOf(row, (key) => recordOf(row, key)))
+            return rows
+              .reverse()
+              .map((row) =>
+                Store.listedOf({ ...row, started_at: onHost(row.started_at), settled_at: onHost(row.settled_at) }, (key) => recordOf(row, key)),
+              )
           }),
       })
     }),

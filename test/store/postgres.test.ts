@@ -128,34 +128,40 @@ describe("PostgresStore retention on a host whose clock runs ahead", () => {
 // A pooler, a network path or a database that stops answering (a half-open connection) held a call, and core exec,
 // for as long as it stayed so: the tool had finished, its settlement was never answered.
 describe("PostgresStore on a host whose clock is off", () => {
-  test("records when its calls started on the database's clock: they list in order and within --since like any host's", async () => {
+  test("records when its calls started on the database's clock: they list in order, within --since and with their durations like any host's", async () => {
     const { postgres } = await freshDatabase()
     const settlement = (callID: string): Settlement.Info => ({ tool: "echo", callID, status: "success", content: [], structured: null, outputs: [] })
     const call = (toolCallID: string) => ({ location: "/p", sessionID: "s", toolCallID })
+    /** Records the call `id` on a store of its own (a host), opened and used with the host's clock. */
+    const record = (id: string) =>
+      Effect.runPromise(
+        Effect.gen(function* () {
+          const store = yield* Store.Service
+          yield* store.begin(call(id), "echo", "build", { startedAt: Date.now(), messageID: "m", input: "{}", inputBytes: 2 })
+          yield* store.settle(call(id), settlement(id), { state: "owned" })
+        }).pipe(Effect.provide(PostgresStore.layer(postgres)), Effect.scoped),
+      )
     const real = Date.now
+    await record("first")
+    // A host an hour behind records the second call.
+    Date.now = () => real() - 3_600_000
+    try {
+      await record("second")
+    } finally {
+      Date.now = real
+    }
+    await record("third")
     const listed = await Effect.runPromise(
-      Effect.gen(function* () {
-        const store = yield* Store.Service
-        const record = (id: string) =>
-          Effect.gen(function* () {
-            const received = Date.now()
-            yield* store.begin(call(id), "echo", "build", { startedAt: received, messageID: "m", input: "{}", inputBytes: 2 })
-            yield* store.settle(call(id), settlement(id), { state: "owned" })
-          })
-        yield* record("first")
-        // A host an hour behind records the second call.
-        Date.now = () => real() - 3_600_000
-        try {
-          yield* record("second")
-        } finally {
-          Date.now = real
-        }
-        yield* record("third")
-        return yield* store.list({ location: "/p", since: real() - 600_000, limit: 10 })
-      }).pipe(Effect.provide(PostgresStore.layer(postgres)), Effect.scoped),
+      Effect.flatMap(Store.Service, (store) => store.list({ location: "/p", since: real() - 600_000, limit: 10 })).pipe(
+        Effect.provide(PostgresStore.layer(postgres)),
+        Effect.scoped,
+      ),
     )
     expect(listed.map((entry) => entry.toolCallID)).toEqual(["first", "second", "third"])
-    for (const entry of listed) expect(entry.settledAt! - entry.startedAt!).toBeLessThan(60_000)
+    for (const entry of listed) {
+      expect(entry.settledAt! - entry.startedAt!).toBeLessThan(60_000)
+      expect(Math.abs(entry.startedAt! - real())).toBeLessThan(60_000)
+    }
   }, 60_000)
 })
 
