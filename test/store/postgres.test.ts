@@ -165,61 +165,80 @@ describe("PostgresStore on a host whose clock is off", () => {
   }, 60_000)
 })
 
+/**
+ * A proxy to the database at `postgres` on a port of its own, passing bytes both ways until `set` says otherwise:
+ * "drop" loses what comes (a path that drops packets), "hold" keeps it and passes it on, in order, once set back to
+ * "pass" (a stopped pooler's sockets keep it).
+ */
+const proxyTo = (postgres: string) => {
+  const target = new URL(postgres)
+  let mode: "pass" | "drop" | "hold" = "pass"
+  const held: Array<() => void> = []
+  const pass = (bytes: Uint8Array, send: (copy: Buffer) => void) => {
+    if (mode === "drop") return
+    const copy = Buffer.from(bytes)
+    if (mode === "hold") held.push(() => send(copy))
+    else send(copy)
+  }
+  const proxy = Bun.listen<{ upstream?: Promise<import("bun").Socket<unknown>> }>({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: {
+      open(client) {
+        client.data = {
+          upstream: Bun.connect({
+            hostname: target.hostname,
+            port: Number(target.port),
+            socket: { data: (_, bytes) => pass(bytes, (copy) => void client.write(copy)), close: () => void client.end() },
+          }),
+        }
+      },
+      data(client, bytes) {
+        pass(bytes, (copy) => void client.data.upstream?.then((upstream) => upstream.write(copy)))
+      },
+      close(client) {
+        void client.data.upstream?.then((upstream) => upstream.end())
+      },
+    },
+  })
+  const through = new URL(postgres)
+  through.port = String(proxy.port)
+  through.hostname = "127.0.0.1"
+  const set = (next: typeof mode) => {
+    mode = next
+    if (next === "pass") for (const send of held.splice(0)) send()
+  }
+  return { url: through.toString(), set, stop: () => (set("pass"), proxy.stop(true)) }
+}
+
 describe("PostgresStore against a connection that stops answering", () => {
   test("an operation fails once it has had no answer for its time, naming the store and what it did", async () => {
     const { postgres } = await freshDatabase()
-    const target = new URL(postgres)
-    let stalled = false
-    // Passes bytes both ways until stalled; then holds them, as a stopped pooler would.
-    const proxy = Bun.listen<{ upstream?: Promise<import("bun").Socket<unknown>> }>({
-      hostname: "127.0.0.1",
-      port: 0,
-      socket: {
-        open(client) {
-          client.data = {
-            upstream: Bun.connect({
-              hostname: target.hostname,
-              port: Number(target.port),
-              socket: { data: (_, bytes) => void (stalled || client.write(bytes)), close: () => void client.end() },
-            }),
-          }
-        },
-        data(client, bytes) {
-          if (!stalled) void client.data.upstream?.then((upstream) => upstream.write(bytes))
-        },
-        close(client) {
-          void client.data.upstream?.then((upstream) => upstream.end())
-        },
-      },
-    })
+    const proxy = proxyTo(postgres)
     try {
-      const through = new URL(postgres)
-      through.port = String(proxy.port)
-      through.hostname = "127.0.0.1"
       const key = { location: "/p", sessionID: "s", toolCallID: "stalled" }
       const outcome = await Effect.runPromise(
         Effect.gen(function* () {
           const store = yield* Store.Service
           yield* store.lookup(key)
-          stalled = true
+          proxy.set("drop")
           const started = performance.now()
           // More at once than the client has connections: each is held by a statement that will never answer.
           const exits = yield* Effect.all(Array.from({ length: 6 }, () => Effect.exit(store.lookup(key))), { concurrency: "unbounded" })
           const waited = performance.now() - started
-          stalled = false
-          // The connections given up on went with their client: the store answers again once the network does.
+          proxy.set("pass")
+          // New statements go to a client made anew: the store answers again once the network does.
           const after = yield* Effect.exit(store.lookup(key))
           return { exits: exits.map(String), waited, after: String(after) }
-        }).pipe(Effect.provide(PostgresStore.layer(through.toString(), { operationTimeoutMs: 400 })), Effect.scoped),
+        }).pipe(Effect.provide(PostgresStore.layer(proxy.url, { operationTimeoutMs: 400 })), Effect.scoped),
       )
-      // The first given up on closed the client the others were waiting on: each failed, none waited on.
+      // Each failed within its own time, none waited on for good.
       expect(outcome.exits.some((exit) => exit.includes("no answer within 0.4 s"))).toBe(true)
       for (const exit of outcome.exits) expect(exit).toContain("Settlement store lookup failed")
       expect(outcome.waited).toBeLessThan(5_000)
       expect(outcome.after).toContain("Success")
     } finally {
-      stalled = false
-      proxy.stop(true)
+      proxy.stop()
     }
   }, 60_000)
 })
@@ -227,43 +246,8 @@ describe("PostgresStore against a connection that stops answering", () => {
 describe("PostgresStore against a pooler held up for longer than a lease", () => {
   test("a settlement sent before it stopped is recorded once it answers again: the call is not failed", async () => {
     const { postgres } = await freshDatabase()
-    const target = new URL(postgres)
-    let held = false
-    /** What each way carried while held, passed on once let go, in order, as a stopped pooler's sockets keep it. */
-    const waiting: Array<() => void> = []
-    const pass = (send: () => void) => (held ? waiting.push(send) : send())
-    const proxy = Bun.listen<{ upstream?: Promise<import("bun").Socket<unknown>> }>({
-      hostname: "127.0.0.1",
-      port: 0,
-      socket: {
-        open(client) {
-          client.data = {
-            upstream: Bun.connect({
-              hostname: target.hostname,
-              port: Number(target.port),
-              socket: {
-                data: (_, bytes) => {
-                  const copy = Buffer.from(bytes)
-                  pass(() => void client.write(copy))
-                },
-                close: () => void client.end(),
-              },
-            }),
-          }
-        },
-        data(client, bytes) {
-          const copy = Buffer.from(bytes)
-          pass(() => void client.data.upstream?.then((upstream) => upstream.write(copy)))
-        },
-        close(client) {
-          void client.data.upstream?.then((upstream) => upstream.end())
-        },
-      },
-    })
+    const proxy = proxyTo(postgres)
     try {
-      const through = new URL(postgres)
-      through.port = String(proxy.port)
-      through.hostname = "127.0.0.1"
       const key = { location: "/p", sessionID: "s", toolCallID: "held" }
       const settlement: Settlement.Info = {
         tool: "echo",
@@ -277,25 +261,22 @@ describe("PostgresStore against a pooler held up for longer than a lease", () =>
         Effect.gen(function* () {
           const store = yield* Store.Service
           const begun = yield* store.begin(key, "echo", "build")
-          held = true
+          proxy.set("hold")
           // The call runs on: its lease's renewal is sent, and goes unanswered.
           yield* Effect.sleep(300)
           const settling = yield* Effect.forkChild(Effect.exit(store.settle(key, settlement, { state: "owned" })))
           // The renewal is given up after a whole lease, and the client replaced, while the settlement waits.
           yield* Effect.sleep(1_200)
-          held = false
-          for (const send of waiting.splice(0)) send()
+          proxy.set("pass")
           const settled = yield* Fiber.join(settling)
           return { begun, settled: String(settled), record: yield* store.lookup(key) }
-        }).pipe(Effect.provide(PostgresStore.layer(through.toString(), { operationTimeoutMs: 10_000, leaseMs: 500 })), Effect.scoped),
+        }).pipe(Effect.provide(PostgresStore.layer(proxy.url, { operationTimeoutMs: 10_000, leaseMs: 500 })), Effect.scoped),
       )
       expect(outcome.begun).toBe(true)
       expect(outcome.settled).toContain("Success")
       expect(outcome.record).toMatchObject({ state: "settled", settlement: { status: "success", structured: "done" } })
     } finally {
-      held = false
-      for (const send of waiting.splice(0)) send()
-      proxy.stop(true)
+      proxy.stop()
     }
   }, 60_000)
 })
