@@ -357,9 +357,11 @@ const openRemote = Effect.fnUntraced(function* (lookup: RemoteLookup, id: string
   if (found === undefined || found.bytes !== record!.get(wanted)) return yield* notWhole
   // Expired by the store's clock, not this host's (one running days ahead would remove every host's outputs): asked
   // only where this host's clock says so; a store whose clock cannot be read keeps the output.
-  if (Date.now() - found.modifiedMs > lookup.retentionMs) {
+  // An object whose time the store does not give is kept, never taken for expired.
+  const modified = found.modifiedMs
+  if (modified !== undefined && Date.now() - modified > lookup.retentionMs) {
     const now = yield* Effect.promise(() => store.now().catch(() => undefined))
-    if (now !== undefined && now - found.modifiedMs > lookup.retentionMs) {
+    if (now !== undefined && now - modified > lookup.retentionMs) {
       yield* Effect.promise(() => Promise.allSettled([...objects.map((object) => object.key), recordKey(id)].map((key) => store.remove(key))))
       return yield* new NotFound({ id, reason: "expired", message: `Managed output ${id} has expired` })
     }
@@ -413,7 +415,8 @@ const sweepRemote = (store: ObjectStore.Interface, retentionMs: number) =>
         const id = object.key.slice(0, object.key.indexOf("/"))
         const name = object.key.slice(object.key.lastIndexOf("/") + 1)
         const file = FILE_PATTERN.test(name) || object.key === recordKey(id)
-        if (!ID_PATTERN.test(id) || !name.startsWith(id) || !file || object.modifiedMs >= cutoff) continue
+        // One whose time the store does not give is kept.
+        if (!ID_PATTERN.test(id) || !name.startsWith(id) || !file || object.modifiedMs === undefined || object.modifiedMs >= cutoff) continue
         await store.remove(object.key)
         removed++
       }

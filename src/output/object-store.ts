@@ -89,7 +89,8 @@ export const settings = (url: string, env: Record<string, string | undefined>): 
 export interface Listed {
   readonly key: string
   readonly bytes: number
-  readonly modifiedMs: number
+  /** When it was last written, by the store's clock; undefined where the store does not say (it is then kept). */
+  readonly modifiedMs: number | undefined
 }
 
 export interface Interface {
@@ -109,6 +110,13 @@ export interface Interface {
    * host's clock says. Read off a small object written for it (`CLOCK_KEY`).
    */
   readonly now: () => Promise<number>
+}
+
+/** A time as the store gives it (an ISO string or a Date); undefined where it gives none that reads as one. */
+const timeOf = (value: unknown): number | undefined => {
+  if (value === undefined || value === null) return undefined
+  const at = value instanceof Date ? value.getTime() : Date.parse(String(value))
+  return Number.isFinite(at) ? at : undefined
 }
 
 /** The object written to read the store's clock off (see `now`): no output's key, so never listed as one. */
@@ -144,7 +152,7 @@ export const make = (settings: Settings): Interface => {
           yield {
             key: object.key.slice(base.length),
             bytes: object.size ?? 0,
-            modifiedMs: object.lastModified === undefined ? 0 : Date.parse(String(object.lastModified)),
+            modifiedMs: timeOf(object.lastModified),
           }
         }
         continuationToken = page.isTruncated ? page.nextContinuationToken : undefined
@@ -154,9 +162,8 @@ export const make = (settings: Settings): Interface => {
     now: async () => {
       const clock = client.file(full(CLOCK_KEY))
       await client.write(full(CLOCK_KEY), "", { type: "text/plain" })
-      const modified = (await clock.stat()).lastModified
-      const at = modified instanceof Date ? modified.getTime() : Date.parse(String(modified))
-      if (!Number.isFinite(at)) throw new Error(`${full(CLOCK_KEY)} has no time`)
+      const at = timeOf((await clock.stat()).lastModified)
+      if (at === undefined) throw new Error(`${full(CLOCK_KEY)} has no time`)
       return at
     },
   }

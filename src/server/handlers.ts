@@ -13,6 +13,7 @@ import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Explain } from "../builtin/explain"
+import { CallKey } from "../contract/call-key"
 import type { Calls } from "../host/calls"
 import { Recorded } from "../host/recorded"
 import type { Served } from "../host/served"
@@ -49,6 +50,17 @@ export type Handler = (
 export const REPLAYED = { "x-core-replayed": "true" } as const
 
 const param = (route: Route, name: string): string => route.params[name] ?? ""
+
+/**
+ * The call ids `names` of the path (or the query's `sessionID`), or a 400 where one cannot be a call's (a NUL or a
+ * lone surrogate: CallKey.malformed), as the body of a call refuses it: no store is asked for what none keeps.
+ */
+const idsOf = <const Names extends ReadonlyArray<"sessionID" | "toolCallID">>(route: Route, names: Names, from = (name: string) => param(route, name)) =>
+  Effect.suspend(() => {
+    const ids = Object.fromEntries(names.map((name) => [name, from(name)])) as Record<Names[number], string>
+    const malformed = CallKey.malformed({ sessionID: "s", toolCallID: "c", ...ids })
+    return malformed === undefined ? Effect.succeed(ids) : Effect.fail(Respond.badRequest(malformed))
+  })
 
 /**
  * The `length` bytes from `start` of an object the store streams: never more (s3rver answers `bytes=0-0` with the
@@ -222,11 +234,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
 
     settlement: (route) =>
       Effect.gen(function* () {
-        const key = {
-          location: route.directory,
-          sessionID: param(route, "sessionID"),
-          toolCallID: param(route, "toolCallID"),
-        }
+        const key = { location: route.directory, ...(yield* idsOf(route, ["sessionID", "toolCallID"])) }
         const known = yield* sidecar.store.lookup(key).pipe(Effect.orDie)
         // The settlement as recorded, handed on without decoding it.
         if (known?.state === "settled") return Respond.text(200, Store.jsonOf(known))
@@ -249,7 +257,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
 
     todos: (route) =>
       Effect.gen(function* () {
-        const sessionID = param(route, "sessionID")
+        const { sessionID } = yield* idsOf(route, ["sessionID"])
         const todos = yield* route.served.todos(sessionID).pipe(Effect.orDie)
         return Respond.json(200, { sessionID, todos } satisfies Api.Todos)
       }),
@@ -260,6 +268,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
         const sessionID = query.get("sessionID") ?? undefined
         // As the calls route refuses it: no call has an empty session id, so this asks for nothing meant.
         if (sessionID === "") return yield* Respond.badRequest("sessionID cannot be empty; leave it out to list every session")
+        if (sessionID !== undefined) yield* idsOf(route, ["sessionID"], () => sessionID)
         const sinceText = query.get("since")
         let since: number | undefined
         if (sinceText !== null) {
@@ -281,7 +290,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
 
     cancel: (route) =>
       Effect.gen(function* () {
-        const ids = { sessionID: param(route, "sessionID"), toolCallID: param(route, "toolCallID") }
+        const ids = yield* idsOf(route, ["sessionID", "toolCallID"])
         if (!(yield* sidecar.calls.cancel({ ...ids, location: route.served.directory }))) {
           return yield* Respond.notFound(`No call (${ids.sessionID}, ${ids.toolCallID}) is running`)
         }

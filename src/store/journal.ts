@@ -233,9 +233,9 @@ interface Generation {
 /**
  * Moves the generation beside the journal at `path` without mapping it, for a process that cannot trust it (a
  * filesystem not known to share its pages, or told so): it still moves it before every change it makes, so that a
- * process that does trust it (the same directory seen through a filesystem that shares its pages, as on an NFS
- * server's own disk) looks. It writes a value of 64 random bits, never the one another process saw, whatever it read
- * or was told; a process killed between the two words leaves one never seen either.
+ * process that does trust it, should one see the same file as shared (another mount of it), looks. It writes a value
+ * of 64 random bits, never the one another process saw, whatever it read or was told; a process killed between the
+ * two words leaves one never seen either.
  */
 const mover = (path: string): Pick<Generation, "bump" | "close"> => {
   const file = openSync(`${path}-shm`, constants.O_RDWR | constants.O_CREAT, 0o600)

@@ -83,6 +83,9 @@ const CONNECT_TIMEOUT_S = 10
  */
 const NOW_MS = "floor(extract(epoch from clock_timestamp()) * 1000)::bigint"
 
+/** How far this host's wall clock must move against its monotonic one to be taken for stepped. */
+const CLOCK_STEP_MS = 1_000
+
 const describe = Store.describe
 
 /** Query parameters of a store URL that carry a secret (the client reads a password from the query too). */
@@ -255,17 +258,30 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
       /**
        * The database's clock less this host's (ms), read as the store opens: when a call started (a time this host
        * gave) is kept on the database's clock, and listed back on this host's, so hosts' clocks never order or
-       * filter the calls the fleet lists, nor make a call's duration.
+       * filter the calls the fleet lists, nor make a call's duration. Kept true when this host's clock is stepped
+       * later (NTP, a resumed VM), as its wall clock moves against its monotonic one.
        */
-      const ahead = yield* attempt("open", async () => {
+      // Against this host's clock read before the database's: never less than the true difference, so a time the
+      // database gave is never listed after this host's clock has passed it (prune up to Date.now() takes it).
+      let ahead = yield* attempt("open", async () => {
         const before = Date.now()
         const rows: Array<{ now: string }> = await sql`SELECT ${sql.unsafe(NOW_MS)} AS now`
-        return Number(rows[0]!.now) - Math.round((before + Date.now()) / 2)
+        return Number(rows[0]!.now) - before
       })
+      let wallOverMonotonic = Date.now() - performance.now()
+      const offset = () => {
+        const now = Date.now() - performance.now()
+        // A millisecond clock read against a finer one wobbles: only a step (a second or more) is taken for one.
+        if (Math.abs(now - wallOverMonotonic) >= CLOCK_STEP_MS) {
+          ahead -= now - wallOverMonotonic
+          wallOverMonotonic = now
+        }
+        return ahead
+      }
       /** A time of this host's clock on the database's; undefined stays so. */
-      const onDatabase = (at: number | undefined) => (at === undefined ? null : at + ahead)
+      const onDatabase = (at: number | undefined) => (at === undefined ? null : at + offset())
       /** A time of the database's clock (a column) on this host's. */
-      const onHost = (at: string | number | null) => (at === null ? null : Number(at) - ahead)
+      const onHost = (at: string | number | null) => (at === null ? null : Number(at) - offset())
       const keyOf = Store.keyOf
       /**
        * Calls whose intent this process failed to record, by key: the statement may have taken effect after all

@@ -124,11 +124,15 @@ const DOT_SEGMENT = /(?:^|[/\\])(?:\.|%2e){1,2}(?:[/\\?#]|$)/i
 const collapsed = (path: string): string => path.replace(/\/{2,}/g, "/")
 
 /**
- * Whether `identity` names a project by a path on this machine: the Location's own (`path:`), or a repository whose
- * remote is a local path (`git:file:`), which on another machine is that machine's own. Approvals for it hold here
- * only.
+ * Whether `identity` names a project by a place on this machine: the Location's own path (`path:`), or a repository
+ * whose remote is a local path (`git:file:`) or on this machine's own address (`localhost`, `127.0.0.0/8`, `::1`),
+ * which on another machine is that machine's own. Approvals for it hold here only.
  */
-export const machineOnly = (identity: string): boolean => identity.startsWith("path:") || identity.startsWith("git:file:")
+export const machineOnly = (identity: string): boolean =>
+  identity.startsWith("path:") || identity.startsWith("git:file:") || LOOPBACK_REMOTE.test(identity)
+
+/** A remote's identity whose host is this machine's own address, however written. */
+const LOOPBACK_REMOTE = /^git:(?:localhost|[^/]*\.localhost|127(?:\.\d{1,3}){3}|\[(?:0*:)*:?0*1\]|\[::ffff:127(?:\.\d{1,3}){3}\]|0\.0\.0\.0|\[::\])(?:\/|$)/i
 
 /** The identity of the project at `directory` (a Location's real path). */
 export const identityOf = (directory: string): string => {

@@ -283,6 +283,63 @@ describe("ManagedOutputs on a host whose clock runs ahead", () => {
   })
 })
 
+describe("ManagedOutputs on an object store that gives no times", () => {
+  // Some S3-compatible stores leave LastModified out of a listing: an output whose time is not known is never taken
+  // for expired (it was taken for written in 1970, and every one was removed).
+  test("its listing without LastModified: the sweep and reads keep every output", async () => {
+    const objects = new Map<string, Uint8Array>()
+    const deleted: Array<string> = []
+    // An S3-speaking server in front of a map, whose listing says no LastModified; HEAD says one.
+    const store = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      async fetch(request) {
+        const url = new URL(request.url)
+        const key = decodeURIComponent(url.pathname.replace(/^\/bucket\/?/, ""))
+        if (request.method === "PUT") {
+          objects.set(key, new Uint8Array(await request.arrayBuffer()))
+          return new Response(null, { headers: { etag: '"x"' } })
+        }
+        if (request.method === "DELETE") {
+          deleted.push(key)
+          objects.delete(key)
+          return new Response(null, { status: 204 })
+        }
+        const found = objects.get(key)
+        if (request.method === "HEAD") {
+          return found === undefined
+            ? new Response(null, { status: 404 })
+            : new Response(null, { headers: { "last-modified": new Date().toUTCString(), "content-length": String(found.length), etag: '"x"' } })
+        }
+        if (url.searchParams.get("list-type") === "2") {
+          const prefix = url.searchParams.get("prefix") ?? ""
+          const listed = [...objects].filter(([name]) => name.startsWith(prefix))
+          const contents = listed.map(([name, bytes]) => `<Contents><Key>${name}</Key><Size>${bytes.length}</Size><ETag>"x"</ETag></Contents>`).join("")
+          return new Response(
+            `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>bucket</Name><Prefix>${prefix}</Prefix><KeyCount>${listed.length}</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>${contents}</ListBucketResult>`,
+            { headers: { "content-type": "application/xml" } },
+          )
+        }
+        return found === undefined ? new Response("<Error><Code>NoSuchKey</Code></Error>", { status: 404 }) : new Response(found)
+      },
+    })
+    try {
+      const env = { AWS_ENDPOINT_URL: `http://127.0.0.1:${store.port}`, AWS_ACCESS_KEY_ID: "a", AWS_SECRET_ACCESS_KEY: "b", AWS_REGION: "us-east-1" }
+      const a = host("untimed", { env, url: "s3://bucket/untimed" })
+      const written = await a.run(Effect.flatMap(managed, (outputs) => outputs.write({ text: "written a moment ago" })))
+      const removed = await a.run(Effect.flatMap(managed, (outputs) => outputs.sweep))
+      expect(removed).toBe(0)
+      const read = await host("untimed", { env, url: "s3://bucket/untimed", retentionDays: 1 / 86_400_000 }).run(
+        Effect.flatMap(managed, (outputs) => outputs.open(written.id)),
+      )
+      expect(read).toMatchObject({ id: written.id, bytes: "written a moment ago".length })
+      expect(deleted).toEqual([])
+    } finally {
+      store.stop(true)
+    }
+  })
+})
+
 describe("ManagedOutputs when the object store fails", () => {
   const bounded = (h: ReturnType<typeof host>) =>
     Effect.runPromise(

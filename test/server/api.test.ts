@@ -263,6 +263,21 @@ describe("the sidecar's routes", () => {
 })
 
 describe("refusals", () => {
+  // (A lone surrogate cannot be written in a path: percent-encoded, it is not UTF-8, and such a path is a 404.)
+  test("ids no store keeps (a NUL) in a path or the query are a 400, as in a call's body", async () => {
+    const sidecar = await inProcess()
+    for (const [method, path] of [
+      ["GET", "/v1/settlements/a%00b/c"],
+      ["GET", "/v1/settlements/a/c%00"],
+      ["GET", "/v1/sessions/a%00b/todos"],
+      ["GET", "/v1/settlements?sessionID=a%00b"],
+      ["POST", "/v1/calls/a%00b/c/cancel"],
+    ] as const) {
+      const answer = await sidecar.json(method, path)
+      expect({ path, status: answer.status, kind: (answer.body as any).error?.kind }).toEqual({ path, status: 400, kind: "bad_request" })
+    }
+  })
+
   test("a missing or wrong token is a 401 on every route but health", async () => {
     const sidecar = await inProcess()
     for (const [method, path] of [["POST", "/v1/turns"], ["GET", "/v1/permissions"], ["GET", "/v1/openapi.json"], ["GET", "/v1/nowhere"]] as const) {

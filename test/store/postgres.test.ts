@@ -211,6 +211,37 @@ const proxyTo = (postgres: string) => {
   return { url: through.toString(), set, stop: () => (set("pass"), proxy.stop(true)) }
 }
 
+describe("PostgresStore on a host whose clock is stepped while it runs", () => {
+  test("a call recorded after the step is kept at its time on the database's clock", async () => {
+    const { postgres } = await freshDatabase()
+    const call = { location: "/p", sessionID: "s", toolCallID: "stepped" }
+    const real = Date.now
+    // An hour behind as the store opens, then put right (NTP, a VM resumed) while it runs.
+    Date.now = () => real() - 3_600_000
+    try {
+      await Effect.runPromise(
+        Effect.gen(function* () {
+          const store = yield* Store.Service
+          Date.now = real
+          yield* store.begin(call, "echo", "build", { startedAt: Date.now(), messageID: "m", input: "{}", inputBytes: 2 })
+          yield* store.settle(call, { tool: "echo", callID: "stepped", status: "success", content: [], structured: null, outputs: [] }, { state: "owned" })
+        }).pipe(Effect.provide(PostgresStore.layer(postgres)), Effect.scoped),
+      )
+    } finally {
+      Date.now = real
+    }
+    const listed = await Effect.runPromise(
+      Effect.flatMap(Store.Service, (store) => store.list({ location: "/p", since: real() - 600_000, limit: 10 })).pipe(
+        Effect.provide(PostgresStore.layer(postgres)),
+        Effect.scoped,
+      ),
+    )
+    expect(listed.map((entry) => entry.toolCallID)).toEqual(["stepped"])
+    expect(Math.abs(listed[0]!.startedAt! - real())).toBeLessThan(60_000)
+    expect(listed[0]!.settledAt! - listed[0]!.startedAt!).toBeLessThan(60_000)
+  }, 60_000)
+})
+
 describe("PostgresStore against a connection that stops answering", () => {
   test("an operation fails once it has had no answer for its time, naming the store and what it did", async () => {
     const { postgres } = await freshDatabase()

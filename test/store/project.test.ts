@@ -61,3 +61,14 @@ describe("Project.identityOf reads the origin's url line", () => {
     ).toEqual(["path:<root>", "git:github.com/acme/shop", "github.com/acme/shop".length, "file:/srv/acme/shop".length])
   }, 30_000)
 })
+
+describe("Project.machineOnly", () => {
+  test("a path, a local repository and one on this machine's own address are this machine's; any other host is not", () => {
+    const identity = (remote: string) => `git:${Project.normalizeRemote(remote)}`
+    const mine = ["ssh://localhost/srv/git/shop.git", "git@localhost:shop.git", "ssh://[::1]/x/shop", "ssh://127.0.0.2/x", "https://dev.localhost/x", "ssh://git@LOCALHOST:22/x", "/srv/git/x.git", "file:///srv/git/x"]
+    for (const remote of mine) expect({ remote, only: Project.machineOnly(identity(remote)) }).toEqual({ remote, only: true })
+    expect(Project.machineOnly("path:/srv/shop")).toBe(true)
+    const shared = ["https://github.com/a/b", "ssh://localhostx.com/a", "ssh://127.0.0.1.evil.com/a", "git@build-7:shop.git", "ssh://[2001:db8::1]/x"]
+    for (const remote of shared) expect({ remote, only: Project.machineOnly(identity(remote)) }).toEqual({ remote, only: false })
+  })
+})
