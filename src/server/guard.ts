@@ -91,6 +91,12 @@ interface Connection {
   remaining: number
   /** When the deadline began, while not released. */
   armedAt: number | undefined
+  /**
+   * Whether a request on it was ever released (it passed the checks: the token). Until then its deadline runs from
+   * its first byte whatever it sends: a request answered without the token (health, a refusal) starts no new one,
+   * so asking again and again holds no connection for good.
+   */
+  trusted: boolean
   /** The connections armed before and after this one, while it is armed. */
   older: Connection | undefined
   newer: Connection | undefined
@@ -171,6 +177,7 @@ const opened = (id: number, client: Bun.Socket<Connection>): Connection => ({
   pending: undefined,
   remaining: 0,
   armedAt: undefined,
+  trusted: false,
   older: undefined,
   newer: undefined,
   connectingSince: 0,
@@ -493,8 +500,9 @@ export const listen = (options: Options): Interface => {
     connection.armedAt = undefined
   }
 
-  /** Starts a connection's deadline (again), last in the list. */
+  /** Starts a connection's deadline (again, once it was ever released), last in the list. */
   const arm = (connection: Connection) => {
+    if (connection.armedAt !== undefined && !connection.trusted) return
     const now = performance.now()
     if (connection !== newest) {
       disarm(connection)
@@ -660,7 +668,9 @@ export const listen = (options: Options): Interface => {
     port: listener.port,
     release: (request) => {
       const connection = connections.get(Number(request.headers.get(CONNECTION_HEADER)))
-      if (connection !== undefined) disarm(connection)
+      if (connection === undefined) return
+      connection.trusted = true
+      disarm(connection)
     },
     stopAccepting: () => listener.stop(false),
     close: async (graceMs) => {

@@ -122,18 +122,6 @@ export const make = (options: Options): WebHandler => {
    * (health, and refusals of a method) get the serve's own, unused.
    */
   const respond = (isPublic: boolean, handler: Handlers.Handler, actsOnLocation = !isPublic, directoryOnly = false) =>
-    isPublic ? Effect.flatMap(answer(isPublic, handler, actsOnLocation, directoryOnly), closedUnlessTrusted) : answer(isPublic, handler, actsOnLocation, directoryOnly)
-
-  /**
-   * A public route's answer to a request without the token: its connection is closed after it, as a refused one's is
-   * (each request starts a fresh read deadline, so asking for health again and again held a connection for good).
-   */
-  const closedUnlessTrusted = (response: HttpServerResponse.HttpServerResponse) =>
-    Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
-      options.checkToken(Respond.header(request, "authorization")) ? response : HttpServerResponse.setHeader(response, "connection", "close"),
-    )
-
-  const answer = (isPublic: boolean, handler: Handlers.Handler, actsOnLocation: boolean, directoryOnly: boolean) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const refused = refusal(request, isPublic)

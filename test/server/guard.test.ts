@@ -139,6 +139,29 @@ describe("the connection guard", () => {
     client.socket.destroy()
   }, 60_000)
 
+  test("a connection that never passes the token is closed at its deadline, however many answered requests it sends", async () => {
+    const server = await listen()
+    const anonymous = raw(server.port)
+    const trusted = raw(server.port)
+    const health = `GET /v1/health HTTP/1.1\r\nHost: ${server.host}\r\n\r\n`
+    // One request with the token: released, its connection's deadline starts again with each request after it.
+    trusted.socket.write(`GET /v1/permissions HTTP/1.1\r\nHost: ${server.host}\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`)
+    await trusted.until((text) => statuses(text).length === 1)
+    const started = performance.now()
+    // Health, answered without the token, asked again and again well within each deadline.
+    for (let round = 1; !anonymous.closed() && performance.now() - started < DEADLINE_S * 3_000; round++) {
+      anonymous.socket.write(health)
+      trusted.socket.write(health)
+      await anonymous.until((text) => statuses(text).length === round)
+      await Bun.sleep((DEADLINE_S * 1_000) / 4)
+    }
+    expect(anonymous.closed()).toBe(true)
+    expect(performance.now() - started).toBeLessThan(DEADLINE_S * 2_000)
+    expect(statuses(anonymous.received()).every((status) => status === 200)).toBe(true)
+    expect(trusted.closed()).toBe(false)
+    trusted.socket.destroy()
+  }, 60_000)
+
   test("a client's own X-Core-Connection is dropped: naming another connection releases neither that one nor breaks its own", async () => {
     const server = await listen()
     // The server's first connection (the guard numbers them from 1): half a header, no token.
