@@ -236,35 +236,52 @@ describe("the connection guard's deadline and limit", () => {
     expect(guard.descriptors()).toBe(0)
   }, 60_000)
 
-  test("at its limit, the guard closes the connection waiting longest for its request, counted from the last request it began", async () => {
-    // A connection holds 1 descriptor until its first request passes, then 3; a new one needs room for 3.
-    const { guard, received } = peer({ maxDescriptors: 7 })
-    const open = async () => {
-      const connection = client(guard.port)
-      await connection.connected
-      return connection
-    }
-    const early = await open()
-    const second = await open()
-    const third = await open()
-    await until(() => guard.descriptors() === 3)
-    // The first connection's request, after the others opened: it is passed on (3 descriptors), and the connection
-    // then waits for its next request, counted from this one.
-    early.socket.write("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
-    await until(() => received.length === 1 && Buffer.concat(received[0]!).includes("\r\n\r\n"))
-    expect(guard.descriptors()).toBe(3 + 1 + 1)
-    const states = (connections: Record<string, ReturnType<typeof client>>) =>
-      Object.fromEntries(Object.entries(connections).map(([name, connection]) => [name, connection.closed() ? "closed" : "open"]))
-    // Each new connection makes room by closing one: second, then third, then early (after them, by its request).
-    const fourth = await open()
-    await until(() => second.closed())
-    expect(states({ early, second, third, fourth })).toEqual({ early: "open", second: "closed", third: "open", fourth: "open" })
-    const fifth = await open()
-    await until(() => third.closed())
-    expect(states({ early, third, fourth, fifth })).toEqual({ early: "open", third: "closed", fourth: "open", fifth: "open" })
-    const sixth = await open()
-    await until(() => early.closed())
-    expect(states({ early, fourth, fifth, sixth })).toEqual({ early: "closed", fourth: "open", fifth: "open", sixth: "open" })
-    for (const connection of [fourth, fifth, sixth]) connection.socket.destroy()
-  }, 60_000)
+  for (const released of [true, false]) {
+    test(`at its limit, the guard closes the connection waiting longest for its request, counted from ${released ? "the last request it began, once one was released" : "its first byte while none was released"}`, async () => {
+      // A connection holds 1 descriptor until its first request passes, then 3; a new one needs room for 3.
+      const { guard, received } = peer({ maxDescriptors: 7 })
+      const open = async () => {
+        const connection = client(guard.port)
+        await connection.connected
+        return connection
+      }
+      const early = await open()
+      const second = await open()
+      const third = await open()
+      await until(() => guard.descriptors() === 3)
+      // The first connection's request, after the others opened: it is passed on (3 descriptors).
+      early.socket.write("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
+      await until(() => received.length === 1 && Buffer.concat(received[0]!).includes("\r\n\r\n"))
+      expect(guard.descriptors()).toBe(3 + 1 + 1)
+      if (released) {
+        // Released (it passed the checks, as the server says with the header the guard added), and then another
+        // request begun: the connection waits for that one, counted from it.
+        const id = /x-core-connection: (\d+)/i.exec(Buffer.concat(received[0]!).toString())![1]!
+        guard.release(new Request("http://h/a", { headers: { "x-core-connection": id } }))
+        early.socket.write("GET /b HTTP/1.1\r\n")
+        // Half a head: held by the guard (nothing reaches the server), its deadline begun with its first byte.
+        await Bun.sleep(100)
+      }
+      const states = (connections: Record<string, ReturnType<typeof client>>) =>
+        Object.fromEntries(Object.entries(connections).map(([name, connection]) => [name, connection.closed() ? "closed" : "open"]))
+      const fourth = await open()
+      if (released) {
+        // Each new connection makes room by closing one: second, then third, then early (after them, by its request).
+        await until(() => second.closed())
+        expect(states({ early, second, third, fourth })).toEqual({ early: "open", second: "closed", third: "open", fourth: "open" })
+        const fifth = await open()
+        await until(() => third.closed())
+        expect(states({ early, third, fourth, fifth })).toEqual({ early: "open", third: "closed", fourth: "open", fifth: "open" })
+        const sixth = await open()
+        await until(() => early.closed())
+        expect(states({ early, fourth, fifth, sixth })).toEqual({ early: "closed", fourth: "open", fifth: "open", sixth: "open" })
+        for (const connection of [fourth, fifth, sixth]) connection.socket.destroy()
+      } else {
+        // Never released, its request gained it no time: it is the oldest, and goes first.
+        await until(() => early.closed())
+        expect(states({ early, second, third, fourth })).toEqual({ early: "closed", second: "open", third: "open", fourth: "open" })
+        for (const connection of [second, third, fourth]) connection.socket.destroy()
+      }
+    }, 60_000)
+  }
 })
