@@ -139,9 +139,10 @@ export const hostNamedBy = (pattern: string): string | undefined => {
 /** The check a request of `url` makes. */
 /**
  * The URL as a server reads it, where its spelling differs: the host without its trailing dots, the path with its
- * percent-escapes decoded and runs of slashes as one (`https://x.example./%61dmin//a` is `https://x.example/admin/a`
- * to most servers). Checked beside the URL as given, so that a rule denying a host or a path holds for every
- * spelling of it: a deny of either refuses the call (one rule per resource, whichever spelling reaches it).
+ * percent-escapes decoded, runs of slashes as one, and the `.` and `..` segments the decoding made resolved
+ * (`https://x.example./%61dmin//a` and `https://x.example/pub/..%2fadmin/a` are `https://x.example/admin/a` to most
+ * servers). Checked beside the URL as given, so that a rule denying a host or a path holds for every spelling of it:
+ * a deny of either refuses the call (one rule per resource, whichever spelling reaches it).
  */
 const spellings = (url: URL): ReadonlyArray<string> => {
   let path = url.pathname
@@ -151,8 +152,26 @@ const spellings = (url: URL): ReadonlyArray<string> => {
     // An escape that is no UTF-8: the path stays as given, its slashes still collapsed.
   }
   const host = url.host.replace(/\.+(?=:\d+$|$)/, "")
-  const read = `${url.protocol}//${host}${path.replace(/\/{2,}/g, "/")}${url.search}`
+  const read = `${url.protocol}//${host}${withoutDots(path.replace(/\/{2,}/g, "/"))}${url.search}`
   return read === url.href ? [url.href] : [url.href, read]
+}
+
+/** An absolute path with its `.` and `..` segments resolved, as RFC 3986 removes them (a `..` at the root stays there). */
+const withoutDots = (path: string): string => {
+  const segments = path.split("/")
+  const kept: Array<string> = []
+  for (let index = 0; index < segments.length; index++) {
+    const segment = segments[index]!
+    const last = index === segments.length - 1
+    if (segment === "." || segment === "..") {
+      if (segment === ".." && kept.length > 1) kept.pop()
+      // A path ending in one names the directory: its slash stays.
+      if (last) kept.push("")
+      continue
+    }
+    kept.push(segment)
+  }
+  return kept.join("/") || "/"
 }
 
 const checkOf = (url: URL): Permission.Check => ({ action: NAME, resources: spellings(url), save: [savedPattern(url)] })

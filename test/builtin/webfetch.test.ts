@@ -485,12 +485,12 @@ describe("webfetch: permission per URL", () => {
     expect(asks).toEqual([])
   })
 
-  // A deny by path or host held only for the URL spelled as the rule spells it: /%61rticle, //article and
-  // /article%2f were the same page to the server, and a host with a trailing dot the same host.
+  // A deny by path or host held only for the URL spelled as the rule spells it: /%61rticle, //article,
+  // /article%2f and /plain/..%2farticle were the same page to the server, and a host with a trailing dot the same host.
   test("a rule denying a path or a host holds for every spelling of it a server reads the same", async () => {
     const before = web.requests.length
     const h = harness({ rules: [LOCAL, { action: "webfetch", resource: `${web.origin}/article*`, effect: "deny" }] })
-    for (const path of ["/%61rticle", "//article", "/article%2fx", "/%61rticle?q=1"]) {
+    for (const path of ["/%61rticle", "//article", "/article%2fx", "/%61rticle?q=1", "/plain/..%2farticle", "/plain/.%2f..%2f%61rticle/x"]) {
       const { settlement } = await h.settle("webfetch", { url: `${web.origin}${path}` })
       expect([path, settlement.error?.kind]).toEqual([path, "denied"])
     }
