@@ -143,8 +143,8 @@ interface Open {
 }
 
 /** A JSON-RPC error answer, for what is refused before a session's transport sees it. */
-const rpcError = (status: number, code: number, message: string): Response =>
-  new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }), {
+const rpcError = (status: number, code: number, message: string, id: string | number | null = null): Response =>
+  new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id }), {
     status,
     headers: { "content-type": "application/json" },
   })
@@ -259,6 +259,17 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
           return rpcError(400, -32000, `This session serves ${open.directory}; send that X-Core-Location or none`)
         }
         const post = request.request.method === "POST"
+        // A request id still being answered in this session, reused (MCP forbids it): the transport would send the
+        // answer of one to the other's POST and leave the first open for good, so it is refused.
+        const reused = post ? open.session.inUse(request.body) : undefined
+        if (reused !== undefined) {
+          return rpcError(
+            400,
+            -32600,
+            `Invalid Request: the id ${JSON.stringify(reused)} is still in use by a request being answered in this session; use a new id`,
+            reused,
+          )
+        }
         const json = post && !streams(open.session, request.body)
         // Traced, the calls this request carries sit under its span, not under the request that opened the session.
         const parent = post ? yield* Effect.serviceOption(Tracer.ParentSpan) : Option.none()

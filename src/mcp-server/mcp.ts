@@ -109,6 +109,11 @@ export interface Session {
    */
   readonly mayStream: (message: unknown) => boolean
   /**
+   * The id of a request in `message` (one, or a batch) that is still being answered in this session, if one is: a
+   * client reusing it, which MCP forbids, would have its answers mixed up over HTTP.
+   */
+  readonly inUse: (message: unknown) => string | number | undefined
+  /**
    * Serves `host` from now on: requests that came before the first one wait for it; a later one (another Location)
    * is announced with `notifications/tools/list_changed`, and calls already running finish where they started.
    */
@@ -563,6 +568,32 @@ class Cancel {
   }
 }
 
+/**
+ * Puts `cancel` in the table of requests being handled (abortersOf) under `id`; answers how to take it out once the
+ * request is answered. Beside a request of that id still being handled (a client reusing the id, whose request then
+ * joins the running call), the one entry cancels both: `notifications/cancelled` for the id cancels the call, as it
+ * would have before the second request came.
+ */
+const handling = (aborters: Map<string | number, Pick<AbortController, "abort">>, id: string | number, cancel: Pick<AbortController, "abort">) => {
+  const previous = aborters.get(id)
+  if (previous === undefined) {
+    aborters.set(id, cancel)
+    return () => {
+      if (aborters.get(id) === cancel) aborters.delete(id)
+    }
+  }
+  const both = {
+    abort: () => {
+      previous.abort()
+      cancel.abort()
+    },
+  }
+  aborters.set(id, both)
+  return () => {
+    if (aborters.get(id) === both) aborters.set(id, previous)
+  }
+}
+
 /** The Protocol's table of the requests being handled, which `notifications/cancelled` aborts (the SDK's version is pinned). */
 const abortersOf = (server: Server): Map<string | number, Pick<AbortController, "abort">> =>
   (server as unknown as { readonly _requestHandlerAbortControllers: Map<string | number, Pick<AbortController, "abort">> })
@@ -622,10 +653,7 @@ const answerDirectly = (state: State, message: unknown, deliver: (answer: JSONRP
   }
   if (!state.traced) {
     const cancelled = new Cancel()
-    aborters.set(id, cancelled)
-    const done = () => {
-      if (aborters.get(id) === cancelled) aborters.delete(id)
-    }
+    const done = handling(aborters, id, cancelled)
     let answered: CallToolResult | Promise<CallToolResult>
     try {
       answered = answerUntraced(state, state.host()!, params, id, cancelled)
@@ -652,13 +680,11 @@ const answerDirectly = (state: State, message: unknown, deliver: (answer: JSONRP
     return true
   }
   const aborter = new AbortController()
-  aborters.set(id, aborter)
+  const done = handling(aborters, id, aborter)
   answerCall(state, state.host()!, params, { requestId: id, signal: aborter.signal }).then(
     (result) => send(aborter.signal, { jsonrpc: "2.0", id, result }),
     (error: unknown) => failed(aborter.signal, error),
-  ).finally(() => {
-    if (aborters.get(id) === aborter) aborters.delete(id)
-  })
+  ).finally(done)
   return true
 }
 
@@ -874,5 +900,13 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       },
       attach,
       mayStream: (message: unknown) => mayStream(state, message),
+      inUse: (message: unknown) => {
+        const handled = abortersOf(state.server)
+        for (const one of Array.isArray(message) ? message : [message]) {
+          if (!isRecord(one) || !("method" in one) || !(typeof one.id === "string" || typeof one.id === "number")) continue
+          if (handled.has(one.id)) return one.id
+        }
+        return undefined
+      },
     }
   })

@@ -4,7 +4,7 @@
 
 import { describe, expect, test } from "bun:test"
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js"
-import { realpathSync, writeFileSync } from "node:fs"
+import { realpathSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { IMPORTS, runs } from "../cli/fixture"
 import { Router } from "../../src/server/router"
@@ -129,6 +129,24 @@ describe("a plain tools/call", () => {
     expect(replay.isError).toBe(true)
     expect(replay._meta?.["core/settlement"]).toMatchObject({ status: "cancelled" })
     expect(runs(box, "wait")).toBe(1)
+  })
+
+  test("a request id reused while its request is answered is refused (MCP forbids it), with or without a progress token; the first is answered", async () => {
+    const { web, box } = await served({ "tools/slow.ts": SLOW })
+    const { transport } = await connect(web.handler)
+    const session = transport.sessionId!
+    for (const [id, meta] of [[8, { progressToken: "p8" }], [9, undefined]] as const) {
+      const params = { name: "slow", arguments: {}, ...(meta === undefined ? {} : { _meta: meta }) }
+      const first = web.handler(raw(session, JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params })))
+      await until(() => runs(box, "slow") === (id === 8 ? 1 : 2), "the call runs")
+      const second = await rpc(web.handler, session, { jsonrpc: "2.0", id, method: "tools/call", params })
+      expect(second.status).toBe(400)
+      expect(await second.json()).toMatchObject({ id, error: { code: -32600, message: expect.stringContaining("still in use") } })
+      writeFileSync(join(box.location, "go"), "")
+      expect(await (await first).text()).toContain('"done"')
+      // The next call waits for go again.
+      rmSync(join(box.location, "go"))
+    }
   })
 
   test("an operational failure is a JSON-RPC internal error, never a result, and the session goes on", async () => {

@@ -84,7 +84,39 @@ const raw = (files: Record<string, string>, args: ReadonlyArray<string> = []) =>
   return { box, child, send, request, next, initialize, notifications }
 }
 
+/** Writes `finished` to ran.log only if it is not cancelled within a second and a half. */
+const SLOW = `${IMPORTS}${RAN}
+export default Tool.make({
+  description: "Waits, then records that it finished",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () =>
+    Effect.gen(function* () {
+      yield* Effect.sleep(1_500)
+      ran("finished")
+      return "finished"
+    }),
+})
+`
+
 describe("core mcp over stdio against hostile input", () => {
+  test("a request id reused while its call runs joins it, and cancelling that id cancels the call", async () => {
+    const mcp = raw({ "tools/slow.ts": SLOW, ...coreJson({ permission: { "*": "allow" } }) })
+    await mcp.initialize()
+    mcp.request(81, "tools/call", { name: "slow", arguments: {} })
+    await Bun.sleep(200)
+    // The same id again (MCP forbids it): it joins the running call; the client's cancel of the id must still reach it.
+    mcp.request(81, "tools/call", { name: "slow", arguments: {} })
+    await Bun.sleep(200)
+    mcp.send(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 81 } })}\n`)
+    await Bun.sleep(2_500)
+    expect(runs(mcp.box, "finished")).toBe(0)
+    // Asked again after, the call replays its cancelled record.
+    mcp.request(81, "tools/call", { name: "slow", arguments: {} })
+    const replay = (await mcp.next(81)).result
+    expect(replay._meta["core/settlement"]).toMatchObject({ callID: "81", status: "cancelled" })
+  }, 30_000)
+
   test("garbage, malformed JSON-RPC, deep nesting and a long line are each answered; the next request is answered", async () => {
     const mcp = raw({ "tools/echo.ts": ECHO, ...coreJson({ permission: { "*": "allow" } }) })
     await mcp.initialize()
