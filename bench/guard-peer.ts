@@ -2,7 +2,8 @@
 // ("direct"), Bun.serve on a unix socket behind the connection guard of `core serve` ("guard"), or the same behind a
 // bare relay ("relay": Bun.listen passing each connection's bytes to the unix socket and back as they come, with
 // backpressure, and nothing else: no framing, deadline or limit), which shows what the extra hop costs on its own.
-// It answers GET /small (a short JSON body), GET /big (BIG_BYTES) and POST /echo (the body back), and prints one
+// It answers GET /small (a short JSON body), GET /big (BIG_BYTES) and POST /echo (the body back), each released
+// from the guard's read deadline as core serve releases a request with its token, and prints one
 // JSON line with its URL once ready. The unix socket is made in DIRECTORY (which the caller removes once done: the
 // peer is killed), else in a temporary directory of its own.
 //
@@ -16,7 +17,11 @@ import { Guard } from "../src/server/guard"
 export const BIG_BYTES = 10_000_000
 const big = new Uint8Array(BIG_BYTES).fill(120)
 
+/** Lets the guard know a request passed the checks, as core serve's router does for every request with its token. */
+let release: (request: Request) => void = () => {}
+
 const fetch = async (request: Request) => {
+  release(request)
   const path = new URL(request.url).pathname
   if (path === "/small") return Response.json({ ok: true, version: "0.0.0" })
   if (path === "/big") return new Response(big)
@@ -117,6 +122,7 @@ if (import.meta.main) {
       maxDescriptors: 10_000,
       log: (line) => process.stderr.write(`${line}\n`),
     })
+    release = guard.release
     console.log(JSON.stringify({ url: `http://127.0.0.1:${guard.port}` }))
   } else {
     const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch })
