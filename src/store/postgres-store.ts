@@ -161,6 +161,37 @@ const migrate = (sql: SQL) =>
 /** An operation on the store: `gaveUp` says, once its statement answers, whether its caller had stopped waiting. */
 type Attempt = <A>(operation: string, run: (gaveUp: () => boolean) => Promise<A>) => Effect.Effect<A, Store.StoreError>
 
+/** How long a write the connection failed waits before it is sent again, once per entry. */
+const RETRY_DELAYS_MS = [50, 250, 1_000]
+
+/**
+ * Whether `cause` is the connection's rather than the statement's: the connection closed or reset, or the pooler or
+ * server refusing it for a moment (SQLSTATE class 08, as pgbouncer's `server_login_retry`; 57P01-03, a server
+ * shutting down or starting).
+ */
+const transient = (cause: unknown): boolean => {
+  const { code, errno } = (cause ?? {}) as { readonly code?: unknown; readonly errno?: unknown }
+  if (typeof code === "string" && code.startsWith("ERR_POSTGRES_CONNECTION")) return true
+  return typeof errno === "string" && (errno.startsWith("08") || errno === "57P01" || errno === "57P02" || errno === "57P03")
+}
+
+/**
+ * `write` sent again after a failure of its connection, up to RETRY_DELAYS_MS.length times, unless its caller gave
+ * up: for a write that changes a row only as it expects to find it (a call's end, by its owner), so that sent twice
+ * it changes it once. A call that ran then has its end recorded despite a blip of the pooler or a restart of the
+ * server, rather than being replayed `interrupted`.
+ */
+const resent = async <A>(write: () => Promise<A>, gaveUp: () => boolean): Promise<A> => {
+  for (let tries = 0; ; tries++) {
+    try {
+      return await write()
+    } catch (cause) {
+      if (tries >= RETRY_DELAYS_MS.length || !transient(cause) || gaveUp()) throw cause
+      await Bun.sleep(RETRY_DELAYS_MS[tries]!)
+    }
+  }
+}
+
 /**
  * Opens the store at `url` for the life of the scope, migrating its schema: its client, and how an operation runs.
  * An operation fails as a StoreError naming the store and the operation, and so does one without an answer within
@@ -366,7 +397,7 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
             return true
           }).pipe(Effect.tapError(() => Effect.sync(() => unbegun.add(keyOf(key))))),
         settle: (key, settlement, expected) =>
-          attempt("write", async () => {
+          attempt("write", async (gaveUp) => {
             const { location, sessionID, toolCallID } = key
             switch (expected.state) {
               case "absent": {
@@ -385,7 +416,7 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
               }
               case "owned":
                 running.remove(keyOf(key))
-                return settleRecorded(key, settlement, Owner.current, true)
+                return resent(() => settleRecorded(key, settlement, Owner.current, true), gaveUp)
               case "abandoned":
                 // Never a call whose lease is still renewed: its owner is running it (unless it is known gone:
                 // on this kernel and PID namespace, its process no longer runs). Nor one whose owner still runs on
@@ -395,12 +426,15 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
             }
           }),
         fail: (key, reason) =>
-          attempt("write", async () => {
+          attempt("write", async (gaveUp) => {
             running.remove(keyOf(key))
-            await sql`
-              UPDATE core.settlements SET state = 'failed', reason = ${reason}, settled_at = ${sql.unsafe(NOW_MS)}, lease_until = NULL
-              WHERE session_id = ${key.sessionID} AND call_id = ${key.toolCallID} AND location = ${key.location}
-                AND state = 'started' AND owner = ${Owner.current}`
+            await resent(
+              () => sql`
+                UPDATE core.settlements SET state = 'failed', reason = ${reason}, settled_at = ${sql.unsafe(NOW_MS)}, lease_until = NULL
+                WHERE session_id = ${key.sessionID} AND call_id = ${key.toolCallID} AND location = ${key.location}
+                  AND state = 'started' AND owner = ${Owner.current}`,
+              gaveUp,
+            )
           }),
         prune: (before, limit) =>
           attempt("prune", async () => {

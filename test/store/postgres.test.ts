@@ -168,14 +168,15 @@ describe("PostgresStore on a host whose clock is off", () => {
 /**
  * A proxy to the database at `postgres` on a port of its own, passing bytes both ways until `set` says otherwise:
  * "drop" loses what comes (a path that drops packets), "hold" keeps it and passes it on, in order, once set back to
- * "pass" (a stopped pooler's sockets keep it).
+ * "pass" (a stopped pooler's sockets keep it); "cut" ends the connection the client next sends on (a pooler or
+ * server restarting under it), then passes again.
  */
 const proxyTo = (postgres: string) => {
   const target = new URL(postgres)
-  let mode: "pass" | "drop" | "hold" = "pass"
+  let mode: "pass" | "drop" | "hold" | "cut" = "pass"
   const held: Array<() => void> = []
   const pass = (bytes: Uint8Array, send: (copy: Buffer) => void) => {
-    if (mode === "drop") return
+    if (mode === "drop" || mode === "cut") return
     const copy = Buffer.from(bytes)
     if (mode === "hold") held.push(() => send(copy))
     else send(copy)
@@ -194,6 +195,12 @@ const proxyTo = (postgres: string) => {
         }
       },
       data(client, bytes) {
+        if (mode === "cut") {
+          mode = "pass"
+          void client.data.upstream?.then((upstream) => upstream.terminate())
+          client.terminate()
+          return
+        }
         pass(bytes, (copy) => void client.data.upstream?.then((upstream) => upstream.write(copy)))
       },
       close(client) {
@@ -306,6 +313,35 @@ describe("PostgresStore against a pooler held up for longer than a lease", () =>
       expect(outcome.begun).toBe(true)
       expect(outcome.settled).toContain("Success")
       expect(outcome.record).toMatchObject({ state: "settled", settlement: { status: "success", structured: "done" } })
+    } finally {
+      proxy.stop()
+    }
+  }, 60_000)
+})
+
+describe("PostgresStore when the connection breaks as a call's end is sent", () => {
+  test("the end is sent again on a new connection and recorded: the call is not replayed interrupted", async () => {
+    const { postgres } = await freshDatabase()
+    const proxy = proxyTo(postgres)
+    try {
+      const key = { location: "/p", sessionID: "s", toolCallID: "cut" }
+      const failed = { location: "/p", sessionID: "s", toolCallID: "cut-failed" }
+      const settlement: Settlement.Info = { tool: "echo", callID: "cut", status: "success", content: [], structured: "ran", outputs: [] }
+      const outcome = await Effect.runPromise(
+        Effect.gen(function* () {
+          const store = yield* Store.Service
+          yield* store.begin(key, "echo", "build")
+          yield* store.begin(failed, "echo", "build")
+          proxy.set("cut")
+          const settled = yield* store.settle(key, settlement, { state: "owned" })
+          proxy.set("cut")
+          yield* store.fail(failed, "the tool's process was lost")
+          return { settled, record: yield* store.lookup(key), failed: yield* store.lookup(failed) }
+        }).pipe(Effect.provide(PostgresStore.layer(proxy.url)), Effect.scoped),
+      )
+      expect(outcome.settled).toBe(true)
+      expect(outcome.record).toMatchObject({ state: "settled", settlement: { status: "success", structured: "ran" } })
+      expect(outcome.failed).toMatchObject({ state: "failed", reason: "the tool's process was lost" })
     } finally {
       proxy.stop()
     }
