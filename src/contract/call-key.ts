@@ -24,7 +24,15 @@ export const of = (location: string, ids: Ids, asked?: Asked): string =>
     : JSON.stringify([location, ids.sessionID, ids.toolCallID, asked.agent, asked.name])
 
 /** Whether `id` can be kept apart from every other id: whole characters (no lone surrogate) and no NUL. */
-const keepable = (id: string): boolean => id.isWellFormed() && !id.includes("\u0000")
+export const keepable = (id: string): boolean => id.isWellFormed() && !id.includes("\u0000")
+
+/** Why the id `name` (`sessionID`, ...) cannot be a call's, in words for whoever sent it; undefined when it can. */
+export const problemOf = (name: string, id: string): string | undefined =>
+  keepable(id)
+    ? undefined
+    : id.isWellFormed()
+      ? `The ${name} ${JSON.stringify(id)} holds a NUL character (U+0000), which the settlement stores cannot keep. Send ids without it.`
+      : `The ${name} ${JSON.stringify(id)} is not well-formed Unicode (it holds a lone surrogate): ids are kept as UTF-8, where it would be another call's id. Send ids of whole characters.`
 
 /**
  * Why a call's ids cannot be kept apart from another call's, or undefined when they can: an id that is not
@@ -35,12 +43,9 @@ const keepable = (id: string): boolean => id.isWellFormed() && !id.includes("\u0
 export const malformed = (ids: Ids & { readonly assistantMessageID?: string }): string | undefined => {
   // Checked on every settle: six calls, no allocation, unless one is malformed.
   if (keepable(ids.sessionID) && keepable(ids.toolCallID) && (ids.assistantMessageID === undefined || keepable(ids.assistantMessageID))) return undefined
-  const [name, id] = !keepable(ids.sessionID)
-    ? ["sessionID", ids.sessionID]
-    : !keepable(ids.toolCallID)
-      ? ["toolCallID", ids.toolCallID]
-      : ["assistantMessageID", ids.assistantMessageID!]
-  return id.isWellFormed()
-    ? `The ${name} ${JSON.stringify(id)} holds a NUL character (U+0000), which the settlement stores cannot keep. Send ids without it.`
-    : `The ${name} ${JSON.stringify(id)} is not well-formed Unicode (it holds a lone surrogate): ids are kept as UTF-8, where it would be another call's id. Send ids of whole characters.`
+  return (
+    problemOf("sessionID", ids.sessionID) ??
+    problemOf("toolCallID", ids.toolCallID) ??
+    (ids.assistantMessageID === undefined ? undefined : problemOf("assistantMessageID", ids.assistantMessageID))
+  )
 }

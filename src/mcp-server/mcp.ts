@@ -138,9 +138,7 @@ const NUMERIC = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/
  * which is quoted as JSON escapes it (ids the stores can keep: see CallKey.malformed).
  */
 const callIdOf = (requestId: string | number): string =>
-  typeof requestId === "string" && (NUMERIC.test(requestId) || !requestId.isWellFormed() || requestId.includes("\u0000"))
-    ? JSON.stringify(requestId)
-    : String(requestId)
+  typeof requestId === "string" && (NUMERIC.test(requestId) || !CallKey.keepable(requestId)) ? JSON.stringify(requestId) : String(requestId)
 
 /** A schema as read here: whether a value passes, and each problem's place and words. */
 interface RequestSchema {

@@ -356,8 +356,7 @@ const openRemote = Effect.fnUntraced(function* (lookup: RemoteLookup, id: string
   const found = objects.find((object) => object.key === wanted)
   if (found === undefined || found.bytes !== record!.get(wanted)) return yield* notWhole
   // Expired by the store's clock, not this host's (one running days ahead would remove every host's outputs): asked
-  // only where this host's clock says so; a store whose clock cannot be read keeps the output.
-  // An object whose time the store does not give is kept, never taken for expired.
+  // only where this host's clock says so; a store whose clock cannot be read, or that gives no time, keeps it.
   const modified = found.modifiedMs
   if (modified !== undefined && Date.now() - modified > lookup.retentionMs) {
     const now = yield* Effect.promise(() => store.now().catch(() => undefined))
@@ -400,7 +399,6 @@ const download = async (object: Blob, path: string): Promise<void> => {
   await sink.end()
 }
 
-/** Removes the store's output files modified before `cutoff`; answers how many. */
 /**
  * Removes the outputs in `store` put longer than `retentionMs` ago by the store's own clock (a host whose clock runs
  * ahead would otherwise remove every host's outputs); answers how many.

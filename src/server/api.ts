@@ -12,6 +12,7 @@ import * as OpenApi from "effect/http-api/OpenApi"
 import * as Schema from "effect/Schema"
 import packageJson from "../../package.json" with { type: "json" }
 import { Explain } from "../builtin/explain"
+import { CallKey } from "../contract/call-key"
 import { Events } from "../host/events"
 import { HostTools } from "../host/host-tools"
 import { Recorded } from "../host/recorded"
@@ -86,11 +87,11 @@ const LOCATION_HEADER = {
 const Id = Schema.NonEmptyString.check(
   Schema.makeFilter(
     (id: string) =>
-      !id.isWellFormed()
-        ? "a string of well-formed Unicode, with no lone surrogate"
-        : id.includes("\u0000")
+      CallKey.keepable(id)
+        ? undefined
+        : id.isWellFormed()
           ? "a string with no NUL character (U+0000)"
-          : undefined,
+          : "a string of well-formed Unicode, with no lone surrogate",
     { expected: "a string of well-formed Unicode with no NUL character" },
   ),
 )

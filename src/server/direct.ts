@@ -10,6 +10,7 @@ export * as Direct from "./direct"
 // tracer keeping spans), is left to the router (`handle` answers undefined), which answers it as for any request.
 
 import * as Cause from "effect/Cause"
+import { CallKey } from "../contract/call-key"
 import { Terminal } from "../contract/terminal"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -110,8 +111,7 @@ const readCounting = async (request: Request): Promise<string | undefined> => {
 }
 
 /** A non-empty string of whole characters with no NUL, as the API's `Id` schema takes it. */
-const isId = (value: unknown): value is string =>
-  typeof value === "string" && value !== "" && value.isWellFormed() && !value.includes("\u0000")
+const isId = (value: unknown): value is string => typeof value === "string" && value !== "" && CallKey.keepable(value)
 
 /** Whether every number in parsed JSON is finite (JSON.parse reads `1e400` as Infinity, which is not JSON), without recursion. */
 const finite = (value: unknown): boolean => {

@@ -52,15 +52,13 @@ export const REPLAYED = { "x-core-replayed": "true" } as const
 const param = (route: Route, name: string): string => route.params[name] ?? ""
 
 /**
- * The call ids `names` of the path (or the query's `sessionID`), or a 400 where one cannot be a call's (a NUL or a
- * lone surrogate: CallKey.malformed), as the body of a call refuses it: no store is asked for what none keeps.
+ * `id`, the call id `name` of a path or query, or a 400 where it cannot be a call's (a NUL or a lone surrogate:
+ * CallKey.problemOf), as the body of a call refuses it: no store is asked for what none keeps.
  */
-const idsOf = <const Names extends ReadonlyArray<"sessionID" | "toolCallID">>(route: Route, names: Names, from = (name: string) => param(route, name)) =>
-  Effect.suspend(() => {
-    const ids = Object.fromEntries(names.map((name) => [name, from(name)])) as Record<Names[number], string>
-    const malformed = CallKey.malformed({ sessionID: "s", toolCallID: "c", ...ids })
-    return malformed === undefined ? Effect.succeed(ids) : Effect.fail(Respond.badRequest(malformed))
-  })
+const idOf = (name: "sessionID" | "toolCallID", id: string) => {
+  const problem = CallKey.problemOf(name, id)
+  return problem === undefined ? Effect.succeed(id) : Effect.fail(Respond.badRequest(problem))
+}
 
 /**
  * The `length` bytes from `start` of an object the store streams: never more (s3rver answers `bytes=0-0` with the
@@ -234,7 +232,11 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
 
     settlement: (route) =>
       Effect.gen(function* () {
-        const key = { location: route.directory, ...(yield* idsOf(route, ["sessionID", "toolCallID"])) }
+        const key = {
+          location: route.directory,
+          sessionID: yield* idOf("sessionID", param(route, "sessionID")),
+          toolCallID: yield* idOf("toolCallID", param(route, "toolCallID")),
+        }
         const known = yield* sidecar.store.lookup(key).pipe(Effect.orDie)
         // The settlement as recorded, handed on without decoding it.
         if (known?.state === "settled") return Respond.text(200, Store.jsonOf(known))
@@ -257,7 +259,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
 
     todos: (route) =>
       Effect.gen(function* () {
-        const { sessionID } = yield* idsOf(route, ["sessionID"])
+        const sessionID = yield* idOf("sessionID", param(route, "sessionID"))
         const todos = yield* route.served.todos(sessionID).pipe(Effect.orDie)
         return Respond.json(200, { sessionID, todos } satisfies Api.Todos)
       }),
@@ -268,7 +270,7 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
         const sessionID = query.get("sessionID") ?? undefined
         // As the calls route refuses it: no call has an empty session id, so this asks for nothing meant.
         if (sessionID === "") return yield* Respond.badRequest("sessionID cannot be empty; leave it out to list every session")
-        if (sessionID !== undefined) yield* idsOf(route, ["sessionID"], () => sessionID)
+        if (sessionID !== undefined) yield* idOf("sessionID", sessionID)
         const sinceText = query.get("since")
         let since: number | undefined
         if (sinceText !== null) {
@@ -290,7 +292,10 @@ export const make = (sidecar: Sidecar.Interface, version: string): Readonly<Reco
 
     cancel: (route) =>
       Effect.gen(function* () {
-        const ids = yield* idsOf(route, ["sessionID", "toolCallID"])
+        const ids = {
+          sessionID: yield* idOf("sessionID", param(route, "sessionID")),
+          toolCallID: yield* idOf("toolCallID", param(route, "toolCallID")),
+        }
         if (!(yield* sidecar.calls.cancel({ ...ids, location: route.served.directory }))) {
           return yield* Respond.notFound(`No call (${ids.sessionID}, ${ids.toolCallID}) is running`)
         }

@@ -91,8 +91,8 @@ export const make = (options: Options): WebHandler => {
    */
   const refusal = (request: HttpServerRequest.HttpServerRequest, isPublic: boolean) => {
     const host = Respond.header(request, "host")
-    // Refused, the connection is closed after the answer: each request would otherwise start a fresh read deadline,
-    // and a process without the token could hold a connection for good by asking again and again.
+    // Refused, the connection is closed after the answer: a client without the token has nothing more to ask on it
+    // (the guard also keeps a never-released connection's deadline from its first byte).
     if (!options.checkHost(host)) {
       return Respond.error(
         403,

@@ -290,10 +290,10 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
        * The database's clock less this host's (ms), read as the store opens: when a call started (a time this host
        * gave) is kept on the database's clock, and listed back on this host's, so hosts' clocks never order or
        * filter the calls the fleet lists, nor make a call's duration. Kept true when this host's clock is stepped
-       * later (NTP, a resumed VM), as its wall clock moves against its monotonic one.
+       * later (NTP, a resumed VM), as its wall clock moves against its monotonic one. Read against this host's clock
+       * before the database's: never less than the true difference, so a time the database gave is never listed
+       * after this host's clock has passed it (a prune up to Date.now() takes it).
        */
-      // Against this host's clock read before the database's: never less than the true difference, so a time the
-      // database gave is never listed after this host's clock has passed it (prune up to Date.now() takes it).
       let ahead = yield* attempt("open", async () => {
         const before = Date.now()
         const rows: Array<{ now: string }> = await sql`SELECT ${sql.unsafe(NOW_MS)} AS now`
