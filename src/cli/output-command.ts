@@ -4,9 +4,27 @@ export * as OutputCommand from "./output-command"
 // dropped, to stdout (exit 1 if unknown or expired).
 
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { Config } from "../config/config"
 import { ManagedOutputs } from "../output/managed-outputs"
 import { Command } from "./command"
 import { Host } from "../host/host"
+
+/**
+ * The managed outputs with the retention the operator set (`output.retentionDays` in $CORE_HOME/core.json, as the
+ * sidecar and exec have it): an output is found expired, and removed, only past it. An operator's file that does not
+ * load is a usage error rather than a guess at its retention.
+ */
+const outputsLayer = (environment: Host.Environment) =>
+  Layer.unwrap(
+    Config.load({ home: environment.home, location: environment.home }).pipe(
+      Effect.map((config) => Host.outputsLayer(environment, config.output.retentionDays)),
+      Effect.mapError(
+        (error) =>
+          new Command.UsageError({ command: "output", message: error.message, next: "Fix it, then see whether it loads: core check" }),
+      ),
+    ),
+  )
 
 export const HELP = `Usage: core output ID [--structured]
 
@@ -59,4 +77,4 @@ export const run = (args: ReadonlyArray<string>) =>
       ),
     )
     return Command.EXIT.ok
-  }).pipe(Effect.provide(Host.outputsLayer(Host.environment())))
+  }).pipe(Effect.provide(outputsLayer(Host.environment())))

@@ -2,7 +2,7 @@
 // oversized output comes back as a bounded preview plus a reference, and `core output` gives back every byte.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { binary } from "../support/binary"
 import { core, exec, IMPORTS, RAN, runs, sandbox, settlementOf, type Sandbox } from "./fixture"
@@ -68,6 +68,13 @@ const outputBytes = async (box: Sandbox, ...args: ReadonlyArray<string>) => {
   ])
   return { code, stdout: new Uint8Array(stdout), stderr }
 }
+
+/** The files of output `id` in the sandbox's data directory (kept under folders of their Location and session). */
+const filesOf = (box: Sandbox, id: string): ReadonlyArray<string> =>
+  (readdirSync(join(box.data, "outputs"), { recursive: true }) as Array<string>)
+    .filter((path) => path.split("/").at(-1)!.startsWith(id))
+    .map((path) => join(box.data, "outputs", path))
+    .sort()
 
 const sha256 = (data: string | Uint8Array) => new Bun.CryptoHasher("sha256").update(data).digest("hex")
 
@@ -237,6 +244,39 @@ describe("core output", () => {
       expect(result.stdout).toBe("")
       expect(result.stderr).toContain(id)
     }
+  })
+
+  // The operator's retention (`output.retentionDays` in $CORE_HOME/core.json) is the one the sidecar and exec sweep
+  // by: core output neither calls an output it keeps expired (and removes it), nor serves one past it.
+  test("reads by the operator's retention: an output older than the default but within it is printed and kept", async () => {
+    const box = sandbox({ "tools/big.ts": TOOLS }, { "core.json": JSON.stringify({ output: { retentionDays: 30 } }) })
+    const result = await exec(box, "big_block", { lines: 10, width: 10_000 })
+    const id = settlementOf(result).outputs[0]!.id as string
+    const files = filesOf(box, id)
+    expect(files.length).toBeGreaterThan(0)
+    const tenDaysAgo = new Date(Date.now() - 10 * 86_400_000)
+    for (const path of files) utimesSync(path, tenDaysAgo, tenDaysAgo)
+    const kept = await outputBytes(box, id)
+    expect({ code: kept.code, stderr: kept.stderr }).toEqual({ code: 0, stderr: "" })
+    expect(kept.stdout.length).toBe(10 * 10_000 + 9)
+    expect(filesOf(box, id)).toEqual(files)
+
+    // A shorter retention than the default: past it, the output has expired (and goes), as the sweep would have it.
+    writeFileSync(join(box.home, "core.json"), JSON.stringify({ output: { retentionDays: 5 } }))
+    const expired = await outputBytes(box, id)
+    expect(expired.code).toBe(1)
+    expect(expired.stderr).toContain("has expired")
+  })
+
+  test("an operator's core.json that does not load is a usage error, and no output is touched", async () => {
+    const box = sandbox({ "tools/big.ts": TOOLS })
+    const id = settlementOf(await exec(box, "big_block", { lines: 10, width: 10_000 })).outputs[0]!.id as string
+    writeFileSync(join(box.home, "core.json"), '{"output": {"retentionDays": "soon"}}')
+    const result = await outputBytes(box, id)
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain("retentionDays")
+    expect(result.stderr).toContain("core check")
+    expect(filesOf(box, id).length).toBeGreaterThan(0)
   })
 
   test("a missing id is a usage error", async () => {
