@@ -330,20 +330,40 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
     }
   }
   /**
-   * A subpath import (`#internal`): mapped by the `imports` of the nearest package.json above the file (every one
-   * nearer, missing now, is reached too: one planted there would decide), to each file it may name.
+   * The nearest package.json above `from` (every one nearer, missing now, is reached too: one planted there would
+   * decide), with the folder it is in; reached, and read, once per folder.
    */
-  const subpath = (from: string, by: string) => {
-    const key = `#\0${from}`
-    if (looked.has(key)) return
-    looked.add(key)
+  const nearest = (from: string, by: string): { readonly json: Record<string, unknown> | undefined; readonly ancestor: string } | undefined => {
     for (const ancestor of ancestors(from)) {
       const manifest = join(ancestor, "package.json")
       const kind = kindOf(manifest)
       reach(manifest, by, kind)
-      if (kind === undefined) continue
-      for (const target of stringsIn(manifestOf(manifest)?.imports)) mapped(target, ancestor, by, 0)
-      return
+      if (kind !== undefined) return { json: manifestOf(manifest), ancestor }
+    }
+    return undefined
+  }
+  /** A subpath import (`#internal`): mapped by the `imports` of the nearest package.json, to each file it may name. */
+  const subpath = (from: string, by: string) => {
+    const key = `#\0${from}`
+    if (looked.has(key)) return
+    looked.add(key)
+    const found = nearest(from, by)
+    if (found !== undefined) for (const target of stringsIn(found.json?.imports)) mapped(target, found.ancestor, by, 0)
+  }
+  /**
+   * A bare import of `name` from `from` is resolved first as the package the file is part of, when the nearest
+   * package.json is named so (a self-reference): the files its `exports` (or `main`, `module`) name are loaded then,
+   * before any node_modules is searched. That package.json decides whatever the name, so it is reached for every
+   * bare import, and followed where its name is the one imported.
+   */
+  const selfReference = (name: string, from: string, by: string) => {
+    const key = `@\0${from}\0${name}`
+    if (looked.has(key)) return
+    looked.add(key)
+    const found = nearest(from, by)
+    if (found?.json?.name !== name) return
+    for (const field of ["exports", "main", "module"]) {
+      for (const target of stringsIn(found.json[field])) mapped(target.startsWith(".") || target.startsWith("/") ? target : `./${target}`, found.ancestor, by, 0)
     }
   }
   // A tool file that is a symbolic link is loaded from where it leads (its imports resolved from there): that file
@@ -375,6 +395,7 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
       }
       if (served(specifier)) continue
       bare = true
+      selfReference(packageOf(specifier), directory, by)
       lookUp(packageOf(specifier), directory, by)
     }
     // A bare name may be mapped by a tsconfig.json (its `paths`) before any node_modules is searched: the nearest

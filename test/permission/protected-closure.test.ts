@@ -68,6 +68,30 @@ describe("Closure: the code tool and plugin files import", () => {
     }
   })
 
+  // Bun resolves a bare name as the package the importing file is part of first, when the nearest package.json is
+  // named so: a model that renames the project's package.json after an imported package (its exports pointing at a
+  // file of its own) would have that file run inside core on the next load.
+  test("a bare import reaches the nearest package.json (and each nearer place), and where it is named so, the files it exports", () => {
+    const root = files(tempDir("core-closure-"), {
+      "package.json": '{ "name": "slugify", "exports": { ".": { "bun": "./evil.js", "default": "./other.js" } }, "main": "main.js" }',
+      "tools/a.ts": 'import slugify from "slugify"\nimport "effect"\n',
+      "node_modules/slugify/package.json": '{ "name": "slugify" }',
+      "evil.js": "",
+    })
+    const reached = reachedFrom(root)
+    for (const path of ["package.json", "tools/package.json", "evil.js", "other.js", "main.js", "node_modules/slugify"]) {
+      expect([path, reached.includes(join(root, path))]).toEqual([path, true])
+    }
+    // Named otherwise, the package.json is still reached (a rename would decide), but what it names is not followed.
+    writeFileSync(join(root, "package.json"), '{ "name": "project", "exports": "./evil.js" }')
+    const other = reachedFrom(root)
+    expect(other).toContain(join(root, "package.json"))
+    expect(other).not.toContain(join(root, "evil.js"))
+    // A tool importing only served modules (effect, @core/tool, node:*) leaves the project's package.json alone.
+    const served = files(tempDir("core-closure-"), { "package.json": '{ "name": "effect" }', "tools/a.ts": 'import "effect"\nimport "@core/tool"\nimport "node:fs"\n' })
+    expect(reachedFrom(served)).not.toContain(join(served, "package.json"))
+  })
+
   test("a package reached through a symbolic link is protected where it really is too", () => {
     const root = files(tempDir("core-closure-"), {
       "tools/a.ts": 'import "linked"\n',

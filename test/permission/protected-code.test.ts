@@ -147,6 +147,20 @@ export default Tool.make({
     expect(settlementOf(await exec(box, "mixed", { text: "hi" }))).toMatchObject({ status: "success", structured: "<[hi]>!" })
   }, 120_000)
 
+  // Bun resolves a bare name as the package the importing file is part of when the nearest package.json is named so:
+  // the project's package.json renamed after the imported package, its exports pointing at a planted file, would run
+  // that file inside core.
+  test("the project's package.json cannot be turned into the package a tool imports (a self-reference)", async () => {
+    const box = sandbox({ ...FILES, "package.json": '{ "name": "project", "version": "1.0.0" }\n' })
+    const hijack = '{ "name": "leftpad", "exports": { ".": "./evil.js" } }\n'
+    writeFileSync(join(box.location, "evil.js"), evil(box, "cjs"))
+    const settlement = settlementOf(await exec(box, "write", { filePath: "package.json", content: hijack }, ["--yes"]))
+    expect([settlement.status, settlement.error?.message.includes("A person must make that change")]).toEqual(["error", true])
+    await attack(box, `printf %s ${quoted(hijack)} > package.json`)
+    await attack(box, script(`require("fs").writeFileSync("package.json", ${JSON.stringify(hijack)})`))
+    expect(readFileSync(join(box.location, "package.json"), "utf8")).toBe('{ "name": "project", "version": "1.0.0" }\n')
+  }, 120_000)
+
   test("a tool file that is a symbolic link: the file it leads to cannot be rewritten by a command", async () => {
     const box = sandbox({ ...FILES, "lib/shout.ts": FILES["tools/shout.ts"].replaceAll("../lib/fmt", "./fmt"), "tools/shout.ts": "" })
     rmSync(join(box.location, "tools/shout.ts"))
