@@ -127,19 +127,27 @@ export const INPUT_MAX_BYTES = 8 * 1024
 
 const encoder = new TextEncoder()
 
-/** The input as a record keeps it: its JSON, cut to `max` bytes at a character boundary, and its whole size. */
+/** What a record keeps of an input nested deeper than the decode step takes (it refuses the call). */
+const TOO_DEEP_INPUT = JSON.stringify(`(not kept: ${Nesting.TOO_DEEP})`)
+
+/**
+ * The input as a record keeps it: its JSON, cut to `max` bytes at a character boundary, and its whole size. One kept
+ * whole is read back as JSON (`core log`): one nested deeper than Nesting.MAX_DEPTH is not kept (a few kilobytes of
+ * brackets a model sends would print as gigabytes of indentation).
+ */
 export const recordInput = (input: unknown, max = INPUT_MAX_BYTES): { readonly input: string; readonly inputBytes: number } => {
   let json: string
   try {
     json = JSON.stringify(input) ?? "null"
   } catch {
-    // Nested past what JSON.stringify's stack reaches (the decode step refuses the call): not kept.
-    return { input: JSON.stringify(`(not kept: ${Nesting.TOO_DEEP})`), inputBytes: 0 }
+    // Nested past what JSON.stringify's stack reaches.
+    return { input: TOO_DEEP_INPUT, inputBytes: 0 }
   }
   // Fewer characters than a third of the bound are under it whatever they are (a character is at most 3 bytes).
-  if (json.length * 3 <= max) return { input: json, inputBytes: Buffer.byteLength(json) }
-  const bytes = Buffer.byteLength(json)
-  if (bytes <= max) return { input: json, inputBytes: bytes }
+  const bytes = json.length * 3 <= max ? undefined : Buffer.byteLength(json)
+  if (bytes === undefined || bytes <= max) {
+    return Nesting.tooDeep(input) ? { input: TOO_DEEP_INPUT, inputBytes: 0 } : { input: json, inputBytes: bytes ?? Buffer.byteLength(json) }
+  }
   const { read } = encoder.encodeInto(json, new Uint8Array(max))
   return { input: json.slice(0, read), inputBytes: bytes }
 }

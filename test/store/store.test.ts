@@ -13,6 +13,7 @@ import { Owner } from "../../src/store/owner"
 import { Reads } from "../../src/store/reads"
 import { Todos } from "../../src/store/todos"
 import { PostgresStore } from "../../src/store/postgres-store"
+import { Nesting } from "../../src/contract/nesting"
 import { Store } from "../../src/store/store"
 import { freshDatabase } from "../support/postgres"
 import { openOn } from "../support/descriptors"
@@ -356,6 +357,17 @@ describe("A settlement the store cannot decode", () => {
 describe("Store.recordInput", () => {
   test("keeps a small input whole, with its size", () => {
     expect(Store.recordInput({ a: "é" })).toEqual({ input: '{"a":"é"}', inputBytes: 10 })
+  })
+
+  // Kept whole, an input is read back as JSON and printed indented (core log --json): 8 KiB of brackets nested 4,000
+  // deep printed as 32 MB, and 70 such calls ran core log out of memory.
+  test("does not keep an input nested deeper than the decode step takes; keeps one at that depth", () => {
+    const nest = (depth: number): unknown => (depth === 0 ? "x" : [nest(depth - 1)])
+    const deep = Store.recordInput({ filePath: nest(4_000) })
+    expect(deep).toEqual({ input: JSON.stringify(`(not kept: ${Nesting.TOO_DEEP})`), inputBytes: 0 })
+    expect(Store.recordInput({ filePath: nest(Nesting.MAX_DEPTH + 1) }).inputBytes).toBe(0)
+    const kept = Store.recordInput({ filePath: nest(Nesting.MAX_DEPTH - 1) })
+    expect(JSON.parse(kept.input)).toEqual({ filePath: nest(Nesting.MAX_DEPTH - 1) })
   })
 
   test("cuts a large input to the bound at a character boundary and keeps its whole size", () => {
