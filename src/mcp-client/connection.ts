@@ -352,18 +352,27 @@ export class Server {
       }
       cursors.add(cursor)
     }
-    // The client checks each call's structured result against the tool's output schema, as its own listing would.
-    const usable = tools.filter((tool) => {
-      if (tool.outputSchema === undefined) return true
+    // The client checks each call's structured result against the tool's output schema, as its own listing would,
+    // without its regular expressions: a pattern the server wrote may backtrack for seconds on each string of a
+    // result the server chose, on the thread every Location's calls share (as for a model's input: withoutPatterns).
+    const usable: Array<McpTool> = []
+    const checked: Array<McpTool> = []
+    for (const tool of tools) {
+      if (tool.outputSchema === undefined) {
+        usable.push(tool)
+        checked.push(tool)
+        continue
+      }
       try {
-        new (McpSdk.load().ajv.AjvJsonSchemaValidator)().getValidator(tool.outputSchema as Parameters<AjvJsonSchemaValidator["getValidator"]>[0])
-        return true
+        const outputSchema = withoutPatterns(tool.outputSchema) as McpTool["outputSchema"]
+        new (McpSdk.load().ajv.AjvJsonSchemaValidator)().getValidator(outputSchema as Parameters<AjvJsonSchemaValidator["getValidator"]>[0])
+        usable.push(tool)
+        checked.push({ ...tool, outputSchema })
       } catch (cause) {
         problems.push(`tool "${tool.name}": not offered: its output schema cannot be used: ${messageOf(cause)}`)
-        return false
       }
-    })
-    ;(client as unknown as { cacheToolMetadata: (tools: ReadonlyArray<McpTool>) => void }).cacheToolMetadata(usable)
+    }
+    ;(client as unknown as { cacheToolMetadata: (tools: ReadonlyArray<McpTool>) => void }).cacheToolMetadata(checked)
     return { tools: usable, problems }
   }
 

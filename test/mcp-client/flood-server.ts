@@ -1,7 +1,9 @@
 // An MCP server over stdio that turns on its client: `flood` sends `notifications/tools/list_changed` as many times
 // as asked, in one burst; `lists` answers how many times its tools were listed; `blob` answers resources whose URIs
 // name files of the machine (a client must not read them); `match` declares string patterns that backtrack
-// exponentially on the wrong input (a client checking input against them would stall).
+// exponentially on the wrong input (a client checking input against them would stall); `answer` declares such a
+// pattern in its output schema and answers strings it backtracks on (a client checking the result would stall), and
+// a structured result the rest of that schema refuses when asked to (`wrong`).
 
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
@@ -25,6 +27,16 @@ const tools = [
       required: ["text"],
     },
   },
+  {
+    name: "answer",
+    description: "Answers strings that its output schema's backtracking pattern is slow to refuse",
+    inputSchema: { type: "object" as const, properties: { items: { type: "number" }, wrong: { type: "boolean" } } },
+    outputSchema: {
+      type: "object" as const,
+      properties: { words: { type: "array", items: { type: "string", pattern: "^(\\w+\\s?)*$" } } },
+      required: ["words"],
+    },
+  },
 ]
 let listed = 0
 const server = new Server({ name: "flood", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } })
@@ -39,6 +51,11 @@ server.setRequestHandler(CallToolRequestSchema, async (request) => {
     return { content: [{ type: "text" as const, text: "flooded" }] }
   }
   if (request.params.name === "match") return { content: [{ type: "text" as const, text: `matched ${JSON.stringify(args)}` }] }
+  if (request.params.name === "answer") {
+    const { items = 1, wrong = false } = request.params.arguments as { items?: number; wrong?: boolean }
+    const words = Array.from({ length: items }, () => `${"a".repeat(30)}!`)
+    return { content: [{ type: "text" as const, text: "answered" }], structuredContent: wrong ? { words: 5 } : { words } }
+  }
   if (request.params.name === "lists") return { content: [{ type: "text" as const, text: String(listed) }] }
   return {
     content: [

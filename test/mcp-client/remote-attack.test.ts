@@ -61,4 +61,24 @@ describe("core as an MCP client of a hostile server", () => {
     expect(result.checked.error?.kind).toBe("invalid_input")
     expect(JSON.stringify(result.definition.inputSchema)).toContain("^(a+)+$")
   }, 30_000)
+
+  // Each such string took JavaScriptCore about a second to refuse, on the thread every Location's calls share.
+  test("a server's backtracking output-schema pattern never runs on its own result: the rest of the schema still does", async () => {
+    const result = await withLocation(config, () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const started = performance.now()
+        const answered = (yield* settle(current, "bad_answer", { items: 20 })).settlement
+        const ms = performance.now() - started
+        const wrong = (yield* settle(current, "bad_answer", { wrong: true })).settlement
+        return { answered, ms, wrong, definition: current.definitions.find((definition) => definition.name === "bad_answer")! }
+      }),
+    )
+    expect(result.answered.status).toBe("success")
+    expect(result.answered.structured).toEqual({ words: Array.from({ length: 20 }, () => `${"a".repeat(30)}!`) })
+    expect(result.ms).toBeLessThan(2_000)
+    expect(result.wrong.status).not.toBe("success")
+    // The model still reads the pattern.
+    expect(result.definition.outputSchema).toMatchObject({ properties: { words: { items: { pattern: "^(\\w+\\s?)*$" } } } })
+  }, 60_000)
 })
