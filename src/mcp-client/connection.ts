@@ -507,6 +507,8 @@ export class Server {
       const failed = (cause: unknown) =>
         resume(Effect.fail(new Tool.Failure({ message: this.describe(cause, `calling ${tool}`, name) })))
       const request = () => {
+        // Cancelled while the server was started (again): nothing is sent.
+        if (signal.aborted) return
         const client = this.client
         if (client === undefined) return failed(new Unavailable(this.error ?? this.status))
         client
@@ -526,7 +528,8 @@ export class Server {
           .then(
             (result) => resume(this.outcome(result, name)),
             (cause) => {
-              this.broken(client, cause)
+              // A call cancelled is refused by the client as aborted: the connection is as good as before.
+              if (!signal.aborted) this.broken(client, cause)
               failed(cause)
             },
           )

@@ -8,9 +8,10 @@
 // in 30 pages, the first with a 20,000-character description), "deep" (adds a tool whose input schema refers to
 // itself without end and one answering structured content nested 1,000 levels deep), "stubborn"
 // (serves, but neither the end of its stdin nor SIGTERM ends it), "relist" (says its list changed after every listing). Its tools hang, crash, fail, answer a JSON-RPC
-// error, report progress, wait to be cancelled or change the tool list.
+// error, report progress, wait to be cancelled or change the tool list. With $SLOW_RESTART, it starts slowly after a
+// crash.
 
-import { renameSync, writeFileSync } from "node:fs"
+import { existsSync, renameSync, writeFileSync } from "node:fs"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js"
@@ -200,5 +201,11 @@ if (mode === "mute") {
     }
   })
   if (mode === "garbage") say("starting up (not JSON-RPC)")
+  // $SLOW_RESTART names a file the first start leaves: every later start (after a crash) takes a while to answer.
+  const marker = process.env.SLOW_RESTART
+  if (marker !== undefined) {
+    if (existsSync(marker)) await Bun.sleep(1_500)
+    else writeFileSync(marker, "started")
+  }
   await server.connect(new StdioServerTransport())
 }

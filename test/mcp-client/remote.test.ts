@@ -414,6 +414,34 @@ describe("core as an MCP client: results and failures", () => {
     expect(textOf(result.fresh.settlement)).toBe(String(result.state.pid))
   }, 30_000)
 
+  // A call cancelled while it waited for the server to start again had its request sent anyway, the SDK refused it
+  // as aborted, and that refusal was taken for a broken connection: the new server was killed, failing the calls
+  // waiting on it (after one of them may have run there).
+  test("a call cancelled while the server starts again leaves the connection, and the other calls on it, alone", async () => {
+    const marker = join(tempDir("core-mcp-restart-"), "started")
+    const result = await withLocation(fixture("serve", { env: { SLOW_RESTART: marker }, timeoutMs: 10_000 }), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const crash = yield* settle(current, "fix_crash", {})
+        const a = yield* Effect.forkChild(settle(current, "fix_echo", { text: "A" }))
+        const b = yield* Effect.forkChild(settle(current, "fix_echo", { text: "B" }))
+        // Both wait for the server, which takes 1.5 s to start again; A is cancelled meanwhile.
+        yield* Effect.sleep("500 millis")
+        yield* Fiber.interrupt(a)
+        const answered = yield* Fiber.join(b)
+        const pid = (yield* stateOf).pid
+        const after = yield* settle(yield* turn, "fix_pid", {})
+        return { crash, answered, pid, after, state: yield* stateOf }
+      }),
+    )
+    expect(result.crash.settlement.error?.message).toContain("crashing on purpose")
+    expect(result.answered.settlement).toMatchObject({ status: "success" })
+    expect(textOf(result.answered.settlement)).toBe("echo: B")
+    // The server B was answered by is still the one running.
+    expect(result.state.status).toBe("connected")
+    expect(textOf(result.after.settlement)).toBe(String(result.pid))
+  }, 30_000)
+
   test("a server killed during a call is a clear failure, and reconnects on the next use", async () => {
     const result = await withLocation(fixture(), () => killedMidCall("fix_wait", {}, "fix_echo", { text: "back" }))
     expect(result.killed.error?.message).toContain('MCP server "fix" closed the connection while calling wait')
