@@ -39,6 +39,12 @@ export const MAX_TOOLS = 1_000
 export const MAX_PAGES = 100
 /** The longest description of a server's tool core offers: a model reads every description at every turn. */
 export const MAX_DESCRIPTION_CHARS = 10_000
+/**
+ * The most JSON a server's tool's input and output schemas may make together: a model reads them at every turn too,
+ * and what a schema's own descriptions say is not bounded by MAX_DESCRIPTION_CHARS (one server's tools of 10 MiB
+ * schemas each held a gigabyte in core).
+ */
+export const MAX_SCHEMA_CHARS = 64 * 1_024
 
 export type Status = "idle" | "connecting" | "connected" | "failed" | "closed"
 
@@ -101,6 +107,15 @@ const compile = (pattern: string): void => {
     } catch {}
   }
   throw new SyntaxError(`the pattern ${JSON.stringify(pattern)} is not a regular expression`)
+}
+
+/** How many characters of JSON a tool's schemas make; past what JSON.stringify reaches, more than any bound. */
+const schemaChars = (tool: McpTool): number => {
+  try {
+    return JSON.stringify(tool.inputSchema).length + (tool.outputSchema === undefined ? 0 : JSON.stringify(tool.outputSchema).length)
+  } catch {
+    return Number.POSITIVE_INFINITY
+  }
 }
 
 /**
@@ -340,8 +355,17 @@ export class Server {
       listed += Array.isArray(page.tools) ? page.tools.length : 0
       for (const [index, raw] of raws.entries()) {
         const checked = McpSdk.load().types.ToolSchema.safeParse(raw)
-        if (checked.success) tools.push(checked.data)
-        else problems.push(`tool ${toolLabel(raw, index)}: not offered: ${describeIssues(checked.error.issues)}`)
+        if (!checked.success) {
+          problems.push(`tool ${toolLabel(raw, index)}: not offered: ${describeIssues(checked.error.issues)}`)
+          continue
+        }
+        const chars = schemaChars(checked.data)
+        if (chars > MAX_SCHEMA_CHARS) {
+          const size = Number.isFinite(chars) ? `are ${chars} characters of JSON, more than` : "nest too deep to be written as JSON, past"
+          problems.push(`tool ${toolLabel(raw, index)}: not offered: its input and output schemas ${size} the ${MAX_SCHEMA_CHARS} core offers a model at every turn`)
+          continue
+        }
+        tools.push(checked.data)
       }
       cursor = typeof page.nextCursor === "string" ? page.nextCursor : undefined
       if (cursor === undefined) break

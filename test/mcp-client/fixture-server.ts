@@ -2,7 +2,7 @@
 // argument picks how it misbehaves from the start: "serve" (plain), "garbage" (prints lines that are not JSON-RPC
 // on stdout before and between answers), "mute" (never answers anything), "bad-names" (lists tools whose names
 // core cannot offer), "bad-tools" (lists a tool twice, one whose input schema cannot be compiled, one whose input schema is not an
-// object and one whose output schema is an array), "typed"
+// object, one whose output schema is an array, and schemas too large to offer), "typed"
 // (adds a tool whose schema has a fixed `$id` and a `value` of the JSON type $VALUE_TYPE names), "paginate" (a
 // nextCursor on every page, without end), "circle" (cursors leading back to a page listed before), "many" (3,000 tools
 // in 30 pages, the first with a 20,000-character description), "deep" (adds a tool whose input schema refers to
@@ -89,6 +89,11 @@ if (mode === "mute") {
     // Not MCP tools at all: an input schema that is not an object, and an output schema that is an array.
     tools.push({ name: "scalar", description: "Takes a bare string", inputSchema: { type: "string" } as never })
     tools.push({ name: "listy", description: "Answers a list", inputSchema: object(), outputSchema: { type: "array" } as never })
+    // A short description, and a schema whose own descriptions say 70,000 characters more (or one at the bound).
+    const said = (chars: number) => object({ a: { type: "string", description: "x".repeat(chars) } })
+    tools.push({ name: "fat", description: "Short", inputSchema: said(70_000) })
+    tools.push({ name: "fat-output", description: "Short", inputSchema: object(), outputSchema: said(70_000) })
+    tools.push({ name: "roomy", description: "Short", inputSchema: said(60_000) })
   }
   if (mode === "typed") {
     tools.push({

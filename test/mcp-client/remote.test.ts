@@ -690,13 +690,15 @@ describe("core as an MCP client: servers that misbehave", () => {
     expect(messages).toEqual([
       expect.stringContaining('MCP server "fix", tool "scalar": not offered: inputSchema.type: '),
       expect.stringContaining('MCP server "fix", tool "listy": not offered: outputSchema.type: '),
+      expect.stringMatching(/^MCP server "fix", tool "fat": not offered: its input and output schemas are 70\d{3} characters of JSON, more than the 65536 core offers/),
+      expect.stringMatching(/^MCP server "fix", tool "fat-output": not offered: its input and output schemas are 70\d{3} characters of JSON/),
       'MCP server "fix", tool "echo": the server lists "echo" twice',
       'MCP server "fix", tool "unmatched": its input schema cannot be used: the pattern "(" is not a regular expression',
       'MCP server "fix", tool "unmatched-keys": its input schema cannot be used: the pattern "[a-z" is not a regular expression',
       expect.stringContaining('MCP server "fix", tool "untyped": its input schema cannot be used: '),
     ])
-    expect(messages[5]).toContain("strnig")
-    for (const name of ["fix_unmatched", "fix_unmatched-keys", "fix_untyped", "fix_scalar", "fix_listy"]) {
+    expect(messages[7]).toContain("strnig")
+    for (const name of ["fix_unmatched", "fix_unmatched-keys", "fix_untyped", "fix_scalar", "fix_listy", "fix_fat", "fix_fat-output"]) {
       expect(result.names).not.toContain(name)
     }
     // The first of the two listings is the one offered.
@@ -705,6 +707,7 @@ describe("core as an MCP client: servers that misbehave", () => {
     expect(result.echoDescription).toBe("Echoes text")
     expect(result.state.tools).toContain("fix_pid")
     expect(result.state.tools).toContain("fix_throws")
+    expect(result.names).toContain("fix_roomy")
   }, 30_000)
 
   test("two servers' schemas of the same $id each check their own tool's input", async () => {
