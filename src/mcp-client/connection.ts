@@ -340,16 +340,34 @@ export class Server {
     const cursors = new Set<string>()
     let listed = 0
     let cursor: string | undefined
+    // One timeoutMs for the whole listing, not one a page: a server answering each page just in time, with a cursor
+    // on each, held every turn of the Location for MAX_PAGES times as long.
+    const deadline = Date.now() + this.timeoutMs
+    const late = () => problems.push(`its tools/list pages took longer than ${this.timeoutMs} ms in all: the tools listed by then are offered, the rest not`)
     for (let pages = 0; ; pages++) {
       if (pages === MAX_PAGES || listed >= MAX_TOOLS) {
         problems.push(`it lists more than ${listed >= MAX_TOOLS ? `${MAX_TOOLS} tools` : `${MAX_PAGES} pages of tools`}: those listed first are offered, the rest not`)
         break
       }
-      const page = await client.request(
-        { method: "tools/list", params: cursor === undefined ? {} : { cursor } },
-        McpSdk.load().types.ResultSchema,
-        { timeout: this.timeoutMs },
-      )
+      const left = deadline - Date.now()
+      if (pages > 0 && left <= 0) {
+        late()
+        break
+      }
+      let page: Awaited<ReturnType<Client["request"]>>
+      try {
+        page = await client.request(
+          { method: "tools/list", params: cursor === undefined ? {} : { cursor } },
+          McpSdk.load().types.ResultSchema,
+          { timeout: Math.max(1, left) },
+        )
+      } catch (cause) {
+        // The first page is the listing: without it, the server is not usable. A later one late is the end of it.
+        const { McpError, ErrorCode } = McpSdk.load().types
+        if (pages === 0 || !(cause instanceof McpError && cause.code === ErrorCode.RequestTimeout)) throw cause
+        late()
+        break
+      }
       const raws: ReadonlyArray<unknown> = Array.isArray(page.tools) ? page.tools.slice(0, MAX_TOOLS - listed) : []
       if (!Array.isArray(page.tools)) problems.push("its tools/list answer has no tools array")
       listed += Array.isArray(page.tools) ? page.tools.length : 0

@@ -116,6 +116,8 @@ if (mode === "mute") {
     const cursor = Number(request.params?.cursor ?? 0)
     // Pages without end, a tool each; "circle": pages whose cursors go 1, 2, 1, 2, ...
     if (mode === "paginate" || mode === "circle") {
+      // $PAGE_DELAY_MS: each page answered after that long (within any one request's timeout).
+      if (process.env.PAGE_DELAY_MS !== undefined) await Bun.sleep(Number(process.env.PAGE_DELAY_MS))
       const page = [{ name: `p${cursor}`, description: `Page ${cursor}`, inputSchema: object() }]
       return { tools: page, nextCursor: String(mode === "circle" && cursor === 2 ? 1 : cursor + 1) }
     }

@@ -659,6 +659,25 @@ describe("core as an MCP client: servers that misbehave", () => {
     ])
   }, 60_000)
 
+  // Each page was given timeoutMs of its own: a server answering each just in time, a cursor on each, held every turn
+  // of the Location for MAX_PAGES times timeoutMs (100 minutes at the default).
+  test("a server's listing is given timeoutMs in all: pages answered slowly end it, with the tools listed by then", async () => {
+    const started = performance.now()
+    const result = await withLocation(fixture("paginate", { env: { PAGE_DELAY_MS: "400" }, timeoutMs: 1_500 }), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const names = current.definitions.map((definition) => definition.name).filter((name) => name.startsWith("fix_"))
+        return { names, diagnostics: (yield* McpClient.Service).diagnostics().map((diagnostic) => diagnostic.message), state: yield* stateOf }
+      }),
+    )
+    expect(performance.now() - started).toBeLessThan(10_000)
+    expect(result.names.length).toBeGreaterThan(0)
+    expect(result.names.length).toBeLessThanOrEqual(4)
+    expect(result.names[0]).toBe("fix_p0")
+    expect(result.diagnostics).toEqual(['MCP server "fix", its tools/list pages took longer than 1500 ms in all: the tools listed by then are offered, the rest not'])
+    expect(result.state.status).toBe("connected")
+  }, 60_000)
+
   test("tool names core cannot offer are diagnostics naming the server and the tool; the others are offered", async () => {
     const result = await withLocation(fixture("bad-names"), () =>
       Effect.gen(function* () {
