@@ -629,6 +629,8 @@ export class Server {
     if (cause instanceof McpError && cause.code === ErrorCode.RequestTimeout) {
       const oversized = this.process?.oversized
       if (oversized !== undefined) {
+        // Said of the first timeout after it (the call whose answer it was, most likely), not of every later one.
+        this.process!.oversized = undefined
         return (
           `${server} gave no answer core could read within ${this.timeoutMs} ms while ${doing}: it sent a message of more ` +
           `than ${oversized} bytes, over the ${McpClientStdio.MAX_LINE_BYTES} bytes core reads from a server (likely ` +

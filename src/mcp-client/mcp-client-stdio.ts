@@ -104,7 +104,7 @@ export class Process implements Transport {
   ignoredLines = 0
   /**
    * The size read of the last message core dropped for being over MAX_LINE_BYTES, if one was: a request whose
-   * answer it was waits until its timeout, and is told why.
+   * answer it was waits until its timeout, and is told why (the first timeout after it takes it: ../connection).
    */
   oversized: number | undefined
   /** How the process ended, once it has. */

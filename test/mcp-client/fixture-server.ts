@@ -66,6 +66,8 @@ if (mode === "mute") {
     { name: "wait", description: "Reports progress, then waits until cancelled", inputSchema: object() },
     { name: "cancelled", description: "How many calls were cancelled", inputSchema: object() },
     { name: "big", description: "Many lines of text", inputSchema: object() },
+    { name: "huge", description: "An answer of 17 MiB, on one line", inputSchema: object() },
+    { name: "slow", description: "Answers after `ms` milliseconds", inputSchema: object({ ms: { type: "number" } }) },
     { name: "count", description: "How many times it was called", inputSchema: object() },
     { name: "grow", description: "Adds the tool `extra` and says the list changed", inputSchema: object() },
   ]
@@ -193,6 +195,11 @@ if (mode === "mute") {
         return text(String(cancelled))
       case "big":
         return text(Array.from({ length: 5000 }, (_, index) => `line ${index + 1}`).join("\n"))
+      case "huge":
+        return text("x".repeat(17 * 1024 * 1024))
+      case "slow":
+        await Bun.sleep(Number((request.params.arguments as { ms?: number } | undefined)?.ms ?? 0))
+        return text("slow")
       case "count":
         return text(String(++counted))
       case "grow":

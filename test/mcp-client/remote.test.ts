@@ -18,6 +18,7 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import { ProcessGroup } from "../../src/shell/process-group"
 import { Connection } from "../../src/mcp-client/connection"
 import { McpClient } from "../../src/mcp-client/mcp-client"
+import { McpClientStdio } from "../../src/mcp-client/mcp-client-stdio"
 import { BUN, EVERYTHING, FILESYSTEM, FIXTURE, settle, textOf, turn, withLocation } from "./support"
 import { tempDir } from "../support/temp"
 
@@ -391,6 +392,25 @@ describe("core as an MCP client: results and failures", () => {
     expect(result.hang.settlement.error?.message).toContain('MCP server "fix" did not answer within 4000 ms')
     expect(textOf(result.after.settlement)).toBe("echo: still")
   }, 30_000)
+
+  // A line over MAX_LINE_BYTES is dropped unread, and the call it answered times out: that timeout says why. The next
+  // call that is merely slow says what a slow call says (a longer timeout would help it).
+  test("an answer too large to read fails its call saying so; a later slow call is told of its own timeout", async () => {
+    const result = await withLocation(fixture("serve", { timeoutMs: 3_000 }), () =>
+      Effect.gen(function* () {
+        const current = yield* turn
+        const huge = yield* settle(current, "fix_huge", {})
+        const slow = yield* settle(current, "fix_slow", { ms: 4_000 })
+        const after = yield* settle(current, "fix_echo", { text: "still" })
+        return { huge: huge.settlement, slow: slow.settlement, after: after.settlement }
+      }),
+    )
+    expect(result.huge.error?.message).toContain(`bytes, over the ${McpClientStdio.MAX_LINE_BYTES} bytes core reads from a server`)
+    expect(result.huge.error?.message).toContain("a longer timeout will not help")
+    expect(result.slow.error?.message).toContain('MCP server "fix" did not answer within 3000 ms')
+    expect(result.slow.error?.message).not.toContain("will not help")
+    expect(textOf(result.after)).toBe("echo: still")
+  }, 60_000)
 
   test("a server that crashes mid-call is a failure saying how it ended; the next call starts it again", async () => {
     const result = await withLocation(fixture(), () =>
