@@ -261,8 +261,9 @@ export class Server {
       return started
     }
     return new (McpSdk.load().http.StreamableHTTPClientTransport)(new URL(server.url!), {
-      // A server's answers are read in bounded messages, like a process's lines.
-      fetch: McpClientHttp.bounded(),
+      // A server's answers are read in bounded messages, like a process's lines; its event stream is opened again at
+      // a pace of core's.
+      fetch: McpClientHttp.paced(McpClientHttp.bounded()),
       ...(server.headers === undefined ? {} : { requestInit: { headers: { ...server.headers } } }),
     })
   }

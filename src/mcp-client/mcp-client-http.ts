@@ -3,12 +3,19 @@ export * as McpClientHttp from "./mcp-client-http"
 // The fetch core's streamable-HTTP MCP client goes through: a server's answer is read in bounded messages, as a
 // server's stdout lines are (./stdio.ts). A JSON answer larger than the limit, or one server-sent event that runs
 // past it without ending, errors the body instead of growing core's memory without end; the call then fails
-// naming the server (or times out), and core goes on.
+// naming the server (or times out), and core goes on. And the client's GETs (the server's event stream, opened
+// again whenever it ends) are paced: a server may ask for them again at once, without end.
 
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
 
 /** The most one message from a server may take: a JSON answer, or one server-sent event. */
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+/**
+ * The least time between two GETs of a server's event stream: the client opens it again as soon as it ends, after
+ * the `retry` the server sets, 0 included (a server ending each at once drew 750 a second from core, for as long as
+ * the connection lasted).
+ */
+export const MIN_STREAM_INTERVAL_MS = 1_000
 
 const LF = 10
 const CR = 13
@@ -55,3 +62,32 @@ export const bounded =
     )
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers })
   }
+
+/** Waits `ms`, or rejects as `signal` is aborted. Keeps no process alive: the stream it delays is a background one. */
+const pause = (ms: number, signal: AbortSignal | null | undefined): Promise<void> =>
+  new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason)
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", aborted)
+      resolve()
+    }, ms)
+    timer.unref?.()
+    const aborted = () => {
+      clearTimeout(timer)
+      reject(signal!.reason)
+    }
+    signal?.addEventListener("abort", aborted, { once: true })
+  })
+
+/** `base`, with each GET started MIN_STREAM_INTERVAL_MS after the one before at the soonest (requests go at once). */
+export const paced = (base: FetchLike, intervalMs = MIN_STREAM_INTERVAL_MS): FetchLike => {
+  let next = 0
+  return async (url, init) => {
+    if ((init?.method ?? "GET").toUpperCase() !== "GET") return base(url, init)
+    const now = Date.now()
+    const wait = next - now
+    next = Math.max(now, next) + intervalMs
+    if (wait > 0) await pause(wait, init?.signal)
+    return base(url, init)
+  }
+}

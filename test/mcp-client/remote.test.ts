@@ -208,6 +208,47 @@ describe("core as an MCP client over streamable HTTP", () => {
   }, 30_000)
 })
 
+describe("core as an MCP client over streamable HTTP, against a server that ends its event stream at once", () => {
+  // The client opens the stream again as soon as it ends, after the `retry` the server sets: 0 drew 750 GETs a second.
+  test("the stream is opened again about once a second at most, and calls go on", async () => {
+    const server = new McpServer({ name: "restless", version: "1.0.0" })
+    server.registerTool("sleep", { description: "Sleeps 3 s", inputSchema: {} }, async () => {
+      await Bun.sleep(3_000)
+      return { content: [{ type: "text", text: "slept" }] }
+    })
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => crypto.randomUUID() })
+    await server.connect(transport)
+    let gets = 0
+    const http = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: (request) => {
+        if (request.method !== "GET") return transport.handleRequest(request)
+        gets++
+        return new Response("retry: 0\n\n", { headers: { "content-type": "text/event-stream" } })
+      },
+    })
+    try {
+      const result = await withLocation(
+        { mcp: { web: { url: `http://127.0.0.1:${http.port}/mcp` } }, permission: { "web_*": "allow" } },
+        () =>
+          Effect.gen(function* () {
+            const current = yield* turn
+            const before = gets
+            const slept = yield* settle(current, "web_sleep", {})
+            return { slept, during: gets - before }
+          }),
+      )
+      expect(textOf(result.slept.settlement)).toBe("slept")
+      expect(result.during).toBeGreaterThan(0)
+      expect(result.during).toBeLessThanOrEqual(5)
+    } finally {
+      await http.stop(true)
+      await server.close()
+    }
+  }, 30_000)
+})
+
 describe("core as an MCP client over streamable HTTP, when the server restarts", () => {
   test("a call whose session the server no longer knows is a clear failure; the next call connects afresh", async () => {
     const serve = async (port: number) => {
