@@ -13,9 +13,9 @@ export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 /**
  * The least time between two GETs of a server's event stream: the client opens it again as soon as it ends, after
  * the `retry` the server sets, 0 included (a server ending each at once drew 750 a second from core, for as long as
- * the connection lasted).
+ * the connection lasted). Short enough that a `retry` a server sets after a stream that lasted is kept to.
  */
-export const MIN_STREAM_INTERVAL_MS = 1_000
+export const MIN_STREAM_INTERVAL_MS = 250
 
 const LF = 10
 const CR = 13

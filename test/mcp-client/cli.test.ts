@@ -102,7 +102,7 @@ describe("core with MCP servers in core.json", () => {
     })
     const listed = await run(["mcp", "list", "--location", directory], { env: env(environment) })
     expect(listed.code).toBe(1)
-    expect(listed.stdout).toContain("fix  stdio  connected  13 tools")
+    expect(listed.stdout).toContain("fix  stdio  connected  15 tools")
     expect(listed.stdout).toContain('not offered: tool "has space"')
     expect(listed.stdout).toContain('ghost  stdio  failed  /nonexistent/server\n  error: command "/nonexistent/server" not found')
     const json = await run(["mcp", "list", "--json", "--location", directory], { env: env(environment) })
