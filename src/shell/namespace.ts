@@ -172,6 +172,8 @@ export const ownProc = (way: Way): string | undefined => {
 export interface Cover {
   readonly files: ReadonlyArray<string>
   readonly directories: ReadonlyArray<string>
+  /** Folders holding them, which the command must not rename or remove (each above the ones below it). */
+  readonly folders?: ReadonlyArray<string>
   /** An empty regular file only core can write, which each file is covered with. */
   readonly empty: string
 }
@@ -179,16 +181,24 @@ export interface Cover {
 /**
  * Covers each path of `cover` in a mount namespace of this thread's own: a file with `cover.empty` bound read-only
  * over it (the command reads it as empty, cannot write, rename or remove it: EROFS, EBUSY), a directory with an
- * empty read-only tmpfs. A path gone meanwhile is skipped. Answers undefined, or why it could not: the caller must
- * then not run the command, which would read what a rule denies.
+ * empty read-only tmpfs; and binds each folder holding them onto itself first (a mount point cannot be renamed or
+ * removed, EBUSY, nor anything renamed or linked across it, EXDEV; what is in it stays as writable as it was). A
+ * path gone meanwhile is skipped. Answers undefined, or why it could not: the caller must then not run the command,
+ * which would read what a rule denies.
  */
-export const cover = (way: Way, { files, directories, empty }: Cover): string | undefined => {
+export const cover = (way: Way, { files, directories, folders = [], empty }: Cover): string | undefined => {
   if (files.length === 0 && directories.length === 0) return undefined
   if (way === "none") return "this process cannot make a mount namespace"
   const unshared = Native.unshare(Native.CLONE_NEWNS)
   if (unshared !== 0) return `unshare(CLONE_NEWNS) failed (errno ${unshared})`
   const privately = Native.mount(null, "/", Native.MS_REC | Native.MS_PRIVATE)
   if (privately !== 0) return `making the mounts private failed (errno ${privately})`
+  // Before the covers: a folder bound later would show what is under it without them.
+  for (const path of folders) {
+    const pinned = Native.mount(path, path, Native.MS_BIND)
+    if (pinned === ENOENT) continue
+    if (pinned !== 0) return `pinning ${path} failed (errno ${pinned})`
+  }
   const flags = Native.MS_NOSUID | Native.MS_NODEV | Native.MS_NOEXEC
   for (const path of directories) {
     const mounted = Native.mount("tmpfs", path, flags | Native.MS_RDONLY, "tmpfs", "size=4k,mode=0555")

@@ -10,7 +10,7 @@ export * as Sandbox from "./sandbox"
 
 import { lstatSync, mkdirSync, rmSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
-import { join, resolve, sep } from "node:path"
+import { dirname, join, resolve, sep } from "node:path"
 import { Covered } from "./covered"
 import { Listing } from "./listing"
 import { Homes } from "../permission/homes"
@@ -180,7 +180,16 @@ export interface Prepared {
    * rules deny in the Location and approved directories), covered in its mount namespace; absent when nothing is,
    * or when covering was not asked (then core.json's denies are carved out of the grants instead).
    */
-  readonly cover?: { readonly files: ReadonlyArray<string>; readonly directories: ReadonlyArray<string> }
+  readonly cover?: {
+    readonly files: ReadonlyArray<string>
+    readonly directories: ReadonlyArray<string>
+    /**
+     * The folders between what the read rules deny and the root it was found in (the Location, an approved
+     * directory), which the command must not rename or remove: renamed, they would carry the denied file to a name
+     * the rules allow, and the file tools would read it there once the command ended.
+     */
+    readonly folders: ReadonlyArray<string>
+  }
   /** The folders a person granted the command for writing (approved for the call, shell.allowWrite), uncarved. */
   readonly granted: ReadonlyArray<string>
   /**
@@ -281,13 +290,17 @@ export const prepare = (
   const home = env.HOME || homedir()
   const grantedAll = [...write, ...read, ...devices]
   const reachable = (path: string) => !secret.some((dir) => within(dir, path)) && grantedAll.some((dir) => within(dir, path))
-  const walked =
-    covering && policy.readDenied !== undefined
-      ? Covered.walk([policy.location, ...policy.approved].map(Landlock.real), policy.readDenied)
-      : undefined
+  const roots = [policy.location, ...policy.approved].map(Landlock.real)
+  const walked = covering && policy.readDenied !== undefined ? Covered.walk(roots, policy.readDenied) : undefined
   // What the grants already keep out (carved out, or never granted) needs no cover: the command is refused it.
   const files = (walked?.files ?? []).filter(reachable)
   const directories = (walked?.directories ?? []).filter(reachable)
+  const folders = new Set<string>()
+  for (const path of [...files, ...directories]) {
+    const root = roots.find((each) => within(each, path))
+    if (root === undefined) continue
+    for (let folder = dirname(path); folder !== root && within(root, folder) && !folders.has(folder); folder = dirname(folder)) folders.add(folder)
+  }
   for (const path of made.coverable) {
     const stat = lstatSync(path, { throwIfNoEntry: false })
     if (stat?.isDirectory()) directories.push(path)
@@ -319,7 +332,9 @@ export const prepare = (
   }
   return {
     grants,
-    ...(files.length + directories.length > 0 ? { cover: { files: [...new Set(files)], directories: [...new Set(directories)] } } : {}),
+    ...(files.length + directories.length > 0
+      ? { cover: { files: [...new Set(files)], directories: [...new Set(directories)], folders: [...folders].sort((a, b) => a.length - b.length) } }
+      : {}),
     env: {
       ...Home.cacheEnv(cache),
       ...(temporary === undefined ? {} : { TMPDIR: temporary, TMP: temporary, TEMP: temporary }),

@@ -1,6 +1,7 @@
 // What the kernel enforces for a sandboxed command, through the compiled binary: a file the agent's `read` rules
 // deny reads as empty to every program (python, tar, a script: programs core has no operand table for), through a
-// symbolic link or a hard link made before the call too, and it cannot be renamed away; core.json's `denyRead` of a
+// symbolic link or a hard link made before the call too, and it cannot be renamed away, nor the folders holding it;
+// core.json's `denyRead` of a
 // Location folder hides it while the Location still takes new files; and each command has a PID namespace and a
 // /proc of its own, so it sees no other process (core's command line and environment included), while `ps`, `$$`
 // and job control still work. Mounting needs root or a user namespace, and the PID namespace root: where missing,
@@ -77,7 +78,7 @@ describe("a file the read rules deny, in the kernel", () => {
     expect(read.stdout).toBe("alias.txt ''\nsub/relative.txt ''\nhard.txt ''\nnotes.txt 'hello\\n'\n")
   })
 
-  when("it cannot be renamed, removed, written or hard-linked from under its cover, nor read once its folder moved", async () => {
+  when("it cannot be renamed, removed, written or hard-linked from under its cover", async () => {
     const box = secrets()
     const moved = await run(
       box,
@@ -93,9 +94,35 @@ for op in [lambda: os.rename("app.env", "moved.txt"), lambda: os.unlink("app.env
     expect(moved.stdout).toBe("Device or resource busy\nDevice or resource busy\nRead-only file system\nInvalid cross-device link\n")
     expect(existsSync(join(box.location, "moved.txt"))).toBe(false)
     expect(readFileSync(join(box.location, "app.env"), "utf8")).toBe(`${SECRET}\n`)
-    // Its folder moved whole: the cover goes with it.
-    const folder = await run(box, `python3 -c 'import os; os.rename("sub", "other"); print(repr(open("other/deep.env").read()))'`)
-    expect(folder.stdout).toBe("''\n")
+  })
+
+  // Renamed, its folder would carry it to a name the rules allow, and the read tool would read it there once the
+  // command ended. Each folder between a covered file and the Location is pinned: it cannot be renamed or removed,
+  // what is in it changes as before.
+  when("the folders holding it cannot be renamed or removed, so no tool reads it under another name afterwards", async () => {
+    const box = secrets({ "a/b/c.env": `${SECRET}\n`, "a/b/notes.txt": "hello\n" })
+    const moved = await run(
+      box,
+      `python3 -c '
+import os
+for op in [lambda: os.rename("sub", "other"), lambda: os.rename("a", "z"), lambda: os.rename("a/b", "a/y"), lambda: os.rmdir("a/b")]:
+    try:
+        op(); print("done")
+    except OSError as e:
+        print(e.strerror)
+open("a/b/new.txt", "w").write("made")
+os.rename("a/b/new.txt", "a/b/renamed.txt")
+os.unlink("a/b/notes.txt")
+print(sorted(os.listdir("a/b")))
+'`,
+    )
+    expect(moved.stdout).toBe(
+      "Device or resource busy\nDevice or resource busy\nDevice or resource busy\nDevice or resource busy\n['c.env', 'renamed.txt']\n",
+    )
+    for (const path of ["other/deep.env", "z/b/c.env", "a/y/c.env"]) expect(existsSync(join(box.location, path))).toBe(false)
+    const read = settlementOf(await exec(box, "read", { filePath: "sub/deep.env" }))
+    expect(read.status).toBe("error")
+    expect(JSON.stringify(read)).not.toContain(SECRET)
   })
 
   when("names with spaces and newlines are covered", async () => {
