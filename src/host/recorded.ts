@@ -103,7 +103,9 @@ export const parseSince = (text: string, now: number): { readonly at: number } |
   const [, year, month, day, hour = "0", minute = "0", second = "0", fraction = "", , sign, offsetHours = "0", offsetMinutes = "0"] = time
   const fields = [Number(year), Number(month) - 1, Number(day), Number(hour), Number(minute), Number(second)] as const
   // Date.UTC reads the years 0 to 99 as 1900 to 1999: the year is set on its own.
-  const made = new Date(Date.UTC(2000, fields[1], fields[2], fields[3], fields[4], fields[5], Math.floor(Number(`0${fraction}`) * 1000)))
+  // Milliseconds are the fraction's first three digits: as a number, seventeen nines and more rounded up to a second.
+  const ms = Number(fraction.slice(1, 4).padEnd(3, "0"))
+  const made = new Date(Date.UTC(2000, fields[1], fields[2], fields[3], fields[4], fields[5], ms))
   made.setUTCFullYear(fields[0])
   const utc = made.getTime()
   // Date.UTC rolls an impossible day over (February 31 is March 3): such a time is refused, not moved.

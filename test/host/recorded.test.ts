@@ -14,6 +14,12 @@ describe("Recorded.parseSince", () => {
     expect(Recorded.parseSince("10m", NOW)).toEqual({ at: NOW - 600_000 })
   })
 
+  test("a fraction of a second is cut to milliseconds, however long", () => {
+    expect(Recorded.parseSince("2026-01-31T10:00:00.5Z", NOW)).toEqual({ at: Date.parse("2026-01-31T10:00:00.500Z") })
+    expect(Recorded.parseSince("2026-01-31T10:00:00.1239Z", NOW)).toEqual({ at: Date.parse("2026-01-31T10:00:00.123Z") })
+    expect(Recorded.parseSince(`2026-01-31T10:00:00.${"9".repeat(30)}+05:30`, NOW)).toEqual({ at: Date.parse("2026-01-31T04:30:00.999Z") })
+  })
+
   test("a day no calendar has is refused, not moved", () => {
     for (const text of ["2026-02-31", "1900-02-29", "2025-02-29", "2026-13-01", "2026-01-01T24:00:00Z"]) {
       expect({ text, refused: "problem" in Recorded.parseSince(text, NOW) }).toEqual({ text, refused: true })
