@@ -148,8 +148,12 @@ interface Change {
 const changesOf = (content: string, spans: ReadonlyArray<Match.Span>): Array<Change> => {
   const regions: Array<{ start: number; end: number; spans: Array<Match.Span> }> = []
   for (const span of spans) {
-    const start = content.lastIndexOf("\n", span.start - 1) + 1
-    const lineBreak = span.end > span.start && content[span.end - 1] === "\n" ? span.end - 1 : content.indexOf("\n", span.end)
+    // From the start of the span's first line (lastIndexOf reads a position of -1 as 0, where a file may start with a
+    // line break), to the end of its last: a span ending with a line break ends its line there only where its
+    // replacement does too; else the next line is joined to the replacement, and is part of the change.
+    const start = span.start === 0 ? 0 : content.lastIndexOf("\n", span.start - 1) + 1
+    const whole = span.end > span.start && content[span.end - 1] === "\n" && span.replacement.endsWith("\n")
+    const lineBreak = whole ? span.end - 1 : content.indexOf("\n", span.end)
     const end = lineBreak === -1 ? content.length : lineBreak + 1
     const last = regions[regions.length - 1]
     if (last !== undefined && start < last.end) {

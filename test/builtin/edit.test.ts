@@ -24,6 +24,23 @@ describe("edit", () => {
     expect(readFileSync(join(h.directory, "n.txt"), "utf8")).toBe(NUMBERS.replace("5\n", "five\n"))
   })
 
+  // The diff is what the model checks its edit by: it must say what was written, a line the replacement joined to its
+  // own last line and a first line that is empty included.
+  test("the diff says what was written where a replacement joins the next line, and from a file's first line", async () => {
+    const cases = [
+      { file: "a\nb\nc\n", oldString: "b\n", newString: "B", written: "a\nBc\n", counts: { added: 1, removed: 2 }, diff: ["@@ -1,3 +1,2 @@", " a", "-b", "-c", "+Bc"] },
+      { file: "\nx\nz\n", oldString: "\nx", newString: "y", written: "y\nz\n", counts: { added: 1, removed: 2 }, diff: ["@@ -1,3 +1,2 @@", "-", "-x", "+y", " z"] },
+      { file: "a\n\nb\n", oldString: "a\n ", newString: "X\nY", written: "X\nY\nb\n", counts: { added: 2, removed: 2 }, diff: ["@@ -1,3 +1,3 @@", "-a", "-", "+X", "+Y", " b"] },
+      { file: "a\nb\nc\n", oldString: "b\n", newString: "B\n", written: "a\nB\nc\n", counts: { added: 1, removed: 1 }, diff: ["@@ -1,3 +1,3 @@", " a", "-b", "+B", " c"] },
+    ]
+    for (const { file, oldString, newString, written, counts, diff } of cases) {
+      const h = harness({ files: { "f.txt": file }, readBeforeWrite: false })
+      const { settlement } = await h.settle("edit", { filePath: "f.txt", oldString, newString })
+      expect(readFileSync(join(h.directory, "f.txt"), "utf8")).toBe(written)
+      expect({ file, ...(settlement.structured as object) }).toMatchObject({ file, ...counts, diff: ["--- a/f.txt", "+++ b/f.txt", ...diff].join("\n") })
+    }
+  })
+
   test("a file outside the Location has its absolute path after a/ and b/ in the diff, with no second slash", async () => {
     const outside = realpathSync(tempDir("core-edit-outside-"))
     writeFileSync(join(outside, "o.txt"), "one\n")
