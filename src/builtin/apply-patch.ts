@@ -169,6 +169,8 @@ const makeTool = (services: Builtin.Services) =>
     toModelOutput: ({ output }) => summary(output.files),
     execute: (input, context) =>
       Effect.gen(function* () {
+        const half = Text.halfCharacter("patchText", input.patchText)
+        if (half !== undefined) return yield* failure(`${half} Nothing was changed.`)
         const parsed = Patch.parse(input.patchText)
         if (Result.isFailure(parsed)) {
           return yield* failure(`The patch could not be read. ${parsed.failure.message} Nothing was changed.`)

@@ -344,6 +344,8 @@ const makeTool = (services: Builtin.Services) =>
               "oldString is empty. edit replaces existing text: quote the lines to change (or the lines around an insertion point, repeated in newString). To create a file or replace all of it, use write.",
           })
         }
+        const half = Text.halfCharacter("oldString", input.oldString) ?? Text.halfCharacter("newString", input.newString)
+        if (half !== undefined) return yield* new Tool.Failure({ message: `${half} Nothing was changed.` })
         if (input.oldString === input.newString) {
           return yield* new Tool.Failure({
             message: "oldString and newString are identical, so the edit would change nothing. Put the new text in newString.",

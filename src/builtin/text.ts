@@ -219,6 +219,27 @@ export const decode = (bytes: Uint8Array, shown: string, tool: string): Effect.E
 export const encode = (text: string, bom: boolean): Uint8Array => encoder.encode(bom ? `\uFEFF${text}` : text)
 
 /**
+ * Why text a model sent (`field`) cannot be written, when it holds half of a UTF-16 surrogate pair (JSON can carry
+ * one, `"\ud83d"`): no character, it would be written as U+FFFD, and as a quoted text it could match half of a
+ * character in the file. Undefined for text that is whole.
+ */
+export const halfCharacter = (field: string, text: string): string | undefined => {
+  if (text.isWellFormed()) return undefined
+  let at = 0
+  while (at < text.length) {
+    const code = text.charCodeAt(at)
+    const pair = code >= 0xd800 && code <= 0xdbff && at + 1 < text.length && (text.charCodeAt(at + 1) & 0xfc00) === 0xdc00
+    if (!pair && code >= 0xd800 && code <= 0xdfff) break
+    at += pair ? 2 : 1
+  }
+  const unit = text.charCodeAt(at).toString(16)
+  return (
+    `${field} holds half of a character (the UTF-16 surrogate \\u${unit} at position ${at}, without its other half), ` +
+    "which is no text and cannot be written to a file. Send whole characters, and call again."
+  )
+}
+
+/**
  * The ending ("/", "/." or "/..") that makes a path name a directory, or undefined. Resolving a path drops it
  * (`a.txt/` resolves to `a.txt`, `new/.` to a file `new`), so a tool that needs a file checks the path as given.
  */

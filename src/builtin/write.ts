@@ -76,6 +76,8 @@ const makeTool = (services: Builtin.Services) =>
     toModelOutput: ({ output }) => describe(output),
     execute: (input, context) =>
       Effect.gen(function* () {
+        const half = Text.halfCharacter("content", input.content)
+        if (half !== undefined) return yield* new Tool.Failure({ message: `${half} Nothing was written.` })
         const { resolved, shown } = yield* Builtin.authorizeChange(services, context, { tool: "write", path: input.filePath, reads: false })
         if (resolved.kind === "directory") {
           return yield* new Tool.Failure({

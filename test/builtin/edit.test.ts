@@ -41,6 +41,28 @@ describe("edit", () => {
     }
   })
 
+  // JSON carries half a character ("\ude00"): matched, it split the emoji in the file, and what was written held
+  // U+FFFD; written, it became U+FFFD.
+  test("text holding half of a character is refused by edit, write and apply_patch, and the file is left as it was", async () => {
+    const file = "x\u{1F600}y\n"
+    const h = harness({ files: { "s.txt": file }, readBeforeWrite: false })
+    const calls = [
+      ["edit", { filePath: "s.txt", oldString: "\ude00", newString: "Z" }, "oldString", "\\ude00 at position 0"],
+      ["edit", { filePath: "s.txt", oldString: "x", newString: "a\ud83db" }, "newString", "\\ud83d at position 1"],
+      ["write", { filePath: "s.txt", content: "\ud83d" }, "content", "\\ud83d at position 0"],
+      ["write", { filePath: "new.txt", content: "ok\ude00" }, "content", "\\ude00 at position 2"],
+      ["apply_patch", { patchText: "*** Begin Patch\n*** Update File: s.txt\n@@\n-x\ud83d\ude00y\n+x\ud83dy\n*** End Patch" }, "patchText", "\\ud83d at position"],
+    ] as const
+    for (const [tool, input, field, where] of calls) {
+      const { settlement } = await h.settle(tool, input)
+      expect({ tool, field, status: settlement.status }).toEqual({ tool, field, status: "error" })
+      expect(settlement.error?.message).toStartWith(`${field} holds half of a character (the UTF-16 surrogate `)
+      expect(settlement.error?.message).toContain(where)
+    }
+    expect(readFileSync(join(h.directory, "s.txt"), "utf8")).toBe(file)
+    expect(readdirSync(h.directory)).not.toContain("new.txt")
+  })
+
   test("a file outside the Location has its absolute path after a/ and b/ in the diff, with no second slash", async () => {
     const outside = realpathSync(tempDir("core-edit-outside-"))
     writeFileSync(join(outside, "o.txt"), "one\n")
