@@ -347,9 +347,15 @@ const perform = (
         })
       const hooked = Steps.after(services, call, admitted.input, encoded)
       // Hooks that answered at once (no-ops, or none) cost no fiber; one that goes async is awaited where it stands,
-      // uninterruptibly, as on the fiber path.
+      // as on the fiber path: cancelled meanwhile, for Steps.AFTER_HOOK_GRACE_MS at most.
       if (Hooks.isDone(hooked)) return shows(hooked.value)
-      return then(run(hooked), (content) => (Exit.isSuccess(content) ? shows(content.value) : Exit.failCause(content.cause)))
+      const hooks = run(hooked)
+      const leftBy = (exit: Exit.Exit<ReadonlyArray<Tool.Content>, Steps.OperationalError>): Outcome => {
+        const content = Steps.hookedOf(call, exit)
+        return content instanceof Steps.Stop ? stopOwned(content, true) : shows(content)
+      }
+      const ended = hooks.pollUnsafe()
+      return ended !== undefined ? leftBy(ended) : Effect.flatMap(Steps.hooksEnded(hooks, handover.restore), leftBy)
     })
   }
   if (executed !== undefined) return performed(executed)

@@ -225,7 +225,8 @@ const execute = (
 /**
  * Runs an admitted call whose intent this process recorded: execute → encode → project → bound → persist.
  * Runs uninterruptibly but for `execute` (made interruptible by `restore`): once the tool has returned, an
- * interruption waits until its result is settled and recorded, so a finished call is never recorded cancelled.
+ * interruption waits until its result is settled and recorded, so a finished call is never recorded cancelled; but
+ * an after hook still running Steps.AFTER_HOOK_GRACE_MS after it is stopped, and the call recorded cancelled.
  */
 const perform = Effect.fnUntraced(function* (
   services: Steps.Services,
@@ -244,7 +245,11 @@ const perform = Effect.fnUntraced(function* (
   const encoded = Steps.encodedOf(call, admitted, yield* Effect.exit(Steps.encode(admitted.tool, output)))
   if (encoded instanceof Steps.Stop) return yield* stopOwned(services, call, encoded)
   const hooked = Steps.after(services, call, admitted.input, encoded)
-  const content = Hooks.isDone(hooked) ? hooked.value : yield* hooked
+  // A hook that goes async runs in a fiber of its own: cancelled meanwhile, the call waits for it a while, no more.
+  const content = Hooks.isDone(hooked)
+    ? hooked.value
+    : Steps.hookedOf(call, yield* Steps.hooksEnded(yield* Effect.forkChild(Effect.interruptible(hooked)), restore))
+  if (content instanceof Steps.Stop) return yield* stopOwned(services, call, content)
   const shown = Steps.shownOf(call, yield* Effect.exit(Steps.show(services, content, options)))
   if (shown instanceof Steps.Stop) return yield* stopOwned(services, call, shown)
   started = Spans.now(trace)

@@ -8,6 +8,8 @@ export * as Steps from "./steps"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import { Bound } from "../output/bound"
@@ -385,6 +387,39 @@ export const after = (services: Services, call: Call, input: unknown, encoded: E
   if (hooks === undefined || !hooks.has(call.name, "tool.execute.after")) return Effect.succeed(content)
   const ran = Hooks.after(hooks, call.name, { input, output: encoded.structured, content }, Projection.decodeContent)
   return Hooks.isDone(ran) ? ran : ran.pipe(Effect.mapError(hookFailed))
+}
+
+/**
+ * How long after hooks still running are waited for once their call is cancelled (the tool has run: what they
+ * answer is what the call settles with): a hook that never ends (a request nobody answers) left the call, and a
+ * sidecar shutting down, waiting for good. As long as a command is given to end once told to.
+ */
+export const AFTER_HOOK_GRACE_MS = 3_000
+
+/**
+ * The exit of after hooks running in `hooks`, awaited interruptibly (`restore`): interrupted, they are given
+ * AFTER_HOOK_GRACE_MS more to end, then stopped.
+ */
+export const hooksEnded = <A, E>(
+  hooks: Fiber.Fiber<A, E>,
+  restore: <X, Y, Z>(effect: Effect.Effect<X, Y, Z>) => Effect.Effect<X, Y, Z>,
+): Effect.Effect<Exit.Exit<A, E>> =>
+  Effect.flatMap(Effect.exit(restore(Fiber.await(hooks))), (waited) =>
+    Exit.isSuccess(waited)
+      ? Effect.succeed(waited.value)
+      : Effect.flatMap(Effect.timeoutOption(Fiber.await(hooks), AFTER_HOOK_GRACE_MS), (ended) =>
+          Option.isSome(ended) ? Effect.succeed(ended.value) : Effect.andThen(Fiber.interrupt(hooks), Fiber.await(hooks)),
+        ),
+  )
+
+/**
+ * What the after hooks left, once they ended: the content; or, where the call was cancelled and they did not end
+ * within the grace (after the tool had run: its output is not shown), `cancelled`; a hook's failure is operational.
+ */
+export const hookedOf = (call: Call, exit: Exit.Exit<ReadonlyArray<Tool.Content>, OperationalError>): ReadonlyArray<Tool.Content> | Stop => {
+  if (Exit.isSuccess(exit)) return exit.value
+  if (Cause.hasInterruptsOnly(exit.cause)) return new Refused(Settlement.runnerOutcome(call.name, call.toolCallID, "cancelled"))
+  return new Halted(exit.cause)
 }
 
 /** Images: every image part fitted to the image limits (the turn's provider's, where tighter) before bounding. */

@@ -1,6 +1,7 @@
 // Plugin hooks (DESIGN §12) in the settler, on both settle paths alike: a before hook's replaced input checked again
 // by the tool's schema, its denial, an after hook's replaced content, a hook's failure (operational, recorded as the
-// fiber path records it), hooks that go async (awaited where they stand, interruptible only before the call begins)
+// fiber path records it), hooks that go async (awaited where they stand, interruptible only before the call begins;
+// an after hook is given a grace once its call is cancelled, then stopped)
 // and at most once with them (a duplicate joins, a replay runs no hook), also on a store that answers later. Which
 // path a hooked call took is seen from the fiber its tool ran in.
 
@@ -12,6 +13,7 @@ import { Kernel as CoreKernel } from "../../src/host/kernel"
 import { Registry } from "../../src/registry/registry"
 import { Hooks } from "../../src/settlement/hooks"
 import { Settler } from "../../src/settlement/settler"
+import { Steps } from "../../src/settlement/steps"
 import { Store } from "../../src/store/store"
 import { Tool } from "../../src/tool/tool"
 import * as Kernel from "../support/kernel"
@@ -462,6 +464,40 @@ for (const path of Kernel.PATHS) {
         }),
       )
     })
+
+    // One that never ends (a request nobody answers) left the call, and a sidecar shutting down, waiting for good.
+    test("an after hook still running AFTER_HOOK_GRACE_MS after its call was cancelled is stopped: the call is recorded cancelled", () => {
+      const runs = { count: 0 }
+      let released = 0
+      return Kernel.run(
+        Effect.gen(function* () {
+          const entered = yield* Deferred.make<void>()
+          yield* register({ double: doubling(runs) })
+          yield* hook("stuck", {
+            "tool.execute.after": () =>
+              Effect.acquireRelease(Effect.void, () => Effect.sync(() => released++)).pipe(
+                Effect.andThen(Deferred.succeed(entered, undefined)),
+                Effect.andThen(Effect.never),
+                Effect.scoped,
+              ),
+          })
+          const settle = (yield* (yield* Settler.Service).materialize()).settle
+          const call = Kernel.call("double", { n: 1 })
+          const settling = yield* Effect.forkChild(settle(call))
+          yield* Deferred.await(entered)
+          const started = Date.now()
+          yield* Fiber.interrupt(settling)
+          const waited = Date.now() - started
+          expect(waited).toBeGreaterThanOrEqual(Steps.AFTER_HOOK_GRACE_MS - 50)
+          expect(waited).toBeLessThan(Steps.AFTER_HOOK_GRACE_MS + 2_000)
+          expect(released).toBe(1)
+          const recorded = yield* recordOf(call)
+          expect(recorded?.state === "settled" && recorded.settlement.status).toBe("cancelled")
+          expect(yield* settle(call)).toMatchObject({ replayed: true, settlement: { status: "cancelled" } })
+          expect(runs.count).toBe(1)
+        }),
+      )
+    }, 15_000)
   })
 }
 
