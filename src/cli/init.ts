@@ -8,6 +8,7 @@ export * as InitCommand from "./init"
 
 import {
   type Dirent,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -101,7 +102,7 @@ const PACKAGE_JSON = `{
 const packageAbove = (directory: string): string | undefined => {
   for (let current = dirname(directory); ; current = dirname(current)) {
     const path = join(current, "package.json")
-    if (kindOf(path) === "file") return path
+    if (kindOf(path, true) === "file") return path
     if (dirname(current) === current) return undefined
   }
 }
@@ -136,20 +137,31 @@ const refused = (message: string) => new Command.Exit({ code: Command.EXIT.model
 
 const hash = (data: string | Uint8Array): string => new Bun.CryptoHasher("sha256").update(data).digest("hex")
 
-const kindOf = (path: string): "missing" | "directory" | "file" | "other" => {
+/**
+ * What is at `path`. Inside the directory, a symbolic link is what it is (`link`): followed, a `tools` or `.core`
+ * linked elsewhere would have core write there. The directory itself and the folders above it are followed.
+ */
+const kindOf = (path: string, follow = false): "missing" | "directory" | "file" | "link" | "other" => {
   try {
-    const stats = statSync(path)
-    return stats.isDirectory() ? "directory" : stats.isFile() ? "file" : "other"
+    const stats = follow ? statSync(path) : lstatSync(path)
+    return stats.isDirectory() ? "directory" : stats.isFile() ? "file" : stats.isSymbolicLink() ? "link" : "other"
   } catch {
     return "missing"
   }
 }
 
-/** The outermost folder that creating `directory` would make, and what is in the way if something is. */
-const toCreate = (directory: string): { readonly first?: string; readonly blocker?: string } => {
+/** How an entry that is not what core init needs is named: a symbolic link as one. */
+const notA = (path: string, kind: ReturnType<typeof kindOf>, what: "a directory" | "a file") =>
+  kind === "link" ? `${path} is a symbolic link (core init writes only inside the directory, never where a link leads)` : `${path} exists and is not ${what}`
+
+/**
+ * The outermost folder that creating `directory` would make, and what is in the way if something is; a folder under
+ * `root` (the directory core init writes in) that is a link is in the way, as core init never writes where one leads.
+ */
+const toCreate = (directory: string, root?: string): { readonly first?: string; readonly blocker?: string } => {
   let first: string | undefined
   for (let current = directory; ; current = dirname(current)) {
-    const kind = kindOf(current)
+    const kind = kindOf(current, root === undefined || !current.startsWith(`${root}/`))
     if (kind === "directory") return first === undefined ? {} : { first }
     if (kind !== "missing") return first === undefined ? { blocker: current } : { first, blocker: current }
     first = current
@@ -247,7 +259,7 @@ const plan = (
       }
     }
   } else if (kitKind !== "missing") {
-    problems.push(`${kitPath} exists and is not a directory; move it away and run ${again}`)
+    problems.push(`${notA(kitPath, kitKind, "a directory")}; move it away and run ${again}`)
   }
 
   for (const [path, text] of [
@@ -263,7 +275,7 @@ const plan = (
       continue
     }
     if (kind !== "file") {
-      problems.push(`${target} exists and is not a file; move it away and run ${again}`)
+      problems.push(`${notA(target, kind, "a file")}; move it away and run ${again}`)
       continue
     }
     const current = hash(readFileSync(target))
@@ -301,7 +313,7 @@ const plan = (
   const example =
     toolsKind === "missing" || (toolsKind === "directory" && !readdirSync(tools).some((name) => name.endsWith(".ts")))
   if (toolsKind !== "missing" && toolsKind !== "directory") {
-    problems.push(`${tools} exists and is not a directory; move it away and run ${again}`)
+    problems.push(`${notA(tools, toolsKind, "a directory")}; move it away and run ${again}`)
   }
   return problems.length > 0 ? { problems } : { kit, writes, example, recorded, notes, previous }
 }
@@ -333,7 +345,9 @@ const apply = (directory: string, chosen: Plan, archive: Archive | undefined): P
   }
   /** Creates the missing folders of `folder`, and remembers to remove them again. */
   const ensureFolder = (folder: string) => {
-    const { first: created } = toCreate(folder)
+    const { first: created, blocker } = toCreate(folder, directory)
+    // Checked when planned; something put in the way since is not gone through.
+    if (blocker !== undefined) throw new Error(`${blocker} is in the way of ${folder}`)
     mkdirSync(folder, { recursive: true })
     if (created !== undefined) undo.push(() => rmSync(created, { recursive: true, force: true }))
   }
@@ -433,7 +447,7 @@ export const run = (args: ReadonlyArray<string>) =>
     const update = values.update === true
     const again = `core init${given === undefined ? "" : ` ${JSON.stringify(given)}`}`
 
-    const kind = kindOf(directory)
+    const kind = kindOf(directory, true)
     if (kind === "file" || kind === "other") return yield* usage(`${directory} is not a directory`)
     const { blocker } = toCreate(directory)
     if (blocker !== undefined) return yield* refused(`cannot create ${directory}: ${blocker} is not a directory`)

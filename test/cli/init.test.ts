@@ -410,6 +410,34 @@ describe("core init refuses bad input and writes nothing", () => {
     expect(entries(directory)).toEqual([".core", "tsconfig.json"])
   }, SLOW)
 
+  // Followed, a tools/ linked to $CORE_HOME/tools had the example written there: a tool of every Location.
+  test("a tools/, .core or tsconfig.json that is a symbolic link exits 1, each named; nothing is written where it leads", async () => {
+    const elsewhere = tempDir("core-init-elsewhere-")
+    for (const name of ["tools", ".core"]) mkdirSync(join(elsewhere, name))
+    writeFileSync(join(elsewhere, "tsconfig.json"), "{}\n")
+    for (const linked of ["tools", ".core", "tsconfig.json"]) {
+      const directory = workspace()
+      mkdirSync(directory, { recursive: true })
+      symlinkSync(join(elsewhere, linked), join(directory, linked))
+      const result = await init([directory])
+      expect({ linked, code: result.code }).toEqual({ linked, code: 1 })
+      expect(result.stderr).toContain(`${join(directory, linked)} is a symbolic link (core init writes only inside the directory`)
+      expect(entries(directory)).toEqual([linked])
+    }
+    expect(entries(join(elsewhere, "tools"))).toEqual([])
+    expect(entries(join(elsewhere, ".core"))).toEqual([])
+  }, SLOW)
+
+  test("a DIR that is a symbolic link to a directory is prepared where it leads", async () => {
+    const target = workspace()
+    mkdirSync(target, { recursive: true })
+    const link = join(tempDir("core-init-link-"), "link")
+    symlinkSync(target, link)
+    const result = await init([link])
+    expect(result.code).toBe(0)
+    expect(entries(target)).toContain(".core")
+  }, SLOW)
+
   test("a .core/ that core init did not write is left alone", async () => {
     const directory = workspace()
     mkdirSync(join(directory, ".core"), { recursive: true })
