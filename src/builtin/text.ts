@@ -282,8 +282,24 @@ export const lines = (text: string): Lines => {
  * The terminator for lines a change adds at `at` (removing `remove` lines): the ending of the first line it
  * replaces, else of the line before it, else of the line after it, else the file's dominant one.
  */
-const neighbourEnding = (original: Lines, at: number, remove: number, eol: Eol): string => {
-  for (const index of [remove > 0 ? at : -1, at - 1, at + remove]) {
+const neighbourEnding = (original: Lines, change: Splice, eol: Eol): string => {
+  const { at, remove, insert, kept } = change
+  // A patch's context lines are part of the splice but not of the change: the lines it replaces are the others, and
+  // a pure addition's neighbours are the context lines around the first new line.
+  const context = new Set(kept?.filter((index) => index !== undefined))
+  let first = -1
+  let last = -1
+  for (let index = at; index < at + remove; index++) {
+    if (context.has(index)) continue
+    if (first === -1) first = index
+    last = index
+  }
+  const added = insert.findIndex((_, index) => kept?.[index] === undefined)
+  const candidates =
+    first !== -1
+      ? [first, first - 1, last + 1]
+      : [-1, added > 0 ? (kept?.[added - 1] ?? at - 1) : at - 1, added !== -1 ? (kept?.[added + 1] ?? at + remove) : at + remove]
+  for (const index of candidates) {
     const end = index >= 0 ? original.ends[index] : undefined
     if (end !== undefined && end !== "") return end
   }
@@ -312,7 +328,7 @@ export const splice = (original: Lines, splices: ReadonlyArray<Splice>, eol: Eol
   }
   for (const change of splices) {
     keep(change.at)
-    const added = neighbourEnding(original, change.at, change.remove, eol)
+    const added = neighbourEnding(original, change, eol)
     change.insert.forEach((line, index) => {
       const kept = change.kept?.[index]
       const own = kept === undefined ? undefined : original.ends[kept]

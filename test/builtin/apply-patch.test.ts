@@ -310,6 +310,22 @@ describe("apply_patch moves, spacing and line endings", () => {
     expect(read(h.directory, "m.txt")).toBe("a\r\nb\nC\r\nC2\r\nd\ne\n")
   })
 
+  // The splice starts at the hunk's first context line: its ending was taken for the replaced line's.
+  test("a replaced line's ending is its own, not the hunk's first context line's; an added line takes the line before it", async () => {
+    const h = harness({ files: { "r.txt": "a\r\nb\nc\n", "i.txt": "a\r\nb\nc\n", "j.txt": "a\nb\r\nc\r\n" } })
+    const { settlement } = await h.settle("apply_patch", {
+      patchText: patch(
+        "*** Update File: r.txt", " a", "-b", "+B", " c",
+        "*** Update File: i.txt", " a", "+X", " b",
+        "*** Update File: j.txt", " a", "+X", " b",
+      ),
+    })
+    expect(settlement.status).toBe("success")
+    expect(read(h.directory, "r.txt")).toBe("a\r\nB\nc\n")
+    expect(read(h.directory, "i.txt")).toBe("a\r\nX\r\nb\nc\n")
+    expect(read(h.directory, "j.txt")).toBe("a\nX\nb\r\nc\r\n")
+  })
+
   test("lines added at the end of a mixed file take the last line's ending", async () => {
     const h = harness({ files: { "m.txt": "a\nb\nc\r\n" } })
     await h.settle("apply_patch", { patchText: patch("*** Update File: m.txt", "@@", "+d") })
