@@ -231,8 +231,49 @@ export class Denial {
  * Runs the before hooks in order; a replaced input must encode and decode again with the tool's input schema. Answers
  * the input to run with, or a Denial; at once (a done Effect) when every hook answered at once.
  */
-export const before = (table: Chain | undefined, name: string, tool: Internal.Record, input: unknown): Effect.Effect<unknown, HookError> =>
-  beforeFrom(table === undefined ? EMPTY : table.for(name), 0, name, tool, input)
+export const before = (table: Chain | undefined, name: string, tool: Internal.Record, input: unknown): Effect.Effect<unknown, HookError> => {
+  const entries = table === undefined ? EMPTY : table.for(name)
+  if (!unviewed(input, 0) || !entries.some((entry) => entry.hooks["tool.execute.before"] !== undefined)) {
+    return beforeFrom(entries, 0, name, tool, input)
+  }
+  // A Date or a class instance (a Schema.Class input) is handed as it is, methods and all, so a change made in place
+  // is found by the input's JSON before and after the hooks: the tool never runs on an input its schema did not check.
+  // Its JSON, or undefined where its schema no longer encodes it (a changed member it refuses).
+  const json = (value: unknown) =>
+    Effect.match(Schema.encodeUnknownEffect(tool.inputJson)(value, Internal.INPUT_OPTIONS), {
+      onFailure: () => undefined,
+      onSuccess: (encoded) => JSON.stringify(encoded),
+    })
+  return Effect.flatMap(json(input), (was) =>
+    Effect.flatMap(beforeFrom(entries, 0, name, tool, input), (result) =>
+      result !== input
+        ? Effect.succeed(result)
+        : Effect.flatMap(json(input), (now) =>
+            now !== undefined && now === was
+              ? Effect.succeed(input)
+              : Effect.fail(
+                  new HookError({
+                    plugin: entries.filter((entry) => entry.hooks["tool.execute.before"] !== undefined).map((entry) => entry.plugin).join(", "),
+                    hook: "tool.execute.before",
+                    message:
+                      `a tool.execute.before hook changed the input of ${name} in place: what a hook is handed is read-only; ` +
+                      "it changes the call by answering ({ input })",
+                    cause: undefined,
+                  }),
+                ),
+          ),
+    ),
+  )
+}
+
+/** Whether `value` holds what `readOnly` hands as it is (a Date, a class instance): a change to it is not refused. */
+const unviewed = (value: unknown, depth: number): boolean => {
+  if (typeof value !== "object" || value === null || depth > 64) return false
+  const prototype = Object.getPrototypeOf(value)
+  if (prototype !== Object.prototype && prototype !== Array.prototype && prototype !== null) return true
+  for (const key in value) if (unviewed((value as Record<string, unknown>)[key], depth + 1)) return true
+  return false
+}
 
 /** The before hooks of `entries` from `index` on, over the input `current`. */
 const beforeFrom = (

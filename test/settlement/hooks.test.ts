@@ -553,6 +553,55 @@ for (const path of Kernel.PATHS) {
       expect(outcome.reader.settlement).toMatchObject({ status: "success", content: [{ type: "text", text: "doubled to 4!" }] })
     })
 
+    // A Date or a Schema.Class instance is handed as it is (its methods work only on the object itself): changed in
+    // place, the tool ran on an input its schema refuses (a string for an Int under 10), or on another date.
+    test("a change in place to a class instance or a Date in the input fails the call too; reading them is as before", async () => {
+      class Counted extends Schema.Class<Counted>("Counted")({ n: Schema.Int.check(Schema.isLessThan(10)) }) {}
+      const seen: Array<unknown> = []
+      const read: Array<unknown> = []
+      const counted = Tool.make({
+        description: "Counts",
+        input: Counted,
+        output: Schema.String,
+        execute: (input) => Effect.sync(() => (seen.push(input.n), String(input.n))),
+      })
+      const dated = Tool.make({
+        description: "Dates",
+        input: Schema.Struct({ at: Schema.Date }),
+        output: Schema.String,
+        execute: (input) => Effect.sync(() => (seen.push(input.at.toISOString()), input.at.toISOString())),
+      })
+      const outcome = await kernel(
+        Effect.gen(function* () {
+          yield* register({ counted, dated, read: counted })
+          yield* hook("careless", {
+            tools: ["counted", "dated"],
+            "tool.execute.before": (call) =>
+              Effect.sync(() => {
+                if (call.tool === "counted") (call.input as { n: unknown }).n = "a string"
+                else (call.input as { at: Date }).at.setTime(0)
+              }),
+          })
+          yield* hook("reader", {
+            tools: ["read"],
+            "tool.execute.before": (call) => Effect.sync(() => void read.push((call.input as Counted).n)),
+          })
+        }),
+        (settle) =>
+          Effect.gen(function* () {
+            return {
+              counted: yield* Effect.flip(settle(Kernel.call("counted", { n: 3 }))),
+              dated: yield* Effect.flip(settle(Kernel.call("dated", { at: "2030-05-05T00:00:00.000Z" }))),
+              read: yield* settle(Kernel.call("read", { n: 3 })),
+            }
+          }),
+      )
+      expect(outcome.counted.message).toContain("changed the input of counted in place")
+      expect(outcome.dated.message).toContain("changed the input of dated in place")
+      expect(outcome.read.settlement).toMatchObject({ status: "success", structured: "3" })
+      expect({ read, seen }).toEqual({ read: [3], seen: [3] })
+    })
+
     // A shallowly frozen output: its members had to be handed as they are (a proxy's rule for a frozen member), so
     // reading one threw, and one reached through its descriptor was changed in place into the success. And a hook
     // answering with the input it was handed gave the tool the view, whose own change in place then blamed a hook.
