@@ -232,7 +232,12 @@ export const tool = (definition: Definition.Definition): ProviderSchema.Mapped =
 const jsonType = (value: unknown): string =>
   value === null ? "null" : Array.isArray(value) ? "array" : typeof value === "number" ? "number" : typeof value
 
-/** Whether `value` could be an instance of `branch` (by type, and by the constant values of its properties). */
+/**
+ * Whether `value` could be an instance of `branch`: by type; for an object, by its keys (each one the branch's, as
+ * strict mode allows no other, and every key the branch requires there) and the constant values of its properties.
+ * Strict mode sends every key, so two object branches are told apart by their keys, not by the first that could take
+ * some of them (its optional keys' nulls were taken off, the other branch's left, and the input refused).
+ */
 const fits = (branch: Node, value: unknown): boolean => {
   const types = typeof branch.type === "string" ? [branch.type] : Array.isArray(branch.type) ? (branch.type as Array<string>) : []
   const type = jsonType(value)
@@ -241,7 +246,11 @@ const fits = (branch: Node, value: unknown): boolean => {
   }
   if (Array.isArray(branch.enum) && !branch.enum.some((item) => item === value)) return false
   if (type !== "object" || !ProviderSchema.isNode(branch.properties)) return true
-  return Object.entries(branch.properties as Record<string, Node>).every(([key, property]) => {
+  const properties = branch.properties as Record<string, Node>
+  if (Object.keys(value as Node).some((key) => !Object.hasOwn(properties, key))) return false
+  const required: ReadonlyArray<unknown> = Array.isArray(branch.required) ? branch.required : []
+  if (required.some((key) => typeof key === "string" && !Object.hasOwn(value as Node, key))) return false
+  return Object.entries(properties).every(([key, property]) => {
     const fixed = Array.isArray(property.enum) && property.enum.length === 1 ? property.enum[0] : property.const
     return fixed === undefined || !(key in (value as Node)) || (value as Node)[key] === fixed
   })

@@ -241,6 +241,26 @@ describe("openai-strict arguments are normalised back before decoding", () => {
     })
   })
 
+  // The first object branch that could take some of the keys was taken: its optional keys' nulls went, the other
+  // branch's stayed, and a valid input was refused as invalid.
+  test("an untagged union's branch is chosen by the keys the model sent (strict mode sends them all)", () => {
+    const input = Schema.Struct({
+      v: Schema.Union([
+        Schema.Struct({ a: Schema.String, b: Schema.optionalKey(Schema.String) }),
+        Schema.Struct({ c: Schema.String, d: Schema.optionalKey(Schema.String) }),
+        Schema.Struct({ url: Schema.String, note: Schema.optionalKey(Schema.String), depth: Schema.optionalKey(Schema.Int) }),
+      ]),
+    })
+    const pick = OpenAiStrict.normalizer(definitionOf("pick", input))
+    expect(pick({ v: { a: "x", b: null } })).toEqual({ v: { a: "x" } })
+    expect(pick({ v: { c: "x", d: null } })).toEqual({ v: { c: "x" } })
+    expect(pick({ v: { c: "x", d: "y" } })).toEqual({ v: { c: "x", d: "y" } })
+    expect(pick({ v: { url: "u", note: null, depth: null } })).toEqual({ v: { url: "u" } })
+    for (const sent of [{ v: { c: "x", d: null } }, { v: { url: "u", note: null, depth: 2 } }]) {
+      expect(Schema.decodeUnknownExit(input)(pick(sent))._tag).toBe("Success")
+    }
+  })
+
   test("what the schema would refuse is passed on unchanged, for decoding to judge", () => {
     expect(normalize("not an object")).toBe("not an object")
     expect(normalize({ query: 1, extra: null })).toEqual({ query: 1, extra: null })
