@@ -118,6 +118,9 @@ export const run = (args: ReadonlyArray<string>) =>
       if (values[flag]?.includes("\uFFFD")) {
         return yield* usage(`--${flag} is not valid UTF-8 (it reads as U+FFFD, the replacement character): two different ids would be the same`)
       }
+      if (values[flag] === "." || values[flag] === "..") {
+        return yield* usage(`--${flag} cannot be "${values[flag]}": a URL path reads it as a step, so no route could name the call`)
+      }
     }
     const input = yield* readInput("exec", values.input)
     // No tool takes a NUL character; the call is refused as invalid input before anything loads, runs or is recorded.

@@ -23,22 +23,28 @@ export const of = (location: string, ids: Ids, asked?: Asked): string =>
     ? JSON.stringify([location, ids.sessionID, ids.toolCallID])
     : JSON.stringify([location, ids.sessionID, ids.toolCallID, asked.agent, asked.name])
 
-/** Whether `id` can be kept apart from every other id: whole characters (no lone surrogate) and no NUL. */
-export const keepable = (id: string): boolean => id.isWellFormed() && !id.includes("\u0000")
+/**
+ * Whether `id` can be kept apart from every other id, and named in a URL path: whole characters (no lone surrogate),
+ * no NUL, and not `.` or `..` (a path reads them as steps: `/v1/settlements/s/..` is `/v1/settlements/`).
+ */
+export const keepable = (id: string): boolean => id.isWellFormed() && !id.includes("\u0000") && id !== "." && id !== ".."
 
 /** Why the id `name` (`sessionID`, ...) cannot be a call's, in words for whoever sent it; undefined when it can. */
 export const problemOf = (name: string, id: string): string | undefined =>
   keepable(id)
     ? undefined
-    : id.isWellFormed()
-      ? `The ${name} ${JSON.stringify(id)} holds a NUL character (U+0000), which the settlement stores cannot keep. Send ids without it.`
-      : `The ${name} ${JSON.stringify(id)} is not well-formed Unicode (it holds a lone surrogate): ids are kept as UTF-8, where it would be another call's id. Send ids of whole characters.`
+    : id === "." || id === ".."
+      ? `The ${name} ${JSON.stringify(id)} cannot name a call in a URL path, which reads it as a step ("." here, ".." up). Send another id.`
+      : id.isWellFormed()
+        ? `The ${name} ${JSON.stringify(id)} holds a NUL character (U+0000), which the settlement stores cannot keep. Send ids without it.`
+        : `The ${name} ${JSON.stringify(id)} is not well-formed Unicode (it holds a lone surrogate): ids are kept as UTF-8, where it would be another call's id. Send ids of whole characters.`
 
 /**
  * Why a call's ids cannot be kept apart from another call's, or undefined when they can: an id that is not
  * well-formed Unicode (a lone surrogate, as JSON's `"\ud800"` makes) is stored as UTF-8 with U+FFFD in its place,
  * so `"a\ud800"` and `"a\udfff"` would be one call, and the second answered the first's settlement; an id holding
- * a NUL character cannot be kept by every store (Postgres refuses it in text), so none takes it.
+ * a NUL character cannot be kept by every store (Postgres refuses it in text), so none takes it; and `.` or `..`
+ * could be recorded but never named by the routes that find a call by its ids.
  */
 export const malformed = (ids: Ids & { readonly assistantMessageID?: string }): string | undefined => {
   // Checked on every settle: six calls, no allocation, unless one is malformed.

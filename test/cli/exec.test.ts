@@ -383,6 +383,17 @@ describe("an id that is not valid UTF-8", () => {
 describe("usage errors exit 2 with a message on stderr, nothing on stdout, and run nothing", () => {
   const cases: ReadonlyArray<{ readonly name: string; readonly args: (location: string) => Array<string>; readonly says: ReadonlyArray<string> }> = [
     {
+      // Recorded, the call could never be named by a route: a URL path reads "." and ".." as steps.
+      name: "--call or --session of . or ..",
+      args: (location) => ["exec", "echo", "--input", '{"text":"hi"}', "--location", location, "--call", ".."],
+      says: ['--call cannot be "..": a URL path reads it as a step'],
+    },
+    {
+      name: "--session of .",
+      args: (location) => ["exec", "echo", "--input", '{"text":"hi"}', "--location", location, "--session", "."],
+      says: ['--session cannot be ".": a URL path reads it as a step'],
+    },
+    {
       name: "--input that is not JSON, with the line and column",
       args: (location) => ["exec", "echo", "--input", '{\n  "text": oops\n}', "--location", location],
       says: ["--input is not valid JSON", "line 2, column 11"],

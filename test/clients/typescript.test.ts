@@ -44,6 +44,15 @@ describe("@core/client", () => {
     expect(await core.settle(turn.turnID, call)).toEqual(first)
     expect(await core.settlement("ses_ts", "call_1")).toEqual(first)
     expect(await core.settlement("ses_ts", "call_none")).toBeUndefined()
+    // "." and ".." name no call (core refuses them as ids) and no path can hold them: "/.." is read as a step up, to
+    // the list of calls, which was handed back as a settlement.
+    for (const [session, id] of [["ses_ts", ".."], ["ses_ts", "."], ["..", "call_1"]]) {
+      expect(await core.settlement(session!, id!)).toBeUndefined()
+      expect(await core.cancel(session!, id!)).toBe(false)
+    }
+    expect(await core.todos("..")).toEqual({ sessionID: "..", todos: [] })
+    const dotted = await core.settle(turn.turnID, { ...call, toolCallID: ".." }).catch((error) => error)
+    expect(dotted).toMatchObject({ status: 400, kind: "bad_request" })
     const [recorded, ...more] = await core.calls({ sessionID: "ses_ts", since: "1h", limit: 10 })
     expect(more).toEqual([])
     expect(recorded).toMatchObject({ toolCallID: "call_1", tool: "echo", status: "success", messageID: "msg_1", input: { text: "hi" } })

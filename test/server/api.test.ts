@@ -450,6 +450,19 @@ describe("refusals", () => {
     expect(elsewhere.body.error.message).toContain("sessionID holds a NUL character")
   })
 
+  // Recorded, such a call could never be named again: its path read "." and ".." as steps
+  // (/v1/settlements/s/.. is /v1/settlements/, answered with the list), so it could not be read back or cancelled.
+  test("a call id or session id of . or .. is a 400 before anything runs", async () => {
+    const sidecar = await inProcess({ "tools/count.ts": COUNT })
+    const { turnID } = await sidecar.turn()
+    for (const ids of [{ toolCallID: "." }, { toolCallID: ".." }, { sessionID: "." }, { sessionID: ".." }]) {
+      const refused = await sidecar.json("POST", `/v1/turns/${turnID}/calls`, { body: callBody({ name: "count", input: {}, ...ids }) })
+      expectError(refused, 400, "bad_request")
+      expect(refused.body.error.message).toContain("other than \".\" and \"..\" (a URL path reads them as steps)")
+    }
+    expect(runs(sidecar.box, "count")).toBe(0)
+  })
+
   test("a body over the size limit is a 413 with an error body", async () => {
     const sidecar = await inProcess()
     const big = JSON.stringify({ agent: "x".repeat(Respond.MAX_BODY_BYTES) })

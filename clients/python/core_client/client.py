@@ -62,6 +62,11 @@ class OutputRead:
         return self.data.decode("utf-8", errors="replace")
 
 
+def _nameable(id_: str) -> bool:
+    """Whether a URL path can name `id_`: "." and ".." are read as steps, however escaped (core takes neither as an id)."""
+    return id_ not in (".", "..")
+
+
 def fresh_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
 
@@ -330,6 +335,9 @@ class Core:
 
     def settlement(self, session_id: str, tool_call_id: str) -> Optional[Settlement]:
         """The recorded settlement of a call, or None when none is recorded (yet)."""
+        # No call has such ids (core refuses them), and a path cannot name them: "/.." is read as a step up.
+        if not _nameable(session_id) or not _nameable(tool_call_id):
+            return None
         try:
             return self._json("GET", f"/v1/settlements/{urllib.parse.quote(session_id, safe='')}/{urllib.parse.quote(tool_call_id, safe='')}")
         except CoreError as error:
@@ -339,6 +347,8 @@ class Core:
 
     def todos(self, session_id: str) -> Dict[str, Any]:
         """A session's todo list in this Location: {"sessionID", "todos": [{content, status, priority}]}."""
+        if not _nameable(session_id):
+            return {"sessionID": session_id, "todos": []}
         return self._json("GET", f"/v1/sessions/{urllib.parse.quote(session_id, safe='')}/todos")
 
     def calls(self, session_id: Optional[str] = None, since: Optional[str] = None, limit: Optional[int] = None) -> List[RecordedCall]:
@@ -350,6 +360,8 @@ class Core:
 
     def cancel(self, session_id: str, tool_call_id: str) -> bool:
         """Interrupts a running call (it settles `cancelled`); False when no such call is running."""
+        if not _nameable(session_id) or not _nameable(tool_call_id):
+            return False
         try:
             self._json("POST", f"/v1/calls/{urllib.parse.quote(session_id, safe='')}/{urllib.parse.quote(tool_call_id, safe='')}/cancel")
             return True

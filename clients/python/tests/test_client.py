@@ -223,6 +223,14 @@ class HostLoop(unittest.TestCase):
         self.assertEqual(core.settle(turn["turnID"], call), first)
         self.assertEqual(core.settlement("ses_py", "c_1"), first)
         self.assertIsNone(core.settlement("ses_py", "c_none"))
+        # "." and ".." name no call (core refuses them as ids) and no path can hold them: "/.." is a step up.
+        for session, call_id in (("ses_py", ".."), ("ses_py", "."), ("..", "c_1")):
+            self.assertIsNone(core.settlement(session, call_id))
+            self.assertFalse(core.cancel(session, call_id))
+        self.assertEqual(core.todos(".."), {"sessionID": "..", "todos": []})
+        with self.assertRaises(CoreError) as refused:
+            core.settle(turn["turnID"], dict(call, toolCallID=".."))
+        self.assertEqual(refused.exception.status, 400)
         recorded = core.calls(session_id="ses_py", since="1h", limit=10)
         self.assertEqual([(entry["toolCallID"], entry["tool"], entry["status"], entry["input"]) for entry in recorded], [("c_1", "read", "success", {"filePath": "notes.txt"})])
         self.assertEqual(core.calls(session_id="ses_none"), [])

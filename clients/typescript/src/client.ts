@@ -143,6 +143,9 @@ const host = <A extends ReadonlyArray<unknown>>(callback: (...args: A) => unknow
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
+/** Whether a URL path can name `id`: "." and ".." are read as steps, however escaped (core takes neither as an id). */
+const nameable = (id: string): boolean => id !== "." && id !== ".."
+
 const errorOf = async (response: Response): Promise<CoreError> => {
   const text = await response.text().catch(() => "")
   try {
@@ -412,6 +415,8 @@ export class Core {
 
   /** The recorded settlement of a call, or undefined when none is recorded (yet). */
   async settlement(sessionID: string, toolCallID: string): Promise<Settlement | undefined> {
+    // No call has such ids (core refuses them), and a path cannot name them: "/.." is read as a step up.
+    if (!nameable(sessionID) || !nameable(toolCallID)) return undefined
     try {
       return await this.json("GET", `/v1/settlements/${encodeURIComponent(sessionID)}/${encodeURIComponent(toolCallID)}`)
     } catch (error) {
@@ -422,6 +427,7 @@ export class Core {
 
   /** A session's todo list in this Location, as its last todowrite wrote it (empty when none). */
   async todos(sessionID: string): Promise<Todos> {
+    if (!nameable(sessionID)) return { sessionID, todos: [] }
     return this.json("GET", `/v1/sessions/${encodeURIComponent(sessionID)}/todos`)
   }
 
@@ -442,6 +448,7 @@ export class Core {
 
   /** Interrupts a running call (it settles `cancelled`); false when no such call is running. */
   async cancel(sessionID: string, toolCallID: string): Promise<boolean> {
+    if (!nameable(sessionID) || !nameable(toolCallID)) return false
     try {
       await this.json("POST", `/v1/calls/${encodeURIComponent(sessionID)}/${encodeURIComponent(toolCallID)}/cancel`)
       return true
