@@ -292,6 +292,77 @@ describe("@core/client", () => {
   })
 })
 
+/**
+ * A TCP proxy in front of `core` that passes everything but the answer to the first request matching `request`,
+ * whose connection it drops once core has answered (the answer lost on its way back); `dropped` counts them.
+ */
+const losing = async (core: Core, request: RegExp) => {
+  const target = new URL(core.url)
+  const state = { dropped: 0 }
+  const proxy = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname)
+    let losingThis = false
+    client.on("data", (chunk: Buffer) => {
+      const text = chunk.toString("latin1")
+      if (state.dropped === 0 && request.test(text)) losingThis = true
+      upstream.write(Buffer.from(text.replace(/^host: .*$/im, `host: ${target.host}`), "latin1"))
+    })
+    upstream.on("data", (chunk: Buffer) => {
+      if (losingThis && state.dropped === 0) {
+        state.dropped++
+        client.destroy()
+        upstream.destroy()
+        return
+      }
+      client.write(chunk)
+    })
+    client.on("close", () => upstream.destroy())
+    upstream.on("close", () => client.destroy())
+    client.on("error", () => undefined)
+    upstream.on("error", () => undefined)
+  })
+  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))
+  return {
+    state,
+    through: Core.connect({ url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, token: core.token }),
+    [Symbol.dispose]: () => void proxy.close(),
+  }
+}
+
+// Each is sent again when its answer is lost: the second sending meets what the first did (no such call running any
+// more, no such tool), which was reported as a failure of what had been done.
+describe("a request that does something once, its answer lost", () => {
+  test("a cancel sent again answers true, and the call settles cancelled; a host tool removed again answers true", async () => {
+    await using latch = Latch.open()
+    const box = sandbox({ "tools/slow.ts": gateTool(latch, { record: "slow", progress: { message: "started" }, answer: "through" }) })
+    const core = await spawn(box)
+    const turn = await core.materialize()
+    const started = Promise.withResolvers<void>()
+    const settling = core.settle(
+      turn.turnID,
+      { sessionID: "ses_lost", assistantMessageID: "m", toolCallID: "call_lost", name: "slow", input: {} },
+      { stream: true, onProgress: () => started.resolve() },
+    )
+    await started.promise
+    {
+      using lost = await losing(core, /^POST \S+\/cancel /)
+      expect(await lost.through.cancel("ses_lost", "call_lost")).toBe(true)
+      expect(lost.state.dropped).toBe(1)
+    }
+    expect(await settling).toMatchObject({ status: "cancelled" })
+    expect(await core.cancel("ses_lost", "call_lost")).toBe(false)
+
+    await core.registerHostTools({ enable: ["question"] })
+    {
+      using lost = await losing(core, /^DELETE \S+\/host-tools\/question /)
+      expect(await lost.through.removeHostTool("question")).toBe(true)
+      expect(lost.state.dropped).toBe(1)
+    }
+    expect(await core.hostTools()).toEqual([])
+    expect(await core.removeHostTool("question")).toBe(false)
+  })
+})
+
 describe("a session", () => {
   test("materializes again after tools.changed, after a stale call, and after its turn is gone (re-posting the same call)", async () => {
     const box = sandbox({ "tools/echo.ts": tool("Echo v1") })

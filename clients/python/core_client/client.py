@@ -62,6 +62,11 @@ class OutputRead:
         return self.data.decode("utf-8", errors="replace")
 
 
+def _not_found(error: CoreError) -> bool:
+    """A 404 met by a request sent again: what the first sending did (an ask answered, a call cancelled, a tool removed)."""
+    return error.status == 404
+
+
 def _nameable(id_: str) -> bool:
     """Whether a URL path can name `id_`: "." and ".." are read as steps, however escaped (core takes neither as an id)."""
     return id_ not in (".", "..")
@@ -208,15 +213,29 @@ class Core:
         except urllib.error.HTTPError as error:
             raise _error_of(error) from None
 
-    def _send(self, method: str, path: str, read: Callable[[HTTPResponse], Any], body: Any = None, headers: Optional[Dict[str, str]] = None) -> Any:
-        """Sends a request, again while no whole answer comes back (up to the retries)."""
+    def _send(
+        self,
+        method: str,
+        path: str,
+        read: Callable[[HTTPResponse], Any],
+        body: Any = None,
+        headers: Optional[Dict[str, str]] = None,
+        done: Optional[Callable[[CoreError], bool]] = None,
+    ) -> Any:
+        """Sends a request, again while no whole answer comes back (up to the retries).
+
+        A request that does something once (a reply, a cancel) sent again may meet the refusal its first sending
+        earned (a 404: no such ask any more): where `done` says an error is that, it is the answer (None).
+        """
         attempt = 0
         while True:
             try:
                 response = self._open(method, path, body, headers)
                 with response:
                     return read(response)
-            except CoreError:
+            except CoreError as error:
+                if attempt > 0 and done is not None and done(error):
+                    return None
                 raise
             except sse.LineTooLong as error:
                 # Not a lost connection: sending again would read the same stream.
@@ -227,8 +246,8 @@ class Core:
                 time.sleep(RETRY_DELAY_S * 2**attempt)
                 attempt += 1
 
-    def _json(self, method: str, path: str, body: Any = None) -> Any:
-        return self._send(method, path, lambda response: json.loads(response.read()), body)
+    def _json(self, method: str, path: str, body: Any = None, done: Optional[Callable[[CoreError], bool]] = None) -> Any:
+        return self._send(method, path, lambda response: json.loads(response.read()), body, None, done)
 
     def health(self) -> Dict[str, Any]:
         return self._json("GET", "/v1/health")
@@ -363,7 +382,7 @@ class Core:
         if not _nameable(session_id) or not _nameable(tool_call_id):
             return False
         try:
-            self._json("POST", f"/v1/calls/{urllib.parse.quote(session_id, safe='')}/{urllib.parse.quote(tool_call_id, safe='')}/cancel")
+            self._json("POST", f"/v1/calls/{urllib.parse.quote(session_id, safe='')}/{urllib.parse.quote(tool_call_id, safe='')}/cancel", None, _not_found)
             return True
         except CoreError as error:
             if error.status == 404:
@@ -375,9 +394,10 @@ class Core:
         return self._json("GET", "/v1/permissions")
 
     def reply(self, ask_id: str, reply: Reply) -> None:
-        """Answers an ask; a CoreError with status 404 when it is unknown or already answered."""
+        """Answers an ask; a CoreError with status 404 when it is unknown or already answered (but for the answer of
+        this reply itself lost and sent again: then the 404 is its own doing)."""
         body = {"reply": reply} if isinstance(reply, str) else dict(reply)
-        self._json("POST", f"/v1/permissions/{urllib.parse.quote(ask_id, safe='')}/reply", body)
+        self._json("POST", f"/v1/permissions/{urllib.parse.quote(ask_id, safe='')}/reply", body, _not_found)
 
     def register_host_tools(
         self, enable: Sequence[str] = (), tools: Sequence[HostToolDefinition] = ()
@@ -401,7 +421,7 @@ class Core:
     def remove_host_tool(self, name: str) -> bool:
         """Removes a host tool; False when there was none of that name."""
         try:
-            self._json("DELETE", f"/v1/host-tools/{urllib.parse.quote(name, safe='')}")
+            self._json("DELETE", f"/v1/host-tools/{urllib.parse.quote(name, safe='')}", None, _not_found)
             return True
         except CoreError as error:
             if error.status == 404:
@@ -418,7 +438,7 @@ class Core:
         An output its schema refuses raises a CoreError with status 400 (the call goes on waiting); a call answered,
         cancelled or timed out one with status 409.
         """
-        self._json("POST", f"/v1/host-calls/{urllib.parse.quote(call_id, safe='')}/result", result)
+        self._json("POST", f"/v1/host-calls/{urllib.parse.quote(call_id, safe='')}/result", result, lambda error: error.status == 409)
 
     def events(self) -> EventStream:
         """Subscribes to the Location's events: once this returns, everything that happens after is seen."""

@@ -398,6 +398,100 @@ class Retries(unittest.TestCase):
         self.assertEqual((box.location / "ran.log").read_text(), "slow\n")
 
 
+class LosingProxy:
+    """A TCP proxy in front of core that drops the connection of the first request matching `request` once core
+    has answered it (the answer lost on its way back)."""
+
+    def __init__(self, target: str, request: str) -> None:
+        host, _, port = target.split("//", 1)[1].partition(":")
+        self.target = (host, int(port))
+        self.request = re.compile(request)
+        self.dropped = 0
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        upstream = socket.create_connection(self.target)
+        losing = [False]
+
+        def to_core() -> None:
+            while True:
+                try:
+                    data = client.recv(65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    return
+                text = data.decode("latin-1")
+                if self.dropped == 0 and self.request.match(text):
+                    losing[0] = True
+                text = re.sub(r"(?im)^host: [^\r\n]*", f"Host: {self.target[0]}:{self.target[1]}", text)
+                upstream.sendall(text.encode("latin-1"))
+
+        threading.Thread(target=to_core, daemon=True).start()
+        while True:
+            try:
+                data = upstream.recv(65536)
+            except OSError:
+                data = b""
+            if not data or (losing[0] and self.dropped == 0):
+                if data:
+                    self.dropped += 1
+                break
+            client.sendall(data)
+        for end in (client, upstream):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            end.close()
+
+    def close(self) -> None:
+        self.server.close()
+
+
+class LostAnswers(unittest.TestCase):
+    # Each is sent again when its answer is lost: the second sending meets what the first did (no such call running,
+    # no such tool), which was reported as a failure of what had been done.
+    def test_a_cancel_or_a_host_tool_removal_sent_again_answers_true(self) -> None:
+        box = Sandbox({"tools/slow.ts": SLOW_TOOL})
+        self.addCleanup(box.close)
+        gate = box.root / "gate"
+        turn = box.core.materialize()
+        started = threading.Event()
+        call = {"sessionID": "ses_lost", "assistantMessageID": "m", "toolCallID": "c_lost", "name": "slow", "input": {"gate": str(gate)}}
+        result: dict = {}
+        settling = threading.Thread(
+            target=lambda: result.update(box.core.settle(turn["turnID"], call, stream=True, on_progress=lambda progress: started.set()))
+        )
+        settling.start()
+        self.assertTrue(started.wait(30))
+        proxy = LosingProxy(box.core.url, r"POST \S+/cancel ")
+        self.addCleanup(proxy.close)
+        self.assertTrue(Core.connect(proxy.url, box.core.token).cancel("ses_lost", "c_lost"))
+        self.assertEqual(proxy.dropped, 1)
+        settling.join(30)
+        self.assertEqual(result["status"], "cancelled")
+        self.assertFalse(box.core.cancel("ses_lost", "c_lost"))
+
+        box.core.register_host_tools(enable=["question"])
+        removing = LosingProxy(box.core.url, r"DELETE \S+/host-tools/question ")
+        self.addCleanup(removing.close)
+        self.assertTrue(Core.connect(removing.url, box.core.token).remove_host_tool("question"))
+        self.assertEqual(removing.dropped, 1)
+        self.assertEqual(box.core.host_tools(), [])
+        self.assertFalse(box.core.remove_host_tool("question"))
+
+
 class Sessions(unittest.TestCase):
     def test_a_session_materializes_again_after_tools_changed_and_after_a_stale_call(self) -> None:
         box = Sandbox({"tools/hello.ts": echo_tool("v1")})

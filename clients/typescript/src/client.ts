@@ -143,6 +143,9 @@ const host = <A extends ReadonlyArray<unknown>>(callback: (...args: A) => unknow
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
+/** A 404 met by a request sent again: what the first sending did (an ask answered, a call cancelled, a tool removed). */
+const notFound = (error: CoreError): boolean => error.status === 404
+
 /** Whether a URL path can name `id`: "." and ".." are read as steps, however escaped (core takes neither as an id). */
 const nameable = (id: string): boolean => id !== "." && id !== ".."
 
@@ -264,13 +267,20 @@ export class Core {
   /**
    * Sends a request, again (up to the retries) while no answer comes back; answers the response when it is a
    * success, else fails with core's error. `read` consumes the body inside the retry, so a body cut short is
-   * retried too.
+   * retried too. A request that does something once (a reply, a cancel) sent again may meet the refusal its first
+   * sending earned, done meanwhile (a 404: no such ask any more): where `done` says an error is that, it is the
+   * answer (undefined) rather than a failure.
    */
   private async send<A>(
     method: string,
     path: string,
     read: (response: Response) => Promise<A>,
-    options: { readonly body?: unknown; readonly headers?: Record<string, string>; readonly signal?: AbortSignal } = {},
+    options: {
+      readonly body?: unknown
+      readonly headers?: Record<string, string>
+      readonly signal?: AbortSignal
+      readonly done?: (error: CoreError) => boolean
+    } = {},
   ): Promise<A> {
     for (let attempt = 0; ; attempt++) {
       let response: Response
@@ -286,7 +296,11 @@ export class Core {
         await delay(RETRY_DELAY_MS * 2 ** attempt)
         continue
       }
-      if (!response.ok) throw await errorOf(response)
+      if (!response.ok) {
+        const error = await errorOf(response)
+        if (attempt > 0 && options.done?.(error) === true) return undefined as A
+        throw error
+      }
       try {
         return await read(response)
       } catch (error) {
@@ -297,8 +311,11 @@ export class Core {
     }
   }
 
-  private json<A>(method: string, path: string, body?: unknown): Promise<A> {
-    return this.send(method, path, (response) => response.json() as Promise<A>, body === undefined ? {} : { body })
+  private json<A>(method: string, path: string, body?: unknown, done?: (error: CoreError) => boolean): Promise<A> {
+    return this.send(method, path, (response) => response.json() as Promise<A>, {
+      ...(body === undefined ? {} : { body }),
+      ...(done === undefined ? {} : { done }),
+    })
   }
 
   async health(): Promise<{ readonly ok: true; readonly version: string }> {
@@ -450,7 +467,7 @@ export class Core {
   async cancel(sessionID: string, toolCallID: string): Promise<boolean> {
     if (!nameable(sessionID) || !nameable(toolCallID)) return false
     try {
-      await this.json("POST", `/v1/calls/${encodeURIComponent(sessionID)}/${encodeURIComponent(toolCallID)}/cancel`)
+      await this.json("POST", `/v1/calls/${encodeURIComponent(sessionID)}/${encodeURIComponent(toolCallID)}/cancel`, undefined, notFound)
       return true
     } catch (error) {
       if (error instanceof CoreError && error.status === 404) return false
@@ -463,9 +480,12 @@ export class Core {
     return this.json("GET", "/v1/permissions")
   }
 
-  /** Answers an ask; fails with a 404 CoreError when it is unknown or already answered. */
+  /**
+   * Answers an ask; fails with a 404 CoreError when it is unknown or already answered (but for the answer of this
+   * reply itself lost and sent again: then the 404 is its own doing).
+   */
   async reply(id: string, reply: Reply): Promise<void> {
-    await this.json("POST", `/v1/permissions/${encodeURIComponent(id)}/reply`, typeof reply === "string" ? { reply } : reply)
+    await this.json("POST", `/v1/permissions/${encodeURIComponent(id)}/reply`, typeof reply === "string" ? { reply } : reply, notFound)
   }
 
   /**
@@ -485,7 +505,7 @@ export class Core {
   /** Removes a host tool; false when there was none of that name. */
   async removeHostTool(name: string): Promise<boolean> {
     try {
-      await this.json("DELETE", `/v1/host-tools/${encodeURIComponent(name)}`)
+      await this.json("DELETE", `/v1/host-tools/${encodeURIComponent(name)}`, undefined, notFound)
       return true
     } catch (error) {
       if (error instanceof CoreError && error.status === 404) return false
@@ -503,7 +523,7 @@ export class Core {
    * fails with a 400 CoreError (the call goes on waiting); a call answered, cancelled or timed out with a 409.
    */
   async answerHostCall(id: string, result: HostCallResult): Promise<void> {
-    await this.json("POST", `/v1/host-calls/${encodeURIComponent(id)}/result`, result)
+    await this.json("POST", `/v1/host-calls/${encodeURIComponent(id)}/result`, result, (error) => error.status === 409)
   }
 
   /**
