@@ -145,6 +145,14 @@ export const openapi = (options: DocumentOptions = {}): Record<string, unknown> 
         const response = operation.responses?.[status]
         if (response !== undefined) response.headers = { ...response.headers, ...headers }
       }
+      // A managed output's structured part (`?part=structured`) is its JSON: the same bytes, named so.
+      if (name === "output") {
+        for (const status of ["200", "206"]) {
+          const content = operation.responses?.[status]?.content
+          const text = content?.["text/plain; charset=utf-8"]
+          if (content !== undefined && text !== undefined) content["application/json"] = structuredClone(text)
+        }
+      }
       // The SSE streams are plain events, not Effect's streaming protocol, whose extension would mislead.
       for (const response of Object.values(operation.responses ?? {})) {
         for (const [type, media] of Object.entries(response.content ?? {})) {

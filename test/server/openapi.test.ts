@@ -67,6 +67,8 @@ describe("the OpenAPI document for generators", () => {
     expect(output["206"].headers).toHaveProperty("Content-Range")
     expect(output["416"].headers).toHaveProperty("Content-Range")
     expect(output["200"].headers).toHaveProperty("Accept-Ranges")
+    // The structured part is served as JSON, whole or by range: the document says so beside the text.
+    for (const status of ["200", "206"]) expect(Object.keys(output[status].content)).toEqual(["text/plain; charset=utf-8", "application/json"])
   })
 
   test("redocly lint reports no error", async () => {
