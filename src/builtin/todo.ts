@@ -16,8 +16,15 @@ export const MAX_ITEMS = 100
 /** Characters an item's content holds at most. */
 export const MAX_CONTENT_CHARS = 1_000
 
+/**
+ * Every break a reader may split lines at (Unicode's: U+2028, U+2029, NEL, vertical tab and form feed besides CR and
+ * LF), with the spaces around it: one item is one line wherever it is shown.
+ */
+const LINE_BREAKS = /\s*[\r\n\v\f\u0085\u2028\u2029]+\s*/g
+
 const Content = Schema.String.check(
-  Schema.isPattern(/\S/, { expected: "non-blank text" }),
+  // Something to read: not only spaces, nor only characters that show nothing (zero-width ones).
+  Schema.isPattern(/[^\s\u200b-\u200d\u2060\ufeff]/, { expected: "non-blank text" }),
   Schema.isMaxLength(MAX_CONTENT_CHARS, { expected: `at most ${MAX_CONTENT_CHARS} characters` }),
 ).annotate({ description: `What to do, in a short imperative sentence (at most ${MAX_CONTENT_CHARS} characters)` })
 
@@ -85,7 +92,7 @@ export const make = (services: { readonly directory: string; readonly todos: Tod
         const todos = input.todos.map(
           // One line per item, so a line break in one cannot pass for another item where the list is shown.
           (item): Todos.Item => ({
-            content: item.content.trim().replace(/\s*[\r\n]+\s*/g, " "),
+            content: item.content.trim().replace(LINE_BREAKS, " "),
             status: item.status,
             priority: item.priority ?? "medium",
           }),
