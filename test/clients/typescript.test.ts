@@ -29,6 +29,57 @@ const spawn = async (box: Sandbox): Promise<Core> => {
 /** An echo tool described as `description` that answers its description (or `answer`, over `input`); records its runs. */
 const tool = (description: string, answer = JSON.stringify(description)) => echoTool({ description, record: "echo", answer })
 
+/**
+ * A TCP proxy in front of `core`, each connection told apart: `request` sees each chunk a host sends (before it goes
+ * on, its Host header set to core's), and `cut` each chunk core answers with; where `cut` says so, the connection is
+ * dropped there (the answer lost on its way back). Disposed, it stops listening.
+ */
+const relay = async (
+  core: Core,
+  hooks: { readonly request: (text: string, connection: { call: number }) => void; readonly cut: (chunk: Buffer, connection: { call: number }) => boolean },
+) => {
+  const target = new URL(core.url)
+  const proxy = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname)
+    const connection = { call: 0 }
+    client.on("data", (chunk: Buffer) => {
+      const text = chunk.toString("latin1")
+      hooks.request(text, connection)
+      upstream.write(Buffer.from(text.replace(/^host: .*$/im, `host: ${target.host}`), "latin1"))
+    })
+    upstream.on("data", (chunk: Buffer) => {
+      if (hooks.cut(chunk, connection)) {
+        client.destroy()
+        upstream.destroy()
+        return
+      }
+      client.write(chunk)
+    })
+    client.on("close", () => upstream.destroy())
+    upstream.on("close", () => client.destroy())
+    client.on("error", () => undefined)
+    upstream.on("error", () => undefined)
+  })
+  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))
+  return {
+    through: Core.connect({ url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, token: core.token }),
+    [Symbol.dispose]: () => void proxy.close(),
+  }
+}
+
+/** A relay that loses core's answer to the first request matching `request`, once; `state.dropped` counts it. */
+const losing = async (core: Core, request: RegExp) => {
+  const state = { dropped: 0 }
+  const relayed = await relay(core, {
+    // A connection whose request matched is numbered 1.
+    request: (text, connection) => {
+      if (state.dropped === 0 && request.test(text)) connection.call = 1
+    },
+    cut: (_, connection) => connection.call === 1 && state.dropped === 0 && ++state.dropped === 1,
+  })
+  return { ...relayed, state }
+}
+
 describe("@core/client", () => {
   test("spawns core serve, reads its ready line, settles a call as JSON and replays it with the same ids", async () => {
     const box = sandbox({ "tools/echo.ts": tool("Echo", "input.text") })
@@ -242,40 +293,20 @@ describe("@core/client", () => {
     await using latch = Latch.open()
     const box = sandbox({ "tools/slow.ts": gateTool(latch, { record: "slow", progress: { message: "started" }, answer: "through" }) })
     const core = await spawn(box)
-    // A TCP proxy in front of core that drops the connection of the first call once its first event passed.
-    const target = new URL(core.url)
+    // The connection of the first call dropped once its first event passed.
     let posts = 0
     let cut = 0
-    const proxy = createServer((client) => {
-      const upstream = connect(Number(target.port), target.hostname)
-      let call = 0
-      client.on("data", (chunk: Buffer) => {
-        let text = chunk.toString("latin1")
-        if (/^POST \S+\/calls /.test(text)) {
-          call = ++posts
-          // The call posted again after the cut: now let the tool finish.
-          if (call === 2) latch.release()
-        }
-        text = text.replace(/^host: .*$/im, `host: ${target.host}`)
-        upstream.write(Buffer.from(text, "latin1"))
-      })
-      upstream.on("data", (chunk: Buffer) => {
-        if (call === 1 && cut === 0 && chunk.toString("latin1").includes("event: progress")) {
-          cut++
-          client.destroy()
-          upstream.destroy()
-          return
-        }
-        client.write(chunk)
-      })
-      client.on("close", () => upstream.destroy())
-      upstream.on("close", () => client.destroy())
-      client.on("error", () => undefined)
-      upstream.on("error", () => undefined)
+    using relayed = await relay(core, {
+      request: (text, connection) => {
+        if (!/^POST \S+\/calls /.test(text)) return
+        connection.call = ++posts
+        // The call posted again after the cut: now let the tool finish.
+        if (connection.call === 2) latch.release()
+      },
+      cut: (chunk, connection) => connection.call === 1 && cut === 0 && chunk.toString("latin1").includes("event: progress") && ++cut === 1,
     })
-    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))
-    try {
-      const through = Core.connect({ url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, token: core.token })
+    {
+      const { through } = relayed
       const turn = await through.materialize()
       const settlement = await through.settle(
         turn.turnID,
@@ -286,48 +317,9 @@ describe("@core/client", () => {
       expect(posts).toBe(2)
       expect(settlement).toMatchObject({ status: "success", structured: "through" })
       expect(runs(box, "slow")).toBe(1)
-    } finally {
-      proxy.close()
     }
   })
 })
-
-/**
- * A TCP proxy in front of `core` that passes everything but the answer to the first request matching `request`,
- * whose connection it drops once core has answered (the answer lost on its way back); `dropped` counts them.
- */
-const losing = async (core: Core, request: RegExp) => {
-  const target = new URL(core.url)
-  const state = { dropped: 0 }
-  const proxy = createServer((client) => {
-    const upstream = connect(Number(target.port), target.hostname)
-    let losingThis = false
-    client.on("data", (chunk: Buffer) => {
-      const text = chunk.toString("latin1")
-      if (state.dropped === 0 && request.test(text)) losingThis = true
-      upstream.write(Buffer.from(text.replace(/^host: .*$/im, `host: ${target.host}`), "latin1"))
-    })
-    upstream.on("data", (chunk: Buffer) => {
-      if (losingThis && state.dropped === 0) {
-        state.dropped++
-        client.destroy()
-        upstream.destroy()
-        return
-      }
-      client.write(chunk)
-    })
-    client.on("close", () => upstream.destroy())
-    upstream.on("close", () => client.destroy())
-    client.on("error", () => undefined)
-    upstream.on("error", () => undefined)
-  })
-  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))
-  return {
-    state,
-    through: Core.connect({ url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, token: core.token }),
-    [Symbol.dispose]: () => void proxy.close(),
-  }
-}
 
 // Each is sent again when its answer is lost: the second sending meets what the first did (no such call running any
 // more, no such tool), which was reported as a failure of what had been done.

@@ -313,20 +313,24 @@ export default Tool.make({
 )
 
 
-class CuttingProxy:
-    """A TCP proxy in front of core that drops the connection of the first call once its first event passed,
-    and opens `gate` when the call is posted again."""
+class Relay:
+    """A TCP proxy in front of core, each connection told apart: `on_request(text, connection)` sees each chunk a host
+    sends (before it goes on, its Host header set to core's), and `cut(data, connection)` each chunk core answers with;
+    where `cut` says so, the connection is dropped there (the answer lost on its way back)."""
 
-    def __init__(self, target: str, gate: Path) -> None:
+    def __init__(self, target: str) -> None:
         host, _, port = target.split("//", 1)[1].partition(":")
         self.target = (host, int(port))
-        self.gate = gate
-        self.posts = 0
-        self.cut = 0
         self.lock = threading.Lock()
         self.server = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}"
         threading.Thread(target=self._accept, daemon=True).start()
+
+    def on_request(self, text: str, connection: dict) -> None:
+        pass
+
+    def cut(self, data: bytes, connection: dict) -> bool:
+        return False
 
     def _accept(self) -> None:
         while True:
@@ -338,7 +342,7 @@ class CuttingProxy:
 
     def _serve(self, client: socket.socket) -> None:
         upstream = socket.create_connection(self.target)
-        call = [0]
+        connection = {"call": 0}
 
         def drop() -> None:
             for end in (client, upstream):
@@ -349,16 +353,14 @@ class CuttingProxy:
 
         def to_core() -> None:
             while True:
-                data = client.recv(65536)
+                try:
+                    data = client.recv(65536)
+                except OSError:
+                    data = b""
                 if not data:
                     return drop()
                 text = data.decode("latin-1")
-                if re.match(r"POST \S+/calls ", text):
-                    with self.lock:
-                        self.posts += 1
-                        call[0] = self.posts
-                    if call[0] == 2:
-                        self.gate.write_text("")
+                self.on_request(text, connection)
                 text = re.sub(r"(?im)^host: [^\r\n]*", f"Host: {self.target[0]}:{self.target[1]}", text)
                 upstream.sendall(text.encode("latin-1"))
 
@@ -368,10 +370,7 @@ class CuttingProxy:
                 data = upstream.recv(65536)
             except OSError:
                 data = b""
-            if not data:
-                break
-            if call[0] == 1 and self.cut == 0 and b"event: progress" in data:
-                self.cut += 1
+            if not data or self.cut(data, connection):
                 break
             client.sendall(data)
         drop()
@@ -380,6 +379,31 @@ class CuttingProxy:
 
     def close(self) -> None:
         self.server.close()
+
+
+class CuttingProxy(Relay):
+    """Drops the connection of the first call once its first event passed, and opens `gate` when the call is posted
+    again."""
+
+    def __init__(self, target: str, gate: Path) -> None:
+        self.gate = gate
+        self.posts = 0
+        self.cuts = 0
+        super().__init__(target)
+
+    def on_request(self, text: str, connection: dict) -> None:
+        if re.match(r"POST \S+/calls ", text):
+            with self.lock:
+                self.posts += 1
+                connection["call"] = self.posts
+            if connection["call"] == 2:
+                self.gate.write_text("")
+
+    def cut(self, data: bytes, connection: dict) -> bool:
+        if connection["call"] == 1 and self.cuts == 0 and b"event: progress" in data:
+            self.cuts += 1
+            return True
+        return False
 
 
 class Retries(unittest.TestCase):
@@ -393,70 +417,28 @@ class Retries(unittest.TestCase):
         turn = through.materialize()
         call = {"sessionID": "ses_cut", "assistantMessageID": "m", "toolCallID": "c_cut", "name": "slow", "input": {"gate": str(gate)}}
         settlement = through.settle(turn["turnID"], call, stream=True)
-        self.assertEqual((proxy.cut, proxy.posts), (1, 2))
+        self.assertEqual((proxy.cuts, proxy.posts), (1, 2))
         self.assertEqual((settlement["status"], settlement["structured"]), ("success", "through"))
         self.assertEqual((box.location / "ran.log").read_text(), "slow\n")
 
 
-class LosingProxy:
-    """A TCP proxy in front of core that drops the connection of the first request matching `request` once core
-    has answered it (the answer lost on its way back)."""
+class LosingProxy(Relay):
+    """Loses core's answer to the first request matching `request`, once."""
 
     def __init__(self, target: str, request: str) -> None:
-        host, _, port = target.split("//", 1)[1].partition(":")
-        self.target = (host, int(port))
         self.request = re.compile(request)
         self.dropped = 0
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}"
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__(target)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.server.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+    def on_request(self, text: str, connection: dict) -> None:
+        if self.dropped == 0 and self.request.match(text):
+            connection["call"] = 1
 
-    def _serve(self, client: socket.socket) -> None:
-        upstream = socket.create_connection(self.target)
-        losing = [False]
-
-        def to_core() -> None:
-            while True:
-                try:
-                    data = client.recv(65536)
-                except OSError:
-                    data = b""
-                if not data:
-                    return
-                text = data.decode("latin-1")
-                if self.dropped == 0 and self.request.match(text):
-                    losing[0] = True
-                text = re.sub(r"(?im)^host: [^\r\n]*", f"Host: {self.target[0]}:{self.target[1]}", text)
-                upstream.sendall(text.encode("latin-1"))
-
-        threading.Thread(target=to_core, daemon=True).start()
-        while True:
-            try:
-                data = upstream.recv(65536)
-            except OSError:
-                data = b""
-            if not data or (losing[0] and self.dropped == 0):
-                if data:
-                    self.dropped += 1
-                break
-            client.sendall(data)
-        for end in (client, upstream):
-            try:
-                end.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            end.close()
-
-    def close(self) -> None:
-        self.server.close()
+    def cut(self, data: bytes, connection: dict) -> bool:
+        if connection["call"] == 1 and self.dropped == 0:
+            self.dropped += 1
+            return True
+        return False
 
 
 class LostAnswers(unittest.TestCase):
