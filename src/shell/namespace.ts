@@ -193,9 +193,11 @@ export const cover = (way: Way, { files, directories, folders = [], empty }: Cov
   if (unshared !== 0) return `unshare(CLONE_NEWNS) failed (errno ${unshared})`
   const privately = Native.mount(null, "/", Native.MS_REC | Native.MS_PRIVATE)
   if (privately !== 0) return `making the mounts private failed (errno ${privately})`
-  // Before the covers: a folder bound later would show what is under it without them.
+  // Before the covers: a folder bound later would show what is under it without them. Bound with what is mounted
+  // under it (MS_REC): the read-only mounts that protect core's configuration and the git hooks (`protect`) go with
+  // it; bound alone, the folder showed what they cover, writable.
   for (const path of folders) {
-    const pinned = Native.mount(path, path, Native.MS_BIND)
+    const pinned = Native.mount(path, path, Native.MS_BIND | Native.MS_REC)
     if (pinned === ENOENT) continue
     if (pinned !== 0) return `pinning ${path} failed (errno ${pinned})`
   }

@@ -125,6 +125,30 @@ print(sorted(os.listdir("a/b")))
     expect(JSON.stringify(read)).not.toContain(SECRET)
   })
 
+  // Bound without what was mounted under it, a pinned folder showed the git hooks and the skills writable: a
+  // command planted a pre-commit hook the user's next commit ran, outside any sandbox.
+  when("a protected folder under a pinned one stays read-only: the git hooks and the agents' skills", async () => {
+    const box = sandbox({
+      "core.json": JSON.stringify({ permission: { "*": "allow", read: { "*": "allow", ".git/config": "deny", ".claude/settings.local.json": "deny" } } }),
+      ".claude/settings.local.json": "{}\n",
+      ".claude/skills/a.md": "ok\n",
+    })
+    expect(Bun.spawnSync(["git", "init", "-q"], { cwd: box.location }).exitCode).toBe(0)
+    const planted = await run(
+      box,
+      `python3 -c '
+for p in [".git/hooks/pre-commit", ".claude/skills/evil.md"]:
+    try:
+        open(p, "w").write("planted"); print("wrote")
+    except OSError as e:
+        print(e.strerror)
+'`,
+    )
+    expect(planted.stdout).toBe("Read-only file system\nRead-only file system\n")
+    expect(existsSync(join(box.location, ".git/hooks/pre-commit"))).toBe(false)
+    expect(existsSync(join(box.location, ".claude/skills/evil.md"))).toBe(false)
+  })
+
   when("names with spaces and newlines are covered", async () => {
     const box = secrets({ "my secret.env": `${SECRET}\n`, "two\nlines.env": `${SECRET}\n` })
     const read = await run(box, `python3 -c 'print(repr(open("my secret.env").read()), repr(open("two\\nlines.env").read()))'`)
