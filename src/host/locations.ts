@@ -84,8 +84,13 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     entry.used = now()
     entry.recent = ++uses
   }
-  /** The Locations kept now: each protects the others' configuration from its calls. */
-  const locations = () => [...kept.keys()]
+  /**
+   * Every Location this serve has been asked for, kept now or let go (idle, or past the bound) or failed to load:
+   * each protects the others' configuration from its calls. A Location let go is loaded again on its next request,
+   * running what its tools/ then hold: a model's change made while it was let go would run.
+   */
+  const asked = new Set<string>()
+  const locations = () => [...asked]
   /** Whether the application's tools reported a diagnostic when first loaded (later ones reach each Location). */
   let homeWarned = false
   const applicationWarned = () => homeWarned
@@ -142,6 +147,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       if (entry === undefined) {
         entry = { directory, built: Deferred.makeUnsafe(), served: undefined, scope: undefined, holders: 0, used: 0, recent: 0 }
         kept.set(directory, entry)
+        asked.add(directory)
       }
       entry.holders++
       use(entry)

@@ -59,4 +59,29 @@ describe("a model in one served Location against another", () => {
     expect(() => readFileSync(join(other, "tools/evil.ts"))).toThrow()
     expect(() => readFileSync(join(other, "plugins"))).toThrow()
   })
+
+  // Let go (idle, or past the bound), a Location lost its protection, and its next request loaded what a model had
+  // written into its tools/ meanwhile: code run inside core.
+  test("a Location let go keeps its configuration protected: its next load would run what was written", async () => {
+    const roots = realpathSync(tempDir("core-roots-"))
+    const [other, third] = [join(roots, "other"), join(roots, "third")]
+    for (const directory of [other, third]) mkdirSync(join(directory, "tools"), { recursive: true })
+    const sidecar = await inProcess({ "core.json": ALLOW }, { roots: [roots], locations: { max: 1 } })
+    expect((await sidecar.turn(undefined, { "x-core-location": other })).turnID).toBeString()
+    // A third Location served past the bound of one: the other is let go.
+    expect((await sidecar.turn(undefined, { "x-core-location": third })).turnID).toBeString()
+    const turn = await sidecar.turn()
+    const events = await sidecar.events()
+    const settling = sidecar.settle(turn.turnID, {
+      name: "write",
+      input: { filePath: join(other, "tools/evil.ts"), content: "export default 1" },
+      toolCallID: "call_let_go",
+    })
+    const asked = await Promise.race([events.until("permission.asked"), settling])
+    expect("event" in asked ? asked.event : asked.body.status).toBe("permission.asked")
+    await sidecar.json("POST", `/v1/permissions/${(asked as { data: { id: string } }).data.id}/reply`, { body: { reply: "reject" } })
+    expect((await settling).body.status).toBe("declined")
+    await events.close()
+    expect(() => readFileSync(join(other, "tools/evil.ts"))).toThrow()
+  })
 })
