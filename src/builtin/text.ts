@@ -218,6 +218,9 @@ export const decode = (bytes: Uint8Array, shown: string, tool: string): Effect.E
 /** The bytes of `text` as UTF-8, with a byte order mark when `bom`. */
 export const encode = (text: string, bom: boolean): Uint8Array => encoder.encode(bom ? `\uFEFF${text}` : text)
 
+/** A high surrogate no low one follows, or a low one no high one comes before. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
 /**
  * Why text a model sent (`field`) cannot be written, when it holds half of a UTF-16 surrogate pair (JSON can carry
  * one, `"\ud83d"`): no character, it would be written as U+FFFD, and as a quoted text it could match half of a
@@ -225,13 +228,7 @@ export const encode = (text: string, bom: boolean): Uint8Array => encoder.encode
  */
 export const halfCharacter = (field: string, text: string): string | undefined => {
   if (text.isWellFormed()) return undefined
-  let at = 0
-  while (at < text.length) {
-    const code = text.charCodeAt(at)
-    const pair = code >= 0xd800 && code <= 0xdbff && at + 1 < text.length && (text.charCodeAt(at + 1) & 0xfc00) === 0xdc00
-    if (!pair && code >= 0xd800 && code <= 0xdfff) break
-    at += pair ? 2 : 1
-  }
+  const at = text.search(LONE_SURROGATE)
   const unit = text.charCodeAt(at).toString(16)
   return (
     `${field} holds half of a character (the UTF-16 surrogate \\u${unit} at position ${at}, without its other half), ` +

@@ -29,15 +29,25 @@ export const of = (location: string, ids: Ids, asked?: Asked): string =>
  */
 export const keepable = (id: string): boolean => id.isWellFormed() && !id.includes("\u0000") && id !== "." && id !== ".."
 
+/** What keeps an id from being a call's (`keepable`), where something does. */
+export const flawOf = (id: string): "step" | "nul" | "surrogate" | undefined =>
+  keepable(id) ? undefined : id === "." || id === ".." ? "step" : id.isWellFormed() ? "nul" : "surrogate"
+
 /** Why the id `name` (`sessionID`, ...) cannot be a call's, in words for whoever sent it; undefined when it can. */
-export const problemOf = (name: string, id: string): string | undefined =>
-  keepable(id)
-    ? undefined
-    : id === "." || id === ".."
-      ? `The ${name} ${JSON.stringify(id)} cannot name a call in a URL path, which reads it as a step ("." here, ".." up). Send another id.`
-      : id.isWellFormed()
-        ? `The ${name} ${JSON.stringify(id)} holds a NUL character (U+0000), which the settlement stores cannot keep. Send ids without it.`
-        : `The ${name} ${JSON.stringify(id)} is not well-formed Unicode (it holds a lone surrogate): ids are kept as UTF-8, where it would be another call's id. Send ids of whole characters.`
+export const problemOf = (name: string, id: string): string | undefined => {
+  const flaw = flawOf(id)
+  const shown = `The ${name} ${JSON.stringify(id)}`
+  switch (flaw) {
+    case undefined:
+      return undefined
+    case "step":
+      return `${shown} cannot name a call in a URL path, which reads it as a step ("." here, ".." up). Send another id.`
+    case "nul":
+      return `${shown} holds a NUL character (U+0000), which the settlement stores cannot keep. Send ids without it.`
+    case "surrogate":
+      return `${shown} is not well-formed Unicode (it holds a lone surrogate): ids are kept as UTF-8, where it would be another call's id. Send ids of whole characters.`
+  }
+}
 
 /**
  * Why a call's ids cannot be kept apart from another call's, or undefined when they can: an id that is not

@@ -84,16 +84,18 @@ const LOCATION_HEADER = {
  * An id: a non-empty string of whole characters (a lone surrogate would be stored as another call's id) with no NUL
  * (which not every store can keep), and not `.` or `..` (which no route's path can name).
  */
+const EXPECTED_ID = {
+  step: 'a string other than "." and ".." (a URL path reads them as steps)',
+  nul: "a string with no NUL character (U+0000)",
+  surrogate: "a string of well-formed Unicode, with no lone surrogate",
+} as const
+
 const Id = Schema.NonEmptyString.check(
   Schema.makeFilter(
-    (id: string) =>
-      CallKey.keepable(id)
-        ? undefined
-        : id === "." || id === ".."
-          ? 'a string other than "." and ".." (a URL path reads them as steps)'
-          : id.isWellFormed()
-            ? "a string with no NUL character (U+0000)"
-            : "a string of well-formed Unicode, with no lone surrogate",
+    (id: string) => {
+      const flaw = CallKey.flawOf(id)
+      return flaw === undefined ? undefined : EXPECTED_ID[flaw]
+    },
     { expected: 'a string of well-formed Unicode with no NUL character, other than "." and ".."' },
   ),
 )

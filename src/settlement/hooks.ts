@@ -233,7 +233,7 @@ export class Denial {
  */
 export const before = (table: Chain | undefined, name: string, tool: Internal.Record, input: unknown): Effect.Effect<unknown, HookError> => {
   const entries = table === undefined ? EMPTY : table.for(name)
-  if (!unviewed(input, 0) || !entries.some((entry) => entry.hooks["tool.execute.before"] !== undefined)) {
+  if (!entries.some((entry) => entry.hooks["tool.execute.before"] !== undefined) || !unviewed(input, 0)) {
     return beforeFrom(entries, 0, name, tool, input)
   }
   // A Date or a class instance (a Schema.Class input) is handed as it is, methods and all, so a change made in place
