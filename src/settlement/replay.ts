@@ -57,8 +57,8 @@ export const of = (known: Store.Record | undefined, call: Call): Verdict => {
 export const settledAs = (known: Store.Record | undefined, call: Call): Settlement.Info | undefined =>
   known?.state === "settled" && Store.otherThan(known, call) === undefined ? known.settlement : undefined
 
-/** Never the other's record: only that the id was used. */
-const conflict = (call: Call, other: "tool" | "agent"): Settlement.Info =>
+/** Never the other's record: only that the id was used (by a call recorded, or running, for another tool or agent). */
+export const conflict = (call: Call, other: "tool" | "agent"): Settlement.Info =>
   Settlement.error(
     call.name,
     call.toolCallID,

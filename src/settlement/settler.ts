@@ -318,6 +318,13 @@ const interruptedOf = (services: Steps.Services, call: Steps.Call) =>
  */
 export const Immediately = Context.Reference<boolean>("core/Settler.Immediately", { defaultValue: () => true })
 
+/** A settle in flight in a settler, under its call's ids: who asked for it, the tool it named, and its outcome. */
+interface Running {
+  readonly agent: string
+  readonly name: string
+  readonly done: Deferred.Deferred<Steps.Settled, Steps.OperationalError>
+}
+
 /**
  * A settle in flight under `key` in `running`, until it ends: a duplicate joins it, and a joiner of an interrupted
  * call gets what was recorded for it (cancelled, or the outcome that won the race), not the interruption of a
@@ -325,20 +332,20 @@ export const Immediately = Context.Reference<boolean>("core/Settler.Immediately"
  */
 const tracked = (
   services: Steps.Services,
-  running: Map<string, Deferred.Deferred<Steps.Settled, Steps.OperationalError>>,
+  running: Map<string, Running>,
   key: string,
   call: Steps.Call,
   trace: Spans.Trace | undefined,
   settling: Effect.Effect<Steps.Settled, Steps.OperationalError>,
 ) => {
   const done = Deferred.makeUnsafe<Steps.Settled, Steps.OperationalError>()
-  running.set(key, done)
+  running.set(key, { agent: call.agent, name: call.name, done })
   // Combinators, not a generator: run once per call, a generator's optimized code was dropped and made again and
   // again in a long run (a thread of JIT compiling that a busy sidecar's calls wait on).
   return settling.pipe(
     Effect.onExit((exit) => {
       if (trace !== undefined) Spans.end(trace, exit)
-      running.delete(key)
+      if (running.get(key)?.done === done) running.delete(key)
       if (Exit.isSuccess(exit) || !Cause.hasInterruptsOnly(exit.cause)) return Deferred.done(done, exit)
       return Effect.flatMap(Effect.exit(interruptedOf(services, call)), (recorded) =>
         Exit.isSuccess(recorded) && recorded.value !== undefined
@@ -351,13 +358,14 @@ const tracked = (
 
 /**
  * Settles calls through `catalog`; a duplicate of a call running in this settler (the same ids, agent and tool)
- * joins it through `running`. Asked by another agent or under another name, it meets the conflict in admit. A call
+ * joins it through `running`. Asked by another agent or under another name, it is a conflict: the ids are the
+ * running call's, though it may have recorded nothing yet (it waits on an ask, or a before hook). A call
  * nothing runs under yet, traced or not, hooked or not, takes the immediate path (./immediate) unless the store was
  * found to answer later; it is tracked in `running` only once a step of it waits.
  */
 const settleThrough = (
   services: Steps.Services,
-  running: Map<string, Deferred.Deferred<Steps.Settled, Steps.OperationalError>>,
+  running: Map<string, Running>,
   catalog: Registry.Catalog,
   store: { waits: boolean },
 ) =>
@@ -370,9 +378,14 @@ const settleThrough = (
         // Every edge refuses such ids; here too, since a record kept under one would answer another call (law 12).
         const malformed = CallKey.malformed(call)
         if (malformed !== undefined) return Effect.fail(new Steps.OperationalError({ message: malformed, cause: undefined }))
-        const key = CallKey.of(services.location, call, call)
-        const joined = running.get(key)
-        if (joined !== undefined) return restore(Deferred.await(joined))
+        const key = CallKey.of(services.location, call)
+        const inFlight = running.get(key)
+        if (inFlight !== undefined) {
+          const other = inFlight.name !== call.name ? "tool" : inFlight.agent !== call.agent ? "agent" : undefined
+          if (other === undefined) return restore(Deferred.await(inFlight.done))
+          // Not recorded: the ids are the running call's (as a record of it would answer, law 12).
+          return Effect.succeed({ settlement: Replay.conflict(call, other), replayed: false })
+        }
         // What operators see of the call (`core log`), whatever it settles as.
         const details: Store.Details = { messageID: call.assistantMessageID, startedAt: Date.now(), ...Store.recordInput(call.input) }
         const tracer = Spans.keepingTracer()
@@ -417,7 +430,7 @@ export const layer: Layer.Layer<
       location: permission.project,
     }
     const { hooks } = services
-    const running = new Map<string, Deferred.Deferred<Steps.Settled, Steps.OperationalError>>()
+    const running = new Map<string, Running>()
     /** Whether the store was found to answer a write later rather than at once (a remote store). */
     const store = { waits: false }
 
@@ -426,34 +439,36 @@ export const layer: Layer.Layer<
       | undefined
     /** The last materialization without hooks: the registry keeps its catalog while nothing changes, and so does this. */
     let plain: { readonly catalog: Registry.Catalog; readonly materialization: Materialization } | undefined
-    // Untraced: hosts that settle each call against the catalog current at the call (MCP) materialize per call.
-    const materialize = Effect.fnUntraced(function* (rules?: Rule.Ruleset) {
-      const catalog = registry.capture(rules)
-      if (plain?.catalog === catalog && (hooks === undefined || hooks.size === 0)) return plain.materialization
-      const settle = settleThrough(services, running, catalog, store)
-      if (hooks !== undefined && hooks.size > 0) {
-        // Adjusted now, so a failing tool.definition hook fails this turn (operationally), not a later read; kept
-        // while neither the catalog nor the hooks change, as the registry keeps its catalog.
-        const base = catalog.definitions
-        if (hooked?.base !== base || hooked.version !== hooks.version) {
-          const definitions = yield* Effect.try({
-            try: () => Hooks.definitions(hooks, base),
-            catch: (error) => error,
-          }).pipe(Effect.orDie)
-          hooked = { base, version: hooks.version, definitions }
+    // Untraced and without a generator: hosts that settle each call against the catalog current at the call (MCP)
+    // materialize per call, where a generator's optimized code is dropped and made again over a long run.
+    const materialize = (rules?: Rule.Ruleset): Effect.Effect<Materialization> =>
+      Effect.suspend(() => {
+        const catalog = registry.capture(rules)
+        if (plain?.catalog === catalog && (hooks === undefined || hooks.size === 0)) return Effect.succeed(plain.materialization)
+        const settle = settleThrough(services, running, catalog, store)
+        if (hooks !== undefined && hooks.size > 0) {
+          // Adjusted now, so a failing tool.definition hook fails this turn (operationally), not a later read; kept
+          // while neither the catalog nor the hooks change, as the registry keeps its catalog.
+          const base = catalog.definitions
+          if (hooked?.base !== base || hooked.version !== hooks.version) {
+            try {
+              hooked = { base, version: hooks.version, definitions: Hooks.definitions(hooks, base) }
+            } catch (error) {
+              return Effect.die(error)
+            }
+          }
+          return Effect.succeed({ definitions: hooked.definitions, settle, resolve: catalog.resolve })
         }
-        return { definitions: hooked.definitions, settle, resolve: catalog.resolve }
-      }
-      const materialization: Materialization = {
-        get definitions() {
-          return catalog.definitions
-        },
-        settle,
-        resolve: catalog.resolve,
-      }
-      plain = { catalog, materialization }
-      return materialization
-    })
+        const materialization: Materialization = {
+          get definitions() {
+            return catalog.definitions
+          },
+          settle,
+          resolve: catalog.resolve,
+        }
+        plain = { catalog, materialization }
+        return Effect.succeed(materialization)
+      })
 
     return Service.of({
       materialize,

@@ -116,6 +116,34 @@ for (const path of Kernel.PATHS) {
         expect(outcomes.declined).toMatchObject({ status: "declined" })
       })
 
+      test("a call waiting on its ask holds its ids: under another tool or agent they are a conflict at once, and the asked call runs once approved", async () => {
+        runs = 0
+        const outcomes = await withRules(
+          [rule("deploy", "*", "ask")],
+          Effect.gen(function* () {
+            const permission = yield* Permission.Service
+            const events = yield* permission.subscribe
+            const turn = yield* (yield* Settler.Service).materialize()
+            const asked = Kernel.call("deploy", {})
+            const fiber = yield* Effect.forkChild(turn.settle(asked))
+            const event = yield* PubSub.take(events)
+            if (event.type !== "asked") throw new Error("expected an ask")
+            // Nothing is recorded while the person is asked: the running call alone holds the ids.
+            const sameIds = { toolCallID: asked.toolCallID, sessionID: asked.sessionID }
+            const otherTool = (yield* turn.settle(Kernel.call("edit", {}, sameIds))).settlement
+            const otherAgent = (yield* turn.settle(Kernel.call("deploy", {}, { ...sameIds, agent: "plan" }))).settlement
+            yield* permission.reply(event.request.id, { reply: "once" })
+            return { otherTool, otherAgent, approved: (yield* Fiber.join(fiber)).settlement }
+          }),
+        )
+        expect(outcomes.otherTool).toMatchObject({ tool: "edit", status: "error", error: { kind: "conflict" } })
+        expect(outcomes.otherTool.error?.message).toContain("another tool")
+        expect(outcomes.otherAgent).toMatchObject({ status: "error", error: { kind: "conflict" } })
+        expect(outcomes.otherAgent.error?.message).toContain("another agent")
+        expect(outcomes.approved).toMatchObject({ status: "success", structured: "deploy" })
+        expect(runs).toBe(1)
+      })
+
       test("a tool that checks each command itself is not also checked as a whole", async () => {
         runs = 0
         const settlement = await withRules(
