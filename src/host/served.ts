@@ -414,23 +414,28 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     return rules
   }
 
-  const capture = Effect.fnUntraced(function* (agent: string, options: CaptureOptions = {}) {
-    const generation = current
-    if (!generation.permission.isAgent(agent)) {
-      return yield* new UnknownAgent({
-        agent,
-        known: generation.permission.agents,
-        message: `Unknown agent "${agent}"; known agents: ${generation.permission.agents.join(", ")}`,
-      })
-    }
-    if (options.connect !== false) {
-      yield* options.call === undefined ? generation.remote.ensure : generation.remote.ensureFor(options.call)
-    }
-    yield* reportRemote(generation)
-    const materialization = yield* generation.settler.materialize(rulesOf(generation, agent))
-    const id = `turn_${crypto.randomUUID().replaceAll("-", "")}`
-    return { id, agent, materialization, generation, prepared: undefined } satisfies Turn
-  })
+  // Without a generator: met on every call of a host that captures per call (MCP), where a generator's optimized
+  // code is dropped and made again over a long run (./calls says more).
+  const capture = (agent: string, options: CaptureOptions = {}): Effect.Effect<Turn, UnknownAgent> =>
+    Effect.suspend(() => {
+      const generation = current
+      if (!generation.permission.isAgent(agent)) {
+        return Effect.fail(
+          new UnknownAgent({
+            agent,
+            known: generation.permission.agents,
+            message: `Unknown agent "${agent}"; known agents: ${generation.permission.agents.join(", ")}`,
+          }),
+        )
+      }
+      const turn = Effect.map(
+        generation.settler.materialize(rulesOf(generation, agent)),
+        (materialization): Turn => ({ id: `turn_${crypto.randomUUID().replaceAll("-", "")}`, agent, materialization, generation, prepared: undefined }),
+      )
+      const reported = Effect.andThen(reportRemote(generation), turn)
+      if (options.connect === false) return reported
+      return Effect.andThen(options.call === undefined ? generation.remote.ensure : generation.remote.ensureFor(options.call), reported)
+    })
 
   const materialize = (agent: string, provider?: Provider.Name) =>
     Effect.flatMap(capture(agent), (turn) =>

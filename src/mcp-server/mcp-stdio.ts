@@ -73,6 +73,11 @@ export class Transport implements McpTransport {
   onclose?: () => void
   onerror?: (error: Error) => void
   onmessage?: (message: JSONRPCMessage) => void
+  /**
+   * Offered each message as parsed, before it is checked as JSON-RPC: true when it was taken (the session's plain
+   * `tools/call`, which it checks at least as strictly), and then it is not checked again nor passed on.
+   */
+  takes?: (message: unknown) => boolean
 
   private chunks: Array<Buffer> = []
   private size = 0
@@ -159,6 +164,7 @@ export class Transport implements McpTransport {
     if (Array.isArray(parsed)) {
       return this.answer(null, ErrorCode.InvalidRequest, "Invalid request: batches are not supported; send one message per line.")
     }
+    if (this.takes?.(parsed) === true) return
     let checked: ReturnType<typeof JSONRPCMessageSchema.safeParse> | undefined
     try {
       checked = JSONRPCMessageSchema.safeParse(parsed)

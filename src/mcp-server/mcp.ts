@@ -46,6 +46,7 @@ import { Terminal } from "../contract/terminal"
 import type { Settler } from "../settlement/settler"
 import { Mapping } from "./mapping"
 import { McpDelegated } from "./mcp-delegated"
+import { McpStdio } from "./mcp-stdio"
 
 /** MCP's code for a resource that does not exist (the protocol's own, beside JSON-RPC's). */
 export const RESOURCE_NOT_FOUND = -32002
@@ -867,6 +868,8 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
         if (answer === undefined) return
         void transport.send(answer).catch((error) => server.onerror?.(new Error(`Failed to send a response: ${error}`)))
       }
+      // Over stdio a plain call is taken before the transport's own check of the message (plainCall's is stricter).
+      if (transport instanceof McpStdio.Transport) transport.takes = (message) => answerDirectly(state, message, deliver)
       transport.onmessage = (message, extra) => {
         if (answerDirectly(state, message, deliver)) return
         const refused = invalidParams(message)
