@@ -109,6 +109,33 @@ describe("core mcp without --location", () => {
     expect(stderr()).toContain("supports roots but gave none")
   })
 
+  test("a root naming / or the home is passed over, as the directory core started in would be: the next root is served, or none", async () => {
+    const box = sandbox({ "marker.txt": "the project" })
+    const home = envOf(box).HOME
+    const { client } = await connect(box, "/", {
+      list: [{ uri: "file:///" }, { uri: pathToFileURL(home).href }, { uri: pathToFileURL(box.location).href }],
+    })
+    expect(await marker(client)).toContain("the project")
+    // Only / and the home, started in /: refused, as a client without roots is.
+    const refused = await connect(box, "/", { list: [{ uri: "file:///" }, { uri: pathToFileURL(`${home}/`).href }] })
+    await refused.closed
+    expect(refused.stderr()).toContain("gave none that is a local directory other than / and the home")
+  })
+
+  test("a change of roots to / is not followed: the Location served stays", async () => {
+    const box = sandbox({ "marker.txt": "root A" })
+    const roots = { list: [{ uri: pathToFileURL(box.location).href }] }
+    const { client } = await connect(box, "/", roots)
+    expect(await marker(client)).toContain("root A")
+    roots.list = [{ uri: "file:///" }]
+    await client.sendRootsListChanged()
+    // The list is asked for again; once it is answered, a call still reads the first Location.
+    await Bun.sleep(500)
+    expect(await marker(client)).toContain("root A")
+    const listed = await client.callTool({ name: "list", arguments: { path: "." } })
+    expect(JSON.stringify(listed.content)).not.toContain("etc/")
+  })
+
   test("a client without roots started in a project directory gets that directory", async () => {
     const box = sandbox({ "marker.txt": "the cwd" })
     const { client } = await connect(box, box.location)
