@@ -19,6 +19,7 @@ import {
   ErrorCode,
   type JSONRPCMessage,
   GetPromptRequestSchema,
+  InitializeRequestSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
@@ -139,7 +140,9 @@ const NUMERIC = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/
  * which is quoted as JSON escapes it (ids the stores can keep: see CallKey.malformed).
  */
 const callIdOf = (requestId: string | number): string =>
-  typeof requestId === "string" && (NUMERIC.test(requestId) || !CallKey.keepable(requestId)) ? JSON.stringify(requestId) : String(requestId)
+  typeof requestId === "string" && (requestId === "" || NUMERIC.test(requestId) || !CallKey.keepable(requestId))
+    ? JSON.stringify(requestId)
+    : String(requestId)
 
 /** A schema as read here: whether a value passes, and each problem's place and words. */
 interface RequestSchema {
@@ -151,6 +154,7 @@ interface RequestSchema {
 
 /** What the SDK checks a request of each method this session answers against before its handler runs. */
 const REQUESTS: ReadonlyMap<string, RequestSchema> = new Map<string, RequestSchema>([
+  ["initialize", InitializeRequestSchema],
   ["tools/call", CallToolRequestSchema],
   ["tools/list", ListToolsRequestSchema],
   ["prompts/get", GetPromptRequestSchema],
@@ -743,6 +747,38 @@ const onHostCall = (state: State, location: string, hostCall: Events.HostCall) =
     yield* mine.host.served.hostTools.answer(hostCall.id, performed).pipe(Effect.ignore)
   })
 
+/**
+ * Whether `message` is `notifications/cancelled`, its request cancelled now, in the order messages come: the SDK's
+ * own handler runs a microtask later, when a request that came after the notification may hold the id (a client
+ * reusing it at once), and cancelled that one too, which was then never answered.
+ */
+const cancelled = (state: State, message: unknown): boolean => {
+  if (!isRecord(message) || message.method !== "notifications/cancelled" || "id" in message) return false
+  const params = message.params
+  const id = isRecord(params) ? params.requestId : undefined
+  if (typeof id === "string" || typeof id === "number") abortersOf(state.server).get(id)?.abort(isRecord(params) ? params.reason : undefined)
+  return true
+}
+
+/**
+ * The refusal of a request whose id is still being answered, when the SDK would dispatch it (a plain call joins the
+ * running one instead: answerDirectly): the SDK's table holds one request per id, so this one's would take the
+ * first's place, and a cancel of the id would no longer reach the first call.
+ */
+const reused = (state: State, message: unknown): JSONRPCMessage | undefined => {
+  if (!isRecord(message) || typeof message.method !== "string") return undefined
+  const id = message.id
+  if ((typeof id !== "string" && typeof id !== "number") || !abortersOf(state.server).has(id)) return undefined
+  return {
+    jsonrpc: "2.0",
+    id,
+    error: {
+      code: ErrorCode.InvalidRequest,
+      message: `Invalid request: the request id ${JSON.stringify(id)} is still being answered (MCP forbids reusing one); send a new id.`,
+    },
+  }
+}
+
 /** Whether answering `message` may send the client anything before its result (Session.mayStream). */
 const mayStream = (state: State, message: unknown): boolean => {
   // A message that is not a request is refused by the SDK, with JSON.
@@ -872,7 +908,8 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       if (transport instanceof McpStdio.Transport) transport.takes = (message) => answerDirectly(state, message, deliver)
       transport.onmessage = (message, extra) => {
         if (answerDirectly(state, message, deliver)) return
-        const refused = invalidParams(message)
+        if (cancelled(state, message)) return
+        const refused = reused(state, message) ?? invalidParams(message)
         if (refused !== undefined) deliver(refused)
         else dispatch?.(message, extra)
       }

@@ -117,6 +117,47 @@ describe("core mcp over stdio against hostile input", () => {
     expect(replay._meta["core/settlement"]).toMatchObject({ callID: "81", status: "cancelled" })
   }, 30_000)
 
+  test("a request id reused at once after its cancel is answered: the cancel reaches the request it was sent for alone", async () => {
+    const mcp = raw({ "tools/slow.ts": SLOW, ...coreJson({ permission: { "*": "allow" } }) })
+    await mcp.initialize()
+    const call = (id: number) => JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "slow", arguments: {} } })
+    const cancel = (id: number) => JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id } })
+    // The first call of a session is the SDK's to dispatch (host tools are offered first): the id again, still being
+    // answered, is refused.
+    mcp.send(`${call(31)}\n${cancel(31)}\n${call(31)}\n`)
+    expect((await mcp.next(31)).error).toMatchObject({ code: -32600 })
+    // A plain call: the id again joins the call it names, cancelled, and is answered so.
+    mcp.send(`${call(32)}\n${cancel(32)}\n${call(32)}\n`)
+    expect((await mcp.next(32)).result._meta["core/settlement"]).toMatchObject({ callID: "32", status: "cancelled" })
+    expect(runs(mcp.box, "finished")).toBe(0)
+  }, 30_000)
+
+  test("a request id reused while its call runs, with a progress token, is refused: a cancel of the id still cancels the call", async () => {
+    const mcp = raw({ "tools/slow.ts": SLOW, ...coreJson({ permission: { "*": "allow" } }) })
+    await mcp.initialize()
+    mcp.request(82, "tools/call", { name: "slow", arguments: {} })
+    await Bun.sleep(200)
+    mcp.request(82, "tools/call", { name: "slow", arguments: {}, _meta: { progressToken: "p" } })
+    const refused = await mcp.next(82)
+    expect(refused.error.code).toBe(-32600)
+    expect(refused.error.message).toContain("still being answered")
+    mcp.send(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 82 } })}\n`)
+    await Bun.sleep(2_500)
+    expect(runs(mcp.box, "finished")).toBe(0)
+  }, 30_000)
+
+  test("the empty request id is a call id a route can name (quoted), and an initialize with a wrong version is invalid params", async () => {
+    const mcp = raw({ "tools/count.ts": COUNT, ...coreJson({ permission: { "*": "allow" } }) })
+    await mcp.initialize()
+    mcp.send(`${JSON.stringify({ jsonrpc: "2.0", id: "", method: "tools/call", params: { name: "count", arguments: {} } })}\n`)
+    expect((await mcp.next("")).result._meta["core/settlement"].callID).toBe('""')
+    mcp.request(5, "initialize", { protocolVersion: 5, capabilities: {}, clientInfo: { name: "raw", version: "1" } })
+    const wrong = await mcp.next(5)
+    expect(wrong.error.code).toBe(-32602)
+    expect(wrong.error.message).toStartWith("Invalid params for initialize: params.protocolVersion:")
+    expect(wrong.error.message).not.toContain("\n")
+  }, 30_000)
+
   test("garbage, malformed JSON-RPC, deep nesting and a long line are each answered; the next request is answered", async () => {
     const mcp = raw({ "tools/echo.ts": ECHO, ...coreJson({ permission: { "*": "allow" } }) })
     await mcp.initialize()
