@@ -358,6 +358,74 @@ const joinContinuations = (root: Node, text: string): string => {
   return joined
 }
 
+/** A heredoc's end word as core reads it: a plain word, or one quoted whole (`'EOF'`, `"EOF"`, `\EOF`). */
+const HEREDOC_WORD = /^(?:([A-Za-z0-9_.-]+)|'([A-Za-z0-9_.-]+)'|"([A-Za-z0-9_.-]+)"|\\([A-Za-z0-9_.-]+))$/
+
+/**
+ * Where the grammar and bash read a line apart, so that a command bash runs is not among those found: a heredoc
+ * whose end word bash takes otherwise (`<<E''` ends at the line `E`, where the grammar waits for `E''` and reads
+ * what lies between as text), as `unparsed`; a command substitution the grammar left as text (backquotes in a
+ * `${…}` or an unquoted heredoc, `$(…)` in a heredoc whose lines are indented), or a backquoted one holding a
+ * backslash (bash reads `\`` in it as another substitution), as the reason the line is opaque. Every `$(` and
+ * backquote in the text must be a substitution the grammar read, or lie where bash reads it as text: in single
+ * quotes, a comment, a quoted heredoc, or after a backslash.
+ */
+const misread = (root: Node, text: string): { readonly unparsed?: string; readonly opaque?: string } => {
+  const read = new Set<number>()
+  const inert: Array<readonly [number, number]> = []
+  let found: { readonly unparsed?: string; readonly opaque?: string } | undefined
+  const visit = (node: Node): void => {
+    switch (node.type) {
+      case "command_substitution":
+        read.add(node.startIndex)
+        if (node.text.startsWith("`")) {
+          read.add(node.endIndex - 1)
+          if (node.text.includes("\\")) found ??= { opaque: "a backquoted substitution holds a backslash, which bash reads again" }
+        }
+        break
+      case "arithmetic_expansion":
+        read.add(node.startIndex)
+        break
+      case "raw_string":
+      case "ansi_c_string":
+      case "comment":
+        inert.push([node.startIndex, node.endIndex])
+        return
+      case "heredoc_redirect": {
+        const startNode = node.children.find((child) => child?.type === "heredoc_start")
+        const word = HEREDOC_WORD.exec(startNode?.text ?? "")
+        // The grammar may end the word early (`<<"E"x` is the word `Ex` to bash).
+        const joined = startNode !== null && startNode !== undefined && /^[^\s;&|()<>]/.test(text.slice(startNode.endIndex))
+        const end = node.children.find((child) => child?.type === "heredoc_end")?.text
+        if (word === null || joined || (end !== undefined && end.trim() !== word.slice(1).find((part) => part !== undefined))) {
+          found ??= { unparsed: "bash reads where its heredoc ends otherwise" }
+        } else if (word[1] === undefined) {
+          // Quoted: the body is text.
+          const body = node.children.find((child) => child?.type === "heredoc_body")
+          if (body !== undefined && body !== null) inert.push([body.startIndex, body.endIndex])
+        }
+        break
+      }
+    }
+    for (const child of node.children) if (child !== null) visit(child)
+  }
+  visit(root)
+  if (found?.unparsed !== undefined) return found
+  const escaped = (at: number) => {
+    let backslashes = 0
+    while (at - backslashes - 1 >= 0 && text[at - backslashes - 1] === "\\") backslashes++
+    return backslashes % 2 === 1
+  }
+  for (let at = text.search(/`|\$\(/); at !== -1; ) {
+    if (!read.has(at) && !escaped(at) && !inert.some(([from, to]) => at >= from && at < to)) {
+      return { opaque: "it holds a command substitution where core reads text (bash runs it)" }
+    }
+    const next = text.slice(at + 1).search(/`|\$\(/)
+    at = next === -1 ? -1 : at + 1 + next
+  }
+  return found ?? {}
+}
+
 /**
  * The most `|` a line may hold to be parsed. The grammar's runtime aborts (and stays aborted for the whole process:
  * every later line fails to parse) on a pipeline of some 14,000 commands left open at its end, which a model can
@@ -402,6 +470,12 @@ const readTree = (given: string, collector: Collector): void => {
   }
   try {
     if (collector.depth === 0) collector.numeric = Evaluation.numericNames(tree.rootNode)
+    const apart = misread(tree.rootNode, tree.rootNode.text)
+    if (apart.unparsed !== undefined) {
+      collector.unparsed ??= apart.unparsed
+      return
+    }
+    if (apart.opaque !== undefined) collector.opaque.push({ resource: collector.within ?? given, reason: apart.opaque })
     walk(tree.rootNode, collector)
     if (tree.rootNode.hasError) collector.unparsed ??= "bash cannot parse it"
   } finally {

@@ -66,6 +66,12 @@ const evaluated = (node: Node, into: Array<string>): Array<string> => {
       // A bare name is a variable; anything else but a number is evaluated in ways core does not follow.
       if (!/^(0[xX][0-9a-fA-F]+|\d+(#[0-9A-Za-z@_]+)?)$/.test(node.text)) into.push(/^[A-Za-z_][A-Za-z0-9_]*$/.test(node.text) ? node.text : "*")
       return into
+    case "raw_string":
+    case "ansi_c_string":
+    case "string_content":
+      // Quoting keeps nothing from arithmetic: `'x[$(cmd)]'` is evaluated as the text it holds, subscript and all.
+      if (!/^(\$?'|")?[\d\s]*'?$/.test(node.text)) into.push("*")
+      return into
   }
   for (const child of node.namedChildren) if (child !== null) evaluated(child, into)
   return into

@@ -357,6 +357,57 @@ describe("CommandChecks.checks: what cannot be known from the text is opaque", (
   }
 })
 
+describe("CommandChecks.checks: where the grammar and bash read a line apart, nothing is missed", () => {
+  // Each runs `rm victim` in bash, and the grammar finds no `rm` in it.
+  const missed: ReadonlyArray<string> = [
+    "echo `echo \\`rm victim\\``",
+    "x=`echo \\`rm victim\\``",
+    "echo ${x:-`rm victim`}",
+    "cat <<E\n`rm victim`\nE",
+    "git status <<E\n`rm victim`\nE",
+    "cat <<-E\n  $(rm victim)\nE",
+    "cat <<-E\n\t$(rm victim)\n\tE",
+    "[[ 'x[$(rm victim)]' -eq 0 ]]",
+    "[[ 'x[`rm victim`]' -eq 0 ]]",
+    "x['$(rm victim)']=1",
+    "echo ${x['$(rm victim)']}",
+    ": ${x['$(rm victim)']:=1}",
+    "(( 'x[$(rm victim)]' ))",
+  ]
+  for (const line of missed) {
+    test(`${JSON.stringify(line)} is opaque`, async () => {
+      expect((await opaque(line)).length).toBeGreaterThan(0)
+    })
+  }
+
+  // bash ends each heredoc at the line `E`, and runs `rm victim`; the grammar waits for the word as written.
+  for (const line of ["cat <<E''\nfoo\nE\nrm victim\nE''", "cat <<$'E'\nfoo\nE\nrm victim\n$'E'", 'cat <<"E"x\nfoo\nE"x"\nrm victim\nEx\n']) {
+    test(`${JSON.stringify(line)}: a heredoc end word bash reads otherwise leaves the line unparsed, checked whole`, async () => {
+      const parsed = await parse(line)
+      expect(parsed.unparsed).toBe("bash reads where its heredoc ends otherwise")
+      expect(await opaque(line)).toHaveLength(1)
+    })
+  }
+
+  // Substitutions bash reads as text, or that the grammar read: nothing asked for them.
+  const text: ReadonlyArray<string> = [
+    "git commit -m 'fix `foo` in $(bar)'",
+    'git commit -m "fix \\`foo\\` and \\$(bar)"',
+    "cat <<'EOF'\n$(rm victim) `rm victim`\nEOF",
+    'cat <<"EOF"\n$(rm victim) `rm victim`\nEOF',
+    "cat <<\\EOF\n`rm victim`\nEOF",
+    "echo hi # not $(run) nor `run`",
+    "cat <<EOF\ntoday is $(date)\nEOF",
+    "echo ${x:-$(date)} `date`",
+    "[[ 12 -eq '12' ]]",
+  ]
+  for (const line of text) {
+    test(`${JSON.stringify(line)} is not opaque`, async () => {
+      expect(await opaque(line)).toEqual([])
+    })
+  }
+})
+
 describe("CommandChecks.checks: literal code is read like the line itself", () => {
   const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
     ["bash -c 'rm v2.txt'", ["rm v2.txt"]],
