@@ -178,6 +178,12 @@ export const WRAPPERS: Readonly<Record<string, Wrapper>> = {
   setarch: wrapper([], 1, false, ["-v", "-R", "-F", "-Z", "-L", "-X", "-B", "-I", "-S", "-T", "--addr-no-randomize", "--verbose"]),
   linux32: wrapper([], 0, false, ["-v", "-R", "-F", "-Z", "-L", "-X", "-B", "-I", "-S", "-T"]),
   linux64: wrapper([], 0, false, ["-v", "-R", "-F", "-Z", "-L", "-X", "-B", "-I", "-S", "-T"]),
+  // setarch run by an architecture's name (util-linux links these to it): `x86_64 CMD` runs CMD.
+  ...Object.fromEntries(
+    ["i386", "i686", "x86_64", "uname26", "arm", "armh", "armv7l", "armv8l", "aarch64", "arm64", "ppc", "ppc32", "ppc64", "ppc64le", "s390", "s390x", "mips", "mips64", "parisc", "parisc64", "sparc", "sparc32", "sparc64", "alpha", "ia64", "riscv64", "loongarch64"].map(
+      (name) => [name, wrapper([], 0, false, ["-v", "-R", "-F", "-Z", "-L", "-X", "-B", "-I", "-S", "-T", "--addr-no-randomize", "--verbose"])],
+    ),
+  ),
   numactl: wrapper(["-i", "-m", "-N", "-C", "-p", "--interleave", "--membind", "--cpunodebind", "--physcpubind", "--preferred"], 0, false, ["-a", "-l", "--all", "--localalloc"]),
   cpulimit: wrapper(["-l", "-p", "-e", "--limit", "--pid", "--exe"], 0, false, ["-z", "-i", "-k", "-r", "-v", "--lazy", "--include-children"]),
   chpst: wrapper(["-u", "-U", "-b", "-e", "-/", "-n", "-l", "-L", "-m", "-d", "-o", "-p", "-f", "-c", "-t"], 0, false, ["-P", "-0", "-1", "-2", "-v"]),

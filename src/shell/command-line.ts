@@ -12,6 +12,7 @@ import type { Node, Parser } from "web-tree-sitter"
 import treeSitterWasm from "web-tree-sitter/tree-sitter.wasm" with { type: "file" }
 import bashWasm from "tree-sitter-bash/tree-sitter-bash.wasm" with { type: "file" }
 import { Settlement } from "../contract/settlement"
+import { Arity } from "./arity"
 import { Evaluation } from "./evaluation"
 import { Planted } from "./planted"
 import { Runs } from "./runs"
@@ -232,6 +233,10 @@ const simple = (node: Node, outer: Gathered, collector: Collector) => {
   const words = [name, ...rest]
   const resource = textOf(assignments, words) + suffixOf(redirects)
   const within = collector.within
+  // A subcommand written as a pattern (`npm ru[n] x`) is whatever file name bash expands it to: not known.
+  if (Object.hasOwn(Arity.TABLE, name.value) && Arity.TABLE[name.value]! > 1 && rest[0]?.glob === true) {
+    collector.opaque.push({ resource: within ?? resource, reason: `its subcommand ${rest[0].text} is a pattern bash expands to a file's name` })
+  }
   // A shell in a line that mentions where it reads its start-up files from (HOME, a login shell's profile;
   // ZDOTDIR, zsh's) may run more than its code: it is not transparent. One given an environment keeps its own
   // check (its code's commands are still their own).

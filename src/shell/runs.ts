@@ -5,7 +5,7 @@ export * as Runs from "./runs"
 // be known from the line when it cannot (code in an expansion, code in another language, code fed on stdin). Pure:
 // it reads words and decides nothing; ./command walks what it finds and ../builtin/bash asks about it.
 
-import { basename } from "node:path"
+import { basename, posix } from "node:path"
 import { Arity } from "./arity"
 import { Operands } from "./operands"
 import { Sed } from "./sed"
@@ -147,10 +147,41 @@ const groupHoldsCode = (value: string, grouped: Interpreter["grouped"]): boolean
 
 const AWKS: ReadonlySet<string> = new Set(["awk", "gawk", "mawk", "nawk"])
 
-/** A script path that is the process's own input or an inherited descriptor: its code is fed by the line. */
-const FED = /^\/(dev\/(stdin|fd\/\d+)|proc\/(self|thread-self|\d+)\/fd\/\d+)$/
+/**
+ * A script path that is the process's own input or an inherited descriptor, however it is spelled (`/dev/./stdin`,
+ * `/dev/stdin/.`, `/proc/self/./fd/0`; from a relative path, enough `..` reach `/`): its code is fed by the line.
+ */
+const FED = /^(\/|(\.\.\/)*)(dev\/(stdin|fd\/\d+)|proc\/(self|thread-self|\d+)\/fd\/\d+)$/
 
-const fed = (word: Word): boolean => word.value !== undefined && FED.test(word.value.replace(/\/{2,}/g, "/"))
+const fedPath = (path: string): boolean => FED.test(posix.normalize(path))
+
+const fed = (word: Word): boolean => word.value !== undefined && fedPath(word.value)
+
+/** Programs that read a program from a file (`make -f`, `awk -f`, `sed -f`, `jq --from-file`). */
+const PROGRAM_FILE_READERS: ReadonlySet<string> = new Set(["make", "gmake", "sed", "m4", "gawk", "awk", "mawk", "nawk", "jq"])
+
+/**
+ * Whether their program file is what the line feeds them: a fed path anywhere, or as a program file (attached or
+ * the next word) standard input (`-`) or what an expansion names (`<(echo …)`).
+ */
+const programFed = (args: ReadonlyArray<Word>): boolean => {
+  for (let index = 0; index < args.length; index++) {
+    const word = args[index]!
+    if (fed(word)) return true
+    const value = word.value
+    if (value === undefined) continue
+    const attached = /^-[A-Za-z]*f(.+)$/s.exec(value)?.[1] ?? /^--(?:file|makefile|from-file)=(.*)$/s.exec(value)?.[1]
+    if (attached !== undefined) {
+      if (attached === "-" || fedPath(attached)) return true
+      continue
+    }
+    if (/^-[A-Za-z]*f$/.test(value) || /^--(?:file|makefile|from-file)$/.test(value)) {
+      const next = args[index + 1]
+      if (next !== undefined && (next.value === undefined || next.value === "-")) return true
+    }
+  }
+  return false
+}
 
 /** Whether every word is a literal: then the values are what runs. */
 const literal = (words: ReadonlyArray<Word>): boolean => words.every((word) => word.value !== undefined)
@@ -445,13 +476,11 @@ export const of = (words: ReadonlyArray<Word>): Inner => {
   if (BASH_LIKE.has(name) || OTHER_SHELLS.has(name)) return shell(name, words)
   // `bun x CMD` runs a program as npx does (a wrapper, below); `bun FILE` runs code.
   if (Object.hasOwn(INTERPRETERS, name) && !(name === "bun" && args[0]?.value === "x")) return foreign(name, INTERPRETERS[name]!, words)
+  // A program file fed by the line (`make -f /dev/stdin`, `awk -f <(echo …)`, `sed -f -`).
+  if (PROGRAM_FILE_READERS.has(name) && programFed(args)) return opaque(`${name} reads a program fed to it by the line`)
   if (AWKS.has(name)) return awk(name, words)
   if (name === "deno" && args[0]?.value === "eval") return opaque("deno eval runs code given as text, which core does not read")
   if (RUNS_ITS_OWN.has(name)) return opaque(`${name} runs commands of its own language or schedule, which core does not read`)
-  // A program file fed by the line (`make -f /dev/stdin`, `awk -f /dev/fd/3`, `sed -f /dev/stdin`).
-  if (["make", "gmake", "sed", "m4", "gawk", "awk", "mawk", "nawk", "jq"].includes(name) && args.some((word) => fed(word) || /^-[A-Za-z]*f(\/dev\/(stdin|fd\/\d+))$/.test(word.value ?? ""))) {
-    return opaque(`${name} reads a program fed to it by the line`)
-  }
   const special = SPECIAL[name]?.(words)
   if (special !== undefined) return special
   const found = Arity.wrapperOf(words, name)
@@ -564,7 +593,7 @@ const unknown = (name: string, words: ReadonlyArray<Word>): Inner => {
  * sqlite3's `.shell`, psql's `\!`).
  */
 const RUNS_ITS_OWN: ReadonlySet<string> = new Set([
-  "at", "batch", "crontab", "tmux", "screen", "tclsh", "wish", "expect", "pwsh", "julia", "R", "guile", "sbcl", "irb",
+  "capsh", "at", "batch", "crontab", "tmux", "screen", "tclsh", "wish", "expect", "pwsh", "julia", "R", "guile", "sbcl", "irb",
   "jshell", "dc", "ed", "ex", "sqlite3", "psql", "mysql", "gdb", "lldb", "osascript", "nix-shell", "xonsh", "elvish",
   "nu", "tcsh", "csh", "busybox-sh", "rc", "es", "yash", "posh", "oksh", "loksh", "ansible", "ansible-playbook",
   "hyperfine", "bwrap", "proot", "schroot", "systemd-nspawn", "machinectl", "firejail-shell", "byobu", "zellij",
@@ -643,6 +672,8 @@ const SPECIAL: Readonly<Record<string, (words: ReadonlyArray<Word>) => Inner | u
       else if (!value.startsWith("-")) break
     }
     const subcommand = words[index]?.value
+    // `git pus[h]` is `git push` to bash once a file named push exists (the model can make one).
+    if (words[index]?.glob === true) return opaque(`git's subcommand ${words[index]!.text} is a pattern bash expands to a file's name`)
     // Code git runs here runs with these aliases too (a git in it may use one): read, and asked besides.
     const coded = (lines: ReadonlyArray<string>): Inner => ({
       commands: [],

@@ -298,12 +298,48 @@ describe("CommandChecks.checks: what cannot be known from the text is opaque", (
     ["bash <<< 'rm x'", "bash"],
     ["node <<EOF\nrequire('fs')\nEOF", "node"],
     ["echo x | bash -s arg", "bash -s arg"],
+    // Other spellings of the same input, and program files that are the line's own.
+    ["bash /dev/./stdin <<< 'rm x'", "bash /dev/./stdin"],
+    ["sh /dev/../dev/stdin <<< 'rm x'", "sh /dev/../dev/stdin"],
+    [". /dev/../dev/stdin <<< 'rm x'", ". /dev/../dev/stdin"],
+    ["python3 /dev/./stdin <<< 'x'", "python3 /dev/./stdin"],
+    ["bash /proc/self/./fd/0 <<< 'rm x'", "bash /proc/self/./fd/0"],
+    ["bash /dev/fd/./0 <<< 'rm x'", "bash /dev/fd/./0"],
+    ["bash ../../../../dev/stdin <<< 'rm x'", "bash ../../../../dev/stdin"],
+    ["bash /dev/stdin/. <<< 'rm x'", "bash /dev/stdin/."],
+    ["awk -f /dev/stdin <<< 'BEGIN{}'", "awk -f /dev/stdin"],
+    ["awk --file=/dev/stdin <<< 'BEGIN{}'", "awk --file=/dev/stdin"],
+    ["mawk -f - <<< 'BEGIN{}'", "mawk -f -"],
+    ["make --file=/dev/stdin <<< 'all:; rm x'", "make --file=/dev/stdin"],
+    ["make --makefile=/dev/stdin <<< 'all:; rm x'", "make --makefile=/dev/stdin"],
+    ["make -f - <<< 'all:; rm x'", "make -f -"],
+    ["echo 'rm x' | capsh --", "capsh --"],
   ]
   for (const [line, resource] of fedOnStdin) {
     test(`${JSON.stringify(line)}: an interpreter reading its code from stdin is opaque`, async () => {
       expect(await opaque(line)).toEqual([resource])
     })
   }
+
+  test("a program file made by the line (<(…)) is opaque; the command making it is checked too", async () => {
+    expect(await opaque("awk -f <(echo 'BEGIN{system(\"rm x\")}')")).toEqual([`awk -f <(echo 'BEGIN{system(\"rm x\")}')`])
+    expect(await opaque("make -f <(echo 'all:; rm x')")).toEqual(["make -f <(echo 'all:; rm x')"])
+    expect(await plain("make -f <(echo 'all:; rm x')")).toEqual(["echo 'all:; rm x'"])
+  })
+
+  test("a subcommand written as a pattern is opaque: bash expands it to a file's name (touch push; git pus[h])", async () => {
+    expect(await opaque("touch push; git pus[h] origin main")).toEqual(["git pus[h] origin main"])
+    expect(await opaque("git -C . pus[h] origin main")).toEqual(["git -C . pus[h] origin main"])
+    expect(await opaque("git p*h origin")).toEqual(["git p*h origin"])
+    expect(await opaque("npm ru[n] build")).toEqual(["npm ru[n] build"])
+    // A pattern among a subcommand's operands is a path, checked as one.
+    expect(await opaque("git add src/*.ts")).toEqual([])
+  })
+
+  test("setarch run by an architecture's name wraps its command, checked in its own right", async () => {
+    for (const arch of ["x86_64", "i386", "aarch64", "uname26"]) expect(await plain(`${arch} rm victim`)).toContain("rm victim")
+    expect(await opaque("capsh -- -c 'rm victim'")).toEqual(["capsh -- -c 'rm victim'"])
+  })
 
   test("a command run through find -exec or xargs by a name from its input is opaque", async () => {
     expect(await opaque("find . -name '*.sh' -exec {} \\;")).toEqual(["find . -name '*.sh' -exec {} \\;"])
