@@ -424,6 +424,8 @@ const needsOf = Effect.fnUntraced(function* (
   roots: Protected.Roots,
   /** Whether the agent's `read` rules deny a file by its real path; undefined when none denies anything. */
   readDenied?: (real: string) => boolean,
+  /** Whether its `edit` rules deny one; undefined when none denies anything. */
+  editDenied?: (real: string) => boolean,
 ) {
   const command = input.command
   const workdir = yield* Boundary.resolve({ location: directory, path: input.workdir ?? "." }).pipe(
@@ -492,7 +494,13 @@ const needsOf = Effect.fnUntraced(function* (
     if (absolute !== undefined && Protected.named(roots, absolute)) written.add(absolute)
   }
   // The files the line reads or changes by what its commands do: each meets the `read` or `edit` rules on its path.
-  const files = yield* LineFiles.of({ directory, workdir: workdir.real, parsed, ...(readDenied === undefined ? {} : { readDenied }) })
+  const files = yield* LineFiles.of({
+    directory,
+    workdir: workdir.real,
+    parsed,
+    ...(readDenied === undefined ? {} : { readDenied }),
+    ...(editDenied === undefined ? {} : { editDenied }),
+  })
   for (const path of files.written) written.add(path)
   return {
     workdir,
@@ -622,7 +630,13 @@ const merged = (checks: ReadonlyArray<Permission.Check>): ReadonlyArray<Permissi
 /** The checks a call would make, in order, for explaining it (Builtin.planned). */
 const plan = (services: Builtin.Services) => (input: Input, agent: string) =>
   Effect.gen(function* () {
-    const needs = yield* needsOf(services.directory, input, services.permission.protectedRoots, Builtin.readDenied(services, agent))
+    const needs = yield* needsOf(
+      services.directory,
+      input,
+      services.permission.protectedRoots,
+      Builtin.readDenied(services, agent),
+      Builtin.editDenied(services, agent),
+    )
     const { outside, inside } = yield* checksOf(services, agent, needs)
     return [...outside, ...inside]
   })
@@ -652,7 +666,7 @@ const makeTool = (services: Builtin.Services) => {
         }
 
         const readDenied = Builtin.readDenied(services, context.agent)
-        const needs = yield* needsOf(directory, input, services.permission.protectedRoots, readDenied)
+        const needs = yield* needsOf(directory, input, services.permission.protectedRoots, readDenied, Builtin.editDenied(services, context.agent))
         const { workdir } = needs
         const { outside, inside } = yield* checksOf(services, context.agent, needs)
         const metadata = { tool: NAME, command, ...(input.description === undefined ? {} : { description: input.description }) }

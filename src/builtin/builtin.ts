@@ -195,15 +195,22 @@ export const pathPlan = (
  * Whether a file, by its real path, is one the agent's `read` rules deny; undefined when no rule denies a read.
  * (bash checks its files against this; the sandbox keeps commands from the credential stores.)
  */
-export const readDenied = (services: Pick<Services, "directory" | "permission">, agent: string): ((real: string) => boolean) | undefined => {
-  const denies = services.permission.denies(agent, "read")
+export const readDenied = (services: Pick<Services, "directory" | "permission">, agent: string): ((real: string) => boolean) | undefined =>
+  deniedFor(services, agent, "read")
+
+/** Whether the agent's `edit` rules deny a file by its real path (as readDenied reads the `read` rules). */
+export const editDenied = (services: Pick<Services, "directory" | "permission">, agent: string): ((real: string) => boolean) | undefined =>
+  deniedFor(services, agent, "edit")
+
+const deniedFor = (services: Pick<Services, "directory" | "permission">, agent: string, action: string): ((real: string) => boolean) | undefined => {
+  const denies = services.permission.denies(agent, action)
   if (denies === undefined) return undefined
   const inside = services.directory.endsWith(sep) ? services.directory : services.directory + sep
   const test = (real: string) =>
     denies(real === services.directory ? "." : real.startsWith(inside) ? real.slice(inside.length).split(sep).join("/") : real)
   // The same rules in the same Location answer alike: a walk over many paths may keep the answers (Shell Covered).
   const key = (denies as { readonly key?: string }).key
-  return key === undefined ? test : Object.assign(test, { key: `${services.directory}\0${key}` })
+  return key === undefined ? test : Object.assign(test, { key: `${services.directory}\0${action}\0${key}` })
 }
 
 /**

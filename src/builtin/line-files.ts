@@ -8,7 +8,7 @@ export * as LineFiles from "./line-files"
 
 import { statSync } from "node:fs"
 import { homedir } from "node:os"
-import { relative, resolve, sep } from "node:path"
+import { basename, join, relative, resolve, sep } from "node:path"
 import * as Effect from "effect/Effect"
 import { Boundary } from "../permission/boundary"
 import { Protected } from "../permission/protected"
@@ -107,8 +107,10 @@ export const of = Effect.fnUntraced(function* (input: {
   readonly parsed: CommandLine.Parsed
   /** Whether the agent's `read` rules deny a file by its real path; absent when none denies anything. */
   readonly readDenied?: (real: string) => boolean
+  /** Whether its `edit` rules deny a file by its real path; absent when none denies anything. */
+  readonly editDenied?: (real: string) => boolean
 }) {
-  const { directory, workdir, parsed, readDenied } = input
+  const { directory, workdir, parsed, readDenied, editDenied } = input
   const reads = new Set<string>()
   const written = new Set<string>()
   // A relative path after a `cd` is checked from each directory the line moves to as well.
@@ -129,7 +131,21 @@ export const of = Effect.fnUntraced(function* (input: {
             reads.add(ruleResource(directory, { real: file, inside: Boundary.isWithin(directory, file) }))
           }
         }
-        if (accessed.writes) written.add(match)
+        if (accessed.writes) {
+          written.add(match)
+          if (resolved.success.kind === "directory") {
+            // A copy into a directory changes the name it makes there (`cp x keep` writes keep/x).
+            for (const source of accessed.sources ?? []) {
+              if (source.value === undefined) continue
+              const names = source.glob ? expand(source, from) : [source.value]
+              for (const name of names) written.add(join(match, basename(name)))
+            }
+            // A whole directory changed (`rm -r keep`): each file under it the `edit` rules deny is changed too.
+            if (accessed.deep === true && editDenied !== undefined) {
+              for (const file of deniedUnder(resolved.success.real, editDenied)) written.add(file)
+            }
+          }
+        }
       }
       // A pattern matching nothing now (or too much to list) is checked as written too, so a rule on its form
       // (`*.env`) still meets it.

@@ -17,12 +17,18 @@ export interface Accessed {
   readonly reads: boolean
   /** Whether it is changed, created or removed. */
   readonly writes: boolean
+  /** Changed with everything under it, when it is a directory (Operands.Operand). */
+  readonly deep?: boolean
+  /** A copy's or move's target: what it receives, each changed as `TARGET/NAME` when it is a directory. */
+  readonly sources?: ReadonlyArray<CommandLine.Word>
 }
 
 const ofOperand = (operand: Operands.Operand): Accessed => ({
   word: operand.word,
   reads: operand.access === "read" || operand.access === "both",
   writes: operand.writes || operand.access === "write" || operand.access === "both",
+  ...(operand.deep === true ? { deep: true } : {}),
+  ...(operand.sources === undefined ? {} : { sources: operand.sources }),
 })
 
 /**

@@ -25,16 +25,25 @@ export interface Operand {
   /** Whether the command writes to it as output (`find -fprint FILE`), like a redirection. */
   readonly writes: boolean
   readonly access: Access
+  /** Changed with everything under it, when it is a directory (`rm -r`, `chmod -R`, `find DIR -delete`). */
+  readonly deep?: boolean
+  /** A copy's or move's target: what it receives, each changed as `TARGET/NAME` when the target is a directory. */
+  readonly sources?: ReadonlyArray<Word>
 }
 
 interface FileCommand {
   /**
    * What it does with its operands (default "read"); "copy": the last operand is written and the others read
-   * (unless a target option names where they go: then they are all read); "move": the same, the others written too.
+   * (unless a target option names where they go: then they are all read); "move": the same, the others written too;
+   * "output": the first is read, a second (where given) written (`uniq IN OUT`).
    */
-  readonly access?: Access | "copy" | "move"
+  readonly access?: Access | "copy" | "move" | "output"
   /** Options that make it change its operands in place (`sed -i`): then they are read and written. */
   readonly inPlace?: RegExp
+  /** Options that leave its operands as they are (`gzip -c` writes to stdout): then they are only read. */
+  readonly unchanged?: RegExp
+  /** Options that make it change whole directories (`rm -r`, `chmod -R`). */
+  readonly recursive?: RegExp
   /** Leading operands that are not paths (the mode of `chmod`, the pattern of `grep`). */
   readonly skip?: number
   /** Options that give what the skipped operands would (`grep -e PATTERN`): with one, nothing is skipped. */
@@ -50,7 +59,15 @@ interface FileCommand {
 }
 
 const COPY_OPTIONS = { "-t": "target", "--target-directory": "target", "-S": "value", "--suffix": "value" } as const
-const OWNER: FileCommand = { access: "write", skip: 1, instead: ["--reference"] }
+/** `-R`, `--recursive`, or `-R` in a group of short options. */
+const RECURSIVE_R = /^(-[A-Za-z]*R[A-Za-z]*|--recursive)$/
+const OWNER: FileCommand = { access: "write", skip: 1, instead: ["--reference"], recursive: RECURSIVE_R }
+/** A compressor: it replaces each file with its compressed (or expanded) form, unless told to write to stdout. */
+const COMPRESSOR: FileCommand = {
+  access: "both",
+  unchanged: /^(-[A-Za-z]*[ctl][A-Za-z]*|--stdout|--to-stdout|--list|--test)$/,
+  options: { "-S": "value", "--suffix": "value", "-b": "value", "-T": "value", "--threads": "value", "-o": "target", "--output": "target" },
+}
 
 const FILE_COMMANDS: Readonly<Record<string, FileCommand>> = {
   // The file a shell reads and runs: outside the Location, it is asked about like any file read there.
@@ -73,7 +90,7 @@ const FILE_COMMANDS: Readonly<Record<string, FileCommand>> = {
   diff: { options: { "-x": "value", "-X": "path", "-I": "value", "-U": "value", "-C": "value", "-L": "value", "-F": "value" } },
   touch: { access: "write", options: { "-r": "name", "--reference": "name", "-d": "value", "--date": "value", "-t": "value" } },
   mkdir: { access: "write", options: { "-m": "value", "--mode": "value" } },
-  rm: { access: "write" },
+  rm: { access: "write", recursive: /^(-[A-Za-z]*[rR][A-Za-z]*|--recursive)$/ },
   rmdir: { access: "write" },
   unlink: { access: "write" },
   cp: { access: "copy", options: COPY_OPTIONS },
@@ -85,6 +102,40 @@ const FILE_COMMANDS: Readonly<Record<string, FileCommand>> = {
     options: { "-t": "target", "--target-directory": "target", "-S": "value", "-m": "value", "-o": "value", "-g": "value" },
   },
   tee: { access: "write" },
+  mkfifo: { access: "write", options: { "-m": "value", "--mode": "value", "-Z": "value", "--context": "value" } },
+  mknod: { access: "write", paths: 1, options: { "-m": "value", "--mode": "value", "-Z": "value", "--context": "value" } },
+  dd: {},
+  sort: {
+    options: {
+      "-o": "target", "--output": "target", "-k": "value", "--key": "value", "-t": "value", "--field-separator": "value",
+      "-S": "value", "--buffer-size": "value", "-T": "name", "--temporary-directory": "name", "--parallel": "value",
+      "--files0-from": "path", "--random-source": "path", "--compress-program": "value",
+    },
+  },
+  shuf: { options: { "-o": "target", "--output": "target", "-n": "value", "--head-count": "value", "-i": "value", "--input-range": "value", "--random-source": "path" } },
+  iconv: { options: { "-o": "target", "--output": "target", "-f": "value", "--from-code": "value", "-t": "value", "--to-code": "value" } },
+  uniq: { access: "output", options: { "-f": "value", "--skip-fields": "value", "-s": "value", "--skip-chars": "value", "-w": "value", "--check-chars": "value", "--group": "value", "--all-repeated": "value" } },
+  gzip: COMPRESSOR,
+  gunzip: COMPRESSOR,
+  bzip2: COMPRESSOR,
+  bunzip2: COMPRESSOR,
+  xz: COMPRESSOR,
+  unxz: COMPRESSOR,
+  lzma: COMPRESSOR,
+  zstd: COMPRESSOR,
+  unzstd: COMPRESSOR,
+  lz4: COMPRESSOR,
+  compress: COMPRESSOR,
+  rsync: {
+    access: "copy",
+    options: {
+      "--exclude": "value", "--include": "value", "--exclude-from": "path", "--include-from": "path", "--files-from": "path",
+      "-f": "value", "--filter": "value", "--chmod": "value", "--chown": "value", "-B": "value", "--block-size": "value",
+      "--rsync-path": "value", "--password-file": "path", "--log-file": "name", "--partial-dir": "value", "-T": "value",
+      "--temp-dir": "value", "--compare-dest": "value", "--copy-dest": "value", "--link-dest": "value", "--backup-dir": "value",
+      "--suffix": "value", "--max-size": "value", "--min-size": "value", "--timeout": "value", "--port": "value", "--bwlimit": "value",
+    },
+  },
   truncate: { access: "write", options: { "-s": "value", "--size": "value", "-r": "name", "--reference": "name" } },
   shred: { access: "write", options: { "-n": "value", "--iterations": "value", "-s": "value", "--size": "value" } },
   chmod: OWNER,
@@ -122,6 +173,16 @@ export const isFileCommand = (name: string): boolean => name === "find" || Objec
 /** Options of `find` that write their output to the file given as their value. */
 const FIND_OUTPUTS = ["-fprint", "-fprint0", "-fprintf", "-fls"]
 
+/** Options of `find` that run a command on what it finds. */
+const FIND_EXECS = ["-exec", "-execdir", "-ok", "-okdir"]
+
+/** Whether a command run on what find found (`{}`) changes it: a file command that changes its operands. */
+const changesFound = (words: ReadonlyArray<Word>): boolean => {
+  const name = words[0]?.value
+  if (name === undefined || !Object.hasOwn(FILE_COMMANDS, name)) return false
+  return of(name, words).some((operand) => operand.word.value?.includes("{}") === true && operand.access !== "read" && operand.access !== "none")
+}
+
 /** `find`: its start points (the operands before the expression) and the files `-fprint` and the like write. */
 const find = (words: ReadonlyArray<Word>): Array<Operand> => {
   const found: Array<Operand> = []
@@ -130,25 +191,47 @@ const find = (words: ReadonlyArray<Word>): Array<Operand> => {
   while (index < words.length && /^-([HLP]|O\d*|D)$/.test(words[index]!.value ?? "")) {
     index += words[index]!.value === "-D" ? 2 : 1
   }
+  const starts: Array<Word> = []
   for (; index < words.length; index++) {
     const value = words[index]!.value ?? words[index]!.text
     if (value.startsWith("-") || ["(", "!", ")", ","].includes(value)) break
-    found.push({ word: words[index]!, writes: false, access: "none" })
+    starts.push(words[index]!)
   }
+  // `-delete`, or a command that changes what it is given (`-exec truncate -s0 {} ;`): everything under the start
+  // points may change.
+  let changes = false
   for (; index < words.length; index++) {
-    if (FIND_OUTPUTS.includes(words[index]!.value ?? "") && index + 1 < words.length) {
+    const value = words[index]!.value ?? ""
+    if (FIND_OUTPUTS.includes(value) && index + 1 < words.length) {
       found.push({ word: words[++index]!, writes: true, access: "write" })
+    } else if (value === "-delete") changes = true
+    else if (FIND_EXECS.includes(value)) {
+      let end = index + 1
+      while (end < words.length && words[end]!.value !== ";" && words[end]!.value !== "+") end++
+      changes ||= changesFound(words.slice(index + 1, end))
+      index = end
     }
   }
-  return found
+  return [...starts.map((word): Operand => (changes ? { word, writes: false, access: "write", deep: true } : { word, writes: false, access: "none" })), ...found]
 }
 
 /** What an option's kind of value means for the file it names. */
 const OPTION_ACCESS = { path: "read", target: "write", name: "none" } as const satisfies Record<string, Access>
 
+/** `dd`: the file `if=` reads and the one `of=` writes. */
+const dd = (words: ReadonlyArray<Word>): Array<Operand> =>
+  words.slice(1).flatMap((word): Array<Operand> => {
+    const operand = /^(if|of)=(.*)$/s.exec(word.value ?? word.text)
+    if (operand === null) return []
+    const path = operand[2]!
+    const named = { ...word, text: path, value: word.value === undefined ? undefined : path, tilde: path.startsWith("~") }
+    return [{ word: named, writes: false, access: operand[1] === "if" ? "read" : "write" }]
+  })
+
 /** The paths among the words of a file command (its name first), with what it does to each; none for any other command. */
 export const of = (name: string, words: ReadonlyArray<Word>): Array<Operand> => {
   if (name === "find") return find(words)
+  if (name === "dd") return dd(words)
   if (!Object.hasOwn(FILE_COMMANDS, name)) return []
   const spec = FILE_COMMANDS[name]!
   const options = spec.options ?? {}
@@ -211,13 +294,20 @@ export const of = (name: string, words: ReadonlyArray<Word>): Array<Operand> => 
     if (left-- <= 0) break
     positional.push(word)
   }
-  const inPlace = spec.inPlace !== undefined && words.slice(1).some((word) => spec.inPlace!.test(word.value ?? ""))
-  const access = inPlace ? "both" : (spec.access ?? "read")
+  const has = (pattern: RegExp | undefined) => pattern !== undefined && words.slice(1).some((word) => pattern.test(word.value ?? ""))
+  const inPlace = has(spec.inPlace)
+  const access = inPlace ? "both" : has(spec.unchanged) ? "read" : (spec.access ?? "read")
+  const deep = has(spec.recursive)
+  const copying = access === "copy" || access === "move"
+  // Where a copy goes: the target option's directory, else its last operand; what it receives, the others.
+  const target = copying ? (targeted ? found.findIndex((operand) => operand.access === "write") : -1) : -1
+  const sources = copying ? (targeted ? positional : positional.slice(0, -1)) : []
+  if (target !== -1) found[target] = { ...found[target]!, sources }
   positional.forEach((word, index) => {
     const last = index === positional.length - 1 && !targeted
     const each: Access =
-      access === "copy" ? (last ? "write" : "read") : access === "move" ? (last ? "write" : "both") : access
-    found.push({ word, writes: false, access: each })
+      access === "copy" ? (last ? "write" : "read") : access === "move" ? (last ? "write" : "both") : access === "output" ? (index === 0 ? "read" : "write") : access
+    found.push({ word, writes: false, access: each, ...(deep && each !== "read" ? { deep } : {}), ...(copying && last ? { sources } : {}) })
   })
   return found
 }

@@ -143,6 +143,49 @@ describe("bash meets the edit rules of the files it changes", () => {
     // Changing another file is not touched by the rule.
     expect(settlementOf(await exec(box, "bash", { command: "rm other.txt" })).status).toBe("success")
   }, 120_000)
+
+  test("a folder whose files edit denies is changed neither through the folder nor by commands writing an output file", async () => {
+    const box = sandbox({
+      "core.json": JSON.stringify({ permission: { "*": "allow", edit: { "keep/*": "deny" } } }),
+      "keep/a.txt": "kept\n",
+      "keep/deep/b.txt": "kept\n",
+      "x": "x\n",
+    })
+    const lines = [
+      // Into the folder: the name made there is changed.
+      "cp x keep",
+      "mv x keep",
+      "cp -t keep x",
+      "cp --target-directory=keep x",
+      "cp x* keep",
+      // The folder whole: each file under it the rule denies is changed.
+      "rm -r keep",
+      "rm -rf keep/deep",
+      "chmod -R 000 keep",
+      "find keep -delete",
+      "find keep -name a.txt -exec truncate -s0 {} \\;",
+      // Programs that write an output file.
+      "dd if=x of=keep/a.txt",
+      "sort -o keep/a.txt x",
+      "shuf -o keep/a.txt x",
+      "iconv -f utf8 -t utf8 -o keep/a.txt x",
+      "uniq x keep/a.txt",
+      "gzip keep/a.txt",
+      "rsync x keep/",
+      "mkfifo keep/f",
+    ]
+    for (const command of lines) {
+      const settlement = settlementOf(await exec(box, "bash", { command }))
+      expect([command, settlement.status, settlement.error?.kind]).toEqual([command, "error", "denied"])
+    }
+    expect(readFileSync(join(box.location, "keep/a.txt"), "utf8")).toBe("kept\n")
+    expect(readFileSync(join(box.location, "keep/deep/b.txt"), "utf8")).toBe("kept\n")
+    expect(existsSync(join(box.location, "keep/x"))).toBe(false)
+    // Reading them, writing to stdout, and changing what the rule does not name still run.
+    for (const command of ["gzip -c keep/a.txt", "sort keep/a.txt", "find keep -name '*.txt'", "cp x y", "rm -r nothere || true"]) {
+      expect([command, settlementOf(await exec(box, "bash", { command })).status]).toEqual([command, "success"])
+    }
+  }, 180_000)
 })
 
 // edit and an apply_patch update read the file they change: a hunk that does not match shows its nearest lines, a

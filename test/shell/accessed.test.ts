@@ -39,7 +39,10 @@ describe("Accessed.of", () => {
 
   test("a program outside the table offers every literal word, an option's value and a revision's path", async () => {
     expect(await named("base64 -w0 a")).toEqual(["-w0", "0", "a"])
-    expect(await named("dd if=a of=b")).toEqual(["if=a", "a", "of=b", "b"])
+    expect(await named("base64 if=a")).toEqual(["if=a", "a"])
+    // dd is in the table: what if= names is read, what of= names changed.
+    expect(await named("dd if=a of=b")).toEqual([])
+    expect(await accessed("dd if=a of=b")).toEqual(["a:r", "b:w"])
     expect(await named("git show HEAD:a.env")).toEqual(["show", "HEAD:a.env", "a.env"])
     // awk's program is not a file; programs that name no file offer nothing; the table's own commands neither.
     expect(await named("awk '{print}' a")).toEqual(["a"])

@@ -741,6 +741,8 @@ describe("CommandChecks.paths: programs outside the file table", () => {
       "/home/someone/c",
       "/d/e",
       "/work/f",
+      // sort is in the file table: its operand is a path wherever it lies.
+      "/work/here/x",
       "/g/h",
       "/i/j",
     ])
