@@ -480,9 +480,10 @@ const readTree = (given: string, collector: Collector): void => {
       collector.unparsed ??= apart.unparsed
       return
     }
-    if (apart.opaque !== undefined) collector.opaque.push({ resource: collector.within ?? given, reason: apart.opaque })
     walk(tree.rootNode, collector)
     if (tree.rootNode.hasError) collector.unparsed ??= "bash cannot parse it"
+    // A line that cannot be parsed is checked whole already.
+    else if (apart.opaque !== undefined) collector.opaque.push({ resource: collector.within ?? given, reason: apart.opaque })
   } finally {
     tree.delete()
   }
