@@ -362,8 +362,8 @@ const openToRead = (real: string, shown: string) =>
 const DESCRIPTION =
   "Read a file or directory in the project. A text file comes back with 1-based line numbers (`N: text`), one " +
   `page at a time: at most ${MAX_LINES} lines of output or 50 KiB, whichever comes first (without a limit, a ` +
-  `file over 1 MiB gives ${LARGE_FILE_LINES} lines or 16 KiB a page). When more remains, the page starts with ` +
-  "the file's size and line count and ends with the offset to read next. Lines " +
+  `file over 1 MiB gives ${LARGE_FILE_LINES} lines or 16 KiB a page, and when more remains its page starts with ` +
+  "the file's size and line count). A page that does not reach the end ends with the offset to read next. Lines " +
   `longer than ${ReadPage.MAX_LINE_CHARS} characters are cut, with a note on the line. A byte order mark is dropped and ` +
   "Windows line endings are shown without the \\r. A directory comes back as its entries (directories first, " +
   "with a trailing /), paged the same way. PNG, JPEG, GIF, WEBP and BMP images (recognised by content) come " +

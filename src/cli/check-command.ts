@@ -79,8 +79,9 @@ export const run = (args: ReadonlyArray<string>) =>
       return yield* usage(`unknown provider "${provider}": one of ${Provider.NAMES.join(", ")}`)
     }
     if (name === undefined) {
-      if (values.input !== undefined || values.agent !== undefined) {
-        return yield* usage("NAME is required with --input: core check NAME --input JSON")
+      if (values.input !== undefined) return yield* usage("NAME is required with --input: core check NAME --input JSON")
+      if (values.agent !== undefined) {
+        return yield* usage("--agent checks one call of that agent: core check NAME --input JSON --agent ID")
       }
       return yield* LocationCheck.run({ ...values, provider })
     }
@@ -104,7 +105,7 @@ export const run = (args: ReadonlyArray<string>) =>
       if (resolution._tag !== "Found") {
         const hint = resolution._tag === "Unknown" && resolution.suggestions.length > 0
           ? ` Did you mean ${resolution.suggestions.join(", ")}?`
-          : ""
+          : " Run 'core tools' to list the Location's tools."
         return yield* new Command.Exit({ code: Command.EXIT.modelError, message: `unknown tool "${name}".${hint}` })
       }
       const explained = yield* Explain.call(permission, { name, tool: resolution.tool, input, agent }).pipe(

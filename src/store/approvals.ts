@@ -8,6 +8,7 @@ export * as Approvals from "./approvals"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { readFileSync } from "node:fs"
 import { hostname, userInfo } from "node:os"
 import type { Store } from "./store"
 
@@ -21,15 +22,34 @@ export interface Approval {
   readonly approvedBy?: string
 }
 
-/** Who approves through this process: `$CORE_USER`, else the OS user at this host (`alice@build-7`). */
+/** The name `/etc/passwd` gives the user `uid`, if it has one. */
+const passwdName = (uid: number): string | undefined => {
+  try {
+    for (const line of readFileSync("/etc/passwd", "utf8").split("\n")) {
+      const [name, , id] = line.split(":")
+      if (name !== undefined && name !== "" && Number(id) === uid) return name
+    }
+  } catch {
+    // No passwd file to read.
+  }
+  return undefined
+}
+
+/**
+ * Who approves through this process: `$CORE_USER`, else the OS user at this host (`alice@build-7`): its passwd name
+ * by uid (Bun's userInfo() answers `unknown` without `$USER`), else `$USER` or `$LOGNAME`, else `uid N`.
+ */
 export const approver = (env: Record<string, string | undefined> = process.env): string => {
   if (env.CORE_USER !== undefined && env.CORE_USER.trim() !== "") return env.CORE_USER.trim()
-  let user = env.USER ?? "unknown"
+  const uid = process.getuid?.()
+  let known = ""
   try {
-    user = userInfo().username
+    known = userInfo().username
   } catch {
-    // No passwd entry (a container's arbitrary uid): the environment's USER.
+    // No passwd entry (a container's arbitrary uid).
   }
+  const user =
+    (uid === undefined ? undefined : passwdName(uid)) ?? (known !== "" && known !== "unknown" ? known : undefined) ?? env.USER ?? env.LOGNAME ?? `uid ${uid ?? "?"}`
   return `${user}@${hostname()}`
 }
 

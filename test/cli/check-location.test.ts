@@ -138,6 +138,7 @@ export default Tool.make({
     const box = sandbox()
     for (const [args, says] of [
       [["check", "--input", "{}", "--location", box.location], "NAME is required with --input"],
+      [["check", "--agent", "plan", "--location", box.location], "--agent checks one call of that agent: core check NAME"],
       [["check", "read", "--provider", "gemini", "--location", box.location], "it takes no NAME"],
       [["check", "--provider", "cohere", "--location", box.location], 'unknown provider "cohere"'],
       [["check", "--location", `${box.location}/missing`], "does not exist"],

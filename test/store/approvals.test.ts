@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test"
 import { mkdirSync, writeFileSync } from "node:fs"
-import { hostname, userInfo } from "node:os"
+import { hostname } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { Approvals } from "../../src/store/approvals"
@@ -69,7 +69,16 @@ for (const [name, make] of implementations) {
 describe("Approvals.approver", () => {
   test("is $CORE_USER when set, else the OS user at this host", () => {
     expect(Approvals.approver({ CORE_USER: " alice@acme " })).toBe("alice@acme")
-    expect(Approvals.approver({ CORE_USER: "" })).toBe(`${userInfo().username}@${hostname()}`)
+    // The OS user by its passwd name, with or without $USER (Bun's userInfo() says "unknown" without it).
+    const name = Bun.spawnSync(["id", "-un"]).stdout.toString().trim()
+    expect(Approvals.approver({ CORE_USER: "" })).toBe(`${name}@${hostname()}`)
+    const saved = process.env.USER
+    delete process.env.USER
+    try {
+      expect(Approvals.approver({})).toBe(`${name}@${hostname()}`)
+    } finally {
+      if (saved !== undefined) process.env.USER = saved
+    }
   })
 })
 
