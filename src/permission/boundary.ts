@@ -205,12 +205,33 @@ const invalid = (path: string, location: string): PathError | undefined => {
   return undefined
 }
 
+/**
+ * The longest path the system takes, in bytes (Linux's PATH_MAX, its NUL included). A longer one names nothing a
+ * program can open; walking it costs time in its number of parts squared (joining each onto the last), so a path
+ * of 100,000 parts held the thread for half a minute.
+ */
+const MAX_PATH_BYTES = 4095
+
+const tooLong = (path: string, absolute: string): PathError | undefined => {
+  const bytes = Buffer.byteLength(absolute)
+  if (bytes <= MAX_PATH_BYTES) return undefined
+  return new PathError({
+    path,
+    reason: "invalid",
+    message: `Cannot use a path of ${bytes} bytes: the system takes paths of at most ${MAX_PATH_BYTES} bytes. Give a shorter path.`,
+  })
+}
+
 /** Where `path` really leads and whether that is inside the Location; fails only when no answer is possible. */
 export const resolve = Effect.fn("Boundary.resolve")(function* (options: Options) {
   const location = resolvePath(options.location)
+  // Before anything else reads it: its length is the model's to choose.
+  if (options.path.length > 4 * MAX_PATH_BYTES) return yield* Effect.fail(tooLong(options.path, options.path)!)
   const rejected = invalid(options.path, location)
   if (rejected !== undefined) return yield* Effect.fail(rejected)
   const requested = resolvePath(location, options.path)
+  const long = tooLong(options.path, requested)
+  if (long !== undefined) return yield* Effect.fail(long)
 
   const home = walk(location)
   if (Result.isFailure(home)) return yield* Effect.fail(failure(options.location, location, location, home.failure))

@@ -207,6 +207,19 @@ describe("Boundary.resolve", () => {
     expect(nul.message).not.toContain("\0")
   })
 
+  test("a path longer than the system takes fails as invalid at once, however many parts it has", () => {
+    for (const path of ["a/".repeat(100_000), `${"ab".repeat(2_100)}.txt`, "é/".repeat(1_400)]) {
+      const error = reject(path)
+      expect(error.reason).toBe("invalid")
+      expect(error.message).toContain("the system takes paths of at most 4095 bytes")
+      // The message does not repeat the model's path.
+      expect(error.message.length).toBeLessThan(200)
+    }
+    // As long as the system takes, a path resolves (to a file not there yet).
+    const longest = "x/".repeat(Math.floor((4_095 - location.length - 8) / 2)) + "f.txt"
+    expect(resolve(longest).exists).toBe(false)
+  })
+
   test("symlink loops fail with loop instead of hanging", () => {
     for (const path of ["loopA", "loopB/child", "self", "src/../self"]) {
       const error = reject(path)
