@@ -15,9 +15,14 @@ import { SearchTool } from "./search-tool"
 
 /** How many files an answer lists by default (the newest); the total is always counted. */
 export const DEFAULT_LIMIT = 100
+/**
+ * The most a call may ask for: what is shown is held in memory whole (a limit of 100,000,000 held gigabytes and let
+ * the kernel end core), and past this a model reads none of it; a narrower search answers better.
+ */
+export const MAX_LIMIT = 20_000
 
 export const Input = Schema.Struct({
-  pattern: Schema.String.annotate({
+  pattern: SearchTool.Pattern.annotate({
     description:
       'The glob, matched against paths relative to the searched directory: "**/*.ts", "src/**/*.test.ts", ' +
       '"*.{json,jsonc}". A pattern without "/" matches file names at any depth; a leading "./" or "/" anchors it ' +
@@ -31,8 +36,11 @@ export const Input = Schema.Struct({
     }),
   ),
   limit: Schema.optionalKey(
-    Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "at least 1" })).annotate({
-      description: `How many files to list, newest first (default ${DEFAULT_LIMIT}); the rest are counted`,
+    Schema.Int.check(
+      Schema.isGreaterThanOrEqualTo(1, { expected: "at least 1" }),
+      Schema.isLessThanOrEqualTo(MAX_LIMIT, { expected: `at most ${MAX_LIMIT}` }),
+    ).annotate({
+      description: `How many files to list, newest first (default ${DEFAULT_LIMIT}, at most ${MAX_LIMIT}); the rest are counted`,
     }),
   ),
 })

@@ -15,11 +15,16 @@ import { Ripgrep } from "./ripgrep"
 import { SearchTool } from "./search-tool"
 
 export const DEFAULT_LIMIT = 100
+/**
+ * The most a call may ask for: what is shown is held in memory whole (a limit of 100,000,000 held gigabytes and let
+ * the kernel end core), and past this a model reads none of it; a narrower search answers better.
+ */
+export const MAX_LIMIT = 20_000
 /** Characters of a matching line shown before it is cut. */
 export const MAX_LINE_CHARS = 2_000
 
 export const Input = Schema.Struct({
-  pattern: Schema.String.annotate({
+  pattern: SearchTool.Pattern.annotate({
     description: "A regular expression (Rust regex syntax, like PCRE without look-around), e.g. log.*Error or function\\s+\\w+",
   }),
   path: Schema.optionalKey(
@@ -30,15 +35,18 @@ export const Input = Schema.Struct({
     }),
   ),
   include: Schema.optionalKey(
-    Schema.String.annotate({
+    SearchTool.Pattern.annotate({
       description:
         'Only search files matching this glob, e.g. "*.ts" or "*.{ts,tsx}". A glob without "/" matches file names; ' +
         "one with a / matches paths relative to the searched directory (for a single file: relative to the Location)",
     }),
   ),
   limit: Schema.optionalKey(
-    Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "at least 1" })).annotate({
-      description: `How many matching lines to show (default ${DEFAULT_LIMIT}); the rest are counted`,
+    Schema.Int.check(
+      Schema.isGreaterThanOrEqualTo(1, { expected: "at least 1" }),
+      Schema.isLessThanOrEqualTo(MAX_LIMIT, { expected: `at most ${MAX_LIMIT}` }),
+    ).annotate({
+      description: `How many matching lines to show (default ${DEFAULT_LIMIT}, at most ${MAX_LIMIT}); the rest are counted`,
     }),
   ),
 })

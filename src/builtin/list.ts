@@ -23,7 +23,7 @@ export const Input = Schema.Struct({
     }),
   ),
   ignore: Schema.optionalKey(
-    Schema.Array(Schema.String).annotate({
+    Schema.Array(Schema.String.check(Schema.isMaxLength(SearchTool.MAX_IGNORE_CHARS, { expected: `at most ${SearchTool.MAX_IGNORE_CHARS} characters` }))).check(Schema.isMaxLength(SearchTool.MAX_IGNORES, { expected: `at most ${SearchTool.MAX_IGNORES} globs` })).annotate({
       description: 'More globs to leave out, relative to the listed directory, e.g. ["*.log", "fixtures/"]',
     }),
   ),

@@ -7,6 +7,7 @@ export * as SearchTool from "./search-tool"
 import { dlopen, FFIType, ptr } from "bun:ffi"
 import { closeSync, constants, openSync, statSync } from "node:fs"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { Pinned } from "../permission/pinned"
 import { Tool } from "../tool/tool"
@@ -15,6 +16,19 @@ import { Ripgrep } from "./ripgrep"
 
 /** The annotations every search built-in carries: it only reads, and only the machine it runs on. */
 export const ANNOTATIONS = { readOnly: true, idempotent: true, openWorld: false } as const
+
+/**
+ * The longest pattern or glob a search takes, in characters: each is one of rg's arguments, which the system takes
+ * up to 128 KiB (in UTF-8, up to 4 bytes a character). A longer one failed to start rg, answered as core's fault.
+ */
+export const MAX_PATTERN_CHARS = 16_384
+
+/** How many globs a listing leaves out at most, each of at most MAX_IGNORE_CHARS: together they fit the system's room for arguments. */
+export const MAX_IGNORES = 100
+export const MAX_IGNORE_CHARS = 1_024
+
+/** A pattern or glob given to rg, at most MAX_PATTERN_CHARS long. */
+export const Pattern = Schema.String.check(Schema.isMaxLength(MAX_PATTERN_CHARS, { expected: `at most ${MAX_PATTERN_CHARS} characters` }))
 
 interface Dated {
   readonly path: string

@@ -108,9 +108,22 @@ export const describeIssues = (error: unknown, keys: Keys = NO_KEYS): string => 
         const named = known.length === 0 ? "it takes none" : `its keys are ${known.slice(0, MAX_NAMED_KEYS).join(", ")}${known.length > MAX_NAMED_KEYS ? ", ..." : ""}`
         return `- ${path}: unknown key (${named})`
       }
-      return `- ${path}: ${issue.message}`
+      return `- ${path}: ${shortened(issue.message)}`
     })
     .join("\n")
+}
+
+/**
+ * The most of one problem's words the model reads back: they quote the value given (a 300 KB pattern, 101 todo
+ * items), which it sent and has; past this, only its start.
+ */
+const MAX_ISSUE_CHARS = 400
+
+const shortened = (message: string): string => {
+  if (message.length <= MAX_ISSUE_CHARS) return message
+  // Never half a character: a high surrogate at the cut goes with its pair.
+  const cut = /[\ud800-\udbff]/.test(message[MAX_ISSUE_CHARS - 1]!) ? MAX_ISSUE_CHARS - 1 : MAX_ISSUE_CHARS
+  return `${message.slice(0, cut)}… [${message.length - cut} more characters of the value given]`
 }
 
 /**

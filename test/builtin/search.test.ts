@@ -385,11 +385,40 @@ describe("grep", () => {
     ])
   })
 
+  test("a limit past 20,000 is invalid input, for grep and glob alike: what is shown is held whole", async () => {
+    const h = harness({ files: { "a.txt": "needle\n" } })
+    for (const tool of ["grep", "glob"] as const) {
+      const { settlement } = await h.settle(tool, { pattern: tool === "grep" ? "needle" : "*.txt", limit: 100_000_000 })
+      expect([tool, settlement.status, settlement.error?.kind]).toEqual([tool, "error", "invalid_input"])
+      expect(settlement.error?.message).toContain("at most 20000")
+    }
+  })
+
+  test("a pattern or glob longer than rg can be given is invalid input, not an operational failure", async () => {
+    const h = harness({ files: { "a.txt": "needle\n" } })
+    const long = "n".repeat(300_000)
+    const calls = [
+      ["grep", { pattern: long }],
+      ["grep", { pattern: "needle", include: long }],
+      ["glob", { pattern: long }],
+      ["list", { ignore: Array.from({ length: 3_000 }, (_, index) => `${"x".repeat(1_000)}${index}`) }],
+      ["list", { ignore: ["y".repeat(2_000)] }],
+    ] as const
+    for (const [tool, input] of calls) {
+      const { settlement } = await h.settle(tool, input)
+      expect([tool, settlement.status, settlement.error?.kind]).toEqual([tool, "error", "invalid_input"])
+      expect(settlement.error?.message).toMatch(/at most (16384 characters|100 globs|1024 characters)/)
+      // The refusal quotes only the start of the value given: it fits the model's answer, kept nowhere else.
+      expect(settlement.error!.message.length).toBeLessThan(1_500)
+      expect(settlement.outputs).toEqual([])
+    }
+  })
+
   test("counts every match exactly when rg's output spans many chunks", async () => {
-    const h = harness({ files: { "a.txt": `${"needle".padEnd(100, ".")}\n`.repeat(20_000), "b.txt": "needle\n".repeat(3) } })
+    const h = harness({ files: { "a.txt": `${"needle".padEnd(100, ".")}\n`.repeat(19_990), "b.txt": "needle\n".repeat(3) } })
     age(join(h.directory, "a.txt"), 2_000)
     age(join(h.directory, "b.txt"), 1_000)
-    const { settlement } = await h.settle("grep", { pattern: "needle", limit: 20_001 })
+    const { settlement } = await h.settle("grep", { pattern: "needle", limit: 19_991 })
     // Far over the settlement's bound: the complete structured output is kept in its one managed output.
     expect(settlement.outputs).toHaveLength(1)
     expect(settlement.structured).toBeNull()
@@ -398,8 +427,8 @@ describe("grep", () => {
       .map(String)
       .find((name) => name.endsWith(`${settlement.outputs[0]!.id}.json`))!
     const output = (await Bun.file(join(h.data, "outputs", kept)).json()) as Grep.Output
-    expect(output).toMatchObject({ matches: 20_003, files: 2, notShown: 2 })
-    expect(output.shown[0]?.lines.map((line) => line.line)).toEqual(Array.from({ length: 20_000 }, (_, index) => index + 1))
+    expect(output).toMatchObject({ matches: 19_993, files: 2, notShown: 2 })
+    expect(output.shown[0]?.lines.map((line) => line.line)).toEqual(Array.from({ length: 19_990 }, (_, index) => index + 1))
     expect(output.shown[0]?.lines.every((line) => line.text === "needle".padEnd(100, "."))).toBe(true)
     expect(output.shown[1]).toEqual({ path: "b.txt", matches: 3, lines: [{ line: 1, text: "needle" }] })
   })
