@@ -126,6 +126,16 @@ const codeOf = (cause: unknown): string | undefined =>
 export const io = <A>(operation: string, shown: string, run: () => Promise<A>): Effect.Effect<A, Tool.Failure> =>
   Effect.tryPromise({ try: run, catch: (cause) => cause }).pipe(
     Effect.catch((cause) => {
+      if (cause instanceof TooLarge) {
+        const mib = (Number(cause.message) / (1024 * 1024)).toFixed(1)
+        return Effect.fail(
+          new Tool.Failure({
+            message:
+              `${shown} is ${mib} MiB: write, edit and apply_patch change files of at most ${MAX_CHANGE_BYTES / (1024 * 1024)} MiB. ` +
+              "Nothing was changed. Change it with a command (bash: sed, or a script), or in parts.",
+          }),
+        )
+      }
       const code = codeOf(cause)
       const reason = code === undefined ? undefined : REASONS[code]
       if (reason === undefined) return Effect.die(cause)
@@ -378,11 +388,20 @@ export const endingsLike = (
   return out.join("")
 }
 
+/**
+ * The largest file write, edit and apply_patch change: they hold it whole, its text and their work on it some twenty
+ * times over (an edit of a 273 MB file held 5 GB and core serve's thread 15 s).
+ */
+export const MAX_CHANGE_BYTES = 16 * 1024 * 1024
+
+class TooLarge extends Error {}
+
 /** Reads a file's bytes and the facts `unchanged` compares, from one open file. */
 export const read = (path: string, shown: string): Effect.Effect<Snapshot, Tool.Failure> =>
   io("read", shown, async () => {
     const { handle, stats } = await openRegular(path)
     try {
+      if (stats.size > BigInt(MAX_CHANGE_BYTES)) throw new TooLarge(String(stats.size))
       const bytes = new Uint8Array(await handle.readFile())
       const mode = Number(stats.mode & 0o7777n)
       return {

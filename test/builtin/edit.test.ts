@@ -4,7 +4,7 @@
 // Location, symlinks leading out).
 
 import { describe, expect, test } from "bun:test"
-import { chmodSync, chownSync, lstatSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, chownSync, lstatSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Exit } from "effect"
 import { Text } from "../../src/builtin/text"
@@ -403,4 +403,28 @@ describe("edit cancelled while it writes", () => {
     expect(readFileSync(join(h.directory, "big.txt"), "utf8").endsWith("y\nthread\n")).toBe(true)
     expect(readdirSync(h.directory)).toEqual(["big.txt"])
   })
+})
+
+describe("a file too large to change whole", () => {
+  test("write, edit and apply_patch refuse a file over 16 MiB before reading it, saying how to change it instead", async () => {
+    const h = harness({ files: { "big.txt": "" }, readBeforeWrite: false })
+    // Sparse: 17 MiB that take no disk.
+    const big = join(h.directory, "big.txt")
+    truncateSync(big, 17 * 1024 * 1024)
+    const calls = [
+      ["edit", { filePath: "big.txt", oldString: "a", newString: "b" }],
+      ["write", { filePath: "big.txt", content: "small\n" }],
+      ["apply_patch", { patchText: "*** Begin Patch\n*** Update File: big.txt\n@@\n-a\n+b\n*** End Patch" }],
+    ] as const
+    for (const [tool, input] of calls) {
+      const { settlement } = await h.settle(tool, input)
+      expect([tool, settlement.status]).toEqual([tool, "error"])
+      expect(textOf(settlement)).toContain("big.txt is 17.0 MiB: write, edit and apply_patch change files of at most 16 MiB")
+    }
+    expect(statSync(big).size).toBe(17 * 1024 * 1024)
+    // At the bound it is still changed.
+    truncateSync(big, 0)
+    writeFileSync(big, `${"x".repeat(1023)}\n`.repeat(16 * 1024 - 1) + "a\n")
+    expect((await h.settle("edit", { filePath: "big.txt", oldString: "a\n", newString: "b\n" })).settlement.status).toBe("success")
+  }, 60_000)
 })
