@@ -448,7 +448,7 @@ const needsOf = Effect.fnUntraced(function* (
   // core's data directory, is checked as an edit of it, which is then always asked of a person.
   const unsure = new Set<string>()
   let unknownChange = false
-  const moves = Protected.movesDirectory(parsed.commands.map((command) => command.words[0]?.value ?? ""))
+  const moves = parsed.commands.some((command) => CommandChecks.directoryChange(command.words) !== undefined)
   for (const path of CommandChecks.paths(parsed)) {
     const changes = path.writes || !Protected.readsOnly(path.owner)
     if (path.unknown !== undefined) {

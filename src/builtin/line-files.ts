@@ -26,10 +26,9 @@ const cdTargets = (parsed: CommandLine.Parsed, workdir: string): ReadonlyArray<s
   const found: Array<string> = []
   let at = workdir
   for (const command of parsed.commands) {
-    const name = command.words[0]?.value
-    if (command.kind !== "command" || (name !== "cd" && name !== "pushd")) continue
-    const target = command.words.slice(1).find((word) => !(word.value ?? "").startsWith("-"))
-    const place = target === undefined ? undefined : CommandChecks.locate(target, at)
+    if (command.kind !== "command") continue
+    const target = CommandChecks.directoryChange(command.words)
+    const place = target === undefined || target === null ? undefined : CommandChecks.locate(target, at)
     if (place === undefined) continue
     at = place
     found.push(place)

@@ -307,7 +307,7 @@ export const secret = (roots: Roots, real: string): boolean => {
 
 /**
  * Commands that change none of the paths they are given. `cd` and the like change none either, but they move where
- * later relative paths lead: see `movesDirectory`.
+ * later relative paths lead: see `CommandChecks.directoryChange` (src/shell).
  */
 const READ_ONLY = new Set([
   "cat", "head", "tail", "less", "more", "stat", "file", "du", "wc", "diff", "ls", "grep", "cd", "pushd", "popd",
@@ -359,9 +359,6 @@ export const AFTER_CD =
   "a relative path after a cd, which may lead into core's own configuration (give it from the Location, or " +
   "absolute, to have it checked as itself)"
 
-/** Whether a shell line changes directory (`cd`, `pushd`, `popd`), after which relative paths lead elsewhere. */
-export const movesDirectory = (names: ReadonlyArray<string>): boolean =>
-  names.some((name) => ["cd", "pushd", "popd"].includes(name.slice(name.lastIndexOf("/") + 1)))
 
 /** Whether a shell word's value names a place independent of the working directory (`/x`, `~/x`). */
 export const anchored = (value: string | undefined): boolean =>

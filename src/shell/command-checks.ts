@@ -113,6 +113,8 @@ const GIT_GLOBALS: Readonly<Record<string, boolean>> = {
   "--icase-pathspecs": false,
   "--no-optional-locks": false,
   "--no-lazy-fetch": false,
+  "--no-advice": false,
+  "--attr-source": true,
 }
 
 /**
@@ -371,6 +373,35 @@ const changed = (parsed: Parsed): ReadonlyArray<Path> => {
   }
   for (const command of parsed.commands) if (command.kind === "command") visit(command.words, command.within ?? command.resource)
   return found
+}
+
+/**
+ * Where a command moves the working directory to, for itself and what it runs after it (`cd DIR`, `pushd DIR`,
+ * `builtin cd DIR`, `command cd DIR`) or for the command it runs (`env -C DIR cmd`): the word naming DIR, `null` when
+ * it moves somewhere the line does not say (`popd`, `cd` alone, `cd -`), undefined when it does not move.
+ */
+export const directoryChange = (words: ReadonlyArray<Word>): Word | null | undefined => {
+  const name = basename(words[0]?.value ?? "")
+  if ((name === "builtin" || name === "command") && words.length > 1) {
+    const rest = words.slice(1).filter((word) => !/^-[A-Za-z]*$/.test(word.value ?? ""))
+    return ["cd", "pushd", "popd"].includes(rest[0]?.value ?? "") ? directoryChange(rest) : undefined
+  }
+  if (name === "cd" || name === "pushd") {
+    const target = words.slice(1).find((word) => !(word.value ?? "").startsWith("-") || word.value === "-")
+    return target === undefined || target.value === "-" ? null : target
+  }
+  if (name === "popd") return null
+  if (name === "env") {
+    for (let index = 1; index < words.length; index++) {
+      const value = words[index]!.value ?? ""
+      if (value === "-C" || value === "--chdir") return words[index + 1] ?? null
+      const attached = /^(?:-[A-Za-z]*C|--chdir=)(.+)$/s.exec(value)?.[1]
+      if (attached !== undefined) return { ...words[index]!, text: attached, value: attached, tilde: false }
+      // The command env runs: what follows is its own.
+      if (!value.startsWith("-") && !value.includes("=")) break
+    }
+  }
+  return undefined
 }
 
 /**

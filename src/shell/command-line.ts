@@ -378,10 +378,15 @@ const HEREDOC_WORD = /^(?:([A-Za-z0-9_.-]+)|'([A-Za-z0-9_.-]+)'|"([A-Za-z0-9_.-]
 const misread = (root: Node, text: string): { readonly unparsed?: string; readonly opaque?: string } => {
   const read = new Set<number>()
   const inert: Array<readonly [number, number]> = []
+  /** Where a character is text to both readers: quoted, a heredoc's body, a comment. */
+  const quoted: Array<readonly [number, number]> = []
   let found: { readonly unparsed?: string; readonly opaque?: string } | undefined
-  const visit = (node: Node): void => {
+  // `inString`: in double quotes or an unquoted heredoc's body, where single quotes are text, not quoting
+  // (`"${x:-'$(cmd)'}"` runs cmd); a substitution inside starts afresh.
+  const visit = (node: Node, inString: boolean): void => {
     switch (node.type) {
       case "command_substitution":
+        inString = false
         read.add(node.startIndex)
         if (node.text.startsWith("`")) {
           read.add(node.endIndex - 1)
@@ -391,9 +396,20 @@ const misread = (root: Node, text: string): { readonly unparsed?: string; readon
       case "arithmetic_expansion":
         read.add(node.startIndex)
         break
+      case "string":
+      case "translated_string":
+      case "heredoc_body":
+        inString = true
+        quoted.push([node.startIndex, node.endIndex])
+        break
       case "raw_string":
       case "ansi_c_string":
+        quoted.push([node.startIndex, node.endIndex])
+        if (inString) break
+        inert.push([node.startIndex, node.endIndex])
+        return
       case "comment":
+        quoted.push([node.startIndex, node.endIndex])
         inert.push([node.startIndex, node.endIndex])
         return
       case "heredoc_redirect": {
@@ -412,14 +428,26 @@ const misread = (root: Node, text: string): { readonly unparsed?: string; readon
         break
       }
     }
-    for (const child of node.children) if (child !== null) visit(child)
+    for (const child of node.children) if (child !== null) visit(child, inString)
   }
-  visit(root)
+  visit(root, false)
   if (found?.unparsed !== undefined) return found
+  const within = (ranges: ReadonlyArray<readonly [number, number]>, at: number) => ranges.some(([from, to]) => at >= from && at < to)
+  // A carriage return, form feed or vertical tab is part of a word to bash and a space to the grammar:
+  // `true\r#$(cmd)` runs cmd where the grammar reads a comment.
+  for (const match of text.matchAll(/[\r\f\v]/g)) {
+    if (!within(quoted, match.index)) return { unparsed: "it holds a carriage return, form feed or vertical tab outside quotes, which bash reads as part of a word" }
+  }
   const escaped = (at: number) => {
     let backslashes = 0
     while (at - backslashes - 1 >= 0 && text[at - backslashes - 1] === "\\") backslashes++
     return backslashes % 2 === 1
+  }
+  // A line continuation inside quotes or an expansion, which bash removes first: `"$\<newline>(cmd)"` is `$(cmd)`.
+  const SUBSTITUTIONS = /\$[({]|`/g
+  const continued = text.replace(/\\\n/g, (match, at: number) => (escaped(at) || within(inert, at) ? match : ""))
+  if ((continued.match(SUBSTITUTIONS) ?? []).length > (text.match(SUBSTITUTIONS) ?? []).length) {
+    return { opaque: "a line continuation joins a substitution bash runs" }
   }
   for (let at = text.search(/`|\$\(/); at !== -1; ) {
     if (!read.has(at) && !escaped(at) && !inert.some(([from, to]) => at >= from && at < to)) {

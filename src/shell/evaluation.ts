@@ -151,6 +151,9 @@ export const evaluates = (node: Node, collector: Sink): void => {
     case "c_style_for_statement":
       arithmetic(["initializer", "condition", "update"].flatMap((field) => node.childrenForFieldName(field)), node, collector)
       return
+    case "for_statement":
+      loopVariable(node, collector)
+      return
     case "subscript": {
       const index = node.childForFieldName("index")
       if (index !== null && !["@", "*"].includes(index.text)) arithmetic([index], node, collector)
@@ -208,14 +211,44 @@ export const evaluates = (node: Node, collector: Sink): void => {
  * command line): setting one hides what runs.
  */
 const CODE_VARIABLES =
-  /^(BASH_ENV|ENV|PROMPT_COMMAND|PS[0-4]|SHELLOPTS|BASHOPTS|LD_PRELOAD|LD_AUDIT|DYLD_INSERT_LIBRARIES|GIT_(EXTERNAL_DIFF|SSH|SSH_COMMAND|EDITOR|SEQUENCE_EDITOR|PAGER|ASKPASS|PROXY_COMMAND|EXEC_PATH|CONFIG_[A-Z_0-9]+|CONFIG|CONFIG_GLOBAL|CONFIG_SYSTEM|TEMPLATE_DIR|DIR|ALLOW_PROTOCOL|PROTOCOL_FROM_USER)|EDITOR|VISUAL|PAGER|MANPAGER|MANOPT|ZDOTDIR|LESS|LESSOPEN|LESSCLOSE|LESSKEY|LESSKEYIN|LESSKEY_SRC|LESSKEY_CONTENT|SYSTEMD_PAGER|SYSTEMD_EDITOR|SUDO_EDITOR|FCEDIT|[A-Z_]*ASKPASS|PERL5OPT|PERL5DB|NODE_OPTIONS|RUBYOPT|PYTHONSTARTUP|PYTHONINSPECT|BROWSER|MAKEFLAGS|MFLAGS|TAR_OPTIONS|SSH_ORIGINAL_COMMAND)(\[|\+?=)/
+  /^(BASH_CMDS|BASH_ALIASES|POSIXLY_CORRECT|BASH_ENV|ENV|PROMPT_COMMAND|PS[0-4]|SHELLOPTS|BASHOPTS|LD_PRELOAD|LD_AUDIT|DYLD_INSERT_LIBRARIES|GIT_(EXTERNAL_DIFF|SSH|SSH_COMMAND|EDITOR|SEQUENCE_EDITOR|PAGER|ASKPASS|PROXY_COMMAND|EXEC_PATH|CONFIG_[A-Z_0-9]+|CONFIG|CONFIG_GLOBAL|CONFIG_SYSTEM|TEMPLATE_DIR|DIR|ALLOW_PROTOCOL|PROTOCOL_FROM_USER)|EDITOR|VISUAL|PAGER|MANPAGER|MANOPT|ZDOTDIR|LESS|LESSOPEN|LESSCLOSE|LESSKEY|LESSKEYIN|LESSKEY_SRC|LESSKEY_CONTENT|SYSTEMD_PAGER|SYSTEMD_EDITOR|SUDO_EDITOR|FCEDIT|[A-Z_]*ASKPASS|PERL5OPT|PERL5DB|NODE_OPTIONS|RUBYOPT|PYTHONSTARTUP|PYTHONINSPECT|BROWSER|MAKEFLAGS|MFLAGS|TAR_OPTIONS|SSH_ORIGINAL_COMMAND)(\[|\+?=)/
 
-/** Makes the statement opaque when it sets a variable some program runs as code. */
+/**
+ * bash's own integer variables: a value given to one is evaluated as arithmetic, so `OPTIND='a[$(cmd)]'` runs cmd
+ * (as `read RANDOM`, `for OPTIND in …` and `mapfile -t OPTIND` do).
+ */
+const INTEGER_SPECIALS =
+  /^(OPTIND|OPTERR|RANDOM|SRANDOM|SECONDS|LINENO|HISTCMD|BASHPID|BASH_SUBSHELL|EPOCHSECONDS|EPOCHREALTIME)$/
+
+/** Whether `name` is a variable whose value bash or a program runs as code or evaluates (the names above). */
+const evaluatedName = (name: string): boolean => INTEGER_SPECIALS.test(name) || CODE_VARIABLES.test(`${name}=`)
+
+/** Makes the statement opaque when it sets a variable some program runs as code, or one bash evaluates. */
 export const codeVariables = (assignments: ReadonlyArray<string>, resource: string, collector: Sink): void => {
   const found = assignments.find((assignment) => CODE_VARIABLES.test(assignment))
   if (found !== undefined) {
     collector.opaque.push({ resource, reason: `${found.split(/\+?=/)[0]} holds code or a command that other programs run` })
+    return
   }
+  const integer = assignments
+    .map((assignment) => /^([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]]*\])?\+?=(.*)$/s.exec(assignment))
+    .find((parts) => parts !== null && INTEGER_SPECIALS.test(parts[1]!) && !/^\d*$/.test(parts[2]!))
+  if (integer !== undefined && integer !== null) {
+    collector.opaque.push({ resource, reason: `${integer[1]} is an integer variable of bash's: the value given to it is evaluated as arithmetic` })
+  }
+}
+
+/**
+ * Commands that set a variable from text core cannot see (`read NAME`, `mapfile NAME`, `printf -v NAME`,
+ * `getopts OPTS NAME`): opaque when NAME is one bash evaluates or a program runs (`read PS4 <<< '$(cmd)'`).
+ */
+const SETTERS: ReadonlySet<string> = new Set(["read", "mapfile", "readarray", "printf", "getopts"])
+
+/** The loop variable of a `for`: set from each word, so opaque when it is one bash evaluates or a program runs. */
+export const loopVariable = (node: Node, collector: Sink): void => {
+  const variable = node.childForFieldName("variable")?.text
+  if (variable === undefined || !evaluatedName(variable)) return
+  collector.opaque.push({ resource: collector.within ?? statementOf(node), reason: `the loop sets ${variable}, whose value bash evaluates or a program runs` })
 }
 
 /**
@@ -299,6 +332,13 @@ export const compoundDeclaration = (words: ReadonlyArray<Word>, resource: string
 export const evaluatingCommand = (words: ReadonlyArray<Word>, resource: string, collector: Sink): void => {
   const name = words[0]!.value!
   const args = words.slice(1)
+  if (SETTERS.has(name)) {
+    const set = args.find((word) => word.value !== undefined && evaluatedName(word.value.replace(/\[.*$/s, "")))
+    if (set !== undefined) {
+      collector.opaque.push({ resource, reason: `${name} sets ${set.value}, whose value bash evaluates or a program runs` })
+      return
+    }
+  }
   const flags = args.filter((word) => /^[-+][A-Za-z]+$/.test(word.value ?? "")).map((word) => word.value!)
   const opaque = (reason: string) => collector.opaque.push({ resource, reason })
   if (name === "let" && args.some((word) => word.value === undefined || !/^[\d\s+\-*/%()<>=!&|^~?:]*$/.test(word.value))) {

@@ -212,7 +212,9 @@ const find = (words: ReadonlyArray<Word>): Array<Operand> => {
       index = end
     }
   }
-  return [...starts.map((word): Operand => (changes ? { word, writes: false, access: "write", deep: true } : { word, writes: false, access: "none" })), ...found]
+  // Without a start point find searches `.`.
+  const points = starts.length > 0 ? starts : [{ text: ".", value: ".", glob: false, tilde: false }]
+  return [...points.map((word): Operand => (changes ? { word, writes: false, access: "write", deep: true } : { word, writes: false, access: "none" })), ...found]
 }
 
 /** What an option's kind of value means for the file it names. */
@@ -228,12 +230,34 @@ const dd = (words: ReadonlyArray<Word>): Array<Operand> =>
     return [{ word: named, writes: false, access: operand[1] === "if" ? "read" : "write" }]
   })
 
+/** Long options that matter as flags alone (what they do to the operands), besides those with a value. */
+const FLAG_LONGS = ["--in-place", "--recursive", "--stdout", "--to-stdout", "--list", "--test", "--remove-source-files"]
+
+/**
+ * A long option as getopt takes it: written whole, or any start of one known name (`--in` is `--in-place`,
+ * `--out=x` is `--output=x`); an ambiguous start is as written (getopt refuses it, and the command runs nothing).
+ */
+const longOf = (value: string, spec: FileCommand): string => {
+  if (!value.startsWith("--") || value === "--") return value
+  const at = value.indexOf("=")
+  const given = at === -1 ? value : value.slice(0, at)
+  const known = [...Object.keys(spec.options ?? {}), ...FLAG_LONGS].filter((option) => option.startsWith("--"))
+  if (known.includes(given)) return value
+  const matches = known.filter((option) => option.startsWith(given))
+  return matches.length === 1 ? matches[0]! + (at === -1 ? "" : value.slice(at)) : value
+}
+
 /** The paths among the words of a file command (its name first), with what it does to each; none for any other command. */
-export const of = (name: string, words: ReadonlyArray<Word>): Array<Operand> => {
-  if (name === "find") return find(words)
-  if (name === "dd") return dd(words)
+export const of = (name: string, written: ReadonlyArray<Word>): Array<Operand> => {
+  if (name === "find") return find(written)
+  if (name === "dd") return dd(written)
   if (!Object.hasOwn(FILE_COMMANDS, name)) return []
   const spec = FILE_COMMANDS[name]!
+  // Options by their whole names, up to `--`.
+  const end = written.findIndex((word) => word.value === "--")
+  const words = written.map((word, index) =>
+    word.value === undefined || (end !== -1 && index > end) ? word : { ...word, value: longOf(word.value, spec) },
+  )
   const options = spec.options ?? {}
   const given = (word: Word) => {
     const value = word.value ?? ""
@@ -271,6 +295,22 @@ export const of = (name: string, words: ReadonlyArray<Word>): Array<Operand> => 
         if (kind !== "value" && index < words.length) option(words[index]!, kind)
         continue
       }
+      // A group of short options (`-vt DIR`, `-uoOUT`): the first that takes a value takes the rest of the group,
+      // or the next word.
+      if (!value.startsWith("--") && /^-[A-Za-z0-9]{2,}/.test(value)) {
+        const at = [...value.slice(1)].findIndex((letter) => Object.hasOwn(options, `-${letter}`))
+        if (at !== -1) {
+          const grouped = options[`-${value[at + 1]}`]!
+          const rest = value.slice(at + 2)
+          if (rest !== "") {
+            if (grouped !== "value") option(word, grouped, rest)
+          } else {
+            index++
+            if (grouped !== "value" && index < words.length) option(words[index]!, grouped)
+          }
+          continue
+        }
+      }
       // `--target-directory=/x`: a path given as an option's attached value (one that looks like a path, unless
       // the option is known to take one).
       const attached = /^(--[^=]+)=(.*)$/.exec(value)
@@ -298,7 +338,9 @@ export const of = (name: string, words: ReadonlyArray<Word>): Array<Operand> => 
   const inPlace = has(spec.inPlace)
   const access = inPlace ? "both" : has(spec.unchanged) ? "read" : (spec.access ?? "read")
   const deep = has(spec.recursive)
-  const copying = access === "copy" || access === "move"
+  // `rsync --remove-source-files` moves.
+  const moving = access === "move" || (name === "rsync" && has(/^--remove-source-files$/))
+  const copying = access === "copy" || moving
   // Where a copy goes: the target option's directory, else its last operand; what it receives, the others.
   const target = copying ? (targeted ? found.findIndex((operand) => operand.access === "write") : -1) : -1
   const sources = copying ? (targeted ? positional : positional.slice(0, -1)) : []
@@ -306,7 +348,7 @@ export const of = (name: string, words: ReadonlyArray<Word>): Array<Operand> => 
   positional.forEach((word, index) => {
     const last = index === positional.length - 1 && !targeted
     const each: Access =
-      access === "copy" ? (last ? "write" : "read") : access === "move" ? (last ? "write" : "both") : access === "output" ? (index === 0 ? "read" : "write") : access
+      moving ? (last ? "write" : "both") : access === "copy" ? (last ? "write" : "read") : access === "output" ? (index === 0 ? "read" : "write") : access
     found.push({ word, writes: false, access: each, ...(deep && each !== "read" ? { deep } : {}), ...(copying && last ? { sources } : {}) })
   })
   return found

@@ -173,6 +173,22 @@ describe("bash meets the edit rules of the files it changes", () => {
       "gzip keep/a.txt",
       "rsync x keep/",
       "mkfifo keep/f",
+      // Moving there first, however written.
+      "builtin cd keep; echo gone > a.txt",
+      "command cd keep && echo gone > a.txt",
+      "env -C keep tee a.txt <<< gone",
+      "env --chdir=keep sh -c 'echo gone > a.txt'",
+      // Options as getopt takes them: any start of a long one, short ones grouped.
+      "sed --in s/kept/gone/ keep/a.txt",
+      "sort --out=keep/a.txt x",
+      "cp --target=keep x",
+      "rm --recur keep",
+      "cp -vt keep x",
+      "install -Dt keep x",
+      "sort -uo keep/a.txt x",
+      "sort -uokeep/a.txt x",
+      // find searches . without a start point.
+      "find -name a.txt -delete",
     ]
     for (const command of lines) {
       const settlement = settlementOf(await exec(box, "bash", { command }))

@@ -409,6 +409,23 @@ describe("CommandChecks.checks: where the grammar and bash read a line apart, no
     "echo ${x['$(rm victim)']}",
     ": ${x['$(rm victim)']:=1}",
     "(( 'x[$(rm victim)]' ))",
+    // Single quotes are text in double quotes and an unquoted heredoc, also inside an expansion there.
+    `echo "\${x:-'$(rm victim)'}"`,
+    "cat <<E\n${x:-'`rm victim`'}\nE",
+    // A line continuation bash removes first, inside quotes or an expansion.
+    'echo "$\\\n(rm victim)"',
+    "cat <<E\n$\\\n(rm victim)\nE",
+    "echo ${x:-$\\\n(rm victim)}",
+    // bash's integer variables evaluate what they are given; variables programs run, set from text.
+    "for OPTIND in 'a[$(rm victim)]'; do echo; done",
+    "OPTIND='a[$(rm victim)]'",
+    "read RANDOM <<< 'a[$(rm victim)]'",
+    "mapfile -t SRANDOM < list",
+    "read PS4 <<< '$(rm victim)'; set -x; :",
+    "for PS4 in '$(rm victim)'; do set -x; :; done",
+    // The tables behind hash -p and alias.
+    "BASH_CMDS[1]=/bin/rm; 1 victim",
+    "set -o posix\nBASH_ALIASES[1]='rm victim'\n1",
   ]
   for (const line of missed) {
     test(`${JSON.stringify(line)} is opaque`, async () => {
@@ -417,6 +434,13 @@ describe("CommandChecks.checks: where the grammar and bash read a line apart, no
   }
 
   // bash ends each heredoc at the line `E`, and runs `rm victim`; the grammar waits for the word as written.
+  test("a carriage return, form feed or vertical tab outside quotes leaves the line unparsed: bash reads it as part of a word", async () => {
+    for (const line of ["echo hi\r#$(rm victim)", "true\f#$(rm victim)", "echo\vx"]) {
+      expect((await parse(line)).unparsed).toContain("carriage return, form feed or vertical tab")
+    }
+    expect((await parse('echo "a\rb"')).unparsed).toBeUndefined()
+  })
+
   for (const line of ["cat <<E''\nfoo\nE\nrm victim\nE''", "cat <<$'E'\nfoo\nE\nrm victim\n$'E'", 'cat <<"E"x\nfoo\nE"x"\nrm victim\nEx\n']) {
     test(`${JSON.stringify(line)}: a heredoc end word bash reads otherwise leaves the line unparsed, checked whole`, async () => {
       const parsed = await parse(line)
@@ -436,6 +460,11 @@ describe("CommandChecks.checks: where the grammar and bash read a line apart, no
     "cat <<EOF\ntoday is $(date)\nEOF",
     "echo ${x:-$(date)} `date`",
     "[[ 12 -eq '12' ]]",
+    "echo ${x:-'$(not run)'}",
+    'echo "it\'s $(date)"',
+    'echo "multi \\\nline"',
+    "OPTIND=1; while getopts ab opt; do echo $opt; done",
+    "for f in *.ts; do echo $f; done",
   ]
   for (const line of text) {
     test(`${JSON.stringify(line)} is not opaque`, async () => {
