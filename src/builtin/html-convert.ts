@@ -44,11 +44,30 @@ const titlePart = (node: TurndownService.Node): string => {
 }
 
 /**
+ * How many characters making links and images absolute may add to a page, in all. Each relative link grows by the
+ * page's URL, which its server chooses (a redirect to a path thousands of characters long): 340,000 links in a 5 MB
+ * page made a gigabyte of markdown. Past this, they are left as the page wrote them, and the page says so.
+ */
+export const MAX_ABSOLUTE_GROWTH = 1024 * 1024
+
+/**
  * A page as markdown: turndown parses it once (with domino) and writes links and images made absolute against
- * the page's URL. A converter per call, since its rules hold the URL.
+ * the page's URL, as far as MAX_ABSOLUTE_GROWTH allows. A converter per call, since its rules hold the URL.
  */
 const markdownOf = (html: string, url: string): string => {
-  const absolute = (value: string | null): string => (value === null ? "" : URL.canParse(value, url) ? new URL(value, url).href : value)
+  let growth = 0
+  let left = 0
+  const absolute = (value: string | null): string => {
+    if (value === null) return ""
+    if (!URL.canParse(value, url)) return value
+    const href = new URL(value, url).href
+    if (growth + Math.max(0, href.length - value.length) > MAX_ABSOLUTE_GROWTH) {
+      left++
+      return value
+    }
+    growth += Math.max(0, href.length - value.length)
+    return href
+  }
   const service = new TurndownService(OPTIONS)
   service.remove(REMOVED as unknown as TurndownService.Filter)
   service.addRule("absoluteLink", {
@@ -65,7 +84,10 @@ const markdownOf = (html: string, url: string): string => {
       return `![${alt}](${destination(src)}${titlePart(element)})`
     },
   })
-  return service.turndown(html).trim()
+  const markdown = service.turndown(html).trim()
+  return left === 0
+    ? markdown
+    : `${markdown}\n\n(${left} more links and images are left as the page wrote them, relative to the page's URL.)`
 }
 
 /**

@@ -8,6 +8,7 @@ export * as HtmlConverter from "./html-converter"
 // a call cancelled meanwhile, ends with its process (SIGKILL), and its memory with it; the next page gets a new one.
 // A process that converted is kept for the next page while it idles, and never keeps core running.
 
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import type { HtmlConvert } from "./html-convert"
 import { LAUNCH } from "./html-launch"
@@ -21,6 +22,23 @@ export const BUDGET_MS = 10_000
  * page's size): more wait their turn, so calls fetching many large pages at once cannot exhaust memory.
  */
 export const MAX_PROCESSES = 2
+
+/**
+ * The most memory a converter may take (resident, checked every CHECK_MS): past it, it is ended and the page fails
+ * saying so, rather than the machine running short (a 4 MB page of headings took 1.6 GB; two convert at once).
+ */
+export const MAX_CONVERTER_BYTES = 2 * 1024 * 1024 * 1024
+const CHECK_MS = 100
+
+/** A process's resident memory in bytes, from /proc; undefined where it cannot be read. */
+const residentOf = (pid: number): number | undefined => {
+  try {
+    const kib = /^VmRSS:\s+(\d+)\s+kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]
+    return kib === undefined ? undefined : Number(kib) * 1024
+  } catch {
+    return undefined
+  }
+}
 
 /** How many may wait for a turn; past them a page is refused at once. */
 export const MAX_WAITING = 32
@@ -125,18 +143,23 @@ const ended = () => {
  * Converts `order` in a process of its own, within `budgetMs` from when its turn comes (see MAX_PROCESSES);
  * `signal` (the call's cancellation) ends it at once, or its wait.
  */
-export const convert = async (order: Order, signal?: AbortSignal, budgetMs: number = BUDGET_MS): Promise<Outcome> => {
+export const convert = async (
+  order: Order,
+  signal?: AbortSignal,
+  budgetMs: number = BUDGET_MS,
+  maxBytes: number = MAX_CONVERTER_BYTES,
+): Promise<Outcome> => {
   const given = await turn(signal)
   if (given === "cancelled") return CANCELLED
   if (given === "busy") return { kind: "busy" }
   try {
-    return await converted(order, signal, budgetMs)
+    return await converted(order, signal, budgetMs, maxBytes)
   } finally {
     ended()
   }
 }
 
-const converted = (order: Order, signal: AbortSignal | undefined, budgetMs: number): Promise<Outcome> =>
+const converted = (order: Order, signal: AbortSignal | undefined, budgetMs: number, maxBytes: number): Promise<Outcome> =>
   new Promise((resolve) => {
     const converter = idle ?? started()
     idle = undefined
@@ -146,6 +169,7 @@ const converted = (order: Order, signal: AbortSignal | undefined, budgetMs: numb
       if (done) return
       done = true
       clearTimeout(timer)
+      clearInterval(watch)
       signal?.removeEventListener("abort", cancelled)
       converter.answer = undefined
       if (reusable && idle === undefined && converter.process.exitCode === null) {
@@ -161,6 +185,12 @@ const converted = (order: Order, signal: AbortSignal | undefined, budgetMs: numb
     }
     const cancelled = () => void finish(CANCELLED, false)
     const timer = setTimeout(() => void finish({ kind: "slow" }, false), budgetMs)
+    const watch = setInterval(() => {
+      const resident = residentOf(converter.process.pid)
+      if (resident !== undefined && resident > maxBytes) {
+        void finish({ kind: "failed", message: `converting it took more than ${Math.round(maxBytes / 1024 ** 2)} MiB of memory` }, false)
+      }
+    }, CHECK_MS)
     converter.answer = (outcome) => void finish(outcome, outcome.kind === "converted")
     signal?.addEventListener("abort", cancelled, { once: true })
     try {

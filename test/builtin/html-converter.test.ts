@@ -21,6 +21,25 @@ const ticking = async <A>(work: () => Promise<A>): Promise<{ readonly result: A;
 }
 
 describe("HtmlConverter", () => {
+  test("a converter past its memory is ended and the page fails saying so; the next page converts", async () => {
+    // Line breaks by the hundred thousand: the DOM and turndown take hundreds of bytes each.
+    const outcome = await HtmlConverter.convert(order(`<p>${"x<br>".repeat(400_000)}</p>`), undefined, 20_000, 64 * 1024 * 1024)
+    expect(outcome).toEqual({ kind: "failed", message: "converting it took more than 64 MiB of memory" })
+    expect(await HtmlConverter.convert(order("<p>one</p>", "text"))).toEqual({ kind: "converted", converted: { content: "one" } })
+  }, 60_000)
+
+  test("links made absolute grow a page by at most a mebibyte; past it they stay as written, and the page says so", async () => {
+    // The page's server chooses its URL: a path of 3,000 characters, and 10,000 relative links.
+    const long = { html: `<p>${'<a href="a">b</a> '.repeat(10_000)}</p>`, url: `https://example.com/${"p".repeat(3_000)}/page`, format: "markdown" as const }
+    const outcome = await HtmlConverter.convert(long)
+    if (outcome.kind !== "converted") throw new Error(`not converted: ${JSON.stringify(outcome)}`)
+    const { content } = outcome.converted
+    expect(content.length).toBeLessThan(1024 * 1024 + 200_000)
+    expect(content).toContain(`[b](${long.url.replace(/page$/, "a")})`)
+    expect(content).toContain("[b](a)")
+    expect(content).toMatch(/\((\d+) more links and images are left as the page wrote them, relative to the page's URL\.\)$/)
+  }, 60_000)
+
   test("converts a page to markdown or text in its process, links made absolute", async () => {
     expect(await HtmlConverter.convert(order('<title>T</title><h1>Hi</h1><p>see <a href="a">a</a></p>'))).toEqual({
       kind: "converted",
