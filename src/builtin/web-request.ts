@@ -45,13 +45,27 @@ export interface Input {
 
 const isRedirect = (status: number) => status === 301 || status === 302 || status === 303 || status === 307 || status === 308
 
+/**
+ * A Location header as browsers read it: node:http gives a header's bytes one character each (latin1), and a server
+ * sending a path of UTF-8 (`/café`) means that; bytes that are not UTF-8 stay as they came.
+ */
+const locationOf = (raw: string | undefined): string | undefined => {
+  if (raw === undefined || !/[\u0080-\u00ff]/.test(raw) || /[^\u0000-\u00ff]/.test(raw)) return raw
+  const bytes = Buffer.from(raw, "latin1")
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes)
+  } catch {
+    return raw
+  }
+}
+
 const headOf = (response: IncomingMessage): Head => {
   const length = Number(response.headers["content-length"])
   return {
     status: response.statusCode ?? 0,
     statusText: response.statusMessage ?? "",
     contentType: response.headers["content-type"] ?? "",
-    location: response.headers.location,
+    location: locationOf(response.headers.location),
     length: Number.isSafeInteger(length) && length >= 0 ? length : undefined,
   }
 }

@@ -6,6 +6,7 @@
 
 import { afterAll, describe, expect, test } from "bun:test"
 import { Effect, Layer, PubSub } from "effect"
+import { createServer } from "node:net"
 import { join } from "node:path"
 import { Builtins } from "../../src/builtin/builtins"
 import { WebRequest } from "../../src/builtin/web-request"
@@ -181,6 +182,30 @@ describe("webfetch: status, redirects and failures", () => {
         { status: 302, from: web.url("/hop"), to: web.url("/article") },
       ],
     })
+  })
+
+  test("a redirect to a path sent as raw UTF-8 is followed as a browser reads it", async () => {
+    // Bun.serve would escape the header: a raw server sends the bytes as they are.
+    const raw = createServer((socket) => {
+      socket.once("data", (request) => {
+        const path = request.toString("latin1").split(" ")[1]
+        socket.end(
+          path === "/go"
+            ? Buffer.concat([Buffer.from("HTTP/1.1 302 Found\r\nLocation: /caf"), Buffer.from("é", "utf8"), Buffer.from("\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")])
+            : `HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${path!.length}\r\nConnection: close\r\n\r\n${path}`,
+        )
+      })
+    })
+    await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve))
+    try {
+      const port = (raw.address() as { port: number }).port
+      const settlement = (await local.settle("webfetch", { url: `http://127.0.0.1:${port}/go` })).settlement
+      expect(settlement.status).toBe("success")
+      expect(textOf(settlement)).toContain("/caf%C3%A9")
+      expect((settlement.structured as { finalUrl: string }).finalUrl).toBe(`http://127.0.0.1:${port}/caf%C3%A9`)
+    } finally {
+      raw.close()
+    }
   })
 
   test("a redirect loop fails naming the chain", async () => {
