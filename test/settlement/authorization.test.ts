@@ -50,6 +50,21 @@ const withRules = <A, E>(
   )
 }
 
+/** `program` under a rule asking about `deploy`, given the permission service and its events. */
+const askingDeploy = <A, E>(
+  program: (
+    permission: Permission.Interface,
+    events: PubSub.Subscription<Permission.Event>,
+  ) => Effect.Effect<A, E, Settler.Service | Permission.Service | Store.Service | Registry.Service | Scope.Scope>,
+) =>
+  withRules(
+    [rule("deploy", "*", "ask")],
+    Effect.gen(function* () {
+      const permission = yield* Permission.Service
+      return yield* program(permission, yield* permission.subscribe)
+    }),
+  )
+
 const settle = (name: string, agent = "build") =>
   Effect.gen(function* () {
     const turn = yield* (yield* Settler.Service).materialize()
@@ -88,11 +103,8 @@ for (const path of Kernel.PATHS) {
 
       test("an asked call runs once approved, fails with the feedback when rejected with a message, and is declined otherwise", async () => {
         runs = 0
-        const outcomes = await withRules(
-          [rule("deploy", "*", "ask")],
+        const outcomes = await askingDeploy((permission, events) =>
           Effect.gen(function* () {
-            const permission = yield* Permission.Service
-            const events = yield* permission.subscribe
             const answer = (reply: Permission.Reply) =>
               Effect.gen(function* () {
                 const fiber = yield* Effect.forkChild(settle("deploy"))
@@ -118,11 +130,8 @@ for (const path of Kernel.PATHS) {
 
       test("a call waiting on its ask holds its ids: under another tool or agent they are a conflict at once, and the asked call runs once approved", async () => {
         runs = 0
-        const outcomes = await withRules(
-          [rule("deploy", "*", "ask")],
+        const outcomes = await askingDeploy((permission, events) =>
           Effect.gen(function* () {
-            const permission = yield* Permission.Service
-            const events = yield* permission.subscribe
             const turn = yield* (yield* Settler.Service).materialize()
             const asked = Kernel.call("deploy", {})
             const fiber = yield* Effect.forkChild(turn.settle(asked))
