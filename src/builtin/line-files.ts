@@ -8,7 +8,7 @@ export * as LineFiles from "./line-files"
 
 import { statSync } from "node:fs"
 import { homedir } from "node:os"
-import { basename, join, relative, resolve, sep } from "node:path"
+import { basename, dirname, join, relative, resolve, sep } from "node:path"
 import * as Effect from "effect/Effect"
 import { Boundary } from "../permission/boundary"
 import { Protected } from "../permission/protected"
@@ -35,6 +35,32 @@ const cdTargets = (parsed: CommandLine.Parsed, workdir: string): ReadonlyArray<s
   }
   return found
 }
+
+/**
+ * The symbolic links the line makes (`ln -s TARGET LINK`), by the absolute path of each link: a path through one is
+ * not there yet when the line is checked (`ln -s keep k && echo x > k/a`), so it is checked where the link will lead
+ * as well.
+ */
+const madeLinks = (parsed: CommandLine.Parsed, workdir: string): ReadonlyMap<string, string> => {
+  const links = new Map<string, string>()
+  for (const command of parsed.commands) {
+    const words = command.words
+    if (command.kind !== "command" || basename(words[0]?.value ?? "") !== "ln") continue
+    const values = words.slice(1).map((word) => word.value)
+    if (!values.some((value) => value !== undefined && (/^-[A-Za-z]*s[A-Za-z]*$/.test(value) || /^--sy/.test(value)))) continue
+    const operands = words.slice(1).filter((word) => word.value !== undefined && !word.value.startsWith("-"))
+    const link = operands.at(-1)
+    if (operands.length < 2 || link?.value === undefined) continue
+    const at = CommandChecks.locate(link, workdir)
+    const target = operands[0]!.value!
+    if (at !== undefined) links.set(at, resolve(dirname(at), target.startsWith("~/") ? homedir() + target.slice(1) : target))
+  }
+  return links
+}
+
+/** Where `path` leads through a link the line makes, if it goes through one. */
+const throughLinks = (path: string, links: ReadonlyMap<string, string>): ReadonlyArray<string> =>
+  [...links].flatMap(([link, target]) => (path === link ? [target] : path.startsWith(`${link}/`) ? [target + path.slice(link.length)] : []))
 
 /** Whether `path` is a file now (following symlinks), as a program given its name would open it. */
 const isFile = (path: string): boolean => {
@@ -115,13 +141,14 @@ export const of = Effect.fnUntraced(function* (input: {
   // A relative path after a `cd` is checked from each directory the line moves to as well.
   const places = [workdir, ...cdTargets(parsed, workdir)]
   const accessedPaths = Accessed.of(parsed)
+  const links = madeLinks(parsed, workdir)
   for (const accessed of accessedPaths.paths) {
     const anchored = Protected.anchored(accessed.word.value)
     for (const from of anchored ? [workdir] : places) {
       const absolute = CommandChecks.locate(accessed.word, from)
       if (absolute === undefined) continue
       const matches = accessed.word.glob ? expand(accessed.word, from) : [absolute]
-      for (const match of matches) {
+      for (const match of links.size === 0 ? matches : matches.flatMap((each) => [each, ...throughLinks(each, links)])) {
         const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: match }))
         if (resolved._tag === "Failure") continue
         if (accessed.reads) reads.add(ruleResource(directory, resolved.success))

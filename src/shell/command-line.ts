@@ -270,6 +270,17 @@ const other = (kind: Simple["kind"], text: string, within: string | undefined, w
   text,
 })
 
+/**
+ * An assignment made by something other than `NAME=value` (a loop, `${NAME:=value}`), checked as one where its name
+ * is in capitals, as bash's own variables and the environment's are (`for PATH in .`): a loop over `f` sets nothing
+ * another program reads, and is not asked about.
+ */
+const assigned = (text: string, collector: Collector): void => {
+  if (!/^[A-Z0-9_]+[[=]/.test(text)) return
+  collector.commands.push(other("assignment", text, collector.within))
+  Evaluation.codeVariables([text], collector.within ?? text, collector)
+}
+
 const declaration = (node: Node, collector: Collector) => {
   const [keyword, ...rest] = node.children.filter((child) => child !== null)
   if (keyword === undefined) return
@@ -320,6 +331,25 @@ const walk = (node: Node, collector: Collector, outer: Gathered = { redirects: [
     case "variable_assignments":
       collector.commands.push(other("assignment", node.text, collector.within))
       break
+    case "for_statement": {
+      // `for NAME in WORDS` (and `select`) assigns NAME each word: checked as the assignment it is.
+      const variable = node.childForFieldName("variable")?.text
+      if (variable !== undefined) {
+        const values = node.childrenForFieldName("value").flatMap((value) => (value === null ? [] : [value.text]))
+        assigned(`${variable}=${values.length === 0 ? '"$@"' : values.join(" ")}`, collector)
+      }
+      break
+    }
+    case "expansion": {
+      // `${NAME:=VALUE}` (or `=`) assigns NAME where it is unset or empty: checked as that assignment.
+      const operator = node.children.findIndex((child) => child?.type === ":=" || child?.type === "=")
+      const target = node.namedChildren[0]
+      if (operator !== -1 && target !== null && target !== undefined && (target.type === "variable_name" || target.type === "subscript")) {
+        const value = node.children.slice(operator + 1, -1).map((child) => child?.text ?? "").join("")
+        assigned(`${target.text}=${value}`, collector)
+      }
+      break
+    }
     case "file_redirect":
     case "heredoc_redirect": {
       // Inside a command or a redirected statement these were read with it; elsewhere (a function's own

@@ -151,9 +151,6 @@ export const evaluates = (node: Node, collector: Sink): void => {
     case "c_style_for_statement":
       arithmetic(["initializer", "condition", "update"].flatMap((field) => node.childrenForFieldName(field)), node, collector)
       return
-    case "for_statement":
-      loopVariable(node, collector)
-      return
     case "subscript": {
       const index = node.childForFieldName("index")
       if (index !== null && !["@", "*"].includes(index.text)) arithmetic([index], node, collector)
@@ -223,11 +220,22 @@ const INTEGER_SPECIALS =
 /** Whether `name` is a variable whose value bash or a program runs as code or evaluates (the names above). */
 const evaluatedName = (name: string): boolean => INTEGER_SPECIALS.test(name) || CODE_VARIABLES.test(`${name}=`)
 
+/**
+ * Variables that say where programs read their configuration from (which may run code: git's `core.fsmonitor` in
+ * `$HOME/.gitconfig`), or where `cd` leads: setting one takes what runs, or where, out of the line's text.
+ */
+const PLACE_VARIABLES = /^(HOME|XDG_CONFIG_HOME|CDPATH)(\[|\+?=)/
+
 /** Makes the statement opaque when it sets a variable some program runs as code, or one bash evaluates. */
 export const codeVariables = (assignments: ReadonlyArray<string>, resource: string, collector: Sink): void => {
   const found = assignments.find((assignment) => CODE_VARIABLES.test(assignment))
   if (found !== undefined) {
     collector.opaque.push({ resource, reason: `${found.split(/\+?=/)[0]} holds code or a command that other programs run` })
+    return
+  }
+  const place = assignments.find((assignment) => PLACE_VARIABLES.test(assignment))
+  if (place !== undefined) {
+    collector.opaque.push({ resource, reason: `${place.split(/\+?=/)[0]} says where programs read configuration that can run code, or where cd leads` })
     return
   }
   const integer = assignments
@@ -244,12 +252,7 @@ export const codeVariables = (assignments: ReadonlyArray<string>, resource: stri
  */
 const SETTERS: ReadonlySet<string> = new Set(["read", "mapfile", "readarray", "printf", "getopts"])
 
-/** The loop variable of a `for`: set from each word, so opaque when it is one bash evaluates or a program runs. */
-export const loopVariable = (node: Node, collector: Sink): void => {
-  const variable = node.childForFieldName("variable")?.text
-  if (variable === undefined || !evaluatedName(variable)) return
-  collector.opaque.push({ resource: collector.within ?? statementOf(node), reason: `the loop sets ${variable}, whose value bash evaluates or a program runs` })
-}
+
 
 /**
  * `a=([i]=v …)`: in an indexed array each subscript is evaluated as arithmetic (`[$x]=1` with x holding

@@ -189,6 +189,9 @@ describe("bash meets the edit rules of the files it changes", () => {
       "sort -uokeep/a.txt x",
       // find searches . without a start point.
       "find -name a.txt -delete",
+      // Through a link the line makes first.
+      "ln -s keep k && echo gone > k/a.txt",
+      "ln -s keep/a.txt l; echo gone >> l",
     ]
     for (const command of lines) {
       const settlement = settlementOf(await exec(box, "bash", { command }))

@@ -47,8 +47,10 @@ describe("a shell that only runs literal code is checked as that code", () => {
   })
 
   test("a shell in a line that mentions HOME or ZDOTDIR, or given an environment, keeps its own check", async () => {
-    expect(await plain("HOME=. bash -lc 'ls'")).toContain("HOME=. bash -lc 'ls'")
+    // Setting HOME is asked about every time (where programs read configuration that runs code); ZDOTDIR as well.
+    expect(await opaque("HOME=. bash -lc 'ls'")).toContain("HOME=. bash -lc 'ls'")
     expect(await plain("export HOME=.; bash -lc 'ls'")).toContain("bash -lc 'ls'")
+    expect(await opaque("export HOME=.; bash -lc 'ls'")).toContain("export HOME=.")
     expect(await owners("export HOME=.; bash -lc 'ls .'")).toEqual(["bash -lc 'ls .'"])
     expect(await plain("CI=1 bash -c 'ls'")).toContain("CI=1 bash -c 'ls'")
     expect((await opaque("ZDOTDIR=. zsh -c 'ls'")).length).toBeGreaterThan(0)

@@ -423,8 +423,16 @@ describe("CommandChecks.checks: where the grammar and bash read a line apart, no
     "mapfile -t SRANDOM < list",
     "read PS4 <<< '$(rm victim)'; set -x; :",
     "for PS4 in '$(rm victim)'; do set -x; :; done",
-    // The tables behind hash -p and alias.
+    // The tables behind hash -p and alias, also assigned inside an expansion.
     "BASH_CMDS[1]=/bin/rm; 1 victim",
+    "echo ${BASH_CMDS[$(echo ls)]:=/bin/rm}; ls victim",
+    // Where programs read configuration that runs code (git's core.fsmonitor in $HOME/.gitconfig), where cd leads.
+    "for HOME in .; do git status; done",
+    "select HOME in .; do git status; done",
+    "HOME=. git status",
+    "XDG_CONFIG_HOME=. git status",
+    "for CDPATH in /; do cd etc && cat hostname; done",
+    "echo ${CDPATH:=/} && cd etc",
     "set -o posix\nBASH_ALIASES[1]='rm victim'\n1",
   ]
   for (const line of missed) {
@@ -434,6 +442,13 @@ describe("CommandChecks.checks: where the grammar and bash read a line apart, no
   }
 
   // bash ends each heredoc at the line `E`, and runs `rm victim`; the grammar waits for the word as written.
+  test("a loop or ${NAME:=…} setting a variable in capitals is checked as the assignment it is; one over a small name is not", async () => {
+    expect(await plain("for PATH in .; do ls; done")).toEqual(["PATH=.", "ls"])
+    expect(await plain("echo ${LANG:=C} > /dev/null")).toContain("LANG=C")
+    expect(await plain("for f in a b; do echo $f; done")).toEqual(["echo $f"])
+    expect(await plain("echo ${x:=default}")).toEqual(["echo ${x:=default}"])
+  })
+
   test("a carriage return, form feed or vertical tab outside quotes leaves the line unparsed: bash reads it as part of a word", async () => {
     for (const line of ["echo hi\r#$(rm victim)", "true\f#$(rm victim)", "echo\vx"]) {
       expect((await parse(line)).unparsed).toContain("carriage return, form feed or vertical tab")
