@@ -447,8 +447,21 @@ const misread = (root: Node, text: string): { readonly unparsed?: string; readon
         const word = HEREDOC_WORD.exec(startNode?.text ?? "")
         // The grammar may end the word early (`<<"E"x` is the word `Ex` to bash).
         const joined = startNode !== null && startNode !== undefined && /^[^\s;&|()<>]/.test(text.slice(startNode.endIndex))
-        const end = node.children.find((child) => child?.type === "heredoc_end")?.text
-        if (word === null || joined || (end !== undefined && end.trim() !== word.slice(1).find((part) => part !== undefined))) {
+        // bash ends the body only at a line that is the word alone (after tabs, with `<<-`); the grammar also at
+        // `E `, ` E`, `E;`, and reads what follows as commands where bash reads text.
+        const endNode = node.children.find((child) => child?.type === "heredoc_end")
+        const wanted = word?.slice(1).find((part) => part !== undefined)
+        let apart = false
+        if (endNode !== null && endNode !== undefined) {
+          const lineStart = text.lastIndexOf("\n", endNode.startIndex - 1) + 1
+          const lineEnd = text.indexOf("\n", endNode.endIndex)
+          const before = text.slice(lineStart, endNode.startIndex)
+          const after = text.slice(endNode.endIndex, lineEnd === -1 ? text.length : lineEnd)
+          const dashed = node.children.some((child) => child?.type === "<<-")
+          // `E)` ends one inside `$(…)`: bash reads to the substitution's end, which is the same place.
+          apart = endNode.text !== wanted || !(before === "" || (dashed && /^\t+$/.test(before))) || !(after === "" || after.startsWith(")"))
+        }
+        if (word === null || joined || apart) {
           found ??= { unparsed: "bash reads where its heredoc ends otherwise" }
         } else if (word[1] === undefined) {
           // Quoted: the body is text.

@@ -226,6 +226,9 @@ const evaluatedName = (name: string): boolean => INTEGER_SPECIALS.test(name) || 
  */
 const PLACE_VARIABLES = /^(HOME|XDG_CONFIG_HOME|CDPATH)(\[|\+?=)/
 
+/** Variables naming a file a program writes to (git's traces: `GIT_TRACE=/path` appends to that file). */
+const FILE_VARIABLES = /^(GIT_TRACE[A-Z0-9_]*)(\[|\+?=)/
+
 /** Makes the statement opaque when it sets a variable some program runs as code, or one bash evaluates. */
 export const codeVariables = (assignments: ReadonlyArray<string>, resource: string, collector: Sink): void => {
   const found = assignments.find((assignment) => CODE_VARIABLES.test(assignment))
@@ -236,6 +239,11 @@ export const codeVariables = (assignments: ReadonlyArray<string>, resource: stri
   const place = assignments.find((assignment) => PLACE_VARIABLES.test(assignment))
   if (place !== undefined) {
     collector.opaque.push({ resource, reason: `${place.split(/\+?=/)[0]} says where programs read configuration that can run code, or where cd leads` })
+    return
+  }
+  const file = assignments.find((assignment) => FILE_VARIABLES.test(assignment))
+  if (file !== undefined) {
+    collector.opaque.push({ resource, reason: `${file.split(/\+?=/)[0]} names a file the program writes, which the edit rules cannot see` })
     return
   }
   const integer = assignments

@@ -421,6 +421,15 @@ export const guessed = (name: string, words: ReadonlyArray<Word>): Array<Operand
       program = false
       continue
     }
+    // `--output=FILE` (or any start of it that getopt takes, `--outp=`): a file the program writes (`git diff
+    // --output=x`, `git log --output x`).
+    const output = /^--out(?:p(?:u(?:t)?)?)?(?:-file)?(?:=(.*))?$/s.exec(word.value)
+    if (output !== null) {
+      const target = output[1] !== undefined ? { ...word, text: output[1], value: output[1], tilde: false } : words[index + 1]
+      if (output[1] === undefined) index++
+      if (target !== undefined && target.value !== "") found.push({ word: target, writes: true, access: "write" })
+      continue
+    }
     const place = placeIn(word.value)
     if (place !== undefined) {
       found.push({ word: { ...word, text: place, value: place, tilde: place.startsWith("~") }, writes: false, access: "read" })

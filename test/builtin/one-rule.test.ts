@@ -192,6 +192,9 @@ describe("bash meets the edit rules of the files it changes", () => {
       // Through a link the line makes first.
       "ln -s keep k && echo gone > k/a.txt",
       "ln -s keep/a.txt l; echo gone >> l",
+      // An output option of a program outside the table (git diff and log write there).
+      "git diff --output=keep/a.txt",
+      "git log -1 --outp keep/a.txt",
     ]
     for (const command of lines) {
       const settlement = settlementOf(await exec(box, "bash", { command }))

@@ -431,6 +431,8 @@ describe("CommandChecks.checks: where the grammar and bash read a line apart, no
     "select HOME in .; do git status; done",
     "HOME=. git status",
     "XDG_CONFIG_HOME=. git status",
+    // A file git appends its trace to, whatever the edit rules say.
+    "GIT_TRACE=/tmp/keep/x git status",
     "for CDPATH in /; do cd etc && cat hostname; done",
     "echo ${CDPATH:=/} && cd etc",
     "set -o posix\nBASH_ALIASES[1]='rm victim'\n1",
@@ -441,7 +443,6 @@ describe("CommandChecks.checks: where the grammar and bash read a line apart, no
     })
   }
 
-  // bash ends each heredoc at the line `E`, and runs `rm victim`; the grammar waits for the word as written.
   test("a loop or ${NAME:=…} setting a variable in capitals is checked as the assignment it is; one over a small name is not", async () => {
     expect(await plain("for PATH in .; do ls; done")).toEqual(["PATH=.", "ls"])
     expect(await plain("echo ${LANG:=C} > /dev/null")).toContain("LANG=C")
@@ -456,7 +457,19 @@ describe("CommandChecks.checks: where the grammar and bash read a line apart, no
     expect((await parse('echo "a\rb"')).unparsed).toBeUndefined()
   })
 
-  for (const line of ["cat <<E''\nfoo\nE\nrm victim\nE''", "cat <<$'E'\nfoo\nE\nrm victim\n$'E'", 'cat <<"E"x\nfoo\nE"x"\nrm victim\nEx\n']) {
+  // bash ends each heredoc at the line `E` alone and runs `rm victim`; the grammar waits for the word as written, or
+  // ends it at the line written otherwise (`E `, ` E`, `E;`, spaces before it with `<<-`), reading a second heredoc
+  // that swallows the command.
+  for (const line of [
+    "cat <<E''\nfoo\nE\nrm victim\nE''",
+    "cat <<$'E'\nfoo\nE\nrm victim\n$'E'",
+    'cat <<"E"x\nfoo\nE"x"\nrm victim\nEx\n',
+    "cat <<E\nE \ncat <<true\nE\nrm victim\ntrue",
+    "cat <<E\n E\ncat <<true\nE\nrm victim\ntrue",
+    "cat <<'E'\nE\t\ncat <<true\nE\nrm victim\ntrue",
+    "cat <<-E\n  E\ncat <<true\nE\nrm victim\ntrue",
+    "cat <<E\nE;\ncat <<true\nE\nrm victim\ntrue",
+  ]) {
     test(`${JSON.stringify(line)}: a heredoc end word bash reads otherwise leaves the line unparsed, checked whole`, async () => {
       const parsed = await parse(line)
       expect(parsed.unparsed).toBe("bash reads where its heredoc ends otherwise")
@@ -473,6 +486,8 @@ describe("CommandChecks.checks: where the grammar and bash read a line apart, no
     "cat <<\\EOF\n`rm victim`\nEOF",
     "echo hi # not $(run) nor `run`",
     "cat <<EOF\ntoday is $(date)\nEOF",
+    "cat <<-EOF\n\tindented\n\tEOF",
+    "echo $(cat <<E\nhi\nE)",
     "echo ${x:-$(date)} `date`",
     "[[ 12 -eq '12' ]]",
     "echo ${x:-'$(not run)'}",
