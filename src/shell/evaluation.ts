@@ -229,21 +229,19 @@ const PLACE_VARIABLES = /^(HOME|XDG_CONFIG_HOME|CDPATH)(\[|\+?=)/
 /** Variables naming a file a program writes to (git's traces: `GIT_TRACE=/path` appends to that file). */
 const FILE_VARIABLES = /^(GIT_TRACE[A-Z0-9_]*)(\[|\+?=)/
 
+/** The variables setting one of which makes a statement opaque, with what the reason says of it. */
+const NAMED: ReadonlyArray<readonly [RegExp, string]> = [
+  [CODE_VARIABLES, "holds code or a command that other programs run"],
+  [PLACE_VARIABLES, "says where programs read configuration that can run code, or where cd leads"],
+  [FILE_VARIABLES, "names a file the program writes, which the edit rules cannot see"],
+]
+
 /** Makes the statement opaque when it sets a variable some program runs as code, or one bash evaluates. */
 export const codeVariables = (assignments: ReadonlyArray<string>, resource: string, collector: Sink): void => {
-  const found = assignments.find((assignment) => CODE_VARIABLES.test(assignment))
-  if (found !== undefined) {
-    collector.opaque.push({ resource, reason: `${found.split(/\+?=/)[0]} holds code or a command that other programs run` })
-    return
-  }
-  const place = assignments.find((assignment) => PLACE_VARIABLES.test(assignment))
-  if (place !== undefined) {
-    collector.opaque.push({ resource, reason: `${place.split(/\+?=/)[0]} says where programs read configuration that can run code, or where cd leads` })
-    return
-  }
-  const file = assignments.find((assignment) => FILE_VARIABLES.test(assignment))
-  if (file !== undefined) {
-    collector.opaque.push({ resource, reason: `${file.split(/\+?=/)[0]} names a file the program writes, which the edit rules cannot see` })
+  for (const [names, says] of NAMED) {
+    const found = assignments.find((assignment) => names.test(assignment))
+    if (found === undefined) continue
+    collector.opaque.push({ resource, reason: `${found.split(/\+?=/)[0]} ${says}` })
     return
   }
   const integer = assignments
