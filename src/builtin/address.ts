@@ -41,6 +41,10 @@ const IPV6_RANGES: ReadonlyArray<Range> = [
   range([0x20, 0x01, 0x0d, 0xb8], 32, "a documentation address (2001:db8::/32)"),
   range([0x20, 0x01, 0x00, 0x00], 32, "a Teredo address (2001::/32)"),
   range([0x20, 0x01, 0x00, 0x10], 28, "an ORCHID address (2001:10::/28)"),
+  range([0x3f, 0xff], 20, "a documentation address (3fff::/20)"),
+  // Translated to IPv4 by a gateway of the local network, at whichever bits it chose to carry the IPv4 address in:
+  // where it leads cannot be read from the address.
+  range([0x00, 0x64, 0xff, 0x9b, 0x00, 0x01], 48, "a local-use NAT64 address (64:ff9b:1::/48)"),
   range([0xfc], 7, "a unique local (private) address (fc00::/7)"),
   range([0xfe, 0x80], 10, "a link-local address (fe80::/10)"),
   range([0xfe, 0xc0], 10, "a site-local address (fec0::/10)"),

@@ -68,6 +68,11 @@ describe("Address.reserved: IPv6", () => {
     ["::ffff:a00:1", "private address (10.0.0.1) inside"],
     ["::127.0.0.1", "loopback address (127.0.0.1) inside"],
     ["64:ff9b::7f00:1", "loopback address (127.0.0.1) inside"],
+    ["64:ff9b:1::7f00:1", "local-use NAT64 address (64:ff9b:1::/48)"],
+    ["64:ff9b:1:7f00:1::", "local-use NAT64 address"],
+    ["64:ff9b:1:ffff::8.8.8.8", "local-use NAT64 address"],
+    ["3fff::1", "documentation address (3fff::/20)"],
+    ["3fff:fff::1", "documentation address (3fff::/20)"],
     ["2002:7f00:1::", "loopback address (127.0.0.1) inside"],
     ["2002:c0a8:101::1", "private address (192.168.1.1) inside"],
     ["::0.0.0.5", "IPv4-compatible"],
@@ -79,7 +84,7 @@ describe("Address.reserved: IPv6", () => {
   }
 
   test("public IPv6 addresses, and IPv6 forms of public IPv4 addresses, are public", () => {
-    for (const address of ["2606:4700:4700::1111", "2a00:1450:4001::200e", "::ffff:8.8.8.8", "2002:808:808::1", "[2606:4700::1]"]) {
+    for (const address of ["2606:4700:4700::1111", "2a00:1450:4001::200e", "::ffff:8.8.8.8", "2002:808:808::1", "[2606:4700::1]", "64:ff9b::808:808", "64:ff9b:2::1", "3ffe:1::1", "3fff:1000::1"]) {
       expect([address, Address.reserved(address)]).toEqual([address, undefined])
     }
   })
