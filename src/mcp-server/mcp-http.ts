@@ -133,6 +133,24 @@ class Transport extends WebStandardStreamableHTTPServerTransport {
 const streams = (session: Mcp.Session, body: unknown): boolean =>
   Array.isArray(body) ? body.some(session.mayStream) : session.mayStream(body)
 
+/** The answer to a POSTed `body` with a request whose params do not check (Session.invalid), if it has one. */
+const invalidAnswer = (session: Mcp.Session, body: unknown, sessionId: string): Response | undefined => {
+  const messages: ReadonlyArray<unknown> = Array.isArray(body) ? body : [body]
+  for (const message of messages) {
+    const invalid = session.invalid(message)
+    if (invalid === undefined) continue
+    if (messages.length === 1) {
+      return new Response(JSON.stringify(invalid), {
+        status: 200,
+        headers: { "content-type": "application/json", "mcp-session-id": sessionId },
+      })
+    }
+    const { error } = invalid as { readonly error: { readonly message: string } }
+    return rpcError(400, -32600, `Invalid Request: a request of this batch: ${error.message}`)
+  }
+  return undefined
+}
+
 interface Open {
   readonly transport: Transport
   readonly session: Mcp.Session
@@ -266,7 +284,8 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
           return rpcError(
             400,
             -32600,
-            `Invalid Request: the id ${JSON.stringify(reused)} is still in use by a request being answered in this session; use a new id`,
+            `Invalid Request: the id ${JSON.stringify(reused)} is in use by another request being answered in this ` +
+              "session, or given twice in this batch; use a new id for each request",
             reused,
           )
         }
@@ -283,6 +302,12 @@ export const make = (options: Options): Effect.Effect<Interface, never, Scope.Sc
         )
         // Answered as JSON, its requests are done; a stream's calls take their span as they start.
         if (json) release?.()
+        // The transport refuses a body with a request whose params do not check as unparsable, with no id: such a
+        // request is answered with its own id instead, as over stdio (in a batch, the batch is refused naming it).
+        if (post && answer.status === 400) {
+          const refused = invalidAnswer(open.session, request.body, id)
+          if (refused !== undefined) return refused
+        }
         if (request.request.method === "DELETE") yield* end(id)
         return answer
       })

@@ -111,10 +111,15 @@ export interface Session {
    */
   readonly mayStream: (message: unknown) => boolean
   /**
-   * The id of a request in `message` (one, or a batch) that is still being answered in this session, if one is: a
-   * client reusing it, which MCP forbids, would have its answers mixed up over HTTP.
+   * The id of a request in `message` (one, or a batch) that is still being answered in this session, or that the
+   * batch gives twice, if one is: a client reusing it, which MCP forbids, would have its answers mixed up over HTTP.
    */
   readonly inUse: (message: unknown) => string | number | undefined
+  /**
+   * The error answering `message`, a request whose params its method's schema refuses (a progress token of the
+   * wrong type, say), named by its id; undefined for any other message.
+   */
+  readonly invalid: (message: unknown) => JSONRPCMessage | undefined
   /**
    * Serves `host` from now on: requests that came before the first one wait for it; a later one (another Location)
    * is announced with `notifications/tools/list_changed`, and calls already running finish where they started.
@@ -940,11 +945,14 @@ export const session = (initial: Host | undefined, options: Options): Effect.Eff
       mayStream: (message: unknown) => mayStream(state, message),
       inUse: (message: unknown) => {
         const handled = abortersOf(state.server)
+        const batch = new Set<string | number>()
         for (const one of Array.isArray(message) ? message : [message]) {
           if (!isRecord(one) || !("method" in one) || !(typeof one.id === "string" || typeof one.id === "number")) continue
-          if (handled.has(one.id)) return one.id
+          if (handled.has(one.id) || batch.has(one.id)) return one.id
+          batch.add(one.id)
         }
         return undefined
       },
+      invalid: invalidParams,
     }
   })

@@ -115,6 +115,49 @@ describe("a plain tools/call", () => {
     expect(JSON.stringify(result.content)).toContain("Bo")
   })
 
+  test("an id given twice in one batch is refused whole, and neither request runs", async () => {
+    const { web, box } = await served({ "tools/greet.ts": GREET })
+    const { transport } = await connect(web.handler)
+    const session = transport.sessionId!
+    const call = (who: string) => ({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "greet", arguments: { who } } })
+    const answer = await rpc(web.handler, session, [call("Ada"), call("Bo")])
+    expect(answer.status).toBe(400)
+    expect(await answer.json()).toMatchObject({ id: 3, error: { code: -32600, message: expect.stringContaining("twice in this batch") } })
+    expect(runs(box, "greet")).toBe(0)
+    // Two ids in a batch are answered, each with its own.
+    const both = await rpc(web.handler, session, [call("Ada"), { ...call("Bo"), id: 4 }])
+    expect(both.status).toBe(200)
+    const text = await both.text()
+    expect(text).toContain("Ada")
+    expect(text).toContain("Bo")
+    expect(runs(box, "greet")).toBe(2)
+  })
+
+  test("a progress token of the wrong type is invalid params named by its request's id, not an unparsable body", async () => {
+    const { web, box } = await served({ "tools/greet.ts": GREET })
+    const { client, transport } = await connect(web.handler)
+    const session = transport.sessionId!
+    const params = { name: "greet", arguments: { who: "Ada" }, _meta: { progressToken: { x: 1 } } }
+    const answer = await rpc(web.handler, session, { jsonrpc: "2.0", id: "p1", method: "tools/call", params })
+    expect(answer.status).toBe(200)
+    const body = (await answer.json()) as { id: string; error: { code: number; message: string } }
+    expect(body).toMatchObject({ id: "p1", error: { code: -32602 } })
+    expect(body.error.message).toContain("progressToken")
+    // In a batch, the batch is refused naming it; nothing ran.
+    const batch = await rpc(web.handler, session, [
+      { jsonrpc: "2.0", id: "p2", method: "tools/call", params: { name: "greet", arguments: { who: "Bo" } } },
+      { jsonrpc: "2.0", id: "p3", method: "tools/call", params },
+    ])
+    expect(batch.status).toBe(400)
+    expect(await batch.json()).toMatchObject({ error: { code: -32600, message: expect.stringContaining("progressToken") } })
+    expect(runs(box, "greet")).toBe(0)
+    // A body that is not JSON-RPC at all is still the transport's parse error.
+    const junk = await rpc(web.handler, session, { hello: "there" })
+    expect(junk.status).toBe(400)
+    expect(await junk.json()).toMatchObject({ error: { code: -32700 } })
+    expect(JSON.stringify((await client.callTool({ name: "greet", arguments: { who: "Cy" } })).content)).toContain("Cy")
+  })
+
   test("cancelled by notifications/cancelled: interrupted, recorded cancelled, never run again", async () => {
     const { web, box } = await served({ "tools/wait.ts": WAIT })
     const { client } = await connect(web.handler)
@@ -141,7 +184,7 @@ describe("a plain tools/call", () => {
       await until(() => runs(box, "slow") === (id === 8 ? 1 : 2), "the call runs")
       const second = await rpc(web.handler, session, { jsonrpc: "2.0", id, method: "tools/call", params })
       expect(second.status).toBe(400)
-      expect(await second.json()).toMatchObject({ id, error: { code: -32600, message: expect.stringContaining("still in use") } })
+      expect(await second.json()).toMatchObject({ id, error: { code: -32600, message: expect.stringContaining("in use by another request") } })
       writeFileSync(join(box.location, "go"), "")
       expect(await (await first).text()).toContain('"done"')
       // The next call waits for go again.
