@@ -30,7 +30,7 @@ Options:
 
 Inputs are kept up to 8 KiB of JSON (longer ones are cut, inputTruncated), in the store
 under CORE_DATA_DIR (default ~/.local/share/core), for as long as managed outputs are
-(output.retentionDays, default 7). See docs/operating.md.
+(output.retentionDays, default 7; a Location's core.json may set its own). See docs/operating.md.
 `
 
 const OPTIONS = {

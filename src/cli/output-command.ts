@@ -9,22 +9,37 @@ import { Config } from "../config/config"
 import { ManagedOutputs } from "../output/managed-outputs"
 import { Command } from "./command"
 import { Host } from "../host/host"
+import { Store } from "../store/store"
+import { existsSync } from "node:fs"
 
 /**
  * The managed outputs with the retention the operator set (`output.retentionDays` in $CORE_HOME/core.json, as the
- * sidecar and exec have it): an output is found expired, and removed, only past it. An operator's file that does not
- * load is a usage error rather than a guess at its retention.
+ * sidecar and exec have it), and each Location's own as the store records it: an output is found expired, and
+ * removed, only past its Location's. An operator's file that does not load is a usage error rather than a guess at
+ * its retention.
  */
 const outputsLayer = (environment: Host.Environment) =>
   Layer.unwrap(
     Config.load({ home: environment.home, location: environment.home }).pipe(
-      Effect.map((config) => Host.outputsLayer(environment, config.output.retentionDays)),
+      Effect.map((config) =>
+        Layer.effectDiscard(Effect.flatMap(ManagedOutputs.Service, (outputs) => retained(environment, outputs))).pipe(
+          Layer.provideMerge(Host.outputsLayer(environment, config.retentionDays.operator)),
+        ),
+      ),
       Effect.mapError(
         (error) =>
           new Command.UsageError({ command: "output", message: error.message, next: "Fix it, then see whether it loads: core check" }),
       ),
     ),
   )
+
+/** Has `outputs` keep the retentions Locations set of their own, as the store records them (none without a store). */
+const retained = (environment: Host.Environment, outputs: ManagedOutputs.Interface) =>
+  environment.storeUrl === undefined && !existsSync(Host.storePath(environment))
+    ? Effect.void
+    : Effect.flatMap(Store.Service, (store) => Effect.flatMap(store.retentions, outputs.retain)).pipe(
+        Effect.provide(Host.storeLayer(environment)),
+      )
 
 export const HELP = `Usage: core output ID [--structured]
 

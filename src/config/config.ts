@@ -220,6 +220,11 @@ export interface Lowered extends Settings {
  */
 export interface Resolved extends Settings {
   readonly files: ReadonlyArray<string>
+  /**
+   * `output.retentionDays` as each file sets it: the operator's (`$CORE_HOME/core.json`) is every Location's that
+   * sets none; the Location's own is that Location's alone (`output.retentionDays` is the one that applies to it).
+   */
+  readonly retentionDays: { readonly operator?: number; readonly location?: number }
 }
 
 export interface LoadOptions {
@@ -347,8 +352,11 @@ export const merge = (home: Lowered | undefined, location: Lowered | undefined):
   }
   const mcp = new Map<string, McpEntry>()
   for (const lowered of present) for (const entry of lowered.mcp ?? []) mcp.set(entry.name, entry)
+  const operator = home?.output.retentionDays
+  const own = location?.output.retentionDays
   return {
     files: present.map((lowered) => lowered.file),
+    retentionDays: { ...(operator === undefined ? {} : { operator }), ...(own === undefined ? {} : { location: own }) },
     // An MCP server's tools ask by default, even where core's defaults allow everything; any rule a file writes
     // comes after, so `"github_*": "allow"` (or a broader allow) decides instead.
     rules: [...[...mcp.values()].map(mcpDefault), ...present.flatMap((lowered) => lowered.rules)],
@@ -383,30 +391,9 @@ const readOptional = (file: string): Effect.Effect<string | undefined, ConfigErr
     }
   })
 
-/**
- * Retention removes the records of every Location sharing the data directory, so only the operator's file
- * (`$CORE_HOME/core.json`) sets it; a Location's own is refused rather than let one project sweep the others.
- */
-const operatorOnly = (parsed: Parsed, text: string): Result.Result<Parsed, ConfigError> =>
-  parsed.content.output?.retentionDays === undefined
-    ? Result.succeed(parsed)
-    : Result.fail(
-        failure(parsed.file, text, {
-          path: ["output", "retentionDays"],
-          expected: "no retentionDays in a Location's core.json",
-          found: String(parsed.content.output.retentionDays),
-          hint: "retention applies to every Location sharing the data directory: set it in $CORE_HOME/core.json",
-        }),
-      )
-
-const loadFile = (file: string, own: "home" | "location"): Effect.Effect<Lowered | undefined, ConfigError> =>
+const loadFile = (file: string): Effect.Effect<Lowered | undefined, ConfigError> =>
   readOptional(file).pipe(
-    Effect.flatMap((text) => {
-      if (text === undefined) return Effect.succeed(undefined)
-      const parsed = parseText(file, text)
-      const checked = own === "home" ? parsed : Result.flatMap(parsed, (value) => operatorOnly(value, text))
-      return Effect.map(Effect.fromResult(checked), lower)
-    }),
+    Effect.flatMap((text) => (text === undefined ? Effect.succeed(undefined) : Effect.map(Effect.fromResult(parseText(file, text)), lower))),
   )
 
 /** Reads, checks and merges `<home>/core.json` and `<location>/core.json`; either may be missing. */
@@ -416,7 +403,7 @@ export const load: (options: LoadOptions) => Effect.Effect<Resolved, ConfigError
   const homeFile = resolve(join(options.home, FILE_NAME))
   const locationFile = resolve(join(options.location, FILE_NAME))
   // A Location that is the home directory has one file, not two: the operator's.
-  const location = yield* loadFile(locationFile, homeFile === locationFile ? "home" : "location")
-  const home = homeFile === locationFile ? undefined : yield* loadFile(homeFile, "home")
-  return merge(home, location)
+  if (homeFile === locationFile) return merge(yield* loadFile(homeFile), undefined)
+  const location = yield* loadFile(locationFile)
+  return merge(yield* loadFile(homeFile), location)
 })

@@ -18,6 +18,7 @@ import { Application } from "../location/application"
 import { Discovery } from "../location/discovery"
 import { Location } from "../location/location"
 import { ManagedOutputs } from "../output/managed-outputs"
+import { Retention } from "./retention"
 import { ObjectStore } from "../output/object-store"
 import { Output } from "../output/output"
 import { Permission } from "../permission/permission"
@@ -35,7 +36,7 @@ import type { PostgresStore } from "../store/postgres-store"
 import { Project } from "../store/project"
 import { SqliteStore } from "../store/sqlite-store"
 import { Todos } from "../store/todos"
-import type { Store } from "../store/store"
+import { Store } from "../store/store"
 
 export interface Environment {
   readonly dataDir: string
@@ -231,7 +232,28 @@ export const permissionLayer = (settings: Settings) =>
  */
 export const servicesLayer = <ROut, E, RIn>(settings: Settings, registry: Layer.Layer<ROut, E, RIn>) => {
   const { output } = settings.config
+  // The retention the Location's own core.json sets, recorded where every process sharing the store sweeps by it;
+  // where the store cannot record it, the Location is not served (another process would sweep it by another).
+  const own = settings.config.retentionDays.location
+  const retained = Layer.effectDiscard(
+    Effect.gen(function* () {
+      yield* Retention.retain(yield* Store.Service, yield* ManagedOutputs.Service, settings.directory, own)
+    }).pipe(
+      Effect.catchTag("Store.StoreError", (error) =>
+        Effect.fail(
+          new Config.ConfigError({
+            file: join(settings.directory, Config.FILE_NAME),
+            path: "output.retentionDays",
+            expected: "a retention the settlement store records",
+            found: error.message,
+            message: `The Location's retention (output.retentionDays) could not be recorded: ${error.message}`,
+          }),
+        ),
+      ),
+    ),
+  )
   return Settler.layer.pipe(
+    Layer.provideMerge(retained),
     Layer.provideMerge(registry),
     Layer.provideMerge(permissionLayer(settings)),
     Layer.provideMerge(
@@ -327,5 +349,5 @@ export const settlingLayer = (
   store?: Layer.Layer<Store.Service, Store.StoreError>,
 ) =>
   servicesLayer(settingsOf(environment, prepared), locationLayer(environment, prepared, false)).pipe(
-    Layer.provideMerge(sharedLayer(environment, prepared.config.output.retentionDays, store)),
+    Layer.provideMerge(sharedLayer(environment, prepared.config.retentionDays.operator, store)),
   )

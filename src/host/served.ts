@@ -514,7 +514,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
    * A reload that failed in a way nothing above foresaw: reported like an invalid file, so the watch goes on and
    * the last good state stays. The one boundary where reloading's unexpected failures are caught.
    */
-  const reloadFailed = (changes: Watch.Changes, cause: Cause.Cause<never>) => {
+  const reloadFailed = (changes: Watch.Changes, cause: Cause.Cause<unknown>) => {
     const file = changes.config ? join(directory, Config.FILE_NAME) : ([...changes.files][0] ?? join(directory, "tools"))
     options.log(`core: warning: reloading ${file} failed unexpectedly (the last good state stays):\n${Cause.pretty(cause)}`)
     const reason = Cause.squash(cause)
@@ -540,7 +540,10 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         }),
       )
       .pipe(
-        Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : reloadFailed(changes, cause))),
+        // Interrupted only, the cause holds no failure to pass on.
+        Effect.catchCause((cause) =>
+          Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause as Cause.Cause<never>) : reloadFailed(changes, cause),
+        ),
       )
 
   if (options.watch) yield* Watch.watch(directory, reload, Skills.LOCATION_ROOTS)

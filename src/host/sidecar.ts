@@ -51,7 +51,7 @@ export interface Interface {
 
 const sharedLayer = (options: Options) =>
   Layer.merge(
-    Host.sharedLayer(options.environment, options.primary.config.output.retentionDays, options.store),
+    Host.sharedLayer(options.environment, options.primary.config.retentionDays.operator, options.store),
     Registry.applicationLayer,
   )
 

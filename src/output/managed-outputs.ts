@@ -29,7 +29,7 @@ import * as Schema from "effect/Schema"
 import { ObjectStore } from "./object-store"
 
 export const DEFAULT_RETENTION_DAYS = 7
-const DAY_MS = 24 * 60 * 60 * 1000
+export const DAY_MS = 24 * 60 * 60 * 1000
 export const SWEEP_INTERVAL_MS = 60 * 60 * 1000
 /** Its modification time records the last sweep. */
 const SWEEP_MARKER = ".last-sweep"
@@ -45,8 +45,10 @@ const LOCATION_PATTERN = /^[0-9a-f]{16}$/
  * Where the outputs a Location makes are kept, under `directory` (the outputs directory): the only outputs its tools
  * may read without asking. Outputs kept before outputs had a Location stay in `directory` itself, readable by none.
  */
-export const locationDirectory = (directory: string, location: string): string =>
-  join(directory, new Bun.CryptoHasher("sha256").update(location).digest("hex").slice(0, 16))
+export const locationDirectory = (directory: string, location: string): string => join(directory, locationName(location))
+
+/** The name of `location`'s directory of outputs. */
+const locationName = (location: string): string => new Bun.CryptoHasher("sha256").update(location).digest("hex").slice(0, 16)
 
 /**
  * Where the outputs one session of a Location makes are kept, inside the Location's directory: a tool reads them
@@ -151,8 +153,13 @@ export interface Interface {
    * answers how many were removed, or undefined when no sweep was due.
    */
   readonly sweepIfDue: Effect.Effect<number | undefined>
-  /** How long outputs are kept. */
+  /** How long outputs are kept: the operator's retention, for every Location that sets none of its own. */
   readonly retentionMs: number
+  /**
+   * The Locations that keep a retention of their own (each with it, ms), as the store of record has them: from now
+   * on their outputs are found expired, and swept, by it. Replaces what was retained before.
+   */
+  readonly retain: (retentions: ReadonlyMap<string, number>) => Effect.Effect<void>
 }
 
 export class Service extends Context.Service<Service, Interface>()("core/ManagedOutputs") {}
@@ -316,7 +323,8 @@ interface RemoteLookup {
   readonly store: ObjectStore.Interface
   readonly where: string
   readonly putBaseMs: number
-  readonly retentionMs: number
+  /** How long an object at a key is kept: by the Location its key names. */
+  readonly retentionOf: (key: string) => number
 }
 
 /** Opens a part of an output in the object store (see `open`); an expired output is removed from it. */
@@ -358,9 +366,10 @@ const openRemote = Effect.fnUntraced(function* (lookup: RemoteLookup, id: string
   // Expired by the store's clock, not this host's (one running days ahead would remove every host's outputs): asked
   // only where this host's clock says so; a store whose clock cannot be read, or that gives no time, keeps it.
   const modified = found.modifiedMs
-  if (modified !== undefined && Date.now() - modified > lookup.retentionMs) {
+  const retentionMs = lookup.retentionOf(found.key)
+  if (modified !== undefined && Date.now() - modified > retentionMs) {
     const now = yield* Effect.promise(() => store.now().catch(() => undefined))
-    if (now !== undefined && now - modified > lookup.retentionMs) {
+    if (now !== undefined && now - modified > retentionMs) {
       yield* Effect.promise(() => Promise.allSettled([...objects.map((object) => object.key), recordKey(id)].map((key) => store.remove(key))))
       return yield* new NotFound({ id, reason: "expired", message: `Managed output ${id} has expired` })
     }
@@ -400,23 +409,46 @@ const download = async (object: Blob, path: string): Promise<void> => {
 }
 
 /**
- * Removes the outputs in `store` put longer than `retentionMs` ago by the store's own clock (a host whose clock runs
- * ahead would otherwise remove every host's outputs); answers how many.
+ * Removes the outputs in `store` put longer than their retention (`retentionOf` a file's key) ago by the store's own
+ * clock (a host whose clock runs ahead would otherwise remove every host's outputs); answers how many. An output's
+ * record names no Location: it goes by its files' retention, which is learned from the listing (in no order every
+ * store keeps), so a record whose fate depends on it waits for the end of the listing.
  */
-const sweepRemote = (store: ObjectStore.Interface, retentionMs: number) =>
+const sweepRemote = (store: ObjectStore.Interface, retentionOf: (key: string) => number) =>
   Effect.promise(async () => {
     let removed = 0
+    const remove = async (key: string) => {
+      await store.remove(key)
+      removed++
+    }
     try {
-      const cutoff = (await store.now()) - retentionMs
+      const now = await store.now()
+      /** A file's key for each output whose files have a retention other than the operator's (`retentionOf("")`). */
+      const filesOf = new Map<string, string>()
+      const waiting: Array<{ readonly id: string; readonly key: string; readonly modifiedMs: number }> = []
       for await (const object of store.list("")) {
         // Only an output's file under its own id (`<id>/…/<id>[.part]`) and its record: nothing else under the prefix.
         const id = object.key.slice(0, object.key.indexOf("/"))
         const name = object.key.slice(object.key.lastIndexOf("/") + 1)
-        const file = FILE_PATTERN.test(name) || object.key === recordKey(id)
+        const record = object.key === recordKey(id)
         // One whose time the store does not give is kept.
-        if (!ID_PATTERN.test(id) || !name.startsWith(id) || !file || object.modifiedMs === undefined || object.modifiedMs >= cutoff) continue
-        await store.remove(object.key)
-        removed++
+        if (!ID_PATTERN.test(id) || !name.startsWith(id) || !(record || FILE_PATTERN.test(name)) || object.modifiedMs === undefined) continue
+        const age = now - object.modifiedMs
+        if (record) {
+          // Past every retention, or within the operator's and the file's known: decided now.
+          const known = filesOf.get(id)
+          if (age > retentionOf(object.key)) await remove(object.key)
+          else if (known !== undefined ? age > retentionOf(known) : age > retentionOf("")) {
+            if (known !== undefined) await remove(object.key)
+            else waiting.push({ id, key: object.key, modifiedMs: object.modifiedMs })
+          }
+          continue
+        }
+        if (retentionOf(object.key) !== retentionOf("")) filesOf.set(id, object.key)
+        if (age > retentionOf(object.key)) await remove(object.key)
+      }
+      for (const { id, key, modifiedMs } of waiting) {
+        if (now - modifiedMs > retentionOf(filesOf.get(id) ?? "")) await remove(key)
       }
     } catch {
       // An unreachable store is swept at the next sweep; what is kept here is swept now all the same.
@@ -424,12 +456,16 @@ const sweepRemote = (store: ObjectStore.Interface, retentionMs: number) =>
     return removed
   })
 
-/** Removes the output files (and temporary files) in `directory` older than the retention; answers how many. */
-const sweepLocal = (directory: string, retentionMs: number) =>
+/**
+ * Removes the output files (and temporary files) in `directory` older than their retention (`retentionOf` the
+ * directory holding them); answers how many.
+ */
+const sweepLocal = (directory: string, retentionOf: (place: string) => number) =>
   Effect.sync(() => {
-    const cutoff = Date.now() - retentionMs
+    const now = Date.now()
     let removed = 0
     for (const place of placesOf(directory)) {
+      const cutoff = now - retentionOf(place)
       let names: Array<string>
       try {
         names = readdirSync(place)
@@ -449,6 +485,27 @@ export const layer = (options: Options): Layer.Layer<Service> =>
   Layer.sync(Service, () => {
     const directory = options.directory
     const retentionMs = (options.retentionDays ?? DEFAULT_RETENTION_DAYS) * DAY_MS
+    /** The retention of each Location keeping one of its own, by the name of its directory of outputs. */
+    let own = new Map<string, number>()
+    /** How long the outputs of the Location whose directory is named `name` are kept (none: an older output's). */
+    const retentionOfName = (name: string | undefined) => (name === undefined ? undefined : own.get(name)) ?? retentionMs
+    const retentionOfPlace = (place: string) => {
+      const first = relative(directory, place).split(sep)[0]
+      return retentionOfName(first !== undefined && LOCATION_PATTERN.test(first) ? first : undefined)
+    }
+    /**
+     * An object's retention by the Location its key names (`<id>/<location>/…`); an output's record names none, and
+     * is kept as long as the longest retention, rather than go before the files it vouches for.
+     */
+    const retentionOfKey = (key: string) => {
+      const [id = "", first = "", ...rest] = key.split("/")
+      if (key === recordKey(id)) return Math.max(retentionMs, ...own.values())
+      return rest.length > 0 && LOCATION_PATTERN.test(first) ? retentionOfName(first) : retentionMs
+    }
+    const retain = (retentions: ReadonlyMap<string, number>) =>
+      Effect.sync(() => {
+        own = new Map([...retentions].map(([location, ms]) => [locationName(location), ms] as const))
+      })
     const remote = options.remote
     const putBaseMs = options.putBaseMs ?? PUT_BASE_MS
     const where = remote === undefined ? directory : `${directory} and ${remote.where}`
@@ -522,7 +579,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       return yield* openLocal(id, part).pipe(
         Effect.catchIf(
           (error) => error.reason === "unknown",
-          () => openRemote({ store: remote, where, putBaseMs, retentionMs }, id, part),
+          () => openRemote({ store: remote, where, putBaseMs, retentionOf: retentionOfKey }, id, part),
         ),
       )
     })
@@ -548,7 +605,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
           message: `No managed output ${id} in ${directory} (it may have been swept or kept by another data directory)`,
         })
       }
-      if (Date.now() - found.stats.mtimeMs > retentionMs) {
+      if (Date.now() - found.stats.mtimeMs > retentionOfPlace(place)) {
         for (const name of filesOf(place, id)) removeQuietly(join(place, name))
         return yield* new NotFound({ id, reason: "expired", message: `Managed output ${id} has expired` })
       }
@@ -581,8 +638,8 @@ export const layer = (options: Options): Layer.Layer<Service> =>
     })
 
     const sweep = Effect.gen(function* () {
-      const local = yield* sweepLocal(directory, retentionMs)
-      return remote === undefined ? local : local + (yield* sweepRemote(remote, retentionMs))
+      const local = yield* sweepLocal(directory, retentionOfPlace)
+      return remote === undefined ? local : local + (yield* sweepRemote(remote, retentionOfKey))
     }).pipe(Effect.withSpan("ManagedOutputs.sweep"))
 
     const sweepIfDue = Effect.suspend(() => {
@@ -602,7 +659,7 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       )
     })
 
-    return Service.of({ directory, where, write, paths, open, fetch, sweep, sweepIfDue, retentionMs })
+    return Service.of({ directory, where, write, paths, open, fetch, sweep, sweepIfDue, retentionMs, retain })
   })
 
 /** Characters encoded at a time when writing a large text, so a 100 MB output is never copied whole. */

@@ -66,6 +66,9 @@ const MIGRATIONS: ReadonlyArray<string> = [
      updated_at BIGINT NOT NULL,
      PRIMARY KEY (location, session_id)
    )`,
+  // A Location whose own core.json sets `output.retentionDays` keeps its records (and managed outputs) that long,
+  // whatever the operator's retention is; the sweep prunes every other Location by the operator's.
+  `CREATE TABLE core.retentions (location TEXT PRIMARY KEY, retention_ms BIGINT NOT NULL)`,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length
@@ -436,23 +439,51 @@ export const layer = (url: string, options: Options = {}): Layer.Layer<Store.Ser
               gaveUp,
             )
           }),
-        prune: (before, limit) =>
+        prune: (before, limit, location) =>
           attempt("prune", async () => {
             // The cutoff is this host's (its clock less the retention): moved onto the database's clock, which stamps
             // every row, so a host whose clock runs ahead removes no record still within the retention, and a call
             // still running (its lease live on that clock) is never forgotten: a retry would run it a second time.
             const cutoff = sql.unsafe(`(${NOW_MS} + ${Math.trunc(before - Date.now())})`)
+            // One Location's rows, or (none given) those of every Location keeping no retention of its own.
+            const given = location ?? null
             const result = await sql`
               DELETE FROM core.settlements WHERE id IN
                 (SELECT id FROM core.settlements WHERE COALESCE(settled_at, started_at) < ${cutoff}
-                   AND (state <> 'started' OR COALESCE(lease_until, 0) < LEAST(${cutoff}, ${sql.unsafe(NOW_MS)})) LIMIT ${limit})`
+                   AND (state <> 'started' OR COALESCE(lease_until, 0) < LEAST(${cutoff}, ${sql.unsafe(NOW_MS)}))
+                   AND CASE WHEN ${given}::text IS NULL
+                     THEN NOT EXISTS (SELECT 1 FROM core.retentions r WHERE r.location = core.settlements.location)
+                     ELSE core.settlements.location = ${given}::text END
+                 LIMIT ${limit})`
             if (result.count >= limit) return result.count
             // Todo lists not written since the cutoff go with the calls of their time, also in batches.
             const todos = await sql`
               DELETE FROM core.todos WHERE (location, session_id) IN
-                (SELECT location, session_id FROM core.todos WHERE updated_at < ${cutoff} LIMIT ${limit - result.count})`
+                (SELECT location, session_id FROM core.todos WHERE updated_at < ${cutoff}
+                   AND CASE WHEN ${given}::text IS NULL
+                     THEN NOT EXISTS (SELECT 1 FROM core.retentions r WHERE r.location = core.todos.location)
+                     ELSE core.todos.location = ${given}::text END
+                 LIMIT ${limit - result.count})`
             return result.count + todos.count
           }),
+        retain: (location, retentionMs) =>
+          attempt("write", async () => {
+            // Read first: a Location opened again with the same setting writes nothing.
+            const [row]: Array<{ retention_ms: string }> =
+              await sql`SELECT retention_ms FROM core.retentions WHERE location = ${location}`
+            if ((row === undefined ? undefined : Number(row.retention_ms)) === retentionMs) return
+            if (retentionMs === undefined) await sql`DELETE FROM core.retentions WHERE location = ${location}`
+            else {
+              await sql`
+                INSERT INTO core.retentions (location, retention_ms) VALUES (${location}, ${retentionMs})
+                ON CONFLICT (location) DO UPDATE SET retention_ms = excluded.retention_ms`
+            }
+          }),
+        retentions: attempt("lookup", async () => {
+          const rows: Array<{ location: string; retention_ms: string }> =
+            await sql`SELECT location, retention_ms FROM core.retentions`
+          return new Map(rows.map((row) => [row.location, Number(row.retention_ms)] as const))
+        }),
         claimSweep: (now, intervalMs) =>
           attempt("write", async () =>
             changed(

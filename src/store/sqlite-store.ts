@@ -137,6 +137,9 @@ export const MIGRATIONS: ReadonlyArray<string> = [
   // read, so the version keeps it from opening the store. The journal it left is read once, in its layout, as a
   // newer core opens the store. The database itself does not change.
   `SELECT 1`,
+  // A Location whose own core.json sets `output.retentionDays` keeps its records (and managed outputs) that long,
+  // whatever the operator's retention is; the sweep prunes every other Location by the operator's.
+  `CREATE TABLE retentions (location TEXT PRIMARY KEY, retention_ms INTEGER NOT NULL) WITHOUT ROWID`,
 ]
 
 /** The last version that rebuilt the settlements table: migrating from before it leaves free pages. */
@@ -252,6 +255,11 @@ const diskFull = (directory: string): boolean => {
 
 type ListedRow = Journal.Row & Store.ListedRow
 
+/** Whose rows of `table` a prune takes: ?3's where it is given, else those of Locations keeping no retention of their own. */
+const WHOSE = (table: string) =>
+  `(CASE WHEN ?3 IS NULL THEN NOT EXISTS (SELECT 1 FROM retentions WHERE retentions.location = ${table}.location) ` +
+  `ELSE ${table}.location = ?3 END)`
+
 /** A row's columns, in the order the statements below name them. */
 const COLUMNS =
   "location, session_id, call_id, tool, agent, state, owner, reason, settlement, lease_until, started_at, settled_at, " +
@@ -292,16 +300,25 @@ const prepare = (db: Database) => ({
   ),
   // Through the time index, at most `limit` rows at a time: a sweep never holds the write lock for long. A call
   // still running (its lease renewed past the cutoff) is never forgotten: a retry would run it a second time.
-  prune: db.query<unknown, [number, number]>(
+  // ?3 NULL: the Locations that keep no retention of their own; else that Location's alone.
+  prune: db.query<unknown, [number, number, string | null]>(
     "DELETE FROM settlements WHERE id IN " +
       "(SELECT id FROM settlements WHERE COALESCE(settled_at, started_at) < ?1 " +
-      "AND (state <> 'started' OR COALESCE(lease_until, 0) < ?1) LIMIT ?2)",
+      "AND (state <> 'started' OR COALESCE(lease_until, 0) < ?1) AND " +
+      `${WHOSE("settlements")} LIMIT ?2)`,
   ),
   // Todo lists not written since the cutoff go with the calls of their time, also in batches.
-  pruneTodos: db.query<unknown, [number, number]>(
+  pruneTodos: db.query<unknown, [number, number, string | null]>(
     "DELETE FROM todos WHERE (location, session_id) IN " +
-      "(SELECT location, session_id FROM todos WHERE updated_at < ? LIMIT ?)",
+      `(SELECT location, session_id FROM todos WHERE updated_at < ?1 AND ${WHOSE("todos")} LIMIT ?2)`,
   ),
+  retention: db.query<{ retention_ms: number }, [string]>("SELECT retention_ms FROM retentions WHERE location = ?"),
+  retentions: db.query<{ location: string; retention_ms: number }, []>("SELECT location, retention_ms FROM retentions"),
+  retain: db.query<unknown, [string, number]>(
+    "INSERT INTO retentions (location, retention_ms) VALUES (?, ?) " +
+      "ON CONFLICT (location) DO UPDATE SET retention_ms = excluded.retention_ms",
+  ),
+  release: db.query<unknown, [string]>("DELETE FROM retentions WHERE location = ?"),
   // Claims the sweep unless one ran within the interval (a time in the future means the clock went back).
   claimSweep: db.query<unknown, [number, number, number]>(
     "INSERT INTO sweeps (name, at) VALUES ('retention', ?) " +
@@ -741,18 +758,29 @@ export const layer = (path: string, options: Options = {}): Layer.Layer<Store.Se
       return Store.answering(
         Store.Service.of({
             ...Store.effectsOf(now),
-          prune: (before, limit) =>
+          prune: (before, limit, location) =>
             attempt("prune", () =>
               journal.writing(() => {
                 // Pruned in SQLite, with everything the journal holds in it first, under a new nonce: every
                 // process reads SQLite's rows afresh.
                 journal.compact()
-                const removed = statements.prune.run(before, limit).changes
+                const whose = location ?? null
+                const removed = statements.prune.run(before, limit, whose).changes
                 journal.forget()
                 if (unlocated && removed > 0) unlocated = statements.unlocated.get() !== null
-                return removed < limit ? removed + statements.pruneTodos.run(before, limit - removed).changes : removed
+                return removed < limit ? removed + statements.pruneTodos.run(before, limit - removed, whose).changes : removed
               }),
             ),
+          retain: (location, retentionMs) =>
+            attempt("write", () => {
+              // Read first: a Location opened again with the same setting writes nothing.
+              if (statements.retention.get(location)?.retention_ms === retentionMs) return
+              if (retentionMs === undefined) statements.release.run(location)
+              else statements.retain.run(location, retentionMs)
+            }),
+          retentions: attempt("lookup", () =>
+            new Map(statements.retentions.all().map((row) => [row.location, row.retention_ms] as const)),
+          ),
           claimSweep: (now, intervalMs) =>
             attempt("write", () => statements.claimSweep.run(now, now - intervalMs, now).changes === 1),
           list: (filter) =>

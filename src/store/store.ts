@@ -283,9 +283,17 @@ export interface Interface {
   readonly fail: (key: Key, reason: string) => Effect.Effect<void, StoreError>
   /**
    * Forgets at most `limit` records from before `before` (epoch ms): calls, then todo lists not written since
-   * (stores that keep them); answers how many.
+   * (stores that keep them); answers how many. Those of `location` only where it is given; otherwise those of every
+   * Location that keeps no retention of its own (`retain`), which its own prune takes.
    */
-  readonly prune: (before: number, limit: number) => Effect.Effect<number, StoreError>
+  readonly prune: (before: number, limit: number, location?: string) => Effect.Effect<number, StoreError>
+  /**
+   * Records the retention (ms) `location`'s own core.json sets, or that it sets none (`undefined`, the operator's
+   * then applies): a sweep prunes each Location by its own. Writes only what changed.
+   */
+  readonly retain: (location: string, retentionMs: number | undefined) => Effect.Effect<void, StoreError>
+  /** The Locations that keep a retention of their own, each with it (ms). */
+  readonly retentions: Effect.Effect<ReadonlyMap<string, number>, StoreError>
   /**
    * Records that a retention sweep starts at `now` (epoch ms), unless one started within `intervalMs` before;
    * answers whether this caller should sweep. Processes sharing the store sweep at most once per interval.
@@ -334,6 +342,7 @@ export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
     | { state: "settled"; json: string; tool: string; agent: string; at: number }
   )
   const records = new Map<string, Stored>()
+  const kept = new Map<string, number>()
   let lastSweep: number | undefined
   const matches = (stored: Stored | undefined, expected: Expected): boolean => {
     switch (expected.state) {
@@ -420,16 +429,21 @@ export const layerMemory: Layer.Layer<Service> = Layer.sync(Service, () => {
             }),
           )
         }),
-      prune: (before, limit) =>
+      prune: (before, limit, location) =>
         Effect.sync(() => {
           let removed = 0
           for (const [key, stored] of records) {
             if (removed >= limit) break
+            const whose = stored.key.location
+            if (location === undefined ? kept.has(whose) : whose !== location) continue
             // A call begun here is running: never forgotten (a retry would run it a second time).
             if (stored.at < before && stored.state !== "started" && records.delete(key)) removed++
           }
           return removed
         }),
+      retain: (location, retentionMs) =>
+        Effect.sync(() => void (retentionMs === undefined ? kept.delete(location) : kept.set(location, retentionMs))),
+      retentions: Effect.sync(() => new Map(kept)),
       claimSweep: (now, intervalMs) =>
         Effect.sync(() => {
           if (lastSweep !== undefined && lastSweep > now - intervalMs && lastSweep <= now) return false

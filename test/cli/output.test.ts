@@ -268,6 +268,22 @@ describe("core output", () => {
     expect(expired.stderr).toContain("has expired")
   })
 
+  // A Location's own retention (its core.json) is recorded in the store, so core output finds its outputs by it,
+  // from wherever it runs.
+  test("reads by a Location's own retention: its output older than the operator's retention is printed and kept", async () => {
+    const box = sandbox({ "tools/big.ts": TOOLS, "core.json": JSON.stringify({ output: { retentionDays: 30 } }) }, {
+      "core.json": JSON.stringify({ output: { retentionDays: 5 } }),
+    })
+    const id = settlementOf(await exec(box, "big_block", { lines: 10, width: 10_000 })).outputs[0]!.id as string
+    const files = filesOf(box, id)
+    const tenDaysAgo = new Date(Date.now() - 10 * 86_400_000)
+    for (const path of files) utimesSync(path, tenDaysAgo, tenDaysAgo)
+    const kept = await outputBytes(box, id)
+    expect({ code: kept.code, stderr: kept.stderr }).toEqual({ code: 0, stderr: "" })
+    expect(kept.stdout.length).toBe(10 * 10_000 + 9)
+    expect(filesOf(box, id)).toEqual(files)
+  })
+
   test("an operator's core.json that does not load is a usage error, and no output is touched", async () => {
     const box = sandbox({ "tools/big.ts": TOOLS })
     const id = settlementOf(await exec(box, "big_block", { lines: 10, width: 10_000 })).outputs[0]!.id as string

@@ -20,7 +20,7 @@ const loadFailure = (options: Config.LoadOptions) => Effect.runPromise(Effect.fl
 describe("Config.load", () => {
   test("resolves to nothing when neither file exists, nor either directory", async () => {
     const { location, home } = directories()
-    expect(await load({ location, home })).toEqual({ files: [], rules: [], agents: new Map(), output: {}, shell: {} })
+    expect(await load({ location, home })).toEqual({ files: [], rules: [], agents: new Map(), output: {}, shell: {}, retentionDays: {} })
     expect((await load({ location: join(location, "absent"), home: join(home, "absent") })).files).toEqual([])
   })
 

@@ -268,7 +268,7 @@ describe("Config.merge", () => {
   test("works with either file or neither", () => {
     expect(Config.merge(undefined, location).files).toEqual([FILE])
     expect(Config.merge(home, undefined).rules).toHaveLength(2)
-    expect(Config.merge(undefined, undefined)).toEqual({ files: [], rules: [], agents: new Map(), output: {}, shell: {} })
+    expect(Config.merge(undefined, undefined)).toEqual({ files: [], rules: [], agents: new Map(), output: {}, shell: {}, retentionDays: {} })
   })
 })
 

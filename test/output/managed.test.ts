@@ -127,6 +127,51 @@ describe("ManagedOutputs", () => {
     expect(existsSync(join(directory, "notes.txt"))).toBe(true)
   })
 
+  test("a Location keeping a retention of its own: its outputs expire and are swept by it, every other by the operator's", async () => {
+    const directory = tempDir()
+    const DAY = 24 * 60 * 60 * 1000
+    const result = await withOutputs(
+      directory,
+      Effect.gen(function* () {
+        const managed = yield* ManagedOutputs.Service
+        yield* managed.retain(new Map([["/work/long", 30 * DAY], ["/work/short", DAY]]))
+        const write = (location: string) => managed.write({ text: location }, undefined, location, "ses_1")
+        const age = (written: { readonly text?: string | undefined }, days: number) => {
+          const at = new Date(Date.now() - days * DAY)
+          utimesSync(written.text!, at, at)
+        }
+        // Ten days old: past the operator's 7, within the long Location's 30.
+        const long = yield* write("/work/long")
+        const plain = yield* write("/work/plain")
+        age(long, 10)
+        age(plain, 10)
+        // Two days old: within the operator's, past the short Location's one day.
+        const short = yield* write("/work/short")
+        age(short, 2)
+        const opened = yield* managed.open(long.id)
+        const plainExpired = yield* managed.open(plain.id).pipe(Effect.flip)
+        const shortExpired = yield* managed.open(short.id).pipe(Effect.flip)
+        // Swept by the same measures.
+        const kept = yield* write("/work/long")
+        const stale = yield* write("/work/long")
+        age(kept, 20)
+        age(stale, 31)
+        const swept = yield* managed.sweep
+        // Once the Location keeps none of its own, the operator's applies to it too.
+        yield* managed.retain(new Map())
+        const later = yield* managed.open(kept.id).pipe(Effect.flip)
+        return { opened: opened.bytes, plainExpired, shortExpired, swept, kept, stale, long, later }
+      }),
+    )
+    expect(result.opened).toBe("/work/long".length)
+    expect(reasonOf(result.plainExpired)).toBe("expired")
+    expect(reasonOf(result.shortExpired)).toBe("expired")
+    expect(result.swept).toBe(1)
+    expect(existsSync(result.kept.text!)).toBe(false)
+    expect(existsSync(result.stale.text!)).toBe(false)
+    expect(reasonOf(result.later)).toBe("expired")
+  })
+
   test("sweeping a directory that does not exist yet removes nothing", async () => {
     const removed = await withOutputs(join(tempDir(), "missing"), Effect.gen(function* () {
       return yield* (yield* ManagedOutputs.Service).sweep

@@ -259,6 +259,41 @@ describe("ManagedOutputs in an object store", () => {
   })
 })
 
+describe("ManagedOutputs in the store, a Location keeping a retention of its own", () => {
+  test("its outputs are kept by its own retention, read and swept alike by every host; the others' by the operator's", async () => {
+    const DAY = 86_400_000
+    const maker = host("own-retention")
+    const [long, plain] = await maker.run(
+      Effect.gen(function* () {
+        const outputs = yield* managed
+        return [
+          yield* outputs.write({ text: "long kept", structured: '{"x":1}' }, undefined, "/work/long", "ses_1"),
+          yield* outputs.write({ text: "plain" }, undefined, "/work/plain", "ses_1"),
+        ]
+      }),
+    )
+    const store = storeOf("own-retention")
+    expect((await outputsIn(store)).length).toBe(5)
+    // Another host, whose operator keeps outputs a millisecond, knowing /work/long keeps its own for 30 days.
+    const other = host("own-retention", { retentionDays: 1 / DAY })
+    await Bun.sleep(1_100)
+    const found = await other.run(
+      Effect.gen(function* () {
+        const outputs = yield* managed
+        yield* outputs.retain(new Map([["/work/long", 30 * DAY]]))
+        const read = yield* outputs.open(long!.id)
+        return { text: yield* Effect.promise(() => read.content.text()), swept: yield* outputs.sweep }
+      }),
+    )
+    // The plain output's text and the record of its put went; the long one's text, JSON and record stay.
+    expect(found).toEqual({ text: "long kept", swept: 2 })
+    const left = (await outputsIn(store)).map((object) => object.key)
+    expect(left.length).toBe(3)
+    expect(left.every((key) => key.startsWith(`${long!.id}/`))).toBe(true)
+    expect(left.some((key) => key.startsWith(`${plain!.id}/`))).toBe(false)
+  })
+})
+
 describe("ManagedOutputs on a host whose clock runs ahead", () => {
   test("its reads and sweeps go by the store's clock: other hosts' outputs within the retention stay", async () => {
     const a = host("skewed")

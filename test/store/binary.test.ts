@@ -3,7 +3,8 @@
 // the data directory. A record belongs to its Location, agent and tool; nothing else ever gets it.
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { Database } from "bun:sqlite"
+import { mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { run } from "../support/binary"
 import { tempDir } from "../support/temp"
@@ -75,34 +76,43 @@ describe("core exec: a recorded call belongs to its Location, agent and tool", (
   }, 120_000)
 })
 
-describe("core exec: retention is the operator's setting", () => {
-  test("a Location's core.json cannot set retention: refused with file and key, and another Location's record still replays", async () => {
+describe("core exec: a Location's own retention is its alone", () => {
+  test("a Location's core.json sets its retention: its records are swept by it, another Location's stay by the operator's", async () => {
     const { env, location } = world()
     const victim = location("victim", "victim file\n")
     const sweeper = location("sweeper", "sweeper file\n")
-    const first = await exec(env, victim, "read", { filePath: "notes.txt" })
-    expect(first.code).toBe(0)
     const config = JSON.parse(readFileSync(join(sweeper, "core.json"), "utf8"))
     writeFileSync(join(sweeper, "core.json"), JSON.stringify({ ...config, output: { retentionDays: 0.000001 } }))
-    const refused = await exec(env, sweeper, "list", {}, "--call", "call_sweep")
-    expect(refused.code).toBe(2)
-    expect(refused.stderr).toContain(join(sweeper, "core.json"))
-    expect(refused.stderr).toContain("output.retentionDays")
-    expect(refused.stderr).toContain("$CORE_HOME/core.json")
-    // Nothing was swept: the victim's call replays its record (the file changed since, the record did not).
-    writeFileSync(join(victim, "notes.txt"), "changed\n")
+    expect((await exec(env, victim, "read", { filePath: "notes.txt" })).code).toBe(0)
+    expect((await exec(env, sweeper, "read", { filePath: "notes.txt" })).code).toBe(0)
+    // Recorded in the store, where every process sharing it sweeps by it.
+    const db = new Database(join(env.CORE_DATA_DIR, "core.db"))
+    expect(db.query("SELECT location FROM retentions").all()).toEqual([{ location: realpathSync(sweeper) }])
+    // The next exec sweeps (as if the last sweep were an hour ago).
+    db.exec("UPDATE sweeps SET at = 0")
+    db.close()
+    await Bun.sleep(50)
+    for (const directory of [victim, sweeper]) writeFileSync(join(directory, "notes.txt"), "changed\n")
+    expect((await exec(env, sweeper, "list", {}, "--call", "call_sweep")).code).toBe(0)
+    // The victim's record is kept by the operator's retention (seven days): its call replays.
     const replay = await exec(env, victim, "read", { filePath: "notes.txt" })
     expect(replay.stdout).toContain("victim file")
     expect(replay.stdout).not.toContain("changed")
+    // The sweeper's own record went by its own: its call runs again.
+    const again = await exec(env, sweeper, "read", { filePath: "notes.txt" })
+    expect(again.stdout).toContain("changed")
   }, 120_000)
 
-  test("the operator's $CORE_HOME/core.json may set it", async () => {
+  test("the operator's $CORE_HOME/core.json sets it for every Location that sets none", async () => {
     const { env, location } = world()
     const project = location("project", "file\n")
     writeFileSync(join(env.CORE_HOME, "core.json"), JSON.stringify({ output: { retentionDays: 30 } }))
     const settled = await exec(env, project, "read", { filePath: "notes.txt" })
     expect(settled.code).toBe(0)
     expect(settled.stdout).toContain("file")
+    const db = new Database(join(env.CORE_DATA_DIR, "core.db"))
+    expect(db.query("SELECT location FROM retentions").all()).toEqual([])
+    db.close()
   }, 120_000)
 })
 

@@ -134,6 +134,35 @@ for (const [name, make] of implementations) {
         expect(yield* store.prune(cutoff, 3)).toBe(0)
       })))
 
+    test("a Location keeping a retention of its own is pruned by its own alone, every other by the operator's", () =>
+      use(make(), Effect.gen(function* () {
+        const store = yield* Store.Service
+        const at = (location: string, toolCallID: string) => ({ location, sessionID: "s", toolCallID })
+        const record = (location: string, toolCallID: string) =>
+          store.settle(at(location, toolCallID), settlement(toolCallID), { state: "absent", agent: "build" })
+        const MONTH = 30 * 86_400_000
+        yield* record("/own", "a")
+        yield* record("/other", "a")
+        yield* store.retain("/own", MONTH)
+        expect([...(yield* store.retentions)]).toEqual([["/own", MONTH]])
+        const cutoff = Date.now() + 1
+        // The operator's prune passes over the Location that keeps its own.
+        expect(yield* store.prune(cutoff, 100)).toBe(1)
+        expect(yield* store.lookup(at("/other", "a"))).toBeUndefined()
+        expect(yield* store.lookup(at("/own", "a"))).toMatchObject({ state: "settled" })
+        // Its own prune takes its records, and no other Location's.
+        yield* record("/other", "b")
+        expect(yield* store.prune(cutoff + 1_000, 100, "/own")).toBe(1)
+        expect(yield* store.lookup(at("/own", "a"))).toBeUndefined()
+        expect(yield* store.lookup(at("/other", "b"))).toMatchObject({ state: "settled" })
+        // Set again alike it stays; set to none, the operator's prune takes the Location's records again.
+        yield* store.retain("/own", MONTH)
+        yield* record("/own", "c")
+        yield* store.retain("/own", undefined)
+        expect((yield* store.retentions).size).toBe(0)
+        expect(yield* store.prune(Date.now() + 1_000, 100)).toBe(2)
+      })))
+
     // Forgotten, a call still running would run a second time when retried (a retention shorter than the call).
     test("prune never forgets a call still running, however old its start", () =>
       use(make(), Effect.gen(function* () {
@@ -511,6 +540,7 @@ describe("SqliteStore migration to records that belong to a Location", () => {
     old.exec("DROP TABLE settlements")
     old.exec("DROP TABLE todos")
     old.exec("DROP TABLE journal_applied")
+    old.exec("DROP TABLE retentions")
     old.exec(VERSION_4_SETTLEMENTS)
     old.exec("DROP TABLE approvals")
     old.exec(VERSION_2[1]!)

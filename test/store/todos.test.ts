@@ -172,5 +172,24 @@ describe("Todos and retention", () => {
       )
       expect(found).toEqual({ first: 2, second: 2, third: 0, old: [[], [], []], kept: [item("new")] })
     })
+
+    test(`a Location keeping a retention of its own keeps its lists from the operator's prune, and its own takes them (${name})`, async () => {
+      const layer = await make()
+      const found = await Effect.runPromise(
+        Effect.gen(function* () {
+          const todos = yield* Todos.Service
+          const store = yield* Store.Service
+          yield* todos.write({ location: "/own", sessionID: "s" }, [item("own")])
+          yield* todos.write({ location: "/other", sessionID: "s" }, [item("other")])
+          yield* store.retain("/own", 30 * 86_400_000)
+          const cutoff = Date.now() + 1
+          const operators = yield* store.prune(cutoff, 10)
+          const afterOperators = [yield* todos.read({ location: "/own", sessionID: "s" }), yield* todos.read({ location: "/other", sessionID: "s" })]
+          const own = yield* store.prune(cutoff, 10, "/own")
+          return { operators, afterOperators, own, left: yield* todos.read({ location: "/own", sessionID: "s" }) }
+        }).pipe(Effect.provide(layer)),
+      )
+      expect(found).toEqual({ operators: 1, afterOperators: [[item("own")], []], own: 1, left: [] })
+    })
   }
 })
