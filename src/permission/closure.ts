@@ -1,7 +1,7 @@
 export * as Closure from "./closure"
 
 // The import closure of the tool and plugin files core loads: every path whose content decides what code runs
-// inside core when they load (relative modules, each package in a node_modules with the packages it depends on,
+// inside core when they load (relative modules, each package with every node_modules it could load another from,
 // the nearer places the resolver would look first, the tsconfig.json that maps bare names). Computed from the files
 // on disk, not from what was loaded, so a file written with a person's approval is covered before it is loaded.
 // Pure reading of the file system, with each file's imports remembered by its identity and change time.
@@ -378,6 +378,13 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
     const pkg = packages.pop()
     if (pkg !== undefined) {
       for (const name of dependenciesOf(pkg.directory)) lookUp(name, pkg.directory, pkg.by)
+      // A package may load one it does not name (hoisted beside it, an optional peer, pnpm's hidden hoisting): every
+      // node_modules its files would search is protected whole, missing ones too (one made there would be loaded).
+      for (const ancestor of ancestors(dirname(pkg.directory))) {
+        if (basename(ancestor) === "node_modules") continue
+        const folder = join(ancestor, "node_modules")
+        reach(folder, pkg.by, kindOf(folder))
+      }
       continue
     }
     const { file, by } = files.pop()!

@@ -20,6 +20,9 @@ const files = (root: string, tree: Record<string, string>): string => {
 
 const reachedFrom = (root: string) => Closure.of(Closure.rootsOf(root)).reached.map((each) => each.path)
 
+const rootsFor = (location: string) =>
+  Protected.roots({ location, home: tempDir("core-home-"), dataDir: tempDir("core-data-"), readable: [] })
+
 describe("Closure: the code tool and plugin files import", () => {
   test("follows relative modules, packages with their dependencies, and the nearer places a resolver looks first", () => {
     const root = files(tempDir("core-closure-"), {
@@ -48,6 +51,25 @@ describe("Closure: the code tool and plugin files import", () => {
     expect(reached.some((path) => path.includes("effect"))).toBe(false)
     expect(reached).not.toContain(join(root, "lib/unrelated.ts"))
     expect(reached).not.toContain(join(root, "tools/a.ts"))
+  })
+
+  // debug loads supports-color, which its package.json names only under peerDependenciesMeta: a model that wrote
+  // node_modules/supports-color/index.js ran its code inside core at the tool's next load.
+  test("a package's every node_modules is protected whole: a package it loads without naming it, and one planted there", () => {
+    const root = files(tempDir("core-closure-"), {
+      "tools/a.ts": 'import createDebug from "debug"\n',
+      "node_modules/debug/package.json": '{ "name": "debug", "peerDependenciesMeta": { "supports-color": { "optional": true } } }',
+      "node_modules/debug/src/node.js": 'require("supports-color")\n',
+      "node_modules/supports-color/index.js": "module.exports = {}\n",
+      "node_modules/.pnpm/node_modules/hidden/index.js": "module.exports = {}\n",
+    })
+    const roots = rootsFor(root)
+    for (const path of ["supports-color/index.js", "new-package/index.js", ".pnpm/node_modules/hidden/index.js", "debug/src/node.js"]) {
+      expect([path, Protected.change(roots, join(root, "node_modules", path))]).toEqual([path, expect.stringContaining("code that tools/a.ts imports")])
+    }
+    // Where the resolver would look above the Location, missing now, too; files beside node_modules are not.
+    expect(reachedFrom(root)).toContain(join(dirname(root), "node_modules"))
+    expect(Protected.change(roots, join(root, "README.md"))).toBeUndefined()
   })
 
   test("follows a folder's package.json to the files it names, and a #subpath import through the nearest imports map", () => {
@@ -176,8 +198,6 @@ describe("Git: what the user's git runs", () => {
 })
 
 describe("Protected.change: code and git places", () => {
-  const rootsFor = (location: string) =>
-    Protected.roots({ location, home: tempDir("core-home-"), dataDir: tempDir("core-data-"), readable: [] })
 
   test("names an imported module, a nearer planted package and a git hook; not an unrelated file", () => {
     const location = files(tempDir("core-loc-"), {
