@@ -28,7 +28,8 @@ export const FOLDERS = ["tools", "plugins"] as const
 export interface Reached {
   readonly path: string
   readonly by: string
-  readonly identity: { readonly dev: number; readonly ino: number } | undefined
+  /** Its device and inode, and when it was made (0 where the file system does not say). */
+  readonly identity: { readonly dev: number; readonly ino: number; readonly born: number } | undefined
 }
 
 const statOf = (path: string, follow: boolean): Stats | undefined => {
@@ -254,7 +255,7 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
   const reach = (path: string, by: string, kind: Kind | undefined) => {
     if (reached.has(path) || rooted.has(path)) return
     const stats = kind === undefined ? undefined : statFresh(path, kind === "link" ? false : true)
-    reached.set(path, { path, by, identity: stats === undefined ? undefined : { dev: stats.dev, ino: stats.ino } })
+    reached.set(path, { path, by, identity: stats === undefined ? undefined : { dev: stats.dev, ino: stats.ino, born: stats.birthtimeMs } })
   }
   /** Where `path` really is, when a symbolic link leads elsewhere: protected there too. */
   const follow = (path: string, kind: Kind, by: string): string => {

@@ -62,6 +62,8 @@ export interface Place {
 export interface Identity {
   readonly dev: number
   readonly ino: number
+  /** When the file was made (0 where the file system does not say): an inode number used again is another file. */
+  readonly born?: number
 }
 
 /** lstat without an exception for a missing path (or one under a file): exceptions cost more than the lookup. */
@@ -76,9 +78,44 @@ const lstatFree = (path: string) => {
 const identityOf = (path: string, follow = true): Identity | undefined => {
   try {
     const stats = follow ? statSync(path, { throwIfNoEntry: false }) : lstatSync(path, { throwIfNoEntry: false })
-    return stats === undefined ? undefined : { dev: stats.dev, ino: stats.ino }
+    return stats === undefined ? undefined : { dev: stats.dev, ino: stats.ino, born: stats.birthtimeMs }
   } catch {
     return undefined
+  }
+}
+
+/**
+ * Protected places as they were last seen, by who they are (what each is, by its identity): a command may rename
+ * a folder holding one away while it runs and back before it ends, and a file tool writing the file under the
+ * folder's new name meanwhile would change the code core loads. Who a file is survives a rename; a place seen
+ * once stays protected under any name for the life of the process (the most recent MAX_SEEN).
+ */
+const seen = new Map<string, string>()
+const MAX_SEEN = 100_000
+
+const keyOf = (identity: Identity) => `${identity.dev}:${identity.ino}:${identity.born ?? 0}`
+
+const remember = (places: ReadonlyArray<Place>) => {
+  for (const place of places) {
+    if (place.identity === undefined) continue
+    const key = keyOf(place.identity)
+    if (seen.get(key) === place.what) continue
+    seen.delete(key)
+    seen.set(key, place.what)
+    if (seen.size > MAX_SEEN) seen.delete(seen.keys().next().value!)
+  }
+}
+
+/** The protected place seen earlier that `real` is, or lies in, under whatever name it has now. */
+const seenAs = (real: string): string | undefined => {
+  if (seen.size === 0) return undefined
+  for (let current = real; ; current = dirname(current)) {
+    const stats = lstatFree(current)
+    if (stats !== undefined) {
+      const what = seen.get(keyOf({ dev: stats.dev, ino: stats.ino, born: stats.birthtimeMs }))
+      if (what !== undefined) return current === real ? `${what}, under another name` : `${what}, under another name (${current})`
+    }
+    if (dirname(current) === current) return undefined
   }
 }
 
@@ -255,6 +292,9 @@ export const change = (roots: Roots, real: string, options: { readonly encloses?
   const git = Git.named(real) ?? Git.bare(real)
   if (git !== undefined) return git
   const protectedPlaces = [...configuration, ...elsewhere]
+  remember(protectedPlaces)
+  const moved = seenAs(real)
+  if (moved !== undefined) return moved
   const stats = lstatFree(real)
   const own = stats === undefined ? undefined : { dev: stats.dev, ino: stats.ino }
   const parent = identityOf(dirname(real))

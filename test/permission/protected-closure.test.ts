@@ -3,7 +3,7 @@
 // answers for every place they name.
 
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
+import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Closure } from "../../src/permission/closure"
 import { Git } from "../../src/permission/git"
@@ -198,6 +198,36 @@ describe("Git: what the user's git runs", () => {
 })
 
 describe("Protected.change: code and git places", () => {
+
+  // A command renamed lib/ (or .git/, node_modules/) away while it ran, a write through a file tool changed the code
+  // under its new name, and the command renamed it back: the tool then loaded the model's code inside core.
+  test("a protected place renamed away is protected under its new name, and what lies in it", () => {
+    const location = files(tempDir("core-loc-"), {
+      "tools/a.ts": 'import "../lib/b"\nimport "pad"\n',
+      "lib/b.ts": "",
+      "node_modules/pad/index.js": "",
+      "node_modules/pad/package.json": "{}",
+      ".git/HEAD": "ref: refs/heads/main\n",
+      ".git/config": "[core]\n",
+    })
+    mkdirSync(join(location, ".git/objects"))
+    const roots = rootsFor(location)
+    expect(Protected.change(roots, join(location, "other.ts"))).toBeUndefined()
+    renameSync(join(location, "lib"), join(location, "libx"))
+    renameSync(join(location, "node_modules"), join(location, "nmx"))
+    renameSync(join(location, ".git"), join(location, ".gx"))
+    renameSync(join(location, ".gx/HEAD"), join(location, ".gx/HEAD.away"))
+    expect(Protected.change(roots, join(location, "libx/b.ts"))).toContain("under another name")
+    expect(Protected.change(roots, join(location, "nmx/pad/index.js"))).toContain("under another name")
+    expect(Protected.change(roots, join(location, "nmx/planted/index.js"))).toContain("under another name")
+    expect(Protected.change(roots, join(location, ".gx/config"))).toContain("under another name")
+    // What nothing imports, in a folder that is not itself protected, stays the model's.
+    expect(Protected.change(roots, join(location, "libx/new.ts"))).toBeUndefined()
+    // A file made later in the place of one (a new file, whatever its inode number) is not the one seen.
+    rmSync(join(location, "libx/b.ts"))
+    writeFileSync(join(location, "libx/b.ts"), "")
+    expect(Protected.change(roots, join(location, "libx/b.ts"))).toBeUndefined()
+  })
 
   test("names an imported module, a nearer planted package and a git hook; not an unrelated file", () => {
     const location = files(tempDir("core-loc-"), {

@@ -88,8 +88,9 @@ describe("core exec: code a tool file imports is core's configuration", () => {
     const box = sandbox(FILES)
     const plant = (dir: string, file: string, text: string) =>
       script(`const fs = require("fs"); fs.renameSync("${dir}", "${dir}-old"); fs.mkdirSync("${dir}/leftpad", { recursive: true }); fs.writeFileSync("${file}", ${JSON.stringify(text)}); fs.writeFileSync("${dir}/leftpad/package.json", ${JSON.stringify(PAD_JSON)})`)
-    await broken(box, plant("node_modules", "node_modules/leftpad/index.js", evil(box, "cjs")))
-    expect(existsSync(join(box.location, "node_modules/leftpad"))).toBe(false)
+    // node_modules, protected whole where a tool imports a package, is not renamed at all: the tool runs as it did.
+    await attack(box, plant("node_modules", "node_modules/leftpad/index.js", evil(box, "cjs")))
+    expect(readFileSync(join(box.location, "node_modules/leftpad/index.js"), "utf8")).toBe(PAD)
     const other = sandbox(FILES)
     await broken(other, plant("lib", "lib/fmt.ts", evil(other, "esm")))
     expect(existsSync(join(other.location, "lib/fmt.ts"))).toBe(false)
@@ -171,11 +172,14 @@ export default Tool.make({
     await attack(box, "node attack.js")
   }, 120_000)
 
-  test("files no tool imports stay the model's to change", async () => {
+  test("files no tool imports stay the model's to change; a package none imports, in a node_modules one is loaded from, does not", async () => {
     const box = sandbox({ ...FILES, "lib/other.ts": "export {}\n", "node_modules/unused/index.js": "" })
-    const result = await exec(box, "bash", { command: "echo changed > lib/other.ts && echo changed > node_modules/unused/index.js" })
+    const result = await exec(box, "bash", { command: "echo changed > lib/other.ts" })
     expect(settlementOf(result).status).toBe("success")
     expect(readFileSync(join(box.location, "lib/other.ts"), "utf8")).toBe("changed\n")
-    expect(readFileSync(join(box.location, "node_modules/unused/index.js"), "utf8")).toBe("changed\n")
+    // A package may load another it never names: every package beside one a tool imports is core's.
+    const planted = await exec(box, "bash", { command: "echo changed > node_modules/unused/index.js" })
+    expect(settlementOf(planted).status).toBe("error")
+    expect(readFileSync(join(box.location, "node_modules/unused/index.js"), "utf8")).toBe("")
   }, 120_000)
 })
