@@ -9,7 +9,10 @@ export * as Closure from "./closure"
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs"
 import { basename, dirname, extname, join, resolve } from "node:path"
 
-/** The most files and packages followed from one set of roots; past it the rest is not protected (and said so). */
+/**
+ * The most files and packages followed from one set of roots; past it the rest cannot be named one by one, and
+ * Protected protects the Locations whole instead.
+ */
 export const MAX_FOLLOWED = 5_000
 
 /** Extensions Bun's resolver tries for a specifier without one, in its order (checked here), then `index.*`. */
@@ -419,5 +422,5 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
       }
     }
   }
-  return { reached: [...reached.values()], complete: budget > 0 }
+  return { reached: [...reached.values()], complete: files.length === 0 && packages.length === 0 }
 }

@@ -227,12 +227,26 @@ const shown = (location: string, path: string): string => {
 export const code = (locations: ReadonlyArray<string>, home: string): Array<Code> => {
   const location = locations[0] ?? home
   const closure = Closure.of([...locations, home].flatMap(Closure.rootsOf))
-  const imported = closure.reached.map(({ path, by, identity }) => ({
+  const imported: Array<Code> = closure.reached.map(({ path, by, identity }) => ({
     path,
     what: `${shown(location, path)}, code that ${shown(location, by)} imports (core runs it, outside the sandbox)`,
     identity,
     kind: "import" as const,
   }))
+  // Past what can be followed file by file, what the rest of the closure is cannot be told: the Locations are
+  // protected whole rather than leave it the model's.
+  if (!closure.complete) {
+    for (const each of locations) {
+      imported.push({
+        path: each,
+        what:
+          `${each}, whose tool and plugin files import more than ${Closure.MAX_FOLLOWED} files and packages: core ` +
+          "cannot tell them apart, so it protects the whole Location (import fewer, or a person makes the change)",
+        identity: identityOf(each),
+        kind: "import",
+      })
+    }
+  }
   const skills = locations.flatMap((each) =>
     SKILL_FOLDERS.flatMap((folder) => linkedSkills(join(each, folder), folder, each === location ? "the Location" : `the Location ${each}`)),
   )

@@ -229,6 +229,25 @@ describe("Protected.change: code and git places", () => {
     expect(Protected.change(roots, join(location, "libx/b.ts"))).toBeUndefined()
   })
 
+  // Past the files the closure follows one by one, the rest was left the model's, unsaid: a write to the 5,050th
+  // module of a chain ran inside core at the next load.
+  test("a closure past what is followed file by file protects the whole Location, and says why", () => {
+    const tree: Record<string, string> = { "tools/big.ts": 'import "../big/m0"\n' }
+    const count = Closure.MAX_FOLLOWED + 100
+    for (let index = 0; index < count; index++) tree[`big/m${index}.ts`] = `import "./m${index + 1}"\n`
+    const location = files(tempDir("core-loc-"), tree)
+    expect(Closure.of(Closure.rootsOf(location)).complete).toBe(false)
+    const roots = rootsFor(location)
+    for (const path of [`big/m${count - 50}.ts`, "README.md"]) {
+      expect([path, Protected.change(roots, join(location, path))]).toEqual([path, expect.stringContaining("protects the whole Location")])
+    }
+    expect(Protected.change(roots, join(location, "big/m10.ts"))).toContain("code that tools/big.ts imports")
+    // Within the bound, a closure is followed whole, and the rest of the Location stays the model's.
+    const small = files(tempDir("core-loc-"), { "tools/a.ts": 'import "../lib/b"\n', "lib/b.ts": "" })
+    expect(Closure.of(Closure.rootsOf(small)).complete).toBe(true)
+    expect(Protected.change(rootsFor(small), join(small, "README.md"))).toBeUndefined()
+  })
+
   test("names an imported module, a nearer planted package and a git hook; not an unrelated file", () => {
     const location = files(tempDir("core-loc-"), {
       "tools/a.ts": 'import "../lib/b"\nimport "pad"\n',
