@@ -42,6 +42,12 @@ export const STORES: ReadonlyArray<string> = [
   ".pgpass",
   ".my.cnf",
   ".cache/huggingface/token",
+  ".cache/huggingface/stored_tokens",
+  // bun's and pip's user-wide settings (registry and index logins), uv's credential store
+  ".bunfig.toml",
+  ".pip/pip.conf",
+  ".config/pip/pip.conf",
+  ".local/share/uv/credentials",
   ".local/share/keyrings",
   ".password-store",
   ".config/op",
@@ -95,6 +101,13 @@ export const STORES: ReadonlyArray<string> = [
   ".config/environment.d",
   ".config/autostart",
   ".config/systemd",
+  // what those login files source from a toolchain's folder (rustup's, uv's, nvm's and SDKMAN!'s installers add it)
+  ".cargo/env",
+  ".cargo/env.fish",
+  ".local/bin/env",
+  ".local/bin/env.fish",
+  ".nvm/nvm.sh",
+  ".sdkman/bin/sdkman-init.sh",
   // histories: commands typed with passwords in them, queries, files opened
   ".bash_history",
   ".zsh_history",
@@ -177,8 +190,29 @@ export const systemOf = (real: string): string | undefined => {
   return podman === null ? undefined : real.slice(0, podman[0].length - (podman[1] === "/" ? 1 : 0))
 }
 
+/**
+ * Stores whose place under the home has a part that varies: the global npmrc of each Node version nvm or volta
+ * installed (`PREFIX/etc/npmrc`, registry tokens as much as `~/.npmrc`). `versions` is the folder holding the
+ * versions, `file` the store's path inside one.
+ */
+export const VERSIONED: ReadonlyArray<{ readonly versions: string; readonly file: string }> = [
+  { versions: ".nvm/versions/node", file: "etc/npmrc" },
+  { versions: ".volta/tools/image/node", file: "etc/npmrc" },
+]
+
+/** The VERSIONED store `relative` (a path under the home) lies in, as a path under the home. */
+const versioned = (relative: string): string | undefined => {
+  for (const { versions, file } of VERSIONED) {
+    if (!relative.startsWith(`${versions}${sep}`)) continue
+    const version = relative.slice(versions.length + 1).split(sep)[0]!
+    const store = `${versions}${sep}${version}${sep}${file}`
+    if (version !== "" && within(store, relative)) return store
+  }
+  return undefined
+}
+
 /** The first name of each store's path (".ssh", ".config", ...). */
-const FIRST: ReadonlySet<string> = new Set(STORES.map((store) => store.split("/")[0]!))
+const FIRST: ReadonlySet<string> = new Set([...STORES, ...VERSIONED.map((store) => store.versions)].map((store) => store.split("/")[0]!))
 
 const within = (root: string, path: string): boolean =>
   path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)
@@ -237,7 +271,7 @@ const storeOf = (home: string, real: string, granted: ReadonlyArray<string> = []
   const relative = real.slice(home.length + (home.endsWith(sep) ? 0 : 1))
   // Most paths under the home (a project's files) are in no store: one lookup of their first name says so.
   if (!FIRST.has(relative.slice(0, relative.indexOf(sep) === -1 ? undefined : relative.indexOf(sep)))) return undefined
-  const store = STORES.find((entry) => within(entry, relative))
+  const store = STORES.find((entry) => within(entry, relative)) ?? versioned(relative)
   if (store === undefined) return undefined
   const absolute = `${home}${sep}${store}`
   return granted.some((grant) => within(absolute, grant) && within(grant, real)) ? undefined : absolute

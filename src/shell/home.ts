@@ -29,7 +29,6 @@ export const READABLE: ReadonlyArray<string> = [
   ".rustup",
   // JavaScript
   ".bun",
-  ".bunfig.toml",
   ".deno",
   ".npm",
   ".nvm",
@@ -162,7 +161,17 @@ export const readable = (home: string): ReadonlyArray<string> => [...READABLE.ma
 
 /** The credential stores under `home` that exist (one that does not needs no carving). */
 export const denied = (home: string): ReadonlyArray<string> =>
-  DENIED.map((path) => join(home, path)).filter((path) => lstatSync(path, { throwIfNoEntry: false }) !== undefined)
+  [
+    ...DENIED.map((path) => join(home, path)),
+    // Each installed Node version's global npmrc.
+    ...Credentials.VERSIONED.flatMap(({ versions, file }) => {
+      try {
+        return readdirSync(join(home, versions)).map((version) => join(home, versions, version, file))
+      } catch {
+        return []
+      }
+    }),
+  ].filter((path) => lstatSync(path, { throwIfNoEntry: false }) !== undefined)
 
 /**
  * Where a program installed as a symlink lives: the package holding its target (the directory under the nearest

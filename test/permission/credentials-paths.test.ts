@@ -37,6 +37,12 @@ describe("Credentials.anyStoreOf", () => {
     expect(Credentials.anyStoreOf("/home/me", "/home/bob/.aws/credentials", ["/home/bob/.aws"])).toBe("/home/bob/.aws")
     expect(Credentials.anyStoreOf("/home/me", "/root/.ssh/authorized_keys")).toBe("/root/.ssh")
     expect(Credentials.anyStoreOf("/srv/me", "/home/bob/.netrc")).toBe("/home/bob/.netrc")
+    // A store whose place has a Node version in it.
+    expect(Credentials.anyStoreOf("/home/me", "/home/me/.nvm/versions/node/v22.1.0/etc/npmrc")).toBe("/home/me/.nvm/versions/node/v22.1.0/etc/npmrc")
+    expect(Credentials.anyStoreOf("/home/me", "/home/me/.volta/tools/image/node/20.0.0/etc/npmrc")).toBe("/home/me/.volta/tools/image/node/20.0.0/etc/npmrc")
+    for (const path of ["/home/me/.nvm/versions/node/v22.1.0/bin/node", "/home/me/.nvm/versions/node/etc/npmrc", "/home/me/.cache/huggingface/hub/model.bin"]) {
+      expect([path, Credentials.anyStoreOf("/home/me", path)]).toEqual([path, undefined])
+    }
     for (const path of ["/home/bob/project/.sshrc", "/home/bob/notes.txt", "/home", "/home/bob", "/srv/.ssh/x"]) {
       expect([path, Credentials.anyStoreOf("/home/me", path)]).toEqual([path, undefined])
     }

@@ -78,11 +78,11 @@ describe("the sandbox on a developer's home", () => {
 
   test.skipIf(!LANDLOCK)(`plain commands read ~/.gitconfig and the toolchains' own files${needs}`, async () => {
     const box = sandbox({ "core.json": ALLOW_ALL })
-    const { output } = await bash(box, "cat ~/.gitconfig ~/.cargo/config.toml ~/.config/pip/pip.conf ~/.npm/_cacache/index-v5/entry")
+    const { output } = await bash(box, "cat ~/.gitconfig ~/.cargo/config.toml ~/.rustup/toolchains/stable/lib/version ~/.npm/_cacache/index-v5/entry")
     expect(output.exitCode).toBe(0)
     expect(output.stdout).toContain("name = Dev Eloper")
     expect(output.stdout).toContain("jobs = 2")
-    expect(output.stdout).toContain("timeout = 30")
+    expect(output.stdout).toContain("rust-stable")
   })
 
   test.skipIf(!LANDLOCK)(`no credential store is readable by a script under allow-all rules, whatever it uses${needs}`, async () => {
@@ -260,12 +260,12 @@ describe("the sandbox on a developer's home", () => {
   test.skipIf(!LANDLOCK)(`$CORE_HOME's core.json and the Location's add up: the home's deny holds beside the Location's grant${needs}`, async () => {
     const box = sandbox(
       { "core.json": JSON.stringify({ permission: { "*": "allow" }, shell: { allowRead: ["~/.netrc"] } }) },
-      { "core.json": JSON.stringify({ shell: { denyRead: ["~/.config/pip"] } }) },
+      { "core.json": JSON.stringify({ shell: { denyRead: ["~/.rustup"] } }) },
     )
     const netrc = box.user.secrets.find(({ path }) => path === ".netrc")!.marker
-    const { output } = await bash(box, "cat ~/.netrc; cat ~/.config/pip/pip.conf")
+    const { output } = await bash(box, "cat ~/.netrc; cat ~/.rustup/toolchains/stable/lib/version")
     expect(output.stdout).toBe(`${netrc}\n`)
-    expect(output.sandboxed).toEqual([join(box.user.home, ".config/pip/pip.conf")])
+    expect(output.sandboxed).toEqual([join(box.user.home, ".rustup/toolchains/stable/lib/version")])
   })
 
   test(`a core.json whose sandbox grants are not a list of paths is refused, naming the file and the key`, async () => {

@@ -44,6 +44,12 @@ const STORES = [
   ".config/google-chrome/Default/Cookies",
   ".cache/mozilla/firefox/default/cache2/entry",
   ".config/Code/User/globalStorage/state.vscdb",
+  ".bunfig.toml",
+  ".cache/huggingface/stored_tokens",
+  ".local/share/uv/credentials/credentials.toml",
+  ".config/pip/pip.conf",
+  ".nvm/versions/node/v22.11.0/etc/npmrc",
+  ".cargo/env",
 ] as const
 
 /** The bin directories put first on PATH, each with one program. */
@@ -84,7 +90,6 @@ export const developerHome = (realPath = process.env.PATH ?? "/usr/bin:/bin", pa
   // Toolchain data a program reads: rustc-like (a toolchain under ~/.rustup), and the others' own config.
   put(join(home, ".rustup/toolchains/stable/lib/version"), "rust-stable\n")
   put(join(home, ".cargo/config.toml"), "[build]\njobs = 2\n")
-  put(join(home, ".config/pip/pip.conf"), "[global]\ntimeout = 30\n")
   put(join(home, ".npm/_cacache/index-v5/entry"), "cached\n")
   put(join(home, ".cache/tool/data"), "cached\n")
   put(join(home, "go/pkg/mod/cache/download/list"), "module\n")
