@@ -8,6 +8,7 @@ export * as Closure from "./closure"
 
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs"
 import { basename, dirname, extname, join, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
 
 /**
  * The most files and packages followed from one set of roots; past it the rest cannot be named one by one, and
@@ -173,6 +174,15 @@ const served = (specifier: string): boolean =>
   specifier.startsWith("@core/") ||
   /^[a-z]+:/.test(specifier) ||
   builtin(specifier)
+
+/** The path a `file:` URL names, or undefined where it names none. */
+const pathOfUrl = (specifier: string): string | undefined => {
+  try {
+    return fileURLToPath(specifier)
+  } catch {
+    return undefined
+  }
+}
 
 /** The package name of a bare specifier (`a/b` → `a`, `@s/a/b` → `@s/a`). */
 const packageOf = (specifier: string): string => {
@@ -398,6 +408,12 @@ export const of = (roots: ReadonlyArray<string>): { readonly reached: ReadonlyAr
     for (const specifier of specifiersOf(file, statFresh(file, true))) {
       if (specifier.startsWith(".") || specifier.startsWith("/")) {
         relative(resolve(directory, specifier), by, 0)
+        continue
+      }
+      // A file URL names a path as an absolute specifier does.
+      if (specifier.startsWith("file:")) {
+        const path = pathOfUrl(specifier)
+        if (path !== undefined) relative(path, by, 0)
         continue
       }
       if (specifier.startsWith("#")) {

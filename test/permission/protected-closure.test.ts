@@ -72,6 +72,12 @@ describe("Closure: the code tool and plugin files import", () => {
     expect(Protected.change(roots, join(root, "README.md"))).toBeUndefined()
   })
 
+  test("a file: URL is followed as the path it names", () => {
+    const root = tempDir("core-closure-")
+    files(root, { "shared/evil.ts": "export {}\n", "tools/a.ts": `import "file://${join(root, "shared/evil.ts")}"\n` })
+    expect(reachedFrom(root)).toContain(join(root, "shared/evil.ts"))
+  })
+
   test("follows a folder's package.json to the files it names, and a #subpath import through the nearest imports map", () => {
     const root = files(tempDir("core-closure-"), {
       "package.json": '{ "imports": { "#internal": "./src/internal.ts", "#pat/*": "./src/pat/*.js", "#dep": "pad", "#cond": { "bun": "./src/bun.ts", "default": "./src/other.ts" } } }',
