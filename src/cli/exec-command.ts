@@ -27,6 +27,7 @@ import { Runtime } from "./runtime"
 import type { Tool } from "../tool/tool"
 import { Host } from "../host/host"
 import { Retention } from "../host/retention"
+import { ReplayNote } from "./replay-note"
 
 export const HELP = `Usage: core exec NAME --input JSON [options]
 
@@ -38,7 +39,8 @@ Options:
   --agent ID        the agent making the call: its permission rules apply (default: build)
   --session ID      session id (default: a fresh id)
   --message ID      assistant message id (default: a fresh id)
-  --call ID         tool call id (default: a fresh id); a recorded (session, call) replays without running
+  --call ID         tool call id (default: a fresh id); a recorded (session, call) replays without
+                    running, and says so on stderr
   --yes             approve permission asks once without prompting (without a terminal and
                     without --yes, an ask is declined)
   -h, --help        show this help
@@ -167,7 +169,7 @@ export const run = (args: ReadonlyArray<string>) =>
         name,
         input,
       }
-      const { settlement } = yield* turn.settle(call, { onProgress: (update) => Effect.sync(() => progress.show(update)) }).pipe(
+      const settled = yield* turn.settle(call, { onProgress: (update) => Effect.sync(() => progress.show(update)) }).pipe(
         Effect.onInterrupt(() =>
           // What the settler recorded (a cancel names the processes it ended), else a cancelled of its own.
           Effect.flatMap(Effect.orElseSucceed(settler.interrupted(call), () => undefined), (recorded) =>
@@ -181,8 +183,10 @@ export const run = (args: ReadonlyArray<string>) =>
           ),
         ),
       )
+      const { settlement } = settled
       progress.clear()
       Command.stdout(`${Terminal.pretty(settlement)}\n`)
+      if (settled.replayed) process.stderr.write(ReplayNote.of(call.sessionID, call.toolCallID))
       // The retention sweep runs at most hourly across processes, after the answer is out: expired managed
       // outputs, and the records of calls as old (their outputs are gone with them).
       const sweeping = Retention.sweepIfDue(yield* Store.Service, yield* ManagedOutputs.Service)

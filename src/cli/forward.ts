@@ -23,6 +23,7 @@ import { AskAnswer } from "./ask-answer"
 import { Cancelled } from "../contract/cancelled"
 import type { Settlement } from "../contract/settlement"
 import { ExitCodes } from "./exit-codes"
+import { ReplayNote } from "./replay-note"
 import { ProgressLine } from "./progress-line"
 import { StdinText } from "./stdin-text"
 
@@ -366,6 +367,7 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
     return undefined
   }
   joined = response.headers.get("x-core-joined") === "true"
+  const replayed = response.headers.get("x-core-replayed") === "true"
   // A signal that came while the call started is acted on now that it is known whose call it is.
   if (asked !== undefined) act(asked)
 
@@ -408,6 +410,7 @@ const settle = async ({ sidecar, turnID, flags, input }: Settling): Promise<numb
         line?.clear()
         terminal.close()
         const failure = await stdout(`${Terminal.pretty(settlement)}\n`)
+        if (replayed) stderr(ReplayNote.of(call.sessionID, call.toolCallID))
         const code = ExitCodes.ofStatus(settlement.status)
         if (failure === undefined) return code
         stderr(`core: could not write to stdout: ${String((failure as Error).message ?? failure)}\n`)

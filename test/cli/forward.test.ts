@@ -238,13 +238,19 @@ describe("core exec with a core serve of the same data directory", () => {
     const sidecar = await ready()
     const first = await exec(box, "replay1", "echo", { text: "once" })
     expect(sidecar.stderr()).toContain("call=call_replay1 ")
+    expect(first.stderr).not.toContain("replayed")
+    // A replay says so on stderr, alike on both paths; stdout is the recorded settlement.
+    const note = (tag: string) =>
+      `core: replayed: call call_${tag} of session ses_${tag} was settled before; this is its recorded settlement and ` +
+      "nothing ran (give a new --call to run the tool again)\n"
     const again = await exec(box, "replay1", "echo", { text: "once" }, [], OFF)
-    expect(again).toEqual({ ...first, stderr: "" })
+    expect(again).toEqual({ ...first, stderr: note("replay1") })
     const inProcess = await exec(box, "replay2", "echo", { text: "twice" }, [], OFF)
+    expect(inProcess.stderr).not.toContain("replayed")
     const forwarded = await exec(box, "replay2", "echo", { text: "twice" })
-    expect(forwarded).toEqual({ ...inProcess, stderr: "" })
+    expect(forwarded).toEqual({ ...inProcess, stderr: note("replay2") })
     const echoes = runs(box, "echo")
-    await exec(box, "replay1", "echo", { text: "once" })
+    expect((await exec(box, "replay1", "echo", { text: "once" })).stderr).toBe(note("replay1"))
     expect(runs(box, "echo")).toBe(echoes)
   })
 
