@@ -20,6 +20,9 @@ const SPAWNS = 150
 const WARM = 15
 /** The pause before each timed spawn, once every spare supervisor is up: the previous call's processes have gone. */
 const QUIET_MS = 20
+/** Spawns timed after an agent's pause between commands, and that pause (past the 5 s the grants are reused for). */
+const PACED = 8
+const PACE_MS = 6_000
 /** What the tighter sandbox may add to a sandboxed spawn, as a share of the ratio before it. */
 const TARGET_GROWTH = 1.1
 
@@ -40,6 +43,8 @@ interface Figures {
   readonly denied?: Readonly<Record<string, Summary>>
   /** In the Location of MANY_FOLDERS folders, no read rule. */
   readonly folders?: Summary
+  /** Sandboxed, PACE_MS after the last command. Absent in a tree before this row existed. */
+  readonly paced?: Summary
 }
 
 /** A Location of FOLDERS × FILES_PER_FOLDER files, `denied` of them named `*.env`, spread over the folders. */
@@ -85,7 +90,7 @@ const figures = async (): Promise<Figures> => {
     const unpidded = Shell.make({}, { records: mkdtempSync(join(root, "runs-")), pids: false })
     const trees = DENIED.map((count) => [count, realpathSync(location(root, count))] as const)
     const wide = realpathSync(manyFolders(root))
-    const samples: Record<string, Array<number>> = { bare: [], sandboxed: [], granted: [], unpidded: [], folders: [] }
+    const samples: Record<string, Array<number>> = { bare: [], sandboxed: [], granted: [], unpidded: [], folders: [], paced: [] }
     for (const count of DENIED) samples[`denied${count}`] = []
     // Every producer's spare, not only the one the timed call takes: a spare still starting for the previous row
     // (a whole runtime's start-up) would take the processor from this one.
@@ -122,6 +127,15 @@ const figures = async (): Promise<Figures> => {
     for (let index = 0; index < WARM; index++) await once()
     for (const list of Object.values(samples)) list.length = 0
     for (let index = 0; index < SPAWNS; index++) await once()
+    // Commands seconds apart, as an agent's come: what a spawn costs once the grants worked out for the last one
+    // are older than they are reused for.
+    for (let index = 0; index < PACED; index++) {
+      await Effect.runPromise(everySpare)
+      await Bun.sleep(PACE_MS)
+      const started = performance.now()
+      await sandboxed(plain)()
+      samples.paced!.push(performance.now() - started)
+    }
     return {
       bare: summarize(samples.bare!),
       sandboxed: summarize(samples.sandboxed!),
@@ -129,6 +143,7 @@ const figures = async (): Promise<Figures> => {
       unpidded: summarize(samples.unpidded!),
       denied: Object.fromEntries(DENIED.map((count) => [String(count), summarize(samples[`denied${count}`]!)])),
       folders: summarize(samples.folders!),
+      paced: summarize(samples.paced!),
     }
   } finally {
     cleanup([root])
@@ -190,6 +205,9 @@ const measure = async (): Promise<Report> => {
           ? []
           : [row(`Shell.run, sandboxed, ${MANY_FOLDERS.toLocaleString("en")}-folder Location, no read rule`, run.folders, run.bare, run.unpidded)]),
         row("Shell.run, sandboxed, one socket granted in core.json", run.granted, run.bare, run.unpidded),
+        ...(run.paced === undefined
+          ? []
+          : [row(`Shell.run, supervised and sandboxed, ${PACE_MS / 1000} s after the last command (${PACED} spawns)`, run.paced, run.bare, run.unpidded)]),
         row('bare Bun.spawn(["true"]) awaited', run.bare, run.bare, run.unpidded),
       ],
     })),
@@ -208,6 +226,7 @@ const measure = async (): Promise<Report> => {
       "each run's ratios are against the bare spawn measured in that same run; the base runs after this tree's, not interleaved",
       "before the socket grant existed, the granted row is the plain sandboxed path (the setting is ignored)",
       "the PID namespace is had only where core is root; elsewhere both sandboxed rows are the same path",
+      `the paced row waits ${PACE_MS / 1000} s before each spawn, as an agent's commands come: past the 5 s a Location's grants are reused for, they are worked out again ahead of time while its commands keep coming`,
       "the read-denied rows look at the Location at every spawn (the walk reused while no folder changed: its folders trusted by their watches, or one lstat per folder where none can be set) and mount one cover per denied file",
       `every sandboxed spawn searches its Location for repositories before and after the command (the guard): the ${MANY_FOLDERS.toLocaleString("en")}-folder row is what that search costs where the Location has many folders`,
     ],

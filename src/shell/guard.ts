@@ -463,7 +463,7 @@ const writeRecord = (
   unchecked?: Record_["unchecked"],
   path: string = join(directory, `${process.pid}-${crypto.randomUUID()}.json`),
 ): string | undefined => {
-  const start = ProcessGroup.stat(process.pid)?.start
+  const start = (ownStart ??= ProcessGroup.stat(process.pid)?.start)
   if (start === undefined) return undefined
   const record: Record_ = {
     pid: process.pid,
@@ -473,8 +473,15 @@ const writeRecord = (
     ...(unchecked === undefined ? {} : { unchecked }),
   }
   try {
-    mkdirSync(directory, { recursive: true, mode: 0o700 })
-    writeFileSync(`${path}.tmp`, JSON.stringify(record), { mode: 0o600 })
+    // The folder once made stays (core's data directory): made again only where the write finds it gone.
+    if (!recordFolders.has(directory)) mkdirSync(directory, { recursive: true, mode: 0o700 })
+    try {
+      writeFileSync(`${path}.tmp`, JSON.stringify(record), { mode: 0o600 })
+    } catch {
+      mkdirSync(directory, { recursive: true, mode: 0o700 })
+      writeFileSync(`${path}.tmp`, JSON.stringify(record), { mode: 0o600 })
+    }
+    recordFolders.add(directory)
     renameSync(`${path}.tmp`, path)
     return path
   } catch {
@@ -482,6 +489,11 @@ const writeRecord = (
     return undefined
   }
 }
+
+/** This process's start time (ProcessGroup.stat), read once: it never changes. */
+let ownStart: number | undefined
+/** The records' folders this process made or found (writeRecord). */
+const recordFolders = new Set<string>()
 
 /** Why a command is not started (`Guarded.refused`): what another command still running changed. */
 export const MOVED =
@@ -678,8 +690,10 @@ export const begin = (
     keys.some((key) => under(key, path)) || granted.some((root) => under(root, path)) || under(temporary, path)
   // Not the Location's repository's own worktrees and submodules (guarded with it, see `unmade` for its gitlinks).
   const links = new Set(keys.flatMap(Git.gitlinkEntries))
+  // Looked up once for the whole of `begin` (`gits` below reads them too).
+  const repositoryOfKey = new Map(keys.map((key) => [key, Git.repositoryOf(key)] as const))
   const commons = keys.flatMap((key) => {
-    const repository = Git.repositoryOf(key)
+    const repository = repositoryOfKey.get(key)
     return repository === undefined ? [] : [repository.commonDir]
   })
   const searched = [...keys, ...grantedRoots]
@@ -780,7 +794,7 @@ export const begin = (
   const gits = [
     ...new Map([
       ...keys.flatMap((key) => {
-        const repository = Git.repositoryOf(key)
+        const repository = repositoryOfKey.get(key)
         if (repository === undefined) return []
         const entry = repository.entry
         const own =

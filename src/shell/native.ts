@@ -225,6 +225,18 @@ export const memoryFile = (bytes: Uint8Array): number => {
 }
 
 /**
+ * NUL-ended copies of `values` and a NULL-ended array of pointers to them, as execve takes its argv and envp (`kept`
+ * must stay alive while they are used). Pure: a starter calls it while it waits, so that the first use of
+ * Buffer.from and ptr in a fresh process (a few tenths of a millisecond) is not on a command's path.
+ */
+export const cStrings = (values: ReadonlyArray<string>): { readonly kept: ReadonlyArray<Buffer>; readonly pointers: BigUint64Array } => {
+  const kept = values.map((value) => Buffer.from(`${value}\0`))
+  const pointers = new BigUint64Array(kept.length + 1)
+  kept.forEach((value, index) => (pointers[index] = BigInt(ptr(value))))
+  return { kept, pointers }
+}
+
+/**
  * Replaces this process with the program at `path` (execve), after what a process spawned afresh has: every
  * signal at its default and none blocked (a runtime ignores or blocks some, and an ignored signal stays ignored
  * across exec), and no descriptor but 0, 1 and 2 (the others are closed by the exec, so a failed one leaves them
@@ -233,15 +245,9 @@ export const memoryFile = (bytes: Uint8Array): number => {
 export const execute = (path: string, argv: ReadonlyArray<string>, env: ReadonlyArray<string>): number => {
   const lib = libc()
   if (lib === null) return 38
-  const strings = (values: ReadonlyArray<string>) => {
-    const kept = values.map((value) => Buffer.from(`${value}\0`))
-    const pointers = new BigUint64Array(kept.length + 1)
-    kept.forEach((value, index) => (pointers[index] = BigInt(ptr(value))))
-    return { kept, pointers }
-  }
   const file = Buffer.from(`${path}\0`)
-  const args = strings(argv)
-  const environment = strings(env)
+  const args = cStrings(argv)
+  const environment = cStrings(env)
   if (syscall(SYS_CLOSE_RANGE, 3, 0xffffffff, CLOSE_RANGE_CLOEXEC) < 0) {
     // Kernels before 5.11: one descriptor at a time.
     for (const entry of readdirSync("/proc/self/fd")) {

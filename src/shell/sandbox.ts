@@ -65,9 +65,20 @@ const within = (root: string, path: string): boolean =>
 const FIXED_MS = 5_000
 /** How many of those are kept (one per Location and settings in use). */
 const FIXED_ENTRIES = 16
+/**
+ * While a Location's commands keep coming (one within KEPT_FRESH_MS), its grants are worked out again AHEAD_MS
+ * before they are FIXED_MS old, in the background: a command never finds them older than FIXED_MS (as before), and
+ * commands seconds apart do not each work them out on their way to start.
+ */
+const KEPT_FRESH_MS = 60_000
+const AHEAD_MS = 1_000
+/** The background refresh due for each key of `cached`. */
+const refreshes = new Map<string, ReturnType<typeof setTimeout>>()
 
 interface Fixed {
   readonly at: number
+  /** When a command last used it (kept across its refreshes). */
+  used: number
   /** core's own directories: never granted, not even by core.json. */
   readonly core: ReadonlyArray<string>
   /** Everything carved out of the grants core makes itself: core's directories, credential stores, core.json's denies. */
@@ -112,11 +123,55 @@ const fixed = (
   covering: boolean,
 ): Fixed => {
   const homes = hidden(process.env)
-  const home = Landlock.real(env.HOME || homedir())
   const key = JSON.stringify([env.PATH ?? "", env.HOME ?? "", homes, tmpdir(), settings, policy.location, policy.approved, policy.others ?? [], covering])
   const now = performance.now()
   const found = cached.get(key)
-  if (found !== undefined && now - found.at < FIXED_MS) return found
+  if (found !== undefined && now - found.at < FIXED_MS) {
+    found.used = now
+    return found
+  }
+  const entry = workOut(policy, env, settings, covering, homes, now)
+  if (cached.size >= FIXED_ENTRIES && !cached.has(key)) cached.delete(cached.keys().next().value!)
+  cached.set(key, entry)
+  keepFresh(key, () => workOut(policy, env, settings, covering, hidden(process.env), performance.now()))
+  return entry
+}
+
+/** Works `key`'s entry out again before it expires, for as long as commands keep using it (KEPT_FRESH_MS). */
+const keepFresh = (key: string, again: () => Fixed): void => {
+  if (refreshes.has(key)) return
+  const due = (at: number) => {
+    const timer = setTimeout(() => {
+      refreshes.delete(key)
+      const entry = cached.get(key)
+      if (entry === undefined || performance.now() - entry.used > KEPT_FRESH_MS) return
+      let next: Fixed
+      try {
+        next = again()
+      } catch {
+        // Worked out by the next command instead, on its way.
+        return
+      }
+      next.used = entry.used
+      if (cached.has(key)) cached.set(key, next)
+      due(next.at)
+    }, Math.max(0, at + FIXED_MS - AHEAD_MS - performance.now()))
+    timer.unref?.()
+    refreshes.set(key, timer)
+  }
+  due(cached.get(key)!.at)
+}
+
+/** The entry of `fixed`, worked out from the disk now. */
+const workOut = (
+  policy: Policy,
+  env: Readonly<Record<string, string | undefined>>,
+  settings: Settings,
+  covering: boolean,
+  homes: ReadonlyArray<string>,
+  now: number,
+): Fixed => {
+  const home = Landlock.real(env.HOME || homedir())
   const expand = (paths: ReadonlyArray<string> | undefined) =>
     (paths ?? []).map((path) => Landlock.real(Home.expand(path, home, policy.location)))
   const core = homes.map(Landlock.real)
@@ -147,8 +202,9 @@ const fixed = (
   const systemRead = Landlock.granted(Landlock.SYSTEM_READABLE, enclosed === undefined ? secret : [...secret, enclosed])
   const readOnly = Home.readable(home).map(Landlock.real).filter((path) => lstatSync(path, { throwIfNoEntry: false }) !== undefined)
   const homeward = Landlock.granted([...readOnly, ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted, enclosed)], secret)
-  const entry: Fixed = {
+  return {
     at: now,
+    used: now,
     core,
     secret,
     system,
@@ -160,9 +216,6 @@ const fixed = (
     readOnly,
     coverable,
   }
-  if (cached.size >= FIXED_ENTRIES) cached.delete(cached.keys().next().value!)
-  cached.set(key, entry)
-  return entry
 }
 
 export interface Prepared {

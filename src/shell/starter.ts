@@ -179,6 +179,8 @@ const warmUp = (ready: Readied, sandbox: boolean, way: Namespace.Way) => {
   // readiness of its own: `apply` compiled before the order.
   apply({ kind: "run", argv: [], cwd: "/", env: {}, graceMs: 0 }, way, readied())
   Capabilities.drop(false)
+  // The exec's strings, as `become` builds them (Native.execute): their first build is not the order's.
+  Native.cStrings(Object.entries(process.env).map(([name, value]) => `${name}=${value}`))
   Sockets.prepare()
   Others.prepare()
   if (Landlock.abi() > 0) {
@@ -298,6 +300,11 @@ export const main = async (supervisor: number, { isolate, sandbox, cold, pid, de
   if (!cold) {
     warmUp(ready, sandbox, way)
     expectRules(ready)
+    // Built again before they are EXPECTED_MS old, while no order has come: the order finds them fresh, however
+    // long the starter waited for it.
+    setInterval(() => {
+      if (ordered === undefined) expectRules(ready)
+    }, EXPECTED_MS - 1_000).unref()
   }
   // Compiled before the order (run without one does nothing): a function's first call costs a tenth of a
   // millisecond or more.
