@@ -46,7 +46,9 @@ export interface Interface {
   readonly peek: (call: Steps.Call) => Effect.Effect<Replay.Verdict, Steps.OperationalError>
   /**
    * What `call` settled as when its settle was interrupted: what the settler recorded for it (`cancelled`, also
-   * before it began, or the outcome that won the race); `undefined` when nothing is recorded for this very call.
+   * before it began, or the outcome that won the race); `cancelled`, recorded now, for a call nothing is recorded
+   * for (interrupted before its settle began); `undefined` when the record is another call's (another agent's or
+   * tool's) or another owner's still running.
    */
   readonly interrupted: (call: Steps.Call) => Effect.Effect<Settlement.Info | undefined, Steps.OperationalError>
 }
@@ -310,7 +312,17 @@ const run = (
 
 /** What an interrupted settle of `call` settled as, read from its record (Replay.settledAs). */
 const interruptedOf = (services: Steps.Services, call: Steps.Call) =>
-  Effect.map(lookup(services, call), (known) => Replay.settledAs(known, call))
+  Effect.flatMap(lookup(services, call), (known) => {
+    if (known !== undefined) return Effect.succeed(Replay.settledAs(known, call))
+    // Interrupted before its settle began (waiting for its turn to be prepared): recorded `cancelled` now, as one
+    // interrupted before it began running is, so a retry replays it rather than run it; unless another settler
+    // recorded the call meanwhile, whose record then stands.
+    const details: Store.Details = { messageID: call.assistantMessageID, startedAt: Date.now(), ...Store.recordInput(call.input) }
+    return Steps.cancelledBeforeStart(services, { ...call, details, trace: undefined }).pipe(
+      Effect.andThen(lookup(services, call)),
+      Effect.map((now) => Replay.settledAs(now, call)),
+    )
+  })
 
 /**
  * Whether a settle takes the immediate path (./immediate) where it applies; on by default. Turned off, every call

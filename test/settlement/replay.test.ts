@@ -85,7 +85,6 @@ describe("Settler.peek and Settler.interrupted", () => {
         const turn = yield* settler.materialize()
         const call = Kernel.call("echo", { text: "hi" })
         expect((yield* settler.peek(call))._tag).toBe("Absent")
-        expect(yield* settler.interrupted(call)).toBeUndefined()
 
         const { settlement } = yield* turn.settle(call)
         expect(yield* settler.peek(call)).toEqual({ _tag: "Settled", settlement })
@@ -94,6 +93,12 @@ describe("Settler.peek and Settler.interrupted", () => {
         const other = { ...call, agent: "plan" }
         expect((yield* settler.peek(other))._tag).toBe("Conflict")
         expect(yield* settler.interrupted(other)).toBeUndefined()
+
+        // Interrupted before its settle began (waiting for its turn), a call is recorded cancelled: settled again,
+        // it replays that and runs nothing (law 12).
+        const never = Kernel.call("echo", { text: "never" })
+        expect(yield* settler.interrupted(never)).toMatchObject({ status: "cancelled" })
+        expect(yield* turn.settle(never)).toMatchObject({ replayed: true, settlement: { status: "cancelled" } })
 
         // Begun by an owner that is gone: what settling it again answers, before it does.
         const abandoned = Kernel.call("echo", { text: "lost" })
