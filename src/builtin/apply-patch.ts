@@ -11,6 +11,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type { Boundary } from "../permission/boundary"
 import type { Permission } from "../permission/permission"
+import { Git } from "../permission/git"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { FileLock } from "./file-lock"
@@ -180,7 +181,7 @@ const makeTool = (services: Builtin.Services) =>
         if (misnamed !== undefined) return yield* misnamed
 
         // Every permission is asked before anything is read; a rule denying any path refuses before anything is asked.
-        const planned = yield* Effect.forEach(changesOf(operations), (change) => Builtin.changePlan(services, change))
+        const planned = yield* plansOf(services, operations)
         yield* Builtin.refuseDenied(services, context, planned.flatMap(({ checks }) => checks))
         const place = (index: number): Effect.Effect<Place, Permission.Refusal> => {
           const { resolved, checks } = planned[index]!
@@ -513,14 +514,36 @@ const isReplacedDelete = (plan: Plan, replacedByMove: ReadonlySet<string>): bool
  * against the text, shown back when they do not match, and a move carries the text elsewhere); an add, a delete and
  * a move's target are written only.
  */
-const changesOf = (operations: ReadonlyArray<Patch.Operation>): ReadonlyArray<{ readonly path: string; readonly reads: boolean }> =>
-  operations.flatMap((operation) =>
+/** The files a patch changes, in order: each section's, then where an update moves it; `makes` for a file it creates. */
+const changesOf = (
+  operations: ReadonlyArray<Patch.Operation>,
+): ReadonlyArray<{ readonly path: string; readonly reads: boolean; readonly makes: boolean }> =>
+  operations.flatMap((operation): Array<{ readonly path: string; readonly reads: boolean; readonly makes: boolean }> =>
     operation._tag !== "Update"
-      ? [{ path: operation.path, reads: false }]
+      ? [{ path: operation.path, reads: false, makes: operation._tag === "Add" }]
       : operation.moveTo === undefined
-        ? [{ path: operation.path, reads: true }]
-        : [{ path: operation.path, reads: true }, { path: operation.moveTo, reads: false }],
+        ? [{ path: operation.path, reads: true, makes: false }]
+        : [{ path: operation.path, reads: true, makes: false }, { path: operation.moveTo, reads: false, makes: true }],
   )
+
+/**
+ * Each change's checks (Builtin.changePlan). The files the patch makes are judged together too: one folder given a
+ * `HEAD` and an `objects/` by one patch is a git repository the user's git would run the config of, which no file
+ * of it alone shows (Git.together); those files are then asked of a person, as a protected change is.
+ */
+const plansOf = (services: Builtin.Services, operations: ReadonlyArray<Patch.Operation>) =>
+  Effect.gen(function* () {
+    const changes = changesOf(operations)
+    const planned = yield* Effect.forEach(changes, (change) => Builtin.changePlan(services, change))
+    const planted = Git.together(changes.flatMap((change, index) => (change.makes ? [planned[index]!.resolved.real] : [])))
+    if (planted.size === 0) return planned
+    return planned.map((plan) => {
+      const what = planted.get(plan.resolved.real)
+      if (what === undefined) return plan
+      const last = plan.checks.length - 1
+      return { ...plan, checks: plan.checks.map((check, index) => (index === last ? { ...check, save: [], ask: true as const, protected: what } : check)) }
+    })
+  })
 
 /** The apply_patch built-in, with the checks it makes recorded for explaining a call (Builtin.planned). */
 export const make = (services: Builtin.Services) =>
@@ -528,7 +551,7 @@ export const make = (services: Builtin.Services) =>
     Effect.gen(function* () {
       const parsed = Patch.parse(input.patchText)
       if (Result.isFailure(parsed)) return yield* failure(`The patch could not be read. ${parsed.failure.message}`)
-      const planned = yield* Effect.forEach(changesOf(parsed.success), (change) => Builtin.changePlan(services, change))
+      const planned = yield* plansOf(services, parsed.success)
       return planned.flatMap(({ checks }) => checks)
     }),
   )

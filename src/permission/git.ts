@@ -373,6 +373,28 @@ export const bare = (real: string): string | undefined => {
   }
 }
 
+/**
+ * What creating all of `created` (real paths) at once would plant for git that `bare` cannot see, looking at each
+ * against the disk: a folder they give both a `HEAD` and an `objects/` (one patch adding both), by each of those
+ * created paths; empty when they make no git directory together.
+ */
+export const together = (created: ReadonlyArray<string>): ReadonlyMap<string, string> => {
+  const found = new Map<string, string>()
+  const made = (path: string) => created.some((each) => each === path || each.startsWith(`${path}${sep}`))
+  for (const real of created) {
+    for (let directory = dirname(real); ; directory = dirname(directory)) {
+      const inside = relative(directory, real)
+      const other = inside === "HEAD" ? join(directory, "objects") : inside === "objects" || inside.startsWith(`objects${sep}`) ? join(directory, "HEAD") : undefined
+      if (other !== undefined && made(other)) {
+        found.set(real, `${directory}, which this change would make a git repository whose config and hooks the user's git would run`)
+        break
+      }
+      if (dirname(directory) === directory) break
+    }
+  }
+  return found
+}
+
 /** Git directories under `directory/modules` (submodules, nested to any depth), up to `budget`. */
 const modulesUnder = (directory: string, found: Array<string>, budget: { left: number }): void => {
   let names: Array<string>

@@ -208,6 +208,35 @@ describe("core exec: the user's own git is not a way out", () => {
     expect(existsSync(planted)).toBe(false)
   }, 120_000)
 
+  // One patch adding a folder's HEAD, objects/ and config made it a repository whose fsmonitor the user's git ran:
+  // each file was checked against the disk, where none of the others was yet.
+  test.skipIf(GIT === null)(`apply_patch adding a HEAD and objects/ to one folder together is asked, at the root or below${needs}`, async () => {
+    const box = sandbox({ "core.json": ALLOW, "a.txt": "a\n" })
+    const planted = join(box.location, "pwned")
+    const add = (path: string, lines: ReadonlyArray<string>) => [`*** Add File: ${path}`, ...lines.map((line) => `+${line}`)]
+    const patch = (base: string) =>
+      [
+        "*** Begin Patch",
+        ...add(`${base}HEAD`, ["ref: refs/heads/main"]),
+        ...add(`${base}config`, ["[core]", "\trepositoryformatversion = 0", "\tbare = false", "\tworktree = .", `\tfsmonitor = "touch ${planted}; false"`]),
+        ...add(`${base}objects/info/packs`, [""]),
+        ...add(`${base}refs/heads/.keep`, [""]),
+        "*** End Patch",
+      ].join("\n")
+    for (const base of ["vendor/", ""]) {
+      const settlement = settlementOf(await exec(box, "apply_patch", { patchText: patch(base) }, ["--yes"]))
+      expect([base, settlement.status, settlement.error?.message.includes("A person must make that change")]).toEqual([base, "error", true])
+      expect(settlement.error?.message).toContain("would make a git repository")
+      expect(existsSync(join(box.location, base, "HEAD"))).toBe(false)
+    }
+    mkdirSync(join(box.location, "vendor"), { recursive: true })
+    expect(() => git(join(box.location, "vendor"), "status")).toThrow()
+    expect(existsSync(planted)).toBe(false)
+    // Files of a folder that do not make a repository together are the model's, in one patch.
+    const plain = ["*** Begin Patch", ...add("docs/HEAD.md", ["notes"]), ...add("docs/objects.md", ["more"]), "*** End Patch"].join("\n")
+    expect(settlementOf(await exec(box, "apply_patch", { patchText: plain })).status).toBe("success")
+  }, 120_000)
+
   // The user's own git configuration holds programs git runs in every repository: one approval of the home (an
   // external_directory rule, or "always") let the model plant a core.fsmonitor there. Like the repository's, it is
   // asked of a person each time, also where a dotfiles repository links it.
