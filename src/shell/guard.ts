@@ -791,29 +791,30 @@ export const begin = (
   const made = new Set<string>()
   /** The `.git` of the other repositories: one that cannot be put back (removed) is left to `madeDeeper`. */
   const nestedGits = new Set<string>()
-  const gits = [
-    ...new Map([
-      ...keys.flatMap((key) => {
-        const repository = repositoryOfKey.get(key)
-        if (repository === undefined) return []
-        const entry = repository.entry
-        const own =
-          entry === undefined || keys.some((each) => under(each, entry)) || !(granted.some((root) => under(root, entry)) || under(temporary, entry))
-            ? []
-            : [[entry, holding(entry)] as const]
-        const folder = join(repository.commonDir, "worktrees")
-        const worktrees = [folder, ...Git.worktreesOf(repository.commonDir)]
-          .filter((path) => writableHere(path) && lstat(path)?.isDirectory() === true)
-          .map((path) => (made.add(path), [path, holding(path)] as const))
-        return [...own, ...worktrees]
-      }),
-      // The `.git` of each other repository, where the command may rename it away and put its own in its place.
-      ...nested
-        .map((repository) => join(repository, ".git"))
-        .filter((entry) => writableHere(entry) && lstat(entry) !== undefined)
-        .map((entry) => (nestedGits.add(entry), [entry, holding(entry)] as const)),
-    ]).values(),
-  ]
+  // Each held once: Locations of one repository name its worktrees' folders each (a directory held twice and
+  // looked at once would stay open for good).
+  const gitPaths = new Set([
+    ...keys.flatMap((key) => {
+      const repository = repositoryOfKey.get(key)
+      if (repository === undefined) return []
+      const entry = repository.entry
+      const own =
+        entry === undefined || keys.some((each) => under(each, entry)) || !(granted.some((root) => under(root, entry)) || under(temporary, entry))
+          ? []
+          : [entry]
+      const folder = join(repository.commonDir, "worktrees")
+      const worktrees = [folder, ...Git.worktreesOf(repository.commonDir)]
+        .filter((path) => writableHere(path) && lstat(path)?.isDirectory() === true)
+        .map((path) => (made.add(path), path))
+      return [...own, ...worktrees]
+    }),
+    // The `.git` of each other repository, where the command may rename it away and put its own in its place.
+    ...nested
+      .map((repository) => join(repository, ".git"))
+      .filter((entry) => writableHere(entry) && lstat(entry) !== undefined)
+      .map((entry) => (nestedGits.add(entry), entry)),
+  ])
+  const gits = [...gitPaths].map(holding)
   // A `.git` made by the command in a folder above a Location (`git init ..`, `git init /tmp`) would be the user's
   // git's next repository there, its config and hooks the command's: where none was before, one found after goes.
   const aboveFound = [...new Set(ways.flatMap(({ way }) => way.slice(1).map((folder) => join(folder.path, ".git"))))].map(

@@ -166,6 +166,24 @@ describe("core's configuration in the Location, against what a command runs", ()
     expect(readFileSync(join(result.undoneKeptIn!, basename(location), "tools/evil.ts"), "utf8")).toBe("evil\n")
   })
 
+  // Two served Locations of one repository with a worktree: each named the worktrees' folders, each held them open,
+  // and one of the two was never closed: 2 descriptors a command, until the sidecar ran out.
+  test.skipIf(Bun.which("git") === null)("Locations of one repository hold its worktrees' folders once, and let them all go", () => {
+    const root = tempDir("core-repo-")
+    const run = (...args: ReadonlyArray<string>) => {
+      const result = Bun.spawnSync(["git", ...args], { cwd: root, env: { PATH: process.env.PATH!, HOME: root, GIT_CONFIG_NOSYSTEM: "1" } })
+      if (result.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${result.stderr.toString()}`)
+    }
+    run("init", "-q")
+    run("-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q", "--allow-empty", "-m", "first")
+    run("worktree", "add", "-q", join(root, "wt"))
+    mkdirSync(join(root, "sub"))
+    const open = () => readdirSync("/proc/self/fd").length
+    const before = open()
+    for (let index = 0; index < 20; index++) Guard.begin(root, keeping, [join(root, "sub")]).finish(true)
+    expect(open() - before).toBeLessThan(3)
+  })
+
   test("a Location moved inside its replacement comes out of it before the replacement is set aside", () => {
     // Done here as a command would: whether a folder holding mounts can be moved into another varies by kernel setup.
     const location = configured()
