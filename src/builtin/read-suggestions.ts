@@ -39,9 +39,11 @@ export const suggestions = (services: Builtin.Services, context: Tool.Context, r
     const directory = services.directory
     const wanted = basename(real)
     if (!inside || wanted === "") return []
+    // Never a name the walking tools leave out (a credential store, core's data directory), as read refuses them.
+    const kept = Builtin.hidden(services, context.agent)
     const readable = (paths: ReadonlyArray<string>) =>
       Effect.gen(function* () {
-        const within = paths.filter((path) => path !== directory && Boundary.isWithin(directory, path))
+        const within = paths.filter((path) => path !== directory && Boundary.isWithin(directory, path) && !kept(path))
         if (within.length === 0) return []
         const decisions = yield* services.permission
           .explain({ agent: context.agent, action: "read", resources: within.map((path) => relative(directory, path)) })

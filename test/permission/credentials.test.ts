@@ -46,6 +46,16 @@ describe("credential stores and the file tools", () => {
     expect((await exec("read", { filePath: "notes.txt" })).stdout).toContain("ordinary notes")
   }, 120_000)
 
+  // read's "Did you mean" offered `.aws/credentials` for `credentials`, which glob and list leave out.
+  test("read's suggestions for a missing file never name a store", async () => {
+    const { user, exec } = world()
+    for (const [asked, store] of [["credentials", ".aws/credentials"], ["id_ed25519", ".ssh/id_ed25519"], ["config.json", ".docker/config.json"]] as const) {
+      expect(existsSync(join(user.home, store))).toBe(true)
+      const read = await exec("read", { filePath: asked })
+      expect([asked, read.settlement.status, read.stdout.includes(store)]).toEqual([asked, "error", false])
+    }
+  }, 120_000)
+
   test("grep, glob and list over the home show no store's content or file", async () => {
     const { user, exec } = world()
     const outputs = [
