@@ -460,7 +460,7 @@ const needsOf = Effect.fnUntraced(function* (
     const absolute = CommandChecks.locate(path.word, workdir.real)
     if (absolute === undefined) continue
     const resolved = yield* Effect.result(Boundary.resolve({ location: directory, path: absolute }))
-    const secret = resolved._tag === "Success" && Protected.secret(roots, resolved.success.real)
+    const secret = resolved._tag === "Success" && Protected.secretToCommands(roots, resolved.success.real)
     // Only read, by what the command is (`cat`, `ls`) or by what its table says this operand is (a copy's source).
     if (secret && !path.writes && (!changes || path.access === "read" || path.access === "none")) {
       secrets.add(absolute)
@@ -581,7 +581,7 @@ const editCheck = (needs: Needs): ReadonlyArray<Permission.Check> => [
  */
 const checksOf = Effect.fnUntraced(function* (services: Builtin.Services, agent: string, needs: Needs) {
   // Refused as a read of core's data directory is, before anything is asked.
-  yield* Effect.forEach([...needs.secrets], (path) => Builtin.pathPlan(services, { action: "read", path, access: "read" }))
+  yield* Effect.forEach([...needs.secrets], (path) => Builtin.pathPlan(services, { action: "read", path, access: "read", command: true }))
   const written = yield* Effect.forEach([...needs.written], (path) =>
     Builtin.pathPlan(services, { action: "edit", path, access: "write" }),
   )

@@ -160,7 +160,7 @@ export interface Interface {
   readonly authorizePath: (input: PathInput) => Effect.Effect<Boundary.Resolved, Refusal | Boundary.PathError>
   /** The checks `authorizePath` makes for a path, in order, without making them (for explaining a call). */
   readonly pathChecks: (
-    input: Pick<PathInput, "path" | "access" | "action"> & { readonly sessionID?: string },
+    input: Pick<PathInput, "path" | "access" | "action"> & { readonly sessionID?: string; readonly command?: true },
   ) => Effect.Effect<{ readonly resolved: Boundary.Resolved; readonly checks: ReadonlyArray<Check> }, Boundary.PathError>
   /** What is protected in this Location (see ./protected), for checks made outside `authorizePath` (shell lines). */
   readonly protectedRoots: Protected.Roots
@@ -353,7 +353,8 @@ interface Paths {
   readonly protectedRoots: Protected.Roots
 }
 
-type PathCheckInput = Pick<PathInput, "path" | "access" | "action"> & { readonly sessionID?: string }
+/** `command`: a path a shell command reads, which reads nothing of core's data directory (its outputs included). */
+type PathCheckInput = Pick<PathInput, "path" | "access" | "action"> & { readonly sessionID?: string; readonly command?: true }
 
 /**
  * Why a resolved path is kept from every tool whatever the rules say (a credential store, core's data directory,
@@ -387,6 +388,14 @@ const keptFrom = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolv
       `Cannot read ${input.path}: it is in core's data directory (${protectedRoots.dataDir}), which holds the ` +
         "settlement store, saved approvals and other Locations' outputs, and is not readable by tools. Only this " +
         "Location's own managed outputs (the paths its previews name) can be read.",
+    )
+  }
+  // No command reads a managed output (the sandbox keeps commands out of the whole data directory): refused before
+  // anything is asked, as the rest of the directory is.
+  if (input.access === "read" && input.command === true && Protected.secretToCommands(protectedRoots, resolved.real)) {
+    return refused(
+      `Cannot read ${input.path} with a command: it is in core's data directory (${protectedRoots.dataDir}), which ` +
+        "no command reads. Read a managed output this session's results name with the read tool.",
     )
   }
   // A managed output is read without asking only in calls of the session that made it: wherever the data directory

@@ -360,6 +360,13 @@ export const secret = (roots: Roots, real: string): boolean => {
 }
 
 /**
+ * Whether a command reading `real` would read core's data directory: `secret`, and the managed outputs too, which
+ * tools read in their session but no command does (the sandbox hides the whole directory).
+ */
+export const secretToCommands = (roots: Roots, real: string): boolean =>
+  secret(roots, real) || roots.fixed.data.some((place) => within(place.path, real))
+
+/**
  * Commands that change none of the paths they are given. `cd` and the like change none either, but they move where
  * later relative paths lead: see `CommandChecks.directoryChange` (src/shell).
  */

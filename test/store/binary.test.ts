@@ -162,6 +162,16 @@ describe("core exec: a managed output is its Location's and its session's", () =
       expect(other.stdout).not.toContain("secret-line-19999")
       expect(other.code).not.toBe(0)
     }
+    // No command reads it, in its session or another: refused before anything is asked (it asked to leave the
+    // Location, and an "always" saved the data directory's folder; the sandbox then refused the read).
+    for (const session of ["ses_1", "ses_other"]) {
+      const tail = await run(
+        ["exec", "bash", "--input", JSON.stringify({ command: `tail -1 ${path}` }), "--location", maker, "--session", session, "--call", `call_tail_${session}`],
+        { env },
+      )
+      expect(tail.stdout).not.toContain("secret-line-19999")
+      expect([session, JSON.parse(tail.stdout).status, tail.stdout.includes("with a command")]).toEqual([session, "error", true])
+    }
     const person = await run(["output", kept!.id], { env })
     expect(person.code).toBe(0)
     expect(person.stdout).toContain("secret-line-19999")
