@@ -5,7 +5,7 @@ export * as ApplyPatch from "./apply-patch"
 // temp files before the first one is committed; a failure while committing restores the files already changed
 // from their saved originals. So a patch applies completely or leaves every file as it was.
 
-import { dirname } from "node:path"
+import { dirname, sep } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
@@ -529,16 +529,17 @@ const changesOf = (
 /**
  * Each change's checks (Builtin.changePlan). The files the patch makes are judged together too: one folder given a
  * `HEAD` and an `objects/` by one patch is a git repository the user's git would run the config of, which no file
- * of it alone shows (Git.together); those files are then asked of a person, as a protected change is.
+ * of it alone shows (Git.bare, with the patch's other files taken as made); those files are then asked of a person,
+ * as a protected change is.
  */
 const plansOf = (services: Builtin.Services, operations: ReadonlyArray<Patch.Operation>) =>
   Effect.gen(function* () {
     const changes = changesOf(operations)
     const planned = yield* Effect.forEach(changes, (change) => Builtin.changePlan(services, change))
-    const planted = Git.together(changes.flatMap((change, index) => (change.makes ? [planned[index]!.resolved.real] : [])))
-    if (planted.size === 0) return planned
+    const made = changes.flatMap((change, index) => (change.makes ? [planned[index]!.resolved.real] : []))
+    const madeHere = (path: string) => made.some((each) => each === path || each.startsWith(`${path}${sep}`))
     return planned.map((plan) => {
-      const what = planted.get(plan.resolved.real)
+      const what = made.includes(plan.resolved.real) ? Git.bare(plan.resolved.real, madeHere) : undefined
       if (what === undefined) return plan
       const last = plan.checks.length - 1
       return { ...plan, checks: plan.checks.map((check, index) => (index === last ? { ...check, save: [], ask: true as const, protected: what } : check)) }

@@ -411,8 +411,8 @@ const download = async (object: Blob, path: string): Promise<void> => {
 /**
  * Removes the outputs in `store` put longer than their retention (`retentionOf` a file's key) ago by the store's own
  * clock (a host whose clock runs ahead would otherwise remove every host's outputs); answers how many. An output's
- * record names no Location: it goes by its files' retention, which is learned from the listing (in no order every
- * store keeps), so a record whose fate depends on it waits for the end of the listing.
+ * record names no Location: it goes by its files' retention, learned from the listing (in no order every store
+ * keeps), so a record past the operator's retention is decided once the listing is done.
  */
 const sweepRemote = (store: ObjectStore.Interface, retentionOf: (key: string) => number) =>
   Effect.promise(async () => {
@@ -424,7 +424,7 @@ const sweepRemote = (store: ObjectStore.Interface, retentionOf: (key: string) =>
     try {
       const now = await store.now()
       /** A file's key for each output whose files have a retention other than the operator's (`retentionOf("")`). */
-      const filesOf = new Map<string, string>()
+      const located = new Map<string, string>()
       const waiting: Array<{ readonly id: string; readonly key: string; readonly modifiedMs: number }> = []
       for await (const object of store.list("")) {
         // Only an output's file under its own id (`<id>/…/<id>[.part]`) and its record: nothing else under the prefix.
@@ -435,20 +435,14 @@ const sweepRemote = (store: ObjectStore.Interface, retentionOf: (key: string) =>
         if (!ID_PATTERN.test(id) || !name.startsWith(id) || !(record || FILE_PATTERN.test(name)) || object.modifiedMs === undefined) continue
         const age = now - object.modifiedMs
         if (record) {
-          // Past every retention, or within the operator's and the file's known: decided now.
-          const known = filesOf.get(id)
-          if (age > retentionOf(object.key)) await remove(object.key)
-          else if (known !== undefined ? age > retentionOf(known) : age > retentionOf("")) {
-            if (known !== undefined) await remove(object.key)
-            else waiting.push({ id, key: object.key, modifiedMs: object.modifiedMs })
-          }
+          if (age > retentionOf("")) waiting.push({ id, key: object.key, modifiedMs: object.modifiedMs })
           continue
         }
-        if (retentionOf(object.key) !== retentionOf("")) filesOf.set(id, object.key)
+        if (retentionOf(object.key) !== retentionOf("")) located.set(id, object.key)
         if (age > retentionOf(object.key)) await remove(object.key)
       }
       for (const { id, key, modifiedMs } of waiting) {
-        if (now - modifiedMs > retentionOf(filesOf.get(id) ?? "")) await remove(key)
+        if (now - modifiedMs > retentionOf(located.get(id) ?? "")) await remove(key)
       }
     } catch {
       // An unreachable store is swept at the next sweep; what is kept here is swept now all the same.
@@ -493,13 +487,9 @@ export const layer = (options: Options): Layer.Layer<Service> =>
       const first = relative(directory, place).split(sep)[0]
       return retentionOfName(first !== undefined && LOCATION_PATTERN.test(first) ? first : undefined)
     }
-    /**
-     * An object's retention by the Location its key names (`<id>/<location>/…`); an output's record names none, and
-     * is kept as long as the longest retention, rather than go before the files it vouches for.
-     */
+    /** An output file's retention by the Location its key names (`<id>/<location>/…`), else the operator's. */
     const retentionOfKey = (key: string) => {
-      const [id = "", first = "", ...rest] = key.split("/")
-      if (key === recordKey(id)) return Math.max(retentionMs, ...own.values())
+      const [, first = "", ...rest] = key.split("/")
       return rest.length > 0 && LOCATION_PATTERN.test(first) ? retentionOfName(first) : retentionMs
     }
     const retain = (retentions: ReadonlyMap<string, number>) =>

@@ -352,8 +352,9 @@ const RUNS = ["hooks", "config", "config.worktree", join("info", "attributes"), 
  * its `HEAD` and `objects/`, with no `.git` in its name), or undefined: a code place in one (`config`, `hooks/`, ...),
  * or the `HEAD` or `objects/` that would make a directory one, so that `config` written into it beforehand goes
  * unchecked no more. Every folder above `real` is looked at: git finds a bare repository from any folder in it.
+ * `made`: paths the same change makes too (one patch adding a folder's `HEAD` and its `objects/`), taken as there.
  */
-export const bare = (real: string): string | undefined => {
+export const bare = (real: string, made: (path: string) => boolean = () => false): string | undefined => {
   for (let directory = dirname(real); ; directory = dirname(directory)) {
     const inside = relative(directory, real)
     if (isGitDirectory(directory)) {
@@ -365,34 +366,12 @@ export const bare = (real: string): string | undefined => {
       const objects = inside === "objects" || inside.startsWith(`objects${sep}`)
       const other = head ? join(commonOf(directory) ?? directory, "objects") : objects ? join(directory, "HEAD") : undefined
       // A commondir sends git to another folder's objects, config and hooks: by its name alone, wherever it is.
-      if (inside === "commondir" || (other !== undefined && lstat(other) !== undefined)) {
+      if (inside === "commondir" || (other !== undefined && (lstat(other) !== undefined || made(other)))) {
         return `${directory}, which it would make a git repository whose config and hooks the user's git would run`
       }
     }
     if (dirname(directory) === directory) return undefined
   }
-}
-
-/**
- * What creating all of `created` (real paths) at once would plant for git that `bare` cannot see, looking at each
- * against the disk: a folder they give both a `HEAD` and an `objects/` (one patch adding both), by each of those
- * created paths; empty when they make no git directory together.
- */
-export const together = (created: ReadonlyArray<string>): ReadonlyMap<string, string> => {
-  const found = new Map<string, string>()
-  const made = (path: string) => created.some((each) => each === path || each.startsWith(`${path}${sep}`))
-  for (const real of created) {
-    for (let directory = dirname(real); ; directory = dirname(directory)) {
-      const inside = relative(directory, real)
-      const other = inside === "HEAD" ? join(directory, "objects") : inside === "objects" || inside.startsWith(`objects${sep}`) ? join(directory, "HEAD") : undefined
-      if (other !== undefined && made(other)) {
-        found.set(real, `${directory}, which this change would make a git repository whose config and hooks the user's git would run`)
-        break
-      }
-      if (dirname(directory) === directory) break
-    }
-  }
-  return found
 }
 
 /** Git directories under `directory/modules` (submodules, nested to any depth), up to `budget`. */
