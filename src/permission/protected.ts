@@ -234,7 +234,8 @@ export const code = (locations: ReadonlyArray<string>, home: string): Array<Code
     kind: "import" as const,
   }))
   // Past what can be followed file by file, what the rest of the closure is cannot be told: the Locations are
-  // protected whole rather than leave it the model's.
+  // protected whole rather than leave it the model's, by path alone (not remembered by identity: once the closure
+  // is followed whole again, the Location is the model's again).
   if (!closure.complete) {
     for (const each of locations) {
       imported.push({
@@ -242,7 +243,7 @@ export const code = (locations: ReadonlyArray<string>, home: string): Array<Code
         what:
           `${each}, whose tool and plugin files import more than ${Closure.MAX_FOLLOWED} files and packages: core ` +
           "cannot tell them apart, so it protects the whole Location (import fewer, or a person makes the change)",
-        identity: identityOf(each),
+        identity: undefined,
         kind: "import",
       })
     }
