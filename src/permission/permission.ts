@@ -28,6 +28,7 @@ import { Protected } from "./protected"
 import { ProtectedMessage } from "./protected-message"
 import { type Any as AnyRefusal, Declined, Denied, deniedText, Rejected } from "../tool/refusal"
 import { Rule } from "./rule"
+import { Toolchains } from "./toolchains"
 
 // The refusals live below the tool value (./refusal); this module's namespace keeps naming them.
 export { Declined, Denied, Rejected } from "../tool/refusal"
@@ -427,7 +428,9 @@ const checksOf = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolv
   const resource = resolved.inside ? relative(paths.realProject, resolved.real) || "." : resolved.real
   const changes =
     input.access === "write"
-      ? (Protected.change(paths.protectedRoots, resolved.real, { encloses: true }) ?? Git.userConfig(paths.user.home, resolved.real))
+      ? (Protected.change(paths.protectedRoots, resolved.real, { encloses: true }) ??
+        Git.userConfig(paths.user.home, resolved.real) ??
+        Toolchains.change(paths.user.home, resolved.real, paths.realProject, process.env.PATH, paths.user.write))
       : undefined
   checks.push(
     changes === undefined

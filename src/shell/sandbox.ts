@@ -14,6 +14,7 @@ import { dirname, join, resolve, sep } from "node:path"
 import { Covered } from "./covered"
 import { Listing } from "./listing"
 import { Homes } from "../permission/homes"
+import { Toolchains } from "../permission/toolchains"
 import { Home } from "./home"
 import { Landlock } from "./landlock"
 import { ProcessDirs } from "./process-dirs"
@@ -58,6 +59,15 @@ export const hidden = (env: Readonly<Record<string, string | undefined>> = proce
   resolve(env.CORE_DATA_DIR || join(homedir(), ".local/share/core")),
 ]
 
+/** Whether something is at `path` that this user can see (a PATH entry may lie in a folder it cannot search). */
+const exists = (path: string): boolean => {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false }) !== undefined
+  } catch {
+    return false
+  }
+}
+
 const within = (root: string, path: string): boolean =>
   path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)
 
@@ -85,7 +95,10 @@ interface Fixed {
   readonly secret: ReadonlyArray<string>
   readonly system: string
   readonly read: ReadonlyArray<string>
-  /** What developer tools read under the home (Home.readable): never written, wherever a write grant holds it. */
+  /**
+   * Where the user's own programs come from (Toolchains: what developer tools read under the home, the PATH folders
+   * outside the Location): never written, wherever a write grant holds it.
+   */
   readonly readOnly: ReadonlyArray<string>
   /** core.json's allowWrite, carved. */
   readonly write: ReadonlyArray<string>
@@ -200,8 +213,13 @@ const workOut = (
   // developer tools read is granted, as anywhere else. A home that is a system directory itself cannot be.
   const enclosed = Landlock.SYSTEM_READABLE.some((root) => root !== home && within(root, home)) ? home : undefined
   const systemRead = Landlock.granted(Landlock.SYSTEM_READABLE, enclosed === undefined ? secret : [...secret, enclosed])
-  const readOnly = Home.readable(home).map(Landlock.real).filter((path) => lstatSync(path, { throwIfNoEntry: false }) !== undefined)
-  const homeward = Landlock.granted([...readOnly, ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted, enclosed)], secret)
+  const developerRead = Toolchains.readable(home).map(Landlock.real).filter(exists)
+  const homeward = Landlock.granted([...developerRead, ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted, enclosed)], secret)
+  const location = Landlock.real(policy.location)
+  const pathFolders = Toolchains.pathFolders(env.PATH)
+    .filter((folder) => !within(location, folder) && exists(folder))
+    .map(Landlock.real)
+  const readOnly = [...new Set([...developerRead, ...pathFolders])]
   return {
     at: now,
     used: now,
@@ -329,13 +347,15 @@ export const prepare = (
   let temporary: string | undefined
   if (secret.some((dir) => within(system, dir))) temporary = ProcessDirs.make(system, "core-call-")
   // The cache lies in core's data directory, carved out of every grant: it is granted by itself.
-  // What developer tools read under the home stays read-only where a write grant holds it (a Location holding the
-  // home), though never carved out of a grant it holds itself (a Location under ~/go).
+  // Where the user's programs come from stays read-only where a write grant holds it (a Location holding the home),
+  // though never carved out of the Location or temp where it holds them (a Location under ~/go); a directory approved
+  // for the call inside one (`~/.cargo/bin`, a PATH folder) is not granted: a change there is a person's to make.
   const write = [
-    ...[policy.location, ...policy.approved, temporary ?? system].flatMap((root) => {
+    ...[policy.location, temporary ?? system].flatMap((root) => {
       const real = Landlock.real(root)
       return Landlock.granted([real], [...secret, ...made.readOnly.filter((path) => !within(path, real))])
     }),
+    ...Landlock.granted(policy.approved, [...secret, ...made.readOnly]),
     cache,
     ...allowed,
   ]

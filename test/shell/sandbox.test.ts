@@ -201,6 +201,27 @@ describe("the shell sandbox", () => {
     expect(linked.stdout.text).toBe("elsewhere")
   })
 
+  // A line writing `~/.cargo/bin/x` had that folder approved for the call (external_directory allowed): the command
+  // could put any program there, found before the user's own the next time they typed its name.
+  test.skipIf(!LANDLOCK)(`a directory approved for the call inside a PATH folder or a toolchain's is not writable; one beside them is${needs}`, async () => {
+    const location = tempDir("core-loc-")
+    const user = tempDir("core-user-")
+    const bin = join(user, ".cargo", "bin")
+    const rustup = join(user, ".rustup", "toolchains")
+    const tools = tempDir("core-tools-")
+    const plain = join(user, "notes")
+    for (const folder of [bin, rustup, join(tools, "sub"), plain]) mkdirSync(folder, { recursive: true })
+    const env = { PATH: `${bin}:${tools}:${process.env.PATH}`, HOME: user }
+    const written = (folder: string) => existsSync(join(folder, "planted"))
+    for (const folder of [bin, rustup, tools, join(tools, "sub")]) {
+      const result = await run(`echo x > ${folder}/planted`, location, [folder], shell, env)
+      expect([folder, result.exitCode !== 0, written(folder)]).toEqual([folder, true, false])
+      expect(result.stderr.text).toContain("Permission denied")
+    }
+    const result = await run(`echo x > ${plain}/planted`, location, [plain], shell, env)
+    expect([result.exitCode, written(plain)]).toEqual([0, true])
+  })
+
   test.skipIf(!LANDLOCK)(`core.json's grants: a deny inside the Location hides it, allowRead and allowWrite reach outside${needs}`, async () => {
     const location = tempDir("core-loc-")
     const readable = tempDir("core-readable-")

@@ -1,10 +1,10 @@
-// The files the user's git config names for git to read (Home.readable): key lines read as the pattern this reader
+// The files the user's git config names for git to read (Toolchains.readable): key lines read as the pattern this reader
 // replaced read them, and a long hostile line read at once.
 
 import { describe, expect, test } from "bun:test"
 import { realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Home } from "../../src/shell/home"
+import { Toolchains } from "../../src/permission/toolchains"
 import { tempDir } from "../support/temp"
 import { inChild } from "../support/in-child"
 
@@ -12,12 +12,12 @@ import { inChild } from "../support/in-child"
 const named = (text: string) => {
   const home = realpathSync(tempDir("core-git-home-"))
   writeFileSync(join(home, ".gitconfig"), text)
-  return Home.readable(home)
-    .slice(Home.READABLE.length)
+  return Toolchains.readable(home)
+    .slice(Toolchains.HOME.length)
     .map((path) => path.slice(home.length))
 }
 
-describe("Home.readable reads the user's git config lines", () => {
+describe("Toolchains.readable reads the user's git config lines", () => {
   test("core.excludesFile, core.attributesFile and include paths, quoted or not; a line with # or ; after its value is not read", () => {
     expect(named("[core]\n\texcludesFile = ~/.my-ignore\n\tattributesfile=\"~/.attrs\"  \n")).toEqual(["/.my-ignore", "/.attrs"])
     expect(named("[include]\n\tpath = a b \n[includeIf \"gitdir:/\"]\n\tpath = c\n")).toEqual(["/a b", "/c"])
@@ -33,11 +33,11 @@ describe("Home.readable reads the user's git config lines", () => {
     expect(
       await inChild(`
         import { writeFileSync } from "node:fs"
-        import { Home } from ${JSON.stringify(join(import.meta.dir, "../../src/shell/home.ts"))}
+        import { Toolchains } from ${JSON.stringify(join(import.meta.dir, "../../src/permission/toolchains.ts"))}
         const home = ${JSON.stringify(home)}
         const tabs = "\\t".repeat(20_000)
         writeFileSync(home + "/.gitconfig", "[core]\\n\\texcludesFile=" + tabs + "=" + tabs + '"[\\n\\tattributesFile = x' + " ".repeat(100_000) + "y\\n")
-        console.log(JSON.stringify(Home.readable(home).slice(Home.READABLE.length).map((path) => path.length - home.length)))
+        console.log(JSON.stringify(Toolchains.readable(home).slice(Toolchains.HOME.length).map((path) => path.length - home.length)))
         `),
     ).toEqual([100_003])
   }, 30_000)
