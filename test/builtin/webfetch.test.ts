@@ -257,11 +257,16 @@ describe("webfetch: status, redirects and failures", () => {
   test("a compressed body cut at the cap stops decompressing with the call", async () => {
     const settlement = await fetchPage("/brotli-bomb")
     expect(settlement.error?.message).toStartWith(`${web.url("/brotli-bomb")} is larger than webfetch's download cap`)
-    const before = process.cpuUsage()
-    await Bun.sleep(1_000)
-    const used = process.cpuUsage(before)
-    // Inflating would keep a processor busy the whole second; a stopped stream leaves it idle.
-    expect((used.user + used.system) / 1000).toBeLessThan(400)
+    // Inflating 16 GiB would keep a processor busy for minutes; a stopped stream leaves it idle. The process's CPU
+    // counts every thread of the test run (another file's left-over work too): the quietest of three windows says.
+    const windows: Array<number> = []
+    for (let window = 0; window < 3; window++) {
+      const before = process.cpuUsage()
+      await Bun.sleep(400)
+      const used = process.cpuUsage(before)
+      windows.push((used.user + used.system) / 1000)
+    }
+    expect(Math.min(...windows)).toBeLessThan(160)
   })
 
   test("HTML nested too deeply to convert is a failure saying to ask for the markup; as html it comes whole", async () => {
