@@ -82,6 +82,8 @@ type Plan =
 interface Place {
   readonly resolved: Boundary.Resolved
   readonly shown: string
+  /** Whether a person approved it as a protected change. */
+  readonly asked: boolean
 }
 
 const failure = (message: string) => new Tool.Failure({ message })
@@ -186,7 +188,7 @@ const makeTool = (services: Builtin.Services) =>
         const place = (index: number): Effect.Effect<Place, Permission.Refusal> => {
           const { resolved, checks } = planned[index]!
           return Builtin.authorize(services, context, checks, { tool: "apply_patch" }).pipe(
-            Effect.as({ resolved, shown: Builtin.display(services.directory, resolved.real) }),
+            Effect.as({ resolved, shown: Builtin.display(services.directory, resolved.real), asked: Builtin.askedOf(checks) }),
           )
         }
         const places: Array<{ source: Place; target: Place | undefined }> = []
@@ -421,13 +423,41 @@ const verify = (plans: ReadonlyArray<Plan>, replacedByMove: ReadonlySet<string>)
     return true
   })
 
-/** The files the commit locks: each plan's file, and a move's both ends. */
-const lockedPaths = (plans: ReadonlyArray<Plan>) =>
-  plans.flatMap((plan) =>
+/** Whether a patch making the files `made` (real paths) makes `path`: one of them, or a folder holding one. */
+const makes = (made: ReadonlyArray<string>) => (path: string) => made.some((each) => each === path || each.startsWith(`${path}${sep}`))
+
+/** The files a patch makes: an added file, a move's target. */
+const madeBy = (plans: ReadonlyArray<Plan>): ReadonlyArray<Place> =>
+  plans.flatMap((plan) => (plan._tag === "Add" || (plan._tag === "Update" && plan.target !== plan.source) ? [plan.target] : []))
+
+/** The files a patch makes that no person was asked about. */
+const unaskedMade = (plans: ReadonlyArray<Plan>): ReadonlyArray<Place> => madeBy(plans).filter((target) => !target.asked)
+
+/**
+ * The files the commit locks: each plan's file, and a move's both ends; for a file it makes unasked, the names
+ * that would make a folder around it a git repository with it (Git.repositoryNames, checked under them: `planted`).
+ */
+const lockedPaths = (plans: ReadonlyArray<Plan>) => [
+  ...plans.flatMap((plan) =>
     plan._tag === "Update" && plan.target !== plan.source
       ? [plan.source.resolved.real, plan.target.resolved.real]
       : [(plan._tag === "Add" ? plan.target : plan.source).resolved.real],
-  )
+  ),
+  ...unaskedMade(plans).flatMap((target) => Git.repositoryNames(target.resolved.real)),
+]
+
+/**
+ * The first file the patch makes unasked that would now make a folder a git repository (with the patch's other
+ * files taken as made), as the message refusing the patch: another change made at the same time left the rest.
+ */
+const planted = (plans: ReadonlyArray<Plan>): string | undefined => {
+  const madeHere = makes(madeBy(plans).map((target) => target.resolved.real))
+  for (const target of unaskedMade(plans)) {
+    const found = Git.bare(target.resolved.real, madeHere)
+    if (found !== undefined) return Text.plantedMessage(target.shown, found)
+  }
+  return undefined
+}
 
 /**
  * Stages every new content beside its destination, then commits in patch order, all or nothing: whatever stops the
@@ -477,6 +507,8 @@ const transact = (
             // Every file is still as read (or still absent) just before the first commit, checked under the files'
             // commit locks so no other core process can change one between the check and the renames.
             if (!(yield* verify(plans, replacedByMove))) return false
+            const plants = planted(plans)
+            if (plants !== undefined) return yield* failure(plants)
             if (tries === 1) {
               yield* context.progress({
                 message: `Applying the patch to ${plans.length} file${plans.length === 1 ? "" : "s"}`,
@@ -537,7 +569,7 @@ const plansOf = (services: Builtin.Services, operations: ReadonlyArray<Patch.Ope
     const changes = changesOf(operations)
     const planned = yield* Effect.forEach(changes, (change) => Builtin.changePlan(services, change))
     const made = changes.flatMap((change, index) => (change.makes ? [planned[index]!.resolved.real] : []))
-    const madeHere = (path: string) => made.some((each) => each === path || each.startsWith(`${path}${sep}`))
+    const madeHere = makes(made)
     return planned.map((plan) => {
       const what = made.includes(plan.resolved.real) ? Git.bare(plan.resolved.real, madeHere) : undefined
       if (what === undefined) return plan

@@ -119,7 +119,7 @@ export const authorizeChange = (
   services: Services,
   context: Tool.Context,
   input: { readonly tool: string; readonly path: string; readonly reads: boolean },
-): Effect.Effect<{ readonly resolved: Boundary.Resolved; readonly shown: string }, Tool.Failure | Permission.Refusal> =>
+): Effect.Effect<{ readonly resolved: Boundary.Resolved; readonly shown: string; readonly asked: boolean }, Tool.Failure | Permission.Refusal> =>
   Effect.gen(function* () {
     const ending = Text.directoryEnding(input.path)
     if (ending !== undefined) {
@@ -127,8 +127,11 @@ export const authorizeChange = (
     }
     const { resolved, checks } = yield* changePlan(services, input)
     yield* authorize(services, context, checks, { tool: input.tool })
-    return { resolved, shown: display(services.directory, resolved.real) }
+    return { resolved, shown: display(services.directory, resolved.real), asked: askedOf(checks) }
   })
+
+/** Whether `checks` asked a person for a protected change (approved, since the call goes on). */
+export const askedOf = (checks: ReadonlyArray<Permission.Check>): boolean => checks.some((check) => check.protected !== undefined)
 
 /**
  * Checks a directory a tool reads (glob, list): authorized with the tool's own action, then required to exist and

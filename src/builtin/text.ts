@@ -12,6 +12,7 @@ import { constants, readdirSync } from "node:fs"
 import { basename, dirname } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { Git } from "../permission/git"
 import { Pinned } from "../permission/pinned"
 import { Tool } from "../tool/tool"
 import { FileLock } from "./file-lock"
@@ -568,6 +569,11 @@ export interface WriteOptions {
   readonly kept?: Kept
   /** When set, the write happens only if the file is still exactly this. */
   readonly expected?: Snapshot
+  /**
+   * A file a person was not asked about: the names that would make a folder around it a git repository with it
+   * (Git.repositoryNames) are held with it while it is checked and made, and it is not made if it now would.
+   */
+  readonly unasked?: boolean
 }
 
 /**
@@ -679,12 +685,17 @@ const commitIf = (options: WriteOptions, stillValid: Effect.Effect<boolean, Tool
   Effect.gen(function* () {
     const temp = yield* prepare(options.path, options.bytes, options.kept, options.shown)
     return yield* FileLock.committing(
-      [options.path],
+      options.unasked === true ? [options.path, ...Git.repositoryNames(options.path)] : [options.path],
       options.shown,
       Effect.gen(function* () {
         if (!(yield* stillValid)) {
           yield* discard(temp)
           return "changed" as const
+        }
+        const planted = options.unasked === true ? Git.bare(options.path) : undefined
+        if (planted !== undefined) {
+          yield* discard(temp)
+          return yield* new Tool.Failure({ message: plantedMessage(options.shown, planted) })
         }
         yield* commit(temp, options.path, options.shown)
         return { lost: temp.lost }
@@ -698,6 +709,14 @@ const commitIf = (options: WriteOptions, stillValid: Effect.Effect<boolean, Tool
  */
 export const replace = (options: WriteOptions & { readonly expected: Snapshot }): Effect.Effect<Replaced, Tool.Failure> =>
   commitIf(options, unchanged(options.path, options.expected, options.shown))
+
+/**
+ * Why a file is not made after all: another change made at the same time (another core process's) left `planted`
+ * for it to complete (Git.bare), which is a person's to make.
+ */
+export const plantedMessage = (shown: string, planted: string): string =>
+  `Cannot create ${shown}: with a change made at the same time (another core process's), it would change ${planted}. ` +
+  "Nothing was changed. A person must make that change; do not retry it."
 
 /** Creates a file that must not exist yet; "changed" when a file appeared at `path` meanwhile. */
 export const create = (options: WriteOptions): Effect.Effect<Replaced, Tool.Failure> =>

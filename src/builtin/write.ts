@@ -78,7 +78,7 @@ const makeTool = (services: Builtin.Services) =>
       Effect.gen(function* () {
         const half = Text.halfCharacter("content", input.content)
         if (half !== undefined) return yield* new Tool.Failure({ message: `${half} Nothing was written.` })
-        const { resolved, shown } = yield* Builtin.authorizeChange(services, context, { tool: "write", path: input.filePath, reads: false })
+        const { resolved, shown, asked } = yield* Builtin.authorizeChange(services, context, { tool: "write", path: input.filePath, reads: false })
         if (resolved.kind === "directory") {
           return yield* new Tool.Failure({
             message: `Cannot write ${shown}: it is a directory. Give the path of a file, such as ${shown}/name.txt.`,
@@ -91,19 +91,24 @@ const makeTool = (services: Builtin.Services) =>
         }
         return yield* FileLock.retried(
           [resolved.real],
-          () => attempt(services, context, input, resolved.real, shown),
+          () => attempt(services, context, input, resolved.real, shown, asked),
           () => Text.changed(shown),
         )
       }),
   })
 
-/** One try at the write: FileLock.CHANGED when another process changed or created the file between reading and renaming. */
+/**
+ * One try at the write: FileLock.CHANGED when another process changed or created the file between reading and
+ * renaming. `asked`: a person approved it as a protected change (else a new file that another change made at the
+ * same time turns into a git repository's is not made: Text.create).
+ */
 const attempt = (
   services: Builtin.Services,
   context: Tool.Context,
   input: typeof Input.Type,
   real: string,
   shown: string,
+  asked: boolean,
 ): Effect.Effect<Output | typeof FileLock.CHANGED, Tool.Failure> =>
   Effect.gen(function* () {
     const exists = yield* Text.exists(real, shown)
@@ -137,7 +142,7 @@ const attempt = (
         const created = exists ? [] : yield* Text.ensureDirectory(dirname(real), shown)
         const outcome = yield* (
           snapshot === undefined
-            ? Text.create({ path: real, bytes, shown })
+            ? Text.create({ path: real, bytes, shown, unasked: !asked })
             : Text.replace({ path: real, bytes, shown, kept: snapshot, expected: snapshot })
         ).pipe(Effect.onError(() => Text.removeDirectories(created)))
         if (outcome === "changed") {

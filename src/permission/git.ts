@@ -374,6 +374,21 @@ export const bare = (real: string, made: (path: string) => boolean = () => false
   }
 }
 
+/**
+ * The names whose making `bare` weighs for `real` (a file about to be made), as paths: the `HEAD` and `objects` of
+ * every folder above it that it would be the `HEAD` of, or inside the `objects/` of. Two changes that each make
+ * one of a folder's pair, checked at once, each find the other missing; a change holding the pair's names while it
+ * checks and makes its file (FileLock.committing) sees the other's once it is made.
+ */
+export const repositoryNames = (real: string): ReadonlyArray<string> => {
+  const names: Array<string> = []
+  for (let directory = dirname(real); ; directory = dirname(directory)) {
+    const inside = relative(directory, real)
+    if (inside === "HEAD" || inside === "objects" || inside.startsWith(`objects${sep}`)) names.push(join(directory, "HEAD"), join(directory, "objects"))
+    if (dirname(directory) === directory) return names
+  }
+}
+
 /** Git directories under `directory/modules` (submodules, nested to any depth), up to `budget`. */
 const modulesUnder = (directory: string, found: Array<string>, budget: { left: number }): void => {
   let names: Array<string>
