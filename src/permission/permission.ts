@@ -371,7 +371,11 @@ const keptFrom = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolv
       `Cannot ${verb} ${input.path}: it is in ${where}, ${what}, which core keeps from every tool and command. Do ` +
         "not try to reach it another way; if the task needs it, ask the user.",
     )
-  const store = Credentials.anyStoreOf(user.home, resolved.real, input.access === "read" ? user.read : user.write, paths.otherStores())
+  // Where it really is, and as it was named: a login file linked to a dotfiles repository is as secret as any.
+  const grants = input.access === "read" ? user.read : user.write
+  const store =
+    Credentials.anyStoreOf(user.home, resolved.real, grants, paths.otherStores()) ??
+    (resolved.requested === resolved.real ? undefined : Credentials.anyStoreOf(user.home, resolved.requested, grants, paths.otherStores()))
   if (store !== undefined) return secret(store, "one of the user's credential stores and login files")
   const system = Credentials.systemOf(resolved.real)
   if (system !== undefined) {
@@ -430,7 +434,7 @@ const checksOf = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolv
     input.access === "write"
       ? (Protected.change(paths.protectedRoots, resolved.real, { encloses: true }) ??
         Git.userConfig(paths.user.home, resolved.real) ??
-        Toolchains.change(paths.user.home, resolved.real, paths.realProject, process.env.PATH, paths.user.write))
+        Toolchains.change(paths.user.home, resolved.real, resolved.requested, paths.realProject, process.env.PATH, paths.user.write))
       : undefined
   checks.push(
     changes === undefined

@@ -1,15 +1,17 @@
 export * as Toolchains from "./toolchains"
 
-// Where the user's own programs come from: the folders on their PATH, the toolchains' folders under the home (cargo's,
-// rustup's, nvm's, pyenv's, go's...) and the configuration developer tools read there (git's, pip's, cargo's). What is
-// there runs outside any sandbox the next time the user types a command (`git` found first in `~/.local/bin`, a
-// `.pth` file in the user's site-packages, a `rustc-wrapper` in `~/.cargo/config.toml`), so it is code the user's
-// own tools run unasked (DESIGN law 13): commands read it and never change it (../shell/sandbox), and a file tool's
-// change there is asked of a person each time (`change`). A PATH folder inside the Location (a project's `.venv/bin`,
-// `node_modules/.bin`) is the project's own, as the rest of the Location is. Pure reading of the file system.
+// Where the user's own programs come from: the folders on their PATH (with the prefix a `bin` folder belongs to and
+// the installs its links lead into), the toolchains' folders under the home (cargo's, rustup's, nvm's, pyenv's,
+// go's...), the configuration developer tools read there (git's, pip's, cargo's), and what shells, editors and REPLs
+// run as they start (RUNS). What is there runs outside any sandbox the next time the user types a command (`git`
+// found first in `~/.local/bin`, a `.pth` file in a site-packages, a `rustc-wrapper` in `~/.cargo/config.toml`, a
+// plugin in `~/.vim`), so it is code the user's own tools run unasked (DESIGN law 13): commands never change it
+// (../shell/sandbox), and a file tool's change there is asked of a person each time (`change`). A PATH folder inside
+// a project's Location (its `.venv/bin`, `node_modules/.bin`) is the project's own, as the rest of the Location is.
+// Pure reading of the file system.
 
-import { readFileSync, realpathSync } from "node:fs"
-import { dirname, isAbsolute, join, resolve, sep } from "node:path"
+import { type Dirent, readdirSync, readFileSync, realpathSync } from "node:fs"
+import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path"
 
 /**
  * The toolchains' folders and the configuration developer tools read under the home, relative to it: read by
@@ -57,6 +59,61 @@ export const HOME: ReadonlyArray<string> = [
   "bin",
   ".local/bin",
   ".cache",
+]
+
+/**
+ * What shells, editors, terminals and REPLs under the home run as they start, relative to it (the login files
+ * themselves are secrets: ./credentials): not granted to commands at all, and a change by a file tool is the user's
+ * own to approve (`change`).
+ */
+export const RUNS: ReadonlyArray<string> = [
+  // shells: the folders their login files source, plugin managers, prompts, direnv's config and its list of
+  // allowed .envrc files (an entry there runs a folder's .envrc on the user's next cd)
+  ".bashrc.d",
+  ".zshrc.d",
+  ".oh-my-zsh",
+  ".zinit",
+  ".local/share/zinit",
+  ".antigen",
+  ".zplug",
+  ".config/direnv",
+  ".local/share/direnv",
+  ".config/starship.toml",
+  ".config/mise",
+  ".config/husky",
+  ".inputrc",
+  ".tmux.conf",
+  ".config/tmux",
+  ".screenrc",
+  // editors and their plugins
+  ".vimrc",
+  ".vim",
+  ".config/nvim",
+  ".local/share/nvim",
+  ".emacs",
+  ".emacs.d",
+  ".config/emacs",
+  ".vscode",
+  ".cursor",
+  ".config/Code/User/settings.json",
+  ".config/Code/User/tasks.json",
+  // REPLs, debuggers and clients that run a file of commands as they start
+  ".ipython",
+  ".jupyter",
+  ".Rprofile",
+  ".irbrc",
+  ".pryrc",
+  ".psqlrc",
+  ".sqliterc",
+  ".gdbinit",
+  ".lldbinit",
+  ".curlrc",
+  ".wgetrc",
+  ".mailcap",
+  ".condarc",
+  // desktop entries and the user's services
+  ".local/share/applications",
+  ".local/share/systemd",
 ]
 
 /** How deep git's includes are followed (git itself stops at 10). */
@@ -144,59 +201,150 @@ const really = (path: string): string => {
   }
 }
 
-/** The user's PATH folders: the absolute entries of `path`, as given and where each really is. */
-export const pathFolders = (path: string | undefined): ReadonlyArray<string> => {
-  const entries = (path ?? "").split(":").filter((entry) => entry.startsWith("/"))
+/**
+ * The user's PATH folders: its absolute entries and those starting with `~/` (bash expands them as it searches), as
+ * given and where each really is.
+ */
+export const pathFolders = (home: string, path: string | undefined): ReadonlyArray<string> => {
+  const entries = (path ?? "").split(":").flatMap((entry) =>
+    entry.startsWith("/") ? [entry] : entry === "~" ? [home] : entry.startsWith("~/") ? [join(home, entry.slice(2))] : [],
+  )
   return [...new Set(entries.flatMap((entry) => [resolve(entry), really(entry)]))]
+}
+
+/** System folders whose PATH folders are not listed for links (their installs lie in the system prefix anyway). */
+const SYSTEM = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/snap", "/nix"]
+
+/**
+ * Where a program installed as a symlink lives: the package holding its target (the directory under the nearest
+ * `node_modules`, as npm and nvm link their bins), else the directory above a `bin/` holding it (a venv, a
+ * toolchain's own tree), else the target's directory.
+ */
+export const installOf = (target: string): string => {
+  const parts = target.split(sep)
+  const modules = parts.lastIndexOf("node_modules")
+  if (modules !== -1 && modules + 1 < parts.length - 1) {
+    const scoped = parts[modules + 1]!.startsWith("@") ? 2 : 1
+    return parts.slice(0, modules + 1 + scoped).join(sep)
+  }
+  const directory = dirname(target)
+  return basename(directory) === "bin" ? dirname(directory) : directory
+}
+
+/**
+ * What the PATH folders' programs are made of, besides the folders: the prefix a `bin` or `sbin` folder belongs to
+ * (`~/miniconda3` of `~/miniconda3/bin`, whose site-packages every `python3` there imports; never the home or `/`),
+ * and the installs the links in a folder outside the system's lead into (installOf: `~/.local/share/dev-tool` of
+ * `~/.local/bin/dev-tool`).
+ */
+const madeOf = (home: string, folders: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  for (const folder of folders) {
+    const name = basename(folder)
+    const prefix = dirname(folder)
+    if ((name === "bin" || name === "sbin") && prefix !== home && prefix !== "/") found.push(prefix, really(prefix))
+    if (SYSTEM.some((root) => within(root, folder))) continue
+    let entries: Array<Dirent>
+    try {
+      entries = readdirSync(folder, { withFileTypes: true })
+    } catch {
+      continue
+    }
+    for (const entry of entries) {
+      if (!entry.isSymbolicLink()) continue
+      try {
+        const target = realpathSync(join(folder, entry.name))
+        const install = installOf(target)
+        if (!within(folder, target) && install !== home && install !== "/") found.push(install)
+      } catch {
+        // A dangling link runs nothing.
+      }
+    }
+  }
+  return found
 }
 
 /** How long the places worked out for one home and PATH are reused: each is a few dozen lookups on the disk. */
 const PLACES_MS = 2_000
 
-interface Places {
+export interface Places {
   readonly key: string
   readonly at: number
-  /** The PATH folders, as given and where each really is. */
-  readonly path: ReadonlyArray<string>
-  /** The home's toolchain places and git's files, as given and where each really is. */
+  /** The PATH folders, their prefixes and the installs their links lead into, as given and where each really is. */
+  readonly programs: ReadonlyArray<string>
+  /**
+   * The home's toolchain places, git's files and what starts with the user's tools (HOME, RUNS, gitFiles), as
+   * given and where each really is.
+   */
   readonly home: ReadonlyArray<string>
 }
 
 let cached: Places | undefined
 
-const placesOf = (home: string, path: string | undefined): Places => {
+/** The places where the user's programs come from, for `home` and the PATH `path` (reused for PLACES_MS). */
+export const placesOf = (home: string, path: string | undefined): Places => {
   const key = `${home}\0${path ?? ""}`
   const now = performance.now()
   if (cached !== undefined && cached.key === key && now - cached.at < PLACES_MS) return cached
-  const places = readable(home)
-  cached = { key, at: now, path: pathFolders(path), home: [...new Set([...places, ...places.map(really)])] }
+  const folders = pathFolders(home, path)
+  const places = [...readable(home), ...RUNS.map((place) => join(home, place))]
+  cached = {
+    key,
+    at: now,
+    programs: [...new Set([...folders, ...madeOf(home, folders)])],
+    home: [...new Set([...places, ...places.map(really)])],
+  }
   return cached
 }
 
 /**
- * What a change to `real` (a real path) would plant among the user's programs, or undefined: a file in a PATH
- * folder outside `location` (the real Location), or in a toolchain's folder or configuration under `home` (HOME,
- * and the files the user's git config names), unless both the path and the Location lie in that folder (a Location
- * under `~/go` holds the project's own files), or core.json grants it for writing (`granted`: shell.allowWrite, a
- * person's). `path` is the PATH the user's commands get.
+ * Whether the PATH folder (or what it is made of) `folder` is a project's own, inside the Location `location`: a
+ * project's `.venv/bin` is, also in a Location under `~/go`; but not where the Location is the home or holds it,
+ * nor one in a toolchain's folder of the home that the Location is not strictly inside (`~/go/bin` of a Location
+ * `~/go`).
+ */
+const projectOwn = (places: Places, home: string, location: string, folder: string): boolean =>
+  within(location, folder) &&
+  !within(location, home) &&
+  !places.home.some((place) => within(place, folder) && !(place !== location && within(place, location)))
+
+/**
+ * Every place where the user's programs come from (placesOf) that a command in `location` must not change: all but
+ * a project's own PATH folders (and what they are made of) inside it. As given and where each really is; some may
+ * not exist.
+ */
+export const unchangeable = (home: string, path: string | undefined, location: string): ReadonlyArray<string> => {
+  const places = placesOf(home, path)
+  return [...places.home, ...places.programs.filter((folder) => !projectOwn(places, home, location, folder))]
+}
+
+/**
+ * What a change to `real` (a real path, reached as `requested`) would plant among the user's programs, or
+ * undefined: a file in a PATH folder, its prefix or an install its links lead into (a project's own aside), or in a
+ * toolchain's folder or configuration under `home`, or what starts with the user's tools (HOME, RUNS, and the
+ * files the user's git config names), unless both the path and the Location lie in that folder (a Location under
+ * `~/go` holds the project's own files), or core.json grants it for writing (`granted`: shell.allowWrite, a
+ * person's, by the path it names). `path` is the PATH the user's commands get.
  */
 export const change = (
   home: string,
   real: string,
+  requested: string,
   location: string,
   path: string | undefined,
   granted: ReadonlyArray<string> = [],
 ): string | undefined => {
-  if (granted.some((grant) => within(grant, real) || within(really(grant), real))) return undefined
+  if (granted.some((grant) => within(grant, real))) return undefined
   const places = placesOf(home, path)
   // Where both the path and the Location lie in a folder, the path is the project's own.
   const own = (folder: string) => within(folder, location) && within(location, real)
-  const folder = places.path.find((folder) => within(folder, real) && !within(location, folder) && !own(folder))
-  if (folder !== undefined) {
-    return `${real}, in ${folder}, a folder on the user's PATH: a program there runs outside any sandbox whenever the user types its name`
+  const at = (place: string) => within(place, real) || within(place, requested)
+  const program = places.programs.find((folder) => at(folder) && !projectOwn(places, home, location, folder) && !own(folder))
+  if (program !== undefined) {
+    return `${real}, in ${program}, where programs on the user's PATH come from: what is there runs outside any sandbox whenever the user types a command`
   }
-  const place = places.home.find((place) => within(place, real) && !own(place))
+  const place = places.home.find((place) => at(place) && !own(place))
   return place === undefined
     ? undefined
-    : `${real}, in ${place}, where the user's own toolchains and developer tools find programs and settings they run outside any sandbox`
+    : `${real}, in ${place}, where the user's own toolchains, shells and editors find programs and settings they run outside any sandbox`
 }

@@ -6,8 +6,9 @@ export * as Home from "./home"
 // works out paths only; ./sandbox turns them into grants, and nothing here decides permissions.
 
 import { type Dirent, lstatSync, readdirSync, realpathSync } from "node:fs"
-import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path"
+import { isAbsolute, join, resolve, sep } from "node:path"
 import { Credentials } from "../permission/credentials"
+import { Toolchains } from "../permission/toolchains"
 
 /** Secrets under the home: never read or written by a command unless core.json grants that very path. */
 export const DENIED: ReadonlyArray<string> = Credentials.STORES
@@ -60,22 +61,6 @@ export const denied = (home: string): ReadonlyArray<string> =>
   ].filter((path) => lstatSync(path, { throwIfNoEntry: false }) !== undefined)
 
 /**
- * Where a program installed as a symlink lives: the package holding its target (the directory under the nearest
- * `node_modules`, as npm and nvm link their bins), else the directory above a `bin/` holding it (a venv, a
- * toolchain's own tree), else the target's directory.
- */
-const installOf = (target: string): string => {
-  const parts = target.split(sep)
-  const modules = parts.lastIndexOf("node_modules")
-  if (modules !== -1 && modules + 1 < parts.length - 1) {
-    const scoped = parts[modules + 1]!.startsWith("@") ? 2 : 1
-    return parts.slice(0, modules + 1 + scoped).join(sep)
-  }
-  const directory = dirname(target)
-  return basename(directory) === "bin" ? dirname(directory) : directory
-}
-
-/**
  * What PATH makes readable beyond the system directories: each PATH directory itself, and where a program in it
  * is a symlink leading elsewhere, the install that program comes from (installOf). Never a PATH directory's parent
  * as such: `~/.cargo/bin` grants `~/.cargo/bin`, and `~/.cargo` only through Toolchains.HOME, with its credentials carved.
@@ -114,7 +99,7 @@ export const programs = (
       if (!entry.isSymbolicLink()) continue
       try {
         const target = realpathSync(join(directory, entry.name))
-        if (!within(directory, target) && !skipped(target)) found.push(installOf(target))
+        if (!within(directory, target) && !skipped(target)) found.push(Toolchains.installOf(target))
       } catch {
         // A dangling link runs nothing.
       }

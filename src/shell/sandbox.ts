@@ -10,7 +10,7 @@ export * as Sandbox from "./sandbox"
 
 import { lstatSync, mkdirSync, rmSync } from "node:fs"
 import { homedir, tmpdir } from "node:os"
-import { dirname, join, resolve, sep } from "node:path"
+import { dirname, join, relative, resolve, sep } from "node:path"
 import { Covered } from "./covered"
 import { Listing } from "./listing"
 import { Homes } from "../permission/homes"
@@ -82,6 +82,21 @@ const FIXED_ENTRIES = 16
  */
 const KEPT_FRESH_MS = 60_000
 const AHEAD_MS = 1_000
+/**
+ * core.json's grants for writing, as real paths; one named inside the Location or the temp directory that a link
+ * on the way leads elsewhere is dropped: a command may have put that link there (`out` made a link to
+ * `~/.local/bin`, and the next command wrote there).
+ */
+const grantsOf = (paths: ReadonlyArray<string> | undefined, home: string, location: string, temp: string): ReadonlyArray<string> =>
+  (paths ?? []).flatMap((path) => {
+    const given = Home.expand(path, home, location)
+    const real = Landlock.real(given)
+    const root = [location, temp].find((root) => within(root, given) || within(Landlock.real(root), given))
+    if (root === undefined) return [real]
+    const base = within(root, given) ? root : Landlock.real(root)
+    return real === join(Landlock.real(root), relative(base, given)) ? [real] : []
+  })
+
 /** The background refresh due for each key of `cached`. */
 const refreshes = new Map<string, ReturnType<typeof setTimeout>>()
 
@@ -193,7 +208,7 @@ const workOut = (
   const denied = [...Home.denied(home), ...others].map(Landlock.real)
   const system = Landlock.real(tmpdir())
   const allowRead = expand(settings.allowRead)
-  const allowWrite = expand(settings.allowWrite)
+  const allowWrite = grantsOf(settings.allowWrite, home, policy.location, system)
   const denyRead = expand(settings.denyRead)
   // A deny of core.json inside a tree granted for writing here (not the temp directory) is covered (see `prepare`) rather than carved out of the
   // grant, which would grant its siblings one by one and leave its folder unable to take a new file. Elsewhere, and
@@ -215,11 +230,19 @@ const workOut = (
   const systemRead = Landlock.granted(Landlock.SYSTEM_READABLE, enclosed === undefined ? secret : [...secret, enclosed])
   const developerRead = Toolchains.readable(home).map(Landlock.real).filter(exists)
   const homeward = Landlock.granted([...developerRead, ...Home.programs(env.PATH, Landlock.SYSTEM_READABLE, untrusted, enclosed)], secret)
-  const location = Landlock.real(policy.location)
-  const pathFolders = Toolchains.pathFolders(env.PATH)
-    .filter((folder) => !within(location, folder) && exists(folder))
-    .map(Landlock.real)
-  const readOnly = [...new Set([...developerRead, ...pathFolders])]
+  // Where the user's programs come from; one not made yet, by the nearest folder above it under the home (a
+  // command approved `~/.dotnet` must not make the `~/.dotnet/tools` on PATH), but the home's shared folders (a
+  // grant holding one is split around core's directories and the stores in it, so it cannot make a name there).
+  const shared = [home, ...[".config", ".local", ".local/share", ".cache"].map((folder) => join(home, folder))]
+  const readOnly = [
+    ...new Set(
+      Toolchains.unchangeable(home, env.PATH, Landlock.real(policy.location)).flatMap((place) => {
+        let found = place
+        while (!exists(found) && dirname(found) !== found) found = dirname(found)
+        return found === place || (within(home, found) && !shared.includes(found)) ? [Landlock.real(found)] : []
+      }),
+    ),
+  ]
   return {
     at: now,
     used: now,

