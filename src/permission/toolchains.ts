@@ -144,10 +144,14 @@ const configEntry = (line: string): readonly [string, string] | undefined => {
   return value === undefined ? undefined : [head[1]!, value]
 }
 
+/** The keys of git's `core` section whose value is a command git runs. */
+const COMMANDS = new Set(["pager", "editor", "fsmonitor", "sshcommand", "askpass"])
+
 /**
- * The files the user's git config names for git to read, under the home: `core.excludesFile`,
- * `core.attributesFile`, and the files `[include]` and `[includeIf]` sections pull in (git gives up on a config whose
- * include it may not read), followed through their own includes. A relative path is taken against the including
+ * The files the user's git config names for git to read or run, under the home: `core.excludesFile`,
+ * `core.attributesFile`, `core.hooksPath`, `init.templateDir`, the program a command key runs by its path
+ * (`core.pager = ~/bin/pager.sh`, COMMANDS, `sequence.editor`), and the files `[include]` and `[includeIf]` sections
+ * pull in (git gives up on a config whose include it may not read), followed through their own includes. A relative path is taken against the including
  * file's directory, as git does. A secret among them stays carved out (./credentials): git then fails rather than leak
  * it.
  */
@@ -168,10 +172,15 @@ const gitFiles = (home: string): ReadonlyArray<string> => {
       if (entry === undefined) continue
       const key = entry[0].toLowerCase()
       const named =
-        (section === "core" && (key === "excludesfile" || key === "attributesfile")) ||
+        (section === "core" && (key === "excludesfile" || key === "attributesfile" || key === "hookspath")) ||
+        (section === "init" && key === "templatedir") ||
         ((section === "include" || section === "includeif") && key === "path")
-      if (!named) continue
-      const path = expand(entry[1].trim(), home, dirname(file))
+      // A program git runs by its path: the first word of the command.
+      const program = (section === "core" && COMMANDS.has(key)) || (section === "sequence" && key === "editor")
+      if (!named && !program) continue
+      const value = program ? (entry[1].trim().replace(/^!/, "").split(/\s/)[0] ?? "") : entry[1].trim()
+      if (program && !(value.startsWith("/") || value.startsWith("~/"))) continue
+      const path = expand(value, home, dirname(file))
       if (!within(home, path) || found.includes(path)) continue
       found.push(path)
       if (key === "path" && depth < INCLUDES_MAX) visit(path, depth + 1)
@@ -211,6 +220,13 @@ export const pathFolders = (home: string, path: string | undefined): ReadonlyArr
   )
   return [...new Set(entries.flatMap((entry) => [resolve(entry), really(entry)]))]
 }
+
+/**
+ * What the system runs for every user, as root too: its configuration (cron, login files, services, `ld.so.preload`,
+ * apt's hooks), its boot files, its programs and libraries, and the users' crontabs. A change here is a person's,
+ * where core may make one at all (run by root).
+ */
+export const SYSTEM_PLACES: ReadonlyArray<string> = ["/etc", "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/var/spool/cron"]
 
 /** System folders whose PATH folders are not listed for links (their installs lie in the system prefix anyway). */
 const SYSTEM = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/snap", "/nix"]
@@ -315,7 +331,7 @@ const projectOwn = (places: Places, home: string, location: string, folder: stri
  */
 export const unchangeable = (home: string, path: string | undefined, location: string): ReadonlyArray<string> => {
   const places = placesOf(home, path)
-  return [...places.home, ...places.programs.filter((folder) => !projectOwn(places, home, location, folder))]
+  return [...places.home, ...places.programs.filter((folder) => !projectOwn(places, home, location, folder)), ...SYSTEM_PLACES]
 }
 
 /**
@@ -344,7 +360,9 @@ export const change = (
     return `${real}, in ${program}, where programs on the user's PATH come from: what is there runs outside any sandbox whenever the user types a command`
   }
   const place = places.home.find((place) => at(place) && !own(place))
-  return place === undefined
-    ? undefined
-    : `${real}, in ${place}, where the user's own toolchains, shells and editors find programs and settings they run outside any sandbox`
+  if (place !== undefined) {
+    return `${real}, in ${place}, where the user's own toolchains, shells and editors find programs and settings they run outside any sandbox`
+  }
+  const system = SYSTEM_PLACES.find((place) => at(place) && !own(place))
+  return system === undefined ? undefined : `${real}, in ${system}, which the system runs or reads for every user (its programs, services and login)`
 }

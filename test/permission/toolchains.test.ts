@@ -172,4 +172,20 @@ describe("the user's programs and toolchains", () => {
     const box: Sandbox = { ...outer, location: join(home, "go"), env }
     expect((await call(box, "write", { filePath: "src/app/main.go", content: "x\n" })).status).toBe("success")
   }, 120_000)
+  test("a program the user's git config runs by its path, and what the system runs for every user, are refused too", async () => {
+    const box = sandbox({ "core.json": ALLOW_EVERYWHERE })
+    const home = box.user.home
+    const config = readFileSync(join(home, ".gitconfig"), "utf8")
+    writeFileSync(join(home, ".gitconfig"), `${config}[core]\n\tpager = ~/scripts/pager.sh -R\n[init]\n\ttemplateDir = ~/.git-templates\n`)
+    await refused(box, "write", { filePath: join(home, "scripts/pager.sh"), content: "#!/bin/sh\ntouch /tmp/pwned\n" }, join(home, "scripts/pager.sh"))
+    await refused(box, "write", { filePath: join(home, ".git-templates/hooks/post-checkout"), content: "#!/bin/sh\n" }, join(home, ".git-templates"))
+    // Folders no system has, so that nothing is planted should the check fail.
+    const planted = ["/etc/core-test-cron.d", "/usr/local/core-test-bin"]
+    try {
+      for (const folder of planted) await refused(box, "write", { filePath: join(folder, "job"), content: "* * * * * root touch /tmp/pwned\n" }, folder.split("/").slice(0, 2).join("/"))
+      for (const folder of planted) expect([folder, existsSync(folder)]).toEqual([folder, false])
+    } finally {
+      for (const folder of planted) rmSync(folder, { recursive: true, force: true })
+    }
+  }, 120_000)
 })
