@@ -116,7 +116,29 @@ const scanned = new Map<string, { readonly stamp: string; readonly specifiers: R
 
 const stampOf = (stats: Stats) => `${stats.dev}:${stats.ino}:${stats.ctimeMs}:${stats.size}`
 
-/** The specifiers a source file imports (static, dynamic with a literal, require); none when it cannot be read. */
+/**
+ * Loads the transpiler's scan does not list: `require` through `createRequire` or `import.meta.require`, a `Worker`
+ * started from a file, `require.resolve` and `import.meta.resolve`. Where a file makes one, what it loads is a
+ * string somewhere in it (`createRequire(import.meta.url)("./lib/x.js")`, `new URL("./worker.ts", import.meta.url)`).
+ */
+const LOADS = /\bcreateRequire\b|\bimport\.meta\.(?:require|resolve)\b|\bnew\s+Worker\b|\brequire\.resolve\b/
+
+/** A string literal that may name a module: a relative path, a `file:` URL, or a package's name (and a path in it). */
+const NAMING = /(["'`])((?:\.{1,2}\/|file:)[^"'`\n$]*|@?[a-z0-9][\w.~-]*(?:\/[\w.~@-]+)*)\1/gi
+
+/**
+ * What `source` (of `file`) imports: the specifiers the transpiler finds (static, dynamic with a literal, require)
+ * and, in a file making a load it cannot follow (LOADS), every string in it that may name a module, taken as one
+ * (the closure then holds whatever it names, and at worst a few names nothing loads).
+ */
+const specifiersIn = (file: string, source: string): ReadonlyArray<string> => {
+  const found = transpilerFor(file).scanImports(source).map((entry) => entry.path)
+  if (!LOADS.test(source)) return found
+  for (const match of source.matchAll(NAMING)) found.push(match[2]!)
+  return [...new Set(found)]
+}
+
+/** The specifiers a source file imports (`specifiersIn`); none when it cannot be read. */
 export const specifiersOf = (file: string, stated?: Stats): ReadonlyArray<string> => {
   const stats = stated ?? statOf(file, true)
   if (stats === undefined || !stats.isFile()) return []
@@ -125,7 +147,7 @@ export const specifiersOf = (file: string, stated?: Stats): ReadonlyArray<string
   if (known !== undefined && known.stamp === stamp) return known.specifiers
   let specifiers: ReadonlyArray<string>
   try {
-    specifiers = transpilerFor(file).scanImports(readFileSync(file, "utf8")).map((entry) => entry.path)
+    specifiers = specifiersIn(file, readFileSync(file, "utf8"))
   } catch {
     // A syntax error: core refuses to load the file, so it imports nothing.
     specifiers = []
@@ -140,7 +162,7 @@ export const specifiersOf = (file: string, stated?: Stats): ReadonlyArray<string
  * error. Stats taken before reading make a file changed meanwhile look changed, so it is scanned again.
  */
 export const scan = (file: string, source: string, stats: Stats | undefined): ReadonlyArray<string> => {
-  const specifiers = transpilerFor(file).scanImports(source).map((entry) => entry.path)
+  const specifiers = specifiersIn(file, source)
   if (stats?.isFile() === true) scanned.set(file, { stamp: stampOf(stats), specifiers })
   return specifiers
 }

@@ -78,6 +78,27 @@ describe("Closure: the code tool and plugin files import", () => {
     expect(reachedFrom(root)).toContain(join(root, "shared/evil.ts"))
   })
 
+  // Loads the transpiler's scan does not list: what they load was the model's to write, and ran inside core.
+  test("a file requiring through createRequire or import.meta.require, or starting a Worker, has every module its strings name followed", () => {
+    const root = tempDir("core-closure-")
+    files(root, {
+      "lib/a.js": "module.exports = 1\n",
+      "lib/b.js": "module.exports = 2\n",
+      "lib/w.ts": "postMessage(1)\n",
+      "lib/resolved.js": "module.exports = 3\n",
+      "lib/untouched.js": "module.exports = 4\n",
+      "tools/req.ts":
+        'import { createRequire } from "node:module"\nconst load = createRequire(import.meta.url)\nexport const a = load("../lib/a.js")\n' +
+        'export const b = import.meta.require("../lib/b.js")\n',
+      "tools/work.ts": 'export const w = new Worker(new URL("../lib/w.ts", import.meta.url))\nexport const r = require.resolve("../lib/resolved.js")\n',
+      "tools/plain.ts": 'export const text = "../lib/untouched.js"\n',
+    })
+    const reached = reachedFrom(root)
+    for (const name of ["a.js", "b.js", "w.ts", "resolved.js"]) expect([name, reached.includes(join(root, "lib", name))]).toEqual([name, true])
+    // A file making no such load names modules only by its imports.
+    expect(reached).not.toContain(join(root, "lib/untouched.js"))
+  })
+
   test("follows a folder's package.json to the files it names, and a #subpath import through the nearest imports map", () => {
     const root = files(tempDir("core-closure-"), {
       "package.json": '{ "imports": { "#internal": "./src/internal.ts", "#pat/*": "./src/pat/*.js", "#dep": "pad", "#cond": { "bun": "./src/bun.ts", "default": "./src/other.ts" } } }',
