@@ -127,18 +127,20 @@ const LOADS = /\bcreateRequire\b|\bimport\.meta\.(?:require|resolve)\b|\bnew\s+W
 const NAMING = /(["'`])((?:\.{1,2}\/|file:)[^"'`\n$]*|@?[a-z0-9][\w.~-]*(?:\/[\w.~@-]+)*)\1/gi
 
 /**
- * What `source` (of `file`) imports: the specifiers the transpiler finds (static, dynamic with a literal, require)
- * and, in a file making a load it cannot follow (LOADS), every string in it that may name a module, taken as one
- * (the closure then holds whatever it names, and at worst a few names nothing loads).
+ * What `source` (of `file`) imports: the specifiers the transpiler finds (static, dynamic with a literal, require),
+ * and, in a file making a load it cannot follow (LOADS), `named`: every string in it that may name a module, which
+ * the closure follows as one (it then holds whatever they name, and at worst a few names nothing loads) but which
+ * the file is not required to resolve (`"utf8"` is no package it needs).
  */
-const specifiersIn = (file: string, source: string): ReadonlyArray<string> => {
-  const found = transpilerFor(file).scanImports(source).map((entry) => entry.path)
-  if (!LOADS.test(source)) return found
-  for (const match of source.matchAll(NAMING)) found.push(match[2]!)
-  return [...new Set(found)]
+const specifiersIn = (file: string, source: string): { readonly imports: ReadonlyArray<string>; readonly named: ReadonlyArray<string> } => {
+  const imports = transpilerFor(file).scanImports(source).map((entry) => entry.path)
+  if (!LOADS.test(source)) return { imports, named: imports }
+  const named = new Set(imports)
+  for (const match of source.matchAll(NAMING)) named.add(match[2]!)
+  return { imports, named: [...named] }
 }
 
-/** The specifiers a source file imports (`specifiersIn`); none when it cannot be read. */
+/** The specifiers the closure follows from a source file (`specifiersIn`, named); none when it cannot be read. */
 export const specifiersOf = (file: string, stated?: Stats): ReadonlyArray<string> => {
   const stats = stated ?? statOf(file, true)
   if (stats === undefined || !stats.isFile()) return []
@@ -147,7 +149,7 @@ export const specifiersOf = (file: string, stated?: Stats): ReadonlyArray<string
   if (known !== undefined && known.stamp === stamp) return known.specifiers
   let specifiers: ReadonlyArray<string>
   try {
-    specifiers = specifiersIn(file, readFileSync(file, "utf8"))
+    specifiers = specifiersIn(file, readFileSync(file, "utf8")).named
   } catch {
     // A syntax error: core refuses to load the file, so it imports nothing.
     specifiers = []
@@ -157,14 +159,15 @@ export const specifiersOf = (file: string, stated?: Stats): ReadonlyArray<string
 }
 
 /**
- * Scans `source`, read from `file` after `stats` were taken, and remembers its specifiers (discovery's own scan
- * before it imports a file, so its closure need not read it again). Throws the transpiler's error on a syntax
- * error. Stats taken before reading make a file changed meanwhile look changed, so it is scanned again.
+ * Scans `source`, read from `file` after `stats` were taken, and remembers the specifiers the closure follows from
+ * it (discovery's own scan before it imports a file, so its closure need not read it again); answers its imports,
+ * which must resolve. Throws the transpiler's error on a syntax error. Stats taken before reading make a file
+ * changed meanwhile look changed, so it is scanned again.
  */
 export const scan = (file: string, source: string, stats: Stats | undefined): ReadonlyArray<string> => {
-  const specifiers = specifiersIn(file, source)
-  if (stats?.isFile() === true) scanned.set(file, { stamp: stampOf(stats), specifiers })
-  return specifiers
+  const { imports, named } = specifiersIn(file, source)
+  if (stats?.isFile() === true) scanned.set(file, { stamp: stampOf(stats), specifiers: named })
+  return imports
 }
 
 /**

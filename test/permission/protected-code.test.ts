@@ -119,6 +119,30 @@ describe("core exec: code a tool file imports is core's configuration", () => {
     expect(settlementOf(after)).toMatchObject({ status: "success", structured: "  [hi]" })
   }, 120_000)
 
+  // A file loading through createRequire has every string that may name a module followed: first taken as imports the
+  // file had to resolve too, which left such a tool unloadable ("imports utf8, which cannot be found").
+  test("a tool requiring through createRequire loads and runs, and what it requires asks a person", async () => {
+    const box = sandbox({
+      "core.json": ALLOW,
+      "tools/req.ts": `${IMPORTS}import { createRequire } from "node:module"\nimport { readFileSync } from "node:fs"\n
+const load = createRequire(import.meta.url)
+const { fmt } = load("../lib/fmt.cjs")
+export default Tool.make({
+  description: "Formats text",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: (input) => Effect.sync(() => fmt(input.text) + readFileSync(new URL("../lib/suffix.txt", import.meta.url), "utf8")),
+})
+`,
+      "lib/fmt.cjs": "exports.fmt = (text) => `[${text}]`\n",
+      "lib/suffix.txt": "!",
+    })
+    expect(settlementOf(await exec(box, "req", { text: "hi" }))).toMatchObject({ status: "success", structured: "[hi]!" })
+    const settlement = settlementOf(await exec(box, "write", { filePath: "lib/fmt.cjs", content: evil(box, "cjs") }, ["--yes"]))
+    expect([settlement.status, settlement.error?.message.includes("A person must make that change")]).toEqual(["error", true])
+    expect(settlementOf(await exec(box, "req", { text: "hi" }))).toMatchObject({ status: "success", structured: "[hi]!" })
+  }, 120_000)
+
   // Bun loads a folder's package.json `main` (not its index) and maps `#name` through the `imports` of the nearest
   // package.json: the files those name run inside core as much as a relative module does.
   test("a folder's package.json main and a #subpath import's target: the write tool asks a person; the tool still runs", async () => {
