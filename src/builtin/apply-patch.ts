@@ -448,12 +448,14 @@ const lockedPaths = (plans: ReadonlyArray<Plan>) => [
 
 /**
  * The first file the patch makes unasked that would now make a folder a git repository (with the patch's other
- * files taken as made), as the message refusing the patch: another change made at the same time left the rest.
+ * files taken as made), or around which one has become a repository since `before` (Git.plantedSince, each file's
+ * repositories before the patch made its folders), as the message refusing the patch: another change made at the
+ * same time left the rest.
  */
-const planted = (plans: ReadonlyArray<Plan>): string | undefined => {
+const planted = (plans: ReadonlyArray<Plan>, before: ReadonlyMap<string, ReadonlyArray<string>>): string | undefined => {
   const madeHere = makes(madeBy(plans).map((target) => target.resolved.real))
   for (const target of unaskedMade(plans)) {
-    const found = Git.bare(target.resolved.real, madeHere)
+    const found = Git.plantedSince(target.resolved.real, before.get(target.resolved.real) ?? [], madeHere)
     if (found !== undefined) return Text.plantedMessage(target.shown, found)
   }
   return undefined
@@ -488,6 +490,8 @@ const transact = (
       ),
     )
 
+    // The repositories around each file made unasked, before the patch makes any folder (Git.plantedSince).
+    const before = new Map(unaskedMade(plans).map((target) => [target.resolved.real, Git.repositoriesAround(target.resolved.real)] as const))
     const stage = Effect.gen(function* () {
       for (const plan of plans) {
         if (plan._tag === "Delete") continue
@@ -507,7 +511,7 @@ const transact = (
             // Every file is still as read (or still absent) just before the first commit, checked under the files'
             // commit locks so no other core process can change one between the check and the renames.
             if (!(yield* verify(plans, replacedByMove))) return false
-            const plants = planted(plans)
+            const plants = planted(plans, before)
             if (plants !== undefined) return yield* failure(plants)
             if (tries === 1) {
               yield* context.progress({

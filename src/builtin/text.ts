@@ -570,10 +570,11 @@ export interface WriteOptions {
   /** When set, the write happens only if the file is still exactly this. */
   readonly expected?: Snapshot
   /**
-   * A file a person was not asked about: the names that would make a folder around it a git repository with it
-   * (Git.repositoryNames) are held with it while it is checked and made, and it is not made if it now would.
+   * A file a person was not asked about, with the folders around it that were git repositories before this change
+   * made any folder (Git.repositoriesAround): the names that would make a folder around it a repository with it
+   * (Git.repositoryNames) are held with it while it is checked and made, and it is not made if one now would be.
    */
-  readonly unasked?: boolean
+  readonly unasked?: ReadonlyArray<string>
 }
 
 /**
@@ -685,14 +686,14 @@ const commitIf = (options: WriteOptions, stillValid: Effect.Effect<boolean, Tool
   Effect.gen(function* () {
     const temp = yield* prepare(options.path, options.bytes, options.kept, options.shown)
     return yield* FileLock.committing(
-      options.unasked === true ? [options.path, ...Git.repositoryNames(options.path)] : [options.path],
+      options.unasked !== undefined ? [options.path, ...Git.repositoryNames(options.path)] : [options.path],
       options.shown,
       Effect.gen(function* () {
         if (!(yield* stillValid)) {
           yield* discard(temp)
           return "changed" as const
         }
-        const planted = options.unasked === true ? Git.bare(options.path) : undefined
+        const planted = options.unasked !== undefined ? Git.plantedSince(options.path, options.unasked) : undefined
         if (planted !== undefined) {
           yield* discard(temp)
           return yield* new Tool.Failure({ message: plantedMessage(options.shown, planted) })

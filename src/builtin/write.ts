@@ -7,6 +7,7 @@ export * as Write from "./write"
 import { dirname } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { Git } from "../permission/git"
 import { Tool } from "../tool/tool"
 import { Builtin } from "./builtin"
 import { FileLock } from "./file-lock"
@@ -139,10 +140,12 @@ const attempt = (
     // Made in full or not at all, and answered: a cancel meanwhile neither stops it nor hides that it was made.
     return yield* Effect.uninterruptible(
       Effect.gen(function* () {
+        // The repositories around a new file before its folders are made: one its folders would complete is not made.
+        const repositories = asked || exists ? undefined : Git.repositoriesAround(real)
         const created = exists ? [] : yield* Text.ensureDirectory(dirname(real), shown)
         const outcome = yield* (
           snapshot === undefined
-            ? Text.create({ path: real, bytes, shown, unasked: !asked })
+            ? Text.create({ path: real, bytes, shown, ...(repositories === undefined ? {} : { unasked: repositories }) })
             : Text.replace({ path: real, bytes, shown, kept: snapshot, expected: snapshot })
         ).pipe(Effect.onError(() => Text.removeDirectories(created)))
         if (outcome === "changed") {

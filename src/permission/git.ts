@@ -389,6 +389,32 @@ export const repositoryNames = (real: string): ReadonlyArray<string> => {
   }
 }
 
+/** The folders around `real` that `repositoryNames` weighs and that are git repositories now. */
+export const repositoriesAround = (real: string): ReadonlyArray<string> => {
+  const names = repositoryNames(real)
+  const found: Array<string> = []
+  for (let index = 0; index < names.length; index += 2) {
+    const folder = dirname(names[index]!)
+    if (isGitDirectory(folder)) found.push(folder)
+  }
+  return found
+}
+
+/**
+ * What a change to `real` would plant in a bare repository (`bare`), or a folder around it that has become a git
+ * repository since `before` (repositoriesAround, taken before the change made its folders: one another change made
+ * the `HEAD` of while this one made its `objects/`), or undefined. `made`: as for `bare`.
+ */
+export const plantedSince = (
+  real: string,
+  before: ReadonlyArray<string>,
+  made: (path: string) => boolean = () => false,
+): string | undefined => {
+  const became = repositoriesAround(real).find((folder) => !before.includes(folder))
+  if (became !== undefined) return `${became}, which it would make a git repository whose config and hooks the user's git would run`
+  return bare(real, made)
+}
+
 /** Git directories under `directory/modules` (submodules, nested to any depth), up to `budget`. */
 const modulesUnder = (directory: string, found: Array<string>, budget: { left: number }): void => {
   let names: Array<string>

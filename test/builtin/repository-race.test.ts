@@ -62,4 +62,28 @@ describe("a git repository made by two changes at the same time", () => {
       expect(settlementOf(await exec(box, tool, input)).status).toBe("success")
     }, 60_000)
   }
+  // The other order, found attacking the first version: the write of objects/… made its folders before taking the
+  // locks, so the other's HEAD made D a repository already, into whose objects/ a write is ordinary.
+  for (const tool of ["write", "apply_patch"] as const) {
+    test(`${tool} into a folder's objects/ is not made once another process has made its HEAD meanwhile`, async () => {
+      const box = sandbox({ "core.json": ALLOW, "vendor/config": CONFIG })
+      const vendor = join(box.location, "vendor")
+      const headLock = FileLock.lockPath(join(vendor, "HEAD"))
+      writeFileSync(headLock, Owner.current)
+      const input =
+        tool === "write"
+          ? { filePath: "vendor/objects/info/packs", content: "\n" }
+          : { patchText: "*** Begin Patch\n*** Add File: vendor/objects/info/packs\n+\n*** End Patch" }
+      const running = exec(box, tool, input)
+      // Its folders made, it waits for HEAD's lock.
+      await appears(join(vendor, "objects/info"))
+      writeFileSync(join(vendor, "HEAD"), "ref: refs/heads/main\n")
+      rmSync(headLock)
+      const settlement = settlementOf(await running)
+      expect(settlement.status).toBe("error")
+      expect(settlement.error?.message).toContain(`${vendor}, which it would make a git repository`)
+      expect(existsSync(join(vendor, "objects"))).toBe(false)
+      expect(Git.isGitDirectory(vendor)).toBe(false)
+    }, 60_000)
+  }
 })
