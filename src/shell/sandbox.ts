@@ -87,15 +87,21 @@ const AHEAD_MS = 1_000
  * on the way leads elsewhere is dropped: a command may have put that link there (`out` made a link to
  * `~/.local/bin`, and the next command wrote there).
  */
-const grantsOf = (paths: ReadonlyArray<string> | undefined, home: string, location: string, temp: string): ReadonlyArray<string> =>
+const grantsOf = (paths: ReadonlyArray<string> | undefined, home: string, location: string, temp: string): ReadonlyArray<Grant> =>
   (paths ?? []).flatMap((path) => {
     const given = Home.expand(path, home, location)
     const real = Landlock.real(given)
     const root = [location, temp].find((root) => within(root, given) || within(Landlock.real(root), given))
-    if (root === undefined) return [real]
+    if (root === undefined) return [{ given, real }]
     const base = within(root, given) ? root : Landlock.real(root)
-    return real === join(Landlock.real(root), relative(base, given)) ? [real] : []
+    return real === join(Landlock.real(root), relative(base, given)) ? [{ given, real }] : []
   })
+
+/** A grant of core.json: the path it names (expanded), and where it really is. */
+interface Grant {
+  readonly given: string
+  readonly real: string
+}
 
 /** The background refresh due for each key of `cached`. */
 const refreshes = new Map<string, ReturnType<typeof setTimeout>>()
@@ -208,7 +214,8 @@ const workOut = (
   const denied = [...Home.denied(home), ...others].map(Landlock.real)
   const system = Landlock.real(tmpdir())
   const allowRead = expand(settings.allowRead)
-  const allowWrite = grantsOf(settings.allowWrite, home, policy.location, system)
+  const writeGrants = grantsOf(settings.allowWrite, home, policy.location, system)
+  const allowWrite = writeGrants.map((grant) => grant.real)
   const denyRead = expand(settings.denyRead)
   // A deny of core.json inside a tree granted for writing here (not the temp directory) is covered (see `prepare`) rather than carved out of the
   // grant, which would grant its siblings one by one and leave its folder unable to take a new file. Elsewhere, and
@@ -250,7 +257,14 @@ const workOut = (
     secret,
     system,
     read: [...systemRead, ...homeward, ...granted(allowRead)],
-    write: granted(allowWrite),
+    // Carved of what it reaches only through a link (a folder outside the Location a command replaced with a link
+    // to ~/.local/bin or ~/.ssh): the stores and the places of the user's programs it does not name itself.
+    write: writeGrants.flatMap(({ given, real }) =>
+      Landlock.granted(
+        [real],
+        [...refused, ...denied.filter((store) => !within(store, given) && within(real, store)), ...readOnly.filter((place) => !within(place, given))],
+      ),
+    ),
     granted: [...policy.approved.map(Landlock.real), ...allowWrite],
     devices: Landlock.granted(["/dev"], secret),
     cache: cacheDirectory(core[1]!, policy.location),

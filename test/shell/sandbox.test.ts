@@ -250,6 +250,29 @@ describe("the shell sandbox", () => {
     expect(readFileSync(join(location, "kept/ok"), "utf8")).toBe("y\n")
   })
 
+  // The same outside the Location and the temp directory: a grant a command replaced with a link (its parent approved
+  // for the call) reached ~/.local/bin, or ~/.ssh.
+  test.skipIf(!LANDLOCK)(`a shell.allowWrite grant a link leads into a PATH folder or a credential store grants nothing there${needs}`, async () => {
+    const location = tempDir("core-loc-")
+    const user = tempDir("core-user-")
+    for (const folder of [".local/bin", ".ssh"]) mkdirSync(join(user, folder), { recursive: true })
+    const shared = mkdtempSync("/var/tmp/core-shared-")
+    try {
+      mkdirSync(join(shared, "plain"))
+      symlinkSync(join(user, ".local/bin"), join(shared, "bin"))
+      symlinkSync(join(user, ".ssh"), join(shared, "keys"))
+      const granting = Shell.make({ allowWrite: [join(shared, "plain"), join(shared, "bin"), join(shared, "keys")] }, { records: tempDir("core-runs-") })
+      const env = { PATH: `${join(user, ".local/bin")}:${process.env.PATH}`, HOME: user }
+      const result = await run(`echo x > ${shared}/bin/git; echo y > ${shared}/keys/authorized_keys; echo z > ${shared}/plain/ok`, location, [], granting, env)
+      expect(result.stderr.text).toContain(`${shared}/bin/git: Permission denied`)
+      expect(result.stderr.text).toContain(`${shared}/keys/authorized_keys: Permission denied`)
+      expect([existsSync(join(user, ".local/bin/git")), existsSync(join(user, ".ssh/authorized_keys"))]).toEqual([false, false])
+      expect(readFileSync(join(shared, "plain/ok"), "utf8")).toBe("z\n")
+    } finally {
+      rmSync(shared, { recursive: true, force: true })
+    }
+  })
+
   test.skipIf(!LANDLOCK)(`core.json's grants: a deny inside the Location hides it, allowRead and allowWrite reach outside${needs}`, async () => {
     const location = tempDir("core-loc-")
     const readable = tempDir("core-readable-")
