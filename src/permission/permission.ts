@@ -15,9 +15,9 @@ import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { Approvals } from "../store/approvals"
-import { realpathSync } from "node:fs"
+import { lstatSync, realpathSync } from "node:fs"
 import { homedir } from "node:os"
-import { relative } from "node:path"
+import { join, relative } from "node:path"
 import { Agent } from "./agent"
 import { Boundary } from "./boundary"
 import { Credentials } from "./credentials"
@@ -375,7 +375,8 @@ const keptFrom = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolv
   const grants = input.access === "read" ? user.read : user.write
   const store =
     Credentials.anyStoreOf(user.home, resolved.real, grants, paths.otherStores()) ??
-    (resolved.requested === resolved.real ? undefined : Credentials.anyStoreOf(user.home, resolved.requested, grants, paths.otherStores()))
+    (resolved.requested === resolved.real ? undefined : Credentials.anyStoreOf(user.home, resolved.requested, grants, paths.otherStores())) ??
+    linkedStoreOf(user.home, resolved.real, grants)
   if (store !== undefined) return secret(store, "one of the user's credential stores and login files")
   const system = Credentials.systemOf(resolved.real)
   if (system !== undefined) {
@@ -442,6 +443,32 @@ const checksOf = (paths: Paths, input: PathCheckInput, resolved: Boundary.Resolv
       : { action: input.action, resources: [resource], save: [], ask: true, protected: changes },
   )
   return checks
+}
+
+/** How long the credential stores found to be links are reused before they are looked up again. */
+const LINKED_MS = 2_000
+let linked: { readonly home: string; readonly at: number; readonly stores: ReadonlyArray<readonly [store: string, target: string]> } | undefined
+
+/**
+ * The credential store under `home` that `real` is, where a store is a link (a dotfiles repository's `bashrc`, read
+ * by that name in a Location at `~/dotfiles`), unless a grant names that store; undefined otherwise.
+ */
+const linkedStoreOf = (home: string, real: string, granted: ReadonlyArray<string>): string | undefined => {
+  const now = performance.now()
+  if (linked === undefined || linked.home !== home || now - linked.at > LINKED_MS) {
+    const stores: Array<readonly [string, string]> = []
+    for (const store of Credentials.STORES) {
+      const path = join(home, store)
+      try {
+        if (lstatSync(path).isSymbolicLink()) stores.push([path, realpathSync(path)])
+      } catch {
+        // Missing, or dangling: nothing is there to keep.
+      }
+    }
+    linked = { home, at: now, stores }
+  }
+  const found = linked.stores.find(([store, target]) => Boundary.isWithin(target, real) && !granted.some((grant) => Boundary.isWithin(store, grant)))
+  return found?.[0]
 }
 
 /** The real paths of a Location's options, and what is protected there. */
@@ -676,7 +703,9 @@ export const layer = (options: Options): Layer.Layer<Service, never, Approvals.S
         rules,
         denies: (agent, action) => Rule.denier(rules(agent), action),
         credential: (real) =>
-          Credentials.anyStoreOf(user.home, real, user.read, paths.otherStores()) !== undefined || Credentials.systemOf(real) !== undefined,
+          Credentials.anyStoreOf(user.home, real, user.read, paths.otherStores()) !== undefined ||
+          Credentials.systemOf(real) !== undefined ||
+          linkedStoreOf(user.home, real, user.read) !== undefined,
         explain,
         decide: decideAll,
         authorize,
